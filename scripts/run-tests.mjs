@@ -1,0 +1,35 @@
+// Runs every *.test.ts under the project with Node's own test runner (TypeScript through tsx).
+// Node 20's --test takes no globs, so the files are listed here. Pass paths or substrings to narrow the run:
+//   node scripts/run-tests.mjs emulator/sql
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = process.cwd();
+const skipDirs = new Set(['node_modules', '.next', '.nimbus', '.git', 'coverage', '.tmp']);
+
+function collect(dir, out) {
+  for (const name of readdirSync(dir)) {
+    if (skipDirs.has(name)) continue;
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) collect(full, out);
+    else if (name.endsWith('.test.ts')) out.push(relative(root, full));
+  }
+  return out;
+}
+
+const filters = process.argv.slice(2);
+const files = collect(root, [])
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort();
+if (files.length === 0) {
+  console.error('run-tests: no test files matched');
+  process.exit(1);
+}
+const concurrency = process.env.NIMBUS_TEST_CONCURRENCY ?? '2';
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  { stdio: 'inherit', env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' } },
+);
+process.exit(result.status ?? 1);
