@@ -1,0 +1,5 @@
+// The wire contract: one import for every name, status and shape that crosses a process boundary.
+// Imports nothing of ours. Reading a catalog from disk lives in ./catalog.ts (it needs node:fs).
+export * from './messageTypes.ts';
+export * from './properties.ts';
+export * from './statuses.ts';
