@@ -1,0 +1,213 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  ALL_MESSAGE_TYPES,
+  ALL_PROPERTY_NAMES,
+  MessageType,
+  ResolutionStatus,
+  PendingSubStatus,
+  decodeBody,
+  decodeSessionState,
+  emptySessionState,
+  encodeBody,
+  encodeSessionState,
+  eventBody,
+  InvalidSessionStateError,
+  isBlocked,
+  isDraining,
+  isHeartbeatEventType,
+  jsonDepth,
+  parseEventPayload,
+  parseMessageType,
+  parseNimbusProperties,
+  readHeartbeatPayload,
+  resultingStatus,
+  toWireProperties,
+} from './index.ts';
+
+describe('message types and property names', () => {
+  test('the fourteen wire message types of the specification, each spelled as its own name', () => {
+    assert.equal(ALL_MESSAGE_TYPES.length, 14);
+    for (const type of ALL_MESSAGE_TYPES) assert.equal(MessageType[type], type);
+    assert.equal(parseMessageType('PendingHandoffResponse'), 'PendingHandoffResponse');
+    assert.equal(parseMessageType('eventrequest'), undefined, 'names are case-sensitive on the wire');
+    assert.equal(parseMessageType('Unknown'), undefined);
+  });
+
+  test('property names are unique', () => {
+    assert.equal(new Set(ALL_PROPERTY_NAMES).size, ALL_PROPERTY_NAMES.length);
+    assert.ok(ALL_PROPERTY_NAMES.includes('OriginatingMessageId'));
+  });
+});
+
+describe('resolution status', () => {
+  test('maps each response type to its status and handoff to Pending/Handoff', () => {
+    assert.deepEqual(resultingStatus('ResolutionResponse'), { status: 'Completed' });
+    assert.deepEqual(resultingStatus('ErrorResponse'), { status: 'Failed' });
+    assert.deepEqual(resultingStatus('DeferralResponse'), { status: 'Deferred' });
+    assert.deepEqual(resultingStatus('SkipResponse'), { status: 'Skipped' });
+    assert.deepEqual(resultingStatus('UnsupportedResponse'), { status: 'Unsupported' });
+    assert.deepEqual(resultingStatus('EventRequest'), { status: 'Pending' });
+    assert.deepEqual(resultingStatus('PendingHandoffResponse'), {
+      status: ResolutionStatus.Pending,
+      subStatus: PendingSubStatus.Handoff,
+    });
+  });
+
+  test('a non-empty dead-letter description wins over the type; an empty one counts as absent', () => {
+    assert.equal(resultingStatus('ErrorResponse', 'boom').status, 'DeadLettered');
+    assert.equal(resultingStatus('ResolutionResponse', 'boom').status, 'DeadLettered');
+    assert.equal(resultingStatus('ErrorResponse', '').status, 'Failed');
+    assert.equal(resultingStatus('ErrorResponse', '   ').status, 'Failed');
+  });
+});
+
+describe('application properties', () => {
+  test('normalizes counters and ids and keeps unknown properties', () => {
+    const result = parseNimbusProperties({ To: 'billing', MessageType: 'EventRequest', RetryCount: '2', EventId: 42, Extra: 'x' });
+    assert.ok(result.ok);
+    assert.equal(result.properties.MessageType, 'EventRequest');
+    assert.equal(result.properties.RetryCount, 2);
+    assert.equal(result.properties.EventId, '42');
+    assert.equal((result.properties as Record<string, unknown>).Extra, 'x');
+  });
+
+  test('names an unknown or missing MessageType', () => {
+    const unknown = parseNimbusProperties({ To: 'billing', MessageType: 'Bogus' });
+    assert.ok(!unknown.ok);
+    assert.match(unknown.problem, /MessageType 'Bogus' is not a NimBus message type/);
+    const missing = parseNimbusProperties({ To: 'billing' });
+    assert.ok(!missing.ok);
+    assert.match(missing.problem, /MessageType missing/);
+  });
+
+  test('refuses a negative or non-numeric RetryCount and a missing To', () => {
+    const bad = parseNimbusProperties({ To: 'b', MessageType: 'RetryRequest', RetryCount: 'three' });
+    assert.ok(!bad.ok);
+    assert.match(bad.problem, /RetryCount/);
+    const noTo = parseNimbusProperties({ MessageType: 'SkipRequest' });
+    assert.ok(!noTo.ok);
+    assert.match(noTo.problem, /To/);
+  });
+
+  test('a parked copy must carry its original session and sequence', () => {
+    const bad = parseNimbusProperties({ To: 'Deferred', MessageType: 'EventRequest' });
+    assert.ok(!bad.ok);
+    assert.match(bad.problem, /OriginalSessionId/);
+    assert.match(bad.problem, /DeferralSequence/);
+    const good = parseNimbusProperties({ To: 'Deferred', MessageType: 'EventRequest', OriginalSessionId: 's1', DeferralSequence: 0 });
+    assert.ok(good.ok);
+  });
+
+  test('a PendingHandoffResponse needs its reason; ExpectedBy is normalized to ISO', () => {
+    const missing = parseNimbusProperties({ To: 'Resolver', MessageType: 'PendingHandoffResponse' });
+    assert.ok(!missing.ok);
+    assert.match(missing.problem, /HandoffReason/);
+    const ok = parseNimbusProperties({
+      To: 'Resolver',
+      MessageType: 'PendingHandoffResponse',
+      HandoffReason: 'DMF import',
+      ExpectedBy: new Date('2026-12-02T10:00:00Z'),
+    });
+    assert.ok(ok.ok && ok.properties.MessageType === 'PendingHandoffResponse');
+    assert.equal(ok.properties.ExpectedBy, '2026-12-02T10:00:00.000Z');
+  });
+
+  test('toWireProperties drops empty values so an absent From stays absent', () => {
+    assert.deepEqual(toWireProperties({ To: 'x', From: '', EventId: undefined, RetryCount: 0, Other: null }), { To: 'x', RetryCount: 0 });
+  });
+});
+
+describe('body envelope', () => {
+  test('round-trips an event with a double-encoded payload and explicit nulls', () => {
+    const body = eventBody('OrderPlaced', { orderId: 'o1' });
+    assert.deepEqual(JSON.parse(body), {
+      EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"orderId":"o1"}' },
+      ErrorContent: null,
+    });
+    const decoded = decodeBody(new TextEncoder().encode(body));
+    assert.ok(decoded.ok);
+    assert.equal(decoded.content.EventContent?.EventJson, '{"orderId":"o1"}');
+  });
+
+  test('error content carries text, type, stack and source', () => {
+    const body = encodeBody({ ErrorContent: { ErrorText: 'boom', ErrorType: 'HttpError' } });
+    const decoded = decodeBody(body);
+    assert.ok(decoded.ok);
+    assert.deepEqual(decoded.content.ErrorContent, { ErrorText: 'boom', ErrorType: 'HttpError', ExceptionStackTrace: null, ExceptionSource: null });
+  });
+
+  test('an unreadable body reads as empty content with a problem, never a throw', () => {
+    for (const body of [undefined, '', 'not json', '[1]', JSON.stringify({ EventContent: 5 })]) {
+      const decoded = decodeBody(body);
+      assert.equal(decoded.ok, false, String(body));
+      assert.deepEqual(decoded.content, { EventContent: null, ErrorContent: null });
+    }
+  });
+
+  test('payload safety: missing, null, malformed and too deep are refused', () => {
+    assert.equal(parseEventPayload(undefined).ok, false);
+    assert.deepEqual(parseEventPayload('null'), { ok: false, reason: 'null', problem: 'the event payload (EventJson) is null' });
+    const malformed = parseEventPayload('{');
+    assert.ok(!malformed.ok && malformed.reason === 'malformed');
+    const deep32 = '['.repeat(32) + ']'.repeat(32);
+    const deep33 = '['.repeat(33) + ']'.repeat(33);
+    assert.equal(jsonDepth(JSON.parse(deep32)), 32);
+    assert.equal(parseEventPayload(deep32).ok, true);
+    const tooDeep = parseEventPayload(deep33);
+    assert.ok(!tooDeep.ok && tooDeep.reason === 'too-deep');
+    assert.equal(parseEventPayload('["a",{"b":1}]').ok, true);
+  });
+});
+
+describe('session state', () => {
+  test('absent and zero-length state read as defaults; empty state writes zero bytes', () => {
+    assert.deepEqual(decodeSessionState(undefined), emptySessionState());
+    assert.deepEqual(decodeSessionState(new Uint8Array(0)), emptySessionState());
+    assert.equal(encodeSessionState(emptySessionState()).byteLength, 0);
+  });
+
+  test('round-trips every field under its wire name; missing fields default', () => {
+    const state = { ...emptySessionState(), BlockedByEventId: 'e1', BlockedByMessageId: 'm1', DeferredCount: 2, NextDeferralSequence: 2 };
+    const bytes = encodeSessionState(state);
+    const json = JSON.parse(new TextDecoder().decode(bytes));
+    assert.equal(json.BlockedByEventId, 'e1');
+    assert.equal(json.NextDeferralSequence, 2);
+    assert.deepEqual(decodeSessionState(bytes), state);
+    // A state written by an older version has no BlockedByMessageId / NextReplaySequence.
+    const legacy = decodeSessionState('{"BlockedByEventId":"e9","DeferredSequenceNumbers":[],"DeferredCount":1,"NextDeferralSequence":1}');
+    assert.equal(legacy.BlockedByMessageId, null);
+    assert.equal(legacy.NextReplaySequence, 0);
+  });
+
+  test('blocked and draining are distinct: draining = unblocked with parked messages not yet replayed', () => {
+    const blocked = { ...emptySessionState(), BlockedByEventId: 'e1', NextDeferralSequence: 2 };
+    assert.equal(isBlocked(blocked), true);
+    assert.equal(isDraining(blocked), false);
+    const draining = { ...blocked, BlockedByEventId: null, NextReplaySequence: 1 };
+    assert.equal(isDraining(draining), true);
+    assert.equal(isDraining({ ...draining, NextReplaySequence: 2 }), false);
+  });
+
+  test('unreadable state throws a named error instead of reading as unblocked', () => {
+    assert.throws(() => decodeSessionState('{'), InvalidSessionStateError);
+    assert.throws(() => decodeSessionState({ DeferredCount: -1 }), /DeferredCount/);
+  });
+});
+
+describe('heartbeat', () => {
+  test('the reserved event type is matched case-insensitively', () => {
+    assert.equal(isHeartbeatEventType('NimBus.Platform.Heartbeat'), true);
+    assert.equal(isHeartbeatEventType('nimbus.platform.heartbeat'), true);
+    assert.equal(isHeartbeatEventType('OrderPlaced'), false);
+    assert.equal(isHeartbeatEventType(undefined), false);
+  });
+
+  test('payloads are read leniently, field by field', () => {
+    assert.deepEqual(readHeartbeatPayload('not json'), {});
+    assert.deepEqual(readHeartbeatPayload(''), {});
+    assert.deepEqual(readHeartbeatPayload('{"ForwardSendTime":"2026-12-02T09:00:00Z","SdkVersion":7}'), {
+      ForwardSendTime: '2026-12-02T09:00:00Z',
+    });
+  });
+});

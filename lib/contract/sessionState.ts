@@ -1,0 +1,91 @@
+// Per-session state of an endpoint's main subscription, stored as JSON in the Service Bus session state.
+import { z } from 'zod';
+import { describeIssues } from './envelope.ts';
+
+const count = z.number().int().nonnegative();
+
+export const sessionStateSchema = z.object({
+  /** EventId of the event whose failure (or handoff park) blocks the session; null when not blocked. */
+  BlockedByEventId: z.string().nullable().default(null),
+  /** MessageId of the delivery that blocked the session; a successful resubmission records it in the inbox. */
+  BlockedByMessageId: z.string().nullable().default(null),
+  /** Legacy: broker-deferred sequence numbers. Read for compatibility, never written by us. */
+  DeferredSequenceNumbers: z.array(z.number().int()).default([]),
+  /** Messages ever parked on the Deferred subscription for this session (never decremented). */
+  DeferredCount: count.default(0),
+  /** The DeferralSequence the next parked message gets (FIFO ordinal). */
+  NextDeferralSequence: count.default(0),
+  /**
+   * DESIGN.md §5, ordering during replay: every parked sequence below this one has come back as a replayed copy
+   * and been handled (or re-parked). While the session is unblocked and NextReplaySequence < NextDeferralSequence,
+   * the session is draining: a new message must park behind the ones still waiting instead of overtaking them.
+   */
+  NextReplaySequence: count.default(0),
+});
+export type SessionState = z.infer<typeof sessionStateSchema>;
+
+export function emptySessionState(): SessionState {
+  return {
+    BlockedByEventId: null,
+    BlockedByMessageId: null,
+    DeferredSequenceNumbers: [],
+    DeferredCount: 0,
+    NextDeferralSequence: 0,
+    NextReplaySequence: 0,
+  };
+}
+
+export function isBlocked(state: SessionState): boolean {
+  return state.BlockedByEventId != null && state.BlockedByEventId !== '';
+}
+
+/** Unblocked, but parked messages have not all been replayed yet: new messages must park behind them. */
+export function isDraining(state: SessionState): boolean {
+  return !isBlocked(state) && state.NextReplaySequence < state.NextDeferralSequence;
+}
+
+/** Nothing to remember: written as a zero-length payload, as an absent state reads back as all defaults. */
+export function isEmptySessionState(state: SessionState): boolean {
+  return (
+    !isBlocked(state) &&
+    (state.BlockedByMessageId == null || state.BlockedByMessageId === '') &&
+    state.DeferredSequenceNumbers.length === 0 &&
+    state.DeferredCount === 0 &&
+    state.NextDeferralSequence === 0 &&
+    state.NextReplaySequence === 0
+  );
+}
+
+export function encodeSessionState(state: SessionState): Uint8Array {
+  if (isEmptySessionState(state)) return new Uint8Array(0);
+  return new TextEncoder().encode(JSON.stringify(sessionStateSchema.parse(state)));
+}
+
+export class InvalidSessionStateError extends Error {
+  override readonly name = 'InvalidSessionStateError';
+}
+
+/**
+ * Reads session state as returned by the Service Bus client (a Buffer, a string, an already-parsed object, or
+ * nothing). Absent or zero-length → defaults. Anything unreadable throws InvalidSessionStateError naming the
+ * problem: guessing "not blocked" would release a blocked session.
+ */
+export function decodeSessionState(raw: unknown): SessionState {
+  if (raw == null) return emptySessionState();
+  let value: unknown = raw;
+  if (raw instanceof Uint8Array) {
+    if (raw.byteLength === 0) return emptySessionState();
+    value = new TextDecoder().decode(raw);
+  }
+  if (typeof value === 'string') {
+    if (value.trim() === '') return emptySessionState();
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw new InvalidSessionStateError('session state is not valid JSON');
+    }
+  }
+  const parsed = sessionStateSchema.safeParse(value);
+  if (!parsed.success) throw new InvalidSessionStateError(`session state is invalid: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
