@@ -1,0 +1,73 @@
+// The one place our code builds Service Bus clients. For the embedded emulator (UseDevelopmentEmulator=true)
+// the data-plane client already speaks plain AMQP, but the admin client always builds https:// URLs; a
+// pipeline policy sends those requests over plain HTTP to the emulator's port instead.
+
+import {
+  ServiceBusAdministrationClient,
+  ServiceBusClient,
+  type ServiceBusAdministrationClientOptions,
+  type ServiceBusClientOptions,
+} from '@azure/service-bus';
+import { parseConnectionString, type ServiceBusConnectionInfo } from './connection-string.ts';
+
+// The policy type of the admin client's own pipeline (core-rest-pipeline is not a direct dependency).
+type PipelinePolicy = Parameters<ServiceBusAdministrationClient['pipeline']['addPolicy']>[0];
+
+/** The AMQP port core-amqp uses for the emulator when the Endpoint names none; the admin plane shares it. */
+export const DEFAULT_EMULATOR_PORT = 5672;
+
+export interface ServiceBusClients {
+  client: ServiceBusClient;
+  admin: ServiceBusAdministrationClient;
+  isEmulator: boolean;
+  /** What the connection string says, without secrets. */
+  info: ServiceBusConnectionInfo;
+  close(): Promise<void>;
+}
+
+export interface CreateServiceBusClientsOptions {
+  client?: ServiceBusClientOptions;
+  /** Options for the admin client (retry and user-agent settings; see the SDK). */
+  admin?: ServiceBusAdministrationClientOptions;
+}
+
+/**
+ * Rewrites the admin client's https://host[:port]/… URLs to http:// on the emulator's host and port. The port
+ * is set explicitly: a URL object drops :443 for https, which would otherwise turn into port 80.
+ */
+export function emulatorHttpPolicy(hostname: string, port: number): PipelinePolicy {
+  return {
+    name: 'nimbusEmulatorPlainHttp',
+    sendRequest(request, next) {
+      const url = new URL(request.url);
+      if (url.protocol === 'https:') {
+        url.protocol = 'http:';
+        url.hostname = hostname;
+        url.port = String(port);
+        request.url = url.toString();
+      }
+      request.allowInsecureConnection = true;
+      return next(request);
+    },
+  };
+}
+
+export function createServiceBusClients(
+  connectionString: string,
+  options: CreateServiceBusClientsOptions = {},
+): ServiceBusClients {
+  const info = parseConnectionString(connectionString);
+  const client = new ServiceBusClient(info.connectionString, options.client);
+  const admin = new ServiceBusAdministrationClient(info.connectionString, options.admin);
+  if (info.useDevelopmentEmulator) {
+    // additionalPolicies in the constructor options are not applied by this SDK version; addPolicy is.
+    admin.pipeline.addPolicy(emulatorHttpPolicy(info.hostname, info.port ?? DEFAULT_EMULATOR_PORT));
+  }
+  return {
+    client,
+    admin,
+    isEmulator: info.useDevelopmentEmulator,
+    info,
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,9 @@
+// Building Service Bus clients from configuration: every part of NimBus obtains its clients here.
+export {
+  createServiceBusClients,
+  emulatorHttpPolicy,
+  DEFAULT_EMULATOR_PORT,
+  type CreateServiceBusClientsOptions,
+  type ServiceBusClients,
+} from './clients.ts';
+export { parseConnectionString, ConnectionStringError, type ServiceBusConnectionInfo } from './connection-string.ts';
