@@ -64,7 +64,12 @@ export function compileExpression(node: Node): Evaluator {
       };
     }
     case 'arithmetic':
-      return compileArithmetic(node.op, compileExpression(node.left), compileExpression(node.right), node.double === true);
+      return compileArithmetic(
+        node.op,
+        compileExpression(node.left),
+        compileExpression(node.right),
+        node.double === true,
+      );
     case 'compare':
       return compileCompare(node.op, node.left, node.right);
     case 'and': {
@@ -222,7 +227,12 @@ export function arithmeticValues(op: ArithmeticOp, a: SqlValue, b: SqlValue, for
   return null;
 }
 
-function compileArithmetic(op: ArithmeticOp, left: Evaluator, right: Evaluator, forceDouble: boolean): Evaluator {
+function compileArithmetic(
+  op: ArithmeticOp,
+  left: Evaluator,
+  right: Evaluator,
+  forceDouble: boolean,
+): Evaluator {
   return (m) => arithmeticValues(op, left(m), right(m), forceDouble);
 }
 
@@ -251,7 +261,9 @@ function compileIn(operandNode: Node, listNodes: Node[], negated: boolean): Eval
   const allPrimitiveConstants = listNodes.every(
     (n) =>
       n.type === 'constant' &&
-      (typeof n.value === 'string' || typeof n.value === 'boolean' || (typeof n.value === 'number' && !Number.isNaN(n.value))),
+      (typeof n.value === 'string' ||
+        typeof n.value === 'boolean' ||
+        (typeof n.value === 'number' && !Number.isNaN(n.value))),
   );
   if (allPrimitiveConstants) {
     // Set membership uses SameValueZero: 1 matches 1.0, '1' does not match 1 - the typed equality we want.
@@ -274,7 +286,12 @@ function compileIn(operandNode: Node, listNodes: Node[], negated: boolean): Eval
   };
 }
 
-function compileLike(operandNode: Node, patternNode: Node, escapeNode: Node | undefined, negated: boolean): Evaluator {
+function compileLike(
+  operandNode: Node,
+  patternNode: Node,
+  escapeNode: Node | undefined,
+  negated: boolean,
+): Evaluator {
   const operand = compileExpression(operandNode);
   const constantPattern = patternNode.type === 'constant';
   const constantEscape = escapeNode === undefined || escapeNode.type === 'constant';
@@ -284,7 +301,10 @@ function compileLike(operandNode: Node, patternNode: Node, escapeNode: Node | un
     const escape = escapeNode?.type === 'constant' ? escapeNode.value : undefined;
     if (pattern === null || escape === null) return () => null; // LIKE NULL is unknown
     if (typeof pattern !== 'string') {
-      throw new SqlError(`The LIKE pattern at position ${patternNode.position} must be a string`, patternNode.position);
+      throw new SqlError(
+        `The LIKE pattern at position ${patternNode.position} must be a string`,
+        patternNode.position,
+      );
     }
     if (escape !== undefined && (typeof escape !== 'string' || escape.length !== 1)) {
       const position = escapeNode?.position;
@@ -294,7 +314,8 @@ function compileLike(operandNode: Node, patternNode: Node, escapeNode: Node | un
     try {
       matcher = compileLikePattern(pattern, escape);
     } catch (error) {
-      if (error instanceof SqlError) throw new SqlError(`${error.message} (position ${patternNode.position})`, patternNode.position);
+      if (error instanceof SqlError)
+        throw new SqlError(`${error.message} (position ${patternNode.position})`, patternNode.position);
       throw error;
     }
     return (m) => {

@@ -117,7 +117,12 @@ export function tokenize(sql: string): Token[] {
 }
 
 /** Reads text up to the closing character; a doubled closing character stands for one. */
-function readQuoted(sql: string, openAt: number, close: string, what: string): { text: string; next: number } {
+function readQuoted(
+  sql: string,
+  openAt: number,
+  close: string,
+  what: string,
+): { text: string; next: number } {
   let text = '';
   let i = openAt + 1;
   for (;;) {

@@ -73,7 +73,10 @@ class Parser {
   }
 
   unexpected(expectation: string, token: Token = this.peek()): SqlError {
-    return new SqlError(`Unexpected ${describe(token)} at position ${token.position}: ${expectation}`, token.position);
+    return new SqlError(
+      `Unexpected ${describe(token)} at position ${token.position}: ${expectation}`,
+      token.position,
+    );
   }
 
   expectEnd(): void {
@@ -103,7 +106,9 @@ class Parser {
         }
         statements.push({ type: 'remove', target, position: token.position });
       } else {
-        throw this.unexpected(statements.length === 0 ? 'expected SET or REMOVE' : "expected ';', SET or REMOVE");
+        throw this.unexpected(
+          statements.length === 0 ? 'expected SET or REMOVE' : "expected ';', SET or REMOVE",
+        );
       }
     }
   }
@@ -174,7 +179,8 @@ class Parser {
     if (this.isKeyword('IS')) {
       this.index++;
       const negated = this.acceptKeyword('NOT');
-      if (!this.acceptKeyword('NULL')) throw this.unexpected(negated ? 'expected NULL after IS NOT' : 'expected NULL or NOT NULL after IS');
+      if (!this.acceptKeyword('NULL'))
+        throw this.unexpected(negated ? 'expected NULL after IS NOT' : 'expected NULL or NOT NULL after IS');
       return { type: 'isNull', kind: 'cond', position: token.position, operand: this.value(left), negated };
     }
     let negated = false;
@@ -195,7 +201,15 @@ class Parser {
     if (this.acceptKeyword('LIKE')) {
       const pattern = this.value(this.parseAdditive());
       const escape = this.acceptKeyword('ESCAPE') ? this.value(this.parseAdditive()) : undefined;
-      return { type: 'like', kind: 'cond', position: token.position, operand: this.value(left), pattern, escape, negated };
+      return {
+        type: 'like',
+        kind: 'cond',
+        position: token.position,
+        operand: this.value(left),
+        pattern,
+        escape,
+        negated,
+      };
     }
     return left;
   }
@@ -217,7 +231,8 @@ class Parser {
     let left = this.parseUnary();
     for (;;) {
       const token = this.peek();
-      if (token.type !== 'operator' || (token.text !== '*' && token.text !== '/' && token.text !== '%')) return left;
+      if (token.type !== 'operator' || (token.text !== '*' && token.text !== '/' && token.text !== '%'))
+        return left;
       this.index++;
       const right = this.value(this.parseUnary());
       left = arithmetic(token.text, this.value(left), right, token.position);
@@ -256,7 +271,10 @@ class Parser {
       case 'integer': {
         this.index++;
         if (BigInt(token.text) > INT64_MAX) {
-          throw new SqlError(`Integer constant ${token.text} at position ${token.position} is out of the 64-bit range`, token.position);
+          throw new SqlError(
+            `Integer constant ${token.text} at position ${token.position} is out of the 64-bit range`,
+            token.position,
+          );
         }
         return { type: 'constant', kind: 'other', position: token.position, value: Number(token.text) };
       }
@@ -264,7 +282,10 @@ class Parser {
         this.index++;
         const value = Number(token.text);
         if (!Number.isFinite(value)) {
-          throw new SqlError(`Number ${token.text} at position ${token.position} is out of range`, token.position);
+          throw new SqlError(
+            `Number ${token.text} at position ${token.position} is out of range`,
+            token.position,
+          );
         }
         return { type: 'constant', kind: 'other', position: token.position, value, double: true };
       }
@@ -282,7 +303,8 @@ class Parser {
           return { type: 'constant', kind: 'any', position: token.position, value: null };
         }
         const next = this.peek(1);
-        if (next.type === 'operator' && next.text === '(' && !KEYWORDS.has(upper)) return this.parseFunction();
+        if (next.type === 'operator' && next.text === '(' && !KEYWORDS.has(upper))
+          return this.parseFunction();
         break;
       }
       case 'quotedIdentifier':
@@ -329,14 +351,21 @@ class Parser {
       this.index += 2;
       const nameToken = this.peek();
       // After a scope, any word is a name: user.From, user.Set and sys.To need no brackets.
-      if (nameToken.type !== 'identifier' && nameToken.type !== 'quotedIdentifier' && nameToken.type !== 'delimitedIdentifier') {
+      if (
+        nameToken.type !== 'identifier' &&
+        nameToken.type !== 'quotedIdentifier' &&
+        nameToken.type !== 'delimitedIdentifier'
+      ) {
         throw this.unexpected(`expected a property name after '${token.text}.'`);
       }
       this.index++;
       if (lower === 'user') return { scope: 'user', name: nameToken.text };
       const canonical = normalizeSystemName(nameToken.text);
       if (canonical === undefined) {
-        throw new SqlError(`Unknown system property 'sys.${nameToken.text}' at position ${token.position}`, token.position);
+        throw new SqlError(
+          `Unknown system property 'sys.${nameToken.text}' at position ${token.position}`,
+          token.position,
+        );
       }
       return { scope: 'sys', name: canonical };
     }
@@ -348,7 +377,10 @@ class Parser {
   private parameterConstant(token: Token): Node {
     const key = token.text.slice(1);
     if (!this.parameters.has(key.toLowerCase())) {
-      throw new SqlError(`Parameter '${token.text}' at position ${token.position} has no value in the rule's parameters`, token.position);
+      throw new SqlError(
+        `Parameter '${token.text}' at position ${token.position} has no value in the rule's parameters`,
+        token.position,
+      );
     }
     const raw = this.parameters.get(key.toLowerCase());
     const value = parameterValue(raw);
@@ -368,7 +400,10 @@ class Parser {
   /** An operand of AND/OR/NOT or a whole filter: must be able to yield TRUE. */
   condition(node: Node): Node {
     if (node.kind === 'other') {
-      throw new SqlError(`Expected a condition at position ${node.position}, found a value that is never TRUE or FALSE`, node.position);
+      throw new SqlError(
+        `Expected a condition at position ${node.position}, found a value that is never TRUE or FALSE`,
+        node.position,
+      );
     }
     return node;
   }
