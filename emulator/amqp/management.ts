@@ -1,0 +1,243 @@
+// The `$management` node of an entity: the request/response operations the client sends as AMQP messages
+// (schedule, cancel, peek, deferred receive, lock renewal, session state, settlement without a link). Each
+// request is validated, handed to the broker, and answered with statusCode/statusDescription; failures carry
+// the AMQP condition in `error-condition` so the client raises the same error code as against Azure.
+
+import rhea from 'rhea';
+import type { Message } from 'rhea';
+import { z } from 'zod';
+import type { Broker, Delivered, Disposition, ReceiveMode, ReceiveSource } from '../broker/api.ts';
+import type { ParsedEntity } from './codec.ts';
+import {
+  brokerLockTokenToManagement,
+  decodeMessage,
+  describeSource,
+  encodeMessage,
+  longToNumber,
+  managementLockTokenToBroker,
+  toOutgoingMessage,
+} from './codec.ts';
+import { badRequest, managementStatusFor } from './errors.ts';
+
+export interface ManagementReply {
+  statusCode: number;
+  statusDescription: string;
+  errorCondition?: string;
+  body?: unknown;
+}
+
+const long = z.unknown().transform((v, ctx) => {
+  try {
+    return longToNumber(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'expected a long' });
+    return z.NEVER;
+  }
+});
+const longs = z.array(long);
+const binary = z.custom<Buffer>((v) => Buffer.isBuffer(v), 'expected binary');
+const uuid = z.custom<Buffer | string>((v) => Buffer.isBuffer(v) || typeof v === 'string', 'expected a uuid');
+const optionalString = z.string().nullish();
+const propertiesMap = z.record(z.string(), z.unknown()).nullish();
+
+const scheduleBody = z.object({
+  messages: z.array(z.object({ message: binary }).passthrough()).min(1),
+});
+const sequenceNumbersBody = z.object({ 'sequence-numbers': longs });
+const peekBody = z.object({
+  'from-sequence-number': long.optional(),
+  'message-count': z.number().int().positive().max(10000),
+  'session-id': optionalString,
+});
+const receiveBySequenceBody = z.object({
+  'sequence-numbers': longs,
+  'receiver-settle-mode': z.number().int().min(0).max(1).optional(),
+  'session-id': optionalString,
+});
+const lockTokensBody = z.object({ 'lock-tokens': z.array(uuid).min(1) });
+const sessionBody = z.object({ 'session-id': z.string() });
+const setSessionStateBody = z.object({ 'session-id': z.string(), 'session-state': binary.nullish() });
+const updateDispositionBody = z.object({
+  'lock-tokens': z.array(uuid).min(1),
+  'disposition-status': z.enum(['completed', 'abandoned', 'suspended', 'defered', 'deferred']),
+  'deadletter-reason': optionalString,
+  'deadletter-description': optionalString,
+  'properties-to-modify': propertiesMap,
+  'session-id': optionalString,
+});
+const listSessionsBody = z.object({
+  'last-updated-time': z.date().nullish(),
+  skip: z.number().int().min(0).optional(),
+  top: z.number().int().min(0).optional(),
+});
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(body ?? {});
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw badRequest(`Invalid $management request body: ${issue ? `${issue.path.join('.')} ${issue.message}` : 'malformed'}`);
+  }
+  return result.data;
+}
+
+const ok = (body?: unknown): ManagementReply => ({ statusCode: 200, statusDescription: 'OK', body });
+
+function requireSubscription(entity: ParsedEntity, operation: string): ReceiveSource {
+  if (entity.kind !== 'subscription') throw badRequest(`'${operation}' needs a subscription entity`);
+  return entity.source;
+}
+
+function requireTopic(entity: ParsedEntity, operation: string): string {
+  if (entity.kind !== 'topic') throw badRequest(`'${operation}' needs a topic entity`);
+  return entity.topic;
+}
+
+function encodeForReply(d: Delivered, withLock: boolean): Buffer {
+  return encodeMessage(toOutgoingMessage(d, withLock));
+}
+
+function dispositionFor(body: z.infer<typeof updateDispositionBody>): Disposition {
+  const props = body['properties-to-modify'] ?? undefined;
+  switch (body['disposition-status']) {
+    case 'completed':
+      return { kind: 'complete' };
+    case 'abandoned':
+      return { kind: 'abandon', propertiesToModify: props };
+    case 'defered':
+    case 'deferred':
+      return { kind: 'defer', propertiesToModify: props };
+    case 'suspended':
+      return {
+        kind: 'deadLetter',
+        reason: body['deadletter-reason'] ?? undefined,
+        description: body['deadletter-description'] ?? undefined,
+        propertiesToModify: props,
+      };
+  }
+}
+
+/** Handle one request. Never throws: every failure becomes an error reply. */
+export function handleManagementRequest(broker: Broker, entity: ParsedEntity, request: Message): ManagementReply {
+  const operation = String(request.application_properties?.operation ?? '');
+  const entityName = entity.kind === 'topic' ? entity.topic : describeSource(entity.source);
+  try {
+    return dispatch(broker, entity, operation, request.body);
+  } catch (err) {
+    const status = managementStatusFor(err, entityName);
+    return {
+      statusCode: status.status,
+      statusDescription: status.description ?? status.condition,
+      errorCondition: status.condition,
+    };
+  }
+}
+
+function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body: unknown): ManagementReply {
+  switch (operation) {
+    case 'com.microsoft:schedule-message': {
+      const topic = requireTopic(entity, operation);
+      const parsed = parse(scheduleBody, body);
+      const messages: Message[] = [];
+      const times: number[] = [];
+      for (const entry of parsed.messages) {
+        let msg: Message;
+        try {
+          msg = decodeMessage(entry.message);
+        } catch {
+          throw badRequest('A scheduled message could not be decoded');
+        }
+        const when = msg.message_annotations?.['x-opt-scheduled-enqueue-time'];
+        const at = when instanceof Date ? when.getTime() : typeof when === 'number' ? when : NaN;
+        if (!Number.isFinite(at)) throw badRequest('A scheduled message has no x-opt-scheduled-enqueue-time');
+        if (msg.message_id === undefined && typeof entry['message-id'] === 'string') {
+          msg.message_id = entry['message-id'];
+        }
+        messages.push(msg);
+        times.push(at);
+      }
+      const seqs = broker.schedule(topic, messages, times);
+      return ok({ 'sequence-numbers': rhea.types.wrap_array(seqs, 0x81, undefined) });
+    }
+    case 'com.microsoft:cancel-scheduled-message': {
+      const topic = requireTopic(entity, operation);
+      broker.cancelScheduled(topic, parse(sequenceNumbersBody, body)['sequence-numbers']);
+      return ok({});
+    }
+    case 'com.microsoft:peek-message': {
+      const source = requireSubscription(entity, operation);
+      const parsed = parse(peekBody, body);
+      const found = broker.peek(source, {
+        fromSequenceNumber: parsed['from-sequence-number'],
+        maxCount: parsed['message-count'],
+        sessionId: parsed['session-id'] ?? undefined,
+      });
+      if (found.length === 0) return { statusCode: 204, statusDescription: 'No messages' };
+      return ok({ messages: found.map((d) => ({ message: encodeForReply(d, false) })) });
+    }
+    case 'com.microsoft:receive-by-sequence-number': {
+      const source = requireSubscription(entity, operation);
+      const parsed = parse(receiveBySequenceBody, body);
+      const mode: ReceiveMode = parsed['receiver-settle-mode'] === 0 ? 'receiveAndDelete' : 'peekLock';
+      const found = broker.receiveDeferred(
+        source,
+        parsed['sequence-numbers'],
+        mode,
+        parsed['session-id'] ?? undefined,
+      );
+      return ok({
+        messages: found.map((d) => {
+          const entry: Record<string, unknown> = { message: encodeForReply(d, mode === 'peekLock') };
+          if (d.lockToken) entry['lock-token'] = rhea.types.wrap_uuid(brokerLockTokenToManagement(d.lockToken));
+          return entry;
+        }),
+      });
+    }
+    case 'com.microsoft:renew-lock': {
+      const source = requireSubscription(entity, operation);
+      const tokens = parse(lockTokensBody, body)['lock-tokens'].map(managementLockTokenToBroker);
+      const expirations = tokens.map((t) => new Date(broker.renewLock(source, t)));
+      return ok({ expirations });
+    }
+    case 'com.microsoft:update-disposition': {
+      const source = requireSubscription(entity, operation);
+      const parsed = parse(updateDispositionBody, body);
+      const disposition = dispositionFor(parsed);
+      for (const token of parsed['lock-tokens']) {
+        broker.settle(source, managementLockTokenToBroker(token), disposition, parsed['session-id'] ?? undefined);
+      }
+      return ok({});
+    }
+    case 'com.microsoft:renew-session-lock': {
+      const source = requireSubscription(entity, operation);
+      const sessionId = parse(sessionBody, body)['session-id'];
+      return ok({ expiration: new Date(broker.renewSessionLock(source, sessionId)) });
+    }
+    case 'com.microsoft:get-session-state': {
+      const source = requireSubscription(entity, operation);
+      const state = broker.getSessionState(source, parse(sessionBody, body)['session-id']);
+      return ok({ 'session-state': state === null ? null : rhea.types.wrap_binary(state) });
+    }
+    case 'com.microsoft:set-session-state': {
+      const source = requireSubscription(entity, operation);
+      const parsed = parse(setSessionStateBody, body);
+      broker.setSessionState(source, parsed['session-id'], parsed['session-state'] ?? null);
+      return ok({});
+    }
+    case 'com.microsoft:get-message-sessions': {
+      const source = requireSubscription(entity, operation);
+      const parsed = parse(listSessionsBody, body);
+      const all = broker.listSessions(source, parsed['last-updated-time']?.getTime());
+      const skip = parsed.skip ?? 0;
+      const top = parsed.top ?? all.length;
+      const page = all.slice(skip, skip + top);
+      if (page.length === 0) return { statusCode: 204, statusDescription: 'No sessions' };
+      return ok({ skip: rhea.types.wrap_int(skip + page.length), 'sessions-ids': page });
+    }
+    default:
+      return {
+        statusCode: 501,
+        statusDescription: `The operation '${operation || '(none)'}' is not supported by the emulator.`,
+        errorCondition: 'amqp:not-implemented',
+      };
+  }
+}

@@ -1,0 +1,475 @@
+// The AMQP 1.0 data plane: a rhea container in server mode that accepts sockets handed over by the one-port
+// server. It answers SASL (ANONYMOUS or PLAIN, both accepted: the emulator is loopback-only and checks no
+// credentials), the $cbs node, sender links on topics, receiver links on subscriptions and their dead-letter
+// queues, and each entity's $management node. Everything a client can trigger is contained here: a failure in
+// one handler closes at most that link or connection, never the process.
+
+import type { Socket } from 'node:net';
+import rhea from 'rhea';
+import type { Message } from 'rhea';
+import type { Broker, OpenReceiverOptions, ReceiveSource } from '../broker/api.ts';
+import { BrokerError } from '../broker/api.ts';
+import type { ParsedEntity } from './codec.ts';
+import { BATCH_FORMAT, decodeBatch, describeSource, encodedSize, msToTicksBuffer, outcome, parseAddress } from './codec.ts';
+import { DeliveryLink, errorSummary } from './delivery-link.ts';
+import { amqpConditionFor } from './errors.ts';
+import type { PlaneLog } from './log.ts';
+import { handleManagementRequest } from './management.ts';
+import type { AttachFields, RheaConnection, RheaContext, RheaDelivery, RheaLink, RheaSession } from './rhea-types.ts';
+
+export interface AmqpPlaneOptions {
+  broker: Broker;
+  log: PlaneLog;
+  /** Our advertised idle timeout; rhea closes a connection silent for twice this. Default 60 s. */
+  idleTimeoutMs?: number;
+  /** A connection that has not completed the AMQP open within this time is dropped. Default 5 s. */
+  handshakeTimeoutMs?: number;
+  /** Longest wait for acceptNextSession when the client names none (com.microsoft:timeout). Default 60 s. */
+  maxSessionWaitMs?: number;
+}
+
+export interface AmqpPlane {
+  /** Take over a socket whose first bytes (already unshifted) are an AMQP protocol header. */
+  accept(socket: Socket): void;
+  readonly connectionCount: number;
+  close(): Promise<void>;
+}
+
+type LinkRole =
+  | { kind: 'cbs-request' }
+  | { kind: 'management-request'; entity: ParsedEntity }
+  | { kind: 'send'; topic: string }
+  | { kind: 'reply' }
+  | { kind: 'deliver'; handler: DeliveryLink }
+  | { kind: 'pending' };
+
+interface ConnectionState {
+  id: string;
+  socket: Socket;
+  connection: RheaConnection;
+  /** Links the client reads replies from, by link name and by target address (its reply_to). */
+  replyLinks: Map<string, RheaLink>;
+  links: Set<RheaLink>;
+  handshakeTimer?: NodeJS.Timeout;
+  closed: boolean;
+}
+
+const SESSION_FILTER = 'com.microsoft:session-filter';
+
+export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
+  const { broker, log } = options;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5_000;
+  const maxSessionWaitMs = options.maxSessionWaitMs ?? 60_000;
+
+  const container = rhea.create_container({ id: 'nimbus-servicebus-emulator' });
+  // ANONYMOUS is what the client picks; PLAIN is accepted for other clients. No credential is checked.
+  const mechanisms = container.sasl_server_mechanisms as {
+    enable_anonymous(): void;
+    enable_plain(cb: () => boolean): void;
+  };
+  mechanisms.enable_anonymous();
+  mechanisms.enable_plain(() => true);
+
+  const connections = new Map<RheaConnection, ConnectionState>();
+  const roles = new WeakMap<RheaLink, LinkRole>();
+  let nextConnectionId = 1;
+
+  const stateOf = (ctx: RheaContext): ConnectionState | undefined => connections.get(ctx.connection);
+
+  function guard(event: string, fn: (ctx: RheaContext) => void): void {
+    container.on(event, (ctx: RheaContext) => {
+      try {
+        fn(ctx);
+      } catch (err) {
+        // A bug or a hostile frame in one handler must not take the process down: drop that connection.
+        log.error({ event, err: errorSummary(err) }, 'amqp handler failed; closing the connection');
+        const state = stateOf(ctx);
+        if (state) abortConnection(state, { condition: 'amqp:internal-error', description: 'Internal error' });
+      }
+    });
+  }
+
+  function abortConnection(state: ConnectionState, error?: { condition: string; description: string }): void {
+    try {
+      if (!state.connection.is_closed()) state.connection.close(error);
+    } catch {
+      // The socket goes anyway.
+    }
+    setTimeout(() => state.socket.destroy(), 200).unref();
+  }
+
+  function cleanupConnection(state: ConnectionState): void {
+    if (state.closed) return;
+    state.closed = true;
+    if (state.handshakeTimer) clearTimeout(state.handshakeTimer);
+    for (const link of state.links) disposeLink(link);
+    state.links.clear();
+    state.replyLinks.clear();
+    connections.delete(state.connection);
+  }
+
+  function disposeLink(link: RheaLink): void {
+    const role = roles.get(link);
+    if (role?.kind === 'deliver') role.handler.dispose();
+    roles.delete(link);
+  }
+
+  // ---- connection lifecycle -------------------------------------------------------------------------------
+
+  guard('connection_open', (ctx) => {
+    const state = stateOf(ctx);
+    if (state?.handshakeTimer) {
+      clearTimeout(state.handshakeTimer);
+      state.handshakeTimer = undefined;
+    }
+  });
+  guard('connection_close', (ctx) => {
+    const state = stateOf(ctx);
+    if (state) cleanupConnection(state);
+  });
+  guard('disconnected', (ctx) => {
+    const state = stateOf(ctx);
+    if (state) cleanupConnection(state);
+  });
+  for (const event of ['connection_error', 'session_error', 'sender_error', 'receiver_error', 'protocol_error']) {
+    container.on(event, (ctx: RheaContext | Error) => {
+      const detail = ctx instanceof Error ? errorSummary(ctx) : { message: event };
+      log.debug({ event, ...detail }, 'amqp peer error');
+    });
+  }
+  container.on('error', (err: unknown) => {
+    log.warn({ err: errorSummary(err) }, 'amqp connection error');
+  });
+
+  guard('session_close', (ctx) => {
+    const state = stateOf(ctx);
+    if (!state || !ctx.session) return;
+    for (const link of [...state.links]) {
+      if (link.session === ctx.session) {
+        disposeLink(link);
+        state.links.delete(link);
+      }
+    }
+  });
+
+  const onLinkClosed = (ctx: RheaContext): void => {
+    const link = ctx.sender ?? ctx.receiver;
+    const state = stateOf(ctx);
+    if (!link || !state) return;
+    disposeLink(link);
+    state.links.delete(link);
+    for (const [key, value] of state.replyLinks) if (value === link) state.replyLinks.delete(key);
+  };
+  guard('sender_close', onLinkClosed);
+  guard('receiver_close', onLinkClosed);
+
+  // ---- links the client attaches ---------------------------------------------------------------------------
+
+  // The client attaches a receiver: we are the sender (deliveries, or replies for $cbs / $management).
+  guard('sender_open', (ctx) => {
+    const link = ctx.sender!;
+    const state = stateOf(ctx);
+    if (!state) return;
+    state.links.add(link);
+    const remote: AttachFields = link.remote.attach ?? { name: link.name };
+    const sourceAddress = remote.source?.address;
+    link.local.attach.snd_settle_mode = remote.snd_settle_mode ?? 0;
+    link.local.attach.rcv_settle_mode = remote.rcv_settle_mode ?? 0;
+    link.set_target(remote.target ?? null);
+    const parsed = parseAddress(sourceAddress);
+    if (parsed?.kind === 'cbs' || parsed?.kind === 'management') {
+      link.set_source({ address: sourceAddress });
+      roles.set(link, { kind: 'reply' });
+      state.replyLinks.set(link.name, link);
+      const targetAddress = remote.target?.address;
+      if (targetAddress) state.replyLinks.set(targetAddress, link);
+      return;
+    }
+    if (parsed?.kind !== 'subscription') {
+      link.set_source(remote.source ?? null);
+      link.close(notFound(sourceAddress));
+      return;
+    }
+    link.set_source(remote.source ?? null);
+    holdAttach(link);
+    roles.set(link, { kind: 'pending' });
+    void openDeliveryLink(state, link, parsed.source, remote);
+  });
+
+  async function openDeliveryLink(
+    state: ConnectionState,
+    link: RheaLink,
+    source: ReceiveSource,
+    remote: AttachFields,
+  ): Promise<void> {
+    const filter = remote.source?.filter ?? undefined;
+    const wantsSession = !!filter && Object.prototype.hasOwnProperty.call(filter, SESSION_FILTER);
+    const opts: OpenReceiverOptions = {
+      source,
+      mode: remote.snd_settle_mode === 1 ? 'receiveAndDelete' : 'peekLock',
+      name: link.name,
+    };
+    if (wantsSession) {
+      const requested = filter![SESSION_FILTER];
+      const clientTimeout = Number(remote.properties?.['com.microsoft:timeout']);
+      const wait = Number.isFinite(clientTimeout) && clientTimeout > 0 ? clientTimeout : maxSessionWaitMs;
+      opts.session = {
+        sessionId: typeof requested === 'string' ? requested : null,
+        // Answer a little before the client gives up on the attach, so it sees our timeout, not its own.
+        timeoutMs: Math.max(0, Math.min(maxSessionWaitMs, wait - 1_000)),
+      };
+    }
+    let receiver;
+    try {
+      receiver = await broker.openReceiver(opts);
+    } catch (err) {
+      if (!linkStillWanted(state, link)) return;
+      releaseAttach(link);
+      if (wantsSession) link.set_source({ address: remote.source ? describeSource(source) : undefined });
+      link.close(amqpConditionFor(err, describeSource(source)));
+      log.debug({ entity: describeSource(source), err: errorSummary(err) }, 'receiver attach refused');
+      return;
+    }
+    if (!linkStillWanted(state, link)) {
+      receiver.close();
+      return;
+    }
+    const handler = new DeliveryLink(broker, link, source, receiver, log);
+    roles.set(link, { kind: 'deliver', handler });
+    if (wantsSession) {
+      link.set_source({ ...(remote.source ?? {}), filter: { [SESSION_FILTER]: receiver.sessionId ?? null } });
+      link.local.attach.properties = {
+        ...(link.local.attach.properties ?? {}),
+        'com.microsoft:locked-until-utc': rhea.types.wrap_long(msToTicksBuffer(receiver.sessionLockedUntil ?? Date.now())),
+      };
+    }
+    releaseAttach(link);
+    log.debug({ entity: describeSource(source), session: receiver.sessionId }, 'receiver attached');
+    handler.schedulePump();
+  }
+
+  function linkStillWanted(state: ConnectionState, link: RheaLink): boolean {
+    return !state.closed && state.links.has(link) && !link.is_closed();
+  }
+
+  // The client attaches a sender: we receive (messages, $cbs requests, $management requests).
+  guard('receiver_open', (ctx) => {
+    const link = ctx.receiver!;
+    const state = stateOf(ctx);
+    if (!state) return;
+    state.links.add(link);
+    const remote: AttachFields = link.remote.attach ?? { name: link.name };
+    const address = remote.target?.address;
+    link.set_source(remote.source ?? null);
+    link.set_target(remote.target ?? null);
+    const parsed = parseAddress(address);
+    if (parsed?.kind === 'cbs') {
+      roles.set(link, { kind: 'cbs-request' });
+    } else if (parsed?.kind === 'management') {
+      roles.set(link, { kind: 'management-request', entity: parsed.entity });
+    } else if (parsed?.kind === 'topic') {
+      link.local.attach.max_message_size = broker.maxMessageSizeBytes;
+      roles.set(link, { kind: 'send', topic: parsed.topic });
+    } else if (parsed?.kind === 'subscription') {
+      link.close({ condition: 'amqp:not-allowed', description: `Cannot send to '${address}': send to the topic.` });
+    } else {
+      link.close(notFound(address));
+    }
+  });
+
+  guard('message', (ctx) => {
+    const link = ctx.receiver;
+    const state = stateOf(ctx);
+    const delivery = ctx.delivery;
+    if (!link || !state || !delivery) return;
+    const role = roles.get(link);
+    switch (role?.kind) {
+      case 'send':
+        onSend(role.topic, ctx, delivery);
+        return;
+      case 'cbs-request':
+        delivery.update(true, outcome.accepted());
+        onCbs(state, ctx.message as Message);
+        return;
+      case 'management-request': {
+        delivery.update(true, outcome.accepted());
+        const request = ctx.message as Message;
+        const reply = handleManagementRequest(broker, role.entity, request);
+        const props: Record<string, unknown> = {
+          statusCode: reply.statusCode,
+          statusDescription: reply.statusDescription,
+        };
+        if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
+        respond(state, request, props, reply.body);
+        return;
+      }
+      default:
+        delivery.update(true, outcome.rejected({ condition: 'amqp:not-allowed', description: 'Unexpected transfer' }));
+    }
+  });
+
+  function onSend(topic: string, ctx: RheaContext, delivery: RheaDelivery): void {
+    const max = broker.maxMessageSizeBytes;
+    let messages: Message[];
+    try {
+      if (ctx.format === BATCH_FORMAT) {
+        const raw = ctx.message as Buffer;
+        if (raw.length > max) throw tooLarge(raw.length, max);
+        messages = decodeBatch(raw);
+      } else if (ctx.format === undefined || ctx.format === 0) {
+        const msg = ctx.message as Message;
+        const size = encodedSize(msg);
+        if (size > max) throw tooLarge(size, max);
+        messages = [msg];
+      } else {
+        throw new BrokerError('BadRequest', `Unsupported message format ${ctx.format}`);
+      }
+      for (const m of messages) {
+        // The client needs a message id on every received message; Azure assigns one when the sender gave none.
+        if (m.message_id === undefined || m.message_id === null) m.message_id = rhea.generate_uuid();
+      }
+      broker.send(topic, messages);
+      delivery.update(true, outcome.accepted());
+      log.debug({ entity: topic, count: messages.length }, 'messages sent');
+    } catch (err) {
+      const error =
+        err instanceof BrokerError
+          ? amqpConditionFor(err, topic)
+          : { condition: 'amqp:decode-error', description: 'The message could not be decoded.' };
+      delivery.update(true, outcome.rejected(error));
+      log.debug({ entity: topic, condition: error.condition }, 'send rejected');
+    }
+  }
+
+  function onCbs(state: ConnectionState, request: Message): void {
+    // put-token is always granted: loopback only, no signature check. The token itself is never logged.
+    const operation = request.application_properties?.operation;
+    const ok = operation === 'put-token';
+    respond(state, request, {
+      'status-code': ok ? 200 : 400,
+      'status-description': ok ? 'OK' : `Unsupported $cbs operation '${String(operation)}'`,
+    });
+  }
+
+  function respond(state: ConnectionState, request: Message, props: Record<string, unknown>, body?: unknown): void {
+    const replyTo = request.reply_to;
+    const link = replyTo ? state.replyLinks.get(replyTo) : undefined;
+    if (!link || !link.is_open()) {
+      log.debug({ replyTo }, 'no reply link for request');
+      return;
+    }
+    const reply: Message = {
+      to: replyTo,
+      correlation_id: request.message_id,
+      application_properties: props,
+      body: body ?? null,
+    } as Message;
+    link.send(reply);
+  }
+
+  // ---- client outcomes on our deliveries ----------------------------------------------------------------
+
+  for (const kind of ['accepted', 'rejected', 'modified', 'released'] as const) {
+    guard(kind, (ctx) => {
+      const link = ctx.sender;
+      const role = link ? roles.get(link) : undefined;
+      if (role?.kind === 'deliver' && ctx.delivery) role.handler.onOutcome(ctx.delivery, kind);
+    });
+  }
+  const pumpFor = (ctx: RheaContext): void => {
+    const link = ctx.sender;
+    const role = link ? roles.get(link) : undefined;
+    if (role?.kind === 'deliver') role.handler.schedulePump();
+  };
+  guard('sendable', pumpFor);
+  guard('sender_flow', pumpFor);
+  guard('sender_draining', pumpFor);
+
+  // ---- sockets ------------------------------------------------------------------------------------------
+
+  return {
+    accept(socket: Socket): void {
+      const id = `amqp-${nextConnectionId++}`;
+      const connection = container.create_connection({
+        id,
+        idle_time_out: idleTimeoutMs,
+        container_id: 'nimbus-servicebus-emulator',
+        // Our own settlement handling: never auto-accept transfers and keep `modified` distinct from `released`.
+        autoaccept: false,
+        treat_modified_as_released: false,
+        reconnect: false,
+        properties: { product: 'nimbus-servicebus-emulator' },
+      } as unknown as Parameters<typeof container.create_connection>[0]) as unknown as RheaConnection;
+      const state: ConnectionState = {
+        id,
+        socket,
+        connection,
+        replyLinks: new Map(),
+        links: new Set(),
+        closed: false,
+      };
+      connections.set(connection, state);
+      state.handshakeTimer = setTimeout(() => {
+        log.info({ connection: id }, 'connection did not open in time; closing');
+        cleanupConnection(state);
+        socket.destroy();
+      }, handshakeTimeoutMs);
+      state.handshakeTimer.unref();
+      socket.on('error', () => {
+        // rhea sees the error too; this listener only keeps an EPIPE/ECONNRESET from becoming uncaught.
+      });
+      socket.once('close', () => cleanupConnection(state));
+      connection.accept(socket);
+    },
+    get connectionCount(): number {
+      return connections.size;
+    },
+    async close(): Promise<void> {
+      const all = [...connections.values()];
+      for (const state of all) {
+        try {
+          if (!state.connection.is_closed()) {
+            state.connection.close({ condition: 'amqp:connection:forced', description: 'The emulator is shutting down' });
+          }
+        } catch {
+          // ignore: destroyed below
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, all.length ? 50 : 0));
+      for (const state of all) {
+        cleanupConnection(state);
+        state.socket.destroy();
+      }
+    },
+  };
+}
+
+/**
+ * rhea answers an attach as soon as the attach event returns. Receivers need the broker first (entity checks,
+ * session locks), so we take back the pending local attach and send it later with releaseAttach().
+ */
+function holdAttach(link: RheaLink): void {
+  link.state.local_open = false;
+  link.state.open_requests = Math.max(0, link.state.open_requests - 1);
+}
+
+function releaseAttach(link: RheaLink): void {
+  link.open();
+}
+
+function notFound(address: string | undefined): { condition: string; description: string } {
+  return {
+    condition: 'amqp:not-found',
+    description: `The messaging entity '${address ?? ''}' could not be found.`,
+  };
+}
+
+function tooLarge(size: number, max: number): BrokerError {
+  return new BrokerError(
+    'MessageSizeExceeded',
+    `The received message (size ${size} bytes) exceeds the limit (${max} bytes) currently allowed on the link.`,
+  );
+}
+
+export type { RheaSession };

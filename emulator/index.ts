@@ -1,0 +1,122 @@
+// startEmulator(): the embedded Azure Service Bus emulator as one call. It creates the broker, the AMQP data
+// plane and the admin plane, serves both on one loopback port, and returns the connection string the
+// unmodified @azure/service-bus client uses (UseDevelopmentEmulator=true selects plain TCP).
+
+import { pino } from 'pino';
+import { z } from 'zod';
+import type { Broker } from './broker/api.ts';
+import { createBroker } from './broker/index.ts';
+import { createAmqpPlane } from './amqp/plane.ts';
+import type { HttpHandler } from './server.ts';
+import { assertLoopback, startEmulatorServer } from './server.ts';
+
+export interface StartEmulatorOptions {
+  /** TCP port; 0 picks a free one. Default 5672. */
+  port?: number;
+  /** Loopback address only. Default 127.0.0.1. */
+  host?: string;
+  /** Directory for durable state; absent = memory only. */
+  dataDir?: string;
+  maxMessageSizeBytes?: number;
+  memoryBudgetBytes?: number;
+  /** pino level; default 'silent'. */
+  logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** A connection that has not finished the AMQP open (or sent its first bytes) within this time is dropped. */
+  handshakeTimeoutMs?: number;
+}
+
+export interface RunningEmulator {
+  connectionString: string;
+  port: number;
+  host: string;
+  broker: Broker;
+  close(): Promise<void>;
+}
+
+const optionsSchema = z.object({
+  port: z.number().int().min(0).max(65535).default(5672),
+  host: z.string().default('127.0.0.1'),
+  dataDir: z.string().min(1).optional(),
+  maxMessageSizeBytes: z.number().int().positive().optional(),
+  memoryBudgetBytes: z.number().int().positive().optional(),
+  logLevel: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('silent'),
+  handshakeTimeoutMs: z.number().int().positive().optional(),
+});
+
+export function emulatorConnectionString(host: string, port: number): string {
+  const h = host === '::1' ? '[::1]' : host === 'localhost' ? '127.0.0.1' : host;
+  return `Endpoint=sb://${h}:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=local;UseDevelopmentEmulator=true`;
+}
+
+export async function startEmulator(input: StartEmulatorOptions = {}): Promise<RunningEmulator> {
+  const parsed = optionsSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`Invalid emulator options: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'malformed'}`);
+  }
+  const opts = parsed.data;
+  assertLoopback(opts.host);
+  const log = pino({ name: 'servicebus-emulator', level: opts.logLevel });
+
+  const broker = await createBroker({
+    dataDir: opts.dataDir,
+    maxMessageSizeBytes: opts.maxMessageSizeBytes,
+    memoryBudgetBytes: opts.memoryBudgetBytes,
+    log: log.child({ component: 'broker' }),
+  });
+  const amqp = createAmqpPlane({
+    broker,
+    log: log.child({ component: 'amqp' }),
+    handshakeTimeoutMs: opts.handshakeTimeoutMs,
+  });
+  let server;
+  try {
+    server = await startEmulatorServer({
+      host: opts.host,
+      port: opts.port,
+      amqp,
+      admin: await loadAdminHandler(broker, log),
+      log: log.child({ component: 'server' }),
+      firstBytesTimeoutMs: opts.handshakeTimeoutMs,
+    });
+  } catch (err) {
+    await broker.close();
+    throw err;
+  }
+  const running = server;
+  log.info({ host: running.host, port: running.port }, 'emulator ready');
+
+  let closing: Promise<void> | undefined;
+  return {
+    connectionString: emulatorConnectionString(running.host, running.port),
+    port: running.port,
+    host: running.host,
+    broker,
+    close(): Promise<void> {
+      closing ??= (async () => {
+        await running.close();
+        await broker.close();
+        log.info({}, 'emulator stopped');
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * The admin plane is built alongside this one; it is loaded by path so that the data plane still starts (and
+ * admin paths answer 503) when it is absent.
+ */
+async function loadAdminHandler(broker: Broker, log: pino.Logger): Promise<HttpHandler | undefined> {
+  const path = './admin/http.ts';
+  try {
+    const mod = (await import(path)) as {
+      createAdminHandler?: (b: Broker, o?: { log?: object }) => HttpHandler;
+    };
+    if (typeof mod.createAdminHandler !== 'function') return undefined;
+    return mod.createAdminHandler(broker, { log: log.child({ component: 'admin' }) });
+  } catch (err) {
+    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'admin plane unavailable');
+    return undefined;
+  }
+}

@@ -1,0 +1,137 @@
+// One loopback TCP port for both planes. The first bytes of each connection decide: an AMQP protocol header
+// ("AMQP" followed by the protocol id and version) goes to the AMQP plane, anything else to the HTTP server
+// (the ATOM admin plane and /health). The peeked bytes are put back before the socket is handed over.
+
+import http from 'node:http';
+import net from 'node:net';
+import type { AmqpPlane } from './amqp/plane.ts';
+import type { PlaneLog } from './amqp/log.ts';
+
+export type HttpHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+export interface EmulatorServerOptions {
+  host: string;
+  port: number;
+  amqp: AmqpPlane;
+  /** Admin plane handler; absent = admin paths answer 503. */
+  admin?: HttpHandler;
+  log: PlaneLog;
+  /** A connection that sends nothing within this time is closed. Default 5 s. */
+  firstBytesTimeoutMs?: number;
+}
+
+export interface EmulatorServer {
+  readonly port: number;
+  readonly host: string;
+  /** Replace the admin handler (it may be wired after the server started). */
+  setAdminHandler(handler: HttpHandler | undefined): void;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+export function assertLoopback(host: string): void {
+  if (!LOOPBACK.has(host)) {
+    throw new Error(
+      `The emulator binds to loopback only (127.0.0.1, ::1 or localhost); refusing '${host}'. ` +
+        'It accepts any credentials, so it must never be reachable from another machine.',
+    );
+  }
+}
+
+const AMQP_MAGIC = Buffer.from('AMQP', 'ascii');
+
+export async function startEmulatorServer(options: EmulatorServerOptions): Promise<EmulatorServer> {
+  assertLoopback(options.host);
+  const { amqp, log } = options;
+  const firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? 5_000;
+  let admin = options.admin;
+  let ready = false;
+  const sockets = new Set<net.Socket>();
+
+  const httpServer = http.createServer((req, res) => {
+    try {
+      const path = (req.url ?? '/').split('?')[0];
+      if (req.method === 'GET' && path === '/health') {
+        res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: ready ? 'ok' : 'starting' }));
+        return;
+      }
+      if (!admin) {
+        res.writeHead(503, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: 'The admin plane is not available.' }));
+        return;
+      }
+      admin(req, res);
+    } catch (err) {
+      log.error({ err: err instanceof Error ? err.message : String(err) }, 'http handler failed');
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'Internal error' }));
+    }
+  });
+  httpServer.on('clientError', (_err, socket) => {
+    // Malformed HTTP (including random bytes): answer 400 if we still can, and drop only this socket.
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    socket.destroy();
+  });
+
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => {
+      // Resets and broken pipes from one client concern that client only.
+    });
+    let buffered = Buffer.alloc(0);
+    const timer = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
+    timer.unref();
+    const onData = (chunk: Buffer): void => {
+      buffered = Buffer.concat([buffered, chunk]);
+      // Four bytes decide; a shorter first read that is still a prefix of "AMQP" waits for more.
+      if (buffered.length < AMQP_MAGIC.length && AMQP_MAGIC.subarray(0, buffered.length).equals(buffered)) return;
+      clearTimeout(timer);
+      socket.removeListener('data', onData);
+      socket.pause();
+      socket.unshift(buffered);
+      try {
+        if (buffered.subarray(0, 4).equals(AMQP_MAGIC)) {
+          amqp.accept(socket);
+        } else {
+          httpServer.emit('connection', socket);
+        }
+        socket.resume();
+      } catch (err) {
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'connection hand-over failed');
+        socket.destroy();
+      }
+    };
+    socket.on('data', onData);
+  });
+  tcp.on('error', (err) => log.error({ err: err.message }, 'listener error'));
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    tcp.once('error', onError);
+    tcp.listen({ host: options.host, port: options.port }, () => {
+      tcp.removeListener('error', onError);
+      resolve();
+    });
+  });
+  const address = tcp.address() as net.AddressInfo;
+  ready = true;
+
+  return {
+    port: address.port,
+    host: options.host,
+    setAdminHandler(handler) {
+      admin = handler;
+    },
+    async close(): Promise<void> {
+      ready = false;
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      await amqp.close();
+      httpServer.closeAllConnections();
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}
