@@ -48,7 +48,9 @@ export function readEntry(xml: string): EntryContent {
   if (/<!DOCTYPE/i.test(xml)) throw new AtomFormatError('DOCTYPE declarations are not accepted.');
   const valid = XMLValidator.validate(xml);
   if (valid !== true) {
-    throw new AtomFormatError(`The request body is not well-formed XML: ${valid.err.msg} (line ${valid.err.line}, column ${valid.err.col}).`);
+    throw new AtomFormatError(
+      `The request body is not well-formed XML: ${valid.err.msg} (line ${valid.err.line}, column ${valid.err.col}).`,
+    );
   }
   const doc: unknown = parser.parse(xml);
   const entry = asRecord(asRecord(doc)?.['entry']);
@@ -67,7 +69,9 @@ export function readEntry(xml: string): EntryContent {
 }
 
 function asRecord(v: unknown): Record<string, unknown> | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -80,7 +84,8 @@ function elementText(v: unknown): unknown {
   if (!rec) return v;
   if (rec['@_nil'] === 'true') return undefined;
   const keys = Object.keys(rec);
-  if (keys.every((k) => k.startsWith('@_') || k === '#text')) return typeof rec['#text'] === 'string' ? rec['#text'] : '';
+  if (keys.every((k) => k.startsWith('@_') || k === '#text'))
+    return typeof rec['#text'] === 'string' ? rec['#text'] : '';
   return v;
 }
 
@@ -115,7 +120,10 @@ const duration = z.preprocess(
       try {
         return parseDuration(s);
       } catch (err) {
-        ctx.addIssue({ code: 'custom', message: err instanceof DurationFormatError ? err.message : 'invalid duration' });
+        ctx.addIssue({
+          code: 'custom',
+          message: err instanceof DurationFormatError ? err.message : 'invalid duration',
+        });
         return z.NEVER;
       }
     })
@@ -231,7 +239,10 @@ export function readSubscriptionDescription(body: Record<string, unknown>): Subs
   const rawRule = body['DefaultRuleDescription'];
   if (rawRule === undefined) return { description };
   const ruleBody = rawRule === '' ? {} : asRecord(rawRule);
-  if (!ruleBody) throw new AtomFormatError('Invalid SubscriptionDescription: DefaultRuleDescription must contain elements.');
+  if (!ruleBody)
+    throw new AtomFormatError(
+      'Invalid SubscriptionDescription: DefaultRuleDescription must contain elements.',
+    );
   const rule = readRuleDescription(ruleBody);
   return { description, defaultRule: { ...rule, name: rule.name ?? '$Default' } };
 }
@@ -276,17 +287,20 @@ function readTypedValue(raw: unknown, where: string): ParamValue {
   if (type === undefined || type === 'string') return value;
   if (NUMERIC_TYPES.has(type)) {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n)) throw new AtomFormatError(`${where}: '${value.slice(0, 40)}' is not a number.`);
+    if (value.trim() === '' || !Number.isFinite(n))
+      throw new AtomFormatError(`${where}: '${value.slice(0, 40)}' is not a number.`);
     return n;
   }
   if (type === 'boolean') {
     const b = value.trim().toLowerCase();
-    if (b !== 'true' && b !== 'false') throw new AtomFormatError(`${where}: '${value.slice(0, 40)}' is not a boolean.`);
+    if (b !== 'true' && b !== 'false')
+      throw new AtomFormatError(`${where}: '${value.slice(0, 40)}' is not a boolean.`);
     return b === 'true';
   }
   if (type === 'dateTime') {
     const d = new Date(value);
-    if (Number.isNaN(d.getTime())) throw new AtomFormatError(`${where}: '${value.slice(0, 40)}' is not a date.`);
+    if (Number.isNaN(d.getTime()))
+      throw new AtomFormatError(`${where}: '${value.slice(0, 40)}' is not a date.`);
     return d;
   }
   throw new AtomFormatError(`${where}: values of type '${type.slice(0, 40)}' are not supported.`);
@@ -297,13 +311,15 @@ function readKeyValues(raw: unknown, where: string): Record<string, ParamValue> 
   if (raw === undefined || raw === '') return undefined;
   const rec = asRecord(raw);
   const list = rec?.['KeyValueOfstringanyType'];
-  if (!rec || (list !== undefined && !Array.isArray(list))) throw new AtomFormatError(`${where} must be a list of KeyValueOfstringanyType.`);
+  if (!rec || (list !== undefined && !Array.isArray(list)))
+    throw new AtomFormatError(`${where} must be a list of KeyValueOfstringanyType.`);
   if (list === undefined || list.length === 0) return undefined;
   const out: Record<string, ParamValue> = {};
   for (const item of list as unknown[]) {
     const kv = asRecord(item);
     const key = elementText(kv?.['Key']);
-    if (!kv || typeof key !== 'string' || key === '') throw new AtomFormatError(`${where}: every entry needs a non-empty Key.`);
+    if (!kv || typeof key !== 'string' || key === '')
+      throw new AtomFormatError(`${where}: every entry needs a non-empty Key.`);
     out[key] = readTypedValue(kv['Value'], `${where} '${key}'`);
   }
   return out;
@@ -329,9 +345,12 @@ function readFilter(raw: unknown): RuleFilter {
   if (type === 'TrueFilter') return { kind: 'true' };
   if (type === 'FalseFilter') return { kind: 'false' };
   if (type === 'SqlFilter' || (type === undefined && sql !== undefined)) {
-    if (typeof sql !== 'string' || sql.trim() === '') throw new AtomFormatError('Invalid SqlFilter: SqlExpression is required.');
+    if (typeof sql !== 'string' || sql.trim() === '')
+      throw new AtomFormatError('Invalid SqlFilter: SqlExpression is required.');
     const parameters = readKeyValues(f['Parameters'], 'SqlFilter Parameters');
-    return parameters ? { kind: 'sql', sqlExpression: sql, parameters: parameters as SqlParameters } : { kind: 'sql', sqlExpression: sql };
+    return parameters
+      ? { kind: 'sql', sqlExpression: sql, parameters: parameters as SqlParameters }
+      : { kind: 'sql', sqlExpression: sql };
   }
   if (type === 'CorrelationFilter' || type === undefined) {
     const c = parseOrThrow(correlationSchema, f, 'CorrelationFilter');
@@ -351,7 +370,9 @@ function readFilter(raw: unknown): RuleFilter {
       }),
     };
   }
-  throw new AtomFormatError(`Unsupported filter type '${type.slice(0, 40)}' (expected SqlFilter, CorrelationFilter, TrueFilter or FalseFilter).`);
+  throw new AtomFormatError(
+    `Unsupported filter type '${type.slice(0, 40)}' (expected SqlFilter, CorrelationFilter, TrueFilter or FalseFilter).`,
+  );
 }
 
 function readAction(raw: unknown): RuleAction | undefined {
@@ -362,18 +383,26 @@ function readAction(raw: unknown): RuleAction | undefined {
   if (type === 'EmptyRuleAction') return undefined;
   const sql = elementText(a['SqlExpression']);
   if (type !== undefined && type !== 'SqlRuleAction') {
-    throw new AtomFormatError(`Unsupported action type '${type.slice(0, 40)}' (expected SqlRuleAction or EmptyRuleAction).`);
+    throw new AtomFormatError(
+      `Unsupported action type '${type.slice(0, 40)}' (expected SqlRuleAction or EmptyRuleAction).`,
+    );
   }
   if (sql === undefined && type === undefined) return undefined;
-  if (typeof sql !== 'string' || sql.trim() === '') throw new AtomFormatError('Invalid SqlRuleAction: SqlExpression is required.');
+  if (typeof sql !== 'string' || sql.trim() === '')
+    throw new AtomFormatError('Invalid SqlRuleAction: SqlExpression is required.');
   const parameters = readKeyValues(a['Parameters'], 'SqlRuleAction Parameters');
-  return parameters ? { sqlExpression: sql, parameters: parameters as SqlParameters } : { sqlExpression: sql };
+  return parameters
+    ? { sqlExpression: sql, parameters: parameters as SqlParameters }
+    : { sqlExpression: sql };
 }
 
 /** A rule as sent; `name` is what the body says (the URL's name wins where both exist). */
-export function readRuleDescription(body: Record<string, unknown>): Omit<RuleDescription, 'name'> & { name?: string } {
+export function readRuleDescription(
+  body: Record<string, unknown>,
+): Omit<RuleDescription, 'name'> & { name?: string } {
   const name = elementText(body['Name']);
-  if (name !== undefined && typeof name !== 'string') throw new AtomFormatError('Invalid RuleDescription: Name must be text.');
+  if (name !== undefined && typeof name !== 'string')
+    throw new AtomFormatError('Invalid RuleDescription: Name must be text.');
   const filter = readFilter(body['Filter']);
   const action = readAction(body['Action']);
   return { filter, ...(action ? { action } : {}), ...(name ? { name } : {}) };

@@ -95,7 +95,10 @@ export function topicContent(topic: TopicDescription & EntityTimes, runtime: Top
     textElement('DefaultMessageTimeToLive', formatDuration(topic.defaultMessageTimeToLiveMs)),
     textElement('MaxSizeInMegabytes', topic.maxSizeInMegabytes),
     textElement('RequiresDuplicateDetection', topic.requiresDuplicateDetection),
-    textElement('DuplicateDetectionHistoryTimeWindow', formatDuration(topic.duplicateDetectionHistoryTimeWindowMs)),
+    textElement(
+      'DuplicateDetectionHistoryTimeWindow',
+      formatDuration(topic.duplicateDetectionHistoryTimeWindowMs),
+    ),
     textElement('EnableBatchedOperations', topic.enableBatchedOperations),
     textElement('SizeInBytes', runtime.sizeInBytes),
     textElement('FilteringMessagesBeforePublishing', false),
@@ -124,7 +127,11 @@ export function topicContent(topic: TopicDescription & EntityTimes, runtime: Top
   ]);
 }
 
-export function topicEntry(ctx: AtomContext, topic: TopicDescription & EntityTimes, runtime: TopicRuntime): XmlFragment {
+export function topicEntry(
+  ctx: AtomContext,
+  topic: TopicDescription & EntityTimes,
+  runtime: TopicRuntime,
+): XmlFragment {
   return entry(ctx, topic.name, topic.name, topic, topicContent(topic, runtime));
 }
 
@@ -199,16 +206,24 @@ function keyValues(name: string, values: Record<string, KeyValue> | undefined): 
   return element(
     name,
     undefined,
-    items.map(([k, v]) => element('KeyValueOfstringanyType', undefined, [textElement('Key', k), typedValue(v)])),
+    items.map(([k, v]) =>
+      element('KeyValueOfstringanyType', undefined, [textElement('Key', k), typedValue(v)]),
+    ),
   );
 }
 
 function filterElement(filter: RuleFilter): XmlFragment {
   switch (filter.kind) {
     case 'true':
-      return element('Filter', { 'i:type': 'TrueFilter' }, [textElement('SqlExpression', '1=1'), textElement('CompatibilityLevel', 20)]);
+      return element('Filter', { 'i:type': 'TrueFilter' }, [
+        textElement('SqlExpression', '1=1'),
+        textElement('CompatibilityLevel', 20),
+      ]);
     case 'false':
-      return element('Filter', { 'i:type': 'FalseFilter' }, [textElement('SqlExpression', '1=0'), textElement('CompatibilityLevel', 20)]);
+      return element('Filter', { 'i:type': 'FalseFilter' }, [
+        textElement('SqlExpression', '1=0'),
+        textElement('CompatibilityLevel', 20),
+      ]);
     case 'sql':
       return element('Filter', { 'i:type': 'SqlFilter' }, [
         textElement('SqlExpression', filter.sqlExpression),
@@ -282,7 +297,10 @@ export function feed(ctx: AtomContext, page: FeedPage, now: number): XmlFragment
       ? undefined
       : element(
           'link',
-          { rel: 'next', href: resourceUrl(ctx, page.path, { $skip: String(page.nextSkip), $top: String(page.top) }) },
+          {
+            rel: 'next',
+            href: resourceUrl(ctx, page.path, { $skip: String(page.nextSkip), $top: String(page.top) }),
+          },
           [],
         ),
     ...page.entries,
@@ -291,7 +309,9 @@ export function feed(ctx: AtomContext, page: FeedPage, now: number): XmlFragment
 
 /** The error body the client turns into RestError.message (it reads Error/Detail). */
 export function errorDocument(status: number, detail: string): string {
-  return xmlDocument(element('Error', undefined, [textElement('Code', status), textElement('Detail', detail)]));
+  return xmlDocument(
+    element('Error', undefined, [textElement('Code', status), textElement('Detail', detail)]),
+  );
 }
 
 export { xmlDocument };

@@ -54,7 +54,10 @@ export function formatDuration(ms: number): string {
   rest -= minutes * MS.minute;
   const secondsWhole = Math.floor(rest / MS.second);
   const millis = rest - secondsWhole * MS.second;
-  const seconds = millis === 0 ? `${secondsWhole}` : `${secondsWhole}.${String(millis).padStart(3, '0').replace(/0+$/, '')}`;
+  const seconds =
+    millis === 0
+      ? `${secondsWhole}`
+      : `${secondsWhole}.${String(millis).padStart(3, '0').replace(/0+$/, '')}`;
 
   let time = '';
   if (hours > 0) time += `${hours}H`;

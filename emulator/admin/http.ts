@@ -4,7 +4,13 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BrokerError, type BrokerAdmin, type BrokerErrorCode } from '../broker/api.ts';
-import { AtomFormatError, readEntry, readRuleDescription, readSubscriptionDescription, readTopicDescription } from './atom-read.ts';
+import {
+  AtomFormatError,
+  readEntry,
+  readRuleDescription,
+  readSubscriptionDescription,
+  readTopicDescription,
+} from './atom-read.ts';
 import {
   errorDocument,
   feed,
@@ -148,26 +154,50 @@ export function createAdminHandler(
   }
 
   function subscriptionFragment(ctx: AtomContext, topic: string, sub: string): XmlFragment {
-    return subscriptionEntry(ctx, broker.getSubscription(topic, sub), broker.getSubscriptionRuntime(topic, sub));
+    return subscriptionEntry(
+      ctx,
+      broker.getSubscription(topic, sub),
+      broker.getSubscriptionRuntime(topic, sub),
+    );
   }
 
-  function listFeed(res: ServerResponse, ctx: AtomContext, url: URL, title: string, path: string, build: (skip: number, top: number) => { entries: XmlFragment[]; nextSkip?: number }): void {
+  function listFeed(
+    res: ServerResponse,
+    ctx: AtomContext,
+    url: URL,
+    title: string,
+    path: string,
+    build: (skip: number, top: number) => { entries: XmlFragment[]; nextSkip?: number },
+  ): void {
     const { skip, top } = pageParams(url, maxPageSize);
     const { entries, nextSkip } = build(skip, top);
-    send(res, 200, FEED_TYPE, xmlDocument(feed(ctx, { title, path, entries, top, ...(nextSkip === undefined ? {} : { nextSkip }) }, now())));
+    send(
+      res,
+      200,
+      FEED_TYPE,
+      xmlDocument(
+        feed(ctx, { title, path, entries, top, ...(nextSkip === undefined ? {} : { nextSkip }) }, now()),
+      ),
+    );
   }
 
   /** The entry element inside a PUT body, checked against the kind of resource the path names. */
   async function putBody(req: IncomingMessage, expected: string): Promise<Record<string, unknown>> {
     const { root, body } = readEntry(await readBody(req, maxBodyBytes));
     if (root !== expected) {
-      if (root === 'QueueDescription') throw new HttpError(400, 'Queues are not supported by this emulator; use topics and subscriptions.');
+      if (root === 'QueueDescription')
+        throw new HttpError(400, 'Queues are not supported by this emulator; use topics and subscriptions.');
       throw new HttpError(400, `Expected a ${expected} at this address, got ${root.slice(0, 60)}.`);
     }
     return body;
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, route: AdminRoute, url: URL): Promise<void> {
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: AdminRoute,
+    url: URL,
+  ): Promise<void> {
     const ctx: AtomContext = { host: hostOf(req) };
     const method = req.method ?? 'GET';
     const isUpdate = req.headers['if-match'] !== undefined;
@@ -226,7 +256,9 @@ export function createAdminHandler(
           return send(res, 200, undefined, '');
         }
         if (method !== 'PUT') break;
-        const { description, defaultRule } = readSubscriptionDescription(await putBody(req, 'SubscriptionDescription'));
+        const { description, defaultRule } = readSubscriptionDescription(
+          await putBody(req, 'SubscriptionDescription'),
+        );
         const ids = { topicName: topic, subscriptionName: subscription };
         if (isUpdate) {
           broker.updateSubscription({
@@ -244,15 +276,27 @@ export function createAdminHandler(
 
       case 'ruleList':
         if (method !== 'GET') break;
-        return listFeed(res, ctx, url, 'Rules', `${route.topic}/Subscriptions/${route.subscription}/Rules`, (skip, top) => {
-          const { slice, nextSkip } = page(broker.listRules(route.topic, route.subscription), skip, top);
-          const entries = slice.map((r) => ruleEntry(ctx, route.topic, route.subscription, r));
-          return nextSkip === undefined ? { entries } : { entries, nextSkip };
-        });
+        return listFeed(
+          res,
+          ctx,
+          url,
+          'Rules',
+          `${route.topic}/Subscriptions/${route.subscription}/Rules`,
+          (skip, top) => {
+            const { slice, nextSkip } = page(broker.listRules(route.topic, route.subscription), skip, top);
+            const entries = slice.map((r) => ruleEntry(ctx, route.topic, route.subscription, r));
+            return nextSkip === undefined ? { entries } : { entries, nextSkip };
+          },
+        );
 
       case 'rule': {
         const { topic, subscription, rule } = route;
-        if (method === 'GET') return entity(res, 200, ruleEntry(ctx, topic, subscription, broker.getRule(topic, subscription, rule)));
+        if (method === 'GET')
+          return entity(
+            res,
+            200,
+            ruleEntry(ctx, topic, subscription, broker.getRule(topic, subscription, rule)),
+          );
         if (method === 'DELETE') {
           broker.deleteRule(topic, subscription, rule);
           return send(res, 200, undefined, '');
@@ -288,7 +332,8 @@ export function createAdminHandler(
     run()
       .catch((err: unknown) => {
         const { status, detail } = describeError(err);
-        if (status >= 500) log?.error({ method: started, path: url.pathname, err: detail }, 'admin request failed');
+        if (status >= 500)
+          log?.error({ method: started, path: url.pathname, err: detail }, 'admin request failed');
         else log?.debug({ method: started, path: url.pathname, status }, 'admin request rejected');
         sendError(res, status, detail);
       })
@@ -302,7 +347,8 @@ export function createAdminHandler(
 function describeError(err: unknown): { status: number; detail: string } {
   if (err instanceof HttpError) return { status: err.status, detail: err.message };
   if (err instanceof BrokerError) return { status: STATUS_FOR_CODE[err.code] ?? 500, detail: err.message };
-  if (err instanceof AtomFormatError || err instanceof RouteError) return { status: 400, detail: err.message };
+  if (err instanceof AtomFormatError || err instanceof RouteError)
+    return { status: 400, detail: err.message };
   // Unexpected failures: the message only (a stack would leak internals and is useless to the client).
   const message = err instanceof Error ? err.message : String(err);
   return { status: 500, detail: `The emulator's admin plane failed: ${message}` };

@@ -48,7 +48,8 @@ export function matchRoute(pathname: string): AdminRoute | undefined {
   if ((m = /^\/(.+)\/Subscriptions\/([^/]+)\/?$/i.exec(pathname))) {
     return { kind: 'subscription', topic: decode(m[1]!), subscription: decode(m[2]!) };
   }
-  if ((m = /^\/(.+)\/Subscriptions\/?$/i.exec(pathname))) return { kind: 'subscriptionList', topic: decode(m[1]!) };
+  if ((m = /^\/(.+)\/Subscriptions\/?$/i.exec(pathname)))
+    return { kind: 'subscriptionList', topic: decode(m[1]!) };
   if ((m = /^\/([^$/][^]*?)\/?$/.exec(pathname))) return { kind: 'topic', topic: decode(m[1]!) };
   return undefined;
 }

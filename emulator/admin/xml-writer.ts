@@ -16,8 +16,9 @@ function fragment(text: string): XmlFragment {
 
 // XML 1.0 cannot carry most control characters or lone surrogates, even escaped; the client's parser would
 // reject the whole document. They are replaced so one odd value cannot break a listing.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point here
-const INVALID_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const INVALID_XML_CHARS =
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point here
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 export function escapeXml(value: string): string {
   return value.replace(INVALID_XML_CHARS, '\uFFFD').replace(/[&<>"']/g, (c) => {
@@ -57,7 +58,11 @@ function renderAttributes(attrs: XmlAttributes | undefined): string {
 }
 
 /** An element with child elements (children that are undefined are skipped, which keeps optional fields terse). */
-export function element(name: string, attrs: XmlAttributes | undefined, children: Array<XmlFragment | undefined>): XmlFragment {
+export function element(
+  name: string,
+  attrs: XmlAttributes | undefined,
+  children: Array<XmlFragment | undefined>,
+): XmlFragment {
   const inner = children
     .filter((c): c is XmlFragment => c !== undefined)
     .map((c) => c.text)
@@ -67,13 +72,20 @@ export function element(name: string, attrs: XmlAttributes | undefined, children
 }
 
 /** An element holding one text value (escaped). */
-export function textElement(name: string, value: string | number | boolean, attrs?: XmlAttributes): XmlFragment {
+export function textElement(
+  name: string,
+  value: string | number | boolean,
+  attrs?: XmlAttributes,
+): XmlFragment {
   const open = `${checkName(name)}${renderAttributes(attrs)}`;
   return fragment(`<${open}>${escapeXml(String(value))}</${name}>`);
 }
 
 /** A text element, or nothing when the value is absent. */
-export function optionalText(name: string, value: string | number | boolean | undefined): XmlFragment | undefined {
+export function optionalText(
+  name: string,
+  value: string | number | boolean | undefined,
+): XmlFragment | undefined {
   return value === undefined ? undefined : textElement(name, value);
 }
 

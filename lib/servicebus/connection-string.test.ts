@@ -31,27 +31,47 @@ describe('parseConnectionString', () => {
   });
 
   test('accepts keys in any case and normalises UseDevelopmentEmulator for the SDK', () => {
-    const info = parseConnectionString('endpoint=sb://localhost:5673;sharedaccesskeyname=n;sharedaccesskey=k;usedevelopmentemulator=True;');
+    const info = parseConnectionString(
+      'endpoint=sb://localhost:5673;sharedaccesskeyname=n;sharedaccesskey=k;usedevelopmentemulator=True;',
+    );
     assert.equal(info.useDevelopmentEmulator, true);
     // core-amqp only recognises the exact value "true".
     assert.match(info.connectionString, /;UseDevelopmentEmulator=true$/);
   });
 
   test('accepts a shared access signature instead of a key', () => {
-    const info = parseConnectionString('Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=x&sig=y&se=1&skn=n');
+    const info = parseConnectionString(
+      'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=x&sig=y&se=1&skn=n',
+    );
     assert.equal(info.authentication, 'sharedAccessSignature');
   });
 
   const bad: Array<[string, string, RegExp]> = [
     ['empty', '  ', /empty/],
     ['no Endpoint', `SharedAccessKeyName=n;SharedAccessKey=${KEY}`, /Endpoint is missing/],
-    ['wrong scheme', `Endpoint=https://ns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=${KEY}`, /sb:\/\//],
+    [
+      'wrong scheme',
+      `Endpoint=https://ns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=${KEY}`,
+      /sb:\/\//,
+    ],
     ['no key', 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=n', /SharedAccessKey/],
-    ['unknown key', `Endpoint=sb://ns/;SharedAccessKeyName=n;SharedAccessKey=${KEY};Foo=bar`, /unknown key 'Foo'/],
-    ['duplicate key', `Endpoint=sb://ns/;SharedAccessKeyName=n;SharedAccessKey=${KEY};SharedAccessKey=${KEY}`, /more than once/],
+    [
+      'unknown key',
+      `Endpoint=sb://ns/;SharedAccessKeyName=n;SharedAccessKey=${KEY};Foo=bar`,
+      /unknown key 'Foo'/,
+    ],
+    [
+      'duplicate key',
+      `Endpoint=sb://ns/;SharedAccessKeyName=n;SharedAccessKey=${KEY};SharedAccessKey=${KEY}`,
+      /more than once/,
+    ],
     ['not key=value', `Endpoint=sb://ns/;SharedAccessKeyName=n;${KEY_BODY}`, /key=value/],
     ['a key where a name belongs', `Endpoint=sb://ns/;SharedAccessKeyName=n;${KEY}`, /unknown key \(/],
-    ['bad emulator flag', `Endpoint=sb://ns/;SharedAccessKeyName=n;SharedAccessKey=${KEY};UseDevelopmentEmulator=yes`, /true or false/],
+    [
+      'bad emulator flag',
+      `Endpoint=sb://ns/;SharedAccessKeyName=n;SharedAccessKey=${KEY};UseDevelopmentEmulator=yes`,
+      /true or false/,
+    ],
     ['path in Endpoint', `Endpoint=sb://ns/queue;SharedAccessKeyName=n;SharedAccessKey=${KEY}`, /path/],
   ];
   for (const [name, value, message] of bad) {
@@ -69,7 +89,9 @@ describe('parseConnectionString', () => {
   }
 
   test('keeps the key out of JSON and the redacted form', () => {
-    const info = parseConnectionString(`Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=${KEY}`);
+    const info = parseConnectionString(
+      `Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=n;SharedAccessKey=${KEY}`,
+    );
     assert.ok(!JSON.stringify(info).includes(KEY_BODY));
     assert.ok(!info.redacted.includes(KEY_BODY));
     assert.match(info.redacted, /SharedAccessKey=\*\*\*/);

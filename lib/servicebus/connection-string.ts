@@ -28,10 +28,21 @@ export interface ServiceBusConnectionInfo {
   readonly redacted: string;
 }
 
-const KNOWN_KEYS = ['Endpoint', 'SharedAccessKeyName', 'SharedAccessKey', 'SharedAccessSignature', 'EntityPath', 'UseDevelopmentEmulator'] as const;
+const KNOWN_KEYS = [
+  'Endpoint',
+  'SharedAccessKeyName',
+  'SharedAccessKey',
+  'SharedAccessSignature',
+  'EntityPath',
+  'UseDevelopmentEmulator',
+] as const;
 type KnownKey = (typeof KNOWN_KEYS)[number];
 
-const nonEmpty = (name: string) => z.string({ error: `${name} is missing` }).trim().min(1, { error: `${name} is empty` });
+const nonEmpty = (name: string) =>
+  z
+    .string({ error: `${name} is missing` })
+    .trim()
+    .min(1, { error: `${name} is empty` });
 
 const fieldsSchema = z
   .object({
@@ -47,9 +58,14 @@ const fieldsSchema = z
       .pipe(z.enum(['true', 'false'], { error: 'UseDevelopmentEmulator must be true or false' }))
       .optional(),
   })
-  .refine((f) => f.SharedAccessSignature !== undefined || (f.SharedAccessKeyName !== undefined && f.SharedAccessKey !== undefined), {
-    error: 'it needs SharedAccessKeyName and SharedAccessKey, or SharedAccessSignature',
-  })
+  .refine(
+    (f) =>
+      f.SharedAccessSignature !== undefined ||
+      (f.SharedAccessKeyName !== undefined && f.SharedAccessKey !== undefined),
+    {
+      error: 'it needs SharedAccessKeyName and SharedAccessKey, or SharedAccessSignature',
+    },
+  )
   .refine((f) => !(f.SharedAccessSignature !== undefined && f.SharedAccessKey !== undefined), {
     error: 'give either SharedAccessKey or SharedAccessSignature, not both',
   });
@@ -59,7 +75,8 @@ function splitPairs(connectionString: string): Partial<Record<KnownKey, string>>
   for (const part of connectionString.split(';')) {
     if (part.trim() === '') continue;
     const eq = part.indexOf('=');
-    if (eq <= 0) throw new ConnectionStringError(`expected key=value pairs separated by ';' (a part has no key or '=')`);
+    if (eq <= 0)
+      throw new ConnectionStringError(`expected key=value pairs separated by ';' (a part has no key or '=')`);
     const rawKey = part.slice(0, eq).trim();
     // Base64 keys end in '=', so only the first '=' separates key from value.
     const value = part.slice(eq + 1);
@@ -80,12 +97,19 @@ function parseEndpoint(endpoint: string): { hostname: string; port?: number } {
   try {
     url = new URL(endpoint);
   } catch {
-    throw new ConnectionStringError('Endpoint must look like sb://<namespace>.servicebus.windows.net/ or sb://127.0.0.1:5672');
+    throw new ConnectionStringError(
+      'Endpoint must look like sb://<namespace>.servicebus.windows.net/ or sb://127.0.0.1:5672',
+    );
   }
-  if (url.protocol !== 'sb:') throw new ConnectionStringError(`Endpoint must use the sb:// scheme (got ${url.protocol.slice(0, 20)}//)`);
+  if (url.protocol !== 'sb:')
+    throw new ConnectionStringError(
+      `Endpoint must use the sb:// scheme (got ${url.protocol.slice(0, 20)}//)`,
+    );
   if (url.hostname === '') throw new ConnectionStringError('Endpoint has no host name');
-  if (url.username !== '' || url.password !== '') throw new ConnectionStringError('Endpoint must not contain credentials');
-  if (url.pathname !== '' && url.pathname !== '/') throw new ConnectionStringError('Endpoint must not contain a path (use EntityPath)');
+  if (url.username !== '' || url.password !== '')
+    throw new ConnectionStringError('Endpoint must not contain credentials');
+  if (url.pathname !== '' && url.pathname !== '/')
+    throw new ConnectionStringError('Endpoint must not contain a path (use EntityPath)');
   if (url.port === '') return { hostname: url.hostname };
   return { hostname: url.hostname, port: Number(url.port) };
 }
@@ -110,7 +134,9 @@ export function parseConnectionString(connectionString: string): ServiceBusConne
       `Endpoint=${endpoint}`,
       f.SharedAccessKeyName !== undefined ? `SharedAccessKeyName=${f.SharedAccessKeyName}` : undefined,
       f.SharedAccessKey !== undefined ? `SharedAccessKey=${secret(f.SharedAccessKey)}` : undefined,
-      f.SharedAccessSignature !== undefined ? `SharedAccessSignature=${secret(f.SharedAccessSignature)}` : undefined,
+      f.SharedAccessSignature !== undefined
+        ? `SharedAccessSignature=${secret(f.SharedAccessSignature)}`
+        : undefined,
       f.EntityPath !== undefined ? `EntityPath=${f.EntityPath}` : undefined,
       // core-amqp compares this value with exactly "true".
       useDevelopmentEmulator ? 'UseDevelopmentEmulator=true' : undefined,

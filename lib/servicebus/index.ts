@@ -6,4 +6,8 @@ export {
   type CreateServiceBusClientsOptions,
   type ServiceBusClients,
 } from './clients.ts';
-export { parseConnectionString, ConnectionStringError, type ServiceBusConnectionInfo } from './connection-string.ts';
+export {
+  parseConnectionString,
+  ConnectionStringError,
+  type ServiceBusConnectionInfo,
+} from './connection-string.ts';
