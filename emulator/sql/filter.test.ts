@@ -578,6 +578,11 @@ describe('NimBus topology rules (DESIGN.md §3)', () => {
     assert.equal(filter(fakeMessage({ MessageType: 'EventRequest' })), false);
   });
 
+  test("the admin client's TrueFilter and FalseFilter SQL", () => {
+    assert.equal(matches('1=1'), true);
+    assert.equal(matches('1=0'), false);
+  });
+
   test('one compiled filter serves many messages', () => {
     const filter = compileFilter("user.To = 'Retry'");
     let matched = 0;
