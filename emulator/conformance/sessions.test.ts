@@ -1,0 +1,294 @@
+// Session-enabled subscriptions: accepting sessions, FIFO, exclusive locks, lock expiry and renewal, state.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import {
+  type Harness,
+  assertServiceBusError,
+  createTopicWithSubscriptions,
+  receiveUntil,
+  sleep,
+  startHarness,
+  uniqueName,
+} from './helpers.ts';
+
+let h: Harness;
+before(async () => {
+  h = await startHarness();
+});
+after(async () => {
+  await h?.close();
+});
+
+async function sessionTopic(lockDuration = 'PT30S'): Promise<string> {
+  const topic = uniqueName('ses');
+  await createTopicWithSubscriptions(h.admin, topic, [
+    { name: 'sub', options: { requiresSession: true, lockDuration } },
+  ]);
+  return topic;
+}
+
+describe('sessions', () => {
+  test('acceptSession receives only that session, in FIFO order', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      const msgs = [];
+      for (let i = 0; i < 10; i++) {
+        msgs.push({ body: i, messageId: `a-${i}`, sessionId: 'A' });
+        msgs.push({ body: i, messageId: `b-${i}`, sessionId: 'B' });
+      }
+      await sender.sendMessages(msgs);
+      const receiver = await h.client.acceptSession(topic, 'sub', 'A');
+      try {
+        assert.equal(receiver.sessionId, 'A');
+        const got = await receiveUntil(receiver, 10, { settle: 'complete' });
+        assert.deepEqual(
+          got.map((m) => m.messageId),
+          Array.from({ length: 10 }, (_, i) => `a-${i}`),
+        );
+        assert.ok(got.every((m) => m.sessionId === 'A'));
+      } finally {
+        await receiver.close();
+      }
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('acceptNextSession picks a session that has messages and reports its id', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages({ body: 'x', messageId: 'n1', sessionId: 'only-one' });
+      const receiver = await h.fastClient.acceptNextSession(topic, 'sub');
+      try {
+        assert.equal(receiver.sessionId, 'only-one');
+        assert.ok(receiver.sessionLockedUntilUtc && receiver.sessionLockedUntilUtc.getTime() > Date.now());
+        const got = await receiveUntil(receiver, 1, { settle: 'complete' });
+        assert.equal(got[0]?.messageId, 'n1');
+      } finally {
+        await receiver.close();
+      }
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('acceptNextSession times out with ServiceTimeout when no session has messages', async () => {
+    const topic = await sessionTopic();
+    const client = h.newClient({ timeoutInMs: 2_000, maxRetries: 0 });
+    await assertServiceBusError(() => client.acceptNextSession(topic, 'sub'), 'ServiceTimeout');
+  });
+
+  test('acceptNextSession waits for a session that gets a message while it waits', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    const client = h.newClient({ timeoutInMs: 5_000, maxRetries: 0 });
+    try {
+      const pending = client.acceptNextSession(topic, 'sub');
+      await sleep(500);
+      await sender.sendMessages({ body: 'x', messageId: 'late', sessionId: 'late-session' });
+      const receiver = await pending;
+      try {
+        assert.equal(receiver.sessionId, 'late-session');
+        const got = await receiveUntil(receiver, 1, { settle: 'complete' });
+        assert.equal(got[0]?.messageId, 'late');
+      } finally {
+        await receiver.close();
+      }
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('a session is held by one receiver at a time: a second acceptSession fails with SessionCannotBeLocked', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages({ body: 'x', messageId: 'x1', sessionId: 'S' });
+      const first = await h.client.acceptSession(topic, 'sub', 'S');
+      try {
+        const other = h.newClient({ maxRetries: 0, timeoutInMs: 5_000 });
+        await assertServiceBusError(() => other.acceptSession(topic, 'sub', 'S'), 'SessionCannotBeLocked');
+      } finally {
+        await first.close();
+      }
+      // Released on close: it can be accepted again.
+      const again = await h.client.acceptSession(topic, 'sub', 'S');
+      const got = await receiveUntil(again, 1, { settle: 'complete' });
+      assert.equal(got[0]?.messageId, 'x1');
+      await again.close();
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('acceptNextSession skips sessions locked by another receiver', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages([
+        { body: 1, messageId: 'l1', sessionId: 'locked' },
+        { body: 2, messageId: 'f1', sessionId: 'free' },
+      ]);
+      const holder = await h.client.acceptSession(topic, 'sub', 'locked');
+      try {
+        const next = await h.fastClient.acceptNextSession(topic, 'sub');
+        assert.equal(next.sessionId, 'free');
+        await next.close();
+      } finally {
+        await holder.close();
+      }
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('subscribe() on a session receiver streams the session in order', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages(
+        Array.from({ length: 20 }, (_, i) => ({ body: i, messageId: `st-${i}`, sessionId: 'stream' })),
+      );
+      const receiver = await h.client.acceptSession(topic, 'sub', 'stream');
+      const seen: string[] = [];
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`subscribe got ${seen.length} of 20`)), 8_000);
+          const sub = receiver.subscribe(
+            {
+              processMessage: async (m: ServiceBusReceivedMessage) => {
+                seen.push(String(m.messageId));
+                if (seen.length === 20) {
+                  clearTimeout(timer);
+                  void sub.close().then(resolve, reject);
+                }
+              },
+              processError: async (args) => {
+                clearTimeout(timer);
+                reject(args.error);
+              },
+            },
+            { autoCompleteMessages: true },
+          );
+        });
+        assert.deepEqual(
+          seen,
+          Array.from({ length: 20 }, (_, i) => `st-${i}`),
+        );
+      } finally {
+        await receiver.close();
+      }
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('session state: null at first, then what was set, visible to the next receiver', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages({ body: 'x', messageId: 'ss1', sessionId: 'stateful' });
+      const r1 = await h.client.acceptSession(topic, 'sub', 'stateful');
+      const initial = await r1.getSessionState();
+      assert.ok(initial === null || initial === undefined, `initial state is empty, got ${String(initial)}`);
+      await r1.setSessionState(Buffer.from(JSON.stringify({ step: 2 })));
+      const back = await r1.getSessionState();
+      assert.deepEqual(JSON.parse(Buffer.from(back as Buffer).toString('utf8')), { step: 2 });
+      await r1.close();
+      const r2 = await h.client.acceptSession(topic, 'sub', 'stateful');
+      const seen = await r2.getSessionState();
+      assert.deepEqual(JSON.parse(Buffer.from(seen as Buffer).toString('utf8')), { step: 2 });
+      await r2.close();
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('session lock expiry: another receiver can take the session; the old one gets SessionLockLost', async () => {
+    const topic = await sessionTopic('PT2S');
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages([
+        { body: 1, messageId: 'e1', sessionId: 'exp' },
+        { body: 2, messageId: 'e2', sessionId: 'exp' },
+      ]);
+      const stale = await h.fastClient.acceptSession(topic, 'sub', 'exp', {
+        maxAutoLockRenewalDurationInMs: 0,
+      });
+      const [m] = await receiveUntil(stale, 1);
+      assert.ok(m);
+      await sleep(2_800);
+      await assertServiceBusError(() => stale.completeMessage(m), 'SessionLockLost');
+      const fresh = await h.client.acceptSession(topic, 'sub', 'exp');
+      const got = await receiveUntil(fresh, 2, { settle: 'complete' });
+      // Order is kept across the lock loss: e1 comes back first, with its delivery count raised.
+      assert.deepEqual(
+        got.map((x) => x.messageId),
+        ['e1', 'e2'],
+      );
+      assert.equal(got[0]!.deliveryCount, m.deliveryCount! + 1);
+      await fresh.close();
+      await stale.close().catch(() => undefined);
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('renewSessionLock extends the session lock', async () => {
+    const topic = await sessionTopic('PT2S');
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages({ body: 1, messageId: 'r1', sessionId: 'renew' });
+      const r = await h.client.acceptSession(topic, 'sub', 'renew', { maxAutoLockRenewalDurationInMs: 0 });
+      const firstUntil = r.sessionLockedUntilUtc!.getTime();
+      const [m] = await receiveUntil(r, 1);
+      assert.ok(m);
+      await sleep(1_200);
+      const renewed = await r.renewSessionLock();
+      assert.ok(renewed.getTime() > firstUntil);
+      await sleep(1_200);
+      await r.completeMessage(m); // still ours
+      const other = h.newClient({ maxRetries: 0, timeoutInMs: 3_000 });
+      await assertServiceBusError(() => other.acceptSession(topic, 'sub', 'renew'), 'SessionCannotBeLocked');
+      await r.close();
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test("the receiver's automatic session lock renewal keeps the session past its lock duration", async () => {
+    const topic = await sessionTopic('PT3S');
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages({ body: 1, messageId: 'auto1', sessionId: 'auto' });
+      const r = await h.client.acceptSession(topic, 'sub', 'auto', {
+        maxAutoLockRenewalDurationInMs: 60_000,
+      });
+      const [m] = await receiveUntil(r, 1);
+      assert.ok(m);
+      await sleep(4_500);
+      await r.completeMessage(m);
+      const other = h.newClient({ maxRetries: 0, timeoutInMs: 3_000 });
+      await assertServiceBusError(() => other.acceptSession(topic, 'sub', 'auto'), 'SessionCannotBeLocked');
+      await r.close();
+    } finally {
+      await sender.close();
+    }
+  });
+
+  test('a plain (non-session) receiver on a session subscription is refused', async () => {
+    // On Azure a non-session receiver on a session-enabled entity is refused at link attach.
+    const topic = await sessionTopic();
+    const client = h.newClient({ maxRetries: 0, timeoutInMs: 3_000 });
+    const receiver = client.createReceiver(topic, 'sub');
+    try {
+      await assert.rejects(() => receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 }));
+    } finally {
+      await receiver.close();
+    }
+  });
+});
