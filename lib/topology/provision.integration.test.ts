@@ -3,7 +3,7 @@
 // it writes route NimBus traffic as DESIGN.md §3 says.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import type { RuleProperties, ServiceBusReceivedMessage } from '@azure/service-bus';
 import { startEmulator } from '../../emulator/index.ts';
 import { createServiceBusClients, type ServiceBusClients } from '../servicebus/index.ts';
 import { parseCatalog } from '../contract/catalog.ts';
@@ -55,7 +55,7 @@ async function assertMatchesModel(clients: ServiceBusClients, wanted: TopologyMo
     const props = await clients.admin.getSubscription(sub.topic, sub.name);
     assert.equal(props.requiresSession, sub.requiresSession, `${where} session flag`);
     assert.equal(forwardTarget(props.forwardTo), forwardTarget(sub.forwardTo), `${where} forward target`);
-    const rules = [];
+    const rules: RuleProperties[] = [];
     for await (const r of clients.admin.listRules(sub.topic, sub.name)) rules.push(r);
     assert.deepEqual(rules.map((r) => r.name).sort(), sub.rules.map((r) => r.name).sort(), `${where} rule names`);
     for (const rule of sub.rules) {
