@@ -1,0 +1,15 @@
+// Wire names the SDK needs that the shared contract (lib/contract) does not define yet. Kept here, in one place,
+// until the contract adopts them.
+
+export const SdkProp = {
+  /**
+   * On a replayed copy and on a ProcessDeferredRequest: the exclusive upper bound (a DeferralSequence) of the
+   * replay pass. On the trigger it tells the deferred processor where to stop (messages parked after the trigger
+   * wait for the next pass, so a session that blocks again mid-replay does not ping-pong its parked messages);
+   * on a replayed copy it tells the main handler that the copy with sequence ReplayUntil-1 ends the pass, so
+   * it can ask for the next one when more messages were parked meanwhile.
+   */
+  ReplayUntil: 'ReplayUntil',
+  /** Fallback session id on a ProcessDeferredRequest whose broker SessionId is missing. */
+  SessionId: 'SessionId',
+} as const;
