@@ -236,7 +236,12 @@ export interface Receiver {
 export type Disposition =
   | { kind: 'complete' }
   | { kind: 'abandon'; propertiesToModify?: Record<string, unknown> }
-  | { kind: 'deadLetter'; reason?: string; description?: string; propertiesToModify?: Record<string, unknown> }
+  | {
+      kind: 'deadLetter';
+      reason?: string;
+      description?: string;
+      propertiesToModify?: Record<string, unknown>;
+    }
   | { kind: 'defer'; propertiesToModify?: Record<string, unknown> };
 
 export interface PeekOptions {

@@ -11,10 +11,22 @@ describe('admin CRUD', () => {
   test('topics, subscriptions and rules are created, read, updated, listed and deleted', async () => {
     const { broker } = await brokerWithClock();
     broker.createTopic({ name: 'orders' });
-    assert.throws(() => broker.createTopic({ name: 'orders' }), (e) => code(e) === 'EntityAlreadyExists');
-    assert.throws(() => broker.getTopic('nope'), (e) => code(e) === 'EntityNotFound');
-    assert.throws(() => broker.createTopic({ name: 'bad name!' }), (e) => code(e) === 'BadRequest');
-    assert.throws(() => broker.createTopic({ name: 'x'.repeat(261) }), (e) => code(e) === 'BadRequest');
+    assert.throws(
+      () => broker.createTopic({ name: 'orders' }),
+      (e) => code(e) === 'EntityAlreadyExists',
+    );
+    assert.throws(
+      () => broker.getTopic('nope'),
+      (e) => code(e) === 'EntityNotFound',
+    );
+    assert.throws(
+      () => broker.createTopic({ name: 'bad name!' }),
+      (e) => code(e) === 'BadRequest',
+    );
+    assert.throws(
+      () => broker.createTopic({ name: 'x'.repeat(261) }),
+      (e) => code(e) === 'BadRequest',
+    );
     broker.createTopic({ name: 'a/b.c-d_e' });
     assert.deepEqual(
       broker.listTopics().map((t) => t.name),
@@ -24,7 +36,11 @@ describe('admin CRUD', () => {
     assert.equal(updated.status, 'SendDisabled');
     assert.equal(updated.maxSizeInMegabytes, 1024, 'other fields keep their values');
 
-    const sub = broker.createSubscription({ topicName: 'orders', subscriptionName: 's1', lockDurationMs: 5000 });
+    const sub = broker.createSubscription({
+      topicName: 'orders',
+      subscriptionName: 's1',
+      lockDurationMs: 5000,
+    });
     assert.equal(sub.lockDurationMs, 5000);
     assert.equal(sub.maxDeliveryCount, 10);
     assert.throws(
@@ -52,7 +68,10 @@ describe('admin CRUD', () => {
     broker.updateRule('orders', 's1', { name: 'none', filter: { kind: 'true' } });
     assert.equal(broker.getRule('orders', 's1', 'none').filter.kind, 'true');
     broker.deleteRule('orders', 's1', 'none');
-    assert.throws(() => broker.getRule('orders', 's1', 'none'), (e) => code(e) === 'EntityNotFound');
+    assert.throws(
+      () => broker.getRule('orders', 's1', 'none'),
+      (e) => code(e) === 'EntityNotFound',
+    );
 
     const withRule = broker.createSubscription(
       { topicName: 'orders', subscriptionName: 's2' },
@@ -71,9 +90,15 @@ describe('admin CRUD', () => {
     assert.equal(broker.getSubscription('orders', 's1').maxDeliveryCount, 3);
     assert.equal(broker.getSubscription('orders', 's1').lockDurationMs, 5000);
     broker.deleteSubscription('orders', 's2');
-    assert.throws(() => broker.getSubscription('orders', 's2'), (e) => code(e) === 'EntityNotFound');
+    assert.throws(
+      () => broker.getSubscription('orders', 's2'),
+      (e) => code(e) === 'EntityNotFound',
+    );
     broker.deleteTopic('orders');
-    assert.throws(() => broker.getSubscription('orders', 's1'), (e) => code(e) === 'EntityNotFound');
+    assert.throws(
+      () => broker.getSubscription('orders', 's1'),
+      (e) => code(e) === 'EntityNotFound',
+    );
     await broker.close();
   });
 });
@@ -86,7 +111,10 @@ describe('send and receive', () => {
     broker.createSubscription({ topicName: 't', subscriptionName: 'b' });
     broker.send('t', [msg({ message_id: 'm1' }), msg({ message_id: 'm2' })]);
     const ra = await broker.openReceiver({ source: { topic: 't', subscription: 'a' }, mode: 'peekLock' });
-    const rb = await broker.openReceiver({ source: { topic: 't', subscription: 'b' }, mode: 'receiveAndDelete' });
+    const rb = await broker.openReceiver({
+      source: { topic: 't', subscription: 'b' },
+      mode: 'receiveAndDelete',
+    });
     const got = ra.take(10);
     assert.deepEqual(
       got.map((d) => [d.message.message_id, d.sequenceNumber, d.deliveryCount, typeof d.lockToken]),
@@ -100,7 +128,8 @@ describe('send and receive', () => {
     assert.equal(del[0]?.lockToken, undefined);
     assert.equal(broker.getSubscriptionRuntime('t', 'b').activeMessageCount, 1);
     assert.equal(broker.getSubscriptionRuntime('t', 'a').activeMessageCount, 2);
-    for (const d of got) broker.settle({ topic: 't', subscription: 'a' }, d.lockToken ?? '', { kind: 'complete' });
+    for (const d of got)
+      broker.settle({ topic: 't', subscription: 'a' }, d.lockToken ?? '', { kind: 'complete' });
     assert.equal(broker.getSubscriptionRuntime('t', 'a').activeMessageCount, 0);
     assert.throws(
       () => broker.settle({ topic: 't', subscription: 'a' }, got[0]?.lockToken ?? '', { kind: 'complete' }),
@@ -114,12 +143,21 @@ describe('send and receive', () => {
     broker.createTopic({ name: 't' });
     broker.createSubscription({ topicName: 't', subscriptionName: 'a' });
     broker.send('t', [msg()]);
-    const r = await broker.openReceiver({ source: { topic: 't', subscription: 'a' }, mode: 'receiveAndDelete' });
+    const r = await broker.openReceiver({
+      source: { topic: 't', subscription: 'a' },
+      mode: 'receiveAndDelete',
+    });
     const [d] = r.take(1);
     assert.match(String(d?.message.message_id), /^[0-9a-f]{32}$/);
-    assert.throws(() => broker.send('missing', [msg()]), (e) => code(e) === 'EntityNotFound');
+    assert.throws(
+      () => broker.send('missing', [msg()]),
+      (e) => code(e) === 'EntityNotFound',
+    );
     broker.updateTopic({ name: 't', status: 'SendDisabled' });
-    assert.throws(() => broker.send('t', [msg()]), (e) => code(e) === 'SendDisabled');
+    assert.throws(
+      () => broker.send('t', [msg()]),
+      (e) => code(e) === 'SendDisabled',
+    );
     await broker.close();
   });
 
@@ -207,7 +245,12 @@ describe('locks and redelivery', () => {
   test('exceeding maxDeliveryCount dead-letters with MaxDeliveryCountExceeded', async () => {
     const { broker, clock } = await brokerWithClock();
     broker.createTopic({ name: 't' });
-    broker.createSubscription({ topicName: 't', subscriptionName: 'a', maxDeliveryCount: 2, lockDurationMs: 1000 });
+    broker.createSubscription({
+      topicName: 't',
+      subscriptionName: 'a',
+      maxDeliveryCount: 2,
+      lockDurationMs: 1000,
+    });
     broker.send('t', [msg({ message_id: 'poison' })]);
     const src = { topic: 't', subscription: 'a' };
     const r = await broker.openReceiver({ source: src, mode: 'peekLock' });

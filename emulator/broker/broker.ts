@@ -33,11 +33,7 @@ import {
 import type { JournalRecord } from './journal-records.ts';
 import { messageView } from './message-view.ts';
 import type { SystemFacts } from './message-view.ts';
-import {
-  SessionState,
-  SubscriptionState,
-  TopicState,
-} from './model.ts';
+import { SessionState, SubscriptionState, TopicState } from './model.ts';
 import type { QueueKind, ScheduledItem, SessionWaiter, StoredMessage, SubQueue } from './model.ts';
 import { ReceiverImpl } from './receiver.ts';
 import { compileRule } from './rules.ts';
@@ -112,7 +108,9 @@ export class ServiceBusBroker implements Broker {
     this.budget = options.memoryBudgetBytes ?? DEFAULT_MEMORY_BUDGET;
     this.now = options.now ?? Date.now;
     this.log = options.log ?? silentLog;
-    this.scheduler = new Scheduler(this.now, (err) => this.log.error({ err: String(err) }, 'broker timer failed'));
+    this.scheduler = new Scheduler(this.now, (err) =>
+      this.log.error({ err: String(err) }, 'broker timer failed'),
+    );
     this.sweepTimer = setInterval(() => this.guard(() => this.sweepExpired()), SWEEP_INTERVAL_MS);
     this.sweepTimer.unref();
   }
@@ -128,7 +126,8 @@ export class ServiceBusBroker implements Broker {
   createTopic(d: Partial<TopicDescription> & { name: string }): TopicDescription & EntityTimes {
     return this.op(true, () => {
       validateTopicName(d.name);
-      if (this.topics.has(d.name)) throw new BrokerError('EntityAlreadyExists', `Topic '${d.name}' already exists.`);
+      if (this.topics.has(d.name))
+        throw new BrokerError('EntityAlreadyExists', `Topic '${d.name}' already exists.`);
       checkPositiveDuration('defaultMessageTimeToLive', d.defaultMessageTimeToLiveMs);
       const now = this.now();
       const topic = new TopicState(
@@ -210,10 +209,7 @@ export class ServiceBusBroker implements Broker {
         );
       }
       this.checkSubscriptionFields(d);
-      const rule = compileRule(
-        defaultRule ?? { name: '$Default', filter: { kind: 'true' } },
-        this.now(),
-      );
+      const rule = compileRule(defaultRule ?? { name: '$Default', filter: { kind: 'true' } }, this.now());
       if (defaultRule) validateChildName('rule', defaultRule.name);
       const now = this.now();
       const sub = new SubscriptionState(
@@ -224,7 +220,13 @@ export class ServiceBusBroker implements Broker {
       sub.rules.set(rule.description.name, rule);
       topic.subs.set(d.subscriptionName, sub);
       this.append({ k: 'sub', d: { ...sub.desc, ...sub.times } });
-      this.append({ k: 'rule', t: d.topicName, s: d.subscriptionName, d: rule.description, c: rule.createdAt });
+      this.append({
+        k: 'rule',
+        t: d.topicName,
+        s: d.subscriptionName,
+        d: rule.description,
+        c: rule.createdAt,
+      });
       this.log.info({ topic: d.topicName, subscription: d.subscriptionName }, 'subscription created');
       return this.subView(sub);
     });
@@ -241,7 +243,10 @@ export class ServiceBusBroker implements Broker {
       const sub = this.sub(d.topicName, d.subscriptionName);
       this.checkSubscriptionFields(d);
       if (d.requiresSession !== undefined && d.requiresSession !== sub.desc.requiresSession) {
-        throw new BrokerError('BadRequest', 'The RequiresSession property of an existing subscription cannot be changed.');
+        throw new BrokerError(
+          'BadRequest',
+          'The RequiresSession property of an existing subscription cannot be changed.',
+        );
       }
       sub.desc = {
         ...sub.desc,
@@ -385,7 +390,10 @@ export class ServiceBusBroker implements Broker {
       const topic = this.topic(entity);
       for (const seq of sequenceNumbers) {
         if (!topic.scheduled.has(seq)) {
-          throw new BrokerError('MessageNotFound', `No scheduled message with sequence number ${seq} on '${entity}'.`);
+          throw new BrokerError(
+            'MessageNotFound',
+            `No scheduled message with sequence number ${seq} on '${entity}'.`,
+          );
         }
       }
       for (const seq of sequenceNumbers) this.removeScheduled(topic, seq);
@@ -401,11 +409,17 @@ export class ServiceBusBroker implements Broker {
       const sub = this.sub(opts.source.topic, opts.source.subscription);
       const kind = queueKindOf(opts.source);
       if (sub.desc.status === 'ReceiveDisabled' || sub.desc.status === 'Disabled') {
-        throw new BrokerError('ReceiveDisabled', `Messaging entity '${sub.path}' is currently disabled for receive.`);
+        throw new BrokerError(
+          'ReceiveDisabled',
+          `Messaging entity '${sub.path}' is currently disabled for receive.`,
+        );
       }
       const sessionful = kind === 'main' && sub.desc.requiresSession;
       if (sessionful && !opts.session) {
-        throw new BrokerError('InvalidOperation', `'${sub.path}' requires sessions: open a session receiver.`);
+        throw new BrokerError(
+          'InvalidOperation',
+          `'${sub.path}' requires sessions: open a session receiver.`,
+        );
       }
       if (!sessionful && opts.session) {
         throw new BrokerError('InvalidOperation', `'${sub.path}' does not use sessions.`);
@@ -460,7 +474,9 @@ export class ServiceBusBroker implements Broker {
         if (waiter.done) return;
         const i = sub.waiters.indexOf(waiter);
         if (i >= 0) sub.waiters.splice(i, 1);
-        waiter.fail(new BrokerError('NoSessionAvailable', `No unlocked session with messages on '${sub.path}'.`));
+        waiter.fail(
+          new BrokerError('NoSessionAvailable', `No unlocked session with messages on '${sub.path}'.`),
+        );
       });
     });
   }
@@ -525,7 +541,13 @@ export class ServiceBusBroker implements Broker {
       }
       if (out.length > 0) sub.times.accessedAt = now;
       if (lockedSeqs.length > 0) {
-        this.append({ k: 'lk', t: sub.topic.desc.name, s: sub.desc.subscriptionName, q: r.kind, seqs: lockedSeqs });
+        this.append({
+          k: 'lk',
+          t: sub.topic.desc.name,
+          s: sub.desc.subscriptionName,
+          q: r.kind,
+          seqs: lockedSeqs,
+        });
       }
       return out;
     });
@@ -570,7 +592,10 @@ export class ServiceBusBroker implements Broker {
           return;
         case 'deadLetter':
           if (m.queue.kind !== 'main') {
-            throw new BrokerError('InvalidOperation', 'A message in a dead-letter queue cannot be dead-lettered again.');
+            throw new BrokerError(
+              'InvalidOperation',
+              'A message in a dead-letter queue cannot be dead-lettered again.',
+            );
           }
           this.unlock(m);
           this.deadLetter(m, disposition.reason, disposition.description, disposition.propertiesToModify);
@@ -662,7 +687,10 @@ export class ServiceBusBroker implements Broker {
       const found = sequenceNumbers.map((seq) => {
         const m = q.messages.get(seq);
         if (!m || m.state !== 'deferred' || (sessionId !== undefined && m.sessionId !== sessionId)) {
-          throw new BrokerError('MessageNotFound', `No deferred message with sequence number ${seq} on '${sub.path}'.`);
+          throw new BrokerError(
+            'MessageNotFound',
+            `No deferred message with sequence number ${seq} on '${sub.path}'.`,
+          );
         }
         return m;
       });
@@ -901,7 +929,13 @@ export class ServiceBusBroker implements Broker {
       session.updatedAt = this.now();
       this.forgetSessionIfIdle(q.sub, session);
     }
-    this.append({ k: 'del', t: q.sub.topic.desc.name, s: q.sub.desc.subscriptionName, q: q.kind, seq: m.seq });
+    this.append({
+      k: 'del',
+      t: q.sub.topic.desc.name,
+      s: q.sub.desc.subscriptionName,
+      q: q.kind,
+      seq: m.seq,
+    });
   }
 
   private makeAvailable(m: StoredMessage): void {
@@ -1026,7 +1060,10 @@ export class ServiceBusBroker implements Broker {
     if (!props || Object.keys(props).length === 0) return;
     // Replace, never mutate: earlier Delivered objects keep what they were given.
     const copy = copyMessage(m.message);
-    copy.application_properties = { ...((copy.application_properties as object | undefined) ?? {}), ...props };
+    copy.application_properties = {
+      ...((copy.application_properties as object | undefined) ?? {}),
+      ...props,
+    };
     m.message = copy;
     delete m.encoded;
     this.journalPut(m);
@@ -1042,7 +1079,9 @@ export class ServiceBusBroker implements Broker {
     const sub = m.queue.sub;
     this.removeMessage(m);
     const copy = copyMessage(m.message);
-    const appProps: Record<string, unknown> = { ...((copy.application_properties as object | undefined) ?? {}) };
+    const appProps: Record<string, unknown> = {
+      ...((copy.application_properties as object | undefined) ?? {}),
+    };
     if (reason !== undefined) appProps.DeadLetterReason = reason;
     if (description !== undefined) appProps.DeadLetterErrorDescription = description;
     Object.assign(appProps, props ?? {});
@@ -1087,7 +1126,10 @@ export class ServiceBusBroker implements Broker {
     }
   }
 
-  private dropExpiredHead(heap: { peek(): StoredMessage | undefined; pop(): StoredMessage | undefined }, _sub: SubscriptionState): void {
+  private dropExpiredHead(
+    heap: { peek(): StoredMessage | undefined; pop(): StoredMessage | undefined },
+    _sub: SubscriptionState,
+  ): void {
     const now = this.now();
     for (let m = heap.peek(); m; m = heap.peek()) {
       if (!m.available || m.queue.messages.get(m.seq) !== m) {
@@ -1186,7 +1228,14 @@ export class ServiceBusBroker implements Broker {
     this.storedBytes += item.size;
     if (this.journal.enabled && !this.replaying) {
       item.encoded ??= encodeMessage(item.message);
-      this.append({ k: 'sch', t: topic.desc.name, seq: item.seq, m: item.encoded, sz: item.size, at: item.at });
+      this.append({
+        k: 'sch',
+        t: topic.desc.name,
+        seq: item.seq,
+        m: item.encoded,
+        sz: item.size,
+        at: item.at,
+      });
     }
     this.scheduler.at(item.at, () => this.op(true, () => this.runDueScheduled(topic)));
   }
@@ -1204,7 +1253,9 @@ export class ServiceBusBroker implements Broker {
   private runDueScheduled(topic: TopicState): void {
     if (topic.deleted) return;
     const now = this.now();
-    const due = [...topic.scheduled.values()].filter((i) => i.at <= now).sort((a, b) => a.at - b.at || a.seq - b.seq);
+    const due = [...topic.scheduled.values()]
+      .filter((i) => i.at <= now)
+      .sort((a, b) => a.at - b.at || a.seq - b.seq);
     for (const item of due) {
       this.removeScheduled(topic, item.seq);
       this.route({ topic, message: item.message, size: item.size, hops: 0, scheduledEnqueueTime: item.at });
@@ -1224,7 +1275,10 @@ export class ServiceBusBroker implements Broker {
   private sub(topic: string, sub: string): SubscriptionState {
     const s = this.topic(topic).subs.get(sub);
     if (!s) {
-      throw new BrokerError('EntityNotFound', `The messaging entity '${topic}/Subscriptions/${sub}' could not be found.`);
+      throw new BrokerError(
+        'EntityNotFound',
+        `The messaging entity '${topic}/Subscriptions/${sub}' could not be found.`,
+      );
     }
     return s;
   }
@@ -1273,7 +1327,11 @@ export class ServiceBusBroker implements Broker {
     return sizes;
   }
 
-  private lockedMessage(source: ReceiveSource, lockToken: string, sessionId: string | undefined): StoredMessage {
+  private lockedMessage(
+    source: ReceiveSource,
+    lockToken: string,
+    sessionId: string | undefined,
+  ): StoredMessage {
     const sub = this.sub(source.topic, source.subscription);
     const kind = queueKindOf(source);
     const m = sub.locks.get(lockToken);
@@ -1285,7 +1343,10 @@ export class ServiceBusBroker implements Broker {
       }
     }
     if (!m || m.queue.kind !== kind) {
-      throw new BrokerError('MessageLockLost', `The lock on the message is lost or the lock token is unknown.`);
+      throw new BrokerError(
+        'MessageLockLost',
+        `The lock on the message is lost or the lock token is unknown.`,
+      );
     }
     if (m.lockEpoch === undefined && (m.lockedUntil ?? 0) <= this.now()) {
       this.lockExpired(m);
@@ -1304,7 +1365,10 @@ export class ServiceBusBroker implements Broker {
   private checkSubscriptionFields(d: Partial<SubscriptionDescription>): void {
     checkPositiveDuration('lockDuration', d.lockDurationMs);
     checkPositiveDuration('defaultMessageTimeToLive', d.defaultMessageTimeToLiveMs);
-    if (d.maxDeliveryCount !== undefined && (!Number.isInteger(d.maxDeliveryCount) || d.maxDeliveryCount < 1)) {
+    if (
+      d.maxDeliveryCount !== undefined &&
+      (!Number.isInteger(d.maxDeliveryCount) || d.maxDeliveryCount < 1)
+    ) {
       throw new BrokerError('BadRequest', 'maxDeliveryCount must be a positive integer.');
     }
     if (d.forwardTo) validateTopicName(d.forwardTo);
@@ -1331,7 +1395,10 @@ export class ServiceBusBroker implements Broker {
     sub.ready.clear();
     sub.locks.clear();
     if (journal) this.append({ k: 'delsub', t: topic.desc.name, s: sub.desc.subscriptionName });
-    this.log.info({ topic: topic.desc.name, subscription: sub.desc.subscriptionName }, 'subscription deleted');
+    this.log.info(
+      { topic: topic.desc.name, subscription: sub.desc.subscriptionName },
+      'subscription deleted',
+    );
   }
 
   private signalAll(sub: SubscriptionState): void {
@@ -1423,7 +1490,8 @@ export class ServiceBusBroker implements Broker {
         const s = sub.desc.subscriptionName;
         out.push({ k: 'sub', d: { ...sub.desc, ...sub.times } });
         out.push({ k: 'ctr', t, s, v: sub.seq });
-        for (const rule of sub.rules.values()) out.push({ k: 'rule', t, s, d: rule.description, c: rule.createdAt });
+        for (const rule of sub.rules.values())
+          out.push({ k: 'rule', t, s, d: rule.description, c: rule.createdAt });
         for (const q of [sub.main, sub.deadLetter, sub.transferDeadLetter]) {
           const locked: number[] = [];
           for (const m of q.inOrder(0)) {
@@ -1475,7 +1543,10 @@ export class ServiceBusBroker implements Broker {
         sub.rules.set(r.d.name, compileRule(r.d, r.c));
       } catch (err) {
         // A rule the SQL engine no longer accepts must not stop the broker from starting.
-        this.log.error({ path: sub.path, rule: r.d.name, err: String(err) }, 'persisted rule could not be compiled');
+        this.log.error(
+          { path: sub.path, rule: r.d.name, err: String(err) },
+          'persisted rule could not be compiled',
+        );
       }
     }
     topic.subs.set(desc.subscriptionName, sub);

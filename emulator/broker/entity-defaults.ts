@@ -7,7 +7,13 @@ const TOPIC_NAME = /^[A-Za-z0-9][A-Za-z0-9._\-/]*$/;
 const CHILD_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 export function validateTopicName(name: string): void {
-  if (typeof name !== 'string' || name.length === 0 || name.length > 260 || !TOPIC_NAME.test(name) || name.endsWith('/')) {
+  if (
+    typeof name !== 'string' ||
+    name.length === 0 ||
+    name.length > 260 ||
+    !TOPIC_NAME.test(name) ||
+    name.endsWith('/')
+  ) {
     throw new BrokerError(
       'BadRequest',
       `Invalid topic name '${String(name)}': use letters, digits, '.', '-', '_' and '/', at most 260 characters.`,

@@ -2,12 +2,7 @@
 // keep receive O(log n): an availability heap per sub-queue (or per session), a lock-token map per
 // subscription, and an insertion-ordered "ready" set of unlocked sessions that have available messages.
 
-import type {
-  EntityTimes,
-  SubscriptionDescription,
-  TopicDescription,
-  WireMessage,
-} from './api.ts';
+import type { EntityTimes, SubscriptionDescription, TopicDescription, WireMessage } from './api.ts';
 import { MinHeap } from './heap.ts';
 import type { CompiledRule } from './rules.ts';
 

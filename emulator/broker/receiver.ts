@@ -5,7 +5,13 @@
 import { BrokerError } from './api.ts';
 import type { Delivered, ReceiveMode, Receiver } from './api.ts';
 import type { ServiceBusBroker } from './broker.ts';
-import type { NonSessionListener, QueueKind, SessionHolder, SessionState, SubscriptionState } from './model.ts';
+import type {
+  NonSessionListener,
+  QueueKind,
+  SessionHolder,
+  SessionState,
+  SubscriptionState,
+} from './model.ts';
 
 export class ReceiverImpl implements Receiver, SessionHolder, NonSessionListener {
   closed = false;

@@ -22,7 +22,7 @@ export function compileRule(description: RuleDescription, createdAt: number): Co
     return action ? { description, createdAt, matches, action } : { description, createdAt, matches };
   } catch (err) {
     if (err instanceof SqlError || err instanceof BrokerError) {
-      throw new BrokerError('BadRequest', `Rule '${description.name}': ${err.message}`);
+      throw new BrokerError('BadRequest', err.message);
     }
     throw err;
   }
