@@ -1,0 +1,91 @@
+// Connecting to Cosmos DB: a real account, or the embedded @vercel/cosmosdb-server on loopback.
+//
+// The embedded server is started over plain HTTP (research-spike.md A): with HTTP the SDK uses its own
+// keep-alive agent and marks the request as allowed-insecure, so no certificate has to be trusted or
+// verification switched off, it measured as fast as HTTPS with keep-alive, and a test can put a plain HTTP
+// fault proxy in front of it. The SDK refuses a custom agent for http:// URLs, so none is passed.
+import { createHttpServer } from '@vercel/cosmosdb-server';
+import { CosmosClient } from '@azure/cosmos';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { z } from 'zod';
+
+export interface EmbeddedCosmos {
+  /** `http://127.0.0.1:<port>` */
+  endpoint: string;
+  /** Any base64 string works for the embedded server; this one is fixed and is not a secret. */
+  key: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A well-known dummy key: the embedded server checks no signature. */
+export const EMBEDDED_COSMOS_KEY = Buffer.from('nimbus-embedded-cosmos-key').toString('base64');
+
+/** Starts the in-memory Cosmos-compatible server on 127.0.0.1 (port 0 = ephemeral). Memory only: a restart loses all. */
+export async function startEmbeddedCosmos(
+  options: { port?: number; host?: string } = {},
+): Promise<EmbeddedCosmos> {
+  const host = options.host ?? '127.0.0.1';
+  // keepAlive: the server's default answers `connection: close`, which made every request open a new
+  // connection (5x slower in the spike). The option is passed through to http.createServer.
+  const server: Server = createHttpServer({ keepAlive: true });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    endpoint: `http://${host}:${port}`,
+    key: EMBEDDED_COSMOS_KEY,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Keep-alive sockets would hold close() open until they time out; drop them.
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export const cosmosConnectionSchema = z.object({
+  endpoint: z.string().url(),
+  key: z.string().min(1),
+  database: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[^/\\?#]+$/, 'database name must not contain / \\ ? #')
+    .default('nimbus'),
+  /**
+   * How many times the SDK itself retries a 429 before the store raises StoreThrottledError. Default 0: the
+   * Resolver runs its own budget (ThrottleRetryCount + DeliveryCount) and must see every throttle; an
+   * interactive reader may pass a few.
+   */
+  throttleRetries: z.number().int().min(0).max(20).default(0),
+  /** Per-request timeout of the SDK, ms. */
+  requestTimeoutMs: z.number().int().min(100).max(300_000).default(30_000),
+});
+export type CosmosConnection = z.input<typeof cosmosConnectionSchema>;
+
+/** Builds the SDK client. The key never leaves this object: it is not logged and not put in errors. */
+export function createCosmosClient(conn: z.output<typeof cosmosConnectionSchema>): CosmosClient {
+  return new CosmosClient({
+    endpoint: conn.endpoint,
+    key: conn.key,
+    connectionPolicy: {
+      // The embedded server advertises https locations at GET /; following them fails (EPROTO). A real
+      // single-region account loses nothing; multi-region accounts pass the regional endpoint explicitly.
+      enableEndpointDiscovery: false,
+      requestTimeout: conn.requestTimeoutMs,
+      retryOptions: {
+        maxRetryAttemptCount: conn.throttleRetries,
+        fixedRetryIntervalInMilliseconds: 0,
+        maxWaitTimeInSeconds: conn.throttleRetries === 0 ? 0 : 30,
+      },
+    },
+  });
+}

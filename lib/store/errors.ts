@@ -1,0 +1,116 @@
+// Typed store errors. Callers (the Resolver's throttle budget, the console's HTTP mapping) branch on the class,
+// never on Cosmos status codes, and no error carries the native Cosmos error: its text can name the account.
+
+/** Base of every error the store raises on purpose. `transient` says whether retrying the same call can help. */
+export class StoreError extends Error {
+  readonly transient: boolean;
+  constructor(message: string, transient: boolean) {
+    super(message);
+    this.name = new.target.name;
+    this.transient = transient;
+  }
+}
+
+/** Cosmos answered 429. `retryAfterMs` is the server's hint (undefined when it gave none). */
+export class StoreThrottledError extends StoreError {
+  readonly retryAfterMs: number | undefined;
+  readonly operation: string;
+  constructor(operation: string, retryAfterMs: number | undefined) {
+    super(
+      `store throttled (429) during ${operation}${retryAfterMs != null ? `; retry after ${retryAfterMs} ms` : ''}`,
+      true,
+    );
+    this.operation = operation;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** Timeouts, 5xx, connection resets, and a guarded write that kept losing its compare-and-swap race. */
+export class StoreTransientError extends StoreError {
+  readonly statusCode: number | undefined;
+  constructor(message: string, statusCode?: number) {
+    super(message, true);
+    this.statusCode = statusCode;
+  }
+}
+
+/** A document read back from the store does not match its schema: reported with where it is, never a crash. */
+export class CorruptDocumentError extends StoreError {
+  readonly container: string;
+  readonly documentId: string;
+  readonly issues: string;
+  constructor(container: string, documentId: string, issues: string) {
+    super(`corrupt document ${container}/${documentId}: ${issues}`, false);
+    this.container = container;
+    this.documentId = documentId;
+    this.issues = issues;
+  }
+}
+
+/** The caller passed something the store refuses (bad ids, a message type the guard cannot classify, a foreign token). */
+export class StoreInputError extends StoreError {
+  constructor(message: string) {
+    super(message, false);
+  }
+}
+
+const TRANSIENT_STATUS = new Set([408, 410, 449, 500, 502, 503, 504]);
+const TRANSIENT_NETWORK = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
+
+interface CosmosLikeError {
+  code?: unknown;
+  statusCode?: unknown;
+  retryAfterInMs?: unknown;
+  retryAfterInMilliseconds?: unknown;
+  headers?: Record<string, unknown>;
+  name?: unknown;
+}
+
+/** Status code of a Cosmos SDK error (its `code` is the HTTP status for server answers). */
+export function cosmosStatus(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const e = err as CosmosLikeError;
+  if (typeof e.code === 'number') return e.code;
+  if (typeof e.statusCode === 'number') return e.statusCode;
+  return undefined;
+}
+
+function retryAfter(e: CosmosLikeError): number | undefined {
+  for (const v of [e.retryAfterInMs, e.retryAfterInMilliseconds, e.headers?.['x-ms-retry-after-ms']]) {
+    const n = typeof v === 'string' ? Number(v) : v;
+    if (typeof n === 'number' && Number.isFinite(n) && n > 0) return n;
+  }
+  return undefined;
+}
+
+/**
+ * Maps an SDK failure to a StoreError when it is throttling or transient; returns undefined for anything else
+ * (404/409/412 are decisions for the caller, other 4xx are bugs that must surface as they are).
+ */
+export function classifyCosmosError(err: unknown, operation: string): StoreError | undefined {
+  if (err instanceof StoreError) return err;
+  if (typeof err !== 'object' || err === null) return undefined;
+  const e = err as CosmosLikeError;
+  const status = cosmosStatus(err);
+  if (status === 429) return new StoreThrottledError(operation, retryAfter(e));
+  if (status != null && TRANSIENT_STATUS.has(status)) {
+    return new StoreTransientError(`store unavailable (${status}) during ${operation}`, status);
+  }
+  if (e.name === 'TimeoutError') return new StoreTransientError(`store timed out during ${operation}`);
+  if (typeof e.code === 'string' && TRANSIENT_NETWORK.has(e.code)) {
+    return new StoreTransientError(`store connection failed (${e.code}) during ${operation}`);
+  }
+  return undefined;
+}
+
+/** Rethrows an SDK failure as its typed StoreError when it has one, else as is. */
+export function rethrowCosmos(err: unknown, operation: string): never {
+  throw classifyCosmosError(err, operation) ?? err;
+}

@@ -1,0 +1,181 @@
+// The stale-write guard as a pure function: every rule of "Which messages may reopen a settled row".
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  ALL_MESSAGE_TYPES,
+  MessageType as T,
+  ResolutionStatus as S,
+  resultingStatus,
+} from '../contract/index.ts';
+import type { MessageType, ResolutionStatus } from '../contract/index.ts';
+import { decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
+
+function incoming(messageType: MessageType, messageId = 'm-new') {
+  return { status: resultingStatus(messageType).status, messageType, messageId };
+}
+const row = (
+  status: ResolutionStatus,
+  messageType: MessageType | null,
+  parentMessageId: string | null = 'self',
+) => ({
+  status,
+  messageType,
+  parentMessageId,
+});
+const CONTROL = [
+  T.ResubmissionRequest,
+  T.SkipRequest,
+  T.RetryRequest,
+  T.ContinuationRequest,
+  T.HandoffCompletedRequest,
+  T.HandoffFailedRequest,
+];
+const TERMINALS = [S.Completed, S.Skipped, S.Failed, S.DeadLettered, S.Unsupported];
+const TERMINAL_WRITERS: Record<string, MessageType> = {
+  Completed: T.ResolutionResponse,
+  Skipped: T.SkipResponse,
+  Failed: T.ErrorResponse,
+  DeadLettered: T.ErrorResponse,
+  Unsupported: T.UnsupportedResponse,
+};
+
+describe('stale-write guard', () => {
+  test('a first write always applies', () => {
+    for (const t of ALL_MESSAGE_TYPES.filter((x) => x !== T.ProcessDeferredRequest)) {
+      assert.deepEqual(decideStaleWrite(incoming(t), null), { apply: true }, t);
+    }
+  });
+
+  test('terminal writes are unguarded and apply over anything, even over a row that answers them', () => {
+    for (const t of [T.ResolutionResponse, T.ErrorResponse, T.SkipResponse, T.UnsupportedResponse]) {
+      assert.equal(isGuarded(resultingStatus(t).status, t), false);
+      for (const st of Object.values(S)) {
+        assert.deepEqual(decideStaleWrite(incoming(t, 'm1'), row(st, T.ResolutionResponse, 'm1')), {
+          apply: true,
+        });
+      }
+    }
+    // A dead-letter notification projects DeadLettered whatever its type: unguarded too.
+    assert.equal(isGuarded(resultingStatus(T.EventRequest, 'poison').status, T.EventRequest), false);
+  });
+
+  test('ancestor check: a copy of the message the row already answers is refused, for every guarded type', () => {
+    for (const t of [T.EventRequest, T.DeferralResponse, T.PendingHandoffResponse, ...CONTROL]) {
+      const d = decideStaleWrite(incoming(t, 'req-1'), row(S.Pending, T.EventRequest, 'req-1'));
+      assert.deepEqual(d, { apply: false, reason: 'already-answered' }, t);
+    }
+    // ... including a rescheduled copy of a resubmission whose response already settled the row
+    assert.deepEqual(
+      decideStaleWrite(
+        incoming(T.ResubmissionRequest, 'rs-1'),
+        row(S.Completed, T.ResolutionResponse, 'rs-1'),
+      ),
+      {
+        apply: false,
+        reason: 'already-answered',
+      },
+    );
+  });
+
+  test('the ancestor check ignores empty and different parents', () => {
+    assert.deepEqual(decideStaleWrite(incoming(T.EventRequest, 'm1'), row(S.Pending, T.EventRequest, '')), {
+      apply: true,
+    });
+    assert.deepEqual(decideStaleWrite(incoming(T.EventRequest, 'm1'), row(S.Pending, T.EventRequest, null)), {
+      apply: true,
+    });
+    assert.deepEqual(
+      decideStaleWrite(incoming(T.EventRequest, 'M1'), row(S.Pending, T.EventRequest, 'm1')),
+      { apply: true },
+      'ordinal compare',
+    );
+  });
+
+  test('a request copy or a deferral refreshes only a request-stage row', () => {
+    for (const t of [T.EventRequest, T.DeferralResponse]) {
+      assert.deepEqual(
+        decideStaleWrite(incoming(t), row(S.Pending, T.EventRequest)),
+        { apply: true },
+        `${t} over Pending/EventRequest`,
+      );
+      assert.deepEqual(
+        decideStaleWrite(incoming(t), row(S.Deferred, T.DeferralResponse)),
+        { apply: true },
+        `${t} over Deferred`,
+      );
+      assert.deepEqual(
+        decideStaleWrite(incoming(t), row(S.Pending, null)),
+        { apply: true },
+        `${t} over a seeded row`,
+      );
+      for (const st of TERMINALS) {
+        assert.deepEqual(
+          decideStaleWrite(incoming(t), row(st, TERMINAL_WRITERS[st] ?? null)),
+          {
+            apply: false,
+            reason: 'not-request-stage',
+          },
+          `${t} over ${st}`,
+        );
+      }
+      assert.deepEqual(
+        decideStaleWrite(incoming(t), row(S.Pending, T.PendingHandoffResponse)),
+        {
+          apply: false,
+          reason: 'not-request-stage',
+        },
+        `${t} over a handoff park`,
+      );
+      for (const c of CONTROL) {
+        assert.deepEqual(
+          decideStaleWrite(incoming(t), row(S.Pending, c)),
+          { apply: false, reason: 'not-request-stage' },
+          `${t} over ${c}`,
+        );
+      }
+    }
+  });
+
+  test('a handoff park is refused over Completed and Skipped only', () => {
+    const park = incoming(T.PendingHandoffResponse);
+    assert.deepEqual(decideStaleWrite(park, row(S.Completed, T.ResolutionResponse)), {
+      apply: false,
+      reason: 'handoff-after-settlement',
+    });
+    assert.deepEqual(decideStaleWrite(park, row(S.Skipped, T.SkipResponse)), {
+      apply: false,
+      reason: 'handoff-after-settlement',
+    });
+    for (const st of [S.Failed, S.DeadLettered, S.Unsupported, S.Pending, S.Deferred]) {
+      assert.deepEqual(
+        decideStaleWrite(park, row(st, TERMINAL_WRITERS[st] ?? T.EventRequest)),
+        { apply: true },
+        st,
+      );
+    }
+  });
+
+  test('control requests reopen every settled row', () => {
+    for (const c of CONTROL) {
+      for (const st of Object.values(S)) {
+        assert.deepEqual(
+          decideStaleWrite(incoming(c), row(st, TERMINAL_WRITERS[st] ?? T.EventRequest)),
+          { apply: true },
+          `${c} over ${st}`,
+        );
+      }
+    }
+  });
+
+  test('a non-terminal type the guard does not classify is refused loudly', () => {
+    assert.throws(() => decideStaleWrite(incoming(T.ProcessDeferredRequest), null), UnclassifiedWriteError);
+  });
+
+  test('every message type is either terminal or classified by the guard (maintenance rule)', () => {
+    for (const t of ALL_MESSAGE_TYPES) {
+      const st = resultingStatus(t).status;
+      if (t === T.ProcessDeferredRequest) continue;
+      assert.ok(TERMINAL_STATUSES.has(st) || isGuarded(st, t), t);
+    }
+  });
+});

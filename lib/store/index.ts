@@ -1,0 +1,9 @@
+// The message store: one import for the Resolver, the console backend and the tests.
+export * from './cosmos.ts';
+export * from './errors.ts';
+export * from './guard.ts';
+export * from './counters.ts';
+export * from './paging.ts';
+export * from './schemas.ts';
+export * from './store.ts';
+export { docId, statusRowId } from './ids.ts';

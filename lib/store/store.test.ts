@@ -1,0 +1,553 @@
+// The store against the embedded Cosmos server through the real @azure/cosmos client: CRUD, the guarded write
+// (every rule, and racing writers), counters through transitions and the recount, history idempotency, audits,
+// heartbeats and corrupt documents.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T, ResolutionStatus as S } from '../contract/index.ts';
+import { createStore } from './store.ts';
+import { CorruptDocumentError, StoreInputError } from './errors.ts';
+import { statusRowId } from './ids.ts';
+import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+
+let f: StoreFixture;
+before(async () => {
+  f = await startStoreFixture();
+});
+after(async () => {
+  await f.close();
+});
+
+async function written(p: ReturnType<StoreFixture['store']['writeStatus']>) {
+  const r = await p;
+  assert.equal(r.outcome, 'written', `expected written, got ${JSON.stringify(r)}`);
+  return r as Extract<typeof r, { outcome: 'written' }>;
+}
+async function ignored(p: ReturnType<StoreFixture['store']['writeStatus']>, reason: string) {
+  const r = await p;
+  assert.equal(r.outcome, 'ignored', `expected ignored, got ${JSON.stringify(r.outcome)}`);
+  assert.equal((r as { reason: string }).reason, reason);
+}
+
+describe('status rows', () => {
+  test('createStore is idempotent on an existing database', async () => {
+    const again = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
+    again.close();
+  });
+
+  test('happy path: request → Pending (payload kept) → response → Completed, counters follow', async () => {
+    const ep = uniq('ep');
+    const { store } = f;
+    const req = msg(T.EventRequest, {
+      endpointId: ep,
+      eventId: 'e1',
+      payload: { orderId: 7 },
+      correlationId: 'c-1',
+    });
+    const w1 = await written(store.writeStatus(req));
+    assert.equal(w1.created, true);
+    assert.equal(w1.row.status, S.Pending);
+    assert.equal(w1.previousStatus, null);
+    assert.deepEqual((await store.getCounts(ep)).pending, 1);
+
+    const res = msg(T.ResolutionResponse, {
+      endpointId: ep,
+      eventId: 'e1',
+      parentMessageId: req.messageId,
+      eventTypeId: null,
+    });
+    const w2 = await written(store.writeStatus(res));
+    assert.equal(w2.created, false);
+    assert.equal(w2.previousStatus, S.Pending);
+
+    const row = await store.getStatusRow(ep, 'e1', 's-1');
+    assert.ok(row);
+    assert.equal(row.status, S.Completed);
+    assert.equal(row.lastMessageId, res.messageId);
+    assert.equal(row.parentMessageId, req.messageId);
+    assert.equal(row.requestMessageId, req.messageId, 'the latest request stays the payload source');
+    assert.deepEqual(row.payload, { orderId: 7 });
+    assert.equal(row.eventTypeId, 'OrderPlaced', 'a response without an event type keeps the known one');
+    assert.equal(row.correlationId, 'c-1');
+    assert.ok(row.createdAt < row.updatedAt);
+    const counts = await store.getCounts(ep);
+    assert.equal(counts.pending, 0);
+    assert.equal(counts.completed, 1);
+  });
+
+  test('a missing row reads as null; bad input is a StoreInputError', async () => {
+    assert.equal(await f.store.getStatusRow(uniq('ep'), 'nope'), null);
+    await assert.rejects(
+      f.store.writeStatus({ endpointId: 'ep', eventId: '', messageId: 'm', messageType: T.EventRequest }),
+      StoreInputError,
+    );
+    await assert.rejects(
+      f.store.writeStatus({
+        endpointId: 'bad/ep',
+        eventId: 'e',
+        messageId: 'm',
+        messageType: T.EventRequest,
+      }),
+      StoreInputError,
+    );
+    await assert.rejects(
+      f.store.writeStatus({ endpointId: 'ep', eventId: 'e', messageId: 'm', messageType: 'Bogus' as T }),
+      StoreInputError,
+    );
+    await assert.rejects(
+      f.store.writeStatus(msg(T.ProcessDeferredRequest, { endpointId: 'ep', eventId: 'e' })),
+      /not classified by the stale-write guard/,
+    );
+  });
+
+  test('ids with characters Cosmos forbids are stored and read back', async () => {
+    const ep = uniq('ep');
+    const w = await written(
+      f.store.writeStatus(
+        msg(T.EventRequest, { endpointId: ep, eventId: 'a/b?c#d\\e', sessionId: 'cust/42 #x' }),
+      ),
+    );
+    assert.equal(w.row.id, statusRowId('a/b?c#d\\e', 'cust/42 #x'));
+    const row = await f.store.getStatusRow(ep, 'a/b?c#d\\e', 'cust/42 #x');
+    assert.equal(row?.sessionId, 'cust/42 #x');
+  });
+});
+
+describe('guarded writes (the specification rules, through Cosmos)', () => {
+  test('a request copy arriving after its response is refused; the row stays Completed', async () => {
+    const ep = uniq('ep');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    await written(f.store.writeStatus(req));
+    await written(
+      f.store.writeStatus(
+        msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: req.messageId }),
+      ),
+    );
+    // the same request again (late fan-out copy / throttle reschedule keeps the MessageId)
+    await ignored(f.store.writeStatus({ ...req }), 'already-answered');
+    // a different request copy of the event (another id) cannot reopen a settled row either
+    await ignored(
+      f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
+      'not-request-stage',
+    );
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+    assert.equal((await f.store.getCounts(ep)).completed, 1);
+  });
+
+  test('a rescheduled copy of a request the row already answers is refused, even a control request', async () => {
+    const ep = uniq('ep');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    await written(f.store.writeStatus(req));
+    await written(
+      f.store.writeStatus(
+        msg(T.ErrorResponse, {
+          endpointId: ep,
+          eventId: 'e',
+          parentMessageId: req.messageId,
+          errorText: 'boom',
+        }),
+      ),
+    );
+    const resubmit = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', payload: { v: 2 } });
+    const reopened = await written(f.store.writeStatus(resubmit));
+    assert.equal(reopened.row.status, S.Pending, 'a resubmission reopens a Failed row');
+    assert.equal(reopened.row.errorText, null);
+    await written(
+      f.store.writeStatus(
+        msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: resubmit.messageId }),
+      ),
+    );
+    await ignored(f.store.writeStatus({ ...resubmit }), 'already-answered');
+    const row = await f.store.getStatusRow(ep, 'e', 's-1');
+    assert.equal(row?.status, S.Completed);
+    assert.deepEqual(row?.payload, { v: 2 });
+  });
+
+  test('request copies and deferrals refresh only request-stage rows', async () => {
+    const ep = uniq('ep');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    await written(f.store.writeStatus(req));
+    // broker redelivery of the same request (no answer yet) re-stamps its own row
+    await written(f.store.writeStatus({ ...req }));
+    await written(
+      f.store.writeStatus(
+        msg(T.DeferralResponse, {
+          endpointId: ep,
+          eventId: 'e',
+          parentMessageId: req.messageId,
+          blockedBy: 'e0',
+        }),
+      ),
+    );
+    // deferred-drain republish: a new request copy over the Deferred row applies
+    const replay = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    await written(f.store.writeStatus(replay));
+    await written(
+      f.store.writeStatus(
+        msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: replay.messageId }),
+      ),
+    );
+    await ignored(
+      f.store.writeStatus(msg(T.DeferralResponse, { endpointId: ep, eventId: 'e' })),
+      'not-request-stage',
+    );
+    // a retry (control request) reopens; a request copy cannot replace the control request's projection
+    await written(f.store.writeStatus(msg(T.RetryRequest, { endpointId: ep, eventId: 'e' })));
+    await ignored(
+      f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
+      'not-request-stage',
+    );
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.messageType, T.RetryRequest);
+  });
+
+  test('handoff park over Failed applies (Pending/Handoff); over Completed and Skipped it is refused', async () => {
+    const ep = uniq('ep');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'f' });
+    await written(f.store.writeStatus(req));
+    await written(
+      f.store.writeStatus(
+        msg(T.ErrorResponse, { endpointId: ep, eventId: 'f', parentMessageId: req.messageId }),
+      ),
+    );
+    const park = await written(
+      f.store.writeStatus(
+        msg(T.PendingHandoffResponse, {
+          endpointId: ep,
+          eventId: 'f',
+          handoffReason: 'DMF import',
+          externalJobId: 'job-1',
+          expectedBy: '2026-12-02T12:00:00.000Z',
+        }),
+      ),
+    );
+    assert.equal(park.row.status, S.Pending);
+    assert.equal(park.row.subStatus, 'Handoff');
+    assert.equal(park.row.externalJobId, 'job-1');
+    let counts = await f.store.getCounts(ep);
+    assert.equal(counts.pending, 1, 'Pending includes handoffs');
+    assert.equal(counts.handoff, 1);
+    assert.equal(counts.failed, 0);
+    // settlement request clears the sub-status; the response completes
+    const settle = await written(
+      f.store.writeStatus(msg(T.HandoffCompletedRequest, { endpointId: ep, eventId: 'f' })),
+    );
+    assert.equal(settle.row.subStatus, null);
+    await written(f.store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'f' })));
+    await ignored(
+      f.store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'f' })),
+      'handoff-after-settlement',
+    );
+
+    await written(f.store.writeStatus(msg(T.SkipResponse, { endpointId: ep, eventId: 'g' })));
+    await ignored(
+      f.store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'g' })),
+      'handoff-after-settlement',
+    );
+    counts = await f.store.getCounts(ep);
+    assert.deepEqual([counts.pending, counts.handoff, counts.completed, counts.skipped], [0, 0, 1, 1]);
+  });
+
+  test('dead-letter notification → DeadLettered (counted in the Failed column); empty description does not', async () => {
+    const ep = uniq('ep');
+    const dl = await written(
+      f.store.writeStatus(
+        msg(T.ErrorResponse, {
+          endpointId: ep,
+          eventId: 'd',
+          deadLetterReason: 'Poison',
+          deadLetterErrorDescription: 'bad body',
+        }),
+      ),
+    );
+    assert.equal(dl.row.status, S.DeadLettered);
+    const failed = await written(
+      f.store.writeStatus(
+        msg(T.ErrorResponse, { endpointId: ep, eventId: 'x', deadLetterErrorDescription: '  ' }),
+      ),
+    );
+    assert.equal(failed.row.status, S.Failed);
+    await written(f.store.writeStatus(msg(T.UnsupportedResponse, { endpointId: ep, eventId: 'u' })));
+    const counts = await f.store.getCounts(ep);
+    assert.equal(counts.failed, 3, 'Failed + DeadLettered + Unsupported');
+    assert.equal(counts.deadLettered, 1);
+    assert.equal(counts.unsupported, 1);
+  });
+
+  test('racing writers on one row: every write is decided against the row it replaces (no lost update)', async () => {
+    const ep = uniq('ep');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'r' });
+    await written(f.store.writeStatus(req));
+    // Terminal and control writes all apply; request copies race them and may or may not apply.
+    const racers = [
+      msg(T.ErrorResponse, { endpointId: ep, eventId: 'r', parentMessageId: req.messageId }),
+      msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'r' }),
+      msg(T.ResolutionResponse, { endpointId: ep, eventId: 'r' }),
+      msg(T.SkipRequest, { endpointId: ep, eventId: 'r' }),
+      msg(T.EventRequest, { endpointId: ep, eventId: 'r' }),
+      msg(T.DeferralResponse, { endpointId: ep, eventId: 'r' }),
+      msg(T.UnsupportedResponse, { endpointId: ep, eventId: 'r' }),
+      msg(T.EventRequest, { endpointId: ep, eventId: 'r' }),
+    ];
+    const results = await Promise.all(racers.map((m) => f.store.writeStatus(m)));
+    const mustApply = [0, 1, 2, 3, 6];
+    for (const i of mustApply)
+      assert.equal(results[i]?.outcome, 'written', `racer ${i} (${racers[i]?.messageType})`);
+    for (const r of results) if (r.outcome === 'written') assert.notEqual(r.counters, 'failed');
+    // The row is the last applied write, and the counters telescoped exactly: one row, counted once.
+    const row = await f.store.getStatusRow(ep, 'r', 's-1');
+    assert.ok(racers.some((m) => m.messageId === row?.lastMessageId));
+    const counts = await f.store.getCounts(ep);
+    const total = Object.values(counts.buckets).reduce((a, b) => a + b, 0);
+    assert.equal(total, 1, JSON.stringify(counts.buckets));
+    assert.deepEqual((await f.store.recountEndpoint(ep)).buckets, counts.buckets);
+    // No lost update: every applied write replaced a different row version, and following the versions from
+    // the original request visits every applied write and ends at the stored row.
+    const applied = results.filter((r) => r.outcome === 'written');
+    const replaced = applied.map((r) => r.previousMessageId);
+    assert.equal(new Set(replaced).size, replaced.length, 'two writes replaced the same version');
+    const next = new Map(applied.map((r) => [r.previousMessageId, r.row.lastMessageId]));
+    let cursor: string | null | undefined = req.messageId;
+    let steps = 0;
+    while (next.has(cursor ?? null)) {
+      cursor = next.get(cursor ?? null);
+      steps++;
+    }
+    assert.equal(steps, applied.length);
+    assert.equal(cursor, row?.lastMessageId);
+  });
+});
+
+describe('counters', () => {
+  test('follow transitions across events, and a recount repairs drift', async () => {
+    const ep = uniq('ep');
+    const { store } = f;
+    for (const e of ['a', 'b', 'c', 'd', 'h'])
+      await written(store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: e })));
+    await written(store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a' })));
+    await written(store.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'b' })));
+    await written(
+      store.writeStatus(msg(T.DeferralResponse, { endpointId: ep, eventId: 'c', blockedBy: 'b' })),
+    );
+    await written(store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'h' })));
+    const expected = {
+      Pending: 1,
+      Handoff: 1,
+      Deferred: 1,
+      Failed: 1,
+      DeadLettered: 0,
+      Unsupported: 0,
+      Completed: 1,
+      Skipped: 0,
+    };
+    assert.deepEqual((await store.getCounts(ep)).buckets, expected);
+
+    // Simulate a crash between a row write and its counter patch: the counter document drifts.
+    await f.raw
+      .database(f.database)
+      .container('counters')
+      .item('counts', ep)
+      .patch([
+        { op: 'incr', path: '/counts/Pending', value: 41 },
+        { op: 'incr', path: '/counts/Failed', value: -3 },
+      ]);
+    assert.equal((await store.getCounts(ep)).pending, 43);
+    const repaired = await store.recountEndpoint(ep);
+    assert.deepEqual(repaired.buckets, expected);
+    assert.ok(repaired.recountedAt);
+    assert.deepEqual((await store.getCounts(ep)).buckets, expected);
+
+    const all = await store.getAllCounts();
+    const mine = all.endpoints.find((x) => x.endpointId === ep);
+    assert.deepEqual(mine?.buckets, expected);
+    assert.equal(mine?.failed, 1);
+    assert.equal(mine?.pending, 2);
+  });
+
+  test('a recount of an endpoint without a counter document creates it', async () => {
+    const ep = uniq('ep');
+    await f.raw
+      .database(f.database)
+      .container('events')
+      .items.create({ ...(await seedRow(ep)) });
+    const counts = await f.store.recountEndpoint(ep);
+    assert.equal(counts.pending, 1);
+  });
+});
+
+async function seedRow(ep: string) {
+  // Build a valid row through a throwaway endpoint, then re-home it: a row whose counter patch never happened.
+  const tmp = uniq('tmp');
+  const w = await written(f.store.writeStatus(msg(T.EventRequest, { endpointId: tmp, eventId: 'seed' })));
+  return { ...w.row, endpointId: ep };
+}
+
+describe('history and audits', () => {
+  test('history is idempotent per MessageId and ordered by enqueue time', async () => {
+    const ep = uniq('ep');
+    const eventId = uniq('ev');
+    const base = { endpointId: ep, eventId, sessionId: 's' };
+    const first = await f.store.recordHistory({
+      ...base,
+      messageId: 'm2',
+      messageType: T.ResolutionResponse,
+      enqueuedAt: '2026-12-01T10:00:02.000Z',
+    });
+    assert.equal(first.recorded, true);
+    const again = await f.store.recordHistory({
+      ...base,
+      messageId: 'm2',
+      messageType: T.ResolutionResponse,
+      enqueuedAt: '2026-12-01T10:09:02.000Z',
+    });
+    assert.equal(again.recorded, false);
+    assert.equal(again.entry.enqueuedAt, '2026-12-01T10:00:02.000Z', 'the first entry is kept');
+    await f.store.recordHistory({
+      ...base,
+      messageId: 'm1',
+      messageType: T.EventRequest,
+      enqueuedAt: '2026-12-01T10:00:01.000Z',
+      payload: { a: 1 },
+    });
+    const page = await f.store.listHistory(eventId);
+    assert.deepEqual(
+      page.items.map((h) => h.messageId),
+      ['m1', 'm2'],
+    );
+    assert.deepEqual(page.items[0]?.payload, { a: 1 });
+    await assert.rejects(
+      f.store.recordHistory({
+        ...base,
+        messageId: 'm3',
+        messageType: T.EventRequest,
+        enqueuedAt: 'yesterday',
+      }),
+      StoreInputError,
+    );
+  });
+
+  test('audits: newest first per event and per endpoint; a caller id makes the write idempotent', async () => {
+    const ep = uniq('ep');
+    const eventId = uniq('ev');
+    await f.store.recordAudit({
+      eventId,
+      endpointId: ep,
+      type: 'Resubmit',
+      auditor: 'ops@x',
+      at: '2026-12-01T10:00:00.000Z',
+    });
+    await f.store.recordAudit({
+      id: 'stale-1',
+      eventId,
+      endpointId: ep,
+      type: 'Comment',
+      auditor: 'Resolver',
+      data: 'Ignored stale EventRequest m1',
+      at: '2026-12-01T10:00:01.000Z',
+    });
+    await f.store.recordAudit({
+      id: 'stale-1',
+      eventId,
+      endpointId: ep,
+      type: 'Comment',
+      auditor: 'Resolver',
+      data: 'Ignored stale EventRequest m1',
+      at: '2026-12-01T10:00:01.000Z',
+    });
+    const audits = await f.store.listAudits(eventId);
+    assert.deepEqual(
+      audits.items.map((a) => a.type),
+      ['Comment', 'Resubmit'],
+    );
+    const byEndpoint = await f.store.listEndpointAudits(ep);
+    assert.equal(byEndpoint.items.length, 2);
+  });
+});
+
+describe('corrupt documents are reported, not crashes', () => {
+  test('an unparsable row: point read throws CorruptDocumentError, lists report it, guarded writes fail closed, terminal writes repair', async () => {
+    const ep = uniq('ep');
+    const good = await written(f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'ok' })));
+    await f.raw
+      .database(f.database)
+      .container('events')
+      .items.create({
+        ...good.row,
+        id: statusRowId('bad', 's-1'),
+        eventId: 'bad',
+        eventIdLower: 'bad',
+        status: 'Exploded',
+      });
+    await assert.rejects(f.store.getStatusRow(ep, 'bad', 's-1'), CorruptDocumentError);
+    const page = await f.store.listEvents({ endpointId: ep });
+    assert.deepEqual(
+      page.items.map((r) => r.eventId),
+      ['ok'],
+    );
+    assert.equal(page.corrupt.length, 1);
+    assert.match(page.corrupt[0]?.issues ?? '', /status/);
+    await ignored(
+      f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'bad' })),
+      'unreadable-row',
+    );
+    const repaired = await written(
+      f.store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'bad' })),
+    );
+    assert.equal(
+      repaired.counters,
+      'failed',
+      'the old bucket is unknown: the caller is told a recount is due',
+    );
+    assert.equal((await f.store.recountEndpoint(ep)).pending, 1);
+  });
+});
+
+describe('heartbeats and platform records', () => {
+  test('a probe record and its reply merge on the probe id', async () => {
+    const ep = uniq('ep');
+    await f.store.recordHeartbeat({
+      endpointId: ep,
+      probeId: 'p1',
+      status: 'Pending',
+      sentAt: '2026-12-01T10:00:00.000Z',
+      intervalSeconds: 300,
+    });
+    const reply = await f.store.recordHeartbeat({
+      endpointId: ep,
+      probeId: 'p1',
+      status: 'On',
+      answeredAt: '2026-12-01T10:00:01.000Z',
+      sdkVersion: '1.2.0',
+    });
+    assert.equal(reply.sentAt, '2026-12-01T10:00:00.000Z');
+    assert.equal(reply.intervalSeconds, 300);
+    const list = await f.store.listHeartbeats(ep);
+    assert.equal(list.length, 1);
+    assert.equal(list[0]?.status, 'On');
+  });
+
+  test('heartbeat settings: defaults, and an etag claim only one instance wins', async () => {
+    const { settings, etag } = await f.store.getHeartbeatSettings();
+    assert.equal(settings.intervalSeconds, 300);
+    assert.equal(etag, undefined);
+    await f.store.saveHeartbeatSettings({ enabled: true, intervalSeconds: 60 });
+    const current = await f.store.getHeartbeatSettings();
+    assert.equal(current.settings.enabled, true);
+    const claim = { ...current.settings, lastSentAt: '2026-12-01T10:00:00.000Z' };
+    const [a, b] = await Promise.all([
+      f.store.saveHeartbeatSettings(claim, current.etag),
+      f.store.saveHeartbeatSettings(claim, current.etag),
+    ]);
+    assert.equal([a, b].filter(Boolean).length, 1);
+  });
+
+  test('service health round trip', async () => {
+    await f.store.setServiceHealth({
+      serviceId: 'Resolver',
+      status: 'On',
+      version: '0.1.0',
+      lastSeenAt: '2026-12-01T10:00:00.000Z',
+      roundTripMs: 12,
+    });
+    assert.equal((await f.store.getServiceHealth('Resolver'))?.roundTripMs, 12);
+    assert.equal(await f.store.getServiceHealth('Nobody'), null);
+  });
+});

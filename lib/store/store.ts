@@ -1,0 +1,805 @@
+// The message store on Cosmos DB: status rows, history, audits, counters, heartbeats, and the console's reads.
+// Uses only what real Cosmos DB and the embedded server both support (DESIGN.md §6): point reads/writes with a
+// partition key, etag-conditional replace, `incr` patches, parameterized queries with WHERE / ORDER BY (one
+// property) / continuation tokens, and COUNT. Container layout and the reasons for it: docs/store.md.
+import { randomInt, randomUUID } from 'node:crypto';
+import {
+  PartitionKeyKind,
+  type Container,
+  type CosmosClient,
+  type Database,
+  type SqlParameter,
+} from '@azure/cosmos';
+import type { z } from 'zod';
+import {
+  ResolutionStatus,
+  resultingStatus,
+  type ResolutionStatus as ResolutionStatusT,
+} from '../contract/index.ts';
+import { createCosmosClient, cosmosConnectionSchema, type CosmosConnection } from './cosmos.ts';
+import {
+  CorruptDocumentError,
+  StoreInputError,
+  StoreTransientError,
+  cosmosStatus,
+  rethrowCosmos,
+} from './errors.ts';
+import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type IgnoreReason } from './guard.ts';
+import { docId, statusRowId } from './ids.ts';
+import {
+  COUNTER_DOC_ID,
+  applyCounterDelta,
+  bucketOf,
+  counterDelta,
+  toEndpointCounts,
+  zeroCounts,
+  type EndpointCounts,
+} from './counters.ts';
+import { queryAll, queryPage, type Page, type PageRequest } from './paging.ts';
+import {
+  COUNTER_BUCKETS,
+  auditEntrySchema,
+  auditWriteSchema,
+  counterDocSchema,
+  describeIssues,
+  endpointIdSchema,
+  heartbeatRecordSchema,
+  heartbeatSettingsSchema,
+  heartbeatWriteSchema,
+  historyEntrySchema,
+  historyWriteSchema,
+  serviceHealthSchema,
+  statusRowSchema,
+  statusWriteSchema,
+  type AuditEntry,
+  type AuditWrite,
+  type CounterBucket,
+  type CounterDoc,
+  type HeartbeatRecord,
+  type HeartbeatSettings,
+  type HeartbeatWrite,
+  type HistoryEntry,
+  type HistoryWrite,
+  type ServiceHealth,
+  type StatusRow,
+  type StatusRowSummary,
+  type StatusWrite,
+} from './schemas.ts';
+
+export const CONTAINERS = {
+  events: 'events',
+  history: 'history',
+  audits: 'audits',
+  counters: 'counters',
+  heartbeats: 'heartbeats',
+  platform: 'platform',
+} as const;
+
+/** How often a guarded write re-reads and retries after losing an etag race before it gives up (transient). */
+const MAX_WRITE_ATTEMPTS = 10;
+
+export type StatusWriteResult =
+  | {
+      outcome: 'written';
+      /** True when the row did not exist before. */
+      created: boolean;
+      previousStatus: ResolutionStatusT | null;
+      /** lastMessageId of the row version this write replaced (null on create): the chain of versions. */
+      previousMessageId: string | null;
+      row: StatusRow;
+      /** 'failed' means the row is written but the counter delta is not: a recount repairs it (docs/store.md). */
+      counters: 'updated' | 'unchanged' | 'failed';
+    }
+  | {
+      outcome: 'ignored';
+      reason: IgnoreReason;
+      /** The row that made the write stale (null when it could not be read). */
+      current: StatusRow | null;
+    };
+
+export interface EventFilter extends PageRequest {
+  endpointId: string;
+  statuses?: ResolutionStatusT[];
+  /** Only Pending rows parked on a handoff. */
+  handoffOnly?: boolean;
+  eventTypeId?: string;
+  sessionId?: string;
+  eventId?: string;
+  /** Inclusive lower / exclusive upper bound on updatedAt (ISO-8601). */
+  updatedFrom?: string;
+  updatedTo?: string;
+}
+
+export interface EventDetails {
+  rows: StatusRow[];
+  history: Page<HistoryEntry>;
+  audits: Page<AuditEntry>;
+  /** Rows of this event that no longer parse. */
+  corruptRows: { id: string; issues: string }[];
+}
+
+export interface StoreOptions extends CosmosConnection {
+  /** Clock, for tests. */
+  now?: () => Date;
+  /** An existing client (shared between stores); otherwise one is built from endpoint and key. */
+  client?: CosmosClient;
+}
+
+/** Fields listed in pages: everything but the payload (bodies can be large and may hold personal data). */
+const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload');
+// Bracket notation: `from` is a keyword of Cosmos SQL, so `c.from` does not parse.
+const SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
+const summarySchema = statusRowSchema.omit({ payload: true });
+
+function parseInput<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(input);
+  if (!r.success) throw new StoreInputError(`invalid ${what}: ${describeIssues(r.error)}`);
+  return r.data;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Opens (creating if missing) the database and containers, and returns the store. */
+export async function createStore(options: StoreOptions): Promise<MessageStore> {
+  const conn = parseInput(cosmosConnectionSchema, options, 'Cosmos connection settings');
+  const client = options.client ?? createCosmosClient(conn);
+  try {
+    const { database } = await client.databases.createIfNotExists({ id: conn.database });
+    const containers = await ensureContainers(database);
+    return new MessageStore(
+      client,
+      database,
+      containers,
+      options.now ?? (() => new Date()),
+      options.client == null,
+    );
+  } catch (err) {
+    if (options.client == null) client.dispose();
+    rethrowCosmos(err, 'store initialisation');
+  }
+}
+
+async function ensureContainers(database: Database): Promise<Record<keyof typeof CONTAINERS, Container>> {
+  const make = async (id: string, paths: string[]) =>
+    (
+      await database.containers.createIfNotExists({
+        id,
+        partitionKey:
+          paths.length > 1 ? { paths, kind: PartitionKeyKind.MultiHash, version: 2 } : { paths, version: 2 },
+      })
+    ).container;
+  // Sequential: containers are created once per database, and the embedded server is single-threaded anyway.
+  return {
+    events: await make(CONTAINERS.events, ['/endpointId', '/eventId']),
+    history: await make(CONTAINERS.history, ['/eventId']),
+    audits: await make(CONTAINERS.audits, ['/eventId']),
+    counters: await make(CONTAINERS.counters, ['/endpointId']),
+    heartbeats: await make(CONTAINERS.heartbeats, ['/endpointId']),
+    platform: await make(CONTAINERS.platform, ['/id']),
+  };
+}
+
+export class MessageStore {
+  readonly #client: CosmosClient;
+  readonly #c: Record<keyof typeof CONTAINERS, Container>;
+  readonly #now: () => Date;
+  readonly #ownsClient: boolean;
+  readonly database: Database;
+
+  constructor(
+    client: CosmosClient,
+    database: Database,
+    containers: Record<keyof typeof CONTAINERS, Container>,
+    now: () => Date,
+    ownsClient: boolean,
+  ) {
+    this.#client = client;
+    this.database = database;
+    this.#c = containers;
+    this.#now = now;
+    this.#ownsClient = ownsClient;
+  }
+
+  /** Releases the client's sockets and timers (only when the store built the client itself). */
+  close(): void {
+    if (this.#ownsClient) this.#client.dispose();
+  }
+
+  #iso(): string {
+    return this.#now().toISOString();
+  }
+
+  // ---------------------------------------------------------------- status rows
+
+  /**
+   * Writes one message's status through the stale-write guard. Atomic: the row is read, the guard decides, and
+   * the write is conditional on the etag read (or a create when there was no row); a lost race re-reads and
+   * decides again. Returns 'written' or 'ignored' with the guard's reason; a write that keeps losing races
+   * throws StoreTransientError, never a silent "ignored". A 429 throws StoreThrottledError.
+   */
+  async writeStatus(input: StatusWrite): Promise<StatusWriteResult> {
+    const w = parseInput(statusWriteSchema, input, 'status write');
+    const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
+    let guarded: boolean;
+    try {
+      guarded = isGuarded(status, w.messageType);
+    } catch (err) {
+      if (err instanceof UnclassifiedWriteError) throw new StoreInputError(err.message);
+      throw err;
+    }
+    const id = statusRowId(w.eventId, w.sessionId);
+    const item = this.#c.events.item(id, [w.endpointId, w.eventId]);
+
+    for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      let raw: unknown;
+      let etag: string | undefined;
+      try {
+        const read = await item.read();
+        raw = read.statusCode === 404 ? undefined : read.resource;
+        etag = read.etag;
+      } catch (err) {
+        if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'status row read');
+      }
+      let existing: StatusRow | null = null;
+      let unreadable = false;
+      if (raw !== undefined) {
+        const parsed = statusRowSchema.safeParse(raw);
+        if (parsed.success) existing = parsed.data;
+        else unreadable = true;
+      }
+      if (unreadable && guarded) return { outcome: 'ignored', reason: 'unreadable-row', current: null };
+      const decision = decideStaleWrite(
+        { status, messageType: w.messageType, messageId: w.messageId },
+        existing,
+      );
+      if (!decision.apply) return { outcome: 'ignored', reason: decision.reason, current: existing };
+
+      const now = this.#iso();
+      const row: StatusRow = {
+        id,
+        endpointId: w.endpointId,
+        eventId: w.eventId,
+        sessionId: w.sessionId,
+        status,
+        subStatus: subStatus ?? null,
+        messageType: w.messageType,
+        // Fields that describe the event fall back to what the row knows when this message lacks them
+        // (responses often carry no event type or body); fields that describe the outcome come from this message.
+        eventTypeId: w.eventTypeId ?? existing?.eventTypeId ?? null,
+        correlationId: w.correlationId ?? existing?.correlationId ?? null,
+        originatingMessageId: w.originatingMessageId ?? existing?.originatingMessageId ?? null,
+        retryLimit: w.retryLimit ?? existing?.retryLimit ?? null,
+        lastMessageId: w.messageId,
+        parentMessageId: w.parentMessageId,
+        from: w.from,
+        to: w.to,
+        enqueuedAt: w.enqueuedAt,
+        requestMessageId: w.payload !== undefined ? w.messageId : (existing?.requestMessageId ?? null),
+        payload: w.payload !== undefined ? w.payload : existing?.payload,
+        errorText: w.errorText,
+        errorType: w.errorType,
+        deadLetterReason: w.deadLetterReason,
+        deadLetterErrorDescription: w.deadLetterErrorDescription,
+        retryCount: w.retryCount,
+        handoffReason: w.handoffReason,
+        externalJobId: w.externalJobId,
+        expectedBy: w.expectedBy,
+        blockedBy: w.blockedBy,
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+        eventIdLower: w.eventId.toLowerCase(),
+        sessionIdLower: w.sessionId.toLowerCase(),
+      };
+      try {
+        if (raw === undefined) await this.#c.events.items.create(row);
+        else await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } });
+      } catch (err) {
+        const code = cosmosStatus(err);
+        // 409: created concurrently; 412: changed since our read; 404: deleted since our read. Decide again.
+        if (code === 409 || code === 412 || code === 404) {
+          await sleep(randomInt(0, 4 * attempt + 1));
+          continue;
+        }
+        rethrowCosmos(err, 'status row write');
+      }
+      const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
+      const ops = counterDelta(previous, bucketOf(status, row.subStatus));
+      let counters: 'updated' | 'unchanged' | 'failed' = ops.length === 0 ? 'unchanged' : 'updated';
+      if (unreadable) counters = 'failed'; // the old row's bucket is unknown: only a recount can be exact
+      try {
+        // An unreadable old row still gets the new bucket counted; its old bucket is left for the recount.
+        await applyCounterDelta(
+          this.#c.counters,
+          w.endpointId,
+          unreadable ? counterDelta(null, bucketOf(status, row.subStatus)) : ops,
+        );
+      } catch {
+        // The row is the truth and is already written; failing the call now would make the caller retry a write
+        // that then sees no transition. Reported instead, repaired by recountEndpoint.
+        counters = 'failed';
+      }
+      return {
+        outcome: 'written',
+        created: raw === undefined,
+        previousStatus: existing?.status ?? null,
+        previousMessageId: existing?.lastMessageId ?? null,
+        row,
+        counters,
+      };
+    }
+    throw new StoreTransientError(
+      `status row ${w.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} write attempts`,
+    );
+  }
+
+  /** The status row of one event in one session, or null. A row that does not parse throws CorruptDocumentError. */
+  async getStatusRow(endpointId: string, eventId: string, sessionId = ''): Promise<StatusRow | null> {
+    const id = statusRowId(eventId, sessionId);
+    let resource: unknown;
+    try {
+      const r = await this.#c.events.item(id, [endpointId, eventId]).read();
+      if (r.statusCode === 404) return null;
+      resource = r.resource;
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return null;
+      rethrowCosmos(err, 'status row read');
+    }
+    const parsed = statusRowSchema.safeParse(resource);
+    if (!parsed.success) throw new CorruptDocumentError(CONTAINERS.events, id, describeIssues(parsed.error));
+    return parsed.data;
+  }
+
+  /** Events of one endpoint, newest update first, one bounded page at a time. No payloads. */
+  async listEvents(filter: EventFilter): Promise<Page<StatusRowSummary>> {
+    const endpointId = parseInput(endpointIdSchema, filter.endpointId, 'endpoint id');
+    const where = ['c.endpointId = @ep'];
+    const parameters: SqlParameter[] = [{ name: '@ep', value: endpointId }];
+    if (filter.statuses && filter.statuses.length > 0) {
+      where.push('ARRAY_CONTAINS(@statuses, c.status)');
+      parameters.push({ name: '@statuses', value: filter.statuses });
+    }
+    if (filter.handoffOnly)
+      where.push(`c.status = '${ResolutionStatus.Pending}' AND c.subStatus = 'Handoff'`);
+    const eq = (field: string, name: string, value: string | undefined) => {
+      if (value === undefined) return;
+      where.push(`c.${field} = @${name}`);
+      parameters.push({ name: `@${name}`, value });
+    };
+    eq('eventTypeId', 'type', filter.eventTypeId);
+    eq('sessionId', 'session', filter.sessionId);
+    eq('eventId', 'event', filter.eventId);
+    if (filter.updatedFrom !== undefined) {
+      where.push('c.updatedAt >= @from');
+      parameters.push({ name: '@from', value: new Date(filter.updatedFrom).toISOString() });
+    }
+    if (filter.updatedTo !== undefined) {
+      where.push('c.updatedAt < @to');
+      parameters.push({ name: '@to', value: new Date(filter.updatedTo).toISOString() });
+    }
+    return queryPage(
+      this.#c.events,
+      {
+        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
+        parameters,
+      },
+      summarySchema,
+      { ...filter, partitionKey: [endpointId] },
+      'event list',
+    );
+  }
+
+  /**
+   * The parked (Deferred) siblings of a blocked session, oldest first: the order they will be replayed in.
+   * The blocking event itself is excluded.
+   */
+  async listParkedSiblings(
+    args: { endpointId: string; sessionId: string; blockedBy?: string } & PageRequest,
+  ): Promise<Page<StatusRowSummary>> {
+    const endpointId = parseInput(endpointIdSchema, args.endpointId, 'endpoint id');
+    const where = [
+      'c.endpointId = @ep',
+      'c.sessionId = @session',
+      `c.status = '${ResolutionStatus.Deferred}'`,
+    ];
+    const parameters: SqlParameter[] = [
+      { name: '@ep', value: endpointId },
+      { name: '@session', value: args.sessionId },
+    ];
+    if (args.blockedBy !== undefined) {
+      where.push('c.eventId != @blocker');
+      parameters.push({ name: '@blocker', value: args.blockedBy });
+    }
+    return queryPage(
+      this.#c.events,
+      {
+        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.createdAt ASC`,
+        parameters,
+      },
+      summarySchema,
+      { ...args, partitionKey: [endpointId] },
+      'parked siblings',
+    );
+  }
+
+  /**
+   * Search across endpoints by event id or session id prefix (case-insensitive), newest update first. A
+   * cross-partition query: meant for an operator's search box, not for hot paths.
+   */
+  async searchEvents(
+    args: { eventIdPrefix?: string; sessionIdPrefix?: string; endpointIds?: string[] } & PageRequest,
+  ): Promise<Page<StatusRowSummary>> {
+    const where: string[] = [];
+    const parameters: SqlParameter[] = [];
+    if (args.eventIdPrefix) {
+      where.push('STARTSWITH(c.eventIdLower, @eventPrefix)');
+      parameters.push({ name: '@eventPrefix', value: args.eventIdPrefix.toLowerCase() });
+    }
+    if (args.sessionIdPrefix) {
+      where.push('STARTSWITH(c.sessionIdLower, @sessionPrefix)');
+      parameters.push({ name: '@sessionPrefix', value: args.sessionIdPrefix.toLowerCase() });
+    }
+    if (where.length === 0) throw new StoreInputError('search needs an event id or a session id prefix');
+    if (args.endpointIds && args.endpointIds.length > 0) {
+      where.push('ARRAY_CONTAINS(@eps, c.endpointId)');
+      parameters.push({ name: '@eps', value: args.endpointIds });
+    }
+    return queryPage(
+      this.#c.events,
+      {
+        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
+        parameters,
+      },
+      summarySchema,
+      args,
+      'event search',
+    );
+  }
+
+  /** One event on one endpoint: its row(s) (one per session it appeared in), first page of history and audits. */
+  async getEvent(endpointId: string, eventId: string, pageSize = 100): Promise<EventDetails | null> {
+    parseInput(endpointIdSchema, endpointId, 'endpoint id');
+    const [rows, history, audits] = await Promise.all([
+      queryAll(
+        this.#c.events,
+        {
+          query: 'SELECT * FROM c WHERE c.endpointId = @ep AND c.eventId = @event ORDER BY c.updatedAt DESC',
+          parameters: [
+            { name: '@ep', value: endpointId },
+            { name: '@event', value: eventId },
+          ],
+        },
+        statusRowSchema,
+        { partitionKey: [endpointId, eventId], limit: 100 },
+        'event rows',
+      ),
+      this.listHistory(eventId, { pageSize }),
+      this.listAudits(eventId, { pageSize }),
+    ]);
+    if (rows.items.length === 0 && rows.corrupt.length === 0 && history.items.length === 0) return null;
+    return { rows: rows.items, history, audits, corruptRows: rows.corrupt };
+  }
+
+  // ---------------------------------------------------------------- history
+
+  /**
+   * Records one message in the event's history. Idempotent per MessageId: a second write of the same id (a
+   * broker redelivery, a throttle reschedule, a replayed dead letter) keeps the first entry and reports it.
+   */
+  async recordHistory(input: HistoryWrite): Promise<{ recorded: boolean; entry: HistoryEntry }> {
+    const w = parseInput(historyWriteSchema, input, 'history entry');
+    const entry: HistoryEntry = { ...w, id: docId(w.messageId), recordedAt: this.#iso() };
+    try {
+      await this.#c.history.items.create(entry);
+      return { recorded: true, entry };
+    } catch (err) {
+      if (cosmosStatus(err) !== 409) rethrowCosmos(err, 'history write');
+    }
+    const existing = await this.#readHistory(w.eventId, w.messageId);
+    return { recorded: false, entry: existing ?? entry };
+  }
+
+  async #readHistory(eventId: string, messageId: string): Promise<HistoryEntry | null> {
+    const id = docId(messageId);
+    let resource: unknown;
+    try {
+      const r = await this.#c.history.item(id, eventId).read();
+      if (r.statusCode === 404) return null;
+      resource = r.resource;
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return null;
+      rethrowCosmos(err, 'history read');
+    }
+    const parsed = historyEntrySchema.safeParse(resource);
+    if (!parsed.success) throw new CorruptDocumentError(CONTAINERS.history, id, describeIssues(parsed.error));
+    return parsed.data;
+  }
+
+  /** The event's messages in enqueue order (the Flow tab), paged. */
+  listHistory(eventId: string, page: PageRequest = {}): Promise<Page<HistoryEntry>> {
+    return queryPage(
+      this.#c.history,
+      {
+        query: 'SELECT * FROM c WHERE c.eventId = @event ORDER BY c.enqueuedAt ASC',
+        parameters: [{ name: '@event', value: eventId }],
+      },
+      historyEntrySchema,
+      { ...page, partitionKey: eventId },
+      'history list',
+    );
+  }
+
+  // ---------------------------------------------------------------- audits
+
+  /** Appends an audit entry. With a caller-chosen `id` the write is idempotent (a retry keeps one entry). */
+  async recordAudit(input: AuditWrite): Promise<AuditEntry> {
+    const w = parseInput(auditWriteSchema, input, 'audit entry');
+    const entry: AuditEntry = {
+      ...w,
+      id: w.id !== undefined ? docId(w.id) : randomUUID(),
+      at: w.at ?? this.#iso(),
+    };
+    try {
+      await this.#c.audits.items.create(entry);
+    } catch (err) {
+      if (cosmosStatus(err) !== 409) rethrowCosmos(err, 'audit write');
+    }
+    return entry;
+  }
+
+  /** Audits of one event, newest first. */
+  listAudits(eventId: string, page: PageRequest = {}): Promise<Page<AuditEntry>> {
+    return queryPage(
+      this.#c.audits,
+      {
+        query: 'SELECT * FROM c WHERE c.eventId = @event ORDER BY c.at DESC',
+        parameters: [{ name: '@event', value: eventId }],
+      },
+      auditEntrySchema,
+      { ...page, partitionKey: eventId },
+      'audit list',
+    );
+  }
+
+  /** Audits recorded against one endpoint, newest first (cross-partition: the endpoint's Audit tab). */
+  listEndpointAudits(endpointId: string, page: PageRequest = {}): Promise<Page<AuditEntry>> {
+    return queryPage(
+      this.#c.audits,
+      {
+        query: 'SELECT * FROM c WHERE c.endpointId = @ep ORDER BY c.at DESC',
+        parameters: [{ name: '@ep', value: endpointId }],
+      },
+      auditEntrySchema,
+      page,
+      'endpoint audit list',
+    );
+  }
+
+  // ---------------------------------------------------------------- counters
+
+  /** Counters of every endpoint in one read of the small counters container (one document per endpoint). */
+  async getAllCounts(): Promise<{ endpoints: EndpointCounts[]; corrupt: { id: string; issues: string }[] }> {
+    const r = await queryAll(
+      this.#c.counters,
+      { query: 'SELECT * FROM c' },
+      counterDocSchema,
+      { limit: 10_000 },
+      'counters read',
+    );
+    return {
+      endpoints: r.items.map(toEndpointCounts).sort((a, b) => a.endpointId.localeCompare(b.endpointId)),
+      corrupt: r.corrupt,
+    };
+  }
+
+  async getCounts(endpointId: string): Promise<EndpointCounts> {
+    try {
+      const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read();
+      if (r.statusCode === 404)
+        return toEndpointCounts({ id: COUNTER_DOC_ID, endpointId, counts: zeroCounts(), recountedAt: null });
+      const parsed = counterDocSchema.safeParse(r.resource);
+      if (!parsed.success)
+        throw new CorruptDocumentError(
+          CONTAINERS.counters,
+          `${endpointId}/counts`,
+          describeIssues(parsed.error),
+        );
+      return toEndpointCounts(parsed.data);
+    } catch (err) {
+      if (cosmosStatus(err) === 404)
+        return toEndpointCounts({ id: COUNTER_DOC_ID, endpointId, counts: zeroCounts(), recountedAt: null });
+      rethrowCosmos(err, 'counters read');
+    }
+  }
+
+  /**
+   * Recounts one endpoint's rows and replaces its counters: repairs any drift (a crash between a row write and
+   * its counter patch, a corrupt row overwritten). The replace is conditional on the counter document's etag
+   * read before counting, so a delta applied meanwhile makes it count again rather than be lost.
+   */
+  async recountEndpoint(endpointId: string): Promise<EndpointCounts> {
+    parseInput(endpointIdSchema, endpointId, 'endpoint id');
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      let etag: string | undefined;
+      try {
+        const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read();
+        etag = r.statusCode === 404 ? undefined : r.etag;
+      } catch (err) {
+        if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'counters read');
+      }
+      const counts = await this.#countRows(endpointId);
+      const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso() };
+      try {
+        if (etag === undefined) await this.#c.counters.items.create(doc);
+        else
+          await this.#c.counters
+            .item(COUNTER_DOC_ID, endpointId)
+            .replace(doc, { accessCondition: { type: 'IfMatch', condition: etag } });
+        return toEndpointCounts(doc);
+      } catch (err) {
+        const code = cosmosStatus(err);
+        if (code !== 409 && code !== 412) rethrowCosmos(err, 'counters recount');
+      }
+    }
+    throw new StoreTransientError(`counters of ${endpointId} kept changing during the recount; try again`);
+  }
+
+  async #countRows(endpointId: string): Promise<Record<CounterBucket, number>> {
+    const count = async (extra: string, status: string): Promise<number> => {
+      try {
+        const r = await this.#c.events.items
+          .query<number>(
+            {
+              query: `SELECT VALUE COUNT(1) FROM c WHERE c.endpointId = @ep AND c.status = @status${extra}`,
+              parameters: [
+                { name: '@ep', value: endpointId },
+                { name: '@status', value: status },
+              ],
+            },
+            { partitionKey: [endpointId] },
+          )
+          .fetchAll();
+        return r.resources[0] ?? 0;
+      } catch (err) {
+        rethrowCosmos(err, 'recount');
+      }
+    };
+    const counts = zeroCounts();
+    const buckets = COUNTER_BUCKETS.filter((b) => b !== 'Handoff');
+    const [handoff, ...rest] = await Promise.all([
+      count(" AND c.subStatus = 'Handoff'", ResolutionStatus.Pending),
+      ...buckets.map((b) => count('', b)),
+    ]);
+    buckets.forEach((b, i) => (counts[b] = rest[i] ?? 0));
+    counts.Handoff = handoff ?? 0;
+    counts.Pending -= counts.Handoff;
+    return counts;
+  }
+
+  // ---------------------------------------------------------------- heartbeats and platform records
+
+  /**
+   * Upserts an endpoint heartbeat record keyed by probe id: the sender's Pending record and the reply merge.
+   * Fields the new write leaves null keep their stored value (the reply does not know when the probe was sent).
+   */
+  async recordHeartbeat(input: HeartbeatWrite): Promise<HeartbeatRecord> {
+    const w = parseInput(heartbeatWriteSchema, input, 'heartbeat');
+    const id = docId(w.probeId);
+    const item = this.#c.heartbeats.item(id, w.endpointId);
+    for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      let existing: HeartbeatRecord | null = null;
+      let etag: string | undefined;
+      try {
+        const r = await item.read();
+        if (r.statusCode !== 404) {
+          const parsed = heartbeatRecordSchema.safeParse(r.resource);
+          existing = parsed.success ? parsed.data : null; // an unreadable record is simply replaced
+          etag = r.etag;
+        }
+      } catch (err) {
+        if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'heartbeat read');
+      }
+      const doc: HeartbeatRecord = {
+        id,
+        endpointId: w.endpointId,
+        probeId: w.probeId,
+        status: w.status,
+        sentAt: w.sentAt ?? existing?.sentAt ?? null,
+        receivedAt: w.receivedAt ?? existing?.receivedAt ?? null,
+        answeredAt: w.answeredAt ?? existing?.answeredAt ?? null,
+        sdkVersion: w.sdkVersion ?? existing?.sdkVersion ?? null,
+        intervalSeconds:
+          w.intervalSeconds && w.intervalSeconds > 0
+            ? w.intervalSeconds
+            : (existing?.intervalSeconds ?? null),
+        updatedAt: this.#iso(),
+      };
+      try {
+        if (etag === undefined) await this.#c.heartbeats.items.create(doc);
+        else await item.replace(doc, { accessCondition: { type: 'IfMatch', condition: etag } });
+        return doc;
+      } catch (err) {
+        const code = cosmosStatus(err);
+        if (code !== 409 && code !== 412 && code !== 404) rethrowCosmos(err, 'heartbeat write');
+      }
+    }
+    throw new StoreTransientError(
+      `heartbeat ${w.endpointId}/${w.probeId} kept changing under concurrent writes`,
+    );
+  }
+
+  /** An endpoint's most recent heartbeat records, newest probe first. */
+  async listHeartbeats(endpointId: string, limit = 20): Promise<HeartbeatRecord[]> {
+    const r = await queryAll(
+      this.#c.heartbeats,
+      {
+        query: 'SELECT * FROM c WHERE c.endpointId = @ep ORDER BY c.updatedAt DESC',
+        parameters: [{ name: '@ep', value: endpointId }],
+      },
+      heartbeatRecordSchema,
+      { partitionKey: endpointId, limit },
+      'heartbeat list',
+    );
+    return r.items;
+  }
+
+  async getHeartbeatSettings(): Promise<{ settings: HeartbeatSettings; etag: string | undefined }> {
+    const raw = await this.#readPlatform('settings_heartbeat');
+    if (raw === null) return { settings: heartbeatSettingsSchema.parse({}), etag: undefined };
+    const parsed = heartbeatSettingsSchema.safeParse(raw.doc.value);
+    if (!parsed.success)
+      throw new CorruptDocumentError(CONTAINERS.platform, 'settings_heartbeat', describeIssues(parsed.error));
+    return { settings: parsed.data, etag: raw.etag };
+  }
+
+  /**
+   * Saves the heartbeat settings. With `ifMatch` the save is conditional (returns false when another instance
+   * changed them first): the scheduler claims a send this way so only one instance sends per interval.
+   */
+  async saveHeartbeatSettings(settings: Partial<HeartbeatSettings>, ifMatch?: string): Promise<boolean> {
+    const value = parseInput(heartbeatSettingsSchema, settings, 'heartbeat settings');
+    return this.#writePlatform('settings_heartbeat', value, ifMatch);
+  }
+
+  async setServiceHealth(input: z.input<typeof serviceHealthSchema>): Promise<ServiceHealth> {
+    const value = parseInput(serviceHealthSchema, input, 'service health');
+    await this.#writePlatform(docId('service', value.serviceId), value);
+    return value;
+  }
+
+  async getServiceHealth(serviceId: string): Promise<ServiceHealth | null> {
+    const id = docId('service', serviceId);
+    const raw = await this.#readPlatform(id);
+    if (raw === null) return null;
+    const parsed = serviceHealthSchema.safeParse(raw.doc.value);
+    if (!parsed.success)
+      throw new CorruptDocumentError(CONTAINERS.platform, id, describeIssues(parsed.error));
+    return parsed.data;
+  }
+
+  async #readPlatform(id: string): Promise<{ doc: { value: unknown }; etag: string | undefined } | null> {
+    try {
+      const r = await this.#c.platform.item(id, id).read<{ value: unknown }>();
+      if (r.statusCode === 404 || r.resource === undefined) return null;
+      return { doc: r.resource, etag: r.etag };
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return null;
+      rethrowCosmos(err, 'platform record read');
+    }
+  }
+
+  async #writePlatform(id: string, value: unknown, ifMatch?: string): Promise<boolean> {
+    const doc = { id, value, updatedAt: this.#iso() };
+    try {
+      if (ifMatch === undefined) await this.#c.platform.items.upsert(doc);
+      else
+        await this.#c.platform
+          .item(id, id)
+          .replace(doc, { accessCondition: { type: 'IfMatch', condition: ifMatch } });
+      return true;
+    } catch (err) {
+      const code = cosmosStatus(err);
+      if (ifMatch !== undefined && (code === 412 || code === 404)) return false;
+      rethrowCosmos(err, 'platform record write');
+    }
+  }
+}

@@ -1,0 +1,77 @@
+// An HTTP fault proxy for tests: sits in front of the embedded Cosmos server and answers chosen requests itself
+// (429 with x-ms-retry-after-ms, 503…), so throttling is injected at the wire and the real SDK sees real answers.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Fault {
+  status: number;
+  /** Sent as x-ms-retry-after-ms (Cosmos's throttle hint). */
+  retryAfterMs?: number;
+  /** Which requests to fail (default: every request while the fault is armed). */
+  match?: (req: { method: string; path: string }) => boolean;
+  /** How many matching requests to fail before the fault disarms itself (default: unlimited). */
+  times?: number;
+}
+
+export interface FaultProxy {
+  endpoint: string;
+  /** Arms a fault (replacing any armed one). */
+  inject(fault: Fault): void;
+  clear(): void;
+  /** Requests the proxy answered with a fault so far. */
+  readonly injected: number;
+  close(): Promise<void>;
+}
+
+export async function startFaultProxy(target: string): Promise<FaultProxy> {
+  const t = new URL(target);
+  const agent = new http.Agent({ keepAlive: true });
+  let fault: (Fault & { left: number }) | undefined;
+  let injected = 0;
+  const server = http.createServer({ keepAlive: true }, (req, res) => {
+    const info = { method: req.method ?? 'GET', path: req.url ?? '/' };
+    if (fault && fault.left > 0 && (fault.match?.(info) ?? true)) {
+      fault.left--;
+      injected++;
+      req.resume();
+      const body = JSON.stringify({ code: String(fault.status), message: `injected fault ${fault.status}` });
+      const headers: Record<string, string | number> = {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      };
+      if (fault.retryAfterMs !== undefined) headers['x-ms-retry-after-ms'] = fault.retryAfterMs;
+      if (fault.status === 429) headers['x-ms-substatus'] = 3200;
+      res.writeHead(fault.status, headers).end(body);
+      return;
+    }
+    const upstream = http.request(
+      { host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers, agent },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    inject: (f) => {
+      fault = { ...f, left: f.times ?? Number.POSITIVE_INFINITY };
+    },
+    clear: () => {
+      fault = undefined;
+    },
+    get injected() {
+      return injected;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        agent.destroy();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,68 @@
+// Shared test fixtures: an embedded Cosmos server and a store on a fresh database, plus message builders.
+import { randomUUID } from 'node:crypto';
+import { CosmosClient } from '@azure/cosmos';
+import type { MessageType } from '../../contract/index.ts';
+import { SELF } from '../../contract/index.ts';
+import { startEmbeddedCosmos, type EmbeddedCosmos } from '../cosmos.ts';
+import { createStore, type MessageStore } from '../store.ts';
+import type { StatusWrite } from '../schemas.ts';
+
+export interface StoreFixture {
+  cosmos: EmbeddedCosmos;
+  store: MessageStore;
+  /** A raw SDK client on the same server, for planting documents the store would never write. */
+  raw: CosmosClient;
+  database: string;
+  close(): Promise<void>;
+}
+
+/** A clock that moves 1 ms per reading, so every write gets a distinct, ordered updatedAt. */
+export function steppingClock(start = Date.parse('2026-12-01T10:00:00.000Z')): () => Date {
+  let t = start;
+  return () => new Date((t += 1));
+}
+
+export async function startStoreFixture(options: { now?: () => Date } = {}): Promise<StoreFixture> {
+  const cosmos = await startEmbeddedCosmos({ port: 0 });
+  const database = `t-${randomUUID().slice(0, 8)}`;
+  const store = await createStore({
+    endpoint: cosmos.endpoint,
+    key: cosmos.key,
+    database,
+    now: options.now ?? steppingClock(),
+  });
+  const raw = new CosmosClient({
+    endpoint: cosmos.endpoint,
+    key: cosmos.key,
+    connectionPolicy: { enableEndpointDiscovery: false },
+  });
+  return {
+    cosmos,
+    store,
+    raw,
+    database,
+    close: async () => {
+      store.close();
+      raw.dispose();
+      await cosmos.close();
+    },
+  };
+}
+
+/** A status write as the Resolver would project it; ids default to fresh ones. */
+export function msg(
+  messageType: MessageType,
+  over: Partial<StatusWrite> & { endpointId: string; eventId: string },
+): StatusWrite {
+  return {
+    sessionId: 's-1',
+    messageId: randomUUID(),
+    messageType,
+    eventTypeId: 'OrderPlaced',
+    parentMessageId: SELF,
+    enqueuedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+export const uniq = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
