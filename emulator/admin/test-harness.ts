@@ -1,0 +1,69 @@
+// Test support: a real broker behind the admin handler on an ephemeral loopback port, and the real
+// ServiceBusAdministrationClient built by lib/servicebus (as all our code builds it).
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ServiceBusAdministrationClient } from '@azure/service-bus';
+import { createBroker, type Broker } from '../broker/index.ts';
+import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createAdminHandler, type AdminHandlerOptions } from './http.ts';
+
+export interface AdminHarness {
+  broker: Broker;
+  admin: ServiceBusAdministrationClient;
+  /** http://127.0.0.1:port, for raw requests. */
+  baseUrl: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startAdminHarness(options: AdminHandlerOptions = {}): Promise<AdminHarness> {
+  const broker = await createBroker();
+  const server = http.createServer(createAdminHandler(broker, options));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  const clients = createServiceBusClients(
+    `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=local;UseDevelopmentEmulator=true`,
+    // A failing call should fail the test at once, not after the SDK's back-off.
+    { admin: { retryOptions: { maxRetries: 0 } } },
+  );
+  return {
+    broker,
+    admin: clients.admin,
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    async close() {
+      await clients.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await broker.close();
+    },
+  };
+}
+
+/** The RestError fields a test asserts on. */
+export function restError(err: unknown): { code?: string; statusCode?: number; message: string } {
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  return { code: e.code, statusCode: e.statusCode, message: e.message ?? String(err) };
+}
+
+/** Asserts that `promise` rejects with a RestError of this code and status; returns the error's message. */
+export async function rejectsWith(
+  promise: Promise<unknown>,
+  code: string,
+  statusCode: number,
+): Promise<string> {
+  try {
+    await promise;
+  } catch (err) {
+    const e = restError(err);
+    if (e.code !== code || e.statusCode !== statusCode) {
+      throw new Error(`expected ${code}/${statusCode}, got ${e.code}/${e.statusCode}: ${e.message}`);
+    }
+    return e.message;
+  }
+  throw new Error(`expected ${code}/${statusCode}, but the call succeeded`);
+}
