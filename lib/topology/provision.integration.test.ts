@@ -83,6 +83,17 @@ describe('provisioner on the emulator', () => {
     });
   });
 
+  test('two provisioners racing on an empty namespace both succeed and leave exactly the model', async () => {
+    await withEmulator(async (clients) => {
+      const [a, b] = await Promise.all([provisionTopology(clients.admin, model), provisionTopology(clients.admin, model)]);
+      // Whoever won each create reported it; together they created each topic once.
+      const topics = [...a.created, ...b.created].filter((c) => c.kind === 'topic').map((c) => c.path);
+      assert.deepEqual(topics.sort(), model.topics.map((t) => t.name).sort());
+      await assertMatchesModel(clients, model);
+      assert.equal(changeCount(await provisionTopology(clients.admin, model)), 0);
+    });
+  });
+
   test('repairs drift: rule SQL, session flag, forward target, stray rules, $Default and stray subscriptions', async () => {
     await withEmulator(async (clients) => {
       const { admin } = clients;

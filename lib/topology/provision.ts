@@ -76,8 +76,9 @@ export async function provisionTopology(
   for (const topic of model.topics) {
     const exists = await step(`reading topic ${topic.name}`, () => found(admin.getTopic(topic.name)));
     if (!exists) {
-      if (apply) await step(`creating topic ${topic.name}`, () => admin.createTopic(topic.name));
-      report.created.push({ kind: 'topic', path: topic.name });
+      // Another replica provisioning at the same moment may win the race: its topic is as good as ours.
+      const created = apply ? await step(`creating topic ${topic.name}`, () => unlessExists(admin.createTopic(topic.name))) : true;
+      if (created) report.created.push({ kind: 'topic', path: topic.name });
     }
   }
 
@@ -103,8 +104,8 @@ export async function provisionTopology(
       const path = `${topic.name}/${sub.name}`;
       const current = existingByName.get(sub.name.toLowerCase());
       if (!current) {
-        if (apply) await step(`creating subscription ${path}`, () => createSubscription(admin, sub, defaults));
-        report.created.push({ kind: 'subscription', path });
+        const created = apply ? await step(`creating subscription ${path}`, () => unlessExists(createSubscription(admin, sub, defaults))) : true;
+        if (created) report.created.push({ kind: 'subscription', path });
         // A new subscription is created with its first rule as the default rule (so it never accepts everything,
         // not even for a moment); the remaining rules are added below.
         if (apply) await reconcileRules(admin, sub, report);
@@ -146,8 +147,8 @@ async function reconcileRules(admin: TopologyAdmin, sub: SubscriptionModel, repo
     const rulePath = `${path}/${rule.name}`;
     const current = byName.get(rule.name.toLowerCase());
     if (!current) {
-      if (apply) await step(`creating rule ${rulePath}`, () => createRule(admin, sub, rule));
-      report.created.push({ kind: 'rule', path: rulePath });
+      const created = apply ? await step(`creating rule ${rulePath}`, () => unlessExists(createRule(admin, sub, rule))) : true;
+      if (created) report.created.push({ kind: 'rule', path: rulePath });
       continue;
     }
     const drift = ruleDrift(current, rule);
@@ -251,6 +252,18 @@ async function found(request: Promise<unknown>): Promise<boolean> {
     return true;
   } catch (error) {
     if (isNotFound(error)) return false;
+    throw error;
+  }
+}
+
+/** Runs a create; false when the entity already exists (409), so concurrent provisioners do not fail each other. */
+async function unlessExists(request: Promise<unknown>): Promise<boolean> {
+  try {
+    await request;
+    return true;
+  } catch (error) {
+    const e = error as { statusCode?: number; code?: string } | null;
+    if (e?.statusCode === 409 || e?.code === 'MessageEntityAlreadyExistsError') return false;
     throw error;
   }
 }
