@@ -1,7 +1,7 @@
 // Rules through the real ServiceBusAdministrationClient.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rejectsWith, startAdminHarness, type AdminHarness } from './test-harness.ts';
+import { collect, rejectsWith, startAdminHarness, type AdminHarness } from './test-harness.ts';
 
 describe('admin plane: rules', () => {
   let h: AdminHarness;
@@ -24,7 +24,7 @@ describe('admin plane: rules', () => {
         action: { sqlExpression: "SET user.From = 'E1'" },
       },
     });
-    const rules = await h.admin.getRules('E1', 'with-rule');
+    const rules = await collect(h.admin.listRules('E1', 'with-rule'));
     assert.deepEqual(
       rules.map((r) => ({ name: r.name, filter: r.filter, action: r.action })),
       [
@@ -81,7 +81,7 @@ describe('admin plane: rules', () => {
     // The JS client writes a true filter as SqlFilter 1=1; a false filter can only come from the broker side.
     await h.admin.createRule('E1', 'tf', 'all', { sqlExpression: '1=1' });
     h.broker.createRule('E1', 'tf', { name: 'none', filter: { kind: 'false' } });
-    const byName = new Map((await h.admin.getRules('E1', 'tf')).map((r) => [r.name, r.filter]));
+    const byName = new Map((await collect(h.admin.listRules('E1', 'tf'))).map((r) => [r.name, r.filter]));
     assert.deepEqual(byName.get('$Default'), { sqlExpression: '1=1', sqlParameters: undefined });
     assert.deepEqual(byName.get('all'), { sqlExpression: '1=1', sqlParameters: undefined });
     assert.deepEqual(byName.get('none'), { sqlExpression: '1=0', sqlParameters: undefined });

@@ -1,7 +1,7 @@
 // Subscriptions through the real ServiceBusAdministrationClient.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rejectsWith, startAdminHarness, type AdminHarness } from './test-harness.ts';
+import { collect, rejectsWith, startAdminHarness, type AdminHarness } from './test-harness.ts';
 
 describe('admin plane: subscriptions', () => {
   let h: AdminHarness;
@@ -48,7 +48,7 @@ describe('admin plane: subscriptions', () => {
     assert.equal(s.requiresSession, false);
     assert.equal(s.forwardTo, undefined);
     assert.equal(s.status, 'Active');
-    const rules = await h.admin.getRules('orders', 's-plain');
+    const rules = await collect(h.admin.listRules('orders', 's-plain'));
     assert.deepEqual(
       rules.map((r) => [r.name, r.filter]),
       [['$Default', { sqlExpression: '1=1', sqlParameters: undefined }]],

@@ -67,3 +67,10 @@ export async function rejectsWith(
   }
   throw new Error(`expected ${code}/${statusCode}, but the call succeeded`);
 }
+
+/** Everything an async iterator yields (listRules() and friends). */
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
