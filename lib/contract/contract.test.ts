@@ -7,6 +7,9 @@ import {
   ResolutionStatus,
   PendingSubStatus,
   decodeBody,
+  derivedMessageId,
+  fnv1a64,
+  MAX_MESSAGE_ID_LENGTH,
   decodeSessionState,
   emptySessionState,
   encodeBody,
@@ -209,5 +212,26 @@ describe('heartbeat', () => {
     assert.deepEqual(readHeartbeatPayload('{"ForwardSendTime":"2026-12-02T09:00:00Z","SdkVersion":7}'), {
       ForwardSendTime: '2026-12-02T09:00:00Z',
     });
+  });
+});
+
+describe('stable copy ids', () => {
+  test('are derived deterministically from the source id and stay within the MessageId limit', () => {
+    assert.equal(derivedMessageId('OrderPlaced-0123456789abcdef', 'parked'), 'OrderPlaced-0123456789abcdef~parked');
+    assert.equal(derivedMessageId('m1', 'replayed'), derivedMessageId('m1', 'replayed'));
+    assert.notEqual(derivedMessageId('m1', 'parked'), derivedMessageId('m1', 'replayed'));
+    let id = 'x'.repeat(100);
+    for (let i = 0; i < 5; i++) {
+      id = derivedMessageId(id, i % 2 === 0 ? 'parked' : 'replayed');
+      assert.ok(id.length <= MAX_MESSAGE_ID_LENGTH, id);
+    }
+    assert.equal(derivedMessageId('y'.repeat(200), 'parked'), derivedMessageId('y'.repeat(200), 'parked'));
+    assert.notEqual(derivedMessageId('y'.repeat(200), 'parked'), derivedMessageId('z'.repeat(200), 'parked'));
+  });
+
+  test('fnv1a64 matches the published test vectors', () => {
+    assert.equal(fnv1a64(''), 'cbf29ce484222325');
+    assert.equal(fnv1a64('a'), 'af63dc4c8601ec8c');
+    assert.equal(fnv1a64('foobar'), '85944171f73967e8');
   });
 });

@@ -8,3 +8,4 @@ export * from './sessionState.ts';
 export * from './heartbeat.ts';
 export * from './messages.ts';
 export * from './catalogSchema.ts';
+export * from './messageIds.ts';
