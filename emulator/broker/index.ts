@@ -3,6 +3,7 @@
 import type { Broker, BrokerOptions } from './api.ts';
 import { ServiceBusBroker } from './broker.ts';
 import { openPersistence } from './persistence.ts';
+import type { JournalOptions } from './journal.ts';
 
 export * from './api.ts';
 export { ServiceBusBroker, MAX_FORWARD_HOPS } from './broker.ts';
@@ -13,8 +14,18 @@ export async function createBroker(options: BrokerOptions = {}): Promise<Broker>
 }
 
 /** Same as createBroker, typed as the implementation (tests use runDueWork() with an injected clock). */
-export async function createServiceBusBroker(options: BrokerOptions = {}): Promise<ServiceBusBroker> {
+export async function createServiceBusBroker(
+  options: BrokerOptions = {},
+  journal: JournalOptions = {},
+): Promise<ServiceBusBroker> {
   const broker = new ServiceBusBroker(options);
-  if (options.dataDir) await openPersistence(broker, options.dataDir, options.log);
+  if (options.dataDir) {
+    try {
+      await openPersistence(broker, options.dataDir, options.log, journal);
+    } catch (err) {
+      await broker.close();
+      throw err;
+    }
+  }
   return broker;
 }

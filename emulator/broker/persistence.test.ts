@@ -1,0 +1,189 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import rhea from 'rhea';
+import type { BrokerOptions } from './api.ts';
+import { createServiceBusBroker } from './index.ts';
+import { FakeClock, msg, props } from './test-helpers.ts';
+import { journalFile } from './journal.ts';
+
+const src = { topic: 't', subscription: 's' };
+
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'nimbus-broker-'));
+}
+
+describe('persistence', () => {
+  test('topology, messages in every state, delivery counts and session state survive a restart', async () => {
+    const dir = tempDir();
+    const clock = new FakeClock();
+    const opts: BrokerOptions = { dataDir: dir, now: clock.now };
+    try {
+      const b1 = await createServiceBusBroker(opts);
+      b1.createTopic({ name: 't', defaultMessageTimeToLiveMs: 3_600_000 });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's', lockDurationMs: 30_000 });
+      b1.createSubscription({ topicName: 't', subscriptionName: 'sess', requiresSession: true });
+      const when = new Date(1_600_000_000_000);
+      b1.createRule('t', 's', {
+        name: 'dated',
+        filter: { kind: 'sql', sqlExpression: 'user.at = @when', parameters: { '@when': when } },
+        action: { sqlExpression: "SET user.hit = 'yes'" },
+      });
+      b1.send('t', [
+        msg({
+          message_id: 'a',
+          group_id: 'g1',
+          subject: 'subj',
+          creation_time: new Date(1_650_000_000_000),
+          message_annotations: { 'x-opt-partition-key': 'pk' },
+          body: rhea.message.data_section(Buffer.from([1, 2, 3])),
+          props: { n: 1, at: when },
+        }),
+        msg({ message_id: 'b', group_id: 'g1' }),
+        msg({ message_id: 'c', group_id: 'g2' }),
+      ]);
+      b1.schedule('t', [msg({ message_id: 'sched' })], [clock.t + 60_000]);
+      const r = await b1.openReceiver({ source: src, mode: 'peekLock' });
+      const got = r.take(10);
+      assert.equal(got.length, 4, 'three plain copies and one from the dated rule');
+      const byId = (id: string) => got.find((d) => d.message.message_id === id && props(d).hit === undefined);
+      b1.settle(src, byId('a')?.lockToken ?? '', { kind: 'abandon' });
+      b1.settle(src, byId('b')?.lockToken ?? '', { kind: 'defer' });
+      b1.settle(src, byId('c')?.lockToken ?? '', { kind: 'deadLetter', reason: 'R', description: 'D' });
+      const hit = got.find((d) => props(d).hit === 'yes');
+      b1.settle(src, hit?.lockToken ?? '', { kind: 'complete' });
+      const sr = await b1.openReceiver({
+        source: { topic: 't', subscription: 'sess' },
+        mode: 'peekLock',
+        session: { sessionId: 'g1', timeoutMs: 0 },
+      });
+      b1.setSessionState({ topic: 't', subscription: 'sess' }, 'g1', Buffer.from('state-1'));
+      sr.close();
+      await b1.close();
+
+      const b2 = await createServiceBusBroker(opts);
+      assert.deepEqual(
+        b2.listRules('t', 's').map((x) => x.name),
+        ['$Default', 'dated'],
+      );
+      const rule = b2.getRule('t', 's', 'dated');
+      assert.deepEqual(rule.filter.kind === 'sql' && rule.filter.parameters?.['@when'], when);
+      assert.equal(b2.getSubscription('t', 's').lockDurationMs, 30_000);
+      assert.equal(b2.getTopic('t').defaultMessageTimeToLiveMs, 3_600_000);
+      const rt = b2.getSubscriptionRuntime('t', 's');
+      assert.deepEqual(
+        [rt.activeMessageCount, rt.deadLetterMessageCount, rt.scheduledMessageCount],
+        [2, 1, 1],
+      );
+      const peeked = b2.peek(src, { fromSequenceNumber: 0, maxCount: 10 });
+      assert.deepEqual(
+        peeked.map((d) => [d.message.message_id, d.state, d.deliveryCount]),
+        [
+          ['a', 'active', 1],
+          ['b', 'deferred', 0],
+        ],
+      );
+      const a = peeked[0]!;
+      assert.equal(a.message.subject, 'subj');
+      assert.equal(a.partitionKey, 'pk');
+      assert.deepEqual((a.message.body as { content: Buffer }).content, Buffer.from([1, 2, 3]));
+      assert.deepEqual(a.message.creation_time, new Date(1_650_000_000_000));
+      assert.deepEqual(props(a).at, when);
+      const dead = b2.peek({ ...src, subQueue: 'deadLetter' }, { maxCount: 5 });
+      assert.deepEqual(props(dead[0]!), { DeadLetterReason: 'R', DeadLetterErrorDescription: 'D' });
+      const sr2 = await b2.openReceiver({
+        source: { topic: 't', subscription: 'sess' },
+        mode: 'peekLock',
+        session: { sessionId: 'g1', timeoutMs: 0 },
+      });
+      assert.equal(b2.getSessionState({ topic: 't', subscription: 'sess' }, 'g1')?.toString(), 'state-1');
+      assert.equal(sr2.take(5).length, 2);
+      // New sequence numbers continue after the restored ones.
+      b2.send('t', [msg({ message_id: 'd' })]);
+      const after = b2.peek(src, { fromSequenceNumber: 0, maxCount: 10 }).map((d) => d.sequenceNumber);
+      assert.equal(new Set(after).size, after.length);
+      assert.ok((after.at(-1) ?? 0) > 4);
+      // The scheduled message is still due later.
+      clock.advance(60_000);
+      b2.runDueWork();
+      assert.equal(b2.getSubscriptionRuntime('t', 's').scheduledMessageCount, 0);
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a send that returned is on disk even when the process dies without close()', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'durable' }), msg({ message_id: 'locked' })]);
+      const r = await b1.openReceiver({ source: src, mode: 'peekLock' });
+      r.take(1); // 'durable' is locked when the "crash" happens
+      // No close(): simulate a kill by opening the directory again while b1 is abandoned.
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      const peeked = b2.peek(src, { maxCount: 10 });
+      assert.deepEqual(
+        peeked.map((d) => [d.message.message_id, d.deliveryCount]),
+        [
+          ['durable', 1],
+          ['locked', 0],
+        ],
+        'the lost lock counts as a delivery',
+      );
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a torn last journal line is ignored; compaction keeps the state and bounds the journal', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir }, { compactBytes: 8192 });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      const r = await b1.openReceiver({ source: src, mode: 'receiveAndDelete' });
+      for (let i = 0; i < 200; i++) {
+        b1.send('t', [msg({ message_id: `m${i}` })]);
+        if (i % 2 === 0) r.take(1);
+      }
+      const journals = readdirSync(dir).filter((f) => f.startsWith('journal-'));
+      assert.equal(journals.length, 1);
+      const gen = Number(/journal-(\d+)/.exec(journals[0]!)?.[1]);
+      assert.ok(gen > 2, 'the journal was compacted several times');
+      appendFileSync(join(dir, journalFile(gen)), '{"k":"put","t":"t","s":"s","q":"ma');
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      assert.equal(b2.getSubscriptionRuntime('t', 's').activeMessageCount, 100);
+      assert.deepEqual(
+        b2.peek(src, { maxCount: 2 }).map((d) => d.message.message_id),
+        ['m100', 'm101'],
+      );
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a message locked at the last allowed delivery is dead-lettered on restart', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's', maxDeliveryCount: 1 });
+      b1.send('t', [msg({ message_id: 'x' })]);
+      (await b1.openReceiver({ source: src, mode: 'peekLock' })).take(1);
+      await b1.close();
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      const rt = b2.getSubscriptionRuntime('t', 's');
+      assert.deepEqual([rt.activeMessageCount, rt.deadLetterMessageCount], [0, 1]);
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
