@@ -1,0 +1,141 @@
+// Throttling and transient faults injected at the wire (a fault proxy in front of the embedded Cosmos server):
+// the store surfaces a 429 as StoreThrottledError with the server's retry-after, 5xx as StoreTransientError,
+// and the guarded write leaves no partial state behind.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { MessageType as T, ResolutionStatus as S } from '../contract/index.ts';
+import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import { createStore, type MessageStore } from './store.ts';
+import { StoreThrottledError, StoreTransientError } from './errors.ts';
+import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
+import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+
+let cosmos: EmbeddedCosmos;
+let proxy: FaultProxy;
+let store: MessageStore;
+const database = `t-${randomUUID().slice(0, 8)}`;
+
+before(async () => {
+  cosmos = await startEmbeddedCosmos({ port: 0 });
+  proxy = await startFaultProxy(cosmos.endpoint);
+  store = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, now: steppingClock() });
+});
+after(async () => {
+  store.close();
+  await proxy.close();
+  await cosmos.close();
+});
+
+const isWrite = (r: { method: string; path: string }) => r.method === 'PUT' || r.method === 'POST';
+
+describe('throttling surfaces as a typed error', () => {
+  test('a 429 on the status write carries the server retry-after; nothing is half written', async () => {
+    const ep = uniq('ep');
+    proxy.inject({
+      status: 429,
+      retryAfterMs: 1234,
+      times: 1,
+      match: (r) => isWrite(r) && r.path.includes('/colls/events/'),
+    });
+    const before = proxy.injected;
+    await assert.rejects(
+      store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
+      (e: unknown) => {
+        assert.ok(e instanceof StoreThrottledError);
+        assert.equal(e.retryAfterMs, 1234);
+        assert.equal(e.transient, true);
+        assert.doesNotMatch(e.message, /127\.0\.0\.1|key/i, 'no account details in the error');
+        return true;
+      },
+    );
+    assert.equal(proxy.injected, before + 1, 'the SDK did not retry on its own (throttleRetries = 0)');
+    assert.equal(await store.getStatusRow(ep, 'e', 's-1'), null);
+    assert.equal((await store.getCounts(ep)).pending, 0);
+    // the fault has passed: the same write now applies
+    const again = await store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' }));
+    assert.equal(again.outcome, 'written');
+  });
+
+  test('a 429 on the read before a guarded write, on a history write and on a query', async () => {
+    const ep = uniq('ep');
+    proxy.inject({
+      status: 429,
+      retryAfterMs: 50,
+      times: 1,
+      match: (r) => r.method === 'GET' && r.path.includes('/colls/events/docs/'),
+    });
+    await assert.rejects(
+      store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
+      StoreThrottledError,
+    );
+
+    proxy.inject({ status: 429, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/history/') });
+    await assert.rejects(
+      store.recordHistory({
+        endpointId: ep,
+        eventId: 'e',
+        messageId: 'm',
+        messageType: T.EventRequest,
+        enqueuedAt: new Date().toISOString(),
+      }),
+      (e: unknown) => e instanceof StoreThrottledError && e.retryAfterMs === undefined,
+    );
+
+    // A query is a POST to .../docs (the SDK first asks for a query plan on the same route, and tolerates a
+    // failed plan request), so both are throttled here.
+    proxy.inject({
+      status: 429,
+      retryAfterMs: 700,
+      times: 2,
+      match: (r) => r.method === 'POST' && r.path.endsWith('/colls/events/docs'),
+    });
+    await assert.rejects(
+      store.listEvents({ endpointId: ep }),
+      (e: unknown) => e instanceof StoreThrottledError && e.retryAfterMs === 700,
+    );
+    proxy.clear();
+  });
+
+  test('a 503 is a StoreTransientError', async () => {
+    proxy.inject({ status: 503, times: 1, match: isWrite });
+    await assert.rejects(
+      store.writeStatus(msg(T.ResolutionResponse, { endpointId: uniq('ep'), eventId: 'e' })),
+      (e: unknown) => e instanceof StoreTransientError && e.statusCode === 503,
+    );
+  });
+
+  test('with throttleRetries the SDK absorbs a short throttle itself (for interactive readers)', async () => {
+    const patient = await createStore({
+      endpoint: proxy.endpoint,
+      key: cosmos.key,
+      database,
+      throttleRetries: 3,
+    });
+    try {
+      const ep = uniq('ep');
+      proxy.inject({ status: 429, retryAfterMs: 5, times: 2, match: isWrite });
+      const r = await patient.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e' }));
+      assert.equal(r.outcome, 'written');
+      assert.equal((await patient.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+    } finally {
+      proxy.clear();
+      patient.close();
+    }
+  });
+
+  test('a counter update that is throttled leaves the row written and reports it for a recount', async () => {
+    const ep = uniq('ep');
+    proxy.inject({
+      status: 429,
+      retryAfterMs: 10,
+      times: 1,
+      match: (r) => r.path.includes('/colls/counters/'),
+    });
+    const r = await store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' }));
+    assert.equal(r.outcome, 'written');
+    assert.equal(r.outcome === 'written' && r.counters, 'failed');
+    assert.equal((await store.getCounts(ep)).pending, 0, 'the counter missed the transition');
+    assert.equal((await store.recountEndpoint(ep)).pending, 1, 'the recount repairs it');
+  });
+});
