@@ -235,3 +235,15 @@ describe('stable copy ids', () => {
     assert.equal(fnv1a64('foobar'), '85944171f73967e8');
   });
 });
+
+describe('replay properties', () => {
+  test('a replayed copy and a replay trigger carry their pass bounds as counters', () => {
+    const copy = parseNimbusProperties({ To: 'billing', MessageType: 'EventRequest', ReplaySequence: '1', ReplayUntil: 3 });
+    assert.ok(copy.ok && copy.properties.MessageType === 'EventRequest');
+    assert.equal(copy.properties.ReplaySequence, 1);
+    assert.equal(copy.properties.ReplayUntil, 3);
+    const trigger = parseNimbusProperties({ To: 'DeferredProcessor', MessageType: 'ProcessDeferredRequest', ReplayUntil: 'x' });
+    assert.ok(!trigger.ok);
+    assert.match(trigger.problem, /ReplayUntil/);
+  });
+});

@@ -59,6 +59,7 @@ export const eventRequestPropertiesSchema = variant(MessageType.EventRequest, {
   [Prop.OriginalSessionId]: wireString,
   [Prop.DeferralSequence]: wireCount,
   [Prop.ReplaySequence]: wireCount,
+  [Prop.ReplayUntil]: wireCount,
 });
 export const resolutionResponsePropertiesSchema = variant(MessageType.ResolutionResponse, responseShape);
 export const errorResponsePropertiesSchema = variant(MessageType.ErrorResponse, responseShape);
@@ -75,7 +76,11 @@ export const resubmissionRequestPropertiesSchema = variant(MessageType.Resubmiss
 export const skipRequestPropertiesSchema = variant(MessageType.SkipRequest, baseShape);
 export const retryRequestPropertiesSchema = variant(MessageType.RetryRequest, baseShape);
 export const continuationRequestPropertiesSchema = variant(MessageType.ContinuationRequest, baseShape);
-export const processDeferredRequestPropertiesSchema = variant(MessageType.ProcessDeferredRequest, baseShape);
+export const processDeferredRequestPropertiesSchema = variant(MessageType.ProcessDeferredRequest, {
+  ...baseShape,
+  [Prop.ReplayUntil]: wireCount,
+  [Prop.SessionId]: wireString,
+});
 export const handoffCompletedRequestPropertiesSchema = variant(MessageType.HandoffCompletedRequest, baseShape);
 export const handoffFailedRequestPropertiesSchema = variant(MessageType.HandoffFailedRequest, baseShape);
 

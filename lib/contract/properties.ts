@@ -28,6 +28,14 @@ export const Prop = {
    * replays from new messages and know when the session's drain is finished.
    */
   ReplaySequence: 'ReplaySequence',
+  /**
+   * DESIGN.md §5: the exclusive upper bound (a DeferralSequence) of one replay pass, on a ProcessDeferredRequest
+   * (where the deferred processor stops) and on each replayed copy (so the main handler knows which copy ends
+   * the pass). Messages parked after the trigger wait for the next pass.
+   */
+  ReplayUntil: 'ReplayUntil',
+  /** Fallback session id on a ProcessDeferredRequest whose broker SessionId is missing. */
+  SessionId: 'SessionId',
   /** On responses: enqueue → handler start, and handler start → response, in milliseconds. */
   QueueTimeMs: 'QueueTimeMs',
   ProcessingTimeMs: 'ProcessingTimeMs',
