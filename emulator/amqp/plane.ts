@@ -420,6 +420,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         // rhea sees the error too; this listener only keeps an EPIPE/ECONNRESET from becoming uncaught.
       });
       socket.once('close', () => cleanupConnection(state));
+      // rhea reports undecodable input here, just before it ends the socket: answer with a framing error
+      // while the socket is still writable, so the peer learns why.
+      connection.on('error', (err: unknown) => {
+        log.info({ connection: id, err: errorSummary(err) }, 'malformed AMQP input; closing the connection');
+        closeWithFramingError(connection);
+      });
+      connection.on('protocol_error', (err: unknown) => {
+        log.info({ connection: id, err: errorSummary(err) }, 'AMQP protocol error; closing the connection');
+        closeWithFramingError(connection);
+      });
       connection.accept(socket);
     },
     get connectionCount(): number {
@@ -456,6 +466,29 @@ function holdAttach(link: RheaLink): void {
 
 function releaseAttach(link: RheaLink): void {
   link.open();
+}
+
+interface ConnectionInternals {
+  state: { local_open: boolean };
+  transport: unknown;
+  amqp_transport: unknown;
+  open(): void;
+  close(error: { condition: string; description: string }): void;
+  _process(): void;
+}
+
+function closeWithFramingError(connection: RheaConnection): void {
+  const c = connection as unknown as ConnectionInternals;
+  try {
+    // Only once the AMQP layer is active (not during SASL) can an open/close pair be written.
+    const selected = (c.transport as { selected?: unknown } | undefined)?.selected;
+    if (c.transport !== c.amqp_transport && selected !== c.amqp_transport) return;
+    if (!c.state.local_open) c.open();
+    c.close({ condition: 'amqp:connection:framing-error', description: 'Malformed AMQP frame' });
+    c._process();
+  } catch {
+    // The socket is being ended by rhea anyway.
+  }
 }
 
 function notFound(address: string | undefined): { condition: string; description: string } {
