@@ -316,6 +316,31 @@ describe('guarded writes (the specification rules, through Cosmos)', () => {
   });
 });
 
+describe('conditional writes (reconcile, operator claims)', () => {
+  test('a write with an expectation applies only while the row still matches', async () => {
+    const ep = uniq('ep');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'c' });
+    await written(f.store.writeStatus(req));
+    const response = msg(T.ResolutionResponse, {
+      endpointId: ep,
+      eventId: 'c',
+      parentMessageId: req.messageId,
+    });
+    await ignored(
+      f.store.writeStatus(response, { status: S.Pending, lastMessageId: 'someone-else' }),
+      'precondition-failed',
+    );
+    await ignored(f.store.writeStatus(response, { status: S.Failed }), 'precondition-failed');
+    await ignored(f.store.writeStatus(response, { lastMessageId: null }), 'precondition-failed');
+    await written(f.store.writeStatus(response, { status: S.Pending, lastMessageId: req.messageId }));
+    await ignored(
+      f.store.writeStatus(response, { status: S.Pending, lastMessageId: req.messageId }),
+      'precondition-failed',
+    );
+    assert.equal((await f.store.getCounts(ep)).completed, 1);
+  });
+});
+
 describe('counters', () => {
   test('follow transitions across events, and a recount repairs drift', async () => {
     const ep = uniq('ep');

@@ -92,10 +92,25 @@ export type StatusWriteResult =
     }
   | {
       outcome: 'ignored';
-      reason: IgnoreReason;
+      reason: IgnoreReason | 'precondition-failed';
       /** The row that made the write stale (null when it could not be read). */
       current: StatusRow | null;
     };
+
+/** What the current row must look like for a conditional write (each given field must match exactly). */
+export interface RowExpectation {
+  status?: ResolutionStatusT;
+  /** null = the row must not exist. */
+  lastMessageId?: string | null;
+}
+
+function matchesExpectation(row: StatusRow | null, expect: RowExpectation): boolean {
+  if (expect.lastMessageId === null) return row === null;
+  if (row === null) return false;
+  if (expect.status !== undefined && row.status !== expect.status) return false;
+  if (expect.lastMessageId !== undefined && row.lastMessageId !== expect.lastMessageId) return false;
+  return true;
+}
 
 export interface EventFilter extends PageRequest {
   endpointId: string;
@@ -216,8 +231,10 @@ export class MessageStore {
    * the write is conditional on the etag read (or a create when there was no row); a lost race re-reads and
    * decides again. Returns 'written' or 'ignored' with the guard's reason; a write that keeps losing races
    * throws StoreTransientError, never a silent "ignored". A 429 throws StoreThrottledError.
+   * `expect` adds a compare-and-swap precondition on the current row (reconcile-stale-pending, operator
+   * claims): when the row no longer matches, the write is ignored with reason 'precondition-failed'.
    */
-  async writeStatus(input: StatusWrite): Promise<StatusWriteResult> {
+  async writeStatus(input: StatusWrite, expect?: RowExpectation): Promise<StatusWriteResult> {
     const w = parseInput(statusWriteSchema, input, 'status write');
     const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
     let guarded: boolean;
@@ -248,6 +265,9 @@ export class MessageStore {
         else unreadable = true;
       }
       if (unreadable && guarded) return { outcome: 'ignored', reason: 'unreadable-row', current: null };
+      if (expect !== undefined && !matchesExpectation(existing, expect)) {
+        return { outcome: 'ignored', reason: 'precondition-failed', current: existing };
+      }
       const decision = decideStaleWrite(
         { status, messageType: w.messageType, messageId: w.messageId },
         existing,
