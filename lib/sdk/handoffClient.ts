@@ -1,0 +1,83 @@
+// The handoff client: settles an event parked by ctx.markPendingHandoff. Both commands go to the Manager topic
+// addressed To = the endpoint; the Manager subscription stamps From = 'Manager' and forwards them to the
+// endpoint, where they reach the failed event's session. Neither re-invokes the user handler.
+import { randomUUID } from 'node:crypto';
+import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
+import { z } from 'zod';
+import { describeIssues, encodeBody, MessageType, Prop, Topic, toWireProperties } from '../contract/index.ts';
+import { toServiceBusMessage } from './transport.ts';
+
+/** Where the pending event is: what the PendingHandoffResponse (and the console's event row) carries. */
+export const handoffCoordinatesSchema = z.object({
+  endpointId: z.string().min(1, 'endpointId is required'),
+  eventId: z.string().min(1, 'eventId is required'),
+  sessionId: z.string().min(1, 'sessionId is required'),
+  /** MessageId of the delivery that parked the handoff. */
+  messageId: z.string().min(1, 'messageId is required'),
+  eventTypeId: z.string().min(1).optional(),
+  correlationId: z.string().min(1).optional(),
+  originatingMessageId: z.string().min(1).optional(),
+});
+export type HandoffCoordinates = z.infer<typeof handoffCoordinatesSchema>;
+
+export class HandoffClientError extends Error {
+  override readonly name = 'HandoffClientError';
+}
+
+export class HandoffClient {
+  private readonly sender: ServiceBusSender;
+
+  constructor(client: ServiceBusClient) {
+    this.sender = client.createSender(Topic.Manager);
+  }
+
+  /** The external work succeeded: the session is released and the Resolver records Completed with `result`. */
+  async complete(coordinates: HandoffCoordinates, result?: unknown): Promise<string> {
+    const c = parse(coordinates);
+    const json = result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
+    const body = json === undefined ? encodeBody({}) : encodeBody({ EventContent: { EventTypeId: c.eventTypeId ?? null, EventJson: json } });
+    return this.send(MessageType.HandoffCompletedRequest, c, body);
+  }
+
+  /** The external work failed: the Resolver records Failed with `errorText` verbatim; the session stays blocked. */
+  async fail(coordinates: HandoffCoordinates, errorText: string, errorType?: string): Promise<string> {
+    const c = parse(coordinates);
+    return this.send(MessageType.HandoffFailedRequest, c, encodeBody({ ErrorContent: { ErrorText: errorText, ErrorType: errorType ?? null } }));
+  }
+
+  async close(): Promise<void> {
+    await this.sender.close();
+  }
+
+  private async send(type: MessageType, c: HandoffCoordinates, body: string): Promise<string> {
+    const messageId = randomUUID();
+    await this.sender.sendMessages(
+      toServiceBusMessage({
+        messageId,
+        sessionId: c.sessionId,
+        correlationId: c.correlationId ?? c.messageId,
+        body,
+        applicationProperties: toWireProperties({
+          [Prop.To]: c.endpointId,
+          [Prop.MessageType]: type,
+          [Prop.EventId]: c.eventId,
+          [Prop.EventTypeId]: c.eventTypeId,
+          [Prop.ParentMessageId]: c.messageId,
+          [Prop.OriginatingMessageId]: c.originatingMessageId ?? c.messageId,
+          [Prop.RetryCount]: 0,
+        }),
+      }),
+    );
+    return messageId;
+  }
+}
+
+function parse(c: HandoffCoordinates): HandoffCoordinates {
+  const parsed = handoffCoordinatesSchema.safeParse(c);
+  if (!parsed.success) throw new HandoffClientError(`invalid handoff coordinates: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+export function createHandoffClient(client: ServiceBusClient): HandoffClient {
+  return new HandoffClient(client);
+}

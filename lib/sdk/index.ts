@@ -1,0 +1,17 @@
+// The NimBus subscriber/publisher SDK. See docs/sdk.md for the adapter author's guide.
+export * from './errors.ts';
+export * from './retryPolicy.ts';
+export * from './retryPolicies.ts';
+export * from './dispositions.ts';
+export * from './handlers.ts';
+export * from './pipeline.ts';
+export { validationBehavior } from './validation.ts';
+export { Dispatcher, type DeliveryPort, type DispatcherOptions, type DeliveryResult } from './dispatcher.ts';
+export { SubscriberHost, createSubscriberHost, type SubscriberHostOptions } from './subscriberHost.ts';
+export { DeferredProcessor, createDeferredProcessor, type DeferredProcessorOptions, type ReplayPass } from './deferredProcessor.ts';
+export { Publisher, createPublisher, deterministicMessageId, sessionKeysFromCatalog, PublishValidationError, type PublisherOptions, type PublishOptions, type PublishedEvent, type ScheduledSequence } from './publisher.ts';
+export { HandoffClient, createHandoffClient, handoffCoordinatesSchema, HandoffClientError, type HandoffCoordinates } from './handoffClient.ts';
+export { route, afterHandler, type HandlerOutcome, type DecisionEnv, type HandoffMark } from './decide.ts';
+export type { Effect, Settlement, Signal } from './effects.ts';
+export { SdkProp } from './wire.ts';
+export { SDK_VERSION } from './version.ts';

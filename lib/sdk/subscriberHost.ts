@@ -1,0 +1,142 @@
+// The subscriber host: a multi-session processor on the endpoint's main subscription ({E}/{E}). The JS client has
+// no session processor, so each of N workers loops: accept the next free session, handle its messages one at a
+// time in order, release it when idle, repeat. Broker errors back off; stop() lets in-flight deliveries settle.
+import type { ServiceBusClient, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import { Backoff, sleep } from './backoff.ts';
+import type { BackoffOptions } from './backoff.ts';
+import { Dispatcher, errorSummary } from './dispatcher.ts';
+import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
+import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
+
+export interface SubscriberHostOptions extends DispatcherOptions {
+  client: ServiceBusClient;
+  /** Sessions handled at the same time (each in order). Default 8. */
+  maxConcurrentSessions?: number;
+  /** A session with no message for this long is released for other instances. Default 30 s. */
+  sessionIdleTimeoutMs?: number;
+  /** Messages fetched per receive call within one session. Default 10. */
+  maxMessagesPerReceive?: number;
+  /** Session lock auto-renewal horizon. Default 5 min. */
+  maxAutoLockRenewalDurationInMs?: number;
+  backoff?: BackoffOptions;
+  /** Called after every delivery (metrics, tests). */
+  onDelivery?: (result: DeliveryResult, sessionId: string) => void;
+}
+
+const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
+
+export class SubscriberHost {
+  private readonly dispatcher: Dispatcher;
+  private readonly log: Logger;
+  private readonly stopController = new AbortController();
+  private sender: ServiceBusSender | undefined;
+  private workers: Promise<void>[] = [];
+  private started = false;
+
+  constructor(private readonly options: SubscriberHostOptions) {
+    this.log = options.logger ?? pino({ level: 'silent' });
+    this.dispatcher = new Dispatcher({ ...options, logger: this.log });
+  }
+
+  get endpointId(): string {
+    return this.options.endpointId;
+  }
+
+  start(): void {
+    if (this.started) throw new Error('the subscriber host is already started');
+    this.started = true;
+    this.sender = this.options.client.createSender(this.options.endpointId);
+    const n = Math.max(1, this.options.maxConcurrentSessions ?? 8);
+    for (let i = 0; i < n; i++) this.workers.push(this.worker(i));
+    this.log.info({ endpointId: this.options.endpointId, sessions: n }, 'subscriber host started');
+  }
+
+  /**
+   * Stops accepting sessions and receiving. A delivery whose handler already has an outcome settles in full; a
+   * handler that honours ctx.signal stops without one and its message is redelivered later.
+   */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.stopController.abort(new Error('subscriber host stopping'));
+    await Promise.allSettled(this.workers);
+    this.workers = [];
+    await this.sender?.close().catch(() => undefined);
+    this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
+  }
+
+  private get stopping(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  private async worker(index: number): Promise<void> {
+    const backoff = new Backoff(this.options.backoff);
+    const { endpointId } = this.options;
+    while (!this.stopping) {
+      let receiver: ServiceBusSessionReceiver;
+      try {
+        receiver = await this.options.client.acceptNextSession(endpointId, endpointId, {
+          maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
+          abortSignal: this.stopController.signal,
+        });
+      } catch (error) {
+        if (this.stopping) break;
+        const code = (error as { code?: string }).code;
+        if (code && NO_SESSION_CODES.has(code)) {
+          // No free session right now: ask again (the broker waits on our behalf inside acceptNextSession).
+          await sleep(200, this.stopController.signal);
+          continue;
+        }
+        const delay = backoff.next();
+        this.log.warn({ worker: index, err: errorSummary(error), delayMs: delay }, 'accepting a session failed; backing off');
+        await sleep(delay, this.stopController.signal);
+        continue;
+      }
+      backoff.reset();
+      try {
+        await this.runSession(receiver);
+      } catch (error) {
+        if (!this.stopping) {
+          const delay = backoff.next();
+          this.log.warn({ worker: index, sessionId: receiver.sessionId, err: errorSummary(error), delayMs: delay }, 'session receive failed; backing off');
+          await sleep(delay, this.stopController.signal);
+        }
+      } finally {
+        await receiver.close().catch(() => undefined);
+      }
+    }
+  }
+
+  /** Handles one session's messages in order until it is idle, a delivery is left for redelivery, or we stop. */
+  private async runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
+    const state = new SessionStateCache(receiver);
+    const signal = this.stopController.signal;
+    while (!this.stopping) {
+      let messages;
+      try {
+        messages = await receiver.receiveMessages(this.options.maxMessagesPerReceive ?? 10, {
+          maxWaitTimeInMs: this.options.sessionIdleTimeoutMs ?? 30_000,
+          abortSignal: signal,
+        });
+      } catch (error) {
+        if (this.stopping) return;
+        throw error;
+      }
+      if (messages.length === 0) return; // idle: release the session
+      for (const message of messages) {
+        // Messages not started when stopping stay unsettled and come back with the session.
+        if (this.stopping) return;
+        const port = sessionDeliveryPort(receiver, this.sender!, state, message);
+        const result = await this.dispatcher.dispatch(message, port, signal);
+        this.options.onDelivery?.(result, receiver.sessionId);
+        // A delivery left unsettled must come back before anything after it in the session: release the session.
+        if (result === 'transient' || result === 'cancelled' || result === 'shortCircuited') return;
+      }
+    }
+  }
+}
+
+export function createSubscriberHost(options: SubscriberHostOptions): SubscriberHost {
+  return new SubscriberHost(options);
+}

@@ -1,0 +1,18 @@
+// The seam between our OutgoingMessage and the @azure/service-bus message shape.
+import type { ServiceBusMessage } from '@azure/service-bus';
+import type { OutgoingMessage } from './outbound.ts';
+
+/**
+ * The body goes on the wire as the UTF-8 bytes of the envelope JSON (a Buffer is sent as one data section
+ * untouched; a string would be JSON-encoded a second time by the client).
+ */
+export function toServiceBusMessage(m: OutgoingMessage): ServiceBusMessage {
+  return {
+    body: Buffer.from(m.body, 'utf8'),
+    contentType: 'application/json',
+    messageId: m.messageId,
+    sessionId: m.sessionId || undefined,
+    correlationId: m.correlationId,
+    applicationProperties: { ...m.applicationProperties },
+  };
+}
