@@ -100,6 +100,13 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       if (!failed) reject(err);
       failed = true;
     });
+    // A client that disconnects mid-body must not leave the request pending forever.
+    req.on('close', () => {
+      if (!failed && !req.readableEnded) {
+        failed = true;
+        reject(new HttpError(400, 'The request body ended early.'));
+      }
+    });
   });
 }
 
