@@ -143,6 +143,8 @@ describe('listEvents', () => {
     );
     await assert.rejects(f.store.listEvents({ endpointId: A, pageSize: 0 }), StoreInputError);
     await assert.rejects(f.store.listEvents({ endpointId: 'no/slashes' }), StoreInputError);
+    await assert.rejects(f.store.listEvents({ endpointId: A, updatedFrom: 'last tuesday' }), StoreInputError);
+    await assert.rejects(f.store.listEvents({ endpointId: A, statuses: ['Lost' as S] }), StoreInputError);
     // an oversized request is clamped, not refused
     assert.equal((await f.store.listEvents({ endpointId: A, pageSize: 10_000 })).items.length, 25);
   });

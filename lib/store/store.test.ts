@@ -487,6 +487,28 @@ describe('history and audits', () => {
   });
 });
 
+describe('recordOutcome (history + guarded status)', () => {
+  test('records the history entry and the status; a redelivered copy keeps one entry and is refused', async () => {
+    const ep = uniq('ep');
+    const eventId = uniq('ev');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId, payload: { n: 1 } });
+    const history = { ...req, enqueuedAt: '2026-12-01T10:00:00.000Z' };
+    const first = await f.store.recordOutcome({ history, status: req });
+    assert.equal(first.history.recorded, true);
+    assert.equal(first.status.outcome, 'written');
+    const response = msg(T.ResolutionResponse, { endpointId: ep, eventId, parentMessageId: req.messageId });
+    await f.store.recordOutcome({
+      history: { ...response, enqueuedAt: '2026-12-01T10:00:01.000Z' },
+      status: response,
+    });
+    const late = await f.store.recordOutcome({ history, status: req });
+    assert.equal(late.history.recorded, false);
+    assert.equal(late.status.outcome, 'ignored');
+    assert.equal((await f.store.listHistory(eventId)).items.length, 2);
+    assert.equal((await f.store.getStatusRow(ep, eventId, 's-1'))?.status, S.Completed);
+  });
+});
+
 describe('corrupt documents are reported, not crashes', () => {
   test('an unparsable row: point read throws CorruptDocumentError, lists report it, guarded writes fail closed, terminal writes repair', async () => {
     const ep = uniq('ep');

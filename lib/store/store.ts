@@ -13,6 +13,7 @@ import {
 import type { z } from 'zod';
 import {
   ResolutionStatus,
+  resolutionStatusSchema,
   resultingStatus,
   type ResolutionStatus as ResolutionStatusT,
 } from '../contract/index.ts';
@@ -152,6 +153,16 @@ function parseInput<S extends z.ZodType>(schema: S, input: unknown, what: string
   return r.data;
 }
 
+const statusListSchema = resolutionStatusSchema.array().max(10);
+
+/** A time bound as the stored format (toISOString), or a StoreInputError for anything unparsable. */
+function isoParam(value: string, what: string): string {
+  const t = Date.parse(value);
+  if (Number.isNaN(t))
+    throw new StoreInputError(`${what} is not a date-time: ${JSON.stringify(value.slice(0, 40))}`);
+  return new Date(t).toISOString();
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Opens (creating if missing) the database and containers, and returns the store. */
@@ -234,7 +245,38 @@ export class MessageStore {
    * `expect` adds a compare-and-swap precondition on the current row (reconcile-stale-pending, operator
    * claims): when the row no longer matches, the write is ignored with reason 'precondition-failed'.
    */
-  async writeStatus(input: StatusWrite, expect?: RowExpectation): Promise<StatusWriteResult> {
+  writeStatus(input: StatusWrite, expect?: RowExpectation): Promise<StatusWriteResult> {
+    return this.#writeStatus(input, expect, undefined);
+  }
+
+  /**
+   * The Resolver's hot path for one message: the history entry and the guarded status write. The history
+   * create runs alongside the status row's read and is awaited before the status is written, so history is
+   * still recorded first (a crash in between leaves history without status, which redelivery completes) while
+   * the message costs two sequential round trips before the write instead of three.
+   */
+  async recordOutcome(args: {
+    history: HistoryWrite;
+    status: StatusWrite;
+    expect?: RowExpectation;
+  }): Promise<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }> {
+    const history = this.recordHistory(args.history);
+    history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
+    let status: StatusWriteResult;
+    try {
+      status = await this.#writeStatus(args.status, args.expect, history);
+    } catch (err) {
+      await history.catch(() => undefined);
+      throw err;
+    }
+    return { history: await history, status };
+  }
+
+  async #writeStatus(
+    input: StatusWrite,
+    expect: RowExpectation | undefined,
+    gate: Promise<unknown> | undefined,
+  ): Promise<StatusWriteResult> {
     const w = parseInput(statusWriteSchema, input, 'status write');
     const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
     let guarded: boolean;
@@ -264,6 +306,8 @@ export class MessageStore {
         if (parsed.success) existing = parsed.data;
         else unreadable = true;
       }
+      // Whatever must be stored before the status (the history entry) completes before any decision is acted on.
+      if (gate !== undefined) await gate;
       if (unreadable && guarded) return { outcome: 'ignored', reason: 'unreadable-row', current: null };
       if (expect !== undefined && !matchesExpectation(existing, expect)) {
         return { outcome: 'ignored', reason: 'precondition-failed', current: existing };
@@ -376,7 +420,10 @@ export class MessageStore {
     const parameters: SqlParameter[] = [{ name: '@ep', value: endpointId }];
     if (filter.statuses && filter.statuses.length > 0) {
       where.push('ARRAY_CONTAINS(@statuses, c.status)');
-      parameters.push({ name: '@statuses', value: filter.statuses });
+      parameters.push({
+        name: '@statuses',
+        value: parseInput(statusListSchema, filter.statuses, 'status filter'),
+      });
     }
     if (filter.handoffOnly)
       where.push(`c.status = '${ResolutionStatus.Pending}' AND c.subStatus = 'Handoff'`);
@@ -390,11 +437,11 @@ export class MessageStore {
     eq('eventId', 'event', filter.eventId);
     if (filter.updatedFrom !== undefined) {
       where.push('c.updatedAt >= @from');
-      parameters.push({ name: '@from', value: new Date(filter.updatedFrom).toISOString() });
+      parameters.push({ name: '@from', value: isoParam(filter.updatedFrom, 'updatedFrom') });
     }
     if (filter.updatedTo !== undefined) {
       where.push('c.updatedAt < @to');
-      parameters.push({ name: '@to', value: new Date(filter.updatedTo).toISOString() });
+      parameters.push({ name: '@to', value: isoParam(filter.updatedTo, 'updatedTo') });
     }
     return queryPage(
       this.#c.events,

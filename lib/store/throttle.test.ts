@@ -97,6 +97,23 @@ describe('throttling surfaces as a typed error', () => {
     proxy.clear();
   });
 
+  test('recordOutcome: a throttled history write leaves the status untouched', async () => {
+    const ep = uniq('ep');
+    const m = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    proxy.inject({
+      status: 429,
+      retryAfterMs: 300,
+      times: 1,
+      match: (r) => isWrite(r) && r.path.includes('/colls/history/'),
+    });
+    await assert.rejects(
+      store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() }, status: m }),
+      (e: unknown) => e instanceof StoreThrottledError && e.retryAfterMs === 300,
+    );
+    assert.equal(await store.getStatusRow(ep, 'e', 's-1'), null);
+    assert.equal((await store.listHistory('e')).items.filter((h) => h.endpointId === ep).length, 0);
+  });
+
   test('a 503 is a StoreTransientError', async () => {
     proxy.inject({ status: 503, times: 1, match: isWrite });
     await assert.rejects(
