@@ -322,7 +322,7 @@ export function createAdminHandler(
   }
 
   return (req, res) => {
-    const started = req.method ?? 'GET';
+    const method = req.method ?? 'GET';
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://emulator.invalid');
@@ -339,9 +339,8 @@ export function createAdminHandler(
     run()
       .catch((err: unknown) => {
         const { status, detail } = describeError(err);
-        if (status >= 500)
-          log?.error({ method: started, path: url.pathname, err: detail }, 'admin request failed');
-        else log?.debug({ method: started, path: url.pathname, status }, 'admin request rejected');
+        if (status >= 500) log?.error({ method, path: url.pathname, err: detail }, 'admin request failed');
+        else log?.debug({ method, path: url.pathname, status }, 'admin request rejected');
         sendError(res, status, detail);
       })
       .finally(() => {
