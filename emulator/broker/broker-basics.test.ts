@@ -104,7 +104,7 @@ describe('admin CRUD', () => {
 });
 
 describe('send and receive', () => {
-  test('every subscription gets its own copy with its own sequence numbers; receive-and-delete removes', async () => {
+  test('every subscription gets its own copy under the topic sequence number; receive-and-delete removes', async () => {
     const { broker } = await brokerWithClock();
     broker.createTopic({ name: 't' });
     broker.createSubscription({ topicName: 't', subscriptionName: 'a' });
@@ -268,6 +268,24 @@ describe('locks and redelivery', () => {
     assert.equal(dead?.message.message_id, 'poison');
     assert.equal(props(dead!).DeadLetterReason, 'MaxDeliveryCountExceeded');
     assert.equal(typeof props(dead!).DeadLetterErrorDescription, 'string');
+    await broker.close();
+  });
+});
+
+describe('entity status', () => {
+  test('a Disabled topic refuses sends and receivers', async () => {
+    const { broker } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 'a' });
+    broker.updateTopic({ name: 't', status: 'Disabled' });
+    assert.throws(
+      () => broker.send('t', [msg()]),
+      (e) => code(e) === 'SendDisabled',
+    );
+    await assert.rejects(
+      broker.openReceiver({ source: { topic: 't', subscription: 'a' }, mode: 'peekLock' }),
+      (e) => code(e) === 'ReceiveDisabled',
+    );
     await broker.close();
   });
 });

@@ -80,6 +80,8 @@ export const nullJournal: JournalSink = {
 
 interface RouteWork {
   topic: TopicState;
+  /** The sequence number reserved when the message was scheduled; otherwise the topic assigns one. */
+  reservedSeq?: number;
   message: WireMessage;
   size: number;
   hops: number;
@@ -350,7 +352,13 @@ export class ServiceBusBroker implements Broker {
       const now = this.now();
       topic.times.accessedAt = now;
       messages.forEach((m, i) => {
-        this.route({ topic, message: m, size: sizes[i] ?? 0, hops: 0 });
+        const at = scheduledTimeOf(m);
+        if (at !== undefined && at > now) {
+          // A sent message with ScheduledEnqueueTimeUtc in the future is scheduled, as on Azure.
+          this.addScheduled(topic, { seq: ++topic.seq, message: m, size: sizes[i] ?? 0, at });
+        } else {
+          this.route({ topic, message: m, size: sizes[i] ?? 0, hops: 0 });
+        }
       });
       this.log.debug(
         { topic: entity, count: messages.length, messageIds: messages.map(messageIdForLog), bytes: sizes },
@@ -371,7 +379,7 @@ export class ServiceBusBroker implements Broker {
       const seqs: number[] = [];
       messages.forEach((message, i) => {
         const at = scheduledEnqueueTimes[i] ?? now;
-        const item: ScheduledItem = { seq: ++topic.scheduleSeq, message, size: sizes[i] ?? 0, at };
+        const item: ScheduledItem = { seq: ++topic.seq, message, size: sizes[i] ?? 0, at };
         seqs.push(item.seq);
         this.addScheduled(topic, item);
         this.log.debug(
@@ -408,7 +416,12 @@ export class ServiceBusBroker implements Broker {
     try {
       const sub = this.sub(opts.source.topic, opts.source.subscription);
       const kind = queueKindOf(opts.source);
-      if (sub.desc.status === 'ReceiveDisabled' || sub.desc.status === 'Disabled') {
+      const topicStatus = sub.topic.desc.status;
+      if (
+        sub.desc.status === 'ReceiveDisabled' ||
+        sub.desc.status === 'Disabled' ||
+        topicStatus === 'Disabled'
+      ) {
         throw new BrokerError(
           'ReceiveDisabled',
           `Messaging entity '${sub.path}' is currently disabled for receive.`,
@@ -759,12 +772,21 @@ export class ServiceBusBroker implements Broker {
   private route(first: RouteWork): void {
     const work: RouteWork[] = [first];
     for (let w = work.shift(); w; w = work.shift()) {
-      for (const sub of w.topic.subs.values()) {
+      // Every subscription's first copy carries the topic's number for this message; extra copies get new ones.
+      const topic = w.topic;
+      const baseSeq = w.reservedSeq ?? ++topic.seq;
+      for (const sub of topic.subs.values()) {
         if (sub.desc.status === 'Disabled') continue;
+        let baseUsed = false;
+        const seqFor = (): number => {
+          if (baseUsed) return ++topic.seq;
+          baseUsed = true;
+          return baseSeq;
+        };
         const { copies, failure } = this.matchCopies(sub, w);
         if (failure && copies.length === 0 && sub.desc.deadLetteringOnFilterEvaluationExceptions) {
           const copy = copyMessage(w.message);
-          this.storeNew(sub, 'deadLetter', copy, w, {
+          this.storeNew(sub, 'deadLetter', seqFor(), copy, w, {
             reason: 'FilterEvaluationException',
             description: failure,
           });
@@ -772,11 +794,11 @@ export class ServiceBusBroker implements Broker {
         for (const copy of copies) {
           const target = sub.desc.forwardTo;
           if (!target) {
-            this.storeNew(sub, 'main', copy, w);
+            this.storeNew(sub, 'main', seqFor(), copy, w);
             continue;
           }
           if (w.hops >= MAX_FORWARD_HOPS) {
-            this.storeNew(sub, 'transferDeadLetter', copy, w, {
+            this.storeNew(sub, 'transferDeadLetter', seqFor(), copy, w, {
               reason: 'TransferHopCountExceeded',
               description: `The message was forwarded ${w.hops} times; the limit is ${MAX_FORWARD_HOPS}.`,
             });
@@ -784,21 +806,23 @@ export class ServiceBusBroker implements Broker {
           }
           const next = this.topics.get(target);
           if (!next) {
-            this.storeNew(sub, 'transferDeadLetter', copy, w, {
+            this.storeNew(sub, 'transferDeadLetter', seqFor(), copy, w, {
               reason: 'ForwardToEntityNotFound',
               description: `The forward target '${target}' of '${sub.path}' does not exist.`,
             });
             continue;
           }
           if (next.desc.status === 'SendDisabled' || next.desc.status === 'Disabled') {
-            this.storeNew(sub, 'transferDeadLetter', copy, w, {
+            this.storeNew(sub, 'transferDeadLetter', seqFor(), copy, w, {
               reason: 'ForwardToEntityDisabled',
               description: `The forward target '${target}' of '${sub.path}' is disabled for send.`,
             });
             continue;
           }
           next.times.accessedAt = this.now();
-          work.push({ ...w, topic: next, message: copy, hops: w.hops + 1 });
+          const forwarded: RouteWork = { ...w, topic: next, message: copy, hops: w.hops + 1 };
+          delete forwarded.reservedSeq;
+          work.push(forwarded);
         }
       }
     }
@@ -844,6 +868,7 @@ export class ServiceBusBroker implements Broker {
   private storeNew(
     sub: SubscriptionState,
     kind: QueueKind,
+    seq: number,
     message: WireMessage,
     w: RouteWork,
     deadLetter?: { reason: string; description: string },
@@ -872,7 +897,7 @@ export class ServiceBusBroker implements Broker {
       sub.topic.desc.defaultMessageTimeToLiveMs,
     );
     const m: StoredMessage = {
-      seq: ++sub.seq,
+      seq,
       message,
       size: w.size,
       enqueuedTime: now,
@@ -920,6 +945,7 @@ export class ServiceBusBroker implements Broker {
     this.markUnavailable(m);
     if (m.lockToken !== undefined) this.unlock(m);
     q.messages.delete(m.seq);
+    if (q.messages.size === 0) q.noteEmpty();
     q.bytes -= m.size;
     if (Number.isFinite(m.expiresAt)) q.expiring--;
     this.storedBytes -= m.size;
@@ -1110,7 +1136,7 @@ export class ServiceBusBroker implements Broker {
     if (m.sessionId !== undefined) dead.sessionId = m.sessionId;
     if (m.scheduledEnqueueTime !== undefined) dead.scheduledEnqueueTime = m.scheduledEnqueueTime;
     if (m.deadLetterSource !== undefined) dead.deadLetterSource = m.deadLetterSource;
-    if (sub.deadLetter.messages.has(dead.seq)) dead.seq = ++sub.seq;
+    if (sub.deadLetter.messages.has(dead.seq)) dead.seq = ++sub.topic.seq;
     this.insert(dead);
     this.journalPut(dead);
   }
@@ -1258,7 +1284,14 @@ export class ServiceBusBroker implements Broker {
       .sort((a, b) => a.at - b.at || a.seq - b.seq);
     for (const item of due) {
       this.removeScheduled(topic, item.seq);
-      this.route({ topic, message: item.message, size: item.size, hops: 0, scheduledEnqueueTime: item.at });
+      this.route({
+        topic,
+        message: item.message,
+        size: item.size,
+        hops: 0,
+        scheduledEnqueueTime: item.at,
+        reservedSeq: item.seq,
+      });
     }
   }
 
@@ -1481,7 +1514,7 @@ export class ServiceBusBroker implements Broker {
     for (const topic of this.topics.values()) {
       const t = topic.desc.name;
       out.push({ k: 'topic', d: { ...topic.desc, ...topic.times } });
-      out.push({ k: 'ctr', t, v: topic.scheduleSeq });
+      out.push({ k: 'ctr', t, v: topic.seq });
       for (const item of topic.scheduled.values()) {
         item.encoded ??= encodeMessage(item.message);
         out.push({ k: 'sch', t, seq: item.seq, m: item.encoded, sz: item.size, at: item.at });
@@ -1489,7 +1522,6 @@ export class ServiceBusBroker implements Broker {
       for (const sub of topic.subs.values()) {
         const s = sub.desc.subscriptionName;
         out.push({ k: 'sub', d: { ...sub.desc, ...sub.times } });
-        out.push({ k: 'ctr', t, s, v: sub.seq });
         for (const rule of sub.rules.values())
           out.push({ k: 'rule', t, s, d: rule.description, c: rule.createdAt });
         for (const q of [sub.main, sub.deadLetter, sub.transferDeadLetter]) {
@@ -1521,10 +1553,10 @@ export class ServiceBusBroker implements Broker {
     this.replaying = false;
   }
 
-  restoreTopic(d: TopicDescription & EntityTimes, scheduleSeq: number): TopicState {
+  restoreTopic(d: TopicDescription & EntityTimes, seq: number): TopicState {
     const { createdAt, updatedAt, accessedAt, ...desc } = d;
     const topic = new TopicState(desc, { createdAt, updatedAt, accessedAt });
-    topic.scheduleSeq = scheduleSeq;
+    topic.seq = seq;
     this.topics.set(desc.name, topic);
     return topic;
   }
@@ -1532,12 +1564,10 @@ export class ServiceBusBroker implements Broker {
   restoreSubscription(
     topic: TopicState,
     d: SubscriptionDescription & EntityTimes,
-    seq: number,
     rules: Array<{ d: RuleDescription; c: number }>,
   ): SubscriptionState {
     const { createdAt, updatedAt, accessedAt, ...desc } = d;
     const sub = new SubscriptionState(topic, desc, { createdAt, updatedAt, accessedAt });
-    sub.seq = seq;
     for (const r of rules) {
       try {
         sub.rules.set(r.d.name, compileRule(r.d, r.c));
@@ -1602,6 +1632,14 @@ export class ServiceBusBroker implements Broker {
   restoreScheduled(topic: TopicState, item: ScheduledItem): void {
     this.addScheduled(topic, item);
   }
+}
+
+/** ScheduledEnqueueTimeUtc as the client sends it (a timestamp annotation), in epoch ms. */
+function scheduledTimeOf(m: WireMessage): number | undefined {
+  const v: unknown = m.message_annotations?.['x-opt-scheduled-enqueue-time'];
+  if (v instanceof Date) return v.getTime();
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  return undefined;
 }
 
 function queueKindOf(source: ReceiveSource): QueueKind {

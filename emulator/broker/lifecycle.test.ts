@@ -46,6 +46,57 @@ describe('scheduled messages', () => {
     await broker.close();
   });
 
+  test('a scheduled message keeps the sequence number it got when scheduled, so it is ordered by it', async () => {
+    const { broker, clock } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 's' });
+    const [seq] = broker.schedule('t', [msg({ message_id: 'early' })], [clock.t + 100]);
+    broker.send('t', [msg({ message_id: 'later' })]);
+    tick(broker, clock, 100);
+    const peeked = broker.peek(src, { fromSequenceNumber: 0, maxCount: 5 });
+    assert.deepEqual(
+      peeked.map((d) => [d.message.message_id, d.sequenceNumber]),
+      [
+        ['early', seq],
+        ['later', (seq ?? 0) + 1],
+      ],
+    );
+    const r = await broker.openReceiver({ source: src, mode: 'receiveAndDelete' });
+    assert.deepEqual(
+      r.take(5).map((d) => d.message.message_id),
+      ['early', 'later'],
+    );
+    await broker.close();
+  });
+
+  test('a sent message with a future ScheduledEnqueueTimeUtc annotation is scheduled', async () => {
+    const { broker, clock } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 's' });
+    broker.send('t', [
+      msg({
+        message_id: 'at',
+        message_annotations: { 'x-opt-scheduled-enqueue-time': new Date(clock.t + 500) },
+      }),
+      msg({
+        message_id: 'now',
+        message_annotations: { 'x-opt-scheduled-enqueue-time': new Date(clock.t - 1) },
+      }),
+    ]);
+    assert.equal(broker.getTopicRuntime('t').scheduledMessageCount, 1);
+    const r = await broker.openReceiver({ source: src, mode: 'receiveAndDelete' });
+    assert.deepEqual(
+      r.take(5).map((d) => d.message.message_id),
+      ['now'],
+    );
+    tick(broker, clock, 500);
+    assert.deepEqual(
+      r.take(5).map((d) => d.message.message_id),
+      ['at'],
+    );
+    await broker.close();
+  });
+
   test('a due scheduled message is forwarded like a sent one', async () => {
     const { broker, clock } = await brokerWithClock();
     broker.createTopic({ name: 'a' });

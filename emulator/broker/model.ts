@@ -53,6 +53,12 @@ export class SubQueue {
     this.lastSeq = Math.max(this.lastSeq, seq);
   }
 
+  /** An empty queue is trivially in order again. */
+  noteEmpty(): void {
+    this.ordered = true;
+    this.lastSeq = 0;
+  }
+
   /** Messages in sequence order, starting at `from`. */
   inOrder(from: number): StoredMessage[] {
     const out: StoredMessage[] = [];
@@ -103,7 +109,6 @@ export class SubscriptionState {
   desc: SubscriptionDescription;
   times: EntityTimes;
   readonly rules = new Map<string, CompiledRule>();
-  seq = 0;
   readonly main: SubQueue;
   readonly deadLetter: SubQueue;
   readonly transferDeadLetter: SubQueue;
@@ -149,7 +154,8 @@ export class TopicState {
   times: EntityTimes;
   readonly subs = new Map<string, SubscriptionState>();
   readonly scheduled = new Map<number, ScheduledItem>();
-  scheduleSeq = 0;
+  /** The topic's sequence counter: one number per routed message, shared by its subscriptions' copies. */
+  seq = 0;
   scheduledBytes = 0;
   deleted = false;
 

@@ -211,10 +211,12 @@ function restore(broker: ServiceBusBroker, image: Map<string, TopicImage>, log: 
     const subs: Array<[ReturnType<ServiceBusBroker['restoreSubscription']>, SubImage]> = [];
     const topics: Array<[ReturnType<ServiceBusBroker['restoreTopic']>, TopicImage]> = [];
     for (const t of image.values()) {
-      const topic = broker.restoreTopic(t.d, t.scheduleSeq);
+      let seq = t.scheduleSeq;
+      for (const s of t.subs.values()) seq = Math.max(seq, s.seq);
+      const topic = broker.restoreTopic(t.d, seq);
       topics.push([topic, t]);
       for (const s of t.subs.values()) {
-        subs.push([broker.restoreSubscription(topic, s.d, s.seq, [...s.rules.values()]), s]);
+        subs.push([broker.restoreSubscription(topic, s.d, [...s.rules.values()]), s]);
       }
     }
     for (const [sub, s] of subs) {
