@@ -3,9 +3,14 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.next/**', '.nimbus/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', '.next/**', '.nimbus/**', 'coverage/**', '.tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  {
+    // Plain scripts run on Node: give them Node's globals (TypeScript files get them from @types/node).
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly' } },
+  },
   {
     files: ['**/*.ts', '**/*.tsx'],
     rules: {
