@@ -31,7 +31,7 @@ async function ignored(p: ReturnType<StoreFixture['store']['writeStatus']>, reas
 describe('status rows', () => {
   test('createStore is idempotent on an existing database', async () => {
     const again = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
-    again.close();
+    await again.close();
   });
 
   test('happy path: request → Pending (payload kept) → response → Completed, counters follow', async () => {
@@ -313,6 +313,71 @@ describe('guarded writes (the specification rules, through Cosmos)', () => {
     }
     assert.equal(steps, applied.length);
     assert.equal(cursor, row?.lastMessageId);
+  });
+});
+
+describe('two store instances (separate row caches) on one database', () => {
+  test('a write decided from a stale cached row loses its etag race and is decided again', async () => {
+    const other = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
+    try {
+      const ep = uniq('ep');
+      const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+      await written(f.store.writeStatus(req)); // f.store now caches the Pending version
+      await written(
+        other.writeStatus(
+          msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: req.messageId }),
+        ),
+      );
+      // The cached Pending row would let this copy apply; the If-Match on the cached etag refuses, the re-read sees Completed.
+      await ignored(
+        f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
+        'not-request-stage',
+      );
+      assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+
+      // A refusal decided from the cache is confirmed by a fresh read: the other instance reopened the row.
+      await written(f.store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'h' }))); // cached Completed
+      await written(other.writeStatus(msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'h' })));
+      const park = await written(
+        f.store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'h' })),
+      );
+      assert.equal(park.previousStatus, S.Pending);
+      assert.equal(park.row.subStatus, 'Handoff');
+
+      const counts = await f.store.getCounts(ep);
+      assert.deepEqual((await f.store.recountEndpoint(ep)).buckets, counts.buckets);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('buffered counters (counterFlushMs)', () => {
+  test('deltas are applied on flush, netted per endpoint, and flushed on close', async () => {
+    const buffered = await createStore({
+      endpoint: f.cosmos.endpoint,
+      key: f.cosmos.key,
+      database: f.database,
+      counterFlushMs: 60_000,
+    });
+    const ep = uniq('ep');
+    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    const first = await written(buffered.writeStatus(req));
+    assert.equal(first.counters, 'queued');
+    await written(
+      buffered.writeStatus(
+        msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: req.messageId }),
+      ),
+    );
+    await written(buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'x' })));
+    assert.equal((await f.store.getCounts(ep)).completed, 0, 'nothing applied before the flush');
+    await buffered.flushCounters();
+    let counts = await f.store.getCounts(ep);
+    assert.deepEqual([counts.pending, counts.completed, counts.failed], [0, 1, 1]);
+    await written(buffered.writeStatus(msg(T.SkipRequest, { endpointId: ep, eventId: 'x' })));
+    await buffered.close();
+    counts = await f.store.getCounts(ep);
+    assert.deepEqual([counts.pending, counts.completed, counts.failed], [1, 1, 0]);
   });
 });
 

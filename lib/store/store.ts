@@ -12,6 +12,7 @@ import {
 } from '@azure/cosmos';
 import type { z } from 'zod';
 import {
+  MessageType,
   ResolutionStatus,
   resolutionStatusSchema,
   resultingStatus,
@@ -29,6 +30,7 @@ import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type IgnoreReason 
 import { docId, statusRowId } from './ids.ts';
 import {
   COUNTER_DOC_ID,
+  CounterBuffer,
   applyCounterDelta,
   bucketOf,
   counterDelta,
@@ -36,6 +38,7 @@ import {
   zeroCounts,
   type EndpointCounts,
 } from './counters.ts';
+import { RowCache } from './rowCache.ts';
 import { queryAll, queryPage, type Page, type PageRequest } from './paging.ts';
 import {
   COUNTER_BUCKETS,
@@ -89,7 +92,7 @@ export type StatusWriteResult =
       previousMessageId: string | null;
       row: StatusRow;
       /** 'failed' means the row is written but the counter delta is not: a recount repairs it (docs/store.md). */
-      counters: 'updated' | 'unchanged' | 'failed';
+      counters: 'updated' | 'unchanged' | 'queued' | 'failed';
     }
   | {
       outcome: 'ignored';
@@ -139,6 +142,13 @@ export interface StoreOptions extends CosmosConnection {
   now?: () => Date;
   /** An existing client (shared between stores); otherwise one is built from endpoint and key. */
   client?: CosmosClient;
+  /**
+   * Buffer counter deltas and apply them every this many ms (0 = one patch per transition, before the write
+   * returns). The Resolver sets it (e.g. 250) to take the counter round trip off its hot path; see docs/store.md.
+   */
+  counterFlushMs?: number;
+  /** Row versions kept to skip the read before a guarded write (0 disables). Default 5000. */
+  rowCacheSize?: number;
 }
 
 /** Fields listed in pages: everything but the payload (bodies can be large and may hold personal data). */
@@ -172,13 +182,12 @@ export async function createStore(options: StoreOptions): Promise<MessageStore> 
   try {
     const { database } = await client.databases.createIfNotExists({ id: conn.database });
     const containers = await ensureContainers(database);
-    return new MessageStore(
-      client,
-      database,
-      containers,
-      options.now ?? (() => new Date()),
-      options.client == null,
-    );
+    return new MessageStore(client, database, containers, {
+      now: options.now ?? (() => new Date()),
+      ownsClient: options.client == null,
+      counterFlushMs: options.counterFlushMs ?? 0,
+      rowCacheSize: options.rowCacheSize ?? 5000,
+    });
   } catch (err) {
     if (options.client == null) client.dispose();
     rethrowCosmos(err, 'store initialisation');
@@ -210,24 +219,38 @@ export class MessageStore {
   readonly #c: Record<keyof typeof CONTAINERS, Container>;
   readonly #now: () => Date;
   readonly #ownsClient: boolean;
+  readonly #rowCache: RowCache;
+  readonly #counterBuffer: CounterBuffer | undefined;
   readonly database: Database;
 
   constructor(
     client: CosmosClient,
     database: Database,
     containers: Record<keyof typeof CONTAINERS, Container>,
-    now: () => Date,
-    ownsClient: boolean,
+    options: { now: () => Date; ownsClient: boolean; counterFlushMs: number; rowCacheSize: number },
   ) {
     this.#client = client;
     this.database = database;
     this.#c = containers;
-    this.#now = now;
-    this.#ownsClient = ownsClient;
+    this.#now = options.now;
+    this.#ownsClient = options.ownsClient;
+    this.#rowCache = new RowCache(options.rowCacheSize);
+    this.#counterBuffer =
+      options.counterFlushMs > 0 ? new CounterBuffer(containers.counters, options.counterFlushMs) : undefined;
   }
 
-  /** Releases the client's sockets and timers (only when the store built the client itself). */
-  close(): void {
+  /** Applies buffered counter deltas now (no-op without counterFlushMs). Rejects if Cosmos refuses them. */
+  async flushCounters(): Promise<void> {
+    await this.#counterBuffer?.flush();
+  }
+
+  /**
+   * Flushes buffered counter deltas (best effort: what cannot be applied is left to the recount) and releases
+   * the client's sockets and timers (only when the store built the client itself).
+   */
+  async close(): Promise<void> {
+    this.#counterBuffer?.stop();
+    await this.#counterBuffer?.flush().catch(() => undefined);
     if (this.#ownsClient) this.#client.dispose();
   }
 
@@ -289,34 +312,60 @@ export class MessageStore {
     const id = statusRowId(w.eventId, w.sessionId);
     const item = this.#c.events.item(id, [w.endpointId, w.eventId]);
 
+    const cacheKey = `${w.endpointId}/${id}`;
+
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
-      let raw: unknown;
-      let etag: string | undefined;
-      try {
-        const read = await item.read();
-        raw = read.statusCode === 404 ? undefined : read.resource;
-        etag = read.etag;
-      } catch (err) {
-        if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'status row read');
-      }
+      // Attempt 1 may decide without a read: from the cached version, or - for a request copy, which normally
+      // opens its row - by assuming there is no row yet. Either way the write itself is conditional (If-Match
+      // the cached etag, or create), so a wrong assumption costs a 412/409 and a fresh read on the next attempt.
+      let exists: boolean;
       let existing: StatusRow | null = null;
       let unreadable = false;
-      if (raw !== undefined) {
-        const parsed = statusRowSchema.safeParse(raw);
-        if (parsed.success) existing = parsed.data;
-        else unreadable = true;
+      let etag: string | undefined;
+      let optimistic = false;
+      const cached = attempt === 1 ? this.#rowCache.get(cacheKey) : undefined;
+      if (cached) {
+        ({ row: existing, etag } = cached);
+        exists = true;
+        optimistic = true;
+      } else if (attempt === 1 && w.messageType === MessageType.EventRequest && expect === undefined) {
+        exists = false;
+        optimistic = true;
+      } else {
+        let raw: unknown;
+        try {
+          const read = await item.read();
+          raw = read.statusCode === 404 ? undefined : read.resource;
+          etag = read.etag;
+        } catch (err) {
+          if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'status row read');
+        }
+        exists = raw !== undefined;
+        if (exists) {
+          const parsed = statusRowSchema.safeParse(raw);
+          if (parsed.success) existing = parsed.data;
+          else unreadable = true;
+        }
       }
       // Whatever must be stored before the status (the history entry) completes before any decision is acted on.
       if (gate !== undefined) await gate;
-      if (unreadable && guarded) return { outcome: 'ignored', reason: 'unreadable-row', current: null };
-      if (expect !== undefined && !matchesExpectation(existing, expect)) {
-        return { outcome: 'ignored', reason: 'precondition-failed', current: existing };
+      let refusal: { reason: IgnoreReason | 'precondition-failed' } | undefined;
+      if (unreadable && guarded) refusal = { reason: 'unreadable-row' };
+      else if (expect !== undefined && !matchesExpectation(existing, expect))
+        refusal = { reason: 'precondition-failed' };
+      else {
+        const decision = decideStaleWrite(
+          { status, messageType: w.messageType, messageId: w.messageId },
+          existing,
+        );
+        if (!decision.apply) refusal = { reason: decision.reason };
       }
-      const decision = decideStaleWrite(
-        { status, messageType: w.messageType, messageId: w.messageId },
-        existing,
-      );
-      if (!decision.apply) return { outcome: 'ignored', reason: decision.reason, current: existing };
+      if (refusal !== undefined) {
+        // A refusal is never conditional on an etag, so one decided from an assumed version is confirmed first.
+        if (optimistic) continue;
+        if (existing) this.#rowCache.set(cacheKey, existing, etag);
+        return { outcome: 'ignored', reason: refusal.reason, current: existing };
+      }
 
       const now = this.#iso();
       const row: StatusRow = {
@@ -355,36 +404,42 @@ export class MessageStore {
         sessionIdLower: w.sessionId.toLowerCase(),
       };
       try {
-        if (raw === undefined) await this.#c.events.items.create(row);
-        else await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } });
+        const written = exists
+          ? await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } })
+          : await this.#c.events.items.create(row);
+        this.#rowCache.set(cacheKey, row, written.etag);
       } catch (err) {
+        this.#rowCache.delete(cacheKey);
         const code = cosmosStatus(err);
         // 409: created concurrently; 412: changed since our read; 404: deleted since our read. Decide again.
         if (code === 409 || code === 412 || code === 404) {
-          await sleep(randomInt(0, 4 * attempt + 1));
+          if (!optimistic) await sleep(randomInt(0, 4 * attempt + 1));
           continue;
         }
         rethrowCosmos(err, 'status row write');
       }
+      // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
+      // recount is due.
       const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
-      const ops = counterDelta(previous, bucketOf(status, row.subStatus));
-      let counters: 'updated' | 'unchanged' | 'failed' = ops.length === 0 ? 'unchanged' : 'updated';
-      if (unreadable) counters = 'failed'; // the old row's bucket is unknown: only a recount can be exact
-      try {
-        // An unreadable old row still gets the new bucket counted; its old bucket is left for the recount.
-        await applyCounterDelta(
-          this.#c.counters,
-          w.endpointId,
-          unreadable ? counterDelta(null, bucketOf(status, row.subStatus)) : ops,
-        );
-      } catch {
-        // The row is the truth and is already written; failing the call now would make the caller retry a write
-        // that then sees no transition. Reported instead, repaired by recountEndpoint.
-        counters = 'failed';
+      const next = bucketOf(status, row.subStatus);
+      let counters: 'updated' | 'unchanged' | 'queued' | 'failed' =
+        previous === next ? 'unchanged' : 'updated';
+      if (this.#counterBuffer) {
+        this.#counterBuffer.add(w.endpointId, previous, next);
+        if (counters === 'updated') counters = 'queued';
+      } else {
+        try {
+          await applyCounterDelta(this.#c.counters, w.endpointId, counterDelta(previous, next));
+        } catch {
+          // The row is the truth and is already written; failing the call now would make the caller retry a
+          // write that then sees no transition. Reported instead, repaired by recountEndpoint.
+          counters = 'failed';
+        }
       }
+      if (unreadable) counters = 'failed';
       return {
         outcome: 'written',
-        created: raw === undefined,
+        created: !exists,
         previousStatus: existing?.status ?? null,
         previousMessageId: existing?.lastMessageId ?? null,
         row,

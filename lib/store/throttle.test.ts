@@ -22,7 +22,7 @@ before(async () => {
   store = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, now: steppingClock() });
 });
 after(async () => {
-  store.close();
+  await store.close();
   await proxy.close();
   await cosmos.close();
 });
@@ -57,7 +57,7 @@ describe('throttling surfaces as a typed error', () => {
     assert.equal(again.outcome, 'written');
   });
 
-  test('a 429 on the read before a guarded write, on a history write and on a query', async () => {
+  test('a 429 on the read before a guarded write (a deferral reads first), on a history write and on a query', async () => {
     const ep = uniq('ep');
     proxy.inject({
       status: 429,
@@ -66,7 +66,7 @@ describe('throttling surfaces as a typed error', () => {
       match: (r) => r.method === 'GET' && r.path.includes('/colls/events/docs/'),
     });
     await assert.rejects(
-      store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
+      store.writeStatus(msg(T.DeferralResponse, { endpointId: ep, eventId: 'e' })),
       StoreThrottledError,
     );
 
@@ -137,7 +137,29 @@ describe('throttling surfaces as a typed error', () => {
       assert.equal((await patient.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
     } finally {
       proxy.clear();
-      patient.close();
+      await patient.close();
+    }
+  });
+
+  test('a throttled counter flush keeps its deltas for the next flush', async () => {
+    const buffered = await createStore({
+      endpoint: proxy.endpoint,
+      key: cosmos.key,
+      database,
+      counterFlushMs: 60_000,
+    });
+    try {
+      const ep = uniq('ep');
+      await buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e' }));
+      proxy.inject({ status: 429, retryAfterMs: 10, match: (r) => r.path.includes('/colls/counters/') });
+      await assert.rejects(buffered.flushCounters(), StoreThrottledError);
+      proxy.clear();
+      assert.equal((await store.getCounts(ep)).failed, 0);
+      await buffered.flushCounters();
+      assert.equal((await store.getCounts(ep)).failed, 1);
+    } finally {
+      proxy.clear();
+      await buffered.close();
     }
   });
 

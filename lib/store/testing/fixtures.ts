@@ -42,7 +42,7 @@ export async function startStoreFixture(options: { now?: () => Date } = {}): Pro
     raw,
     database,
     close: async () => {
-      store.close();
+      await store.close();
       raw.dispose();
       await cosmos.close();
     },
