@@ -643,12 +643,20 @@ describe('heartbeats and platform records', () => {
     await f.store.saveHeartbeatSettings({ enabled: true, intervalSeconds: 60 });
     const current = await f.store.getHeartbeatSettings();
     assert.equal(current.settings.enabled, true);
-    const claim = { ...current.settings, lastSentAt: '2026-12-01T10:00:00.000Z' };
+    const claim = { lastSentAt: '2026-12-01T10:00:00.000Z' };
     const [a, b] = await Promise.all([
       f.store.saveHeartbeatSettings(claim, current.etag),
       f.store.saveHeartbeatSettings(claim, current.etag),
     ]);
     assert.equal([a, b].filter(Boolean).length, 1);
+    await f.store.saveHeartbeatSettings({ intervalSeconds: 120 });
+    const merged = (await f.store.getHeartbeatSettings()).settings;
+    assert.deepEqual(
+      [merged.enabled, merged.intervalSeconds, merged.lastSentAt],
+      [true, 120, '2026-12-01T10:00:00.000Z'],
+    );
+    await assert.rejects(f.store.saveHeartbeatSettings({ intervalSeconds: 10 }), StoreInputError);
+    await assert.rejects(f.store.saveHeartbeatSettings({ timeoutSeconds: 500 }), StoreInputError);
   });
 
   test('service health round trip', async () => {

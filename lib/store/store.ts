@@ -874,11 +874,16 @@ export class MessageStore {
   }
 
   /**
-   * Saves the heartbeat settings. With `ifMatch` the save is conditional (returns false when another instance
+   * Saves the heartbeat settings; fields left out keep their stored values (an operator's save does not reset
+   * the scheduler's lastSentAt). With `ifMatch` the save is conditional (returns false when another instance
    * changed them first): the scheduler claims a send this way so only one instance sends per interval.
    */
   async saveHeartbeatSettings(settings: Partial<HeartbeatSettings>, ifMatch?: string): Promise<boolean> {
-    const value = parseInput(heartbeatSettingsSchema, settings, 'heartbeat settings');
+    const { settings: current } = await this.getHeartbeatSettings();
+    const value = parseInput(heartbeatSettingsSchema, { ...current, ...settings }, 'heartbeat settings');
+    if (value.timeoutSeconds > value.intervalSeconds) {
+      throw new StoreInputError('heartbeat timeoutSeconds must not exceed intervalSeconds');
+    }
     return this.#writePlatform('settings_heartbeat', value, ifMatch);
   }
 
