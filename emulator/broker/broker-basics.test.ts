@@ -289,3 +289,38 @@ describe('entity status', () => {
     await broker.close();
   });
 });
+
+describe('updates replace optional fields', () => {
+  test('forwardTo, forwardDeadLetteredMessagesTo and userMetadata given as undefined are cleared', async () => {
+    const { broker } = await brokerWithClock();
+    broker.createTopic({ name: 't', userMetadata: 'meta' });
+    broker.createTopic({ name: 'target' });
+    broker.createSubscription({
+      topicName: 't',
+      subscriptionName: 's',
+      forwardTo: 'target',
+      forwardDeadLetteredMessagesTo: 'target',
+      userMetadata: 'm',
+    });
+    broker.updateSubscription({ topicName: 't', subscriptionName: 's', maxDeliveryCount: 4 });
+    assert.equal(broker.getSubscription('t', 's').forwardTo, 'target', 'absent keys keep their values');
+    const cleared = broker.updateSubscription({
+      topicName: 't',
+      subscriptionName: 's',
+      forwardTo: undefined,
+      forwardDeadLetteredMessagesTo: undefined,
+      userMetadata: undefined,
+    });
+    assert.deepEqual(
+      [
+        cleared.forwardTo,
+        cleared.forwardDeadLetteredMessagesTo,
+        cleared.userMetadata,
+        cleared.maxDeliveryCount,
+      ],
+      [undefined, undefined, undefined, 4],
+    );
+    assert.equal(broker.updateTopic({ name: 't', userMetadata: undefined }).userMetadata, undefined);
+    await broker.close();
+  });
+});

@@ -152,6 +152,7 @@ export class ServiceBusBroker implements Broker {
       const topic = this.topic(d.name);
       checkPositiveDuration('defaultMessageTimeToLive', d.defaultMessageTimeToLiveMs);
       topic.desc = { ...topic.desc, ...definedOnly(d), name: topic.desc.name };
+      if ('userMetadata' in d && d.userMetadata === undefined) delete topic.desc.userMetadata;
       topic.times.updatedAt = this.now();
       this.journalTopic(topic);
       return this.topicView(topic);
@@ -256,7 +257,10 @@ export class ServiceBusBroker implements Broker {
         topicName: sub.desc.topicName,
         subscriptionName: sub.desc.subscriptionName,
       };
-      if (d.forwardTo === undefined && 'forwardTo' in d) delete sub.desc.forwardTo;
+      // An update replaces the description (as Azure's PUT does): optional fields sent as undefined are cleared.
+      for (const key of ['forwardTo', 'forwardDeadLetteredMessagesTo', 'userMetadata'] as const) {
+        if (key in d && d[key] === undefined) delete sub.desc[key];
+      }
       sub.times.updatedAt = this.now();
       this.append({ k: 'sub', d: { ...sub.desc, ...sub.times } });
       // A status change may make receivers able to read again.
