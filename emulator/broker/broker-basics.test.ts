@@ -324,3 +324,34 @@ describe('updates replace optional fields', () => {
     await broker.close();
   });
 });
+
+describe('deleting entities with locked messages', () => {
+  test('frees their bytes and nothing comes back when locks would have expired', async () => {
+    const { broker, clock } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({
+      topicName: 't',
+      subscriptionName: 'plain',
+      lockDurationMs: 100,
+      maxDeliveryCount: 1,
+    });
+    broker.createSubscription({
+      topicName: 't',
+      subscriptionName: 'ses',
+      requiresSession: true,
+      maxDeliveryCount: 1,
+    });
+    broker.send('t', [msg({ group_id: 'g' })]);
+    (await broker.openReceiver({ source: { topic: 't', subscription: 'plain' }, mode: 'peekLock' })).take(1);
+    const sr = await broker.openReceiver({
+      source: { topic: 't', subscription: 'ses' },
+      mode: 'peekLock',
+      session: { sessionId: 'g', timeoutMs: 0 },
+    });
+    sr.take(1);
+    broker.deleteTopic('t');
+    tick(broker, clock, 1000);
+    assert.equal(broker.totalStoredBytes, 0);
+    await broker.close();
+  });
+});

@@ -1051,6 +1051,7 @@ export class ServiceBusBroker implements Broker {
     this.scheduler.at(until, () =>
       this.op(false, () => {
         if (m.lockToken !== token || (m.lockedUntil ?? 0) > this.now()) return;
+        if (m.queue.messages.get(m.seq) !== m) return; // settled or its subscription deleted meanwhile
         this.lockExpired(m);
       }),
     );
@@ -1230,6 +1231,10 @@ export class ServiceBusBroker implements Broker {
   private unlockSession(sub: SubscriptionState, session: SessionState): void {
     session.holder = undefined;
     session.epoch++;
+    if (sub.deleted) {
+      session.locked.clear();
+      return;
+    }
     const locked = [...session.locked].sort((a, b) => a.seq - b.seq);
     for (const m of locked) {
       this.unlock(m);
