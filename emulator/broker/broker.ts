@@ -392,7 +392,7 @@ export class ServiceBusBroker implements Broker {
         );
       });
       // Due (or past) times are routed now, after the batch is recorded.
-      this.runDueScheduled(topic);
+      for (const seq of seqs) this.fireScheduled(topic, seq);
       return seqs;
     });
   }
@@ -1272,7 +1272,7 @@ export class ServiceBusBroker implements Broker {
         at: item.at,
       });
     }
-    this.scheduler.at(item.at, () => this.op(true, () => this.runDueScheduled(topic)));
+    this.scheduler.at(item.at, () => this.op(true, () => this.fireScheduled(topic, item.seq)));
   }
 
   private removeScheduled(topic: TopicState, seq: number): ScheduledItem | undefined {
@@ -1285,23 +1285,19 @@ export class ServiceBusBroker implements Broker {
     return item;
   }
 
-  private runDueScheduled(topic: TopicState): void {
-    if (topic.deleted) return;
-    const now = this.now();
-    const due = [...topic.scheduled.values()]
-      .filter((i) => i.at <= now)
-      .sort((a, b) => a.at - b.at || a.seq - b.seq);
-    for (const item of due) {
-      this.removeScheduled(topic, item.seq);
-      this.route({
-        topic,
-        message: item.message,
-        size: item.size,
-        hops: 0,
-        scheduledEnqueueTime: item.at,
-        reservedSeq: item.seq,
-      });
-    }
+  /** Routes one scheduled message if it is still scheduled and due (a cancelled one is simply gone). */
+  private fireScheduled(topic: TopicState, seq: number): void {
+    const item = topic.scheduled.get(seq);
+    if (topic.deleted || !item || item.at > this.now()) return;
+    this.removeScheduled(topic, seq);
+    this.route({
+      topic,
+      message: item.message,
+      size: item.size,
+      hops: 0,
+      scheduledEnqueueTime: item.at,
+      reservedSeq: item.seq,
+    });
   }
 
   // -------------------------------------------------------------------------------------------------------
