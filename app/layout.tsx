@@ -1,0 +1,36 @@
+import type { Metadata } from 'next';
+import type { ReactNode } from 'react';
+import Link from 'next/link';
+import './globals.css';
+import { Providers } from '../components/Providers.tsx';
+import { GlobalSearch } from '../components/GlobalSearch.tsx';
+
+export const metadata: Metadata = {
+  title: 'NimBus Console',
+  description: 'Operations console for the NimBus messaging platform',
+};
+
+export default function RootLayout({ children }: { children: ReactNode }) {
+  return (
+    <html lang="en">
+      <body className="min-h-screen bg-slate-50 text-slate-900">
+        <Providers>
+          <header className="border-b border-slate-200 bg-slate-900 text-slate-100">
+            <nav className="mx-auto flex max-w-7xl items-center gap-6 px-4 py-2">
+              <Link href="/" className="font-semibold tracking-tight">
+                NimBus Console
+              </Link>
+              <Link href="/" className="text-slate-300 hover:text-white">
+                Endpoints
+              </Link>
+              <div className="ml-auto">
+                <GlobalSearch />
+              </div>
+            </nav>
+          </header>
+          <main className="mx-auto max-w-7xl px-4 py-4">{children}</main>
+        </Providers>
+      </body>
+    </html>
+  );
+}

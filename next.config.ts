@@ -1,0 +1,15 @@
+// Next.js configuration of the operator console. The console runs as a Node server (`next start` or
+// server/console.ts); output stays the default so the launcher can start it programmatically.
+import type { NextConfig } from 'next';
+
+const config: NextConfig = {
+  // The broker and database clients (and the embedded Cosmos server the store module can start) are plain
+  // Node packages: loading them from node_modules at run time keeps them out of the server bundle.
+  serverExternalPackages: ['@azure/service-bus', '@azure/cosmos', '@vercel/cosmosdb-server', 'rhea', 'pino'],
+  // `npm run typecheck` checks the whole tree with one tsconfig; a second check inside `next build` only costs time.
+  typescript: { ignoreBuildErrors: true, tsconfigPath: 'tsconfig.next.json' },
+  poweredByHeader: false,
+  reactStrictMode: true,
+};
+
+export default config;

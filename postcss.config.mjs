@@ -1,0 +1,3 @@
+// Tailwind 4 runs as a PostCSS plugin in the Next.js build.
+const config = { plugins: { '@tailwindcss/postcss': {} } };
+export default config;
