@@ -33,6 +33,8 @@ export class SubscriberHost {
   private readonly stopController = new AbortController();
   private sender: ServiceBusSender | undefined;
   private workers: Promise<void>[] = [];
+  /** Sessions being handled right now; stop() waits for these (not for accepts still waiting on the broker). */
+  private readonly inFlight = new Set<Promise<void>>();
   private started = false;
 
   constructor(private readonly options: SubscriberHostOptions) {
@@ -60,7 +62,10 @@ export class SubscriberHost {
   async stop(): Promise<void> {
     if (!this.started) return;
     this.stopController.abort(new Error('subscriber host stopping'));
-    await Promise.allSettled(this.workers);
+    // The client cannot interrupt an acceptNextSession already waiting on the broker (it ignores the abort signal
+    // once the link attach is on the wire), so stop does not wait for those: a session accepted after stop is
+    // closed untouched. In-flight sessions are waited for, so every started settlement runs to the end.
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     this.workers = [];
     await this.sender?.close().catch(() => undefined);
     this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
@@ -94,16 +99,24 @@ export class SubscriberHost {
         continue;
       }
       backoff.reset();
-      try {
-        await this.runSession(receiver);
-      } catch (error) {
-        if (!this.stopping) {
-          const delay = backoff.next();
-          this.log.warn({ worker: index, sessionId: receiver.sessionId, err: errorSummary(error), delayMs: delay }, 'session receive failed; backing off');
-          await sleep(delay, this.stopController.signal);
-        }
-      } finally {
+      if (this.stopping) {
         await receiver.close().catch(() => undefined);
+        break;
+      }
+      // The session's promise includes releasing it, so stop() returns only once the session lock is given back.
+      let failure: unknown;
+      const session = this.runSession(receiver)
+        .catch((error: unknown) => {
+          failure = error ?? new Error('session failed');
+        })
+        .finally(() => receiver.close().catch(() => undefined));
+      this.inFlight.add(session);
+      await session;
+      this.inFlight.delete(session);
+      if (failure !== undefined && !this.stopping) {
+        const delay = backoff.next();
+        this.log.warn({ worker: index, sessionId: receiver.sessionId, err: errorSummary(failure), delayMs: delay }, 'session receive failed; backing off');
+        await sleep(delay, this.stopController.signal);
       }
     }
   }

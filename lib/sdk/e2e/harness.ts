@@ -1,0 +1,241 @@
+// End-to-end harness: the embedded emulator, the topology provisioned from a small catalog through the real admin
+// client, SDK hosts on the real @azure/service-bus client, and readers for what reaches the Resolver topic.
+import type { ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
+import { startEmulator } from '../../../emulator/index.ts';
+import type { RunningEmulator } from '../../../emulator/index.ts';
+import { parseCatalog } from '../../contract/catalog.ts';
+import type { Catalog, SessionState } from '../../contract/index.ts';
+import { decodeBody, decodeSessionState, encodeBody, eventBody, Prop, Topic } from '../../contract/index.ts';
+import type { MessageContent } from '../../contract/index.ts';
+import { createServiceBusClients } from '../../servicebus/index.ts';
+import type { ServiceBusClients } from '../../servicebus/index.ts';
+import { deriveTopology, provisionTopology } from '../../topology/index.ts';
+import { DeferredProcessor } from '../deferredProcessor.ts';
+import type { DeferredProcessorOptions } from '../deferredProcessor.ts';
+import { Publisher, sessionKeysFromCatalog } from '../publisher.ts';
+import { SubscriberHost } from '../subscriberHost.ts';
+import type { SubscriberHostOptions } from '../subscriberHost.ts';
+
+export const demoCatalog = parseCatalog({
+  endpoints: [
+    { id: 'shop', produces: ['OrderPlaced', 'CustomerUpdated'] },
+    // billing consumes OrderPlaced and also produces it (a re-publish to crm): its responses about OrderPlaced must
+    // not leak through its own OrderPlaced forwarder.
+    { id: 'billing', produces: ['InvoiceIssued', 'OrderPlaced'], consumes: ['OrderPlaced'] },
+    // crm alone consumes CustomerUpdated: the single-consumer flows use it, so one Resolver session holds one story.
+    { id: 'crm', consumes: ['OrderPlaced', 'InvoiceIssued', 'CustomerUpdated'] },
+  ],
+  eventTypes: [
+    { id: 'OrderPlaced', sessionKey: 'orderId' },
+    { id: 'InvoiceIssued', sessionKey: 'orderId' },
+    { id: 'CustomerUpdated', sessionKey: 'customerId' },
+  ],
+});
+
+export interface ResolverRecord {
+  type: string;
+  props: Record<string, unknown>;
+  content: MessageContent;
+  messageId: string;
+  correlationId?: string;
+  sessionId?: string;
+}
+
+export class Harness {
+  private readonly hosts: Array<{ stop(): Promise<void> }> = [];
+  private readonly senders = new Map<string, ServiceBusSender>();
+
+  private constructor(
+    readonly emulator: RunningEmulator,
+    readonly clients: ServiceBusClients,
+    readonly catalog: Catalog,
+  ) {}
+
+  static async start(catalog: Catalog = demoCatalog): Promise<Harness> {
+    const emulator = await startEmulator({ port: 0 });
+    const clients = createServiceBusClients(emulator.connectionString);
+    const h = new Harness(emulator, clients, catalog);
+    try {
+      await provisionTopology(clients.admin, deriveTopology(catalog), { subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 } });
+    } catch (error) {
+      await h.close();
+      throw error;
+    }
+    return h;
+  }
+
+  get client() {
+    return this.clients.client;
+  }
+
+  publisher(endpointId: string): Publisher {
+    const p = new Publisher({ client: this.client, endpointId, sessionKeys: sessionKeysFromCatalog(this.catalog) });
+    this.hosts.push({ stop: () => p.close() });
+    return p;
+  }
+
+  /** Starts a subscriber host with test-friendly timings. */
+  host(options: Omit<SubscriberHostOptions, 'client'>): SubscriberHost {
+    const host = new SubscriberHost({ maxConcurrentSessions: 2, sessionIdleTimeoutMs: 400, backoff: { initialMs: 50, maxMs: 500 }, ...options, client: this.client });
+    host.start();
+    this.hosts.push(host);
+    return host;
+  }
+
+  deferredProcessor(endpointId: string, options: Partial<DeferredProcessorOptions> = {}): DeferredProcessor {
+    const p = new DeferredProcessor({ drainWaitMs: 300, triggerWaitMs: 1000, backoff: { initialMs: 50, maxMs: 500 }, ...options, client: this.client, endpointId });
+    p.start();
+    this.hosts.push(p);
+    return p;
+  }
+
+  async send(topic: string, message: { body?: string; sessionId?: string; messageId?: string; correlationId?: string; props: Record<string, string | number> }): Promise<void> {
+    let sender = this.senders.get(topic);
+    if (!sender) {
+      sender = this.client.createSender(topic);
+      this.senders.set(topic, sender);
+    }
+    await sender.sendMessages({
+      body: Buffer.from(message.body ?? encodeBody({}), 'utf8'),
+      sessionId: message.sessionId,
+      messageId: message.messageId ?? crypto.randomUUID(),
+      correlationId: message.correlationId,
+      applicationProperties: message.props,
+    });
+  }
+
+  /** A Manager command as the console sends it: to the Manager topic, To = endpoint; the broker stamps From. */
+  async managerCommand(endpointId: string, type: string, target: { eventId: string; sessionId: string; eventTypeId?: string; parentMessageId?: string }, body?: string): Promise<void> {
+    await this.send(Topic.Manager, {
+      sessionId: target.sessionId,
+      body,
+      props: { [Prop.To]: endpointId, [Prop.MessageType]: type, [Prop.EventId]: target.eventId, ...(target.eventTypeId ? { [Prop.EventTypeId]: target.eventTypeId } : {}), [Prop.ParentMessageId]: target.parentMessageId ?? 'self', [Prop.RetryCount]: 0 },
+    });
+  }
+
+  /**
+   * Reads `count` messages of one Resolver session, in order, completing them. Fails naming what arrived when
+   * fewer come within the timeout.
+   */
+  async resolver(sessionId: string, count: number, timeoutMs = 15_000): Promise<ResolverRecord[]> {
+    const out: ResolverRecord[] = [];
+    const deadline = Date.now() + timeoutMs;
+    while (out.length < count && Date.now() < deadline) {
+      let receiver;
+      try {
+        receiver = await this.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      try {
+        while (out.length < count && Date.now() < deadline) {
+          const batch = await receiver.receiveMessages(count - out.length, { maxWaitTimeInMs: Math.min(1000, Math.max(50, deadline - Date.now())) });
+          for (const m of batch) {
+            out.push(toRecord(m));
+            await receiver.completeMessage(m);
+          }
+        }
+      } finally {
+        await receiver.close();
+      }
+    }
+    if (out.length < count) throw new Error(`Resolver session ${sessionId}: expected ${count} messages, got ${out.length}: ${out.map((r) => r.type).join(', ')}`);
+    return out;
+  }
+
+  /** Whatever else is in a Resolver session right now (briefly waits), to assert nothing more arrived. */
+  async resolverRest(sessionId: string, waitMs = 700): Promise<ResolverRecord[]> {
+    const out: ResolverRecord[] = [];
+    let receiver;
+    try {
+      receiver = await this.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
+    } catch {
+      return out;
+    }
+    try {
+      for (;;) {
+        const batch = await receiver.receiveMessages(10, { maxWaitTimeInMs: waitMs });
+        if (batch.length === 0) break;
+        for (const m of batch) {
+          out.push(toRecord(m));
+          await receiver.completeMessage(m);
+        }
+      }
+    } finally {
+      await receiver.close();
+    }
+    return out;
+  }
+
+  /** The session state of {E}/{E} (the host must not hold the session: stop it first, or let it go idle). */
+  async sessionState(endpointId: string, sessionId: string): Promise<SessionState> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        const receiver = await this.client.acceptSession(endpointId, endpointId, sessionId);
+        try {
+          return decodeSessionState(await receiver.getSessionState());
+        } finally {
+          await receiver.close();
+        }
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  async deadLetters(topic: string, subscription: string, max = 10, waitMs = 1000): Promise<ServiceBusReceivedMessage[]> {
+    const receiver = this.client.createReceiver(topic, subscription, { subQueueType: 'deadLetter' });
+    try {
+      const out = await receiver.receiveMessages(max, { maxWaitTimeInMs: waitMs });
+      for (const m of out) await receiver.completeMessage(m);
+      return out;
+    } finally {
+      await receiver.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const h of this.hosts.reverse()) await h.stop().catch(() => undefined);
+    for (const s of this.senders.values()) await s.close().catch(() => undefined);
+    await this.clients.close().catch(() => undefined);
+    await this.emulator.close();
+  }
+}
+
+function toRecord(m: ServiceBusReceivedMessage): ResolverRecord {
+  const props = { ...(m.applicationProperties ?? {}) } as Record<string, unknown>;
+  return {
+    type: String(props[Prop.MessageType]),
+    props,
+    content: decodeBody(m.body).content,
+    messageId: String(m.messageId),
+    correlationId: m.correlationId === undefined ? undefined : String(m.correlationId),
+    sessionId: m.sessionId,
+  };
+}
+
+export const customerBody = (payload: Record<string, unknown>) => eventBody('CustomerUpdated', payload);
+
+/** Runs a test body with a fresh harness, always closing it. */
+export async function withHarness(body: (h: Harness) => Promise<void>, catalog?: Catalog): Promise<void> {
+  const h = await Harness.start(catalog);
+  try {
+    await body(h);
+  } finally {
+    await h.close();
+  }
+}
+
+/** Waits until `probe` returns a value (not undefined), or fails after the timeout. */
+export async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
