@@ -1,0 +1,232 @@
+// Route handler tests against the real embedded stack: the emulator (topology from the demo catalog) through
+// @azure/service-bus, the embedded Cosmos server through @azure/cosmos. The handlers are called as Next calls
+// them: a web Request and a params promise.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import { decodeBody, MessageType, Prop } from '../lib/contract/index.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
+import { seedConsoleData, XSS_TEXT } from './testing/seed.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let stack: ConsoleTestStack;
+let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
+let routes: Awaited<ReturnType<typeof loadRoutes>>;
+let closeContext: () => Promise<void>;
+
+async function loadRoutes() {
+  return {
+    endpoints: await import('../app/api/endpoints/route.ts'),
+    events: await import('../app/api/endpoints/[endpointId]/events/route.ts'),
+    event: await import('../app/api/endpoints/[endpointId]/events/[eventId]/route.ts'),
+    resubmit: await import('../app/api/event/resubmit/[endpointId]/[eventId]/route.ts'),
+    skip: await import('../app/api/event/skip/[endpointId]/[eventId]/route.ts'),
+    bulkSkip: await import('../app/api/event/skip/route.ts'),
+    complete: await import('../app/api/event/handoff/complete/[endpointId]/[eventId]/[messageId]/route.ts'),
+    fail: await import('../app/api/event/handoff/fail/[endpointId]/[eventId]/[messageId]/route.ts'),
+    ready: await import('../app/api/ready/route.ts'),
+    search: await import('../app/api/search/route.ts'),
+  };
+}
+
+const params = <P>(p: P) => ({ params: Promise.resolve(p) });
+const get = (path: string) => new Request(`http://127.0.0.1${path}`);
+const post = (path: string, body?: unknown) =>
+  new Request(`http://127.0.0.1${path}`, {
+    method: 'POST',
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
+
+/** Receives what reached the endpoint's main (session) subscription in one session, completing it. */
+async function receiveMain(endpointId: string, sessionId: string, max: number, waitMs: number): Promise<ServiceBusReceivedMessage[]> {
+  const receiver = await stack.serviceBus.client.acceptSession(endpointId, endpointId, sessionId);
+  try {
+    const got = await receiver.receiveMessages(max, { maxWaitTimeInMs: waitMs });
+    for (const m of got) await receiver.completeMessage(m);
+    return got;
+  } finally {
+    await receiver.close();
+  }
+}
+
+before(async () => {
+  stack = await startConsoleTestStack();
+  Object.assign(process.env, stack.env);
+  seeded = await seedConsoleData(stack.store);
+  routes = await loadRoutes();
+  ({ closeContext } = await import('./context.ts'));
+});
+
+after(async () => {
+  await closeContext?.();
+  await stack?.close();
+});
+
+describe('console API on the embedded stack', () => {
+  test('GET /api/endpoints lists every catalog endpoint with counts from the counters', async () => {
+    const res = await routes.endpoints.GET(get('/api/endpoints'));
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { endpoints: Array<{ endpointId: string; counts: Record<string, number>; lastActivityAt: string | null; oldestFailureAt: string | null; heartbeat: { status: string } }> };
+    assert.deepEqual(body.endpoints.map((e) => e.endpointId).sort(), stack.catalog.endpoints.map((e) => e.id).sort());
+    const billing = body.endpoints.find((e) => e.endpointId === 'billingendpoint')!;
+    assert.equal(billing.counts.completed, 1);
+    assert.equal(billing.counts.deferred, 1);
+    assert.equal(billing.counts.failed, 2, 'Failed + DeadLettered');
+    assert.equal(billing.counts.deadLettered, 1);
+    assert.ok(billing.lastActivityAt && billing.oldestFailureAt);
+    assert.equal(billing.heartbeat.status, 'Unknown');
+    const erp = body.endpoints.find((e) => e.endpointId === 'erpendpoint')!;
+    assert.equal(erp.counts.pending, 2);
+    assert.equal(erp.counts.handoff, 2);
+  });
+
+  test('the event list filters on the server and pages with a continuation', async () => {
+    const ep = params({ endpointId: 'billingendpoint' });
+    const failed = (await (await routes.events.GET(get('/api/endpoints/billingendpoint/events?status=Failed,DeadLettered'), ep)).json()) as { items: Array<{ eventId: string; status: string }> };
+    assert.deepEqual(failed.items.map((i) => i.eventId).sort(), ['evt-dead-1', 'evt-failed-1']);
+
+    const byText = (await (await routes.events.GET(get('/api/endpoints/billingendpoint/events?q=CARD%20declined'), ep)).json()) as { items: Array<{ eventId: string }> };
+    assert.deepEqual(byText.items.map((i) => i.eventId), ['evt-failed-1']);
+
+    const bySession = (await (await routes.events.GET(get('/api/endpoints/billingendpoint/events?sessionId=ORD-200&eventTypeId=OrderCancelled'), ep)).json()) as { items: Array<{ eventId: string }> };
+    assert.deepEqual(bySession.items.map((i) => i.eventId), ['evt-parked-1']);
+
+    const seen: string[] = [];
+    let continuation: string | null = null;
+    do {
+      const qs: string = continuation ? `&continuation=${encodeURIComponent(continuation)}` : '';
+      const page = (await (await routes.events.GET(get(`/api/endpoints/billingendpoint/events?pageSize=1${qs}`), ep)).json()) as { items: Array<{ eventId: string }>; continuation: string | null };
+      assert.ok(page.items.length <= 1);
+      seen.push(...page.items.map((i) => i.eventId));
+      continuation = page.continuation;
+    } while (continuation);
+    assert.equal(new Set(seen).size, 4);
+    assert.equal(seen.length, 4);
+  });
+
+  test('bad filters, unknown endpoints and unknown events are answered 400 / 404 with a message', async () => {
+    const bad = await routes.events.GET(get('/api/endpoints/billingendpoint/events?status=Sleeping'), params({ endpointId: 'billingendpoint' }));
+    assert.equal(bad.status, 400);
+    const b = (await bad.json()) as { error: string; detail: string };
+    assert.equal(b.error, 'bad request');
+    assert.match(b.detail, /status/);
+    const forged = await routes.events.GET(get('/api/endpoints/billingendpoint/events?continuation=abc'), params({ endpointId: 'billingendpoint' }));
+    assert.equal(forged.status, 400);
+    const unknownEp = await routes.events.GET(get('/api/endpoints/nope/events'), params({ endpointId: 'nope' }));
+    assert.equal(unknownEp.status, 404);
+    const unknownEvent = await routes.event.GET(get('/x'), params({ endpointId: 'billingendpoint', eventId: 'no-such-event' }));
+    assert.equal(unknownEvent.status, 404);
+  });
+
+  test('event details carry the payload, history, audits and the parked siblings of the session', async () => {
+    const res = await routes.event.GET(get('/x'), params({ endpointId: 'billingendpoint', eventId: 'evt-failed-1' }));
+    assert.equal(res.status, 200);
+    const d = (await res.json()) as { event: { status: string; payload: { note: string }; errorText: string; errorType: string }; history: Array<{ messageType: string }>; parkedSiblings: Array<{ eventId: string }> };
+    assert.equal(d.event.status, 'Failed');
+    assert.equal(d.event.payload.note, XSS_TEXT);
+    assert.equal(d.event.errorType, 'PaymentDeclinedException');
+    assert.deepEqual(d.history.map((h) => h.messageType), ['EventRequest', 'ErrorResponse']);
+    assert.deepEqual(d.parkedSiblings.map((s) => s.eventId), ['evt-parked-1']);
+  });
+
+  test('resubmit lands on the Manager topic and reaches the endpoint session with From = Manager, once', async () => {
+    const ev = params({ endpointId: 'billingendpoint', eventId: 'evt-failed-1' });
+    const res = await routes.resubmit.POST(post('/x'), ev);
+    assert.equal(res.status, 200, await res.clone().text());
+    const r = (await res.json()) as { outcome: string; messageId: string };
+    assert.equal(r.outcome, 'sent');
+
+    // A repeated click: answered, not sent again.
+    const again = (await (await routes.resubmit.POST(post('/x'), ev)).json()) as { outcome: string; messageId: string };
+    assert.equal(again.outcome, 'duplicate');
+    assert.equal(again.messageId, r.messageId);
+
+    const got = await receiveMain('billingendpoint', 'ORD-200', 5, 3000);
+    assert.equal(got.length, 1, 'exactly one command reached the session');
+    const m = got[0]!;
+    assert.equal(m.messageId, r.messageId);
+    assert.equal(m.applicationProperties?.[Prop.From], 'Manager');
+    assert.equal(m.applicationProperties?.[Prop.To], 'billingendpoint');
+    assert.equal(m.applicationProperties?.[Prop.MessageType], MessageType.ResubmissionRequest);
+    assert.equal(m.applicationProperties?.[Prop.EventId], 'evt-failed-1');
+    assert.equal(m.applicationProperties?.[Prop.ParentMessageId], seeded.failed.lastMessageId);
+    const content = decodeBody(m.body);
+    assert.ok(content.ok);
+    assert.deepEqual(JSON.parse(content.content.EventContent!.EventJson!), seeded.failed.payload);
+
+    const d = (await (await routes.event.GET(get('/x'), ev)).json()) as { event: { status: string }; audits: Array<{ type: string; auditor: string }> };
+    assert.equal(d.event.status, 'Pending', 'the claim shows at once');
+    assert.deepEqual(d.audits.map((a) => [a.type, a.auditor]), [['Resubmit', 'anonymous']]);
+  });
+
+  test('resubmit of a Completed event is 409; a bad edited body is 400', async () => {
+    const done = await routes.resubmit.POST(post('/x'), params({ endpointId: 'billingendpoint', eventId: 'evt-completed-1' }));
+    assert.equal(done.status, 409);
+    assert.match(((await done.json()) as { detail: string }).detail, /Completed/);
+    const ev = params({ endpointId: 'billingendpoint', eventId: 'evt-dead-1' });
+    assert.equal((await routes.resubmit.POST(post('/x', '{not json'), ev)).status, 400);
+    assert.equal((await routes.resubmit.POST(post('/x', { payload: null }), ev)).status, 400);
+    assert.equal((await routes.resubmit.POST(post('/x', { payload: {}, eventTypeId: 'NoSuchType' }), ev)).status, 400);
+    assert.equal((await routes.resubmit.POST(post('/x', { payload: {}, extra: 1 }), ev)).status, 400);
+  });
+
+  test('an edited resubmission sends the edited payload and records ResubmitWithChanges', async () => {
+    const ev = params({ endpointId: 'billingendpoint', eventId: 'evt-dead-1' });
+    const edited = { orderId: 'ORD-300', fixed: true };
+    const res = await routes.resubmit.POST(post('/x', { payload: edited }), ev);
+    assert.equal(res.status, 200, await res.clone().text());
+    const got = await receiveMain('billingendpoint', 'ORD-300', 5, 3000);
+    assert.equal(got.length, 1);
+    const content = decodeBody(got[0]!.body);
+    assert.ok(content.ok);
+    assert.deepEqual(JSON.parse(content.content.EventContent!.EventJson!), edited);
+    const d = (await (await routes.event.GET(get('/x'), ev)).json()) as { event: { payload: unknown }; audits: Array<{ type: string }> };
+    assert.deepEqual(d.event.payload, edited);
+    assert.equal(d.audits[0]?.type, 'ResubmitWithChanges');
+  });
+
+  test('handoff settlement: a wrong messageId is 409, a missing errorText 400, the right one is sent', async () => {
+    const wrong = await routes.complete.POST(post('/x', { note: 'done' }), params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-1', messageId: 'not-it' }));
+    assert.equal(wrong.status, 409);
+    const ok = await routes.complete.POST(post('/x', { note: 'imported' }), params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-1', messageId: seeded.handoff.lastMessageId }));
+    assert.equal(ok.status, 200, await ok.clone().text());
+    const failCoords = params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-2', messageId: seeded.handoff2.lastMessageId });
+    assert.equal((await routes.fail.POST(post('/x', {}), failCoords)).status, 400);
+    const failed = await routes.fail.POST(post('/x', { errorText: 'Ledger rejected the invoice' }), failCoords);
+    assert.equal(failed.status, 200);
+    const [completedCmd] = await receiveMain('erpendpoint', 'INV-1', 5, 3000);
+    assert.equal(completedCmd?.applicationProperties?.[Prop.MessageType], MessageType.HandoffCompletedRequest);
+    assert.equal(completedCmd?.applicationProperties?.[Prop.From], 'Manager');
+    const [failedCmd] = await receiveMain('erpendpoint', 'INV-2', 5, 3000);
+    assert.equal(failedCmd?.applicationProperties?.[Prop.MessageType], MessageType.HandoffFailedRequest);
+    const body = decodeBody(failedCmd!.body);
+    assert.equal(body.content.ErrorContent?.ErrorText, 'Ledger rejected the invoice');
+    // Settled once: a second completion of the same handoff is not a pending handoff any more.
+    const second = await routes.fail.POST(post('/x', { errorText: 'again' }), params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-1', messageId: seeded.handoff.lastMessageId }));
+    assert.equal(second.status, 409);
+  });
+
+  test('bulk skip reports one result per event', async () => {
+    const res = await routes.bulkSkip.POST(post('/api/event/skip', { endpointId: 'billingendpoint', eventIds: ['evt-completed-1', 'evt-parked-1', 'nope'] }));
+    assert.equal(res.status, 200);
+    const r = (await res.json()) as { requested: number; sent: number; failed: number; results: Array<{ eventId: string; outcome: string; status?: number }> };
+    assert.equal(r.requested, 3);
+    assert.equal(r.sent, 0);
+    assert.deepEqual(r.results.map((x) => [x.eventId, x.outcome, x.status]), [
+      ['evt-completed-1', 'error', 409],
+      ['evt-parked-1', 'error', 409],
+      ['nope', 'error', 404],
+    ]);
+    assert.equal((await routes.bulkSkip.POST(post('/api/event/skip', { endpointId: 'billingendpoint', eventIds: [] }))).status, 400);
+  });
+
+  test('search finds events by id or session prefix; ready reports both dependencies', async () => {
+    const s = (await (await routes.search.GET(get('/api/search?q=ord-2'))).json()) as { items: Array<{ eventId: string }> };
+    assert.deepEqual(s.items.map((i) => i.eventId).sort(), ['evt-failed-1', 'evt-parked-1']);
+    const ready = await routes.ready.GET();
+    assert.equal(ready.status, 200);
+    assert.deepEqual(await ready.json(), { ready: true, cosmos: 'ok', serviceBus: 'ok' });
+  });
+});

@@ -1,0 +1,54 @@
+// The console's configuration, read from the environment (DESIGN.md §7) and validated once. A missing or bad
+// setting is one ConfigError naming every problem variable - never a value, since some of them are secrets.
+import { z } from 'zod';
+
+export const DEFAULT_CATALOG_PATH = 'catalog/demo.json';
+
+const nonEmpty = (what: string) => z.string({ error: `${what} is not set` }).trim().min(1, `${what} is empty`);
+
+export const consoleEnvSchema = z.object({
+  NIMBUS_SERVICEBUS_CONNECTION_STRING: nonEmpty('the Service Bus connection string').refine(
+    (v) => /(^|;)\s*Endpoint\s*=\s*sb:\/\//i.test(v),
+    'the Service Bus connection string has no Endpoint=sb://… part',
+  ),
+  NIMBUS_COSMOS_ENDPOINT: nonEmpty('the Cosmos DB endpoint').pipe(
+    z.url({ protocol: /^https?$/, error: 'the Cosmos DB endpoint is not an http(s) URL' }),
+  ),
+  NIMBUS_COSMOS_KEY: nonEmpty('the Cosmos DB key'),
+  NIMBUS_COSMOS_DATABASE: z
+    .string()
+    .trim()
+    .regex(/^[^/\\?#]{1,255}$/, 'the Cosmos database name must not contain / \\ ? #')
+    .default('nimbus'),
+  NIMBUS_CATALOG: z.string().trim().min(1).default(DEFAULT_CATALOG_PATH),
+  NIMBUS_AUTH: z.enum(['off', 'entra', 'oidc'], { error: 'NIMBUS_AUTH must be off, entra or oidc' }).default('off'),
+});
+
+export interface ConsoleConfig {
+  serviceBusConnectionString: string;
+  cosmos: { endpoint: string; key: string; database: string };
+  catalogPath: string;
+  auth: 'off' | 'entra' | 'oidc';
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Reads the console's settings; throws one ConfigError listing every problem (variable names only). */
+export function loadConsoleConfig(env: Record<string, string | undefined> = process.env): ConsoleConfig {
+  // Empty strings count as unset, so `VAR= npm start` reads like a missing variable.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = consoleEnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${String(i.path[0] ?? 'environment')}: ${i.message}`);
+    throw new ConfigError(`the console is not configured: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  return {
+    serviceBusConnectionString: e.NIMBUS_SERVICEBUS_CONNECTION_STRING,
+    cosmos: { endpoint: e.NIMBUS_COSMOS_ENDPOINT, key: e.NIMBUS_COSMOS_KEY, database: e.NIMBUS_COSMOS_DATABASE },
+    catalogPath: e.NIMBUS_CATALOG,
+    auth: e.NIMBUS_AUTH,
+  };
+}

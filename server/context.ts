@@ -1,0 +1,62 @@
+// The console's connections, one set per process: the store (Cosmos), the Service Bus clients, the catalog and
+// the Manager. Kept on globalThis because Next.js may load this module more than once (one copy per route
+// bundle); every copy must share one client, not open its own.
+import { isAbsolute, resolve } from 'node:path';
+import { loadCatalog } from '../lib/contract/catalog.ts';
+import type { Catalog } from '../lib/contract/index.ts';
+import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { createStore, type MessageStore } from '../lib/store/index.ts';
+import { loadConsoleConfig, type ConsoleConfig } from './config.ts';
+import { Manager } from './manager/manager.ts';
+
+export interface ConsoleContext {
+  config: ConsoleConfig;
+  store: MessageStore;
+  serviceBus: ServiceBusClients;
+  catalog: Catalog;
+  manager: Manager;
+}
+
+const KEY = Symbol.for('nimbus.console.context');
+type Slot = { pending?: Promise<ConsoleContext> };
+const slot = ((globalThis as Record<symbol, unknown>)[KEY] ??= {}) as Slot;
+
+async function open(env: Record<string, string | undefined>): Promise<ConsoleContext> {
+  const config = loadConsoleConfig(env);
+  const catalogPath = isAbsolute(config.catalogPath) ? config.catalogPath : resolve(process.cwd(), config.catalogPath);
+  const catalog = await loadCatalog(catalogPath);
+  // An interactive reader may wait a little on a throttle rather than fail the page (docs/store.md).
+  const store = await createStore({ ...config.cosmos, throttleRetries: 3, requestTimeoutMs: 10_000 });
+  let serviceBus: ServiceBusClients;
+  try {
+    serviceBus = createServiceBusClients(config.serviceBusConnectionString);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return { config, store, serviceBus, catalog, manager: new Manager({ store, client: serviceBus.client }) };
+}
+
+/** The process's context, opened on first use from the environment. A failed open is retried on the next call. */
+export function getContext(env: Record<string, string | undefined> = process.env): Promise<ConsoleContext> {
+  if (!slot.pending) {
+    const p = open(env);
+    slot.pending = p;
+    p.catch(() => {
+      if (slot.pending === p) slot.pending = undefined;
+    });
+  }
+  return slot.pending;
+}
+
+/** Closes the connections (the launcher's shutdown, the end of a test). */
+export async function closeContext(): Promise<void> {
+  const p = slot.pending;
+  slot.pending = undefined;
+  if (!p) return;
+  const ctx = await p.catch(() => undefined);
+  if (!ctx) return;
+  await ctx.manager.close().catch(() => undefined);
+  await ctx.serviceBus.close().catch(() => undefined);
+  await ctx.store.close().catch(() => undefined);
+}

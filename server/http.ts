@@ -1,0 +1,76 @@
+// HTTP plumbing shared by the route handlers: zod parsing with a 400, typed errors mapped to status codes, and
+// one JSON error shape `{ error, detail }`. Handlers stay "parse, authorize, call server/".
+import type { z } from 'zod';
+import { StoreError, StoreInputError, StoreThrottledError, describeIssues } from '../lib/store/index.ts';
+import { ConfigError } from './config.ts';
+import { log } from './log.ts';
+
+export class HttpError extends Error {
+  readonly status: number;
+  readonly detail: string;
+  constructor(status: number, error: string, detail: string) {
+    super(error);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+export const badRequest = (detail: string) => new HttpError(400, 'bad request', detail);
+export const notFound = (detail: string) => new HttpError(404, 'not found', detail);
+export const conflict = (detail: string) => new HttpError(409, 'conflict', detail);
+
+export function json(body: unknown, status = 200): Response {
+  return Response.json(body, { status, headers: { 'cache-control': 'no-store' } });
+}
+
+export function errorResponse(err: unknown): Response {
+  if (err instanceof HttpError) return json({ error: err.message, detail: err.detail }, err.status);
+  if (err instanceof StoreInputError) return json({ error: 'bad request', detail: err.message }, 400);
+  if (err instanceof ConfigError) return json({ error: 'not configured', detail: err.message }, 503);
+  if (err instanceof StoreThrottledError) {
+    const headers: Record<string, string> = { 'cache-control': 'no-store' };
+    if (err.retryAfterMs != null) headers['retry-after'] = String(Math.ceil(err.retryAfterMs / 1000));
+    return Response.json({ error: 'busy', detail: 'the store is throttling; try again shortly' }, { status: 503, headers });
+  }
+  if (err instanceof StoreError && err.transient) {
+    return json({ error: 'unavailable', detail: 'the store did not answer; try again' }, 503);
+  }
+  // Unknown failures: logged with their message only (no request bodies), answered without internals.
+  log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'request failed');
+  return json({ error: 'internal error', detail: 'the server could not complete the request' }, 500);
+}
+
+/** Runs a handler body and turns every thrown error into its JSON answer. */
+export async function handle(fn: () => Promise<Response>): Promise<Response> {
+  try {
+    return await fn();
+  } catch (err) {
+    return errorResponse(err);
+  }
+}
+
+export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw badRequest(`invalid ${what}: ${describeIssues(r.error)}`);
+  return r.data;
+}
+
+const MAX_BODY_BYTES = 1_000_000;
+
+/** Reads a JSON body (an empty body reads as undefined) and validates it; 400 on bad JSON or shape. */
+export async function readJsonBody<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
+  const text = await request.text();
+  if (text.length > MAX_BODY_BYTES) throw new HttpError(413, 'payload too large', `the body is over ${MAX_BODY_BYTES} bytes`);
+  let value: unknown = undefined;
+  if (text.trim() !== '') {
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw badRequest('the body is not valid JSON');
+    }
+  }
+  return parseOr400(schema, value, 'body');
+}
+
+/** Route params arrive as a promise in Next 16. */
+export type RouteContext<P> = { params: Promise<P> };

@@ -1,0 +1,115 @@
+// The Manager's wire messages (DESIGN.md §3): resubmit, skip and handoff settlement, addressed To = the endpoint
+// and sent to the `Manager` topic, whose per-endpoint subscription stamps From = 'Manager' and forwards them to
+// the endpoint's topic, where they reach the failed event's session. Pure builders, unit-tested without a broker.
+import { createHash } from 'node:crypto';
+import type { ServiceBusMessage } from '@azure/service-bus';
+import { encodeBody, eventBody, MessageType, Prop, SELF, toWireProperties } from '../../lib/contract/index.ts';
+import type { StatusRow } from '../../lib/store/index.ts';
+
+export type CommandType =
+  | typeof MessageType.ResubmissionRequest
+  | typeof MessageType.SkipRequest
+  | typeof MessageType.HandoffCompletedRequest
+  | typeof MessageType.HandoffFailedRequest;
+
+export type CommandSpec =
+  | { kind: 'resubmit'; edited?: { payload: unknown; eventTypeId?: string } }
+  | { kind: 'skip' }
+  | { kind: 'handoffComplete'; messageId: string; note?: string; result?: unknown }
+  | { kind: 'handoffFail'; messageId: string; errorText: string; errorType?: string };
+
+export function commandType(spec: CommandSpec): CommandType {
+  switch (spec.kind) {
+    case 'resubmit':
+      return MessageType.ResubmissionRequest;
+    case 'skip':
+      return MessageType.SkipRequest;
+    case 'handoffComplete':
+      return MessageType.HandoffCompletedRequest;
+    case 'handoffFail':
+      return MessageType.HandoffFailedRequest;
+  }
+}
+
+/**
+ * The command's MessageId, derived from what it answers: the same command about the same failed message always
+ * gets the same id. That is what makes a repeated click recognisable (the row's claim carries it) and lets the
+ * subscriber's inbox drop a second copy if one is ever sent.
+ */
+export function commandMessageId(
+  type: CommandType,
+  row: Pick<StatusRow, 'endpointId' | 'eventId' | 'sessionId'>,
+  answeredMessageId: string,
+): string {
+  const h = createHash('sha256')
+    .update(JSON.stringify([type, row.endpointId, row.eventId, row.sessionId, answeredMessageId]))
+    .digest('hex');
+  return `mgr-${h.slice(0, 40)}`;
+}
+
+/** The message id a command answers: the one that put the row in its current state. */
+export function originatingOf(row: StatusRow, answeredMessageId: string): string {
+  const o = row.originatingMessageId;
+  return o == null || o === '' || o === SELF ? answeredMessageId : o;
+}
+
+export interface BuiltCommand {
+  type: CommandType;
+  messageId: string;
+  message: ServiceBusMessage;
+}
+
+export function buildCommand(
+  spec: CommandSpec,
+  row: StatusRow,
+  answeredMessageId: string,
+  eventTypeId: string | null,
+  payload: unknown,
+  auditor: string,
+): BuiltCommand {
+  const type = commandType(spec);
+  const messageId = commandMessageId(type, row, answeredMessageId);
+  let body: string;
+  switch (spec.kind) {
+    case 'resubmit':
+      body = eventBody(eventTypeId ?? '', payload);
+      break;
+    case 'skip':
+      body = encodeBody({});
+      break;
+    case 'handoffComplete': {
+      // The external system's result becomes the event's content in the Resolver; a note alone is wrapped.
+      const result = spec.result !== undefined ? spec.result : spec.note !== undefined ? { note: spec.note, completedBy: auditor } : undefined;
+      body =
+        result === undefined
+          ? encodeBody({})
+          : encodeBody({ EventContent: { EventTypeId: eventTypeId, EventJson: JSON.stringify(result) } });
+      break;
+    }
+    case 'handoffFail':
+      body = encodeBody({ ErrorContent: { ErrorText: spec.errorText, ErrorType: spec.errorType ?? null } });
+      break;
+  }
+  return {
+    type,
+    messageId,
+    message: {
+      messageId,
+      sessionId: row.sessionId || undefined,
+      correlationId: row.correlationId ?? answeredMessageId,
+      contentType: 'application/json',
+      // Bytes, not a string: the client would JSON-encode a string a second time.
+      body: Buffer.from(body, 'utf8'),
+      // No From: the Manager subscription's rule action stamps it, so only the broker can say 'Manager'.
+      applicationProperties: toWireProperties({
+        [Prop.To]: row.endpointId,
+        [Prop.MessageType]: type,
+        [Prop.EventId]: row.eventId,
+        [Prop.EventTypeId]: eventTypeId,
+        [Prop.ParentMessageId]: answeredMessageId,
+        [Prop.OriginatingMessageId]: originatingOf(row, answeredMessageId),
+        [Prop.RetryCount]: 0,
+      }),
+    },
+  };
+}

@@ -1,0 +1,209 @@
+// The Manager: operator commands on one event (resubmit, skip, handoff settlement). Each command is
+//   1. checked against the event's current row (404 unknown, 409 when its state does not allow the action),
+//   2. claimed with a compare-and-swap write of the row (expect: the row version the operator acted on), so two
+//      clicks, two tabs or two console replicas cannot both send it; the row shows Pending at once,
+//   3. sent to the Manager topic (DESIGN.md §3) with a MessageId derived from the message it answers,
+//   4. recorded in the event's audit trail under that same id - the audit is the "sent" receipt.
+// A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing. A repeat after a failed
+// send (claim written, no receipt) sends again with the same MessageId, which the subscriber's inbox absorbs in
+// the rare case the first send did reach the broker.
+import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
+import { PendingSubStatus, ResolutionStatus, Topic } from '../../lib/contract/index.ts';
+import type { ResolutionStatus as ResolutionStatusT } from '../../lib/contract/index.ts';
+import { AuditType, docId, type MessageStore, type StatusRow } from '../../lib/store/index.ts';
+import { conflict, HttpError, notFound } from '../http.ts';
+import { log } from '../log.ts';
+import { buildCommand, commandMessageId, commandType, originatingOf, type CommandSpec } from './commands.ts';
+
+export interface CommandResult {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  /** sent = a command went out now; duplicate = the same command was already sent, nothing was sent again. */
+  outcome: 'sent' | 'duplicate';
+  messageId: string;
+  messageType: string;
+}
+
+const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
+  ResolutionStatus.Failed,
+  ResolutionStatus.DeadLettered,
+  ResolutionStatus.Unsupported,
+]);
+
+const isHandoff = (row: StatusRow) =>
+  row.status === ResolutionStatus.Pending && row.subStatus === PendingSubStatus.Handoff;
+
+/** Why `spec` is not allowed on `row` (undefined when it is). */
+export function refusal(spec: CommandSpec, row: StatusRow): string | undefined {
+  const state = row.subStatus ? `${row.status} (${row.subStatus})` : row.status;
+  switch (spec.kind) {
+    case 'resubmit':
+    case 'skip':
+      if (SETTLEABLE.has(row.status) || isHandoff(row)) return undefined;
+      return `${spec.kind} is not possible for an event that is ${state}`;
+    case 'handoffComplete':
+    case 'handoffFail':
+      if (!isHandoff(row)) return `the event is ${state}, not a pending handoff`;
+      if (spec.messageId !== row.lastMessageId && spec.messageId !== row.parentMessageId)
+        return `message ${spec.messageId} is not the event's pending handoff (that is ${row.lastMessageId})`;
+      return undefined;
+  }
+}
+
+const AUDIT_TYPE: Record<CommandSpec['kind'], string> = {
+  resubmit: AuditType.Resubmit,
+  skip: AuditType.Skip,
+  handoffComplete: AuditType.CompleteHandoff,
+  handoffFail: AuditType.FailHandoff,
+};
+
+export class Manager {
+  readonly #store: MessageStore;
+  readonly #client: ServiceBusClient;
+  #sender: ServiceBusSender | undefined;
+  /** Commands in flight in this process, by event: a double click is serialized here before it reaches Cosmos. */
+  readonly #inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(options: { store: MessageStore; client: ServiceBusClient }) {
+    this.#store = options.store;
+    this.#client = options.client;
+  }
+
+  async close(): Promise<void> {
+    await this.#sender?.close();
+    this.#sender = undefined;
+  }
+
+  /** Runs one command on one event; throws HttpError 404/409 (and 503 when the broker refuses the send). */
+  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string): Promise<CommandResult> {
+    const key = `${endpointId}\u0000${eventId}`;
+    const previous = this.#inFlight.get(key) ?? Promise.resolve();
+    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor));
+    this.#inFlight.set(key, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#inFlight.get(key) === run) this.#inFlight.delete(key);
+    }
+  }
+
+  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string): Promise<CommandResult> {
+    const type = commandType(spec);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const details = await this.#store.getEvent(endpointId, eventId, 1);
+      if (!details || details.rows.length === 0) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
+      // An event id can have a row per session it appeared in: act on the one the command fits.
+      const claimed = details.rows.find((r) => this.#isClaimBy(type, spec, r));
+      if (claimed) return this.#repeat(spec, claimed, auditor);
+      const row = details.rows.find((r) => refusal(spec, r) === undefined);
+      if (!row) throw conflict(refusal(spec, details.rows[0]!) ?? 'the event does not allow this action');
+
+      const answered = row.lastMessageId;
+      let eventTypeId = row.eventTypeId;
+      let payload: unknown = undefined;
+      if (spec.kind === 'resubmit') {
+        eventTypeId = spec.edited?.eventTypeId ?? row.eventTypeId;
+        payload = spec.edited ? spec.edited.payload : row.payload;
+        if (payload === undefined || payload === null)
+          throw conflict('the event has no stored payload to resubmit; resubmit it with an edited payload');
+        if (!eventTypeId) throw conflict('the event has no event type; resubmit it with an edited payload and event type');
+      }
+      const messageId = commandMessageId(type, row, answered);
+      const claim = await this.#store.writeStatus(
+        {
+          endpointId: row.endpointId,
+          eventId: row.eventId,
+          sessionId: row.sessionId,
+          messageId,
+          messageType: type,
+          eventTypeId,
+          parentMessageId: answered,
+          originatingMessageId: originatingOf(row, answered),
+          correlationId: row.correlationId,
+          from: Topic.Manager,
+          to: row.endpointId,
+          enqueuedAt: new Date().toISOString(),
+          ...(spec.kind === 'resubmit' && spec.edited ? { payload } : {}),
+        },
+        { lastMessageId: row.lastMessageId, status: row.status },
+      );
+      // Someone else changed the row between our read and our claim: decide again on the new version.
+      if (claim.outcome === 'ignored') continue;
+      return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, false);
+    }
+    throw conflict(`event ${eventId} kept changing; reload it and try again`);
+  }
+
+  /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
+  #isClaimBy(type: string, spec: CommandSpec, row: StatusRow): boolean {
+    if (row.status !== ResolutionStatus.Pending || row.messageType !== type || row.parentMessageId == null) return false;
+    if ((spec.kind === 'handoffComplete' || spec.kind === 'handoffFail') && spec.messageId !== row.parentMessageId)
+      return false;
+    return row.lastMessageId === commandMessageId(type as never, row, row.parentMessageId);
+  }
+
+  async #repeat(spec: CommandSpec, row: StatusRow, auditor: string): Promise<CommandResult> {
+    const answered = row.parentMessageId!;
+    const messageId = row.lastMessageId;
+    const audits = await this.#store.listAudits(row.eventId, { pageSize: 500 });
+    const receipt = audits.items.some((a) => a.id === docId(messageId));
+    if (receipt) {
+      return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
+    }
+    // Claimed but never confirmed sent: send again (same MessageId) and write the receipt.
+    let payload: unknown = undefined;
+    let eventTypeId = row.eventTypeId;
+    if (spec.kind === 'resubmit') {
+      payload = spec.edited ? spec.edited.payload : row.payload;
+      eventTypeId = spec.edited?.eventTypeId ?? row.eventTypeId;
+      if (payload === undefined || payload === null) throw conflict('the event has no stored payload to resubmit');
+    }
+    return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, true);
+  }
+
+  async #sendAndAudit(
+    spec: CommandSpec,
+    row: StatusRow,
+    answered: string,
+    eventTypeId: string | null,
+    payload: unknown,
+    auditor: string,
+    resend: boolean,
+  ): Promise<CommandResult> {
+    const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
+    try {
+      this.#sender ??= this.#client.createSender(Topic.Manager);
+      await this.#sender.sendMessages(built.message);
+    } catch (err) {
+      log.warn(
+        { endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, err: err instanceof Error ? err.message : String(err) },
+        'manager command not sent',
+      );
+      throw new HttpError(503, 'unavailable', 'the command could not be sent to Service Bus; try again (it will not be sent twice)');
+    }
+    log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, resend }, 'manager command sent');
+    const edited = spec.kind === 'resubmit' && spec.edited !== undefined;
+    const data: Record<string, unknown> = { messageId: built.messageId, sessionId: row.sessionId, answers: answered };
+    if (edited) {
+      const text = JSON.stringify(payload);
+      data.eventTypeId = eventTypeId;
+      if (text.length <= 3000) data.payload = payload;
+      else data.payloadBytes = text.length;
+    }
+    if (spec.kind === 'handoffFail') data.errorText = spec.errorText.slice(0, 1000);
+    if (spec.kind === 'handoffComplete' && spec.note) data.note = spec.note.slice(0, 1000);
+    await this.#store.recordAudit({
+      id: built.messageId,
+      eventId: row.eventId,
+      endpointId: row.endpointId,
+      eventTypeId,
+      type: edited ? AuditType.ResubmitWithChanges : AUDIT_TYPE[spec.kind],
+      auditor,
+      comment: spec.kind === 'handoffFail' ? spec.errorText.slice(0, 4000) : spec.kind === 'handoffComplete' ? (spec.note ?? null) : null,
+      data: JSON.stringify(data).slice(0, 4096),
+    });
+    return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'sent', messageId: built.messageId, messageType: built.type };
+  }
+}
+

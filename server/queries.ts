@@ -1,0 +1,306 @@
+// Read models for the console's pages, built on the store. The endpoint overview reads the maintained counters
+// (never a scan of events) plus two bounded TOP 1 queries per endpoint; lists are single-endpoint, bounded pages
+// with continuation tokens; nothing here returns a payload except the event details.
+import type { SqlParameter } from '@azure/cosmos';
+import { z } from 'zod';
+import { ResolutionStatus, resolutionStatusSchema } from '../lib/contract/index.ts';
+import type { Catalog } from '../lib/contract/index.ts';
+import {
+  CONTAINERS,
+  queryPage,
+  statusRowSchema,
+  type AuditEntry,
+  type EndpointCounts,
+  type HistoryEntry,
+  type MessageStore,
+  type StatusRow,
+  type StatusRowSummary,
+} from '../lib/store/index.ts';
+import { notFound } from './http.ts';
+
+const FAILED_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported];
+
+export interface EndpointOverview {
+  endpointId: string;
+  owner: string | null;
+  description: string | null;
+  inCatalog: boolean;
+  counts: Omit<EndpointCounts, 'endpointId' | 'buckets' | 'recountedAt'>;
+  oldestFailureAt: string | null;
+  lastActivityAt: string | null;
+  heartbeat: { status: string; at: string | null; sdkVersion: string | null };
+}
+
+const zeroCounts = (): EndpointOverview['counts'] => ({
+  pending: 0,
+  handoff: 0,
+  deferred: 0,
+  failed: 0,
+  deadLettered: 0,
+  unsupported: 0,
+  completed: 0,
+  skipped: 0,
+});
+
+async function topOne(store: MessageStore, endpointId: string, where: string, params: SqlParameter[], order: 'ASC' | 'DESC') {
+  const r = await store.database
+    .container(CONTAINERS.events)
+    .items.query<string>(
+      {
+        query: `SELECT TOP 1 VALUE c.updatedAt FROM c WHERE c.endpointId = @ep${where} ORDER BY c.updatedAt ${order}`,
+        parameters: [{ name: '@ep', value: endpointId }, ...params],
+      },
+      { partitionKey: [endpointId] },
+    )
+    .fetchAll();
+  const v = r.resources[0];
+  return typeof v === 'string' ? v : null;
+}
+
+/** Every catalog endpoint (and any endpoint with data but no longer in the catalog) with its counts. */
+export async function endpointsOverview(store: MessageStore, catalog: Catalog): Promise<EndpointOverview[]> {
+  const { endpoints: counted } = await store.getAllCounts();
+  const byId = new Map(counted.map((c) => [c.endpointId, c]));
+  const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId)])];
+  return Promise.all(
+    ids.map(async (endpointId): Promise<EndpointOverview> => {
+      const entry = catalog.endpoints.find((e) => e.id === endpointId);
+      const c = byId.get(endpointId);
+      const counts = c
+        ? {
+            pending: c.pending,
+            handoff: c.handoff,
+            deferred: c.deferred,
+            failed: c.failed,
+            deadLettered: c.deadLettered,
+            unsupported: c.unsupported,
+            completed: c.completed,
+            skipped: c.skipped,
+          }
+        : zeroCounts();
+      const [lastActivityAt, oldestFailureAt, heartbeats] = await Promise.all([
+        topOne(store, endpointId, '', [], 'DESC'),
+        counts.failed > 0
+          ? topOne(store, endpointId, ' AND ARRAY_CONTAINS(@s, c.status)', [{ name: '@s', value: FAILED_STATUSES }], 'ASC')
+          : Promise.resolve(null),
+        store.listHeartbeats(endpointId, 1),
+      ]);
+      const hb = heartbeats[0];
+      return {
+        endpointId,
+        owner: entry?.owner ?? null,
+        description: entry?.description ?? null,
+        inCatalog: entry !== undefined,
+        counts,
+        oldestFailureAt,
+        lastActivityAt,
+        heartbeat: { status: hb?.status ?? 'Unknown', at: hb?.answeredAt ?? hb?.updatedAt ?? null, sdkVersion: hb?.sdkVersion ?? null },
+      };
+    }),
+  );
+}
+
+/** Query-string filters of the event list. Unknown keys are ignored; bad values are a 400. */
+export const eventListQuerySchema = z.object({
+  status: z
+    .string()
+    .optional()
+    .transform((s) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []))
+    .pipe(z.array(z.union([resolutionStatusSchema, z.literal('Handoff')])).max(10)),
+  eventTypeId: z.string().trim().max(260).optional().transform((v) => v || undefined),
+  sessionId: z.string().trim().max(128).optional().transform((v) => v || undefined),
+  eventId: z.string().trim().max(128).optional().transform((v) => v || undefined),
+  from: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
+  to: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
+  q: z.string().trim().max(200).optional().transform((v) => v || undefined),
+  continuation: z.string().max(8192).optional().transform((v) => v || undefined),
+  pageSize: z.coerce.number().int().min(1).max(200).optional(),
+});
+export type EventListQuery = z.output<typeof eventListQuerySchema>;
+
+export interface EventListItem {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  eventTypeId: string | null;
+  status: string;
+  subStatus: string | null;
+  messageId: string;
+  messageType: string | null;
+  errorText: string | null;
+  blockedBy: string | null;
+  expectedBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload');
+const SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
+const summarySchema = statusRowSchema.omit({ payload: true });
+
+export function toListItem(r: StatusRowSummary): EventListItem {
+  return {
+    endpointId: r.endpointId,
+    eventId: r.eventId,
+    sessionId: r.sessionId,
+    eventTypeId: r.eventTypeId,
+    status: r.status,
+    subStatus: r.subStatus,
+    messageId: r.lastMessageId,
+    messageType: r.messageType,
+    // Lists show the first line of the error only; details carry the full text.
+    errorText: r.errorText ? r.errorText.slice(0, 300) : null,
+    blockedBy: r.blockedBy,
+    expectedBy: r.expectedBy,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+  };
+}
+
+/**
+ * One page of an endpoint's events, newest update first, with every filter applied in the query (server-side).
+ * 'Handoff' in the status filter means Pending rows parked on a handoff. The error-text filter is a
+ * case-insensitive substring match (the store's own listEvents has no text filter, so the query is built here).
+ */
+export async function listEndpointEvents(
+  store: MessageStore,
+  endpointId: string,
+  f: EventListQuery,
+): Promise<{ items: EventListItem[]; continuation: string | null }> {
+  const where = ['c.endpointId = @ep'];
+  const parameters: SqlParameter[] = [{ name: '@ep', value: endpointId }];
+  const statuses = f.status.filter((s) => s !== 'Handoff');
+  const handoff = f.status.includes('Handoff');
+  const parts: string[] = [];
+  if (statuses.length > 0) {
+    parts.push('ARRAY_CONTAINS(@statuses, c.status)');
+    parameters.push({ name: '@statuses', value: statuses });
+  }
+  if (handoff) parts.push(`(c.status = '${ResolutionStatus.Pending}' AND c.subStatus = 'Handoff')`);
+  if (parts.length > 0) where.push(`(${parts.join(' OR ')})`);
+  const eq = (field: string, name: string, value: string | undefined) => {
+    if (value === undefined) return;
+    where.push(`c.${field} = @${name}`);
+    parameters.push({ name: `@${name}`, value });
+  };
+  eq('eventTypeId', 'type', f.eventTypeId);
+  eq('sessionId', 'session', f.sessionId);
+  eq('eventId', 'event', f.eventId);
+  if (f.from) {
+    where.push('c.updatedAt >= @from');
+    parameters.push({ name: '@from', value: new Date(f.from).toISOString() });
+  }
+  if (f.to) {
+    where.push('c.updatedAt < @to');
+    parameters.push({ name: '@to', value: new Date(f.to).toISOString() });
+  }
+  if (f.q) {
+    where.push('IS_STRING(c.errorText) AND CONTAINS(LOWER(c.errorText), @q)');
+    parameters.push({ name: '@q', value: f.q.toLowerCase() });
+  }
+  const page = await queryPage(
+    store.database.container(CONTAINERS.events),
+    { query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`, parameters },
+    summarySchema,
+    { pageSize: f.pageSize ?? 50, continuationToken: f.continuation, partitionKey: [endpointId] },
+    'event list',
+  );
+  return { items: page.items.map(toListItem), continuation: page.continuationToken ?? null };
+}
+
+export interface EventDetailsView {
+  event: EventListItem & {
+    payload: unknown;
+    errorText: string | null;
+    errorType: string | null;
+    deadLetterReason: string | null;
+    deadLetterErrorDescription: string | null;
+    correlationId: string | null;
+    originatingMessageId: string | null;
+    parentMessageId: string | null;
+    from: string | null;
+    to: string | null;
+    retryCount: number | null;
+    retryLimit: number | null;
+    handoff: { reason: string | null; externalJobId: string | null; expectedBy: string | null } | null;
+  };
+  /** Other rows of the same event id on this endpoint (other sessions). */
+  otherRows: EventListItem[];
+  history: Array<{
+    messageId: string;
+    messageType: string;
+    from: string | null;
+    to: string | null;
+    enqueuedAt: string;
+    errorText: string | null;
+    errorType: string | null;
+    deadLetterReason: string | null;
+    retryCount: number | null;
+  }>;
+  audits: AuditEntry[];
+  parkedSiblings: EventListItem[];
+}
+
+function historyView(h: HistoryEntry): EventDetailsView['history'][number] {
+  return {
+    messageId: h.messageId,
+    messageType: h.messageType,
+    from: h.from,
+    to: h.to,
+    enqueuedAt: h.enqueuedAt,
+    errorText: h.errorText,
+    errorType: h.errorType,
+    deadLetterReason: h.deadLetterReason,
+    retryCount: h.retryCount,
+  };
+}
+
+/** An event's row, history, audits and the parked siblings of its session; 404 when unknown. */
+export async function eventDetails(store: MessageStore, endpointId: string, eventId: string): Promise<EventDetailsView> {
+  const d = await store.getEvent(endpointId, eventId, 200);
+  const row: StatusRow | undefined = d?.rows[0];
+  if (!d || !row) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
+  const parked =
+    row.sessionId !== ''
+      ? await store.listParkedSiblings({ endpointId, sessionId: row.sessionId, blockedBy: eventId, pageSize: 100 })
+      : { items: [] };
+  const isHandoff = row.subStatus === 'Handoff' || row.handoffReason != null;
+  return {
+    event: {
+      ...toListItem(row),
+      errorText: row.errorText,
+      payload: row.payload ?? null,
+      errorType: row.errorType,
+      deadLetterReason: row.deadLetterReason,
+      deadLetterErrorDescription: row.deadLetterErrorDescription,
+      correlationId: row.correlationId,
+      originatingMessageId: row.originatingMessageId,
+      parentMessageId: row.parentMessageId,
+      from: row.from,
+      to: row.to,
+      retryCount: row.retryCount,
+      retryLimit: row.retryLimit,
+      handoff: isHandoff ? { reason: row.handoffReason, externalJobId: row.externalJobId, expectedBy: row.expectedBy } : null,
+    },
+    otherRows: d.rows.slice(1).map(toListItem),
+    history: d.history.items.map(historyView),
+    audits: d.audits.items,
+    parkedSiblings: parked.items.map(toListItem),
+  };
+}
+
+/** Search by event id or session id prefix across endpoints (the header's search box). */
+export async function search(store: MessageStore, q: string): Promise<{ items: EventListItem[] }> {
+  const [byEvent, bySession] = await Promise.all([
+    store.searchEvents({ eventIdPrefix: q, pageSize: 25 }),
+    store.searchEvents({ sessionIdPrefix: q, pageSize: 25 }),
+  ]);
+  const seen = new Set<string>();
+  const items: EventListItem[] = [];
+  for (const r of [...byEvent.items, ...bySession.items]) {
+    if (seen.has(r.id + r.endpointId)) continue;
+    seen.add(r.id + r.endpointId);
+    items.push(toListItem(r));
+  }
+  return { items };
+}

@@ -1,0 +1,54 @@
+// Request shapes of the console API (route params and bodies), validated with zod in the route handlers.
+import { z } from 'zod';
+import { MAX_PAYLOAD_DEPTH, jsonDepth } from '../lib/contract/index.ts';
+
+export const endpointIdParam = z
+  .string()
+  .min(1)
+  .max(50)
+  .regex(/^[A-Za-z0-9._-]+$/, 'endpoint ids are letters, digits, ".", "_" and "-"');
+export const idParam = z.string().min(1).max(128);
+
+export const endpointParams = z.object({ endpointId: endpointIdParam });
+export const eventParams = z.object({ endpointId: endpointIdParam, eventId: idParam });
+export const handoffParams = z.object({ endpointId: endpointIdParam, eventId: idParam, messageId: idParam });
+
+/** A JSON payload an operator may send: anything but null, not nested deeper than the SDK accepts. */
+const payloadSchema = z
+  .unknown()
+  .refine((v) => v !== undefined && v !== null, 'payload is required and must not be null')
+  .refine((v) => jsonDepth(v, MAX_PAYLOAD_DEPTH + 1) <= MAX_PAYLOAD_DEPTH, `payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+
+/** Resubmit body: absent/empty = resubmit the stored payload; `{ payload, eventTypeId? }` = edited resubmission. */
+export const resubmitBody = z
+  .object({
+    payload: payloadSchema,
+    eventTypeId: z.string().trim().min(1).max(260).optional(),
+  })
+  .strict()
+  .optional();
+
+export const skipBody = z.object({}).strict().optional();
+
+export const handoffCompleteBody = z
+  .object({
+    note: z.string().max(2000).optional(),
+    result: z.unknown().optional(),
+  })
+  .strict()
+  .optional();
+
+export const handoffFailBody = z
+  .object({
+    errorText: z.string().trim().min(1, 'errorText is required').max(4000),
+    errorType: z.string().trim().min(1).max(200).optional(),
+  })
+  .strict();
+
+export const MAX_BULK = 200;
+export const bulkBody = z
+  .object({
+    endpointId: endpointIdParam,
+    eventIds: z.array(idParam).min(1, 'eventIds is empty').max(MAX_BULK, `at most ${MAX_BULK} events per request`),
+  })
+  .strict();

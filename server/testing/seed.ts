@@ -1,0 +1,109 @@
+// Seeds status rows and history the way the Resolver records them (request, then its response), so console
+// tests start from realistic states: completed, failed with a parked sibling, dead-lettered, pending handoff.
+import { MessageType } from '../../lib/contract/index.ts';
+import type { MessageType as MessageTypeT } from '../../lib/contract/index.ts';
+import type { MessageStore } from '../../lib/store/index.ts';
+
+/** A payload that would run script if it were ever rendered as HTML. */
+export const XSS_TEXT = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>';
+
+export interface SeededEvent {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  eventTypeId: string;
+  payload: Record<string, unknown>;
+  /** MessageId of the message that last wrote the row. */
+  lastMessageId: string;
+}
+
+let seq = 0;
+const at = (base: number) => new Date(base + seq++ * 1000).toISOString();
+
+async function record(
+  store: MessageStore,
+  e: Omit<SeededEvent, 'lastMessageId'>,
+  type: MessageTypeT,
+  messageId: string,
+  parentMessageId: string,
+  extra: Record<string, unknown>,
+  when: string,
+): Promise<void> {
+  const common = {
+    endpointId: e.endpointId,
+    eventId: e.eventId,
+    sessionId: e.sessionId,
+    messageId,
+    messageType: type,
+    eventTypeId: e.eventTypeId,
+    parentMessageId,
+    originatingMessageId: `${e.eventId}-req`,
+    correlationId: `${e.eventId}-corr`,
+    from: type === MessageType.EventRequest ? 'storefrontendpoint' : e.endpointId,
+    to: type === MessageType.EventRequest ? e.endpointId : 'Resolver',
+    enqueuedAt: when,
+    ...extra,
+  };
+  await store.recordOutcome({ history: { ...common }, status: { ...common } });
+}
+
+async function event(
+  store: MessageStore,
+  base: number,
+  e: Omit<SeededEvent, 'lastMessageId'>,
+  response: MessageTypeT | null,
+  extra: Record<string, unknown> = {},
+): Promise<SeededEvent> {
+  const req = `${e.eventId}-req`;
+  await record(store, e, MessageType.EventRequest, req, 'self', { payload: e.payload }, at(base));
+  if (response === null) return { ...e, lastMessageId: req };
+  const res = `${e.eventId}-res`;
+  await record(store, e, response, res, req, extra, at(base));
+  return { ...e, lastMessageId: res };
+}
+
+export async function seedConsoleData(store: MessageStore, base = Date.now() - 60_000) {
+  const completed = await event(store, base, {
+    endpointId: 'billingendpoint',
+    eventId: 'evt-completed-1',
+    sessionId: 'ORD-100',
+    eventTypeId: 'OrderPlaced',
+    payload: { orderId: 'ORD-100', total: 10 },
+  }, MessageType.ResolutionResponse);
+  const failed = await event(store, base, {
+    endpointId: 'billingendpoint',
+    eventId: 'evt-failed-1',
+    sessionId: 'ORD-200',
+    eventTypeId: 'OrderPlaced',
+    payload: { orderId: 'ORD-200', total: 42.5, note: XSS_TEXT },
+  }, MessageType.ErrorResponse, { errorText: 'Card declined by the payment provider', errorType: 'PaymentDeclinedException' });
+  const parked = await event(store, base, {
+    endpointId: 'billingendpoint',
+    eventId: 'evt-parked-1',
+    sessionId: 'ORD-200',
+    eventTypeId: 'OrderCancelled',
+    payload: { orderId: 'ORD-200' },
+  }, MessageType.DeferralResponse, { blockedBy: 'evt-failed-1', errorText: 'Session ORD-200 is blocked by evt-failed-1' });
+  const deadLettered = await event(store, base, {
+    endpointId: 'billingendpoint',
+    eventId: 'evt-dead-1',
+    sessionId: 'ORD-300',
+    eventTypeId: 'OrderPlaced',
+    payload: { orderId: 'ORD-300' },
+  }, MessageType.ErrorResponse, { deadLetterReason: 'PayloadDeserializationError', deadLetterErrorDescription: 'the event payload is not valid JSON', errorText: 'malformed payload' });
+  const handoff = await event(store, base, {
+    endpointId: 'erpendpoint',
+    eventId: 'evt-handoff-1',
+    sessionId: 'INV-1',
+    eventTypeId: 'InvoiceIssued',
+    payload: { invoiceId: 'INV-1', orderId: 'ORD-100' },
+  }, MessageType.PendingHandoffResponse, { handoffReason: 'Ledger import queued', externalJobId: 'JOB-77', expectedBy: new Date(base + 3_600_000).toISOString() });
+  const handoff2 = await event(store, base, {
+    endpointId: 'erpendpoint',
+    eventId: 'evt-handoff-2',
+    sessionId: 'INV-2',
+    eventTypeId: 'InvoiceIssued',
+    payload: { invoiceId: 'INV-2', orderId: 'ORD-200' },
+  }, MessageType.PendingHandoffResponse, { handoffReason: 'Ledger import queued', externalJobId: 'JOB-78', expectedBy: new Date(base - 60_000).toISOString() });
+  return { completed, failed, parked, deadLettered, handoff, handoff2 };
+}
