@@ -1,45 +1,113 @@
-// `npm start` until the console exists: runs the embedded Service Bus emulator on NIMBUS_EMULATOR_PORT
-// (default 5672) with its data under NIMBUS_DATA_DIR/servicebus (default .nimbus/servicebus), and prints the
-// connection string the other parts use.
+// `npm start`: the whole platform on one machine. With no connection settings it starts, in order, the Service
+// Bus emulator, the embedded Cosmos server, the provisioner (catalog), the resolver worker, the demo endpoints
+// with traffic, and the console (built first if needed); with NIMBUS_SERVICEBUS_CONNECTION_STRING and
+// NIMBUS_COSMOS_ENDPOINT/KEY it uses those instead. Ctrl-C stops everything in reverse order. A wrong setting
+// is one sentence on stderr and exit code 2; a part that cannot start is one sentence and exit code 1.
+import { createServer } from 'node:net';
+import { parseStartConfig, type StartConfig } from './start-config.ts';
+import { componentLogger, type Component } from './start-log.ts';
+import { StartError, startStack, type RunningStack } from './start-stack.ts';
 
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { z } from 'zod';
-import { startEmulator } from '../emulator/index.ts';
-
-const env = z
-  .object({
-    NIMBUS_EMULATOR_PORT: z.coerce.number().int().min(0).max(65535).default(5672),
-    NIMBUS_DATA_DIR: z.string().min(1).default('.nimbus'),
-  })
-  .safeParse(process.env);
-if (!env.success) {
-  const issue = env.error.issues[0];
-  console.error(`start: invalid environment: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'malformed'}`);
-  process.exit(2);
+function fail(message: string, exitCode: number): never {
+  process.stderr.write(`npm start: ${message}\n`);
+  process.exit(exitCode);
 }
 
-const dataDir = join(env.data.NIMBUS_DATA_DIR, 'servicebus');
-mkdirSync(dataDir, { recursive: true });
-
-let emulator: Awaited<ReturnType<typeof startEmulator>>;
-try {
-  emulator = await startEmulator({ port: env.data.NIMBUS_EMULATOR_PORT, dataDir, logLevel: 'info' });
-} catch (err) {
-  console.error(`start: the Service Bus emulator did not start: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(1);
-}
-console.log(`Service Bus emulator ready on 127.0.0.1:${emulator.port} (data: ${dataDir})`);
-console.log(`NIMBUS_SERVICEBUS_CONNECTION_STRING=${emulator.connectionString}`);
-
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    emulator.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+/** Fails fast, before anything starts, when a port we are about to listen on is taken. */
+function checkPortFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)));
   });
 }
+
+async function checkPorts(config: StartConfig): Promise<string | undefined> {
+  const wanted: Array<[string, string, number]> = [];
+  if (config.serviceBus.kind === 'embedded') wanted.push(['NIMBUS_EMULATOR_PORT', '127.0.0.1', config.serviceBus.port]);
+  if (config.cosmos.kind === 'embedded') wanted.push(['NIMBUS_COSMOS_PORT', '127.0.0.1', config.cosmos.port]);
+  wanted.push(['PORT', config.console.hostname, config.console.port]);
+  for (const [variable, host, port] of wanted) {
+    if (port === 0) continue;
+    if (!(await checkPortFree(host, port))) {
+      return `${variable}: ${host}:${port} is already in use (another \`npm start\`?); stop what listens there or set ${variable} to a free port`;
+    }
+  }
+  return undefined;
+}
+
+const parsed = parseStartConfig(process.env);
+if (!parsed.ok) fail(parsed.message, 2);
+const config = parsed.config;
+const portProblem = await checkPorts(config);
+if (portProblem) fail(portProblem, 2);
+
+const loggers = new Map<Component, ReturnType<typeof componentLogger>>();
+const logger = (component: Component) => {
+  let l = loggers.get(component);
+  if (!l) loggers.set(component, (l = componentLogger(component, config.logLevel)));
+  return l;
+};
+const log = logger('start');
+for (const note of config.notes) log.warn({}, note);
+log.info(
+  {
+    serviceBus: config.serviceBus.kind,
+    cosmos: config.cosmos.kind,
+    catalog: config.catalogPath,
+    demo: config.demo.enabled ? `${config.demo.ratePerSecond}/s seed ${config.demo.seed}` : 'off',
+  },
+  'starting the NimBus platform',
+);
+
+const abort = new AbortController();
+let stack: RunningStack | undefined;
+let stopping = false;
+let firstSignalAt = 0;
+const onSignal = (signal: NodeJS.Signals) => {
+  if (stopping) {
+    // Ctrl-C reaches this process twice (from the terminal, and relayed by npm/tsx): only a later one means "now".
+    if (Date.now() - firstSignalAt < 2000) return;
+    log.warn({}, 'second interrupt: exiting without waiting');
+    process.exit(130);
+  }
+  stopping = true;
+  firstSignalAt = Date.now();
+  log.info({ signal }, 'stopping (Ctrl-C again to exit at once)');
+  abort.abort();
+  if (!stack) return; // still starting: startStack stops what it started and rejects
+  stack.stop().then(
+    () => {
+      log.info({}, 'stopped');
+      process.exit(0);
+    },
+    (error: unknown) => {
+      log.error({ err: (error as Error).message }, 'stopping failed');
+      process.exit(1);
+    },
+  );
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+// A stray rejection in some part must not take the platform down without a word; log it once per message.
+process.on('unhandledRejection', (reason) => log.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection'));
+
+try {
+  stack = await startStack({ config, logger, signal: abort.signal });
+} catch (error) {
+  if (stopping) {
+    log.info({}, 'stopped');
+    process.exit(0);
+  }
+  if (error instanceof StartError) fail(`[${error.component}] ${error.message}`, 1);
+  fail(`unexpected failure while starting: ${(error as Error).message}`, 1);
+}
+if (stopping) {
+  // The interrupt came while the last part was starting.
+  await stack.stop();
+  process.exit(0);
+}
+log.info(
+  { console: stack.consoleUrl ?? 'not running', demo: stack.started.demo },
+  stack.consoleUrl ? `NimBus is running: open ${stack.consoleUrl} (Ctrl-C stops everything)` : 'NimBus is running (Ctrl-C stops everything)',
+);

@@ -1,0 +1,108 @@
+// The demo end to end: the embedded stack in-process (emulator, Cosmos server, provisioning, resolver worker,
+// demo endpoints with traffic) on ephemeral ports, and what the Resolver recorded in the store: a row of every
+// kind the console shows, each produced by the path the demo claims for it.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import type { ResolutionStatus } from '../lib/contract/index.ts';
+import type { StatusRowSummary } from '../lib/store/index.ts';
+import { parseStartConfig } from '../scripts/start-config.ts';
+import { startStack, type RunningStack } from '../scripts/start-stack.ts';
+import { DemoEndpoint, DemoEventType } from './index.ts';
+
+let stack: RunningStack;
+
+before(async () => {
+  const parsed = parseStartConfig({ NIMBUS_EMULATOR_PORT: '0', NIMBUS_COSMOS_PORT: '0', PORT: '0', NIMBUS_DEMO_RATE: '8' });
+  assert.ok(parsed.ok);
+  const silent = pino({ level: 'silent' });
+  stack = await startStack({
+    // No data dir: the emulator keeps this test's messages in memory only.
+    config: { ...parsed.config, serviceBus: { kind: 'embedded', port: 0 } },
+    logger: () => silent,
+    console: false,
+    subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 },
+    demoTimings: { retryDelayMs: 500, handoffMinMs: 500, handoffMaxMs: 1500, slowHandoffMs: 120_000, sessionIdleTimeoutMs: 500 },
+  });
+});
+
+after(async () => {
+  await stack?.stop();
+});
+
+/** Polls until `probe` returns a value; fails naming `what` after the deadline. */
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function rows(endpointId: string, status: ResolutionStatus, extra: { handoffOnly?: boolean; eventTypeId?: string } = {}): Promise<StatusRowSummary[]> {
+  const page = await stack.store.listEvents({ endpointId, statuses: [status], pageSize: 100, ...extra });
+  return page.items;
+}
+
+const firstRow = (endpointId: string, status: ResolutionStatus, extra: { handoffOnly?: boolean; eventTypeId?: string } = {}, match: (r: StatusRowSummary) => boolean = () => true) =>
+  eventually(`a ${status} row at ${endpointId}${extra.eventTypeId ? ` for ${extra.eventTypeId}` : ''}`, async () => (await rows(endpointId, status, extra)).find(match));
+
+describe('the demo traffic produces every kind of row', () => {
+  test('Failed: billing refuses an invoice order above the credit limit and waits for an operator', async () => {
+    const row = await firstRow(DemoEndpoint.billing, 'Failed', { eventTypeId: DemoEventType.OrderPlaced });
+    assert.match(row.errorText ?? '', /exceeds the credit limit/);
+    assert.equal(row.errorType, 'CreditApprovalRequiredError');
+  });
+
+  test('Deferred: a later event of the same customer is parked behind the failure', async () => {
+    const failed = await firstRow(DemoEndpoint.billing, 'Failed', { eventTypeId: DemoEventType.OrderPlaced });
+    const parked = await firstRow(DemoEndpoint.billing, 'Deferred', {}, (r) => r.sessionId === failed.sessionId);
+    assert.equal(parked.sessionId, failed.sessionId);
+    const siblings = await stack.store.listParkedSiblings({ endpointId: DemoEndpoint.billing, sessionId: failed.sessionId });
+    assert.ok(siblings.items.some((s) => s.eventId === parked.eventId), 'the parked event is listed as a sibling of the failed one');
+  });
+
+  test('DeadLettered: shipping rejects an order without a postal code', async () => {
+    const row = await firstRow(DemoEndpoint.shipping, 'DeadLettered', { eventTypeId: DemoEventType.OrderPlaced });
+    assert.match(`${row.deadLetterErrorDescription ?? ''} ${row.errorText ?? ''}`, /postalCode/);
+  });
+
+  test('Unsupported: the CRM has no handler for CustomerUpdated', async () => {
+    const row = await firstRow(DemoEndpoint.crm, 'Unsupported');
+    assert.equal(row.eventTypeId, DemoEventType.CustomerUpdated);
+  });
+
+  test('Pending (Handoff): the ERP hands a large invoice to a ledger import job', async () => {
+    const row = await firstRow(DemoEndpoint.erp, 'Pending', { handoffOnly: true });
+    assert.equal(row.subStatus, 'Handoff');
+    assert.equal(row.eventTypeId, DemoEventType.InvoiceIssued);
+    assert.match(row.externalJobId ?? '', /^LEDGER-INV-/);
+    assert.ok(row.expectedBy, 'the handoff carries its expected-by time');
+  });
+
+  test('Completed after a retry: the CRM throttles an order once and the retry policy recovers it', async () => {
+    const details = await eventually('a CRM order completed by a RetryRequest', async () => {
+      for (const row of await rows(DemoEndpoint.crm, 'Completed', { eventTypeId: DemoEventType.OrderPlaced })) {
+        const event = await stack.store.getEvent(DemoEndpoint.crm, row.eventId);
+        const types = event?.history.items.map((h) => h.messageType) ?? [];
+        if (types.includes('ErrorResponse') && types.includes('RetryRequest')) return types;
+      }
+      return undefined;
+    });
+    assert.ok(details.includes('ResolutionResponse'));
+  });
+
+  test('Completed after a handoff: the ledger job reports through the handoff client', async () => {
+    const types = await eventually('an ERP invoice completed by HandoffCompletedRequest', async () => {
+      for (const row of await rows(DemoEndpoint.erp, 'Completed', { eventTypeId: DemoEventType.InvoiceIssued })) {
+        const event = await stack.store.getEvent(DemoEndpoint.erp, row.eventId);
+        const t = event?.history.items.map((h) => h.messageType) ?? [];
+        if (t.includes('PendingHandoffResponse') && t.includes('HandoffCompletedRequest')) return t;
+      }
+      return undefined;
+    });
+    assert.ok(types.includes('ResolutionResponse'));
+  });
+});

@@ -1,0 +1,173 @@
+// startDemo(): the demo endpoints of catalog/demo.json on the SDK - billing, shipping, CRM and ERP subscriber
+// hosts with their deferred processors, the ERP's external ledger jobs, and the storefront's traffic. Used by
+// `npm start` (NIMBUS_DEMO=1) and by the tests.
+import type { ServiceBusClient } from '@azure/service-bus';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import type { Catalog } from '../lib/contract/index.ts';
+import {
+  createDeferredProcessor,
+  createHandoffClient,
+  createPublisher,
+  createSubscriberHost,
+  sessionKeysFromCatalog,
+  type DeferredProcessor,
+  type DeliveryResult,
+  type SubscriberHost,
+} from '../lib/sdk/index.ts';
+import { demoEndpoints } from './endpoints.ts';
+import { LedgerJobs } from './jobs.ts';
+import { DemoEndpoint, DemoEventType } from './rules.ts';
+import { startTraffic, type RunningTraffic } from './traffic.ts';
+
+export { TrafficPlanner, type PlannedEvent, type Scenario } from './traffic.ts';
+export { DemoEndpoint, DemoEventType } from './rules.ts';
+
+export interface DemoTimings {
+  /** Fixed delay of the CRM's retry policy. Default 3 s. */
+  retryDelayMs: number;
+  /** Ledger jobs finish within [min, max). Default 3-8 s. */
+  handoffMinMs: number;
+  handoffMaxMs: number;
+  /** Slow ledger jobs finish after this long. Default 90 s. */
+  slowHandoffMs: number;
+  /** The handoff's expected-by, from the handoff. Default 30 s. */
+  handoffExpectedMs: number;
+  /** Sessions each host handles at once. Default 4. */
+  maxConcurrentSessions: number;
+  /** A host releases a session idle this long. Default 2 s (customers come and go). */
+  sessionIdleTimeoutMs: number;
+}
+
+export const DEFAULT_DEMO_TIMINGS: DemoTimings = {
+  retryDelayMs: 3000,
+  handoffMinMs: 3000,
+  handoffMaxMs: 8000,
+  slowHandoffMs: 90_000,
+  handoffExpectedMs: 30_000,
+  maxConcurrentSessions: 4,
+  sessionIdleTimeoutMs: 2000,
+};
+
+export interface DemoOptions {
+  client: ServiceBusClient;
+  /** Must contain the demo endpoints and event types (catalog/demo.json does). */
+  catalog: Catalog;
+  /** Seed of the traffic plan. Default 42. */
+  seed?: number;
+  /** Storefront events per second; 0 starts the endpoints without traffic. Default 2. */
+  ratePerSecond?: number;
+  logger?: Logger;
+  timings?: Partial<DemoTimings>;
+}
+
+export interface RunningDemo {
+  /** Events the storefront published so far. */
+  readonly published: number;
+  /** Deliveries per endpoint and how they ended. */
+  deliveries(): Record<string, Partial<Record<DeliveryResult, number>>>;
+  stop(): Promise<void>;
+}
+
+export class DemoCatalogError extends Error {
+  override readonly name = 'DemoCatalogError';
+}
+
+const REQUIRED_CONSUMES: Record<string, string[]> = {
+  [DemoEndpoint.billing]: [DemoEventType.OrderPlaced, DemoEventType.OrderCancelled],
+  [DemoEndpoint.shipping]: [DemoEventType.OrderPlaced, DemoEventType.OrderCancelled],
+  [DemoEndpoint.crm]: [DemoEventType.CustomerRegistered, DemoEventType.CustomerUpdated, DemoEventType.OrderPlaced],
+  [DemoEndpoint.erp]: [DemoEventType.CustomerRegistered, DemoEventType.InvoiceIssued, DemoEventType.ShipmentDispatched],
+};
+const REQUIRED_PRODUCES: Record<string, string[]> = {
+  [DemoEndpoint.storefront]: [DemoEventType.OrderPlaced, DemoEventType.OrderCancelled, DemoEventType.CustomerRegistered, DemoEventType.CustomerUpdated],
+  [DemoEndpoint.billing]: [DemoEventType.InvoiceIssued],
+  [DemoEndpoint.shipping]: [DemoEventType.ShipmentDispatched],
+};
+
+/** What the catalog lacks for the demo to run, or an empty list. */
+export function demoCatalogProblems(catalog: Catalog): string[] {
+  const problems: string[] = [];
+  const byId = new Map(catalog.endpoints.map((e) => [e.id, e]));
+  for (const [id, types] of Object.entries(REQUIRED_CONSUMES)) {
+    const endpoint = byId.get(id);
+    if (!endpoint) problems.push(`endpoint '${id}' is missing`);
+    else for (const t of types) if (!endpoint.consumes.includes(t)) problems.push(`'${id}' does not consume ${t}`);
+  }
+  for (const [id, types] of Object.entries(REQUIRED_PRODUCES)) {
+    const endpoint = byId.get(id);
+    if (!endpoint) problems.push(`endpoint '${id}' is missing`);
+    else for (const t of types) if (!endpoint.produces.includes(t)) problems.push(`'${id}' does not produce ${t}`);
+  }
+  return [...new Set(problems)];
+}
+
+export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
+  const problems = demoCatalogProblems(options.catalog);
+  if (problems.length > 0) throw new DemoCatalogError(`the catalog does not fit the demo endpoints: ${problems.join('; ')}`);
+  const timings = { ...DEFAULT_DEMO_TIMINGS, ...options.timings };
+  const log = options.logger ?? pino({ level: 'silent' });
+  const { client } = options;
+  const sessionKeys = sessionKeysFromCatalog(options.catalog);
+
+  const storefront = createPublisher({ client, endpointId: DemoEndpoint.storefront, sessionKeys });
+  const billingPublisher = createPublisher({ client, endpointId: DemoEndpoint.billing, sessionKeys });
+  const shippingPublisher = createPublisher({ client, endpointId: DemoEndpoint.shipping, sessionKeys });
+  const handoffClient = createHandoffClient(client);
+  const ledgerJobs = new LedgerJobs(
+    handoffClient,
+    { minMs: timings.handoffMinMs, maxMs: timings.handoffMaxMs, slowMs: timings.slowHandoffMs },
+    log.child({ endpointId: DemoEndpoint.erp }),
+  );
+
+  const counts: Record<string, Partial<Record<DeliveryResult, number>>> = {};
+  const hosts: SubscriberHost[] = [];
+  const processors: DeferredProcessor[] = [];
+  for (const def of demoEndpoints({ billingPublisher, shippingPublisher, ledgerJobs, retryDelayMs: timings.retryDelayMs, handoffExpectedMs: timings.handoffExpectedMs })) {
+    const perEndpoint: Partial<Record<DeliveryResult, number>> = (counts[def.endpointId] = {});
+    const endpointLog = log.child({ endpointId: def.endpointId });
+    hosts.push(
+      createSubscriberHost({
+        client,
+        endpointId: def.endpointId,
+        handlers: def.handlers,
+        classifier: def.classifier,
+        retryPolicies: def.retryPolicies,
+        logger: endpointLog,
+        maxConcurrentSessions: timings.maxConcurrentSessions,
+        sessionIdleTimeoutMs: timings.sessionIdleTimeoutMs,
+        onDelivery: (result) => {
+          perEndpoint[result] = (perEndpoint[result] ?? 0) + 1;
+        },
+      }),
+    );
+    processors.push(createDeferredProcessor({ client, endpointId: def.endpointId, logger: endpointLog, triggerWaitMs: 2000, drainWaitMs: 500 }));
+  }
+  for (const p of processors) p.start();
+  for (const h of hosts) h.start();
+
+  let traffic: RunningTraffic | undefined;
+  const rate = options.ratePerSecond ?? 2;
+  if (rate > 0) traffic = startTraffic({ publisher: storefront, seed: options.seed ?? 42, ratePerSecond: rate, log: log.child({ endpointId: DemoEndpoint.storefront }) });
+  log.info({ endpoints: hosts.map((h) => h.endpointId), ratePerSecond: rate, seed: options.seed ?? 42 }, 'demo endpoints started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    get published() {
+      return traffic?.published ?? 0;
+    },
+    deliveries: () => structuredClone(counts),
+    stop() {
+      // Traffic first, then the external jobs, then the hosts (in-flight deliveries settle), then the senders.
+      stopping ??= (async () => {
+        await traffic?.stop();
+        await ledgerJobs.stop();
+        await Promise.allSettled(hosts.map((h) => h.stop()));
+        await Promise.allSettled(processors.map((p) => p.stop()));
+        await Promise.allSettled([storefront.close(), billingPublisher.close(), shippingPublisher.close(), handoffClient.close()]);
+        log.info({ published: traffic?.published ?? 0 }, 'demo endpoints stopped');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,170 @@
+// `npm start` configuration: DESIGN.md §7's variables (plus the demo's rate and seed, and the log level), read
+// from the environment and validated with zod. A bad setting yields one sentence naming the variable, never the
+// value of a secret (connection strings and keys are checked but not echoed).
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { parseConnectionString } from '../lib/servicebus/index.ts';
+
+export type ServiceBusSetting =
+  | { kind: 'embedded'; port: number; /** Absent: the emulator keeps messages in memory only (tests). */ dataDir?: string }
+  | { kind: 'external'; connectionString: string; /** host name, safe to log */ host: string };
+
+export type CosmosSetting = { kind: 'embedded'; port: number } | { kind: 'external'; endpoint: string; key: string };
+
+export type AuthMode = 'entra' | 'oidc' | 'off';
+
+export interface StartConfig {
+  serviceBus: ServiceBusSetting;
+  cosmos: CosmosSetting;
+  database: string;
+  catalogPath: string;
+  dataDir: string;
+  auth: AuthMode;
+  console: { port: number; hostname: string };
+  demo: { enabled: boolean; ratePerSecond: number; seed: number };
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Settings that were ignored, with why (printed at startup). */
+  notes: string[];
+}
+
+export type ConfigResult = { ok: true; config: StartConfig } | { ok: false; message: string };
+
+/** Unset and blank values are the same thing: a blank line in an .env file must not turn a setting on. */
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const port = (name: string, fallback: number) =>
+  optionalText.pipe(
+    z
+      .string()
+      .regex(/^\d{1,5}$/, `${name} must be a port number (0-65535)`)
+      .transform(Number)
+      .refine((n) => n <= 65535, `${name} must be a port number (0-65535)`)
+      .optional()
+      .transform((v) => v ?? fallback),
+  );
+
+const flag = (name: string) =>
+  optionalText.pipe(
+    z
+      .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: `${name} must be 1 or 0` })
+      .transform((v) => ['1', 'true', 'yes', 'on'].includes(v))
+      .optional(),
+  );
+
+const envSchema = z.object({
+  NIMBUS_SERVICEBUS_CONNECTION_STRING: optionalText,
+  NIMBUS_COSMOS_ENDPOINT: optionalText.pipe(
+    z
+      .url({ protocol: /^https?$/, error: 'NIMBUS_COSMOS_ENDPOINT must be an http(s) URL, e.g. https://myaccount.documents.azure.com:443/' })
+      .optional(),
+  ),
+  NIMBUS_COSMOS_KEY: optionalText,
+  NIMBUS_COSMOS_DATABASE: optionalText.pipe(
+    z
+      .string()
+      .max(255, 'NIMBUS_COSMOS_DATABASE must be at most 255 characters')
+      .regex(/^[^/\\?#]+$/, 'NIMBUS_COSMOS_DATABASE must not contain / \\ ? #')
+      .default('nimbus'),
+  ),
+  NIMBUS_CATALOG: optionalText.transform((v) => v ?? 'catalog/demo.json'),
+  NIMBUS_DATA_DIR: optionalText.transform((v) => v ?? '.nimbus'),
+  NIMBUS_EMULATOR_PORT: port('NIMBUS_EMULATOR_PORT', 5672),
+  NIMBUS_COSMOS_PORT: port('NIMBUS_COSMOS_PORT', 8081),
+  PORT: port('PORT', 3000),
+  HOSTNAME: optionalText,
+  NIMBUS_AUTH: optionalText.pipe(z.enum(['entra', 'oidc', 'off'], { error: 'NIMBUS_AUTH must be entra, oidc or off' }).optional()),
+  NIMBUS_DEMO: flag('NIMBUS_DEMO'),
+  NIMBUS_DEMO_RATE: optionalText
+    .transform((v) => (v === undefined ? 2 : Number(v)))
+    .pipe(
+      z
+        .number({ error: 'NIMBUS_DEMO_RATE must be a number of events per second' })
+        .min(0, 'NIMBUS_DEMO_RATE must be between 0 and 50 events per second')
+        .max(50, 'NIMBUS_DEMO_RATE must be between 0 and 50 events per second'),
+    ),
+  NIMBUS_DEMO_SEED: optionalText
+    .transform((v) => (v === undefined ? 42 : Number(v)))
+    .pipe(z.number({ error: 'NIMBUS_DEMO_SEED must be an integer' }).int('NIMBUS_DEMO_SEED must be an integer')),
+  NIMBUS_LOG_LEVEL: optionalText.pipe(
+    z.enum(['debug', 'info', 'warn', 'error'], { error: 'NIMBUS_LOG_LEVEL must be debug, info, warn or error' }).default('info'),
+  ),
+});
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const isLoopback = (host: string) => LOOPBACK.has(host) || /^127\./.test(host);
+
+export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = issue?.path[0];
+    // The messages already name the variable; zod's default ones ("Invalid input") do not, so add it.
+    const text = issue?.message ?? 'malformed';
+    return { ok: false, message: typeof variable === 'string' && !text.includes(variable) ? `${variable}: ${text}` : text };
+  }
+  const e = parsed.data;
+  const notes: string[] = [];
+
+  let serviceBus: ServiceBusSetting;
+  if (e.NIMBUS_SERVICEBUS_CONNECTION_STRING) {
+    try {
+      const info = parseConnectionString(e.NIMBUS_SERVICEBUS_CONNECTION_STRING);
+      serviceBus = { kind: 'external', connectionString: e.NIMBUS_SERVICEBUS_CONNECTION_STRING, host: info.fullyQualifiedNamespace };
+    } catch (error) {
+      // ConnectionStringError never contains the key.
+      return { ok: false, message: `NIMBUS_SERVICEBUS_CONNECTION_STRING: ${(error as Error).message}` };
+    }
+  } else {
+    serviceBus = { kind: 'embedded', port: e.NIMBUS_EMULATOR_PORT, dataDir: e.NIMBUS_DATA_DIR };
+  }
+
+  let cosmos: CosmosSetting;
+  if (e.NIMBUS_COSMOS_ENDPOINT && e.NIMBUS_COSMOS_KEY) {
+    cosmos = { kind: 'external', endpoint: e.NIMBUS_COSMOS_ENDPOINT, key: e.NIMBUS_COSMOS_KEY };
+  } else if (e.NIMBUS_COSMOS_ENDPOINT || e.NIMBUS_COSMOS_KEY) {
+    const missing = e.NIMBUS_COSMOS_ENDPOINT ? 'NIMBUS_COSMOS_KEY' : 'NIMBUS_COSMOS_ENDPOINT';
+    return { ok: false, message: `${missing} is not set: set both NIMBUS_COSMOS_ENDPOINT and NIMBUS_COSMOS_KEY for a Cosmos DB account, or neither to use the embedded Cosmos server` };
+  } else {
+    cosmos = { kind: 'embedded', port: e.NIMBUS_COSMOS_PORT };
+  }
+
+  const embedded = serviceBus.kind === 'embedded' && cosmos.kind === 'embedded';
+  if (serviceBus.kind === 'embedded' && cosmos.kind === 'embedded' && e.NIMBUS_EMULATOR_PORT === e.NIMBUS_COSMOS_PORT && e.NIMBUS_EMULATOR_PORT !== 0) {
+    return { ok: false, message: `NIMBUS_EMULATOR_PORT and NIMBUS_COSMOS_PORT are both ${e.NIMBUS_EMULATOR_PORT}: the two embedded servers need different ports` };
+  }
+  const auth: AuthMode = e.NIMBUS_AUTH ?? 'off';
+
+  // Docker and some shells export HOSTNAME as the machine's name; only an address (or localhost) is a bind address.
+  let hostname = '127.0.0.1';
+  if (e.HOSTNAME) {
+    if (isIP(e.HOSTNAME) !== 0 || e.HOSTNAME === 'localhost') hostname = e.HOSTNAME;
+    else notes.push(`HOSTNAME=${e.HOSTNAME} is a machine name, not an address: the console listens on 127.0.0.1 (set HOSTNAME to an IP address to change it)`);
+  }
+  if (auth === 'off' && !isLoopback(hostname)) {
+    return { ok: false, message: `HOSTNAME=${hostname} would expose the console without sign-in (NIMBUS_AUTH=off): use a loopback address such as 127.0.0.1, or set NIMBUS_AUTH to entra or oidc` };
+  }
+  for (const [name, value] of [['NIMBUS_EMULATOR_PORT', e.NIMBUS_EMULATOR_PORT], ['NIMBUS_COSMOS_PORT', e.NIMBUS_COSMOS_PORT]] as const) {
+    if (value !== 0 && value === e.PORT && (name !== 'NIMBUS_COSMOS_PORT' || cosmos.kind === 'embedded') && (name !== 'NIMBUS_EMULATOR_PORT' || serviceBus.kind === 'embedded')) {
+      return { ok: false, message: `PORT and ${name} are both ${value}: the console needs its own port` };
+    }
+  }
+
+  return {
+    ok: true,
+    config: {
+      serviceBus,
+      cosmos,
+      database: e.NIMBUS_COSMOS_DATABASE,
+      catalogPath: e.NIMBUS_CATALOG,
+      dataDir: e.NIMBUS_DATA_DIR,
+      auth,
+      console: { port: e.PORT, hostname },
+      demo: { enabled: e.NIMBUS_DEMO ?? embedded, ratePerSecond: e.NIMBUS_DEMO_RATE, seed: e.NIMBUS_DEMO_SEED },
+      logLevel: e.NIMBUS_LOG_LEVEL,
+      notes,
+    },
+  };
+}

@@ -1,0 +1,287 @@
+// The whole platform as one object: starts the parts in order (Service Bus emulator, embedded Cosmos server,
+// provisioning from the catalog, resolver worker, demo endpoints, console) and stops them in reverse. Used by
+// scripts/start.ts (`npm start`) and, in-process with ephemeral ports, by the tests. A part that fails to start
+// stops everything started before it and raises a StartError that says which part and why, in one sentence.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
+import { startEmulator } from '../emulator/index.ts';
+import { CatalogError, loadCatalog } from '../lib/contract/catalog.ts';
+import type { Catalog } from '../lib/contract/index.ts';
+import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { createStore, startEmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
+import { changeCount, deriveTopology, provisionTopology, type ProvisionOptions } from '../lib/topology/index.ts';
+import { startDemo, type DemoTimings } from '../demo/index.ts';
+import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
+import type { StartConfig } from './start-config.ts';
+import { pipeLines, type Component } from './start-log.ts';
+
+export class StartError extends Error {
+  override readonly name = 'StartError';
+  constructor(
+    readonly component: Component,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface StackOptions {
+  config: Pick<StartConfig, 'serviceBus' | 'cosmos' | 'database' | 'catalogPath' | 'auth' | 'console' | 'demo'>;
+  logger: (component: Component) => Logger;
+  /** The repository root (where .next/ and server/ are). Default: the current directory. */
+  root?: string;
+  /** Start the console (needs server/console.ts). Default true. */
+  console?: boolean;
+  /** Subscription settings for provisioning (tests use a short lock). */
+  subscriptionDefaults?: ProvisionOptions['subscriptionDefaults'];
+  demoTimings?: Partial<DemoTimings>;
+  /** Options passed to the resolver worker besides the connection string and store (tests: short timings). */
+  resolverOptions?: Omit<Partial<ResolverOptions>, 'store' | 'serviceBusConnectionString' | 'client'>;
+  /** Aborts a start in progress (Ctrl-C during `next build`): the build is killed and what started is stopped. */
+  signal?: AbortSignal;
+}
+
+export interface RunningStack {
+  serviceBusConnectionString: string;
+  cosmos: { endpoint: string; key: string };
+  catalog: Catalog;
+  /** The store the resolver writes (tests read it). */
+  store: MessageStore;
+  /** Which optional parts are running. */
+  started: { demo: boolean; console: boolean };
+  consoleUrl?: string;
+  stop(): Promise<void>;
+}
+
+interface Stoppable {
+  component: Component;
+  stop(): Promise<void>;
+}
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const isAddressInUse = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
+
+/** Imports one of our modules by path when it exists (parts built by others may not be there yet). */
+async function importIfPresent<T>(root: string, relativePath: string): Promise<T | undefined> {
+  const file = resolve(root, relativePath);
+  if (!existsSync(file)) return undefined;
+  return (await import(pathToFileURL(file).href)) as T;
+}
+
+export async function startStack(options: StackOptions): Promise<RunningStack> {
+  const { config } = options;
+  const root = options.root ?? process.cwd();
+  const log = options.logger;
+  const started: Stoppable[] = [];
+  const stopAll = async () => {
+    for (const part of started.reverse()) {
+      try {
+        await part.stop();
+      } catch (error) {
+        log(part.component).warn({ err: errorText(error) }, 'did not stop cleanly');
+      }
+    }
+    started.length = 0;
+  };
+
+  try {
+    // The catalog first: a wrong path or file should fail before anything listens.
+    let catalog: Catalog;
+    try {
+      catalog = await loadCatalog(config.catalogPath);
+    } catch (error) {
+      if (error instanceof CatalogError) throw new StartError('provision', `NIMBUS_CATALOG: ${error.message}`);
+      throw error;
+    }
+
+    // 1. Service Bus: the embedded emulator, or the namespace from the connection string.
+    let connectionString: string;
+    if (config.serviceBus.kind === 'embedded') {
+      const dataDir = config.serviceBus.dataDir === undefined ? undefined : join(config.serviceBus.dataDir, 'servicebus');
+      if (dataDir) mkdirSync(dataDir, { recursive: true });
+      let emulator;
+      try {
+        emulator = await startEmulator({ port: config.serviceBus.port, dataDir });
+      } catch (error) {
+        if (isAddressInUse(error)) {
+          throw new StartError('emulator', `NIMBUS_EMULATOR_PORT: 127.0.0.1:${config.serviceBus.port} is already in use (another \`npm start\` or emulator?); stop it or choose another port`);
+        }
+        throw new StartError('emulator', `the Service Bus emulator did not start: ${errorText(error)}`);
+      }
+      started.push({ component: 'emulator', stop: () => emulator.close() });
+      connectionString = emulator.connectionString;
+      log('emulator').info({ address: `127.0.0.1:${emulator.port}`, data: dataDir ?? 'memory only' }, 'Service Bus emulator ready');
+    } else {
+      connectionString = config.serviceBus.connectionString;
+      log('emulator').info({ namespace: config.serviceBus.host }, 'using the Service Bus namespace from NIMBUS_SERVICEBUS_CONNECTION_STRING (no emulator)');
+    }
+
+    // 2. Cosmos: the embedded server (memory only), or the account from the settings.
+    let cosmos: { endpoint: string; key: string };
+    if (config.cosmos.kind === 'embedded') {
+      let server;
+      try {
+        server = await startEmbeddedCosmos({ port: config.cosmos.port });
+      } catch (error) {
+        if (isAddressInUse(error)) {
+          throw new StartError('cosmos', `NIMBUS_COSMOS_PORT: 127.0.0.1:${config.cosmos.port} is already in use; stop what listens there or choose another port`);
+        }
+        throw new StartError('cosmos', `the embedded Cosmos server did not start: ${errorText(error)}`);
+      }
+      started.push({ component: 'cosmos', stop: () => server.close() });
+      cosmos = { endpoint: server.endpoint, key: server.key };
+      log('cosmos').info({ endpoint: server.endpoint }, 'embedded Cosmos server ready (in memory: events, history and audits are lost when it stops)');
+    } else {
+      cosmos = { endpoint: config.cosmos.endpoint, key: config.cosmos.key };
+      log('cosmos').info({ endpoint: new URL(config.cosmos.endpoint).host }, 'using the Cosmos DB account from NIMBUS_COSMOS_ENDPOINT (no embedded server)');
+    }
+    let store: MessageStore;
+    try {
+      // The Resolver's setting: counter deltas buffered off its hot path (docs/store.md).
+      store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: config.database, counterFlushMs: 250, throttleRetries: 0 });
+    } catch (error) {
+      throw new StartError('cosmos', `the store could not open database '${config.database}': ${errorText(error)}`);
+    }
+    started.push({ component: 'cosmos', stop: () => store.close() });
+
+    // 3. Provisioning: the topology from the catalog (idempotent).
+    let clients: ServiceBusClients;
+    try {
+      clients = createServiceBusClients(connectionString);
+    } catch (error) {
+      throw new StartError('provision', `NIMBUS_SERVICEBUS_CONNECTION_STRING: ${errorText(error)}`);
+    }
+    started.push({ component: 'provision', stop: () => clients.close() });
+    try {
+      const model = deriveTopology(catalog);
+      const report = await provisionTopology(clients.admin, model, { subscriptionDefaults: options.subscriptionDefaults });
+      log('provision').info(
+        { catalog: config.catalogPath, topics: model.topics.length, created: report.created.length, changed: report.changed.length, removed: report.removed.length },
+        changeCount(report) === 0 ? 'topology already up to date' : 'topology provisioned',
+      );
+    } catch (error) {
+      throw new StartError('provision', `provisioning the topology from ${config.catalogPath} failed: ${errorText(error)}`);
+    }
+
+    // 4. The resolver worker: records every outcome in the store.
+    try {
+      const resolver = startResolver({ serviceBusConnectionString: connectionString, store, log: log('resolver'), ...options.resolverOptions });
+      started.push({ component: 'resolver', stop: () => resolver.stop() });
+    } catch (error) {
+      throw new StartError('resolver', `the resolver worker did not start: ${errorText(error)}`);
+    }
+
+    // 5. The demo endpoints and their traffic.
+    let demoStarted = false;
+    if (config.demo.enabled) {
+      try {
+        const demo = await startDemo({ client: clients.client, catalog, seed: config.demo.seed, ratePerSecond: config.demo.ratePerSecond, logger: log('demo'), timings: options.demoTimings });
+        started.push({ component: 'demo', stop: () => demo.stop() });
+        demoStarted = true;
+      } catch (error) {
+        // The platform is useful without the demo (e.g. with a catalog of one's own): warn and go on.
+        log('demo').warn({ err: errorText(error) }, 'demo endpoints not started');
+      }
+    } else {
+      log('demo').info({}, 'demo endpoints off (NIMBUS_DEMO=0)');
+    }
+
+    // 6. The console.
+    let consoleUrl: string | undefined;
+    if (options.console !== false) {
+      consoleUrl = await startConsolePart(options, root, { connectionString, cosmos, log: log('console') }, started);
+    }
+
+    return {
+      serviceBusConnectionString: connectionString,
+      cosmos,
+      catalog,
+      store,
+      started: { demo: demoStarted, console: consoleUrl !== undefined },
+      consoleUrl,
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+type ConsoleModule = {
+  startConsole?: (o: { port: number; hostname: string; env: Record<string, string> }) => Promise<{ url: string; close(): Promise<void> }>;
+};
+
+async function startConsolePart(
+  options: StackOptions,
+  root: string,
+  parts: { connectionString: string; cosmos: { endpoint: string; key: string }; log: Logger },
+  started: Stoppable[],
+): Promise<string | undefined> {
+  const { config } = options;
+  const { log } = parts;
+  if (!existsSync(resolve(root, 'server/console.ts'))) {
+    log.warn({}, 'console not available yet (server/console.ts is missing)');
+    return undefined;
+  }
+  if (!existsSync(resolve(root, '.next/BUILD_ID'))) {
+    log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
+    await buildConsole(root, log, options.signal);
+  }
+  const module = await importIfPresent<ConsoleModule>(root, 'server/console.ts');
+  if (!module?.startConsole) {
+    log.warn({}, 'console not available yet (server/console.ts has no startConsole)');
+    return undefined;
+  }
+  // The console's server code reads its settings from the environment, in this process: hand it the resolved
+  // ones (the emulator's connection string, the embedded Cosmos endpoint), not what the user left unset.
+  const env: Record<string, string> = {
+    NIMBUS_SERVICEBUS_CONNECTION_STRING: parts.connectionString,
+    NIMBUS_COSMOS_ENDPOINT: parts.cosmos.endpoint,
+    NIMBUS_COSMOS_KEY: parts.cosmos.key,
+    NIMBUS_COSMOS_DATABASE: config.database,
+    NIMBUS_CATALOG: config.catalogPath,
+    NIMBUS_AUTH: config.auth,
+  };
+  Object.assign(process.env, env);
+  try {
+    const running = await module.startConsole({ port: config.console.port, hostname: config.console.hostname, env });
+    started.push({ component: 'console', stop: () => running.close() });
+    log.info({ url: running.url }, `console ready: open ${running.url}`);
+    return running.url;
+  } catch (error) {
+    if (isAddressInUse(error)) {
+      throw new StartError('console', `PORT: ${config.console.hostname}:${config.console.port} is already in use; stop what listens there or set PORT to a free port`);
+    }
+    throw new StartError('console', `the console did not start: ${errorText(error)}`);
+  }
+}
+
+/** Runs `next build` as a child process, its output under the [console] prefix. */
+function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
+  const nextBin = resolve(root, 'node_modules/next/dist/bin/next');
+  if (!existsSync(nextBin)) return Promise.reject(new StartError('console', 'Next.js is not installed: run `npm ci` first'));
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [nextBin, 'build'], {
+      cwd: root,
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal,
+    });
+    pipeLines('console', child.stdout);
+    pipeLines('console', child.stderr);
+    child.on('error', (error) => reject(new StartError('console', signal?.aborted ? 'next build interrupted' : `next build could not run: ${error.message}`)));
+    child.on('exit', (code, exitSignal) => {
+      if (signal?.aborted) {
+        reject(new StartError('console', 'next build interrupted'));
+      } else if (code === 0) {
+        log.info({}, 'console built');
+        resolvePromise();
+      } else {
+        reject(new StartError('console', `next build failed (${exitSignal ?? `exit code ${code}`}); its output is above`));
+      }
+    });
+  });
+}
