@@ -419,7 +419,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       socket.on('error', () => {
         // rhea sees the error too; this listener only keeps an EPIPE/ECONNRESET from becoming uncaught.
       });
-      socket.once('close', () => cleanupConnection(state));
+      socket.once('close', () => {
+        cleanupConnection(state);
+        // rhea learns of a lost peer only from 'end'/'error'; a destroyed socket emits neither, and rhea's
+        // idle timer would then keep the process alive. Tell it explicitly (idempotent in rhea).
+        try {
+          (connection as unknown as { _disconnected(): void })._disconnected();
+        } catch {
+          // already torn down
+        }
+      });
       // rhea reports undecodable input here, just before it ends the socket: answer with a framing error
       // while the socket is still writable, so the peer learns why.
       connection.on('error', (err: unknown) => {

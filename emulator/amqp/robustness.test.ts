@@ -1,0 +1,131 @@
+// The one-port server under bad input: garbage bytes, malformed AMQP frames, silent sockets and unknown
+// $management operations close (or answer) only the offending connection; the emulator keeps serving.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import rhea from 'rhea';
+import type { Message } from 'rhea';
+import { startEmulator } from '../index.ts';
+import type { Harness } from './test-support.ts';
+import { startHarness } from './test-support.ts';
+
+/** Write bytes on a fresh socket and collect everything until the server closes it. */
+function exchange(port: number, bytes: Buffer): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      if (bytes.length) socket.write(bytes);
+    });
+    const chunks: Buffer[] = [];
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path }, (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('robustness of the one-port server', () => {
+  let h: Harness;
+
+  before(async () => {
+    h = await startHarness(
+      (em) => {
+        em.broker.createTopic({ name: 'rb' });
+        em.broker.createSubscription({ topicName: 'rb', subscriptionName: 's' });
+      },
+      { handshakeTimeoutMs: 500 },
+    );
+  });
+  after(async () => {
+    await h.close();
+  });
+
+  /** Proof that the emulator still serves: a full send and receive with the real client. */
+  async function stillServes(body: string): Promise<void> {
+    const sender = h.client.createSender('rb');
+    await sender.sendMessages({ body });
+    const receiver = h.client.createReceiver('rb', 's', { receiveMode: 'receiveAndDelete' });
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2_000 });
+    assert.equal(m?.body, body);
+    await receiver.close();
+    await sender.close();
+  }
+
+  test('GET /health answers 200 {"status":"ok"}', async () => {
+    const res = await httpGet(h.emulator.port, '/health');
+    assert.equal(res.status, 200);
+    assert.deepEqual(JSON.parse(res.body), { status: 'ok' });
+  });
+
+  test('garbage bytes get an HTTP 400 on that connection only', async () => {
+    const reply = await exchange(h.emulator.port, Buffer.from([0, 1, 2, 0xff, 0x0d, 0x0a, 0x0d, 0x0a]));
+    assert.match(reply.toString('latin1'), /^HTTP\/1\.1 400/);
+    await stillServes('after-garbage');
+  });
+
+  test('a malformed AMQP frame is answered with a framing error and the connection closed', async () => {
+    const header = Buffer.from('AMQP\x00\x01\x00\x00', 'latin1');
+    const badFrame = Buffer.from([0, 0, 0, 16, 2, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4]);
+    const reply = await exchange(h.emulator.port, Buffer.concat([header, badFrame]));
+    assert.ok(reply.subarray(0, 8).equals(header), 'the server answers with its protocol header');
+    assert.ok(reply.includes(Buffer.from('amqp:connection:framing-error')), 'the close carries a framing error');
+    await stillServes('after-bad-frame');
+  });
+
+  test('an unsupported AMQP protocol id closes that connection', async () => {
+    await exchange(h.emulator.port, Buffer.from('AMQP\x09\x01\x00\x00', 'latin1'));
+    await stillServes('after-bad-protocol');
+  });
+
+  test('a connection that never speaks, or stops after the header, is closed', async () => {
+    const silent = await exchange(h.emulator.port, Buffer.alloc(0));
+    assert.equal(silent.length, 0);
+    const headerOnly = await exchange(h.emulator.port, Buffer.from('AMQP\x00\x01\x00\x00', 'latin1'));
+    assert.equal(headerOnly.toString('latin1'), 'AMQP\x00\x01\x00\x00');
+  });
+
+  test('an unknown $management operation gets an error reply, not a dropped connection', async () => {
+    const container = rhea.create_container();
+    const connection = container.connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
+    const replyTo = 'mgmt-reply';
+    const reply = await new Promise<Message>((resolve, reject) => {
+      const receiver = connection.open_receiver({ source: { address: 'rb/$management' }, target: { address: replyTo } });
+      receiver.on('message', (ctx) => resolve(ctx.message!));
+      const sender = connection.open_sender({ target: { address: 'rb/$management' } });
+      let sent = false;
+      sender.on('sendable', () => {
+        if (sent) return;
+        sent = true;
+        sender.send({
+          message_id: 'req-1',
+          reply_to: replyTo,
+          application_properties: { operation: 'com.microsoft:bogus' },
+          body: {},
+        });
+      });
+      connection.on('connection_error', () => reject(new Error('connection failed')));
+    });
+    assert.equal(reply.correlation_id, 'req-1');
+    assert.equal(reply.application_properties?.statusCode, 501);
+    assert.equal(reply.application_properties?.['error-condition'], 'amqp:not-implemented');
+    connection.close();
+    await new Promise<void>((resolve) => connection.once('connection_close', () => resolve()));
+    await stillServes('after-bogus-operation');
+  });
+});
+
+test('startEmulator refuses a non-loopback host', async () => {
+  await assert.rejects(startEmulator({ port: 0, host: '0.0.0.0' }), /loopback only/);
+});
