@@ -1,0 +1,70 @@
+// The settings of `npm start`: defaults per mode (DESIGN.md §7) and one clear message per wrong setting.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseStartConfig, type StartConfig } from './start-config.ts';
+
+function ok(env: Record<string, string>): StartConfig {
+  const r = parseStartConfig(env);
+  assert.ok(r.ok, r.ok ? '' : r.message);
+  return r.config;
+}
+function message(env: Record<string, string>): string {
+  const r = parseStartConfig(env);
+  assert.ok(!r.ok, 'expected the settings to be refused');
+  return r.message;
+}
+
+const AZURE_SB = 'Endpoint=sb://shop.servicebus.windows.net/;SharedAccessKeyName=app;SharedAccessKey=c2VjcmV0';
+
+describe('start configuration', () => {
+  test('no settings: everything embedded on the documented ports, demo on, auth off, loopback console', () => {
+    const c = ok({});
+    assert.deepEqual(c.serviceBus, { kind: 'embedded', port: 5672, dataDir: '.nimbus' });
+    assert.deepEqual(c.cosmos, { kind: 'embedded', port: 8081 });
+    assert.deepEqual(c.console, { port: 3000, hostname: '127.0.0.1' });
+    assert.equal(c.catalogPath, 'catalog/demo.json');
+    assert.equal(c.database, 'nimbus');
+    assert.equal(c.auth, 'off');
+    assert.deepEqual(c.demo, { enabled: true, ratePerSecond: 2, seed: 42 });
+  });
+
+  test('connection settings: external services, no embedded server, demo off by default', () => {
+    const c = ok({ NIMBUS_SERVICEBUS_CONNECTION_STRING: AZURE_SB, NIMBUS_COSMOS_ENDPOINT: 'https://acct.documents.azure.com:443/', NIMBUS_COSMOS_KEY: 'k==' });
+    assert.equal(c.serviceBus.kind, 'external');
+    assert.equal(c.serviceBus.kind === 'external' && c.serviceBus.host, 'shop.servicebus.windows.net');
+    assert.equal(c.cosmos.kind, 'external');
+    assert.equal(c.demo.enabled, false);
+    assert.equal(ok({ NIMBUS_SERVICEBUS_CONNECTION_STRING: AZURE_SB, NIMBUS_DEMO: '1' }).demo.enabled, true);
+  });
+
+  test('blank values count as unset', () => {
+    assert.equal(ok({ NIMBUS_SERVICEBUS_CONNECTION_STRING: '  ', PORT: '' }).serviceBus.kind, 'embedded');
+  });
+
+  test('wrong settings give one message naming the variable, never a secret', () => {
+    assert.match(message({ PORT: '80a' }), /^PORT must be a port number/);
+    assert.match(message({ NIMBUS_COSMOS_PORT: '65536' }), /^NIMBUS_COSMOS_PORT must be a port number/);
+    assert.match(message({ NIMBUS_DEMO: 'maybe' }), /^NIMBUS_DEMO must be 1 or 0/);
+    assert.match(message({ NIMBUS_DEMO_RATE: '-1' }), /^NIMBUS_DEMO_RATE must be between 0 and 50/);
+    assert.match(message({ NIMBUS_AUTH: 'basic' }), /^NIMBUS_AUTH must be entra, oidc or off/);
+    assert.match(message({ NIMBUS_COSMOS_KEY: 'k' }), /^NIMBUS_COSMOS_ENDPOINT is not set/);
+    assert.match(message({ NIMBUS_COSMOS_ENDPOINT: 'acct.documents.azure.com', NIMBUS_COSMOS_KEY: 'k' }), /^NIMBUS_COSMOS_ENDPOINT must be an http\(s\) URL/);
+    const sb = message({ NIMBUS_SERVICEBUS_CONNECTION_STRING: 'SharedAccessKeyName=app;SharedAccessKey=hunter2' });
+    assert.match(sb, /^NIMBUS_SERVICEBUS_CONNECTION_STRING: /);
+    assert.doesNotMatch(sb, /hunter2/);
+  });
+
+  test('ports that would collide are refused', () => {
+    assert.match(message({ NIMBUS_EMULATOR_PORT: '9000', NIMBUS_COSMOS_PORT: '9000' }), /both 9000/);
+    assert.match(message({ PORT: '8081' }), /^PORT and NIMBUS_COSMOS_PORT are both 8081/);
+  });
+
+  test('the console stays on loopback while sign-in is off', () => {
+    assert.match(message({ HOSTNAME: '0.0.0.0' }), /without sign-in/);
+    assert.equal(ok({ HOSTNAME: '0.0.0.0', NIMBUS_AUTH: 'oidc' }).console.hostname, '0.0.0.0');
+    // A machine name (Docker exports HOSTNAME as the container id) is not a bind address: ignored, with a note.
+    const c = ok({ HOSTNAME: 'a1b2c3d4e5f6' });
+    assert.equal(c.console.hostname, '127.0.0.1');
+    assert.equal(c.notes.length, 1);
+  });
+});

@@ -1,0 +1,78 @@
+// `npm start` with wrong settings: one clear sentence on stderr naming the setting, a non-zero exit code, no
+// stack trace, no secret, and nothing left running. Runs scripts/start.ts as a child process, as npm does.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('NIMBUS_') && k !== 'PORT' && k !== 'HOSTNAME') env[k] = v;
+  // Ephemeral ports unless a case sets its own: nothing may depend on 5672/8081/3000 being free.
+  return { ...env, NIMBUS_EMULATOR_PORT: '0', NIMBUS_COSMOS_PORT: '0', PORT: '0', NIMBUS_DEMO: '0', ...extra };
+}
+
+function runStart(extra: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { cwd: root, env: cleanEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function assertOneClearLine(stderr: string, pattern: RegExp): void {
+  const lines = stderr.trimEnd().split('\n');
+  assert.equal(lines.length, 1, `exactly one line on stderr, got:\n${stderr}`);
+  assert.match(lines[0]!, /^npm start: /);
+  assert.match(lines[0]!, pattern);
+  assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
+}
+
+describe('npm start with wrong settings', () => {
+  test('a malformed port names the variable and exits 2', async () => {
+    const r = await runStart({ NIMBUS_EMULATOR_PORT: 'five' });
+    assert.equal(r.code, 2);
+    assertOneClearLine(r.stderr, /NIMBUS_EMULATOR_PORT must be a port number/);
+    assert.equal(r.stdout, '', 'nothing started, nothing logged');
+  });
+
+  test('a broken connection string is refused without echoing its key', async () => {
+    const r = await runStart({ NIMBUS_SERVICEBUS_CONNECTION_STRING: 'Endpoint=;SharedAccessKeyName=root;SharedAccessKey=TOPSECRET123' });
+    assert.equal(r.code, 2);
+    assertOneClearLine(r.stderr, /NIMBUS_SERVICEBUS_CONNECTION_STRING/);
+    assert.doesNotMatch(r.stderr + r.stdout, /TOPSECRET123/);
+  });
+
+  test('a Cosmos endpoint without a key asks for both', async () => {
+    const r = await runStart({ NIMBUS_COSMOS_ENDPOINT: 'https://acct.documents.azure.com:443/' });
+    assert.equal(r.code, 2);
+    assertOneClearLine(r.stderr, /NIMBUS_COSMOS_KEY is not set/);
+  });
+
+  test('a port already in use names its variable', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (blocker.address() as AddressInfo).port;
+      const r = await runStart({ NIMBUS_COSMOS_PORT: String(port) });
+      assert.equal(r.code, 2);
+      assertOneClearLine(r.stderr, new RegExp(`NIMBUS_COSMOS_PORT: 127\\.0\\.0\\.1:${port} is already in use`));
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  test('a missing catalog file fails before anything listens, exit 1', async () => {
+    const r = await runStart({ NIMBUS_CATALOG: 'catalog/does-not-exist.json' });
+    assert.equal(r.code, 1);
+    assertOneClearLine(r.stderr, /NIMBUS_CATALOG: catalog file not found: catalog\/does-not-exist\.json/);
+    assert.doesNotMatch(r.stdout, /ready/, 'no server was started');
+  });
+});
