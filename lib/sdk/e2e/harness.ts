@@ -239,3 +239,28 @@ export async function eventually<T>(probe: () => T | undefined | Promise<T | und
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** `Type:label` per record, the label found by EventId from the payload field `n` of the event's first copy. */
+export function story(records: ResolverRecord[]): string[] {
+  const labels = new Map<unknown, string>();
+  for (const r of records) {
+    const json = r.content.EventContent?.EventJson;
+    if (!json || labels.has(r.props.EventId)) continue;
+    try {
+      const n = (JSON.parse(json) as { n?: unknown }).n;
+      if (n !== undefined) labels.set(r.props.EventId, `E${String(n)}`);
+    } catch {
+      // not a labelled payload
+    }
+  }
+  return records.map((r) => `${r.type}:${labels.get(r.props.EventId) ?? '?'}`);
+}
+
+/**
+ * The Resolver session split into requests (audit copies, in arrival order) and responses (in the order the
+ * endpoint produced them). Across the two the interleaving depends on timing, within each it does not.
+ */
+export function storyOf(records: ResolverRecord[]): { requests: string[]; responses: string[] } {
+  const s = story(records);
+  return { requests: s.filter((x) => !x.includes('Response:')), responses: s.filter((x) => x.includes('Response:')) };
+}
