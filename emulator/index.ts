@@ -6,8 +6,8 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import type { Broker } from './broker/api.ts';
 import { createBroker } from './broker/index.ts';
+import { createAdminHandler } from './admin/http.ts';
 import { createAmqpPlane } from './amqp/plane.ts';
-import type { HttpHandler } from './server.ts';
 import { assertLoopback, startEmulatorServer } from './server.ts';
 
 export interface StartEmulatorOptions {
@@ -75,7 +75,7 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
       host: opts.host,
       port: opts.port,
       amqp,
-      admin: await loadAdminHandler(broker, log),
+      admin: createAdminHandler(broker, { log: log.child({ component: 'admin' }) }),
       log: log.child({ component: 'server' }),
       firstBytesTimeoutMs: opts.handshakeTimeoutMs,
     });
@@ -101,22 +101,4 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
       return closing;
     },
   };
-}
-
-/**
- * The admin plane is built alongside this one; it is loaded by path so that the data plane still starts (and
- * admin paths answer 503) when it is absent.
- */
-async function loadAdminHandler(broker: Broker, log: pino.Logger): Promise<HttpHandler | undefined> {
-  const path = './admin/http.ts';
-  try {
-    const mod = (await import(path)) as {
-      createAdminHandler?: (b: Broker, o?: { log?: object }) => HttpHandler;
-    };
-    if (typeof mod.createAdminHandler !== 'function') return undefined;
-    return mod.createAdminHandler(broker, { log: log.child({ component: 'admin' }) });
-  } catch (err) {
-    log.warn({ err: err instanceof Error ? err.message : String(err) }, 'admin plane unavailable');
-    return undefined;
-  }
 }

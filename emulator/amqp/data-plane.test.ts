@@ -199,6 +199,19 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
     await sender.close();
   });
 
+  test('a message close to the size limit round-trips, split across frames both ways', async () => {
+    const { topic, sub, tag } = subscriptionFor();
+    const sender = h.client.createSender(topic);
+    const body = Buffer.alloc(h.emulator.broker.maxMessageSizeBytes - 4096, 7);
+    await sender.sendMessages({ body, applicationProperties: { test: tag } });
+    const receiver = h.client.createReceiver(topic, sub, { receiveMode: 'receiveAndDelete' });
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2_000 });
+    assert.ok(Buffer.isBuffer(m?.body));
+    assert.ok(body.equals(m.body as Buffer));
+    await receiver.close();
+    await sender.close();
+  });
+
   test('unknown entities raise MessagingEntityNotFound for senders and receivers', async () => {
     const sender = h.client.createSender('missing');
     assert.equal(await errorCode(sender.sendMessages({ body: 1 })), 'MessagingEntityNotFound');

@@ -12,6 +12,7 @@ import { BrokerError } from '../broker/api.ts';
 import type { ParsedEntity } from './codec.ts';
 import { BATCH_FORMAT, decodeBatch, describeSource, encodedSize, msToTicksBuffer, outcome, parseAddress } from './codec.ts';
 import { DeliveryLink, errorSummary } from './delivery-link.ts';
+import { createFrameGuard } from './frame-guard.ts';
 import { amqpConditionFor } from './errors.ts';
 import type { PlaneLog } from './log.ts';
 import { handleManagementRequest } from './management.ts';
@@ -55,6 +56,8 @@ interface ConnectionState {
 }
 
 const SESSION_FILTER = 'com.microsoft:session-filter';
+/** Advertised in our open; peers split larger transfers, and a frame above it closes the connection. */
+const MAX_FRAME_BYTES = 256 * 1024;
 
 export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   const { broker, log } = options;
@@ -394,6 +397,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       const connection = container.create_connection({
         id,
         idle_time_out: idleTimeoutMs,
+        max_frame_size: MAX_FRAME_BYTES,
         container_id: 'nimbus-servicebus-emulator',
         // Our own settlement handling: never auto-accept transfers and keep `modified` distinct from `released`.
         autoaccept: false,
@@ -418,6 +422,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       state.handshakeTimer.unref();
       socket.on('error', () => {
         // rhea sees the error too; this listener only keeps an EPIPE/ECONNRESET from becoming uncaught.
+      });
+      const guard = createFrameGuard(MAX_FRAME_BYTES);
+      socket.on('data', (chunk: Buffer) => {
+        if (!guard.observe(chunk) && !socket.destroyed) {
+          log.info({ connection: id }, 'frame larger than the advertised max-frame-size; closing the connection');
+          socket.destroy();
+        }
       });
       socket.once('close', () => {
         cleanupConnection(state);

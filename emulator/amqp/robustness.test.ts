@@ -84,6 +84,15 @@ describe('robustness of the one-port server', () => {
     await stillServes('after-bad-frame');
   });
 
+  test('a frame declaring more than the advertised max-frame-size closes that connection', async () => {
+    const header = Buffer.from('AMQP\x00\x01\x00\x00', 'latin1');
+    const hugePrefix = Buffer.alloc(8);
+    hugePrefix.writeUInt32BE(100 * 1024 * 1024, 0);
+    hugePrefix[4] = 2;
+    await exchange(h.emulator.port, Buffer.concat([header, hugePrefix, Buffer.alloc(1024)]));
+    await stillServes('after-huge-frame');
+  });
+
   test('an unsupported AMQP protocol id closes that connection', async () => {
     await exchange(h.emulator.port, Buffer.from('AMQP\x09\x01\x00\x00', 'latin1'));
     await stillServes('after-bad-protocol');
