@@ -197,7 +197,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     link.set_source(remote.source ?? null);
     holdAttach(link);
     roles.set(link, { kind: 'pending' });
-    void openDeliveryLink(state, link, parsed.source, remote);
+    openDeliveryLink(state, link, parsed.source, remote).catch((err: unknown) => {
+      log.error({ entity: describeSource(parsed.source), err: errorSummary(err) }, 'receiver attach failed');
+      try {
+        // A held attach must go out before the detach can (see holdAttach).
+        releaseAttach(link);
+        link.close({ condition: 'amqp:internal-error', description: 'Internal error' });
+      } catch {
+        abortConnection(state);
+      }
+    });
   });
 
   async function openDeliveryLink(

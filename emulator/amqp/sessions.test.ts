@@ -93,6 +93,25 @@ describe('session receivers with the real ServiceBusClient', () => {
     await sender.close();
   });
 
+  test('when the broker ends a session receiver, the client sees SessionLockLost on its link', async () => {
+    const { topic, sub, tag } = sessionSubscription(300);
+    const sender = h.client.createSender(topic);
+    await sender.sendMessages({ body: 'held', sessionId: 'ended', applicationProperties: { test: tag } });
+    const receiver = await h.client.acceptSession(topic, sub, 'ended', { maxAutoLockRenewalDurationInMs: 0 });
+    const code = await new Promise<string>((resolve) => {
+      receiver.subscribe(
+        {
+          processMessage: async () => {},
+          processError: async (args) => resolve((args.error as { code?: string }).code ?? 'none'),
+        },
+        { autoCompleteMessages: false },
+      );
+    });
+    assert.equal(code, 'SessionLockLost');
+    await receiver.close();
+    await sender.close();
+  });
+
   test('a connection that dies without detaching releases its session lock', async () => {
     const { topic, sub, tag } = sessionSubscription();
     const sender = h.client.createSender(topic);
