@@ -1,3 +1,5 @@
-export default function Home() {
-  return <h1 className="text-xl font-semibold">Endpoints</h1>;
+import { EndpointsView } from '../components/EndpointsView.tsx';
+
+export default function EndpointsPage() {
+  return <EndpointsView />;
 }

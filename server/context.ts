@@ -23,7 +23,7 @@ const slot = ((globalThis as Record<symbol, unknown>)[KEY] ??= {}) as Slot;
 
 async function open(env: Record<string, string | undefined>): Promise<ConsoleContext> {
   const config = loadConsoleConfig(env);
-  const catalogPath = isAbsolute(config.catalogPath) ? config.catalogPath : resolve(process.cwd(), config.catalogPath);
+  const catalogPath = isAbsolute(config.catalogPath) ? config.catalogPath : resolve(/*turbopackIgnore: true*/ process.cwd(), config.catalogPath);
   const catalog = await loadCatalog(catalogPath);
   // An interactive reader may wait a little on a throttle rather than fail the page (docs/store.md).
   const store = await createStore({ ...config.cosmos, throttleRetries: 3, requestTimeoutMs: 10_000 });

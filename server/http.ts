@@ -6,6 +6,7 @@ import { ConfigError } from './config.ts';
 import { log } from './log.ts';
 
 export class HttpError extends Error {
+  override readonly name = 'HttpError';
   readonly status: number;
   readonly detail: string;
   constructor(status: number, error: string, detail: string) {
@@ -23,10 +24,19 @@ export function json(body: unknown, status = 200): Response {
   return Response.json(body, { status, headers: { 'cache-control': 'no-store' } });
 }
 
+// Errors are recognised by class or by name: Next.js bundles server/ and lib/ into its route chunks, while a
+// launcher that imported server/console.ts holds another copy of the same classes.
+const isNamed = (err: unknown, name: string): err is Error => err instanceof Error && err.name === name;
+
 export function errorResponse(err: unknown): Response {
-  if (err instanceof HttpError) return json({ error: err.message, detail: err.detail }, err.status);
-  if (err instanceof StoreInputError) return json({ error: 'bad request', detail: err.message }, 400);
-  if (err instanceof ConfigError) return json({ error: 'not configured', detail: err.message }, 503);
+  if (err instanceof HttpError || (isNamed(err, 'HttpError') && typeof (err as HttpError).status === 'number')) {
+    const e = err as HttpError;
+    return json({ error: e.message, detail: e.detail }, e.status);
+  }
+  if (err instanceof StoreInputError || isNamed(err, 'StoreInputError'))
+    return json({ error: 'bad request', detail: err.message }, 400);
+  if (err instanceof ConfigError || isNamed(err, 'ConfigError') || isNamed(err, 'CatalogError'))
+    return json({ error: 'not configured', detail: err.message }, 503);
   if (err instanceof StoreThrottledError) {
     const headers: Record<string, string> = { 'cache-control': 'no-store' };
     if (err.retryAfterMs != null) headers['retry-after'] = String(Math.ceil(err.retryAfterMs / 1000));

@@ -25,6 +25,8 @@ export interface EndpointOverview {
   owner: string | null;
   description: string | null;
   inCatalog: boolean;
+  produces: string[];
+  consumes: string[];
   counts: Omit<EndpointCounts, 'endpointId' | 'buckets' | 'recountedAt'>;
   oldestFailureAt: string | null;
   lastActivityAt: string | null;
@@ -91,6 +93,8 @@ export async function endpointsOverview(store: MessageStore, catalog: Catalog): 
         owner: entry?.owner ?? null,
         description: entry?.description ?? null,
         inCatalog: entry !== undefined,
+        produces: entry?.produces ?? [],
+        consumes: entry?.consumes ?? [],
         counts,
         oldestFailureAt,
         lastActivityAt,

@@ -1,0 +1,359 @@
+'use client';
+// Endpoint page: the endpoint's events with server-side filters kept in the URL (shareable, survive a reload),
+// continuation paging, counts per status, and multi-select Resubmit / Skip behind a confirmation that states
+// exactly how many events will be acted on.
+import Link from 'next/link';
+import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { useMemo, useState, type FormEvent } from 'react';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, endpointHref, eventHref, type BulkResult, type EventListItem } from './api.ts';
+import { ConfirmDialog } from './ConfirmDialog.tsx';
+import { Ago, ErrorBox, StatusBadge, useNow } from './format.tsx';
+
+const STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
+const FILTER_KEYS = ['status', 'eventTypeId', 'sessionId', 'eventId', 'from', 'to', 'q'] as const;
+type FilterKey = (typeof FILTER_KEYS)[number];
+
+/** Rows an operator may resubmit or skip (the server decides again; this only drives the checkboxes). */
+export const isActionable = (r: Pick<EventListItem, 'status' | 'subStatus'>) =>
+  r.status === 'Failed' || r.status === 'DeadLettered' || r.status === 'Unsupported' || (r.status === 'Pending' && r.subStatus === 'Handoff');
+
+/** datetime-local value (local time, no zone) ⇄ ISO instant for the URL. */
+const toLocalInput = (iso: string | null) => {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+};
+const fromLocalInput = (v: string) => (v ? new Date(v).toISOString() : '');
+
+export function EndpointEventsView({ endpointId }: { endpointId: string }) {
+  const router = useRouter();
+  const pathname = usePathname();
+  const params = useSearchParams();
+  const qc = useQueryClient();
+  const now = useNow(5000);
+
+  const filters = useMemo(() => {
+    const f = {} as Record<FilterKey, string>;
+    for (const k of FILTER_KEYS) f[k] = params.get(k) ?? '';
+    return f;
+  }, [params]);
+  const [draft, setDraft] = useState(filters);
+  const [draftKey, setDraftKey] = useState(params.toString());
+  if (draftKey !== params.toString()) {
+    // The URL changed (back/forward, a count link): the form follows it.
+    setDraftKey(params.toString());
+    setDraft(filters);
+  }
+  const selectedStatuses = filters.status ? filters.status.split(',') : [];
+
+  const apply = (next: Record<FilterKey, string>) => {
+    const sp = new URLSearchParams();
+    for (const k of FILTER_KEYS) if (next[k]) sp.set(k, next[k]);
+    router.replace(`${pathname}${sp.toString() ? `?${sp}` : ''}`);
+  };
+  const toggleStatus = (s: string) => {
+    const set = new Set(selectedStatuses);
+    if (set.has(s)) set.delete(s);
+    else set.add(s);
+    apply({ ...filters, status: [...set].join(',') });
+  };
+
+  const overview = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: 10_000 });
+  const ep = overview.data?.endpoints.find((e) => e.endpointId === endpointId);
+
+  const queryString = useMemo(() => {
+    const sp = new URLSearchParams();
+    for (const k of FILTER_KEYS) if (filters[k]) sp.set(k, filters[k]);
+    return sp.toString();
+  }, [filters]);
+  const list = useInfiniteQuery({
+    queryKey: ['events', endpointId, queryString],
+    queryFn: ({ pageParam }) => {
+      const sp = new URLSearchParams(queryString);
+      if (pageParam) sp.set('continuation', pageParam);
+      return api.events(endpointId, sp);
+    },
+    initialPageParam: '',
+    getNextPageParam: (last) => last.continuation ?? undefined,
+    refetchInterval: (query) => ((query.state.data?.pages.length ?? 0) <= 1 ? 10_000 : false),
+  });
+  const items = useMemo(() => list.data?.pages.flatMap((p) => p.items) ?? [], [list.data]);
+
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const actionable = items.filter(isActionable);
+  const selectedItems = actionable.filter((i) => selected.has(i.eventId));
+  const toggle = (id: string) =>
+    setSelected((s) => {
+      const n = new Set(s);
+      if (n.has(id)) n.delete(id);
+      else n.add(id);
+      return n;
+    });
+  const allSelected = actionable.length > 0 && selectedItems.length === actionable.length;
+
+  const [confirm, setConfirm] = useState<null | 'resubmit' | 'skip'>(null);
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<{ action: string; r: BulkResult } | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const runBulk = async () => {
+    if (!confirm) return;
+    setBusy(true);
+    setActionError(null);
+    try {
+      const ids = selectedItems.map((i) => i.eventId);
+      const r = await api.bulk(confirm, endpointId, ids);
+      setResult({ action: confirm, r });
+      setSelected(new Set());
+      await qc.invalidateQueries({ queryKey: ['events', endpointId] });
+      await qc.invalidateQueries({ queryKey: ['endpoints'] });
+    } catch (err) {
+      setActionError(err);
+    } finally {
+      setBusy(false);
+      setConfirm(null);
+    }
+  };
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    apply(draft);
+  };
+  const typeOptions = [...new Set([...(ep?.consumes ?? []), ...(ep?.produces ?? [])])].sort();
+  const countFor = (s: string): number | undefined => {
+    const c = ep?.counts;
+    if (!c) return undefined;
+    switch (s) {
+      case 'Failed':
+        return c.failed - c.deadLettered - c.unsupported;
+      case 'DeadLettered':
+        return c.deadLettered;
+      case 'Unsupported':
+        return c.unsupported;
+      case 'Deferred':
+        return c.deferred;
+      case 'Pending':
+        return c.pending - c.handoff;
+      case 'Handoff':
+        return c.handoff;
+      case 'Completed':
+        return c.completed;
+      case 'Skipped':
+        return c.skipped;
+    }
+    return undefined;
+  };
+
+  return (
+    <section>
+      <nav className="mb-1 text-sm text-slate-500">
+        <Link href="/" className="hover:underline">
+          Endpoints
+        </Link>{' '}
+        / <span className="text-slate-700">{endpointId}</span>
+      </nav>
+      <div className="mb-3 flex flex-wrap items-baseline gap-3">
+        <h1 className="text-xl font-semibold">{endpointId}</h1>
+        {ep?.owner ? <span className="text-sm text-slate-500">{ep.owner}</span> : null}
+        {ep?.description ? <span className="text-sm text-slate-500">— {ep.description}</span> : null}
+      </div>
+
+      <div className="mb-3 flex flex-wrap gap-1.5" aria-label="Status filter">
+        {STATUSES.map((s) => {
+          const on = selectedStatuses.includes(s);
+          const n = countFor(s);
+          return (
+            <button
+              key={s}
+              type="button"
+              aria-pressed={on}
+              onClick={() => toggleStatus(s)}
+              className={`rounded-full border px-2.5 py-0.5 text-xs ${on ? 'border-slate-800 bg-slate-800 text-white' : 'border-slate-300 bg-white text-slate-700 hover:bg-slate-100'}`}
+            >
+              {s}
+              {n !== undefined ? <span className="ml-1 font-semibold">{n.toLocaleString()}</span> : null}
+            </button>
+          );
+        })}
+        {selectedStatuses.length > 0 ? (
+          <button type="button" onClick={() => apply({ ...filters, status: '' })} className="px-2 text-xs text-sky-700 hover:underline">
+            all statuses
+          </button>
+        ) : null}
+      </div>
+
+      <form onSubmit={submit} className="mb-3 grid grid-cols-2 gap-2 rounded border border-slate-200 bg-white p-3 text-sm md:grid-cols-4 lg:grid-cols-7">
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Event type</span>
+          <select value={draft.eventTypeId} onChange={(e) => setDraft({ ...draft, eventTypeId: e.target.value })} className="rounded border border-slate-300 px-1 py-1">
+            <option value="">any</option>
+            {typeOptions.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Event id</span>
+          <input value={draft.eventId} onChange={(e) => setDraft({ ...draft, eventId: e.target.value })} className="rounded border border-slate-300 px-2 py-1" />
+        </label>
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Session id</span>
+          <input value={draft.sessionId} onChange={(e) => setDraft({ ...draft, sessionId: e.target.value })} className="rounded border border-slate-300 px-2 py-1" />
+        </label>
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Updated from</span>
+          <input type="datetime-local" value={toLocalInput(draft.from)} onChange={(e) => setDraft({ ...draft, from: fromLocalInput(e.target.value) })} className="rounded border border-slate-300 px-1 py-1" />
+        </label>
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Updated before</span>
+          <input type="datetime-local" value={toLocalInput(draft.to)} onChange={(e) => setDraft({ ...draft, to: fromLocalInput(e.target.value) })} className="rounded border border-slate-300 px-1 py-1" />
+        </label>
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Error text contains</span>
+          <input name="q" value={draft.q} onChange={(e) => setDraft({ ...draft, q: e.target.value })} className="rounded border border-slate-300 px-2 py-1" />
+        </label>
+        <div className="flex items-end gap-2">
+          <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-white hover:bg-slate-700">
+            Apply
+          </button>
+          <button type="button" onClick={() => apply({ status: '', eventTypeId: '', sessionId: '', eventId: '', from: '', to: '', q: '' })} className="rounded border border-slate-300 px-3 py-1 hover:bg-slate-50">
+            Clear
+          </button>
+        </div>
+      </form>
+
+      <div className="mb-2 flex flex-wrap items-center gap-2 text-sm">
+        <span className="text-slate-600">{selectedItems.length} selected</span>
+        <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-white hover:bg-sky-700 disabled:opacity-40">
+          Resubmit selected
+        </button>
+        <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('skip')} className="rounded border border-red-300 px-3 py-1 text-red-700 hover:bg-red-50 disabled:opacity-40">
+          Skip selected
+        </button>
+        <span className="ml-auto text-xs text-slate-400">{list.isFetching ? 'refreshing…' : `${items.length} shown`}</span>
+      </div>
+      {result ? (
+        <div role="status" className="mb-2 rounded border border-slate-200 bg-white px-3 py-2 text-sm">
+          {result.action === 'resubmit' ? 'Resubmit' : 'Skip'}: {result.r.sent} sent, {result.r.duplicates} already sent, {result.r.failed} refused
+          {result.r.results
+            .filter((x) => x.outcome === 'error')
+            .slice(0, 5)
+            .map((x) => (
+              <div key={x.eventId} className="text-xs text-red-700">
+                {x.eventId}: {x.detail}
+              </div>
+            ))}
+        </div>
+      ) : null}
+      <ErrorBox error={actionError ?? list.error} />
+
+      <div className="overflow-x-auto rounded border border-slate-200 bg-white">
+        <table className="min-w-full text-sm" data-testid="events-table">
+          <thead className="bg-slate-100 text-left text-xs uppercase tracking-wide text-slate-500">
+            <tr>
+              <th className="w-8 px-2 py-2">
+                <input
+                  type="checkbox"
+                  aria-label="Select all actionable events"
+                  checked={allSelected}
+                  disabled={actionable.length === 0}
+                  onChange={() => setSelected(allSelected ? new Set() : new Set(actionable.map((i) => i.eventId)))}
+                />
+              </th>
+              <th className="px-2 py-2">Status</th>
+              <th className="px-2 py-2">Event id</th>
+              <th className="px-2 py-2">Event type</th>
+              <th className="px-2 py-2">Session</th>
+              <th className="px-2 py-2">Error</th>
+              <th className="px-2 py-2 text-right">Updated</th>
+            </tr>
+          </thead>
+          <tbody className="divide-y divide-slate-100">
+            {items.map((i) => (
+              <tr key={`${i.eventId}\u0000${i.sessionId}`} className="hover:bg-slate-50">
+                <td className="px-2 py-1">
+                  {isActionable(i) ? (
+                    <input type="checkbox" aria-label={`Select ${i.eventId}`} checked={selected.has(i.eventId)} onChange={() => toggle(i.eventId)} />
+                  ) : null}
+                </td>
+                <td className="px-2 py-1">
+                  <StatusBadge status={i.status} subStatus={i.subStatus} />
+                </td>
+                <td className="px-2 py-1 font-mono text-xs">
+                  <Link href={eventHref(endpointId, i.eventId)} className="text-sky-700 hover:underline">
+                    {i.eventId}
+                  </Link>
+                </td>
+                <td className="px-2 py-1">{i.eventTypeId ?? '—'}</td>
+                <td className="px-2 py-1 font-mono text-xs">
+                  {i.sessionId ? (
+                    <Link href={endpointHref(endpointId, new URLSearchParams({ sessionId: i.sessionId }).toString())} className="hover:underline">
+                      {i.sessionId}
+                    </Link>
+                  ) : (
+                    '—'
+                  )}
+                </td>
+                <td className="max-w-md truncate px-2 py-1 text-xs text-red-800" title={i.errorText ?? ''}>
+                  {i.errorText ?? ''}
+                </td>
+                <td className="px-2 py-1 text-right text-xs text-slate-600">
+                  <Ago at={i.updatedAt} now={now} />
+                </td>
+              </tr>
+            ))}
+            {list.isPending ? (
+              <tr>
+                <td colSpan={7} className="px-3 py-4 text-center text-slate-500">
+                  Loading…
+                </td>
+              </tr>
+            ) : items.length === 0 ? (
+              <tr>
+                <td colSpan={7} className="px-3 py-4 text-center text-slate-500">
+                  No events match these filters.
+                </td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
+      </div>
+      {list.hasNextPage ? (
+        <button type="button" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage} className="mt-2 rounded border border-slate-300 bg-white px-3 py-1 text-sm hover:bg-slate-50">
+          {list.isFetchingNextPage ? 'Loading…' : 'Load more'}
+        </button>
+      ) : null}
+
+      {confirm ? (
+        <ConfirmDialog
+          title={confirm === 'resubmit' ? `Resubmit ${selectedItems.length} event${selectedItems.length === 1 ? '' : 's'}?` : `Skip ${selectedItems.length} event${selectedItems.length === 1 ? '' : 's'}?`}
+          confirmLabel={confirm === 'resubmit' ? `Resubmit ${selectedItems.length}` : `Skip ${selectedItems.length}`}
+          danger={confirm === 'skip'}
+          busy={busy}
+          onConfirm={runBulk}
+          onCancel={() => setConfirm(null)}
+        >
+          {confirm === 'resubmit' ? (
+            <p>
+              Exactly <strong>{selectedItems.length}</strong> event{selectedItems.length === 1 ? '' : 's'} on <strong>{endpointId}</strong> will be sent
+              again with {selectedItems.length === 1 ? 'its' : 'their'} stored payload. Each blocked session is released when its event succeeds.
+            </p>
+          ) : (
+            <p>
+              Exactly <strong>{selectedItems.length}</strong> event{selectedItems.length === 1 ? '' : 's'} on <strong>{endpointId}</strong> will be
+              skipped: never processed, and {selectedItems.length === 1 ? 'its session' : 'their sessions'} released.
+            </p>
+          )}
+          <ul className="mt-2 max-h-40 overflow-auto font-mono text-xs text-slate-600">
+            {selectedItems.map((i) => (
+              <li key={i.eventId}>{i.eventId}</li>
+            ))}
+          </ul>
+        </ConfirmDialog>
+      ) : null}
+    </section>
+  );
+}

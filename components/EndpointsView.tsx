@@ -1,0 +1,148 @@
+'use client';
+// Endpoints (home): every catalog endpoint with Pending / Deferred / Failed counts, oldest failure, last activity
+// and heartbeat; sortable, filterable, refreshed every few seconds.
+import Link from 'next/link';
+import { useMemo, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api, endpointHref, type EndpointOverview } from './api.ts';
+import { Ago, ErrorBox, useNow } from './format.tsx';
+
+type SortKey = 'name' | 'failed' | 'pending' | 'deferred' | 'activity';
+
+const sorters: Record<SortKey, (a: EndpointOverview, b: EndpointOverview) => number> = {
+  name: (a, b) => a.endpointId.localeCompare(b.endpointId),
+  failed: (a, b) => b.counts.failed - a.counts.failed || a.endpointId.localeCompare(b.endpointId),
+  pending: (a, b) => b.counts.pending - a.counts.pending || a.endpointId.localeCompare(b.endpointId),
+  deferred: (a, b) => b.counts.deferred - a.counts.deferred || a.endpointId.localeCompare(b.endpointId),
+  activity: (a, b) => (b.lastActivityAt ?? '').localeCompare(a.lastActivityAt ?? ''),
+};
+
+function Count({ n, href, tone, label }: { n: number; href: string; tone: string; label: string }) {
+  if (n === 0) return <span className="text-slate-300">0</span>;
+  return (
+    <Link href={href} className={`font-semibold hover:underline ${tone}`} aria-label={`${n} ${label}`}>
+      {n.toLocaleString()}
+    </Link>
+  );
+}
+
+const HEARTBEAT_STYLE: Record<string, string> = {
+  On: 'text-emerald-700',
+  Off: 'text-red-700',
+  Pending: 'text-sky-700',
+  Unknown: 'text-slate-400',
+  Unsupported: 'text-slate-500',
+};
+
+export function EndpointsView() {
+  const now = useNow(5000);
+  const [filter, setFilter] = useState('');
+  const [onlyUnhealthy, setOnlyUnhealthy] = useState(false);
+  const [sort, setSort] = useState<SortKey>('failed');
+  const q = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: 5000 });
+
+  const rows = useMemo(() => {
+    const list = q.data?.endpoints ?? [];
+    const f = filter.trim().toLowerCase();
+    return list
+      .filter((e) => !f || e.endpointId.toLowerCase().includes(f) || (e.owner ?? '').toLowerCase().includes(f))
+      .filter((e) => !onlyUnhealthy || e.counts.failed > 0 || e.counts.deferred > 0)
+      .sort(sorters[sort]);
+  }, [q.data, filter, onlyUnhealthy, sort]);
+
+  const total = (q.data?.endpoints ?? []).reduce((s, e) => s + e.counts.failed, 0);
+  const header = (key: SortKey, label: string, align = 'text-right') => (
+    <th className={`px-3 py-2 ${align}`}>
+      <button type="button" onClick={() => setSort(key)} className={`hover:underline ${sort === key ? 'text-slate-900' : ''}`}>
+        {label}
+        {sort === key ? ' ▾' : ''}
+      </button>
+    </th>
+  );
+
+  return (
+    <section>
+      <div className="mb-3 flex flex-wrap items-center gap-3">
+        <h1 className="text-xl font-semibold">Endpoints</h1>
+        <span className={`rounded px-2 py-0.5 text-xs font-medium ${total > 0 ? 'bg-red-100 text-red-800' : 'bg-emerald-100 text-emerald-800'}`}>
+          {total > 0 ? `${total} failed events` : 'no failed events'}
+        </span>
+        <input
+          aria-label="Filter endpoints"
+          value={filter}
+          onChange={(e) => setFilter(e.target.value)}
+          placeholder="Filter by endpoint or owner"
+          className="ml-auto w-64 rounded border border-slate-300 px-2 py-1 text-sm"
+        />
+        <label className="flex items-center gap-1 text-sm text-slate-600">
+          <input type="checkbox" checked={onlyUnhealthy} onChange={(e) => setOnlyUnhealthy(e.target.checked)} />
+          Only with failed or deferred
+        </label>
+        <span className="text-xs text-slate-400" aria-live="polite">
+          {q.isFetching ? 'refreshing…' : q.dataUpdatedAt ? `updated ${Math.max(0, Math.round((now - q.dataUpdatedAt) / 1000))}s ago` : ''}
+        </span>
+      </div>
+      {q.error ? <ErrorBox error={q.error} /> : null}
+      {q.isPending ? <p className="text-sm text-slate-500">Loading…</p> : null}
+      {q.data ? (
+        <div className="overflow-x-auto rounded border border-slate-200 bg-white">
+          <table className="min-w-full text-sm" data-testid="endpoints-table">
+            <thead className="bg-slate-100 text-left text-xs uppercase tracking-wide text-slate-500">
+              <tr>
+                {header('name', 'Endpoint', 'text-left')}
+                {header('pending', 'Pending')}
+                {header('deferred', 'Deferred')}
+                {header('failed', 'Failed')}
+                <th className="px-3 py-2 text-right">Oldest failure</th>
+                {header('activity', 'Last activity')}
+                <th className="px-3 py-2">Heartbeat</th>
+              </tr>
+            </thead>
+            <tbody className="divide-y divide-slate-100">
+              {rows.map((e) => (
+                <tr key={e.endpointId} className="hover:bg-slate-50" data-endpoint={e.endpointId}>
+                  <td className="px-3 py-1.5">
+                    <Link href={endpointHref(e.endpointId)} className="font-medium text-sky-700 hover:underline">
+                      {e.endpointId}
+                    </Link>
+                    {e.owner ? <div className="text-xs text-slate-500">{e.owner}</div> : null}
+                    {!e.inCatalog ? <div className="text-xs text-amber-700">not in the catalog</div> : null}
+                  </td>
+                  <td className="px-3 py-1.5 text-right">
+                    <Count n={e.counts.pending} href={endpointHref(e.endpointId, 'status=Pending')} tone="text-sky-700" label="pending" />
+                    {e.counts.handoff > 0 ? <div className="text-xs text-amber-700">{e.counts.handoff} handoff</div> : null}
+                  </td>
+                  <td className="px-3 py-1.5 text-right">
+                    <Count n={e.counts.deferred} href={endpointHref(e.endpointId, 'status=Deferred')} tone="text-violet-700" label="deferred" />
+                  </td>
+                  <td className="px-3 py-1.5 text-right">
+                    <Count n={e.counts.failed} href={endpointHref(e.endpointId, 'status=Failed,DeadLettered,Unsupported')} tone="text-red-700" label="failed" />
+                    {e.counts.deadLettered + e.counts.unsupported > 0 ? (
+                      <div className="text-xs text-slate-500">
+                        {e.counts.deadLettered} DLQ · {e.counts.unsupported} unsupported
+                      </div>
+                    ) : null}
+                  </td>
+                  <td className="px-3 py-1.5 text-right text-slate-600">
+                    <Ago at={e.oldestFailureAt} now={now} />
+                  </td>
+                  <td className="px-3 py-1.5 text-right text-slate-600">
+                    <Ago at={e.lastActivityAt} now={now} />
+                  </td>
+                  <td className={`px-3 py-1.5 ${HEARTBEAT_STYLE[e.heartbeat.status] ?? ''}`}>{e.heartbeat.status}</td>
+                </tr>
+              ))}
+              {rows.length === 0 ? (
+                <tr>
+                  <td colSpan={7} className="px-3 py-4 text-center text-slate-500">
+                    No endpoint matches.
+                  </td>
+                </tr>
+              ) : null}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </section>
+  );
+}

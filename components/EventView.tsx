@@ -1,0 +1,414 @@
+'use client';
+// Event page: status, identifiers, payload (pretty JSON rendered as text: React escapes it, nothing is ever
+// injected as HTML), error and dead-letter details, handoff with countdown, blocked-by link, parked siblings,
+// the message history as a timeline, the audit trail, and the operator actions.
+import Link from 'next/link';
+import { useState, type ReactNode } from 'react';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, endpointHref, eventHref, type CommandResult, type EventDetails } from './api.ts';
+import { ConfirmDialog } from './ConfirmDialog.tsx';
+import { isActionable } from './EndpointEventsView.tsx';
+import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
+import { JsonEditor, type JsonState } from './JsonEditor.tsx';
+
+type Dialog = null | 'resubmit' | 'edit' | 'skip' | 'complete' | 'fail';
+
+function Field({ label, children, mono = true }: { label: string; children: ReactNode; mono?: boolean }) {
+  return (
+    <div className="min-w-0">
+      <dt className="text-xs text-slate-500">{label}</dt>
+      <dd className={`truncate ${mono ? 'font-mono text-xs' : 'text-sm'}`}>{children ?? <span className="text-slate-400">—</span>}</dd>
+    </div>
+  );
+}
+
+function Panel({ title, children, tone = 'border-slate-200' }: { title: string; children: ReactNode; tone?: string }) {
+  return (
+    <section className={`mb-3 rounded border bg-white p-3 ${tone}`}>
+      <h2 className="mb-2 text-sm font-semibold text-slate-700">{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+const HISTORY_TONE: Record<string, string> = {
+  ResolutionResponse: 'bg-emerald-500',
+  ErrorResponse: 'bg-red-500',
+  DeferralResponse: 'bg-violet-500',
+  SkipResponse: 'bg-slate-400',
+  UnsupportedResponse: 'bg-orange-500',
+  PendingHandoffResponse: 'bg-amber-500',
+};
+
+function HandoffCountdown({ expectedBy }: { expectedBy: string | null }) {
+  const now = useNow(1000);
+  if (!expectedBy) return <span className="text-slate-500">no deadline given</span>;
+  const left = Date.parse(expectedBy) - now;
+  return left >= 0 ? (
+    <span className="text-amber-800" data-testid="handoff-countdown">
+      due in {formatDuration(left)}
+    </span>
+  ) : (
+    <span className="font-semibold text-red-700" data-testid="handoff-countdown">
+      overdue by {formatDuration(left)}
+    </span>
+  );
+}
+
+export function EventView({ endpointId, eventId }: { endpointId: string; eventId: string }) {
+  const qc = useQueryClient();
+  const [dialog, setDialog] = useState<Dialog>(null);
+  const [busy, setBusy] = useState(false);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [edited, setEdited] = useState<JsonState>({ ok: false, problem: 'not edited' });
+  const [editedType, setEditedType] = useState('');
+  const [note, setNote] = useState('');
+  const [reason, setReason] = useState('');
+  const [followUntil, setFollowUntil] = useState(0);
+
+  const q = useQuery({
+    queryKey: ['event', endpointId, eventId],
+    queryFn: () => api.event(endpointId, eventId),
+    // After an action, follow the event closely until the Resolver has recorded the outcome.
+    refetchInterval: () => (Date.now() < followUntil ? 1000 : 10_000),
+  });
+  const overview = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, staleTime: 60_000 });
+  const ep = overview.data?.endpoints.find((e) => e.endpointId === endpointId);
+
+  const d: EventDetails | undefined = q.data;
+  const e = d?.event;
+
+  const run = async (action: () => Promise<CommandResult>, label: string) => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      const r = await action();
+      setNotice(r.outcome === 'duplicate' ? `${label} was already sent (${r.messageId}); nothing sent again.` : `${label} sent (${r.messageId}).`);
+      setFollowUntil(Date.now() + 30_000);
+      setDialog(null);
+      await qc.invalidateQueries({ queryKey: ['event', endpointId, eventId] });
+      await qc.invalidateQueries({ queryKey: ['events', endpointId] });
+      await qc.invalidateQueries({ queryKey: ['endpoints'] });
+    } catch (err) {
+      setActionError(err);
+      setDialog(null);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (q.error) return <ErrorBox error={q.error} />;
+  if (!d || !e) return <p className="text-sm text-slate-500">Loading…</p>;
+
+  const handoff = e.status === 'Pending' && e.subStatus === 'Handoff';
+  const payloadText = e.payload === null || e.payload === undefined ? null : JSON.stringify(e.payload, null, 2);
+  const typeOptions = [...new Set([...(ep?.consumes ?? []), e.eventTypeId ?? ''])].filter(Boolean).sort();
+
+  return (
+    <section>
+      <nav className="mb-1 text-sm text-slate-500">
+        <Link href="/" className="hover:underline">
+          Endpoints
+        </Link>{' '}
+        /{' '}
+        <Link href={endpointHref(endpointId)} className="hover:underline">
+          {endpointId}
+        </Link>{' '}
+        / <span className="font-mono text-slate-700">{eventId}</span>
+      </nav>
+      <div className="mb-3 flex flex-wrap items-center gap-3">
+        <h1 className="font-mono text-lg font-semibold" data-testid="event-id">
+          {e.eventId}
+        </h1>
+        <span data-testid="event-status">
+          <StatusBadge status={e.status} subStatus={e.subStatus} />
+        </span>
+        <span className="text-sm text-slate-600">{e.eventTypeId}</span>
+        <div className="ml-auto flex flex-wrap gap-2">
+          {isActionable(e) ? (
+            <>
+              <button type="button" onClick={() => setDialog('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-sm text-white hover:bg-sky-700">
+                Resubmit
+              </button>
+              <button
+                type="button"
+                onClick={() => {
+                  setEdited(payloadText ? { ok: true, value: e.payload } : { ok: false, problem: 'The payload is empty.' });
+                  setEditedType(e.eventTypeId ?? '');
+                  setDialog('edit');
+                }}
+                className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50"
+              >
+                Resubmit with changes
+              </button>
+              <button type="button" onClick={() => setDialog('skip')} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50">
+                Skip
+              </button>
+            </>
+          ) : null}
+          {handoff ? (
+            <>
+              <button type="button" onClick={() => setDialog('complete')} className="rounded bg-emerald-600 px-3 py-1 text-sm text-white hover:bg-emerald-700">
+                Complete handoff
+              </button>
+              <button type="button" onClick={() => setDialog('fail')} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50">
+                Fail handoff
+              </button>
+            </>
+          ) : null}
+        </div>
+      </div>
+      {notice ? (
+        <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
+          {notice}
+        </div>
+      ) : null}
+      <ErrorBox error={actionError} />
+
+      <div className="grid gap-3 lg:grid-cols-3">
+        <div className="lg:col-span-2">
+          {e.errorText || e.errorType || e.deadLetterReason ? (
+            <Panel title={e.status === 'DeadLettered' ? 'Dead letter' : 'Error'} tone="border-red-200">
+              {e.errorType ? <div className="mb-1 font-mono text-xs text-red-900">{e.errorType}</div> : null}
+              {e.errorText ? <pre className="whitespace-pre-wrap break-words text-sm text-red-800">{e.errorText}</pre> : null}
+              {e.deadLetterReason ? (
+                <div className="mt-2 text-sm">
+                  <span className="text-slate-500">Dead-letter reason: </span>
+                  <span className="font-medium">{e.deadLetterReason}</span>
+                  {e.deadLetterErrorDescription ? <div className="text-slate-700">{e.deadLetterErrorDescription}</div> : null}
+                </div>
+              ) : null}
+            </Panel>
+          ) : null}
+
+          {e.handoff ? (
+            <Panel title="Handoff to an external system" tone="border-amber-200">
+              <dl className="grid grid-cols-3 gap-2">
+                <Field label="Reason" mono={false}>
+                  {e.handoff.reason}
+                </Field>
+                <Field label="External job">{e.handoff.externalJobId}</Field>
+                <Field label="Expected by">
+                  <Timestamp at={e.handoff.expectedBy} />
+                </Field>
+              </dl>
+              {handoff ? (
+                <div className="mt-2 text-sm">
+                  <HandoffCountdown expectedBy={e.handoff.expectedBy} />
+                </div>
+              ) : null}
+            </Panel>
+          ) : null}
+
+          {e.blockedBy ? (
+            <Panel title="Blocked" tone="border-violet-200">
+              <p className="text-sm">
+                Parked behind{' '}
+                <Link href={eventHref(endpointId, e.blockedBy)} className="font-mono text-sky-700 hover:underline" data-testid="blocked-by">
+                  {e.blockedBy}
+                </Link>
+                , which blocks session <span className="font-mono">{e.sessionId}</span>.
+              </p>
+            </Panel>
+          ) : null}
+
+          <Panel title="Payload">
+            {payloadText === null ? (
+              <p className="text-sm text-slate-500">No payload stored.</p>
+            ) : (
+              <pre data-testid="payload" className="max-h-[28rem] overflow-auto rounded bg-slate-50 p-2 font-mono text-xs text-slate-800">
+                {payloadText}
+              </pre>
+            )}
+          </Panel>
+
+          <Panel title={`Message history (${d.history.length})`}>
+            <ol className="relative ml-2 border-l border-slate-200" data-testid="history">
+              {d.history.map((h) => (
+                <li key={h.messageId} className="mb-2 ml-4">
+                  <span className={`absolute -left-1.5 mt-1 h-3 w-3 rounded-full border border-white ${HISTORY_TONE[h.messageType] ?? 'bg-sky-500'}`} />
+                  <div className="flex flex-wrap items-baseline gap-2 text-sm">
+                    <span className="font-medium">{h.messageType}</span>
+                    <span className="text-xs text-slate-500">
+                      {h.from ?? '?'} → {h.to ?? '?'}
+                    </span>
+                    <Timestamp at={h.enqueuedAt} />
+                    {h.retryCount ? <span className="text-xs text-slate-500">retry {h.retryCount}</span> : null}
+                  </div>
+                  <div className="font-mono text-[11px] text-slate-400">{h.messageId}</div>
+                  {h.errorText ? <div className="text-xs text-red-700">{h.errorText}</div> : null}
+                  {h.deadLetterReason ? <div className="text-xs text-rose-800">dead-lettered: {h.deadLetterReason}</div> : null}
+                </li>
+              ))}
+              {d.history.length === 0 ? <li className="ml-4 text-sm text-slate-500">No messages recorded.</li> : null}
+            </ol>
+          </Panel>
+        </div>
+
+        <div>
+          <Panel title="Identifiers">
+            <dl className="grid grid-cols-1 gap-1.5">
+              <Field label="Endpoint">{e.endpointId}</Field>
+              <Field label="Session">
+                {e.sessionId ? (
+                  <Link href={endpointHref(endpointId, new URLSearchParams({ sessionId: e.sessionId }).toString())} className="text-sky-700 hover:underline">
+                    {e.sessionId}
+                  </Link>
+                ) : null}
+              </Field>
+              <Field label="Last message">{e.messageId}</Field>
+              <Field label="Last message type">{e.messageType}</Field>
+              <Field label="Parent message">{e.parentMessageId}</Field>
+              <Field label="Originating message">{e.originatingMessageId}</Field>
+              <Field label="Correlation">{e.correlationId}</Field>
+              <Field label="From → To">
+                {e.from ?? '?'} → {e.to ?? '?'}
+              </Field>
+              <Field label="Retries">{e.retryCount != null ? `${e.retryCount}${e.retryLimit != null ? ` of ${e.retryLimit}` : ''}` : null}</Field>
+              <Field label="Created">
+                <Timestamp at={e.createdAt} />
+              </Field>
+              <Field label="Updated">
+                <Timestamp at={e.updatedAt} />
+              </Field>
+            </dl>
+          </Panel>
+
+          <Panel title={`Parked in this session (${d.parkedSiblings.length})`}>
+            {d.parkedSiblings.length === 0 ? (
+              <p className="text-sm text-slate-500">Nothing parked behind this event.</p>
+            ) : (
+              <ul className="text-sm" data-testid="parked-siblings">
+                {d.parkedSiblings.map((s) => (
+                  <li key={s.eventId} className="flex items-center gap-2 py-0.5">
+                    <StatusBadge status={s.status} subStatus={s.subStatus} />
+                    <Link href={eventHref(endpointId, s.eventId)} className="truncate font-mono text-xs text-sky-700 hover:underline">
+                      {s.eventId}
+                    </Link>
+                    <span className="text-xs text-slate-500">{s.eventTypeId}</span>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </Panel>
+
+          {d.otherRows.length > 0 ? (
+            <Panel title="Same event id in other sessions">
+              <ul className="text-sm">
+                {d.otherRows.map((r) => (
+                  <li key={r.sessionId} className="flex gap-2">
+                    <StatusBadge status={r.status} subStatus={r.subStatus} /> <span className="font-mono text-xs">{r.sessionId}</span>
+                  </li>
+                ))}
+              </ul>
+            </Panel>
+          ) : null}
+
+          <Panel title={`Audit trail (${d.audits.length})`}>
+            {d.audits.length === 0 ? (
+              <p className="text-sm text-slate-500">No operator actions yet.</p>
+            ) : (
+              <ul className="space-y-1.5 text-sm" data-testid="audits">
+                {d.audits.map((a) => (
+                  <li key={a.id}>
+                    <div className="flex flex-wrap gap-2">
+                      <span className="font-medium">{a.type}</span>
+                      <span className="text-slate-500">by {a.auditor}</span>
+                      <Timestamp at={a.at} />
+                    </div>
+                    {a.comment ? <div className="text-xs text-slate-700">{a.comment}</div> : null}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </Panel>
+        </div>
+      </div>
+
+      {dialog === 'resubmit' ? (
+        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} onCancel={() => setDialog(null)} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
+          <p>
+            Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
+            <span className="font-mono">{e.sessionId}</span> is released and its {d.parkedSiblings.length} parked event(s) follow.
+          </p>
+        </ConfirmDialog>
+      ) : null}
+      {dialog === 'skip' ? (
+        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} onCancel={() => setDialog(null)} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
+          <p>
+            Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released.
+          </p>
+        </ConfirmDialog>
+      ) : null}
+      {dialog === 'complete' ? (
+        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} onCancel={() => setDialog(null)} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion')}>
+          <p className="mb-2">The external work is done: the event becomes Completed and its session is released.</p>
+          <label className="flex flex-col gap-1 text-xs text-slate-600">
+            Note (optional)
+            <input value={note} onChange={(x) => setNote(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+          </label>
+        </ConfirmDialog>
+      ) : null}
+      {dialog === 'fail' ? (
+        <ConfirmDialog
+          title="Fail the handoff?"
+          confirmLabel="Fail handoff"
+          danger
+          busy={busy || reason.trim() === ''}
+          onCancel={() => setDialog(null)}
+          onConfirm={() => run(() => api.failHandoff(endpointId, eventId, e.messageId, reason.trim()), 'Handoff failure')}
+        >
+          <p className="mb-2">The event becomes Failed with this reason; its session stays blocked until a resubmit or skip.</p>
+          <label className="flex flex-col gap-1 text-xs text-slate-600">
+            Reason (required)
+            <input aria-label="Failure reason" value={reason} onChange={(x) => setReason(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+          </label>
+        </ConfirmDialog>
+      ) : null}
+      {dialog === 'edit' ? (
+        <div className="fixed inset-0 z-50 flex items-center justify-center bg-slate-900/40">
+          <div role="dialog" aria-modal="true" aria-labelledby="edit-title" className="w-full max-w-4xl rounded-lg bg-white p-5 shadow-xl">
+            <h2 id="edit-title" className="mb-2 text-lg font-semibold">
+              Resubmit with changes
+            </h2>
+            <div className="grid gap-3 md:grid-cols-2">
+              <div>
+                <div className="mb-1 text-xs text-slate-500">Original payload (read-only)</div>
+                <pre className="h-[20rem] overflow-auto rounded bg-slate-50 p-2 font-mono text-xs">{payloadText ?? '(none stored)'}</pre>
+              </div>
+              <div>
+                <div className="mb-1 flex items-center gap-2 text-xs text-slate-500">
+                  Event type
+                  <select aria-label="Event type" value={editedType} onChange={(x) => setEditedType(x.target.value)} className="rounded border border-slate-300 px-1 py-0.5 text-sm text-slate-800">
+                    {typeOptions.map((t) => (
+                      <option key={t} value={t}>
+                        {t}
+                      </option>
+                    ))}
+                  </select>
+                </div>
+                <JsonEditor initial={payloadText ?? ''} onChange={setEdited} />
+              </div>
+            </div>
+            <div className="mt-3 flex justify-end gap-2">
+              <button type="button" onClick={() => setDialog(null)} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
+                Cancel
+              </button>
+              <button
+                type="button"
+                disabled={!edited.ok || busy || !editedType}
+                onClick={() => {
+                  if (edited.ok) void run(() => api.resubmit(endpointId, eventId, { payload: edited.value, eventTypeId: editedType }), 'Edited resubmission');
+                }}
+                className="rounded bg-sky-600 px-3 py-1.5 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-40"
+              >
+                {busy ? 'Working…' : 'Resubmit edited payload'}
+              </button>
+            </div>
+          </div>
+        </div>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,67 @@
+'use client';
+// Search results for an event id or session id prefix; a single match opens the event directly.
+import Link from 'next/link';
+import { useRouter, useSearchParams } from 'next/navigation';
+import { useEffect } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api, endpointHref, eventHref } from './api.ts';
+import { ErrorBox, StatusBadge, Timestamp } from './format.tsx';
+
+export function SearchView() {
+  const q = (useSearchParams().get('q') ?? '').trim();
+  const router = useRouter();
+  const r = useQuery({ queryKey: ['search', q], queryFn: () => api.search(q), enabled: q !== '' });
+  const items = r.data?.items ?? [];
+  const only = items.length === 1 ? items[0] : undefined;
+  useEffect(() => {
+    if (only && only.eventId.toLowerCase() === q.toLowerCase()) router.replace(eventHref(only.endpointId, only.eventId));
+  }, [only, q, router]);
+  return (
+    <section>
+      <h1 className="mb-3 text-xl font-semibold">
+        Search <span className="font-mono text-base text-slate-600">{q}</span>
+      </h1>
+      <ErrorBox error={r.error} />
+      {r.isFetching ? <p className="text-sm text-slate-500">Searching…</p> : null}
+      {r.data && items.length === 0 ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
+      {items.length > 0 ? (
+        <table className="min-w-full rounded border border-slate-200 bg-white text-sm">
+          <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+            <tr>
+              <th className="px-2 py-2">Status</th>
+              <th className="px-2 py-2">Endpoint</th>
+              <th className="px-2 py-2">Event id</th>
+              <th className="px-2 py-2">Session</th>
+              <th className="px-2 py-2">Type</th>
+              <th className="px-2 py-2">Updated</th>
+            </tr>
+          </thead>
+          <tbody className="divide-y divide-slate-100">
+            {items.map((i) => (
+              <tr key={`${i.endpointId}/${i.eventId}/${i.sessionId}`}>
+                <td className="px-2 py-1">
+                  <StatusBadge status={i.status} subStatus={i.subStatus} />
+                </td>
+                <td className="px-2 py-1">
+                  <Link href={endpointHref(i.endpointId)} className="hover:underline">
+                    {i.endpointId}
+                  </Link>
+                </td>
+                <td className="px-2 py-1 font-mono text-xs">
+                  <Link href={eventHref(i.endpointId, i.eventId)} className="text-sky-700 hover:underline">
+                    {i.eventId}
+                  </Link>
+                </td>
+                <td className="px-2 py-1 font-mono text-xs">{i.sessionId}</td>
+                <td className="px-2 py-1">{i.eventTypeId}</td>
+                <td className="px-2 py-1">
+                  <Timestamp at={i.updatedAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}

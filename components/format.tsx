@@ -1,0 +1,75 @@
+'use client';
+// Small display helpers: relative times that tick, status badges with one colour per status.
+import { useEffect, useState } from 'react';
+
+export function useNow(intervalMs = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), intervalMs);
+    return () => clearInterval(t);
+  }, [intervalMs]);
+  return now;
+}
+
+export function formatDuration(ms: number): string {
+  const s = Math.round(Math.abs(ms) / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d ${h % 24}h`;
+}
+
+export function Ago({ at, now }: { at: string | null; now: number }) {
+  if (!at) return <span className="text-slate-400">—</span>;
+  const t = Date.parse(at);
+  return (
+    <time dateTime={at} title={new Date(t).toISOString()} className="whitespace-nowrap">
+      {formatDuration(now - t)} ago
+    </time>
+  );
+}
+
+export function Timestamp({ at }: { at: string | null }) {
+  if (!at) return <span className="text-slate-400">—</span>;
+  return (
+    <time dateTime={at} className="whitespace-nowrap font-mono text-xs">
+      {at.replace('T', ' ').replace('Z', '')}
+    </time>
+  );
+}
+
+const STATUS_STYLE: Record<string, string> = {
+  Completed: 'bg-emerald-100 text-emerald-800 ring-emerald-200',
+  Failed: 'bg-red-100 text-red-800 ring-red-200',
+  DeadLettered: 'bg-rose-200 text-rose-900 ring-rose-300',
+  Unsupported: 'bg-orange-100 text-orange-800 ring-orange-200',
+  Deferred: 'bg-violet-100 text-violet-800 ring-violet-200',
+  Pending: 'bg-sky-100 text-sky-800 ring-sky-200',
+  Handoff: 'bg-amber-100 text-amber-900 ring-amber-200',
+  Skipped: 'bg-slate-200 text-slate-700 ring-slate-300',
+};
+
+export function StatusBadge({ status, subStatus }: { status: string; subStatus?: string | null }) {
+  const key = subStatus === 'Handoff' ? 'Handoff' : status;
+  return (
+    <span
+      data-status={status}
+      className={`inline-flex items-center rounded px-1.5 py-0.5 text-xs font-medium ring-1 ring-inset ${STATUS_STYLE[key] ?? 'bg-slate-100 text-slate-700 ring-slate-200'}`}
+    >
+      {status}
+      {subStatus ? ` · ${subStatus}` : ''}
+    </span>
+  );
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  const message = error instanceof Error ? error.message : String(error);
+  return (
+    <div role="alert" className="rounded border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-800">
+      {message}
+    </div>
+  );
+}

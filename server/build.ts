@@ -1,0 +1,65 @@
+// Building the console (`next build`) on demand: used by the launcher when a fresh clone has no build yet and
+// by the browser test, which builds once and reuses `.next` until a source file is newer than the build.
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const SOURCE_DIRS = ['app', 'components', 'server', 'lib'];
+const SOURCE_FILES = ['next.config.ts', 'postcss.config.mjs', 'package.json', 'tsconfig.next.json'];
+const SOURCE_EXT = /\.(ts|tsx|css|json|mjs)$/;
+
+function newestSource(dir: string): number {
+  let newest = 0;
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      if (name === 'node_modules' || name.startsWith('.')) continue;
+      const full = join(d, name);
+      const st = statSync(full);
+      if (st.isDirectory()) walk(full);
+      else if (SOURCE_EXT.test(name) && !name.endsWith('.test.ts')) newest = Math.max(newest, st.mtimeMs);
+    }
+  };
+  for (const sub of SOURCE_DIRS) if (existsSync(join(dir, sub))) walk(join(dir, sub));
+  for (const f of SOURCE_FILES) if (existsSync(join(dir, f))) newest = Math.max(newest, statSync(join(dir, f)).mtimeMs);
+  return newest;
+}
+
+/** True when there is no production build in `dir`/.next, or a source file changed after it was made. */
+export function consoleBuildIsStale(dir: string): boolean {
+  const id = join(dir, '.next', 'BUILD_ID');
+  if (!existsSync(id)) return true;
+  return newestSource(dir) > statSync(id).mtimeMs;
+}
+
+/** Runs `next build` in `dir` (offline; telemetry off). Rejects with the build's last output lines on failure. */
+export function buildConsole(dir: string, options: { onOutput?: (line: string) => void } = {}): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(dir, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], {
+      cwd: dir,
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const tail: string[] = [];
+    const onData = (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (!line.trim()) continue;
+        tail.push(line);
+        if (tail.length > 30) tail.shift();
+        options.onOutput?.(line);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`next build failed (exit ${code}):\n${tail.join('\n')}`)),
+    );
+  });
+}
+
+/** Builds only when needed; returns whether it built. */
+export async function ensureConsoleBuilt(dir: string, options: { onOutput?: (line: string) => void } = {}): Promise<boolean> {
+  if (!consoleBuildIsStale(dir)) return false;
+  await buildConsole(dir, options);
+  return true;
+}

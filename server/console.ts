@@ -1,0 +1,92 @@
+// Runs the built console in this process: Next.js's programmatic server behind a Node http server. Used by the
+// `npm start` launcher and the browser tests; `next start` works as well. The console reads its connections
+// from the environment (server/config.ts): the `env` given here is merged into process.env first, because the
+// route handlers run in this same process and read it when they first need a connection.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConsoleConfig } from './config.ts';
+import { closeContext } from './context.ts';
+
+export interface StartConsoleOptions {
+  /** 0 = ephemeral. Default: PORT or 3000. */
+  port?: number;
+  /** Default: HOSTNAME or 127.0.0.1. */
+  hostname?: string;
+  /** Variables to set before the console starts (NIMBUS_SERVICEBUS_CONNECTION_STRING, NIMBUS_COSMOS_*, …). */
+  env?: Record<string, string | undefined>;
+  /** Project root holding `.next` (default: this repository). */
+  dir?: string;
+}
+
+export interface RunningConsole {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** The repository root (this file lives in server/). */
+export const CONSOLE_DIR = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
+
+type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+interface NextApp {
+  prepare(): Promise<void>;
+  getRequestHandler(): NextHandler;
+  close?(): Promise<void>;
+}
+type CreateNext = (options: { dev: boolean; dir: string; hostname?: string; port?: number; quiet?: boolean }) => NextApp;
+
+export async function startConsole(options: StartConsoleOptions = {}): Promise<RunningConsole> {
+  const dir = options.dir ?? CONSOLE_DIR;
+  for (const [k, v] of Object.entries(options.env ?? {})) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  // A relative catalog path means "relative to the project", whatever the launcher's working directory.
+  const catalog = process.env.NIMBUS_CATALOG;
+  if (catalog && !isAbsolute(catalog)) process.env.NIMBUS_CATALOG = join(dir, catalog);
+  // Fail now, with the one clear message, rather than on the first page load.
+  loadConsoleConfig(process.env);
+  if (!existsSync(join(dir, '.next', 'BUILD_ID')))
+    throw new Error(`the console has not been built in ${dir} (run \`npm run build\`, or ensureConsoleBuilt from server/build.ts)`);
+  process.env.NEXT_TELEMETRY_DISABLED = '1';
+
+  const hostname = options.hostname ?? process.env.HOSTNAME ?? '127.0.0.1';
+  const port = options.port ?? Number(process.env.PORT ?? 3000);
+  // A computed specifier keeps Next's global type declarations out of the Node program's typecheck.
+  const specifier = 'next';
+  const mod = (await import(specifier)) as { default: CreateNext | { default: CreateNext } };
+  const createNext = (typeof mod.default === 'function' ? mod.default : mod.default.default) as CreateNext;
+  const app = createNext({ dev: false, dir, hostname, port });
+  await app.prepare();
+  const handle = app.getRequestHandler();
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) res.statusCode = 500;
+      res.end();
+    });
+  });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(port, hostname, () => {
+      server.off('error', fail);
+      ok();
+    });
+  });
+  const actual = (server.address() as AddressInfo).port;
+  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+  return {
+    url: `http://${host}:${actual}`,
+    port: actual,
+    close: async () => {
+      await new Promise<void>((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      });
+      await app.close?.().catch(() => undefined);
+      await closeContext();
+    },
+  };
+}
