@@ -1,0 +1,118 @@
+// The Resolver as a library: startResolver() runs the session processor on Resolver/Resolver against a store,
+// for the standalone process (main.ts), the embedded launcher (npm start), tests and the benchmark.
+import { readFileSync } from 'node:fs';
+import type { ServiceBusClient } from '@azure/service-bus';
+import type { Meter } from '@opentelemetry/api';
+import { pino, type Logger } from 'pino';
+import { z } from 'zod';
+import type { MessageStore } from '../lib/store/index.ts';
+import { createServiceBusClients } from '../lib/servicebus/index.ts';
+import { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
+import { createResolverMetrics } from './metrics.ts';
+import { ResolverProcessor, type SettledEvent } from './processor.ts';
+
+export { DeadLetterReason, type Settlement } from './resolve.ts';
+export { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
+export type { SettledEvent } from './processor.ts';
+
+export interface ResolverOptions {
+  /** Service Bus connection string; or pass `client` to share one. */
+  serviceBusConnectionString?: string;
+  client?: ServiceBusClient;
+  store: MessageStore;
+  /** Sessions resolved at the same time by this instance. Default 16. */
+  concurrency?: number;
+  /** A session with no message for this long is released. Default 1 s (short: sessions are many and brief). */
+  sessionIdleTimeoutMs?: number;
+  /** Messages fetched per receive within one session. Default 10. */
+  maxMessagesPerReceive?: number;
+  /** Session lock auto-renewal horizon. Default 5 min. */
+  maxAutoLockRenewalDurationInMs?: number;
+  /** The throttle budget; tests shrink the delays. */
+  budget?: Partial<BudgetOptions>;
+  /** Longest single wait before a transient store failure is abandoned for redelivery. Default 30 s. */
+  transientMaxDelayMs?: number;
+  /** Longest single wait before a heartbeat write is retried in place. Default 30 s. */
+  inPlaceMaxDelayMs?: number;
+  log?: Logger;
+  /** Defaults to the global MeterProvider's `nimbus.resolver` meter (a no-op unless the host registers one). */
+  meter?: Meter;
+  /** Called after every message is settled (tests, the benchmark). */
+  onSettled?: (event: SettledEvent) => void;
+  now?: () => Date;
+}
+
+export interface ResolverHandle {
+  /** Graceful: in-flight messages settle, nothing new starts; closes what startResolver opened. */
+  stop(): Promise<void>;
+}
+
+const optionsSchema = z
+  .object({
+    serviceBusConnectionString: z.string().min(1).optional(),
+    concurrency: z.number().int().min(1).max(256).default(16),
+    sessionIdleTimeoutMs: z.number().int().min(10).max(600_000).default(1_000),
+    maxMessagesPerReceive: z.number().int().min(1).max(100).default(10),
+    maxAutoLockRenewalDurationInMs: z.number().int().min(0).default(300_000),
+    budget: z
+      .object({
+        maxAttempts: z.number().int().min(1).max(100),
+        baseDelayMs: z.number().int().min(1),
+        maxDelayMs: z.number().int().min(1),
+      })
+      .partial()
+      .default({}),
+    transientMaxDelayMs: z.number().int().min(0).default(30_000),
+    inPlaceMaxDelayMs: z.number().int().min(0).default(30_000),
+  })
+  .loose();
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version.split('+')[0]! : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+export const RESOLVER_VERSION = packageVersion();
+
+export function startResolver(options: ResolverOptions): ResolverHandle {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    // Paths and messages only: the connection string must never reach an error text.
+    throw new Error(`invalid Resolver options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  const o = parsed.data;
+  if (!options.client && !o.serviceBusConnectionString) throw new Error('invalid Resolver options: serviceBusConnectionString or client is required');
+  const owned = options.client ? undefined : createServiceBusClients(o.serviceBusConnectionString!);
+  const client = options.client ?? owned!.client;
+  const budget: BudgetOptions = { ...DEFAULT_BUDGET, ...o.budget };
+  const log = options.log ?? pino({ name: 'resolver', level: 'info' });
+  const processor = new ResolverProcessor({
+    client,
+    concurrency: o.concurrency,
+    sessionIdleTimeoutMs: o.sessionIdleTimeoutMs,
+    maxMessagesPerReceive: o.maxMessagesPerReceive,
+    maxAutoLockRenewalDurationInMs: o.maxAutoLockRenewalDurationInMs,
+    onSettled: options.onSettled,
+    context: {
+      store: options.store,
+      log,
+      metrics: createResolverMetrics(options.meter),
+      budget,
+      transientMaxDelayMs: o.transientMaxDelayMs,
+      inPlaceMaxDelayMs: o.inPlaceMaxDelayMs,
+      version: RESOLVER_VERSION,
+      now: options.now ?? (() => new Date()),
+    },
+  });
+  processor.start();
+  return {
+    stop: async () => {
+      await processor.stop();
+      await owned?.close().catch(() => undefined);
+    },
+  };
+}

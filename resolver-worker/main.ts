@@ -1,0 +1,45 @@
+// `npm run resolver`: the Resolver as its own process. Reads its settings from the environment, opens the store,
+// runs until SIGINT/SIGTERM, then stops gracefully (in-flight messages settle) and flushes buffered counters.
+import { pino } from 'pino';
+import { createStore } from '../lib/store/index.ts';
+import { ConfigError, readResolverConfig } from './config.ts';
+import { startResolver } from './index.ts';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = readResolverConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = pino({ name: 'resolver', level: config.logLevel });
+  // Counter deltas are buffered briefly: it takes the counter round trip off the per-message path (docs/store.md).
+  const store = await createStore({ ...config.cosmos, counterFlushMs: 250 });
+  const resolver = startResolver({
+    serviceBusConnectionString: config.serviceBusConnectionString,
+    store,
+    concurrency: config.concurrency,
+    log,
+  });
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'Resolver: stopping');
+    await resolver.stop();
+    await store.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  // The message only: errors from the clients never carry the key, and the stack is enough to find the place.
+  console.error('Resolver failed to start:', err instanceof Error ? err.message : String(err));
+  process.exit(1);
+});

@@ -1,0 +1,252 @@
+// The Resolver's session processor on Resolver/Resolver. The JS client has no session processor, so each of N
+// workers loops: accept the next free session (the broker hands each session to one receiver at a time, which
+// is what makes several workers and several instances safe), resolve its messages one at a time in order,
+// settle each, and release the session when it is idle or when a message is left for redelivery (it must come
+// back before anything behind it).
+import type {
+  ServiceBusClient,
+  ServiceBusMessage,
+  ServiceBusReceivedMessage,
+  ServiceBusSender,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
+import type { Logger } from 'pino';
+import { Prop, Topic } from '../lib/contract/index.ts';
+import type { ResolverMetrics } from './metrics.ts';
+import { resolveMessage, sleep, type ResolveContext, type Settlement } from './resolve.ts';
+
+export interface ProcessorOptions {
+  client: ServiceBusClient;
+  context: Omit<ResolveContext, 'signal'>;
+  concurrency: number;
+  sessionIdleTimeoutMs: number;
+  maxMessagesPerReceive: number;
+  maxAutoLockRenewalDurationInMs: number;
+  topic?: string;
+  subscription?: string;
+  onSettled?: (event: SettledEvent) => void;
+}
+
+export interface SettledEvent {
+  messageId: string;
+  sessionId: string;
+  settlement: Settlement;
+  /** False when the settlement call itself failed (lock lost…): the message will come back. */
+  ok: boolean;
+}
+
+/** Errors of acceptNextSession that only mean "no free session right now". */
+const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+export class ResolverProcessor {
+  readonly #o: ProcessorOptions;
+  readonly #log: Logger;
+  readonly #metrics: ResolverMetrics;
+  readonly #stop = new AbortController();
+  readonly #topic: string;
+  readonly #subscription: string;
+  #sender: ServiceBusSender | undefined;
+  #workers: Promise<void>[] = [];
+  /** Sessions being worked on right now: stop() waits for these, not for workers still waiting to accept one. */
+  readonly #inSession = new Set<Promise<void>>();
+
+  constructor(options: ProcessorOptions) {
+    this.#o = options;
+    this.#log = options.context.log;
+    this.#metrics = options.context.metrics;
+    this.#topic = options.topic ?? Topic.Resolver;
+    this.#subscription = options.subscription ?? Topic.Resolver;
+  }
+
+  start(): void {
+    this.#sender = this.#o.client.createSender(this.#topic);
+    for (let i = 0; i < this.#o.concurrency; i++) this.#workers.push(this.#worker(i));
+    this.#log.info({ sessions: this.#o.concurrency }, 'Resolver: started');
+  }
+
+  /**
+   * Stops accepting and receiving; a message already being resolved is settled, anything not started stays put.
+   * Workers still waiting in acceptNextSession are not awaited: the client does not always honour the abort
+   * signal there (it can wait out the broker's accept timeout), and closing the client ends them; a session they
+   * still get is released untouched.
+   */
+  async stop(): Promise<void> {
+    if (this.#stop.signal.aborted) return;
+    this.#stop.abort();
+    await Promise.allSettled([...this.#inSession]);
+    this.#workers = [];
+    await this.#sender?.close().catch(() => undefined);
+    this.#log.info('Resolver: stopped');
+  }
+
+  get #stopping(): boolean {
+    return this.#stop.signal.aborted;
+  }
+
+  async #worker(index: number): Promise<void> {
+    let failures = 0;
+    while (!this.#stopping) {
+      let receiver: ServiceBusSessionReceiver;
+      try {
+        receiver = await this.#o.client.acceptNextSession(this.#topic, this.#subscription, {
+          maxAutoLockRenewalDurationInMs: this.#o.maxAutoLockRenewalDurationInMs,
+          abortSignal: this.#stop.signal,
+        });
+      } catch (err) {
+        if (this.#stopping) break;
+        const code = (err as { code?: string }).code;
+        if (code !== undefined && NO_SESSION_CODES.has(code)) {
+          await sleep(100, this.#stop.signal);
+          continue;
+        }
+        failures++;
+        const delay = Math.min(100 * 2 ** Math.min(failures, 8), 10_000);
+        this.#log.warn({ worker: index, err: errorText(err), delayMs: delay }, 'Resolver: accepting a session failed');
+        await sleep(delay, this.#stop.signal);
+        continue;
+      }
+      failures = 0;
+      const session = this.#session(index, receiver);
+      this.#inSession.add(session);
+      await session;
+      this.#inSession.delete(session);
+    }
+  }
+
+  async #session(index: number, receiver: ServiceBusSessionReceiver): Promise<void> {
+    try {
+      await this.#runSession(receiver);
+    } catch (err) {
+      if (!this.#stopping) {
+        this.#log.warn({ worker: index, sessionId: receiver.sessionId, err: errorText(err) }, 'Resolver: session receive failed');
+        await sleep(200, this.#stop.signal);
+      }
+    } finally {
+      await receiver.close().catch(() => undefined);
+    }
+  }
+
+  async #runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!this.#stopping) {
+      let messages: ServiceBusReceivedMessage[];
+      try {
+        messages = await receiver.receiveMessages(this.#o.maxMessagesPerReceive, {
+          maxWaitTimeInMs: this.#o.sessionIdleTimeoutMs,
+          abortSignal: signal,
+        });
+      } catch (err) {
+        if (this.#stopping) return;
+        throw err;
+      }
+      if (messages.length === 0) return; // idle: release the session for any instance
+      for (const message of messages) {
+        if (this.#stopping) return; // not started: stays locked to this session and comes back with it
+        const started = performance.now();
+        const settlement = await resolveMessage(message, { ...this.#o.context, signal });
+        const { ok, keepSession } = await this.#settle(receiver, message, settlement);
+        const result = settlement.kind === 'complete' ? settlement.result : settlement.kind;
+        this.#metrics.message({ 'nimbus.result': ok ? result : 'settle_failed' });
+        this.#metrics.messageDuration(performance.now() - started, { 'nimbus.result': result });
+        this.#o.onSettled?.({ messageId: String(message.messageId), sessionId: receiver.sessionId, settlement, ok });
+        if (!ok || !keepSession) return;
+      }
+    }
+  }
+
+  /** Carries out a settlement. `keepSession` false releases the session (the message must come back first). */
+  async #settle(
+    receiver: ServiceBusSessionReceiver,
+    message: ServiceBusReceivedMessage,
+    s: Settlement,
+  ): Promise<{ ok: boolean; keepSession: boolean }> {
+    const where = { messageId: String(message.messageId), sessionId: receiver.sessionId };
+    try {
+      switch (s.kind) {
+        case 'complete':
+          await receiver.completeMessage(message);
+          return { ok: true, keepSession: true };
+        case 'deadLetter':
+          await receiver.deadLetterMessage(message, { deadLetterReason: s.reason, deadLetterErrorDescription: s.description });
+          if (s.storeReason) this.#metrics.storeRetry({ 'nimbus.store.reason': s.storeReason, 'nimbus.retry.action': 'dead_lettered' });
+          this.#log.warn({ ...where, reason: s.reason }, 'Resolver: message dead-lettered');
+          return { ok: true, keepSession: true };
+        case 'reschedule':
+          return await this.#reschedule(receiver, message, s);
+        case 'redeliver':
+          return await this.#redeliver(receiver, message, s.delayMs, s.storeReason);
+        case 'leave':
+          return { ok: true, keepSession: false };
+      }
+    } catch (err) {
+      this.#log.warn({ ...where, kind: s.kind, err: errorText(err) }, 'Resolver: settlement failed; the message will be redelivered');
+      return { ok: false, keepSession: false };
+    }
+  }
+
+  /**
+   * The replacement goes first and the original is completed only after it is scheduled: the failure mode is a
+   * duplicate (harmless: same MessageId, idempotent history, the guard), never a loss. If scheduling fails the
+   * original is left to redeliver, which spends the same budget through DeliveryCount.
+   */
+  async #reschedule(
+    receiver: ServiceBusSessionReceiver,
+    message: ServiceBusReceivedMessage,
+    s: Extract<Settlement, { kind: 'reschedule' }>,
+  ): Promise<{ ok: boolean; keepSession: boolean }> {
+    try {
+      await this.#sender!.scheduleMessages(replacementOf(message, s.attempt), new Date(Date.now() + s.delayMs));
+    } catch (err) {
+      this.#log.warn(
+        { messageId: String(message.messageId), sessionId: receiver.sessionId, err: errorText(err) },
+        'Resolver: the throttled message could not be rescheduled; leaving it to redeliver',
+      );
+      const { delayMs } = s;
+      return this.#redeliver(receiver, message, Math.min(delayMs, this.#o.context.transientMaxDelayMs), 'throttled');
+    }
+    await receiver.completeMessage(message);
+    this.#metrics.storeRetry({ 'nimbus.store.reason': 'throttled', 'nimbus.retry.action': 'rescheduled' });
+    this.#metrics.retryDelay(s.delayMs / 1000, { 'nimbus.delay.source': s.source });
+    return { ok: true, keepSession: true };
+  }
+
+  /** Waits (holding the session, so nothing behind the message overtakes it), then abandons and releases. */
+  async #redeliver(
+    receiver: ServiceBusSessionReceiver,
+    message: ServiceBusReceivedMessage,
+    delayMs: number,
+    reason: 'throttled' | 'transient',
+  ): Promise<{ ok: boolean; keepSession: boolean }> {
+    if (!(await sleep(delayMs, this.#stop.signal))) return { ok: true, keepSession: false };
+    await receiver.abandonMessage(message);
+    this.#metrics.storeRetry({ 'nimbus.store.reason': reason, 'nimbus.retry.action': 'abandoned' });
+    return { ok: true, keepSession: false };
+  }
+}
+
+/**
+ * The scheduled replacement of a throttled message: the same body, ids (MessageId above all: the guard's ancestor
+ * check and the idempotent history rely on it), session, routing fields and application properties, with
+ * ThrottleRetryCount set to the attempt just spent.
+ */
+export function replacementOf(message: ServiceBusReceivedMessage, attempt: number): ServiceBusMessage {
+  const copy: ServiceBusMessage = {
+    body: message.body,
+    messageId: message.messageId,
+    sessionId: message.sessionId,
+    applicationProperties: { ...(message.applicationProperties ?? {}), [Prop.ThrottleRetryCount]: attempt },
+  };
+  if (message.correlationId !== undefined) copy.correlationId = message.correlationId;
+  if (message.contentType !== undefined) copy.contentType = message.contentType;
+  if (message.subject !== undefined) copy.subject = message.subject;
+  if (message.to !== undefined) copy.to = message.to;
+  if (message.replyTo !== undefined) copy.replyTo = message.replyTo;
+  if (message.replyToSessionId !== undefined) copy.replyToSessionId = message.replyToSessionId;
+  if (message.partitionKey !== undefined) copy.partitionKey = message.partitionKey;
+  if (message.timeToLive !== undefined) copy.timeToLive = message.timeToLive;
+  return copy;
+}

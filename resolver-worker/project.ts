@@ -1,0 +1,104 @@
+// From one Resolver message to what the store records: which endpoint the event belongs to, the history entry
+// and the status write. Pure. The status itself is not computed here: the store derives it from the message
+// type and DeadLetterErrorDescription with the contract's resultingStatus, so the row and the rule cannot drift.
+import {
+  CONTROL_REQUEST_TYPES,
+  MessageType,
+  parseEventPayload,
+  SELF,
+  type MessageType as MessageTypeT,
+} from '../lib/contract/index.ts';
+import type { HistoryWrite, StatusWrite } from '../lib/store/index.ts';
+import type { ResolverMessage } from './read.ts';
+
+/** Requests are attributed to the endpoint they are addressed to (To); responses to the one that sent them (From). */
+const REQUEST_TYPES: ReadonlySet<MessageTypeT> = new Set([
+  MessageType.EventRequest,
+  MessageType.ProcessDeferredRequest,
+  ...CONTROL_REQUEST_TYPES,
+]);
+
+export function isRequestType(type: MessageTypeT): boolean {
+  return REQUEST_TYPES.has(type);
+}
+
+/** The endpoint whose row this message updates, or undefined when the message does not say. */
+export function endpointOf(m: ResolverMessage & { messageType: MessageTypeT }): string | undefined {
+  return isRequestType(m.messageType) ? m.to : m.from;
+}
+
+/**
+ * `From` as recorded: a request put back on a topic by hand (a replayed dead letter) has none, and must still be
+ * recorded, under OriginatingFrom or "self"; a response keeps its From, which is what identifies its endpoint.
+ */
+function recordedFrom(m: ResolverMessage & { messageType: MessageTypeT }): string | undefined {
+  return isRequestType(m.messageType) ? (m.from ?? m.originatingFrom ?? SELF) : m.from;
+}
+
+// Clipping to the store's field limits: an over-long error text must not turn a real outcome into a dead letter.
+function clip(value: string | undefined, max: number): string | null {
+  if (value === undefined) return null;
+  return value.length > max ? `${value.slice(0, max - 15)}… [truncated]` : value;
+}
+
+/** The request's event body, parsed; undefined when the message carries none (the row keeps what it has). */
+function payloadOf(m: ResolverMessage & { messageType: MessageTypeT }): { payload?: unknown; problem?: string } {
+  if (!isRequestType(m.messageType)) return {};
+  const json = m.content.EventContent?.EventJson;
+  if (json == null || json.trim() === '') return {};
+  const parsed = parseEventPayload(json);
+  if (parsed.ok) return { payload: parsed.value };
+  // Too deep or malformed: kept as the raw text so an operator can still see and repair it on resubmit.
+  return { payload: json, problem: parsed.problem };
+}
+
+function orNull(value: string | undefined): string | null {
+  return value ?? null;
+}
+
+export interface Projection {
+  endpointId: string;
+  history: HistoryWrite;
+  status: StatusWrite;
+}
+
+export function project(m: ResolverMessage & { messageType: MessageTypeT; eventId: string }, endpointId: string): Projection {
+  const error = m.content.ErrorContent;
+  const { payload, problem: payloadProblem } = payloadOf(m);
+  const properties: HistoryWrite['properties'] = { ...m.properties };
+  if (m.bodyProblem) properties.ResolverBodyProblem = m.bodyProblem;
+  if (payloadProblem) properties.ResolverPayloadProblem = payloadProblem;
+  if (m.problems.length > 0) properties.ResolverPropertyProblems = m.problems.join('; ');
+
+  const common = {
+    endpointId,
+    eventId: m.eventId,
+    messageId: m.messageId,
+    messageType: m.messageType,
+    sessionId: m.sessionId,
+    eventTypeId: clip(m.eventTypeId, 260),
+    parentMessageId: orNull(m.parentMessageId),
+    originatingMessageId: orNull(m.originatingMessageId),
+    correlationId: clip(m.correlationId, 128),
+    from: clip(recordedFrom(m), 260),
+    to: clip(m.to, 260),
+    enqueuedAt: m.enqueuedAt,
+    errorText: clip(error?.ErrorText ?? undefined, 32_768),
+    errorType: clip(error?.ErrorType ?? undefined, 1024),
+    deadLetterReason: clip(m.deadLetterReason, 4096),
+    deadLetterErrorDescription: clip(m.deadLetterErrorDescription, 32_768),
+    retryCount: m.retryCount ?? null,
+    handoffReason: clip(m.handoffReason, 4096),
+    externalJobId: clip(m.externalJobId, 512),
+    expectedBy: m.expectedBy ?? null,
+  };
+  const history: HistoryWrite = {
+    ...common,
+    queueTimeMs: m.queueTimeMs ?? null,
+    processingTimeMs: m.processingTimeMs ?? null,
+    properties,
+    ...(payload !== undefined ? { payload } : {}),
+  };
+  const status: StatusWrite = { ...common, ...(payload !== undefined ? { payload } : {}) };
+  return { endpointId, history, status };
+}

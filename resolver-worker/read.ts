@@ -1,0 +1,141 @@
+// Reading one received Resolver message into plain fields. Lenient on purpose: the Resolver is the platform's
+// record, so a bad value in one property (an unparsable RetryCount, a malformed ExpectedBy, an unreadable body)
+// is dropped and named in `problems` rather than losing the whole message. Only what makes a message impossible
+// to record (no MessageType the contract knows, no EventId) is left for the caller to dead-letter.
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import { z } from 'zod';
+import {
+  decodeBody,
+  parseMessageType,
+  Prop,
+  type MessageContent,
+  type MessageType,
+} from '../lib/contract/index.ts';
+
+export type PropertyValue = string | number | boolean | null;
+
+export interface ResolverMessage {
+  messageId: string;
+  sessionId: string;
+  correlationId: string | undefined;
+  /** The MessageType property when it names a contract type. */
+  messageType: MessageType | undefined;
+  /** The MessageType property as received (for the dead-letter description when it is unknown). */
+  rawMessageType: string | undefined;
+  to: string | undefined;
+  from: string | undefined;
+  originatingFrom: string | undefined;
+  eventId: string | undefined;
+  /** The EventTypeId property, else the one inside the body's EventContent. */
+  eventTypeId: string | undefined;
+  originatingMessageId: string | undefined;
+  parentMessageId: string | undefined;
+  retryCount: number | undefined;
+  /** Application property set on a scheduled replacement (0 when absent or unreadable). */
+  throttleRetryCount: number;
+  /** The client's delivery count (0 on the first delivery). */
+  wireDeliveryCount: number;
+  deadLetterReason: string | undefined;
+  deadLetterErrorDescription: string | undefined;
+  handoffReason: string | undefined;
+  externalJobId: string | undefined;
+  expectedBy: string | undefined;
+  queueTimeMs: number | undefined;
+  processingTimeMs: number | undefined;
+  /** Broker enqueue time (ISO-8601), or the time of reading when the broker gave none. */
+  enqueuedAt: string;
+  content: MessageContent;
+  /** Why the body could not be read as the envelope (the message is still recorded). */
+  bodyProblem: string | undefined;
+  /** Properties that were present but unreadable, by name (values are never included: they may be payload). */
+  problems: string[];
+  /** Every primitive application property, for the history entry (long strings clipped). */
+  properties: Record<string, PropertyValue>;
+}
+
+/** Longest property value copied into the history entry's property bag. */
+const MAX_PROPERTY_CHARS = 1024;
+
+const countSchema = z.union([
+  z.number().int().nonnegative(),
+  z.string().trim().regex(/^\d+$/).transform(Number),
+]);
+
+function text(value: unknown): string | undefined {
+  if (typeof value === 'string') return value === '' ? undefined : value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return undefined;
+}
+
+function idText(value: unknown): string | undefined {
+  if (typeof value === 'string' || typeof value === 'number') return text(value);
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('hex');
+  // Long from the AMQP codec (numeric message ids) stringifies sensibly.
+  if (value != null && typeof value === 'object' && 'toString' in value) return String(value);
+  return undefined;
+}
+
+export function readResolverMessage(message: ServiceBusReceivedMessage, now: () => Date = () => new Date()): ResolverMessage {
+  const props = (message.applicationProperties ?? {}) as Record<string, unknown>;
+  const problems: string[] = [];
+
+  const count = (name: string): number | undefined => {
+    const raw = props[name];
+    if (raw == null || raw === '') return undefined;
+    const parsed = countSchema.safeParse(raw);
+    if (parsed.success) return parsed.data;
+    problems.push(`${name} is not a non-negative integer`);
+    return undefined;
+  };
+  const instant = (name: string): string | undefined => {
+    const raw = props[name];
+    if (raw == null || raw === '') return undefined;
+    const t = raw instanceof Date ? raw.getTime() : typeof raw === 'string' ? Date.parse(raw) : Number.NaN;
+    if (Number.isFinite(t)) return new Date(t).toISOString();
+    problems.push(`${name} is not a date-time`);
+    return undefined;
+  };
+
+  const rawType = text(props[Prop.MessageType]);
+  const decoded = decodeBody(message.body);
+  const eventTypeId = text(props[Prop.EventTypeId]) ?? decoded.content.EventContent?.EventTypeId ?? undefined;
+
+  const properties: Record<string, PropertyValue> = {};
+  for (const [key, value] of Object.entries(props)) {
+    if (typeof value === 'string') properties[key] = value.length > MAX_PROPERTY_CHARS ? `${value.slice(0, MAX_PROPERTY_CHARS)}…` : value;
+    else if (typeof value === 'number' || typeof value === 'boolean' || value === null) properties[key] = value;
+    else if (value instanceof Date) properties[key] = value.toISOString();
+  }
+
+  const throttle = count(Prop.ThrottleRetryCount);
+  return {
+    messageId: idText(message.messageId) ?? '',
+    sessionId: message.sessionId ?? '',
+    correlationId: idText(message.correlationId),
+    messageType: parseMessageType(rawType),
+    rawMessageType: rawType,
+    to: text(props[Prop.To]),
+    from: text(props[Prop.From]),
+    originatingFrom: text(props[Prop.OriginatingFrom]),
+    eventId: text(props[Prop.EventId]),
+    eventTypeId: eventTypeId === null || eventTypeId === '' ? undefined : eventTypeId,
+    originatingMessageId: text(props[Prop.OriginatingMessageId]),
+    parentMessageId: text(props[Prop.ParentMessageId]),
+    retryCount: count(Prop.RetryCount),
+    throttleRetryCount: throttle ?? 0,
+    wireDeliveryCount: typeof message.deliveryCount === 'number' ? message.deliveryCount : 0,
+    deadLetterReason: text(props[Prop.DeadLetterReason]),
+    deadLetterErrorDescription: text(props[Prop.DeadLetterErrorDescription]),
+    handoffReason: text(props[Prop.HandoffReason]),
+    externalJobId: text(props[Prop.ExternalJobId]),
+    expectedBy: instant(Prop.ExpectedBy),
+    queueTimeMs: count(Prop.QueueTimeMs),
+    processingTimeMs: count(Prop.ProcessingTimeMs),
+    enqueuedAt: (message.enqueuedTimeUtc instanceof Date ? message.enqueuedTimeUtc : now()).toISOString(),
+    content: decoded.content,
+    // An absent body is normal for some control messages; only a body that is there and unreadable is a problem.
+    bodyProblem: decoded.ok || message.body == null || message.body === '' ? undefined : decoded.problem,
+    problems,
+    properties,
+  };
+}

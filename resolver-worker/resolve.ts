@@ -1,0 +1,363 @@
+// What the Resolver does with one message, up to (not including) its settlement: the heartbeat divert, the
+// history entry and the guarded status write, the audits, and the decision for store failures under the
+// throttle budget. It never throws: every path ends in a Settlement the processor carries out, so a bad
+// message can neither crash the worker nor block its session.
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import type { Logger } from 'pino';
+import {
+  Address,
+  isHeartbeatEventType,
+  MessageType,
+  readHeartbeatPayload,
+  WireText,
+  type MessageType as MessageTypeT,
+} from '../lib/contract/index.ts';
+import {
+  AuditType,
+  cosmosStatus,
+  StoreError,
+  StoreThrottledError,
+  type HeartbeatStatus,
+  type MessageStore,
+  type StatusWriteResult,
+} from '../lib/store/index.ts';
+import { budgetExhausted, logicalAttempt, retryDelay, backoffMs, type BudgetOptions } from './budget.ts';
+import type { ResolverMetrics } from './metrics.ts';
+import { endpointOf, isRequestType, project } from './project.ts';
+import { readResolverMessage, type ResolverMessage } from './read.ts';
+
+/** Dead-letter reasons the Resolver uses (stable: operators filter on them). */
+export const DeadLetterReason = {
+  CosmosDbThrottled: WireText.CosmosDbThrottled,
+  StoreUnavailable: 'StoreUnavailable',
+  UnknownMessageType: 'UnknownMessageType',
+  MissingEventId: 'MissingEventId',
+  MissingEndpoint: 'MissingEndpoint',
+  InvalidMessage: 'InvalidMessage',
+  ResolverFailure: 'ResolverFailure',
+} as const;
+
+export type CompletedResult = 'written' | 'ignored' | 'heartbeat' | 'liveness' | 'dropped' | 'recorded';
+
+export type Settlement =
+  | { kind: 'complete'; result: CompletedResult }
+  | { kind: 'deadLetter'; reason: string; description: string; storeReason?: 'throttled' | 'transient' }
+  /** Store throttled: schedule a same-id replacement at now + delay and complete the original. */
+  | { kind: 'reschedule'; attempt: number; delayMs: number; source: 'provider' | 'backoff' }
+  /** Leave the original for the broker to redeliver (abandon after the delay); spends one delivery of the budget. */
+  | { kind: 'redeliver'; attempt: number; delayMs: number; storeReason: 'throttled' | 'transient' }
+  /** Stopping: settle nothing; the message comes back with its session. */
+  | { kind: 'leave' };
+
+export interface ResolveContext {
+  store: MessageStore;
+  log: Logger;
+  metrics: ResolverMetrics;
+  budget: BudgetOptions;
+  /** Cap on one wait before a heartbeat is retried in place, or before a transient failure is abandoned. */
+  inPlaceMaxDelayMs: number;
+  transientMaxDelayMs: number;
+  signal: AbortSignal;
+  version: string;
+  now: () => Date;
+}
+
+/** Service Bus caps a dead-letter description; long exception texts are cut with a marker. */
+export function truncateDescription(text: string, max = 4096): string {
+  return text.length > max ? `${text.slice(0, max - 15)}… [truncated]` : text;
+}
+
+type StoreFailure = { kind: 'throttled'; retryAfterMs: number | undefined } | { kind: 'transient' } | { kind: 'refused' } | { kind: 'bug' };
+
+/** Classifies a failure of a store call. Auth/permission answers count as transient: a misconfigured key must not eat the queue. */
+function classify(err: unknown): StoreFailure {
+  if (err instanceof StoreThrottledError) return { kind: 'throttled', retryAfterMs: err.retryAfterMs };
+  if (err instanceof StoreError) return err.transient ? { kind: 'transient' } : { kind: 'refused' };
+  const code = cosmosStatus(err);
+  if (code === 401 || code === 403) return { kind: 'transient' };
+  return { kind: 'bug' };
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+function deadLetter(
+  reason: string,
+  description: string,
+  storeReason?: 'throttled' | 'transient',
+): Extract<Settlement, { kind: 'deadLetter' }> {
+  return { kind: 'deadLetter', reason, description: truncateDescription(description), ...(storeReason ? { storeReason } : {}) };
+}
+
+export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export async function resolveMessage(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Promise<Settlement> {
+  const m = readResolverMessage(raw, ctx.now);
+  const attempt = logicalAttempt(m.throttleRetryCount, m.wireDeliveryCount);
+  try {
+    if (isHeartbeatEventType(m.eventTypeId)) return await resolveHeartbeat(m, attempt, ctx);
+    if (m.messageType === undefined) {
+      const shown = m.rawMessageType === undefined ? 'missing' : `'${m.rawMessageType.slice(0, 60)}'`;
+      return deadLetter(DeadLetterReason.UnknownMessageType, `MessageType ${shown} is not a NimBus message type`);
+    }
+    if (m.eventId === undefined) {
+      return deadLetter(DeadLetterReason.MissingEventId, `${m.messageType} ${m.messageId} has no EventId`);
+    }
+    const typed = { ...m, messageType: m.messageType, eventId: m.eventId };
+    const endpointId = endpointOf(typed);
+    if (endpointId === undefined) {
+      const which = isRequestType(m.messageType) ? 'To' : 'From';
+      return deadLetter(DeadLetterReason.MissingEndpoint, `${m.messageType} ${m.messageId} has no ${which}: its endpoint is unknown`);
+    }
+    return await recordEvent(typed, endpointId, attempt, ctx);
+  } catch (err) {
+    // Only a bug gets here (store failures are classified inside); dead-letter with the reason, never crash.
+    ctx.log.error({ messageId: m.messageId, sessionId: m.sessionId, err: errorText(err) }, 'Resolver: unexpected failure');
+    return deadLetter(DeadLetterReason.ResolverFailure, errorText(err));
+  }
+}
+
+async function recordEvent(
+  m: ResolverMessage & { messageType: MessageTypeT; eventId: string },
+  endpointId: string,
+  attempt: number,
+  ctx: ResolveContext,
+): Promise<Settlement> {
+  const { history, status } = project(m, endpointId);
+  const tags = { 'nimbus.endpoint': endpointId, 'nimbus.message_type': m.messageType };
+  const started = performance.now();
+  if (m.messageType === MessageType.ProcessDeferredRequest) {
+    // Control traffic with no outcome of its own (the deferred processor's trigger): history only.
+    try {
+      await ctx.store.recordHistory(history);
+    } catch (err) {
+      return onStoreFailure(err, m, attempt, ctx, tags);
+    }
+    return { kind: 'complete', result: 'recorded' };
+  }
+  let result: StatusWriteResult;
+  try {
+    result = (await ctx.store.recordOutcome({ history, status })).status;
+  } catch (err) {
+    const failure = classify(err);
+    ctx.metrics.outcomeWritten({ ...tags, 'error.type': failure.kind });
+    ctx.metrics.writeDuration(performance.now() - started, { ...tags, 'error.type': failure.kind });
+    return onStoreFailure(err, m, attempt, ctx, tags);
+  }
+  const elapsed = performance.now() - started;
+  if (result.outcome === 'ignored') {
+    const current = result.current;
+    ctx.metrics.outcomeIgnored({ ...tags, 'nimbus.reason': result.reason });
+    ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': false });
+    ctx.log.warn(
+      {
+        endpointId,
+        eventId: m.eventId,
+        sessionId: m.sessionId,
+        messageId: m.messageId,
+        messageType: m.messageType,
+        reason: result.reason,
+        rowStatus: current?.status,
+        rowMessageId: current?.lastMessageId,
+        enqueuedTimeUtc: m.enqueuedAt,
+        throttleRetryCount: m.throttleRetryCount,
+        deliveryCount: m.wireDeliveryCount + 1,
+      },
+      `Resolver: Ignored stale ${m.messageType} ${m.messageId} for ${endpointId}/${m.eventId} (${result.reason})`,
+    );
+    await audit(ctx, endpointId, {
+      // Keyed on the stale message: a redelivered refusal keeps one comment.
+      id: `resolver-stale~${m.messageId}`,
+      eventId: m.eventId,
+      endpointId,
+      eventTypeId: history.eventTypeId ?? null,
+      type: AuditType.Comment,
+      auditor: 'Resolver',
+      comment: `Ignored stale ${m.messageType} ${m.messageId}: the row already holds a later outcome (${result.reason}).`,
+      data: JSON.stringify({
+        messageId: m.messageId,
+        messageType: m.messageType,
+        reason: result.reason,
+        rowStatus: current?.status ?? null,
+        rowMessageId: current?.lastMessageId ?? null,
+        enqueuedTimeUtc: m.enqueuedAt,
+      }),
+    });
+  } else {
+    ctx.metrics.outcomeWritten({ ...tags, 'nimbus.outcome': result.row.status.toLowerCase() });
+    ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': true });
+  }
+  if (m.messageType === MessageType.RetryRequest) {
+    // After the status write, and keyed on the message: a rescheduled copy does not repeat it.
+    await audit(ctx, endpointId, {
+      id: `resolver-retry~${m.messageId}`,
+      eventId: m.eventId,
+      endpointId,
+      eventTypeId: history.eventTypeId ?? null,
+      type: AuditType.Retry,
+      auditor: 'Manager',
+      comment: `Retry ${m.retryCount ?? '?'} requested by the retry policy`,
+    });
+  }
+  return { kind: 'complete', result: result.outcome === 'ignored' ? 'ignored' : 'written' };
+}
+
+/** Best effort: an audit that cannot be written is logged, never fails the message (its outcome is recorded). */
+async function audit(ctx: ResolveContext, endpointId: string, entry: Parameters<MessageStore['recordAudit']>[0]): Promise<void> {
+  const tags = { 'nimbus.endpoint': endpointId, audit_type: entry.type.toLowerCase() };
+  try {
+    await ctx.store.recordAudit(entry);
+    ctx.metrics.auditWritten(tags);
+  } catch (err) {
+    ctx.metrics.auditWritten({ ...tags, 'error.type': classify(err).kind });
+    ctx.log.warn({ eventId: entry.eventId, auditType: entry.type, err: errorText(err) }, 'Resolver: audit not written');
+  }
+}
+
+function onStoreFailure(
+  err: unknown,
+  m: ResolverMessage,
+  attempt: number,
+  ctx: ResolveContext,
+  tags: Record<string, string>,
+): Settlement {
+  const failure = classify(err);
+  const where = { ...tags, messageId: m.messageId, sessionId: m.sessionId, attempt };
+  switch (failure.kind) {
+    case 'throttled': {
+      if (budgetExhausted(attempt, ctx.budget)) {
+        ctx.log.error({ ...where, err: errorText(err) }, 'Resolver: store throttle budget exhausted; dead-lettering');
+        return deadLetter(DeadLetterReason.CosmosDbThrottled, `${errorText(err)} (attempt ${attempt} of ${ctx.budget.maxAttempts})`, 'throttled');
+      }
+      const { delayMs, source } = retryDelay(attempt, failure.retryAfterMs, ctx.budget);
+      ctx.log.warn({ ...where, delayMs, source }, 'Resolver: store throttled; rescheduling a replacement');
+      return { kind: 'reschedule', attempt, delayMs, source };
+    }
+    case 'transient': {
+      if (budgetExhausted(attempt, ctx.budget)) {
+        ctx.log.error({ ...where, err: errorText(err) }, 'Resolver: store unavailable on the last attempt; dead-lettering');
+        return deadLetter(DeadLetterReason.StoreUnavailable, `${errorText(err)} (attempt ${attempt} of ${ctx.budget.maxAttempts})`, 'transient');
+      }
+      const delayMs = Math.min(backoffMs(attempt, ctx.budget), ctx.transientMaxDelayMs);
+      ctx.log.warn({ ...where, delayMs, err: errorText(err) }, 'Resolver: store unavailable; leaving the message for redelivery');
+      return { kind: 'redeliver', attempt, delayMs, storeReason: 'transient' };
+    }
+    case 'refused':
+      // The store refuses this input (an id it cannot key, a type it cannot classify): retrying cannot help.
+      ctx.log.warn({ ...where, err: errorText(err) }, 'Resolver: message refused by the store; dead-lettering');
+      return deadLetter(DeadLetterReason.InvalidMessage, errorText(err));
+    case 'bug':
+      ctx.log.error({ ...where, err: errorText(err) }, 'Resolver: unexpected store failure; dead-lettering');
+      return deadLetter(DeadLetterReason.ResolverFailure, errorText(err));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- heartbeats
+
+const HEARTBEAT_STATUS: Partial<Record<MessageTypeT, HeartbeatStatus>> = {
+  [MessageType.ResolutionResponse]: 'On',
+  [MessageType.UnsupportedResponse]: 'Unsupported',
+  [MessageType.ErrorResponse]: 'Off',
+  [MessageType.DeferralResponse]: 'Off',
+};
+
+/**
+ * Heartbeat traffic never becomes a tracking row or history. The probe copy the fan-out also forwards is
+ * dropped; a reply updates the endpoint's heartbeat record; the Resolver's own probe records its liveness.
+ */
+async function resolveHeartbeat(m: ResolverMessage, attempt: number, ctx: ResolveContext): Promise<Settlement> {
+  const isRequest = m.messageType === undefined || isRequestType(m.messageType);
+  const payload = readHeartbeatPayload(m.content.EventContent?.EventJson);
+  if (isRequest) {
+    if (m.to?.toLowerCase() !== Address.Resolver.toLowerCase()) return { kind: 'complete', result: 'dropped' };
+    return retryInPlace(m, attempt, ctx, 'liveness', async () => {
+      const now = ctx.now();
+      const sentAt = payload.ForwardSendTime ?? m.enqueuedAt;
+      const previous = await ctx.store.getServiceHealth(Address.Resolver);
+      await ctx.store.setServiceHealth({
+        serviceId: Address.Resolver,
+        status: 'On',
+        version: ctx.version,
+        lastSeenAt: now.toISOString(),
+        // Keep when the scheduler sent the probe; clearing the message id clears its "in flight" marker.
+        lastProbeSentAt: previous?.lastProbeSentAt ?? null,
+        lastProbeMessageId: null,
+        roundTripMs: Math.max(0, now.getTime() - Date.parse(sentAt)) || 0,
+      });
+    });
+  }
+  // The payload's Endpoint wins: a reply built without the forwarder's stamp still names its endpoint.
+  const endpointId = payload.Endpoint ?? m.from;
+  if (endpointId == null || endpointId === '') {
+    ctx.log.warn({ messageId: m.messageId }, 'Resolver: heartbeat reply without an endpoint; dropped');
+    return { kind: 'complete', result: 'dropped' };
+  }
+  return retryInPlace(m, attempt, ctx, 'heartbeat', async () => {
+    const now = ctx.now().toISOString();
+    await ctx.store.recordHeartbeat({
+      endpointId,
+      // The sender's Pending record is keyed by the probe's correlation id, which the reply carries.
+      probeId: m.correlationId ?? m.parentMessageId ?? m.messageId,
+      status: HEARTBEAT_STATUS[m.messageType!] ?? 'Unknown',
+      sentAt: payload.ForwardSendTime ? new Date(payload.ForwardSendTime).toISOString() : m.enqueuedAt,
+      receivedAt: payload.ForwardReceivedTime ? new Date(payload.ForwardReceivedTime).toISOString() : now,
+      answeredAt: now,
+      sdkVersion: payload.SdkVersion ? payload.SdkVersion.slice(0, 64) : null,
+    });
+  });
+}
+
+/**
+ * Heartbeats are retried in place, never rescheduled: a copy arriving minutes later could overwrite a newer
+ * heartbeat. Each try spends one attempt of the same budget; the last one dead-letters like any message.
+ */
+async function retryInPlace(
+  m: ResolverMessage,
+  attempt: number,
+  ctx: ResolveContext,
+  result: 'heartbeat' | 'liveness',
+  write: () => Promise<void>,
+): Promise<Settlement> {
+  const tags = { 'nimbus.endpoint': m.from ?? Address.Resolver, 'nimbus.message_type': result };
+  for (let a = attempt; ; a++) {
+    try {
+      await write();
+      return { kind: 'complete', result };
+    } catch (err) {
+      const failure = classify(err);
+      if (failure.kind === 'refused' || failure.kind === 'bug') {
+        // Bad heartbeat data (an endpoint id the store cannot key…) is logged and dropped, never dead-lettered.
+        ctx.log.warn({ messageId: m.messageId, err: errorText(err) }, 'Resolver: heartbeat not recordable; dropped');
+        return { kind: 'complete', result: 'dropped' };
+      }
+      const reason = failure.kind === 'throttled' ? 'throttled' : 'transient';
+      if (budgetExhausted(a, ctx.budget)) {
+        return deadLetter(
+          failure.kind === 'throttled' ? DeadLetterReason.CosmosDbThrottled : DeadLetterReason.StoreUnavailable,
+          `${errorText(err)} (attempt ${a} of ${ctx.budget.maxAttempts}, retried in place)`,
+          reason,
+        );
+      }
+      const { delayMs, source } = retryDelay(a, failure.kind === 'throttled' ? failure.retryAfterMs : undefined, ctx.budget);
+      const wait = Math.min(delayMs, ctx.inPlaceMaxDelayMs);
+      ctx.metrics.storeRetry({ ...tags, 'nimbus.store.reason': reason, 'nimbus.retry.action': 'retried_in_place' });
+      ctx.metrics.retryDelay(wait / 1000, { 'nimbus.delay.source': source });
+      ctx.log.warn({ messageId: m.messageId, attempt: a, delayMs: wait }, `Resolver: ${result} write ${reason}; retrying in place`);
+      if (!(await sleep(wait, ctx.signal))) return { kind: 'leave' };
+    }
+  }
+}

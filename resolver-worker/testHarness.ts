@@ -1,0 +1,188 @@
+// Test harness for the Resolver: the embedded Service Bus emulator with the topology provisioned through the
+// real admin client, the embedded Cosmos server with a fresh store, a Resolver with test-friendly timings, and
+// a sender that puts messages on the Resolver topic exactly as the forwarding rules deliver them.
+import { randomUUID } from 'node:crypto';
+import type { ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
+import { createNoopMeter, type Attributes, type Meter } from '@opentelemetry/api';
+import { pino } from 'pino';
+import { startEmulator, type RunningEmulator } from '../emulator/index.ts';
+import { parseCatalog } from '../lib/contract/catalog.ts';
+import { encodeBody, eventBody, Prop, SELF, Topic, type Catalog, type MessageType } from '../lib/contract/index.ts';
+import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
+import { deriveTopology, provisionTopology } from '../lib/topology/index.ts';
+import { startResolver, type ResolverHandle, type ResolverOptions, type SettledEvent } from './index.ts';
+
+export const testCatalog: Catalog = parseCatalog({
+  endpoints: [
+    { id: 'shop', produces: ['OrderPlaced'] },
+    { id: 'crm', consumes: ['OrderPlaced'] },
+  ],
+  eventTypes: [{ id: 'OrderPlaced', sessionKey: 'orderId' }],
+});
+
+/** A Meter that records counter adds, so tests can assert the instruments (no SDK is installed). */
+export function recordingMeter(): { meter: Meter; counts: (name: string, match?: Attributes) => number } {
+  const adds: Array<{ name: string; value: number; attrs: Attributes }> = [];
+  const base = createNoopMeter();
+  const meter: Meter = Object.assign(Object.create(base) as Meter, {
+    createCounter: (name: string) => ({ add: (value: number, attrs: Attributes = {}) => adds.push({ name, value, attrs }) }),
+  });
+  return {
+    meter,
+    counts: (name, match = {}) =>
+      adds
+        .filter((a) => a.name === name && Object.entries(match).every(([k, v]) => a.attrs[k] === v))
+        .reduce((n, a) => n + a.value, 0),
+  };
+}
+
+export interface Sent {
+  messageId: string;
+  sessionId: string;
+}
+
+export interface WireMessage {
+  type: MessageType | string;
+  eventId?: string;
+  sessionId?: string;
+  messageId?: string;
+  correlationId?: string;
+  to?: string;
+  from?: string;
+  parentMessageId?: string;
+  eventTypeId?: string;
+  body?: string | Buffer;
+  props?: Record<string, string | number | boolean>;
+}
+
+export class ResolverHarness {
+  readonly settled: SettledEvent[] = [];
+  readonly resolvers: ResolverHandle[] = [];
+  readonly metrics = recordingMeter();
+  #sender: ServiceBusSender | undefined;
+
+  private constructor(
+    readonly emulator: RunningEmulator,
+    readonly clients: ServiceBusClients,
+    readonly cosmos: EmbeddedCosmos,
+    readonly store: MessageStore,
+    readonly cosmosEndpoint: string,
+  ) {}
+
+  static async start(options: { cosmosEndpoint?: (cosmos: EmbeddedCosmos) => Promise<string> } = {}): Promise<ResolverHarness> {
+    const emulator = await startEmulator({ port: 0 });
+    const clients = createServiceBusClients(emulator.connectionString);
+    const cosmos = await startEmbeddedCosmos({ port: 0 });
+    const endpoint = options.cosmosEndpoint ? await options.cosmosEndpoint(cosmos) : cosmos.endpoint;
+    const store = await createStore({ endpoint, key: cosmos.key, database: `r-${randomUUID().slice(0, 8)}` });
+    const h = new ResolverHarness(emulator, clients, cosmos, store, endpoint);
+    await provisionTopology(clients.admin, deriveTopology(testCatalog), {
+      subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 },
+    });
+    return h;
+  }
+
+  /** Starts a Resolver instance (fast budget: 20 ms base, 200 ms cap) on this harness's store unless given another. */
+  resolver(over: Partial<ResolverOptions> = {}): ResolverHandle {
+    const r = startResolver({
+      client: this.clients.client,
+      store: this.store,
+      concurrency: 4,
+      sessionIdleTimeoutMs: 300,
+      budget: { baseDelayMs: 20, maxDelayMs: 200 },
+      transientMaxDelayMs: 100,
+      inPlaceMaxDelayMs: 100,
+      log: pino({ level: 'silent' }),
+      meter: this.metrics.meter,
+      onSettled: (e) => this.settled.push(e),
+      ...over,
+    });
+    this.resolvers.push(r);
+    return r;
+  }
+
+  /** Sends one message to the Resolver topic as the forwarding rules would deliver it. */
+  async send(m: WireMessage): Promise<Sent> {
+    this.#sender ??= this.clients.client.createSender(Topic.Resolver);
+    const messageId = m.messageId ?? randomUUID();
+    const sessionId = m.sessionId ?? 's-1';
+    const props: Record<string, string | number | boolean> = { [Prop.MessageType]: m.type, ...m.props };
+    if (m.eventId !== undefined) props[Prop.EventId] = m.eventId;
+    if (m.to !== undefined) props[Prop.To] = m.to;
+    if (m.from !== undefined) props[Prop.From] = m.from;
+    props[Prop.ParentMessageId] = m.parentMessageId ?? SELF;
+    props[Prop.EventTypeId] = m.eventTypeId ?? 'OrderPlaced';
+    const body = m.body ?? encodeBody({});
+    await this.#sender.sendMessages({
+      body: typeof body === 'string' ? Buffer.from(body, 'utf8') : body,
+      messageId,
+      sessionId,
+      correlationId: m.correlationId,
+      applicationProperties: props,
+    });
+    return { messageId, sessionId };
+  }
+
+  /** Waits until `count` settlements of this message id were recorded; returns them. */
+  async settledOf(messageId: string, count = 1, timeoutMs = 15_000): Promise<SettledEvent[]> {
+    return eventually(() => {
+      const got = this.settled.filter((s) => s.messageId === messageId);
+      return got.length >= count ? got : undefined;
+    }, `${count} settlement(s) of ${messageId}`, timeoutMs);
+  }
+
+  async deadLetters(max = 20, waitMs = 1000): Promise<ServiceBusReceivedMessage[]> {
+    const receiver = this.clients.client.createReceiver(Topic.Resolver, Topic.Resolver, { subQueueType: 'deadLetter' });
+    try {
+      const out: ServiceBusReceivedMessage[] = [];
+      for (;;) {
+        const batch = await receiver.receiveMessages(max, { maxWaitTimeInMs: waitMs });
+        if (batch.length === 0) return out;
+        for (const m of batch) {
+          out.push(m);
+          await receiver.completeMessage(m);
+        }
+      }
+    } finally {
+      await receiver.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const r of this.resolvers.reverse()) await r.stop().catch(() => undefined);
+    await this.#sender?.close().catch(() => undefined);
+    // The emulator first: a receiver attach still pending in acceptNextSession holds a 60 s timer in rhea-promise
+    // that a clean client close does not clear, but a dropped connection does.
+    await this.emulator.close();
+    await this.clients.close().catch(() => undefined);
+    await this.store.close().catch(() => undefined);
+    await this.cosmos.close();
+  }
+}
+
+export const orderBody = (payload: Record<string, unknown>): string => eventBody('OrderPlaced', payload);
+export const errorBody = (text: string, type = 'Error'): string =>
+  encodeBody({ EventContent: null, ErrorContent: { ErrorText: text, ErrorType: type } });
+
+export async function withHarness(
+  body: (h: ResolverHarness) => Promise<void>,
+  options?: Parameters<typeof ResolverHarness.start>[0],
+): Promise<void> {
+  const h = await ResolverHarness.start(options);
+  try {
+    await body(h);
+  } finally {
+    await h.close();
+  }
+}
+
+export async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
