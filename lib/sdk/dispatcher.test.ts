@@ -1,0 +1,238 @@
+// The dispatcher's catch ladder, pipeline and observers over a fake DeliveryPort (pure logic; the broker paths are
+// covered end to end in e2e/).
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { emptySessionState, eventBody } from '../contract/index.ts';
+import type { SessionState } from '../contract/index.ts';
+import { Dispatcher } from './dispatcher.ts';
+import type { DeliveryPort } from './dispatcher.ts';
+import { MessageAlreadyDeadLetteredError } from './errors.ts';
+import { HandlerRegistry } from './handlers.ts';
+import type { LifecycleObserver, PipelineBehavior } from './pipeline.ts';
+
+class FakePort implements DeliveryPort {
+  log: string[] = [];
+  state: SessionState = emptySessionState();
+  failOn?: string;
+  async readState() {
+    return this.state;
+  }
+  async writeState(s: SessionState) {
+    this.step('setState');
+    this.state = s;
+  }
+  async send(m: { applicationProperties: Record<string, unknown> }) {
+    this.step(`send ${m.applicationProperties.MessageType}`);
+  }
+  async schedule() {
+    this.step('schedule');
+  }
+  async complete() {
+    this.step('complete');
+  }
+  async deadLetter(reason: string) {
+    this.step(`deadLetter ${reason}`);
+  }
+  private step(s: string) {
+    if (this.failOn && s.startsWith(this.failOn)) throw new Error(`broker refused ${s}`);
+    this.log.push(s);
+  }
+}
+
+const received = (props: Record<string, unknown> = {}) => ({
+  messageId: 'm1',
+  sessionId: 's1',
+  body: eventBody('OrderPlaced', { n: 1 }),
+  applicationProperties: { To: 'billing', From: 'shop', MessageType: 'EventRequest', EventId: 'e1', EventTypeId: 'OrderPlaced', ...props },
+});
+
+function observerLog(): { events: string[]; observer: LifecycleObserver } {
+  const events: string[] = [];
+  return {
+    events,
+    observer: {
+      onMessageReceived: () => void events.push('received'),
+      onMessageCompleted: () => void events.push('completed'),
+      onMessageFailed: (_m, e) => void events.push(`failed:${(e as Error)?.name}`),
+      onMessageDeadLettered: (_m, r) => void events.push(`deadLettered:${r}`),
+    },
+  };
+}
+
+function dispatcher(handler: (e: unknown) => void, extra: { behaviors?: PipelineBehavior[]; observers?: LifecycleObserver[] } = {}) {
+  return new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry().on('OrderPlaced', handler), ...extra });
+}
+
+const signal = new AbortController().signal;
+
+describe('dispatcher ladder and observers', () => {
+  test('success: Received then Completed; settlement in order', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const result = await dispatcher(() => undefined, { observers: [observer] }).dispatch(received(), port, signal);
+    assert.equal(result, 'completed');
+    assert.deepEqual(port.log, ['send ResolutionResponse', 'complete']);
+    assert.deepEqual(events, ['received', 'completed']);
+  });
+
+  test('Retry-disposition failure: settled, and nothing fires after Received', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const result = await dispatcher(() => { throw new Error('no'); }, { observers: [observer] }).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+    assert.deepEqual(events, ['received']);
+  });
+
+  test('a behaviour that throws before next: handler not run, notification then dead-letter, Failed + DeadLettered', async () => {
+    const port = new FakePort();
+    let ran = false;
+    const { events, observer } = observerLog();
+    const boom: PipelineBehavior = async () => {
+      throw new Error('service mode: endpoint paused');
+    };
+    const result = await dispatcher(() => void (ran = true), { behaviors: [boom], observers: [observer] }).dispatch(received(), port, signal);
+    assert.equal(result, 'deadLettered');
+    assert.equal(ran, false);
+    assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter Failed to handle message.']);
+    assert.deepEqual(events, ['received', 'failed:Error', 'deadLettered:Failed to handle message.']);
+  });
+
+  test('a behaviour that does not call next: handler not run, nothing settled', async () => {
+    const port = new FakePort();
+    let ran = false;
+    const skip: PipelineBehavior = async () => undefined;
+    const result = await dispatcher(() => void (ran = true), { behaviors: [skip] }).dispatch(received(), port, signal);
+    assert.equal(result, 'shortCircuited');
+    assert.equal(ran, false);
+    assert.deepEqual(port.log, []);
+  });
+
+  test('a behaviour that swallows a handler failure makes it look completed (after the failure was settled)', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const swallow: PipelineBehavior = async (_ctx, next) => {
+      try {
+        await next();
+      } catch {
+        // deliberately swallowed
+      }
+    };
+    await dispatcher(() => { throw new Error('no'); }, { behaviors: [swallow], observers: [observer] }).dispatch(received(), port, signal);
+    assert.deepEqual(events, ['received', 'completed']);
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test('behaviours run outermost first', async () => {
+    const order: string[] = [];
+    const b = (name: string): PipelineBehavior => async (_c, next) => {
+      order.push(`${name}>`);
+      await next();
+      order.push(`<${name}`);
+    };
+    await dispatcher(() => void order.push('handler'), { behaviors: [b('a'), b('b')] }).dispatch(received(), new FakePort(), signal);
+    assert.deepEqual(order, ['a>', 'b>', 'handler', '<b', '<a']);
+  });
+
+  test('a behaviour that dead-letters itself: one dead-letter, then the notification', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const reject: PipelineBehavior = async (ctx) => {
+      await ctx.deadLetter('Tenant unknown');
+      throw new MessageAlreadyDeadLetteredError('Tenant unknown');
+    };
+    const result = await dispatcher(() => undefined, { behaviors: [reject], observers: [observer] }).dispatch(received(), port, signal);
+    assert.equal(result, 'middlewareDeadLettered');
+    assert.deepEqual(port.log, ['deadLetter Tenant unknown', 'send ErrorResponse']);
+    assert.deepEqual(events, ['received', 'failed:MessageAlreadyDeadLetteredError', 'deadLettered:Tenant unknown']);
+  });
+
+  test('settlement runs to the end when the processor stops after the handler has an outcome', async () => {
+    const port = new FakePort();
+    const controller = new AbortController();
+    const result = await dispatcher(() => {
+      controller.abort();
+      throw new Error('failed while stopping');
+    }).dispatch(received(), port, controller.signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test('a handler that honours the stop signal leaves the message unsettled, with no observer after Received', async () => {
+    const port = new FakePort();
+    const controller = new AbortController();
+    const { events, observer } = observerLog();
+    const result = await dispatcher(() => {
+      controller.abort();
+      controller.signal.throwIfAborted();
+    }, { observers: [observer] }).dispatch(received(), port, controller.signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+    assert.deepEqual(events, ['received']);
+  });
+
+  test('a broker failure mid-settlement is transient: the rest is not attempted and the message is redelivered', async () => {
+    const port = new FakePort();
+    port.failOn = 'setState';
+    const { events, observer } = observerLog();
+    const result = await dispatcher(() => { throw new Error('no'); }, { observers: [observer] }).dispatch(received(), port, signal);
+    assert.equal(result, 'transient');
+    assert.deepEqual(port.log, ['send ErrorResponse']);
+    assert.deepEqual(events, ['received', 'failed:TransientError']);
+  });
+
+  test('a failing dead-letter notification does not stop the dead-letter', async () => {
+    const port = new FakePort();
+    port.failOn = 'send ErrorResponse';
+    const result = await dispatcher(() => undefined).dispatch(received({ EventTypeId: 'OrderPlaced', MessageType: 'ErrorResponse' }), port, signal);
+    assert.equal(result, 'deadLettered');
+    assert.deepEqual(port.log, ['deadLetter Failed to handle message.']);
+  });
+
+  test('a throwing observer is ignored', async () => {
+    const port = new FakePort();
+    const bad: LifecycleObserver = { onMessageReceived: () => { throw new Error('observer bug'); } };
+    assert.equal(await dispatcher(() => undefined, { observers: [bad] }).dispatch(received(), port, signal), 'completed');
+  });
+
+  test('a typed handler schema mismatch is permanent', async () => {
+    const { z } = await import('zod');
+    const port = new FakePort();
+    const d = new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry().on('OrderPlaced', () => undefined, { schema: z.object({ orderId: z.string() }) }) });
+    assert.equal(await d.dispatch(received(), port, signal), 'deadLettered');
+    assert.match(port.log.at(-1)!, /^deadLetter Permanent failure: PermanentFailureError: OrderPlaced payload does not match its schema/);
+  });
+
+  test('markPendingHandoff: last call wins; expectedBy relative to now', async () => {
+    const port = new FakePort();
+    const sentProps: Record<string, unknown>[] = [];
+    port.send = async (m) => void sentProps.push(m.applicationProperties);
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      now: () => new Date('2026-12-02T10:00:00.000Z'),
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+        ctx.markPendingHandoff('first', 'job-1');
+        ctx.markPendingHandoff('second', 'job-2', 60_000);
+      }),
+    });
+    await d.dispatch(received(), port, signal);
+    assert.equal(sentProps[0]!.MessageType, 'PendingHandoffResponse');
+    assert.equal(sentProps[0]!.HandoffReason, 'second');
+    assert.equal(sentProps[0]!.ExternalJobId, 'job-2');
+    assert.equal(sentProps[0]!.ExpectedBy, '2026-12-02T10:01:00.000Z');
+    assert.equal(port.state.BlockedByEventId, 'e1');
+  });
+
+  test('markPendingHandoff then throw: the failure path wins', async () => {
+    const port = new FakePort();
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+        ctx.markPendingHandoff('r');
+        throw new Error('then it broke');
+      }),
+    });
+    assert.equal(await d.dispatch(received(), port, signal), 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+});
