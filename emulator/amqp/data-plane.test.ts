@@ -212,6 +212,27 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
     await sender.close();
   });
 
+  test('the rule manager adds, lists and removes rules over $management', async () => {
+    const { topic, sub } = subscriptionFor();
+    const rules = h.client.createRuleManager(topic, sub);
+    await rules.createRule('by-region', { sqlExpression: "region = 'EU'" }, { sqlExpression: "SET via = 'rm'" });
+    await rules.createRule('by-corr', { correlationId: 'c-9', applicationProperties: { kind: 'x' } });
+    const listed = [];
+    for await (const r of rules.listRules()) listed.push(r);
+    const byName = new Map(listed.map((r) => [r.name, r]));
+    assert.deepEqual([...byName.keys()].sort(), ['$Default', 'by-corr', 'by-region']);
+    assert.deepEqual(byName.get('by-region')?.filter, { sqlExpression: "region = 'EU'" });
+    assert.equal(byName.get('by-region')?.action.sqlExpression, "SET via = 'rm'");
+    const corr = byName.get('by-corr')?.filter as { correlationId?: string; applicationProperties?: object };
+    assert.equal(corr.correlationId, 'c-9');
+    assert.deepEqual(corr.applicationProperties, { kind: 'x' });
+    await rules.deleteRule('by-corr');
+    const after = [];
+    for await (const r of rules.listRules()) after.push(r.name);
+    assert.deepEqual(after.sort(), ['$Default', 'by-region']);
+    await assert.rejects(rules.createRule('broken', { sqlExpression: 'a = = 1' }));
+  });
+
   test('unknown entities raise MessagingEntityNotFound for senders and receivers', async () => {
     const sender = h.client.createSender('missing');
     assert.equal(await errorCode(sender.sendMessages({ body: 1 })), 'MessagingEntityNotFound');

@@ -18,6 +18,7 @@ import {
   toOutgoingMessage,
 } from './codec.ts';
 import { badRequest, managementStatusFor } from './errors.ts';
+import { encodeRule, parseAddRule, parseEnumerateRules, parseRemoveRule } from './rules-codec.ts';
 
 export interface ManagementReply {
   statusCode: number;
@@ -232,6 +233,24 @@ function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body:
       const page = all.slice(skip, skip + top);
       if (page.length === 0) return { statusCode: 204, statusDescription: 'No sessions' };
       return ok({ skip: rhea.types.wrap_int(skip + page.length), 'sessions-ids': page });
+    }
+    case 'com.microsoft:add-rule': {
+      const source = requireSubscription(entity, operation);
+      broker.createRule(source.topic, source.subscription, parseAddRule(body));
+      return ok({});
+    }
+    case 'com.microsoft:remove-rule': {
+      const source = requireSubscription(entity, operation);
+      broker.deleteRule(source.topic, source.subscription, parseRemoveRule(body));
+      return ok({});
+    }
+    case 'com.microsoft:enumerate-rules': {
+      const source = requireSubscription(entity, operation);
+      const { top, skip } = parseEnumerateRules(body);
+      const all = broker.listRules(source.topic, source.subscription);
+      const page = all.slice(skip, top === undefined ? undefined : skip + top);
+      if (page.length === 0) return { statusCode: 204, statusDescription: 'No rules' };
+      return ok({ rules: page.map(encodeRule) });
     }
     default:
       return {
