@@ -30,6 +30,8 @@ export interface ProcessorOptions {
 export interface SettledEvent {
   messageId: string;
   sessionId: string;
+  /** The client's delivery count of this delivery (0 on the first). */
+  deliveryCount: number;
   settlement: Settlement;
   /** False when the settlement call itself failed (lock lost…): the message will come back. */
   ok: boolean;
@@ -37,6 +39,19 @@ export interface SettledEvent {
 
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
+
+/**
+ * A signal that follows `parent` and can be dropped: the client adds abort listeners per call and does not
+ * always remove them, so each session and each accept gets its own short-lived signal instead of the
+ * processor-wide one (which would collect listeners for as long as the process runs).
+ */
+function childSignal(parent: AbortSignal): { signal: AbortSignal; dispose(): void } {
+  const child = new AbortController();
+  const onAbort = () => child.abort();
+  if (parent.aborted) child.abort();
+  else parent.addEventListener('abort', onAbort, { once: true });
+  return { signal: child.signal, dispose: () => parent.removeEventListener('abort', onAbort) };
+}
 
 function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -91,12 +106,14 @@ export class ResolverProcessor {
     let failures = 0;
     while (!this.#stopping) {
       let receiver: ServiceBusSessionReceiver;
+      const accept = childSignal(this.#stop.signal);
       try {
         receiver = await this.#o.client.acceptNextSession(this.#topic, this.#subscription, {
           maxAutoLockRenewalDurationInMs: this.#o.maxAutoLockRenewalDurationInMs,
-          abortSignal: this.#stop.signal,
+          abortSignal: accept.signal,
         });
       } catch (err) {
+        accept.dispose();
         if (this.#stopping) break;
         const code = (err as { code?: string }).code;
         if (code !== undefined && NO_SESSION_CODES.has(code)) {
@@ -109,6 +126,7 @@ export class ResolverProcessor {
         await sleep(delay, this.#stop.signal);
         continue;
       }
+      accept.dispose();
       failures = 0;
       const session = this.#session(index, receiver);
       this.#inSession.add(session);
@@ -131,17 +149,28 @@ export class ResolverProcessor {
   }
 
   async #runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
-    const signal = this.#stop.signal;
+    const child = childSignal(this.#stop.signal);
+    try {
+      await this.#receiveLoop(receiver, child.signal);
+    } finally {
+      child.dispose();
+    }
+  }
+
+  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<void> {
     while (!this.#stopping) {
       let messages: ServiceBusReceivedMessage[];
+      const call = childSignal(signal);
       try {
         messages = await receiver.receiveMessages(this.#o.maxMessagesPerReceive, {
           maxWaitTimeInMs: this.#o.sessionIdleTimeoutMs,
-          abortSignal: signal,
+          abortSignal: call.signal,
         });
       } catch (err) {
         if (this.#stopping) return;
         throw err;
+      } finally {
+        call.dispose();
       }
       if (messages.length === 0) return; // idle: release the session for any instance
       for (const message of messages) {
@@ -152,7 +181,13 @@ export class ResolverProcessor {
         const result = settlement.kind === 'complete' ? settlement.result : settlement.kind;
         this.#metrics.message({ 'nimbus.result': ok ? result : 'settle_failed' });
         this.#metrics.messageDuration(performance.now() - started, { 'nimbus.result': result });
-        this.#o.onSettled?.({ messageId: String(message.messageId), sessionId: receiver.sessionId, settlement, ok });
+        this.#o.onSettled?.({
+          messageId: String(message.messageId),
+          sessionId: receiver.sessionId,
+          deliveryCount: message.deliveryCount ?? 0,
+          settlement,
+          ok,
+        });
         if (!ok || !keepSession) return;
       }
     }

@@ -1,0 +1,151 @@
+// Store throttling and outages injected at the wire: a fault proxy in front of the embedded Cosmos server answers
+// 429 (with x-ms-retry-after-ms) or 503 to the real @azure/cosmos client, and the Resolver spends its one budget
+// (ThrottleRetryCount + DeliveryCount): same-id replacements that recover, exhaustion into CosmosDbThrottled,
+// heartbeats retried in place, transient errors redelivered by the broker.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { MessageType as T, Prop, WellKnownSession, eventBody, HEARTBEAT_EVENT_TYPE_ID } from '../lib/contract/index.ts';
+import { startFaultProxy, type FaultProxy } from '../lib/store/testing/faultProxy.ts';
+import { DeadLetterReason } from './index.ts';
+import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+
+let h: ResolverHarness;
+let proxy: FaultProxy;
+before(async () => {
+  h = await ResolverHarness.start({
+    cosmosEndpoint: async (cosmos) => {
+      proxy = await startFaultProxy(cosmos.endpoint);
+      return proxy.endpoint;
+    },
+  });
+  h.resolver();
+});
+after(async () => {
+  await h.close();
+  await proxy.close();
+});
+
+const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
+const isWrite = (r: { method: string; path: string }) => r.method === 'PUT' || r.method === 'POST';
+const kinds = (messageId: string) =>
+  h.settled.filter((s) => s.messageId === messageId).map((s) => (s.settlement.kind === 'complete' ? s.settlement.result : s.settlement.kind));
+
+describe('store throttling (429)', () => {
+  test('recovers within the budget: same-id replacements, one history entry, the row written', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    proxy.inject({ status: 429, retryAfterMs: 30, times: 2, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    const sent = await h.send({ type: T.EventRequest, eventId: ev, to: ep, from: 'shop', body: orderBody({ orderId: 't' }) });
+    await h.settledOf(sent.messageId, 3);
+    proxy.clear();
+    assert.deepEqual(kinds(sent.messageId), ['reschedule', 'reschedule', 'written']);
+    const [first, second] = h.settled.filter((s) => s.messageId === sent.messageId).map((s) => s.settlement);
+    assert.deepEqual(first, { kind: 'reschedule', attempt: 1, delayMs: 30, source: 'provider' }, 'retry-after longer than the 20 ms backoff wins');
+    assert.deepEqual(second, { kind: 'reschedule', attempt: 2, delayMs: 40, source: 'backoff' }, 'backoff doubles');
+    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.status, 'Pending');
+    const history = await h.store.listHistory(ev);
+    assert.equal(history.items.length, 1, 'the throttle chain shares one history entry');
+    assert.equal(history.items[0]!.messageId, sent.messageId);
+    assert.equal(h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'rescheduled' }), 2);
+    assert.equal(await h.deadLetters(5, 300).then((d) => d.length), 0);
+  });
+
+  test('exhausts into a dead letter with reason CosmosDbThrottled on the tenth attempt', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    proxy.inject({ status: 429, retryAfterMs: 1, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    try {
+      const sent = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep });
+      await h.settledOf(sent.messageId, 10, 30_000);
+      const settlements = h.settled.filter((s) => s.messageId === sent.messageId).map((s) => s.settlement);
+      assert.deepEqual(
+        settlements.map((s) => s.kind),
+        [...Array(9).fill('reschedule'), 'deadLetter'],
+      );
+      assert.deepEqual(
+        settlements.slice(0, 9).map((s) => (s.kind === 'reschedule' ? s.delayMs : -1)),
+        [20, 40, 80, 160, 200, 200, 200, 200, 200],
+        'backoff doubles up to the cap',
+      );
+      const dead = await eventually(async () => {
+        const d = await h.deadLetters(5, 500);
+        return d.length > 0 ? d : undefined;
+      }, 'the dead letter');
+      assert.equal(dead.length, 1);
+      assert.equal(dead[0]!.messageId, sent.messageId, 'the replacement kept the MessageId');
+      assert.equal(dead[0]!.deadLetterReason, DeadLetterReason.CosmosDbThrottled);
+      assert.equal(dead[0]!.applicationProperties?.[Prop.ThrottleRetryCount], 9);
+      assert.match(dead[0]!.deadLetterErrorDescription ?? '', /attempt 10 of 10/);
+    } finally {
+      proxy.clear();
+    }
+    assert.equal(await h.store.getStatusRow(ep, ev, 's-1'), null);
+    assert.equal((await h.store.listHistory(ev)).items.length, 1);
+  });
+
+  test('heartbeats are retried in place, never rescheduled', async () => {
+    const ep = uniq('crm');
+    const probeId = randomUUID();
+    const retriesBefore = h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'retried_in_place' });
+    proxy.inject({ status: 429, retryAfterMs: 5, times: 3, match: (r) => isWrite(r) && r.path.includes('/colls/heartbeats/') });
+    const sent = await h.send({
+      type: T.ResolutionResponse,
+      eventId: uniq('hb'),
+      from: ep,
+      sessionId: WellKnownSession.Heartbeat,
+      correlationId: probeId,
+      eventTypeId: HEARTBEAT_EVENT_TYPE_ID,
+      body: eventBody(HEARTBEAT_EVENT_TYPE_ID, { Endpoint: ep }),
+    });
+    await h.settledOf(sent.messageId);
+    proxy.clear();
+    assert.deepEqual(kinds(sent.messageId), ['heartbeat'], 'one settlement: no replacement was scheduled');
+    assert.equal(h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'retried_in_place' }) - retriesBefore, 3);
+    const [record] = await h.store.listHeartbeats(ep);
+    assert.equal(record?.probeId, probeId);
+    assert.equal(record?.status, 'On');
+  });
+});
+
+describe('one budget for reschedules and broker deliveries', () => {
+  test('ThrottleRetryCount 8 + a redelivery: the 429 on that second delivery is attempt 10 and dead-letters', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    proxy.inject({ status: 503, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    const sent = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep, props: { [Prop.ThrottleRetryCount]: 8 } });
+    try {
+      await h.settledOf(sent.messageId, 1);
+      proxy.inject({ status: 429, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+      await h.settledOf(sent.messageId, 2);
+    } finally {
+      proxy.clear();
+    }
+    const [first, second] = h.settled.filter((s) => s.messageId === sent.messageId);
+    assert.equal(first!.settlement.kind, 'redeliver');
+    assert.equal(first!.settlement.kind === 'redeliver' && first!.settlement.attempt, 9);
+    assert.equal(second!.deliveryCount, 1);
+    assert.equal(second!.settlement.kind === 'deadLetter' && second!.settlement.reason, DeadLetterReason.CosmosDbThrottled);
+    const dead = await eventually(async () => {
+      const d = await h.deadLetters(5, 500);
+      return d.length > 0 ? d : undefined;
+    }, 'the dead letter');
+    assert.deepEqual(dead.map((d) => d.messageId), [sent.messageId]);
+  });
+});
+
+describe('other transient store errors', () => {
+  test('a 503 leaves the message to the broker: abandoned, redelivered with a higher DeliveryCount, then recorded', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    proxy.inject({ status: 503, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    const abandonedBefore = h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'abandoned' });
+    const sent = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep });
+    await h.settledOf(sent.messageId, 2);
+    proxy.clear();
+    assert.deepEqual(kinds(sent.messageId), ['redeliver', 'written']);
+    assert.deepEqual(h.settled.filter((s) => s.messageId === sent.messageId).map((s) => s.deliveryCount), [0, 1]);
+    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.status, 'Completed');
+    assert.equal(h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'abandoned' }) - abandonedBefore, 1);
+  });
+});
