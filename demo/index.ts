@@ -26,7 +26,7 @@ export { DemoEndpoint, DemoEventType } from './rules.ts';
 export interface DemoTimings {
   /** Fixed delay of the CRM's retry policy. Default 3 s. */
   retryDelayMs: number;
-  /** Ledger jobs finish within [min, max). Default 3-8 s. */
+  /** Ledger jobs finish within [min, max). Default 2-5 s. */
   handoffMinMs: number;
   handoffMaxMs: number;
   /** Slow ledger jobs finish after this long. Default 90 s. */
@@ -41,8 +41,8 @@ export interface DemoTimings {
 
 export const DEFAULT_DEMO_TIMINGS: DemoTimings = {
   retryDelayMs: 3000,
-  handoffMinMs: 3000,
-  handoffMaxMs: 8000,
+  handoffMinMs: 2000,
+  handoffMaxMs: 5000,
   slowHandoffMs: 90_000,
   handoffExpectedMs: 30_000,
   maxConcurrentSessions: 4,

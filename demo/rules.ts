@@ -24,7 +24,7 @@ export const DemoEventType = {
 export const CREDIT_LIMIT = 500;
 
 /** ERP: invoices from this amount are imported into the ledger by a long-running external job (a handoff). */
-export const LEDGER_IMPORT_THRESHOLD = 150;
+export const LEDGER_IMPORT_THRESHOLD = 250;
 
 /** CRM: its API throttles one order in eight on the first attempt; the retry policy recovers it. */
 export function crmThrottles(orderId: string): boolean {
@@ -33,11 +33,14 @@ export function crmThrottles(orderId: string): boolean {
 
 export type LedgerJobOutcome = 'completes' | 'fails' | 'slow';
 
-/** ERP ledger import: most complete within seconds, one in five fails, one in seven runs past its expected time. */
+/**
+ * ERP ledger import: most complete within seconds; one in twelve fails (the customer's ERP session then waits for
+ * an operator) and one in twelve runs past its expected time.
+ */
 export function ledgerJobOutcome(invoiceId: string): LedgerJobOutcome {
-  const b = bucketOf(`ledger:${invoiceId}`, 35);
-  if (b < 7) return 'fails';
-  if (b < 12) return 'slow';
+  const b = bucketOf(`ledger:${invoiceId}`, 12);
+  if (b === 0) return 'fails';
+  if (b === 1) return 'slow';
   return 'completes';
 }
 

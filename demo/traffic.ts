@@ -55,7 +55,7 @@ const PRODUCTS = [
   { sku: 'WATCH-SLIM', unitPrice: 149 },
 ];
 /** How many of the most recent customers place orders: older sessions (and any blocked ones) fade out. */
-const ACTIVE_CUSTOMERS = 20;
+const ACTIVE_CUSTOMERS = 25;
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
@@ -74,17 +74,18 @@ export class TrafficPlanner {
   next(): PlannedEvent {
     const opening = this.opening.shift();
     if (opening) return opening;
-    if (this.customers.length < 3) return this.register();
+    // Register faster while there are few customers: a handful of customers would share every failure's session.
+    const register = this.customers.length < ACTIVE_CUSTOMERS / 2 ? 0.4 : 0.1;
     const r = this.random();
-    if (r < 0.1) return this.register();
-    if (r < 0.18) return this.update(this.activeCustomer());
-    if (r < 0.26) {
+    if (r < register) return this.register();
+    if (r < register + 0.08) return this.update(this.activeCustomer());
+    if (r < register + 0.16) {
       const customer = this.activeCustomer();
       if (customer.openOrders.length > 0) return this.cancel(customer, pick(this.random, customer.openOrders));
     }
     const variant = this.random();
-    if (variant < 0.05) return this.order(this.activeCustomer(), 'order-credit-approval');
-    if (variant < 0.1) return this.order(this.activeCustomer(), 'order-malformed-address');
+    if (variant < 0.03) return this.order(this.activeCustomer(), 'order-credit-approval');
+    if (variant < 0.08) return this.order(this.activeCustomer(), 'order-malformed-address');
     return this.order(this.activeCustomer(), 'order');
   }
 

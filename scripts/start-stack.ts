@@ -17,6 +17,9 @@ import { startDemo, type DemoTimings } from '../demo/index.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
 import { pipeLines, type Component } from './start-log.ts';
+// Types only: the console module itself is imported when the console starts, so that the rest of the stack (and
+// its tests) does not depend on the console's server code loading.
+import type { RunningConsole, StartConsoleOptions } from '../server/console.ts';
 
 export class StartError extends Error {
   override readonly name = 'StartError';
@@ -210,9 +213,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
   }
 }
 
-type ConsoleModule = {
-  startConsole?: (o: { port: number; hostname: string; env: Record<string, string> }) => Promise<{ url: string; close(): Promise<void> }>;
-};
+type ConsoleModule = { startConsole?: (o: StartConsoleOptions) => Promise<RunningConsole> };
 
 async function startConsolePart(
   options: StackOptions,
@@ -230,24 +231,28 @@ async function startConsolePart(
     log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
     await buildConsole(root, log, options.signal);
   }
-  const module = await importIfPresent<ConsoleModule>(root, 'server/console.ts');
+  let module: ConsoleModule | undefined;
+  try {
+    module = await importIfPresent<ConsoleModule>(root, 'server/console.ts');
+  } catch (error) {
+    throw new StartError('console', `the console's server code did not load: ${errorText(error)}`);
+  }
   if (!module?.startConsole) {
     log.warn({}, 'console not available yet (server/console.ts has no startConsole)');
     return undefined;
   }
-  // The console's server code reads its settings from the environment, in this process: hand it the resolved
-  // ones (the emulator's connection string, the embedded Cosmos endpoint), not what the user left unset.
+  // The console reads its settings from the environment of this process; hand it the resolved ones (the
+  // emulator's connection string, the embedded Cosmos endpoint), not what the user left unset.
   const env: Record<string, string> = {
     NIMBUS_SERVICEBUS_CONNECTION_STRING: parts.connectionString,
     NIMBUS_COSMOS_ENDPOINT: parts.cosmos.endpoint,
     NIMBUS_COSMOS_KEY: parts.cosmos.key,
     NIMBUS_COSMOS_DATABASE: config.database,
-    NIMBUS_CATALOG: config.catalogPath,
+    NIMBUS_CATALOG: resolve(config.catalogPath),
     NIMBUS_AUTH: config.auth,
   };
-  Object.assign(process.env, env);
   try {
-    const running = await module.startConsole({ port: config.console.port, hostname: config.console.hostname, env });
+    const running = await module.startConsole({ port: config.console.port, hostname: config.console.hostname, env, dir: root });
     started.push({ component: 'console', stop: () => running.close() });
     log.info({ url: running.url }, `console ready: open ${running.url}`);
     return running.url;
@@ -266,7 +271,7 @@ function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [nextBin, 'build'], {
       cwd: root,
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
       stdio: ['ignore', 'pipe', 'pipe'],
       signal,
     });
