@@ -1,0 +1,110 @@
+// Scheduled retries end to end (typed exception rules, budget, RetryCount on the wire), a failing resubmission,
+// and the settlement rule while the host stops.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { eventBody, MessageType } from '../../contract/index.ts';
+import { HandlerRegistry } from '../handlers.ts';
+import { RetryPolicies } from '../retryPolicies.ts';
+import { eventually, storyOf, withHarness } from './harness.ts';
+
+class PartnerUnavailableError extends Error {
+  override name = 'PartnerUnavailableError';
+}
+
+type Customer = { customerId: string; n: number };
+
+describe('scheduled retries', () => {
+  test('a typed exception rule retries until the handler succeeds; RetryCount counts on the wire', async () => {
+    await withHarness(async (h) => {
+      let failures = 2;
+      const retryCounts: number[] = [];
+      const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, { maxRetries: 3, strategy: 'Exponential', baseDelayMs: 100 });
+      const host = h.host({
+        endpointId: 'crm',
+        retryPolicies,
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (_e, ctx) => {
+          retryCounts.push(ctx.retryCount);
+          if (failures-- > 0) throw new Error('wrapper', { cause: new PartnerUnavailableError('partner answered 503') });
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'R-1', n: 1 });
+      const records = await h.resolver('R-1', 6);
+      assert.deepEqual(storyOf(records), {
+        requests: ['EventRequest:E1', 'RetryRequest:E1', 'RetryRequest:E1'],
+        responses: ['ErrorResponse:E1', 'ErrorResponse:E1', 'ResolutionResponse:E1'],
+      });
+      assert.deepEqual(records.filter((r) => r.type === 'RetryRequest').map((r) => r.props.RetryCount), [1, 2]);
+      assert.deepEqual(records.filter((r) => r.type.endsWith('Response')).map((r) => r.props.RetryCount), [0, 1, 2]);
+      assert.deepEqual(retryCounts, [0, 1, 2]);
+      await host.stop();
+      assert.equal((await h.sessionState('crm', 'R-1')).BlockedByEventId, null);
+    });
+  });
+
+  test('an error no rule matches is not retried; an exhausted budget leaves the session blocked', async () => {
+    await withHarness(async (h) => {
+      const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, { maxRetries: 1, baseDelayMs: 100 });
+      const host = h.host({
+        endpointId: 'crm',
+        retryPolicies,
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          throw e.n === 1 ? new PartnerUnavailableError('still down') : new Error('data rejected');
+        }),
+      });
+      const pub = h.publisher('shop');
+      await pub.publish('CustomerUpdated', { customerId: 'R-2a', n: 1 });
+      await pub.publish('CustomerUpdated', { customerId: 'R-2b', n: 2 });
+      const a = await h.resolver('R-2a', 4);
+      assert.deepEqual(storyOf(a), { requests: ['EventRequest:E1', 'RetryRequest:E1'], responses: ['ErrorResponse:E1', 'ErrorResponse:E1'] });
+      const b = await h.resolver('R-2b', 2);
+      assert.deepEqual(storyOf(b), { requests: ['EventRequest:E2'], responses: ['ErrorResponse:E2'] });
+      assert.deepEqual(await h.resolverRest('R-2a', 800), [], 'no second RetryRequest after the budget is spent');
+      await host.stop();
+      assert.equal((await h.sessionState('crm', 'R-2a')).BlockedByEventId, a[0]!.props.EventId);
+      assert.equal((await h.sessionState('crm', 'R-2b')).BlockedByEventId, b[0]!.props.EventId);
+    });
+  });
+
+  test('a failing resubmission answers Failed, schedules no retry, and the block stays', async () => {
+    await withHarness(async (h) => {
+      const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 0 });
+      const host = h.host({ endpointId: 'crm', retryPolicies, handlers: new HandlerRegistry().on('CustomerUpdated', () => { throw new Error('still wrong'); }) });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'R-3', n: 1 });
+      const first = await h.resolver('R-3', 2);
+      const eventId = String(first[0]!.props.EventId);
+      await h.managerCommand('crm', MessageType.ResubmissionRequest, { eventId, sessionId: 'R-3', eventTypeId: 'CustomerUpdated' }, eventBody('CustomerUpdated', { customerId: 'R-3', n: 1 }));
+      const after = await h.resolver('R-3', 2);
+      assert.deepEqual(storyOf(after), { requests: ['ResubmissionRequest:E1'], responses: ['ErrorResponse:E1'] });
+      assert.equal(after[1]!.content.ErrorContent?.ErrorText, 'still wrong');
+      await host.stop();
+      assert.equal((await h.sessionState('crm', 'R-3')).BlockedByEventId, eventId);
+    });
+  });
+});
+
+describe('stopping', () => {
+  test('a handler that gets its outcome while the host stops still has its delivery settled in full', async () => {
+    await withHarness(async (h) => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let started = false;
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on('CustomerUpdated', async () => {
+          started = true;
+          await gate;
+          throw new Error('failed after stop was requested');
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'ST-1', n: 1 });
+      await eventually(() => (started ? true : undefined), 'the handler to start');
+      const stopping = host.stop();
+      release();
+      await stopping;
+      const records = await h.resolver('ST-1', 2);
+      assert.deepEqual(storyOf(records), { requests: ['EventRequest:E1'], responses: ['ErrorResponse:E1'] });
+      const state = await h.sessionState('crm', 'ST-1');
+      assert.equal(state.BlockedByEventId, records[0]!.props.EventId);
+    });
+  });
+});
