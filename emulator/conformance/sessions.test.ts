@@ -281,6 +281,48 @@ describe('sessions', () => {
     }
   });
 
+  test('short receiveMessages waits on a busy session: the credit drain is answered and the receiver stays usable', async () => {
+    // receiveMessages() ends by draining the link's unused credit and closes the link when the drain is not
+    // answered within 200 ms; for a session receiver that closed link is fatal (SessionLockLost). On Azure
+    // this pattern is routine (a processor polling with a short wait).
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      const total = 500;
+      for (let i = 0; i < total; i += 100) {
+        await sender.sendMessages(
+          Array.from({ length: 100 }, (_, k) => ({
+            body: i + k,
+            messageId: `d-${i + k}`,
+            sessionId: 'busy',
+          })),
+        );
+      }
+      const receiver = await h.client.acceptSession(topic, 'sub', 'busy');
+      const seen: number[] = [];
+      try {
+        const deadline = Date.now() + 30_000;
+        while (seen.length < total && Date.now() < deadline) {
+          const batch = await receiver.receiveMessages(100, { maxWaitTimeInMs: 30 });
+          for (const m of batch) {
+            seen.push(m.body as number);
+            await receiver.completeMessage(m);
+          }
+        }
+      } finally {
+        await receiver.close();
+      }
+      assert.equal(seen.length, total);
+      assert.deepEqual(
+        seen,
+        Array.from({ length: total }, (_, i) => i),
+        'in order, each once',
+      );
+    } finally {
+      await sender.close();
+    }
+  });
+
   test('a plain (non-session) receiver on a session subscription is refused', async () => {
     // On Azure a non-session receiver on a session-enabled entity is refused at link attach.
     const topic = await sessionTopic();

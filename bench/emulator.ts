@@ -1,0 +1,383 @@
+// Emulator benchmark. In one run it measures the ceiling of this stack (raw rhea sender -> pass-through
+// -> receiver over loopback, no broker logic) and the emulator through the unmodified @azure/service-bus
+// client: batch send to a topic with three subscriptions, receive + complete across many sessions with
+// concurrent acceptNextSession loops, and send -> receive latency. Every figure is reported with its ratio
+// to the baseline measured in the same run, since absolute numbers drift on a shared machine.
+//
+// Sizes come from environment variables (see `settings()`); the defaults keep the whole run well under two
+// minutes on a 2-core machine. Run alone with `npx tsx bench/emulator.ts` or with every benchmark through
+// `npm run bench`.
+
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import type { AddressInfo } from 'node:net';
+import rhea from 'rhea';
+import type { EventContext, Message, Sender } from 'rhea';
+import { isServiceBusError } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage } from '@azure/service-bus';
+import { startEmulator } from '../emulator/index.ts';
+import { createServiceBusClients } from '../lib/servicebus/index.ts';
+import { type BenchResult, envInt, percentile, toMarkdown } from './report.ts';
+
+interface Settings {
+  baselineMessages: number;
+  sendMessages: number;
+  batchSize: number;
+  sessions: number;
+  perSession: number;
+  sessionWorkers: number;
+  latencySamples: number;
+  bodyBytes: number;
+}
+
+function settings(): Settings {
+  return {
+    baselineMessages: envInt('BENCH_BASELINE_MESSAGES', 30_000),
+    sendMessages: envInt('BENCH_SEND_MESSAGES', 10_000),
+    batchSize: envInt('BENCH_BATCH_SIZE', 100),
+    sessions: envInt('BENCH_SESSIONS', 50),
+    perSession: envInt('BENCH_PER_SESSION', 100),
+    sessionWorkers: envInt('BENCH_SESSION_WORKERS', 16),
+    latencySamples: envInt('BENCH_LATENCY_SAMPLES', 400),
+    bodyBytes: envInt('BENCH_BODY_BYTES', 200),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Baseline: a rhea container that passes messages from a sender link to a receiver link, nothing else.
+// ---------------------------------------------------------------------------------------------------------
+
+interface Baseline {
+  throughput: number;
+  latencies: number[];
+}
+
+async function runBaseline(s: Settings): Promise<Baseline> {
+  const broker = rhea.create_container({ id: 'bench-passthrough' });
+  let outgoing: Sender | undefined;
+  const backlog: Message[] = [];
+  const flush = () => {
+    while (outgoing && backlog.length > 0 && outgoing.sendable()) outgoing.send(backlog.shift()!);
+  };
+  broker.on('sender_open', (ctx: EventContext) => {
+    outgoing = ctx.sender;
+  });
+  broker.on('sendable', flush);
+  broker.on('message', (ctx: EventContext) => {
+    if (ctx.message) backlog.push(ctx.message);
+    flush();
+  });
+  const server = broker.listen({ host: '127.0.0.1', port: 0 });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+
+  const clients = rhea.create_container({ id: 'bench-clients' });
+  const sendConn = clients.connect({ host: '127.0.0.1', port, reconnect: false });
+  const recvConn = clients.connect({ host: '127.0.0.1', port, reconnect: false });
+  const receiver = recvConn.open_receiver({ source: 'q', autoaccept: true, credit_window: 500 });
+  const sender = sendConn.open_sender({ target: 'q' });
+  const body = 'x'.repeat(s.bodyBytes);
+
+  let onMessage: () => void = () => undefined;
+  receiver.on('message', () => onMessage());
+  await new Promise<void>((resolve) =>
+    sender.sendable() ? resolve() : sender.once('sendable', () => resolve()),
+  );
+  await new Promise<void>((resolve) =>
+    receiver.is_open() ? resolve() : receiver.once('receiver_open', () => resolve()),
+  );
+
+  // Throughput: stream as fast as credit allows; time from first send to last receipt.
+  let sent = 0;
+  let received = 0;
+  const throughput = await new Promise<number>((resolve) => {
+    const start = performance.now();
+    onMessage = () => {
+      received++;
+      if (received === s.baselineMessages) resolve(s.baselineMessages / ((performance.now() - start) / 1000));
+    };
+    const pump = () => {
+      while (sent < s.baselineMessages && sender.sendable()) {
+        sender.send({ body, message_id: sent });
+        sent++;
+      }
+    };
+    sender.on('sendable', pump);
+    pump();
+  });
+
+  // Latency: one message in flight at a time.
+  const latencies: number[] = [];
+  for (let i = 0; i < s.latencySamples + 20; i++) {
+    const t0 = performance.now();
+    await new Promise<void>((resolve) => {
+      onMessage = resolve;
+      sender.send({ body, message_id: `lat-${i}` });
+    });
+    if (i >= 20) latencies.push(performance.now() - t0);
+  }
+
+  sendConn.close();
+  recvConn.close();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return { throughput, latencies };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The emulator through the real client.
+// ---------------------------------------------------------------------------------------------------------
+
+function bodyOf(size: number, i: number): ServiceBusMessage['body'] {
+  return { i, pad: 'x'.repeat(Math.max(0, size - 20)) };
+}
+
+async function benchBatchSend(
+  client: ServiceBusClient,
+  admin: ReturnType<typeof createServiceBusClients>['admin'],
+  s: Settings,
+) {
+  const topic = 'bench-fanout';
+  await admin.createTopic(topic);
+  for (const sub of ['a', 'b', 'c']) await admin.createSubscription(topic, sub);
+  const sender = client.createSender(topic);
+  const batchOf = (from: number): ServiceBusMessage[] =>
+    Array.from({ length: s.batchSize }, (_, k) => ({
+      body: bodyOf(s.bodyBytes, from + k),
+      messageId: `f-${from + k}`,
+    }));
+  await sender.sendMessages(batchOf(-s.batchSize)); // warm-up: links attached, code paths hot
+  const start = performance.now();
+  for (let i = 0; i < s.sendMessages; i += s.batchSize) await sender.sendMessages(batchOf(i));
+  const rate = s.sendMessages / ((performance.now() - start) / 1000);
+  await sender.close();
+  await admin.deleteTopic(topic); // free the copies before the next figure
+  return rate;
+}
+
+async function benchSessions(
+  connectionString: string,
+  client: ServiceBusClient,
+  admin: ReturnType<typeof createServiceBusClients>['admin'],
+  s: Settings,
+) {
+  const topic = 'bench-sessions';
+  await admin.createTopic(topic);
+  await admin.createSubscription(topic, 'sub', { requiresSession: true, lockDuration: 'PT60S' });
+  const sender = client.createSender(topic);
+  const all: ServiceBusMessage[] = [];
+  for (let i = 0; i < s.perSession; i++) {
+    for (let k = 0; k < s.sessions; k++)
+      all.push({ sessionId: `s${k}`, messageId: `s${k}-${i}`, body: bodyOf(s.bodyBytes, i) });
+  }
+  for (let i = 0; i < all.length; i += s.batchSize) await sender.sendMessages(all.slice(i, i + s.batchSize));
+  await sender.close();
+
+  // Two connections, as a multi-session host with several receivers would use; short accept timeout so the
+  // loops notice quickly that every session is drained.
+  const receivingClients = [0, 1].map(
+    () =>
+      createServiceBusClients(connectionString, {
+        client: { retryOptions: { timeoutInMs: 1_000, maxRetries: 0 } },
+      }).client,
+  );
+  const total = all.length;
+  let done = 0;
+  let finishedAt = 0;
+  const errors: string[] = [];
+  const start = performance.now();
+  const worker = async (w: number) => {
+    const c = receivingClients[w % receivingClients.length]!;
+    while (done < total) {
+      let receiver;
+      try {
+        receiver = await c.acceptNextSession(topic, 'sub', { maxAutoLockRenewalDurationInMs: 0 });
+      } catch (err) {
+        if (isServiceBusError(err) && err.code === 'ServiceTimeout') continue;
+        errors.push(String(err));
+        if (errors.length > 20) return;
+        continue;
+      }
+      try {
+        for (;;) {
+          const batch: ServiceBusReceivedMessage[] = await receiver.receiveMessages(50, {
+            maxWaitTimeInMs: 200,
+          });
+          if (batch.length === 0) break;
+          // In order within the session, as the SDK's session processor settles them.
+          for (const m of batch) {
+            await receiver.completeMessage(m);
+            done++;
+            if (done === total) finishedAt = performance.now();
+          }
+        }
+      } finally {
+        await receiver.close().catch(() => undefined);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: s.sessionWorkers }, (_, w) => worker(w)));
+  await Promise.all(receivingClients.map((c) => c.close()));
+  await admin.deleteTopic(topic);
+  if (errors.length) throw new Error(`session receive errors: ${errors.slice(0, 3).join('; ')}`);
+  return total / (((finishedAt || performance.now()) - start) / 1000);
+}
+
+async function benchLatency(
+  client: ServiceBusClient,
+  admin: ReturnType<typeof createServiceBusClients>['admin'],
+  s: Settings,
+) {
+  const topic = 'bench-latency';
+  await admin.createTopic(topic);
+  await admin.createSubscription(topic, 'sub');
+  const sender = client.createSender(topic);
+  const receiver = client.createReceiver(topic, 'sub');
+  let arrived: () => void = () => undefined;
+  const subscription = receiver.subscribe(
+    {
+      processMessage: async () => arrived(),
+      processError: async (args) => {
+        throw args.error;
+      },
+    },
+    { autoCompleteMessages: true, maxConcurrentCalls: 1 },
+  );
+  const latencies: number[] = [];
+  for (let i = 0; i < s.latencySamples + 20; i++) {
+    const t0 = performance.now();
+    const got = new Promise<void>((resolve) => (arrived = resolve));
+    await sender.sendMessages({ body: bodyOf(s.bodyBytes, i), messageId: `l-${i}` });
+    await got;
+    if (i >= 20) latencies.push(performance.now() - t0);
+  }
+  await subscription.close();
+  await receiver.close();
+  await sender.close();
+  await admin.deleteTopic(topic);
+  return latencies;
+}
+
+/**
+ * The emulator under test: in this process by default (like the baseline, whose broker shares the process
+ * with its clients), or with BENCH_EMULATOR_PROCESS=child in its own process, which puts client and broker on
+ * separate cores and lets `--cpu-prof` on this process show the client library's own cost.
+ */
+async function openEmulator(): Promise<{ connectionString: string; mode: string; close(): Promise<void> }> {
+  if (process.env.BENCH_EMULATOR_PROCESS !== 'child') {
+    const e = await startEmulator({ port: 0 });
+    return { connectionString: e.connectionString, mode: 'same process', close: () => e.close() };
+  }
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'emulator/cli.ts', '--port', '0', '--log-level', 'warn'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const connectionString = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(
+      () => reject(new Error('emulator child did not print its connection string')),
+      30_000,
+    );
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      out += chunk;
+      const line = out.split('\n').find((l) => l.startsWith('Endpoint='));
+      if (line) {
+        clearTimeout(timer);
+        resolve(line.trim());
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`emulator child exited with ${code}`)));
+  });
+  return {
+    connectionString,
+    mode: 'child process',
+    close: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export async function runEmulatorBench(): Promise<BenchResult> {
+  const s = settings();
+  const baseline = await runBaseline(s);
+  const baseLat = [...baseline.latencies].sort((a, b) => a - b);
+
+  const emulator = await openEmulator();
+  const { client, admin, close } = createServiceBusClients(emulator.connectionString);
+  try {
+    // BENCH_FIGURES=send,sessions,latency narrows the run (e.g. to profile one figure with --cpu-prof).
+    const only = (process.env.BENCH_FIGURES ?? 'send,sessions,latency').split(',');
+    const sendRate = only.includes('send') ? await benchBatchSend(client, admin, s) : Number.NaN;
+    const sessionRate = only.includes('sessions')
+      ? await benchSessions(emulator.connectionString, client, admin, s)
+      : Number.NaN;
+    const lat = only.includes('latency') ? (await benchLatency(client, admin, s)).sort((a, b) => a - b) : [];
+    return {
+      title: `Service Bus emulator (unmodified @azure/service-bus client, emulator in the ${emulator.mode})`,
+      rows: [
+        {
+          figure: 'baseline: raw rhea sender -> pass-through -> receiver',
+          value: baseline.throughput,
+          unit: 'msg/s',
+          baseline: baseline.throughput,
+          better: 'higher',
+        },
+        {
+          figure: `batch send to a topic with 3 subscriptions (batches of ${s.batchSize})`,
+          value: sendRate,
+          unit: 'msg/s',
+          baseline: baseline.throughput,
+          better: 'higher',
+          note: `each message is stored three times: ${Math.round(sendRate * 3).toLocaleString('en-US')} copies/s`,
+        },
+        {
+          figure: `receive + complete across ${s.sessions} sessions (${s.sessionWorkers} acceptNextSession loops)`,
+          value: sessionRate,
+          unit: 'msg/s',
+          baseline: baseline.throughput,
+          better: 'higher',
+          target: 2_000,
+        },
+        {
+          figure: 'send -> receive latency p50',
+          value: percentile(lat, 50),
+          unit: 'ms',
+          baseline: percentile(baseLat, 50),
+          better: 'lower',
+        },
+        {
+          figure: 'send -> receive latency p99',
+          value: percentile(lat, 99),
+          unit: 'ms',
+          baseline: percentile(baseLat, 99),
+          better: 'lower',
+        },
+      ],
+      settings: {
+        BENCH_BASELINE_MESSAGES: s.baselineMessages,
+        BENCH_SEND_MESSAGES: s.sendMessages,
+        BENCH_BATCH_SIZE: s.batchSize,
+        BENCH_SESSIONS: s.sessions,
+        BENCH_PER_SESSION: s.perSession,
+        BENCH_SESSION_WORKERS: s.sessionWorkers,
+        BENCH_LATENCY_SAMPLES: s.latencySamples,
+        BENCH_BODY_BYTES: s.bodyBytes,
+        BENCH_EMULATOR_PROCESS: emulator.mode === 'child process' ? 'child' : 'same',
+      },
+    };
+  } finally {
+    await close();
+    await emulator.close();
+  }
+}
+
+// Run alone: `npx tsx bench/emulator.ts`.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const result = await runEmulatorBench();
+  console.log(toMarkdown(result));
+}
