@@ -12,7 +12,8 @@ function newestSource(dir: string): number {
   let newest = 0;
   const walk = (d: string) => {
     for (const name of readdirSync(d)) {
-      if (name === 'node_modules' || name.startsWith('.')) continue;
+      // Test fixtures (server/testing) are not part of the build.
+      if (name === 'node_modules' || name === 'testing' || name.startsWith('.')) continue;
       const full = join(d, name);
       const st = statSync(full);
       if (st.isDirectory()) walk(full);

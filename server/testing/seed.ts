@@ -47,7 +47,7 @@ async function record(
   await store.recordOutcome({ history: { ...common }, status: { ...common } });
 }
 
-async function event(
+async function seedEvent(
   store: MessageStore,
   base: number,
   e: Omit<SeededEvent, 'lastMessageId'>,
@@ -62,7 +62,10 @@ async function event(
   return { ...e, lastMessageId: res };
 }
 
-export async function seedConsoleData(store: MessageStore, base = Date.now() - 60_000) {
+/** `suffix` is appended to every event and session id, so a test can seed a second, independent set. */
+export async function seedConsoleData(store: MessageStore, base = Date.now() - 60_000, suffix = '') {
+  const event = (s: MessageStore, b: number, e: Omit<SeededEvent, 'lastMessageId'>, r: MessageTypeT | null, extra: Record<string, unknown> = {}) =>
+    seedEvent(s, b, { ...e, eventId: e.eventId + suffix, sessionId: e.sessionId + suffix }, r, extra);
   const completed = await event(store, base, {
     endpointId: 'billingendpoint',
     eventId: 'evt-completed-1',
@@ -83,7 +86,7 @@ export async function seedConsoleData(store: MessageStore, base = Date.now() - 6
     sessionId: 'ORD-200',
     eventTypeId: 'OrderCancelled',
     payload: { orderId: 'ORD-200' },
-  }, MessageType.DeferralResponse, { blockedBy: 'evt-failed-1', errorText: 'Session ORD-200 is blocked by evt-failed-1' });
+  }, MessageType.DeferralResponse, { blockedBy: `evt-failed-1${suffix}`, errorText: `Session ORD-200${suffix} is blocked by evt-failed-1${suffix}` });
   const deadLettered = await event(store, base, {
     endpointId: 'billingendpoint',
     eventId: 'evt-dead-1',

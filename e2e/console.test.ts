@@ -1,0 +1,179 @@
+// Browser test of the console: the built Next.js app started through startConsole() against the embedded
+// Service Bus emulator and the embedded Cosmos server (real clients), a few seeded rows, and Debian's Chromium
+// driven by playwright-core. `next build` runs only when the build is missing or older than a source file.
+// Screenshots of every page are kept under .tmp/artifacts/console/.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { MessageType, Prop } from '../lib/contract/index.ts';
+import { ensureConsoleBuilt } from '../server/build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
+import { seedConsoleData, XSS_TEXT } from '../server/testing/seed.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const ARTIFACTS = join(CONSOLE_DIR, '.tmp', 'artifacts', 'console');
+const CHROMIUM = process.env.NIMBUS_CHROMIUM ?? '/usr/bin/chromium';
+
+let stack: ConsoleTestStack;
+let consoleApp: RunningConsole;
+let browser: BrowserContext;
+let profileDir: string;
+const consoleErrors: string[] = [];
+
+async function open(path: string): Promise<Page> {
+  const page = await browser.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(`${path}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => consoleErrors.push(`${path}: ${e.message}`));
+  await page.goto(consoleApp.url + path);
+  return page;
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+before(async () => {
+  const started = Date.now();
+  const built = await ensureConsoleBuilt(CONSOLE_DIR);
+  // Reported, not asserted: the build time is a figure for the report, not a pass/fail threshold.
+  console.log(`# next build: ${built ? `built in ${((Date.now() - started) / 1000).toFixed(1)} s` : 'up to date, reused .next'}`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  stack = await startConsoleTestStack();
+  await seedConsoleData(stack.store);
+  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
+  profileDir = mkdtempSync(join(tmpdir(), 'nimbus-chromium-'));
+  browser = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close().catch(() => undefined);
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await consoleApp?.close();
+  await stack?.close();
+});
+
+describe('console in Chromium', () => {
+  test('the endpoints page lists the catalog with counts; an event shows its payload escaped (XSS inert)', async () => {
+    const page = await open('/');
+    const billing = page.locator('tr[data-endpoint="billingendpoint"]');
+    await billing.getByRole('link', { name: '2 failed' }).waitFor();
+    assert.equal(await page.locator('tr[data-endpoint]').count(), stack.catalog.endpoints.length);
+    await shot(page, 'endpoints');
+
+    await billing.getByRole('link', { name: 'billingendpoint' }).click();
+    await page.waitForURL(/\/endpoints\/billingendpoint$/);
+    await page.getByRole('link', { name: 'evt-failed-1' }).click();
+    await page.waitForURL(/\/events\/evt-failed-1$/);
+    const payload = page.getByTestId('payload');
+    await payload.waitFor();
+    const text = await payload.textContent();
+    assert.ok(text?.includes(JSON.stringify(XSS_TEXT).slice(1, -1)), 'the payload is shown as text, markup included');
+    // Nothing of the payload became markup: no injected element, no script ran.
+    assert.equal(await page.locator('img[src="x"]').count(), 0);
+    assert.equal(await payload.locator('*').count(), 0);
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { __xss?: number }).__xss), undefined);
+    assert.match((await page.getByTestId('parked-siblings').textContent()) ?? '', /evt-parked-1/);
+    assert.match((await page.getByTestId('history').textContent()) ?? '', /EventRequest.*ErrorResponse/s);
+    await shot(page, 'event-failed');
+    await page.close();
+  });
+
+  test('filters live in the URL and survive a reload', async () => {
+    const page = await open('/endpoints/billingendpoint');
+    await page.getByRole('button', { name: /^Failed/ }).click();
+    await page.waitForURL(/status=Failed/);
+    await page.getByLabel('Error text contains').fill('card');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/q=card/);
+    await page.reload();
+    await page.getByRole('link', { name: 'evt-failed-1' }).waitFor();
+    assert.equal(await page.getByLabel('Error text contains').inputValue(), 'card');
+    assert.equal(await page.getByRole('button', { name: /^Failed/ }).getAttribute('aria-pressed'), 'true');
+    assert.equal(await page.locator('[data-testid="events-table"] tbody tr').count(), 1);
+    await shot(page, 'endpoint-filtered');
+    await page.close();
+  });
+
+  test('resubmit from the event page goes to the Manager topic once and shows in the audit trail', async () => {
+    const page = await open('/endpoints/billingendpoint/events/evt-failed-1');
+    await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('button', { name: 'Resubmit' }).click();
+    await page.getByRole('status').filter({ hasText: 'Resubmit sent' }).waitFor();
+    await page.getByTestId('audits').filter({ hasText: 'Resubmit' }).waitFor();
+    assert.match((await page.getByTestId('audits').textContent()) ?? '', /by anonymous/);
+    assert.equal(await page.getByTestId('event-status').locator('[data-status]').getAttribute('data-status'), 'Pending');
+    await shot(page, 'event-resubmitted');
+    await page.close();
+
+    const receiver = await stack.serviceBus.client.acceptSession('billingendpoint', 'billingendpoint', 'ORD-200');
+    try {
+      const got = await receiver.receiveMessages(5, { maxWaitTimeInMs: 3000 });
+      assert.equal(got.length, 1);
+      assert.equal(got[0]!.applicationProperties?.[Prop.MessageType], MessageType.ResubmissionRequest);
+      assert.equal(got[0]!.applicationProperties?.[Prop.From], 'Manager');
+      for (const m of got) await receiver.completeMessage(m);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  test('the edit dialog refuses invalid JSON and sends a valid edited payload', async () => {
+    const page = await open('/endpoints/billingendpoint/events/evt-dead-1');
+    await page.getByRole('button', { name: 'Resubmit with changes' }).click();
+    const editor = page.getByLabel('Edited payload (JSON)');
+    const send = page.getByRole('button', { name: 'Resubmit edited payload' });
+    await editor.fill('{"orderId": "ORD-300",');
+    await page.getByText(/Invalid JSON/).waitFor();
+    assert.equal(await send.isDisabled(), true);
+    await editor.fill('null');
+    assert.equal(await send.isDisabled(), true);
+    await editor.fill('{"orderId": "ORD-300", "fixed": true}');
+    await page.getByText('Valid JSON', { exact: true }).waitFor();
+    await shot(page, 'event-edit');
+    await send.click();
+    await page.getByRole('status').filter({ hasText: 'Edited resubmission sent' }).waitFor();
+    await page.getByTestId('audits').filter({ hasText: 'ResubmitWithChanges' }).waitFor();
+    assert.match((await page.getByTestId('payload').textContent()) ?? '', /"fixed": true/);
+    await page.close();
+  });
+
+  test('multi-select skip states the exact count before acting', async () => {
+    const page = await open('/endpoints/erpendpoint?status=Handoff');
+    await page.getByLabel('Select evt-handoff-1').check();
+    await page.getByLabel('Select evt-handoff-2').check();
+    await page.getByRole('button', { name: 'Skip selected' }).click();
+    const dialog = page.getByRole('dialog');
+    assert.match((await dialog.textContent()) ?? '', /Skip 2 events\?.*Exactly 2 events on erpendpoint/s);
+    await shot(page, 'endpoint-bulk-confirm');
+    await dialog.getByRole('button', { name: 'Skip 2' }).click();
+    await page.getByRole('status').filter({ hasText: 'Skip: 2 sent' }).waitFor();
+    await page.close();
+  });
+
+  test('handoff completion from the event page', async () => {
+    // The skip above claimed both seeded handoffs; a fresh set (ids suffixed) is seeded for this test.
+    await seedConsoleData(stack.store, Date.now(), '-b');
+    const page = await open('/endpoints/erpendpoint/events/evt-handoff-1-b');
+    await page.getByTestId('handoff-countdown').waitFor();
+    await shot(page, 'event-handoff');
+    await page.getByRole('button', { name: 'Complete handoff' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Complete handoff' }).click();
+    await page.getByRole('status').filter({ hasText: 'Handoff completion sent' }).waitFor();
+    await page.getByTestId('audits').filter({ hasText: 'CompleteHandoff' }).waitFor();
+    await page.close();
+  });
+
+  test('no page logged a console error', () => {
+    assert.deepEqual(consoleErrors, []);
+  });
+});

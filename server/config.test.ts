@@ -1,0 +1,50 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, loadConsoleConfig } from './config.ts';
+import { authorize } from './auth.ts';
+import { HttpError } from './http.ts';
+
+const valid = {
+  NIMBUS_SERVICEBUS_CONNECTION_STRING: 'Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=Root;SharedAccessKey=s3cr3t-value',
+  NIMBUS_COSMOS_ENDPOINT: 'http://127.0.0.1:8081',
+  NIMBUS_COSMOS_KEY: 'c29tZS1zZWNyZXQta2V5',
+};
+
+describe('console configuration', () => {
+  test('defaults the database, catalog and auth mode', () => {
+    const c = loadConsoleConfig(valid);
+    assert.equal(c.cosmos.database, 'nimbus');
+    assert.equal(c.catalogPath, 'catalog/demo.json');
+    assert.equal(c.auth, 'off');
+  });
+
+  test('missing settings give one message naming every missing variable', () => {
+    assert.throws(
+      () => loadConsoleConfig({ NIMBUS_COSMOS_KEY: '' }),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        /NIMBUS_SERVICEBUS_CONNECTION_STRING: .*not set/.test(e.message) &&
+        /NIMBUS_COSMOS_ENDPOINT: .*not set/.test(e.message) &&
+        /NIMBUS_COSMOS_KEY: .*not set/.test(e.message),
+    );
+  });
+
+  test('bad values are named without echoing them (they may be secrets)', () => {
+    const secret = 'SharedAccessKey=very-secret';
+    assert.throws(
+      () => loadConsoleConfig({ ...valid, NIMBUS_SERVICEBUS_CONNECTION_STRING: secret, NIMBUS_COSMOS_ENDPOINT: 'not a url', NIMBUS_AUTH: 'maybe' }),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        !e.message.includes('very-secret') &&
+        /no Endpoint=sb:\/\//.test(e.message) &&
+        /NIMBUS_COSMOS_ENDPOINT/.test(e.message) &&
+        /NIMBUS_AUTH/.test(e.message),
+    );
+  });
+
+  test('authorize allows everything as anonymous only when NIMBUS_AUTH=off', () => {
+    const req = new Request('http://127.0.0.1/api/endpoints');
+    assert.deepEqual(authorize(req, 'resubmit', 'billingendpoint', 'off'), { user: 'anonymous' });
+    assert.throws(() => authorize(req, 'read', undefined, 'entra'), (e: unknown) => e instanceof HttpError && e.status === 403 && /not available/.test(e.detail));
+  });
+});

@@ -1,0 +1,93 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeBody, MessageType, Prop } from '../../lib/contract/index.ts';
+import type { StatusRow } from '../../lib/store/index.ts';
+import { buildCommand, commandMessageId } from './commands.ts';
+import { refusal } from './manager.ts';
+
+const row = (over: Partial<StatusRow> = {}): StatusRow => ({
+  id: 'x',
+  endpointId: 'billing',
+  eventId: 'evt-1',
+  sessionId: 'ORD-1',
+  status: 'Failed',
+  subStatus: null,
+  messageType: 'ErrorResponse',
+  eventTypeId: 'OrderPlaced',
+  lastMessageId: 'err-1',
+  parentMessageId: 'req-1',
+  originatingMessageId: 'req-0',
+  correlationId: 'corr-1',
+  from: 'billing',
+  to: 'Resolver',
+  enqueuedAt: null,
+  requestMessageId: 'req-1',
+  payload: { a: 1 },
+  errorText: 'boom',
+  errorType: 'Error',
+  deadLetterReason: null,
+  deadLetterErrorDescription: null,
+  retryCount: null,
+  retryLimit: null,
+  handoffReason: null,
+  externalJobId: null,
+  expectedBy: null,
+  blockedBy: null,
+  createdAt: '2026-01-01T00:00:00.000Z',
+  updatedAt: '2026-01-01T00:00:00.000Z',
+  eventIdLower: 'evt-1',
+  sessionIdLower: 'ord-1',
+  ...over,
+});
+
+describe('Manager commands', () => {
+  test('a resubmission carries the session, lineage and payload, and no From (the broker stamps it)', () => {
+    const r = row();
+    const c = buildCommand({ kind: 'resubmit' }, r, r.lastMessageId, 'OrderPlaced', { a: 1 }, 'anonymous');
+    assert.equal(c.message.sessionId, 'ORD-1');
+    assert.equal(c.message.correlationId, 'corr-1');
+    const p = c.message.applicationProperties!;
+    assert.equal(p[Prop.To], 'billing');
+    assert.equal(p[Prop.MessageType], MessageType.ResubmissionRequest);
+    assert.equal(p[Prop.EventId], 'evt-1');
+    assert.equal(p[Prop.ParentMessageId], 'err-1');
+    assert.equal(p[Prop.OriginatingMessageId], 'req-0');
+    assert.equal(p[Prop.From], undefined);
+    const body = decodeBody(c.message.body);
+    assert.ok(body.ok);
+    assert.equal(body.content.EventContent?.EventTypeId, 'OrderPlaced');
+    assert.deepEqual(JSON.parse(body.content.EventContent!.EventJson!), { a: 1 });
+  });
+
+  test('the message id is the same for the same command on the same failed message, different otherwise', () => {
+    const r = row();
+    const a = commandMessageId(MessageType.ResubmissionRequest, r, 'err-1');
+    assert.equal(a, commandMessageId(MessageType.ResubmissionRequest, r, 'err-1'));
+    assert.notEqual(a, commandMessageId(MessageType.SkipRequest, r, 'err-1'));
+    assert.notEqual(a, commandMessageId(MessageType.ResubmissionRequest, r, 'err-2'));
+    assert.ok(a.length <= 128);
+  });
+
+  test('a handoff failure carries the operator text as ErrorContent', () => {
+    const r = row({ status: 'Pending', subStatus: 'Handoff', lastMessageId: 'ho-1' });
+    const c = buildCommand({ kind: 'handoffFail', messageId: 'ho-1', errorText: 'rejected', errorType: 'LedgerError' }, r, 'ho-1', 'OrderPlaced', undefined, 'op');
+    const body = decodeBody(c.message.body);
+    assert.equal(body.content.ErrorContent?.ErrorText, 'rejected');
+    assert.equal(body.content.ErrorContent?.ErrorType, 'LedgerError');
+    assert.equal(c.message.applicationProperties?.[Prop.MessageType], MessageType.HandoffFailedRequest);
+  });
+
+  test('state rules: what each command accepts', () => {
+    assert.equal(refusal({ kind: 'resubmit' }, row()), undefined);
+    assert.equal(refusal({ kind: 'skip' }, row({ status: 'DeadLettered' })), undefined);
+    assert.match(refusal({ kind: 'resubmit' }, row({ status: 'Completed' })) ?? '', /Completed/);
+    assert.match(refusal({ kind: 'skip' }, row({ status: 'Deferred' })) ?? '', /Deferred/);
+    assert.match(refusal({ kind: 'resubmit' }, row({ status: 'Pending' })) ?? '', /Pending/);
+    const handoff = row({ status: 'Pending', subStatus: 'Handoff', lastMessageId: 'ho-1', parentMessageId: 'req-1' });
+    assert.equal(refusal({ kind: 'resubmit' }, handoff), undefined);
+    assert.equal(refusal({ kind: 'handoffComplete', messageId: 'ho-1' }, handoff), undefined);
+    assert.equal(refusal({ kind: 'handoffComplete', messageId: 'req-1' }, handoff), undefined);
+    assert.match(refusal({ kind: 'handoffComplete', messageId: 'other' }, handoff) ?? '', /not the event's pending handoff/);
+    assert.match(refusal({ kind: 'handoffFail', messageId: 'err-1', errorText: 'x' }, row()) ?? '', /not a pending handoff/);
+  });
+});
