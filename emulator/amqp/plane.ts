@@ -58,6 +58,12 @@ interface ConnectionState {
 const SESSION_FILTER = 'com.microsoft:session-filter';
 /** Advertised in our open; peers split larger transfers, and a frame above it closes the connection. */
 const MAX_FRAME_BYTES = 256 * 1024;
+/**
+ * Largest delivery assembled from several frames before the connection is dropped. Well above the message
+ * size limit (at most 1 MiB), so that an oversized message still gets its clean MessageSizeExceeded
+ * rejection; only a peer streaming without end is cut off.
+ */
+const MAX_INCOMPLETE_DELIVERY_BYTES = 16 * 1024 * 1024;
 
 export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   const { broker, log } = options;
@@ -143,6 +149,40 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   }
   container.on('error', (err: unknown) => {
     log.warn({ err: errorSummary(err) }, 'amqp connection error');
+  });
+
+  // rhea assembles a multi-frame delivery in memory before anyone sees it, and the size prefix of each
+  // frame is checked elsewhere; what remains is a peer announcing `more` forever. Bound the bytes of the
+  // incomplete delivery per link on each session (an instance-level wrapper: rhea itself stays untouched).
+  guard('session_open', (ctx) => {
+    const state = stateOf(ctx);
+    const session = ctx.session as unknown as {
+      on_transfer(frame: { performative: { handle: number; more?: boolean }; payload?: Buffer }): void;
+    };
+    if (!state || !session) return;
+    const incomplete = new Map<number, number>();
+    const original = session.on_transfer.bind(session);
+    let refused = false;
+    session.on_transfer = (frame) => {
+      if (refused) return; // the connection is closing; assemble nothing more
+      const handle = frame.performative.handle;
+      const total = (incomplete.get(handle) ?? 0) + (frame.payload?.length ?? 0);
+      if (frame.performative.more) {
+        if (total > MAX_INCOMPLETE_DELIVERY_BYTES) {
+          refused = true;
+          log.info({ connection: state.id, bytes: total }, 'delivery larger than the emulator accepts; closing the connection');
+          abortConnection(state, {
+            condition: 'amqp:link:message-size-exceeded',
+            description: `A delivery exceeded ${MAX_INCOMPLETE_DELIVERY_BYTES} bytes.`,
+          });
+          return;
+        }
+        incomplete.set(handle, total);
+      } else {
+        incomplete.delete(handle);
+      }
+      original(frame);
+    };
   });
 
   guard('session_close', (ctx) => {

@@ -93,6 +93,23 @@ describe('robustness of the one-port server', () => {
     await stillServes('after-huge-frame');
   });
 
+  test('a delivery that keeps growing across frames beyond any message size closes that connection', async () => {
+    const container = rhea.create_container();
+    const connection = container.connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
+    const ended = new Promise<string>((resolve) => {
+      connection.on('connection_close', (ctx) => resolve(ctx.connection.error?.condition ?? 'closed'));
+      connection.on('connection_error', (ctx) => resolve(ctx.connection.error?.condition ?? 'error'));
+      connection.on('disconnected', () => resolve('disconnected'));
+    });
+    const sender = connection.open_sender({ target: { address: 'rb' } });
+    sender.once('sendable', () => {
+      // rhea splits this into frames of the emulator's advertised max-frame-size, all but the last with more=true.
+      sender.send({ body: Buffer.alloc(20 * 1024 * 1024) });
+    });
+    assert.equal(await ended, 'amqp:link:message-size-exceeded');
+    await stillServes('after-endless-delivery');
+  });
+
   test('an unsupported AMQP protocol id closes that connection', async () => {
     await exchange(h.emulator.port, Buffer.from('AMQP\x09\x01\x00\x00', 'latin1'));
     await stillServes('after-bad-protocol');
