@@ -1,0 +1,130 @@
+// The SDK's flows with the Resolver and the store in the loop: publish -> forwarder -> handler -> response ->
+// Resolver -> status row, history and counters, through the real clients on the embedded emulators.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType, Prop, WellKnownSession, encodeBody } from '../lib/contract/index.ts';
+import { HandlerRegistry } from '../lib/sdk/handlers.ts';
+import { HandoffClient } from '../lib/sdk/handoffClient.ts';
+import { withHarness as withSdkHarness, type Harness } from '../lib/sdk/e2e/harness.ts';
+import { createStore, startEmbeddedCosmos, type MessageStore, type StatusRowSummary } from '../lib/store/index.ts';
+import { startResolver } from './index.ts';
+import { eventually } from './testHarness.ts';
+
+type Customer = { customerId: string; n: number; fixed?: boolean };
+
+/** The SDK harness plus an embedded Cosmos store and a Resolver on the same emulator. */
+async function withResolver(body: (h: Harness, store: MessageStore) => Promise<void>): Promise<void> {
+  await withSdkHarness(async (h) => {
+    const cosmos = await startEmbeddedCosmos({ port: 0 });
+    const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'e2e' });
+    const resolver = startResolver({
+      client: h.client,
+      store,
+      concurrency: 4,
+      sessionIdleTimeoutMs: 300,
+      budget: { baseDelayMs: 20, maxDelayMs: 200 },
+      log: pino({ level: 'silent' }),
+    });
+    try {
+      await body(h, store);
+    } finally {
+      await resolver.stop();
+      await store.close();
+      await cosmos.close();
+    }
+  });
+}
+
+/** Waits until the endpoint's rows of one session satisfy `ok`. */
+async function rowsOf(store: MessageStore, endpointId: string, sessionId: string, ok: (rows: StatusRowSummary[]) => boolean): Promise<StatusRowSummary[]> {
+  return eventually(async () => {
+    const page = await store.listEvents({ endpointId, sessionId });
+    return ok(page.items) ? page.items : undefined;
+  }, `rows of ${endpointId}/${sessionId}`, 20_000);
+}
+
+const statuses = (rows: StatusRowSummary[]) => rows.map((r) => `${r.status}${r.subStatus ? `/${r.subStatus}` : ''}`).sort();
+
+describe('SDK flows recorded by the Resolver', () => {
+  test('happy path -> Completed; failure -> Failed, siblings Deferred, resubmit -> all Completed; counters follow', async () => {
+    await withResolver(async (h, store) => {
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          if (e.n === 1 && !e.fixed && e.customerId === 'F-1') throw new Error('CRM rejected the customer');
+        }),
+      });
+      h.deferredProcessor('crm');
+      const pub = h.publisher('shop');
+
+      await pub.publish('CustomerUpdated', { customerId: 'H-1', n: 1 });
+      const [done] = await rowsOf(store, 'crm', 'H-1', (r) => r.length === 1 && r[0]!.status === 'Completed');
+      const history = await store.listHistory(done!.eventId);
+      assert.deepEqual(history.items.map((i) => i.messageType).sort(), ['EventRequest', 'ResolutionResponse']);
+      assert.equal(history.items.find((i) => i.messageType === 'EventRequest')?.from, 'shop');
+
+      for (const n of [1, 2, 3]) await pub.publish('CustomerUpdated', { customerId: 'F-1', n });
+      const blocked = await rowsOf(store, 'crm', 'F-1', (r) => statuses(r).join() === 'Deferred,Deferred,Failed');
+      const failed = blocked.find((r) => r.status === 'Failed')!;
+      assert.equal(failed.errorText, 'CRM rejected the customer');
+      let counts = await store.getCounts('crm');
+      assert.equal(counts.failed, 1);
+      assert.equal(counts.deferred, 2);
+
+      await h.managerCommand(
+        'crm',
+        MessageType.ResubmissionRequest,
+        { eventId: failed.eventId, sessionId: 'F-1', eventTypeId: 'CustomerUpdated' },
+        eventBody('CustomerUpdated', { customerId: 'F-1', n: 1, fixed: true }),
+      );
+      await rowsOf(store, 'crm', 'F-1', (r) => statuses(r).join() === 'Completed,Completed,Completed');
+      counts = await store.getCounts('crm');
+      assert.deepEqual([counts.failed, counts.deferred, counts.pending, counts.completed], [0, 0, 0, 4]);
+      const resubmitted = await store.listHistory(failed.eventId);
+      assert.ok(resubmitted.items.some((i) => i.messageType === 'ResubmissionRequest' && i.from === 'Manager'));
+    });
+  });
+
+  test('handoff -> Pending/Handoff -> completed by the handoff client -> Completed; heartbeat never tracked', async () => {
+    await withResolver(async (h, store) => {
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (_e, ctx) => {
+          ctx.markPendingHandoff('DMF import', 'job-1', 60_000);
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'P-1', n: 1 });
+      const [parked] = await rowsOf(store, 'crm', 'P-1', (r) => r.length === 1 && r[0]!.subStatus === 'Handoff');
+      assert.equal(parked!.status, 'Pending');
+      assert.equal(parked!.handoffReason, 'DMF import');
+      assert.equal(parked!.externalJobId, 'job-1');
+      assert.equal((await store.getCounts('crm')).pending, 1);
+
+      const handoff = new HandoffClient(h.client);
+      try {
+        await handoff.complete({ endpointId: 'crm', eventId: parked!.eventId, sessionId: 'P-1', messageId: parked!.requestMessageId ?? parked!.lastMessageId, eventTypeId: 'CustomerUpdated' });
+      } finally {
+        await handoff.close();
+      }
+      await rowsOf(store, 'crm', 'P-1', (r) => r.length === 1 && r[0]!.status === 'Completed');
+
+      // A heartbeat probe as the scheduler sends it: straight to the endpoint topic, From = Manager.
+      await h.send('crm', {
+        sessionId: WellKnownSession.Heartbeat,
+        messageId: 'probe-1',
+        correlationId: 'probe-1',
+        body: encodeBody({ EventContent: { EventTypeId: HEARTBEAT_EVENT_TYPE_ID, EventJson: JSON.stringify({ ForwardSendTime: new Date().toISOString() }) } }),
+        props: { [Prop.To]: 'crm', [Prop.From]: 'Manager', [Prop.MessageType]: MessageType.EventRequest, [Prop.EventTypeId]: HEARTBEAT_EVENT_TYPE_ID, [Prop.EventId]: 'hb-1' },
+      });
+      const [record] = await eventually(async () => {
+        const r = await store.listHeartbeats('crm');
+        return r.length > 0 ? r : undefined;
+      }, 'the heartbeat record');
+      assert.equal(record!.probeId, 'probe-1');
+      assert.equal(record!.status, 'On');
+      assert.equal((await store.listEvents({ endpointId: 'crm', sessionId: WellKnownSession.Heartbeat })).items.length, 0);
+      assert.equal((await store.listHistory('hb-1')).items.length, 0);
+    });
+  });
+});
