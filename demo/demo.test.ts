@@ -13,7 +13,12 @@ import { DemoEndpoint, DemoEventType } from './index.ts';
 let stack: RunningStack;
 
 before(async () => {
-  const parsed = parseStartConfig({ NIMBUS_EMULATOR_PORT: '0', NIMBUS_COSMOS_PORT: '0', PORT: '0', NIMBUS_DEMO_RATE: '8' });
+  const parsed = parseStartConfig({
+    NIMBUS_EMULATOR_PORT: '0',
+    NIMBUS_COSMOS_PORT: '0',
+    PORT: '0',
+    NIMBUS_DEMO_RATE: '8',
+  });
   assert.ok(parsed.ok);
   const silent = pino({ level: 'silent' });
   stack = await startStack({
@@ -22,7 +27,13 @@ before(async () => {
     logger: () => silent,
     console: false,
     subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 },
-    demoTimings: { retryDelayMs: 500, handoffMinMs: 500, handoffMaxMs: 1500, slowHandoffMs: 120_000, sessionIdleTimeoutMs: 500 },
+    demoTimings: {
+      retryDelayMs: 500,
+      handoffMinMs: 500,
+      handoffMaxMs: 1500,
+      slowHandoffMs: 120_000,
+      sessionIdleTimeoutMs: 500,
+    },
   });
 });
 
@@ -31,7 +42,11 @@ after(async () => {
 });
 
 /** Polls until `probe` returns a value; fails naming `what` after the deadline. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 90_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -41,13 +56,25 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
   }
 }
 
-async function rows(endpointId: string, status: ResolutionStatus, extra: { handoffOnly?: boolean; eventTypeId?: string } = {}): Promise<StatusRowSummary[]> {
+async function rows(
+  endpointId: string,
+  status: ResolutionStatus,
+  extra: { handoffOnly?: boolean; eventTypeId?: string } = {},
+): Promise<StatusRowSummary[]> {
   const page = await stack.store.listEvents({ endpointId, statuses: [status], pageSize: 100, ...extra });
   return page.items;
 }
 
-const firstRow = (endpointId: string, status: ResolutionStatus, extra: { handoffOnly?: boolean; eventTypeId?: string } = {}, match: (r: StatusRowSummary) => boolean = () => true) =>
-  eventually(`a ${status} row at ${endpointId}${extra.eventTypeId ? ` for ${extra.eventTypeId}` : ''}`, async () => (await rows(endpointId, status, extra)).find(match));
+const firstRow = (
+  endpointId: string,
+  status: ResolutionStatus,
+  extra: { handoffOnly?: boolean; eventTypeId?: string } = {},
+  match: (r: StatusRowSummary) => boolean = () => true,
+) =>
+  eventually(
+    `a ${status} row at ${endpointId}${extra.eventTypeId ? ` for ${extra.eventTypeId}` : ''}`,
+    async () => (await rows(endpointId, status, extra)).find(match),
+  );
 
 describe('the demo traffic produces every kind of row', () => {
   test('Failed: billing refuses an invoice order above the credit limit and waits for an operator', async () => {
@@ -58,14 +85,27 @@ describe('the demo traffic produces every kind of row', () => {
 
   test('Deferred: a later event of the same customer is parked behind the failure', async () => {
     const failed = await firstRow(DemoEndpoint.billing, 'Failed', { eventTypeId: DemoEventType.OrderPlaced });
-    const parked = await firstRow(DemoEndpoint.billing, 'Deferred', {}, (r) => r.sessionId === failed.sessionId);
+    const parked = await firstRow(
+      DemoEndpoint.billing,
+      'Deferred',
+      {},
+      (r) => r.sessionId === failed.sessionId,
+    );
     assert.equal(parked.sessionId, failed.sessionId);
-    const siblings = await stack.store.listParkedSiblings({ endpointId: DemoEndpoint.billing, sessionId: failed.sessionId });
-    assert.ok(siblings.items.some((s) => s.eventId === parked.eventId), 'the parked event is listed as a sibling of the failed one');
+    const siblings = await stack.store.listParkedSiblings({
+      endpointId: DemoEndpoint.billing,
+      sessionId: failed.sessionId,
+    });
+    assert.ok(
+      siblings.items.some((s) => s.eventId === parked.eventId),
+      'the parked event is listed as a sibling of the failed one',
+    );
   });
 
   test('DeadLettered: shipping rejects an order without a postal code', async () => {
-    const row = await firstRow(DemoEndpoint.shipping, 'DeadLettered', { eventTypeId: DemoEventType.OrderPlaced });
+    const row = await firstRow(DemoEndpoint.shipping, 'DeadLettered', {
+      eventTypeId: DemoEventType.OrderPlaced,
+    });
     assert.match(`${row.deadLetterErrorDescription ?? ''} ${row.errorText ?? ''}`, /postalCode/);
   });
 
@@ -84,7 +124,9 @@ describe('the demo traffic produces every kind of row', () => {
 
   test('Completed after a retry: the CRM throttles an order once and the retry policy recovers it', async () => {
     const details = await eventually('a CRM order completed by a RetryRequest', async () => {
-      for (const row of await rows(DemoEndpoint.crm, 'Completed', { eventTypeId: DemoEventType.OrderPlaced })) {
+      for (const row of await rows(DemoEndpoint.crm, 'Completed', {
+        eventTypeId: DemoEventType.OrderPlaced,
+      })) {
         const event = await stack.store.getEvent(DemoEndpoint.crm, row.eventId);
         const types = event?.history.items.map((h) => h.messageType) ?? [];
         if (types.includes('ErrorResponse') && types.includes('RetryRequest')) return types;
@@ -96,7 +138,9 @@ describe('the demo traffic produces every kind of row', () => {
 
   test('Completed after a handoff: the ledger job reports through the handoff client', async () => {
     const types = await eventually('an ERP invoice completed by HandoffCompletedRequest', async () => {
-      for (const row of await rows(DemoEndpoint.erp, 'Completed', { eventTypeId: DemoEventType.InvoiceIssued })) {
+      for (const row of await rows(DemoEndpoint.erp, 'Completed', {
+        eventTypeId: DemoEventType.InvoiceIssued,
+      })) {
         const event = await stack.store.getEvent(DemoEndpoint.erp, row.eventId);
         const t = event?.history.items.map((h) => h.messageType) ?? [];
         if (t.includes('PendingHandoffResponse') && t.includes('HandoffCompletedRequest')) return t;

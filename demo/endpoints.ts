@@ -75,7 +75,13 @@ const invoiceSchema = z.object({
 });
 const shipmentSchema = z.object({ shipmentId: z.string().min(1), orderId: z.string().min(1) });
 
-const CARRIERS: Record<string, string> = { DK: 'PostNord', SE: 'PostNord', NO: 'Bring', DE: 'DHL', NL: 'PostNL' };
+const CARRIERS: Record<string, string> = {
+  DK: 'PostNord',
+  SE: 'PostNord',
+  NO: 'Bring',
+  DE: 'DHL',
+  NL: 'PostNL',
+};
 
 const done = (): void => undefined;
 
@@ -94,7 +100,14 @@ export function demoEndpoints(deps: DemoEndpointDeps): DemoEndpointDefinition[] 
         }
         await deps.billingPublisher.publish(
           DemoEventType.InvoiceIssued,
-          { invoiceId: invoiceIdFor(order.orderId), orderId: order.orderId, customerId: order.customerId, amount: order.total, currency: order.currency, paymentMethod: order.paymentMethod ?? 'card' },
+          {
+            invoiceId: invoiceIdFor(order.orderId),
+            orderId: order.orderId,
+            customerId: order.customerId,
+            amount: order.total,
+            currency: order.currency,
+            paymentMethod: order.paymentMethod ?? 'card',
+          },
           { sessionId: order.customerId, correlationId: ctx.correlationId },
         );
       },
@@ -124,18 +137,22 @@ export function demoEndpoints(deps: DemoEndpointDeps): DemoEndpointDefinition[] 
     .on(DemoEventType.OrderCancelled, done, { schema: cancellationSchema });
 
   // The CRM adapter has not implemented CustomerUpdated: those events are recorded Unsupported.
-  const crm = new HandlerRegistry()
-    .on(DemoEventType.CustomerRegistered, done, { schema: customerSchema })
-    .on(
-      DemoEventType.OrderPlaced,
-      (order, ctx) => {
-        if (ctx.retryCount === 0 && crmThrottles(order.orderId)) {
-          throw new CrmUnavailableError(`CRM API answered 503 Service Unavailable (rate limit) while adding order ${order.orderId}`);
-        }
-      },
-      { schema: billingOrderSchema.pick({ orderId: true, customerId: true }) },
-    );
-  const crmRetries = new RetryPolicies().addExceptionRule(CrmUnavailableError, { maxRetries: 3, strategy: 'Fixed', baseDelayMs: deps.retryDelayMs });
+  const crm = new HandlerRegistry().on(DemoEventType.CustomerRegistered, done, { schema: customerSchema }).on(
+    DemoEventType.OrderPlaced,
+    (order, ctx) => {
+      if (ctx.retryCount === 0 && crmThrottles(order.orderId)) {
+        throw new CrmUnavailableError(
+          `CRM API answered 503 Service Unavailable (rate limit) while adding order ${order.orderId}`,
+        );
+      }
+    },
+    { schema: billingOrderSchema.pick({ orderId: true, customerId: true }) },
+  );
+  const crmRetries = new RetryPolicies().addExceptionRule(CrmUnavailableError, {
+    maxRetries: 3,
+    strategy: 'Fixed',
+    baseDelayMs: deps.retryDelayMs,
+  });
 
   const erp = new HandlerRegistry()
     .on(DemoEventType.CustomerRegistered, done, { schema: customerSchema })
@@ -144,10 +161,16 @@ export function demoEndpoints(deps: DemoEndpointDeps): DemoEndpointDefinition[] 
       DemoEventType.InvoiceIssued,
       (invoice, ctx) => {
         // A resubmission is an operator re-running the import by hand: it completes at once.
-        if (invoice.amount < LEDGER_IMPORT_THRESHOLD || ctx.messageType === MessageType.ResubmissionRequest) return;
-        if (!ctx.eventId || !ctx.sessionId) throw new Error(`invoice ${invoice.invoiceId} arrived without EventId or SessionId`);
+        if (invoice.amount < LEDGER_IMPORT_THRESHOLD || ctx.messageType === MessageType.ResubmissionRequest)
+          return;
+        if (!ctx.eventId || !ctx.sessionId)
+          throw new Error(`invoice ${invoice.invoiceId} arrived without EventId or SessionId`);
         const jobId = `LEDGER-${invoice.invoiceId}`;
-        ctx.markPendingHandoff(`Ledger import of ${invoice.invoiceId} (${invoice.amount.toFixed(2)} ${invoice.currency}) queued`, jobId, deps.handoffExpectedMs);
+        ctx.markPendingHandoff(
+          `Ledger import of ${invoice.invoiceId} (${invoice.amount.toFixed(2)} ${invoice.currency}) queued`,
+          jobId,
+          deps.handoffExpectedMs,
+        );
         deps.ledgerJobs.start(
           jobId,
           {

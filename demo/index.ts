@@ -76,11 +76,24 @@ export class DemoCatalogError extends Error {
 const REQUIRED_CONSUMES: Record<string, string[]> = {
   [DemoEndpoint.billing]: [DemoEventType.OrderPlaced, DemoEventType.OrderCancelled],
   [DemoEndpoint.shipping]: [DemoEventType.OrderPlaced, DemoEventType.OrderCancelled],
-  [DemoEndpoint.crm]: [DemoEventType.CustomerRegistered, DemoEventType.CustomerUpdated, DemoEventType.OrderPlaced],
-  [DemoEndpoint.erp]: [DemoEventType.CustomerRegistered, DemoEventType.InvoiceIssued, DemoEventType.ShipmentDispatched],
+  [DemoEndpoint.crm]: [
+    DemoEventType.CustomerRegistered,
+    DemoEventType.CustomerUpdated,
+    DemoEventType.OrderPlaced,
+  ],
+  [DemoEndpoint.erp]: [
+    DemoEventType.CustomerRegistered,
+    DemoEventType.InvoiceIssued,
+    DemoEventType.ShipmentDispatched,
+  ],
 };
 const REQUIRED_PRODUCES: Record<string, string[]> = {
-  [DemoEndpoint.storefront]: [DemoEventType.OrderPlaced, DemoEventType.OrderCancelled, DemoEventType.CustomerRegistered, DemoEventType.CustomerUpdated],
+  [DemoEndpoint.storefront]: [
+    DemoEventType.OrderPlaced,
+    DemoEventType.OrderCancelled,
+    DemoEventType.CustomerRegistered,
+    DemoEventType.CustomerUpdated,
+  ],
   [DemoEndpoint.billing]: [DemoEventType.InvoiceIssued],
   [DemoEndpoint.shipping]: [DemoEventType.ShipmentDispatched],
 };
@@ -92,19 +105,24 @@ export function demoCatalogProblems(catalog: Catalog): string[] {
   for (const [id, types] of Object.entries(REQUIRED_CONSUMES)) {
     const endpoint = byId.get(id);
     if (!endpoint) problems.push(`endpoint '${id}' is missing`);
-    else for (const t of types) if (!endpoint.consumes.includes(t)) problems.push(`'${id}' does not consume ${t}`);
+    else
+      for (const t of types)
+        if (!endpoint.consumes.includes(t)) problems.push(`'${id}' does not consume ${t}`);
   }
   for (const [id, types] of Object.entries(REQUIRED_PRODUCES)) {
     const endpoint = byId.get(id);
     if (!endpoint) problems.push(`endpoint '${id}' is missing`);
-    else for (const t of types) if (!endpoint.produces.includes(t)) problems.push(`'${id}' does not produce ${t}`);
+    else
+      for (const t of types)
+        if (!endpoint.produces.includes(t)) problems.push(`'${id}' does not produce ${t}`);
   }
   return [...new Set(problems)];
 }
 
 export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
   const problems = demoCatalogProblems(options.catalog);
-  if (problems.length > 0) throw new DemoCatalogError(`the catalog does not fit the demo endpoints: ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new DemoCatalogError(`the catalog does not fit the demo endpoints: ${problems.join('; ')}`);
   const timings = { ...DEFAULT_DEMO_TIMINGS, ...options.timings };
   const log = options.logger ?? pino({ level: 'silent' });
   const { client } = options;
@@ -123,7 +141,13 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
   const counts: Record<string, Partial<Record<DeliveryResult, number>>> = {};
   const hosts: SubscriberHost[] = [];
   const processors: DeferredProcessor[] = [];
-  for (const def of demoEndpoints({ billingPublisher, shippingPublisher, ledgerJobs, retryDelayMs: timings.retryDelayMs, handoffExpectedMs: timings.handoffExpectedMs })) {
+  for (const def of demoEndpoints({
+    billingPublisher,
+    shippingPublisher,
+    ledgerJobs,
+    retryDelayMs: timings.retryDelayMs,
+    handoffExpectedMs: timings.handoffExpectedMs,
+  })) {
     const perEndpoint: Partial<Record<DeliveryResult, number>> = (counts[def.endpointId] = {});
     const endpointLog = log.child({ endpointId: def.endpointId });
     hosts.push(
@@ -141,15 +165,32 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
         },
       }),
     );
-    processors.push(createDeferredProcessor({ client, endpointId: def.endpointId, logger: endpointLog, triggerWaitMs: 2000, drainWaitMs: 500 }));
+    processors.push(
+      createDeferredProcessor({
+        client,
+        endpointId: def.endpointId,
+        logger: endpointLog,
+        triggerWaitMs: 2000,
+        drainWaitMs: 500,
+      }),
+    );
   }
   for (const p of processors) p.start();
   for (const h of hosts) h.start();
 
   let traffic: RunningTraffic | undefined;
   const rate = options.ratePerSecond ?? 2;
-  if (rate > 0) traffic = startTraffic({ publisher: storefront, seed: options.seed ?? 42, ratePerSecond: rate, log: log.child({ endpointId: DemoEndpoint.storefront }) });
-  log.info({ endpoints: hosts.map((h) => h.endpointId), ratePerSecond: rate, seed: options.seed ?? 42 }, 'demo endpoints started');
+  if (rate > 0)
+    traffic = startTraffic({
+      publisher: storefront,
+      seed: options.seed ?? 42,
+      ratePerSecond: rate,
+      log: log.child({ endpointId: DemoEndpoint.storefront }),
+    });
+  log.info(
+    { endpoints: hosts.map((h) => h.endpointId), ratePerSecond: rate, seed: options.seed ?? 42 },
+    'demo endpoints started',
+  );
 
   let stopping: Promise<void> | undefined;
   return {
@@ -164,7 +205,12 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
         await ledgerJobs.stop();
         await Promise.allSettled(hosts.map((h) => h.stop()));
         await Promise.allSettled(processors.map((p) => p.stop()));
-        await Promise.allSettled([storefront.close(), billingPublisher.close(), shippingPublisher.close(), handoffClient.close()]);
+        await Promise.allSettled([
+          storefront.close(),
+          billingPublisher.close(),
+          shippingPublisher.close(),
+          handoffClient.close(),
+        ]);
         log.info({ published: traffic?.published ?? 0 }, 'demo endpoints stopped');
       })();
       return stopping;

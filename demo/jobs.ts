@@ -33,12 +33,24 @@ export class LedgerJobs {
       this.timers.delete(coordinates.eventId);
       const settle =
         outcome === 'fails'
-          ? this.client.fail(coordinates, `Ledger import ${jobId} rejected: accounting period is closed for posting`, 'LedgerPeriodClosed')
+          ? this.client.fail(
+              coordinates,
+              `Ledger import ${jobId} rejected: accounting period is closed for posting`,
+              'LedgerPeriodClosed',
+            )
           : this.client.complete(coordinates, { jobId, postedAt: new Date().toISOString() });
       const tracked = settle.then(
-        () => this.log.info({ jobId, eventId: coordinates.eventId, outcome: outcome === 'fails' ? 'failed' : 'completed' }, 'ledger import finished'),
+        () =>
+          this.log.info(
+            { jobId, eventId: coordinates.eventId, outcome: outcome === 'fails' ? 'failed' : 'completed' },
+            'ledger import finished',
+          ),
         (error: unknown) => {
-          if (!this.stopped) this.log.warn({ jobId, eventId: coordinates.eventId, err: (error as Error).message }, 'reporting a ledger import result failed');
+          if (!this.stopped)
+            this.log.warn(
+              { jobId, eventId: coordinates.eventId, err: (error as Error).message },
+              'reporting a ledger import result failed',
+            );
         },
       );
       this.inFlight.add(tracked);

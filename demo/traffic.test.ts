@@ -18,16 +18,34 @@ describe('traffic planner', () => {
 
   test('the opening has one event of every scenario, set up to produce its outcome', () => {
     const opening = plan(1, 7);
-    assert.deepEqual(new Set(opening.map((e) => e.scenario)), new Set(['customer-registered', 'order', 'order-credit-approval', 'order-cancelled', 'customer-updated', 'order-malformed-address']));
+    assert.deepEqual(
+      new Set(opening.map((e) => e.scenario)),
+      new Set([
+        'customer-registered',
+        'order',
+        'order-credit-approval',
+        'order-cancelled',
+        'customer-updated',
+        'order-malformed-address',
+      ]),
+    );
     const big = opening.find((e) => e.scenario === 'order')!;
     const orderId = String(big.payload.orderId);
     assert.ok(crmThrottles(orderId), 'the CRM throttles the first order once (retry path)');
-    assert.equal(ledgerJobOutcome(invoiceIdFor(orderId)), 'slow', 'its invoice stays a pending handoff for a while');
+    assert.equal(
+      ledgerJobOutcome(invoiceIdFor(orderId)),
+      'slow',
+      'its invoice stays a pending handoff for a while',
+    );
     const credit = opening.find((e) => e.scenario === 'order-credit-approval')!;
     assert.equal(credit.payload.paymentMethod, 'invoice');
     assert.ok(Number(credit.payload.total) > CREDIT_LIMIT);
     const cancel = opening.find((e) => e.scenario === 'order-cancelled')!;
-    assert.equal(cancel.payload.orderId, credit.payload.orderId, 'the cancellation parks behind the failed order');
+    assert.equal(
+      cancel.payload.orderId,
+      credit.payload.orderId,
+      'the cancellation parks behind the failed order',
+    );
     assert.equal(cancel.sessionId, credit.sessionId);
     const malformed = opening.find((e) => e.scenario === 'order-malformed-address')!;
     assert.equal((malformed.payload.shippingAddress as Record<string, unknown>).postalCode, undefined);

@@ -5,13 +5,7 @@
 import type { Logger } from 'pino';
 import type { Publisher } from '../lib/sdk/index.ts';
 import { pick, seededRandom } from './random.ts';
-import {
-  CREDIT_LIMIT,
-  DemoEventType,
-  crmThrottles,
-  invoiceIdFor,
-  ledgerJobOutcome,
-} from './rules.ts';
+import { CREDIT_LIMIT, DemoEventType, crmThrottles, invoiceIdFor, ledgerJobOutcome } from './rules.ts';
 
 export type Scenario =
   | 'customer-registered'
@@ -37,8 +31,30 @@ interface Customer {
   openOrders: string[];
 }
 
-const FIRST_NAMES = ['Ada', 'Grace', 'Alan', 'Linus', 'Margaret', 'Edsger', 'Barbara', 'Ken', 'Frances', 'Niklaus'];
-const LAST_NAMES = ['Lovelace', 'Hopper', 'Turing', 'Torvalds', 'Hamilton', 'Dijkstra', 'Liskov', 'Thompson', 'Allen', 'Wirth'];
+const FIRST_NAMES = [
+  'Ada',
+  'Grace',
+  'Alan',
+  'Linus',
+  'Margaret',
+  'Edsger',
+  'Barbara',
+  'Ken',
+  'Frances',
+  'Niklaus',
+];
+const LAST_NAMES = [
+  'Lovelace',
+  'Hopper',
+  'Turing',
+  'Torvalds',
+  'Hamilton',
+  'Dijkstra',
+  'Liskov',
+  'Thompson',
+  'Allen',
+  'Wirth',
+];
 const ADDRESSES = [
   { street: 'Vesterbrogade 1', postalCode: '1620', city: 'København', country: 'DK' },
   { street: 'Drottninggatan 12', postalCode: '111 51', city: 'Stockholm', country: 'SE' },
@@ -81,7 +97,8 @@ export class TrafficPlanner {
     if (r < register + 0.08) return this.update(this.activeCustomer());
     if (r < register + 0.16) {
       const customer = this.activeCustomer();
-      if (customer.openOrders.length > 0) return this.cancel(customer, pick(this.random, customer.openOrders));
+      if (customer.openOrders.length > 0)
+        return this.cancel(customer, pick(this.random, customer.openOrders));
     }
     const variant = this.random();
     if (variant < 0.03) return this.order(this.activeCustomer(), 'order-credit-approval');
@@ -99,12 +116,25 @@ export class TrafficPlanner {
   private planOpening(): PlannedEvent[] {
     const first = this.register();
     const firstCustomer = this.customers[0]!;
-    const bigOrder = this.order(firstCustomer, 'order', (orderId) => crmThrottles(orderId) && ledgerJobOutcome(invoiceIdFor(orderId)) === 'slow', 'large');
+    const bigOrder = this.order(
+      firstCustomer,
+      'order',
+      (orderId) => crmThrottles(orderId) && ledgerJobOutcome(invoiceIdFor(orderId)) === 'slow',
+      'large',
+    );
     const second = this.register();
     const secondCustomer = this.customers[1]!;
     const creditOrder = this.order(secondCustomer, 'order-credit-approval');
     const cancellation = this.cancel(secondCustomer, String(creditOrder.payload.orderId));
-    return [first, bigOrder, second, creditOrder, cancellation, this.update(firstCustomer), this.order(firstCustomer, 'order-malformed-address')];
+    return [
+      first,
+      bigOrder,
+      second,
+      creditOrder,
+      cancellation,
+      this.update(firstCustomer),
+      this.order(firstCustomer, 'order-malformed-address'),
+    ];
   }
 
   private activeCustomer(): Customer {
@@ -147,7 +177,11 @@ export class TrafficPlanner {
       eventTypeId: DemoEventType.OrderCancelled,
       sessionId: customer.customerId,
       scenario: 'order-cancelled',
-      payload: { orderId, customerId: customer.customerId, reason: pick(this.random, ['Customer request', 'Payment timeout', 'Out of stock']) },
+      payload: {
+        orderId,
+        customerId: customer.customerId,
+        reason: pick(this.random, ['Customer request', 'Payment timeout', 'Out of stock']),
+      },
     };
   }
 
@@ -174,22 +208,37 @@ export class TrafficPlanner {
       const count = 1 + Math.floor(this.random() * 3);
       lines = Array.from({ length: count }, () => {
         const product = pick(this.random, PRODUCTS);
-        return { sku: product.sku, quantity: 1 + Math.floor(this.random() * 3), unitPrice: product.unitPrice };
+        return {
+          sku: product.sku,
+          quantity: 1 + Math.floor(this.random() * 3),
+          unitPrice: product.unitPrice,
+        };
       });
       paymentMethod = this.random() < 0.25 ? 'invoice' : 'card';
     }
     const total = round2(lines.reduce((sum, l) => sum + l.quantity * l.unitPrice, 0));
-    if (paymentMethod === 'invoice' && total > CREDIT_LIMIT && scenario !== 'order-credit-approval') paymentMethod = 'card';
+    if (paymentMethod === 'invoice' && total > CREDIT_LIMIT && scenario !== 'order-credit-approval')
+      paymentMethod = 'card';
     const address = { ...pick(this.random, ADDRESSES) };
     // The storefront's address form bug: the postal code is lost on the way.
     const shippingAddress: Record<string, string> =
-      scenario === 'order-malformed-address' ? { street: address.street, city: address.city, country: address.country } : address;
+      scenario === 'order-malformed-address'
+        ? { street: address.street, city: address.city, country: address.country }
+        : address;
     customer.openOrders.push(orderId);
     return {
       eventTypeId: DemoEventType.OrderPlaced,
       sessionId: customer.customerId,
       scenario,
-      payload: { orderId, customerId: customer.customerId, lines, total, currency: 'EUR', paymentMethod, shippingAddress },
+      payload: {
+        orderId,
+        customerId: customer.customerId,
+        lines,
+        total,
+        currency: 'EUR',
+        paymentMethod,
+        shippingAddress,
+      },
     };
   }
 }
@@ -225,19 +274,33 @@ export function startTraffic(options: TrafficOptions): RunningTraffic {
     const started = Date.now();
     const event = planner.next();
     const at = now().toISOString();
-    const stamp = event.eventTypeId === DemoEventType.OrderPlaced ? { placedAt: at } : event.eventTypeId === DemoEventType.OrderCancelled ? { cancelledAt: at } : { occurredAt: at };
+    const stamp =
+      event.eventTypeId === DemoEventType.OrderPlaced
+        ? { placedAt: at }
+        : event.eventTypeId === DemoEventType.OrderCancelled
+          ? { cancelledAt: at }
+          : { occurredAt: at };
     inFlight = options.publisher
       .publish(event.eventTypeId, { ...event.payload, ...stamp }, { sessionId: event.sessionId })
       .then(
         () => {
           published++;
-          if (published === 1 || published % 100 === 0) options.log.info({ published }, 'demo traffic running');
+          if (published === 1 || published % 100 === 0)
+            options.log.info({ published }, 'demo traffic running');
         },
         (error: unknown) => {
           failures++;
           // Identity only: no payload in the log.
           if (!stopped && (failures === 1 || failures % 20 === 0)) {
-            options.log.warn({ eventTypeId: event.eventTypeId, sessionId: event.sessionId, failures, err: (error as Error).message }, 'publishing a demo event failed');
+            options.log.warn(
+              {
+                eventTypeId: event.eventTypeId,
+                sessionId: event.sessionId,
+                failures,
+                err: (error as Error).message,
+              },
+              'publishing a demo event failed',
+            );
           }
         },
       )

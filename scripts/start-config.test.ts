@@ -14,7 +14,8 @@ function message(env: Record<string, string>): string {
   return r.message;
 }
 
-const AZURE_SB = 'Endpoint=sb://shop.servicebus.windows.net/;SharedAccessKeyName=app;SharedAccessKey=c2VjcmV0';
+const AZURE_SB =
+  'Endpoint=sb://shop.servicebus.windows.net/;SharedAccessKeyName=app;SharedAccessKey=c2VjcmV0';
 
 describe('start configuration', () => {
   test('no settings: everything embedded on the documented ports, demo on, auth off, loopback console', () => {
@@ -29,7 +30,11 @@ describe('start configuration', () => {
   });
 
   test('connection settings: external services, no embedded server, demo off by default', () => {
-    const c = ok({ NIMBUS_SERVICEBUS_CONNECTION_STRING: AZURE_SB, NIMBUS_COSMOS_ENDPOINT: 'https://acct.documents.azure.com:443/', NIMBUS_COSMOS_KEY: 'k==' });
+    const c = ok({
+      NIMBUS_SERVICEBUS_CONNECTION_STRING: AZURE_SB,
+      NIMBUS_COSMOS_ENDPOINT: 'https://acct.documents.azure.com:443/',
+      NIMBUS_COSMOS_KEY: 'k==',
+    });
     assert.equal(c.serviceBus.kind, 'external');
     assert.equal(c.serviceBus.kind === 'external' && c.serviceBus.host, 'shop.servicebus.windows.net');
     assert.equal(c.cosmos.kind, 'external');
@@ -48,8 +53,13 @@ describe('start configuration', () => {
     assert.match(message({ NIMBUS_DEMO_RATE: '-1' }), /^NIMBUS_DEMO_RATE must be between 0 and 50/);
     assert.match(message({ NIMBUS_AUTH: 'basic' }), /^NIMBUS_AUTH must be entra, oidc or off/);
     assert.match(message({ NIMBUS_COSMOS_KEY: 'k' }), /^NIMBUS_COSMOS_ENDPOINT is not set/);
-    assert.match(message({ NIMBUS_COSMOS_ENDPOINT: 'acct.documents.azure.com', NIMBUS_COSMOS_KEY: 'k' }), /^NIMBUS_COSMOS_ENDPOINT must be an http\(s\) URL/);
-    const sb = message({ NIMBUS_SERVICEBUS_CONNECTION_STRING: 'SharedAccessKeyName=app;SharedAccessKey=hunter2' });
+    assert.match(
+      message({ NIMBUS_COSMOS_ENDPOINT: 'acct.documents.azure.com', NIMBUS_COSMOS_KEY: 'k' }),
+      /^NIMBUS_COSMOS_ENDPOINT must be an http\(s\) URL/,
+    );
+    const sb = message({
+      NIMBUS_SERVICEBUS_CONNECTION_STRING: 'SharedAccessKeyName=app;SharedAccessKey=hunter2',
+    });
     assert.match(sb, /^NIMBUS_SERVICEBUS_CONNECTION_STRING: /);
     assert.doesNotMatch(sb, /hunter2/);
   });

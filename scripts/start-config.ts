@@ -6,10 +6,15 @@ import { z } from 'zod';
 import { parseConnectionString } from '../lib/servicebus/index.ts';
 
 export type ServiceBusSetting =
-  | { kind: 'embedded'; port: number; /** Absent: the emulator keeps messages in memory only (tests). */ dataDir?: string }
+  | {
+      kind: 'embedded';
+      port: number;
+      /** Absent: the emulator keeps messages in memory only (tests). */ dataDir?: string;
+    }
   | { kind: 'external'; connectionString: string; /** host name, safe to log */ host: string };
 
-export type CosmosSetting = { kind: 'embedded'; port: number } | { kind: 'external'; endpoint: string; key: string };
+export type CosmosSetting =
+  { kind: 'embedded'; port: number } | { kind: 'external'; endpoint: string; key: string };
 
 export type AuthMode = 'entra' | 'oidc' | 'off';
 
@@ -58,7 +63,11 @@ const envSchema = z.object({
   NIMBUS_SERVICEBUS_CONNECTION_STRING: optionalText,
   NIMBUS_COSMOS_ENDPOINT: optionalText.pipe(
     z
-      .url({ protocol: /^https?$/, error: 'NIMBUS_COSMOS_ENDPOINT must be an http(s) URL, e.g. https://myaccount.documents.azure.com:443/' })
+      .url({
+        protocol: /^https?$/,
+        error:
+          'NIMBUS_COSMOS_ENDPOINT must be an http(s) URL, e.g. https://myaccount.documents.azure.com:443/',
+      })
       .optional(),
   ),
   NIMBUS_COSMOS_KEY: optionalText,
@@ -75,7 +84,9 @@ const envSchema = z.object({
   NIMBUS_COSMOS_PORT: port('NIMBUS_COSMOS_PORT', 8081),
   PORT: port('PORT', 3000),
   HOSTNAME: optionalText,
-  NIMBUS_AUTH: optionalText.pipe(z.enum(['entra', 'oidc', 'off'], { error: 'NIMBUS_AUTH must be entra, oidc or off' }).optional()),
+  NIMBUS_AUTH: optionalText.pipe(
+    z.enum(['entra', 'oidc', 'off'], { error: 'NIMBUS_AUTH must be entra, oidc or off' }).optional(),
+  ),
   NIMBUS_DEMO: flag('NIMBUS_DEMO'),
   NIMBUS_DEMO_RATE: optionalText
     .transform((v) => (v === undefined ? 2 : Number(v)))
@@ -87,9 +98,15 @@ const envSchema = z.object({
     ),
   NIMBUS_DEMO_SEED: optionalText
     .transform((v) => (v === undefined ? 42 : Number(v)))
-    .pipe(z.number({ error: 'NIMBUS_DEMO_SEED must be an integer' }).int('NIMBUS_DEMO_SEED must be an integer')),
+    .pipe(
+      z.number({ error: 'NIMBUS_DEMO_SEED must be an integer' }).int('NIMBUS_DEMO_SEED must be an integer'),
+    ),
   NIMBUS_LOG_LEVEL: optionalText.pipe(
-    z.enum(['debug', 'info', 'warn', 'error'], { error: 'NIMBUS_LOG_LEVEL must be debug, info, warn or error' }).default('info'),
+    z
+      .enum(['debug', 'info', 'warn', 'error'], {
+        error: 'NIMBUS_LOG_LEVEL must be debug, info, warn or error',
+      })
+      .default('info'),
   ),
 });
 
@@ -103,7 +120,10 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
     const variable = issue?.path[0];
     // The messages already name the variable; zod's default ones ("Invalid input") do not, so add it.
     const text = issue?.message ?? 'malformed';
-    return { ok: false, message: typeof variable === 'string' && !text.includes(variable) ? `${variable}: ${text}` : text };
+    return {
+      ok: false,
+      message: typeof variable === 'string' && !text.includes(variable) ? `${variable}: ${text}` : text,
+    };
   }
   const e = parsed.data;
   const notes: string[] = [];
@@ -112,7 +132,11 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
   if (e.NIMBUS_SERVICEBUS_CONNECTION_STRING) {
     try {
       const info = parseConnectionString(e.NIMBUS_SERVICEBUS_CONNECTION_STRING);
-      serviceBus = { kind: 'external', connectionString: e.NIMBUS_SERVICEBUS_CONNECTION_STRING, host: info.fullyQualifiedNamespace };
+      serviceBus = {
+        kind: 'external',
+        connectionString: e.NIMBUS_SERVICEBUS_CONNECTION_STRING,
+        host: info.fullyQualifiedNamespace,
+      };
     } catch (error) {
       // ConnectionStringError never contains the key.
       return { ok: false, message: `NIMBUS_SERVICEBUS_CONNECTION_STRING: ${(error as Error).message}` };
@@ -126,14 +150,25 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
     cosmos = { kind: 'external', endpoint: e.NIMBUS_COSMOS_ENDPOINT, key: e.NIMBUS_COSMOS_KEY };
   } else if (e.NIMBUS_COSMOS_ENDPOINT || e.NIMBUS_COSMOS_KEY) {
     const missing = e.NIMBUS_COSMOS_ENDPOINT ? 'NIMBUS_COSMOS_KEY' : 'NIMBUS_COSMOS_ENDPOINT';
-    return { ok: false, message: `${missing} is not set: set both NIMBUS_COSMOS_ENDPOINT and NIMBUS_COSMOS_KEY for a Cosmos DB account, or neither to use the embedded Cosmos server` };
+    return {
+      ok: false,
+      message: `${missing} is not set: set both NIMBUS_COSMOS_ENDPOINT and NIMBUS_COSMOS_KEY for a Cosmos DB account, or neither to use the embedded Cosmos server`,
+    };
   } else {
     cosmos = { kind: 'embedded', port: e.NIMBUS_COSMOS_PORT };
   }
 
   const embedded = serviceBus.kind === 'embedded' && cosmos.kind === 'embedded';
-  if (serviceBus.kind === 'embedded' && cosmos.kind === 'embedded' && e.NIMBUS_EMULATOR_PORT === e.NIMBUS_COSMOS_PORT && e.NIMBUS_EMULATOR_PORT !== 0) {
-    return { ok: false, message: `NIMBUS_EMULATOR_PORT and NIMBUS_COSMOS_PORT are both ${e.NIMBUS_EMULATOR_PORT}: the two embedded servers need different ports` };
+  if (
+    serviceBus.kind === 'embedded' &&
+    cosmos.kind === 'embedded' &&
+    e.NIMBUS_EMULATOR_PORT === e.NIMBUS_COSMOS_PORT &&
+    e.NIMBUS_EMULATOR_PORT !== 0
+  ) {
+    return {
+      ok: false,
+      message: `NIMBUS_EMULATOR_PORT and NIMBUS_COSMOS_PORT are both ${e.NIMBUS_EMULATOR_PORT}: the two embedded servers need different ports`,
+    };
   }
   const auth: AuthMode = e.NIMBUS_AUTH ?? 'off';
 
@@ -141,13 +176,27 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
   let hostname = '127.0.0.1';
   if (e.HOSTNAME) {
     if (isIP(e.HOSTNAME) !== 0 || e.HOSTNAME === 'localhost') hostname = e.HOSTNAME;
-    else notes.push(`HOSTNAME=${e.HOSTNAME} is a machine name, not an address: the console listens on 127.0.0.1 (set HOSTNAME to an IP address to change it)`);
+    else
+      notes.push(
+        `HOSTNAME=${e.HOSTNAME} is a machine name, not an address: the console listens on 127.0.0.1 (set HOSTNAME to an IP address to change it)`,
+      );
   }
   if (auth === 'off' && !isLoopback(hostname)) {
-    return { ok: false, message: `HOSTNAME=${hostname} would expose the console without sign-in (NIMBUS_AUTH=off): use a loopback address such as 127.0.0.1, or set NIMBUS_AUTH to entra or oidc` };
+    return {
+      ok: false,
+      message: `HOSTNAME=${hostname} would expose the console without sign-in (NIMBUS_AUTH=off): use a loopback address such as 127.0.0.1, or set NIMBUS_AUTH to entra or oidc`,
+    };
   }
-  for (const [name, value] of [['NIMBUS_EMULATOR_PORT', e.NIMBUS_EMULATOR_PORT], ['NIMBUS_COSMOS_PORT', e.NIMBUS_COSMOS_PORT]] as const) {
-    if (value !== 0 && value === e.PORT && (name !== 'NIMBUS_COSMOS_PORT' || cosmos.kind === 'embedded') && (name !== 'NIMBUS_EMULATOR_PORT' || serviceBus.kind === 'embedded')) {
+  for (const [name, value] of [
+    ['NIMBUS_EMULATOR_PORT', e.NIMBUS_EMULATOR_PORT],
+    ['NIMBUS_COSMOS_PORT', e.NIMBUS_COSMOS_PORT],
+  ] as const) {
+    if (
+      value !== 0 &&
+      value === e.PORT &&
+      (name !== 'NIMBUS_COSMOS_PORT' || cosmos.kind === 'embedded') &&
+      (name !== 'NIMBUS_EMULATOR_PORT' || serviceBus.kind === 'embedded')
+    ) {
       return { ok: false, message: `PORT and ${name} are both ${value}: the console needs its own port` };
     }
   }
@@ -162,7 +211,11 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
       dataDir: e.NIMBUS_DATA_DIR,
       auth,
       console: { port: e.PORT, hostname },
-      demo: { enabled: e.NIMBUS_DEMO ?? embedded, ratePerSecond: e.NIMBUS_DEMO_RATE, seed: e.NIMBUS_DEMO_SEED },
+      demo: {
+        enabled: e.NIMBUS_DEMO ?? embedded,
+        ratePerSecond: e.NIMBUS_DEMO_RATE,
+        seed: e.NIMBUS_DEMO_SEED,
+      },
       logLevel: e.NIMBUS_LOG_LEVEL,
       notes,
     },

@@ -6,8 +6,22 @@ import { pino, type Logger } from 'pino';
 export type Component = 'start' | 'emulator' | 'cosmos' | 'provision' | 'resolver' | 'demo' | 'console';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-const COLORS: Record<Component, number> = { start: 37, emulator: 36, cosmos: 35, provision: 34, resolver: 33, demo: 32, console: 96 };
-const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const COLORS: Record<Component, number> = {
+  start: 37,
+  emulator: 36,
+  cosmos: 35,
+  provision: 34,
+  resolver: 33,
+  demo: 32,
+  console: 96,
+};
+const LEVEL_NAMES: Record<number, string> = {
+  10: 'TRACE',
+  20: 'DEBUG',
+  40: 'WARN',
+  50: 'ERROR',
+  60: 'FATAL',
+};
 const OMIT = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'name', 'component']);
 const SECRET = /key|secret|token|password|connectionstring|signature/i;
 
@@ -26,7 +40,12 @@ export function prefix(component: Component, color = process.stdout.isTTY === tr
 function formatValue(value: unknown): string {
   if (value instanceof Error) return JSON.stringify(value.message);
   if (typeof value === 'string') return /\s|=|"/.test(value) ? JSON.stringify(value) : value;
-  if (value && typeof value === 'object' && 'message' in value && typeof (value as { message: unknown }).message === 'string') {
+  if (
+    value &&
+    typeof value === 'object' &&
+    'message' in value &&
+    typeof (value as { message: unknown }).message === 'string'
+  ) {
     return JSON.stringify((value as { message: string }).message);
   }
   return JSON.stringify(value);
@@ -40,23 +59,38 @@ export function formatRecord(component: Component, json: string, color = false):
   } catch {
     return `${prefix(component, color)} ${json.trimEnd()}\n`;
   }
-  const time = new Date(typeof record.time === 'number' ? record.time : Date.now()).toISOString().slice(11, 19);
+  const time = new Date(typeof record.time === 'number' ? record.time : Date.now())
+    .toISOString()
+    .slice(11, 19);
   const level = LEVEL_NAMES[Number(record.level)];
   const fields = Object.entries(record)
     .filter(([k, v]) => !OMIT.has(k) && !SECRET.test(k) && v !== undefined)
     .map(([k, v]) => `${k}=${formatValue(v)}`);
-  const parts = [time, prefix(component, color), ...(level ? [level] : []), String(record.msg ?? ''), ...fields];
+  const parts = [
+    time,
+    prefix(component, color),
+    ...(level ? [level] : []),
+    String(record.msg ?? ''),
+    ...fields,
+  ];
   return `${parts.join(' ')}\n`;
 }
 
 /** A pino logger for one part of the stack, printing readable prefixed lines. */
 export function componentLogger(component: Component, level: LogLevel, sink: LineSink = stdoutSink): Logger {
   const color = sink === stdoutSink && process.stdout.isTTY === true;
-  return pino({ level, base: undefined }, { write: (json: string) => sink.write(formatRecord(component, json, color)) });
+  return pino(
+    { level, base: undefined },
+    { write: (json: string) => sink.write(formatRecord(component, json, color)) },
+  );
 }
 
 /** Prints a child process's output (e.g. `next build`) line by line under a prefix. */
-export function pipeLines(component: Component, stream: NodeJS.ReadableStream, sink: LineSink = stdoutSink): void {
+export function pipeLines(
+  component: Component,
+  stream: NodeJS.ReadableStream,
+  sink: LineSink = stdoutSink,
+): void {
   let buffered = '';
   const color = sink === stdoutSink && process.stdout.isTTY === true;
   stream.setEncoding('utf8');

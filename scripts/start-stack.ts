@@ -12,7 +12,12 @@ import { CatalogError, loadCatalog } from '../lib/contract/catalog.ts';
 import type { Catalog } from '../lib/contract/index.ts';
 import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
 import { createStore, startEmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
-import { changeCount, deriveTopology, provisionTopology, type ProvisionOptions } from '../lib/topology/index.ts';
+import {
+  changeCount,
+  deriveTopology,
+  provisionTopology,
+  type ProvisionOptions,
+} from '../lib/topology/index.ts';
 import { startDemo, type DemoTimings } from '../demo/index.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
@@ -32,7 +37,10 @@ export class StartError extends Error {
 }
 
 export interface StackOptions {
-  config: Pick<StartConfig, 'serviceBus' | 'cosmos' | 'database' | 'catalogPath' | 'auth' | 'console' | 'demo'>;
+  config: Pick<
+    StartConfig,
+    'serviceBus' | 'cosmos' | 'database' | 'catalogPath' | 'auth' | 'console' | 'demo'
+  >;
   logger: (component: Component) => Logger;
   /** The repository root (where .next/ and server/ are). Default: the current directory. */
   root?: string;
@@ -65,7 +73,8 @@ interface Stoppable {
 }
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
-const isAddressInUse = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
+const isAddressInUse = (error: unknown) =>
+  (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
 
 /** Imports one of our modules by path when it exists (parts built by others may not be there yet). */
 async function importIfPresent<T>(root: string, relativePath: string): Promise<T | undefined> {
@@ -96,30 +105,41 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     try {
       catalog = await loadCatalog(config.catalogPath);
     } catch (error) {
-      if (error instanceof CatalogError) throw new StartError('provision', `NIMBUS_CATALOG: ${error.message}`);
+      if (error instanceof CatalogError)
+        throw new StartError('provision', `NIMBUS_CATALOG: ${error.message}`);
       throw error;
     }
 
     // 1. Service Bus: the embedded emulator, or the namespace from the connection string.
     let connectionString: string;
     if (config.serviceBus.kind === 'embedded') {
-      const dataDir = config.serviceBus.dataDir === undefined ? undefined : join(config.serviceBus.dataDir, 'servicebus');
+      const dataDir =
+        config.serviceBus.dataDir === undefined ? undefined : join(config.serviceBus.dataDir, 'servicebus');
       if (dataDir) mkdirSync(dataDir, { recursive: true });
       let emulator;
       try {
         emulator = await startEmulator({ port: config.serviceBus.port, dataDir });
       } catch (error) {
         if (isAddressInUse(error)) {
-          throw new StartError('emulator', `NIMBUS_EMULATOR_PORT: 127.0.0.1:${config.serviceBus.port} is already in use (another \`npm start\` or emulator?); stop it or choose another port`);
+          throw new StartError(
+            'emulator',
+            `NIMBUS_EMULATOR_PORT: 127.0.0.1:${config.serviceBus.port} is already in use (another \`npm start\` or emulator?); stop it or choose another port`,
+          );
         }
         throw new StartError('emulator', `the Service Bus emulator did not start: ${errorText(error)}`);
       }
       started.push({ component: 'emulator', stop: () => emulator.close() });
       connectionString = emulator.connectionString;
-      log('emulator').info({ address: `127.0.0.1:${emulator.port}`, data: dataDir ?? 'memory only' }, 'Service Bus emulator ready');
+      log('emulator').info(
+        { address: `127.0.0.1:${emulator.port}`, data: dataDir ?? 'memory only' },
+        'Service Bus emulator ready',
+      );
     } else {
       connectionString = config.serviceBus.connectionString;
-      log('emulator').info({ namespace: config.serviceBus.host }, 'using the Service Bus namespace from NIMBUS_SERVICEBUS_CONNECTION_STRING (no emulator)');
+      log('emulator').info(
+        { namespace: config.serviceBus.host },
+        'using the Service Bus namespace from NIMBUS_SERVICEBUS_CONNECTION_STRING (no emulator)',
+      );
     }
 
     // 2. Cosmos: the embedded server (memory only), or the account from the settings.
@@ -130,23 +150,41 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         server = await startEmbeddedCosmos({ port: config.cosmos.port });
       } catch (error) {
         if (isAddressInUse(error)) {
-          throw new StartError('cosmos', `NIMBUS_COSMOS_PORT: 127.0.0.1:${config.cosmos.port} is already in use; stop what listens there or choose another port`);
+          throw new StartError(
+            'cosmos',
+            `NIMBUS_COSMOS_PORT: 127.0.0.1:${config.cosmos.port} is already in use; stop what listens there or choose another port`,
+          );
         }
         throw new StartError('cosmos', `the embedded Cosmos server did not start: ${errorText(error)}`);
       }
       started.push({ component: 'cosmos', stop: () => server.close() });
       cosmos = { endpoint: server.endpoint, key: server.key };
-      log('cosmos').info({ endpoint: server.endpoint }, 'embedded Cosmos server ready (in memory: events, history and audits are lost when it stops)');
+      log('cosmos').info(
+        { endpoint: server.endpoint },
+        'embedded Cosmos server ready (in memory: events, history and audits are lost when it stops)',
+      );
     } else {
       cosmos = { endpoint: config.cosmos.endpoint, key: config.cosmos.key };
-      log('cosmos').info({ endpoint: new URL(config.cosmos.endpoint).host }, 'using the Cosmos DB account from NIMBUS_COSMOS_ENDPOINT (no embedded server)');
+      log('cosmos').info(
+        { endpoint: new URL(config.cosmos.endpoint).host },
+        'using the Cosmos DB account from NIMBUS_COSMOS_ENDPOINT (no embedded server)',
+      );
     }
     let store: MessageStore;
     try {
       // The Resolver's setting: counter deltas buffered off its hot path (docs/store.md).
-      store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: config.database, counterFlushMs: 250, throttleRetries: 0 });
+      store = await createStore({
+        endpoint: cosmos.endpoint,
+        key: cosmos.key,
+        database: config.database,
+        counterFlushMs: 250,
+        throttleRetries: 0,
+      });
     } catch (error) {
-      throw new StartError('cosmos', `the store could not open database '${config.database}': ${errorText(error)}`);
+      throw new StartError(
+        'cosmos',
+        `the store could not open database '${config.database}': ${errorText(error)}`,
+      );
     }
     started.push({ component: 'cosmos', stop: () => store.close() });
 
@@ -160,18 +198,34 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     started.push({ component: 'provision', stop: () => clients.close() });
     try {
       const model = deriveTopology(catalog);
-      const report = await provisionTopology(clients.admin, model, { subscriptionDefaults: options.subscriptionDefaults });
+      const report = await provisionTopology(clients.admin, model, {
+        subscriptionDefaults: options.subscriptionDefaults,
+      });
       log('provision').info(
-        { catalog: config.catalogPath, topics: model.topics.length, created: report.created.length, changed: report.changed.length, removed: report.removed.length },
+        {
+          catalog: config.catalogPath,
+          topics: model.topics.length,
+          created: report.created.length,
+          changed: report.changed.length,
+          removed: report.removed.length,
+        },
         changeCount(report) === 0 ? 'topology already up to date' : 'topology provisioned',
       );
     } catch (error) {
-      throw new StartError('provision', `provisioning the topology from ${config.catalogPath} failed: ${errorText(error)}`);
+      throw new StartError(
+        'provision',
+        `provisioning the topology from ${config.catalogPath} failed: ${errorText(error)}`,
+      );
     }
 
     // 4. The resolver worker: records every outcome in the store.
     try {
-      const resolver = startResolver({ serviceBusConnectionString: connectionString, store, log: log('resolver'), ...options.resolverOptions });
+      const resolver = startResolver({
+        serviceBusConnectionString: connectionString,
+        store,
+        log: log('resolver'),
+        ...options.resolverOptions,
+      });
       started.push({ component: 'resolver', stop: () => resolver.stop() });
     } catch (error) {
       throw new StartError('resolver', `the resolver worker did not start: ${errorText(error)}`);
@@ -181,7 +235,14 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     let demoStarted = false;
     if (config.demo.enabled) {
       try {
-        const demo = await startDemo({ client: clients.client, catalog, seed: config.demo.seed, ratePerSecond: config.demo.ratePerSecond, logger: log('demo'), timings: options.demoTimings });
+        const demo = await startDemo({
+          client: clients.client,
+          catalog,
+          seed: config.demo.seed,
+          ratePerSecond: config.demo.ratePerSecond,
+          logger: log('demo'),
+          timings: options.demoTimings,
+        });
         started.push({ component: 'demo', stop: () => demo.stop() });
         demoStarted = true;
       } catch (error) {
@@ -195,7 +256,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     // 6. The console.
     let consoleUrl: string | undefined;
     if (options.console !== false) {
-      consoleUrl = await startConsolePart(options, root, { connectionString, cosmos, log: log('console') }, started);
+      consoleUrl = await startConsolePart(
+        options,
+        root,
+        { connectionString, cosmos, log: log('console') },
+        started,
+      );
     }
 
     return {
@@ -252,13 +318,21 @@ async function startConsolePart(
     NIMBUS_AUTH: config.auth,
   };
   try {
-    const running = await module.startConsole({ port: config.console.port, hostname: config.console.hostname, env, dir: root });
+    const running = await module.startConsole({
+      port: config.console.port,
+      hostname: config.console.hostname,
+      env,
+      dir: root,
+    });
     started.push({ component: 'console', stop: () => running.close() });
     log.info({ url: running.url }, `console ready: open ${running.url}`);
     return running.url;
   } catch (error) {
     if (isAddressInUse(error)) {
-      throw new StartError('console', `PORT: ${config.console.hostname}:${config.console.port} is already in use; stop what listens there or set PORT to a free port`);
+      throw new StartError(
+        'console',
+        `PORT: ${config.console.hostname}:${config.console.port} is already in use; stop what listens there or set PORT to a free port`,
+      );
     }
     throw new StartError('console', `the console did not start: ${errorText(error)}`);
   }
@@ -267,7 +341,8 @@ async function startConsolePart(
 /** Runs `next build` as a child process, its output under the [console] prefix. */
 function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
   const nextBin = resolve(root, 'node_modules/next/dist/bin/next');
-  if (!existsSync(nextBin)) return Promise.reject(new StartError('console', 'Next.js is not installed: run `npm ci` first'));
+  if (!existsSync(nextBin))
+    return Promise.reject(new StartError('console', 'Next.js is not installed: run `npm ci` first'));
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [nextBin, 'build'], {
       cwd: root,
@@ -277,7 +352,14 @@ function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined
     });
     pipeLines('console', child.stdout);
     pipeLines('console', child.stderr);
-    child.on('error', (error) => reject(new StartError('console', signal?.aborted ? 'next build interrupted' : `next build could not run: ${error.message}`)));
+    child.on('error', (error) =>
+      reject(
+        new StartError(
+          'console',
+          signal?.aborted ? 'next build interrupted' : `next build could not run: ${error.message}`,
+        ),
+      ),
+    );
     child.on('exit', (code, exitSignal) => {
       if (signal?.aborted) {
         reject(new StartError('console', 'next build interrupted'));
@@ -285,7 +367,12 @@ function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined
         log.info({}, 'console built');
         resolvePromise();
       } else {
-        reject(new StartError('console', `next build failed (${exitSignal ?? `exit code ${code}`}); its output is above`));
+        reject(
+          new StartError(
+            'console',
+            `next build failed (${exitSignal ?? `exit code ${code}`}); its output is above`,
+          ),
+        );
       }
     });
   });

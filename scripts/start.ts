@@ -24,7 +24,8 @@ function checkPortFree(host: string, port: number): Promise<boolean> {
 
 async function checkPorts(config: StartConfig): Promise<string | undefined> {
   const wanted: Array<[string, string, number]> = [];
-  if (config.serviceBus.kind === 'embedded') wanted.push(['NIMBUS_EMULATOR_PORT', '127.0.0.1', config.serviceBus.port]);
+  if (config.serviceBus.kind === 'embedded')
+    wanted.push(['NIMBUS_EMULATOR_PORT', '127.0.0.1', config.serviceBus.port]);
   if (config.cosmos.kind === 'embedded') wanted.push(['NIMBUS_COSMOS_PORT', '127.0.0.1', config.cosmos.port]);
   wanted.push(['PORT', config.console.hostname, config.console.port]);
   for (const [variable, host, port] of wanted) {
@@ -90,7 +91,9 @@ const onSignal = (signal: NodeJS.Signals) => {
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 // A stray rejection in some part must not take the platform down without a word; log it once per message.
-process.on('unhandledRejection', (reason) => log.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection'));
+process.on('unhandledRejection', (reason) =>
+  log.error({ err: reason instanceof Error ? reason.message : String(reason) }, 'unhandled rejection'),
+);
 
 try {
   stack = await startStack({ config, logger, signal: abort.signal });
@@ -109,5 +112,7 @@ if (stopping) {
 }
 log.info(
   { console: stack.consoleUrl ?? 'not running', demo: stack.started.demo },
-  stack.consoleUrl ? `NimBus is running: open ${stack.consoleUrl} (Ctrl-C stops everything)` : 'NimBus is running (Ctrl-C stops everything)',
+  stack.consoleUrl
+    ? `NimBus is running: open ${stack.consoleUrl} (Ctrl-C stops everything)`
+    : 'NimBus is running (Ctrl-C stops everything)',
 );
