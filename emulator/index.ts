@@ -44,7 +44,7 @@ const optionsSchema = z.object({
 });
 
 export function emulatorConnectionString(host: string, port: number): string {
-  const h = host === '::1' ? '[::1]' : host === 'localhost' ? '127.0.0.1' : host;
+  const h = host === '::1' ? '[::1]' : host;
   return `Endpoint=sb://${h}:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=local;UseDevelopmentEmulator=true`;
 }
 

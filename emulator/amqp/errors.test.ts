@@ -1,0 +1,70 @@
+// Broker failures reach the real client with the error codes it documents.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import rhea from 'rhea';
+import { startEmulator } from '../index.ts';
+import { errorCode, startHarness } from './test-support.ts';
+
+test('a send-disabled topic raises MessagingEntityDisabled; re-enabled it accepts again', async () => {
+  const h = await startHarness((em) => {
+    em.broker.createTopic({ name: 'paused' });
+    em.broker.createSubscription({ topicName: 'paused', subscriptionName: 's' });
+  });
+  try {
+    h.emulator.broker.updateTopic({ name: 'paused', status: 'SendDisabled' });
+    const sender = h.client.createSender('paused');
+    assert.equal(await errorCode(sender.sendMessages({ body: 1 })), 'MessagingEntityDisabled');
+    h.emulator.broker.updateTopic({ name: 'paused', status: 'Active' });
+    await sender.sendMessages({ body: 2 });
+    assert.equal(h.emulator.broker.getSubscriptionRuntime('paused', 's').activeMessageCount, 1);
+    await sender.close();
+  } finally {
+    await h.close();
+  }
+});
+
+test('exceeding the memory budget raises QuotaExceeded', async () => {
+  const emulator = await startEmulator({ port: 0, memoryBudgetBytes: 64 * 1024 });
+  const { ServiceBusClient } = await import('@azure/service-bus');
+  const client = new ServiceBusClient(emulator.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+  try {
+    emulator.broker.createTopic({ name: 'full' });
+    emulator.broker.createSubscription({ topicName: 'full', subscriptionName: 's' });
+    const sender = client.createSender('full');
+    let code = '';
+    for (let i = 0; i < 10 && !code; i++) {
+      code = await sender.sendMessages({ body: Buffer.alloc(20 * 1024) }).then(
+        () => '',
+        (err: unknown) => (err as { code?: string }).code ?? 'unknown',
+      );
+    }
+    assert.equal(code, 'QuotaExceeded');
+    await sender.close();
+  } finally {
+    await client.close();
+    await emulator.close();
+  }
+});
+
+test('SASL PLAIN is accepted as well as ANONYMOUS', async () => {
+  const emulator = await startEmulator({ port: 0 });
+  try {
+    const connection = rhea.create_container().connect({
+      host: '127.0.0.1',
+      port: emulator.port,
+      username: 'anyone',
+      password: 'anything',
+      reconnect: false,
+    });
+    await new Promise<void>((resolve, reject) => {
+      connection.once('connection_open', () => resolve());
+      connection.once('connection_error', () => reject(new Error('refused')));
+      connection.once('disconnected', () => reject(new Error('disconnected')));
+    });
+    connection.close();
+    await new Promise<void>((resolve) => connection.once('connection_close', () => resolve()));
+  } finally {
+    await emulator.close();
+  }
+});
