@@ -59,9 +59,42 @@ async function topOne(store: MessageStore, endpointId: string, where: string, pa
   return typeof v === 'string' ? v : null;
 }
 
-/** Every catalog endpoint (and any endpoint with data but no longer in the catalog) with its counts. */
+/** When each endpoint's counters last changed: the counter document's `_ts` (seconds), one small query. */
+async function countersTouchedAt(store: MessageStore): Promise<Map<string, string>> {
+  const r = await store.database
+    .container(CONTAINERS.counters)
+    .items.query<{ endpointId?: unknown; ts?: unknown }>({ query: 'SELECT c.endpointId, c._ts AS ts FROM c' })
+    .fetchAll();
+  const out = new Map<string, string>();
+  for (const d of r.resources) {
+    if (typeof d.endpointId === 'string' && typeof d.ts === 'number') out.set(d.endpointId, new Date(d.ts * 1000).toISOString());
+  }
+  return out;
+}
+
+/**
+ * The oldest failure changes only when failures come or go, but finding it is an ordered query over the
+ * endpoint's rows: it is cached per endpoint and recomputed when the failed count changes or after a minute.
+ */
+const OLDEST_FAILURE_TTL_MS = 60_000;
+const oldestFailureCache = new Map<string, { failed: number; value: string | null; at: number }>();
+
+async function oldestFailure(store: MessageStore, endpointId: string, failed: number): Promise<string | null> {
+  if (failed === 0) return null;
+  const hit = oldestFailureCache.get(endpointId);
+  if (hit && hit.failed === failed && Date.now() - hit.at < OLDEST_FAILURE_TTL_MS) return hit.value;
+  const value = await topOne(store, endpointId, ' AND ARRAY_CONTAINS(@s, c.status)', [{ name: '@s', value: FAILED_STATUSES }], 'ASC');
+  oldestFailureCache.set(endpointId, { failed, value, at: Date.now() });
+  return value;
+}
+
+/**
+ * Every catalog endpoint (and any endpoint with data but no longer in the catalog) with its counts. Reads the
+ * maintained counters, never the events: last activity is when the endpoint's counters last moved (a status
+ * change), the oldest failure a cached TOP 1 query, the heartbeat the newest probe record.
+ */
 export async function endpointsOverview(store: MessageStore, catalog: Catalog): Promise<EndpointOverview[]> {
-  const { endpoints: counted } = await store.getAllCounts();
+  const [{ endpoints: counted }, touched] = await Promise.all([store.getAllCounts(), countersTouchedAt(store)]);
   const byId = new Map(counted.map((c) => [c.endpointId, c]));
   const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId)])];
   return Promise.all(
@@ -80,11 +113,8 @@ export async function endpointsOverview(store: MessageStore, catalog: Catalog): 
             skipped: c.skipped,
           }
         : zeroCounts();
-      const [lastActivityAt, oldestFailureAt, heartbeats] = await Promise.all([
-        topOne(store, endpointId, '', [], 'DESC'),
-        counts.failed > 0
-          ? topOne(store, endpointId, ' AND ARRAY_CONTAINS(@s, c.status)', [{ name: '@s', value: FAILED_STATUSES }], 'ASC')
-          : Promise.resolve(null),
+      const [oldestFailureAt, heartbeats] = await Promise.all([
+        oldestFailure(store, endpointId, counts.failed),
         store.listHeartbeats(endpointId, 1),
       ]);
       const hb = heartbeats[0];
@@ -97,7 +127,7 @@ export async function endpointsOverview(store: MessageStore, catalog: Catalog): 
         consumes: entry?.consumes ?? [],
         counts,
         oldestFailureAt,
-        lastActivityAt,
+        lastActivityAt: touched.get(endpointId) ?? null,
         heartbeat: { status: hb?.status ?? 'Unknown', at: hb?.answeredAt ?? hb?.updatedAt ?? null, sdkVersion: hb?.sdkVersion ?? null },
       };
     }),
