@@ -262,3 +262,28 @@ export async function waitFor<T>(
 export function idsOf(messages: ServiceBusReceivedMessage[]): string[] {
   return messages.map((m) => String(m.messageId)).sort();
 }
+
+/**
+ * Receives the first message and asserts it arrived no earlier than `at` (a scheduled time), without relying
+ * on how long the schedule call itself took on a busy machine.
+ */
+export async function receiveNotBefore(
+  receiver: ServiceBusReceiver,
+  at: Date,
+  timeoutMs = 8_000,
+): Promise<ServiceBusReceivedMessage> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) assert.fail(`no message by ${timeoutMs} ms after ${at.toISOString()}`);
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: Math.min(left, 2_000) });
+    if (m) {
+      // A little slack for clock reads on either side of the loopback connection.
+      assert.ok(
+        Date.now() >= at.getTime() - 50,
+        `${String(m.messageId)} arrived ${at.getTime() - Date.now()} ms before its time`,
+      );
+      return m;
+    }
+  }
+}
