@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
+import { startEmulator } from '../index.ts';
 import {
   type Harness,
   assertServiceBusError,
@@ -339,5 +340,59 @@ describe('malformed input leaves the emulator serving', () => {
     await receiver.receiveMessages(1, { maxWaitTimeInMs: 2_000 });
     await doomed.close();
     await assertStillServing();
+  });
+});
+
+describe('limits and binding', () => {
+  test('over the memory budget a send fails with QuotaExceeded; after receiving, sends work again', async () => {
+    const small = await startHarness({ memoryBudgetBytes: 200_000 });
+    try {
+      const t = uniqueName('quota');
+      await createTopicWithSubscriptions(small.admin, t, [{ name: 'sub' }]);
+      const sender = small.fastClient.createSender(t);
+      let accepted = 0;
+      let refused: unknown;
+      for (let i = 0; i < 100 && refused === undefined; i++) {
+        try {
+          await sender.sendMessages({ body: Buffer.alloc(10 * 1024, i), messageId: `q${i}` });
+          accepted++;
+        } catch (err) {
+          refused = err;
+        }
+      }
+      assert.ok(refused !== undefined, `the budget was never hit after ${accepted} sends of 10 KiB`);
+      await assertServiceBusError(() => Promise.reject(refused), 'QuotaExceeded');
+      assert.ok(accepted > 0, 'sends under the budget were accepted');
+      // Everything acknowledged before the refusal is there.
+      const r = small.client.createReceiver(t, 'sub', { receiveMode: 'receiveAndDelete' });
+      const got = await receiveUntil(r, accepted);
+      await r.close();
+      assert.equal(got.length, accepted);
+      await sender.sendMessages({ body: 'fits again', messageId: 'after' });
+      await sender.close();
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('a larger configured message size limit (1 MiB) accepts a 700 KiB message', async () => {
+    const big = await startHarness({ maxMessageSizeBytes: 1024 * 1024 });
+    try {
+      const t = uniqueName('size');
+      await createTopicWithSubscriptions(big.admin, t, [{ name: 'sub' }]);
+      const sender = big.client.createSender(t);
+      await sender.sendMessages({ body: Buffer.alloc(700 * 1024, 3), messageId: 'large' });
+      await sender.close();
+      const r = big.client.createReceiver(t, 'sub', { receiveMode: 'receiveAndDelete' });
+      const [m] = await receiveUntil(r, 1);
+      await r.close();
+      assert.equal((m?.body as Buffer).length, 700 * 1024);
+    } finally {
+      await big.close();
+    }
+  });
+
+  test('the emulator refuses to bind to a non-loopback address', async () => {
+    await assert.rejects(() => startEmulator({ port: 0, host: '0.0.0.0' }));
   });
 });

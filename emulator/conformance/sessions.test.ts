@@ -323,6 +323,34 @@ describe('sessions', () => {
     }
   });
 
+  test('peek on a session receiver shows only that session; session fields round-trip', async () => {
+    const topic = await sessionTopic();
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages([
+        { body: 1, messageId: 'pk-a1', sessionId: 'PA', replyToSessionId: 'reply-here', partitionKey: 'PA' },
+        { body: 2, messageId: 'pk-b1', sessionId: 'PB' },
+        { body: 3, messageId: 'pk-a2', sessionId: 'PA' },
+      ]);
+      const r = await h.client.acceptSession(topic, 'sub', 'PA');
+      try {
+        const peeked = await r.peekMessages(10);
+        assert.deepEqual(
+          peeked.map((m) => m.messageId),
+          ['pk-a1', 'pk-a2'],
+        );
+        const [first] = await receiveUntil(r, 1);
+        assert.equal(first?.sessionId, 'PA');
+        assert.equal(first?.replyToSessionId, 'reply-here');
+        assert.equal(first?.partitionKey, 'PA');
+      } finally {
+        await r.close();
+      }
+    } finally {
+      await sender.close();
+    }
+  });
+
   test('a plain (non-session) receiver on a session subscription is refused', async () => {
     // On Azure a non-session receiver on a session-enabled entity is refused at link attach.
     const topic = await sessionTopic();
