@@ -432,6 +432,44 @@ describe('locks', () => {
   });
 });
 
+describe('credit drain', () => {
+  test('short receiveMessages waits on a busy subscription deliver every message once, without redelivery', async () => {
+    // receiveMessages() drains unused credit at the end and, when the drain is not answered within 200 ms,
+    // closes the link; messages already sent on it then stay locked and come back later with a higher
+    // delivery count. An answered drain delivers each message exactly once here.
+    const topic = await topicWithSub({ lockDuration: 'PT30S' });
+    const sender = h.client.createSender(topic);
+    const receiver = h.client.createReceiver(topic, 'sub');
+    try {
+      const total = 500;
+      for (let i = 0; i < total; i += 100) {
+        await sender.sendMessages(
+          Array.from({ length: 100 }, (_, k) => ({ body: i + k, messageId: `cd-${i + k}` })),
+        );
+      }
+      const counts = new Map<number, number>();
+      const redelivered: number[] = [];
+      const deadline = Date.now() + 20_000;
+      let n = 0;
+      while (n < total && Date.now() < deadline) {
+        const batch = await receiver.receiveMessages(100, { maxWaitTimeInMs: 30 });
+        for (const m of batch) {
+          const i = m.body as number;
+          counts.set(i, (counts.get(i) ?? 0) + 1);
+          if ((m.deliveryCount ?? 0) > 0) redelivered.push(i);
+          await receiver.completeMessage(m);
+          n++;
+        }
+      }
+      assert.equal(counts.size, total, 'every message received');
+      assert.deepEqual(redelivered, [], 'no message needed a redelivery');
+    } finally {
+      await receiver.close();
+      await sender.close();
+    }
+  });
+});
+
 describe('peek', () => {
   test('peekMessages returns messages in order without locking them, and honours fromSequenceNumber', async () => {
     const topic = await topicWithSub();
