@@ -23,6 +23,12 @@ export default function RootLayout({ children }: { children: ReactNode }) {
               <Link href="/" className="text-slate-300 hover:text-white">
                 Endpoints
               </Link>
+              <Link href="/monitor" className="text-slate-300 hover:text-white">
+                Monitor
+              </Link>
+              <Link href="/flow" className="text-slate-300 hover:text-white">
+                Flow
+              </Link>
               <div className="ml-auto">
                 <GlobalSearch />
               </div>

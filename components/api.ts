@@ -94,6 +94,27 @@ export interface BulkResult {
   results: Array<{ eventId: string; outcome: string; status?: number; detail?: string }>;
 }
 
+export interface FlowCounts {
+  total: number;
+  completed: number;
+  failed: number;
+  deferred: number;
+  deadLettered: number;
+  unsupported: number;
+  pending: number;
+  skipped: number;
+}
+
+export interface FlowSnapshot {
+  periodMinutes: number;
+  from: string;
+  eventTypes: Array<{
+    eventTypeId: string;
+    producers: string[];
+    consumers: Array<{ endpointId: string; counts: FlowCounts; truncated: boolean }>;
+  }>;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly detail: string;
@@ -127,6 +148,8 @@ export const api = {
   events: (endpointId: string, query: URLSearchParams) =>
     call<{ items: EventListItem[]; continuation: string | null }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
   event: (endpointId: string, eventId: string) => call<EventDetails>(`/api/endpoints/${seg(endpointId)}/events/${seg(eventId)}`),
+  flow: (period: number, eventTypeId: string) =>
+    call<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),
   search: (q: string) => call<{ items: EventListItem[] }>(`/api/search?q=${seg(q)}`),
   resubmit: (endpointId: string, eventId: string, edited?: { payload: unknown; eventTypeId?: string }) =>
     call<CommandResult>(`/api/event/resubmit/${seg(endpointId)}/${seg(eventId)}`, {

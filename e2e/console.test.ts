@@ -173,6 +173,22 @@ describe('console in Chromium', () => {
     await page.close();
   });
 
+  test('the Monitor and Flow pages render with data', async () => {
+    const monitor = await open('/monitor');
+    await monitor.locator('[data-band="Failing"]').getByText('billingendpoint').waitFor();
+    assert.match((await monitor.getByTestId('kpis').textContent()) ?? '', /Failed/);
+    await shot(monitor, 'monitor');
+    await monitor.close();
+    const flow = await open('/flow?period=60');
+    await flow.locator('[data-consumer="billingendpoint"]').first().waitFor();
+    await flow.getByLabel('Event type').selectOption('OrderCancelled');
+    await flow.waitForURL(/eventTypeId=OrderCancelled/);
+    await flow.getByTestId('flow').getByText('OrderCancelled', { exact: true }).waitFor();
+    assert.equal(await flow.getByTestId('flow').getByText('OrderPlaced', { exact: true }).count(), 0);
+    await shot(flow, 'flow');
+    await flow.close();
+  });
+
   test('no page logged a console error', () => {
     assert.deepEqual(consoleErrors, []);
   });

@@ -27,6 +27,7 @@ async function loadRoutes() {
     fail: await import('../app/api/event/handoff/fail/[endpointId]/[eventId]/[messageId]/route.ts'),
     ready: await import('../app/api/ready/route.ts'),
     search: await import('../app/api/search/route.ts'),
+    flow: await import('../app/api/flow/route.ts'),
   };
 }
 
@@ -129,6 +130,23 @@ describe('console API on the embedded stack', () => {
     assert.equal(d.event.errorType, 'PaymentDeclinedException');
     assert.deepEqual(d.history.map((h) => h.messageType), ['EventRequest', 'ErrorResponse']);
     assert.deepEqual(d.parkedSiblings.map((s) => s.eventId), ['evt-parked-1']);
+  });
+
+  test('flow counts each consumer\'s events per type and status over the period; a bad period is 400', async () => {
+    const res = await routes.flow.GET(get('/api/flow?period=60'));
+    assert.equal(res.status, 200);
+    const f = (await res.json()) as { eventTypes: Array<{ eventTypeId: string; producers: string[]; consumers: Array<{ endpointId: string; counts: Record<string, number> }> }> };
+    const placed = f.eventTypes.find((t) => t.eventTypeId === 'OrderPlaced')!;
+    assert.deepEqual(placed.producers, ['storefrontendpoint']);
+    const billing = placed.consumers.find((c) => c.endpointId === 'billingendpoint')!;
+    assert.equal(billing.counts.total, 3);
+    assert.equal(billing.counts.completed, 1);
+    assert.equal(billing.counts.failed, 1);
+    assert.equal(billing.counts.deadLettered, 1);
+    const only = (await (await routes.flow.GET(get('/api/flow?eventTypeId=OrderCancelled'))).json()) as { eventTypes: Array<{ eventTypeId: string; consumers: Array<{ endpointId: string; counts: Record<string, number> }> }> };
+    assert.deepEqual(only.eventTypes.map((t) => t.eventTypeId), ['OrderCancelled']);
+    assert.equal(only.eventTypes[0]!.consumers.find((c) => c.endpointId === 'billingendpoint')!.counts.deferred, 1);
+    assert.equal((await routes.flow.GET(get('/api/flow?period=7'))).status, 400);
   });
 
   test('resubmit lands on the Manager topic and reaches the endpoint session with From = Manager, once', async () => {

@@ -1,0 +1,5 @@
+import { MonitorView } from '../../components/MonitorView.tsx';
+
+export default function MonitorPage() {
+  return <MonitorView />;
+}

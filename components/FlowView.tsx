@@ -1,0 +1,139 @@
+'use client';
+// Flow: the platform as the catalog wires it - producers → event types → consumers - with what each consumer
+// did with each event type over the chosen period. Consumers whose numbers moved since the last refresh pulse,
+// so activity is visible as messages flow. Period and event-type filter live in the URL.
+import Link from 'next/link';
+import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { useEffect, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api, endpointHref, type FlowCounts } from './api.ts';
+import { ErrorBox } from './format.tsx';
+
+const PERIODS = [
+  [5, '5 min'],
+  [15, '15 min'],
+  [60, '1 hour'],
+  [240, '4 hours'],
+  [1440, '24 hours'],
+] as const;
+
+function Num({ n, label, tone }: { n: number; label: string; tone: string }) {
+  return (
+    <span className={n ? tone : 'text-slate-300'} title={label}>
+      {n} <span className="text-[10px] uppercase text-slate-400">{label}</span>
+    </span>
+  );
+}
+
+function ConsumerCard({ endpointId, eventTypeId, counts, truncated, moved }: { endpointId: string; eventTypeId: string; counts: FlowCounts; truncated: boolean; moved: number }) {
+  const failing = counts.failed + counts.deadLettered > 0;
+  return (
+    <Link
+      href={endpointHref(endpointId, new URLSearchParams({ eventTypeId }).toString())}
+      className={`block rounded border bg-white px-2 py-1.5 text-xs shadow-sm transition hover:shadow ${failing ? 'border-red-300' : 'border-slate-200'} ${moved > 0 ? 'ring-2 ring-sky-300' : ''}`}
+      data-consumer={endpointId}
+    >
+      <div className="flex items-baseline justify-between gap-2">
+        <span className="text-sm font-medium">{endpointId}</span>
+        {moved > 0 ? <span className="animate-pulse font-semibold text-sky-700">+{moved}</span> : null}
+      </div>
+      <div className="mt-0.5 flex flex-wrap gap-x-3">
+        <Num n={counts.total} label={truncated ? 'events (≥)' : 'events'} tone="text-slate-800" />
+        <Num n={counts.completed} label="completed" tone="text-emerald-700" />
+        <Num n={counts.failed} label="failed" tone="text-red-700" />
+        <Num n={counts.deferred} label="deferred" tone="text-violet-700" />
+        <Num n={counts.deadLettered} label="dead-lettered" tone="text-rose-800" />
+        <Num n={counts.pending} label="pending" tone="text-sky-700" />
+      </div>
+    </Link>
+  );
+}
+
+export function FlowView() {
+  const params = useSearchParams();
+  const router = useRouter();
+  const pathname = usePathname();
+  const period = Number(params.get('period') ?? 15) || 15;
+  const eventTypeId = params.get('eventTypeId') ?? '';
+  const set = (k: string, v: string) => {
+    const sp = new URLSearchParams(params.toString());
+    if (v) sp.set(k, v);
+    else sp.delete(k);
+    router.replace(`${pathname}?${sp}`);
+  };
+  const q = useQuery({ queryKey: ['flow', period, eventTypeId], queryFn: () => api.flow(period, eventTypeId), refetchInterval: 5000 });
+  const all = useQuery({ queryKey: ['flow-types'], queryFn: () => api.flow(5, ''), staleTime: 300_000 });
+  const typeIds = (all.data?.eventTypes ?? []).map((t) => t.eventTypeId);
+
+  // What moved since the previous refresh, per event type + consumer.
+  const previous = useRef(new Map<string, number>());
+  const [moved, setMoved] = useState(new Map<string, number>());
+  useEffect(() => {
+    if (!q.data) return;
+    const next = new Map<string, number>();
+    const delta = new Map<string, number>();
+    for (const t of q.data.eventTypes)
+      for (const c of t.consumers) {
+        const key = `${t.eventTypeId}\u0000${c.endpointId}`;
+        next.set(key, c.counts.total);
+        const before = previous.current.get(key);
+        if (before !== undefined && c.counts.total > before) delta.set(key, c.counts.total - before);
+      }
+    previous.current = next;
+    setMoved(delta);
+  }, [q.data]);
+
+  return (
+    <section>
+      <div className="mb-3 flex flex-wrap items-center gap-3">
+        <h1 className="text-xl font-semibold">Flow</h1>
+        <label className="text-sm text-slate-600">
+          Period{' '}
+          <select aria-label="Period" value={period} onChange={(e) => set('period', e.target.value)} className="rounded border border-slate-300 px-1 py-0.5">
+            {PERIODS.map(([v, l]) => (
+              <option key={v} value={v}>
+                {l}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="text-sm text-slate-600">
+          Event type{' '}
+          <select aria-label="Event type" value={eventTypeId} onChange={(e) => set('eventTypeId', e.target.value)} className="rounded border border-slate-300 px-1 py-0.5">
+            <option value="">all</option>
+            {typeIds.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span className="text-xs text-slate-400">{q.isFetching ? 'refreshing…' : 'live, every 5 s'}</span>
+      </div>
+      <ErrorBox error={q.error} />
+      <div className="space-y-2" data-testid="flow">
+        {(q.data?.eventTypes ?? []).map((t) => (
+          <div key={t.eventTypeId} className="grid grid-cols-[1fr_auto_1fr_auto_2fr] items-center gap-2 rounded border border-slate-200 bg-white p-2">
+            <div className="flex flex-wrap justify-end gap-1">
+              {t.producers.length === 0 ? <span className="text-xs text-slate-400">no producer in the catalog</span> : null}
+              {t.producers.map((p) => (
+                <Link key={p} href={endpointHref(p)} className="rounded bg-slate-100 px-2 py-0.5 text-xs hover:bg-slate-200">
+                  {p}
+                </Link>
+              ))}
+            </div>
+            <span className="text-slate-400">→</span>
+            <div className="rounded border border-sky-300 bg-sky-50 px-2 py-1 text-center text-sm font-medium text-sky-900">{t.eventTypeId}</div>
+            <span className="text-slate-400">→</span>
+            <div className="grid gap-1 md:grid-cols-2">
+              {t.consumers.length === 0 ? <span className="text-xs text-slate-400">no consumer</span> : null}
+              {t.consumers.map((c) => (
+                <ConsumerCard key={c.endpointId} endpointId={c.endpointId} eventTypeId={t.eventTypeId} counts={c.counts} truncated={c.truncated} moved={moved.get(`${t.eventTypeId}\u0000${c.endpointId}`) ?? 0} />
+              ))}
+            </div>
+          </div>
+        ))}
+      </div>
+    </section>
+  );
+}

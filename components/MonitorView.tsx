@@ -1,0 +1,150 @@
+'use client';
+// Monitor: a wall display. KPI banner, endpoints banded Failing / Watching / Healthy, per-endpoint counts and a
+// completion-rate sparkline built from successive refreshes, a "stale data" banner when refreshes fail, and no
+// refreshing while the tab is hidden (TanStack Query pauses interval refetches in background tabs).
+import Link from 'next/link';
+import { useEffect, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api, endpointHref, type EndpointOverview } from './api.ts';
+import { formatDuration, useNow } from './format.tsx';
+
+const REFRESH_MS = 5000;
+const SAMPLES = 40;
+
+type Band = 'Failing' | 'Watching' | 'Healthy';
+export function bandOf(e: EndpointOverview): Band {
+  if (e.counts.failed > 0 || e.heartbeat.status === 'Off') return 'Failing';
+  if (e.counts.deferred > 0 || e.counts.handoff > 0 || e.counts.pending > 50) return 'Watching';
+  return 'Healthy';
+}
+
+function usePageVisible(): boolean {
+  const [visible, setVisible] = useState(true);
+  useEffect(() => {
+    const on = () => setVisible(document.visibilityState === 'visible');
+    on();
+    document.addEventListener('visibilitychange', on);
+    return () => document.removeEventListener('visibilitychange', on);
+  }, []);
+  return visible;
+}
+
+function Sparkline({ values }: { values: number[] }) {
+  if (values.length < 2) return <div className="h-8 text-xs text-slate-400">collecting…</div>;
+  const max = Math.max(1, ...values);
+  const w = 160;
+  const h = 32;
+  const step = w / (SAMPLES - 1);
+  const offset = (SAMPLES - values.length) * step;
+  const points = values.map((v, i) => `${(offset + i * step).toFixed(1)},${(h - (v / max) * (h - 2) - 1).toFixed(1)}`).join(' ');
+  return (
+    <svg width={w} height={h} viewBox={`0 0 ${w} ${h}`} aria-label="completions per refresh" role="img">
+      <polyline points={points} fill="none" stroke="currentColor" strokeWidth="1.5" />
+    </svg>
+  );
+}
+
+const BAND_STYLE: Record<Band, { box: string; title: string }> = {
+  Failing: { box: 'border-red-300 bg-red-50', title: 'text-red-800' },
+  Watching: { box: 'border-amber-300 bg-amber-50', title: 'text-amber-900' },
+  Healthy: { box: 'border-emerald-200 bg-emerald-50', title: 'text-emerald-800' },
+};
+
+export function MonitorView() {
+  const now = useNow(1000);
+  const visible = usePageVisible();
+  const q = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: REFRESH_MS, refetchIntervalInBackground: false, retry: 0 });
+  // Completions per refresh, per endpoint: the delta of the Completed counter between two successful refreshes.
+  const history = useRef(new Map<string, { last: number; rates: number[] }>());
+  const [, setTick] = useState(0);
+  const lastSeen = useRef(0);
+  useEffect(() => {
+    if (!q.data || q.dataUpdatedAt === lastSeen.current) return;
+    lastSeen.current = q.dataUpdatedAt;
+    for (const e of q.data.endpoints) {
+      const h = history.current.get(e.endpointId);
+      if (!h) history.current.set(e.endpointId, { last: e.counts.completed, rates: [] });
+      else {
+        h.rates = [...h.rates, Math.max(0, e.counts.completed - h.last)].slice(-SAMPLES);
+        h.last = e.counts.completed;
+      }
+    }
+    setTick((t) => t + 1);
+  }, [q.data, q.dataUpdatedAt]);
+
+  const endpoints = q.data?.endpoints ?? [];
+  const sum = (f: (e: EndpointOverview) => number) => endpoints.reduce((s, e) => s + f(e), 0);
+  const stale = q.isError && q.data !== undefined;
+  const bands: Band[] = ['Failing', 'Watching', 'Healthy'];
+
+  return (
+    <section>
+      <div className="mb-3 flex items-center gap-3">
+        <h1 className="text-xl font-semibold">Monitor</h1>
+        <span className="text-xs text-slate-500" data-testid="monitor-refresh">
+          {!visible ? 'paused while hidden' : q.dataUpdatedAt ? `updated ${formatDuration(Math.max(0, now - q.dataUpdatedAt))} ago` : 'loading…'}
+        </span>
+      </div>
+      {stale || (q.isError && !q.data) ? (
+        <div role="alert" className="mb-3 rounded border border-amber-300 bg-amber-100 px-3 py-2 text-sm font-medium text-amber-900">
+          Stale data: the last refresh failed ({q.error instanceof Error ? q.error.message : 'error'})
+          {q.dataUpdatedAt ? `; showing data from ${formatDuration(now - q.dataUpdatedAt)} ago` : ''}.
+        </div>
+      ) : null}
+      <div className="mb-4 grid grid-cols-2 gap-3 md:grid-cols-5" data-testid="kpis">
+        {[
+          ['Failed', sum((e) => e.counts.failed), 'text-red-700'],
+          ['Deferred', sum((e) => e.counts.deferred), 'text-violet-700'],
+          ['Pending', sum((e) => e.counts.pending), 'text-sky-700'],
+          ['Handoffs', sum((e) => e.counts.handoff), 'text-amber-700'],
+          ['Completed', sum((e) => e.counts.completed), 'text-emerald-700'],
+        ].map(([label, n, tone]) => (
+          <div key={label as string} className="rounded border border-slate-200 bg-white p-3">
+            <div className="text-xs uppercase tracking-wide text-slate-500">{label}</div>
+            <div className={`text-3xl font-semibold ${tone as string}`}>{(n as number).toLocaleString()}</div>
+          </div>
+        ))}
+      </div>
+      {bands.map((band) => {
+        const list = endpoints.filter((e) => bandOf(e) === band).sort((a, b) => b.counts.failed - a.counts.failed || a.endpointId.localeCompare(b.endpointId));
+        if (list.length === 0) return null;
+        return (
+          <div key={band} className={`mb-3 rounded border p-3 ${BAND_STYLE[band].box}`} data-band={band}>
+            <h2 className={`mb-2 text-sm font-semibold uppercase tracking-wide ${BAND_STYLE[band].title}`}>
+              {band} ({list.length})
+            </h2>
+            <div className="grid gap-2 md:grid-cols-2 xl:grid-cols-3">
+              {list.map((e) => (
+                <Link key={e.endpointId} href={endpointHref(e.endpointId)} className="block rounded border border-white/60 bg-white p-2 shadow-sm hover:shadow">
+                  <div className="flex items-baseline justify-between">
+                    <span className="font-medium">{e.endpointId}</span>
+                    <span className="text-xs text-slate-500">heartbeat {e.heartbeat.status}</span>
+                  </div>
+                  <div className="mt-1 flex items-end justify-between gap-2">
+                    <div className="grid grid-cols-3 gap-3 text-sm">
+                      <div>
+                        <div className="text-xs text-slate-500">Failed</div>
+                        <div className={e.counts.failed ? 'font-semibold text-red-700' : 'text-slate-400'}>{e.counts.failed}</div>
+                      </div>
+                      <div>
+                        <div className="text-xs text-slate-500">Deferred</div>
+                        <div className={e.counts.deferred ? 'font-semibold text-violet-700' : 'text-slate-400'}>{e.counts.deferred}</div>
+                      </div>
+                      <div>
+                        <div className="text-xs text-slate-500">Pending</div>
+                        <div className={e.counts.pending ? 'font-semibold text-sky-700' : 'text-slate-400'}>{e.counts.pending}</div>
+                      </div>
+                    </div>
+                    <div className="text-emerald-600">
+                      <Sparkline values={history.current.get(e.endpointId)?.rates ?? []} />
+                    </div>
+                  </div>
+                </Link>
+              ))}
+            </div>
+          </div>
+        );
+      })}
+    </section>
+  );
+}
