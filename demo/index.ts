@@ -170,7 +170,6 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
         client,
         endpointId: def.endpointId,
         logger: endpointLog,
-        triggerWaitMs: 2000,
         drainWaitMs: 500,
       }),
     );

@@ -4,6 +4,7 @@
 // NIMBUS_COSMOS_ENDPOINT/KEY it uses those instead. Ctrl-C stops everything in reverse order. A wrong setting
 // is one sentence on stderr and exit code 2; a part that cannot start is one sentence and exit code 1.
 import { createServer } from 'node:net';
+import { format } from 'node:util';
 import { parseStartConfig, type StartConfig } from './start-config.ts';
 import { componentLogger, type Component } from './start-log.ts';
 import { StartError, startStack, type RunningStack } from './start-stack.ts';
@@ -50,6 +51,20 @@ const logger = (component: Component) => {
   return l;
 };
 const log = logger('start');
+
+// Next.js, running in this process, prints through console.*: give its lines the console's prefix too.
+const consoleLog = logger('console');
+console.log = console.info = (...args: unknown[]) => consoleLog.info(format(...args));
+console.warn = (...args: unknown[]) => consoleLog.warn(format(...args));
+console.error = (...args: unknown[]) => consoleLog.error(format(...args));
+// Process warnings (e.g. a library's listener-count warning) once each, as log lines rather than bare stderr.
+const warned = new Set<string>();
+process.removeAllListeners('warning');
+process.on('warning', (warning) => {
+  if (warned.has(warning.message)) return;
+  warned.add(warning.message);
+  log.warn({ warning: warning.name }, warning.message);
+});
 for (const note of config.notes) log.warn({}, note);
 log.info(
   {
@@ -60,6 +75,14 @@ log.info(
   },
   'starting the NimBus platform',
 );
+
+if (config.serviceBus.kind === 'embedded' && config.cosmos.kind === 'embedded') {
+  log.info(
+    {},
+    `the emulator keeps messages and session state in ${config.dataDir}/servicebus across restarts, the embedded Cosmos store starts empty every time: ` +
+      `after a restart the console shows only new activity (delete ${config.dataDir}/ for a clean start)`,
+  );
+}
 
 const abort = new AbortController();
 let stack: RunningStack | undefined;
