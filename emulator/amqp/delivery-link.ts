@@ -41,6 +41,7 @@ export class DeliveryLink {
     private readonly log: PlaneLog,
   ) {
     this.peekLock = link.local.attach.snd_settle_mode !== 1;
+    answerEveryDrain(link);
     receiver.onAvailable(() => this.schedulePump());
     receiver.onClosedByBroker((err) => {
       if (this.disposed) return;
@@ -157,6 +158,30 @@ export class DeliveryLink {
       this.log.warn({ err: errorSummary(err), entity: describeSource(this.source) }, 'closing receiver failed');
     }
   }
+}
+
+interface DrainInternals {
+  _draining: boolean;
+  _drained: boolean;
+  credit: number;
+  delivery_count: number;
+  _get_drain(): boolean;
+}
+
+/**
+ * rhea's sender echoes a drain only while credit is left. When our transfers used up the credit while the
+ * client's drain request was in flight, the client still waits for a flow with drain=true and, after
+ * 200 ms, closes the link (fatal for a session receiver). This link answers every drain, once.
+ */
+function answerEveryDrain(link: RheaLink): void {
+  const l = link as unknown as DrainInternals;
+  l._get_drain = function (this: DrainInternals): boolean {
+    if (!this._draining || !this._drained) return false;
+    this.delivery_count += this.credit;
+    this.credit = 0;
+    this._draining = false;
+    return true;
+  };
 }
 
 function successOutcome(d: Disposition): unknown {

@@ -112,6 +112,28 @@ describe('session receivers with the real ServiceBusClient', () => {
     await sender.close();
   });
 
+  test('every credit drain is answered, even when deliveries used up the credit first', async () => {
+    // receiveMessages() drains leftover credit after its short wait and closes the link (fatal for a
+    // session) if the drain is not answered; with many messages waiting, transfers race the drain.
+    const { topic, sub, tag } = sessionSubscription();
+    const sender = h.client.createSender(topic);
+    const total = 200;
+    await sender.sendMessages(
+      Array.from({ length: total }, (_, i) => ({ body: i, sessionId: 'busy', applicationProperties: { test: tag } })),
+    );
+    const receiver = await h.client.acceptSession(topic, sub, 'busy');
+    const seen: number[] = [];
+    for (let round = 0; round < 200 && seen.length < total; round++) {
+      for (const m of await receiver.receiveMessages(50, { maxWaitTimeInMs: 20 })) {
+        seen.push(m.body as number);
+        await receiver.completeMessage(m);
+      }
+    }
+    await receiver.close();
+    assert.deepEqual(seen, Array.from({ length: total }, (_, i) => i));
+    await sender.close();
+  });
+
   test('a connection that dies without detaching releases its session lock', async () => {
     const { topic, sub, tag } = sessionSubscription();
     const sender = h.client.createSender(topic);
