@@ -1,0 +1,63 @@
+// Small console-owned documents kept in the store's `platform` container (partition /id, DESIGN.md §6): the
+// heartbeat send claims, the per-endpoint heartbeat opt-outs and the progress records of long operations
+// (dead-letter replay). The store has no generic API for these yet, so this module reads and writes them with
+// the same client settings and the same `{ id, value, updatedAt }` shape the store uses for its own singletons.
+// Ids are prefixed `console_` so they can never collide with the store's documents.
+import type { Container, CosmosClient } from '@azure/cosmos';
+import { cosmosConnectionSchema, cosmosStatus, createCosmosClient, rethrowCosmos } from '../../lib/store/index.ts';
+import type { CosmosConnection } from '../../lib/store/index.ts';
+
+export interface PlatformDoc<T> {
+  value: T;
+  etag: string;
+}
+
+export class PlatformDocs {
+  readonly #client: CosmosClient;
+  readonly #container: Container;
+
+  constructor(conn: CosmosConnection) {
+    const parsed = cosmosConnectionSchema.parse({ throttleRetries: 3, requestTimeoutMs: 10_000, ...conn });
+    this.#client = createCosmosClient(parsed);
+    this.#container = this.#client.database(parsed.database).container('platform');
+  }
+
+  close(): void {
+    this.#client.dispose();
+  }
+
+  #id(name: string): string {
+    return `console_${name}`;
+  }
+
+  async read<T>(name: string): Promise<PlatformDoc<T> | null> {
+    const id = this.#id(name);
+    try {
+      const r = await this.#container.item(id, id).read<{ value: T }>();
+      if (r.statusCode === 404 || r.resource === undefined) return null;
+      return { value: r.resource.value, etag: r.etag ?? '' };
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return null;
+      rethrowCosmos(err, 'console document read');
+    }
+  }
+
+  /**
+   * Writes a document. `ifMatch` = replace only if unchanged since that read; `ifMatch: null` = create only if
+   * absent. Returns false when the condition failed (someone else wrote first); no condition = upsert.
+   */
+  async write<T>(name: string, value: T, ifMatch?: string | null): Promise<boolean> {
+    const id = this.#id(name);
+    const doc = { id, value, updatedAt: new Date().toISOString() };
+    try {
+      if (ifMatch === undefined) await this.#container.items.upsert(doc);
+      else if (ifMatch === null) await this.#container.items.create(doc);
+      else await this.#container.item(id, id).replace(doc, { accessCondition: { type: 'IfMatch', condition: ifMatch } });
+      return true;
+    } catch (err) {
+      const code = cosmosStatus(err);
+      if (ifMatch !== undefined && (code === 409 || code === 412 || code === 404)) return false;
+      rethrowCosmos(err, 'console document write');
+    }
+  }
+}

@@ -1,0 +1,176 @@
+// The dead-letter queue of one subscription: peek with paging and a reason filter, replay (DESIGN.md §5) and
+// purge. Bodies are read as raw bytes (skipParsingBodyAsJson) so a replayed copy carries exactly the bytes the
+// dead letter held, and they are shown as text to the page, never logged.
+import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
+import { createRequire } from 'node:module';
+import { Prop } from '../../lib/contract/index.ts';
+
+export interface DeadLetterView {
+  sequenceNumber: string;
+  messageId: string | null;
+  sessionId: string | null;
+  reason: string | null;
+  description: string | null;
+  enqueuedAt: string | null;
+  deliveryCount: number | null;
+  deadLetterSource: string | null;
+  applicationProperties: Record<string, unknown>;
+  /** The body as UTF-8 text (the page escapes it); binary bodies as base64 with `bodyEncoding: 'base64'`. */
+  body: string;
+  bodyEncoding: 'utf8' | 'base64';
+}
+
+export interface DeadLetterPage {
+  items: DeadLetterView[];
+  /** Sequence number to peek from for the next page; null at the end of the queue. */
+  next: string | null;
+  /** Messages looked at for this page (a reason filter can skip many). */
+  scanned: number;
+}
+
+/** Properties a replayed copy must not carry (DESIGN.md §5): it starts a fresh throttle budget and reads as new. */
+export const STRIPPED_ON_REPLAY: readonly string[] = [Prop.ThrottleRetryCount, Prop.DeadLetterReason, Prop.DeadLetterErrorDescription];
+
+const MAX_PAGE = 100;
+const MAX_SCAN_PER_PAGE = 1000;
+
+function bodyText(body: unknown): { body: string; bodyEncoding: 'utf8' | 'base64' } {
+  if (Buffer.isBuffer(body) || body instanceof Uint8Array) {
+    const buf = Buffer.from(body);
+    const text = buf.toString('utf8');
+    // A lossless round trip means it is text; anything else is shown as base64 rather than mangled.
+    return Buffer.from(text, 'utf8').equals(buf) ? { body: text, bodyEncoding: 'utf8' } : { body: buf.toString('base64'), bodyEncoding: 'base64' };
+  }
+  if (typeof body === 'string') return { body, bodyEncoding: 'utf8' };
+  try {
+    return { body: JSON.stringify(body) ?? '', bodyEncoding: 'utf8' };
+  } catch {
+    return { body: String(body), bodyEncoding: 'utf8' };
+  }
+}
+
+function plainProps(props: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(props ?? {})) out[k] = v instanceof Date ? v.toISOString() : v;
+  return out;
+}
+
+export function viewOf(m: ServiceBusReceivedMessage): DeadLetterView {
+  const props = plainProps(m.applicationProperties);
+  const reason = m.deadLetterReason ?? (typeof props[Prop.DeadLetterReason] === 'string' ? (props[Prop.DeadLetterReason] as string) : null);
+  const description =
+    m.deadLetterErrorDescription ??
+    (typeof props[Prop.DeadLetterErrorDescription] === 'string' ? (props[Prop.DeadLetterErrorDescription] as string) : null);
+  return {
+    sequenceNumber: m.sequenceNumber?.toString() ?? '',
+    messageId: m.messageId == null ? null : String(m.messageId),
+    sessionId: m.sessionId ?? null,
+    reason: reason ?? null,
+    description: description ?? null,
+    enqueuedAt: m.enqueuedTimeUtc ? m.enqueuedTimeUtc.toISOString() : null,
+    deliveryCount: m.deliveryCount ?? null,
+    deadLetterSource: m.deadLetterSource ?? null,
+    applicationProperties: props,
+    ...bodyText(m.body),
+  };
+}
+
+export function deadLetterReceiver(client: ServiceBusClient, topic: string, subscription: string, mode: 'peekLock' | 'receiveAndDelete' = 'peekLock'): ServiceBusReceiver {
+  return client.createReceiver(topic, subscription, { subQueueType: 'deadLetter', receiveMode: mode, skipParsingBodyAsJson: true });
+}
+
+/**
+ * A Long for `fromSequenceNumber`. The class is the one the Service Bus client itself depends on (resolved from
+ * its package), so the value passes the client's own type check; `long` is not a dependency of ours.
+ */
+type LongLike = NonNullable<ServiceBusReceivedMessage['sequenceNumber']>;
+const LongClass = createRequire(createRequire(import.meta.url).resolve('@azure/service-bus'))('long') as {
+  fromString(s: string): LongLike;
+};
+export function sequenceNumber(value: string): LongLike {
+  return LongClass.fromString(value);
+}
+
+/**
+ * One page of dead letters, oldest first, starting at sequence number `from` (inclusive). With a reason filter
+ * the page holds only matching messages and may have scanned past many others.
+ */
+export async function peekDeadLetters(
+  client: ServiceBusClient,
+  topic: string,
+  subscription: string,
+  options: { from?: string; pageSize?: number; reason?: string } = {},
+): Promise<DeadLetterPage> {
+  const pageSize = Math.min(Math.max(1, options.pageSize ?? 25), MAX_PAGE);
+  const receiver = deadLetterReceiver(client, topic, subscription);
+  try {
+    const items: DeadLetterView[] = [];
+    let scanned = 0;
+    // Always from an explicit sequence number: a peek without one continues from the entity's last peek.
+    let from: LongLike = sequenceNumber(options.from !== undefined && options.from !== '' ? options.from : '0');
+    let next: string | null = null;
+    for (;;) {
+      const batch = await receiver.peekMessages(pageSize, { fromSequenceNumber: from });
+      if (batch.length === 0) {
+        next = null;
+        break;
+      }
+      let stopAt: string | null = null;
+      for (const m of batch) {
+        scanned++;
+        const v = viewOf(m);
+        if (items.length >= pageSize) {
+          stopAt = v.sequenceNumber;
+          break;
+        }
+        if (options.reason === undefined || v.reason === options.reason) items.push(v);
+      }
+      const last = batch[batch.length - 1]!.sequenceNumber!;
+      if (stopAt !== null) {
+        next = stopAt;
+        break;
+      }
+      from = last.add(1);
+      next = from.toString();
+      if (items.length >= pageSize || scanned >= MAX_SCAN_PER_PAGE) break;
+    }
+    // A page that ends exactly at the queue's end still offers `next`; the following peek is then empty.
+    return { items, next, scanned };
+  } finally {
+    await receiver.close().catch(() => undefined);
+  }
+}
+
+/** The copy a replay sends: same MessageId, body bytes and routing fields; the replay-stripped properties gone. */
+export function replayCopy(m: ServiceBusReceivedMessage): ServiceBusMessage {
+  const strip = new Set(STRIPPED_ON_REPLAY.map((p) => p.toLowerCase()));
+  const applicationProperties: NonNullable<ServiceBusMessage['applicationProperties']> = {};
+  for (const [k, v] of Object.entries(m.applicationProperties ?? {})) {
+    if (!strip.has(k.toLowerCase())) applicationProperties[k] = v as string | number | boolean | Date | null;
+  }
+  const copy: ServiceBusMessage = { body: m.body, applicationProperties };
+  if (m.messageId !== undefined) copy.messageId = m.messageId;
+  if (m.sessionId) copy.sessionId = m.sessionId;
+  if (m.correlationId !== undefined) copy.correlationId = m.correlationId;
+  if (m.contentType) copy.contentType = m.contentType;
+  if (m.subject) copy.subject = m.subject;
+  if (m.to) copy.to = m.to;
+  if (m.replyTo) copy.replyTo = m.replyTo;
+  if (m.replyToSessionId) copy.replyToSessionId = m.replyToSessionId;
+  return copy;
+}
+
+/** Deletes every message of the dead-letter queue (receive-and-delete); returns how many. */
+export async function purgeDeadLetters(client: ServiceBusClient, topic: string, subscription: string, maxWaitMs = 1000): Promise<number> {
+  const receiver = deadLetterReceiver(client, topic, subscription, 'receiveAndDelete');
+  let purged = 0;
+  try {
+    for (;;) {
+      const batch = await receiver.receiveMessages(100, { maxWaitTimeInMs: maxWaitMs });
+      if (batch.length === 0) return purged;
+      purged += batch.length;
+    }
+  } finally {
+    await receiver.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,102 @@
+// Subscription actions with a typed confirmation: pause / resume (ReceiveDisabled / Active), purge the dead-letter
+// queue, restore the rules the catalog's topology expects. The request must carry the subscription's name as
+// the operator typed it; a mismatch is refused before anything changes. Every action is audited.
+import type { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
+import type { MessageStore } from '../../lib/store/index.ts';
+import type { TopologyModel } from '../../lib/topology/index.ts';
+import { HttpError, notFound } from '../http.ts';
+import { log } from '../log.ts';
+import { purgeDeadLetters } from './deadLetters.ts';
+import { compareRules, findModel } from './overview.ts';
+import { TOPOLOGY_AUDIT_EVENT } from './replay.ts';
+
+export interface SubscriptionRef {
+  topic: string;
+  subscription: string;
+}
+
+export function requireConfirmation(ref: SubscriptionRef, typed: string): void {
+  if (typed !== ref.subscription)
+    throw new HttpError(400, 'bad request', `type the subscription name '${ref.subscription}' exactly to confirm`);
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { statusCode?: number; code?: string };
+  return e?.statusCode === 404 || e?.code === 'MessageEntityNotFoundError';
+}
+
+async function audit(store: MessageStore, type: string, auditor: string, ref: SubscriptionRef, data: Record<string, unknown>): Promise<void> {
+  await store.recordAudit({
+    eventId: TOPOLOGY_AUDIT_EVENT,
+    type,
+    auditor,
+    comment: `${ref.topic}/${ref.subscription}`,
+    data: JSON.stringify({ ...ref, ...data }).slice(0, 4096),
+  });
+}
+
+/** Pause (ReceiveDisabled) or resume (Active) one subscription; returns the status it now has. */
+export async function setReceiving(
+  admin: ServiceBusAdministrationClient,
+  store: MessageStore,
+  ref: SubscriptionRef,
+  paused: boolean,
+  auditor: string,
+): Promise<{ status: string; previous: string }> {
+  let sub;
+  try {
+    sub = await admin.getSubscription(ref.topic, ref.subscription);
+  } catch (err) {
+    if (isNotFound(err)) throw notFound(`subscription ${ref.topic}/${ref.subscription} does not exist`);
+    throw err;
+  }
+  const previous = sub.status;
+  const status = paused ? 'ReceiveDisabled' : 'Active';
+  if (previous !== status) await admin.updateSubscription({ ...sub, status });
+  await audit(store, paused ? 'PauseSubscription' : 'ResumeSubscription', auditor, ref, { previous, status });
+  log.info({ ...ref, status, previous }, 'subscription status changed');
+  return { status, previous };
+}
+
+export async function purge(
+  client: ServiceBusClient,
+  store: MessageStore,
+  ref: SubscriptionRef,
+  auditor: string,
+): Promise<{ purged: number }> {
+  const purged = await purgeDeadLetters(client, ref.topic, ref.subscription);
+  await audit(store, 'PurgeDeadLetters', auditor, ref, { purged });
+  log.info({ ...ref, purged }, 'dead-letter queue purged');
+  return { purged };
+}
+
+/** Creates the rules the topology expects and the broker lacks, and replaces those whose SQL differs. */
+export async function restoreRules(
+  admin: ServiceBusAdministrationClient,
+  store: MessageStore,
+  model: TopologyModel,
+  ref: SubscriptionRef,
+  auditor: string,
+): Promise<{ restored: string[] }> {
+  const wanted = findModel(model, ref.topic, ref.subscription);
+  if (!wanted) throw notFound(`subscription ${ref.topic}/${ref.subscription} is not part of the catalog's topology`);
+  const rules = [];
+  try {
+    for await (const r of admin.listRules(ref.topic, ref.subscription)) rules.push(r);
+  } catch (err) {
+    if (isNotFound(err)) throw notFound(`subscription ${ref.topic}/${ref.subscription} does not exist`);
+    throw err;
+  }
+  const { missingRules } = compareRules(rules, wanted);
+  const restored: string[] = [];
+  for (const r of missingRules) {
+    if (r.changed) await admin.deleteRule(ref.topic, ref.subscription, r.name);
+    const filter = { sqlExpression: r.filter };
+    if (r.action) await admin.createRule(ref.topic, ref.subscription, r.name, filter, { sqlExpression: r.action });
+    else await admin.createRule(ref.topic, ref.subscription, r.name, filter);
+    restored.push(r.name);
+  }
+  await audit(store, 'RestoreRules', auditor, ref, { restored });
+  log.info({ ...ref, restored }, 'subscription rules restored');
+  return { restored };
+}
