@@ -8,6 +8,8 @@ import type { ResolutionStatus } from '../lib/contract/index.ts';
 import type { StatusRowSummary } from '../lib/store/index.ts';
 import { parseStartConfig } from '../scripts/start-config.ts';
 import { startStack, type RunningStack } from '../scripts/start-stack.ts';
+import { Manager } from '../server/manager/manager.ts';
+import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
 import { DemoEndpoint, DemoEventType } from './index.ts';
 
 let stack: RunningStack;
@@ -148,5 +150,63 @@ describe('the demo traffic produces every kind of row', () => {
       return undefined;
     });
     assert.ok(types.includes('ResolutionResponse'));
+  });
+});
+
+describe('operator actions on the demo failures', () => {
+  let clients: ServiceBusClients;
+  let manager: Manager;
+  before(() => {
+    clients = createServiceBusClients(stack.serviceBusConnectionString);
+    manager = new Manager({ store: stack.store, client: clients.client });
+  });
+  after(async () => {
+    await manager?.close();
+    await clients?.close();
+  });
+
+  const statusOf = async (endpointId: string, eventId: string) =>
+    (await stack.store.getEvent(endpointId, eventId))?.rows[0];
+
+  test('resubmitting the credit hold (the approval) completes it, then its parked siblings', async () => {
+    const failed = await firstRow(DemoEndpoint.billing, 'Failed', { eventTypeId: DemoEventType.OrderPlaced });
+    const parked = await firstRow(
+      DemoEndpoint.billing,
+      'Deferred',
+      {},
+      (r) => r.sessionId === failed.sessionId,
+    );
+    const result = await manager.execute(
+      DemoEndpoint.billing,
+      failed.eventId,
+      { kind: 'resubmit' },
+      'demo-test',
+    );
+    assert.equal(result.outcome, 'sent');
+    await eventually('the resubmitted order to complete', async () =>
+      (await statusOf(DemoEndpoint.billing, failed.eventId))?.status === 'Completed' ? true : undefined,
+    );
+    await eventually('the parked sibling to complete after it', async () =>
+      (await statusOf(DemoEndpoint.billing, parked.eventId))?.status === 'Completed' ? true : undefined,
+    );
+  });
+
+  test('resubmitting the dead-lettered order with its postal code added completes it', async () => {
+    const dead = await firstRow(DemoEndpoint.shipping, 'DeadLettered', {
+      eventTypeId: DemoEventType.OrderPlaced,
+    });
+    const row = await statusOf(DemoEndpoint.shipping, dead.eventId);
+    const payload = row?.payload as { shippingAddress: Record<string, string> } & Record<string, unknown>;
+    assert.equal(payload.shippingAddress.postalCode, undefined, 'the stored payload is the malformed one');
+    const edited = { ...payload, shippingAddress: { ...payload.shippingAddress, postalCode: '1620' } };
+    await manager.execute(
+      DemoEndpoint.shipping,
+      dead.eventId,
+      { kind: 'resubmit', edited: { payload: edited } },
+      'demo-test',
+    );
+    await eventually('the edited resubmission to complete', async () =>
+      (await statusOf(DemoEndpoint.shipping, dead.eventId))?.status === 'Completed' ? true : undefined,
+    );
   });
 });
