@@ -1,0 +1,118 @@
+// Reconcile stale pending on the embedded Cosmos server with the real client: a Pending row whose history holds
+// its response (made by writing the row around the guard, as a late copy did before the guard existed) is found
+// by the preview and repaired by apply through the guarded write; a second apply changes nothing; an overdue
+// handoff is only flagged.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { CosmosClient } from '@azure/cosmos';
+import { createStore, startEmbeddedCosmos, statusRowId, type EmbeddedCosmos, type HistoryEntry, type MessageStore } from '../../lib/store/index.ts';
+import { applyReconcile, previewReconcile, settlingEvidence } from './reconcile.ts';
+
+let cosmos: EmbeddedCosmos;
+let store: MessageStore;
+const ep = 'billingendpoint';
+
+before(async () => {
+  cosmos = await startEmbeddedCosmos({ port: 0 });
+  store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'reconcile' });
+});
+after(async () => {
+  await store?.close();
+  await cosmos?.close();
+});
+
+const at = (s: number) => new Date(Date.UTC(2026, 11, 2, 9, 0, s)).toISOString();
+
+async function settledEvent(): Promise<{ eventId: string; sessionId: string; request: string; response: string }> {
+  const eventId = `e-${randomUUID()}`;
+  const sessionId = `s-${randomUUID()}`;
+  const request = `m-${randomUUID()}`;
+  const response = `m-${randomUUID()}`;
+  const base = { endpointId: ep, eventId, sessionId, eventTypeId: 'OrderPlaced' };
+  await store.recordOutcome({
+    history: { ...base, messageId: request, messageType: 'EventRequest', parentMessageId: 'self', enqueuedAt: at(1), to: ep },
+    status: { ...base, messageId: request, messageType: 'EventRequest', parentMessageId: 'self', enqueuedAt: at(1), to: ep, payload: { orderId: 1 } },
+  });
+  const r = await store.recordOutcome({
+    history: { ...base, messageId: response, messageType: 'ResolutionResponse', parentMessageId: request, enqueuedAt: at(2), from: ep },
+    status: { ...base, messageId: response, messageType: 'ResolutionResponse', parentMessageId: request, enqueuedAt: at(2), from: ep },
+  });
+  assert.equal(r.status.outcome, 'written');
+  return { eventId, sessionId, request, response };
+}
+
+/** Puts the row back to Pending as the request copy left it, with a plain replace: the guard is bypassed. */
+async function bypassGuardWithLateCopy(eventId: string, sessionId: string, request: string): Promise<void> {
+  const client = new CosmosClient({ endpoint: cosmos.endpoint, key: cosmos.key, connectionPolicy: { enableEndpointDiscovery: false } });
+  try {
+    const item = client.database('reconcile').container('events').item(statusRowId(eventId, sessionId), [ep, eventId]);
+    const { resource } = await item.read<Record<string, unknown>>();
+    assert.ok(resource);
+    await item.replace({ ...resource, status: 'Pending', subStatus: null, messageType: 'EventRequest', lastMessageId: request, parentMessageId: 'self', enqueuedAt: at(3), updatedAt: new Date().toISOString() });
+  } finally {
+    client.dispose();
+  }
+}
+
+describe('reconcile stale pending', () => {
+  test('evidence: a settling response that answers the row, not one that answered an earlier message', () => {
+    const h = (messageId: string, messageType: string, parentMessageId: string, enqueuedAt: string) =>
+      ({ messageId, messageType, parentMessageId, enqueuedAt, sessionId: 's', deadLetterErrorDescription: null }) as unknown as HistoryEntry;
+    const row = { lastMessageId: 'resubmit-1', sessionId: 's', enqueuedAt: at(10), status: 'Pending' as const, subStatus: null };
+    // An ErrorResponse to the original request, before the resubmission: not evidence.
+    assert.equal(settlingEvidence(row, [h('err', 'ErrorResponse', 'req', at(5))]), undefined);
+    assert.equal(settlingEvidence(row, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))])?.rule, 'answers-row');
+    assert.equal(settlingEvidence(row, [h('def', 'DeferralResponse', 'resubmit-1', at(11))]), undefined, 'a deferral does not settle');
+    assert.equal(settlingEvidence({ ...row, subStatus: 'Handoff' }, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))]), undefined);
+  });
+
+  test('a stale Pending row is found, repaired through the guarded write and audited; a second apply changes nothing', async () => {
+    const ev = await settledEvent();
+    const healthy = await settledEvent();
+    await bypassGuardWithLateCopy(ev.eventId, ev.sessionId, ev.request);
+
+    // A fresh store: the seeding one caches the version it wrote, which the bypass changed behind its back.
+    const fresh = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'reconcile' });
+    try {
+      assert.equal((await fresh.getStatusRow(ep, ev.eventId, ev.sessionId))?.status, 'Pending');
+      const preview = await previewReconcile(fresh, [ep]);
+      assert.deepEqual(preview.stale.map((s) => s.eventId), [ev.eventId]);
+      assert.equal(preview.stale[0]!.evidence.messageId, ev.response);
+      assert.equal(preview.stale[0]!.evidence.status, 'Completed');
+      assert.ok(!preview.stale.some((s) => s.eventId === healthy.eventId));
+
+      const targets = preview.stale.map((s) => ({ endpointId: s.endpointId, eventId: s.eventId, sessionId: s.sessionId, rowMessageId: s.rowMessageId }));
+      const first = await applyReconcile(fresh, targets, 'tester');
+      assert.equal(first.repaired, 1);
+      const row = await fresh.getStatusRow(ep, ev.eventId, ev.sessionId);
+      assert.equal(row?.status, 'Completed');
+      assert.equal(row?.lastMessageId, ev.response);
+      const audits = await fresh.listAudits(ev.eventId);
+      assert.equal(audits.items.filter((a) => a.type === 'ReconcileStalePending').length, 1);
+
+      const second = await applyReconcile(fresh, targets, 'tester');
+      assert.equal(second.repaired, 0);
+      assert.equal(second.unchanged, 1);
+      assert.equal((await fresh.getStatusRow(ep, ev.eventId, ev.sessionId))?.updatedAt, row?.updatedAt, 'nothing written');
+      assert.equal((await previewReconcile(fresh, [ep])).stale.length, 0);
+      assert.equal((await fresh.listAudits(ev.eventId)).items.filter((a) => a.type === 'ReconcileStalePending').length, 1);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test('a handoff past its ExpectedBy is flagged, not settled', async () => {
+    const eventId = `e-${randomUUID()}`;
+    const sessionId = `s-${randomUUID()}`;
+    const base = { endpointId: ep, eventId, sessionId };
+    await store.writeStatus({ ...base, messageId: `m-${randomUUID()}`, messageType: 'EventRequest', parentMessageId: 'self', enqueuedAt: at(1) });
+    await store.writeStatus({ ...base, messageId: `m-${randomUUID()}`, messageType: 'PendingHandoffResponse', parentMessageId: 'x', enqueuedAt: at(2), handoffReason: 'DMF import', expectedBy: at(30) });
+    const preview = await previewReconcile(store, [ep]);
+    const flagged = preview.overdueHandoffs.find((h) => h.eventId === eventId);
+    assert.ok(flagged);
+    assert.equal(flagged.handoffReason, 'DMF import');
+    assert.ok(!preview.stale.some((s) => s.eventId === eventId));
+    assert.equal((await store.getStatusRow(ep, eventId, sessionId))?.subStatus, 'Handoff');
+  });
+});

@@ -1,0 +1,219 @@
+// Operations → Reconcile Stale Pending (DESIGN.md §5). A row can read Pending although its history already
+// holds the response that settled it: a late request copy overwrote it before the guard existed, or the status
+// write was lost after the history write. Reconcile finds such rows with the evidence, and re-applies the stored
+// response through the store's guarded write with a compare-and-swap on the row version the preview saw, so a
+// row that moved meanwhile is left alone and a second apply changes nothing. Handoffs past their ExpectedBy
+// are only flagged: their outcome lives in an external system, not in the history.
+import { PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '../../lib/contract/index.ts';
+import {
+  AuditType,
+  TERMINAL_STATUSES,
+  type HistoryEntry,
+  type MessageStore,
+  type StatusRowSummary,
+} from '../../lib/store/index.ts';
+import { log } from '../log.ts';
+
+export interface StaleRow {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  eventTypeId: string | null;
+  /** The row version the repair is conditional on. */
+  rowMessageId: string;
+  rowMessageType: string | null;
+  rowUpdatedAt: string;
+  evidence: {
+    messageId: string;
+    messageType: string;
+    enqueuedAt: string;
+    /** The status the stored response gives the row. */
+    status: string;
+    /** answers-row: the response answers the very message the row shows; later-response: it came after it. */
+    rule: 'answers-row' | 'later-response';
+  };
+}
+
+export interface OverdueHandoff {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  expectedBy: string;
+  handoffReason: string | null;
+  externalJobId: string | null;
+  overdueSeconds: number;
+}
+
+export interface ReconcilePreview {
+  stale: StaleRow[];
+  overdueHandoffs: OverdueHandoff[];
+  /** Pending rows looked at. */
+  scanned: number;
+  /** True when an endpoint had more Pending rows than one scan reads: run again after repairing. */
+  truncated: boolean;
+  generatedAt: string;
+}
+
+const MAX_ROWS_PER_ENDPOINT = 2000;
+
+function isSettling(h: HistoryEntry): boolean {
+  return TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
+}
+
+/** The stored response that should have settled `row`, or undefined. Pure (unit-tested). */
+export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
+  if (row.status !== ResolutionStatus.Pending || row.subStatus === PendingSubStatus.Handoff) return undefined;
+  const own = history.filter((h) => h.sessionId === row.sessionId && isSettling(h));
+  const status = (h: HistoryEntry) => resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status;
+  // Newest first: when several responses answer, the latest one is the outcome (terminal writes are last-writer-wins).
+  const answers = own.filter((h) => h.parentMessageId === row.lastMessageId).sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt));
+  if (answers[0]) return { messageId: answers[0].messageId, messageType: answers[0].messageType, enqueuedAt: answers[0].enqueuedAt, status: status(answers[0]), rule: 'answers-row' };
+  if (row.enqueuedAt) {
+    const later = own.filter((h) => h.enqueuedAt > row.enqueuedAt!).sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt));
+    if (later[0]) return { messageId: later[0].messageId, messageType: later[0].messageType, enqueuedAt: later[0].enqueuedAt, status: status(later[0]), rule: 'later-response' };
+  }
+  return undefined;
+}
+
+async function historyOf(store: MessageStore, eventId: string): Promise<HistoryEntry[]> {
+  const out: HistoryEntry[] = [];
+  let token: string | undefined;
+  do {
+    const page = await store.listHistory(eventId, { pageSize: 200, continuationToken: token });
+    out.push(...page.items);
+    token = page.continuationToken;
+  } while (token && out.length < 2000);
+  return out;
+}
+
+export async function previewReconcile(store: MessageStore, endpointIds: string[], now = new Date()): Promise<ReconcilePreview> {
+  const stale: StaleRow[] = [];
+  const overdueHandoffs: OverdueHandoff[] = [];
+  let scanned = 0;
+  let truncated = false;
+  for (const endpointId of endpointIds) {
+    let token: string | undefined;
+    let seen = 0;
+    do {
+      const page = await store.listEvents({ endpointId, statuses: [ResolutionStatus.Pending], pageSize: 200, continuationToken: token });
+      token = page.continuationToken;
+      for (const row of page.items) {
+        seen++;
+        scanned++;
+        if (row.subStatus === PendingSubStatus.Handoff) {
+          if (row.expectedBy && Date.parse(row.expectedBy) < now.getTime()) {
+            overdueHandoffs.push({
+              endpointId,
+              eventId: row.eventId,
+              sessionId: row.sessionId,
+              expectedBy: row.expectedBy,
+              handoffReason: row.handoffReason,
+              externalJobId: row.externalJobId,
+              overdueSeconds: Math.round((now.getTime() - Date.parse(row.expectedBy)) / 1000),
+            });
+          }
+          continue;
+        }
+        const evidence = settlingEvidence(row, await historyOf(store, row.eventId));
+        if (evidence) {
+          stale.push({
+            endpointId,
+            eventId: row.eventId,
+            sessionId: row.sessionId,
+            eventTypeId: row.eventTypeId,
+            rowMessageId: row.lastMessageId,
+            rowMessageType: row.messageType,
+            rowUpdatedAt: row.updatedAt,
+            evidence,
+          });
+        }
+      }
+      if (seen >= MAX_ROWS_PER_ENDPOINT && token) {
+        truncated = true;
+        break;
+      }
+    } while (token);
+  }
+  return { stale, overdueHandoffs, scanned, truncated, generatedAt: now.toISOString() };
+}
+
+export interface ReconcileTarget {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  /** The row version the operator saw in the preview. */
+  rowMessageId: string;
+}
+
+export interface ReconcileResult {
+  target: ReconcileTarget;
+  outcome: 'repaired' | 'unchanged';
+  /** Why nothing was written: the row moved, is no longer stale, or the guard refused. */
+  reason?: string;
+  status?: string;
+}
+
+/**
+ * Re-applies the stored outcome of each target. The evidence is re-read here (never taken from the request),
+ * and the write is conditional on the row still being Pending at the version the operator saw.
+ */
+export async function applyReconcile(store: MessageStore, targets: ReconcileTarget[], auditor: string): Promise<{ repaired: number; unchanged: number; results: ReconcileResult[] }> {
+  const results: ReconcileResult[] = [];
+  for (const target of targets) {
+    const row = await store.getStatusRow(target.endpointId, target.eventId, target.sessionId);
+    if (!row || row.lastMessageId !== target.rowMessageId) {
+      results.push({ target, outcome: 'unchanged', reason: row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists' });
+      continue;
+    }
+    const history = await historyOf(store, target.eventId);
+    const evidence = settlingEvidence(row, history);
+    const entry = evidence && history.find((h) => h.messageId === evidence.messageId);
+    if (!evidence || !entry) {
+      results.push({ target, outcome: 'unchanged', reason: `the row is ${row.status} and not stale` });
+      continue;
+    }
+    const written = await store.writeStatus(
+      {
+        endpointId: row.endpointId,
+        eventId: row.eventId,
+        sessionId: row.sessionId,
+        messageId: entry.messageId,
+        messageType: entry.messageType,
+        eventTypeId: entry.eventTypeId,
+        parentMessageId: entry.parentMessageId,
+        originatingMessageId: entry.originatingMessageId,
+        correlationId: entry.correlationId,
+        from: entry.from,
+        to: entry.to,
+        enqueuedAt: entry.enqueuedAt,
+        errorText: entry.errorText,
+        errorType: entry.errorType,
+        deadLetterReason: entry.deadLetterReason,
+        deadLetterErrorDescription: entry.deadLetterErrorDescription,
+        retryCount: entry.retryCount,
+        handoffReason: entry.handoffReason,
+        externalJobId: entry.externalJobId,
+        expectedBy: entry.expectedBy,
+      },
+      { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId },
+    );
+    if (written.outcome === 'ignored') {
+      results.push({ target, outcome: 'unchanged', reason: written.reason });
+      continue;
+    }
+    await store.recordAudit({
+      // One audit per repaired version: a retried apply does not add a second one.
+      id: `reconcile-${row.lastMessageId}-${entry.messageId}`.slice(0, 200),
+      eventId: row.eventId,
+      endpointId: row.endpointId,
+      eventTypeId: row.eventTypeId,
+      type: AuditType.ReconcileStalePending,
+      auditor,
+      comment: `Pending row re-settled as ${written.row.status} from stored ${entry.messageType} ${entry.messageId}`,
+      data: JSON.stringify({ sessionId: row.sessionId, staleMessageId: row.lastMessageId, staleMessageType: row.messageType, appliedMessageId: entry.messageId, rule: evidence.rule }).slice(0, 4096),
+    });
+    log.info({ endpointId: row.endpointId, eventId: row.eventId, status: written.row.status }, 'stale pending row reconciled');
+    results.push({ target, outcome: 'repaired', status: written.row.status });
+  }
+  return { repaired: results.filter((r) => r.outcome === 'repaired').length, unchanged: results.filter((r) => r.outcome === 'unchanged').length, results };
+}
