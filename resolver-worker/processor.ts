@@ -10,6 +10,7 @@ import type {
   ServiceBusSender,
   ServiceBusSessionReceiver,
 } from '@azure/service-bus';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Prop, Topic } from '../lib/contract/index.ts';
 import type { ResolverMetrics } from './metrics.ts';
@@ -78,6 +79,8 @@ export class ResolverProcessor {
   }
 
   start(): void {
+    // Every worker waiting to accept (and every session) listens on the stop signal: that is expected, not a leak.
+    setMaxListeners(this.#o.concurrency * 3 + 10, this.#stop.signal);
     this.#sender = this.#o.client.createSender(this.#topic);
     for (let i = 0; i < this.#o.concurrency; i++) this.#workers.push(this.#worker(i));
     this.#log.info({ sessions: this.#o.concurrency }, 'Resolver: started');
@@ -173,24 +176,40 @@ export class ResolverProcessor {
         call.dispose();
       }
       if (messages.length === 0) return; // idle: release the session for any instance
+      // Completions run while the next message of the batch is resolved: its outcome is already stored, and if a
+      // completion fails the copy that comes back is harmless (same MessageId: idempotent history, the guard).
+      // Everything else (dead letter, reschedule, redelivery) waits for them, and so does the next receive.
+      const completing: Promise<boolean>[] = [];
+      const drain = async () => (await Promise.all(completing.splice(0))).every(Boolean);
       for (const message of messages) {
-        if (this.#stopping) return; // not started: stays locked to this session and comes back with it
+        if (this.#stopping) break; // not started: stays locked to this session and comes back with it
         const started = performance.now();
         const settlement = await resolveMessage(message, { ...this.#o.context, signal });
+        if (settlement.kind === 'complete') {
+          completing.push(this.#settle(receiver, message, settlement).then(({ ok }) => this.#settled(receiver, message, settlement, ok, started)));
+          continue;
+        }
+        if (!(await drain())) return;
         const { ok, keepSession } = await this.#settle(receiver, message, settlement);
-        const result = settlement.kind === 'complete' ? settlement.result : settlement.kind;
-        this.#metrics.message({ 'nimbus.result': ok ? result : 'settle_failed' });
-        this.#metrics.messageDuration(performance.now() - started, { 'nimbus.result': result });
-        this.#o.onSettled?.({
-          messageId: String(message.messageId),
-          sessionId: receiver.sessionId,
-          deliveryCount: message.deliveryCount ?? 0,
-          settlement,
-          ok,
-        });
+        this.#settled(receiver, message, settlement, ok, started);
         if (!ok || !keepSession) return;
       }
+      if (!(await drain()) || this.#stopping) return;
     }
+  }
+
+  #settled(receiver: ServiceBusSessionReceiver, message: ServiceBusReceivedMessage, settlement: Settlement, ok: boolean, started: number): boolean {
+    const result = settlement.kind === 'complete' ? settlement.result : settlement.kind;
+    this.#metrics.message({ 'nimbus.result': ok ? result : 'settle_failed' });
+    this.#metrics.messageDuration(performance.now() - started, { 'nimbus.result': result });
+    this.#o.onSettled?.({
+      messageId: String(message.messageId),
+      sessionId: receiver.sessionId,
+      deliveryCount: message.deliveryCount ?? 0,
+      settlement,
+      ok,
+    });
+    return ok;
   }
 
   /** Carries out a settlement. `keepSession` false releases the session (the message must come back first). */
