@@ -59,14 +59,16 @@ export class SubscriberHost {
    * Stops accepting sessions and receiving. A delivery whose handler already has an outcome settles in full; a
    * handler that honours ctx.signal stops without one and its message is redelivered later.
    */
-  async stop(): Promise<void> {
+  async stop(options: { waitForPendingAccepts?: boolean } = {}): Promise<void> {
     if (!this.started) return;
     this.stopController.abort(new Error('subscriber host stopping'));
     // The client cannot interrupt an acceptNextSession already waiting on the broker (it ignores the abort signal
     // once the link attach is on the wire), so stop does not wait for those: a session accepted after stop is
     // closed untouched. In-flight sessions are waited for, so every started settlement runs to the end.
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-    this.workers = [];
+    // Closing the client while an accept is still pending leaves the client's 60 s attach timer running (it keeps
+    // the process alive); waiting for the accepts lets them end first, within the client's operation timeout.
+    if (options.waitForPendingAccepts) await Promise.allSettled(this.workers);
     await this.sender?.close().catch(() => undefined);
     this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
   }

@@ -53,7 +53,9 @@ export class Harness {
 
   static async start(catalog: Catalog = demoCatalog): Promise<Harness> {
     const emulator = await startEmulator({ port: 0 });
-    const clients = createServiceBusClients(emulator.connectionString);
+    // A short operation timeout: an acceptNextSession still waiting on the broker when a host stops cannot be
+    // aborted by the client and keeps the process alive until this timeout (60 s by default).
+    const clients = createServiceBusClients(emulator.connectionString, { client: { retryOptions: { timeoutInMs: 4000 } } });
     const h = new Harness(emulator, clients, catalog);
     try {
       await provisionTopology(clients.admin, deriveTopology(catalog), { subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 } });
@@ -78,7 +80,7 @@ export class Harness {
   host(options: Omit<SubscriberHostOptions, 'client'>): SubscriberHost {
     const host = new SubscriberHost({ maxConcurrentSessions: 2, sessionIdleTimeoutMs: 400, backoff: { initialMs: 50, maxMs: 500 }, ...options, client: this.client });
     host.start();
-    this.hosts.push(host);
+    this.hosts.push({ stop: () => host.stop({ waitForPendingAccepts: true }) });
     return host;
   }
 
