@@ -1,0 +1,176 @@
+// The heartbeat scheduler end to end on the embedded stack: the real Resolver records the replies, a real SDK
+// host answers for one endpoint, a pre-heartbeat endpoint answers UnsupportedResponse, the rest never answer.
+// Two scheduler instances share the store and tick together: one probe per endpoint per interval. The clock is
+// injected, so "after the timeout" needs no waiting.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType, Prop, WellKnownSession } from '../../lib/contract/index.ts';
+import { createSubscriberHost, HandlerRegistry, SDK_VERSION, type SubscriberHost } from '../../lib/sdk/index.ts';
+import { startResolver, type ResolverHandle } from '../../resolver-worker/index.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { PlatformDocs } from './platformDocs.ts';
+import { ADMIN_AUDIT_EVENT, clampSettings, endpointHealth, HeartbeatService, startHeartbeatScheduler, type HealthOverview } from './scheduler.ts';
+
+let stack: ConsoleTestStack;
+let resolver: ResolverHandle;
+let host: SubscriberHost;
+const docs: PlatformDocs[] = [];
+let clock = Date.now();
+const now = () => new Date(clock);
+
+const current = 'billingendpoint';
+const old = 'crmendpoint';
+
+before(async () => {
+  stack = await startConsoleTestStack();
+  resolver = startResolver({ client: stack.serviceBus.client, store: stack.store, sessionIdleTimeoutMs: 200 });
+  host = createSubscriberHost({ client: stack.serviceBus.client, endpointId: current, handlers: new HandlerRegistry(), sessionIdleTimeoutMs: 200, maxConcurrentSessions: 1 });
+  host.start();
+});
+after(async () => {
+  await host?.stop().catch(() => undefined);
+  await resolver?.stop().catch(() => undefined);
+  for (const d of docs) d.close();
+  await stack?.close();
+});
+
+function service(): HeartbeatService {
+  const d = new PlatformDocs({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'nimbus' });
+  docs.push(d);
+  return new HeartbeatService({ store: stack.store, client: stack.serviceBus.client, catalog: stack.catalog, docs: d, now });
+}
+
+/** An endpoint on an SDK from before heartbeats: it has no handler for the probe and says so. */
+async function answerAsOldSdk(): Promise<void> {
+  const receiver = await stack.serviceBus.client.acceptSession(old, old, WellKnownSession.Heartbeat);
+  const sender = stack.serviceBus.client.createSender(old);
+  try {
+    const [probe] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 10_000 });
+    assert.ok(probe, 'the old endpoint received a probe');
+    await sender.sendMessages({
+      messageId: `reply-${String(probe.messageId)}`,
+      correlationId: probe.correlationId,
+      sessionId: WellKnownSession.Heartbeat,
+      body: Buffer.from(eventBody(HEARTBEAT_EVENT_TYPE_ID, {})),
+      applicationProperties: {
+        [Prop.To]: 'Resolver',
+        [Prop.MessageType]: MessageType.UnsupportedResponse,
+        [Prop.EventId]: String(probe.applicationProperties?.[Prop.EventId]),
+        [Prop.EventTypeId]: HEARTBEAT_EVENT_TYPE_ID,
+        [Prop.ParentMessageId]: String(probe.messageId),
+      },
+    });
+    await receiver.completeMessage(probe);
+  } finally {
+    await sender.close();
+    await receiver.close();
+  }
+}
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+const byId = (o: HealthOverview, id: string) => o.endpoints.find((e) => e.endpointId === id)!;
+
+describe('heartbeat', () => {
+  test('settings are clamped: interval at least 30 s, timeout between 5 s and the interval', () => {
+    assert.deepEqual(clampSettings({ enabled: true, intervalSeconds: 10, timeoutSeconds: 1 }), { enabled: true, intervalSeconds: 30, timeoutSeconds: 5 });
+    assert.deepEqual(clampSettings({ enabled: false, intervalSeconds: 300, timeoutSeconds: 900 }), { enabled: false, intervalSeconds: 300, timeoutSeconds: 300 });
+  });
+
+  test('Pending never masks the last settled status; a never-seen endpoint is Unknown', () => {
+    const rec = (probeId: string, status: 'On' | 'Pending' | 'Off', sentAt: string) =>
+      ({ id: probeId, endpointId: 'e', probeId, status, sentAt, receivedAt: status === 'On' ? sentAt : null, answeredAt: status === 'On' ? sentAt : null, sdkVersion: status === 'On' ? '1.0.0' : null, intervalSeconds: 60, updatedAt: sentAt });
+    const h = endpointHealth('e', true, [rec('2', 'Pending', '2026-12-02T10:01:00.000Z'), rec('1', 'On', '2026-12-02T10:00:00.000Z')]);
+    assert.equal(h.status, 'On');
+    assert.equal(h.probeInFlight, true);
+    assert.equal(h.sdkVersion, '1.0.0');
+    assert.equal(endpointHealth('e', true, []).status, 'Unknown');
+  });
+
+  test('off by default; two schedulers send one probe per endpoint per interval; answers give On and Unsupported; silence turns Off', async () => {
+    const a = service();
+    const b = service();
+    const defaults = await a.settings();
+    assert.equal(defaults.enabled, false);
+    assert.equal(defaults.intervalSeconds, 300);
+    assert.equal(defaults.timeoutSeconds, 60);
+
+    // Disabled: no endpoint probe, but the Resolver is probed.
+    const idle = await a.tick();
+    assert.equal(idle.sent, 0);
+    assert.equal(idle.resolverProbed, true);
+    await until('the Resolver liveness', async () => (await a.overview()).resolver.status === 'On');
+
+    const saved = await a.updateSettings({ enabled: true, intervalSeconds: 60, timeoutSeconds: 20 }, 'tester');
+    assert.deepEqual([saved.enabled, saved.intervalSeconds, saved.timeoutSeconds], [true, 60, 20]);
+    const endpoints = stack.catalog.endpoints.map((e) => e.id);
+
+    const [ta, tb] = await Promise.all([a.tick(), b.tick()]);
+    assert.equal(ta.sent + tb.sent, endpoints.length, 'one instance sent one probe per endpoint');
+    assert.ok(ta.sent === 0 || tb.sent === 0, 'the other instance sent nothing');
+    for (const ep of endpoints) assert.equal((await stack.store.listHeartbeats(ep)).length, 1, ep);
+
+    await answerAsOldSdk();
+    await until('On and Unsupported', async () => {
+      const o = await a.overview();
+      return byId(o, current).status === 'On' && byId(o, old).status === 'Unsupported';
+    });
+    const o1 = await a.overview();
+    assert.equal(byId(o1, current).sdkVersion, SDK_VERSION);
+    assert.notEqual(byId(o1, current).roundTripMs, null);
+    assert.equal(byId(o1, old).sdkVersion, null, 'a pre-heartbeat SDK reports no version');
+    assert.equal(byId(o1, 'erpendpoint').status, 'Pending');
+
+    // Within the interval nobody sends again.
+    clock += 30_000;
+    const [a2, b2] = await Promise.all([a.tick(), b.tick()]);
+    assert.equal(a2.sent + b2.sent, 0);
+    for (const ep of endpoints) assert.equal((await stack.store.listHeartbeats(ep)).length, 1, ep);
+
+    // Past the timeout (and the interval): the silent ones turn Off, and the next round goes out once.
+    clock += 31_000;
+    const [a3, b3] = await Promise.all([a.tick(), b.tick()]);
+    assert.equal(a3.sent + b3.sent, endpoints.length);
+    const o2 = await a.overview();
+    for (const ep of ['erpendpoint', 'shippingendpoint', 'storefrontendpoint']) assert.equal(byId(o2, ep).status, 'Off', ep);
+    assert.equal(byId(o2, current).status, 'On', 'the new Pending probe does not mask the last answer');
+    assert.equal(byId(o2, current).probeInFlight, true);
+    for (const ep of endpoints) assert.equal((await stack.store.listHeartbeats(ep)).length, 2, ep);
+
+    const audits = await stack.store.listAudits(ADMIN_AUDIT_EVENT, { pageSize: 50 });
+    assert.ok(audits.items.some((x) => x.type === 'UpdateHeartbeatSettings'));
+  });
+
+  test('an excluded endpoint gets no probe; Send now probes the included ones and is audited', async () => {
+    const s = service();
+    await s.setIncluded('erpendpoint', false, 'tester');
+    const before = (await stack.store.listHeartbeats('erpendpoint', 50)).length;
+    const beforeShipping = (await stack.store.listHeartbeats('shippingendpoint', 50)).length;
+    const r = await s.sendNow('tester');
+    assert.equal(r.count, stack.catalog.endpoints.length - 1);
+    assert.equal((await stack.store.listHeartbeats('erpendpoint', 50)).length, before);
+    assert.equal((await stack.store.listHeartbeats('shippingendpoint', 50)).length, beforeShipping + 1);
+    assert.equal(byId(await s.overview(), 'erpendpoint').included, false);
+    await s.setIncluded('erpendpoint', true, 'tester');
+    assert.equal(byId(await s.overview(), 'erpendpoint').included, true);
+    const types = (await stack.store.listAudits(ADMIN_AUDIT_EVENT, { pageSize: 50 })).items.map((x) => x.type);
+    for (const t of ['DisableEndpointHeartbeat', 'EnableEndpointHeartbeat', 'SendHeartbeatNow']) assert.ok(types.includes(t), t);
+    await s.close();
+  });
+
+  test('startHeartbeatScheduler ticks at once and stops cleanly', async () => {
+    const d = new PlatformDocs({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'nimbus' });
+    docs.push(d);
+    clock += 120_000;
+    const scheduler = startHeartbeatScheduler({ store: stack.store, client: stack.serviceBus.client, catalog: stack.catalog, docs: d, now, tickMs: 60_000 });
+    const before = (await stack.store.listHeartbeats('shippingendpoint', 50)).length;
+    await until('the first scheduled round', async () => (await stack.store.listHeartbeats('shippingendpoint', 50)).length > before);
+    await scheduler.stop();
+  });
+});

@@ -1,0 +1,373 @@
+// Admin → Health: the heartbeat scheduler (flow 8; research-webapp.md §4). A tick every 30 s:
+//   1. sweep: probes still Pending after the timeout turn Off (endpoints and the Resolver), so an unanswered
+//      probe settles within timeout + one tick even while the schedule is disabled;
+//   2. the Resolver liveness probe, once per interval whatever `enabled` says (it settles itself, no bus reply);
+//   3. when enabled and due, one probe per included endpoint, straight to the endpoint topic, From = Manager.
+// Steps 2 and 3 are claimed first on a stored document with an etag condition, so with several console
+// replicas exactly one sends per interval. A tick's failure is logged and swallowed; the next tick tries again.
+import { randomUUID } from 'node:crypto';
+import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
+import {
+  Address,
+  eventBody,
+  HEARTBEAT_EVENT_TYPE_ID,
+  MessageType,
+  Prop,
+  SELF,
+  Topic,
+  toWireProperties,
+  WellKnownSession,
+  type Catalog,
+} from '../../lib/contract/index.ts';
+import type { HeartbeatRecord, HeartbeatSettings, MessageStore, ServiceHealth } from '../../lib/store/index.ts';
+import { log as defaultLog } from '../log.ts';
+import type { PlatformDocs } from './platformDocs.ts';
+
+export const TICK_MS = 30_000;
+export const MIN_INTERVAL_SECONDS = 30;
+export const MIN_TIMEOUT_SECONDS = 5;
+/** Audit partition for Admin actions (they belong to no event). */
+export const ADMIN_AUDIT_EVENT = '$admin';
+
+const CLAIM_ENDPOINTS = 'heartbeat_send_claim';
+const CLAIM_RESOLVER = 'heartbeat_resolver_claim';
+const EXCLUDED = 'heartbeat_excluded';
+
+type Log = Pick<typeof defaultLog, 'info' | 'warn' | 'error'>;
+
+export interface HeartbeatDeps {
+  store: MessageStore;
+  client: ServiceBusClient;
+  catalog: Catalog;
+  docs: PlatformDocs;
+  now?: () => Date;
+  log?: Log;
+}
+
+/** The settings an operator may change, clamped as the specification says (interval ≥ 30, timeout in [5, interval]). */
+export function clampSettings(s: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number }): {
+  enabled: boolean;
+  intervalSeconds: number;
+  timeoutSeconds: number;
+} {
+  const intervalSeconds = Math.max(MIN_INTERVAL_SECONDS, Math.round(s.intervalSeconds));
+  const timeoutSeconds = Math.min(intervalSeconds, Math.max(MIN_TIMEOUT_SECONDS, Math.round(s.timeoutSeconds)));
+  return { enabled: s.enabled, intervalSeconds, timeoutSeconds };
+}
+
+export type EndpointHealthStatus = 'On' | 'Unsupported' | 'Off' | 'Pending' | 'Unknown';
+
+export interface EndpointHealth {
+  endpointId: string;
+  included: boolean;
+  /** The last settled outcome; Pending only while nothing was ever settled. */
+  status: EndpointHealthStatus;
+  /** A probe is out and not answered yet. */
+  probeInFlight: boolean;
+  lastSentAt: string | null;
+  lastSeenAt: string | null;
+  roundTripMs: number | null;
+  sdkVersion: string | null;
+}
+
+export interface ResolverHealth {
+  status: string;
+  version: string | null;
+  lastSeenAt: string | null;
+  lastProbeSentAt: string | null;
+  probeInFlight: boolean;
+  roundTripMs: number | null;
+}
+
+export interface HealthOverview {
+  settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number; lastSentAt: string | null };
+  resolver: ResolverHealth;
+  endpoints: EndpointHealth[];
+  generatedAt: string;
+}
+
+const SETTLED = new Set(['On', 'Unsupported', 'Off', 'Unknown']);
+
+/** One endpoint's health from its recent records (newest first). Pure. */
+export function endpointHealth(endpointId: string, included: boolean, records: HeartbeatRecord[]): EndpointHealth {
+  const byTime = [...records].sort((a, b) => (b.sentAt ?? b.updatedAt).localeCompare(a.sentAt ?? a.updatedAt));
+  const settled = byTime.find((r) => SETTLED.has(r.status));
+  const answered = byTime.find((r) => r.status === 'On' || r.status === 'Unsupported');
+  const newest = byTime[0];
+  const rtt =
+    answered?.sentAt && (answered.receivedAt ?? answered.answeredAt)
+      ? Math.max(0, Date.parse((answered.answeredAt ?? answered.receivedAt)!) - Date.parse(answered.sentAt))
+      : null;
+  return {
+    endpointId,
+    included,
+    status: (settled?.status ?? (newest ? 'Pending' : 'Unknown')) as EndpointHealthStatus,
+    probeInFlight: newest?.status === 'Pending',
+    lastSentAt: newest?.sentAt ?? null,
+    lastSeenAt: answered?.answeredAt ?? answered?.receivedAt ?? null,
+    roundTripMs: rtt,
+    sdkVersion: answered?.sdkVersion ?? null,
+  };
+}
+
+export class HeartbeatService {
+  readonly #d: Required<Omit<HeartbeatDeps, 'log'>> & { log: Log };
+  readonly #senders = new Map<string, ServiceBusSender>();
+
+  constructor(deps: HeartbeatDeps) {
+    this.#d = { now: () => new Date(), log: defaultLog, ...deps };
+  }
+
+  get endpointIds(): string[] {
+    return this.#d.catalog.endpoints.map((e) => e.id);
+  }
+
+  async close(): Promise<void> {
+    const senders = [...this.#senders.values()];
+    this.#senders.clear();
+    await Promise.all(senders.map((s) => s.close().catch(() => undefined)));
+  }
+
+  async settings(): Promise<HeartbeatSettings> {
+    return (await this.#d.store.getHeartbeatSettings()).settings;
+  }
+
+  async updateSettings(
+    patch: Partial<{ enabled: boolean; intervalSeconds: number; timeoutSeconds: number }>,
+    auditor: string,
+  ): Promise<HeartbeatSettings> {
+    const current = await this.settings();
+    const next = clampSettings({ ...current, ...patch });
+    // Fields only: the store keeps lastSentAt as it is (a settings save never resets the schedule).
+    await this.#d.store.saveHeartbeatSettings(next);
+    await this.#audit('UpdateHeartbeatSettings', auditor, next);
+    return this.settings();
+  }
+
+  async excluded(): Promise<Set<string>> {
+    const doc = await this.#d.docs.read<{ endpoints: string[] }>(EXCLUDED);
+    return new Set(doc?.value.endpoints ?? []);
+  }
+
+  /** Includes or excludes one endpoint from the scheduled probes (opt-out list, etag-guarded read-modify-write). */
+  async setIncluded(endpointId: string, included: boolean, auditor: string): Promise<void> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const doc = await this.#d.docs.read<{ endpoints: string[] }>(EXCLUDED);
+      const set = new Set(doc?.value.endpoints ?? []);
+      if (included) set.delete(endpointId);
+      else set.add(endpointId);
+      if (await this.#d.docs.write(EXCLUDED, { endpoints: [...set].sort() }, doc ? doc.etag : null)) {
+        await this.#audit(included ? 'EnableEndpointHeartbeat' : 'DisableEndpointHeartbeat', auditor, { endpointId });
+        return;
+      }
+    }
+    throw new Error('the heartbeat opt-out list kept changing; try again');
+  }
+
+  /** One tick: sweep, Resolver probe, scheduled fan-out. Never throws. */
+  async tick(): Promise<{ swept: number; resolverProbed: boolean; sent: number }> {
+    const out = { swept: 0, resolverProbed: false, sent: 0 };
+    try {
+      const settings = await this.settings();
+      out.swept = await this.sweep(settings);
+      out.resolverProbed = await this.#probeResolver(settings);
+      if (settings.enabled && (await this.#claim(CLAIM_ENDPOINTS, settings.intervalSeconds))) {
+        out.sent = await this.#fanOut(settings);
+      }
+    } catch (err) {
+      this.#d.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'heartbeat tick failed');
+    }
+    return out;
+  }
+
+  /** "Send now": one probe per included endpoint, whatever the schedule says. */
+  async sendNow(auditor: string): Promise<{ count: number }> {
+    const settings = await this.settings();
+    const count = await this.#fanOut(settings);
+    // The scheduled send counts from now, so it does not follow right behind.
+    const claim = await this.#d.docs.read<{ lastSentAt: string }>(CLAIM_ENDPOINTS);
+    await this.#d.docs.write(CLAIM_ENDPOINTS, { lastSentAt: this.#d.now().toISOString() }, claim ? claim.etag : null);
+    await this.#audit('SendHeartbeatNow', auditor, { count });
+    return { count };
+  }
+
+  /** Pending probes older than the timeout turn Off. Returns how many. */
+  async sweep(settings?: HeartbeatSettings): Promise<number> {
+    const s = settings ?? (await this.settings());
+    const cutoff = this.#d.now().getTime() - s.timeoutSeconds * 1000;
+    let swept = 0;
+    for (const endpointId of this.endpointIds) {
+      const records = await this.#d.store.listHeartbeats(endpointId, 20);
+      for (const r of records) {
+        if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
+        // Re-read just before writing: a reply may have landed since the list (the reply then wins).
+        const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
+        if (fresh && fresh.status !== 'Pending') continue;
+        await this.#d.store.recordHeartbeat({ endpointId, probeId: r.probeId, status: 'Off' });
+        swept++;
+      }
+    }
+    const resolver = await this.#d.store.getServiceHealth(Address.Resolver);
+    if (resolver?.lastProbeMessageId && resolver.lastProbeSentAt && Date.parse(resolver.lastProbeSentAt) <= cutoff) {
+      await this.#d.store.setServiceHealth({ ...resolver, status: 'Off', lastProbeMessageId: null });
+      swept++;
+    }
+    return swept;
+  }
+
+  async overview(): Promise<HealthOverview> {
+    const [settings, excluded, resolver, claim] = await Promise.all([
+      this.settings(),
+      this.excluded(),
+      this.#d.store.getServiceHealth(Address.Resolver),
+      this.#d.docs.read<{ lastSentAt: string }>(CLAIM_ENDPOINTS),
+    ]);
+    const endpoints = await Promise.all(
+      this.endpointIds.map(async (id) => endpointHealth(id, !excluded.has(id), await this.#d.store.listHeartbeats(id, 20))),
+    );
+    return {
+      settings: {
+        enabled: settings.enabled,
+        intervalSeconds: settings.intervalSeconds,
+        timeoutSeconds: settings.timeoutSeconds,
+        lastSentAt: claim?.value.lastSentAt ?? null,
+      },
+      resolver: resolverHealth(resolver),
+      endpoints,
+      generatedAt: this.#d.now().toISOString(),
+    };
+  }
+
+  /**
+   * Claims the send for this interval: the claim document's lastSentAt is moved to now with If-Match on the
+   * version read (or created if absent). Only one replica's conditional write can succeed per interval.
+   */
+  async #claim(name: string, intervalSeconds: number): Promise<boolean> {
+    const now = this.#d.now();
+    const doc = await this.#d.docs.read<{ lastSentAt: string }>(name);
+    if (doc && Date.parse(doc.value.lastSentAt) > now.getTime() - intervalSeconds * 1000) return false;
+    return this.#d.docs.write(name, { lastSentAt: now.toISOString() }, doc ? doc.etag : null);
+  }
+
+  async #probeResolver(settings: HeartbeatSettings): Promise<boolean> {
+    if (!(await this.#claim(CLAIM_RESOLVER, settings.intervalSeconds))) return false;
+    const now = this.#d.now().toISOString();
+    const probeId = randomUUID();
+    const previous = await this.#d.store.getServiceHealth(Address.Resolver);
+    // "In flight" is recorded before the send: the Resolver clears it when it settles the probe.
+    await this.#d.store.setServiceHealth({
+      ...(previous ?? { serviceId: Address.Resolver, status: 'Unknown' }),
+      lastProbeSentAt: now,
+      lastProbeMessageId: probeId,
+    });
+    await this.#send(Topic.Resolver, {
+      messageId: probeId,
+      sessionId: WellKnownSession.ResolverHeartbeat,
+      to: Address.Resolver,
+      sentAt: now,
+    });
+    return true;
+  }
+
+  async #fanOut(settings: HeartbeatSettings): Promise<number> {
+    const excluded = await this.excluded();
+    let sent = 0;
+    for (const endpointId of this.endpointIds) {
+      if (excluded.has(endpointId)) continue;
+      const probeId = randomUUID();
+      const now = this.#d.now().toISOString();
+      // The Pending record first: a reply can never arrive before the record it updates is expected.
+      await this.#d.store.recordHeartbeat({ endpointId, probeId, status: 'Pending', sentAt: now, intervalSeconds: settings.intervalSeconds });
+      try {
+        await this.#send(endpointId, { messageId: probeId, sessionId: WellKnownSession.Heartbeat, to: endpointId, sentAt: now });
+        sent++;
+      } catch (err) {
+        // Left Pending: the sweep turns it Off after the timeout, which is what the operator should see.
+        this.#d.log.warn({ endpointId, err: err instanceof Error ? err.message : String(err) }, 'heartbeat probe not sent');
+      }
+    }
+    return sent;
+  }
+
+  async #send(topic: string, p: { messageId: string; sessionId: string; to: string; sentAt: string }): Promise<void> {
+    let sender = this.#senders.get(topic);
+    if (!sender) {
+      sender = this.#d.client.createSender(topic);
+      this.#senders.set(topic, sender);
+    }
+    await sender.sendMessages({
+      messageId: p.messageId,
+      correlationId: p.messageId,
+      sessionId: p.sessionId,
+      contentType: 'application/json',
+      body: Buffer.from(eventBody(HEARTBEAT_EVENT_TYPE_ID, { ForwardSendTime: p.sentAt }), 'utf8'),
+      applicationProperties: toWireProperties({
+        [Prop.To]: p.to,
+        // Straight to the topic, not through the Manager topic's rule: the scheduler stamps From itself.
+        [Prop.From]: Address.Manager,
+        [Prop.MessageType]: MessageType.EventRequest,
+        [Prop.EventId]: p.messageId,
+        [Prop.EventTypeId]: HEARTBEAT_EVENT_TYPE_ID,
+        [Prop.OriginatingFrom]: Address.Manager,
+        [Prop.OriginatingMessageId]: SELF,
+        [Prop.ParentMessageId]: SELF,
+        [Prop.RetryCount]: 0,
+      }),
+    });
+  }
+
+  async #audit(type: string, auditor: string, data: Record<string, unknown>): Promise<void> {
+    await this.#d.store.recordAudit({ eventId: ADMIN_AUDIT_EVENT, type, auditor, data: JSON.stringify(data).slice(0, 4096) });
+  }
+}
+
+export function resolverHealth(h: ServiceHealth | null): ResolverHealth {
+  if (!h) return { status: 'Unknown', version: null, lastSeenAt: null, lastProbeSentAt: null, probeInFlight: false, roundTripMs: null };
+  return {
+    status: h.status,
+    version: h.version,
+    lastSeenAt: h.lastSeenAt,
+    lastProbeSentAt: h.lastProbeSentAt,
+    probeInFlight: h.lastProbeMessageId != null,
+    roundTripMs: h.roundTripMs,
+  };
+}
+
+export interface HeartbeatSchedulerOptions extends HeartbeatDeps {
+  /** Default 30 s. */
+  tickMs?: number;
+  /** Run the first tick at once (default true). */
+  immediate?: boolean;
+}
+
+export interface HeartbeatScheduler {
+  service: HeartbeatService;
+  /** Stops the timer, waits for a running tick, closes the senders. */
+  stop(): Promise<void>;
+}
+
+/** Runs the tick on a timer until stop(). Ticks never overlap. */
+export function startHeartbeatScheduler(options: HeartbeatSchedulerOptions): HeartbeatScheduler {
+  const service = new HeartbeatService(options);
+  const tickMs = options.tickMs ?? TICK_MS;
+  let stopped = false;
+  let running: Promise<unknown> = Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = (ms: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = service.tick().finally(() => schedule(tickMs));
+    }, ms);
+    timer.unref?.();
+  };
+  schedule(options.immediate === false ? tickMs : 0);
+  return {
+    service,
+    stop: async () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running.catch(() => undefined);
+      await service.close();
+    },
+  };
+}
