@@ -108,6 +108,37 @@ describe('store throttling (429)', () => {
   });
 });
 
+describe('when the replacement cannot be scheduled', () => {
+  test('the original is left to redeliver (not completed), and is recorded once the store recovers', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    const admin = h.clients.admin;
+    const setStatus = async (status: 'Active' | 'SendDisabled') => {
+      const topic = await admin.getTopic('Resolver');
+      await admin.updateTopic({ ...topic, status });
+    };
+    // With no Resolver running, the message is queued, the store throttles and the topic refuses sends (and so the
+    // scheduled replacement) while the subscription still delivers; then a Resolver starts.
+    for (const r of h.resolvers.splice(0)) await r.stop();
+    const sent = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep });
+    proxy.inject({ status: 429, retryAfterMs: 1, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    await setStatus('SendDisabled');
+    h.resolver();
+    try {
+      await h.settledOf(sent.messageId, 1);
+    } finally {
+      await setStatus('Active');
+      proxy.clear();
+    }
+    await h.settledOf(sent.messageId, 2);
+    const [first, second] = h.settled.filter((s) => s.messageId === sent.messageId);
+    assert.equal(first!.settlement.kind, 'reschedule', 'a replacement was attempted');
+    assert.equal(second!.deliveryCount, 1, 'the original came back from the broker: it had not been completed');
+    assert.equal(second!.settlement.kind === 'complete' && second!.settlement.result, 'written');
+    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.status, 'Completed');
+  });
+});
+
 describe('one budget for reschedules and broker deliveries', () => {
   test('ThrottleRetryCount 8 + a redelivery: the 429 on that second delivery is attempt 10 and dead-letters', async () => {
     const ep = uniq('crm');
