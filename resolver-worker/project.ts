@@ -35,10 +35,13 @@ function recordedFrom(m: ResolverMessage & { messageType: MessageTypeT }): strin
   return isRequestType(m.messageType) ? (m.from ?? m.originatingFrom ?? SELF) : m.from;
 }
 
+/** Marks a value cut to fit a limit. */
+export const TRUNCATED = '… [truncated]';
+
 // Clipping to the store's field limits: an over-long error text must not turn a real outcome into a dead letter.
 function clip(value: string | undefined, max: number): string | null {
   if (value === undefined) return null;
-  return value.length > max ? `${value.slice(0, max - 15)}… [truncated]` : value;
+  return value.length > max ? `${value.slice(0, max - TRUNCATED.length)}${TRUNCATED}` : value;
 }
 
 /** The request's event body, parsed; undefined when the message carries none (the row keeps what it has). */

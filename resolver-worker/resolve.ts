@@ -23,7 +23,7 @@ import {
 } from '../lib/store/index.ts';
 import { budgetExhausted, logicalAttempt, retryDelay, backoffMs, type BudgetOptions } from './budget.ts';
 import type { ResolverMetrics } from './metrics.ts';
-import { endpointOf, isRequestType, project } from './project.ts';
+import { endpointOf, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 
 /** Dead-letter reasons the Resolver uses (stable: operators filter on them). */
@@ -64,7 +64,7 @@ export interface ResolveContext {
 
 /** Service Bus caps a dead-letter description; long exception texts are cut with a marker. */
 export function truncateDescription(text: string, max = 4096): string {
-  return text.length > max ? `${text.slice(0, max - 15)}… [truncated]` : text;
+  return text.length > max ? `${text.slice(0, max - TRUNCATED.length)}${TRUNCATED}` : text;
 }
 
 type StoreFailure = { kind: 'throttled'; retryAfterMs: number | undefined } | { kind: 'transient' } | { kind: 'refused' } | { kind: 'bug' };
