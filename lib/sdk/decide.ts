@@ -63,9 +63,24 @@ const MAX_DESCRIPTION = 4096;
 // ---------------------------------------------------------------------------------------------------------------
 // Phase 1: before the handler.
 
+/** Whether the inbox (when enabled) is consulted for this delivery before the session guards. */
+export function inboxApplies(m: InboundMessage): boolean {
+  if (m.invalid) return false;
+  if (m.messageType === MessageType.EventRequest) return !isHeartbeatEventType(authoritativeEventTypeId(m));
+  return m.messageType === MessageType.RetryRequest || m.messageType === MessageType.ResubmissionRequest;
+}
+
+export interface RouteOptions {
+  /** The inbox says this MessageId was already handled successfully by this endpoint. */
+  duplicate?: boolean;
+}
+
 /** Decides everything that does not need the handler, or says which handler to run with which payload. */
-export function route(m: InboundMessage, state: SessionState, env: DecisionEnv): Route {
+export function route(m: InboundMessage, state: SessionState, env: DecisionEnv, options: RouteOptions = {}): Route {
   if (m.invalid) return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, m.invalid, state));
+  if (options.duplicate && inboxApplies(m) && !(m.messageType === MessageType.ResubmissionRequest && !fromManager(m))) {
+    return settle(duplicate(m, state, env));
+  }
   switch (m.messageType) {
     case MessageType.EventRequest:
       return routeEventRequest(m, state, env);
@@ -81,7 +96,7 @@ export function route(m: InboundMessage, state: SessionState, env: DecisionEnv):
     case MessageType.SkipRequest:
     case MessageType.HandoffCompletedRequest:
     case MessageType.HandoffFailedRequest: {
-      if ((m.from ?? '').toLowerCase() !== Address.Manager.toLowerCase()) {
+      if (!fromManager(m)) {
         const description = `${m.messageType} is accepted only from Manager (From = ${m.from ? `'${m.from}'` : 'missing'})`;
         return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, description, state));
       }
@@ -280,6 +295,29 @@ function decideHandoffFailed(m: InboundMessage, state: SessionState, env: Decisi
 
 // ---------------------------------------------------------------------------------------------------------------
 // Building blocks.
+
+function fromManager(m: InboundMessage): boolean {
+  return (m.from ?? '').toLowerCase() === Address.Manager.toLowerCase();
+}
+
+/**
+ * An inbox duplicate: answered DuplicateDetected without running the handler, even on a blocked session (it is not
+ * parked). A duplicate retry or resubmission of the blocker still finishes the release its first delivery began.
+ */
+function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  const skip = send(response(MessageType.SkipResponse, m, env, { content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: WireText.DuplicateDetected } } }));
+  const effects: Effect[] = [];
+  if (m.messageType === MessageType.EventRequest) {
+    effects.push(...stateAndReplayTrigger(m, state, advanceReplay(state, m)));
+  } else if (blockedByThis(state, m)) {
+    const next = unblock(state);
+    effects.push({ kind: 'setState', state: next }, ...drain(m, next));
+  } else {
+    effects.push(...drain(m, state));
+  }
+  effects.push(skip, { kind: 'complete' });
+  return { effects, signal: 'completed', note: 'inbox duplicate' };
+}
 
 function heartbeatReply(m: InboundMessage, env: DecisionEnv): Settlement {
   const probe = readHeartbeatPayload(m.content.EventContent?.EventJson);

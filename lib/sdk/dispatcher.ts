@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { pino } from 'pino';
 import { MessageType } from '../contract/index.ts';
 import type { SessionState } from '../contract/index.ts';
-import { advanceReplay, afterHandler, FAILED_TO_HANDLE, notification, route, truncateDescription } from './decide.ts';
+import { advanceReplay, afterHandler, eventKey, FAILED_TO_HANDLE, inboxApplies, notification, route, truncateDescription } from './decide.ts';
 import type { DecisionEnv, Invocation } from './decide.ts';
 import type { FailureDispositionClassifier } from './dispositions.ts';
 import { retryEverythingClassifier } from './dispositions.ts';
@@ -23,6 +23,8 @@ import type { OutgoingMessage } from './outbound.ts';
 import { composePipeline } from './pipeline.ts';
 import type { LifecycleObserver, MessageInfo, PipelineBehavior, PipelineContext } from './pipeline.ts';
 import type { RetryPolicies } from './retryPolicies.ts';
+import { Inbox, inboxKey } from './inbox.ts';
+import type { InboxStore } from './inbox.ts';
 import { validationBehavior } from './validation.ts';
 import { SDK_VERSION } from './version.ts';
 
@@ -43,6 +45,8 @@ export interface DispatcherOptions {
   retryPolicies?: RetryPolicies;
   behaviors?: readonly PipelineBehavior[];
   observers?: readonly LifecycleObserver[];
+  /** Opt-in idempotent consumer: MessageIds handled successfully are answered DuplicateDetected next time. */
+  inbox?: InboxStore;
   /** The built-in validation behaviour (EventId, EventTypeId on EventRequest); on by default. */
   validation?: boolean;
   logger?: Logger;
@@ -69,8 +73,10 @@ export class Dispatcher {
   private readonly classifier: FailureDispositionClassifier;
   private readonly behaviors: readonly PipelineBehavior[];
   private readonly now: () => Date;
+  private readonly inbox: Inbox | undefined;
 
   constructor(private readonly options: DispatcherOptions) {
+    this.inbox = options.inbox ? new Inbox(options.inbox) : undefined;
     this.log = options.logger ?? pino({ level: 'silent' });
     this.classifier = options.classifier ?? retryEverythingClassifier;
     this.behaviors = [...(options.validation === false ? [] : [validationBehavior]), ...(options.behaviors ?? [])];
@@ -168,14 +174,24 @@ export class Dispatcher {
     } catch (error) {
       throw new TransientError(`session state could not be read: ${errorMessage(error)}`, { cause: error });
     }
+    // The inbox pre-check comes before the session guards: a duplicate is answered, never parked.
+    const key = this.inbox && inboxApplies(m) ? inboxKey(this.options.endpointId, m.messageId) : undefined;
+    const duplicate = key !== undefined && (await this.inbox!.isDuplicate(key));
     const startedAt = this.now();
-    const first = route(m, state, this.env(startedAt));
+    const first = route(m, state, this.env(startedAt), { duplicate });
     let settlement: Settlement;
     if (first.kind === 'settle') {
       settlement = first.settlement;
     } else {
       const result = await this.invoke(m, first.invocation, signal);
       const outcome = toOutcome(result, { classifier: this.classifier, eventTypeId: first.invocation.eventTypeId, endpointId: this.options.endpointId, signal });
+      if (key !== undefined && outcome.kind === 'success' && !outcome.handoff) {
+        // Recorded before the settlement: a crash after this point makes the redelivery a duplicate, not a rerun.
+        await this.inbox!.record(key, this.now());
+        // A successful resubmission of the blocker also covers the delivery that blocked the session.
+        const blockerKey = m.messageType === MessageType.ResubmissionRequest && state.BlockedByEventId === eventKey(m) && state.BlockedByMessageId ? inboxKey(this.options.endpointId, state.BlockedByMessageId) : undefined;
+        if (blockerKey) await this.inbox!.record(blockerKey, this.now());
+      }
       settlement = afterHandler(m, state, outcome, this.env(startedAt));
     }
     await this.execute(settlement.effects, port, m);

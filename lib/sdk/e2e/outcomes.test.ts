@@ -253,3 +253,21 @@ describe('transient and discard', () => {
     });
   });
 });
+
+describe('inbox', () => {
+  test('an identical re-publish is answered DuplicateDetected and the handler runs once', async () => {
+    await withHarness(async (h) => {
+      const { MemoryInboxStore } = await import('../inbox.ts');
+      let calls = 0;
+      h.host({ endpointId: 'crm', inbox: new MemoryInboxStore(), handlers: new HandlerRegistry().on('CustomerUpdated', () => void calls++) });
+      const pub = h.publisher('shop');
+      const a = await pub.publish('CustomerUpdated', { customerId: 'I-1', n: 1 });
+      const b = await pub.publish('CustomerUpdated', { customerId: 'I-1', n: 1 });
+      assert.equal(a.messageId, b.messageId);
+      const records = await h.resolver('I-1', 4);
+      assert.deepEqual(storyOf(records).responses, ['ResolutionResponse:E1', 'SkipResponse:E1']);
+      assert.equal(records.find((r) => r.type === 'SkipResponse')!.content.ErrorContent?.ErrorText, 'DuplicateDetected');
+      assert.equal(calls, 1);
+    });
+  });
+});
