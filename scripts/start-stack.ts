@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { startEmulator } from '../emulator/index.ts';
 import { CatalogError, loadCatalog } from '../lib/contract/catalog.ts';
@@ -42,7 +42,7 @@ export interface StackOptions {
     'serviceBus' | 'cosmos' | 'database' | 'catalogPath' | 'auth' | 'console' | 'demo'
   >;
   logger: (component: Component) => Logger;
-  /** The repository root (where .next/ and server/ are). Default: the current directory. */
+  /** The repository root (where .next/ and server/ are). Default: this repository. */
   root?: string;
   /** Start the console (needs server/console.ts). Default true. */
   console?: boolean;
@@ -72,6 +72,8 @@ interface Stoppable {
   stop(): Promise<void>;
 }
 
+const REPOSITORY_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const isAddressInUse = (error: unknown) =>
   (error as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
@@ -85,7 +87,11 @@ async function importIfPresent<T>(root: string, relativePath: string): Promise<T
 
 export async function startStack(options: StackOptions): Promise<RunningStack> {
   const { config } = options;
-  const root = options.root ?? process.cwd();
+  const root = options.root ?? REPOSITORY_ROOT;
+  // Ctrl-C while starting: stop between parts instead of starting the rest first.
+  const checkInterrupted = () => {
+    if (options.signal?.aborted) throw new StartError('start', 'interrupted while starting');
+  };
   const log = options.logger;
   const started: Stoppable[] = [];
   const stopAll = async () => {
@@ -142,6 +148,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       );
     }
 
+    checkInterrupted();
     // 2. Cosmos: the embedded server (memory only), or the account from the settings.
     let cosmos: { endpoint: string; key: string };
     if (config.cosmos.kind === 'embedded') {
@@ -188,6 +195,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     }
     started.push({ component: 'cosmos', stop: () => store.close() });
 
+    checkInterrupted();
     // 3. Provisioning: the topology from the catalog (idempotent).
     let clients: ServiceBusClients;
     try {
@@ -218,6 +226,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       );
     }
 
+    checkInterrupted();
     // 4. The resolver worker: records every outcome in the store.
     try {
       const resolver = startResolver({
@@ -231,6 +240,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       throw new StartError('resolver', `the resolver worker did not start: ${errorText(error)}`);
     }
 
+    checkInterrupted();
     // 5. The demo endpoints and their traffic.
     let demoStarted = false;
     if (config.demo.enabled) {
@@ -253,6 +263,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       log('demo').info({}, 'demo endpoints off (NIMBUS_DEMO=0)');
     }
 
+    checkInterrupted();
     // 6. The console.
     let consoleUrl: string | undefined;
     if (options.console !== false) {

@@ -131,6 +131,7 @@ try {
 if (stopping) {
   // The interrupt came while the last part was starting.
   await stack.stop();
+  log.info({}, 'stopped');
   process.exit(0);
 }
 log.info(
