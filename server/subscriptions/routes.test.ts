@@ -1,0 +1,124 @@
+// The operations pages' route handlers on the embedded stack, called as Next calls them (a web Request and a
+// params promise): Topology (overview, dead letters, preview, replay with progress, typed-confirmation actions),
+// Operations → Reconcile, Admin → Health and heartbeat settings. Bad input is a 400 with a reason.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Prop, Topic } from '../../lib/contract/index.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let stack: ConsoleTestStack;
+let closeAll: () => Promise<void>;
+
+const params = <P>(p: P) => ({ params: Promise.resolve(p) });
+const url = (path: string) => `http://127.0.0.1${path}`;
+const req = (method: string, path: string, body?: unknown) =>
+  new Request(url(path), { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+before(async () => {
+  stack = await startConsoleTestStack();
+  Object.assign(process.env, stack.env);
+  const { closeContext } = await import('../context.ts');
+  const { closeOpsServices } = await import('../heartbeat/services.ts');
+  closeAll = async () => {
+    await closeOpsServices();
+    await closeContext();
+  };
+});
+after(async () => {
+  await closeAll?.();
+  await stack?.close();
+});
+
+async function deadLetterOnResolver(): Promise<string> {
+  const messageId = randomUUID();
+  const sessionId = `s-${randomUUID()}`;
+  const sender = stack.serviceBus.client.createSender(Topic.Resolver);
+  await sender.sendMessages({ messageId, sessionId, body: Buffer.from('{"EventContent":null}'), applicationProperties: { [Prop.To]: 'Resolver', [Prop.MessageType]: 'ResolutionResponse', [Prop.ThrottleRetryCount]: 9 } });
+  await sender.close();
+  const receiver = await stack.serviceBus.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
+  const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+  assert.ok(m);
+  await receiver.deadLetterMessage(m, { deadLetterReason: 'CosmosDbThrottled', deadLetterErrorDescription: 'throttled' });
+  await receiver.close();
+  return messageId;
+}
+
+describe('operations routes', () => {
+  test('topology: overview, dead letters, preview, replay with progress, typed confirmation', async () => {
+    const overview = await import('../../app/api/topology/subscriptions/route.ts');
+    const dl = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/deadletters/route.ts');
+    const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
+    const replay = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
+    const op = await import('../../app/api/topology/operations/[operationId]/route.ts');
+    const actions = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/actions/route.ts');
+    const p = params({ topic: 'Resolver', subscription: 'Resolver' });
+
+    const o = await overview.GET(req('GET', '/api/topology/subscriptions'));
+    assert.equal(o.status, 200);
+    assert.ok(((await o.json()) as { topics: unknown[] }).topics.length > 2);
+
+    const messageId = await deadLetterOnResolver();
+    assert.equal((await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?pageSize=abc'), p)).status, 400);
+    const page = (await (await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?reason=CosmosDbThrottled'), p)).json()) as { items: Array<{ messageId: string }> };
+    assert.deepEqual(page.items.map((i) => i.messageId), [messageId]);
+
+    assert.equal((await preview.POST(req('POST', '/x', {}), p)).status, 400, 'a selection is required');
+    const pv = (await (await preview.POST(req('POST', '/x', { all: true }), p)).json()) as { count: number };
+    assert.equal(pv.count, 1);
+
+    const started = await replay.POST(req('POST', '/x', { all: true }), p);
+    assert.equal(started.status, 202);
+    const { operationId } = (await started.json()) as { operationId: string };
+    let state = 'running';
+    let replayed = 0;
+    for (let i = 0; i < 100 && state === 'running'; i++) {
+      const r = (await (await op.GET(req('GET', '/x'), params({ operationId }))).json()) as { state: string; replayed: number };
+      state = r.state;
+      replayed = r.replayed;
+      if (state === 'running') await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(state, 'done');
+    assert.equal(replayed, 1);
+    assert.equal((await op.GET(req('GET', '/x'), params({ operationId: 'nope' }))).status, 400);
+    assert.equal((await op.GET(req('GET', '/x'), params({ operationId: randomUUID() }))).status, 404);
+
+    const wrong = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'resolver' }), p);
+    assert.equal(wrong.status, 400);
+    assert.match(((await wrong.json()) as { detail: string }).detail, /type the subscription name/);
+    const purged = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'Resolver' }), p);
+    assert.equal(purged.status, 200);
+    assert.deepEqual(await purged.json(), { purged: 0 });
+  });
+
+  test('reconcile preview and apply validate their input', async () => {
+    const route = await import('../../app/api/operations/reconcile/route.ts');
+    const pv = await route.GET(req('GET', '/api/operations/reconcile'));
+    assert.equal(pv.status, 200);
+    assert.deepEqual(((await pv.json()) as { stale: unknown[] }).stale, []);
+    assert.equal((await route.POST(req('POST', '/x', { targets: [] }))).status, 400);
+    const r = await route.POST(req('POST', '/x', { targets: [{ endpointId: 'billingendpoint', eventId: 'e', sessionId: 's', rowMessageId: 'm' }] }));
+    assert.equal(r.status, 200);
+    assert.equal(((await r.json()) as { unchanged: number }).unchanged, 1);
+  });
+
+  test('admin: health overview, settings clamped and validated, send now, endpoint toggle', async () => {
+    const health = await import('../../app/api/admin/health/route.ts');
+    const settings = await import('../../app/api/admin/heartbeat/settings/route.ts');
+    const sendNow = await import('../../app/api/admin/heartbeat/send-now/route.ts');
+    const toggle = await import('../../app/api/admin/heartbeat/endpoints/[endpointId]/route.ts');
+    const h = (await (await health.GET(req('GET', '/x'))).json()) as { settings: { enabled: boolean }; resolver: { status: string }; endpoints: unknown[] };
+    assert.equal(h.settings.enabled, false);
+    assert.equal(h.resolver.status, 'Unknown');
+    assert.equal(h.endpoints.length, stack.catalog.endpoints.length);
+    assert.equal((await settings.PUT(req('PUT', '/x', { intervalSeconds: 'x' }))).status, 400);
+    const saved = (await (await settings.PUT(req('PUT', '/x', { intervalSeconds: 10, timeoutSeconds: 100 }))).json()) as { intervalSeconds: number; timeoutSeconds: number };
+    assert.deepEqual([saved.intervalSeconds, saved.timeoutSeconds], [30, 30]);
+    assert.equal((await toggle.PUT(req('PUT', '/x', { included: false }), params({ endpointId: 'nope' }))).status, 404);
+    assert.equal((await toggle.PUT(req('PUT', '/x', { included: false }), params({ endpointId: 'erpendpoint' }))).status, 200);
+    const sent = (await (await sendNow.POST(req('POST', '/x'))).json()) as { count: number };
+    assert.equal(sent.count, stack.catalog.endpoints.length - 1);
+  });
+});
