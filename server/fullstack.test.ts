@@ -9,6 +9,9 @@ import { DeferredProcessor, HandlerRegistry, Publisher, sessionKeysFromCatalog, 
 import type { StatusRowSummary } from '../lib/store/index.ts';
 import { startResolver, type ResolverHandle } from '../resolver-worker/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
+// Types only: the route modules are imported after the log level is set (server/log.ts reads it on load).
+import type * as ResubmitRoute from '../app/api/event/resubmit/[endpointId]/[eventId]/route.ts';
+import type * as SkipRoute from '../app/api/event/skip/[endpointId]/[eventId]/route.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -20,8 +23,8 @@ let host: SubscriberHost;
 let deferred: DeferredProcessor;
 let publisher: Publisher;
 let closeContext: () => Promise<void>;
-let resubmitRoute: typeof import('../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
-let skipRoute: typeof import('../app/api/event/skip/[endpointId]/[eventId]/route.ts');
+let resubmitRoute: typeof ResubmitRoute;
+let skipRoute: typeof SkipRoute;
 /** Orders whose billing fails until the test "fixes" them. */
 const broken = new Set<string>();
 
