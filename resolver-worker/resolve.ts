@@ -14,6 +14,7 @@ import {
 } from '../lib/contract/index.ts';
 import {
   AuditType,
+  CorruptDocumentError,
   cosmosStatus,
   StoreError,
   StoreThrottledError,
@@ -287,7 +288,11 @@ async function resolveHeartbeat(m: ResolverMessage, attempt: number, ctx: Resolv
     return retryInPlace(m, attempt, ctx, 'liveness', async () => {
       const now = ctx.now();
       const sentAt = payload.ForwardSendTime ?? m.enqueuedAt;
-      const previous = await ctx.store.getServiceHealth(Address.Resolver);
+      // A stored record that no longer parses is replaced rather than blocking liveness forever.
+      const previous = await ctx.store.getServiceHealth(Address.Resolver).catch((err: unknown) => {
+        if (err instanceof CorruptDocumentError) return null;
+        throw err;
+      });
       await ctx.store.setServiceHealth({
         serviceId: Address.Resolver,
         status: 'On',
