@@ -84,6 +84,11 @@ export class Dispatcher {
   }
 
   async dispatch(received: ReceivedLike, port: DeliveryPort, signal: AbortSignal): Promise<DeliveryResult> {
+    return (await this.dispatchDetailed(received, port, signal)).result;
+  }
+
+  /** As dispatch, plus the error behind a failed, transient or dead-lettered result (for the circuit breaker). */
+  async dispatchDetailed(received: ReceivedLike, port: DeliveryPort, signal: AbortSignal): Promise<{ result: DeliveryResult; error?: unknown }> {
     const m = fromReceived(received);
     const info = messageInfo(m);
     let deadLetteredByBehavior = false;
@@ -108,9 +113,10 @@ export class Dispatcher {
       };
       await composePipeline(this.behaviors, ctx, terminal)();
       await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
-      return terminalRan ? (terminalResult ?? 'completed') : 'shortCircuited';
+      return { result: terminalRan ? (terminalResult ?? 'completed') : 'shortCircuited' };
     } catch (error) {
-      return this.ladder(error, m, info, port, signal, deadLetteredByBehavior);
+      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior);
+      return { result, error: error instanceof Settled ? error.settlement.error : error };
     }
   }
 

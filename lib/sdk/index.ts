@@ -6,6 +6,7 @@ export * from './dispositions.ts';
 export * from './handlers.ts';
 export * from './pipeline.ts';
 export { validationBehavior } from './validation.ts';
+export { CircuitBreaker, type CircuitBreakerOptions } from './circuitBreaker.ts';
 export { Inbox, InboxStoreError, MemoryInboxStore, inboxKey, type InboxStore } from './inbox.ts';
 export { Dispatcher, type DeliveryPort, type DispatcherOptions, type DeliveryResult } from './dispatcher.ts';
 export { SubscriberHost, createSubscriberHost, type SubscriberHostOptions } from './subscriberHost.ts';

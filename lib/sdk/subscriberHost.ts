@@ -9,6 +9,7 @@ import type { BackoffOptions } from './backoff.ts';
 import { Dispatcher, errorSummary } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
+import type { CircuitBreaker } from './circuitBreaker.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -21,6 +22,11 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   /** Session lock auto-renewal horizon. Default 5 min. */
   maxAutoLockRenewalDurationInMs?: number;
   backoff?: BackoffOptions;
+  /**
+   * Opt-in endpoint circuit breaker: counts retry-disposition and transient outcomes; while open the host takes no
+   * sessions and receives nothing; half-open lets one delivery probe.
+   */
+  circuitBreaker?: CircuitBreaker;
   /** Called after every delivery (metrics, tests). */
   onDelivery?: (result: DeliveryResult, sessionId: string) => void;
 }
@@ -40,6 +46,14 @@ export class SubscriberHost {
   constructor(private readonly options: SubscriberHostOptions) {
     this.log = options.logger ?? pino({ level: 'silent' });
     this.dispatcher = new Dispatcher({ ...options, logger: this.log });
+    options.circuitBreaker?.onStateChange((from, to) => {
+      this.log.warn({ endpointId: options.endpointId, from, to }, 'circuit state changed');
+      for (const o of options.observers ?? []) {
+        Promise.resolve()
+          .then(() => o.onCircuitStateChanged?.(options.endpointId, from, to))
+          .catch(() => undefined);
+      }
+    });
   }
 
   get endpointId(): string {
@@ -80,7 +94,13 @@ export class SubscriberHost {
   private async worker(index: number): Promise<void> {
     const backoff = new Backoff(this.options.backoff);
     const { endpointId } = this.options;
+    const breaker = this.options.circuitBreaker;
     while (!this.stopping) {
+      if (breaker && breaker.state === 'Open') {
+        // Open: leave every message untouched on the subscription until the pause is over.
+        await sleep(Math.max(50, Math.min(breaker.remainingOpenMs, 1000)), this.stopController.signal);
+        continue;
+      }
       let receiver: ServiceBusSessionReceiver;
       try {
         receiver = await this.options.client.acceptNextSession(endpointId, endpointId, {
@@ -127,24 +147,37 @@ export class SubscriberHost {
   private async runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
     const state = new SessionStateCache(receiver);
     const signal = this.stopController.signal;
+    const breaker = this.options.circuitBreaker;
     while (!this.stopping) {
+      if (breaker && !breaker.tryAcquire()) return; // open, or another worker holds the half-open probe
+      const probing = breaker?.state === 'HalfOpen';
       let messages;
       try {
-        messages = await receiver.receiveMessages(this.options.maxMessagesPerReceive ?? 10, {
+        messages = await receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
           maxWaitTimeInMs: this.options.sessionIdleTimeoutMs ?? 30_000,
           abortSignal: signal,
         });
       } catch (error) {
+        breaker?.release();
         if (this.stopping) return;
         throw error;
       }
-      if (messages.length === 0) return; // idle: release the session
+      if (messages.length === 0) {
+        breaker?.release();
+        return; // idle: release the session
+      }
       for (const message of messages) {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
         const port = sessionDeliveryPort(receiver, this.sender!, state, message);
-        const result = await this.dispatcher.dispatch(message, port, signal);
+        const { result, error } = await this.dispatcher.dispatchDetailed(message, port, signal);
         this.options.onDelivery?.(result, receiver.sessionId);
+        if (breaker) {
+          breaker.record(result === 'handlerFailed' || result === 'transient' ? 'failure' : result === 'completed' ? 'success' : 'ignored', error);
+          breaker.release();
+          // Opened (or still probing): the rest of this batch goes back untouched.
+          if (breaker.state !== 'Closed') return;
+        }
         // A delivery left unsettled must come back before anything after it in the session: release the session.
         if (result === 'transient' || result === 'cancelled' || result === 'shortCircuited') return;
       }

@@ -1,0 +1,112 @@
+// The endpoint circuit breaker (opt-in): counts retry-disposition and transient handler outcomes; when too many
+// happen within a window it opens and the host stops receiving (messages stay untouched on the subscription, so a
+// downstream outage does not burn every session's retry budget). After a pause it half-opens: one delivery probes;
+// success closes it, failure opens it again. It never changes how a delivery is settled.
+import { causeChain } from './errors.ts';
+import type { CircuitState } from './pipeline.ts';
+import type { ErrorClass } from './retryPolicies.ts';
+
+export interface CircuitBreakerOptions {
+  /** Failures within `windowMs` that open the circuit. Default 5. */
+  failureThreshold?: number;
+  windowMs?: number;
+  /** How long the circuit stays open before a probe. Default 30 s. */
+  openDurationMs?: number;
+  /** Error types that never count (e.g. a throttled error that carries its own Retry-After). */
+  exclude?: readonly ErrorClass[];
+  now?: () => number;
+}
+
+export type BreakerOutcome = 'success' | 'failure' | 'ignored';
+
+export class CircuitBreaker {
+  private stateValue: CircuitState = 'Closed';
+  private failures: number[] = [];
+  private openedAt = 0;
+  private probing = false;
+  private readonly listeners: Array<(from: CircuitState, to: CircuitState) => void> = [];
+  private readonly threshold: number;
+  private readonly windowMs: number;
+  private readonly openMs: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: CircuitBreakerOptions = {}) {
+    this.threshold = Math.max(1, options.failureThreshold ?? 5);
+    this.windowMs = options.windowMs ?? 60_000;
+    this.openMs = options.openDurationMs ?? 30_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  get state(): CircuitState {
+    if (this.stateValue === 'Open' && this.now() - this.openedAt >= this.openMs) this.transition('HalfOpen');
+    return this.stateValue;
+  }
+
+  onStateChange(listener: (from: CircuitState, to: CircuitState) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Whether a worker may take a delivery now. In HalfOpen only one probe at a time is allowed. */
+  tryAcquire(): boolean {
+    const s = this.state;
+    if (s === 'Closed') return true;
+    if (s === 'Open' || this.probing) return false;
+    this.probing = true;
+    return true;
+  }
+
+  /** Releases a HalfOpen probe slot taken by tryAcquire without an outcome (e.g. no message came). */
+  release(): void {
+    this.probing = false;
+  }
+
+  /** Milliseconds until the circuit may half-open (0 when it is not open). */
+  get remainingOpenMs(): number {
+    return this.stateValue === 'Open' ? Math.max(0, this.openMs - (this.now() - this.openedAt)) : 0;
+  }
+
+  record(outcome: BreakerOutcome, error?: unknown): void {
+    if (outcome === 'ignored') return;
+    if (outcome === 'failure' && error !== undefined && this.isExcluded(error)) return;
+    const state = this.state;
+    if (state === 'HalfOpen') {
+      this.probing = false;
+      if (outcome === 'success') {
+        this.failures = [];
+        this.transition('Closed');
+      } else {
+        this.open();
+      }
+      return;
+    }
+    if (outcome === 'success' || state === 'Open') return;
+    const t = this.now();
+    this.failures = this.failures.filter((f) => t - f < this.windowMs);
+    this.failures.push(t);
+    if (this.failures.length >= this.threshold) this.open();
+  }
+
+  private open(): void {
+    this.openedAt = this.now();
+    this.failures = [];
+    this.transition('Open');
+  }
+
+  private isExcluded(error: unknown): boolean {
+    const excluded = this.options.exclude ?? [];
+    return causeChain(error).some((e) => excluded.some((t) => e instanceof t));
+  }
+
+  private transition(to: CircuitState): void {
+    const from = this.stateValue;
+    if (from === to) return;
+    this.stateValue = to;
+    for (const l of this.listeners) {
+      try {
+        l(from, to);
+      } catch {
+        // an observer must not break the breaker
+      }
+    }
+  }
+}
