@@ -1,0 +1,160 @@
+'use client';
+// Admin → Health: the heartbeat settings (off by default), "Send now", the Resolver's liveness and every
+// endpoint's heartbeat: status (On / Unsupported / Off / Pending / Unknown), round trip, last seen, SDK version
+// and whether it is included in the scheduled probes. Refreshes every 5 s.
+import { useEffect, useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Ago, ErrorBox, useNow } from '../format.tsx';
+import { opsApi } from '../topology/opsApi.ts';
+
+const STATUS_STYLE: Record<string, string> = {
+  On: 'bg-emerald-100 text-emerald-800',
+  Off: 'bg-red-100 text-red-800',
+  Pending: 'bg-sky-100 text-sky-800',
+  Unsupported: 'bg-orange-100 text-orange-800',
+  Unknown: 'bg-slate-100 text-slate-600',
+};
+
+function Status({ s }: { s: string }) {
+  return <span className={`rounded px-1.5 py-0.5 text-xs font-medium ${STATUS_STYLE[s] ?? STATUS_STYLE.Unknown}`} data-heartbeat-status={s}>{s}</span>;
+}
+
+export function HealthView() {
+  const now = useNow(5000);
+  const client = useQueryClient();
+  const q = useQuery({ queryKey: ['health'], queryFn: opsApi.health, refetchInterval: 5000 });
+  const [form, setForm] = useState<{ enabled: boolean; intervalSeconds: string; timeoutSeconds: string } | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  useEffect(() => {
+    if (q.data && form === null)
+      setForm({ enabled: q.data.settings.enabled, intervalSeconds: String(q.data.settings.intervalSeconds), timeoutSeconds: String(q.data.settings.timeoutSeconds) });
+  }, [q.data, form]);
+  const invalidate = () => void client.invalidateQueries({ queryKey: ['health'] });
+  const save = useMutation({
+    mutationFn: () => opsApi.saveHeartbeatSettings({ enabled: form!.enabled, intervalSeconds: Number(form!.intervalSeconds), timeoutSeconds: Number(form!.timeoutSeconds) }),
+    onSuccess: (s) => {
+      const saved = s as { enabled: boolean; intervalSeconds: number; timeoutSeconds: number };
+      setForm({ enabled: saved.enabled, intervalSeconds: String(saved.intervalSeconds), timeoutSeconds: String(saved.timeoutSeconds) });
+      setNotice(`Saved: ${saved.enabled ? 'enabled' : 'disabled'}, every ${saved.intervalSeconds} s, timeout ${saved.timeoutSeconds} s.`);
+      invalidate();
+    },
+  });
+  const sendNow = useMutation({ mutationFn: opsApi.sendHeartbeatNow, onSuccess: (r) => (setNotice(`Sent ${r.count} probes.`), invalidate()) });
+  const toggle = useMutation({ mutationFn: (a: { endpointId: string; included: boolean }) => opsApi.setHeartbeatIncluded(a.endpointId, a.included), onSuccess: invalidate });
+  const r = q.data?.resolver;
+
+  return (
+    <section>
+      <h1 className="mb-3 text-xl font-semibold">Admin · Health</h1>
+      <ErrorBox error={q.error ?? save.error ?? sendNow.error ?? toggle.error} />
+      {notice && (
+        <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
+          {notice}
+        </p>
+      )}
+      <div className="mb-4 grid gap-4 md:grid-cols-2">
+        <form
+          className="rounded border border-slate-200 bg-white p-3 text-sm"
+          onSubmit={(e) => {
+            e.preventDefault();
+            save.mutate();
+          }}
+        >
+          <h2 className="mb-2 font-semibold">Heartbeat schedule</h2>
+          {form && (
+            <div className="space-y-2">
+              <label className="flex items-center gap-2">
+                <input type="checkbox" checked={form.enabled} onChange={(e) => setForm({ ...form, enabled: e.target.checked })} /> Send probes on a schedule
+              </label>
+              <label className="block">
+                Interval (seconds, at least 30)
+                <input type="number" min={30} value={form.intervalSeconds} onChange={(e) => setForm({ ...form, intervalSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1" />
+              </label>
+              <label className="block">
+                Timeout (seconds, 5 to the interval)
+                <input type="number" min={5} value={form.timeoutSeconds} onChange={(e) => setForm({ ...form, timeoutSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1" />
+              </label>
+              <div className="flex gap-2">
+                <button type="submit" disabled={save.isPending} className="rounded bg-sky-600 px-3 py-1 font-medium text-white hover:bg-sky-700 disabled:opacity-50">
+                  Save
+                </button>
+                <button type="button" disabled={sendNow.isPending} onClick={() => sendNow.mutate()} className="rounded border border-sky-600 px-3 py-1 text-sky-700 hover:bg-sky-50 disabled:opacity-50">
+                  Send now
+                </button>
+              </div>
+              <p className="text-xs text-slate-500">
+                Last scheduled send: <Ago at={q.data?.settings.lastSentAt ?? null} now={now} />
+              </p>
+            </div>
+          )}
+        </form>
+        <div className="rounded border border-slate-200 bg-white p-3 text-sm" data-resolver-health>
+          <h2 className="mb-2 font-semibold">Resolver</h2>
+          {r && (
+            <dl className="grid grid-cols-2 gap-1">
+              <dt className="text-slate-500">Status</dt>
+              <dd>
+                <Status s={r.status} /> {r.probeInFlight && <span className="text-xs text-sky-700">probe in flight</span>}
+              </dd>
+              <dt className="text-slate-500">Last seen</dt>
+              <dd>
+                <Ago at={r.lastSeenAt} now={now} />
+              </dd>
+              <dt className="text-slate-500">Round trip</dt>
+              <dd>{r.roundTripMs == null ? '—' : `${Math.round(r.roundTripMs)} ms`}</dd>
+              <dt className="text-slate-500">Version</dt>
+              <dd>{r.version ?? '—'}</dd>
+              <dt className="text-slate-500">Last probe</dt>
+              <dd>
+                <Ago at={r.lastProbeSentAt} now={now} />
+              </dd>
+            </dl>
+          )}
+          <p className="mt-2 text-xs text-slate-500">Every endpoint Off at once usually means the Resolver is down.</p>
+        </div>
+      </div>
+      <div className="overflow-x-auto rounded border border-slate-200 bg-white">
+        <table className="w-full text-sm">
+          <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+            <tr>
+              <th className="px-3 py-2">Endpoint</th>
+              <th className="px-3 py-2">Status</th>
+              <th className="px-3 py-2">Round trip</th>
+              <th className="px-3 py-2">Last seen</th>
+              <th className="px-3 py-2">Last sent</th>
+              <th className="px-3 py-2">SDK version</th>
+              <th className="px-3 py-2">Included</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(q.data?.endpoints ?? []).map((e) => (
+              <tr key={e.endpointId} className="border-t border-slate-100" data-endpoint={e.endpointId}>
+                <td className="px-3 py-2 font-medium">{e.endpointId}</td>
+                <td className="px-3 py-2">
+                  <Status s={e.status} /> {e.probeInFlight && e.status !== 'Pending' && <span className="text-xs text-sky-700">probe in flight</span>}
+                </td>
+                <td className="px-3 py-2">{e.roundTripMs == null ? '—' : `${e.roundTripMs} ms`}</td>
+                <td className="px-3 py-2">
+                  <Ago at={e.lastSeenAt} now={now} />
+                </td>
+                <td className="px-3 py-2">
+                  <Ago at={e.lastSentAt} now={now} />
+                </td>
+                <td className="px-3 py-2">{e.sdkVersion ?? (e.status === 'Unsupported' ? <span className="text-xs text-slate-500">pre-heartbeat SDK</span> : '—')}</td>
+                <td className="px-3 py-2">
+                  <input
+                    type="checkbox"
+                    aria-label={`Include ${e.endpointId} in heartbeats`}
+                    checked={e.included}
+                    disabled={toggle.isPending}
+                    onChange={(ev) => toggle.mutate({ endpointId: e.endpointId, included: ev.target.checked })}
+                  />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}

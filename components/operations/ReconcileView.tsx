@@ -1,0 +1,153 @@
+'use client';
+// Operations → Reconcile Stale Pending: rows still Pending although their history holds the response that
+// settled them, with the evidence; handoffs past their ExpectedBy (flagged only). Apply re-writes the stored
+// outcome through the guarded write, conditional on the row version shown here; the result says what changed.
+import Link from 'next/link';
+import { useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { eventHref } from '../api.ts';
+import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import { ErrorBox, formatDuration, Timestamp } from '../format.tsx';
+import { opsApi, type ReconcileResult, type StaleRow } from '../topology/opsApi.ts';
+
+const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
+
+export function ReconcileView() {
+  const client = useQueryClient();
+  const q = useQuery({ queryKey: ['reconcile'], queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [confirming, setConfirming] = useState(false);
+  const [result, setResult] = useState<ReconcileResult | null>(null);
+  const stale = q.data?.stale ?? [];
+  const chosen = stale.filter((r) => selected.has(keyOf(r)));
+  const apply = useMutation({
+    mutationFn: () => opsApi.reconcileApply(chosen.map((r) => ({ endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId }))),
+    onSuccess: (r) => {
+      setResult(r);
+      setConfirming(false);
+      setSelected(new Set());
+      void client.invalidateQueries({ queryKey: ['reconcile'] });
+    },
+  });
+  const allSelected = stale.length > 0 && chosen.length === stale.length;
+
+  return (
+    <section>
+      <div className="mb-3 flex flex-wrap items-center gap-3">
+        <h1 className="text-xl font-semibold">Operations · Reconcile stale Pending</h1>
+        <button type="button" onClick={() => void q.refetch()} className="ml-auto rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-50">
+          {q.isFetching ? 'Scanning…' : 'Scan again'}
+        </button>
+        <button
+          type="button"
+          disabled={chosen.length === 0}
+          onClick={() => setConfirming(true)}
+          className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
+        >
+          Repair selected ({chosen.length})
+        </button>
+      </div>
+      <ErrorBox error={q.error ?? apply.error} />
+      {result && (
+        <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-reconcile-result>
+          {result.repaired} repaired, {result.unchanged} unchanged.
+          {result.results
+            .filter((r) => r.outcome === 'unchanged')
+            .map((r) => (
+              <div key={r.target.eventId} className="text-xs">
+                {r.target.eventId}: {r.reason}
+              </div>
+            ))}
+        </div>
+      )}
+      {q.data && (
+        <p className="mb-2 text-xs text-slate-500">
+          {q.data.scanned} Pending rows scanned at <Timestamp at={q.data.generatedAt} />
+          {q.data.truncated ? ' (more rows than one scan reads: scan again after repairing)' : ''}.
+        </p>
+      )}
+      <h2 className="mb-1 mt-3 font-semibold">Stale Pending rows ({stale.length})</h2>
+      {stale.length === 0 ? (
+        <p className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500">No stale Pending rows.</p>
+      ) : (
+        <div className="overflow-x-auto rounded border border-slate-200 bg-white">
+          <table className="w-full text-sm">
+            <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+              <tr>
+                <th className="px-3 py-2">
+                  <input type="checkbox" aria-label="Select all" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(stale.map(keyOf)))} />
+                </th>
+                <th className="px-3 py-2">Event</th>
+                <th className="px-3 py-2">Row now</th>
+                <th className="px-3 py-2">Stored response (evidence)</th>
+                <th className="px-3 py-2">Becomes</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stale.map((r) => (
+                <tr key={keyOf(r)} className="border-t border-slate-100" data-stale-event={r.eventId}>
+                  <td className="px-3 py-2">
+                    <input
+                      type="checkbox"
+                      aria-label={`Select ${r.eventId}`}
+                      checked={selected.has(keyOf(r))}
+                      onChange={() =>
+                        setSelected((s) => {
+                          const n = new Set(s);
+                          if (n.has(keyOf(r))) n.delete(keyOf(r));
+                          else n.add(keyOf(r));
+                          return n;
+                        })
+                      }
+                    />
+                  </td>
+                  <td className="px-3 py-2">
+                    <Link href={eventHref(r.endpointId, r.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
+                      {r.eventId}
+                    </Link>
+                    <div className="text-xs text-slate-500">
+                      {r.endpointId} · session {r.sessionId || '—'} · {r.eventTypeId ?? '—'}
+                    </div>
+                  </td>
+                  <td className="px-3 py-2 text-xs">
+                    Pending by {r.rowMessageType ?? '?'} <span className="font-mono">{r.rowMessageId}</span>
+                    <div>
+                      <Timestamp at={r.rowUpdatedAt} />
+                    </div>
+                  </td>
+                  <td className="px-3 py-2 text-xs">
+                    {r.evidence.messageType} <span className="font-mono">{r.evidence.messageId}</span>
+                    <div>
+                      <Timestamp at={r.evidence.enqueuedAt} /> · {r.evidence.rule === 'answers-row' ? 'answers the message the row shows' : 'came after the message the row shows'}
+                    </div>
+                  </td>
+                  <td className="px-3 py-2 font-medium">{r.evidence.status}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <h2 className="mb-1 mt-5 font-semibold">Handoffs past their ExpectedBy ({q.data?.overdueHandoffs.length ?? 0})</h2>
+      <p className="mb-1 text-xs text-slate-500">Only flagged: their outcome is in the external system. Complete or fail them from the event page.</p>
+      {(q.data?.overdueHandoffs ?? []).length > 0 && (
+        <ul className="space-y-1 text-sm">
+          {q.data!.overdueHandoffs.map((h) => (
+            <li key={`${h.endpointId}/${h.eventId}/${h.sessionId}`} className="rounded border border-amber-200 bg-amber-50 px-3 py-1.5">
+              <Link href={eventHref(h.endpointId, h.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
+                {h.eventId}
+              </Link>{' '}
+              on {h.endpointId}: {h.handoffReason ?? 'handoff'} {h.externalJobId ? `(job ${h.externalJobId})` : ''} — overdue by {formatDuration(h.overdueSeconds * 1000)}
+            </li>
+          ))}
+        </ul>
+      )}
+      {confirming && (
+        <ConfirmDialog title={`Repair ${chosen.length} row${chosen.length === 1 ? '' : 's'}`} confirmLabel={`Repair ${chosen.length}`} busy={apply.isPending} onCancel={() => setConfirming(false)} onConfirm={() => apply.mutate()}>
+          Each row gets the status of its stored response, through the same guarded write the Resolver uses, and only if it is still the
+          Pending version shown here. Rows that changed meanwhile are left alone. Every repair is written to the event&apos;s audit trail.
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,151 @@
+// The browser side of the operations API (Topology, Operations, Admin): typed fetch helpers and the shapes the
+// pages read. Errors carry the server's `{ error, detail }` so a page can show the reason.
+export interface SubscriptionView {
+  topic: string;
+  name: string;
+  status: string;
+  requiresSession: boolean;
+  forwardTo: string | null;
+  maxDeliveryCount: number;
+  counts: { active: number; deadLetter: number; transferDeadLetter: number; transfer: number; scheduled: number; total: number };
+  rules: Array<{ name: string; filter: string | null; action: string | null }>;
+  missingRules: Array<{ name: string; filter: string; action: string | null; changed?: string }>;
+  extraRules: string[];
+  inTopology: boolean;
+  purpose: string | null;
+}
+
+export interface TopicView {
+  name: string;
+  status: string;
+  kind: string;
+  subscriptions: SubscriptionView[];
+}
+
+export interface DeadLetter {
+  sequenceNumber: string;
+  messageId: string | null;
+  sessionId: string | null;
+  reason: string | null;
+  description: string | null;
+  enqueuedAt: string | null;
+  deliveryCount: number | null;
+  deadLetterSource: string | null;
+  applicationProperties: Record<string, unknown>;
+  body: string;
+  bodyEncoding: 'utf8' | 'base64';
+}
+
+export interface ReplaySelection {
+  sequenceNumbers?: string[];
+  all?: boolean;
+  reason?: string;
+}
+
+export interface ReplayPreview {
+  count: number;
+  truncated: boolean;
+  sample: Array<{ sequenceNumber: string; messageId: string | null; reason: string | null; enqueuedAt: string | null }>;
+  alsoReaches: Array<{ subscription: string; count: number; certain: boolean }>;
+}
+
+export interface ReplayOperation {
+  id: string;
+  topic: string;
+  subscription: string;
+  state: 'running' | 'done' | 'failed';
+  interrupted: boolean;
+  replayed: number;
+  failed: number;
+  notCompleted: number;
+  error: string | null;
+  startedAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+export interface StaleRow {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  eventTypeId: string | null;
+  rowMessageId: string;
+  rowMessageType: string | null;
+  rowUpdatedAt: string;
+  evidence: { messageId: string; messageType: string; enqueuedAt: string; status: string; rule: string };
+}
+
+export interface ReconcilePreview {
+  stale: StaleRow[];
+  overdueHandoffs: Array<{ endpointId: string; eventId: string; sessionId: string; expectedBy: string; handoffReason: string | null; externalJobId: string | null; overdueSeconds: number }>;
+  scanned: number;
+  truncated: boolean;
+  generatedAt: string;
+}
+
+export interface ReconcileResult {
+  repaired: number;
+  unchanged: number;
+  results: Array<{ target: { eventId: string }; outcome: string; reason?: string; status?: string }>;
+}
+
+export interface HealthOverview {
+  settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number; lastSentAt: string | null };
+  resolver: { status: string; version: string | null; lastSeenAt: string | null; lastProbeSentAt: string | null; probeInFlight: boolean; roundTripMs: number | null };
+  endpoints: Array<{ endpointId: string; included: boolean; status: string; probeInFlight: boolean; lastSentAt: string | null; lastSeenAt: string | null; roundTripMs: number | null; sdkVersion: string | null }>;
+  generatedAt: string;
+}
+
+export class OpsApiError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function call<T>(path: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(path, { ...init, headers: { accept: 'application/json', ...(init?.body ? { 'content-type': 'application/json' } : {}) } });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (!res.ok) {
+    const b = (body ?? {}) as { error?: string; detail?: string };
+    throw new OpsApiError(res.status, b.detail ?? b.error ?? `request failed with ${res.status}`);
+  }
+  return body as T;
+}
+
+const seg = encodeURIComponent;
+const sub = (topic: string, subscription: string) => `/api/topology/subscriptions/${seg(topic)}/${seg(subscription)}`;
+const post = (body?: unknown): RequestInit => ({ method: 'POST', body: body === undefined ? undefined : JSON.stringify(body) });
+const put = (body: unknown): RequestInit => ({ method: 'PUT', body: JSON.stringify(body) });
+
+export const opsApi = {
+  topology: () => call<{ topics: TopicView[]; generatedAt: string }>('/api/topology/subscriptions'),
+  deadLetters: (topic: string, subscription: string, q: { from?: string; reason?: string; pageSize?: number }) => {
+    const p = new URLSearchParams();
+    if (q.from) p.set('from', q.from);
+    if (q.reason) p.set('reason', q.reason);
+    if (q.pageSize) p.set('pageSize', String(q.pageSize));
+    return call<{ items: DeadLetter[]; next: string | null; scanned: number }>(`${sub(topic, subscription)}/deadletters?${p.toString()}`);
+  },
+  previewReplay: (topic: string, subscription: string, sel: ReplaySelection) => call<ReplayPreview>(`${sub(topic, subscription)}/replay/preview`, post(sel)),
+  replay: (topic: string, subscription: string, sel: ReplaySelection) => call<{ operationId: string }>(`${sub(topic, subscription)}/replay`, post(sel)),
+  operation: (id: string) => call<ReplayOperation>(`/api/topology/operations/${seg(id)}`),
+  action: (topic: string, subscription: string, action: 'pause' | 'resume' | 'purge' | 'restoreRules', confirm: string) =>
+    call<Record<string, unknown>>(`${sub(topic, subscription)}/actions`, post({ action, confirm })),
+  reconcilePreview: () => call<ReconcilePreview>('/api/operations/reconcile'),
+  reconcileApply: (targets: Array<{ endpointId: string; eventId: string; sessionId: string; rowMessageId: string }>) =>
+    call<ReconcileResult>('/api/operations/reconcile', post({ targets })),
+  health: () => call<HealthOverview>('/api/admin/health'),
+  saveHeartbeatSettings: (s: { enabled?: boolean; intervalSeconds?: number; timeoutSeconds?: number }) => call<unknown>('/api/admin/heartbeat/settings', put(s)),
+  sendHeartbeatNow: () => call<{ count: number }>('/api/admin/heartbeat/send-now', post()),
+  setHeartbeatIncluded: (endpointId: string, included: boolean) => call<unknown>(`/api/admin/heartbeat/endpoints/${seg(endpointId)}`, put({ included })),
+};
+
+export const deadLettersHref = (topic: string, subscription: string) => `/topology/subscriptions/${seg(topic)}/${seg(subscription)}`;
