@@ -3,5 +3,6 @@ import pino from 'pino';
 
 export const log = pino({
   name: 'console',
-  level: process.env.NIMBUS_LOG_LEVEL ?? (process.env.NODE_ENV === 'test' ? 'silent' : 'info'),
+  // Quiet under Node's test runner (it sets NODE_TEST_CONTEXT in test processes) unless asked otherwise.
+  level: process.env.NIMBUS_LOG_LEVEL ?? (process.env.NODE_TEST_CONTEXT ? 'silent' : 'info'),
 });

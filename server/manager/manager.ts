@@ -6,7 +6,9 @@
 //   4. recorded in the event's audit trail under that same id - the audit is the "sent" receipt.
 // A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing. A repeat after a failed
 // send (claim written, no receipt) sends again with the same MessageId, which the subscriber's inbox absorbs in
-// the rare case the first send did reach the broker.
+// the rare case the first send did reach the broker. A claim without a receipt may also be a send still in
+// progress in another replica: it is re-sent only when this process saw its send fail, or when the claim is
+// older than CLAIM_GRACE_MS; otherwise the repeat is refused (409, try again shortly).
 import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
 import { PendingSubStatus, ResolutionStatus, Topic } from '../../lib/contract/index.ts';
 import type { ResolutionStatus as ResolutionStatusT } from '../../lib/contract/index.ts';
@@ -30,6 +32,9 @@ const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
   ResolutionStatus.DeadLettered,
   ResolutionStatus.Unsupported,
 ]);
+
+/** How long a claim without a receipt is presumed to be a send in progress elsewhere. */
+export const CLAIM_GRACE_MS = 30_000;
 
 const isHandoff = (row: StatusRow) =>
   row.status === ResolutionStatus.Pending && row.subStatus === PendingSubStatus.Handoff;
@@ -64,6 +69,8 @@ export class Manager {
   #sender: ServiceBusSender | undefined;
   /** Commands in flight in this process, by event: a double click is serialized here before it reaches Cosmos. */
   readonly #inFlight = new Map<string, Promise<unknown>>();
+  /** Command ids whose send failed in this process: their claim is known to be abandoned. */
+  readonly #failedSends = new Set<string>();
 
   constructor(options: { store: MessageStore; client: ServiceBusClient }) {
     this.#store = options.store;
@@ -151,7 +158,11 @@ export class Manager {
     if (receipt) {
       return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     }
-    // Claimed but never confirmed sent: send again (same MessageId) and write the receipt.
+    // Claimed but never confirmed sent: either that send failed, or it is still under way in another replica.
+    const age = Date.now() - Date.parse(row.updatedAt);
+    if (!this.#failedSends.has(messageId) && age < CLAIM_GRACE_MS)
+      throw conflict('the same command is being sent right now; reload the event in a few seconds');
+    // Abandoned: send again (same MessageId) and write the receipt.
     let payload: unknown = undefined;
     let eventTypeId = row.eventTypeId;
     if (spec.kind === 'resubmit') {
@@ -176,12 +187,14 @@ export class Manager {
       this.#sender ??= this.#client.createSender(Topic.Manager);
       await this.#sender.sendMessages(built.message);
     } catch (err) {
+      this.#failedSends.add(built.messageId);
       log.warn(
         { endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, err: err instanceof Error ? err.message : String(err) },
         'manager command not sent',
       );
       throw new HttpError(503, 'unavailable', 'the command could not be sent to Service Bus; try again (it will not be sent twice)');
     }
+    this.#failedSends.delete(built.messageId);
     log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, resend }, 'manager command sent');
     const edited = spec.kind === 'resubmit' && spec.edited !== undefined;
     const data: Record<string, unknown> = { messageId: built.messageId, sessionId: row.sessionId, answers: answered };
