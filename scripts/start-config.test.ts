@@ -22,7 +22,7 @@ describe('start configuration', () => {
     const c = ok({});
     assert.deepEqual(c.serviceBus, { kind: 'embedded', port: 5672, dataDir: '.nimbus' });
     assert.deepEqual(c.cosmos, { kind: 'embedded', port: 8081 });
-    assert.deepEqual(c.console, { port: 3000, hostname: '127.0.0.1' });
+    assert.deepEqual(c.console, { enabled: true, port: 3000, hostname: '127.0.0.1' });
     assert.equal(c.catalogPath, 'catalog/demo.json');
     assert.equal(c.database, 'nimbus');
     assert.equal(c.auth, 'off');
@@ -40,6 +40,11 @@ describe('start configuration', () => {
     assert.equal(c.cosmos.kind, 'external');
     assert.equal(c.demo.enabled, false);
     assert.equal(ok({ NIMBUS_SERVICEBUS_CONNECTION_STRING: AZURE_SB, NIMBUS_DEMO: '1' }).demo.enabled, true);
+  });
+
+  test('NIMBUS_CONSOLE=0 runs the platform without the console', () => {
+    assert.equal(ok({ NIMBUS_CONSOLE: '0' }).console.enabled, false);
+    assert.match(message({ NIMBUS_CONSOLE: 'no-thanks' }), /^NIMBUS_CONSOLE must be 1 or 0/);
   });
 
   test('blank values count as unset', () => {

@@ -25,7 +25,8 @@ export interface StartConfig {
   catalogPath: string;
   dataDir: string;
   auth: AuthMode;
-  console: { port: number; hostname: string };
+  /** enabled: NIMBUS_CONSOLE (default 1); 0 runs the platform headless (the demo without a UI, tests). */
+  console: { enabled: boolean; port: number; hostname: string };
   demo: { enabled: boolean; ratePerSecond: number; seed: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** Settings that were ignored, with why (printed at startup). */
@@ -88,6 +89,7 @@ const envSchema = z.object({
     z.enum(['entra', 'oidc', 'off'], { error: 'NIMBUS_AUTH must be entra, oidc or off' }).optional(),
   ),
   NIMBUS_DEMO: flag('NIMBUS_DEMO'),
+  NIMBUS_CONSOLE: flag('NIMBUS_CONSOLE'),
   NIMBUS_DEMO_RATE: optionalText
     .transform((v) => (v === undefined ? 2 : Number(v)))
     .pipe(
@@ -210,7 +212,7 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
       catalogPath: e.NIMBUS_CATALOG,
       dataDir: e.NIMBUS_DATA_DIR,
       auth,
-      console: { port: e.PORT, hostname },
+      console: { enabled: e.NIMBUS_CONSOLE ?? true, port: e.PORT, hostname },
       demo: {
         enabled: e.NIMBUS_DEMO ?? embedded,
         ratePerSecond: e.NIMBUS_DEMO_RATE,

@@ -44,7 +44,7 @@ export interface StackOptions {
   logger: (component: Component) => Logger;
   /** The repository root (where .next/ and server/ are). Default: this repository. */
   root?: string;
-  /** Start the console (needs server/console.ts). Default true. */
+  /** Start the console (needs server/console.ts). Default true; start.ts passes NIMBUS_CONSOLE. */
   console?: boolean;
   /** Subscription settings for provisioning (tests use a short lock). */
   subscriptionDefaults?: ProvisionOptions['subscriptionDefaults'];
@@ -273,6 +273,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         { connectionString, cosmos, log: log('console') },
         started,
       );
+    } else {
+      log('console').info({}, 'console off (NIMBUS_CONSOLE=0)');
     }
 
     return {

@@ -3,21 +3,38 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('NIMBUS_') && k !== 'PORT' && k !== 'HOSTNAME') env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('NIMBUS_') && k !== 'PORT' && k !== 'HOSTNAME') env[k] = v;
   // Ephemeral ports unless a case sets its own: nothing may depend on 5672/8081/3000 being free.
-  return { ...env, NIMBUS_EMULATOR_PORT: '0', NIMBUS_COSMOS_PORT: '0', PORT: '0', NIMBUS_DEMO: '0', ...extra };
+  return {
+    ...env,
+    NIMBUS_EMULATOR_PORT: '0',
+    NIMBUS_COSMOS_PORT: '0',
+    PORT: '0',
+    NIMBUS_DEMO: '0',
+    ...extra,
+  };
 }
 
-function runStart(extra: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runStart(
+  extra: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { cwd: root, env: cleanEnv(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+      cwd: root,
+      env: cleanEnv(extra),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -44,7 +61,9 @@ describe('npm start with wrong settings', () => {
   });
 
   test('a broken connection string is refused without echoing its key', async () => {
-    const r = await runStart({ NIMBUS_SERVICEBUS_CONNECTION_STRING: 'Endpoint=;SharedAccessKeyName=root;SharedAccessKey=TOPSECRET123' });
+    const r = await runStart({
+      NIMBUS_SERVICEBUS_CONNECTION_STRING: 'Endpoint=;SharedAccessKeyName=root;SharedAccessKey=TOPSECRET123',
+    });
     assert.equal(r.code, 2);
     assertOneClearLine(r.stderr, /NIMBUS_SERVICEBUS_CONNECTION_STRING/);
     assert.doesNotMatch(r.stderr + r.stdout, /TOPSECRET123/);
@@ -63,7 +82,10 @@ describe('npm start with wrong settings', () => {
       const port = (blocker.address() as AddressInfo).port;
       const r = await runStart({ NIMBUS_COSMOS_PORT: String(port) });
       assert.equal(r.code, 2);
-      assertOneClearLine(r.stderr, new RegExp(`NIMBUS_COSMOS_PORT: 127\\.0\\.0\\.1:${port} is already in use`));
+      assertOneClearLine(
+        r.stderr,
+        new RegExp(`NIMBUS_COSMOS_PORT: 127\\.0\\.0\\.1:${port} is already in use`),
+      );
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }
@@ -74,5 +96,68 @@ describe('npm start with wrong settings', () => {
     assert.equal(r.code, 1);
     assertOneClearLine(r.stderr, /NIMBUS_CATALOG: catalog file not found: catalog\/does-not-exist\.json/);
     assert.doesNotMatch(r.stdout, /ready/, 'no server was started');
+  });
+});
+
+describe('npm start with good settings', () => {
+  test('starts the parts in order with prefixed logs, and SIGINT stops them in reverse with exit code 0', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'nimbus-start-'));
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+        cwd: root,
+        // Headless (no console build needed), a little demo traffic, the emulator's data in a scratch folder.
+        env: cleanEnv({
+          NIMBUS_CONSOLE: '0',
+          NIMBUS_DEMO: '1',
+          NIMBUS_DEMO_RATE: '5',
+          NIMBUS_DATA_DIR: dataDir,
+        }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.setEncoding('utf8').on('data', (d: string) => {
+          stdout += d;
+          // Wait for some traffic, so that stopping has in-flight work to settle.
+          if (/NimBus is running/.test(stdout) && /\[demo\] demo traffic running/.test(stdout)) resolve();
+        });
+        void exited.then((code) =>
+          reject(new Error(`npm start exited early (${code}):\n${stdout}\n${stderr}`)),
+        );
+      });
+      child.kill('SIGINT');
+      assert.equal(await exited, 0, stderr);
+
+      const prefixes = stdout
+        .split('\n')
+        .map((line) => /^\d\d:\d\d:\d\d \[(\w+)\]/.exec(line)?.[1])
+        .filter((p): p is string => p !== undefined);
+      const firstOf = (p: string) => prefixes.indexOf(p);
+      const order = ['emulator', 'cosmos', 'provision', 'resolver', 'demo', 'console'].map(firstOf);
+      assert.ok(
+        order.every((i) => i >= 0),
+        `every part logged:\n${stdout}`,
+      );
+      assert.deepEqual(
+        [...order].sort((a, b) => a - b),
+        order,
+        `parts started in order:\n${stdout}`,
+      );
+      assert.ok(
+        stdout.indexOf('demo endpoints stopped') < stdout.indexOf('Resolver: stopped'),
+        'the demo stops before the resolver',
+      );
+      assert.match(stdout, /\[start\] stopped\n/);
+      assert.doesNotMatch(
+        stdout + stderr,
+        /SharedAccessKey=|AccountKey=/,
+        'no connection string or key in the logs',
+      );
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -28,7 +28,7 @@ async function checkPorts(config: StartConfig): Promise<string | undefined> {
   if (config.serviceBus.kind === 'embedded')
     wanted.push(['NIMBUS_EMULATOR_PORT', '127.0.0.1', config.serviceBus.port]);
   if (config.cosmos.kind === 'embedded') wanted.push(['NIMBUS_COSMOS_PORT', '127.0.0.1', config.cosmos.port]);
-  wanted.push(['PORT', config.console.hostname, config.console.port]);
+  if (config.console.enabled) wanted.push(['PORT', config.console.hostname, config.console.port]);
   for (const [variable, host, port] of wanted) {
     if (port === 0) continue;
     if (!(await checkPortFree(host, port))) {
@@ -119,7 +119,7 @@ process.on('unhandledRejection', (reason) =>
 );
 
 try {
-  stack = await startStack({ config, logger, signal: abort.signal });
+  stack = await startStack({ config, logger, console: config.console.enabled, signal: abort.signal });
 } catch (error) {
   if (stopping) {
     log.info({}, 'stopped');
