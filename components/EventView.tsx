@@ -13,6 +13,13 @@ import { JsonEditor, type JsonState } from './JsonEditor.tsx';
 
 type Dialog = null | 'resubmit' | 'edit' | 'skip' | 'complete' | 'fail';
 
+const COMMAND_LABEL: Record<string, string> = {
+  ResubmissionRequest: 'Resubmission',
+  SkipRequest: 'Skip',
+  HandoffCompletedRequest: 'Handoff completion',
+  HandoffFailedRequest: 'Handoff failure',
+};
+
 function Field({ label, children, mono = true }: { label: string; children: ReactNode; mono?: boolean }) {
   return (
     <div className="min-w-0">
@@ -102,6 +109,11 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   if (!d || !e) return <p className="text-sm text-slate-500">Loading…</p>;
 
   const handoff = e.status === 'Pending' && e.subStatus === 'Handoff';
+  // A Pending row last written by an operator command: the console claimed it and the endpoint has not answered yet.
+  const awaiting =
+    e.status === 'Pending' && e.subStatus === null && e.messageType !== null && COMMAND_LABEL[e.messageType] !== undefined
+      ? COMMAND_LABEL[e.messageType]
+      : undefined;
   const payloadText = e.payload === null || e.payload === undefined ? null : JSON.stringify(e.payload, null, 2);
   const typeOptions = [...new Set([...(ep?.consumes ?? []), e.eventTypeId ?? ''])].filter(Boolean).sort();
 
@@ -159,6 +171,11 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           ) : null}
         </div>
       </div>
+      {awaiting ? (
+        <div data-testid="awaiting" className="mb-3 rounded border border-sky-200 bg-sky-50 px-3 py-2 text-sm text-sky-900">
+          {awaiting} sent by an operator; waiting for {endpointId} to process it and the Resolver to record the outcome.
+        </div>
+      ) : null}
       {notice ? (
         <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {notice}

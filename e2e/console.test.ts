@@ -112,6 +112,7 @@ describe('console in Chromium', () => {
     await page.getByTestId('audits').filter({ hasText: 'Resubmit' }).waitFor();
     assert.match((await page.getByTestId('audits').textContent()) ?? '', /by anonymous/);
     assert.equal(await page.getByTestId('event-status').locator('[data-status]').getAttribute('data-status'), 'Pending');
+    await page.getByTestId('awaiting').filter({ hasText: 'Resubmission sent' }).waitFor();
     await shot(page, 'event-resubmitted');
     await page.close();
 
@@ -187,6 +188,20 @@ describe('console in Chromium', () => {
     assert.equal(await flow.getByTestId('flow').getByText('OrderPlaced', { exact: true }).count(), 0);
     await shot(flow, 'flow');
     await flow.close();
+  });
+
+  test('the header search finds a session and opens an exact event id', async () => {
+    const page = await open('/');
+    await page.getByLabel('Search by event id or session id').fill('ORD-2');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/search\?q=ORD-2/);
+    await page.getByRole('link', { name: 'evt-parked-1' }).first().waitFor();
+    await shot(page, 'search');
+    await page.getByLabel('Search by event id or session id').fill('evt-completed-1');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/events\/evt-completed-1$/);
+    await page.getByTestId('event-id').waitFor();
+    await page.close();
   });
 
   test('no page logged a console error', () => {
