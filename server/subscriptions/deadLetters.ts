@@ -2,7 +2,6 @@
 // purge. Bodies are read as raw bytes (skipParsingBodyAsJson) so a replayed copy carries exactly the bytes the
 // dead letter held, and they are shown as text to the page, never logged.
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
-import { createRequire } from 'node:module';
 import { Prop } from '../../lib/contract/index.ts';
 
 export interface DeadLetterView {
@@ -80,15 +79,17 @@ export function deadLetterReceiver(client: ServiceBusClient, topic: string, subs
 }
 
 /**
- * A Long for `fromSequenceNumber`. The class is the one the Service Bus client itself depends on (resolved from
- * its package), so the value passes the client's own type check; `long` is not a dependency of ours.
+ * A sequence number for `fromSequenceNumber`, which the client types as a `long` Long. What the client does with
+ * it is `Long.isLong(v)` (the `__isLong__` brand) and `v.toBytesBE()`; this value provides exactly that, from a
+ * decimal string. (`long` is not our dependency, and resolving the client's own copy at run time does not
+ * survive the Next.js server bundle.)
  */
 type LongLike = NonNullable<ServiceBusReceivedMessage['sequenceNumber']>;
-const LongClass = createRequire(createRequire(import.meta.url).resolve('@azure/service-bus'))('long') as {
-  fromString(s: string): LongLike;
-};
-export function sequenceNumber(value: string): LongLike {
-  return LongClass.fromString(value);
+export function sequenceNumber(value: string | bigint): LongLike {
+  const n = BigInt.asUintN(64, typeof value === 'bigint' ? value : BigInt(value));
+  const bytes: number[] = [];
+  for (let i = 7; i >= 0; i--) bytes.push(Number((n >> BigInt(i * 8)) & 0xffn));
+  return { __isLong__: true, toBytesBE: () => bytes, toString: () => n.toString() } as unknown as LongLike;
 }
 
 /**
@@ -130,7 +131,7 @@ export async function peekDeadLetters(
         next = stopAt;
         break;
       }
-      from = last.add(1);
+      from = sequenceNumber(BigInt(last.toString()) + 1n);
       next = from.toString();
       if (items.length >= pageSize || scanned >= MAX_SCAN_PER_PAGE) break;
     }

@@ -96,7 +96,7 @@ export async function previewReplay(
         }
       }
       if (truncated) break;
-      batch = await receiver.peekMessages(100, { fromSequenceNumber: batch[batch.length - 1]!.sequenceNumber!.add(1) });
+      batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber(BigInt(batch[batch.length - 1]!.sequenceNumber!.toString()) + 1n) });
     }
   } finally {
     await receiver.close().catch(() => undefined);

@@ -147,6 +147,19 @@ describe('subscriptions', () => {
     assert.equal(await purgeDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver), 1);
   });
 
+  test('dead letters page by sequence number', async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await resolverDeadLetter(`R${i}`)).messageId);
+    const first = await peekDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver, { pageSize: 2 });
+    assert.deepEqual(first.items.map((i) => i.messageId), ids.slice(0, 2));
+    assert.ok(first.next);
+    const second = await peekDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver, { pageSize: 2, from: first.next });
+    assert.deepEqual(second.items.map((i) => i.messageId), ids.slice(2));
+    const filtered = await peekDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver, { pageSize: 2, reason: 'R2' });
+    assert.deepEqual(filtered.items.map((i) => i.messageId), [ids[2]]);
+    assert.equal(await purgeDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver), 3);
+  });
+
   test('a dead letter of an endpoint subscription: the preview names the other subscriptions its copy reaches', async () => {
     const ep = 'billingendpoint';
     const sessionId = `s-${randomUUID()}`;
