@@ -4,7 +4,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType, Prop, WellKnownSession, encodeBody } from '../lib/contract/index.ts';
+import { PermanentFailureError } from '../lib/sdk/errors.ts';
 import { HandlerRegistry } from '../lib/sdk/handlers.ts';
+import { RetryPolicies } from '../lib/sdk/retryPolicies.ts';
 import { HandoffClient } from '../lib/sdk/handoffClient.ts';
 import { withHarness as withSdkHarness, type Harness } from '../lib/sdk/e2e/harness.ts';
 import { createStore, startEmbeddedCosmos, type MessageStore, type StatusRowSummary } from '../lib/store/index.ts';
@@ -125,6 +127,67 @@ describe('SDK flows recorded by the Resolver', () => {
       assert.equal(record!.status, 'On');
       assert.equal((await store.listEvents({ endpointId: 'crm', sessionId: WellKnownSession.Heartbeat })).items.length, 0);
       assert.equal((await store.listHistory('hb-1')).items.length, 0);
+    });
+  });
+
+  test('dead letter -> DeadLettered with its reason; unsupported -> Unsupported; a policy retry -> Completed with a Retry audit', async () => {
+    await withResolver(async (h, store) => {
+      let attempts = 0;
+      h.host({
+        endpointId: 'crm',
+        retryPolicies: new RetryPolicies().setDefaultPolicy({ maxRetries: 2, baseDelayMs: 200 }),
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          if (e.customerId === 'D-1') throw new PermanentFailureError('customer record is corrupt');
+          if (e.customerId === 'R-1' && attempts++ === 0) throw new Error('CRM busy');
+        }),
+      });
+      const pub = h.publisher('shop');
+      await pub.publish('CustomerUpdated', { customerId: 'D-1', n: 1 });
+      await pub.publish('OrderPlaced', { orderId: 'U-1' });
+      await pub.publish('CustomerUpdated', { customerId: 'R-1', n: 1 });
+
+      const [dead] = await rowsOf(store, 'crm', 'D-1', (r) => r.length === 1 && r[0]!.status === 'DeadLettered');
+      assert.equal(dead!.deadLetterReason, 'Permanent failure: PermanentFailureError: customer record is corrupt');
+      await rowsOf(store, 'crm', 'U-1', (r) => r.length === 1 && r[0]!.status === 'Unsupported');
+      const [retried] = await rowsOf(store, 'crm', 'R-1', (r) => r.length === 1 && r[0]!.status === 'Completed');
+      const flow = (await store.listHistory(retried!.eventId)).items.map((i) => i.messageType).sort();
+      assert.deepEqual(flow, ['ErrorResponse', 'EventRequest', 'ResolutionResponse', 'RetryRequest']);
+      assert.deepEqual((await store.listAudits(retried!.eventId)).items.map((a) => a.type), ['Retry']);
+      const counts = await store.getCounts('crm');
+      assert.equal(counts.failed, 2, 'DeadLettered and Unsupported count in the Failed column');
+      assert.equal(counts.completed, 1);
+    });
+  });
+
+  test('skip of a failed event -> Skipped and its sibling Completed; handoff failed -> Failed with the text verbatim', async () => {
+    await withResolver(async (h, store) => {
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e, ctx) => {
+          if (e.customerId === 'S-1' && e.n === 1) throw new Error('CRM rejected the customer');
+          if (e.customerId === 'P-2') ctx.markPendingHandoff('DMF import', 'job-2', 60_000);
+        }),
+      });
+      h.deferredProcessor('crm');
+      const pub = h.publisher('shop');
+      await pub.publish('CustomerUpdated', { customerId: 'S-1', n: 1 });
+      await pub.publish('CustomerUpdated', { customerId: 'S-1', n: 2 });
+      const blocked = await rowsOf(store, 'crm', 'S-1', (r) => statuses(r).join() === 'Deferred,Failed');
+      const failed = blocked.find((r) => r.status === 'Failed')!;
+      await h.managerCommand('crm', MessageType.SkipRequest, { eventId: failed.eventId, sessionId: 'S-1' });
+      await rowsOf(store, 'crm', 'S-1', (r) => statuses(r).join() === 'Completed,Skipped');
+
+      await pub.publish('CustomerUpdated', { customerId: 'P-2', n: 1 });
+      const [parked] = await rowsOf(store, 'crm', 'P-2', (r) => r.length === 1 && r[0]!.subStatus === 'Handoff');
+      const handoff = new HandoffClient(h.client);
+      try {
+        await handoff.fail({ endpointId: 'crm', eventId: parked!.eventId, sessionId: 'P-2', messageId: parked!.requestMessageId ?? parked!.lastMessageId }, 'DMF job rejected 3 lines', 'DmfRejected');
+      } finally {
+        await handoff.close();
+      }
+      const [failedHandoff] = await rowsOf(store, 'crm', 'P-2', (r) => r.length === 1 && r[0]!.status === 'Failed');
+      assert.equal(failedHandoff!.errorText, 'DMF job rejected 3 lines');
+      assert.equal(failedHandoff!.subStatus, null);
     });
   });
 });
