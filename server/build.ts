@@ -1,6 +1,7 @@
 // Building the console (`next build`) on demand: used by the launcher when a fresh clone has no build yet and
 // by the browser test, which builds once and reuses `.next` until a source file is newer than the build.
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -35,7 +36,15 @@ export function consoleBuildIsStale(dir: string): boolean {
 /** Runs `next build` in `dir` (offline; telemetry off). Rejects with the build's last output lines on failure. */
 export function buildConsole(dir: string, options: { onOutput?: (line: string) => void } = {}): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(dir, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], {
+    // Resolved the way Node would from the project, so a hoisted or parent node_modules works too.
+    let nextBin: string;
+    try {
+      nextBin = createRequire(join(dir, 'package.json')).resolve('next/dist/bin/next');
+    } catch {
+      reject(new Error(`next is not installed for ${dir} (run npm ci)`));
+      return;
+    }
+    const child = spawn(process.execPath, [nextBin, 'build'], {
       cwd: dir,
       env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
       stdio: ['ignore', 'pipe', 'pipe'],
