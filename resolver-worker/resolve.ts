@@ -318,7 +318,9 @@ async function resolveHeartbeat(m: ResolverMessage, attempt: number, ctx: Resolv
       // The sender's Pending record is keyed by the probe's correlation id, which the reply carries.
       probeId: m.correlationId ?? m.parentMessageId ?? m.messageId,
       status: HEARTBEAT_STATUS[m.messageType!] ?? 'Unknown',
-      sentAt: payload.ForwardSendTime ? new Date(payload.ForwardSendTime).toISOString() : m.enqueuedAt,
+      // Without the probe's own stamp, null keeps the send time the scheduler stored (the reply's enqueue time
+      // would be when the endpoint answered, not when the probe left).
+      sentAt: payload.ForwardSendTime ? new Date(payload.ForwardSendTime).toISOString() : null,
       receivedAt: payload.ForwardReceivedTime ? new Date(payload.ForwardReceivedTime).toISOString() : now,
       answeredAt: now,
       sdkVersion: payload.SdkVersion ? payload.SdkVersion.slice(0, 64) : null,
