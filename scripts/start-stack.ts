@@ -25,6 +25,9 @@ import { pipeLines, type Component } from './start-log.ts';
 // Types only: the console module itself is imported when the console starts, so that the rest of the stack (and
 // its tests) does not depend on the console's server code loading.
 import type { RunningConsole, StartConsoleOptions } from '../server/console.ts';
+import type { HeartbeatScheduler, HeartbeatSchedulerOptions } from '../server/heartbeat/scheduler.ts';
+import type { PlatformDocs } from '../server/heartbeat/platformDocs.ts';
+import type { ServiceBusClient } from '@azure/service-bus';
 
 export class StartError extends Error {
   override readonly name = 'StartError';
@@ -273,6 +276,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         { connectionString, cosmos, log: log('console') },
         started,
       );
+      if (consoleUrl)
+        await startHeartbeatPart(
+          root,
+          { store, client: clients.client, catalog, cosmos, database: config.database, log: log('console') },
+          started,
+        );
     } else {
       log('console').info({}, 'console off (NIMBUS_CONSOLE=0)');
     }
@@ -389,4 +398,65 @@ function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined
       }
     });
   });
+}
+
+type HeartbeatModule = { startHeartbeatScheduler?: (o: HeartbeatSchedulerOptions) => HeartbeatScheduler };
+type PlatformDocsModule = {
+  PlatformDocs?: new (conn: { endpoint: string; key: string; database: string }) => PlatformDocs;
+};
+
+/**
+ * The console's heartbeat scheduler (Admin -> Health): the Resolver liveness probe, and endpoint probes once an
+ * operator enables them. Its sends are claimed on a stored document, so it is safe beside other console replicas.
+ */
+async function startHeartbeatPart(
+  root: string,
+  parts: {
+    store: MessageStore;
+    client: ServiceBusClient;
+    catalog: Catalog;
+    cosmos: { endpoint: string; key: string };
+    database: string;
+    log: Logger;
+  },
+  started: Stoppable[],
+): Promise<void> {
+  let scheduler: HeartbeatModule | undefined;
+  let docsModule: PlatformDocsModule | undefined;
+  try {
+    scheduler = await importIfPresent<HeartbeatModule>(root, 'server/heartbeat/scheduler.ts');
+    docsModule = await importIfPresent<PlatformDocsModule>(root, 'server/heartbeat/platformDocs.ts');
+  } catch (error) {
+    throw new StartError('console', `the heartbeat scheduler did not load: ${errorText(error)}`);
+  }
+  if (!scheduler?.startHeartbeatScheduler || !docsModule?.PlatformDocs) {
+    parts.log.warn(
+      {},
+      'heartbeat scheduler not available (server/heartbeat/scheduler.ts): endpoint health stays Unknown',
+    );
+    return;
+  }
+  const docs = new docsModule.PlatformDocs({
+    endpoint: parts.cosmos.endpoint,
+    key: parts.cosmos.key,
+    database: parts.database,
+  });
+  const running = scheduler.startHeartbeatScheduler({
+    store: parts.store,
+    client: parts.client,
+    catalog: parts.catalog,
+    docs,
+    log: parts.log,
+  });
+  started.push({
+    component: 'console',
+    stop: async () => {
+      await running.stop();
+      docs.close();
+    },
+  });
+  parts.log.info(
+    {},
+    'heartbeat scheduler started (endpoint probes are off until enabled in Admin -> Health)',
+  );
 }
