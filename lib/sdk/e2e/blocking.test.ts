@@ -23,12 +23,12 @@ function failingFirst(calls: string[], options: { failures?: number } = {}) {
   });
 }
 
-async function blockWithTwoParked(h: Harness, session: string): Promise<{ e1EventId: string }> {
+async function blockWithTwoParked(h: Harness, session: string): Promise<{ e1EventId: string; messageIds: string[] }> {
   const pub = h.publisher('shop');
   for (const n of [1, 2, 3]) await pub.publish('CustomerUpdated', { customerId: session, n });
   const first = await h.resolver(session, 6);
   assert.deepEqual(storyOf(first), { requests: ['EventRequest:E1', 'EventRequest:E2', 'EventRequest:E3'], responses: ['ErrorResponse:E1', 'DeferralResponse:E2', 'DeferralResponse:E3'] });
-  return { e1EventId: String(first[0]!.props.EventId) };
+  return { e1EventId: String(first[0]!.props.EventId), messageIds: first.filter((r) => r.type === 'EventRequest').map((r) => r.messageId) };
 }
 
 describe('failure blocks the session; siblings park and replay in order', () => {
@@ -108,6 +108,25 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       const replay = await h.resolver('B-4', 6);
       assert.deepEqual(storyOf(replay), { requests: ['EventRequest:E2', 'EventRequest:E3', 'EventRequest:E4'], responses: ['ResolutionResponse:E2', 'ResolutionResponse:E3', 'ResolutionResponse:E4'] });
       assert.deepEqual(calls, ['E1:EventRequest', 'E1:ResubmissionRequest', 'E2:EventRequest', 'E3:EventRequest', 'E4:EventRequest']);
+    });
+  });
+
+  test('a replayed copy of a sequence already handled (a replay sent twice) is completed without running again', async () => {
+    await withHarness(async (h) => {
+      const calls: string[] = [];
+      h.host({ endpointId: 'crm', handlers: failingFirst(calls) });
+      h.deferredProcessor('crm');
+      const { e1EventId, messageIds } = await blockWithTwoParked(h, 'B-7');
+      await h.managerCommand('crm', MessageType.SkipRequest, { eventId: e1EventId, sessionId: 'B-7' });
+      const replay = await h.resolver('B-7', 6);
+      const e2 = replay.find((r) => r.type === 'EventRequest' && r.content.EventContent?.EventJson?.includes('"n":2'))!;
+      assert.equal(e2.props.ReplaySequence, 0);
+      assert.equal(e2.messageId, messageIds[1], 'the replayed copy keeps the original MessageId (DESIGN.md §5)');
+      // The same replayed copy once more, as after a crash between sending it and completing the parked one.
+      await h.send('crm', { sessionId: 'B-7', messageId: e2.messageId, body: eventBody('CustomerUpdated', { customerId: 'B-7', n: 2 }), props: { ...(e2.props as Record<string, string | number>) } });
+      assert.deepEqual(story(await h.resolver('B-7', 1)), ['EventRequest:E2']);
+      assert.deepEqual(await h.resolverRest('B-7'), [], 'no second response');
+      assert.deepEqual(calls, ['E1:EventRequest', 'E2:EventRequest', 'E3:EventRequest']);
     });
   });
 
