@@ -76,6 +76,9 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
   });
 
   const tcp = net.createServer((socket) => {
+    // AMQP is request/response over small frames (dispositions, flow, management replies): Nagle's algorithm
+    // holds each of them back waiting for an ACK, which cost ~45 ms per send->receive round trip before this.
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => {
