@@ -12,10 +12,12 @@ export function SearchView() {
   const router = useRouter();
   const r = useQuery({ queryKey: ['search', q], queryFn: () => api.search(q), enabled: q !== '' });
   const items = r.data?.items ?? [];
-  const only = items.length === 1 ? items[0] : undefined;
+  // An exact event id that names one event opens it; anything else lists the matches.
+  const exact = items.filter((i) => i.eventId.toLowerCase() === q.toLowerCase());
+  const only = exact.length === 1 ? exact[0] : undefined;
   useEffect(() => {
-    if (only && only.eventId.toLowerCase() === q.toLowerCase()) router.replace(eventHref(only.endpointId, only.eventId));
-  }, [only, q, router]);
+    if (only) router.replace(eventHref(only.endpointId, only.eventId));
+  }, [only, router]);
   return (
     <section>
       <h1 className="mb-3 text-xl font-semibold">
