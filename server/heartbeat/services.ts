@@ -3,7 +3,7 @@
 // globalThis for the same reason as server/context.ts (Next.js may load a module once per route bundle).
 import type { ConsoleContext } from '../context.ts';
 import { PlatformDocs } from './platformDocs.ts';
-import { HeartbeatService } from './scheduler.ts';
+import { HeartbeatService, startHeartbeatScheduler } from './scheduler.ts';
 
 export interface OpsServices {
   docs: PlatformDocs;
@@ -40,4 +40,19 @@ export async function closeOpsServices(): Promise<void> {
   await Promise.all([...s.running.values()].map((p) => p.catch(() => undefined)));
   await s.heartbeat.close();
   s.docs.close();
+}
+
+/**
+ * Starts the heartbeat scheduler for this console process on the console's own connections (the launcher calls
+ * this after startConsole; every replica may: the send claims make one of them send per interval).
+ */
+export async function startConsoleHeartbeat(
+  env: Record<string, string | undefined> = process.env,
+  options: { tickMs?: number } = {},
+): Promise<{ stop(): Promise<void> }> {
+  const { getContext } = await import('../context.ts');
+  const ctx = await getContext(env);
+  const { docs } = getOpsServices(ctx);
+  const scheduler = startHeartbeatScheduler({ store: ctx.store, client: ctx.serviceBus.client, catalog: ctx.catalog, docs, ...options });
+  return { stop: () => scheduler.stop() };
 }

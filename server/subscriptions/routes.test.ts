@@ -120,5 +120,19 @@ describe('operations routes', () => {
     assert.equal((await toggle.PUT(req('PUT', '/x', { included: false }), params({ endpointId: 'erpendpoint' }))).status, 200);
     const sent = (await (await sendNow.POST(req('POST', '/x'))).json()) as { count: number };
     assert.equal(sent.count, stack.catalog.endpoints.length - 1);
+
+    // The launcher's way to run the scheduler on the console's connections: its first tick probes the Resolver.
+    const { startConsoleHeartbeat } = await import('../heartbeat/services.ts');
+    const hb = await startConsoleHeartbeat(process.env, { tickMs: 60_000 });
+    try {
+      let inFlight = false;
+      for (let i = 0; i < 100 && !inFlight; i++) {
+        inFlight = ((await (await health.GET(req('GET', '/x'))).json()) as { resolver: { probeInFlight: boolean } }).resolver.probeInFlight;
+        if (!inFlight) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(inFlight, 'the Resolver probe went out');
+    } finally {
+      await hb.stop();
+    }
   });
 });
