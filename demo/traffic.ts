@@ -153,6 +153,8 @@ export class TrafficPlanner {
       openOrders: [],
     };
     this.customers.push(customer);
+    // Customers who stopped ordering are forgotten, so a demo that runs for days keeps a small plan.
+    if (this.customers.length > ACTIVE_CUSTOMERS * 2) this.customers.shift();
     return {
       eventTypeId: DemoEventType.CustomerRegistered,
       sessionId: customerId,
@@ -226,6 +228,7 @@ export class TrafficPlanner {
         ? { street: address.street, city: address.city, country: address.country }
         : address;
     customer.openOrders.push(orderId);
+    if (customer.openOrders.length > 5) customer.openOrders.shift();
     return {
       eventTypeId: DemoEventType.OrderPlaced,
       sessionId: customer.customerId,
