@@ -39,6 +39,7 @@ export interface ResolverRecord {
   messageId: string;
   correlationId?: string;
   sessionId?: string;
+  enqueuedTime?: Date;
 }
 
 export class Harness {
@@ -216,6 +217,7 @@ function toRecord(m: ServiceBusReceivedMessage): ResolverRecord {
     messageId: String(m.messageId),
     correlationId: m.correlationId === undefined ? undefined : String(m.correlationId),
     sessionId: m.sessionId,
+    enqueuedTime: m.enqueuedTimeUtc,
   };
 }
 

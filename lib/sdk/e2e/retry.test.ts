@@ -41,6 +41,35 @@ describe('scheduled retries', () => {
     });
   });
 
+  test('each retry is enqueued no earlier than its exponential backoff after the failure (lower bound only)', async () => {
+    await withHarness(async (h) => {
+      let failures = 2;
+      const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 2, strategy: 'Exponential', baseDelayMs: 400 });
+      const thrownAt: number[] = [];
+      h.host({
+        endpointId: 'crm',
+        retryPolicies,
+        handlers: new HandlerRegistry().on('CustomerUpdated', () => {
+          if (failures-- > 0) {
+            thrownAt.push(Date.now());
+            throw new Error('not yet');
+          }
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'R-4', n: 1 });
+      const records = await h.resolver('R-4', 6);
+      const errors = records.filter((r) => r.type === 'ErrorResponse');
+      const retries = records.filter((r) => r.type === 'RetryRequest');
+      assert.equal(errors.length, 2);
+      assert.equal(retries.length, 2);
+      // The retry is scheduled at (a moment after the handler threw) + backoff, so the broker (in this process, same
+      // clock) must not enqueue it earlier than 400 ms, then 800 ms, after the throw.
+      const gap = (i: number) => retries[i]!.enqueuedTime!.getTime() - thrownAt[i]!;
+      assert.ok(gap(0) >= 400 - 1, `first retry after ${gap(0)} ms`);
+      assert.ok(gap(1) >= 800 - 1, `second retry after ${gap(1)} ms`);
+    });
+  });
+
   test('an error no rule matches is not retried; an exhausted budget leaves the session blocked', async () => {
     await withHarness(async (h) => {
       const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, { maxRetries: 1, baseDelayMs: 100 });
