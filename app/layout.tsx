@@ -29,6 +29,15 @@ export default function RootLayout({ children }: { children: ReactNode }) {
               <Link href="/flow" className="text-slate-300 hover:text-white">
                 Flow
               </Link>
+              <Link href="/topology" className="text-slate-300 hover:text-white">
+                Topology
+              </Link>
+              <Link href="/operations" className="text-slate-300 hover:text-white">
+                Operations
+              </Link>
+              <Link href="/admin" className="text-slate-300 hover:text-white">
+                Admin
+              </Link>
               <div className="ml-auto">
                 <GlobalSearch />
               </div>
