@@ -8,7 +8,7 @@ import { MessageType as T } from '../lib/contract/index.ts';
 import { createStore } from '../lib/store/index.ts';
 import { withHarness, orderBody } from './testHarness.ts';
 
-test('two instances: every event Completed once, one history entry per message, counters exact', async () => {
+test('two instances: every event Completed, one history entry per message, counters exact', async () => {
   await withHarness(async (h) => {
     const second = await createStore({ endpoint: h.cosmosEndpoint, key: h.cosmos.key, database: h.store.database.id });
     try {
@@ -27,10 +27,20 @@ test('two instances: every event Completed once, one history entry per message, 
         const res = await h.send({ type: T.ResolutionResponse, ...e, from: ep, parentMessageId: req.messageId });
         sent.push(req.messageId, res.messageId);
       }
-      for (const id of sent) await h.settledOf(id, 1, 30_000);
+      for (const id of sent) await h.settledOk(id);
 
-      assert.equal(h.settled.length, sent.length, 'each message settled exactly once');
-      assert.ok(h.settled.every((s) => s.ok && s.settlement.kind === 'complete' && s.settlement.result === 'written'));
+      // Delivery is at least once: on a loaded machine a session lock can lapse before a completion lands, and the
+      // message comes back (to either instance). What must hold is that every message ends settled, and that a
+      // second delivery changes nothing: its history write is idempotent and its status write is refused or
+      // re-applies the same outcome.
+      const byMessage = new Map<string, typeof h.settled>();
+      for (const e of h.settled) byMessage.set(e.messageId, [...(byMessage.get(e.messageId) ?? []), e]);
+      assert.equal(byMessage.size, sent.length);
+      for (const [id, settlements] of byMessage) {
+        assert.ok(settlements.some((s) => s.ok), `${id} ends settled`);
+        for (const s of settlements) assert.ok(s.settlement.kind === 'complete' && ['written', 'ignored'].includes(s.settlement.result), `${id}: ${s.settlement.kind}`);
+        assert.ok(settlements.filter((s) => s.ok).length === 1, `${id} is delivered again only when a settlement did not land`);
+      }
       for (const e of events) {
         const row = await h.store.getStatusRow(ep, e.eventId, e.sessionId);
         assert.equal(row?.status, 'Completed', `${e.eventId}`);
@@ -43,7 +53,7 @@ test('two instances: every event Completed once, one history entry per message, 
       assert.equal(counts.pending, 0);
       const recount = await h.store.recountEndpoint(ep);
       assert.equal(recount.completed, 30, 'the recount agrees with the maintained counters');
-      assert.equal((byInstance.get('a') ?? 0) + (byInstance.get('b') ?? 0), sent.length);
+      assert.equal((byInstance.get('a') ?? 0) + (byInstance.get('b') ?? 0), h.settled.length);
     } finally {
       for (const r of h.resolvers) await r.stop();
       await second.close();

@@ -132,6 +132,11 @@ export class ResolverHarness {
     }, `${count} settlement(s) of ${messageId}`, timeoutMs);
   }
 
+  /** Waits until this message id has a settlement that landed (a failed one means the broker delivers it again). */
+  async settledOk(messageId: string, timeoutMs = 30_000): Promise<SettledEvent> {
+    return eventually(() => this.settled.find((s) => s.messageId === messageId && s.ok), `a settlement of ${messageId} that landed`, timeoutMs);
+  }
+
   async deadLetters(max = 20, waitMs = 1000): Promise<ServiceBusReceivedMessage[]> {
     const receiver = this.clients.client.createReceiver(Topic.Resolver, Topic.Resolver, { subQueueType: 'deadLetter' });
     try {
