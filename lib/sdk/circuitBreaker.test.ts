@@ -8,7 +8,13 @@ describe('circuit breaker', () => {
   function breaker() {
     let t = 0;
     const transitions: string[] = [];
-    const b = new CircuitBreaker({ failureThreshold: 3, windowMs: 1000, openDurationMs: 500, exclude: [Throttled], now: () => t });
+    const b = new CircuitBreaker({
+      failureThreshold: 3,
+      windowMs: 1000,
+      openDurationMs: 500,
+      exclude: [Throttled],
+      now: () => t,
+    });
     b.onStateChange((from, to) => transitions.push(`${from}->${to}`));
     return { b, transitions, advance: (ms: number) => (t += ms) };
   }
@@ -48,6 +54,12 @@ describe('circuit breaker', () => {
     assert.equal(b.tryAcquire(), true);
     b.record('success');
     assert.equal(b.state, 'Closed');
-    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open', 'Open->HalfOpen', 'HalfOpen->Closed']);
+    assert.deepEqual(transitions, [
+      'Closed->Open',
+      'Open->HalfOpen',
+      'HalfOpen->Open',
+      'Open->HalfOpen',
+      'HalfOpen->Closed',
+    ]);
   });
 });

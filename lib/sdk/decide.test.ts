@@ -25,14 +25,25 @@ function env(overrides: Partial<DecisionEnv> = {}): DecisionEnv {
   };
 }
 
-function msg(props: Record<string, unknown>, body: unknown = eventBody('OrderPlaced', { orderId: 'o1' }), extra: Partial<Parameters<typeof fromReceived>[0]> = {}): InboundMessage {
+function msg(
+  props: Record<string, unknown>,
+  body: unknown = eventBody('OrderPlaced', { orderId: 'o1' }),
+  extra: Partial<Parameters<typeof fromReceived>[0]> = {},
+): InboundMessage {
   return fromReceived({
     messageId: 'm1',
     sessionId: 's1',
     correlationId: 'c1',
     enqueuedTimeUtc: new Date(start.getTime() - 100),
     body,
-    applicationProperties: { To: E, From: 'storefront', MessageType: 'EventRequest', EventId: 'e1', EventTypeId: 'OrderPlaced', ...props },
+    applicationProperties: {
+      To: E,
+      From: 'storefront',
+      MessageType: 'EventRequest',
+      EventId: 'e1',
+      EventTypeId: 'OrderPlaced',
+      ...props,
+    },
     ...extra,
   });
 }
@@ -40,7 +51,12 @@ function msg(props: Record<string, unknown>, body: unknown = eventBody('OrderPla
 const state = (s: Partial<SessionState> = {}): SessionState => ({ ...emptySessionState(), ...s });
 
 /** Runs both phases, with `outcome` standing in for the handler when it is invoked. */
-function run(m: InboundMessage, st: SessionState, outcome: HandlerOutcome | undefined, e = env()): Settlement & { invoked: boolean } {
+function run(
+  m: InboundMessage,
+  st: SessionState,
+  outcome: HandlerOutcome | undefined,
+  e = env(),
+): Settlement & { invoked: boolean } {
   const r = route(m, st, e);
   if (r.kind === 'settle') return { ...r.settlement, invoked: false };
   assert.ok(outcome, 'the handler was invoked but the test gave no outcome');
@@ -67,9 +83,13 @@ function shape(effects: Effect[]): string[] {
   });
 }
 
-const sends = (s: Settlement) => s.effects.filter((f): f is Extract<Effect, { kind: 'send' }> => f.kind === 'send').map((f) => f.message);
+const sends = (s: Settlement) =>
+  s.effects.filter((f): f is Extract<Effect, { kind: 'send' }> => f.kind === 'send').map((f) => f.message);
 const ok: HandlerOutcome = { kind: 'success' };
-const fail = (disposition: 'Retry' | 'DeadLetter' | 'Discard' = 'Retry', error: unknown = new Error('downstream said no')): HandlerOutcome => ({ kind: 'failed', error, disposition, classifierName: 'TestClassifier' });
+const fail = (
+  disposition: 'Retry' | 'DeadLetter' | 'Discard' = 'Retry',
+  error: unknown = new Error('downstream said no'),
+): HandlerOutcome => ({ kind: 'failed', error, disposition, classifierName: 'TestClassifier' });
 
 describe('EventRequest', () => {
   test('happy path: ResolutionResponse with lineage, then complete', () => {
@@ -81,14 +101,28 @@ describe('EventRequest', () => {
     assert.equal(r!.correlationId, 'c1');
     assert.deepEqual(
       { ...r!.applicationProperties },
-      { To: 'Resolver', MessageType: 'ResolutionResponse', EventId: 'e1', EventTypeId: 'OrderPlaced', OriginatingMessageId: 'm1', ParentMessageId: 'm1', OriginatingFrom: 'storefront', RetryCount: 0, QueueTimeMs: 100, ProcessingTimeMs: 25 },
+      {
+        To: 'Resolver',
+        MessageType: 'ResolutionResponse',
+        EventId: 'e1',
+        EventTypeId: 'OrderPlaced',
+        OriginatingMessageId: 'm1',
+        ParentMessageId: 'm1',
+        OriginatingFrom: 'storefront',
+        RetryCount: 0,
+        QueueTimeMs: 100,
+        ProcessingTimeMs: 25,
+      },
     );
     assert.equal(s.signal, 'completed');
   });
 
   test('the handler gets the parsed payload', () => {
     const r = route(msg({}), state(), env());
-    assert.deepEqual(r.kind === 'invoke' && r.invocation, { eventTypeId: 'OrderPlaced', payload: { orderId: 'o1' } });
+    assert.deepEqual(r.kind === 'invoke' && r.invocation, {
+      eventTypeId: 'OrderPlaced',
+      payload: { orderId: 'o1' },
+    });
   });
 
   test('unsupported type: UnsupportedResponse, complete, no block', () => {
@@ -99,7 +133,11 @@ describe('EventRequest', () => {
 
   test('Retry-disposition failure: ErrorResponse, block, complete, no retry without a policy', () => {
     const s = run(msg({}), state(), fail());
-    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'state {"b":"e1","n":0,"c":0,"r":0}', 'complete']);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver',
+      'state {"b":"e1","n":0,"c":0,"r":0}',
+      'complete',
+    ]);
     assert.equal(s.signal, 'handlerFailed');
     const body = JSON.parse(sends(s)[0]!.body);
     assert.equal(body.ErrorContent.ErrorText, 'downstream said no');
@@ -108,7 +146,10 @@ describe('EventRequest', () => {
   });
 
   test('with a matching policy the RetryRequest is scheduled last, To = Retry, RetryCount + 1', () => {
-    const policies = new RetryPolicies().addEventTypePolicy('OrderPlaced', { maxRetries: 3, baseDelayMs: 1500 });
+    const policies = new RetryPolicies().addEventTypePolicy('OrderPlaced', {
+      maxRetries: 3,
+      baseDelayMs: 1500,
+    });
     const e = env({ nextRetry: (err, t, n) => policies.nextRetry(err, t, n) });
     const s = run(msg({}), state(), fail(), e);
     assert.deepEqual(shape(s.effects).slice(-2), ['complete', 'schedule RetryRequest +1500ms']);
@@ -124,9 +165,18 @@ describe('EventRequest', () => {
   });
 
   test('blocked session: DeferralResponse, parked copy with sequence and same MessageId, state, complete; handler not run', () => {
-    const s = run(msg({ EventId: 'e2' }), state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }), undefined);
+    const s = run(
+      msg({ EventId: 'e2' }),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }),
+      undefined,
+    );
     assert.equal(s.invoked, false);
-    assert.deepEqual(shape(s.effects), ['send DeferralResponse->Resolver', 'send EventRequest->Deferred', 'state {"b":"e1","n":3,"c":3,"r":0}', 'complete']);
+    assert.deepEqual(shape(s.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":"e1","n":3,"c":3,"r":0}',
+      'complete',
+    ]);
     const parked = sends(s)[1]!;
     assert.equal(parked.messageId, 'm1');
     assert.equal(parked.applicationProperties.OriginalSessionId, 's1');
@@ -143,65 +193,129 @@ describe('EventRequest', () => {
   });
 
   test('a draining session parks new messages behind the ones still to be replayed', () => {
-    const s = run(msg({ EventId: 'e9' }), state({ NextDeferralSequence: 3, NextReplaySequence: 1, DeferredCount: 3 }), undefined);
-    assert.deepEqual(shape(s.effects), ['send DeferralResponse->Resolver', 'send EventRequest->Deferred', 'state {"b":null,"n":4,"c":4,"r":1}', 'complete']);
+    const s = run(
+      msg({ EventId: 'e9' }),
+      state({ NextDeferralSequence: 3, NextReplaySequence: 1, DeferredCount: 3 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":null,"n":4,"c":4,"r":1}',
+      'complete',
+    ]);
   });
 
   test('a replayed copy runs during the drain and advances the replay cursor', () => {
-    const s = run(msg({ ReplaySequence: 1, ReplayUntil: 3 }), state({ NextDeferralSequence: 3, NextReplaySequence: 1, DeferredCount: 3 }), ok);
+    const s = run(
+      msg({ ReplaySequence: 1, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 3, NextReplaySequence: 1, DeferredCount: 3 }),
+      ok,
+    );
     assert.ok(s.invoked);
-    assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'state {"b":null,"n":3,"c":3,"r":2}', 'complete']);
+    assert.deepEqual(shape(s.effects), [
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":3,"c":3,"r":2}',
+      'complete',
+    ]);
   });
 
   test('the copy that ends a pass asks for the next pass when more was parked meanwhile', () => {
-    const s = run(msg({ ReplaySequence: 2, ReplayUntil: 3 }), state({ NextDeferralSequence: 5, NextReplaySequence: 2, DeferredCount: 5 }), ok);
-    assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'state {"b":null,"n":5,"c":5,"r":3}', 'send ProcessDeferredRequest->DeferredProcessor', 'complete']);
+    const s = run(
+      msg({ ReplaySequence: 2, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 5, NextReplaySequence: 2, DeferredCount: 5 }),
+      ok,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":5,"c":5,"r":3}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
     const trigger = sends(s)[1]!;
     assert.equal(trigger.applicationProperties.ReplayUntil, 5);
     assert.equal(trigger.sessionId, 's1');
   });
 
   test('a replayed copy that meets a new block is parked again with a new sequence', () => {
-    const s = run(msg({ EventId: 'e3', ReplaySequence: 2, ReplayUntil: 3 }), state({ BlockedByEventId: 'e2', NextDeferralSequence: 3, NextReplaySequence: 2, DeferredCount: 3 }), undefined);
-    assert.deepEqual(shape(s.effects), ['send DeferralResponse->Resolver', 'send EventRequest->Deferred', 'state {"b":"e2","n":4,"c":4,"r":3}', 'complete']);
+    const s = run(
+      msg({ EventId: 'e3', ReplaySequence: 2, ReplayUntil: 3 }),
+      state({ BlockedByEventId: 'e2', NextDeferralSequence: 3, NextReplaySequence: 2, DeferredCount: 3 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":"e2","n":4,"c":4,"r":3}',
+      'complete',
+    ]);
     const parked = sends(s)[1]!;
     assert.equal(parked.applicationProperties.DeferralSequence, 3);
     assert.equal(parked.applicationProperties.ReplaySequence, undefined);
   });
 
   test('a second replayed copy of an already handled sequence is only completed', () => {
-    const s = run(msg({ ReplaySequence: 0, ReplayUntil: 3 }), state({ NextDeferralSequence: 3, NextReplaySequence: 1 }), undefined);
+    const s = run(
+      msg({ ReplaySequence: 0, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 3, NextReplaySequence: 1 }),
+      undefined,
+    );
     assert.deepEqual(shape(s.effects), ['complete']);
   });
 
   test('a failing replayed copy blocks and still advances the cursor', () => {
-    const s = run(msg({ ReplaySequence: 0, ReplayUntil: 3 }), state({ NextDeferralSequence: 3, DeferredCount: 3 }), fail());
-    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'state {"b":"e1","n":3,"c":3,"r":1}', 'complete']);
+    const s = run(
+      msg({ ReplaySequence: 0, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 3, DeferredCount: 3 }),
+      fail(),
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver',
+      'state {"b":"e1","n":3,"c":3,"r":1}',
+      'complete',
+    ]);
   });
 
   test('heartbeat: answered before the session guard, From = endpoint, stamped payload', () => {
     const probe = eventBody('NimBus.Platform.Heartbeat', { ForwardSendTime: '2026-12-02T09:59:59.000Z' });
-    const s = run(msg({ EventTypeId: 'nimbus.platform.heartbeat', From: 'Manager' }, probe), state({ BlockedByEventId: 'other' }), undefined);
+    const s = run(
+      msg({ EventTypeId: 'nimbus.platform.heartbeat', From: 'Manager' }, probe),
+      state({ BlockedByEventId: 'other' }),
+      undefined,
+    );
     assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'complete']);
     const reply = sends(s)[0]!;
     assert.equal(reply.applicationProperties.From, E);
     const content = JSON.parse(reply.body).EventContent;
     assert.equal(content.EventTypeId, 'NimBus.Platform.Heartbeat');
     const hb = JSON.parse(content.EventJson);
-    assert.deepEqual(hb, { ForwardSendTime: '2026-12-02T09:59:59.000Z', ForwardReceivedTime: '2026-12-02T10:00:00.025Z', BackwardSendTime: '2026-12-02T10:00:00.025Z', Endpoint: E, SdkVersion: '9.9.9' });
+    assert.deepEqual(hb, {
+      ForwardSendTime: '2026-12-02T09:59:59.000Z',
+      ForwardReceivedTime: '2026-12-02T10:00:00.025Z',
+      BackwardSendTime: '2026-12-02T10:00:00.025Z',
+      Endpoint: E,
+      SdkVersion: '9.9.9',
+    });
   });
 
   test('heartbeat with a malformed body or the id only in the body is still answered', () => {
     const bad = run(msg({ EventTypeId: 'NimBus.Platform.Heartbeat' }, '{not json'), state(), undefined);
     assert.deepEqual(shape(bad.effects), ['send ResolutionResponse->Resolver', 'complete']);
-    const bodyOnly = run(msg({ EventTypeId: undefined }, eventBody('NimBus.Platform.Heartbeat', {})), state(), undefined);
+    const bodyOnly = run(
+      msg({ EventTypeId: undefined }, eventBody('NimBus.Platform.Heartbeat', {})),
+      state(),
+      undefined,
+    );
     assert.deepEqual(shape(bodyOnly.effects), ['send ResolutionResponse->Resolver', 'complete']);
   });
 
   test('EventTypeId property disagreeing with the body: notification first, then dead-letter; handler not run', () => {
     const s = run(msg({}, eventBody('OrderCancelled', {})), state(), undefined);
     assert.equal(s.invoked, false);
-    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver (best effort)', 'deadLetter Permanent failure: PayloadDeserializationError: the EventTypeId property \'OrderPlaced\' disagrees with the body\'s \'OrderCancelled\'']);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      "deadLetter Permanent failure: PayloadDeserializationError: the EventTypeId property 'OrderPlaced' disagrees with the body's 'OrderCancelled'",
+    ]);
     const n = sends(s)[0]!;
     assert.match(String(n.applicationProperties.DeadLetterReason), /^Permanent failure:/);
     assert.ok(String(n.applicationProperties.DeadLetterErrorDescription).length > 0);
@@ -212,19 +326,41 @@ describe('EventRequest', () => {
     ['missing payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: null } })],
     ['null payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: 'null' } })],
     ['malformed payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"a":' } })],
-    ['payload deeper than 32 levels', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '['.repeat(33) + ']'.repeat(33) } })],
+    [
+      'payload deeper than 32 levels',
+      encodeBody({
+        EventContent: { EventTypeId: 'OrderPlaced', EventJson: '['.repeat(33) + ']'.repeat(33) },
+      }),
+    ],
     ['body that is not JSON', 'garbage'],
   ] as const) {
     test(`${name}: permanent failure, never retried even when a policy matches`, () => {
       const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 5, baseDelayMs: 1 });
-      const s = run(msg({}, body), state(), undefined, env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }));
+      const s = run(
+        msg({}, body),
+        state(),
+        undefined,
+        env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+      );
       assert.equal(s.invoked, false);
-      assert.deepEqual(shape(s.effects).map((x) => x.split(':')[0]), ['send ErrorResponse->Resolver (best effort)', 'deadLetter Permanent failure']);
+      assert.deepEqual(
+        shape(s.effects).map((x) => x.split(':')[0]),
+        ['send ErrorResponse->Resolver (best effort)', 'deadLetter Permanent failure'],
+      );
     });
   }
 
   test('32 levels of nesting are still accepted', () => {
-    const r = route(msg({}, encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '['.repeat(32) + ']'.repeat(32) } })), state(), env());
+    const r = route(
+      msg(
+        {},
+        encodeBody({
+          EventContent: { EventTypeId: 'OrderPlaced', EventJson: '['.repeat(32) + ']'.repeat(32) },
+        }),
+      ),
+      state(),
+      env(),
+    );
     assert.equal(r.kind, 'invoke');
   });
 
@@ -233,23 +369,41 @@ describe('EventRequest', () => {
     class KnownBadVersion extends Error {
       override name = 'KnownBadVersion';
     }
-    const s = run(msg({}), state(), fail('Discard', new KnownBadVersion('v1 is retired')), env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }));
+    const s = run(
+      msg({}),
+      state(),
+      fail('Discard', new KnownBadVersion('v1 is retired')),
+      env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+    );
     assert.deepEqual(shape(s.effects), ['send SkipResponse->Resolver', 'complete']);
     const body = JSON.parse(sends(s)[0]!.body);
-    assert.equal(body.ErrorContent.ErrorText, 'KnownBadVersion: v1 is retired Classified as Discard by TestClassifier.');
+    assert.equal(
+      body.ErrorContent.ErrorText,
+      'KnownBadVersion: v1 is retired Classified as Discard by TestClassifier.',
+    );
     assert.equal(body.ErrorContent.ErrorType, 'KnownBadVersion');
     assert.equal(s.signal, 'completed');
   });
 
   test('DeadLetter disposition: notification then dead-letter, no block', () => {
     const s = run(msg({}), state(), fail('DeadLetter', new SyntaxError('bad')));
-    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver (best effort)', 'deadLetter Permanent failure: SyntaxError: bad']);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'deadLetter Permanent failure: SyntaxError: bad',
+    ]);
   });
 
   test('pending handoff: PendingHandoffResponse with metadata, block, complete; no Resolution', () => {
     const expectedBy = new Date('2026-12-02T10:05:00.000Z');
-    const s = run(msg({}), state(), { kind: 'success', handoff: { reason: 'DMF import', externalJobId: 'job-7', expectedBy } });
-    assert.deepEqual(shape(s.effects), ['send PendingHandoffResponse->Resolver', 'state {"b":"e1","n":0,"c":0,"r":0}', 'complete']);
+    const s = run(msg({}), state(), {
+      kind: 'success',
+      handoff: { reason: 'DMF import', externalJobId: 'job-7', expectedBy },
+    });
+    assert.deepEqual(shape(s.effects), [
+      'send PendingHandoffResponse->Resolver',
+      'state {"b":"e1","n":0,"c":0,"r":0}',
+      'complete',
+    ]);
     const p = sends(s)[0]!.applicationProperties;
     assert.equal(p.HandoffReason, 'DMF import');
     assert.equal(p.ExternalJobId, 'job-7');
@@ -263,7 +417,8 @@ describe('EventRequest', () => {
 });
 
 describe('RetryRequest', () => {
-  const retry = (props: Record<string, unknown> = {}) => msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1, ...props });
+  const retry = (props: Record<string, unknown> = {}) =>
+    msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1, ...props });
 
   test('not blocked by this event: ResolutionResponse and complete without running the handler', () => {
     const s = run(retry(), state({ BlockedByEventId: 'other' }), undefined);
@@ -273,21 +428,55 @@ describe('RetryRequest', () => {
 
   test('success: unblock, drain when something is parked, Resolution, complete', () => {
     const s = run(retry(), state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }), ok);
-    assert.deepEqual(shape(s.effects), ['state {"b":null,"n":2,"c":2,"r":0}', 'send ProcessDeferredRequest->DeferredProcessor', 'send ResolutionResponse->Resolver', 'complete']);
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":2,"c":2,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
     const nothingParked = run(retry(), state({ BlockedByEventId: 'e1' }), ok);
-    assert.deepEqual(shape(nothingParked.effects), ['state {"b":null,"n":0,"c":0,"r":0}', 'send ResolutionResponse->Resolver', 'complete']);
+    assert.deepEqual(shape(nothingParked.effects), [
+      'state {"b":null,"n":0,"c":0,"r":0}',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
   });
 
   test('fails again: ErrorResponse, complete, next RetryRequest with RetryCount 2; session stays blocked', () => {
-    const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 3, strategy: 'Linear', baseDelayMs: 1000 });
-    const s = run(retry(), state({ BlockedByEventId: 'e1' }), fail(), env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }));
-    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'complete', 'schedule RetryRequest +2000ms']);
-    assert.equal((s.effects[2] as Extract<Effect, { kind: 'schedule' }>).message.applicationProperties.RetryCount, 2);
+    const policies = new RetryPolicies().setDefaultPolicy({
+      maxRetries: 3,
+      strategy: 'Linear',
+      baseDelayMs: 1000,
+    });
+    const s = run(
+      retry(),
+      state({ BlockedByEventId: 'e1' }),
+      fail(),
+      env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver',
+      'complete',
+      'schedule RetryRequest +2000ms',
+    ]);
+    assert.equal(
+      (s.effects[2] as Extract<Effect, { kind: 'schedule' }>).message.applicationProperties.RetryCount,
+      2,
+    );
   });
 
   test('discard on retry: unblock and drain first, then the discard SkipResponse', () => {
-    const s = run(retry(), state({ BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 }), fail('Discard'));
-    assert.deepEqual(shape(s.effects), ['state {"b":null,"n":1,"c":1,"r":0}', 'send ProcessDeferredRequest->DeferredProcessor', 'send SkipResponse->Resolver', 'complete']);
+    const s = run(
+      retry(),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 }),
+      fail('Discard'),
+    );
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":1,"c":1,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send SkipResponse->Resolver',
+      'complete',
+    ]);
   });
 
   test('permanent on retry: dead-letter, the session stays blocked', () => {
@@ -297,28 +486,56 @@ describe('RetryRequest', () => {
   });
 
   test('handoff on retry: parked, no unblock, no drain', () => {
-    const s = run(retry(), state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }), { kind: 'success', handoff: { reason: 'r' } });
-    assert.deepEqual(shape(s.effects), ['send PendingHandoffResponse->Resolver', 'state {"b":"e1","n":1,"c":0,"r":0}', 'complete']);
+    const s = run(retry(), state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }), {
+      kind: 'success',
+      handoff: { reason: 'r' },
+    });
+    assert.deepEqual(shape(s.effects), [
+      'send PendingHandoffResponse->Resolver',
+      'state {"b":"e1","n":1,"c":0,"r":0}',
+      'complete',
+    ]);
   });
 });
 
 describe('Manager commands', () => {
-  const cmd = (type: string, props: Record<string, unknown> = {}, body: unknown = encodeBody({})) => msg({ MessageType: type, From: 'Manager', ...props }, body);
+  const cmd = (type: string, props: Record<string, unknown> = {}, body: unknown = encodeBody({})) =>
+    msg({ MessageType: type, From: 'Manager', ...props }, body);
 
-  for (const type of ['ResubmissionRequest', 'SkipRequest', 'HandoffCompletedRequest', 'HandoffFailedRequest']) {
+  for (const type of [
+    'ResubmissionRequest',
+    'SkipRequest',
+    'HandoffCompletedRequest',
+    'HandoffFailedRequest',
+  ]) {
     test(`${type} without From = Manager is dead-lettered with a notification; state untouched`, () => {
       for (const from of ['storefront', undefined]) {
         const s = run(msg({ MessageType: type, From: from }), state({ BlockedByEventId: 'e1' }), undefined);
         assert.equal(s.invoked, false);
-        assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver (best effort)', 'deadLetter Failed to handle message.']);
-        assert.match(String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription), /accepted only from Manager/);
+        assert.deepEqual(shape(s.effects), [
+          'send ErrorResponse->Resolver (best effort)',
+          'deadLetter Failed to handle message.',
+        ]);
+        assert.match(
+          String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription),
+          /accepted only from Manager/,
+        );
       }
     });
   }
 
   test('skip of the blocker: unblock, drain, empty SkipResponse, complete', () => {
-    const s = run(cmd('SkipRequest'), state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }), undefined);
-    assert.deepEqual(shape(s.effects), ['state {"b":null,"n":2,"c":2,"r":0}', 'send ProcessDeferredRequest->DeferredProcessor', 'send SkipResponse->Resolver', 'complete']);
+    const s = run(
+      cmd('SkipRequest'),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":2,"c":2,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send SkipResponse->Resolver',
+      'complete',
+    ]);
     assert.deepEqual(JSON.parse(sends(s)[1]!.body), { EventContent: null, ErrorContent: null });
   });
 
@@ -329,56 +546,109 @@ describe('Manager commands', () => {
 
   test('resubmission of the blocker: handler runs with the new content; unblock, drain, Resolution', () => {
     const body = eventBody('OrderPlaced', { orderId: 'fixed' });
-    const r = route(cmd('ResubmissionRequest', {}, body), state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }), env());
+    const r = route(
+      cmd('ResubmissionRequest', {}, body),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }),
+      env(),
+    );
     assert.deepEqual(r.kind === 'invoke' && r.invocation.payload, { orderId: 'fixed' });
-    const s = run(cmd('ResubmissionRequest', {}, body), state({ BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 }), ok);
-    assert.deepEqual(shape(s.effects), ['state {"b":null,"n":1,"c":1,"r":0}', 'send ProcessDeferredRequest->DeferredProcessor', 'send ResolutionResponse->Resolver', 'complete']);
+    const s = run(
+      cmd('ResubmissionRequest', {}, body),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 }),
+      ok,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":1,"c":1,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
   });
 
   test('failing resubmission: ErrorResponse and complete, block unchanged, no retry', () => {
     const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1 });
-    const s = run(cmd('ResubmissionRequest', {}, eventBody('OrderPlaced', {})), state({ BlockedByEventId: 'e1' }), fail(), env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }));
+    const s = run(
+      cmd('ResubmissionRequest', {}, eventBody('OrderPlaced', {})),
+      state({ BlockedByEventId: 'e1' }),
+      fail(),
+      env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+    );
     assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'complete']);
   });
 
   test('resubmission of another event while blocked by E2 leaves the block and does not drain', () => {
-    const s = run(cmd('ResubmissionRequest', { EventId: 'e0' }, eventBody('OrderPlaced', {})), state({ BlockedByEventId: 'e2', NextDeferralSequence: 1 }), ok);
+    const s = run(
+      cmd('ResubmissionRequest', { EventId: 'e0' }, eventBody('OrderPlaced', {})),
+      state({ BlockedByEventId: 'e2', NextDeferralSequence: 1 }),
+      ok,
+    );
     assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'complete']);
-    const h = run(cmd('ResubmissionRequest', { EventId: 'e0' }, eventBody('OrderPlaced', {})), state({ BlockedByEventId: 'e2' }), { kind: 'success', handoff: { reason: 'r' } });
+    const h = run(
+      cmd('ResubmissionRequest', { EventId: 'e0' }, eventBody('OrderPlaced', {})),
+      state({ BlockedByEventId: 'e2' }),
+      { kind: 'success', handoff: { reason: 'r' } },
+    );
     assert.deepEqual(shape(h.effects), ['send PendingHandoffResponse->Resolver', 'complete']);
   });
 
   test('handoff completed: unblock, drain, Resolution with the result content; handler never runs', () => {
     const body = encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":12}' } });
-    const s = run(cmd('HandoffCompletedRequest', {}, body), state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }), undefined);
+    const s = run(
+      cmd('HandoffCompletedRequest', {}, body),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }),
+      undefined,
+    );
     assert.equal(s.invoked, false);
-    assert.deepEqual(shape(s.effects), ['state {"b":null,"n":2,"c":2,"r":0}', 'send ProcessDeferredRequest->DeferredProcessor', 'send ResolutionResponse->Resolver', 'complete']);
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":2,"c":2,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
     assert.equal(JSON.parse(sends(s)[1]!.body).EventContent.EventJson, '{"imported":12}');
-    const misaddressed = run(cmd('HandoffCompletedRequest', { EventId: 'x' }, body), state({ BlockedByEventId: 'e1' }), undefined);
+    const misaddressed = run(
+      cmd('HandoffCompletedRequest', { EventId: 'x' }, body),
+      state({ BlockedByEventId: 'e1' }),
+      undefined,
+    );
     assert.deepEqual(shape(misaddressed.effects), ['send ResolutionResponse->Resolver', 'complete']);
   });
 
   test('handoff failed: ErrorResponse with the text verbatim, session stays blocked', () => {
-    const body = encodeBody({ ErrorContent: { ErrorText: 'DMF job 7 rejected 3 lines', ErrorType: 'DmfError' } });
+    const body = encodeBody({
+      ErrorContent: { ErrorText: 'DMF job 7 rejected 3 lines', ErrorType: 'DmfError' },
+    });
     const s = run(cmd('HandoffFailedRequest', {}, body), state({ BlockedByEventId: 'e1' }), undefined);
     assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'complete']);
     const err = JSON.parse(sends(s)[0]!.body).ErrorContent;
     assert.equal(err.ErrorText, 'DMF job 7 rejected 3 lines');
     assert.equal(err.ErrorType, 'HandoffFailedException');
-    const other = run(cmd('HandoffFailedRequest', { EventId: 'x' }, body), state({ BlockedByEventId: 'e1' }), undefined);
+    const other = run(
+      cmd('HandoffFailedRequest', { EventId: 'x' }, body),
+      state({ BlockedByEventId: 'e1' }),
+      undefined,
+    );
     assert.deepEqual(shape(other.effects), ['complete']);
   });
 });
 
 describe('other message types', () => {
   test('ContinuationRequest is completed', () => {
-    assert.deepEqual(shape(run(msg({ MessageType: 'ContinuationRequest', From: 'Continuation' }), state(), undefined).effects), ['complete']);
+    assert.deepEqual(
+      shape(
+        run(msg({ MessageType: 'ContinuationRequest', From: 'Continuation' }), state(), undefined).effects,
+      ),
+      ['complete'],
+    );
   });
 
   for (const type of [MessageType.ErrorResponse, MessageType.ProcessDeferredRequest, 'Unknown']) {
     test(`${type} on the main subscription is dead-lettered with a notification`, () => {
       const s = run(msg({ MessageType: type }), state(), undefined);
-      assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver (best effort)', 'deadLetter Failed to handle message.']);
+      assert.deepEqual(shape(s.effects), [
+        'send ErrorResponse->Resolver (best effort)',
+        'deadLetter Failed to handle message.',
+      ]);
     });
   }
 

@@ -20,7 +20,13 @@ import { errorMessage, errorTypeName } from './errors.ts';
 import type { InboundMessage } from './inbound.ts';
 import { authoritativeEventTypeId } from './inbound.ts';
 import type { Clock, OutgoingMessage } from './outbound.ts';
-import { buildParkedCopy, buildProcessDeferredRequest, buildResponse, buildRetryRequest, errorContentOf } from './outbound.ts';
+import {
+  buildParkedCopy,
+  buildProcessDeferredRequest,
+  buildResponse,
+  buildRetryRequest,
+  errorContentOf,
+} from './outbound.ts';
 import type { ScheduledRetry } from './retryPolicies.ts';
 
 export interface HandoffMark {
@@ -46,7 +52,11 @@ export interface DecisionEnv {
   newId: () => string;
   hasHandler: (eventTypeId: string) => boolean;
   /** The retry to schedule after a Retry-disposition failure; undefined when no policy matches or budget is spent. */
-  nextRetry?: (error: unknown, eventTypeId: string | undefined, retryCount: number) => ScheduledRetry | undefined;
+  nextRetry?: (
+    error: unknown,
+    eventTypeId: string | undefined,
+    retryCount: number,
+  ) => ScheduledRetry | undefined;
 }
 
 export interface Invocation {
@@ -76,9 +86,18 @@ export interface RouteOptions {
 }
 
 /** Decides everything that does not need the handler, or says which handler to run with which payload. */
-export function route(m: InboundMessage, state: SessionState, env: DecisionEnv, options: RouteOptions = {}): Route {
+export function route(
+  m: InboundMessage,
+  state: SessionState,
+  env: DecisionEnv,
+  options: RouteOptions = {},
+): Route {
   if (m.invalid) return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, m.invalid, state));
-  if (options.duplicate && inboxApplies(m) && !(m.messageType === MessageType.ResubmissionRequest && !fromManager(m))) {
+  if (
+    options.duplicate &&
+    inboxApplies(m) &&
+    !(m.messageType === MessageType.ResubmissionRequest && !fromManager(m))
+  ) {
     return settle(duplicate(m, state, env));
   }
   switch (m.messageType) {
@@ -88,7 +107,11 @@ export function route(m: InboundMessage, state: SessionState, env: DecisionEnv, 
       // Only the delivery the session is blocked by is retried; anything else was already resolved by an
       // operator (skip, resubmit) or a handoff settlement, so it is acknowledged without running the handler.
       if (!blockedByThis(state, m)) {
-        return settle({ effects: [send(response(MessageType.ResolutionResponse, m, env)), { kind: 'complete' }], signal: 'completed', note: 'RetryRequest for an event that no longer blocks the session' });
+        return settle({
+          effects: [send(response(MessageType.ResolutionResponse, m, env)), { kind: 'complete' }],
+          signal: 'completed',
+          note: 'RetryRequest for an event that no longer blocks the session',
+        });
       }
       return invokeOrSettle(m, state, env);
     }
@@ -102,12 +125,17 @@ export function route(m: InboundMessage, state: SessionState, env: DecisionEnv, 
       }
       if (m.messageType === MessageType.ResubmissionRequest) return invokeOrSettle(m, state, env);
       if (m.messageType === MessageType.SkipRequest) return settle(decideSkip(m, state, env));
-      if (m.messageType === MessageType.HandoffCompletedRequest) return settle(decideHandoffCompleted(m, state, env));
+      if (m.messageType === MessageType.HandoffCompletedRequest)
+        return settle(decideHandoffCompleted(m, state, env));
       return settle(decideHandoffFailed(m, state, env));
     }
     case MessageType.ContinuationRequest:
       // Legacy broker-defer drain, removed in v4: logged and completed.
-      return settle({ effects: [{ kind: 'complete' }], signal: 'completed', note: 'legacy ContinuationRequest completed' });
+      return settle({
+        effects: [{ kind: 'complete' }],
+        signal: 'completed',
+        note: 'legacy ContinuationRequest completed',
+      });
     default: {
       const description = `MessageType '${m.messageType ?? 'missing'}' is not handled by a subscriber`;
       return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, description, state));
@@ -123,7 +151,11 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
   const s = m.replaySequence;
   if (s !== undefined && s < state.NextReplaySequence) {
     // A second replayed copy of a sequence already handled (a crash between replay-send and complete).
-    return settle({ effects: [{ kind: 'complete' }], signal: 'completed', note: `replayed copy of sequence ${s} already handled` });
+    return settle({
+      effects: [{ kind: 'complete' }],
+      signal: 'completed',
+      note: `replayed copy of sequence ${s} already handled`,
+    });
   }
   if (isBlocked(state)) {
     if (state.BlockedByEventId === eventKey(m)) {
@@ -134,7 +166,9 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
       effects.push({ kind: 'complete' });
       return settle({ effects, signal: 'completed', note: 'delivery of the blocking event itself' });
     }
-    return settle(park(m, state, env, `Session ${m.sessionId ?? ''} is blocked by ${state.BlockedByEventId}`));
+    return settle(
+      park(m, state, env, `Session ${m.sessionId ?? ''} is blocked by ${state.BlockedByEventId}`),
+    );
   }
   if (s === undefined && isDraining(state)) {
     return settle(park(m, state, env, `Session ${m.sessionId ?? ''} is replaying parked messages`));
@@ -149,16 +183,29 @@ function invokeOrSettle(m: InboundMessage, state: SessionState, env: DecisionEnv
 }
 
 /** The content checks every handler invocation passes first: handler known, types agree, payload safe. */
-export function prepareInvocation(m: InboundMessage, env: DecisionEnv): { ok: true; invocation: Invocation } | { ok: false; outcome: HandlerOutcome } {
+export function prepareInvocation(
+  m: InboundMessage,
+  env: DecisionEnv,
+): { ok: true; invocation: Invocation } | { ok: false; outcome: HandlerOutcome } {
   const typeId = authoritativeEventTypeId(m);
   if (!typeId || !env.hasHandler(typeId)) return { ok: false, outcome: { kind: 'notFound' } };
   const bodyType = m.content.EventContent?.EventTypeId;
   if (m.eventTypeIdProperty && bodyType && bodyType !== m.eventTypeIdProperty) {
-    return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(`the EventTypeId property '${m.eventTypeIdProperty}' disagrees with the body's '${bodyType}'`) } };
+    return {
+      ok: false,
+      outcome: {
+        kind: 'permanent',
+        error: new PayloadError(
+          `the EventTypeId property '${m.eventTypeIdProperty}' disagrees with the body's '${bodyType}'`,
+        ),
+      },
+    };
   }
-  if (m.bodyProblem) return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(m.bodyProblem) } };
+  if (m.bodyProblem)
+    return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(m.bodyProblem) } };
   const payload = parseEventPayload(m.content.EventContent?.EventJson);
-  if (!payload.ok) return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(payload.problem) } };
+  if (!payload.ok)
+    return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(payload.problem) } };
   return { ok: true, invocation: { eventTypeId: typeId, payload: payload.value } };
 }
 
@@ -171,9 +218,21 @@ export class PayloadError extends Error {
 // Phase 2: after the handler.
 
 /** The settlement of a delivery whose handler produced `outcome` (or whose content check stood in for it). */
-export function afterHandler(m: InboundMessage, state: SessionState, outcome: HandlerOutcome, env: DecisionEnv): Settlement {
-  if (outcome.kind === 'transient') return { effects: [], signal: 'transient', error: outcome.error, note: 'transient failure: left for redelivery' };
-  if (outcome.kind === 'cancelled') return { effects: [], signal: 'cancelled', note: 'processor stopping: left unsettled' };
+export function afterHandler(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: HandlerOutcome,
+  env: DecisionEnv,
+): Settlement {
+  if (outcome.kind === 'transient')
+    return {
+      effects: [],
+      signal: 'transient',
+      error: outcome.error,
+      note: 'transient failure: left for redelivery',
+    };
+  if (outcome.kind === 'cancelled')
+    return { effects: [], signal: 'cancelled', note: 'processor stopping: left unsettled' };
   switch (m.messageType) {
     case MessageType.RetryRequest:
       return afterRetry(m, state, outcome, env);
@@ -184,59 +243,155 @@ export function afterHandler(m: InboundMessage, state: SessionState, outcome: Ha
   }
 }
 
-function afterEventRequest(m: InboundMessage, state: SessionState, outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>, env: DecisionEnv): Settlement {
+function afterEventRequest(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
   const replayed = advanceReplay(state, m);
   switch (outcome.kind) {
     case 'success': {
       if (outcome.handoff) {
         const next = block(replayed, m);
-        return { effects: [send(handoffResponse(m, env, outcome.handoff)), { kind: 'setState', state: next }, { kind: 'complete' }], signal: 'completed', note: 'pending handoff: session parked on the external job' };
+        return {
+          effects: [
+            send(handoffResponse(m, env, outcome.handoff)),
+            { kind: 'setState', state: next },
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'pending handoff: session parked on the external job',
+        };
       }
-      return { effects: [send(response(MessageType.ResolutionResponse, m, env)), ...stateAndReplayTrigger(m, state, replayed), { kind: 'complete' }], signal: 'completed', note: 'handled' };
+      return {
+        effects: [
+          send(response(MessageType.ResolutionResponse, m, env)),
+          ...stateAndReplayTrigger(m, state, replayed),
+          { kind: 'complete' },
+        ],
+        signal: 'completed',
+        note: 'handled',
+      };
     }
     case 'notFound':
-      return { effects: [send(response(MessageType.UnsupportedResponse, m, env)), ...stateAndReplayTrigger(m, state, replayed), { kind: 'complete' }], signal: 'completed', note: 'no handler for the event type' };
+      return {
+        effects: [
+          send(response(MessageType.UnsupportedResponse, m, env)),
+          ...stateAndReplayTrigger(m, state, replayed),
+          { kind: 'complete' },
+        ],
+        signal: 'completed',
+        note: 'no handler for the event type',
+      };
     case 'permanent':
       return deadLetterWith(m, env, outcome.error, stateAndReplayTrigger(m, state, replayed));
     case 'failed': {
       if (outcome.disposition === 'Discard') {
-        return { effects: [send(discardResponse(m, env, outcome)), ...stateAndReplayTrigger(m, state, replayed), { kind: 'complete' }], signal: 'completed', note: 'discarded' };
+        return {
+          effects: [
+            send(discardResponse(m, env, outcome)),
+            ...stateAndReplayTrigger(m, state, replayed),
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'discarded',
+        };
       }
-      if (outcome.disposition === 'DeadLetter') return deadLetterWith(m, env, outcome.error, stateAndReplayTrigger(m, state, replayed));
-      const effects: Effect[] = [send(errorResponse(m, env, outcome.error)), { kind: 'setState', state: block(replayed, m) }, { kind: 'complete' }];
+      if (outcome.disposition === 'DeadLetter')
+        return deadLetterWith(m, env, outcome.error, stateAndReplayTrigger(m, state, replayed));
+      const effects: Effect[] = [
+        send(errorResponse(m, env, outcome.error)),
+        { kind: 'setState', state: block(replayed, m) },
+        { kind: 'complete' },
+      ];
       effects.push(...scheduleRetry(m, env, outcome.error));
-      return { effects, signal: 'handlerFailed', error: outcome.error, note: 'handler failed: session blocked' };
+      return {
+        effects,
+        signal: 'handlerFailed',
+        error: outcome.error,
+        note: 'handler failed: session blocked',
+      };
     }
   }
 }
 
-function afterRetry(m: InboundMessage, state: SessionState, outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>, env: DecisionEnv): Settlement {
+function afterRetry(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
   switch (outcome.kind) {
     case 'success': {
       if (outcome.handoff) {
-        return { effects: [send(handoffResponse(m, env, outcome.handoff)), { kind: 'setState', state: block(state, m) }, { kind: 'complete' }], signal: 'completed', note: 'retry parked a pending handoff' };
+        return {
+          effects: [
+            send(handoffResponse(m, env, outcome.handoff)),
+            { kind: 'setState', state: block(state, m) },
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'retry parked a pending handoff',
+        };
       }
       const next = unblock(state);
-      return { effects: [{ kind: 'setState', state: next }, ...drain(m, next), send(response(MessageType.ResolutionResponse, m, env)), { kind: 'complete' }], signal: 'completed', note: 'retry succeeded: session released' };
+      return {
+        effects: [
+          { kind: 'setState', state: next },
+          ...drain(m, next),
+          send(response(MessageType.ResolutionResponse, m, env)),
+          { kind: 'complete' },
+        ],
+        signal: 'completed',
+        note: 'retry succeeded: session released',
+      };
     }
     case 'notFound':
       // The handler was removed since the failure: recorded Unsupported; the block stays for the operator.
-      return { effects: [send(response(MessageType.UnsupportedResponse, m, env)), { kind: 'complete' }], signal: 'completed', note: 'retry found no handler' };
+      return {
+        effects: [send(response(MessageType.UnsupportedResponse, m, env)), { kind: 'complete' }],
+        signal: 'completed',
+        note: 'retry found no handler',
+      };
     case 'permanent':
       // The session stays blocked: an operator decides (resubmit with fixed data, or skip).
       return deadLetterWith(m, env, outcome.error, []);
     case 'failed': {
       if (outcome.disposition === 'Discard') {
         const next = unblock(state);
-        return { effects: [{ kind: 'setState', state: next }, ...drain(m, next), send(discardResponse(m, env, outcome)), { kind: 'complete' }], signal: 'completed', note: 'retry discarded: session released' };
+        return {
+          effects: [
+            { kind: 'setState', state: next },
+            ...drain(m, next),
+            send(discardResponse(m, env, outcome)),
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'retry discarded: session released',
+        };
       }
       if (outcome.disposition === 'DeadLetter') return deadLetterWith(m, env, outcome.error, []);
-      return { effects: [send(errorResponse(m, env, outcome.error)), { kind: 'complete' }, ...scheduleRetry(m, env, outcome.error)], signal: 'handlerFailed', error: outcome.error, note: 'retry failed again: session stays blocked' };
+      return {
+        effects: [
+          send(errorResponse(m, env, outcome.error)),
+          { kind: 'complete' },
+          ...scheduleRetry(m, env, outcome.error),
+        ],
+        signal: 'handlerFailed',
+        error: outcome.error,
+        note: 'retry failed again: session stays blocked',
+      };
     }
   }
 }
 
-function afterResubmission(m: InboundMessage, state: SessionState, outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>, env: DecisionEnv): Settlement {
+function afterResubmission(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
   const mine = blockedByThis(state, m);
   switch (outcome.kind) {
     case 'success': {
@@ -249,11 +404,21 @@ function afterResubmission(m: InboundMessage, state: SessionState, outcome: Excl
       }
       const next = mine ? unblock(state) : state;
       const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
-      effects.push(...drain(m, next), send(response(MessageType.ResolutionResponse, m, env)), { kind: 'complete' });
-      return { effects, signal: 'completed', note: mine ? 'resubmission succeeded: session released' : 'resubmission succeeded' };
+      effects.push(...drain(m, next), send(response(MessageType.ResolutionResponse, m, env)), {
+        kind: 'complete',
+      });
+      return {
+        effects,
+        signal: 'completed',
+        note: mine ? 'resubmission succeeded: session released' : 'resubmission succeeded',
+      };
     }
     case 'notFound':
-      return { effects: [send(response(MessageType.UnsupportedResponse, m, env)), { kind: 'complete' }], signal: 'completed', note: 'resubmission found no handler' };
+      return {
+        effects: [send(response(MessageType.UnsupportedResponse, m, env)), { kind: 'complete' }],
+        signal: 'completed',
+        note: 'resubmission found no handler',
+      };
     case 'permanent':
       return deadLetterWith(m, env, outcome.error, []);
     case 'failed': {
@@ -265,32 +430,73 @@ function afterResubmission(m: InboundMessage, state: SessionState, outcome: Excl
       }
       if (outcome.disposition === 'DeadLetter') return deadLetterWith(m, env, outcome.error, []);
       // No re-block and no scheduled retry: the operator asked for exactly one attempt.
-      return { effects: [send(errorResponse(m, env, outcome.error)), { kind: 'complete' }], signal: 'handlerFailed', error: outcome.error, note: 'resubmission failed' };
+      return {
+        effects: [send(errorResponse(m, env, outcome.error)), { kind: 'complete' }],
+        signal: 'handlerFailed',
+        error: outcome.error,
+        note: 'resubmission failed',
+      };
     }
   }
 }
 
 function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
   const skip = send(response(MessageType.SkipResponse, m, env, { content: {} }));
-  if (!blockedByThis(state, m)) return { effects: [skip, { kind: 'complete' }], signal: 'completed', note: 'skip of an event that does not block the session' };
+  if (!blockedByThis(state, m))
+    return {
+      effects: [skip, { kind: 'complete' }],
+      signal: 'completed',
+      note: 'skip of an event that does not block the session',
+    };
   const next = unblock(state);
-  return { effects: [{ kind: 'setState', state: next }, ...drain(m, next), skip, { kind: 'complete' }], signal: 'completed', note: 'skipped: session released' };
+  return {
+    effects: [{ kind: 'setState', state: next }, ...drain(m, next), skip, { kind: 'complete' }],
+    signal: 'completed',
+    note: 'skipped: session released',
+  };
 }
 
 function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
   // The Resolver gets the external system's result as the event's content; the user handler never runs again.
-  const resolution = send(response(MessageType.ResolutionResponse, m, env, { content: { EventContent: m.content.EventContent } }));
-  if (!blockedByThis(state, m)) return { effects: [resolution, { kind: 'complete' }], signal: 'completed', note: 'handoff completion for an event that does not block the session' };
+  const resolution = send(
+    response(MessageType.ResolutionResponse, m, env, { content: { EventContent: m.content.EventContent } }),
+  );
+  if (!blockedByThis(state, m))
+    return {
+      effects: [resolution, { kind: 'complete' }],
+      signal: 'completed',
+      note: 'handoff completion for an event that does not block the session',
+    };
   const next = unblock(state);
-  return { effects: [{ kind: 'setState', state: next }, ...drain(m, next), resolution, { kind: 'complete' }], signal: 'completed', note: 'handoff completed: session released' };
+  return {
+    effects: [{ kind: 'setState', state: next }, ...drain(m, next), resolution, { kind: 'complete' }],
+    signal: 'completed',
+    note: 'handoff completed: session released',
+  };
 }
 
 function decideHandoffFailed(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
-  if (!blockedByThis(state, m)) return { effects: [{ kind: 'complete' }], signal: 'completed', note: 'handoff failure for an event that does not block the session: ignored' };
+  if (!blockedByThis(state, m))
+    return {
+      effects: [{ kind: 'complete' }],
+      signal: 'completed',
+      note: 'handoff failure for an event that does not block the session: ignored',
+    };
   const text = m.content.ErrorContent?.ErrorText || WireText.HandoffFailed;
-  const error = send(response(MessageType.ErrorResponse, m, env, { content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: text, ErrorType: WireText.HandoffFailedErrorType } } }));
+  const error = send(
+    response(MessageType.ErrorResponse, m, env, {
+      content: {
+        EventContent: m.content.EventContent,
+        ErrorContent: { ErrorText: text, ErrorType: WireText.HandoffFailedErrorType },
+      },
+    }),
+  );
   // The session stays blocked: the operator resubmits or skips.
-  return { effects: [error, { kind: 'complete' }], signal: 'completed', note: 'handoff failed: session stays blocked' };
+  return {
+    effects: [error, { kind: 'complete' }],
+    signal: 'completed',
+    note: 'handoff failed: session stays blocked',
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -305,7 +511,14 @@ function fromManager(m: InboundMessage): boolean {
  * parked). A duplicate retry or resubmission of the blocker still finishes the release its first delivery began.
  */
 function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
-  const skip = send(response(MessageType.SkipResponse, m, env, { content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: WireText.DuplicateDetected } } }));
+  const skip = send(
+    response(MessageType.SkipResponse, m, env, {
+      content: {
+        EventContent: m.content.EventContent,
+        ErrorContent: { ErrorText: WireText.DuplicateDetected },
+      },
+    }),
+  );
   const effects: Effect[] = [];
   if (m.messageType === MessageType.EventRequest) {
     effects.push(...stateAndReplayTrigger(m, state, advanceReplay(state, m)));
@@ -322,7 +535,13 @@ function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Se
 function heartbeatReply(m: InboundMessage, env: DecisionEnv): Settlement {
   const probe = readHeartbeatPayload(m.content.EventContent?.EventJson);
   const now = env.clock.now.toISOString();
-  const stamped = { ...probe, ForwardReceivedTime: now, BackwardSendTime: now, Endpoint: m.to ?? env.endpointId, SdkVersion: env.sdkVersion };
+  const stamped = {
+    ...probe,
+    ForwardReceivedTime: now,
+    BackwardSendTime: now,
+    Endpoint: m.to ?? env.endpointId,
+    SdkVersion: env.sdkVersion,
+  };
   const reply = response(MessageType.ResolutionResponse, m, env, {
     content: { EventContent: { EventTypeId: HEARTBEAT_EVENT_TYPE_ID, EventJson: JSON.stringify(stamped) } },
     from: m.to ?? env.endpointId,
@@ -334,12 +553,26 @@ function heartbeatReply(m: InboundMessage, env: DecisionEnv): Settlement {
 function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: string): Settlement {
   const sequence = state.NextDeferralSequence;
   const advanced = advanceReplay(state, m);
-  const next: SessionState = { ...advanced, NextDeferralSequence: sequence + 1, DeferredCount: state.DeferredCount + 1 };
-  const deferral = response(MessageType.DeferralResponse, m, env, { content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: text, ErrorType: 'SessionBlockedException' } } });
+  const next: SessionState = {
+    ...advanced,
+    NextDeferralSequence: sequence + 1,
+    DeferredCount: state.DeferredCount + 1,
+  };
+  const deferral = response(MessageType.DeferralResponse, m, env, {
+    content: {
+      EventContent: m.content.EventContent,
+      ErrorContent: { ErrorText: text, ErrorType: 'SessionBlockedException' },
+    },
+  });
   // The parked copy goes out before the state write: a crash in between re-parks the same message under the same
   // sequence and MessageId, which the replay recognises, instead of leaving a hole in the sequence.
   return {
-    effects: [send(deferral), send(buildParkedCopy(m, sequence)), { kind: 'setState', state: next }, { kind: 'complete' }],
+    effects: [
+      send(deferral),
+      send(buildParkedCopy(m, sequence)),
+      { kind: 'setState', state: next },
+      { kind: 'complete' },
+    ],
     signal: 'deferred',
     note: `parked with sequence ${sequence}`,
   };
@@ -349,16 +582,29 @@ function deadLetterWith(m: InboundMessage, env: DecisionEnv, error: unknown, bef
   const reason = `Permanent failure: ${errorTypeName(error)}: ${errorMessage(error)}`;
   const description = truncateDescription(errorMessage(error) || reason);
   return {
-    effects: [notification(m, env, reason, description, error), ...before, { kind: 'deadLetter', reason: truncateDescription(reason), description }],
+    effects: [
+      notification(m, env, reason, description, error),
+      ...before,
+      { kind: 'deadLetter', reason: truncateDescription(reason), description },
+    ],
     signal: 'deadLettered',
     error,
     note: 'dead-lettered (permanent failure)',
   };
 }
 
-function deadLetterOnly(m: InboundMessage, env: DecisionEnv, reason: string, description: string, _state: SessionState): Settlement {
+function deadLetterOnly(
+  m: InboundMessage,
+  env: DecisionEnv,
+  reason: string,
+  description: string,
+  _state: SessionState,
+): Settlement {
   return {
-    effects: [notification(m, env, reason, truncateDescription(description)), { kind: 'deadLetter', reason, description: truncateDescription(description) }],
+    effects: [
+      notification(m, env, reason, truncateDescription(description)),
+      { kind: 'deadLetter', reason, description: truncateDescription(description) },
+    ],
     signal: 'deadLettered',
     error: new Error(description),
     note: `dead-lettered: ${description}`,
@@ -366,8 +612,17 @@ function deadLetterOnly(m: InboundMessage, env: DecisionEnv, reason: string, des
 }
 
 /** The Resolver notification sent before a dead-letter; best effort (the DLQ stays the source of truth). */
-export function notification(m: InboundMessage, env: DecisionEnv, reason: string, description: string, error?: unknown): Effect {
-  const content = error !== undefined ? { EventContent: m.content.EventContent, ErrorContent: errorContentOf(error) } : { EventContent: m.content.EventContent };
+export function notification(
+  m: InboundMessage,
+  env: DecisionEnv,
+  reason: string,
+  description: string,
+  error?: unknown,
+): Effect {
+  const content =
+    error !== undefined
+      ? { EventContent: m.content.EventContent, ErrorContent: errorContentOf(error) }
+      : { EventContent: m.content.EventContent };
   const message = response(MessageType.ErrorResponse, m, env, {
     content,
     extra: { [Prop.DeadLetterReason]: reason, [Prop.DeadLetterErrorDescription]: description },
@@ -385,7 +640,11 @@ function stateAndReplayTrigger(m: InboundMessage, before: SessionState, after: S
   if (after === before) return [];
   const effects: Effect[] = [{ kind: 'setState', state: after }];
   // The copy that ends a replay pass asks for the next pass when messages were parked meanwhile.
-  if (!isBlocked(after) && after.NextReplaySequence >= (m.replayUntil ?? 0) && after.NextReplaySequence < after.NextDeferralSequence) {
+  if (
+    !isBlocked(after) &&
+    after.NextReplaySequence >= (m.replayUntil ?? 0) &&
+    after.NextReplaySequence < after.NextDeferralSequence
+  ) {
     effects.push(send(buildProcessDeferredRequest(m, after.NextDeferralSequence)));
   }
   return effects;
@@ -397,23 +656,44 @@ function drain(m: InboundMessage, next: SessionState): Effect[] {
   return [send(buildProcessDeferredRequest(m, next.NextDeferralSequence))];
 }
 
-function response(type: MessageType, m: InboundMessage, env: DecisionEnv, options: { content?: Parameters<typeof buildResponse>[3]['content']; extra?: Parameters<typeof buildResponse>[3]['extra']; from?: string } = {}): OutgoingMessage {
+function response(
+  type: MessageType,
+  m: InboundMessage,
+  env: DecisionEnv,
+  options: {
+    content?: Parameters<typeof buildResponse>[3]['content'];
+    extra?: Parameters<typeof buildResponse>[3]['extra'];
+    from?: string;
+  } = {},
+): OutgoingMessage {
   return buildResponse(type, m, env.clock, { ...options, messageId: env.newId() });
 }
 
 function errorResponse(m: InboundMessage, env: DecisionEnv, error: unknown): OutgoingMessage {
-  return response(MessageType.ErrorResponse, m, env, { content: { EventContent: m.content.EventContent, ErrorContent: errorContentOf(error) } });
+  return response(MessageType.ErrorResponse, m, env, {
+    content: { EventContent: m.content.EventContent, ErrorContent: errorContentOf(error) },
+  });
 }
 
-function discardResponse(m: InboundMessage, env: DecisionEnv, outcome: { error: unknown; classifierName: string }): OutgoingMessage {
+function discardResponse(
+  m: InboundMessage,
+  env: DecisionEnv,
+  outcome: { error: unknown; classifierName: string },
+): OutgoingMessage {
   const type = errorTypeName(outcome.error);
   const text = `${type}: ${errorMessage(outcome.error)} Classified as Discard by ${outcome.classifierName}.`;
-  return response(MessageType.SkipResponse, m, env, { content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: text, ErrorType: type } } });
+  return response(MessageType.SkipResponse, m, env, {
+    content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: text, ErrorType: type } },
+  });
 }
 
 function handoffResponse(m: InboundMessage, env: DecisionEnv, h: HandoffMark): OutgoingMessage {
   return response(MessageType.PendingHandoffResponse, m, env, {
-    extra: { [Prop.HandoffReason]: h.reason, [Prop.ExternalJobId]: h.externalJobId, [Prop.ExpectedBy]: h.expectedBy?.toISOString() },
+    extra: {
+      [Prop.HandoffReason]: h.reason,
+      [Prop.ExternalJobId]: h.externalJobId,
+      [Prop.ExpectedBy]: h.expectedBy?.toISOString(),
+    },
   });
 }
 

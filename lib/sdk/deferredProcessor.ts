@@ -4,7 +4,13 @@
 // each parked copy after its replay was sent. Only sequences below the trigger's ReplayUntil are replayed: what
 // was parked after the trigger waits for the next pass (DESIGN.md §5), so a session that blocks again mid-replay
 // does not bounce its parked messages between the two subscriptions.
-import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
+import type {
+  ServiceBusClient,
+  ServiceBusReceivedMessage,
+  ServiceBusReceiver,
+  ServiceBusSender,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
 import { MessageType, Subscription } from '../contract/index.ts';
@@ -72,12 +78,18 @@ export class DeferredProcessor {
     while (!this.stopping) {
       let triggers: ServiceBusReceivedMessage[];
       try {
-        triggers = await this.receiver!.receiveMessages(1, { maxWaitTimeInMs: this.options.triggerWaitMs ?? 5000, abortSignal: this.stopController.signal });
+        triggers = await this.receiver!.receiveMessages(1, {
+          maxWaitTimeInMs: this.options.triggerWaitMs ?? 5000,
+          abortSignal: this.stopController.signal,
+        });
         backoff.reset();
       } catch (error) {
         if (this.stopping) return;
         const delay = backoff.next();
-        this.log.warn({ err: errorSummary(error), delayMs: delay }, 'receiving replay triggers failed; backing off');
+        this.log.warn(
+          { err: errorSummary(error), delayMs: delay },
+          'receiving replay triggers failed; backing off',
+        );
         await sleep(delay, this.stopController.signal);
         continue;
       }
@@ -87,18 +99,31 @@ export class DeferredProcessor {
 
   private async handleTrigger(trigger: ServiceBusReceivedMessage): Promise<void> {
     const inbound = fromReceived(trigger);
-    const sessionId = trigger.sessionId || (typeof trigger.applicationProperties?.SessionId === 'string' ? (trigger.applicationProperties.SessionId as string) : undefined);
+    const sessionId =
+      trigger.sessionId ||
+      (typeof trigger.applicationProperties?.SessionId === 'string'
+        ? (trigger.applicationProperties.SessionId as string)
+        : undefined);
     const receiver = this.receiver!;
     if (inbound.messageType !== MessageType.ProcessDeferredRequest || !sessionId) {
-      const reason = !sessionId ? 'No SessionId' : `not a ProcessDeferredRequest (${inbound.messageType ?? 'no MessageType'})`;
-      await receiver.deadLetterMessage(trigger, { deadLetterReason: reason, deadLetterErrorDescription: reason }).catch((e) => this.log.warn({ err: errorSummary(e) }, 'dead-lettering a bad trigger failed'));
+      const reason = !sessionId
+        ? 'No SessionId'
+        : `not a ProcessDeferredRequest (${inbound.messageType ?? 'no MessageType'})`;
+      await receiver
+        .deadLetterMessage(trigger, { deadLetterReason: reason, deadLetterErrorDescription: reason })
+        .catch((e) => this.log.warn({ err: errorSummary(e) }, 'dead-lettering a bad trigger failed'));
       this.options.onPass?.({ sessionId, replayed: 0, outcome: 'no-session-id' });
       return;
     }
     const until = inbound.replayUntil ?? Number.POSITIVE_INFINITY;
     let parked: ServiceBusSessionReceiver;
     try {
-      parked = await this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, { maxAutoLockRenewalDurationInMs: 60_000 });
+      parked = await this.options.client.acceptSession(
+        this.options.endpointId,
+        Subscription.Deferred,
+        sessionId,
+        { maxAutoLockRenewalDurationInMs: 60_000 },
+      );
     } catch (error) {
       if ((error as { code?: string }).code === 'SessionCannotBeLocked') {
         // Another pass holds the session: it replays what is parked.
@@ -106,7 +131,10 @@ export class DeferredProcessor {
         this.options.onPass?.({ sessionId, replayed: 0, outcome: 'session-locked' });
         return;
       }
-      this.log.warn({ sessionId, err: errorSummary(error) }, 'could not open the parked session; the trigger will be retried');
+      this.log.warn(
+        { sessionId, err: errorSummary(error) },
+        'could not open the parked session; the trigger will be retried',
+      );
       await receiver.abandonMessage(trigger).catch(() => undefined);
       this.options.onPass?.({ sessionId, replayed: 0, outcome: 'failed' });
       return;
@@ -118,7 +146,10 @@ export class DeferredProcessor {
       this.options.onPass?.({ sessionId, replayed, outcome: 'replayed' });
       this.log.debug({ sessionId, replayed, until }, 'replay pass finished');
     } catch (error) {
-      this.log.warn({ sessionId, replayed, err: errorSummary(error) }, 'replay pass failed; the trigger will be retried');
+      this.log.warn(
+        { sessionId, replayed, err: errorSummary(error) },
+        'replay pass failed; the trigger will be retried',
+      );
       await receiver.abandonMessage(trigger).catch(() => undefined);
       this.options.onPass?.({ sessionId, replayed, outcome: 'failed' });
     } finally {
@@ -132,9 +163,13 @@ export class DeferredProcessor {
     for (;;) {
       // Settlement inside a pass runs to the end; stopping only prevents the next batch.
       if (this.stopping) return replayed;
-      const batch = await parked.receiveMessages(this.options.batchSize ?? 20, { maxWaitTimeInMs: this.options.drainWaitMs ?? 1000 });
+      const batch = await parked.receiveMessages(this.options.batchSize ?? 20, {
+        maxWaitTimeInMs: this.options.drainWaitMs ?? 1000,
+      });
       if (batch.length === 0) return replayed;
-      const ordered = batch.map((message) => ({ message, inbound: fromReceived(message) })).sort((a, b) => (a.inbound.deferralSequence ?? 0) - (b.inbound.deferralSequence ?? 0));
+      const ordered = batch
+        .map((message) => ({ message, inbound: fromReceived(message) }))
+        .sort((a, b) => (a.inbound.deferralSequence ?? 0) - (b.inbound.deferralSequence ?? 0));
       let reachedBound = false;
       for (const { message, inbound } of ordered) {
         const sequence = inbound.deferralSequence ?? 0;
@@ -144,7 +179,16 @@ export class DeferredProcessor {
           await parked.abandonMessage(message);
           continue;
         }
-        await this.sender!.sendMessages(toServiceBusMessage(buildReplayedCopy(inbound, this.options.endpointId, sessionId, until === Number.POSITIVE_INFINITY ? sequence + 1 : until)));
+        await this.sender!.sendMessages(
+          toServiceBusMessage(
+            buildReplayedCopy(
+              inbound,
+              this.options.endpointId,
+              sessionId,
+              until === Number.POSITIVE_INFINITY ? sequence + 1 : until,
+            ),
+          ),
+        );
         await parked.completeMessage(message);
         replayed++;
       }

@@ -43,7 +43,14 @@ const received = (props: Record<string, unknown> = {}) => ({
   messageId: 'm1',
   sessionId: 's1',
   body: eventBody('OrderPlaced', { n: 1 }),
-  applicationProperties: { To: 'billing', From: 'shop', MessageType: 'EventRequest', EventId: 'e1', EventTypeId: 'OrderPlaced', ...props },
+  applicationProperties: {
+    To: 'billing',
+    From: 'shop',
+    MessageType: 'EventRequest',
+    EventId: 'e1',
+    EventTypeId: 'OrderPlaced',
+    ...props,
+  },
 });
 
 function observerLog(): { events: string[]; observer: LifecycleObserver } {
@@ -59,8 +66,15 @@ function observerLog(): { events: string[]; observer: LifecycleObserver } {
   };
 }
 
-function dispatcher(handler: (e: unknown) => void, extra: { behaviors?: PipelineBehavior[]; observers?: LifecycleObserver[] } = {}) {
-  return new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry().on('OrderPlaced', handler), ...extra });
+function dispatcher(
+  handler: (e: unknown) => void,
+  extra: { behaviors?: PipelineBehavior[]; observers?: LifecycleObserver[] } = {},
+) {
+  return new Dispatcher({
+    endpointId: 'billing',
+    handlers: new HandlerRegistry().on('OrderPlaced', handler),
+    ...extra,
+  });
 }
 
 const signal = new AbortController().signal;
@@ -69,7 +83,11 @@ describe('dispatcher ladder and observers', () => {
   test('success: Received then Completed; settlement in order', async () => {
     const port = new FakePort();
     const { events, observer } = observerLog();
-    const result = await dispatcher(() => undefined, { observers: [observer] }).dispatch(received(), port, signal);
+    const result = await dispatcher(() => undefined, { observers: [observer] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
     assert.equal(result, 'completed');
     assert.deepEqual(port.log, ['send ResolutionResponse', 'complete']);
     assert.deepEqual(events, ['received', 'completed']);
@@ -78,7 +96,12 @@ describe('dispatcher ladder and observers', () => {
   test('Retry-disposition failure: settled, and nothing fires after Received', async () => {
     const port = new FakePort();
     const { events, observer } = observerLog();
-    const result = await dispatcher(() => { throw new Error('no'); }, { observers: [observer] }).dispatch(received(), port, signal);
+    const result = await dispatcher(
+      () => {
+        throw new Error('no');
+      },
+      { observers: [observer] },
+    ).dispatch(received(), port, signal);
     assert.equal(result, 'handlerFailed');
     assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
     assert.deepEqual(events, ['received']);
@@ -91,7 +114,10 @@ describe('dispatcher ladder and observers', () => {
     const boom: PipelineBehavior = async () => {
       throw new Error('service mode: endpoint paused');
     };
-    const result = await dispatcher(() => void (ran = true), { behaviors: [boom], observers: [observer] }).dispatch(received(), port, signal);
+    const result = await dispatcher(() => void (ran = true), {
+      behaviors: [boom],
+      observers: [observer],
+    }).dispatch(received(), port, signal);
     assert.equal(result, 'deadLettered');
     assert.equal(ran, false);
     assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter Failed to handle message.']);
@@ -102,7 +128,11 @@ describe('dispatcher ladder and observers', () => {
     const port = new FakePort();
     let ran = false;
     const skip: PipelineBehavior = async () => undefined;
-    const result = await dispatcher(() => void (ran = true), { behaviors: [skip] }).dispatch(received(), port, signal);
+    const result = await dispatcher(() => void (ran = true), { behaviors: [skip] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
     assert.equal(result, 'shortCircuited');
     assert.equal(ran, false);
     assert.deepEqual(port.log, []);
@@ -118,19 +148,30 @@ describe('dispatcher ladder and observers', () => {
         // deliberately swallowed
       }
     };
-    await dispatcher(() => { throw new Error('no'); }, { behaviors: [swallow], observers: [observer] }).dispatch(received(), port, signal);
+    await dispatcher(
+      () => {
+        throw new Error('no');
+      },
+      { behaviors: [swallow], observers: [observer] },
+    ).dispatch(received(), port, signal);
     assert.deepEqual(events, ['received', 'completed']);
     assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
   });
 
   test('behaviours run outermost first', async () => {
     const order: string[] = [];
-    const b = (name: string): PipelineBehavior => async (_c, next) => {
-      order.push(`${name}>`);
-      await next();
-      order.push(`<${name}`);
-    };
-    await dispatcher(() => void order.push('handler'), { behaviors: [b('a'), b('b')] }).dispatch(received(), new FakePort(), signal);
+    const b =
+      (name: string): PipelineBehavior =>
+      async (_c, next) => {
+        order.push(`${name}>`);
+        await next();
+        order.push(`<${name}`);
+      };
+    await dispatcher(() => void order.push('handler'), { behaviors: [b('a'), b('b')] }).dispatch(
+      received(),
+      new FakePort(),
+      signal,
+    );
     assert.deepEqual(order, ['a>', 'b>', 'handler', '<b', '<a']);
   });
 
@@ -141,10 +182,18 @@ describe('dispatcher ladder and observers', () => {
       await ctx.deadLetter('Tenant unknown');
       throw new MessageAlreadyDeadLetteredError('Tenant unknown');
     };
-    const result = await dispatcher(() => undefined, { behaviors: [reject], observers: [observer] }).dispatch(received(), port, signal);
+    const result = await dispatcher(() => undefined, { behaviors: [reject], observers: [observer] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
     assert.equal(result, 'middlewareDeadLettered');
     assert.deepEqual(port.log, ['deadLetter Tenant unknown', 'send ErrorResponse']);
-    assert.deepEqual(events, ['received', 'failed:MessageAlreadyDeadLetteredError', 'deadLettered:Tenant unknown']);
+    assert.deepEqual(events, [
+      'received',
+      'failed:MessageAlreadyDeadLetteredError',
+      'deadLettered:Tenant unknown',
+    ]);
   });
 
   test('settlement runs to the end when the processor stops after the handler has an outcome', async () => {
@@ -162,10 +211,13 @@ describe('dispatcher ladder and observers', () => {
     const port = new FakePort();
     const controller = new AbortController();
     const { events, observer } = observerLog();
-    const result = await dispatcher(() => {
-      controller.abort();
-      controller.signal.throwIfAborted();
-    }, { observers: [observer] }).dispatch(received(), port, controller.signal);
+    const result = await dispatcher(
+      () => {
+        controller.abort();
+        controller.signal.throwIfAborted();
+      },
+      { observers: [observer] },
+    ).dispatch(received(), port, controller.signal);
     assert.equal(result, 'cancelled');
     assert.deepEqual(port.log, []);
     assert.deepEqual(events, ['received']);
@@ -175,7 +227,12 @@ describe('dispatcher ladder and observers', () => {
     const port = new FakePort();
     port.failOn = 'setState';
     const { events, observer } = observerLog();
-    const result = await dispatcher(() => { throw new Error('no'); }, { observers: [observer] }).dispatch(received(), port, signal);
+    const result = await dispatcher(
+      () => {
+        throw new Error('no');
+      },
+      { observers: [observer] },
+    ).dispatch(received(), port, signal);
     assert.equal(result, 'transient');
     assert.deepEqual(port.log, ['send ErrorResponse']);
     assert.deepEqual(events, ['received', 'failed:TransientError']);
@@ -184,23 +241,42 @@ describe('dispatcher ladder and observers', () => {
   test('a failing dead-letter notification does not stop the dead-letter', async () => {
     const port = new FakePort();
     port.failOn = 'send ErrorResponse';
-    const result = await dispatcher(() => undefined).dispatch(received({ EventTypeId: 'OrderPlaced', MessageType: 'ErrorResponse' }), port, signal);
+    const result = await dispatcher(() => undefined).dispatch(
+      received({ EventTypeId: 'OrderPlaced', MessageType: 'ErrorResponse' }),
+      port,
+      signal,
+    );
     assert.equal(result, 'deadLettered');
     assert.deepEqual(port.log, ['deadLetter Failed to handle message.']);
   });
 
   test('a throwing observer is ignored', async () => {
     const port = new FakePort();
-    const bad: LifecycleObserver = { onMessageReceived: () => { throw new Error('observer bug'); } };
-    assert.equal(await dispatcher(() => undefined, { observers: [bad] }).dispatch(received(), port, signal), 'completed');
+    const bad: LifecycleObserver = {
+      onMessageReceived: () => {
+        throw new Error('observer bug');
+      },
+    };
+    assert.equal(
+      await dispatcher(() => undefined, { observers: [bad] }).dispatch(received(), port, signal),
+      'completed',
+    );
   });
 
   test('a typed handler schema mismatch is permanent', async () => {
     const { z } = await import('zod');
     const port = new FakePort();
-    const d = new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry().on('OrderPlaced', () => undefined, { schema: z.object({ orderId: z.string() }) }) });
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', () => undefined, {
+        schema: z.object({ orderId: z.string() }),
+      }),
+    });
     assert.equal(await d.dispatch(received(), port, signal), 'deadLettered');
-    assert.match(port.log.at(-1)!, /^deadLetter Permanent failure: PermanentFailureError: OrderPlaced payload does not match its schema/);
+    assert.match(
+      port.log.at(-1)!,
+      /^deadLetter Permanent failure: PermanentFailureError: OrderPlaced payload does not match its schema/,
+    );
   });
 
   test('markPendingHandoff: last call wins; expectedBy relative to now', async () => {

@@ -7,12 +7,28 @@ import type { Logger } from 'pino';
 import { pino } from 'pino';
 import { MessageType } from '../contract/index.ts';
 import type { SessionState } from '../contract/index.ts';
-import { advanceReplay, afterHandler, eventKey, FAILED_TO_HANDLE, inboxApplies, notification, route, truncateDescription } from './decide.ts';
+import {
+  advanceReplay,
+  afterHandler,
+  eventKey,
+  FAILED_TO_HANDLE,
+  inboxApplies,
+  notification,
+  route,
+  truncateDescription,
+} from './decide.ts';
 import type { DecisionEnv, Invocation } from './decide.ts';
 import type { FailureDispositionClassifier } from './dispositions.ts';
 import { retryEverythingClassifier } from './dispositions.ts';
 import type { Effect, Settlement, Signal } from './effects.ts';
-import { errorMessage, errorTypeName, isCancellationOf, MessageAlreadyDeadLetteredError, PermanentFailureError, TransientError } from './errors.ts';
+import {
+  errorMessage,
+  errorTypeName,
+  isCancellationOf,
+  MessageAlreadyDeadLetteredError,
+  PermanentFailureError,
+  TransientError,
+} from './errors.ts';
 import type { HandlerContext, HandlerRegistry } from './handlers.ts';
 import { HandoffRecorder } from './handlers.ts';
 import { toOutcome } from './handlerOutcome.ts';
@@ -79,7 +95,10 @@ export class Dispatcher {
     this.inbox = options.inbox ? new Inbox(options.inbox) : undefined;
     this.log = options.logger ?? pino({ level: 'silent' });
     this.classifier = options.classifier ?? retryEverythingClassifier;
-    this.behaviors = [...(options.validation === false ? [] : [validationBehavior]), ...(options.behaviors ?? [])];
+    this.behaviors = [
+      ...(options.validation === false ? [] : [validationBehavior]),
+      ...(options.behaviors ?? []),
+    ];
     this.now = options.now ?? (() => new Date());
   }
 
@@ -88,7 +107,11 @@ export class Dispatcher {
   }
 
   /** As dispatch, plus the error behind a failed, transient or dead-lettered result (for the circuit breaker). */
-  async dispatchDetailed(received: ReceivedLike, port: DeliveryPort, signal: AbortSignal): Promise<{ result: DeliveryResult; error?: unknown }> {
+  async dispatchDetailed(
+    received: ReceivedLike,
+    port: DeliveryPort,
+    signal: AbortSignal,
+  ): Promise<{ result: DeliveryResult; error?: unknown }> {
     const m = fromReceived(received);
     const info = messageInfo(m);
     let deadLetteredByBehavior = false;
@@ -121,7 +144,14 @@ export class Dispatcher {
   }
 
   /** The outer catch ladder: what escaped the pipeline decides the remaining settlement and observers. */
-  private async ladder(error: unknown, m: InboundMessage, info: MessageInfo, port: DeliveryPort, signal: AbortSignal, alreadyDeadLettered: boolean): Promise<DeliveryResult> {
+  private async ladder(
+    error: unknown,
+    m: InboundMessage,
+    info: MessageInfo,
+    port: DeliveryPort,
+    signal: AbortSignal,
+    alreadyDeadLettered: boolean,
+  ): Promise<DeliveryResult> {
     if (error instanceof Settled) {
       const settled = error.settlement;
       if (error.signal === 'deadLettered') {
@@ -144,12 +174,17 @@ export class Dispatcher {
     if (error instanceof MessageAlreadyDeadLetteredError || alreadyDeadLettered) {
       await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
       await this.runBestEffort(notification(m, env, errorMessage(error), errorMessage(error)), port, m);
-      await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, errorMessage(error)));
+      await this.observe('onMessageDeadLettered', (o) =>
+        o.onMessageDeadLettered?.(info, errorMessage(error)),
+      );
       return 'middlewareDeadLettered';
     }
     // A behaviour threw (or a permanent failure escaped it): notification, then the dead-letter.
     await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
-    const reason = error instanceof PermanentFailureError ? `Permanent failure: ${errorTypeName(error)}: ${errorMessage(error)}` : FAILED_TO_HANDLE;
+    const reason =
+      error instanceof PermanentFailureError
+        ? `Permanent failure: ${errorTypeName(error)}: ${errorMessage(error)}`
+        : FAILED_TO_HANDLE;
     const description = truncateDescription(errorMessage(error) || reason);
     await this.runBestEffort(notification(m, env, reason, description, error), port, m);
     try {
@@ -161,7 +196,10 @@ export class Dispatcher {
       }
       await port.deadLetter(truncateDescription(reason), description);
     } catch (settleError) {
-      this.log.warn({ ...logFields(m), err: errorSummary(settleError) }, 'dead-letter after a pipeline failure did not complete; the lock will expire');
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(settleError) },
+        'dead-letter after a pipeline failure did not complete; the lock will expire',
+      );
       await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settleError));
       return 'transient';
     }
@@ -171,9 +209,14 @@ export class Dispatcher {
   }
 
   /** Reads the state, decides, runs the handler when asked, and executes the settlement. */
-  private async decideAndSettle(m: InboundMessage, port: DeliveryPort, signal: AbortSignal): Promise<Settlement> {
+  private async decideAndSettle(
+    m: InboundMessage,
+    port: DeliveryPort,
+    signal: AbortSignal,
+  ): Promise<Settlement> {
     // The reads that choose a path observe the stop signal; nothing after the handler does.
-    if (signal.aborted) return { effects: [], signal: 'cancelled', note: 'processor stopping before the delivery started' };
+    if (signal.aborted)
+      return { effects: [], signal: 'cancelled', note: 'processor stopping before the delivery started' };
     let state: SessionState;
     try {
       state = await port.readState();
@@ -190,22 +233,39 @@ export class Dispatcher {
       settlement = first.settlement;
     } else {
       const result = await this.invoke(m, first.invocation, signal);
-      const outcome = toOutcome(result, { classifier: this.classifier, eventTypeId: first.invocation.eventTypeId, endpointId: this.options.endpointId, signal });
+      const outcome = toOutcome(result, {
+        classifier: this.classifier,
+        eventTypeId: first.invocation.eventTypeId,
+        endpointId: this.options.endpointId,
+        signal,
+      });
       if (key !== undefined && outcome.kind === 'success' && !outcome.handoff) {
         // Recorded before the settlement: a crash after this point makes the redelivery a duplicate, not a rerun.
         await this.inbox!.record(key, this.now());
         // A successful resubmission of the blocker also covers the delivery that blocked the session.
-        const blockerKey = m.messageType === MessageType.ResubmissionRequest && state.BlockedByEventId === eventKey(m) && state.BlockedByMessageId ? inboxKey(this.options.endpointId, state.BlockedByMessageId) : undefined;
+        const blockerKey =
+          m.messageType === MessageType.ResubmissionRequest &&
+          state.BlockedByEventId === eventKey(m) &&
+          state.BlockedByMessageId
+            ? inboxKey(this.options.endpointId, state.BlockedByMessageId)
+            : undefined;
         if (blockerKey) await this.inbox!.record(blockerKey, this.now());
       }
       settlement = afterHandler(m, state, outcome, this.env(startedAt));
     }
     await this.execute(settlement.effects, port, m);
-    this.log.debug({ ...logFields(m), outcome: settlement.signal, note: settlement.note }, 'delivery settled');
+    this.log.debug(
+      { ...logFields(m), outcome: settlement.signal, note: settlement.note },
+      'delivery settled',
+    );
     return settlement;
   }
 
-  private async invoke(m: InboundMessage, invocation: Invocation, signal: AbortSignal): Promise<HandlerResult> {
+  private async invoke(
+    m: InboundMessage,
+    invocation: Invocation,
+    signal: AbortSignal,
+  ): Promise<HandlerResult> {
     const recorder = new HandoffRecorder(this.now);
     const ctx: HandlerContext = {
       endpointId: this.options.endpointId,
@@ -220,7 +280,8 @@ export class Dispatcher {
       from: m.from,
       retryCount: m.retryCount,
       signal,
-      markPendingHandoff: (reason, externalJobId, expectedBy) => recorder.record(reason, externalJobId, expectedBy),
+      markPendingHandoff: (reason, externalJobId, expectedBy) =>
+        recorder.record(reason, externalJobId, expectedBy),
     };
     try {
       await this.options.handlers.invoke(invocation.eventTypeId, invocation.payload, ctx);
@@ -240,7 +301,9 @@ export class Dispatcher {
       try {
         await this.apply(effect, port);
       } catch (error) {
-        throw new TransientError(`settlement step '${effect.kind}' failed: ${errorMessage(error)}`, { cause: error });
+        throw new TransientError(`settlement step '${effect.kind}' failed: ${errorMessage(error)}`, {
+          cause: error,
+        });
       }
     }
   }
@@ -265,7 +328,10 @@ export class Dispatcher {
     try {
       await this.apply(effect, port);
     } catch (error) {
-      this.log.warn({ ...logFields(m), err: errorSummary(error) }, 'dead-letter notification to the Resolver failed; dead-lettering anyway');
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(error) },
+        'dead-letter notification to the Resolver failed; dead-lettering anyway',
+      );
     }
   }
 
@@ -278,11 +344,16 @@ export class Dispatcher {
       sdkVersion: this.options.sdkVersion ?? SDK_VERSION,
       newId: () => randomUUID(),
       hasHandler: (t) => this.options.handlers.has(t),
-      nextRetry: policies ? (error, eventTypeId, retryCount) => policies.nextRetry(error, eventTypeId, retryCount, random) : undefined,
+      nextRetry: policies
+        ? (error, eventTypeId, retryCount) => policies.nextRetry(error, eventTypeId, retryCount, random)
+        : undefined,
     };
   }
 
-  private async observe(hook: string, call: (o: LifecycleObserver) => void | Promise<void> | undefined): Promise<void> {
+  private async observe(
+    hook: string,
+    call: (o: LifecycleObserver) => void | Promise<void> | undefined,
+  ): Promise<void> {
     for (const observer of this.options.observers ?? []) {
       try {
         await call(observer);
@@ -294,7 +365,9 @@ export class Dispatcher {
 }
 
 function lastDeadLetterReason(settlement: Settlement | undefined): string | undefined {
-  const dl = settlement?.effects.find((e): e is Extract<Effect, { kind: 'deadLetter' }> => e.kind === 'deadLetter');
+  const dl = settlement?.effects.find(
+    (e): e is Extract<Effect, { kind: 'deadLetter' }> => e.kind === 'deadLetter',
+  );
   return dl?.reason;
 }
 
@@ -315,7 +388,13 @@ export function messageInfo(m: InboundMessage): MessageInfo {
 
 /** Identity fields only: logs never carry bodies. */
 export function logFields(m: InboundMessage): Record<string, unknown> {
-  return { messageId: m.messageId, eventId: m.eventId, sessionId: m.sessionId, messageType: m.messageType, eventTypeId: authoritativeEventTypeId(m) };
+  return {
+    messageId: m.messageId,
+    eventId: m.eventId,
+    sessionId: m.sessionId,
+    messageType: m.messageType,
+    eventTypeId: authoritativeEventTypeId(m),
+  };
 }
 
 export function errorSummary(error: unknown): { type: string; message: string } {

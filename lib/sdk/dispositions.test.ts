@@ -1,7 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { classifier, classifySafely, defaultPermanentFailureClassifier, retryEverythingClassifier } from './dispositions.ts';
+import {
+  classifier,
+  classifySafely,
+  defaultPermanentFailureClassifier,
+  retryEverythingClassifier,
+} from './dispositions.ts';
 import { toOutcome } from './handlerOutcome.ts';
 import { EventHandlerNotFoundError, PermanentFailureError, TransientError } from './errors.ts';
 
@@ -70,19 +75,35 @@ describe('handler outcome', () => {
   const opts = { classifier: defaultPermanentFailureClassifier(), eventTypeId: 'A', endpointId: 'e' };
   test('typed errors choose their path before the classifier', () => {
     assert.equal(toOutcome({ ok: false, error: new TransientError('lock lost') }, opts).kind, 'transient');
-    assert.equal(toOutcome({ ok: false, error: new EventHandlerNotFoundError('none') }, opts).kind, 'notFound');
+    assert.equal(
+      toOutcome({ ok: false, error: new EventHandlerNotFoundError('none') }, opts).kind,
+      'notFound',
+    );
     assert.equal(toOutcome({ ok: false, error: new PermanentFailureError('bad') }, opts).kind, 'permanent');
     const failed = toOutcome({ ok: false, error: new SyntaxError('x') }, opts);
-    assert.deepEqual(failed.kind === 'failed' && [failed.disposition, failed.classifierName], ['DeadLetter', 'DefaultPermanentFailureClassifier']);
+    assert.deepEqual(failed.kind === 'failed' && [failed.disposition, failed.classifierName], [
+      'DeadLetter',
+      'DefaultPermanentFailureClassifier',
+    ]);
   });
 
   test("only the processor's own cancellation leaves the message unsettled", () => {
     const controller = new AbortController();
     const abortError = new DOMException('aborted', 'AbortError');
-    assert.equal(toOutcome({ ok: false, error: abortError }, { ...opts, signal: controller.signal }).kind, 'failed', 'signal not aborted: ordinary failure');
+    assert.equal(
+      toOutcome({ ok: false, error: abortError }, { ...opts, signal: controller.signal }).kind,
+      'failed',
+      'signal not aborted: ordinary failure',
+    );
     controller.abort();
-    assert.equal(toOutcome({ ok: false, error: abortError }, { ...opts, signal: controller.signal }).kind, 'cancelled');
-    assert.equal(toOutcome({ ok: false, error: controller.signal.reason }, { ...opts, signal: controller.signal }).kind, 'cancelled');
+    assert.equal(
+      toOutcome({ ok: false, error: abortError }, { ...opts, signal: controller.signal }).kind,
+      'cancelled',
+    );
+    assert.equal(
+      toOutcome({ ok: false, error: controller.signal.reason }, { ...opts, signal: controller.signal }).kind,
+      'cancelled',
+    );
   });
 
   test('a handoff is carried on success', () => {

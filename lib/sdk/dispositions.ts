@@ -35,9 +35,18 @@ export interface PermanentFailureClassifierOptions {
  *  - type names containing Serialization, Deserialization or Validation (ZodError too: it is a validation error)
  * Only the thrown error itself and its causes are inspected - never the message text.
  */
-export function defaultPermanentFailureClassifier(options: PermanentFailureClassifierOptions = {}): FailureDispositionClassifier {
+export function defaultPermanentFailureClassifier(
+  options: PermanentFailureClassifierOptions = {},
+): FailureDispositionClassifier {
   const types: ErrorClass[] = [SyntaxError, TypeError, RangeError, ...(options.types ?? [])];
-  const patterns = ['serialization', 'deserialization', 'validation', 'notsupported', 'zoderror', ...(options.namePatterns ?? []).map((p) => p.toLowerCase())];
+  const patterns = [
+    'serialization',
+    'deserialization',
+    'validation',
+    'notsupported',
+    'zoderror',
+    ...(options.namePatterns ?? []).map((p) => p.toLowerCase()),
+  ];
   return {
     name: 'DefaultPermanentFailureClassifier',
     classify(error) {
@@ -52,7 +61,10 @@ export function defaultPermanentFailureClassifier(options: PermanentFailureClass
 }
 
 /** Builds a classifier from a function, e.g. `classifier('Adapter', (e) => e instanceof Poison ? 'Discard' : 'Retry')`. */
-export function classifier(name: string, classify: FailureDispositionClassifier['classify']): FailureDispositionClassifier {
+export function classifier(
+  name: string,
+  classify: FailureDispositionClassifier['classify'],
+): FailureDispositionClassifier {
   return { name, classify };
 }
 

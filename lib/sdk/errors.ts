@@ -117,5 +117,8 @@ export function errorSearchText(error: unknown): string {
 export function isCancellationOf(error: unknown, signal: AbortSignal | undefined): boolean {
   if (!signal?.aborted) return false;
   if (error === signal.reason) return true;
-  return error instanceof Error && (error.name === 'AbortError' || (error as { code?: unknown }).code === 'ABORT_ERR');
+  return (
+    error instanceof Error &&
+    (error.name === 'AbortError' || (error as { code?: unknown }).code === 'ABORT_ERR')
+  );
 }

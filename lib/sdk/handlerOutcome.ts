@@ -3,13 +3,23 @@
 import type { HandlerOutcome, HandoffMark } from './decide.ts';
 import type { FailureDispositionClassifier } from './dispositions.ts';
 import { classifySafely } from './dispositions.ts';
-import { EventHandlerNotFoundError, isCancellationOf, PermanentFailureError, TransientError } from './errors.ts';
+import {
+  EventHandlerNotFoundError,
+  isCancellationOf,
+  PermanentFailureError,
+  TransientError,
+} from './errors.ts';
 
 export type HandlerResult = { ok: true; handoff?: HandoffMark } | { ok: false; error: unknown };
 
 export function toOutcome(
   result: HandlerResult,
-  options: { classifier: FailureDispositionClassifier; eventTypeId: string; endpointId: string; signal?: AbortSignal },
+  options: {
+    classifier: FailureDispositionClassifier;
+    eventTypeId: string;
+    endpointId: string;
+    signal?: AbortSignal;
+  },
 ): HandlerOutcome {
   // A handoff marked and then a throw: the failure path wins and the handoff metadata is dropped.
   if (result.ok) return result.handoff ? { kind: 'success', handoff: result.handoff } : { kind: 'success' };

@@ -43,7 +43,8 @@ export class HandlerRegistry {
 
   /** Registers the handler of one event type; with a schema the payload is validated (a mismatch is permanent). */
   on<T>(eventTypeId: string, handler: EventHandler<T>, options: { schema?: ZodType<T> } = {}): this {
-    if (this.handlers.has(eventTypeId)) throw new Error(`a handler for '${eventTypeId}' is already registered`);
+    if (this.handlers.has(eventTypeId))
+      throw new Error(`a handler for '${eventTypeId}' is already registered`);
     this.handlers.set(eventTypeId, { handler: handler as EventHandler<never>, schema: options.schema });
     return this;
   }
@@ -68,7 +69,10 @@ export class HandlerRegistry {
     let event = payload;
     if (registration.schema) {
       const parsed = registration.schema.safeParse(payload);
-      if (!parsed.success) throw new PermanentFailureError(`${eventTypeId} payload does not match its schema: ${describeIssues(parsed.error)}`);
+      if (!parsed.success)
+        throw new PermanentFailureError(
+          `${eventTypeId} payload does not match its schema: ${describeIssues(parsed.error)}`,
+        );
       event = parsed.data;
     }
     await (registration.handler as EventHandler<unknown>)(event, ctx);
@@ -81,9 +85,11 @@ export class HandoffRecorder {
   constructor(private readonly now: () => Date) {}
 
   record(reason: string, externalJobId?: string, expectedBy?: Date | number): void {
-    if (typeof reason !== 'string' || reason.trim() === '') throw new Error('markPendingHandoff needs a reason');
+    if (typeof reason !== 'string' || reason.trim() === '')
+      throw new Error('markPendingHandoff needs a reason');
     const at = typeof expectedBy === 'number' ? new Date(this.now().getTime() + expectedBy) : expectedBy;
-    if (at !== undefined && Number.isNaN(at.getTime())) throw new Error('markPendingHandoff: expectedBy is not a valid time');
+    if (at !== undefined && Number.isNaN(at.getTime()))
+      throw new Error('markPendingHandoff: expectedBy is not a valid time');
     this.mark = { reason, externalJobId: externalJobId || undefined, expectedBy: at };
   }
 }

@@ -34,15 +34,23 @@ export class HandoffClient {
   /** The external work succeeded: the session is released and the Resolver records Completed with `result`. */
   async complete(coordinates: HandoffCoordinates, result?: unknown): Promise<string> {
     const c = parse(coordinates);
-    const json = result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
-    const body = json === undefined ? encodeBody({}) : encodeBody({ EventContent: { EventTypeId: c.eventTypeId ?? null, EventJson: json } });
+    const json =
+      result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
+    const body =
+      json === undefined
+        ? encodeBody({})
+        : encodeBody({ EventContent: { EventTypeId: c.eventTypeId ?? null, EventJson: json } });
     return this.send(MessageType.HandoffCompletedRequest, c, body);
   }
 
   /** The external work failed: the Resolver records Failed with `errorText` verbatim; the session stays blocked. */
   async fail(coordinates: HandoffCoordinates, errorText: string, errorType?: string): Promise<string> {
     const c = parse(coordinates);
-    return this.send(MessageType.HandoffFailedRequest, c, encodeBody({ ErrorContent: { ErrorText: errorText, ErrorType: errorType ?? null } }));
+    return this.send(
+      MessageType.HandoffFailedRequest,
+      c,
+      encodeBody({ ErrorContent: { ErrorText: errorText, ErrorType: errorType ?? null } }),
+    );
   }
 
   async close(): Promise<void> {
@@ -74,7 +82,8 @@ export class HandoffClient {
 
 function parse(c: HandoffCoordinates): HandoffCoordinates {
   const parsed = handoffCoordinatesSchema.safeParse(c);
-  if (!parsed.success) throw new HandoffClientError(`invalid handoff coordinates: ${describeIssues(parsed.error)}`);
+  if (!parsed.success)
+    throw new HandoffClientError(`invalid handoff coordinates: ${describeIssues(parsed.error)}`);
   return parsed.data;
 }
 

@@ -63,7 +63,15 @@ export function fromReceived(message: ReceivedLike): InboundMessage {
   };
   const parsed = parseNimbusProperties(raw);
   if (!parsed.ok) {
-    return { ...base, messageType: parseMessageType(raw[Prop.MessageType]), invalid: parsed.problem, to: str(raw[Prop.To]), from: str(raw[Prop.From]), eventId: str(raw[Prop.EventId]), eventTypeIdProperty: str(raw[Prop.EventTypeId]) };
+    return {
+      ...base,
+      messageType: parseMessageType(raw[Prop.MessageType]),
+      invalid: parsed.problem,
+      to: str(raw[Prop.To]),
+      from: str(raw[Prop.From]),
+      eventId: str(raw[Prop.EventId]),
+      eventTypeIdProperty: str(raw[Prop.EventTypeId]),
+    };
   }
   const p = parsed.properties as Record<string, unknown>;
   return {
@@ -96,7 +104,8 @@ export function originatingIdOf(m: InboundMessage): string {
 
 function str(v: unknown): string | undefined {
   if (v == null) return undefined;
-  const s = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
+  const s =
+    typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
   return s === '' ? undefined : s;
 }
 

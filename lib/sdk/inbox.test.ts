@@ -15,7 +15,14 @@ const received = (props: Record<string, unknown> = {}, messageId = 'm1') => ({
   messageId,
   sessionId: 's1',
   body: eventBody('OrderPlaced', { n: 1 }),
-  applicationProperties: { To: 'billing', From: 'shop', MessageType: 'EventRequest', EventId: 'e1', EventTypeId: 'OrderPlaced', ...props },
+  applicationProperties: {
+    To: 'billing',
+    From: 'shop',
+    MessageType: 'EventRequest',
+    EventId: 'e1',
+    EventTypeId: 'OrderPlaced',
+    ...props,
+  },
 });
 
 class Port implements DeliveryPort {
@@ -43,27 +50,55 @@ class Port implements DeliveryPort {
   }
 }
 
-const env = { endpointId: 'billing', clock: { startedAt: new Date(), now: new Date() }, sdkVersion: '1', newId: () => 'x', hasHandler: () => true };
-const shape = (r: ReturnType<typeof route>) => (r.kind === 'settle' ? r.settlement.effects.map((e) => (e.kind === 'send' ? `send ${e.message.applicationProperties.MessageType}` : e.kind)) : ['invoke']);
+const env = {
+  endpointId: 'billing',
+  clock: { startedAt: new Date(), now: new Date() },
+  sdkVersion: '1',
+  newId: () => 'x',
+  hasHandler: () => true,
+};
+const shape = (r: ReturnType<typeof route>) =>
+  r.kind === 'settle'
+    ? r.settlement.effects.map((e) =>
+        e.kind === 'send' ? `send ${e.message.applicationProperties.MessageType}` : e.kind,
+      )
+    : ['invoke'];
 
 describe('inbox decisions', () => {
   test('a duplicate EventRequest on a session blocked by another event is answered, not parked', () => {
-    const r = route(fromReceived(received()), { ...emptySessionState(), BlockedByEventId: 'other' }, env, { duplicate: true });
+    const r = route(fromReceived(received()), { ...emptySessionState(), BlockedByEventId: 'other' }, env, {
+      duplicate: true,
+    });
     assert.deepEqual(shape(r), ['send SkipResponse', 'complete']);
   });
 
   test('a duplicate RetryRequest of the blocker finishes the release: unblock, drain, duplicate skip', () => {
-    const r = route(fromReceived(received({ MessageType: 'RetryRequest', From: 'Retry' })), { ...emptySessionState(), BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 }, env, { duplicate: true });
+    const r = route(
+      fromReceived(received({ MessageType: 'RetryRequest', From: 'Retry' })),
+      { ...emptySessionState(), BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 },
+      env,
+      { duplicate: true },
+    );
     assert.deepEqual(shape(r), ['setState', 'send ProcessDeferredRequest', 'send SkipResponse', 'complete']);
   });
 
   test('a duplicate RetryRequest while blocked by another event leaves that block alone', () => {
-    const r = route(fromReceived(received({ MessageType: 'RetryRequest', From: 'Retry' })), { ...emptySessionState(), BlockedByEventId: 'e2', NextDeferralSequence: 1 }, env, { duplicate: true });
+    const r = route(
+      fromReceived(received({ MessageType: 'RetryRequest', From: 'Retry' })),
+      { ...emptySessionState(), BlockedByEventId: 'e2', NextDeferralSequence: 1 },
+      env,
+      { duplicate: true },
+    );
     assert.deepEqual(shape(r), ['send SkipResponse', 'complete']);
   });
 
   test('a duplicate flag never bypasses the Manager check', () => {
-    const r = route(fromReceived(received({ MessageType: 'ResubmissionRequest', From: 'shop' })), emptySessionState(), env, { duplicate: true });
+    const r = route(
+      fromReceived(received({ MessageType: 'ResubmissionRequest', From: 'shop' })),
+      emptySessionState(),
+      env,
+      { duplicate: true },
+    );
     assert.deepEqual(shape(r), ['send ErrorResponse', 'deadLetter']);
   });
 
@@ -109,7 +144,11 @@ describe('dispatcher with an inbox', () => {
     });
     await failing.d.dispatch(received(), new Port(), signal);
     assert.equal(await store.has(inboxKey('billing', 'm1')!), false);
-    const parking = new Dispatcher({ endpointId: 'billing', inbox: store, handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => ctx.markPendingHandoff('r')) });
+    const parking = new Dispatcher({
+      endpointId: 'billing',
+      inbox: store,
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => ctx.markPendingHandoff('r')),
+    });
     await parking.dispatch(received(), new Port(), signal);
     assert.equal(await store.has(inboxKey('billing', 'm1')!), false);
   });
@@ -133,7 +172,14 @@ describe('dispatcher with an inbox', () => {
     await store.add(inboxKey('billing', 'probe')!, new Date());
     const { d } = make(store);
     const port = new Port();
-    await d.dispatch({ ...received({ EventTypeId: HEARTBEAT_EVENT_TYPE_ID, From: 'Manager' }, 'probe'), body: eventBody(HEARTBEAT_EVENT_TYPE_ID, {}) }, port, signal);
+    await d.dispatch(
+      {
+        ...received({ EventTypeId: HEARTBEAT_EVENT_TYPE_ID, From: 'Manager' }, 'probe'),
+        body: eventBody(HEARTBEAT_EVENT_TYPE_ID, {}),
+      },
+      port,
+      signal,
+    );
     assert.deepEqual(port.log, ['send ResolutionResponse', 'complete']);
   });
 
@@ -141,7 +187,11 @@ describe('dispatcher with an inbox', () => {
     const store = new MemoryInboxStore();
     const { d } = make(store);
     const port = new Port({ ...emptySessionState(), BlockedByEventId: 'e1', BlockedByMessageId: 'original' });
-    await d.dispatch(received({ MessageType: 'ResubmissionRequest', From: 'Manager' }, 'resubmit-1'), port, signal);
+    await d.dispatch(
+      received({ MessageType: 'ResubmissionRequest', From: 'Manager' }, 'resubmit-1'),
+      port,
+      signal,
+    );
     assert.equal(await store.has(inboxKey('billing', 'resubmit-1')!), true);
     assert.equal(await store.has(inboxKey('billing', 'original')!), true);
     assert.equal(port.state.BlockedByEventId, null);

@@ -18,9 +18,18 @@ const MAX_INBOX_ENDPOINT = 260;
 
 /** The store key, or undefined when this delivery cannot use the inbox (blank or oversized ids). */
 export function inboxKey(endpointId: string, messageId: string | undefined): string | undefined {
-  if (!endpointId || !messageId || messageId.trim() === '' || messageId.length > MAX_INBOX_MESSAGE_ID || endpointId.length > MAX_INBOX_ENDPOINT) return undefined;
+  if (
+    !endpointId ||
+    !messageId ||
+    messageId.trim() === '' ||
+    messageId.length > MAX_INBOX_MESSAGE_ID ||
+    endpointId.length > MAX_INBOX_ENDPOINT
+  )
+    return undefined;
   // Length-prefixed so ('a', 'b\u001fc') and ('a\u001fb', 'c') cannot collide.
-  return createHash('sha256').update(`${endpointId.length}\u001f${endpointId}\u001f${messageId}`).digest('hex');
+  return createHash('sha256')
+    .update(`${endpointId.length}\u001f${endpointId}\u001f${messageId}`)
+    .digest('hex');
 }
 
 export class InboxStoreError extends TransientError {

@@ -10,9 +10,30 @@ export { CircuitBreaker, type CircuitBreakerOptions } from './circuitBreaker.ts'
 export { Inbox, InboxStoreError, MemoryInboxStore, inboxKey, type InboxStore } from './inbox.ts';
 export { Dispatcher, type DeliveryPort, type DispatcherOptions, type DeliveryResult } from './dispatcher.ts';
 export { SubscriberHost, createSubscriberHost, type SubscriberHostOptions } from './subscriberHost.ts';
-export { DeferredProcessor, createDeferredProcessor, type DeferredProcessorOptions, type ReplayPass } from './deferredProcessor.ts';
-export { Publisher, createPublisher, deterministicMessageId, sessionKeysFromCatalog, PublishValidationError, type PublisherOptions, type PublishOptions, type PublishedEvent, type ScheduledSequence } from './publisher.ts';
-export { HandoffClient, createHandoffClient, handoffCoordinatesSchema, HandoffClientError, type HandoffCoordinates } from './handoffClient.ts';
+export {
+  DeferredProcessor,
+  createDeferredProcessor,
+  type DeferredProcessorOptions,
+  type ReplayPass,
+} from './deferredProcessor.ts';
+export {
+  Publisher,
+  createPublisher,
+  deterministicMessageId,
+  sessionKeysFromCatalog,
+  PublishValidationError,
+  type PublisherOptions,
+  type PublishOptions,
+  type PublishedEvent,
+  type ScheduledSequence,
+} from './publisher.ts';
+export {
+  HandoffClient,
+  createHandoffClient,
+  handoffCoordinatesSchema,
+  HandoffClientError,
+  type HandoffCoordinates,
+} from './handoffClient.ts';
 export { route, afterHandler, type HandlerOutcome, type DecisionEnv, type HandoffMark } from './decide.ts';
 export type { Effect, Settlement, Signal } from './effects.ts';
 export { SdkProp } from './wire.ts';

@@ -31,7 +31,8 @@ export interface Clock {
 }
 
 export interface ResponseOptions {
-  content?: MessageContent | { EventContent?: EventContent | null; ErrorContent?: Partial<ErrorContent> | null };
+  content?:
+    MessageContent | { EventContent?: EventContent | null; ErrorContent?: Partial<ErrorContent> | null };
   extra?: Record<string, WireValue | null | undefined>;
   /** Explicit From (the heartbeat reply names the endpoint itself); normally the Resolver forwarder stamps it. */
   from?: string;
@@ -39,8 +40,15 @@ export interface ResponseOptions {
 }
 
 /** Any response to the Resolver, addressed through the endpoint's own topic (To = Resolver). */
-export function buildResponse(type: MessageType, inbound: InboundMessage, clock: Clock, options: ResponseOptions): OutgoingMessage {
-  const queueMs = inbound.enqueuedTime ? Math.max(0, clock.startedAt.getTime() - inbound.enqueuedTime.getTime()) : undefined;
+export function buildResponse(
+  type: MessageType,
+  inbound: InboundMessage,
+  clock: Clock,
+  options: ResponseOptions,
+): OutgoingMessage {
+  const queueMs = inbound.enqueuedTime
+    ? Math.max(0, clock.startedAt.getTime() - inbound.enqueuedTime.getTime())
+    : undefined;
   const processingMs = Math.max(0, clock.now.getTime() - clock.startedAt.getTime());
   const content = options.content ?? { EventContent: inbound.content.EventContent };
   return {
@@ -68,7 +76,12 @@ export function buildResponse(type: MessageType, inbound: InboundMessage, clock:
 
 export function errorContentOf(error: unknown, errorType?: string): Partial<ErrorContent> {
   if (error instanceof Error) {
-    return { ErrorText: error.message, ErrorType: errorType ?? error.name, ExceptionStackTrace: error.stack ?? null, ExceptionSource: null };
+    return {
+      ErrorText: error.message,
+      ErrorType: errorType ?? error.name,
+      ExceptionStackTrace: error.stack ?? null,
+      ExceptionSource: null,
+    };
   }
   return { ErrorText: String(error), ErrorType: errorType ?? typeof error };
 }
@@ -94,7 +107,13 @@ export function buildRetryRequest(inbound: InboundMessage, retryCount: number): 
 }
 
 /** Properties a parked or replayed copy must not inherit (they describe the hop, not the event). */
-const HOP_PROPERTIES = new Set<string>([Prop.To, Prop.OriginalSessionId, Prop.DeferralSequence, Prop.ReplaySequence, SdkProp.ReplayUntil]);
+const HOP_PROPERTIES = new Set<string>([
+  Prop.To,
+  Prop.OriginalSessionId,
+  Prop.DeferralSequence,
+  Prop.ReplaySequence,
+  SdkProp.ReplayUntil,
+]);
 
 function carriedProperties(inbound: InboundMessage): Record<string, WireValue> {
   const out: Record<string, WireValue> = {};
@@ -127,7 +146,12 @@ export function buildParkedCopy(inbound: InboundMessage, sequence: number): Outg
 }
 
 /** The replayed copy of a parked message, back to the endpoint's main subscription, same MessageId. */
-export function buildReplayedCopy(parked: InboundMessage, endpointId: string, sessionId: string, until: number): OutgoingMessage {
+export function buildReplayedCopy(
+  parked: InboundMessage,
+  endpointId: string,
+  sessionId: string,
+  until: number,
+): OutgoingMessage {
   return {
     messageId: parked.messageId,
     sessionId,

@@ -47,7 +47,11 @@ export interface LifecycleObserver {
   onCircuitStateChanged?(endpointId: string, from: CircuitState, to: CircuitState): void | Promise<void>;
 }
 
-export function composePipeline(behaviors: readonly PipelineBehavior[], ctx: PipelineContext, terminal: () => Promise<void>): () => Promise<void> {
+export function composePipeline(
+  behaviors: readonly PipelineBehavior[],
+  ctx: PipelineContext,
+  terminal: () => Promise<void>,
+): () => Promise<void> {
   let next = terminal;
   for (let i = behaviors.length - 1; i >= 0; i--) {
     const behavior = behaviors[i]!;

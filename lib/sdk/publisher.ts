@@ -4,7 +4,15 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
 import type { ZodType } from 'zod';
-import { describeIssues, eventBody, MessageType, nameProblem, Prop, SELF, toWireProperties } from '../contract/index.ts';
+import {
+  describeIssues,
+  eventBody,
+  MessageType,
+  nameProblem,
+  Prop,
+  SELF,
+  toWireProperties,
+} from '../contract/index.ts';
 import type { Catalog } from '../contract/index.ts';
 import { toServiceBusMessage } from './transport.ts';
 
@@ -64,20 +72,31 @@ export class Publisher {
   }
 
   /** Builds the message for one event (validation included) without sending it. */
-  prepare(eventTypeId: string, payload: unknown, options: PublishOptions = {}, sharedCorrelationId?: string): PreparedEvent {
+  prepare(
+    eventTypeId: string,
+    payload: unknown,
+    options: PublishOptions = {},
+    sharedCorrelationId?: string,
+  ): PreparedEvent {
     const problem = nameProblem(eventTypeId);
     if (problem) throw new PublishValidationError(`event type id '${eventTypeId}' ${problem}`);
-    if (payload === undefined || payload === null) throw new PublishValidationError(`a ${eventTypeId} payload is required`);
+    if (payload === undefined || payload === null)
+      throw new PublishValidationError(`a ${eventTypeId} payload is required`);
     const schema = this.options.schemas?.[eventTypeId];
     if (schema) {
       const parsed = schema.safeParse(payload);
-      if (!parsed.success) throw new PublishValidationError(`${eventTypeId} payload is invalid: ${describeIssues(parsed.error)}`);
+      if (!parsed.success)
+        throw new PublishValidationError(
+          `${eventTypeId} payload is invalid: ${describeIssues(parsed.error)}`,
+        );
     }
     let payloadJson: string;
     try {
       payloadJson = JSON.stringify(payload);
     } catch (error) {
-      throw new PublishValidationError(`${eventTypeId} payload cannot be serialized: ${(error as Error).message}`);
+      throw new PublishValidationError(
+        `${eventTypeId} payload cannot be serialized: ${(error as Error).message}`,
+      );
     }
     const sessionId = options.sessionId ?? this.sessionIdFor(eventTypeId, payload) ?? randomUUID();
     const correlationId = options.correlationId ?? sharedCorrelationId ?? randomUUID();
@@ -100,7 +119,11 @@ export class Publisher {
     return { message, published: { messageId, sessionId, correlationId } };
   }
 
-  async publish(eventTypeId: string, payload: unknown, options: PublishOptions = {}): Promise<PublishedEvent> {
+  async publish(
+    eventTypeId: string,
+    payload: unknown,
+    options: PublishOptions = {},
+  ): Promise<PublishedEvent> {
     const prepared = this.prepare(eventTypeId, payload, options);
     await this.sender.sendMessages(prepared.message);
     return prepared.published;
@@ -110,25 +133,40 @@ export class Publisher {
    * Publishes many events sharing one correlation id, paged into as few batches as the broker's size limit
    * allows. Everything is validated before the first send. An empty list sends nothing.
    */
-  async publishMany(events: ReadonlyArray<{ eventTypeId: string; payload: unknown; options?: PublishOptions }>, correlationId: string = randomUUID()): Promise<PublishedEvent[]> {
+  async publishMany(
+    events: ReadonlyArray<{ eventTypeId: string; payload: unknown; options?: PublishOptions }>,
+    correlationId: string = randomUUID(),
+  ): Promise<PublishedEvent[]> {
     const prepared = events.map((e) => this.prepare(e.eventTypeId, e.payload, e.options, correlationId));
     let batch = await this.sender.createMessageBatch();
     for (const p of prepared) {
       if (batch.tryAddMessage(p.message)) continue;
-      if (batch.count === 0) throw new PublishValidationError(`message ${p.published.messageId} is larger than the broker accepts`);
+      if (batch.count === 0)
+        throw new PublishValidationError(
+          `message ${p.published.messageId} is larger than the broker accepts`,
+        );
       await this.sender.sendMessages(batch);
       batch = await this.sender.createMessageBatch();
-      if (!batch.tryAddMessage(p.message)) throw new PublishValidationError(`message ${p.published.messageId} is larger than the broker accepts`);
+      if (!batch.tryAddMessage(p.message))
+        throw new PublishValidationError(
+          `message ${p.published.messageId} is larger than the broker accepts`,
+        );
     }
     if (batch.count > 0) await this.sender.sendMessages(batch);
     return prepared.map((p) => p.published);
   }
 
   /** Schedules a publish; returns the broker's sequence number, which cancels it. */
-  async schedule(eventTypeId: string, payload: unknown, at: Date, options: PublishOptions = {}): Promise<ScheduledSequence> {
+  async schedule(
+    eventTypeId: string,
+    payload: unknown,
+    at: Date,
+    options: PublishOptions = {},
+  ): Promise<ScheduledSequence> {
     const prepared = this.prepare(eventTypeId, payload, options);
     const [sequence] = await this.sender.scheduleMessages(prepared.message, at);
-    if (sequence === undefined) throw new Error('the broker returned no sequence number for the scheduled message');
+    if (sequence === undefined)
+      throw new Error('the broker returned no sequence number for the scheduled message');
     return sequence;
   }
 

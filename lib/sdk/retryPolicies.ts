@@ -36,7 +36,12 @@ export class RetryPolicies {
 
   /** Matches the error, or any inner cause, that is an instance of `type` (subclasses included). */
   addExceptionRule(type: ErrorClass, policy: RetryPolicyInput, options: ExceptionRuleOptions = {}): this {
-    this.rules.push({ kind: 'type', type, policy: retryPolicy(policy), eventTypes: lowerSet(options.eventTypes) });
+    this.rules.push({
+      kind: 'type',
+      type,
+      policy: retryPolicy(policy),
+      eventTypes: lowerSet(options.eventTypes),
+    });
     return this;
   }
 
@@ -46,7 +51,12 @@ export class RetryPolicies {
    */
   addExceptionTextRule(text: string, policy: RetryPolicyInput, options: ExceptionRuleOptions = {}): this {
     if (text.trim() === '') throw new Error('an exception text rule needs a non-empty text');
-    this.rules.push({ kind: 'text', text: text.toLowerCase(), policy: retryPolicy(policy), eventTypes: lowerSet(options.eventTypes) });
+    this.rules.push({
+      kind: 'text',
+      text: text.toLowerCase(),
+      policy: retryPolicy(policy),
+      eventTypes: lowerSet(options.eventTypes),
+    });
     return this;
   }
 
@@ -67,7 +77,8 @@ export class RetryPolicies {
     for (const rule of this.rules) {
       if (rule.eventTypes && (type === undefined || !rule.eventTypes.has(type))) continue;
       if (rule.kind === 'type') {
-        if (causeChain(error).some((e) => e instanceof rule.type)) return { policy: rule.policy, source: 'exception-rule' };
+        if (causeChain(error).some((e) => e instanceof rule.type))
+          return { policy: rule.policy, source: 'exception-rule' };
       } else {
         text ??= errorSearchText(error).toLowerCase();
         if (text.includes(rule.text)) return { policy: rule.policy, source: 'exception-rule' };
@@ -85,13 +96,21 @@ export class RetryPolicies {
    * Whether to schedule a RetryRequest after the failure of a delivery carrying `retryCount` (0 on the first
    * delivery), and after how long. Undefined when no policy matches or its budget is spent.
    */
-  nextRetry(error: unknown, eventTypeId: string | undefined, retryCount: number, random: () => number = Math.random): ScheduledRetry | undefined {
+  nextRetry(
+    error: unknown,
+    eventTypeId: string | undefined,
+    retryCount: number,
+    random: () => number = Math.random,
+  ): ScheduledRetry | undefined {
     const decision = this.resolve(error, eventTypeId);
     if (!decision) return undefined;
     const attempt = Math.max(0, Math.floor(retryCount));
     if (attempt >= decision.policy.maxRetries) return undefined;
     const delay = retryDelayMs(decision.policy, attempt, random);
-    return { retryCount: attempt + 1, delayMs: delayWithHintMs(decision.policy, delay, retryAfterHintMs(error)) };
+    return {
+      retryCount: attempt + 1,
+      delayMs: delayWithHintMs(decision.policy, delay, retryAfterHintMs(error)),
+    };
   }
 }
 

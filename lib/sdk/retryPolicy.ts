@@ -15,7 +15,9 @@ export const retryPolicySchema = z
   .object({
     /** How many RetryRequests at most (attempts 0..MaxRetries-1). 0 never retries. */
     maxRetries: z.number().int().nonnegative().default(0),
-    strategy: z.enum([BackoffStrategy.Fixed, BackoffStrategy.Linear, BackoffStrategy.Exponential]).default('Fixed'),
+    strategy: z
+      .enum([BackoffStrategy.Fixed, BackoffStrategy.Linear, BackoffStrategy.Exponential])
+      .default('Fixed'),
     baseDelayMs: duration.default(60_000),
     /** Cap applied after jitter (and to a Retry-After hint). */
     maxDelayMs: duration.optional(),
@@ -38,7 +40,8 @@ export class InvalidRetryPolicyError extends Error {
 /** Validates and fills defaults; a bad policy is a configuration error, raised when the host is built. */
 export function retryPolicy(input: RetryPolicyInput): RetryPolicy {
   const parsed = retryPolicySchema.safeParse(input);
-  if (!parsed.success) throw new InvalidRetryPolicyError(`invalid retry policy: ${describeIssues(parsed.error)}`);
+  if (!parsed.success)
+    throw new InvalidRetryPolicyError(`invalid retry policy: ${describeIssues(parsed.error)}`);
   return Object.freeze(parsed.data);
 }
 
@@ -62,7 +65,11 @@ export function backoffDelayMs(policy: RetryPolicy, attempt: number): number {
  *  - Full: d + d*U  in [d, 2d)
  *  - Bounded: d + d*factor*U  in [d, d*(1+factor))
  */
-export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+export function retryDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
   const d = backoffDelayMs(policy, attempt);
   let delay = d;
   if (policy.jitter !== 'None' && d > 0) {
@@ -79,7 +86,11 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () =>
  * The delay to schedule when a Retry-After hint is known: the longer of the policy delay and the hint, still capped
  * at MaxDelay.
  */
-export function delayWithHintMs(policy: RetryPolicy, policyDelayMs: number, hintMs: number | undefined): number {
+export function delayWithHintMs(
+  policy: RetryPolicy,
+  policyDelayMs: number,
+  hintMs: number | undefined,
+): number {
   let delay = hintMs !== undefined && hintMs > policyDelayMs ? hintMs : policyDelayMs;
   if (policy.maxDelayMs !== undefined && delay > policy.maxDelayMs) delay = policy.maxDelayMs;
   return delay;

@@ -1,6 +1,10 @@
 // DeliveryPort over a real session receiver and the endpoint's sender. The session state is cached while this
 // receiver holds the session lock: nobody else can change it meanwhile, so one read per session suffices.
-import type { ServiceBusReceivedMessage, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
+import type {
+  ServiceBusReceivedMessage,
+  ServiceBusSender,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
 import { decodeSessionState, encodeSessionState } from '../contract/index.ts';
 import type { SessionState } from '../contract/index.ts';
 import type { DeliveryPort } from './dispatcher.ts';
@@ -42,6 +46,10 @@ export function sessionDeliveryPort(
       await sender.scheduleMessages(toServiceBusMessage(m), new Date(now().getTime() + delayMs));
     },
     complete: () => receiver.completeMessage(message),
-    deadLetter: (reason, description) => receiver.deadLetterMessage(message, { deadLetterReason: reason, deadLetterErrorDescription: description }),
+    deadLetter: (reason, description) =>
+      receiver.deadLetterMessage(message, {
+        deadLetterReason: reason,
+        deadLetterErrorDescription: description,
+      }),
   };
 }

@@ -116,7 +116,10 @@ export class SubscriberHost {
           continue;
         }
         const delay = backoff.next();
-        this.log.warn({ worker: index, err: errorSummary(error), delayMs: delay }, 'accepting a session failed; backing off');
+        this.log.warn(
+          { worker: index, err: errorSummary(error), delayMs: delay },
+          'accepting a session failed; backing off',
+        );
         await sleep(delay, this.stopController.signal);
         continue;
       }
@@ -137,7 +140,10 @@ export class SubscriberHost {
       this.inFlight.delete(session);
       if (failure !== undefined && !this.stopping) {
         const delay = backoff.next();
-        this.log.warn({ worker: index, sessionId: receiver.sessionId, err: errorSummary(failure), delayMs: delay }, 'session receive failed; backing off');
+        this.log.warn(
+          { worker: index, sessionId: receiver.sessionId, err: errorSummary(failure), delayMs: delay },
+          'session receive failed; backing off',
+        );
         await sleep(delay, this.stopController.signal);
       }
     }
@@ -173,7 +179,14 @@ export class SubscriberHost {
         const { result, error } = await this.dispatcher.dispatchDetailed(message, port, signal);
         this.options.onDelivery?.(result, receiver.sessionId);
         if (breaker) {
-          breaker.record(result === 'handlerFailed' || result === 'transient' ? 'failure' : result === 'completed' ? 'success' : 'ignored', error);
+          breaker.record(
+            result === 'handlerFailed' || result === 'transient'
+              ? 'failure'
+              : result === 'completed'
+                ? 'success'
+                : 'ignored',
+            error,
+          );
           breaker.release();
           // Opened (or still probing): the rest of this batch goes back untouched.
           if (breaker.state !== 'Closed') return;

@@ -8,7 +8,8 @@ export const validationBehavior: PipelineBehavior = async (ctx, next) => {
   const m = ctx.message;
   let reason: string | undefined;
   if (!m.eventId) reason = 'Validation failed: EventId is required';
-  else if (m.messageType === MessageType.EventRequest && !m.eventTypeId) reason = 'Validation failed: EventTypeId is required for EventRequest';
+  else if (m.messageType === MessageType.EventRequest && !m.eventTypeId)
+    reason = 'Validation failed: EventTypeId is required for EventRequest';
   if (reason) {
     await ctx.deadLetter(reason, reason);
     throw new MessageAlreadyDeadLetteredError(reason);

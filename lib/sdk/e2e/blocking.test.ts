@@ -23,12 +23,21 @@ function failingFirst(calls: string[], options: { failures?: number } = {}) {
   });
 }
 
-async function blockWithTwoParked(h: Harness, session: string): Promise<{ e1EventId: string; messageIds: string[] }> {
+async function blockWithTwoParked(
+  h: Harness,
+  session: string,
+): Promise<{ e1EventId: string; messageIds: string[] }> {
   const pub = h.publisher('shop');
   for (const n of [1, 2, 3]) await pub.publish('CustomerUpdated', { customerId: session, n });
   const first = await h.resolver(session, 6);
-  assert.deepEqual(storyOf(first), { requests: ['EventRequest:E1', 'EventRequest:E2', 'EventRequest:E3'], responses: ['ErrorResponse:E1', 'DeferralResponse:E2', 'DeferralResponse:E3'] });
-  return { e1EventId: String(first[0]!.props.EventId), messageIds: first.filter((r) => r.type === 'EventRequest').map((r) => r.messageId) };
+  assert.deepEqual(storyOf(first), {
+    requests: ['EventRequest:E1', 'EventRequest:E2', 'EventRequest:E3'],
+    responses: ['ErrorResponse:E1', 'DeferralResponse:E2', 'DeferralResponse:E3'],
+  });
+  return {
+    e1EventId: String(first[0]!.props.EventId),
+    messageIds: first.filter((r) => r.type === 'EventRequest').map((r) => r.messageId),
+  };
 }
 
 describe('failure blocks the session; siblings park and replay in order', () => {
@@ -39,16 +48,34 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       h.deferredProcessor('crm');
       const { e1EventId } = await blockWithTwoParked(h, 'B-1');
 
-      await h.managerCommand('crm', MessageType.ResubmissionRequest, { eventId: e1EventId, sessionId: 'B-1', eventTypeId: 'CustomerUpdated' }, eventBody('CustomerUpdated', { customerId: 'B-1', n: 1, fixed: true }));
+      await h.managerCommand(
+        'crm',
+        MessageType.ResubmissionRequest,
+        { eventId: e1EventId, sessionId: 'B-1', eventTypeId: 'CustomerUpdated' },
+        eventBody('CustomerUpdated', { customerId: 'B-1', n: 1, fixed: true }),
+      );
       const after = await h.resolver('B-1', 6);
-      assert.deepEqual(storyOf(after), { requests: ['ResubmissionRequest:E1', 'EventRequest:E2', 'EventRequest:E3'], responses: ['ResolutionResponse:E1', 'ResolutionResponse:E2', 'ResolutionResponse:E3'] });
+      assert.deepEqual(storyOf(after), {
+        requests: ['ResubmissionRequest:E1', 'EventRequest:E2', 'EventRequest:E3'],
+        responses: ['ResolutionResponse:E1', 'ResolutionResponse:E2', 'ResolutionResponse:E3'],
+      });
       assert.equal(after[0]!.props.From, 'Manager');
-      assert.deepEqual(calls, ['E1:EventRequest', 'E1:ResubmissionRequest', 'E2:EventRequest', 'E3:EventRequest']);
+      assert.deepEqual(calls, [
+        'E1:EventRequest',
+        'E1:ResubmissionRequest',
+        'E2:EventRequest',
+        'E3:EventRequest',
+      ]);
 
       await host.stop();
       const state = await h.sessionState('crm', 'B-1');
       assert.deepEqual(
-        { blocked: state.BlockedByEventId, parked: state.NextDeferralSequence, count: state.DeferredCount, replayed: state.NextReplaySequence },
+        {
+          blocked: state.BlockedByEventId,
+          parked: state.NextDeferralSequence,
+          count: state.DeferredCount,
+          replayed: state.NextReplaySequence,
+        },
         { blocked: null, parked: 2, count: 2, replayed: 2 },
       );
     });
@@ -63,7 +90,16 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       await h.managerCommand('crm', MessageType.SkipRequest, { eventId: e1EventId, sessionId: 'B-2' });
       const after = await h.resolver('B-2', 6);
       const skipStory = storyOf(after);
-      assert.deepEqual({ requests: skipStory.requests.map((x) => x.replace(':?', ':E1')), responses: skipStory.responses.map((x) => x.replace(':?', ':E1')) }, { requests: ['SkipRequest:E1', 'EventRequest:E2', 'EventRequest:E3'], responses: ['SkipResponse:E1', 'ResolutionResponse:E2', 'ResolutionResponse:E3'] });
+      assert.deepEqual(
+        {
+          requests: skipStory.requests.map((x) => x.replace(':?', ':E1')),
+          responses: skipStory.responses.map((x) => x.replace(':?', ':E1')),
+        },
+        {
+          requests: ['SkipRequest:E1', 'EventRequest:E2', 'EventRequest:E3'],
+          responses: ['SkipResponse:E1', 'ResolutionResponse:E2', 'ResolutionResponse:E3'],
+        },
+      );
       assert.equal(after.find((r) => r.type === 'SkipResponse')!.props.EventId, e1EventId);
       assert.deepEqual(calls, ['E1:EventRequest', 'E2:EventRequest', 'E3:EventRequest']);
     });
@@ -73,16 +109,32 @@ describe('failure blocks the session; siblings park and replay in order', () => 
     await withHarness(async (h) => {
       const calls: string[] = [];
       const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 2, baseDelayMs: 300 });
-      const host = h.host({ endpointId: 'crm', handlers: failingFirst(calls, { failures: 1 }), retryPolicies });
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: failingFirst(calls, { failures: 1 }),
+        retryPolicies,
+      });
       h.deferredProcessor('crm');
       const pub = h.publisher('shop');
       await pub.publish('CustomerUpdated', { customerId: 'B-3', n: 1 });
-      await h.resolver('B-3', 2).then((r) => assert.deepEqual(storyOf(r), { requests: ['EventRequest:E1'], responses: ['ErrorResponse:E1'] }));
+      await h
+        .resolver('B-3', 2)
+        .then((r) =>
+          assert.deepEqual(storyOf(r), { requests: ['EventRequest:E1'], responses: ['ErrorResponse:E1'] }),
+        );
       await pub.publish('CustomerUpdated', { customerId: 'B-3', n: 2 });
       const rest = await h.resolver('B-3', 6);
       // E2 parks while E1 waits for its retry; the retry's success releases the session and E2 replays.
-      assert.deepEqual(storyOf(rest).responses, ['DeferralResponse:E2', 'ResolutionResponse:E1', 'ResolutionResponse:E2']);
-      assert.deepEqual(storyOf(rest).requests.sort(), ['EventRequest:E2', 'EventRequest:E2', 'RetryRequest:E1']);
+      assert.deepEqual(storyOf(rest).responses, [
+        'DeferralResponse:E2',
+        'ResolutionResponse:E1',
+        'ResolutionResponse:E2',
+      ]);
+      assert.deepEqual(storyOf(rest).requests.sort(), [
+        'EventRequest:E2',
+        'EventRequest:E2',
+        'RetryRequest:E1',
+      ]);
       const retry = rest.find((r) => r.type === 'RetryRequest')!;
       assert.equal(retry.props.From, 'Retry');
       assert.equal(retry.props.RetryCount, 1);
@@ -100,14 +152,39 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       h.host({ endpointId: 'crm', handlers: failingFirst(calls) });
       const { e1EventId } = await blockWithTwoParked(h, 'B-4');
       // The deferred processor is not running yet: after the resubmission the session is unblocked but draining.
-      await h.managerCommand('crm', MessageType.ResubmissionRequest, { eventId: e1EventId, sessionId: 'B-4', eventTypeId: 'CustomerUpdated' }, eventBody('CustomerUpdated', { customerId: 'B-4', n: 1, fixed: true }));
-      await h.resolver('B-4', 2).then((r) => assert.deepEqual(storyOf(r), { requests: ['ResubmissionRequest:E1'], responses: ['ResolutionResponse:E1'] }));
+      await h.managerCommand(
+        'crm',
+        MessageType.ResubmissionRequest,
+        { eventId: e1EventId, sessionId: 'B-4', eventTypeId: 'CustomerUpdated' },
+        eventBody('CustomerUpdated', { customerId: 'B-4', n: 1, fixed: true }),
+      );
+      await h
+        .resolver('B-4', 2)
+        .then((r) =>
+          assert.deepEqual(storyOf(r), {
+            requests: ['ResubmissionRequest:E1'],
+            responses: ['ResolutionResponse:E1'],
+          }),
+        );
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'B-4', n: 4 });
-      await h.resolver('B-4', 2).then((r) => assert.deepEqual(storyOf(r), { requests: ['EventRequest:E4'], responses: ['DeferralResponse:E4'] }));
+      await h
+        .resolver('B-4', 2)
+        .then((r) =>
+          assert.deepEqual(storyOf(r), { requests: ['EventRequest:E4'], responses: ['DeferralResponse:E4'] }),
+        );
       h.deferredProcessor('crm');
       const replay = await h.resolver('B-4', 6);
-      assert.deepEqual(storyOf(replay), { requests: ['EventRequest:E2', 'EventRequest:E3', 'EventRequest:E4'], responses: ['ResolutionResponse:E2', 'ResolutionResponse:E3', 'ResolutionResponse:E4'] });
-      assert.deepEqual(calls, ['E1:EventRequest', 'E1:ResubmissionRequest', 'E2:EventRequest', 'E3:EventRequest', 'E4:EventRequest']);
+      assert.deepEqual(storyOf(replay), {
+        requests: ['EventRequest:E2', 'EventRequest:E3', 'EventRequest:E4'],
+        responses: ['ResolutionResponse:E2', 'ResolutionResponse:E3', 'ResolutionResponse:E4'],
+      });
+      assert.deepEqual(calls, [
+        'E1:EventRequest',
+        'E1:ResubmissionRequest',
+        'E2:EventRequest',
+        'E3:EventRequest',
+        'E4:EventRequest',
+      ]);
     });
   });
 
@@ -119,11 +196,22 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       const { e1EventId, messageIds } = await blockWithTwoParked(h, 'B-7');
       await h.managerCommand('crm', MessageType.SkipRequest, { eventId: e1EventId, sessionId: 'B-7' });
       const replay = await h.resolver('B-7', 6);
-      const e2 = replay.find((r) => r.type === 'EventRequest' && r.content.EventContent?.EventJson?.includes('"n":2'))!;
+      const e2 = replay.find(
+        (r) => r.type === 'EventRequest' && r.content.EventContent?.EventJson?.includes('"n":2'),
+      )!;
       assert.equal(e2.props.ReplaySequence, 0);
-      assert.equal(e2.messageId, messageIds[1], 'the replayed copy keeps the original MessageId (DESIGN.md §5)');
+      assert.equal(
+        e2.messageId,
+        messageIds[1],
+        'the replayed copy keeps the original MessageId (DESIGN.md §5)',
+      );
       // The same replayed copy once more, as after a crash between sending it and completing the parked one.
-      await h.send('crm', { sessionId: 'B-7', messageId: e2.messageId, body: eventBody('CustomerUpdated', { customerId: 'B-7', n: 2 }), props: { ...(e2.props as Record<string, string | number>) } });
+      await h.send('crm', {
+        sessionId: 'B-7',
+        messageId: e2.messageId,
+        body: eventBody('CustomerUpdated', { customerId: 'B-7', n: 2 }),
+        props: { ...(e2.props as Record<string, string | number>) },
+      });
       assert.deepEqual(story(await h.resolver('B-7', 1)), ['EventRequest:E2']);
       assert.deepEqual(await h.resolverRest('B-7'), [], 'no second response');
       assert.deepEqual(calls, ['E1:EventRequest', 'E2:EventRequest', 'E3:EventRequest']);
@@ -138,7 +226,17 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       const first = await h.resolver('B-5', 2);
       const eventId = String(first[0]!.props.EventId);
       // A second copy of the same event (as after a crash between block and complete).
-      await h.send('crm', { sessionId: 'B-5', body: eventBody('CustomerUpdated', { customerId: 'B-5', n: 1 }), props: { To: 'crm', From: 'shop', MessageType: 'EventRequest', EventId: eventId, EventTypeId: 'CustomerUpdated' } });
+      await h.send('crm', {
+        sessionId: 'B-5',
+        body: eventBody('CustomerUpdated', { customerId: 'B-5', n: 1 }),
+        props: {
+          To: 'crm',
+          From: 'shop',
+          MessageType: 'EventRequest',
+          EventId: eventId,
+          EventTypeId: 'CustomerUpdated',
+        },
+      });
       const copy = await h.resolver('B-5', 1);
       assert.deepEqual(story(copy), ['EventRequest:E1']);
       assert.deepEqual(await h.resolverRest('B-5'), []);
@@ -157,8 +255,14 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       const pub = h.publisher('shop');
       await pub.publish('CustomerUpdated', { customerId: 'B-6a', n: 1 });
       await pub.publish('CustomerUpdated', { customerId: 'B-6b', n: 2 });
-      assert.deepEqual(storyOf(await h.resolver('B-6b', 2)), { requests: ['EventRequest:E2'], responses: ['ResolutionResponse:E2'] });
-      assert.deepEqual(storyOf(await h.resolver('B-6a', 2)), { requests: ['EventRequest:E1'], responses: ['ErrorResponse:E1'] });
+      assert.deepEqual(storyOf(await h.resolver('B-6b', 2)), {
+        requests: ['EventRequest:E2'],
+        responses: ['ResolutionResponse:E2'],
+      });
+      assert.deepEqual(storyOf(await h.resolver('B-6a', 2)), {
+        requests: ['EventRequest:E1'],
+        responses: ['ErrorResponse:E1'],
+      });
       await eventually(() => (calls.length === 2 ? true : undefined), 'both handlers');
     });
   });

@@ -27,12 +27,18 @@ describe('circuit breaker', () => {
       await pub.publish('CustomerUpdated', { customerId: 'CB-3', n: 3 });
       const probe = await h.resolver('CB-3', 2, 20_000);
       assert.deepEqual(storyOf(probe).responses, ['ErrorResponse:E3']);
-      await eventually(() => (timeline.includes('HalfOpen->Open') ? true : undefined), 'the failed probe to reopen the circuit');
+      await eventually(
+        () => (timeline.includes('HalfOpen->Open') ? true : undefined),
+        'the failed probe to reopen the circuit',
+      );
       const deliveries = timeline.filter((x) => x.includes(':'));
       assert.deepEqual(deliveries.slice(0, 2).sort(), ['CB-1:handlerFailed', 'CB-2:handlerFailed']);
       // CB-3 was published while open and handled only as the half-open probe.
       const i = (x: string) => timeline.indexOf(x);
-      assert.ok(i('Open->HalfOpen') >= 0 && i('Open->HalfOpen') < i('CB-3:handlerFailed'), timeline.join(', '));
+      assert.ok(
+        i('Open->HalfOpen') >= 0 && i('Open->HalfOpen') < i('CB-3:handlerFailed'),
+        timeline.join(', '),
+      );
       assert.ok(i('CB-3:handlerFailed') < i('HalfOpen->Open'), timeline.join(', '));
     });
   });

@@ -12,13 +12,23 @@ describe('more flows', () => {
     await withHarness(async (h) => {
       let calls = 0;
       const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 1, baseDelayMs: 1500 });
-      const host = h.host({ endpointId: 'crm', retryPolicies, handlers: new HandlerRegistry().on('CustomerUpdated', () => { calls++; throw new Error('no'); }) });
+      const host = h.host({
+        endpointId: 'crm',
+        retryPolicies,
+        handlers: new HandlerRegistry().on('CustomerUpdated', () => {
+          calls++;
+          throw new Error('no');
+        }),
+      });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'F-1', n: 1 });
       const first = await h.resolver('F-1', 2);
       const eventId = String(first[0]!.props.EventId);
       await h.managerCommand('crm', MessageType.SkipRequest, { eventId, sessionId: 'F-1' });
       const after = await h.resolver('F-1', 4);
-      assert.deepEqual(storyOf(after).responses.map((x) => x.replace(':?', ':E1')), ['SkipResponse:E1', 'ResolutionResponse:E1']);
+      assert.deepEqual(
+        storyOf(after).responses.map((x) => x.replace(':?', ':E1')),
+        ['SkipResponse:E1', 'ResolutionResponse:E1'],
+      );
       assert.ok(after.some((r) => r.type === 'RetryRequest'));
       assert.equal(calls, 1);
       await host.stop();
@@ -29,13 +39,30 @@ describe('more flows', () => {
   test('resubmitting an event that does not block its session runs the handler and changes no state', async () => {
     await withHarness(async (h) => {
       const seen: Array<{ n: number; type?: string }> = [];
-      const host = h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on<{ n: number }>('CustomerUpdated', (e, ctx) => void seen.push({ n: e.n, type: ctx.messageType })) });
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<{ n: number }>(
+          'CustomerUpdated',
+          (e, ctx) => void seen.push({ n: e.n, type: ctx.messageType }),
+        ),
+      });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'F-2', n: 1 });
       const first = await h.resolver('F-2', 2);
-      await h.managerCommand('crm', MessageType.ResubmissionRequest, { eventId: String(first[0]!.props.EventId), sessionId: 'F-2', eventTypeId: 'CustomerUpdated' }, eventBody('CustomerUpdated', { customerId: 'F-2', n: 10 }));
+      await h.managerCommand(
+        'crm',
+        MessageType.ResubmissionRequest,
+        { eventId: String(first[0]!.props.EventId), sessionId: 'F-2', eventTypeId: 'CustomerUpdated' },
+        eventBody('CustomerUpdated', { customerId: 'F-2', n: 10 }),
+      );
       const again = await h.resolver('F-2', 2);
-      assert.deepEqual(again.map((r) => r.type), ['ResubmissionRequest', 'ResolutionResponse']);
-      assert.deepEqual(seen, [{ n: 1, type: 'EventRequest' }, { n: 10, type: 'ResubmissionRequest' }]);
+      assert.deepEqual(
+        again.map((r) => r.type),
+        ['ResubmissionRequest', 'ResolutionResponse'],
+      );
+      assert.deepEqual(seen, [
+        { n: 1, type: 'EventRequest' },
+        { n: 10, type: 'ResubmissionRequest' },
+      ]);
       await host.stop();
       const state = await h.sessionState('crm', 'F-2');
       assert.deepEqual([state.BlockedByEventId, state.NextDeferralSequence], [null, 0]);
@@ -49,13 +76,21 @@ describe('more flows', () => {
       h.host({
         endpointId: 'billing',
         handlers: new HandlerRegistry().on<{ orderId: string }>('OrderPlaced', async (order, ctx) => {
-          if (ctx.from === 'shop') await invoices.publish('InvoiceIssued', { orderId: order.orderId, amount: 38 }, { correlationId: ctx.correlationId });
+          if (ctx.from === 'shop')
+            await invoices.publish(
+              'InvoiceIssued',
+              { orderId: order.orderId, amount: 38 },
+              { correlationId: ctx.correlationId },
+            );
         }),
       });
       h.host({
         endpointId: 'crm',
         handlers: new HandlerRegistry()
-          .on<{ orderId: string }>('InvoiceIssued', (invoice, ctx) => void crmSeen.push({ from: ctx.from, orderId: invoice.orderId }))
+          .on<{ orderId: string }>(
+            'InvoiceIssued',
+            (invoice, ctx) => void crmSeen.push({ from: ctx.from, orderId: invoice.orderId }),
+          )
           .on('OrderPlaced', () => undefined),
       });
       const placed = await h.publisher('shop').publish('OrderPlaced', { orderId: 'F-3' });
@@ -70,7 +105,10 @@ describe('more flows', () => {
         'ResolutionResponse:OrderPlaced@billing',
         'ResolutionResponse:OrderPlaced@crm',
       ]);
-      assert.ok(records.every((r) => r.correlationId === placed.correlationId), 'one correlation id across the chain');
+      assert.ok(
+        records.every((r) => r.correlationId === placed.correlationId),
+        'one correlation id across the chain',
+      );
       assert.deepEqual(crmSeen, [{ from: 'billing', orderId: 'F-3' }]);
       assert.deepEqual(await h.resolverRest('F-3'), []);
     });

@@ -12,12 +12,17 @@ describe('happy path', () => {
         seen.push({ event, from: ctx.from, eventId: ctx.eventId, sessionId: ctx.sessionId });
       });
       h.host({ endpointId: 'crm', handlers });
-      const published = await h.publisher('shop').publish('CustomerUpdated', { customerId: 'A-1', total: 10 });
+      const published = await h
+        .publisher('shop')
+        .publish('CustomerUpdated', { customerId: 'A-1', total: 10 });
       assert.equal(published.sessionId, 'A-1');
       assert.match(published.messageId, /^CustomerUpdated-[0-9a-f]{16}$/);
 
       const records = await h.resolver('A-1', 2);
-      assert.deepEqual(records.map((r) => r.type), ['EventRequest', 'ResolutionResponse']);
+      assert.deepEqual(
+        records.map((r) => r.type),
+        ['EventRequest', 'ResolutionResponse'],
+      );
       const [request, response] = records;
       assert.equal(request!.props.From, 'shop');
       assert.equal(request!.props.To, 'crm');
@@ -29,13 +34,18 @@ describe('happy path', () => {
       assert.equal(response!.props.OriginatingMessageId, published.messageId);
       assert.equal(response!.props.OriginatingFrom, 'shop');
       assert.equal(response!.correlationId, published.correlationId);
-      assert.deepEqual(seen, [{ event: { customerId: 'A-1', total: 10 }, from: 'shop', eventId, sessionId: 'A-1' }]);
+      assert.deepEqual(seen, [
+        { event: { customerId: 'A-1', total: 10 }, from: 'shop', eventId, sessionId: 'A-1' },
+      ]);
     });
   });
 
   test('the session state stays empty after a success', async () => {
     await withHarness(async (h) => {
-      const host = h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('CustomerUpdated', () => undefined) });
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on('CustomerUpdated', () => undefined),
+      });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'A-2' });
       await h.resolver('A-2', 2);
       await host.stop();
@@ -48,10 +58,13 @@ describe('happy path', () => {
   test('three events of one session are handled in publish order', async () => {
     await withHarness(async (h) => {
       const order: number[] = [];
-      const handlers = new HandlerRegistry().on<{ customerId: string; n: number }>('CustomerUpdated', async (e) => {
-        await new Promise((r) => setTimeout(r, 20 * (3 - e.n)));
-        order.push(e.n);
-      });
+      const handlers = new HandlerRegistry().on<{ customerId: string; n: number }>(
+        'CustomerUpdated',
+        async (e) => {
+          await new Promise((r) => setTimeout(r, 20 * (3 - e.n)));
+          order.push(e.n);
+        },
+      );
       h.host({ endpointId: 'crm', handlers });
       const pub = h.publisher('shop');
       for (const n of [1, 2, 3]) await pub.publish('CustomerUpdated', { customerId: 'S-1', n });
@@ -67,30 +80,54 @@ describe('happy path', () => {
       h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('CustomerUpdated', () => undefined) });
       await h.publisher('billing').publish('InvoiceIssued', { orderId: 'U-1' });
       const records = await h.resolver('U-1', 2);
-      assert.deepEqual(records.map((r) => r.type), ['EventRequest', 'UnsupportedResponse']);
+      assert.deepEqual(
+        records.map((r) => r.type),
+        ['EventRequest', 'UnsupportedResponse'],
+      );
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'U-1' });
       const next = await h.resolver('U-1', 2);
-      assert.deepEqual(next.map((r) => r.type), ['EventRequest', 'ResolutionResponse']);
+      assert.deepEqual(
+        next.map((r) => r.type),
+        ['EventRequest', 'ResolutionResponse'],
+      );
     });
   });
 
   test('two consumers of one event get independent copies; a response never leaks through a forwarder', async () => {
     await withHarness(async (h) => {
       const crmSeen: string[] = [];
-      h.host({ endpointId: 'billing', handlers: new HandlerRegistry().on('OrderPlaced', () => { throw new Error('billing is down'); }) });
-      h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => { crmSeen.push(`${ctx.from}:${ctx.messageType}`); }) });
+      h.host({
+        endpointId: 'billing',
+        handlers: new HandlerRegistry().on('OrderPlaced', () => {
+          throw new Error('billing is down');
+        }),
+      });
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+          crmSeen.push(`${ctx.from}:${ctx.messageType}`);
+        }),
+      });
       await h.publisher('shop').publish('OrderPlaced', { orderId: 'L-1' });
       const records = await h.resolver('L-1', 4);
       const byEndpoint = (to: string) => records.filter((r) => r.props.To === to || r.props.From === to);
       const types = records.map((r) => `${r.type}@${r.props.From}`).sort();
-      assert.deepEqual(types, ['ErrorResponse@billing', 'EventRequest@shop', 'EventRequest@shop', 'ResolutionResponse@crm']);
+      assert.deepEqual(types, [
+        'ErrorResponse@billing',
+        'EventRequest@shop',
+        'EventRequest@shop',
+        'ResolutionResponse@crm',
+      ]);
       const ids = records.filter((r) => r.type === 'EventRequest').map((r) => r.props.EventId);
       assert.notEqual(ids[0], ids[1], 'each consumer copy has its own EventId');
       assert.ok(byEndpoint('crm').length >= 1);
       // billing's ErrorResponse carries EventTypeId OrderPlaced and no From; billing also produces OrderPlaced for
       // crm, so without the MessageType filter it would reach crm. It must not.
       const extra = await h.resolverRest('L-1');
-      assert.deepEqual(extra.map((r) => r.type), []);
+      assert.deepEqual(
+        extra.map((r) => r.type),
+        [],
+      );
       assert.deepEqual(crmSeen, ['shop:EventRequest']);
       const dead = await h.deadLetters('crm', 'crm', 10, 300);
       assert.equal(dead.length, 0);

@@ -56,10 +56,14 @@ export class Harness {
     const emulator = await startEmulator({ port: 0 });
     // A short operation timeout: an acceptNextSession still waiting on the broker when a host stops cannot be
     // aborted by the client and keeps the process alive until this timeout (60 s by default).
-    const clients = createServiceBusClients(emulator.connectionString, { client: { retryOptions: { timeoutInMs: 4000 } } });
+    const clients = createServiceBusClients(emulator.connectionString, {
+      client: { retryOptions: { timeoutInMs: 4000 } },
+    });
     const h = new Harness(emulator, clients, catalog);
     try {
-      await provisionTopology(clients.admin, deriveTopology(catalog), { subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 } });
+      await provisionTopology(clients.admin, deriveTopology(catalog), {
+        subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 },
+      });
     } catch (error) {
       await h.close();
       throw error;
@@ -72,27 +76,53 @@ export class Harness {
   }
 
   publisher(endpointId: string): Publisher {
-    const p = new Publisher({ client: this.client, endpointId, sessionKeys: sessionKeysFromCatalog(this.catalog) });
+    const p = new Publisher({
+      client: this.client,
+      endpointId,
+      sessionKeys: sessionKeysFromCatalog(this.catalog),
+    });
     this.hosts.push({ stop: () => p.close() });
     return p;
   }
 
   /** Starts a subscriber host with test-friendly timings. */
   host(options: Omit<SubscriberHostOptions, 'client'>): SubscriberHost {
-    const host = new SubscriberHost({ maxConcurrentSessions: 2, sessionIdleTimeoutMs: 400, backoff: { initialMs: 50, maxMs: 500 }, ...options, client: this.client });
+    const host = new SubscriberHost({
+      maxConcurrentSessions: 2,
+      sessionIdleTimeoutMs: 400,
+      backoff: { initialMs: 50, maxMs: 500 },
+      ...options,
+      client: this.client,
+    });
     host.start();
     this.hosts.push({ stop: () => host.stop({ waitForPendingAccepts: true }) });
     return host;
   }
 
   deferredProcessor(endpointId: string, options: Partial<DeferredProcessorOptions> = {}): DeferredProcessor {
-    const p = new DeferredProcessor({ drainWaitMs: 300, triggerWaitMs: 1000, backoff: { initialMs: 50, maxMs: 500 }, ...options, client: this.client, endpointId });
+    const p = new DeferredProcessor({
+      drainWaitMs: 300,
+      triggerWaitMs: 1000,
+      backoff: { initialMs: 50, maxMs: 500 },
+      ...options,
+      client: this.client,
+      endpointId,
+    });
     p.start();
     this.hosts.push(p);
     return p;
   }
 
-  async send(topic: string, message: { body?: string; sessionId?: string; messageId?: string; correlationId?: string; props: Record<string, string | number> }): Promise<void> {
+  async send(
+    topic: string,
+    message: {
+      body?: string;
+      sessionId?: string;
+      messageId?: string;
+      correlationId?: string;
+      props: Record<string, string | number>;
+    },
+  ): Promise<void> {
     let sender = this.senders.get(topic);
     if (!sender) {
       sender = this.client.createSender(topic);
@@ -108,11 +138,23 @@ export class Harness {
   }
 
   /** A Manager command as the console sends it: to the Manager topic, To = endpoint; the broker stamps From. */
-  async managerCommand(endpointId: string, type: string, target: { eventId: string; sessionId: string; eventTypeId?: string; parentMessageId?: string }, body?: string): Promise<void> {
+  async managerCommand(
+    endpointId: string,
+    type: string,
+    target: { eventId: string; sessionId: string; eventTypeId?: string; parentMessageId?: string },
+    body?: string,
+  ): Promise<void> {
     await this.send(Topic.Manager, {
       sessionId: target.sessionId,
       body,
-      props: { [Prop.To]: endpointId, [Prop.MessageType]: type, [Prop.EventId]: target.eventId, ...(target.eventTypeId ? { [Prop.EventTypeId]: target.eventTypeId } : {}), [Prop.ParentMessageId]: target.parentMessageId ?? 'self', [Prop.RetryCount]: 0 },
+      props: {
+        [Prop.To]: endpointId,
+        [Prop.MessageType]: type,
+        [Prop.EventId]: target.eventId,
+        ...(target.eventTypeId ? { [Prop.EventTypeId]: target.eventTypeId } : {}),
+        [Prop.ParentMessageId]: target.parentMessageId ?? 'self',
+        [Prop.RetryCount]: 0,
+      },
     });
   }
 
@@ -133,7 +175,9 @@ export class Harness {
       }
       try {
         while (out.length < count && Date.now() < deadline) {
-          const batch = await receiver.receiveMessages(count - out.length, { maxWaitTimeInMs: Math.min(1000, Math.max(50, deadline - Date.now())) });
+          const batch = await receiver.receiveMessages(count - out.length, {
+            maxWaitTimeInMs: Math.min(1000, Math.max(50, deadline - Date.now())),
+          });
           for (const m of batch) {
             out.push(toRecord(m));
             await receiver.completeMessage(m);
@@ -143,7 +187,10 @@ export class Harness {
         await receiver.close();
       }
     }
-    if (out.length < count) throw new Error(`Resolver session ${sessionId}: expected ${count} messages, got ${out.length}: ${out.map((r) => r.type).join(', ')}`);
+    if (out.length < count)
+      throw new Error(
+        `Resolver session ${sessionId}: expected ${count} messages, got ${out.length}: ${out.map((r) => r.type).join(', ')}`,
+      );
     return out;
   }
 
@@ -189,7 +236,12 @@ export class Harness {
     }
   }
 
-  async deadLetters(topic: string, subscription: string, max = 10, waitMs = 1000): Promise<ServiceBusReceivedMessage[]> {
+  async deadLetters(
+    topic: string,
+    subscription: string,
+    max = 10,
+    waitMs = 1000,
+  ): Promise<ServiceBusReceivedMessage[]> {
     const receiver = this.client.createReceiver(topic, subscription, { subQueueType: 'deadLetter' });
     try {
       const out = await receiver.receiveMessages(max, { maxWaitTimeInMs: waitMs });
@@ -234,7 +286,11 @@ export async function withHarness(body: (h: Harness) => Promise<void>, catalog?:
 }
 
 /** Waits until `probe` returns a value (not undefined), or fails after the timeout. */
-export async function eventually<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -266,5 +322,8 @@ export function story(records: ResolverRecord[]): string[] {
  */
 export function storyOf(records: ResolverRecord[]): { requests: string[]; responses: string[] } {
   const s = story(records);
-  return { requests: s.filter((x) => !x.includes('Response:')), responses: s.filter((x) => x.includes('Response:')) };
+  return {
+    requests: s.filter((x) => !x.includes('Response:')),
+    responses: s.filter((x) => x.includes('Response:')),
+  };
 }

@@ -12,7 +12,15 @@ describe('other message types', () => {
     await withHarness(async (h) => {
       const results: string[] = [];
       h.host({ endpointId: 'crm', handlers: new HandlerRegistry(), onDelivery: (r) => void results.push(r) });
-      await h.send('crm', { sessionId: 'K-1', props: { To: 'Continuation', MessageType: MessageType.ContinuationRequest, EventId: 'ev-k1', EventTypeId: 'CustomerUpdated' } });
+      await h.send('crm', {
+        sessionId: 'K-1',
+        props: {
+          To: 'Continuation',
+          MessageType: MessageType.ContinuationRequest,
+          EventId: 'ev-k1',
+          EventTypeId: 'CustomerUpdated',
+        },
+      });
       const records = await h.resolver('K-1', 1);
       assert.equal(records[0]!.type, 'ContinuationRequest');
       assert.equal(records[0]!.props.From, 'Continuation');
@@ -27,7 +35,17 @@ describe('other message types', () => {
     test(`a ${type} on the main subscription is dead-lettered with a notification`, async () => {
       await withHarness(async (h) => {
         h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('CustomerUpdated', () => undefined) });
-        await h.send('crm', { sessionId: 'K-2', body: eventBody('CustomerUpdated', {}), props: { To: 'crm', From: 'shop', MessageType: type, EventId: 'ev-k2', EventTypeId: 'CustomerUpdated' } });
+        await h.send('crm', {
+          sessionId: 'K-2',
+          body: eventBody('CustomerUpdated', {}),
+          props: {
+            To: 'crm',
+            From: 'shop',
+            MessageType: type,
+            EventId: 'ev-k2',
+            EventTypeId: 'CustomerUpdated',
+          },
+        });
         const records = await h.resolver('K-2', 2);
         assert.equal(records[1]!.type, 'ErrorResponse');
         assert.equal(records[1]!.props.DeadLetterReason, 'Failed to handle message.');
@@ -44,7 +62,9 @@ describe('other message types', () => {
     await withHarness(async (h) => {
       const passes: ReplayPass[] = [];
       h.deferredProcessor('crm', { onPass: (p) => void passes.push(p) });
-      await h.send('crm', { props: { To: 'DeferredProcessor', MessageType: MessageType.ProcessDeferredRequest, EventId: 'ev-k3' } });
+      await h.send('crm', {
+        props: { To: 'DeferredProcessor', MessageType: MessageType.ProcessDeferredRequest, EventId: 'ev-k3' },
+      });
       await eventually(() => (passes.length === 1 ? true : undefined), 'the trigger');
       assert.deepEqual(passes, [{ sessionId: undefined, replayed: 0, outcome: 'no-session-id' }]);
       const dead = await h.deadLetters('crm', 'DeferredProcessor', 10, 500);

@@ -41,17 +41,27 @@ describe('dead letter', () => {
       const records = await h.resolver('D-1', 4);
       assert.deepEqual(storyOf(records).responses, ['ErrorResponse:E1', 'ResolutionResponse:E2']);
       const note = records.find((r) => r.type === 'ErrorResponse')!;
-      assert.equal(note.props.DeadLetterReason, 'Permanent failure: PermanentFailureError: customer record is corrupt');
+      assert.equal(
+        note.props.DeadLetterReason,
+        'Permanent failure: PermanentFailureError: customer record is corrupt',
+      );
       assert.equal(note.props.DeadLetterErrorDescription, 'customer record is corrupt');
       const dead = await eventually(async () => {
         const d = await h.deadLetters('crm', 'crm', 10, 300);
         return d.length > 0 ? d : undefined;
       }, 'the dead letter');
       assert.equal(dead.length, 1);
-      assert.equal(dead[0]!.deadLetterReason, 'Permanent failure: PermanentFailureError: customer record is corrupt');
+      assert.equal(
+        dead[0]!.deadLetterReason,
+        'Permanent failure: PermanentFailureError: customer record is corrupt',
+      );
       assert.equal(dead[0]!.applicationProperties?.EventId, note.props.EventId);
       await eventually(() => (events.length >= 5 ? true : undefined), 'observer calls');
-      assert.deepEqual(events.slice(0, 3), ['received:EventRequest', 'failed:EventRequest:PermanentFailureError', 'deadLettered:EventRequest:Permanent failure: PermanentFailureError: customer record is corrupt']);
+      assert.deepEqual(events.slice(0, 3), [
+        'received:EventRequest',
+        'failed:EventRequest:PermanentFailureError',
+        'deadLettered:EventRequest:Permanent failure: PermanentFailureError: customer record is corrupt',
+      ]);
       assert.deepEqual(events.slice(3), ['received:EventRequest', 'completed:EventRequest']);
     });
   });
@@ -60,10 +70,30 @@ describe('dead letter', () => {
     await withHarness(async (h) => {
       let calls = 0;
       const { RetryPolicies } = await import('../retryPolicies.ts');
-      h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('CustomerUpdated', () => void calls++), retryPolicies: new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 100 }) });
-      await h.send('crm', { sessionId: 'D-2', body: JSON.stringify({ EventContent: { EventTypeId: 'CustomerUpdated', EventJson: '{"customerId":' }, ErrorContent: null }), props: { To: 'crm', From: 'shop', MessageType: 'EventRequest', EventId: 'ev-d2', EventTypeId: 'CustomerUpdated' } });
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on('CustomerUpdated', () => void calls++),
+        retryPolicies: new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 100 }),
+      });
+      await h.send('crm', {
+        sessionId: 'D-2',
+        body: JSON.stringify({
+          EventContent: { EventTypeId: 'CustomerUpdated', EventJson: '{"customerId":' },
+          ErrorContent: null,
+        }),
+        props: {
+          To: 'crm',
+          From: 'shop',
+          MessageType: 'EventRequest',
+          EventId: 'ev-d2',
+          EventTypeId: 'CustomerUpdated',
+        },
+      });
       const records = await h.resolver('D-2', 2);
-      assert.deepEqual(records.map((r) => r.type), ['EventRequest', 'ErrorResponse']);
+      assert.deepEqual(
+        records.map((r) => r.type),
+        ['EventRequest', 'ErrorResponse'],
+      );
       assert.match(String(records[1]!.props.DeadLetterReason), /^Permanent failure: .*not valid JSON/);
       assert.deepEqual(await h.resolverRest('D-2'), []);
       assert.equal(calls, 0);
@@ -73,8 +103,23 @@ describe('dead letter', () => {
   test('EventTypeId property disagreeing with the body is dead-lettered without running the handler', async () => {
     await withHarness(async (h) => {
       let calls = 0;
-      h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('CustomerUpdated', () => void calls++).on('OrderPlaced', () => void calls++) });
-      await h.send('crm', { sessionId: 'D-3', body: eventBody('OrderPlaced', { orderId: 'x' }), props: { To: 'crm', From: 'shop', MessageType: 'EventRequest', EventId: 'ev-d3', EventTypeId: 'CustomerUpdated' } });
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry()
+          .on('CustomerUpdated', () => void calls++)
+          .on('OrderPlaced', () => void calls++),
+      });
+      await h.send('crm', {
+        sessionId: 'D-3',
+        body: eventBody('OrderPlaced', { orderId: 'x' }),
+        props: {
+          To: 'crm',
+          From: 'shop',
+          MessageType: 'EventRequest',
+          EventId: 'ev-d3',
+          EventTypeId: 'CustomerUpdated',
+        },
+      });
       const records = await h.resolver('D-3', 2);
       assert.match(String(records[1]!.props.DeadLetterReason), /disagrees with the body/);
       assert.equal(calls, 0);
@@ -84,10 +129,21 @@ describe('dead letter', () => {
   test('validation: an EventRequest without EventId is dead-lettered with the stable reason and one notification', async () => {
     await withHarness(async (h) => {
       const { events, observer } = recorder();
-      h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('CustomerUpdated', () => undefined), observers: [observer] });
-      await h.send('crm', { sessionId: 'D-4', body: eventBody('CustomerUpdated', { customerId: 'D-4' }), props: { To: 'crm', From: 'shop', MessageType: 'EventRequest', EventTypeId: 'CustomerUpdated' } });
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on('CustomerUpdated', () => undefined),
+        observers: [observer],
+      });
+      await h.send('crm', {
+        sessionId: 'D-4',
+        body: eventBody('CustomerUpdated', { customerId: 'D-4' }),
+        props: { To: 'crm', From: 'shop', MessageType: 'EventRequest', EventTypeId: 'CustomerUpdated' },
+      });
       const records = await h.resolver('D-4', 2);
-      assert.deepEqual(records.map((r) => r.type), ['EventRequest', 'ErrorResponse']);
+      assert.deepEqual(
+        records.map((r) => r.type),
+        ['EventRequest', 'ErrorResponse'],
+      );
       assert.equal(records[1]!.props.DeadLetterReason, 'Validation failed: EventId is required');
       const dead = await eventually(async () => {
         const d = await h.deadLetters('crm', 'crm', 10, 300);
@@ -96,7 +152,11 @@ describe('dead letter', () => {
       assert.equal(dead.length, 1);
       assert.equal(dead[0]!.deadLetterReason, 'Validation failed: EventId is required');
       await eventually(() => (events.length >= 3 ? true : undefined), 'observers');
-      assert.deepEqual(events, ['received:EventRequest', 'failed:EventRequest:MessageAlreadyDeadLetteredError', 'deadLettered:EventRequest:Validation failed: EventId is required']);
+      assert.deepEqual(events, [
+        'received:EventRequest',
+        'failed:EventRequest:MessageAlreadyDeadLetteredError',
+        'deadLettered:EventRequest:Validation failed: EventId is required',
+      ]);
     });
   });
 });
@@ -105,19 +165,43 @@ describe('Manager commands', () => {
   test('commands without From = Manager are refused: dead letter + notification, session state unchanged', async () => {
     await withHarness(async (h) => {
       const calls: number[] = [];
-      const host = h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => { calls.push(e.n); throw new Error('no'); }) });
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          calls.push(e.n);
+          throw new Error('no');
+        }),
+      });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'M-1', n: 1 });
       const first = await h.resolver('M-1', 2);
       const eventId = String(first[0]!.props.EventId);
       // Straight to the endpoint topic with a forged sender, bypassing the Manager topic.
-      for (const type of [MessageType.SkipRequest, MessageType.ResubmissionRequest, MessageType.HandoffCompletedRequest, MessageType.HandoffFailedRequest]) {
-        await h.send('crm', { sessionId: 'M-1', body: eventBody('CustomerUpdated', { customerId: 'M-1', n: 9 }), props: { To: 'crm', From: 'shop', MessageType: type, EventId: eventId, EventTypeId: 'CustomerUpdated' } });
+      for (const type of [
+        MessageType.SkipRequest,
+        MessageType.ResubmissionRequest,
+        MessageType.HandoffCompletedRequest,
+        MessageType.HandoffFailedRequest,
+      ]) {
+        await h.send('crm', {
+          sessionId: 'M-1',
+          body: eventBody('CustomerUpdated', { customerId: 'M-1', n: 9 }),
+          props: {
+            To: 'crm',
+            From: 'shop',
+            MessageType: type,
+            EventId: eventId,
+            EventTypeId: 'CustomerUpdated',
+          },
+        });
       }
       const refused = await h.resolver('M-1', 8);
       const notes = refused.filter((r) => r.type === 'ErrorResponse');
       assert.equal(notes.length, 4);
       for (const n of notes) assert.equal(n.props.DeadLetterReason, 'Failed to handle message.');
-      assert.deepEqual(notes.map((n) => String(n.props.DeadLetterErrorDescription).split(' ')[0]), ['SkipRequest', 'ResubmissionRequest', 'HandoffCompletedRequest', 'HandoffFailedRequest']);
+      assert.deepEqual(
+        notes.map((n) => String(n.props.DeadLetterErrorDescription).split(' ')[0]),
+        ['SkipRequest', 'ResubmissionRequest', 'HandoffCompletedRequest', 'HandoffFailedRequest'],
+      );
       assert.ok(!refused.some((r) => r.type === 'SkipResponse' || r.type === 'ResolutionResponse'));
       assert.deepEqual(calls, [1]);
       await host.stop();
@@ -128,7 +212,11 @@ describe('Manager commands', () => {
 });
 
 describe('pending handoff', () => {
-  async function parkHandoff(h: Parameters<Parameters<typeof withHarness>[0]>[0], session: string, calls: string[]) {
+  async function parkHandoff(
+    h: Parameters<Parameters<typeof withHarness>[0]>[0],
+    session: string,
+    calls: string[],
+  ) {
     h.host({
       endpointId: 'crm',
       handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e, ctx) => {
@@ -146,7 +234,11 @@ describe('pending handoff', () => {
     assert.equal(parked.props.HandoffReason, 'DMF import');
     assert.equal(parked.props.ExternalJobId, 'job-42');
     assert.ok(!Number.isNaN(Date.parse(String(parked.props.ExpectedBy))));
-    return { eventId: String(parked.props.EventId), messageId: String(parked.props.ParentMessageId), correlationId: parked.correlationId };
+    return {
+      eventId: String(parked.props.EventId),
+      messageId: String(parked.props.ParentMessageId),
+      correlationId: parked.correlationId,
+    };
   }
 
   test('complete: Resolution with the result, the parked sibling replays; the handler is not run again', async () => {
@@ -154,9 +246,22 @@ describe('pending handoff', () => {
       const calls: string[] = [];
       const c = await parkHandoff(h, 'H-1', calls);
       const handoff = new HandoffClient(h.client);
-      await handoff.complete({ endpointId: 'crm', eventId: c.eventId, sessionId: 'H-1', messageId: c.messageId, eventTypeId: 'CustomerUpdated', correlationId: c.correlationId }, { imported: 12 });
+      await handoff.complete(
+        {
+          endpointId: 'crm',
+          eventId: c.eventId,
+          sessionId: 'H-1',
+          messageId: c.messageId,
+          eventTypeId: 'CustomerUpdated',
+          correlationId: c.correlationId,
+        },
+        { imported: 12 },
+      );
       const after = await h.resolver('H-1', 4);
-      assert.deepEqual(storyOf(after).responses.map((x) => x.replace(':?', ':E1')), ['ResolutionResponse:E1', 'ResolutionResponse:E2']);
+      assert.deepEqual(
+        storyOf(after).responses.map((x) => x.replace(':?', ':E1')),
+        ['ResolutionResponse:E1', 'ResolutionResponse:E2'],
+      );
       const resolution = after.find((r) => r.type === 'ResolutionResponse' && r.props.EventId === c.eventId)!;
       assert.equal(resolution.content.EventContent?.EventJson, '{"imported":12}');
       assert.ok(after.some((r) => r.type === 'HandoffCompletedRequest' && r.props.From === 'Manager'));
@@ -170,15 +275,25 @@ describe('pending handoff', () => {
       const calls: string[] = [];
       const c = await parkHandoff(h, 'H-2', calls);
       const handoff = new HandoffClient(h.client);
-      await handoff.fail({ endpointId: 'crm', eventId: c.eventId, sessionId: 'H-2', messageId: c.messageId }, 'DMF job 42 rejected 3 lines', 'DmfRejected');
+      await handoff.fail(
+        { endpointId: 'crm', eventId: c.eventId, sessionId: 'H-2', messageId: c.messageId },
+        'DMF job 42 rejected 3 lines',
+        'DmfRejected',
+      );
       const failed = await h.resolver('H-2', 2);
-      assert.deepEqual(failed.map((r) => r.type), ['HandoffFailedRequest', 'ErrorResponse']);
+      assert.deepEqual(
+        failed.map((r) => r.type),
+        ['HandoffFailedRequest', 'ErrorResponse'],
+      );
       assert.equal(failed[1]!.content.ErrorContent?.ErrorText, 'DMF job 42 rejected 3 lines');
       assert.equal(failed[1]!.content.ErrorContent?.ErrorType, 'HandoffFailedException');
       assert.deepEqual(await h.resolverRest('H-2', 500), [], 'E2 stays parked');
       await h.managerCommand('crm', MessageType.SkipRequest, { eventId: c.eventId, sessionId: 'H-2' });
       const released = await h.resolver('H-2', 4);
-      assert.deepEqual(released.map((r) => r.type).filter((t) => t.endsWith('Response')), ['SkipResponse', 'ResolutionResponse']);
+      assert.deepEqual(
+        released.map((r) => r.type).filter((t) => t.endsWith('Response')),
+        ['SkipResponse', 'ResolutionResponse'],
+      );
       assert.deepEqual(calls, ['E1', 'E2']);
       await handoff.close();
     });
@@ -190,9 +305,23 @@ describe('heartbeat', () => {
     await withHarness(async (h) => {
       h.host({ endpointId: 'crm', handlers: new HandlerRegistry() });
       const sent = '2026-12-02T09:00:00.000Z';
-      await h.send('crm', { sessionId: 'Heartbeat', body: eventBody(HEARTBEAT_EVENT_TYPE_ID, { ForwardSendTime: sent }), props: { To: 'crm', From: 'Manager', MessageType: 'EventRequest', EventId: 'probe-1', EventTypeId: HEARTBEAT_EVENT_TYPE_ID, OriginatingFrom: 'Manager' } });
+      await h.send('crm', {
+        sessionId: 'Heartbeat',
+        body: eventBody(HEARTBEAT_EVENT_TYPE_ID, { ForwardSendTime: sent }),
+        props: {
+          To: 'crm',
+          From: 'Manager',
+          MessageType: 'EventRequest',
+          EventId: 'probe-1',
+          EventTypeId: HEARTBEAT_EVENT_TYPE_ID,
+          OriginatingFrom: 'Manager',
+        },
+      });
       const records = await h.resolver('Heartbeat', 2);
-      assert.deepEqual(records.map((r) => r.type), ['EventRequest', 'ResolutionResponse']);
+      assert.deepEqual(
+        records.map((r) => r.type),
+        ['EventRequest', 'ResolutionResponse'],
+      );
       const reply = records[1]!;
       assert.equal(reply.props.From, 'crm');
       assert.equal(reply.content.EventContent?.EventTypeId, HEARTBEAT_EVENT_TYPE_ID);
@@ -225,9 +354,17 @@ describe('transient and discard', () => {
       });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'T-1', n: 1 });
       const records = await h.resolver('T-1', 2, 30_000);
-      assert.deepEqual(records.map((r) => r.type), ['EventRequest', 'ResolutionResponse']);
+      assert.deepEqual(
+        records.map((r) => r.type),
+        ['EventRequest', 'ResolutionResponse'],
+      );
       assert.deepEqual(deliveries, [0, 1]);
-      assert.deepEqual(events, ['received:EventRequest', 'failed:EventRequest:TransientError', 'received:EventRequest', 'completed:EventRequest']);
+      assert.deepEqual(events, [
+        'received:EventRequest',
+        'failed:EventRequest:TransientError',
+        'received:EventRequest',
+        'completed:EventRequest',
+      ]);
     });
   });
 
@@ -238,7 +375,9 @@ describe('transient and discard', () => {
       }
       h.host({
         endpointId: 'crm',
-        classifier: classifier('AdapterClassifier', (e) => (e instanceof RetiredVersion ? 'Discard' : 'Retry')),
+        classifier: classifier('AdapterClassifier', (e) =>
+          e instanceof RetiredVersion ? 'Discard' : 'Retry',
+        ),
         handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
           if (e.n === 1) throw new RetiredVersion('v1 customers are retired');
         }),
@@ -249,7 +388,10 @@ describe('transient and discard', () => {
       const records = await h.resolver('X-1', 4);
       assert.deepEqual(storyOf(records).responses, ['SkipResponse:E1', 'ResolutionResponse:E2']);
       const skip = records.find((r) => r.type === 'SkipResponse')!;
-      assert.equal(skip.content.ErrorContent?.ErrorText, 'RetiredVersion: v1 customers are retired Classified as Discard by AdapterClassifier.');
+      assert.equal(
+        skip.content.ErrorContent?.ErrorText,
+        'RetiredVersion: v1 customers are retired Classified as Discard by AdapterClassifier.',
+      );
     });
   });
 });
@@ -259,14 +401,21 @@ describe('inbox', () => {
     await withHarness(async (h) => {
       const { MemoryInboxStore } = await import('../inbox.ts');
       let calls = 0;
-      h.host({ endpointId: 'crm', inbox: new MemoryInboxStore(), handlers: new HandlerRegistry().on('CustomerUpdated', () => void calls++) });
+      h.host({
+        endpointId: 'crm',
+        inbox: new MemoryInboxStore(),
+        handlers: new HandlerRegistry().on('CustomerUpdated', () => void calls++),
+      });
       const pub = h.publisher('shop');
       const a = await pub.publish('CustomerUpdated', { customerId: 'I-1', n: 1 });
       const b = await pub.publish('CustomerUpdated', { customerId: 'I-1', n: 1 });
       assert.equal(a.messageId, b.messageId);
       const records = await h.resolver('I-1', 4);
       assert.deepEqual(storyOf(records).responses, ['ResolutionResponse:E1', 'SkipResponse:E1']);
-      assert.equal(records.find((r) => r.type === 'SkipResponse')!.content.ErrorContent?.ErrorText, 'DuplicateDetected');
+      assert.equal(
+        records.find((r) => r.type === 'SkipResponse')!.content.ErrorContent?.ErrorText,
+        'DuplicateDetected',
+      );
       assert.equal(calls, 1);
     });
   });

@@ -19,9 +19,16 @@ describe('publisher', () => {
   test('explicit session, correlation and message ids round-trip to the handler; no session key gives a fresh session', async () => {
     await withHarness(async (h) => {
       const seen: HandlerContext[] = [];
-      h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on('CustomerUpdated', (_e, ctx) => void seen.push(ctx)) });
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on('CustomerUpdated', (_e, ctx) => void seen.push(ctx)),
+      });
       const pub = h.publisher('shop');
-      await pub.publish('CustomerUpdated', { customerId: 'P-1' }, { sessionId: 'explicit-s', correlationId: 'corr-1', messageId: 'msg-1' });
+      await pub.publish(
+        'CustomerUpdated',
+        { customerId: 'P-1' },
+        { sessionId: 'explicit-s', correlationId: 'corr-1', messageId: 'msg-1' },
+      );
       const noKey = await pub.publish('CustomerUpdated', { name: 'no session key here' });
       assert.match(noKey.sessionId, /^[0-9a-f-]{36}$/);
       await eventually(() => (seen.length === 2 ? true : undefined), 'two deliveries');
@@ -35,16 +42,28 @@ describe('publisher', () => {
   test('publishMany shares one correlation id and pages by size; an empty list sends nothing', async () => {
     await withHarness(async (h) => {
       const seen: Array<{ n: number; correlationId?: string }> = [];
-      h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on<{ n: number }>('CustomerUpdated', (e, ctx) => void seen.push({ n: e.n, correlationId: ctx.correlationId })) });
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<{ n: number }>(
+          'CustomerUpdated',
+          (e, ctx) => void seen.push({ n: e.n, correlationId: ctx.correlationId }),
+        ),
+      });
       const pub = h.publisher('shop');
       assert.deepEqual(await pub.publishMany([]), []);
       // 8 x 60 KB is well over the emulator's 256 KB message limit: the batch must be split to be sent at all.
       const big = 'x'.repeat(60_000);
-      const events = Array.from({ length: 8 }, (_, n) => ({ eventTypeId: 'CustomerUpdated', payload: { customerId: 'PM-1', n, big } }));
+      const events = Array.from({ length: 8 }, (_, n) => ({
+        eventTypeId: 'CustomerUpdated',
+        payload: { customerId: 'PM-1', n, big },
+      }));
       const published = await pub.publishMany(events, 'batch-corr');
       assert.equal(published.length, 8);
       await eventually(() => (seen.length === 8 ? true : undefined), 'eight deliveries', 20_000);
-      assert.deepEqual(seen.map((s) => s.n), [0, 1, 2, 3, 4, 5, 6, 7]);
+      assert.deepEqual(
+        seen.map((s) => s.n),
+        [0, 1, 2, 3, 4, 5, 6, 7],
+      );
       assert.ok(seen.every((s) => s.correlationId === 'batch-corr'));
     });
   });
@@ -52,9 +71,19 @@ describe('publisher', () => {
   test('schedule delivers later; cancel prevents delivery', async () => {
     await withHarness(async (h) => {
       const seen: string[] = [];
-      h.host({ endpointId: 'crm', handlers: new HandlerRegistry().on<{ customerId: string }>('CustomerUpdated', (e) => void seen.push(e.customerId)) });
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<{ customerId: string }>(
+          'CustomerUpdated',
+          (e) => void seen.push(e.customerId),
+        ),
+      });
       const pub = h.publisher('shop');
-      const cancelled = await pub.schedule('CustomerUpdated', { customerId: 'SC-cancelled' }, new Date(Date.now() + 800));
+      const cancelled = await pub.schedule(
+        'CustomerUpdated',
+        { customerId: 'SC-cancelled' },
+        new Date(Date.now() + 800),
+      );
       await pub.schedule('CustomerUpdated', { customerId: 'SC-kept' }, new Date(Date.now() + 800));
       await pub.cancelScheduled(cancelled);
       await eventually(() => (seen.length >= 1 ? true : undefined), 'the scheduled delivery');
@@ -65,14 +94,24 @@ describe('publisher', () => {
 
   test('an invalid payload throws before anything is sent', async () => {
     await withHarness(async (h) => {
-      const pub = new Publisher({ client: h.client, endpointId: 'shop', schemas: { CustomerUpdated: z.object({ customerId: z.string() }) } });
+      const pub = new Publisher({
+        client: h.client,
+        endpointId: 'shop',
+        schemas: { CustomerUpdated: z.object({ customerId: z.string() }) },
+      });
       try {
         await assert.rejects(pub.publish('CustomerUpdated', { customerId: 42 }), PublishValidationError);
         await assert.rejects(pub.publish('CustomerUpdated', null), PublishValidationError);
         await assert.rejects(pub.publish('bad name!', {}), /contains ' '/);
         const circular: Record<string, unknown> = {};
         circular.self = circular;
-        await assert.rejects(pub.publishMany([{ eventTypeId: 'CustomerUpdated', payload: { customerId: 'ok' } }, { eventTypeId: 'CustomerUpdated', payload: circular }]), PublishValidationError);
+        await assert.rejects(
+          pub.publishMany([
+            { eventTypeId: 'CustomerUpdated', payload: { customerId: 'ok' } },
+            { eventTypeId: 'CustomerUpdated', payload: circular },
+          ]),
+          PublishValidationError,
+        );
       } finally {
         await pub.close();
       }

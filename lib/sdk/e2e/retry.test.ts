@@ -18,13 +18,18 @@ describe('scheduled retries', () => {
     await withHarness(async (h) => {
       let failures = 2;
       const retryCounts: number[] = [];
-      const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, { maxRetries: 3, strategy: 'Exponential', baseDelayMs: 100 });
+      const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, {
+        maxRetries: 3,
+        strategy: 'Exponential',
+        baseDelayMs: 100,
+      });
       const host = h.host({
         endpointId: 'crm',
         retryPolicies,
         handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (_e, ctx) => {
           retryCounts.push(ctx.retryCount);
-          if (failures-- > 0) throw new Error('wrapper', { cause: new PartnerUnavailableError('partner answered 503') });
+          if (failures-- > 0)
+            throw new Error('wrapper', { cause: new PartnerUnavailableError('partner answered 503') });
         }),
       });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'R-1', n: 1 });
@@ -33,8 +38,14 @@ describe('scheduled retries', () => {
         requests: ['EventRequest:E1', 'RetryRequest:E1', 'RetryRequest:E1'],
         responses: ['ErrorResponse:E1', 'ErrorResponse:E1', 'ResolutionResponse:E1'],
       });
-      assert.deepEqual(records.filter((r) => r.type === 'RetryRequest').map((r) => r.props.RetryCount), [1, 2]);
-      assert.deepEqual(records.filter((r) => r.type.endsWith('Response')).map((r) => r.props.RetryCount), [0, 1, 2]);
+      assert.deepEqual(
+        records.filter((r) => r.type === 'RetryRequest').map((r) => r.props.RetryCount),
+        [1, 2],
+      );
+      assert.deepEqual(
+        records.filter((r) => r.type.endsWith('Response')).map((r) => r.props.RetryCount),
+        [0, 1, 2],
+      );
       assert.deepEqual(retryCounts, [0, 1, 2]);
       await host.stop();
       assert.equal((await h.sessionState('crm', 'R-1')).BlockedByEventId, null);
@@ -44,7 +55,11 @@ describe('scheduled retries', () => {
   test('each retry is enqueued no earlier than its exponential backoff after the failure (lower bound only)', async () => {
     await withHarness(async (h) => {
       let failures = 2;
-      const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 2, strategy: 'Exponential', baseDelayMs: 400 });
+      const retryPolicies = new RetryPolicies().setDefaultPolicy({
+        maxRetries: 2,
+        strategy: 'Exponential',
+        baseDelayMs: 400,
+      });
       const thrownAt: number[] = [];
       h.host({
         endpointId: 'crm',
@@ -72,7 +87,10 @@ describe('scheduled retries', () => {
 
   test('an error no rule matches is not retried; an exhausted budget leaves the session blocked', async () => {
     await withHarness(async (h) => {
-      const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, { maxRetries: 1, baseDelayMs: 100 });
+      const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, {
+        maxRetries: 1,
+        baseDelayMs: 100,
+      });
       const host = h.host({
         endpointId: 'crm',
         retryPolicies,
@@ -84,10 +102,17 @@ describe('scheduled retries', () => {
       await pub.publish('CustomerUpdated', { customerId: 'R-2a', n: 1 });
       await pub.publish('CustomerUpdated', { customerId: 'R-2b', n: 2 });
       const a = await h.resolver('R-2a', 4);
-      assert.deepEqual(storyOf(a), { requests: ['EventRequest:E1', 'RetryRequest:E1'], responses: ['ErrorResponse:E1', 'ErrorResponse:E1'] });
+      assert.deepEqual(storyOf(a), {
+        requests: ['EventRequest:E1', 'RetryRequest:E1'],
+        responses: ['ErrorResponse:E1', 'ErrorResponse:E1'],
+      });
       const b = await h.resolver('R-2b', 2);
       assert.deepEqual(storyOf(b), { requests: ['EventRequest:E2'], responses: ['ErrorResponse:E2'] });
-      assert.deepEqual(await h.resolverRest('R-2a', 800), [], 'no second RetryRequest after the budget is spent');
+      assert.deepEqual(
+        await h.resolverRest('R-2a', 800),
+        [],
+        'no second RetryRequest after the budget is spent',
+      );
       await host.stop();
       assert.equal((await h.sessionState('crm', 'R-2a')).BlockedByEventId, a[0]!.props.EventId);
       assert.equal((await h.sessionState('crm', 'R-2b')).BlockedByEventId, b[0]!.props.EventId);
@@ -97,13 +122,27 @@ describe('scheduled retries', () => {
   test('a failing resubmission answers Failed, schedules no retry, and the block stays', async () => {
     await withHarness(async (h) => {
       const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 0 });
-      const host = h.host({ endpointId: 'crm', retryPolicies, handlers: new HandlerRegistry().on('CustomerUpdated', () => { throw new Error('still wrong'); }) });
+      const host = h.host({
+        endpointId: 'crm',
+        retryPolicies,
+        handlers: new HandlerRegistry().on('CustomerUpdated', () => {
+          throw new Error('still wrong');
+        }),
+      });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'R-3', n: 1 });
       const first = await h.resolver('R-3', 2);
       const eventId = String(first[0]!.props.EventId);
-      await h.managerCommand('crm', MessageType.ResubmissionRequest, { eventId, sessionId: 'R-3', eventTypeId: 'CustomerUpdated' }, eventBody('CustomerUpdated', { customerId: 'R-3', n: 1 }));
+      await h.managerCommand(
+        'crm',
+        MessageType.ResubmissionRequest,
+        { eventId, sessionId: 'R-3', eventTypeId: 'CustomerUpdated' },
+        eventBody('CustomerUpdated', { customerId: 'R-3', n: 1 }),
+      );
       const after = await h.resolver('R-3', 2);
-      assert.deepEqual(storyOf(after), { requests: ['ResubmissionRequest:E1'], responses: ['ErrorResponse:E1'] });
+      assert.deepEqual(storyOf(after), {
+        requests: ['ResubmissionRequest:E1'],
+        responses: ['ErrorResponse:E1'],
+      });
       assert.equal(after[1]!.content.ErrorContent?.ErrorText, 'still wrong');
       await host.stop();
       assert.equal((await h.sessionState('crm', 'R-3')).BlockedByEventId, eventId);
