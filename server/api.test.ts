@@ -94,6 +94,14 @@ describe('console API on the embedded stack', () => {
     const bySession = (await (await routes.events.GET(get('/api/endpoints/billingendpoint/events?sessionId=ORD-200&eventTypeId=OrderCancelled'), ep)).json()) as { items: Array<{ eventId: string }> };
     assert.deepEqual(bySession.items.map((i) => i.eventId), ['evt-parked-1']);
 
+    const hour = 3_600_000;
+    const iso = (ms: number) => new Date(Date.now() + ms).toISOString();
+    const future = (await (await routes.events.GET(get(`/api/endpoints/billingendpoint/events?from=${iso(hour)}`), ep)).json()) as { items: unknown[] };
+    assert.equal(future.items.length, 0);
+    const window = (await (await routes.events.GET(get(`/api/endpoints/billingendpoint/events?from=${iso(-hour)}&to=${iso(hour)}`), ep)).json()) as { items: unknown[] };
+    assert.equal(window.items.length, 4);
+    assert.equal((await routes.events.GET(get('/api/endpoints/billingendpoint/events?from=yesterday'), ep)).status, 400);
+
     const seen: string[] = [];
     let continuation: string | null = null;
     do {
