@@ -312,3 +312,44 @@ describe('dispatcher ladder and observers', () => {
     assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
   });
 });
+
+describe('validation behaviour', () => {
+  const signal = new AbortController().signal;
+  test('an EventRequest without EventTypeId is dead-lettered with its stable reason', async () => {
+    const port = new FakePort();
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+    });
+    assert.equal(
+      await d.dispatch({ ...received({ EventTypeId: undefined }), body: '{}' }, port, signal),
+      'middlewareDeadLettered',
+    );
+    assert.deepEqual(port.log, [
+      'deadLetter Validation failed: EventTypeId is required for EventRequest',
+      'send ErrorResponse',
+    ]);
+  });
+
+  test('a command without EventTypeId passes validation; validation can be turned off', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), BlockedByEventId: 'e1' };
+    const d = new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry() });
+    assert.equal(
+      await d.dispatch(
+        received({ MessageType: 'SkipRequest', From: 'Manager', EventTypeId: undefined }),
+        port,
+        signal,
+      ),
+      'completed',
+    );
+    const off = new Dispatcher({
+      endpointId: 'billing',
+      validation: false,
+      handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+    });
+    const port2 = new FakePort();
+    assert.equal(await off.dispatch(received({ EventId: undefined }), port2, signal), 'completed');
+    assert.deepEqual(port2.log, ['send ResolutionResponse', 'complete']);
+  });
+});
