@@ -78,7 +78,9 @@ export class ResolverHarness {
     const store = await createStore({ endpoint, key: cosmos.key, database: `r-${randomUUID().slice(0, 8)}` });
     const h = new ResolverHarness(emulator, clients, cosmos, store, endpoint);
     await provisionTopology(clients.admin, deriveTopology(testCatalog), {
-      subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 },
+      // The production lock duration: nothing here waits for a lock to expire (redeliveries are explicit
+      // abandons), and a short lock lapses on a loaded machine, turning tests into at-least-once puzzles.
+      subscriptionDefaults: { lockDuration: 'PT30S', maxDeliveryCount: 10 },
     });
     return h;
   }
