@@ -108,7 +108,8 @@ describe('failure blocks the session; siblings park and replay in order', () => 
   test('after a scheduled retry that succeeds', async () => {
     await withHarness(async (h) => {
       const calls: string[] = [];
-      const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 2, baseDelayMs: 300 });
+      // Long enough for E2 to arrive and park before the retry comes.
+      const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 2, baseDelayMs: 2000 });
       const host = h.host({
         endpointId: 'crm',
         handlers: failingFirst(calls, { failures: 1 }),
@@ -158,14 +159,12 @@ describe('failure blocks the session; siblings park and replay in order', () => 
         { eventId: e1EventId, sessionId: 'B-4', eventTypeId: 'CustomerUpdated' },
         eventBody('CustomerUpdated', { customerId: 'B-4', n: 1, fixed: true }),
       );
-      await h
-        .resolver('B-4', 2)
-        .then((r) =>
-          assert.deepEqual(storyOf(r), {
-            requests: ['ResubmissionRequest:E1'],
-            responses: ['ResolutionResponse:E1'],
-          }),
-        );
+      await h.resolver('B-4', 2).then((r) =>
+        assert.deepEqual(storyOf(r), {
+          requests: ['ResubmissionRequest:E1'],
+          responses: ['ResolutionResponse:E1'],
+        }),
+      );
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'B-4', n: 4 });
       await h
         .resolver('B-4', 2)
