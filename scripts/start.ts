@@ -14,15 +14,16 @@ function fail(message: string, exitCode: number): never {
   process.exit(exitCode);
 }
 
-/** Fails fast, before anything starts, when a port we are about to listen on is taken. */
-function checkPortFree(host: string, port: number): Promise<boolean> {
+/** Tries the address we are about to listen on; undefined when it is free, else the error code. */
+function probeListen(host: string, port: number): Promise<string | undefined> {
   return new Promise((resolve) => {
     const probe = createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)));
+    probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'unknown error'));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(undefined)));
   });
 }
 
+/** Fails fast, before anything starts, when an address we are about to listen on is not usable. */
 async function checkPorts(config: StartConfig): Promise<string | undefined> {
   const wanted: Array<[string, string, number]> = [];
   if (config.serviceBus.kind === 'embedded')
@@ -30,10 +31,14 @@ async function checkPorts(config: StartConfig): Promise<string | undefined> {
   if (config.cosmos.kind === 'embedded') wanted.push(['NIMBUS_COSMOS_PORT', '127.0.0.1', config.cosmos.port]);
   if (config.console.enabled) wanted.push(['PORT', config.console.hostname, config.console.port]);
   for (const [variable, host, port] of wanted) {
-    if (port === 0) continue;
-    if (!(await checkPortFree(host, port))) {
+    const code = await probeListen(host, port);
+    if (code === undefined) continue;
+    if (code === 'EADDRINUSE')
       return `${variable}: ${host}:${port} is already in use (another \`npm start\`?); stop what listens there or set ${variable} to a free port`;
-    }
+    if (code === 'EACCES')
+      return `${variable}: listening on port ${port} needs privileges (ports below 1024); choose a port above 1023`;
+    if (code === 'EADDRNOTAVAIL') return `HOSTNAME: ${host} is not an address of this machine`;
+    return `${variable}: cannot listen on ${host}:${port} (${code})`;
   }
   return undefined;
 }
