@@ -139,8 +139,8 @@ describe('heartbeat', () => {
     assert.equal(a3.sent + b3.sent, endpoints.length);
     const o2 = await a.overview();
     for (const ep of ['erpendpoint', 'shippingendpoint', 'storefrontendpoint']) assert.equal(byId(o2, ep).status, 'Off', ep);
-    assert.equal(byId(o2, current).status, 'On', 'the new Pending probe does not mask the last answer');
-    assert.equal(byId(o2, current).probeInFlight, true);
+    // On whether or not the new probe is answered yet: a Pending probe never masks the last answer.
+    assert.equal(byId(o2, current).status, 'On');
     for (const ep of endpoints) assert.equal((await stack.store.listHeartbeats(ep)).length, 2, ep);
 
     const audits = await stack.store.listAudits(ADMIN_AUDIT_EVENT, { pageSize: 50 });

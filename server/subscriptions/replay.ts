@@ -131,6 +131,8 @@ export interface ReplayDeps {
   docs?: PlatformDocs;
   /** How long one receive waits for more dead letters before the pass ends. */
   receiveWaitMs?: number;
+  /** Least time between two writes of the progress record (default 500 ms; the final state is always written). */
+  progressEveryMs?: number;
 }
 
 export const operationDocName = (id: string) => `op_${id}`;
@@ -168,7 +170,7 @@ export async function replayDeadLetters(
   const save = async (force: boolean) => {
     op.updatedAt = now();
     onProgress?.({ ...op });
-    if (!docs || (!force && Date.now() - lastSaved < 500)) return;
+    if (!docs || (!force && Date.now() - lastSaved < (deps.progressEveryMs ?? 500))) return;
     lastSaved = Date.now();
     await docs.write(operationDocName(op.id), op).catch((err: unknown) => {
       log.warn({ operationId: op.id, err: err instanceof Error ? err.message : String(err) }, 'replay progress not saved');

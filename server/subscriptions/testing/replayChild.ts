@@ -11,7 +11,8 @@ const conn = { endpoint: env.NIMBUS_COSMOS_ENDPOINT!, key: env.NIMBUS_COSMOS_KEY
 const store = await createStore(conn);
 const docs = new PlatformDocs(conn);
 await replayDeadLetters(
-  { client: sb.client, store, docs },
+  // Progress after every message, so the test can kill it at a known point.
+  { client: sb.client, store, docs, progressEveryMs: 0 },
   { topic: env.REPLAY_TOPIC!, subscription: env.REPLAY_SUBSCRIPTION!, selection: { all: true }, auditor: 'child', operationId: env.REPLAY_OPERATION! },
 );
 docs.close();
