@@ -24,6 +24,8 @@ export interface ReplaySelection {
 }
 
 export const MAX_REPLAY = 5000;
+/** Dead letters one replay pass may look at (and hold locked) while searching for its selection. */
+export const MAX_SCAN = 20_000;
 /** The audit partition for namespace-level operator actions (they belong to no event). */
 export const TOPOLOGY_AUDIT_EVENT = '$topology';
 
@@ -189,6 +191,10 @@ export async function replayDeadLetters(
   try {
     outer: while (op.replayed + op.failed < max) {
       if (wanted && [...wanted].every((s) => seen.has(s))) break;
+      if (seen.size >= MAX_SCAN) {
+        op.error = `stopped after looking at ${MAX_SCAN} dead letters; run the replay again for the rest`;
+        break;
+      }
       const batch = await receiver.receiveMessages(20, { maxWaitTimeInMs: deps.receiveWaitMs ?? 1000 });
       if (batch.length === 0) break;
       let fresh = 0;
