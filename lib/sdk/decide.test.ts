@@ -164,7 +164,7 @@ describe('EventRequest', () => {
     assert.ok(!shape(last.effects).some((x) => x.startsWith('schedule')));
   });
 
-  test('blocked session: DeferralResponse, parked copy with sequence and same MessageId, state, complete; handler not run', () => {
+  test('blocked session: DeferralResponse, parked copy with sequence and a MessageId derived from the original, state, complete; handler not run', () => {
     const s = run(
       msg({ EventId: 'e2' }),
       state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }),
@@ -178,7 +178,7 @@ describe('EventRequest', () => {
       'complete',
     ]);
     const parked = sends(s)[1]!;
-    assert.equal(parked.messageId, 'm1');
+    assert.equal(parked.messageId, 'm1~parked', 'stable id derived from the original (DESIGN.md §5)');
     assert.equal(parked.applicationProperties.OriginalSessionId, 's1');
     assert.equal(parked.applicationProperties.DeferralSequence, 2);
     assert.equal(parked.applicationProperties.From, 'storefront', 'From is preserved on the parked copy');

@@ -1,6 +1,6 @@
 // The deferred processor: a non-session receiver on {E}/DeferredProcessor. Each ProcessDeferredRequest names a
 // session; the processor takes that session on {E}/Deferred and replays its parked messages, in DeferralSequence
-// order, back to the endpoint topic (To = {E}, same MessageId, ReplaySequence = the parked sequence), completing
+// order, back to the endpoint topic (To = {E}, a MessageId derived from the parked copy's, ReplaySequence = the parked sequence), completing
 // each parked copy after its replay was sent. Only sequences below the trigger's ReplayUntil are replayed: what
 // was parked after the trigger waits for the next pass (DESIGN.md §5), so a session that blocks again mid-replay
 // does not bounce its parked messages between the two subscriptions.

@@ -1,7 +1,16 @@
 // Builders for every message the subscriber sends: responses to the Resolver, scheduled RetryRequests, parked
 // copies, replayed copies and drain triggers. Pure: ids and clocks come from the caller.
 import { createHash } from 'node:crypto';
-import { Address, encodeBody, MessageType, Prop, SELF, toWireProperties } from '../contract/index.ts';
+import {
+  Address,
+  CopyKind,
+  derivedMessageId,
+  encodeBody,
+  MessageType,
+  Prop,
+  SELF,
+  toWireProperties,
+} from '../contract/index.ts';
 import type { ErrorContent, EventContent, MessageContent, WireValue } from '../contract/index.ts';
 import type { InboundMessage } from './inbound.ts';
 import { authoritativeEventTypeId, originatingIdOf } from './inbound.ts';
@@ -127,12 +136,14 @@ function carriedProperties(inbound: InboundMessage): Record<string, WireValue> {
 
 /**
  * The copy parked on the Deferred subscription. Every property is kept (From above all: the replayed copy must
- * look like the original), and the MessageId stays the original's (DESIGN.md §5, stable ids): a copy parked twice
- * after a crash, or replayed twice, is recognisably the same message.
+ * look like the original). Its MessageId is derived from the original's (DESIGN.md §5, stable ids): a copy parked
+ * twice after a crash, or replayed twice, carries the same id, yet it is not the original itself, so the Resolver
+ * records the replay as a new delivery instead of refusing it as a stale copy of a message the row already
+ * answered (the DeferralResponse names the original as its parent).
  */
 export function buildParkedCopy(inbound: InboundMessage, sequence: number): OutgoingMessage {
   return {
-    messageId: inbound.messageId,
+    messageId: derivedMessageId(inbound.messageId, CopyKind.Parked),
     sessionId: inbound.sessionId,
     correlationId: inbound.correlationId,
     body: encodeBody(inbound.content),
@@ -145,7 +156,7 @@ export function buildParkedCopy(inbound: InboundMessage, sequence: number): Outg
   };
 }
 
-/** The replayed copy of a parked message, back to the endpoint's main subscription, same MessageId. */
+/** The replayed copy of a parked message, back to the endpoint's main subscription; its id derives from the parked copy's. */
 export function buildReplayedCopy(
   parked: InboundMessage,
   endpointId: string,
@@ -153,7 +164,7 @@ export function buildReplayedCopy(
   until: number,
 ): OutgoingMessage {
   return {
-    messageId: parked.messageId,
+    messageId: derivedMessageId(parked.messageId, CopyKind.Replayed),
     sessionId,
     correlationId: parked.correlationId,
     body: encodeBody(parked.content),

@@ -201,8 +201,8 @@ describe('failure blocks the session; siblings park and replay in order', () => 
       assert.equal(e2.props.ReplaySequence, 0);
       assert.equal(
         e2.messageId,
-        messageIds[1],
-        'the replayed copy keeps the original MessageId (DESIGN.md §5)',
+        `${messageIds[1]}~parked~replayed`,
+        'the replayed copy carries a stable id derived from the original MessageId (DESIGN.md §5)',
       );
       // The same replayed copy once more, as after a crash between sending it and completing the parked one.
       await h.send('crm', {
