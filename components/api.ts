@@ -1,84 +1,14 @@
 // The browser side of the console API: typed fetch helpers and the shapes the pages read. Errors carry the
 // server's `{ error, detail }` so the pages can show the reason.
-export interface Counts {
-  pending: number;
-  handoff: number;
-  deferred: number;
-  failed: number;
-  deadLettered: number;
-  unsupported: number;
-  completed: number;
-  skipped: number;
-}
-
-export interface EndpointOverview {
-  endpointId: string;
-  owner: string | null;
-  description: string | null;
-  inCatalog: boolean;
-  produces: string[];
-  consumes: string[];
-  counts: Counts;
-  oldestFailureAt: string | null;
-  lastActivityAt: string | null;
-  heartbeat: { status: string; at: string | null; sdkVersion: string | null };
-}
-
-export interface EventListItem {
-  endpointId: string;
-  eventId: string;
-  sessionId: string;
-  eventTypeId: string | null;
-  status: string;
-  subStatus: string | null;
-  messageId: string;
-  messageType: string | null;
-  errorText: string | null;
-  blockedBy: string | null;
-  expectedBy: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface AuditEntry {
-  id: string;
-  type: string;
-  auditor: string;
-  comment: string | null;
-  data: string | null;
-  at: string;
-}
-
-export interface EventDetails {
-  event: EventListItem & {
-    payload: unknown;
-    errorType: string | null;
-    deadLetterReason: string | null;
-    deadLetterErrorDescription: string | null;
-    correlationId: string | null;
-    originatingMessageId: string | null;
-    parentMessageId: string | null;
-    from: string | null;
-    to: string | null;
-    retryCount: number | null;
-    retryLimit: number | null;
-    handoff: { reason: string | null; externalJobId: string | null; expectedBy: string | null } | null;
-  };
-  otherRows: EventListItem[];
-  history: Array<{
-    messageId: string;
-    messageType: string;
-    from: string | null;
-    to: string | null;
-    enqueuedAt: string;
-    errorText: string | null;
-    errorType: string | null;
-    deadLetterReason: string | null;
-    retryCount: number | null;
-  }>;
-  audits: AuditEntry[];
-  parkedSiblings: EventListItem[];
-}
+// The response shapes are the server's read models (type-only imports, erased from the browser bundle), so a
+// field added or renamed on the server shows up here at compile time instead of drifting.
+import type { FlowSnapshot } from '../server/flow.ts';
+import type { EndpointOverview, EventDetailsView, EventListItem } from '../server/queries.ts';
+export type { EndpointOverview, EventListItem } from '../server/queries.ts';
+export type { FlowCounts, FlowSnapshot } from '../server/flow.ts';
+export type EventDetails = EventDetailsView;
+export type Counts = EndpointOverview['counts'];
+export type AuditEntry = EventDetailsView['audits'][number];
 
 export interface CommandResult {
   outcome: 'sent' | 'duplicate';
@@ -92,27 +22,6 @@ export interface BulkResult {
   duplicates: number;
   failed: number;
   results: Array<{ eventId: string; outcome: string; status?: number; detail?: string }>;
-}
-
-export interface FlowCounts {
-  total: number;
-  completed: number;
-  failed: number;
-  deferred: number;
-  deadLettered: number;
-  unsupported: number;
-  pending: number;
-  skipped: number;
-}
-
-export interface FlowSnapshot {
-  periodMinutes: number;
-  from: string;
-  eventTypes: Array<{
-    eventTypeId: string;
-    producers: string[];
-    consumers: Array<{ endpointId: string; counts: FlowCounts; truncated: boolean }>;
-  }>;
 }
 
 export class ApiError extends Error {
