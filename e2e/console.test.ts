@@ -4,10 +4,10 @@
 // Screenshots of every page are kept under .tmp/artifacts/console/.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
 import { MessageType, Prop } from '../lib/contract/index.ts';
 import { ensureConsoleBuilt } from '../server/build.ts';
 import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
@@ -16,12 +16,11 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const ARTIFACTS = join(CONSOLE_DIR, '.tmp', 'artifacts', 'console');
-const CHROMIUM = process.env.NIMBUS_CHROMIUM ?? '/usr/bin/chromium';
 
 let stack: ConsoleTestStack;
 let consoleApp: RunningConsole;
 let browser: BrowserContext;
-let profileDir: string;
+let chromiumInstance: TestBrowser | undefined;
 const consoleErrors: string[] = [];
 
 async function open(path: string): Promise<Page> {
@@ -45,18 +44,12 @@ before(async () => {
   stack = await startConsoleTestStack();
   await seedConsoleData(stack.store);
   consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
-  profileDir = mkdtempSync(join(tmpdir(), 'nimbus-chromium-'));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
 });
 
 after(async () => {
-  await browser?.close().catch(() => undefined);
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await chromiumInstance?.close();
   await consoleApp?.close();
   await stack?.close();
 });

@@ -6,11 +6,9 @@
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
 import { pino } from 'pino';
 import { encodeBody, MessageType, Prop, Topic } from '../../lib/contract/index.ts';
 import { createStore, type MessageStore } from '../../lib/store/index.ts';
@@ -23,7 +21,6 @@ import { peekDeadLetters } from './deadLetters.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
-const CHROMIUM = process.env.NIMBUS_CHROMIUM ?? '/usr/bin/chromium';
 
 let stack: ConsoleTestStack;
 let proxy: FaultProxy;
@@ -31,7 +28,7 @@ let resolverStore: MessageStore;
 let resolver: ResolverHandle;
 let app: RunningConsole;
 let browser: BrowserContext;
-let profileDir: string;
+let chromiumInstance: TestBrowser | undefined;
 const pageErrors: string[] = [];
 
 async function open(path: string): Promise<Page> {
@@ -57,18 +54,12 @@ before(async () => {
   resolverStore = await createStore({ endpoint: proxy.endpoint, key: stack.cosmos.key, database: 'nimbus' });
   resolver = startResolver({ client: stack.serviceBus.client, store: resolverStore, sessionIdleTimeoutMs: 200, budget: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 10 }, log: pino({ level: 'silent' }) });
   app = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env, dir: DIR });
-  profileDir = mkdtempSync(join(tmpdir(), 'nimbus-chromium-'));
-  browser = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
 });
 
 after(async () => {
-  await browser?.close().catch(() => undefined);
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await chromiumInstance?.close();
   await app?.close();
   const { closeOpsServices } = await import('../heartbeat/services.ts');
   await closeOpsServices();
