@@ -3,6 +3,9 @@
 import type { NextConfig } from 'next';
 
 const config: NextConfig = {
+  // NIMBUS_NEXT_DIST_DIR lets parallel builds (several engineers or test runs on one checkout) each use their own
+  // output folder instead of racing to build into one `.next`. Default: `.next`.
+  distDir: process.env.NIMBUS_NEXT_DIST_DIR || '.next',
   // The broker and database clients (and the embedded Cosmos server the store module can start) are plain
   // Node packages: loading them from node_modules at run time keeps them out of the server bundle.
   serverExternalPackages: ['@azure/service-bus', '@azure/cosmos', '@vercel/cosmosdb-server', 'rhea', 'pino'],

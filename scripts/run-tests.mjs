@@ -10,7 +10,7 @@ const skipDirs = new Set(['node_modules', '.next', '.nimbus', '.git', 'coverage'
 
 function collect(dir, out) {
   for (const name of readdirSync(dir)) {
-    if (skipDirs.has(name)) continue;
+    if (skipDirs.has(name) || name.startsWith('.next-')) continue;
     const full = join(dir, name);
     if (statSync(full).isDirectory()) collect(full, out);
     else if (name.endsWith('.test.ts')) out.push(relative(root, full));

@@ -19,6 +19,7 @@ import {
   type ProvisionOptions,
 } from '../lib/topology/index.ts';
 import { startDemo, type DemoTimings } from '../demo/index.ts';
+import { consoleDistDir } from '../server/build.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
 import { pipeLines, type Component } from './start-log.ts';
@@ -315,7 +316,7 @@ async function startConsolePart(
     log.warn({}, 'console not available yet (server/console.ts is missing)');
     return undefined;
   }
-  if (!existsSync(resolve(root, '.next/BUILD_ID'))) {
+  if (!existsSync(resolve(root, consoleDistDir(), 'BUILD_ID'))) {
     log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
     await buildConsole(root, log, options.signal);
   }

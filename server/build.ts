@@ -2,7 +2,7 @@
 // by the browser test, which builds once and reuses `.next` until a source file is newer than the build.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SOURCE_DIRS = ['app', 'components', 'server', 'lib'];
@@ -26,9 +26,14 @@ function newestSource(dir: string): number {
   return newest;
 }
 
+/** The build output folder, as next.config.ts chooses it (NIMBUS_NEXT_DIST_DIR, default `.next`). */
+export function consoleDistDir(env: Record<string, string | undefined> = process.env): string {
+  return env.NIMBUS_NEXT_DIST_DIR || '.next';
+}
+
 /** True when there is no production build in `dir`/.next, or a source file changed after it was made. */
 export function consoleBuildIsStale(dir: string): boolean {
-  const id = join(dir, '.next', 'BUILD_ID');
+  const id = join(dir, consoleDistDir(), 'BUILD_ID');
   if (!existsSync(id)) return true;
   return newestSource(dir) > statSync(id).mtimeMs;
 }
@@ -44,6 +49,13 @@ export function buildConsole(dir: string, options: { onOutput?: (line: string) =
       reject(new Error(`next is not installed for ${dir} (run npm ci)`));
       return;
     }
+    // `next build` rewrites next-env.d.ts to import its output folder's types; a build into another folder
+    // (NIMBUS_NEXT_DIST_DIR) must not leave the tracked file pointing there.
+    const nextEnvFile = join(dir, 'next-env.d.ts');
+    const nextEnv = existsSync(nextEnvFile) ? readFileSync(nextEnvFile, 'utf8') : undefined;
+    const restoreNextEnv = () => {
+      if (nextEnv !== undefined && readFileSync(nextEnvFile, 'utf8') !== nextEnv) writeFileSync(nextEnvFile, nextEnv);
+    };
     const child = spawn(process.execPath, [nextBin, 'build'], {
       cwd: dir,
       env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
@@ -61,9 +73,11 @@ export function buildConsole(dir: string, options: { onOutput?: (line: string) =
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`next build failed (exit ${code}):\n${tail.join('\n')}`)),
-    );
+    child.on('exit', (code) => {
+      restoreNextEnv();
+      if (code === 0) resolve();
+      else reject(new Error(`next build failed (exit ${code}):\n${tail.join('\n')}`));
+    });
   });
 }
 

@@ -9,6 +9,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConsoleConfig } from './config.ts';
 import { closeContext } from './context.ts';
+import { consoleDistDir } from './build.ts';
 
 export interface StartConsoleOptions {
   /** 0 = ephemeral. Default: PORT or 3000. */
@@ -49,7 +50,7 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
   if (catalog && !isAbsolute(catalog)) process.env.NIMBUS_CATALOG = join(dir, catalog);
   // Fail now, with the one clear message, rather than on the first page load.
   loadConsoleConfig(process.env);
-  if (!existsSync(join(dir, '.next', 'BUILD_ID')))
+  if (!existsSync(join(dir, consoleDistDir(), 'BUILD_ID')))
     throw new Error(`the console has not been built in ${dir} (run \`npm run build\`, or ensureConsoleBuilt from server/build.ts)`);
   process.env.NEXT_TELEMETRY_DISABLED = '1';
 
