@@ -3,7 +3,7 @@
 // scripts/start.ts (`npm start`) and, in-process with ephemeral ports, by the tests. A part that fails to start
 // stops everything started before it and raises a StartError that says which part and why, in one sentence.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
@@ -19,7 +19,7 @@ import {
   type ProvisionOptions,
 } from '../lib/topology/index.ts';
 import { startDemo, type DemoTimings } from '../demo/index.ts';
-import { consoleDistDir } from '../server/build.ts';
+import { consoleBuildIsStale, consoleDistDir } from '../server/build.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
 import { pipeLines, type Component } from './start-log.ts';
@@ -316,8 +316,13 @@ async function startConsolePart(
     log.warn({}, 'console not available yet (server/console.ts is missing)');
     return undefined;
   }
+  // A build older than a source file would serve yesterday's console after a pull or an edit: rebuild it too,
+  // not only a missing one.
   if (!existsSync(resolve(root, consoleDistDir(), 'BUILD_ID'))) {
     log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
+    await buildConsole(root, log, options.signal);
+  } else if (consoleBuildIsStale(root)) {
+    log.info({}, 'console sources changed since the last build: running `next build` again');
     await buildConsole(root, log, options.signal);
   }
   let module: ConsoleModule | undefined;
@@ -366,6 +371,14 @@ function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined
   const nextBin = resolve(root, 'node_modules/next/dist/bin/next');
   if (!existsSync(nextBin))
     return Promise.reject(new StartError('console', 'Next.js is not installed: run `npm ci` first'));
+  // `next build` rewrites the tracked next-env.d.ts to point at its output folder (NIMBUS_NEXT_DIST_DIR):
+  // put it back afterwards so a start does not leave the checkout modified.
+  const nextEnvFile = resolve(root, 'next-env.d.ts');
+  const nextEnv = existsSync(nextEnvFile) ? readFileSync(nextEnvFile, 'utf8') : undefined;
+  const restoreNextEnv = () => {
+    if (nextEnv !== undefined && existsSync(nextEnvFile) && readFileSync(nextEnvFile, 'utf8') !== nextEnv)
+      writeFileSync(nextEnvFile, nextEnv);
+  };
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [nextBin, 'build'], {
       cwd: root,
@@ -384,6 +397,7 @@ function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined
       ),
     );
     child.on('exit', (code, exitSignal) => {
+      restoreNextEnv();
       if (signal?.aborted) {
         reject(new StartError('console', 'next build interrupted'));
       } else if (code === 0) {
