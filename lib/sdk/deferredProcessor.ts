@@ -14,6 +14,7 @@ import type {
 import type { Logger } from 'pino';
 import { pino } from 'pino';
 import { MessageType, Subscription } from '../contract/index.ts';
+import { withLinkedSignal } from './abortScope.ts';
 import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { errorSummary } from './dispatcher.ts';
@@ -78,10 +79,10 @@ export class DeferredProcessor {
     while (!this.stopping) {
       let triggers: ServiceBusReceivedMessage[];
       try {
-        triggers = await this.receiver!.receiveMessages(1, {
-          maxWaitTimeInMs: this.options.triggerWaitMs ?? 5000,
-          abortSignal: this.stopController.signal,
-        });
+        const receiver = this.receiver!;
+        triggers = await withLinkedSignal(this.stopController.signal, (abortSignal) =>
+          receiver.receiveMessages(1, { maxWaitTimeInMs: this.options.triggerWaitMs ?? 5000, abortSignal }),
+        );
         backoff.reset();
       } catch (error) {
         if (this.stopping) return;

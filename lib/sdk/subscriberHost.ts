@@ -2,8 +2,10 @@
 // no session processor, so each of N workers loops: accept the next free session, handle its messages one at a
 // time in order, release it when idle, repeat. Broker errors back off; stop() lets in-flight deliveries settle.
 import type { ServiceBusClient, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
+import { withLinkedSignal } from './abortScope.ts';
 import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { Dispatcher, errorSummary } from './dispatcher.ts';
@@ -65,6 +67,9 @@ export class SubscriberHost {
     this.started = true;
     this.sender = this.options.client.createSender(this.options.endpointId);
     const n = Math.max(1, this.options.maxConcurrentSessions ?? 8);
+    // Each worker holds at most one linked call (accept, receive or delivery) plus one sleep on the stop signal at a
+    // time, so its listener count is bounded by the worker count; above Node's default of 10 that is not a leak.
+    setMaxListeners(2 * n + 10, this.stopController.signal);
     for (let i = 0; i < n; i++) this.workers.push(this.worker(i));
     this.log.info({ endpointId: this.options.endpointId, sessions: n }, 'subscriber host started');
   }
@@ -103,10 +108,12 @@ export class SubscriberHost {
       }
       let receiver: ServiceBusSessionReceiver;
       try {
-        receiver = await this.options.client.acceptNextSession(endpointId, endpointId, {
-          maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
-          abortSignal: this.stopController.signal,
-        });
+        receiver = await withLinkedSignal(this.stopController.signal, (abortSignal) =>
+          this.options.client.acceptNextSession(endpointId, endpointId, {
+            maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
+            abortSignal,
+          }),
+        );
       } catch (error) {
         if (this.stopping) break;
         const code = (error as { code?: string }).code;
@@ -159,10 +166,12 @@ export class SubscriberHost {
       const probing = breaker?.state === 'HalfOpen';
       let messages;
       try {
-        messages = await receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
-          maxWaitTimeInMs: this.options.sessionIdleTimeoutMs ?? 30_000,
-          abortSignal: signal,
-        });
+        messages = await withLinkedSignal(signal, (abortSignal) =>
+          receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
+            maxWaitTimeInMs: this.options.sessionIdleTimeoutMs ?? 30_000,
+            abortSignal,
+          }),
+        );
       } catch (error) {
         breaker?.release();
         if (this.stopping) return;
@@ -176,7 +185,10 @@ export class SubscriberHost {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
         const port = sessionDeliveryPort(receiver, this.sender!, state, message);
-        const { result, error } = await this.dispatcher.dispatchDetailed(message, port, signal);
+        // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it.
+        const { result, error } = await withLinkedSignal(signal, (deliverySignal) =>
+          this.dispatcher.dispatchDetailed(message, port, deliverySignal),
+        );
         this.options.onDelivery?.(result, receiver.sessionId);
         if (breaker) {
           breaker.record(

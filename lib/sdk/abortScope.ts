@@ -1,0 +1,21 @@
+// A short-lived signal per broker call, linked to a long-lived stop signal. @azure/service-bus leaves an abort
+// listener behind on the signal of some calls (receiveMessages' drain path), so handing the host's stop signal to
+// every call grew its listener list without bound and made Node print MaxListenersExceededWarning. With one child
+// per call the stop signal carries only our own listener for the duration of the call, and whatever the client
+// leaves on the child is collected with it.
+
+/** Runs `call` with a fresh signal that aborts (with the same reason) when `parent` aborts. */
+export async function withLinkedSignal<T>(
+  parent: AbortSignal,
+  call: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const child = new AbortController();
+  if (parent.aborted) child.abort(parent.reason);
+  const relay = () => child.abort(parent.reason);
+  parent.addEventListener('abort', relay, { once: true });
+  try {
+    return await call(child.signal);
+  } finally {
+    parent.removeEventListener('abort', relay);
+  }
+}
