@@ -8,6 +8,12 @@ export * from './pipeline.ts';
 export { validationBehavior } from './validation.ts';
 export { CircuitBreaker, type CircuitBreakerOptions } from './circuitBreaker.ts';
 export { Inbox, InboxStoreError, MemoryInboxStore, inboxKey, type InboxStore } from './inbox.ts';
+export {
+  CosmosInboxStore,
+  createCosmosInboxStore,
+  cosmosInboxOptionsSchema,
+  type CosmosInboxOptions,
+} from './cosmosInbox.ts';
 export { Dispatcher, type DeliveryPort, type DispatcherOptions, type DeliveryResult } from './dispatcher.ts';
 export { SubscriberHost, createSubscriberHost, type SubscriberHostOptions } from './subscriberHost.ts';
 export {
