@@ -1,12 +1,41 @@
-// Resolves a request to the calling Principal. Placeholder until sign-in lands: with NIMBUS_AUTH=off every caller
-// is the anonymous principal; in any other mode nobody is signed in yet (so authorization answers 401).
+// Resolves a request to the calling Principal: with NIMBUS_AUTH=off everybody is the anonymous principal (the
+// console then only listens on loopback); otherwise the session cookie names a signed-in user and an
+// `Authorization: Bearer` token names a service principal. Which principals may do what is authorization's call.
 import { ANONYMOUS, type Principal } from './principal.ts';
+import { currentAuthConfig } from './config.ts';
+import { SESSION_COOKIE, openSession } from './session.ts';
+import { principalFromBearer } from './bearer.ts';
 
 export function authMode(env: Record<string, string | undefined> = process.env): string {
   return env.NIMBUS_AUTH == null || env.NIMBUS_AUTH === '' ? 'off' : env.NIMBUS_AUTH;
 }
 
+/** The value of one cookie in a Cookie header, or undefined. */
+export function readCookie(header: string | null | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
 /** The principal behind a request: session cookie or bearer token; null when not signed in. */
-export async function getPrincipal(_request: Request): Promise<Principal | null> {
-  return authMode() === 'off' ? ANONYMOUS : null;
+export async function getPrincipal(request: Request): Promise<Principal | null> {
+  const config = currentAuthConfig();
+  if (config.mode === 'off') return ANONYMOUS;
+  const authorization = request.headers.get('authorization');
+  // A request that presents a bearer token is judged by that token alone: a bad token is not rescued by a cookie.
+  if (authorization !== null && /^bearer\s/i.test(authorization)) {
+    return principalFromBearer(authorization.replace(/^bearer\s+/i, '').trim(), config.provider);
+  }
+  return sessionPrincipal(request.headers.get('cookie'));
+}
+
+/** The signed-in user of a Cookie header (pages and layouts read cookies through next/headers, not a Request). */
+export function sessionPrincipal(cookieHeader: string | null | undefined): Principal | null {
+  const config = currentAuthConfig();
+  if (config.mode === 'off') return ANONYMOUS;
+  return openSession(readCookie(cookieHeader, SESSION_COOKIE), { secret: config.session.secret });
 }

@@ -1,0 +1,73 @@
+// The signed-in user's session, held entirely in one encrypted cookie (no server-side store: the console may run
+// as several instances and must survive restarts). AES-256-GCM via node:crypto keeps sealing synchronous, so
+// tests and route handlers can mint and read sessions without awaiting; GCM's tag makes any tampered byte fail
+// to open. The key is derived from NIMBUS_SESSION_SECRET with HKDF and a purpose label, so the same secret can
+// also key the short-lived sign-in cookie (server/auth/sealed.ts) without the two ever being interchangeable.
+import { z } from 'zod';
+import type { Principal } from './principal.ts';
+import { openSealed, seal } from './sealed.ts';
+
+/** The session cookie's name. `__Host-` would force Secure, which plain-http loopback consoles cannot set. */
+export const SESSION_COOKIE = 'nimbus_session';
+
+/** HKDF purpose label for session cookies; changing it signs everybody out. */
+const SESSION_PURPOSE = 'nimbus-console session v1';
+
+export interface SealOptions {
+  /** NIMBUS_SESSION_SECRET: at least 32 bytes. */
+  secret: string;
+  /** How long the session is valid from now; enforced when opening, whatever the browser does with the cookie. */
+  maxAgeSeconds: number;
+  /** Clock override for tests (ms since epoch). */
+  now?: number;
+}
+
+export interface OpenOptions {
+  secret: string;
+  now?: number;
+}
+
+const principalSchema = z.object({
+  kind: z.enum(['user', 'service', 'anonymous']),
+  id: z.string().min(1),
+  name: z.string(),
+  roles: z.array(z.string()),
+  groups: z.array(z.string()),
+});
+
+const sessionSchema = z.object({
+  p: principalSchema,
+  /** Issued at and expires at, seconds since epoch. */
+  iat: z.number().int(),
+  exp: z.number().int(),
+});
+
+/** Encrypts the principal and its expiry into a cookie value (URL-safe, no `;`/`,`/spaces). */
+export function sealSession(principal: Principal, options: SealOptions): string {
+  if (!(options.maxAgeSeconds > 0)) throw new RangeError('maxAgeSeconds must be positive');
+  const iat = Math.floor((options.now ?? Date.now()) / 1000);
+  const p: Principal = {
+    kind: principal.kind,
+    id: principal.id,
+    name: principal.name,
+    roles: [...principal.roles],
+    groups: [...principal.groups],
+  };
+  return seal({ p, iat, exp: iat + Math.floor(options.maxAgeSeconds) }, options.secret, SESSION_PURPOSE);
+}
+
+/** The principal in a session cookie value; null when it is missing, tampered with, sealed with another secret or expired. */
+export function openSession(value: string | undefined | null, options: OpenOptions): Principal | null {
+  if (!value) return null;
+  const parsed = sessionSchema.safeParse(openSealed(value, options.secret, SESSION_PURPOSE));
+  if (!parsed.success) return null;
+  const now = Math.floor((options.now ?? Date.now()) / 1000);
+  if (parsed.data.exp <= now) return null;
+  return parsed.data.p;
+}
+
+/** The session's expiry (seconds since epoch) without checking it; null for an unreadable value. Used by the UI. */
+export function sessionExpiry(value: string, secret: string): number | null {
+  const parsed = sessionSchema.safeParse(openSealed(value, secret, SESSION_PURPOSE));
+  return parsed.success ? parsed.data.exp : null;
+}
