@@ -26,7 +26,11 @@ describe('CosmosInboxStore', () => {
     } finally {
       first.close();
     }
-    const second = await CosmosInboxStore.open({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'd1' });
+    const second = await CosmosInboxStore.open({
+      endpoint: cosmos.endpoint,
+      key: cosmos.key,
+      database: 'd1',
+    });
     try {
       assert.equal(await second.has(key), true);
       assert.equal(await second.has(inboxKey('crm', 'm-2')!), false);

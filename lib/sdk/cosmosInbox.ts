@@ -37,10 +37,15 @@ export class CosmosInboxStore implements InboxStore {
   ) {}
 
   /** Validates the options (a bad value throws naming the field), creates database and container when missing. */
-  static async open(options: CosmosInboxOptions, now: () => Date = () => new Date()): Promise<CosmosInboxStore> {
+  static async open(
+    options: CosmosInboxOptions,
+    now: () => Date = () => new Date(),
+  ): Promise<CosmosInboxStore> {
     const parsed = cosmosInboxOptionsSchema.safeParse(options);
     if (!parsed.success) {
-      const detail = parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ');
+      const detail = parsed.error.issues
+        .map((i) => `${i.path.join('.') || 'options'}: ${i.message}`)
+        .join('; ');
       throw new Error(`invalid Cosmos inbox settings: ${detail}`);
     }
     const conn = parsed.data;
