@@ -76,10 +76,10 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
   });
 
   const tcp = net.createServer((socket) => {
-    // Nagle stays on for now: TCP_NODELAY cut send->receive p50 from ~45 ms to ~1 ms in the bench, but it splits the
-    // attach and detach frames of a refused session attach into two segments, and the client then reports
-    // SessionCannotBeLocked instead of the real error (conformance errors.test.ts). Turn it on once refusals are
-    // written as one segment.
+    // AMQP is request/response over small frames (dispositions, flow, management replies): Nagle's algorithm
+    // holds each of them back waiting for an ACK, which cost ~45 ms per send->receive round trip. The client
+    // relied on that delay in one place (refused session attaches); plane.ts now orders those frames itself.
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => {

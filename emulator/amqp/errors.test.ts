@@ -68,3 +68,36 @@ test('SASL PLAIN is accepted as well as ANONYMOUS', async () => {
     await emulator.close();
   }
 });
+
+test('a refused session attach: the attach names no session and the error detach answers the client detach', async () => {
+  // The Service Bus client reads an attach without its session as "no session", detaches, and reports the error of
+  // the detach that answers it; an error detach it processed before detaching would be lost (SessionCannotBeLocked).
+  const emulator = await startEmulator({ port: 0, logLevel: 'silent' });
+  emulator.broker.createTopic({ name: 'present' });
+  const connection = rhea.create_container().connect({ host: '127.0.0.1', port: emulator.port, reconnect: false });
+  try {
+    const link = connection.open_receiver({
+      source: { address: 'present/Subscriptions/missing', filter: { 'com.microsoft:session-filter': 's1' } },
+      credit_window: 0,
+    } as unknown as Parameters<typeof connection.open_receiver>[0]);
+    const events: string[] = [];
+    link.on('receiver_error', () => events.push(`error ${String(link.error && (link.error as { condition?: string }).condition)}`));
+    await new Promise<void>((resolve, reject) => {
+      link.once('receiver_open', () => resolve());
+      link.once('receiver_close', () => reject(new Error('closed before the attach was answered')));
+    });
+    const filter = (link.source as { filter?: Record<string, unknown> } | undefined)?.filter;
+    assert.equal(filter?.['com.microsoft:session-filter'], undefined);
+    // Wait for a round trip the emulator answers (a second link's attach) so an early detach would have arrived.
+    const probe = connection.open_receiver({ source: { address: 'present/Subscriptions/missing' }, credit_window: 0 });
+    await new Promise<void>((resolve) => probe.once('receiver_close', () => resolve()));
+    assert.deepEqual(events, [], 'no error before the client detaches');
+    const closed = new Promise<void>((resolve) => link.once('receiver_close', () => resolve()));
+    link.close();
+    await closed;
+    assert.deepEqual(events, ['error amqp:not-found']);
+  } finally {
+    connection.close();
+    await emulator.close();
+  }
+});

@@ -16,7 +16,7 @@ import { createFrameGuard } from './frame-guard.ts';
 import { amqpConditionFor } from './errors.ts';
 import type { PlaneLog } from './log.ts';
 import { handleManagementRequest } from './management.ts';
-import type { AttachFields, RheaConnection, RheaContext, RheaDelivery, RheaLink, RheaSession } from './rhea-types.ts';
+import type { AmqpErrorFields, AttachFields, RheaConnection, RheaContext, RheaDelivery, RheaLink, RheaSession } from './rhea-types.ts';
 
 export interface AmqpPlaneOptions {
   broker: Broker;
@@ -42,7 +42,8 @@ type LinkRole =
   | { kind: 'send'; topic: string }
   | { kind: 'reply' }
   | { kind: 'deliver'; handler: DeliveryLink }
-  | { kind: 'pending' };
+  | { kind: 'pending' }
+  | { kind: 'refused-session'; error: AmqpErrorFields; fallback: NodeJS.Timeout };
 
 interface ConnectionState {
   id: string;
@@ -56,6 +57,12 @@ interface ConnectionState {
 }
 
 const SESSION_FILTER = 'com.microsoft:session-filter';
+/**
+ * A refused session attach waits this long for the client's own detach before the error detach goes out
+ * unprompted (see refuseSessionAttach). The Service Bus client detaches within milliseconds; this only bounds
+ * the wait for another client that never does.
+ */
+const REFUSED_SESSION_DETACH_FALLBACK_MS = 10_000;
 /** Advertised in our open; peers split larger transfers, and a frame above it closes the connection. */
 const MAX_FRAME_BYTES = 256 * 1024;
 /**
@@ -121,6 +128,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   function disposeLink(link: RheaLink): void {
     const role = roles.get(link);
     if (role?.kind === 'deliver') role.handler.dispose();
+    if (role?.kind === 'refused-session') clearTimeout(role.fallback);
     roles.delete(link);
   }
 
@@ -200,6 +208,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const link = ctx.sender ?? ctx.receiver;
     const state = stateOf(ctx);
     if (!link || !state) return;
+    const role = roles.get(link);
+    // The client's detach of a refused session attach: our answering detach carries the error. rhea sends it
+    // on the next tick; closing here, within the event, puts the error into that detach.
+    if (role?.kind === 'refused-session') link.close(role.error);
     disposeLink(link);
     state.links.delete(link);
     for (const [key, value] of state.replyLinks) if (value === link) state.replyLinks.delete(key);
@@ -277,9 +289,14 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       receiver = await broker.openReceiver(opts);
     } catch (err) {
       if (!linkStillWanted(state, link)) return;
+      const error = amqpConditionFor(err, describeSource(source));
       releaseAttach(link);
-      if (wantsSession) link.set_source({ address: remote.source ? describeSource(source) : undefined });
-      link.close(amqpConditionFor(err, describeSource(source)));
+      if (wantsSession) {
+        link.set_source({ address: remote.source ? describeSource(source) : undefined });
+        refuseSessionAttach(link, error);
+      } else {
+        link.close(error);
+      }
       log.debug({ entity: describeSource(source), err: errorSummary(err) }, 'receiver attach refused');
       return;
     }
@@ -299,6 +316,23 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     releaseAttach(link);
     log.debug({ entity: describeSource(source), session: receiver.sessionId }, 'receiver attached');
     handler.schedulePump();
+  }
+
+  /**
+   * A session receiver's attach is answered without a session, and the error detach is held back until the
+   * client detaches. The client (MessageSession.createRheaLink) reads an attach without the session it asked
+   * for as "no session", closes the link, and reports the error of the detach that answers its close; an error
+   * detach that is already processed when it starts closing is lost, and it reports SessionCannotBeLocked
+   * instead of MessagingEntityNotFound / MessagingEntityDisabled / ServiceTimeout. Whether attach and detach
+   * arrived in one read decided that before (with Nagle's algorithm the detach always came ~40 ms later);
+   * answering the client's detach makes the order certain.
+   */
+  function refuseSessionAttach(link: RheaLink, error: AmqpErrorFields): void {
+    const fallback = setTimeout(() => {
+      if (roles.get(link)?.kind === 'refused-session' && !link.is_closed()) link.close(error);
+    }, REFUSED_SESSION_DETACH_FALLBACK_MS);
+    fallback.unref();
+    roles.set(link, { kind: 'refused-session', error, fallback });
   }
 
   function linkStillWanted(state: ConnectionState, link: RheaLink): boolean {
