@@ -1,8 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, loadConsoleConfig } from './config.ts';
-import { authorize } from './auth.ts';
-import { HttpError } from './http.ts';
 
 const valid = {
   NIMBUS_SERVICEBUS_CONNECTION_STRING: 'Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=Root;SharedAccessKey=s3cr3t-value',
@@ -40,11 +38,5 @@ describe('console configuration', () => {
         /NIMBUS_COSMOS_ENDPOINT/.test(e.message) &&
         /NIMBUS_AUTH/.test(e.message),
     );
-  });
-
-  test('authorize allows everything as anonymous only when NIMBUS_AUTH=off', () => {
-    const req = new Request('http://127.0.0.1/api/endpoints');
-    assert.deepEqual(authorize(req, 'resubmit', 'billingendpoint', 'off'), { user: 'anonymous' });
-    assert.throws(() => authorize(req, 'read', undefined, 'entra'), (e: unknown) => e instanceof HttpError && e.status === 403 && /not available/.test(e.detail));
   });
 });

@@ -1,5 +1,5 @@
 // GET /api/admin/health: heartbeat settings, the Resolver's liveness and every endpoint's heartbeat status.
-import { authorize } from '../../../../server/auth.ts';
+import { authorize } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json } from '../../../../server/http.ts';
 import { healthOverview } from '../../../../server/heartbeat/routes.ts';
@@ -8,7 +8,7 @@ export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
-    authorize(request, 'read');
+    await authorize(request, 'read');
     return json(await healthOverview(await getContext()));
   });
 }

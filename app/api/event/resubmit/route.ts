@@ -1,6 +1,7 @@
 // POST /api/event/resubmit with `{ endpointId, eventIds }`: bulk resubmit of stored payloads, one result per event.
+// Operator on the endpoint.
 import { requireEndpoint, runBulk } from '../../../../server/api.ts';
-import { authorize } from '../../../../server/auth.ts';
+import { audited, authorize } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { bulkBody } from '../../../../server/schemas.ts';
@@ -10,9 +11,14 @@ export const dynamic = 'force-dynamic';
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
     const body = await readJsonBody(request, bulkBody);
-    const who = authorize(request, 'resubmit', body.endpointId);
+    const who = await authorize(request, 'resubmit', body.endpointId);
     const ctx = await getContext();
     requireEndpoint(ctx, body.endpointId);
-    return json(await runBulk(ctx, body.endpointId, body.eventIds, { kind: 'resubmit' }, who.user));
+    const result = await audited(
+      who,
+      () => runBulk(ctx, body.endpointId, body.eventIds, { kind: 'resubmit' }, who.user),
+      (r) => ({ bulk: true, eventIds: body.eventIds.slice(0, 100), requested: r.requested, sent: r.sent, duplicates: r.duplicates, failed: r.failed }),
+    );
+    return json(result);
   });
 }

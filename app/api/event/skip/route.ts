@@ -1,6 +1,6 @@
-// POST /api/event/skip with `{ endpointId, eventIds }`: bulk skip, one result per event.
+// POST /api/event/skip with `{ endpointId, eventIds }`: bulk skip, one result per event. Operator on the endpoint.
 import { requireEndpoint, runBulk } from '../../../../server/api.ts';
-import { authorize } from '../../../../server/auth.ts';
+import { audited, authorize } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { bulkBody } from '../../../../server/schemas.ts';
@@ -10,9 +10,14 @@ export const dynamic = 'force-dynamic';
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
     const body = await readJsonBody(request, bulkBody);
-    const who = authorize(request, 'skip', body.endpointId);
+    const who = await authorize(request, 'skip', body.endpointId);
     const ctx = await getContext();
     requireEndpoint(ctx, body.endpointId);
-    return json(await runBulk(ctx, body.endpointId, body.eventIds, { kind: 'skip' }, who.user));
+    const result = await audited(
+      who,
+      () => runBulk(ctx, body.endpointId, body.eventIds, { kind: 'skip' }, who.user),
+      (r) => ({ bulk: true, eventIds: body.eventIds.slice(0, 100), requested: r.requested, sent: r.sent, duplicates: r.duplicates, failed: r.failed }),
+    );
+    return json(result);
   });
 }

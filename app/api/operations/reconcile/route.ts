@@ -1,16 +1,16 @@
-// GET /api/operations/reconcile: the preview (stale Pending rows with evidence, overdue handoffs).
-// POST with `{ targets }`: re-applies the stored outcome of each, through the guarded write.
-import { authorize } from '../../../../server/auth.ts';
+// GET /api/operations/reconcile: the preview (stale Pending rows with evidence, overdue handoffs). Any role.
+// POST with `{ targets }`: re-applies the stored outcome of each, through the guarded write. Operator: site-wide,
+// or of every endpoint the targets name.
+import { audited, authorize, type Authorized } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { reconcileApply, reconcileApplyBody, reconcilePreview } from '../../../../server/reconcile/routes.ts';
-import { authorizeOps } from '../../../../server/subscriptions/authz.ts';
 
 export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
-    authorize(request, 'read');
+    await authorize(request, 'read');
     return json(await reconcilePreview(await getContext()));
   });
 }
@@ -18,7 +18,12 @@ export function GET(request: Request): Promise<Response> {
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
     const body = await readJsonBody(request, reconcileApplyBody);
-    const who = authorizeOps(request, 'reconcile');
-    return json(await reconcileApply(await getContext(), body, who.user));
+    const endpoints = [...new Set(body.targets.map((t) => t.endpointId))];
+    // One endpoint: its Operator may; several: each must be allowed (a site-wide Operator always is).
+    let who: Authorized | undefined;
+    for (const endpointId of endpoints) who = await authorize(request, 'reconcile', endpointId);
+    const ctx = await getContext();
+    const details = { targets: body.targets.length, endpoints };
+    return json(await audited(who!, () => reconcileApply(ctx, body, who!.user), (r) => ({ ...details, result: r as unknown })));
   });
 }

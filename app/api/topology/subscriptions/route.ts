@@ -1,5 +1,5 @@
 // GET /api/topology/subscriptions: every topic with its subscriptions, counts and rule comparison.
-import { authorize } from '../../../../server/auth.ts';
+import { authorize } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json } from '../../../../server/http.ts';
 import { topologyOverview } from '../../../../server/subscriptions/routes.ts';
@@ -8,7 +8,7 @@ export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
-    authorize(request, 'read');
+    await authorize(request, 'read');
     return json(await topologyOverview(await getContext()));
   });
 }

@@ -1,7 +1,9 @@
 // POST /api/event/resubmit/{endpointId}/{eventId}: resubmit the stored payload, or with a body
-// `{ payload, eventTypeId? }` an edited one. 404 unknown, 409 when the event's state does not allow it.
+// `{ payload, eventTypeId? }` an edited one. 404 unknown, 409 when the event's state does not allow it. Operator.
+// An edited resubmission is audited with a structural diff against the stored payload (paths, not values).
 import { requireEndpoint, requireEventType } from '../../../../../../server/api.ts';
-import { authorize } from '../../../../../../server/auth.ts';
+import { diffJson } from '../../../../../../server/audit/diff.ts';
+import { audited, authorize } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
 import { eventParams, resubmitBody } from '../../../../../../server/schemas.ts';
@@ -11,12 +13,22 @@ export const dynamic = 'force-dynamic';
 export function POST(request: Request, context: RouteContext<{ endpointId: string; eventId: string }>): Promise<Response> {
   return handle(async () => {
     const { endpointId, eventId } = parseOr400(eventParams, await context.params, 'event');
+    const who = await authorize(request, 'resubmit', endpointId, { eventId });
     const body = await readJsonBody(request, resubmitBody);
-    const who = authorize(request, 'resubmit', endpointId);
     const ctx = await getContext();
     requireEndpoint(ctx, endpointId);
     requireEventType(ctx, body?.eventTypeId);
+    let details: Record<string, unknown> = { edited: false };
+    if (body) {
+      const stored = await ctx.store.getEvent(endpointId, eventId, 1);
+      const row = stored?.rows[0];
+      details = {
+        edited: true,
+        eventTypeId: { from: row?.eventTypeId ?? null, to: body.eventTypeId ?? row?.eventTypeId ?? null },
+        payloadDiff: diffJson(row?.payload ?? null, body.payload),
+      };
+    }
     const spec = body ? { kind: 'resubmit' as const, edited: { payload: body.payload, eventTypeId: body.eventTypeId } } : { kind: 'resubmit' as const };
-    return json(await ctx.manager.execute(endpointId, eventId, spec, who.user));
+    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, who.user), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome })));
   });
 }

@@ -1,6 +1,6 @@
-// POST /api/event/skip/{endpointId}/{eventId}: skip the event (the subscriber releases its session).
+// POST /api/event/skip/{endpointId}/{eventId}: skip the event (the subscriber releases its session). Operator.
 import { requireEndpoint } from '../../../../../../server/api.ts';
-import { authorize } from '../../../../../../server/auth.ts';
+import { audited, authorize } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
 import { eventParams, skipBody } from '../../../../../../server/schemas.ts';
@@ -10,10 +10,10 @@ export const dynamic = 'force-dynamic';
 export function POST(request: Request, context: RouteContext<{ endpointId: string; eventId: string }>): Promise<Response> {
   return handle(async () => {
     const { endpointId, eventId } = parseOr400(eventParams, await context.params, 'event');
+    const who = await authorize(request, 'skip', endpointId, { eventId });
     await readJsonBody(request, skipBody);
-    const who = authorize(request, 'skip', endpointId);
     const ctx = await getContext();
     requireEndpoint(ctx, endpointId);
-    return json(await ctx.manager.execute(endpointId, eventId, { kind: 'skip' }, who.user));
+    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, { kind: 'skip' }, who.user), (r) => ({ messageId: r.messageId, outcome: r.outcome })));
   });
 }

@@ -1,8 +1,10 @@
 // POST /api/topology/subscriptions/{topic}/{subscription}/actions with `{ action, confirm }`: pause, resume,
 // purge the dead-letter queue or restore missing rules. `confirm` must be the subscription name, typed.
+// Owner of the topic's endpoint (site-wide for platform topics).
+import { audited } from '../../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../../server/http.ts';
-import { authorizeOps } from '../../../../../../../server/subscriptions/authz.ts';
+import { SUBSCRIPTION_ACTIONS, authorizeSubscription } from '../../../../../../../server/subscriptions/authz.ts';
 import { subscriptionAction, subscriptionActionRun, subscriptionParams } from '../../../../../../../server/subscriptions/routes.ts';
 
 export const dynamic = 'force-dynamic';
@@ -10,8 +12,10 @@ export const dynamic = 'force-dynamic';
 export function POST(request: Request, context: RouteContext<{ topic: string; subscription: string }>): Promise<Response> {
   return handle(async () => {
     const params = parseOr400(subscriptionParams, await context.params, 'subscription');
+    // The body names the action, and the action decides the role: read (and validated) first.
     const body = await readJsonBody(request, subscriptionAction);
-    const who = authorizeOps(request, 'subscription');
-    return json(await subscriptionActionRun(await getContext(), params, body, who.user));
+    const who = await authorizeSubscription(request, SUBSCRIPTION_ACTIONS[body.action], params);
+    const ctx = await getContext();
+    return json(await audited(who, () => subscriptionActionRun(ctx, params, body, who.user), (r) => ({ result: r as unknown })));
   });
 }

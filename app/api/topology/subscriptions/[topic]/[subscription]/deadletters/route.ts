@@ -1,5 +1,5 @@
 // GET /api/topology/subscriptions/{topic}/{subscription}/deadletters?from=&pageSize=&reason=: a page of dead letters.
-import { authorize } from '../../../../../../../server/auth.ts';
+import { authorize } from '../../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../../server/context.ts';
 import { handle, json, parseOr400, type RouteContext } from '../../../../../../../server/http.ts';
 import { deadLetterQuery, deadLetters, subscriptionParams } from '../../../../../../../server/subscriptions/routes.ts';
@@ -11,7 +11,7 @@ export function GET(request: Request, context: RouteContext<{ topic: string; sub
     const params = parseOr400(subscriptionParams, await context.params, 'subscription');
     const url = new URL(request.url);
     const query = parseOr400(deadLetterQuery, Object.fromEntries(url.searchParams), 'query');
-    authorize(request, 'read');
+    await authorize(request, 'read');
     return json(await deadLetters(await getContext(), params, query));
   });
 }

@@ -1,7 +1,8 @@
 // POST /api/event/handoff/complete/{endpointId}/{eventId}/{messageId} with `{ note?, result? }`: the external
 // work succeeded. 409 unless the event is a pending handoff and messageId is its handoff message.
+// Operator on the endpoint; a service principal (bearer token) whose roles map to Operator there may call it too.
 import { requireEndpoint } from '../../../../../../../../server/api.ts';
-import { authorize } from '../../../../../../../../server/auth.ts';
+import { audited, authorize } from '../../../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../../../server/http.ts';
 import { handoffCompleteBody, handoffParams } from '../../../../../../../../server/schemas.ts';
@@ -14,11 +15,11 @@ export function POST(
 ): Promise<Response> {
   return handle(async () => {
     const { endpointId, eventId, messageId } = parseOr400(handoffParams, await context.params, 'handoff');
+    const who = await authorize(request, 'handoff', endpointId, { eventId, target: `handoff ${messageId}` });
     const body = await readJsonBody(request, handoffCompleteBody);
-    const who = authorize(request, 'handoff', endpointId);
     const ctx = await getContext();
     requireEndpoint(ctx, endpointId);
     const spec = { kind: 'handoffComplete' as const, messageId, note: body?.note, result: body?.result };
-    return json(await ctx.manager.execute(endpointId, eventId, spec, who.user));
+    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, who.user), (r) => ({ settlement: 'complete', messageId: r.messageId, outcome: r.outcome })));
   });
 }

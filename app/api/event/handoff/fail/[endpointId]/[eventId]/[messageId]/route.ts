@@ -1,7 +1,8 @@
 // POST /api/event/handoff/fail/{endpointId}/{eventId}/{messageId} with `{ errorText, errorType? }`: the external
 // work failed; the event becomes Failed and its session stays blocked until a resubmit or skip.
+// Operator on the endpoint; a service principal (bearer token) whose roles map to Operator there may call it too.
 import { requireEndpoint } from '../../../../../../../../server/api.ts';
-import { authorize } from '../../../../../../../../server/auth.ts';
+import { audited, authorize } from '../../../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../../../server/http.ts';
 import { handoffFailBody, handoffParams } from '../../../../../../../../server/schemas.ts';
@@ -14,11 +15,11 @@ export function POST(
 ): Promise<Response> {
   return handle(async () => {
     const { endpointId, eventId, messageId } = parseOr400(handoffParams, await context.params, 'handoff');
+    const who = await authorize(request, 'handoff', endpointId, { eventId, target: `handoff ${messageId}` });
     const body = await readJsonBody(request, handoffFailBody);
-    const who = authorize(request, 'handoff', endpointId);
     const ctx = await getContext();
     requireEndpoint(ctx, endpointId);
     const spec = { kind: 'handoffFail' as const, messageId, errorText: body.errorText, errorType: body.errorType };
-    return json(await ctx.manager.execute(endpointId, eventId, spec, who.user));
+    return json(await audited(who, () => ctx.manager.execute(endpointId, eventId, spec, who.user), (r) => ({ settlement: 'fail', errorType: body.errorType ?? null, messageId: r.messageId, outcome: r.outcome })));
   });
 }

@@ -1,0 +1,31 @@
+// GET /api/admin/grants: every stored role grant. POST with `{ subjectKind, subject, subjectName?, role,
+// endpointId? }`: grant a role (idempotent). Owner site-wide; every change is audited.
+import { audited, authorize } from '../../../../server/auth/authorize.ts';
+import { addGrant, grantInputSchema, listGrants } from '../../../../server/auth/grants.ts';
+import { currentRoleMap, decide } from '../../../../server/auth/roles.ts';
+import { getContext } from '../../../../server/context.ts';
+import { handle, json, readJsonBody } from '../../../../server/http.ts';
+
+export const dynamic = 'force-dynamic';
+
+export function GET(request: Request): Promise<Response> {
+  return handle(async () => {
+    const who = await authorize(request, 'read');
+    const ctx = await getContext();
+    const canManage = decide(who.principal, who.assignments, 'grants.manage').allowed;
+    // Everyone with a role may see who holds which; only Owners may change it (the page hides the controls).
+    const grants = await listGrants(ctx.store.database, { fresh: true });
+    return json({ grants, roleMap: currentRoleMap(), canManage });
+  });
+}
+
+export function POST(request: Request): Promise<Response> {
+  return handle(async () => {
+    const who = await authorize(request, 'grants.manage');
+    const body = await readJsonBody(request, grantInputSchema);
+    const ctx = await getContext();
+    who.subject.target = `${body.subjectKind}:${body.subject}`;
+    const grant = await audited(who, () => addGrant(ctx.store.database, body, who.user), (g) => ({ op: 'grant', grantId: g.id, subjectKind: g.subjectKind, subject: g.subject, role: g.role, endpointId: g.endpointId }));
+    return json(grant, 201);
+  });
+}

@@ -1,0 +1,135 @@
+// The console's audit log: every mutating action (what it was, by whom, with which role, and how it ended) and
+// every refused attempt (401, 403 for role, origin or principal kind, 429). Its own Cosmos container `auditLog`,
+// partitioned by month (`/month`, e.g. `2026-12`):
+// - the Audit page reads newest first, almost always within a recent time range: a range inside one month is a
+//   single-partition query, longer ranges fan out over a handful of months, never over every endpoint or user;
+// - writes spread over time and no logical partition grows without bound (Cosmos caps one at 20 GB), and
+//   retention can drop a whole month;
+// - partitioning by endpoint or by user would fit one filter but leave site-wide actions (reconcile, grants,
+//   heartbeat settings) without a natural key, and make the unfiltered page fan out over every partition.
+// The per-event trail on the event page stays in the store's `audits` container (lib/store recordAudit).
+import { randomUUID } from 'node:crypto';
+import type { Container, Database, SqlParameter } from '@azure/cosmos';
+import { z } from 'zod';
+import { queryPage, rethrowCosmos, type Page } from '../../lib/store/index.ts';
+
+export const AUDIT_CONTAINER = 'auditLog';
+
+export const auditOutcomeSchema = z.enum(['succeeded', 'failed', 'denied']);
+export type AuditOutcome = z.output<typeof auditOutcomeSchema>;
+
+export const auditRecordSchema = z.object({
+  id: z.string(),
+  month: z.string(),
+  at: z.string(),
+  actorKind: z.string(),
+  actorId: z.string(),
+  actorName: z.string(),
+  /** The caller's effective roles at the time (`Owner`, `Operator:billing`), or `none`. */
+  roles: z.string(),
+  action: z.string(),
+  endpointId: z.string().nullable(),
+  eventId: z.string().nullable(),
+  /** What else the action named: a subscription (`topic/subscription`), a grant, an operation. */
+  target: z.string().nullable(),
+  outcome: auditOutcomeSchema,
+  /** The HTTP status the caller got. */
+  status: z.number().int(),
+  /** Why it was refused or failed. */
+  reason: z.string().nullable(),
+  /** Small structured details (a payload diff, counts, the settings changed); never a message body. */
+  details: z.record(z.string(), z.unknown()).nullable(),
+});
+export type AuditRecord = z.output<typeof auditRecordSchema>;
+export type AuditRecordInput = Omit<AuditRecord, 'id' | 'month' | 'at'> & { at?: string };
+
+/** Details are capped: a bigger value is replaced by a note rather than bloating the log. */
+const MAX_DETAILS_CHARS = 8_000;
+
+type Slot = { database?: Database; container?: Promise<Container> };
+const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.auditLog')] ??= {}) as Slot;
+
+export function auditContainer(database: Database): Promise<Container> {
+  if (slot.database !== database || !slot.container) {
+    slot.database = database;
+    const p = database.containers
+      .createIfNotExists({ id: AUDIT_CONTAINER, partitionKey: { paths: ['/month'], version: 2 } })
+      .then((r) => r.container);
+    slot.container = p;
+    p.catch(() => {
+      if (slot.container === p) slot.container = undefined;
+    });
+  }
+  return slot.container;
+}
+
+export async function writeAudit(database: Database, input: AuditRecordInput): Promise<AuditRecord> {
+  const at = input.at ?? new Date().toISOString();
+  let details = input.details;
+  if (details !== null && JSON.stringify(details).length > MAX_DETAILS_CHARS) details = { omitted: 'details too large to record' };
+  const record: AuditRecord = { ...input, details, id: randomUUID(), at, month: at.slice(0, 7) };
+  const c = await auditContainer(database);
+  try {
+    await c.items.create(record);
+  } catch (err) {
+    rethrowCosmos(err, 'audit log write');
+  }
+  return record;
+}
+
+export const auditQuerySchema = z
+  .object({
+    endpointId: z.string().trim().min(1).max(50).optional(),
+    eventId: z.string().trim().min(1).max(128).optional(),
+    /** A user's name or id, exactly. */
+    user: z.string().trim().min(1).max(256).optional(),
+    action: z.string().trim().min(1).max(64).optional(),
+    outcome: auditOutcomeSchema.optional(),
+    from: z.iso.datetime({ offset: true }).optional(),
+    to: z.iso.datetime({ offset: true }).optional(),
+    pageSize: z.coerce.number().int().min(1).max(200).default(50),
+    continuation: z.string().max(8_000).optional(),
+  })
+  .strict()
+  .refine((q) => q.from === undefined || q.to === undefined || Date.parse(q.from) <= Date.parse(q.to), 'from is after to');
+export type AuditQuery = z.output<typeof auditQuerySchema>;
+
+/** One page of the audit log, newest first, with the filters given. */
+export async function queryAudit(database: Database, q: AuditQuery): Promise<Page<AuditRecord>> {
+  const where: string[] = [];
+  const parameters: SqlParameter[] = [];
+  const eq = (field: string, name: string, value: string | undefined) => {
+    if (value === undefined) return;
+    where.push(`c.${field} = @${name}`);
+    parameters.push({ name: `@${name}`, value });
+  };
+  eq('endpointId', 'endpoint', q.endpointId);
+  eq('eventId', 'event', q.eventId);
+  eq('action', 'action', q.action);
+  eq('outcome', 'outcome', q.outcome);
+  if (q.user !== undefined) {
+    where.push('(c.actorName = @user OR c.actorId = @user)');
+    parameters.push({ name: '@user', value: q.user });
+  }
+  const from = q.from === undefined ? undefined : new Date(q.from).toISOString();
+  const to = q.to === undefined ? undefined : new Date(q.to).toISOString();
+  if (from !== undefined) {
+    where.push('c.at >= @from');
+    parameters.push({ name: '@from', value: from });
+  }
+  if (to !== undefined) {
+    where.push('c.at <= @to');
+    parameters.push({ name: '@to', value: to });
+  }
+  const query = `SELECT * FROM c${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY c.at DESC`;
+  // A range inside one month is answered by that month's partition alone.
+  const month = from !== undefined && to !== undefined && from.slice(0, 7) === to.slice(0, 7) ? from.slice(0, 7) : undefined;
+  const c = await auditContainer(database);
+  return queryPage(
+    c,
+    { query, parameters },
+    auditRecordSchema,
+    { pageSize: q.pageSize, continuationToken: q.continuation, ...(month !== undefined ? { partitionKey: month } : {}) },
+    'audit log query',
+  );
+}

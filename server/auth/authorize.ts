@@ -1,0 +1,236 @@
+// Authorization of every console request: who is calling (authenticate.ts), may they take this action here
+// (roles.ts: claims through NIMBUS_AUTH_ROLE_MAP plus Owners' grants), is a mutating call coming from our own
+// origin (CSRF) and within the caller's rate limit. Every refusal is answered `{ error, detail }` (401, 403, 429)
+// and written to the audit log; a refusal aimed at one event also lands in that event's trail.
+// Mutations then run through `audited`, which records how they ended.
+import { log } from '../log.ts';
+import { HttpError } from '../http.ts';
+import { getContext, type ConsoleContext } from '../context.ts';
+import { writeAudit, type AuditOutcome } from '../audit/auditLog.ts';
+import { authMode, getPrincipal } from './authenticate.ts';
+import { grantsFor, listGrants } from './grants.ts';
+import type { Principal } from './principal.ts';
+import { RateLimiter, rateLimitSettings } from './rateLimit.ts';
+import {
+  RoleMapError,
+  currentRoleMap,
+  decide,
+  describeRoles,
+  isMutating,
+  rolesFromClaims,
+  type Action,
+  type Role,
+  type RoleAssignment,
+} from './roles.ts';
+
+export type { Action } from './roles.ts';
+export { authMode } from './authenticate.ts';
+
+/** What else a request names, for the audit entry. */
+export interface AuthSubject {
+  eventId?: string;
+  /** A subscription (`topic/subscription`), a grant id, an operation id. */
+  target?: string;
+}
+
+export interface Authorized {
+  principal: Principal;
+  /** Recorded as the auditor of every command (the principal's display name). */
+  user: string;
+  assignments: RoleAssignment[];
+  role: Role;
+  action: Action;
+  endpointId: string | undefined;
+  subject: AuthSubject;
+}
+
+/** The roles a principal holds: everything while NIMBUS_AUTH=off, else its claims through the mapping plus grants. */
+export async function rolesOf(principal: Principal, ctx: ConsoleContext): Promise<RoleAssignment[]> {
+  if (principal.kind === 'anonymous') {
+    // Only NIMBUS_AUTH=off produces the anonymous principal; the console then listens on loopback only.
+    return authMode() === 'off' ? [{ role: 'Owner', endpointId: null, source: 'auth off' }] : [];
+  }
+  let map;
+  try {
+    map = currentRoleMap();
+  } catch (err) {
+    if (err instanceof RoleMapError) throw new HttpError(503, 'not configured', err.message);
+    throw err;
+  }
+  return [...rolesFromClaims(principal, map), ...grantsFor(principal, await listGrants(ctx.store.database))];
+}
+
+const UNKNOWN: Principal = { kind: 'anonymous', id: 'unauthenticated', name: 'unauthenticated', roles: [], groups: [] };
+
+/**
+ * Cookie-authenticated mutations must come from our own pages. Browsers send `Sec-Fetch-Site` (modern) and
+ * `Origin` (every cross-origin or POST request): either naming another site refuses the call. A request with
+ * neither is not from a browser (curl, a script), so it cannot be a cross-site forgery. Bearer-token callers
+ * are exempt: a browser never attaches a bearer token on its own.
+ */
+export function originProblem(request: Request): string | null {
+  const authorization = request.headers.get('authorization');
+  if (authorization !== null && /^bearer\s/i.test(authorization)) return null;
+  const site = request.headers.get('sec-fetch-site');
+  if (site !== null && site !== 'same-origin') return `cross-site request refused (Sec-Fetch-Site: ${site.slice(0, 40)})`;
+  const origin = request.headers.get('origin');
+  if (origin === null) return null;
+  const host = request.headers.get('x-forwarded-host') ?? request.headers.get('host') ?? new URL(request.url).host;
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    return `cross-origin request refused (Origin: ${origin.slice(0, 100)})`;
+  }
+  if (origin === 'null' || originHost.toLowerCase() !== host.split(',')[0]!.trim().toLowerCase())
+    return `cross-origin request refused (Origin: ${origin.slice(0, 100)})`;
+  return null;
+}
+
+const limiterKey = Symbol.for('nimbus.console.rateLimiter');
+const limiter = ((globalThis as Record<symbol, unknown>)[limiterKey] ??= new RateLimiter()) as RateLimiter;
+
+interface Refusal {
+  status: number;
+  error: string;
+  detail: string;
+}
+
+async function refuse(
+  ctx: ConsoleContext | undefined,
+  principal: Principal,
+  assignments: readonly RoleAssignment[],
+  action: Action,
+  endpointId: string | undefined,
+  subject: AuthSubject,
+  r: Refusal,
+): Promise<never> {
+  if (ctx) {
+    await recordOutcome(ctx, {
+      principal,
+      assignments,
+      action,
+      endpointId,
+      subject,
+      outcome: 'denied',
+      status: r.status,
+      reason: r.detail,
+      details: null,
+    });
+    // The event page shows its own trail: a refused attempt against the event belongs there too.
+    if (subject.eventId !== undefined && endpointId !== undefined) {
+      await ctx.store
+        .recordAudit({
+          eventId: subject.eventId,
+          endpointId,
+          type: 'Denied',
+          auditor: principal.name.slice(0, 256) || principal.id.slice(0, 256),
+          comment: `${action} refused (${r.status}): ${r.detail}`.slice(0, 4096),
+        })
+        .catch((err: unknown) => log.error({ err: errText(err) }, 'could not write the denied attempt to the event trail'));
+    }
+  }
+  throw new HttpError(r.status, r.error, r.detail);
+}
+
+const errText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Writes one audit-log entry; a failed write is logged and does not change the caller's answer. */
+export async function recordOutcome(
+  ctx: ConsoleContext,
+  e: {
+    principal: Principal;
+    assignments: readonly RoleAssignment[];
+    action: string;
+    endpointId: string | undefined;
+    subject: AuthSubject;
+    outcome: AuditOutcome;
+    status: number;
+    reason: string | null;
+    details: Record<string, unknown> | null;
+  },
+): Promise<void> {
+  try {
+    await writeAudit(ctx.store.database, {
+      actorKind: e.principal.kind,
+      actorId: e.principal.id,
+      actorName: e.principal.name,
+      roles: describeRoles(e.assignments),
+      action: e.action,
+      endpointId: e.endpointId ?? null,
+      eventId: e.subject.eventId ?? null,
+      target: e.subject.target ?? null,
+      outcome: e.outcome,
+      status: e.status,
+      reason: e.reason,
+      details: e.details,
+    });
+  } catch (err) {
+    log.error({ err: errText(err), action: e.action, outcome: e.outcome }, 'could not write the audit log');
+  }
+}
+
+/**
+ * Authorizes a request for an action (on an endpoint, when it names one). Throws 401 without a principal, 403
+ * when the roles, the origin or the principal kind do not allow it, 429 over the rate limit - each audited.
+ */
+export async function authorize(
+  request: Request,
+  action: Action,
+  endpointId?: string,
+  subject: AuthSubject = {},
+): Promise<Authorized> {
+  const principal = await getPrincipal(request);
+  const ctx = isMutating(action) || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
+  if (principal === null) {
+    return refuse(ctx, UNKNOWN, [], action, endpointId, subject, {
+      status: 401,
+      error: 'unauthorized',
+      detail: 'sign in to use the console (no valid session or bearer token)',
+    });
+  }
+  const assignments = ctx ? await rolesOf(principal, ctx) : [{ role: 'Owner' as const, endpointId: null, source: 'auth off' }];
+  if (isMutating(action)) {
+    const problem = originProblem(request);
+    if (problem !== null)
+      return refuse(ctx, principal, assignments, action, endpointId, subject, { status: 403, error: 'forbidden', detail: problem });
+  }
+  const decision = decide(principal, assignments, action, endpointId);
+  if (!decision.allowed)
+    return refuse(ctx, principal, assignments, action, endpointId, subject, { status: 403, error: 'forbidden', detail: decision.reason });
+  if (isMutating(action)) {
+    const wait = limiter.take(`${principal.kind}:${principal.id}`, rateLimitSettings());
+    if (wait > 0)
+      return refuse(ctx, principal, assignments, action, endpointId, subject, {
+        status: 429,
+        error: 'too many requests',
+        detail: `too many changes in a short time; try again in ${wait} s`,
+      });
+  }
+  return { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
+}
+
+/**
+ * Runs an authorized mutation and records how it ended: succeeded (with `details`), or failed with the status
+ * and reason the caller gets. `details` may be a function of the result (counts, an operation id).
+ */
+export async function audited<T>(
+  who: Authorized,
+  run: () => Promise<T>,
+  details?: Record<string, unknown> | ((result: T) => Record<string, unknown>),
+): Promise<T> {
+  const ctx = await getContext();
+  const base = { principal: who.principal, assignments: who.assignments, action: who.action, endpointId: who.endpointId, subject: who.subject };
+  let result: T;
+  try {
+    result = await run();
+  } catch (err) {
+    const status = err instanceof HttpError || (err instanceof Error && err.name === 'HttpError') ? (err as HttpError).status : 500;
+    const reason = status === 500 ? 'internal error' : `${(err as HttpError).message}: ${(err as HttpError).detail}`;
+    await recordOutcome(ctx, { ...base, outcome: 'failed', status, reason: reason.slice(0, 1000), details: typeof details === 'object' ? details : null });
+    throw err;
+  }
+  const d = typeof details === 'function' ? details(result) : (details ?? null);
+  await recordOutcome(ctx, { ...base, outcome: 'succeeded', status: 200, reason: null, details: d });
+  return result;
+}

@@ -1,0 +1,121 @@
+// Role grants stored by Owners (Admin -> Access), in their own Cosmos container `roleGrants` (partition /subject:
+// the principal or group a grant names). The whole set is small (people and groups x a few endpoints), so each
+// console process keeps it in memory and re-reads it every few seconds: authorization then costs no Cosmos call
+// per request, and a grant or revoke made on another instance is seen within GRANT_CACHE_MS.
+import { createHash } from 'node:crypto';
+import type { Container, Database } from '@azure/cosmos';
+import { z } from 'zod';
+import { cosmosStatus, rethrowCosmos } from '../../lib/store/index.ts';
+import type { Principal } from './principal.ts';
+import { ROLES, type RoleAssignment } from './roles.ts';
+
+export const GRANTS_CONTAINER = 'roleGrants';
+const GRANT_CACHE_MS = 5_000;
+const MAX_GRANTS = 5_000;
+
+export const grantInputSchema = z
+  .object({
+    /** `user` and `service` name a principal id (token oid/sub, or client id); `group` a group claim value. */
+    subjectKind: z.enum(['user', 'service', 'group']),
+    subject: z.string().trim().min(1).max(256),
+    /** Shown on the Access page; optional. */
+    subjectName: z.string().trim().max(256).optional(),
+    role: z.enum(ROLES),
+    endpointId: z.string().regex(/^[A-Za-z0-9._-]{1,50}$/, 'an endpoint id').nullable().default(null),
+  })
+  .strict();
+export type GrantInput = z.input<typeof grantInputSchema>;
+
+export const grantSchema = grantInputSchema.extend({
+  id: z.string(),
+  subjectName: z.string().nullable().default(null),
+  grantedBy: z.string(),
+  grantedAt: z.string(),
+});
+export type Grant = z.output<typeof grantSchema>;
+
+/** The same grant twice has the same id: granting is idempotent. */
+export function grantId(g: { subjectKind: string; subject: string; role: string; endpointId: string | null }): string {
+  return createHash('sha256').update(JSON.stringify([g.subjectKind, g.subject, g.role, g.endpointId])).digest('hex').slice(0, 32);
+}
+
+/** The grants that apply to a principal: those naming its id (with its kind) or one of its groups. */
+export function grantsFor(principal: Principal, grants: readonly Grant[]): RoleAssignment[] {
+  const groups = new Set(principal.groups);
+  return grants
+    .filter((g) => (g.subjectKind === 'group' ? groups.has(g.subject) : g.subjectKind === principal.kind && g.subject === principal.id))
+    .map((g) => ({ role: g.role, endpointId: g.endpointId, source: `grant:${g.id}` }));
+}
+
+type Slot = { database?: Database; container?: Promise<Container>; cache?: { at: number; grants: Promise<Grant[]> } };
+const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.grants')] ??= {}) as Slot;
+
+function container(database: Database): Promise<Container> {
+  if (slot.database !== database || !slot.container) {
+    slot.database = database;
+    slot.cache = undefined;
+    const p = database.containers
+      .createIfNotExists({ id: GRANTS_CONTAINER, partitionKey: { paths: ['/subject'], version: 2 } })
+      .then((r) => r.container);
+    slot.container = p;
+    p.catch(() => {
+      if (slot.container === p) slot.container = undefined;
+    });
+  }
+  return slot.container;
+}
+
+async function readAll(database: Database): Promise<Grant[]> {
+  const c = await container(database);
+  try {
+    const { resources } = await c.items
+      .query({ query: 'SELECT * FROM c ORDER BY c.grantedAt DESC' }, { maxItemCount: MAX_GRANTS })
+      .fetchNext();
+    // A document that no longer parses is skipped rather than failing every request's authorization.
+    return resources.flatMap((r) => {
+      const p = grantSchema.safeParse(r);
+      return p.success ? [p.data] : [];
+    });
+  } catch (err) {
+    rethrowCosmos(err, 'role grants read');
+  }
+}
+
+/** Every grant (cached for a few seconds). */
+export function listGrants(database: Database, options: { fresh?: boolean } = {}): Promise<Grant[]> {
+  const now = Date.now();
+  if (!options.fresh && slot.database === database && slot.cache && now - slot.cache.at < GRANT_CACHE_MS) return slot.cache.grants;
+  const p = readAll(database);
+  slot.cache = { at: now, grants: p };
+  p.catch(() => {
+    if (slot.cache?.grants === p) slot.cache = undefined;
+  });
+  return p;
+}
+
+export async function addGrant(database: Database, input: GrantInput, grantedBy: string): Promise<Grant> {
+  const g = grantInputSchema.parse(input);
+  const grant: Grant = { ...g, subjectName: g.subjectName ?? null, id: grantId(g), grantedBy, grantedAt: new Date().toISOString() };
+  const c = await container(database);
+  try {
+    await c.items.upsert(grant);
+  } catch (err) {
+    rethrowCosmos(err, 'role grant write');
+  }
+  slot.cache = undefined;
+  return grant;
+}
+
+/** Removes a grant; returns it, or null when there was none with that id. */
+export async function removeGrant(database: Database, id: string): Promise<Grant | null> {
+  const existing = (await listGrants(database, { fresh: true })).find((g) => g.id === id);
+  if (!existing) return null;
+  const c = await container(database);
+  try {
+    await c.item(existing.id, existing.subject).delete();
+  } catch (err) {
+    if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'role grant delete');
+  }
+  slot.cache = undefined;
+  return existing;
+}
