@@ -14,6 +14,7 @@ class FakePort implements DeliveryPort {
   log: string[] = [];
   state: SessionState = emptySessionState();
   failOn?: string;
+  lockLost?: () => boolean;
   async readState() {
     return this.state;
   }
@@ -352,4 +353,33 @@ describe('validation behaviour', () => {
     assert.equal(await off.dispatch(received({ EventId: undefined }), port2, signal), 'completed');
     assert.deepEqual(port2.log, ['send ResolutionResponse', 'complete']);
   });
+});
+
+describe('a lock lost while the handler ran', () => {
+  for (const [what, handler] of [
+    ['success', () => undefined],
+    [
+      'failure',
+      () => {
+        throw new Error('boom');
+      },
+    ],
+  ] as const) {
+    test(`a ${what} settles nothing and is left for redelivery as transient`, async () => {
+      const port = new FakePort();
+      let lost = false;
+      port.lockLost = () => lost;
+      const { events, observer } = observerLog();
+      const d = dispatcher(
+        () => {
+          lost = true; // the lock expires while the handler runs
+          handler();
+        },
+        { observers: [observer] },
+      );
+      assert.equal(await d.dispatch(received(), port, signal), 'transient');
+      assert.deepEqual(port.log, []);
+      assert.deepEqual(events, ['received', 'failed:TransientError']);
+    });
+  }
 });

@@ -52,6 +52,11 @@ export interface DeliveryPort {
   schedule(message: OutgoingMessage, delayMs: number): Promise<void>;
   complete(): Promise<void>;
   deadLetter(reason: string, description: string): Promise<void>;
+  /**
+   * True when the lock this delivery was received under has already expired. A settlement under a lost lock
+   * would tell the Resolver an outcome that a redelivery (possibly already running elsewhere) may contradict.
+   */
+  lockLost?(): boolean;
 }
 
 export interface DispatcherOptions {
@@ -252,6 +257,13 @@ export class Dispatcher {
         if (blockerKey) await this.inbox!.record(blockerKey, this.now());
       }
       settlement = afterHandler(m, state, outcome, this.env(startedAt));
+      // A handler that outlived the session lock (renewal off or failing) no longer owns the session: the broker
+      // has made the message available again, and a redelivery may already be settling it. Sending this outcome
+      // would let a stale answer overwrite the real one on the Resolver, so nothing is settled; the redelivery
+      // decides. (The check narrows the window to the settlement itself; the broker refuses the state write and
+      // the completion past it anyway.)
+      if (port.lockLost?.())
+        throw new TransientError('the session lock expired while the handler ran; left for redelivery');
     }
     await this.execute(settlement.effects, port, m);
     this.log.debug(

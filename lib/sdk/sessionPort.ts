@@ -46,6 +46,11 @@ export function sessionDeliveryPort(
       await sender.scheduleMessages(toServiceBusMessage(m), new Date(now().getTime() + delayMs));
     },
     complete: () => receiver.completeMessage(message),
+    // The client keeps sessionLockedUntilUtc current through its automatic renewals.
+    lockLost: () =>
+      receiver.isClosed ||
+      (receiver.sessionLockedUntilUtc !== undefined &&
+        receiver.sessionLockedUntilUtc.getTime() <= now().getTime()),
     deadLetter: (reason, description) =>
       receiver.deadLetterMessage(message, {
         deadLetterReason: reason,
