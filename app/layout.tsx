@@ -4,17 +4,34 @@ import Link from 'next/link';
 import './globals.css';
 import { Providers } from '../components/Providers.tsx';
 import { GlobalSearch } from '../components/GlobalSearch.tsx';
+import { SecurityNav } from '../components/audit/SecurityNav.tsx';
+import { currentViewer } from '../components/auth/viewer.ts';
+import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
+import { SignInRedirect } from '../components/auth/SignInRedirect.tsx';
+import { UserMenu } from '../components/auth/UserMenu.tsx';
 
 export const metadata: Metadata = {
   title: 'NimBus Console',
   description: 'Operations console for the NimBus messaging platform',
 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const viewer = await currentViewer();
+  // Not signed in: no header, no page - only the hop to sign-in (the APIs answer 401 on their own).
+  if (viewer.principal === null) {
+    return (
+      <html lang="en">
+        <body className="min-h-screen bg-slate-50 text-slate-900">
+          <SignInRedirect />
+        </body>
+      </html>
+    );
+  }
   return (
     <html lang="en">
       <body className="min-h-screen bg-slate-50 text-slate-900">
         <Providers>
+          {viewer.mode === 'off' && <AuthOffBanner />}
           <header className="border-b border-slate-200 bg-slate-900 text-slate-100">
             <nav className="mx-auto flex max-w-7xl items-center gap-6 px-4 py-2">
               <Link href="/" className="font-semibold tracking-tight">
@@ -38,9 +55,11 @@ export default function RootLayout({ children }: { children: ReactNode }) {
               <Link href="/admin" className="text-slate-300 hover:text-white">
                 Admin
               </Link>
+              <SecurityNav />
               <div className="ml-auto">
                 <GlobalSearch />
               </div>
+              {viewer.principal.kind === 'user' && <UserMenu principal={viewer.principal} />}
             </nav>
           </header>
           <main className="mx-auto max-w-7xl px-4 py-4">{children}</main>

@@ -1,6 +1,7 @@
 // The console's configuration, read from the environment (DESIGN.md §7) and validated once. A missing or bad
 // setting is one ConfigError naming every problem variable - never a value, since some of them are secrets.
 import { z } from 'zod';
+import { authConfigProblems, loadAuthConfig, type AuthConfig } from './auth/config.ts';
 
 export const DEFAULT_CATALOG_PATH = 'catalog/demo.json';
 
@@ -29,6 +30,8 @@ export interface ConsoleConfig {
   cosmos: { endpoint: string; key: string; database: string };
   catalogPath: string;
   auth: 'off' | 'entra' | 'oidc';
+  /** The sign-in settings (server/auth/config.ts): provider, client, session secret and lifetime. */
+  authConfig: AuthConfig;
 }
 
 export class ConfigError extends Error {
@@ -40,15 +43,18 @@ export function loadConsoleConfig(env: Record<string, string | undefined> = proc
   // Empty strings count as unset, so `VAR= npm start` reads like a missing variable.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = consoleEnvSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${String(i.path[0] ?? 'environment')}: ${i.message}`);
-    throw new ConfigError(`the console is not configured: ${problems.join('; ')}`);
-  }
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => `${String(i.path[0] ?? 'environment')}: ${i.message}`);
+  // The sign-in settings join the same one message (a bad NIMBUS_AUTH is already named above).
+  for (const p of authConfigProblems(env)) if (!p.startsWith('NIMBUS_AUTH:') || !problems.some((q) => q.startsWith('NIMBUS_AUTH:'))) problems.push(p);
+  if (!parsed.success || problems.length > 0) throw new ConfigError(`the console is not configured: ${problems.join('; ')}`);
   const e = parsed.data;
   return {
     serviceBusConnectionString: e.NIMBUS_SERVICEBUS_CONNECTION_STRING,
     cosmos: { endpoint: e.NIMBUS_COSMOS_ENDPOINT, key: e.NIMBUS_COSMOS_KEY, database: e.NIMBUS_COSMOS_DATABASE },
     catalogPath: e.NIMBUS_CATALOG,
     auth: e.NIMBUS_AUTH,
+    authConfig: loadAuthConfig(env),
   };
 }

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConsoleConfig } from './config.ts';
+import { ConfigError, loadConsoleConfig } from './config.ts';
+import { isLoopbackHost } from './auth/config.ts';
 import { closeContext } from './context.ts';
 import { consoleDistDir } from './build.ts';
 
@@ -49,13 +50,18 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
   const catalog = process.env.NIMBUS_CATALOG;
   if (catalog && !isAbsolute(catalog)) process.env.NIMBUS_CATALOG = join(dir, catalog);
   // Fail now, with the one clear message, rather than on the first page load.
-  loadConsoleConfig(process.env);
+  const config = loadConsoleConfig(process.env);
   if (!existsSync(join(dir, consoleDistDir(), 'BUILD_ID')))
     throw new Error(`the console has not been built in ${dir} (run \`npm run build\`, or ensureConsoleBuilt from server/build.ts)`);
   process.env.NEXT_TELEMETRY_DISABLED = '1';
 
   const hostname = options.hostname ?? process.env.HOSTNAME ?? '127.0.0.1';
   const port = options.port ?? Number(process.env.PORT ?? 3000);
+  // Without sign-in everybody who reaches the console may purge and replay: only this machine may reach it.
+  if (config.auth === 'off' && !isLoopbackHost(hostname))
+    throw new ConfigError(
+      `the console would listen on ${hostname} without sign-in (NIMBUS_AUTH=off): use a loopback address such as 127.0.0.1, or set NIMBUS_AUTH to entra or oidc`,
+    );
   // A computed specifier keeps Next's global type declarations out of the Node program's typecheck.
   const specifier = 'next';
   const mod = (await import(specifier)) as { default: CreateNext | { default: CreateNext } };

@@ -1,6 +1,7 @@
 // Sign-in settings (NIMBUS_AUTH and NIMBUS_AUTH_*), validated once into one AuthConfig. A bad or missing setting is
 // one AuthConfigError naming every problem variable and never a value (the client and session secrets are among
 // them). server/config.ts folds these problems into the console's one start-up message.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 export type AuthMode = 'off' | 'entra' | 'oidc';
@@ -58,6 +59,7 @@ const envSchema = z.object({
   NIMBUS_AUTH_SESSION_SECONDS: z.string().trim().optional(),
   NIMBUS_AUTH_BEARER_AUDIENCE: z.string().trim().optional(),
   NIMBUS_AUTH_ENTRA_HOST: z.string().trim().optional(),
+  NIMBUS_AUTH_CA_FILE: z.string().trim().optional(),
 });
 
 type Env = Record<string, string | undefined>;
@@ -118,6 +120,16 @@ export function authConfigProblems(env: Env): string[] {
         'the session lifetime must be between 60 seconds and 30 days',
       ),
     );
+  if (e.NIMBUS_AUTH_CA_FILE !== undefined) {
+    let pem = '';
+    try {
+      pem = readFileSync(e.NIMBUS_AUTH_CA_FILE, 'utf8');
+    } catch {
+      problems.push('NIMBUS_AUTH_CA_FILE: the CA certificate file cannot be read');
+    }
+    if (pem !== '' && !pem.includes('-----BEGIN CERTIFICATE-----'))
+      problems.push('NIMBUS_AUTH_CA_FILE: the file holds no PEM certificate');
+  }
   return problems;
 }
 

@@ -1,0 +1,222 @@
+// Authorization matrix on the embedded stack (emulator + embedded Cosmos, real clients): every mutating route,
+// called as Next calls it, by five callers who come in through real session cookies (sealSession): nobody
+// (no cookie), a site-wide Reader, an Operator of another endpoint, a site-wide Operator and an Owner. Each call
+// must be refused (401/403) or let through exactly as roles.ts says, and every call - refused or not - must
+// leave its entry in the audit log; a refusal aimed at an event also lands in that event's trail.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { seedConsoleData } from '../testing/seed.ts';
+import { SESSION_COOKIE, sealSession } from './session.ts';
+import type { Principal } from './principal.ts';
+import { queryAudit } from '../audit/auditLog.ts';
+import { grantId } from './grants.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const SECRET = 'matrix-test-session-secret-0123456789-abcdef';
+const AUTH_ENV = {
+  NIMBUS_AUTH: 'oidc',
+  NIMBUS_AUTH_ISSUER: 'http://127.0.0.1:9/issuer',
+  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
+  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
+  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
+  NIMBUS_AUTH_SESSION_SECRET: SECRET,
+  // App roles named like the console roles map site-wide; the group maps to one endpoint.
+  NIMBUS_AUTH_ROLE_MAP: JSON.stringify({ roles: { Reader: 'Reader', Operator: 'Operator', Owner: 'Owner' }, groups: { 'crm-ops': 'Operator:crmendpoint' } }),
+};
+
+type Caller = 'anonymous' | 'reader' | 'otherOperator' | 'operator' | 'owner';
+const PRINCIPALS: Record<Exclude<Caller, 'anonymous'>, Principal> = {
+  reader: { kind: 'user', id: 'oid-reader', name: 'reader@test', roles: ['Reader'], groups: [] },
+  otherOperator: { kind: 'user', id: 'oid-crm', name: 'crm-operator@test', roles: [], groups: ['crm-ops'] },
+  operator: { kind: 'user', id: 'oid-operator', name: 'operator@test', roles: ['Operator'], groups: [] },
+  owner: { kind: 'user', id: 'oid-owner', name: 'owner@test', roles: ['Owner'], groups: [] },
+};
+const CALLERS: Caller[] = ['anonymous', 'reader', 'otherOperator', 'operator', 'owner'];
+
+let stack: ConsoleTestStack;
+let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
+let closeContext: () => Promise<void>;
+let closeOps: () => Promise<void>;
+
+const params = <P>(p: P) => ({ params: Promise.resolve(p) });
+
+function request(caller: Caller, method: string, body?: unknown, headers: Record<string, string> = {}): Request {
+  const h: Record<string, string> = { 'content-type': 'application/json', host: '127.0.0.1:3000', ...headers };
+  if (caller !== 'anonymous') h.cookie = `${SESSION_COOKIE}=${sealSession(PRINCIPALS[caller], { secret: SECRET, maxAgeSeconds: 600 })}`;
+  return new Request('http://127.0.0.1:3000/api/x', { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+}
+
+interface Row {
+  name: string;
+  action: string;
+  /** Who gets through: the rest must be refused. */
+  allowed: Caller[];
+  call: (caller: Caller) => Promise<Response>;
+}
+
+before(async () => {
+  stack = await startConsoleTestStack('matrix');
+  Object.assign(process.env, stack.env, AUTH_ENV);
+  seeded = await seedConsoleData(stack.store);
+  ({ closeContext } = await import('../context.ts'));
+  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
+});
+
+after(async () => {
+  await closeOps?.();
+  await closeContext?.();
+  await stack?.close();
+});
+
+async function rows(): Promise<Row[]> {
+  const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
+  const bulkResubmit = await import('../../app/api/event/resubmit/route.ts');
+  const skip = await import('../../app/api/event/skip/[endpointId]/[eventId]/route.ts');
+  const bulkSkip = await import('../../app/api/event/skip/route.ts');
+  const complete = await import('../../app/api/event/handoff/complete/[endpointId]/[eventId]/[messageId]/route.ts');
+  const fail = await import('../../app/api/event/handoff/fail/[endpointId]/[eventId]/[messageId]/route.ts');
+  const replay = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
+  const subAction = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/actions/route.ts');
+  const reconcile = await import('../../app/api/operations/reconcile/route.ts');
+  const sendNow = await import('../../app/api/admin/heartbeat/send-now/route.ts');
+  const settings = await import('../../app/api/admin/heartbeat/settings/route.ts');
+  const inclusion = await import('../../app/api/admin/heartbeat/endpoints/[endpointId]/route.ts');
+  const grants = await import('../../app/api/admin/grants/route.ts');
+  const revoke = await import('../../app/api/admin/grants/[grantId]/route.ts');
+  const ops: Caller[] = ['operator', 'owner'];
+  const owners: Caller[] = ['owner'];
+  const billing = 'billingendpoint';
+  const sub = params({ topic: billing, subscription: billing });
+  const target = { subjectKind: 'user' as const, subject: 'oid-someone', role: 'Reader' as const, endpointId: billing };
+  return [
+    { name: 'resubmit one (edited)', action: 'resubmit', allowed: ops, call: (c) => resubmit.POST(request(c, 'POST', { payload: { orderId: 'ORD-200', total: 40 } }), params({ endpointId: billing, eventId: seeded.failed.eventId })) },
+    { name: 'resubmit bulk', action: 'resubmit', allowed: ops, call: (c) => bulkResubmit.POST(request(c, 'POST', { endpointId: billing, eventIds: [seeded.deadLettered.eventId] })) },
+    { name: 'skip one', action: 'skip', allowed: ops, call: (c) => skip.POST(request(c, 'POST'), params({ endpointId: billing, eventId: seeded.deadLettered.eventId })) },
+    { name: 'skip bulk', action: 'skip', allowed: ops, call: (c) => bulkSkip.POST(request(c, 'POST', { endpointId: billing, eventIds: [seeded.failed.eventId] })) },
+    { name: 'handoff complete', action: 'handoff', allowed: ops, call: (c) => complete.POST(request(c, 'POST', { note: 'done' }), params({ endpointId: 'erpendpoint', eventId: seeded.handoff.eventId, messageId: seeded.handoff.lastMessageId })) },
+    { name: 'handoff fail', action: 'handoff', allowed: ops, call: (c) => fail.POST(request(c, 'POST', { errorText: 'ledger said no' }), params({ endpointId: 'erpendpoint', eventId: seeded.handoff2.eventId, messageId: seeded.handoff2.lastMessageId })) },
+    { name: 'replay dead letters', action: 'replay', allowed: ops, call: (c) => replay.POST(request(c, 'POST', { all: true }), sub) },
+    { name: 'subscription resume', action: 'subscription.resume', allowed: owners, call: (c) => subAction.POST(request(c, 'POST', { action: 'resume', confirm: billing }), sub) },
+    { name: 'subscription purge', action: 'subscription.purge', allowed: owners, call: (c) => subAction.POST(request(c, 'POST', { action: 'purge', confirm: billing }), sub) },
+    {
+      name: 'reconcile apply',
+      action: 'reconcile',
+      allowed: ops,
+      call: (c) => reconcile.POST(request(c, 'POST', { targets: [{ endpointId: billing, eventId: seeded.completed.eventId, sessionId: seeded.completed.sessionId, rowMessageId: seeded.completed.lastMessageId }] })),
+    },
+    { name: 'heartbeat send now', action: 'heartbeat.send', allowed: ops, call: (c) => sendNow.POST(request(c, 'POST')) },
+    { name: 'heartbeat settings', action: 'heartbeat.settings', allowed: owners, call: (c) => settings.PUT(request(c, 'PUT', { enabled: false })) },
+    { name: 'heartbeat inclusion', action: 'heartbeat.settings', allowed: owners, call: (c) => inclusion.PUT(request(c, 'PUT', { included: true }), params({ endpointId: billing })) },
+    { name: 'grant a role', action: 'grants.manage', allowed: owners, call: (c) => grants.POST(request(c, 'POST', target)) },
+    { name: 'revoke a role', action: 'grants.manage', allowed: owners, call: (c) => revoke.DELETE(request(c, 'DELETE'), params({ grantId: grantId(target) })) },
+  ];
+}
+
+const actorName = (c: Caller) => (c === 'anonymous' ? 'unauthenticated' : PRINCIPALS[c].name);
+
+describe('authorization matrix', () => {
+  test('every mutating route x every caller: refused or let through as the roles say, and audited', async () => {
+    const problems: string[] = [];
+    let calls = 0;
+    for (const row of await rows()) {
+      for (const caller of CALLERS) {
+        const startedAt = new Date(Date.now() - 1000).toISOString();
+        const res = await row.call(caller);
+        calls++;
+        const body = (await res.json()) as { error?: string; detail?: string };
+        const expected = row.allowed.includes(caller) ? 'allowed' : caller === 'anonymous' ? 401 : 403;
+        const what = `${row.name} by ${caller}: ${res.status} ${body.error ?? ''} ${body.detail ?? ''}`;
+        if (expected === 'allowed') {
+          if ([401, 403, 429].includes(res.status) || res.status >= 500) problems.push(`${what} (should pass authorization)`);
+        } else if (res.status !== expected) problems.push(`${what} (expected ${expected})`);
+        if (expected !== 'allowed' && typeof body.detail !== 'string') problems.push(`${what}: no { error, detail }`);
+        const log = await queryAudit(stack.store.database, { user: actorName(caller), action: row.action, from: startedAt, pageSize: 5 });
+        const entry = log.items[0];
+        if (!entry) problems.push(`${what}: no audit entry`);
+        else if (expected === 'allowed' ? entry.outcome === 'denied' : entry.outcome !== 'denied' || entry.status !== expected)
+          problems.push(`${what}: audit says ${entry.outcome} ${entry.status}`);
+      }
+    }
+    assert.equal(calls, 15 * 5);
+    assert.deepEqual(problems, []);
+  });
+
+  test('an edited resubmission is audited with a structural diff, not the payload', async () => {
+    const log = await queryAudit(stack.store.database, { user: 'operator@test', action: 'resubmit', eventId: seeded.failed.eventId, pageSize: 5 });
+    const entry = log.items.find((e) => e.outcome === 'succeeded' && e.details?.edited === true);
+    assert.ok(entry, 'the operator resubmitted the edited payload');
+    assert.equal(entry.roles, 'Operator');
+    const diff = entry.details!.payloadDiff as { changes: Array<{ path: string; op: string }> };
+    assert.deepEqual(diff.changes.map((c) => `${c.op} ${c.path}`).sort(), ['changed /total', 'removed /note']);
+    assert.ok(!JSON.stringify(entry).includes('ORD-200'), 'no payload values in the audit log');
+  });
+
+  test("refused attempts against an event show in that event's trail", async () => {
+    const trail = (await stack.store.listAudits(seeded.failed.eventId)).items;
+    const denied = trail.filter((a) => a.type === 'Denied');
+    assert.deepEqual([...new Set(denied.map((a) => a.auditor))].sort(), ['crm-operator@test', 'reader@test', 'unauthenticated']);
+    assert.ok(denied.every((a) => /refused \((401|403)\)/.test(a.comment ?? '')));
+  });
+
+  test('a service principal is refused everywhere but handoff settlement', async () => {
+    // Bearer tokens are verified by sign-in (bearer.ts); here the rule itself: a service session cookie is not
+    // a way in either, since the principal's kind decides.
+    const svc: Principal = { kind: 'service', id: 'erp-app', name: 'erp-app', roles: ['Owner'], groups: [] };
+    const cookie = `${SESSION_COOKIE}=${sealSession(svc, { secret: SECRET, maxAgeSeconds: 600 })}`;
+    const sendNow = await import('../../app/api/admin/heartbeat/send-now/route.ts');
+    const res = await sendNow.POST(new Request('http://127.0.0.1:3000/api/x', { method: 'POST', headers: { cookie } }));
+    assert.equal(res.status, 403);
+    assert.match(((await res.json()) as { detail: string }).detail, /service principal may only settle handoffs/);
+  });
+
+  test('a cross-origin mutation is refused with 403 and audited, even for an Owner', async () => {
+    const settings = await import('../../app/api/admin/heartbeat/settings/route.ts');
+    const res = await settings.PUT(request('owner', 'PUT', { enabled: true }, { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }));
+    assert.equal(res.status, 403);
+    const log = await queryAudit(stack.store.database, { user: 'owner@test', outcome: 'denied', pageSize: 5 });
+    assert.match(log.items[0]?.reason ?? '', /cross-site request refused/);
+  });
+
+  test('GET /api/me names the caller, the roles and where they come from, and what they may do', async () => {
+    const me = await import('../../app/api/me/route.ts');
+    const res = await me.GET(request('otherOperator', 'GET'));
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { principal: { name: string }; roles: Array<{ role: string; endpointId: string | null; source: string }>; permissions: { site: string[]; endpoints: Record<string, string[]> } };
+    assert.equal(body.principal.name, 'crm-operator@test');
+    assert.deepEqual(body.roles, [{ role: 'Operator', endpointId: 'crmendpoint', source: 'groups:crm-ops' }]);
+    assert.deepEqual(body.permissions.site, ['read']);
+    assert.ok(body.permissions.endpoints.crmendpoint!.includes('resubmit'));
+    assert.deepEqual(body.permissions.endpoints.billingendpoint, []);
+    assert.equal((await me.GET(request('anonymous', 'GET'))).status, 401);
+  });
+
+  test('a grant stored by an Owner takes effect, and its revocation too', async () => {
+    const grants = await import('../../app/api/admin/grants/route.ts');
+    const revoke = await import('../../app/api/admin/grants/[grantId]/route.ts');
+    const skip = await import('../../app/api/event/skip/[endpointId]/[eventId]/route.ts');
+    const trySkip = () => skip.POST(request('reader', 'POST'), params({ endpointId: 'billingendpoint', eventId: 'no-such-event' }));
+    assert.equal((await trySkip()).status, 403);
+    const g = { subjectKind: 'user', subject: 'oid-reader', role: 'Operator', endpointId: 'billingendpoint' };
+    const made = await grants.POST(request('owner', 'POST', g));
+    assert.equal(made.status, 201);
+    const { id } = (await made.json()) as { id: string };
+    assert.equal((await trySkip()).status, 404, 'authorized now: the event is simply unknown');
+    assert.equal((await revoke.DELETE(request('owner', 'DELETE'), params({ grantId: id }))).status, 200);
+    assert.equal((await trySkip()).status, 403);
+  });
+
+  test('a bad NIMBUS_AUTH_ROLE_MAP is a clear 503, not a crash', async () => {
+    const before = process.env.NIMBUS_AUTH_ROLE_MAP;
+    process.env.NIMBUS_AUTH_ROLE_MAP = '{"roles":{"Owner":"Boss"}}';
+    try {
+      const me = await import('../../app/api/me/route.ts');
+      const res = await me.GET(request('owner', 'GET'));
+      assert.equal(res.status, 503);
+      assert.match(((await res.json()) as { detail: string }).detail, /NIMBUS_AUTH_ROLE_MAP is invalid: roles\.Owner/);
+    } finally {
+      process.env.NIMBUS_AUTH_ROLE_MAP = before;
+    }
+  });
+});

@@ -1,0 +1,208 @@
+// The sign-in flow behind app/auth/*: authorization code with PKCE through MSAL. What the callback needs to check
+// the provider's answer (state, nonce, PKCE verifier) and where to go afterwards travels in a short-lived
+// encrypted cookie, so no server-side store is needed and any console instance can finish a sign-in another
+// one began. Each function takes a Request and returns the Response, so they are testable without Next.js.
+import { randomBytes } from 'node:crypto';
+import { CryptoProvider, type AuthenticationResult } from '@azure/msal-node';
+import { z } from 'zod';
+import { currentAuthConfig, type AuthConfig } from './config.ts';
+import type { Principal } from './principal.ts';
+import { SESSION_COOKIE, sealSession } from './session.ts';
+import { openSealed, seal } from './sealed.ts';
+import { msalClient } from './msal.ts';
+import { discover } from './discovery.ts';
+import { readCookie } from './authenticate.ts';
+import { log } from '../log.ts';
+
+/** The in-flight sign-in: state, nonce, PKCE verifier and where to return. Scoped to /auth, 10 minutes. */
+export const SIGNIN_COOKIE = 'nimbus_signin';
+const SIGNIN_PURPOSE = 'nimbus-console sign-in transaction v1';
+const SIGNIN_SECONDS = 600;
+/** Browsers drop cookies over 4096 bytes; leave room for the name and attributes. */
+const MAX_SESSION_COOKIE_BYTES = 3800;
+const SCOPES = ['openid', 'profile', 'email'];
+
+type EnabledConfig = Extract<AuthConfig, { mode: 'entra' | 'oidc' }>;
+
+const transactionSchema = z.object({
+  state: z.string().min(16),
+  nonce: z.string().min(16),
+  verifier: z.string().min(43),
+  returnTo: z.string(),
+  exp: z.number().int(),
+});
+
+/** A same-origin path to return to after sign-in; anything else (absolute, protocol-relative, odd) becomes `/`. */
+export function safeReturnTo(value: string | null | undefined): string {
+  if (!value || value.length > 2000) return '/';
+  // One leading slash, not `//host` or `/\host` (browsers treat both as another origin), no control characters.
+  if (!/^\/(?![/\\])/.test(value) || [...value].some((c) => c < ' ' || c === '\u007f')) return '/';
+  if (value.startsWith('/auth/')) return '/';
+  return value;
+}
+
+export interface CookieOptions {
+  maxAgeSeconds: number;
+  path: string;
+  secure: boolean;
+}
+
+export function serializeCookie(name: string, value: string, o: CookieOptions): string {
+  return [
+    `${name}=${value}`,
+    `Path=${o.path}`,
+    `Max-Age=${Math.max(0, Math.floor(o.maxAgeSeconds))}`,
+    'HttpOnly',
+    'SameSite=Lax',
+    ...(o.secure ? ['Secure'] : []),
+  ].join('; ');
+}
+
+/** Secure cookies exactly when the console's public address (the registered redirect URI) is https. */
+function secureCookies(config: EnabledConfig): boolean {
+  return new URL(config.provider.redirectUri).protocol === 'https:';
+}
+
+function enabledConfig(): EnabledConfig | null {
+  const config = currentAuthConfig();
+  return config.mode === 'off' ? null : config;
+}
+
+function redirect(location: string, cookies: string[] = []): Response {
+  const headers = new Headers({ location, 'cache-control': 'no-store' });
+  for (const c of cookies) headers.append('set-cookie', c);
+  return new Response(null, { status: 303, headers });
+}
+
+const FAILURES = {
+  state: 'The sign-in took too long or was started in another window. Please sign in again.',
+  provider: 'The identity provider did not sign you in.',
+  exchange: 'The console could not complete the sign-in with the identity provider.',
+  claims: 'The identity provider\u2019s answer did not name a user the console can accept.',
+  large: 'Your account carries too many group claims to fit in a session; ask an administrator to use app roles or groups assigned to the application.',
+} as const;
+
+/** A small page with a fixed message (never text from the request) and a way to try again. */
+function failure(reason: keyof typeof FAILURES, status: number, clearSignin: EnabledConfig): Response {
+  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed - NimBus Console</title></head><body style="font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem"><h1>Sign-in failed</h1><p>${FAILURES[reason]}</p><p><a href="/auth/signin">Sign in again</a></p></body></html>`;
+  const headers = new Headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+  headers.append('set-cookie', serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure: secureCookies(clearSignin) }));
+  return new Response(body, { status, headers });
+}
+
+/** GET /auth/signin?returnTo=/path: off to the provider's authorize endpoint. */
+export async function beginSignIn(request: Request): Promise<Response> {
+  const config = enabledConfig();
+  const returnTo = safeReturnTo(new URL(request.url).searchParams.get('returnTo'));
+  if (!config) return redirect(returnTo);
+  const crypto = new CryptoProvider();
+  const pkce = await crypto.generatePkceCodes();
+  const state = randomBytes(24).toString('base64url');
+  const nonce = randomBytes(24).toString('base64url');
+  const url = await msalClient(config.mode, config.provider).getAuthCodeUrl({
+    scopes: SCOPES,
+    redirectUri: config.provider.redirectUri,
+    codeChallenge: pkce.challenge,
+    codeChallengeMethod: 'S256',
+    state,
+    nonce,
+  });
+  const exp = Math.floor(Date.now() / 1000) + SIGNIN_SECONDS;
+  const transaction = seal({ state, nonce, verifier: pkce.verifier, returnTo, exp }, config.session.secret, SIGNIN_PURPOSE);
+  return redirect(url, [serializeCookie(SIGNIN_COOKIE, transaction, { maxAgeSeconds: SIGNIN_SECONDS, path: '/auth', secure: secureCookies(config) })]);
+}
+
+/** The user named by the id token's claims; null when it names nobody. */
+export function principalFromIdClaims(claims: Record<string, unknown>): Principal | null {
+  const str = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v : undefined);
+  const list = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+  const id = str(claims.oid) ?? str(claims.sub);
+  if (!id) return null;
+  return {
+    kind: 'user',
+    id,
+    name: str(claims.preferred_username) ?? str(claims.email) ?? str(claims.name) ?? id,
+    roles: list(claims.roles),
+    groups: list(claims.groups),
+  };
+}
+
+/** GET /auth/callback?code&state: exchanges the code, checks the id token's nonce and sets the session cookie. */
+export async function completeSignIn(request: Request): Promise<Response> {
+  const config = enabledConfig();
+  if (!config) return redirect('/');
+  const params = new URL(request.url).searchParams;
+  const sealed = readCookie(request.headers.get('cookie'), SIGNIN_COOKIE);
+  const tx = transactionSchema.safeParse(sealed ? openSealed(sealed, config.session.secret, SIGNIN_PURPOSE) : undefined);
+  if (!tx.success || tx.data.exp <= Date.now() / 1000 || params.get('state') !== tx.data.state) {
+    log.info({ reason: tx.success ? 'state mismatch or expired' : 'no sign-in in progress' }, 'sign-in refused');
+    return failure('state', 400, config);
+  }
+  const providerError = params.get('error');
+  const code = params.get('code');
+  if (providerError || !code) {
+    // The provider's error code is a fixed vocabulary (access_denied, …); its description is not logged.
+    log.info({ error: (providerError ?? 'no code').slice(0, 64) }, 'sign-in refused by the provider');
+    return failure('provider', 401, config);
+  }
+  const client = msalClient(config.mode, config.provider);
+  let result: AuthenticationResult;
+  try {
+    result = await client.acquireTokenByCode(
+      { code, scopes: SCOPES, redirectUri: config.provider.redirectUri, codeVerifier: tx.data.verifier, state: tx.data.state },
+      { code, state: tx.data.state, nonce: tx.data.nonce },
+    );
+  } catch (err) {
+    log.warn({ reason: err instanceof Error ? `${err.name}: ${err.message.split('\n')[0]}` : 'unknown' }, 'sign-in code exchange failed');
+    return failure('exchange', 502, config);
+  }
+  // MSAL needs nothing kept: the session cookie is the console's only record of the user.
+  if (result.account) await client.getTokenCache().removeAccount(result.account).catch(() => undefined);
+  const claims = (result.idTokenClaims ?? {}) as Record<string, unknown>;
+  const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  const issuerOk = config.mode === 'entra' ? entraIssuerOk(claims, config) : claims.iss === config.provider.issuer;
+  const principal = principalFromIdClaims(claims);
+  if (claims.nonce !== tx.data.nonce || !audience.includes(config.provider.clientId) || !issuerOk || !principal) {
+    log.warn({ nonce: claims.nonce === tx.data.nonce, audience: audience.includes(config.provider.clientId), issuer: issuerOk }, 'sign-in refused: id token does not match the request');
+    return failure('claims', 401, config);
+  }
+  const session = sealSession(principal, config.session);
+  if (session.length > MAX_SESSION_COOKIE_BYTES) return failure('large', 400, config);
+  const secure = secureCookies(config);
+  log.info({ user: principal.id }, 'signed in');
+  return redirect(tx.data.returnTo, [
+    serializeCookie(SESSION_COOKIE, session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
+    serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure }),
+  ]);
+}
+
+/** Entra's v2 issuer names the tenant by id; the configured tenant may be its domain name, so compare tid when it is an id. */
+function entraIssuerOk(claims: Record<string, unknown>, config: EnabledConfig): boolean {
+  const tenant = config.provider.tenantId ?? '';
+  if (typeof claims.iss !== 'string' || !/\/v2\.0$/.test(claims.iss)) return false;
+  if (/^[0-9a-f-]{36}$/i.test(tenant)) return claims.tid === tenant.toLowerCase() || claims.tid === tenant;
+  return true;
+}
+
+/** POST /auth/signout: clears the session and ends the provider's session when it has an end-session endpoint. */
+export async function signOut(_request: Request): Promise<Response> {
+  const config = enabledConfig();
+  if (!config) return redirect('/');
+  const secure = secureCookies(config);
+  const clear = serializeCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, path: '/', secure });
+  const home = new URL('/', config.provider.redirectUri).toString();
+  let location = home;
+  try {
+    const endSession = (await discover(config.provider)).end_session_endpoint;
+    if (endSession) {
+      const url = new URL(endSession);
+      url.searchParams.set('client_id', config.provider.clientId);
+      url.searchParams.set('post_logout_redirect_uri', home);
+      location = url.toString();
+    }
+  } catch (err) {
+    // Signed out of the console either way; the provider's own session just outlives it.
+    log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'sign-out: provider discovery failed');
+  }
+  return redirect(location, [clear]);
+}
