@@ -149,8 +149,10 @@ export async function completeSignIn(request: Request): Promise<Response> {
   let result: AuthenticationResult;
   try {
     result = await client.acquireTokenByCode(
-      { code, scopes: SCOPES, redirectUri: config.provider.redirectUri, codeVerifier: tx.data.verifier, state: tx.data.state },
-      { code, state: tx.data.state, nonce: tx.data.nonce },
+      // MSAL checks state and the id token's nonce itself when given both (the confidential client reads the
+      // nonce from the request, not the payload); the checks below repeat them on purpose.
+      { code, scopes: SCOPES, redirectUri: config.provider.redirectUri, codeVerifier: tx.data.verifier, state: tx.data.state, nonce: tx.data.nonce },
+      { code, state: tx.data.state },
     );
   } catch (err) {
     log.warn({ reason: err instanceof Error ? `${err.name}: ${err.message.split('\n')[0]}` : 'unknown' }, 'sign-in code exchange failed');

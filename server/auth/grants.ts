@@ -13,20 +13,21 @@ export const GRANTS_CONTAINER = 'roleGrants';
 const GRANT_CACHE_MS = 5_000;
 const MAX_GRANTS = 5_000;
 
-export const grantInputSchema = z
-  .object({
-    /** `user` and `service` name a principal id (token oid/sub, or client id); `group` a group claim value. */
-    subjectKind: z.enum(['user', 'service', 'group']),
-    subject: z.string().trim().min(1).max(256),
-    /** Shown on the Access page; optional. */
-    subjectName: z.string().trim().max(256).optional(),
-    role: z.enum(ROLES),
-    endpointId: z.string().regex(/^[A-Za-z0-9._-]{1,50}$/, 'an endpoint id').nullable().default(null),
-  })
-  .strict();
+const grantFields = {
+  /** `user` and `service` name a principal id (token oid/sub, or client id); `group` a group claim value. */
+  subjectKind: z.enum(['user', 'service', 'group']),
+  subject: z.string().trim().min(1).max(256),
+  /** Shown on the Access page; optional. */
+  subjectName: z.string().trim().max(256).optional(),
+  role: z.enum(ROLES),
+  endpointId: z.string().regex(/^[A-Za-z0-9._-]{1,50}$/, 'an endpoint id').nullable().default(null),
+};
+export const grantInputSchema = z.object(grantFields).strict();
 export type GrantInput = z.input<typeof grantInputSchema>;
 
-export const grantSchema = grantInputSchema.extend({
+// Stored documents carry Cosmos's own fields (_etag, _ts...): not strict.
+export const grantSchema = z.object({
+  ...grantFields,
   id: z.string(),
   subjectName: z.string().nullable().default(null),
   grantedBy: z.string(),

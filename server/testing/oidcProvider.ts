@@ -195,7 +195,7 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
       return {
         accountId: id,
         claims: () => ({
-          sub: `user-${account.login}`,
+          sub: account.login,
           name: account.name,
           preferred_username: account.email,
           email: account.email,
