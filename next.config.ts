@@ -12,6 +12,23 @@ const config: NextConfig = {
   // `npm run typecheck` checks the whole tree with one tsconfig; a second check inside `next build` only costs time.
   typescript: { ignoreBuildErrors: true, tsconfigPath: 'tsconfig.next.json' },
   poweredByHeader: false,
+  // Security headers that never vary, on every response including static files; the CSP (nonce per request)
+  // is set by proxy.ts.
+  async headers() {
+    return [
+      {
+        source: '/:path*',
+        headers: [
+          { key: 'X-Content-Type-Options', value: 'nosniff' },
+          { key: 'Referrer-Policy', value: 'same-origin' },
+          // For browsers that predate CSP frame-ancestors.
+          { key: 'X-Frame-Options', value: 'DENY' },
+          { key: 'Permissions-Policy', value: 'camera=(), microphone=(), geolocation=(), payment=()' },
+          { key: 'Cross-Origin-Opener-Policy', value: 'same-origin' },
+        ],
+      },
+    ];
+  },
   reactStrictMode: true,
 };
 

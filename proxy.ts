@@ -1,0 +1,34 @@
+// Next.js 16 proxy (formerly middleware), run before every page and API route: per-request CSP nonce for pages,
+// a locked-down CSP for API answers, and the body-size limit of mutating API calls. Authorization is not done
+// here: every route handler authorizes itself (server/auth/authorize.ts), so a matcher change cannot open one.
+import { NextResponse, type NextRequest } from 'next/server';
+import { API_CSP, bodyTooLarge, newNonce, pageCsp } from './server/auth/hardening.ts';
+
+export function proxy(request: NextRequest): NextResponse {
+  const { pathname } = request.nextUrl;
+  if (pathname.startsWith('/api/')) {
+    const tooLarge = bodyTooLarge(request.method, request.headers.get('content-length'));
+    if (tooLarge !== null) {
+      const refused = NextResponse.json({ error: 'payload too large', detail: tooLarge }, { status: 413 });
+      refused.headers.set('Content-Security-Policy', API_CSP);
+      refused.headers.set('Cache-Control', 'no-store');
+      return refused;
+    }
+    const response = NextResponse.next();
+    response.headers.set('Content-Security-Policy', API_CSP);
+    return response;
+  }
+  const nonce = newNonce();
+  const csp = pageCsp(nonce, process.env.NODE_ENV === 'development');
+  // Next.js takes the nonce for its own script tags from the request's CSP header.
+  const headers = new Headers(request.headers);
+  headers.set('Content-Security-Policy', csp);
+  headers.set('x-nonce', nonce);
+  const response = NextResponse.next({ request: { headers } });
+  response.headers.set('Content-Security-Policy', csp);
+  return response;
+}
+
+export const config = {
+  matcher: ['/((?!_next/static|_next/image|favicon.ico|icon.svg).*)'],
+};
