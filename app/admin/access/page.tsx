@@ -1,0 +1,5 @@
+import { AccessView } from '../../../components/audit/AccessView.tsx';
+
+export default function AccessPage() {
+  return <AccessView />;
+}

@@ -1,0 +1,148 @@
+'use client';
+// Admin → Access: who holds which console role. The roles from token claims (NIMBUS_AUTH_ROLE_MAP) are shown
+// read-only; grants stored in the console can be added and revoked by Owners (both audited on the server).
+// Everyone with a role sees the list; the form and the Revoke buttons only appear for Owners.
+import { useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { ErrorBox, Timestamp } from '../format.tsx';
+import { accessApi, useMe, type Grant } from './accessApi.ts';
+
+const ROLES = ['Reader', 'Operator', 'Owner'] as const;
+const KINDS = ['user', 'group', 'service'] as const;
+
+export function AccessView() {
+  const client = useQueryClient();
+  const me = useMe();
+  const q = useQuery({ queryKey: ['grants'], queryFn: accessApi.grants });
+  const [form, setForm] = useState<{ subjectKind: Grant['subjectKind']; subject: string; subjectName: string; role: Grant['role']; endpointId: string }>({
+    subjectKind: 'user',
+    subject: '',
+    subjectName: '',
+    role: 'Reader',
+    endpointId: '',
+  });
+  const refresh = () => {
+    void client.invalidateQueries({ queryKey: ['grants'] });
+    void client.invalidateQueries({ queryKey: ['me'] });
+  };
+  const grant = useMutation({
+    mutationFn: () =>
+      accessApi.grant({
+        subjectKind: form.subjectKind,
+        subject: form.subject.trim(),
+        ...(form.subjectName.trim() ? { subjectName: form.subjectName.trim() } : {}),
+        role: form.role,
+        endpointId: form.endpointId.trim() || null,
+      }),
+    onSuccess: () => {
+      setForm({ ...form, subject: '', subjectName: '' });
+      refresh();
+    },
+  });
+  const revoke = useMutation({ mutationFn: accessApi.revoke, onSuccess: refresh });
+  const canManage = q.data?.canManage === true;
+  const mapEntries = q.data ? [...Object.entries(q.data.roleMap.roles).map(([k, v]) => ['app role', k, v] as const), ...Object.entries(q.data.roleMap.groups).map(([k, v]) => ['group', k, v] as const)] : [];
+
+  return (
+    <section>
+      <h1 className="mb-3 text-xl font-semibold">Admin · Access</h1>
+      {me.data && (
+        <p className="mb-3 text-sm text-slate-600" data-testid="me">
+          Signed in as <strong>{me.data.principal.name}</strong> ({me.data.principal.kind}); roles:{' '}
+          {me.data.roles.length === 0 ? 'none' : me.data.roles.map((r) => `${r.role}${r.endpointId ? ` on ${r.endpointId}` : ''} (${r.source})`).join(', ')}
+        </p>
+      )}
+      <ErrorBox error={q.error ?? grant.error ?? revoke.error} />
+      {canManage && (
+        <form
+          className="mb-4 flex flex-wrap items-end gap-2 rounded border border-slate-200 bg-white p-3 text-sm"
+          data-testid="grant-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            grant.mutate();
+          }}
+        >
+          <label className="flex flex-col text-xs text-slate-600">
+            Kind
+            <select value={form.subjectKind} onChange={(e) => setForm({ ...form, subjectKind: e.target.value as Grant['subjectKind'] })} className="rounded border border-slate-300 px-2 py-1 text-sm">
+              {KINDS.map((k) => (
+                <option key={k}>{k}</option>
+              ))}
+            </select>
+          </label>
+          <label className="flex flex-col text-xs text-slate-600">
+            Id (object id / subject / group id / client id)
+            <input required value={form.subject} onChange={(e) => setForm({ ...form, subject: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+          </label>
+          <label className="flex flex-col text-xs text-slate-600">
+            Name (optional)
+            <input value={form.subjectName} onChange={(e) => setForm({ ...form, subjectName: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+          </label>
+          <label className="flex flex-col text-xs text-slate-600">
+            Role
+            <select value={form.role} onChange={(e) => setForm({ ...form, role: e.target.value as Grant['role'] })} className="rounded border border-slate-300 px-2 py-1 text-sm">
+              {ROLES.map((r) => (
+                <option key={r}>{r}</option>
+              ))}
+            </select>
+          </label>
+          <label className="flex flex-col text-xs text-slate-600">
+            Endpoint (empty = site-wide)
+            <input value={form.endpointId} onChange={(e) => setForm({ ...form, endpointId: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+          </label>
+          <button type="submit" disabled={grant.isPending} className="rounded bg-slate-800 px-3 py-1 text-white">
+            Grant
+          </button>
+        </form>
+      )}
+      <h2 className="mb-1 font-semibold">Grants stored in the console</h2>
+      <table className="mb-4 w-full border-collapse bg-white text-sm">
+        <thead>
+          <tr className="border-b border-slate-200 text-left text-xs uppercase text-slate-500">
+            <th className="p-2">Who</th>
+            <th className="p-2">Role</th>
+            <th className="p-2">Endpoint</th>
+            <th className="p-2">Granted</th>
+            <th className="p-2" />
+          </tr>
+        </thead>
+        <tbody>
+          {(q.data?.grants ?? []).map((g) => (
+            <tr key={g.id} className="border-b border-slate-100" data-grant-id={g.id}>
+              <td className="p-2">
+                {g.subjectName ?? g.subject} <span className="text-xs text-slate-500">({g.subjectKind} {g.subject})</span>
+              </td>
+              <td className="p-2">{g.role}</td>
+              <td className="p-2">{g.endpointId ?? 'all'}</td>
+              <td className="p-2 text-xs">
+                <Timestamp at={g.grantedAt} /> by {g.grantedBy}
+              </td>
+              <td className="p-2">
+                {canManage && (
+                  <button type="button" onClick={() => revoke.mutate(g.id)} className="rounded border border-red-300 px-2 py-0.5 text-xs text-red-700">
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+          {q.data && q.data.grants.length === 0 && (
+            <tr>
+              <td colSpan={5} className="p-3 text-center text-slate-500">
+                No grants stored.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+      <h2 className="mb-1 font-semibold">Roles from sign-in claims (NIMBUS_AUTH_ROLE_MAP)</h2>
+      <ul className="list-disc pl-6 text-sm">
+        {mapEntries.map(([kind, claim, roles]) => (
+          <li key={`${kind}:${claim}`}>
+            {kind} <code>{claim}</code> → {Array.isArray(roles) ? roles.join(', ') : roles}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

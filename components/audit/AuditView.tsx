@@ -1,0 +1,154 @@
+'use client';
+// Audit page: the console's audit log (server/audit/auditLog.ts), newest first. Filters: endpoint, event id, user,
+// action, outcome and a time range; "Load more" follows the continuation. Filters live in the URL so a link to a
+// filtered view can be shared. Every value is rendered as text (React escapes it): the log holds user input.
+import { useState } from 'react';
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useRouter, useSearchParams } from 'next/navigation';
+import { ErrorBox, Timestamp } from '../format.tsx';
+import { accessApi, type AuditRecord } from './accessApi.ts';
+
+const FILTERS = ['endpointId', 'eventId', 'user', 'action', 'outcome', 'from', 'to'] as const;
+type Filters = Record<(typeof FILTERS)[number], string>;
+
+const OUTCOME_STYLE: Record<string, string> = {
+  succeeded: 'bg-emerald-100 text-emerald-800',
+  failed: 'bg-orange-100 text-orange-800',
+  denied: 'bg-red-100 text-red-800',
+};
+
+/** `datetime-local` values are local time without a zone; the API wants ISO with one. */
+const toIso = (local: string) => (local ? new Date(local).toISOString() : '');
+
+function Details({ r }: { r: AuditRecord }) {
+  if (!r.details && !r.reason) return null;
+  return (
+    <details className="text-xs">
+      <summary className="cursor-pointer text-slate-500">details</summary>
+      {r.reason && <p className="text-red-700">{r.reason}</p>}
+      {r.details && <pre className="max-w-xl overflow-auto whitespace-pre-wrap break-all bg-slate-50 p-1">{JSON.stringify(r.details, null, 2)}</pre>}
+    </details>
+  );
+}
+
+export function AuditView() {
+  const router = useRouter();
+  const params = useSearchParams();
+  const initial = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) ?? ''])) as Filters;
+  const [form, setForm] = useState<Filters>(initial);
+  const applied = initial;
+
+  const q = useInfiniteQuery({
+    queryKey: ['audit', applied],
+    initialPageParam: '',
+    queryFn: ({ pageParam }) => {
+      const s = new URLSearchParams();
+      for (const k of FILTERS) if (applied[k]) s.set(k, k === 'from' || k === 'to' ? toIso(applied[k]) : applied[k]);
+      if (pageParam) s.set('continuation', pageParam);
+      return accessApi.audit(s);
+    },
+    getNextPageParam: (last) => last.continuation ?? undefined,
+  });
+  const rows = q.data?.pages.flatMap((p) => p.items) ?? [];
+
+  const apply = () => {
+    const s = new URLSearchParams();
+    for (const k of FILTERS) if (form[k].trim()) s.set(k, form[k].trim());
+    router.replace(`/audit${s.size ? `?${s.toString()}` : ''}`);
+  };
+  const input = (k: keyof Filters, label: string, type = 'text') => (
+    <label className="flex flex-col text-xs text-slate-600">
+      {label}
+      <input
+        name={k}
+        type={type}
+        value={form[k]}
+        onChange={(e) => setForm({ ...form, [k]: e.target.value })}
+        className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900"
+      />
+    </label>
+  );
+
+  return (
+    <section>
+      <h1 className="mb-3 text-xl font-semibold">Audit</h1>
+      <form
+        className="mb-3 flex flex-wrap items-end gap-2 rounded border border-slate-200 bg-white p-3"
+        onSubmit={(e) => {
+          e.preventDefault();
+          apply();
+        }}
+      >
+        {input('endpointId', 'Endpoint')}
+        {input('eventId', 'Event id')}
+        {input('user', 'User')}
+        {input('action', 'Action')}
+        <label className="flex flex-col text-xs text-slate-600">
+          Outcome
+          <select name="outcome" value={form.outcome} onChange={(e) => setForm({ ...form, outcome: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900">
+            <option value="">any</option>
+            <option value="succeeded">succeeded</option>
+            <option value="failed">failed</option>
+            <option value="denied">denied</option>
+          </select>
+        </label>
+        {input('from', 'From', 'datetime-local')}
+        {input('to', 'To', 'datetime-local')}
+        <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-sm text-white">
+          Filter
+        </button>
+      </form>
+      <ErrorBox error={q.error} />
+      <table className="w-full border-collapse bg-white text-sm" data-testid="audit-table">
+        <thead>
+          <tr className="border-b border-slate-200 text-left text-xs uppercase text-slate-500">
+            <th className="p-2">Time</th>
+            <th className="p-2">User</th>
+            <th className="p-2">Role</th>
+            <th className="p-2">Action</th>
+            <th className="p-2">Endpoint</th>
+            <th className="p-2">Event / target</th>
+            <th className="p-2">Outcome</th>
+            <th className="p-2">Details</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.id} className="border-b border-slate-100 align-top" data-audit-id={r.id}>
+              <td className="p-2 whitespace-nowrap">
+                <Timestamp at={r.at} />
+              </td>
+              <td className="p-2" title={`${r.actorKind} ${r.actorId}`}>
+                {r.actorName}
+              </td>
+              <td className="p-2 text-xs">{r.roles}</td>
+              <td className="p-2 font-mono text-xs">{r.action}</td>
+              <td className="p-2">{r.endpointId ?? '—'}</td>
+              <td className="p-2 font-mono text-xs">{[r.eventId, r.target].filter(Boolean).join(' · ') || '—'}</td>
+              <td className="p-2">
+                <span className={`rounded px-1.5 py-0.5 text-xs font-medium ${OUTCOME_STYLE[r.outcome] ?? ''}`}>
+                  {r.outcome} ({r.status})
+                </span>
+              </td>
+              <td className="p-2">
+                <Details r={r} />
+              </td>
+            </tr>
+          ))}
+          {!q.isLoading && rows.length === 0 && (
+            <tr>
+              <td colSpan={8} className="p-4 text-center text-slate-500">
+                Nothing recorded with these filters.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+      {q.hasNextPage && (
+        <button type="button" onClick={() => void q.fetchNextPage()} disabled={q.isFetchingNextPage} className="mt-2 rounded border border-slate-300 px-3 py-1 text-sm">
+          {q.isFetchingNextPage ? 'Loading…' : 'Load more'}
+        </button>
+      )}
+    </section>
+  );
+}
