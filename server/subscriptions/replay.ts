@@ -1,18 +1,25 @@
 // Dead-letter replay (DESIGN.md §5): each selected dead letter is received under a lock, a copy with the same
 // MessageId and without ThrottleRetryCount / DeadLetterReason / DeadLetterErrorDescription is sent to the
-// topic it came from, and only then is the dead letter completed; a failed send abandons it. If the console
-// dies in between, the lock expires and the dead letter is still there (nothing lost); a second replay sends
-// the same MessageId again, which the Resolver's history and the SDK inbox recognise (no duplicate outcome).
+// topic it came from, and only then is the dead letter completed; a send the broker refused abandons it.
+//
+// Never twice, even if the console dies midway: every dead letter goes through the replay journal
+// (replayJournal.ts) - `sending` is written before the send, `sent` after it, `done` after the completion. A
+// later replay completes a `sent` dead letter without sending again, and leaves a `sending` one (the process
+// died during its send: the copy may be out) in the queue as *uncertain* until an operator decides, audited,
+// to resend it or to remove it as delivered. Topics have no duplicate detection to fall back on (the
+// Resolver's throttle path legitimately re-sends a MessageId), so the journal is the only guard.
 // A long replay writes its progress to an operation record as it goes, and is audited when it ends.
 import { randomUUID } from 'node:crypto';
-import type { ServiceBusAdministrationClient, ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
+import type { ServiceBusAdministrationClient, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import { Prop } from '../../lib/contract/index.ts';
 import type { MessageStore } from '../../lib/store/index.ts';
 import type { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { log } from '../log.ts';
 import { deadLetterReceiver, replayCopy, sequenceNumber, viewOf, type DeadLetterView } from './deadLetters.ts';
 import { ruleFilterSql } from './overview.ts';
+import { recordIdOf, verdictOf, type DeadLetterKey, type JournalEntry, type JournalRecord, type ReplayJournal, type UncertainDecision } from './replayJournal.ts';
 import { subscriptionMatches, type Match } from './ruleMatch.ts';
+import { sendCertainlyRefused } from './sendOutcome.ts';
 
 /** Which dead letters: the listed sequence numbers, or every one matching the reason filter (`all`). */
 export interface ReplaySelection {
@@ -21,6 +28,12 @@ export interface ReplaySelection {
   reason?: string;
   /** Upper bound on the number replayed in one operation. */
   max?: number;
+  /**
+   * The operator's decision on the listed dead letters that are uncertain (a replay died during their send):
+   * `resend` sends a copy again although one may already be out, `markDelivered` removes the dead letter
+   * without sending. Only with `sequenceNumbers`; dead letters that are not uncertain are replayed as usual.
+   */
+  uncertain?: UncertainDecision;
 }
 
 export const MAX_REPLAY = 5000;
@@ -28,6 +41,8 @@ export const MAX_REPLAY = 5000;
 export const MAX_SCAN = 20_000;
 /** The audit partition for namespace-level operator actions (they belong to no event). */
 export const TOPOLOGY_AUDIT_EVENT = '$topology';
+/** Uncertain dead letters listed with their evidence in a preview (the count covers all). */
+const MAX_UNCERTAIN_LISTED = 100;
 
 export function selects(sel: ReplaySelection, v: Pick<DeadLetterView, 'sequenceNumber' | 'reason'>): boolean {
   if (sel.reason !== undefined && v.reason !== sel.reason) return false;
@@ -35,10 +50,35 @@ export function selects(sel: ReplaySelection, v: Pick<DeadLetterView, 'sequenceN
   return sel.all === true;
 }
 
+/** Why a dead letter is uncertain: the claim left in `sending`, and what became of the operation that made it. */
+export interface UncertainEvidence {
+  sequenceNumber: string;
+  messageId: string | null;
+  reason: string | null;
+  enqueuedAt: string | null;
+  deliveryCount: number | null;
+  /** The replay whose send was in flight, who started it, when it claimed this dead letter. */
+  operationId: string;
+  auditor: string;
+  claimedAt: string;
+  /** That operation's record: `interrupted` (its process died), `running`, `done`/`failed`, or `unknown`. */
+  operationState: 'interrupted' | 'running' | 'done' | 'failed' | 'unknown';
+  /** Present when this claim itself came from an earlier operator decision. */
+  decision: JournalRecord['decision'];
+}
+
 export interface ReplayPreview {
   topic: string;
   subscription: string;
   count: number;
+  /** Of `count`: a replay already sent their copy (journal `sent`/`done`); they are only removed, not sent. */
+  alreadySent: number;
+  /** Of `count`: a replay died during their send; they are left in the queue until an operator decides. */
+  uncertain: number;
+  /** Of `count`: sent now (count - alreadySent - uncertain, or + uncertain with a `resend` decision). */
+  toSend: number;
+  /** The uncertain ones with their evidence (at most 100). */
+  uncertainItems: UncertainEvidence[];
   /** True when the scan stopped at its bound: there may be more matching dead letters. */
   truncated: boolean;
   sample: Array<Pick<DeadLetterView, 'sequenceNumber' | 'messageId' | 'reason' | 'enqueuedAt'>>;
@@ -59,20 +99,54 @@ async function topicRules(admin: ServiceBusAdministrationClient, topic: string):
   return out;
 }
 
-/** What a replay would do: how many, and which other subscriptions the copies would also reach. */
+/** A 'running' operation not updated for this long has lost its process. */
+export const INTERRUPTED_AFTER_MS = 60_000;
+
+export function operationStateOf(op: Pick<ReplayOperation, 'state' | 'updatedAt'> | null | undefined, now = Date.now()): UncertainEvidence['operationState'] {
+  if (!op) return 'unknown';
+  if (op.state === 'running') return now - Date.parse(op.updatedAt) > INTERRUPTED_AFTER_MS ? 'interrupted' : 'running';
+  return op.state;
+}
+
+export async function uncertainEvidence(docs: PlatformDocs | undefined, items: Array<{ view: DeadLetterView; record: JournalRecord }>): Promise<UncertainEvidence[]> {
+  const ops = new Map<string, UncertainEvidence['operationState']>();
+  for (const id of new Set(items.map((i) => i.record.operationId))) {
+    const doc = docs ? await docs.read<ReplayOperation>(operationDocName(id)).catch(() => null) : null;
+    ops.set(id, operationStateOf(doc?.value));
+  }
+  return items.map(({ view, record }) => ({
+    sequenceNumber: view.sequenceNumber,
+    messageId: view.messageId,
+    reason: view.reason,
+    enqueuedAt: view.enqueuedAt,
+    deliveryCount: view.deliveryCount,
+    operationId: record.operationId,
+    auditor: record.auditor,
+    claimedAt: record.claimedAt,
+    operationState: ops.get(record.operationId) ?? 'unknown',
+    decision: record.decision,
+  }));
+}
+
+/** What a replay would do: how many, what the journal already knows of them, and which other subscriptions the copies would also reach. */
 export async function previewReplay(
   client: ServiceBusClient,
   admin: ServiceBusAdministrationClient,
+  journal: ReplayJournal,
   topic: string,
   subscription: string,
   sel: ReplaySelection,
+  docs?: PlatformDocs,
 ): Promise<ReplayPreview> {
   const max = Math.min(sel.max ?? MAX_REPLAY, MAX_REPLAY);
-  const rules = await topicRules(admin, topic);
+  const [rules, open] = await Promise.all([topicRules(admin, topic), journal.openRecords(topic, subscription)]);
   const receiver = deadLetterReceiver(client, topic, subscription);
   const reach = new Map<string, { yes: number; unknown: number }>();
   const sample: ReplayPreview['sample'] = [];
+  const uncertainFound: Array<{ view: DeadLetterView; record: JournalRecord }> = [];
   let count = 0;
+  let alreadySent = 0;
+  let uncertain = 0;
   let truncated = false;
   try {
     let batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber('0') });
@@ -85,7 +159,16 @@ export async function previewReplay(
           break;
         }
         count++;
+        const record = open.get(recordIdOf(v));
+        const verdict = verdictOf(record);
+        if (verdict === 'alreadySent') alreadySent++;
+        if (verdict === 'uncertain') {
+          uncertain++;
+          if (uncertainFound.length < MAX_UNCERTAIN_LISTED) uncertainFound.push({ view: v, record: record! });
+        }
         if (sample.length < 20) sample.push({ sequenceNumber: v.sequenceNumber, messageId: v.messageId, reason: v.reason, enqueuedAt: v.enqueuedAt });
+        // A copy goes out only for these; already-sent and (undecided) uncertain ones reach nobody now.
+        if (verdict === 'alreadySent' || (verdict === 'uncertain' && sel.uncertain !== 'resend')) continue;
         const props = { ...(replayCopy(m).applicationProperties ?? {}) };
         for (const [name, filters] of rules) {
           if (name.toLowerCase() === subscription.toLowerCase()) continue;
@@ -106,7 +189,8 @@ export async function previewReplay(
   const alsoReaches = [...reach.entries()]
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
     .sort((a, b) => a.subscription.localeCompare(b.subscription));
-  return { topic, subscription, count, truncated, sample, alsoReaches };
+  const toSend = count - alreadySent - (sel.uncertain === 'resend' ? 0 : uncertain);
+  return { topic, subscription, count, alreadySent, uncertain, toSend, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
 }
 
 export interface ReplayOperation {
@@ -116,10 +200,20 @@ export interface ReplayOperation {
   subscription: string;
   auditor: string;
   state: 'running' | 'done' | 'failed';
+  /** Copies sent by this operation (and their dead letters completed, unless counted in notCompleted). */
   replayed: number;
+  /** Sends the broker refused: nothing went out, the dead letter stays and may be replayed again. */
   failed: number;
-  /** Dead letters whose copy was sent but whose completion failed (lock lost): they may be replayed again. */
+  /** Dead letters whose copy was sent but whose completion failed (lock lost): the next replay removes them without sending. */
   notCompleted: number;
+  /** Dead letters an earlier replay had already sent: completed now without sending again. */
+  alreadySent: number;
+  /** Dead letters left in the queue because whether their copy went out is unknown (operator decision needed). */
+  uncertain: number;
+  uncertainSequenceNumbers: string[];
+  /** The operator decision this operation applied to uncertain dead letters, and to how many. */
+  decision: UncertainDecision | null;
+  decided: number;
   messageIds: string[];
   error: string | null;
   startedAt: string;
@@ -127,17 +221,46 @@ export interface ReplayOperation {
   finishedAt: string | null;
 }
 
+/** Points where a test kills the replaying process, to leave the journal exactly as a crash there would. */
+export interface ReplayCrashPoints {
+  /** After the `sending` claim is stored, before the send. */
+  afterClaim?: (sequenceNumber: string) => void;
+  /** After the send resolved, before `sent` is stored. */
+  afterSend?: (sequenceNumber: string) => void;
+}
+
 export interface ReplayDeps {
   client: ServiceBusClient;
+  /**
+   * The client the copies are sent with. It should not retry sends by itself (retryOptions.maxRetries 0):
+   * a retried send after a timeout can enqueue a second copy that no journal saw. Default: `client`.
+   */
+  sendClient?: ServiceBusClient;
   store: MessageStore;
+  journal: ReplayJournal;
   docs?: PlatformDocs;
   /** How long one receive waits for more dead letters before the pass ends. */
   receiveWaitMs?: number;
   /** Least time between two writes of the progress record (default 500 ms; the final state is always written). */
   progressEveryMs?: number;
+  crashPoints?: ReplayCrashPoints;
 }
 
 export const operationDocName = (id: string) => `op_${id}`;
+
+const errorText = (err: unknown, fallback: string) => (err instanceof Error ? err.message.slice(0, 300) : fallback);
+
+/** A journal write that must not be lost to a passing throttle or blip: a few tries, then the error. */
+async function persist<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (attempt >= 4) throw err;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}
 
 /**
  * Runs one replay to its end and returns the final operation record. `onProgress` and the operation document
@@ -148,9 +271,12 @@ export async function replayDeadLetters(
   args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; operationId?: string },
   onProgress?: (op: ReplayOperation) => void,
 ): Promise<ReplayOperation> {
-  const { client, store, docs } = deps;
+  const { client, store, docs, journal } = deps;
   const { topic, subscription, selection, auditor } = args;
   const max = Math.min(selection.max ?? MAX_REPLAY, MAX_REPLAY);
+  const wanted = selection.sequenceNumbers && selection.sequenceNumbers.length > 0 ? new Set(selection.sequenceNumbers) : null;
+  // A decision applies only to dead letters the operator listed one by one, never to a filter.
+  const decision = wanted ? (selection.uncertain ?? null) : null;
   const now = () => new Date().toISOString();
   const op: ReplayOperation = {
     id: args.operationId ?? randomUUID(),
@@ -162,6 +288,11 @@ export async function replayDeadLetters(
     replayed: 0,
     failed: 0,
     notCompleted: 0,
+    alreadySent: 0,
+    uncertain: 0,
+    uncertainSequenceNumbers: [],
+    decision,
+    decided: 0,
     messageIds: [],
     error: null,
     startedAt: now(),
@@ -171,25 +302,154 @@ export async function replayDeadLetters(
   let lastSaved = 0;
   const save = async (force: boolean) => {
     op.updatedAt = now();
-    onProgress?.({ ...op });
+    onProgress?.({ ...op, messageIds: [...op.messageIds], uncertainSequenceNumbers: [...op.uncertainSequenceNumbers] });
     if (!docs || (!force && Date.now() - lastSaved < (deps.progressEveryMs ?? 500))) return;
     lastSaved = Date.now();
     await docs.write(operationDocName(op.id), op).catch((err: unknown) => {
-      log.warn({ operationId: op.id, err: err instanceof Error ? err.message : String(err) }, 'replay progress not saved');
+      log.warn({ operationId: op.id, err: errorText(err, 'write failed') }, 'replay progress not saved');
     });
   };
   await save(true);
 
   const receiver = deadLetterReceiver(client, topic, subscription);
-  const sender = client.createSender(topic);
-  // Dead letters this pass received but does not replay: their locks are held until the end, so the loop
+  const sender = (deps.sendClient ?? client).createSender(topic);
+  // Dead letters this pass received but does not replay now: their locks are held until the end, so the loop
   // does not receive them again, then released with abandon (they stay in the dead-letter queue).
   const held: ServiceBusReceivedMessage[] = [];
   const seen = new Set<string>();
-  const wanted = selection.sequenceNumbers && selection.sequenceNumbers.length > 0 ? new Set(selection.sequenceNumbers) : null;
   let consecutiveFailures = 0;
+
+  const eventAudit = (v: DeadLetterView, type: string, comment: string, extra: Record<string, unknown> = {}) => {
+    const eventId = v.applicationProperties[Prop.EventId];
+    if (typeof eventId !== 'string' || eventId === '') return Promise.resolve();
+    // The event's own audit trail shows the replay too; keyed so a retried write adds nothing.
+    return store
+      .recordAudit({
+        id: `${type}-${op.id}-${v.sequenceNumber}`,
+        eventId: eventId.slice(0, 128),
+        type,
+        auditor,
+        comment,
+        data: JSON.stringify({ messageId: v.messageId, reason: v.reason, operationId: op.id, ...extra }).slice(0, 4096),
+      })
+      .then(() => undefined)
+      .catch(() => undefined);
+  };
+
+  /** Removes a dead letter whose copy is out; the journal then says `done`. */
+  const completeSent = async (m: ServiceBusReceivedMessage, entry: JournalEntry | null) => {
+    try {
+      await receiver.completeMessage(m);
+    } catch {
+      // Lock lost: the record still says `sent`, so whoever receives it next removes it without sending.
+      op.notCompleted++;
+      return;
+    }
+    if (entry) await journal.transition(entry, { state: 'done', doneAt: now() }).catch(() => null);
+  };
+
+  /** Sends the copy under a claim this operation holds (`sending`), then records `sent` and completes. */
+  const sendClaimed = async (m: ServiceBusReceivedMessage, v: DeadLetterView, claim: JournalEntry): Promise<'sent' | 'refused' | 'uncertain'> => {
+    deps.crashPoints?.afterClaim?.(v.sequenceNumber);
+    try {
+      await sender.sendMessages(replayCopy(m));
+    } catch (err) {
+      op.error = errorText(err, 'send failed');
+      if (sendCertainlyRefused(err)) {
+        // Nothing went out: forget the claim so a later replay may send it.
+        await journal.release(claim).catch(() => false);
+        await receiver.abandonMessage(m).catch(() => undefined);
+        op.failed++;
+        return 'refused';
+      }
+      // It may have gone out after all: the claim stays `sending` and the dead letter waits for an operator.
+      held.push(m);
+      markUncertain(v);
+      return 'uncertain';
+    }
+    deps.crashPoints?.afterSend?.(v.sequenceNumber);
+    let sent: JournalEntry | null = null;
+    try {
+      sent = await persist(() => journal.transition(claim, { state: 'sent', sentAt: now() }));
+    } catch (err) {
+      // The copy is out; completing the dead letter is still right (once it is gone nothing can resend it).
+      log.warn({ operationId: op.id, sequenceNumber: v.sequenceNumber, err: errorText(err, 'write failed') }, 'replay journal: sent not recorded');
+    }
+    await completeSent(m, sent);
+    op.replayed++;
+    if (op.messageIds.length < 200 && v.messageId) op.messageIds.push(v.messageId);
+    return 'sent';
+  };
+
+  const markUncertain = (v: DeadLetterView) => {
+    op.uncertain++;
+    if (op.uncertainSequenceNumbers.length < 200) op.uncertainSequenceNumbers.push(v.sequenceNumber);
+  };
+
+  /** An operator's decision on a dead letter left `sending` by another operation. */
+  const decide = async (m: ServiceBusReceivedMessage, v: DeadLetterView, entry: JournalEntry, kind: UncertainDecision) => {
+    const d = { kind, by: auditor, at: now(), operationId: op.id, previousOperationId: entry.record.operationId, previousClaimedAt: entry.record.claimedAt };
+    const taken =
+      kind === 'resend'
+        ? await journal.transition(entry, { operationId: op.id, auditor, claimedAt: now(), decision: d })
+        : await journal.transition(entry, { state: 'sent', operationId: op.id, auditor, sentAt: now(), decision: d });
+    if (!taken) {
+      // The record changed since it was read (its owner finished after all): next time it is judged anew.
+      held.push(m);
+      return;
+    }
+    op.decided++;
+    await eventAudit(v, kind === 'resend' ? 'ReplayUncertainResend' : 'ReplayUncertainMarkDelivered', `uncertain dead letter of ${topic}/${subscription}: ${kind === 'resend' ? 'resent on operator decision' : 'removed as delivered on operator decision'}`, { previousOperationId: d.previousOperationId, previousClaimedAt: d.previousClaimedAt });
+    if (kind === 'resend') {
+      await sendClaimed(m, v, taken);
+      return;
+    }
+    await completeSent(m, taken);
+  };
+
+  const replayOne = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<'ok' | 'failed'> => {
+    const key: DeadLetterKey = { topic, subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId };
+    let entry: JournalEntry | null;
+    try {
+      entry = await journal.get(key);
+      if (!entry) {
+        const claim = await journal.claim(key, { operationId: op.id, auditor });
+        if (claim) {
+          const r = await sendClaimed(m, v, claim);
+          if (r === 'sent') await eventAudit(v, 'ReplayDeadLetter', `dead letter replayed from ${topic}/${subscription}`);
+          return r === 'sent' ? 'ok' : 'failed';
+        }
+        // Someone claimed it between our read and our create: judge their record.
+        entry = await journal.get(key);
+      }
+    } catch (err) {
+      // No journal, no send: without the `sending` record a crash could not be told apart from "never sent".
+      op.failed++;
+      op.error = `replay journal unavailable, not sent: ${errorText(err, 'store error')}`;
+      await receiver.abandonMessage(m).catch(() => undefined);
+      return 'failed';
+    }
+    if (!entry) {
+      held.push(m);
+      return 'ok';
+    }
+    if (entry.record.state !== 'sending') {
+      // `sent` (or `done` on a dead letter that is somehow back): the copy is out; remove it, send nothing.
+      op.alreadySent++;
+      await completeSent(m, entry.record.state === 'sent' ? entry : null);
+      return 'ok';
+    }
+    if (decision) {
+      await decide(m, v, entry, decision);
+      return 'ok';
+    }
+    held.push(m);
+    markUncertain(v);
+    return 'ok';
+  };
+
   try {
-    outer: while (op.replayed + op.failed < max) {
+    while (op.replayed + op.failed + op.alreadySent + op.uncertain < max) {
       if (wanted && [...wanted].every((s) => seen.has(s))) break;
       if (seen.size >= MAX_SCAN) {
         op.error = `stopped after looking at ${MAX_SCAN} dead letters; run the replay again for the rest`;
@@ -198,61 +458,33 @@ export async function replayDeadLetters(
       const batch = await receiver.receiveMessages(20, { maxWaitTimeInMs: deps.receiveWaitMs ?? 1000 });
       if (batch.length === 0) break;
       let fresh = 0;
+      let stop = false;
       for (const m of batch) {
         const v = viewOf(m);
         if (seen.has(v.sequenceNumber)) {
-          // Came back after its lock expired or after a failed send: this pass has already decided on it.
+          // Came back after its lock expired or after a refused send: this pass has already decided on it.
           held.push(m);
           continue;
         }
         seen.add(v.sequenceNumber);
         fresh++;
-        if (!selects(selection, v) || op.replayed + op.failed >= max) {
+        if (stop || !selects(selection, v) || op.replayed + op.failed + op.alreadySent + op.uncertain >= max) {
           held.push(m);
           continue;
         }
-        try {
-          await sender.sendMessages(replayCopy(m));
-        } catch (err) {
-          op.failed++;
-          op.error = err instanceof Error ? err.message.slice(0, 300) : 'send failed';
-          await receiver.abandonMessage(m).catch(() => undefined);
-          await save(false);
-          if (++consecutiveFailures >= 3) break outer;
-          continue;
-        }
-        consecutiveFailures = 0;
-        try {
-          await receiver.completeMessage(m);
-        } catch {
-          op.notCompleted++;
-        }
-        op.replayed++;
-        if (op.messageIds.length < 200 && v.messageId) op.messageIds.push(v.messageId);
-        const eventId = v.applicationProperties[Prop.EventId];
-        if (typeof eventId === 'string' && eventId !== '') {
-          // The event's own audit trail shows the replay too; keyed so a retried write adds nothing.
-          await store
-            .recordAudit({
-              id: `replay-${op.id}-${v.sequenceNumber}`,
-              eventId: eventId.slice(0, 128),
-              type: 'ReplayDeadLetter',
-              auditor,
-              comment: `dead letter replayed from ${topic}/${subscription}`,
-              data: JSON.stringify({ messageId: v.messageId, reason: v.reason, operationId: op.id }).slice(0, 4096),
-            })
-            .catch(() => undefined);
-        }
+        const r = await replayOne(m, v);
+        consecutiveFailures = r === 'failed' ? consecutiveFailures + 1 : 0;
+        if (consecutiveFailures >= 3) stop = true;
         await save(false);
       }
-      if (fresh === 0) break;
+      if (stop || fresh === 0) break;
     }
-    op.state = op.failed > 0 && op.replayed === 0 ? 'failed' : 'done';
+    op.state = op.failed > 0 && op.replayed === 0 && op.alreadySent === 0 ? 'failed' : 'done';
   } catch (err) {
     op.state = 'failed';
-    op.error = err instanceof Error ? err.message.slice(0, 300) : 'replay failed';
+    op.error = errorText(err, 'replay failed');
   } finally {
-    await Promise.all(held.map((m) => receiver.abandonMessage(m).catch(() => undefined)));
+    await releaseAll(receiver, held);
     await sender.close().catch(() => undefined);
     await receiver.close().catch(() => undefined);
   }
@@ -261,11 +493,28 @@ export async function replayDeadLetters(
   await store.recordAudit({
     id: `replay-${op.id}`,
     eventId: TOPOLOGY_AUDIT_EVENT,
-    type: 'ReplayDeadLetters',
+    type: decision ? 'ReplayUncertainDecision' : 'ReplayDeadLetters',
     auditor,
-    comment: `${topic}/${subscription}: ${op.replayed} replayed, ${op.failed} failed`,
-    data: JSON.stringify({ topic, subscription, replayed: op.replayed, failed: op.failed, notCompleted: op.notCompleted, error: op.error, messageIds: op.messageIds.slice(0, 50) }).slice(0, 4096),
+    comment: `${topic}/${subscription}: ${op.replayed} replayed, ${op.alreadySent} already sent (removed), ${op.uncertain} uncertain (left), ${op.failed} failed${decision ? `; operator decision ${decision} on ${op.decided}` : ''}`,
+    data: JSON.stringify({
+      topic,
+      subscription,
+      replayed: op.replayed,
+      failed: op.failed,
+      notCompleted: op.notCompleted,
+      alreadySent: op.alreadySent,
+      uncertain: op.uncertain,
+      decision,
+      decided: op.decided,
+      sequenceNumbers: decision ? selection.sequenceNumbers?.slice(0, 100) : undefined,
+      error: op.error,
+      messageIds: op.messageIds.slice(0, 50),
+    }).slice(0, 4096),
   });
-  log.info({ operationId: op.id, topic, subscription, replayed: op.replayed, failed: op.failed }, 'dead-letter replay finished');
+  log.info({ operationId: op.id, topic, subscription, replayed: op.replayed, alreadySent: op.alreadySent, uncertain: op.uncertain, failed: op.failed }, 'dead-letter replay finished');
   return op;
+}
+
+async function releaseAll(receiver: ServiceBusReceiver, held: ServiceBusReceivedMessage[]): Promise<void> {
+  await Promise.all(held.map((m) => receiver.abandonMessage(m).catch(() => undefined)));
 }

@@ -7,10 +7,22 @@ import type { ConsoleContext } from '../context.ts';
 import { notFound } from '../http.ts';
 import { log } from '../log.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
-import { peekDeadLetters, type DeadLetterPage } from './deadLetters.ts';
+import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { peekDeadLetters, type DeadLetterPage, type DeadLetterView } from './deadLetters.ts';
 import { requireConfirmation, purge, restoreRules, setReceiving } from './manage.ts';
 import { listTopology, type TopicView } from './overview.ts';
-import { MAX_REPLAY, operationDocName, previewReplay, replayDeadLetters, type ReplayOperation, type ReplayPreview } from './replay.ts';
+import {
+  INTERRUPTED_AFTER_MS,
+  MAX_REPLAY,
+  operationDocName,
+  previewReplay,
+  replayDeadLetters,
+  uncertainEvidence,
+  type ReplayOperation,
+  type ReplayPreview,
+  type UncertainEvidence,
+} from './replay.ts';
+import { ReplayJournal, verdictOf, type JournalRecord, type JournalVerdict } from './replayJournal.ts';
 
 const entityName = z.string().min(1).max(260).regex(/^[A-Za-z0-9._\-$]+$/, 'entity names are letters, digits, ".", "_", "-" and "$"');
 export const subscriptionParams = z.object({ topic: entityName, subscription: entityName });
@@ -28,9 +40,12 @@ export const replaySelection = z
     all: z.boolean().optional(),
     reason: z.string().min(1).max(4096).optional(),
     max: z.number().int().min(1).max(MAX_REPLAY).optional(),
+    /** The operator's decision on uncertain dead letters; only for dead letters listed by sequence number. */
+    uncertain: z.enum(['resend', 'markDelivered']).optional(),
   })
   .strict()
-  .refine((s) => (s.sequenceNumbers?.length ?? 0) > 0 || s.all === true, 'select dead letters: sequenceNumbers, or all: true (with an optional reason)');
+  .refine((s) => (s.sequenceNumbers?.length ?? 0) > 0 || s.all === true, 'select dead letters: sequenceNumbers, or all: true (with an optional reason)')
+  .refine((s) => s.uncertain === undefined || (s.sequenceNumbers?.length ?? 0) > 0, 'a decision on uncertain dead letters names them one by one (sequenceNumbers), never by filter');
 
 export const subscriptionAction = z
   .object({
@@ -44,12 +59,51 @@ export async function topologyOverview(ctx: ConsoleContext): Promise<{ topics: T
   return { topics: await listTopology(ctx.serviceBus.admin, deriveTopology(ctx.catalog)), generatedAt: new Date().toISOString() };
 }
 
-export function deadLetters(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, q: z.output<typeof deadLetterQuery>): Promise<DeadLetterPage> {
-  return peekDeadLetters(ctx.serviceBus.client, p.topic, p.subscription, q);
+// One journal per context: it works on the store's own database handle, so it has nothing to close.
+const journals = new WeakMap<ConsoleContext, ReplayJournal>();
+export function journalOf(ctx: ConsoleContext): ReplayJournal {
+  let j = journals.get(ctx);
+  if (!j) {
+    j = new ReplayJournal(ctx.store.database);
+    journals.set(ctx, j);
+  }
+  return j;
+}
+
+/** A dead letter as the page shows it: with what the replay journal knows of it. */
+export type DeadLetterWithReplay = DeadLetterView & {
+  replay: { verdict: JournalVerdict; state: JournalRecord['state']; operationId: string; auditor: string; claimedAt: string; sentAt: string | null; evidence: UncertainEvidence | null } | null;
+};
+
+export async function deadLetters(
+  ctx: ConsoleContext,
+  p: z.output<typeof subscriptionParams>,
+  q: z.output<typeof deadLetterQuery>,
+): Promise<Omit<DeadLetterPage, 'items'> & { items: DeadLetterWithReplay[] }> {
+  const page = await peekDeadLetters(ctx.serviceBus.client, p.topic, p.subscription, q);
+  const journal = journalOf(ctx);
+  const found = await journal.getMany(page.items.map((v) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId })));
+  const uncertain = page.items.flatMap((view) => {
+    const e = found.get(view.sequenceNumber);
+    return e && e.record.state === 'sending' ? [{ view, record: e.record }] : [];
+  });
+  const evidence = new Map((await uncertainEvidence(getOpsServices(ctx).docs, uncertain)).map((u) => [u.sequenceNumber, u]));
+  return {
+    ...page,
+    items: page.items.map((v) => {
+      const e = found.get(v.sequenceNumber);
+      if (!e) return { ...v, replay: null };
+      const r = e.record;
+      return {
+        ...v,
+        replay: { verdict: verdictOf(r), state: r.state, operationId: r.operationId, auditor: r.auditor, claimedAt: r.claimedAt, sentAt: r.sentAt, evidence: evidence.get(v.sequenceNumber) ?? null },
+      };
+    }),
+  };
 }
 
 export function replayPreview(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, sel: z.output<typeof replaySelection>): Promise<ReplayPreview> {
-  return previewReplay(ctx.serviceBus.client, ctx.serviceBus.admin, p.topic, p.subscription, sel);
+  return previewReplay(ctx.serviceBus.client, ctx.serviceBus.admin, journalOf(ctx), p.topic, p.subscription, sel, getOpsServices(ctx).docs);
 }
 
 /** Starts a replay in the background and answers with its operation id; progress is read with `operation`. */
@@ -61,12 +115,18 @@ export async function startReplay(
 ): Promise<{ operationId: string }> {
   const ops = getOpsServices(ctx);
   const operationId = randomUUID();
+  // Copies go out on a client that never retries a send by itself: a send retried after a timeout could
+  // enqueue a second copy behind the journal's back. A failed send is judged by replay.ts instead.
+  const sending = createServiceBusClients(ctx.config.serviceBusConnectionString, { client: { retryOptions: { maxRetries: 0 } } });
   const run = replayDeadLetters(
-    { client: ctx.serviceBus.client, store: ctx.store, docs: ops.docs },
+    { client: ctx.serviceBus.client, sendClient: sending.client, store: ctx.store, journal: journalOf(ctx), docs: ops.docs },
     { topic: p.topic, subscription: p.subscription, selection: sel, auditor, operationId },
   )
     .catch((err: unknown) => log.error({ operationId, err: err instanceof Error ? err.message : String(err) }, 'replay failed'))
-    .finally(() => ops.running.delete(operationId));
+    .finally(() => {
+      ops.running.delete(operationId);
+      return sending.close().catch(() => undefined);
+    });
   ops.running.set(operationId, run);
   // The operation document exists before the answer, so the first progress read finds it.
   for (let i = 0; i < 50 && !(await ops.docs.read(operationDocName(operationId))); i++) await new Promise((r) => setTimeout(r, 20));
@@ -78,7 +138,7 @@ export async function operation(ctx: ConsoleContext, operationId: string): Promi
   const doc = await getOpsServices(ctx).docs.read<ReplayOperation>(operationDocName(operationId));
   if (!doc) throw notFound(`operation ${operationId} is not known`);
   const op = doc.value;
-  const interrupted = op.state === 'running' && Date.now() - Date.parse(op.updatedAt) > 60_000;
+  const interrupted = op.state === 'running' && Date.now() - Date.parse(op.updatedAt) > INTERRUPTED_AFTER_MS;
   return { ...op, interrupted };
 }
 

@@ -12,15 +12,18 @@ import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { peekDeadLetters, purgeDeadLetters } from './deadLetters.ts';
 import { listTopology } from './overview.ts';
 import { previewReplay, replayDeadLetters, TOPOLOGY_AUDIT_EVENT, operationDocName, type ReplayOperation } from './replay.ts';
+import { ReplayJournal } from './replayJournal.ts';
 import { requireConfirmation, restoreRules, setReceiving } from './manage.ts';
 import { sqlFilterMatches } from './ruleMatch.ts';
 
 let stack: ConsoleTestStack;
 let docs: PlatformDocs;
+let journal: ReplayJournal;
 
 before(async () => {
   stack = await startConsoleTestStack();
   docs = new PlatformDocs({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'nimbus' });
+  journal = new ReplayJournal(stack.store.database);
 });
 after(async () => {
   docs?.close();
@@ -83,13 +86,13 @@ describe('subscriptions', () => {
     assert.match(dl.body, /<b>x<\/b>/);
 
     const sel = { all: true, reason: 'CosmosDbThrottled' };
-    const preview = await previewReplay(stack.serviceBus.client, stack.serviceBus.admin, Topic.Resolver, Topic.Resolver, sel);
+    const preview = await previewReplay(stack.serviceBus.client, stack.serviceBus.admin, journal, Topic.Resolver, Topic.Resolver, sel);
     assert.equal(preview.count, 1);
     assert.deepEqual(preview.alsoReaches, [], 'the Resolver topic has one subscription');
 
     const progress: ReplayOperation[] = [];
     const op = await replayDeadLetters(
-      { client: stack.serviceBus.client, store: stack.store, docs },
+      { client: stack.serviceBus.client, store: stack.store, journal, docs },
       { topic: Topic.Resolver, subscription: Topic.Resolver, selection: sel, auditor: 'tester' },
       (p) => progress.push(p),
     );
@@ -132,11 +135,12 @@ describe('subscriptions', () => {
     await stack.serviceBus.admin.updateTopic({ ...topic, status: 'SendDisabled' });
     try {
       const op = await replayDeadLetters(
-        { client: stack.serviceBus.client, store: stack.store },
+        { client: stack.serviceBus.client, store: stack.store, journal },
         { topic: Topic.Resolver, subscription: Topic.Resolver, selection: { all: true }, auditor: 'tester' },
       );
       assert.equal(op.replayed, 0);
       assert.ok(op.failed >= 1);
+      assert.equal(op.uncertain, 0, 'a send the broker refused is certain: not uncertain');
       assert.equal(op.state, 'failed');
     } finally {
       const t = await stack.serviceBus.admin.getTopic(Topic.Resolver);
@@ -144,6 +148,10 @@ describe('subscriptions', () => {
     }
     const left = await peekDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver);
     assert.deepEqual(left.items.map((i) => i.messageId), [messageId]);
+    // The refused send released its claim, so the dead letter is replayable as new (not uncertain).
+    assert.equal(await journal.get({ topic: Topic.Resolver, subscription: Topic.Resolver, sequenceNumber: left.items[0]!.sequenceNumber, messageId }), null);
+    const pv = await previewReplay(stack.serviceBus.client, stack.serviceBus.admin, journal, Topic.Resolver, Topic.Resolver, { all: true });
+    assert.deepEqual([pv.count, pv.toSend, pv.uncertain, pv.alreadySent], [1, 1, 0, 0]);
     assert.equal(await purgeDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver), 1);
   });
 
@@ -171,7 +179,7 @@ describe('subscriptions', () => {
     assert.ok(m);
     await receiver.deadLetterMessage(m, { deadLetterReason: 'HandlerFailed', deadLetterErrorDescription: 'boom' });
     await receiver.close();
-    const preview = await previewReplay(stack.serviceBus.client, stack.serviceBus.admin, ep, ep, { all: true });
+    const preview = await previewReplay(stack.serviceBus.client, stack.serviceBus.admin, journal, ep, ep, { all: true });
     assert.equal(preview.count, 1);
     assert.deepEqual(preview.alsoReaches, [{ subscription: 'Resolver', count: 1, certain: true }]);
     assert.equal(await purgeDeadLetters(stack.serviceBus.client, ep, ep), 1);
