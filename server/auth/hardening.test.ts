@@ -1,0 +1,245 @@
+// Hostile input against the built console in Chromium (embedded emulator + Cosmos, real clients, the real
+// proxy.ts): markup in event payloads, error texts, dead-letter reasons/descriptions and grant names renders as
+// text (no script runs, no element is injected) while the pages still work under the nonce CSP; a cross-origin
+// form POST is refused and audited; an oversized body gets 413; every response carries the security headers.
+// Plus the pure helpers of server/auth/hardening.ts.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BrowserContext, Page } from 'playwright-core';
+import { MessageType, Prop } from '../../lib/contract/index.ts';
+import { ensureConsoleBuilt } from '../build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
+import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
+import { seedConsoleData, XSS_TEXT } from '../testing/seed.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { queryAudit } from '../audit/auditLog.ts';
+import { bodyTooLarge, newNonce, pageCsp } from './hardening.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
+const EP = 'billingendpoint';
+
+let stack: ConsoleTestStack;
+let app: RunningConsole;
+let chromiumInstance: TestBrowser | undefined;
+let browser: BrowserContext;
+let evil: Server | undefined;
+const pageErrors: string[] = [];
+const cspViolations: string[] = [];
+
+async function open(path: string): Promise<Page> {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => pageErrors.push(`${path}: ${e.message}`));
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(`${path}: ${m.text()}`);
+  });
+  await page.goto(app.url + path);
+  return page;
+}
+
+/** No payload ran (it would set window.__xss) and none of its elements exist in the document. */
+async function assertInert(page: Page, where: string): Promise<void> {
+  const r = await page.evaluate(() => ({
+    xss: (window as unknown as { __xss?: number }).__xss,
+    imgs: document.querySelectorAll('img[src="x"], img[onerror]').length,
+    scripts: [...document.querySelectorAll('script')].filter((s) => s.textContent?.includes('__xss')).length,
+  }));
+  assert.deepEqual(r, { xss: undefined, imgs: 0, scripts: 0 }, `${where}: the payload stayed text`);
+}
+
+before(async () => {
+  await ensureConsoleBuilt(DIR);
+  stack = await startConsoleTestStack('hostile');
+  await seedConsoleData(stack.store);
+  // An event whose error text, type and dead-letter reason/description are all markup.
+  const when = new Date().toISOString();
+  const common = {
+    endpointId: EP,
+    eventId: 'evt-xss-1',
+    sessionId: 'XSS-1',
+    eventTypeId: 'OrderPlaced',
+    originatingMessageId: 'evt-xss-1-req',
+    correlationId: 'evt-xss-1-corr',
+    enqueuedAt: when,
+  };
+  await stack.store.recordOutcome({
+    history: { ...common, messageId: 'evt-xss-1-req', messageType: MessageType.EventRequest, parentMessageId: 'self', from: 'storefrontendpoint', to: EP, payload: { note: XSS_TEXT } },
+    status: { ...common, messageId: 'evt-xss-1-req', messageType: MessageType.EventRequest, parentMessageId: 'self', from: 'storefrontendpoint', to: EP, payload: { note: XSS_TEXT } },
+  });
+  const response = {
+    ...common,
+    messageId: 'evt-xss-1-res',
+    messageType: MessageType.ErrorResponse,
+    parentMessageId: 'evt-xss-1-req',
+    from: EP,
+    to: 'Resolver',
+    errorText: XSS_TEXT,
+    errorType: XSS_TEXT.slice(0, 60),
+    deadLetterReason: 'Bad<script>window.__xss=3</script>',
+    deadLetterErrorDescription: XSS_TEXT,
+  };
+  await stack.store.recordOutcome({ history: { ...response }, status: { ...response } });
+  // A real dead letter on the broker with markup in its reason, description, properties and body.
+  const sender = stack.serviceBus.client.createSender(EP);
+  await sender.sendMessages({ body: XSS_TEXT, sessionId: 'XSS-DL', messageId: 'xss-dl-1', applicationProperties: { [Prop.To]: EP, note: XSS_TEXT } });
+  await sender.close();
+  const receiver = await stack.serviceBus.client.acceptSession(EP, EP, 'XSS-DL');
+  const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+  assert.ok(m, 'the message reached the endpoint subscription');
+  await receiver.deadLetterMessage(m, { deadLetterReason: '<b>x</b><img src=x onerror="window.__xss=4">', deadLetterErrorDescription: XSS_TEXT });
+  await receiver.close();
+
+  app = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env, dir: DIR });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
+});
+
+after(async () => {
+  await chromiumInstance?.close();
+  await new Promise<void>((r) => (evil ? evil.close(() => r()) : r()));
+  await app?.close();
+  const { closeOpsServices } = await import('../heartbeat/services.ts');
+  await closeOpsServices();
+  await stack?.close();
+});
+
+describe('hostile input in Chromium', () => {
+  test('markup in payloads, error texts and dead-letter descriptions renders inert; the pages still run under the CSP', async () => {
+    const event = await open(`/endpoints/${EP}/events/evt-xss-1`);
+    await event.getByText('window.__xss=1', { exact: false }).first().waitFor();
+    const text = await event.locator('main').innerText();
+    assert.ok(text.includes('<img src=x onerror="window.__xss=1">'), 'the error text is shown as text, markup included');
+    await assertInert(event, 'event page');
+
+    const failed = await open(`/endpoints/${EP}/events/evt-failed-1`);
+    await failed.getByTestId('payload').waitFor();
+    await assertInert(failed, 'payload');
+
+    const list = await open(`/endpoints/${EP}`);
+    await list.getByRole('link', { name: 'evt-xss-1' }).waitFor();
+    await assertInert(list, 'event list');
+
+    const dl = await open(`/topology/subscriptions/${EP}/${EP}`);
+    await dl.getByText('window.__xss=4', { exact: false }).first().waitFor();
+    await assertInert(dl, 'dead letters');
+
+    // Scripts run only by nonce: the client-rendered tables above prove the nonce reached Next's scripts.
+    const nonces = await event.evaluate(() => [...document.querySelectorAll('script')].map((s) => s.nonce));
+    assert.ok(nonces.length > 0 && nonces.every((n) => n.length > 0), 'every script tag carries the nonce');
+    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(cspViolations, [], 'nothing of ours is blocked by the policy');
+  });
+
+  test('an inline handler without the nonce is blocked by the policy', async () => {
+    const page = await open('/audit');
+    await page.getByTestId('audit-table').waitFor();
+    // What an injection would amount to if markup ever reached the DOM as HTML: the CSP refuses to run it.
+    const errored = await page.evaluate(
+      () =>
+        new Promise<boolean>((resolve) => {
+          document.body.insertAdjacentHTML('beforeend', '<img id="probe" src="/no-such-image.png" onerror="window.__xss=5">');
+          const img = document.getElementById('probe')!;
+          img.addEventListener('error', () => setTimeout(() => resolve(true), 50));
+        }),
+    );
+    assert.equal(errored, true);
+    assert.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined);
+    assert.ok(cspViolations.some((v) => v.startsWith('/audit')), 'the browser reported the refused handler');
+    cspViolations.length = 0;
+  });
+
+  test('a grant named with markup shows as text on the Access page', async () => {
+    const res = await fetch(`${app.url}/api/admin/grants`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ subjectKind: 'user', subject: 'oid-x', subjectName: XSS_TEXT, role: 'Reader', endpointId: null }),
+    });
+    assert.equal(res.status, 201);
+    const page = await open('/admin/access');
+    await page.getByText('window.__xss=1', { exact: false }).first().waitFor();
+    await assertInert(page, 'access page');
+    const audit = await open('/audit?action=grants.manage');
+    await audit.locator('tr[data-audit-id]').first().waitFor();
+    await assertInert(audit, 'audit page');
+  });
+
+  test('a cross-origin form POST is refused with 403 and audited', async () => {
+    // Another site (another origin on this machine) auto-submits a form at the console, as a CSRF page would.
+    evil = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(
+        `<form id=f method=POST action="${app.url}/api/event/skip/${EP}/evt-failed-1" enctype="text/plain"><input name=x value=y></form><script>document.getElementById('f').submit()</script>`,
+      );
+    });
+    await new Promise<void>((r) => evil!.listen(0, '127.0.0.1', () => r()));
+    const page = await browser.newPage();
+    const answered = page.waitForResponse((r) => r.url().includes('/api/event/skip/'));
+    await page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
+    const res = await answered;
+    assert.equal(res.status(), 403);
+    assert.match(((await res.json()) as { detail: string }).detail, /cross-site request refused/);
+    const log = await queryAudit(stack.store.database, { action: 'skip', outcome: 'denied', eventId: 'evt-failed-1', pageSize: 5 });
+    assert.match(log.items[0]?.reason ?? '', /cross-site/);
+    const trail = (await stack.store.listAudits('evt-failed-1')).items;
+    assert.ok(trail.some((a) => a.type === 'Denied'), "the refused attempt is in the event's trail");
+    const row = (await stack.store.getEvent(EP, 'evt-failed-1'))!.rows[0]!;
+    assert.equal(row.status, 'Failed', 'nothing was skipped');
+  });
+
+  test('an oversized body gets 413 with a message, from the page and from any client', async () => {
+    const page = await open('/');
+    const fromPage = await page.evaluate(async () => {
+      const r = await fetch(`/api/event/resubmit/billingendpoint/evt-failed-1`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ payload: { blob: 'x'.repeat(2_000_000) } }),
+      });
+      return { status: r.status, body: (await r.json()) as { error: string; detail: string } };
+    });
+    assert.equal(fromPage.status, 413);
+    assert.match(fromPage.body.detail, /at most 1000000 bytes/);
+    const direct = await fetch(`${app.url}/api/operations/reconcile`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: 'x'.repeat(1_500_000) });
+    assert.equal(direct.status, 413);
+  });
+
+  test('security headers on pages, API answers and static files', async () => {
+    const pageRes = await fetch(`${app.url}/`);
+    const csp = pageRes.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self' 'nonce-[A-Za-z0-9+/=]+' 'strict-dynamic'/);
+    assert.ok(!/script-src[^;]*'unsafe-inline'/.test(csp), 'no unsafe-inline scripts');
+    assert.match(csp, /frame-ancestors 'none'/);
+    const second = (await fetch(`${app.url}/`)).headers.get('content-security-policy');
+    assert.notEqual(second, csp, 'a fresh nonce per request');
+    const html = await pageRes.text();
+    const asset = /\/_next\/static\/[^"']+\.js/.exec(html)?.[0];
+    assert.ok(asset, 'the page links a script chunk');
+    for (const [what, res] of [
+      ['page', pageRes],
+      ['api', await fetch(`${app.url}/api/endpoints`)],
+      ['static', await fetch(`${app.url}${asset}`)],
+    ] as const) {
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what);
+      assert.equal(res.headers.get('referrer-policy'), 'same-origin', what);
+      assert.equal(res.headers.get('x-frame-options'), 'DENY', what);
+    }
+    assert.equal((await fetch(`${app.url}/api/endpoints`)).headers.get('content-security-policy'), "default-src 'none'; frame-ancestors 'none'");
+  });
+});
+
+describe('hardening helpers', () => {
+  test('nonces are fresh and the policy never allows inline or eval scripts in production', () => {
+    const a = newNonce();
+    assert.notEqual(a, newNonce());
+    assert.match(a, /^[A-Za-z0-9+/]{22}==$/);
+    const csp = pageCsp(a);
+    assert.ok(csp.includes(`'nonce-${a}'`) && !csp.includes('unsafe-eval') && !/script-src[^;]*unsafe-inline/.test(csp));
+  });
+  test('body limit applies to mutating methods with a declared size over the limit', () => {
+    assert.equal(bodyTooLarge('GET', '5000000'), null);
+    assert.equal(bodyTooLarge('POST', '1000000'), null);
+    assert.match(bodyTooLarge('put', '1000001') ?? '', /1000001 bytes/);
+    assert.equal(bodyTooLarge('POST', null), null);
+  });
+});
