@@ -7,6 +7,7 @@ import type { BenchResult } from './report.ts';
 import { toMarkdown } from './report.ts';
 import { runEmulatorBench } from './emulator.ts';
 import { runResolverBench } from './resolver.ts';
+import { runPipelineBench } from './pipeline.ts';
 
 /** The Resolver benchmark reports its own shape; put it in the common table form. */
 async function resolverAsTable(): Promise<BenchResult> {
@@ -44,6 +45,7 @@ async function resolverAsTable(): Promise<BenchResult> {
 const benchmarks: Array<{ name: string; run: () => Promise<BenchResult> }> = [
   { name: 'emulator', run: runEmulatorBench },
   { name: 'resolver', run: resolverAsTable },
+  { name: 'pipeline', run: runPipelineBench },
 ];
 
 const only = process.argv.slice(2);
