@@ -57,6 +57,8 @@ export interface DemoOptions {
   seed?: number;
   /** Storefront events per second; 0 starts the endpoints without traffic. Default 2. */
   ratePerSecond?: number;
+  /** Orders in the traffic's opening that wait for an operator (failed credit approvals, slow handoffs). Default 1. */
+  operatorCases?: number;
   logger?: Logger;
   timings?: Partial<DemoTimings>;
 }
@@ -184,6 +186,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       publisher: storefront,
       seed: options.seed ?? 42,
       ratePerSecond: rate,
+      operatorCases: options.operatorCases,
       log: log.child({ endpointId: DemoEndpoint.storefront }),
     });
   log.info(

@@ -51,6 +51,26 @@ describe('traffic planner', () => {
     assert.equal((malformed.payload.shippingAddress as Record<string, unknown>).postalCode, undefined);
   });
 
+  test('operatorCases adds failing credit orders and slow handoffs, each in a session of its own', () => {
+    const p = new TrafficPlanner(42, { operatorCases: 3 });
+    const opening = Array.from({ length: 7 + 2 * 5 }, () => p.next());
+    assert.deepEqual(opening.slice(0, 7), plan(42, 7), 'the standard opening comes first, unchanged');
+    const credit = opening.filter((e) => e.scenario === 'order-credit-approval');
+    assert.equal(credit.length, 3);
+    assert.equal(new Set(credit.map((e) => e.sessionId)).size, 3);
+    for (const c of credit) {
+      assert.ok(
+        opening.some((e) => e.scenario === 'order-cancelled' && e.payload.orderId === c.payload.orderId),
+        'each failing order has a cancellation parked behind it',
+      );
+    }
+    const slow = opening.filter(
+      (e) => e.scenario === 'order' && ledgerJobOutcome(invoiceIdFor(String(e.payload.orderId))) === 'slow',
+    );
+    assert.ok(slow.length >= 3);
+    assert.equal(new Set(slow.map((e) => e.sessionId)).size, slow.length);
+  });
+
   test('sessions are per customer, and customers register before anything else of theirs', () => {
     const registered = new Set<string>();
     const scenarios = new Set<string>();

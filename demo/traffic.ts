@@ -82,9 +82,15 @@ export class TrafficPlanner {
   private nextOrder = 10001;
   private readonly opening: PlannedEvent[];
 
-  constructor(seed: number) {
+  /**
+   * `operatorCases` (default 1): how many orders in the opening wait for an operator - credit-approval orders that
+   * billing fails (each with a cancellation parked behind it) and large orders whose ledger import is slow (a
+   * pending ERP handoff) - each for a customer of its own, so each blocks its own session. The browser test asks
+   * for several, to resubmit one, skip another and edit a third.
+   */
+  constructor(seed: number, options: { operatorCases?: number } = {}) {
     this.random = seededRandom(seed);
-    this.opening = this.planOpening();
+    this.opening = this.planOpening(Math.max(1, Math.floor(options.operatorCases ?? 1)));
   }
 
   next(): PlannedEvent {
@@ -113,7 +119,7 @@ export class TrafficPlanner {
    * an operator resubmits) followed by its cancellation (parked behind it); a profile update (the CRM has no
    * handler: Unsupported); an order with a broken address (shipping dead-letters it).
    */
-  private planOpening(): PlannedEvent[] {
+  private planOpening(operatorCases: number): PlannedEvent[] {
     const first = this.register();
     const firstCustomer = this.customers[0]!;
     const bigOrder = this.order(
@@ -126,7 +132,7 @@ export class TrafficPlanner {
     const secondCustomer = this.customers[1]!;
     const creditOrder = this.order(secondCustomer, 'order-credit-approval');
     const cancellation = this.cancel(secondCustomer, String(creditOrder.payload.orderId));
-    return [
+    const opening = [
       first,
       bigOrder,
       second,
@@ -135,6 +141,19 @@ export class TrafficPlanner {
       this.update(firstCustomer),
       this.order(firstCustomer, 'order-malformed-address'),
     ];
+    // Further cases come after the standard opening, so the default plan stays what it always was.
+    for (let i = 1; i < operatorCases; i++) {
+      opening.push(this.register());
+      const handoffCustomer = this.customers.at(-1)!;
+      opening.push(
+        this.order(handoffCustomer, 'order', (orderId) => ledgerJobOutcome(invoiceIdFor(orderId)) === 'slow', 'large'),
+      );
+      opening.push(this.register());
+      const creditCustomer = this.customers.at(-1)!;
+      const credit = this.order(creditCustomer, 'order-credit-approval');
+      opening.push(credit, this.cancel(creditCustomer, String(credit.payload.orderId)));
+    }
+    return opening;
   }
 
   private activeCustomer(): Customer {
@@ -251,6 +270,8 @@ export interface TrafficOptions {
   seed: number;
   /** Events per second; 0 publishes nothing. */
   ratePerSecond: number;
+  /** Orders in the opening that wait for an operator (see TrafficPlanner). Default 1. */
+  operatorCases?: number;
   log: Logger;
   now?: () => Date;
 }
@@ -263,7 +284,7 @@ export interface RunningTraffic {
 
 /** Publishes the plan at `ratePerSecond`, one event at a time; a failed publish is logged and the plan moves on. */
 export function startTraffic(options: TrafficOptions): RunningTraffic {
-  const planner = new TrafficPlanner(options.seed);
+  const planner = new TrafficPlanner(options.seed, { operatorCases: options.operatorCases });
   const now = options.now ?? (() => new Date());
   const intervalMs = options.ratePerSecond > 0 ? 1000 / options.ratePerSecond : 0;
   let published = 0;

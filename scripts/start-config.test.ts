@@ -26,7 +26,7 @@ describe('start configuration', () => {
     assert.equal(c.catalogPath, 'catalog/demo.json');
     assert.equal(c.database, 'nimbus');
     assert.equal(c.auth, 'off');
-    assert.deepEqual(c.demo, { enabled: true, ratePerSecond: 2, seed: 42 });
+    assert.deepEqual(c.demo, { enabled: true, ratePerSecond: 2, seed: 42, operatorCases: 1, slowHandoffMs: 90_000 });
   });
 
   test('connection settings: external services, no embedded server, demo off by default', () => {

@@ -1,4 +1,4 @@
-// `npm start` configuration: DESIGN.md §7's variables (plus the demo's rate and seed, and the log level), read
+// `npm start` configuration: DESIGN.md §7's variables (plus the demo's knobs and the log level), read
 // from the environment and validated with zod. A bad setting yields one sentence naming the variable, never the
 // value of a secret (connection strings and keys are checked but not echoed).
 import { isIP } from 'node:net';
@@ -27,7 +27,11 @@ export interface StartConfig {
   auth: AuthMode;
   /** enabled: NIMBUS_CONSOLE (default 1); 0 runs the platform headless (the demo without a UI, tests). */
   console: { enabled: boolean; port: number; hostname: string };
-  demo: { enabled: boolean; ratePerSecond: number; seed: number };
+  /**
+   * operatorCases: orders in the traffic's opening that wait for an operator (NIMBUS_DEMO_OPERATOR_CASES);
+   * slowHandoffMs: how long the ERP's slow ledger imports stay pending handoffs (NIMBUS_DEMO_SLOW_HANDOFF_SECONDS).
+   */
+  demo: { enabled: boolean; ratePerSecond: number; seed: number; operatorCases: number; slowHandoffMs: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** Settings that were ignored, with why (printed at startup). */
   notes: string[];
@@ -102,6 +106,23 @@ const envSchema = z.object({
     .transform((v) => (v === undefined ? 42 : Number(v)))
     .pipe(
       z.number({ error: 'NIMBUS_DEMO_SEED must be an integer' }).int('NIMBUS_DEMO_SEED must be an integer'),
+    ),
+  NIMBUS_DEMO_OPERATOR_CASES: optionalText
+    .transform((v) => (v === undefined ? 1 : Number(v)))
+    .pipe(
+      z
+        .number({ error: 'NIMBUS_DEMO_OPERATOR_CASES must be a whole number from 1 to 20' })
+        .int('NIMBUS_DEMO_OPERATOR_CASES must be a whole number from 1 to 20')
+        .min(1, 'NIMBUS_DEMO_OPERATOR_CASES must be a whole number from 1 to 20')
+        .max(20, 'NIMBUS_DEMO_OPERATOR_CASES must be a whole number from 1 to 20'),
+    ),
+  NIMBUS_DEMO_SLOW_HANDOFF_SECONDS: optionalText
+    .transform((v) => (v === undefined ? 90 : Number(v)))
+    .pipe(
+      z
+        .number({ error: 'NIMBUS_DEMO_SLOW_HANDOFF_SECONDS must be a number of seconds (1-86400)' })
+        .min(1, 'NIMBUS_DEMO_SLOW_HANDOFF_SECONDS must be a number of seconds (1-86400)')
+        .max(86_400, 'NIMBUS_DEMO_SLOW_HANDOFF_SECONDS must be a number of seconds (1-86400)'),
     ),
   NIMBUS_LOG_LEVEL: optionalText.pipe(
     z
@@ -217,6 +238,8 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
         enabled: e.NIMBUS_DEMO ?? embedded,
         ratePerSecond: e.NIMBUS_DEMO_RATE,
         seed: e.NIMBUS_DEMO_SEED,
+        operatorCases: e.NIMBUS_DEMO_OPERATOR_CASES,
+        slowHandoffMs: Math.round(e.NIMBUS_DEMO_SLOW_HANDOFF_SECONDS * 1000),
       },
       logLevel: e.NIMBUS_LOG_LEVEL,
       notes,

@@ -254,8 +254,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
           catalog,
           seed: config.demo.seed,
           ratePerSecond: config.demo.ratePerSecond,
+          operatorCases: config.demo.operatorCases,
           logger: log('demo'),
-          timings: options.demoTimings,
+          timings: { slowHandoffMs: config.demo.slowHandoffMs, ...options.demoTimings },
         });
         started.push({ component: 'demo', stop: () => demo.stop() });
         demoStarted = true;
