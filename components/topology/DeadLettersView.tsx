@@ -2,13 +2,15 @@
 // The dead-letter browser of one subscription: peek with paging, filter by reason, each dead letter's reason,
 // description, enqueued time, delivery count, application properties and body (rendered as text: React escapes
 // it). Replay of the selected dead letters or of all matching the filter goes preview → confirm → progress →
-// result; purge asks for the typed subscription name.
+// result; purge asks for the typed subscription name. A dead letter whose replay died during its send is shown
+// as uncertain with the evidence from the replay journal; it is sent again (or removed as delivered) only on
+// the operator's explicit decision, which the server audits.
 import Link from 'next/link';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox, Timestamp } from '../format.tsx';
-import { opsApi, type ReplayOperation, type ReplayPreview, type ReplaySelection } from './opsApi.ts';
+import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 
 const PAGE_SIZE = 25;
@@ -25,6 +27,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   const [operationId, setOperationId] = useState<string | null>(null);
   const [purging, setPurging] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
+  const [deciding, setDeciding] = useState<{ item: DeadLetter; kind: UncertainDecision } | null>(null);
 
   const key = ['deadletters', topic, subscription, reason, from];
   const q = useQuery({
@@ -57,6 +60,13 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     // The list is stale once the replay ends: read it again.
     if (finished) void client.invalidateQueries({ queryKey: ['deadletters', topic, subscription] });
   }, [finished, client, topic, subscription]);
+  const decide = useMutation({
+    mutationFn: (d: { item: DeadLetter; kind: UncertainDecision }) => opsApi.replay(topic, subscription, { sequenceNumbers: [d.item.sequenceNumber], uncertain: d.kind }),
+    onSuccess: (r) => {
+      setDeciding(null);
+      setOperationId(r.operationId);
+    },
+  });
   const purge = useMutation({
     mutationFn: (typed: string) => opsApi.action(topic, subscription, 'purge', typed),
     onSuccess: (r) => {
@@ -126,7 +136,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           </button>
         </div>
       </form>
-      <ErrorBox error={q.error ?? previewMutation.error ?? start.error ?? op.error} />
+      <ErrorBox error={q.error ?? previewMutation.error ?? start.error ?? decide.error ?? op.error} />
       {notice && (
         <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {notice}
@@ -152,6 +162,33 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
                 {d.sessionId && <span className="text-xs text-slate-500">session {d.sessionId}</span>}
               </div>
               {d.description && <p className="mt-1 whitespace-pre-wrap text-slate-700">{d.description}</p>}
+              {d.replay?.verdict === 'alreadySent' && (
+                <p className="mt-1 text-xs text-emerald-800" data-replay-verdict="alreadySent">
+                  Copy already sent by replay <span className="font-mono">{d.replay.operationId.slice(0, 8)}</span>
+                  {d.replay.sentAt && (
+                    <>
+                      {' '}
+                      at <Timestamp at={d.replay.sentAt} />
+                    </>
+                  )}
+                  ; the next replay only removes it from the queue.
+                </p>
+              )}
+              {d.replay?.verdict === 'uncertain' && (
+                <div className="mt-2 rounded border border-amber-300 bg-amber-50 p-2 text-xs text-amber-900" data-replay-verdict="uncertain">
+                  <b>Uncertain: may already have been delivered.</b>
+                  {d.replay.evidence ? <Evidence e={d.replay.evidence} /> : null}
+                  <p className="mt-1">A replay never sends it again by itself. Check the receiving side for MessageId {d.messageId}, then decide:</p>
+                  <div className="mt-1 flex gap-2">
+                    <button type="button" onClick={() => setDeciding({ item: d, kind: 'markDelivered' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
+                      Remove as delivered…
+                    </button>
+                    <button type="button" onClick={() => setDeciding({ item: d, kind: 'resend' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
+                      Resend anyway…
+                    </button>
+                  </div>
+                </div>
+              )}
               <details className="mt-1">
                 <summary className="cursor-pointer text-xs text-sky-700">Properties and body</summary>
                 <pre className="mt-1 max-h-48 overflow-auto rounded bg-slate-50 p-2 text-xs">{JSON.stringify(d.applicationProperties, null, 2)}</pre>
@@ -179,8 +216,8 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       {preview && (
         <ConfirmDialog
           title={`Replay ${preview.result.count}${preview.result.truncated ? '+' : ''} dead letter${preview.result.count === 1 ? '' : 's'}`}
-          confirmLabel={`Replay ${preview.result.count}`}
-          busy={start.isPending || preview.result.count === 0}
+          confirmLabel={`Replay (${preview.result.toSend} to send)`}
+          busy={start.isPending || preview.result.toSend + preview.result.alreadySent === 0}
           onCancel={() => setPreview(null)}
           onConfirm={() => start.mutate(preview.selection)}
         >
@@ -202,7 +239,30 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           ) : (
             <p className="mt-2">No other subscription of {topic} receives the copies.</p>
           )}
+          <ReplayJournalSummary p={preview.result} />
           {preview.result.truncated && <p className="mt-2 text-amber-800">More dead letters match than one replay handles; run it again afterwards.</p>}
+        </ConfirmDialog>
+      )}
+      {deciding && (
+        <ConfirmDialog
+          title={deciding.kind === 'resend' ? 'Resend an uncertain dead letter' : 'Remove an uncertain dead letter as delivered'}
+          confirmLabel={deciding.kind === 'resend' ? 'Resend anyway' : 'Remove without sending'}
+          danger
+          busy={decide.isPending}
+          onCancel={() => setDeciding(null)}
+          onConfirm={() => decide.mutate(deciding)}
+        >
+          <p>
+            Dead letter #{deciding.item.sequenceNumber} (MessageId <span className="font-mono">{deciding.item.messageId}</span>) was being sent when its replay stopped;
+            whether the copy reached topic <b>{topic}</b> is unknown.
+          </p>
+          {deciding.item.replay?.evidence && <Evidence e={deciding.item.replay.evidence} />}
+          <p className="mt-2">
+            {deciding.kind === 'resend'
+              ? 'A copy is sent again. If the first one did arrive, receivers get this MessageId twice.'
+              : 'The dead letter is removed without sending. If the first copy did not arrive, the message is gone.'}{' '}
+            Your decision is recorded in the audit log.
+          </p>
         </ConfirmDialog>
       )}
       {purging && (
@@ -230,13 +290,63 @@ function ReplayProgress({ op, onClose }: { op: ReplayOperation; onClose: () => v
       <b>{running ? 'Replaying…' : op.interrupted ? 'Replay interrupted' : op.state === 'done' ? 'Replay finished' : 'Replay failed'}</b>
       <span>{op.replayed} replayed</span>
       {op.failed > 0 && <span>{op.failed} failed (left in the queue)</span>}
-      {op.notCompleted > 0 && <span>{op.notCompleted} sent but not removed (lock lost)</span>}
+      {op.alreadySent > 0 && <span>{op.alreadySent} already sent earlier (removed without sending)</span>}
+      {op.uncertain > 0 && <span>{op.uncertain} uncertain (left in the queue: decide on each)</span>}
+      {op.decision && <span>{op.decided} decided: {op.decision === 'resend' ? 'resent' : 'removed as delivered'}</span>}
+      {op.notCompleted > 0 && <span>{op.notCompleted} sent but not removed (lock lost; the next replay removes them)</span>}
       {op.error && <span className="text-xs">{op.error}</span>}
       {!running && (
         <button type="button" onClick={onClose} className="ml-auto text-xs underline">
           Dismiss
         </button>
       )}
+    </div>
+  );
+}
+
+function Evidence({ e }: { e: UncertainEvidence }) {
+  const state = { interrupted: 'its process died', running: 'still running', done: 'finished', failed: 'failed', unknown: 'no record' }[e.operationState];
+  return (
+    <dl className="mt-1 grid grid-cols-[auto_1fr] gap-x-2 text-xs" data-evidence>
+      <dt>Replay</dt>
+      <dd>
+        <span className="font-mono">{e.operationId}</span> by {e.auditor} ({state})
+      </dd>
+      <dt>Send started</dt>
+      <dd>
+        <Timestamp at={e.claimedAt} />
+      </dd>
+      {e.decision && (
+        <>
+          <dt>Earlier decision</dt>
+          <dd>
+            {e.decision.kind} by {e.decision.by} at <Timestamp at={e.decision.at} />
+          </dd>
+        </>
+      )}
+    </dl>
+  );
+}
+
+/** What the replay journal already knows of the previewed dead letters. */
+function ReplayJournalSummary({ p }: { p: ReplayPreview }) {
+  if (p.alreadySent === 0 && p.uncertain === 0) return <p className="mt-2">{p.toSend} will be sent.</p>;
+  return (
+    <div className="mt-2 rounded border border-slate-200 p-2" data-preview-journal>
+      <p>
+        <b>{p.toSend}</b> will be sent. <b>{p.alreadySent}</b> already sent by an earlier replay (removed without sending again).{' '}
+        <b>{p.uncertain}</b> uncertain: may already have been delivered; left in the queue.
+      </p>
+      {p.uncertainItems.length > 0 && (
+        <ul className="mt-1 max-h-40 list-disc overflow-auto pl-5 text-xs">
+          {p.uncertainItems.map((u) => (
+            <li key={u.sequenceNumber}>
+              #{u.sequenceNumber} <span className="font-mono">{u.messageId}</span> — send started <Timestamp at={u.claimedAt} /> by replay {u.operationId.slice(0, 8)} ({u.operationState})
+            </li>
+          ))}
+        </ul>
+      )}
+      {p.uncertain > 0 && <p className="mt-1 text-xs">Decide on uncertain dead letters one by one from the list.</p>}
     </div>
   );
 }

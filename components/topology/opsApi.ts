@@ -1,5 +1,10 @@
 // The browser side of the operations API (Topology, Operations, Admin): typed fetch helpers and the shapes the
-// pages read. Errors carry the server's `{ error, detail }` so a page can show the reason.
+// pages read. Errors carry the server's `{ error, detail }` so a page can show the reason. The replay shapes are
+// the server's own read models (type-only imports), so they cannot drift.
+import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySelection as ServerReplaySelection, UncertainEvidence } from '../../server/subscriptions/replay.ts';
+import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
+import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
+
 export interface SubscriptionView {
   topic: string;
   name: string;
@@ -22,47 +27,14 @@ export interface TopicView {
   subscriptions: SubscriptionView[];
 }
 
-export interface DeadLetter {
-  sequenceNumber: string;
-  messageId: string | null;
-  sessionId: string | null;
-  reason: string | null;
-  description: string | null;
-  enqueuedAt: string | null;
-  deliveryCount: number | null;
-  deadLetterSource: string | null;
-  applicationProperties: Record<string, unknown>;
-  body: string;
-  bodyEncoding: 'utf8' | 'base64';
-}
+/** A dead letter with what the replay journal knows of it (the server's read model). */
+export type DeadLetter = DeadLetterWithReplay;
 
-export interface ReplaySelection {
-  sequenceNumbers?: string[];
-  all?: boolean;
-  reason?: string;
-}
+export type ReplaySelection = Pick<ServerReplaySelection, 'sequenceNumbers' | 'all' | 'reason' | 'uncertain'>;
 
-export interface ReplayPreview {
-  count: number;
-  truncated: boolean;
-  sample: Array<{ sequenceNumber: string; messageId: string | null; reason: string | null; enqueuedAt: string | null }>;
-  alsoReaches: Array<{ subscription: string; count: number; certain: boolean }>;
-}
+export type { ReplayPreview, UncertainEvidence, UncertainDecision };
 
-export interface ReplayOperation {
-  id: string;
-  topic: string;
-  subscription: string;
-  state: 'running' | 'done' | 'failed';
-  interrupted: boolean;
-  replayed: number;
-  failed: number;
-  notCompleted: number;
-  error: string | null;
-  startedAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-}
+export type ReplayOperation = ServerReplayOperation & { interrupted: boolean };
 
 export interface StaleRow {
   endpointId: string;
