@@ -39,13 +39,31 @@ async function open(path: string): Promise<Page> {
   return page;
 }
 
+// The page's globals, typed just enough for the evaluate() callbacks (the Node program has no DOM types).
+interface El {
+  nonce: string;
+  textContent: string | null;
+  addEventListener(type: string, listener: () => void): void;
+}
+interface Browser {
+  __xss?: number;
+  document: {
+    querySelectorAll(selector: string): Iterable<El> & { length: number };
+    getElementById(id: string): El | null;
+    body: { insertAdjacentHTML(position: string, html: string): void };
+  };
+}
+
 /** No payload ran (it would set window.__xss) and none of its elements exist in the document. */
 async function assertInert(page: Page, where: string): Promise<void> {
-  const r = await page.evaluate(() => ({
-    xss: (window as unknown as { __xss?: number }).__xss,
-    imgs: document.querySelectorAll('img[src="x"], img[onerror]').length,
-    scripts: [...document.querySelectorAll('script')].filter((s) => s.textContent?.includes('__xss')).length,
-  }));
+  const r = await page.evaluate(() => {
+    const w = globalThis as unknown as Browser;
+    return {
+      xss: w.__xss,
+      imgs: w.document.querySelectorAll('img[src="x"], img[onerror]').length,
+      scripts: [...w.document.querySelectorAll('script')].filter((s) => s.textContent?.includes('__xss')).length,
+    };
+  });
   assert.deepEqual(r, { xss: undefined, imgs: 0, scripts: 0 }, `${where}: the payload stayed text`);
 }
 
@@ -126,7 +144,7 @@ describe('hostile input in Chromium', () => {
     await assertInert(dl, 'dead letters');
 
     // Scripts run only by nonce: the client-rendered tables above prove the nonce reached Next's scripts.
-    const nonces = await event.evaluate(() => [...document.querySelectorAll('script')].map((s) => s.nonce));
+    const nonces = await event.evaluate(() => [...(globalThis as unknown as Browser).document.querySelectorAll('script')].map((s) => s.nonce));
     assert.ok(nonces.length > 0 && nonces.every((n) => n.length > 0), 'every script tag carries the nonce');
     assert.deepEqual(pageErrors, []);
     assert.deepEqual(cspViolations, [], 'nothing of ours is blocked by the policy');
@@ -139,13 +157,14 @@ describe('hostile input in Chromium', () => {
     const errored = await page.evaluate(
       () =>
         new Promise<boolean>((resolve) => {
-          document.body.insertAdjacentHTML('beforeend', '<img id="probe" src="/no-such-image.png" onerror="window.__xss=5">');
-          const img = document.getElementById('probe')!;
+          const d = (globalThis as unknown as Browser).document;
+          d.body.insertAdjacentHTML('beforeend', '<img id="probe" src="/no-such-image.png" onerror="window.__xss=5">');
+          const img = d.getElementById('probe')!;
           img.addEventListener('error', () => setTimeout(() => resolve(true), 50));
         }),
     );
     assert.equal(errored, true);
-    assert.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined);
+    assert.equal(await page.evaluate(() => (globalThis as unknown as Browser).__xss), undefined);
     assert.ok(cspViolations.some((v) => v.startsWith('/audit')), 'the browser reported the refused handler');
     cspViolations.length = 0;
   });
