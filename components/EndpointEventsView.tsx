@@ -9,6 +9,7 @@ import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-quer
 import { api, endpointHref, eventHref, type BulkResult, type EventListItem } from './api.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { Ago, ErrorBox, StatusBadge, useNow } from './format.tsx';
+import { useCan } from './audit/accessApi.ts';
 
 const STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
 const FILTER_KEYS = ['status', 'eventTypeId', 'sessionId', 'eventId', 'from', 'to', 'q'] as const;
@@ -29,6 +30,8 @@ const fromLocalInput = (v: string) => (v ? new Date(v).toISOString() : '');
 
 export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const router = useRouter();
+  // Bulk buttons only for callers who may use them; the server refuses the others anyway.
+  const can = useCan();
   const pathname = usePathname();
   const params = useSearchParams();
   const qc = useQueryClient();
@@ -227,12 +230,12 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
 
       <div className="mb-2 flex flex-wrap items-center gap-2 text-sm">
         <span className="text-slate-600">{selectedItems.length} selected</span>
-        <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-white hover:bg-sky-700 disabled:opacity-40">
+        {can('resubmit', endpointId) && <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-white hover:bg-sky-700 disabled:opacity-40">
           Resubmit selected
-        </button>
-        <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('skip')} className="rounded border border-red-300 px-3 py-1 text-red-700 hover:bg-red-50 disabled:opacity-40">
+        </button>}
+        {can('skip', endpointId) && <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('skip')} className="rounded border border-red-300 px-3 py-1 text-red-700 hover:bg-red-50 disabled:opacity-40">
           Skip selected
-        </button>
+        </button>}
         <span className="ml-auto text-xs text-slate-400">{list.isFetching ? 'refreshing…' : `${items.length} shown`}</span>
       </div>
       {result ? (

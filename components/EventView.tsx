@@ -10,6 +10,7 @@ import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { isActionable } from './EndpointEventsView.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { JsonEditor, type JsonState } from './JsonEditor.tsx';
+import { useCan } from './audit/accessApi.ts';
 
 type Dialog = null | 'resubmit' | 'edit' | 'skip' | 'complete' | 'fail';
 
@@ -64,6 +65,8 @@ function HandoffCountdown({ expectedBy }: { expectedBy: string | null }) {
 
 export function EventView({ endpointId, eventId }: { endpointId: string; eventId: string }) {
   const qc = useQueryClient();
+  // Buttons of actions the caller may not take are hidden; the server refuses them anyway.
+  const can = useCan();
   const [dialog, setDialog] = useState<Dialog>(null);
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
@@ -140,9 +143,12 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         <div className="ml-auto flex flex-wrap gap-2">
           {isActionable(e) ? (
             <>
+              {can('resubmit', endpointId) && (
               <button type="button" onClick={() => setDialog('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-sm text-white hover:bg-sky-700">
                 Resubmit
               </button>
+              )}
+              {can('resubmit', endpointId) && (
               <button
                 type="button"
                 onClick={() => {
@@ -154,12 +160,15 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
               >
                 Resubmit with changes
               </button>
+              )}
+              {can('skip', endpointId) && (
               <button type="button" onClick={() => setDialog('skip')} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50">
                 Skip
               </button>
+              )}
             </>
           ) : null}
-          {handoff ? (
+          {handoff && can('handoff', endpointId) ? (
             <>
               <button type="button" onClick={() => setDialog('complete')} className="rounded bg-emerald-600 px-3 py-1 text-sm text-white hover:bg-emerald-700">
                 Complete handoff

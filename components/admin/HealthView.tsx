@@ -6,6 +6,7 @@ import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { opsApi } from '../topology/opsApi.ts';
+import { useCan } from '../audit/accessApi.ts';
 
 const STATUS_STYLE: Record<string, string> = {
   On: 'bg-emerald-100 text-emerald-800',
@@ -22,6 +23,8 @@ function Status({ s }: { s: string }) {
 export function HealthView() {
   const now = useNow(5000);
   const client = useQueryClient();
+  // Settings are the Owner's, a probe the Operator's: hidden or read-only for the others (the server refuses).
+  const can = useCan();
   const q = useQuery({ queryKey: ['health'], queryFn: opsApi.health, refetchInterval: 5000 });
   const [form, setForm] = useState<{ enabled: boolean; intervalSeconds: string; timeoutSeconds: string } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -75,12 +78,12 @@ export function HealthView() {
                 <input type="number" min={5} value={form.timeoutSeconds} onChange={(e) => setForm({ ...form, timeoutSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1" />
               </label>
               <div className="flex gap-2">
-                <button type="submit" disabled={save.isPending} className="rounded bg-sky-600 px-3 py-1 font-medium text-white hover:bg-sky-700 disabled:opacity-50">
+                {can('heartbeat.settings') && <button type="submit" disabled={save.isPending} className="rounded bg-sky-600 px-3 py-1 font-medium text-white hover:bg-sky-700 disabled:opacity-50">
                   Save
-                </button>
-                <button type="button" disabled={sendNow.isPending} onClick={() => sendNow.mutate()} className="rounded border border-sky-600 px-3 py-1 text-sky-700 hover:bg-sky-50 disabled:opacity-50">
+                </button>}
+                {can('heartbeat.send') && <button type="button" disabled={sendNow.isPending} onClick={() => sendNow.mutate()} className="rounded border border-sky-600 px-3 py-1 text-sky-700 hover:bg-sky-50 disabled:opacity-50">
                   Send now
-                </button>
+                </button>}
               </div>
               <p className="text-xs text-slate-500">
                 Last scheduled send: <Ago at={q.data?.settings.lastSentAt ?? null} now={now} />
@@ -146,7 +149,7 @@ export function HealthView() {
                     type="checkbox"
                     aria-label={`Include ${e.endpointId} in heartbeats`}
                     checked={e.included}
-                    disabled={toggle.isPending}
+                    disabled={toggle.isPending || !can('heartbeat.settings', e.endpointId)}
                     onChange={(ev) => toggle.mutate({ endpointId: e.endpointId, included: ev.target.checked })}
                   />
                 </td>

@@ -9,11 +9,14 @@ import { eventHref } from '../api.ts';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox, formatDuration, Timestamp } from '../format.tsx';
 import { opsApi, type ReconcileResult, type StaleRow } from '../topology/opsApi.ts';
+import { useCan } from '../audit/accessApi.ts';
 
 const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
 
 export function ReconcileView() {
   const client = useQueryClient();
+  // Repair is an Operator action (site-wide here: the list spans endpoints); hidden for others.
+  const can = useCan();
   const q = useQuery({ queryKey: ['reconcile'], queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [confirming, setConfirming] = useState(false);
@@ -38,14 +41,14 @@ export function ReconcileView() {
         <button type="button" onClick={() => void q.refetch()} className="ml-auto rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-50">
           {q.isFetching ? 'Scanning…' : 'Scan again'}
         </button>
-        <button
+        {can('reconcile') && <button
           type="button"
           disabled={chosen.length === 0}
           onClick={() => setConfirming(true)}
           className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
         >
           Repair selected ({chosen.length})
-        </button>
+        </button>}
       </div>
       <ErrorBox error={q.error ?? apply.error} />
       {result && (

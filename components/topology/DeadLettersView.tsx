@@ -12,11 +12,15 @@ import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
+import { useCan } from '../audit/accessApi.ts';
 
 const PAGE_SIZE = 25;
 
 export function DeadLettersView({ topic, subscription }: { topic: string; subscription: string }) {
   const client = useQueryClient();
+  // Topics are named after endpoints: the endpoint's roles decide (a platform topic falls back to site-wide).
+  const can = useCan();
+  const mayReplay = can('replay', topic);
   const [reasonInput, setReasonInput] = useState('');
   const [reason, setReason] = useState('');
   // Cursor stack: the first sequence number of every page visited, for "previous".
@@ -115,25 +119,25 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           Filter
         </button>
         <div className="ml-auto flex gap-2">
-          <button
+          {mayReplay && <button
             type="button"
             disabled={selected.size === 0 || previewMutation.isPending || (operationId !== null && !finished)}
             onClick={() => previewMutation.mutate({ sequenceNumbers: [...selected] })}
             className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
           >
             Replay selected ({selected.size})
-          </button>
-          <button
+          </button>}
+          {mayReplay && <button
             type="button"
             disabled={items.length === 0 || previewMutation.isPending}
             onClick={() => previewMutation.mutate({ all: true, ...(reason ? { reason } : {}) })}
             className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50 disabled:opacity-50"
           >
             Replay all{reason ? ` with reason ${reason}` : ''}
-          </button>
-          <button type="button" onClick={() => setPurging(true)} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50">
+          </button>}
+          {can('subscription.purge', topic) && <button type="button" onClick={() => setPurging(true)} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50">
             Purge…
-          </button>
+          </button>}
         </div>
       </form>
       <ErrorBox error={q.error ?? previewMutation.error ?? start.error ?? decide.error ?? op.error} />
@@ -179,14 +183,14 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
                   <b>Uncertain: may already have been delivered.</b>
                   {d.replay.evidence ? <Evidence e={d.replay.evidence} /> : null}
                   <p className="mt-1">A replay never sends it again by itself. Check the receiving side for MessageId {d.messageId}, then decide:</p>
-                  <div className="mt-1 flex gap-2">
+                  {mayReplay && <div className="mt-1 flex gap-2">
                     <button type="button" onClick={() => setDeciding({ item: d, kind: 'markDelivered' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
                       Remove as delivered…
                     </button>
                     <button type="button" onClick={() => setDeciding({ item: d, kind: 'resend' })} className="rounded border border-amber-400 bg-white px-2 py-0.5 hover:bg-amber-100">
                       Resend anyway…
                     </button>
-                  </div>
+                  </div>}
                 </div>
               )}
               <details className="mt-1">
@@ -216,7 +220,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       {preview && (
         <ConfirmDialog
           title={`Replay ${preview.result.count}${preview.result.truncated ? '+' : ''} dead letter${preview.result.count === 1 ? '' : 's'}`}
-          confirmLabel={`Replay (${preview.result.toSend} to send)`}
+          confirmLabel={`Replay ${preview.result.toSend}`}
           busy={start.isPending || preview.result.toSend + preview.result.alreadySent === 0}
           onCancel={() => setPreview(null)}
           onConfirm={() => start.mutate(preview.selection)}

@@ -8,6 +8,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox } from '../format.tsx';
 import { deadLettersHref, opsApi, type SubscriptionView } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
+import { useCan } from '../audit/accessApi.ts';
 
 type SortKey = 'name' | 'deadLetter' | 'active' | 'drift';
 type Action = { kind: 'pause' | 'resume' | 'restoreRules'; sub: SubscriptionView };
@@ -27,6 +28,8 @@ const ACTION_TEXT: Record<Action['kind'], { title: string; label: string; what: 
 
 export function SubscriptionsView() {
   const client = useQueryClient();
+  // Pause/resume/restore are Owner actions on the topic's endpoint; hidden for everyone else.
+  const can = useCan();
   const [filter, setFilter] = useState('');
   const [onlyAttention, setOnlyAttention] = useState(false);
   const [sort, setSort] = useState<SortKey>('deadLetter');
@@ -154,7 +157,7 @@ export function SubscriptionsView() {
                   <td className="px-3 py-2 text-right">{s.counts.transferDeadLetter.toLocaleString()}</td>
                   <td className="px-3 py-2 text-right">{s.counts.scheduled.toLocaleString()}</td>
                   <td className="space-x-2 whitespace-nowrap px-3 py-2">
-                    {s.status === 'ReceiveDisabled' ? (
+                    {!can('subscription.pause', s.topic) ? null : s.status === 'ReceiveDisabled' ? (
                       <button type="button" className="text-sky-700 hover:underline" onClick={() => setAction({ kind: 'resume', sub: s })}>
                         Resume
                       </button>
@@ -163,7 +166,7 @@ export function SubscriptionsView() {
                         Pause
                       </button>
                     )}
-                    {s.missingRules.length > 0 && (
+                    {s.missingRules.length > 0 && can('subscription.restoreRules', s.topic) && (
                       <button type="button" className="text-red-700 hover:underline" onClick={() => setAction({ kind: 'restoreRules', sub: s })}>
                         Restore rules
                       </button>
