@@ -1,15 +1,17 @@
 // The SDK's flows with the Resolver and the store in the loop: publish -> forwarder -> handler -> response ->
 // Resolver -> status row, history and counters, through the real clients on the embedded emulators.
 import { describe, test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType, Prop, WellKnownSession, encodeBody } from '../lib/contract/index.ts';
+import { classifier } from '../lib/sdk/dispositions.ts';
 import { PermanentFailureError } from '../lib/sdk/errors.ts';
 import { HandlerRegistry } from '../lib/sdk/handlers.ts';
 import { RetryPolicies } from '../lib/sdk/retryPolicies.ts';
 import { HandoffClient } from '../lib/sdk/handoffClient.ts';
 import { withHarness as withSdkHarness, type Harness } from '../lib/sdk/e2e/harness.ts';
-import { createStore, startEmbeddedCosmos, type MessageStore, type StatusRowSummary } from '../lib/store/index.ts';
+import { createStore, startEmbeddedCosmos, type EndpointCounts, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../lib/store/index.ts';
 import { startResolver } from './index.ts';
 import { eventually } from './testHarness.ts';
 
@@ -48,6 +50,37 @@ async function rowsOf(store: MessageStore, endpointId: string, sessionId: string
 
 const statuses = (rows: StatusRowSummary[]) => rows.map((r) => `${r.status}${r.subStatus ? `/${r.subStatus}` : ''}`).sort();
 
+type Counts = Pick<EndpointCounts, 'pending' | 'handoff' | 'deferred' | 'failed' | 'deadLettered' | 'unsupported' | 'completed' | 'skipped'>;
+const NO_COUNTS: Counts = { pending: 0, handoff: 0, deferred: 0, failed: 0, deadLettered: 0, unsupported: 0, completed: 0, skipped: 0 };
+
+/**
+ * Asserts the endpoint's counters: every column not named must be 0. The counter patch follows the row write,
+ * so a reader that has just seen the row may be a moment early: the counters are polled before the assertion.
+ */
+async function expectCounts(store: MessageStore, endpointId: string, expected: Partial<Counts>): Promise<void> {
+  const want = { ...NO_COUNTS, ...expected };
+  const read = async (): Promise<Counts> => {
+    const c = await store.getCounts(endpointId);
+    return { pending: c.pending, handoff: c.handoff, deferred: c.deferred, failed: c.failed, deadLettered: c.deadLettered, unsupported: c.unsupported, completed: c.completed, skipped: c.skipped };
+  };
+  await eventually(async () => (isDeepStrictEqual(await read(), want) ? true : undefined), `counters of ${endpointId}`, 5_000).catch(() => undefined);
+  assert.deepEqual(await read(), want);
+}
+
+/**
+ * Asserts the event's history as the multiset of message types recorded (one entry per MessageId, so a copy
+ * recorded twice would show). History is written before the status, but a later message of the flow (the
+ * resubmission's response after the row already moved) can still be on its way: polled before the assertion.
+ */
+async function expectHistory(store: MessageStore, eventId: string, expected: string[]): Promise<HistoryEntry[]> {
+  const want = [...expected].sort();
+  const read = async () => (await store.listHistory(eventId)).items;
+  await eventually(async () => (isDeepStrictEqual((await read()).map((i) => i.messageType).sort(), want) ? true : undefined), `history of ${eventId}`, 5_000).catch(() => undefined);
+  const items = await read();
+  assert.deepEqual(items.map((i) => i.messageType).sort(), want, `history of ${eventId}`);
+  return items;
+}
+
 describe('SDK flows recorded by the Resolver', () => {
   test('happy path -> Completed; failure -> Failed, siblings Deferred, resubmit -> all Completed; counters follow', async () => {
     await withResolver(async (h, store) => {
@@ -62,17 +95,18 @@ describe('SDK flows recorded by the Resolver', () => {
 
       await pub.publish('CustomerUpdated', { customerId: 'H-1', n: 1 });
       const [done] = await rowsOf(store, 'crm', 'H-1', (r) => r.length === 1 && r[0]!.status === 'Completed');
-      const history = await store.listHistory(done!.eventId);
-      assert.deepEqual(history.items.map((i) => i.messageType).sort(), ['EventRequest', 'ResolutionResponse']);
-      assert.equal(history.items.find((i) => i.messageType === 'EventRequest')?.from, 'shop');
+      const history = await expectHistory(store, done!.eventId, ['EventRequest', 'ResolutionResponse']);
+      assert.equal(history.find((i) => i.messageType === 'EventRequest')?.from, 'shop');
+      await expectCounts(store, 'crm', { completed: 1 });
 
       for (const n of [1, 2, 3]) await pub.publish('CustomerUpdated', { customerId: 'F-1', n });
       const blocked = await rowsOf(store, 'crm', 'F-1', (r) => statuses(r).join() === 'Deferred,Deferred,Failed');
       const failed = blocked.find((r) => r.status === 'Failed')!;
+      const siblings = blocked.filter((r) => r.status === 'Deferred');
       assert.equal(failed.errorText, 'CRM rejected the customer');
-      let counts = await store.getCounts('crm');
-      assert.equal(counts.failed, 1);
-      assert.equal(counts.deferred, 2);
+      await expectHistory(store, failed.eventId, ['EventRequest', 'ErrorResponse']);
+      for (const sibling of siblings) await expectHistory(store, sibling.eventId, ['EventRequest', 'DeferralResponse']);
+      await expectCounts(store, 'crm', { completed: 1, failed: 1, deferred: 2 });
 
       await h.managerCommand(
         'crm',
@@ -81,10 +115,13 @@ describe('SDK flows recorded by the Resolver', () => {
         eventBody('CustomerUpdated', { customerId: 'F-1', n: 1, fixed: true }),
       );
       await rowsOf(store, 'crm', 'F-1', (r) => statuses(r).join() === 'Completed,Completed,Completed');
-      counts = await store.getCounts('crm');
-      assert.deepEqual([counts.failed, counts.deferred, counts.pending, counts.completed], [0, 0, 0, 4]);
-      const resubmitted = await store.listHistory(failed.eventId);
-      assert.ok(resubmitted.items.some((i) => i.messageType === 'ResubmissionRequest' && i.from === 'Manager'));
+      const resubmitted = await expectHistory(store, failed.eventId, ['EventRequest', 'ErrorResponse', 'ResubmissionRequest', 'ResolutionResponse']);
+      assert.equal(resubmitted.find((i) => i.messageType === 'ResubmissionRequest')?.from, 'Manager');
+      // The parked copies are replayed under ids derived from the originals: a second EventRequest entry each.
+      for (const sibling of siblings) {
+        await expectHistory(store, sibling.eventId, ['EventRequest', 'DeferralResponse', 'EventRequest', 'ResolutionResponse']);
+      }
+      await expectCounts(store, 'crm', { completed: 4 });
     });
   });
 
@@ -101,7 +138,8 @@ describe('SDK flows recorded by the Resolver', () => {
       assert.equal(parked!.status, 'Pending');
       assert.equal(parked!.handoffReason, 'DMF import');
       assert.equal(parked!.externalJobId, 'job-1');
-      assert.equal((await store.getCounts('crm')).pending, 1);
+      await expectHistory(store, parked!.eventId, ['EventRequest', 'PendingHandoffResponse']);
+      await expectCounts(store, 'crm', { pending: 1, handoff: 1 });
 
       const handoff = new HandoffClient(h.client);
       try {
@@ -109,7 +147,10 @@ describe('SDK flows recorded by the Resolver', () => {
       } finally {
         await handoff.close();
       }
-      await rowsOf(store, 'crm', 'P-1', (r) => r.length === 1 && r[0]!.status === 'Completed');
+      const [completed] = await rowsOf(store, 'crm', 'P-1', (r) => r.length === 1 && r[0]!.status === 'Completed');
+      assert.equal(completed!.subStatus, null);
+      await expectHistory(store, parked!.eventId, ['EventRequest', 'PendingHandoffResponse', 'HandoffCompletedRequest', 'ResolutionResponse']);
+      await expectCounts(store, 'crm', { completed: 1 });
 
       // A heartbeat probe as the scheduler sends it: straight to the endpoint topic, From = Manager.
       await h.send('crm', {
@@ -127,6 +168,7 @@ describe('SDK flows recorded by the Resolver', () => {
       assert.equal(record!.status, 'On');
       assert.equal((await store.listEvents({ endpointId: 'crm', sessionId: WellKnownSession.Heartbeat })).items.length, 0);
       assert.equal((await store.listHistory('hb-1')).items.length, 0);
+      await expectCounts(store, 'crm', { completed: 1 });
     });
   });
 
@@ -148,23 +190,29 @@ describe('SDK flows recorded by the Resolver', () => {
 
       const [dead] = await rowsOf(store, 'crm', 'D-1', (r) => r.length === 1 && r[0]!.status === 'DeadLettered');
       assert.equal(dead!.deadLetterReason, 'Permanent failure: PermanentFailureError: customer record is corrupt');
-      await rowsOf(store, 'crm', 'U-1', (r) => r.length === 1 && r[0]!.status === 'Unsupported');
+      // The dead-letter notification is an ErrorResponse carrying DeadLetterErrorDescription.
+      await expectHistory(store, dead!.eventId, ['EventRequest', 'ErrorResponse']);
+      const [unsupported] = await rowsOf(store, 'crm', 'U-1', (r) => r.length === 1 && r[0]!.status === 'Unsupported');
+      await expectHistory(store, unsupported!.eventId, ['EventRequest', 'UnsupportedResponse']);
       const [retried] = await rowsOf(store, 'crm', 'R-1', (r) => r.length === 1 && r[0]!.status === 'Completed');
-      const flow = (await store.listHistory(retried!.eventId)).items.map((i) => i.messageType).sort();
-      assert.deepEqual(flow, ['ErrorResponse', 'EventRequest', 'ResolutionResponse', 'RetryRequest']);
+      await expectHistory(store, retried!.eventId, ['ErrorResponse', 'EventRequest', 'ResolutionResponse', 'RetryRequest']);
       assert.deepEqual((await store.listAudits(retried!.eventId)).items.map((a) => a.type), ['Retry']);
-      const counts = await store.getCounts('crm');
-      assert.equal(counts.failed, 2, 'DeadLettered and Unsupported count in the Failed column');
-      assert.equal(counts.completed, 1);
+      // DeadLettered and Unsupported count in the Failed column.
+      await expectCounts(store, 'crm', { failed: 2, deadLettered: 1, unsupported: 1, completed: 1 });
     });
   });
 
-  test('skip of a failed event -> Skipped and its sibling Completed; handoff failed -> Failed with the text verbatim', async () => {
+  test('skip of a failed event -> Skipped, its sibling Completed; discard -> Skipped with the reason; handoff failed -> Failed', async () => {
     await withResolver(async (h, store) => {
+      class RetiredVersion extends Error {
+        override name = 'RetiredVersion';
+      }
       h.host({
         endpointId: 'crm',
+        classifier: classifier('Adapter', (e) => (e instanceof RetiredVersion ? 'Discard' : 'Retry')),
         handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e, ctx) => {
           if (e.customerId === 'S-1' && e.n === 1) throw new Error('CRM rejected the customer');
+          if (e.customerId === 'X-1' && e.n === 1) throw new RetiredVersion('v1 customers are retired');
           if (e.customerId === 'P-2') ctx.markPendingHandoff('DMF import', 'job-2', 60_000);
         }),
       });
@@ -174,11 +222,27 @@ describe('SDK flows recorded by the Resolver', () => {
       await pub.publish('CustomerUpdated', { customerId: 'S-1', n: 2 });
       const blocked = await rowsOf(store, 'crm', 'S-1', (r) => statuses(r).join() === 'Deferred,Failed');
       const failed = blocked.find((r) => r.status === 'Failed')!;
+      const sibling = blocked.find((r) => r.status === 'Deferred')!;
+      await expectCounts(store, 'crm', { failed: 1, deferred: 1 });
       await h.managerCommand('crm', MessageType.SkipRequest, { eventId: failed.eventId, sessionId: 'S-1' });
       await rowsOf(store, 'crm', 'S-1', (r) => statuses(r).join() === 'Completed,Skipped');
+      await expectHistory(store, failed.eventId, ['EventRequest', 'ErrorResponse', 'SkipRequest', 'SkipResponse']);
+      await expectHistory(store, sibling.eventId, ['EventRequest', 'DeferralResponse', 'EventRequest', 'ResolutionResponse']);
+      await expectCounts(store, 'crm', { skipped: 1, completed: 1 });
+
+      // Discard: the SDK answers an enriched SkipResponse and the session goes on.
+      await pub.publish('CustomerUpdated', { customerId: 'X-1', n: 1 });
+      await pub.publish('CustomerUpdated', { customerId: 'X-1', n: 2 });
+      const discarded = await rowsOf(store, 'crm', 'X-1', (r) => statuses(r).join() === 'Completed,Skipped');
+      const skippedRow = discarded.find((r) => r.status === 'Skipped')!;
+      assert.equal(skippedRow.errorText, 'RetiredVersion: v1 customers are retired Classified as Discard by Adapter.');
+      assert.equal(skippedRow.errorType, 'RetiredVersion');
+      await expectHistory(store, skippedRow.eventId, ['EventRequest', 'SkipResponse']);
+      await expectCounts(store, 'crm', { skipped: 2, completed: 2 });
 
       await pub.publish('CustomerUpdated', { customerId: 'P-2', n: 1 });
       const [parked] = await rowsOf(store, 'crm', 'P-2', (r) => r.length === 1 && r[0]!.subStatus === 'Handoff');
+      await expectCounts(store, 'crm', { skipped: 2, completed: 2, pending: 1, handoff: 1 });
       const handoff = new HandoffClient(h.client);
       try {
         await handoff.fail({ endpointId: 'crm', eventId: parked!.eventId, sessionId: 'P-2', messageId: parked!.requestMessageId ?? parked!.lastMessageId }, 'DMF job rejected 3 lines', 'DmfRejected');
@@ -188,6 +252,8 @@ describe('SDK flows recorded by the Resolver', () => {
       const [failedHandoff] = await rowsOf(store, 'crm', 'P-2', (r) => r.length === 1 && r[0]!.status === 'Failed');
       assert.equal(failedHandoff!.errorText, 'DMF job rejected 3 lines');
       assert.equal(failedHandoff!.subStatus, null);
+      await expectHistory(store, parked!.eventId, ['EventRequest', 'PendingHandoffResponse', 'HandoffFailedRequest', 'ErrorResponse']);
+      await expectCounts(store, 'crm', { skipped: 2, completed: 2, failed: 1 });
     });
   });
 });
