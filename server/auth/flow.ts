@@ -206,5 +206,17 @@ export async function signOut(_request: Request): Promise<Response> {
     // Signed out of the console either way; the provider's own session just outlives it.
     log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'sign-out: provider discovery failed');
   }
-  return redirect(location, [clear]);
+  if (location === home) return redirect(home, [clear]);
+  // Not a redirect: the page's CSP has `form-action 'self'`, which browsers also apply to redirects that follow a
+  // form submission, so a 303 from this POST to the provider would be blocked. A page that moves on by itself is
+  // a new navigation.
+  const href = escapeHtml(location);
+  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${href}"><title>Signed out - NimBus Console</title></head><body><p>You are signed out of the console. <a href="${href}">Continue to sign out of the identity provider</a>.</p></body></html>`;
+  const headers = new Headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+  headers.append('set-cookie', clear);
+  return new Response(body, { status: 200, headers });
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
