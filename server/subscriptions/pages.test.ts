@@ -2,7 +2,9 @@
 // Debian's Chromium by playwright-core, as e2e/console.test.ts does. A Resolver dead letter is produced for real:
 // the Resolver's store sits behind a fault proxy that answers 429 until the throttle budget is spent and the
 // Resolver dead-letters with CosmosDbThrottled. After the fault stops, the operator replays it from the page:
-// the row is recorded, the dead-letter queue is empty and the replayed message kept its MessageId.
+// the row is recorded, the dead-letter queue is empty and the replayed message kept its MessageId. A dead letter
+// whose replay died during its send (journal left in `sending`) is shown as uncertain with its evidence, is not
+// sent by "Replay all", and is removed only on the operator's explicit decision.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +20,8 @@ import { ensureConsoleBuilt } from '../build.ts';
 import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { peekDeadLetters } from './deadLetters.ts';
+import { TOPOLOGY_AUDIT_EVENT } from './replay.ts';
+import { ReplayJournal } from './replayJournal.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
@@ -114,6 +118,56 @@ describe('operations pages in Chromium', () => {
     assert.deepEqual((await stack.store.listHistory(eventId)).items.map((h) => h.messageId), [messageId]);
     assert.equal((await peekDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver)).items.length, 0, 'the dead-letter queue is empty');
     await list.close();
+  });
+
+  test('an uncertain dead letter is shown with its evidence, not sent by a replay, and removed on the operator decision', async () => {
+    const ep = 'crmendpoint';
+    const sessionId = `s-${randomUUID().slice(0, 8)}`;
+    const reason = `Uncertain${randomUUID().slice(0, 8)}`;
+    const ids = [randomUUID(), randomUUID()];
+    const sender = stack.serviceBus.client.createSender(ep);
+    for (const messageId of ids) await sender.sendMessages({ messageId, sessionId, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest } });
+    await sender.close();
+    const receiver = await stack.serviceBus.client.acceptSession(ep, ep, sessionId);
+    for (let dead = 0; dead < ids.length; ) {
+      for (const m of await receiver.receiveMessages(2, { maxWaitTimeInMs: 5000 })) {
+        await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'handler failed' });
+        dead++;
+      }
+    }
+    await receiver.close();
+    // What a replay killed during its send leaves: the claim in `sending` for the first dead letter.
+    const [first] = (await peekDeadLetters(stack.serviceBus.client, ep, ep, { reason })).items.filter((d) => d.messageId === ids[0]);
+    assert.ok(first);
+    const died = randomUUID();
+    await new ReplayJournal(stack.store.database).claim({ topic: ep, subscription: ep, sequenceNumber: first.sequenceNumber, messageId: ids[0]! }, { operationId: died, auditor: 'someone' });
+
+    const page = await open(`/topology/subscriptions/${ep}/${ep}`);
+    await page.getByLabel('Filter by reason').fill(reason);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const uncertain = page.locator(`[data-dead-letter="${ids[0]}"] [data-replay-verdict="uncertain"]`);
+    await uncertain.waitFor();
+    assert.match((await uncertain.textContent()) ?? '', new RegExp(`may already have been delivered.*${died}.*someone`));
+
+    await page.getByRole('button', { name: /Replay all/ }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.locator('[data-preview-journal]').waitFor();
+    assert.match((await dialog.locator('[data-preview-journal]').textContent()) ?? '', /1 will be sent\. 0 already sent.*1 uncertain/);
+    await dialog.getByRole('button', { name: 'Replay 1' }).click();
+    await page.locator('[data-replay-state="done"]').waitFor();
+    assert.match((await page.locator('[data-replay-state="done"]').textContent()) ?? '', /1 replayed.*1 uncertain/);
+    await page.getByRole('button', { name: 'Dismiss' }).click();
+    await page.locator(`[data-dead-letter="${ids[1]}"]`).waitFor({ state: 'detached' });
+    assert.deepEqual((await peekDeadLetters(stack.serviceBus.client, ep, ep, { reason })).items.map((d) => d.messageId), [ids[0]], 'the uncertain one was not sent');
+
+    await uncertain.getByRole('button', { name: 'Remove as delivered…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove without sending' }).click();
+    await page.locator('[data-replay-state="done"]').waitFor();
+    assert.match((await page.locator('[data-replay-state="done"]').textContent()) ?? '', /1 decided: removed as delivered/);
+    await page.getByText(`No dead letters with reason ${reason}.`).waitFor();
+    const audits = await stack.store.listAudits(TOPOLOGY_AUDIT_EVENT, { pageSize: 100 });
+    assert.ok(audits.items.some((a) => a.type === 'ReplayUncertainDecision' && (a.comment ?? "").includes('markDelivered')), 'the decision is audited');
+    await page.close();
   });
 
   test('the reconcile and health pages render their data', async () => {
