@@ -16,6 +16,8 @@ import { seedConsoleData, XSS_TEXT } from '../testing/seed.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { bodyTooLarge, newNonce, pageCsp } from './hardening.ts';
+import { SESSION_COOKIE, sealSession } from './session.ts';
+import type { Principal } from './principal.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
@@ -47,6 +49,7 @@ interface El {
 }
 interface Browser {
   __xss?: number;
+  requestAnimationFrame(callback: () => void): number;
   document: {
     querySelectorAll(selector: string): Iterable<El> & { length: number };
     getElementById(id: string): El | null;
@@ -244,6 +247,58 @@ describe('hostile input in Chromium', () => {
       assert.equal(res.headers.get('x-frame-options'), 'DENY', what);
     }
     assert.equal((await fetch(`${app.url}/api/endpoints`)).headers.get('content-security-policy'), "default-src 'none'; frame-ancestors 'none'");
+  });
+});
+
+describe('role-aware pages', () => {
+  // The running console reads the sign-in settings per request, so the test switches it to OIDC sign-in (no
+  // provider is contacted: a sealed session cookie is all a signed-in browser presents) and back to off.
+  const SECRET = 'hostile-test-session-secret-0123456789-abcdef';
+  const AUTH_ENV: Record<string, string> = {
+    NIMBUS_AUTH: 'oidc',
+    NIMBUS_AUTH_ISSUER: 'http://127.0.0.1:9/issuer',
+    NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
+    NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
+    NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
+    NIMBUS_AUTH_SESSION_SECRET: SECRET,
+  };
+
+  async function eventPageAs(principal: Principal): Promise<{ resubmit: number; skip: number }> {
+    await browser.clearCookies();
+    await browser.addCookies([{ name: SESSION_COOKIE, value: sealSession(principal, { secret: SECRET, maxAgeSeconds: 600 }), url: app.url }]);
+    const page = await browser.newPage();
+    const me = page.waitForResponse((r) => r.url().endsWith('/api/me'));
+    await page.goto(`${app.url}/endpoints/${EP}/events/evt-failed-1`);
+    assert.equal((await me).status(), 200);
+    await page.getByTestId('event-status').waitFor();
+    // Two animation frames after both answers: React has committed what they caused.
+    await page.evaluate(() => new Promise<void>((r) => {
+      const w = globalThis as unknown as Browser;
+      w.requestAnimationFrame(() => w.requestAnimationFrame(() => r()));
+    }));
+    const counts = {
+      resubmit: await page.getByRole('button', { name: 'Resubmit', exact: true }).count(),
+      skip: await page.getByRole('button', { name: 'Skip', exact: true }).count(),
+    };
+    await page.close();
+    return counts;
+  }
+
+  test('Resubmit and Skip show for an Operator and are hidden for a Reader', async () => {
+    const saved = Object.fromEntries(Object.keys(AUTH_ENV).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, AUTH_ENV);
+    try {
+      const operator = await eventPageAs({ kind: 'user', id: 'oid-op', name: 'op@test', roles: ['Operator'], groups: [] });
+      assert.deepEqual(operator, { resubmit: 1, skip: 1 });
+      const reader = await eventPageAs({ kind: 'user', id: 'oid-rd', name: 'rd@test', roles: ['Reader'], groups: [] });
+      assert.deepEqual(reader, { resubmit: 0, skip: 0 });
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await browser.clearCookies();
+    }
   });
 });
 
