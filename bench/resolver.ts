@@ -4,6 +4,7 @@
 // Target ratio >= 0.5: a message costs a history write and a guarded status write, plus its receive/complete.
 //   npx tsx bench/resolver.ts            (or runResolverBench() from bench/index.ts)
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -36,13 +37,41 @@ export interface ResolverBenchResult {
   rawUpsertsPerSec: number;
   ratio: number;
   target: number;
+  /**
+   * CPU milliseconds this process spent per message (per upsert for the baseline), all threads: the machine is
+   * shared, so wall-clock rates drift with everyone else's load while these stay comparable between runs. The
+   * embedded Cosmos server runs in this process, so its cost is in every figure.
+   */
+  cpuMsPerMessage: { resolver: number; storeOnly: number; rawUpsert: number };
+  /** CPU ms per message of the emulator's process during the Resolver phase (undefined when in-process). */
+  emulatorCpuMsPerMessage: number | undefined;
+}
+
+/** Runs `work` and returns its result with the CPU milliseconds this process spent meanwhile (all threads). */
+async function withCpu<T>(work: () => Promise<T>): Promise<{ value: T; cpuMs: number }> {
+  const before = process.cpuUsage();
+  const value = await work();
+  const used = process.cpuUsage(before);
+  return { value, cpuMs: (used.user + used.system) / 1000 };
+}
+
+/** CPU ms a child process has used so far (Linux /proc; undefined elsewhere). */
+function childCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * The emulator in its own process (`emulator/cli.ts`): in-process it would share this event loop with the
  * embedded Cosmos server and the Resolver, a cost the raw-upsert baseline does not pay.
  */
-async function startEmulatorProcess(): Promise<{ connectionString: string; close(): Promise<void> }> {
+async function startEmulatorProcess(): Promise<{ connectionString: string; pid: number | undefined; close(): Promise<void> }> {
   const cli = fileURLToPath(new URL('../emulator/cli.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', cli, '--port', '0', '--log-level', 'silent'], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -54,6 +83,7 @@ async function startEmulatorProcess(): Promise<{ connectionString: string; close
   });
   return {
     connectionString,
+    pid: child.pid,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -131,7 +161,7 @@ export async function runResolverBench(options: ResolverBenchOptions = {}): Prom
   const sessions = options.sessions ?? 64;
   const concurrency = options.concurrency ?? 32;
   const messages = events * 2;
-  const emulator = options.inProcessEmulator
+  const emulator: { connectionString: string; pid?: number | undefined; close(): Promise<void> } = options.inProcessEmulator
     ? await startEmulator({ port: 0 })
     : await startEmulatorProcess();
   const cosmos = await startEmbeddedCosmos({ port: 0 });
@@ -155,7 +185,7 @@ export async function runResolverBench(options: ResolverBenchOptions = {}): Prom
         }),
       ),
     );
-    const rawBefore = await rawUpserts(cosmos.endpoint, cosmos.key, messages, concurrency);
+    const rawBefore = await withCpu(() => rawUpserts(cosmos.endpoint, cosmos.key, messages, concurrency));
 
     // Everything is on the topic before the Resolver starts, so the figure is recording, not sending.
     const sender = sb.client.createSender(Topic.Resolver);
@@ -206,11 +236,12 @@ export async function runResolverBench(options: ResolverBenchOptions = {}): Prom
     let done!: () => void;
     const finished = new Promise<void>((resolve) => (done = resolve));
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
+    const emulatorCpuBefore = childCpuMs(emulator.pid);
     const resolver = startResolver({
       client: sb.client,
       store,
       concurrency,
-      sessionIdleTimeoutMs: 200,
       log: pino({ level: 'silent' }),
       onSettled: () => {
         if (++settled === messages) done();
@@ -218,19 +249,29 @@ export async function runResolverBench(options: ResolverBenchOptions = {}): Prom
     });
     await finished;
     const resolverPerSec = messages / ((performance.now() - started) / 1000);
+    const resolverCpu = process.cpuUsage(cpuBefore);
+    const emulatorCpuAfter = childCpuMs(emulator.pid);
     await resolver.stop();
 
-    const storeOnlyPerSec = await storeOnly(cosmos.endpoint, cosmos.key, events, concurrency);
-    const rawAfter = await rawUpserts(cosmos.endpoint, cosmos.key, messages, concurrency);
-    const raw = (rawBefore + rawAfter) / 2;
+    const storeOnlyRun = await withCpu(() => storeOnly(cosmos.endpoint, cosmos.key, events, concurrency));
+    const rawAfter = await withCpu(() => rawUpserts(cosmos.endpoint, cosmos.key, messages, concurrency));
+    const raw = (rawBefore.value + rawAfter.value) / 2;
     return {
       name: 'resolver',
       messages,
       resolverMessagesPerSec: resolverPerSec,
-      storeOnlyMessagesPerSec: storeOnlyPerSec,
+      storeOnlyMessagesPerSec: storeOnlyRun.value,
       rawUpsertsPerSec: raw,
       ratio: resolverPerSec / raw,
       target: 0.5,
+      cpuMsPerMessage: {
+        resolver: (resolverCpu.user + resolverCpu.system) / 1000 / messages,
+        storeOnly: storeOnlyRun.cpuMs / messages,
+        // The second run only: the first also pays the JIT warming up the client and server.
+        rawUpsert: rawAfter.cpuMs / messages,
+      },
+      emulatorCpuMsPerMessage:
+        emulatorCpuBefore !== undefined && emulatorCpuAfter !== undefined ? (emulatorCpuAfter - emulatorCpuBefore) / messages : undefined,
     };
   } finally {
     await emulator.close();
@@ -244,5 +285,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const r = await runResolverBench();
   console.log(
     `resolver: ${r.messages} messages, ${r.resolverMessagesPerSec.toFixed(0)} msg/s recorded (store alone ${r.storeOnlyMessagesPerSec.toFixed(0)}/s); raw upserts ${r.rawUpsertsPerSec.toFixed(0)}/s; ratio ${r.ratio.toFixed(2)} (target >= ${r.target})`,
+  );
+  const c = r.cpuMsPerMessage;
+  console.log(
+    `cpu ms per message in this process: resolver ${c.resolver.toFixed(2)}, store alone ${c.storeOnly.toFixed(2)}, raw upsert ${c.rawUpsert.toFixed(2)}; emulator process ${r.emulatorCpuMsPerMessage?.toFixed(2) ?? 'n/a'}`,
   );
 }

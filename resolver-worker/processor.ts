@@ -160,25 +160,36 @@ export class ResolverProcessor {
     }
   }
 
+  /**
+   * One receive of up to `maxMessagesPerReceive`. The client returns early only when the batch is full;
+   * otherwise it waits out `sessionIdleTimeoutMs` (and then drains the link's credit, so nothing is in flight
+   * when the session is released). That wait is therefore kept short.
+   */
+  #receive(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<ServiceBusReceivedMessage[]> {
+    const call = childSignal(signal);
+    const pending = receiver
+      .receiveMessages(this.#o.maxMessagesPerReceive, { maxWaitTimeInMs: this.#o.sessionIdleTimeoutMs, abortSignal: call.signal })
+      .finally(() => call.dispose());
+    // Observed by the loop; this only keeps a receive that is abandoned with its session from being unhandled.
+    pending.catch(() => undefined);
+    return pending;
+  }
+
   async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<void> {
     while (!this.#stopping) {
       let messages: ServiceBusReceivedMessage[];
-      const call = childSignal(signal);
       try {
-        messages = await receiver.receiveMessages(this.#o.maxMessagesPerReceive, {
-          maxWaitTimeInMs: this.#o.sessionIdleTimeoutMs,
-          abortSignal: call.signal,
-        });
+        messages = await this.#receive(receiver, signal);
       } catch (err) {
         if (this.#stopping) return;
         throw err;
-      } finally {
-        call.dispose();
       }
-      if (messages.length === 0) return; // idle: release the session for any instance
+      if (messages.length === 0) return; // idle: release the session for any worker of any instance
       // Completions run while the next message of the batch is resolved: its outcome is already stored, and if a
       // completion fails the copy that comes back is harmless (same MessageId: idempotent history, the guard).
       // Everything else (dead letter, reschedule, redelivery) waits for them, and so does the next receive.
+      // No receive runs ahead of resolving: a message received but not yet resolved when the session is released
+      // (a redelivery) counts a delivery against its own budget although it did nothing wrong.
       const completing: Promise<boolean>[] = [];
       const drain = async () => (await Promise.all(completing.splice(0))).every(Boolean);
       for (const message of messages) {
