@@ -62,12 +62,16 @@ describe('operations routes', () => {
 
     const messageId = await deadLetterOnResolver();
     assert.equal((await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?pageSize=abc'), p)).status, 400);
-    const page = (await (await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?reason=CosmosDbThrottled'), p)).json()) as { items: Array<{ messageId: string }> };
+    const page = (await (await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?reason=CosmosDbThrottled'), p)).json()) as { items: Array<{ messageId: string; replay: unknown }> };
     assert.deepEqual(page.items.map((i) => i.messageId), [messageId]);
+    assert.equal(page.items[0]!.replay, null, 'no replay has touched it');
 
     assert.equal((await preview.POST(req('POST', '/x', {}), p)).status, 400, 'a selection is required');
-    const pv = (await (await preview.POST(req('POST', '/x', { all: true }), p)).json()) as { count: number };
-    assert.equal(pv.count, 1);
+    const decisionByFilter = await replay.POST(req('POST', '/x', { all: true, uncertain: 'resend' }), p);
+    assert.equal(decisionByFilter.status, 400, 'a decision on uncertain dead letters names them one by one');
+    assert.match(((await decisionByFilter.json()) as { detail: string }).detail, /one by one/);
+    const pv = (await (await preview.POST(req('POST', '/x', { all: true }), p)).json()) as { count: number; toSend: number; alreadySent: number; uncertain: number };
+    assert.deepEqual([pv.count, pv.toSend, pv.alreadySent, pv.uncertain], [1, 1, 0, 0]);
 
     const started = await replay.POST(req('POST', '/x', { all: true }), p);
     assert.equal(started.status, 202);
