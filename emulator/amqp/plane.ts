@@ -13,6 +13,7 @@ import type { ParsedEntity } from './codec.ts';
 import { BATCH_FORMAT, decodeBatch, describeSource, encodedSize, msToTicksBuffer, outcome, parseAddress } from './codec.ts';
 import { DeliveryLink, errorSummary } from './delivery-link.ts';
 import { createFrameGuard } from './frame-guard.ts';
+import { coalesceWrites } from './write-coalescing.ts';
 import { amqpConditionFor } from './errors.ts';
 import type { PlaneLog } from './log.ts';
 import { handleManagementRequest } from './management.ts';
@@ -280,8 +281,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       const wait = Number.isFinite(clientTimeout) && clientTimeout > 0 ? clientTimeout : maxSessionWaitMs;
       opts.session = {
         sessionId: typeof requested === 'string' ? requested : null,
-        // Answer a little before the client gives up on the attach, so it sees our timeout, not its own.
-        timeoutMs: Math.max(0, Math.min(maxSessionWaitMs, wait - 1_000)),
+        // Answer a little before the client gives up on the attach, so it sees our timeout, not its own. The
+        // client already sent its timeout less a margin; a flat second off made a 1 s timeout (a multi-session
+        // host polling for work) an immediate refusal, and its loops spun on acceptNextSession.
+        timeoutMs: Math.max(0, Math.min(maxSessionWaitMs, wait - Math.min(1_000, Math.ceil(wait / 10)))),
       };
     }
     let receiver;
@@ -533,6 +536,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         log.info({ connection: id, err: errorSummary(err) }, 'AMQP protocol error; closing the connection');
         closeWithFramingError(connection);
       });
+      coalesceWrites(socket);
       connection.accept(socket);
     },
     get connectionCount(): number {
