@@ -113,25 +113,67 @@ describe('session receivers with the real ServiceBusClient', () => {
   });
 
   test('every credit drain is answered, even when deliveries used up the credit first', async () => {
-    // receiveMessages() drains leftover credit after its short wait and closes the link (fatal for a
-    // session) if the drain is not answered; with many messages waiting, transfers race the drain.
+    // A drain requested while our transfers are still on the wire finds no credit left on our side; rhea's sender
+    // would not answer it, and the Service Bus client closes the link (fatal for a session) when a drain is not
+    // answered within 200 ms. A bare AMQP receiver asks for a drain as soon as each round's first message
+    // arrives, so the rest of the round's transfers race it; every drain must be answered. (Bare client: the
+    // Service Bus client's own 200 ms timer made this test fail on a loaded machine, not the emulator.)
     const { topic, sub, tag } = sessionSubscription();
     const sender = h.client.createSender(topic);
     const total = 200;
     await sender.sendMessages(
-      Array.from({ length: total }, (_, i) => ({ body: i, sessionId: 'busy', applicationProperties: { test: tag } })),
+      Array.from({ length: total }, (_, i) => ({
+        body: i,
+        messageId: `m-${i}`,
+        sessionId: 'busy',
+        applicationProperties: { test: tag },
+      })),
     );
-    const receiver = await h.client.acceptSession(topic, sub, 'busy');
-    const seen: number[] = [];
-    for (let round = 0; round < 200 && seen.length < total; round++) {
-      for (const m of await receiver.receiveMessages(50, { maxWaitTimeInMs: 20 })) {
-        seen.push(m.body as number);
-        await receiver.completeMessage(m);
-      }
-    }
-    await receiver.close();
-    assert.deepEqual(seen, Array.from({ length: total }, (_, i) => i));
     await sender.close();
+    const container = rhea.create_container();
+    const connection = container.connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
+    try {
+      const link = connection.open_receiver({
+        source: { address: `${topic}/Subscriptions/${sub}`, filter: { 'com.microsoft:session-filter': 'busy' } },
+        credit_window: 0,
+        autoaccept: false,
+        snd_settle_mode: 1, // receive-and-delete: nothing to settle
+      } as unknown as Parameters<typeof connection.open_receiver>[0]);
+      await new Promise<void>((resolve) => link.once('receiver_open', () => resolve()));
+      const seen: string[] = [];
+      let drainsAsked = 0;
+      let drainsAnswered = 0;
+      let onDrained: () => void = () => undefined;
+      link.on('message', (ctx) => {
+        seen.push(String(ctx.message?.message_id));
+        if (!link.drain) {
+          drainsAsked++;
+          link.drain_credit();
+        }
+      });
+      link.on('receiver_drained', () => {
+        drainsAnswered++;
+        link.drain = false;
+        onDrained();
+      });
+      for (let round = 0; seen.length < total && round < 50; round++) {
+        const drained = new Promise<void>((resolve, reject) => {
+          // Bounded so that an unanswered drain fails the test instead of hanging it.
+          const timer = setTimeout(() => reject(new Error(`drain ${drainsAsked} was not answered`)), 10_000);
+          onDrained = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        link.add_credit(50);
+        await drained;
+      }
+      assert.equal(drainsAnswered, drainsAsked);
+      assert.ok(drainsAsked >= 4, `expected a drain per round, got ${drainsAsked}`);
+      assert.deepEqual(seen, Array.from({ length: total }, (_, i) => `m-${i}`));
+    } finally {
+      connection.close();
+    }
   });
 
   test('a connection that dies without detaching releases its session lock', async () => {
