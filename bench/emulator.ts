@@ -9,6 +9,7 @@
 // `npm run bench`.
 
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import rhea from 'rhea';
@@ -155,7 +156,7 @@ async function benchBatchSend(
 }
 
 async function benchSessions(
-  connectionString: string,
+  emulator: OpenedEmulator,
   client: ServiceBusClient,
   admin: ReturnType<typeof createServiceBusClients>['admin'],
   s: Settings,
@@ -176,7 +177,7 @@ async function benchSessions(
   // loops notice quickly that every session is drained.
   const receivingClients = [0, 1].map(
     () =>
-      createServiceBusClients(connectionString, {
+      createServiceBusClients(emulator.connectionString, {
         client: { retryOptions: { timeoutInMs: 1_000, maxRetries: 0 } },
       }).client,
   );
@@ -185,16 +186,32 @@ async function benchSessions(
   let finishedAt = 0;
   const errors: string[] = [];
   const start = performance.now();
+  const clientCpu0 = process.cpuUsage();
+  const emulatorCpu0 = emulator.cpuMs();
+  markPhase('sessions receive+complete start');
   // A session receiver whose link the client closed (it does so when a credit drain is not answered within
   // 200 ms) fails with SessionLockLost; like the SDK's host, give the session back and carry on, and count it.
   let sessionsLost = 0;
   const deadline = Date.now() + envInt('BENCH_SESSION_DEADLINE_MS', 90_000);
+  // Where the loops spend their time (summed over loops): it shows which client call bounds the figure.
+  const spent = { accept: 0, receive: 0, complete: 0, close: 0, completes: 0, receives: 0, accepts: 0 };
+  const timed = async <T>(key: 'accept' | 'receive' | 'complete' | 'close', call: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await call();
+    } finally {
+      spent[key] += performance.now() - t0;
+    }
+  };
   const worker = async (w: number) => {
     const c = receivingClients[w % receivingClients.length]!;
     while (done < total && Date.now() < deadline) {
       let receiver;
       try {
-        receiver = await c.acceptNextSession(topic, 'sub', { maxAutoLockRenewalDurationInMs: 0 });
+        spent.accepts++;
+        receiver = await timed('accept', () =>
+          c.acceptNextSession(topic, 'sub', { maxAutoLockRenewalDurationInMs: 0 }),
+        );
       } catch (err) {
         if (isServiceBusError(err) && err.code === 'ServiceTimeout') continue;
         errors.push(String(err));
@@ -203,13 +220,15 @@ async function benchSessions(
       }
       try {
         for (;;) {
-          const batch: ServiceBusReceivedMessage[] = await receiver.receiveMessages(50, {
-            maxWaitTimeInMs: 200,
-          });
+          spent.receives++;
+          const batch: ServiceBusReceivedMessage[] = await timed('receive', () =>
+            receiver.receiveMessages(50, { maxWaitTimeInMs: 200 }),
+          );
           if (batch.length === 0) break;
           // In order within the session, as the SDK's session processor settles them.
           for (const m of batch) {
-            await receiver.completeMessage(m);
+            await timed('complete', () => receiver.completeMessage(m));
+            spent.completes++;
             done++;
             if (done === total) finishedAt = performance.now();
           }
@@ -218,15 +237,40 @@ async function benchSessions(
         if (isServiceBusError(err) && err.code === 'SessionLockLost') sessionsLost++;
         else errors.push(String(err));
       } finally {
-        await receiver.close().catch(() => undefined);
+        await timed('close', () => receiver.close().catch(() => undefined));
       }
     }
   };
   await Promise.all(Array.from({ length: s.sessionWorkers }, (_, w) => worker(w)));
+  markPhase('sessions receive+complete end');
+  const wallMs = (finishedAt || performance.now()) - start;
+  const clientCpu = process.cpuUsage(clientCpu0);
+  const clientCpuMs = (clientCpu.user + clientCpu.system) / 1000;
+  const emulatorCpu1 = emulator.cpuMs();
+  const emulatorCpuMs =
+    emulatorCpu0 !== undefined && emulatorCpu1 !== undefined ? emulatorCpu1 - emulatorCpu0 : undefined;
   await Promise.all(receivingClients.map((c) => c.close()));
   await admin.deleteTopic(topic);
   if (errors.length) throw new Error(`session receive errors: ${errors.slice(0, 3).join('; ')}`);
-  return { rate: done / (((finishedAt || performance.now()) - start) / 1000), sessionsLost, done, total };
+  const loopMs = spent.accept + spent.receive + spent.complete + spent.close;
+  const share = (ms: number): string => `${Math.round((ms / loopMs) * 100)}%`;
+  const perCall = (ms: number, n: number): string => `${n ? (ms / n).toFixed(1) : '-'} ms`;
+  const breakdown =
+    `loop time: accept ${share(spent.accept)} (${spent.accepts}x, ${perCall(spent.accept, spent.accepts)}), ` +
+    `receiveMessages ${share(spent.receive)} (${spent.receives}x, ${perCall(spent.receive, spent.receives)}), ` +
+    `completeMessage ${share(spent.complete)} (${perCall(spent.complete, spent.completes)} each), ` +
+    `close ${share(spent.close)}; CPU per message: ` +
+    (emulatorCpuMs === undefined
+      ? `${(clientCpuMs / done).toFixed(3)} ms (client and emulator in one process)`
+      : `client ${(clientCpuMs / done).toFixed(3)} ms, emulator ${(emulatorCpuMs / done).toFixed(3)} ms`) +
+    ` over ${Math.round(wallMs)} ms`;
+  return {
+    rate: done / (wallMs / 1000),
+    sessionsLost,
+    done,
+    total,
+    breakdown,
+  };
 }
 
 async function benchLatency(
@@ -265,18 +309,64 @@ async function benchLatency(
 }
 
 /**
+ * With BENCH_PHASE_MARKS=1, prints the monotonic clock in microseconds at a phase boundary to stderr. It is the
+ * clock of V8's --cpu-prof samples (in every process on the machine), so a profile can be cut to one phase.
+ */
+function markPhase(name: string): void {
+  if (process.env.BENCH_PHASE_MARKS !== '1') return;
+  process.stderr.write(`phase ${name} ${process.hrtime.bigint() / 1000n}\n`);
+}
+
+/**
  * The emulator under test: in this process by default (like the baseline, whose broker shares the process
  * with its clients), or with BENCH_EMULATOR_PROCESS=child in its own process, which puts client and broker on
  * separate cores and lets `--cpu-prof` on this process show the client library's own cost.
  */
-async function openEmulator(): Promise<{ connectionString: string; mode: string; close(): Promise<void> }> {
+interface OpenedEmulator {
+  connectionString: string;
+  mode: string;
+  /** CPU time (user + system, ms) the emulator process used so far; undefined in the same process. */
+  cpuMs(): number | undefined;
+  close(): Promise<void>;
+}
+
+/** CPU time of another process from /proc (Linux), in ms; undefined where /proc is not available. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields after the command name (which is in parentheses): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return (ticks / 100) * 1000; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
+async function openEmulator(): Promise<OpenedEmulator> {
   if (process.env.BENCH_EMULATOR_PROCESS !== 'child') {
     const e = await startEmulator({ port: 0 });
-    return { connectionString: e.connectionString, mode: 'same process', close: () => e.close() };
+    return {
+      connectionString: e.connectionString,
+      mode: 'same process',
+      cpuMs: () => undefined,
+      close: () => e.close(),
+    };
   }
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'emulator/cli.ts', '--port', '0', '--log-level', 'warn'],
+    [
+      // e.g. BENCH_EMULATOR_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the emulator's side.
+      ...(process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean),
+      '--import',
+      'tsx',
+      'emulator/cli.ts',
+      '--port',
+      '0',
+      '--log-level',
+      'warn',
+    ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -301,6 +391,7 @@ async function openEmulator(): Promise<{ connectionString: string; mode: string;
   return {
     connectionString,
     mode: 'child process',
+    cpuMs: () => processCpuMs(child.pid),
     close: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());
@@ -321,8 +412,8 @@ export async function runEmulatorBench(): Promise<BenchResult> {
     const only = (process.env.BENCH_FIGURES ?? 'send,sessions,latency').split(',');
     const sendRate = only.includes('send') ? await benchBatchSend(client, admin, s) : Number.NaN;
     const sessions = only.includes('sessions')
-      ? await benchSessions(emulator.connectionString, client, admin, s)
-      : { rate: Number.NaN, sessionsLost: 0, done: 0, total: 0 };
+      ? await benchSessions(emulator, client, admin, s)
+      : { rate: Number.NaN, sessionsLost: 0, done: 0, total: 0, breakdown: '' };
     const lat = only.includes('latency') ? (await benchLatency(client, admin, s)).sort((a, b) => a - b) : [];
     return {
       title: `Service Bus emulator (unmodified @azure/service-bus client, emulator in the ${emulator.mode})`,
@@ -349,10 +440,14 @@ export async function runEmulatorBench(): Promise<BenchResult> {
           baseline: baseline.throughput,
           better: 'higher',
           target: 2_000,
-          note:
+          note: [
+            sessions.breakdown,
             sessions.sessionsLost > 0 || sessions.done < sessions.total
               ? `${sessions.sessionsLost} session receiver(s) lost mid-session (client closed the link after an unanswered credit drain); ${sessions.done} of ${sessions.total} messages completed`
-              : undefined,
+              : '',
+          ]
+            .filter(Boolean)
+            .join('; '),
         },
         {
           figure: 'send -> receive latency p50',
