@@ -9,6 +9,7 @@ import { currentViewer } from '../components/auth/viewer.ts';
 import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
 import { SignInRedirect } from '../components/auth/SignInRedirect.tsx';
 import { UserMenu } from '../components/auth/UserMenu.tsx';
+import { SessionExpiry } from '../components/auth/SessionExpiry.tsx';
 
 export const metadata: Metadata = {
   title: 'NimBus Console',
@@ -32,6 +33,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
       <body className="min-h-screen bg-slate-50 text-slate-900">
         <Providers>
           {viewer.mode === 'off' && <AuthOffBanner />}
+          {viewer.expiresAt !== null && <SessionExpiry expiresAt={viewer.expiresAt} />}
           <header className="border-b border-slate-200 bg-slate-900 text-slate-100">
             <nav className="mx-auto flex max-w-7xl items-center gap-6 px-4 py-2">
               <Link href="/" className="font-semibold tracking-tight">

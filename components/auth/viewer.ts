@@ -2,18 +2,21 @@
 // Reading cookies makes every page render per request, which a live operations console does anyway.
 import { cookies } from 'next/headers';
 import { currentAuthConfig } from '../../server/auth/config.ts';
-import { SESSION_COOKIE, openSession } from '../../server/auth/session.ts';
+import { SESSION_COOKIE, openSession, sessionExpiry } from '../../server/auth/session.ts';
 import { ANONYMOUS, type Principal } from '../../server/auth/principal.ts';
 
 export interface Viewer {
   mode: 'off' | 'entra' | 'oidc';
   /** null: sign-in is on and nobody is signed in (or the session expired). */
   principal: Principal | null;
+  /** When the session ends (seconds since epoch); null with sign-in off or nobody signed in. */
+  expiresAt: number | null;
 }
 
 export async function currentViewer(): Promise<Viewer> {
   const config = currentAuthConfig();
-  if (config.mode === 'off') return { mode: 'off', principal: ANONYMOUS };
+  if (config.mode === 'off') return { mode: 'off', principal: ANONYMOUS, expiresAt: null };
   const value = (await cookies()).get(SESSION_COOKIE)?.value;
-  return { mode: config.mode, principal: openSession(value, { secret: config.session.secret }) };
+  const principal = openSession(value, { secret: config.session.secret });
+  return { mode: config.mode, principal, expiresAt: principal && value ? sessionExpiry(value, config.session.secret) : null };
 }

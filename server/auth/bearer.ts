@@ -15,6 +15,20 @@ const CLOCK_TOLERANCE_SECONDS = 60;
 
 const keySets = new Map<string, JWTVerifyGetKey>();
 
+/** The issuers a bearer token may carry: the configured one, discovery's (Entra names the tenant by id there,
+ * also when it is configured by domain name) and, for Entra, the v1 form of discovery's tenant. */
+export async function bearerIssuers(provider: ProviderConfig): Promise<string[]> {
+  const issuers = new Set([provider.issuer, ...provider.extraBearerIssuers]);
+  // Only Entra's own discovery may widen the list; a plain OpenID provider's issuer is the configured one.
+  if (provider.tenantId !== undefined) {
+    const discovered = (await discover(provider)).issuer;
+    issuers.add(discovered);
+    const tenant = /^https:\/\/[^/]+\/([0-9a-f-]{36})\/v2\.0$/i.exec(discovered)?.[1];
+    if (tenant) issuers.add(`https://sts.windows.net/${tenant}/`);
+  }
+  return [...issuers];
+}
+
 async function keySetFor(provider: ProviderConfig): Promise<JWTVerifyGetKey> {
   const jwksUri = (await discover(provider)).jwks_uri;
   let set = keySets.get(jwksUri);
@@ -44,7 +58,7 @@ export async function principalFromBearer(
   try {
     const keys = await keySetFor(provider);
     ({ payload } = await jwtVerify(token, keys, {
-      issuer: [provider.issuer, ...provider.extraBearerIssuers],
+      issuer: await bearerIssuers(provider),
       audience: provider.bearerAudiences,
       requiredClaims: ['exp', 'sub'],
       clockTolerance: CLOCK_TOLERANCE_SECONDS,

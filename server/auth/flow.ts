@@ -162,7 +162,9 @@ export async function completeSignIn(request: Request): Promise<Response> {
   if (result.account) await client.getTokenCache().removeAccount(result.account).catch(() => undefined);
   const claims = (result.idTokenClaims ?? {}) as Record<string, unknown>;
   const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-  const issuerOk = config.mode === 'entra' ? entraIssuerOk(claims, config) : claims.iss === config.provider.issuer;
+  // Entra's discovery names the tenant by id, also when it is configured by domain name.
+  const issuers = config.mode === 'entra' ? [config.provider.issuer, (await discover(config.provider)).issuer] : [config.provider.issuer];
+  const issuerOk = typeof claims.iss === 'string' && issuers.includes(claims.iss);
   const principal = principalFromIdClaims(claims);
   if (claims.nonce !== tx.data.nonce || !audience.includes(config.provider.clientId) || !issuerOk || !principal) {
     log.warn({ nonce: claims.nonce === tx.data.nonce, audience: audience.includes(config.provider.clientId), issuer: issuerOk }, 'sign-in refused: id token does not match the request');
@@ -176,14 +178,6 @@ export async function completeSignIn(request: Request): Promise<Response> {
     serializeCookie(SESSION_COOKIE, session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
     serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure }),
   ]);
-}
-
-/** Entra's v2 issuer names the tenant by id; the configured tenant may be its domain name, so compare tid when it is an id. */
-function entraIssuerOk(claims: Record<string, unknown>, config: EnabledConfig): boolean {
-  const tenant = config.provider.tenantId ?? '';
-  if (typeof claims.iss !== 'string' || !/\/v2\.0$/.test(claims.iss)) return false;
-  if (/^[0-9a-f-]{36}$/i.test(tenant)) return claims.tid === tenant.toLowerCase() || claims.tid === tenant;
-  return true;
 }
 
 /** POST /auth/signout: clears the session and ends the provider's session when it has an end-session endpoint. */

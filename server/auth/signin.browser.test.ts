@@ -128,6 +128,16 @@ describe('sign-in in Chromium (NIMBUS_AUTH=oidc, real provider)', () => {
     await page.waitForURL((u) => u.origin === idp.issuer);
     const expiredApi = await fetch(`${consoleApp.url}/api/endpoints`, { headers: { cookie: `${SESSION_COOKIE}=${expired}` } });
     assert.equal(expiredApi.status, 401);
+    // An open page whose session runs out moves on to sign-in by itself (client-side navigation alone would
+    // never render the layout again).
+    const short = sealSession(
+      { kind: 'user', id: 'operator', name: 'otto.operator@nimbus.test', roles: ['Operator'], groups: [] },
+      { secret: SESSION_SECRET, maxAgeSeconds: 3 },
+    );
+    await browser.addCookies([{ ...good, value: short, expires: Math.floor(Date.now() / 1000) + 3600 }]);
+    await page.goto(`${consoleApp.url}/monitor`);
+    await page.getByTestId('signed-in-user').waitFor();
+    await page.waitForURL((u) => u.origin === idp.issuer);
     // The untouched cookie still works, so it was the tampering and the expiry that were refused.
     const goodApi = await fetch(`${consoleApp.url}/api/endpoints`, { headers: { cookie: `${SESSION_COOKIE}=${good.value}` } });
     assert.equal(goodApi.status, 200);
