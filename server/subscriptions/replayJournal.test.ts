@@ -62,3 +62,14 @@ test('a recreated entity that reuses a sequence number does not inherit the old 
   assert.ok(open.has(recordIdOf(a)), 'entity names are case-insensitive');
   assert.ok(!open.has(recordIdOf(other)));
 });
+
+test('consoles opening the journal at the same moment all get it (the container is created once)', async () => {
+  const stores: MessageStore[] = [];
+  try {
+    for (let i = 0; i < 3; i++) stores.push(await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'journal-race' }));
+    const opened = await Promise.allSettled(stores.map((s) => new ReplayJournal(s.database).openRecords('Resolver', 'Resolver')));
+    assert.deepEqual(opened.map((o) => o.status), ['fulfilled', 'fulfilled', 'fulfilled']);
+  } finally {
+    for (const s of stores) await s.close();
+  }
+});

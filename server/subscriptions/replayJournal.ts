@@ -94,7 +94,13 @@ export class ReplayJournal {
     if (!this.#container) {
       const p = this.#database.containers
         .createIfNotExists({ id: JOURNAL_CONTAINER, partitionKey: { paths: ['/scope'], version: 2 } })
-        .then((r) => r.container);
+        .then((r) => r.container)
+        // createIfNotExists is read-then-create: a second console (or process) creating it at the same moment
+        // gets 409, which means it exists now.
+        .catch((err: unknown) => {
+          if (cosmosStatus(err) === 409) return this.#database.container(JOURNAL_CONTAINER);
+          throw err;
+        });
       this.#container = p;
       // A failed open (store briefly unreachable) is retried on the next call rather than remembered.
       p.catch(() => {
