@@ -9,6 +9,7 @@ import { CosmosClient } from '@azure/cosmos';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { z } from 'zod';
+import { installEmbeddedQueryFixes, refuseQueryPlanRequests } from './embeddedQueries.ts';
 
 export interface EmbeddedCosmos {
   /** `http://127.0.0.1:<port>` */
@@ -26,10 +27,13 @@ export const EMBEDDED_COSMOS_KEY = Buffer.from('nimbus-embedded-cosmos-key').toS
 export async function startEmbeddedCosmos(
   options: { port?: number; host?: string } = {},
 ): Promise<EmbeddedCosmos> {
+  // Linear, partition-scoped queries instead of quadratic full scans (embeddedQueries.ts; results unchanged).
+  installEmbeddedQueryFixes();
   const host = options.host ?? '127.0.0.1';
   // keepAlive: the server's default answers `connection: close`, which made every request open a new
   // connection (5x slower in the spike). The option is passed through to http.createServer.
   const server: Server = createHttpServer({ keepAlive: true });
+  refuseQueryPlanRequests(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {

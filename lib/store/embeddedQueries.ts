@@ -1,0 +1,279 @@
+// Fixes to how the embedded Cosmos server (@vercel/cosmosdb-server 1.0.1 on @zeit/cosmosdb-query 0.7.2) runs
+// queries, found by the console benchmark (bench/console.ts) with 100,000 events. None changes a result; they
+// only change how much work a query costs, so the embedded server behaves like Cosmos for our query shapes:
+//
+// 1. The generated query code collects the candidate documents with `reduce((acc, c) => [...acc, { c }], [])`,
+//    which copies the accumulator once per document: quadratic. A query over 100,000 documents did not finish
+//    within the SDK's 30 s timeout. The collection step is rewritten to the linear filter/map it means.
+// 2. The engine turns the generated code into a function with `new Function` on every execution, so the code that
+//    runs once per document never gets past V8's interpreter. The function is now made once per query text.
+// 3. ORDER BY sorts with a comparator that walks each document's key path on every comparison; it now reads each
+//    key once and sorts on the values (same order, same tie-break on `_rid`, same dropping of undefined keys).
+// 4. The server ignores the partition key and scans the whole container for every query. Real Cosmos serves a
+//    query with `c.<partition key> = value` from that one partition. Here each container keeps its documents
+//    grouped by the value of its (first) partition key path too, and a query whose WHERE requires
+//    `c.<that path> = <string or number>` (a top-level AND term) runs over that group only. Order within a group
+//    is the container's own order, so results, ORDER BY ties and continuation tokens are the same as before.
+// 5. The SDK asks for a query plan beside every query and uses it only when the gateway refuses the query as
+//    needing one (which the embedded server never does). The server does not know plan requests and ran the
+//    whole query for each of them: every query cost twice. Plan requests are now refused at once (see below).
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+
+interface QueryLike {
+  ast: { body?: { from?: FromSpec; where?: { condition?: AstNode } } };
+  _code: string | null;
+  exec(data: unknown[], options: Record<string, unknown>): unknown;
+}
+interface FromSpec {
+  source?: { expression?: { type?: string; expression?: { type?: string; name?: string } }; alias?: { name?: string } | null };
+  joins?: unknown[];
+}
+interface AstNode {
+  type: string;
+  operator?: string;
+  left?: AstNode;
+  right?: AstNode;
+  object?: AstNode;
+  property?: { type: string; name?: string; value?: unknown };
+  name?: string;
+  value?: unknown;
+}
+interface ItemHolder {
+  read(): Record<string, unknown>;
+}
+interface ItemsLike {
+  _data: Map<string, ItemHolder>;
+  _parent: { read(): { indexingPolicy?: { compositeIndexes?: unknown[] } } | null };
+  _byPartition?: Map<unknown, Map<string, ItemHolder>>;
+  _getPartition(data: unknown): unknown;
+  _getPartitionKeyPath(): string[];
+  _getQuery(sql: string): QueryLike;
+  _userDefinedFunctions(): unknown;
+  _item(keyPath: string, value: string, partition: unknown): ItemHolder & { read(): Record<string, unknown> | undefined };
+}
+
+const QUADRATIC_COLLECT =
+  /\$c\.reduce\(\(\$, c\) => typeof c !== "undefined" \? \[\.\.\.\$, \{\s*c: c\s*\}\] : \$, \[\]\)/g;
+const LINEAR_COLLECT = '$c.filter(c => typeof c !== "undefined").map(c => ({ c: c }))';
+
+let installed = false;
+
+/** Installs the fixes into the server's modules (once per process; a no-op afterwards). */
+export function installEmbeddedQueryFixes(): void {
+  if (installed) return;
+  installed = true;
+  // Resolved from the server's own location: the query engine is its dependency, not ours.
+  const serverRequire = createRequire(createRequire(import.meta.url).resolve('@vercel/cosmosdb-server'));
+  const queryModule = serverRequire('@zeit/cosmosdb-query') as { default: (sql: string) => QueryLike };
+  const queryProto = Object.getPrototypeOf(queryModule.default('SELECT * FROM c')) as object;
+  const codeGetter = Object.getOwnPropertyDescriptor(queryProto, 'code')?.get;
+  if (codeGetter) {
+    Object.defineProperty(queryProto, 'code', {
+      configurable: true,
+      get(this: QueryLike) {
+        const code = codeGetter.call(this) as string;
+        const linear = code.replace(QUADRATIC_COLLECT, LINEAR_COLLECT);
+        // The original getter returns the cached `_code` from now on.
+        if (linear !== code) this._code = linear;
+        return linear;
+      },
+    });
+  }
+
+  const helpersModule = serverRequire('@zeit/cosmosdb-query/lib/helpers.js') as object;
+  const executor = serverRequire('@zeit/cosmosdb-query/lib/executor.js') as { default: ExecuteFn };
+  const aggregates = serverRequire('@zeit/cosmosdb-query/lib/aggregate-functions.js') as unknown;
+  const builtins = serverRequire('@zeit/cosmosdb-query/lib/builtin-functions.js') as unknown;
+  const compiled = new Map<string, CompiledQuery>();
+  executor.default = (collection, { code, parameters, udf = {}, maxItemCount, continuation, compositeIndexes }) => {
+    let run = compiled.get(code);
+    if (!run) {
+      // The same translation of generated code to a function that the engine does on every call, done once.
+      run = new Function(`"use strict";return (${code})`)() as CompiledQuery;
+      if (compiled.size >= 500) compiled.clear();
+      compiled.set(code, run);
+    }
+    const params: Record<string, unknown> = {};
+    for (const { name, value } of parameters ?? []) params[name.slice(1)] = value;
+    return run(aggregates, builtins, collection, helpersModule, udf, params, maxItemCount, continuation, compositeIndexes);
+  };
+
+  const helpers = helpersModule as { sort: SortFn };
+  const originalSort = helpers.sort;
+  helpers.sort = (collection, getRid, compositeIndexes, ...orders) => {
+    // Several ORDER BY terms need the composite-index check of the original; we only sort on one.
+    if (orders.length !== 1) return originalSort(collection, getRid, compositeIndexes, ...orders);
+    const [keys, desc] = orders[0]!;
+    const keyed = collection.map((d) => ({ d, k: valueAt(d, keys), r: getRid(d) }));
+    keyed.sort((a, b) => {
+      const r = compareValues(a.k, b.k);
+      if (r !== 0) return desc ? -r : r;
+      return compareValues(a.r, b.r);
+    });
+    const out: unknown[] = [];
+    for (const e of keyed) if (e.k !== undefined) out.push(e.d);
+    return out;
+  };
+
+  const itemsModule = serverRequire('./account/items.js') as { default: { prototype: ItemsLike } };
+  const proto = itemsModule.default.prototype as ItemsLike & {
+    _set(data: Record<string, unknown>): unknown;
+    delete(idOrRid: string, partition: unknown): void;
+    query(params: { query: string; parameters?: Array<{ name: string; value: unknown }> }, options: Record<string, unknown>): unknown;
+  };
+  const originalSet = proto._set;
+  const originalDelete = proto.delete;
+  const originalQuery = proto.query;
+
+  const groupOf = (items: ItemsLike, value: unknown) => {
+    items._byPartition ??= new Map();
+    let group = items._byPartition.get(value);
+    if (!group) items._byPartition.set(value, (group = new Map()));
+    return group;
+  };
+  proto._set = function (this: ItemsLike, data: Record<string, unknown>) {
+    const result = originalSet.call(this, data);
+    const rid = data._rid as string;
+    const holder = this._data.get(rid);
+    if (holder) groupOf(this, this._getPartition(data)).set(rid, holder);
+    return result;
+  };
+  proto.delete = function (this: ItemsLike, idOrRid: string, partition: unknown) {
+    const existing = this._item('/id', idOrRid, partition).read();
+    originalDelete.call(this, idOrRid, partition);
+    if (existing) this._byPartition?.get(this._getPartition(existing))?.delete(existing._rid as string);
+  };
+  proto.query = function (this: ItemsLike, params, options) {
+    const value = partitionValueOf(this, params);
+    if (value === undefined || !this._parent.read()) return originalQuery.call(this, params, options);
+    const group = this._byPartition?.get(value);
+    const data = group ? [...group.values()].map((item) => item.read()) : [];
+    const parent = this._parent.read();
+    try {
+      return this._getQuery(params.query).exec(data, {
+        parameters: params.parameters,
+        udf: this._userDefinedFunctions(),
+        maxItemCount: options.maxItemCount,
+        continuation: options.continuation,
+        compositeIndexes: parent?.indexingPolicy?.compositeIndexes ?? [],
+      });
+    } catch (err) {
+      (err as { badRequest?: boolean }).badRequest = true;
+      throw err;
+    }
+  };
+}
+
+type CompiledQuery = (...args: unknown[]) => unknown;
+type ExecuteFn = (
+  collection: unknown[],
+  options: {
+    code: string;
+    parameters?: Array<{ name: string; value: unknown }>;
+    udf?: unknown;
+    maxItemCount?: unknown;
+    continuation?: unknown;
+    compositeIndexes?: unknown;
+  },
+) => unknown;
+
+type SortFn = (
+  collection: unknown[],
+  getRid: (d: unknown) => unknown,
+  compositeIndexes: unknown,
+  ...orders: Array<[string[], boolean]>
+) => unknown[];
+
+function valueAt(doc: unknown, keys: string[]): unknown {
+  let v: unknown = doc;
+  for (const k of keys) {
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<string, unknown>)[k];
+    if (v === undefined) return undefined;
+  }
+  return v;
+}
+
+const TYPE_ORDER = ['undefined', 'null', 'boolean', 'number', 'string', 'array', 'object'];
+const typeOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+
+/** The query engine's ORDER BY comparison: by type rank first, then by value (objects compare equal). */
+function compareValues(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  const ta = typeOf(a);
+  const tb = typeOf(b);
+  if (ta === tb) {
+    if (ta === 'object') return 0;
+    return (a as string) < (b as string) ? -1 : 1;
+  }
+  return TYPE_ORDER.indexOf(ta) - TYPE_ORDER.indexOf(tb) < 0 ? -1 : 1;
+}
+
+/**
+ * The partition key value a query requires, when its WHERE has a top-level AND term `c.<path> = @param` or
+ * `c.<path> = 'constant'` for the container's single-segment partition key path; else undefined (full scan).
+ */
+function partitionValueOf(
+  items: ItemsLike,
+  params: { query: string; parameters?: Array<{ name: string; value: unknown }> },
+): string | number | undefined {
+  const path = items._getPartitionKeyPath();
+  if (path.length !== 1) return undefined;
+  let q: QueryLike;
+  try {
+    q = items._getQuery(params.query);
+  } catch {
+    return undefined; // the original path reports the syntax error
+  }
+  const from = q.ast.body?.from;
+  if (!from || (from.joins?.length ?? 0) > 0) return undefined;
+  const source = from.source;
+  if (source?.expression?.type !== 'collection_expression') return undefined;
+  const alias = source.alias?.name ?? source.expression.expression?.name;
+  const terms: AstNode[] = [];
+  const collect = (n: AstNode | undefined) => {
+    if (!n) return;
+    if (n.type === 'scalar_binary_expression' && n.operator === 'AND') {
+      collect(n.left);
+      collect(n.right);
+    } else terms.push(n);
+  };
+  collect(q.ast.body?.where?.condition);
+  for (const t of terms) {
+    if (t.type !== 'scalar_binary_expression' || t.operator !== '=') continue;
+    for (const [member, other] of [
+      [t.left, t.right],
+      [t.right, t.left],
+    ] as const) {
+      if (member?.type !== 'scalar_member_expression') continue;
+      if (member.object?.type !== 'identifier' || member.object.name !== alias) continue;
+      const prop = member.property?.name ?? member.property?.value;
+      if (prop !== path[0]) continue;
+      let value: unknown;
+      if (other?.type === 'parameter_name') value = params.parameters?.find((p) => p.name === other.name)?.value;
+      else if (other?.type === 'string_constant' || other?.type === 'number_constant') value = other.value;
+      if (typeof value === 'string' || typeof value === 'number') return value;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Answers the SDK's query-plan requests with a 400 before the server runs them as queries. The SDK fetches a plan
+ * beside every query and keeps a failed fetch to itself unless the query itself is refused as needing a plan,
+ * which the embedded server never does; so nothing changes but the wasted second execution.
+ */
+export function refuseQueryPlanRequests(server: Server): void {
+  const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (String(req.headers['x-ms-cosmos-is-query-plan-request'] ?? '').toLowerCase() === 'true') {
+      req.resume();
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'BadRequest', message: 'the embedded Cosmos server computes no query plans' }));
+      return;
+    }
+    for (const handler of handlers) handler.call(server, req, res);
+  });
+}
