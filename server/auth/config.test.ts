@@ -57,7 +57,8 @@ describe('sign-in configuration', () => {
         return true;
       },
     );
-    assert.throws(() => loadAuthConfig({ ...oidc, NIMBUS_AUTH_ISSUER: 'id.example.test' }), /NIMBUS_AUTH_ISSUER: .*not an http\(s\) URL/);
+    assert.throws(() => loadAuthConfig({ ...oidc, NIMBUS_AUTH_ISSUER: 'id.example.test' }), /NIMBUS_AUTH_ISSUER: .*must be an https URL/);
+    assert.throws(() => loadAuthConfig({ ...oidc, NIMBUS_AUTH_ISSUER: 'http://id.example.test' }), /NIMBUS_AUTH_ISSUER: .*must be an https URL/);
     assert.throws(() => loadAuthConfig({ ...oidc, NIMBUS_AUTH_CA_FILE: '/nonexistent/ca.pem' }), /NIMBUS_AUTH_CA_FILE: .*cannot be read/);
   });
 

@@ -43,7 +43,7 @@ export class AuthConfigError extends Error {
 }
 
 const text = (what: string) => z.string({ error: `${what} is not set` }).trim().min(1, `${what} is empty`);
-const httpsUrl = (what: string) =>
+const httpUrl = (what: string) =>
   text(what).pipe(
     z.url({ protocol: /^https?$/, error: `${what} is not an http(s) URL` }),
   );
@@ -95,13 +95,18 @@ export function authConfigProblems(env: Env): string[] {
     if (e.NIMBUS_AUTH_ENTRA_HOST !== undefined)
       check('NIMBUS_AUTH_ENTRA_HOST', z.url({ protocol: /^https$/, error: 'the Entra host must be an https URL' }));
   } else {
-    check('NIMBUS_AUTH_ISSUER', httpsUrl('the OpenID issuer URL (needed with NIMBUS_AUTH=oidc)'));
+    check(
+      'NIMBUS_AUTH_ISSUER',
+      text('the OpenID issuer URL (needed with NIMBUS_AUTH=oidc)').pipe(
+        z.url({ protocol: /^https$/, error: 'the OpenID issuer must be an https URL (MSAL accepts no other authority)' }),
+      ),
+    );
   }
   check('NIMBUS_AUTH_CLIENT_ID', text('the client (application) id'));
   check('NIMBUS_AUTH_CLIENT_SECRET', text('the client secret'));
   check(
     'NIMBUS_AUTH_REDIRECT_URI',
-    httpsUrl('the redirect URI').refine(
+    httpUrl('the redirect URI').refine(
       (v) => new URL(v).pathname === '/auth/callback',
       'the redirect URI must end in /auth/callback',
     ),

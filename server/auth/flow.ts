@@ -84,7 +84,7 @@ const FAILURES = {
 
 /** A small page with a fixed message (never text from the request) and a way to try again. */
 function failure(reason: keyof typeof FAILURES, status: number, clearSignin: EnabledConfig): Response {
-  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed - NimBus Console</title></head><body style="font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem"><h1>Sign-in failed</h1><p>${FAILURES[reason]}</p><p><a href="/auth/signin">Sign in again</a></p></body></html>`;
+  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed - NimBus Console</title></head><body><h1>Sign-in failed</h1><p>${FAILURES[reason]}</p><p><a href="/auth/signin">Sign in again</a></p></body></html>`;
   const headers = new Headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
   headers.append('set-cookie', serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure: secureCookies(clearSignin) }));
   return new Response(body, { status, headers });
