@@ -120,6 +120,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       throw error;
     }
 
+    // 0. The console's build, before anything else starts: a build takes minutes on a small machine, and the
+    // demo traffic would otherwise pile up (and hold the CPU the build needs) while nobody can look at it.
+    if (options.console !== false && existsSync(resolve(root, 'server/console.ts')))
+      await prepareConsoleBuild(root, log('console'), options.signal);
+
+    checkInterrupted();
     // 1. Service Bus: the embedded emulator, or the namespace from the connection string.
     let connectionString: string;
     if (config.serviceBus.kind === 'embedded') {
@@ -317,15 +323,6 @@ async function startConsolePart(
     log.warn({}, 'console not available yet (server/console.ts is missing)');
     return undefined;
   }
-  // A build older than a source file would serve yesterday's console after a pull or an edit: rebuild it too,
-  // not only a missing one.
-  if (!existsSync(resolve(root, consoleDistDir(), 'BUILD_ID'))) {
-    log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
-    await buildConsole(root, log, options.signal);
-  } else if (consoleBuildIsStale(root)) {
-    log.info({}, 'console sources changed since the last build: running `next build` again');
-    await buildConsole(root, log, options.signal);
-  }
   let module: ConsoleModule | undefined;
   try {
     module = await importIfPresent<ConsoleModule>(root, 'server/console.ts');
@@ -364,6 +361,20 @@ async function startConsolePart(
       );
     }
     throw new StartError('console', `the console did not start: ${errorText(error)}`);
+  }
+}
+
+/**
+ * Builds the console when there is no build, or when a source file is newer than the build: a pulled or edited
+ * checkout must not be served from yesterday's build.
+ */
+async function prepareConsoleBuild(root: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
+  if (!existsSync(resolve(root, consoleDistDir(), 'BUILD_ID'))) {
+    log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
+    await buildConsole(root, log, signal);
+  } else if (consoleBuildIsStale(root)) {
+    log.info({}, 'console sources changed since the last build: running `next build` again');
+    await buildConsole(root, log, signal);
   }
 }
 
