@@ -45,7 +45,7 @@ interface Answer {
 /** A browser's worth of HTTP against the provider: one cookie jar, the test certificate trusted. */
 function providerBrowser() {
   const jar = new Map<string, string>();
-  const ca = readFileSync(idp.caFile, 'utf8');
+  const ca = readFileSync(process.env.NIMBUS_AUTH_CA_FILE!, 'utf8');
   return (url: string, form?: Record<string, string>): Promise<Answer> =>
     new Promise((ok, fail) => {
       const body = form ? new URLSearchParams(form).toString() : undefined;
@@ -83,13 +83,13 @@ async function loginAtProvider(authorizeUrl: string, login: string, password: st
     const a = await go(url);
     if (a.status === 200 && a.body.includes('name="password"')) {
       const action = /action="([^"]+)"/.exec(a.body)![1]!;
-      const posted = await go(new URL(action, idp.issuer).toString(), { login, password });
+      const posted = await go(new URL(action, url).toString(), { login, password });
       if (!posted.location) return posted;
-      url = new URL(posted.location, idp.issuer).toString();
+      url = new URL(posted.location, url).toString();
       continue;
     }
     assert.ok(a.location, `hop ${hop}: ${a.status} without a redirect`);
-    url = new URL(a.location, idp.issuer).toString();
+    url = new URL(a.location, url).toString();
   }
   throw new Error('too many redirects');
 }
@@ -180,5 +180,67 @@ describe('sign-in flow (MSAL, OIDC mode, real provider)', () => {
     assert.equal(safeReturnTo('/endpoints/billing?tab=failed'), '/endpoints/billing?tab=failed');
     for (const bad of ['https://evil.example/', '//evil.example', '/\\evil.example', 'javascript:alert(1)', '/a\nb', '/auth/callback', '', null])
       assert.equal(safeReturnTo(bad), '/', String(bad));
+  });
+});
+
+describe('sign-in flow (MSAL, Entra mode, against an Entra look-alike)', () => {
+  // MSAL's AAD protocol mode (what NIMBUS_AUTH=entra uses) against the test provider mounted where Entra keeps a
+  // tenant's metadata ({host}/{tenant}/v2.0), with Entra's tid and oid claims. Microsoft's own service is not
+  // reachable from the test machines; this is the closest real exchange.
+  const tenant = '5b0c9a41-3f57-4c1e-9d2a-7e3f0c6b1a22';
+  let entra: TestOidcProvider;
+  let before_: Record<string, string | undefined>;
+
+  before(async () => {
+    entra = await startTestOidcProvider({
+      redirectUris: [`${CONSOLE}/auth/callback`],
+      postLogoutRedirectUris: [`${CONSOLE}/`],
+      entraTenantId: tenant,
+    });
+    before_ = { ...process.env };
+    delete process.env.NIMBUS_AUTH_ISSUER;
+    Object.assign(process.env, {
+      NIMBUS_AUTH: 'entra',
+      NIMBUS_AUTH_TENANT_ID: tenant,
+      NIMBUS_AUTH_ENTRA_HOST: new URL(entra.issuer).origin,
+      NIMBUS_AUTH_CLIENT_ID: entra.consoleClient.id,
+      NIMBUS_AUTH_CLIENT_SECRET: entra.consoleClient.secret,
+      NIMBUS_AUTH_CA_FILE: entra.caFile,
+    });
+  });
+
+  after(async () => {
+    for (const k of Object.keys(process.env)) if (!(k in before_)) delete process.env[k];
+    Object.assign(process.env, before_);
+    await entra.close();
+  });
+
+  test('signs a user in with oid as the id and the tenant checked', async () => {
+    const { start, txCookie, callback } = await signIn('owner', 'owner-pw', '/admin');
+    assert.equal(new URL(start.headers.get('location')!).origin + new URL(start.headers.get('location')!).pathname, `${entra.issuer}/auth`);
+    const done = await completeSignIn(new Request(callback as string, { headers: { cookie: txCookie.split(';')[0]! } }));
+    assert.equal(done.status, 303);
+    assert.equal(done.headers.get('location'), '/admin');
+    const value = cookieValue(done.headers.getSetCookie(), SESSION_COOKIE)!;
+    const principal = await getPrincipal(new Request(`${CONSOLE}/`, { headers: { cookie: `${SESSION_COOKIE}=${value}` } }));
+    assert.deepEqual(principal, {
+      kind: 'user',
+      id: '00000000-0000-4000-8000-000000000003',
+      name: 'olga.owner@nimbus.test',
+      roles: ['Owner'],
+      groups: ['nimbus-owners'],
+    });
+  });
+
+  test('a bearer token of the tenant resolves to a service principal', async () => {
+    process.env.NIMBUS_AUTH_BEARER_AUDIENCE = 'api://nimbus-console';
+    try {
+      const token = await entra.clientCredentialsToken();
+      const p = await getPrincipal(new Request(`${CONSOLE}/api/x`, { headers: { authorization: `Bearer ${token}` } }));
+      assert.equal(p?.kind, 'service');
+      assert.equal(p?.id, entra.serviceClient.id);
+    } finally {
+      delete process.env.NIMBUS_AUTH_BEARER_AUDIENCE;
+    }
   });
 });

@@ -50,7 +50,10 @@ export function msalClient(mode: Exclude<AuthMode, 'off'>, provider: ProviderCon
         clientSecret: provider.clientSecret,
         authority: provider.authority,
         // An OIDC provider is not one of Microsoft's clouds: naming it known skips Entra instance discovery.
-        ...(mode === 'oidc' ? { knownAuthorities: [new URL(provider.authority).host] } : {}),
+        // So is an Entra host given by NIMBUS_AUTH_ENTRA_HOST (a national cloud, or the tests' look-alike).
+        ...(mode === 'oidc' || !provider.authority.startsWith('https://login.microsoftonline.com/')
+          ? { knownAuthorities: [new URL(provider.authority).host] }
+          : {}),
       },
       system: {
         networkClient: new ProviderNetworkClient(),
@@ -60,7 +63,8 @@ export function msalClient(mode: Exclude<AuthMode, 'off'>, provider: ProviderCon
           piiLoggingEnabled: false,
           logLevel: LogLevel.Warning,
           loggerCallback: (level, message, containsPii) => {
-            if (containsPii) return;
+            // Non-Entra providers send no client_info; MSAL warns about it on every sign-in.
+            if (containsPii || message.includes('No client info in response')) return;
             if (level === LogLevel.Error) log.error({ msal: message }, 'MSAL');
             else log.warn({ msal: message }, 'MSAL');
           },

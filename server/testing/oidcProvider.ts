@@ -53,6 +53,9 @@ export interface TestOidcProviderOptions {
   /** The console's callback and post-logout URLs. */
   redirectUris: string[];
   postLogoutRedirectUris: string[];
+  /** Entra look-alike: the issuer becomes `https://127.0.0.1:{port}/{tenantId}/v2.0` (where MSAL's AAD mode looks
+   * for it) and id tokens carry `tid` and `oid`, as Entra's do. */
+  entraTenantId?: string;
 }
 
 function selfSignedCertificate(dir: string): { key: string; cert: string; certFile: string } {
@@ -69,10 +72,10 @@ function selfSignedCertificate(dir: string): { key: string; cert: string; certFi
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function loginPage(uid: string, error?: string): string {
+function loginPage(prefix: string, uid: string, error?: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Test identity provider - sign in</title></head>
 <body><h1>Sign in to the test identity provider</h1>${error ? `<p role="alert">${escapeHtml(error)}</p>` : ''}
-<form method="post" action="/interaction/${escapeHtml(uid)}/login">
+<form method="post" action="${escapeHtml(prefix)}/interaction/${escapeHtml(uid)}/login">
 <label>User name <input name="login" autocomplete="username" required></label>
 <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
 <button type="submit">Sign in</button></form></body></html>`;
@@ -86,6 +89,7 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 
 export async function startTestOidcProvider(options: TestOidcProviderOptions): Promise<TestOidcProvider> {
   const dir = mkdtempSync(join(tmpdir(), 'nimbus-oidc-'));
+  const prefix = options.entraTenantId ? `/${options.entraTenantId}/v2.0` : '';
   const tls = selfSignedCertificate(dir);
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const kid = 'test-signing-key';
@@ -102,6 +106,16 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
     });
   });
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // With a path in the issuer the provider is mounted there, Express-style (it reads originalUrl for its links).
+    if (prefix) {
+      if (!req.url?.startsWith(`${prefix}/`)) {
+        res.statusCode = 404;
+        res.end();
+        return;
+      }
+      (req as IncomingMessage & { originalUrl?: string }).originalUrl = req.url;
+      req.url = req.url.slice(prefix.length);
+    }
     const match = /^\/interaction\/([\w-]+)(\/login)?$/.exec(new URL(req.url ?? '/', 'https://x').pathname);
     const provider = live.provider;
     if (!match || !provider) return live.handle?.(req, res);
@@ -123,11 +137,11 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
       await provider.interactionFinished(req, res, { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
       return;
     }
-    if (req.method === 'GET' && !match[2]) return html(200, loginPage(uid));
+    if (req.method === 'GET' && !match[2]) return html(200, loginPage(prefix, uid));
     if (req.method === 'POST' && match[2]) {
       const form = await readForm(req);
       const account = TEST_ACCOUNTS.find((a) => a.login === form.get('login') && a.password === form.get('password'));
-      if (!account) return html(401, loginPage(uid, 'Unknown user name or wrong password.'));
+      if (!account) return html(401, loginPage(prefix, uid, 'Unknown user name or wrong password.'));
       await provider.interactionFinished(req, res, { login: { accountId: account.login } }, { mergeWithLastSubmission: false });
       return;
     }
@@ -139,7 +153,7 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
     server.once('error', fail);
     server.listen(0, '127.0.0.1', () => ok());
   });
-  const issuer = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const issuer = `https://127.0.0.1:${(server.address() as AddressInfo).port}${prefix}`;
 
   const configuration: Configuration = {
     clients: [
@@ -167,12 +181,12 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
     conformIdTokenClaims: false,
     claims: {
       openid: ['sub'],
-      profile: ['name', 'preferred_username', 'roles', 'groups'],
+      profile: ['name', 'preferred_username', 'roles', 'groups', 'tid', 'oid'],
       email: ['email', 'email_verified'],
     },
     pkce: { required: () => true },
     ttl: { ClientCredentials: 600, AccessToken: 600, IdToken: 600, Grant: 3600, Session: 3600, Interaction: 600 },
-    interactions: { url: (_ctx: KoaContextWithOIDC, interaction) => `/interaction/${interaction.uid}` },
+    interactions: { url: (_ctx: KoaContextWithOIDC, interaction) => `${prefix}/interaction/${interaction.uid}` },
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
@@ -202,6 +216,9 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
           email_verified: true,
           roles: account.roles,
           groups: account.groups,
+          ...(options.entraTenantId
+            ? { tid: options.entraTenantId, oid: `00000000-0000-4000-8000-${String(TEST_ACCOUNTS.indexOf(account) + 1).padStart(12, '0')}` }
+            : {}),
         }),
       };
     },
