@@ -17,7 +17,7 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'matrix-test-session-secret-0123456789-abcdef';
 const AUTH_ENV = {
   NIMBUS_AUTH: 'oidc',
-  NIMBUS_AUTH_ISSUER: 'http://127.0.0.1:9/issuer',
+  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
   NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
   NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
   NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
@@ -208,7 +208,30 @@ describe('authorization matrix', () => {
     assert.equal((await trySkip()).status, 403);
   });
 
-  test('a bad NIMBUS_AUTH_ROLE_MAP is a clear 503, not a crash', async () => {
+  test('mutating calls over the rate limit get 429, audited; reads are not limited', async () => {
+    const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
+    process.env.NIMBUS_RATE_LIMIT_BURST = '2';
+    try {
+      const hasty: Principal = { kind: 'user', id: 'oid-hasty', name: 'hasty@test', roles: ['Operator'], groups: [] };
+      const cookie = `${SESSION_COOKIE}=${sealSession(hasty, { secret: SECRET, maxAgeSeconds: 600 })}`;
+      const skip = await import('../../app/api/event/skip/[endpointId]/[eventId]/route.ts');
+      const me = await import('../../app/api/me/route.ts');
+      const call = () => skip.POST(new Request('http://127.0.0.1:3000/api/x', { method: 'POST', headers: { cookie } }), params({ endpointId: 'billingendpoint', eventId: 'no-such-event' }));
+      const statuses = [(await call()).status, (await call()).status];
+      const limited = await call();
+      assert.deepEqual(statuses, [404, 404], 'within the burst: authorized (the event is unknown)');
+      assert.equal(limited.status, 429);
+      assert.match(((await limited.json()) as { detail: string }).detail, /try again in \d+ s/);
+      assert.equal((await me.GET(new Request('http://127.0.0.1:3000/api/me', { headers: { cookie } }))).status, 200);
+      const log = await queryAudit(stack.store.database, { user: 'hasty@test', outcome: 'denied', pageSize: 5 });
+      assert.equal(log.items[0]?.status, 429);
+    } finally {
+      if (saved === undefined) delete process.env.NIMBUS_RATE_LIMIT_BURST;
+      else process.env.NIMBUS_RATE_LIMIT_BURST = saved;
+    }
+  });
+
+  test('a bad NIMBUS_AUTH_ROLE_MAP or sign-in setting is a clear 503, not a crash', async () => {
     const before = process.env.NIMBUS_AUTH_ROLE_MAP;
     process.env.NIMBUS_AUTH_ROLE_MAP = '{"roles":{"Owner":"Boss"}}';
     try {
@@ -218,6 +241,17 @@ describe('authorization matrix', () => {
       assert.match(((await res.json()) as { detail: string }).detail, /NIMBUS_AUTH_ROLE_MAP is invalid: roles\.Owner/);
     } finally {
       process.env.NIMBUS_AUTH_ROLE_MAP = before;
+    }
+    // Broken sign-in settings likewise: 503 naming the variable, not a 500.
+    const issuer = process.env.NIMBUS_AUTH_ISSUER;
+    process.env.NIMBUS_AUTH_ISSUER = 'not a url';
+    try {
+      const me = await import('../../app/api/me/route.ts');
+      const res = await me.GET(request('owner', 'GET'));
+      assert.equal(res.status, 503);
+      assert.match(((await res.json()) as { detail: string }).detail, /NIMBUS_AUTH_ISSUER/);
+    } finally {
+      process.env.NIMBUS_AUTH_ISSUER = issuer;
     }
   });
 });

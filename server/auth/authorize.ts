@@ -170,6 +170,16 @@ export async function recordOutcome(
   }
 }
 
+/** getPrincipal, with broken sign-in settings answered 503 naming the variables (never their values). */
+async function principalOf(request: Request): Promise<Principal | null> {
+  try {
+    return await getPrincipal(request);
+  } catch (err) {
+    if (err instanceof Error && err.name === 'AuthConfigError') throw new HttpError(503, 'not configured', err.message);
+    throw err;
+  }
+}
+
 /**
  * Authorizes a request for an action (on an endpoint, when it names one). Throws 401 without a principal, 403
  * when the roles, the origin or the principal kind do not allow it, 429 over the rate limit - each audited.
@@ -180,7 +190,7 @@ export async function authorize(
   endpointId?: string,
   subject: AuthSubject = {},
 ): Promise<Authorized> {
-  const principal = await getPrincipal(request);
+  const principal = await principalOf(request);
   const ctx = isMutating(action) || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
   if (principal === null) {
     return refuse(ctx, UNKNOWN, [], action, endpointId, subject, {
@@ -218,6 +228,8 @@ export async function audited<T>(
   who: Authorized,
   run: () => Promise<T>,
   details?: Record<string, unknown> | ((result: T) => Record<string, unknown>),
+  /** The status the caller gets on success (201 for a created grant, 202 for a started replay). */
+  okStatus = 200,
 ): Promise<T> {
   const ctx = await getContext();
   const base = { principal: who.principal, assignments: who.assignments, action: who.action, endpointId: who.endpointId, subject: who.subject };
@@ -231,6 +243,6 @@ export async function audited<T>(
     throw err;
   }
   const d = typeof details === 'function' ? details(result) : (details ?? null);
-  await recordOutcome(ctx, { ...base, outcome: 'succeeded', status: 200, reason: null, details: d });
+  await recordOutcome(ctx, { ...base, outcome: 'succeeded', status: okStatus, reason: null, details: d });
   return result;
 }

@@ -256,7 +256,7 @@ describe('role-aware pages', () => {
   const SECRET = 'hostile-test-session-secret-0123456789-abcdef';
   const AUTH_ENV: Record<string, string> = {
     NIMBUS_AUTH: 'oidc',
-    NIMBUS_AUTH_ISSUER: 'http://127.0.0.1:9/issuer',
+    NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
     NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
     NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
     NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',

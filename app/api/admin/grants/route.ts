@@ -25,7 +25,7 @@ export function POST(request: Request): Promise<Response> {
     const body = await readJsonBody(request, grantInputSchema);
     const ctx = await getContext();
     who.subject.target = `${body.subjectKind}:${body.subject}`;
-    const grant = await audited(who, () => addGrant(ctx.store.database, body, who.user), (g) => ({ op: 'grant', grantId: g.id, subjectKind: g.subjectKind, subject: g.subject, role: g.role, endpointId: g.endpointId }));
+    const grant = await audited(who, () => addGrant(ctx.store.database, body, who.user), (g) => ({ op: 'grant', grantId: g.id, subjectKind: g.subjectKind, subject: g.subject, role: g.role, endpointId: g.endpointId }), 201);
     return json(grant, 201);
   });
 }

@@ -14,7 +14,7 @@ export function POST(request: Request, context: RouteContext<{ topic: string; su
     const who = await authorizeSubscription(request, 'replay', params);
     const selection = await readJsonBody(request, replaySelection);
     const ctx = await getContext();
-    const started = await audited(who, () => startReplay(ctx, params, selection, who.user), (r) => ({ operationId: r.operationId, selection: selection as unknown }));
+    const started = await audited(who, () => startReplay(ctx, params, selection, who.user), (r) => ({ operationId: r.operationId, selection: selection as unknown }), 202);
     return json(started, 202);
   });
 }
