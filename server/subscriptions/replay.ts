@@ -389,10 +389,19 @@ export async function replayDeadLetters(
   /** An operator's decision on a dead letter left `sending` by another operation. */
   const decide = async (m: ServiceBusReceivedMessage, v: DeadLetterView, entry: JournalEntry, kind: UncertainDecision) => {
     const d = { kind, by: auditor, at: now(), operationId: op.id, previousOperationId: entry.record.operationId, previousClaimedAt: entry.record.claimedAt };
-    const taken =
-      kind === 'resend'
-        ? await journal.transition(entry, { operationId: op.id, auditor, claimedAt: now(), decision: d })
-        : await journal.transition(entry, { state: 'sent', operationId: op.id, auditor, sentAt: now(), decision: d });
+    let taken: JournalEntry | null;
+    try {
+      taken =
+        kind === 'resend'
+          ? await journal.transition(entry, { operationId: op.id, auditor, claimedAt: now(), decision: d })
+          : await journal.transition(entry, { state: 'sent', operationId: op.id, auditor, sentAt: now(), decision: d });
+    } catch (err) {
+      // The decision was not recorded, so it is not acted on: the dead letter stays uncertain.
+      op.error = `replay journal unavailable, decision not applied: ${errorText(err, 'store error')}`;
+      held.push(m);
+      markUncertain(v);
+      return;
+    }
     if (!taken) {
       // The record changed since it was read (its owner finished after all): next time it is judged anew.
       held.push(m);
@@ -410,17 +419,13 @@ export async function replayDeadLetters(
   const replayOne = async (m: ServiceBusReceivedMessage, v: DeadLetterView): Promise<'ok' | 'failed'> => {
     const key: DeadLetterKey = { topic, subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId };
     let entry: JournalEntry | null;
+    let claim: JournalEntry | null = null;
     try {
       entry = await journal.get(key);
       if (!entry) {
-        const claim = await journal.claim(key, { operationId: op.id, auditor });
-        if (claim) {
-          const r = await sendClaimed(m, v, claim);
-          if (r === 'sent') await eventAudit(v, 'ReplayDeadLetter', `dead letter replayed from ${topic}/${subscription}`);
-          return r === 'sent' ? 'ok' : 'failed';
-        }
-        // Someone claimed it between our read and our create: judge their record.
-        entry = await journal.get(key);
+        claim = await journal.claim(key, { operationId: op.id, auditor });
+        // Null: someone claimed it between our read and our create; judge their record.
+        if (!claim) entry = await journal.get(key);
       }
     } catch (err) {
       // No journal, no send: without the `sending` record a crash could not be told apart from "never sent".
@@ -428,6 +433,12 @@ export async function replayDeadLetters(
       op.error = `replay journal unavailable, not sent: ${errorText(err, 'store error')}`;
       await receiver.abandonMessage(m).catch(() => undefined);
       return 'failed';
+    }
+    if (claim) {
+      // Outside the try above: once the claim exists, a failure is judged by sendClaimed, never as "not sent".
+      const r = await sendClaimed(m, v, claim);
+      if (r === 'sent') await eventAudit(v, 'ReplayDeadLetter', `dead letter replayed from ${topic}/${subscription}`);
+      return r === 'sent' ? 'ok' : 'failed';
     }
     if (!entry) {
       held.push(m);
