@@ -174,13 +174,13 @@ describe('a crash between blocking and completing', () => {
           key: cosmos.key,
           database: 'inbox-e2e',
         });
+        const calls: number[] = [];
+        const host = h.host({
+          endpointId: 'crm',
+          inbox,
+          handlers: new HandlerRegistry().on<{ n: number }>('CustomerUpdated', (e) => void calls.push(e.n)),
+        });
         try {
-          const calls: number[] = [];
-          h.host({
-            endpointId: 'crm',
-            inbox,
-            handlers: new HandlerRegistry().on<{ n: number }>('CustomerUpdated', (e) => void calls.push(e.n)),
-          });
           const records = await h.resolver('X-3', 3, 25_000);
           assert.deepEqual(storyOf(records), {
             requests: ['EventRequest:E1'],
@@ -197,8 +197,8 @@ describe('a crash between blocking and completing', () => {
           const state = await h.sessionState('crm', 'X-3');
           assert.equal(state.BlockedByEventId ?? null, null);
         } finally {
-          // The host must stop before the store closes: withHarness stops it on the way out.
-          await h.close().catch(() => undefined);
+          // The host stops before the store it reads closes.
+          await host.stop({ waitForPendingAccepts: true });
           inbox.close();
         }
       });
