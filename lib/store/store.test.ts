@@ -28,6 +28,26 @@ async function ignored(p: ReturnType<StoreFixture['store']['writeStatus']>, reas
   assert.equal((r as { reason: string }).reason, reason);
 }
 
+/**
+ * Status writes for one event (session `s-1`) of an endpoint, through `store` (default: the fixture's): the
+ * builders every guard and counter test repeats. `message` builds a write; `apply` / `refuse` write a message
+ * (or a type, built on the spot) and assert it was written / ignored for `reason`; `answer` writes a response
+ * that names `request` as its parent; `row` reads the row back.
+ */
+function eventOf(endpointId: string, eventId: string, store: StoreFixture['store'] = f.store) {
+  type Over = Partial<Parameters<typeof msg>[1]>;
+  const message = (type: T, over: Over = {}) => msg(type, { endpointId, eventId, ...over });
+  const asWrite = (m: T | ReturnType<typeof msg>, over?: Over) => (typeof m === 'string' ? message(m, over) : m);
+  return {
+    message,
+    apply: (m: T | ReturnType<typeof msg>, over?: Over) => written(store.writeStatus(asWrite(m, over))),
+    refuse: (m: T | ReturnType<typeof msg>, reason: string, over?: Over) => ignored(store.writeStatus(asWrite(m, over)), reason),
+    answer: (type: T, request: { messageId: string }, over: Over = {}) =>
+      written(store.writeStatus(message(type, { parentMessageId: request.messageId, ...over }))),
+    row: () => f.store.getStatusRow(endpointId, eventId, 's-1'),
+  };
+}
+
 describe('status rows', () => {
   test('createStore is idempotent on an existing database', async () => {
     const again = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
@@ -37,29 +57,20 @@ describe('status rows', () => {
   test('happy path: request → Pending (payload kept) → response → Completed, counters follow', async () => {
     const ep = uniq('ep');
     const { store } = f;
-    const req = msg(T.EventRequest, {
-      endpointId: ep,
-      eventId: 'e1',
-      payload: { orderId: 7 },
-      correlationId: 'c-1',
-    });
-    const w1 = await written(store.writeStatus(req));
+    const e = eventOf(ep, 'e1');
+    const req = e.message(T.EventRequest, { payload: { orderId: 7 }, correlationId: 'c-1' });
+    const w1 = await e.apply(req);
     assert.equal(w1.created, true);
     assert.equal(w1.row.status, S.Pending);
     assert.equal(w1.previousStatus, null);
     assert.deepEqual((await store.getCounts(ep)).pending, 1);
 
-    const res = msg(T.ResolutionResponse, {
-      endpointId: ep,
-      eventId: 'e1',
-      parentMessageId: req.messageId,
-      eventTypeId: null,
-    });
-    const w2 = await written(store.writeStatus(res));
+    const res = e.message(T.ResolutionResponse, { parentMessageId: req.messageId, eventTypeId: null });
+    const w2 = await e.apply(res);
     assert.equal(w2.created, false);
     assert.equal(w2.previousStatus, S.Pending);
 
-    const row = await store.getStatusRow(ep, 'e1', 's-1');
+    const row = await e.row();
     assert.ok(row);
     assert.equal(row.status, S.Completed);
     assert.equal(row.lastMessageId, res.messageId);
@@ -101,11 +112,7 @@ describe('status rows', () => {
 
   test('ids with characters Cosmos forbids are stored and read back', async () => {
     const ep = uniq('ep');
-    const w = await written(
-      f.store.writeStatus(
-        msg(T.EventRequest, { endpointId: ep, eventId: 'a/b?c#d\\e', sessionId: 'cust/42 #x' }),
-      ),
-    );
+    const w = await eventOf(ep, 'a/b?c#d\\e').apply(T.EventRequest, { sessionId: 'cust/42 #x' });
     assert.equal(w.row.id, statusRowId('a/b?c#d\\e', 'cust/42 #x'));
     const row = await f.store.getStatusRow(ep, 'a/b?c#d\\e', 'cust/42 #x');
     assert.equal(row?.sessionId, 'cust/42 #x');
@@ -115,110 +122,63 @@ describe('status rows', () => {
 describe('guarded writes (the specification rules, through Cosmos)', () => {
   test('a request copy arriving after its response is refused; the row stays Completed', async () => {
     const ep = uniq('ep');
-    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
-    await written(f.store.writeStatus(req));
-    await written(
-      f.store.writeStatus(
-        msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: req.messageId }),
-      ),
-    );
+    const e = eventOf(ep, 'e');
+    const req = e.message(T.EventRequest);
+    await e.apply(req);
+    await e.answer(T.ResolutionResponse, req);
     // the same request again (late fan-out copy / throttle reschedule keeps the MessageId)
-    await ignored(f.store.writeStatus({ ...req }), 'already-answered');
+    await e.refuse({ ...req }, 'already-answered');
     // a different request copy of the event (another id) cannot reopen a settled row either
-    await ignored(
-      f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
-      'not-request-stage',
-    );
-    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+    await e.refuse(T.EventRequest, 'not-request-stage');
+    assert.equal((await e.row())?.status, S.Completed);
     assert.equal((await f.store.getCounts(ep)).completed, 1);
   });
 
   test('a rescheduled copy of a request the row already answers is refused, even a control request', async () => {
-    const ep = uniq('ep');
-    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
-    await written(f.store.writeStatus(req));
-    await written(
-      f.store.writeStatus(
-        msg(T.ErrorResponse, {
-          endpointId: ep,
-          eventId: 'e',
-          parentMessageId: req.messageId,
-          errorText: 'boom',
-        }),
-      ),
-    );
-    const resubmit = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', payload: { v: 2 } });
-    const reopened = await written(f.store.writeStatus(resubmit));
+    const e = eventOf(uniq('ep'), 'e');
+    const req = e.message(T.EventRequest);
+    await e.apply(req);
+    await e.answer(T.ErrorResponse, req, { errorText: 'boom' });
+    const resubmit = e.message(T.ResubmissionRequest, { payload: { v: 2 } });
+    const reopened = await e.apply(resubmit);
     assert.equal(reopened.row.status, S.Pending, 'a resubmission reopens a Failed row');
     assert.equal(reopened.row.errorText, null);
-    await written(
-      f.store.writeStatus(
-        msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: resubmit.messageId }),
-      ),
-    );
-    await ignored(f.store.writeStatus({ ...resubmit }), 'already-answered');
-    const row = await f.store.getStatusRow(ep, 'e', 's-1');
+    await e.answer(T.ResolutionResponse, resubmit);
+    await e.refuse({ ...resubmit }, 'already-answered');
+    const row = await e.row();
     assert.equal(row?.status, S.Completed);
     assert.deepEqual(row?.payload, { v: 2 });
   });
 
   test('request copies and deferrals refresh only request-stage rows', async () => {
-    const ep = uniq('ep');
-    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
-    await written(f.store.writeStatus(req));
+    const e = eventOf(uniq('ep'), 'e');
+    const req = e.message(T.EventRequest);
+    await e.apply(req);
     // broker redelivery of the same request (no answer yet) re-stamps its own row
-    await written(f.store.writeStatus({ ...req }));
-    await written(
-      f.store.writeStatus(
-        msg(T.DeferralResponse, {
-          endpointId: ep,
-          eventId: 'e',
-          parentMessageId: req.messageId,
-          blockedBy: 'e0',
-        }),
-      ),
-    );
+    await e.apply({ ...req });
+    await e.answer(T.DeferralResponse, req, { blockedBy: 'e0' });
     // deferred-drain republish: a new request copy over the Deferred row applies
-    const replay = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
-    await written(f.store.writeStatus(replay));
-    await written(
-      f.store.writeStatus(
-        msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: replay.messageId }),
-      ),
-    );
-    await ignored(
-      f.store.writeStatus(msg(T.DeferralResponse, { endpointId: ep, eventId: 'e' })),
-      'not-request-stage',
-    );
+    const replay = e.message(T.EventRequest);
+    await e.apply(replay);
+    await e.answer(T.ErrorResponse, replay);
+    await e.refuse(T.DeferralResponse, 'not-request-stage');
     // a retry (control request) reopens; a request copy cannot replace the control request's projection
-    await written(f.store.writeStatus(msg(T.RetryRequest, { endpointId: ep, eventId: 'e' })));
-    await ignored(
-      f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
-      'not-request-stage',
-    );
-    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.messageType, T.RetryRequest);
+    await e.apply(T.RetryRequest);
+    await e.refuse(T.EventRequest, 'not-request-stage');
+    assert.equal((await e.row())?.messageType, T.RetryRequest);
   });
 
   test('handoff park over Failed applies (Pending/Handoff); over Completed and Skipped it is refused', async () => {
     const ep = uniq('ep');
-    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'f' });
-    await written(f.store.writeStatus(req));
-    await written(
-      f.store.writeStatus(
-        msg(T.ErrorResponse, { endpointId: ep, eventId: 'f', parentMessageId: req.messageId }),
-      ),
-    );
-    const park = await written(
-      f.store.writeStatus(
-        msg(T.PendingHandoffResponse, {
-          endpointId: ep,
-          eventId: 'f',
-          handoffReason: 'DMF import',
-          externalJobId: 'job-1',
-          expectedBy: '2026-12-02T12:00:00.000Z',
-        }),
-      ),
-    );
+    const e = eventOf(ep, 'f');
+    const req = e.message(T.EventRequest);
+    await e.apply(req);
+    await e.answer(T.ErrorResponse, req);
+    const park = await e.apply(T.PendingHandoffResponse, {
+      handoffReason: 'DMF import',
+      externalJobId: 'job-1',
+      expectedBy: '2026-12-02T12:00:00.000Z',
+    });
     assert.equal(park.row.status, S.Pending);
     assert.equal(park.row.subStatus, 'Handoff');
     assert.equal(park.row.externalJobId, 'job-1');
@@ -227,45 +187,28 @@ describe('guarded writes (the specification rules, through Cosmos)', () => {
     assert.equal(counts.handoff, 1);
     assert.equal(counts.failed, 0);
     // settlement request clears the sub-status; the response completes
-    const settle = await written(
-      f.store.writeStatus(msg(T.HandoffCompletedRequest, { endpointId: ep, eventId: 'f' })),
-    );
+    const settle = await e.apply(T.HandoffCompletedRequest);
     assert.equal(settle.row.subStatus, null);
-    await written(f.store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'f' })));
-    await ignored(
-      f.store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'f' })),
-      'handoff-after-settlement',
-    );
+    await e.apply(T.ResolutionResponse);
+    await e.refuse(T.PendingHandoffResponse, 'handoff-after-settlement');
 
-    await written(f.store.writeStatus(msg(T.SkipResponse, { endpointId: ep, eventId: 'g' })));
-    await ignored(
-      f.store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'g' })),
-      'handoff-after-settlement',
-    );
+    const g = eventOf(ep, 'g');
+    await g.apply(T.SkipResponse);
+    await g.refuse(T.PendingHandoffResponse, 'handoff-after-settlement');
     counts = await f.store.getCounts(ep);
     assert.deepEqual([counts.pending, counts.handoff, counts.completed, counts.skipped], [0, 0, 1, 1]);
   });
 
   test('dead-letter notification → DeadLettered (counted in the Failed column); empty description does not', async () => {
     const ep = uniq('ep');
-    const dl = await written(
-      f.store.writeStatus(
-        msg(T.ErrorResponse, {
-          endpointId: ep,
-          eventId: 'd',
-          deadLetterReason: 'Poison',
-          deadLetterErrorDescription: 'bad body',
-        }),
-      ),
-    );
+    const dl = await eventOf(ep, 'd').apply(T.ErrorResponse, {
+      deadLetterReason: 'Poison',
+      deadLetterErrorDescription: 'bad body',
+    });
     assert.equal(dl.row.status, S.DeadLettered);
-    const failed = await written(
-      f.store.writeStatus(
-        msg(T.ErrorResponse, { endpointId: ep, eventId: 'x', deadLetterErrorDescription: '  ' }),
-      ),
-    );
+    const failed = await eventOf(ep, 'x').apply(T.ErrorResponse, { deadLetterErrorDescription: '  ' });
     assert.equal(failed.row.status, S.Failed);
-    await written(f.store.writeStatus(msg(T.UnsupportedResponse, { endpointId: ep, eventId: 'u' })));
+    await eventOf(ep, 'u').apply(T.UnsupportedResponse);
     const counts = await f.store.getCounts(ep);
     assert.equal(counts.failed, 3, 'Failed + DeadLettered + Unsupported');
     assert.equal(counts.deadLettered, 1);
@@ -274,18 +217,19 @@ describe('guarded writes (the specification rules, through Cosmos)', () => {
 
   test('racing writers on one row: every write is decided against the row it replaces (no lost update)', async () => {
     const ep = uniq('ep');
-    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'r' });
-    await written(f.store.writeStatus(req));
+    const e = eventOf(ep, 'r');
+    const req = e.message(T.EventRequest);
+    await e.apply(req);
     // Terminal and control writes all apply; request copies race them and may or may not apply.
     const racers = [
-      msg(T.ErrorResponse, { endpointId: ep, eventId: 'r', parentMessageId: req.messageId }),
-      msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'r' }),
-      msg(T.ResolutionResponse, { endpointId: ep, eventId: 'r' }),
-      msg(T.SkipRequest, { endpointId: ep, eventId: 'r' }),
-      msg(T.EventRequest, { endpointId: ep, eventId: 'r' }),
-      msg(T.DeferralResponse, { endpointId: ep, eventId: 'r' }),
-      msg(T.UnsupportedResponse, { endpointId: ep, eventId: 'r' }),
-      msg(T.EventRequest, { endpointId: ep, eventId: 'r' }),
+      e.message(T.ErrorResponse, { parentMessageId: req.messageId }),
+      e.message(T.ResubmissionRequest),
+      e.message(T.ResolutionResponse),
+      e.message(T.SkipRequest),
+      e.message(T.EventRequest),
+      e.message(T.DeferralResponse),
+      e.message(T.UnsupportedResponse),
+      e.message(T.EventRequest),
     ];
     const results = await Promise.all(racers.map((m) => f.store.writeStatus(m)));
     const mustApply = [0, 1, 2, 3, 6];
@@ -293,7 +237,7 @@ describe('guarded writes (the specification rules, through Cosmos)', () => {
       assert.equal(results[i]?.outcome, 'written', `racer ${i} (${racers[i]?.messageType})`);
     for (const r of results) if (r.outcome === 'written') assert.notEqual(r.counters, 'failed');
     // The row is the last applied write, and the counters telescoped exactly: one row, counted once.
-    const row = await f.store.getStatusRow(ep, 'r', 's-1');
+    const row = await e.row();
     assert.ok(racers.some((m) => m.messageId === row?.lastMessageId));
     const counts = await f.store.getCounts(ep);
     const total = Object.values(counts.buckets).reduce((a, b) => a + b, 0);
@@ -321,26 +265,19 @@ describe('two store instances (separate row caches) on one database', () => {
     const other = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
     try {
       const ep = uniq('ep');
-      const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
-      await written(f.store.writeStatus(req)); // f.store now caches the Pending version
-      await written(
-        other.writeStatus(
-          msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: req.messageId }),
-        ),
-      );
+      const mine = eventOf(ep, 'e');
+      const theirs = eventOf(ep, 'e', other);
+      const req = mine.message(T.EventRequest);
+      await mine.apply(req); // f.store now caches the Pending version
+      await theirs.answer(T.ResolutionResponse, req);
       // The cached Pending row would let this copy apply; the If-Match on the cached etag refuses, the re-read sees Completed.
-      await ignored(
-        f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })),
-        'not-request-stage',
-      );
-      assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+      await mine.refuse(T.EventRequest, 'not-request-stage');
+      assert.equal((await mine.row())?.status, S.Completed);
 
       // A refusal decided from the cache is confirmed by a fresh read: the other instance reopened the row.
-      await written(f.store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'h' }))); // cached Completed
-      await written(other.writeStatus(msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'h' })));
-      const park = await written(
-        f.store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'h' })),
-      );
+      await eventOf(ep, 'h').apply(T.ResolutionResponse); // cached Completed
+      await eventOf(ep, 'h', other).apply(T.ResubmissionRequest);
+      const park = await eventOf(ep, 'h').apply(T.PendingHandoffResponse);
       assert.equal(park.previousStatus, S.Pending);
       assert.equal(park.row.subStatus, 'Handoff');
 
@@ -361,20 +298,18 @@ describe('buffered counters (counterFlushMs)', () => {
       counterFlushMs: 60_000,
     });
     const ep = uniq('ep');
-    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
-    const first = await written(buffered.writeStatus(req));
+    const e = eventOf(ep, 'e', buffered);
+    const x = eventOf(ep, 'x', buffered);
+    const req = e.message(T.EventRequest);
+    const first = await e.apply(req);
     assert.equal(first.counters, 'queued');
-    await written(
-      buffered.writeStatus(
-        msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: req.messageId }),
-      ),
-    );
-    await written(buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'x' })));
+    await e.answer(T.ResolutionResponse, req);
+    await x.apply(T.ErrorResponse);
     assert.equal((await f.store.getCounts(ep)).completed, 0, 'nothing applied before the flush');
     await buffered.flushCounters();
     let counts = await f.store.getCounts(ep);
     assert.deepEqual([counts.pending, counts.completed, counts.failed], [0, 1, 1]);
-    await written(buffered.writeStatus(msg(T.SkipRequest, { endpointId: ep, eventId: 'x' })));
+    await x.apply(T.SkipRequest);
     await buffered.close();
     counts = await f.store.getCounts(ep);
     assert.deepEqual([counts.pending, counts.completed, counts.failed], [1, 1, 0]);
@@ -384,13 +319,10 @@ describe('buffered counters (counterFlushMs)', () => {
 describe('conditional writes (reconcile, operator claims)', () => {
   test('a write with an expectation applies only while the row still matches', async () => {
     const ep = uniq('ep');
-    const req = msg(T.EventRequest, { endpointId: ep, eventId: 'c' });
-    await written(f.store.writeStatus(req));
-    const response = msg(T.ResolutionResponse, {
-      endpointId: ep,
-      eventId: 'c',
-      parentMessageId: req.messageId,
-    });
+    const e = eventOf(ep, 'c');
+    const req = e.message(T.EventRequest);
+    await e.apply(req);
+    const response = e.message(T.ResolutionResponse, { parentMessageId: req.messageId });
     await ignored(
       f.store.writeStatus(response, { status: S.Pending, lastMessageId: 'someone-else' }),
       'precondition-failed',
@@ -410,14 +342,11 @@ describe('counters', () => {
   test('follow transitions across events, and a recount repairs drift', async () => {
     const ep = uniq('ep');
     const { store } = f;
-    for (const e of ['a', 'b', 'c', 'd', 'h'])
-      await written(store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: e })));
-    await written(store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a' })));
-    await written(store.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'b' })));
-    await written(
-      store.writeStatus(msg(T.DeferralResponse, { endpointId: ep, eventId: 'c', blockedBy: 'b' })),
-    );
-    await written(store.writeStatus(msg(T.PendingHandoffResponse, { endpointId: ep, eventId: 'h' })));
+    for (const e of ['a', 'b', 'c', 'd', 'h']) await eventOf(ep, e).apply(T.EventRequest);
+    await eventOf(ep, 'a').apply(T.ResolutionResponse);
+    await eventOf(ep, 'b').apply(T.ErrorResponse);
+    await eventOf(ep, 'c').apply(T.DeferralResponse, { blockedBy: 'b' });
+    await eventOf(ep, 'h').apply(T.PendingHandoffResponse);
     const expected = {
       Pending: 1,
       Handoff: 1,
@@ -466,7 +395,7 @@ describe('counters', () => {
 async function seedRow(ep: string) {
   // Build a valid row through a throwaway endpoint, then re-home it: a row whose counter patch never happened.
   const tmp = uniq('tmp');
-  const w = await written(f.store.writeStatus(msg(T.EventRequest, { endpointId: tmp, eventId: 'seed' })));
+  const w = await eventOf(tmp, 'seed').apply(T.EventRequest);
   return { ...w.row, endpointId: ep };
 }
 
@@ -577,7 +506,7 @@ describe('recordOutcome (history + guarded status)', () => {
 describe('corrupt documents are reported, not crashes', () => {
   test('an unparsable row: point read throws CorruptDocumentError, lists report it, guarded writes fail closed, terminal writes repair', async () => {
     const ep = uniq('ep');
-    const good = await written(f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'ok' })));
+    const good = await eventOf(ep, 'ok').apply(T.EventRequest);
     await f.raw
       .database(f.database)
       .container('events')
@@ -596,13 +525,9 @@ describe('corrupt documents are reported, not crashes', () => {
     );
     assert.equal(page.corrupt.length, 1);
     assert.match(page.corrupt[0]?.issues ?? '', /status/);
-    await ignored(
-      f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'bad' })),
-      'unreadable-row',
-    );
-    const repaired = await written(
-      f.store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'bad' })),
-    );
+    const bad = eventOf(ep, 'bad');
+    await bad.refuse(T.EventRequest, 'unreadable-row');
+    const repaired = await bad.apply(T.ResolutionResponse);
     assert.equal(
       repaired.counters,
       'failed',
