@@ -9,6 +9,8 @@
 //    runs once per document never gets past V8's interpreter. The function is now made once per query text.
 // 3. ORDER BY sorts with a comparator that walks each document's key path on every comparison; it now reads each
 //    key once and sorts on the values (same order, same tie-break on `_rid`, same dropping of undefined keys).
+//    And every matching document was projected (the SELECT list) before the page was cut out of them; only the
+//    rows of the page are projected now.
 // 4. The server ignores the partition key and scans the whole container for every query. Real Cosmos serves a
 //    query with `c.<partition key> = value` from that one partition. Here each container keeps its documents
 //    grouped by the value of its (first) partition key path too, and a query whose WHERE requires
@@ -68,14 +70,17 @@ export function installEmbeddedQueryFixes(): void {
   const queryModule = serverRequire('@zeit/cosmosdb-query') as { default: (sql: string) => QueryLike };
   const queryProto = Object.getPrototypeOf(queryModule.default('SELECT * FROM c')) as object;
   const codeGetter = Object.getOwnPropertyDescriptor(queryProto, 'code')?.get;
+  const rewritten = new WeakSet<object>();
   if (codeGetter) {
     Object.defineProperty(queryProto, 'code', {
       configurable: true,
       get(this: QueryLike) {
         const code = codeGetter.call(this) as string;
-        const linear = code.replace(QUADRATIC_COLLECT, LINEAR_COLLECT);
-        // The original getter returns the cached `_code` from now on.
-        if (linear !== code) this._code = linear;
+        // The original getter returns the cached `_code` from then on: rewrite it once per query.
+        if (rewritten.has(this)) return code;
+        const linear = projectAfterPaging(code.replace(QUADRATIC_COLLECT, LINEAR_COLLECT));
+        this._code = linear;
+        rewritten.add(this);
         return linear;
       },
     });
@@ -99,13 +104,31 @@ export function installEmbeddedQueryFixes(): void {
     return run(aggregates, builtins, collection, helpersModule, udf, params, maxItemCount, continuation, compositeIndexes);
   };
 
-  const helpers = helpersModule as { sort: SortFn };
+  const helpers = helpersModule as {
+    sort: SortFn;
+    paginate: (...args: unknown[]) => { result: unknown[]; continuation: unknown };
+    stripUndefined: (v: unknown) => unknown;
+    [LAZY_HELPER]?: (project: () => unknown) => unknown;
+  };
+  const originalPaginate = helpers.paginate;
+  helpers[LAZY_HELPER] = (project) => {
+    lazyRows.add(project);
+    return project;
+  };
+  helpers.paginate = (...args) => {
+    const page = originalPaginate(...args);
+    page.result = page.result.map((r) =>
+      typeof r === 'function' && lazyRows.has(r as () => unknown) ? helpers.stripUndefined((r as () => unknown)()) : r,
+    );
+    return page;
+  };
   const originalSort = helpers.sort;
   helpers.sort = (collection, getRid, compositeIndexes, ...orders) => {
-    // Several ORDER BY terms need the composite-index check of the original; we only sort on one.
-    if (orders.length !== 1) return originalSort(collection, getRid, compositeIndexes, ...orders);
-    const [keys, desc] = orders[0]!;
-    const keyed = collection.map((d) => ({ d, k: valueAt(d, keys), r: getRid(d) }));
+    // Several ORDER BY terms need the composite-index check of the original; we only sort on one (or none: the
+    // container order by _rid).
+    if (orders.length > 1) return originalSort(collection, getRid, compositeIndexes, ...orders);
+    const [keys, desc] = orders[0] ?? [undefined, false];
+    const keyed = collection.map((d) => ({ d, k: keys ? valueAt(d, keys) : null, r: getRid(d) }));
     keyed.sort((a, b) => {
       const r = compareValues(a.k, b.k);
       if (r !== 0) return desc ? -r : r;
@@ -163,6 +186,36 @@ export function installEmbeddedQueryFixes(): void {
       throw err;
     }
   };
+}
+
+const LAZY_HELPER = '__nimbusLazyRow';
+
+/**
+ * Rows' projections, computed only for the rows on the page returned. A function (not an object) passes through
+ * the engine's own clean-up of the page untouched, so the thunks are recognised afterwards.
+ */
+const lazyRows = new WeakSet<() => unknown>();
+
+const PAGE_PROJECTION_OPEN = /\.map\(\(\{\s*c\s*\}\) => \[/g;
+const PAGE_PROJECTION_CLOSE = /, \{\s*c\s*\}\]\), \$maxItemCount/g;
+
+/**
+ * The generated code projects (SELECT list) every matching document, sorted, and only then cuts the page out of
+ * them: 20,000 rows projected for a page of 50. Rewrites `.map(({ c }) => [PROJECTION, { c }]), $maxItemCount`
+ * so the projection is a thunk that the patched paginate evaluates for the rows of the page only. Code of any
+ * other shape (aggregates, nested projections) is left as it is.
+ */
+function projectAfterPaging(code: string): string {
+  const closes = [...code.matchAll(PAGE_PROJECTION_CLOSE)];
+  if (closes.length !== 1) return code;
+  const close = closes[0]!.index;
+  const opens = [...code.slice(0, close).matchAll(PAGE_PROJECTION_OPEN)];
+  const open = opens.at(-1);
+  if (!open) return code;
+  const start = open.index + open[0].length;
+  const projection = code.slice(start, close);
+  if (new RegExp(PAGE_PROJECTION_OPEN.source).test(projection)) return code;
+  return `${code.slice(0, start)}$h.${LAZY_HELPER}(() => (${projection}))${code.slice(close)}`;
 }
 
 type CompiledQuery = (...args: unknown[]) => unknown;
