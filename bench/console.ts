@@ -1,0 +1,178 @@
+// Console benchmark (issue 5): with 100,000 events across the catalog's 5 endpoints in the embedded Cosmos store,
+// p50/p95 of `GET /api/endpoints`, an event-list page and an event's details, requested over HTTP from the real
+// console (startConsole, the built Next.js app), and the time from navigation to data shown for the Endpoints
+// and Endpoint pages in Chromium. The baseline, measured in the same run, is `GET /api/health` on the same
+// console (a route that touches no store): a figure's ratio says how much of it is the query, not Next.js.
+// Targets: /api/endpoints p95 < 150 ms, event list p95 < 300 ms, details p95 < 100 ms.
+//
+// The events are written straight into Cosmos with bulk requests (bench/console-seed.ts), not through Service
+// Bus and the Resolver; the seeding time is reported too. Sizes: BENCH_CONSOLE_EVENTS (default 100000),
+// BENCH_CONSOLE_REQUESTS per figure (default 100), BENCH_CONSOLE_PAGE_LOADS per page (default 5).
+// Set NIMBUS_NEXT_DIST_DIR to build/serve the console from a folder of your own.
+//   npx tsx bench/console.ts          (or `npm run bench console`)
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startEmulator } from '../emulator/index.ts';
+import { loadCatalog } from '../lib/contract/catalog.ts';
+import { createStore, startEmbeddedCosmos } from '../lib/store/index.ts';
+import { ensureConsoleBuilt } from '../server/build.ts';
+import { DEFAULT_CATALOG_PATH } from '../server/config.ts';
+import { CONSOLE_DIR, startConsole } from '../server/console.ts';
+import { launchTestChromium } from '../server/testing/chromium.ts';
+import { seedConsoleBench } from './console-seed.ts';
+import { type BenchResult, type BenchRow, envInt, percentile, toMarkdown } from './report.ts';
+
+interface Stats {
+  p50: number;
+  p95: number;
+  n: number;
+}
+
+const stats = (samples: number[]): Stats => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), n: sorted.length };
+};
+
+/** Times `count` sequential GETs (after `warmup` unmeasured ones), cycling through `paths`. */
+async function timeGets(base: string, paths: string[], count: number, warmup = 5): Promise<Stats> {
+  const samples: number[] = [];
+  for (let i = 0; i < warmup + count; i++) {
+    const path = paths[i % paths.length]!;
+    const started = performance.now();
+    const res = await fetch(base + path);
+    const body = await res.text();
+    const ms = performance.now() - started;
+    if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${body.slice(0, 300)}`);
+    if (i >= warmup) samples.push(ms);
+  }
+  return stats(samples);
+}
+
+export async function runConsoleBench(): Promise<BenchResult> {
+  const events = envInt('BENCH_CONSOLE_EVENTS', 100_000);
+  const requests = envInt('BENCH_CONSOLE_REQUESTS', 100);
+  const pageLoads = envInt('BENCH_CONSOLE_PAGE_LOADS', 5);
+
+  // Built first (or reused when up to date), so the build does not share the machine with the measurement.
+  await ensureConsoleBuilt(CONSOLE_DIR);
+  const catalog = await loadCatalog(DEFAULT_CATALOG_PATH);
+  const endpoints = catalog.endpoints.map((e) => e.id);
+  const emulator = await startEmulator({ port: 0 });
+  const cosmos = await startEmbeddedCosmos({ port: 0 });
+  const database = 'nimbus-bench';
+  const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database });
+  let app: Awaited<ReturnType<typeof startConsole>> | undefined;
+  let browser: Awaited<ReturnType<typeof launchTestChromium>> | undefined;
+  try {
+    const seeded = await seedConsoleBench(store, {
+      events,
+      endpoints,
+      sessionsPerEndpoint: 2000,
+      spanMinutes: 7 * 24 * 60,
+    });
+    process.stderr.write(
+      `console bench: seeded ${seeded.events} events and ${seeded.historyEntries} history entries in ${seeded.seconds.toFixed(1)} s\n`,
+    );
+    process.env.NIMBUS_LOG_LEVEL ??= 'warn';
+    app = await startConsole({
+      port: 0,
+      hostname: '127.0.0.1',
+      env: {
+        NIMBUS_SERVICEBUS_CONNECTION_STRING: emulator.connectionString,
+        NIMBUS_COSMOS_ENDPOINT: cosmos.endpoint,
+        NIMBUS_COSMOS_KEY: cosmos.key,
+        NIMBUS_COSMOS_DATABASE: database,
+        NIMBUS_CATALOG: DEFAULT_CATALOG_PATH,
+        NIMBUS_AUTH: 'off',
+      },
+    });
+    const base = app.url;
+
+    const busiest = 'billingendpoint';
+    const health = await timeGets(base, ['/api/health'], requests);
+    const overview = await timeGets(base, ['/api/endpoints'], requests);
+    // The list filters an operator uses, over every endpoint: each page is a fresh query (no cache in between).
+    const listPaths = endpoints.flatMap((ep) => [
+      `/api/endpoints/${ep}/events?status=Failed`,
+      `/api/endpoints/${ep}/events`,
+      `/api/endpoints/${ep}/events?status=Completed`,
+      `/api/endpoints/${ep}/events?status=Failed,DeadLettered,Unsupported&eventTypeId=OrderPlaced`,
+      `/api/endpoints/${ep}/events?status=Handoff`,
+      `/api/endpoints/${ep}/events?q=gateway`,
+    ]);
+    const list = await timeGets(base, listPaths, requests);
+    // The second page (a continuation) of the largest list: the resumed query costs as much as the first.
+    const first = (await (await fetch(`${base}/api/endpoints/${busiest}/events`)).json()) as { continuation: string | null };
+    if (!first.continuation) throw new Error('the event list has no second page');
+    const nextPage = await timeGets(
+      base,
+      [`/api/endpoints/${busiest}/events?continuation=${encodeURIComponent(first.continuation)}`],
+      Math.max(10, Math.floor(requests / 5)),
+    );
+    const detailPaths = seeded.samples.map((s) => `/api/endpoints/${s.endpointId}/events/${encodeURIComponent(s.eventId)}`);
+    const details = await timeGets(base, detailPaths, requests);
+
+    // Navigation to data shown: a fresh page each time, timed until the first row with counts or events is visible.
+    browser = await launchTestChromium();
+    const pageTimes = async (path: string, shown: string): Promise<Stats> => {
+      const samples: number[] = [];
+      for (let i = 0; i < pageLoads + 1; i++) {
+        const page = await browser!.context.newPage();
+        const started = performance.now();
+        await page.goto(base + path);
+        await page.locator(shown).first().waitFor({ timeout: 60_000 });
+        if (i > 0) samples.push(performance.now() - started); // the first load warms Next's route code
+        await page.close();
+      }
+      return stats(samples);
+    };
+    const endpointsPage = await pageTimes('/', `tr[data-endpoint="${busiest}"] a[aria-label$=" failed"]`);
+    const endpointPage = await pageTimes(`/endpoints/${busiest}?status=Failed`, '[data-testid="events-table"] tbody tr');
+
+    const apiRow = (figure: string, s: Stats, which: 'p50' | 'p95', target?: number): BenchRow => ({
+      figure: `${figure} ${which}`,
+      value: s[which],
+      unit: 'ms',
+      baseline: health[which],
+      better: 'lower',
+      ...(target !== undefined ? { target } : {}),
+    });
+    return {
+      title: `Console (${events.toLocaleString('en-US')} events in the embedded Cosmos store, real console over HTTP)`,
+      rows: [
+        apiRow('baseline: GET /api/health', health, 'p50'),
+        apiRow('baseline: GET /api/health', health, 'p95'),
+        apiRow('GET /api/endpoints', overview, 'p50'),
+        apiRow('GET /api/endpoints', overview, 'p95', 150),
+        apiRow('event list page (6 filters x 5 endpoints)', list, 'p50'),
+        apiRow('event list page (6 filters x 5 endpoints)', list, 'p95', 300),
+        apiRow(`event list, next page (continuation, ${busiest})`, nextPage, 'p95', 300),
+        apiRow('event details', details, 'p50'),
+        apiRow('event details', details, 'p95', 100),
+        { figure: 'Endpoints page: navigation to counts shown, p50', value: endpointsPage.p50, unit: 'ms', better: 'lower' },
+        { figure: 'Endpoint page: navigation to events shown, p50', value: endpointPage.p50, unit: 'ms', better: 'lower' },
+        { figure: 'seeding (bulk writes, events + history)', value: seeded.seconds, unit: 's', better: 'lower' },
+      ],
+      settings: {
+        events,
+        'history entries': seeded.historyEntries,
+        endpoints: endpoints.length,
+        'requests per figure': requests,
+        'page loads': pageLoads,
+        'rss MB': Math.round(process.memoryUsage().rss / 1e6),
+      },
+    };
+  } finally {
+    await browser?.close();
+    await app?.close();
+    await store.close().catch(() => undefined);
+    await cosmos.close();
+    await emulator.close();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const result = await runConsoleBench();
+  console.log(toMarkdown(result));
+  process.exit(0);
+}
