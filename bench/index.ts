@@ -7,6 +7,7 @@ import type { BenchResult } from './report.ts';
 import { toMarkdown } from './report.ts';
 import { runEmulatorBench } from './emulator.ts';
 import { runResolverBench } from './resolver.ts';
+import { runConsoleBench } from './console.ts';
 import { runPipelineBench } from './pipeline.ts';
 
 /** The Resolver benchmark reports its own shape; put it in the common table form. */
@@ -45,6 +46,7 @@ async function resolverAsTable(): Promise<BenchResult> {
 const benchmarks: Array<{ name: string; run: () => Promise<BenchResult> }> = [
   { name: 'emulator', run: runEmulatorBench },
   { name: 'resolver', run: resolverAsTable },
+  { name: 'console', run: runConsoleBench },
   { name: 'pipeline', run: runPipelineBench },
 ];
 
