@@ -87,6 +87,10 @@ export function originProblem(request: Request): string | null {
   return null;
 }
 
+/** At most this many 401s per minute are written to the audit log by one console process (burst as given). */
+const UNAUTHENTICATED_AUDIT_RATE = { perMinute: 300, burst: 100 };
+const unauthenticatedAudits = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.unauthAudits')] ??= new RateLimiter()) as RateLimiter;
+
 const limiterKey = Symbol.for('nimbus.console.rateLimiter');
 const limiter = ((globalThis as Record<symbol, unknown>)[limiterKey] ??= new RateLimiter()) as RateLimiter;
 
@@ -193,7 +197,11 @@ export async function authorize(
   const principal = await principalOf(request);
   const ctx = isMutating(action) || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
   if (principal === null) {
-    return refuse(ctx, UNKNOWN, [], action, endpointId, subject, {
+    // Anyone on the network can send unauthenticated requests: their audit entries are bounded per process so
+    // a flood costs 401s, not an unbounded stream of Cosmos writes. Past the bound they are counted in the log.
+    const auditIt = unauthenticatedAudits.take('unauthenticated', UNAUTHENTICATED_AUDIT_RATE) === 0;
+    if (!auditIt) log.warn({ action }, 'unauthenticated request refused; audit entry skipped (too many in a short time)');
+    return refuse(auditIt ? ctx : undefined, UNKNOWN, [], action, endpointId, subject, {
       status: 401,
       error: 'unauthorized',
       detail: 'sign in to use the console (no valid session or bearer token)',
