@@ -1,7 +1,7 @@
 // Browser test of the console: the built Next.js app started through startConsole() against the embedded
 // Service Bus emulator and the embedded Cosmos server (real clients), a few seeded rows, and Debian's Chromium
 // driven by playwright-core. `next build` runs only when the build is missing or older than a source file.
-// Screenshots of every page are kept under .tmp/artifacts/console/.
+// Screenshots of every page are kept under test-artifacts/console/ (gitignored).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { seedConsoleData, XSS_TEXT } from '../server/testing/seed.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
-const ARTIFACTS = join(CONSOLE_DIR, '.tmp', 'artifacts', 'console');
+const ARTIFACTS = join(CONSOLE_DIR, 'test-artifacts', 'console');
 
 let stack: ConsoleTestStack;
 let consoleApp: RunningConsole;
