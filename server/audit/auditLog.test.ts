@@ -1,0 +1,75 @@
+// The audit log on the embedded Cosmos server (real @azure/cosmos client): filters, newest-first order,
+// continuation paging, single-month ranges answered from one partition, and bounded details.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../../lib/store/index.ts';
+import { auditQuerySchema, queryAudit, writeAudit, type AuditRecordInput } from './auditLog.ts';
+
+let cosmos: EmbeddedCosmos;
+let store: MessageStore;
+
+const entry = (over: Partial<AuditRecordInput>): AuditRecordInput => ({
+  actorKind: 'user',
+  actorId: 'oid-1',
+  actorName: 'ada@test',
+  roles: 'Operator',
+  action: 'resubmit',
+  endpointId: 'billingendpoint',
+  eventId: null,
+  target: null,
+  outcome: 'succeeded',
+  status: 200,
+  reason: null,
+  details: null,
+  ...over,
+});
+
+before(async () => {
+  cosmos = await startEmbeddedCosmos({ port: 0 });
+  store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'audit' });
+  const writes: AuditRecordInput[] = [
+    entry({ at: '2026-11-30T10:00:00.000Z', eventId: 'e1' }),
+    entry({ at: '2026-12-01T10:00:00.000Z', eventId: 'e2', actorName: 'bob@test', actorId: 'oid-2' }),
+    entry({ at: '2026-12-01T11:00:00.000Z', action: 'skip', outcome: 'denied', status: 403, reason: 'no role' }),
+    entry({ at: '2026-12-02T09:00:00.000Z', endpointId: 'crmendpoint' }),
+    entry({ at: '2026-12-02T10:00:00.000Z', endpointId: null, action: 'grants.manage', details: { blob: 'x'.repeat(20_000) } }),
+  ];
+  for (const w of writes) await writeAudit(store.database, w);
+});
+
+after(async () => {
+  await store?.close();
+  await cosmos?.close();
+});
+
+const q = (raw: Record<string, unknown>) => auditQuerySchema.parse(raw);
+
+test('newest first, paged with a continuation', async () => {
+  const first = await queryAudit(store.database, q({ pageSize: 2 }));
+  assert.deepEqual(first.items.map((e) => e.at), ['2026-12-02T10:00:00.000Z', '2026-12-02T09:00:00.000Z']);
+  assert.ok(first.continuationToken);
+  const second = await queryAudit(store.database, q({ pageSize: 2, continuation: first.continuationToken }));
+  assert.deepEqual(second.items.map((e) => e.at), ['2026-12-01T11:00:00.000Z', '2026-12-01T10:00:00.000Z']);
+  const third = await queryAudit(store.database, q({ pageSize: 2, continuation: second.continuationToken }));
+  assert.deepEqual(third.items.map((e) => e.at), ['2026-11-30T10:00:00.000Z']);
+  assert.equal(third.continuationToken, undefined);
+});
+
+test('filters: endpoint, event, user (name or id), action, outcome and a time range across months', async () => {
+  const ats = async (raw: Record<string, unknown>) => (await queryAudit(store.database, q(raw))).items.map((e) => e.at.slice(0, 13));
+  assert.deepEqual(await ats({ endpointId: 'crmendpoint' }), ['2026-12-02T09']);
+  assert.deepEqual(await ats({ eventId: 'e1' }), ['2026-11-30T10']);
+  assert.deepEqual(await ats({ user: 'bob@test' }), ['2026-12-01T10']);
+  assert.deepEqual(await ats({ user: 'oid-2' }), ['2026-12-01T10']);
+  assert.deepEqual(await ats({ action: 'skip', outcome: 'denied' }), ['2026-12-01T11']);
+  assert.deepEqual(await ats({ from: '2026-11-30T00:00:00Z', to: '2026-12-01T10:30:00Z' }), ['2026-12-01T10', '2026-11-30T10']);
+  assert.deepEqual(await ats({ from: '2026-12-01T00:00:00Z', to: '2026-12-01T23:59:59Z' }), ['2026-12-01T11', '2026-12-01T10'], 'one month: one partition');
+});
+
+test('oversized details are replaced by a note; bad queries are refused', async () => {
+  const [grant] = (await queryAudit(store.database, q({ action: 'grants.manage' }))).items;
+  assert.deepEqual(grant?.details, { omitted: 'details too large to record' });
+  assert.equal(auditQuerySchema.safeParse({ from: 'yesterday' }).success, false);
+  assert.equal(auditQuerySchema.safeParse({ from: '2026-12-02T00:00:00Z', to: '2026-12-01T00:00:00Z' }).success, false);
+  assert.equal(auditQuerySchema.safeParse({ colour: 'red' }).success, false);
+});
