@@ -167,12 +167,9 @@ export class ResolverProcessor {
    */
   #receive(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<ServiceBusReceivedMessage[]> {
     const call = childSignal(signal);
-    const pending = receiver
+    return receiver
       .receiveMessages(this.#o.maxMessagesPerReceive, { maxWaitTimeInMs: this.#o.sessionIdleTimeoutMs, abortSignal: call.signal })
       .finally(() => call.dispose());
-    // Observed by the loop; this only keeps a receive that is abandoned with its session from being unhandled.
-    pending.catch(() => undefined);
-    return pending;
   }
 
   async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<void> {
