@@ -1,17 +1,11 @@
 // Admin plane (ATOM over HTTP, as ServiceBusAdministrationClient speaks it): CRUD, list paging, exists,
 // conflicts and not-found answers, runtime properties.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Harness, assertRestError, receiveUntil, startHarness, uniqueName } from './helpers.ts';
+import { assertRestError, receiveUntil, uniqueName, useHarness } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 describe('topics', () => {
   test('create, get, update, exists and delete a topic', async () => {

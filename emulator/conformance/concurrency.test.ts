@@ -1,28 +1,21 @@
 // Concurrency: many sessions consumed by concurrent acceptNextSession loops, competing receivers on a
 // non-session subscription, and a receiver that dies holding locks.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isServiceBusError } from '@azure/service-bus';
 import type { ServiceBusClient, ServiceBusMessage } from '@azure/service-bus';
 import {
-  type Harness,
   createTopicWithSubscriptions,
   describeError,
   expectNoMessage,
   idsOf,
   receiveUntil,
-  startHarness,
   uniqueName,
+  useHarness,
 } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 async function sendAll(topic: string, messages: ServiceBusMessage[]): Promise<void> {
   const sender = h.client.createSender(topic);

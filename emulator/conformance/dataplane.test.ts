@@ -1,28 +1,21 @@
 // Data plane conformance: send/receive, every field's round trip, settlement, locks, max delivery count,
 // peek, deferral. One emulator for the file; every test uses its own topic.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusMessage } from '@azure/service-bus';
 import {
-  type Harness,
   assertServiceBusError,
   createTopicWithSubscriptions,
   expectNoMessage,
   idsOf,
   receiveUntil,
   sleep,
-  startHarness,
   uniqueName,
+  useHarness,
 } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 async function topicWithSub(
   options: Parameters<typeof createTopicWithSubscriptions>[2][number]['options'] = {},

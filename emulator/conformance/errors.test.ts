@@ -1,28 +1,22 @@
 // Error behaviour: entity status, missing entities, oversized messages, and malformed input that must leave
 // the emulator serving everyone else.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
 import { startEmulator } from '../index.ts';
 import {
-  type Harness,
   assertServiceBusError,
   createTopicWithSubscriptions,
   idsOf,
   receiveUntil,
   startHarness,
   uniqueName,
+  useHarness,
 } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 /** Proves the emulator still serves: a full send → receive → complete round trip on a fresh topic. */
 async function assertStillServing(): Promise<void> {

@@ -1,28 +1,21 @@
 // Auto-forwarding between topics, forwarding loops, forwards to missing or disabled targets, and the
 // dead-letter / transfer dead-letter sub-queues (receive and peek).
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  type Harness,
   createSubscriptionWithRules,
   createTopicWithSubscriptions,
   expectNoMessage,
   idsOf,
   receiveAll,
   receiveUntil,
-  startHarness,
   uniqueName,
+  useHarness,
   waitFor,
 } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 describe('auto-forwarding', () => {
   test('a chain of forwards delivers the message at the end of the chain, with each hop applying its rules', async () => {

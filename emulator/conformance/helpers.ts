@@ -4,6 +4,7 @@
 // instead of hanging the run.
 
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -77,6 +78,22 @@ export async function startHarness(
       await emulator.close();
     },
   };
+}
+
+/**
+ * One emulator and its clients for a whole test file: started before the file's first test, closed after its
+ * last. Call at the top level of the file; the returned harness is filled in once the `before` hook ran.
+ */
+export function useHarness(options: Omit<StartEmulatorOptions, 'port' | 'host'> = {}): Harness {
+  const harness = {} as Harness;
+  before(async () => {
+    Object.assign(harness, await startHarness(options));
+  });
+  after(async () => {
+    // Absent when startHarness itself failed: that failure is the one to report.
+    await harness.close?.();
+  });
+  return harness;
 }
 
 /** A temporary directory for --data-dir tests, removed by the returned cleanup. */

@@ -1,27 +1,20 @@
 // Rules: SQL filters, correlation filters, true/false filters and SQL actions on a topic with several
 // subscriptions; invalid SQL rejected at creation; rules managed over AMQP ($management) too.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusMessage } from '@azure/service-bus';
 import {
-  type Harness,
   type SubscriptionSpec,
   assertRestError,
   createTopicWithSubscriptions,
   idsOf,
   receiveAll,
-  startHarness,
   uniqueName,
+  useHarness,
 } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 const messages: ServiceBusMessage[] = [
   {

@@ -1,26 +1,19 @@
 // Scheduled messages and time to live.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  type Harness,
   createTopicWithSubscriptions,
   expectNoMessage,
   idsOf,
   receiveNotBefore,
   receiveUntil,
   sleep,
-  startHarness,
   uniqueName,
+  useHarness,
 } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 describe('scheduled messages', () => {
   test('a scheduled message is delivered at its time, not before', async () => {

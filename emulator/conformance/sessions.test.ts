@@ -1,26 +1,19 @@
 // Session-enabled subscriptions: accepting sessions, FIFO, exclusive locks, lock expiry and renewal, state.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isServiceBusError } from '@azure/service-bus';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import {
-  type Harness,
   assertServiceBusError,
   createTopicWithSubscriptions,
   receiveUntil,
   sleep,
-  startHarness,
   uniqueName,
+  useHarness,
 } from './helpers.ts';
 
-let h: Harness;
-before(async () => {
-  h = await startHarness();
-});
-after(async () => {
-  await h?.close();
-});
+const h = useHarness();
 
 async function sessionTopic(lockDuration = 'PT30S'): Promise<string> {
   const topic = uniqueName('ses');
