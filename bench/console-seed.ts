@@ -50,7 +50,13 @@ const MIX: Array<{ share: number; status: StatusRow['status']; handoff?: boolean
   { share: 0.01, status: ResolutionStatus.Pending },
 ];
 
-const EVENT_TYPES = ['OrderPlaced', 'OrderCancelled', 'CustomerRegistered', 'InvoiceIssued', 'ShipmentDispatched'];
+const EVENT_TYPES = [
+  'OrderPlaced',
+  'OrderCancelled',
+  'CustomerRegistered',
+  'InvoiceIssued',
+  'ShipmentDispatched',
+];
 
 const RESPONSE_TYPE: Record<string, string> = {
   Completed: MessageType.ResolutionResponse,
@@ -261,9 +267,17 @@ export async function seedConsoleBench(store: MessageStore, options: SeedOptions
         sampled.set(sampleKey, taken + 1);
         samples.push({ endpointId, eventId: row.eventId, status: bucket });
       }
-      rowOps.push({ operationType: 'Create', partitionKey: [row.endpointId, row.eventId], resourceBody: row as unknown as JSONObject });
+      rowOps.push({
+        operationType: 'Create',
+        partitionKey: [row.endpointId, row.eventId],
+        resourceBody: row as unknown as JSONObject,
+      });
       for (const h of entries) {
-        historyOps.push({ operationType: 'Create', partitionKey: h.eventId, resourceBody: h as unknown as JSONObject });
+        historyOps.push({
+          operationType: 'Create',
+          partitionKey: h.eventId,
+          resourceBody: h as unknown as JSONObject,
+        });
         historyEntries++;
       }
     }
@@ -271,7 +285,12 @@ export async function seedConsoleBench(store: MessageStore, options: SeedOptions
     await bulkCreate(history, historyOps);
   }
   for (const [endpointId, c] of Object.entries(counts))
-    await counters.items.upsert({ id: 'counts', endpointId, counts: c, recountedAt: new Date(o.now).toISOString() });
+    await counters.items.upsert({
+      id: 'counts',
+      endpointId,
+      counts: c,
+      recountedAt: new Date(o.now).toISOString(),
+    });
   return {
     events: options.events,
     historyEntries,

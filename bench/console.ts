@@ -102,14 +102,18 @@ export async function runConsoleBench(): Promise<BenchResult> {
     ]);
     const list = await timeGets(base, listPaths, requests);
     // The second page (a continuation) of the largest list: the resumed query costs as much as the first.
-    const first = (await (await fetch(`${base}/api/endpoints/${busiest}/events`)).json()) as { continuation: string | null };
+    const first = (await (await fetch(`${base}/api/endpoints/${busiest}/events`)).json()) as {
+      continuation: string | null;
+    };
     if (!first.continuation) throw new Error('the event list has no second page');
     const nextPage = await timeGets(
       base,
       [`/api/endpoints/${busiest}/events?continuation=${encodeURIComponent(first.continuation)}`],
       Math.max(10, Math.floor(requests / 5)),
     );
-    const detailPaths = seeded.samples.map((s) => `/api/endpoints/${s.endpointId}/events/${encodeURIComponent(s.eventId)}`);
+    const detailPaths = seeded.samples.map(
+      (s) => `/api/endpoints/${s.endpointId}/events/${encodeURIComponent(s.eventId)}`,
+    );
     const details = await timeGets(base, detailPaths, requests);
 
     // Navigation to data shown: a fresh page each time, timed until the first row with counts or events is visible.
@@ -127,7 +131,10 @@ export async function runConsoleBench(): Promise<BenchResult> {
       return stats(samples);
     };
     const endpointsPage = await pageTimes('/', `tr[data-endpoint="${busiest}"] a[aria-label$=" failed"]`);
-    const endpointPage = await pageTimes(`/endpoints/${busiest}?status=Failed`, '[data-testid="events-table"] tbody tr');
+    const endpointPage = await pageTimes(
+      `/endpoints/${busiest}?status=Failed`,
+      '[data-testid="events-table"] tbody tr',
+    );
 
     const apiRow = (figure: string, s: Stats, which: 'p50' | 'p95', target?: number): BenchRow => ({
       figure: `${figure} ${which}`,
@@ -149,9 +156,24 @@ export async function runConsoleBench(): Promise<BenchResult> {
         apiRow(`event list, next page (continuation, ${busiest})`, nextPage, 'p95', 300),
         apiRow('event details', details, 'p50'),
         apiRow('event details', details, 'p95', 100),
-        { figure: 'Endpoints page: navigation to counts shown, p50', value: endpointsPage.p50, unit: 'ms', better: 'lower' },
-        { figure: 'Endpoint page: navigation to events shown, p50', value: endpointPage.p50, unit: 'ms', better: 'lower' },
-        { figure: 'seeding (bulk writes, events + history)', value: seeded.seconds, unit: 's', better: 'lower' },
+        {
+          figure: 'Endpoints page: navigation to counts shown, p50',
+          value: endpointsPage.p50,
+          unit: 'ms',
+          better: 'lower',
+        },
+        {
+          figure: 'Endpoint page: navigation to events shown, p50',
+          value: endpointPage.p50,
+          unit: 'ms',
+          better: 'lower',
+        },
+        {
+          figure: 'seeding (bulk writes, events + history)',
+          value: seeded.seconds,
+          unit: 's',
+          better: 'lower',
+        },
       ],
       settings: {
         events,

@@ -146,7 +146,12 @@ export class TrafficPlanner {
       opening.push(this.register());
       const handoffCustomer = this.customers.at(-1)!;
       opening.push(
-        this.order(handoffCustomer, 'order', (orderId) => ledgerJobOutcome(invoiceIdFor(orderId)) === 'slow', 'large'),
+        this.order(
+          handoffCustomer,
+          'order',
+          (orderId) => ledgerJobOutcome(invoiceIdFor(orderId)) === 'slow',
+          'large',
+        ),
       );
       opening.push(this.register());
       const creditCustomer = this.customers.at(-1)!;

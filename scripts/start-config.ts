@@ -31,7 +31,13 @@ export interface StartConfig {
    * operatorCases: orders in the traffic's opening that wait for an operator (NIMBUS_DEMO_OPERATOR_CASES);
    * slowHandoffMs: how long the ERP's slow ledger imports stay pending handoffs (NIMBUS_DEMO_SLOW_HANDOFF_SECONDS).
    */
-  demo: { enabled: boolean; ratePerSecond: number; seed: number; operatorCases: number; slowHandoffMs: number };
+  demo: {
+    enabled: boolean;
+    ratePerSecond: number;
+    seed: number;
+    operatorCases: number;
+    slowHandoffMs: number;
+  };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** Settings that were ignored, with why (printed at startup). */
   notes: string[];

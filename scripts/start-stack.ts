@@ -368,7 +368,11 @@ async function startConsolePart(
  * Builds the console when there is no build, or when a source file is newer than the build: a pulled or edited
  * checkout must not be served from yesterday's build.
  */
-async function prepareConsoleBuild(root: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
+async function prepareConsoleBuild(
+  root: string,
+  log: Logger,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   if (!existsSync(resolve(root, consoleDistDir(), 'BUILD_ID'))) {
     log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
     await buildConsole(root, log, signal);

@@ -10,8 +10,16 @@ let server: EmbeddedCosmos;
 let client: CosmosClient;
 let container: Container;
 
-async function all<T>(query: string, parameters: Array<{ name: string; value: string }>, partitionKey?: string, pageSize = 3) {
-  const it = container.items.query<T>({ query, parameters }, { maxItemCount: pageSize, ...(partitionKey ? { partitionKey } : {}) });
+async function all<T>(
+  query: string,
+  parameters: Array<{ name: string; value: string }>,
+  partitionKey?: string,
+  pageSize = 3,
+) {
+  const it = container.items.query<T>(
+    { query, parameters },
+    { maxItemCount: pageSize, ...(partitionKey ? { partitionKey } : {}) },
+  );
   const out: T[] = [];
   while (it.hasMoreResults()) out.push(...(await it.fetchNext()).resources);
   return out;
@@ -19,9 +27,16 @@ async function all<T>(query: string, parameters: Array<{ name: string; value: st
 
 before(async () => {
   server = await startEmbeddedCosmos({ port: 0 });
-  client = new CosmosClient({ endpoint: server.endpoint, key: server.key, connectionPolicy: { enableEndpointDiscovery: false } });
+  client = new CosmosClient({
+    endpoint: server.endpoint,
+    key: server.key,
+    connectionPolicy: { enableEndpointDiscovery: false },
+  });
   const { database } = await client.databases.createIfNotExists({ id: 'eq' });
-  ({ container } = await database.containers.createIfNotExists({ id: 'docs', partitionKey: { paths: ['/pk'] } }));
+  ({ container } = await database.containers.createIfNotExists({
+    id: 'docs',
+    partitionKey: { paths: ['/pk'] },
+  }));
   // Two partitions, ties on the sort key, one replaced (moves to the container's end) and one deleted.
   for (let i = 0; i < 12; i++)
     await container.items.create({ id: `d${i}`, pk: i % 2 === 0 ? 'a' : 'b', rank: Math.floor(i / 3), n: i });
@@ -62,7 +77,9 @@ describe('embedded Cosmos query fixes', () => {
   test('a cross-partition query and an aggregate still see every document', async () => {
     const ids = await all<{ id: string }>('SELECT c.id FROM c ORDER BY c.n ASC', [], undefined, 4);
     assert.equal(ids.length, 11);
-    const { resources } = await container.items.query<number>('SELECT VALUE COUNT(1) FROM c WHERE c.pk = "a"').fetchAll();
+    const { resources } = await container.items
+      .query<number>('SELECT VALUE COUNT(1) FROM c WHERE c.pk = "a"')
+      .fetchAll();
     assert.deepEqual(resources, [5]);
   });
 

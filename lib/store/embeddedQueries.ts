@@ -28,7 +28,10 @@ interface QueryLike {
   exec(data: unknown[], options: Record<string, unknown>): unknown;
 }
 interface FromSpec {
-  source?: { expression?: { type?: string; expression?: { type?: string; name?: string } }; alias?: { name?: string } | null };
+  source?: {
+    expression?: { type?: string; expression?: { type?: string; name?: string } };
+    alias?: { name?: string } | null;
+  };
   joins?: unknown[];
 }
 interface AstNode {
@@ -52,7 +55,11 @@ interface ItemsLike {
   _getPartitionKeyPath(): string[];
   _getQuery(sql: string): QueryLike;
   _userDefinedFunctions(): unknown;
-  _item(keyPath: string, value: string, partition: unknown): ItemHolder & { read(): Record<string, unknown> | undefined };
+  _item(
+    keyPath: string,
+    value: string,
+    partition: unknown,
+  ): ItemHolder & { read(): Record<string, unknown> | undefined };
 }
 
 const QUADRATIC_COLLECT =
@@ -91,7 +98,10 @@ export function installEmbeddedQueryFixes(): void {
   const aggregates = serverRequire('@zeit/cosmosdb-query/lib/aggregate-functions.js') as unknown;
   const builtins = serverRequire('@zeit/cosmosdb-query/lib/builtin-functions.js') as unknown;
   const compiled = new Map<string, CompiledQuery>();
-  executor.default = (collection, { code, parameters, udf = {}, maxItemCount, continuation, compositeIndexes }) => {
+  executor.default = (
+    collection,
+    { code, parameters, udf = {}, maxItemCount, continuation, compositeIndexes },
+  ) => {
     let run = compiled.get(code);
     if (!run) {
       // The same translation of generated code to a function that the engine does on every call, done once.
@@ -101,7 +111,17 @@ export function installEmbeddedQueryFixes(): void {
     }
     const params: Record<string, unknown> = {};
     for (const { name, value } of parameters ?? []) params[name.slice(1)] = value;
-    return run(aggregates, builtins, collection, helpersModule, udf, params, maxItemCount, continuation, compositeIndexes);
+    return run(
+      aggregates,
+      builtins,
+      collection,
+      helpersModule,
+      udf,
+      params,
+      maxItemCount,
+      continuation,
+      compositeIndexes,
+    );
   };
 
   const helpers = helpersModule as {
@@ -118,7 +138,9 @@ export function installEmbeddedQueryFixes(): void {
   helpers.paginate = (...args) => {
     const page = originalPaginate(...args);
     page.result = page.result.map((r) =>
-      typeof r === 'function' && lazyRows.has(r as () => unknown) ? helpers.stripUndefined((r as () => unknown)()) : r,
+      typeof r === 'function' && lazyRows.has(r as () => unknown)
+        ? helpers.stripUndefined((r as () => unknown)())
+        : r,
     );
     return page;
   };
@@ -143,7 +165,10 @@ export function installEmbeddedQueryFixes(): void {
   const proto = itemsModule.default.prototype as ItemsLike & {
     _set(data: Record<string, unknown>): unknown;
     delete(idOrRid: string, partition: unknown): void;
-    query(params: { query: string; parameters?: Array<{ name: string; value: unknown }> }, options: Record<string, unknown>): unknown;
+    query(
+      params: { query: string; parameters?: Array<{ name: string; value: unknown }> },
+      options: Record<string, unknown>,
+    ): unknown;
   };
   const originalSet = proto._set;
   const originalDelete = proto.delete;
@@ -304,7 +329,8 @@ function partitionValueOf(
       const prop = member.property?.name ?? member.property?.value;
       if (prop !== path[0]) continue;
       let value: unknown;
-      if (other?.type === 'parameter_name') value = params.parameters?.find((p) => p.name === other.name)?.value;
+      if (other?.type === 'parameter_name')
+        value = params.parameters?.find((p) => p.name === other.name)?.value;
       else if (other?.type === 'string_constant' || other?.type === 'number_constant') value = other.value;
       if (typeof value === 'string' || typeof value === 'number') return value;
     }
@@ -324,7 +350,9 @@ export function refuseQueryPlanRequests(server: Server): void {
     if (String(req.headers['x-ms-cosmos-is-query-plan-request'] ?? '').toLowerCase() === 'true') {
       req.resume();
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: 'BadRequest', message: 'the embedded Cosmos server computes no query plans' }));
+      res.end(
+        JSON.stringify({ code: 'BadRequest', message: 'the embedded Cosmos server computes no query plans' }),
+      );
       return;
     }
     for (const handler of handlers) handler.call(server, req, res);
