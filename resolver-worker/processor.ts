@@ -182,19 +182,31 @@ export class ResolverProcessor {
         throw err;
       }
       if (messages.length === 0) return; // idle: release the session for any worker of any instance
-      // Completions run while the next message of the batch is resolved: its outcome is already stored, and if a
-      // completion fails the copy that comes back is harmless (same MessageId: idempotent history, the guard).
-      // Everything else (dead letter, reschedule, redelivery) waits for them, and so does the next receive.
+      // Completions are sent together once the batch is resolved (or before any other settlement): issued in one
+      // tick, the client's AMQP layer writes them as one disposition frame over the range of deliveries instead
+      // of one frame and one socket write each, which a profile showed to be the Resolver's largest Service Bus
+      // cost. Each is still sent only after its message's outcome is stored; if the process dies first, the copy
+      // that comes back is harmless (same MessageId: idempotent history, the guard). Everything else (dead
+      // letter, reschedule, redelivery) waits for them, and so does the next receive.
       // No receive runs ahead of resolving: a message received but not yet resolved when the session is released
       // (a redelivery) counts a delivery against its own budget although it did nothing wrong.
-      const completing: Promise<boolean>[] = [];
-      const drain = async () => (await Promise.all(completing.splice(0))).every(Boolean);
+      const resolved: Array<{ message: ServiceBusReceivedMessage; settlement: Settlement; started: number }> = [];
+      const drain = async () =>
+        (
+          await Promise.all(
+            resolved
+              .splice(0)
+              .map(({ message, settlement, started }) =>
+                this.#settle(receiver, message, settlement).then(({ ok }) => this.#settled(receiver, message, settlement, ok, started)),
+              ),
+          )
+        ).every(Boolean);
       for (const message of messages) {
         if (this.#stopping) break; // not started: stays locked to this session and comes back with it
         const started = performance.now();
         const settlement = await resolveMessage(message, { ...this.#o.context, signal });
         if (settlement.kind === 'complete') {
-          completing.push(this.#settle(receiver, message, settlement).then(({ ok }) => this.#settled(receiver, message, settlement, ok, started)));
+          resolved.push({ message, settlement, started });
           continue;
         }
         if (!(await drain())) return;
