@@ -6,7 +6,7 @@
 // answer must not depend on when a background sweep happened to run.
 import type { Container, CosmosClient } from '@azure/cosmos';
 import { z } from 'zod';
-import { cosmosConnectionSchema, createCosmosClient } from '../store/cosmos.ts';
+import { cosmosConnectionSchema, createCosmosClient } from '../store/cosmosClient.ts';
 import type { InboxStore } from './inbox.ts';
 
 export const cosmosInboxOptionsSchema = cosmosConnectionSchema.extend({

@@ -5,11 +5,13 @@
 // verification switched off, it measured as fast as HTTPS with keep-alive, and a test can put a plain HTTP
 // fault proxy in front of it. The SDK refuses a custom agent for http:// URLs, so none is passed.
 import { createHttpServer } from '@vercel/cosmosdb-server';
-import { CosmosClient } from '@azure/cosmos';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { z } from 'zod';
 import { installEmbeddedQueryFixes, refuseQueryPlanRequests } from './embeddedQueries.ts';
+
+// The client side lives in its own module so that code which only connects (the SDK's durable inbox) does not load
+// the embedded server; re-exported here for the store's existing importers.
+export { cosmosConnectionSchema, createCosmosClient, type CosmosConnection } from './cosmosClient.ts';
 
 export interface EmbeddedCosmos {
   /** `http://127.0.0.1:<port>` */
@@ -53,43 +55,4 @@ export async function startEmbeddedCosmos(
         server.close(() => resolve());
       }),
   };
-}
-
-export const cosmosConnectionSchema = z.object({
-  endpoint: z.string().url(),
-  key: z.string().min(1),
-  database: z
-    .string()
-    .min(1)
-    .max(255)
-    .regex(/^[^/\\?#]+$/, 'database name must not contain / \\ ? #')
-    .default('nimbus'),
-  /**
-   * How many times the SDK itself retries a 429 before the store raises StoreThrottledError. Default 0: the
-   * Resolver runs its own budget (ThrottleRetryCount + DeliveryCount) and must see every throttle; an
-   * interactive reader may pass a few.
-   */
-  throttleRetries: z.number().int().min(0).max(20).default(0),
-  /** Per-request timeout of the SDK, ms. */
-  requestTimeoutMs: z.number().int().min(100).max(300_000).default(30_000),
-});
-export type CosmosConnection = z.input<typeof cosmosConnectionSchema>;
-
-/** Builds the SDK client. The key never leaves this object: it is not logged and not put in errors. */
-export function createCosmosClient(conn: z.output<typeof cosmosConnectionSchema>): CosmosClient {
-  return new CosmosClient({
-    endpoint: conn.endpoint,
-    key: conn.key,
-    connectionPolicy: {
-      // The embedded server advertises https locations at GET /; following them fails (EPROTO). A real
-      // single-region account loses nothing; multi-region accounts pass the regional endpoint explicitly.
-      enableEndpointDiscovery: false,
-      requestTimeout: conn.requestTimeoutMs,
-      retryOptions: {
-        maxRetryAttemptCount: conn.throttleRetries,
-        fixedRetryIntervalInMilliseconds: 0,
-        maxWaitTimeInSeconds: conn.throttleRetries === 0 ? 0 : 30,
-      },
-    },
-  });
 }
