@@ -67,10 +67,32 @@ export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what:
 
 const MAX_BODY_BYTES = 1_000_000;
 
+/**
+ * The body as text, read chunk by chunk and abandoned as soon as it passes `limit` bytes: the proxy's
+ * Content-Length check cannot see a chunked body, and buffering it whole first would let one request hold
+ * an unbounded amount of memory.
+ */
+async function readBodyText(request: Request, limit: number): Promise<string> {
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw new HttpError(413, 'payload too large', `the body is over ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** Reads a JSON body (an empty body reads as undefined) and validates it; 400 on bad JSON or shape. */
 export async function readJsonBody<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
-  const text = await request.text();
-  if (text.length > MAX_BODY_BYTES) throw new HttpError(413, 'payload too large', `the body is over ${MAX_BODY_BYTES} bytes`);
+  const text = await readBodyText(request, MAX_BODY_BYTES);
   let value: unknown = undefined;
   if (text.trim() !== '') {
     try {

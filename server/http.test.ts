@@ -1,0 +1,45 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { z } from 'zod';
+import { HttpError, readJsonBody } from './http.ts';
+
+/** A streamed (chunked) request body: no Content-Length for the proxy's check to see. */
+function streamed(chunks: Uint8Array[]): Request {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const c of chunks) controller.enqueue(c);
+      controller.close();
+    },
+  });
+  return new Request('http://127.0.0.1/api/x', { method: 'POST', body, duplex: 'half' } as RequestInit);
+}
+
+test('a streamed body over the limit is refused with 413 without reading it all', async () => {
+  const chunk = new Uint8Array(256 * 1024).fill(0x20);
+  let pulled = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled++;
+      if (pulled > 40) controller.close(); // 10 MB if read to the end
+      else controller.enqueue(chunk);
+    },
+  });
+  const request = new Request('http://127.0.0.1/api/x', { method: 'POST', body, duplex: 'half' } as RequestInit);
+  await assert.rejects(readJsonBody(request, z.unknown()), (err: unknown) => err instanceof HttpError && err.status === 413);
+  assert.ok(pulled < 10, `read ${pulled} chunks of 256 KiB before refusing`);
+});
+
+test('a body split inside a multi-byte character decodes intact', async () => {
+  const bytes = new TextEncoder().encode(JSON.stringify({ note: 'Ærø – 東京' }));
+  const cut = bytes.indexOf(0xe6) + 1; // inside the three bytes of 東
+  const value = await readJsonBody(streamed([bytes.slice(0, cut), bytes.slice(cut)]), z.object({ note: z.string() }));
+  assert.equal(value.note, 'Ærø – 東京');
+});
+
+test('an empty body reads as undefined; bad JSON is a 400', async () => {
+  assert.equal(await readJsonBody(new Request('http://127.0.0.1/api/x', { method: 'POST' }), z.undefined()), undefined);
+  await assert.rejects(
+    readJsonBody(streamed([new TextEncoder().encode('{nope')]), z.unknown()),
+    (err: unknown) => err instanceof HttpError && err.status === 400,
+  );
+});
