@@ -289,11 +289,29 @@ function historyView(h: HistoryEntry): EventDetailsView['history'][number] {
   };
 }
 
+/**
+ * The event's status rows (one per session it appeared in; usually one), newest update first. The history -
+ * already read for the page, and cheap: one partition per event - names the sessions, so the rows are point
+ * reads; a query over the endpoint's rows (the store's getEvent) is the fallback for a row without history.
+ */
+async function rowsAndHistory(store: MessageStore, endpointId: string, eventId: string) {
+  const [history, audits] = await Promise.all([
+    store.listHistory(eventId, { pageSize: 200 }),
+    store.listAudits(eventId, { pageSize: 200 }),
+  ]);
+  const sessions = [...new Set(history.items.filter((h) => h.endpointId === endpointId).map((h) => h.sessionId))];
+  const read = await Promise.all(sessions.map((sessionId) => store.getStatusRow(endpointId, eventId, sessionId)));
+  let rows = read.filter((r): r is StatusRow => r !== null);
+  if (rows.length === 0) rows = (await store.getEvent(endpointId, eventId, 1))?.rows ?? [];
+  rows.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+  return { rows, history, audits };
+}
+
 /** An event's row, history, audits and the parked siblings of its session; 404 when unknown. */
 export async function eventDetails(store: MessageStore, endpointId: string, eventId: string): Promise<EventDetailsView> {
-  const d = await store.getEvent(endpointId, eventId, 200);
-  const row: StatusRow | undefined = d?.rows[0];
-  if (!d || !row) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
+  const d = await rowsAndHistory(store, endpointId, eventId);
+  const row: StatusRow | undefined = d.rows[0];
+  if (!row) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
   const parked =
     row.sessionId !== ''
       ? await store.listParkedSiblings({ endpointId, sessionId: row.sessionId, blockedBy: eventId, pageSize: 100 })
