@@ -300,11 +300,22 @@ async function rowsAndHistory(store: MessageStore, endpointId: string, eventId: 
     store.listAudits(eventId, { pageSize: 200 }),
   ]);
   const sessions = [...new Set(history.items.filter((h) => h.endpointId === endpointId).map((h) => h.sessionId))];
+  // The parked-siblings query is the page's slowest read; it only needs the session, which the history already
+  // names, so it runs beside the row reads instead of after them.
+  const parkedBySession = new Map(
+    sessions.filter((s) => s !== '').map((sessionId) => [sessionId, parkedSiblings(store, endpointId, sessionId, eventId)]),
+  );
+  // Nobody may await a parked read that turns out unneeded; keep its rejection from going unhandled.
+  for (const p of parkedBySession.values()) p.catch(() => undefined);
   const read = await Promise.all(sessions.map((sessionId) => store.getStatusRow(endpointId, eventId, sessionId)));
   let rows = read.filter((r): r is StatusRow => r !== null);
   if (rows.length === 0) rows = (await store.getEvent(endpointId, eventId, 1))?.rows ?? [];
   rows.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
-  return { rows, history, audits };
+  return { rows, history, audits, parkedBySession };
+}
+
+function parkedSiblings(store: MessageStore, endpointId: string, sessionId: string, eventId: string) {
+  return store.listParkedSiblings({ endpointId, sessionId, blockedBy: eventId, pageSize: 100 });
 }
 
 /** An event's row, history, audits and the parked siblings of its session; 404 when unknown. */
@@ -314,7 +325,7 @@ export async function eventDetails(store: MessageStore, endpointId: string, even
   if (!row) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
   const parked =
     row.sessionId !== ''
-      ? await store.listParkedSiblings({ endpointId, sessionId: row.sessionId, blockedBy: eventId, pageSize: 100 })
+      ? await (d.parkedBySession.get(row.sessionId) ?? parkedSiblings(store, endpointId, row.sessionId, eventId))
       : { items: [] };
   const isHandoff = row.subStatus === 'Handoff' || row.handoffReason != null;
   return {
