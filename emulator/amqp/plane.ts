@@ -235,6 +235,11 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     link.set_target(remote.target ?? null);
     const parsed = parseAddress(sourceAddress);
     if (parsed?.kind === 'cbs' || parsed?.kind === 'management') {
+      // Replies go out pre-settled: a reply needs no acknowledgement, and the client's acknowledgement (a lone
+      // disposition frame the broker never answers) left the client's next frame - typically the session
+      // receiver's attach right after a $cbs put-token - waiting in its Nagle buffer for our delayed TCP ACK,
+      // about 40 ms on every acceptNextSession. The client's socket has no TCP_NODELAY and we cannot set it.
+      link.local.attach.snd_settle_mode = 1;
       link.set_source({ address: sourceAddress });
       roles.set(link, { kind: 'reply' });
       state.replyLinks.set(link.name, link);
