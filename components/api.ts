@@ -34,7 +34,8 @@ export class ApiError extends Error {
   }
 }
 
-async function call<T>(path: string, init?: RequestInit): Promise<T> {
+/** One JSON call to the console API; a non-2xx answer throws ApiError with the server's `{ error, detail }`. */
+export async function callApi<T>(path: string, init?: RequestInit): Promise<T> {
   const res = await fetch(path, { ...init, headers: { accept: 'application/json', ...(init?.body ? { 'content-type': 'application/json' } : {}) } });
   const text = await res.text();
   let body: unknown = undefined;
@@ -50,6 +51,7 @@ async function call<T>(path: string, init?: RequestInit): Promise<T> {
   return body as T;
 }
 
+const call = callApi;
 const seg = encodeURIComponent;
 
 export const api = {

@@ -4,7 +4,7 @@ import { useQuery } from '@tanstack/react-query';
 import type { AuditRecord } from '../../server/audit/auditLog.ts';
 import type { Grant } from '../../server/auth/grants.ts';
 import type { Action, RoleAssignment, RoleMap } from '../../server/auth/roles.ts';
-import { ApiError } from '../api.ts';
+import { callApi } from '../api.ts';
 
 export type { AuditRecord } from '../../server/audit/auditLog.ts';
 export type { Grant } from '../../server/auth/grants.ts';
@@ -17,21 +17,7 @@ export interface Me {
   permissions: { site: Action[]; endpoints: Record<string, Action[]> };
 }
 
-async function call<T>(path: string, init?: RequestInit): Promise<T> {
-  const res = await fetch(path, { ...init, headers: { accept: 'application/json', ...(init?.body ? { 'content-type': 'application/json' } : {}) } });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  if (!res.ok) {
-    const b = (body ?? {}) as { error?: string; detail?: string };
-    throw new ApiError(res.status, b.error ?? res.statusText, b.detail ?? `request failed with ${res.status}`);
-  }
-  return body as T;
-}
+const call = callApi;
 
 export const accessApi = {
   me: () => call<Me>('/api/me'),

@@ -4,6 +4,7 @@
 import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySelection as ServerReplaySelection, UncertainEvidence } from '../../server/subscriptions/replay.ts';
 import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
 import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
+import { ApiError, callApi } from '../api.ts';
 
 export interface SubscriptionView {
   topic: string;
@@ -77,19 +78,13 @@ export class OpsApiError extends Error {
 }
 
 async function call<T>(path: string, init?: RequestInit): Promise<T> {
-  const res = await fetch(path, { ...init, headers: { accept: 'application/json', ...(init?.body ? { 'content-type': 'application/json' } : {}) } });
-  const text = await res.text();
-  let body: unknown;
   try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
+    return await callApi<T>(path, init);
+  } catch (err) {
+    // These pages show the server's detail as the message (ApiError's message is already detail or error).
+    if (err instanceof ApiError) throw new OpsApiError(err.status, err.message);
+    throw err;
   }
-  if (!res.ok) {
-    const b = (body ?? {}) as { error?: string; detail?: string };
-    throw new OpsApiError(res.status, b.detail ?? b.error ?? `request failed with ${res.status}`);
-  }
-  return body as T;
 }
 
 const seg = encodeURIComponent;
