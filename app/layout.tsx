@@ -4,7 +4,7 @@ import Link from 'next/link';
 import './globals.css';
 import { Providers } from '../components/Providers.tsx';
 import { GlobalSearch } from '../components/GlobalSearch.tsx';
-import { SecurityNav } from '../components/audit/SecurityNav.tsx';
+import { connection } from 'next/server';
 import { currentViewer } from '../components/auth/viewer.ts';
 import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
 import { SignInRedirect } from '../components/auth/SignInRedirect.tsx';
@@ -16,7 +16,22 @@ export const metadata: Metadata = {
   description: 'Operations console for the NimBus messaging platform',
 };
 
+const NAV: ReadonlyArray<readonly [href: string, label: string]> = [
+  ['/', 'Endpoints'],
+  ['/monitor', 'Monitor'],
+  ['/flow', 'Flow'],
+  ['/topology', 'Topology'],
+  ['/operations', 'Operations'],
+  ['/admin', 'Admin'],
+  ['/audit', 'Audit'],
+  ['/admin/access', 'Access'],
+];
+
 export default async function RootLayout({ children }: { children: ReactNode }) {
+  // Every page renders per request, also with sign-in off (when no cookie is read): the per-request CSP nonce
+  // that proxy.ts sets only reaches Next's inline scripts on a dynamically rendered page; a prerendered page's
+  // scripts would carry no nonce and be blocked.
+  await connection();
   const viewer = await currentViewer();
   // Not signed in: no header, no page - only the hop to sign-in (the APIs answer 401 on their own).
   if (viewer.principal === null) {
@@ -39,25 +54,11 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
               <Link href="/" className="font-semibold tracking-tight">
                 NimBus Console
               </Link>
-              <Link href="/" className="text-slate-300 hover:text-white">
-                Endpoints
-              </Link>
-              <Link href="/monitor" className="text-slate-300 hover:text-white">
-                Monitor
-              </Link>
-              <Link href="/flow" className="text-slate-300 hover:text-white">
-                Flow
-              </Link>
-              <Link href="/topology" className="text-slate-300 hover:text-white">
-                Topology
-              </Link>
-              <Link href="/operations" className="text-slate-300 hover:text-white">
-                Operations
-              </Link>
-              <Link href="/admin" className="text-slate-300 hover:text-white">
-                Admin
-              </Link>
-              <SecurityNav />
+              {NAV.map(([href, label]) => (
+                <Link key={href} href={href} className="text-slate-300 hover:text-white">
+                  {label}
+                </Link>
+              ))}
               <div className="ml-auto">
                 <GlobalSearch />
               </div>

@@ -1,8 +1,7 @@
 // Who is looking at a page, for the layout: the sign-in mode and the signed-in principal from the session cookie.
-// Reading cookies makes every page render per request, which a live operations console does anyway.
 import { cookies } from 'next/headers';
 import { currentAuthConfig } from '../../server/auth/config.ts';
-import { SESSION_COOKIE, openSession, sessionExpiry } from '../../server/auth/session.ts';
+import { SESSION_COOKIE, openSessionWithExpiry } from '../../server/auth/session.ts';
 import { ANONYMOUS, type Principal } from '../../server/auth/principal.ts';
 
 export interface Viewer {
@@ -17,6 +16,7 @@ export async function currentViewer(): Promise<Viewer> {
   const config = currentAuthConfig();
   if (config.mode === 'off') return { mode: 'off', principal: ANONYMOUS, expiresAt: null };
   const value = (await cookies()).get(SESSION_COOKIE)?.value;
-  const principal = openSession(value, { secret: config.session.secret });
-  return { mode: config.mode, principal, expiresAt: principal && value ? sessionExpiry(value, config.session.secret) : null };
+  // One decryption for both: the principal and the session's end, which the page counts down to.
+  const session = openSessionWithExpiry(value, { secret: config.session.secret });
+  return { mode: config.mode, principal: session?.principal ?? null, expiresAt: session?.expiresAt ?? null };
 }

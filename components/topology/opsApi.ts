@@ -1,32 +1,15 @@
 // The browser side of the operations API (Topology, Operations, Admin): typed fetch helpers and the shapes the
-// pages read. Errors carry the server's `{ error, detail }` so a page can show the reason. The replay shapes are
+// pages read. Errors carry the server's `{ error, detail }` so a page can show the reason. The shapes are
 // the server's own read models (type-only imports), so they cannot drift.
 import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySelection as ServerReplaySelection, UncertainEvidence } from '../../server/subscriptions/replay.ts';
 import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
 import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
+import type { TopicView } from '../../server/subscriptions/overview.ts';
+import type { ReconcilePreview, applyReconcile } from '../../server/reconcile/reconcile.ts';
+import type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
 import { ApiError, callApi } from '../api.ts';
 
-export interface SubscriptionView {
-  topic: string;
-  name: string;
-  status: string;
-  requiresSession: boolean;
-  forwardTo: string | null;
-  maxDeliveryCount: number;
-  counts: { active: number; deadLetter: number; transferDeadLetter: number; transfer: number; scheduled: number; total: number };
-  rules: Array<{ name: string; filter: string | null; action: string | null }>;
-  missingRules: Array<{ name: string; filter: string; action: string | null; changed?: string }>;
-  extraRules: string[];
-  inTopology: boolean;
-  purpose: string | null;
-}
-
-export interface TopicView {
-  name: string;
-  status: string;
-  kind: string;
-  subscriptions: SubscriptionView[];
-}
+export type { SubscriptionView, TopicView } from '../../server/subscriptions/overview.ts';
 
 /** A dead letter with what the replay journal knows of it (the server's read model). */
 export type DeadLetter = DeadLetterWithReplay;
@@ -37,37 +20,10 @@ export type { ReplayPreview, UncertainEvidence, UncertainDecision };
 
 export type ReplayOperation = ServerReplayOperation & { interrupted: boolean };
 
-export interface StaleRow {
-  endpointId: string;
-  eventId: string;
-  sessionId: string;
-  eventTypeId: string | null;
-  rowMessageId: string;
-  rowMessageType: string | null;
-  rowUpdatedAt: string;
-  evidence: { messageId: string; messageType: string; enqueuedAt: string; status: string; rule: string };
-}
-
-export interface ReconcilePreview {
-  stale: StaleRow[];
-  overdueHandoffs: Array<{ endpointId: string; eventId: string; sessionId: string; expectedBy: string; handoffReason: string | null; externalJobId: string | null; overdueSeconds: number }>;
-  scanned: number;
-  truncated: boolean;
-  generatedAt: string;
-}
-
-export interface ReconcileResult {
-  repaired: number;
-  unchanged: number;
-  results: Array<{ target: { eventId: string }; outcome: string; reason?: string; status?: string }>;
-}
-
-export interface HealthOverview {
-  settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number; lastSentAt: string | null };
-  resolver: { status: string; version: string | null; lastSeenAt: string | null; lastProbeSentAt: string | null; probeInFlight: boolean; roundTripMs: number | null };
-  endpoints: Array<{ endpointId: string; included: boolean; status: string; probeInFlight: boolean; lastSentAt: string | null; lastSeenAt: string | null; roundTripMs: number | null; sdkVersion: string | null }>;
-  generatedAt: string;
-}
+export type { StaleRow, ReconcilePreview } from '../../server/reconcile/reconcile.ts';
+export type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
+/** What an apply answers: the server's own result type. */
+export type ReconcileResult = Awaited<ReturnType<typeof applyReconcile>>;
 
 export class OpsApiError extends Error {
   readonly status: number;

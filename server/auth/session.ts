@@ -56,18 +56,21 @@ export function sealSession(principal: Principal, options: SealOptions): string 
   return seal({ p, iat, exp: iat + Math.floor(options.maxAgeSeconds) }, options.secret, SESSION_PURPOSE);
 }
 
-/** The principal in a session cookie value; null when it is missing, tampered with, sealed with another secret or expired. */
-export function openSession(value: string | undefined | null, options: OpenOptions): Principal | null {
+/** The principal in a session cookie value and when the session ends (seconds since epoch); null when it is
+ *  missing, tampered with, sealed with another secret or expired. */
+export function openSessionWithExpiry(
+  value: string | undefined | null,
+  options: OpenOptions,
+): { principal: Principal; expiresAt: number } | null {
   if (!value) return null;
   const parsed = sessionSchema.safeParse(openSealed(value, options.secret, SESSION_PURPOSE));
   if (!parsed.success) return null;
   const now = Math.floor((options.now ?? Date.now()) / 1000);
   if (parsed.data.exp <= now) return null;
-  return parsed.data.p;
+  return { principal: parsed.data.p, expiresAt: parsed.data.exp };
 }
 
-/** The session's expiry (seconds since epoch) without checking it; null for an unreadable value. Used by the UI. */
-export function sessionExpiry(value: string, secret: string): number | null {
-  const parsed = sessionSchema.safeParse(openSealed(value, secret, SESSION_PURPOSE));
-  return parsed.success ? parsed.data.exp : null;
+/** The principal in a session cookie value; null when it is missing, tampered with, sealed with another secret or expired. */
+export function openSession(value: string | undefined | null, options: OpenOptions): Principal | null {
+  return openSessionWithExpiry(value, options)?.principal ?? null;
 }
