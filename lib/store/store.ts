@@ -4,10 +4,12 @@
 // property) / continuation tokens, and COUNT. Container layout and the reasons for it: docs/store.md.
 import { randomInt, randomUUID } from 'node:crypto';
 import {
+  BulkOperationType,
   PartitionKeyKind,
   type Container,
   type CosmosClient,
   type Database,
+  type JSONObject,
   type SqlParameter,
 } from '@azure/cosmos';
 import type { z } from 'zod';
@@ -175,6 +177,55 @@ function isoParam(value: string, what: string): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The row version a status write makes of `existing` (null: no row yet). Fields that describe the event fall
+ * back to what the row knows; fields that describe the outcome come from this message.
+ */
+function buildStatusRow(
+  w: z.output<typeof statusWriteSchema>,
+  id: string,
+  status: ResolutionStatusT,
+  subStatus: ReturnType<typeof resultingStatus>['subStatus'],
+  existing: StatusRow | null,
+  now: string,
+): StatusRow {
+  return {
+    id,
+    endpointId: w.endpointId,
+    eventId: w.eventId,
+    sessionId: w.sessionId,
+    status,
+    subStatus: subStatus ?? null,
+    messageType: w.messageType,
+    // Fields that describe the event fall back to what the row knows when this message lacks them
+    // (responses often carry no event type or body); fields that describe the outcome come from this message.
+    eventTypeId: w.eventTypeId ?? existing?.eventTypeId ?? null,
+    correlationId: w.correlationId ?? existing?.correlationId ?? null,
+    originatingMessageId: w.originatingMessageId ?? existing?.originatingMessageId ?? null,
+    retryLimit: w.retryLimit ?? existing?.retryLimit ?? null,
+    lastMessageId: w.messageId,
+    parentMessageId: w.parentMessageId,
+    from: w.from,
+    to: w.to,
+    enqueuedAt: w.enqueuedAt,
+    requestMessageId: w.payload !== undefined ? w.messageId : (existing?.requestMessageId ?? null),
+    payload: w.payload !== undefined ? w.payload : existing?.payload,
+    errorText: w.errorText,
+    errorType: w.errorType,
+    deadLetterReason: w.deadLetterReason,
+    deadLetterErrorDescription: w.deadLetterErrorDescription,
+    retryCount: w.retryCount,
+    handoffReason: w.handoffReason,
+    externalJobId: w.externalJobId,
+    expectedBy: w.expectedBy,
+    blockedBy: w.blockedBy,
+    createdAt: existing?.createdAt ?? now,
+    updatedAt: now,
+    eventIdLower: w.eventId.toLowerCase(),
+    sessionIdLower: w.sessionId.toLowerCase(),
+  };
+}
+
 /** Opens (creating if missing) the database and containers, and returns the store. */
 export async function createStore(options: StoreOptions): Promise<MessageStore> {
   const conn = parseInput(cosmosConnectionSchema, options, 'Cosmos connection settings');
@@ -295,24 +346,116 @@ export class MessageStore {
     return { history: await history, status };
   }
 
+  /**
+   * recordOutcome for several messages about one status row (one endpoint, event and session), in their order:
+   * the history entries go in one transactional batch (one partition: the event), and the status writes are
+   * decided one after another by the guard and stored as one conditional write of the final row (see
+   * #writeStatusChain). Two requests for the lot instead of two per message; the Resolver uses it for the messages
+   * of one row that arrive in one receive, which is what a backlog looks like. Each result is what recordOutcome
+   * would have returned for that message, except that `counters` describes the combined transition. A failure
+   * throws and leaves the status unwritten (history entries may be recorded; they are idempotent).
+   */
+  async recordOutcomes(
+    items: Array<{ history: HistoryWrite; status: StatusWrite }>,
+  ): Promise<Array<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }>> {
+    if (items.length === 0) return [];
+    if (items.length === 1) return [await this.recordOutcome(items[0]!)];
+    // Checked before anything is written (the chain checks the parsed writes again).
+    const rowOf = (w: StatusWrite | HistoryWrite) => `${w.endpointId}\u0000${w.eventId}\u0000${w.sessionId ?? ''}`;
+    const row = rowOf(items[0]!.status);
+    if (items.some((i) => rowOf(i.status) !== row || rowOf(i.history) !== row))
+      throw new StoreInputError('recordOutcomes takes messages about one status row (one endpoint, event and session)');
+    const history = this.#recordHistoryBatch(items.map((i) => i.history));
+    history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
+    let statuses: StatusWriteResult[];
+    try {
+      statuses = await this.#writeStatusChain(
+        items.map((i) => i.status),
+        undefined,
+        history,
+      );
+    } catch (err) {
+      await history.catch(() => undefined);
+      throw err;
+    }
+    const entries = await history;
+    return statuses.map((status, k) => ({ history: entries[k]!, status }));
+  }
+
+  /**
+   * History entries of one event in one transactional batch of creates. If any of them is already recorded (a
+   * redelivered copy: the batch fails as a whole on Cosmos DB) the entries are recorded one by one instead, each
+   * idempotent as in recordHistory.
+   */
+  async #recordHistoryBatch(inputs: HistoryWrite[]): Promise<Array<{ recorded: boolean; entry: HistoryEntry }>> {
+    const recordedAt = this.#iso();
+    const entries = inputs.map((input): HistoryEntry => {
+      const w = parseInput(historyWriteSchema, input, 'history entry');
+      return { ...w, id: docId(w.messageId), recordedAt };
+    });
+    const eventId = entries[0]!.eventId;
+    if (entries.some((e) => e.eventId !== eventId) || new Set(entries.map((e) => e.id)).size !== entries.length)
+      return Promise.all(inputs.map((i) => this.recordHistory(i)));
+    let allCreated = false;
+    try {
+      const response = await this.#c.history.items.batch(
+        // The entries are JSON by construction (parsed from the schema); the SDK's JSONObject type cannot see that.
+        entries.map((entry) => ({ operationType: BulkOperationType.Create, resourceBody: entry as unknown as JSONObject })),
+        eventId,
+      );
+      allCreated =
+        response.result !== undefined &&
+        response.result.length === entries.length &&
+        response.result.every((r) => r.statusCode >= 200 && r.statusCode < 300);
+    } catch (err) {
+      // 409: an entry is already there; 413: the batch is over the request size limit (large payloads).
+      const code = cosmosStatus(err);
+      if (code !== 409 && code !== 413) rethrowCosmos(err, 'history write');
+    }
+    if (allCreated) return entries.map((entry) => ({ recorded: true, entry }));
+    const one = [];
+    for (const input of inputs) one.push(await this.recordHistory(input));
+    return one;
+  }
+
   async #writeStatus(
     input: StatusWrite,
     expect: RowExpectation | undefined,
     gate: Promise<unknown> | undefined,
   ): Promise<StatusWriteResult> {
-    const w = parseInput(statusWriteSchema, input, 'status write');
-    const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
-    let guarded: boolean;
-    try {
-      guarded = isGuarded(status, w.messageType);
-    } catch (err) {
-      if (err instanceof UnclassifiedWriteError) throw new StoreInputError(err.message);
-      throw err;
-    }
-    const id = statusRowId(w.eventId, w.sessionId);
-    const item = this.#c.events.item(id, [w.endpointId, w.eventId]);
+    return (await this.#writeStatusChain([input], expect, gate))[0]!;
+  }
 
-    const cacheKey = `${w.endpointId}/${id}`;
+  /**
+   * Applies the status writes of several messages about one row, in order, with one conditional write of the
+   * final version: each message is decided by the guard against the row as the messages before it left it,
+   * exactly as if each had been written alone, and the row is written once (If-Match the version the chain
+   * started from, or a create). The counters move once, from the first version's bucket to the last's. A chain
+   * of one is the single guarded write.
+   */
+  async #writeStatusChain(
+    inputs: StatusWrite[],
+    expect: RowExpectation | undefined,
+    gate: Promise<unknown> | undefined,
+  ): Promise<StatusWriteResult[]> {
+    const writes = inputs.map((input) => {
+      const w = parseInput(statusWriteSchema, input, 'status write');
+      const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
+      try {
+        return { w, status, subStatus, guarded: isGuarded(status, w.messageType) };
+      } catch (err) {
+        if (err instanceof UnclassifiedWriteError) throw new StoreInputError(err.message);
+        throw err;
+      }
+    });
+    const first = writes[0]!.w;
+    const id = statusRowId(first.eventId, first.sessionId);
+    for (const { w } of writes) {
+      if (w.endpointId !== first.endpointId || statusRowId(w.eventId, w.sessionId) !== id)
+        throw new StoreInputError(`a chain of status writes must all be about one row (${first.endpointId}/${id})`);
+    }
+    const item = this.#c.events.item(id, [first.endpointId, first.eventId]);
+    const cacheKey = `${first.endpointId}/${id}`;
 
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       // Attempt 1 may decide without a read: from the cached version, or - for a request copy, which normally
@@ -328,7 +471,7 @@ export class MessageStore {
         ({ row: existing, etag } = cached);
         exists = true;
         optimistic = true;
-      } else if (attempt === 1 && w.messageType === MessageType.EventRequest && expect === undefined) {
+      } else if (attempt === 1 && first.messageType === MessageType.EventRequest && expect === undefined) {
         exists = false;
         optimistic = true;
       } else {
@@ -347,67 +490,57 @@ export class MessageStore {
           else unreadable = true;
         }
       }
-      // Whatever must be stored before the status (the history entry) completes before any decision is acted on.
+      // Whatever must be stored before the status (the history entries) completes before any decision is acted on.
       if (gate !== undefined) await gate;
-      let refusal: { reason: IgnoreReason | 'precondition-failed' } | undefined;
-      if (unreadable && guarded) refusal = { reason: 'unreadable-row' };
-      else if (expect !== undefined && !matchesExpectation(existing, expect))
-        refusal = { reason: 'precondition-failed' };
-      else {
-        const decision = decideStaleWrite(
-          { status, messageType: w.messageType, messageId: w.messageId },
-          existing,
-        );
-        if (!decision.apply) refusal = { reason: decision.reason };
+
+      const now = this.#iso();
+      const results: StatusWriteResult[] = [];
+      // The row as the messages so far leave it; `rowExists` / `rowUnreadable` describe that version.
+      let current = existing;
+      let rowExists = exists;
+      let rowUnreadable = unreadable;
+      let applied = false;
+      for (const { w, status, subStatus, guarded } of writes) {
+        let refusal: { reason: IgnoreReason | 'precondition-failed' } | undefined;
+        if (rowUnreadable && guarded) refusal = { reason: 'unreadable-row' };
+        else if (expect !== undefined && !matchesExpectation(current, expect))
+          refusal = { reason: 'precondition-failed' };
+        else {
+          const decision = decideStaleWrite({ status, messageType: w.messageType, messageId: w.messageId }, current);
+          if (!decision.apply) refusal = { reason: decision.reason };
+        }
+        if (refusal !== undefined) {
+          results.push({ outcome: 'ignored', reason: refusal.reason, current });
+          continue;
+        }
+        const row = buildStatusRow(w, id, status, subStatus, current, now);
+        results.push({
+          outcome: 'written',
+          created: !rowExists,
+          previousStatus: current?.status ?? null,
+          previousMessageId: current?.lastMessageId ?? null,
+          row,
+          counters: 'unchanged', // set below, once the write is done
+        });
+        current = row;
+        rowExists = true;
+        rowUnreadable = false;
+        applied = true;
       }
-      if (refusal !== undefined) {
+
+      if (!applied) {
         // A refusal is never conditional on an etag, so one decided from an assumed version is confirmed first.
         if (optimistic) continue;
         if (existing) this.#rowCache.set(cacheKey, existing, etag);
-        return { outcome: 'ignored', reason: refusal.reason, current: existing };
+        return results;
       }
 
-      const now = this.#iso();
-      const row: StatusRow = {
-        id,
-        endpointId: w.endpointId,
-        eventId: w.eventId,
-        sessionId: w.sessionId,
-        status,
-        subStatus: subStatus ?? null,
-        messageType: w.messageType,
-        // Fields that describe the event fall back to what the row knows when this message lacks them
-        // (responses often carry no event type or body); fields that describe the outcome come from this message.
-        eventTypeId: w.eventTypeId ?? existing?.eventTypeId ?? null,
-        correlationId: w.correlationId ?? existing?.correlationId ?? null,
-        originatingMessageId: w.originatingMessageId ?? existing?.originatingMessageId ?? null,
-        retryLimit: w.retryLimit ?? existing?.retryLimit ?? null,
-        lastMessageId: w.messageId,
-        parentMessageId: w.parentMessageId,
-        from: w.from,
-        to: w.to,
-        enqueuedAt: w.enqueuedAt,
-        requestMessageId: w.payload !== undefined ? w.messageId : (existing?.requestMessageId ?? null),
-        payload: w.payload !== undefined ? w.payload : existing?.payload,
-        errorText: w.errorText,
-        errorType: w.errorType,
-        deadLetterReason: w.deadLetterReason,
-        deadLetterErrorDescription: w.deadLetterErrorDescription,
-        retryCount: w.retryCount,
-        handoffReason: w.handoffReason,
-        externalJobId: w.externalJobId,
-        expectedBy: w.expectedBy,
-        blockedBy: w.blockedBy,
-        createdAt: existing?.createdAt ?? now,
-        updatedAt: now,
-        eventIdLower: w.eventId.toLowerCase(),
-        sessionIdLower: w.sessionId.toLowerCase(),
-      };
+      const final = current!;
       try {
         const written = exists
-          ? await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } })
-          : await this.#c.events.items.create(row);
-        this.#rowCache.set(cacheKey, row, written.etag);
+          ? await item.replace(final, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } })
+          : await this.#c.events.items.create(final);
+        this.#rowCache.set(cacheKey, final, written.etag);
       } catch (err) {
         this.#rowCache.delete(cacheKey);
         const code = cosmosStatus(err);
@@ -421,15 +554,14 @@ export class MessageStore {
       // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
       // recount is due.
       const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
-      const next = bucketOf(status, row.subStatus);
-      let counters: 'updated' | 'unchanged' | 'queued' | 'failed' =
-        previous === next ? 'unchanged' : 'updated';
+      const next = bucketOf(final.status, final.subStatus);
+      let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = previous === next ? 'unchanged' : 'updated';
       if (this.#counterBuffer) {
-        this.#counterBuffer.add(w.endpointId, previous, next);
+        this.#counterBuffer.add(first.endpointId, previous, next);
         if (counters === 'updated') counters = 'queued';
       } else {
         try {
-          await applyCounterDelta(this.#c.counters, w.endpointId, counterDelta(previous, next));
+          await applyCounterDelta(this.#c.counters, first.endpointId, counterDelta(previous, next));
         } catch {
           // The row is the truth and is already written; failing the call now would make the caller retry a
           // write that then sees no transition. Reported instead, repaired by recountEndpoint.
@@ -437,17 +569,11 @@ export class MessageStore {
         }
       }
       if (unreadable) counters = 'failed';
-      return {
-        outcome: 'written',
-        created: !exists,
-        previousStatus: existing?.status ?? null,
-        previousMessageId: existing?.lastMessageId ?? null,
-        row,
-        counters,
-      };
+      for (const r of results) if (r.outcome === 'written') r.counters = counters;
+      return results;
     }
     throw new StoreTransientError(
-      `status row ${w.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} write attempts`,
+      `status row ${first.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} write attempts`,
     );
   }
 
