@@ -14,7 +14,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Prop, Topic } from '../lib/contract/index.ts';
 import type { ResolverMetrics } from './metrics.ts';
-import { resolveMessage, sleep, type ResolveContext, type Settlement } from './resolve.ts';
+import { BatchResolution, sleep, type ResolveContext, type Settlement } from './resolve.ts';
 
 export interface ProcessorOptions {
   client: ServiceBusClient;
@@ -201,10 +201,17 @@ export class ResolverProcessor {
               ),
           )
         ).every(Boolean);
+      // Messages about one status row are recorded together when the first of them comes up (BatchResolution).
+      // When the loop ends early, the ones recorded ahead of their turn are completed with the rest: their
+      // outcomes are stored, and a copy coming back would only add an "Ignored stale" comment.
+      const batch = new BatchResolution(messages, { ...this.#o.context, signal });
+      const completeRecordedAhead = () => {
+        for (const [message, settlement] of batch.takeRecordedAhead()) resolved.push({ message, settlement, started: performance.now() });
+      };
       for (const message of messages) {
         if (this.#stopping) break; // not started: stays locked to this session and comes back with it
         const started = performance.now();
-        const settlement = await resolveMessage(message, { ...this.#o.context, signal });
+        const settlement = await batch.resolve(message);
         if (settlement.kind === 'complete') {
           resolved.push({ message, settlement, started });
           continue;
@@ -212,8 +219,13 @@ export class ResolverProcessor {
         if (!(await drain())) return;
         const { ok, keepSession } = await this.#settle(receiver, message, settlement);
         this.#settled(receiver, message, settlement, ok, started);
-        if (!ok || !keepSession) return;
+        if (!ok || !keepSession) {
+          completeRecordedAhead();
+          await drain();
+          return;
+        }
       }
+      completeRecordedAhead();
       if (!(await drain()) || this.#stopping) return;
     }
   }

@@ -19,6 +19,7 @@ import {
   StoreError,
   StoreThrottledError,
   type HeartbeatStatus,
+  type HistoryWrite,
   type MessageStore,
   type StatusWriteResult,
 } from '../lib/store/index.ts';
@@ -106,6 +107,13 @@ export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
+/** A message that is an ordinary outcome for one status row: what recordEvent (or a row group) records. */
+interface Recordable {
+  m: ResolverMessage & { messageType: MessageTypeT; eventId: string };
+  endpointId: string;
+  attempt: number;
+}
+
 export async function resolveMessage(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Promise<Settlement> {
   const m = readResolverMessage(raw, ctx.now);
   const attempt = logicalAttempt(m.throttleRetryCount, m.wireDeliveryCount);
@@ -130,6 +138,109 @@ export async function resolveMessage(raw: ServiceBusReceivedMessage, ctx: Resolv
     ctx.log.error({ messageId: m.messageId, sessionId: m.sessionId, err: errorText(err) }, 'Resolver: unexpected failure');
     return deadLetter(DeadLetterReason.ResolverFailure, errorText(err));
   }
+}
+
+/**
+ * The messages of one receive, resolved in order, with the messages about one status row recorded together:
+ * when the first of two or more messages about a row comes up, all of them are recorded with
+ * store.recordOutcomes (one history batch and one row write instead of two requests each; a backlog delivers a
+ * request copy and its response in one receive), and the later ones answer from that result when their turn
+ * comes. Each message is still decided by the guard in its own order, with its own metrics, log and audits. If
+ * the group's write fails, each member is resolved alone, so store failures meet the throttle budget exactly as
+ * before. Heartbeats, control traffic without an outcome and unrecordable messages are always resolved alone.
+ */
+export class BatchResolution {
+  readonly #ctx: ResolveContext;
+  /** Row key and reading of each message that can join a group (the others are resolved alone). */
+  readonly #rowOf = new Map<ServiceBusReceivedMessage, { key: string; recordable: Recordable }>();
+  readonly #groups = new Map<string, ServiceBusReceivedMessage[]>();
+  /** Settlements of group members recorded ahead of their turn. */
+  readonly #ahead = new Map<ServiceBusReceivedMessage, Settlement>();
+  /** Rows whose group write failed: their members are resolved alone. */
+  readonly #failedRows = new Set<string>();
+
+  constructor(messages: ServiceBusReceivedMessage[], ctx: ResolveContext) {
+    this.#ctx = ctx;
+    if (messages.length < 2) return;
+    for (const raw of messages) {
+      const recordable = groupableOf(raw, ctx);
+      if (recordable === undefined) continue;
+      const key = JSON.stringify([recordable.endpointId, recordable.m.eventId, recordable.m.sessionId ?? '']);
+      this.#rowOf.set(raw, { key, recordable });
+      const group = this.#groups.get(key);
+      if (group) group.push(raw);
+      else this.#groups.set(key, [raw]);
+    }
+  }
+
+  /** Resolves `raw` (in the batch's order), or returns the settlement its group already recorded. */
+  async resolve(raw: ServiceBusReceivedMessage): Promise<Settlement> {
+    const ready = this.#ahead.get(raw);
+    if (ready !== undefined) {
+      this.#ahead.delete(raw);
+      return ready;
+    }
+    const key = this.#rowOf.get(raw)?.key;
+    const group = key === undefined ? undefined : this.#groups.get(key);
+    if (key === undefined || group === undefined || group.length < 2 || this.#failedRows.has(key) || group[0] !== raw)
+      return resolveMessage(raw, this.#ctx);
+    const settlements = await this.#recordGroup(group);
+    if (settlements === undefined) {
+      this.#failedRows.add(key);
+      return resolveMessage(raw, this.#ctx);
+    }
+    group.forEach((member, k) => {
+      if (k > 0) this.#ahead.set(member, settlements[k]!);
+    });
+    return settlements[0]!;
+  }
+
+  /**
+   * Messages recorded ahead of their turn that the processor has not reached: when it stops early (a message
+   * left for redelivery releases the session), it completes these too, since their outcomes are stored.
+   */
+  takeRecordedAhead(): Array<[ServiceBusReceivedMessage, Settlement]> {
+    const ahead = [...this.#ahead.entries()];
+    this.#ahead.clear();
+    return ahead;
+  }
+
+  /** All members recorded together, or undefined when the write failed (nothing settled yet). */
+  async #recordGroup(group: ServiceBusReceivedMessage[]): Promise<Settlement[] | undefined> {
+    const members = group.map((raw) => {
+      const { recordable } = this.#rowOf.get(raw)!;
+      return { ...recordable, ...project(recordable.m, recordable.endpointId) };
+    });
+    const started = performance.now();
+    let results: Awaited<ReturnType<MessageStore['recordOutcomes']>>;
+    try {
+      results = await this.#ctx.store.recordOutcomes(members.map(({ history, status }) => ({ history, status })));
+    } catch (err) {
+      this.#ctx.log.debug({ sessionId: members[0]!.m.sessionId, messages: members.length, err: errorText(err) }, 'Resolver: row group not recorded; resolving its messages one by one');
+      return undefined;
+    }
+    const elapsed = performance.now() - started;
+    const settlements: Settlement[] = [];
+    for (const [k, member] of members.entries()) {
+      settlements.push(await afterStatus(member.m, member.endpointId, member.history, results[k]!.status, elapsed, this.#ctx));
+    }
+    return settlements;
+  }
+}
+
+/**
+ * A message that can be recorded with others about its row, read once: an ordinary outcome with its type,
+ * event and endpoint. Heartbeats, ProcessDeferredRequest (history only) and anything that would be dead-lettered
+ * are resolved alone, through resolveMessage's own checks.
+ */
+function groupableOf(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Recordable | undefined {
+  const m = readResolverMessage(raw, ctx.now);
+  if (isHeartbeatEventType(m.eventTypeId) || m.messageType === undefined || m.eventId === undefined) return undefined;
+  if (m.messageType === MessageType.ProcessDeferredRequest) return undefined;
+  const typed = { ...m, messageType: m.messageType, eventId: m.eventId };
+  const endpointId = endpointOf(typed);
+  if (endpointId === undefined) return undefined;
+  return { m: typed, endpointId, attempt: logicalAttempt(m.throttleRetryCount, m.wireDeliveryCount) };
 }
 
 async function recordEvent(
@@ -159,7 +270,19 @@ async function recordEvent(
     ctx.metrics.writeDuration(performance.now() - started, { ...tags, 'error.type': failure.kind });
     return onStoreFailure(err, m, attempt, ctx, tags);
   }
-  const elapsed = performance.now() - started;
+  return afterStatus(m, endpointId, history, result, performance.now() - started, ctx);
+}
+
+/** After a message's status write: metrics, the "Ignored stale" log and comment audit, the retry audit. */
+async function afterStatus(
+  m: ResolverMessage & { messageType: MessageTypeT; eventId: string },
+  endpointId: string,
+  history: HistoryWrite,
+  result: StatusWriteResult,
+  elapsed: number,
+  ctx: ResolveContext,
+): Promise<Settlement> {
+  const tags = { 'nimbus.endpoint': endpointId, 'nimbus.message_type': m.messageType };
   if (result.outcome === 'ignored') {
     const current = result.current;
     ctx.metrics.outcomeIgnored({ ...tags, 'nimbus.reason': result.reason });

@@ -10,6 +10,7 @@ import { parseCatalog } from '../lib/contract/catalog.ts';
 import { encodeBody, eventBody, Prop, SELF, Topic, type Catalog, type MessageType } from '../lib/contract/index.ts';
 import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
+import { startFaultProxy, type FaultProxy } from '../lib/store/testing/faultProxy.ts';
 import { deriveTopology, provisionTopology } from '../lib/topology/index.ts';
 import { startResolver, type ResolverHandle, type ResolverOptions, type SettledEvent } from './index.ts';
 
@@ -61,6 +62,7 @@ export class ResolverHarness {
   readonly resolvers: ResolverHandle[] = [];
   readonly metrics = recordingMeter();
   #sender: ServiceBusSender | undefined;
+  #proxy: FaultProxy | undefined;
 
   private constructor(
     readonly emulator: RunningEmulator,
@@ -83,6 +85,22 @@ export class ResolverHarness {
       subscriptionDefaults: { lockDuration: 'PT30S', maxDeliveryCount: 10 },
     });
     return h;
+  }
+
+  /**
+   * A harness whose store reaches the embedded Cosmos server through a fault proxy, for faults injected at the
+   * wire and round trips counted there. close() closes the proxy too.
+   */
+  static async startBehindProxy(): Promise<{ harness: ResolverHarness; proxy: FaultProxy }> {
+    let proxy: FaultProxy | undefined;
+    const harness = await ResolverHarness.start({
+      cosmosEndpoint: async (cosmos) => {
+        proxy = await startFaultProxy(cosmos.endpoint);
+        return proxy.endpoint;
+      },
+    });
+    harness.#proxy = proxy;
+    return { harness, proxy: proxy! };
   }
 
   /** Starts a Resolver instance (fast budget: 20 ms base, 200 ms cap) on this harness's store unless given another. */
@@ -164,6 +182,7 @@ export class ResolverHarness {
     await this.emulator.close();
     await this.clients.close().catch(() => undefined);
     await this.store.close().catch(() => undefined);
+    await this.#proxy?.close();
     await this.cosmos.close();
   }
 }

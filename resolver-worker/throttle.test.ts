@@ -6,24 +6,18 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MessageType as T, Prop, WellKnownSession, eventBody, HEARTBEAT_EVENT_TYPE_ID } from '../lib/contract/index.ts';
-import { startFaultProxy, type FaultProxy } from '../lib/store/testing/faultProxy.ts';
+import type { FaultProxy } from '../lib/store/testing/faultProxy.ts';
 import { DeadLetterReason } from './index.ts';
 import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
 
 let h: ResolverHarness;
 let proxy: FaultProxy;
 before(async () => {
-  h = await ResolverHarness.start({
-    cosmosEndpoint: async (cosmos) => {
-      proxy = await startFaultProxy(cosmos.endpoint);
-      return proxy.endpoint;
-    },
-  });
+  ({ harness: h, proxy } = await ResolverHarness.startBehindProxy());
   h.resolver();
 });
 after(async () => {
   await h.close();
-  await proxy.close();
 });
 
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;

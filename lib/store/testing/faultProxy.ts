@@ -3,12 +3,19 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  /** A transactional batch (x-ms-cosmos-is-batch-request). */
+  batch: boolean;
+}
+
 export interface Fault {
   status: number;
   /** Sent as x-ms-retry-after-ms (Cosmos's throttle hint). */
   retryAfterMs?: number;
   /** Which requests to fail (default: every request while the fault is armed). */
-  match?: (req: { method: string; path: string }) => boolean;
+  match?: (req: ProxiedRequest) => boolean;
   /** How many matching requests to fail before the fault disarms itself (default: unlimited). */
   times?: number;
 }
@@ -20,6 +27,8 @@ export interface FaultProxy {
   clear(): void;
   /** Requests the proxy answered with a fault so far. */
   readonly injected: number;
+  /** Every request the proxy received, in order (faulted or not), for tests that count round trips. */
+  readonly seen: readonly ProxiedRequest[];
   close(): Promise<void>;
 }
 
@@ -28,8 +37,14 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const agent = new http.Agent({ keepAlive: true });
   let fault: (Fault & { left: number }) | undefined;
   let injected = 0;
+  const seen: ProxiedRequest[] = [];
   const server = http.createServer({ keepAlive: true }, (req, res) => {
-    const info = { method: req.method ?? 'GET', path: req.url ?? '/' };
+    const info: ProxiedRequest = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      batch: String(req.headers['x-ms-cosmos-is-batch-request']).toLowerCase() === 'true',
+    };
+    seen.push(info);
     if (fault && fault.left > 0 && (fault.match?.(info) ?? true)) {
       fault.left--;
       injected++;
@@ -67,6 +82,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     get injected() {
       return injected;
     },
+    seen,
     close: () =>
       new Promise<void>((resolve) => {
         agent.destroy();

@@ -1,0 +1,111 @@
+// Messages about one status row that arrive in one receive (a backlog: a request copy and its response) are
+// recorded together: one history batch and one row write, counted at the wire by a proxy in front of the
+// embedded Cosmos server. A group whose write fails falls back to one message at a time, and when a session
+// ends early the members already recorded ahead of their turn are completed, not redelivered.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { MessageType as T } from '../lib/contract/index.ts';
+import type { FaultProxy, ProxiedRequest } from '../lib/store/testing/faultProxy.ts';
+import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+
+let h: ResolverHarness;
+let proxy: FaultProxy;
+before(async () => {
+  ({ harness: h, proxy } = await ResolverHarness.startBehindProxy());
+});
+after(async () => {
+  await h.close();
+});
+
+const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
+const kinds = (messageId: string) =>
+  h.settled.filter((s) => s.messageId === messageId).map((s) => (s.settlement.kind === 'complete' ? s.settlement.result : s.settlement.kind));
+const isDocWrite = (r: ProxiedRequest, container: string) =>
+  (r.method === 'POST' || r.method === 'PUT') && r.path.includes(`/colls/${container}/docs`);
+
+/** The messages are all on the topic before a Resolver starts, so they arrive in one receive; it stops after. */
+async function resolveBacklog(...messageIds: string[]): Promise<void> {
+  const resolver = h.resolver();
+  try {
+    for (const id of messageIds)
+      await eventually(() => h.settled.find((s) => s.messageId === id && s.ok && s.settlement.kind === 'complete'), `${id} recorded`);
+  } finally {
+    await resolver.stop();
+  }
+}
+
+describe('messages about one row in one receive', () => {
+  test('a request copy and its response: one history batch and one row write; row, history and counters as one by one', async () => {
+    const crm = uniq('crm');
+    const ev = uniq('e');
+    const sessionId = uniq('s');
+    const request = await h.send({ type: T.EventRequest, eventId: ev, sessionId, to: crm, from: 'shop', body: orderBody({ orderId: 'g1' }) });
+    const response = await h.send({ type: T.ResolutionResponse, eventId: ev, sessionId, from: crm, parentMessageId: request.messageId });
+    const mark = proxy.seen.length;
+    await resolveBacklog(request.messageId, response.messageId);
+
+    const requests = proxy.seen.slice(mark);
+    assert.equal(requests.filter((r) => isDocWrite(r, 'history') && r.batch).length, 1, 'one history batch');
+    assert.equal(requests.filter((r) => isDocWrite(r, 'history') && !r.batch).length, 0, 'no single history writes');
+    assert.equal(requests.filter((r) => isDocWrite(r, 'events')).length, 1, 'one row write');
+    assert.deepEqual(kinds(request.messageId), ['written']);
+    assert.deepEqual(kinds(response.messageId), ['written']);
+
+    const row = await h.store.getStatusRow(crm, ev, sessionId);
+    assert.equal(row?.status, 'Completed');
+    assert.equal(row?.requestMessageId, request.messageId);
+    assert.deepEqual(row?.payload, { orderId: 'g1' });
+    const history = await h.store.listHistory(ev);
+    assert.deepEqual(history.items.map((e) => e.messageId).sort(), [request.messageId, response.messageId].sort());
+    const counts = await h.store.getCounts(crm);
+    assert.equal(counts.completed, 1);
+    assert.equal(counts.pending, 0);
+  });
+
+  test('a group whose history batch is throttled is recorded one message at a time, with no budget spent', async () => {
+    const crm = uniq('crm');
+    const ev = uniq('e');
+    const sessionId = uniq('s');
+    const request = await h.send({ type: T.EventRequest, eventId: ev, sessionId, to: crm, from: 'shop', body: orderBody({ orderId: 'g2' }) });
+    const response = await h.send({ type: T.ResolutionResponse, eventId: ev, sessionId, from: crm, parentMessageId: request.messageId });
+    const injected = proxy.injected;
+    proxy.inject({ status: 429, retryAfterMs: 10, times: 1, match: (r) => r.batch });
+    try {
+      await resolveBacklog(request.messageId, response.messageId);
+    } finally {
+      proxy.clear();
+    }
+    assert.equal(proxy.injected, injected + 1, 'the batch was refused once');
+    assert.deepEqual(kinds(request.messageId), ['written']);
+    assert.deepEqual(kinds(response.messageId), ['written']);
+    assert.equal((await h.store.getStatusRow(crm, ev, sessionId))?.status, 'Completed');
+    assert.equal((await h.store.listHistory(ev)).items.length, 2);
+  });
+
+  test('a session released early completes the messages its groups already recorded instead of redelivering them', async () => {
+    const crm = uniq('crm');
+    const first = uniq('e1');
+    const second = uniq('e2');
+    const sessionId = uniq('s');
+    // e1's request and response form a group around e2's request; e2's history write fails once (503), which
+    // leaves e2 for redelivery and releases the session after e1's group has recorded its response.
+    const r1 = await h.send({ type: T.EventRequest, eventId: first, sessionId, to: crm, from: 'shop', body: orderBody({ orderId: 'g3' }) });
+    const r2 = await h.send({ type: T.EventRequest, eventId: second, sessionId, to: crm, from: 'shop', body: orderBody({ orderId: 'g3' }) });
+    const done1 = await h.send({ type: T.ResolutionResponse, eventId: first, sessionId, from: crm, parentMessageId: r1.messageId });
+    proxy.inject({ status: 503, times: 1, match: (r) => isDocWrite(r, 'history') && !r.batch });
+    try {
+      await resolveBacklog(r1.messageId, done1.messageId, r2.messageId);
+    } finally {
+      proxy.clear();
+    }
+    assert.deepEqual(kinds(r1.messageId), ['written']);
+    assert.deepEqual(kinds(done1.messageId), ['written'], 'completed with the rest, not delivered again');
+    assert.deepEqual(kinds(r2.messageId), ['redeliver', 'written']);
+    const settledDone = h.settled.filter((s) => s.messageId === done1.messageId);
+    assert.ok(settledDone.every((s) => s.ok));
+    assert.deepEqual(settledDone.map((s) => s.deliveryCount), [0], 'settled on its first delivery');
+    assert.equal((await h.store.getStatusRow(crm, first, sessionId))?.status, 'Completed');
+    assert.equal((await h.store.getStatusRow(crm, second, sessionId))?.status, 'Pending');
+  });
+});
