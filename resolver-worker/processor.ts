@@ -205,8 +205,8 @@ export class ResolverProcessor {
       // When the loop ends early, the ones recorded ahead of their turn are completed with the rest: their
       // outcomes are stored, and a copy coming back would only add an "Ignored stale" comment.
       const batch = new BatchResolution(messages, { ...this.#o.context, signal });
-      const completeRecordedAhead = () => {
-        for (const [message, settlement] of batch.takeRecordedAhead()) resolved.push({ message, settlement, started: performance.now() });
+      const completeRecordedAhead = async () => {
+        for (const [message, settlement] of await batch.takeRecordedAhead()) resolved.push({ message, settlement, started: performance.now() });
       };
       for (const message of messages) {
         if (this.#stopping) break; // not started: stays locked to this session and comes back with it
@@ -216,16 +216,19 @@ export class ResolverProcessor {
           resolved.push({ message, settlement, started });
           continue;
         }
-        if (!(await drain())) return;
+        if (!(await drain())) {
+          await batch.takeRecordedAhead(); // lock lost: nothing more can settle; let running writes finish
+          return;
+        }
         const { ok, keepSession } = await this.#settle(receiver, message, settlement);
         this.#settled(receiver, message, settlement, ok, started);
         if (!ok || !keepSession) {
-          completeRecordedAhead();
+          await completeRecordedAhead();
           await drain();
           return;
         }
       }
-      completeRecordedAhead();
+      await completeRecordedAhead();
       if (!(await drain()) || this.#stopping) return;
     }
   }

@@ -141,23 +141,24 @@ export async function resolveMessage(raw: ServiceBusReceivedMessage, ctx: Resolv
 }
 
 /**
- * The messages of one receive, resolved in order, with the messages about one status row recorded together:
- * when the first of two or more messages about a row comes up, all of them are recorded with
- * store.recordOutcomes (one history batch and one row write instead of two requests each; a backlog delivers a
- * request copy and its response in one receive), and the later ones answer from that result when their turn
- * comes. Each message is still decided by the guard in its own order, with its own metrics, log and audits. If
- * the group's write fails, each member is resolved alone, so store failures meet the throttle budget exactly as
- * before. Heartbeats, control traffic without an outcome and unrecordable messages are always resolved alone.
+ * The messages of one receive, resolved in order, with the messages about one status row recorded together: the
+ * rows that have two or more messages in the batch (a backlog delivers an event's request copy and its response
+ * in one receive) are all recorded at once, each with store.recordOutcomes (one history batch and one row write
+ * instead of two requests per message), side by side since rows do not depend on each other; each message then
+ * takes its result in its turn. Every message is still decided by the guard in its own order, with its own
+ * metrics, log and audits. If a row's write fails, its messages are resolved alone in their turn, so store
+ * failures meet the throttle budget exactly as before. Heartbeats, control traffic without an outcome,
+ * unrecordable messages and rows with one message in the batch are resolved alone, in order.
  */
 export class BatchResolution {
   readonly #ctx: ResolveContext;
   /** Row key and reading of each message that can join a group (the others are resolved alone). */
   readonly #rowOf = new Map<ServiceBusReceivedMessage, { key: string; recordable: Recordable }>();
   readonly #groups = new Map<string, ServiceBusReceivedMessage[]>();
-  /** Settlements of group members recorded ahead of their turn. */
-  readonly #ahead = new Map<ServiceBusReceivedMessage, Settlement>();
-  /** Rows whose group write failed: their members are resolved alone. */
-  readonly #failedRows = new Set<string>();
+  /** Each group's write, started on the first resolve(); undefined: the write failed. */
+  readonly #writes = new Map<string, Promise<Settlement[] | undefined>>();
+  /** Messages whose settlement was handed out (by resolve or takeRecordedAhead). */
+  readonly #taken = new Set<ServiceBusReceivedMessage>();
 
   constructor(messages: ServiceBusReceivedMessage[], ctx: ResolveContext) {
     this.#ctx = ctx;
@@ -173,36 +174,44 @@ export class BatchResolution {
     }
   }
 
-  /** Resolves `raw` (in the batch's order), or returns the settlement its group already recorded. */
+  /** Resolves `raw`, in the batch's order. */
   async resolve(raw: ServiceBusReceivedMessage): Promise<Settlement> {
-    const ready = this.#ahead.get(raw);
-    if (ready !== undefined) {
-      this.#ahead.delete(raw);
-      return ready;
-    }
+    this.#startGroups();
+    this.#taken.add(raw);
     const key = this.#rowOf.get(raw)?.key;
-    const group = key === undefined ? undefined : this.#groups.get(key);
-    if (key === undefined || group === undefined || group.length < 2 || this.#failedRows.has(key) || group[0] !== raw)
-      return resolveMessage(raw, this.#ctx);
-    const settlements = await this.#recordGroup(group);
-    if (settlements === undefined) {
-      this.#failedRows.add(key);
-      return resolveMessage(raw, this.#ctx);
-    }
-    group.forEach((member, k) => {
-      if (k > 0) this.#ahead.set(member, settlements[k]!);
-    });
-    return settlements[0]!;
+    const write = key === undefined ? undefined : this.#writes.get(key);
+    if (write === undefined) return resolveMessage(raw, this.#ctx);
+    const settlements = await write;
+    if (settlements === undefined) return resolveMessage(raw, this.#ctx);
+    return settlements[this.#groups.get(key!)!.indexOf(raw)]!;
   }
 
   /**
-   * Messages recorded ahead of their turn that the processor has not reached: when it stops early (a message
-   * left for redelivery releases the session), it completes these too, since their outcomes are stored.
+   * Messages recorded by their row's write that the processor has not reached: when it stops early (a message
+   * left for redelivery releases the session), it completes these too, since their outcomes are stored. Waits
+   * for the writes still running.
    */
-  takeRecordedAhead(): Array<[ServiceBusReceivedMessage, Settlement]> {
-    const ahead = [...this.#ahead.entries()];
-    this.#ahead.clear();
+  async takeRecordedAhead(): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
+    const ahead: Array<[ServiceBusReceivedMessage, Settlement]> = [];
+    for (const [key, write] of this.#writes) {
+      const settlements = await write;
+      if (settlements === undefined) continue;
+      this.#groups.get(key)!.forEach((raw, k) => {
+        if (this.#taken.has(raw)) return;
+        this.#taken.add(raw);
+        ahead.push([raw, settlements[k]!]);
+      });
+    }
     return ahead;
+  }
+
+  #startGroups(): void {
+    if (this.#writes.size > 0) return;
+    for (const [key, group] of this.#groups) {
+      if (group.length < 2) continue;
+      const write = this.#recordGroup(group);
+      this.#writes.set(key, write);
+    }
   }
 
   /** All members recorded together, or undefined when the write failed (nothing settled yet). */

@@ -1,13 +1,14 @@
-// Messages about one status row that arrive in one receive (a backlog: a request copy and its response) are
-// recorded together: one history batch and one row write, counted at the wire by a proxy in front of the
-// embedded Cosmos server. A group whose write fails falls back to one message at a time, and when a session
-// ends early the members already recorded ahead of their turn are completed, not redelivered.
+// Messages about one status row that arrive in one receive (a backlog: a request copy and its response, with
+// other events' messages between them) are recorded together: one history batch and one row write per row,
+// counted at the wire by a proxy in front of the embedded Cosmos server. A group whose write fails falls back to
+// one message at a time, and when a session ends early the members already recorded ahead of their turn are
+// completed, not redelivered.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MessageType as T } from '../lib/contract/index.ts';
 import type { FaultProxy, ProxiedRequest } from '../lib/store/testing/faultProxy.ts';
-import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+import { ResolverHarness, errorBody, eventually, orderBody } from './testHarness.ts';
 
 let h: ResolverHarness;
 let proxy: FaultProxy;
@@ -36,31 +37,38 @@ async function resolveBacklog(...messageIds: string[]): Promise<void> {
 }
 
 describe('messages about one row in one receive', () => {
-  test('a request copy and its response: one history batch and one row write; row, history and counters as one by one', async () => {
+  test('two events interleaved (request, request, response, response): per event one history batch and one row write', async () => {
     const crm = uniq('crm');
-    const ev = uniq('e');
     const sessionId = uniq('s');
-    const request = await h.send({ type: T.EventRequest, eventId: ev, sessionId, to: crm, from: 'shop', body: orderBody({ orderId: 'g1' }) });
-    const response = await h.send({ type: T.ResolutionResponse, eventId: ev, sessionId, from: crm, parentMessageId: request.messageId });
+    const [e1, e2] = [uniq('e'), uniq('e')];
+    const req1 = await h.send({ type: T.EventRequest, eventId: e1, sessionId, to: crm, from: 'shop', body: orderBody({ orderId: 'g1' }) });
+    const req2 = await h.send({ type: T.EventRequest, eventId: e2, sessionId, to: crm, from: 'shop', body: orderBody({ orderId: 'g1' }) });
+    const res1 = await h.send({ type: T.ResolutionResponse, eventId: e1, sessionId, from: crm, parentMessageId: req1.messageId });
+    const res2 = await h.send({ type: T.ErrorResponse, eventId: e2, sessionId, from: crm, parentMessageId: req2.messageId, body: errorBody('boom') });
     const mark = proxy.seen.length;
-    await resolveBacklog(request.messageId, response.messageId);
+    await resolveBacklog(req1.messageId, req2.messageId, res1.messageId, res2.messageId);
 
     const requests = proxy.seen.slice(mark);
-    assert.equal(requests.filter((r) => isDocWrite(r, 'history') && r.batch).length, 1, 'one history batch');
+    assert.equal(requests.filter((r) => isDocWrite(r, 'history') && r.batch).length, 2, 'one history batch per event');
     assert.equal(requests.filter((r) => isDocWrite(r, 'history') && !r.batch).length, 0, 'no single history writes');
-    assert.equal(requests.filter((r) => isDocWrite(r, 'events')).length, 1, 'one row write');
-    assert.deepEqual(kinds(request.messageId), ['written']);
-    assert.deepEqual(kinds(response.messageId), ['written']);
+    assert.equal(requests.filter((r) => isDocWrite(r, 'events')).length, 2, 'one row write per event');
+    for (const m of [req1, req2, res1, res2]) assert.deepEqual(kinds(m.messageId), ['written']);
 
-    const row = await h.store.getStatusRow(crm, ev, sessionId);
-    assert.equal(row?.status, 'Completed');
-    assert.equal(row?.requestMessageId, request.messageId);
-    assert.deepEqual(row?.payload, { orderId: 'g1' });
-    const history = await h.store.listHistory(ev);
-    assert.deepEqual(history.items.map((e) => e.messageId).sort(), [request.messageId, response.messageId].sort());
+    const row1 = await h.store.getStatusRow(crm, e1, sessionId);
+    assert.equal(row1?.status, 'Completed');
+    assert.equal(row1?.requestMessageId, req1.messageId);
+    assert.deepEqual(row1?.payload, { orderId: 'g1' });
+    const row2 = await h.store.getStatusRow(crm, e2, sessionId);
+    assert.equal(row2?.status, 'Failed');
+    assert.equal(row2?.errorText, 'boom');
+    for (const [ev, ids] of [[e1, [req1, res1]], [e2, [req2, res2]]] as const) {
+      const history = await h.store.listHistory(ev);
+      assert.deepEqual(history.items.map((e) => e.messageId).sort(), ids.map((m) => m.messageId).sort());
+    }
     const counts = await h.store.getCounts(crm);
     assert.equal(counts.completed, 1);
-    assert.equal(counts.pending, 0);
+    assert.equal(counts.failed, 1);
+    assert.equal(counts.pending, 0, 'the intermediate Pending is never counted');
   });
 
   test('a group whose history batch is throttled is recorded one message at a time, with no budget spent', async () => {
