@@ -157,6 +157,7 @@ export class BatchResolution {
   readonly #groups = new Map<string, ServiceBusReceivedMessage[]>();
   /** Each group's write, started on the first resolve(); undefined: the write failed. */
   readonly #writes = new Map<string, Promise<Settlement[] | undefined>>();
+  #started = false;
   /** Messages whose settlement was handed out (by resolve or takeRecordedAhead). */
   readonly #taken = new Set<ServiceBusReceivedMessage>();
 
@@ -206,7 +207,8 @@ export class BatchResolution {
   }
 
   #startGroups(): void {
-    if (this.#writes.size > 0) return;
+    if (this.#started) return;
+    this.#started = true;
     for (const [key, group] of this.#groups) {
       if (group.length < 2) continue;
       const write = this.#recordGroup(group);

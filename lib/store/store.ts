@@ -385,7 +385,8 @@ export class MessageStore {
   /**
    * History entries of one event in one transactional batch of creates. If any of them is already recorded (a
    * redelivered copy: the batch fails as a whole on Cosmos DB) the entries are recorded one by one instead, each
-   * idempotent as in recordHistory.
+   * idempotent as in recordHistory. (The embedded server's batches are not atomic: there, entries the failed batch
+   * did create are then reported as already recorded.)
    */
   async #recordHistoryBatch(inputs: HistoryWrite[]): Promise<Array<{ recorded: boolean; entry: HistoryEntry }>> {
     const recordedAt = this.#iso();
