@@ -71,7 +71,7 @@ describe('messages about one row in one receive', () => {
     assert.equal(counts.pending, 0, 'the intermediate Pending is never counted');
   });
 
-  test('a group whose history batch is throttled is recorded one message at a time, with no budget spent', async () => {
+  test('a throttled history batch falls back to one entry at a time, with no budget spent', async () => {
     const crm = uniq('crm');
     const ev = uniq('e');
     const sessionId = uniq('s');

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S, type MessageType } from '../contract/index.ts';
 import { createStore, type StatusWriteResult } from './store.ts';
-import { StoreInputError } from './errors.ts';
+import { StoreInputError, StoreThrottledError } from './errors.ts';
+import { startFaultProxy } from './testing/faultProxy.ts';
 import type { HistoryWrite, StatusWrite } from './schemas.ts';
 import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
 
@@ -184,6 +185,23 @@ describe('recordOutcomes (one row, several messages)', () => {
       assert.equal(row?.lastMessageId, done.messageId);
     } finally {
       await other.close();
+    }
+  });
+
+  test('a throttled store surfaces as StoreThrottledError (the SDK drops a failed batch\'s status; the single writes keep it)', async () => {
+    const proxy = await startFaultProxy(f.cosmos.endpoint);
+    const throttled = await createStore({ endpoint: proxy.endpoint, key: f.cosmos.key, database: f.database });
+    try {
+      const ep = uniq('ep');
+      const req = msg(T.EventRequest, { endpointId: ep, eventId: 'e-429' });
+      const res = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e-429', parentMessageId: req.messageId });
+      proxy.inject({ status: 429, retryAfterMs: 50, match: (r) => r.method === 'POST' && r.path.includes('/colls/history/docs') });
+      await assert.rejects(throttled.recordOutcomes([item(req), item(res)]), StoreThrottledError);
+      assert.ok(proxy.seen.some((r) => r.batch), 'the batch was tried first');
+      assert.equal(await f.store.getStatusRow(ep, 'e-429', 's-1'), null, 'no status without its history');
+    } finally {
+      await throttled.close();
+      await proxy.close();
     }
   });
 

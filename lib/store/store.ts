@@ -383,10 +383,10 @@ export class MessageStore {
   }
 
   /**
-   * History entries of one event in one transactional batch of creates. If any of them is already recorded (a
-   * redelivered copy: the batch fails as a whole on Cosmos DB) the entries are recorded one by one instead, each
-   * idempotent as in recordHistory. (The embedded server's batches are not atomic: there, entries the failed batch
-   * did create are then reported as already recorded.)
+   * History entries of one event in one transactional batch of creates. If the batch fails for any reason (an
+   * entry already recorded by a redelivered copy fails it as a whole on Cosmos DB), the entries are recorded one by
+   * one instead, each idempotent as in recordHistory. (The embedded server's batches are not atomic: there, entries
+   * the failed batch did create are then reported as already recorded.)
    */
   async #recordHistoryBatch(inputs: HistoryWrite[]): Promise<Array<{ recorded: boolean; entry: HistoryEntry }>> {
     const recordedAt = this.#iso();
@@ -408,10 +408,10 @@ export class MessageStore {
         response.result !== undefined &&
         response.result.length === entries.length &&
         response.result.every((r) => r.statusCode >= 200 && r.statusCode < 300);
-    } catch (err) {
-      // 409: an entry is already there; 413: the batch is over the request size limit (large payloads).
-      const code = cosmosStatus(err);
-      if (code !== 409 && code !== 413) rethrowCosmos(err, 'history write');
+    } catch {
+      // The SDK rethrows a failed batch as a plain Error without its status code, so the cause (an entry already
+      // there, a batch over the size limit, a throttle, an outage) cannot be told apart here. The entries are
+      // recorded one by one below, where a real failure surfaces again with its status and is classified.
     }
     if (allCreated) return entries.map((entry) => ({ recorded: true, entry }));
     const one = [];
