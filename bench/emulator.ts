@@ -8,8 +8,6 @@
 // minutes on a 2-core machine. Run alone with `npx tsx bench/emulator.ts` or with every benchmark through
 // `npm run bench`.
 
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import rhea from 'rhea';
@@ -18,6 +16,7 @@ import { isServiceBusError } from '@azure/service-bus';
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage } from '@azure/service-bus';
 import { startEmulator } from '../emulator/index.ts';
 import { createServiceBusClients } from '../lib/servicebus/index.ts';
+import { markPhase, startEmulatorProcess } from './processes.ts';
 import { type BenchResult, envInt, percentile, toMarkdown } from './report.ts';
 
 interface Settings {
@@ -309,15 +308,6 @@ async function benchLatency(
 }
 
 /**
- * With BENCH_PHASE_MARKS=1, prints the monotonic clock in microseconds at a phase boundary to stderr. It is the
- * clock of V8's --cpu-prof samples (in every process on the machine), so a profile can be cut to one phase.
- */
-function markPhase(name: string): void {
-  if (process.env.BENCH_PHASE_MARKS !== '1') return;
-  process.stderr.write(`phase ${name} ${process.hrtime.bigint() / 1000n}\n`);
-}
-
-/**
  * The emulator under test: in this process by default (like the baseline, whose broker shares the process
  * with its clients), or with BENCH_EMULATOR_PROCESS=child in its own process, which puts client and broker on
  * separate cores and lets `--cpu-prof` on this process show the client library's own cost.
@@ -330,20 +320,6 @@ interface OpenedEmulator {
   close(): Promise<void>;
 }
 
-/** CPU time of another process from /proc (Linux), in ms; undefined where /proc is not available. */
-function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    // Fields after the command name (which is in parentheses): utime and stime are the 12th and 13th.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return (ticks / 100) * 1000; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
-
 async function openEmulator(): Promise<OpenedEmulator> {
   if (process.env.BENCH_EMULATOR_PROCESS !== 'child') {
     const e = await startEmulator({ port: 0 });
@@ -354,50 +330,9 @@ async function openEmulator(): Promise<OpenedEmulator> {
       close: () => e.close(),
     };
   }
-  const child = spawn(
-    process.execPath,
-    [
-      // e.g. BENCH_EMULATOR_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the emulator's side.
-      ...(process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean),
-      '--import',
-      'tsx',
-      'emulator/cli.ts',
-      '--port',
-      '0',
-      '--log-level',
-      'warn',
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const connectionString = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(
-      () => reject(new Error('emulator child did not print its connection string')),
-      30_000,
-    );
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => {
-      out += chunk;
-      const line = out.split('\n').find((l) => l.startsWith('Endpoint='));
-      if (line) {
-        clearTimeout(timer);
-        resolve(line.trim());
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`emulator child exited with ${code}`)));
-  });
-  return {
-    connectionString,
-    mode: 'child process',
-    cpuMs: () => processCpuMs(child.pid),
-    close: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+  // e.g. BENCH_EMULATOR_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the emulator's side.
+  const child = await startEmulatorProcess({ nodeArgs: (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean) });
+  return { ...child, mode: 'child process' };
 }
 
 export async function runEmulatorBench(): Promise<BenchResult> {

@@ -4,11 +4,8 @@
 // Target ratio >= 0.5. Also measured apart, to show where the time goes: the store's work alone and the Service
 // Bus path alone (the Resolver with a store that does no I/O). docs/resolver.md has the figures.
 //   npx tsx bench/resolver.ts            (or runResolverBench() from bench/index.ts)
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { pino } from 'pino';
 import { startEmulator } from '../emulator/index.ts';
@@ -26,6 +23,7 @@ import {
 } from '../lib/store/index.ts';
 import { deriveTopology, provisionTopology } from '../lib/topology/index.ts';
 import { startResolver } from '../resolver-worker/index.ts';
+import { markPhase, processCpuMs, startEmulatorProcess } from './processes.ts';
 
 export interface ResolverBenchOptions {
   /** Events; each produces two Resolver messages (the request copy and the response). Default 300. */
@@ -70,53 +68,6 @@ async function withCpu<T>(work: () => Promise<T>): Promise<{ value: T; cpuMs: nu
   const value = await work();
   const used = process.cpuUsage(before);
   return { value, cpuMs: (used.user + used.system) / 1000 };
-}
-
-/** CPU ms a child process has used so far (Linux /proc; undefined elsewhere). */
-function childCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The emulator in its own process (`emulator/cli.ts`): in-process it would share this event loop with the
- * embedded Cosmos server and the Resolver, a cost the raw-upsert baseline does not pay.
- */
-async function startEmulatorProcess(): Promise<{ connectionString: string; pid: number | undefined; close(): Promise<void> }> {
-  const cli = fileURLToPath(new URL('../emulator/cli.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, '--port', '0', '--log-level', 'silent'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const connectionString = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the emulator exited (${code}) before it was ready`)));
-    lines.once('line', (line) => resolve(line.trim()));
-  });
-  return {
-    connectionString,
-    pid: child.pid,
-    close: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
-}
-
-/**
- * With BENCH_PHASE_MARKS=1, prints the monotonic clock in microseconds at a phase boundary to stderr: the clock of
- * V8's --cpu-prof samples, so a profile of this process can be cut to one phase.
- */
-function markPhase(name: string): void {
-  if (process.env.BENCH_PHASE_MARKS !== '1') return;
-  process.stderr.write(`phase ${name} ${process.hrtime.bigint() / 1000n}\n`);
 }
 
 async function rawUpserts(
@@ -287,7 +238,7 @@ async function resolverPhase(
   markPhase(`${phase}-start`);
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  const emulatorCpuBefore = childCpuMs(emulatorPid);
+  const emulatorCpuBefore = processCpuMs(emulatorPid);
   const resolver = startResolver({
     client,
     store,
@@ -301,7 +252,7 @@ async function resolverPhase(
   await finished;
   const perSec = messages / ((performance.now() - started) / 1000);
   const cpu = process.cpuUsage(cpuBefore);
-  const emulatorCpuAfter = childCpuMs(emulatorPid);
+  const emulatorCpuAfter = processCpuMs(emulatorPid);
   markPhase(`${phase}-end`);
   await resolver.stop();
   return {
@@ -320,7 +271,7 @@ export async function runResolverBench(options: ResolverBenchOptions = {}): Prom
   const messages = events * 2;
   const emulator: { connectionString: string; pid?: number | undefined; close(): Promise<void> } = options.inProcessEmulator
     ? await startEmulator({ port: 0 })
-    : await startEmulatorProcess();
+    : await startEmulatorProcess({ logLevel: 'silent' });
   const cosmos = await startEmbeddedCosmos({ port: 0 });
   const sb = createServiceBusClients(emulator.connectionString);
   const store = await createStore({
