@@ -201,8 +201,8 @@ export class ResolverProcessor {
               ),
           )
         ).every(Boolean);
-      // Messages about one status row are recorded together when the first of them comes up (BatchResolution).
-      // When the loop ends early, the ones recorded ahead of their turn are completed with the rest: their
+      // The rows with several messages in the batch are recorded together as the batch starts (BatchResolution).
+      // When the loop ends early, the messages recorded ahead of their turn are completed with the rest: their
       // outcomes are stored, and a copy coming back would only add an "Ignored stale" comment.
       const batch = new BatchResolution(messages, { ...this.#o.context, signal });
       const completeRecordedAhead = async () => {

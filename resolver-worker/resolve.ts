@@ -111,28 +111,47 @@ export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
 interface Recordable {
   m: ResolverMessage & { messageType: MessageTypeT; eventId: string };
   endpointId: string;
-  attempt: number;
 }
 
-export async function resolveMessage(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Promise<Settlement> {
-  const m = readResolverMessage(raw, ctx.now);
+/**
+ * What a read message is: heartbeat traffic, a message that cannot be recorded (with the dead letter that says
+ * why), or an outcome for one status row.
+ */
+function classifyMessage(
+  m: ResolverMessage,
+): { kind: 'heartbeat' } | { kind: 'unrecordable'; settlement: Settlement } | { kind: 'outcome'; recordable: Recordable } {
+  if (isHeartbeatEventType(m.eventTypeId)) return { kind: 'heartbeat' };
+  if (m.messageType === undefined) {
+    const shown = m.rawMessageType === undefined ? 'missing' : `'${m.rawMessageType.slice(0, 60)}'`;
+    return { kind: 'unrecordable', settlement: deadLetter(DeadLetterReason.UnknownMessageType, `MessageType ${shown} is not a NimBus message type`) };
+  }
+  if (m.eventId === undefined) {
+    return { kind: 'unrecordable', settlement: deadLetter(DeadLetterReason.MissingEventId, `${m.messageType} ${m.messageId} has no EventId`) };
+  }
+  const typed = { ...m, messageType: m.messageType, eventId: m.eventId };
+  const endpointId = endpointOf(typed);
+  if (endpointId === undefined) {
+    const which = isRequestType(m.messageType) ? 'To' : 'From';
+    return {
+      kind: 'unrecordable',
+      settlement: deadLetter(DeadLetterReason.MissingEndpoint, `${m.messageType} ${m.messageId} has no ${which}: its endpoint is unknown`),
+    };
+  }
+  return { kind: 'outcome', recordable: { m: typed, endpointId } };
+}
+
+export function resolveMessage(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Promise<Settlement> {
+  return resolveRead(readResolverMessage(raw, ctx.now), ctx);
+}
+
+/** resolveMessage for a message already read. */
+async function resolveRead(m: ResolverMessage, ctx: ResolveContext): Promise<Settlement> {
   const attempt = logicalAttempt(m.throttleRetryCount, m.wireDeliveryCount);
   try {
-    if (isHeartbeatEventType(m.eventTypeId)) return await resolveHeartbeat(m, attempt, ctx);
-    if (m.messageType === undefined) {
-      const shown = m.rawMessageType === undefined ? 'missing' : `'${m.rawMessageType.slice(0, 60)}'`;
-      return deadLetter(DeadLetterReason.UnknownMessageType, `MessageType ${shown} is not a NimBus message type`);
-    }
-    if (m.eventId === undefined) {
-      return deadLetter(DeadLetterReason.MissingEventId, `${m.messageType} ${m.messageId} has no EventId`);
-    }
-    const typed = { ...m, messageType: m.messageType, eventId: m.eventId };
-    const endpointId = endpointOf(typed);
-    if (endpointId === undefined) {
-      const which = isRequestType(m.messageType) ? 'To' : 'From';
-      return deadLetter(DeadLetterReason.MissingEndpoint, `${m.messageType} ${m.messageId} has no ${which}: its endpoint is unknown`);
-    }
-    return await recordEvent(typed, endpointId, attempt, ctx);
+    const c = classifyMessage(m);
+    if (c.kind === 'heartbeat') return await resolveHeartbeat(m, attempt, ctx);
+    if (c.kind === 'unrecordable') return c.settlement;
+    return await recordEvent(c.recordable.m, c.recordable.endpointId, attempt, ctx);
   } catch (err) {
     // Only a bug gets here (store failures are classified inside); dead-letter with the reason, never crash.
     ctx.log.error({ messageId: m.messageId, sessionId: m.sessionId, err: errorText(err) }, 'Resolver: unexpected failure');
@@ -152,38 +171,44 @@ export async function resolveMessage(raw: ServiceBusReceivedMessage, ctx: Resolv
  */
 export class BatchResolution {
   readonly #ctx: ResolveContext;
+  /** Each message as read (once). */
+  readonly #read = new Map<ServiceBusReceivedMessage, ResolverMessage>();
   /** Row key and reading of each message that can join a group (the others are resolved alone). */
   readonly #rowOf = new Map<ServiceBusReceivedMessage, { key: string; recordable: Recordable }>();
   readonly #groups = new Map<string, ServiceBusReceivedMessage[]>();
-  /** Each group's write, started on the first resolve(); undefined: the write failed. */
+  /** Each group's write, started with the batch; undefined: the write failed. */
   readonly #writes = new Map<string, Promise<Settlement[] | undefined>>();
-  #started = false;
   /** Messages whose settlement was handed out (by resolve or takeRecordedAhead). */
   readonly #taken = new Set<ServiceBusReceivedMessage>();
 
   constructor(messages: ServiceBusReceivedMessage[], ctx: ResolveContext) {
     this.#ctx = ctx;
-    if (messages.length < 2) return;
     for (const raw of messages) {
-      const recordable = groupableOf(raw, ctx);
-      if (recordable === undefined) continue;
+      const m = readResolverMessage(raw, ctx.now);
+      this.#read.set(raw, m);
+      const c = classifyMessage(m);
+      // ProcessDeferredRequest has no outcome of its own (history only): always resolved alone.
+      if (c.kind !== 'outcome' || c.recordable.m.messageType === MessageType.ProcessDeferredRequest) continue;
+      const recordable = c.recordable;
       const key = JSON.stringify([recordable.endpointId, recordable.m.eventId, recordable.m.sessionId ?? '']);
       this.#rowOf.set(raw, { key, recordable });
       const group = this.#groups.get(key);
       if (group) group.push(raw);
       else this.#groups.set(key, [raw]);
     }
+    // The rows' writes start now, side by side (they never reject: a failure resolves to undefined).
+    for (const [key, group] of this.#groups) if (group.length > 1) this.#writes.set(key, this.#recordGroup(group));
   }
 
   /** Resolves `raw`, in the batch's order. */
   async resolve(raw: ServiceBusReceivedMessage): Promise<Settlement> {
-    this.#startGroups();
     this.#taken.add(raw);
     const key = this.#rowOf.get(raw)?.key;
     const write = key === undefined ? undefined : this.#writes.get(key);
-    if (write === undefined) return resolveMessage(raw, this.#ctx);
+    const alone = () => resolveRead(this.#read.get(raw)!, this.#ctx);
+    if (write === undefined) return alone();
     const settlements = await write;
-    if (settlements === undefined) return resolveMessage(raw, this.#ctx);
+    if (settlements === undefined) return alone();
     return settlements[this.#groups.get(key!)!.indexOf(raw)]!;
   }
 
@@ -206,16 +231,6 @@ export class BatchResolution {
     return ahead;
   }
 
-  #startGroups(): void {
-    if (this.#started) return;
-    this.#started = true;
-    for (const [key, group] of this.#groups) {
-      if (group.length < 2) continue;
-      const write = this.#recordGroup(group);
-      this.#writes.set(key, write);
-    }
-  }
-
   /** All members recorded together, or undefined when the write failed (nothing settled yet). */
   async #recordGroup(group: ServiceBusReceivedMessage[]): Promise<Settlement[] | undefined> {
     const members = group.map((raw) => {
@@ -223,35 +238,19 @@ export class BatchResolution {
       return { ...recordable, ...project(recordable.m, recordable.endpointId) };
     });
     const started = performance.now();
-    let results: Awaited<ReturnType<MessageStore['recordOutcomes']>>;
     try {
-      results = await this.#ctx.store.recordOutcomes(members.map(({ history, status }) => ({ history, status })));
+      const results = await this.#ctx.store.recordOutcomes(members.map(({ history, status }) => ({ history, status })));
+      const elapsed = performance.now() - started;
+      const settlements: Settlement[] = [];
+      for (const [k, member] of members.entries()) {
+        settlements.push(await afterStatus(member.m, member.endpointId, member.history, results[k]!.status, elapsed, this.#ctx));
+      }
+      return settlements;
     } catch (err) {
       this.#ctx.log.debug({ sessionId: members[0]!.m.sessionId, messages: members.length, err: errorText(err) }, 'Resolver: row group not recorded; resolving its messages one by one');
       return undefined;
     }
-    const elapsed = performance.now() - started;
-    const settlements: Settlement[] = [];
-    for (const [k, member] of members.entries()) {
-      settlements.push(await afterStatus(member.m, member.endpointId, member.history, results[k]!.status, elapsed, this.#ctx));
-    }
-    return settlements;
   }
-}
-
-/**
- * A message that can be recorded with others about its row, read once: an ordinary outcome with its type,
- * event and endpoint. Heartbeats, ProcessDeferredRequest (history only) and anything that would be dead-lettered
- * are resolved alone, through resolveMessage's own checks.
- */
-function groupableOf(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Recordable | undefined {
-  const m = readResolverMessage(raw, ctx.now);
-  if (isHeartbeatEventType(m.eventTypeId) || m.messageType === undefined || m.eventId === undefined) return undefined;
-  if (m.messageType === MessageType.ProcessDeferredRequest) return undefined;
-  const typed = { ...m, messageType: m.messageType, eventId: m.eventId };
-  const endpointId = endpointOf(typed);
-  if (endpointId === undefined) return undefined;
-  return { m: typed, endpointId, attempt: logicalAttempt(m.throttleRetryCount, m.wireDeliveryCount) };
 }
 
 async function recordEvent(
