@@ -244,6 +244,14 @@ export class Dispatcher {
         endpointId: this.options.endpointId,
         signal,
       });
+      // A handler that outlived the session lock (renewal off or failing) no longer owns the session: the broker
+      // has made the message available again, and a redelivery may already be settling it. Sending this outcome
+      // would let a stale answer overwrite the real one on the Resolver, so nothing is settled; the redelivery
+      // decides. That includes the inbox: recording the key here would turn the redelivery into a duplicate, and the
+      // Resolver would only ever see a SkipResponse for an event that was handled. (The check narrows the window to
+      // the settlement itself; the broker refuses the state write and the completion past it anyway.)
+      if (port.lockLost?.())
+        throw new TransientError('the session lock expired while the handler ran; left for redelivery');
       if (key !== undefined && outcome.kind === 'success' && !outcome.handoff) {
         // Recorded before the settlement: a crash after this point makes the redelivery a duplicate, not a rerun.
         await this.inbox!.record(key, this.now());
@@ -257,13 +265,6 @@ export class Dispatcher {
         if (blockerKey) await this.inbox!.record(blockerKey, this.now());
       }
       settlement = afterHandler(m, state, outcome, this.env(startedAt));
-      // A handler that outlived the session lock (renewal off or failing) no longer owns the session: the broker
-      // has made the message available again, and a redelivery may already be settling it. Sending this outcome
-      // would let a stale answer overwrite the real one on the Resolver, so nothing is settled; the redelivery
-      // decides. (The check narrows the window to the settlement itself; the broker refuses the state write and
-      // the completion past it anyway.)
-      if (port.lockLost?.())
-        throw new TransientError('the session lock expired while the handler ran; left for redelivery');
     }
     await this.execute(settlement.effects, port, m);
     this.log.debug(

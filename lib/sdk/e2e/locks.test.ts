@@ -4,6 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HandlerRegistry } from '../handlers.ts';
+import { MemoryInboxStore } from '../inbox.ts';
 import type { LifecycleObserver } from '../pipeline.ts';
 import type { Harness } from './harness.ts';
 import { eventually, storyOf, withHarness } from './harness.ts';
@@ -79,6 +80,36 @@ describe('session locks', () => {
       assert.deepEqual(await h.resolverRest('L-2', LOCK_MS * 1.5), []);
       const state = await h.sessionState('crm', 'L-2');
       assert.equal(state.BlockedByEventId ?? null, null);
+    });
+  });
+
+  test('renewal off, slow success with an inbox: the stale attempt records nothing, so the redelivery runs and answers with a ResolutionResponse', async () => {
+    await withHarness(async (h) => {
+      await shortLock(h);
+      const { failed, observer } = failures();
+      const attempts: number[] = [];
+      h.host({
+        endpointId: 'crm',
+        // One worker: the redelivery can only start after the stale attempt has ended (and, without the fix, has
+        // recorded the MessageId in the inbox).
+        maxConcurrentSessions: 1,
+        maxAutoLockRenewalDurationInMs: 0,
+        inbox: new MemoryInboxStore(),
+        observers: [observer],
+        handlers: new HandlerRegistry().on('CustomerUpdated', async () => {
+          attempts.push(attempts.length);
+          if (attempts.length === 1) await sleep(LOCK_MS * 1.75);
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'L-4', n: 1 });
+      const records = await h.resolver('L-4', 2);
+      assert.deepEqual(storyOf(records), {
+        requests: ['EventRequest:E1'],
+        responses: ['ResolutionResponse:E1'],
+      });
+      assert.equal(attempts.length, 2, 'the redelivery ran the handler: the stale success was not recorded');
+      assert.deepEqual(failed, ['EventRequest:TransientError'], 'the lost lock is reported as transient');
+      assert.deepEqual(await h.resolverRest('L-4', LOCK_MS), []);
     });
   });
 
