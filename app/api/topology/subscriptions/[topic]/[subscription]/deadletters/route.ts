@@ -1,7 +1,8 @@
 // GET /api/topology/subscriptions/{topic}/{subscription}/deadletters?from=&pageSize=&reason=: a page of dead letters.
-import { authorize } from '../../../../../../../server/auth/authorize.ts';
+// Bodies included, so Reader of the topic's endpoint (site-wide for platform topics).
 import { getContext } from '../../../../../../../server/context.ts';
 import { handle, json, parseOr400, type RouteContext } from '../../../../../../../server/http.ts';
+import { authorizeDeadLetterRead } from '../../../../../../../server/subscriptions/authz.ts';
 import { deadLetterQuery, deadLetters, subscriptionParams } from '../../../../../../../server/subscriptions/routes.ts';
 
 export const dynamic = 'force-dynamic';
@@ -11,7 +12,7 @@ export function GET(request: Request, context: RouteContext<{ topic: string; sub
     const params = parseOr400(subscriptionParams, await context.params, 'subscription');
     const url = new URL(request.url);
     const query = parseOr400(deadLetterQuery, Object.fromEntries(url.searchParams), 'query');
-    await authorize(request, 'read');
+    await authorizeDeadLetterRead(request, params);
     return json(await deadLetters(await getContext(), params, query));
   });
 }

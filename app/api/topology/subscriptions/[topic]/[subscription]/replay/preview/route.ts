@@ -1,8 +1,9 @@
 // POST /api/topology/subscriptions/{topic}/{subscription}/replay/preview with a selection: how many dead letters
-// a replay would send, and which other subscriptions the copies would also reach. Changes nothing.
-import { authorize } from '../../../../../../../../server/auth/authorize.ts';
+// a replay would send, and which other subscriptions the copies would also reach. Changes nothing. Reader of the
+// topic's endpoint (site-wide for platform topics), as for the dead-letter list.
 import { getContext } from '../../../../../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../../../server/http.ts';
+import { authorizeDeadLetterRead } from '../../../../../../../../server/subscriptions/authz.ts';
 import { replayPreview, replaySelection, subscriptionParams } from '../../../../../../../../server/subscriptions/routes.ts';
 
 export const dynamic = 'force-dynamic';
@@ -11,7 +12,7 @@ export function POST(request: Request, context: RouteContext<{ topic: string; su
   return handle(async () => {
     const params = parseOr400(subscriptionParams, await context.params, 'subscription');
     const selection = await readJsonBody(request, replaySelection);
-    await authorize(request, 'read');
+    await authorizeDeadLetterRead(request, params);
     return json(await replayPreview(await getContext(), params, selection));
   });
 }
