@@ -8,12 +8,8 @@ export * from './pipeline.ts';
 export { validationBehavior } from './validation.ts';
 export { CircuitBreaker, type CircuitBreakerOptions } from './circuitBreaker.ts';
 export { Inbox, InboxStoreError, MemoryInboxStore, inboxKey, type InboxStore } from './inbox.ts';
-export {
-  CosmosInboxStore,
-  createCosmosInboxStore,
-  cosmosInboxOptionsSchema,
-  type CosmosInboxOptions,
-} from './cosmosInbox.ts';
+// The Cosmos-backed inbox store is not re-exported: it loads @azure/cosmos (about half a second and ~28 MB), which
+// a host without a durable inbox should not pay. Import it from './cosmosInbox.ts' (see docs/sdk.md).
 export { Dispatcher, type DeliveryPort, type DispatcherOptions, type DeliveryResult } from './dispatcher.ts';
 export { SubscriberHost, createSubscriberHost, type SubscriberHostOptions } from './subscriberHost.ts';
 export {
