@@ -1,5 +1,5 @@
-// The header's account corner: who is signed in and a Sign out button. Sign-out is a form POST, so no link,
-// prefetch or foreign page can sign somebody out.
+// The header's account corner: who is signed in and a Sign out button. Sign-out is a form POST, so no link or
+// prefetch signs somebody out; a form another site posts is refused by the route's same-origin check (flow.ts).
 import type { Principal } from '../../server/auth/principal.ts';
 
 export function UserMenu({ principal }: { principal: Principal }) {

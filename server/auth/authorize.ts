@@ -11,6 +11,7 @@ import { authMode, getPrincipal } from './authenticate.ts';
 import { grantsFor, listGrants } from './grants.ts';
 import type { Principal } from './principal.ts';
 import { RateLimiter, rateLimitSettings } from './rateLimit.ts';
+import { originProblem } from './hardening.ts';
 import {
   RoleMapError,
   currentRoleMap,
@@ -25,6 +26,7 @@ import {
 
 export type { Action } from './roles.ts';
 export { authMode } from './authenticate.ts';
+export { originProblem } from './hardening.ts';
 
 /** What else a request names, for the audit entry. */
 export interface AuthSubject {
@@ -61,31 +63,6 @@ export async function rolesOf(principal: Principal, ctx: ConsoleContext): Promis
 }
 
 const UNKNOWN: Principal = { kind: 'anonymous', id: 'unauthenticated', name: 'unauthenticated', roles: [], groups: [] };
-
-/**
- * Cookie-authenticated mutations must come from our own pages. Browsers send `Sec-Fetch-Site` (modern) and
- * `Origin` (every cross-origin or POST request): either naming another site refuses the call. A request with
- * neither is not from a browser (curl, a script), so it cannot be a cross-site forgery. Bearer-token callers
- * are exempt: a browser never attaches a bearer token on its own.
- */
-export function originProblem(request: Request): string | null {
-  const authorization = request.headers.get('authorization');
-  if (authorization !== null && /^bearer\s/i.test(authorization)) return null;
-  const site = request.headers.get('sec-fetch-site');
-  if (site !== null && site !== 'same-origin') return `cross-site request refused (Sec-Fetch-Site: ${site.slice(0, 40)})`;
-  const origin = request.headers.get('origin');
-  if (origin === null) return null;
-  const host = request.headers.get('x-forwarded-host') ?? request.headers.get('host') ?? new URL(request.url).host;
-  let originHost: string;
-  try {
-    originHost = new URL(origin).host;
-  } catch {
-    return `cross-origin request refused (Origin: ${origin.slice(0, 100)})`;
-  }
-  if (origin === 'null' || originHost.toLowerCase() !== host.split(',')[0]!.trim().toLowerCase())
-    return `cross-origin request refused (Origin: ${origin.slice(0, 100)})`;
-  return null;
-}
 
 /** At most this many 401s per minute are written to the audit log by one console process (burst as given). */
 const UNAUTHENTICATED_AUDIT_RATE = { perMinute: 300, burst: 100 };

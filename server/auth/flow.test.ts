@@ -176,6 +176,25 @@ describe('sign-in flow (MSAL, OIDC mode, real provider)', () => {
     assert.ok(cleared.startsWith(`${SESSION_COOKIE}=;`) && cleared.includes('Max-Age=0') && cleared.includes('Secure'));
   });
 
+  test('sign-out posted by another site is refused and clears nothing', async () => {
+    // What a browser sends when a foreign page auto-submits a form at /auth/signout.
+    const foreign: Record<string, string>[] = [
+      { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+      { origin: 'https://evil.example' },
+      { 'sec-fetch-site': 'same-site' },
+    ];
+    for (const headers of foreign) {
+      const out = await signOut(new Request(`${CONSOLE}/auth/signout`, { method: 'POST', headers }));
+      assert.equal(out.status, 403, JSON.stringify(headers));
+      assert.deepEqual(out.headers.getSetCookie(), [], 'the session cookie is left alone');
+      assert.match(await out.text(), /Sign-out refused/);
+    }
+    // The console's own button: same origin.
+    const own = await signOut(new Request(`${CONSOLE}/auth/signout`, { method: 'POST', headers: { 'sec-fetch-site': 'same-origin', origin: CONSOLE } }));
+    assert.equal(own.status, 200);
+    assert.ok(own.headers.getSetCookie()[0]!.startsWith(`${SESSION_COOKIE}=;`));
+  });
+
   test('returnTo only ever points into the console', () => {
     assert.equal(safeReturnTo('/endpoints/billing?tab=failed'), '/endpoints/billing?tab=failed');
     for (const bad of ['https://evil.example/', '//evil.example', '/\\evil.example', 'javascript:alert(1)', '/a\nb', '/auth/callback', '', null])

@@ -12,6 +12,7 @@ import { openSealed, seal } from './sealed.ts';
 import { msalClient } from './msal.ts';
 import { discover } from './discovery.ts';
 import { readCookie } from './authenticate.ts';
+import { originProblem } from './hardening.ts';
 import { log } from '../log.ts';
 
 /** The in-flight sign-in: state, nonce, PKCE verifier and where to return. Scoped to /auth, 10 minutes. */
@@ -180,8 +181,18 @@ export async function completeSignIn(request: Request): Promise<Response> {
   ]);
 }
 
-/** POST /auth/signout: clears the session and ends the provider's session when it has an end-session endpoint. */
-export async function signOut(_request: Request): Promise<Response> {
+/**
+ * POST /auth/signout: clears the session and ends the provider's session when it has an end-session endpoint.
+ * Refused (403) when another site sent it: a foreign page's auto-submitted form is a top-level navigation, so
+ * its answer's Set-Cookie would apply even though SameSite=Lax keeps the session cookie from being sent.
+ */
+export async function signOut(request: Request): Promise<Response> {
+  const problem = originProblem(request);
+  if (problem !== null) {
+    log.info({ reason: problem }, 'sign-out refused');
+    const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-out refused - NimBus Console</title></head><body><h1>Sign-out refused</h1><p>The sign-out request came from another site. Use the Sign out button in the console.</p><p><a href="/">Back to the console</a></p></body></html>`;
+    return new Response(body, { status: 403, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } });
+  }
   const config = enabledConfig();
   if (!config) return redirect('/');
   const secure = secureCookies(config);
