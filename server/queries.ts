@@ -292,7 +292,7 @@ function historyView(h: HistoryEntry): EventDetailsView['history'][number] {
 /**
  * The event's status rows (one per session it appeared in; usually one), newest update first. The history -
  * already read for the page, and cheap: one partition per event - names the sessions, so the rows are point
- * reads; a query over the endpoint's rows (the store's getEvent) is the fallback for a row without history.
+ * reads; a query over the event's rows (listEventRows) is the fallback for a row without history.
  */
 async function rowsAndHistory(store: MessageStore, endpointId: string, eventId: string) {
   const [history, audits] = await Promise.all([
@@ -309,7 +309,7 @@ async function rowsAndHistory(store: MessageStore, endpointId: string, eventId: 
   for (const p of parkedBySession.values()) p.catch(() => undefined);
   const read = await Promise.all(sessions.map((sessionId) => store.getStatusRow(endpointId, eventId, sessionId)));
   let rows = read.filter((r): r is StatusRow => r !== null);
-  if (rows.length === 0) rows = (await store.getEvent(endpointId, eventId, 1))?.rows ?? [];
+  if (rows.length === 0) rows = await store.listEventRows(endpointId, eventId);
   rows.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
   return { rows, history, audits, parkedBySession };
 }

@@ -221,6 +221,16 @@ describe('one event', () => {
     assert.equal(details.audits.items.length, 1);
     assert.equal(await f.store.getEvent(ep, 'missing'), null);
   });
+
+  test('listEventRows: the rows of one event, one per session, newest update first; none for an unknown event', async () => {
+    const ep = uniq('ep');
+    await f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'two', sessionId: 's-a' }));
+    await f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'two', sessionId: 's-b' }));
+    await f.store.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'other', sessionId: 's-a' }));
+    const rows = await f.store.listEventRows(ep, 'two');
+    assert.deepEqual(rows.map((r) => r.sessionId), ['s-b', 's-a']);
+    assert.deepEqual(await f.store.listEventRows(ep, 'missing'), []);
+  });
 });
 
 describe('counts for all endpoints', () => {

@@ -703,26 +703,38 @@ export class MessageStore {
 
   /** One event on one endpoint: its row(s) (one per session it appeared in), first page of history and audits. */
   async getEvent(endpointId: string, eventId: string, pageSize = 100): Promise<EventDetails | null> {
-    parseInput(endpointIdSchema, endpointId, 'endpoint id');
     const [rows, history, audits] = await Promise.all([
-      queryAll(
-        this.#c.events,
-        {
-          query: 'SELECT * FROM c WHERE c.endpointId = @ep AND c.eventId = @event ORDER BY c.updatedAt DESC',
-          parameters: [
-            { name: '@ep', value: endpointId },
-            { name: '@event', value: eventId },
-          ],
-        },
-        statusRowSchema,
-        { partitionKey: [endpointId, eventId], limit: 100 },
-        'event rows',
-      ),
+      this.#eventRows(endpointId, eventId),
       this.listHistory(eventId, { pageSize }),
       this.listAudits(eventId, { pageSize }),
     ]);
     if (rows.items.length === 0 && rows.corrupt.length === 0 && history.items.length === 0) return null;
     return { rows: rows.items, history, audits, corruptRows: rows.corrupt };
+  }
+
+  /**
+   * The status rows of one event on one endpoint (one per session it appeared in), newest update first, without
+   * history or audits: for a caller that already has those. Rows that no longer parse are left out.
+   */
+  async listEventRows(endpointId: string, eventId: string): Promise<StatusRow[]> {
+    return (await this.#eventRows(endpointId, eventId)).items;
+  }
+
+  #eventRows(endpointId: string, eventId: string) {
+    parseInput(endpointIdSchema, endpointId, 'endpoint id');
+    return queryAll(
+      this.#c.events,
+      {
+        query: 'SELECT * FROM c WHERE c.endpointId = @ep AND c.eventId = @event ORDER BY c.updatedAt DESC',
+        parameters: [
+          { name: '@ep', value: endpointId },
+          { name: '@event', value: eventId },
+        ],
+      },
+      statusRowSchema,
+      { partitionKey: [endpointId, eventId], limit: 100 },
+      'event rows',
+    );
   }
 
   // ---------------------------------------------------------------- history
