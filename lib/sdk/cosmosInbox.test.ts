@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEmbeddedCosmos } from '../store/index.ts';
 import type { EmbeddedCosmos } from '../store/index.ts';
+import { cosmosConnectionSchema, createCosmosClient } from '../store/cosmosClient.ts';
 import { CosmosInboxStore } from './cosmosInbox.ts';
 import { Inbox, inboxKey, InboxStoreError } from './inbox.ts';
 
@@ -55,6 +56,24 @@ describe('CosmosInboxStore', () => {
       assert.equal(await store.has(key), false);
     } finally {
       store.close();
+    }
+  });
+
+  test('the container it creates carries the retention as default TTL (whole seconds, rounded up), so Cosmos deletes old entries', async () => {
+    const store = await CosmosInboxStore.open({
+      endpoint: cosmos.endpoint,
+      key: cosmos.key,
+      database: 'd4',
+      container: 'ttl',
+      retentionMs: 90_500,
+    });
+    store.close();
+    const client = createCosmosClient(cosmosConnectionSchema.parse({ endpoint: cosmos.endpoint, key: cosmos.key }));
+    try {
+      const { resource } = await client.database('d4').container('ttl').read();
+      assert.equal(resource?.defaultTtl, 91);
+    } finally {
+      client.dispose();
     }
   });
 

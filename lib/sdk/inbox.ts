@@ -12,6 +12,9 @@ export interface InboxStore {
   add(key: string, at: Date): Promise<void>;
 }
 
+/** How long a handled MessageId counts as handled unless a store is told otherwise: 7 days. */
+export const DEFAULT_INBOX_RETENTION_MS = 7 * 24 * 3600_000;
+
 /** MessageIds longer than this (or endpoints longer than 260) bypass the inbox: the handler runs, nothing is recorded. */
 export const MAX_INBOX_MESSAGE_ID = 512;
 const MAX_INBOX_ENDPOINT = 260;
@@ -63,7 +66,7 @@ export class Inbox {
  */
 export class MemoryInboxStore implements InboxStore {
   private readonly entries = new Map<string, number>();
-  constructor(private readonly retentionMs = 7 * 24 * 3600_000) {}
+  constructor(private readonly retentionMs = DEFAULT_INBOX_RETENTION_MS) {}
 
   async has(key: string): Promise<boolean> {
     const at = this.entries.get(key);
