@@ -97,6 +97,28 @@ describe('operations routes', () => {
     assert.deepEqual(await purged.json(), { purged: 0 });
   });
 
+  test("an operation still 'running' but not updated for a minute is reported interrupted", async () => {
+    const op = await import('../../app/api/topology/operations/[operationId]/route.ts');
+    const { getContext } = await import('../context.ts');
+    const { getOpsServices } = await import('../heartbeat/services.ts');
+    const { operationDocName, INTERRUPTED_AFTER_MS } = await import('./replay.ts');
+    const docs = getOpsServices(await getContext()).docs;
+    const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+    const base = {
+      kind: 'replay', topic: 'Resolver', subscription: 'Resolver', auditor: 't', replayed: 0, failed: 0, notCompleted: 0, alreadySent: 0, uncertain: 0,
+      uncertainSequenceNumbers: [], decision: null, decided: 0, messageIds: [], error: null, startedAt: ago(INTERRUPTED_AFTER_MS * 2), finishedAt: null,
+    };
+    const read = async (state: string, updatedAt: string) => {
+      const id = randomUUID();
+      await docs.write(operationDocName(id), { ...base, id, state, updatedAt });
+      const r = (await (await op.GET(req('GET', '/x'), params({ operationId: id }))).json()) as { state: string; interrupted: boolean };
+      return `${r.state}:${String(r.interrupted)}`;
+    };
+    assert.equal(await read('running', ago(INTERRUPTED_AFTER_MS + 5000)), 'running:true');
+    assert.equal(await read('running', ago(1000)), 'running:false');
+    assert.equal(await read('done', ago(INTERRUPTED_AFTER_MS + 5000)), 'done:false', 'a finished operation is never interrupted');
+  });
+
   test('reconcile preview and apply validate their input', async () => {
     const route = await import('../../app/api/operations/reconcile/route.ts');
     const pv = await route.GET(req('GET', '/api/operations/reconcile'));

@@ -12,9 +12,9 @@ import { peekDeadLetters, type DeadLetterPage, type DeadLetterView } from './dea
 import { requireConfirmation, purge, restoreRules, setReceiving } from './manage.ts';
 import { listTopology, type TopicView } from './overview.ts';
 import {
-  INTERRUPTED_AFTER_MS,
   MAX_REPLAY,
   operationDocName,
+  operationStateOf,
   previewReplay,
   replayDeadLetters,
   uncertainEvidence,
@@ -138,8 +138,7 @@ export async function operation(ctx: ConsoleContext, operationId: string): Promi
   const doc = await getOpsServices(ctx).docs.read<ReplayOperation>(operationDocName(operationId));
   if (!doc) throw notFound(`operation ${operationId} is not known`);
   const op = doc.value;
-  const interrupted = op.state === 'running' && Date.now() - Date.parse(op.updatedAt) > INTERRUPTED_AFTER_MS;
-  return { ...op, interrupted };
+  return { ...op, interrupted: operationStateOf(op) === 'interrupted' };
 }
 
 export async function subscriptionActionRun(
