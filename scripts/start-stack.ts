@@ -2,8 +2,7 @@
 // provisioning from the catalog, resolver worker, demo endpoints, console) and stops them in reverse. Used by
 // scripts/start.ts (`npm start`) and, in-process with ephemeral ports, by the tests. A part that fails to start
 // stops everything started before it and raises a StartError that says which part and why, in one sentence.
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
@@ -19,10 +18,10 @@ import {
   type ProvisionOptions,
 } from '../lib/topology/index.ts';
 import { startDemo, type DemoTimings } from '../demo/index.ts';
-import { consoleBuildIsStale, consoleDistDir } from '../server/build.ts';
+import { buildConsole, consoleBuildIsStale, consoleDistDir } from '../server/build.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
-import { pipeLines, type Component } from './start-log.ts';
+import { prefix, type Component } from './start-log.ts';
 // Types only: the console module itself is imported when the console starts, so that the rest of the stack (and
 // its tests) does not depend on the console's server code loading.
 import type { RunningConsole, StartConsoleOptions } from '../server/console.ts';
@@ -366,69 +365,28 @@ async function startConsolePart(
 
 /**
  * Builds the console when there is no build, or when a source file is newer than the build: a pulled or edited
- * checkout must not be served from yesterday's build.
+ * checkout must not be served from yesterday's build. The build's output goes out under the [console] prefix.
  */
 async function prepareConsoleBuild(
   root: string,
   log: Logger,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  if (!existsSync(resolve(root, consoleDistDir(), 'BUILD_ID'))) {
-    log.info({}, 'the console has not been built yet: running `next build` (once; takes a minute or two)');
-    await buildConsole(root, log, signal);
-  } else if (consoleBuildIsStale(root)) {
-    log.info({}, 'console sources changed since the last build: running `next build` again');
-    await buildConsole(root, log, signal);
+  if (!consoleBuildIsStale(root)) return;
+  log.info(
+    {},
+    existsSync(resolve(root, consoleDistDir(), 'BUILD_ID'))
+      ? 'console sources changed since the last build: running `next build` again'
+      : 'the console has not been built yet: running `next build` (once; takes a minute or two)',
+  );
+  const color = process.stdout.isTTY === true;
+  try {
+    await buildConsole(root, { signal, onOutput: (line) => process.stdout.write(`${prefix('console', color)} ${line}\n`) });
+  } catch (error) {
+    // The build's own output is already above: its first line is enough here.
+    throw new StartError('console', errorText(error).split('\n')[0]!);
   }
-}
-
-/** Runs `next build` as a child process, its output under the [console] prefix. */
-function buildConsole(root: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
-  const nextBin = resolve(root, 'node_modules/next/dist/bin/next');
-  if (!existsSync(nextBin))
-    return Promise.reject(new StartError('console', 'Next.js is not installed: run `npm ci` first'));
-  // `next build` rewrites the tracked next-env.d.ts to point at its output folder (NIMBUS_NEXT_DIST_DIR):
-  // put it back afterwards so a start does not leave the checkout modified.
-  const nextEnvFile = resolve(root, 'next-env.d.ts');
-  const nextEnv = existsSync(nextEnvFile) ? readFileSync(nextEnvFile, 'utf8') : undefined;
-  const restoreNextEnv = () => {
-    if (nextEnv !== undefined && existsSync(nextEnvFile) && readFileSync(nextEnvFile, 'utf8') !== nextEnv)
-      writeFileSync(nextEnvFile, nextEnv);
-  };
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [nextBin, 'build'], {
-      cwd: root,
-      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      signal,
-    });
-    pipeLines('console', child.stdout);
-    pipeLines('console', child.stderr);
-    child.on('error', (error) =>
-      reject(
-        new StartError(
-          'console',
-          signal?.aborted ? 'next build interrupted' : `next build could not run: ${error.message}`,
-        ),
-      ),
-    );
-    child.on('exit', (code, exitSignal) => {
-      restoreNextEnv();
-      if (signal?.aborted) {
-        reject(new StartError('console', 'next build interrupted'));
-      } else if (code === 0) {
-        log.info({}, 'console built');
-        resolvePromise();
-      } else {
-        reject(
-          new StartError(
-            'console',
-            `next build failed (${exitSignal ?? `exit code ${code}`}); its output is above`,
-          ),
-        );
-      }
-    });
-  });
+  log.info({}, 'console built');
 }
 
 type HeartbeatModule = { startHeartbeatScheduler?: (o: HeartbeatSchedulerOptions) => HeartbeatScheduler };

@@ -38,8 +38,14 @@ export function consoleBuildIsStale(dir: string): boolean {
   return newestSource(dir) > statSync(id).mtimeMs;
 }
 
-/** Runs `next build` in `dir` (offline; telemetry off). Rejects with the build's last output lines on failure. */
-export function buildConsole(dir: string, options: { onOutput?: (line: string) => void } = {}): Promise<void> {
+/**
+ * Runs `next build` in `dir` (offline; telemetry off). Rejects with the build's last output lines on failure, or
+ * when `signal` aborts (the child is killed).
+ */
+export function buildConsole(
+  dir: string,
+  options: { onOutput?: (line: string) => void; signal?: AbortSignal | undefined } = {},
+): Promise<void> {
   return new Promise((resolve, reject) => {
     // Resolved the way Node would from the project, so a hoisted or parent node_modules works too.
     let nextBin: string;
@@ -60,6 +66,7 @@ export function buildConsole(dir: string, options: { onOutput?: (line: string) =
       cwd: dir,
       env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     const tail: string[] = [];
     const onData = (chunk: Buffer) => {
@@ -72,17 +79,24 @@ export function buildConsole(dir: string, options: { onOutput?: (line: string) =
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.on('error', reject);
+    child.on('error', (error) => {
+      restoreNextEnv();
+      reject(options.signal?.aborted ? new Error('next build interrupted') : error);
+    });
     child.on('exit', (code) => {
       restoreNextEnv();
-      if (code === 0) resolve();
+      if (options.signal?.aborted) reject(new Error('next build interrupted'));
+      else if (code === 0) resolve();
       else reject(new Error(`next build failed (exit ${code}):\n${tail.join('\n')}`));
     });
   });
 }
 
 /** Builds only when needed; returns whether it built. */
-export async function ensureConsoleBuilt(dir: string, options: { onOutput?: (line: string) => void } = {}): Promise<boolean> {
+export async function ensureConsoleBuilt(
+  dir: string,
+  options: { onOutput?: (line: string) => void; signal?: AbortSignal | undefined } = {},
+): Promise<boolean> {
   if (!consoleBuildIsStale(dir)) return false;
   await buildConsole(dir, options);
   return true;
