@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
 import { ledgerJobOutcome } from '../demo/rules.ts';
+import type { EventDetailsView, EventListItem } from '../server/queries.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'npm-start');
@@ -22,20 +23,9 @@ const START_TIMEOUT_MS = 8 * 60_000;
 /** The demo's handling, the Resolver and the deferred replay under load: generous, never a pass/fail figure. */
 const SETTLE_MS = 180_000;
 
-interface ListItem {
-  endpointId: string;
-  eventId: string;
-  sessionId: string;
-  eventTypeId: string | null;
-  status: string;
-  subStatus: string | null;
-  messageId: string;
-  updatedAt: string;
-}
-interface Details {
-  event: ListItem & { payload: unknown; handoff: { externalJobId?: string | null } | null };
-  parkedSiblings: ListItem[];
-}
+// The console API's own shapes: a test that copied them would keep passing while the API changed under it.
+type ListItem = EventListItem;
+type Details = EventDetailsView;
 
 let child: ChildProcess;
 let output = '';
@@ -78,9 +68,9 @@ function waitForOutput(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchA
 
 async function api<T>(path: string, init?: RequestInit): Promise<T> {
   const res = await fetch(consoleUrl + path, init);
-  const body = (await res.json()) as T;
-  if (!res.ok) throw new Error(`${init?.method ?? 'GET'} ${path}: ${res.status} ${JSON.stringify(body)}`);
-  return body;
+  // The status first: an error page (HTML) must be reported as the status and text, not as a JSON parse error.
+  if (!res.ok) throw new Error(`${init?.method ?? 'GET'} ${path}: ${res.status} ${(await res.text()).slice(0, 500)}`);
+  return (await res.json()) as T;
 }
 
 const details = (endpointId: string, eventId: string) =>
@@ -128,7 +118,7 @@ async function statusOf(page: Page, status: string): Promise<void> {
       .waitFor({ timeout: SETTLE_MS });
   } catch (error) {
     const [, endpointId, eventId] = /\/endpoints\/([^/]+)\/events\/([^/?]+)/.exec(page.url()) ?? [];
-    const d = await api<Details & { history: Array<{ messageType: string; enqueuedAt: string }> }>(
+    const d = await api<Details>(
       `/api/endpoints/${endpointId}/events/${eventId}`,
     ).catch(() => undefined);
     throw new Error(
@@ -309,7 +299,7 @@ describe('npm start in Chromium', () => {
       return d.event.status === 'Failed' ? d : undefined;
     });
     assert.equal(
-      (failed.event as unknown as { errorText: string }).errorText,
+      failed.event.errorText,
       'Ledger import rejected by the e2e test',
     );
     const failedPage = await open(`/endpoints/erpendpoint/events/${failing.eventId}`);
