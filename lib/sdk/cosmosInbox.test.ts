@@ -68,7 +68,9 @@ describe('CosmosInboxStore', () => {
       retentionMs: 90_500,
     });
     store.close();
-    const client = createCosmosClient(cosmosConnectionSchema.parse({ endpoint: cosmos.endpoint, key: cosmos.key }));
+    const client = createCosmosClient(
+      cosmosConnectionSchema.parse({ endpoint: cosmos.endpoint, key: cosmos.key }),
+    );
     try {
       const { resource } = await client.database('d4').container('ttl').read();
       assert.equal(resource?.defaultTtl, 91);
