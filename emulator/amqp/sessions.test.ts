@@ -112,7 +112,7 @@ describe('session receivers with the real ServiceBusClient', () => {
     await sender.close();
   });
 
-  test('every credit drain is answered, even when deliveries used up the credit first', async () => {
+  test('a bare rhea receiver (not the ServiceBusClient): every credit drain is answered, even when deliveries used up the credit first', async () => {
     // A drain requested while our transfers are still on the wire finds no credit left on our side; rhea's sender
     // would not answer it, and the Service Bus client closes the link (fatal for a session) when a drain is not
     // answered within 200 ms. A bare AMQP receiver asks for a drain as soon as each round's first message

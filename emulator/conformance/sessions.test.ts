@@ -275,7 +275,7 @@ describe('sessions', () => {
     }
   });
 
-  test('short receiveMessages waits on a busy session: the credit drain is answered and the receiver stays usable', async () => {
+  test('short receiveMessages polling on a busy session completes every message once, in order (a lost session link is accepted again)', async () => {
     // receiveMessages() ends by draining the link's unused credit and closes the link when the drain is not
     // answered within 200 ms; for a session receiver that closed link is fatal (SessionLockLost). On Azure
     // this pattern is routine (a processor polling with a short wait). That every drain is answered is pinned
