@@ -12,13 +12,10 @@
 //   npx tsx bench/console.ts          (or `npm run bench console`)
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startEmulator } from '../emulator/index.ts';
-import { loadCatalog } from '../lib/contract/catalog.ts';
-import { createStore, startEmbeddedCosmos } from '../lib/store/index.ts';
 import { ensureConsoleBuilt } from '../server/build.ts';
-import { DEFAULT_CATALOG_PATH } from '../server/config.ts';
 import { CONSOLE_DIR, startConsole } from '../server/console.ts';
 import { launchTestChromium } from '../server/testing/chromium.ts';
+import { startConsoleTestStack } from '../server/testing/stack.ts';
 import { seedConsoleBench } from './console-seed.ts';
 import { type BenchResult, type BenchRow, envInt, percentile, toMarkdown } from './report.ts';
 
@@ -55,12 +52,10 @@ export async function runConsoleBench(): Promise<BenchResult> {
 
   // Built first (or reused when up to date), so the build does not share the machine with the measurement.
   await ensureConsoleBuilt(CONSOLE_DIR);
-  const catalog = await loadCatalog(DEFAULT_CATALOG_PATH);
-  const endpoints = catalog.endpoints.map((e) => e.id);
-  const emulator = await startEmulator({ port: 0 });
-  const cosmos = await startEmbeddedCosmos({ port: 0 });
-  const database = 'nimbus-bench';
-  const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database });
+  // The console tests' stack: emulator with the demo catalog's topology, embedded Cosmos, the store and the env.
+  const stack = await startConsoleTestStack('nimbus-bench');
+  const { store } = stack;
+  const endpoints = stack.catalog.endpoints.map((e) => e.id);
   let app: Awaited<ReturnType<typeof startConsole>> | undefined;
   let browser: Awaited<ReturnType<typeof launchTestChromium>> | undefined;
   try {
@@ -77,14 +72,7 @@ export async function runConsoleBench(): Promise<BenchResult> {
     app = await startConsole({
       port: 0,
       hostname: '127.0.0.1',
-      env: {
-        NIMBUS_SERVICEBUS_CONNECTION_STRING: emulator.connectionString,
-        NIMBUS_COSMOS_ENDPOINT: cosmos.endpoint,
-        NIMBUS_COSMOS_KEY: cosmos.key,
-        NIMBUS_COSMOS_DATABASE: database,
-        NIMBUS_CATALOG: DEFAULT_CATALOG_PATH,
-        NIMBUS_AUTH: 'off',
-      },
+      env: stack.env,
     });
     const base = app.url;
 
@@ -187,9 +175,7 @@ export async function runConsoleBench(): Promise<BenchResult> {
   } finally {
     await browser?.close();
     await app?.close();
-    await store.close().catch(() => undefined);
-    await cosmos.close();
-    await emulator.close();
+    await stack.close();
   }
 }
 
