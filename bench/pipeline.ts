@@ -162,6 +162,8 @@ async function pipeline(
   const answered = new Set<string>();
   const start = performance.now();
   try {
+    // A publish failure ends the drain at once and is what the run reports (not a "did not finish" at the deadline).
+    let publishFailure: { error: unknown } | undefined;
     const publishing = (async () => {
       // Round-robin over sessions, paged like a producer that publishes as events happen.
       for (let i = 0; i < s.perSession; i++) {
@@ -172,19 +174,22 @@ async function pipeline(
           await publisher.publishMany(page);
         }
       }
-    })();
+    })().catch((error: unknown) => {
+      publishFailure = { error };
+    });
     const reading = drainSessions(
       c.client,
       Topic.Resolver,
       Topic.Resolver,
       s.workers,
-      () => answered.size >= events,
+      () => publishFailure !== undefined || answered.size >= events,
       (props) => {
         // By EventId: a redelivered event answered twice still counts as one event through the pipeline.
         if (props.MessageType === MessageType.ResolutionResponse) answered.add(String(props.EventId));
       },
     );
     const [, { finishedAt, errors, firstError }] = await Promise.all([publishing, reading]);
+    if (publishFailure) throw publishFailure.error;
     const seconds = (finishedAt - start) / 1000;
     return { rate: events / seconds, handled, events, errors, firstError };
   } finally {
