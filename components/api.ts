@@ -51,33 +51,32 @@ export async function callApi<T>(path: string, init?: RequestInit): Promise<T> {
   return body as T;
 }
 
-const call = callApi;
 const seg = encodeURIComponent;
 
 export const api = {
-  endpoints: () => call<{ endpoints: EndpointOverview[]; generatedAt: string }>('/api/endpoints'),
+  endpoints: () => callApi<{ endpoints: EndpointOverview[]; generatedAt: string }>('/api/endpoints'),
   events: (endpointId: string, query: URLSearchParams) =>
-    call<{ items: EventListItem[]; continuation: string | null }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
-  event: (endpointId: string, eventId: string) => call<EventDetails>(`/api/endpoints/${seg(endpointId)}/events/${seg(eventId)}`),
+    callApi<{ items: EventListItem[]; continuation: string | null }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
+  event: (endpointId: string, eventId: string) => callApi<EventDetails>(`/api/endpoints/${seg(endpointId)}/events/${seg(eventId)}`),
   flow: (period: number, eventTypeId: string) =>
-    call<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),
-  search: (q: string) => call<{ items: EventListItem[] }>(`/api/search?q=${seg(q)}`),
+    callApi<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),
+  search: (q: string) => callApi<{ items: EventListItem[] }>(`/api/search?q=${seg(q)}`),
   resubmit: (endpointId: string, eventId: string, edited?: { payload: unknown; eventTypeId?: string }) =>
-    call<CommandResult>(`/api/event/resubmit/${seg(endpointId)}/${seg(eventId)}`, {
+    callApi<CommandResult>(`/api/event/resubmit/${seg(endpointId)}/${seg(eventId)}`, {
       method: 'POST',
       body: edited ? JSON.stringify(edited) : undefined,
     }),
   skip: (endpointId: string, eventId: string) =>
-    call<CommandResult>(`/api/event/skip/${seg(endpointId)}/${seg(eventId)}`, { method: 'POST' }),
+    callApi<CommandResult>(`/api/event/skip/${seg(endpointId)}/${seg(eventId)}`, { method: 'POST' }),
   bulk: (action: 'resubmit' | 'skip', endpointId: string, eventIds: string[]) =>
-    call<BulkResult>(`/api/event/${action}`, { method: 'POST', body: JSON.stringify({ endpointId, eventIds }) }),
+    callApi<BulkResult>(`/api/event/${action}`, { method: 'POST', body: JSON.stringify({ endpointId, eventIds }) }),
   completeHandoff: (endpointId: string, eventId: string, messageId: string, note?: string) =>
-    call<CommandResult>(`/api/event/handoff/complete/${seg(endpointId)}/${seg(eventId)}/${seg(messageId)}`, {
+    callApi<CommandResult>(`/api/event/handoff/complete/${seg(endpointId)}/${seg(eventId)}/${seg(messageId)}`, {
       method: 'POST',
       body: JSON.stringify(note ? { note } : {}),
     }),
   failHandoff: (endpointId: string, eventId: string, messageId: string, errorText: string) =>
-    call<CommandResult>(`/api/event/handoff/fail/${seg(endpointId)}/${seg(eventId)}/${seg(messageId)}`, {
+    callApi<CommandResult>(`/api/event/handoff/fail/${seg(endpointId)}/${seg(eventId)}/${seg(messageId)}`, {
       method: 'POST',
       body: JSON.stringify({ errorText }),
     }),

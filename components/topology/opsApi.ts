@@ -1,13 +1,13 @@
 // The browser side of the operations API (Topology, Operations, Admin): typed fetch helpers and the shapes the
-// pages read. Errors carry the server's `{ error, detail }` so a page can show the reason. The shapes are
-// the server's own read models (type-only imports), so they cannot drift.
+// pages read. Errors are api.ts's ApiError, carrying the server's `{ error, detail }` so a page can show the
+// reason. The shapes are the server's own read models (type-only imports), so they cannot drift.
 import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySelection as ServerReplaySelection, UncertainEvidence } from '../../server/subscriptions/replay.ts';
 import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
 import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
 import type { TopicView } from '../../server/subscriptions/overview.ts';
 import type { ReconcilePreview, applyReconcile } from '../../server/reconcile/reconcile.ts';
 import type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
-import { ApiError, callApi } from '../api.ts';
+import { callApi } from '../api.ts';
 
 export type { SubscriptionView, TopicView } from '../../server/subscriptions/overview.ts';
 
@@ -25,50 +25,32 @@ export type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
 /** What an apply answers: the server's own result type. */
 export type ReconcileResult = Awaited<ReturnType<typeof applyReconcile>>;
 
-export class OpsApiError extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
-}
-
-async function call<T>(path: string, init?: RequestInit): Promise<T> {
-  try {
-    return await callApi<T>(path, init);
-  } catch (err) {
-    // These pages show the server's detail as the message (ApiError's message is already detail or error).
-    if (err instanceof ApiError) throw new OpsApiError(err.status, err.message);
-    throw err;
-  }
-}
-
 const seg = encodeURIComponent;
 const sub = (topic: string, subscription: string) => `/api/topology/subscriptions/${seg(topic)}/${seg(subscription)}`;
 const post = (body?: unknown): RequestInit => ({ method: 'POST', body: body === undefined ? undefined : JSON.stringify(body) });
 const put = (body: unknown): RequestInit => ({ method: 'PUT', body: JSON.stringify(body) });
 
 export const opsApi = {
-  topology: () => call<{ topics: TopicView[]; generatedAt: string }>('/api/topology/subscriptions'),
+  topology: () => callApi<{ topics: TopicView[]; generatedAt: string }>('/api/topology/subscriptions'),
   deadLetters: (topic: string, subscription: string, q: { from?: string; reason?: string; pageSize?: number }) => {
     const p = new URLSearchParams();
     if (q.from) p.set('from', q.from);
     if (q.reason) p.set('reason', q.reason);
     if (q.pageSize) p.set('pageSize', String(q.pageSize));
-    return call<{ items: DeadLetter[]; next: string | null; scanned: number }>(`${sub(topic, subscription)}/deadletters?${p.toString()}`);
+    return callApi<{ items: DeadLetter[]; next: string | null; scanned: number }>(`${sub(topic, subscription)}/deadletters?${p.toString()}`);
   },
-  previewReplay: (topic: string, subscription: string, sel: ReplaySelection) => call<ReplayPreview>(`${sub(topic, subscription)}/replay/preview`, post(sel)),
-  replay: (topic: string, subscription: string, sel: ReplaySelection) => call<{ operationId: string }>(`${sub(topic, subscription)}/replay`, post(sel)),
-  operation: (id: string) => call<ReplayOperation>(`/api/topology/operations/${seg(id)}`),
+  previewReplay: (topic: string, subscription: string, sel: ReplaySelection) => callApi<ReplayPreview>(`${sub(topic, subscription)}/replay/preview`, post(sel)),
+  replay: (topic: string, subscription: string, sel: ReplaySelection) => callApi<{ operationId: string }>(`${sub(topic, subscription)}/replay`, post(sel)),
+  operation: (id: string) => callApi<ReplayOperation>(`/api/topology/operations/${seg(id)}`),
   action: (topic: string, subscription: string, action: 'pause' | 'resume' | 'purge' | 'restoreRules', confirm: string) =>
-    call<Record<string, unknown>>(`${sub(topic, subscription)}/actions`, post({ action, confirm })),
-  reconcilePreview: () => call<ReconcilePreview>('/api/operations/reconcile'),
+    callApi<Record<string, unknown>>(`${sub(topic, subscription)}/actions`, post({ action, confirm })),
+  reconcilePreview: () => callApi<ReconcilePreview>('/api/operations/reconcile'),
   reconcileApply: (targets: Array<{ endpointId: string; eventId: string; sessionId: string; rowMessageId: string }>) =>
-    call<ReconcileResult>('/api/operations/reconcile', post({ targets })),
-  health: () => call<HealthOverview>('/api/admin/health'),
-  saveHeartbeatSettings: (s: { enabled?: boolean; intervalSeconds?: number; timeoutSeconds?: number }) => call<unknown>('/api/admin/heartbeat/settings', put(s)),
-  sendHeartbeatNow: () => call<{ count: number }>('/api/admin/heartbeat/send-now', post()),
-  setHeartbeatIncluded: (endpointId: string, included: boolean) => call<unknown>(`/api/admin/heartbeat/endpoints/${seg(endpointId)}`, put({ included })),
+    callApi<ReconcileResult>('/api/operations/reconcile', post({ targets })),
+  health: () => callApi<HealthOverview>('/api/admin/health'),
+  saveHeartbeatSettings: (s: { enabled?: boolean; intervalSeconds?: number; timeoutSeconds?: number }) => callApi<unknown>('/api/admin/heartbeat/settings', put(s)),
+  sendHeartbeatNow: () => callApi<{ count: number }>('/api/admin/heartbeat/send-now', post()),
+  setHeartbeatIncluded: (endpointId: string, included: boolean) => callApi<unknown>(`/api/admin/heartbeat/endpoints/${seg(endpointId)}`, put({ included })),
 };
 
 export const deadLettersHref = (topic: string, subscription: string) => `/topology/subscriptions/${seg(topic)}/${seg(subscription)}`;

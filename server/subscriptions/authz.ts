@@ -7,8 +7,6 @@ import { effectiveRole, type Action } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
 import { HttpError } from '../http.ts';
 
-export type { Authorized } from '../auth/authorize.ts';
-
 /** The endpoint a subscription's topic belongs to, or undefined for a platform topic. */
 async function endpointOfTopic(topic: string): Promise<string | undefined> {
   const ctx = await getContext();
