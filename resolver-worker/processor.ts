@@ -13,6 +13,7 @@ import type {
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Prop, Topic } from '../lib/contract/index.ts';
+import { withLinkedSignal } from '../lib/sdk/abortScope.ts';
 import type { ResolverMetrics } from './metrics.ts';
 import { BatchResolution, sleep, type ResolveContext, type Settlement } from './resolve.ts';
 
@@ -40,19 +41,6 @@ export interface SettledEvent {
 
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
-
-/**
- * A signal that follows `parent` and can be dropped: the client adds abort listeners per call and does not
- * always remove them, so each session and each accept gets its own short-lived signal instead of the
- * processor-wide one (which would collect listeners for as long as the process runs).
- */
-function childSignal(parent: AbortSignal): { signal: AbortSignal; dispose(): void } {
-  const child = new AbortController();
-  const onAbort = () => child.abort();
-  if (parent.aborted) child.abort();
-  else parent.addEventListener('abort', onAbort, { once: true });
-  return { signal: child.signal, dispose: () => parent.removeEventListener('abort', onAbort) };
-}
 
 function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -109,14 +97,16 @@ export class ResolverProcessor {
     let failures = 0;
     while (!this.#stopping) {
       let receiver: ServiceBusSessionReceiver;
-      const accept = childSignal(this.#stop.signal);
       try {
-        receiver = await this.#o.client.acceptNextSession(this.#topic, this.#subscription, {
-          maxAutoLockRenewalDurationInMs: this.#o.maxAutoLockRenewalDurationInMs,
-          abortSignal: accept.signal,
-        });
+        // Each accept and each session gets its own short-lived signal linked to the stop signal: the client adds
+        // abort listeners per call and does not always remove them (see lib/sdk/abortScope.ts).
+        receiver = await withLinkedSignal(this.#stop.signal, (abortSignal) =>
+          this.#o.client.acceptNextSession(this.#topic, this.#subscription, {
+            maxAutoLockRenewalDurationInMs: this.#o.maxAutoLockRenewalDurationInMs,
+            abortSignal,
+          }),
+        );
       } catch (err) {
-        accept.dispose();
         if (this.#stopping) break;
         const code = (err as { code?: string }).code;
         if (code !== undefined && NO_SESSION_CODES.has(code)) {
@@ -129,7 +119,6 @@ export class ResolverProcessor {
         await sleep(delay, this.#stop.signal);
         continue;
       }
-      accept.dispose();
       failures = 0;
       const session = this.#session(index, receiver);
       this.#inSession.add(session);
@@ -152,12 +141,7 @@ export class ResolverProcessor {
   }
 
   async #runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
-    const child = childSignal(this.#stop.signal);
-    try {
-      await this.#receiveLoop(receiver, child.signal);
-    } finally {
-      child.dispose();
-    }
+    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal));
   }
 
   /**
@@ -166,10 +150,9 @@ export class ResolverProcessor {
    * when the session is released). That wait is therefore kept short.
    */
   #receive(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<ServiceBusReceivedMessage[]> {
-    const call = childSignal(signal);
-    return receiver
-      .receiveMessages(this.#o.maxMessagesPerReceive, { maxWaitTimeInMs: this.#o.sessionIdleTimeoutMs, abortSignal: call.signal })
-      .finally(() => call.dispose());
+    return withLinkedSignal(signal, (abortSignal) =>
+      receiver.receiveMessages(this.#o.maxMessagesPerReceive, { maxWaitTimeInMs: this.#o.sessionIdleTimeoutMs, abortSignal }),
+    );
   }
 
   async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<void> {
