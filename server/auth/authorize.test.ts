@@ -11,6 +11,7 @@ import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { grantId } from './grants.ts';
+import { REFUSAL_AUDIT_RATE } from './authorize.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -229,6 +230,25 @@ describe('authorization matrix', () => {
       if (saved === undefined) delete process.env.NIMBUS_RATE_LIMIT_BURST;
       else process.env.NIMBUS_RATE_LIMIT_BURST = saved;
     }
+  });
+
+  test("one principal's refused calls write a bounded number of audit entries, each still refused", async () => {
+    // A signed-in user with no role, polling: every read is refused.
+    const idle: Principal = { kind: 'user', id: 'oid-idle', name: 'idle@test', roles: [], groups: [] };
+    const cookie = `${SESSION_COOKIE}=${sealSession(idle, { secret: SECRET, maxAgeSeconds: 600 })}`;
+    const me = await import('../../app/api/me/route.ts');
+    const calls = REFUSAL_AUDIT_RATE.burst * 3;
+    const statuses = new Set<number>();
+    for (let i = 0; i < calls; i++) statuses.add((await me.GET(new Request('http://127.0.0.1:3000/api/me', { headers: { cookie } }))).status);
+    assert.deepEqual([...statuses], [403], 'every call is refused, audited or not');
+    const written = (await queryAudit(stack.store.database, { user: 'idle@test', outcome: 'denied', pageSize: 200 })).items;
+    // The burst, plus whatever the sustained rate refilled while the calls ran (one per six seconds).
+    assert.ok(written.length >= REFUSAL_AUDIT_RATE.burst && written.length < calls, `${written.length} of ${calls} refusals written`);
+    // Another principal has a budget of its own: its first refusal is written.
+    const next: Principal = { ...idle, id: 'oid-idle-2', name: 'idle-2@test' };
+    const res = await me.GET(new Request('http://127.0.0.1:3000/api/me', { headers: { cookie: `${SESSION_COOKIE}=${sealSession(next, { secret: SECRET, maxAgeSeconds: 600 })}` } }));
+    assert.equal(res.status, 403);
+    assert.equal((await queryAudit(stack.store.database, { user: 'idle-2@test', outcome: 'denied', pageSize: 5 })).items.length, 1);
   });
 
   test('a bad NIMBUS_AUTH_ROLE_MAP or sign-in setting is a clear 503, not a crash', async () => {

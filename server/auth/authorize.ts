@@ -1,7 +1,7 @@
 // Authorization of every console request: who is calling (authenticate.ts), may they take this action here
 // (roles.ts: claims through NIMBUS_AUTH_ROLE_MAP plus Owners' grants), is a mutating call coming from our own
 // origin (CSRF) and within the caller's rate limit. Every refusal is answered `{ error, detail }` (401, 403, 429)
-// and written to the audit log; a refusal aimed at one event also lands in that event's trail.
+// and written to the audit log within a per-caller budget; a refusal aimed at one event also lands in that event's trail.
 // Mutations then run through `audited`, which records how they ended.
 import { log } from '../log.ts';
 import { HttpError } from '../http.ts';
@@ -64,9 +64,36 @@ export async function rolesOf(principal: Principal, ctx: ConsoleContext): Promis
 
 const UNKNOWN: Principal = { kind: 'anonymous', id: 'unauthenticated', name: 'unauthenticated', roles: [], groups: [] };
 
-/** At most this many 401s per minute are written to the audit log by one console process (burst as given). */
+/**
+ * Refusals are audited within a budget, so refused calls cannot become an unbounded stream of Cosmos writes:
+ * a signed-in user without a role still polls the pages every few seconds (each read refused), and anyone on
+ * the network can send unauthenticated requests. 401s share one bucket per process; every principal has its
+ * own. Past the budget a refusal is still answered and logged, and the next entry written for that bucket
+ * says how many were left out (`details.refusalsNotAudited`).
+ */
 const UNAUTHENTICATED_AUDIT_RATE = { perMinute: 300, burst: 100 };
-const unauthenticatedAudits = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.unauthAudits')] ??= new RateLimiter()) as RateLimiter;
+export const REFUSAL_AUDIT_RATE = { perMinute: 10, burst: 30 };
+const refusalAudits = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.refusalAudits')] ??= new RateLimiter()) as RateLimiter;
+const refusalsNotAudited = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.refusalsNotAudited')] ??= new Map<string, number>()) as Map<string, number>;
+
+/** Whether this refusal may be written, and how many of its bucket were skipped since the last one written. */
+function refusalBudget(principal: Principal | null, action: Action, status: number): { write: boolean; skippedBefore: number } {
+  const key = principal === null ? 'unauthenticated' : `denied:${principal.kind}:${principal.id}`;
+  const skipped = refusalsNotAudited.get(key) ?? 0;
+  if (refusalAudits.take(key, principal === null ? UNAUTHENTICATED_AUDIT_RATE : REFUSAL_AUDIT_RATE) === 0) {
+    refusalsNotAudited.delete(key);
+    return { write: true, skippedBefore: skipped };
+  }
+  refusalsNotAudited.delete(key);
+  refusalsNotAudited.set(key, skipped + 1);
+  // Oldest first (insertion order): the counts are a courtesy, the bound on memory is not.
+  while (refusalsNotAudited.size > 10_000) refusalsNotAudited.delete(refusalsNotAudited.keys().next().value as string);
+  log.warn(
+    { action, status, actorKind: principal?.kind ?? 'unauthenticated', actorId: principal?.id, notAudited: skipped + 1 },
+    'request refused; audit entry skipped (too many refusals in a short time)',
+  );
+  return { write: false, skippedBefore: 0 };
+}
 
 const limiterKey = Symbol.for('nimbus.console.rateLimiter');
 const limiter = ((globalThis as Record<symbol, unknown>)[limiterKey] ??= new RateLimiter()) as RateLimiter;
@@ -79,16 +106,18 @@ interface Refusal {
 
 async function refuse(
   ctx: ConsoleContext | undefined,
-  principal: Principal,
+  principal: Principal | null,
   assignments: readonly RoleAssignment[],
   action: Action,
   endpointId: string | undefined,
   subject: AuthSubject,
   r: Refusal,
 ): Promise<never> {
-  if (ctx) {
+  const budget = ctx ? refusalBudget(principal, action, r.status) : undefined;
+  if (ctx && budget?.write) {
+    const who = principal ?? UNKNOWN;
     await recordOutcome(ctx, {
-      principal,
+      principal: who,
       assignments,
       action,
       endpointId,
@@ -96,7 +125,7 @@ async function refuse(
       outcome: 'denied',
       status: r.status,
       reason: r.detail,
-      details: null,
+      details: budget.skippedBefore > 0 ? { refusalsNotAudited: budget.skippedBefore } : null,
     });
     // The event page shows its own trail: a refused attempt against the event belongs there too.
     if (subject.eventId !== undefined && endpointId !== undefined) {
@@ -105,7 +134,7 @@ async function refuse(
           eventId: subject.eventId,
           endpointId,
           type: 'Denied',
-          auditor: principal.name.slice(0, 256) || principal.id.slice(0, 256),
+          auditor: who.name.slice(0, 256) || who.id.slice(0, 256),
           comment: `${action} refused (${r.status}): ${r.detail}`.slice(0, 4096),
         })
         .catch((err: unknown) => log.error({ err: errText(err) }, 'could not write the denied attempt to the event trail'));
@@ -174,11 +203,7 @@ export async function authorize(
   const principal = await principalOf(request);
   const ctx = isMutating(action) || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
   if (principal === null) {
-    // Anyone on the network can send unauthenticated requests: their audit entries are bounded per process so
-    // a flood costs 401s, not an unbounded stream of Cosmos writes. Past the bound they are counted in the log.
-    const auditIt = unauthenticatedAudits.take('unauthenticated', UNAUTHENTICATED_AUDIT_RATE) === 0;
-    if (!auditIt) log.warn({ action }, 'unauthenticated request refused; audit entry skipped (too many in a short time)');
-    return refuse(auditIt ? ctx : undefined, UNKNOWN, [], action, endpointId, subject, {
+    return refuse(ctx, null, [], action, endpointId, subject, {
       status: 401,
       error: 'unauthorized',
       detail: 'sign in to use the console (no valid session or bearer token)',
