@@ -22,3 +22,15 @@ test('a large edit is truncated', () => {
   assert.equal(d.changes.length, 10);
   assert.equal(d.truncated, true);
 });
+
+test('keys named like Object.prototype members are added and removed like any other', () => {
+  // User JSON may carry `constructor` or `toString`; they are not "already there" on an empty object.
+  assert.deepEqual(diffJson({}, { toString: 1, constructor: 'x' }).changes, [
+    { path: '/toString', op: 'added', to: 'number' },
+    { path: '/constructor', op: 'added', to: 'string' },
+  ]);
+  assert.deepEqual(diffJson({ constructor: 'x', hasOwnProperty: true }, {}).changes, [
+    { path: '/constructor', op: 'removed', from: 'string' },
+    { path: '/hasOwnProperty', op: 'removed', from: 'boolean' },
+  ]);
+});

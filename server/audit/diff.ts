@@ -56,8 +56,8 @@ export function diffJson(before: unknown, after: unknown, maxChanges = MAX_CHANG
       const keys = new Set([...Object.keys(oa), ...Object.keys(ob)]);
       for (const k of keys) {
         const p = `${path}/${escape(k)}`;
-        if (!(k in ob)) push({ path: p, op: 'removed', from: jsonType(oa[k]) });
-        else if (!(k in oa)) push({ path: p, op: 'added', to: jsonType(ob[k]) });
+        if (!Object.hasOwn(ob, k)) push({ path: p, op: 'removed', from: jsonType(oa[k]) });
+        else if (!Object.hasOwn(oa, k)) push({ path: p, op: 'added', to: jsonType(ob[k]) });
         else walk(oa[k], ob[k], p, depth + 1);
       }
       return;
