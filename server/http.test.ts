@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { HttpError, readJsonBody } from './http.ts';
+import { MAX_BODY_BYTES, bodyTooLarge } from './auth/hardening.ts';
 
 /** A streamed (chunked) request body: no Content-Length for the proxy's check to see. */
 function streamed(chunks: Uint8Array[]): Request {
@@ -42,4 +43,16 @@ test('an empty body reads as undefined; bad JSON is a 400', async () => {
     readJsonBody(streamed([new TextEncoder().encode('{nope')]), z.unknown()),
     (err: unknown) => err instanceof HttpError && err.status === 400,
   );
+});
+
+test("the streamed limit is the proxy's: both accept the limit exactly and refuse one byte more", async () => {
+  const sized = (n: number) => streamed([new TextEncoder().encode(`"${'x'.repeat(n - 2)}"`)]);
+  assert.equal((await readJsonBody(sized(MAX_BODY_BYTES), z.string())).length, MAX_BODY_BYTES - 2);
+  assert.equal(bodyTooLarge('POST', String(MAX_BODY_BYTES)), null);
+  await assert.rejects(readJsonBody(sized(MAX_BODY_BYTES + 1), z.string()), (err: unknown) => {
+    assert.ok(err instanceof HttpError && err.status === 413);
+    assert.match(err.detail, new RegExp(`at most ${MAX_BODY_BYTES} bytes`));
+    return true;
+  });
+  assert.match(bodyTooLarge('POST', String(MAX_BODY_BYTES + 1)) ?? '', new RegExp(`at most ${MAX_BODY_BYTES} bytes`));
 });

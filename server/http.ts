@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { StoreError, StoreInputError, StoreThrottledError, describeIssues } from '../lib/store/index.ts';
 import { ConfigError } from './config.ts';
 import { log } from './log.ts';
+import { MAX_BODY_BYTES } from './auth/hardening.ts';
 
 export class HttpError extends Error {
   override readonly name = 'HttpError';
@@ -65,12 +66,10 @@ export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what:
   return r.data;
 }
 
-const MAX_BODY_BYTES = 1_000_000;
-
 /**
  * The body as text, read chunk by chunk and abandoned as soon as it passes `limit` bytes: the proxy's
  * Content-Length check cannot see a chunked body, and buffering it whole first would let one request hold
- * an unbounded amount of memory.
+ * an unbounded amount of memory. The limit is the proxy's (hardening.ts), so both checks refuse the same sizes.
  */
 async function readBodyText(request: Request, limit: number): Promise<string> {
   if (request.body === null) return '';
@@ -83,7 +82,7 @@ async function readBodyText(request: Request, limit: number): Promise<string> {
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      throw new HttpError(413, 'payload too large', `the body is over ${limit} bytes`);
+      throw new HttpError(413, 'payload too large', `the body is over the limit; at most ${limit} bytes are accepted`);
     }
     chunks.push(value);
   }
