@@ -12,6 +12,7 @@ import type { ServiceBusClients } from '../../servicebus/index.ts';
 import { deriveTopology, provisionTopology } from '../../topology/index.ts';
 import { DeferredProcessor } from '../deferredProcessor.ts';
 import type { DeferredProcessorOptions } from '../deferredProcessor.ts';
+import type { LifecycleObserver } from '../pipeline.ts';
 import { Publisher, sessionKeysFromCatalog } from '../publisher.ts';
 import { SubscriberHost } from '../subscriberHost.ts';
 import type { SubscriberHostOptions } from '../subscriberHost.ts';
@@ -252,6 +253,14 @@ export class Harness {
     }
   }
 
+  /** Waits until the dead-letter queue of `topic/subscription` has something, and takes (completes) what it has. */
+  awaitDeadLetters(topic: string, subscription: string): Promise<ServiceBusReceivedMessage[]> {
+    return eventually(async () => {
+      const d = await this.deadLetters(topic, subscription, 10, 300);
+      return d.length > 0 ? d : undefined;
+    }, 'the dead letter');
+  }
+
   async close(): Promise<void> {
     for (const h of this.hosts.reverse()) await h.stop().catch(() => undefined);
     for (const s of this.senders.values()) await s.close().catch(() => undefined);
@@ -298,6 +307,20 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A lifecycle observer that logs `hook:MessageType[:detail]` per call, in order. */
+export function recorder(): { events: string[]; observer: LifecycleObserver } {
+  const events: string[] = [];
+  return {
+    events,
+    observer: {
+      onMessageReceived: (m) => void events.push(`received:${m.messageType}`),
+      onMessageCompleted: (m) => void events.push(`completed:${m.messageType}`),
+      onMessageFailed: (m, e) => void events.push(`failed:${m.messageType}:${(e as Error)?.name}`),
+      onMessageDeadLettered: (m, reason) => void events.push(`deadLettered:${m.messageType}:${reason}`),
+    },
+  };
 }
 
 /** `Type:label` per record, the label found by EventId from the payload field `n` of the event's first copy. */

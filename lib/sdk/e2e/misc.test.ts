@@ -49,10 +49,7 @@ describe('other message types', () => {
         const records = await h.resolver('K-2', 2);
         assert.equal(records[1]!.type, 'ErrorResponse');
         assert.equal(records[1]!.props.DeadLetterReason, 'Failed to handle message.');
-        const dead = await eventually(async () => {
-          const d = await h.deadLetters('crm', 'crm', 10, 300);
-          return d.length > 0 ? d : undefined;
-        }, 'the dead letter');
+        const dead = await h.awaitDeadLetters('crm', 'crm');
         assert.equal(dead[0]!.deadLetterReason, 'Failed to handle message.');
       });
     });

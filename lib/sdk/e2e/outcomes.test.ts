@@ -8,24 +8,10 @@ import { classifier } from '../dispositions.ts';
 import { PermanentFailureError, TransientError } from '../errors.ts';
 import { HandoffClient } from '../handoffClient.ts';
 import { HandlerRegistry } from '../handlers.ts';
-import type { LifecycleObserver } from '../pipeline.ts';
 import { SDK_VERSION } from '../version.ts';
-import { eventually, storyOf, withHarness } from './harness.ts';
+import { eventually, recorder, storyOf, withHarness } from './harness.ts';
 
 type Customer = { customerId: string; n: number };
-
-function recorder(): { events: string[]; observer: LifecycleObserver } {
-  const events: string[] = [];
-  return {
-    events,
-    observer: {
-      onMessageReceived: (m) => void events.push(`received:${m.messageType}`),
-      onMessageCompleted: (m) => void events.push(`completed:${m.messageType}`),
-      onMessageFailed: (m, e) => void events.push(`failed:${m.messageType}:${(e as Error)?.name}`),
-      onMessageDeadLettered: (m, reason) => void events.push(`deadLettered:${m.messageType}:${reason}`),
-    },
-  };
-}
 
 describe('dead letter', () => {
   test('a permanent failure sends the notification first, then dead-letters; the session is not blocked', async () => {
@@ -46,10 +32,7 @@ describe('dead letter', () => {
         'Permanent failure: PermanentFailureError: customer record is corrupt',
       );
       assert.equal(note.props.DeadLetterErrorDescription, 'customer record is corrupt');
-      const dead = await eventually(async () => {
-        const d = await h.deadLetters('crm', 'crm', 10, 300);
-        return d.length > 0 ? d : undefined;
-      }, 'the dead letter');
+      const dead = await h.awaitDeadLetters('crm', 'crm');
       assert.equal(dead.length, 1);
       assert.equal(
         dead[0]!.deadLetterReason,
@@ -145,10 +128,7 @@ describe('dead letter', () => {
         ['EventRequest', 'ErrorResponse'],
       );
       assert.equal(records[1]!.props.DeadLetterReason, 'Validation failed: EventId is required');
-      const dead = await eventually(async () => {
-        const d = await h.deadLetters('crm', 'crm', 10, 300);
-        return d.length > 0 ? d : undefined;
-      }, 'the dead letter');
+      const dead = await h.awaitDeadLetters('crm', 'crm');
       assert.equal(dead.length, 1);
       assert.equal(dead[0]!.deadLetterReason, 'Validation failed: EventId is required');
       await eventually(() => (events.length >= 3 ? true : undefined), 'observers');

@@ -11,24 +11,11 @@ import { MessageAlreadyDeadLetteredError } from '../errors.ts';
 import type { RetryAfterHint } from '../errors.ts';
 import { HandlerRegistry } from '../handlers.ts';
 import { MemoryInboxStore } from '../inbox.ts';
-import type { LifecycleObserver, PipelineBehavior } from '../pipeline.ts';
+import type { PipelineBehavior } from '../pipeline.ts';
 import { RetryPolicies } from '../retryPolicies.ts';
-import { eventually, storyOf, withHarness } from './harness.ts';
+import { eventually, recorder, storyOf, withHarness } from './harness.ts';
 
 type Customer = { customerId: string; n: number; fixed?: boolean };
-
-function recorder(): { events: string[]; observer: LifecycleObserver } {
-  const events: string[] = [];
-  return {
-    events,
-    observer: {
-      onMessageReceived: (m) => void events.push(`received:${m.messageType}`),
-      onMessageCompleted: (m) => void events.push(`completed:${m.messageType}`),
-      onMessageFailed: (m, e) => void events.push(`failed:${m.messageType}:${(e as Error)?.name}`),
-      onMessageDeadLettered: (m, reason) => void events.push(`deadLettered:${m.messageType}:${reason}`),
-    },
-  };
-}
 
 class PartnerThrottledError extends Error implements RetryAfterHint {
   override name = 'PartnerThrottledError';
@@ -106,10 +93,7 @@ describe('error-handling rows', () => {
       );
       const reason = 'Validation failed: EventTypeId is required for EventRequest';
       assert.equal(records[1]!.props.DeadLetterReason, reason);
-      const dead = await eventually(async () => {
-        const d = await h.deadLetters('crm', 'crm', 10, 300);
-        return d.length > 0 ? d : undefined;
-      }, 'the dead letter');
+      const dead = await h.awaitDeadLetters('crm', 'crm');
       assert.equal(dead.length, 1);
       assert.equal(dead[0]!.deadLetterReason, reason);
       assert.deepEqual(calls, ['V-2']);
@@ -144,10 +128,7 @@ describe('error-handling rows', () => {
       assert.deepEqual(storyOf(bad), { requests: ['EventRequest:E1'], responses: ['ErrorResponse:E1'] });
       assert.equal(bad[1]!.props.DeadLetterReason, 'Unknown tenant');
       assert.deepEqual(storyOf(await h.resolver('MW-ok', 2)).responses, ['ResolutionResponse:E1']);
-      const dead = await eventually(async () => {
-        const d = await h.deadLetters('crm', 'crm', 10, 300);
-        return d.length > 0 ? d : undefined;
-      }, 'the dead letter');
+      const dead = await h.awaitDeadLetters('crm', 'crm');
       assert.equal(dead.length, 1, 'not dead-lettered a second time');
       assert.equal(dead[0]!.deadLetterReason, 'Unknown tenant');
       assert.equal(calls, 1);

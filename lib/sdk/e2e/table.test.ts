@@ -6,7 +6,7 @@ import { classifier, defaultPermanentFailureClassifier } from '../dispositions.t
 import { HandlerRegistry } from '../handlers.ts';
 import type { PipelineBehavior } from '../pipeline.ts';
 import { RetryPolicies } from '../retryPolicies.ts';
-import { eventually, storyOf, withHarness } from './harness.ts';
+import { storyOf, withHarness } from './harness.ts';
 
 type Customer = { customerId: string; n: number };
 class RetiredVersion extends Error {
@@ -57,10 +57,7 @@ describe('error-handling table', () => {
       const records = await h.resolver('TB-2', 2);
       assert.equal(records[1]!.props.DeadLetterReason, 'Failed to handle message.');
       assert.equal(records[1]!.props.DeadLetterErrorDescription, 'endpoint is in service mode');
-      const dead = await eventually(async () => {
-        const d = await h.deadLetters('crm', 'crm', 10, 300);
-        return d.length > 0 ? d : undefined;
-      }, 'the dead letter');
+      const dead = await h.awaitDeadLetters('crm', 'crm');
       assert.equal(dead.length, 1);
       assert.equal(calls, 0);
     });
