@@ -2,6 +2,7 @@
 // service (settings, overview, Send now) and the replays running in this process. One set per process, kept on
 // globalThis for the same reason as server/context.ts (Next.js may load a module once per route bundle).
 import type { ConsoleContext } from '../context.ts';
+import type { ServiceBusClients } from '../../lib/servicebus/index.ts';
 import { PlatformDocs } from './platformDocs.ts';
 import { HeartbeatService, startHeartbeatScheduler } from './scheduler.ts';
 
@@ -10,6 +11,8 @@ export interface OpsServices {
   heartbeat: HeartbeatService;
   /** Replays started by this process and not finished yet (their progress is in the operation document too). */
   running: Map<string, Promise<unknown>>;
+  /** The no-retry client replays send on (server/subscriptions/routes.ts): opened by the first replay, closed with these. */
+  replaySend?: ServiceBusClients;
 }
 
 const KEY = Symbol.for('nimbus.console.ops');
@@ -20,6 +23,7 @@ export function getOpsServices(ctx: ConsoleContext): OpsServices {
   // A reopened context (after a failed first open) gets fresh handles.
   if (!slot.services || slot.ctx !== ctx) {
     slot.services?.docs.close();
+    void slot.services?.replaySend?.close().catch(() => undefined);
     const docs = new PlatformDocs(ctx.config.cosmos);
     slot.services = {
       docs,
@@ -39,6 +43,7 @@ export async function closeOpsServices(): Promise<void> {
   if (!s) return;
   await Promise.all([...s.running.values()].map((p) => p.catch(() => undefined)));
   await s.heartbeat.close();
+  await s.replaySend?.close().catch(() => undefined);
   s.docs.close();
 }
 

@@ -161,4 +161,46 @@ describe('operations routes', () => {
       await hb.stop();
     }
   });
+
+  test('replays share one no-retry send client per context, closed with the ops services', async () => {
+    const replay = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
+    const op = await import('../../app/api/topology/operations/[operationId]/route.ts');
+    const { getContext } = await import('../context.ts');
+    const { closeOpsServices } = await import('../heartbeat/services.ts');
+    const { replaySendClientOf } = await import('./routes.ts');
+    const ctx = await getContext();
+    const client = replaySendClientOf(ctx);
+    // Counts the senders opened on the shared client: each replay must send through it.
+    let senders = 0;
+    const createSender = client.createSender.bind(client);
+    client.createSender = ((...args: Parameters<typeof createSender>) => {
+      senders++;
+      return createSender(...args);
+    }) as typeof client.createSender;
+    const p = params({ topic: 'Resolver', subscription: 'Resolver' });
+    for (let round = 0; round < 2; round++) {
+      const messageId = await deadLetterOnResolver();
+      const started = await replay.POST(req('POST', '/x', { all: true }), p);
+      assert.equal(started.status, 202);
+      const { operationId } = (await started.json()) as { operationId: string };
+      let r = { state: 'running', messageIds: [] as string[] };
+      for (let i = 0; i < 100 && r.state === 'running'; i++) {
+        r = (await (await op.GET(req('GET', '/x'), params({ operationId }))).json()) as typeof r;
+        if (r.state === 'running') await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.deepEqual([r.state, r.messageIds], ['done', [messageId]]);
+      assert.equal(replaySendClientOf(ctx), client, `replay ${round + 1} left the shared client in place`);
+    }
+    assert.equal(senders, 2, 'both replays sent on the shared client');
+    // Still open after the replays ended: a replay does not close the shared client.
+    const sender = createSender('Resolver');
+    await sender.close();
+
+    await closeOpsServices();
+    await assert.rejects(async () => {
+      const s = client.createSender('Resolver');
+      await s.sendMessages({ body: 'x' });
+    }, 'closing the ops services closed the client');
+    assert.notEqual(replaySendClientOf(ctx), client, 'a fresh client after the services were reopened');
+  });
 });

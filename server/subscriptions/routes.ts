@@ -1,6 +1,7 @@
 // What the Topology route handlers call (app/api/topology/**): request schemas and the glue between the parsed,
 // authorized request and the subscription functions. Handlers stay "parse, authorize, call".
 import { randomUUID } from 'node:crypto';
+import type { ServiceBusClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { deriveTopology } from '../../lib/topology/index.ts';
 import type { ConsoleContext } from '../context.ts';
@@ -70,6 +71,18 @@ export function journalOf(ctx: ConsoleContext): ReplayJournal {
   return j;
 }
 
+/**
+ * The client replays send their copies on, one per context (kept with the ops services, which close it once
+ * their running replays have ended), so a single "Resend" click does not open a connection of its own. It never
+ * retries a send by itself: a send retried after a timeout could enqueue a second copy behind the journal's back.
+ * A failed send is judged by replay.ts instead. Its connection opens on the first send.
+ */
+export function replaySendClientOf(ctx: ConsoleContext): ServiceBusClient {
+  const ops = getOpsServices(ctx);
+  ops.replaySend ??= createServiceBusClients(ctx.config.serviceBusConnectionString, { client: { retryOptions: { maxRetries: 0 } } });
+  return ops.replaySend.client;
+}
+
 /** A dead letter as the page shows it: with what the replay journal knows of it. */
 export type DeadLetterWithReplay = DeadLetterView & {
   replay: { verdict: JournalVerdict; state: JournalRecord['state']; operationId: string; auditor: string; claimedAt: string; sentAt: string | null; evidence: UncertainEvidence | null } | null;
@@ -115,18 +128,12 @@ export async function startReplay(
 ): Promise<{ operationId: string }> {
   const ops = getOpsServices(ctx);
   const operationId = randomUUID();
-  // Copies go out on a client that never retries a send by itself: a send retried after a timeout could
-  // enqueue a second copy behind the journal's back. A failed send is judged by replay.ts instead.
-  const sending = createServiceBusClients(ctx.config.serviceBusConnectionString, { client: { retryOptions: { maxRetries: 0 } } });
   const run = replayDeadLetters(
-    { client: ctx.serviceBus.client, sendClient: sending.client, store: ctx.store, journal: journalOf(ctx), docs: ops.docs },
+    { client: ctx.serviceBus.client, sendClient: replaySendClientOf(ctx), store: ctx.store, journal: journalOf(ctx), docs: ops.docs },
     { topic: p.topic, subscription: p.subscription, selection: sel, auditor, operationId },
   )
     .catch((err: unknown) => log.error({ operationId, err: err instanceof Error ? err.message : String(err) }, 'replay failed'))
-    .finally(() => {
-      ops.running.delete(operationId);
-      return sending.close().catch(() => undefined);
-    });
+    .finally(() => ops.running.delete(operationId));
   ops.running.set(operationId, run);
   // The operation document exists before the answer, so the first progress read finds it.
   for (let i = 0; i < 50 && !(await ops.docs.read(operationDocName(operationId))); i++) await new Promise((r) => setTimeout(r, 20));
