@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Container, Database, SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
 import { queryPage, rethrowCosmos, type Page } from '../../lib/store/index.ts';
+import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 
 export const AUDIT_CONTAINER = 'auditLog';
 
@@ -46,21 +47,10 @@ export type AuditRecordInput = Omit<AuditRecord, 'id' | 'month' | 'at'> & { at?:
 /** Details are capped: a bigger value is replaced by a note rather than bloating the log. */
 const MAX_DETAILS_CHARS = 8_000;
 
-type Slot = { database?: Database; container?: Promise<Container> };
-const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.auditLog')] ??= {}) as Slot;
+const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.auditLog')] ??= {}) as ContainerSlot;
 
 export function auditContainer(database: Database): Promise<Container> {
-  if (slot.database !== database || !slot.container) {
-    slot.database = database;
-    const p = database.containers
-      .createIfNotExists({ id: AUDIT_CONTAINER, partitionKey: { paths: ['/month'], version: 2 } })
-      .then((r) => r.container);
-    slot.container = p;
-    p.catch(() => {
-      if (slot.container === p) slot.container = undefined;
-    });
-  }
-  return slot.container;
+  return openContainer(slot, database, AUDIT_CONTAINER, '/month');
 }
 
 export async function writeAudit(database: Database, input: AuditRecordInput): Promise<AuditRecord> {

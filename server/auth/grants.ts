@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { Container, Database } from '@azure/cosmos';
 import { z } from 'zod';
 import { cosmosStatus, rethrowCosmos } from '../../lib/store/index.ts';
+import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import type { Principal } from './principal.ts';
 import { ROLES, type RoleAssignment } from './roles.ts';
 
@@ -48,22 +49,13 @@ export function grantsFor(principal: Principal, grants: readonly Grant[]): RoleA
     .map((g) => ({ role: g.role, endpointId: g.endpointId, source: `grant:${g.id}` }));
 }
 
-type Slot = { database?: Database; container?: Promise<Container>; cache?: { at: number; grants: Promise<Grant[]> } };
+type Slot = ContainerSlot & { cache?: { at: number; grants: Promise<Grant[]> } };
 const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.grants')] ??= {}) as Slot;
 
 function container(database: Database): Promise<Container> {
-  if (slot.database !== database || !slot.container) {
-    slot.database = database;
-    slot.cache = undefined;
-    const p = database.containers
-      .createIfNotExists({ id: GRANTS_CONTAINER, partitionKey: { paths: ['/subject'], version: 2 } })
-      .then((r) => r.container);
-    slot.container = p;
-    p.catch(() => {
-      if (slot.container === p) slot.container = undefined;
-    });
-  }
-  return slot.container;
+  // Grants read from another database are not these.
+  if (slot.database !== database) slot.cache = undefined;
+  return openContainer(slot, database, GRANTS_CONTAINER, '/subject');
 }
 
 async function readAll(database: Database): Promise<Grant[]> {

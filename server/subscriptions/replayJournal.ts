@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Container, Database } from '@azure/cosmos';
 import { z } from 'zod';
 import { cosmosStatus, rethrowCosmos } from '../../lib/store/index.ts';
+import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 
 export const JOURNAL_CONTAINER = 'replayJournal';
 
@@ -83,7 +84,7 @@ export function verdictOf(record: JournalRecord | null | undefined): JournalVerd
 
 export class ReplayJournal {
   readonly #database: Database;
-  #container: Promise<Container> | undefined;
+  readonly #slot: ContainerSlot = {};
 
   /** Uses the store's database (and so its client and its throttle settings); nothing of its own to close. */
   constructor(database: Database) {
@@ -91,23 +92,8 @@ export class ReplayJournal {
   }
 
   #c(): Promise<Container> {
-    if (!this.#container) {
-      const p = this.#database.containers
-        .createIfNotExists({ id: JOURNAL_CONTAINER, partitionKey: { paths: ['/scope'], version: 2 } })
-        .then((r) => r.container)
-        // createIfNotExists is read-then-create: a second console (or process) creating it at the same moment
-        // gets 409, which means it exists now.
-        .catch((err: unknown) => {
-          if (cosmosStatus(err) === 409) return this.#database.container(JOURNAL_CONTAINER);
-          throw err;
-        });
-      this.#container = p;
-      // A failed open (store briefly unreachable) is retried on the next call rather than remembered.
-      p.catch(() => {
-        if (this.#container === p) this.#container = undefined;
-      });
-    }
-    return this.#container;
+    // Two processes opening it at once both get it; a failed open is retried on the next call (lib/store/containers.ts).
+    return openContainer(this.#slot, this.#database, JOURNAL_CONTAINER, '/scope');
   }
 
   async get(k: DeadLetterKey): Promise<JournalEntry | null> {

@@ -1,0 +1,63 @@
+// openContainer on the embedded Cosmos server (real @azure/cosmos clients, faults injected at the wire): a
+// container another process creates at the same moment is opened, and a failed open is retried on the next
+// call rather than remembered.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Database } from '@azure/cosmos';
+import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import { cosmosConnectionSchema, createCosmosClient } from './cosmosClient.ts';
+import { cosmosStatus } from './errors.ts';
+import { openContainer, type ContainerSlot } from './containers.ts';
+import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
+
+let cosmos: EmbeddedCosmos;
+let proxy: FaultProxy;
+const clients: Array<{ dispose(): void }> = [];
+
+/** A database handle through its own client, as another console process would hold. */
+async function databaseVia(endpoint: string): Promise<Database> {
+  const client = createCosmosClient(cosmosConnectionSchema.parse({ endpoint, key: cosmos.key, database: 'containers', throttleRetries: 0 }));
+  clients.push(client);
+  return (await client.databases.createIfNotExists({ id: 'containers' })).database;
+}
+
+before(async () => {
+  cosmos = await startEmbeddedCosmos({ port: 0 });
+  proxy = await startFaultProxy(cosmos.endpoint);
+});
+
+after(async () => {
+  for (const c of clients) c.dispose();
+  await proxy?.close();
+  await cosmos?.close();
+});
+
+test('a container another process creates between our read and our create (409) is opened', async () => {
+  // createIfNotExists reads, finds nothing, creates. The proxy answers that read "not found" while the container
+  // already exists, which is exactly the moment another console instance's create landed in between.
+  await (await databaseVia(cosmos.endpoint)).containers.createIfNotExists({ id: 'shared', partitionKey: { paths: ['/k'], version: 2 } });
+  const d = await databaseVia(proxy.endpoint);
+  proxy.inject({ status: 404, times: 1, match: (r) => r.method === 'GET' && r.path.endsWith('/colls/shared') });
+  const c = await openContainer({}, d, 'shared', '/k');
+  assert.equal(proxy.injected, 1, 'the read was answered "not found"');
+  await c.items.create({ id: 'x', k: 'one' });
+  assert.equal((await c.item('x', 'one').read<{ k: string }>()).resource?.k, 'one');
+  proxy.clear();
+});
+
+test('two processes opening a new container at once both get it', async () => {
+  const [a, b] = [await databaseVia(cosmos.endpoint), await databaseVia(cosmos.endpoint)];
+  const [ca, cb] = await Promise.all([openContainer({}, a, 'fresh', '/k'), openContainer({}, b, 'fresh', '/k')]);
+  await ca.items.create({ id: 'y', k: 'two' });
+  assert.equal((await cb.item('y', 'two').read<{ k: string }>()).resource?.k, 'two');
+});
+
+test('a failed open is forgotten: the next call opens it', async () => {
+  const d = await databaseVia(proxy.endpoint);
+  const slot: ContainerSlot = {};
+  proxy.inject({ status: 400, times: 1 });
+  await assert.rejects(openContainer(slot, d, 'later', '/k'), (err: unknown) => cosmosStatus(err) === 400);
+  const c = await openContainer(slot, d, 'later', '/k');
+  assert.equal(c.id, 'later');
+  assert.equal(await openContainer(slot, d, 'later', '/k'), c, 'then remembered');
+});
