@@ -47,7 +47,7 @@ export interface Authorized {
 }
 
 /** The roles a principal holds: everything while NIMBUS_AUTH=off, else its claims through the mapping plus grants. */
-export async function rolesOf(principal: Principal, ctx: ConsoleContext): Promise<RoleAssignment[]> {
+async function rolesOf(principal: Principal, ctx: ConsoleContext): Promise<RoleAssignment[]> {
   if (principal.kind === 'anonymous') {
     // Only NIMBUS_AUTH=off produces the anonymous principal; the console then listens on loopback only.
     return authMode() === 'off' ? [{ role: 'Owner', endpointId: null, source: 'auth off' }] : [];
