@@ -2,8 +2,8 @@
 // console then only listens on loopback); otherwise the session cookie names a signed-in user and an
 // `Authorization: Bearer` token names a service principal. Which principals may do what is authorization's call.
 import { ANONYMOUS, type Principal } from './principal.ts';
-import { currentAuthConfig } from './config.ts';
-import { SESSION_COOKIE, openSession } from './session.ts';
+import { currentAuthConfig, type AuthConfig } from './config.ts';
+import { SESSION_COOKIE, openSessionWithExpiry } from './session.ts';
 import { principalFromBearer } from './bearer.ts';
 
 export function authMode(env: Record<string, string | undefined> = process.env): string {
@@ -30,12 +30,23 @@ export async function getPrincipal(request: Request): Promise<Principal | null> 
   if (authorization !== null && /^bearer\s/i.test(authorization)) {
     return principalFromBearer(authorization.replace(/^bearer\s+/i, '').trim(), config.provider);
   }
-  return sessionPrincipal(request.headers.get('cookie'));
+  return sessionOf(readCookie(request.headers.get('cookie'), SESSION_COOKIE), config).principal;
 }
 
-/** The signed-in user of a Cookie header (pages and layouts read cookies through next/headers, not a Request). */
-export function sessionPrincipal(cookieHeader: string | null | undefined): Principal | null {
-  const config = currentAuthConfig();
-  if (config.mode === 'off') return ANONYMOUS;
-  return openSession(readCookie(cookieHeader, SESSION_COOKIE), { secret: config.session.secret });
+export interface SessionView {
+  mode: AuthConfig['mode'];
+  /** ANONYMOUS with sign-in off; null when sign-in is on and nobody is signed in (or the session expired). */
+  principal: Principal | null;
+  /** When the session ends (seconds since epoch); null with sign-in off or nobody signed in. */
+  expiresAt: number | null;
+}
+
+/**
+ * The one reader of the session cookie's value: requests pass it from their Cookie header, pages and layouts
+ * from next/headers. Decrypts it once for both the principal and the session's end.
+ */
+export function sessionOf(cookieValue: string | null | undefined, config: AuthConfig = currentAuthConfig()): SessionView {
+  if (config.mode === 'off') return { mode: 'off', principal: ANONYMOUS, expiresAt: null };
+  const session = openSessionWithExpiry(cookieValue, { secret: config.session.secret });
+  return { mode: config.mode, principal: session?.principal ?? null, expiresAt: session?.expiresAt ?? null };
 }

@@ -1,7 +1,7 @@
 // The signed-in user's session, held entirely in one encrypted cookie (no server-side store: the console may run
 // as several instances and must survive restarts). AES-256-GCM via node:crypto keeps sealing synchronous, so
 // tests and route handlers can mint and read sessions without awaiting; GCM's tag makes any tampered byte fail
-// to open. The key is derived from NIMBUS_SESSION_SECRET with HKDF and a purpose label, so the same secret can
+// to open. The key is derived from NIMBUS_AUTH_SESSION_SECRET with HKDF and a purpose label, so the same secret can
 // also key the short-lived sign-in cookie (server/auth/sealed.ts) without the two ever being interchangeable.
 import { z } from 'zod';
 import type { Principal } from './principal.ts';
@@ -14,7 +14,7 @@ export const SESSION_COOKIE = 'nimbus_session';
 const SESSION_PURPOSE = 'nimbus-console session v1';
 
 export interface SealOptions {
-  /** NIMBUS_SESSION_SECRET: at least 32 bytes. */
+  /** NIMBUS_AUTH_SESSION_SECRET: at least 32 bytes. */
   secret: string;
   /** How long the session is valid from now; enforced when opening, whatever the browser does with the cookie. */
   maxAgeSeconds: number;
