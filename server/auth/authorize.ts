@@ -231,6 +231,18 @@ export async function authorize(
 }
 
 /**
+ * Refuses (403) a caller that `authorize` let through, for a rule its route adds on top: answered, logged and
+ * audited like every other refusal, within the same refusal budget.
+ */
+export async function refuseAuthorized(who: Authorized, detail: string): Promise<never> {
+  return refuse(await getContext(), who.principal, who.assignments, who.action, who.endpointId, who.subject, {
+    status: 403,
+    error: 'forbidden',
+    detail,
+  });
+}
+
+/**
  * Runs an authorized mutation and records how it ended: succeeded (with `details`), or failed with the status
  * and reason the caller gets. `details` may be a function of the result (counts, an operation id).
  */

@@ -2,10 +2,9 @@
 // reconcile, heartbeat): each has its own action in server/auth/roles.ts with the role it needs. A subscription
 // action is scoped to the endpoint whose topic holds the subscription (topics are named after endpoints), so an
 // endpoint's Operator may replay its dead letters; platform topics need the role site-wide.
-import { authorize, recordOutcome, type Authorized } from '../auth/authorize.ts';
+import { authorize, refuseAuthorized, type Authorized } from '../auth/authorize.ts';
 import { effectiveRole, type Action } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
-import { HttpError } from '../http.ts';
 
 /** The endpoint a subscription's topic belongs to, or undefined for a platform topic. */
 async function endpointOfTopic(topic: string): Promise<string | undefined> {
@@ -27,7 +26,7 @@ export async function authorizeSubscription(
  * A platform topic (Resolver, Manager, ...) dead-letters messages of every endpoint, so it needs a role held
  * site-wide. `decide` lets any role anywhere `read` without an endpoint (the overviews an endpoint's Operator needs
  * to find it); that shortcut must not reach these bodies, hence the site-wide check here, refused and audited as
- * `authorize` refuses.
+ * `authorize` refuses (refuseAuthorized: the same refusal budget).
  */
 export async function authorizeDeadLetterRead(request: Request, p: { topic: string; subscription: string }): Promise<Authorized> {
   const endpointId = await endpointOfTopic(p.topic);
@@ -35,18 +34,7 @@ export async function authorizeDeadLetterRead(request: Request, p: { topic: stri
   const who = await authorize(request, 'read', endpointId, subject);
   if (endpointId !== undefined || effectiveRole(who.assignments, undefined) !== null) return who;
   const detail = `reading the dead letters of platform topic ${p.topic} needs a role held site-wide (they hold every endpoint's messages); ${who.user} has roles only on single endpoints`;
-  await recordOutcome(await getContext(), {
-    principal: who.principal,
-    assignments: who.assignments,
-    action: 'read',
-    endpointId: undefined,
-    subject,
-    outcome: 'denied',
-    status: 403,
-    reason: detail,
-    details: null,
-  });
-  throw new HttpError(403, 'forbidden', detail);
+  return refuseAuthorized(who, detail);
 }
 
 /** Subscription actions by their body's `action`. */
