@@ -1,29 +1,56 @@
-// Building the console (`next build`) on demand: used by the launcher when a fresh clone has no build yet and
-// by the browser test, which builds once and reuses `.next` until a source file is newer than the build.
+// Building the console (`next build`) on demand: used by the launcher when a fresh clone has no build yet or the
+// sources changed, and by the browser tests, which build once and reuse `.next` while the sources are the same.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SOURCE_DIRS = ['app', 'components', 'server', 'lib'];
-const SOURCE_FILES = ['next.config.ts', 'postcss.config.mjs', 'package.json', 'tsconfig.next.json'];
+const SOURCE_FILES = [
+  'next.config.ts',
+  'proxy.ts',
+  'postcss.config.mjs',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.next.json',
+];
 const SOURCE_EXT = /\.(ts|tsx|css|json|mjs)$/;
+/** Written beside BUILD_ID after a build: the hash of the sources it was built from. */
+const SOURCE_HASH_FILE = 'nimbus-source-hash';
 
-function newestSource(dir: string): number {
-  let newest = 0;
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      // Test fixtures (server/testing) are not part of the build.
+/** The console's source files under `dir`, relative and sorted, so the hash does not depend on directory order. */
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const name of readdirSync(join(dir, rel))) {
+      // Test fixtures (server/testing) and tests are not part of the build.
       if (name === 'node_modules' || name === 'testing' || name.startsWith('.')) continue;
-      const full = join(d, name);
-      const st = statSync(full);
-      if (st.isDirectory()) walk(full);
-      else if (SOURCE_EXT.test(name) && !name.endsWith('.test.ts')) newest = Math.max(newest, st.mtimeMs);
+      const child = rel ? `${rel}/${name}` : name;
+      if (statSync(join(dir, child)).isDirectory()) walk(child);
+      else if (SOURCE_EXT.test(name) && !name.endsWith('.test.ts')) out.push(child);
     }
   };
-  for (const sub of SOURCE_DIRS) if (existsSync(join(dir, sub))) walk(join(dir, sub));
-  for (const f of SOURCE_FILES) if (existsSync(join(dir, f))) newest = Math.max(newest, statSync(join(dir, f)).mtimeMs);
-  return newest;
+  for (const sub of SOURCE_DIRS) if (existsSync(join(dir, sub))) walk(sub);
+  for (const f of SOURCE_FILES) if (existsSync(join(dir, f))) out.push(f);
+  return out.sort();
+}
+
+/**
+ * A hash of the console's sources and build configuration: names and contents, not modification times, so a
+ * checkout or a `touch` that changes no byte does not force a rebuild, and an edit always does, whatever time the
+ * file system gives it.
+ */
+export function consoleSourceHash(dir: string): string {
+  const hash = createHash('sha256');
+  for (const file of sourceFiles(dir)) {
+    hash.update(file);
+    hash.update('\0');
+    hash.update(readFileSync(join(dir, file)));
+    hash.update('\0');
+  }
+  return hash.digest('hex');
 }
 
 /** The build output folder, as next.config.ts chooses it (NIMBUS_NEXT_DIST_DIR, default `.next`). */
@@ -31,11 +58,19 @@ export function consoleDistDir(env: Record<string, string | undefined> = process
   return env.NIMBUS_NEXT_DIST_DIR || '.next';
 }
 
-/** True when there is no production build in `dir`/.next, or a source file changed after it was made. */
+/** Records that the build in `dir` was made from sources with this hash. */
+export function recordConsoleBuild(dir: string, sourceHash: string): void {
+  writeFileSync(join(dir, consoleDistDir(), SOURCE_HASH_FILE), `${sourceHash}\n`);
+}
+
+/**
+ * True when there is no production build in `dir`, or it was made from other sources than the ones there now. A
+ * build that records no hash (made by `next build` directly) counts as stale: its sources are unknown.
+ */
 export function consoleBuildIsStale(dir: string): boolean {
-  const id = join(dir, consoleDistDir(), 'BUILD_ID');
-  if (!existsSync(id)) return true;
-  return newestSource(dir) > statSync(id).mtimeMs;
+  const dist = join(dir, consoleDistDir());
+  if (!existsSync(join(dist, 'BUILD_ID')) || !existsSync(join(dist, SOURCE_HASH_FILE))) return true;
+  return readFileSync(join(dist, SOURCE_HASH_FILE), 'utf8').trim() !== consoleSourceHash(dir);
 }
 
 /**
@@ -60,8 +95,11 @@ export function buildConsole(
     const nextEnvFile = join(dir, 'next-env.d.ts');
     const nextEnv = existsSync(nextEnvFile) ? readFileSync(nextEnvFile, 'utf8') : undefined;
     const restoreNextEnv = () => {
-      if (nextEnv !== undefined && readFileSync(nextEnvFile, 'utf8') !== nextEnv) writeFileSync(nextEnvFile, nextEnv);
+      if (nextEnv !== undefined && readFileSync(nextEnvFile, 'utf8') !== nextEnv)
+        writeFileSync(nextEnvFile, nextEnv);
     };
+    // Hashed before the build starts: an edit made while it runs leaves the build stale, as it should.
+    const sourceHash = consoleSourceHash(dir);
     const child = spawn(process.execPath, [nextBin, 'build'], {
       cwd: dir,
       env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1', NODE_ENV: 'production' },
@@ -86,8 +124,10 @@ export function buildConsole(
     child.on('exit', (code) => {
       restoreNextEnv();
       if (options.signal?.aborted) reject(new Error('next build interrupted'));
-      else if (code === 0) resolve();
-      else reject(new Error(`next build failed (exit ${code}):\n${tail.join('\n')}`));
+      else if (code === 0) {
+        recordConsoleBuild(dir, sourceHash);
+        resolve();
+      } else reject(new Error(`next build failed (exit ${code}):\n${tail.join('\n')}`));
     });
   });
 }
