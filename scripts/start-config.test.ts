@@ -22,7 +22,8 @@ describe('start configuration', () => {
     const c = ok({});
     assert.deepEqual(c.serviceBus, { kind: 'embedded', port: 5672, dataDir: '.nimbus' });
     assert.deepEqual(c.cosmos, { kind: 'embedded', port: 8081 });
-    assert.deepEqual(c.console, { enabled: true, port: 3000, hostname: '127.0.0.1' });
+    assert.deepEqual(c.console, { enabled: true, port: 3000, hostname: '127.0.0.1', dev: false });
+    assert.equal(ok({ NIMBUS_CONSOLE_DEV: '1' }).console.dev, true);
     assert.equal(c.catalogPath, 'catalog/demo.json');
     assert.equal(c.database, 'nimbus');
     assert.equal(c.auth, 'off');

@@ -25,8 +25,11 @@ export interface StartConfig {
   catalogPath: string;
   dataDir: string;
   auth: AuthMode;
-  /** enabled: NIMBUS_CONSOLE (default 1); 0 runs the platform headless (the demo without a UI, tests). */
-  console: { enabled: boolean; port: number; hostname: string };
+  /**
+   * enabled: NIMBUS_CONSOLE (default 1); 0 runs the platform headless (the demo without a UI, tests).
+   * dev: NIMBUS_CONSOLE_DEV (`npm run dev`): the console under Next's development server (hot reload, no build).
+   */
+  console: { enabled: boolean; port: number; hostname: string; dev: boolean };
   /**
    * operatorCases: orders in the traffic's opening that wait for an operator (NIMBUS_DEMO_OPERATOR_CASES);
    * slowHandoffMs: how long the ERP's slow ledger imports stay pending handoffs (NIMBUS_DEMO_SLOW_HANDOFF_SECONDS).
@@ -100,6 +103,7 @@ const envSchema = z.object({
   ),
   NIMBUS_DEMO: flag('NIMBUS_DEMO'),
   NIMBUS_CONSOLE: flag('NIMBUS_CONSOLE'),
+  NIMBUS_CONSOLE_DEV: flag('NIMBUS_CONSOLE_DEV'),
   NIMBUS_DEMO_RATE: optionalText
     .transform((v) => (v === undefined ? 2 : Number(v)))
     .pipe(
@@ -239,7 +243,12 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
       catalogPath: e.NIMBUS_CATALOG,
       dataDir: e.NIMBUS_DATA_DIR,
       auth,
-      console: { enabled: e.NIMBUS_CONSOLE ?? true, port: e.PORT, hostname },
+      console: {
+        enabled: e.NIMBUS_CONSOLE ?? true,
+        port: e.PORT,
+        hostname,
+        dev: e.NIMBUS_CONSOLE_DEV ?? false,
+      },
       demo: {
         enabled: e.NIMBUS_DEMO ?? embedded,
         ratePerSecond: e.NIMBUS_DEMO_RATE,

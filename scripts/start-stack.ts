@@ -121,7 +121,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
 
     // 0. The console's build, before anything else starts: a build takes minutes on a small machine, and the
     // demo traffic would otherwise pile up (and hold the CPU the build needs) while nobody can look at it.
-    if (options.console !== false && existsSync(resolve(root, 'server/console.ts')))
+    // The development server (`npm run dev`) compiles pages on demand instead.
+    if (options.console !== false && !config.console.dev && existsSync(resolve(root, 'server/console.ts')))
       await prepareConsoleBuild(root, log('console'), options.signal);
 
     checkInterrupted();
@@ -348,6 +349,7 @@ async function startConsolePart(
       hostname: config.console.hostname,
       env,
       dir: root,
+      dev: config.console.dev,
     });
     started.push({ component: 'console', stop: () => running.close() });
     log.info({ url: running.url }, `console ready: open ${running.url}`);
@@ -381,7 +383,10 @@ async function prepareConsoleBuild(
   );
   const color = process.stdout.isTTY === true;
   try {
-    await buildConsole(root, { signal, onOutput: (line) => process.stdout.write(`${prefix('console', color)} ${line}\n`) });
+    await buildConsole(root, {
+      signal,
+      onOutput: (line) => process.stdout.write(`${prefix('console', color)} ${line}\n`),
+    });
   } catch (error) {
     // The build's own output is already above: its first line is enough here.
     throw new StartError('console', errorText(error).split('\n')[0]!);

@@ -43,6 +43,8 @@ async function checkPorts(config: StartConfig): Promise<string | undefined> {
   return undefined;
 }
 
+// `npm run dev` is `npm start` with the console under Next's development server.
+if (process.argv.includes('--dev')) process.env.NIMBUS_CONSOLE_DEV = '1';
 const parsed = parseStartConfig(process.env);
 if (!parsed.ok) fail(parsed.message, 2);
 const config = parsed.config;

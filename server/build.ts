@@ -74,6 +74,19 @@ export function consoleBuildIsStale(dir: string): boolean {
 }
 
 /**
+ * `next build` and `next dev` rewrite next-env.d.ts to import their output folder's types (`.next/dev/…` for the
+ * development server, another folder with NIMBUS_NEXT_DIST_DIR); the tracked file must not be left pointing
+ * there. Returns the function that puts the file back as it was now.
+ */
+export function keepNextEnv(dir: string): () => void {
+  const file = join(dir, 'next-env.d.ts');
+  const before = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  return () => {
+    if (before !== undefined && readFileSync(file, 'utf8') !== before) writeFileSync(file, before);
+  };
+}
+
+/**
  * Runs `next build` in `dir` (offline; telemetry off). Rejects with the build's last output lines on failure, or
  * when `signal` aborts (the child is killed).
  */
@@ -90,14 +103,7 @@ export function buildConsole(
       reject(new Error(`next is not installed for ${dir} (run npm ci)`));
       return;
     }
-    // `next build` rewrites next-env.d.ts to import its output folder's types; a build into another folder
-    // (NIMBUS_NEXT_DIST_DIR) must not leave the tracked file pointing there.
-    const nextEnvFile = join(dir, 'next-env.d.ts');
-    const nextEnv = existsSync(nextEnvFile) ? readFileSync(nextEnvFile, 'utf8') : undefined;
-    const restoreNextEnv = () => {
-      if (nextEnv !== undefined && readFileSync(nextEnvFile, 'utf8') !== nextEnv)
-        writeFileSync(nextEnvFile, nextEnv);
-    };
+    const restoreNextEnv = keepNextEnv(dir);
     // Hashed before the build starts: an edit made while it runs leaves the build stale, as it should.
     const sourceHash = consoleSourceHash(dir);
     const child = spawn(process.execPath, [nextBin, 'build'], {

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConsoleConfig } from './config.ts';
 import { isLoopbackHost } from './auth/config.ts';
 import { closeContext } from './context.ts';
-import { consoleDistDir } from './build.ts';
+import { consoleDistDir, keepNextEnv } from './build.ts';
 
 export interface StartConsoleOptions {
   /** 0 = ephemeral. Default: PORT or 3000. */
@@ -21,6 +21,11 @@ export interface StartConsoleOptions {
   env?: Record<string, string | undefined>;
   /** Project root holding `.next` (default: this repository). */
   dir?: string;
+  /**
+   * Next's development server instead of the build: pages compile on first request and reload on every edit
+   * (`npm run dev`). Slower per page and not for production; no build is needed.
+   */
+  dev?: boolean;
 }
 
 export interface RunningConsole {
@@ -38,7 +43,13 @@ interface NextApp {
   getRequestHandler(): NextHandler;
   close?(): Promise<void>;
 }
-type CreateNext = (options: { dev: boolean; dir: string; hostname?: string; port?: number; quiet?: boolean }) => NextApp;
+type CreateNext = (options: {
+  dev: boolean;
+  dir: string;
+  hostname?: string;
+  port?: number;
+  quiet?: boolean;
+}) => NextApp;
 
 export async function startConsole(options: StartConsoleOptions = {}): Promise<RunningConsole> {
   const dir = options.dir ?? CONSOLE_DIR;
@@ -51,8 +62,11 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
   if (catalog && !isAbsolute(catalog)) process.env.NIMBUS_CATALOG = join(dir, catalog);
   // Fail now, with the one clear message, rather than on the first page load.
   const config = loadConsoleConfig(process.env);
-  if (!existsSync(join(dir, consoleDistDir(), 'BUILD_ID')))
-    throw new Error(`the console has not been built in ${dir} (run \`npm run build\`, or ensureConsoleBuilt from server/build.ts)`);
+  const dev = options.dev === true;
+  if (!dev && !existsSync(join(dir, consoleDistDir(), 'BUILD_ID')))
+    throw new Error(
+      `the console has not been built in ${dir} (run \`npm run build\`, or ensureConsoleBuilt from server/build.ts)`,
+    );
   process.env.NEXT_TELEMETRY_DISABLED = '1';
 
   const hostname = options.hostname ?? process.env.HOSTNAME ?? '127.0.0.1';
@@ -66,8 +80,10 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
   const specifier = 'next';
   const mod = (await import(specifier)) as { default: CreateNext | { default: CreateNext } };
   const createNext = (typeof mod.default === 'function' ? mod.default : mod.default.default) as CreateNext;
-  const app = createNext({ dev: false, dir, hostname, port });
+  const restoreNextEnv = dev ? keepNextEnv(dir) : () => undefined;
+  const app = createNext({ dev, dir, hostname, port });
   await app.prepare();
+  restoreNextEnv();
   const handle = app.getRequestHandler();
   const server: Server = createServer((req, res) => {
     handle(req, res).catch(() => {
@@ -83,17 +99,22 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
     });
   });
   const actual = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | undefined;
+  const closeOnce = async () => {
+    await new Promise<void>((ok) => {
+      server.closeAllConnections();
+      server.close(() => ok());
+    });
+    await app.close?.().catch(() => undefined);
+    restoreNextEnv();
+    await closeContext();
+  };
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
   return {
     url: `http://${host}:${actual}`,
     port: actual,
-    close: async () => {
-      await new Promise<void>((ok) => {
-        server.closeAllConnections();
-        server.close(() => ok());
-      });
-      await app.close?.().catch(() => undefined);
-      await closeContext();
-    },
+    // Idempotent: a second close (a test's after-hook, a second Ctrl-C) waits for the first instead of closing
+    // Next's app again, which never settles for the development server.
+    close: () => (closing ??= closeOnce()),
   };
 }
