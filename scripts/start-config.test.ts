@@ -21,13 +21,19 @@ describe('start configuration', () => {
   test('no settings: everything embedded on the documented ports, demo on, auth off, loopback console', () => {
     const c = ok({});
     assert.deepEqual(c.serviceBus, { kind: 'embedded', port: 5672, dataDir: '.nimbus' });
-    assert.deepEqual(c.cosmos, { kind: 'embedded', port: 8081 });
+    assert.deepEqual(c.cosmos, { kind: 'embedded', port: 8081, dataDir: '.nimbus' });
     assert.deepEqual(c.console, { enabled: true, port: 3000, hostname: '127.0.0.1', dev: false });
     assert.equal(ok({ NIMBUS_CONSOLE_DEV: '1' }).console.dev, true);
     assert.equal(c.catalogPath, 'catalog/demo.json');
     assert.equal(c.database, 'nimbus');
     assert.equal(c.auth, 'off');
-    assert.deepEqual(c.demo, { enabled: true, ratePerSecond: 2, seed: 42, operatorCases: 1, slowHandoffMs: 90_000 });
+    assert.deepEqual(c.demo, {
+      enabled: true,
+      ratePerSecond: 2,
+      seed: 42,
+      operatorCases: 1,
+      slowHandoffMs: 90_000,
+    });
   });
 
   test('connection settings: external services, no embedded server, demo off by default', () => {

@@ -14,7 +14,12 @@ export type ServiceBusSetting =
   | { kind: 'external'; connectionString: string; /** host name, safe to log */ host: string };
 
 export type CosmosSetting =
-  { kind: 'embedded'; port: number } | { kind: 'external'; endpoint: string; key: string };
+  | {
+      kind: 'embedded';
+      port: number;
+      /** Absent: the embedded server keeps its data in memory only (tests). */ dataDir?: string;
+    }
+  | { kind: 'external'; endpoint: string; key: string };
 
 export type AuthMode = 'entra' | 'oidc' | 'off';
 
@@ -188,7 +193,7 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
       message: `${missing} is not set: set both NIMBUS_COSMOS_ENDPOINT and NIMBUS_COSMOS_KEY for a Cosmos DB account, or neither to use the embedded Cosmos server`,
     };
   } else {
-    cosmos = { kind: 'embedded', port: e.NIMBUS_COSMOS_PORT };
+    cosmos = { kind: 'embedded', port: e.NIMBUS_COSMOS_PORT, dataDir: e.NIMBUS_DATA_DIR };
   }
 
   const embedded = serviceBus.kind === 'embedded' && cosmos.kind === 'embedded';

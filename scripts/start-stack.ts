@@ -159,12 +159,16 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     }
 
     checkInterrupted();
-    // 2. Cosmos: the embedded server (memory only), or the account from the settings.
+    // 2. Cosmos: the embedded server (its data in <data dir>/cosmos, back after a restart), or the account from the
+    // settings.
     let cosmos: { endpoint: string; key: string };
     if (config.cosmos.kind === 'embedded') {
       let server;
       try {
-        server = await startEmbeddedCosmos({ port: config.cosmos.port });
+        server = await startEmbeddedCosmos({
+          port: config.cosmos.port,
+          ...(config.cosmos.dataDir !== undefined ? { dataDir: join(config.cosmos.dataDir, 'cosmos') } : {}),
+        });
       } catch (error) {
         if (isAddressInUse(error)) {
           throw new StartError(
@@ -176,9 +180,19 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       }
       started.push({ component: 'cosmos', stop: () => server.close() });
       cosmos = { endpoint: server.endpoint, key: server.key };
+      const recovery = server.recovery;
+      if (recovery?.truncated)
+        log('cosmos').warn(
+          {},
+          `the store's journal was damaged at its end (a crash mid-write?): ${recovery.truncated}`,
+        );
       log('cosmos').info(
-        { endpoint: server.endpoint },
-        'embedded Cosmos server ready (in memory: events, history and audits are lost when it stops)',
+        recovery
+          ? { endpoint: server.endpoint, documents: recovery.documents, restoredInMs: recovery.ms }
+          : { endpoint: server.endpoint },
+        recovery
+          ? `embedded Cosmos server ready: ${recovery.documents} documents restored from ${join(config.cosmos.dataDir!, 'cosmos')}`
+          : 'embedded Cosmos server ready (in memory: events, history and audits are lost when it stops)',
       );
     } else {
       cosmos = { endpoint: config.cosmos.endpoint, key: config.cosmos.key };

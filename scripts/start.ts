@@ -3,6 +3,7 @@
 // with traffic, and the console (built first if needed); with NIMBUS_SERVICEBUS_CONNECTION_STRING and
 // NIMBUS_COSMOS_ENDPOINT/KEY it uses those instead. Ctrl-C stops everything in reverse order. A wrong setting
 // is one sentence on stderr and exit code 2; a part that cannot start is one sentence and exit code 1.
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { format } from 'node:util';
 import { parseStartConfig, type StartConfig } from './start-config.ts';
@@ -43,6 +44,8 @@ async function checkPorts(config: StartConfig): Promise<string | undefined> {
   return undefined;
 }
 
+// `npm start -- --reset` (or NIMBUS_RESET=1): the embedded servers' data is deleted before they start.
+const wantsReset = process.argv.includes('--reset') || process.env.NIMBUS_RESET === '1';
 // `npm run dev` is `npm start` with the console under Next's development server.
 if (process.argv.includes('--dev')) process.env.NIMBUS_CONSOLE_DEV = '1';
 const parsed = parseStartConfig(process.env);
@@ -83,11 +86,19 @@ log.info(
   'starting the NimBus platform',
 );
 
-if (config.serviceBus.kind === 'embedded' && config.cosmos.kind === 'embedded') {
+if (config.serviceBus.kind === 'embedded' || config.cosmos.kind === 'embedded') {
+  const kept = [
+    config.serviceBus.kind === 'embedded' ? `${config.dataDir}/servicebus` : undefined,
+    config.cosmos.kind === 'embedded' ? `${config.dataDir}/cosmos` : undefined,
+  ].filter((d): d is string => d !== undefined);
+  if (wantsReset) {
+    for (const dir of kept) rmSync(dir, { recursive: true, force: true });
+    log.info({}, `reset: removed ${kept.join(' and ')}; starting from a clean slate`);
+  }
   log.info(
     {},
-    `the emulator keeps messages and session state in ${config.dataDir}/servicebus across restarts, the embedded Cosmos store starts empty every time: ` +
-      `after a restart the console shows only new activity (delete ${config.dataDir}/ for a clean start)`,
+    `the embedded platform keeps its messages, events, history and audits in ${kept.join(' and ')} across restarts ` +
+      `(\`npm start -- --reset\` or NIMBUS_RESET=1 starts from a clean slate)`,
   );
 }
 

@@ -8,6 +8,7 @@ import { createHttpServer } from '@vercel/cosmosdb-server';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { installEmbeddedQueryFixes, refuseQueryPlanRequests } from './embeddedQueries.ts';
+import { EmbeddedJournal, type JournalRecovery } from './embeddedJournal.ts';
 
 // The client side lives in its own module so that code which only connects (the SDK's durable inbox) does not load
 // the embedded server; re-exported here for the store's existing importers.
@@ -19,15 +20,21 @@ export interface EmbeddedCosmos {
   /** Any base64 string works for the embedded server; this one is fixed and is not a secret. */
   key: string;
   port: number;
+  /** With a data folder: what the start restored (and whether it cut off a damaged journal tail). */
+  recovery?: JournalRecovery;
   close(): Promise<void>;
 }
 
 /** A well-known dummy key: the embedded server checks no signature. */
 export const EMBEDDED_COSMOS_KEY = Buffer.from('nimbus-embedded-cosmos-key').toString('base64');
 
-/** Starts the in-memory Cosmos-compatible server on 127.0.0.1 (port 0 = ephemeral). Memory only: a restart loses all. */
+/**
+ * Starts the Cosmos-compatible server on 127.0.0.1 (port 0 = ephemeral). With `dataDir`, every acknowledged write
+ * is journaled there and the data is back, before the first request is answered, when it starts again on the same
+ * folder (embeddedJournal.ts); without it, memory only.
+ */
 export async function startEmbeddedCosmos(
-  options: { port?: number; host?: string } = {},
+  options: { port?: number; host?: string; dataDir?: string; compactAfterBytes?: number } = {},
 ): Promise<EmbeddedCosmos> {
   // Linear, partition-scoped queries instead of quadratic full scans (embeddedQueries.ts; results unchanged).
   installEmbeddedQueryFixes();
@@ -36,6 +43,13 @@ export async function startEmbeddedCosmos(
   // connection (5x slower in the spike). The option is passed through to http.createServer.
   const server: Server = createHttpServer({ keepAlive: true });
   refuseQueryPlanRequests(server);
+  const journal =
+    options.dataDir === undefined
+      ? undefined
+      : EmbeddedJournal.attach(server, {
+          dir: options.dataDir,
+          ...(options.compactAfterBytes !== undefined ? { compactAfterBytes: options.compactAfterBytes } : {}),
+        });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {
@@ -48,11 +62,16 @@ export async function startEmbeddedCosmos(
     endpoint: `http://${host}:${port}`,
     key: EMBEDDED_COSMOS_KEY,
     port,
+    ...(journal?.recovery ? { recovery: journal.recovery } : {}),
     close: () =>
       new Promise<void>((resolve) => {
         // Keep-alive sockets would hold close() open until they time out; drop them.
         server.closeAllConnections();
-        server.close(() => resolve());
+        server.close(() => {
+          // After the last request: a compacted snapshot makes the next start one file read.
+          journal?.close();
+          resolve();
+        });
       }),
   };
 }

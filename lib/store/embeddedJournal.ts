@@ -1,0 +1,513 @@
+// Durability for the embedded Cosmos server (`@vercel/cosmosdb-server` keeps everything in memory).
+//
+// Design (docs/store.md#durability-of-the-embedded-server): a redo journal of *after-images*, written below the
+// HTTP front, plus a snapshot that compacts it.
+//
+// - Every change to the server's in-memory model goes through two methods of its `Items` class: `_set(data)` (the
+//   whole new document, with the `_rid`, `_etag` and `_ts` the server gave it) and `delete(idOrRid, partition)`.
+//   Both are wrapped: a change made while a request of a journaled server is handled is appended, as an
+//   after-image, to that server's pending buffer.
+// - The server changes its model synchronously once a request's body is read (a transactional batch included),
+//   so the buffer never holds half of a request's changes when any response is about to leave. The buffer is
+//   written (one `write` call, one checksummed line) just before every response, so a write is on disk before its
+//   acknowledgement, and a `kill -9` loses only changes nobody was told about. The page cache is enough for a
+//   process crash; `fsync` (power loss) is not paid per request.
+// - Replay applies the after-images in order through the same methods, so the documents come back exactly as
+//   they were: same `_etag` (a client's If-Match still matches), same `_ts`, same `_rid`.
+// - Compaction writes the whole model as a snapshot of after-images, atomically (temporary file, fsync, rename),
+//   into a new generation, then removes the older files. It runs when the journal has grown past a threshold
+//   and at a clean close. Replaying after-images is idempotent, which is what makes this simple: a journal that
+//   a crash left beside a newer snapshot changes nothing when replayed again.
+// - A torn or corrupt tail (a crash mid-write, a damaged disk) is found by the line's CRC-32 and length: the valid
+//   prefix is kept, the rest cut off, and the start says so.
+//
+// Journaling at the model (not replaying HTTP requests) is what keeps `_etag`/`_ts` stable and needs no second
+// copy of the server's request semantics.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  ftruncateSync,
+} from 'node:fs';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+
+type Doc = Record<string, unknown> & { _rid: string; id: string };
+
+interface ItemLike {
+  read(): Doc | undefined;
+}
+interface ItemsLike {
+  _data: Map<string, ItemLike & { collections?: ItemsLike; documents?: ItemsLike }>;
+  _ridCount: number;
+  _parent: ItemLike;
+  _set(data: Doc): unknown;
+  delete(idOrRid: string, partition: unknown): void;
+  _item(keyPath: string, idOrRid: string, partition: unknown): ItemLike;
+}
+interface AccountLike {
+  databases: ItemsLike;
+}
+
+/** Where a change happened: the account's databases, one database's collections, one collection's documents. */
+type Scope = { k: 'dbs' } | { k: 'colls'; db: string } | { k: 'docs'; db: string; coll: string };
+type Op = { op: 'set'; s: Scope; n: number; d: Doc } | { op: 'del'; s: Scope; rid: string };
+
+export interface JournalOptions {
+  /** The folder that holds the snapshot and the journal (created when missing). */
+  dir: string;
+  /** Compact when the journal has grown past this many bytes (default 64 MiB, or the last snapshot's size). */
+  compactAfterBytes?: number;
+}
+
+export interface JournalRecovery {
+  /** Documents, collections and databases in the model after recovery. */
+  documents: number;
+  /** Journal records replayed on top of the snapshot. */
+  records: number;
+  /** Set when a torn or corrupt tail was cut off: what was dropped, in one sentence. */
+  truncated?: string;
+  /** Milliseconds the recovery took. */
+  ms: number;
+}
+
+const SNAPSHOT = 'snapshot.ndjson';
+const SNAPSHOT_HEADER = '# nimbus-embedded-cosmos generation ';
+const journalName = (generation: number) => `journal-${String(generation).padStart(8, '0')}.ndjson`;
+const JOURNAL_PATTERN = /^journal-(\d{8})\.ndjson$/;
+const DEFAULT_COMPACT_AFTER = 64 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------------------------------------------
+// The server's model classes, from the same copy of the package the server uses.
+
+const serverRequire = createRequire(createRequire(import.meta.url).resolve('@vercel/cosmosdb-server'));
+const accountModule = serverRequire('./account/index.js') as {
+  default: new (host: string, port: number) => AccountLike;
+};
+const itemsModule = serverRequire('./account/items.js') as { default: { prototype: ItemsLike } };
+const Databases = (serverRequire('./account/databases.js') as { default: new (...a: unknown[]) => ItemsLike })
+  .default;
+const Collections = (
+  serverRequire('./account/collections.js') as { default: new (...a: unknown[]) => ItemsLike }
+).default;
+const Documents = (serverRequire('./account/documents.js') as { default: new (...a: unknown[]) => ItemsLike })
+  .default;
+
+/** The journal whose server is handling the current request (none outside requests and during replay). */
+const current = new AsyncLocalStorage<EmbeddedJournal>();
+let lastAccount: AccountLike | undefined;
+let installed = false;
+
+/** `instanceof` without TypeScript's narrowing (the three classes have the same shape for the compiler). */
+const isA = (items: ItemsLike, cls: new (...a: unknown[]) => ItemsLike): boolean =>
+  (items as object) instanceof cls;
+
+function scopeOf(items: ItemsLike): Scope | undefined {
+  if (isA(items, Databases)) return { k: 'dbs' };
+  if (isA(items, Collections)) return { k: 'colls', db: items._parent.read()!._rid };
+  if (isA(items, Documents)) {
+    // A collection's _self is `dbs/{dbRid}/colls/{collRid}` (with or without a leading slash).
+    const self = String(items._parent.read()?._self ?? '');
+    const m = /dbs\/([^/]+)\/colls\/([^/]+)/.exec(self);
+    if (!m) return undefined;
+    return { k: 'docs', db: m[1]!, coll: m[2]! };
+  }
+  // Partition key ranges are derived from their collection; user-defined functions are not kept (docs/store.md).
+  return undefined;
+}
+
+/** Wraps the model's two mutating methods and the account's constructor, once per process. */
+function install(): void {
+  if (installed) return;
+  installed = true;
+  const Account = accountModule.default;
+  // The server creates its account when it starts listening and keeps it private: remember the newest one so the
+  // journal can restore into it (the 'listening' listener below runs right after the server's own).
+  accountModule.default = class extends (Account as new (host: string, port: number) => object) {
+    constructor(host: string, port: number) {
+      super(host, port);
+      lastAccount = this as unknown as AccountLike;
+    }
+  } as unknown as typeof Account;
+
+  const proto = itemsModule.default.prototype;
+  const originalSet = proto._set;
+  const originalDelete = proto.delete;
+  proto._set = function (this: ItemsLike, data: Doc) {
+    const result = originalSet.call(this, data);
+    const journal = current.getStore();
+    if (journal) {
+      const s = scopeOf(this);
+      if (s) journal.append({ op: 'set', s, n: this._ridCount, d: data });
+    }
+    return result;
+  };
+  proto.delete = function (this: ItemsLike, idOrRid: string, partition: unknown) {
+    const journal = current.getStore();
+    const existing = journal ? this._item('/id', idOrRid, partition).read() : undefined;
+    originalDelete.call(this, idOrRid, partition);
+    if (journal && existing) {
+      const s = scopeOf(this);
+      if (s) journal.append({ op: 'del', s, rid: existing._rid });
+    }
+  };
+}
+
+/** The Items a scope names in an account, or undefined when its parent is gone. */
+function itemsOf(account: AccountLike, s: Scope): ItemsLike | undefined {
+  if (s.k === 'dbs') return account.databases;
+  const db = account.databases._data.get(s.db);
+  if (s.k === 'colls') return db?.collections;
+  const coll = db?.collections?._data.get(s.coll);
+  return coll?.documents;
+}
+
+function apply(account: AccountLike, op: Op): boolean {
+  const items = itemsOf(account, op.s);
+  if (!items) return false;
+  if (op.op === 'set') {
+    const existing = items._data.get(op.d._rid);
+    if (existing && op.s.k !== 'docs') {
+      // A database or collection is replaced in place: recreating it would drop its children. (The server's own
+      // replace of a collection is journaled as a delete followed by a set, and replays as such.)
+      (existing as unknown as { _data: Doc })._data = op.d;
+    } else {
+      // A document's after-image is the whole document: it replaces what is there under the same _rid.
+      if (existing) items.delete(op.d._rid, undefined);
+      items._set(op.d);
+    }
+    items._ridCount = Math.max(items._ridCount, op.n);
+  } else if (items._data.has(op.rid)) {
+    items.delete(op.rid, undefined);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The file format: one line per record, `<crc32 hex 8>\t<length>\t<JSON array of ops>\n`.
+
+function encode(ops: Op[]): Buffer {
+  const body = Buffer.from(JSON.stringify(ops), 'utf8');
+  const head = Buffer.from(`${crc32(body).toString(16).padStart(8, '0')}\t${body.length}\t`, 'latin1');
+  return Buffer.concat([head, body, Buffer.from('\n')]);
+}
+
+interface ReadResult {
+  records: number;
+  /** Bytes of valid records from the start of the file. */
+  validBytes: number;
+  totalBytes: number;
+  problem?: string;
+}
+
+/**
+ * Reads a file's records in order from byte `from` (after a snapshot's header line), calling `onOps` for each
+ * valid one; stops at the first invalid one.
+ */
+function readRecords(path: string, from: number, onOps: (ops: Op[]) => void): ReadResult {
+  const fd = openSync(path, 'r');
+  try {
+    const totalBytes = statSync(path).size;
+    const chunk = Buffer.allocUnsafe(8 * 1024 * 1024);
+    let carry = Buffer.alloc(0);
+    let offset = from;
+    let validBytes = from;
+    let records = 0;
+    for (;;) {
+      const n = readSync(fd, chunk, 0, chunk.length, offset);
+      if (n === 0) break;
+      offset += n;
+      const buf = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : chunk.subarray(0, n);
+      let start = 0;
+      for (;;) {
+        const nl = buf.indexOf(10, start);
+        if (nl < 0) break;
+        const problem = decodeLine(buf.subarray(start, nl), onOps);
+        if (problem) return { records, validBytes, totalBytes, problem: `record ${records + 1}: ${problem}` };
+        records += 1;
+        validBytes += nl - start + 1;
+        start = nl + 1;
+      }
+      // Copy the unfinished line: `chunk` is reused by the next read.
+      carry = Buffer.from(buf.subarray(start));
+    }
+    if (carry.length > 0)
+      return { records, validBytes, totalBytes, problem: `record ${records + 1}: no end of line` };
+    return { records, validBytes, totalBytes };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function decodeLine(line: Buffer, onOps: (ops: Op[]) => void): string | undefined {
+  const tab1 = line.indexOf(9);
+  const tab2 = tab1 < 0 ? -1 : line.indexOf(9, tab1 + 1);
+  if (tab1 !== 8 || tab2 < 0) return 'malformed header';
+  const crc = Number.parseInt(line.subarray(0, 8).toString('latin1'), 16);
+  const length = Number(line.subarray(tab1 + 1, tab2).toString('latin1'));
+  const body = line.subarray(tab2 + 1);
+  if (!Number.isInteger(length) || body.length !== length) return `length ${body.length}, expected ${length}`;
+  if (crc32(body) !== crc) return 'checksum mismatch';
+  let ops: unknown;
+  try {
+    ops = JSON.parse(body.toString('utf8'));
+  } catch {
+    return 'not JSON';
+  }
+  if (!Array.isArray(ops)) return 'not a list of changes';
+  onOps(ops as Op[]);
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+export class EmbeddedJournal {
+  readonly dir: string;
+  private account: AccountLike | undefined;
+  private pending: Op[] = [];
+  private fd: number | undefined;
+  private generation = 0;
+  private journalBytes = 0;
+  private compactAfter: number;
+  private readonly baseCompactAfter: number;
+  private compacting = false;
+  private closed = false;
+  recovery: JournalRecovery | undefined;
+
+  private constructor(options: JournalOptions) {
+    this.dir = options.dir;
+    this.baseCompactAfter = options.compactAfterBytes ?? DEFAULT_COMPACT_AFTER;
+    this.compactAfter = this.baseCompactAfter;
+  }
+
+  /**
+   * Makes `server` (created by `createHttpServer`, not yet listening) durable in `options.dir`: when it starts
+   * listening, the snapshot and journal are replayed into its account before its first request is handled.
+   */
+  static attach(server: Server, options: JournalOptions): EmbeddedJournal {
+    install();
+    mkdirSync(options.dir, { recursive: true });
+    const journal = new EmbeddedJournal(options);
+    // Runs after the server's own 'listening' listener, which has just created the account; synchronous, so no
+    // request is handled before the data is back.
+    server.on('listening', () => {
+      if (!lastAccount) throw new Error('embedded Cosmos journal: the server created no account');
+      journal.account = lastAccount;
+      journal.recover();
+    });
+    const handlers = server.listeners('request') as Array<
+      (req: IncomingMessage, res: ServerResponse) => void
+    >;
+    server.removeAllListeners('request');
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+      // Before the answer leaves: the changes it acknowledges (and any other request's, all complete) on disk.
+      res.end = ((...args: unknown[]) => {
+        journal.flush();
+        return end(...args);
+      }) as typeof res.end;
+      current.run(journal, () => {
+        for (const handler of handlers) handler.call(server, req, res);
+      });
+    });
+    return journal;
+  }
+
+  /** Queues a change; written by the next flush. */
+  append(op: Op): void {
+    if (!this.closed) this.pending.push(op);
+  }
+
+  /** Writes the queued changes as one record. */
+  flush(): void {
+    if (this.pending.length === 0 || this.fd === undefined) return;
+    const record = encode(this.pending);
+    this.pending = [];
+    writeSync(this.fd, record);
+    this.journalBytes += record.length;
+    if (this.journalBytes > this.compactAfter && !this.compacting) setImmediate(() => this.compact());
+  }
+
+  /** Writes the whole model as a new snapshot generation and starts an empty journal. */
+  compact(): void {
+    if (this.closed || !this.account || this.compacting) return;
+    this.compacting = true;
+    try {
+      this.flush();
+      const next = this.generation + 1;
+      const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
+      const fd = openSync(tmp, 'w');
+      let bytes = 0;
+      try {
+        // Synchronous, so the snapshot is one consistent state; the server answers nothing meanwhile (about a
+        // second per 100,000 documents).
+        writeSync(fd, Buffer.from(`${SNAPSHOT_HEADER}${next}\n`, 'latin1'));
+        const batch: Buffer[] = [];
+        let batchBytes = 0;
+        const push = (ops: Op[]) => {
+          const rec = encode(ops);
+          batch.push(rec);
+          batchBytes += rec.length;
+          if (batchBytes > 4 * 1024 * 1024) {
+            bytes += writeSync(fd, Buffer.concat(batch));
+            batch.length = 0;
+            batchBytes = 0;
+          }
+        };
+        for (const op of this.model()) push([op]);
+        if (batch.length) bytes += writeSync(fd, Buffer.concat(batch));
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      // The new journal exists before the snapshot that names its generation does.
+      const journalPath = join(this.dir, journalName(next));
+      const newFd = openSync(journalPath, 'w');
+      fsyncSync(newFd);
+      renameSync(tmp, join(this.dir, SNAPSHOT));
+      const dirFd = openSync(this.dir, 'r');
+      try {
+        fsyncSync(dirFd);
+      } finally {
+        closeSync(dirFd);
+      }
+      if (this.fd !== undefined) closeSync(this.fd);
+      this.fd = newFd;
+      for (const name of readdirSync(this.dir)) {
+        const m = JOURNAL_PATTERN.exec(name);
+        if (m && Number(m[1]) < next) rmSync(join(this.dir, name), { force: true });
+      }
+      this.generation = next;
+      this.journalBytes = 0;
+      // A journal as large as the snapshot costs about as much to replay: compact again at that point.
+      this.compactAfter = Math.max(this.baseCompactAfter, bytes);
+    } finally {
+      this.compacting = false;
+    }
+  }
+
+  /** Flushes, compacts (so the next start reads one snapshot) and closes the files. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    if (this.account && this.journalBytes > 0) this.compact();
+    this.closed = true;
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  /** Every database, collection and document of the model, parents first, as after-images. */
+  private *model(): Generator<Op> {
+    const account = this.account!;
+    const dbs = account.databases;
+    for (const db of dbs._data.values()) {
+      const dbDoc = db.read();
+      if (!dbDoc) continue;
+      yield { op: 'set', s: { k: 'dbs' }, n: dbs._ridCount, d: dbDoc };
+      const colls = db.collections!;
+      for (const coll of colls._data.values()) {
+        const collDoc = coll.read();
+        if (!collDoc) continue;
+        yield { op: 'set', s: { k: 'colls', db: dbDoc._rid }, n: colls._ridCount, d: collDoc };
+        const docs = coll.documents!;
+        const s: Scope = { k: 'docs', db: dbDoc._rid, coll: collDoc._rid };
+        for (const doc of docs._data.values()) {
+          const d = doc.read();
+          if (d) yield { op: 'set', s, n: docs._ridCount, d };
+        }
+      }
+    }
+  }
+
+  /** Loads the snapshot, replays the journals after it, cuts off a bad tail, and opens the journal for appends. */
+  private recover(): void {
+    const started = Date.now();
+    const account = this.account!;
+    const problems: string[] = [];
+    let records = 0;
+    let generation = 0;
+    const snapshotPath = join(this.dir, SNAPSHOT);
+    if (existsSync(snapshotPath)) {
+      const header = snapshotHeader(snapshotPath);
+      if (!header) problems.push(`${SNAPSHOT} has no header: ignored`);
+      else {
+        generation = header.generation;
+        // The snapshot was written, flushed and renamed into place whole: a problem inside it is damage, not a
+        // torn write. Keep what is readable and say so.
+        const r = readRecords(snapshotPath, header.bytes, (ops) => ops.forEach((op) => apply(account, op)));
+        if (r.problem)
+          problems.push(`${SNAPSHOT} ${r.problem}: kept the ${r.records} valid records before it`);
+      }
+    }
+    // The journal of the snapshot's generation (and later ones, should a start ever find them). Older journals
+    // are what the snapshot already holds: a crash between the snapshot's rename and their removal leaves them.
+    const journals = readdirSync(this.dir)
+      .map((name) => ({ name, generation: Number(JOURNAL_PATTERN.exec(name)?.[1] ?? NaN) }))
+      .filter((j) => Number.isInteger(j.generation))
+      .sort((a, b) => a.generation - b.generation);
+    let appendTo: { path: string; bytes: number } | undefined;
+    for (const j of journals) {
+      const path = join(this.dir, j.name);
+      if (j.generation < generation) {
+        rmSync(path, { force: true });
+        continue;
+      }
+      const r = readRecords(path, 0, (ops) => ops.forEach((op) => apply(account, op)));
+      records += r.records;
+      generation = j.generation;
+      appendTo = { path, bytes: r.validBytes };
+      if (r.problem) {
+        problems.push(
+          `${j.name} ${r.problem}: kept the ${r.records} valid records before it, cut off ${r.totalBytes - r.validBytes} bytes`,
+        );
+        // Cut the bad tail so that appends continue right after the valid prefix.
+        const fd = openSync(path, 'r+');
+        try {
+          ftruncateSync(fd, r.validBytes);
+        } finally {
+          closeSync(fd);
+        }
+        break;
+      }
+    }
+    appendTo ??= { path: join(this.dir, journalName(generation)), bytes: 0 };
+    this.fd = openSync(appendTo.path, 'a');
+    this.generation = generation;
+    this.journalBytes = appendTo.bytes;
+    let documents = 0;
+    for (const db of account.databases._data.values()) {
+      documents += 1;
+      for (const coll of db.collections?._data.values() ?? [])
+        documents += 1 + (coll.documents?._data.size ?? 0);
+    }
+    this.recovery = {
+      documents,
+      records,
+      ms: Date.now() - started,
+      ...(problems.length ? { truncated: problems.join('; ') } : {}),
+    };
+  }
+}
+
+function snapshotHeader(path: string): { generation: number; bytes: number } | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(128);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    const m = /^# nimbus-embedded-cosmos generation (\d+)\n/.exec(buf.subarray(0, n).toString('latin1'));
+    return m ? { generation: Number(m[1]), bytes: Buffer.byteLength(m[0], 'latin1') } : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
