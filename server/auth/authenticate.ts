@@ -6,9 +6,7 @@ import { currentAuthConfig, type AuthConfig } from './config.ts';
 import { SESSION_COOKIE, openSessionWithExpiry } from './session.ts';
 import { principalFromBearer } from './bearer.ts';
 
-export function authMode(env: Record<string, string | undefined> = process.env): string {
-  return env.NIMBUS_AUTH == null || env.NIMBUS_AUTH === '' ? 'off' : env.NIMBUS_AUTH;
-}
+export { authMode } from './hardening.ts';
 
 /** The value of one cookie in a Cookie header, or undefined. */
 export function readCookie(header: string | null | undefined, name: string): string | undefined {

@@ -11,7 +11,7 @@ import { authMode, getPrincipal } from './authenticate.ts';
 import { grantsFor, listGrants } from './grants.ts';
 import type { Principal } from './principal.ts';
 import { RateLimiter, rateLimitSettings } from './rateLimit.ts';
-import { originProblem } from './hardening.ts';
+import { authMode as signInMode, loopbackProblem, originProblem } from './hardening.ts';
 import {
   RoleMapError,
   currentRoleMap,
@@ -191,6 +191,17 @@ async function principalOf(request: Request): Promise<Principal | null> {
 }
 
 /**
+ * With sign-in off every caller is an Owner: only requests addressed to this machine directly may be one (DNS
+ * rebinding, local proxies; hardening.ts loopbackProblem). proxy.ts refuses them first; this repeats it so that
+ * no route depends on the proxy's matcher. Not audited: nobody signed in to audit, and anyone could flood it.
+ */
+function refuseUnlessLoopbackWhenSignInOff(request: Request): void {
+  if (signInMode() !== 'off') return;
+  const refused = loopbackProblem(request.headers, 'nextInternal', new URL(request.url).host);
+  if (refused !== null) throw new HttpError(refused.status, 'misdirected request', refused.detail);
+}
+
+/**
  * Authorizes a request for an action (on an endpoint, when it names one). Throws 401 without a principal, 403
  * when the roles, the origin or the principal kind do not allow it, 429 over the rate limit - each audited.
  */
@@ -200,6 +211,7 @@ export async function authorize(
   endpointId?: string,
   subject: AuthSubject = {},
 ): Promise<Authorized> {
+  refuseUnlessLoopbackWhenSignInOff(request);
   const principal = await principalOf(request);
   const ctx = isMutating(action) || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
   if (principal === null) {
