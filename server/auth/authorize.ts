@@ -13,6 +13,7 @@ import { authMode, getPrincipal } from './authenticate.ts';
 import { grantsFor, listGrants } from './grants.ts';
 import type { Principal } from './principal.ts';
 import { RateLimiter, rateLimitSettings } from './rateLimit.ts';
+import { scopeOf, type ReadScope } from './readScope.ts';
 import { authMode as signInMode, loopbackProblem, originProblem } from './hardening.ts';
 import {
   RoleMapError,
@@ -27,6 +28,7 @@ import {
 } from './roles.ts';
 
 export type { Action } from './roles.ts';
+export { inScope, type ReadScope } from './readScope.ts';
 export { authMode } from './authenticate.ts';
 export { originProblem } from './hardening.ts';
 
@@ -323,6 +325,9 @@ export async function limitRate(who: Authorized): Promise<void> {
       detail: `too many changes or dead-letter scans in a short time; try again in ${wait} s`,
     });
 }
+
+/** The endpoints whose data a caller may read (readScope.ts). */
+export const readScope = (who: Pick<Authorized, 'assignments'>): ReadScope => scopeOf(who.assignments);
 
 /**
  * Refuses (403) a caller that `authorize` let through, for a rule its route adds on top: answered, logged and
