@@ -4,9 +4,16 @@
 // is not done here: every route handler authorizes itself (server/auth/authorize.ts), so a matcher change cannot
 // open one; authorize() repeats the loopback check for the same reason.
 import { NextResponse, type NextRequest } from 'next/server';
-import { API_CSP, authMode, bodyTooLarge, loopbackProblem, newNonce, pageCsp } from './server/auth/hardening.ts';
+import { API_CSP, authMode, bodyTooLarge, hsts, loopbackProblem, newNonce, pageCsp } from './server/auth/hardening.ts';
 
 export function proxy(request: NextRequest): NextResponse {
+  const response = answer(request);
+  const transportSecurity = hsts(request);
+  if (transportSecurity !== null) response.headers.set('Strict-Transport-Security', transportSecurity);
+  return response;
+}
+
+function answer(request: NextRequest): NextResponse {
   const { pathname } = request.nextUrl;
   if (authMode() === 'off') {
     const refused = loopbackProblem(request.headers, 'nextInternal', request.nextUrl.host);

@@ -7,11 +7,11 @@ import { CryptoProvider, type AuthenticationResult } from '@azure/msal-node';
 import { z } from 'zod';
 import { currentAuthConfig, type AuthConfig } from './config.ts';
 import type { Principal } from './principal.ts';
-import { SESSION_COOKIE, sealSession } from './session.ts';
+import { sealSession, sessionCookieName } from './session.ts';
 import { openSealed, seal } from './sealed.ts';
 import { msalClient } from './msal.ts';
 import { discover } from './discovery.ts';
-import { readCookie } from './authenticate.ts';
+import { readCookie, secureCookies } from './authenticate.ts';
 import { originProblem } from './hardening.ts';
 import { log } from '../log.ts';
 
@@ -33,13 +33,23 @@ const transactionSchema = z.object({
   exp: z.number().int(),
 });
 
-/** A same-origin path to return to after sign-in; anything else (absolute, protocol-relative, odd) becomes `/`. */
+/**
+ * A same-origin path to return to after sign-in; anything else (absolute, protocol-relative, odd) becomes `/`.
+ * Characters outside printable ASCII are percent-encoded: the path ends up in a Location header, and a header
+ * value with such a character makes the Response constructor throw (a 500 on the sign-in page).
+ */
 export function safeReturnTo(value: string | null | undefined): string {
   if (!value || value.length > 2000) return '/';
   // One leading slash, not `//host` or `/\host` (browsers treat both as another origin), no control characters.
   if (!/^\/(?![/\\])/.test(value) || [...value].some((c) => c < ' ' || c === '\u007f')) return '/';
   if (value.startsWith('/auth/')) return '/';
-  return value;
+  let encoded = '';
+  for (const c of value) {
+    if (c > ' ' && c < '\u007f') encoded += c;
+    else if (/\p{Surrogate}/u.test(c)) return '/'; // a lone surrogate has no UTF-8 form
+    else encoded += encodeURIComponent(c);
+  }
+  return encoded.length > 4000 ? '/' : encoded;
 }
 
 export interface CookieOptions {
@@ -57,11 +67,6 @@ export function serializeCookie(name: string, value: string, o: CookieOptions): 
     'SameSite=Lax',
     ...(o.secure ? ['Secure'] : []),
   ].join('; ');
-}
-
-/** Secure cookies exactly when the console's public address (the registered redirect URI) is https. */
-function secureCookies(config: EnabledConfig): boolean {
-  return new URL(config.provider.redirectUri).protocol === 'https:';
 }
 
 function enabledConfig(): EnabledConfig | null {
@@ -176,7 +181,7 @@ export async function completeSignIn(request: Request): Promise<Response> {
   const secure = secureCookies(config);
   log.info({ user: principal.id }, 'signed in');
   return redirect(tx.data.returnTo, [
-    serializeCookie(SESSION_COOKIE, session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
+    serializeCookie(sessionCookieName(secure), session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
     serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure }),
   ]);
 }
@@ -196,7 +201,7 @@ export async function signOut(request: Request): Promise<Response> {
   const config = enabledConfig();
   if (!config) return redirect('/');
   const secure = secureCookies(config);
-  const clear = serializeCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, path: '/', secure });
+  const clear = serializeCookie(sessionCookieName(secure), '', { maxAgeSeconds: 0, path: '/', secure });
   const home = new URL('/', config.provider.redirectUri).toString();
   let location = home;
   try {

@@ -39,6 +39,25 @@ export function pageCsp(nonce: string, dev = false): string {
   ].join('; ');
 }
 
+/**
+ * HSTS when the console is served over https: its public address (NIMBUS_AUTH_REDIRECT_URI) is https, or the
+ * request came over https (directly or through a TLS front). Browsers then refuse plain http to this host for a
+ * year, so nobody on the network path can strip TLS from a later visit and read the session cookie or inject a
+ * page. Never on plain http (browsers ignore it there, and loopback trials must keep working).
+ */
+export function hsts(request: Request, env: Record<string, string | undefined> = process.env): string | null {
+  const proto = request.headers.get('x-forwarded-proto')?.split(',')[0]!.trim().toLowerCase();
+  let https = proto === 'https' || new URL(request.url).protocol === 'https:';
+  if (!https && authMode(env) !== 'off' && env.NIMBUS_AUTH_REDIRECT_URI) {
+    try {
+      https = new URL(env.NIMBUS_AUTH_REDIRECT_URI).protocol === 'https:';
+    } catch {
+      // A bad redirect URI is configuration's to report.
+    }
+  }
+  return https ? 'max-age=31536000' : null;
+}
+
 /** API answers are JSON: nothing in them may load or run anything, nor be framed. */
 export const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
@@ -63,14 +82,20 @@ export function originProblem(request: Request): string | null {
   if (site !== null && site !== 'same-origin') return `cross-site request refused (Sec-Fetch-Site: ${site.slice(0, 40)})`;
   const origin = request.headers.get('origin');
   if (origin === null) return null;
-  const host = request.headers.get('x-forwarded-host') ?? request.headers.get('host') ?? new URL(request.url).host;
-  let originHost: string;
+  // An origin is scheme and host: http://console.example (a page anyone on the network path can forge) is not
+  // https://console.example. The console's own scheme is what it was reached by (a TLS front says so in
+  // X-Forwarded-Proto; Next.js fills it in from the socket otherwise).
+  const first = (v: string | null) => (v === null ? null : v.split(',')[0]!.trim().toLowerCase());
+  const url = new URL(request.url);
+  const host = first(request.headers.get('x-forwarded-host')) ?? first(request.headers.get('host')) ?? url.host;
+  const scheme = first(request.headers.get('x-forwarded-proto')) ?? url.protocol.replace(/:$/, '');
+  let parsed: URL;
   try {
-    originHost = new URL(origin).host;
+    parsed = new URL(origin);
   } catch {
     return `cross-origin request refused (Origin: ${origin.slice(0, 100)})`;
   }
-  if (origin === 'null' || originHost.toLowerCase() !== host.split(',')[0]!.trim().toLowerCase())
+  if (origin === 'null' || parsed.host.toLowerCase() !== host || parsed.protocol !== `${scheme}:`)
     return `cross-origin request refused (Origin: ${origin.slice(0, 100)})`;
   return null;
 }
