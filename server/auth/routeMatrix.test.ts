@@ -269,6 +269,19 @@ describe('reads that span endpoints show only what the caller may read', () => {
     assert.match(await get('siteReader', '/api/audit?pageSize=200', 'api/audit'), new RegExp(CRM_PAYLOAD_KEY));
   });
 
+  test("a replay operation on crm's subscription is not known to a Reader of billing", async () => {
+    const replay = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts')).href)) as { POST: Handler };
+    const crmSub = { topic: 'crmendpoint', subscription: 'crmendpoint' };
+    const started = await replay.POST(requestAs('owner', 'POST', '/api/x', { need: any, body: { sequenceNumbers: ['999999'] } }), { params: Promise.resolve(crmSub) });
+    assert.equal(started.status, 202, await started.clone().text());
+    const { operationId } = (await started.json()) as { operationId: string };
+    const op = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/topology/operations/[operationId]/route.ts')).href)) as { GET: Handler };
+    const ask = (caller: Caller) => op.GET(requestAs(caller, 'GET', '/api/x', { need: any }), { params: Promise.resolve({ operationId }) });
+    assert.equal((await ask('billingReader')).status, 404);
+    assert.equal((await ask('crmOperator')).status, 200);
+    assert.equal((await ask('siteReader')).status, 200);
+  });
+
   test("event details: billing's view of a shared event id carries no crm history or audits", async () => {
     const route = 'api/endpoints/[endpointId]/events/[eventId]';
     const params = { endpointId: BILLING, eventId: SHARED };
