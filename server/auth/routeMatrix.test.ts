@@ -282,6 +282,20 @@ describe('reads that span endpoints show only what the caller may read', () => {
     assert.equal((await ask('siteReader')).status, 200);
   });
 
+  test("grants: a Reader of billing sees billing's grants, not crm's nor the site-wide ones", async () => {
+    const grants = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/admin/grants/route.ts')).href)) as { GET: Handler; POST: Handler };
+    for (const g of [
+      { subjectKind: 'user', subject: 'oid-crm-person', role: 'Operator', endpointId: 'crmendpoint' },
+      { subjectKind: 'user', subject: 'oid-site-person', role: 'Owner' },
+      { subjectKind: 'user', subject: 'oid-billing-person', role: 'Reader', endpointId: BILLING },
+    ])
+      assert.equal((await grants.POST(requestAs('owner', 'POST', '/api/admin/grants', { need: any, body: g }), { params: Promise.resolve({}) })).status, 201);
+    const mine = await get('billingReader', '/api/admin/grants', 'api/admin/grants');
+    assert.match(mine, /oid-billing-person/);
+    assert.doesNotMatch(mine, /oid-crm-person|oid-site-person|crm-ops/);
+    assert.match(await get('siteReader', '/api/admin/grants', 'api/admin/grants'), /oid-crm-person/);
+  });
+
   test("event details: billing's view of a shared event id carries no crm history or audits", async () => {
     const route = 'api/endpoints/[endpointId]/events/[eventId]';
     const params = { endpointId: BILLING, eventId: SHARED };
