@@ -17,6 +17,12 @@ import { log } from '../log.ts';
 
 /** The in-flight sign-in: state, nonce, PKCE verifier and where to return. Scoped to /auth, 10 minutes. */
 export const SIGNIN_COOKIE = 'nimbus_signin';
+/**
+ * Its name on https: `__Secure-` (the browser takes it only with Secure, from https). Not `__Host-`, which would
+ * need Path=/ and send the transaction with every request of the console.
+ */
+export const SECURE_SIGNIN_COOKIE = '__Secure-nimbus_signin';
+const signinCookieName = (secure: boolean) => (secure ? SECURE_SIGNIN_COOKIE : SIGNIN_COOKIE);
 const SIGNIN_PURPOSE = 'nimbus-console sign-in transaction v1';
 const SIGNIN_SECONDS = 600;
 /** Browsers drop cookies over 4096 bytes; leave room for the name and attributes. */
@@ -92,7 +98,8 @@ const FAILURES = {
 function failure(reason: keyof typeof FAILURES, status: number, clearSignin: EnabledConfig): Response {
   const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed - NimBus Console</title></head><body><h1>Sign-in failed</h1><p>${FAILURES[reason]}</p><p><a href="/auth/signin">Sign in again</a></p></body></html>`;
   const headers = new Headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-  headers.append('set-cookie', serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure: secureCookies(clearSignin) }));
+  const secure = secureCookies(clearSignin);
+  headers.append('set-cookie', serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: '/auth', secure }));
   return new Response(body, { status, headers });
 }
 
@@ -115,7 +122,8 @@ export async function beginSignIn(request: Request): Promise<Response> {
   });
   const exp = Math.floor(Date.now() / 1000) + SIGNIN_SECONDS;
   const transaction = seal({ state, nonce, verifier: pkce.verifier, returnTo, exp }, config.session.secret, SIGNIN_PURPOSE);
-  return redirect(url, [serializeCookie(SIGNIN_COOKIE, transaction, { maxAgeSeconds: SIGNIN_SECONDS, path: '/auth', secure: secureCookies(config) })]);
+  const secure = secureCookies(config);
+  return redirect(url, [serializeCookie(signinCookieName(secure), transaction, { maxAgeSeconds: SIGNIN_SECONDS, path: '/auth', secure })]);
 }
 
 /** The user named by the id token's claims; null when it names nobody. */
@@ -138,7 +146,7 @@ export async function completeSignIn(request: Request): Promise<Response> {
   const config = enabledConfig();
   if (!config) return redirect('/');
   const params = new URL(request.url).searchParams;
-  const sealed = readCookie(request.headers.get('cookie'), SIGNIN_COOKIE);
+  const sealed = readCookie(request.headers.get('cookie'), signinCookieName(secureCookies(config)));
   const tx = transactionSchema.safeParse(sealed ? openSealed(sealed, config.session.secret, SIGNIN_PURPOSE) : undefined);
   if (!tx.success || tx.data.exp <= Date.now() / 1000 || params.get('state') !== tx.data.state) {
     log.info({ reason: tx.success ? 'state mismatch or expired' : 'no sign-in in progress' }, 'sign-in refused');
@@ -182,7 +190,7 @@ export async function completeSignIn(request: Request): Promise<Response> {
   log.info({ user: principal.id }, 'signed in');
   return redirect(tx.data.returnTo, [
     serializeCookie(sessionCookieName(secure), session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
-    serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure }),
+    serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: '/auth', secure }),
   ]);
 }
 
