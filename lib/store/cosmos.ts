@@ -65,7 +65,7 @@ export async function startEmbeddedCosmos(
  * page: through DNS rebinding (`attacker.test` resolving to 127.0.0.1) the browser sends it requests as if
  * same-origin, and a local reverse proxy relays other machines' requests. The server itself cannot refuse
  * those, so this front does, before the server sees the request: the Host must be a loopback name or address
- * (421 otherwise), and nothing a proxy (`Forwarded`, `X-Forwarded-*`) or a browser (`Origin`, `Sec-Fetch-*`)
+ * (421 otherwise), and nothing a proxy (`Forwarded`, `X-Forwarded-*`) or a browser (`Origin`, `Sec-Fetch-Site`)
  * adds may be present (403): the @azure/cosmos client sends none of them.
  */
 export function refuseForeignCallers(server: Server): void {
@@ -87,7 +87,8 @@ function foreignCallerProblem(req: IncomingMessage): { status: 421 | 403; messag
   if (!isLoopbackHostHeader(req.headers.host))
     return { status: 421, message: 'the embedded Cosmos server answers only requests addressed to 127.0.0.1 or localhost' };
   const name = Object.keys(req.headers).find(
-    (h) => h === 'forwarded' || h.startsWith('x-forwarded-') || h === 'origin' || h.startsWith('sec-fetch-'),
+    // Sec-Fetch-Site, not every Sec-Fetch-*: Node's own fetch sends Sec-Fetch-Mode too, and is a fine client.
+    (h) => h === 'forwarded' || h.startsWith('x-forwarded-') || h === 'origin' || h === 'sec-fetch-site',
   );
   if (name !== undefined)
     return { status: 403, message: `the embedded Cosmos server answers only this machine's own clients directly (refused: ${name} header)` };

@@ -132,6 +132,7 @@ describe('sign-in off: only direct requests from this machine', () => {
     assert.equal(rebound.status, 421);
     assert.equal((await raw(port, { host: `127.0.0.1:${port}`, 'x-forwarded-for': '203.0.113.7' }, '/dbs')).status, 403);
     assert.equal((await raw(port, { host: `127.0.0.1:${port}`, origin: 'http://attacker.test' }, '/dbs')).status, 403);
+    assert.equal((await raw(port, { host: `127.0.0.1:${port}`, 'sec-fetch-site': 'cross-site' }, '/dbs')).status, 403);
     // The real client keeps working through the front.
     const counts = await stack.store.getAllCounts();
     assert.ok(counts.endpoints.length > 0);
