@@ -77,6 +77,8 @@ const UNKNOWN: Principal = { kind: 'anonymous', id: 'unauthenticated', name: 'un
  */
 const UNAUTHENTICATED_AUDIT_RATE = { perMinute: 300, burst: 100 };
 export const REFUSAL_AUDIT_RATE = { perMinute: 10, burst: 30 };
+/** The warning about skipped entries: one a minute per bucket, so a flood does not become a flood of log lines. */
+const SKIPPED_LOG_RATE = { perMinute: 1, burst: 1 };
 const refusalAudits = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.refusalAudits')] ??= new RateLimiter()) as RateLimiter;
 const refusalsNotAudited = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.refusalsNotAudited')] ??= new Map<string, number>()) as Map<string, number>;
 
@@ -92,7 +94,6 @@ function refusalBudget(principal: Principal | null, action: string, status: numb
   refusalsNotAudited.set(key, skipped + 1);
   // Oldest first (insertion order): the counts are a courtesy, the bound on memory is not.
   while (refusalsNotAudited.size > 10_000) refusalsNotAudited.delete(refusalsNotAudited.keys().next().value as string);
-  // The warning itself is rate-limited too (one a minute per bucket): a flood must not become a flood of log lines.
   if (refusalAudits.take(`log:${key}`, SKIPPED_LOG_RATE) === 0)
     log.warn(
       { action, status, actorKind: principal?.kind ?? 'unauthenticated', actorId: principal?.id, notAudited: skipped + 1 },
@@ -100,8 +101,6 @@ function refusalBudget(principal: Principal | null, action: string, status: numb
     );
   return { write: false, skippedBefore: 0 };
 }
-
-const SKIPPED_LOG_RATE = { perMinute: 1, burst: 1 };
 
 /**
  * Unauthenticated refusals (401) are counted, not written where a caller could aim them: anyone who can reach
