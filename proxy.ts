@@ -1,11 +1,31 @@
 // Next.js 16 proxy (formerly middleware), run before every page and API route: per-request CSP nonce for pages,
-// a locked-down CSP for API answers, and the body-size limit of mutating API calls. Authorization is not done
-// here: every route handler authorizes itself (server/auth/authorize.ts), so a matcher change cannot open one.
+// a locked-down CSP for API answers, the body-size limit of mutating API calls and, with sign-in off, the
+// refusal of every request not addressed to this machine directly (DNS rebinding, reverse proxies). Authorization
+// is not done here: every route handler authorizes itself (server/auth/authorize.ts), so a matcher change cannot
+// open one; authorize() repeats the loopback check for the same reason.
 import { NextResponse, type NextRequest } from 'next/server';
-import { API_CSP, bodyTooLarge, newNonce, pageCsp } from './server/auth/hardening.ts';
+import { API_CSP, authMode, bodyTooLarge, hsts, loopbackProblem, newNonce, pageCsp } from './server/auth/hardening.ts';
 
 export function proxy(request: NextRequest): NextResponse {
+  const response = answer(request);
+  const transportSecurity = hsts(request);
+  if (transportSecurity !== null) response.headers.set('Strict-Transport-Security', transportSecurity);
+  return response;
+}
+
+function answer(request: NextRequest): NextResponse {
   const { pathname } = request.nextUrl;
+  if (authMode() === 'off') {
+    const refused = loopbackProblem(request.headers, 'nextInternal', request.nextUrl.host);
+    if (refused !== null) {
+      const response = pathname.startsWith('/api/')
+        ? NextResponse.json({ error: 'misdirected request', detail: refused.detail }, { status: refused.status })
+        : new NextResponse(`${refused.detail}\n`, { status: refused.status, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+      response.headers.set('Content-Security-Policy', API_CSP);
+      response.headers.set('Cache-Control', 'no-store');
+      return response;
+    }
+  }
   if (pathname.startsWith('/api/')) {
     const tooLarge = bodyTooLarge(request.method, request.headers.get('content-length'));
     if (tooLarge !== null) {

@@ -9,6 +9,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConsoleConfig } from './config.ts';
 import { isLoopbackHost } from './auth/config.ts';
+import { refuseUnlessLoopback } from './auth/loopbackFront.ts';
 import { closeContext } from './context.ts';
 import { consoleDistDir, keepNextEnv } from './build.ts';
 
@@ -85,7 +86,10 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
   await app.prepare();
   restoreNextEnv();
   const handle = app.getRequestHandler();
+  const signInOff = config.auth === 'off';
   const server: Server = createServer((req, res) => {
+    // Loopback binding keeps other machines out, not web pages (DNS rebinding) nor local proxies: see hardening.ts.
+    if (signInOff && refuseUnlessLoopback(req, res)) return;
     handle(req, res).catch(() => {
       if (!res.headersSent) res.statusCode = 500;
       res.end();

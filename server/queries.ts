@@ -17,6 +17,7 @@ import {
   type StatusRowSummary,
 } from '../lib/store/index.ts';
 import { notFound } from './http.ts';
+import { inScope, type ReadScope } from './auth/readScope.ts';
 
 const FAILED_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported];
 
@@ -318,8 +319,17 @@ function parkedSiblings(store: MessageStore, endpointId: string, sessionId: stri
   return store.listParkedSiblings({ endpointId, sessionId, blockedBy: eventId, pageSize: 100 });
 }
 
-/** An event's row, history, audits and the parked siblings of its session; 404 when unknown. */
-export async function eventDetails(store: MessageStore, endpointId: string, eventId: string): Promise<EventDetailsView> {
+/**
+ * An event's row, history, audits and the parked siblings of its session; 404 when unknown. The history and the
+ * audits are kept per event id, and one event id reaches several endpoints (every consumer of the type): only
+ * the entries of endpoints in the caller's read scope are returned.
+ */
+export async function eventDetails(
+  store: MessageStore,
+  endpointId: string,
+  eventId: string,
+  scope: ReadScope = { all: true },
+): Promise<EventDetailsView> {
   const d = await rowsAndHistory(store, endpointId, eventId);
   const row: StatusRow | undefined = d.rows[0];
   if (!row) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
@@ -346,17 +356,22 @@ export async function eventDetails(store: MessageStore, endpointId: string, even
       handoff: isHandoff ? { reason: row.handoffReason, externalJobId: row.externalJobId, expectedBy: row.expectedBy } : null,
     },
     otherRows: d.rows.slice(1).map(toListItem),
-    history: d.history.items.map(historyView),
-    audits: d.audits.items,
+    history: d.history.items.filter((h) => inScope(scope, h.endpointId)).map(historyView),
+    audits: d.audits.items.filter((a) => inScope(scope, a.endpointId)),
     parkedSiblings: parked.items.map(toListItem),
   };
 }
 
-/** Search by event id or session id prefix across endpoints (the header's search box). */
-export async function search(store: MessageStore, q: string): Promise<{ items: EventListItem[] }> {
+/**
+ * Search by event id or session id prefix across the endpoints the caller may read (the header's search box).
+ * The filter is in the query, so a per-endpoint Reader's 25 results are all theirs.
+ */
+export async function search(store: MessageStore, q: string, scope: ReadScope = { all: true }): Promise<{ items: EventListItem[] }> {
+  if (!scope.all && scope.endpointIds.length === 0) return { items: [] };
+  const endpointIds = scope.all ? undefined : scope.endpointIds;
   const [byEvent, bySession] = await Promise.all([
-    store.searchEvents({ eventIdPrefix: q, pageSize: 25 }),
-    store.searchEvents({ sessionIdPrefix: q, pageSize: 25 }),
+    store.searchEvents({ eventIdPrefix: q, pageSize: 25, endpointIds }),
+    store.searchEvents({ sessionIdPrefix: q, pageSize: 25, endpointIds }),
   ]);
   const seen = new Set<string>();
   const items: EventListItem[] = [];

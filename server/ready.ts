@@ -1,11 +1,25 @@
-// Readiness probe: one cheap call to each dependency, each bounded in time, reported separately.
+// Readiness probe: one cheap call to each dependency, each bounded in time, reported separately. The probe is
+// unauthenticated (load balancers call it), so anyone can call it in a loop: the answer is computed at most once
+// per READY_CACHE_MS per process and shared by every caller meanwhile (also while one check is running), and it
+// says which dependency is not ready without its error text, since configuration errors name file paths.
 import { Topic } from '../lib/contract/index.ts';
 import type { ConsoleContext } from './context.ts';
+import { log } from './log.ts';
+
+export const READY_CACHE_MS = 5_000;
+
+export interface Readiness {
+  ready: boolean;
+  cosmos: string;
+  serviceBus: string;
+  /** When this answer was computed (answers are shared for a few seconds). */
+  checkedAt: string;
+}
 
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export async function checkReady(ctx: ConsoleContext): Promise<{ ready: boolean; cosmos: string; serviceBus: string }> {
+export async function checkReady(ctx: ConsoleContext): Promise<Readiness> {
   const [cosmos, serviceBus] = await Promise.all([
     withTimeout(ctx.store.getAllCounts(), 5000).then(
       () => 'ok',
@@ -16,5 +30,27 @@ export async function checkReady(ctx: ConsoleContext): Promise<{ ready: boolean;
       (e: unknown) => `unreachable: ${e instanceof Error ? e.name : 'error'}`,
     ),
   ]);
-  return { ready: cosmos === 'ok' && serviceBus === 'ok', cosmos, serviceBus };
+  return { ready: cosmos === 'ok' && serviceBus === 'ok', cosmos, serviceBus, checkedAt: new Date().toISOString() };
+}
+
+/** The shared answer: in flight (no doneAt yet), or computed at doneAt. */
+type Slot = { doneAt?: number; answer: Promise<Readiness> } | undefined;
+const cache = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.ready')] ??= { slot: undefined as Slot }) as { slot: Slot };
+
+/**
+ * The readiness answer, from the cache when it is younger than READY_CACHE_MS. A console that cannot open its
+ * connections (bad configuration, catalog missing) is not ready; the reason goes to the log, not to the caller.
+ */
+export function readiness(open: () => Promise<ConsoleContext>): Promise<Readiness> {
+  const hit = cache.slot;
+  if (hit && (hit.doneAt === undefined || Date.now() - hit.doneAt < READY_CACHE_MS)) return hit.answer;
+  const answer = open().then(checkReady, (err: unknown) => {
+    log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'readiness: the console could not open its connections');
+    const why = err instanceof Error && /Config|Catalog/.test(err.name) ? 'not configured (see the console log)' : 'unavailable (see the console log)';
+    return { ready: false, cosmos: why, serviceBus: why, checkedAt: new Date().toISOString() };
+  });
+  const slot: NonNullable<Slot> = { answer };
+  cache.slot = slot;
+  void answer.then(() => (slot.doneAt = Date.now()));
+  return answer;
 }

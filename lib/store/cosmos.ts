@@ -6,9 +6,10 @@
 // fault proxy in front of it. The SDK refuses a custom agent for http:// URLs, so none is passed.
 import { createHttpServer } from '@vercel/cosmosdb-server';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { installEmbeddedQueryFixes, refuseQueryPlanRequests } from './embeddedQueries.ts';
 import { EmbeddedJournal, type JournalRecovery } from './embeddedJournal.ts';
+import { isLoopbackHostHeader } from '../net/loopback.ts';
 
 // The client side lives in its own module so that code which only connects (the SDK's durable inbox) does not load
 // the embedded server; re-exported here for the store's existing importers.
@@ -50,6 +51,8 @@ export async function startEmbeddedCosmos(
           dir: options.dataDir,
           ...(options.compactAfterBytes !== undefined ? { compactAfterBytes: options.compactAfterBytes } : {}),
         });
+  // Outermost: a refused caller never reaches the server (nor its journal).
+  refuseForeignCallers(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {
@@ -74,4 +77,40 @@ export async function startEmbeddedCosmos(
         });
       }),
   };
+}
+
+/**
+ * The embedded server checks no key (EMBEDDED_COSMOS_KEY is public) and holds every payload, so its only
+ * protection is that nothing but this machine's processes reach it. Listening on 127.0.0.1 does not stop a web
+ * page: through DNS rebinding (`attacker.test` resolving to 127.0.0.1) the browser sends it requests as if
+ * same-origin, and a local reverse proxy relays other machines' requests. The server itself cannot refuse
+ * those, so this front does, before the server sees the request: the Host must be a loopback name or address
+ * (421 otherwise), and nothing a proxy (`Forwarded`, `X-Forwarded-*`) or a browser (`Origin`, `Sec-Fetch-Site`)
+ * adds may be present (403): the @azure/cosmos client sends none of them.
+ */
+export function refuseForeignCallers(server: Server): void {
+  const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const problem = foreignCallerProblem(req);
+    if (problem !== null) {
+      req.resume();
+      res.writeHead(problem.status, { 'content-type': 'application/json', connection: 'close' });
+      res.end(JSON.stringify({ code: problem.status === 421 ? 'MisdirectedRequest' : 'Forbidden', message: problem.message }));
+      return;
+    }
+    for (const handler of handlers) handler.call(server, req, res);
+  });
+}
+
+function foreignCallerProblem(req: IncomingMessage): { status: 421 | 403; message: string } | null {
+  if (!isLoopbackHostHeader(req.headers.host))
+    return { status: 421, message: 'the embedded Cosmos server answers only requests addressed to 127.0.0.1 or localhost' };
+  const name = Object.keys(req.headers).find(
+    // Sec-Fetch-Site, not every Sec-Fetch-*: Node's own fetch sends Sec-Fetch-Mode too, and is a fine client.
+    (h) => h === 'forwarded' || h.startsWith('x-forwarded-') || h === 'origin' || h === 'sec-fetch-site',
+  );
+  if (name !== undefined)
+    return { status: 403, message: `the embedded Cosmos server answers only this machine's own clients directly (refused: ${name} header)` };
+  return null;
 }

@@ -1,8 +1,10 @@
 // Authorization of every console request: who is calling (authenticate.ts), may they take this action here
 // (roles.ts: claims through NIMBUS_AUTH_ROLE_MAP plus Owners' grants), is a mutating call coming from our own
 // origin (CSRF) and within the caller's rate limit. Every refusal is answered `{ error, detail }` (401, 403, 429)
-// and written to the audit log within a per-caller budget; a refusal aimed at one event also lands in that event's trail.
+// and written to the audit log within a per-caller budget; a signed-in caller's refusal aimed at one event also lands
+// in that event's trail (unauthenticated ones are only counted there: see countUnauthenticated).
 // Mutations then run through `audited`, which records how they ended.
+import { metrics, type Counter } from '@opentelemetry/api';
 import { log } from '../log.ts';
 import { HttpError } from '../http.ts';
 import { getContext, type ConsoleContext } from '../context.ts';
@@ -11,7 +13,8 @@ import { authMode, getPrincipal } from './authenticate.ts';
 import { grantsFor, listGrants } from './grants.ts';
 import type { Principal } from './principal.ts';
 import { RateLimiter, rateLimitSettings } from './rateLimit.ts';
-import { originProblem } from './hardening.ts';
+import { scopeOf, type ReadScope } from './readScope.ts';
+import { authMode as signInMode, loopbackProblem, originProblem } from './hardening.ts';
 import {
   RoleMapError,
   currentRoleMap,
@@ -25,6 +28,7 @@ import {
 } from './roles.ts';
 
 export type { Action } from './roles.ts';
+export { inScope, type ReadScope } from './readScope.ts';
 export { authMode } from './authenticate.ts';
 export { originProblem } from './hardening.ts';
 
@@ -73,11 +77,13 @@ const UNKNOWN: Principal = { kind: 'anonymous', id: 'unauthenticated', name: 'un
  */
 const UNAUTHENTICATED_AUDIT_RATE = { perMinute: 300, burst: 100 };
 export const REFUSAL_AUDIT_RATE = { perMinute: 10, burst: 30 };
+/** The warning about skipped entries: one a minute per bucket, so a flood does not become a flood of log lines. */
+const SKIPPED_LOG_RATE = { perMinute: 1, burst: 1 };
 const refusalAudits = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.refusalAudits')] ??= new RateLimiter()) as RateLimiter;
 const refusalsNotAudited = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.refusalsNotAudited')] ??= new Map<string, number>()) as Map<string, number>;
 
 /** Whether this refusal may be written, and how many of its bucket were skipped since the last one written. */
-function refusalBudget(principal: Principal | null, action: Action, status: number): { write: boolean; skippedBefore: number } {
+function refusalBudget(principal: Principal | null, action: string, status: number): { write: boolean; skippedBefore: number } {
   const key = principal === null ? 'unauthenticated' : `denied:${principal.kind}:${principal.id}`;
   const skipped = refusalsNotAudited.get(key) ?? 0;
   if (refusalAudits.take(key, principal === null ? UNAUTHENTICATED_AUDIT_RATE : REFUSAL_AUDIT_RATE) === 0) {
@@ -88,12 +94,34 @@ function refusalBudget(principal: Principal | null, action: Action, status: numb
   refusalsNotAudited.set(key, skipped + 1);
   // Oldest first (insertion order): the counts are a courtesy, the bound on memory is not.
   while (refusalsNotAudited.size > 10_000) refusalsNotAudited.delete(refusalsNotAudited.keys().next().value as string);
-  log.warn(
-    { action, status, actorKind: principal?.kind ?? 'unauthenticated', actorId: principal?.id, notAudited: skipped + 1 },
-    'request refused; audit entry skipped (too many refusals in a short time)',
-  );
+  if (refusalAudits.take(`log:${key}`, SKIPPED_LOG_RATE) === 0)
+    log.warn(
+      { action, status, actorKind: principal?.kind ?? 'unauthenticated', actorId: principal?.id, notAudited: skipped + 1 },
+      'requests refused; audit entries skipped (too many refusals in a short time)',
+    );
   return { write: false, skippedBefore: 0 };
 }
+
+/**
+ * Unauthenticated refusals (401) are counted, not written where a caller could aim them: anyone who can reach
+ * the console can send them and choose the event id in the URL, and an event's trail is what the Manager and
+ * the event page read (a flood of Denied entries there would push real ones out of view). They go to the
+ * site-level audit log within its budget, without the event id, and to this counter
+ * (`nimbus.console.unauthenticated_refusals`, by action).
+ */
+const unauthenticatedCount = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.unauthenticatedRefusals')] ??= { n: 0 }) as { n: number };
+let unauthenticatedCounter: Counter | undefined;
+function countUnauthenticated(action: string): void {
+  unauthenticatedCount.n++;
+  unauthenticatedCounter ??= metrics.getMeter('nimbus.console').createCounter('nimbus.console.unauthenticated_refusals', {
+    unit: '{requests}',
+    description: 'Requests refused with 401 (no valid session or bearer token)',
+  });
+  unauthenticatedCounter.add(1, { 'nimbus.action': action });
+}
+
+/** How many requests this process refused with 401 so far (the counter's value, for tests and diagnostics). */
+export const unauthenticatedRefusals = (): number => unauthenticatedCount.n;
 
 const limiterKey = Symbol.for('nimbus.console.rateLimiter');
 const limiter = ((globalThis as Record<symbol, unknown>)[limiterKey] ??= new RateLimiter()) as RateLimiter;
@@ -108,11 +136,17 @@ async function refuse(
   ctx: ConsoleContext | undefined,
   principal: Principal | null,
   assignments: readonly RoleAssignment[],
-  action: Action,
+  /** The action's name in the audit log (a route refusing before its body names the action uses a wider label). */
+  action: string,
   endpointId: string | undefined,
   subject: AuthSubject,
   r: Refusal,
 ): Promise<never> {
+  if (principal === null) {
+    countUnauthenticated(action);
+    // No caller-chosen event id reaches any log: see countUnauthenticated.
+    subject = { ...(subject.target !== undefined ? { target: subject.target } : {}) };
+  }
   const budget = ctx ? refusalBudget(principal, action, r.status) : undefined;
   if (ctx && budget?.write) {
     const who = principal ?? UNKNOWN;
@@ -127,8 +161,8 @@ async function refuse(
       reason: r.detail,
       details: budget.skippedBefore > 0 ? { refusalsNotAudited: budget.skippedBefore } : null,
     });
-    // The event page shows its own trail: a refused attempt against the event belongs there too.
-    if (subject.eventId !== undefined && endpointId !== undefined) {
+    // The event page shows its own trail: a signed-in caller's refused attempt against the event belongs there too.
+    if (principal !== null && subject.eventId !== undefined && endpointId !== undefined) {
       await ctx.store
         .recordAudit({
           eventId: subject.eventId,
@@ -191,6 +225,17 @@ async function principalOf(request: Request): Promise<Principal | null> {
 }
 
 /**
+ * With sign-in off every caller is an Owner: only requests addressed to this machine directly may be one (DNS
+ * rebinding, local proxies; hardening.ts loopbackProblem). proxy.ts refuses them first; this repeats it so that
+ * no route depends on the proxy's matcher. Not audited: nobody signed in to audit, and anyone could flood it.
+ */
+function refuseUnlessLoopbackWhenSignInOff(request: Request): void {
+  if (signInMode() !== 'off') return;
+  const refused = loopbackProblem(request.headers, 'nextInternal', new URL(request.url).host);
+  if (refused !== null) throw new HttpError(refused.status, 'misdirected request', refused.detail);
+}
+
+/**
  * Authorizes a request for an action (on an endpoint, when it names one). Throws 401 without a principal, 403
  * when the roles, the origin or the principal kind do not allow it, 429 over the rate limit - each audited.
  */
@@ -200,10 +245,41 @@ export async function authorize(
   endpointId?: string,
   subject: AuthSubject = {},
 ): Promise<Authorized> {
+  return check(request, action, endpointId, subject, 'here');
+}
+
+/**
+ * What can be authorized before the body is read, for routes whose body names the endpoint or the action (bulk
+ * commands, reconcile, subscription actions): a principal (401), our own origin for a mutation (403), and a role
+ * that allows `action` somewhere - on `endpointId` when the route's path names one, else on any endpoint (403).
+ * An unauthenticated or roleless caller is refused before the server parses up to a megabyte of JSON and
+ * without learning the body's schema from its errors. The route then reads the body and calls `authorize` with
+ * what the body names; only that call counts against the rate limit.
+ */
+export async function authorizeBeforeBody(
+  request: Request,
+  action: Action,
+  endpointId?: string,
+  subject: AuthSubject = {},
+  /** How refusals are named in the audit log when the body chooses among several actions (`subscription.*`). */
+  label: string = action,
+): Promise<void> {
+  await check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
+}
+
+async function check(
+  request: Request,
+  action: Action,
+  endpointId: string | undefined,
+  subject: AuthSubject,
+  scope: 'here' | 'hereUnlimited' | 'anywhere',
+  label: string = action,
+): Promise<Authorized> {
+  refuseUnlessLoopbackWhenSignInOff(request);
   const principal = await principalOf(request);
   const ctx = isMutating(action) || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
   if (principal === null) {
-    return refuse(ctx, null, [], action, endpointId, subject, {
+    return refuse(ctx, null, [], label, endpointId, subject, {
       status: 401,
       error: 'unauthorized',
       detail: 'sign in to use the console (no valid session or bearer token)',
@@ -213,22 +289,44 @@ export async function authorize(
   if (isMutating(action)) {
     const problem = originProblem(request);
     if (problem !== null)
-      return refuse(ctx, principal, assignments, action, endpointId, subject, { status: 403, error: 'forbidden', detail: problem });
+      return refuse(ctx, principal, assignments, label, endpointId, subject, { status: 403, error: 'forbidden', detail: problem });
   }
-  const decision = decide(principal, assignments, action, endpointId);
+  const decision = scope === 'anywhere' ? decideAnywhere(principal, assignments, action) : decide(principal, assignments, action, endpointId);
   if (!decision.allowed)
-    return refuse(ctx, principal, assignments, action, endpointId, subject, { status: 403, error: 'forbidden', detail: decision.reason });
-  if (isMutating(action)) {
-    const wait = limiter.take(`${principal.kind}:${principal.id}`, rateLimitSettings());
-    if (wait > 0)
-      return refuse(ctx, principal, assignments, action, endpointId, subject, {
-        status: 429,
-        error: 'too many requests',
-        detail: `too many changes in a short time; try again in ${wait} s`,
-      });
-  }
-  return { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
+    return refuse(ctx, principal, assignments, label, endpointId, subject, {
+      status: 403,
+      error: 'forbidden',
+      detail: label === action ? decision.reason : decision.reason.replace(action, label),
+    });
+  const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
+  if (isMutating(action) && scope === 'here') await limitRate(who);
+  return who;
 }
+
+/** `decide` on the endpoint where the caller's role is strongest: may they take this action anywhere at all? */
+function decideAnywhere(principal: Principal, assignments: readonly RoleAssignment[], action: Action) {
+  const places = [undefined, ...new Set(assignments.flatMap((a) => (a.endpointId === null ? [] : [a.endpointId])))];
+  const decisions = places.map((endpointId) => decide(principal, assignments, action, endpointId));
+  return decisions.find((d) => d.allowed) ?? decisions[0]!;
+}
+
+/**
+ * The per-principal rate limit of changes (rateLimit.ts), refused 429 and audited. `authorize` applies it to
+ * every mutation; a read that costs as much as a change (the replay preview scans a dead-letter queue) calls it
+ * itself.
+ */
+export async function limitRate(who: Authorized): Promise<void> {
+  const wait = limiter.take(`${who.principal.kind}:${who.principal.id}`, rateLimitSettings());
+  if (wait > 0)
+    await refuse(await getContext(), who.principal, who.assignments, who.action, who.endpointId, who.subject, {
+      status: 429,
+      error: 'too many requests',
+      detail: `too many changes or dead-letter scans in a short time; try again in ${wait} s`,
+    });
+}
+
+/** The endpoints whose data a caller may read (readScope.ts). */
+export const readScope = (who: Pick<Authorized, 'assignments'>): ReadScope => scopeOf(who.assignments);
 
 /**
  * Refuses (403) a caller that `authorize` let through, for a rule its route adds on top: answered, logged and

@@ -6,9 +6,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { beginSignIn, completeSignIn, safeReturnTo, signOut, SIGNIN_COOKIE } from './flow.ts';
+// The console is https here, so the sign-in cookie carries the __Secure- prefix.
+import { beginSignIn, completeSignIn, safeReturnTo, signOut, SECURE_SIGNIN_COOKIE as SIGNIN_COOKIE } from './flow.ts';
 import { getPrincipal } from './authenticate.ts';
-import { SESSION_COOKIE } from './session.ts';
+// The console is https here, so its session cookie carries the __Host- prefix.
+import { SECURE_SESSION_COOKIE as SESSION_COOKIE } from './session.ts';
 import { startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
 
 const CONSOLE = 'https://127.0.0.1:9443';

@@ -7,16 +7,22 @@ import { CryptoProvider, type AuthenticationResult } from '@azure/msal-node';
 import { z } from 'zod';
 import { currentAuthConfig, type AuthConfig } from './config.ts';
 import type { Principal } from './principal.ts';
-import { SESSION_COOKIE, sealSession } from './session.ts';
+import { sealSession, sessionCookieName } from './session.ts';
 import { openSealed, seal } from './sealed.ts';
 import { msalClient } from './msal.ts';
 import { discover } from './discovery.ts';
-import { readCookie } from './authenticate.ts';
+import { readCookie, secureCookies } from './authenticate.ts';
 import { originProblem } from './hardening.ts';
 import { log } from '../log.ts';
 
 /** The in-flight sign-in: state, nonce, PKCE verifier and where to return. Scoped to /auth, 10 minutes. */
 export const SIGNIN_COOKIE = 'nimbus_signin';
+/**
+ * Its name on https: `__Secure-` (the browser takes it only with Secure, from https). Not `__Host-`, which would
+ * need Path=/ and send the transaction with every request of the console.
+ */
+export const SECURE_SIGNIN_COOKIE = '__Secure-nimbus_signin';
+const signinCookieName = (secure: boolean) => (secure ? SECURE_SIGNIN_COOKIE : SIGNIN_COOKIE);
 const SIGNIN_PURPOSE = 'nimbus-console sign-in transaction v1';
 const SIGNIN_SECONDS = 600;
 /** Browsers drop cookies over 4096 bytes; leave room for the name and attributes. */
@@ -33,13 +39,23 @@ const transactionSchema = z.object({
   exp: z.number().int(),
 });
 
-/** A same-origin path to return to after sign-in; anything else (absolute, protocol-relative, odd) becomes `/`. */
+/**
+ * A same-origin path to return to after sign-in; anything else (absolute, protocol-relative, odd) becomes `/`.
+ * Characters outside printable ASCII are percent-encoded: the path ends up in a Location header, and a header
+ * value with such a character makes the Response constructor throw (a 500 on the sign-in page).
+ */
 export function safeReturnTo(value: string | null | undefined): string {
   if (!value || value.length > 2000) return '/';
   // One leading slash, not `//host` or `/\host` (browsers treat both as another origin), no control characters.
   if (!/^\/(?![/\\])/.test(value) || [...value].some((c) => c < ' ' || c === '\u007f')) return '/';
   if (value.startsWith('/auth/')) return '/';
-  return value;
+  let encoded = '';
+  for (const c of value) {
+    if (c > ' ' && c < '\u007f') encoded += c;
+    else if (/\p{Surrogate}/u.test(c)) return '/'; // a lone surrogate has no UTF-8 form
+    else encoded += encodeURIComponent(c);
+  }
+  return encoded.length > 4000 ? '/' : encoded;
 }
 
 export interface CookieOptions {
@@ -57,11 +73,6 @@ export function serializeCookie(name: string, value: string, o: CookieOptions): 
     'SameSite=Lax',
     ...(o.secure ? ['Secure'] : []),
   ].join('; ');
-}
-
-/** Secure cookies exactly when the console's public address (the registered redirect URI) is https. */
-function secureCookies(config: EnabledConfig): boolean {
-  return new URL(config.provider.redirectUri).protocol === 'https:';
 }
 
 function enabledConfig(): EnabledConfig | null {
@@ -87,7 +98,8 @@ const FAILURES = {
 function failure(reason: keyof typeof FAILURES, status: number, clearSignin: EnabledConfig): Response {
   const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed - NimBus Console</title></head><body><h1>Sign-in failed</h1><p>${FAILURES[reason]}</p><p><a href="/auth/signin">Sign in again</a></p></body></html>`;
   const headers = new Headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-  headers.append('set-cookie', serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure: secureCookies(clearSignin) }));
+  const secure = secureCookies(clearSignin);
+  headers.append('set-cookie', serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: '/auth', secure }));
   return new Response(body, { status, headers });
 }
 
@@ -110,7 +122,8 @@ export async function beginSignIn(request: Request): Promise<Response> {
   });
   const exp = Math.floor(Date.now() / 1000) + SIGNIN_SECONDS;
   const transaction = seal({ state, nonce, verifier: pkce.verifier, returnTo, exp }, config.session.secret, SIGNIN_PURPOSE);
-  return redirect(url, [serializeCookie(SIGNIN_COOKIE, transaction, { maxAgeSeconds: SIGNIN_SECONDS, path: '/auth', secure: secureCookies(config) })]);
+  const secure = secureCookies(config);
+  return redirect(url, [serializeCookie(signinCookieName(secure), transaction, { maxAgeSeconds: SIGNIN_SECONDS, path: '/auth', secure })]);
 }
 
 /** The user named by the id token's claims; null when it names nobody. */
@@ -133,7 +146,7 @@ export async function completeSignIn(request: Request): Promise<Response> {
   const config = enabledConfig();
   if (!config) return redirect('/');
   const params = new URL(request.url).searchParams;
-  const sealed = readCookie(request.headers.get('cookie'), SIGNIN_COOKIE);
+  const sealed = readCookie(request.headers.get('cookie'), signinCookieName(secureCookies(config)));
   const tx = transactionSchema.safeParse(sealed ? openSealed(sealed, config.session.secret, SIGNIN_PURPOSE) : undefined);
   if (!tx.success || tx.data.exp <= Date.now() / 1000 || params.get('state') !== tx.data.state) {
     log.info({ reason: tx.success ? 'state mismatch or expired' : 'no sign-in in progress' }, 'sign-in refused');
@@ -176,8 +189,8 @@ export async function completeSignIn(request: Request): Promise<Response> {
   const secure = secureCookies(config);
   log.info({ user: principal.id }, 'signed in');
   return redirect(tx.data.returnTo, [
-    serializeCookie(SESSION_COOKIE, session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
-    serializeCookie(SIGNIN_COOKIE, '', { maxAgeSeconds: 0, path: '/auth', secure }),
+    serializeCookie(sessionCookieName(secure), session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
+    serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: '/auth', secure }),
   ]);
 }
 
@@ -196,7 +209,7 @@ export async function signOut(request: Request): Promise<Response> {
   const config = enabledConfig();
   if (!config) return redirect('/');
   const secure = secureCookies(config);
-  const clear = serializeCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, path: '/', secure });
+  const clear = serializeCookie(sessionCookieName(secure), '', { maxAgeSeconds: 0, path: '/', secure });
   const home = new URL('/', config.provider.redirectUri).toString();
   let location = home;
   try {

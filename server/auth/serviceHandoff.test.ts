@@ -89,12 +89,14 @@ describe('service principals', () => {
     }
   });
 
-  test('an invalid bearer token is 401, audited', async () => {
+  test('an invalid bearer token is 401, audited site-level (without the event id the caller chose)', async () => {
     const complete = await import('../../app/api/event/handoff/complete/[endpointId]/[eventId]/[messageId]/route.ts');
     const req = new Request('http://127.0.0.1:3000/api/x', { method: 'POST', headers: { authorization: 'Bearer not.a.token' }, body: '{}' });
     const res = await complete.POST(req, params({ endpointId: ERP, eventId: seeded.handoff.eventId, messageId: seeded.handoff.lastMessageId }));
     assert.equal(res.status, 401);
-    const log = await queryAudit(stack.store.database, { user: 'unauthenticated', eventId: seeded.handoff.eventId, pageSize: 5 });
+    const log = await queryAudit(stack.store.database, { user: 'unauthenticated', action: 'handoff', pageSize: 5 });
     assert.equal(log.items[0]?.status, 401);
+    assert.equal(log.items[0]?.eventId, null);
+    assert.equal(log.items[0]?.target, `handoff ${seeded.handoff.lastMessageId}`);
   });
 });

@@ -7,8 +7,23 @@ import { z } from 'zod';
 import type { Principal } from './principal.ts';
 import { openSealed, seal } from './sealed.ts';
 
-/** The session cookie's name. `__Host-` would force Secure, which plain-http loopback consoles cannot set. */
+/** The session cookie's name on a plain-http console (loopback trials): `__Host-` needs Secure, which http cannot set. */
 export const SESSION_COOKIE = 'nimbus_session';
+/**
+ * Its name when the console is https (Secure cookies). The `__Host-` prefix makes the browser accept the cookie
+ * only with Secure, Path=/ and no Domain, from this exact host over https: a sibling subdomain or a plain-http
+ * page on the same name cannot plant or shadow a session (cookie tossing).
+ */
+export const SECURE_SESSION_COOKIE = '__Host-nimbus_session';
+export const sessionCookieName = (secure: boolean): string => (secure ? SECURE_SESSION_COOKIE : SESSION_COOKIE);
+
+/**
+ * How long the roles and groups read from the id token are trusted. The session may last up to 30 days, but
+ * role and group membership change in the identity provider: after this long the session no longer counts and
+ * the browser goes through the provider again (without a prompt while the provider's own session lasts), which
+ * brings the current claims. Grants stored in the console are re-read every few seconds anyway (grants.ts).
+ */
+export const ROLES_MAX_AGE_SECONDS = 3600;
 
 /** HKDF purpose label for session cookies; changing it signs everybody out. */
 const SESSION_PURPOSE = 'nimbus-console session v1';
@@ -61,13 +76,13 @@ export function sealSession(principal: Principal, options: SealOptions): string 
 export function openSessionWithExpiry(
   value: string | undefined | null,
   options: OpenOptions,
-): { principal: Principal; expiresAt: number } | null {
+): { principal: Principal; expiresAt: number; issuedAt: number } | null {
   if (!value) return null;
   const parsed = sessionSchema.safeParse(openSealed(value, options.secret, SESSION_PURPOSE));
   if (!parsed.success) return null;
   const now = Math.floor((options.now ?? Date.now()) / 1000);
   if (parsed.data.exp <= now) return null;
-  return { principal: parsed.data.p, expiresAt: parsed.data.exp };
+  return { principal: parsed.data.p, expiresAt: parsed.data.exp, issuedAt: parsed.data.iat };
 }
 
 /** The principal in a session cookie value; null when it is missing, tampered with, sealed with another secret or expired. */

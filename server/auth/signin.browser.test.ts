@@ -4,6 +4,7 @@
 // signs in, sees the console with their name, and signs out; tampered and expired sessions are refused.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
 import { ensureConsoleBuilt } from '../build.ts';
@@ -172,6 +173,13 @@ describe('sign-in in Chromium (NIMBUS_AUTH=oidc, real provider)', () => {
       assert.match((await page.getByTestId('auth-off-banner').textContent()) ?? '', /Authentication is off/);
       assert.equal(await page.getByTestId('signed-in-user').count(), 0);
       await page.close();
+      // DNS rebinding and a relaying proxy, against the real Next.js server: this console was started with sign-in
+      // on, so the launcher's own front lets them through and proxy.ts, beside the headers Next.js adds, refuses.
+      const port = Number(new URL(consoleApp.url).port);
+      assert.equal(await rawStatus(port, { host: `attacker.test:${port}` }, '/monitor'), 421);
+      assert.equal(await rawStatus(port, { host: `attacker.test:${port}` }, '/api/endpoints'), 421);
+      assert.equal(await rawStatus(port, { host: `127.0.0.1:${port}`, 'x-forwarded-for': '203.0.113.9' }, '/api/endpoints'), 403);
+      assert.equal(await rawStatus(port, { host: `localhost:${port}` }, '/api/endpoints'), 200);
       await assert.rejects(
         startConsole({ port: 0, hostname: '0.0.0.0', env: { NIMBUS_AUTH: 'off' } }),
         /would listen on 0\.0\.0\.0 without sign-in \(NIMBUS_AUTH=off\)/,
@@ -181,3 +189,15 @@ describe('sign-in in Chromium (NIMBUS_AUTH=oidc, real provider)', () => {
     }
   });
 });
+
+/** The status of a GET sent with exactly these headers (no Host filled in by the client). */
+function rawStatus(port: number, headers: Record<string, string>, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers, setHost: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -1,6 +1,7 @@
-// GET /api/search?q=: events whose event id or session id starts with q (case-insensitive), across endpoints.
+// GET /api/search?q=: events whose event id or session id starts with q (case-insensitive), across the endpoints
+// the caller may read.
 import { z } from 'zod';
-import { authorize } from '../../../server/auth/authorize.ts';
+import { authorize, readScope } from '../../../server/auth/authorize.ts';
 import { getContext } from '../../../server/context.ts';
 import { handle, json, parseOr400 } from '../../../server/http.ts';
 import { search } from '../../../server/queries.ts';
@@ -12,8 +13,8 @@ const querySchema = z.object({ q: z.string().trim().min(1, 'q is required').max(
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
     const { q } = parseOr400(querySchema, Object.fromEntries(new URL(request.url).searchParams), 'search');
-    await authorize(request, 'read');
+    const who = await authorize(request, 'read');
     const ctx = await getContext();
-    return json(await search(ctx.store, q));
+    return json(await search(ctx.store, q, readScope(who)));
   });
 }

@@ -1,6 +1,6 @@
-// GET /api/admin/grants: every stored role grant. POST with `{ subjectKind, subject, subjectName?, role,
+// GET /api/admin/grants: the stored role grants on the endpoints the caller may read (site-wide roles: all). POST with `{ subjectKind, subject, subjectName?, role,
 // endpointId? }`: grant a role (idempotent). Owner site-wide; every change is audited.
-import { audited, authorize } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, inScope, readScope } from '../../../../server/auth/authorize.ts';
 import { addGrant, grantInputSchema, listGrants } from '../../../../server/auth/grants.ts';
 import { currentRoleMap, decide } from '../../../../server/auth/roles.ts';
 import { getContext } from '../../../../server/context.ts';
@@ -13,9 +13,11 @@ export function GET(request: Request): Promise<Response> {
     const who = await authorize(request, 'read');
     const ctx = await getContext();
     const canManage = decide(who.principal, who.assignments, 'grants.manage').allowed;
-    // Everyone with a role may see who holds which; only Owners may change it (the page hides the controls).
-    const grants = await listGrants(ctx.store.database, { fresh: true });
-    return json({ grants, roleMap: currentRoleMap(), canManage });
+    // Everyone with a role may see who holds which on the endpoints they may read (a site-wide role: every grant
+    // and the claim mapping); only Owners may change them (the page hides the controls).
+    const scope = readScope(who);
+    const grants = (await listGrants(ctx.store.database, { fresh: true })).filter((g) => inScope(scope, g.endpointId));
+    return json({ grants, roleMap: scope.all ? currentRoleMap() : { roles: {}, groups: {} }, canManage });
   });
 }
 

@@ -1,7 +1,7 @@
 // POST /api/event/resubmit with `{ endpointId, eventIds }`: bulk resubmit of stored payloads, one result per event.
 // Operator on the endpoint.
 import { requireEndpoint, runBulk } from '../../../../server/api.ts';
-import { audited, authorize } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { bulkBody } from '../../../../server/schemas.ts';
@@ -10,6 +10,8 @@ export const dynamic = 'force-dynamic';
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
+    // The body names the endpoint; nobody without a role that could allow this gets the body parsed.
+    await authorizeBeforeBody(request, 'resubmit');
     const body = await readJsonBody(request, bulkBody);
     const who = await authorize(request, 'resubmit', body.endpointId);
     const ctx = await getContext();

@@ -1,6 +1,6 @@
 // POST /api/event/skip with `{ endpointId, eventIds }`: bulk skip, one result per event. Operator on the endpoint.
 import { requireEndpoint, runBulk } from '../../../../server/api.ts';
-import { audited, authorize } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { bulkBody } from '../../../../server/schemas.ts';
@@ -9,6 +9,8 @@ export const dynamic = 'force-dynamic';
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
+    // The body names the endpoint; nobody without a role that could allow this gets the body parsed.
+    await authorizeBeforeBody(request, 'skip');
     const body = await readJsonBody(request, bulkBody);
     const who = await authorize(request, 'skip', body.endpointId);
     const ctx = await getContext();

@@ -1,7 +1,7 @@
 // GET /api/operations/reconcile: the preview (stale Pending rows with evidence, overdue handoffs). Any role.
 // POST with `{ targets }`: re-applies the stored outcome of each, through the guarded write. Operator: site-wide,
 // or of every endpoint the targets name.
-import { audited, authorize, type Authorized } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody, type Authorized } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { reconcileApply, reconcileApplyBody, reconcilePreview } from '../../../../server/reconcile/routes.ts';
@@ -17,6 +17,8 @@ export function GET(request: Request): Promise<Response> {
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
+    // The targets name the endpoints: who may reconcile nowhere is refused before the body is parsed.
+    await authorizeBeforeBody(request, 'reconcile');
     const body = await readJsonBody(request, reconcileApplyBody);
     const endpoints = [...new Set(body.targets.map((t) => t.endpointId))];
     // One endpoint: its Operator may; several: each must be allowed (a site-wide Operator always is).

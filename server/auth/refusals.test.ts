@@ -1,0 +1,135 @@
+// Refusals that cost the console something an attacker chooses (embedded stack, real clients, sign-in on with
+// real session cookies): unauthenticated calls aimed at one event (its trail must not fill with them), bodies
+// sent by callers who may not act (refused before the body is read or validated), and the replay preview's
+// dead-letter scans (rate-limited like the replay).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { seedConsoleData } from '../testing/seed.ts';
+import { SESSION_COOKIE, sealSession } from './session.ts';
+import type { Principal } from './principal.ts';
+import { queryAudit } from '../audit/auditLog.ts';
+import { unauthenticatedRefusals } from './authorize.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const SECRET = 'refusals-test-session-secret-0123456789-abcdef';
+const AUTH_ENV = {
+  NIMBUS_AUTH: 'oidc',
+  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
+  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
+  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
+  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
+  NIMBUS_AUTH_SESSION_SECRET: SECRET,
+};
+const READER: Principal = { kind: 'user', id: 'oid-reader', name: 'reader@test', roles: ['Reader'], groups: [] };
+const OPERATOR: Principal = { kind: 'user', id: 'oid-operator', name: 'operator@test', roles: ['Operator'], groups: [] };
+
+let stack: ConsoleTestStack;
+let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
+let closeContext: () => Promise<void>;
+let closeOps: () => Promise<void>;
+
+before(async () => {
+  stack = await startConsoleTestStack('refusals');
+  Object.assign(process.env, stack.env, AUTH_ENV);
+  seeded = await seedConsoleData(stack.store);
+  ({ closeContext } = await import('../context.ts'));
+  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
+});
+
+after(async () => {
+  await closeOps?.();
+  await closeContext?.();
+  await stack?.close();
+});
+
+const params = <P>(p: P) => ({ params: Promise.resolve(p) });
+const cookieOf = (p: Principal) => `${SESSION_COOKIE}=${sealSession(p, { secret: SECRET, maxAgeSeconds: 600 })}`;
+
+function post(who: Principal | null, body?: string | ReadableStream<Uint8Array>): Request {
+  const headers: Record<string, string> = { 'content-type': 'application/json', host: '127.0.0.1:3000' };
+  if (who) headers.cookie = cookieOf(who);
+  return new Request('http://127.0.0.1:3000/api/x', { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+}
+
+/** A 10 MB body that counts how much of it anybody reads. */
+function hugeBody(): { body: ReadableStream<Uint8Array>; pulled: () => number } {
+  const chunk = new Uint8Array(256 * 1024).fill(0x20);
+  let pulled = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled++;
+      if (pulled > 40) controller.close();
+      else controller.enqueue(chunk);
+    },
+  });
+  return { body, pulled: () => pulled };
+}
+
+describe('refusals an attacker could aim', () => {
+  test("unauthenticated refusals are counted, not written to the event's trail; a signed-in caller's still are", async () => {
+    const skip = await import('../../app/api/event/skip/[endpointId]/[eventId]/route.ts');
+    const target = params({ endpointId: 'billingendpoint', eventId: seeded.failed.eventId });
+    const before = unauthenticatedRefusals();
+    for (let i = 0; i < 5; i++) assert.equal((await skip.POST(post(null), target)).status, 401);
+    assert.equal(unauthenticatedRefusals() - before, 5, 'each 401 counted');
+    assert.equal((await skip.POST(post(READER), target)).status, 403);
+    const trail = (await stack.store.listAudits(seeded.failed.eventId)).items.filter((a) => a.type === 'Denied');
+    assert.deepEqual(
+      trail.map((a) => a.auditor),
+      ['reader@test'],
+      "only the signed-in caller's refusal is in the event's trail",
+    );
+    // The site-level audit log keeps unauthenticated refusals (within its budget), without the caller's event id.
+    const site = await queryAudit(stack.store.database, { user: 'unauthenticated', action: 'skip', pageSize: 10 });
+    assert.ok(site.items.length > 0);
+    assert.ok(site.items.every((e) => e.eventId === null));
+  });
+
+  test('bulk resubmit/skip, reconcile and subscription actions refuse before reading or validating the body', async () => {
+    const bulkResubmit = await import('../../app/api/event/resubmit/route.ts');
+    const bulkSkip = await import('../../app/api/event/skip/route.ts');
+    const reconcile = await import('../../app/api/operations/reconcile/route.ts');
+    const subAction = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/actions/route.ts');
+    const sub = params({ topic: 'billingendpoint', subscription: 'billingendpoint' });
+    const routes: Array<[string, (r: Request) => Promise<Response>]> = [
+      ['bulk resubmit', (r) => bulkResubmit.POST(r)],
+      ['bulk skip', (r) => bulkSkip.POST(r)],
+      ['reconcile', (r) => reconcile.POST(r)],
+      ['subscription action', (r) => subAction.POST(r, sub)],
+    ];
+    for (const [name, call] of routes) {
+      // A wrong body: before, the caller learned the schema from the 400.
+      const bad = await call(post(null, JSON.stringify({ nonsense: true })));
+      assert.equal(bad.status, 401, `${name}: unauthenticated, wrong body`);
+      assert.doesNotMatch(await bad.text(), /invalid body/);
+      assert.equal((await call(post(READER, JSON.stringify({ nonsense: true })))).status, 403, `${name}: a Reader, wrong body`);
+      // A 10 MB body: refused before the server reads it.
+      const huge = hugeBody();
+      assert.equal((await call(post(null, huge.body))).status, 401, `${name}: unauthenticated, huge body`);
+      assert.ok(huge.pulled() <= 1, `${name}: read ${huge.pulled()} chunks of the body before refusing`);
+    }
+    // Allowed callers still get their schema errors.
+    assert.equal((await bulkSkip.POST(post(OPERATOR, JSON.stringify({ nonsense: true })))).status, 400);
+  });
+
+  test('the replay preview counts against the rate limit like the replay', async () => {
+    const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
+    const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
+    process.env.NIMBUS_RATE_LIMIT_BURST = '2';
+    try {
+      const scanner: Principal = { kind: 'user', id: 'oid-scanner', name: 'scanner@test', roles: ['Reader'], groups: [] };
+      const sub = params({ topic: 'billingendpoint', subscription: 'billingendpoint' });
+      const call = () => preview.POST(post(scanner, JSON.stringify({ all: true })), sub);
+      const first = [(await call()).status, (await call()).status];
+      assert.deepEqual(first, [200, 200]);
+      const limited = await call();
+      assert.equal(limited.status, 429);
+      assert.match(((await limited.json()) as { detail: string }).detail, /try again in \d+ s/);
+    } finally {
+      if (saved === undefined) delete process.env.NIMBUS_RATE_LIMIT_BURST;
+      else process.env.NIMBUS_RATE_LIMIT_BURST = saved;
+    }
+  });
+});

@@ -1,0 +1,313 @@
+// The per-endpoint role matrix over EVERY route: the route list is walked from app/**/route.ts, and each
+// exported method must have a rule here, or the test fails (a new route cannot ship without deciding who may
+// call it). Each rule says what the call needs; the expected answer of each caller is worked out from that and
+// the caller's roles by this file's own small model, not by roles.ts. Callers hold roles site-wide or on one
+// endpoint (session cookies, embedded stack, real clients). Then the reads that span endpoints are checked for
+// leaks: search, the audit log and event details return only the endpoints the caller may read.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { MessageType } from '../../lib/contract/index.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { seedConsoleData } from '../testing/seed.ts';
+import { CONSOLE_DIR } from '../console.ts';
+import { writeAudit } from '../audit/auditLog.ts';
+import { SESSION_COOKIE, sealSession } from './session.ts';
+import type { Principal } from './principal.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const SECRET = 'route-matrix-session-secret-0123456789-abcdef';
+const AUTH_ENV = {
+  NIMBUS_AUTH: 'oidc',
+  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
+  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
+  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
+  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
+  NIMBUS_AUTH_SESSION_SECRET: SECRET,
+  NIMBUS_AUTH_ROLE_MAP: JSON.stringify({
+    roles: { Reader: 'Reader', Operator: 'Operator', Owner: 'Owner' },
+    groups: { 'billing-readers': 'Reader:billingendpoint', 'billing-owners': 'Owner:billingendpoint', 'crm-ops': 'Operator:crmendpoint' },
+  }),
+  // Every caller makes many changes here; the rate limit has its own tests.
+  NIMBUS_RATE_LIMIT_BURST: '1000',
+};
+
+const BILLING = 'billingendpoint';
+type RoleName = 'Reader' | 'Operator' | 'Owner';
+const RANK: Record<RoleName, number> = { Reader: 0, Operator: 1, Owner: 2 };
+
+/** Each caller's roles as this test's model sees them: [role, endpoint or null for site-wide]. */
+const CALLERS = {
+  anonymous: { principal: null, roles: [] },
+  siteReader: { principal: user('reader', ['Reader'], []), roles: [['Reader', null]] },
+  billingReader: { principal: user('billing-reader', [], ['billing-readers']), roles: [['Reader', BILLING]] },
+  billingOwner: { principal: user('billing-owner', [], ['billing-owners']), roles: [['Owner', BILLING]] },
+  crmOperator: { principal: user('crm-operator', [], ['crm-ops']), roles: [['Operator', 'crmendpoint']] },
+  roleless: { principal: user('nobody', [], []), roles: [] },
+  siteOperator: { principal: user('operator', ['Operator'], []), roles: [['Operator', null]] },
+  owner: { principal: user('owner', ['Owner'], []), roles: [['Owner', null]] },
+} satisfies Record<string, { principal: Principal | null; roles: Array<[RoleName, string | null]> }>;
+type Caller = keyof typeof CALLERS;
+
+function user(name: string, roles: string[], groups: string[]): Principal {
+  return { kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups };
+}
+
+/** What a call needs: nothing (public probes), any role anywhere, or a role on an endpoint / site-wide (null). */
+type Need = { public: true } | { anyRole: true } | { role: RoleName; endpointId: string | null };
+
+function expected(caller: Caller, need: Need): 'allowed' | 401 | 403 {
+  if ('public' in need) return 'allowed';
+  const c = CALLERS[caller];
+  if (c.principal === null) return 401;
+  const roles = c.roles as Array<[RoleName, string | null]>;
+  if ('anyRole' in need) return roles.length > 0 ? 'allowed' : 403;
+  const ok = roles.some(([role, ep]) => RANK[role] >= RANK[need.role] && (ep === null || ep === need.endpointId));
+  return ok ? 'allowed' : 403;
+}
+
+interface Rule {
+  need: Need;
+  /** Listed but not called here, with where it is tested instead. */
+  testedIn?: string;
+  /** Path parameters, query string and body of the call (harmless targets: unknown ids answer 404 once authorized). */
+  params?: Record<string, string>;
+  query?: string;
+  body?: unknown;
+}
+
+const any: Need = { anyRole: true };
+const on = (role: RoleName, endpointId: string | null = BILLING): Need => ({ role, endpointId });
+const sub = { topic: BILLING, subscription: BILLING };
+const unknownEvent = { endpointId: BILLING, eventId: 'no-such-event' };
+
+/** One rule per route and method, keyed like the route list: `METHOD /api/path/[param]`. */
+const RULES: Record<string, Rule> = {
+  // The sign-in flow: public by nature, and it talks to the identity provider (flow.test.ts runs one).
+  'GET /auth/signin': { need: { public: true }, testedIn: 'flow.test.ts' },
+  'GET /auth/callback': { need: { public: true }, testedIn: 'flow.test.ts' },
+  'POST /auth/signout': { need: { public: true }, testedIn: 'flow.test.ts' },
+  'GET /api/health': { need: { public: true } },
+  'GET /api/ready': { need: { public: true } },
+  'GET /api/me': { need: any },
+  'GET /api/endpoints': { need: any },
+  'GET /api/flow': { need: any },
+  'GET /api/search': { need: any, query: 'q=evt' },
+  'GET /api/audit': { need: any },
+  'GET /api/admin/health': { need: any },
+  'GET /api/admin/grants': { need: any },
+  'POST /api/admin/grants': { need: on('Owner', null), body: { subjectKind: 'user', subject: 'oid-matrix', role: 'Reader', endpointId: BILLING } },
+  'DELETE /api/admin/grants/[grantId]': { need: on('Owner', null), params: { grantId: '0'.repeat(32) } },
+  'PUT /api/admin/heartbeat/endpoints/[endpointId]': { need: on('Owner'), params: { endpointId: BILLING }, body: { included: true } },
+  'POST /api/admin/heartbeat/send-now': { need: on('Operator', null) },
+  'PUT /api/admin/heartbeat/settings': { need: on('Owner', null), body: { enabled: false } },
+  'GET /api/endpoints/[endpointId]/events': { need: on('Reader'), params: { endpointId: BILLING } },
+  'GET /api/endpoints/[endpointId]/events/[eventId]': { need: on('Reader'), params: unknownEvent },
+  'POST /api/event/resubmit/[endpointId]/[eventId]': { need: on('Operator'), params: unknownEvent },
+  'POST /api/event/resubmit': { need: on('Operator'), body: { endpointId: BILLING, eventIds: ['no-such-event'] } },
+  'POST /api/event/skip/[endpointId]/[eventId]': { need: on('Operator'), params: unknownEvent },
+  'POST /api/event/skip': { need: on('Operator'), body: { endpointId: BILLING, eventIds: ['no-such-event'] } },
+  'POST /api/event/handoff/complete/[endpointId]/[eventId]/[messageId]': { need: on('Operator'), params: { ...unknownEvent, messageId: 'm-1' }, body: {} },
+  'POST /api/event/handoff/fail/[endpointId]/[eventId]/[messageId]': { need: on('Operator'), params: { ...unknownEvent, messageId: 'm-1' }, body: { errorText: 'no' } },
+  'GET /api/operations/reconcile': { need: any },
+  'POST /api/operations/reconcile': {
+    need: on('Operator'),
+    body: { targets: [{ endpointId: BILLING, eventId: 'no-such-event', sessionId: 'S-1', rowMessageId: 'm-1' }] },
+  },
+  'GET /api/topology/subscriptions': { need: any },
+  'GET /api/topology/operations/[operationId]': { need: any, params: { operationId: '00000000-0000-4000-8000-000000000000' } },
+  'GET /api/topology/subscriptions/[topic]/[subscription]/deadletters': { need: on('Reader'), params: sub },
+  'POST /api/topology/subscriptions/[topic]/[subscription]/replay/preview': { need: on('Reader'), params: sub, body: { all: true } },
+  'POST /api/topology/subscriptions/[topic]/[subscription]/replay': { need: on('Operator'), params: sub, body: { sequenceNumbers: ['999999'] } },
+  'POST /api/topology/subscriptions/[topic]/[subscription]/actions': { need: on('Owner'), params: sub, body: { action: 'resume', confirm: BILLING } },
+};
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response> | Response;
+
+/** Every route file under app/ with the methods it exports, as `METHOD /path/[param]` keys. */
+async function routeList(): Promise<Array<{ key: string; handler: Handler }>> {
+  const root = join(CONSOLE_DIR, 'app');
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const full = join(dir, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else if (name === 'route.ts') files.push(full);
+    }
+  };
+  walk(root);
+  const out: Array<{ key: string; handler: Handler }> = [];
+  for (const file of files.sort()) {
+    const path = '/' + relative(join(CONSOLE_DIR, 'app'), file).split(sep).slice(0, -1).join('/');
+    const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    for (const m of METHODS) if (typeof mod[m] === 'function') out.push({ key: `${m} ${path}`, handler: mod[m] as Handler });
+  }
+  return out;
+}
+
+function requestAs(caller: Caller, method: string, path: string, rule: Rule): Request {
+  const headers: Record<string, string> = { 'content-type': 'application/json', host: '127.0.0.1:3000' };
+  const p = CALLERS[caller].principal;
+  if (p) headers.cookie = `${SESSION_COOKIE}=${sealSession(p, { secret: SECRET, maxAgeSeconds: 600 })}`;
+  const filled = path.replace(/\[(\w+)\]/g, (_, k: string) => encodeURIComponent(rule.params?.[k] ?? k));
+  return new Request(`http://127.0.0.1:3000${filled}${rule.query ? `?${rule.query}` : ''}`, {
+    method,
+    headers,
+    body: rule.body === undefined ? undefined : JSON.stringify(rule.body),
+  });
+}
+
+let stack: ConsoleTestStack;
+let closeContext: () => Promise<void>;
+let closeOps: () => Promise<void>;
+
+before(async () => {
+  stack = await startConsoleTestStack('routematrix');
+  Object.assign(process.env, stack.env, AUTH_ENV);
+  await seedConsoleData(stack.store);
+  ({ closeContext } = await import('../context.ts'));
+  ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
+});
+
+after(async () => {
+  await closeOps?.();
+  await closeContext?.();
+  await stack?.close();
+});
+
+describe('role matrix over every route', () => {
+  test('every route and method has a rule, and every rule a route', async () => {
+    const keys = (await routeList()).map((r) => r.key);
+    assert.deepEqual(keys.filter((k) => !(k in RULES)), [], 'routes without a rule in RULES');
+    assert.deepEqual(Object.keys(RULES).filter((k) => !keys.includes(k)), [], 'rules without a route');
+  });
+
+  test('every route x every caller: refused (401/403) or let through as its rule says', async () => {
+    const problems: string[] = [];
+    let calls = 0;
+    for (const { key, handler } of await routeList()) {
+      const rule = RULES[key];
+      if (!rule || rule.testedIn !== undefined) continue; // reported by the test above / tested elsewhere
+      const [method, path] = key.split(' ') as [string, string];
+      for (const caller of Object.keys(CALLERS) as Caller[]) {
+        const res = await handler(requestAs(caller, method, path, rule), { params: Promise.resolve(rule.params ?? {}) });
+        calls++;
+        const want = expected(caller, rule.need);
+        const text = await res.text();
+        const what = `${key} by ${caller}: ${res.status} ${text.slice(0, 160)}`;
+        if (want === 'allowed') {
+          if ([401, 403, 421, 429].includes(res.status) || (res.status >= 500 && !key.endsWith('/api/ready'))) problems.push(`${what} (should pass authorization)`);
+        } else if (res.status !== want) problems.push(`${what} (expected ${want})`);
+      }
+    }
+    assert.ok(calls >= Object.values(RULES).filter((r) => r.testedIn === undefined).length * 8);
+    assert.deepEqual(problems, []);
+  });
+});
+
+describe('reads that span endpoints show only what the caller may read', () => {
+  const SHARED = 'evt-shared-7';
+  const CRM_SECRET_ERROR = 'crm-only error text: customer 4711 credit blocked';
+  const CRM_PAYLOAD_KEY = 'crmInternalCreditScore';
+
+  before(async () => {
+    // One event id consumed by billing and by crm: two status rows, two histories under one event partition.
+    const when = new Date().toISOString();
+    for (const [endpointId, errorText] of [[BILLING, 'billing error'], ['crmendpoint', CRM_SECRET_ERROR]] as const) {
+      const common = {
+        endpointId,
+        eventId: SHARED,
+        sessionId: 'ORD-777',
+        messageId: `${SHARED}-${endpointId}-res`,
+        messageType: MessageType.ErrorResponse,
+        eventTypeId: 'OrderPlaced',
+        parentMessageId: `${SHARED}-req`,
+        originatingMessageId: `${SHARED}-req`,
+        correlationId: null,
+        from: endpointId,
+        to: 'Resolver',
+        enqueuedAt: when,
+        errorText,
+        payload: { orderId: 'ORD-777' },
+      };
+      await stack.store.recordOutcome({ history: { ...common }, status: { ...common } });
+    }
+    await stack.store.recordAudit({ eventId: SHARED, endpointId: 'crmendpoint', type: 'ResubmitWithChanges', auditor: 'crm-operator@test', comment: 'crm fix' });
+    await writeAudit(stack.store.database, {
+      actorKind: 'user',
+      actorId: 'oid-crm-operator',
+      actorName: 'crm-operator@test',
+      roles: 'Operator:crmendpoint',
+      action: 'resubmit',
+      endpointId: 'crmendpoint',
+      eventId: SHARED,
+      target: null,
+      outcome: 'succeeded',
+      status: 200,
+      reason: null,
+      details: { edited: true, payloadDiff: { changes: [{ path: `/${CRM_PAYLOAD_KEY}`, op: 'changed' }] } },
+    });
+  });
+
+  const get = async (caller: Caller, path: string, route: string, params: Record<string, string> = {}) => {
+    const mod = (await import(pathToFileURL(join(CONSOLE_DIR, 'app', route, 'route.ts')).href)) as { GET: Handler };
+    const res = await mod.GET(requestAs(caller, 'GET', path, { need: any }), { params: Promise.resolve(params) });
+    assert.equal(res.status, 200, `${caller} GET ${path}`);
+    return res.text();
+  };
+
+  test('search: a Reader of billing finds billing rows only; a site-wide Reader finds both', async () => {
+    const mine = JSON.parse(await get('billingReader', '/api/search?q=evt-shared', 'api/search')) as { items: Array<{ endpointId: string; errorText: string | null }> };
+    assert.deepEqual(mine.items.map((i) => i.endpointId), [BILLING]);
+    const all = JSON.parse(await get('siteReader', '/api/search?q=evt-shared', 'api/search')) as { items: Array<{ endpointId: string }> };
+    assert.deepEqual(all.items.map((i) => i.endpointId).sort(), [BILLING, 'crmendpoint']);
+  });
+
+  test("the audit log: a Reader of billing does not see crm's entries (payload key names, event ids)", async () => {
+    const mine = await get('billingReader', '/api/audit?pageSize=200', 'api/audit');
+    assert.doesNotMatch(mine, new RegExp(CRM_PAYLOAD_KEY));
+    const items = (JSON.parse(mine) as { items: Array<{ endpointId: string | null }> }).items;
+    assert.ok(items.every((e) => e.endpointId === BILLING), 'only billing entries');
+    assert.match(await get('siteReader', '/api/audit?pageSize=200', 'api/audit'), new RegExp(CRM_PAYLOAD_KEY));
+  });
+
+  test("a replay operation on crm's subscription is not known to a Reader of billing", async () => {
+    const replay = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts')).href)) as { POST: Handler };
+    const crmSub = { topic: 'crmendpoint', subscription: 'crmendpoint' };
+    const started = await replay.POST(requestAs('owner', 'POST', '/api/x', { need: any, body: { sequenceNumbers: ['999999'] } }), { params: Promise.resolve(crmSub) });
+    assert.equal(started.status, 202, await started.clone().text());
+    const { operationId } = (await started.json()) as { operationId: string };
+    const op = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/topology/operations/[operationId]/route.ts')).href)) as { GET: Handler };
+    const ask = (caller: Caller) => op.GET(requestAs(caller, 'GET', '/api/x', { need: any }), { params: Promise.resolve({ operationId }) });
+    assert.equal((await ask('billingReader')).status, 404);
+    assert.equal((await ask('crmOperator')).status, 200);
+    assert.equal((await ask('siteReader')).status, 200);
+  });
+
+  test("grants: a Reader of billing sees billing's grants, not crm's nor the site-wide ones", async () => {
+    const grants = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/admin/grants/route.ts')).href)) as { GET: Handler; POST: Handler };
+    for (const g of [
+      { subjectKind: 'user', subject: 'oid-crm-person', role: 'Operator', endpointId: 'crmendpoint' },
+      { subjectKind: 'user', subject: 'oid-site-person', role: 'Owner' },
+      { subjectKind: 'user', subject: 'oid-billing-person', role: 'Reader', endpointId: BILLING },
+    ])
+      assert.equal((await grants.POST(requestAs('owner', 'POST', '/api/admin/grants', { need: any, body: g }), { params: Promise.resolve({}) })).status, 201);
+    const mine = await get('billingReader', '/api/admin/grants', 'api/admin/grants');
+    assert.match(mine, /oid-billing-person/);
+    assert.doesNotMatch(mine, /oid-crm-person|oid-site-person|crm-ops/);
+    assert.match(await get('siteReader', '/api/admin/grants', 'api/admin/grants'), /oid-crm-person/);
+  });
+
+  test("event details: billing's view of a shared event id carries no crm history or audits", async () => {
+    const route = 'api/endpoints/[endpointId]/events/[eventId]';
+    const params = { endpointId: BILLING, eventId: SHARED };
+    const mine = await get('billingReader', `/api/endpoints/${BILLING}/events/${SHARED}`, route, params);
+    assert.doesNotMatch(mine, /crm-only error text|crm fix|crmendpoint/);
+    const all = await get('siteReader', `/api/endpoints/${BILLING}/events/${SHARED}`, route, params);
+    assert.match(all, /crm-only error text/);
+  });
+});
