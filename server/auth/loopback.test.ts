@@ -6,7 +6,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NextRequest } from 'next/server.js';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { loopbackProblem } from './hardening.ts';
@@ -17,8 +16,11 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 let stack: ConsoleTestStack;
 let closeContext: () => Promise<void>;
 // proxy.ts belongs to the Next.js program (tsconfig.next.json); a computed specifier keeps it out of this one's.
+// next/server likewise: its types (through React's) would declare an empty DOM in the Node program.
 const proxyModule = '../../proxy.ts';
-let proxy: (request: NextRequest) => Response;
+const nextServerModule = 'next/server.js';
+let proxy: (request: Request) => Response;
+let NextRequest: new (url: string, init?: RequestInit) => Request;
 
 before(async () => {
   stack = await startConsoleTestStack('loopback');
@@ -26,6 +28,7 @@ before(async () => {
   await seedConsoleData(stack.store);
   ({ closeContext } = await import('../context.ts'));
   ({ proxy } = (await import(proxyModule)) as { proxy: typeof proxy });
+  ({ NextRequest } = (await import(nextServerModule)) as { NextRequest: typeof NextRequest });
 });
 
 after(async () => {

@@ -3,7 +3,6 @@
 // an https console (cookie tossing), no HSTS on https, and roles frozen in a long session (now re-read hourly).
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NextRequest } from 'next/server.js';
 import { beginSignIn } from './flow.ts';
 import { getPrincipal, sessionFromCookies } from './authenticate.ts';
 import { hsts, originProblem } from './hardening.ts';
@@ -78,8 +77,11 @@ describe('sign-in and session hardening', () => {
     assert.equal(hsts(new Request('http://console.example/', { headers: { 'x-forwarded-proto': 'https' } }), {}), 'max-age=31536000');
     assert.equal(hsts(new Request('http://127.0.0.1:3000/'), { NIMBUS_AUTH: 'off' }), null);
     signInOn('https://console.example/auth/callback');
+    // Computed specifiers keep Next's types (and React's empty DOM declarations) out of the Node program.
     const proxyModule = '../../proxy.ts';
-    const { proxy } = (await import(proxyModule)) as { proxy: (r: NextRequest) => Response };
+    const nextServerModule = 'next/server.js';
+    const { proxy } = (await import(proxyModule)) as { proxy: (r: Request) => Response };
+    const { NextRequest } = (await import(nextServerModule)) as { NextRequest: new (url: string, init?: RequestInit) => Request };
     const res = proxy(new NextRequest('http://console.example/endpoints', { headers: { host: 'console.example' } }));
     assert.equal(res.headers.get('strict-transport-security'), 'max-age=31536000');
   });
