@@ -5,7 +5,9 @@ import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySel
 import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
 import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
 import type { TopicView } from '../../server/subscriptions/overview.ts';
-import type { ReconcilePreview, applyReconcile } from '../../server/reconcile/reconcile.ts';
+import type { ReconcilePreview } from '../../server/reconcile/reconcile.ts';
+import type { reconcileApply } from '../../server/reconcile/routes.ts';
+import type { RepairTarget } from '../../server/reconcile/stuck.ts';
 import type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
 import { callApi } from '../api.ts';
 
@@ -21,9 +23,10 @@ export type { ReplayPreview, UncertainEvidence, UncertainDecision };
 export type ReplayOperation = ServerReplayOperation & { interrupted: boolean };
 
 export type { StaleRow, ReconcilePreview } from '../../server/reconcile/reconcile.ts';
+export type { StuckRow, RepairTarget } from '../../server/reconcile/stuck.ts';
 export type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
 /** What an apply answers: the server's own result type. */
-export type ReconcileResult = Awaited<ReturnType<typeof applyReconcile>>;
+export type ReconcileResult = Awaited<ReturnType<typeof reconcileApply>>;
 
 const seg = encodeURIComponent;
 const sub = (topic: string, subscription: string) => `/api/topology/subscriptions/${seg(topic)}/${seg(subscription)}`;
@@ -45,8 +48,8 @@ export const opsApi = {
   action: (topic: string, subscription: string, action: 'pause' | 'resume' | 'purge' | 'restoreRules', confirm: string) =>
     callApi<Record<string, unknown>>(`${sub(topic, subscription)}/actions`, post({ action, confirm })),
   reconcilePreview: () => callApi<ReconcilePreview>('/api/operations/reconcile'),
-  reconcileApply: (targets: Array<{ endpointId: string; eventId: string; sessionId: string; rowMessageId: string }>) =>
-    callApi<ReconcileResult>('/api/operations/reconcile', post({ targets })),
+  reconcileApply: (targets: Array<{ endpointId: string; eventId: string; sessionId: string; rowMessageId: string }>, repairs: RepairTarget[] = []) =>
+    callApi<ReconcileResult>('/api/operations/reconcile', post({ targets, repairs })),
   health: () => callApi<HealthOverview>('/api/admin/health'),
   saveHeartbeatSettings: (s: { enabled?: boolean; intervalSeconds?: number; timeoutSeconds?: number }) => callApi<unknown>('/api/admin/heartbeat/settings', put(s)),
   sendHeartbeatNow: () => callApi<{ count: number }>('/api/admin/heartbeat/send-now', post()),
