@@ -11,6 +11,7 @@ import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox, formatDuration, Timestamp } from '../format.tsx';
 import { opsApi, type ReconcileResult, type RepairTarget, type StaleRow } from '../topology/opsApi.ts';
 import { repairOf, stuckKey, StuckRowsTable } from './StuckRowsTable.tsx';
+import { DrainingSessionsList, sessionKey } from './DrainingSessionsList.tsx';
 import { useCan } from '../audit/accessApi.ts';
 
 const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
@@ -22,6 +23,7 @@ export function ReconcileView() {
   const q = useQuery({ queryKey: ['reconcile'], queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [repairs, setRepairs] = useState<Map<string, RepairTarget['action']>>(new Map());
+  const [sessions, setSessions] = useState<Set<string>>(new Set());
   const [confirming, setConfirming] = useState(false);
   const [result, setResult] = useState<ReconcileResult | null>(null);
   const stale = q.data?.stale ?? [];
@@ -31,18 +33,24 @@ export function ReconcileView() {
     const action = repairs.get(stuckKey(r));
     return action ? [repairOf(r, action)] : [];
   });
-  const count = chosen.length + chosenRepairs.length;
+  const draining = q.data?.draining.sessions ?? [];
+  const chosenSessions = draining
+    .filter((d) => sessions.has(sessionKey(d)))
+    .map((d) => ({ endpointId: d.endpointId, sessionId: d.sessionId, nextReplaySequence: d.nextReplaySequence }));
+  const count = chosen.length + chosenRepairs.length + chosenSessions.length;
   const apply = useMutation({
     mutationFn: () =>
       opsApi.reconcileApply(
         chosen.map((r) => ({ endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId })),
         chosenRepairs,
+        chosenSessions,
       ),
     onSuccess: (r) => {
       setResult(r);
       setConfirming(false);
       setSelected(new Set());
       setRepairs(new Map());
+      setSessions(new Set());
       void client.invalidateQueries({ queryKey: ['reconcile'] });
     },
   });
@@ -73,6 +81,13 @@ export function ReconcileView() {
             .map((r) => (
               <div key={r.target.eventId} className="text-xs">
                 {r.target.eventId}: {r.reason}
+              </div>
+            ))}
+          {result.sessions
+            .filter((r) => r.outcome === 'unchanged')
+            .map((r) => (
+              <div key={`session-${r.target.endpointId}-${r.target.sessionId}`} className="text-xs">
+                session {r.target.sessionId} on {r.target.endpointId}: {r.reason}
               </div>
             ))}
           {result.repairs
@@ -157,6 +172,8 @@ export function ReconcileView() {
         Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair.
       </p>
       <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={can('reconcile')} />
+      <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap ({draining.length})</h2>
+      <DrainingSessionsList scan={q.data?.draining} selected={sessions} onChange={setSessions} canRepair={can('reconcile')} />
       <h2 className="mb-1 mt-5 font-semibold">Handoffs past their ExpectedBy ({q.data?.overdueHandoffs.length ?? 0})</h2>
       <p className="mb-1 text-xs text-slate-500">Only flagged: their outcome is in the external system. Complete or fail them from the event page.</p>
       {(q.data?.overdueHandoffs ?? []).length > 0 && (
