@@ -9,11 +9,12 @@ import type { MessageStore } from '../lib/store/index.ts';
 import { createServiceBusClients } from '../lib/servicebus/index.ts';
 import { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
 import { createResolverMetrics } from './metrics.ts';
-import { ResolverProcessor, type SettledEvent } from './processor.ts';
+import { ResolverProcessor, type ResolverState, type SettledEvent } from './processor.ts';
+import { registerResolverState } from './state.ts';
 
 export { DeadLetterReason, type Settlement } from './resolve.ts';
 export { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
-export type { SettledEvent } from './processor.ts';
+export type { ResolverState, SettledEvent } from './processor.ts';
 
 export interface ResolverOptions {
   /** Service Bus connection string; or pass `client` to share one. */
@@ -39,6 +40,8 @@ export interface ResolverOptions {
   transientMaxDelayMs?: number;
   /** Longest single wait before a heartbeat write is retried in place. Default 30 s. */
   inPlaceMaxDelayMs?: number;
+  /** While receiving is stopped because the store denies access (401/403), how often access is tried again. Default 30 s. */
+  accessProbeMs?: number;
   log?: Logger;
   /** Defaults to the global MeterProvider's `nimbus.resolver` meter (a no-op unless the host registers one). */
   meter?: Meter;
@@ -50,6 +53,8 @@ export interface ResolverOptions {
 export interface ResolverHandle {
   /** Graceful: in-flight messages settle, nothing new starts; closes what startResolver opened. */
   stop(): Promise<void>;
+  /** Receiving, or halted because the store denies access (with the reason), for readiness. */
+  state(): ResolverState;
 }
 
 const optionsSchema = z
@@ -69,6 +74,7 @@ const optionsSchema = z
       .default({}),
     transientMaxDelayMs: z.number().int().min(0).default(30_000),
     inPlaceMaxDelayMs: z.number().int().min(0).default(30_000),
+    accessProbeMs: z.number().int().min(10).default(30_000),
   })
   .loose();
 
@@ -102,6 +108,7 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
     maxMessagesPerReceive: o.maxMessagesPerReceive,
     maxAutoLockRenewalDurationInMs: o.maxAutoLockRenewalDurationInMs,
     onSettled: options.onSettled,
+    accessProbeMs: o.accessProbeMs,
     context: {
       store: options.store,
       log,
@@ -114,8 +121,11 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
     },
   });
   processor.start();
+  const unregister = registerResolverState(() => processor.state());
   return {
+    state: () => processor.state(),
     stop: async () => {
+      unregister();
       await processor.stop();
       await owned?.close().catch(() => undefined);
     },

@@ -27,6 +27,14 @@ export interface ProcessorOptions {
   topic?: string;
   subscription?: string;
   onSettled?: (event: SettledEvent) => void;
+  /** While halted on denied store access, how often access is probed again. Default 30 s. */
+  accessProbeMs?: number;
+}
+
+/** What the processor is doing, for readiness: receiving, or halted (and why) until store access is back. */
+export interface ResolverState {
+  receiving: boolean;
+  halted: { reason: string; since: string } | null;
 }
 
 export interface SettledEvent {
@@ -38,6 +46,9 @@ export interface SettledEvent {
   /** False when the settlement call itself failed (lock lost…): the message will come back. */
   ok: boolean;
 }
+
+/** The store record the access probe writes and reads while receiving is halted (never read by anyone else). */
+export const ACCESS_PROBE_ID = 'ResolverAccessProbe';
 
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
@@ -57,6 +68,9 @@ export class ResolverProcessor {
   #workers: Promise<void>[] = [];
   /** Sessions being worked on right now: stop() waits for these, not for workers still waiting to accept one. */
   readonly #inSession = new Set<Promise<void>>();
+  /** Set while the store denies access (401/403): no worker receives, a probe looks for access to come back. */
+  #halted: { reason: string; since: string } | undefined;
+  #probe: Promise<void> | undefined;
 
   constructor(options: ProcessorOptions) {
     this.#o = options;
@@ -84,6 +98,7 @@ export class ResolverProcessor {
     if (this.#stop.signal.aborted) return;
     this.#stop.abort();
     await Promise.allSettled([...this.#inSession]);
+    await this.#probe;
     this.#workers = [];
     await this.#sender?.close().catch(() => undefined);
     this.#log.info('Resolver: stopped');
@@ -93,9 +108,49 @@ export class ResolverProcessor {
     return this.#stop.signal.aborted;
   }
 
+  state(): ResolverState {
+    return { receiving: !this.#stopping && this.#halted === undefined, halted: this.#halted ? { ...this.#halted } : null };
+  }
+
+  /**
+   * Stops receiving on every worker (messages in hand are left unsettled and come back later) and starts probing
+   * the store until it lets us in again. Only the first halt logs: every worker meets the same wrong key.
+   */
+  #halt(reason: string): void {
+    if (this.#halted || this.#stopping) return;
+    this.#halted = { reason, since: new Date().toISOString() };
+    this.#log.error({ reason }, `Resolver: receiving stopped: ${reason}. Nothing is dead-lettered meanwhile; receiving resumes when the store accepts the Resolver again`);
+    this.#probe = this.#probeAccess();
+  }
+
+  /**
+   * Until access is back: a write and a read of a probe record of its own in the store (a key may allow reads and
+   * not writes; the Resolver needs both), every `accessProbeMs`. Its own record, so it races nobody's.
+   */
+  async #probeAccess(): Promise<void> {
+    const every = this.#o.accessProbeMs ?? 30_000;
+    const { store, version, now } = this.#o.context;
+    while (this.#halted && (await sleep(every, this.#stop.signal))) {
+      try {
+        await store.setServiceHealth({ serviceId: ACCESS_PROBE_ID, status: 'On', version, lastSeenAt: now().toISOString() });
+        await store.getServiceHealth(ACCESS_PROBE_ID);
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (code === 401 || code === 403) continue;
+        // Any other failure is not a denial: the message path's own budget handles outages.
+      }
+      this.#log.info({ haltedSince: this.#halted?.since }, 'Resolver: the store accepts the Resolver again; receiving resumes');
+      this.#halted = undefined;
+    }
+  }
+
   async #worker(index: number): Promise<void> {
     let failures = 0;
     while (!this.#stopping) {
+      if (this.#halted) {
+        await sleep(200, this.#stop.signal);
+        continue;
+      }
       let receiver: ServiceBusSessionReceiver;
       try {
         // Each accept and each session gets its own short-lived signal linked to the stop signal: the client adds
@@ -156,7 +211,7 @@ export class ResolverProcessor {
   }
 
   async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<void> {
-    while (!this.#stopping) {
+    while (!this.#stopping && !this.#halted) {
       let messages: ServiceBusReceivedMessage[];
       try {
         messages = await this.#receive(receiver, signal);
@@ -192,7 +247,7 @@ export class ResolverProcessor {
         for (const [message, settlement] of await batch.takeRecordedAhead()) resolved.push({ message, settlement, started: performance.now() });
       };
       for (const message of messages) {
-        if (this.#stopping) break; // not started: stays locked to this session and comes back with it
+        if (this.#stopping || this.#halted) break; // not started: stays locked to this session and comes back with it
         const started = performance.now();
         const settlement = await batch.resolve(message);
         if (settlement.kind === 'complete') {
@@ -252,6 +307,10 @@ export class ResolverProcessor {
         case 'redeliver':
           return await this.#redeliver(receiver, message, s.delayMs, s.storeReason);
         case 'leave':
+          return { ok: true, keepSession: false };
+        case 'halt':
+          // Left unsettled: it comes back when the session is accepted again, once the store lets us in.
+          this.#halt(s.reason);
           return { ok: true, keepSession: false };
       }
     } catch (err) {

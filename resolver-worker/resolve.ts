@@ -49,7 +49,12 @@ export type Settlement =
   /** Leave the original for the broker to redeliver (abandon after the delay); spends one delivery of the budget. */
   | { kind: 'redeliver'; attempt: number; delayMs: number; storeReason: 'throttled' | 'transient' }
   /** Stopping: settle nothing; the message comes back with its session. */
-  | { kind: 'leave' };
+  | { kind: 'leave' }
+  /**
+   * The store refused our credentials (401/403): settle nothing and stop receiving until access is back. Retrying
+   * cannot help and dead-lettering would drain the whole topic into the DLQ because of one wrong key.
+   */
+  | { kind: 'halt'; reason: string };
 
 export interface ResolveContext {
   store: MessageStore;
@@ -69,15 +74,35 @@ export function truncateDescription(text: string, max = 4096): string {
   return text.length > max ? `${text.slice(0, max - TRUNCATED.length)}${TRUNCATED}` : text;
 }
 
-type StoreFailure = { kind: 'throttled'; retryAfterMs: number | undefined } | { kind: 'transient' } | { kind: 'refused' } | { kind: 'bug' };
+type StoreFailure =
+  | { kind: 'throttled'; retryAfterMs: number | undefined }
+  | { kind: 'transient' }
+  | { kind: 'denied'; status: number }
+  | { kind: 'refused' }
+  | { kind: 'bug' };
 
-/** Classifies a failure of a store call. Auth/permission answers count as transient: a misconfigured key must not eat the queue. */
+/**
+ * Classifies a failure of a store call. Authentication and permission answers (401/403) are neither transient nor
+ * the message's fault: a wrong key fails every message alike, so they stop the worker ('halt') instead of spending
+ * budgets and ending as dead letters.
+ */
 function classify(err: unknown): StoreFailure {
   if (err instanceof StoreThrottledError) return { kind: 'throttled', retryAfterMs: err.retryAfterMs };
   if (err instanceof StoreError) return err.transient ? { kind: 'transient' } : { kind: 'refused' };
   const code = cosmosStatus(err);
-  if (code === 401 || code === 403) return { kind: 'transient' };
+  if (code === 401 || code === 403) return { kind: 'denied', status: code };
   return { kind: 'bug' };
+}
+
+/** The halt for a denied store call: what the log and /api/ready say. */
+function halt(status: number): Extract<Settlement, { kind: 'halt' }> {
+  return {
+    kind: 'halt',
+    reason:
+      status === 401
+        ? 'the store refused the Resolver\'s credentials (401): check NIMBUS_COSMOS_KEY'
+        : 'the store denied the Resolver permission (403): check the key or the identity\'s data-plane role on the database',
+  };
 }
 
 function errorText(err: unknown): string {
@@ -390,6 +415,9 @@ function onStoreFailure(
       ctx.log.warn({ ...where, delayMs, err: errorText(err) }, 'Resolver: store unavailable; leaving the message for redelivery');
       return { kind: 'redeliver', attempt, delayMs, storeReason: 'transient' };
     }
+    case 'denied':
+      ctx.log.error({ ...where, status: failure.status }, 'Resolver: store access denied; the message is left for later');
+      return halt(failure.status);
     case 'refused':
       // The store refuses this input (an id it cannot key, a type it cannot classify): retrying cannot help.
       ctx.log.warn({ ...where, err: errorText(err) }, 'Resolver: message refused by the store; dead-lettering');
@@ -479,6 +507,7 @@ async function retryInPlace(
       return { kind: 'complete', result };
     } catch (err) {
       const failure = classify(err);
+      if (failure.kind === 'denied') return halt(failure.status);
       if (failure.kind === 'refused' || failure.kind === 'bug') {
         // Bad heartbeat data (an endpoint id the store cannot key…) is logged and dropped, never dead-lettered.
         ctx.log.warn({ messageId: m.messageId, err: errorText(err) }, 'Resolver: heartbeat not recordable; dropped');

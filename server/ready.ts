@@ -14,10 +14,30 @@ export interface Readiness {
   serviceBus: string;
   /** When this answer was computed (answers are shared for a few seconds). */
   checkedAt: string;
+  /** Present when a Resolver runs in this process: `ok`, or why it stopped receiving. */
+  resolver?: string;
 }
 
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+
+/** Same key as resolver-worker/state.ts: the Resolvers running in this process (the embedded launcher's). */
+const RESOLVER_STATES_KEY = Symbol.for('nimbus.resolver.states');
+type ResolverStateView = () => { receiving: boolean; halted: { reason: string; since: string } | null };
+
+/**
+ * The Resolver's word when it runs in this process: not ready while it has stopped receiving because the store
+ * denies it access. Undefined when no Resolver runs here (a standalone one reports through its log and liveness).
+ */
+function resolverReadiness(): string | undefined {
+  const states = (globalThis as Record<symbol, unknown>)[RESOLVER_STATES_KEY] as Set<ResolverStateView> | undefined;
+  if (!states || states.size === 0) return undefined;
+  for (const state of states) {
+    const s = state();
+    if (s.halted) return `not receiving since ${s.halted.since}: ${s.halted.reason}`;
+  }
+  return 'ok';
+}
 
 export async function checkReady(ctx: ConsoleContext): Promise<Readiness> {
   const [cosmos, serviceBus] = await Promise.all([
@@ -30,7 +50,10 @@ export async function checkReady(ctx: ConsoleContext): Promise<Readiness> {
       (e: unknown) => `unreachable: ${e instanceof Error ? e.name : 'error'}`,
     ),
   ]);
-  return { ready: cosmos === 'ok' && serviceBus === 'ok', cosmos, serviceBus, checkedAt: new Date().toISOString() };
+  const resolver = resolverReadiness();
+  const ready = cosmos === 'ok' && serviceBus === 'ok' && (resolver === undefined || resolver === 'ok');
+  const checkedAt = new Date().toISOString();
+  return resolver === undefined ? { ready, cosmos, serviceBus, checkedAt } : { ready, cosmos, serviceBus, resolver, checkedAt };
 }
 
 /** The shared answer: in flight (no doneAt yet), or computed at doneAt. */

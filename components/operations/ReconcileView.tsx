@@ -1,14 +1,17 @@
 'use client';
-// Operations → Reconcile Stale Pending: rows still Pending although their history holds the response that
-// settled them, with the evidence; handoffs past their ExpectedBy (flagged only). Apply re-writes the stored
-// outcome through the guarded write, conditional on the row version shown here; the result says what changed.
+// Operations → Reconcile: rows still Pending although their history holds the response that settled them, with
+// the evidence; rows that nothing will move (a command claimed with no receipt, a control request nobody answered),
+// with why and what the repair does; handoffs past their ExpectedBy (flagged only). Apply re-writes the stored
+// outcome, re-sends or restores, each conditional on the row version shown here; the result says what changed.
 import Link from 'next/link';
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { eventHref } from '../api.ts';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox, formatDuration, Timestamp } from '../format.tsx';
-import { opsApi, type ReconcileResult, type StaleRow } from '../topology/opsApi.ts';
+import { opsApi, type ReconcileResult, type RepairTarget, type StaleRow } from '../topology/opsApi.ts';
+import { repairOf, stuckKey, StuckRowsTable } from './StuckRowsTable.tsx';
+import { DrainingSessionsList, sessionKey } from './DrainingSessionsList.tsx';
 import { useCan } from '../audit/accessApi.ts';
 
 const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
@@ -19,16 +22,35 @@ export function ReconcileView() {
   const can = useCan();
   const q = useQuery({ queryKey: ['reconcile'], queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
   const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [repairs, setRepairs] = useState<Map<string, RepairTarget['action']>>(new Map());
+  const [sessions, setSessions] = useState<Set<string>>(new Set());
   const [confirming, setConfirming] = useState(false);
   const [result, setResult] = useState<ReconcileResult | null>(null);
   const stale = q.data?.stale ?? [];
   const chosen = stale.filter((r) => selected.has(keyOf(r)));
+  const stuck = q.data?.stuck ?? [];
+  const chosenRepairs = stuck.flatMap((r) => {
+    const action = repairs.get(stuckKey(r));
+    return action ? [repairOf(r, action)] : [];
+  });
+  const draining = q.data?.draining.sessions ?? [];
+  const chosenSessions = draining
+    .filter((d) => sessions.has(sessionKey(d)))
+    .map((d) => ({ endpointId: d.endpointId, sessionId: d.sessionId, nextReplaySequence: d.nextReplaySequence }));
+  const count = chosen.length + chosenRepairs.length + chosenSessions.length;
   const apply = useMutation({
-    mutationFn: () => opsApi.reconcileApply(chosen.map((r) => ({ endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId }))),
+    mutationFn: () =>
+      opsApi.reconcileApply(
+        chosen.map((r) => ({ endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId })),
+        chosenRepairs,
+        chosenSessions,
+      ),
     onSuccess: (r) => {
       setResult(r);
       setConfirming(false);
       setSelected(new Set());
+      setRepairs(new Map());
+      setSessions(new Set());
       void client.invalidateQueries({ queryKey: ['reconcile'] });
     },
   });
@@ -37,17 +59,17 @@ export function ReconcileView() {
   return (
     <section>
       <div className="mb-3 flex flex-wrap items-center gap-3">
-        <h1 className="text-xl font-semibold">Operations · Reconcile stale Pending</h1>
+        <h1 className="text-xl font-semibold">Operations · Reconcile Pending rows</h1>
         <button type="button" onClick={() => void q.refetch()} className="ml-auto rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-50">
           {q.isFetching ? 'Scanning…' : 'Scan again'}
         </button>
         {can('reconcile') && <button
           type="button"
-          disabled={chosen.length === 0}
+          disabled={count === 0}
           onClick={() => setConfirming(true)}
           className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
         >
-          Repair selected ({chosen.length})
+          Repair selected ({count})
         </button>}
       </div>
       <ErrorBox error={q.error ?? apply.error} />
@@ -59,6 +81,20 @@ export function ReconcileView() {
             .map((r) => (
               <div key={r.target.eventId} className="text-xs">
                 {r.target.eventId}: {r.reason}
+              </div>
+            ))}
+          {result.sessions
+            .filter((r) => r.outcome === 'unchanged')
+            .map((r) => (
+              <div key={`session-${r.target.endpointId}-${r.target.sessionId}`} className="text-xs">
+                session {r.target.sessionId} on {r.target.endpointId}: {r.reason}
+              </div>
+            ))}
+          {result.repairs
+            .filter((r) => r.outcome === 'unchanged')
+            .map((r) => (
+              <div key={`${r.target.kind}-${r.target.eventId}`} className="text-xs">
+                {r.target.eventId} ({r.target.action}): {r.reason}
               </div>
             ))}
         </div>
@@ -131,6 +167,13 @@ export function ReconcileView() {
           </table>
         </div>
       )}
+      <h2 className="mb-1 mt-5 font-semibold">Stuck rows ({stuck.length})</h2>
+      <p className="mb-1 text-xs text-slate-500">
+        Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair.
+      </p>
+      <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={can('reconcile')} />
+      <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap ({draining.length})</h2>
+      <DrainingSessionsList scan={q.data?.draining} selected={sessions} onChange={setSessions} canRepair={can('reconcile')} />
       <h2 className="mb-1 mt-5 font-semibold">Handoffs past their ExpectedBy ({q.data?.overdueHandoffs.length ?? 0})</h2>
       <p className="mb-1 text-xs text-slate-500">Only flagged: their outcome is in the external system. Complete or fail them from the event page.</p>
       {(q.data?.overdueHandoffs ?? []).length > 0 && (
@@ -146,9 +189,10 @@ export function ReconcileView() {
         </ul>
       )}
       {confirming && (
-        <ConfirmDialog title={`Repair ${chosen.length} row${chosen.length === 1 ? '' : 's'}`} confirmLabel={`Repair ${chosen.length}`} busy={apply.isPending} onCancel={() => setConfirming(false)} onConfirm={() => apply.mutate()}>
+        <ConfirmDialog title={`Repair ${count} row${count === 1 ? '' : 's'}`} confirmLabel={`Repair ${count}`} busy={apply.isPending} onCancel={() => setConfirming(false)} onConfirm={() => apply.mutate()}>
           Each row gets the status of its stored response, through the same guarded write the Resolver uses, and only if it is still the
-          Pending version shown here. Rows that changed meanwhile are left alone. Every repair is written to the event&apos;s audit trail.
+          Pending version shown here. Stuck rows are re-sent or restored as chosen, again only if unchanged. Rows that changed
+          meanwhile are left alone. Every repair is written to the event&apos;s audit trail.
         </ConfirmDialog>
       )}
     </section>

@@ -13,6 +13,7 @@ import { ErrorBox, Timestamp } from '../format.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
+import { Topic } from '../../lib/contract/properties.ts';
 
 const PAGE_SIZE = 25;
 
@@ -20,7 +21,9 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   const client = useQueryClient();
   // Topics are named after endpoints: the endpoint's roles decide (a platform topic falls back to site-wide).
   const can = useCan();
-  const mayReplay = can('replay', topic);
+  // A platform topic's dead letters (Resolver, Manager) hold every endpoint's messages: replaying them is for Owners.
+  const platform = topic === Topic.Resolver || topic === Topic.Manager;
+  const mayReplay = can(platform ? 'replay.platform' : 'replay', topic);
   const [reasonInput, setReasonInput] = useState('');
   const [reason, setReason] = useState('');
   // Cursor stack: the first sequence number of every page visited, for "previous".

@@ -5,7 +5,9 @@ import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySel
 import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
 import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
 import type { TopicView } from '../../server/subscriptions/overview.ts';
-import type { ReconcilePreview, applyReconcile } from '../../server/reconcile/reconcile.ts';
+import type { reconcileApply, reconcilePreview } from '../../server/reconcile/routes.ts';
+import type { RepairTarget } from '../../server/reconcile/stuck.ts';
+import type { DrainingTarget } from '../../server/reconcile/draining.ts';
 import type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
 import { callApi } from '../api.ts';
 
@@ -20,10 +22,14 @@ export type { ReplayPreview, UncertainEvidence, UncertainDecision };
 
 export type ReplayOperation = ServerReplayOperation & { interrupted: boolean };
 
-export type { StaleRow, ReconcilePreview } from '../../server/reconcile/reconcile.ts';
+export type { StaleRow } from '../../server/reconcile/reconcile.ts';
+export type { DrainingSession, DrainingTarget } from '../../server/reconcile/draining.ts';
+/** What the preview answers: the server's own result type (rows, stuck rows, draining sessions). */
+export type ReconcilePreview = Awaited<ReturnType<typeof reconcilePreview>>;
+export type { StuckRow, RepairTarget } from '../../server/reconcile/stuck.ts';
 export type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
 /** What an apply answers: the server's own result type. */
-export type ReconcileResult = Awaited<ReturnType<typeof applyReconcile>>;
+export type ReconcileResult = Awaited<ReturnType<typeof reconcileApply>>;
 
 const seg = encodeURIComponent;
 const sub = (topic: string, subscription: string) => `/api/topology/subscriptions/${seg(topic)}/${seg(subscription)}`;
@@ -45,8 +51,11 @@ export const opsApi = {
   action: (topic: string, subscription: string, action: 'pause' | 'resume' | 'purge' | 'restoreRules', confirm: string) =>
     callApi<Record<string, unknown>>(`${sub(topic, subscription)}/actions`, post({ action, confirm })),
   reconcilePreview: () => callApi<ReconcilePreview>('/api/operations/reconcile'),
-  reconcileApply: (targets: Array<{ endpointId: string; eventId: string; sessionId: string; rowMessageId: string }>) =>
-    callApi<ReconcileResult>('/api/operations/reconcile', post({ targets })),
+  reconcileApply: (
+    targets: Array<{ endpointId: string; eventId: string; sessionId: string; rowMessageId: string }>,
+    repairs: RepairTarget[] = [],
+    sessions: DrainingTarget[] = [],
+  ) => callApi<ReconcileResult>('/api/operations/reconcile', post({ targets, repairs, sessions })),
   health: () => callApi<HealthOverview>('/api/admin/health'),
   saveHeartbeatSettings: (s: { enabled?: boolean; intervalSeconds?: number; timeoutSeconds?: number }) => callApi<unknown>('/api/admin/heartbeat/settings', put(s)),
   sendHeartbeatNow: () => callApi<{ count: number }>('/api/admin/heartbeat/send-now', post()),

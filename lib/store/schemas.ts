@@ -141,6 +141,12 @@ export const AuditType = {
   CompleteHandoff: 'CompleteHandoff',
   FailHandoff: 'FailHandoff',
   ReconcileStalePending: 'ReconcileStalePending',
+  /** A Manager command whose send failed; its claim on the row was undone (or left for Reconcile). */
+  CommandNotSent: 'CommandNotSent',
+  /** Reconcile repaired a row left claimed or Pending by a command nobody answered (re-sent or restored). */
+  ReconcileStuckCommand: 'ReconcileStuckCommand',
+  /** Reconcile moved a draining session's replay cursor past parked messages that no longer exist. */
+  ReconcileDrainingSession: 'ReconcileDrainingSession',
   RecountCounters: 'RecountCounters',
 } as const;
 

@@ -575,6 +575,58 @@ export class MessageStore {
     );
   }
 
+  /**
+   * Puts a status row back to a version it had before (the Manager undoing its own claim after a failed send,
+   * Reconcile restoring an abandoned claim). Not a message's outcome, so the stale-write guard does not decide:
+   * the write is a compare-and-swap on the row as `expect` describes it (If-Match the etag read), and the row
+   * becomes `previous` exactly (its payload included), with a fresh `updatedAt`. The counters move with it.
+   * Answers 'ignored' / 'precondition-failed' when the row is no longer the version `expect` names.
+   */
+  async restoreStatusRow(previous: StatusRow, expect: RowExpectation & { lastMessageId: string }): Promise<StatusWriteResult> {
+    const id = statusRowId(previous.eventId, previous.sessionId);
+    const item = this.#c.events.item(id, [previous.endpointId, previous.eventId]);
+    const cacheKey = `${previous.endpointId}/${id}`;
+    for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      let raw: unknown;
+      let etag: string | undefined;
+      try {
+        const read = await item.read();
+        raw = read.statusCode === 404 ? undefined : read.resource;
+        etag = read.etag;
+      } catch (err) {
+        if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'status row read');
+      }
+      const parsed = raw === undefined ? undefined : statusRowSchema.safeParse(raw);
+      const current = parsed?.success ? parsed.data : null;
+      if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
+      const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };
+      try {
+        const written = await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } });
+        this.#rowCache.set(cacheKey, row, written.etag);
+      } catch (err) {
+        this.#rowCache.delete(cacheKey);
+        const code = cosmosStatus(err);
+        if (code === 412 || code === 404) continue; // changed since our read: decide again
+        rethrowCosmos(err, 'status row restore');
+      }
+      const from = bucketOf(current.status, current.subStatus);
+      const to = bucketOf(row.status, row.subStatus);
+      let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = from === to ? 'unchanged' : 'updated';
+      if (this.#counterBuffer) {
+        this.#counterBuffer.add(previous.endpointId, from, to);
+        if (counters === 'updated') counters = 'queued';
+      } else if (from !== to) {
+        try {
+          await applyCounterDelta(this.#c.counters, previous.endpointId, counterDelta(from, to));
+        } catch {
+          counters = 'failed'; // the row is written; the recount repairs the counters (as in #writeStatusChain)
+        }
+      }
+      return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, row, counters };
+    }
+    throw new StoreTransientError(`status row ${previous.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} restore attempts`);
+  }
+
   /** The status row of one event in one session, or null. A row that does not parse throws CorruptDocumentError. */
   async getStatusRow(endpointId: string, eventId: string, sessionId = ''): Promise<StatusRow | null> {
     const id = statusRowId(eventId, sessionId);
@@ -802,6 +854,26 @@ export class MessageStore {
       if (cosmosStatus(err) !== 409) rethrowCosmos(err, 'audit write');
     }
     return entry;
+  }
+
+  /**
+   * One audit of one event by the id it was written with (a point read): how the Manager finds a command's "sent"
+   * receipt, which no number of other audits on the event can push out of sight. Null when there is none.
+   */
+  async getAudit(eventId: string, id: string): Promise<AuditEntry | null> {
+    const docKey = docId(id);
+    let resource: unknown;
+    try {
+      const r = await this.#c.audits.item(docKey, eventId).read();
+      if (r.statusCode === 404) return null;
+      resource = r.resource;
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return null;
+      rethrowCosmos(err, 'audit read');
+    }
+    const parsed = auditEntrySchema.safeParse(resource);
+    if (!parsed.success) throw new CorruptDocumentError(CONTAINERS.audits, docKey, describeIssues(parsed.error));
+    return parsed.data;
   }
 
   /** Audits of one event, newest first. */

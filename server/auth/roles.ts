@@ -16,6 +16,11 @@ export const ACTIONS = {
   skip: 'Operator',
   handoff: 'Operator',
   replay: 'Operator',
+  /**
+   * Replaying dead letters of a platform topic (Resolver, Manager): they hold every endpoint's messages, and a
+   * replayed Resolver dead letter rewrites status rows of any endpoint, so the specification makes it an Owner's act.
+   */
+  'replay.platform': 'Owner',
   reconcile: 'Operator',
   'heartbeat.send': 'Operator',
   'heartbeat.settings': 'Owner',

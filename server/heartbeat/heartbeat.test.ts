@@ -164,13 +164,58 @@ describe('heartbeat', () => {
     await s.close();
   });
 
-  test('startHeartbeatScheduler ticks at once and stops cleanly', async () => {
+  test('startHeartbeatScheduler ticks at once, keeps ticking, and stop() waits for the running tick and ends the timer', async () => {
     const d = new PlatformDocs({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'nimbus' });
     docs.push(d);
     clock += 120_000;
-    const scheduler = startHeartbeatScheduler({ store: stack.store, client: stack.serviceBus.client, catalog: stack.catalog, docs: d, now, tickMs: 60_000 });
     const before = (await stack.store.listHeartbeats('shippingendpoint', 50)).length;
+    const scheduler = startHeartbeatScheduler({ store: stack.store, client: stack.serviceBus.client, catalog: stack.catalog, docs: d, now, tickMs: 20 });
+    // Observe every tick (the first one is on a 0 ms timer, so wrapping right after the start catches it too).
+    const events: string[] = [];
+    let ticks = 0;
+    let gate: Promise<void> | undefined = undefined;
+    let entered: (() => void) | undefined;
+    const realTick = scheduler.service.tick.bind(scheduler.service);
+    scheduler.service.tick = async () => {
+      ticks++;
+      const held = gate; // decided as the tick starts: a tick already running when the gate is set is not held
+      if (held) {
+        entered?.();
+        await held;
+      }
+      try {
+        return await realTick();
+      } finally {
+        if (held) events.push('tick ended');
+      }
+    };
     await until('the first scheduled round', async () => (await stack.store.listHeartbeats('shippingendpoint', 50)).length > before);
-    await scheduler.stop();
+    // Not only the first tick: the timer is re-armed after each one.
+    await until('three ticks', async () => ticks >= 3);
+
+    // Hold the next tick open and stop meanwhile: stop() must not return before that tick has ended.
+    let release!: () => void;
+    gate = new Promise<void>((r) => (release = r));
+    await new Promise<void>((r) => (entered = r));
+    const stopping = scheduler.stop().then(() => events.push('stopped'));
+    // A positive signal that stop() is really waiting: a round trip to the store finishes while it is pending.
+    await stack.store.getAllCounts();
+    assert.deepEqual(events, [], 'stop() returned while a tick was still running');
+    release();
+    await stopping;
+    assert.deepEqual(events, ['tick ended', 'stopped']);
+
+    // Nothing ticks after stop(). The positive signal that enough time has passed: a second scheduler on the same
+    // period, started now, ticks five times meanwhile.
+    const ticksAtStop = ticks;
+    const witness = startHeartbeatScheduler({ store: stack.store, client: stack.serviceBus.client, catalog: stack.catalog, docs: d, now, tickMs: 20 });
+    let witnessed = 0;
+    witness.service.tick = async () => {
+      witnessed++;
+      return { swept: 0, resolverProbed: false, sent: 0 };
+    };
+    await until('five ticks of a second scheduler', async () => witnessed >= 5);
+    await witness.stop();
+    assert.equal(ticks, ticksAtStop, 'the stopped scheduler ticked again');
   });
 });

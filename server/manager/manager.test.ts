@@ -1,6 +1,7 @@
-// The Manager's no-double-send rule on the real stack: a send that fails leaves the claim without a receipt, and
-// the retry sends (once) and writes the receipt; a repeat after that sends nothing. The send is made to fail by
-// removing the Manager topic through the admin client, and repaired by provisioning it again.
+// The Manager's no-double-send rule on the real stack: a send that fails puts the row back as it was and audits the
+// failure, and the retry sends (once) and writes the receipt; a repeat after that sends nothing, however many other
+// audits the event collects meanwhile. The send is made to fail by removing the Manager topic through the admin
+// client, and repaired by provisioning it again. (server/manager/brokerDown.test.ts stops the broker itself.)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Prop, Topic } from '../../lib/contract/index.ts';
@@ -25,25 +26,36 @@ after(async () => {
 });
 
 describe('Manager on the real stack', () => {
-  test('a failed send is answered 503 and its retry sends once; a later repeat sends nothing', async () => {
+  test('a failed send is answered 503, the row is put back and the failure audited; the retry sends once; a later repeat sends nothing', async () => {
+    const before = await stack.store.getStatusRow('billingendpoint', 'evt-failed-1', 'ORD-200');
+    assert.equal(before?.status, 'Failed');
     await stack.serviceBus.admin.deleteTopic(Topic.Manager);
     await assert.rejects(
       manager.execute('billingendpoint', 'evt-failed-1', { kind: 'skip' }, 'tester'),
-      (e: unknown) => e instanceof HttpError && e.status === 503,
+      (e: unknown) => e instanceof HttpError && e.status === 503 && /put back to Failed/.test(e.detail),
     );
-    const claimed = await stack.store.getStatusRow('billingendpoint', 'evt-failed-1', 'ORD-200');
-    assert.equal(claimed?.status, 'Pending', 'the claim stays');
-    assert.equal((await stack.store.listAudits('evt-failed-1')).items.length, 0, 'no receipt for an unsent command');
+    const restored = await stack.store.getStatusRow('billingendpoint', 'evt-failed-1', 'ORD-200');
+    assert.equal(restored?.status, 'Failed', 'the claim is undone');
+    assert.equal(restored?.lastMessageId, before?.lastMessageId);
+    assert.equal(restored?.errorText, before?.errorText);
+    const notSent = (await stack.store.listAudits('evt-failed-1')).items;
+    assert.deepEqual(notSent.map((a) => [a.type, a.auditor]), [['CommandNotSent', 'tester']], 'the failure is audited, no receipt');
+    assert.equal((JSON.parse(notSent[0]!.data!) as { claim: string }).claim, 'restored');
 
     await provisionTopology(stack.serviceBus.admin, deriveTopology(stack.catalog), { subscriptionDefaults: { lockDuration: 'PT5S' } });
     const retried = await manager.execute('billingendpoint', 'evt-failed-1', { kind: 'skip' }, 'tester');
     assert.equal(retried.outcome, 'sent');
+
+    // Flood the event's audit trail (as unauthenticated refusals could): the receipt is still found.
+    for (let i = 0; i < 520; i++) {
+      await stack.store.recordAudit({ eventId: 'evt-failed-1', endpointId: 'billingendpoint', type: 'Comment', auditor: 'flood', comment: `noise ${i}` });
+    }
     const repeated = await manager.execute('billingendpoint', 'evt-failed-1', { kind: 'skip' }, 'tester');
     assert.equal(repeated.outcome, 'duplicate');
     assert.equal(repeated.messageId, retried.messageId);
 
-    const audits = (await stack.store.listAudits('evt-failed-1')).items;
-    assert.deepEqual(audits.map((a) => [a.type, a.auditor]), [['Skip', 'tester']]);
+    const receipt = await stack.store.getAudit('evt-failed-1', retried.messageId);
+    assert.deepEqual([receipt?.type, receipt?.auditor], ['Skip', 'tester']);
     const receiver = await stack.serviceBus.client.acceptSession('billingendpoint', 'billingendpoint', 'ORD-200');
     try {
       const got = await receiver.receiveMessages(5, { maxWaitTimeInMs: 3000 });

@@ -3,19 +3,26 @@
 //   2. claimed with a compare-and-swap write of the row (expect: the row version the operator acted on), so two
 //      clicks, two tabs or two console replicas cannot both send it; the row shows Pending at once,
 //   3. sent to the Manager topic (DESIGN.md §3) with a MessageId derived from the message it answers,
-//   4. recorded in the event's audit trail under that same id - the audit is the "sent" receipt.
-// A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing. A repeat after a failed
-// send (claim written, no receipt) sends again with the same MessageId, which the subscriber's inbox absorbs in
-// the rare case the first send did reach the broker. A claim without a receipt may also be a send still in
-// progress in another replica: it is re-sent only when this process saw its send fail, or when the claim is
-// older than CLAIM_GRACE_MS; otherwise the repeat is refused (409, try again shortly).
+//   4. recorded in the event's audit trail under that same id - the audit is the "sent" receipt, found again by a
+//      point read (never by scanning the event's newest audits, which other entries could push out of reach).
+// A send that fails undoes the claim: the row is put back to the version it had (a compare-and-swap on the claim's
+// version, so a row the Resolver has moved since is left alone) and the failure is audited (CommandNotSent); the
+// operator sees 503 and the event as it was, and may try again. If even that undo cannot be written (the store is
+// down too) or the process dies between claim and receipt, the claim stays without a receipt: Reconcile finds it
+// after CLAIM_GRACE_MS and re-sends or restores it (server/reconcile/).
+// A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing. A repeat of a claim
+// without a receipt sends again with the same MessageId, which the subscriber's inbox absorbs in the rare case the
+// first send did reach the broker; but such a claim may also be a send still in progress in another replica, so it
+// is re-sent only when this process saw its send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise
+// the repeat is refused (409, try again shortly).
 import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
-import { PendingSubStatus, ResolutionStatus, Topic } from '../../lib/contract/index.ts';
+import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '../../lib/contract/index.ts';
 import type { ResolutionStatus as ResolutionStatusT } from '../../lib/contract/index.ts';
-import { AuditType, docId, type MessageStore, type StatusRow } from '../../lib/store/index.ts';
+import { AuditType, type MessageStore, type StatusRow } from '../../lib/store/index.ts';
+import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
-import { buildCommand, commandMessageId, commandType, originatingOf, type CommandSpec } from './commands.ts';
+import { buildCommand, commandMessageId, commandType, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -35,6 +42,9 @@ const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
 
 /** How long a claim without a receipt is presumed to be a send in progress elsewhere. */
 export const CLAIM_GRACE_MS = 30_000;
+
+/** Longest a click waits for the broker: past it the send is abandoned (its outcome unknown) and answered 503. */
+export const SEND_TIMEOUT_MS = 15_000;
 
 const isHandoff = (row: StatusRow) =>
   row.status === ResolutionStatus.Pending && row.subStatus === PendingSubStatus.Handoff;
@@ -137,7 +147,7 @@ export class Manager {
       );
       // Someone else changed the row between our read and our claim: decide again on the new version.
       if (claim.outcome === 'ignored') continue;
-      return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, false);
+      return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: row });
     }
     throw conflict(`event ${eventId} kept changing; reload it and try again`);
   }
@@ -153,8 +163,8 @@ export class Manager {
   async #repeat(spec: CommandSpec, row: StatusRow, auditor: string): Promise<CommandResult> {
     const answered = row.parentMessageId!;
     const messageId = row.lastMessageId;
-    const audits = await this.#store.listAudits(row.eventId, { pageSize: 500 });
-    const receipt = audits.items.some((a) => a.id === docId(messageId));
+    // A point read by the command's id: however many other audits the event has, the receipt is found.
+    const receipt = await this.#store.getAudit(row.eventId, messageId);
     if (receipt) {
       return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     }
@@ -170,7 +180,19 @@ export class Manager {
       eventTypeId = spec.edited?.eventTypeId ?? row.eventTypeId;
       if (payload === undefined || payload === null) throw conflict('the event has no stored payload to resubmit');
     }
-    return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, true);
+    return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: undefined });
+  }
+
+  /**
+   * Re-sends the command an abandoned claim stands for (Reconcile's repair): same MessageId, receipt written.
+   * Only resubmit and skip can be rebuilt from the row; a handoff settlement's text was never stored.
+   */
+  async resendClaim(row: StatusRow, auditor: string): Promise<CommandResult> {
+    const spec = specOfClaim(row);
+    if (!spec || row.parentMessageId == null) throw conflict(`a ${row.messageType ?? 'row'} claim cannot be re-sent; restore it instead`);
+    const payload = spec.kind === 'resubmit' ? row.payload : undefined;
+    if (spec.kind === 'resubmit' && (payload === undefined || payload === null)) throw conflict('the claim has no stored payload to re-send; restore it instead');
+    return this.#sendAndAudit(spec, row, row.parentMessageId, row.eventTypeId, payload, auditor, { previous: undefined });
   }
 
   async #sendAndAudit(
@@ -180,19 +202,17 @@ export class Manager {
     eventTypeId: string | null,
     payload: unknown,
     auditor: string,
-    resend: boolean,
+    /** The row version the claim replaced (a fresh claim), to put back if the send fails. */
+    claim: { previous: StatusRow | undefined },
   ): Promise<CommandResult> {
+    const resend = claim.previous === undefined;
     const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
     try {
       this.#sender ??= this.#client.createSender(Topic.Manager);
-      await this.#sender.sendMessages(built.message);
+      // Bounded: an operator's click must not hang while the client retries a broker that is gone.
+      await this.#sender.sendMessages(built.message, { abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
     } catch (err) {
-      this.#failedSends.add(built.messageId);
-      log.warn(
-        { endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, err: err instanceof Error ? err.message : String(err) },
-        'manager command not sent',
-      );
-      throw new HttpError(503, 'unavailable', 'the command could not be sent to Service Bus; try again (it will not be sent twice)');
+      return this.#sendFailed(row, built, err, auditor, claim.previous);
     }
     this.#failedSends.delete(built.messageId);
     log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, resend }, 'manager command sent');
@@ -218,5 +238,61 @@ export class Manager {
     });
     return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'sent', messageId: built.messageId, messageType: built.type };
   }
+
+  /**
+   * A send failed: undo the claim when this call made it (compare-and-swap on the claim's version: a row that has
+   * moved since - the Resolver recorded the command after all - is left as it is), audit the failure, answer 503.
+   * A claim that cannot be undone stays, marked here as abandoned, for a retry or for Reconcile.
+   */
+  async #sendFailed(row: StatusRow, built: BuiltCommand, err: unknown, auditor: string, previous: StatusRow | undefined): Promise<never> {
+    const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    // A broker refusal means nothing was enqueued; a timeout or a lost connection may have happened after it was.
+    const refused = sendCertainlyRefused(err);
+    let restored: 'restored' | 'moved' | 'failed' | 'kept' = 'kept';
+    if (previous) {
+      try {
+        const r = await this.#store.restoreStatusRow(previous, { status: ResolutionStatus.Pending, lastMessageId: built.messageId });
+        restored = r.outcome === 'written' ? 'restored' : 'moved';
+      } catch (e) {
+        restored = 'failed';
+        log.warn({ endpointId: row.endpointId, eventId: row.eventId, err: e instanceof Error ? e.message : String(e) }, 'manager claim not undone');
+      }
+    }
+    if (restored !== 'restored') this.#failedSends.add(built.messageId);
+    log.warn({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, claim: restored, refused, err: text }, 'manager command not sent');
+    const claimText = {
+      restored: `the event was put back to ${previous?.status ?? 'its previous state'}`,
+      moved: 'the event had moved on meanwhile and was left as it is',
+      failed: 'the claim could not be undone (the store failed too); Reconcile will find it',
+      kept: 'the claim stays until the command is sent or Reconcile repairs it',
+    }[restored];
+    try {
+      await this.#store.recordAudit({
+        // Never the command's own id: that id is the "sent" receipt.
+        id: `not-sent~${built.messageId}~${Date.now()}`,
+        eventId: row.eventId,
+        endpointId: row.endpointId,
+        eventTypeId: row.eventTypeId,
+        type: AuditType.CommandNotSent,
+        auditor,
+        comment: `${built.type} not sent: ${text.slice(0, 1000)}; ${claimText}`,
+        data: JSON.stringify({ messageId: built.messageId, messageType: built.type, sessionId: row.sessionId, claim: restored, brokerRefused: refused }).slice(0, 4096),
+      });
+    } catch (e) {
+      log.warn({ endpointId: row.endpointId, eventId: row.eventId, err: e instanceof Error ? e.message : String(e) }, 'manager send failure not audited');
+    }
+    throw new HttpError(503, 'unavailable', `the command could not be sent to Service Bus; ${claimText}. Try again (it will not be sent twice)`);
+  }
+
 }
 
+
+/** The command a claimed row stands for, when it can be rebuilt from the row alone (resubmit, skip). */
+export function specOfClaim(row: StatusRow): CommandSpec | undefined {
+  if (row.messageType === MessageType.SkipRequest) return { kind: 'skip' };
+  if (row.messageType === MessageType.ResubmissionRequest) {
+    // The claim stored a payload only when the operator edited it (requestMessageId is then the claim's id).
+    return row.requestMessageId === row.lastMessageId ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
+  }
+  return undefined;
+}

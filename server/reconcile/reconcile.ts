@@ -3,7 +3,9 @@
 // write was lost after the history write. Reconcile finds such rows with the evidence, and re-applies the stored
 // response through the store's guarded write with a compare-and-swap on the row version the preview saw, so a
 // row that moved meanwhile is left alone and a second apply changes nothing. Handoffs past their ExpectedBy
-// are only flagged: their outcome lives in an external system, not in the history.
+// are only flagged: their outcome lives in an external system, not in the history. The same scan finds rows that
+// nothing will move (./stuck.ts: claims without a receipt, control requests nobody answered) and ./draining.ts
+// sessions that drain forever.
 import { PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '../../lib/contract/index.ts';
 import {
   AuditType,
@@ -13,6 +15,7 @@ import {
   type StatusRowSummary,
 } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
+import { stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -46,6 +49,8 @@ export interface OverdueHandoff {
 
 export interface ReconcilePreview {
   stale: StaleRow[];
+  /** Rows Pending from a control request that nothing will answer (./stuck.ts). */
+  stuck: StuckRow[];
   overdueHandoffs: OverdueHandoff[];
   /** Pending rows looked at. */
   scanned: number;
@@ -86,8 +91,14 @@ async function historyOf(store: MessageStore, eventId: string): Promise<HistoryE
   return out;
 }
 
-export async function previewReconcile(store: MessageStore, endpointIds: string[], now = new Date()): Promise<ReconcilePreview> {
+export async function previewReconcile(
+  store: MessageStore,
+  endpointIds: string[],
+  now = new Date(),
+  grace: Omit<StuckOptions, 'now'> = {},
+): Promise<ReconcilePreview> {
   const stale: StaleRow[] = [];
+  const stuck: StuckRow[] = [];
   const overdueHandoffs: OverdueHandoff[] = [];
   let scanned = 0;
   let truncated = false;
@@ -114,7 +125,12 @@ export async function previewReconcile(store: MessageStore, endpointIds: string[
           }
           continue;
         }
-        const evidence = settlingEvidence(row, await historyOf(store, row.eventId));
+        const history = await historyOf(store, row.eventId);
+        const evidence = settlingEvidence(row, history);
+        if (!evidence) {
+          const finding = await stuckFinding(store, row, history, { ...grace, now });
+          if (finding) stuck.push(finding);
+        }
         if (evidence) {
           stale.push({
             endpointId,
@@ -134,7 +150,7 @@ export async function previewReconcile(store: MessageStore, endpointIds: string[
       }
     } while (token);
   }
-  return { stale, overdueHandoffs, scanned, truncated, generatedAt: now.toISOString() };
+  return { stale, stuck, overdueHandoffs, scanned, truncated, generatedAt: now.toISOString() };
 }
 
 export interface ReconcileTarget {

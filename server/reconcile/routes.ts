@@ -2,27 +2,61 @@
 import { z } from 'zod';
 import type { ConsoleContext } from '../context.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
+import { applyStuckRepairs } from './stuck.ts';
+import { findDrainingSessions, repairDrainingSessions, type DrainingScan } from './draining.ts';
+
+const rowTarget = {
+  endpointId: z.string().min(1).max(50),
+  eventId: z.string().min(1).max(128),
+  sessionId: z.string().max(128),
+  rowMessageId: z.string().min(1).max(128),
+};
 
 export const reconcileApplyBody = z
   .object({
-    targets: z
-      .array(
-        z.object({
-          endpointId: z.string().min(1).max(50),
-          eventId: z.string().min(1).max(128),
-          sessionId: z.string().max(128),
-          rowMessageId: z.string().min(1).max(128),
-        }),
-      )
-      .min(1)
-      .max(500),
+    /** Stale Pending rows: re-apply the stored response. */
+    targets: z.array(z.object(rowTarget).strict()).max(500).default([]),
+    /** Stuck rows: re-send the command or restore the row (./stuck.ts). */
+    repairs: z
+      .array(z.object({ ...rowTarget, kind: z.enum(['claim', 'unanswered']), action: z.enum(['resend', 'restore']) }).strict())
+      .max(500)
+      .default([]),
+    /** Sessions draining with a gap: move the replay past it (./draining.ts). */
+    sessions: z
+      .array(z.object({ endpointId: rowTarget.endpointId, sessionId: z.string().min(1).max(128), nextReplaySequence: z.number().int().min(0) }).strict())
+      .max(100)
+      .default([]),
   })
-  .strict();
+  .strict()
+  .refine((b) => b.targets.length + b.repairs.length + b.sessions.length > 0, 'name at least one: targets (stale rows), repairs (stuck rows) or sessions (draining sessions)');
+
+/** Every endpoint a request touches: each must be allowed (route handler). */
+export function reconcileEndpoints(body: z.output<typeof reconcileApplyBody>): string[] {
+  return [...new Set([...body.targets, ...body.repairs, ...body.sessions].map((t) => t.endpointId))];
+}
 
 export async function reconcilePreview(ctx: ConsoleContext) {
-  return previewReconcile(ctx.store, ctx.catalog.endpoints.map((e) => e.id));
+  const endpointIds = ctx.catalog.endpoints.map((e) => e.id);
+  const rows = await previewReconcile(ctx.store, endpointIds);
+  // The session scan needs the broker; without it the rows are still worth showing.
+  const draining: DrainingScan & { error?: string } = await findDrainingSessions(ctx.serviceBus.client, ctx.store, endpointIds).catch((err: unknown) => ({
+    sessions: [],
+    busy: 0,
+    error: `sessions could not be scanned: ${err instanceof Error ? err.message : String(err)}`,
+  }));
+  return { ...rows, draining };
 }
 
 export async function reconcileApply(ctx: ConsoleContext, body: z.output<typeof reconcileApplyBody>, auditor: string) {
-  return applyReconcile(ctx.store, body.targets, auditor);
+  const stale = body.targets.length > 0 ? await applyReconcile(ctx.store, body.targets, auditor) : { repaired: 0, unchanged: 0, results: [] };
+  const repairs = await applyStuckRepairs({ store: ctx.store, manager: ctx.manager }, body.repairs, auditor, { now: new Date() });
+  const sessions = body.sessions.length > 0 ? await repairDrainingSessions(ctx.serviceBus.client, ctx.store, body.sessions, auditor) : [];
+  const repaired = [...repairs, ...sessions].filter((r) => r.outcome === 'repaired').length;
+  return {
+    repaired: stale.repaired + repaired,
+    unchanged: stale.unchanged + repairs.length + sessions.length - repaired,
+    results: stale.results,
+    repairs,
+    sessions,
+  };
 }

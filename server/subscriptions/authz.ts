@@ -17,7 +17,10 @@ export async function authorizeSubscription(
   action: Extract<Action, 'replay' | `subscription.${string}`>,
   p: { topic: string; subscription: string },
 ): Promise<Authorized> {
-  return authorize(request, action, await endpointOfTopic(p.topic), { target: `${p.topic}/${p.subscription}` });
+  const endpointId = await endpointOfTopic(p.topic);
+  // A platform topic's dead letters (Resolver, Manager) are every endpoint's: replaying them is an Owner's act.
+  const checked: Action = action === 'replay' && endpointId === undefined ? 'replay.platform' : action;
+  return authorize(request, checked, endpointId, { target: `${p.topic}/${p.subscription}` });
 }
 
 /**

@@ -1,10 +1,10 @@
 // GET /api/operations/reconcile: the preview (stale Pending rows with evidence, overdue handoffs). Any role.
-// POST with `{ targets }`: re-applies the stored outcome of each, through the guarded write. Operator: site-wide,
-// or of every endpoint the targets name.
+// POST with `{ targets, repairs }`: re-applies the stored outcome of each stale row, through the guarded write, and
+// re-sends or restores each stuck row. Operator: site-wide, or of every endpoint the request names.
 import { audited, authorize, authorizeBeforeBody, type Authorized } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
-import { reconcileApply, reconcileApplyBody, reconcilePreview } from '../../../../server/reconcile/routes.ts';
+import { reconcileApply, reconcileApplyBody, reconcileEndpoints, reconcilePreview } from '../../../../server/reconcile/routes.ts';
 
 export const dynamic = 'force-dynamic';
 
@@ -20,12 +20,12 @@ export function POST(request: Request): Promise<Response> {
     // The targets name the endpoints: who may reconcile nowhere is refused before the body is parsed.
     await authorizeBeforeBody(request, 'reconcile');
     const body = await readJsonBody(request, reconcileApplyBody);
-    const endpoints = [...new Set(body.targets.map((t) => t.endpointId))];
+    const endpoints = reconcileEndpoints(body);
     // One endpoint: its Operator may; several: each must be allowed (a site-wide Operator always is).
     let who: Authorized | undefined;
     for (const endpointId of endpoints) who = await authorize(request, 'reconcile', endpointId);
     const ctx = await getContext();
-    const details = { targets: body.targets.length, endpoints };
+    const details = { targets: body.targets.length, repairs: body.repairs.length, endpoints };
     return json(await audited(who!, () => reconcileApply(ctx, body, who!.user), (r) => ({ ...details, result: r as unknown })));
   });
 }

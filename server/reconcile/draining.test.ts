@@ -1,0 +1,126 @@
+// Sessions that drain forever, on the emulator with the real @azure/service-bus client and the embedded Cosmos
+// server: a session whose state says "draining, waiting for parked message #0" while only #1 is still parked (#0 was
+// lost) is found with why and what the repair does; the repair moves the cursor to #1 under the session's lock and
+// sends the replay trigger to the deferred processor; it is audited, and a second repair changes nothing. A
+// draining session whose awaited message is still parked is not reported.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Address, decodeSessionState, encodeSessionState, MessageType, Prop, Subscription, emptySessionState } from '../../lib/contract/index.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { findDrainingSessions, RECONCILE_AUDIT_EVENT, repairDrainingSessions } from './draining.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let stack: ConsoleTestStack;
+const ep = 'billingendpoint';
+
+let closeContext: (() => Promise<void>) | undefined;
+
+before(async () => {
+  stack = await startConsoleTestStack('draining');
+  Object.assign(process.env, stack.env);
+  ({ closeContext } = await import('../context.ts'));
+});
+after(async () => {
+  await closeContext?.();
+  await stack?.close();
+});
+
+/** A session as the SDK leaves it: unblocked, `parked` messages parked, the cursor at `cursor`; `present` still on Deferred. */
+async function drainingSession(parked: number, cursor: number, present: number[]): Promise<string> {
+  const sessionId = `S-${randomUUID().slice(0, 8)}`;
+  const main = await stack.serviceBus.client.acceptSession(ep, ep, sessionId);
+  try {
+    await main.setSessionState(Buffer.from(encodeSessionState({ ...emptySessionState(), DeferredCount: parked, NextDeferralSequence: parked, NextReplaySequence: cursor })));
+  } finally {
+    await main.close();
+  }
+  const sender = stack.serviceBus.client.createSender(ep);
+  try {
+    for (const seq of present) {
+      await sender.sendMessages({
+        messageId: `evt-${sessionId}-${seq}~parked`,
+        sessionId,
+        body: Buffer.from('{}'),
+        applicationProperties: { [Prop.To]: Address.Deferred, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: `evt-${sessionId}-${seq}`, [Prop.DeferralSequence]: seq },
+      });
+    }
+  } finally {
+    await sender.close();
+  }
+  // The store's view that makes it a candidate: an event of that session parked (Deferred).
+  const eventId = `evt-${sessionId}-new`;
+  const w = { endpointId: ep, eventId, sessionId, messageId: `${eventId}-def`, messageType: MessageType.DeferralResponse, parentMessageId: `${eventId}-req`, enqueuedAt: new Date().toISOString(), blockedBy: null };
+  await stack.store.recordOutcome({ history: w, status: w });
+  return sessionId;
+}
+
+async function stateOf(sessionId: string) {
+  const main = await stack.serviceBus.client.acceptSession(ep, ep, sessionId);
+  try {
+    return decodeSessionState(await main.getSessionState());
+  } finally {
+    await main.close();
+  }
+}
+
+describe('reconcile: sessions draining forever', () => {
+  test('a gap in the parked messages is found, the cursor moved past it under the lock, the replay triggered, audited', async () => {
+    const stuck = await drainingSession(2, 0, [1]);
+    const healthy = await drainingSession(2, 0, [0, 1]);
+
+    const scan = await findDrainingSessions(stack.serviceBus.client, stack.store, [ep]);
+    assert.deepEqual(scan.sessions.map((s) => s.sessionId), [stuck], 'only the session whose awaited message is gone');
+    const finding = scan.sessions[0]!;
+    assert.deepEqual([finding.nextReplaySequence, finding.nextDeferralSequence, finding.parkedSequences], [0, 2, [1]]);
+    assert.match(finding.why, /waits for parked message #0, which is no longer on the Deferred subscription/);
+    assert.match(finding.does, /move the replay past the gap to #1/);
+
+    const target = { endpointId: ep, sessionId: stuck, nextReplaySequence: 0 };
+    const [result] = await repairDrainingSessions(stack.serviceBus.client, stack.store, [target], 'operator@test');
+    assert.equal(result?.outcome, 'repaired', result?.reason);
+    const state = await stateOf(stuck);
+    assert.equal(state.NextReplaySequence, 1);
+    assert.equal(state.NextDeferralSequence, 2);
+
+    // The deferred processor's trigger: to DeferredProcessor, naming the session and where the pass ends.
+    const triggers = stack.serviceBus.client.createReceiver(ep, Subscription.DeferredProcessor);
+    try {
+      const [t] = await triggers.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+      assert.ok(t, 'a replay trigger was sent');
+      assert.equal(t.applicationProperties?.[Prop.MessageType], MessageType.ProcessDeferredRequest);
+      assert.equal(t.applicationProperties?.[Prop.SessionId], stuck);
+      assert.equal(t.applicationProperties?.[Prop.ReplayUntil], 2);
+      await triggers.completeMessage(t);
+    } finally {
+      await triggers.close();
+    }
+    const audits = (await stack.store.listAudits(RECONCILE_AUDIT_EVENT)).items.filter((a) => a.type === 'ReconcileDrainingSession');
+    assert.equal(audits.length, 1);
+    assert.equal(audits[0]!.auditor, 'operator@test');
+    assert.match(audits[0]!.data ?? '', new RegExp(stuck));
+
+    const [again] = await repairDrainingSessions(stack.serviceBus.client, stack.store, [target], 'operator@test');
+    assert.equal(again?.outcome, 'unchanged');
+    assert.equal((await stateOf(healthy)).NextReplaySequence, 0, 'the healthy session was not touched');
+    assert.ok(!(await findDrainingSessions(stack.serviceBus.client, stack.store, [ep])).sessions.some((s) => s.sessionId === stuck));
+  });
+
+  test('through the API: the preview lists the session with why and what the repair does; apply repairs it', async () => {
+    const route = await import('../../app/api/operations/reconcile/route.ts');
+    const stuck = await drainingSession(3, 1, [2]);
+    const req = (method: string, body?: unknown) =>
+      new Request('http://127.0.0.1/api/operations/reconcile', { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const preview = (await (await route.GET(req('GET'))).json()) as { draining: { sessions: Array<{ sessionId: string; endpointId: string; nextReplaySequence: number; why: string; does: string }> } };
+    const found = preview.draining.sessions.find((d) => d.sessionId === stuck);
+    assert.ok(found, JSON.stringify(preview.draining));
+    assert.match(found.why, /#1/);
+    assert.match(found.does, /to #2/);
+    const res = await route.POST(req('POST', { sessions: [{ endpointId: ep, sessionId: stuck, nextReplaySequence: 1 }] }));
+    const body = (await res.json()) as { repaired: number; sessions: Array<{ outcome: string }> };
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.equal(body.repaired, 1);
+    assert.equal((await stateOf(stuck)).NextReplaySequence, 2);
+  });
+});

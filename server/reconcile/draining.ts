@@ -1,0 +1,230 @@
+// Reconcile: sessions that drain forever. After a block is lifted, an endpoint's session stays "draining"
+// (lib/contract/sessionState.ts: NextReplaySequence < NextDeferralSequence) until every parked message has come back
+// in order; meanwhile every new message parks behind them. If the parked message the replay cursor waits for is
+// gone (dead-lettered or expired on the Deferred subscription, lost in a crash), nothing will ever advance the
+// cursor and the session parks everything forever. This finds such sessions and moves the cursor past the gap.
+//
+// Candidates come from the store (sessions with Deferred rows: a session that parks forever keeps making them). For
+// each, the session state is read the way the SDK reads it: by taking the main subscription's session (its lock
+// makes the read, and a repair's write, exclusive: the endpoint cannot handle that session meanwhile; a session the
+// endpoint holds right now is skipped, it is live). The Deferred subscription is peeked for what is still parked,
+// and the main session for a replayed copy still on its way. Repair, under the same lock: NextReplaySequence becomes
+// the lowest sequence still parked (or NextDeferralSequence when none is), and a ProcessDeferredRequest asks the
+// endpoint's deferred processor to replay what is left. Audited on `$reconcile`.
+import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSessionReceiver } from '@azure/service-bus';
+import {
+  Address,
+  decodeSessionState,
+  encodeBody,
+  encodeSessionState,
+  isDraining,
+  MessageType,
+  Prop,
+  ResolutionStatus,
+  Subscription,
+  toWireProperties,
+  type SessionState,
+} from '../../lib/contract/index.ts';
+import type { MessageStore } from '../../lib/store/index.ts';
+import { AuditType } from '../../lib/store/index.ts';
+import { log } from '../log.ts';
+import { sequenceNumber } from '../subscriptions/deadLetters.ts';
+
+/** The audit trail Reconcile writes session repairs to (a session is not an event). */
+export const RECONCILE_AUDIT_EVENT = '$reconcile';
+const MAX_SESSIONS_PER_ENDPOINT = 100;
+const PEEK = 250;
+/** Peeks start at the first message explicitly: a peek without it may continue where an earlier one stopped. */
+const FROM_START = sequenceNumber('0');
+
+export interface DrainingSession {
+  endpointId: string;
+  sessionId: string;
+  nextReplaySequence: number;
+  nextDeferralSequence: number;
+  /** DeferralSequence of each message still parked for the session (at most 250 looked at). */
+  parkedSequences: number[];
+  why: string;
+  does: string;
+}
+
+export interface DrainingScan {
+  sessions: DrainingSession[];
+  /** Sessions not looked at because the endpoint (or a replay pass) holds them right now: live, not stuck. */
+  busy: number;
+}
+
+const codeOf = (err: unknown) => (err as { code?: unknown }).code;
+
+async function acceptOrBusy(client: ServiceBusClient, topic: string, subscription: string, sessionId: string): Promise<ServiceBusSessionReceiver | 'busy'> {
+  try {
+    return await client.acceptSession(topic, subscription, sessionId, { maxAutoLockRenewalDurationInMs: 0 });
+  } catch (err) {
+    if (codeOf(err) === 'SessionCannotBeLocked') return 'busy';
+    throw err;
+  }
+}
+
+const sequenceOf = (m: ServiceBusReceivedMessage, prop: string): number | undefined => {
+  const v = Number(m.applicationProperties?.[prop]);
+  return Number.isInteger(v) && v >= 0 ? v : undefined;
+};
+
+/** What is still parked for the session on the Deferred subscription, or 'busy' while a replay pass holds it. */
+async function parkedSequences(client: ServiceBusClient, endpointId: string, sessionId: string): Promise<number[] | 'busy'> {
+  const parked = await acceptOrBusy(client, endpointId, Subscription.Deferred, sessionId);
+  if (parked === 'busy') return 'busy';
+  try {
+    const peeked = await parked.peekMessages(PEEK, { fromSequenceNumber: FROM_START });
+    return peeked.map((m) => sequenceOf(m, Prop.DeferralSequence)).filter((s): s is number => s !== undefined).sort((a, b) => a - b);
+  } finally {
+    await parked.close().catch(() => undefined);
+  }
+}
+
+/** Inspects one session under its main-subscription lock; the finding when it drains with nothing to wait for. */
+async function inspect(
+  client: ServiceBusClient,
+  main: ServiceBusSessionReceiver,
+  endpointId: string,
+  sessionId: string,
+): Promise<{ state: SessionState; finding: DrainingSession | undefined } | 'busy'> {
+  const state = decodeSessionState(await main.getSessionState());
+  if (!isDraining(state)) return { state, finding: undefined };
+  const cursor = state.NextReplaySequence;
+  // A replayed copy of the awaited message may be on its way to the endpoint: then the drain is moving.
+  const inFlight = (await main.peekMessages(PEEK, { fromSequenceNumber: FROM_START })).some((m) => sequenceOf(m, Prop.ReplaySequence) === cursor);
+  if (inFlight) return { state, finding: undefined };
+  const parked = await parkedSequences(client, endpointId, sessionId);
+  if (parked === 'busy') return 'busy';
+  if (parked.includes(cursor)) return { state, finding: undefined };
+  const next = parked.find((s) => s > cursor);
+  return {
+    state,
+    finding: {
+      endpointId,
+      sessionId,
+      nextReplaySequence: cursor,
+      nextDeferralSequence: state.NextDeferralSequence,
+      parkedSequences: parked,
+      why: `draining: the replay waits for parked message #${cursor}, which is no longer on the Deferred subscription (dead-lettered, expired or lost), so every new message of the session parks behind it forever`,
+      does:
+        next !== undefined
+          ? `move the replay past the gap to #${next} and ask the deferred processor to replay the ${parked.filter((s) => s >= next).length} message(s) still parked`
+          : `end the drain (nothing is left parked): new messages of the session are handled again`,
+    },
+  };
+}
+
+export async function findDrainingSessions(client: ServiceBusClient, store: MessageStore, endpointIds: string[]): Promise<DrainingScan> {
+  const sessions: DrainingSession[] = [];
+  let busy = 0;
+  for (const endpointId of endpointIds) {
+    const candidates = new Set<string>();
+    let token: string | undefined;
+    do {
+      const page = await store.listEvents({ endpointId, statuses: [ResolutionStatus.Deferred], pageSize: 200, continuationToken: token });
+      for (const r of page.items) if (r.sessionId !== '') candidates.add(r.sessionId);
+      token = page.continuationToken;
+    } while (token && candidates.size < MAX_SESSIONS_PER_ENDPOINT);
+    for (const sessionId of [...candidates].slice(0, MAX_SESSIONS_PER_ENDPOINT)) {
+      const main = await acceptOrBusy(client, endpointId, endpointId, sessionId);
+      if (main === 'busy') {
+        busy++;
+        continue;
+      }
+      try {
+        const r = await inspect(client, main, endpointId, sessionId);
+        if (r === 'busy') busy++;
+        else if (r.finding) sessions.push(r.finding);
+      } finally {
+        await main.close().catch(() => undefined);
+      }
+    }
+  }
+  return { sessions, busy };
+}
+
+export interface DrainingTarget {
+  endpointId: string;
+  sessionId: string;
+  /** The cursor the operator saw: the repair applies only if the session still waits at it. */
+  nextReplaySequence: number;
+}
+
+export interface DrainingResult {
+  target: DrainingTarget;
+  outcome: 'repaired' | 'unchanged';
+  reason?: string;
+  nextReplaySequence?: number;
+}
+
+/** The replay trigger the SDK's deferred processor answers (lib/sdk/deferredProcessor.ts). */
+function replayTrigger(endpointId: string, sessionId: string, from: number, until: number) {
+  return {
+    messageId: `reconcile-drain-${endpointId}-${sessionId}-${from}-${until}`.slice(0, 128),
+    sessionId,
+    body: Buffer.from(encodeBody({}), 'utf8'),
+    contentType: 'application/json',
+    applicationProperties: toWireProperties({
+      [Prop.To]: Address.DeferredProcessor,
+      [Prop.MessageType]: MessageType.ProcessDeferredRequest,
+      [Prop.EventId]: `reconcile-drain-${sessionId}`.slice(0, 128),
+      [Prop.SessionId]: sessionId,
+      [Prop.ReplayUntil]: until,
+    }),
+  };
+}
+
+export async function repairDrainingSessions(client: ServiceBusClient, store: MessageStore, targets: DrainingTarget[], auditor: string): Promise<DrainingResult[]> {
+  const results: DrainingResult[] = [];
+  for (const target of targets) {
+    const unchanged = (reason: string) => results.push({ target, outcome: 'unchanged', reason });
+    const main = await acceptOrBusy(client, target.endpointId, target.endpointId, target.sessionId);
+    if (main === 'busy') {
+      unchanged('the endpoint is handling this session right now (it is live); scan again later');
+      continue;
+    }
+    try {
+      const r = await inspect(client, main, target.endpointId, target.sessionId);
+      if (r === 'busy') {
+        unchanged('a replay pass holds the parked messages right now; scan again later');
+        continue;
+      }
+      if (!r.finding) {
+        unchanged('the session no longer drains with a gap');
+        continue;
+      }
+      if (r.finding.nextReplaySequence !== target.nextReplaySequence) {
+        unchanged(`the session moved since the preview (now waiting for #${r.finding.nextReplaySequence})`);
+        continue;
+      }
+      const next = r.finding.parkedSequences.find((s) => s > target.nextReplaySequence) ?? r.state.NextDeferralSequence;
+      // Written under the main session's lock: the endpoint cannot read or write this state meanwhile.
+      await main.setSessionState(Buffer.from(encodeSessionState({ ...r.state, NextReplaySequence: next })));
+      if (next < r.state.NextDeferralSequence) {
+        const sender = client.createSender(target.endpointId);
+        try {
+          await sender.sendMessages(replayTrigger(target.endpointId, target.sessionId, next, r.state.NextDeferralSequence));
+        } finally {
+          await sender.close().catch(() => undefined);
+        }
+      }
+      await store.recordAudit({
+        eventId: RECONCILE_AUDIT_EVENT,
+        endpointId: target.endpointId,
+        type: AuditType.ReconcileDrainingSession,
+        auditor,
+        comment: `${r.finding.why}. Repair: ${r.finding.does}`.slice(0, 4096),
+        data: JSON.stringify({ sessionId: target.sessionId, from: target.nextReplaySequence, to: next, nextDeferralSequence: r.state.NextDeferralSequence, parked: r.finding.parkedSequences.slice(0, 50) }).slice(0, 4096),
+      });
+      log.info({ endpointId: target.endpointId, sessionId: target.sessionId, from: target.nextReplaySequence, to: next }, 'draining session repaired');
+      results.push({ target, outcome: 'repaired', nextReplaySequence: next });
+    } catch (err) {
+      unchanged(err instanceof Error ? err.message : String(err));
+    } finally {
+      await main.close().catch(() => undefined);
+    }
+  }
+  return results;
+}

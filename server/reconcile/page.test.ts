@@ -1,0 +1,113 @@
+// Operations → Reconcile in Chromium (playwright-core) on the built console and the embedded stack: a skip claim
+// left by a dead console (written 5 minutes ago, no receipt) and a session draining with a gap are listed with why
+// they are stuck and what the repair does; the operator selects both and repairs them from the page; the skip is
+// sent once, the cursor moves, both repairs are audited.
+// NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
+import { Address, decodeSessionState, emptySessionState, encodeSessionState, MessageType, Prop, Topic } from '../../lib/contract/index.ts';
+import { createStore } from '../../lib/store/index.ts';
+import { ensureConsoleBuilt } from '../build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { seedConsoleData } from '../testing/seed.ts';
+import { commandMessageId } from '../manager/commands.ts';
+import { RECONCILE_AUDIT_EVENT } from './draining.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
+const ep = 'billingendpoint';
+
+let stack: ConsoleTestStack;
+let app: RunningConsole;
+let browser: BrowserContext;
+let chromiumInstance: TestBrowser | undefined;
+const pageErrors: string[] = [];
+
+before(async () => {
+  await ensureConsoleBuilt(DIR);
+  stack = await startConsoleTestStack('reconcilepage');
+  app = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env, dir: DIR });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
+});
+
+after(async () => {
+  await chromiumInstance?.close();
+  await app?.close();
+  await stack?.close();
+});
+
+async function open(path: string): Promise<Page> {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => pageErrors.push(`${path}: ${e.message}`));
+  await page.goto(app.url + path);
+  return page;
+}
+
+describe('Operations → Reconcile page', () => {
+  test('stuck rows and draining sessions show why and what the repair does, and are repaired from the page', async () => {
+    const seeded = await seedConsoleData(stack.store);
+    // The claim a console wrote 5 minutes ago before it died: its own clock says so.
+    const past = await createStore({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'reconcilepage', now: () => new Date(Date.now() - 5 * 60_000) });
+    const failed = (await past.getStatusRow(ep, seeded.failed.eventId, seeded.failed.sessionId))!;
+    const skipId = commandMessageId(MessageType.SkipRequest, failed, failed.lastMessageId);
+    await past.writeStatus(
+      { endpointId: ep, eventId: failed.eventId, sessionId: failed.sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: failed.eventTypeId, parentMessageId: failed.lastMessageId, from: Topic.Manager, to: ep, enqueuedAt: new Date().toISOString() },
+      { lastMessageId: failed.lastMessageId, status: failed.status },
+    );
+    await past.close();
+
+    // A session unblocked and draining, waiting for parked #0, which is gone; #1 is still parked.
+    const sessionId = `S-${randomUUID().slice(0, 8)}`;
+    const main = await stack.serviceBus.client.acceptSession(ep, ep, sessionId);
+    await main.setSessionState(Buffer.from(encodeSessionState({ ...emptySessionState(), DeferredCount: 2, NextDeferralSequence: 2, NextReplaySequence: 0 })));
+    await main.close();
+    const sender = stack.serviceBus.client.createSender(ep);
+    await sender.sendMessages({ messageId: `${sessionId}-1~parked`, sessionId, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: Address.Deferred, [Prop.DeferralSequence]: 1 } });
+    await sender.close();
+    const parkedEvent = `evt-${sessionId}`;
+    const w = { endpointId: ep, eventId: parkedEvent, sessionId, messageId: `${parkedEvent}-def`, messageType: MessageType.DeferralResponse, parentMessageId: `${parkedEvent}-req`, enqueuedAt: new Date().toISOString() };
+    await stack.store.recordOutcome({ history: w, status: w });
+
+    const page = await open('/operations/reconcile');
+    const row = page.locator(`[data-stuck-event="${failed.eventId}"]`);
+    await row.waitFor();
+    assert.match((await row.textContent()) ?? '', /no "sent" receipt/);
+    assert.match((await row.textContent()) ?? '', /Re-send: send the SkipRequest again with the same MessageId/);
+    assert.match((await row.textContent()) ?? '', /Restore: put the row back to Failed/);
+    const session = page.locator(`[data-draining-session="${sessionId}"]`);
+    await session.waitFor();
+    assert.match((await session.textContent()) ?? '', /waits for parked message #0/);
+    assert.match((await session.textContent()) ?? '', /move the replay past the gap to #1/);
+
+    await page.getByRole('checkbox', { name: `Repair ${failed.eventId}` }).check();
+    await page.getByRole('checkbox', { name: `Repair session ${sessionId}` }).check();
+    await page.getByRole('button', { name: 'Repair selected (2)' }).click();
+    await page.getByRole('button', { name: 'Repair 2' }).click();
+    await page.locator('[data-reconcile-result]').getByText('2 repaired, 0 unchanged.').waitFor();
+    await page.close();
+
+    assert.equal((await stack.store.getAudit(failed.eventId, skipId))?.type, 'Skip', 'the skip was sent and its receipt written');
+    const receiver = await stack.serviceBus.client.acceptSession(ep, ep, failed.sessionId);
+    try {
+      const got = await receiver.receiveMessages(5, { maxWaitTimeInMs: 3000 });
+      assert.deepEqual(got.map((m) => m.messageId), [skipId]);
+      for (const m of got) await receiver.completeMessage(m);
+    } finally {
+      await receiver.close();
+    }
+    const s = await stack.serviceBus.client.acceptSession(ep, ep, sessionId);
+    try {
+      assert.equal(decodeSessionState(await s.getSessionState()).NextReplaySequence, 1);
+    } finally {
+      await s.close();
+    }
+    assert.ok((await stack.store.listAudits(failed.eventId)).items.some((a) => a.type === 'ReconcileStuckCommand' && a.auditor === 'anonymous'));
+    assert.ok((await stack.store.listAudits(RECONCILE_AUDIT_EVENT)).items.some((a) => a.type === 'ReconcileDrainingSession'));
+    assert.deepEqual(pageErrors, []);
+  });
+});

@@ -1,0 +1,251 @@
+// Reconcile's repair path for rows that nothing will move (issue "no event stuck"): a row is Pending because of a
+// control request, and no answer will ever come.
+//   - claim: the Manager claimed the row for a command (Pending, its MessageId derived from the message it answers)
+//     but there is no "sent" receipt and the Resolver never recorded the command: the send failed and could not
+//     be undone, or the console died between claim and receipt. Repair: re-send (same MessageId; resubmit and skip
+//     only, a handoff settlement's text was never stored) or restore the row to the version the claim replaced.
+//   - unanswered: the Resolver recorded a control request (ContinuationRequest, a handoff command, a resubmission
+//     or skip) but no response answers it long after: a v4 subscriber completes a ContinuationRequest without an
+//     answer, an old one ignores a handoff command on a session its event does not block. Repair: restore the row
+//     to the version before the request.
+// The version to restore is taken from the event's history (the message the row showed before: the request's
+// ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
+import {
+  CONTROL_REQUEST_TYPES,
+  MessageType,
+  ResolutionStatus,
+  resultingStatus,
+  type MessageType as MessageTypeT,
+} from '../../lib/contract/index.ts';
+import { AuditType, type HistoryEntry, type MessageStore, type StatusRow, type StatusRowSummary } from '../../lib/store/index.ts';
+import { log } from '../log.ts';
+import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
+import { commandMessageId, type CommandType } from '../manager/commands.ts';
+import { specOfClaim } from '../manager/manager.ts';
+
+/** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
+export const UNANSWERED_GRACE_MS = 10 * 60_000;
+
+const MANAGER_COMMANDS: ReadonlySet<string> = new Set([
+  MessageType.ResubmissionRequest,
+  MessageType.SkipRequest,
+  MessageType.HandoffCompletedRequest,
+  MessageType.HandoffFailedRequest,
+]);
+
+export type RepairAction = 'resend' | 'restore';
+
+export interface StuckRow {
+  kind: 'claim' | 'unanswered';
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  eventTypeId: string | null;
+  /** The row version a repair is conditional on. */
+  rowMessageId: string;
+  rowMessageType: string | null;
+  rowUpdatedAt: string;
+  /** Why nothing will move it. */
+  why: string;
+  /** What each possible repair does; the first is the one proposed. */
+  repairs: Array<{ action: RepairAction; does: string }>;
+  /** The version a restore writes back (from history), when known. */
+  restoresTo: { status: string; messageType: string; messageId: string } | null;
+}
+
+export interface StuckOptions {
+  now: Date;
+  claimGraceMs?: number;
+  unansweredGraceMs?: number;
+}
+
+function isStateBearing(type: string): boolean {
+  return type !== MessageType.ProcessDeferredRequest && !CONTROL_REQUEST_TYPES.has(type as MessageTypeT);
+}
+
+/** The history entry whose outcome the row showed before `row`'s own message: what a restore writes back. */
+export function previousEntry(row: Pick<StatusRowSummary, 'sessionId' | 'lastMessageId' | 'parentMessageId' | 'enqueuedAt'>, history: HistoryEntry[]): HistoryEntry | undefined {
+  const own = history.filter((h) => h.sessionId === row.sessionId && h.messageId !== row.lastMessageId);
+  const parent = own.find((h) => h.messageId === row.parentMessageId && isStateBearing(h.messageType));
+  if (parent) return parent;
+  // No parent in history (a ContinuationRequest names none we keep): the newest state-bearing entry before it.
+  const before = own.filter((h) => isStateBearing(h.messageType) && (row.enqueuedAt == null || h.enqueuedAt <= row.enqueuedAt));
+  return before.sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
+}
+
+/** `current` as it was when `entry` last wrote it: the outcome fields from the entry, the event's fields kept. */
+export function rowFromEntry(current: StatusRow, entry: HistoryEntry): StatusRow {
+  const { status, subStatus } = resultingStatus(entry.messageType as MessageTypeT, entry.deadLetterErrorDescription);
+  return {
+    ...current,
+    status,
+    subStatus: subStatus ?? null,
+    messageType: entry.messageType as MessageTypeT,
+    lastMessageId: entry.messageId,
+    parentMessageId: entry.parentMessageId,
+    originatingMessageId: entry.originatingMessageId ?? current.originatingMessageId,
+    correlationId: entry.correlationId ?? current.correlationId,
+    from: entry.from,
+    to: entry.to,
+    enqueuedAt: entry.enqueuedAt,
+    errorText: entry.errorText,
+    errorType: entry.errorType,
+    deadLetterReason: entry.deadLetterReason,
+    deadLetterErrorDescription: entry.deadLetterErrorDescription,
+    retryCount: entry.retryCount,
+    handoffReason: entry.handoffReason,
+    externalJobId: entry.externalJobId,
+    expectedBy: entry.expectedBy,
+    blockedBy: null,
+  };
+}
+
+/** Is `row` the Manager's own claim (not a later projection of something else)? */
+export function isManagerClaim(row: Pick<StatusRowSummary, 'status' | 'messageType' | 'from' | 'parentMessageId' | 'lastMessageId' | 'endpointId' | 'eventId' | 'sessionId'>): boolean {
+  if (row.status !== ResolutionStatus.Pending || row.messageType == null || !MANAGER_COMMANDS.has(row.messageType)) return false;
+  if (row.parentMessageId == null) return false;
+  return row.lastMessageId === commandMessageId(row.messageType as CommandType, row, row.parentMessageId);
+}
+
+const describe = (h: HistoryEntry) => `${resultingStatus(h.messageType as MessageTypeT, h.deadLetterErrorDescription).status} (${h.messageType} ${h.messageId})`;
+
+/**
+ * Whether `row` (Pending, not a handoff park, not stale) is stuck, with why and what a repair would do. Reads the
+ * receipt (a point read) only for Manager claims. Undefined when it is not (or not yet) stuck.
+ */
+export async function stuckFinding(store: MessageStore, row: StatusRowSummary, history: HistoryEntry[], o: StuckOptions): Promise<StuckRow | undefined> {
+  if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
+  if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
+  const age = o.now.getTime() - Date.parse(row.updatedAt);
+  const recorded = history.some((h) => h.messageId === row.lastMessageId);
+  const answered = history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
+  const previous = previousEntry(row, history);
+  const restoresTo = previous ? { status: resultingStatus(previous.messageType as MessageTypeT, previous.deadLetterErrorDescription).status, messageType: previous.messageType, messageId: previous.messageId } : null;
+  const restore = previous ? [{ action: 'restore' as const, does: `put the row back to ${describe(previous)}, as it was before the ${row.messageType}` }] : [];
+  const base = {
+    endpointId: row.endpointId,
+    eventId: row.eventId,
+    sessionId: row.sessionId,
+    eventTypeId: row.eventTypeId,
+    rowMessageId: row.lastMessageId,
+    rowMessageType: row.messageType,
+    rowUpdatedAt: row.updatedAt,
+    restoresTo,
+  };
+  if (isManagerClaim(row) && !recorded) {
+    if (age < (o.claimGraceMs ?? CLAIM_GRACE_MS)) return undefined; // may still be a send in progress
+    if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
+    const canResend = specOfClaim(row as StatusRow) !== undefined;
+    const resend = canResend ? [{ action: 'resend' as const, does: `send the ${row.messageType} again with the same MessageId (the subscriber's inbox drops a copy it already has) and write its receipt` }] : [];
+    const repairs = [...resend, ...restore];
+    if (repairs.length === 0) return undefined;
+    return {
+      ...base,
+      kind: 'claim',
+      why: `claimed by a ${row.messageType} ${Math.round(age / 1000)} s ago with no "sent" receipt, and the Resolver never recorded the command: its send failed and could not be undone, or the console stopped before it finished`,
+      repairs,
+    };
+  }
+  if (!recorded || answered || age < (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS) || restore.length === 0) return undefined;
+  const reason =
+    row.messageType === MessageType.ContinuationRequest
+      ? 'a ContinuationRequest is completed by current subscribers without any answer'
+      : row.messageType === MessageType.HandoffCompletedRequest || row.messageType === MessageType.HandoffFailedRequest
+        ? 'the endpoint did not answer the handoff command (an older subscriber ignores one for a session its event does not block)'
+        : 'the endpoint has not answered the command';
+  return { ...base, kind: 'unanswered', why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that nobody answered: ${reason}`, repairs: restore };
+}
+
+export interface RepairTarget {
+  kind: 'claim' | 'unanswered';
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  rowMessageId: string;
+  action: RepairAction;
+}
+
+export interface RepairResult {
+  target: RepairTarget;
+  outcome: 'repaired' | 'unchanged';
+  reason?: string;
+  status?: string;
+}
+
+async function fullHistory(store: MessageStore, eventId: string): Promise<HistoryEntry[]> {
+  const out: HistoryEntry[] = [];
+  let token: string | undefined;
+  do {
+    const page = await store.listHistory(eventId, { pageSize: 200, continuationToken: token });
+    out.push(...page.items);
+    token = page.continuationToken;
+  } while (token && out.length < 2000);
+  return out;
+}
+
+/**
+ * Carries out repairs chosen from the preview. Everything is re-checked here from the store (only the row version
+ * comes from the request): the row must still be that version and still stuck for the same reason, and a restore
+ * is a compare-and-swap on it. Every repair is audited on the event (ReconcileStuckCommand).
+ */
+export async function applyStuckRepairs(
+  deps: { store: MessageStore; manager: Manager },
+  targets: RepairTarget[],
+  auditor: string,
+  o: StuckOptions,
+): Promise<RepairResult[]> {
+  const { store } = deps;
+  const results: RepairResult[] = [];
+  for (const target of targets) {
+    const unchanged = (reason: string) => results.push({ target, outcome: 'unchanged', reason });
+    const row = await store.getStatusRow(target.endpointId, target.eventId, target.sessionId);
+    if (!row || row.lastMessageId !== target.rowMessageId) {
+      unchanged(row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists');
+      continue;
+    }
+    const history = await fullHistory(store, row.eventId);
+    const finding = await stuckFinding(store, row, history, o);
+    if (!finding || finding.kind !== target.kind) {
+      unchanged(`the row is ${row.status} and no longer stuck that way`);
+      continue;
+    }
+    if (!finding.repairs.some((r) => r.action === target.action)) {
+      unchanged(`${target.action} is not possible for this row (${finding.repairs.map((r) => r.action).join(' or ')} is)`);
+      continue;
+    }
+    let status: string;
+    let detail: string;
+    try {
+      if (target.action === 'resend') {
+        const sent = await deps.manager.resendClaim(row, auditor);
+        status = row.status;
+        detail = `re-sent ${sent.messageType} ${sent.messageId}`;
+      } else {
+        const previous = previousEntry(row, history)!;
+        const written = await store.restoreStatusRow(rowFromEntry(row, previous), { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId });
+        if (written.outcome === 'ignored') {
+          unchanged('the row changed while it was being restored');
+          continue;
+        }
+        status = written.row.status;
+        detail = `restored to ${describe(previous)}`;
+      }
+    } catch (err) {
+      unchanged(err instanceof Error && 'detail' in err ? String((err as { detail: unknown }).detail) : err instanceof Error ? err.message : String(err));
+      continue;
+    }
+    await store.recordAudit({
+      id: `reconcile-${target.action}-${row.lastMessageId}`.slice(0, 200),
+      eventId: row.eventId,
+      endpointId: row.endpointId,
+      eventTypeId: row.eventTypeId,
+      type: AuditType.ReconcileStuckCommand,
+      auditor,
+      comment: `${finding.why}. Repair: ${detail}`.slice(0, 4096),
+      data: JSON.stringify({ kind: target.kind, action: target.action, sessionId: row.sessionId, stuckMessageId: row.lastMessageId, stuckMessageType: row.messageType, restoredTo: target.action === 'restore' ? finding.restoresTo : null }).slice(0, 4096),
+    });
+    log.info({ endpointId: row.endpointId, eventId: row.eventId, kind: target.kind, action: target.action }, 'stuck row repaired');
+    results.push({ target, outcome: 'repaired', status });
+  }
+  return results;
+}
