@@ -91,18 +91,34 @@ const DEFAULT_COMPACT_AFTER = 64 * 1024 * 1024;
 // ---------------------------------------------------------------------------------------------------------------
 // The server's model classes, from the same copy of the package the server uses.
 
-const serverRequire = createRequire(createRequire(import.meta.url).resolve('@vercel/cosmosdb-server'));
-const accountModule = serverRequire('./account/index.js') as {
-  default: new (host: string, port: number) => AccountLike;
-};
-const itemsModule = serverRequire('./account/items.js') as { default: { prototype: ItemsLike } };
-const Databases = (serverRequire('./account/databases.js') as { default: new (...a: unknown[]) => ItemsLike })
-  .default;
-const Collections = (
-  serverRequire('./account/collections.js') as { default: new (...a: unknown[]) => ItemsLike }
-).default;
-const Documents = (serverRequire('./account/documents.js') as { default: new (...a: unknown[]) => ItemsLike })
-  .default;
+type ItemsClass = new (...a: unknown[]) => ItemsLike;
+interface ServerModel {
+  accountModule: { default: new (host: string, port: number) => AccountLike };
+  itemsProto: ItemsLike;
+  Databases: ItemsClass;
+  Collections: ItemsClass;
+  Documents: ItemsClass;
+}
+let serverModel: ServerModel | undefined;
+
+/**
+ * Loaded on first use, not at import: the console's server bundle imports the store (and so this module) without
+ * ever starting an embedded server, and a bundler gives `import.meta.url` no file URL there.
+ */
+function model(): ServerModel {
+  if (serverModel) return serverModel;
+  const serverRequire = createRequire(createRequire(import.meta.url).resolve('@vercel/cosmosdb-server'));
+  const cls = (path: string) => (serverRequire(path) as { default: ItemsClass }).default;
+  serverModel = {
+    accountModule: serverRequire('./account/index.js') as ServerModel['accountModule'],
+    itemsProto: (serverRequire('./account/items.js') as { default: { prototype: ItemsLike } }).default
+      .prototype,
+    Databases: cls('./account/databases.js'),
+    Collections: cls('./account/collections.js'),
+    Documents: cls('./account/documents.js'),
+  };
+  return serverModel;
+}
 
 /** The journal whose server is handling the current request (none outside requests and during replay). */
 const current = new AsyncLocalStorage<EmbeddedJournal>();
@@ -114,6 +130,7 @@ const isA = (items: ItemsLike, cls: new (...a: unknown[]) => ItemsLike): boolean
   (items as object) instanceof cls;
 
 function scopeOf(items: ItemsLike): Scope | undefined {
+  const { Databases, Collections, Documents } = model();
   if (isA(items, Databases)) return { k: 'dbs' };
   if (isA(items, Collections)) return { k: 'colls', db: items._parent.read()!._rid };
   if (isA(items, Documents)) {
@@ -131,6 +148,7 @@ function scopeOf(items: ItemsLike): Scope | undefined {
 function install(): void {
   if (installed) return;
   installed = true;
+  const { accountModule, itemsProto: proto } = model();
   const Account = accountModule.default;
   // The server creates its account when it starts listening and keeps it private: remember the newest one so the
   // journal can restore into it (the 'listening' listener below runs right after the server's own).
@@ -141,7 +159,6 @@ function install(): void {
     }
   } as unknown as typeof Account;
 
-  const proto = itemsModule.default.prototype;
   const originalSet = proto._set;
   const originalDelete = proto.delete;
   proto._set = function (this: ItemsLike, data: Doc) {
