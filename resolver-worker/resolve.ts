@@ -321,7 +321,10 @@ async function afterStatus(
       eventTypeId: history.eventTypeId ?? null,
       type: AuditType.Comment,
       auditor: 'Resolver',
-      comment: `Ignored stale ${m.messageType} ${m.messageId}: the row already holds a later outcome (${result.reason}).`,
+      comment:
+        result.reason === 'retry-after-settlement'
+          ? `Ignored late RetryRequest ${m.messageId}: the event is already ${current?.status ?? 'settled'}; the subscriber completes it without running the handler.`
+          : `Ignored stale ${m.messageType} ${m.messageId}: the row already holds a later outcome (${result.reason}).`,
       data: JSON.stringify({
         messageId: m.messageId,
         messageType: m.messageType,
@@ -335,7 +338,8 @@ async function afterStatus(
     ctx.metrics.outcomeWritten({ ...tags, 'nimbus.outcome': result.row.status.toLowerCase() });
     ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': true });
   }
-  if (m.messageType === MessageType.RetryRequest) {
+  // A late retry refused by the guard ran nothing: its Comment audit above says so, a Retry audit would not.
+  if (m.messageType === MessageType.RetryRequest && !(result.outcome === 'ignored' && result.reason === 'retry-after-settlement')) {
     // After the status write, and keyed on the message: a rescheduled copy does not repeat it.
     await audit(ctx, endpointId, {
       id: `resolver-retry~${m.messageId}`,

@@ -257,3 +257,35 @@ describe('SDK flows recorded by the Resolver', () => {
     });
   });
 });
+
+describe('edges: the row tells the truth after a refused or late command', () => {
+  test('a RetryRequest arriving after a skip: the row stays Skipped, the retry is in history with a Comment audit, no Retry audit', async () => {
+    await withResolver(async (h, store) => {
+      const calls: number[] = [];
+      h.host({
+        endpointId: 'crm',
+        retryPolicies: new RetryPolicies().setDefaultPolicy({ maxRetries: 1, baseDelayMs: 1500 }),
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          calls.push(e.n);
+          throw new Error('CRM rejected the customer');
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'L-1', n: 1 });
+      const [failed] = await rowsOf(store, 'crm', 'L-1', (r) => r.length === 1 && r[0]!.status === 'Failed');
+      await h.managerCommand('crm', MessageType.SkipRequest, { eventId: failed!.eventId, sessionId: 'L-1' });
+      await rowsOf(store, 'crm', 'L-1', (r) => r.length === 1 && r[0]!.status === 'Skipped');
+      // The retry fires 1.5 s after the failure; the guard's Comment audit is written once its status write was decided.
+      const comment = await eventually(async () => {
+        const audits = (await store.listAudits(failed!.eventId)).items;
+        return audits.find((a) => a.type === 'Comment');
+      }, 'the Comment audit of the late retry', 20_000);
+      assert.match(comment.comment ?? '', /^Ignored late RetryRequest .*already Skipped/);
+      const [row] = await rowsOf(store, 'crm', 'L-1', () => true);
+      assert.equal(row!.status, 'Skipped');
+      await expectHistory(store, failed!.eventId, ['EventRequest', 'ErrorResponse', 'SkipRequest', 'SkipResponse', 'RetryRequest']);
+      assert.deepEqual((await store.listAudits(failed!.eventId)).items.map((a) => a.type), ['Comment']);
+      await expectCounts(store, 'crm', { skipped: 1 });
+      assert.deepEqual(calls, [1]);
+    });
+  });
+});

@@ -420,10 +420,14 @@ describe('RetryRequest', () => {
   const retry = (props: Record<string, unknown> = {}) =>
     msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1, ...props });
 
-  test('not blocked by this event: ResolutionResponse and complete without running the handler', () => {
-    const s = run(retry(), state({ BlockedByEventId: 'other' }), undefined);
-    assert.equal(s.invoked, false);
-    assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'complete']);
+  test('not blocked by this event (a late retry after a skip, resubmit or handoff): completed without handler and without a response', () => {
+    for (const st of [state({ BlockedByEventId: 'other' }), state(), state({ NextDeferralSequence: 2 })]) {
+      const s = run(retry(), st, undefined);
+      assert.equal(s.invoked, false);
+      // No ResolutionResponse: it would record Completed for an event whose handler never ran (a Skipped event).
+      assert.deepEqual(shape(s.effects), ['complete']);
+      assert.equal(s.signal, 'completed');
+    }
   });
 
   test('success: unblock, drain when something is parked, Resolution, complete', () => {

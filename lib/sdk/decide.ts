@@ -105,12 +105,15 @@ export function route(
       return routeEventRequest(m, state, env);
     case MessageType.RetryRequest: {
       // Only the delivery the session is blocked by is retried; anything else was already resolved by an
-      // operator (skip, resubmit) or a handoff settlement, so it is acknowledged without running the handler.
+      // operator (skip, resubmit) or a handoff settlement. It is completed without running the handler and without
+      // a response: a ResolutionResponse would record Completed for an event whose handler never ran (a skipped
+      // event would turn Completed). The Resolver keeps the retry in the event's history; its guard refuses it
+      // over Completed and Skipped, so the row keeps the outcome that settled it.
       if (!blockedByThis(state, m)) {
         return settle({
-          effects: [send(response(MessageType.ResolutionResponse, m, env)), { kind: 'complete' }],
+          effects: [{ kind: 'complete' }],
           signal: 'completed',
-          note: 'RetryRequest for an event that no longer blocks the session',
+          note: 'late RetryRequest for an event that no longer blocks the session: completed without a response',
         });
       }
       return invokeOrSettle(m, state, env);
