@@ -288,4 +288,87 @@ describe('edges: the row tells the truth after a refused or late command', () =>
       assert.deepEqual(calls, [1]);
     });
   });
+
+  test('commands that did not come from the Manager are refused: the Failed row and the blocked session stay as they were; history and audit say so', async () => {
+    await withResolver(async (h, store) => {
+      const calls: number[] = [];
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          calls.push(e.n);
+          throw new Error('CRM rejected the customer');
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'G-1', n: 1 });
+      const [failed] = await rowsOf(store, 'crm', 'G-1', (r) => r.length === 1 && r[0]!.status === 'Failed');
+      // Straight to the endpoint topic with a forged sender, bypassing the Manager topic.
+      for (const type of [MessageType.SkipRequest, MessageType.ResubmissionRequest]) {
+        await h.send('crm', {
+          sessionId: 'G-1',
+          body: eventBody('CustomerUpdated', { customerId: 'G-1', n: 9 }),
+          props: { To: 'crm', From: 'shop', MessageType: type, EventId: failed!.eventId, EventTypeId: 'CustomerUpdated' },
+        });
+      }
+      const audits = await eventually(async () => {
+        const items = (await store.listAudits(failed!.eventId)).items.filter((a) => a.type === 'CommandRefused');
+        return items.length === 2 ? items : undefined;
+      }, 'two CommandRefused audits', 20_000);
+      assert.deepEqual(audits.map((a) => a.comment!.split(': ')[1]!.split(' ')[0]).sort(), ['ResubmissionRequest', 'SkipRequest']);
+      for (const a of audits) assert.equal(a.auditor, 'crm');
+      const [row] = await rowsOf(store, 'crm', 'G-1', () => true);
+      assert.equal(row!.status, 'Failed');
+      assert.equal(row!.errorText, 'CRM rejected the customer');
+      await expectHistory(store, failed!.eventId, ['EventRequest', 'ErrorResponse', 'SkipRequest', 'ErrorResponse', 'ResubmissionRequest', 'ErrorResponse']);
+      await expectCounts(store, 'crm', { failed: 1 });
+      assert.deepEqual(calls, [1]);
+      const refusals = await h.awaitDeadLetters('crm', 'crm');
+      assert.ok(refusals.every((d) => d.deadLetterReason === 'CommandRefused'));
+      await host.stop();
+      assert.equal((await h.sessionState('crm', 'G-1')).BlockedByEventId, failed!.eventId);
+    });
+  });
+
+  test('handoff commands for an event that is not the pending handoff: a completion is refused (row back to Skipped), a failure is answered Failed with its own type', async () => {
+    await withResolver(async (h, store) => {
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (_e, ctx) => {
+          ctx.markPendingHandoff('DMF import', 'job-9', 60_000);
+        }),
+      });
+      const pub = h.publisher('shop');
+      const skippedHandoff = async (sessionId: string) => {
+        await pub.publish('CustomerUpdated', { customerId: sessionId, n: 1 });
+        const [parked] = await rowsOf(store, 'crm', sessionId, (r) => r.length === 1 && r[0]!.subStatus === 'Handoff');
+        // The operator skips the handoff: the session is released, the row Skipped.
+        await h.managerCommand('crm', MessageType.SkipRequest, { eventId: parked!.eventId, sessionId });
+        await rowsOf(store, 'crm', sessionId, (r) => r.length === 1 && r[0]!.status === 'Skipped');
+        return { endpointId: 'crm', eventId: parked!.eventId, sessionId, messageId: parked!.requestMessageId ?? parked!.lastMessageId, eventTypeId: 'CustomerUpdated' };
+      };
+      const late = await skippedHandoff('K-1');
+      const lateFail = await skippedHandoff('K-2');
+      const handoff = new HandoffClient(h.client);
+      try {
+        // The external system reports afterwards: too late for the session, which no longer waits for it.
+        await handoff.complete(late, { importedLines: 12 });
+        await handoff.fail(lateFail, 'DMF job rejected 3 lines', 'DmfRejected');
+      } finally {
+        await handoff.close();
+      }
+      const [refusal] = await eventually(async () => {
+        const items = (await store.listAudits(late.eventId)).items.filter((a) => a.type === 'CommandRefused');
+        return items.length === 1 ? items : undefined;
+      }, 'the CommandRefused audit', 20_000);
+      assert.match(refusal!.comment ?? '', /is not the pending handoff of session K-1 \(the session is not blocked\); the row was put back to Skipped$/);
+      const [kept] = await rowsOf(store, 'crm', 'K-1', (r) => r.length === 1 && r[0]!.status === 'Skipped');
+      assert.equal(kept!.subStatus, null);
+      await expectHistory(store, late.eventId, ['EventRequest', 'PendingHandoffResponse', 'SkipRequest', 'SkipResponse', 'HandoffCompletedRequest', 'ErrorResponse']);
+
+      const [failed] = await rowsOf(store, 'crm', 'K-2', (r) => r.length === 1 && r[0]!.status === 'Failed');
+      assert.equal(failed!.errorText, 'DMF job rejected 3 lines');
+      assert.equal(failed!.errorType, 'DmfRejected');
+      await expectHistory(store, lateFail.eventId, ['EventRequest', 'PendingHandoffResponse', 'SkipRequest', 'SkipResponse', 'HandoffFailedRequest', 'ErrorResponse']);
+      await expectCounts(store, 'crm', { skipped: 1, failed: 1 });
+    });
+  });
 });

@@ -512,18 +512,20 @@ describe('Manager commands', () => {
     'HandoffCompletedRequest',
     'HandoffFailedRequest',
   ]) {
-    test(`${type} without From = Manager is dead-lettered with a notification; state untouched`, () => {
+    test(`${type} without From = Manager is refused: CommandRefused notice and dead letter; state untouched`, () => {
       for (const from of ['storefront', undefined]) {
         const s = run(msg({ MessageType: type, From: from }), state({ BlockedByEventId: 'e1' }), undefined);
         assert.equal(s.invoked, false);
         assert.deepEqual(shape(s.effects), [
           'send ErrorResponse->Resolver (best effort)',
-          'deadLetter Failed to handle message.',
+          'deadLetter CommandRefused',
         ]);
-        assert.match(
-          String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription),
-          /accepted only from Manager/,
-        );
+        const notice = sends(s)[0]!.applicationProperties;
+        // The stable reason tells the Resolver that this is a refused command, not an outcome of the event.
+        assert.equal(notice.DeadLetterReason, 'CommandRefused');
+        assert.match(String(notice.DeadLetterErrorDescription), /accepted only from Manager/);
+        assert.equal(notice.ParentMessageId, 'm1');
+        assert.equal(s.signal, 'deadLettered');
       }
     });
   }
@@ -610,12 +612,22 @@ describe('Manager commands', () => {
       'complete',
     ]);
     assert.equal(JSON.parse(sends(s)[1]!.body).EventContent.EventJson, '{"imported":12}');
-    const misaddressed = run(
-      cmd('HandoffCompletedRequest', { EventId: 'x' }, body),
-      state({ BlockedByEventId: 'e1' }),
-      undefined,
-    );
-    assert.deepEqual(shape(misaddressed.effects), ['send ResolutionResponse->Resolver', 'complete']);
+  });
+
+  test('handoff completed for an event that is not the pending handoff: refused visibly, never a Resolution', () => {
+    const body = encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":12}' } });
+    for (const [st, why] of [
+      [state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }), /blocked by e1/],
+      [state(), /not blocked/],
+    ] as const) {
+      const s = run(cmd('HandoffCompletedRequest', { EventId: 'x' }, body), st, undefined);
+      assert.equal(s.invoked, false);
+      assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver (best effort)', 'deadLetter CommandRefused']);
+      const notice = sends(s)[0]!.applicationProperties;
+      assert.equal(notice.DeadLetterReason, 'CommandRefused');
+      assert.match(String(notice.DeadLetterErrorDescription), /event x is not the pending handoff of session s1/);
+      assert.match(String(notice.DeadLetterErrorDescription), why);
+    }
   });
 
   test('handoff failed: ErrorResponse with the text verbatim, session stays blocked', () => {
@@ -626,13 +638,33 @@ describe('Manager commands', () => {
     assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'complete']);
     const err = JSON.parse(sends(s)[0]!.body).ErrorContent;
     assert.equal(err.ErrorText, 'DMF job 7 rejected 3 lines');
-    assert.equal(err.ErrorType, 'HandoffFailedException');
-    const other = run(
-      cmd('HandoffFailedRequest', { EventId: 'x' }, body),
+    // The caller's type is kept; HandoffFailedException only stands in when the caller gave none.
+    assert.equal(err.ErrorType, 'DmfError');
+    const untyped = run(
+      cmd('HandoffFailedRequest', {}, encodeBody({ ErrorContent: { ErrorText: 'no type' } })),
       state({ BlockedByEventId: 'e1' }),
       undefined,
     );
-    assert.deepEqual(shape(other.effects), ['complete']);
+    assert.equal(JSON.parse(sends(untyped)[0]!.body).ErrorContent.ErrorType, 'HandoffFailedException');
+    const empty = run(cmd('HandoffFailedRequest'), state({ BlockedByEventId: 'e1' }), undefined);
+    const defaults = JSON.parse(sends(empty)[0]!.body).ErrorContent;
+    assert.deepEqual([defaults.ErrorText, defaults.ErrorType], ['Handoff failed.', 'HandoffFailedException']);
+  });
+
+  test('handoff failed for an event that does not block the session: still answered Failed, state untouched', () => {
+    const body = encodeBody({
+      ErrorContent: { ErrorText: 'DMF job 7 rejected 3 lines', ErrorType: 'DmfError' },
+    });
+    for (const st of [state({ BlockedByEventId: 'e1' }), state()]) {
+      const other = run(cmd('HandoffFailedRequest', { EventId: 'x' }, body), st, undefined);
+      // Never dropped: the Manager claimed the row Pending, and only an answer moves it on.
+      assert.deepEqual(shape(other.effects), ['send ErrorResponse->Resolver', 'complete']);
+      const answer = sends(other)[0]!;
+      assert.equal(answer.applicationProperties.EventId, 'x');
+      assert.equal(answer.applicationProperties.DeadLetterErrorDescription, undefined);
+      const content = JSON.parse(answer.body).ErrorContent;
+      assert.deepEqual([content.ErrorText, content.ErrorType], ['DMF job 7 rejected 3 lines', 'DmfError']);
+    }
   });
 });
 

@@ -124,7 +124,7 @@ export function route(
     case MessageType.HandoffFailedRequest: {
       if (!fromManager(m)) {
         const description = `${m.messageType} is accepted only from Manager (From = ${m.from ? `'${m.from}'` : 'missing'})`;
-        return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, description, state));
+        return settle(refuse(m, env, description));
       }
       if (m.messageType === MessageType.ResubmissionRequest) return invokeOrSettle(m, state, env);
       if (m.messageType === MessageType.SkipRequest) return settle(decideSkip(m, state, env));
@@ -460,16 +460,23 @@ function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): S
 }
 
 function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  // Only the session's pending handoff can be completed: a ResolutionResponse for any other event would record
+  // Completed for work the session was not waiting for (a duplicate completion, a skipped handoff, a wrong
+  // address). Refused visibly instead; the Resolver keeps (or restores) the row's status.
+  if (!blockedByThis(state, m)) {
+    const why = isBlocked(state)
+      ? `the session is blocked by ${state.BlockedByEventId}`
+      : 'the session is not blocked';
+    return refuse(
+      m,
+      env,
+      `HandoffCompletedRequest refused: event ${eventKey(m)} is not the pending handoff of session ${m.sessionId ?? ''} (${why})`,
+    );
+  }
   // The Resolver gets the external system's result as the event's content; the user handler never runs again.
   const resolution = send(
     response(MessageType.ResolutionResponse, m, env, { content: { EventContent: m.content.EventContent } }),
   );
-  if (!blockedByThis(state, m))
-    return {
-      effects: [resolution, { kind: 'complete' }],
-      signal: 'completed',
-      note: 'handoff completion for an event that does not block the session',
-    };
   const next = unblock(state);
   return {
     effects: [{ kind: 'setState', state: next }, ...drain(m, next), resolution, { kind: 'complete' }],
@@ -479,21 +486,27 @@ function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: Dec
 }
 
 function decideHandoffFailed(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
-  if (!blockedByThis(state, m))
-    return {
-      effects: [{ kind: 'complete' }],
-      signal: 'completed',
-      note: 'handoff failure for an event that does not block the session: ignored',
-    };
-  const text = m.content.ErrorContent?.ErrorText || WireText.HandoffFailed;
+  // The caller's text and type, verbatim (HandoffClient.fail(coords, errorText, errorType)).
   const error = send(
     response(MessageType.ErrorResponse, m, env, {
       content: {
         EventContent: m.content.EventContent,
-        ErrorContent: { ErrorText: text, ErrorType: WireText.HandoffFailedErrorType },
+        ErrorContent: {
+          ErrorText: m.content.ErrorContent?.ErrorText || WireText.HandoffFailed,
+          ErrorType: m.content.ErrorContent?.ErrorType || WireText.HandoffFailedErrorType,
+        },
       },
     }),
   );
+  // Answered even when the event does not block the session (the block was lost, or the handoff was settled
+  // another way): the Manager claimed the row Pending before sending, and only an answer moves it on. Failed with
+  // the external system's text is true and actionable (resubmit or skip); the session state is not touched.
+  if (!blockedByThis(state, m))
+    return {
+      effects: [error, { kind: 'complete' }],
+      signal: 'completed',
+      note: 'handoff failure for an event that does not block the session: recorded Failed, session unchanged',
+    };
   // The session stays blocked: the operator resubmits or skips.
   return {
     effects: [error, { kind: 'complete' }],
@@ -611,6 +624,23 @@ function deadLetterOnly(
     signal: 'deadLettered',
     error: new Error(description),
     note: `dead-lettered: ${description}`,
+  };
+}
+
+/**
+ * A refused command: dead-lettered with the stable reason CommandRefused, after a notification the Resolver records
+ * in the event's history and audit without touching the row. The session state is not touched either.
+ */
+function refuse(m: InboundMessage, env: DecisionEnv, description: string): Settlement {
+  const text = truncateDescription(description);
+  return {
+    effects: [
+      notification(m, env, WireText.CommandRefused, text),
+      { kind: 'deadLetter', reason: WireText.CommandRefused, description: text },
+    ],
+    signal: 'deadLettered',
+    error: new Error(description),
+    note: `command refused: ${description}`,
   };
 }
 

@@ -142,7 +142,7 @@ describe('dead letter', () => {
 });
 
 describe('Manager commands', () => {
-  test('commands without From = Manager are refused: dead letter + notification, session state unchanged', async () => {
+  test('commands without From = Manager are refused: CommandRefused dead letter + notice, session state unchanged', async () => {
     await withHarness(async (h) => {
       const calls: number[] = [];
       const host = h.host({
@@ -177,7 +177,8 @@ describe('Manager commands', () => {
       const refused = await h.resolver('M-1', 8);
       const notes = refused.filter((r) => r.type === 'ErrorResponse');
       assert.equal(notes.length, 4);
-      for (const n of notes) assert.equal(n.props.DeadLetterReason, 'Failed to handle message.');
+      // The stable reason tells the Resolver that the notice is a refused command, not an outcome of the event.
+      for (const n of notes) assert.equal(n.props.DeadLetterReason, 'CommandRefused');
       assert.deepEqual(
         notes.map((n) => String(n.props.DeadLetterErrorDescription).split(' ')[0]),
         ['SkipRequest', 'ResubmissionRequest', 'HandoffCompletedRequest', 'HandoffFailedRequest'],
@@ -266,7 +267,8 @@ describe('pending handoff', () => {
         ['HandoffFailedRequest', 'ErrorResponse'],
       );
       assert.equal(failed[1]!.content.ErrorContent?.ErrorText, 'DMF job 42 rejected 3 lines');
-      assert.equal(failed[1]!.content.ErrorContent?.ErrorType, 'HandoffFailedException');
+      // The caller's error type is kept (HandoffFailedException only stands in when it gives none).
+      assert.equal(failed[1]!.content.ErrorContent?.ErrorType, 'DmfRejected');
       assert.deepEqual(await h.resolverRest('H-2', 500), [], 'E2 stays parked');
       await h.managerCommand('crm', MessageType.SkipRequest, { eventId: c.eventId, sessionId: 'H-2' });
       const released = await h.resolver('H-2', 4);
