@@ -42,7 +42,7 @@ export interface DeferredProcessorOptions {
 export interface ReplayPass {
   sessionId: string | undefined;
   replayed: number;
-  outcome: 'replayed' | 'no-session-id' | 'session-locked' | 'failed';
+  outcome: 'replayed' | 'no-session-id' | 'session-locked' | 'already-replayed' | 'failed';
 }
 
 export class DeferredProcessor {
@@ -51,6 +51,12 @@ export class DeferredProcessor {
   private receiver: ServiceBusReceiver | undefined;
   private sender: ServiceBusSender | undefined;
   private loop: Promise<void> | undefined;
+  /**
+   * The bound of the last pass this processor finished per session (bounded, oldest dropped first). A trigger at or
+   * below it asks for nothing that pass did not already replay or account for (sequences are handed out in order),
+   * so it is completed without a pass: a second, empty pass would only send a pass-end marker for nothing.
+   */
+  private readonly finished = new Map<string, number>();
 
   constructor(private readonly options: DeferredProcessorOptions) {
     this.log = options.logger ?? pino({ level: 'silent' });
@@ -119,6 +125,11 @@ export class DeferredProcessor {
       return;
     }
     const until = inbound.replayUntil ?? Number.POSITIVE_INFINITY;
+    if (until <= (this.finished.get(sessionId) ?? -1)) {
+      await receiver.completeMessage(trigger).catch(() => undefined);
+      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'already-replayed' });
+      return;
+    }
     let parked: ServiceBusSessionReceiver;
     try {
       parked = await this.options.client.acceptSession(
@@ -162,6 +173,7 @@ export class DeferredProcessor {
         );
       }
       await receiver.completeMessage(trigger);
+      if (bounded) this.rememberFinished(sessionId, until);
       this.options.onPass?.({ sessionId, replayed, outcome: 'replayed' });
       this.log.debug({ sessionId, replayed, until }, 'replay pass finished');
     } catch (error) {
@@ -174,6 +186,12 @@ export class DeferredProcessor {
     } finally {
       await parked.close().catch(() => undefined);
     }
+  }
+
+  private rememberFinished(sessionId: string, until: number): void {
+    this.finished.delete(sessionId);
+    this.finished.set(sessionId, until);
+    if (this.finished.size > 10_000) this.finished.delete(this.finished.keys().next().value!);
   }
 
   /** Throws when the parked session still holds a message below `until` (peeked, so locked ones count too). */
