@@ -371,4 +371,51 @@ describe('edges: the row tells the truth after a refused or late command', () =>
       await expectCounts(store, 'crm', { skipped: 1, failed: 1 });
     });
   });
+
+  test('a replay gap: the notice is in the history and audit of the pass-end event, whose row stays Completed; the lost event stays Deferred', async () => {
+    await withResolver(async (h, store) => {
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          if (e.n === 1 && !e.fixed) throw new Error('CRM rejected the customer');
+        }),
+      });
+      const pub = h.publisher('shop');
+      for (const n of [1, 2, 3]) await pub.publish('CustomerUpdated', { customerId: 'Q-1', n });
+      const blocked = await rowsOf(store, 'crm', 'Q-1', (r) => statuses(r).join() === 'Deferred,Deferred,Failed');
+      const failed = blocked.find((r) => r.status === 'Failed')!;
+      // The last parked copy is lost on the Deferred subscription.
+      const parked = await h.client.acceptSession('crm', 'Deferred', 'Q-1');
+      let lostEventId = '';
+      try {
+        const got = [];
+        while (got.length < 2) got.push(...(await parked.receiveMessages(2 - got.length, { maxWaitTimeInMs: 2000 })));
+        for (const m of got) {
+          if (m.applicationProperties?.DeferralSequence === 1) {
+            lostEventId = String(m.applicationProperties.EventId);
+            await parked.deadLetterMessage(m, { deadLetterReason: 'test', deadLetterErrorDescription: 'lost on purpose' });
+          } else await parked.abandonMessage(m);
+        }
+      } finally {
+        await parked.close();
+      }
+      h.deferredProcessor('crm');
+      await h.managerCommand(
+        'crm',
+        MessageType.ResubmissionRequest,
+        { eventId: failed.eventId, sessionId: 'Q-1', eventTypeId: 'CustomerUpdated' },
+        eventBody('CustomerUpdated', { customerId: 'Q-1', n: 1, fixed: true }),
+      );
+      const replayed = blocked.find((r) => r.status === 'Deferred' && r.eventId !== lostEventId)!;
+      const [gap] = await eventually(async () => {
+        const items = (await store.listAudits(replayed.eventId)).items.filter((a) => a.type === 'ReplayGap');
+        return items.length === 1 ? items : undefined;
+      }, 'the ReplayGap audit', 20_000);
+      assert.match(gap!.comment ?? '', /parked sequence 1 of session Q-1 did not come back/);
+      const rows = await rowsOf(store, 'crm', 'Q-1', (r) => statuses(r).join() === 'Completed,Completed,Deferred');
+      assert.equal(rows.find((r) => r.status === 'Deferred')!.eventId, lostEventId);
+      await expectHistory(store, replayed.eventId, ['EventRequest', 'DeferralResponse', 'EventRequest', 'ErrorResponse', 'ResolutionResponse']);
+      await expectCounts(store, 'crm', { completed: 2, deferred: 1 });
+    });
+  });
 });
