@@ -251,6 +251,44 @@ describe('pending handoff', () => {
     });
   });
 
+  test('commands for an event that is not the pending handoff: a completion is refused (no Resolution), a failure is answered with its own type', async () => {
+    await withHarness(async (h) => {
+      const calls: string[] = [];
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => void calls.push(`E${e.n}`)),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'H-3', n: 1 });
+      const first = await h.resolver('H-3', 2);
+      const eventId = String(first[0]!.props.EventId);
+      const where = { endpointId: 'crm', eventId, sessionId: 'H-3', messageId: first[0]!.messageId };
+      const handoff = new HandoffClient(h.client);
+      try {
+        // E1 was handled and blocks nothing: the session is not waiting for any handoff.
+        await handoff.complete(where, { importedLines: 1 });
+        const refused = await h.resolver('H-3', 2);
+        assert.deepEqual(refused.map((r) => r.type), ['HandoffCompletedRequest', 'ErrorResponse']);
+        assert.equal(refused[1]!.props.DeadLetterReason, 'CommandRefused');
+        assert.match(String(refused[1]!.props.DeadLetterErrorDescription), /is not the pending handoff of session H-3 \(the session is not blocked\)/);
+        const [dead] = await h.awaitDeadLetters('crm', 'crm');
+        assert.equal(dead!.deadLetterReason, 'CommandRefused');
+
+        await handoff.fail(where, 'DMF job 43 rejected', 'DmfRejected');
+        const answered = await h.resolver('H-3', 2);
+        assert.deepEqual(answered.map((r) => r.type), ['HandoffFailedRequest', 'ErrorResponse']);
+        assert.equal(answered[1]!.props.DeadLetterReason, undefined);
+        assert.equal(answered[1]!.content.ErrorContent?.ErrorText, 'DMF job 43 rejected');
+        assert.equal(answered[1]!.content.ErrorContent?.ErrorType, 'DmfRejected');
+      } finally {
+        await handoff.close();
+      }
+      assert.deepEqual(calls, ['E1']);
+      await host.stop();
+      const state = await h.sessionState('crm', 'H-3');
+      assert.deepEqual([state.BlockedByEventId, state.NextDeferralSequence], [null, 0]);
+    });
+  });
+
   test('fail: ErrorResponse with the text verbatim, the session stays blocked until a skip', async () => {
     await withHarness(async (h) => {
       const calls: string[] = [];
