@@ -19,12 +19,21 @@ after(async () => {
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
 
 async function settled(messageId: string): Promise<void> {
-  await eventually(() => (h.settled.some((s) => s.messageId === messageId && s.ok) ? true : undefined), `settlement of ${messageId}`);
+  await eventually(
+    () => (h.settled.some((s) => s.messageId === messageId && s.ok) ? true : undefined),
+    `settlement of ${messageId}`,
+  );
 }
 
 /** A handoff park recorded by the Resolver, then claimed by the Manager for a completion (as the console does). */
 async function claimedHandoff(ep: string, ev: string): Promise<{ park: string; claim: string }> {
-  const req = await h.send({ type: T.EventRequest, eventId: ev, to: ep, from: 'shop', body: orderBody({ orderId: 'A-1' }) });
+  const req = await h.send({
+    type: T.EventRequest,
+    eventId: ev,
+    to: ep,
+    from: 'shop',
+    body: orderBody({ orderId: 'A-1' }),
+  });
   await settled(req.messageId);
   const park = await h.send({
     type: T.PendingHandoffResponse,
@@ -37,7 +46,17 @@ async function claimedHandoff(ep: string, ev: string): Promise<{ park: string; c
   await settled(park.messageId);
   const claim = uniq('cmd');
   const written = await h.store.writeStatus(
-    { endpointId: ep, eventId: ev, sessionId: 's-1', messageId: claim, messageType: T.HandoffCompletedRequest, parentMessageId: park.messageId, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() },
+    {
+      endpointId: ep,
+      eventId: ev,
+      sessionId: 's-1',
+      messageId: claim,
+      messageType: T.HandoffCompletedRequest,
+      parentMessageId: park.messageId,
+      from: 'Manager',
+      to: ep,
+      enqueuedAt: new Date().toISOString(),
+    },
     { lastMessageId: park.messageId },
   );
   assert.equal(written.outcome, 'written');
@@ -50,42 +69,78 @@ describe('subscriber notices', () => {
     const ev = uniq('e');
     const { claim } = await claimedHandoff(ep, ev);
     // The command's copy (From = Manager) and the subscriber's refusal notice, as they reach the Resolver.
-    const copy = await h.send({ type: T.HandoffCompletedRequest, messageId: claim, eventId: ev, to: ep, from: 'Manager', parentMessageId: 'x' });
+    const copy = await h.send({
+      type: T.HandoffCompletedRequest,
+      messageId: claim,
+      eventId: ev,
+      to: ep,
+      from: 'Manager',
+      parentMessageId: 'x',
+    });
     const notice = await h.send({
       type: T.ErrorResponse,
       eventId: ev,
       from: ep,
       to: 'Resolver',
       parentMessageId: claim,
-      props: { [Prop.DeadLetterReason]: 'CommandRefused', [Prop.DeadLetterErrorDescription]: 'HandoffCompletedRequest refused: not the pending handoff' },
+      props: {
+        [Prop.DeadLetterReason]: 'CommandRefused',
+        [Prop.DeadLetterErrorDescription]: 'HandoffCompletedRequest refused: not the pending handoff',
+      },
     });
     await settled(copy.messageId);
     await settled(notice.messageId);
     const row = await h.store.getStatusRow(ep, ev, 's-1');
-    assert.deepEqual([row?.status, row?.subStatus, row?.handoffReason, row?.externalJobId], ['Pending', 'Handoff', 'DMF import', 'job-1']);
+    assert.deepEqual(
+      [row?.status, row?.subStatus, row?.handoffReason, row?.externalJobId],
+      ['Pending', 'Handoff', 'DMF import', 'job-1'],
+    );
     const audits = (await h.store.listAudits(ev)).items;
-    assert.deepEqual(audits.map((a) => a.type), ['CommandRefused']);
-    assert.match(audits[0]!.comment ?? '', /not the pending handoff; the row was put back to Pending \(Handoff\)$/);
+    assert.deepEqual(
+      audits.map((a) => a.type),
+      ['CommandRefused'],
+    );
+    assert.match(
+      audits[0]!.comment ?? '',
+      /not the pending handoff; the row was put back to Pending \(Handoff\)$/,
+    );
     const counts = await h.store.getCounts(ep);
     assert.deepEqual([counts.pending, counts.handoff, counts.deadLettered], [1, 1, 0]);
-    assert.deepEqual(
-      (await h.store.listHistory(ev)).items.map((i) => i.messageType).sort(),
-      ['ErrorResponse', 'EventRequest', 'HandoffCompletedRequest', 'PendingHandoffResponse'],
-    );
+    assert.deepEqual((await h.store.listHistory(ev)).items.map((i) => i.messageType).sort(), [
+      'ErrorResponse',
+      'EventRequest',
+      'HandoffCompletedRequest',
+      'PendingHandoffResponse',
+    ]);
   });
 
   test('a refusal for a row that moved on changes nothing; an ordinary dead-letter notification still dead-letters', async () => {
     const ep = uniq('crm');
     const ev = uniq('e');
-    const req = await h.send({ type: T.EventRequest, eventId: ev, to: ep, from: 'shop', body: orderBody({ orderId: 'A-2' }) });
-    const done = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep, to: 'Resolver', parentMessageId: req.messageId });
+    const req = await h.send({
+      type: T.EventRequest,
+      eventId: ev,
+      to: ep,
+      from: 'shop',
+      body: orderBody({ orderId: 'A-2' }),
+    });
+    const done = await h.send({
+      type: T.ResolutionResponse,
+      eventId: ev,
+      from: ep,
+      to: 'Resolver',
+      parentMessageId: req.messageId,
+    });
     const notice = await h.send({
       type: T.ErrorResponse,
       eventId: ev,
       from: ep,
       to: 'Resolver',
       parentMessageId: 'some-other-command',
-      props: { [Prop.DeadLetterReason]: 'CommandRefused', [Prop.DeadLetterErrorDescription]: 'SkipRequest is accepted only from Manager' },
+      props: {
+        [Prop.DeadLetterReason]: 'CommandRefused',
+        [Prop.DeadLetterErrorDescription]: 'SkipRequest is accepted only from Manager',
+      },
     });
     await settled(done.messageId);
     await settled(notice.messageId);

@@ -208,7 +208,11 @@ describe('EventRequest', () => {
     ]);
     assert.equal(sends(s)[2]!.applicationProperties.ReplayUntil, 4);
     // Behind a block nothing is replayed until the block goes: no trigger.
-    const blocked = run(msg({ EventId: 'e9' }), state({ BlockedByEventId: 'e1', NextDeferralSequence: 3 }), undefined);
+    const blocked = run(
+      msg({ EventId: 'e9' }),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 3 }),
+      undefined,
+    );
     assert.ok(!shape(blocked.effects).some((x) => x.includes('ProcessDeferredRequest')));
   });
 
@@ -424,7 +428,16 @@ describe('EventRequest', () => {
 
 describe('replay pass end', () => {
   const passEnd = (until: number) =>
-    msg({ MessageType: 'ProcessDeferredRequest', From: undefined, ReplayUntil: until, ReplayPassEnd: true, EventTypeId: undefined }, encodeBody({}));
+    msg(
+      {
+        MessageType: 'ProcessDeferredRequest',
+        From: undefined,
+        ReplayUntil: until,
+        ReplayPassEnd: true,
+        EventTypeId: undefined,
+      },
+      encodeBody({}),
+    );
 
   test('the last copy of a pass accounts for the sequences below the bound that never came back', () => {
     const last = msg({ ReplaySequence: 1, ReplayUntil: 4, ReplayPassEnd: true });
@@ -437,9 +450,16 @@ describe('replay pass end', () => {
       'complete',
     ]);
     assert.equal(s.warn, true);
-    assert.match(String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription), /parked sequences 2 to 3 of session s1/);
+    assert.match(
+      String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription),
+      /parked sequences 2 to 3 of session s1/,
+    );
     // Meeting a new block, it is parked again, and the gap is still accounted for.
-    const parked = run(last, state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 1 }), undefined);
+    const parked = run(
+      last,
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 1 }),
+      undefined,
+    );
     assert.deepEqual(shape(parked.effects), [
       'send ErrorResponse->Resolver (best effort)',
       'send DeferralResponse->Resolver',
@@ -448,8 +468,16 @@ describe('replay pass end', () => {
       'complete',
     ]);
     // Nothing missing: no notice.
-    const whole = run(msg({ ReplaySequence: 3, ReplayUntil: 4, ReplayPassEnd: true }), state({ NextDeferralSequence: 4, NextReplaySequence: 3 }), ok);
-    assert.deepEqual(shape(whole.effects), ['send ResolutionResponse->Resolver', 'state {"b":null,"n":4,"c":0,"r":4}', 'complete']);
+    const whole = run(
+      msg({ ReplaySequence: 3, ReplayUntil: 4, ReplayPassEnd: true }),
+      state({ NextDeferralSequence: 4, NextReplaySequence: 3 }),
+      ok,
+    );
+    assert.deepEqual(shape(whole.effects), [
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":4,"c":0,"r":4}',
+      'complete',
+    ]);
     assert.equal(whole.warn, undefined);
   });
 
@@ -472,7 +500,11 @@ describe('replay pass end', () => {
   });
 
   test('a cursor below the bound is a gap: ReplayGap notice, cursor to the bound, next pass when more is parked', () => {
-    const s = run(passEnd(3), state({ NextDeferralSequence: 5, NextReplaySequence: 1, DeferredCount: 5 }), undefined);
+    const s = run(
+      passEnd(3),
+      state({ NextDeferralSequence: 5, NextReplaySequence: 1, DeferredCount: 5 }),
+      undefined,
+    );
     assert.deepEqual(shape(s.effects), [
       'send ErrorResponse->Resolver (best effort)',
       'state {"b":null,"n":5,"c":5,"r":3}',
@@ -482,7 +514,10 @@ describe('replay pass end', () => {
     assert.equal(s.warn, true);
     const notice = sends(s)[0]!.applicationProperties;
     assert.equal(notice.DeadLetterReason, 'ReplayGap');
-    assert.match(String(notice.DeadLetterErrorDescription), /parked sequences 1 to 2 of session s1 did not come back/);
+    assert.match(
+      String(notice.DeadLetterErrorDescription),
+      /parked sequences 1 to 2 of session s1 did not come back/,
+    );
     assert.equal(notice.EventId, 'e1');
     // Nothing parked beyond the bound: the session is simply no longer draining.
     const last = run(passEnd(3), state({ NextDeferralSequence: 3, NextReplaySequence: 2 }), undefined);
@@ -491,11 +526,18 @@ describe('replay pass end', () => {
       'state {"b":null,"n":3,"c":0,"r":3}',
       'complete',
     ]);
-    assert.match(String(sends(last)[0]!.applicationProperties.DeadLetterErrorDescription), /parked sequence 2 of/);
+    assert.match(
+      String(sends(last)[0]!.applicationProperties.DeadLetterErrorDescription),
+      /parked sequence 2 of/,
+    );
   });
 
   test('a gap found while the session is blocked again is skipped without asking for a pass', () => {
-    const s = run(passEnd(3), state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 2 }), undefined);
+    const s = run(
+      passEnd(3),
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 2 }),
+      undefined,
+    );
     assert.deepEqual(shape(s.effects), [
       'send ErrorResponse->Resolver (best effort)',
       'state {"b":"e7","n":5,"c":0,"r":3}',
@@ -504,8 +546,15 @@ describe('replay pass end', () => {
   });
 
   test('a ProcessDeferredRequest that is not a pass-end marker is still dead-lettered on the main subscription', () => {
-    const s = run(msg({ MessageType: 'ProcessDeferredRequest', ReplayUntil: 3 }), state({ NextReplaySequence: 0, NextDeferralSequence: 3 }), undefined);
-    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver (best effort)', 'deadLetter Failed to handle message.']);
+    const s = run(
+      msg({ MessageType: 'ProcessDeferredRequest', ReplayUntil: 3 }),
+      state({ NextReplaySequence: 0, NextDeferralSequence: 3 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'deadLetter Failed to handle message.',
+    ]);
   });
 });
 
@@ -715,10 +764,16 @@ describe('Manager commands', () => {
     ] as const) {
       const s = run(cmd('HandoffCompletedRequest', { EventId: 'x' }, body), st, undefined);
       assert.equal(s.invoked, false);
-      assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver (best effort)', 'deadLetter CommandRefused']);
+      assert.deepEqual(shape(s.effects), [
+        'send ErrorResponse->Resolver (best effort)',
+        'deadLetter CommandRefused',
+      ]);
       const notice = sends(s)[0]!.applicationProperties;
       assert.equal(notice.DeadLetterReason, 'CommandRefused');
-      assert.match(String(notice.DeadLetterErrorDescription), /event x is not the pending handoff of session s1/);
+      assert.match(
+        String(notice.DeadLetterErrorDescription),
+        /event x is not the pending handoff of session s1/,
+      );
       assert.match(String(notice.DeadLetterErrorDescription), why);
     }
   });

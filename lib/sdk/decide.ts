@@ -136,7 +136,13 @@ export function route(
       // Only the deferred processor's pass-end marker belongs on the main subscription; a trigger does not.
       if (m.replayPassEnd && m.replayUntil !== undefined) return settle(decideReplayPassEnd(m, state, env));
       return settle(
-        deadLetterOnly(m, env, FAILED_TO_HANDLE, 'ProcessDeferredRequest is not handled by a subscriber', state),
+        deadLetterOnly(
+          m,
+          env,
+          FAILED_TO_HANDLE,
+          'ProcessDeferredRequest is not handled by a subscriber',
+          state,
+        ),
       );
     case MessageType.ContinuationRequest:
       // Legacy broker-defer drain, removed in v4: logged and completed.
@@ -162,7 +168,11 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
     // A second replayed copy of a sequence already handled (a crash between replay-send and complete). If it ends
     // its pass, the rest of the pass is accounted for like any pass end.
     return settle({
-      effects: [...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m)), { kind: 'complete' }],
+      effects: [
+        ...replayGap(m, state, env),
+        ...stateAndReplayTrigger(m, state, advanceReplay(state, m)),
+        { kind: 'complete' },
+      ],
       signal: 'completed',
       note: `replayed copy of sequence ${s} already handled`,
     });
@@ -475,10 +485,19 @@ function decideReplayPassEnd(m: InboundMessage, state: SessionState, env: Decisi
   const until = m.replayUntil!;
   const from = state.NextReplaySequence;
   if (from >= until)
-    return { effects: [{ kind: 'complete' }], signal: 'completed', note: `replay pass up to ${until} complete` };
+    return {
+      effects: [{ kind: 'complete' }],
+      signal: 'completed',
+      note: `replay pass up to ${until} complete`,
+    };
   const next: SessionState = { ...state, NextReplaySequence: until };
   return {
-    effects: [gapNotice(m, env, from, until), { kind: 'setState', state: next }, ...drain(m, next), { kind: 'complete' }],
+    effects: [
+      gapNotice(m, env, from, until),
+      { kind: 'setState', state: next },
+      ...drain(m, next),
+      { kind: 'complete' },
+    ],
     signal: 'completed',
     note: `replay gap skipped: parked sequences ${from} to ${until - 1} did not come back`,
     warn: true,

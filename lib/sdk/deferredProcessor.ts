@@ -206,10 +206,17 @@ export class DeferredProcessor {
       (message) => message.messageId !== held && (fromReceived(message).deferralSequence ?? 0) < until,
     );
     if (below.length > 0)
-      throw new Error(`${below.length} parked message(s) below ${until} are still waiting; the pass is not complete`);
+      throw new Error(
+        `${below.length} parked message(s) below ${until} are still waiting; the pass is not complete`,
+      );
   }
 
-  private async send(inbound: InboundMessage, sessionId: string, until: number, passEnd: boolean): Promise<void> {
+  private async send(
+    inbound: InboundMessage,
+    sessionId: string,
+    until: number,
+    passEnd: boolean,
+  ): Promise<void> {
     const sequence = inbound.deferralSequence ?? 0;
     const bound = until === Number.POSITIVE_INFINITY ? sequence + 1 : until;
     await this.sender!.sendMessages(

@@ -187,7 +187,12 @@ export function buildReplayedCopy(
  * twice sends one marker's worth of effect. It reaches the Resolver too (the second Resolver rule), recorded in the
  * history of the event whose release started the replay.
  */
-export function buildReplayPassEnd(trigger: InboundMessage, endpointId: string, sessionId: string, until: number): OutgoingMessage {
+export function buildReplayPassEnd(
+  trigger: InboundMessage,
+  endpointId: string,
+  sessionId: string,
+  until: number,
+): OutgoingMessage {
   return {
     messageId: deriveId('replay-end', sessionId, until, trigger.messageId),
     sessionId,

@@ -51,7 +51,12 @@ const lastCopy = {
     ReplayUntil: 2,
   },
 };
-const draining = (): SessionState => ({ ...emptySessionState(), NextReplaySequence: 1, NextDeferralSequence: 3, DeferredCount: 3 });
+const draining = (): SessionState => ({
+  ...emptySessionState(),
+  NextReplaySequence: 1,
+  NextDeferralSequence: 3,
+  DeferredCount: 3,
+});
 const signal = new AbortController().signal;
 
 function dispatcher(behavior: PipelineBehavior) {
@@ -96,13 +101,28 @@ describe('replayed copies settled by the catch ladder', () => {
     const port = new FakePort({ ...draining(), NextReplaySequence: 0 });
     await dispatcher(async () => {
       throw new Error('boom');
-    }).dispatch({ ...lastCopy, applicationProperties: { ...lastCopy.applicationProperties, ReplaySequence: 0 } }, port, signal);
-    assert.deepEqual(port.log, ['send ErrorResponse', 'setState r=1', 'deadLetter Failed to handle message.']);
+    }).dispatch(
+      { ...lastCopy, applicationProperties: { ...lastCopy.applicationProperties, ReplaySequence: 0 } },
+      port,
+      signal,
+    );
+    assert.deepEqual(port.log, [
+      'send ErrorResponse',
+      'setState r=1',
+      'deadLetter Failed to handle message.',
+    ]);
     const fresh = new FakePort(emptySessionState());
     await dispatcher(async (ctx) => {
       await ctx.deadLetter('Tenant unknown');
       throw new MessageAlreadyDeadLetteredError('Tenant unknown');
-    }).dispatch({ ...lastCopy, applicationProperties: { ...lastCopy.applicationProperties, ReplaySequence: undefined } } as never, fresh, signal);
+    }).dispatch(
+      {
+        ...lastCopy,
+        applicationProperties: { ...lastCopy.applicationProperties, ReplaySequence: undefined },
+      } as never,
+      fresh,
+      signal,
+    );
     assert.deepEqual(fresh.log, ['deadLetter Tenant unknown', 'send ErrorResponse']);
   });
 });

@@ -166,7 +166,11 @@ describe('stale-write guard', () => {
       reason: 'retry-after-settlement',
     });
     for (const st of [S.Failed, S.DeadLettered, S.Unsupported, S.Pending, S.Deferred]) {
-      assert.deepEqual(decideStaleWrite(retry, row(st, TERMINAL_WRITERS[st] ?? T.EventRequest)), { apply: true }, st);
+      assert.deepEqual(
+        decideStaleWrite(retry, row(st, TERMINAL_WRITERS[st] ?? T.EventRequest)),
+        { apply: true },
+        st,
+      );
     }
   });
 

@@ -267,15 +267,24 @@ describe('pending handoff', () => {
         // E1 was handled and blocks nothing: the session is not waiting for any handoff.
         await handoff.complete(where, { importedLines: 1 });
         const refused = await h.resolver('H-3', 2);
-        assert.deepEqual(refused.map((r) => r.type), ['HandoffCompletedRequest', 'ErrorResponse']);
+        assert.deepEqual(
+          refused.map((r) => r.type),
+          ['HandoffCompletedRequest', 'ErrorResponse'],
+        );
         assert.equal(refused[1]!.props.DeadLetterReason, 'CommandRefused');
-        assert.match(String(refused[1]!.props.DeadLetterErrorDescription), /is not the pending handoff of session H-3 \(the session is not blocked\)/);
+        assert.match(
+          String(refused[1]!.props.DeadLetterErrorDescription),
+          /is not the pending handoff of session H-3 \(the session is not blocked\)/,
+        );
         const [dead] = await h.awaitDeadLetters('crm', 'crm');
         assert.equal(dead!.deadLetterReason, 'CommandRefused');
 
         await handoff.fail(where, 'DMF job 43 rejected', 'DmfRejected');
         const answered = await h.resolver('H-3', 2);
-        assert.deepEqual(answered.map((r) => r.type), ['HandoffFailedRequest', 'ErrorResponse']);
+        assert.deepEqual(
+          answered.map((r) => r.type),
+          ['HandoffFailedRequest', 'ErrorResponse'],
+        );
         assert.equal(answered[1]!.props.DeadLetterReason, undefined);
         assert.equal(answered[1]!.content.ErrorContent?.ErrorText, 'DMF job 43 rejected');
         assert.equal(answered[1]!.content.ErrorContent?.ErrorType, 'DmfRejected');

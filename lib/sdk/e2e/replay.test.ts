@@ -20,7 +20,11 @@ const handlers = () =>
   });
 
 /** Publishes E1..En on `session` and waits until E1 failed and the rest are parked; returns E1's id and the copies' ids. */
-async function blockWithParked(h: Harness, session: string, n: number): Promise<{ e1: string; ids: string[] }> {
+async function blockWithParked(
+  h: Harness,
+  session: string,
+  n: number,
+): Promise<{ e1: string; ids: string[] }> {
   const pub = h.publisher('shop');
   for (let i = 1; i <= n; i++) await pub.publish('CustomerUpdated', { customerId: session, n: i });
   const first = await h.resolver(session, 2 * n);
@@ -48,13 +52,23 @@ async function newEventIsHandled(h: Harness, session: string, n: number): Promis
 }
 
 /** Takes the parked copies of `session` off the Deferred subscription: dead-letters those `lose` picks, abandons the rest. */
-async function loseParked(h: Harness, session: string, count: number, lose: (m: ServiceBusReceivedMessage) => boolean) {
+async function loseParked(
+  h: Harness,
+  session: string,
+  count: number,
+  lose: (m: ServiceBusReceivedMessage) => boolean,
+) {
   const receiver = await h.client.acceptSession('crm', Subscription.Deferred, session);
   try {
     const got: ServiceBusReceivedMessage[] = [];
-    while (got.length < count) got.push(...(await receiver.receiveMessages(count - got.length, { maxWaitTimeInMs: 2000 })));
+    while (got.length < count)
+      got.push(...(await receiver.receiveMessages(count - got.length, { maxWaitTimeInMs: 2000 })));
     for (const m of got) {
-      if (lose(m)) await receiver.deadLetterMessage(m, { deadLetterReason: 'test', deadLetterErrorDescription: 'lost on purpose' });
+      if (lose(m))
+        await receiver.deadLetterMessage(m, {
+          deadLetterReason: 'test',
+          deadLetterErrorDescription: 'lost on purpose',
+        });
       else await receiver.abandonMessage(m);
     }
   } finally {
@@ -79,7 +93,11 @@ describe('replay cursor gaps never leave a session draining', () => {
       e3Copy = `${ids[2]}~parked~replayed`;
       await resubmitFixed(h, 'RG-1', e1);
       const replay = await h.resolver('RG-1', 6);
-      assert.deepEqual(storyOf(replay).responses, ['ResolutionResponse:E1', 'ResolutionResponse:E2', 'ErrorResponse:E3']);
+      assert.deepEqual(storyOf(replay).responses, [
+        'ResolutionResponse:E1',
+        'ResolutionResponse:E2',
+        'ErrorResponse:E3',
+      ]);
       assert.equal(replay.find((r) => r.type === 'ErrorResponse')!.props.DeadLetterReason, 'Tenant unknown');
       await newEventIsHandled(h, 'RG-1', 4);
     });
@@ -103,7 +121,10 @@ describe('replay cursor gaps never leave a session draining', () => {
       h.deferredProcessor('crm');
       const replay = await h.resolver('RG-2', 4, 20_000);
       assert.deepEqual(storyOf(replay).responses, ['ErrorResponse:E2', 'ResolutionResponse:E3']);
-      assert.equal(replay.find((r) => r.type === 'ErrorResponse')!.props.DeadLetterReason, 'Failed to handle message.');
+      assert.equal(
+        replay.find((r) => r.type === 'ErrorResponse')!.props.DeadLetterReason,
+        'Failed to handle message.',
+      );
       await newEventIsHandled(h, 'RG-2', 4);
       await host.stop();
       const state = await h.sessionState('crm', 'RG-2');
@@ -119,10 +140,17 @@ describe('replay cursor gaps never leave a session draining', () => {
       await resubmitFixed(h, 'RG-3', e1);
       h.deferredProcessor('crm');
       const replay = await h.resolver('RG-3', 5, 20_000);
-      assert.deepEqual(storyOf(replay).responses, ['ResolutionResponse:E1', 'ErrorResponse:E2', 'ResolutionResponse:E2']);
+      assert.deepEqual(storyOf(replay).responses, [
+        'ResolutionResponse:E1',
+        'ErrorResponse:E2',
+        'ResolutionResponse:E2',
+      ]);
       const notice = replay.find((r) => r.type === 'ErrorResponse')!;
       assert.equal(notice.props.DeadLetterReason, 'ReplayGap');
-      assert.match(String(notice.props.DeadLetterErrorDescription), /parked sequence 1 of session RG-3 did not come back/);
+      assert.match(
+        String(notice.props.DeadLetterErrorDescription),
+        /parked sequence 1 of session RG-3 did not come back/,
+      );
       await newEventIsHandled(h, 'RG-3', 4);
       await host.stop();
       const state = await h.sessionState('crm', 'RG-3');
@@ -139,10 +167,12 @@ describe('replay cursor gaps never leave a session draining', () => {
       h.deferredProcessor('crm');
       // The resubmission, its answer, the marker (it reaches the Resolver like any message To = crm), the notice.
       const replay = await h.resolver('RG-4', 4, 20_000);
-      assert.deepEqual(
-        replay.map((r) => r.type).sort(),
-        ['ErrorResponse', 'ProcessDeferredRequest', 'ResolutionResponse', 'ResubmissionRequest'],
-      );
+      assert.deepEqual(replay.map((r) => r.type).sort(), [
+        'ErrorResponse',
+        'ProcessDeferredRequest',
+        'ResolutionResponse',
+        'ResubmissionRequest',
+      ]);
       const notice = replay.find((r) => r.type === 'ErrorResponse')!;
       assert.equal(notice.props.DeadLetterReason, 'ReplayGap');
       assert.equal(notice.props.EventId, e1);
