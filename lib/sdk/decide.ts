@@ -473,13 +473,13 @@ function afterResubmission(
 }
 
 /**
- * The pass-end marker of a pass that found nothing to replay (its last copy carries the pass end otherwise): every
- * replayed copy of earlier passes came before it in the session. A cursor still below the
- * pass's bound means parked sequences that will never come back (a parked copy dead-lettered or expired on the
- * Deferred subscription, a replayed copy dead-lettered by the broker): left alone, the session would stay draining
- * and park every new message forever. The gap is skipped with a ReplayGap notice (the Resolver records it in the
- * history and audit of the event whose release started the replay) and a warning, and the next pass is asked for
- * when more was parked meanwhile. The parked events' own rows keep showing Deferred.
+ * The pass-end marker, sent by the deferred processor when a pass found nothing to replay (otherwise the pass's last
+ * copy carries the pass end). Every replayed copy of earlier passes came before it in the session, so a cursor still
+ * below the pass's bound means parked sequences that will never come back (a parked copy dead-lettered or expired on
+ * the Deferred subscription, a replayed copy dead-lettered by the broker): left alone, the session would stay
+ * draining and park every new message forever. The gap is skipped with a ReplayGap notice (the Resolver records it
+ * in the history and audit of the event whose release started the replay) and a warning, and the next pass is asked
+ * for when more was parked meanwhile. The parked events' own rows keep showing Deferred.
  */
 function decideReplayPassEnd(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
   const until = m.replayUntil!;
