@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { encodeBody, eventBody, MessageType as T, Prop } from '../lib/contract/index.ts';
-import { endpointOf, project } from './project.ts';
+import { endpointOf, isHistoryOnly, project } from './project.ts';
 import { readResolverMessage } from './read.ts';
 
 const received = (props: Record<string, unknown>, body: unknown = encodeBody({}), extra: Partial<ServiceBusReceivedMessage> = {}) =>
@@ -62,5 +62,29 @@ describe('projecting it', () => {
     assert.equal('payload' in p.status, false);
     assert.equal(p.status.errorText!.length, 32_768);
     assert.match(p.status.errorText!, /\[truncated\]$/);
+  });
+});
+
+describe('history-only messages', () => {
+  const read = (props: Record<string, unknown>) => {
+    const m = readResolverMessage(received({ [Prop.EventId]: 'e-1', [Prop.To]: 'crm', ...props }));
+    return { ...m, messageType: m.messageType! };
+  };
+  test('a Manager-only command counts only when it came from the Manager', () => {
+    for (const type of [T.SkipRequest, T.ResubmissionRequest, T.HandoffCompletedRequest, T.HandoffFailedRequest]) {
+      assert.equal(isHistoryOnly(read({ [Prop.MessageType]: type, [Prop.From]: 'Manager' })), false, type);
+      assert.equal(isHistoryOnly(read({ [Prop.MessageType]: type, [Prop.From]: 'manager' })), false, type);
+      assert.equal(isHistoryOnly(read({ [Prop.MessageType]: type, [Prop.From]: 'shop' })), true, type);
+      assert.equal(isHistoryOnly(read({ [Prop.MessageType]: type })), true, type);
+    }
+    assert.equal(isHistoryOnly(read({ [Prop.MessageType]: T.RetryRequest, [Prop.From]: 'Retry' })), false);
+  });
+  test('subscriber notices and the replay trigger are history only; an ordinary dead-letter notification is not', () => {
+    const notice = (reason: string) =>
+      read({ [Prop.MessageType]: T.ErrorResponse, [Prop.From]: 'crm', [Prop.DeadLetterReason]: reason, [Prop.DeadLetterErrorDescription]: 'why' });
+    assert.equal(isHistoryOnly(notice('CommandRefused')), true);
+    assert.equal(isHistoryOnly(notice('ReplayGap')), true);
+    assert.equal(isHistoryOnly(notice('Failed to handle message.')), false);
+    assert.equal(isHistoryOnly(read({ [Prop.MessageType]: T.ProcessDeferredRequest })), true);
   });
 });

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import {
   Address,
   isHeartbeatEventType,
+  isSubscriberNotice,
   MessageType,
   readHeartbeatPayload,
   WireText,
@@ -19,13 +20,14 @@ import {
   StoreError,
   StoreThrottledError,
   type HeartbeatStatus,
+  type HistoryEntry,
   type HistoryWrite,
   type MessageStore,
   type StatusWriteResult,
 } from '../lib/store/index.ts';
 import { budgetExhausted, logicalAttempt, retryDelay, backoffMs, type BudgetOptions } from './budget.ts';
 import type { ResolverMetrics } from './metrics.ts';
-import { endpointOf, isRequestType, project, TRUNCATED } from './project.ts';
+import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 
 /** Dead-letter reasons the Resolver uses (stable: operators filter on them). */
@@ -212,8 +214,9 @@ export class BatchResolution {
       const m = readResolverMessage(raw, ctx.now);
       this.#read.set(raw, m);
       const c = classifyMessage(m);
-      // ProcessDeferredRequest has no outcome of its own (history only): always resolved alone.
-      if (c.kind !== 'outcome' || c.recordable.m.messageType === MessageType.ProcessDeferredRequest) continue;
+      // History-only messages (ProcessDeferredRequest, refused commands, subscriber notices) have no outcome of
+      // their own: always resolved alone.
+      if (c.kind !== 'outcome' || isHistoryOnly(c.recordable.m)) continue;
       const recordable = c.recordable;
       const key = JSON.stringify([recordable.endpointId, recordable.m.eventId, recordable.m.sessionId ?? '']);
       this.#rowOf.set(raw, { key, recordable });
@@ -287,10 +290,13 @@ async function recordEvent(
   const { history, status } = project(m, endpointId);
   const tags = { 'nimbus.endpoint': endpointId, 'nimbus.message_type': m.messageType };
   const started = performance.now();
-  if (m.messageType === MessageType.ProcessDeferredRequest) {
-    // Control traffic with no outcome of its own (the deferred processor's trigger): history only.
+  if (isHistoryOnly(m)) {
+    // No outcome of its own: the deferred processor's trigger, a Manager-only command that did not come from the
+    // Manager (the subscriber refuses it, so it must not reopen the row), a subscriber notice (refused command,
+    // replay gap), recorded in history and, for a notice, as an audit.
     try {
       await ctx.store.recordHistory(history);
+      if (isSubscriberNotice(m)) await recordNotice(m, endpointId, history, ctx);
     } catch (err) {
       return onStoreFailure(err, m, attempt, ctx, tags);
     }
@@ -346,7 +352,10 @@ async function afterStatus(
       eventTypeId: history.eventTypeId ?? null,
       type: AuditType.Comment,
       auditor: 'Resolver',
-      comment: `Ignored stale ${m.messageType} ${m.messageId}: the row already holds a later outcome (${result.reason}).`,
+      comment:
+        result.reason === 'retry-after-settlement'
+          ? `Ignored late RetryRequest ${m.messageId}: the event is already ${current?.status ?? 'settled'}; the subscriber completes it without running the handler.`
+          : `Ignored stale ${m.messageType} ${m.messageId}: the row already holds a later outcome (${result.reason}).`,
       data: JSON.stringify({
         messageId: m.messageId,
         messageType: m.messageType,
@@ -360,7 +369,8 @@ async function afterStatus(
     ctx.metrics.outcomeWritten({ ...tags, 'nimbus.outcome': result.row.status.toLowerCase() });
     ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': true });
   }
-  if (m.messageType === MessageType.RetryRequest) {
+  // A late retry refused by the guard ran nothing: its Comment audit above says so, a Retry audit would not.
+  if (m.messageType === MessageType.RetryRequest && !(result.outcome === 'ignored' && result.reason === 'retry-after-settlement')) {
     // After the status write, and keyed on the message: a rescheduled copy does not repeat it.
     await audit(ctx, endpointId, {
       id: `resolver-retry~${m.messageId}`,
@@ -373,6 +383,100 @@ async function afterStatus(
     });
   }
   return { kind: 'complete', result: result.outcome === 'ignored' ? 'ignored' : 'written' };
+}
+
+/**
+ * A subscriber notice: an audit on the event, and for a refused command, the row put back as it was. The row
+ * shows the refused command itself when the Manager claimed it before sending (or the Resolver recorded the
+ * command's copy): then the latest outcome in the event's history for that session is written again, conditional
+ * on the row still showing the refused command. It is written under the notice's MessageId, because the guard
+ * refuses a message the row already answers (the claim names the outcome it answered as its parent). Store
+ * failures throw (the notice is redelivered; history and audit are idempotent); the audit is best effort.
+ */
+async function recordNotice(
+  m: ResolverMessage & { messageType: MessageTypeT; eventId: string },
+  endpointId: string,
+  history: HistoryWrite,
+  ctx: ResolveContext,
+): Promise<void> {
+  const refused = m.deadLetterReason === WireText.CommandRefused;
+  let restored: string | undefined;
+  if (refused && m.parentMessageId) restored = await restoreAfterRefusal(m, endpointId, m.parentMessageId, ctx);
+  const description = m.deadLetterErrorDescription ?? '';
+  ctx.log.warn(
+    { endpointId, eventId: m.eventId, sessionId: m.sessionId, messageId: m.messageId, refusedMessageId: m.parentMessageId, restored },
+    refused ? `Resolver: command refused by ${endpointId}: ${description}` : `Resolver: replay gap skipped by ${endpointId}: ${description}`,
+  );
+  await audit(ctx, endpointId, {
+    id: `resolver-notice~${m.messageId}`,
+    eventId: m.eventId,
+    endpointId,
+    eventTypeId: history.eventTypeId ?? null,
+    type: refused ? AuditType.CommandRefused : AuditType.ReplayGap,
+    auditor: endpointId,
+    comment: refused
+      ? `Command ${m.parentMessageId ?? ''} refused by ${endpointId}: ${description}${restored ? `; the row was put back to ${restored}` : ''}`.slice(0, 4096)
+      : `Replay gap in session ${m.sessionId ?? ''} skipped by ${endpointId}: ${description}`.slice(0, 4096),
+    data: JSON.stringify({ noticeMessageId: m.messageId, refusedMessageId: refused ? (m.parentMessageId ?? null) : null, sessionId: m.sessionId ?? null, restored: restored ?? null }),
+  });
+}
+
+/** Puts a row that shows the refused command back to the latest outcome before it; returns that status, if written. */
+async function restoreAfterRefusal(
+  m: ResolverMessage & { messageType: MessageTypeT; eventId: string },
+  endpointId: string,
+  refusedId: string,
+  ctx: ResolveContext,
+): Promise<string | undefined> {
+  const sessionId = m.sessionId ?? '';
+  const row = await ctx.store.getStatusRow(endpointId, m.eventId, sessionId);
+  if (row === null || row.lastMessageId !== refusedId) return undefined;
+  const entries: HistoryEntry[] = [];
+  let token: string | undefined;
+  do {
+    const page = await ctx.store.listHistory(m.eventId, { pageSize: 200, continuationToken: token });
+    entries.push(...page.items);
+    token = page.continuationToken;
+  } while (token && entries.length < 2000);
+  const previous = entries
+    .filter(
+      (h) =>
+        h.endpointId === endpointId &&
+        h.sessionId === sessionId &&
+        h.messageId !== refusedId &&
+        h.messageId !== m.messageId &&
+        !isRequestType(h.messageType as MessageTypeT) &&
+        !isSubscriberNotice(h),
+    )
+    .sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
+  if (previous === undefined) return undefined;
+  const result = await ctx.store.writeStatus(
+    {
+      endpointId,
+      eventId: m.eventId,
+      sessionId,
+      messageId: m.messageId,
+      messageType: previous.messageType,
+      eventTypeId: previous.eventTypeId,
+      parentMessageId: previous.parentMessageId,
+      originatingMessageId: previous.originatingMessageId,
+      correlationId: previous.correlationId,
+      from: previous.from,
+      to: previous.to,
+      enqueuedAt: previous.enqueuedAt,
+      errorText: previous.errorText,
+      errorType: previous.errorType,
+      deadLetterReason: previous.deadLetterReason,
+      deadLetterErrorDescription: previous.deadLetterErrorDescription,
+      retryCount: previous.retryCount,
+      handoffReason: previous.handoffReason,
+      externalJobId: previous.externalJobId,
+      expectedBy: previous.expectedBy,
+    },
+    { lastMessageId: refusedId },
+  );
+  if (result.outcome === 'ignored') return undefined;
+  return result.row.subStatus ? `${result.row.status} (${result.row.subStatus})` : result.row.status;
 }
 
 /** Best effort: an audit that cannot be written is logged, never fails the message (its outcome is recorded). */

@@ -257,3 +257,165 @@ describe('SDK flows recorded by the Resolver', () => {
     });
   });
 });
+
+describe('edges: the row tells the truth after a refused or late command', () => {
+  test('a RetryRequest arriving after a skip: the row stays Skipped, the retry is in history with a Comment audit, no Retry audit', async () => {
+    await withResolver(async (h, store) => {
+      const calls: number[] = [];
+      h.host({
+        endpointId: 'crm',
+        retryPolicies: new RetryPolicies().setDefaultPolicy({ maxRetries: 1, baseDelayMs: 1500 }),
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          calls.push(e.n);
+          throw new Error('CRM rejected the customer');
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'L-1', n: 1 });
+      const [failed] = await rowsOf(store, 'crm', 'L-1', (r) => r.length === 1 && r[0]!.status === 'Failed');
+      await h.managerCommand('crm', MessageType.SkipRequest, { eventId: failed!.eventId, sessionId: 'L-1' });
+      await rowsOf(store, 'crm', 'L-1', (r) => r.length === 1 && r[0]!.status === 'Skipped');
+      // The retry fires 1.5 s after the failure; the guard's Comment audit is written once its status write was decided.
+      const comment = await eventually(async () => {
+        const audits = (await store.listAudits(failed!.eventId)).items;
+        return audits.find((a) => a.type === 'Comment');
+      }, 'the Comment audit of the late retry', 20_000);
+      assert.match(comment.comment ?? '', /^Ignored late RetryRequest .*already Skipped/);
+      const [row] = await rowsOf(store, 'crm', 'L-1', () => true);
+      assert.equal(row!.status, 'Skipped');
+      await expectHistory(store, failed!.eventId, ['EventRequest', 'ErrorResponse', 'SkipRequest', 'SkipResponse', 'RetryRequest']);
+      assert.deepEqual((await store.listAudits(failed!.eventId)).items.map((a) => a.type), ['Comment']);
+      await expectCounts(store, 'crm', { skipped: 1 });
+      assert.deepEqual(calls, [1]);
+    });
+  });
+
+  test('commands that did not come from the Manager are refused: the Failed row and the blocked session stay as they were; history and audit say so', async () => {
+    await withResolver(async (h, store) => {
+      const calls: number[] = [];
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          calls.push(e.n);
+          throw new Error('CRM rejected the customer');
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'G-1', n: 1 });
+      const [failed] = await rowsOf(store, 'crm', 'G-1', (r) => r.length === 1 && r[0]!.status === 'Failed');
+      // Straight to the endpoint topic with a forged sender, bypassing the Manager topic.
+      for (const type of [MessageType.SkipRequest, MessageType.ResubmissionRequest]) {
+        await h.send('crm', {
+          sessionId: 'G-1',
+          body: eventBody('CustomerUpdated', { customerId: 'G-1', n: 9 }),
+          props: { To: 'crm', From: 'shop', MessageType: type, EventId: failed!.eventId, EventTypeId: 'CustomerUpdated' },
+        });
+      }
+      const audits = await eventually(async () => {
+        const items = (await store.listAudits(failed!.eventId)).items.filter((a) => a.type === 'CommandRefused');
+        return items.length === 2 ? items : undefined;
+      }, 'two CommandRefused audits', 20_000);
+      assert.deepEqual(audits.map((a) => a.comment!.split(': ')[1]!.split(' ')[0]).sort(), ['ResubmissionRequest', 'SkipRequest']);
+      for (const a of audits) assert.equal(a.auditor, 'crm');
+      const [row] = await rowsOf(store, 'crm', 'G-1', () => true);
+      assert.equal(row!.status, 'Failed');
+      assert.equal(row!.errorText, 'CRM rejected the customer');
+      await expectHistory(store, failed!.eventId, ['EventRequest', 'ErrorResponse', 'SkipRequest', 'ErrorResponse', 'ResubmissionRequest', 'ErrorResponse']);
+      await expectCounts(store, 'crm', { failed: 1 });
+      assert.deepEqual(calls, [1]);
+      const refusals = await h.awaitDeadLetters('crm', 'crm');
+      assert.ok(refusals.every((d) => d.deadLetterReason === 'CommandRefused'));
+      await host.stop();
+      assert.equal((await h.sessionState('crm', 'G-1')).BlockedByEventId, failed!.eventId);
+    });
+  });
+
+  test('handoff commands for an event that is not the pending handoff: a completion is refused (row back to Skipped), a failure is answered Failed with its own type', async () => {
+    await withResolver(async (h, store) => {
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (_e, ctx) => {
+          ctx.markPendingHandoff('DMF import', 'job-9', 60_000);
+        }),
+      });
+      const pub = h.publisher('shop');
+      const skippedHandoff = async (sessionId: string) => {
+        await pub.publish('CustomerUpdated', { customerId: sessionId, n: 1 });
+        const [parked] = await rowsOf(store, 'crm', sessionId, (r) => r.length === 1 && r[0]!.subStatus === 'Handoff');
+        // The operator skips the handoff: the session is released, the row Skipped.
+        await h.managerCommand('crm', MessageType.SkipRequest, { eventId: parked!.eventId, sessionId });
+        await rowsOf(store, 'crm', sessionId, (r) => r.length === 1 && r[0]!.status === 'Skipped');
+        return { endpointId: 'crm', eventId: parked!.eventId, sessionId, messageId: parked!.requestMessageId ?? parked!.lastMessageId, eventTypeId: 'CustomerUpdated' };
+      };
+      const late = await skippedHandoff('K-1');
+      const lateFail = await skippedHandoff('K-2');
+      const handoff = new HandoffClient(h.client);
+      try {
+        // The external system reports afterwards: too late for the session, which no longer waits for it.
+        await handoff.complete(late, { importedLines: 12 });
+        await handoff.fail(lateFail, 'DMF job rejected 3 lines', 'DmfRejected');
+      } finally {
+        await handoff.close();
+      }
+      const [refusal] = await eventually(async () => {
+        const items = (await store.listAudits(late.eventId)).items.filter((a) => a.type === 'CommandRefused');
+        return items.length === 1 ? items : undefined;
+      }, 'the CommandRefused audit', 20_000);
+      assert.match(refusal!.comment ?? '', /is not the pending handoff of session K-1 \(the session is not blocked\); the row was put back to Skipped$/);
+      const [kept] = await rowsOf(store, 'crm', 'K-1', (r) => r.length === 1 && r[0]!.status === 'Skipped');
+      assert.equal(kept!.subStatus, null);
+      await expectHistory(store, late.eventId, ['EventRequest', 'PendingHandoffResponse', 'SkipRequest', 'SkipResponse', 'HandoffCompletedRequest', 'ErrorResponse']);
+
+      const [failed] = await rowsOf(store, 'crm', 'K-2', (r) => r.length === 1 && r[0]!.status === 'Failed');
+      assert.equal(failed!.errorText, 'DMF job rejected 3 lines');
+      assert.equal(failed!.errorType, 'DmfRejected');
+      await expectHistory(store, lateFail.eventId, ['EventRequest', 'PendingHandoffResponse', 'SkipRequest', 'SkipResponse', 'HandoffFailedRequest', 'ErrorResponse']);
+      await expectCounts(store, 'crm', { skipped: 1, failed: 1 });
+    });
+  });
+
+  test('a replay gap: the notice is in the history and audit of the pass-end event, whose row stays Completed; the lost event stays Deferred', async () => {
+    await withResolver(async (h, store) => {
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          if (e.n === 1 && !e.fixed) throw new Error('CRM rejected the customer');
+        }),
+      });
+      const pub = h.publisher('shop');
+      for (const n of [1, 2, 3]) await pub.publish('CustomerUpdated', { customerId: 'Q-1', n });
+      const blocked = await rowsOf(store, 'crm', 'Q-1', (r) => statuses(r).join() === 'Deferred,Deferred,Failed');
+      const failed = blocked.find((r) => r.status === 'Failed')!;
+      // The last parked copy is lost on the Deferred subscription.
+      const parked = await h.client.acceptSession('crm', 'Deferred', 'Q-1');
+      let lostEventId = '';
+      try {
+        const got = [];
+        while (got.length < 2) got.push(...(await parked.receiveMessages(2 - got.length, { maxWaitTimeInMs: 2000 })));
+        for (const m of got) {
+          if (m.applicationProperties?.DeferralSequence === 1) {
+            lostEventId = String(m.applicationProperties.EventId);
+            await parked.deadLetterMessage(m, { deadLetterReason: 'test', deadLetterErrorDescription: 'lost on purpose' });
+          } else await parked.abandonMessage(m);
+        }
+      } finally {
+        await parked.close();
+      }
+      h.deferredProcessor('crm');
+      await h.managerCommand(
+        'crm',
+        MessageType.ResubmissionRequest,
+        { eventId: failed.eventId, sessionId: 'Q-1', eventTypeId: 'CustomerUpdated' },
+        eventBody('CustomerUpdated', { customerId: 'Q-1', n: 1, fixed: true }),
+      );
+      const replayed = blocked.find((r) => r.status === 'Deferred' && r.eventId !== lostEventId)!;
+      const [gap] = await eventually(async () => {
+        const items = (await store.listAudits(replayed.eventId)).items.filter((a) => a.type === 'ReplayGap');
+        return items.length === 1 ? items : undefined;
+      }, 'the ReplayGap audit', 20_000);
+      assert.match(gap!.comment ?? '', /parked sequence 1 of session Q-1 did not come back/);
+      const rows = await rowsOf(store, 'crm', 'Q-1', (r) => statuses(r).join() === 'Completed,Completed,Deferred');
+      assert.equal(rows.find((r) => r.status === 'Deferred')!.eventId, lostEventId);
+      await expectHistory(store, replayed.eventId, ['EventRequest', 'DeferralResponse', 'EventRequest', 'ErrorResponse', 'ResolutionResponse']);
+      await expectCounts(store, 'crm', { completed: 2, deferred: 1 });
+    });
+  });
+});

@@ -105,4 +105,24 @@ export const WireText = {
   HandoffFailedErrorType: 'HandoffFailedException',
   /** Dead-letter reason the Resolver uses when its storage throttle budget is exhausted. */
   CosmosDbThrottled: 'CosmosDbThrottled',
+  /**
+   * Dead-letter reason of a command the subscriber refuses (a Manager-only command without From = 'Manager', a
+   * handoff completion for an event that is not the session's pending handoff). Its Resolver notification is
+   * recorded in the event's history and audit only: the refused command changed nothing, so the row keeps its status.
+   */
+  CommandRefused: 'CommandRefused',
+  /**
+   * DeadLetterReason of the subscriber's notice that a replay pass skipped parked sequences that never came back
+   * (DESIGN.md §5). Recorded in the event's history and audit only; it is not an outcome of the event.
+   */
+  ReplayGap: 'ReplayGap',
 } as const;
+
+/**
+ * A subscriber notice that is not an outcome of its event (a refused command, a skipped replay gap): the Resolver
+ * records it in history and as an audit and never lets it change the status row; readers of history that look
+ * for an event's outcome (reconcile) must skip it too.
+ */
+export function isSubscriberNotice(m: { deadLetterReason?: string | null }): boolean {
+  return m.deadLetterReason === WireText.CommandRefused || m.deadLetterReason === WireText.ReplayGap;
+}

@@ -192,18 +192,28 @@ describe('EventRequest', () => {
     assert.deepEqual(shape(s.effects), ['complete']);
   });
 
-  test('a draining session parks new messages behind the ones still to be replayed', () => {
+  test('a draining session parks new messages behind the ones still to be replayed, and asks for a pass that includes them', () => {
     const s = run(
       msg({ EventId: 'e9' }),
       state({ NextDeferralSequence: 3, NextReplaySequence: 1, DeferredCount: 3 }),
       undefined,
     );
+    // The trigger covers a lost trigger or a pass that died: the drain cannot outlive the traffic waiting on it.
     assert.deepEqual(shape(s.effects), [
       'send DeferralResponse->Resolver',
       'send EventRequest->Deferred',
       'state {"b":null,"n":4,"c":4,"r":1}',
+      'send ProcessDeferredRequest->DeferredProcessor',
       'complete',
     ]);
+    assert.equal(sends(s)[2]!.applicationProperties.ReplayUntil, 4);
+    // Behind a block nothing is replayed until the block goes: no trigger.
+    const blocked = run(
+      msg({ EventId: 'e9' }),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 3 }),
+      undefined,
+    );
+    assert.ok(!shape(blocked.effects).some((x) => x.includes('ProcessDeferredRequest')));
   });
 
   test('a replayed copy runs during the drain and advances the replay cursor', () => {
@@ -416,14 +426,150 @@ describe('EventRequest', () => {
   });
 });
 
+describe('replay pass end', () => {
+  const passEnd = (until: number) =>
+    msg(
+      {
+        MessageType: 'ProcessDeferredRequest',
+        From: undefined,
+        ReplayUntil: until,
+        ReplayPassEnd: true,
+        EventTypeId: undefined,
+      },
+      encodeBody({}),
+    );
+
+  test('the last copy of a pass accounts for the sequences below the bound that never came back', () => {
+    const last = msg({ ReplaySequence: 1, ReplayUntil: 4, ReplayPassEnd: true });
+    const s = run(last, state({ NextDeferralSequence: 5, NextReplaySequence: 1, DeferredCount: 5 }), ok);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":5,"c":5,"r":4}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    assert.equal(s.warn, true);
+    assert.match(
+      String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription),
+      /parked sequences 2 to 3 of session s1/,
+    );
+    // Meeting a new block, it is parked again, and the gap is still accounted for.
+    const parked = run(
+      last,
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 1 }),
+      undefined,
+    );
+    assert.deepEqual(shape(parked.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":"e7","n":6,"c":1,"r":4}',
+      'complete',
+    ]);
+    // Nothing missing: no notice.
+    const whole = run(
+      msg({ ReplaySequence: 3, ReplayUntil: 4, ReplayPassEnd: true }),
+      state({ NextDeferralSequence: 4, NextReplaySequence: 3 }),
+      ok,
+    );
+    assert.deepEqual(shape(whole.effects), [
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":4,"c":0,"r":4}',
+      'complete',
+    ]);
+    assert.equal(whole.warn, undefined);
+  });
+
+  test('the pass-end flag is a hop property: a re-parked copy does not carry it', () => {
+    const parked = run(
+      msg({ ReplaySequence: 1, ReplayUntil: 2, ReplayPassEnd: true }),
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 2, NextReplaySequence: 1 }),
+      undefined,
+    );
+    const copy = sends(parked).find((m) => m.applicationProperties.To === 'Deferred')!;
+    assert.equal(copy.applicationProperties.ReplayPassEnd, undefined);
+    assert.equal(copy.applicationProperties.ReplayUntil, undefined);
+  });
+
+  test('nothing missing: completed, nothing else', () => {
+    for (const r of [3, 4]) {
+      const s = run(passEnd(3), state({ NextDeferralSequence: 4, NextReplaySequence: r }), undefined);
+      assert.deepEqual(shape(s.effects), ['complete']);
+    }
+  });
+
+  test('a cursor below the bound is a gap: ReplayGap notice, cursor to the bound, next pass when more is parked', () => {
+    const s = run(
+      passEnd(3),
+      state({ NextDeferralSequence: 5, NextReplaySequence: 1, DeferredCount: 5 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'state {"b":null,"n":5,"c":5,"r":3}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    assert.equal(s.warn, true);
+    const notice = sends(s)[0]!.applicationProperties;
+    assert.equal(notice.DeadLetterReason, 'ReplayGap');
+    assert.match(
+      String(notice.DeadLetterErrorDescription),
+      /parked sequences 1 to 2 of session s1 did not come back/,
+    );
+    assert.equal(notice.EventId, 'e1');
+    // Nothing parked beyond the bound: the session is simply no longer draining.
+    const last = run(passEnd(3), state({ NextDeferralSequence: 3, NextReplaySequence: 2 }), undefined);
+    assert.deepEqual(shape(last.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'state {"b":null,"n":3,"c":0,"r":3}',
+      'complete',
+    ]);
+    assert.match(
+      String(sends(last)[0]!.applicationProperties.DeadLetterErrorDescription),
+      /parked sequence 2 of/,
+    );
+  });
+
+  test('a gap found while the session is blocked again is skipped without asking for a pass', () => {
+    const s = run(
+      passEnd(3),
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 2 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'state {"b":"e7","n":5,"c":0,"r":3}',
+      'complete',
+    ]);
+  });
+
+  test('a ProcessDeferredRequest that is not a pass-end marker is still dead-lettered on the main subscription', () => {
+    const s = run(
+      msg({ MessageType: 'ProcessDeferredRequest', ReplayUntil: 3 }),
+      state({ NextReplaySequence: 0, NextDeferralSequence: 3 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'deadLetter Failed to handle message.',
+    ]);
+  });
+});
+
 describe('RetryRequest', () => {
   const retry = (props: Record<string, unknown> = {}) =>
     msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1, ...props });
 
-  test('not blocked by this event: ResolutionResponse and complete without running the handler', () => {
-    const s = run(retry(), state({ BlockedByEventId: 'other' }), undefined);
-    assert.equal(s.invoked, false);
-    assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'complete']);
+  test('not blocked by this event (a late retry after a skip, resubmit or handoff): completed without handler and without a response', () => {
+    for (const st of [state({ BlockedByEventId: 'other' }), state(), state({ NextDeferralSequence: 2 })]) {
+      const s = run(retry(), st, undefined);
+      assert.equal(s.invoked, false);
+      // No ResolutionResponse: it would record Completed for an event whose handler never ran (a Skipped event).
+      assert.deepEqual(shape(s.effects), ['complete']);
+      assert.equal(s.signal, 'completed');
+    }
   });
 
   test('success: unblock, drain when something is parked, Resolution, complete', () => {
@@ -508,18 +654,20 @@ describe('Manager commands', () => {
     'HandoffCompletedRequest',
     'HandoffFailedRequest',
   ]) {
-    test(`${type} without From = Manager is dead-lettered with a notification; state untouched`, () => {
+    test(`${type} without From = Manager is refused: CommandRefused notice and dead letter; state untouched`, () => {
       for (const from of ['storefront', undefined]) {
         const s = run(msg({ MessageType: type, From: from }), state({ BlockedByEventId: 'e1' }), undefined);
         assert.equal(s.invoked, false);
         assert.deepEqual(shape(s.effects), [
           'send ErrorResponse->Resolver (best effort)',
-          'deadLetter Failed to handle message.',
+          'deadLetter CommandRefused',
         ]);
-        assert.match(
-          String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription),
-          /accepted only from Manager/,
-        );
+        const notice = sends(s)[0]!.applicationProperties;
+        // The stable reason tells the Resolver that this is a refused command, not an outcome of the event.
+        assert.equal(notice.DeadLetterReason, 'CommandRefused');
+        assert.match(String(notice.DeadLetterErrorDescription), /accepted only from Manager/);
+        assert.equal(notice.ParentMessageId, 'm1');
+        assert.equal(s.signal, 'deadLettered');
       }
     });
   }
@@ -606,12 +754,28 @@ describe('Manager commands', () => {
       'complete',
     ]);
     assert.equal(JSON.parse(sends(s)[1]!.body).EventContent.EventJson, '{"imported":12}');
-    const misaddressed = run(
-      cmd('HandoffCompletedRequest', { EventId: 'x' }, body),
-      state({ BlockedByEventId: 'e1' }),
-      undefined,
-    );
-    assert.deepEqual(shape(misaddressed.effects), ['send ResolutionResponse->Resolver', 'complete']);
+  });
+
+  test('handoff completed for an event that is not the pending handoff: refused visibly, never a Resolution', () => {
+    const body = encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":12}' } });
+    for (const [st, why] of [
+      [state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }), /blocked by e1/],
+      [state(), /not blocked/],
+    ] as const) {
+      const s = run(cmd('HandoffCompletedRequest', { EventId: 'x' }, body), st, undefined);
+      assert.equal(s.invoked, false);
+      assert.deepEqual(shape(s.effects), [
+        'send ErrorResponse->Resolver (best effort)',
+        'deadLetter CommandRefused',
+      ]);
+      const notice = sends(s)[0]!.applicationProperties;
+      assert.equal(notice.DeadLetterReason, 'CommandRefused');
+      assert.match(
+        String(notice.DeadLetterErrorDescription),
+        /event x is not the pending handoff of session s1/,
+      );
+      assert.match(String(notice.DeadLetterErrorDescription), why);
+    }
   });
 
   test('handoff failed: ErrorResponse with the text verbatim, session stays blocked', () => {
@@ -622,13 +786,33 @@ describe('Manager commands', () => {
     assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'complete']);
     const err = JSON.parse(sends(s)[0]!.body).ErrorContent;
     assert.equal(err.ErrorText, 'DMF job 7 rejected 3 lines');
-    assert.equal(err.ErrorType, 'HandoffFailedException');
-    const other = run(
-      cmd('HandoffFailedRequest', { EventId: 'x' }, body),
+    // The caller's type is kept; HandoffFailedException only stands in when the caller gave none.
+    assert.equal(err.ErrorType, 'DmfError');
+    const untyped = run(
+      cmd('HandoffFailedRequest', {}, encodeBody({ ErrorContent: { ErrorText: 'no type' } })),
       state({ BlockedByEventId: 'e1' }),
       undefined,
     );
-    assert.deepEqual(shape(other.effects), ['complete']);
+    assert.equal(JSON.parse(sends(untyped)[0]!.body).ErrorContent.ErrorType, 'HandoffFailedException');
+    const empty = run(cmd('HandoffFailedRequest'), state({ BlockedByEventId: 'e1' }), undefined);
+    const defaults = JSON.parse(sends(empty)[0]!.body).ErrorContent;
+    assert.deepEqual([defaults.ErrorText, defaults.ErrorType], ['Handoff failed.', 'HandoffFailedException']);
+  });
+
+  test('handoff failed for an event that does not block the session: still answered Failed, state untouched', () => {
+    const body = encodeBody({
+      ErrorContent: { ErrorText: 'DMF job 7 rejected 3 lines', ErrorType: 'DmfError' },
+    });
+    for (const st of [state({ BlockedByEventId: 'e1' }), state()]) {
+      const other = run(cmd('HandoffFailedRequest', { EventId: 'x' }, body), st, undefined);
+      // Never dropped: the Manager claimed the row Pending, and only an answer moves it on.
+      assert.deepEqual(shape(other.effects), ['send ErrorResponse->Resolver', 'complete']);
+      const answer = sends(other)[0]!;
+      assert.equal(answer.applicationProperties.EventId, 'x');
+      assert.equal(answer.applicationProperties.DeadLetterErrorDescription, undefined);
+      const content = JSON.parse(answer.body).ErrorContent;
+      assert.deepEqual([content.ErrorText, content.ErrorType], ['DMF job 7 rejected 3 lines', 'DmfError']);
+    }
   });
 });
 

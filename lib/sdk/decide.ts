@@ -105,12 +105,15 @@ export function route(
       return routeEventRequest(m, state, env);
     case MessageType.RetryRequest: {
       // Only the delivery the session is blocked by is retried; anything else was already resolved by an
-      // operator (skip, resubmit) or a handoff settlement, so it is acknowledged without running the handler.
+      // operator (skip, resubmit) or a handoff settlement. It is completed without running the handler and without
+      // a response: a ResolutionResponse would record Completed for an event whose handler never ran (a skipped
+      // event would turn Completed). The Resolver keeps the retry in the event's history; its guard refuses it
+      // over Completed and Skipped, so the row keeps the outcome that settled it.
       if (!blockedByThis(state, m)) {
         return settle({
-          effects: [send(response(MessageType.ResolutionResponse, m, env)), { kind: 'complete' }],
+          effects: [{ kind: 'complete' }],
           signal: 'completed',
-          note: 'RetryRequest for an event that no longer blocks the session',
+          note: 'late RetryRequest for an event that no longer blocks the session: completed without a response',
         });
       }
       return invokeOrSettle(m, state, env);
@@ -121,7 +124,7 @@ export function route(
     case MessageType.HandoffFailedRequest: {
       if (!fromManager(m)) {
         const description = `${m.messageType} is accepted only from Manager (From = ${m.from ? `'${m.from}'` : 'missing'})`;
-        return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, description, state));
+        return settle(refuse(m, env, description));
       }
       if (m.messageType === MessageType.ResubmissionRequest) return invokeOrSettle(m, state, env);
       if (m.messageType === MessageType.SkipRequest) return settle(decideSkip(m, state, env));
@@ -129,6 +132,18 @@ export function route(
         return settle(decideHandoffCompleted(m, state, env));
       return settle(decideHandoffFailed(m, state, env));
     }
+    case MessageType.ProcessDeferredRequest:
+      // Only the deferred processor's pass-end marker belongs on the main subscription; a trigger does not.
+      if (m.replayPassEnd && m.replayUntil !== undefined) return settle(decideReplayPassEnd(m, state, env));
+      return settle(
+        deadLetterOnly(
+          m,
+          env,
+          FAILED_TO_HANDLE,
+          'ProcessDeferredRequest is not handled by a subscriber',
+          state,
+        ),
+      );
     case MessageType.ContinuationRequest:
       // Legacy broker-defer drain, removed in v4: logged and completed.
       return settle({
@@ -150,9 +165,14 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
 
   const s = m.replaySequence;
   if (s !== undefined && s < state.NextReplaySequence) {
-    // A second replayed copy of a sequence already handled (a crash between replay-send and complete).
+    // A second replayed copy of a sequence already handled (a crash between replay-send and complete). If it ends
+    // its pass, the rest of the pass is accounted for like any pass end.
     return settle({
-      effects: [{ kind: 'complete' }],
+      effects: [
+        ...replayGap(m, state, env),
+        ...stateAndReplayTrigger(m, state, advanceReplay(state, m)),
+        { kind: 'complete' },
+      ],
       signal: 'completed',
       note: `replayed copy of sequence ${s} already handled`,
     });
@@ -162,7 +182,8 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
       // A delivery of the blocking event itself: its earlier delivery blocked the session but was never completed
       // (or this is a second copy). Completed without running the handler and without a response.
       const next = advanceReplay(state, m);
-      const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
+      const effects: Effect[] = [...replayGap(m, state, env)];
+      if (next !== state) effects.push({ kind: 'setState', state: next });
       effects.push({ kind: 'complete' });
       return settle({ effects, signal: 'completed', note: 'delivery of the blocking event itself' });
     }
@@ -244,6 +265,17 @@ export function afterHandler(
 }
 
 function afterEventRequest(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
+  const settlement = settleEventRequest(m, state, outcome, env);
+  const gap = replayGap(m, state, env);
+  return gap.length === 0 ? settlement : flagGap({ ...settlement, effects: [...gap, ...settlement.effects] });
+}
+
+function settleEventRequest(
   m: InboundMessage,
   state: SessionState,
   outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
@@ -440,6 +472,38 @@ function afterResubmission(
   }
 }
 
+/**
+ * The pass-end marker, sent by the deferred processor when a pass found nothing to replay (otherwise the pass's last
+ * copy carries the pass end). Every replayed copy of earlier passes came before it in the session, so a cursor still
+ * below the pass's bound means parked sequences that will never come back (a parked copy dead-lettered or expired on
+ * the Deferred subscription, a replayed copy dead-lettered by the broker): left alone, the session would stay
+ * draining and park every new message forever. The gap is skipped with a ReplayGap notice (the Resolver records it
+ * in the history and audit of the event whose release started the replay) and a warning, and the next pass is asked
+ * for when more was parked meanwhile. The parked events' own rows keep showing Deferred.
+ */
+function decideReplayPassEnd(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  const until = m.replayUntil!;
+  const from = state.NextReplaySequence;
+  if (from >= until)
+    return {
+      effects: [{ kind: 'complete' }],
+      signal: 'completed',
+      note: `replay pass up to ${until} complete`,
+    };
+  const next: SessionState = { ...state, NextReplaySequence: until };
+  return {
+    effects: [
+      gapNotice(m, env, from, until),
+      { kind: 'setState', state: next },
+      ...drain(m, next),
+      { kind: 'complete' },
+    ],
+    signal: 'completed',
+    note: `replay gap skipped: parked sequences ${from} to ${until - 1} did not come back`,
+    warn: true,
+  };
+}
+
 function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
   const skip = send(response(MessageType.SkipResponse, m, env, { content: {} }));
   if (!blockedByThis(state, m))
@@ -457,16 +521,23 @@ function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): S
 }
 
 function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  // Only the session's pending handoff can be completed: a ResolutionResponse for any other event would record
+  // Completed for work the session was not waiting for (a duplicate completion, a skipped handoff, a wrong
+  // address). Refused visibly instead; the Resolver keeps (or restores) the row's status.
+  if (!blockedByThis(state, m)) {
+    const why = isBlocked(state)
+      ? `the session is blocked by ${state.BlockedByEventId}`
+      : 'the session is not blocked';
+    return refuse(
+      m,
+      env,
+      `HandoffCompletedRequest refused: event ${eventKey(m)} is not the pending handoff of session ${m.sessionId ?? ''} (${why})`,
+    );
+  }
   // The Resolver gets the external system's result as the event's content; the user handler never runs again.
   const resolution = send(
     response(MessageType.ResolutionResponse, m, env, { content: { EventContent: m.content.EventContent } }),
   );
-  if (!blockedByThis(state, m))
-    return {
-      effects: [resolution, { kind: 'complete' }],
-      signal: 'completed',
-      note: 'handoff completion for an event that does not block the session',
-    };
   const next = unblock(state);
   return {
     effects: [{ kind: 'setState', state: next }, ...drain(m, next), resolution, { kind: 'complete' }],
@@ -476,21 +547,27 @@ function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: Dec
 }
 
 function decideHandoffFailed(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
-  if (!blockedByThis(state, m))
-    return {
-      effects: [{ kind: 'complete' }],
-      signal: 'completed',
-      note: 'handoff failure for an event that does not block the session: ignored',
-    };
-  const text = m.content.ErrorContent?.ErrorText || WireText.HandoffFailed;
+  // The caller's text and type, verbatim (HandoffClient.fail(coords, errorText, errorType)).
   const error = send(
     response(MessageType.ErrorResponse, m, env, {
       content: {
         EventContent: m.content.EventContent,
-        ErrorContent: { ErrorText: text, ErrorType: WireText.HandoffFailedErrorType },
+        ErrorContent: {
+          ErrorText: m.content.ErrorContent?.ErrorText || WireText.HandoffFailed,
+          ErrorType: m.content.ErrorContent?.ErrorType || WireText.HandoffFailedErrorType,
+        },
       },
     }),
   );
+  // Answered even when the event does not block the session (the block was lost, or the handoff was settled
+  // another way): the Manager claimed the row Pending before sending, and only an answer moves it on. Failed with
+  // the external system's text is true and actionable (resubmit or skip); the session state is not touched.
+  if (!blockedByThis(state, m))
+    return {
+      effects: [error, { kind: 'complete' }],
+      signal: 'completed',
+      note: 'handoff failure for an event that does not block the session: recorded Failed, session unchanged',
+    };
   // The session stays blocked: the operator resubmits or skips.
   return {
     effects: [error, { kind: 'complete' }],
@@ -521,7 +598,7 @@ function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Se
   );
   const effects: Effect[] = [];
   if (m.messageType === MessageType.EventRequest) {
-    effects.push(...stateAndReplayTrigger(m, state, advanceReplay(state, m)));
+    effects.push(...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m)));
   } else if (blockedByThis(state, m)) {
     const next = unblock(state);
     effects.push({ kind: 'setState', state: next }, ...drain(m, next));
@@ -566,11 +643,15 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
   });
   // The parked copy goes out before the state write: a crash in between re-parks the same message under the same
   // sequence and MessageId, which the replay recognises, instead of leaving a hole in the sequence.
+  // Parked behind a drain (not a block), it also asks for a pass that includes it: if the pass in progress or its
+  // trigger was lost, this one still replays the session, so a drain cannot outlive the traffic that waits on it.
   return {
     effects: [
+      ...replayGap(m, state, env),
       send(deferral),
       send(buildParkedCopy(m, sequence)),
       { kind: 'setState', state: next },
+      ...(isBlocked(state) ? [] : drain(m, next)),
       { kind: 'complete' },
     ],
     signal: 'deferred',
@@ -611,6 +692,23 @@ function deadLetterOnly(
   };
 }
 
+/**
+ * A refused command: dead-lettered with the stable reason CommandRefused, after a notification the Resolver records
+ * in the event's history and audit without touching the row. The session state is not touched either.
+ */
+function refuse(m: InboundMessage, env: DecisionEnv, description: string): Settlement {
+  const text = truncateDescription(description);
+  return {
+    effects: [
+      notification(m, env, WireText.CommandRefused, text),
+      { kind: 'deadLetter', reason: WireText.CommandRefused, description: text },
+    ],
+    signal: 'deadLettered',
+    error: new Error(description),
+    note: `command refused: ${description}`,
+  };
+}
+
 /** The Resolver notification sent before a dead-letter; best effort (the DLQ stays the source of truth). */
 export function notification(
   m: InboundMessage,
@@ -634,6 +732,16 @@ function scheduleRetry(m: InboundMessage, env: DecisionEnv, error: unknown): Eff
   const next = env.nextRetry?.(error, authoritativeEventTypeId(m), m.retryCount);
   if (!next) return [];
   return [{ kind: 'schedule', message: buildRetryRequest(m, next.retryCount), delayMs: next.delayMs }];
+}
+
+/**
+ * A replayed copy that ends without a decision of its own (dead-lettered by a pipeline behaviour, or a behaviour
+ * threw): it still counts as handled for the drain, and when it ends its pass the next pass is asked for, exactly
+ * as a handled copy would. Empty for anything that is not a replayed EventRequest.
+ */
+export function replayHandledEffects(m: InboundMessage, state: SessionState, env: DecisionEnv): Effect[] {
+  if (m.messageType !== MessageType.EventRequest || m.replaySequence === undefined) return [];
+  return [...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m))];
 }
 
 function stateAndReplayTrigger(m: InboundMessage, before: SessionState, after: SessionState): Effect[] {
@@ -702,7 +810,15 @@ function send(message: OutgoingMessage): Effect {
 }
 
 function settle(settlement: Settlement): Route {
-  return { kind: 'settle', settlement };
+  return { kind: 'settle', settlement: flagGap(settlement) };
+}
+
+/** A settlement that skips a replay gap is logged as a warning by the host. */
+function flagGap(settlement: Settlement): Settlement {
+  const gap = settlement.effects.some(
+    (e) => e.kind === 'send' && e.message.applicationProperties[Prop.DeadLetterReason] === WireText.ReplayGap,
+  );
+  return gap ? { ...settlement, warn: true } : settlement;
 }
 
 /** The id a block is keyed by: the EventId (validation makes it mandatory; the MessageId stands in without it). */
@@ -722,11 +838,44 @@ export function unblock(state: SessionState): SessionState {
   return { ...state, BlockedByEventId: null, BlockedByMessageId: null };
 }
 
-/** A replayed copy has been dealt with: every parked sequence up to its own is done. Same object when unchanged. */
+/**
+ * A replayed copy has been dealt with: every parked sequence up to its own is done, and when it is the last copy of
+ * its pass (ReplayPassEnd), every sequence below the pass's bound (the ones that did not come back are a gap; see
+ * replayGap). Same object when unchanged.
+ */
 export function advanceReplay(state: SessionState, m: InboundMessage): SessionState {
   const s = m.replaySequence;
-  if (s === undefined || s + 1 <= state.NextReplaySequence) return state;
-  return { ...state, NextReplaySequence: s + 1 };
+  if (s === undefined) return state;
+  const to = m.replayPassEnd && m.replayUntil !== undefined ? Math.max(s + 1, m.replayUntil) : s + 1;
+  if (to <= state.NextReplaySequence) return state;
+  return { ...state, NextReplaySequence: to };
+}
+
+/**
+ * The ReplayGap notice for the last copy of a pass when sequences between it and the pass's bound never came back
+ * (a parked copy dead-lettered or expired on the Deferred subscription, a replayed copy dead-lettered by the
+ * broker). Every copy of the pass came before the last one, so they are not late: they are lost, and waiting for
+ * them would keep the session draining, parking every new message, forever. The notice goes to the Resolver,
+ * which records it in the history and audit of this event; the lost events' rows keep showing Deferred.
+ */
+function replayGap(m: InboundMessage, state: SessionState, env: DecisionEnv): Effect[] {
+  const s = m.replaySequence;
+  if (!m.replayPassEnd || s === undefined || m.replayUntil === undefined) return [];
+  const from = Math.max(state.NextReplaySequence, s + 1);
+  if (from >= m.replayUntil) return [];
+  return [gapNotice(m, env, from, m.replayUntil)];
+}
+
+function gapNotice(m: InboundMessage, env: DecisionEnv, from: number, until: number): Effect {
+  const range = until - from === 1 ? `sequence ${from}` : `sequences ${from} to ${until - 1}`;
+  const description =
+    `parked ${range} of session ${m.sessionId ?? ''} did not come back by the end of the replay pass up to ${until} ` +
+    `(dead-lettered or expired on the way; see the Deferred subscription's dead-letter queue); skipped so the session goes on`;
+  const notice = response(MessageType.ErrorResponse, m, env, {
+    content: { EventContent: null, ErrorContent: { ErrorText: description, ErrorType: WireText.ReplayGap } },
+    extra: { [Prop.DeadLetterReason]: WireText.ReplayGap, [Prop.DeadLetterErrorDescription]: description },
+  });
+  return { kind: 'send', message: notice, bestEffort: true };
 }
 
 /** Dead-letter descriptions are bounded: cut at a line break before the limit and marked. */

@@ -3,7 +3,8 @@
 // order, back to the endpoint topic (To = {E}, a MessageId derived from the parked copy's, ReplaySequence = the parked sequence), completing
 // each parked copy after its replay was sent. Only sequences below the trigger's ReplayUntil are replayed: what
 // was parked after the trigger waits for the next pass (DESIGN.md §5), so a session that blocks again mid-replay
-// does not bounce its parked messages between the two subscriptions.
+// does not bounce its parked messages between the two subscriptions. A pass with a bound ends with a pass-end marker
+// sent to the same session after its copies, so the main handler can skip sequences that will never come back.
 import type {
   ServiceBusClient,
   ServiceBusReceivedMessage,
@@ -19,7 +20,8 @@ import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { errorSummary } from './dispatcher.ts';
 import { fromReceived } from './inbound.ts';
-import { buildReplayedCopy } from './outbound.ts';
+import type { InboundMessage } from './inbound.ts';
+import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
 
 export interface DeferredProcessorOptions {
@@ -40,7 +42,7 @@ export interface DeferredProcessorOptions {
 export interface ReplayPass {
   sessionId: string | undefined;
   replayed: number;
-  outcome: 'replayed' | 'no-session-id' | 'session-locked' | 'failed';
+  outcome: 'replayed' | 'no-session-id' | 'session-locked' | 'already-replayed' | 'failed';
 }
 
 export class DeferredProcessor {
@@ -49,6 +51,12 @@ export class DeferredProcessor {
   private receiver: ServiceBusReceiver | undefined;
   private sender: ServiceBusSender | undefined;
   private loop: Promise<void> | undefined;
+  /**
+   * The bound of the last pass this processor finished per session (bounded, oldest dropped first). A trigger at or
+   * below it asks for nothing that pass did not already replay or account for (sequences are handed out in order),
+   * so it is completed without a pass: a second, empty pass would only send a pass-end marker for nothing.
+   */
+  private readonly finished = new Map<string, number>();
 
   constructor(private readonly options: DeferredProcessorOptions) {
     this.log = options.logger ?? pino({ level: 'silent' });
@@ -117,6 +125,11 @@ export class DeferredProcessor {
       return;
     }
     const until = inbound.replayUntil ?? Number.POSITIVE_INFINITY;
+    if (until <= (this.finished.get(sessionId) ?? -1)) {
+      await receiver.completeMessage(trigger).catch(() => undefined);
+      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'already-replayed' });
+      return;
+    }
     let parked: ServiceBusSessionReceiver;
     try {
       parked = await this.options.client.acceptSession(
@@ -142,8 +155,25 @@ export class DeferredProcessor {
     }
     let replayed = 0;
     try {
-      replayed = await this.replay(parked, sessionId, until);
+      const pass = await this.replay(parked, sessionId, until);
+      replayed = pass.replayed;
+      if (this.stopping) throw new Error('stopping before the pass ended; the trigger will be retried');
+      const bounded = until !== Number.POSITIVE_INFINITY;
+      // The end of the pass rides on its last copy (or, when the pass found nothing, on a marker), sent only once
+      // nothing below the bound is left parked: a copy this pass did not get to (a receive that came back early)
+      // must not be taken for a gap by the main handler.
+      if (bounded) await this.confirmNothingLeftBelow(parked, until, pass.held?.message.messageId);
+      if (pass.held) {
+        await this.send(pass.held.inbound, sessionId, until, bounded);
+        await parked.completeMessage(pass.held.message);
+        replayed++;
+      } else if (bounded) {
+        await this.sender!.sendMessages(
+          toServiceBusMessage(buildReplayPassEnd(inbound, this.options.endpointId, sessionId, until)),
+        );
+      }
       await receiver.completeMessage(trigger);
+      if (bounded) this.rememberFinished(sessionId, until);
       this.options.onPass?.({ sessionId, replayed, outcome: 'replayed' });
       this.log.debug({ sessionId, replayed, until }, 'replay pass finished');
     } catch (error) {
@@ -158,42 +188,80 @@ export class DeferredProcessor {
     }
   }
 
-  /** Replays parked messages below `until` in sequence order; returns how many were replayed. */
-  private async replay(parked: ServiceBusSessionReceiver, sessionId: string, until: number): Promise<number> {
+  private rememberFinished(sessionId: string, until: number): void {
+    this.finished.delete(sessionId);
+    this.finished.set(sessionId, until);
+    if (this.finished.size > 10_000) this.finished.delete(this.finished.keys().next().value!);
+  }
+
+  /** Throws when the parked session still holds a message below `until` (peeked, so locked ones count too). */
+  private async confirmNothingLeftBelow(
+    parked: ServiceBusSessionReceiver,
+    until: number,
+    held: string | number | Buffer | undefined,
+  ): Promise<void> {
+    // Parked copies are sent in sequence order, so the lower sequences are at the front of the session.
+    const left = await parked.peekMessages(this.options.batchSize ?? 20);
+    const below = left.filter(
+      (message) => message.messageId !== held && (fromReceived(message).deferralSequence ?? 0) < until,
+    );
+    if (below.length > 0)
+      throw new Error(
+        `${below.length} parked message(s) below ${until} are still waiting; the pass is not complete`,
+      );
+  }
+
+  private async send(
+    inbound: InboundMessage,
+    sessionId: string,
+    until: number,
+    passEnd: boolean,
+  ): Promise<void> {
+    const sequence = inbound.deferralSequence ?? 0;
+    const bound = until === Number.POSITIVE_INFINITY ? sequence + 1 : until;
+    await this.sender!.sendMessages(
+      toServiceBusMessage(buildReplayedCopy(inbound, this.options.endpointId, sessionId, bound, passEnd)),
+    );
+  }
+
+  /**
+   * Replays parked messages below `until` in sequence order, each copy sent before its parked message is completed.
+   * The last one found is held back (still locked, not yet sent): the caller sends it as the pass's end.
+   */
+  private async replay(
+    parked: ServiceBusSessionReceiver,
+    sessionId: string,
+    until: number,
+  ): Promise<{ replayed: number; held?: { message: ServiceBusReceivedMessage; inbound: InboundMessage } }> {
     let replayed = 0;
+    let held: { message: ServiceBusReceivedMessage; inbound: InboundMessage } | undefined;
     for (;;) {
       // Settlement inside a pass runs to the end; stopping only prevents the next batch.
-      if (this.stopping) return replayed;
+      if (this.stopping) return { replayed, held };
       const batch = await parked.receiveMessages(this.options.batchSize ?? 20, {
         maxWaitTimeInMs: this.options.drainWaitMs ?? 1000,
       });
-      if (batch.length === 0) return replayed;
+      if (batch.length === 0) return { replayed, held };
       const ordered = batch
         .map((message) => ({ message, inbound: fromReceived(message) }))
         .sort((a, b) => (a.inbound.deferralSequence ?? 0) - (b.inbound.deferralSequence ?? 0));
       let reachedBound = false;
-      for (const { message, inbound } of ordered) {
-        const sequence = inbound.deferralSequence ?? 0;
+      for (const item of ordered) {
+        const sequence = item.inbound.deferralSequence ?? 0;
         if (reachedBound || sequence >= until) {
           // Parked after this pass was asked for: the next pass replays it.
           reachedBound = true;
-          await parked.abandonMessage(message);
+          await parked.abandonMessage(item.message);
           continue;
         }
-        await this.sender!.sendMessages(
-          toServiceBusMessage(
-            buildReplayedCopy(
-              inbound,
-              this.options.endpointId,
-              sessionId,
-              until === Number.POSITIVE_INFINITY ? sequence + 1 : until,
-            ),
-          ),
-        );
-        await parked.completeMessage(message);
-        replayed++;
+        if (held) {
+          await this.send(held.inbound, sessionId, until, false);
+          await parked.completeMessage(held.message);
+          replayed++;
+        }
+        held = item;
       }
-      if (reachedBound) return replayed;
+      if (reachedBound) return { replayed, held };
     }
   }
 }

@@ -8,12 +8,12 @@ import { pino } from 'pino';
 import { MessageType } from '../contract/index.ts';
 import type { SessionState } from '../contract/index.ts';
 import {
-  advanceReplay,
   afterHandler,
   eventKey,
   FAILED_TO_HANDLE,
   inboxApplies,
   notification,
+  replayHandledEffects,
   route,
   truncateDescription,
 } from './decide.ts';
@@ -179,6 +179,8 @@ export class Dispatcher {
     if (error instanceof MessageAlreadyDeadLetteredError || alreadyDeadLettered) {
       await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
       await this.runBestEffort(notification(m, env, errorMessage(error), errorMessage(error)), port, m);
+      // A replayed copy dead-lettered by a behaviour still counts as handled for the drain (and may end its pass).
+      await this.settleReplay(m, port);
       await this.observe('onMessageDeadLettered', (o) =>
         o.onMessageDeadLettered?.(info, errorMessage(error)),
       );
@@ -193,11 +195,10 @@ export class Dispatcher {
     const description = truncateDescription(errorMessage(error) || reason);
     await this.runBestEffort(notification(m, env, reason, description, error), port, m);
     try {
-      // A replayed copy still counts as handled for the drain, or the session would wait for it forever.
+      // A replayed copy still counts as handled for the drain, or the session would wait for it forever; when it
+      // ends its pass, the next pass is asked for.
       if (m.messageType === MessageType.EventRequest && m.replaySequence !== undefined) {
-        const state = await port.readState();
-        const next = advanceReplay(state, m);
-        if (next !== state) await port.writeState(next);
+        await this.execute(replayHandledEffects(m, await port.readState(), this.env(new Date())), port, m);
       }
       await port.deadLetter(truncateDescription(reason), description);
     } catch (settleError) {
@@ -211,6 +212,22 @@ export class Dispatcher {
     this.log.warn({ ...logFields(m), reason }, 'dead-lettered after a pipeline failure');
     await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
     return 'deadLettered';
+  }
+
+  /**
+   * The replay bookkeeping of a replayed copy a behaviour dead-lettered itself. Best effort: the message is already
+   * settled, and a cursor left behind is caught by the pass-end marker that follows the pass's copies.
+   */
+  private async settleReplay(m: InboundMessage, port: DeliveryPort): Promise<void> {
+    if (m.messageType !== MessageType.EventRequest || m.replaySequence === undefined) return;
+    try {
+      await this.execute(replayHandledEffects(m, await port.readState(), this.env(new Date())), port, m);
+    } catch (error) {
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(error) },
+        'replay cursor not advanced after a dead-lettered replayed copy; the pass-end marker will skip it',
+      );
+    }
   }
 
   /** Reads the state, decides, runs the handler when asked, and executes the settlement. */
@@ -267,7 +284,7 @@ export class Dispatcher {
       settlement = afterHandler(m, state, outcome, this.env(startedAt));
     }
     await this.execute(settlement.effects, port, m);
-    this.log.debug(
+    this.log[settlement.warn ? 'warn' : 'debug'](
       { ...logFields(m), outcome: settlement.signal, note: settlement.note },
       'delivery settled',
     );

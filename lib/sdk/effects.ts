@@ -30,4 +30,6 @@ export interface Settlement {
   error?: unknown;
   /** A short description for logs (no payloads). */
   note: string;
+  /** Logged as a warning (an operator should know: a skipped replay gap), not at debug level. */
+  warn?: boolean;
 }

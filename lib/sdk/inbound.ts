@@ -29,6 +29,8 @@ export interface InboundMessage {
   replayUntil?: number;
   /** On a parked copy (Deferred subscription) or a drain trigger. */
   deferralSequence?: number;
+  /** The deferred processor's pass-end marker (SdkProp.ReplayPassEnd). */
+  replayPassEnd?: boolean;
   content: MessageContent;
   /** Why the body is not a readable envelope (absent, not JSON, wrong shape); undefined when it is. */
   bodyProblem?: string;
@@ -88,6 +90,7 @@ export function fromReceived(message: ReceivedLike): InboundMessage {
     replaySequence: count(p[Prop.ReplaySequence]),
     replayUntil: count(raw[SdkProp.ReplayUntil]),
     deferralSequence: count(p[Prop.DeferralSequence] ?? raw[Prop.DeferralSequence]),
+    replayPassEnd: raw[SdkProp.ReplayPassEnd] === true,
   };
 }
 

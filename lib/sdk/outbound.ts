@@ -122,6 +122,7 @@ const HOP_PROPERTIES = new Set<string>([
   Prop.DeferralSequence,
   Prop.ReplaySequence,
   SdkProp.ReplayUntil,
+  SdkProp.ReplayPassEnd,
 ]);
 
 function carriedProperties(inbound: InboundMessage): Record<string, WireValue> {
@@ -162,6 +163,8 @@ export function buildReplayedCopy(
   endpointId: string,
   sessionId: string,
   until: number,
+  /** The last copy of its pass: the main handler accounts for every sequence below `until` after it. */
+  passEnd = false,
 ): OutgoingMessage {
   return {
     messageId: derivedMessageId(parked.messageId, CopyKind.Replayed),
@@ -173,7 +176,37 @@ export function buildReplayedCopy(
       [Prop.To]: endpointId,
       [Prop.ReplaySequence]: parked.deferralSequence ?? 0,
       [SdkProp.ReplayUntil]: until,
+      ...(passEnd ? { [SdkProp.ReplayPassEnd]: true } : {}),
     },
+  };
+}
+
+/**
+ * The pass-end marker: sent by the deferred processor to the endpoint's own session after the replayed copies of a
+ * pass (and after checking that nothing below `until` is still parked). Same id for the same pass, so a pass run
+ * twice sends one marker's worth of effect. It reaches the Resolver too (the second Resolver rule), recorded in the
+ * history of the event whose release started the replay.
+ */
+export function buildReplayPassEnd(
+  trigger: InboundMessage,
+  endpointId: string,
+  sessionId: string,
+  until: number,
+): OutgoingMessage {
+  return {
+    messageId: deriveId('replay-end', sessionId, until, trigger.messageId),
+    sessionId,
+    correlationId: trigger.correlationId ?? trigger.messageId,
+    body: encodeBody({}),
+    applicationProperties: toWireProperties({
+      [Prop.To]: endpointId,
+      [Prop.MessageType]: MessageType.ProcessDeferredRequest,
+      [Prop.EventId]: trigger.eventId ?? trigger.messageId,
+      [Prop.EventTypeId]: trigger.eventTypeIdProperty,
+      [Prop.ParentMessageId]: trigger.messageId,
+      [SdkProp.ReplayUntil]: until,
+      [SdkProp.ReplayPassEnd]: true,
+    }),
   };
 }
 

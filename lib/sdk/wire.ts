@@ -10,6 +10,13 @@ export const SdkProp = {
    * it can ask for the next one when more messages were parked meanwhile.
    */
   ReplayUntil: 'ReplayUntil',
+  /**
+   * On the pass-end marker (a ProcessDeferredRequest the deferred processor sends to the endpoint's own session
+   * after the replayed copies of one pass): true. Its ReplayUntil is the pass's bound. Every copy of the pass is
+   * ahead of it in the session, so a replay cursor still below the bound when it arrives is a gap: parked
+   * sequences that will never come back (dead-lettered or expired on the way), skipped with a ReplayGap notice.
+   */
+  ReplayPassEnd: 'ReplayPassEnd',
   /** Fallback session id on a ProcessDeferredRequest whose broker SessionId is missing. */
   SessionId: 'SessionId',
 } as const;

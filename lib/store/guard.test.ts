@@ -155,8 +155,28 @@ describe('stale-write guard', () => {
     }
   });
 
-  test('control requests reopen every settled row', () => {
+  test('a RetryRequest is refused over Completed and Skipped: the retry is late, the handler did not run', () => {
+    const retry = incoming(T.RetryRequest);
+    assert.deepEqual(decideStaleWrite(retry, row(S.Completed, T.ResolutionResponse)), {
+      apply: false,
+      reason: 'retry-after-settlement',
+    });
+    assert.deepEqual(decideStaleWrite(retry, row(S.Skipped, T.SkipResponse)), {
+      apply: false,
+      reason: 'retry-after-settlement',
+    });
+    for (const st of [S.Failed, S.DeadLettered, S.Unsupported, S.Pending, S.Deferred]) {
+      assert.deepEqual(
+        decideStaleWrite(retry, row(st, TERMINAL_WRITERS[st] ?? T.EventRequest)),
+        { apply: true },
+        st,
+      );
+    }
+  });
+
+  test('operator control requests reopen every settled row', () => {
     for (const c of CONTROL) {
+      if (c === T.RetryRequest) continue;
       for (const st of Object.values(S)) {
         assert.deepEqual(
           decideStaleWrite(incoming(c), row(st, TERMINAL_WRITERS[st] ?? T.EventRequest)),

@@ -36,6 +36,8 @@ export type IgnoreReason =
   | 'not-request-stage'
   /** A handoff park met a Completed or Skipped row. */
   | 'handoff-after-settlement'
+  /** A RetryRequest met a Completed or Skipped row: a late retry the subscriber completes without running. */
+  | 'retry-after-settlement'
   /** The stored row does not parse (unknown status…): a guarded write fails closed. */
   | 'unreadable-row';
 
@@ -105,6 +107,16 @@ export function decideStaleWrite(
       ? { apply: false, reason: 'handoff-after-settlement' }
       : { apply: true };
   }
-  // Rule 5: control requests are operator intent; the ancestor check above is their only limit.
+  // Rule 5: a RetryRequest is not operator intent but a retry policy's schedule, decided before whatever settled
+  // the row since. Over Completed or Skipped it is late (the event was skipped, resubmitted or completed by a
+  // handoff): the subscriber completes it without running the handler and without a response, so letting it
+  // reopen the row would leave the row Pending forever and, before that, show Skipped as something else.
+  if (
+    incoming.messageType === MessageType.RetryRequest &&
+    (row.status === ResolutionStatus.Completed || row.status === ResolutionStatus.Skipped)
+  ) {
+    return { apply: false, reason: 'retry-after-settlement' };
+  }
+  // Rule 6: the operator's control requests are intent; the ancestor check above is their only limit.
   return { apply: true };
 }

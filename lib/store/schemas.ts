@@ -148,6 +148,10 @@ export const AuditType = {
   /** Reconcile moved a draining session's replay cursor past parked messages that no longer exist. */
   ReconcileDrainingSession: 'ReconcileDrainingSession',
   RecountCounters: 'RecountCounters',
+  /** Written by the Resolver: a subscriber refused a command (it changed nothing; the row keeps its status). */
+  CommandRefused: 'CommandRefused',
+  /** Written by the Resolver: a subscriber skipped parked sequences of a session that never came back. */
+  ReplayGap: 'ReplayGap',
 } as const;
 
 export const auditWriteSchema = z.object({

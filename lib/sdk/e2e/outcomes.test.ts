@@ -142,7 +142,7 @@ describe('dead letter', () => {
 });
 
 describe('Manager commands', () => {
-  test('commands without From = Manager are refused: dead letter + notification, session state unchanged', async () => {
+  test('commands without From = Manager are refused: CommandRefused dead letter + notice, session state unchanged', async () => {
     await withHarness(async (h) => {
       const calls: number[] = [];
       const host = h.host({
@@ -177,7 +177,8 @@ describe('Manager commands', () => {
       const refused = await h.resolver('M-1', 8);
       const notes = refused.filter((r) => r.type === 'ErrorResponse');
       assert.equal(notes.length, 4);
-      for (const n of notes) assert.equal(n.props.DeadLetterReason, 'Failed to handle message.');
+      // The stable reason tells the Resolver that the notice is a refused command, not an outcome of the event.
+      for (const n of notes) assert.equal(n.props.DeadLetterReason, 'CommandRefused');
       assert.deepEqual(
         notes.map((n) => String(n.props.DeadLetterErrorDescription).split(' ')[0]),
         ['SkipRequest', 'ResubmissionRequest', 'HandoffCompletedRequest', 'HandoffFailedRequest'],
@@ -250,6 +251,53 @@ describe('pending handoff', () => {
     });
   });
 
+  test('commands for an event that is not the pending handoff: a completion is refused (no Resolution), a failure is answered with its own type', async () => {
+    await withHarness(async (h) => {
+      const calls: string[] = [];
+      const host = h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => void calls.push(`E${e.n}`)),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'H-3', n: 1 });
+      const first = await h.resolver('H-3', 2);
+      const eventId = String(first[0]!.props.EventId);
+      const where = { endpointId: 'crm', eventId, sessionId: 'H-3', messageId: first[0]!.messageId };
+      const handoff = new HandoffClient(h.client);
+      try {
+        // E1 was handled and blocks nothing: the session is not waiting for any handoff.
+        await handoff.complete(where, { importedLines: 1 });
+        const refused = await h.resolver('H-3', 2);
+        assert.deepEqual(
+          refused.map((r) => r.type),
+          ['HandoffCompletedRequest', 'ErrorResponse'],
+        );
+        assert.equal(refused[1]!.props.DeadLetterReason, 'CommandRefused');
+        assert.match(
+          String(refused[1]!.props.DeadLetterErrorDescription),
+          /is not the pending handoff of session H-3 \(the session is not blocked\)/,
+        );
+        const [dead] = await h.awaitDeadLetters('crm', 'crm');
+        assert.equal(dead!.deadLetterReason, 'CommandRefused');
+
+        await handoff.fail(where, 'DMF job 43 rejected', 'DmfRejected');
+        const answered = await h.resolver('H-3', 2);
+        assert.deepEqual(
+          answered.map((r) => r.type),
+          ['HandoffFailedRequest', 'ErrorResponse'],
+        );
+        assert.equal(answered[1]!.props.DeadLetterReason, undefined);
+        assert.equal(answered[1]!.content.ErrorContent?.ErrorText, 'DMF job 43 rejected');
+        assert.equal(answered[1]!.content.ErrorContent?.ErrorType, 'DmfRejected');
+      } finally {
+        await handoff.close();
+      }
+      assert.deepEqual(calls, ['E1']);
+      await host.stop();
+      const state = await h.sessionState('crm', 'H-3');
+      assert.deepEqual([state.BlockedByEventId, state.NextDeferralSequence], [null, 0]);
+    });
+  });
+
   test('fail: ErrorResponse with the text verbatim, the session stays blocked until a skip', async () => {
     await withHarness(async (h) => {
       const calls: string[] = [];
@@ -266,7 +314,8 @@ describe('pending handoff', () => {
         ['HandoffFailedRequest', 'ErrorResponse'],
       );
       assert.equal(failed[1]!.content.ErrorContent?.ErrorText, 'DMF job 42 rejected 3 lines');
-      assert.equal(failed[1]!.content.ErrorContent?.ErrorType, 'HandoffFailedException');
+      // The caller's error type is kept (HandoffFailedException only stands in when it gives none).
+      assert.equal(failed[1]!.content.ErrorContent?.ErrorType, 'DmfRejected');
       assert.deepEqual(await h.resolverRest('H-2', 500), [], 'E2 stays parked');
       await h.managerCommand('crm', MessageType.SkipRequest, { eventId: c.eventId, sessionId: 'H-2' });
       const released = await h.resolver('H-2', 4);
