@@ -383,3 +383,63 @@ describe('a lock lost while the handler ran', () => {
     });
   }
 });
+
+describe("cancellation: only the processor's own signal", () => {
+  // The processor aborts its signal with a reason of its own; a handler that honours it rejects with that reason
+  // (fetch does) or with an AbortError whose cause is that reason (timers/promises, events do). Each handler
+  // below is running when the host starts stopping.
+  const host = () => {
+    const c = new AbortController();
+    return { signal: c.signal, stop: () => c.abort(new Error('subscriber host stopping')) };
+  };
+
+  test("a handler's own timeout abort while the host is stopping is a failure, settled in full", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const { setTimeout: wait } = await import('node:timers/promises');
+    const result = await dispatcher(async () => {
+      stop();
+      // The handler's own deadline on a slow call: rejects with an AbortError whose cause is a TimeoutError.
+      await wait(60_000, undefined, { signal: AbortSignal.timeout(1) });
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test("a handler's own AbortController abort while the host is stopping is a failure, not a cancellation", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const result = await dispatcher(() => {
+      stop();
+      const own = new AbortController();
+      own.abort(); // reason: a DOMException named AbortError, unrelated to the processor's signal
+      throw own.signal.reason;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test("an AbortError carrying the processor's reason as its cause is the cancellation: nothing settled", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const { setTimeout: wait } = await import('node:timers/promises');
+    const result = await dispatcher(async () => {
+      const waiting = wait(60_000, undefined, { signal }); // rejects with AbortError { cause: signal.reason }
+      stop();
+      await waiting;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+  });
+
+  test('the processor’s reason itself (what fetch rejects with) is the cancellation', async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const result = await dispatcher(() => {
+      stop();
+      throw signal.reason;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+  });
+});

@@ -39,6 +39,12 @@ export class SubscriberHost {
   private readonly dispatcher: Dispatcher;
   private readonly log: Logger;
   private readonly stopController = new AbortController();
+  /**
+   * Aborted (and replaced) whenever the endpoint circuit opens: the specification's processor token is cancelled on
+   * shutdown and whenever the circuit opens, so handlers in flight in every session stop (those that honour
+   * ctx.signal leave their message unsettled; it comes back after the pause).
+   */
+  private circuitController = new AbortController();
   private sender: ServiceBusSender | undefined;
   private workers: Promise<void>[] = [];
   /** Sessions being handled right now; stop() waits for these (not for accepts still waiting on the broker). */
@@ -50,6 +56,11 @@ export class SubscriberHost {
     this.dispatcher = new Dispatcher({ ...options, logger: this.log });
     options.circuitBreaker?.onStateChange((from, to) => {
       this.log.warn({ endpointId: options.endpointId, from, to }, 'circuit state changed');
+      if (to === 'Open') {
+        const opened = this.circuitController;
+        this.circuitController = this.newCircuitController();
+        opened.abort(new Error('endpoint circuit opened'));
+      }
       for (const o of options.observers ?? []) {
         Promise.resolve()
           .then(() => o.onCircuitStateChanged?.(options.endpointId, from, to))
@@ -70,6 +81,7 @@ export class SubscriberHost {
     // Each worker holds at most one linked call (accept, receive or delivery) plus one sleep on the stop signal at a
     // time, so its listener count is bounded by the worker count; above Node's default of 10 that is not a leak.
     setMaxListeners(2 * n + 10, this.stopController.signal);
+    this.circuitController = this.newCircuitController();
     for (let i = 0; i < n; i++) this.workers.push(this.worker(i));
     this.log.info({ endpointId: this.options.endpointId, sessions: n }, 'subscriber host started');
   }
@@ -90,6 +102,13 @@ export class SubscriberHost {
     if (options.waitForPendingAccepts) await Promise.allSettled(this.workers);
     await this.sender?.close().catch(() => undefined);
     this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
+  }
+
+  private newCircuitController(): AbortController {
+    const c = new AbortController();
+    // One listener per delivery in flight: bounded by the worker count, as on the stop signal.
+    setMaxListeners(2 * Math.max(1, this.options.maxConcurrentSessions ?? 8) + 10, c.signal);
+    return c;
   }
 
   private get stopping(): boolean {
@@ -185,8 +204,10 @@ export class SubscriberHost {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
         const port = sessionDeliveryPort(receiver, this.sender!, state, message);
-        // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it.
-        const { result, error } = await withLinkedSignal(signal, (deliverySignal) =>
+        // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
+        // follows the stop signal and the circuit signal current when the delivery starts.
+        const parents = breaker ? [signal, this.circuitController.signal] : signal;
+        const { result, error } = await withLinkedSignal(parents, (deliverySignal) =>
           this.dispatcher.dispatchDetailed(message, port, deliverySignal),
         );
         this.options.onDelivery?.(result, receiver.sessionId);
