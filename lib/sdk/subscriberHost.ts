@@ -12,6 +12,8 @@ import { Dispatcher, errorSummary } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
+import { observedLockMs, transientHoldMs } from './deliveryBudget.ts';
+import type { TransientHoldOptions } from './deliveryBudget.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -29,6 +31,12 @@ export interface SubscriberHostOptions extends DispatcherOptions {
    * sessions and receives nothing; half-open lets one delivery probe.
    */
   circuitBreaker?: CircuitBreaker;
+  /**
+   * After a transient outcome the session (and its unsettled message) is held this long before it is given back:
+   * by default the session's lock duration as observed at accept, doubling with each earlier delivery of the
+   * message, at most 5 min (docs/sdk.md, "Transient outcomes").
+   */
+  transientHold?: TransientHoldOptions;
   /** Called after every delivery (metrics, tests). */
   onDelivery?: (result: DeliveryResult, sessionId: string) => void;
 }
@@ -179,6 +187,7 @@ export class SubscriberHost {
   private async runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
     const state = new SessionStateCache(receiver);
     const signal = this.stopController.signal;
+    const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
     const breaker = this.options.circuitBreaker;
     while (!this.stopping) {
       if (breaker && !breaker.tryAcquire()) return; // open, or another worker holds the half-open probe
@@ -211,6 +220,10 @@ export class SubscriberHost {
           this.dispatcher.dispatchDetailed(message, port, deliverySignal),
         );
         this.options.onDelivery?.(result, receiver.sessionId);
+        // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
+        // come straight back and a short outage would spend its whole delivery budget in seconds.
+        const unsettled = result === 'transient' || result === 'shortCircuited';
+        if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs);
         if (breaker) {
           breaker.record(
             result === 'handlerFailed' || result === 'transient'
@@ -225,9 +238,31 @@ export class SubscriberHost {
           if (breaker.state !== 'Closed') return;
         }
         // A delivery left unsettled must come back before anything after it in the session: release the session.
-        if (result === 'transient' || result === 'cancelled' || result === 'shortCircuited') return;
+        if (unsettled || result === 'cancelled') return;
       }
     }
+  }
+
+  /**
+   * Holds a session whose delivery was left unsettled, as if its lock were left to expire (the specification's
+   * transient path), doubling with the message's earlier deliveries. The lock stays renewed meanwhile, so nobody
+   * else takes the session and nothing behind the message overtakes it. Stopping ends the hold at once.
+   */
+  private async hold(
+    receiver: ServiceBusSessionReceiver,
+    deliveryCount: number | undefined,
+    lockMs: number,
+  ): Promise<void> {
+    const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
+    // The lock is gone already (it expired under the handler): the broker has counted the delivery, and another
+    // worker may hold the session now. Nothing to hold.
+    if (receiver.isClosed || (lockedUntil !== undefined && lockedUntil <= Date.now())) return;
+    const holdMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
+    this.log.info(
+      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs },
+      'delivery left for redelivery: holding the session first',
+    );
+    await sleep(holdMs, this.stopController.signal);
   }
 }
 
