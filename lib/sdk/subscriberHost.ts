@@ -220,19 +220,20 @@ export class SubscriberHost {
           this.dispatcher.dispatchDetailed(message, port, deliverySignal),
         );
         this.options.onDelivery?.(result, receiver.sessionId);
+        // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached.
+        breaker?.record(
+          result === 'handlerFailed' || result === 'transient'
+            ? 'failure'
+            : result === 'completed'
+              ? 'success'
+              : 'ignored',
+          error,
+        );
         // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
         // come straight back and a short outage would spend its whole delivery budget in seconds.
         const unsettled = result === 'transient' || result === 'shortCircuited';
         if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs);
         if (breaker) {
-          breaker.record(
-            result === 'handlerFailed' || result === 'transient'
-              ? 'failure'
-              : result === 'completed'
-                ? 'success'
-                : 'ignored',
-            error,
-          );
           breaker.release();
           // Opened (or still probing): the rest of this batch goes back untouched.
           if (breaker.state !== 'Closed') return;

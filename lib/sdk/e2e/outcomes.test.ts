@@ -78,7 +78,7 @@ describe('dead letter', () => {
         ['EventRequest', 'ErrorResponse'],
       );
       assert.match(String(records[1]!.props.DeadLetterReason), /^Permanent failure: .*not valid JSON/);
-      assert.deepEqual(await h.resolverRest('D-2'), []);
+      assert.deepEqual(await h.resolverRestAfterMarker('D-2', ['crm'], { scheduledWithinMs: 100 }), []);
       assert.equal(calls, 0);
     });
   });
