@@ -33,7 +33,7 @@ function failedDeliveriesBound(outageMs: number): number {
 }
 
 describe('transient outcomes and the delivery budget', () => {
-  test(`an inbox store outage of ${OUTAGE_MS / 1000} s during traffic: every event ends Completed, a few deliveries each, none dead-lettered`, async () => {
+  test(`an inbox store outage of ${OUTAGE_MS / 1000} s during traffic: every event ends Completed, a few deliveries each, none dead-lettered`, async (t) => {
     const cosmos = await startEmbeddedCosmos({ port: 0 });
     const proxy = await startFaultProxy(cosmos.endpoint);
     try {
@@ -100,6 +100,9 @@ describe('transient outcomes and the delivery budget', () => {
 
           const bound = failedDeliveriesBound(OUTAGE_MS);
           const worst = Math.max(...[...deliveries.values()].map((counts) => Math.max(...counts)));
+          t.diagnostic(
+            `highest wire delivery count ${worst} (bound ${bound}) over ${deliveries.size} messages`,
+          );
           assert.ok(worst >= 1, 'the outage was met: some message was redelivered');
           for (const [messageId, counts] of deliveries) {
             assert.ok(
