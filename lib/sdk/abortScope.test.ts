@@ -37,4 +37,20 @@ describe('withLinkedSignal', () => {
     );
     assert.equal(getEventListeners(parent.signal, 'abort').length, 0);
   });
+
+  test('with several parents the child follows the first that aborts, and leaves no listener on any', async () => {
+    const stop = new AbortController();
+    const circuit = new AbortController();
+    const reason = new Error('circuit opened');
+    const seen = await withLinkedSignal([stop.signal, circuit.signal], async (signal) => {
+      assert.equal(getEventListeners(stop.signal, 'abort').length, 1);
+      assert.equal(getEventListeners(circuit.signal, 'abort').length, 1);
+      circuit.abort(reason);
+      stop.abort(new Error('stopping'));
+      return signal.reason as unknown;
+    });
+    assert.equal(seen, reason);
+    assert.equal(getEventListeners(stop.signal, 'abort').length, 0);
+    assert.equal(getEventListeners(circuit.signal, 'abort').length, 0);
+  });
 });

@@ -5,18 +5,26 @@
 // leaves on the child is collected with it. The Resolver's processor (resolver-worker/processor.ts) uses the same
 // helper for its accepts, sessions and receives; this module imports nothing, so it costs that worker nothing.
 
-/** Runs `call` with a fresh signal that aborts (with the same reason) when `parent` aborts. */
+/**
+ * Runs `call` with a fresh signal that aborts (with the same reason) when `parent` aborts, or when the first of
+ * several parents does (the host's stop signal and its circuit signal, for a delivery).
+ */
 export async function withLinkedSignal<T>(
-  parent: AbortSignal,
+  parent: AbortSignal | readonly AbortSignal[],
   call: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
+  const parents: readonly AbortSignal[] = Array.isArray(parent) ? parent : [parent as AbortSignal];
   const child = new AbortController();
-  if (parent.aborted) child.abort(parent.reason);
-  const relay = () => child.abort(parent.reason);
-  parent.addEventListener('abort', relay, { once: true });
+  const already = parents.find((p) => p.aborted);
+  if (already) child.abort(already.reason);
+  const relays = parents.map((p) => {
+    const relay = () => child.abort(p.reason);
+    p.addEventListener('abort', relay, { once: true });
+    return () => p.removeEventListener('abort', relay);
+  });
   try {
     return await call(child.signal);
   } finally {
-    parent.removeEventListener('abort', relay);
+    for (const remove of relays) remove();
   }
 }

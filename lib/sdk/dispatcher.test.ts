@@ -6,7 +6,7 @@ import { emptySessionState, eventBody } from '../contract/index.ts';
 import type { SessionState } from '../contract/index.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryPort } from './dispatcher.ts';
-import { MessageAlreadyDeadLetteredError } from './errors.ts';
+import { MessageAlreadyDeadLetteredError, TransientError } from './errors.ts';
 import { HandlerRegistry } from './handlers.ts';
 import type { LifecycleObserver, PipelineBehavior } from './pipeline.ts';
 
@@ -22,8 +22,10 @@ class FakePort implements DeliveryPort {
     this.step('setState');
     this.state = s;
   }
+  sent: Array<Record<string, unknown>> = [];
   async send(m: { applicationProperties: Record<string, unknown> }) {
     this.step(`send ${m.applicationProperties.MessageType}`);
+    this.sent.push(m.applicationProperties);
   }
   async schedule() {
     this.step('schedule');
@@ -382,4 +384,151 @@ describe('a lock lost while the handler ran', () => {
       assert.deepEqual(events, ['received', 'failed:TransientError']);
     });
   }
+});
+
+describe("cancellation: only the processor's own signal", () => {
+  // The processor aborts its signal with a reason of its own; a handler that honours it rejects with that reason
+  // (fetch does) or with an AbortError whose cause is that reason (timers/promises, events do). Each handler
+  // below is running when the host starts stopping.
+  const host = () => {
+    const c = new AbortController();
+    return { signal: c.signal, stop: () => c.abort(new Error('subscriber host stopping')) };
+  };
+
+  test("a handler's own timeout abort while the host is stopping is a failure, settled in full", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const { setTimeout: wait } = await import('node:timers/promises');
+    const result = await dispatcher(async () => {
+      stop();
+      // The handler's own deadline on a slow call: rejects with an AbortError whose cause is a TimeoutError.
+      await wait(60_000, undefined, { signal: AbortSignal.timeout(1) });
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test("a handler's own AbortController abort while the host is stopping is a failure, not a cancellation", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const result = await dispatcher(() => {
+      stop();
+      const own = new AbortController();
+      own.abort(); // reason: a DOMException named AbortError, unrelated to the processor's signal
+      throw own.signal.reason;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test("an AbortError carrying the processor's reason as its cause is the cancellation: nothing settled", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const { setTimeout: wait } = await import('node:timers/promises');
+    const result = await dispatcher(async () => {
+      const waiting = wait(60_000, undefined, { signal }); // rejects with AbortError { cause: signal.reason }
+      stop();
+      await waiting;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+  });
+
+  test('the processor’s reason itself (what fetch rejects with) is the cancellation', async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const result = await dispatcher(() => {
+      stop();
+      throw signal.reason;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+  });
+});
+
+describe('a transient outcome on the last delivery the budget allows', () => {
+  // The subscription dead-letters on its 10th delivery (wire count 9); the SDK gets there first, with a
+  // notification, so the Resolver records DeadLettered instead of leaving the event Pending.
+  type Build = (port: FakePort, observers: LifecycleObserver[]) => Dispatcher;
+  const causes: Array<[string, Build]> = [
+    [
+      'a TransientError from the handler',
+      (_port, observers) =>
+        dispatcher(
+          () => {
+            throw new TransientError('downstream socket reset');
+          },
+          { observers },
+        ),
+    ],
+    [
+      'an inbox outage',
+      (_port, observers) =>
+        new Dispatcher({
+          endpointId: 'billing',
+          handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+          observers,
+          inbox: {
+            has: async () => {
+              throw new Error('inbox store unavailable');
+            },
+            add: async () => undefined,
+          },
+        }),
+    ],
+    [
+      'a failed settlement step',
+      (port, observers) => {
+        port.failOn = 'complete';
+        return dispatcher(() => undefined, { observers });
+      },
+    ],
+    [
+      'an unreadable session state',
+      (port, observers) => {
+        port.readState = async () => {
+          throw new Error('session state read timed out');
+        };
+        return dispatcher(() => undefined, { observers });
+      },
+    ],
+  ];
+  for (const [what, build] of causes) {
+    test(`${what}: notification, then dead-letter with the reason; earlier deliveries settle nothing`, async () => {
+      const early = new FakePort();
+      assert.equal(await build(early, []).dispatch(received(), early, signal), 'transient');
+      assert.ok(
+        !early.log.some((x) => x.startsWith('deadLetter')),
+        'the first delivery is left for redelivery',
+      );
+
+      const port = new FakePort();
+      const { events, observer } = observerLog();
+      const result = await build(port, [observer]).dispatch(
+        { ...received(), deliveryCount: 9 },
+        port,
+        signal,
+      );
+      assert.equal(result, 'deadLettered');
+      assert.deepEqual(port.log.slice(-2), ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
+      const note = port.sent.at(-1)!;
+      assert.equal(note.DeadLetterReason, 'MaxDeliveryCountExceeded');
+      assert.match(String(note.DeadLetterErrorDescription), /^Delivery 10 of 10 ended transient: /);
+      assert.equal(events[0], 'received');
+      assert.equal(events.at(-1), 'deadLettered:MaxDeliveryCountExceeded');
+    });
+  }
+
+  test('a host configured for a larger budget leaves the 10th delivery to redelivery', async () => {
+    const port = new FakePort();
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      maxDeliveryCount: 20,
+      handlers: new HandlerRegistry().on('OrderPlaced', () => {
+        throw new TransientError('x');
+      }),
+    });
+    assert.equal(await d.dispatch({ ...received(), deliveryCount: 9 }, port, signal), 'transient');
+    assert.deepEqual(port.log, []);
+  });
 });

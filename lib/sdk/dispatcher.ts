@@ -42,6 +42,12 @@ import type { RetryPolicies } from './retryPolicies.ts';
 import { Inbox, inboxKey } from './inbox.ts';
 import type { InboxStore } from './inbox.ts';
 import { validationBehavior } from './validation.ts';
+import {
+  attemptOf,
+  DEFAULT_MAX_DELIVERY_COUNT,
+  DELIVERY_BUDGET_SPENT,
+  isLastDelivery,
+} from './deliveryBudget.ts';
 import { SDK_VERSION } from './version.ts';
 
 /** What a delivery needs from the broker. Implemented over a session receiver and the endpoint's sender. */
@@ -70,6 +76,12 @@ export interface DispatcherOptions {
   inbox?: InboxStore;
   /** The built-in validation behaviour (EventId, EventTypeId on EventRequest); on by default. */
   validation?: boolean;
+  /**
+   * The subscription's MaxDeliveryCount (default 10, what lib/topology provisions). A transient outcome on the
+   * delivery this count ends with is dead-lettered by the SDK itself, with a Resolver notification, instead of
+   * being left to the broker's silent MaxDeliveryCountExceeded.
+   */
+  maxDeliveryCount?: number;
   logger?: Logger;
   sdkVersion?: string;
   now?: () => Date;
@@ -164,6 +176,7 @@ export class Dispatcher {
         const reason = lastDeadLetterReason(settled) ?? FAILED_TO_HANDLE;
         await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
       } else if (error.signal === 'transient') {
+        if (this.lastDelivery(m)) return this.budgetSpent(settled.error, m, info, port);
         await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settled?.error));
       }
       // deferred, handlerFailed and cancelled: nothing after OnMessageReceived.
@@ -171,6 +184,7 @@ export class Dispatcher {
     }
     if (isCancellationOf(error, signal)) return 'cancelled';
     if (error instanceof TransientError) {
+      if (this.lastDelivery(m)) return this.budgetSpent(error, m, info, port);
       this.log.warn({ ...logFields(m), err: errorSummary(error) }, 'transient failure: left for redelivery');
       await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
       return 'transient';
@@ -228,6 +242,46 @@ export class Dispatcher {
         'replay cursor not advanced after a dead-lettered replayed copy; the pass-end marker will skip it',
       );
     }
+  }
+
+  private lastDelivery(m: InboundMessage): boolean {
+    return isLastDelivery(m.deliveryCount, this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT);
+  }
+
+  /**
+   * A transient outcome on the last delivery the subscription allows. Left unsettled, the broker would dead-letter
+   * it at lock expiry without telling anyone, and the Resolver's row would stay Pending. So it takes the
+   * specification's dead-letter path: the notification first (best effort), then the dead-letter with the same
+   * reason the broker would have used. A replayed copy still advances the drain cursor when the state can be read.
+   */
+  private async budgetSpent(
+    error: unknown,
+    m: InboundMessage,
+    info: MessageInfo,
+    port: DeliveryPort,
+  ): Promise<DeliveryResult> {
+    const max = this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT;
+    const reason = DELIVERY_BUDGET_SPENT;
+    const description = truncateDescription(
+      `Delivery ${attemptOf(m.deliveryCount)} of ${max} ended transient: ${errorMessage(error) || errorTypeName(error)}`,
+    );
+    await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+    await this.runBestEffort(notification(m, this.env(new Date()), reason, description, error), port, m);
+    // A replayed copy advances the drain cursor (best effort: the dead-letter goes ahead either way, since the broker
+    // would dead-letter this message now anyway).
+    await this.settleReplay(m, port);
+    try {
+      await port.deadLetter(reason, description);
+    } catch (settleError) {
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(settleError) },
+        'dead-letter after the last delivery did not complete; the broker dead-letters it at lock expiry',
+      );
+      return 'transient';
+    }
+    this.log.warn({ ...logFields(m), reason }, 'dead-lettered: delivery budget spent on transient failures');
+    await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
+    return 'deadLettered';
   }
 
   /** Reads the state, decides, runs the handler when asked, and executes the settlement. */

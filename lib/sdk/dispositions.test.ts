@@ -98,7 +98,16 @@ describe('handler outcome', () => {
     controller.abort();
     assert.equal(
       toOutcome({ ok: false, error: abortError }, { ...opts, signal: controller.signal }).kind,
+      'failed',
+      "an AbortError that is not the signal's reason (the handler's own abort) is a failure",
+    );
+    assert.equal(
+      toOutcome(
+        { ok: false, error: new Error('aborted', { cause: controller.signal.reason }) },
+        { ...opts, signal: controller.signal },
+      ).kind,
       'cancelled',
+      "the signal's reason as a cause",
     );
     assert.equal(
       toOutcome({ ok: false, error: controller.signal.reason }, { ...opts, signal: controller.signal }).kind,

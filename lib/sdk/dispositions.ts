@@ -2,6 +2,7 @@
 // RetryRequest), DeadLetter (notification + DLQ, no retry) or Discard (enriched SkipResponse, complete, continue).
 import type { ErrorClass } from './retryPolicies.ts';
 import { causeChain } from './errors.ts';
+import { isNetworkError } from './networkErrors.ts';
 
 export const FailureDisposition = { Retry: 'Retry', DeadLetter: 'DeadLetter', Discard: 'Discard' } as const;
 export type FailureDisposition = (typeof FailureDisposition)[keyof typeof FailureDisposition];
@@ -34,11 +35,14 @@ export interface PermanentFailureClassifierOptions {
  *  - NotSupportedException -> an error named NotSupportedError
  *  - type names containing Serialization, Deserialization or Validation (ZodError too: it is a validation error)
  * Only the thrown error itself and its causes are inspected - never the message text.
+ * Network failures are Retry even when they arrive as a TypeError (Node's fetch reports an unreachable host as
+ * `TypeError: fetch failed`): see networkErrors.ts. Types the caller lists explicitly still win.
  */
 export function defaultPermanentFailureClassifier(
   options: PermanentFailureClassifierOptions = {},
 ): FailureDispositionClassifier {
-  const types: ErrorClass[] = [SyntaxError, TypeError, RangeError, ...(options.types ?? [])];
+  const extraTypes: readonly ErrorClass[] = options.types ?? [];
+  const types: ErrorClass[] = [SyntaxError, TypeError, RangeError, ...extraTypes];
   const patterns = [
     'serialization',
     'deserialization',
@@ -50,7 +54,10 @@ export function defaultPermanentFailureClassifier(
   return {
     name: 'DefaultPermanentFailureClassifier',
     classify(error) {
-      for (const e of causeChain(error)) {
+      const chain = causeChain(error);
+      if (chain.some((e) => extraTypes.some((t) => e instanceof t))) return FailureDisposition.DeadLetter;
+      if (isNetworkError(error)) return FailureDisposition.Retry;
+      for (const e of chain) {
         if (types.some((t) => e instanceof t)) return FailureDisposition.DeadLetter;
         const name = e instanceof Error ? `${e.name} ${e.constructor.name}`.toLowerCase() : '';
         if (name && patterns.some((p) => name.includes(p))) return FailureDisposition.DeadLetter;

@@ -113,12 +113,17 @@ export function errorSearchText(error: unknown): string {
     .join(' ');
 }
 
-/** True when the error is the cancellation of the given signal (the processor stopping), not an ordinary failure. */
+/**
+ * True when the error is the cancellation of the given signal (the processor stopping, or the endpoint circuit
+ * opening), not an ordinary failure: the signal is aborted and its reason is the error itself (what fetch rejects
+ * with) or in the error's cause chain (Node's AbortError from timers/promises, events and streams carries it as
+ * `cause`). An AbortError by name alone proves nothing: a handler's own deadline (AbortSignal.timeout, its own
+ * AbortController) raises one too, and that is a failure to record even while the host is stopping.
+ */
 export function isCancellationOf(error: unknown, signal: AbortSignal | undefined): boolean {
   if (!signal?.aborted) return false;
-  if (error === signal.reason) return true;
-  return (
-    error instanceof Error &&
-    (error.name === 'AbortError' || (error as { code?: unknown }).code === 'ABORT_ERR')
-  );
+  const reason: unknown = signal.reason;
+  if (error === reason) return true;
+  if (reason === undefined || reason === null) return false;
+  return causeChain(error).includes(reason);
 }

@@ -3,6 +3,7 @@ export * from './errors.ts';
 export * from './retryPolicy.ts';
 export * from './retryPolicies.ts';
 export * from './dispositions.ts';
+export { isNetworkError, NETWORK_ERROR_CODES } from './networkErrors.ts';
 export * from './handlers.ts';
 export * from './pipeline.ts';
 export { validationBehavior } from './validation.ts';

@@ -12,6 +12,8 @@ import { Dispatcher, errorSummary } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
+import { observedLockMs, transientHoldMs } from './deliveryBudget.ts';
+import type { TransientHoldOptions } from './deliveryBudget.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -29,6 +31,12 @@ export interface SubscriberHostOptions extends DispatcherOptions {
    * sessions and receives nothing; half-open lets one delivery probe.
    */
   circuitBreaker?: CircuitBreaker;
+  /**
+   * After a transient outcome the session (and its unsettled message) is held this long before it is given back:
+   * by default the session's lock duration as observed at accept, doubling with each earlier delivery of the
+   * message, at most 5 min (docs/sdk.md, "Transient outcomes").
+   */
+  transientHold?: TransientHoldOptions;
   /** Called after every delivery (metrics, tests). */
   onDelivery?: (result: DeliveryResult, sessionId: string) => void;
 }
@@ -39,6 +47,12 @@ export class SubscriberHost {
   private readonly dispatcher: Dispatcher;
   private readonly log: Logger;
   private readonly stopController = new AbortController();
+  /**
+   * Aborted (and replaced) whenever the endpoint circuit opens: the specification's processor token is cancelled on
+   * shutdown and whenever the circuit opens, so handlers in flight in every session stop (those that honour
+   * ctx.signal leave their message unsettled; it comes back after the pause).
+   */
+  private circuitController = new AbortController();
   private sender: ServiceBusSender | undefined;
   private workers: Promise<void>[] = [];
   /** Sessions being handled right now; stop() waits for these (not for accepts still waiting on the broker). */
@@ -50,6 +64,11 @@ export class SubscriberHost {
     this.dispatcher = new Dispatcher({ ...options, logger: this.log });
     options.circuitBreaker?.onStateChange((from, to) => {
       this.log.warn({ endpointId: options.endpointId, from, to }, 'circuit state changed');
+      if (to === 'Open') {
+        const opened = this.circuitController;
+        this.circuitController = this.newCircuitController();
+        opened.abort(new Error('endpoint circuit opened'));
+      }
       for (const o of options.observers ?? []) {
         Promise.resolve()
           .then(() => o.onCircuitStateChanged?.(options.endpointId, from, to))
@@ -70,6 +89,7 @@ export class SubscriberHost {
     // Each worker holds at most one linked call (accept, receive or delivery) plus one sleep on the stop signal at a
     // time, so its listener count is bounded by the worker count; above Node's default of 10 that is not a leak.
     setMaxListeners(2 * n + 10, this.stopController.signal);
+    this.circuitController = this.newCircuitController();
     for (let i = 0; i < n; i++) this.workers.push(this.worker(i));
     this.log.info({ endpointId: this.options.endpointId, sessions: n }, 'subscriber host started');
   }
@@ -90,6 +110,13 @@ export class SubscriberHost {
     if (options.waitForPendingAccepts) await Promise.allSettled(this.workers);
     await this.sender?.close().catch(() => undefined);
     this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
+  }
+
+  private newCircuitController(): AbortController {
+    const c = new AbortController();
+    // One listener per delivery in flight: bounded by the worker count, as on the stop signal.
+    setMaxListeners(2 * Math.max(1, this.options.maxConcurrentSessions ?? 8) + 10, c.signal);
+    return c;
   }
 
   private get stopping(): boolean {
@@ -160,6 +187,7 @@ export class SubscriberHost {
   private async runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
     const state = new SessionStateCache(receiver);
     const signal = this.stopController.signal;
+    const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
     const breaker = this.options.circuitBreaker;
     while (!this.stopping) {
       if (breaker && !breaker.tryAcquire()) return; // open, or another worker holds the half-open probe
@@ -185,28 +213,57 @@ export class SubscriberHost {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
         const port = sessionDeliveryPort(receiver, this.sender!, state, message);
-        // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it.
-        const { result, error } = await withLinkedSignal(signal, (deliverySignal) =>
+        // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
+        // follows the stop signal and the circuit signal current when the delivery starts.
+        const parents = breaker ? [signal, this.circuitController.signal] : signal;
+        const { result, error } = await withLinkedSignal(parents, (deliverySignal) =>
           this.dispatcher.dispatchDetailed(message, port, deliverySignal),
         );
         this.options.onDelivery?.(result, receiver.sessionId);
+        // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached.
+        breaker?.record(
+          result === 'handlerFailed' || result === 'transient'
+            ? 'failure'
+            : result === 'completed'
+              ? 'success'
+              : 'ignored',
+          error,
+        );
+        // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
+        // come straight back and a short outage would spend its whole delivery budget in seconds.
+        const unsettled = result === 'transient' || result === 'shortCircuited';
+        if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs);
         if (breaker) {
-          breaker.record(
-            result === 'handlerFailed' || result === 'transient'
-              ? 'failure'
-              : result === 'completed'
-                ? 'success'
-                : 'ignored',
-            error,
-          );
           breaker.release();
           // Opened (or still probing): the rest of this batch goes back untouched.
           if (breaker.state !== 'Closed') return;
         }
         // A delivery left unsettled must come back before anything after it in the session: release the session.
-        if (result === 'transient' || result === 'cancelled' || result === 'shortCircuited') return;
+        if (unsettled || result === 'cancelled') return;
       }
     }
+  }
+
+  /**
+   * Holds a session whose delivery was left unsettled, as if its lock were left to expire (the specification's
+   * transient path), doubling with the message's earlier deliveries. The lock stays renewed meanwhile, so nobody
+   * else takes the session and nothing behind the message overtakes it. Stopping ends the hold at once.
+   */
+  private async hold(
+    receiver: ServiceBusSessionReceiver,
+    deliveryCount: number | undefined,
+    lockMs: number,
+  ): Promise<void> {
+    const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
+    // The lock is gone already (it expired under the handler): the broker has counted the delivery, and another
+    // worker may hold the session now. Nothing to hold.
+    if (receiver.isClosed || (lockedUntil !== undefined && lockedUntil <= Date.now())) return;
+    const holdMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
+    this.log.info(
+      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs },
+      'delivery left for redelivery: holding the session first',
+    );
+    await sleep(holdMs, this.stopController.signal);
   }
 }
 

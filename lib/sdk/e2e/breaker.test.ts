@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CircuitBreaker } from '../circuitBreaker.ts';
 import { HandlerRegistry } from '../handlers.ts';
-import { eventually, storyOf, withHarness } from './harness.ts';
+import { eventually, story, storyOf, withHarness } from './harness.ts';
 
 describe('circuit breaker', () => {
   test('opens after failures, holds new work back, probes once when half-open', async () => {
@@ -40,6 +40,52 @@ describe('circuit breaker', () => {
         timeline.join(', '),
       );
       assert.ok(i('CB-3:handlerFailed') < i('HalfOpen->Open'), timeline.join(', '));
+    });
+  });
+
+  test('opening cancels the handlers in flight in every session; a cancelled delivery is redelivered, not failed', async () => {
+    await withHarness(async (h) => {
+      const timeline: string[] = [];
+      const breaker = new CircuitBreaker({ failureThreshold: 1, windowMs: 60_000, openDurationMs: 1000 });
+      let healthyStarted = false;
+      const healthySignals: string[] = [];
+      h.host({
+        endpointId: 'crm',
+        circuitBreaker: breaker,
+        observers: [{ onCircuitStateChanged: (_e, from, to) => void timeline.push(`${from}->${to}`) }],
+        onDelivery: (result, sessionId) => void timeline.push(`${sessionId}:${result}`),
+        handlers: new HandlerRegistry().on<{ customerId: string }>('CustomerUpdated', async (e, ctx) => {
+          if (e.customerId === 'CB-FAIL') throw new Error('partner down');
+          if (healthySignals.length > 0) return; // the redelivery after the pause: healthy again
+          healthyStarted = true;
+          // A healthy, slow handler that honours ctx.signal (it would finish on its own after 15 s).
+          await new Promise<void>((resolve, reject) => {
+            const done = setTimeout(resolve, 15_000);
+            ctx.signal.addEventListener(
+              'abort',
+              () => {
+                clearTimeout(done);
+                healthySignals.push('aborted');
+                reject(ctx.signal.reason);
+              },
+              { once: true },
+            );
+          });
+          healthySignals.push('finished');
+        }),
+      });
+      const pub = h.publisher('shop');
+      await pub.publish('CustomerUpdated', { customerId: 'CB-SLOW', n: 1 });
+      await eventually(() => (healthyStarted ? true : undefined), 'the slow handler to start');
+      await pub.publish('CustomerUpdated', { customerId: 'CB-FAIL', n: 2 });
+      await eventually(() => (timeline.includes('Closed->Open') ? true : undefined), 'the circuit to open');
+      // The slow session's answer: the redelivery's success, with no ErrorResponse before it.
+      const slow = await h.resolver('CB-SLOW', 2, 20_000);
+      assert.deepEqual(story(slow), ['EventRequest:E1', 'ResolutionResponse:E1']);
+      assert.deepEqual(healthySignals, ['aborted'], 'the in-flight handler saw its signal abort');
+      const i = (x: string) => timeline.indexOf(x);
+      assert.ok(i('CB-SLOW:cancelled') > i('Closed->Open'), timeline.join(', '));
+      assert.ok(i('CB-SLOW:completed') > i('Open->HalfOpen'), timeline.join(', '));
     });
   });
 });

@@ -116,7 +116,7 @@ describe('more flows', () => {
         'one correlation id across the chain',
       );
       assert.deepEqual(crmSeen, [{ from: 'billing', orderId: 'F-3' }]);
-      assert.deepEqual(await h.resolverRest('F-3'), []);
+      assert.deepEqual(await h.resolverRestAfterMarker('F-3', ['billing', 'crm']), []);
     });
   });
 });

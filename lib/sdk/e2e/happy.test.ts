@@ -123,7 +123,7 @@ describe('happy path', () => {
       assert.ok(byEndpoint('crm').length >= 1);
       // billing's ErrorResponse carries EventTypeId OrderPlaced and no From; billing also produces OrderPlaced for
       // crm, so without the MessageType filter it would reach crm. It must not.
-      const extra = await h.resolverRest('L-1');
+      const extra = await h.resolverRestAfterMarker('L-1', ['billing', 'crm']);
       assert.deepEqual(
         extra.map((r) => r.type),
         [],

@@ -5,7 +5,16 @@ import { startEmulator } from '../../../emulator/index.ts';
 import type { RunningEmulator } from '../../../emulator/index.ts';
 import { parseCatalog } from '../../contract/catalog.ts';
 import type { Catalog, SessionState } from '../../contract/index.ts';
-import { decodeBody, decodeSessionState, encodeBody, eventBody, Prop, Topic } from '../../contract/index.ts';
+import {
+  decodeBody,
+  decodeSessionState,
+  encodeBody,
+  eventBody,
+  HEARTBEAT_EVENT_TYPE_ID,
+  MessageType,
+  Prop,
+  Topic,
+} from '../../contract/index.ts';
 import type { MessageContent } from '../../contract/index.ts';
 import { createServiceBusClients } from '../../servicebus/index.ts';
 import type { ServiceBusClients } from '../../servicebus/index.ts';
@@ -122,6 +131,8 @@ export class Harness {
       messageId?: string;
       correlationId?: string;
       props: Record<string, string | number>;
+      /** Enqueued by the broker at this time instead of now. */
+      scheduledEnqueueTimeUtc?: Date;
     },
   ): Promise<void> {
     let sender = this.senders.get(topic);
@@ -135,7 +146,63 @@ export class Harness {
       messageId: message.messageId ?? crypto.randomUUID(),
       correlationId: message.correlationId,
       applicationProperties: message.props,
+      ...(message.scheduledEnqueueTimeUtc
+        ? { scheduledEnqueueTimeUtc: message.scheduledEnqueueTimeUtc }
+        : {}),
     });
+  }
+
+  /**
+   * What else reaches a Resolver session from the given endpoints, proven by a positive signal instead of a quiet
+   * window: a heartbeat is sent into each endpoint's session behind everything already there, and the Resolver
+   * session is read until every heartbeat is answered. An endpoint handles a session in order and settles each
+   * delivery in full before the next, so by then everything earlier in those sessions has been handled and answered.
+   * With `scheduledWithinMs` a second round of heartbeats follows, scheduled that far ahead once the first round is
+   * answered: a message the endpoint scheduled (a RetryRequest) with a delay up to that long is enqueued before it,
+   * so it too would have arrived. Returns what arrived besides the markers (the hosts must be running).
+   */
+  async resolverRestAfterMarker(
+    sessionId: string,
+    endpoints: readonly string[],
+    options: { scheduledWithinMs?: number; timeoutMs?: number } = {},
+  ): Promise<ResolverRecord[]> {
+    const markers = new Set<string>();
+    const rest: ResolverRecord[] = [];
+    const round = async (at?: Date) => {
+      const ids = endpoints.map((endpoint) => ({ endpoint, eventId: `marker-${crypto.randomUUID()}` }));
+      for (const { endpoint, eventId } of ids) {
+        markers.add(eventId);
+        await this.send(endpoint, {
+          sessionId,
+          body: eventBody(HEARTBEAT_EVENT_TYPE_ID, { ForwardSendTime: new Date().toISOString() }),
+          props: {
+            [Prop.To]: endpoint,
+            [Prop.From]: 'Manager',
+            [Prop.MessageType]: MessageType.EventRequest,
+            [Prop.EventId]: eventId,
+            [Prop.EventTypeId]: HEARTBEAT_EVENT_TYPE_ID,
+            [Prop.OriginatingFrom]: 'Manager',
+          },
+          ...(at ? { scheduledEnqueueTimeUtc: at } : {}),
+        });
+      }
+      const waiting = new Set(ids.map((i) => i.eventId));
+      const deadline = Date.now() + (options.timeoutMs ?? 20_000) + (at ? at.getTime() - Date.now() : 0);
+      while (waiting.size > 0) {
+        const left = deadline - Date.now();
+        if (left <= 0)
+          throw new Error(`Resolver session ${sessionId}: the marker heartbeats were not answered`);
+        for (const r of await this.resolver(sessionId, 1, left)) {
+          const eventId = String(r.props[Prop.EventId]);
+          if (!markers.has(eventId)) rest.push(r);
+          else if (r.type === MessageType.ResolutionResponse) waiting.delete(eventId);
+        }
+      }
+    };
+    await round();
+    if (options.scheduledWithinMs !== undefined)
+      await round(new Date(Date.now() + options.scheduledWithinMs));
+    return rest;
   }
 
   /** A Manager command as the console sends it: to the Manager topic, To = endpoint; the broker stamps From. */

@@ -26,7 +26,7 @@ describe('other message types', () => {
       assert.equal(records[0]!.props.From, 'Continuation');
       await eventually(() => (results.length === 1 ? true : undefined), 'the delivery');
       assert.deepEqual(results, ['completed']);
-      assert.deepEqual(await h.resolverRest('K-1'), []);
+      assert.deepEqual(await h.resolverRestAfterMarker('K-1', ['crm']), []);
       assert.equal((await h.deadLetters('crm', 'crm', 10, 300)).length, 0);
     });
   });

@@ -78,7 +78,7 @@ describe('dead letter', () => {
         ['EventRequest', 'ErrorResponse'],
       );
       assert.match(String(records[1]!.props.DeadLetterReason), /^Permanent failure: .*not valid JSON/);
-      assert.deepEqual(await h.resolverRest('D-2'), []);
+      assert.deepEqual(await h.resolverRestAfterMarker('D-2', ['crm'], { scheduledWithinMs: 100 }), []);
       assert.equal(calls, 0);
     });
   });
@@ -365,16 +365,20 @@ describe('heartbeat', () => {
 });
 
 describe('transient and discard', () => {
-  test('a TransientError settles nothing: no Resolver record, the message comes back and then succeeds', async () => {
+  test('a TransientError settles nothing: no Resolver record, the message comes back after a lock duration and then succeeds', async () => {
     await withHarness(async (h) => {
       const { events, observer } = recorder();
-      const deliveries: number[] = [];
+      const deliveries: Array<{ at: number; count: number }> = [];
       let first = true;
       h.host({
         endpointId: 'crm',
-        observers: [observer],
+        observers: [
+          observer,
+          {
+            onMessageReceived: (m) => void deliveries.push({ at: Date.now(), count: m.deliveryCount ?? -1 }),
+          },
+        ],
         handlers: new HandlerRegistry().on('CustomerUpdated', () => {
-          deliveries.push(deliveries.length);
           if (first) {
             first = false;
             throw new TransientError('session lock lost');
@@ -387,7 +391,14 @@ describe('transient and discard', () => {
         records.map((r) => r.type),
         ['EventRequest', 'ResolutionResponse'],
       );
-      assert.deepEqual(deliveries, [0, 1]);
+      // One redelivery, counted by the broker, and only once the host has held the session for a lock duration
+      // (the harness's 5 s lock, observed at accept; a little less arrives, never more than the lock).
+      assert.deepEqual(
+        deliveries.map((d) => d.count),
+        [0, 1],
+      );
+      const gap = deliveries[1]!.at - deliveries[0]!.at;
+      assert.ok(gap >= 4_000, `redelivered after ${gap} ms; the lock is 5 s`);
       assert.deepEqual(events, [
         'received:EventRequest',
         'failed:EventRequest:TransientError',

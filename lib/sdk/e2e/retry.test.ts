@@ -109,7 +109,7 @@ describe('scheduled retries', () => {
       const b = await h.resolver('R-2b', 2);
       assert.deepEqual(storyOf(b), { requests: ['EventRequest:E2'], responses: ['ErrorResponse:E2'] });
       assert.deepEqual(
-        await h.resolverRest('R-2a', 800),
+        await h.resolverRestAfterMarker('R-2a', ['crm'], { scheduledWithinMs: 100 }),
         [],
         'no second RetryRequest after the budget is spent',
       );
@@ -121,12 +121,20 @@ describe('scheduled retries', () => {
 
   test('a failing resubmission answers Failed, schedules no retry, and the block stays', async () => {
     await withHarness(async (h) => {
-      const retryPolicies = new RetryPolicies().setDefaultPolicy({ maxRetries: 0 });
+      // The resubmission fails with an error a rule would retry (3 retries, 100 ms apart): only the rule that an
+      // operator's resubmission is exactly one attempt keeps a RetryRequest from being scheduled. The first delivery
+      // fails with an error no rule matches, so nothing is scheduled before the resubmission either.
+      const retryPolicies = new RetryPolicies().addExceptionRule(PartnerUnavailableError, {
+        maxRetries: 3,
+        baseDelayMs: 100,
+      });
       const host = h.host({
         endpointId: 'crm',
         retryPolicies,
-        handlers: new HandlerRegistry().on('CustomerUpdated', () => {
-          throw new Error('still wrong');
+        handlers: new HandlerRegistry().on('CustomerUpdated', (_e, ctx) => {
+          if (ctx.messageType === MessageType.ResubmissionRequest)
+            throw new PartnerUnavailableError('still wrong');
+          throw new Error('data rejected');
         }),
       });
       await h.publisher('shop').publish('CustomerUpdated', { customerId: 'R-3', n: 1 });
@@ -144,6 +152,12 @@ describe('scheduled retries', () => {
         responses: ['ErrorResponse:E1'],
       });
       assert.equal(after[1]!.content.ErrorContent?.ErrorText, 'still wrong');
+      // A RetryRequest scheduled up to 100 ms ahead would reach the Resolver before a marker scheduled that far.
+      assert.deepEqual(
+        await h.resolverRestAfterMarker('R-3', ['crm'], { scheduledWithinMs: 100 }),
+        [],
+        'no RetryRequest',
+      );
       await host.stop();
       assert.equal((await h.sessionState('crm', 'R-3')).BlockedByEventId, eventId);
     });

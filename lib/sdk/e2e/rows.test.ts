@@ -152,7 +152,11 @@ describe('error-handling rows', () => {
       assert.deepEqual(storyOf(records).responses, ['ErrorResponse:E1', 'ResolutionResponse:E2']);
       const note = records.find((r) => r.type === 'ErrorResponse')!;
       assert.equal(note.props.DeadLetterReason, 'Permanent failure: InvariantViolation: total below zero');
-      assert.deepEqual(await h.resolverRest('CL-1'), [], 'no RetryRequest');
+      assert.deepEqual(
+        await h.resolverRestAfterMarker('CL-1', ['crm'], { scheduledWithinMs: 100 }),
+        [],
+        'no RetryRequest',
+      );
       await host.stop();
       assert.equal((await h.sessionState('crm', 'CL-1')).BlockedByEventId ?? null, null);
     });
@@ -192,7 +196,11 @@ describe('error-handling rows', () => {
           ['EventRequest', 'ErrorResponse'],
         );
         assert.match(String(records[1]!.props.DeadLetterReason), /^Permanent failure: /);
-        assert.deepEqual(await h.resolverRest(session, 400), [], `${session}: no retry`);
+        assert.deepEqual(
+          await h.resolverRestAfterMarker(session, ['crm'], { scheduledWithinMs: 100 }),
+          [],
+          `${session}: no retry`,
+        );
       }
       assert.equal(calls, 0);
     });
@@ -214,7 +222,7 @@ describe('pending handoff corners', () => {
       assert.deepEqual(storyOf(records), { requests: ['EventRequest:E1'], responses: ['ErrorResponse:E1'] });
       assert.equal(records[1]!.content.ErrorContent?.ErrorText, 'DMF refused the job');
       assert.equal(records[1]!.props.HandoffReason, undefined);
-      assert.deepEqual(await h.resolverRest('PH-1'), []);
+      assert.deepEqual(await h.resolverRestAfterMarker('PH-1', ['crm']), []);
       await host.stop();
       assert.equal((await h.sessionState('crm', 'PH-1')).BlockedByEventId, records[0]!.props.EventId);
     });

@@ -36,7 +36,7 @@ describe('error-handling table', () => {
         ['EventRequest', 'ErrorResponse'],
       );
       assert.match(String(records[1]!.props.DeadLetterReason), /^Permanent failure: SyntaxError: /);
-      assert.deepEqual(await h.resolverRest('TB-1', 800), []);
+      assert.deepEqual(await h.resolverRestAfterMarker('TB-1', ['crm'], { scheduledWithinMs: 100 }), []);
       assert.equal(calls, 1);
     });
   });
