@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { Broker } from './broker/api.ts';
 import { createBroker } from './broker/index.ts';
 import { createAdminHandler } from './admin/http.ts';
-import { createAmqpPlane } from './amqp/plane.ts';
+import { AMQP_LIMIT_DEFAULTS, createAmqpPlane, type AmqpLimits } from './amqp/plane.ts';
 import { assertLoopback, startEmulatorServer } from './server.ts';
 import { createAccessControl } from './auth/access.ts';
 import { generateKey, PolicyStore, ROOT_KEY_NAME } from './auth/policies.ts';
@@ -27,6 +27,8 @@ export interface StartEmulatorOptions {
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** A connection that has not finished the AMQP open (or sent its first bytes) within this time is dropped. */
   handshakeTimeoutMs?: number;
+  /** Caps per client: connections, sessions per connection, links per session, bytes per connection. */
+  limits?: Partial<AmqpLimits>;
   /** The namespace key (RootManageSharedAccessKey). Absent = a new random key each start. */
   key?: string;
   /**
@@ -44,6 +46,8 @@ export interface RunningEmulator {
   port: number;
   host: string;
   broker: Broker;
+  /** Bytes each AMQP connection holds now (deliveries being assembled + output not yet read). */
+  connectionBytes(): number[];
   close(): Promise<void>;
 }
 
@@ -62,6 +66,17 @@ const optionsSchema = z.object({
     .regex(/^[A-Za-z0-9+/_-]+=*$/, { error: 'the key may use base64 characters only' })
     .optional(),
   allowAnonymous: z.boolean().default(false),
+  limits: z
+    .object({
+      maxConnections: z.number().int().positive(),
+      maxSessionsPerConnection: z.number().int().positive(),
+      maxLinksPerSession: z.number().int().positive(),
+      // At least one frame; below a delivery's size a large message closes its connection instead of failing cleanly.
+      connectionBudgetBytes: z.number().int().min(256 * 1024),
+    })
+    .partial()
+    .strict()
+    .default({}),
 });
 
 export function emulatorConnectionString(host: string, port: number, key: string): string {
@@ -96,6 +111,7 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
     broker,
     log: log.child({ component: 'amqp' }),
     access,
+    limits: opts.limits,
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
   });
   let server;
@@ -107,6 +123,9 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
       admin: createAdminHandler(broker, { log: log.child({ component: 'admin' }), access }),
       log: log.child({ component: 'server' }),
       firstBytesTimeoutMs: opts.handshakeTimeoutMs,
+      // Sockets that have not said what they are yet count too; well above the AMQP cap, so that the AMQP
+      // plane can answer the first refused connections with resource-limit-exceeded.
+      maxSockets: (opts.limits.maxConnections ?? AMQP_LIMIT_DEFAULTS.maxConnections) + 100,
     });
   } catch (err) {
     await broker.close();
@@ -122,6 +141,7 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
     port: running.port,
     host: running.host,
     broker,
+    connectionBytes: () => amqp.connectionBytes(),
     close(): Promise<void> {
       closing ??= (async () => {
         await running.close();

@@ -21,6 +21,8 @@ export interface EmulatorServerOptions {
   log: PlaneLog;
   /** A connection that sends nothing within this time is closed. Default 5 s. */
   firstBytesTimeoutMs?: number;
+  /** Open sockets (AMQP and HTTP) beyond which new ones are closed at once. Default 1100. */
+  maxSockets?: number;
 }
 
 export interface EmulatorServer {
@@ -85,7 +87,12 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
     socket.destroy();
   });
 
+  const maxSockets = options.maxSockets ?? 1_100;
   const tcp = net.createServer((socket) => {
+    if (sockets.size >= maxSockets) {
+      socket.destroy();
+      return;
+    }
     // AMQP is request/response over small frames (dispositions, flow, management replies): Nagle's algorithm
     // holds each of them back waiting for an ACK, which cost ~45 ms per send->receive round trip. The client
     // relied on that delay in one place (refused session attaches); plane.ts now orders those frames itself.

@@ -34,12 +34,43 @@ export interface AmqpPlaneOptions {
   handshakeTimeoutMs?: number;
   /** Longest wait for acceptNextSession when the client names none (com.microsoft:timeout). Default 60 s. */
   maxSessionWaitMs?: number;
+  /** Caps on what one client can make the emulator hold (defaults: AMQP_LIMIT_DEFAULTS). */
+  limits?: Partial<AmqpLimits>;
 }
+
+/**
+ * What one client may make the emulator hold. Beyond a cap the new connection, session or link is refused with
+ * `amqp:resource-limit-exceeded`, as Azure refuses them; a client that keeps opening refused sessions or links
+ * without ending them (a few past the cap) loses its connection. The byte budget covers the deliveries a
+ * connection is still assembling plus what is buffered for it to read: while its outgoing bytes fill the
+ * budget, the emulator stops reading from it and stops sending it deliveries; incoming bytes past the budget
+ * close the connection.
+ */
+export interface AmqpLimits {
+  maxConnections: number;
+  maxSessionsPerConnection: number;
+  maxLinksPerSession: number;
+  connectionBudgetBytes: number;
+}
+
+export const AMQP_LIMIT_DEFAULTS: AmqpLimits = {
+  maxConnections: 1_000,
+  maxSessionsPerConnection: 1_000,
+  maxLinksPerSession: 256,
+  // Above one delivery at the largest size assembled (MAX_INCOMPLETE_DELIVERY_BYTES), so a single oversized
+  // message still gets its clean MessageSizeExceeded.
+  connectionBudgetBytes: 64 * 1024 * 1024,
+};
+
+/** Refused sessions or links a client may leave un-ended before its connection is closed. */
+const REFUSED_GRACE = 8;
 
 export interface AmqpPlane {
   /** Take over a socket whose first bytes (already unshifted) are an AMQP protocol header. */
   accept(socket: Socket): void;
   readonly connectionCount: number;
+  /** Bytes one connection holds now (deliveries being assembled + buffered output), for tests and metrics. */
+  connectionBytes(): number[];
   close(): Promise<void>;
 }
 
@@ -63,6 +94,17 @@ interface ConnectionState {
   grants: Map<string, Grant>;
   handshakeTimer?: NodeJS.Timeout;
   closed: boolean;
+  /** Over maxConnections: closed with resource-limit-exceeded as soon as its open arrives. */
+  overLimit: boolean;
+  /** Sessions the client began and has not ended (refused ones included). */
+  sessions: Set<RheaSession>;
+  /** Links per session, refused ones included until the client detaches them. */
+  linksPerSession: Map<RheaSession, number>;
+  /** Bytes of deliveries being assembled, per receiving link. */
+  incomplete: Map<unknown, number>;
+  incompleteBytes: number;
+  /** Reading is paused until the socket drains (its outgoing bytes filled the budget). */
+  readPaused: boolean;
 }
 
 const SESSION_FILTER = 'com.microsoft:session-filter';
@@ -88,6 +130,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5_000;
   const maxSessionWaitMs = options.maxSessionWaitMs ?? 60_000;
+  const limits: AmqpLimits = { ...AMQP_LIMIT_DEFAULTS, ...options.limits };
 
   const container = rhea.create_container({ id: 'nimbus-servicebus-emulator' });
   // ANONYMOUS is what the Service Bus client picks: its rights come from $cbs put-token, as on Azure. PLAIN
@@ -111,6 +154,12 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   const connections = new Map<RheaConnection, ConnectionState>();
   const roles = new WeakMap<RheaLink, LinkRole>();
   let nextConnectionId = 1;
+
+  const activeConnections = (): number => {
+    let n = 0;
+    for (const c of connections.values()) if (!c.overLimit) n++;
+    return n;
+  };
 
   const stateOf = (ctx: RheaContext): ConnectionState | undefined => connections.get(ctx.connection);
 
@@ -161,6 +210,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       clearTimeout(state.handshakeTimer);
       state.handshakeTimer = undefined;
     }
+    if (state?.overLimit) {
+      log.info({ connection: state.id }, 'connection over the limit; closing it');
+      abortConnection(state, limitExceeded(`The emulator accepts at most ${limits.maxConnections} connections.`));
+    }
   });
   guard('connection_close', (ctx) => {
     const state = stateOf(ctx);
@@ -181,22 +234,35 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   });
 
   // rhea assembles a multi-frame delivery in memory before anyone sees it, and the size prefix of each
-  // frame is checked elsewhere; what remains is a peer announcing `more` forever. Bound the bytes of the
-  // incomplete delivery per link on each session (an instance-level wrapper: rhea itself stays untouched).
+  // frame is checked elsewhere; what remains is a peer announcing `more` forever, on one link or on many.
+  // Bound the bytes of the incomplete delivery per link and of all of them per connection (an instance-level
+  // wrapper: rhea itself stays untouched).
   guard('session_open', (ctx) => {
     const state = stateOf(ctx);
-    const session = ctx.session as unknown as {
+    const session = ctx.session as unknown as RheaSession & {
       on_transfer(frame: { performative: { handle: number; more?: boolean }; payload?: Buffer }): void;
+      remote: { handles: Record<number, unknown> };
+      close(error?: AmqpErrorFields): void;
     };
     if (!state || !session) return;
-    const incomplete = new Map<number, number>();
+    state.sessions.add(session);
+    if (state.sessions.size > limits.maxSessionsPerConnection) {
+      if (state.sessions.size > limits.maxSessionsPerConnection + REFUSED_GRACE) {
+        abortConnection(state, limitExceeded(`Too many sessions on one connection (at most ${limits.maxSessionsPerConnection}).`));
+        return;
+      }
+      session.close(limitExceeded(`A connection may have at most ${limits.maxSessionsPerConnection} sessions.`));
+      return;
+    }
     const original = session.on_transfer.bind(session);
     let refused = false;
     session.on_transfer = (frame) => {
-      if (refused) return; // the connection is closing; assemble nothing more
-      const handle = frame.performative.handle;
-      const total = (incomplete.get(handle) ?? 0) + (frame.payload?.length ?? 0);
+      if (refused || state.closed) return; // the connection is closing; assemble nothing more
+      const link = session.remote.handles[frame.performative.handle];
+      const before = state.incomplete.get(link) ?? 0;
+      const size = frame.payload?.length ?? 0;
       if (frame.performative.more) {
+        const total = before + size;
         if (total > MAX_INCOMPLETE_DELIVERY_BYTES) {
           refused = true;
           log.info({ connection: state.id, bytes: total }, 'delivery larger than the emulator accepts; closing the connection');
@@ -206,9 +272,18 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
           });
           return;
         }
-        incomplete.set(handle, total);
-      } else {
-        incomplete.delete(handle);
+        if (state.incompleteBytes + size + state.socket.writableLength > limits.connectionBudgetBytes) {
+          refused = true;
+          log.info({ connection: state.id, bytes: state.incompleteBytes + size }, 'connection over its byte budget; closing it');
+          abortConnection(state, limitExceeded(`The connection holds more than ${limits.connectionBudgetBytes} bytes of unfinished deliveries and unread output.`));
+          return;
+        }
+        state.incomplete.set(link, total);
+        state.incompleteBytes += size;
+      } else if (before > 0) {
+        state.incomplete.delete(link);
+        state.incompleteBytes -= before;
+        pumpAll(state); // deliveries held back for those bytes may go now
       }
       original(frame);
     };
@@ -217,13 +292,52 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   guard('session_close', (ctx) => {
     const state = stateOf(ctx);
     if (!state || !ctx.session) return;
+    state.sessions.delete(ctx.session);
+    state.linksPerSession.delete(ctx.session);
     for (const link of [...state.links]) {
       if (link.session === ctx.session) {
+        forgetIncomplete(state, link);
         disposeLink(link);
         state.links.delete(link);
       }
     }
   });
+
+  function forgetIncomplete(state: ConnectionState, link: RheaLink): void {
+    const bytes = state.incomplete.get(link);
+    if (bytes !== undefined) {
+      state.incomplete.delete(link);
+      state.incompleteBytes -= bytes;
+    }
+  }
+
+  /**
+   * Counts a link the client attached against its session's cap. False (and the link refused, or the
+   * connection closed when the client ignores refusals) when the session already has maxLinksPerSession.
+   */
+  function admitLink(state: ConnectionState, link: RheaLink): boolean {
+    const count = (state.linksPerSession.get(link.session) ?? 0) + 1;
+    state.linksPerSession.set(link.session, count);
+    if (count <= limits.maxLinksPerSession) return true;
+    if (count > limits.maxLinksPerSession + REFUSED_GRACE) {
+      abortConnection(state, limitExceeded(`Too many links on one session (at most ${limits.maxLinksPerSession}).`));
+    } else {
+      link.close(limitExceeded(`A session may have at most ${limits.maxLinksPerSession} links.`));
+    }
+    return false;
+  }
+
+  /** Bytes the connection's budget leaves for more output (deliveries wait while it is not positive). */
+  function outgoingRoom(state: ConnectionState): number {
+    return limits.connectionBudgetBytes - state.socket.writableLength - state.incompleteBytes;
+  }
+
+  function pumpAll(state: ConnectionState): void {
+    for (const link of state.links) {
+      const role = roles.get(link);
+      if (role?.kind === 'deliver') role.handler.schedulePump();
+    }
+  }
 
   const onLinkClosed = (ctx: RheaContext): void => {
     const link = ctx.sender ?? ctx.receiver;
@@ -233,8 +347,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     // The client's detach of a refused session attach: our answering detach carries the error. rhea sends it
     // on the next tick; closing here, within the event, puts the error into that detach.
     if (role?.kind === 'refused-session') link.close(role.error);
+    if (state.links.delete(link)) {
+      const count = (state.linksPerSession.get(link.session) ?? 1) - 1;
+      if (count > 0) state.linksPerSession.set(link.session, count);
+      else state.linksPerSession.delete(link.session);
+    }
+    forgetIncomplete(state, link);
     disposeLink(link);
-    state.links.delete(link);
     for (const [key, value] of state.replyLinks) if (value === link) state.replyLinks.delete(key);
   };
   guard('sender_close', onLinkClosed);
@@ -248,6 +367,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const state = stateOf(ctx);
     if (!state) return;
     state.links.add(link);
+    if (!admitLink(state, link)) return;
     const remote: AttachFields = link.remote.attach ?? { name: link.name };
     const sourceAddress = remote.source?.address;
     link.local.attach.snd_settle_mode = remote.snd_settle_mode ?? 0;
@@ -338,7 +458,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       receiver.close();
       return;
     }
-    const handler = new DeliveryLink(broker, link, source, receiver, log);
+    const handler = new DeliveryLink(broker, link, source, receiver, log, () => outgoingRoom(state));
     roles.set(link, { kind: 'deliver', handler });
     if (wantsSession) {
       link.set_source({ ...(remote.source ?? {}), filter: { [SESSION_FILTER]: receiver.sessionId ?? null } });
@@ -379,6 +499,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const state = stateOf(ctx);
     if (!state) return;
     state.links.add(link);
+    if (!admitLink(state, link)) return;
     const remote: AttachFields = link.remote.attach ?? { name: link.name };
     const address = remote.target?.address;
     link.set_source(remote.source ?? null);
@@ -571,6 +692,12 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         links: new Set(),
         grants: new Map(),
         closed: false,
+        overLimit: activeConnections() >= limits.maxConnections,
+        sessions: new Set(),
+        linksPerSession: new Map(),
+        incomplete: new Map(),
+        incompleteBytes: 0,
+        readPaused: false,
       };
       connections.set(connection, state);
       state.handshakeTimer = setTimeout(() => {
@@ -587,7 +714,21 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         if (!guard.observe(chunk) && !socket.destroyed) {
           log.info({ connection: id }, 'frame larger than the advertised max-frame-size; closing the connection');
           socket.destroy();
+          return;
         }
+        // A client that does not read what we send (replies, deliveries) gets no more of its requests read:
+        // its bytes wait in the kernel, not in our memory, until the socket drains.
+        if (!state.readPaused && socket.writableNeedDrain && outgoingRoom(state) <= 0) {
+          state.readPaused = true;
+          socket.pause();
+        }
+      });
+      socket.on('drain', () => {
+        if (state.readPaused) {
+          state.readPaused = false;
+          socket.resume();
+        }
+        pumpAll(state);
       });
       socket.once('close', () => {
         cleanupConnection(state);
@@ -614,6 +755,9 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     },
     get connectionCount(): number {
       return connections.size;
+    },
+    connectionBytes(): number[] {
+      return [...connections.values()].map((c) => c.incompleteBytes + c.socket.writableLength);
     },
     async close(): Promise<void> {
       const all = [...connections.values()];
@@ -686,6 +830,10 @@ function rightForManagement(operation: unknown): AccessRight {
     default:
       return 'Listen';
   }
+}
+
+function limitExceeded(description: string): AmqpErrorFields & { description: string } {
+  return { condition: 'amqp:resource-limit-exceeded', description };
 }
 
 function notFound(address: string | undefined): { condition: string; description: string } {
