@@ -143,6 +143,24 @@ describe('SAS on the emulator', () => {
     ]);
   });
 
+  test('a policy added by updateTopic works at once; an update without rules keeps them; an empty list revokes', async () => {
+    const key = generateKey();
+    const billing = await admin.getTopic('billing');
+    await admin.updateTopic({
+      ...billing,
+      authorizationRules: [{ claimType: 'SharedAccessKey', keyName: 'billing-send', accessRights: ['Send'], primaryKey: key }],
+    });
+    const client = withKey('billing-send', key);
+    await client.createSender('billing').sendMessages({ body: 'added' });
+    const again = await admin.getTopic('billing');
+    assert.equal(again.authorizationRules?.[0]?.keyName, 'billing-send');
+    assert.ok(again.authorizationRules?.[0]?.secondaryKey, 'a missing secondary key is generated');
+    await admin.updateTopic({ ...again, authorizationRules: undefined, userMetadata: 'settings only' });
+    await withKey('billing-send', key).createSender('billing').sendMessages({ body: 'kept' });
+    await admin.updateTopic({ ...again, authorizationRules: [] });
+    assert.equal(await errorCode(withKey('billing-send', key).createSender('billing').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+  });
+
   test('--allow-anonymous accepts any key (old tests only)', async () => {
     const open = await startEmulator({ port: 0, allowAnonymous: true });
     try {
