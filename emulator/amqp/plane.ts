@@ -246,7 +246,12 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     };
     if (!state || !session) return;
     state.sessions.add(session);
+    const original = session.on_transfer.bind(session);
+    // A refused session (and a connection being closed) assembles nothing: transfers on it are dropped.
+    let refused = false;
     if (state.sessions.size > limits.maxSessionsPerConnection) {
+      refused = true;
+      session.on_transfer = () => undefined;
       if (state.sessions.size > limits.maxSessionsPerConnection + REFUSED_GRACE) {
         abortConnection(state, limitExceeded(`Too many sessions on one connection (at most ${limits.maxSessionsPerConnection}).`));
         return;
@@ -254,8 +259,6 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       session.close(limitExceeded(`A connection may have at most ${limits.maxSessionsPerConnection} sessions.`));
       return;
     }
-    const original = session.on_transfer.bind(session);
-    let refused = false;
     session.on_transfer = (frame) => {
       if (refused || state.closed) return; // the connection is closing; assemble nothing more
       const link = session.remote.handles[frame.performative.handle];
