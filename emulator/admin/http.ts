@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BrokerError, type BrokerAdmin, type BrokerErrorCode } from '../broker/api.ts';
 import {
   AtomFormatError,
+  readAuthorizationRules,
   readEntry,
   readRuleDescription,
   readSubscriptionDescription,
@@ -27,7 +28,6 @@ import { matchRoute, RouteError, type AdminRoute } from './routes.ts';
 import { z } from 'zod';
 import { AccessDenied, type AccessControl } from '../auth/access.ts';
 import { PolicyError, policyInputSchema, toPolicy, type AccessPolicy } from '../auth/policies.ts';
-import { readAuthorizationRules } from './atom-read.ts';
 import type { XmlFragment } from './xml-writer.ts';
 
 export interface AdminHandlerOptions {
