@@ -1,11 +1,14 @@
 // One loopback TCP port for both planes. The first bytes of each connection decide: an AMQP protocol header
 // ("AMQP" followed by the protocol id and version) goes to the AMQP plane, anything else to the HTTP server
 // (the ATOM admin plane and /health). The peeked bytes are put back before the socket is handed over.
+// Every HTTP request must name a loopback Host and carry no forwarding header (loopback-host.ts): binding
+// 127.0.0.1 does not stop a browser page reaching us through DNS rebinding, nor a local proxy or tunnel.
 
 import http from 'node:http';
 import net from 'node:net';
 import type { AmqpPlane } from './amqp/plane.ts';
 import type { PlaneLog } from './amqp/log.ts';
+import { refuseNonLoopback } from './loopback-host.ts';
 
 export type HttpHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -18,6 +21,8 @@ export interface EmulatorServerOptions {
   log: PlaneLog;
   /** A connection that sends nothing within this time is closed. Default 5 s. */
   firstBytesTimeoutMs?: number;
+  /** Open sockets (AMQP and HTTP) beyond which new ones are closed at once. Default 1100. */
+  maxSockets?: number;
 }
 
 export interface EmulatorServer {
@@ -34,7 +39,7 @@ export function assertLoopback(host: string): void {
   if (!LOOPBACK.has(host)) {
     throw new Error(
       `The emulator binds to loopback only (127.0.0.1, ::1 or localhost); refusing '${host}'. ` +
-        'It accepts any credentials, so it must never be reachable from another machine.',
+        'It is a development server (one key, no TLS), so it must never be reachable from another machine.',
     );
   }
 }
@@ -51,6 +56,13 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
 
   const httpServer = http.createServer((req, res) => {
     try {
+      const refusal = refuseNonLoopback(req);
+      if (refusal) {
+        req.resume();
+        res.writeHead(refusal.status, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
+        res.end(`${refusal.reason}\n`);
+        return;
+      }
       const path = (req.url ?? '/').split('?')[0];
       if (req.method === 'GET' && path === '/health') {
         res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
@@ -75,7 +87,12 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
     socket.destroy();
   });
 
+  const maxSockets = options.maxSockets ?? 1_100;
   const tcp = net.createServer((socket) => {
+    if (sockets.size >= maxSockets) {
+      socket.destroy();
+      return;
+    }
     // AMQP is request/response over small frames (dispositions, flow, management replies): Nagle's algorithm
     // holds each of them back waiting for an ACK, which cost ~45 ms per send->receive round trip. The client
     // relied on that delay in one place (refused session attaches); plane.ts now orders those frames itself.

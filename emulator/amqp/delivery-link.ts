@@ -39,6 +39,8 @@ export class DeliveryLink {
     readonly source: ReceiveSource,
     private readonly receiver: Receiver,
     private readonly log: PlaneLog,
+    /** Bytes the connection's budget leaves for output; the plane pumps again when the socket drains. */
+    private readonly outgoingRoom: () => number = () => Infinity,
   ) {
     this.peekLock = link.local.attach.snd_settle_mode !== 1;
     answerEveryDrain(link);
@@ -75,8 +77,12 @@ export class DeliveryLink {
     const unsent = session.outgoing.next_delivery_id - session.outgoing.next_pending_delivery;
     const room = Math.min(this.link.credit - unsent, session.outgoing.available());
     const internals = this.link as unknown as LinkInternals;
-    if (room > 0) {
-      const batch = this.receiver.take(Math.min(room, 100));
+    const roomBytes = this.outgoingRoom();
+    if (room > 0 && roomBytes > 0) {
+      // As many as credit allows, up to 100, and no more than the budget holds at the largest message size
+      // (always at least one, so the budget is exceeded by one message at most).
+      const byBytes = Math.max(1, Math.floor(roomBytes / this.broker.maxMessageSizeBytes));
+      const batch = this.receiver.take(Math.min(room, 100, byBytes));
       for (const d of batch) {
         const msg: Message = toOutgoingMessage(d, this.peekLock);
         const tag = d.lockToken ? lockTokenToTag(d.lockToken) : rhea.string_to_uuid(rhea.generate_uuid());

@@ -1,7 +1,8 @@
 // The AMQP 1.0 data plane: a rhea container in server mode that accepts sockets handed over by the one-port
-// server. It answers SASL (ANONYMOUS or PLAIN, both accepted: the emulator is loopback-only and checks no
-// credentials), the $cbs node, sender links on topics, receiver links on subscriptions and their dead-letter
-// queues, and each entity's $management node. Everything a client can trigger is contained here: a failure in
+// server. It answers SASL (ANONYMOUS, or PLAIN with a namespace policy's name and key), the $cbs node (whose
+// put-token is the only way a connection gets rights: see auth/access.ts), sender links on topics (Send),
+// receiver links on subscriptions and their dead-letter queues (Listen), and each entity's $management node
+// (the right of each operation). Everything a client can trigger is contained here: a failure in
 // one handler closes at most that link or connection, never the process.
 
 import type { Socket } from 'node:net';
@@ -16,31 +17,67 @@ import { createFrameGuard } from './frame-guard.ts';
 import { coalesceWrites } from './write-coalescing.ts';
 import { amqpConditionFor } from './errors.ts';
 import type { PlaneLog } from './log.ts';
+import type { AccessControl, Grant } from '../auth/access.ts';
+import { AccessDenied, unauthorizedClaim } from '../auth/access.ts';
+import type { AccessRight } from '../auth/policies.ts';
 import { handleManagementRequest } from './management.ts';
 import type { AmqpErrorFields, AttachFields, RheaConnection, RheaContext, RheaDelivery, RheaLink, RheaSession } from './rhea-types.ts';
 
 export interface AmqpPlaneOptions {
   broker: Broker;
   log: PlaneLog;
+  /** SAS verification; every $cbs put-token and link is checked against it. */
+  access: AccessControl;
   /** Our advertised idle timeout; rhea closes a connection silent for twice this. Default 60 s. */
   idleTimeoutMs?: number;
   /** A connection that has not completed the AMQP open within this time is dropped. Default 5 s. */
   handshakeTimeoutMs?: number;
   /** Longest wait for acceptNextSession when the client names none (com.microsoft:timeout). Default 60 s. */
   maxSessionWaitMs?: number;
+  /** Caps on what one client can make the emulator hold (defaults: AMQP_LIMIT_DEFAULTS). */
+  limits?: Partial<AmqpLimits>;
 }
+
+/**
+ * What one client may make the emulator hold. Beyond a cap the new connection, session or link is refused with
+ * `amqp:resource-limit-exceeded`, as Azure refuses them; a client that keeps opening refused sessions or links
+ * without ending them (a few past the cap) loses its connection. The byte budget covers the deliveries a
+ * connection is still assembling plus what is buffered for it to read: while its outgoing bytes fill the
+ * budget, the emulator stops reading from it and stops sending it deliveries; incoming bytes past the budget
+ * close the connection.
+ */
+export interface AmqpLimits {
+  maxConnections: number;
+  maxSessionsPerConnection: number;
+  maxLinksPerSession: number;
+  connectionBudgetBytes: number;
+}
+
+export const AMQP_LIMIT_DEFAULTS: AmqpLimits = {
+  maxConnections: 1_000,
+  maxSessionsPerConnection: 1_000,
+  maxLinksPerSession: 256,
+  // Above one delivery at the largest size assembled (MAX_INCOMPLETE_DELIVERY_BYTES), so a single oversized
+  // message still gets its clean MessageSizeExceeded.
+  connectionBudgetBytes: 64 * 1024 * 1024,
+};
+
+/** Refused sessions or links a client may leave un-ended before its connection is closed. */
+const REFUSED_GRACE = 8;
 
 export interface AmqpPlane {
   /** Take over a socket whose first bytes (already unshifted) are an AMQP protocol header. */
   accept(socket: Socket): void;
   readonly connectionCount: number;
+  /** Bytes one connection holds now (deliveries being assembled + buffered output), for tests and metrics. */
+  connectionBytes(): number[];
   close(): Promise<void>;
 }
 
 type LinkRole =
   | { kind: 'cbs-request' }
   | { kind: 'management-request'; entity: ParsedEntity }
-  | { kind: 'send'; topic: string }
+  | { kind: 'send'; topic: string; authorizedUntil: number }
   | { kind: 'reply' }
   | { kind: 'deliver'; handler: DeliveryLink }
   | { kind: 'pending' }
@@ -53,8 +90,21 @@ interface ConnectionState {
   /** Links the client reads replies from, by link name and by target address (its reply_to). */
   replyLinks: Map<string, RheaLink>;
   links: Set<RheaLink>;
+  /** What $cbs put-token granted, by audience path (a renewal replaces the grant it renews). */
+  grants: Map<string, Grant>;
   handshakeTimer?: NodeJS.Timeout;
   closed: boolean;
+  /** Over maxConnections: closed with resource-limit-exceeded as soon as its open arrives. */
+  overLimit: boolean;
+  /** Sessions the client began and has not ended (refused ones included). */
+  sessions: Set<RheaSession>;
+  /** Links per session, refused ones included until the client detaches them. */
+  linksPerSession: Map<RheaSession, number>;
+  /** Bytes of deliveries being assembled, per receiving link. */
+  incomplete: Map<unknown, number>;
+  incompleteBytes: number;
+  /** Reading is paused until the socket drains (its outgoing bytes filled the budget). */
+  readPaused: boolean;
 }
 
 const SESSION_FILTER = 'com.microsoft:session-filter';
@@ -72,25 +122,44 @@ const MAX_FRAME_BYTES = 256 * 1024;
  * rejection; only a peer streaming without end is cut off.
  */
 const MAX_INCOMPLETE_DELIVERY_BYTES = 16 * 1024 * 1024;
+/** Grants one connection may hold; the oldest goes first (a client puts one per entity it uses). */
+const MAX_GRANTS_PER_CONNECTION = 256;
 
 export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
-  const { broker, log } = options;
+  const { broker, log, access } = options;
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5_000;
   const maxSessionWaitMs = options.maxSessionWaitMs ?? 60_000;
+  const limits: AmqpLimits = { ...AMQP_LIMIT_DEFAULTS, ...options.limits };
 
   const container = rhea.create_container({ id: 'nimbus-servicebus-emulator' });
-  // ANONYMOUS is what the client picks; PLAIN is accepted for other clients. No credential is checked.
+  // ANONYMOUS is what the Service Bus client picks: its rights come from $cbs put-token, as on Azure. PLAIN
+  // checks a namespace policy's name and key and grants nothing by itself (the connection still puts tokens).
   const mechanisms = container.sasl_server_mechanisms as {
     enable_anonymous(): void;
-    enable_plain(cb: () => boolean): void;
+    enable_plain(cb: (user: string, password: string) => boolean): void;
   };
   mechanisms.enable_anonymous();
-  mechanisms.enable_plain(() => true);
+  mechanisms.enable_plain((user, password) => access.plainLoginValid(String(user), String(password)));
+
+  /** Until when the connection may exercise `right` on `path` (0: not at all). */
+  function allowedUntil(state: ConnectionState, path: string, right: AccessRight): number {
+    return access.allowedUntil(state.grants.values(), path, right);
+  }
+
+  function unauthorized(right: AccessRight, path: string): AmqpErrorFields {
+    return { condition: 'amqp:unauthorized-access', description: unauthorizedClaim(right, path) };
+  }
 
   const connections = new Map<RheaConnection, ConnectionState>();
   const roles = new WeakMap<RheaLink, LinkRole>();
   let nextConnectionId = 1;
+
+  const activeConnections = (): number => {
+    let n = 0;
+    for (const c of connections.values()) if (!c.overLimit) n++;
+    return n;
+  };
 
   const stateOf = (ctx: RheaContext): ConnectionState | undefined => connections.get(ctx.connection);
 
@@ -141,6 +210,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       clearTimeout(state.handshakeTimer);
       state.handshakeTimer = undefined;
     }
+    if (state?.overLimit) {
+      log.info({ connection: state.id }, 'connection over the limit; closing it');
+      abortConnection(state, limitExceeded(`The emulator accepts at most ${limits.maxConnections} connections.`));
+    }
   });
   guard('connection_close', (ctx) => {
     const state = stateOf(ctx);
@@ -161,22 +234,38 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   });
 
   // rhea assembles a multi-frame delivery in memory before anyone sees it, and the size prefix of each
-  // frame is checked elsewhere; what remains is a peer announcing `more` forever. Bound the bytes of the
-  // incomplete delivery per link on each session (an instance-level wrapper: rhea itself stays untouched).
+  // frame is checked elsewhere; what remains is a peer announcing `more` forever, on one link or on many.
+  // Bound the bytes of the incomplete delivery per link and of all of them per connection (an instance-level
+  // wrapper: rhea itself stays untouched).
   guard('session_open', (ctx) => {
     const state = stateOf(ctx);
-    const session = ctx.session as unknown as {
+    const session = ctx.session as unknown as RheaSession & {
       on_transfer(frame: { performative: { handle: number; more?: boolean }; payload?: Buffer }): void;
+      remote: { handles: Record<number, unknown> };
+      close(error?: AmqpErrorFields): void;
     };
     if (!state || !session) return;
-    const incomplete = new Map<number, number>();
+    state.sessions.add(session);
     const original = session.on_transfer.bind(session);
+    // A refused session (and a connection being closed) assembles nothing: transfers on it are dropped.
     let refused = false;
+    if (state.sessions.size > limits.maxSessionsPerConnection) {
+      refused = true;
+      session.on_transfer = () => undefined;
+      if (state.sessions.size > limits.maxSessionsPerConnection + REFUSED_GRACE) {
+        abortConnection(state, limitExceeded(`Too many sessions on one connection (at most ${limits.maxSessionsPerConnection}).`));
+        return;
+      }
+      session.close(limitExceeded(`A connection may have at most ${limits.maxSessionsPerConnection} sessions.`));
+      return;
+    }
     session.on_transfer = (frame) => {
-      if (refused) return; // the connection is closing; assemble nothing more
-      const handle = frame.performative.handle;
-      const total = (incomplete.get(handle) ?? 0) + (frame.payload?.length ?? 0);
+      if (refused || state.closed) return; // the connection is closing; assemble nothing more
+      const link = session.remote.handles[frame.performative.handle];
+      const before = state.incomplete.get(link) ?? 0;
+      const size = frame.payload?.length ?? 0;
       if (frame.performative.more) {
+        const total = before + size;
         if (total > MAX_INCOMPLETE_DELIVERY_BYTES) {
           refused = true;
           log.info({ connection: state.id, bytes: total }, 'delivery larger than the emulator accepts; closing the connection');
@@ -186,9 +275,18 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
           });
           return;
         }
-        incomplete.set(handle, total);
-      } else {
-        incomplete.delete(handle);
+        if (state.incompleteBytes + size + state.socket.writableLength > limits.connectionBudgetBytes) {
+          refused = true;
+          log.info({ connection: state.id, bytes: state.incompleteBytes + size }, 'connection over its byte budget; closing it');
+          abortConnection(state, limitExceeded(`The connection holds more than ${limits.connectionBudgetBytes} bytes of unfinished deliveries and unread output.`));
+          return;
+        }
+        state.incomplete.set(link, total);
+        state.incompleteBytes += size;
+      } else if (before > 0) {
+        state.incomplete.delete(link);
+        state.incompleteBytes -= before;
+        pumpAll(state); // deliveries held back for those bytes may go now
       }
       original(frame);
     };
@@ -197,13 +295,52 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   guard('session_close', (ctx) => {
     const state = stateOf(ctx);
     if (!state || !ctx.session) return;
+    state.sessions.delete(ctx.session);
+    state.linksPerSession.delete(ctx.session);
     for (const link of [...state.links]) {
       if (link.session === ctx.session) {
+        forgetIncomplete(state, link);
         disposeLink(link);
         state.links.delete(link);
       }
     }
   });
+
+  function forgetIncomplete(state: ConnectionState, link: RheaLink): void {
+    const bytes = state.incomplete.get(link);
+    if (bytes !== undefined) {
+      state.incomplete.delete(link);
+      state.incompleteBytes -= bytes;
+    }
+  }
+
+  /**
+   * Counts a link the client attached against its session's cap. False (and the link refused, or the
+   * connection closed when the client ignores refusals) when the session already has maxLinksPerSession.
+   */
+  function admitLink(state: ConnectionState, link: RheaLink): boolean {
+    const count = (state.linksPerSession.get(link.session) ?? 0) + 1;
+    state.linksPerSession.set(link.session, count);
+    if (count <= limits.maxLinksPerSession) return true;
+    if (count > limits.maxLinksPerSession + REFUSED_GRACE) {
+      abortConnection(state, limitExceeded(`Too many links on one session (at most ${limits.maxLinksPerSession}).`));
+    } else {
+      link.close(limitExceeded(`A session may have at most ${limits.maxLinksPerSession} links.`));
+    }
+    return false;
+  }
+
+  /** Bytes the connection's budget leaves for more output (deliveries wait while it is not positive). */
+  function outgoingRoom(state: ConnectionState): number {
+    return limits.connectionBudgetBytes - state.socket.writableLength - state.incompleteBytes;
+  }
+
+  function pumpAll(state: ConnectionState): void {
+    for (const link of state.links) {
+      const role = roles.get(link);
+      if (role?.kind === 'deliver') role.handler.schedulePump();
+    }
+  }
 
   const onLinkClosed = (ctx: RheaContext): void => {
     const link = ctx.sender ?? ctx.receiver;
@@ -213,8 +350,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     // The client's detach of a refused session attach: our answering detach carries the error. rhea sends it
     // on the next tick; closing here, within the event, puts the error into that detach.
     if (role?.kind === 'refused-session') link.close(role.error);
+    if (state.links.delete(link)) {
+      const count = (state.linksPerSession.get(link.session) ?? 1) - 1;
+      if (count > 0) state.linksPerSession.set(link.session, count);
+      else state.linksPerSession.delete(link.session);
+    }
+    forgetIncomplete(state, link);
     disposeLink(link);
-    state.links.delete(link);
     for (const [key, value] of state.replyLinks) if (value === link) state.replyLinks.delete(key);
   };
   guard('sender_close', onLinkClosed);
@@ -228,6 +370,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const state = stateOf(ctx);
     if (!state) return;
     state.links.add(link);
+    if (!admitLink(state, link)) return;
     const remote: AttachFields = link.remote.attach ?? { name: link.name };
     const sourceAddress = remote.source?.address;
     link.local.attach.snd_settle_mode = remote.snd_settle_mode ?? 0;
@@ -294,10 +437,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     }
     let receiver;
     try {
+      if (allowedUntil(state, describeSource(source), 'Listen') <= Date.now()) {
+        throw new AccessDenied(unauthorizedClaim('Listen', describeSource(source)));
+      }
       receiver = await broker.openReceiver(opts);
     } catch (err) {
       if (!linkStillWanted(state, link)) return;
-      const error = amqpConditionFor(err, describeSource(source));
+      const error =
+        err instanceof AccessDenied
+          ? { condition: 'amqp:unauthorized-access', description: err.message }
+          : amqpConditionFor(err, describeSource(source));
       releaseAttach(link);
       if (wantsSession) {
         link.set_source({ address: remote.source ? describeSource(source) : undefined });
@@ -312,7 +461,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       receiver.close();
       return;
     }
-    const handler = new DeliveryLink(broker, link, source, receiver, log);
+    const handler = new DeliveryLink(broker, link, source, receiver, log, () => outgoingRoom(state));
     roles.set(link, { kind: 'deliver', handler });
     if (wantsSession) {
       link.set_source({ ...(remote.source ?? {}), filter: { [SESSION_FILTER]: receiver.sessionId ?? null } });
@@ -353,6 +502,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const state = stateOf(ctx);
     if (!state) return;
     state.links.add(link);
+    if (!admitLink(state, link)) return;
     const remote: AttachFields = link.remote.attach ?? { name: link.name };
     const address = remote.target?.address;
     link.set_source(remote.source ?? null);
@@ -363,8 +513,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     } else if (parsed?.kind === 'management') {
       roles.set(link, { kind: 'management-request', entity: parsed.entity });
     } else if (parsed?.kind === 'topic') {
+      const authorizedUntil = allowedUntil(state, parsed.topic, 'Send');
+      if (authorizedUntil <= Date.now()) {
+        link.close(unauthorized('Send', parsed.topic));
+        return;
+      }
       link.local.attach.max_message_size = broker.maxMessageSizeBytes;
-      roles.set(link, { kind: 'send', topic: parsed.topic });
+      roles.set(link, { kind: 'send', topic: parsed.topic, authorizedUntil });
     } else if (parsed?.kind === 'subscription') {
       link.close({ condition: 'amqp:not-allowed', description: `Cannot send to '${address}': send to the topic.` });
     } else {
@@ -380,6 +535,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const role = roles.get(link);
     switch (role?.kind) {
       case 'send':
+        if (role.authorizedUntil <= Date.now()) {
+          // The token the link was attached under expired; a renewed one (put-token again) carries it on.
+          role.authorizedUntil = allowedUntil(state, role.topic, 'Send');
+          if (role.authorizedUntil <= Date.now()) {
+            const error = unauthorized('Send', role.topic);
+            delivery.update(true, outcome.rejected(error));
+            link.close(error);
+            return;
+          }
+        }
         onSend(role.topic, ctx, delivery);
         return;
       case 'cbs-request':
@@ -389,6 +554,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       case 'management-request': {
         delivery.update(true, outcome.accepted());
         const request = ctx.message as Message;
+        const right = rightForManagement(request.application_properties?.operation);
+        const path = `${role.entity.kind === 'topic' ? role.entity.topic : describeSource(role.entity.source)}/$management`;
+        if (allowedUntil(state, path, right) <= Date.now()) {
+          const error = unauthorized(right, path);
+          respond(state, request, { statusCode: 401, statusDescription: error.description, 'error-condition': error.condition });
+          return;
+        }
         const reply = handleManagementRequest(broker, role.entity, request);
         const props: Record<string, unknown> = {
           statusCode: reply.statusCode,
@@ -437,13 +609,32 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   }
 
   function onCbs(state: ConnectionState, request: Message): void {
-    // put-token is always granted: loopback only, no signature check. The token itself is never logged.
+    // The token is verified (signature, expiry, the policy's rights) and never logged.
     const operation = request.application_properties?.operation;
-    const ok = operation === 'put-token';
-    respond(state, request, {
-      'status-code': ok ? 200 : 400,
-      'status-description': ok ? 'OK' : `Unsupported $cbs operation '${String(operation)}'`,
-    });
+    if (operation !== 'put-token') {
+      respond(state, request, {
+        'status-code': 400,
+        'status-description': `Unsupported $cbs operation '${String(operation).slice(0, 60)}'`,
+      });
+      return;
+    }
+    const audience = request.application_properties?.name;
+    let grant: Grant;
+    try {
+      grant = access.grantFor(request.body, audience);
+    } catch (err) {
+      const description = err instanceof AccessDenied ? err.message : 'The token could not be verified.';
+      log.info({ connection: state.id }, 'put-token refused');
+      respond(state, request, { 'status-code': 401, 'status-description': description });
+      return;
+    }
+    state.grants.delete(grant.scope);
+    if (state.grants.size >= MAX_GRANTS_PER_CONNECTION) {
+      const oldest = state.grants.keys().next().value;
+      if (oldest !== undefined) state.grants.delete(oldest);
+    }
+    state.grants.set(grant.scope, grant);
+    respond(state, request, { 'status-code': 202, 'status-description': 'Accepted' });
   }
 
   function respond(state: ConnectionState, request: Message, props: Record<string, unknown>, body?: unknown): void {
@@ -502,7 +693,14 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         connection,
         replyLinks: new Map(),
         links: new Set(),
+        grants: new Map(),
         closed: false,
+        overLimit: activeConnections() >= limits.maxConnections,
+        sessions: new Set(),
+        linksPerSession: new Map(),
+        incomplete: new Map(),
+        incompleteBytes: 0,
+        readPaused: false,
       };
       connections.set(connection, state);
       state.handshakeTimer = setTimeout(() => {
@@ -519,7 +717,21 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         if (!guard.observe(chunk) && !socket.destroyed) {
           log.info({ connection: id }, 'frame larger than the advertised max-frame-size; closing the connection');
           socket.destroy();
+          return;
         }
+        // A client that does not read what we send (replies, deliveries) gets no more of its requests read:
+        // its bytes wait in the kernel, not in our memory, until the socket drains.
+        if (!state.readPaused && socket.writableNeedDrain && outgoingRoom(state) <= 0) {
+          state.readPaused = true;
+          socket.pause();
+        }
+      });
+      socket.on('drain', () => {
+        if (state.readPaused) {
+          state.readPaused = false;
+          socket.resume();
+        }
+        pumpAll(state);
       });
       socket.once('close', () => {
         cleanupConnection(state);
@@ -546,6 +758,9 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     },
     get connectionCount(): number {
       return connections.size;
+    },
+    connectionBytes(): number[] {
+      return [...connections.values()].map((c) => c.incompleteBytes + c.socket.writableLength);
     },
     async close(): Promise<void> {
       const all = [...connections.values()];
@@ -601,6 +816,27 @@ function closeWithFramingError(connection: RheaConnection): void {
   } catch {
     // The socket is being ended by rhea anyway.
   }
+}
+
+/**
+ * The right a $management operation takes, as on Azure: scheduling is sending, rule changes are management,
+ * everything else (peek, lock renewal, settlement, session state) is receiving.
+ */
+function rightForManagement(operation: unknown): AccessRight {
+  switch (operation) {
+    case 'com.microsoft:schedule-message':
+    case 'com.microsoft:cancel-scheduled-message':
+      return 'Send';
+    case 'com.microsoft:add-rule':
+    case 'com.microsoft:remove-rule':
+      return 'Manage';
+    default:
+      return 'Listen';
+  }
+}
+
+function limitExceeded(description: string): AmqpErrorFields & { description: string } {
+  return { condition: 'amqp:resource-limit-exceeded', description };
 }
 
 function notFound(address: string | undefined): { condition: string; description: string } {
