@@ -173,21 +173,26 @@ export function deriveRights(model: TopologyModel): RightsModel {
   );
 
   const identities = [console, provisioner, resolver, ...hosts, ...agents];
-  assertOperatorLevelHeldByConsoleOnly(identities, operatorNames);
+  const platformNames = new Set(model.topics.filter((t) => t.kind === 'platform').map((t) => t.name));
+  assertOperatorLevelHeldByConsoleOnly(identities, operatorNames, platformNames);
   return { identities, operatorTopics: operator };
 }
 
 /**
- * The model's own invariant: nobody but the console (and the provisioner through Manage) can send onto a topic that
- * stamps operator authority. A topology change that would hand it out fails here, in the unit tests, not in production.
+ * The model's own invariants: nobody but the console (and the provisioner through Manage) can send onto a topic that
+ * stamps operator authority, and no endpoint host or agent can send onto a platform topic (the Resolver topic takes
+ * From as the sender wrote it, so Send there would let one endpoint write another's history). A topology change
+ * that would hand either out fails here, in the unit tests, not in production.
  */
-function assertOperatorLevelHeldByConsoleOnly(identities: IdentityRights[], operatorNames: Set<string>): void {
+function assertOperatorLevelHeldByConsoleOnly(identities: IdentityRights[], operatorNames: Set<string>, platformNames: Set<string>): void {
   for (const identity of identities) {
     if (identity.role === 'console' || identity.role === 'provisioner') continue;
     for (const g of identity.bus) {
-      const onOperatorTopic = g.entity.kind !== 'namespace' && operatorNames.has(g.entity.topic);
-      if (g.right === 'Manage' || (g.right === 'Send' && onOperatorTopic))
+      const topic = g.entity.kind === 'namespace' ? undefined : g.entity.topic;
+      if (g.right === 'Manage' || (g.right === 'Send' && topic !== undefined && operatorNames.has(topic)))
         throw new Error(`rights model: ${identity.id} would get ${g.right} on ${entityName(g.entity)}, an operator-level right`);
+      if (identity.role !== 'resolver' && g.right === 'Send' && topic !== undefined && platformNames.has(topic))
+        throw new Error(`rights model: ${identity.id} would get Send on ${entityName(g.entity)}, a platform topic`);
     }
   }
 }
