@@ -1,7 +1,8 @@
 // `npm run provision -- --catalog FILE [--dry-run]`: reads the catalog, derives the topology and provisions it on
 // the Service Bus namespace named by NIMBUS_SERVICEBUS_CONNECTION_STRING, then prints the rights model (which
 // identity needs which right on which entity, rights.ts). `--rights` prints only the rights model, needs no
-// namespace, and with `--format json|az` gives it as data or as `az role assignment` commands. Kept apart from
+// namespace, and with `--format json|az|sas` gives it as data, as `az role assignment` commands or as shared access
+// policies. Kept apart from
 // scripts/provision.ts so tests can run it in-process. Never prints the connection string.
 import { parseArgs } from 'node:util';
 import { CatalogError, loadCatalog } from '../contract/catalog.ts';
@@ -9,24 +10,25 @@ import { createServiceBusClients } from '../servicebus/index.ts';
 import { deriveTopology } from './derive.ts';
 import { TopologyError } from './names.ts';
 import { changeCount, formatReport, provisionTopology, ProvisioningError, type ProvisionReport } from './provision.ts';
-import { azRoleAssignments, deriveRights, formatRights, type RightsModel } from './rights.ts';
+import { azRoleAssignments, azSasPolicies, deriveRights, formatRights, type RightsModel } from './rights.ts';
 
 export const DEFAULT_CATALOG = 'catalog/demo.json';
 export const CONNECTION_STRING_VARIABLE = 'NIMBUS_SERVICEBUS_CONNECTION_STRING';
 
-const USAGE = `usage: npm run provision -- [--catalog FILE] [--dry-run] [--rights [--format text|json|az]]
+const USAGE = `usage: npm run provision -- [--catalog FILE] [--dry-run] [--rights [--format text|json|az|sas]]
   --catalog FILE  the catalog to provision (default: $NIMBUS_CATALOG, else ${DEFAULT_CATALOG})
   --dry-run       print what would change without changing anything
   --rights        print only which identity needs which right on which entity (no namespace needed)
-  --format F      with --rights: text (default), json, or az (Azure RBAC role assignment commands)
+  --format F      with --rights: text (default), json, az (Azure RBAC role assignments) or sas (shared access policies)
   The namespace is read from ${CONNECTION_STRING_VARIABLE}. Provisioning prints the rights model at the end.`;
 
-const FORMATS = ['text', 'json', 'az'] as const;
+const FORMATS = ['text', 'json', 'az', 'sas'] as const;
 type RightsFormat = (typeof FORMATS)[number];
 
 function rightsLines(rights: RightsModel, format: RightsFormat): string[] {
   if (format === 'json') return [JSON.stringify(rights, null, 2)];
   if (format === 'az') return azRoleAssignments(rights);
+  if (format === 'sas') return azSasPolicies(rights);
   return formatRights(rights);
 }
 

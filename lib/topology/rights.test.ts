@@ -6,7 +6,7 @@ import { parseCatalog, loadCatalog } from '../contract/catalog.ts';
 import { runProvisionCli, type CliOutput } from './cli.ts';
 import { deriveTopology } from './derive.ts';
 import type { TopologyModel } from './model.ts';
-import { azRoleAssignments, deriveRights, entityName, formatRights, operatorTopics, type IdentityRights, type RightsModel } from './rights.ts';
+import { azRoleAssignments, azSasPolicies, deriveRights, entityName, formatRights, operatorTopics, sasPolicies, type IdentityRights, type RightsModel } from './rights.ts';
 
 const catalog = () =>
   parseCatalog({
@@ -139,6 +139,30 @@ describe('formatting', () => {
   });
 });
 
+describe('shared access policies', () => {
+  const rights = deriveRights(deriveTopology(catalog()));
+
+  test('one policy per identity and entity; subscription Listen widens to the topic; agents get none', () => {
+    assert.deepEqual(
+      sasPolicies(rights).map((p) => `${p.name} ${p.entity.kind === 'namespace' ? 'namespace' : p.entity.topic} ${p.rights.join('+')}`),
+      [
+        'console namespace Manage+Send+Listen',
+        'provisioner namespace Manage+Send+Listen',
+        'resolver Resolver Send+Listen',
+        'host-shop shop Send+Listen',
+        'host-billing billing Send+Listen',
+      ],
+    );
+  });
+
+  test('--format sas prints the az commands', () => {
+    const lines = azSasPolicies(rights);
+    assert.ok(lines.includes('az servicebus topic authorization-rule create -g "$RG" --namespace-name "$NS" --topic-name billing --name host-billing --rights Send Listen'));
+    assert.ok(lines.includes('az servicebus namespace authorization-rule create -g "$RG" --namespace-name "$NS" --name console --rights Manage Send Listen'));
+    assert.ok(lines.filter((l) => l.startsWith('az ')).every((l) => !l.includes('agent')));
+  });
+});
+
 describe('npm run provision -- --rights', () => {
   const capture = (): CliOutput & { lines: string[]; errors: string[] } => {
     const lines: string[] = [];
@@ -168,7 +192,7 @@ describe('npm run provision -- --rights', () => {
     for (const argv of [['--rights', '--format', 'yaml'], ['--format', 'json']]) {
       const out = capture();
       assert.equal((await runProvisionCli(argv, {}, out)).exitCode, 2, argv.join(' '));
-      assert.match(out.errors.join('\n'), /--format takes text, json, az and goes with --rights/);
+      assert.match(out.errors.join('\n'), /--format takes text, json, az, sas and goes with --rights/);
     }
   });
 

@@ -292,3 +292,59 @@ export function azRoleAssignments(rights: RightsModel): string[] {
   }
   return lines;
 }
+
+/** A shared access policy that grants an identity its rights (SAS policies live on the namespace or on a topic). */
+export interface SasPolicy {
+  identity: string;
+  /** Policy (key) name: the identity id with characters SAS names refuse replaced. */
+  name: string;
+  entity: { kind: 'namespace' } | { kind: 'topic'; topic: string };
+  rights: BusRight[];
+}
+
+const RIGHT_ORDER: BusRight[] = ['Manage', 'Send', 'Listen'];
+
+/**
+ * The model as shared access policies. SAS cannot name a subscription, so Listen on a subscription becomes Listen on
+ * its topic (which covers the topic's other subscriptions too: a known widening, see docs/deploy.md); Manage carries
+ * Send and Listen, as Azure requires. Identities without bus rights (handoff agents) get no policy.
+ */
+export function sasPolicies(rights: RightsModel): SasPolicy[] {
+  const policies: SasPolicy[] = [];
+  for (const identity of rights.identities) {
+    const byEntity = new Map<string, { entity: SasPolicy['entity']; rights: Set<BusRight> }>();
+    for (const g of identity.bus.filter((x) => !x.heldBy)) {
+      const entity: SasPolicy['entity'] = g.entity.kind === 'namespace' ? { kind: 'namespace' } : { kind: 'topic', topic: g.entity.topic };
+      const key = entity.kind === 'namespace' ? '' : entity.topic;
+      const slot = byEntity.get(key) ?? { entity, rights: new Set<BusRight>() };
+      slot.rights.add(g.right);
+      if (g.right === 'Manage') ['Send', 'Listen'].forEach((r) => slot.rights.add(r as BusRight));
+      byEntity.set(key, slot);
+    }
+    for (const { entity, rights: set } of byEntity.values()) {
+      policies.push({
+        identity: identity.id,
+        name: identity.id.replace(/[^A-Za-z0-9._-]+/g, '-'),
+        entity,
+        rights: RIGHT_ORDER.filter((r) => set.has(r)),
+      });
+    }
+  }
+  return policies;
+}
+
+/** `az servicebus … authorization-rule create` lines for the policies (`--format sas`). */
+export function azSasPolicies(rights: RightsModel): string[] {
+  const lines = [
+    '# Shared access policies for the NimBus bus rights model (npm run provision -- --rights --format sas).',
+    '# Set RG and NS to the resource group and namespace. Handoff agents get no policy.',
+  ];
+  for (const p of sasPolicies(rights)) {
+    lines.push(
+      p.entity.kind === 'namespace'
+        ? `az servicebus namespace authorization-rule create -g "$RG" --namespace-name "$NS" --name ${p.name} --rights ${p.rights.join(' ')}`
+        : `az servicebus topic authorization-rule create -g "$RG" --namespace-name "$NS" --topic-name ${p.entity.topic} --name ${p.name} --rights ${p.rights.join(' ')}`,
+    );
+  }
+  return lines;
+}
