@@ -1,13 +1,14 @@
-// `npm run emulator -- --port 5672 [--data-dir DIR] [--max-message-size BYTES] [--log-level LEVEL]`
-// Starts the emulator in the foreground, prints its connection string and a `ready` line, and stops
-// cleanly on SIGINT/SIGTERM.
+// `npm run emulator -- --port 5672 [--data-dir DIR] [--max-message-size BYTES] [--log-level LEVEL] [--key KEY]
+//   [--allow-anonymous]`
+// Starts the emulator in the foreground, prints its connection string (with the namespace key: a new random
+// one each start unless --key names it) and a `ready` line, and stops cleanly on SIGINT/SIGTERM.
 
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { startEmulator } from './index.ts';
 
 const usage =
-  'usage: npm run emulator -- [--port 5672] [--host 127.0.0.1] [--data-dir DIR] [--max-message-size BYTES] [--log-level info]';
+  'usage: npm run emulator -- [--port 5672] [--host 127.0.0.1] [--data-dir DIR] [--max-message-size BYTES] [--log-level info] [--key KEY] [--allow-anonymous]';
 
 const argsSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(5672),
@@ -15,6 +16,8 @@ const argsSchema = z.object({
   'data-dir': z.string().min(1).optional(),
   'max-message-size': z.coerce.number().int().positive().max(1024 * 1024).optional(),
   'log-level': z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+  key: z.string().min(1).optional(),
+  'allow-anonymous': z.boolean().default(false),
 });
 
 function fail(message: string): never {
@@ -32,6 +35,8 @@ async function main(): Promise<void> {
         'data-dir': { type: 'string' },
         'max-message-size': { type: 'string' },
         'log-level': { type: 'string' },
+        key: { type: 'string' },
+        'allow-anonymous': { type: 'boolean' },
         help: { type: 'boolean' },
       },
       strict: true,
@@ -56,6 +61,8 @@ async function main(): Promise<void> {
     dataDir: args['data-dir'],
     maxMessageSizeBytes: args['max-message-size'],
     logLevel: args['log-level'],
+    key: args.key,
+    allowAnonymous: args['allow-anonymous'],
   });
   console.log(emulator.connectionString);
   console.log(`emulator ready on ${emulator.host}:${emulator.port}`);

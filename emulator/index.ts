@@ -1,6 +1,8 @@
 // startEmulator(): the embedded Azure Service Bus emulator as one call. It creates the broker, the AMQP data
 // plane and the admin plane, serves both on one loopback port, and returns the connection string the
-// unmodified @azure/service-bus client uses (UseDevelopmentEmulator=true selects plain TCP).
+// unmodified @azure/service-bus client uses (UseDevelopmentEmulator=true selects plain TCP). That connection
+// string carries the namespace key (RootManageSharedAccessKey): every AMQP link and admin request is checked
+// against it and the policies created through the admin plane, as Azure checks SAS (see docs/emulator.md).
 
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -9,6 +11,8 @@ import { createBroker } from './broker/index.ts';
 import { createAdminHandler } from './admin/http.ts';
 import { createAmqpPlane } from './amqp/plane.ts';
 import { assertLoopback, startEmulatorServer } from './server.ts';
+import { createAccessControl } from './auth/access.ts';
+import { generateKey, PolicyStore, ROOT_KEY_NAME } from './auth/policies.ts';
 
 export interface StartEmulatorOptions {
   /** TCP port; 0 picks a free one. Default 5672. */
@@ -23,10 +27,20 @@ export interface StartEmulatorOptions {
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** A connection that has not finished the AMQP open (or sent its first bytes) within this time is dropped. */
   handshakeTimeoutMs?: number;
+  /** The namespace key (RootManageSharedAccessKey). Absent = a new random key each start. */
+  key?: string;
+  /**
+   * Skip every SAS check (put-token, link rights, the admin plane's Authorization header), as the emulator
+   * behaved before it verified credentials. For old tests only.
+   */
+  allowAnonymous?: boolean;
 }
 
 export interface RunningEmulator {
+  /** Endpoint, RootManageSharedAccessKey and its key: what a client needs. Secret: never log it. */
   connectionString: string;
+  /** The namespace key inside connectionString. */
+  key: string;
   port: number;
   host: string;
   broker: Broker;
@@ -41,11 +55,18 @@ const optionsSchema = z.object({
   memoryBudgetBytes: z.number().int().positive().optional(),
   logLevel: z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('silent'),
   handshakeTimeoutMs: z.number().int().positive().optional(),
+  key: z
+    .string()
+    .min(16, { error: 'the key needs at least 16 characters' })
+    .max(256)
+    .regex(/^[A-Za-z0-9+/_-]+=*$/, { error: 'the key may use base64 characters only' })
+    .optional(),
+  allowAnonymous: z.boolean().default(false),
 });
 
-export function emulatorConnectionString(host: string, port: number): string {
+export function emulatorConnectionString(host: string, port: number, key: string): string {
   const h = host === '::1' ? '[::1]' : host;
-  return `Endpoint=sb://${h}:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=local;UseDevelopmentEmulator=true`;
+  return `Endpoint=sb://${h}:${port};SharedAccessKeyName=${ROOT_KEY_NAME};SharedAccessKey=${key};UseDevelopmentEmulator=true`;
 }
 
 export async function startEmulator(input: StartEmulatorOptions = {}): Promise<RunningEmulator> {
@@ -57,6 +78,13 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
   const opts = parsed.data;
   assertLoopback(opts.host);
   const log = pino({ name: 'servicebus-emulator', level: opts.logLevel });
+  const key = opts.key ?? generateKey();
+  const policies = new PolicyStore(key, {
+    dataDir: opts.dataDir,
+    onLoadError: (message) => log.warn({}, message),
+  });
+  const access = createAccessControl({ policies, anonymous: opts.allowAnonymous });
+  if (opts.allowAnonymous) log.warn({}, 'SAS checks are off (allowAnonymous): any client may do anything');
 
   const broker = await createBroker({
     dataDir: opts.dataDir,
@@ -67,6 +95,7 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
   const amqp = createAmqpPlane({
     broker,
     log: log.child({ component: 'amqp' }),
+    access,
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
   });
   let server;
@@ -75,7 +104,7 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
       host: opts.host,
       port: opts.port,
       amqp,
-      admin: createAdminHandler(broker, { log: log.child({ component: 'admin' }) }),
+      admin: createAdminHandler(broker, { log: log.child({ component: 'admin' }), access }),
       log: log.child({ component: 'server' }),
       firstBytesTimeoutMs: opts.handshakeTimeoutMs,
     });
@@ -88,7 +117,8 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
 
   let closing: Promise<void> | undefined;
   return {
-    connectionString: emulatorConnectionString(running.host, running.port),
+    connectionString: emulatorConnectionString(running.host, running.port, key),
+    key,
     port: running.port,
     host: running.host,
     broker,

@@ -2,7 +2,7 @@
 // entity kinds, unknown paths and methods. Raw HTTP, since the client cannot produce these.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rejectsWith, startAdminHarness, type AdminHarness } from './test-harness.ts';
+import { authorization, rejectsWith, startAdminHarness, type AdminHarness } from './test-harness.ts';
 
 const ENTRY_TYPE = 'application/atom+xml;type=entry;charset=utf-8';
 
@@ -20,9 +20,10 @@ describe('admin plane: HTTP boundary', () => {
   });
 
   async function put(path: string, body: string): Promise<{ status: number; text: string }> {
-    const res = await fetch(`${h.baseUrl}${path}?api-version=2021-05`, {
+    const url = `${h.baseUrl}${path}?api-version=2021-05`;
+    const res = await fetch(url, {
       method: 'PUT',
-      headers: { 'content-type': ENTRY_TYPE },
+      headers: { 'content-type': ENTRY_TYPE, authorization: authorization(url) },
       body,
     });
     return { status: res.status, text: await res.text() };
@@ -61,16 +62,16 @@ describe('admin plane: HTTP boundary', () => {
 
   test('an unsupported method is a 405 and an unknown $ path a 404, both with an XML error body', async () => {
     await h.admin.createTopic('m');
-    const post = await fetch(`${h.baseUrl}/m`, { method: 'POST', body: '' });
+    const post = await fetch(`${h.baseUrl}/m`, { method: 'POST', body: '', headers: { authorization: authorization(`${h.baseUrl}/m`) } });
     assert.equal(post.status, 405);
     assert.match(await post.text(), /<Error><Code>405<\/Code>/);
-    const unknown = await fetch(`${h.baseUrl}/$Resources/EventHubs`);
+    const unknown = await fetch(`${h.baseUrl}/$Resources/EventHubs`, { headers: { authorization: authorization(`${h.baseUrl}/$Resources/EventHubs`) } });
     assert.equal(unknown.status, 404);
     assert.match(await unknown.text(), /<Error><Code>404<\/Code>/);
   });
 
   test('bad paging parameters are a 400', async () => {
-    const res = await fetch(`${h.baseUrl}/$Resources/Topics?$top=-1`);
+    const res = await fetch(`${h.baseUrl}/$Resources/Topics?$top=-1`, { headers: { authorization: authorization(`${h.baseUrl}/$Resources/Topics`) } });
     assert.equal(res.status, 400);
     assert.match(await res.text(), /\$top must be a non-negative whole number/);
   });

@@ -407,3 +407,45 @@ export function readRuleDescription(
   const action = readAction(body['Action']);
   return { filter, ...(action ? { action } : {}), ...(name ? { name } : {}) };
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// AuthorizationRules (the shared access policies a TopicDescription carries).
+// ---------------------------------------------------------------------------------------------------------
+
+function oneOrMany(v: unknown): unknown[] {
+  if (v === undefined || v === '') return [];
+  return Array.isArray(v) ? v : [v];
+}
+
+const authorizationRuleSchema = z.object({
+  ClaimType: z.preprocess(elementText, z.literal('SharedAccessKey', { error: 'must be SharedAccessKey' }).optional()),
+  KeyName: z.preprocess(elementText, z.string({ error: 'is required' })),
+  PrimaryKey: text,
+  SecondaryKey: text,
+  Rights: z.preprocess(
+    (v) => oneOrMany(asRecord(v)?.['AccessRights']).map(elementText),
+    z.array(z.string()),
+  ),
+});
+
+/**
+ * The <AuthorizationRules> of a description: undefined when the element is absent (a PUT without it leaves
+ * the entity with none), otherwise each rule as policy input (keys may be missing: they are generated).
+ */
+export function readAuthorizationRules(
+  body: Record<string, unknown>,
+): Array<{ keyName: string; rights: string[]; primaryKey?: string; secondaryKey?: string }> | undefined {
+  if (!('AuthorizationRules' in body)) return undefined;
+  // <AuthorizationRules/> (or only whitespace inside) is an empty list.
+  const container = asRecord(body['AuthorizationRules']);
+  const rules = container ? oneOrMany(container['AuthorizationRule']) : [];
+  return rules.map((raw, i) => {
+    const r = parseOrThrow(authorizationRuleSchema, raw, `AuthorizationRule ${i + 1}`);
+    return {
+      keyName: r.KeyName,
+      rights: r.Rights,
+      ...(r.PrimaryKey ? { primaryKey: r.PrimaryKey } : {}),
+      ...(r.SecondaryKey ? { secondaryKey: r.SecondaryKey } : {}),
+    };
+  });
+}

@@ -19,6 +19,7 @@ import type {
   TopicRuntime,
 } from '../broker/api.ts';
 import { formatDuration } from './duration.ts';
+import type { AccessPolicy } from '../auth/policies.ts';
 import { element, optionalText, textElement, xmlDocument, type XmlFragment } from './xml-writer.ts';
 
 export const ATOM_NS = 'http://www.w3.org/2005/Atom';
@@ -90,7 +91,30 @@ function forwardAddress(ctx: AtomContext, name: string | undefined): string | un
   return name === undefined || name === '' ? undefined : `sb://${ctx.host}/${name}`;
 }
 
-export function topicContent(topic: TopicDescription & EntityTimes, runtime: TopicRuntime): XmlFragment {
+/** A topic's shared access policies, as Azure lists them (the client reads KeyName, Rights and both keys). */
+function authorizationRules(policies: readonly AccessPolicy[]): XmlFragment | undefined {
+  if (policies.length === 0) return undefined;
+  return element(
+    'AuthorizationRules',
+    undefined,
+    policies.map((p) =>
+      element('AuthorizationRule', { 'i:type': 'SharedAccessAuthorizationRule' }, [
+        textElement('ClaimType', 'SharedAccessKey'),
+        textElement('ClaimValue', 'None'),
+        element('Rights', undefined, p.rights.map((r) => textElement('AccessRights', r))),
+        textElement('KeyName', p.keyName),
+        textElement('PrimaryKey', p.primaryKey),
+        textElement('SecondaryKey', p.secondaryKey),
+      ]),
+    ),
+  );
+}
+
+export function topicContent(
+  topic: TopicDescription & EntityTimes,
+  runtime: TopicRuntime,
+  policies: readonly AccessPolicy[] = [],
+): XmlFragment {
   return description('TopicDescription', [
     textElement('DefaultMessageTimeToLive', formatDuration(topic.defaultMessageTimeToLiveMs)),
     textElement('MaxSizeInMegabytes', topic.maxSizeInMegabytes),
@@ -101,6 +125,7 @@ export function topicContent(topic: TopicDescription & EntityTimes, runtime: Top
     ),
     textElement('EnableBatchedOperations', topic.enableBatchedOperations),
     textElement('SizeInBytes', runtime.sizeInBytes),
+    authorizationRules(policies),
     textElement('FilteringMessagesBeforePublishing', false),
     textElement('IsAnonymousAccessible', false),
     textElement('Status', topic.status),
@@ -131,8 +156,9 @@ export function topicEntry(
   ctx: AtomContext,
   topic: TopicDescription & EntityTimes,
   runtime: TopicRuntime,
+  policies: readonly AccessPolicy[] = [],
 ): XmlFragment {
-  return entry(ctx, topic.name, topic.name, topic, topicContent(topic, runtime));
+  return entry(ctx, topic.name, topic.name, topic, topicContent(topic, runtime, policies));
 }
 
 export function subscriptionContent(

@@ -1,6 +1,8 @@
 // The ATOM admin plane: the HTTP side of the emulator that ServiceBusAdministrationClient talks to. It turns
 // requests into BrokerAdmin calls and broker answers (or BrokerErrors) into the XML and status codes the
-// client expects. It keeps no state of its own.
+// client expects. It keeps no state of its own beyond what the access control holds: every request must carry
+// an `Authorization: SharedAccessSignature …` header giving Manage on the path (401 otherwise, as on Azure);
+// topics carry their AuthorizationRules, and /$Resources/AuthorizationRules manages namespace policies (JSON).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BrokerError, type BrokerAdmin, type BrokerErrorCode } from '../broker/api.ts';
@@ -22,6 +24,10 @@ import {
   type AtomContext,
 } from './atom-write.ts';
 import { matchRoute, RouteError, type AdminRoute } from './routes.ts';
+import { z } from 'zod';
+import { AccessDenied, type AccessControl } from '../auth/access.ts';
+import { PolicyError, policyInputSchema, toPolicy, type AccessPolicy } from '../auth/policies.ts';
+import { readAuthorizationRules } from './atom-read.ts';
 import type { XmlFragment } from './xml-writer.ts';
 
 export interface AdminHandlerOptions {
@@ -33,6 +39,8 @@ export interface AdminHandlerOptions {
   now?: () => number;
   /** Name reported by getNamespaceProperties(). Default "emulator". */
   namespaceName?: string;
+  /** SAS checks on every request; absent = none (unit tests of the ATOM mapping only). */
+  access?: AccessControl;
   /** pino-compatible logger; receives methods, paths and error messages only (never headers or bodies). */
   log?: {
     warn(obj: object, msg?: string): void;
@@ -139,6 +147,27 @@ export function createAdminHandler(
   const namespaceName = options.namespaceName ?? 'emulator';
   const startedAt = now();
   const log = options.log;
+  const access = options.access;
+
+  const policiesOf = (topic: string): AccessPolicy[] => access?.policies.policiesOf(topic) ?? [];
+
+  /** The topic's AuthorizationRules from a PUT body, validated before anything changes; undefined = not given. */
+  function requestedPolicies(body: Record<string, unknown>): AccessPolicy[] | undefined {
+    const rules = readAuthorizationRules(body);
+    if (rules === undefined) return undefined;
+    if (!access && rules.length > 0) throw new HttpError(400, 'This admin plane has no access control to keep AuthorizationRules.');
+    return rules.map((r) => {
+      const parsed = policyInputSchema.safeParse(r);
+      if (!parsed.success) {
+        throw new HttpError(400, `Invalid AuthorizationRule '${r.keyName.slice(0, 60)}': ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+      }
+      return toPolicy(parsed.data);
+    });
+  }
+
+  function policyJson(p: AccessPolicy): string {
+    return JSON.stringify({ keyName: p.keyName, rights: p.rights, primaryKey: p.primaryKey, secondaryKey: p.secondaryKey });
+  }
 
   function send(res: ServerResponse, status: number, contentType: string | undefined, body: string): void {
     if (res.headersSent) return;
@@ -157,7 +186,7 @@ export function createAdminHandler(
   }
 
   function topicFragment(ctx: AtomContext, name: string): XmlFragment {
-    return topicEntry(ctx, broker.getTopic(name), broker.getTopicRuntime(name));
+    return topicEntry(ctx, broker.getTopic(name), broker.getTopicRuntime(name), policiesOf(name));
   }
 
   function subscriptionFragment(ctx: AtomContext, topic: string, sub: string): XmlFragment {
@@ -218,7 +247,7 @@ export function createAdminHandler(
         if (method !== 'GET') break;
         return listFeed(res, ctx, url, 'Topics', '$Resources/Topics', (skip, top) => {
           const { slice, nextSkip } = page(broker.listTopics(), skip, top);
-          const entries = slice.map((t) => topicEntry(ctx, t, broker.getTopicRuntime(t.name)));
+          const entries = slice.map((t) => topicEntry(ctx, t, broker.getTopicRuntime(t.name), policiesOf(t.name)));
           return nextSkip === undefined ? { entries } : { entries, nextSkip };
         });
 
@@ -232,17 +261,64 @@ export function createAdminHandler(
         if (method === 'GET') return entity(res, 200, topicFragment(ctx, name));
         if (method === 'DELETE') {
           broker.deleteTopic(name);
+          access?.policies.setEntityPolicies(name, []);
           return send(res, 200, undefined, '');
         }
         if (method !== 'PUT') break;
-        const fields = readTopicDescription(await putBody(req, 'TopicDescription'));
+        const body = await putBody(req, 'TopicDescription');
+        const fields = readTopicDescription(body);
+        const policies = requestedPolicies(body);
         if (isUpdate) {
           // PUT replaces the description: a field the client left out (only ever the optional ones) is cleared.
+          // AuthorizationRules are the exception: an update without them keeps the topic's policies, so that a
+          // tool that rewrites settings does not silently revoke every entity key.
           broker.updateTopic({ userMetadata: undefined, ...fields, name });
+          if (policies !== undefined) access?.policies.setEntityPolicies(name, policies);
           return entity(res, 200, topicFragment(ctx, name));
         }
         broker.createTopic({ ...fields, name });
+        // A new topic starts with exactly the policies it was created with (none left from an earlier namesake).
+        access?.policies.setEntityPolicies(name, policies ?? []);
         return entity(res, 201, topicFragment(ctx, name));
+      }
+
+      case 'policyList': {
+        if (method !== 'GET') break;
+        if (!access) throw new HttpError(404, 'This admin plane has no access control.');
+        const body = `[${access.policies.listNamespacePolicies().map(policyJson).join(',')}]`;
+        return send(res, 200, 'application/json', body);
+      }
+
+      case 'policy': {
+        if (!access) throw new HttpError(404, 'This admin plane has no access control.');
+        const existing = access.policies.namespacePolicy(route.name);
+        if (method === 'GET') {
+          if (!existing) throw new HttpError(404, `No shared access policy named '${route.name.slice(0, 60)}'.`);
+          return send(res, 200, 'application/json', policyJson(existing));
+        }
+        if (method === 'DELETE') {
+          if (!access.policies.deleteNamespacePolicy(route.name)) {
+            throw new HttpError(404, `No shared access policy named '${route.name.slice(0, 60)}'.`);
+          }
+          return send(res, 200, undefined, '');
+        }
+        if (method !== 'PUT') break;
+        let json: unknown;
+        try {
+          json = JSON.parse(await readBody(req, maxBodyBytes));
+        } catch (err) {
+          if (err instanceof HttpError) throw err;
+          throw new HttpError(400, 'The request body is not JSON.');
+        }
+        const parsed = policyBodySchema.safeParse(json);
+        if (!parsed.success) {
+          throw new HttpError(400, `Invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+        }
+        const keyName = policyInputSchema.shape.keyName.safeParse(route.name);
+        if (!keyName.success) throw new HttpError(400, `Invalid policy name: ${keyName.error.issues[0]?.message ?? 'invalid'}`);
+        const policy = toPolicy({ ...parsed.data, keyName: keyName.data });
+        access.policies.setNamespacePolicy(policy);
+        return send(res, existing ? 200 : 201, 'application/json', policyJson(policy));
       }
 
       case 'subscriptionList':
@@ -332,6 +408,8 @@ export function createAdminHandler(
       return;
     }
     const run = async (): Promise<void> => {
+      // Before anything else, and before a body is read: an unauthenticated caller learns nothing about routes.
+      access?.authorizeHttp(req.headers.authorization, url.pathname, 'Manage');
       const route = matchRoute(url.pathname);
       if (!route) throw new HttpError(404, `No admin resource at ${url.pathname.slice(0, 200)}.`);
       await handle(req, res, route, url);
@@ -350,8 +428,13 @@ export function createAdminHandler(
   };
 }
 
+const policyBodySchema = policyInputSchema.omit({ keyName: true }).strict();
+
 function describeError(err: unknown): { status: number; detail: string } {
   if (err instanceof HttpError) return { status: err.status, detail: err.message };
+  if (err instanceof AccessDenied) return { status: 401, detail: err.message };
+  if (err instanceof PolicyError) return { status: 400, detail: err.message };
+  if (err instanceof z.ZodError) return { status: 400, detail: err.issues.map((i) => i.message).join('; ') };
   if (err instanceof BrokerError) return { status: STATUS_FOR_CODE[err.code] ?? 500, detail: err.message };
   if (err instanceof AtomFormatError || err instanceof RouteError)
     return { status: 400, detail: err.message };

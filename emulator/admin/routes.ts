@@ -5,12 +5,16 @@
 //   /{topic}/Subscriptions/{sub}            one subscription
 //   /{topic}/Subscriptions/{sub}/Rules[/]   list rules
 //   /{topic}/Subscriptions/{sub}/Rules/{r}  one rule
+//   /$Resources/AuthorizationRules[/]       list namespace shared access policies (emulator only, JSON)
+//   /$Resources/AuthorizationRules/{name}   one namespace policy (emulator only, JSON)
 // "Subscriptions" and "Rules" match case-insensitively (the service treats paths that way).
 
 export type AdminRoute =
   | { kind: 'namespace' }
   | { kind: 'topicList' }
   | { kind: 'queueList' }
+  | { kind: 'policyList' }
+  | { kind: 'policy'; name: string }
   | { kind: 'topic'; topic: string }
   | { kind: 'subscriptionList'; topic: string }
   | { kind: 'subscription'; topic: string; subscription: string }
@@ -38,6 +42,8 @@ export function matchRoute(pathname: string): AdminRoute | undefined {
   if (/^\/\$namespaceinfo\/?$/i.test(pathname)) return { kind: 'namespace' };
   if (/^\/\$Resources\/Topics\/?$/i.test(pathname)) return { kind: 'topicList' };
   if (/^\/\$Resources\/Queues\/?$/i.test(pathname)) return { kind: 'queueList' };
+  if (/^\/\$Resources\/AuthorizationRules\/?$/i.test(pathname)) return { kind: 'policyList' };
+  if ((m = /^\/\$Resources\/AuthorizationRules\/([^/]+)$/i.exec(pathname))) return { kind: 'policy', name: decode(m[1]!) };
   // The topic part is greedy so that, as in the client, the last "/Subscriptions/" splits the path.
   if ((m = /^\/(.+)\/Subscriptions\/([^/]+)\/Rules\/([^/]+)$/i.exec(pathname))) {
     return { kind: 'rule', topic: decode(m[1]!), subscription: decode(m[2]!), rule: decode(m[3]!) };

@@ -7,6 +7,12 @@ import type { ServiceBusAdministrationClient } from '@azure/service-bus';
 import { createBroker, type Broker } from '../broker/index.ts';
 import { createServiceBusClients } from '../../lib/servicebus/index.ts';
 import { createAdminHandler, type AdminHandlerOptions } from './http.ts';
+import { createAccessControl } from '../auth/access.ts';
+import { PolicyStore, ROOT_KEY_NAME } from '../auth/policies.ts';
+import { createSasToken } from '../auth/sas-token.ts';
+
+/** The namespace key the harness's admin client signs with; every request is verified against it. */
+export const HARNESS_KEY = 'harness-namespace-key-0123456789';
 
 export interface AdminHarness {
   broker: Broker;
@@ -19,14 +25,15 @@ export interface AdminHarness {
 
 export async function startAdminHarness(options: AdminHandlerOptions = {}): Promise<AdminHarness> {
   const broker = await createBroker();
-  const server = http.createServer(createAdminHandler(broker, options));
+  const access = createAccessControl({ policies: new PolicyStore(HARNESS_KEY) });
+  const server = http.createServer(createAdminHandler(broker, { access, ...options }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
   });
   const { port } = server.address() as AddressInfo;
   const clients = createServiceBusClients(
-    `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=local;UseDevelopmentEmulator=true`,
+    `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${HARNESS_KEY};UseDevelopmentEmulator=true`,
     // A failing call should fail the test at once, not after the SDK's back-off.
     { admin: { retryOptions: { maxRetries: 0 } } },
   );
@@ -42,6 +49,11 @@ export async function startAdminHarness(options: AdminHandlerOptions = {}): Prom
       await broker.close();
     },
   };
+}
+
+/** An Authorization header for a raw request to `url`, signed with the harness's namespace key. */
+export function authorization(url: string, key = HARNESS_KEY, keyName = ROOT_KEY_NAME): string {
+  return createSasToken(url.toLowerCase(), keyName, key, Math.floor(Date.now() / 1000) + 300);
 }
 
 /** The RestError fields a test asserts on. */

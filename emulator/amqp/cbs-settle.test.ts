@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import rhea from 'rhea';
 import { startEmulator } from '../index.ts';
+import { createSasToken } from '../auth/sas-token.ts';
 
 test('a $cbs put-token reply is sent settled, so the client has nothing to acknowledge', async () => {
   const emulator = await startEmulator({ port: 0, logLevel: 'silent' });
@@ -27,12 +28,12 @@ test('a $cbs put-token reply is sent settled, so the client has nothing to ackno
             reply_to: 'cbs-reply',
             message_id: 'put-1',
             application_properties: { operation: 'put-token', type: 'servicebus.windows.net:sastoken', name: 'sb://x/t' },
-            body: 'SharedAccessSignature sr=x&sig=y&se=9999999999&skn=k',
+            body: createSasToken('sb://x/t', 'RootManageSharedAccessKey', emulator.key, Math.floor(Date.now() / 1000) + 600),
           });
         });
       });
     });
-    assert.equal(reply.status, 200);
+    assert.equal(reply.status, 202);
     assert.equal(reply.settled, true);
   } finally {
     connection.close();

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import rhea from 'rhea';
 import { startEmulator } from '../index.ts';
-import { errorCode, startHarness } from './test-support.ts';
+import { errorCode, putToken, startHarness } from './test-support.ts';
 
 test('a send-disabled topic raises MessagingEntityDisabled; re-enabled it accepts again', async () => {
   const h = await startHarness((em) => {
@@ -47,14 +47,27 @@ test('exceeding the memory budget raises QuotaExceeded', async () => {
   }
 });
 
-test('SASL PLAIN is accepted as well as ANONYMOUS', async () => {
+test('SASL PLAIN with a wrong key is refused; with the namespace key it is accepted as well as ANONYMOUS', async () => {
   const emulator = await startEmulator({ port: 0 });
   try {
+    const refused = rhea.create_container().connect({
+      host: '127.0.0.1',
+      port: emulator.port,
+      username: 'RootManageSharedAccessKey',
+      password: 'not-the-namespace-key',
+      reconnect: false,
+    });
+    await new Promise<void>((resolve, reject) => {
+      refused.once('connection_open', () => reject(new Error('a wrong key was accepted')));
+      refused.on('connection_error', () => resolve());
+      refused.on('error', () => resolve());
+      refused.on('disconnected', () => resolve());
+    });
     const connection = rhea.create_container().connect({
       host: '127.0.0.1',
       port: emulator.port,
-      username: 'anyone',
-      password: 'anything',
+      username: 'RootManageSharedAccessKey',
+      password: emulator.key,
       reconnect: false,
     });
     await new Promise<void>((resolve, reject) => {
@@ -76,6 +89,7 @@ test('a refused session attach: the attach names no session and the error detach
   emulator.broker.createTopic({ name: 'present' });
   const connection = rhea.create_container().connect({ host: '127.0.0.1', port: emulator.port, reconnect: false });
   try {
+    await putToken(connection, emulator);
     const link = connection.open_receiver({
       source: { address: 'present/Subscriptions/missing', filter: { 'com.microsoft:session-filter': 's1' } },
       credit_window: 0,

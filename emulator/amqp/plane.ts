@@ -1,7 +1,8 @@
 // The AMQP 1.0 data plane: a rhea container in server mode that accepts sockets handed over by the one-port
-// server. It answers SASL (ANONYMOUS or PLAIN, both accepted: the emulator is loopback-only and checks no
-// credentials), the $cbs node, sender links on topics, receiver links on subscriptions and their dead-letter
-// queues, and each entity's $management node. Everything a client can trigger is contained here: a failure in
+// server. It answers SASL (ANONYMOUS, or PLAIN with a namespace policy's name and key), the $cbs node (whose
+// put-token is the only way a connection gets rights: see auth/access.ts), sender links on topics (Send),
+// receiver links on subscriptions and their dead-letter queues (Listen), and each entity's $management node
+// (the right of each operation). Everything a client can trigger is contained here: a failure in
 // one handler closes at most that link or connection, never the process.
 
 import type { Socket } from 'node:net';
@@ -16,12 +17,17 @@ import { createFrameGuard } from './frame-guard.ts';
 import { coalesceWrites } from './write-coalescing.ts';
 import { amqpConditionFor } from './errors.ts';
 import type { PlaneLog } from './log.ts';
+import type { AccessControl, Grant } from '../auth/access.ts';
+import { AccessDenied, unauthorizedClaim } from '../auth/access.ts';
+import type { AccessRight } from '../auth/policies.ts';
 import { handleManagementRequest } from './management.ts';
 import type { AmqpErrorFields, AttachFields, RheaConnection, RheaContext, RheaDelivery, RheaLink, RheaSession } from './rhea-types.ts';
 
 export interface AmqpPlaneOptions {
   broker: Broker;
   log: PlaneLog;
+  /** SAS verification; every $cbs put-token and link is checked against it. */
+  access: AccessControl;
   /** Our advertised idle timeout; rhea closes a connection silent for twice this. Default 60 s. */
   idleTimeoutMs?: number;
   /** A connection that has not completed the AMQP open within this time is dropped. Default 5 s. */
@@ -40,7 +46,7 @@ export interface AmqpPlane {
 type LinkRole =
   | { kind: 'cbs-request' }
   | { kind: 'management-request'; entity: ParsedEntity }
-  | { kind: 'send'; topic: string }
+  | { kind: 'send'; topic: string; authorizedUntil: number }
   | { kind: 'reply' }
   | { kind: 'deliver'; handler: DeliveryLink }
   | { kind: 'pending' }
@@ -53,6 +59,8 @@ interface ConnectionState {
   /** Links the client reads replies from, by link name and by target address (its reply_to). */
   replyLinks: Map<string, RheaLink>;
   links: Set<RheaLink>;
+  /** What $cbs put-token granted, by audience path (a renewal replaces the grant it renews). */
+  grants: Map<string, Grant>;
   handshakeTimer?: NodeJS.Timeout;
   closed: boolean;
 }
@@ -72,21 +80,33 @@ const MAX_FRAME_BYTES = 256 * 1024;
  * rejection; only a peer streaming without end is cut off.
  */
 const MAX_INCOMPLETE_DELIVERY_BYTES = 16 * 1024 * 1024;
+/** Grants one connection may hold; the oldest goes first (a client puts one per entity it uses). */
+const MAX_GRANTS_PER_CONNECTION = 256;
 
 export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
-  const { broker, log } = options;
+  const { broker, log, access } = options;
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5_000;
   const maxSessionWaitMs = options.maxSessionWaitMs ?? 60_000;
 
   const container = rhea.create_container({ id: 'nimbus-servicebus-emulator' });
-  // ANONYMOUS is what the client picks; PLAIN is accepted for other clients. No credential is checked.
+  // ANONYMOUS is what the Service Bus client picks: its rights come from $cbs put-token, as on Azure. PLAIN
+  // checks a namespace policy's name and key and grants nothing by itself (the connection still puts tokens).
   const mechanisms = container.sasl_server_mechanisms as {
     enable_anonymous(): void;
-    enable_plain(cb: () => boolean): void;
+    enable_plain(cb: (user: string, password: string) => boolean): void;
   };
   mechanisms.enable_anonymous();
-  mechanisms.enable_plain(() => true);
+  mechanisms.enable_plain((user, password) => access.plainLoginValid(String(user), String(password)));
+
+  /** Until when the connection may exercise `right` on `path` (0: not at all). */
+  function allowedUntil(state: ConnectionState, path: string, right: AccessRight): number {
+    return access.allowedUntil(state.grants.values(), path, right);
+  }
+
+  function unauthorized(right: AccessRight, path: string): AmqpErrorFields {
+    return { condition: 'amqp:unauthorized-access', description: unauthorizedClaim(right, path) };
+  }
 
   const connections = new Map<RheaConnection, ConnectionState>();
   const roles = new WeakMap<RheaLink, LinkRole>();
@@ -294,10 +314,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     }
     let receiver;
     try {
+      if (allowedUntil(state, describeSource(source), 'Listen') <= Date.now()) {
+        throw new AccessDenied(unauthorizedClaim('Listen', describeSource(source)));
+      }
       receiver = await broker.openReceiver(opts);
     } catch (err) {
       if (!linkStillWanted(state, link)) return;
-      const error = amqpConditionFor(err, describeSource(source));
+      const error =
+        err instanceof AccessDenied
+          ? { condition: 'amqp:unauthorized-access', description: err.message }
+          : amqpConditionFor(err, describeSource(source));
       releaseAttach(link);
       if (wantsSession) {
         link.set_source({ address: remote.source ? describeSource(source) : undefined });
@@ -363,8 +389,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     } else if (parsed?.kind === 'management') {
       roles.set(link, { kind: 'management-request', entity: parsed.entity });
     } else if (parsed?.kind === 'topic') {
+      const authorizedUntil = allowedUntil(state, parsed.topic, 'Send');
+      if (authorizedUntil <= Date.now()) {
+        link.close(unauthorized('Send', parsed.topic));
+        return;
+      }
       link.local.attach.max_message_size = broker.maxMessageSizeBytes;
-      roles.set(link, { kind: 'send', topic: parsed.topic });
+      roles.set(link, { kind: 'send', topic: parsed.topic, authorizedUntil });
     } else if (parsed?.kind === 'subscription') {
       link.close({ condition: 'amqp:not-allowed', description: `Cannot send to '${address}': send to the topic.` });
     } else {
@@ -380,6 +411,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const role = roles.get(link);
     switch (role?.kind) {
       case 'send':
+        if (role.authorizedUntil <= Date.now()) {
+          // The token the link was attached under expired; a renewed one (put-token again) carries it on.
+          role.authorizedUntil = allowedUntil(state, role.topic, 'Send');
+          if (role.authorizedUntil <= Date.now()) {
+            const error = unauthorized('Send', role.topic);
+            delivery.update(true, outcome.rejected(error));
+            link.close(error);
+            return;
+          }
+        }
         onSend(role.topic, ctx, delivery);
         return;
       case 'cbs-request':
@@ -389,6 +430,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       case 'management-request': {
         delivery.update(true, outcome.accepted());
         const request = ctx.message as Message;
+        const right = rightForManagement(request.application_properties?.operation);
+        const path = `${role.entity.kind === 'topic' ? role.entity.topic : describeSource(role.entity.source)}/$management`;
+        if (allowedUntil(state, path, right) <= Date.now()) {
+          const error = unauthorized(right, path);
+          respond(state, request, { statusCode: 401, statusDescription: error.description, 'error-condition': error.condition });
+          return;
+        }
         const reply = handleManagementRequest(broker, role.entity, request);
         const props: Record<string, unknown> = {
           statusCode: reply.statusCode,
@@ -437,13 +485,32 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   }
 
   function onCbs(state: ConnectionState, request: Message): void {
-    // put-token is always granted: loopback only, no signature check. The token itself is never logged.
+    // The token is verified (signature, expiry, the policy's rights) and never logged.
     const operation = request.application_properties?.operation;
-    const ok = operation === 'put-token';
-    respond(state, request, {
-      'status-code': ok ? 200 : 400,
-      'status-description': ok ? 'OK' : `Unsupported $cbs operation '${String(operation)}'`,
-    });
+    if (operation !== 'put-token') {
+      respond(state, request, {
+        'status-code': 400,
+        'status-description': `Unsupported $cbs operation '${String(operation).slice(0, 60)}'`,
+      });
+      return;
+    }
+    const audience = request.application_properties?.name;
+    let grant: Grant;
+    try {
+      grant = access.grantFor(request.body, audience);
+    } catch (err) {
+      const description = err instanceof AccessDenied ? err.message : 'The token could not be verified.';
+      log.info({ connection: state.id }, 'put-token refused');
+      respond(state, request, { 'status-code': 401, 'status-description': description });
+      return;
+    }
+    state.grants.delete(grant.scope);
+    if (state.grants.size >= MAX_GRANTS_PER_CONNECTION) {
+      const oldest = state.grants.keys().next().value;
+      if (oldest !== undefined) state.grants.delete(oldest);
+    }
+    state.grants.set(grant.scope, grant);
+    respond(state, request, { 'status-code': 202, 'status-description': 'Accepted' });
   }
 
   function respond(state: ConnectionState, request: Message, props: Record<string, unknown>, body?: unknown): void {
@@ -502,6 +569,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         connection,
         replyLinks: new Map(),
         links: new Set(),
+        grants: new Map(),
         closed: false,
       };
       connections.set(connection, state);
@@ -600,6 +668,23 @@ function closeWithFramingError(connection: RheaConnection): void {
     c._process();
   } catch {
     // The socket is being ended by rhea anyway.
+  }
+}
+
+/**
+ * The right a $management operation takes, as on Azure: scheduling is sending, rule changes are management,
+ * everything else (peek, lock renewal, settlement, session state) is receiving.
+ */
+function rightForManagement(operation: unknown): AccessRight {
+  switch (operation) {
+    case 'com.microsoft:schedule-message':
+    case 'com.microsoft:cancel-scheduled-message':
+      return 'Send';
+    case 'com.microsoft:add-rule':
+    case 'com.microsoft:remove-rule':
+      return 'Manage';
+    default:
+      return 'Listen';
   }
 }
 

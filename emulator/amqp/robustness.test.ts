@@ -9,7 +9,7 @@ import rhea from 'rhea';
 import type { Message } from 'rhea';
 import { startEmulator } from '../index.ts';
 import type { Harness } from './test-support.ts';
-import { startHarness } from './test-support.ts';
+import { putToken, startHarness } from './test-support.ts';
 
 /** Write bytes on a fresh socket and collect everything until the server closes it. */
 function exchange(port: number, bytes: Buffer): Promise<Buffer> {
@@ -101,6 +101,7 @@ describe('robustness of the one-port server', () => {
       connection.on('connection_error', (ctx) => resolve(ctx.connection.error?.condition ?? 'error'));
       connection.on('disconnected', () => resolve('disconnected'));
     });
+    await putToken(connection, h.emulator, 'rb');
     const sender = connection.open_sender({ target: { address: 'rb' } });
     sender.once('sendable', () => {
       // rhea splits this into frames of the emulator's advertised max-frame-size, all but the last with more=true.
@@ -126,6 +127,7 @@ describe('robustness of the one-port server', () => {
     const container = rhea.create_container();
     const connection = container.connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
     const replyTo = 'mgmt-reply';
+    await putToken(connection, h.emulator, 'rb/$management');
     const reply = await new Promise<Message>((resolve, reject) => {
       const receiver = connection.open_receiver({ source: { address: 'rb/$management' }, target: { address: replyTo } });
       receiver.on('message', (ctx) => resolve(ctx.message!));

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import rhea from 'rhea';
 import type { Harness } from './test-support.ts';
-import { errorCode, sleep, startHarness } from './test-support.ts';
+import { errorCode, putToken, sleep, startHarness } from './test-support.ts';
 
 describe('session receivers with the real ServiceBusClient', () => {
   let h: Harness;
@@ -133,6 +133,7 @@ describe('session receivers with the real ServiceBusClient', () => {
     const container = rhea.create_container();
     const connection = container.connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
     try {
+      await putToken(connection, h.emulator);
       const link = connection.open_receiver({
         source: { address: `${topic}/Subscriptions/${sub}`, filter: { 'com.microsoft:session-filter': 'busy' } },
         credit_window: 0,
@@ -184,6 +185,7 @@ describe('session receivers with the real ServiceBusClient', () => {
     // AMQP close.
     const container = rhea.create_container();
     const connection = container.connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
+    await putToken(connection, h.emulator);
     await new Promise<void>((resolve, reject) => {
       const link = connection.open_receiver({
         source: { address: `${topic}/Subscriptions/${sub}`, filter: { 'com.microsoft:session-filter': 'orphan' } },

@@ -1,0 +1,164 @@
+// SAS verification with the real @azure/service-bus clients: the namespace key of the printed connection string
+// works; a wrong key, an expired token, a policy without the right or scoped to another entity are refused with
+// the errors Azure gives (UnauthorizedAccess on AMQP, 401 on the admin plane).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ServiceBusClient, type ServiceBusAdministrationClient } from '@azure/service-bus';
+import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { startEmulator, type RunningEmulator } from '../index.ts';
+import { errorCode } from '../amqp/test-support.ts';
+import { createSasToken } from './sas-token.ts';
+import { generateKey } from './policies.ts';
+
+const SEND_KEY = generateKey();
+const LISTEN_KEY = generateKey();
+const NS_LISTEN_KEY = generateKey();
+
+describe('SAS on the emulator', () => {
+  let emulator: RunningEmulator;
+  let admin: ServiceBusAdministrationClient;
+  const clients: Array<{ close(): Promise<void> }> = [];
+  /** The admin client as our code builds it (plain HTTP to the emulator). */
+  const adminFor = (connectionString: string): ServiceBusAdministrationClient => {
+    const c = createServiceBusClients(connectionString, { admin: { retryOptions: { maxRetries: 0 } } });
+    clients.push(c);
+    return c.admin;
+  };
+
+  const endpoint = (): string => `Endpoint=sb://127.0.0.1:${emulator.port};UseDevelopmentEmulator=true`;
+  const withKey = (keyName: string, key: string): ServiceBusClient => {
+    const c = new ServiceBusClient(`${endpoint()};SharedAccessKeyName=${keyName};SharedAccessKey=${key}`, {
+      retryOptions: { maxRetries: 0, timeoutInMs: 5_000 },
+    });
+    clients.push(c);
+    return c;
+  };
+
+  before(async () => {
+    emulator = await startEmulator({ port: 0, logLevel: 'silent' });
+    admin = adminFor(emulator.connectionString);
+    await admin.createTopic('orders', {
+      authorizationRules: [
+        { claimType: 'SharedAccessKey', keyName: 'orders-send', accessRights: ['Send'], primaryKey: SEND_KEY, secondaryKey: generateKey() },
+        { claimType: 'SharedAccessKey', keyName: 'orders-listen', accessRights: ['Listen'], primaryKey: LISTEN_KEY, secondaryKey: generateKey() },
+      ],
+    });
+    await admin.createSubscription('orders', 'all');
+    await admin.createTopic('billing');
+    await admin.createSubscription('billing', 'all');
+    // A namespace policy through the admin plane's JSON resource, signed with the namespace key.
+    const url = `http://127.0.0.1:${emulator.port}/$Resources/AuthorizationRules/ns-listen`;
+    const res = await fetch(url, {
+      method: 'PUT',
+      headers: { authorization: signedFor(url, 'RootManageSharedAccessKey', emulator.key), 'content-type': 'application/json' },
+      body: JSON.stringify({ rights: ['Listen'], primaryKey: NS_LISTEN_KEY }),
+    });
+    assert.equal(res.status, 201, await res.text());
+  });
+  after(async () => {
+    for (const c of clients) await c.close();
+    await emulator.close();
+  });
+
+  test('the printed connection string sends and receives', async () => {
+    const client = withKey('RootManageSharedAccessKey', emulator.key);
+    const sender = client.createSender('orders');
+    await sender.sendMessages({ body: 'root', messageId: 'root-1' });
+    const receiver = client.createReceiver('orders', 'all', { receiveMode: 'receiveAndDelete' });
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5_000 });
+    assert.equal(m?.body, 'root');
+  });
+
+  test('a wrong namespace key is refused', async () => {
+    const client = withKey('RootManageSharedAccessKey', generateKey());
+    assert.equal(await errorCode(client.createSender('orders').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    const receiver = client.createReceiver('orders', 'all');
+    assert.equal(await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })), 'UnauthorizedAccess');
+  });
+
+  test('an expired token is refused, a valid one for the same policy is not', async () => {
+    const resource = `sb://127.0.0.1:${emulator.port}/orders`;
+    const past = createSasToken(resource, 'orders-send', SEND_KEY, Math.floor(Date.now() / 1000) - 60);
+    const expired = new ServiceBusClient(`${endpoint()};SharedAccessSignature=${past}`, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+    clients.push(expired);
+    assert.equal(await errorCode(expired.createSender('orders').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    const future = createSasToken(resource, 'orders-send', SEND_KEY, Math.floor(Date.now() / 1000) + 600);
+    const valid = new ServiceBusClient(`${endpoint()};SharedAccessSignature=${future}`, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+    clients.push(valid);
+    await valid.createSender('orders').sendMessages({ body: 'signed' });
+  });
+
+  test('a Send-only policy sends but cannot receive', async () => {
+    const client = withKey('orders-send', SEND_KEY);
+    await client.createSender('orders').sendMessages({ body: 'from-sender' });
+    const receiver = client.createReceiver('orders', 'all');
+    assert.equal(await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })), 'UnauthorizedAccess');
+    assert.equal(await errorCode(receiver.peekMessages(1)), 'UnauthorizedAccess');
+  });
+
+  test('a Listen-only policy receives but cannot send or schedule', async () => {
+    const client = withKey('orders-listen', LISTEN_KEY);
+    assert.equal(await errorCode(client.createSender('orders').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(client.createSender('orders').scheduleMessages({ body: 'x' }, new Date(Date.now() + 60_000))),
+      'UnauthorizedAccess',
+    );
+    const receiver = client.createReceiver('orders', 'all', { receiveMode: 'receiveAndDelete' });
+    const got = await receiver.receiveMessages(10, { maxWaitTimeInMs: 2_000 });
+    assert.ok(got.length > 0, 'the Listen key reads what the Send key sent');
+  });
+
+  test('an entity policy cannot touch another entity', async () => {
+    const sendKey = withKey('orders-send', SEND_KEY);
+    assert.equal(await errorCode(sendKey.createSender('billing').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    const listenKey = withKey('orders-listen', LISTEN_KEY);
+    const receiver = listenKey.createReceiver('billing', 'all');
+    assert.equal(await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })), 'UnauthorizedAccess');
+  });
+
+  test('a namespace Listen policy receives from every subscription but sends nowhere', async () => {
+    const root = withKey('RootManageSharedAccessKey', emulator.key);
+    await root.createSender('billing').sendMessages({ body: 'invoice' });
+    const client = withKey('ns-listen', NS_LISTEN_KEY);
+    const receiver = client.createReceiver('billing', 'all', { receiveMode: 'receiveAndDelete' });
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5_000 });
+    assert.equal(m?.body, 'invoice');
+    assert.equal(await errorCode(client.createSender('billing').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+  });
+
+  test('the admin plane answers 401 without a valid Manage token', async () => {
+    const wrong = adminFor(`${endpoint()};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${generateKey()}`);
+    await assert.rejects(wrong.getTopic('orders'), (err: { statusCode?: number }) => err.statusCode === 401);
+    // An entity Send key is not Manage, even on its own topic.
+    const sender = adminFor(`${endpoint()};SharedAccessKeyName=orders-send;SharedAccessKey=${SEND_KEY}`);
+    await assert.rejects(sender.getTopic('orders'), (err: { statusCode?: number }) => err.statusCode === 401);
+    const bare = await fetch(`http://127.0.0.1:${emulator.port}/$Resources/Topics`);
+    assert.equal(bare.status, 401);
+    assert.match(await bare.text(), /MissingToken/);
+    // The policies show in the topic's description, as Azure lists them to a Manage caller.
+    const orders = await admin.getTopic('orders');
+    assert.deepEqual(orders.authorizationRules?.map((r) => [r.keyName, r.accessRights]), [
+      ['orders-send', ['Send']],
+      ['orders-listen', ['Listen']],
+    ]);
+  });
+
+  test('--allow-anonymous accepts any key (old tests only)', async () => {
+    const open = await startEmulator({ port: 0, allowAnonymous: true });
+    try {
+      const client = new ServiceBusClient(
+        `Endpoint=sb://127.0.0.1:${open.port};SharedAccessKeyName=x;SharedAccessKey=local;UseDevelopmentEmulator=true`,
+        { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } },
+      );
+      open.broker.createTopic({ name: 't' });
+      await client.createSender('t').sendMessages({ body: 1 });
+      await client.close();
+    } finally {
+      await open.close();
+    }
+  });
+});
+
+function signedFor(url: string, keyName: string, key: string): string {
+  return createSasToken(url.toLowerCase(), keyName, key, Math.floor(Date.now() / 1000) + 300);
+}
