@@ -1,6 +1,11 @@
-// The handoff client: settles an event parked by ctx.markPendingHandoff. Both commands go to the Manager topic
-// addressed To = the endpoint; the Manager subscription stamps From = 'Manager' and forwards them to the
-// endpoint, where they reach the failed event's session. Neither re-invokes the user handler.
+// The bus handoff client: settles an event parked by ctx.markPendingHandoff by sending straight to the Manager topic,
+// addressed To = the endpoint; the Manager subscription stamps From = 'Manager' and forwards them to the endpoint,
+// where they reach the failed event's session. Neither re-invokes the user handler.
+//
+// It needs Send on `Manager`, which is operator-level: whoever holds it can also skip or resubmit any endpoint's
+// events, with no audit entry and no role check. Handoff agents use ConsoleHandoffClient (consoleHandoffClient.ts,
+// the console's HTTP API with a service principal's token) instead; this client is for code that already runs with
+// the console's identity, and for tests on the emulator.
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
@@ -21,9 +26,10 @@ export const handoffCoordinatesSchema = z.object({
 export type HandoffCoordinates = z.infer<typeof handoffCoordinatesSchema>;
 
 export class HandoffClientError extends Error {
-  override readonly name = 'HandoffClientError';
+  override readonly name: string = 'HandoffClientError';
 }
 
+/** Settles handoffs on the bus; needs the operator-level Send on `Manager` (agents: use ConsoleHandoffClient). */
 export class HandoffClient {
   private readonly sender: ServiceBusSender;
 

@@ -37,6 +37,19 @@ export {
   HandoffClientError,
   type HandoffCoordinates,
 } from './handoffClient.ts';
+export {
+  ConsoleHandoffClient,
+  createConsoleHandoffClient,
+  consoleHandoffCoordinatesSchema,
+  HandoffRequestError,
+  type ConsoleHandoffClientOptions,
+  type ConsoleHandoffCoordinates,
+  type ConsoleToken,
+  type HandoffSettlement,
+  type SettleOptions,
+  type TokenCredentialLike,
+  type TokenProvider,
+} from './consoleHandoffClient.ts';
 export { route, afterHandler, type HandlerOutcome, type DecisionEnv, type HandoffMark } from './decide.ts';
 export type { Effect, Settlement, Signal } from './effects.ts';
 export { SdkProp } from './wire.ts';

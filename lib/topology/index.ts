@@ -3,3 +3,4 @@ export * from './model.ts';
 export * from './names.ts';
 export * from './derive.ts';
 export * from './provision.ts';
+export * from './rights.ts';

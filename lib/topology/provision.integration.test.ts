@@ -236,7 +236,11 @@ describe('provisioner on the emulator', () => {
       lines.length = 0;
       const second = await runProvisionCli(['--catalog', 'catalog/demo.json'], env, out);
       assert.equal(second.exitCode, 0);
-      assert.match(lines.at(-1)!, /0 created, 0 changed, 0 removed \(already up to date\)/);
+      assert.ok(lines.some((l) => /^provision: 0 created, 0 changed, 0 removed \(already up to date\)$/.test(l)), lines.join('\n'));
+      // Then the rights model, which identity needs what: the console alone sends on Manager.
+      const rights = lines.slice(lines.findIndex((l) => l.startsWith('Rights on the bus')));
+      assert.ok(rights.some((l) => /^ {2}Send +topic Manager: .*OPERATOR-LEVEL/.test(l)), rights.join('\n'));
+      assert.ok(rights.includes('agent:erpendpoint: a handoff agent of erpendpoint (settles its pending handoffs)'));
     });
   });
 });
