@@ -247,8 +247,12 @@ export function formatViolations(violations: Violation[], e: ChaosEvidence, tail
           .join(' | ');
         lines.push(`    ${h.recordedAt} ${h.messageType} ${h.messageId}${detail ? ` - ${detail}` : ''}`);
       }
-      for (const l of e.logs?.filter((l) => l.eventId === v.eventId) ?? [])
-        lines.push(`    log [${l.component}] ${l.msg}${l.err ? `: ${l.err.slice(0, 160)}` : ''}`);
+      const logged = new Map<string, number>();
+      for (const l of e.logs?.filter((l) => l.eventId === v.eventId) ?? []) {
+        const line = `[${l.component}] ${l.msg}${l.err ? `: ${l.err.slice(0, 160)}` : ''}`;
+        logged.set(line, (logged.get(line) ?? 0) + 1);
+      }
+      for (const [line, n] of logged) lines.push(`    log ×${n} ${line}`);
       for (const d of e.deadLetters.filter((d) => d.eventId === v.eventId))
         lines.push(
           `    dead letter in ${d.entity}: ${d.messageType ?? '?'} ${d.messageId} ${d.reason ?? ''} ${d.description?.slice(0, 120) ?? ''}`,
