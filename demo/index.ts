@@ -13,6 +13,7 @@ import {
   sessionKeysFromCatalog,
   type DeferredProcessor,
   type DeliveryResult,
+  type InboxStore,
   type SubscriberHost,
 } from '../lib/sdk/index.ts';
 import { demoEndpoints } from './endpoints.ts';
@@ -61,6 +62,12 @@ export interface DemoOptions {
   operatorCases?: number;
   logger?: Logger;
   timings?: Partial<DemoTimings>;
+  /**
+   * A durable inbox for every demo host (idempotent consumers). Default none, as `npm start` runs. The chaos test
+   * (e2e/chaos.test.ts) passes a Cosmos inbox reached through its fault proxy, so a store outage also reaches the
+   * endpoints' deliveries, not only the Resolver.
+   */
+  inbox?: InboxStore;
 }
 
 export interface RunningDemo {
@@ -162,6 +169,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
         logger: endpointLog,
         maxConcurrentSessions: timings.maxConcurrentSessions,
         sessionIdleTimeoutMs: timings.sessionIdleTimeoutMs,
+        inbox: options.inbox,
         onDelivery: (result) => {
           perEndpoint[result] = (perEndpoint[result] ?? 0) + 1;
         },

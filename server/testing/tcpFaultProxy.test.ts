@@ -1,0 +1,54 @@
+// The TCP fault proxy at the socket level: bytes pass while up; cut() refuses new connections and resets open
+// ones; restore() forwards again on the same port.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { startTcpFaultProxy, type TcpFaultProxy } from './tcpFaultProxy.ts';
+
+let echo: net.Server;
+let proxy: TcpFaultProxy;
+
+before(async () => {
+  // The upstream side is reset too when the proxy is cut: that is expected, not an error of the test.
+  echo = net.createServer((s) => s.on('error', () => undefined).pipe(s));
+  await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+  proxy = await startTcpFaultProxy({ port: (echo.address() as net.AddressInfo).port });
+});
+
+after(async () => {
+  await proxy.close();
+  await new Promise<void>((r) => echo.close(() => r()));
+});
+
+const connect = (port: number) =>
+  new Promise<net.Socket>((resolve, reject) => {
+    const s = net.connect({ host: '127.0.0.1', port }, () => resolve(s));
+    s.once('error', reject);
+  });
+
+const roundTrip = (s: net.Socket, text: string) =>
+  new Promise<string>((resolve, reject) => {
+    s.once('data', (d) => resolve(d.toString()));
+    s.once('error', reject);
+    s.write(text);
+  });
+
+test('forwards while up, refuses and resets while cut, forwards again on the same port after restore', async () => {
+  const open = await connect(proxy.port);
+  assert.equal(await roundTrip(open, 'before'), 'before');
+
+  const broken = new Promise<string>((resolve) => {
+    open.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    open.once('close', () => resolve('closed'));
+  });
+  await proxy.cut();
+  assert.equal(proxy.up, false);
+  assert.equal(await broken, 'ECONNRESET', 'the open connection is reset, not closed politely');
+  await assert.rejects(connect(proxy.port), (e: NodeJS.ErrnoException) => e.code === 'ECONNREFUSED');
+
+  await proxy.restore();
+  const again = await connect(proxy.port);
+  assert.equal(await roundTrip(again, 'after'), 'after');
+  again.destroy();
+  assert.equal(proxy.accepted, 2);
+});

@@ -1,0 +1,109 @@
+// A loopback TCP proxy that a test can switch off and on, to make a server unreachable at the network level while
+// the unmodified clients (@azure/service-bus over AMQP, @azure/cosmos over HTTP) keep their own connection and
+// retry logic. Down: the listening socket is closed, so new connections are refused (ECONNREFUSED), and every
+// open connection is reset (ECONNRESET) - what a client sees when a server process dies or a firewall rejects it.
+// Up: the proxy listens again on the same port and forwards bytes untouched. Nothing is parsed or answered by the
+// proxy itself (unlike lib/store/testing/faultProxy.ts, which answers HTTP requests with chosen status codes).
+import net from 'node:net';
+
+export interface TcpFaultProxy {
+  /** The proxy's loopback port (stable across down/up, so connection strings stay valid). */
+  readonly port: number;
+  /** True while the proxy forwards. */
+  readonly up: boolean;
+  /** Connections accepted and forwarded so far (a reconnect after an outage counts again). */
+  readonly accepted: number;
+  /** Refuses new connections and resets the open ones until `restore()`. */
+  cut(): Promise<void>;
+  /** Listens on the same port again and forwards. */
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const listen = (server: net.Server, port: number) =>
+  new Promise<void>((resolve, reject) => {
+    const onError = (error: Error) => {
+      server.off('listening', onListening);
+      reject(error);
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, '127.0.0.1');
+  });
+
+export async function startTcpFaultProxy(target: { host?: string; port: number }): Promise<TcpFaultProxy> {
+  const host = target.host ?? '127.0.0.1';
+  const sockets = new Set<net.Socket>();
+  let accepted = 0;
+  let up = true;
+
+  const server = net.createServer((client) => {
+    accepted++;
+    const upstream = net.connect({ host, port: target.port });
+    sockets.add(client);
+    sockets.add(upstream);
+    // Either side failing ends both, as a real broken path would; errors are expected here, not test failures.
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', () => {
+      sockets.delete(client);
+      end();
+    });
+    upstream.on('error', end).on('close', () => {
+      sockets.delete(upstream);
+      end();
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await listen(server, 0);
+  const port = (server.address() as net.AddressInfo).port;
+
+  const resetAll = () => {
+    // An RST rather than a FIN: the client must see a broken connection, not a polite close.
+    for (const s of sockets) s.resetAndDestroy();
+    sockets.clear();
+  };
+
+  return {
+    port,
+    get up() {
+      return up;
+    },
+    get accepted() {
+      return accepted;
+    },
+    async cut() {
+      if (!up) return;
+      up = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      resetAll();
+      await closed;
+    },
+    async restore() {
+      if (up) return;
+      // The port was released while down; another socket may briefly hold it (EADDRINUSE): try again shortly.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await listen(server, port);
+          break;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 50) throw error;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      up = true;
+    },
+    async close() {
+      up = false;
+      resetAll();
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
