@@ -13,10 +13,14 @@ export interface LedgerJobTimings {
   slowMs: number;
 }
 
+/** About ten minutes of retries (1 s doubling to 30 s): longer than any outage the demo or its chaos test makes. */
+const REPORT_ATTEMPTS = 25;
+
 export class LedgerJobs {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private stopped = false;
+  private readonly wakeOnStop = new Set<() => void>();
 
   constructor(
     private readonly client: HandoffClient,
@@ -31,7 +35,7 @@ export class LedgerJobs {
     const delay = outcome === 'slow' ? slowMs : minMs + Math.floor(jitter * Math.max(0, maxMs - minMs));
     const timer = setTimeout(() => {
       this.timers.delete(coordinates.eventId);
-      const settle =
+      const settle = () =>
         outcome === 'fails'
           ? this.client.fail(
               coordinates,
@@ -39,24 +43,60 @@ export class LedgerJobs {
               'LedgerPeriodClosed',
             )
           : this.client.complete(coordinates, { jobId, postedAt: new Date().toISOString() });
-      const tracked = settle.then(
-        () =>
+      const tracked = this.reportWithRetry(settle, jobId, coordinates).then((reported) => {
+        if (reported)
           this.log.info(
             { jobId, eventId: coordinates.eventId, outcome: outcome === 'fails' ? 'failed' : 'completed' },
             'ledger import finished',
-          ),
-        (error: unknown) => {
-          if (!this.stopped)
-            this.log.warn(
-              { jobId, eventId: coordinates.eventId, err: (error as Error).message },
-              'reporting a ledger import result failed',
-            );
-        },
-      );
+          );
+      });
       this.inFlight.add(tracked);
       void tracked.finally(() => this.inFlight.delete(tracked));
     }, delay);
     this.timers.set(coordinates.eventId, timer);
+  }
+
+  /**
+   * A real integration keeps trying to report a finished job: a broker outage must not leave the event a pending
+   * handoff forever. Retrying is safe: the handoff client derives the settlement's MessageId, so a send that did
+   * get through before the error is recognised as the same command.
+   */
+  private async reportWithRetry(
+    settle: () => Promise<unknown>,
+    jobId: string,
+    coordinates: HandoffCoordinates,
+  ): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await settle();
+        return true;
+      } catch (error) {
+        if (this.stopped) return false;
+        const last = attempt >= REPORT_ATTEMPTS;
+        this.log.warn(
+          { jobId, eventId: coordinates.eventId, attempt, err: (error as Error).message },
+          last
+            ? 'reporting a ledger import result failed; giving up'
+            : 'reporting a ledger import result failed; retrying',
+        );
+        if (last) return false;
+        await this.pause(Math.min(30_000, 1_000 * 2 ** (attempt - 1)));
+        if (this.stopped) return false;
+      }
+    }
+  }
+
+  /** Waits `ms`, or less when the jobs are stopped meanwhile. */
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakeOnStop.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakeOnStop.add(wake);
+    });
   }
 
   get pending(): number {
@@ -66,6 +106,7 @@ export class LedgerJobs {
   /** Jobs not finished yet are dropped: their events stay pending handoffs (the console shows them overdue). */
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const wake of [...this.wakeOnStop]) wake();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     await Promise.allSettled([...this.inFlight]);

@@ -6,7 +6,7 @@
 // events, with no audit entry and no role check. Handoff agents use ConsoleHandoffClient (consoleHandoffClient.ts,
 // the console's HTTP API with a service principal's token) instead; this client is for code that already runs with
 // the console's identity, and for tests on the emulator.
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
 import { describeIssues, encodeBody, MessageType, Prop, Topic, toWireProperties } from '../contract/index.ts';
@@ -64,7 +64,9 @@ export class HandoffClient {
   }
 
   private async send(type: MessageType, c: HandoffCoordinates, body: string): Promise<string> {
-    const messageId = randomUUID();
+    // Derived, not random: a caller that retries a send whose outcome it did not learn (a broker outage mid-send)
+    // sends the same message again, which the endpoint's inbox and the Resolver's history recognise as one.
+    const messageId = settlementMessageId(type, c);
     await this.sender.sendMessages(
       toServiceBusMessage({
         messageId,
@@ -84,6 +86,14 @@ export class HandoffClient {
     );
     return messageId;
   }
+}
+
+/** The settlement's MessageId: one per (command type, endpoint, event, session, handoff message). */
+export function settlementMessageId(type: MessageType, c: HandoffCoordinates): string {
+  const h = createHash('sha256')
+    .update(JSON.stringify([type, c.endpointId, c.eventId, c.sessionId, c.messageId]))
+    .digest('hex');
+  return `handoff-${h.slice(0, 40)}`;
 }
 
 function parse(c: HandoffCoordinates): HandoffCoordinates {
