@@ -12,20 +12,13 @@ import type { Principal } from './principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { grantId } from './grants.ts';
 import { REFUSAL_AUDIT_RATE } from './authorize.ts';
+import { oidcTestEnv } from '../testing/oidcEnv.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const SECRET = 'matrix-test-session-secret-0123456789-abcdef';
-const AUTH_ENV = {
-  NIMBUS_AUTH: 'oidc',
-  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
-  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
-  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
-  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
-  NIMBUS_AUTH_SESSION_SECRET: SECRET,
   // App roles named like the console roles map site-wide; the group maps to one endpoint.
-  NIMBUS_AUTH_ROLE_MAP: JSON.stringify({ roles: { Reader: 'Reader', Operator: 'Operator', Owner: 'Owner' }, groups: { 'crm-ops': 'Operator:crmendpoint' } }),
-};
+const AUTH_ENV = oidcTestEnv(SECRET, { roles: { Reader: 'Reader', Operator: 'Operator', Owner: 'Owner' }, groups: { 'crm-ops': 'Operator:crmendpoint' } });
 
 type Caller = 'anonymous' | 'reader' | 'otherOperator' | 'operator' | 'owner';
 const PRINCIPALS: Record<Exclude<Caller, 'anonymous'>, Principal> = {

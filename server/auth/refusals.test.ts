@@ -10,18 +10,12 @@ import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { unauthenticatedRefusals } from './authorize.ts';
+import { oidcTestEnv } from '../testing/oidcEnv.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const SECRET = 'refusals-test-session-secret-0123456789-abcdef';
-const AUTH_ENV = {
-  NIMBUS_AUTH: 'oidc',
-  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
-  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
-  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
-  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
-  NIMBUS_AUTH_SESSION_SECRET: SECRET,
-};
+const AUTH_ENV = oidcTestEnv(SECRET);
 const READER: Principal = { kind: 'user', id: 'oid-reader', name: 'reader@test', roles: ['Reader'], groups: [] };
 const OPERATOR: Principal = { kind: 'user', id: 'oid-operator', name: 'operator@test', roles: ['Operator'], groups: [] };
 

@@ -16,18 +16,13 @@ import { CONSOLE_DIR } from '../console.ts';
 import { writeAudit } from '../audit/auditLog.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
+import { oidcTestEnv } from '../testing/oidcEnv.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const SECRET = 'route-matrix-session-secret-0123456789-abcdef';
 const AUTH_ENV = {
-  NIMBUS_AUTH: 'oidc',
-  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
-  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
-  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
-  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
-  NIMBUS_AUTH_SESSION_SECRET: SECRET,
-  NIMBUS_AUTH_ROLE_MAP: JSON.stringify({
+  ...oidcTestEnv(SECRET, {
     roles: { Reader: 'Reader', Operator: 'Operator', Owner: 'Owner' },
     groups: { 'billing-readers': 'Reader:billingendpoint', 'billing-owners': 'Owner:billingendpoint', 'crm-ops': 'Operator:crmendpoint' },
   }),

@@ -10,19 +10,12 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.t
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
+import { oidcTestEnv } from '../testing/oidcEnv.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const SECRET = 'deadletter-authz-session-secret-0123456789';
-const AUTH_ENV = {
-  NIMBUS_AUTH: 'oidc',
-  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
-  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
-  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
-  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
-  NIMBUS_AUTH_SESSION_SECRET: SECRET,
-  NIMBUS_AUTH_ROLE_MAP: JSON.stringify({ roles: { Reader: 'Reader' }, groups: { 'crm-readers': 'Reader:crmendpoint', 'billing-ops': 'Operator:billingendpoint' } }),
-};
+const AUTH_ENV = oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-readers': 'Reader:crmendpoint', 'billing-ops': 'Operator:billingendpoint' } });
 
 type Caller = 'anonymous' | 'crmReader' | 'billingOperator' | 'siteReader';
 const PRINCIPALS: Record<Exclude<Caller, 'anonymous'>, Principal> = {
