@@ -9,6 +9,7 @@ import { runEmulatorBench } from './emulator.ts';
 import { runResolverBench } from './resolver.ts';
 import { runConsoleBench } from './console.ts';
 import { runPipelineBench } from './pipeline.ts';
+import { runDurabilityBench } from './durability.ts';
 
 /** The Resolver benchmark reports its own shape; put it in the common table form. */
 async function resolverAsTable(): Promise<BenchResult> {
@@ -62,6 +63,7 @@ const benchmarks: Array<{ name: string; run: () => Promise<BenchResult> }> = [
   { name: 'resolver', run: resolverAsTable },
   { name: 'console', run: runConsoleBench },
   { name: 'pipeline', run: runPipelineBench },
+  { name: 'durability', run: runDurabilityBench },
 ];
 
 const only = process.argv.slice(2);

@@ -34,6 +34,8 @@ export interface ResolverBenchOptions {
   concurrency?: number;
   /** Run the emulator in this process instead of a child process. Default false. */
   inProcessEmulator?: boolean;
+  /** Keep the embedded Cosmos server's data in this folder (journal + snapshot) instead of memory only. */
+  cosmosDataDir?: string;
 }
 
 export interface ResolverBenchResult {
@@ -272,7 +274,10 @@ export async function runResolverBench(options: ResolverBenchOptions = {}): Prom
   const emulator: { connectionString: string; pid?: number | undefined; close(): Promise<void> } = options.inProcessEmulator
     ? await startEmulator({ port: 0 })
     : await startEmulatorProcess({ logLevel: 'silent' });
-  const cosmos = await startEmbeddedCosmos({ port: 0 });
+  const cosmos = await startEmbeddedCosmos({
+    port: 0,
+    ...(options.cosmosDataDir !== undefined ? { dataDir: options.cosmosDataDir } : {}),
+  });
   const sb = createServiceBusClients(emulator.connectionString);
   const store = await createStore({
     endpoint: cosmos.endpoint,

@@ -162,6 +162,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     // 2. Cosmos: the embedded server (its data in <data dir>/cosmos, back after a restart), or the account from the
     // settings.
     let cosmos: { endpoint: string; key: string };
+    /** Set when the embedded store was restored from a journal a crash left (no clean stop compacted it). */
+    let uncleanStop = false;
     if (config.cosmos.kind === 'embedded') {
       let server;
       try {
@@ -181,6 +183,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       started.push({ component: 'cosmos', stop: () => server.close() });
       cosmos = { endpoint: server.endpoint, key: server.key };
       const recovery = server.recovery;
+      uncleanStop = (recovery?.records ?? 0) > 0;
       if (recovery?.truncated)
         log('cosmos').warn(
           {},
@@ -218,6 +221,15 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       );
     }
     started.push({ component: 'cosmos', stop: () => store.close() });
+    if (uncleanStop) {
+      // Counter deltas are buffered for 250 ms (and a crash can fall between a row write and its counter patch):
+      // after a crash the rows are the truth, so the counters are recounted from them before anything writes.
+      for (const endpoint of catalog.endpoints) await store.recountEndpoint(endpoint.id);
+      log('cosmos').info(
+        { endpoints: catalog.endpoints.length },
+        'the last stop was not clean: counters recounted from the status rows',
+      );
+    }
 
     checkInterrupted();
     // 3. Provisioning: the topology from the catalog (idempotent).

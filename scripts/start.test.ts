@@ -156,8 +156,40 @@ describe('npm start with good settings', () => {
         /SharedAccessKey=|AccountKey=/,
         'no connection string or key in the logs',
       );
+
+      // The data is kept: a second start restores the store the first one wrote (the demo's rows, audits, ...).
+      const again = await startAndStop(dataDir, []);
+      assert.match(again, /documents restored from .*cosmos/);
+      assert.doesNotMatch(again, /\b0 documents restored/);
+      // --reset starts from a clean slate, and says so.
+      const reset = await startAndStop(dataDir, ['--reset']);
+      assert.match(reset, /\[start\] reset: removed \S+servicebus and \S+cosmos; starting from a clean slate/);
+      assert.match(reset, /\b0 documents restored/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
+
+/** Starts headless without demo traffic on `dataDir`, waits until it runs, stops it with SIGINT; its stdout. */
+async function startAndStop(dataDir: string, args: string[]): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts', ...args], {
+    cwd: root,
+    env: cleanEnv({ NIMBUS_CONSOLE: '0', NIMBUS_DEMO: '0', NIMBUS_DATA_DIR: dataDir }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+      if (/NimBus is running/.test(stdout)) resolve();
+    });
+    void exited.then((code) => reject(new Error(`npm start exited early (${code}):\n${stdout}\n${stderr}`)));
+  });
+  child.kill('SIGINT');
+  assert.equal(await exited, 0, stderr);
+  return stdout;
+}

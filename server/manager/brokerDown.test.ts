@@ -58,7 +58,8 @@ describe('a Manager command while the broker is stopped', () => {
     assert.match(audits[0]!.comment ?? '', /SkipRequest not sent/);
 
     // The way back: the broker returns on the same port (empty: provisioned again), the same click is sent.
-    restarted = await startEmulator({ port });
+    // With the same namespace key: the console still holds the connection string it was given.
+    restarted = await startEmulator({ port, key: stack.emulator.key });
     const admin = createServiceBusClients(restarted.connectionString);
     try {
       await provisionTopology(admin.admin, deriveTopology(stack.catalog), { subscriptionDefaults: { lockDuration: 'PT5S' } });
