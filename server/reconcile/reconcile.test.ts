@@ -65,6 +65,13 @@ describe('reconcile stale pending', () => {
     assert.equal(settlingEvidence(row, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))])?.rule, 'answers-row');
     assert.equal(settlingEvidence(row, [h('def', 'DeferralResponse', 'resubmit-1', at(11))]), undefined, 'a deferral does not settle');
     assert.equal(settlingEvidence({ ...row, subStatus: 'Handoff' }, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))]), undefined);
+    // The subscriber's notice that it refused the command (an ErrorResponse with a dead-letter description) is about
+    // the command, not the event: re-applying it would turn the row DeadLettered.
+    const notice = (reason: string) =>
+      ({ ...h('n', 'ErrorResponse', 'resubmit-1', at(11)), deadLetterReason: reason, deadLetterErrorDescription: 'refused' }) as unknown as HistoryEntry;
+    assert.equal(settlingEvidence(row, [notice('CommandRefused')]), undefined);
+    assert.equal(settlingEvidence(row, [notice('ReplayGap')]), undefined);
+    assert.equal(settlingEvidence(row, [notice('MaxDeliveryCountExceeded')])?.status, 'DeadLettered', 'a real dead letter still settles');
   });
 
   test('a stale Pending row is found, repaired through the guarded write and audited; a second apply changes nothing', async () => {

@@ -6,7 +6,7 @@
 // are only flagged: their outcome lives in an external system, not in the history. The same scan finds rows that
 // nothing will move (./stuck.ts: claims without a receipt, control requests nobody answered) and ./draining.ts
 // sessions that drain forever.
-import { PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '../../lib/contract/index.ts';
+import { isSubscriberNotice, PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '../../lib/contract/index.ts';
 import {
   AuditType,
   TERMINAL_STATUSES,
@@ -61,8 +61,9 @@ export interface ReconcilePreview {
 
 const MAX_ROWS_PER_ENDPOINT = 2000;
 
+/** A terminal outcome of the event itself; a subscriber's notice (refused command, replay gap) is not one. */
 function isSettling(h: HistoryEntry): boolean {
-  return TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
+  return !isSubscriberNotice(h) && TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
 }
 
 /** The stored response that should have settled `row`, or undefined. Pure (unit-tested). */

@@ -12,6 +12,7 @@
 // ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
 import {
   CONTROL_REQUEST_TYPES,
+  isSubscriberNotice,
   MessageType,
   ResolutionStatus,
   resultingStatus,
@@ -59,17 +60,26 @@ export interface StuckOptions {
   unansweredGraceMs?: number;
 }
 
-function isStateBearing(type: string): boolean {
-  return type !== MessageType.ProcessDeferredRequest && !CONTROL_REQUEST_TYPES.has(type as MessageTypeT);
+/**
+ * Whether an entry's outcome is one a row can show. Not control requests, not replay triggers, and not the
+ * subscriber's notices (a refused command, a replay gap): those are dead-letter notifications about another
+ * message and never the event's state (the Resolver keeps them in history only).
+ */
+function isStateBearing(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason'>): boolean {
+  return (
+    h.messageType !== MessageType.ProcessDeferredRequest &&
+    !CONTROL_REQUEST_TYPES.has(h.messageType as MessageTypeT) &&
+    !isSubscriberNotice(h)
+  );
 }
 
 /** The history entry whose outcome the row showed before `row`'s own message: what a restore writes back. */
 export function previousEntry(row: Pick<StatusRowSummary, 'sessionId' | 'lastMessageId' | 'parentMessageId' | 'enqueuedAt'>, history: HistoryEntry[]): HistoryEntry | undefined {
   const own = history.filter((h) => h.sessionId === row.sessionId && h.messageId !== row.lastMessageId);
-  const parent = own.find((h) => h.messageId === row.parentMessageId && isStateBearing(h.messageType));
+  const parent = own.find((h) => h.messageId === row.parentMessageId && isStateBearing(h));
   if (parent) return parent;
   // No parent in history (a ContinuationRequest names none we keep): the newest state-bearing entry before it.
-  const before = own.filter((h) => isStateBearing(h.messageType) && (row.enqueuedAt == null || h.enqueuedAt <= row.enqueuedAt));
+  const before = own.filter((h) => isStateBearing(h) && (row.enqueuedAt == null || h.enqueuedAt <= row.enqueuedAt));
   return before.sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
 }
 
