@@ -297,6 +297,30 @@ describe('reads that span endpoints show only what the caller may read', () => {
     assert.match(await get('siteReader', '/api/admin/grants', 'api/admin/grants'), /oid-crm-person/);
   });
 
+  test("reconcile's preview: a Reader of billing does not see crm's overdue handoff", async () => {
+    const overdue = {
+      endpointId: 'crmendpoint',
+      eventId: 'evt-crm-overdue',
+      sessionId: 'CRM-9',
+      messageId: 'evt-crm-overdue-handoff',
+      messageType: MessageType.PendingHandoffResponse,
+      eventTypeId: 'CustomerRegistered',
+      parentMessageId: 'evt-crm-overdue-req',
+      originatingMessageId: 'evt-crm-overdue-req',
+      correlationId: null,
+      from: 'crmendpoint',
+      to: 'Resolver',
+      enqueuedAt: new Date(Date.now() - 3_600_000).toISOString(),
+      handoffReason: 'crm-only import job',
+      externalJobId: 'CRM-JOB-1',
+      expectedBy: new Date(Date.now() - 1_800_000).toISOString(),
+    };
+    await stack.store.recordOutcome({ history: { ...overdue }, status: { ...overdue } });
+    const mine = await get('billingReader', '/api/operations/reconcile', 'api/operations/reconcile');
+    assert.doesNotMatch(mine, /evt-crm-overdue|crm-only import job/);
+    assert.match(await get('siteReader', '/api/operations/reconcile', 'api/operations/reconcile'), /evt-crm-overdue/);
+  });
+
   test("event details: billing's view of a shared event id carries no crm history or audits", async () => {
     const route = 'api/endpoints/[endpointId]/events/[eventId]';
     const params = { endpointId: BILLING, eventId: SHARED };

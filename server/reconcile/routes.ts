@@ -4,6 +4,7 @@ import type { ConsoleContext } from '../context.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
 import { applyStuckRepairs } from './stuck.ts';
 import { findDrainingSessions, repairDrainingSessions, type DrainingScan } from './draining.ts';
+import { inScope, type ReadScope } from '../auth/readScope.ts';
 
 const rowTarget = {
   endpointId: z.string().min(1).max(50),
@@ -35,8 +36,9 @@ export function reconcileEndpoints(body: z.output<typeof reconcileApplyBody>): s
   return [...new Set([...body.targets, ...body.repairs, ...body.sessions].map((t) => t.endpointId))];
 }
 
-export async function reconcilePreview(ctx: ConsoleContext) {
-  const endpointIds = ctx.catalog.endpoints.map((e) => e.id);
+/** The preview of the catalog's endpoints within `scope` (an endpoint's Reader sees that endpoint's rows only). */
+export async function reconcilePreview(ctx: ConsoleContext, scope: ReadScope = { all: true }) {
+  const endpointIds = ctx.catalog.endpoints.map((e) => e.id).filter((id) => inScope(scope, id));
   const rows = await previewReconcile(ctx.store, endpointIds);
   // The session scan needs the broker; without it the rows are still worth showing.
   const draining: DrainingScan & { error?: string } = await findDrainingSessions(ctx.serviceBus.client, ctx.store, endpointIds).catch((err: unknown) => ({

@@ -1,7 +1,8 @@
-// GET /api/operations/reconcile: the preview (stale Pending rows with evidence, overdue handoffs). Any role.
+// GET /api/operations/reconcile: the preview (stale Pending rows with evidence, overdue handoffs, stuck rows, draining
+// sessions) of the endpoints the caller may read. Any role.
 // POST with `{ targets, repairs }`: re-applies the stored outcome of each stale row, through the guarded write, and
 // re-sends or restores each stuck row. Operator: site-wide, or of every endpoint the request names.
-import { audited, authorize, authorizeBeforeBody, type Authorized } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody, readScope, type Authorized } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { reconcileApply, reconcileApplyBody, reconcileEndpoints, reconcilePreview } from '../../../../server/reconcile/routes.ts';
@@ -10,8 +11,8 @@ export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
-    await authorize(request, 'read');
-    return json(await reconcilePreview(await getContext()));
+    const who = await authorize(request, 'read');
+    return json(await reconcilePreview(await getContext(), readScope(who)));
   });
 }
 
