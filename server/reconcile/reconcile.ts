@@ -16,6 +16,7 @@ import {
 } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
 import { stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
+import { eventHistory } from './history.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -81,17 +82,6 @@ export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | '
   return undefined;
 }
 
-async function historyOf(store: MessageStore, eventId: string): Promise<HistoryEntry[]> {
-  const out: HistoryEntry[] = [];
-  let token: string | undefined;
-  do {
-    const page = await store.listHistory(eventId, { pageSize: 200, continuationToken: token });
-    out.push(...page.items);
-    token = page.continuationToken;
-  } while (token && out.length < 2000);
-  return out;
-}
-
 export async function previewReconcile(
   store: MessageStore,
   endpointIds: string[],
@@ -126,7 +116,7 @@ export async function previewReconcile(
           }
           continue;
         }
-        const history = await historyOf(store, row.eventId);
+        const history = await eventHistory(store, row.eventId);
         const evidence = settlingEvidence(row, history);
         if (!evidence) {
           const finding = await stuckFinding(store, row, history, { ...grace, now });
@@ -182,7 +172,7 @@ export async function applyReconcile(store: MessageStore, targets: ReconcileTarg
       results.push({ target, outcome: 'unchanged', reason: row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists' });
       continue;
     }
-    const history = await historyOf(store, target.eventId);
+    const history = await eventHistory(store, target.eventId);
     const evidence = settlingEvidence(row, history);
     const entry = evidence && history.find((h) => h.messageId === evidence.messageId);
     if (!evidence || !entry) {

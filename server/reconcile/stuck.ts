@@ -23,6 +23,7 @@ import { log } from '../log.ts';
 import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
+import { eventHistory } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
 export const UNANSWERED_GRACE_MS = 10 * 60_000;
@@ -182,17 +183,6 @@ export interface RepairResult {
   status?: string;
 }
 
-async function fullHistory(store: MessageStore, eventId: string): Promise<HistoryEntry[]> {
-  const out: HistoryEntry[] = [];
-  let token: string | undefined;
-  do {
-    const page = await store.listHistory(eventId, { pageSize: 200, continuationToken: token });
-    out.push(...page.items);
-    token = page.continuationToken;
-  } while (token && out.length < 2000);
-  return out;
-}
-
 /**
  * Carries out repairs chosen from the preview. Everything is re-checked here from the store (only the row version
  * comes from the request): the row must still be that version and still stuck for the same reason, and a restore
@@ -213,7 +203,7 @@ export async function applyStuckRepairs(
       unchanged(row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists');
       continue;
     }
-    const history = await fullHistory(store, row.eventId);
+    const history = await eventHistory(store, row.eventId);
     const finding = await stuckFinding(store, row, history, o);
     if (!finding || finding.kind !== target.kind) {
       unchanged(`the row is ${row.status} and no longer stuck that way`);
