@@ -36,6 +36,16 @@ describe('start configuration', () => {
     });
   });
 
+  test('NIMBUS_EMULATOR_KEY: the namespace key other tools connect with; a bad one is refused without echoing it', () => {
+    const key = 'bG9jYWwtZGV2ZWxvcG1lbnQta2V5';
+    const c = ok({ NIMBUS_EMULATOR_KEY: key });
+    assert.equal(c.serviceBus.kind === 'embedded' && c.serviceBus.key, key);
+    assert.equal(ok({}).serviceBus.kind === 'embedded' && 'key' in ok({}).serviceBus, false, 'absent: random per start');
+    const bad = message({ NIMBUS_EMULATOR_KEY: 'short key!' });
+    assert.match(bad, /NIMBUS_EMULATOR_KEY/);
+    assert.doesNotMatch(bad, /short key!/);
+  });
+
   test('connection settings: external services, no embedded server, demo off by default', () => {
     const c = ok({
       NIMBUS_SERVICEBUS_CONNECTION_STRING: AZURE_SB,

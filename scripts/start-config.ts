@@ -10,6 +10,8 @@ export type ServiceBusSetting =
       kind: 'embedded';
       port: number;
       /** Absent: the emulator keeps messages in memory only (tests). */ dataDir?: string;
+      /** NIMBUS_EMULATOR_KEY: the namespace key, so that other tools can connect; absent = random per start. */
+      key?: string;
     }
   | { kind: 'external'; connectionString: string; /** host name, safe to log */ host: string };
 
@@ -100,6 +102,15 @@ const envSchema = z.object({
   NIMBUS_CATALOG: optionalText.transform((v) => v ?? 'catalog/demo.json'),
   NIMBUS_DATA_DIR: optionalText.transform((v) => v ?? '.nimbus'),
   NIMBUS_EMULATOR_PORT: port('NIMBUS_EMULATOR_PORT', 5672),
+  // Checked here with the emulator's own rule, so a bad key is one sentence before anything starts. Never echoed.
+  NIMBUS_EMULATOR_KEY: optionalText.pipe(
+    z
+      .string()
+      .min(16, 'NIMBUS_EMULATOR_KEY must have at least 16 characters')
+      .max(256, 'NIMBUS_EMULATOR_KEY must have at most 256 characters')
+      .regex(/^[A-Za-z0-9+/_-]+=*$/, 'NIMBUS_EMULATOR_KEY may use base64 characters only')
+      .optional(),
+  ),
   NIMBUS_COSMOS_PORT: port('NIMBUS_COSMOS_PORT', 8081),
   PORT: port('PORT', 3000),
   HOSTNAME: optionalText,
@@ -180,7 +191,12 @@ export function parseStartConfig(env: NodeJS.ProcessEnv): ConfigResult {
       return { ok: false, message: `NIMBUS_SERVICEBUS_CONNECTION_STRING: ${(error as Error).message}` };
     }
   } else {
-    serviceBus = { kind: 'embedded', port: e.NIMBUS_EMULATOR_PORT, dataDir: e.NIMBUS_DATA_DIR };
+    serviceBus = {
+      kind: 'embedded',
+      port: e.NIMBUS_EMULATOR_PORT,
+      dataDir: e.NIMBUS_DATA_DIR,
+      ...(e.NIMBUS_EMULATOR_KEY ? { key: e.NIMBUS_EMULATOR_KEY } : {}),
+    };
   }
 
   let cosmos: CosmosSetting;

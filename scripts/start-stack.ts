@@ -134,7 +134,11 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       if (dataDir) mkdirSync(dataDir, { recursive: true });
       let emulator;
       try {
-        emulator = await startEmulator({ port: config.serviceBus.port, dataDir });
+        emulator = await startEmulator({
+          port: config.serviceBus.port,
+          dataDir,
+          ...(config.serviceBus.key !== undefined ? { key: config.serviceBus.key } : {}),
+        });
       } catch (error) {
         if (isAddressInUse(error)) {
           throw new StartError(
@@ -148,7 +152,9 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       connectionString = emulator.connectionString;
       log('emulator').info(
         { address: `127.0.0.1:${emulator.port}`, data: dataDir ?? 'memory only' },
-        'Service Bus emulator ready',
+        config.serviceBus.key !== undefined
+          ? 'Service Bus emulator ready (namespace key from NIMBUS_EMULATOR_KEY)'
+          : 'Service Bus emulator ready (a random namespace key; set NIMBUS_EMULATOR_KEY to connect other tools)',
       );
     } else {
       connectionString = config.serviceBus.connectionString;

@@ -162,7 +162,11 @@ describe('npm start with good settings', () => {
       assert.match(again, /documents restored from .*cosmos/);
       assert.doesNotMatch(again, /\b0 documents restored/);
       // --reset starts from a clean slate, and says so.
-      const reset = await startAndStop(dataDir, ['--reset']);
+      const key = 'bG9jYWwtZGV2ZWxvcG1lbnQta2V5';
+      const reset = await startAndStop(dataDir, ['--reset'], { NIMBUS_EMULATOR_KEY: key });
+      // A chosen namespace key (for other tools) is used and never printed.
+      assert.match(reset, /namespace key from NIMBUS_EMULATOR_KEY/);
+      assert.ok(!reset.includes(key), 'the key is not in the log');
       assert.match(reset, /\[start\] reset: removed \S+servicebus and \S+cosmos; starting from a clean slate/);
       assert.match(reset, /\b0 documents restored/);
     } finally {
@@ -172,10 +176,10 @@ describe('npm start with good settings', () => {
 });
 
 /** Starts headless without demo traffic on `dataDir`, waits until it runs, stops it with SIGINT; its stdout. */
-async function startAndStop(dataDir: string, args: string[]): Promise<string> {
+async function startAndStop(dataDir: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts', ...args], {
     cwd: root,
-    env: cleanEnv({ NIMBUS_CONSOLE: '0', NIMBUS_DEMO: '0', NIMBUS_DATA_DIR: dataDir }),
+    env: cleanEnv({ NIMBUS_CONSOLE: '0', NIMBUS_DEMO: '0', NIMBUS_DATA_DIR: dataDir, ...extraEnv }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
