@@ -15,6 +15,7 @@ import { seedConsoleData } from '../../../server/testing/seed.ts';
 import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../../../server/testing/oidcProvider.ts';
 import { ConsoleHandoffClient } from '../consoleHandoffClient.ts';
 import { startConsoleRouteServer, type ConsoleRouteServer } from './consoleRoutes.ts';
+import { oidcProviderEnv } from '../../../server/testing/oidcEnv.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -51,17 +52,15 @@ before(async () => {
   }
 
   idp = await startTestOidcProvider({ redirectUris: ['http://127.0.0.1:1/auth/callback'], postLogoutRedirectUris: [] });
-  Object.assign(process.env, stack.env, {
-    NIMBUS_AUTH: 'oidc',
-    NIMBUS_AUTH_ISSUER: idp.issuer,
-    NIMBUS_AUTH_CLIENT_ID: idp.consoleClient.id,
-    NIMBUS_AUTH_CLIENT_SECRET: idp.consoleClient.secret,
-    NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:1/auth/callback',
-    NIMBUS_AUTH_SESSION_SECRET: 'agent-rights-test-session-secret-0123456789',
-    NIMBUS_AUTH_BEARER_AUDIENCE: API_AUDIENCE,
-    NIMBUS_AUTH_CA_FILE: idp.caFile,
-    NIMBUS_AUTH_ROLE_MAP: JSON.stringify({ roles: { 'Handoff.Settle': `Operator:${ERP}` } }),
-  });
+  Object.assign(
+    process.env,
+    stack.env,
+    oidcProviderEnv(idp, {
+      sessionSecret: 'agent-rights-test-session-secret-0123456789',
+      bearerAudience: API_AUDIENCE,
+      roleMap: { roles: { 'Handoff.Settle': `Operator:${ERP}` } },
+    }),
+  );
   seeded = await seedConsoleData(stack.store);
   routes = await startConsoleRouteServer();
   ({ closeContext } = await import('../../../server/context.ts'));
