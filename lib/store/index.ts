@@ -7,3 +7,4 @@ export * from './paging.ts';
 export * from './schemas.ts';
 export * from './store.ts';
 export { docId, statusRowId } from './ids.ts';
+export { LeaseStore, holdLease, LEASES_CONTAINER, type Lease, type HeldLease, type HoldLeaseOptions } from './leases.ts';

@@ -1,0 +1,69 @@
+// Leases against the embedded Cosmos server through the real client: one holder at a time, expiry hands the lease
+// over, a renewal after losing it fails, racing claims give exactly one winner, and a held lease signals its loss.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CosmosClient, type Database } from '@azure/cosmos';
+import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import { LeaseStore, holdLease } from './leases.ts';
+import { uniq } from './testing/fixtures.ts';
+
+let cosmos: EmbeddedCosmos;
+let client: CosmosClient;
+let database: Database;
+before(async () => {
+  cosmos = await startEmbeddedCosmos({ port: 0 });
+  client = new CosmosClient({ endpoint: cosmos.endpoint, key: cosmos.key, connectionPolicy: { enableEndpointDiscovery: false } });
+  database = (await client.databases.createIfNotExists({ id: uniq('leases') })).database;
+});
+after(async () => {
+  client.dispose();
+  await cosmos.close();
+});
+
+test('one holder at a time; the holder renews; expiry hands the lease to another owner', async () => {
+  let now = 1_000_000;
+  const leases = new LeaseStore(database, { now: () => now });
+  const name = uniq('duty');
+  const a = await leases.acquire(name, 'a', 10_000);
+  assert.ok(a);
+  assert.equal(await leases.acquire(name, 'b', 10_000), undefined, 'b must not take a held lease');
+  const again = await leases.acquire(name, 'a', 10_000);
+  assert.ok(again, 'the holder re-acquiring renews');
+  assert.deepEqual(await leases.holder(name), { owner: 'a', expiresAt: now + 10_000 });
+  now += 10_001;
+  assert.equal(await leases.holder(name), undefined);
+  const b = await leases.acquire(name, 'b', 10_000);
+  assert.ok(b, 'an expired lease goes to the next owner');
+  assert.equal(await leases.renew(again, 10_000), undefined, 'a renewal after losing the lease fails');
+  await leases.release(b);
+  assert.ok(await leases.acquire(name, 'c', 10_000), 'a released lease is free at once');
+});
+
+test('racing acquirers and racing one-time claims: exactly one winner', async () => {
+  const leases = new LeaseStore(database);
+  const name = uniq('race');
+  const results = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((o) => leases.acquire(name, o, 30_000)));
+  assert.equal(results.filter(Boolean).length, 1);
+  const key = uniq('tick');
+  const claims = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((o) => leases.claimOnce(key, o)));
+  assert.deepEqual(claims.filter(Boolean).length, 1);
+  assert.equal(await leases.claimOnce(key, 'f'), false, 'a claimed key stays claimed');
+});
+
+test('holdLease keeps renewing past the TTL and aborts its signal when the lease is taken', async () => {
+  const leases = new LeaseStore(database);
+  const name = uniq('held');
+  const held = await holdLease(leases, name, 'a', { ttlMs: 600, renewEveryMs: 100 });
+  assert.ok(held);
+  await new Promise((r) => setTimeout(r, 1_500));
+  assert.equal(held.signal.aborted, false, 'renewals keep the lease');
+  assert.equal((await leases.holder(name))?.owner, 'a');
+  assert.equal(await holdLease(leases, name, 'b', { ttlMs: 600 }), undefined);
+  // Someone else takes it (as after a long pause of the holder): the next renewal finds it gone.
+  const thief = new LeaseStore(database, { now: () => Date.now() + 60_000 });
+  assert.ok(await thief.acquire(name, 'b', 600_000));
+  await new Promise<void>((resolve) => held.signal.addEventListener('abort', () => resolve(), { once: true }));
+  assert.equal(held.signal.aborted, true);
+  await held.release();
+  assert.equal((await leases.holder(name))?.owner, 'b', "releasing a lost lease leaves the new holder's alone");
+});

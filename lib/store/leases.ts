@@ -1,0 +1,182 @@
+// Leases and one-time claims in Cosmos, so background duties stay single when the console or the Resolver runs as
+// several replicas: one heartbeat sender per tick, one reconcile at a time, one runner per bulk job or replay, one
+// alert evaluator. A lease is a document `{ id: name, owner, expiresAt }` in the `leases` container, taken and
+// renewed by compare-and-swap on its etag; a replica that dies stops renewing and loses the lease when it expires.
+//
+// Expiry is wall-clock time written by the holder, so replicas' clocks must agree to well within the lease's
+// time-to-live (seconds of skew against a TTL of tens of seconds is fine; NTP-synced hosts are far closer).
+import type { Container, Database, ItemDefinition } from '@azure/cosmos';
+import { openContainer, type ContainerSlot } from './containers.ts';
+import { cosmosStatus } from './errors.ts';
+
+export const LEASES_CONTAINER = 'leases';
+
+interface LeaseDocument extends ItemDefinition {
+  id: string;
+  owner: string;
+  expiresAt: number;
+  acquiredAt: number;
+  /** Cosmos' own time-to-live in seconds, so one-time claims (one per tick) clean themselves up on Azure. */
+  ttl?: number;
+}
+
+/** A lease held by `owner` until `expiresAt` (epoch ms). `etag` is the version the holder last wrote. */
+export interface Lease {
+  name: string;
+  owner: string;
+  expiresAt: number;
+  etag: string;
+}
+
+export interface LeaseStoreOptions {
+  now?: () => number;
+}
+
+export class LeaseStore {
+  private readonly slot: ContainerSlot = {};
+  private readonly database: Database;
+  private readonly now: () => number;
+
+  constructor(database: Database, options: LeaseStoreOptions = {}) {
+    this.database = database;
+    this.now = options.now ?? Date.now;
+  }
+
+  private container(): Promise<Container> {
+    return openContainer(this.slot, this.database, LEASES_CONTAINER, '/id');
+  }
+
+  /**
+   * Takes the lease `name` for `owner` for `ttlMs` when it is free, expired, or already `owner`'s (then it is
+   * renewed). Returns the lease, or undefined when another owner holds it (or won a race for it just now).
+   */
+  async acquire(name: string, owner: string, ttlMs: number): Promise<Lease | undefined> {
+    const c = await this.container();
+    const now = this.now();
+    const doc: LeaseDocument = { id: name, owner, expiresAt: now + ttlMs, acquiredAt: now };
+    const current = await c.item(name, name).read<LeaseDocument>();
+    if (current.statusCode === 404 || !current.resource) {
+      try {
+        const r = await c.items.create(doc);
+        return toLease(name, owner, doc.expiresAt, r.etag);
+      } catch (err) {
+        if (cosmosStatus(err) === 409) return undefined;
+        throw err;
+      }
+    }
+    const held = current.resource;
+    if (held.owner !== owner && held.expiresAt > now) return undefined;
+    if (held.owner === owner) doc.acquiredAt = held.acquiredAt;
+    return this.replaceIf(c, doc, current.etag);
+  }
+
+  /** Extends a held lease; undefined when it was lost meanwhile (expired and taken by someone else). */
+  async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+    const c = await this.container();
+    const now = this.now();
+    return this.replaceIf(c, { id: lease.name, owner: lease.owner, expiresAt: now + ttlMs, acquiredAt: now }, lease.etag);
+  }
+
+  /** Gives the lease up at once (expired now), so another replica need not wait for the TTL. */
+  async release(lease: Lease): Promise<void> {
+    const c = await this.container();
+    await this.replaceIf(c, { id: lease.name, owner: lease.owner, expiresAt: 0, acquiredAt: 0 }, lease.etag);
+  }
+
+  /** The current holder of `name` while its lease is unexpired. */
+  async holder(name: string): Promise<{ owner: string; expiresAt: number } | undefined> {
+    const c = await this.container();
+    const r = await c.item(name, name).read<LeaseDocument>();
+    const d = r.resource;
+    if (!d || d.expiresAt <= this.now()) return undefined;
+    return { owner: d.owner, expiresAt: d.expiresAt };
+  }
+
+  /**
+   * Claims `key` once, forever (or until Cosmos' TTL removes the document): true for exactly one caller among
+   * any number of replicas racing for it. Used for once-per-tick duties ("heartbeat for 10:05:00").
+   */
+  async claimOnce(key: string, owner: string, ttlSeconds = 86_400): Promise<boolean> {
+    const c = await this.container();
+    const now = this.now();
+    try {
+      await c.items.create<LeaseDocument>({ id: key, owner, expiresAt: Number.MAX_SAFE_INTEGER, acquiredAt: now, ttl: ttlSeconds });
+      return true;
+    } catch (err) {
+      if (cosmosStatus(err) === 409) return false;
+      throw err;
+    }
+  }
+
+  private async replaceIf(c: Container, doc: LeaseDocument, etag: string | undefined): Promise<Lease | undefined> {
+    try {
+      const r = await c.item(doc.id, doc.id).replace(doc, etag ? { accessCondition: { type: 'IfMatch', condition: etag } } : {});
+      return toLease(doc.id, doc.owner, doc.expiresAt, r.etag);
+    } catch (err) {
+      const status = cosmosStatus(err);
+      if (status === 412 || status === 404) return undefined;
+      throw err;
+    }
+  }
+}
+
+function toLease(name: string, owner: string, expiresAt: number, etag: string | undefined): Lease {
+  return { name, owner, expiresAt, etag: etag ?? '' };
+}
+
+export interface HeldLease {
+  /** Aborted when the lease is lost (a renewal found another owner) or released. */
+  readonly signal: AbortSignal;
+  /** Stops renewing and releases the lease. */
+  release(): Promise<void>;
+}
+
+export interface HoldLeaseOptions {
+  ttlMs: number;
+  /** How often to renew; default a third of the TTL, so two renewals may fail before the lease lapses. */
+  renewEveryMs?: number;
+  /** Called once with the error when renewals fail (the store unreachable); the lease is treated as lost. */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * Acquires `name` and keeps renewing it in the background until released or lost. Returns undefined when another
+ * owner holds it. The holder must stop its work when `signal` aborts: past that point another replica may start.
+ */
+export async function holdLease(leases: LeaseStore, name: string, owner: string, options: HoldLeaseOptions): Promise<HeldLease | undefined> {
+  let lease = await leases.acquire(name, owner, options.ttlMs);
+  if (!lease) return undefined;
+  const controller = new AbortController();
+  const every = options.renewEveryMs ?? Math.max(50, Math.floor(options.ttlMs / 3));
+  let renewing: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    renewing = (async () => {
+      if (controller.signal.aborted || !lease) return;
+      try {
+        const next = await leases.renew(lease, options.ttlMs);
+        if (!next) controller.abort(new Error(`lease ${name} lost`));
+        else lease = next;
+      } catch (err) {
+        // A renewal that cannot reach the store cannot prove the lease is still ours once it expires: give it up
+        // rather than risk two holders.
+        if (lease && Date.now() >= lease.expiresAt) {
+          options.onError?.(err);
+          controller.abort(err);
+        }
+      }
+    })();
+  }, every);
+  timer.unref();
+  controller.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+  return {
+    signal: controller.signal,
+    async release() {
+      clearInterval(timer);
+      await renewing;
+      const held = lease;
+      lease = undefined;
+      if (!controller.signal.aborted) controller.abort(new Error(`lease ${name} released`));
+      if (held) await leases.release(held).catch(() => undefined);
+    },
+  };
+}
