@@ -4,7 +4,7 @@
 // the Resolver would take an hour for 100,000 events; the documents are the same shape the store writes
 // (validated against the store's schemas before they are sent), so the console reads them as it reads real data.
 import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
-import { MessageType, ResolutionStatus } from '../lib/contract/index.ts';
+import { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
   COUNTER_BUCKETS,

@@ -15,7 +15,7 @@ import type { EventContext, Message, Sender } from 'rhea';
 import { isServiceBusError } from '@azure/service-bus';
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage } from '@azure/service-bus';
 import { startEmulator } from '../emulator/index.ts';
-import { createServiceBusClients } from '../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { markPhase, startEmulatorProcess } from './processes.ts';
 import { type BenchResult, envInt, percentile, toMarkdown } from './report.ts';
 

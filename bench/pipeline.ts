@@ -10,14 +10,14 @@ import { performance } from 'node:perf_hooks';
 import { isServiceBusError } from '@azure/service-bus';
 import type { ServiceBusClient, ServiceBusMessage } from '@azure/service-bus';
 import { startEmulator } from '../emulator/index.ts';
-import { MessageType, Topic } from '../lib/contract/index.ts';
-import { createServiceBusClients } from '../lib/servicebus/index.ts';
-import type { ServiceBusClients } from '../lib/servicebus/index.ts';
-import { deriveTopology, provisionTopology } from '../lib/topology/index.ts';
-import { HandlerRegistry } from '../lib/sdk/handlers.ts';
-import { Publisher, sessionKeysFromCatalog } from '../lib/sdk/publisher.ts';
-import { SubscriberHost } from '../lib/sdk/subscriberHost.ts';
-import { demoCatalog } from '../lib/sdk/e2e/harness.ts';
+import { MessageType, Topic } from '@nimbus/sdk/contract';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
+import type { ServiceBusClients } from '@nimbus/sdk/servicebus';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
+import { HandlerRegistry } from '@nimbus/sdk';
+import { Publisher, sessionKeysFromCatalog } from '@nimbus/sdk';
+import { SubscriberHost } from '@nimbus/sdk';
+import { demoCatalog } from '../packages/sdk/e2e/harness.ts';
 import { type BenchResult, envInt, toMarkdown } from './report.ts';
 
 interface Settings {

@@ -9,9 +9,9 @@ import { pathToFileURL } from 'node:url';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { pino } from 'pino';
 import { startEmulator } from '../emulator/index.ts';
-import { parseCatalog } from '../lib/contract/catalog.ts';
-import { eventBody, MessageType, Prop, SELF, Topic, encodeBody, resultingStatus } from '../lib/contract/index.ts';
-import { createServiceBusClients } from '../lib/servicebus/index.ts';
+import { parseCatalog } from '@nimbus/sdk/catalog';
+import { eventBody, MessageType, Prop, SELF, Topic, encodeBody, resultingStatus } from '@nimbus/sdk/contract';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import {
   createStore,
   startEmbeddedCosmos,
@@ -21,7 +21,7 @@ import {
   type StatusWrite,
   type StatusWriteResult,
 } from '../lib/store/index.ts';
-import { deriveTopology, provisionTopology } from '../lib/topology/index.ts';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startResolver } from '../resolver-worker/index.ts';
 import { markPhase, processCpuMs, startEmulatorProcess } from './processes.ts';
 

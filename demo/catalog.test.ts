@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { loadCatalog, parseCatalog } from '../lib/contract/catalog.ts';
+import { loadCatalog, parseCatalog } from '@nimbus/sdk/catalog';
 import { demoCatalogProblems } from './index.ts';
 
 test('catalog/demo.json fits the demo endpoints', async () => {

@@ -4,12 +4,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import type { ResolutionStatus } from '../lib/contract/index.ts';
+import type { ResolutionStatus } from '@nimbus/sdk/contract';
 import type { StatusRowSummary } from '../lib/store/index.ts';
 import { parseStartConfig } from '../scripts/start-config.ts';
 import { startStack, type RunningStack } from '../scripts/start-stack.ts';
 import { Manager } from '../server/manager/manager.ts';
-import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { DemoEndpoint, DemoEventType } from './index.ts';
 
 let stack: RunningStack;

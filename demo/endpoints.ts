@@ -2,14 +2,14 @@
 // schemas, a retry policy for a throttling dependency, the default permanent-failure classifier, and a handoff
 // to an external job. What each one does with which data is in rules.ts.
 import { z } from 'zod';
-import { MessageType } from '../lib/contract/index.ts';
+import { MessageType } from '@nimbus/sdk/contract';
 import {
   HandlerRegistry,
   RetryPolicies,
   defaultPermanentFailureClassifier,
   type FailureDispositionClassifier,
   type Publisher,
-} from '../lib/sdk/index.ts';
+} from '@nimbus/sdk';
 import { CreditApprovalRequiredError, CrmUnavailableError } from './errors.ts';
 import type { LedgerJobs } from './jobs.ts';
 import { bucketOf } from './random.ts';

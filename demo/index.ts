@@ -4,7 +4,7 @@
 import type { ServiceBusClient } from '@azure/service-bus';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
-import type { Catalog } from '../lib/contract/index.ts';
+import type { Catalog } from '@nimbus/sdk/contract';
 import {
   createDeferredProcessor,
   createHandoffClient,
@@ -15,7 +15,7 @@ import {
   type DeliveryResult,
   type InboxStore,
   type SubscriberHost,
-} from '../lib/sdk/index.ts';
+} from '@nimbus/sdk';
 import { demoEndpoints } from './endpoints.ts';
 import { LedgerJobs } from './jobs.ts';
 import { DemoEndpoint, DemoEventType } from './rules.ts';

@@ -4,9 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import type { HandoffClient, HandoffCoordinates } from '../lib/sdk/index.ts';
-import { settlementMessageId } from '../lib/sdk/handoffClient.ts';
-import { MessageType } from '../lib/contract/index.ts';
+import type { HandoffClient, HandoffCoordinates } from '@nimbus/sdk';
+import { settlementMessageId } from '@nimbus/sdk';
+import { MessageType } from '@nimbus/sdk/contract';
 import { LedgerJobs } from './jobs.ts';
 
 const where: HandoffCoordinates = {

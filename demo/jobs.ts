@@ -2,7 +2,7 @@
 // job finishes later, outside the handler, and reports through the SDK's handoff client (HandoffCompletedRequest
 // or HandoffFailedRequest through the Manager topic), as a real integration would.
 import type { Logger } from 'pino';
-import type { HandoffClient, HandoffCoordinates } from '../lib/sdk/index.ts';
+import type { HandoffClient, HandoffCoordinates } from '@nimbus/sdk';
 import type { LedgerJobOutcome } from './rules.ts';
 
 export interface LedgerJobTimings {

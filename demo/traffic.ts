@@ -3,7 +3,7 @@
 // failed until resubmitted, parked behind a failure, handed off, dead-lettered, unsupported), so every page has
 // something to show within seconds, and then continues at random from the seed.
 import type { Logger } from 'pino';
-import type { Publisher } from '../lib/sdk/index.ts';
+import type { Publisher } from '@nimbus/sdk';
 import { pick, seededRandom } from './random.ts';
 import { CREDIT_LIMIT, DemoEventType, crmThrottles, invoiceIdFor, ledgerJobOutcome } from './rules.ts';
 

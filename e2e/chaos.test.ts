@@ -32,11 +32,11 @@ import { CosmosClient } from '@azure/cosmos';
 import type { ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import { pino, type Logger } from 'pino';
 import { startEmulator, type RunningEmulator } from '../emulator/index.ts';
-import { loadCatalog } from '../lib/contract/catalog.ts';
-import { Prop, type Catalog } from '../lib/contract/index.ts';
-import { createPublisher, sessionKeysFromCatalog } from '../lib/sdk/index.ts';
-import { createCosmosInboxStore } from '../lib/sdk/cosmosInbox.ts';
-import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { loadCatalog } from '@nimbus/sdk/catalog';
+import { Prop, type Catalog } from '@nimbus/sdk/contract';
+import { createPublisher, sessionKeysFromCatalog } from '@nimbus/sdk';
+import { createCosmosInboxStore } from '@nimbus/sdk/cosmos';
+import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import {
   CONTAINERS,
   createStore,
@@ -48,7 +48,7 @@ import {
   type MessageStore,
   type StatusRowSummary,
 } from '../lib/store/index.ts';
-import { deriveTopology, provisionTopology } from '../lib/topology/index.ts';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startResolver, type ResolverHandle } from '../resolver-worker/index.ts';
 import { DEFAULT_CATALOG_PATH } from '../server/config.ts';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../server/testing/tcpFaultProxy.ts';

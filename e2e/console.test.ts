@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
-import { MessageType, Prop } from '../lib/contract/index.ts';
+import { MessageType, Prop } from '@nimbus/sdk/contract';
 import { ensureConsoleBuilt } from '../server/build.ts';
 import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
 import { seedConsoleData, XSS_TEXT } from '../server/testing/seed.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { MessageType as T, Topic } from '../lib/contract/index.ts';
+import { MessageType as T, Topic } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import type { FaultProxy } from '../lib/store/testing/faultProxy.ts';
 import { checkReady } from '../server/ready.ts';

@@ -6,7 +6,7 @@ import type { Meter } from '@opentelemetry/api';
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import type { MessageStore } from '../lib/store/index.ts';
-import { createServiceBusClients } from '../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
 import { createResolverMetrics } from './metrics.ts';
 import { ResolverProcessor, type ResolverState, type SettledEvent } from './processor.ts';

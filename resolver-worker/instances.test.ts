@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T } from '../lib/contract/index.ts';
+import { MessageType as T } from '@nimbus/sdk/contract';
 import { createStore } from '../lib/store/index.ts';
 import { withHarness, orderBody } from './testHarness.ts';
 

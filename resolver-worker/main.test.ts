@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { MessageType as T } from '../lib/contract/index.ts';
+import { MessageType as T } from '@nimbus/sdk/contract';
 import { ConfigError, readResolverConfig } from './config.ts';
 import { eventually, withHarness } from './testHarness.ts';
 

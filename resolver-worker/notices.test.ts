@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T, Prop } from '../lib/contract/index.ts';
+import { MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
 
 let h: ResolverHarness;

@@ -12,8 +12,8 @@ import type {
 } from '@azure/service-bus';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
-import { Prop, Topic } from '../lib/contract/index.ts';
-import { withLinkedSignal } from '../lib/sdk/abortScope.ts';
+import { Prop, Topic } from '@nimbus/sdk/contract';
+import { withLinkedSignal } from '@nimbus/sdk';
 import type { ResolverMetrics } from './metrics.ts';
 import { BatchResolution, sleep, type ResolveContext, type Settlement } from './resolve.ts';
 
@@ -154,7 +154,7 @@ export class ResolverProcessor {
       let receiver: ServiceBusSessionReceiver;
       try {
         // Each accept and each session gets its own short-lived signal linked to the stop signal: the client adds
-        // abort listeners per call and does not always remove them (see lib/sdk/abortScope.ts).
+        // abort listeners per call and does not always remove them (see packages/sdk/src/abortScope.ts).
         receiver = await withLinkedSignal(this.#stop.signal, (abortSignal) =>
           this.#o.client.acceptNextSession(this.#topic, this.#subscription, {
             maxAutoLockRenewalDurationInMs: this.#o.maxAutoLockRenewalDurationInMs,

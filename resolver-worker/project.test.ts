@@ -2,7 +2,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
-import { encodeBody, eventBody, MessageType as T, Prop } from '../lib/contract/index.ts';
+import { encodeBody, eventBody, MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { endpointOf, isHistoryOnly, project } from './project.ts';
 import { readResolverMessage } from './read.ts';
 

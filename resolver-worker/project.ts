@@ -10,7 +10,7 @@ import {
   parseEventPayload,
   SELF,
   type MessageType as MessageTypeT,
-} from '../lib/contract/index.ts';
+} from '@nimbus/sdk/contract';
 import type { HistoryWrite, StatusWrite } from '../lib/store/index.ts';
 import type { ResolverMessage } from './read.ts';
 

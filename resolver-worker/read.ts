@@ -10,7 +10,7 @@ import {
   Prop,
   type MessageContent,
   type MessageType,
-} from '../lib/contract/index.ts';
+} from '@nimbus/sdk/contract';
 
 export type PropertyValue = string | number | boolean | null;
 

@@ -12,7 +12,7 @@ import {
   readHeartbeatPayload,
   WireText,
   type MessageType as MessageTypeT,
-} from '../lib/contract/index.ts';
+} from '@nimbus/sdk/contract';
 import {
   AuditType,
   CorruptDocumentError,

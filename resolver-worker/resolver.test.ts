@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T, Prop, WellKnownSession, eventBody, HEARTBEAT_EVENT_TYPE_ID } from '../lib/contract/index.ts';
+import { MessageType as T, Prop, WellKnownSession, eventBody, HEARTBEAT_EVENT_TYPE_ID } from '@nimbus/sdk/contract';
 import { DeadLetterReason } from './index.ts';
 import { ResolverHarness, errorBody, eventually, orderBody } from './testHarness.ts';
 

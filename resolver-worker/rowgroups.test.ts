@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T } from '../lib/contract/index.ts';
+import { MessageType as T } from '@nimbus/sdk/contract';
 import type { FaultProxy, ProxiedRequest } from '../lib/store/testing/faultProxy.ts';
 import { ResolverHarness, errorBody, eventually, orderBody } from './testHarness.ts';
 

@@ -6,12 +6,12 @@ import type { ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service
 import { createNoopMeter, type Attributes, type Meter } from '@opentelemetry/api';
 import { pino } from 'pino';
 import { startEmulator, type RunningEmulator } from '../emulator/index.ts';
-import { parseCatalog } from '../lib/contract/catalog.ts';
-import { encodeBody, eventBody, Prop, SELF, Topic, type Catalog, type MessageType } from '../lib/contract/index.ts';
-import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { parseCatalog } from '@nimbus/sdk/catalog';
+import { encodeBody, eventBody, Prop, SELF, Topic, type Catalog, type MessageType } from '@nimbus/sdk/contract';
+import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy } from '../lib/store/testing/faultProxy.ts';
-import { deriveTopology, provisionTopology } from '../lib/topology/index.ts';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startResolver, type ResolverHandle, type ResolverOptions, type SettledEvent } from './index.ts';
 
 export const testCatalog: Catalog = parseCatalog({

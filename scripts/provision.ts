@@ -1,5 +1,5 @@
-// Entry point of `npm run provision`; see lib/topology/cli.ts.
-import { runProvisionCli } from '../lib/topology/cli.ts';
+// Entry point of `npm run provision`; see packages/sdk/src/topology/cli.ts.
+import { runProvisionCli } from '@nimbus/sdk/topology';
 
 const { exitCode } = await runProvisionCli(process.argv.slice(2));
 process.exitCode = exitCode;

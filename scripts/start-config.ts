@@ -3,7 +3,7 @@
 // value of a secret (connection strings and keys are checked but not echoed).
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { parseConnectionString } from '../lib/servicebus/index.ts';
+import { parseConnectionString } from '@nimbus/sdk/servicebus';
 
 export type ServiceBusSetting =
   | {

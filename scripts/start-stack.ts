@@ -7,16 +7,16 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { startEmulator } from '../emulator/index.ts';
-import { CatalogError, loadCatalog } from '../lib/contract/catalog.ts';
-import type { Catalog } from '../lib/contract/index.ts';
-import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { CatalogError, loadCatalog } from '@nimbus/sdk/catalog';
+import type { Catalog } from '@nimbus/sdk/contract';
+import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, startEmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
 import {
   changeCount,
   deriveTopology,
   provisionTopology,
   type ProvisionOptions,
-} from '../lib/topology/index.ts';
+} from '@nimbus/sdk/topology';
 import { startDemo, type DemoTimings } from '../demo/index.ts';
 import { buildConsole, consoleBuildIsStale, consoleDistDir } from '../server/build.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
-import { decodeBody, MessageType, Prop } from '../lib/contract/index.ts';
+import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
 import { seedConsoleData, XSS_TEXT } from './testing/seed.ts';
 

@@ -6,7 +6,8 @@ import { createRequire } from 'node:module';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const SOURCE_DIRS = ['app', 'components', 'server', 'lib'];
+// The SDK package's sources are part of the console (it imports @nimbus/sdk by name, resolved to packages/sdk/src).
+const SOURCE_DIRS = ['app', 'components', 'server', 'lib', 'packages/sdk/src'];
 const SOURCE_FILES = [
   'next.config.ts',
   'proxy.ts',
@@ -15,6 +16,7 @@ const SOURCE_FILES = [
   'package-lock.json',
   'tsconfig.json',
   'tsconfig.next.json',
+  'packages/sdk/package.json',
 ];
 const SOURCE_EXT = /\.(ts|tsx|css|json|mjs)$/;
 /** Written beside BUILD_ID after a build: the hash of the sources it was built from. */

@@ -2,9 +2,9 @@
 // the Manager. Kept on globalThis because Next.js may load this module more than once (one copy per route
 // bundle); every copy must share one client, not open its own.
 import { isAbsolute, resolve } from 'node:path';
-import { loadCatalog } from '../lib/contract/catalog.ts';
-import type { Catalog } from '../lib/contract/index.ts';
-import { createServiceBusClients, type ServiceBusClients } from '../lib/servicebus/index.ts';
+import { loadCatalog } from '@nimbus/sdk/catalog';
+import type { Catalog } from '@nimbus/sdk/contract';
+import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import { loadConsoleConfig, type ConsoleConfig } from './config.ts';
 import { Manager } from './manager/manager.ts';

@@ -2,7 +2,7 @@
 // type over a recent period counted by current status. One bounded query per consumer endpoint (its partition),
 // aggregated here: the embedded Cosmos server has no GROUP BY (DESIGN.md §6).
 import { z } from 'zod';
-import type { Catalog } from '../lib/contract/index.ts';
+import type { Catalog } from '@nimbus/sdk/contract';
 import { CONTAINERS, queryAll, type MessageStore } from '../lib/store/index.ts';
 
 /** Rows read per consumer at most; beyond it the counts are marked truncated (a lower bound). */

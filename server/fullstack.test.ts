@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { DeferredProcessor, HandlerRegistry, Publisher, sessionKeysFromCatalog, SubscriberHost } from '../lib/sdk/index.ts';
+import { DeferredProcessor, HandlerRegistry, Publisher, sessionKeysFromCatalog, SubscriberHost } from '@nimbus/sdk';
 import type { StatusRowSummary } from '../lib/store/index.ts';
 import { startResolver, type ResolverHandle } from '../resolver-worker/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';

@@ -3,8 +3,8 @@
 // with continuation tokens; nothing here returns a payload except the event details.
 import type { SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
-import { ResolutionStatus, resolutionStatusSchema } from '../lib/contract/index.ts';
-import type { Catalog } from '../lib/contract/index.ts';
+import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
+import type { Catalog } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
   queryPage,

@@ -2,7 +2,7 @@
 // unauthenticated (load balancers call it), so anyone can call it in a loop: the answer is computed at most once
 // per READY_CACHE_MS per process and shared by every caller meanwhile (also while one check is running), and it
 // says which dependency is not ready without its error text, since configuration errors name file paths.
-import { Topic } from '../lib/contract/index.ts';
+import { Topic } from '@nimbus/sdk/contract';
 import type { ConsoleContext } from './context.ts';
 import { log } from './log.ts';
 

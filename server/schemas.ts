@@ -1,6 +1,6 @@
 // Request shapes of the console API (route params and bodies), validated with zod in the route handlers.
 import { z } from 'zod';
-import { MAX_PAYLOAD_DEPTH, jsonDepth } from '../lib/contract/index.ts';
+import { MAX_PAYLOAD_DEPTH, jsonDepth } from '@nimbus/sdk/contract';
 
 export const endpointIdParam = z
   .string()

@@ -13,7 +13,7 @@ import { ErrorBox, Timestamp } from '../format.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
-import { Topic } from '../../lib/contract/properties.ts';
+import { Topic } from '@nimbus/sdk/contract';
 
 const PAGE_SIZE = 25;
 

@@ -1,9 +1,9 @@
 // The admin plane as mounted by startEmulator on the emulator's single port, next to the AMQP data plane:
-// clients come from lib/servicebus with the emulator's own connection string, nothing configured by hand.
+// clients come from packages/sdk/src/servicebus with the emulator's own connection string, nothing configured by hand.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEmulator } from '../index.ts';
-import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 
 test('on the emulator port, the admin client provisions and reads counts of messages the data-plane client sent', async () => {
   const emulator = await startEmulator({ port: 0 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BrokerError, type BrokerAdmin } from '../broker/api.ts';
-import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createAdminHandler } from './http.ts';
 import { rejectsWith } from './test-harness.ts';
 

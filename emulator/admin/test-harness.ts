@@ -1,11 +1,11 @@
 // Test support: a real broker behind the admin handler on an ephemeral loopback port, and the real
-// ServiceBusAdministrationClient built by lib/servicebus (as all our code builds it).
+// ServiceBusAdministrationClient built by packages/sdk/src/servicebus (as all our code builds it).
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ServiceBusAdministrationClient } from '@azure/service-bus';
 import { createBroker, type Broker } from '../broker/index.ts';
-import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createAdminHandler, type AdminHandlerOptions } from './http.ts';
 import { createAccessControl } from '../auth/access.ts';
 import { PolicyStore, ROOT_KEY_NAME } from '../auth/policies.ts';

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ServiceBusClient, type ServiceBusAdministrationClient } from '@azure/service-bus';
-import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { startEmulator, type RunningEmulator } from '../index.ts';
 import { errorCode } from '../amqp/test-support.ts';
 import { createSasToken } from './sas-token.ts';

@@ -1,5 +1,5 @@
 // Shared helpers for the emulator conformance suite. The suite talks to the emulator only through the
-// unmodified @azure/service-bus clients (built by lib/servicebus, as all our code builds them); the emulator
+// unmodified @azure/service-bus clients (built by packages/sdk/src/servicebus, as all our code builds them); the emulator
 // itself is touched only to start and stop it. Every wait here is bounded so a broken emulator fails a test
 // instead of hanging the run.
 
@@ -22,7 +22,7 @@ import type {
   CorrelationRuleFilter,
 } from '@azure/service-bus';
 import { startEmulator, type StartEmulatorOptions } from '../index.ts';
-import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 
 type StartedEmulator = Awaited<ReturnType<typeof startEmulator>>;
 
@@ -33,7 +33,7 @@ export interface Harness {
   emulator: StartedEmulator;
   connectionString: string;
   port: number;
-  /** The data-plane client from lib/servicebus (default options). */
+  /** The data-plane client from packages/sdk/src/servicebus (default options). */
   client: ServiceBusClient;
   admin: ServiceBusAdministrationClient;
   /** A data-plane client with short timeouts and few retries (for error and timeout tests). */

@@ -1,6 +1,6 @@
 // The NimBus topology (DESIGN.md §3) provisioned through the admin client, and its routing checked message by
 // message: every copy that must arrive arrives with the stamped properties, and nothing arrives anywhere else.
-// Names are written out here (not imported from lib/contract) so the emulator's suite depends on nothing but
+// Names are written out here (not imported from packages/sdk/src/contract) so the emulator's suite depends on nothing but
 // the clients; the strings are the ones DESIGN.md §3 gives.
 
 import { after, before, describe, test } from 'node:test';

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T, ResolutionStatus as S, type MessageType } from '../contract/index.ts';
+import { MessageType as T, ResolutionStatus as S, type MessageType } from '@nimbus/sdk/contract';
 import { createStore, type StatusWriteResult } from './store.ts';
 import { StoreInputError, StoreThrottledError } from './errors.ts';
 import { startFaultProxy } from './testing/faultProxy.ts';

@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
-import { cosmosConnectionSchema, createCosmosClient } from './cosmosClient.ts';
+import { cosmosConnectionSchema, createCosmosClient } from '@nimbus/sdk/cosmos';
 import { cosmosStatus } from './errors.ts';
 import { openContainer, type ContainerSlot } from './containers.ts';
 import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';

@@ -13,7 +13,7 @@ import { isLoopbackHostHeader } from '../net/loopback.ts';
 
 // The client side lives in its own module so that code which only connects (the SDK's durable inbox) does not load
 // the embedded server; re-exported here for the store's existing importers.
-export { cosmosConnectionSchema, createCosmosClient, type CosmosConnection } from './cosmosClient.ts';
+export { cosmosConnectionSchema, createCosmosClient, type CosmosConnection } from '@nimbus/sdk/cosmos';
 
 export interface EmbeddedCosmos {
   /** `http://127.0.0.1:<port>` */

@@ -2,11 +2,11 @@
 // status write moves a row from one bucket to another. The delta is computed from the row version the write
 // replaced under its etag, so concurrent writers on one row produce deltas that add up exactly.
 import type { Container, PatchOperation } from '@azure/cosmos';
-import { ResolutionStatus, PendingSubStatus } from '../contract/index.ts';
+import { ResolutionStatus, PendingSubStatus } from '@nimbus/sdk/contract';
 import type {
   ResolutionStatus as ResolutionStatusT,
   PendingSubStatus as PendingSubStatusT,
-} from '../contract/index.ts';
+} from '@nimbus/sdk/contract';
 import { cosmosStatus, rethrowCosmos } from './errors.ts';
 import { COUNTER_BUCKETS, type CounterBucket, type CounterDoc } from './schemas.ts';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BulkOperationType, type Container, type CosmosClient } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
-import { cosmosConnectionSchema, createCosmosClient } from './cosmosClient.ts';
+import { cosmosConnectionSchema, createCosmosClient } from '@nimbus/sdk/cosmos';
 
 const dirs: string[] = [];
 const running: EmbeddedCosmos[] = [];

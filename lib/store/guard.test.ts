@@ -6,8 +6,8 @@ import {
   MessageType as T,
   ResolutionStatus as S,
   resultingStatus,
-} from '../contract/index.ts';
-import type { MessageType, ResolutionStatus } from '../contract/index.ts';
+} from '@nimbus/sdk/contract';
+import type { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
 import { decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
 
 function incoming(messageType: MessageType, messageId = 'm-new') {

@@ -8,7 +8,7 @@ import {
   ResolutionStatus,
   type MessageType as MessageTypeT,
   type ResolutionStatus as ResolutionStatusT,
-} from '../contract/index.ts';
+} from '@nimbus/sdk/contract';
 
 export const TERMINAL_STATUSES: ReadonlySet<ResolutionStatusT> = new Set([
   ResolutionStatus.Completed,

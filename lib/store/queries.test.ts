@@ -2,8 +2,8 @@
 // parked siblings, cross-endpoint search, one event's details, and the all-endpoint counts read.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType as T, ResolutionStatus as S } from '../contract/index.ts';
-import type { MessageType } from '../contract/index.ts';
+import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
+import type { MessageType } from '@nimbus/sdk/contract';
 import { StoreInputError } from './errors.ts';
 import type { Page } from './paging.ts';
 import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';

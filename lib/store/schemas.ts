@@ -1,7 +1,7 @@
 // Shapes of everything the store writes and reads back, validated with zod at the boundary in both directions:
 // bad input is a StoreInputError, a stored document that no longer matches is a CorruptDocumentError.
 import { z } from 'zod';
-import { messageTypeSchema, pendingSubStatusSchema, resolutionStatusSchema } from '../contract/index.ts';
+import { messageTypeSchema, pendingSubStatusSchema, resolutionStatusSchema } from '@nimbus/sdk/contract';
 
 /** Service Bus caps message/session ids at 128 characters; the store accepts the same. */
 const idSchema = z.string().min(1).max(128);

@@ -3,7 +3,7 @@
 // heartbeats and corrupt documents.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType as T, ResolutionStatus as S } from '../contract/index.ts';
+import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import { createStore } from './store.ts';
 import { CorruptDocumentError, StoreInputError } from './errors.ts';
 import { statusRowId } from './ids.ts';

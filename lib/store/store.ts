@@ -19,7 +19,7 @@ import {
   resolutionStatusSchema,
   resultingStatus,
   type ResolutionStatus as ResolutionStatusT,
-} from '../contract/index.ts';
+} from '@nimbus/sdk/contract';
 import { createCosmosClient, cosmosConnectionSchema, type CosmosConnection } from './cosmos.ts';
 import {
   CorruptDocumentError,

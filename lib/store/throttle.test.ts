@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T, ResolutionStatus as S } from '../contract/index.ts';
+import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
 import { createStore, type MessageStore } from './store.ts';
 import { StoreThrottledError, StoreTransientError } from './errors.ts';

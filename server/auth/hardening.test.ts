@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BrowserContext, Page } from 'playwright-core';
-import { MessageType, Prop } from '../../lib/contract/index.ts';
+import { MessageType, Prop } from '@nimbus/sdk/contract';
 import { ensureConsoleBuilt } from '../build.ts';
 import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
 import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';

@@ -4,8 +4,8 @@
 // injected, so "after the timeout" needs no waiting.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType, Prop, WellKnownSession } from '../../lib/contract/index.ts';
-import { createSubscriberHost, HandlerRegistry, SDK_VERSION, type SubscriberHost } from '../../lib/sdk/index.ts';
+import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType, Prop, WellKnownSession } from '@nimbus/sdk/contract';
+import { createSubscriberHost, HandlerRegistry, SDK_VERSION, type SubscriberHost } from '@nimbus/sdk';
 import { startResolver, type ResolverHandle } from '../../resolver-worker/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from './platformDocs.ts';

@@ -18,7 +18,7 @@ import {
   toWireProperties,
   WellKnownSession,
   type Catalog,
-} from '../../lib/contract/index.ts';
+} from '@nimbus/sdk/contract';
 import type { HeartbeatRecord, HeartbeatSettings, MessageStore, ServiceHealth } from '../../lib/store/index.ts';
 import { log as defaultLog } from '../log.ts';
 import type { PlatformDocs } from './platformDocs.ts';

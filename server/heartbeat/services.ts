@@ -2,7 +2,7 @@
 // service (settings, overview, Send now) and the replays running in this process. One set per process, kept on
 // globalThis for the same reason as server/context.ts (Next.js may load a module once per route bundle).
 import type { ConsoleContext } from '../context.ts';
-import type { ServiceBusClients } from '../../lib/servicebus/index.ts';
+import type { ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { PlatformDocs } from './platformDocs.ts';
 import { HeartbeatService, startHeartbeatScheduler } from './scheduler.ts';
 

@@ -4,12 +4,12 @@
 // is in its audit trail. The broker is then started again on the same port, and the same click goes through once.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType, Prop } from '../../lib/contract/index.ts';
-import { deriveTopology, provisionTopology } from '../../lib/topology/index.ts';
+import { MessageType, Prop } from '@nimbus/sdk/contract';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startEmulator, type RunningEmulator } from '../../emulator/index.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { SEND_TIMEOUT_MS } from './manager.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeBody, MessageType, Prop } from '../../lib/contract/index.ts';
+import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import type { StatusRow } from '../../lib/store/index.ts';
 import { buildCommand, commandMessageId } from './commands.ts';
 import { refusal } from './manager.ts';

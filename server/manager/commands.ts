@@ -3,7 +3,7 @@
 // the endpoint's topic, where they reach the failed event's session. Pure builders, unit-tested without a broker.
 import { createHash } from 'node:crypto';
 import type { ServiceBusMessage } from '@azure/service-bus';
-import { encodeBody, eventBody, MessageType, Prop, SELF, toWireProperties } from '../../lib/contract/index.ts';
+import { encodeBody, eventBody, MessageType, Prop, SELF, toWireProperties } from '@nimbus/sdk/contract';
 import type { StatusRow } from '../../lib/store/index.ts';
 
 export type CommandType =

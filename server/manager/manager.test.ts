@@ -4,8 +4,8 @@
 // client, and repaired by provisioning it again. (server/manager/brokerDown.test.ts stops the broker itself.)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType, Prop, Topic } from '../../lib/contract/index.ts';
-import { deriveTopology, provisionTopology } from '../../lib/topology/index.ts';
+import { MessageType, Prop, Topic } from '@nimbus/sdk/contract';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { HttpError } from '../http.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';

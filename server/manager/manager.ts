@@ -16,8 +16,8 @@
 // is re-sent only when this process saw its send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise
 // the repeat is refused (409, try again shortly).
 import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
-import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '../../lib/contract/index.ts';
-import type { ResolutionStatus as ResolutionStatusT } from '../../lib/contract/index.ts';
+import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
+import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
 import { AuditType, type MessageStore, type StatusRow } from '../../lib/store/index.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Address, decodeSessionState, encodeSessionState, MessageType, Prop, Subscription, emptySessionState } from '../../lib/contract/index.ts';
+import { Address, decodeSessionState, encodeSessionState, MessageType, Prop, Subscription, emptySessionState } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { findDrainingSessions, RECONCILE_AUDIT_EVENT, repairDrainingSessions } from './draining.ts';
 

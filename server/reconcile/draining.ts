@@ -1,5 +1,5 @@
 // Reconcile: sessions that drain forever. After a block is lifted, an endpoint's session stays "draining"
-// (lib/contract/sessionState.ts: NextReplaySequence < NextDeferralSequence) until every parked message has come back
+// (packages/sdk/src/contract/sessionState.ts: NextReplaySequence < NextDeferralSequence) until every parked message has come back
 // in order; meanwhile every new message parks behind them. If the parked message the replay cursor waits for is
 // gone (dead-lettered or expired on the Deferred subscription, lost in a crash), nothing will ever advance the
 // cursor and the session parks everything forever. This finds such sessions and moves the cursor past the gap.
@@ -24,7 +24,7 @@ import {
   Subscription,
   toWireProperties,
   type SessionState,
-} from '../../lib/contract/index.ts';
+} from '@nimbus/sdk/contract';
 import type { MessageStore } from '../../lib/store/index.ts';
 import { AuditType } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
@@ -159,7 +159,7 @@ export interface DrainingResult {
   nextReplaySequence?: number;
 }
 
-/** The replay trigger the SDK's deferred processor answers (lib/sdk/deferredProcessor.ts). */
+/** The replay trigger the SDK's deferred processor answers (packages/sdk/src/deferredProcessor.ts). */
 function replayTrigger(endpointId: string, sessionId: string, from: number, until: number) {
   return {
     messageId: `reconcile-drain-${endpointId}-${sessionId}-${from}-${until}`.slice(0, 128),

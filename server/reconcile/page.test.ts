@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
-import { Address, decodeSessionState, emptySessionState, encodeSessionState, MessageType, Prop, Topic } from '../../lib/contract/index.ts';
+import { Address, decodeSessionState, emptySessionState, encodeSessionState, MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { createStore } from '../../lib/store/index.ts';
 import { ensureConsoleBuilt } from '../build.ts';
 import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';

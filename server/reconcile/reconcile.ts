@@ -6,7 +6,7 @@
 // are only flagged: their outcome lives in an external system, not in the history. The same scan finds rows that
 // nothing will move (./stuck.ts: claims without a receipt, control requests nobody answered) and ./draining.ts
 // sessions that drain forever.
-import { isSubscriberNotice, PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '../../lib/contract/index.ts';
+import { isSubscriberNotice, PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
 import {
   AuditType,
   TERMINAL_STATUSES,

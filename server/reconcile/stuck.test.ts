@@ -7,7 +7,7 @@
 //     complete it silently) and a HandoffFailedRequest an older subscriber ignored are restored.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType, Prop, Topic } from '../../lib/contract/index.ts';
+import { MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { seedConsoleData } from '../testing/seed.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { Manager } from '../manager/manager.ts';

@@ -17,7 +17,7 @@ import {
   ResolutionStatus,
   resultingStatus,
   type MessageType as MessageTypeT,
-} from '../../lib/contract/index.ts';
+} from '@nimbus/sdk/contract';
 import { AuditType, type HistoryEntry, type MessageStore, type StatusRow, type StatusRowSummary } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
 import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Prop, Topic } from '../../lib/contract/index.ts';
+import { Prop, Topic } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';

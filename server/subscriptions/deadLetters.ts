@@ -2,7 +2,7 @@
 // purge. Bodies are read as raw bytes (skipParsingBodyAsJson) so a replayed copy carries exactly the bytes the
 // dead letter held, and they are shown as text to the page, never logged.
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
-import { Prop } from '../../lib/contract/index.ts';
+import { Prop } from '@nimbus/sdk/contract';
 
 export interface DeadLetterView {
   sequenceNumber: string;

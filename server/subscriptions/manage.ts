@@ -3,7 +3,7 @@
 // the operator typed it; a mismatch is refused before anything changes. Every action is audited.
 import type { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
 import type { MessageStore } from '../../lib/store/index.ts';
-import type { TopologyModel } from '../../lib/topology/index.ts';
+import type { TopologyModel } from '@nimbus/sdk/topology';
 import { HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
 import { purgeDeadLetters } from './deadLetters.ts';

@@ -1,7 +1,7 @@
 // Topology → Subscriptions: every topic of the namespace with its subscriptions, their runtime counts (from the
 // admin client's runtime properties) and their rules compared with what the catalog's topology expects.
 import type { RuleProperties, ServiceBusAdministrationClient } from '@azure/service-bus';
-import { forwardTarget, ruleDrift, type SubscriptionModel, type TopologyModel } from '../../lib/topology/index.ts';
+import { forwardTarget, ruleDrift, type SubscriptionModel, type TopologyModel } from '@nimbus/sdk/topology';
 
 export interface RuleView {
   name: string;

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
 import { pino } from 'pino';
-import { encodeBody, MessageType, Prop, Topic } from '../../lib/contract/index.ts';
+import { encodeBody, MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore } from '../../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy } from '../../lib/store/testing/faultProxy.ts';
 import { startResolver, type ResolverHandle } from '../../resolver-worker/index.ts';

@@ -11,7 +11,7 @@
 // A long replay writes its progress to an operation record as it goes, and is audited when it ends.
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusAdministrationClient, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
-import { Prop } from '../../lib/contract/index.ts';
+import { Prop } from '@nimbus/sdk/contract';
 import type { MessageStore } from '../../lib/store/index.ts';
 import type { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { log } from '../log.ts';

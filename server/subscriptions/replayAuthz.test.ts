@@ -4,7 +4,7 @@
 // rows anywhere, so the specification makes that an Owner action. Every refusal is audited.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Topic } from '../../lib/contract/index.ts';
+import { Topic } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Prop, Topic } from '../../lib/contract/index.ts';
+import { Prop, Topic } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';

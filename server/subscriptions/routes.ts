@@ -3,12 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { z } from 'zod';
-import { deriveTopology } from '../../lib/topology/index.ts';
+import { deriveTopology } from '@nimbus/sdk/topology';
 import type { ConsoleContext } from '../context.ts';
 import { notFound } from '../http.ts';
 import { log } from '../log.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
-import { createServiceBusClients } from '../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { peekDeadLetters, type DeadLetterPage, type DeadLetterView } from './deadLetters.ts';
 import { requireConfirmation, purge, restoreRules, setReceiving } from './manage.ts';
 import { listTopology, type TopicView } from './overview.ts';

@@ -5,8 +5,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { eventBody, Prop, Topic } from '../../lib/contract/index.ts';
-import { deriveTopology } from '../../lib/topology/index.ts';
+import { eventBody, Prop, Topic } from '@nimbus/sdk/contract';
+import { deriveTopology } from '@nimbus/sdk/topology';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { peekDeadLetters, purgeDeadLetters } from './deadLetters.ts';

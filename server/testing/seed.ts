@@ -1,7 +1,7 @@
 // Seeds status rows and history the way the Resolver records them (request, then its response), so console
 // tests start from realistic states: completed, failed with a parked sibling, dead-lettered, pending handoff.
-import { MessageType } from '../../lib/contract/index.ts';
-import type { MessageType as MessageTypeT } from '../../lib/contract/index.ts';
+import { MessageType } from '@nimbus/sdk/contract';
+import type { MessageType as MessageTypeT } from '@nimbus/sdk/contract';
 import type { MessageStore } from '../../lib/store/index.ts';
 
 /** A payload that would run script if it were ever rendered as HTML. */

@@ -1,10 +1,10 @@
 // Test stack for the console: the embedded Service Bus emulator with the demo catalog's topology, the embedded
 // Cosmos server with the store, and the environment the console reads. Real clients on both; nothing mocked.
-import { loadCatalog } from '../../lib/contract/catalog.ts';
-import type { Catalog } from '../../lib/contract/index.ts';
-import { createServiceBusClients, type ServiceBusClients } from '../../lib/servicebus/index.ts';
+import { loadCatalog } from '@nimbus/sdk/catalog';
+import type { Catalog } from '@nimbus/sdk/contract';
+import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../../lib/store/index.ts';
-import { deriveTopology, provisionTopology } from '../../lib/topology/index.ts';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startEmulator, type RunningEmulator } from '../../emulator/index.ts';
 import { DEFAULT_CATALOG_PATH } from '../config.ts';
 

@@ -1,8 +1,8 @@
 // Shared test fixtures: an embedded Cosmos server and a store on a fresh database, plus message builders.
 import { randomUUID } from 'node:crypto';
 import { CosmosClient } from '@azure/cosmos';
-import type { MessageType } from '../../contract/index.ts';
-import { SELF } from '../../contract/index.ts';
+import type { MessageType } from '@nimbus/sdk/contract';
+import { SELF } from '@nimbus/sdk/contract';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from '../cosmos.ts';
 import { createStore, type MessageStore } from '../store.ts';
 import type { StatusWrite } from '../schemas.ts';

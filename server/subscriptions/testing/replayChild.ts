@@ -3,7 +3,7 @@
 // but errors. REPLAY_DIE_AFTER_CLAIM / REPLAY_DIE_AFTER_SEND = n make it kill itself at the n-th dead letter
 // right after its `sending` claim is stored / right after its send resolved - the two points where a crash
 // leaves the journal in `sending`.
-import { createServiceBusClients } from '../../../lib/servicebus/index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore } from '../../../lib/store/index.ts';
 import { PlatformDocs } from '../../heartbeat/platformDocs.ts';
 import { replayDeadLetters, type ReplayCrashPoints } from '../replay.ts';

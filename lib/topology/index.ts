@@ -1,6 +1,0 @@
-// Topology: the model derived from the catalog, and the idempotent provisioner that applies it.
-export * from './model.ts';
-export * from './names.ts';
-export * from './derive.ts';
-export * from './provision.ts';
-export * from './rights.ts';

@@ -1,0 +1,257 @@
+// The agent-side handoff client over the console's HTTP API: settles an event parked by ctx.markPendingHandoff by
+// calling `POST /api/event/handoff/{complete,fail}/{endpoint}/{event}/{message}` with a service principal's bearer
+// token. This is how handoff agents settle: the console checks the token (its roles must map to Operator on the
+// endpoint), checks that the event is the pending handoff named, audits the call and sends the command on the
+// `Manager` topic itself. The agent needs no Service Bus right at all - Send on `Manager` is operator-level (its
+// subscriptions stamp From = 'Manager' on anything addressed to an endpoint, skips and resubmissions included) and
+// stays with the console's identity (docs/security.md, "The bus rights model").
+//
+// Retrying is safe: the console derives the command's message id from the handoff message, so a repeat answers
+// `duplicate` instead of sending twice. Transient answers (network errors, timeouts, 408, 429, 5xx) are retried with
+// backoff; refusals (400, 401, 403, 404, 409) are not.
+import { z } from 'zod';
+import { describeIssues } from './contract/index.ts';
+import { sleep } from './backoff.ts';
+import { HandoffClientError } from './handoffClient.ts';
+
+/** What an @azure/identity credential (`DefaultAzureCredential`, `ClientSecretCredential`, ...) offers. */
+export interface TokenCredentialLike {
+  getToken(scopes: string | string[], options?: { abortSignal?: AbortSignal }): Promise<{ token: string } | null>;
+}
+
+/** A function answering a bearer token for the console (it should cache and refresh; it is called per attempt). */
+export type TokenProvider = (signal: AbortSignal) => string | Promise<string>;
+
+export type ConsoleToken = TokenProvider | { credential: TokenCredentialLike; scope: string | string[] };
+
+export interface ConsoleHandoffClientOptions {
+  /** The console's base URL, e.g. `https://nimbus.example.com` (a path prefix is kept). https, or http on loopback. */
+  consoleUrl: string | URL;
+  /** The service principal's token: a provider function, or an @azure/identity credential and the console's scope. */
+  token: ConsoleToken;
+  /** Attempts per call including the first (default 4), and the backoff between them (default 500 ms doubling to 10 s). */
+  retry?: { attempts?: number; initialMs?: number; maxMs?: number };
+  /** Time limit per attempt (default 30 s). */
+  timeoutMs?: number;
+  /** The fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+/** Where the pending event is. The bus client's coordinates fit too: sessionId and the rest are not needed here. */
+export const consoleHandoffCoordinatesSchema = z.object({
+  endpointId: z
+    .string()
+    .min(1, 'endpointId is required')
+    .max(50)
+    .regex(/^[A-Za-z0-9._-]+$/, 'endpoint ids are letters, digits, ".", "_" and "-"'),
+  eventId: z.string().min(1, 'eventId is required').max(128),
+  /** MessageId of the delivery that parked the handoff. */
+  messageId: z.string().min(1, 'messageId is required').max(128),
+});
+export type ConsoleHandoffCoordinates = z.input<typeof consoleHandoffCoordinatesSchema>;
+
+/** The console's answer: `sent` the first time, `duplicate` when the same settlement was already sent. */
+const settlementSchema = z.object({
+  endpointId: z.string(),
+  eventId: z.string(),
+  sessionId: z.string(),
+  outcome: z.enum(['sent', 'duplicate']),
+  messageId: z.string(),
+  messageType: z.string(),
+});
+export type HandoffSettlement = z.infer<typeof settlementSchema>;
+
+/** The console refused or could not be reached. Carries the console's `{ error, detail }`; never the token. */
+export class HandoffRequestError extends HandoffClientError {
+  override readonly name: string = 'HandoffRequestError';
+  /** HTTP status; 0 when no answer came (network error, timeout). */
+  readonly status: number;
+  readonly error: string;
+  readonly detail: string;
+  constructor(status: number, error: string, detail: string) {
+    super(`handoff settlement ${status === 0 ? 'got no answer' : `refused with ${status}`}: ${error}${detail ? ` (${detail})` : ''}`);
+    this.status = status;
+    this.error = error;
+    this.detail = detail;
+  }
+}
+
+const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
+
+export interface SettleOptions {
+  signal?: AbortSignal;
+}
+
+export class ConsoleHandoffClient {
+  readonly #base: URL;
+  readonly #token: TokenProvider;
+  readonly #fetch: typeof fetch;
+  readonly #attempts: number;
+  readonly #initialMs: number;
+  readonly #maxMs: number;
+  readonly #timeoutMs: number;
+
+  constructor(options: ConsoleHandoffClientOptions) {
+    this.#base = consoleBase(options.consoleUrl);
+    this.#token = tokenProvider(options.token);
+    this.#fetch = options.fetch ?? fetch;
+    this.#attempts = Math.max(1, options.retry?.attempts ?? 4);
+    this.#initialMs = options.retry?.initialMs ?? 500;
+    this.#maxMs = options.retry?.maxMs ?? 10_000;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /**
+   * The external work succeeded: the session is released and the Resolver records Completed with `result` (any JSON
+   * value; a string holding JSON is sent as that JSON, as the bus client does). `note` is recorded in the event's
+   * audit trail.
+   */
+  async complete(
+    coordinates: ConsoleHandoffCoordinates,
+    result?: unknown,
+    options: SettleOptions & { note?: string } = {},
+  ): Promise<HandoffSettlement> {
+    const body: Record<string, unknown> = {};
+    if (result !== undefined) body.result = typeof result === 'string' ? jsonOrString(result) : result;
+    if (options.note !== undefined) body.note = options.note;
+    return this.#settle('complete', coordinates, body, options.signal);
+  }
+
+  /** The external work failed: the Resolver records Failed with `errorText` verbatim; the session stays blocked. */
+  async fail(
+    coordinates: ConsoleHandoffCoordinates,
+    errorText: string,
+    errorType?: string,
+    options: SettleOptions = {},
+  ): Promise<HandoffSettlement> {
+    if (typeof errorText !== 'string' || errorText.trim() === '') throw new HandoffClientError('errorText is required');
+    return this.#settle('fail', coordinates, { errorText, ...(errorType !== undefined ? { errorType } : {}) }, options.signal);
+  }
+
+  async #settle(kind: 'complete' | 'fail', coordinates: ConsoleHandoffCoordinates, body: object, signal?: AbortSignal): Promise<HandoffSettlement> {
+    const parsed = consoleHandoffCoordinatesSchema.safeParse(coordinates);
+    if (!parsed.success) throw new HandoffClientError(`invalid handoff coordinates: ${describeIssues(parsed.error)}`);
+    const c = parsed.data;
+    const path = ['api/event/handoff', kind, c.endpointId, c.eventId, c.messageId].map((s, i) => (i < 2 ? s : encodeURIComponent(s))).join('/');
+    const url = new URL(path, this.#base);
+    const text = JSON.stringify(body);
+
+    let delay = this.#initialMs;
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      const outcome = await this.#attempt(url, text, signal);
+      if (outcome.ok) return outcome.settlement;
+      if (!outcome.retry || attempt >= this.#attempts) throw outcome.error;
+      await sleep(Math.min(this.#maxMs, Math.max(delay, outcome.retryAfterMs ?? 0)), signal);
+      delay = Math.min(this.#maxMs, delay * 2);
+    }
+  }
+
+  async #attempt(
+    url: URL,
+    body: string,
+    signal: AbortSignal | undefined,
+  ): Promise<{ ok: true; settlement: HandoffSettlement } | { ok: false; retry: boolean; retryAfterMs?: number; error: HandoffRequestError }> {
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    let token: string;
+    try {
+      token = await this.#token(attemptSignal);
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      // The identity provider may be briefly unreachable too: worth another attempt.
+      const what = timeout.aborted ? `no token within ${this.#timeoutMs} ms` : err instanceof Error ? err.message : String(err);
+      return { ok: false, retry: true, error: new HandoffRequestError(0, 'no token', what) };
+    }
+    if (typeof token !== 'string' || token === '') throw new HandoffClientError('the token provider gave no token');
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
+        body,
+        // A redirect would carry the bearer token to wherever it points; a settlement has no reason to move.
+        redirect: 'error',
+        signal: attemptSignal,
+      });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      const what = timeout.aborted ? `no answer within ${this.#timeoutMs} ms` : err instanceof Error ? err.message : String(err);
+      return { ok: false, retry: true, error: new HandoffRequestError(0, 'unreachable', `${url.origin}: ${what}`) };
+    }
+    const answer = await readJson(response);
+    if (response.ok) {
+      const settlement = settlementSchema.safeParse(answer);
+      if (settlement.success) return { ok: true, settlement: settlement.data };
+      return { ok: false, retry: false, error: new HandoffRequestError(response.status, 'unexpected answer', describeIssues(settlement.error)) };
+    }
+    const shape = z.object({ error: z.string(), detail: z.string().optional() }).safeParse(answer);
+    const error = new HandoffRequestError(
+      response.status,
+      shape.success ? shape.data.error : response.statusText || 'error',
+      shape.success ? (shape.data.detail ?? '') : '',
+    );
+    const retryAfter = Number(response.headers.get('retry-after'));
+    return {
+      ok: false,
+      retry: RETRYABLE.has(response.status),
+      ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
+      error,
+    };
+  }
+}
+
+export function createConsoleHandoffClient(options: ConsoleHandoffClientOptions): ConsoleHandoffClient {
+  return new ConsoleHandoffClient(options);
+}
+
+const isLoopback = (hostname: string) => {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+};
+
+/** The base URL, checked: the bearer token must not travel in clear text beyond this machine. */
+function consoleBase(value: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new HandoffClientError('consoleUrl is not a URL');
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
+    throw new HandoffClientError(`consoleUrl must be https (plain http only on loopback), got ${url.protocol}//${url.host}`);
+  if (url.username || url.password) throw new HandoffClientError('consoleUrl must not carry credentials; pass a token provider');
+  url.search = '';
+  url.hash = '';
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url;
+}
+
+function tokenProvider(token: ConsoleToken): TokenProvider {
+  if (typeof token === 'function') return token;
+  if (token && typeof token.credential?.getToken === 'function') {
+    const { credential, scope } = token;
+    return async (signal) => {
+      const answer = await credential.getToken(scope, { abortSignal: signal });
+      if (!answer?.token) throw new HandoffClientError('the credential gave no token for the console');
+      return answer.token;
+    };
+  }
+  throw new HandoffClientError('token must be a function or { credential, scope }');
+}
+
+function jsonOrString(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+async function readJson(response: Response): Promise<unknown> {
+  try {
+    return (await response.json()) as unknown;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,846 @@
+// The decision procedure, flow by flow, as lists of effects - no broker involved.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { emptySessionState, eventBody, encodeBody, MessageType, Prop } from './contract/index.ts';
+import type { SessionState } from './contract/index.ts';
+import { afterHandler, route, truncateDescription } from './decide.ts';
+import type { DecisionEnv, HandlerOutcome } from './decide.ts';
+import type { Effect, Settlement } from './effects.ts';
+import { fromReceived } from './inbound.ts';
+import type { InboundMessage } from './inbound.ts';
+import { RetryPolicies } from './retryPolicies.ts';
+
+const E = 'billing';
+const start = new Date('2026-12-02T10:00:00.000Z');
+
+function env(overrides: Partial<DecisionEnv> = {}): DecisionEnv {
+  let n = 0;
+  return {
+    endpointId: E,
+    clock: { startedAt: start, now: new Date(start.getTime() + 25) },
+    sdkVersion: '9.9.9',
+    newId: () => `r${++n}`,
+    hasHandler: (t) => t === 'OrderPlaced',
+    ...overrides,
+  };
+}
+
+function msg(
+  props: Record<string, unknown>,
+  body: unknown = eventBody('OrderPlaced', { orderId: 'o1' }),
+  extra: Partial<Parameters<typeof fromReceived>[0]> = {},
+): InboundMessage {
+  return fromReceived({
+    messageId: 'm1',
+    sessionId: 's1',
+    correlationId: 'c1',
+    enqueuedTimeUtc: new Date(start.getTime() - 100),
+    body,
+    applicationProperties: {
+      To: E,
+      From: 'storefront',
+      MessageType: 'EventRequest',
+      EventId: 'e1',
+      EventTypeId: 'OrderPlaced',
+      ...props,
+    },
+    ...extra,
+  });
+}
+
+const state = (s: Partial<SessionState> = {}): SessionState => ({ ...emptySessionState(), ...s });
+
+/** Runs both phases, with `outcome` standing in for the handler when it is invoked. */
+function run(
+  m: InboundMessage,
+  st: SessionState,
+  outcome: HandlerOutcome | undefined,
+  e = env(),
+): Settlement & { invoked: boolean } {
+  const r = route(m, st, e);
+  if (r.kind === 'settle') return { ...r.settlement, invoked: false };
+  assert.ok(outcome, 'the handler was invoked but the test gave no outcome');
+  return { ...afterHandler(m, st, outcome, e), invoked: true };
+}
+
+/** A compact picture of effects: sends by type/To, state writes, settlements. */
+function shape(effects: Effect[]): string[] {
+  return effects.map((f) => {
+    switch (f.kind) {
+      case 'send': {
+        const p = f.message.applicationProperties;
+        return `send ${p[Prop.MessageType]}->${p[Prop.To]}${f.bestEffort ? ' (best effort)' : ''}`;
+      }
+      case 'schedule':
+        return `schedule ${f.message.applicationProperties[Prop.MessageType]} +${f.delayMs}ms`;
+      case 'setState':
+        return `state ${JSON.stringify({ b: f.state.BlockedByEventId, n: f.state.NextDeferralSequence, c: f.state.DeferredCount, r: f.state.NextReplaySequence })}`;
+      case 'complete':
+        return 'complete';
+      case 'deadLetter':
+        return `deadLetter ${f.reason}`;
+    }
+  });
+}
+
+const sends = (s: Settlement) =>
+  s.effects.filter((f): f is Extract<Effect, { kind: 'send' }> => f.kind === 'send').map((f) => f.message);
+const ok: HandlerOutcome = { kind: 'success' };
+const fail = (
+  disposition: 'Retry' | 'DeadLetter' | 'Discard' = 'Retry',
+  error: unknown = new Error('downstream said no'),
+): HandlerOutcome => ({ kind: 'failed', error, disposition, classifierName: 'TestClassifier' });
+
+describe('EventRequest', () => {
+  test('happy path: ResolutionResponse with lineage, then complete', () => {
+    const s = run(msg({}), state(), ok);
+    assert.ok(s.invoked);
+    assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'complete']);
+    const [r] = sends(s);
+    assert.equal(r!.sessionId, 's1');
+    assert.equal(r!.correlationId, 'c1');
+    assert.deepEqual(
+      { ...r!.applicationProperties },
+      {
+        To: 'Resolver',
+        MessageType: 'ResolutionResponse',
+        EventId: 'e1',
+        EventTypeId: 'OrderPlaced',
+        OriginatingMessageId: 'm1',
+        ParentMessageId: 'm1',
+        OriginatingFrom: 'storefront',
+        RetryCount: 0,
+        QueueTimeMs: 100,
+        ProcessingTimeMs: 25,
+      },
+    );
+    assert.equal(s.signal, 'completed');
+  });
+
+  test('the handler gets the parsed payload', () => {
+    const r = route(msg({}), state(), env());
+    assert.deepEqual(r.kind === 'invoke' && r.invocation, {
+      eventTypeId: 'OrderPlaced',
+      payload: { orderId: 'o1' },
+    });
+  });
+
+  test('unsupported type: UnsupportedResponse, complete, no block', () => {
+    const s = run(msg({ EventTypeId: 'Nope' }, eventBody('Nope', {})), state(), undefined);
+    assert.deepEqual(shape(s.effects), ['send UnsupportedResponse->Resolver', 'complete']);
+    assert.equal(s.signal, 'completed');
+  });
+
+  test('Retry-disposition failure: ErrorResponse, block, complete, no retry without a policy', () => {
+    const s = run(msg({}), state(), fail());
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver',
+      'state {"b":"e1","n":0,"c":0,"r":0}',
+      'complete',
+    ]);
+    assert.equal(s.signal, 'handlerFailed');
+    const body = JSON.parse(sends(s)[0]!.body);
+    assert.equal(body.ErrorContent.ErrorText, 'downstream said no');
+    assert.equal(body.ErrorContent.ErrorType, 'Error');
+    assert.equal(body.EventContent.EventTypeId, 'OrderPlaced');
+  });
+
+  test('with a matching policy the RetryRequest is scheduled last, To = Retry, RetryCount + 1', () => {
+    const policies = new RetryPolicies().addEventTypePolicy('OrderPlaced', {
+      maxRetries: 3,
+      baseDelayMs: 1500,
+    });
+    const e = env({ nextRetry: (err, t, n) => policies.nextRetry(err, t, n) });
+    const s = run(msg({}), state(), fail(), e);
+    assert.deepEqual(shape(s.effects).slice(-2), ['complete', 'schedule RetryRequest +1500ms']);
+    const sched = s.effects.at(-1) as Extract<Effect, { kind: 'schedule' }>;
+    assert.equal(sched.message.applicationProperties.To, 'Retry');
+    assert.equal(sched.message.applicationProperties.RetryCount, 1);
+    assert.equal(sched.message.applicationProperties.EventId, 'e1');
+    assert.equal(sched.message.applicationProperties.ParentMessageId, 'm1');
+    assert.equal(sched.message.sessionId, 's1');
+    // Exhausted budget: no schedule.
+    const last = run(msg({ RetryCount: 3 }), state(), fail(), e);
+    assert.ok(!shape(last.effects).some((x) => x.startsWith('schedule')));
+  });
+
+  test('blocked session: DeferralResponse, parked copy with sequence and a MessageId derived from the original, state, complete; handler not run', () => {
+    const s = run(
+      msg({ EventId: 'e2' }),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }),
+      undefined,
+    );
+    assert.equal(s.invoked, false);
+    assert.deepEqual(shape(s.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":"e1","n":3,"c":3,"r":0}',
+      'complete',
+    ]);
+    const parked = sends(s)[1]!;
+    assert.equal(parked.messageId, 'm1~parked', 'stable id derived from the original (DESIGN.md §5)');
+    assert.equal(parked.applicationProperties.OriginalSessionId, 's1');
+    assert.equal(parked.applicationProperties.DeferralSequence, 2);
+    assert.equal(parked.applicationProperties.From, 'storefront', 'From is preserved on the parked copy');
+    assert.equal(s.signal, 'deferred');
+    assert.match(JSON.parse(sends(s)[0]!.body).ErrorContent.ErrorText, /blocked by e1/);
+  });
+
+  test('a delivery of the blocking event itself is completed without handler or response; the block stays', () => {
+    const s = run(msg({ EventId: 'e1' }), state({ BlockedByEventId: 'e1' }), undefined);
+    assert.equal(s.invoked, false);
+    assert.deepEqual(shape(s.effects), ['complete']);
+  });
+
+  test('a draining session parks new messages behind the ones still to be replayed, and asks for a pass that includes them', () => {
+    const s = run(
+      msg({ EventId: 'e9' }),
+      state({ NextDeferralSequence: 3, NextReplaySequence: 1, DeferredCount: 3 }),
+      undefined,
+    );
+    // The trigger covers a lost trigger or a pass that died: the drain cannot outlive the traffic waiting on it.
+    assert.deepEqual(shape(s.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":null,"n":4,"c":4,"r":1}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    assert.equal(sends(s)[2]!.applicationProperties.ReplayUntil, 4);
+    // Behind a block nothing is replayed until the block goes: no trigger.
+    const blocked = run(
+      msg({ EventId: 'e9' }),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 3 }),
+      undefined,
+    );
+    assert.ok(!shape(blocked.effects).some((x) => x.includes('ProcessDeferredRequest')));
+  });
+
+  test('a replayed copy runs during the drain and advances the replay cursor', () => {
+    const s = run(
+      msg({ ReplaySequence: 1, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 3, NextReplaySequence: 1, DeferredCount: 3 }),
+      ok,
+    );
+    assert.ok(s.invoked);
+    assert.deepEqual(shape(s.effects), [
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":3,"c":3,"r":2}',
+      'complete',
+    ]);
+  });
+
+  test('the copy that ends a pass asks for the next pass when more was parked meanwhile', () => {
+    const s = run(
+      msg({ ReplaySequence: 2, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 5, NextReplaySequence: 2, DeferredCount: 5 }),
+      ok,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":5,"c":5,"r":3}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    const trigger = sends(s)[1]!;
+    assert.equal(trigger.applicationProperties.ReplayUntil, 5);
+    assert.equal(trigger.sessionId, 's1');
+  });
+
+  test('a replayed copy that meets a new block is parked again with a new sequence', () => {
+    const s = run(
+      msg({ EventId: 'e3', ReplaySequence: 2, ReplayUntil: 3 }),
+      state({ BlockedByEventId: 'e2', NextDeferralSequence: 3, NextReplaySequence: 2, DeferredCount: 3 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":"e2","n":4,"c":4,"r":3}',
+      'complete',
+    ]);
+    const parked = sends(s)[1]!;
+    assert.equal(parked.applicationProperties.DeferralSequence, 3);
+    assert.equal(parked.applicationProperties.ReplaySequence, undefined);
+  });
+
+  test('a second replayed copy of an already handled sequence is only completed', () => {
+    const s = run(
+      msg({ ReplaySequence: 0, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 3, NextReplaySequence: 1 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), ['complete']);
+  });
+
+  test('a failing replayed copy blocks and still advances the cursor', () => {
+    const s = run(
+      msg({ ReplaySequence: 0, ReplayUntil: 3 }),
+      state({ NextDeferralSequence: 3, DeferredCount: 3 }),
+      fail(),
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver',
+      'state {"b":"e1","n":3,"c":3,"r":1}',
+      'complete',
+    ]);
+  });
+
+  test('heartbeat: answered before the session guard, From = endpoint, stamped payload', () => {
+    const probe = eventBody('NimBus.Platform.Heartbeat', { ForwardSendTime: '2026-12-02T09:59:59.000Z' });
+    const s = run(
+      msg({ EventTypeId: 'nimbus.platform.heartbeat', From: 'Manager' }, probe),
+      state({ BlockedByEventId: 'other' }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'complete']);
+    const reply = sends(s)[0]!;
+    assert.equal(reply.applicationProperties.From, E);
+    const content = JSON.parse(reply.body).EventContent;
+    assert.equal(content.EventTypeId, 'NimBus.Platform.Heartbeat');
+    const hb = JSON.parse(content.EventJson);
+    assert.deepEqual(hb, {
+      ForwardSendTime: '2026-12-02T09:59:59.000Z',
+      ForwardReceivedTime: '2026-12-02T10:00:00.025Z',
+      BackwardSendTime: '2026-12-02T10:00:00.025Z',
+      Endpoint: E,
+      SdkVersion: '9.9.9',
+    });
+  });
+
+  test('heartbeat with a malformed body or the id only in the body is still answered', () => {
+    const bad = run(msg({ EventTypeId: 'NimBus.Platform.Heartbeat' }, '{not json'), state(), undefined);
+    assert.deepEqual(shape(bad.effects), ['send ResolutionResponse->Resolver', 'complete']);
+    const bodyOnly = run(
+      msg({ EventTypeId: undefined }, eventBody('NimBus.Platform.Heartbeat', {})),
+      state(),
+      undefined,
+    );
+    assert.deepEqual(shape(bodyOnly.effects), ['send ResolutionResponse->Resolver', 'complete']);
+  });
+
+  test('EventTypeId property disagreeing with the body: notification first, then dead-letter; handler not run', () => {
+    const s = run(msg({}, eventBody('OrderCancelled', {})), state(), undefined);
+    assert.equal(s.invoked, false);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      "deadLetter Permanent failure: PayloadDeserializationError: the EventTypeId property 'OrderPlaced' disagrees with the body's 'OrderCancelled'",
+    ]);
+    const n = sends(s)[0]!;
+    assert.match(String(n.applicationProperties.DeadLetterReason), /^Permanent failure:/);
+    assert.ok(String(n.applicationProperties.DeadLetterErrorDescription).length > 0);
+    assert.equal(s.signal, 'deadLettered');
+  });
+
+  for (const [name, body] of [
+    ['missing payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: null } })],
+    ['null payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: 'null' } })],
+    ['malformed payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"a":' } })],
+    [
+      'payload deeper than 32 levels',
+      encodeBody({
+        EventContent: { EventTypeId: 'OrderPlaced', EventJson: '['.repeat(33) + ']'.repeat(33) },
+      }),
+    ],
+    ['body that is not JSON', 'garbage'],
+  ] as const) {
+    test(`${name}: permanent failure, never retried even when a policy matches`, () => {
+      const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 5, baseDelayMs: 1 });
+      const s = run(
+        msg({}, body),
+        state(),
+        undefined,
+        env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+      );
+      assert.equal(s.invoked, false);
+      assert.deepEqual(
+        shape(s.effects).map((x) => x.split(':')[0]),
+        ['send ErrorResponse->Resolver (best effort)', 'deadLetter Permanent failure'],
+      );
+    });
+  }
+
+  test('32 levels of nesting are still accepted', () => {
+    const r = route(
+      msg(
+        {},
+        encodeBody({
+          EventContent: { EventTypeId: 'OrderPlaced', EventJson: '['.repeat(32) + ']'.repeat(32) },
+        }),
+      ),
+      state(),
+      env(),
+    );
+    assert.equal(r.kind, 'invoke');
+  });
+
+  test('Discard: enriched SkipResponse, complete, no block, no retry', () => {
+    const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 5, baseDelayMs: 1 });
+    class KnownBadVersion extends Error {
+      override name = 'KnownBadVersion';
+    }
+    const s = run(
+      msg({}),
+      state(),
+      fail('Discard', new KnownBadVersion('v1 is retired')),
+      env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+    );
+    assert.deepEqual(shape(s.effects), ['send SkipResponse->Resolver', 'complete']);
+    const body = JSON.parse(sends(s)[0]!.body);
+    assert.equal(
+      body.ErrorContent.ErrorText,
+      'KnownBadVersion: v1 is retired Classified as Discard by TestClassifier.',
+    );
+    assert.equal(body.ErrorContent.ErrorType, 'KnownBadVersion');
+    assert.equal(s.signal, 'completed');
+  });
+
+  test('DeadLetter disposition: notification then dead-letter, no block', () => {
+    const s = run(msg({}), state(), fail('DeadLetter', new SyntaxError('bad')));
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'deadLetter Permanent failure: SyntaxError: bad',
+    ]);
+  });
+
+  test('pending handoff: PendingHandoffResponse with metadata, block, complete; no Resolution', () => {
+    const expectedBy = new Date('2026-12-02T10:05:00.000Z');
+    const s = run(msg({}), state(), {
+      kind: 'success',
+      handoff: { reason: 'DMF import', externalJobId: 'job-7', expectedBy },
+    });
+    assert.deepEqual(shape(s.effects), [
+      'send PendingHandoffResponse->Resolver',
+      'state {"b":"e1","n":0,"c":0,"r":0}',
+      'complete',
+    ]);
+    const p = sends(s)[0]!.applicationProperties;
+    assert.equal(p.HandoffReason, 'DMF import');
+    assert.equal(p.ExternalJobId, 'job-7');
+    assert.equal(p.ExpectedBy, '2026-12-02T10:05:00.000Z');
+  });
+
+  test('transient and cancelled outcomes settle nothing', () => {
+    assert.deepEqual(run(msg({}), state(), { kind: 'transient', error: new Error('x') }).effects, []);
+    assert.equal(run(msg({}), state(), { kind: 'cancelled' }).signal, 'cancelled');
+  });
+});
+
+describe('replay pass end', () => {
+  const passEnd = (until: number) =>
+    msg(
+      {
+        MessageType: 'ProcessDeferredRequest',
+        From: undefined,
+        ReplayUntil: until,
+        ReplayPassEnd: true,
+        EventTypeId: undefined,
+      },
+      encodeBody({}),
+    );
+
+  test('the last copy of a pass accounts for the sequences below the bound that never came back', () => {
+    const last = msg({ ReplaySequence: 1, ReplayUntil: 4, ReplayPassEnd: true });
+    const s = run(last, state({ NextDeferralSequence: 5, NextReplaySequence: 1, DeferredCount: 5 }), ok);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":5,"c":5,"r":4}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    assert.equal(s.warn, true);
+    assert.match(
+      String(sends(s)[0]!.applicationProperties.DeadLetterErrorDescription),
+      /parked sequences 2 to 3 of session s1/,
+    );
+    // Meeting a new block, it is parked again, and the gap is still accounted for.
+    const parked = run(
+      last,
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 1 }),
+      undefined,
+    );
+    assert.deepEqual(shape(parked.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":"e7","n":6,"c":1,"r":4}',
+      'complete',
+    ]);
+    // Nothing missing: no notice.
+    const whole = run(
+      msg({ ReplaySequence: 3, ReplayUntil: 4, ReplayPassEnd: true }),
+      state({ NextDeferralSequence: 4, NextReplaySequence: 3 }),
+      ok,
+    );
+    assert.deepEqual(shape(whole.effects), [
+      'send ResolutionResponse->Resolver',
+      'state {"b":null,"n":4,"c":0,"r":4}',
+      'complete',
+    ]);
+    assert.equal(whole.warn, undefined);
+  });
+
+  test('the pass-end flag is a hop property: a re-parked copy does not carry it', () => {
+    const parked = run(
+      msg({ ReplaySequence: 1, ReplayUntil: 2, ReplayPassEnd: true }),
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 2, NextReplaySequence: 1 }),
+      undefined,
+    );
+    const copy = sends(parked).find((m) => m.applicationProperties.To === 'Deferred')!;
+    assert.equal(copy.applicationProperties.ReplayPassEnd, undefined);
+    assert.equal(copy.applicationProperties.ReplayUntil, undefined);
+  });
+
+  test('nothing missing: completed, nothing else', () => {
+    for (const r of [3, 4]) {
+      const s = run(passEnd(3), state({ NextDeferralSequence: 4, NextReplaySequence: r }), undefined);
+      assert.deepEqual(shape(s.effects), ['complete']);
+    }
+  });
+
+  test('a cursor below the bound is a gap: ReplayGap notice, cursor to the bound, next pass when more is parked', () => {
+    const s = run(
+      passEnd(3),
+      state({ NextDeferralSequence: 5, NextReplaySequence: 1, DeferredCount: 5 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'state {"b":null,"n":5,"c":5,"r":3}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    assert.equal(s.warn, true);
+    const notice = sends(s)[0]!.applicationProperties;
+    assert.equal(notice.DeadLetterReason, 'ReplayGap');
+    assert.match(
+      String(notice.DeadLetterErrorDescription),
+      /parked sequences 1 to 2 of session s1 did not come back/,
+    );
+    assert.equal(notice.EventId, 'e1');
+    // Nothing parked beyond the bound: the session is simply no longer draining.
+    const last = run(passEnd(3), state({ NextDeferralSequence: 3, NextReplaySequence: 2 }), undefined);
+    assert.deepEqual(shape(last.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'state {"b":null,"n":3,"c":0,"r":3}',
+      'complete',
+    ]);
+    assert.match(
+      String(sends(last)[0]!.applicationProperties.DeadLetterErrorDescription),
+      /parked sequence 2 of/,
+    );
+  });
+
+  test('a gap found while the session is blocked again is skipped without asking for a pass', () => {
+    const s = run(
+      passEnd(3),
+      state({ BlockedByEventId: 'e7', NextDeferralSequence: 5, NextReplaySequence: 2 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'state {"b":"e7","n":5,"c":0,"r":3}',
+      'complete',
+    ]);
+  });
+
+  test('a ProcessDeferredRequest that is not a pass-end marker is still dead-lettered on the main subscription', () => {
+    const s = run(
+      msg({ MessageType: 'ProcessDeferredRequest', ReplayUntil: 3 }),
+      state({ NextReplaySequence: 0, NextDeferralSequence: 3 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'deadLetter Failed to handle message.',
+    ]);
+  });
+});
+
+describe('RetryRequest', () => {
+  const retry = (props: Record<string, unknown> = {}) =>
+    msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1, ...props });
+
+  test('not blocked by this event (a late retry after a skip, resubmit or handoff): completed without handler and without a response', () => {
+    for (const st of [state({ BlockedByEventId: 'other' }), state(), state({ NextDeferralSequence: 2 })]) {
+      const s = run(retry(), st, undefined);
+      assert.equal(s.invoked, false);
+      // No ResolutionResponse: it would record Completed for an event whose handler never ran (a Skipped event).
+      assert.deepEqual(shape(s.effects), ['complete']);
+      assert.equal(s.signal, 'completed');
+    }
+  });
+
+  test('success: unblock, drain when something is parked, Resolution, complete', () => {
+    const s = run(retry(), state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }), ok);
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":2,"c":2,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
+    const nothingParked = run(retry(), state({ BlockedByEventId: 'e1' }), ok);
+    assert.deepEqual(shape(nothingParked.effects), [
+      'state {"b":null,"n":0,"c":0,"r":0}',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
+  });
+
+  test('fails again: ErrorResponse, complete, next RetryRequest with RetryCount 2; session stays blocked', () => {
+    const policies = new RetryPolicies().setDefaultPolicy({
+      maxRetries: 3,
+      strategy: 'Linear',
+      baseDelayMs: 1000,
+    });
+    const s = run(
+      retry(),
+      state({ BlockedByEventId: 'e1' }),
+      fail(),
+      env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+    );
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver',
+      'complete',
+      'schedule RetryRequest +2000ms',
+    ]);
+    assert.equal(
+      (s.effects[2] as Extract<Effect, { kind: 'schedule' }>).message.applicationProperties.RetryCount,
+      2,
+    );
+  });
+
+  test('discard on retry: unblock and drain first, then the discard SkipResponse', () => {
+    const s = run(
+      retry(),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 }),
+      fail('Discard'),
+    );
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":1,"c":1,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send SkipResponse->Resolver',
+      'complete',
+    ]);
+  });
+
+  test('permanent on retry: dead-letter, the session stays blocked', () => {
+    const s = run(retry(), state({ BlockedByEventId: 'e1' }), fail('DeadLetter'));
+    assert.ok(!s.effects.some((f) => f.kind === 'setState'));
+    assert.equal(s.effects.at(-1)!.kind, 'deadLetter');
+  });
+
+  test('handoff on retry: parked, no unblock, no drain', () => {
+    const s = run(retry(), state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }), {
+      kind: 'success',
+      handoff: { reason: 'r' },
+    });
+    assert.deepEqual(shape(s.effects), [
+      'send PendingHandoffResponse->Resolver',
+      'state {"b":"e1","n":1,"c":0,"r":0}',
+      'complete',
+    ]);
+  });
+});
+
+describe('Manager commands', () => {
+  const cmd = (type: string, props: Record<string, unknown> = {}, body: unknown = encodeBody({})) =>
+    msg({ MessageType: type, From: 'Manager', ...props }, body);
+
+  for (const type of [
+    'ResubmissionRequest',
+    'SkipRequest',
+    'HandoffCompletedRequest',
+    'HandoffFailedRequest',
+  ]) {
+    test(`${type} without From = Manager is refused: CommandRefused notice and dead letter; state untouched`, () => {
+      for (const from of ['storefront', undefined]) {
+        const s = run(msg({ MessageType: type, From: from }), state({ BlockedByEventId: 'e1' }), undefined);
+        assert.equal(s.invoked, false);
+        assert.deepEqual(shape(s.effects), [
+          'send ErrorResponse->Resolver (best effort)',
+          'deadLetter CommandRefused',
+        ]);
+        const notice = sends(s)[0]!.applicationProperties;
+        // The stable reason tells the Resolver that this is a refused command, not an outcome of the event.
+        assert.equal(notice.DeadLetterReason, 'CommandRefused');
+        assert.match(String(notice.DeadLetterErrorDescription), /accepted only from Manager/);
+        assert.equal(notice.ParentMessageId, 'm1');
+        assert.equal(s.signal, 'deadLettered');
+      }
+    });
+  }
+
+  test('skip of the blocker: unblock, drain, empty SkipResponse, complete', () => {
+    const s = run(
+      cmd('SkipRequest'),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }),
+      undefined,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":2,"c":2,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send SkipResponse->Resolver',
+      'complete',
+    ]);
+    assert.deepEqual(JSON.parse(sends(s)[1]!.body), { EventContent: null, ErrorContent: null });
+  });
+
+  test('skip of an event that is not the blocker: SkipResponse and complete only', () => {
+    const s = run(cmd('SkipRequest', { EventId: 'e7' }), state({ BlockedByEventId: 'e1' }), undefined);
+    assert.deepEqual(shape(s.effects), ['send SkipResponse->Resolver', 'complete']);
+  });
+
+  test('resubmission of the blocker: handler runs with the new content; unblock, drain, Resolution', () => {
+    const body = eventBody('OrderPlaced', { orderId: 'fixed' });
+    const r = route(
+      cmd('ResubmissionRequest', {}, body),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }),
+      env(),
+    );
+    assert.deepEqual(r.kind === 'invoke' && r.invocation.payload, { orderId: 'fixed' });
+    const s = run(
+      cmd('ResubmissionRequest', {}, body),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 1, DeferredCount: 1 }),
+      ok,
+    );
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":1,"c":1,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
+  });
+
+  test('failing resubmission: ErrorResponse and complete, block unchanged, no retry', () => {
+    const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1 });
+    const s = run(
+      cmd('ResubmissionRequest', {}, eventBody('OrderPlaced', {})),
+      state({ BlockedByEventId: 'e1' }),
+      fail(),
+      env({ nextRetry: (e, t, n) => policies.nextRetry(e, t, n) }),
+    );
+    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'complete']);
+  });
+
+  test('resubmission of another event while blocked by E2 leaves the block and does not drain', () => {
+    const s = run(
+      cmd('ResubmissionRequest', { EventId: 'e0' }, eventBody('OrderPlaced', {})),
+      state({ BlockedByEventId: 'e2', NextDeferralSequence: 1 }),
+      ok,
+    );
+    assert.deepEqual(shape(s.effects), ['send ResolutionResponse->Resolver', 'complete']);
+    const h = run(
+      cmd('ResubmissionRequest', { EventId: 'e0' }, eventBody('OrderPlaced', {})),
+      state({ BlockedByEventId: 'e2' }),
+      { kind: 'success', handoff: { reason: 'r' } },
+    );
+    assert.deepEqual(shape(h.effects), ['send PendingHandoffResponse->Resolver', 'complete']);
+  });
+
+  test('handoff completed: unblock, drain, Resolution with the result content; handler never runs', () => {
+    const body = encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":12}' } });
+    const s = run(
+      cmd('HandoffCompletedRequest', {}, body),
+      state({ BlockedByEventId: 'e1', NextDeferralSequence: 2, DeferredCount: 2 }),
+      undefined,
+    );
+    assert.equal(s.invoked, false);
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":2,"c":2,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
+    assert.equal(JSON.parse(sends(s)[1]!.body).EventContent.EventJson, '{"imported":12}');
+  });
+
+  test('handoff completed for an event that is not the pending handoff: refused visibly, never a Resolution', () => {
+    const body = encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":12}' } });
+    for (const [st, why] of [
+      [state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 }), /blocked by e1/],
+      [state(), /not blocked/],
+    ] as const) {
+      const s = run(cmd('HandoffCompletedRequest', { EventId: 'x' }, body), st, undefined);
+      assert.equal(s.invoked, false);
+      assert.deepEqual(shape(s.effects), [
+        'send ErrorResponse->Resolver (best effort)',
+        'deadLetter CommandRefused',
+      ]);
+      const notice = sends(s)[0]!.applicationProperties;
+      assert.equal(notice.DeadLetterReason, 'CommandRefused');
+      assert.match(
+        String(notice.DeadLetterErrorDescription),
+        /event x is not the pending handoff of session s1/,
+      );
+      assert.match(String(notice.DeadLetterErrorDescription), why);
+    }
+  });
+
+  test('handoff failed: ErrorResponse with the text verbatim, session stays blocked', () => {
+    const body = encodeBody({
+      ErrorContent: { ErrorText: 'DMF job 7 rejected 3 lines', ErrorType: 'DmfError' },
+    });
+    const s = run(cmd('HandoffFailedRequest', {}, body), state({ BlockedByEventId: 'e1' }), undefined);
+    assert.deepEqual(shape(s.effects), ['send ErrorResponse->Resolver', 'complete']);
+    const err = JSON.parse(sends(s)[0]!.body).ErrorContent;
+    assert.equal(err.ErrorText, 'DMF job 7 rejected 3 lines');
+    // The caller's type is kept; HandoffFailedException only stands in when the caller gave none.
+    assert.equal(err.ErrorType, 'DmfError');
+    const untyped = run(
+      cmd('HandoffFailedRequest', {}, encodeBody({ ErrorContent: { ErrorText: 'no type' } })),
+      state({ BlockedByEventId: 'e1' }),
+      undefined,
+    );
+    assert.equal(JSON.parse(sends(untyped)[0]!.body).ErrorContent.ErrorType, 'HandoffFailedException');
+    const empty = run(cmd('HandoffFailedRequest'), state({ BlockedByEventId: 'e1' }), undefined);
+    const defaults = JSON.parse(sends(empty)[0]!.body).ErrorContent;
+    assert.deepEqual([defaults.ErrorText, defaults.ErrorType], ['Handoff failed.', 'HandoffFailedException']);
+  });
+
+  test('handoff failed for an event that does not block the session: still answered Failed, state untouched', () => {
+    const body = encodeBody({
+      ErrorContent: { ErrorText: 'DMF job 7 rejected 3 lines', ErrorType: 'DmfError' },
+    });
+    for (const st of [state({ BlockedByEventId: 'e1' }), state()]) {
+      const other = run(cmd('HandoffFailedRequest', { EventId: 'x' }, body), st, undefined);
+      // Never dropped: the Manager claimed the row Pending, and only an answer moves it on.
+      assert.deepEqual(shape(other.effects), ['send ErrorResponse->Resolver', 'complete']);
+      const answer = sends(other)[0]!;
+      assert.equal(answer.applicationProperties.EventId, 'x');
+      assert.equal(answer.applicationProperties.DeadLetterErrorDescription, undefined);
+      const content = JSON.parse(answer.body).ErrorContent;
+      assert.deepEqual([content.ErrorText, content.ErrorType], ['DMF job 7 rejected 3 lines', 'DmfError']);
+    }
+  });
+});
+
+describe('other message types', () => {
+  test('ContinuationRequest is completed', () => {
+    assert.deepEqual(
+      shape(
+        run(msg({ MessageType: 'ContinuationRequest', From: 'Continuation' }), state(), undefined).effects,
+      ),
+      ['complete'],
+    );
+  });
+
+  for (const type of [MessageType.ErrorResponse, MessageType.ProcessDeferredRequest, 'Unknown']) {
+    test(`${type} on the main subscription is dead-lettered with a notification`, () => {
+      const s = run(msg({ MessageType: type }), state(), undefined);
+      assert.deepEqual(shape(s.effects), [
+        'send ErrorResponse->Resolver (best effort)',
+        'deadLetter Failed to handle message.',
+      ]);
+    });
+  }
+
+  test('long descriptions are cut at a line break and marked', () => {
+    const text = Array.from({ length: 500 }, (_, i) => `line ${i} of a long stack trace`).join('\n');
+    const cut = truncateDescription(text);
+    assert.ok(cut.length <= 4096);
+    assert.ok(cut.endsWith('\n...[TRUNCATED]...'));
+    assert.equal(truncateDescription('short'), 'short');
+  });
+});

@@ -1,0 +1,888 @@
+// The decision procedure: for every message type, what a subscriber does with a delivery given the session state
+// and (when the handler runs) its outcome. Pure - the host reads the state, runs the handler and executes the
+// returned effects in order - so every row of the specification is unit-testable without a broker.
+import {
+  HEARTBEAT_EVENT_TYPE_ID,
+  isBlocked,
+  isDraining,
+  isHeartbeatEventType,
+  MessageType,
+  parseEventPayload,
+  Prop,
+  readHeartbeatPayload,
+  Address,
+  WireText,
+} from './contract/index.ts';
+import type { SessionState } from './contract/index.ts';
+import type { FailureDisposition } from './dispositions.ts';
+import type { Effect, Settlement } from './effects.ts';
+import { errorMessage, errorTypeName } from './errors.ts';
+import type { InboundMessage } from './inbound.ts';
+import { authoritativeEventTypeId } from './inbound.ts';
+import type { Clock, OutgoingMessage } from './outbound.ts';
+import {
+  buildParkedCopy,
+  buildProcessDeferredRequest,
+  buildResponse,
+  buildRetryRequest,
+  errorContentOf,
+} from './outbound.ts';
+import type { ScheduledRetry } from './retryPolicies.ts';
+
+export interface HandoffMark {
+  reason: string;
+  externalJobId?: string;
+  expectedBy?: Date;
+}
+
+/** What running the user handler produced (or, for content problems, what stands in for running it). */
+export type HandlerOutcome =
+  | { kind: 'success'; handoff?: HandoffMark }
+  | { kind: 'failed'; error: unknown; disposition: FailureDisposition; classifierName: string }
+  | { kind: 'notFound' }
+  | { kind: 'permanent'; error: unknown }
+  | { kind: 'transient'; error: unknown }
+  | { kind: 'cancelled' };
+
+export interface DecisionEnv {
+  endpointId: string;
+  clock: Clock;
+  sdkVersion: string;
+  /** A fresh MessageId for a response. */
+  newId: () => string;
+  hasHandler: (eventTypeId: string) => boolean;
+  /** The retry to schedule after a Retry-disposition failure; undefined when no policy matches or budget is spent. */
+  nextRetry?: (
+    error: unknown,
+    eventTypeId: string | undefined,
+    retryCount: number,
+  ) => ScheduledRetry | undefined;
+}
+
+export interface Invocation {
+  eventTypeId: string;
+  payload: unknown;
+}
+
+export type Route = { kind: 'settle'; settlement: Settlement } | { kind: 'invoke'; invocation: Invocation };
+
+/** Reason a subscriber dead-letters anything it cannot handle at all (bad properties, foreign sender, odd type). */
+export const FAILED_TO_HANDLE = 'Failed to handle message.';
+const MAX_DESCRIPTION = 4096;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Phase 1: before the handler.
+
+/** Whether the inbox (when enabled) is consulted for this delivery before the session guards. */
+export function inboxApplies(m: InboundMessage): boolean {
+  if (m.invalid) return false;
+  if (m.messageType === MessageType.EventRequest) return !isHeartbeatEventType(authoritativeEventTypeId(m));
+  return m.messageType === MessageType.RetryRequest || m.messageType === MessageType.ResubmissionRequest;
+}
+
+export interface RouteOptions {
+  /** The inbox says this MessageId was already handled successfully by this endpoint. */
+  duplicate?: boolean;
+}
+
+/** Decides everything that does not need the handler, or says which handler to run with which payload. */
+export function route(
+  m: InboundMessage,
+  state: SessionState,
+  env: DecisionEnv,
+  options: RouteOptions = {},
+): Route {
+  if (m.invalid) return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, m.invalid, state));
+  if (
+    options.duplicate &&
+    inboxApplies(m) &&
+    !(m.messageType === MessageType.ResubmissionRequest && !fromManager(m))
+  ) {
+    return settle(duplicate(m, state, env));
+  }
+  switch (m.messageType) {
+    case MessageType.EventRequest:
+      return routeEventRequest(m, state, env);
+    case MessageType.RetryRequest: {
+      // Only the delivery the session is blocked by is retried; anything else was already resolved by an
+      // operator (skip, resubmit) or a handoff settlement. It is completed without running the handler and without
+      // a response: a ResolutionResponse would record Completed for an event whose handler never ran (a skipped
+      // event would turn Completed). The Resolver keeps the retry in the event's history; its guard refuses it
+      // over Completed and Skipped, so the row keeps the outcome that settled it.
+      if (!blockedByThis(state, m)) {
+        return settle({
+          effects: [{ kind: 'complete' }],
+          signal: 'completed',
+          note: 'late RetryRequest for an event that no longer blocks the session: completed without a response',
+        });
+      }
+      return invokeOrSettle(m, state, env);
+    }
+    case MessageType.ResubmissionRequest:
+    case MessageType.SkipRequest:
+    case MessageType.HandoffCompletedRequest:
+    case MessageType.HandoffFailedRequest: {
+      if (!fromManager(m)) {
+        const description = `${m.messageType} is accepted only from Manager (From = ${m.from ? `'${m.from}'` : 'missing'})`;
+        return settle(refuse(m, env, description));
+      }
+      if (m.messageType === MessageType.ResubmissionRequest) return invokeOrSettle(m, state, env);
+      if (m.messageType === MessageType.SkipRequest) return settle(decideSkip(m, state, env));
+      if (m.messageType === MessageType.HandoffCompletedRequest)
+        return settle(decideHandoffCompleted(m, state, env));
+      return settle(decideHandoffFailed(m, state, env));
+    }
+    case MessageType.ProcessDeferredRequest:
+      // Only the deferred processor's pass-end marker belongs on the main subscription; a trigger does not.
+      if (m.replayPassEnd && m.replayUntil !== undefined) return settle(decideReplayPassEnd(m, state, env));
+      return settle(
+        deadLetterOnly(
+          m,
+          env,
+          FAILED_TO_HANDLE,
+          'ProcessDeferredRequest is not handled by a subscriber',
+          state,
+        ),
+      );
+    case MessageType.ContinuationRequest:
+      // Legacy broker-defer drain, removed in v4: logged and completed.
+      return settle({
+        effects: [{ kind: 'complete' }],
+        signal: 'completed',
+        note: 'legacy ContinuationRequest completed',
+      });
+    default: {
+      const description = `MessageType '${m.messageType ?? 'missing'}' is not handled by a subscriber`;
+      return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, description, state));
+    }
+  }
+}
+
+function routeEventRequest(m: InboundMessage, state: SessionState, env: DecisionEnv): Route {
+  // The heartbeat is answered before anything that could park or refuse it.
+  const typeId = authoritativeEventTypeId(m);
+  if (isHeartbeatEventType(typeId)) return settle(heartbeatReply(m, env));
+
+  const s = m.replaySequence;
+  if (s !== undefined && s < state.NextReplaySequence) {
+    // A second replayed copy of a sequence already handled (a crash between replay-send and complete). If it ends
+    // its pass, the rest of the pass is accounted for like any pass end.
+    return settle({
+      effects: [
+        ...replayGap(m, state, env),
+        ...stateAndReplayTrigger(m, state, advanceReplay(state, m)),
+        { kind: 'complete' },
+      ],
+      signal: 'completed',
+      note: `replayed copy of sequence ${s} already handled`,
+    });
+  }
+  if (isBlocked(state)) {
+    if (state.BlockedByEventId === eventKey(m)) {
+      // A delivery of the blocking event itself: its earlier delivery blocked the session but was never completed
+      // (or this is a second copy). Completed without running the handler and without a response.
+      const next = advanceReplay(state, m);
+      const effects: Effect[] = [...replayGap(m, state, env)];
+      if (next !== state) effects.push({ kind: 'setState', state: next });
+      effects.push({ kind: 'complete' });
+      return settle({ effects, signal: 'completed', note: 'delivery of the blocking event itself' });
+    }
+    return settle(
+      park(m, state, env, `Session ${m.sessionId ?? ''} is blocked by ${state.BlockedByEventId}`),
+    );
+  }
+  if (s === undefined && isDraining(state)) {
+    return settle(park(m, state, env, `Session ${m.sessionId ?? ''} is replaying parked messages`));
+  }
+  return invokeOrSettle(m, state, env);
+}
+
+function invokeOrSettle(m: InboundMessage, state: SessionState, env: DecisionEnv): Route {
+  const prepared = prepareInvocation(m, env);
+  if (prepared.ok) return { kind: 'invoke', invocation: prepared.invocation };
+  return settle(afterHandler(m, state, prepared.outcome, env));
+}
+
+/** The content checks every handler invocation passes first: handler known, types agree, payload safe. */
+export function prepareInvocation(
+  m: InboundMessage,
+  env: DecisionEnv,
+): { ok: true; invocation: Invocation } | { ok: false; outcome: HandlerOutcome } {
+  const typeId = authoritativeEventTypeId(m);
+  if (!typeId || !env.hasHandler(typeId)) return { ok: false, outcome: { kind: 'notFound' } };
+  const bodyType = m.content.EventContent?.EventTypeId;
+  if (m.eventTypeIdProperty && bodyType && bodyType !== m.eventTypeIdProperty) {
+    return {
+      ok: false,
+      outcome: {
+        kind: 'permanent',
+        error: new PayloadError(
+          `the EventTypeId property '${m.eventTypeIdProperty}' disagrees with the body's '${bodyType}'`,
+        ),
+      },
+    };
+  }
+  if (m.bodyProblem)
+    return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(m.bodyProblem) } };
+  const payload = parseEventPayload(m.content.EventContent?.EventJson);
+  if (!payload.ok)
+    return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(payload.problem) } };
+  return { ok: true, invocation: { eventTypeId: typeId, payload: payload.value } };
+}
+
+/** A wire-format problem with the message itself: always permanent, never retried. */
+export class PayloadError extends Error {
+  override readonly name = 'PayloadDeserializationError';
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Phase 2: after the handler.
+
+/** The settlement of a delivery whose handler produced `outcome` (or whose content check stood in for it). */
+export function afterHandler(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: HandlerOutcome,
+  env: DecisionEnv,
+): Settlement {
+  if (outcome.kind === 'transient')
+    return {
+      effects: [],
+      signal: 'transient',
+      error: outcome.error,
+      note: 'transient failure: left for redelivery',
+    };
+  if (outcome.kind === 'cancelled')
+    return { effects: [], signal: 'cancelled', note: 'processor stopping: left unsettled' };
+  switch (m.messageType) {
+    case MessageType.RetryRequest:
+      return afterRetry(m, state, outcome, env);
+    case MessageType.ResubmissionRequest:
+      return afterResubmission(m, state, outcome, env);
+    default:
+      return afterEventRequest(m, state, outcome, env);
+  }
+}
+
+function afterEventRequest(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
+  const settlement = settleEventRequest(m, state, outcome, env);
+  const gap = replayGap(m, state, env);
+  return gap.length === 0 ? settlement : flagGap({ ...settlement, effects: [...gap, ...settlement.effects] });
+}
+
+function settleEventRequest(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
+  const replayed = advanceReplay(state, m);
+  switch (outcome.kind) {
+    case 'success': {
+      if (outcome.handoff) {
+        const next = block(replayed, m);
+        return {
+          effects: [
+            send(handoffResponse(m, env, outcome.handoff)),
+            { kind: 'setState', state: next },
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'pending handoff: session parked on the external job',
+        };
+      }
+      return {
+        effects: [
+          send(response(MessageType.ResolutionResponse, m, env)),
+          ...stateAndReplayTrigger(m, state, replayed),
+          { kind: 'complete' },
+        ],
+        signal: 'completed',
+        note: 'handled',
+      };
+    }
+    case 'notFound':
+      return {
+        effects: [
+          send(response(MessageType.UnsupportedResponse, m, env)),
+          ...stateAndReplayTrigger(m, state, replayed),
+          { kind: 'complete' },
+        ],
+        signal: 'completed',
+        note: 'no handler for the event type',
+      };
+    case 'permanent':
+      return deadLetterWith(m, env, outcome.error, stateAndReplayTrigger(m, state, replayed));
+    case 'failed': {
+      if (outcome.disposition === 'Discard') {
+        return {
+          effects: [
+            send(discardResponse(m, env, outcome)),
+            ...stateAndReplayTrigger(m, state, replayed),
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'discarded',
+        };
+      }
+      if (outcome.disposition === 'DeadLetter')
+        return deadLetterWith(m, env, outcome.error, stateAndReplayTrigger(m, state, replayed));
+      const effects: Effect[] = [
+        send(errorResponse(m, env, outcome.error)),
+        { kind: 'setState', state: block(replayed, m) },
+        { kind: 'complete' },
+      ];
+      effects.push(...scheduleRetry(m, env, outcome.error));
+      return {
+        effects,
+        signal: 'handlerFailed',
+        error: outcome.error,
+        note: 'handler failed: session blocked',
+      };
+    }
+  }
+}
+
+function afterRetry(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
+  switch (outcome.kind) {
+    case 'success': {
+      if (outcome.handoff) {
+        return {
+          effects: [
+            send(handoffResponse(m, env, outcome.handoff)),
+            { kind: 'setState', state: block(state, m) },
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'retry parked a pending handoff',
+        };
+      }
+      const next = unblock(state);
+      return {
+        effects: [
+          { kind: 'setState', state: next },
+          ...drain(m, next),
+          send(response(MessageType.ResolutionResponse, m, env)),
+          { kind: 'complete' },
+        ],
+        signal: 'completed',
+        note: 'retry succeeded: session released',
+      };
+    }
+    case 'notFound':
+      // The handler was removed since the failure: recorded Unsupported; the block stays for the operator.
+      return {
+        effects: [send(response(MessageType.UnsupportedResponse, m, env)), { kind: 'complete' }],
+        signal: 'completed',
+        note: 'retry found no handler',
+      };
+    case 'permanent':
+      // The session stays blocked: an operator decides (resubmit with fixed data, or skip).
+      return deadLetterWith(m, env, outcome.error, []);
+    case 'failed': {
+      if (outcome.disposition === 'Discard') {
+        const next = unblock(state);
+        return {
+          effects: [
+            { kind: 'setState', state: next },
+            ...drain(m, next),
+            send(discardResponse(m, env, outcome)),
+            { kind: 'complete' },
+          ],
+          signal: 'completed',
+          note: 'retry discarded: session released',
+        };
+      }
+      if (outcome.disposition === 'DeadLetter') return deadLetterWith(m, env, outcome.error, []);
+      return {
+        effects: [
+          send(errorResponse(m, env, outcome.error)),
+          { kind: 'complete' },
+          ...scheduleRetry(m, env, outcome.error),
+        ],
+        signal: 'handlerFailed',
+        error: outcome.error,
+        note: 'retry failed again: session stays blocked',
+      };
+    }
+  }
+}
+
+function afterResubmission(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: Exclude<HandlerOutcome, { kind: 'transient' | 'cancelled' }>,
+  env: DecisionEnv,
+): Settlement {
+  const mine = blockedByThis(state, m);
+  switch (outcome.kind) {
+    case 'success': {
+      if (outcome.handoff) {
+        // Blocked by another event: that block stays; otherwise the handoff parks the session on this event.
+        const effects: Effect[] = [send(handoffResponse(m, env, outcome.handoff))];
+        if (!isBlocked(state) || mine) effects.push({ kind: 'setState', state: block(state, m) });
+        effects.push({ kind: 'complete' });
+        return { effects, signal: 'completed', note: 'resubmission parked a pending handoff' };
+      }
+      const next = mine ? unblock(state) : state;
+      const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
+      effects.push(...drain(m, next), send(response(MessageType.ResolutionResponse, m, env)), {
+        kind: 'complete',
+      });
+      return {
+        effects,
+        signal: 'completed',
+        note: mine ? 'resubmission succeeded: session released' : 'resubmission succeeded',
+      };
+    }
+    case 'notFound':
+      return {
+        effects: [send(response(MessageType.UnsupportedResponse, m, env)), { kind: 'complete' }],
+        signal: 'completed',
+        note: 'resubmission found no handler',
+      };
+    case 'permanent':
+      return deadLetterWith(m, env, outcome.error, []);
+    case 'failed': {
+      if (outcome.disposition === 'Discard') {
+        const next = mine ? unblock(state) : state;
+        const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
+        effects.push(...drain(m, next), send(discardResponse(m, env, outcome)), { kind: 'complete' });
+        return { effects, signal: 'completed', note: 'resubmission discarded' };
+      }
+      if (outcome.disposition === 'DeadLetter') return deadLetterWith(m, env, outcome.error, []);
+      // No re-block and no scheduled retry: the operator asked for exactly one attempt.
+      return {
+        effects: [send(errorResponse(m, env, outcome.error)), { kind: 'complete' }],
+        signal: 'handlerFailed',
+        error: outcome.error,
+        note: 'resubmission failed',
+      };
+    }
+  }
+}
+
+/**
+ * The pass-end marker, sent by the deferred processor when a pass found nothing to replay (otherwise the pass's last
+ * copy carries the pass end). Every replayed copy of earlier passes came before it in the session, so a cursor still
+ * below the pass's bound means parked sequences that will never come back (a parked copy dead-lettered or expired on
+ * the Deferred subscription, a replayed copy dead-lettered by the broker): left alone, the session would stay
+ * draining and park every new message forever. The gap is skipped with a ReplayGap notice (the Resolver records it
+ * in the history and audit of the event whose release started the replay) and a warning, and the next pass is asked
+ * for when more was parked meanwhile. The parked events' own rows keep showing Deferred.
+ */
+function decideReplayPassEnd(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  const until = m.replayUntil!;
+  const from = state.NextReplaySequence;
+  if (from >= until)
+    return {
+      effects: [{ kind: 'complete' }],
+      signal: 'completed',
+      note: `replay pass up to ${until} complete`,
+    };
+  const next: SessionState = { ...state, NextReplaySequence: until };
+  return {
+    effects: [
+      gapNotice(m, env, from, until),
+      { kind: 'setState', state: next },
+      ...drain(m, next),
+      { kind: 'complete' },
+    ],
+    signal: 'completed',
+    note: `replay gap skipped: parked sequences ${from} to ${until - 1} did not come back`,
+    warn: true,
+  };
+}
+
+function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  const skip = send(response(MessageType.SkipResponse, m, env, { content: {} }));
+  if (!blockedByThis(state, m))
+    return {
+      effects: [skip, { kind: 'complete' }],
+      signal: 'completed',
+      note: 'skip of an event that does not block the session',
+    };
+  const next = unblock(state);
+  return {
+    effects: [{ kind: 'setState', state: next }, ...drain(m, next), skip, { kind: 'complete' }],
+    signal: 'completed',
+    note: 'skipped: session released',
+  };
+}
+
+function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  // Only the session's pending handoff can be completed: a ResolutionResponse for any other event would record
+  // Completed for work the session was not waiting for (a duplicate completion, a skipped handoff, a wrong
+  // address). Refused visibly instead; the Resolver keeps (or restores) the row's status.
+  if (!blockedByThis(state, m)) {
+    const why = isBlocked(state)
+      ? `the session is blocked by ${state.BlockedByEventId}`
+      : 'the session is not blocked';
+    return refuse(
+      m,
+      env,
+      `HandoffCompletedRequest refused: event ${eventKey(m)} is not the pending handoff of session ${m.sessionId ?? ''} (${why})`,
+    );
+  }
+  // The Resolver gets the external system's result as the event's content; the user handler never runs again.
+  const resolution = send(
+    response(MessageType.ResolutionResponse, m, env, { content: { EventContent: m.content.EventContent } }),
+  );
+  const next = unblock(state);
+  return {
+    effects: [{ kind: 'setState', state: next }, ...drain(m, next), resolution, { kind: 'complete' }],
+    signal: 'completed',
+    note: 'handoff completed: session released',
+  };
+}
+
+function decideHandoffFailed(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  // The caller's text and type, verbatim (HandoffClient.fail(coords, errorText, errorType)).
+  const error = send(
+    response(MessageType.ErrorResponse, m, env, {
+      content: {
+        EventContent: m.content.EventContent,
+        ErrorContent: {
+          ErrorText: m.content.ErrorContent?.ErrorText || WireText.HandoffFailed,
+          ErrorType: m.content.ErrorContent?.ErrorType || WireText.HandoffFailedErrorType,
+        },
+      },
+    }),
+  );
+  // Answered even when the event does not block the session (the block was lost, or the handoff was settled
+  // another way): the Manager claimed the row Pending before sending, and only an answer moves it on. Failed with
+  // the external system's text is true and actionable (resubmit or skip); the session state is not touched.
+  if (!blockedByThis(state, m))
+    return {
+      effects: [error, { kind: 'complete' }],
+      signal: 'completed',
+      note: 'handoff failure for an event that does not block the session: recorded Failed, session unchanged',
+    };
+  // The session stays blocked: the operator resubmits or skips.
+  return {
+    effects: [error, { kind: 'complete' }],
+    signal: 'completed',
+    note: 'handoff failed: session stays blocked',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Building blocks.
+
+function fromManager(m: InboundMessage): boolean {
+  return (m.from ?? '').toLowerCase() === Address.Manager.toLowerCase();
+}
+
+/**
+ * An inbox duplicate: answered DuplicateDetected without running the handler, even on a blocked session (it is not
+ * parked). A duplicate retry or resubmission of the blocker still finishes the release its first delivery began.
+ */
+function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  const skip = send(
+    response(MessageType.SkipResponse, m, env, {
+      content: {
+        EventContent: m.content.EventContent,
+        ErrorContent: { ErrorText: WireText.DuplicateDetected },
+      },
+    }),
+  );
+  const effects: Effect[] = [];
+  if (m.messageType === MessageType.EventRequest) {
+    effects.push(...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m)));
+  } else if (blockedByThis(state, m)) {
+    const next = unblock(state);
+    effects.push({ kind: 'setState', state: next }, ...drain(m, next));
+  } else {
+    effects.push(...drain(m, state));
+  }
+  effects.push(skip, { kind: 'complete' });
+  return { effects, signal: 'completed', note: 'inbox duplicate' };
+}
+
+function heartbeatReply(m: InboundMessage, env: DecisionEnv): Settlement {
+  const probe = readHeartbeatPayload(m.content.EventContent?.EventJson);
+  const now = env.clock.now.toISOString();
+  const stamped = {
+    ...probe,
+    ForwardReceivedTime: now,
+    BackwardSendTime: now,
+    Endpoint: m.to ?? env.endpointId,
+    SdkVersion: env.sdkVersion,
+  };
+  const reply = response(MessageType.ResolutionResponse, m, env, {
+    content: { EventContent: { EventTypeId: HEARTBEAT_EVENT_TYPE_ID, EventJson: JSON.stringify(stamped) } },
+    from: m.to ?? env.endpointId,
+  });
+  return { effects: [send(reply), { kind: 'complete' }], signal: 'completed', note: 'heartbeat answered' };
+}
+
+/** Parks a message behind the session's blocker: DeferralResponse, parked copy, state, complete. */
+function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: string): Settlement {
+  const sequence = state.NextDeferralSequence;
+  const advanced = advanceReplay(state, m);
+  const next: SessionState = {
+    ...advanced,
+    NextDeferralSequence: sequence + 1,
+    DeferredCount: state.DeferredCount + 1,
+  };
+  const deferral = response(MessageType.DeferralResponse, m, env, {
+    content: {
+      EventContent: m.content.EventContent,
+      ErrorContent: { ErrorText: text, ErrorType: 'SessionBlockedException' },
+    },
+  });
+  // The parked copy goes out before the state write: a crash in between re-parks the same message under the same
+  // sequence and MessageId, which the replay recognises, instead of leaving a hole in the sequence.
+  // Parked behind a drain (not a block), it also asks for a pass that includes it: if the pass in progress or its
+  // trigger was lost, this one still replays the session, so a drain cannot outlive the traffic that waits on it.
+  return {
+    effects: [
+      ...replayGap(m, state, env),
+      send(deferral),
+      send(buildParkedCopy(m, sequence)),
+      { kind: 'setState', state: next },
+      ...(isBlocked(state) ? [] : drain(m, next)),
+      { kind: 'complete' },
+    ],
+    signal: 'deferred',
+    note: `parked with sequence ${sequence}`,
+  };
+}
+
+function deadLetterWith(m: InboundMessage, env: DecisionEnv, error: unknown, before: Effect[]): Settlement {
+  const reason = `Permanent failure: ${errorTypeName(error)}: ${errorMessage(error)}`;
+  const description = truncateDescription(errorMessage(error) || reason);
+  return {
+    effects: [
+      notification(m, env, reason, description, error),
+      ...before,
+      { kind: 'deadLetter', reason: truncateDescription(reason), description },
+    ],
+    signal: 'deadLettered',
+    error,
+    note: 'dead-lettered (permanent failure)',
+  };
+}
+
+function deadLetterOnly(
+  m: InboundMessage,
+  env: DecisionEnv,
+  reason: string,
+  description: string,
+  _state: SessionState,
+): Settlement {
+  return {
+    effects: [
+      notification(m, env, reason, truncateDescription(description)),
+      { kind: 'deadLetter', reason, description: truncateDescription(description) },
+    ],
+    signal: 'deadLettered',
+    error: new Error(description),
+    note: `dead-lettered: ${description}`,
+  };
+}
+
+/**
+ * A refused command: dead-lettered with the stable reason CommandRefused, after a notification the Resolver records
+ * in the event's history and audit without touching the row. The session state is not touched either.
+ */
+function refuse(m: InboundMessage, env: DecisionEnv, description: string): Settlement {
+  const text = truncateDescription(description);
+  return {
+    effects: [
+      notification(m, env, WireText.CommandRefused, text),
+      { kind: 'deadLetter', reason: WireText.CommandRefused, description: text },
+    ],
+    signal: 'deadLettered',
+    error: new Error(description),
+    note: `command refused: ${description}`,
+  };
+}
+
+/** The Resolver notification sent before a dead-letter; best effort (the DLQ stays the source of truth). */
+export function notification(
+  m: InboundMessage,
+  env: DecisionEnv,
+  reason: string,
+  description: string,
+  error?: unknown,
+): Effect {
+  const content =
+    error !== undefined
+      ? { EventContent: m.content.EventContent, ErrorContent: errorContentOf(error) }
+      : { EventContent: m.content.EventContent };
+  const message = response(MessageType.ErrorResponse, m, env, {
+    content,
+    extra: { [Prop.DeadLetterReason]: reason, [Prop.DeadLetterErrorDescription]: description },
+  });
+  return { kind: 'send', message, bestEffort: true };
+}
+
+function scheduleRetry(m: InboundMessage, env: DecisionEnv, error: unknown): Effect[] {
+  const next = env.nextRetry?.(error, authoritativeEventTypeId(m), m.retryCount);
+  if (!next) return [];
+  return [{ kind: 'schedule', message: buildRetryRequest(m, next.retryCount), delayMs: next.delayMs }];
+}
+
+/**
+ * A replayed copy that ends without a decision of its own (dead-lettered by a pipeline behaviour, or a behaviour
+ * threw): it still counts as handled for the drain, and when it ends its pass the next pass is asked for, exactly
+ * as a handled copy would. Empty for anything that is not a replayed EventRequest.
+ */
+export function replayHandledEffects(m: InboundMessage, state: SessionState, env: DecisionEnv): Effect[] {
+  if (m.messageType !== MessageType.EventRequest || m.replaySequence === undefined) return [];
+  return [...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m))];
+}
+
+function stateAndReplayTrigger(m: InboundMessage, before: SessionState, after: SessionState): Effect[] {
+  if (after === before) return [];
+  const effects: Effect[] = [{ kind: 'setState', state: after }];
+  // The copy that ends a replay pass asks for the next pass when messages were parked meanwhile.
+  if (
+    !isBlocked(after) &&
+    after.NextReplaySequence >= (m.replayUntil ?? 0) &&
+    after.NextReplaySequence < after.NextDeferralSequence
+  ) {
+    effects.push(send(buildProcessDeferredRequest(m, after.NextDeferralSequence)));
+  }
+  return effects;
+}
+
+/** After an unblock: ask the deferred processor to replay what is parked, unless nothing is waiting. */
+function drain(m: InboundMessage, next: SessionState): Effect[] {
+  if (isBlocked(next) || next.NextReplaySequence >= next.NextDeferralSequence) return [];
+  return [send(buildProcessDeferredRequest(m, next.NextDeferralSequence))];
+}
+
+function response(
+  type: MessageType,
+  m: InboundMessage,
+  env: DecisionEnv,
+  options: {
+    content?: Parameters<typeof buildResponse>[3]['content'];
+    extra?: Parameters<typeof buildResponse>[3]['extra'];
+    from?: string;
+  } = {},
+): OutgoingMessage {
+  return buildResponse(type, m, env.clock, { ...options, messageId: env.newId() });
+}
+
+function errorResponse(m: InboundMessage, env: DecisionEnv, error: unknown): OutgoingMessage {
+  return response(MessageType.ErrorResponse, m, env, {
+    content: { EventContent: m.content.EventContent, ErrorContent: errorContentOf(error) },
+  });
+}
+
+function discardResponse(
+  m: InboundMessage,
+  env: DecisionEnv,
+  outcome: { error: unknown; classifierName: string },
+): OutgoingMessage {
+  const type = errorTypeName(outcome.error);
+  const text = `${type}: ${errorMessage(outcome.error)} Classified as Discard by ${outcome.classifierName}.`;
+  return response(MessageType.SkipResponse, m, env, {
+    content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: text, ErrorType: type } },
+  });
+}
+
+function handoffResponse(m: InboundMessage, env: DecisionEnv, h: HandoffMark): OutgoingMessage {
+  return response(MessageType.PendingHandoffResponse, m, env, {
+    extra: {
+      [Prop.HandoffReason]: h.reason,
+      [Prop.ExternalJobId]: h.externalJobId,
+      [Prop.ExpectedBy]: h.expectedBy?.toISOString(),
+    },
+  });
+}
+
+function send(message: OutgoingMessage): Effect {
+  return { kind: 'send', message };
+}
+
+function settle(settlement: Settlement): Route {
+  return { kind: 'settle', settlement: flagGap(settlement) };
+}
+
+/** A settlement that skips a replay gap is logged as a warning by the host. */
+function flagGap(settlement: Settlement): Settlement {
+  const gap = settlement.effects.some(
+    (e) => e.kind === 'send' && e.message.applicationProperties[Prop.DeadLetterReason] === WireText.ReplayGap,
+  );
+  return gap ? { ...settlement, warn: true } : settlement;
+}
+
+/** The id a block is keyed by: the EventId (validation makes it mandatory; the MessageId stands in without it). */
+export function eventKey(m: InboundMessage): string {
+  return m.eventId ?? m.messageId;
+}
+
+function blockedByThis(state: SessionState, m: InboundMessage): boolean {
+  return isBlocked(state) && state.BlockedByEventId === eventKey(m);
+}
+
+export function block(state: SessionState, m: InboundMessage): SessionState {
+  return { ...state, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null };
+}
+
+export function unblock(state: SessionState): SessionState {
+  return { ...state, BlockedByEventId: null, BlockedByMessageId: null };
+}
+
+/**
+ * A replayed copy has been dealt with: every parked sequence up to its own is done, and when it is the last copy of
+ * its pass (ReplayPassEnd), every sequence below the pass's bound (the ones that did not come back are a gap; see
+ * replayGap). Same object when unchanged.
+ */
+export function advanceReplay(state: SessionState, m: InboundMessage): SessionState {
+  const s = m.replaySequence;
+  if (s === undefined) return state;
+  const to = m.replayPassEnd && m.replayUntil !== undefined ? Math.max(s + 1, m.replayUntil) : s + 1;
+  if (to <= state.NextReplaySequence) return state;
+  return { ...state, NextReplaySequence: to };
+}
+
+/**
+ * The ReplayGap notice for the last copy of a pass when sequences between it and the pass's bound never came back
+ * (a parked copy dead-lettered or expired on the Deferred subscription, a replayed copy dead-lettered by the
+ * broker). Every copy of the pass came before the last one, so they are not late: they are lost, and waiting for
+ * them would keep the session draining, parking every new message, forever. The notice goes to the Resolver,
+ * which records it in the history and audit of this event; the lost events' rows keep showing Deferred.
+ */
+function replayGap(m: InboundMessage, state: SessionState, env: DecisionEnv): Effect[] {
+  const s = m.replaySequence;
+  if (!m.replayPassEnd || s === undefined || m.replayUntil === undefined) return [];
+  const from = Math.max(state.NextReplaySequence, s + 1);
+  if (from >= m.replayUntil) return [];
+  return [gapNotice(m, env, from, m.replayUntil)];
+}
+
+function gapNotice(m: InboundMessage, env: DecisionEnv, from: number, until: number): Effect {
+  const range = until - from === 1 ? `sequence ${from}` : `sequences ${from} to ${until - 1}`;
+  const description =
+    `parked ${range} of session ${m.sessionId ?? ''} did not come back by the end of the replay pass up to ${until} ` +
+    `(dead-lettered or expired on the way; see the Deferred subscription's dead-letter queue); skipped so the session goes on`;
+  const notice = response(MessageType.ErrorResponse, m, env, {
+    content: { EventContent: null, ErrorContent: { ErrorText: description, ErrorType: WireText.ReplayGap } },
+    extra: { [Prop.DeadLetterReason]: WireText.ReplayGap, [Prop.DeadLetterErrorDescription]: description },
+  });
+  return { kind: 'send', message: notice, bestEffort: true };
+}
+
+/** Dead-letter descriptions are bounded: cut at a line break before the limit and marked. */
+export function truncateDescription(text: string, limit = MAX_DESCRIPTION): string {
+  if (text.length <= limit) return text;
+  const suffix = '\n...[TRUNCATED]...';
+  const room = limit - suffix.length;
+  const cut = text.lastIndexOf('\n', room);
+  return text.slice(0, cut > 0 ? cut : room) + suffix;
+}

@@ -1,0 +1,271 @@
+// The deferred processor: a non-session receiver on {E}/DeferredProcessor. Each ProcessDeferredRequest names a
+// session; the processor takes that session on {E}/Deferred and replays its parked messages, in DeferralSequence
+// order, back to the endpoint topic (To = {E}, a MessageId derived from the parked copy's, ReplaySequence = the parked sequence), completing
+// each parked copy after its replay was sent. Only sequences below the trigger's ReplayUntil are replayed: what
+// was parked after the trigger waits for the next pass (DESIGN.md §5), so a session that blocks again mid-replay
+// does not bounce its parked messages between the two subscriptions. A pass with a bound ends with a pass-end marker
+// sent to the same session after its copies, so the main handler can skip sequences that will never come back.
+import type {
+  ServiceBusClient,
+  ServiceBusReceivedMessage,
+  ServiceBusReceiver,
+  ServiceBusSender,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import { MessageType, Subscription } from './contract/index.ts';
+import { withLinkedSignal } from './abortScope.ts';
+import { Backoff, sleep } from './backoff.ts';
+import type { BackoffOptions } from './backoff.ts';
+import { errorSummary } from './dispatcher.ts';
+import { fromReceived } from './inbound.ts';
+import type { InboundMessage } from './inbound.ts';
+import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
+import { toServiceBusMessage } from './transport.ts';
+
+export interface DeferredProcessorOptions {
+  client: ServiceBusClient;
+  endpointId: string;
+  logger?: Logger;
+  /** Parked messages fetched per receive. Default 20. */
+  batchSize?: number;
+  /** How long to wait for more parked messages before the pass ends. Default 1 s. */
+  drainWaitMs?: number;
+  /** How long to wait for the next trigger per receive call. Default 5 s. */
+  triggerWaitMs?: number;
+  backoff?: BackoffOptions;
+  /** Called after each trigger (tests, metrics). */
+  onPass?: (pass: ReplayPass) => void;
+}
+
+export interface ReplayPass {
+  sessionId: string | undefined;
+  replayed: number;
+  outcome: 'replayed' | 'no-session-id' | 'session-locked' | 'already-replayed' | 'failed';
+}
+
+export class DeferredProcessor {
+  private readonly log: Logger;
+  private readonly stopController = new AbortController();
+  private receiver: ServiceBusReceiver | undefined;
+  private sender: ServiceBusSender | undefined;
+  private loop: Promise<void> | undefined;
+  /**
+   * The bound of the last pass this processor finished per session (bounded, oldest dropped first). A trigger at or
+   * below it asks for nothing that pass did not already replay or account for (sequences are handed out in order),
+   * so it is completed without a pass: a second, empty pass would only send a pass-end marker for nothing.
+   */
+  private readonly finished = new Map<string, number>();
+
+  constructor(private readonly options: DeferredProcessorOptions) {
+    this.log = options.logger ?? pino({ level: 'silent' });
+  }
+
+  start(): void {
+    if (this.loop) throw new Error('the deferred processor is already started');
+    const { client, endpointId } = this.options;
+    this.receiver = client.createReceiver(endpointId, Subscription.DeferredProcessor);
+    this.sender = client.createSender(endpointId);
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopController.abort(new Error('deferred processor stopping'));
+    await this.loop?.catch(() => undefined);
+    await this.receiver?.close().catch(() => undefined);
+    await this.sender?.close().catch(() => undefined);
+  }
+
+  private get stopping(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  /** One trigger at a time: the only ordering guarantee the replay needs besides the session's own FIFO. */
+  private async run(): Promise<void> {
+    const backoff = new Backoff(this.options.backoff);
+    while (!this.stopping) {
+      let triggers: ServiceBusReceivedMessage[];
+      try {
+        const receiver = this.receiver!;
+        triggers = await withLinkedSignal(this.stopController.signal, (abortSignal) =>
+          receiver.receiveMessages(1, { maxWaitTimeInMs: this.options.triggerWaitMs ?? 5000, abortSignal }),
+        );
+        backoff.reset();
+      } catch (error) {
+        if (this.stopping) return;
+        const delay = backoff.next();
+        this.log.warn(
+          { err: errorSummary(error), delayMs: delay },
+          'receiving replay triggers failed; backing off',
+        );
+        await sleep(delay, this.stopController.signal);
+        continue;
+      }
+      for (const trigger of triggers) await this.handleTrigger(trigger);
+    }
+  }
+
+  private async handleTrigger(trigger: ServiceBusReceivedMessage): Promise<void> {
+    const inbound = fromReceived(trigger);
+    const sessionId =
+      trigger.sessionId ||
+      (typeof trigger.applicationProperties?.SessionId === 'string'
+        ? (trigger.applicationProperties.SessionId as string)
+        : undefined);
+    const receiver = this.receiver!;
+    if (inbound.messageType !== MessageType.ProcessDeferredRequest || !sessionId) {
+      const reason = !sessionId
+        ? 'No SessionId'
+        : `not a ProcessDeferredRequest (${inbound.messageType ?? 'no MessageType'})`;
+      await receiver
+        .deadLetterMessage(trigger, { deadLetterReason: reason, deadLetterErrorDescription: reason })
+        .catch((e) => this.log.warn({ err: errorSummary(e) }, 'dead-lettering a bad trigger failed'));
+      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'no-session-id' });
+      return;
+    }
+    const until = inbound.replayUntil ?? Number.POSITIVE_INFINITY;
+    if (until <= (this.finished.get(sessionId) ?? -1)) {
+      await receiver.completeMessage(trigger).catch(() => undefined);
+      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'already-replayed' });
+      return;
+    }
+    let parked: ServiceBusSessionReceiver;
+    try {
+      parked = await this.options.client.acceptSession(
+        this.options.endpointId,
+        Subscription.Deferred,
+        sessionId,
+        { maxAutoLockRenewalDurationInMs: 60_000 },
+      );
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SessionCannotBeLocked') {
+        // Another pass holds the session: it replays what is parked.
+        await receiver.completeMessage(trigger).catch(() => undefined);
+        this.options.onPass?.({ sessionId, replayed: 0, outcome: 'session-locked' });
+        return;
+      }
+      this.log.warn(
+        { sessionId, err: errorSummary(error) },
+        'could not open the parked session; the trigger will be retried',
+      );
+      await receiver.abandonMessage(trigger).catch(() => undefined);
+      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'failed' });
+      return;
+    }
+    let replayed = 0;
+    try {
+      const pass = await this.replay(parked, sessionId, until);
+      replayed = pass.replayed;
+      if (this.stopping) throw new Error('stopping before the pass ended; the trigger will be retried');
+      const bounded = until !== Number.POSITIVE_INFINITY;
+      // The end of the pass rides on its last copy (or, when the pass found nothing, on a marker), sent only once
+      // nothing below the bound is left parked: a copy this pass did not get to (a receive that came back early)
+      // must not be taken for a gap by the main handler.
+      if (bounded) await this.confirmNothingLeftBelow(parked, until, pass.held?.message.messageId);
+      if (pass.held) {
+        await this.send(pass.held.inbound, sessionId, until, bounded);
+        await parked.completeMessage(pass.held.message);
+        replayed++;
+      } else if (bounded) {
+        await this.sender!.sendMessages(
+          toServiceBusMessage(buildReplayPassEnd(inbound, this.options.endpointId, sessionId, until)),
+        );
+      }
+      await receiver.completeMessage(trigger);
+      if (bounded) this.rememberFinished(sessionId, until);
+      this.options.onPass?.({ sessionId, replayed, outcome: 'replayed' });
+      this.log.debug({ sessionId, replayed, until }, 'replay pass finished');
+    } catch (error) {
+      this.log.warn(
+        { sessionId, replayed, err: errorSummary(error) },
+        'replay pass failed; the trigger will be retried',
+      );
+      await receiver.abandonMessage(trigger).catch(() => undefined);
+      this.options.onPass?.({ sessionId, replayed, outcome: 'failed' });
+    } finally {
+      await parked.close().catch(() => undefined);
+    }
+  }
+
+  private rememberFinished(sessionId: string, until: number): void {
+    this.finished.delete(sessionId);
+    this.finished.set(sessionId, until);
+    if (this.finished.size > 10_000) this.finished.delete(this.finished.keys().next().value!);
+  }
+
+  /** Throws when the parked session still holds a message below `until` (peeked, so locked ones count too). */
+  private async confirmNothingLeftBelow(
+    parked: ServiceBusSessionReceiver,
+    until: number,
+    held: string | number | Buffer | undefined,
+  ): Promise<void> {
+    // Parked copies are sent in sequence order, so the lower sequences are at the front of the session.
+    const left = await parked.peekMessages(this.options.batchSize ?? 20);
+    const below = left.filter(
+      (message) => message.messageId !== held && (fromReceived(message).deferralSequence ?? 0) < until,
+    );
+    if (below.length > 0)
+      throw new Error(
+        `${below.length} parked message(s) below ${until} are still waiting; the pass is not complete`,
+      );
+  }
+
+  private async send(
+    inbound: InboundMessage,
+    sessionId: string,
+    until: number,
+    passEnd: boolean,
+  ): Promise<void> {
+    const sequence = inbound.deferralSequence ?? 0;
+    const bound = until === Number.POSITIVE_INFINITY ? sequence + 1 : until;
+    await this.sender!.sendMessages(
+      toServiceBusMessage(buildReplayedCopy(inbound, this.options.endpointId, sessionId, bound, passEnd)),
+    );
+  }
+
+  /**
+   * Replays parked messages below `until` in sequence order, each copy sent before its parked message is completed.
+   * The last one found is held back (still locked, not yet sent): the caller sends it as the pass's end.
+   */
+  private async replay(
+    parked: ServiceBusSessionReceiver,
+    sessionId: string,
+    until: number,
+  ): Promise<{ replayed: number; held?: { message: ServiceBusReceivedMessage; inbound: InboundMessage } }> {
+    let replayed = 0;
+    let held: { message: ServiceBusReceivedMessage; inbound: InboundMessage } | undefined;
+    for (;;) {
+      // Settlement inside a pass runs to the end; stopping only prevents the next batch.
+      if (this.stopping) return { replayed, held };
+      const batch = await parked.receiveMessages(this.options.batchSize ?? 20, {
+        maxWaitTimeInMs: this.options.drainWaitMs ?? 1000,
+      });
+      if (batch.length === 0) return { replayed, held };
+      const ordered = batch
+        .map((message) => ({ message, inbound: fromReceived(message) }))
+        .sort((a, b) => (a.inbound.deferralSequence ?? 0) - (b.inbound.deferralSequence ?? 0));
+      let reachedBound = false;
+      for (const item of ordered) {
+        const sequence = item.inbound.deferralSequence ?? 0;
+        if (reachedBound || sequence >= until) {
+          // Parked after this pass was asked for: the next pass replays it.
+          reachedBound = true;
+          await parked.abandonMessage(item.message);
+          continue;
+        }
+        if (held) {
+          await this.send(held.inbound, sessionId, until, false);
+          await parked.completeMessage(held.message);
+          replayed++;
+        }
+        held = item;
+      }
+      if (reachedBound) return { replayed, held };
+    }
+  }
+}
+
+export function createDeferredProcessor(options: DeferredProcessorOptions): DeferredProcessor {
+  return new DeferredProcessor(options);
+}

@@ -1,0 +1,57 @@
+// The broker's delivery budget as the SDK spends it on transient outcomes (inbox outage, failed settlement step,
+// unreadable session state, lost lock). The specification lets the peek-lock expire (~30 s) before the message
+// comes back, and every attempt counts toward the subscription's MaxDeliveryCount. Two rules follow from it:
+//  - hold: after a transient outcome the host keeps the session (and so the message) for a lock duration, doubling
+//    with each earlier delivery, before giving it back; a 60 s outage then costs a few deliveries, not ten in
+//    seconds. The count lives on the message (broker-side), so the back-off is per session and survives a change
+//    of worker or instance.
+//  - last delivery: on the attempt the budget ends with, the SDK dead-letters the message itself with a reason
+//    and notifies the Resolver first, as on every other dead-letter path; left to the broker it would be
+//    dead-lettered silently (MaxDeliveryCountExceeded) and its row would stay Pending.
+
+/** The subscription's MaxDeliveryCount as provisioned by packages/sdk/src/topology (its default). */
+export const DEFAULT_MAX_DELIVERY_COUNT = 10;
+/** What the broker calls the same end; kept so operators see one reason whichever side dead-letters. */
+export const DELIVERY_BUDGET_SPENT = 'MaxDeliveryCountExceeded';
+
+/** The 1-based attempt of this delivery. The JS client reports earlier deliveries (0 on the first). */
+export function attemptOf(wireDeliveryCount: number | undefined): number {
+  return Number.isInteger(wireDeliveryCount) && wireDeliveryCount! > 0 ? wireDeliveryCount! + 1 : 1;
+}
+
+/** True when no delivery follows this one: a transient outcome now would let the broker dead-letter silently. */
+export function isLastDelivery(wireDeliveryCount: number | undefined, maxDeliveryCount: number): boolean {
+  return attemptOf(wireDeliveryCount) >= maxDeliveryCount;
+}
+
+export interface TransientHoldOptions {
+  /** The first hold. Default: the session's lock duration as observed when it was accepted (else 30 s). */
+  initialMs?: number;
+  /** The longest hold. Default 5 min (the host's default lock-renewal horizon). */
+  maxMs?: number;
+}
+
+export const DEFAULT_LOCK_MS = 30_000;
+export const DEFAULT_MAX_HOLD_MS = 300_000;
+
+/** How long to keep a session after a transient outcome on a delivery with this wire delivery count. */
+export function transientHoldMs(
+  wireDeliveryCount: number | undefined,
+  lockMs: number,
+  options: TransientHoldOptions = {},
+): number {
+  const initial = options.initialMs ?? lockMs;
+  const max = options.maxMs ?? DEFAULT_MAX_HOLD_MS;
+  const exponent = Math.min(attemptOf(wireDeliveryCount) - 1, 30);
+  return Math.max(0, Math.min(initial * 2 ** exponent, max));
+}
+
+/**
+ * The lock duration a freshly accepted session shows: its lockedUntil minus now, sane values only (1 s .. 5 min);
+ * otherwise the Service Bus default. The host cannot read the subscription's settings (that needs Manage rights).
+ */
+export function observedLockMs(lockedUntil: Date | undefined, now: number): number {
+  if (!lockedUntil) return DEFAULT_LOCK_MS;
+  const ms = lockedUntil.getTime() - now;
+  return ms >= 1000 && ms <= 300_000 ? ms : DEFAULT_LOCK_MS;
+}

@@ -1,0 +1,534 @@
+// The dispatcher's catch ladder, pipeline and observers over a fake DeliveryPort (pure logic; the broker paths are
+// covered end to end in e2e/).
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { emptySessionState, eventBody } from './contract/index.ts';
+import type { SessionState } from './contract/index.ts';
+import { Dispatcher } from './dispatcher.ts';
+import type { DeliveryPort } from './dispatcher.ts';
+import { MessageAlreadyDeadLetteredError, TransientError } from './errors.ts';
+import { HandlerRegistry } from './handlers.ts';
+import type { LifecycleObserver, PipelineBehavior } from './pipeline.ts';
+
+class FakePort implements DeliveryPort {
+  log: string[] = [];
+  state: SessionState = emptySessionState();
+  failOn?: string;
+  lockLost?: () => boolean;
+  async readState() {
+    return this.state;
+  }
+  async writeState(s: SessionState) {
+    this.step('setState');
+    this.state = s;
+  }
+  sent: Array<Record<string, unknown>> = [];
+  async send(m: { applicationProperties: Record<string, unknown> }) {
+    this.step(`send ${m.applicationProperties.MessageType}`);
+    this.sent.push(m.applicationProperties);
+  }
+  async schedule() {
+    this.step('schedule');
+  }
+  async complete() {
+    this.step('complete');
+  }
+  async deadLetter(reason: string) {
+    this.step(`deadLetter ${reason}`);
+  }
+  private step(s: string) {
+    if (this.failOn && s.startsWith(this.failOn)) throw new Error(`broker refused ${s}`);
+    this.log.push(s);
+  }
+}
+
+const received = (props: Record<string, unknown> = {}) => ({
+  messageId: 'm1',
+  sessionId: 's1',
+  body: eventBody('OrderPlaced', { n: 1 }),
+  applicationProperties: {
+    To: 'billing',
+    From: 'shop',
+    MessageType: 'EventRequest',
+    EventId: 'e1',
+    EventTypeId: 'OrderPlaced',
+    ...props,
+  },
+});
+
+function observerLog(): { events: string[]; observer: LifecycleObserver } {
+  const events: string[] = [];
+  return {
+    events,
+    observer: {
+      onMessageReceived: () => void events.push('received'),
+      onMessageCompleted: () => void events.push('completed'),
+      onMessageFailed: (_m, e) => void events.push(`failed:${(e as Error)?.name}`),
+      onMessageDeadLettered: (_m, r) => void events.push(`deadLettered:${r}`),
+    },
+  };
+}
+
+function dispatcher(
+  handler: (e: unknown) => void,
+  extra: { behaviors?: PipelineBehavior[]; observers?: LifecycleObserver[] } = {},
+) {
+  return new Dispatcher({
+    endpointId: 'billing',
+    handlers: new HandlerRegistry().on('OrderPlaced', handler),
+    ...extra,
+  });
+}
+
+const signal = new AbortController().signal;
+
+describe('dispatcher ladder and observers', () => {
+  test('success: Received then Completed; settlement in order', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const result = await dispatcher(() => undefined, { observers: [observer] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
+    assert.equal(result, 'completed');
+    assert.deepEqual(port.log, ['send ResolutionResponse', 'complete']);
+    assert.deepEqual(events, ['received', 'completed']);
+  });
+
+  test('Retry-disposition failure: settled, and nothing fires after Received', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const result = await dispatcher(
+      () => {
+        throw new Error('no');
+      },
+      { observers: [observer] },
+    ).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+    assert.deepEqual(events, ['received']);
+  });
+
+  test('a behaviour that throws before next: handler not run, notification then dead-letter, Failed + DeadLettered', async () => {
+    const port = new FakePort();
+    let ran = false;
+    const { events, observer } = observerLog();
+    const boom: PipelineBehavior = async () => {
+      throw new Error('service mode: endpoint paused');
+    };
+    const result = await dispatcher(() => void (ran = true), {
+      behaviors: [boom],
+      observers: [observer],
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'deadLettered');
+    assert.equal(ran, false);
+    assert.deepEqual(port.log, ['send ErrorResponse', 'deadLetter Failed to handle message.']);
+    assert.deepEqual(events, ['received', 'failed:Error', 'deadLettered:Failed to handle message.']);
+  });
+
+  test('a behaviour that does not call next: handler not run, nothing settled', async () => {
+    const port = new FakePort();
+    let ran = false;
+    const skip: PipelineBehavior = async () => undefined;
+    const result = await dispatcher(() => void (ran = true), { behaviors: [skip] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
+    assert.equal(result, 'shortCircuited');
+    assert.equal(ran, false);
+    assert.deepEqual(port.log, []);
+  });
+
+  test('a behaviour that swallows a handler failure makes it look completed (after the failure was settled)', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const swallow: PipelineBehavior = async (_ctx, next) => {
+      try {
+        await next();
+      } catch {
+        // deliberately swallowed
+      }
+    };
+    await dispatcher(
+      () => {
+        throw new Error('no');
+      },
+      { behaviors: [swallow], observers: [observer] },
+    ).dispatch(received(), port, signal);
+    assert.deepEqual(events, ['received', 'completed']);
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test('behaviours run outermost first', async () => {
+    const order: string[] = [];
+    const b =
+      (name: string): PipelineBehavior =>
+      async (_c, next) => {
+        order.push(`${name}>`);
+        await next();
+        order.push(`<${name}`);
+      };
+    await dispatcher(() => void order.push('handler'), { behaviors: [b('a'), b('b')] }).dispatch(
+      received(),
+      new FakePort(),
+      signal,
+    );
+    assert.deepEqual(order, ['a>', 'b>', 'handler', '<b', '<a']);
+  });
+
+  test('a behaviour that dead-letters itself: one dead-letter, then the notification', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const reject: PipelineBehavior = async (ctx) => {
+      await ctx.deadLetter('Tenant unknown');
+      throw new MessageAlreadyDeadLetteredError('Tenant unknown');
+    };
+    const result = await dispatcher(() => undefined, { behaviors: [reject], observers: [observer] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
+    assert.equal(result, 'middlewareDeadLettered');
+    assert.deepEqual(port.log, ['deadLetter Tenant unknown', 'send ErrorResponse']);
+    assert.deepEqual(events, [
+      'received',
+      'failed:MessageAlreadyDeadLetteredError',
+      'deadLettered:Tenant unknown',
+    ]);
+  });
+
+  test('settlement runs to the end when the processor stops after the handler has an outcome', async () => {
+    const port = new FakePort();
+    const controller = new AbortController();
+    const result = await dispatcher(() => {
+      controller.abort();
+      throw new Error('failed while stopping');
+    }).dispatch(received(), port, controller.signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test('a handler that honours the stop signal leaves the message unsettled, with no observer after Received', async () => {
+    const port = new FakePort();
+    const controller = new AbortController();
+    const { events, observer } = observerLog();
+    const result = await dispatcher(
+      () => {
+        controller.abort();
+        controller.signal.throwIfAborted();
+      },
+      { observers: [observer] },
+    ).dispatch(received(), port, controller.signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+    assert.deepEqual(events, ['received']);
+  });
+
+  test('a broker failure mid-settlement is transient: the rest is not attempted and the message is redelivered', async () => {
+    const port = new FakePort();
+    port.failOn = 'setState';
+    const { events, observer } = observerLog();
+    const result = await dispatcher(
+      () => {
+        throw new Error('no');
+      },
+      { observers: [observer] },
+    ).dispatch(received(), port, signal);
+    assert.equal(result, 'transient');
+    assert.deepEqual(port.log, ['send ErrorResponse']);
+    assert.deepEqual(events, ['received', 'failed:TransientError']);
+  });
+
+  test('a failing dead-letter notification does not stop the dead-letter', async () => {
+    const port = new FakePort();
+    port.failOn = 'send ErrorResponse';
+    const result = await dispatcher(() => undefined).dispatch(
+      received({ EventTypeId: 'OrderPlaced', MessageType: 'ErrorResponse' }),
+      port,
+      signal,
+    );
+    assert.equal(result, 'deadLettered');
+    assert.deepEqual(port.log, ['deadLetter Failed to handle message.']);
+  });
+
+  test('a throwing observer is ignored', async () => {
+    const port = new FakePort();
+    const bad: LifecycleObserver = {
+      onMessageReceived: () => {
+        throw new Error('observer bug');
+      },
+    };
+    assert.equal(
+      await dispatcher(() => undefined, { observers: [bad] }).dispatch(received(), port, signal),
+      'completed',
+    );
+  });
+
+  test('a typed handler schema mismatch is permanent', async () => {
+    const { z } = await import('zod');
+    const port = new FakePort();
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', () => undefined, {
+        schema: z.object({ orderId: z.string() }),
+      }),
+    });
+    assert.equal(await d.dispatch(received(), port, signal), 'deadLettered');
+    assert.match(
+      port.log.at(-1)!,
+      /^deadLetter Permanent failure: PermanentFailureError: OrderPlaced payload does not match its schema/,
+    );
+  });
+
+  test('markPendingHandoff: last call wins; expectedBy relative to now', async () => {
+    const port = new FakePort();
+    const sentProps: Record<string, unknown>[] = [];
+    port.send = async (m) => void sentProps.push(m.applicationProperties);
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      now: () => new Date('2026-12-02T10:00:00.000Z'),
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+        ctx.markPendingHandoff('first', 'job-1');
+        ctx.markPendingHandoff('second', 'job-2', 60_000);
+      }),
+    });
+    await d.dispatch(received(), port, signal);
+    assert.equal(sentProps[0]!.MessageType, 'PendingHandoffResponse');
+    assert.equal(sentProps[0]!.HandoffReason, 'second');
+    assert.equal(sentProps[0]!.ExternalJobId, 'job-2');
+    assert.equal(sentProps[0]!.ExpectedBy, '2026-12-02T10:01:00.000Z');
+    assert.equal(port.state.BlockedByEventId, 'e1');
+  });
+
+  test('markPendingHandoff then throw: the failure path wins', async () => {
+    const port = new FakePort();
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => {
+        ctx.markPendingHandoff('r');
+        throw new Error('then it broke');
+      }),
+    });
+    assert.equal(await d.dispatch(received(), port, signal), 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+});
+
+describe('validation behaviour', () => {
+  const signal = new AbortController().signal;
+  test('an EventRequest without EventTypeId is dead-lettered with its stable reason', async () => {
+    const port = new FakePort();
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+    });
+    assert.equal(
+      await d.dispatch({ ...received({ EventTypeId: undefined }), body: '{}' }, port, signal),
+      'middlewareDeadLettered',
+    );
+    assert.deepEqual(port.log, [
+      'deadLetter Validation failed: EventTypeId is required for EventRequest',
+      'send ErrorResponse',
+    ]);
+  });
+
+  test('a command without EventTypeId passes validation; validation can be turned off', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), BlockedByEventId: 'e1' };
+    const d = new Dispatcher({ endpointId: 'billing', handlers: new HandlerRegistry() });
+    assert.equal(
+      await d.dispatch(
+        received({ MessageType: 'SkipRequest', From: 'Manager', EventTypeId: undefined }),
+        port,
+        signal,
+      ),
+      'completed',
+    );
+    const off = new Dispatcher({
+      endpointId: 'billing',
+      validation: false,
+      handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+    });
+    const port2 = new FakePort();
+    assert.equal(await off.dispatch(received({ EventId: undefined }), port2, signal), 'completed');
+    assert.deepEqual(port2.log, ['send ResolutionResponse', 'complete']);
+  });
+});
+
+describe('a lock lost while the handler ran', () => {
+  for (const [what, handler] of [
+    ['success', () => undefined],
+    [
+      'failure',
+      () => {
+        throw new Error('boom');
+      },
+    ],
+  ] as const) {
+    test(`a ${what} settles nothing and is left for redelivery as transient`, async () => {
+      const port = new FakePort();
+      let lost = false;
+      port.lockLost = () => lost;
+      const { events, observer } = observerLog();
+      const d = dispatcher(
+        () => {
+          lost = true; // the lock expires while the handler runs
+          handler();
+        },
+        { observers: [observer] },
+      );
+      assert.equal(await d.dispatch(received(), port, signal), 'transient');
+      assert.deepEqual(port.log, []);
+      assert.deepEqual(events, ['received', 'failed:TransientError']);
+    });
+  }
+});
+
+describe("cancellation: only the processor's own signal", () => {
+  // The processor aborts its signal with a reason of its own; a handler that honours it rejects with that reason
+  // (fetch does) or with an AbortError whose cause is that reason (timers/promises, events do). Each handler
+  // below is running when the host starts stopping.
+  const host = () => {
+    const c = new AbortController();
+    return { signal: c.signal, stop: () => c.abort(new Error('subscriber host stopping')) };
+  };
+
+  test("a handler's own timeout abort while the host is stopping is a failure, settled in full", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const { setTimeout: wait } = await import('node:timers/promises');
+    const result = await dispatcher(async () => {
+      stop();
+      // The handler's own deadline on a slow call: rejects with an AbortError whose cause is a TimeoutError.
+      await wait(60_000, undefined, { signal: AbortSignal.timeout(1) });
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test("a handler's own AbortController abort while the host is stopping is a failure, not a cancellation", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const result = await dispatcher(() => {
+      stop();
+      const own = new AbortController();
+      own.abort(); // reason: a DOMException named AbortError, unrelated to the processor's signal
+      throw own.signal.reason;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+  });
+
+  test("an AbortError carrying the processor's reason as its cause is the cancellation: nothing settled", async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const { setTimeout: wait } = await import('node:timers/promises');
+    const result = await dispatcher(async () => {
+      const waiting = wait(60_000, undefined, { signal }); // rejects with AbortError { cause: signal.reason }
+      stop();
+      await waiting;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+  });
+
+  test('the processor’s reason itself (what fetch rejects with) is the cancellation', async () => {
+    const port = new FakePort();
+    const { signal, stop } = host();
+    const result = await dispatcher(() => {
+      stop();
+      throw signal.reason;
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'cancelled');
+    assert.deepEqual(port.log, []);
+  });
+});
+
+describe('a transient outcome on the last delivery the budget allows', () => {
+  // The subscription dead-letters on its 10th delivery (wire count 9); the SDK gets there first, with a
+  // notification, so the Resolver records DeadLettered instead of leaving the event Pending.
+  type Build = (port: FakePort, observers: LifecycleObserver[]) => Dispatcher;
+  const causes: Array<[string, Build]> = [
+    [
+      'a TransientError from the handler',
+      (_port, observers) =>
+        dispatcher(
+          () => {
+            throw new TransientError('downstream socket reset');
+          },
+          { observers },
+        ),
+    ],
+    [
+      'an inbox outage',
+      (_port, observers) =>
+        new Dispatcher({
+          endpointId: 'billing',
+          handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+          observers,
+          inbox: {
+            has: async () => {
+              throw new Error('inbox store unavailable');
+            },
+            add: async () => undefined,
+          },
+        }),
+    ],
+    [
+      'a failed settlement step',
+      (port, observers) => {
+        port.failOn = 'complete';
+        return dispatcher(() => undefined, { observers });
+      },
+    ],
+    [
+      'an unreadable session state',
+      (port, observers) => {
+        port.readState = async () => {
+          throw new Error('session state read timed out');
+        };
+        return dispatcher(() => undefined, { observers });
+      },
+    ],
+  ];
+  for (const [what, build] of causes) {
+    test(`${what}: notification, then dead-letter with the reason; earlier deliveries settle nothing`, async () => {
+      const early = new FakePort();
+      assert.equal(await build(early, []).dispatch(received(), early, signal), 'transient');
+      assert.ok(
+        !early.log.some((x) => x.startsWith('deadLetter')),
+        'the first delivery is left for redelivery',
+      );
+
+      const port = new FakePort();
+      const { events, observer } = observerLog();
+      const result = await build(port, [observer]).dispatch(
+        { ...received(), deliveryCount: 9 },
+        port,
+        signal,
+      );
+      assert.equal(result, 'deadLettered');
+      assert.deepEqual(port.log.slice(-2), ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
+      const note = port.sent.at(-1)!;
+      assert.equal(note.DeadLetterReason, 'MaxDeliveryCountExceeded');
+      assert.match(String(note.DeadLetterErrorDescription), /^Delivery 10 of 10 ended transient: /);
+      assert.equal(events[0], 'received');
+      assert.equal(events.at(-1), 'deadLettered:MaxDeliveryCountExceeded');
+    });
+  }
+
+  test('a host configured for a larger budget leaves the 10th delivery to redelivery', async () => {
+    const port = new FakePort();
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      maxDeliveryCount: 20,
+      handlers: new HandlerRegistry().on('OrderPlaced', () => {
+        throw new TransientError('x');
+      }),
+    });
+    assert.equal(await d.dispatch({ ...received(), deliveryCount: 9 }, port, signal), 'transient');
+    assert.deepEqual(port.log, []);
+  });
+});

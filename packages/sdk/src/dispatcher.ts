@@ -1,0 +1,486 @@
+// One delivery, start to end: observers, pipeline, decision, handler, and the settlement effects in order.
+// The broker is reached only through a DeliveryPort, so the same code runs on a session receiver (the host) and
+// in unit tests. The settlement rule lives here: once the handler has an outcome, the effects run to the end
+// without looking at the stop signal.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import { MessageType } from './contract/index.ts';
+import type { SessionState } from './contract/index.ts';
+import {
+  afterHandler,
+  eventKey,
+  FAILED_TO_HANDLE,
+  inboxApplies,
+  notification,
+  replayHandledEffects,
+  route,
+  truncateDescription,
+} from './decide.ts';
+import type { DecisionEnv, Invocation } from './decide.ts';
+import type { FailureDispositionClassifier } from './dispositions.ts';
+import { retryEverythingClassifier } from './dispositions.ts';
+import type { Effect, Settlement, Signal } from './effects.ts';
+import {
+  errorMessage,
+  errorTypeName,
+  isCancellationOf,
+  MessageAlreadyDeadLetteredError,
+  PermanentFailureError,
+  TransientError,
+} from './errors.ts';
+import type { HandlerContext, HandlerRegistry } from './handlers.ts';
+import { HandoffRecorder } from './handlers.ts';
+import { toOutcome } from './handlerOutcome.ts';
+import type { HandlerResult } from './handlerOutcome.ts';
+import { authoritativeEventTypeId, fromReceived, originatingIdOf } from './inbound.ts';
+import type { InboundMessage, ReceivedLike } from './inbound.ts';
+import type { OutgoingMessage } from './outbound.ts';
+import { composePipeline } from './pipeline.ts';
+import type { LifecycleObserver, MessageInfo, PipelineBehavior, PipelineContext } from './pipeline.ts';
+import type { RetryPolicies } from './retryPolicies.ts';
+import { Inbox, inboxKey } from './inbox.ts';
+import type { InboxStore } from './inbox.ts';
+import { validationBehavior } from './validation.ts';
+import {
+  attemptOf,
+  DEFAULT_MAX_DELIVERY_COUNT,
+  DELIVERY_BUDGET_SPENT,
+  isLastDelivery,
+} from './deliveryBudget.ts';
+import { SDK_VERSION } from './version.ts';
+
+/** What a delivery needs from the broker. Implemented over a session receiver and the endpoint's sender. */
+export interface DeliveryPort {
+  readState(): Promise<SessionState>;
+  writeState(state: SessionState): Promise<void>;
+  send(message: OutgoingMessage): Promise<void>;
+  schedule(message: OutgoingMessage, delayMs: number): Promise<void>;
+  complete(): Promise<void>;
+  deadLetter(reason: string, description: string): Promise<void>;
+  /**
+   * True when the lock this delivery was received under has already expired. A settlement under a lost lock
+   * would tell the Resolver an outcome that a redelivery (possibly already running elsewhere) may contradict.
+   */
+  lockLost?(): boolean;
+}
+
+export interface DispatcherOptions {
+  endpointId: string;
+  handlers: HandlerRegistry;
+  classifier?: FailureDispositionClassifier;
+  retryPolicies?: RetryPolicies;
+  behaviors?: readonly PipelineBehavior[];
+  observers?: readonly LifecycleObserver[];
+  /** Opt-in idempotent consumer: MessageIds handled successfully are answered DuplicateDetected next time. */
+  inbox?: InboxStore;
+  /** The built-in validation behaviour (EventId, EventTypeId on EventRequest); on by default. */
+  validation?: boolean;
+  /**
+   * The subscription's MaxDeliveryCount (default 10, what packages/sdk/src/topology provisions). A transient outcome on the
+   * delivery this count ends with is dead-lettered by the SDK itself, with a Resolver notification, instead of
+   * being left to the broker's silent MaxDeliveryCountExceeded.
+   */
+  maxDeliveryCount?: number;
+  logger?: Logger;
+  sdkVersion?: string;
+  now?: () => Date;
+  random?: () => number;
+}
+
+/** How a delivery ended, for the caller (host logs, tests). */
+export type DeliveryResult = Signal | 'middlewareDeadLettered' | 'shortCircuited';
+
+/** Carries a non-completed settlement out through the pipeline (behaviours see it as a throw, like the reference). */
+class Settled extends Error {
+  constructor(readonly settlement: Settlement) {
+    super(`delivery settled: ${settlement.signal}`);
+  }
+  get signal(): Signal {
+    return this.settlement.signal;
+  }
+}
+
+export class Dispatcher {
+  private readonly log: Logger;
+  private readonly classifier: FailureDispositionClassifier;
+  private readonly behaviors: readonly PipelineBehavior[];
+  private readonly now: () => Date;
+  private readonly inbox: Inbox | undefined;
+
+  constructor(private readonly options: DispatcherOptions) {
+    this.inbox = options.inbox ? new Inbox(options.inbox) : undefined;
+    this.log = options.logger ?? pino({ level: 'silent' });
+    this.classifier = options.classifier ?? retryEverythingClassifier;
+    this.behaviors = [
+      ...(options.validation === false ? [] : [validationBehavior]),
+      ...(options.behaviors ?? []),
+    ];
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async dispatch(received: ReceivedLike, port: DeliveryPort, signal: AbortSignal): Promise<DeliveryResult> {
+    return (await this.dispatchDetailed(received, port, signal)).result;
+  }
+
+  /** As dispatch, plus the error behind a failed, transient or dead-lettered result (for the circuit breaker). */
+  async dispatchDetailed(
+    received: ReceivedLike,
+    port: DeliveryPort,
+    signal: AbortSignal,
+  ): Promise<{ result: DeliveryResult; error?: unknown }> {
+    const m = fromReceived(received);
+    const info = messageInfo(m);
+    let deadLetteredByBehavior = false;
+    let terminalRan = false;
+    let terminalResult: Signal | undefined;
+    const ctx: PipelineContext = {
+      endpointId: this.options.endpointId,
+      message: info,
+      signal,
+      deadLetter: async (reason, description) => {
+        await port.deadLetter(reason, truncateDescription(description ?? reason));
+        deadLetteredByBehavior = true;
+      },
+    };
+    await this.observe('onMessageReceived', (o) => o.onMessageReceived?.(info));
+    try {
+      const terminal = async () => {
+        terminalRan = true;
+        const settlement = await this.decideAndSettle(m, port, signal);
+        terminalResult = settlement.signal;
+        if (settlement.signal !== 'completed') throw new Settled(settlement);
+      };
+      await composePipeline(this.behaviors, ctx, terminal)();
+      await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
+      return { result: terminalRan ? (terminalResult ?? 'completed') : 'shortCircuited' };
+    } catch (error) {
+      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior);
+      return { result, error: error instanceof Settled ? error.settlement.error : error };
+    }
+  }
+
+  /** The outer catch ladder: what escaped the pipeline decides the remaining settlement and observers. */
+  private async ladder(
+    error: unknown,
+    m: InboundMessage,
+    info: MessageInfo,
+    port: DeliveryPort,
+    signal: AbortSignal,
+    alreadyDeadLettered: boolean,
+  ): Promise<DeliveryResult> {
+    if (error instanceof Settled) {
+      const settled = error.settlement;
+      if (error.signal === 'deadLettered') {
+        await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settled?.error));
+        const reason = lastDeadLetterReason(settled) ?? FAILED_TO_HANDLE;
+        await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
+      } else if (error.signal === 'transient') {
+        if (this.lastDelivery(m)) return this.budgetSpent(settled.error, m, info, port);
+        await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settled?.error));
+      }
+      // deferred, handlerFailed and cancelled: nothing after OnMessageReceived.
+      return error.signal;
+    }
+    if (isCancellationOf(error, signal)) return 'cancelled';
+    if (error instanceof TransientError) {
+      if (this.lastDelivery(m)) return this.budgetSpent(error, m, info, port);
+      this.log.warn({ ...logFields(m), err: errorSummary(error) }, 'transient failure: left for redelivery');
+      await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+      return 'transient';
+    }
+    const env = this.env(new Date());
+    if (error instanceof MessageAlreadyDeadLetteredError || alreadyDeadLettered) {
+      await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+      await this.runBestEffort(notification(m, env, errorMessage(error), errorMessage(error)), port, m);
+      // A replayed copy dead-lettered by a behaviour still counts as handled for the drain (and may end its pass).
+      await this.settleReplay(m, port);
+      await this.observe('onMessageDeadLettered', (o) =>
+        o.onMessageDeadLettered?.(info, errorMessage(error)),
+      );
+      return 'middlewareDeadLettered';
+    }
+    // A behaviour threw (or a permanent failure escaped it): notification, then the dead-letter.
+    await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+    const reason =
+      error instanceof PermanentFailureError
+        ? `Permanent failure: ${errorTypeName(error)}: ${errorMessage(error)}`
+        : FAILED_TO_HANDLE;
+    const description = truncateDescription(errorMessage(error) || reason);
+    await this.runBestEffort(notification(m, env, reason, description, error), port, m);
+    try {
+      // A replayed copy still counts as handled for the drain, or the session would wait for it forever; when it
+      // ends its pass, the next pass is asked for.
+      if (m.messageType === MessageType.EventRequest && m.replaySequence !== undefined) {
+        await this.execute(replayHandledEffects(m, await port.readState(), this.env(new Date())), port, m);
+      }
+      await port.deadLetter(truncateDescription(reason), description);
+    } catch (settleError) {
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(settleError) },
+        'dead-letter after a pipeline failure did not complete; the lock will expire',
+      );
+      await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settleError));
+      return 'transient';
+    }
+    this.log.warn({ ...logFields(m), reason }, 'dead-lettered after a pipeline failure');
+    await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
+    return 'deadLettered';
+  }
+
+  /**
+   * The replay bookkeeping of a replayed copy a behaviour dead-lettered itself. Best effort: the message is already
+   * settled, and a cursor left behind is caught by the pass-end marker that follows the pass's copies.
+   */
+  private async settleReplay(m: InboundMessage, port: DeliveryPort): Promise<void> {
+    if (m.messageType !== MessageType.EventRequest || m.replaySequence === undefined) return;
+    try {
+      await this.execute(replayHandledEffects(m, await port.readState(), this.env(new Date())), port, m);
+    } catch (error) {
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(error) },
+        'replay cursor not advanced after a dead-lettered replayed copy; the pass-end marker will skip it',
+      );
+    }
+  }
+
+  private lastDelivery(m: InboundMessage): boolean {
+    return isLastDelivery(m.deliveryCount, this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT);
+  }
+
+  /**
+   * A transient outcome on the last delivery the subscription allows. Left unsettled, the broker would dead-letter
+   * it at lock expiry without telling anyone, and the Resolver's row would stay Pending. So it takes the
+   * specification's dead-letter path: the notification first (best effort), then the dead-letter with the same
+   * reason the broker would have used. A replayed copy still advances the drain cursor when the state can be read.
+   */
+  private async budgetSpent(
+    error: unknown,
+    m: InboundMessage,
+    info: MessageInfo,
+    port: DeliveryPort,
+  ): Promise<DeliveryResult> {
+    const max = this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT;
+    const reason = DELIVERY_BUDGET_SPENT;
+    const description = truncateDescription(
+      `Delivery ${attemptOf(m.deliveryCount)} of ${max} ended transient: ${errorMessage(error) || errorTypeName(error)}`,
+    );
+    await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+    await this.runBestEffort(notification(m, this.env(new Date()), reason, description, error), port, m);
+    // A replayed copy advances the drain cursor (best effort: the dead-letter goes ahead either way, since the broker
+    // would dead-letter this message now anyway).
+    await this.settleReplay(m, port);
+    try {
+      await port.deadLetter(reason, description);
+    } catch (settleError) {
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(settleError) },
+        'dead-letter after the last delivery did not complete; the broker dead-letters it at lock expiry',
+      );
+      return 'transient';
+    }
+    this.log.warn({ ...logFields(m), reason }, 'dead-lettered: delivery budget spent on transient failures');
+    await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
+    return 'deadLettered';
+  }
+
+  /** Reads the state, decides, runs the handler when asked, and executes the settlement. */
+  private async decideAndSettle(
+    m: InboundMessage,
+    port: DeliveryPort,
+    signal: AbortSignal,
+  ): Promise<Settlement> {
+    // The reads that choose a path observe the stop signal; nothing after the handler does.
+    if (signal.aborted)
+      return { effects: [], signal: 'cancelled', note: 'processor stopping before the delivery started' };
+    let state: SessionState;
+    try {
+      state = await port.readState();
+    } catch (error) {
+      throw new TransientError(`session state could not be read: ${errorMessage(error)}`, { cause: error });
+    }
+    // The inbox pre-check comes before the session guards: a duplicate is answered, never parked.
+    const key = this.inbox && inboxApplies(m) ? inboxKey(this.options.endpointId, m.messageId) : undefined;
+    const duplicate = key !== undefined && (await this.inbox!.isDuplicate(key));
+    const startedAt = this.now();
+    const first = route(m, state, this.env(startedAt), { duplicate });
+    let settlement: Settlement;
+    if (first.kind === 'settle') {
+      settlement = first.settlement;
+    } else {
+      const result = await this.invoke(m, first.invocation, signal);
+      const outcome = toOutcome(result, {
+        classifier: this.classifier,
+        eventTypeId: first.invocation.eventTypeId,
+        endpointId: this.options.endpointId,
+        signal,
+      });
+      // A handler that outlived the session lock (renewal off or failing) no longer owns the session: the broker
+      // has made the message available again, and a redelivery may already be settling it. Sending this outcome
+      // would let a stale answer overwrite the real one on the Resolver, so nothing is settled; the redelivery
+      // decides. That includes the inbox: recording the key here would turn the redelivery into a duplicate, and the
+      // Resolver would only ever see a SkipResponse for an event that was handled. (The check narrows the window to
+      // the settlement itself; the broker refuses the state write and the completion past it anyway.)
+      if (port.lockLost?.())
+        throw new TransientError('the session lock expired while the handler ran; left for redelivery');
+      if (key !== undefined && outcome.kind === 'success' && !outcome.handoff) {
+        // Recorded before the settlement: a crash after this point makes the redelivery a duplicate, not a rerun.
+        await this.inbox!.record(key, this.now());
+        // A successful resubmission of the blocker also covers the delivery that blocked the session.
+        const blockerKey =
+          m.messageType === MessageType.ResubmissionRequest &&
+          state.BlockedByEventId === eventKey(m) &&
+          state.BlockedByMessageId
+            ? inboxKey(this.options.endpointId, state.BlockedByMessageId)
+            : undefined;
+        if (blockerKey) await this.inbox!.record(blockerKey, this.now());
+      }
+      settlement = afterHandler(m, state, outcome, this.env(startedAt));
+    }
+    await this.execute(settlement.effects, port, m);
+    this.log[settlement.warn ? 'warn' : 'debug'](
+      { ...logFields(m), outcome: settlement.signal, note: settlement.note },
+      'delivery settled',
+    );
+    return settlement;
+  }
+
+  private async invoke(
+    m: InboundMessage,
+    invocation: Invocation,
+    signal: AbortSignal,
+  ): Promise<HandlerResult> {
+    const recorder = new HandoffRecorder(this.now);
+    const ctx: HandlerContext = {
+      endpointId: this.options.endpointId,
+      messageId: m.messageId,
+      eventId: m.eventId,
+      eventTypeId: invocation.eventTypeId,
+      messageType: m.messageType,
+      sessionId: m.sessionId,
+      correlationId: m.correlationId,
+      parentMessageId: m.parentMessageId,
+      originatingMessageId: originatingIdOf(m),
+      from: m.from,
+      retryCount: m.retryCount,
+      signal,
+      markPendingHandoff: (reason, externalJobId, expectedBy) =>
+        recorder.record(reason, externalJobId, expectedBy),
+    };
+    try {
+      await this.options.handlers.invoke(invocation.eventTypeId, invocation.payload, ctx);
+      return recorder.mark ? { ok: true, handoff: recorder.mark } : { ok: true };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+
+  /** Runs the effects in order. A failing required step leaves the rest undone and the delivery to redelivery. */
+  private async execute(effects: readonly Effect[], port: DeliveryPort, m: InboundMessage): Promise<void> {
+    for (const effect of effects) {
+      if (effect.kind === 'send' && effect.bestEffort) {
+        await this.runBestEffort(effect, port, m);
+        continue;
+      }
+      try {
+        await this.apply(effect, port);
+      } catch (error) {
+        throw new TransientError(`settlement step '${effect.kind}' failed: ${errorMessage(error)}`, {
+          cause: error,
+        });
+      }
+    }
+  }
+
+  private async apply(effect: Effect, port: DeliveryPort): Promise<void> {
+    switch (effect.kind) {
+      case 'send':
+        return port.send(effect.message);
+      case 'schedule':
+        return port.schedule(effect.message, effect.delayMs);
+      case 'setState':
+        return port.writeState(effect.state);
+      case 'complete':
+        return port.complete();
+      case 'deadLetter':
+        return port.deadLetter(effect.reason, effect.description);
+    }
+  }
+
+  /** The dead-letter notification: a failed send is logged, never fatal (the DLQ stays the source of truth). */
+  private async runBestEffort(effect: Effect, port: DeliveryPort, m: InboundMessage): Promise<void> {
+    try {
+      await this.apply(effect, port);
+    } catch (error) {
+      this.log.warn(
+        { ...logFields(m), err: errorSummary(error) },
+        'dead-letter notification to the Resolver failed; dead-lettering anyway',
+      );
+    }
+  }
+
+  private env(startedAt: Date): DecisionEnv {
+    const policies = this.options.retryPolicies;
+    const random = this.options.random ?? Math.random;
+    return {
+      endpointId: this.options.endpointId,
+      clock: { startedAt, now: this.now() },
+      sdkVersion: this.options.sdkVersion ?? SDK_VERSION,
+      newId: () => randomUUID(),
+      hasHandler: (t) => this.options.handlers.has(t),
+      nextRetry: policies
+        ? (error, eventTypeId, retryCount) => policies.nextRetry(error, eventTypeId, retryCount, random)
+        : undefined,
+    };
+  }
+
+  private async observe(
+    hook: string,
+    call: (o: LifecycleObserver) => void | Promise<void> | undefined,
+  ): Promise<void> {
+    for (const observer of this.options.observers ?? []) {
+      try {
+        await call(observer);
+      } catch (error) {
+        this.log.warn({ hook, err: errorSummary(error) }, 'lifecycle observer failed (ignored)');
+      }
+    }
+  }
+}
+
+function lastDeadLetterReason(settlement: Settlement | undefined): string | undefined {
+  const dl = settlement?.effects.find(
+    (e): e is Extract<Effect, { kind: 'deadLetter' }> => e.kind === 'deadLetter',
+  );
+  return dl?.reason;
+}
+
+export function messageInfo(m: InboundMessage): MessageInfo {
+  return {
+    messageId: m.messageId,
+    sessionId: m.sessionId,
+    correlationId: m.correlationId,
+    messageType: m.messageType,
+    eventId: m.eventId,
+    eventTypeId: authoritativeEventTypeId(m),
+    from: m.from,
+    to: m.to,
+    deliveryCount: m.deliveryCount,
+    retryCount: m.retryCount,
+  };
+}
+
+/** Identity fields only: logs never carry bodies. */
+export function logFields(m: InboundMessage): Record<string, unknown> {
+  return {
+    messageId: m.messageId,
+    eventId: m.eventId,
+    sessionId: m.sessionId,
+    messageType: m.messageType,
+    eventTypeId: authoritativeEventTypeId(m),
+  };
+}
+
+export function errorSummary(error: unknown): { type: string; message: string } {
+  return { type: errorTypeName(error), message: errorMessage(error).slice(0, 500) };
+}

@@ -1,0 +1,108 @@
+// The bus handoff client: settles an event parked by ctx.markPendingHandoff by sending straight to the Manager topic,
+// addressed To = the endpoint; the Manager subscription stamps From = 'Manager' and forwards them to the endpoint,
+// where they reach the failed event's session. Neither re-invokes the user handler.
+//
+// It needs Send on `Manager`, which is operator-level: whoever holds it can also skip or resubmit any endpoint's
+// events, with no audit entry and no role check. Handoff agents use ConsoleHandoffClient (consoleHandoffClient.ts,
+// the console's HTTP API with a service principal's token) instead; this client is for code that already runs with
+// the console's identity, and for tests on the emulator.
+import { createHash } from 'node:crypto';
+import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
+import { z } from 'zod';
+import { describeIssues, encodeBody, MessageType, Prop, Topic, toWireProperties } from './contract/index.ts';
+import { toServiceBusMessage } from './transport.ts';
+
+/** Where the pending event is: what the PendingHandoffResponse (and the console's event row) carries. */
+export const handoffCoordinatesSchema = z.object({
+  endpointId: z.string().min(1, 'endpointId is required'),
+  eventId: z.string().min(1, 'eventId is required'),
+  sessionId: z.string().min(1, 'sessionId is required'),
+  /** MessageId of the delivery that parked the handoff. */
+  messageId: z.string().min(1, 'messageId is required'),
+  eventTypeId: z.string().min(1).optional(),
+  correlationId: z.string().min(1).optional(),
+  originatingMessageId: z.string().min(1).optional(),
+});
+export type HandoffCoordinates = z.infer<typeof handoffCoordinatesSchema>;
+
+export class HandoffClientError extends Error {
+  override readonly name: string = 'HandoffClientError';
+}
+
+/** Settles handoffs on the bus; needs the operator-level Send on `Manager` (agents: use ConsoleHandoffClient). */
+export class HandoffClient {
+  private readonly sender: ServiceBusSender;
+
+  constructor(client: ServiceBusClient) {
+    this.sender = client.createSender(Topic.Manager);
+  }
+
+  /** The external work succeeded: the session is released and the Resolver records Completed with `result`. */
+  async complete(coordinates: HandoffCoordinates, result?: unknown): Promise<string> {
+    const c = parse(coordinates);
+    const json =
+      result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
+    const body =
+      json === undefined
+        ? encodeBody({})
+        : encodeBody({ EventContent: { EventTypeId: c.eventTypeId ?? null, EventJson: json } });
+    return this.send(MessageType.HandoffCompletedRequest, c, body);
+  }
+
+  /** The external work failed: the Resolver records Failed with `errorText` verbatim; the session stays blocked. */
+  async fail(coordinates: HandoffCoordinates, errorText: string, errorType?: string): Promise<string> {
+    const c = parse(coordinates);
+    return this.send(
+      MessageType.HandoffFailedRequest,
+      c,
+      encodeBody({ ErrorContent: { ErrorText: errorText, ErrorType: errorType ?? null } }),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.sender.close();
+  }
+
+  private async send(type: MessageType, c: HandoffCoordinates, body: string): Promise<string> {
+    // Derived, not random: a caller that retries a send whose outcome it did not learn (a broker outage mid-send)
+    // sends the same message again, which the endpoint's inbox and the Resolver's history recognise as one.
+    const messageId = settlementMessageId(type, c);
+    await this.sender.sendMessages(
+      toServiceBusMessage({
+        messageId,
+        sessionId: c.sessionId,
+        correlationId: c.correlationId ?? c.messageId,
+        body,
+        applicationProperties: toWireProperties({
+          [Prop.To]: c.endpointId,
+          [Prop.MessageType]: type,
+          [Prop.EventId]: c.eventId,
+          [Prop.EventTypeId]: c.eventTypeId,
+          [Prop.ParentMessageId]: c.messageId,
+          [Prop.OriginatingMessageId]: c.originatingMessageId ?? c.messageId,
+          [Prop.RetryCount]: 0,
+        }),
+      }),
+    );
+    return messageId;
+  }
+}
+
+/** The settlement's MessageId: one per (command type, endpoint, event, session, handoff message). */
+export function settlementMessageId(type: MessageType, c: HandoffCoordinates): string {
+  const h = createHash('sha256')
+    .update(JSON.stringify([type, c.endpointId, c.eventId, c.sessionId, c.messageId]))
+    .digest('hex');
+  return `handoff-${h.slice(0, 40)}`;
+}
+
+function parse(c: HandoffCoordinates): HandoffCoordinates {
+  const parsed = handoffCoordinatesSchema.safeParse(c);
+  if (!parsed.success)
+    throw new HandoffClientError(`invalid handoff coordinates: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+export function createHandoffClient(client: ServiceBusClient): HandoffClient {
+  return new HandoffClient(client);
+}

@@ -1,0 +1,127 @@
+// The received message as the decision procedure sees it: properties normalized and validated, body decoded.
+// Built from a ServiceBusReceivedMessage by the host (fromReceived), or directly in unit tests.
+import { decodeBody, parseMessageType, parseNimbusProperties, Prop, SELF } from './contract/index.ts';
+import type { MessageContent, MessageType } from './contract/index.ts';
+import { SdkProp } from './wire.ts';
+
+export interface InboundMessage {
+  messageId: string;
+  sessionId?: string;
+  correlationId?: string;
+  enqueuedTime?: Date;
+  deliveryCount?: number;
+  /** Undefined when the MessageType property is missing or not a NimBus type. */
+  messageType?: MessageType;
+  /** Set when the property bag is not a valid NimBus bag; the message is dead-lettered with this reason. */
+  invalid?: string;
+  to?: string;
+  from?: string;
+  eventId?: string;
+  /** The EventTypeId application property (authoritative for native EventRequests). */
+  eventTypeIdProperty?: string;
+  retryCount: number;
+  originatingMessageId?: string;
+  parentMessageId?: string;
+  originatingFrom?: string;
+  /** On a replayed copy: the DeferralSequence it was parked with. */
+  replaySequence?: number;
+  /** On a replayed copy: the exclusive upper bound of the replay pass that sent it. */
+  replayUntil?: number;
+  /** On a parked copy (Deferred subscription) or a drain trigger. */
+  deferralSequence?: number;
+  /** The deferred processor's pass-end marker (SdkProp.ReplayPassEnd). */
+  replayPassEnd?: boolean;
+  content: MessageContent;
+  /** Why the body is not a readable envelope (absent, not JSON, wrong shape); undefined when it is. */
+  bodyProblem?: string;
+  /** Every application property as received, for copies that must carry them all (parking, replay). */
+  rawProperties: Readonly<Record<string, unknown>>;
+}
+
+/** Minimal shape of what @azure/service-bus hands us (kept structural so tests can build one). */
+export interface ReceivedLike {
+  messageId?: string | number | Buffer | unknown;
+  sessionId?: string;
+  correlationId?: string | number | Buffer | unknown;
+  enqueuedTimeUtc?: Date;
+  deliveryCount?: number;
+  body?: unknown;
+  applicationProperties?: Record<string, unknown>;
+}
+
+export function fromReceived(message: ReceivedLike): InboundMessage {
+  const raw = { ...(message.applicationProperties ?? {}) };
+  const decoded = decodeBody(message.body);
+  const base: InboundMessage = {
+    messageId: idString(message.messageId) ?? '',
+    sessionId: message.sessionId || undefined,
+    correlationId: idString(message.correlationId),
+    enqueuedTime: message.enqueuedTimeUtc,
+    deliveryCount: message.deliveryCount,
+    retryCount: 0,
+    content: decoded.content,
+    bodyProblem: decoded.ok ? undefined : decoded.problem,
+    rawProperties: raw,
+  };
+  const parsed = parseNimbusProperties(raw);
+  if (!parsed.ok) {
+    return {
+      ...base,
+      messageType: parseMessageType(raw[Prop.MessageType]),
+      invalid: parsed.problem,
+      to: str(raw[Prop.To]),
+      from: str(raw[Prop.From]),
+      eventId: str(raw[Prop.EventId]),
+      eventTypeIdProperty: str(raw[Prop.EventTypeId]),
+    };
+  }
+  const p = parsed.properties as Record<string, unknown>;
+  return {
+    ...base,
+    messageType: parsed.properties.MessageType,
+    to: str(p[Prop.To]),
+    from: str(p[Prop.From]),
+    eventId: str(p[Prop.EventId]),
+    eventTypeIdProperty: str(p[Prop.EventTypeId]),
+    retryCount: typeof p[Prop.RetryCount] === 'number' ? (p[Prop.RetryCount] as number) : 0,
+    originatingMessageId: str(p[Prop.OriginatingMessageId]),
+    parentMessageId: str(p[Prop.ParentMessageId]),
+    originatingFrom: str(p[Prop.OriginatingFrom]),
+    replaySequence: count(p[Prop.ReplaySequence]),
+    replayUntil: count(raw[SdkProp.ReplayUntil]),
+    deferralSequence: count(p[Prop.DeferralSequence] ?? raw[Prop.DeferralSequence]),
+    replayPassEnd: raw[SdkProp.ReplayPassEnd] === true,
+  };
+}
+
+/** The event type: the property when present, else the body's (messages from before the property existed). */
+export function authoritativeEventTypeId(m: InboundMessage): string | undefined {
+  return m.eventTypeIdProperty ?? (m.content.EventContent?.EventTypeId || undefined);
+}
+
+/** OriginatingMessageId of anything answering `m`: the chain's first message id (`self` means m itself). */
+export function originatingIdOf(m: InboundMessage): string {
+  const o = m.originatingMessageId;
+  return o == null || o === '' || o === SELF ? m.messageId : o;
+}
+
+function str(v: unknown): string | undefined {
+  if (v == null) return undefined;
+  const s =
+    typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
+  return s === '' ? undefined : s;
+}
+
+function count(v: unknown): number | undefined {
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+  if (typeof v === 'string' && /^\d+$/.test(v.trim())) return Number(v.trim());
+  return undefined;
+}
+
+function idString(v: unknown): string | undefined {
+  if (v == null) return undefined;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number') return String(v);
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('hex');
+  return String(v);
+}

@@ -1,0 +1,192 @@
+// The publisher: sends events to the endpoint's own topic as raw publishes (To = the event type, no From), where the
+// forwarder subscriptions copy them to every consuming endpoint. Session id from the event type's declared session
+// key, correlation id per publish (shared by a batch), message id deterministic from the payload unless given.
+import { createHash, randomUUID } from 'node:crypto';
+import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
+import type { ZodType } from 'zod';
+import {
+  describeIssues,
+  eventBody,
+  MessageType,
+  nameProblem,
+  Prop,
+  SELF,
+  toWireProperties,
+} from './contract/index.ts';
+import type { Catalog } from './contract/index.ts';
+import { toServiceBusMessage } from './transport.ts';
+
+export interface PublishOptions {
+  sessionId?: string;
+  correlationId?: string;
+  messageId?: string;
+}
+
+export interface PublishedEvent {
+  messageId: string;
+  sessionId: string;
+  correlationId: string;
+}
+
+export interface PublisherOptions {
+  client: ServiceBusClient;
+  /** The publishing endpoint: its topic receives the publish, and OriginatingFrom names it. */
+  endpointId: string;
+  /** Session keys per event type (a top-level payload property), usually from the catalog. */
+  sessionKeys?: Readonly<Record<string, string>>;
+  /** Optional payload schemas: a publish that fails its schema throws before anything is sent. */
+  schemas?: Readonly<Record<string, ZodType>>;
+}
+
+export class PublishValidationError extends Error {
+  override readonly name = 'PublishValidationError';
+}
+
+/** Session keys of every event type in a catalog that declares one. */
+export function sessionKeysFromCatalog(catalog: Catalog): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of catalog.eventTypes) if (t.sessionKey) out[t.id] = t.sessionKey;
+  return out;
+}
+
+/** `{EventTypeId}-{16 hex}`: the same payload always gets the same id, so identical publishes can be deduplicated. */
+export function deterministicMessageId(eventTypeId: string, payloadJson: string): string {
+  return `${eventTypeId}-${createHash('sha256').update(payloadJson).digest('hex').slice(0, 16)}`;
+}
+
+/** The sequence number of a scheduled message (a Long, as the client returns it). */
+export type ScheduledSequence = Awaited<ReturnType<ServiceBusSender['scheduleMessages']>>[number];
+
+export interface PreparedEvent {
+  message: ServiceBusMessage;
+  published: PublishedEvent;
+}
+
+export class Publisher {
+  private readonly sender: ServiceBusSender;
+
+  constructor(private readonly options: PublisherOptions) {
+    const problem = nameProblem(options.endpointId);
+    if (problem) throw new PublishValidationError(`endpoint id '${options.endpointId}' ${problem}`);
+    this.sender = options.client.createSender(options.endpointId);
+  }
+
+  /** Builds the message for one event (validation included) without sending it. */
+  prepare(
+    eventTypeId: string,
+    payload: unknown,
+    options: PublishOptions = {},
+    sharedCorrelationId?: string,
+  ): PreparedEvent {
+    const problem = nameProblem(eventTypeId);
+    if (problem) throw new PublishValidationError(`event type id '${eventTypeId}' ${problem}`);
+    if (payload === undefined || payload === null)
+      throw new PublishValidationError(`a ${eventTypeId} payload is required`);
+    const schema = this.options.schemas?.[eventTypeId];
+    if (schema) {
+      const parsed = schema.safeParse(payload);
+      if (!parsed.success)
+        throw new PublishValidationError(
+          `${eventTypeId} payload is invalid: ${describeIssues(parsed.error)}`,
+        );
+    }
+    let payloadJson: string;
+    try {
+      payloadJson = JSON.stringify(payload);
+    } catch (error) {
+      throw new PublishValidationError(
+        `${eventTypeId} payload cannot be serialized: ${(error as Error).message}`,
+      );
+    }
+    const sessionId = options.sessionId ?? this.sessionIdFor(eventTypeId, payload) ?? randomUUID();
+    const correlationId = options.correlationId ?? sharedCorrelationId ?? randomUUID();
+    const messageId = options.messageId ?? deterministicMessageId(eventTypeId, payloadJson);
+    const message = toServiceBusMessage({
+      messageId,
+      sessionId,
+      correlationId,
+      body: eventBody(eventTypeId, payload),
+      applicationProperties: toWireProperties({
+        [Prop.To]: eventTypeId,
+        [Prop.MessageType]: MessageType.EventRequest,
+        [Prop.EventTypeId]: eventTypeId,
+        [Prop.OriginatingMessageId]: SELF,
+        [Prop.ParentMessageId]: SELF,
+        [Prop.OriginatingFrom]: this.options.endpointId,
+        [Prop.RetryCount]: 0,
+      }),
+    });
+    return { message, published: { messageId, sessionId, correlationId } };
+  }
+
+  async publish(
+    eventTypeId: string,
+    payload: unknown,
+    options: PublishOptions = {},
+  ): Promise<PublishedEvent> {
+    const prepared = this.prepare(eventTypeId, payload, options);
+    await this.sender.sendMessages(prepared.message);
+    return prepared.published;
+  }
+
+  /**
+   * Publishes many events sharing one correlation id, paged into as few batches as the broker's size limit
+   * allows. Everything is validated before the first send. An empty list sends nothing.
+   */
+  async publishMany(
+    events: ReadonlyArray<{ eventTypeId: string; payload: unknown; options?: PublishOptions }>,
+    correlationId: string = randomUUID(),
+  ): Promise<PublishedEvent[]> {
+    const prepared = events.map((e) => this.prepare(e.eventTypeId, e.payload, e.options, correlationId));
+    let batch = await this.sender.createMessageBatch();
+    for (const p of prepared) {
+      if (batch.tryAddMessage(p.message)) continue;
+      if (batch.count === 0)
+        throw new PublishValidationError(
+          `message ${p.published.messageId} is larger than the broker accepts`,
+        );
+      await this.sender.sendMessages(batch);
+      batch = await this.sender.createMessageBatch();
+      if (!batch.tryAddMessage(p.message))
+        throw new PublishValidationError(
+          `message ${p.published.messageId} is larger than the broker accepts`,
+        );
+    }
+    if (batch.count > 0) await this.sender.sendMessages(batch);
+    return prepared.map((p) => p.published);
+  }
+
+  /** Schedules a publish; returns the broker's sequence number, which cancels it. */
+  async schedule(
+    eventTypeId: string,
+    payload: unknown,
+    at: Date,
+    options: PublishOptions = {},
+  ): Promise<ScheduledSequence> {
+    const prepared = this.prepare(eventTypeId, payload, options);
+    const [sequence] = await this.sender.scheduleMessages(prepared.message, at);
+    if (sequence === undefined)
+      throw new Error('the broker returned no sequence number for the scheduled message');
+    return sequence;
+  }
+
+  async cancelScheduled(sequenceNumber: ScheduledSequence): Promise<void> {
+    await this.sender.cancelScheduledMessages(sequenceNumber);
+  }
+
+  async close(): Promise<void> {
+    await this.sender.close();
+  }
+
+  private sessionIdFor(eventTypeId: string, payload: unknown): string | undefined {
+    const key = this.options.sessionKeys?.[eventTypeId];
+    if (!key || typeof payload !== 'object' || payload === null) return undefined;
+    const value = (payload as Record<string, unknown>)[key];
+    if (value === undefined || value === null || value === '') return undefined;
+    return String(value);
+  }
+}
+
+export function createPublisher(options: PublisherOptions): Publisher {
+  return new Publisher(options);
+}

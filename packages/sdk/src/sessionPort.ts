@@ -1,0 +1,60 @@
+// DeliveryPort over a real session receiver and the endpoint's sender. The session state is cached while this
+// receiver holds the session lock: nobody else can change it meanwhile, so one read per session suffices.
+import type {
+  ServiceBusReceivedMessage,
+  ServiceBusSender,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
+import { decodeSessionState, encodeSessionState } from './contract/index.ts';
+import type { SessionState } from './contract/index.ts';
+import type { DeliveryPort } from './dispatcher.ts';
+import { toServiceBusMessage } from './transport.ts';
+
+export class SessionStateCache {
+  private cached: SessionState | undefined;
+  constructor(private readonly receiver: ServiceBusSessionReceiver) {}
+
+  async read(): Promise<SessionState> {
+    if (this.cached) return this.cached;
+    const state = decodeSessionState(await this.receiver.getSessionState());
+    this.cached = state;
+    return state;
+  }
+
+  async write(state: SessionState): Promise<void> {
+    // Forget first: if the write fails we do not know what the broker holds.
+    this.cached = undefined;
+    await this.receiver.setSessionState(Buffer.from(encodeSessionState(state)));
+    this.cached = state;
+  }
+}
+
+export function sessionDeliveryPort(
+  receiver: ServiceBusSessionReceiver,
+  sender: ServiceBusSender,
+  state: SessionStateCache,
+  message: ServiceBusReceivedMessage,
+  now: () => Date = () => new Date(),
+): DeliveryPort {
+  return {
+    readState: () => state.read(),
+    writeState: (s) => state.write(s),
+    send: async (m) => {
+      await sender.sendMessages(toServiceBusMessage(m));
+    },
+    schedule: async (m, delayMs) => {
+      await sender.scheduleMessages(toServiceBusMessage(m), new Date(now().getTime() + delayMs));
+    },
+    complete: () => receiver.completeMessage(message),
+    // The client keeps sessionLockedUntilUtc current through its automatic renewals.
+    lockLost: () =>
+      receiver.isClosed ||
+      (receiver.sessionLockedUntilUtc !== undefined &&
+        receiver.sessionLockedUntilUtc.getTime() <= now().getTime()),
+    deadLetter: (reason, description) =>
+      receiver.deadLetterMessage(message, {
+        deadLetterReason: reason,
+        deadLetterErrorDescription: description,
+      }),
+  };
+}
