@@ -2,11 +2,10 @@
 // and the status write. Pure. The status itself is not computed here: the store derives it from the message
 // type and DeadLetterErrorDescription with the contract's resultingStatus, so the row and the rule cannot drift.
 import {
-  Address,
-  CONTROL_REQUEST_TYPES,
-  isSubscriberNotice,
-  MANAGER_ONLY_TYPES,
-  MessageType,
+  endpointOf,
+  isHistoryOnly,
+  isRequestType,
+  isUnauthorisedCommand,
   parseEventPayload,
   SELF,
   type MessageType as MessageTypeT,
@@ -14,37 +13,9 @@ import {
 import type { HistoryWrite, StatusWrite } from '../lib/store/index.ts';
 import type { ResolverMessage } from './read.ts';
 
-/** Requests are attributed to the endpoint they are addressed to (To); responses to the one that sent them (From). */
-const REQUEST_TYPES: ReadonlySet<MessageTypeT> = new Set([
-  MessageType.EventRequest,
-  MessageType.ProcessDeferredRequest,
-  ...CONTROL_REQUEST_TYPES,
-]);
-
-export function isRequestType(type: MessageTypeT): boolean {
-  return REQUEST_TYPES.has(type);
-}
-
-/**
- * A Manager-only command that did not come through the Manager topic (From is not 'Manager'): the subscriber
- * refuses it, so it is not operator intent and must not reopen the row. Recorded in history only.
- */
-export function isUnauthorisedCommand(m: { messageType: MessageTypeT; from?: string }): boolean {
-  return MANAGER_ONLY_TYPES.has(m.messageType) && (m.from ?? '').toLowerCase() !== Address.Manager.toLowerCase();
-}
-
-/**
- * Messages recorded in history (and, for notices, an audit) that never write the status row: the deferred
- * processor's trigger, a command the subscriber refuses, and a subscriber notice (refused command, replay gap).
- */
-export function isHistoryOnly(m: ResolverMessage & { messageType: MessageTypeT }): boolean {
-  return m.messageType === MessageType.ProcessDeferredRequest || isUnauthorisedCommand(m) || isSubscriberNotice(m);
-}
-
-/** The endpoint whose row this message updates, or undefined when the message does not say. */
-export function endpointOf(m: ResolverMessage & { messageType: MessageTypeT }): string | undefined {
-  return isRequestType(m.messageType) ? m.to : m.from;
-}
+// Attribution (which row a message updates, which messages only add history) is the contract's, shared with the
+// SDK's test harness.
+export { endpointOf, isHistoryOnly, isRequestType, isUnauthorisedCommand };
 
 /**
  * `From` as recorded: a request put back on a topic by hand (a replayed dead letter) has none, and must still be

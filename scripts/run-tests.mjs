@@ -6,7 +6,8 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = process.cwd();
-const skipDirs = new Set(['node_modules', '.next', '.nimbus', '.git', 'coverage', '.tmp']);
+// examples/ are projects of their own, tested from their own folder (e2e/adapter-example.test.ts installs and runs them).
+const skipDirs = new Set(['node_modules', '.next', '.nimbus', '.git', 'coverage', '.tmp', 'dist', 'examples']);
 
 function collect(dir, out) {
   for (const name of readdirSync(dir)) {

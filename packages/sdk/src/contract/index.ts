@@ -9,3 +9,5 @@ export * from './heartbeat.ts';
 export * from './messages.ts';
 export * from './catalogSchema.ts';
 export * from './messageIds.ts';
+export * from './staleWriteGuard.ts';
+export * from './attribution.ts';

@@ -1,0 +1,40 @@
+// The ERP endpoint's process: `npm run subscriber` with NIMBUS_SERVICEBUS_CONNECTION_STRING set (for the emulator:
+// what `npm run emulator` prints in the NimBus repository).
+import { createSubscriberHost, createDeferredProcessor } from '@nimbus/sdk';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
+import { erpHandlers, erpRetryPolicies, type Erp } from './erp.ts';
+
+const connectionString = process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING;
+if (!connectionString) {
+  console.error('Set NIMBUS_SERVICEBUS_CONNECTION_STRING (the emulator prints one when it starts).');
+  process.exit(2);
+}
+
+// A stand-in ERP: imports orders of up to 10 lines at once and queues larger ones as a job.
+const erp: Erp = {
+  async importOrder(order) {
+    return order.lines > 10 ? { kind: 'queued', jobId: `job-${order.orderId}` } : { kind: 'imported' };
+  },
+};
+
+const clients = createServiceBusClients(connectionString);
+const host = createSubscriberHost({
+  client: clients.client,
+  endpointId: 'erp',
+  handlers: erpHandlers(erp),
+  retryPolicies: erpRetryPolicies,
+});
+const deferred = createDeferredProcessor({ client: clients.client, endpointId: 'erp' });
+host.start();
+deferred.start();
+console.log('erp subscriber running; Ctrl+C stops it');
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      await host.stop();
+      await deferred.stop();
+      await clients.close();
+    })();
+  });
+}

@@ -1,0 +1,73 @@
+// The adapter author's test harness (@nimbus/sdk/testing) on the embedded emulator, used as an author uses it:
+// a catalog, a host with handlers, publish, and the outcome the Resolver would record; retries brought forward
+// and handoffs settled through the harness.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HandlerRegistry, RetryPolicies } from '@nimbus/sdk';
+import { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
+import { createTestHarness } from '@nimbus/sdk/testing';
+
+const catalog = {
+  endpoints: [
+    { id: 'shop', produces: ['OrderPlaced'] },
+    { id: 'billing', consumes: ['OrderPlaced'] },
+  ],
+  eventTypes: [{ id: 'OrderPlaced', sessionKey: 'orderId' }],
+};
+
+class PartnerDown extends Error {}
+
+test('an author tests a subscriber with the harness: success, retry brought forward, handoff, unsupported', async () => {
+  // No connection string: the harness starts the embedded emulator itself.
+  const saved = process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING;
+  delete process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING;
+  await using harness = await createTestHarness({ catalog });
+  if (saved !== undefined) process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING = saved;
+
+  const attempts = new Map<string, number>();
+  const handlers = new HandlerRegistry().on('OrderPlaced', (order: { orderId: string; kind: string }, ctx) => {
+    const n = (attempts.get(order.orderId) ?? 0) + 1;
+    attempts.set(order.orderId, n);
+    if (order.kind === 'flaky' && n === 1) throw new PartnerDown('partner answered 503');
+    if (order.kind === 'handoff') ctx.markPendingHandoff('ERP import', 'job-7', 60_000);
+  });
+  harness.host('billing', handlers, {
+    // A policy an hour long: only advanceRetries can make this test finish in time.
+    retryPolicies: new RetryPolicies().addExceptionRule(PartnerDown, { maxRetries: 3, strategy: 'Fixed', baseDelayMs: 3_600_000 }),
+  });
+
+  const ok = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-1', kind: 'ok' });
+  const done = await harness.outcome(ok);
+  assert.equal(done.status, ResolutionStatus.Completed);
+  assert.equal(done.endpointId, 'billing');
+  assert.deepEqual(
+    done.history.map((h) => h.messageType),
+    [MessageType.EventRequest, MessageType.ResolutionResponse],
+  );
+
+  const flaky = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-2', kind: 'flaky' });
+  const failed = await harness.outcome(flaky, { status: ResolutionStatus.Failed });
+  assert.match(failed.errorText ?? '', /partner answered 503/);
+  assert.equal(await harness.advanceRetries(), 1, 'the scheduled RetryRequest is brought forward');
+  const retried = await harness.outcome(flaky, { status: ResolutionStatus.Completed, timeoutMs: 20_000 });
+  assert.equal(attempts.get('o-2'), 2);
+  assert.ok(retried.history.some((h) => h.messageType === MessageType.RetryRequest));
+
+  const parked = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-3', kind: 'handoff' });
+  const pending = await harness.outcome(parked);
+  assert.equal(pending.status, ResolutionStatus.Pending);
+  assert.equal(pending.handoff?.reason, 'ERP import');
+  assert.equal(pending.handoff?.externalJobId, 'job-7');
+  await harness.completeHandoff(parked);
+  const settled = await harness.outcome(parked, { status: ResolutionStatus.Completed });
+  assert.equal(settled.messageType, MessageType.ResolutionResponse);
+  assert.equal(attempts.get('o-3'), 1, 'settling a handoff never runs the handler again');
+});
+
+test('outcome() names what it saw when the expected status never comes', async () => {
+  await using harness = await createTestHarness({ catalog });
+  harness.host('billing', new HandlerRegistry().on('OrderPlaced', () => undefined));
+  const e = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-9' });
+  await harness.outcome(e);
+  await assert.rejects(harness.outcome(e, { status: ResolutionStatus.Failed, timeoutMs: 500 }), /seen: billing: Completed/);
+});

@@ -1,0 +1,118 @@
+// The stale-write guard: which messages may reopen a settled row (docs/resolver.md). Part of the contract because
+// the Resolver applies it to every status write and the SDK's test harness projects outcomes with the same rule.
+// Pure: it decides from the incoming write and three fields of the stored row (status, the type that last wrote
+// it, and its ParentMessageId). The store applies it inside an etag-conditional write, so the decision and the
+// write are one atomic step.
+import { CONTROL_REQUEST_TYPES, MessageType, type MessageType as MessageTypeT } from './messageTypes.ts';
+import { ResolutionStatus, type ResolutionStatus as ResolutionStatusT } from './statuses.ts';
+
+export const TERMINAL_STATUSES: ReadonlySet<ResolutionStatusT> = new Set([
+  ResolutionStatus.Completed,
+  ResolutionStatus.Skipped,
+  ResolutionStatus.Failed,
+  ResolutionStatus.DeadLettered,
+  ResolutionStatus.Unsupported,
+]);
+
+/** Types that may only refresh a row still in the request stage. */
+const REQUEST_COPY_TYPES: ReadonlySet<MessageTypeT> = new Set([
+  MessageType.EventRequest,
+  MessageType.DeferralResponse,
+]);
+
+/** The row's last writer counts as "request stage"; null = seeded without a type (lenient, as the spec's Unknown). */
+function isRequestStage(type: MessageTypeT | null): boolean {
+  return type === null || REQUEST_COPY_TYPES.has(type);
+}
+
+export type IgnoreReason =
+  /** The row's ParentMessageId is this message: the row already holds this message's answer. */
+  | 'already-answered'
+  /** A request copy or deferral met a settled row, a handoff park or a control request's projection. */
+  | 'not-request-stage'
+  /** A handoff park met a Completed or Skipped row. */
+  | 'handoff-after-settlement'
+  /** A RetryRequest met a Completed or Skipped row: a late retry the subscriber completes without running. */
+  | 'retry-after-settlement'
+  /** The stored row does not parse (unknown status…): a guarded write fails closed. */
+  | 'unreadable-row';
+
+export type GuardDecision = { apply: true } | { apply: false; reason: IgnoreReason };
+
+export interface GuardedRowView {
+  status: ResolutionStatusT;
+  messageType: MessageTypeT | null;
+  parentMessageId: string | null;
+}
+
+/**
+ * Whether an incoming write needs the guard at all: a non-terminal status written by a request copy, a
+ * deferral, a handoff park or a control request. Terminal writes always apply.
+ * Throws for a non-terminal write of a type the guard does not classify (ProcessDeferredRequest): such a type
+ * would silently overwrite settled rows, so it is refused loudly rather than let through.
+ */
+export function isGuarded(incomingStatus: ResolutionStatusT, incomingType: MessageTypeT): boolean {
+  if (TERMINAL_STATUSES.has(incomingStatus)) return false;
+  if (
+    REQUEST_COPY_TYPES.has(incomingType) ||
+    incomingType === MessageType.PendingHandoffResponse ||
+    CONTROL_REQUEST_TYPES.has(incomingType)
+  ) {
+    return true;
+  }
+  throw new UnclassifiedWriteError(incomingType, incomingStatus);
+}
+
+export class UnclassifiedWriteError extends Error {
+  constructor(type: string, status: string) {
+    super(
+      `message type ${type} projects ${status} but is not classified by the stale-write guard; refusing to write it`,
+    );
+    this.name = 'UnclassifiedWriteError';
+  }
+}
+
+/** The decision for an incoming write against the stored row (null = no row yet). */
+export function decideStaleWrite(
+  incoming: { status: ResolutionStatusT; messageType: MessageTypeT; messageId: string },
+  row: GuardedRowView | null,
+): GuardDecision {
+  // Rule 1: first write, or an unguarded (terminal) write. isGuarded runs first so an unclassified type is
+  // refused even on a first write.
+  const guarded = isGuarded(incoming.status, incoming.messageType);
+  if (row === null || !guarded) return { apply: true };
+  // Rule 2: every response stamps ParentMessageId with the message it answers, so a row whose parent is this
+  // very message already records its outcome: this is a late or rescheduled copy (same MessageId).
+  if (
+    row.parentMessageId != null &&
+    row.parentMessageId !== '' &&
+    row.parentMessageId === incoming.messageId
+  ) {
+    return { apply: false, reason: 'already-answered' };
+  }
+  // Rule 3: a request copy or a deferral only refreshes its own request-stage row.
+  if (REQUEST_COPY_TYPES.has(incoming.messageType)) {
+    return !TERMINAL_STATUSES.has(row.status) && isRequestStage(row.messageType)
+      ? { apply: true }
+      : { apply: false, reason: 'not-request-stage' };
+  }
+  // Rule 4: a handoff park is refused over Completed and Skipped only. Failed stays open (a policy retry parks
+  // straight from Failed); DeadLettered and Unsupported too (a resubmission's park can overtake its own Pending).
+  if (incoming.messageType === MessageType.PendingHandoffResponse) {
+    return row.status === ResolutionStatus.Completed || row.status === ResolutionStatus.Skipped
+      ? { apply: false, reason: 'handoff-after-settlement' }
+      : { apply: true };
+  }
+  // Rule 5: a RetryRequest is not operator intent but a retry policy's schedule, decided before whatever settled
+  // the row since. Over Completed or Skipped it is late (the event was skipped, resubmitted or completed by a
+  // handoff): the subscriber completes it without running the handler and without a response, so letting it
+  // reopen the row would leave the row Pending forever and, before that, show Skipped as something else.
+  if (
+    incoming.messageType === MessageType.RetryRequest &&
+    (row.status === ResolutionStatus.Completed || row.status === ResolutionStatus.Skipped)
+  ) {
+    return { apply: false, reason: 'retry-after-settlement' };
+  }
+  // Rule 6: the operator's control requests are intent; the ancestor check above is their only limit.
+  return { apply: true };
+}

@@ -1,0 +1,217 @@
+// The status rows the Resolver would record, projected in memory from the messages that reach the Resolver topic.
+// It uses the contract's own rules (attribution, resultingStatus, the stale-write guard), the same ones the
+// Resolver applies before it writes to Cosmos, so an outcome here is the row an operator would see in the console.
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import { endpointOf, isHistoryOnly } from '../contract/attribution.ts';
+import { decodeBody } from '../contract/envelope.ts';
+import { parseMessageType, type MessageType } from '../contract/messageTypes.ts';
+import { Prop } from '../contract/properties.ts';
+import { decideStaleWrite, type IgnoreReason } from '../contract/staleWriteGuard.ts';
+import { resultingStatus, ResolutionStatus, type PendingSubStatus } from '../contract/statuses.ts';
+
+/** One message about an event, as the event's history shows it. */
+export interface OutcomeEntry {
+  messageId: string;
+  messageType: MessageType;
+  /** The status this message would write; absent for history-only messages. */
+  status?: ResolutionStatus;
+  /** Whether it changed the row; when not, why (the guard's reason, or `history-only`). */
+  applied: boolean;
+  ignored?: IgnoreReason | 'history-only';
+  from?: string;
+  to?: string;
+  enqueuedAt: string;
+  retryCount?: number;
+  errorText?: string;
+  errorType?: string;
+  deadLetterReason?: string;
+  deadLetterErrorDescription?: string;
+}
+
+/** An event's status row: what the console would show for it. */
+export interface EventOutcome {
+  endpointId: string;
+  eventId: string;
+  sessionId: string;
+  eventTypeId?: string;
+  /** The message id of the event's first request copy (for a published event: the publish's message id). */
+  originalMessageId: string;
+  status: ResolutionStatus;
+  subStatus?: PendingSubStatus;
+  /** The type of the message that last wrote the row. */
+  messageType: MessageType;
+  /** The message id that last wrote the row: the one to settle a pending handoff with. */
+  messageId: string;
+  retryCount?: number;
+  errorText?: string;
+  errorType?: string;
+  deadLetterReason?: string;
+  handoff?: { reason?: string; externalJobId?: string; expectedBy?: string };
+  /** Every message about the event, in the order the Resolver received them. */
+  history: OutcomeEntry[];
+}
+
+interface ReadMessage {
+  messageId: string;
+  sessionId: string;
+  messageType: MessageType;
+  eventId: string;
+  eventTypeId?: string;
+  from?: string;
+  to?: string;
+  parentMessageId?: string;
+  retryCount?: number;
+  deadLetterReason?: string;
+  deadLetterErrorDescription?: string;
+  handoffReason?: string;
+  externalJobId?: string;
+  expectedBy?: string;
+  errorText?: string;
+  errorType?: string;
+  enqueuedAt: string;
+}
+
+function text(v: unknown): string | undefined {
+  if (typeof v === 'string') return v === '' ? undefined : v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (v instanceof Date) return v.toISOString();
+  return undefined;
+}
+
+function count(v: unknown): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : Number.NaN;
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** Reads what the projection needs from a Resolver-topic message; undefined for what the Resolver would refuse. */
+export function readOutcomeMessage(m: ServiceBusReceivedMessage): ReadMessage | undefined {
+  const p = (m.applicationProperties ?? {}) as Record<string, unknown>;
+  const messageType = parseMessageType(text(p[Prop.MessageType]));
+  const eventId = text(p[Prop.EventId]);
+  if (!messageType || !eventId) return undefined;
+  const content = decodeBody(m.body).content;
+  const out: ReadMessage = {
+    messageId: text(m.messageId) ?? '',
+    sessionId: m.sessionId ?? '',
+    messageType,
+    eventId,
+    enqueuedAt: (m.enqueuedTimeUtc instanceof Date ? m.enqueuedTimeUtc : new Date()).toISOString(),
+  };
+  const set = <K extends keyof ReadMessage>(k: K, v: ReadMessage[K] | undefined | null) => {
+    if (v !== undefined && v !== null) out[k] = v;
+  };
+  set('eventTypeId', text(p[Prop.EventTypeId]) ?? content.EventContent?.EventTypeId ?? undefined);
+  set('from', text(p[Prop.From]));
+  set('to', text(p[Prop.To]));
+  set('parentMessageId', text(p[Prop.ParentMessageId]));
+  set('retryCount', count(p[Prop.RetryCount]));
+  set('deadLetterReason', text(p[Prop.DeadLetterReason]));
+  set('deadLetterErrorDescription', text(p[Prop.DeadLetterErrorDescription]));
+  set('handoffReason', text(p[Prop.HandoffReason]));
+  set('externalJobId', text(p[Prop.ExternalJobId]));
+  set('expectedBy', text(p[Prop.ExpectedBy]));
+  set('errorText', content.ErrorContent?.ErrorText ?? undefined);
+  set('errorType', content.ErrorContent?.ErrorType ?? undefined);
+  return out;
+}
+
+/** Status rows by endpoint and event, folded from Resolver messages in arrival order. */
+export class OutcomeBook {
+  private readonly rows = new Map<string, EventOutcome & { parentMessageId: string | null }>();
+  private readonly listeners = new Set<() => void>();
+
+  /** Applies one Resolver-topic message as the Resolver would. Returns the row it touched, if any. */
+  record(message: ServiceBusReceivedMessage): EventOutcome | undefined {
+    const m = readOutcomeMessage(message);
+    if (!m) return undefined;
+    const endpointId = endpointOf(m);
+    if (!endpointId) return undefined;
+    const key = `${endpointId}\u0000${m.eventId}`;
+    let row = this.rows.get(key);
+    const entry: OutcomeEntry = { messageId: m.messageId, messageType: m.messageType, applied: false, enqueuedAt: m.enqueuedAt };
+    for (const k of ['from', 'to', 'retryCount', 'errorText', 'errorType', 'deadLetterReason', 'deadLetterErrorDescription'] as const) {
+      if (m[k] !== undefined) (entry as unknown as Record<string, unknown>)[k] = m[k];
+    }
+    if (isHistoryOnly(m)) {
+      entry.ignored = 'history-only';
+      if (row) row.history.push(entry);
+      this.notify();
+      return row;
+    }
+    const { status, subStatus } = resultingStatus(m.messageType, m.deadLetterErrorDescription);
+    entry.status = status;
+    const decision = decideStaleWrite(
+      { status, messageType: m.messageType, messageId: m.messageId },
+      row ? { status: row.status, messageType: row.messageType, parentMessageId: row.parentMessageId } : null,
+    );
+    if (!decision.apply) {
+      entry.ignored = decision.reason;
+      row?.history.push(entry);
+      this.notify();
+      return row;
+    }
+    entry.applied = true;
+    const next: EventOutcome & { parentMessageId: string | null } = {
+      endpointId,
+      eventId: m.eventId,
+      sessionId: m.sessionId,
+      originalMessageId: row?.originalMessageId ?? m.messageId,
+      status,
+      messageType: m.messageType,
+      messageId: m.messageId,
+      parentMessageId: m.parentMessageId ?? null,
+      history: row?.history ?? [],
+    };
+    const eventTypeId = m.eventTypeId ?? row?.eventTypeId;
+    if (eventTypeId !== undefined) next.eventTypeId = eventTypeId;
+    if (subStatus !== undefined) next.subStatus = subStatus;
+    if (m.retryCount !== undefined) next.retryCount = m.retryCount;
+    if (m.errorText !== undefined) next.errorText = m.errorText;
+    if (m.errorType !== undefined) next.errorType = m.errorType;
+    if (m.deadLetterReason !== undefined) next.deadLetterReason = m.deadLetterReason;
+    if (status === ResolutionStatus.Pending && (m.handoffReason || m.externalJobId || m.expectedBy)) {
+      next.handoff = {};
+      if (m.handoffReason !== undefined) next.handoff.reason = m.handoffReason;
+      if (m.externalJobId !== undefined) next.handoff.externalJobId = m.externalJobId;
+      if (m.expectedBy !== undefined) next.handoff.expectedBy = m.expectedBy;
+    }
+    next.history.push(entry);
+    this.rows.set(key, next);
+    row = next;
+    this.notify();
+    return row;
+  }
+
+  /**
+   * The rows matching `ref`: an event id, or the message id of the publish (every consumer's copy of a published
+   * event keeps it), optionally on one endpoint.
+   */
+  find(ref: string, endpointId?: string): EventOutcome[] {
+    const out: EventOutcome[] = [];
+    for (const row of this.rows.values()) {
+      if (endpointId !== undefined && row.endpointId !== endpointId) continue;
+      if (row.eventId === ref || row.originalMessageId === ref) out.push(publicView(row));
+    }
+    return out;
+  }
+
+  /** Every row, for assertions over a whole run. */
+  all(): EventOutcome[] {
+    return [...this.rows.values()].map(publicView);
+  }
+
+  /** Calls `listener` after every recorded message until the returned function is called. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private notify(): void {
+    for (const l of this.listeners) l();
+  }
+}
+
+function publicView(row: EventOutcome & { parentMessageId: string | null }): EventOutcome {
+  const { parentMessageId: _parent, ...rest } = row;
+  return { ...rest, history: [...rest.history] };
+}
