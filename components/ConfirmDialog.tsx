@@ -1,5 +1,7 @@
 'use client';
-// A modal confirmation that states exactly what will happen; Escape or Cancel closes it.
+// A modal confirmation that states exactly what will happen. The native <dialog> opened with showModal() gives the
+// focus trap, Escape and an inert page behind it; focus goes in once when it opens (to a field marked
+// data-autofocus, else the confirm button) and back to whatever opened it when it closes.
 import { useEffect, useRef, type ReactNode } from 'react';
 
 export function ConfirmDialog(props: {
@@ -11,37 +13,56 @@ export function ConfirmDialog(props: {
   onConfirm: () => void;
   onCancel: () => void;
 }) {
+  const dialogRef = useRef<HTMLDialogElement>(null);
   const confirmRef = useRef<HTMLButtonElement>(null);
+  // The latest handler, read by the native cancel event: the effect below runs once per opening, so that typing
+  // in a field of the dialog (a new render each keystroke) never moves focus again.
+  const onCancel = useRef(props.onCancel);
+  onCancel.current = props.onCancel;
+
   useEffect(() => {
-    confirmRef.current?.focus();
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') props.onCancel();
+    const dialog = dialogRef.current;
+    if (!dialog) return;
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    if (!dialog.open) dialog.showModal();
+    const first = dialog.querySelector<HTMLElement>('[data-autofocus]') ?? confirmRef.current;
+    first?.focus();
+    const cancel = (e: Event) => {
+      e.preventDefault(); // closing is the parent's decision (it unmounts the dialog)
+      onCancel.current();
     };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [props]);
+    dialog.addEventListener('cancel', cancel);
+    return () => {
+      dialog.removeEventListener('cancel', cancel);
+      if (dialog.open) dialog.close();
+      if (opener?.isConnected) opener.focus();
+    };
+  }, []);
+
   return (
-    <div className="fixed inset-0 z-50 flex items-center justify-center bg-slate-900/40" role="presentation">
-      <div role="dialog" aria-modal="true" aria-labelledby="confirm-title" className="w-full max-w-lg rounded-lg bg-white p-5 shadow-xl">
-        <h2 id="confirm-title" className="mb-2 text-lg font-semibold">
-          {props.title}
-        </h2>
-        <div className="mb-4 text-sm text-slate-700">{props.children}</div>
-        <div className="flex justify-end gap-2">
-          <button type="button" onClick={props.onCancel} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
-            Cancel
-          </button>
-          <button
-            ref={confirmRef}
-            type="button"
-            disabled={props.busy}
-            onClick={props.onConfirm}
-            className={`rounded px-3 py-1.5 text-sm font-medium text-white disabled:opacity-50 ${props.danger ? 'bg-red-600 hover:bg-red-700' : 'bg-sky-600 hover:bg-sky-700'}`}
-          >
-            {props.busy ? 'Working…' : props.confirmLabel}
-          </button>
-        </div>
+    <dialog
+      ref={dialogRef}
+      aria-labelledby="confirm-title"
+      className="m-auto w-full max-w-lg rounded-lg bg-white p-5 text-slate-900 shadow-xl backdrop:bg-slate-900/40"
+    >
+      <h2 id="confirm-title" className="mb-2 text-lg font-semibold">
+        {props.title}
+      </h2>
+      <div className="mb-4 text-sm text-slate-700">{props.children}</div>
+      <div className="flex justify-end gap-2">
+        <button type="button" onClick={props.onCancel} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
+          Cancel
+        </button>
+        <button
+          ref={confirmRef}
+          type="button"
+          disabled={props.busy}
+          onClick={props.onConfirm}
+          className={`rounded px-3 py-1.5 text-sm font-medium text-white disabled:opacity-50 ${props.danger ? 'bg-red-600 hover:bg-red-700' : 'bg-sky-600 hover:bg-sky-700'}`}
+        >
+          {props.busy ? 'Working…' : props.confirmLabel}
+        </button>
       </div>
-    </div>
+    </dialog>
   );
 }

@@ -372,7 +372,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           <p className="mb-2">The external work is done: the event becomes Completed and its session is released.</p>
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Note (optional)
-            <input value={note} onChange={(x) => setNote(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+            <input data-autofocus aria-label="Handoff note" value={note} onChange={(x) => setNote(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
           </label>
         </ConfirmDialog>
       ) : null}
@@ -388,7 +388,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           <p className="mb-2">The event becomes Failed with this reason; its session stays blocked until a resubmit or skip.</p>
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Reason (required)
-            <input aria-label="Failure reason" value={reason} onChange={(x) => setReason(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+            <input data-autofocus aria-label="Failure reason" value={reason} onChange={(x) => setReason(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
           </label>
         </ConfirmDialog>
       ) : null}

@@ -167,6 +167,37 @@ describe('console in Chromium', () => {
     await page.close();
   });
 
+  test('typing in the handoff dialogs keeps focus in the field; Escape closes and returns focus', async () => {
+    await seedConsoleData(stack.store, Date.now(), '-c');
+    const page = await open('/endpoints/erpendpoint/events/evt-handoff-1-c');
+    await page.getByTestId('handoff-countdown').waitFor();
+    // Evaluated in the page (a string: this program has no DOM types).
+    const focused = () =>
+      page.evaluate<string>("document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent ?? ''");
+
+    await page.getByRole('button', { name: 'Fail handoff' }).click();
+    const reason = page.getByRole('dialog').getByLabel('Failure reason');
+    assert.equal(await focused(), 'Failure reason', 'the dialog opens with focus in its only field');
+    // Key by key, as a person types: every keystroke re-renders the dialog.
+    await page.keyboard.type('DMF rejected 3 lines', { delay: 15 });
+    assert.equal(await reason.inputValue(), 'DMF rejected 3 lines');
+    assert.equal(await focused(), 'Failure reason');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    assert.equal(await focused(), 'Fail handoff', 'focus returns to the button that opened the dialog');
+
+    await page.getByRole('button', { name: 'Complete handoff' }).click();
+    await page.keyboard.type('done by job 7', { delay: 15 });
+    assert.equal(await page.getByRole('dialog').getByLabel('Handoff note').inputValue(), 'done by job 7');
+    // Tab cycles inside the modal: the page behind it is inert.
+    for (let i = 0; i < 4; i++) await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate<boolean>("Boolean(document.activeElement?.closest('dialog'))"), true);
+    await page.getByRole('dialog').getByRole('button', { name: 'Complete handoff' }).click();
+    await page.getByRole('status').filter({ hasText: 'Handoff completion sent' }).waitFor();
+    await page.getByTestId('audits').filter({ hasText: 'done by job 7' }).waitFor();
+    await page.close();
+  });
+
   test('the Monitor and Flow pages render with data', async () => {
     const monitor = await open('/monitor');
     await monitor.locator('[data-band="Failing"]').getByText('billingendpoint').waitFor();
