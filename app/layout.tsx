@@ -4,6 +4,7 @@ import Link from 'next/link';
 import './globals.css';
 import { Providers } from '../components/Providers.tsx';
 import { GlobalSearch } from '../components/GlobalSearch.tsx';
+import { TimeZoneSwitch } from '../components/timeZone.tsx';
 import { connection } from 'next/server';
 import { currentViewer } from '../components/auth/viewer.ts';
 import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
@@ -62,6 +63,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
               <div className="ml-auto">
                 <GlobalSearch />
               </div>
+              <TimeZoneSwitch />
               {viewer.principal.kind === 'user' && <UserMenu principal={viewer.principal} />}
             </nav>
           </header>

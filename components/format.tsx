@@ -1,6 +1,7 @@
 'use client';
 // Small display helpers: relative times that tick, status badges with one colour per status.
 import { useEffect, useState } from 'react';
+import { formatLocal, formatUtc, useTimeZoneMode } from './timeZone.tsx';
 
 export function useNow(intervalMs = 1000): number {
   const [now, setNow] = useState(() => Date.now());
@@ -25,17 +26,22 @@ export function Ago({ at, now }: { at: string | null; now: number }) {
   if (!at) return <span className="text-slate-400">—</span>;
   const t = Date.parse(at);
   return (
-    <time dateTime={at} title={new Date(t).toISOString()} className="whitespace-nowrap">
+    <time dateTime={at} title={formatUtc(new Date(t))} className="whitespace-nowrap">
       {formatDuration(now - t)} ago
     </time>
   );
 }
 
+/** A point in time under the viewer's rule (local with zone, or UTC); hovering shows the other one. */
 export function Timestamp({ at }: { at: string | null }) {
+  const mode = useTimeZoneMode();
   if (!at) return <span className="text-slate-400">—</span>;
+  const t = new Date(at);
+  if (Number.isNaN(t.getTime())) return <span className="font-mono text-xs">{at}</span>;
+  const [shown, other] = mode === 'utc' ? [formatUtc(t), formatLocal(t)] : [formatLocal(t), formatUtc(t)];
   return (
-    <time dateTime={at} className="whitespace-nowrap font-mono text-xs">
-      {at.replace('T', ' ').replace('Z', '')}
+    <time dateTime={t.toISOString()} title={other} className="whitespace-nowrap font-mono text-xs">
+      {shown}
     </time>
   );
 }
