@@ -198,6 +198,23 @@ describe('console in Chromium', () => {
     await page.close();
   });
 
+  test('times say their zone; the UTC/local switch applies everywhere and is remembered', async () => {
+    const page = await open('/endpoints/erpendpoint/events/evt-handoff-1-c');
+    const first = page.getByTestId('audits').locator('time').first();
+    await first.waitFor();
+    const switcher = page.getByRole('button', { name: /^(UTC|Local time)$/ });
+    if ((await switcher.getAttribute('aria-pressed')) === 'true') await switcher.click();
+    assert.match((await first.textContent()) ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \S+/, 'local time with its zone');
+    assert.match((await first.getAttribute('title')) ?? '', / UTC$/, 'UTC on hover');
+    await switcher.click();
+    assert.match((await first.textContent()) ?? '', / UTC$/);
+    await page.reload();
+    await page.getByTestId('audits').locator('time').first().waitFor();
+    assert.match((await page.getByTestId('audits').locator('time').first().textContent()) ?? '', / UTC$/, 'the choice survives a reload');
+    await page.getByRole('button', { name: 'UTC', exact: true }).click();
+    await page.close();
+  });
+
   test('the Monitor and Flow pages render with data', async () => {
     const monitor = await open('/monitor');
     await monitor.locator('[data-band="Failing"]').getByText('billingendpoint').waitFor();
