@@ -481,6 +481,18 @@ export function logFields(m: InboundMessage): Record<string, unknown> {
   };
 }
 
-export function errorSummary(error: unknown): { type: string; message: string } {
-  return { type: errorTypeName(error), message: errorMessage(error).slice(0, 500) };
+/**
+ * What a log line says about an error: its type, message and code. Broker errors are not always Error instances
+ * (an AMQP error is `{ condition, description }`): those keep their name, description and condition instead of
+ * reading as type "object" with the whole object as JSON.
+ */
+export function errorSummary(error: unknown): { type: string; message: string; code?: string } {
+  const o = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : undefined;
+  const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const code = text(o?.code) ?? text(o?.condition);
+  const type =
+    error instanceof Error ? errorTypeName(error) : (text(o?.name) ?? (o ? 'BrokerError' : typeof error));
+  const message =
+    error instanceof Error ? errorMessage(error) : (text(o?.message) ?? text(o?.description) ?? errorMessage(error));
+  return { type, message: message.slice(0, 500), ...(code !== undefined ? { code } : {}) };
 }

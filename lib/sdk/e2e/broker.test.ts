@@ -21,7 +21,8 @@ function capturedLogger(): { logger: Logger; warnings: Array<Record<string, unkn
       done();
     },
   });
-  return { logger: pino({ level: 'warn' }, stream), warnings };
+  // debug: a repeated broker error (same cause) is logged at debug, with its backoff delay, after one warning.
+  return { logger: pino({ level: 'debug' }, stream), warnings };
 }
 
 /** The delays the host announced while backing off, in order. */

@@ -101,11 +101,21 @@ export class Harness {
       maxConcurrentSessions: 2,
       sessionIdleTimeoutMs: 400,
       backoff: { initialMs: 50, maxMs: 500 },
+      // The tests run their processors through deferredProcessor() (their timings, their onPass).
+      deferredProcessor: false,
       ...options,
       client: this.client,
     });
-    host.start();
-    this.hosts.push({ stop: () => host.stop({ waitForPendingAccepts: true }) });
+    // Started in the background (the subscription check takes a peek); a failed start fails the next stop, so the
+    // test that made the host sees it.
+    const started = host.start();
+    started.catch(() => undefined);
+    this.hosts.push({
+      stop: async () => {
+        await host.stop({ waitForPendingAccepts: true });
+        await started;
+      },
+    });
     return host;
   }
 
