@@ -354,10 +354,13 @@ export class Dispatcher {
     const ctx: HandlerContext = {
       endpointId: this.options.endpointId,
       messageId: m.messageId,
-      eventId: m.eventId,
+      // The validation behaviour dead-letters a delivery without EventId; with it turned off the event is keyed by
+      // its MessageId, as the session's block is (eventKey).
+      eventId: eventKey(m),
       eventTypeId: invocation.eventTypeId,
       messageType: m.messageType,
-      sessionId: m.sessionId,
+      // Main subscriptions require sessions: every delivery has one.
+      sessionId: m.sessionId ?? '',
       correlationId: m.correlationId,
       parentMessageId: m.parentMessageId,
       originatingMessageId: originatingIdOf(m),

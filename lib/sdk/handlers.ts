@@ -8,10 +8,12 @@ import { PermanentFailureError } from './errors.ts';
 export interface HandlerContext {
   readonly endpointId: string;
   readonly messageId: string;
-  readonly eventId?: string;
+  /** Always there in a handler: a delivery without EventId is dead-lettered before any handler runs. */
+  readonly eventId: string;
   readonly eventTypeId: string;
   readonly messageType?: MessageType;
-  readonly sessionId?: string;
+  /** Always there: the endpoint's subscriptions require sessions. */
+  readonly sessionId: string;
   readonly correlationId?: string;
   readonly parentMessageId?: string;
   /** The chain's first message id (`self` resolved to this message's id). */

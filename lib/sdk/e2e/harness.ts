@@ -95,6 +95,13 @@ export class Harness {
     return p;
   }
 
+  private readonly starts = new Map<SubscriberHost, Promise<void>>();
+
+  /** Resolves when the host's start() has (checked its subscriptions and) started its workers. */
+  async started(host: SubscriberHost): Promise<void> {
+    await this.starts.get(host);
+  }
+
   /** Starts a subscriber host with test-friendly timings. */
   host(options: Omit<SubscriberHostOptions, 'client'>): SubscriberHost {
     const host = new SubscriberHost({
@@ -110,6 +117,7 @@ export class Harness {
     // test that made the host sees it.
     const started = host.start();
     started.catch(() => undefined);
+    this.starts.set(host, started);
     this.hosts.push({
       stop: async () => {
         await host.stop({ waitForPendingAccepts: true });
