@@ -19,6 +19,7 @@ import {
 } from './decide.ts';
 import type { DecisionEnv, Invocation } from './decide.ts';
 import type { FailureDispositionClassifier } from './dispositions.ts';
+import { createHandoffToken } from './handoffToken.ts';
 import { retryEverythingClassifier } from './dispositions.ts';
 import type { Effect, Settlement, Signal } from './effects.ts';
 import {
@@ -367,8 +368,19 @@ export class Dispatcher {
       from: m.from,
       retryCount: m.retryCount,
       signal,
-      markPendingHandoff: (reason, externalJobId, expectedBy) =>
-        recorder.record(reason, externalJobId, expectedBy),
+      markPendingHandoff: (reason, externalJobId, expectedBy) => {
+        recorder.record(reason, externalJobId, expectedBy);
+        // The coordinates the settlement must name: this delivery parked the handoff.
+        return createHandoffToken({
+          endpointId: this.options.endpointId,
+          eventId: eventKey(m),
+          sessionId: m.sessionId ?? '',
+          messageId: m.messageId,
+          eventTypeId: invocation.eventTypeId,
+          ...(m.correlationId !== undefined ? { correlationId: m.correlationId } : {}),
+          originatingMessageId: originatingIdOf(m),
+        });
+      },
     };
     try {
       await this.options.handlers.invoke(invocation.eventTypeId, invocation.payload, ctx);

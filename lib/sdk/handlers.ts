@@ -3,6 +3,7 @@ import type { ZodType } from 'zod';
 import { describeIssues } from '../contract/index.ts';
 import type { MessageType } from '../contract/index.ts';
 import type { HandoffMark } from './decide.ts';
+import type { HandoffToken } from './handoffToken.ts';
 import { PermanentFailureError } from './errors.ts';
 
 export interface HandlerContext {
@@ -26,9 +27,10 @@ export interface HandlerContext {
   /**
    * The work continues in an external system. The Resolver records Pending (Handoff), the session blocks so later
    * events wait in order, and the event is settled later by the handoff client (complete/fail). Last call wins; a
-   * throw after it takes the failure path instead. `expectedBy` is an instant or milliseconds from now.
+   * throw after it takes the failure path instead. `expectedBy` is an instant or milliseconds from now. Returns the
+   * handoff token: store it with the external job and pass it to the handoff client's complete/fail.
    */
-  markPendingHandoff(reason: string, externalJobId?: string, expectedBy?: Date | number): void;
+  markPendingHandoff(reason: string, externalJobId?: string, expectedBy?: Date | number): HandoffToken;
 }
 
 export type EventHandler<T = unknown> = (event: T, ctx: HandlerContext) => void | Promise<void>;

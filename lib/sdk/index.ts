@@ -37,6 +37,7 @@ export {
   HandoffClientError,
   type HandoffCoordinates,
 } from './handoffClient.ts';
+export { createHandoffToken, readHandoffToken, isHandoffToken, type HandoffToken } from './handoffToken.ts';
 export {
   ConsoleHandoffClient,
   createConsoleHandoffClient,
