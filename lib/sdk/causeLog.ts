@@ -37,7 +37,10 @@ export class CauseLog {
     if (repeats === undefined) {
       causes.set(key, 0);
       // The error itself (pino's serializer keeps its type, code and stack); the summary only names the cause.
-      this.log.warn({ ...this.context, ...extra, err: loggableError(error) }, `${operation} failed: ${err.message}`);
+      this.log.warn(
+        { ...this.context, ...extra, err: loggableError(error) },
+        `${operation} failed: ${err.message}`,
+      );
     } else {
       causes.set(key, repeats + 1);
       this.log.debug({ ...this.context, ...extra, error: err }, `${operation} failed again (same cause)`);

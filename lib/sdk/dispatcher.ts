@@ -508,6 +508,8 @@ export function errorSummary(error: unknown): { type: string; message: string; c
   const type =
     error instanceof Error ? errorTypeName(error) : (text(o?.name) ?? (o ? 'BrokerError' : typeof error));
   const message =
-    error instanceof Error ? errorMessage(error) : (text(o?.message) ?? text(o?.description) ?? errorMessage(error));
+    error instanceof Error
+      ? errorMessage(error)
+      : (text(o?.message) ?? text(o?.description) ?? errorMessage(error));
   return { type, message: message.slice(0, 500), ...(code !== undefined ? { code } : {}) };
 }

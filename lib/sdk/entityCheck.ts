@@ -50,9 +50,7 @@ export async function assertSubscriptionsExist(
       }
       throw new EntityCheckError(
         `cannot check subscription '${topic}/${subscription}' on ${client.fullyQualifiedNamespace}: ${err.message}` +
-          (err.code === 'UnauthorizedAccess'
-            ? ' (the host needs Listen on its endpoint topic)'
-            : ''),
+          (err.code === 'UnauthorizedAccess' ? ' (the host needs Listen on its endpoint topic)' : ''),
         { cause: error },
       );
     } finally {

@@ -34,7 +34,9 @@ export function readHandoffToken(token: string): HandoffCoordinates {
     );
   const [body = '', sum] = token.slice(PREFIX.length).split('.');
   if (sum !== check(body))
-    throw new HandoffClientError('the handoff token is damaged (its check does not match): pass it exactly as returned');
+    throw new HandoffClientError(
+      'the handoff token is damaged (its check does not match): pass it exactly as returned',
+    );
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
@@ -43,7 +45,9 @@ export function readHandoffToken(token: string): HandoffCoordinates {
   }
   const parsed = handoffCoordinatesSchema.safeParse(value);
   if (!parsed.success)
-    throw new HandoffClientError(`the handoff token is damaged: ${describeIssues(parsed.error as z.ZodError)}`);
+    throw new HandoffClientError(
+      `the handoff token is damaged: ${describeIssues(parsed.error as z.ZodError)}`,
+    );
   return parsed.data;
 }
 

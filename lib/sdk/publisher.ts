@@ -107,7 +107,11 @@ export class Publisher {
       if (!parsed.success)
         return `${eventTypeId} payload does not match the catalog's JSON schema: ${describeIssues(parsed.error)}`;
     }
-    if (type?.sessionKey && options.sessionId === undefined && this.sessionIdFor(eventTypeId, payload) === undefined)
+    if (
+      type?.sessionKey &&
+      options.sessionId === undefined &&
+      this.sessionIdFor(eventTypeId, payload) === undefined
+    )
       return (
         `${eventTypeId} payload has no value for its session key '${type.sessionKey}': set payload.${type.sessionKey} ` +
         '(events of one entity are ordered by it), or pass options.sessionId'

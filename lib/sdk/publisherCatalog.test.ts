@@ -28,7 +28,9 @@ const catalog = parseCatalog({
 });
 
 const nowhere = () =>
-  new ServiceBusClient('Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=v;UseDevelopmentEmulator=true');
+  new ServiceBusClient(
+    'Endpoint=sb://127.0.0.1:9;SharedAccessKeyName=k;SharedAccessKey=v;UseDevelopmentEmulator=true',
+  );
 
 function refusal(p: Publisher, type: string, payload: unknown, options = {}): string {
   try {
@@ -64,10 +66,16 @@ describe('publisher with the catalog', () => {
   test('a payload without its session key: names the key and the way out', () => {
     const p = new Publisher({ client: nowhere(), endpointId: 'people', catalog });
     const message = refusal(p, 'CustomerUpdated', { name: 'no key' });
-    assert.match(message, /CustomerUpdated payload has no value for its session key 'customerId': set payload.customerId/);
+    assert.match(
+      message,
+      /CustomerUpdated payload has no value for its session key 'customerId': set payload.customerId/,
+    );
     assert.match(message, /or pass options.sessionId/);
     // An explicit session id is a deliberate choice, and a valid payload passes with the key as its session.
-    assert.equal(p.prepare('CustomerUpdated', { name: 'no key' }, { sessionId: 's' }).published.sessionId, 's');
+    assert.equal(
+      p.prepare('CustomerUpdated', { name: 'no key' }, { sessionId: 's' }).published.sessionId,
+      's',
+    );
     assert.equal(p.prepare('CustomerUpdated', { customerId: 'C-9' }).published.sessionId, 'C-9');
   });
 

@@ -147,7 +147,7 @@ export class SubscriberHost implements AsyncDisposable {
       } else {
         this.log.warn(
           { endpointId },
-          'no dedicated session connection (the client\'s credential is not reusable): stop() may wait for the client\'s operation timeout',
+          "no dedicated session connection (the client's credential is not reusable): stop() may wait for the client's operation timeout",
         );
       }
     }

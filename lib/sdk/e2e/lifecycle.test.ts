@@ -30,7 +30,11 @@ function capturedLogger(): { logger: Logger; lines: Array<Record<string, unknown
 describe('host life cycle', () => {
   test('start() on a namespace without the endpoint: one error naming the missing subscriptions and npm run provision', async () => {
     await withHarness(async (h) => {
-      const host = new SubscriberHost({ client: h.client, endpointId: 'ghost', handlers: new HandlerRegistry() });
+      const host = new SubscriberHost({
+        client: h.client,
+        endpointId: 'ghost',
+        handlers: new HandlerRegistry(),
+      });
       const error = await host.start().then(
         () => undefined,
         (e: unknown) => e,
@@ -47,8 +51,15 @@ describe('host life cycle', () => {
         handlers: new HandlerRegistry(),
         deferredProcessor: false,
       });
-      await assert.rejects(alone.start(), (e: unknown) => e instanceof MissingEntityError && e.entities.length === 1);
-      const crm = new SubscriberHost({ client: h.client, endpointId: 'crm', handlers: new HandlerRegistry() });
+      await assert.rejects(
+        alone.start(),
+        (e: unknown) => e instanceof MissingEntityError && e.entities.length === 1,
+      );
+      const crm = new SubscriberHost({
+        client: h.client,
+        endpointId: 'crm',
+        handlers: new HandlerRegistry(),
+      });
       await crm.start();
       await crm.stop();
     });
@@ -71,7 +82,10 @@ describe('host life cycle', () => {
       await host.start();
       try {
         await eventually(
-          () => (lines.filter((l) => l.msg === 'accepting a session failed again (same cause)').length >= 12 ? true : undefined),
+          () =>
+            lines.filter((l) => l.msg === 'accepting a session failed again (same cause)').length >= 12
+              ? true
+              : undefined,
           'the workers to fail a dozen times',
           30_000,
         );
@@ -103,12 +117,18 @@ describe('host life cycle', () => {
         // One session handled and still held (its idle timeout is 30 s by default), the other workers waiting in
         // acceptNextSession: both must end promptly.
         await h.publisher('shop').publish('CustomerUpdated', { customerId: 'S-1' });
-        await eventually(() => (out.includes('handled') ? true : undefined), 'the event to be handled', 30_000);
+        await eventually(
+          () => (out.includes('handled') ? true : undefined),
+          'the event to be handled',
+          30_000,
+        );
         const started = Date.now();
         child.stdin.write('stop\n');
         const code = await Promise.race([
           exited,
-          new Promise<string>((resolve) => setTimeout(() => resolve('still running after 30 s'), 30_000).unref()),
+          new Promise<string>((resolve) =>
+            setTimeout(() => resolve('still running after 30 s'), 30_000).unref(),
+          ),
         ]);
         const took = Date.now() - started;
         assert.equal(code, 0, out);

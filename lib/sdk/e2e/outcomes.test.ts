@@ -276,16 +276,25 @@ describe('pending handoff', () => {
         // and the real session stays blocked by its handoff.
         await handoff.complete({ ...where, eventId: 'no-such-event' }, { imported: 1 });
         const refused = await h.resolver('H-9', 2);
-        assert.deepEqual(refused.map((r) => r.type), ['HandoffCompletedRequest', 'ErrorResponse']);
+        assert.deepEqual(
+          refused.map((r) => r.type),
+          ['HandoffCompletedRequest', 'ErrorResponse'],
+        );
         assert.equal(refused[1]!.props.DeadLetterReason, 'CommandRefused');
-        assert.match(String(refused[1]!.props.DeadLetterErrorDescription), /no-such-event is not the pending handoff/);
+        assert.match(
+          String(refused[1]!.props.DeadLetterErrorDescription),
+          /no-such-event is not the pending handoff/,
+        );
         assert.equal((await h.sessionState('crm', 'H-9')).BlockedByEventId, where.eventId);
         // The token cannot name the wrong event; a damaged one is refused before anything is sent.
         await assert.rejects(handoff.complete(`${token}x` as HandoffToken), /handoff token is damaged/);
         await assert.rejects(handoff.complete('job-7' as HandoffToken), /not a handoff token/);
         await handoff.complete(token, { imported: 12 });
         const settled = await h.resolver('H-9', 2);
-        assert.deepEqual(settled.map((r) => r.type), ['HandoffCompletedRequest', 'ResolutionResponse']);
+        assert.deepEqual(
+          settled.map((r) => r.type),
+          ['HandoffCompletedRequest', 'ResolutionResponse'],
+        );
         assert.equal(settled[1]!.props.EventId, where.eventId);
         await eventually(
           async () => ((await h.sessionState('crm', 'H-9')).BlockedByEventId === null ? true : undefined),
