@@ -23,10 +23,13 @@ export class CauseLog {
   /** Causes currently failing, by operation: cause key → repeats not logged at warn. */
   private readonly active = new Map<string, Map<string, number>>();
 
-  constructor(
-    private readonly log: Logger,
-    private readonly context: Record<string, unknown>,
-  ) {}
+  private readonly log: Logger;
+  private readonly context: Record<string, unknown>;
+
+  constructor(log: Logger, context: Record<string, unknown>) {
+    this.log = log;
+    this.context = context;
+  }
 
   failed(operation: string, error: unknown, extra: Record<string, unknown> = {}): void {
     const err = errorSummary(error);

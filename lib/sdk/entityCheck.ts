@@ -11,12 +11,11 @@ import { errorSummary } from './dispatcher.ts';
 
 export class MissingEntityError extends Error {
   override readonly name = 'MissingEntityError';
-  constructor(
-    message: string,
-    /** `topic/subscription` of every entity that is missing. */
-    readonly entities: readonly string[],
-  ) {
+  /** `topic/subscription` of every entity that is missing. */
+  readonly entities: readonly string[];
+  constructor(message: string, entities: readonly string[]) {
     super(message);
+    this.entities = entities;
   }
 }
 
