@@ -158,7 +158,7 @@ async function pipeline(
     endpointId: 'shop',
     sessionKeys: sessionKeysFromCatalog(demoCatalog),
   });
-  host.start();
+  await host.start();
   const answered = new Set<string>();
   const start = performance.now();
   try {

@@ -170,6 +170,8 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
         maxConcurrentSessions: timings.maxConcurrentSessions,
         sessionIdleTimeoutMs: timings.sessionIdleTimeoutMs,
         inbox: options.inbox,
+        // The demo runs its processors itself (below), with its own timings.
+        deferredProcessor: false,
         onDelivery: (result) => {
           perEndpoint[result] = (perEndpoint[result] ?? 0) + 1;
         },
@@ -185,7 +187,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
     );
   }
   for (const p of processors) p.start();
-  for (const h of hosts) h.start();
+  await Promise.all(hosts.map((h) => h.start()));
 
   let traffic: RunningTraffic | undefined;
   const rate = options.ratePerSecond ?? 2;

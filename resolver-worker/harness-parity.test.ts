@@ -80,7 +80,7 @@ async function bothViews(published: Record<string, string>, expected: Statuses):
 
 test('the harness projects the very statuses the Resolver records: blocked, deferred, handed off, settled', async () => {
   const calls = new Map<string, number>();
-  harness.host(
+  await harness.host(
     'billing',
     new HandlerRegistry().on('OrderPlaced', (o: { orderId: string; kind: string }, ctx) => {
       const n = (calls.get(o.orderId + o.kind) ?? 0) + 1;

@@ -37,8 +37,8 @@ before(async () => {
       if (broken.has(o.orderId) && o.n === 1) throw new Error(`credit check unavailable for ${o.orderId}`);
     })
     .on<Order>('OrderCancelled', () => undefined);
-  host = new SubscriberHost({ client: stack.serviceBus.client, endpointId: 'billingendpoint', handlers, maxConcurrentSessions: 4, sessionIdleTimeoutMs: 300, backoff: { initialMs: 50, maxMs: 500 } });
-  host.start();
+  host = new SubscriberHost({ client: stack.serviceBus.client, endpointId: 'billingendpoint', handlers, maxConcurrentSessions: 4, sessionIdleTimeoutMs: 300, backoff: { initialMs: 50, maxMs: 500 }, deferredProcessor: false });
+  await host.start();
   deferred = new DeferredProcessor({ client: stack.serviceBus.client, endpointId: 'billingendpoint', drainWaitMs: 300, triggerWaitMs: 1000, backoff: { initialMs: 50, maxMs: 500 } });
   deferred.start();
   publisher = new Publisher({ client: stack.serviceBus.client, endpointId: 'storefrontendpoint', sessionKeys: sessionKeysFromCatalog(stack.catalog) });

@@ -25,7 +25,7 @@ before(async () => {
   stack = await startConsoleTestStack();
   resolver = startResolver({ client: stack.serviceBus.client, store: stack.store, sessionIdleTimeoutMs: 200 });
   host = createSubscriberHost({ client: stack.serviceBus.client, endpointId: current, handlers: new HandlerRegistry(), sessionIdleTimeoutMs: 200, maxConcurrentSessions: 1 });
-  host.start();
+  await host.start();
 });
 after(async () => {
   await host?.stop().catch(() => undefined);

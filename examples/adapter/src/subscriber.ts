@@ -1,6 +1,6 @@
 // The ERP endpoint's process: `npm run subscriber` with NIMBUS_SERVICEBUS_CONNECTION_STRING set (for the emulator:
 // what `npm run emulator` prints in the NimBus repository).
-import { createSubscriberHost, createDeferredProcessor } from '@nimbus/sdk';
+import { createSubscriberHost } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { erpHandlers, erpRetryPolicies, type Erp } from './erp.ts';
 
@@ -24,16 +24,15 @@ const host = createSubscriberHost({
   handlers: erpHandlers(erp),
   retryPolicies: erpRetryPolicies,
 });
-const deferred = createDeferredProcessor({ client: clients.client, endpointId: 'erp' });
-host.start();
-deferred.start();
+// Checks that the endpoint's subscriptions exist (run `npm run provision` first) and starts handling, with the
+// endpoint's deferred processor.
+await host.start();
 console.log('erp subscriber running; Ctrl+C stops it');
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     void (async () => {
       await host.stop();
-      await deferred.stop();
       await clients.close();
     })();
   });

@@ -23,7 +23,7 @@ test('the ERP endpoint imports, retries an outage, hands off large orders', asyn
       return order.lines > 10 ? { kind: 'queued', jobId: `job-${order.orderId}` } : { kind: 'imported' };
     },
   };
-  harness.host('erp', erpHandlers(erp), { retryPolicies: erpRetryPolicies });
+  await harness.host('erp', erpHandlers(erp), { retryPolicies: erpRetryPolicies });
 
   const plain = await harness.publish('webshop', 'OrderPlaced', { orderId: 'o-1', total: 10, lines: 2 });
   assert.equal((await harness.outcome(plain)).status, 'Completed');
@@ -46,7 +46,7 @@ test('the ERP endpoint imports, retries an outage, hands off large orders', asyn
 
 test('a payload that fails the handler schema is dead-lettered, not retried', async () => {
   await using harness = await createTestHarness({ catalog });
-  harness.host('erp', erpHandlers({ importOrder: async () => ({ kind: 'imported' }) }));
+  await harness.host('erp', erpHandlers({ importOrder: async () => ({ kind: 'imported' }) }));
   // Sent past the publisher's own catalog check, as a producer on an older contract might.
   const bad = await harness.publisher('webshop').publish('OrderPlaced', { orderId: 'o-bad', total: -1, lines: 0 });
   const row = await harness.outcome(bad);

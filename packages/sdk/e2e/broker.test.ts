@@ -21,7 +21,8 @@ function capturedLogger(): { logger: Logger; warnings: Array<Record<string, unkn
       done();
     },
   });
-  return { logger: pino({ level: 'warn' }, stream), warnings };
+  // debug: a repeated broker error (same cause) is logged at debug, with its backoff delay, after one warning.
+  return { logger: pino({ level: 'debug' }, stream), warnings };
 }
 
 /** The delays the host announced while backing off, in order. */
@@ -81,13 +82,15 @@ describe('broker errors', () => {
     await withHarness(async (h) => {
       const { logger, warnings } = capturedLogger();
       const handled: number[] = [];
-      h.host({
+      const host = h.host({
         endpointId: 'crm',
         logger,
         maxConcurrentSessions: 1,
         backoff: { initialMs: 50, maxMs: 400 },
         handlers: new HandlerRegistry().on<{ n: number }>('CustomerUpdated', (e) => void handled.push(e.n)),
       });
+      // Deleted under a running host (deleted before, start() refuses: lifecycle.test.ts).
+      await h.started(host);
       await h.clients.admin.deleteSubscription('crm', 'crm');
       await assertBackingOff(warnings);
       assert.ok(warnings.some((w) => (w.err as { type?: string } | undefined)?.type !== undefined));

@@ -119,6 +119,9 @@ describe('a crash between blocking and completing', () => {
       const first = new SubscriberHost({
         client,
         endpointId: 'crm',
+        // The sessions must come from the wrapped client.
+        sessionConnection: 'shared',
+        deferredProcessor: false,
         maxConcurrentSessions: 1,
         sessionIdleTimeoutMs: 400,
         backoff: { initialMs: 50, maxMs: 200 },
@@ -127,7 +130,7 @@ describe('a crash between blocking and completing', () => {
           throw new Error('CRM rejected the customer');
         }),
       });
-      first.start();
+      await first.start();
       const pub = h.publisher('shop');
       await pub.publish('CustomerUpdated', { customerId: 'X-2', n: 1 });
       const failure = await h.resolver('X-2', 2);

@@ -51,6 +51,9 @@ const host = new SubscriberHost({
   client,
   endpointId,
   maxConcurrentSessions: 1,
+  // The crash point wraps the client's acceptNextSession, so the sessions must come from it; the test runs no replay.
+  sessionConnection: 'shared',
+  deferredProcessor: false,
   sessionIdleTimeoutMs: 400,
   inbox,
   handlers: new HandlerRegistry().on<{ n: number }>('CustomerUpdated', (e) => {
@@ -58,5 +61,5 @@ const host = new SubscriberHost({
     if (mode === 'fail') throw new Error('CRM rejected the customer');
   }),
 });
-host.start();
+await host.start();
 say('ready');

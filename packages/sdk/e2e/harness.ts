@@ -95,17 +95,35 @@ export class Harness {
     return p;
   }
 
+  private readonly starts = new Map<SubscriberHost, Promise<void>>();
+
+  /** Resolves when the host's start() has (checked its subscriptions and) started its workers. */
+  async started(host: SubscriberHost): Promise<void> {
+    await this.starts.get(host);
+  }
+
   /** Starts a subscriber host with test-friendly timings. */
   host(options: Omit<SubscriberHostOptions, 'client'>): SubscriberHost {
     const host = new SubscriberHost({
       maxConcurrentSessions: 2,
       sessionIdleTimeoutMs: 400,
       backoff: { initialMs: 50, maxMs: 500 },
+      // The tests run their processors through deferredProcessor() (their timings, their onPass).
+      deferredProcessor: false,
       ...options,
       client: this.client,
     });
-    host.start();
-    this.hosts.push({ stop: () => host.stop({ waitForPendingAccepts: true }) });
+    // Started in the background (the subscription check takes a peek); a failed start fails the next stop, so the
+    // test that made the host sees it.
+    const started = host.start();
+    started.catch(() => undefined);
+    this.starts.set(host, started);
+    this.hosts.push({
+      stop: async () => {
+        await host.stop({ waitForPendingAccepts: true });
+        await started;
+      },
+    });
     return host;
   }
 

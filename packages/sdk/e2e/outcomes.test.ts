@@ -7,6 +7,8 @@ import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType } from '@nimbus/sdk/con
 import { classifier } from '@nimbus/sdk';
 import { PermanentFailureError, TransientError } from '@nimbus/sdk';
 import { HandoffClient } from '@nimbus/sdk';
+import { isHandoffToken, readHandoffToken } from '@nimbus/sdk';
+import type { HandoffToken } from '@nimbus/sdk';
 import { HandlerRegistry } from '@nimbus/sdk';
 import { SDK_VERSION } from '@nimbus/sdk';
 import { eventually, recorder, storyOf, withHarness } from './harness.ts';
@@ -248,6 +250,59 @@ describe('pending handoff', () => {
       assert.ok(after.some((r) => r.type === 'HandoffCompletedRequest' && r.props.From === 'Manager'));
       assert.deepEqual(calls, ['E1', 'E2']);
       await handoff.close();
+    });
+  });
+
+  test('the token markPendingHandoff returns settles the handoff; a wrong event id is refused and the real handoff stays pending', async () => {
+    await withHarness(async (h) => {
+      const tokens: HandoffToken[] = [];
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e, ctx) => {
+          if (e.n === 1) tokens.push(ctx.markPendingHandoff('DMF import', 'job-7'));
+        }),
+      });
+      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'H-9', n: 1 });
+      const parked = await h.resolver('H-9', 2);
+      assert.deepEqual(storyOf(parked).responses, ['PendingHandoffResponse:E1']);
+      const [token] = tokens;
+      assert.ok(token && isHandoffToken(token));
+      const where = readHandoffToken(token);
+      assert.equal(where.eventId, String(parked[1]!.props.EventId));
+      assert.equal(where.messageId, String(parked[1]!.props.ParentMessageId));
+      const handoff = new HandoffClient(h.client);
+      try {
+        // A typo in the event id: refused visibly (CommandRefused), no Resolution for an event that does not exist,
+        // and the real session stays blocked by its handoff.
+        await handoff.complete({ ...where, eventId: 'no-such-event' }, { imported: 1 });
+        const refused = await h.resolver('H-9', 2);
+        assert.deepEqual(
+          refused.map((r) => r.type),
+          ['HandoffCompletedRequest', 'ErrorResponse'],
+        );
+        assert.equal(refused[1]!.props.DeadLetterReason, 'CommandRefused');
+        assert.match(
+          String(refused[1]!.props.DeadLetterErrorDescription),
+          /no-such-event is not the pending handoff/,
+        );
+        assert.equal((await h.sessionState('crm', 'H-9')).BlockedByEventId, where.eventId);
+        // The token cannot name the wrong event; a damaged one is refused before anything is sent.
+        await assert.rejects(handoff.complete(`${token}x` as HandoffToken), /handoff token is damaged/);
+        await assert.rejects(handoff.complete('job-7' as HandoffToken), /not a handoff token/);
+        await handoff.complete(token, { imported: 12 });
+        const settled = await h.resolver('H-9', 2);
+        assert.deepEqual(
+          settled.map((r) => r.type),
+          ['HandoffCompletedRequest', 'ResolutionResponse'],
+        );
+        assert.equal(settled[1]!.props.EventId, where.eventId);
+        await eventually(
+          async () => ((await h.sessionState('crm', 'H-9')).BlockedByEventId === null ? true : undefined),
+          'the session to be released',
+        );
+      } finally {
+        await handoff.close();
+      }
     });
   });
 

@@ -31,7 +31,7 @@ test('an author tests a subscriber with the harness: success, retry brought forw
     if (order.kind === 'flaky' && n === 1) throw new PartnerDown('partner answered 503');
     if (order.kind === 'handoff') ctx.markPendingHandoff('ERP import', 'job-7', 60_000);
   });
-  harness.host('billing', handlers, {
+  await harness.host('billing', handlers, {
     // A policy an hour long: only advanceRetries can make this test finish in time.
     retryPolicies: new RetryPolicies().addExceptionRule(PartnerDown, { maxRetries: 3, strategy: 'Fixed', baseDelayMs: 3_600_000 }),
   });
@@ -66,7 +66,7 @@ test('an author tests a subscriber with the harness: success, retry brought forw
 
 test('outcome() names what it saw when the expected status never comes', async () => {
   await using harness = await createTestHarness({ catalog });
-  harness.host('billing', new HandlerRegistry().on('OrderPlaced', () => undefined));
+  await harness.host('billing', new HandlerRegistry().on('OrderPlaced', () => undefined));
   const e = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-9' });
   await harness.outcome(e);
   await assert.rejects(harness.outcome(e, { status: ResolutionStatus.Failed, timeoutMs: 500 }), /seen: billing: Completed/);

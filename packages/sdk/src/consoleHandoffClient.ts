@@ -13,6 +13,8 @@ import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
 import { sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
+import { readHandoffToken } from './handoffToken.ts';
+import type { HandoffToken } from './handoffToken.ts';
 
 /** What an @azure/identity credential (`DefaultAzureCredential`, `ClientSecretCredential`, ...) offers. */
 export interface TokenCredentialLike {
@@ -107,7 +109,7 @@ export class ConsoleHandoffClient {
    * audit trail.
    */
   async complete(
-    coordinates: ConsoleHandoffCoordinates,
+    coordinates: ConsoleHandoffCoordinates | HandoffToken,
     result?: unknown,
     options: SettleOptions & { note?: string } = {},
   ): Promise<HandoffSettlement> {
@@ -119,7 +121,7 @@ export class ConsoleHandoffClient {
 
   /** The external work failed: the Resolver records Failed with `errorText` verbatim; the session stays blocked. */
   async fail(
-    coordinates: ConsoleHandoffCoordinates,
+    coordinates: ConsoleHandoffCoordinates | HandoffToken,
     errorText: string,
     errorType?: string,
     options: SettleOptions = {},
@@ -128,8 +130,8 @@ export class ConsoleHandoffClient {
     return this.#settle('fail', coordinates, { errorText, ...(errorType !== undefined ? { errorType } : {}) }, options.signal);
   }
 
-  async #settle(kind: 'complete' | 'fail', coordinates: ConsoleHandoffCoordinates, body: object, signal?: AbortSignal): Promise<HandoffSettlement> {
-    const parsed = consoleHandoffCoordinatesSchema.safeParse(coordinates);
+  async #settle(kind: 'complete' | 'fail', coordinates: ConsoleHandoffCoordinates | HandoffToken, body: object, signal?: AbortSignal): Promise<HandoffSettlement> {
+    const parsed = consoleHandoffCoordinatesSchema.safeParse(typeof coordinates === 'string' ? readHandoffToken(coordinates) : coordinates);
     if (!parsed.success) throw new HandoffClientError(`invalid handoff coordinates: ${describeIssues(parsed.error)}`);
     const c = parsed.data;
     const path = ['api/event/handoff', kind, c.endpointId, c.eventId, c.messageId].map((s, i) => (i < 2 ? s : encodeURIComponent(s))).join('/');

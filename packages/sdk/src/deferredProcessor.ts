@@ -13,12 +13,12 @@ import type {
   ServiceBusSessionReceiver,
 } from '@azure/service-bus';
 import type { Logger } from 'pino';
-import { pino } from 'pino';
+import { defaultSdkLogger } from './logger.ts';
 import { MessageType, Subscription } from './contract/index.ts';
 import { withLinkedSignal } from './abortScope.ts';
 import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
-import { errorSummary } from './dispatcher.ts';
+import { loggableError } from './causeLog.ts';
 import { fromReceived } from './inbound.ts';
 import type { InboundMessage } from './inbound.ts';
 import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
@@ -59,7 +59,7 @@ export class DeferredProcessor {
   private readonly finished = new Map<string, number>();
 
   constructor(private readonly options: DeferredProcessorOptions) {
-    this.log = options.logger ?? pino({ level: 'silent' });
+    this.log = options.logger ?? defaultSdkLogger();
   }
 
   start(): void {
@@ -96,7 +96,7 @@ export class DeferredProcessor {
         if (this.stopping) return;
         const delay = backoff.next();
         this.log.warn(
-          { err: errorSummary(error), delayMs: delay },
+          { err: loggableError(error), delayMs: delay },
           'receiving replay triggers failed; backing off',
         );
         await sleep(delay, this.stopController.signal);
@@ -120,7 +120,7 @@ export class DeferredProcessor {
         : `not a ProcessDeferredRequest (${inbound.messageType ?? 'no MessageType'})`;
       await receiver
         .deadLetterMessage(trigger, { deadLetterReason: reason, deadLetterErrorDescription: reason })
-        .catch((e) => this.log.warn({ err: errorSummary(e) }, 'dead-lettering a bad trigger failed'));
+        .catch((e) => this.log.warn({ err: loggableError(e) }, 'dead-lettering a bad trigger failed'));
       this.options.onPass?.({ sessionId, replayed: 0, outcome: 'no-session-id' });
       return;
     }
@@ -146,7 +146,7 @@ export class DeferredProcessor {
         return;
       }
       this.log.warn(
-        { sessionId, err: errorSummary(error) },
+        { sessionId, err: loggableError(error) },
         'could not open the parked session; the trigger will be retried',
       );
       await receiver.abandonMessage(trigger).catch(() => undefined);
@@ -178,7 +178,7 @@ export class DeferredProcessor {
       this.log.debug({ sessionId, replayed, until }, 'replay pass finished');
     } catch (error) {
       this.log.warn(
-        { sessionId, replayed, err: errorSummary(error) },
+        { sessionId, replayed, err: loggableError(error) },
         'replay pass failed; the trigger will be retried',
       );
       await receiver.abandonMessage(trigger).catch(() => undefined);

@@ -19,6 +19,7 @@ import {
 } from './decide.ts';
 import type { DecisionEnv, Invocation } from './decide.ts';
 import type { FailureDispositionClassifier } from './dispositions.ts';
+import { createHandoffToken } from './handoffToken.ts';
 import { retryEverythingClassifier } from './dispositions.ts';
 import type { Effect, Settlement, Signal } from './effects.ts';
 import {
@@ -354,18 +355,32 @@ export class Dispatcher {
     const ctx: HandlerContext = {
       endpointId: this.options.endpointId,
       messageId: m.messageId,
-      eventId: m.eventId,
+      // The validation behaviour dead-letters a delivery without EventId; with it turned off the event is keyed by
+      // its MessageId, as the session's block is (eventKey).
+      eventId: eventKey(m),
       eventTypeId: invocation.eventTypeId,
       messageType: m.messageType,
-      sessionId: m.sessionId,
+      // Main subscriptions require sessions: every delivery has one.
+      sessionId: m.sessionId ?? '',
       correlationId: m.correlationId,
       parentMessageId: m.parentMessageId,
       originatingMessageId: originatingIdOf(m),
       from: m.from,
       retryCount: m.retryCount,
       signal,
-      markPendingHandoff: (reason, externalJobId, expectedBy) =>
-        recorder.record(reason, externalJobId, expectedBy),
+      markPendingHandoff: (reason, externalJobId, expectedBy) => {
+        recorder.record(reason, externalJobId, expectedBy);
+        // The coordinates the settlement must name: this delivery parked the handoff.
+        return createHandoffToken({
+          endpointId: this.options.endpointId,
+          eventId: eventKey(m),
+          sessionId: m.sessionId ?? '',
+          messageId: m.messageId,
+          eventTypeId: invocation.eventTypeId,
+          ...(m.correlationId !== undefined ? { correlationId: m.correlationId } : {}),
+          originatingMessageId: originatingIdOf(m),
+        });
+      },
     };
     try {
       await this.options.handlers.invoke(invocation.eventTypeId, invocation.payload, ctx);
@@ -481,6 +496,20 @@ export function logFields(m: InboundMessage): Record<string, unknown> {
   };
 }
 
-export function errorSummary(error: unknown): { type: string; message: string } {
-  return { type: errorTypeName(error), message: errorMessage(error).slice(0, 500) };
+/**
+ * What a log line says about an error: its type, message and code. Broker errors are not always Error instances
+ * (an AMQP error is `{ condition, description }`): those keep their name, description and condition instead of
+ * reading as type "object" with the whole object as JSON.
+ */
+export function errorSummary(error: unknown): { type: string; message: string; code?: string } {
+  const o = typeof error === 'object' && error !== null ? (error as Record<string, unknown>) : undefined;
+  const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const code = text(o?.code) ?? text(o?.condition);
+  const type =
+    error instanceof Error ? errorTypeName(error) : (text(o?.name) ?? (o ? 'BrokerError' : typeof error));
+  const message =
+    error instanceof Error
+      ? errorMessage(error)
+      : (text(o?.message) ?? text(o?.description) ?? errorMessage(error));
+  return { type, message: message.slice(0, 500), ...(code !== undefined ? { code } : {}) };
 }

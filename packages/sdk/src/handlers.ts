@@ -3,15 +3,18 @@ import type { ZodType } from 'zod';
 import { describeIssues } from './contract/index.ts';
 import type { MessageType } from './contract/index.ts';
 import type { HandoffMark } from './decide.ts';
+import type { HandoffToken } from './handoffToken.ts';
 import { PermanentFailureError } from './errors.ts';
 
 export interface HandlerContext {
   readonly endpointId: string;
   readonly messageId: string;
-  readonly eventId?: string;
+  /** Always there in a handler: a delivery without EventId is dead-lettered before any handler runs. */
+  readonly eventId: string;
   readonly eventTypeId: string;
   readonly messageType?: MessageType;
-  readonly sessionId?: string;
+  /** Always there: the endpoint's subscriptions require sessions. */
+  readonly sessionId: string;
   readonly correlationId?: string;
   readonly parentMessageId?: string;
   /** The chain's first message id (`self` resolved to this message's id). */
@@ -24,9 +27,10 @@ export interface HandlerContext {
   /**
    * The work continues in an external system. The Resolver records Pending (Handoff), the session blocks so later
    * events wait in order, and the event is settled later by the handoff client (complete/fail). Last call wins; a
-   * throw after it takes the failure path instead. `expectedBy` is an instant or milliseconds from now.
+   * throw after it takes the failure path instead. `expectedBy` is an instant or milliseconds from now. Returns the
+   * handoff token: store it with the external job and pass it to the handoff client's complete/fail.
    */
-  markPendingHandoff(reason: string, externalJobId?: string, expectedBy?: Date | number): void;
+  markPendingHandoff(reason: string, externalJobId?: string, expectedBy?: Date | number): HandoffToken;
 }
 
 export type EventHandler<T = unknown> = (event: T, ctx: HandlerContext) => void | Promise<void>;

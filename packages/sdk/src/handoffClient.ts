@@ -10,6 +10,8 @@ import { createHash } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
 import { z } from 'zod';
 import { describeIssues, encodeBody, MessageType, Prop, Topic, toWireProperties } from './contract/index.ts';
+import { readHandoffToken } from './handoffToken.ts';
+import type { HandoffToken } from './handoffToken.ts';
 import { toServiceBusMessage } from './transport.ts';
 
 /** Where the pending event is: what the PendingHandoffResponse (and the console's event row) carries. */
@@ -38,7 +40,7 @@ export class HandoffClient {
   }
 
   /** The external work succeeded: the session is released and the Resolver records Completed with `result`. */
-  async complete(coordinates: HandoffCoordinates, result?: unknown): Promise<string> {
+  async complete(coordinates: HandoffCoordinates | HandoffToken, result?: unknown): Promise<string> {
     const c = parse(coordinates);
     const json =
       result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
@@ -50,7 +52,11 @@ export class HandoffClient {
   }
 
   /** The external work failed: the Resolver records Failed with `errorText` verbatim; the session stays blocked. */
-  async fail(coordinates: HandoffCoordinates, errorText: string, errorType?: string): Promise<string> {
+  async fail(
+    coordinates: HandoffCoordinates | HandoffToken,
+    errorText: string,
+    errorType?: string,
+  ): Promise<string> {
     const c = parse(coordinates);
     return this.send(
       MessageType.HandoffFailedRequest,
@@ -96,7 +102,8 @@ export function settlementMessageId(type: MessageType, c: HandoffCoordinates): s
   return `handoff-${h.slice(0, 40)}`;
 }
 
-function parse(c: HandoffCoordinates): HandoffCoordinates {
+function parse(c: HandoffCoordinates | HandoffToken): HandoffCoordinates {
+  if (typeof c === 'string') return readHandoffToken(c);
   const parsed = handoffCoordinatesSchema.safeParse(c);
   if (!parsed.success)
     throw new HandoffClientError(`invalid handoff coordinates: ${describeIssues(parsed.error)}`);

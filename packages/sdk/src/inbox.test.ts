@@ -147,7 +147,7 @@ describe('dispatcher with an inbox', () => {
     const parking = new Dispatcher({
       endpointId: 'billing',
       inbox: store,
-      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => ctx.markPendingHandoff('r')),
+      handlers: new HandlerRegistry().on('OrderPlaced', (_e, ctx) => void ctx.markPendingHandoff('r')),
     });
     await parking.dispatch(received(), new Port(), signal);
     assert.equal(await store.has(inboxKey('billing', 'm1')!), false);

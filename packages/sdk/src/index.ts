@@ -38,6 +38,7 @@ export {
   settlementMessageId,
   type HandoffCoordinates,
 } from './handoffClient.ts';
+export { createHandoffToken, readHandoffToken, isHandoffToken, type HandoffToken } from './handoffToken.ts';
 export {
   ConsoleHandoffClient,
   createConsoleHandoffClient,
@@ -57,3 +58,4 @@ export { SdkProp } from './wire.ts';
 export { SDK_VERSION } from './version.ts';
 // Ties an operation to a caller's AbortSignal without leaking listeners (the Resolver uses it too).
 export { withLinkedSignal } from './abortScope.ts';
+export { MissingEntityError, EntityCheckError } from './entityCheck.ts';

@@ -3,6 +3,7 @@
 // key, correlation id per publish (shared by a batch), message id deterministic from the payload unless given.
 import { createHash, randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
+import { z } from 'zod';
 import type { ZodType } from 'zod';
 import {
   describeIssues,
@@ -36,6 +37,12 @@ export interface PublisherOptions {
   sessionKeys?: Readonly<Record<string, string>>;
   /** Optional payload schemas: a publish that fails its schema throws before anything is sent. */
   schemas?: Readonly<Record<string, ZodType>>;
+  /**
+   * The catalog: a publish of an event type this endpoint does not produce, a payload that fails the event type's
+   * JSON schema, or one without a value for its session key is refused before anything is sent. Session keys come
+   * from it when `sessionKeys` is not given.
+   */
+  catalog?: Catalog;
 }
 
 export class PublishValidationError extends Error {
@@ -64,11 +71,65 @@ export interface PreparedEvent {
 
 export class Publisher {
   private readonly sender: ServiceBusSender;
+  private readonly sessionKeys: Readonly<Record<string, string>>;
+  /** The catalog's JSON schemas as zod schemas, compiled on first use per event type. */
+  private readonly catalogSchemas = new Map<string, ZodType | Error>();
 
   constructor(private readonly options: PublisherOptions) {
     const problem = nameProblem(options.endpointId);
     if (problem) throw new PublishValidationError(`endpoint id '${options.endpointId}' ${problem}`);
+    const { catalog } = options;
+    if (catalog && !catalog.endpoints.some((e) => e.id === options.endpointId))
+      throw new PublishValidationError(
+        `endpoint '${options.endpointId}' is not in the catalog (endpoints: ${catalog.endpoints.map((e) => e.id).join(', ')}): ` +
+          'add it to the catalog and run `npm run provision`, or fix the endpoint id',
+      );
+    this.sessionKeys = options.sessionKeys ?? (catalog ? sessionKeysFromCatalog(catalog) : {});
     this.sender = options.client.createSender(options.endpointId);
+  }
+
+  /** What the catalog says against this publish; undefined when it has nothing against it (or there is none). */
+  private catalogProblem(eventTypeId: string, payload: unknown, options: PublishOptions): string | undefined {
+    const { catalog, endpointId } = this.options;
+    if (!catalog) return undefined;
+    const endpoint = catalog.endpoints.find((e) => e.id === endpointId)!;
+    if (!endpoint.produces.includes(eventTypeId))
+      return (
+        `endpoint '${endpointId}' does not produce '${eventTypeId}' (it produces: ${endpoint.produces.join(', ') || 'nothing'}): ` +
+        `add '${eventTypeId}' to its produces in the catalog and run \`npm run provision\`, or publish from the endpoint that produces it`
+      );
+    const type = catalog.eventTypes.find((t) => t.id === eventTypeId);
+    if (type?.schema) {
+      const schema = this.catalogSchema(eventTypeId, type.schema);
+      if (schema instanceof Error)
+        return `the catalog's JSON schema of '${eventTypeId}' cannot be used: ${schema.message}`;
+      const parsed = schema.safeParse(payload);
+      if (!parsed.success)
+        return `${eventTypeId} payload does not match the catalog's JSON schema: ${describeIssues(parsed.error)}`;
+    }
+    if (
+      type?.sessionKey &&
+      options.sessionId === undefined &&
+      this.sessionIdFor(eventTypeId, payload) === undefined
+    )
+      return (
+        `${eventTypeId} payload has no value for its session key '${type.sessionKey}': set payload.${type.sessionKey} ` +
+        '(events of one entity are ordered by it), or pass options.sessionId'
+      );
+    return undefined;
+  }
+
+  private catalogSchema(eventTypeId: string, jsonSchema: Record<string, unknown>): ZodType | Error {
+    let compiled = this.catalogSchemas.get(eventTypeId);
+    if (compiled === undefined) {
+      try {
+        compiled = z.fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
+      } catch (error) {
+        compiled = error instanceof Error ? error : new Error(String(error));
+      }
+      this.catalogSchemas.set(eventTypeId, compiled);
+    }
+    return compiled;
   }
 
   /** Builds the message for one event (validation included) without sending it. */
@@ -82,6 +143,8 @@ export class Publisher {
     if (problem) throw new PublishValidationError(`event type id '${eventTypeId}' ${problem}`);
     if (payload === undefined || payload === null)
       throw new PublishValidationError(`a ${eventTypeId} payload is required`);
+    const refused = this.catalogProblem(eventTypeId, payload, options);
+    if (refused) throw new PublishValidationError(refused);
     const schema = this.options.schemas?.[eventTypeId];
     if (schema) {
       const parsed = schema.safeParse(payload);
@@ -179,7 +242,7 @@ export class Publisher {
   }
 
   private sessionIdFor(eventTypeId: string, payload: unknown): string | undefined {
-    const key = this.options.sessionKeys?.[eventTypeId];
+    const key = this.sessionKeys[eventTypeId];
     if (!key || typeof payload !== 'object' || payload === null) return undefined;
     const value = (payload as Record<string, unknown>)[key];
     if (value === undefined || value === null || value === '') return undefined;

@@ -1,14 +1,21 @@
 // The subscriber host: a multi-session processor on the endpoint's main subscription ({E}/{E}). The JS client has
 // no session processor, so each of N workers loops: accept the next free session, handle its messages one at a
 // time in order, release it when idle, repeat. Broker errors back off; stop() lets in-flight deliveries settle.
+// start() checks the subscriptions exist first; the host runs the endpoint's deferred processor too (one start/stop).
 import type { ServiceBusClient, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
-import { pino } from 'pino';
+import { Subscription } from './contract/index.ts';
+import { dedicatedClient } from './servicebus/sessionClient.ts';
+import { CauseLog } from './causeLog.ts';
+import { DeferredProcessor } from './deferredProcessor.ts';
+import type { DeferredProcessorOptions } from './deferredProcessor.ts';
+import { assertSubscriptionsExist } from './entityCheck.ts';
+import { defaultSdkLogger } from './logger.ts';
 import { withLinkedSignal } from './abortScope.ts';
 import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
-import { Dispatcher, errorSummary } from './dispatcher.ts';
+import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
@@ -39,11 +46,30 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   transientHold?: TransientHoldOptions;
   /** Called after every delivery (metrics, tests). */
   onDelivery?: (result: DeliveryResult, sessionId: string) => void;
+  /**
+   * How long one accept waits on the broker for a free session before asking again. It bounds stop(): an accept
+   * already waiting cannot be cancelled, so stop() waits for it to come back. Default 3 s.
+   */
+  acceptWaitMs?: number;
+  /**
+   * `dedicated` (default): session receivers use a connection of the host's own, whose accepts wait `acceptWaitMs`
+   * and which stop() closes. `shared`: they use `client` (its `retryOptions.timeoutInMs`, 60 s by default, is then
+   * how long a pending accept can delay stop()). The dedicated connection falls back to the shared one, with a
+   * warning, when the client's credential cannot be reused.
+   */
+  sessionConnection?: 'dedicated' | 'shared';
+  /**
+   * The endpoint's deferred processor (replays parked messages), started and stopped with the host: its options,
+   * or `false` when it runs elsewhere. Default: one with default options.
+   */
+  deferredProcessor?: false | Omit<DeferredProcessorOptions, 'client' | 'endpointId'>;
+  /** start() checks that the host's subscriptions exist (a peek on each; Listen suffices). Default true. */
+  checkEntities?: boolean;
 }
 
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
 
-export class SubscriberHost {
+export class SubscriberHost implements AsyncDisposable {
   private readonly dispatcher: Dispatcher;
   private readonly log: Logger;
   private readonly stopController = new AbortController();
@@ -54,14 +80,31 @@ export class SubscriberHost {
    */
   private circuitController = new AbortController();
   private sender: ServiceBusSender | undefined;
+  /** The client session receivers come from: the host's own connection, or the caller's client. */
+  private sessionClient: ServiceBusClient;
+  private ownsSessionClient = false;
+  private readonly deferred: DeferredProcessor | undefined;
+  private readonly causes: CauseLog;
+  private starting: Promise<void> | undefined;
   private workers: Promise<void>[] = [];
   /** Sessions being handled right now; stop() waits for these (not for accepts still waiting on the broker). */
   private readonly inFlight = new Set<Promise<void>>();
   private started = false;
 
   constructor(private readonly options: SubscriberHostOptions) {
-    this.log = options.logger ?? pino({ level: 'silent' });
+    this.log = options.logger ?? defaultSdkLogger();
     this.dispatcher = new Dispatcher({ ...options, logger: this.log });
+    this.causes = new CauseLog(this.log, { endpointId: options.endpointId });
+    this.sessionClient = options.client;
+    this.deferred =
+      options.deferredProcessor === false
+        ? undefined
+        : new DeferredProcessor({
+            logger: this.log,
+            ...options.deferredProcessor,
+            client: options.client,
+            endpointId: options.endpointId,
+          });
     options.circuitBreaker?.onStateChange((from, to) => {
       this.log.warn({ endpointId: options.endpointId, from, to }, 'circuit state changed');
       if (to === 'Open') {
@@ -81,35 +124,91 @@ export class SubscriberHost {
     return this.options.endpointId;
   }
 
-  start(): void {
-    if (this.started) throw new Error('the subscriber host is already started');
+  /**
+   * Checks the host's subscriptions exist (one MissingEntityError naming what is missing and `npm run provision`),
+   * then starts the session workers and the deferred processor. Await it: a failed check rejects.
+   */
+  start(): Promise<void> {
+    if (this.started) return Promise.reject(new Error('the subscriber host is already started'));
     this.started = true;
-    this.sender = this.options.client.createSender(this.options.endpointId);
+    this.starting = this.startWorkers();
+    return this.starting;
+  }
+
+  private async startWorkers(): Promise<void> {
+    const { client, endpointId } = this.options;
+    if (this.options.sessionConnection !== 'shared') {
+      const own = dedicatedClient(client, {
+        retryOptions: { timeoutInMs: Math.max(1000, this.options.acceptWaitMs ?? 3000) },
+      });
+      if (own) {
+        this.sessionClient = own;
+        this.ownsSessionClient = true;
+      } else {
+        this.log.warn(
+          { endpointId },
+          "no dedicated session connection (the client's credential is not reusable): stop() may wait for the client's operation timeout",
+        );
+      }
+    }
+    if (this.options.checkEntities !== false) {
+      const subscriptions: Array<readonly [string, string]> = [[endpointId, endpointId]];
+      if (this.deferred)
+        subscriptions.push([endpointId, Subscription.DeferredProcessor], [endpointId, Subscription.Deferred]);
+      try {
+        // On a connection of its own, closed right after: a peek's management link left on a connection that is
+        // closed later kept a 120 s rhea idle timer alive after close (measured: the process did not exit).
+        const probe = dedicatedClient(client, {}) ?? client;
+        try {
+          await assertSubscriptionsExist(probe, subscriptions, { signal: this.stopController.signal });
+        } finally {
+          if (probe !== client) await probe.close().catch(() => undefined);
+        }
+      } catch (error) {
+        // Nothing runs: what the host opened is closed, so a process that gives up here can exit.
+        if (this.ownsSessionClient) await this.sessionClient.close().catch(() => undefined);
+        this.ownsSessionClient = false;
+        throw error;
+      }
+    }
+    if (this.stopping) return;
+    this.sender = client.createSender(endpointId);
     const n = Math.max(1, this.options.maxConcurrentSessions ?? 8);
     // Each worker holds at most one linked call (accept, receive or delivery) plus one sleep on the stop signal at a
     // time, so its listener count is bounded by the worker count; above Node's default of 10 that is not a leak.
     setMaxListeners(2 * n + 10, this.stopController.signal);
     this.circuitController = this.newCircuitController();
     for (let i = 0; i < n; i++) this.workers.push(this.worker(i));
-    this.log.info({ endpointId: this.options.endpointId, sessions: n }, 'subscriber host started');
+    this.deferred?.start();
+    this.log.info({ endpointId, sessions: n }, 'subscriber host started');
   }
 
   /**
-   * Stops accepting sessions and receiving. A delivery whose handler already has an outcome settles in full; a
-   * handler that honours ctx.signal stops without one and its message is redelivered later.
+   * Stops accepting sessions and receiving, and closes what the host opened. A delivery whose handler already has
+   * an outcome settles in full; a handler that honours ctx.signal stops without one and its message is redelivered
+   * later. Returns within about `acceptWaitMs` plus the settlements in flight.
    */
   async stop(options: { waitForPendingAccepts?: boolean } = {}): Promise<void> {
     if (!this.started) return;
     this.stopController.abort(new Error('subscriber host stopping'));
-    // The client cannot interrupt an acceptNextSession already waiting on the broker (it ignores the abort signal
-    // once the link attach is on the wire), so stop does not wait for those: a session accepted after stop is
-    // closed untouched. In-flight sessions are waited for, so every started settlement runs to the end.
+    await this.starting?.catch(() => undefined);
+    const deferredStopped = this.deferred?.stop();
+    // In-flight sessions are waited for, so every started settlement runs to the end.
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-    // Closing the client while an accept is still pending leaves the client's 60 s attach timer running (it keeps
-    // the process alive); waiting for the accepts lets them end first, within the client's operation timeout.
-    if (options.waitForPendingAccepts) await Promise.allSettled(this.workers);
+    // An acceptNextSession already waiting on the broker cannot be interrupted (the client ignores the abort signal
+    // once the link attach is on the wire), and closing its connection first would leave the client's 60 s attach
+    // timer keeping the process alive. On the host's own connection an accept waits at most acceptWaitMs, so the
+    // workers are waited for; on a shared client only when asked (it can take the client's operation timeout).
+    if (this.ownsSessionClient || options.waitForPendingAccepts) await Promise.allSettled(this.workers);
+    await deferredStopped;
     await this.sender?.close().catch(() => undefined);
+    if (this.ownsSessionClient) await this.sessionClient.close().catch(() => undefined);
     this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
+  }
+
+  /** `await using host = ...`: stop() when the scope ends. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
   }
 
   private newCircuitController(): AbortController {
@@ -136,7 +235,7 @@ export class SubscriberHost {
       let receiver: ServiceBusSessionReceiver;
       try {
         receiver = await withLinkedSignal(this.stopController.signal, (abortSignal) =>
-          this.options.client.acceptNextSession(endpointId, endpointId, {
+          this.sessionClient.acceptNextSession(endpointId, endpointId, {
             maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
             abortSignal,
           }),
@@ -150,14 +249,12 @@ export class SubscriberHost {
           continue;
         }
         const delay = backoff.next();
-        this.log.warn(
-          { worker: index, err: errorSummary(error), delayMs: delay },
-          'accepting a session failed; backing off',
-        );
+        this.causes.failed('accepting a session', error, { worker: index, delayMs: delay });
         await sleep(delay, this.stopController.signal);
         continue;
       }
       backoff.reset();
+      this.causes.succeeded('accepting a session');
       if (this.stopping) {
         await receiver.close().catch(() => undefined);
         break;
@@ -172,12 +269,14 @@ export class SubscriberHost {
       this.inFlight.add(session);
       await session;
       this.inFlight.delete(session);
+      if (failure === undefined) this.causes.succeeded('receiving from a session');
       if (failure !== undefined && !this.stopping) {
         const delay = backoff.next();
-        this.log.warn(
-          { worker: index, sessionId: receiver.sessionId, err: errorSummary(failure), delayMs: delay },
-          'session receive failed; backing off',
-        );
+        this.causes.failed('receiving from a session', failure, {
+          worker: index,
+          sessionId: receiver.sessionId,
+          delayMs: delay,
+        });
         await sleep(delay, this.stopController.signal);
       }
     }

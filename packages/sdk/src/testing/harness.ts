@@ -13,7 +13,6 @@ import { parseCatalog } from '../contract/catalog.ts';
 import type { Catalog } from '../contract/catalogSchema.ts';
 import { Topic } from '../contract/properties.ts';
 import { ResolutionStatus } from '../contract/statuses.ts';
-import { DeferredProcessor } from '../deferredProcessor.ts';
 import type { HandlerRegistry } from '../handlers.ts';
 import { HandoffClient } from '../handoffClient.ts';
 import { Publisher, sessionKeysFromCatalog, type PublishedEvent, type PublishOptions } from '../publisher.ts';
@@ -123,33 +122,25 @@ export class TestHarness implements AsyncDisposable {
   }
 
   /**
-   * Runs a subscriber host for `endpointId` with `handlers` (and, by default, its deferred processor), with
-   * test-friendly timings; stopped when the harness closes.
+   * Runs a subscriber host for `endpointId` with `handlers` (and its deferred processor), with test-friendly
+   * timings; resolves once it has checked its subscriptions and started. Stopped when the harness closes.
    */
-  host(endpointId: string, handlers: HandlerRegistry, options: HarnessHostOptions = {}): SubscriberHost {
+  async host(endpointId: string, handlers: HandlerRegistry, options: HarnessHostOptions = {}): Promise<SubscriberHost> {
     const { deferredProcessor = true, ...hostOptions } = options;
     const host = new SubscriberHost({
       maxConcurrentSessions: 4,
       sessionIdleTimeoutMs: 500,
       backoff: { initialMs: 50, maxMs: 500 },
       ...hostOptions,
+      deferredProcessor: deferredProcessor
+        ? { drainWaitMs: 300, triggerWaitMs: 1000, backoff: { initialMs: 50, maxMs: 500 } }
+        : false,
       endpointId,
       handlers,
       client: this.recordingClient(),
     });
-    host.start();
     this.stops.push(() => host.stop());
-    if (deferredProcessor) {
-      const p = new DeferredProcessor({
-        client: this.client,
-        endpointId,
-        drainWaitMs: 300,
-        triggerWaitMs: 1000,
-        backoff: { initialMs: 50, maxMs: 500 },
-      });
-      p.start();
-      this.stops.push(() => p.stop());
-    }
+    await host.start();
     return host;
   }
 
