@@ -13,6 +13,7 @@ import {
 } from '../lib/contract/index.ts';
 import type { HistoryWrite, StatusWrite } from '../lib/store/index.ts';
 import type { ResolverMessage } from './read.ts';
+import { traceIdOf } from '../lib/sdk/tracing.ts';
 
 /** Requests are attributed to the endpoint they are addressed to (To); responses to the one that sent them (From). */
 const REQUEST_TYPES: ReadonlySet<MessageTypeT> = new Set([
@@ -118,6 +119,7 @@ export function project(m: ResolverMessage & { messageType: MessageTypeT; eventI
     ...common,
     queueTimeMs: m.queueTimeMs ?? null,
     processingTimeMs: m.processingTimeMs ?? null,
+    traceId: traceIdOf(m.properties),
     properties,
     ...(payload !== undefined ? { payload } : {}),
   };
