@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   // Counter deltas are buffered briefly: it takes the counter round trip off the per-message path (docs/store.md).
   const store = await createStore({ ...config.cosmos, counterFlushMs: 250 });
   const resolver = startResolver({
-    serviceBusConnectionString: config.serviceBusConnectionString,
+    serviceBusConnection: config.serviceBusConnection,
     store,
     concurrency: config.concurrency,
     log,

@@ -11,3 +11,11 @@ export {
   ConnectionStringError,
   type ServiceBusConnectionInfo,
 } from './connection-string.ts';
+export {
+  parseNamespace,
+  serviceBusConnectionFromEnv,
+  NamespaceError,
+  CONNECTION_STRING_VARIABLE,
+  NAMESPACE_VARIABLE,
+  type ServiceBusConnection,
+} from './namespace.ts';
