@@ -15,6 +15,7 @@ import { startResolver, type ResolverHandle } from '../resolver-worker/index.ts'
 import { startDemo, DemoEndpoint, DemoEventType, type RunningDemo } from '../demo/index.ts';
 import { createPublisher, sessionKeysFromCatalog, type Publisher } from '../lib/sdk/publisher.ts';
 import { Manager } from '../server/manager/manager.ts';
+import { eventDetails } from '../server/queries.ts';
 
 const SPAN_KIND = { internal: 1, client: 3, producer: 4, consumer: 5 } as const;
 
@@ -88,18 +89,18 @@ test('a published event: publisher → endpoint handler → response → Resolve
   assert.equal(send.parentSpanId, '', 'the publish starts the trace');
 
   // The CRM handles CustomerRegistered: its process span continues the publisher's send span.
-  const process = await eventually(`the CRM process span (trace so far:\n${describeTrace(send.traceId)})`, () =>
+  const crmProcess = await eventually(`the CRM process span (trace so far:\n${describeTrace(send.traceId)})`, () =>
     childOf(send, (s) => s.name === `process ${DemoEndpoint.crm}`),
   );
-  assert.equal(process.kind, SPAN_KIND.consumer);
-  assert.equal(process.attributes['messaging.operation.type'], 'process');
-  assert.equal(process.attributes['messaging.destination.subscription.name'], `${DemoEndpoint.crm}/${DemoEndpoint.crm}`);
-  assert.equal(process.attributes['nimbus.delivery.result'], 'completed');
+  assert.equal(crmProcess.kind, SPAN_KIND.consumer);
+  assert.equal(crmProcess.attributes['messaging.operation.type'], 'process');
+  assert.equal(crmProcess.attributes['messaging.destination.subscription.name'], `${DemoEndpoint.crm}/${DemoEndpoint.crm}`);
+  assert.equal(crmProcess.attributes['nimbus.delivery.result'], 'completed');
 
   // Its response is sent inside the process span, and the message is completed there too.
-  const response = await eventually('the response send span', () => childOf(process, (s) => s.name === `send ${DemoEndpoint.crm}`));
+  const response = await eventually('the response send span', () => childOf(crmProcess, (s) => s.name === `send ${DemoEndpoint.crm}`));
   assert.equal(response.kind, SPAN_KIND.producer);
-  const settle = await eventually('the settle span', () => childOf(process, (s) => s.name === `complete ${DemoEndpoint.crm}`));
+  const settle = await eventually('the settle span', () => childOf(crmProcess, (s) => s.name === `complete ${DemoEndpoint.crm}`));
   assert.equal(settle.attributes['messaging.operation.type'], 'settle');
   assert.equal(settle.attributes['messaging.servicebus.disposition_status'], 'complete');
 
@@ -124,7 +125,7 @@ test('a published event: publisher → endpoint handler → response → Resolve
   );
 
   // Every span of the chain shares the one trace id.
-  for (const s of [process, response, settle, resolverProcess, ...writes]) assert.equal(s.traceId, send.traceId);
+  for (const s of [crmProcess, response, settle, resolverProcess, ...writes]) assert.equal(s.traceId, send.traceId);
 
   // The history entries carry the trace id, for the console's link.
   const history = await eventually('the history entries', async () => {
@@ -132,6 +133,11 @@ test('a published event: publisher → endpoint handler → response → Resolve
     return page.items.length >= 2 ? page.items : undefined;
   });
   for (const h of history) assert.equal(h.traceId, send.traceId, `${h.messageType} carries the trace id`);
+  // The event page's data: the trace id, linked through NIMBUS_TRACE_URL_TEMPLATE.
+  process.env.NIMBUS_TRACE_URL_TEMPLATE = 'https://jaeger.example.com/trace/{traceId}';
+  const details = await eventDetails(stack.store, DemoEndpoint.crm, eventId);
+  assert.deepEqual(details.trace, { traceId: send.traceId, url: `https://jaeger.example.com/trace/${send.traceId}` });
+  assert.ok(details.history.every((h) => h.traceUrl === `https://jaeger.example.com/trace/${send.traceId}`));
 
   // The Resolver's metrics go to the same endpoint.
   await eventually('the Resolver metrics', () => (receiver.metricNames.has('nimbus.resolver.messages') ? true : undefined));
