@@ -10,6 +10,7 @@ import {
   parseTraceparent,
   traceIdOf,
   withProcessSpan,
+  tracingEnabled,
   withSendSpan,
 } from './tracing.ts';
 
@@ -69,6 +70,7 @@ test('inject writes the context given, replaces a stale tracestate, and leaves p
 
 test('with no OpenTelemetry SDK registered, sends and processing run untouched (no context, no properties)', async () => {
   assert.equal(trace.getSpan(context.active()), undefined);
+  assert.equal(tracingEnabled(), false);
   const message: ServiceBusMessage = { body: 'x', applicationProperties: { [Prop.To]: 'A' } };
   let ran = 0;
   const r = await withSendSpan('orders', message, async () => {

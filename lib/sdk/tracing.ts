@@ -1,6 +1,6 @@
 // Trace context on the wire and the messaging spans (OpenTelemetry semantic conventions for messaging,
-// `messaging.system = servicebus`). Only @opentelemetry/api is used: with no SDK registered (OTEL_* unset) the
-// tracer is a no-op, no context manager is active, and each helper costs a no-op span and one function call.
+// `messaging.system = servicebus`). Only @opentelemetry/api is used: with no SDK registered (OTEL_* unset) each
+// helper is one check and a direct call of its callback (tracingEnabled).
 // A process that registers an SDK (lib/telemetry) gets real spans and W3C `traceparent` on every message sent.
 //
 // The W3C header is read and written here rather than through the global propagator: the contract names the
@@ -9,7 +9,9 @@
 import {
   context,
   createTraceState,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -71,9 +73,23 @@ export function injectTraceContext(properties: Record<string, unknown>, ctx: Con
   else delete properties[Prop.TraceState];
 }
 
+// What the API's own proxy delegates to while no SDK is registered.
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+const NOOP_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * Whether an SDK is registered. Off, every helper below is one call of its callback: no span, no attributes, no
+ * context switch (messages keep the traceparent they carry, copied as any other property). A provider from another
+ * copy of the API counts as on.
+ */
+export function tracingEnabled(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER;
+}
+
 async function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, parent: Context, fn: (span: Span) => Promise<T>): Promise<T> {
   const span = tracer.startSpan(name, { kind, attributes }, parent);
-  // Tracing off and nothing to continue: no context to switch to.
+  // Sampled out and nothing to continue: no context to switch to.
   if (!span.isRecording() && !isSpanContextValid(span.spanContext())) return fn(span);
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
@@ -107,6 +123,7 @@ export function withSendSpan<T>(
   /** The context to continue; the active one by default. */
   parent: Context = context.active(),
 ): Promise<T> {
+  if (!tracingEnabled()) return send();
   const list: readonly ServiceBusMessage[] = Array.isArray(messages) ? messages : [messages as ServiceBusMessage];
   const attributes: Attributes = {
     'messaging.system': 'servicebus',
@@ -144,6 +161,7 @@ export function withProcessSpan<T>(
   where: { topic: string; subscription: string },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!tracingEnabled()) return fn(NOOP_SPAN);
   const attributes: Attributes = {
     'messaging.system': 'servicebus',
     'messaging.operation.type': 'process',
@@ -157,7 +175,8 @@ export function withProcessSpan<T>(
 }
 
 /** The context a received message continues (for work done outside its process span, e.g. a batched write). */
-export function processContextOf(message: ReceivedForTrace): Context {
+export function processContextOf(message: ReceivedForTrace): Context | undefined {
+  if (!tracingEnabled()) return undefined;
   return extractTraceContext(message.applicationProperties, context.active());
 }
 
@@ -168,6 +187,7 @@ export function withSettleSpan<T>(
   fn: () => Promise<T>,
   parent: Context = context.active(),
 ): Promise<T> {
+  if (!tracingEnabled()) return fn();
   const attributes: Attributes = {
     'messaging.system': 'servicebus',
     'messaging.operation.type': 'settle',
@@ -180,6 +200,7 @@ export function withSettleSpan<T>(
 }
 
 /** An internal span (the Resolver's store write, a Manager operation) under `parent` (the active context by default). */
-export function withInternalSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, parent: Context = context.active()): Promise<T> {
-  return inSpan(name, SpanKind.INTERNAL, attributes, parent, fn);
+export function withInternalSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, parent?: Context): Promise<T> {
+  if (!tracingEnabled()) return fn(NOOP_SPAN);
+  return inSpan(name, SpanKind.INTERNAL, attributes, parent ?? context.active(), fn);
 }
