@@ -167,6 +167,7 @@ function buildEvent(
     expectedBy: null,
     queueTimeMs: null,
     processingTimeMs: null,
+    traceId: null,
     properties: {},
   };
   const history: HistoryEntry[] = [

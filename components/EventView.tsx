@@ -39,6 +39,17 @@ function Panel({ title, children, tone = 'border-slate-200' }: { title: string; 
   );
 }
 
+/** A trace id, linked to the tracing UI when NIMBUS_TRACE_URL_TEMPLATE is set (the server builds the URL). */
+function TraceId({ traceId, url, testId }: { traceId: string; url: string | null; testId?: string }) {
+  return url ? (
+    <a href={url} target="_blank" rel="noopener noreferrer" className="text-sky-700 hover:underline" data-testid={testId}>
+      {traceId}
+    </a>
+  ) : (
+    <span data-testid={testId}>{traceId}</span>
+  );
+}
+
 const HISTORY_TONE: Record<string, string> = {
   ResolutionResponse: 'bg-emerald-500',
   ErrorResponse: 'bg-red-500',
@@ -262,7 +273,15 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                     <Timestamp at={h.enqueuedAt} />
                     {h.retryCount ? <span className="text-xs text-slate-500">retry {h.retryCount}</span> : null}
                   </div>
-                  <div className="font-mono text-[11px] text-slate-400">{h.messageId}</div>
+                  <div className="font-mono text-[11px] text-slate-400">
+                    {h.messageId}
+                    {h.traceId ? (
+                      <>
+                        {' · trace '}
+                        <TraceId traceId={h.traceId} url={h.traceUrl} />
+                      </>
+                    ) : null}
+                  </div>
                   {h.errorText ? <div className="text-xs text-red-700">{h.errorText}</div> : null}
                   {h.deadLetterReason ? <div className="text-xs text-rose-800">dead-lettered: {h.deadLetterReason}</div> : null}
                 </li>
@@ -288,6 +307,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
               <Field label="Parent message">{e.parentMessageId}</Field>
               <Field label="Originating message">{e.originatingMessageId}</Field>
               <Field label="Correlation">{e.correlationId}</Field>
+              <Field label="Trace">{d.trace ? <TraceId traceId={d.trace.traceId} url={d.trace.url} testId="event-trace" /> : null}</Field>
               <Field label="From → To">
                 {e.from ?? '?'} → {e.to ?? '?'}
               </Field>

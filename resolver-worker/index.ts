@@ -6,7 +6,7 @@ import type { Meter } from '@opentelemetry/api';
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import type { MessageStore } from '../lib/store/index.ts';
-import { createServiceBusClients } from '@nimbus/sdk/servicebus';
+import { createServiceBusClients, type ServiceBusConnection } from '@nimbus/sdk/servicebus';
 import { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
 import { createResolverMetrics } from './metrics.ts';
 import { ResolverProcessor, type ResolverState, type SettledEvent } from './processor.ts';
@@ -19,6 +19,8 @@ export type { ResolverState, SettledEvent } from './processor.ts';
 export interface ResolverOptions {
   /** Service Bus connection string; or pass `client` to share one. */
   serviceBusConnectionString?: string;
+  /** A connection string or a namespace with Microsoft Entra identity (wins over serviceBusConnectionString). */
+  serviceBusConnection?: ServiceBusConnection;
   client?: ServiceBusClient;
   store: MessageStore;
   /** Sessions resolved at the same time by this instance. Default 16. */
@@ -96,8 +98,9 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
     throw new Error(`invalid Resolver options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   const o = parsed.data;
-  if (!options.client && !o.serviceBusConnectionString) throw new Error('invalid Resolver options: serviceBusConnectionString or client is required');
-  const owned = options.client ? undefined : createServiceBusClients(o.serviceBusConnectionString!);
+  const connection = options.serviceBusConnection ?? o.serviceBusConnectionString;
+  if (!options.client && !connection) throw new Error('invalid Resolver options: serviceBusConnectionString, serviceBusConnection or client is required');
+  const owned = options.client ? undefined : createServiceBusClients(connection!);
   const client = options.client ?? owned!.client;
   const budget: BudgetOptions = { ...DEFAULT_BUDGET, ...o.budget };
   const log = options.log ?? pino({ name: 'resolver', level: 'info' });

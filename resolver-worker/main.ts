@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { createStore } from '../lib/store/index.ts';
 import { ConfigError, readResolverConfig } from './config.ts';
 import { startResolver } from './index.ts';
+import { startTelemetry } from '../lib/telemetry/start.ts';
 
 async function main(): Promise<void> {
   let config;
@@ -17,10 +18,13 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = pino({ name: 'resolver', level: config.logLevel });
+  // Traces and the Resolver's metrics go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set; otherwise nothing loads.
+  const telemetry = await startTelemetry('nimbus-resolver');
+  if (telemetry.enabled) log.info({}, 'Resolver: exporting traces and metrics over OTLP');
   // Counter deltas are buffered briefly: it takes the counter round trip off the per-message path (docs/store.md).
   const store = await createStore({ ...config.cosmos, counterFlushMs: 250 });
   const resolver = startResolver({
-    serviceBusConnectionString: config.serviceBusConnectionString,
+    serviceBusConnection: config.serviceBusConnection,
     store,
     concurrency: config.concurrency,
     log,
@@ -32,6 +36,7 @@ async function main(): Promise<void> {
     log.info({ signal }, 'Resolver: stopping');
     await resolver.stop();
     await store.close();
+    await telemetry.shutdown();
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));

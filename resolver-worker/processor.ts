@@ -14,6 +14,8 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Prop, Topic } from '@nimbus/sdk/contract';
 import { withLinkedSignal } from '@nimbus/sdk';
+import { withProcessSpan, withSettleSpan } from '@nimbus/sdk';
+import { context, type Context } from '@opentelemetry/api';
 import type { ResolverMetrics } from './metrics.ts';
 import { BatchResolution, sleep, type ResolveContext, type Settlement } from './resolve.ts';
 
@@ -64,6 +66,10 @@ export class ResolverProcessor {
   readonly #stop = new AbortController();
   readonly #topic: string;
   readonly #subscription: string;
+  /** Where spans say the messages come from. */
+  readonly #where: { topic: string; subscription: string };
+  /** Each traced message's process-span context, for its settlement span (which may come after the batch). */
+  readonly #traceContexts = new WeakMap<ServiceBusReceivedMessage, Context>();
   #sender: ServiceBusSender | undefined;
   #workers: Promise<void>[] = [];
   /** Sessions being worked on right now: stop() waits for these, not for workers still waiting to accept one. */
@@ -78,6 +84,7 @@ export class ResolverProcessor {
     this.#metrics = options.context.metrics;
     this.#topic = options.topic ?? Topic.Resolver;
     this.#subscription = options.subscription ?? Topic.Resolver;
+    this.#where = { topic: this.#topic, subscription: this.#subscription };
   }
 
   start(): void {
@@ -249,7 +256,13 @@ export class ResolverProcessor {
       for (const message of messages) {
         if (this.#stopping || this.#halted) break; // not started: stays locked to this session and comes back with it
         const started = performance.now();
-        const settlement = await batch.resolve(message);
+        // The message's process span continues the trace it carries; its store write (resolve.ts) is a child.
+        const settlement = await withProcessSpan(message, this.#where, async (span) => {
+          if (span.isRecording()) this.#traceContexts.set(message, context.active());
+          const s = await batch.resolve(message);
+          span.setAttribute('nimbus.resolver.settlement', s.kind === 'complete' ? s.result : s.kind);
+          return s;
+        });
         if (settlement.kind === 'complete') {
           resolved.push({ message, settlement, started });
           continue;
@@ -295,10 +308,15 @@ export class ResolverProcessor {
     try {
       switch (s.kind) {
         case 'complete':
-          await receiver.completeMessage(message);
+          await withSettleSpan('complete', this.#where, () => receiver.completeMessage(message), this.#traceContexts.get(message));
           return { ok: true, keepSession: true };
         case 'deadLetter':
-          await receiver.deadLetterMessage(message, { deadLetterReason: s.reason, deadLetterErrorDescription: s.description });
+          await withSettleSpan(
+            'dead_letter',
+            this.#where,
+            () => receiver.deadLetterMessage(message, { deadLetterReason: s.reason, deadLetterErrorDescription: s.description }),
+            this.#traceContexts.get(message),
+          );
           if (s.storeReason) this.#metrics.storeRetry({ 'nimbus.store.reason': s.storeReason, 'nimbus.retry.action': 'dead_lettered' });
           this.#log.warn({ ...where, reason: s.reason }, 'Resolver: message dead-lettered');
           return { ok: true, keepSession: true };

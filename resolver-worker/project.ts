@@ -12,6 +12,7 @@ import {
 } from '@nimbus/sdk/contract';
 import type { HistoryWrite, StatusWrite } from '../lib/store/index.ts';
 import type { ResolverMessage } from './read.ts';
+import { traceIdOf } from '@nimbus/sdk';
 
 // Attribution (which row a message updates, which messages only add history) is the contract's, shared with the
 // SDK's test harness.
@@ -89,6 +90,7 @@ export function project(m: ResolverMessage & { messageType: MessageTypeT; eventI
     ...common,
     queueTimeMs: m.queueTimeMs ?? null,
     processingTimeMs: m.processingTimeMs ?? null,
+    traceId: traceIdOf(m.properties),
     properties,
     ...(payload !== undefined ? { payload } : {}),
   };

@@ -29,6 +29,7 @@ import { budgetExhausted, logicalAttempt, retryDelay, backoffMs, type BudgetOpti
 import type { ResolverMetrics } from './metrics.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
+import { processContextOf, withInternalSpan } from '@nimbus/sdk';
 
 /** Dead-letter reasons the Resolver uses (stable: operators filter on them). */
 export const DeadLetterReason = {
@@ -178,7 +179,8 @@ async function resolveRead(m: ResolverMessage, ctx: ResolveContext): Promise<Set
     const c = classifyMessage(m);
     if (c.kind === 'heartbeat') return await resolveHeartbeat(m, attempt, ctx);
     if (c.kind === 'unrecordable') return c.settlement;
-    return await recordEvent(c.recordable.m, c.recordable.endpointId, attempt, ctx);
+    const { m: rm, endpointId } = c.recordable;
+    return await withInternalSpan(`record ${endpointId}`, writeSpanAttributes(rm, endpointId), () => recordEvent(rm, endpointId, attempt, ctx));
   } catch (err) {
     // Only a bug gets here (store failures are classified inside); dead-letter with the reason, never crash.
     ctx.log.error({ messageId: m.messageId, sessionId: m.sessionId, err: errorText(err) }, 'Resolver: unexpected failure');
@@ -267,7 +269,14 @@ export class BatchResolution {
     });
     const started = performance.now();
     try {
-      const results = await this.#ctx.store.recordOutcomes(members.map(({ history, status }) => ({ history, status })));
+      // One write for several messages: its span continues the first one's trace.
+      const first = members[0]!;
+      const results = await withInternalSpan(
+        `record ${first.endpointId}`,
+        { ...writeSpanAttributes(first.m, first.endpointId), 'nimbus.resolver.messages': members.length },
+        () => this.#ctx.store.recordOutcomes(members.map(({ history, status }) => ({ history, status }))),
+        processContextOf({ applicationProperties: first.m.properties }),
+      );
       const elapsed = performance.now() - started;
       const settlements: Settlement[] = [];
       for (const [k, member] of members.entries()) {
@@ -279,6 +288,17 @@ export class BatchResolution {
       return undefined;
     }
   }
+}
+
+/** What the Resolver's store-write span says about the message it records. */
+function writeSpanAttributes(m: ResolverMessage, endpointId: string): Record<string, string> {
+  return {
+    'db.system.name': 'azure.cosmosdb',
+    'nimbus.endpoint': endpointId,
+    'nimbus.event_id': m.eventId ?? '',
+    'nimbus.message_type': m.rawMessageType ?? '',
+    'messaging.message.id': m.messageId,
+  };
 }
 
 async function recordEvent(

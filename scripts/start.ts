@@ -9,6 +9,7 @@ import { format } from 'node:util';
 import { parseStartConfig, type StartConfig } from './start-config.ts';
 import { componentLogger, type Component } from './start-log.ts';
 import { StartError, startStack, type RunningStack } from './start-stack.ts';
+import { startTelemetry } from '../lib/telemetry/start.ts';
 
 function fail(message: string, exitCode: number): never {
   process.stderr.write(`npm start: ${message}\n`);
@@ -53,6 +54,8 @@ if (!parsed.ok) fail(parsed.message, 2);
 const config = parsed.config;
 const portProblem = await checkPorts(config);
 if (portProblem) fail(portProblem, 2);
+// OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set (all parts run in this process: one service).
+const telemetry = await startTelemetry('nimbus');
 
 const loggers = new Map<Component, ReturnType<typeof componentLogger>>();
 const logger = (component: Component) => {
@@ -119,7 +122,8 @@ const onSignal = (signal: NodeJS.Signals) => {
   abort.abort();
   if (!stack) return; // still starting: startStack stops what it started and rejects
   stack.stop().then(
-    () => {
+    async () => {
+      await telemetry.shutdown();
       log.info({}, 'stopped');
       process.exit(0);
     },

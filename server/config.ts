@@ -2,20 +2,24 @@
 // setting is one ConfigError naming every problem variable - never a value, since some of them are secrets.
 import { z } from 'zod';
 import { authConfigProblems, loadAuthConfig, type AuthConfig } from './auth/config.ts';
+import { serviceBusConnectionFromEnv, type ServiceBusConnection } from '@nimbus/sdk/servicebus';
+import { cosmosKeyProblem } from '@nimbus/sdk/cosmos';
 
 export const DEFAULT_CATALOG_PATH = 'catalog/demo.json';
 
 const nonEmpty = (what: string) => z.string({ error: `${what} is not set` }).trim().min(1, `${what} is empty`);
 
+// Service Bus: NIMBUS_SERVICEBUS_CONNECTION_STRING (SAS key) or NIMBUS_SERVICEBUS_NAMESPACE (Microsoft Entra identity),
+// exactly one (lib/servicebus/namespace.ts). Cosmos: NIMBUS_COSMOS_KEY, or without it Microsoft Entra identity.
 export const consoleEnvSchema = z.object({
-  NIMBUS_SERVICEBUS_CONNECTION_STRING: nonEmpty('the Service Bus connection string').refine(
-    (v) => /(^|;)\s*Endpoint\s*=\s*sb:\/\//i.test(v),
-    'the Service Bus connection string has no Endpoint=sb://… part',
-  ),
+  NIMBUS_SERVICEBUS_CONNECTION_STRING: nonEmpty('the Service Bus connection string')
+    .refine((v) => /(^|;)\s*Endpoint\s*=\s*sb:\/\//i.test(v), 'the Service Bus connection string has no Endpoint=sb://… part')
+    .optional(),
+  NIMBUS_SERVICEBUS_NAMESPACE: z.string().optional(),
   NIMBUS_COSMOS_ENDPOINT: nonEmpty('the Cosmos DB endpoint').pipe(
     z.url({ protocol: /^https?$/, error: 'the Cosmos DB endpoint is not an http(s) URL' }),
   ),
-  NIMBUS_COSMOS_KEY: nonEmpty('the Cosmos DB key'),
+  NIMBUS_COSMOS_KEY: nonEmpty('the Cosmos DB key').optional(),
   NIMBUS_COSMOS_DATABASE: z
     .string()
     .trim()
@@ -26,8 +30,10 @@ export const consoleEnvSchema = z.object({
 });
 
 export interface ConsoleConfig {
-  serviceBusConnectionString: string;
-  cosmos: { endpoint: string; key: string; database: string };
+  /** A connection string, or a namespace signed in to with DefaultAzureCredential. */
+  serviceBusConnection: ServiceBusConnection;
+  /** Without a key the store signs in with DefaultAzureCredential. */
+  cosmos: { endpoint: string; key?: string; database: string };
   catalogPath: string;
   auth: 'off' | 'entra' | 'oidc';
   /** The sign-in settings (server/auth/config.ts): provider, client, session secret and lifetime. */
@@ -46,13 +52,21 @@ export function loadConsoleConfig(env: Record<string, string | undefined> = proc
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((i) => `${String(i.path[0] ?? 'environment')}: ${i.message}`);
+  const serviceBus = serviceBusConnectionFromEnv(cleaned);
+  if (!serviceBus.ok) problems.push(...serviceBus.problems);
+  const keyProblem = cosmosKeyProblem(cleaned.NIMBUS_COSMOS_ENDPOINT, cleaned.NIMBUS_COSMOS_KEY);
+  if (keyProblem) problems.push(keyProblem);
   // The sign-in settings join the same one message (a bad NIMBUS_AUTH is already named above).
   for (const p of authConfigProblems(env)) if (!p.startsWith('NIMBUS_AUTH:') || !problems.some((q) => q.startsWith('NIMBUS_AUTH:'))) problems.push(p);
-  if (!parsed.success || problems.length > 0) throw new ConfigError(`the console is not configured: ${problems.join('; ')}`);
+  if (!parsed.success || !serviceBus.ok || problems.length > 0) throw new ConfigError(`the console is not configured: ${problems.join('; ')}`);
   const e = parsed.data;
   return {
-    serviceBusConnectionString: e.NIMBUS_SERVICEBUS_CONNECTION_STRING,
-    cosmos: { endpoint: e.NIMBUS_COSMOS_ENDPOINT, key: e.NIMBUS_COSMOS_KEY, database: e.NIMBUS_COSMOS_DATABASE },
+    serviceBusConnection: serviceBus.connection,
+    cosmos: {
+      endpoint: e.NIMBUS_COSMOS_ENDPOINT,
+      ...(e.NIMBUS_COSMOS_KEY !== undefined ? { key: e.NIMBUS_COSMOS_KEY } : {}),
+      database: e.NIMBUS_COSMOS_DATABASE,
+    },
     catalogPath: e.NIMBUS_CATALOG,
     auth: e.NIMBUS_AUTH,
     authConfig: loadAuthConfig(env),

@@ -12,6 +12,7 @@ import { isLoopbackHost } from './auth/config.ts';
 import { refuseUnlessLoopback } from './auth/loopbackFront.ts';
 import { closeContext } from './context.ts';
 import { consoleDistDir, keepNextEnv } from './build.ts';
+import { startTelemetry } from '../lib/telemetry/start.ts';
 
 export interface StartConsoleOptions {
   /** 0 = ephemeral. Default: PORT or 3000. */
@@ -69,6 +70,8 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
       `the console has not been built in ${dir} (run \`npm run build\`, or ensureConsoleBuilt from server/build.ts)`,
     );
   process.env.NEXT_TELEMETRY_DISABLED = '1';
+  // OpenTelemetry export when OTEL_EXPORTER_OTLP_ENDPOINT is set (once per process: `npm start` may have started it).
+  await startTelemetry('nimbus-console');
 
   const hostname = options.hostname ?? process.env.HOSTNAME ?? '127.0.0.1';
   const port = options.port ?? Number(process.env.PORT ?? 3000);

@@ -29,7 +29,7 @@ async function open(env: Record<string, string | undefined>): Promise<ConsoleCon
   const store = await createStore({ ...config.cosmos, throttleRetries: 3, requestTimeoutMs: 10_000 });
   let serviceBus: ServiceBusClients;
   try {
-    serviceBus = createServiceBusClients(config.serviceBusConnectionString);
+    serviceBus = createServiceBusClients(config.serviceBusConnection);
   } catch (err) {
     await store.close();
     throw err;

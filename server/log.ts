@@ -9,6 +9,8 @@ export const REDACTED_FIELDS = [
   // connection strings and keys (Service Bus, Cosmos, storage)
   'connectionString',
   'serviceBusConnectionString',
+  'serviceBusConnection',
+  'credential',
   'NIMBUS_SERVICEBUS_CONNECTION_STRING',
   'key',
   'NIMBUS_COSMOS_KEY',

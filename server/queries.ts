@@ -18,6 +18,7 @@ import {
 } from '../lib/store/index.ts';
 import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
+import { traceUrl, traceUrlTemplate } from './traceLink.ts';
 
 const FAILED_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported];
 
@@ -271,13 +272,21 @@ export interface EventDetailsView {
     errorType: string | null;
     deadLetterReason: string | null;
     retryCount: number | null;
+    /** The W3C trace the message belonged to, and its link (NIMBUS_TRACE_URL_TEMPLATE), when recorded. */
+    traceId: string | null;
+    traceUrl: string | null;
   }>;
+  /** The trace of the event's latest traced message (an operator's resubmission starts a new one). */
+  trace: { traceId: string; url: string | null } | null;
   audits: AuditEntry[];
   parkedSiblings: EventListItem[];
 }
 
-function historyView(h: HistoryEntry): EventDetailsView['history'][number] {
+function historyView(h: HistoryEntry, template: string | undefined): EventDetailsView['history'][number] {
+  const traceId = h.traceId ?? null;
   return {
+    traceId,
+    traceUrl: traceUrl(traceId, template),
     messageId: h.messageId,
     messageType: h.messageType,
     from: h.from,
@@ -338,6 +347,9 @@ export async function eventDetails(
       ? await (d.parkedBySession.get(row.sessionId) ?? parkedSiblings(store, endpointId, row.sessionId, eventId))
       : { items: [] };
   const isHandoff = row.subStatus === 'Handoff' || row.handoffReason != null;
+  const template = traceUrlTemplate();
+  const history = d.history.items.filter((h) => inScope(scope, h.endpointId)).map((h) => historyView(h, template));
+  const latestTrace = history.findLast((h) => h.traceId !== null);
   return {
     event: {
       ...toListItem(row),
@@ -356,7 +368,8 @@ export async function eventDetails(
       handoff: isHandoff ? { reason: row.handoffReason, externalJobId: row.externalJobId, expectedBy: row.expectedBy } : null,
     },
     otherRows: d.rows.slice(1).map(toListItem),
-    history: d.history.items.filter((h) => inScope(scope, h.endpointId)).map(historyView),
+    history,
+    trace: latestTrace ? { traceId: latestTrace.traceId!, url: latestTrace.traceUrl } : null,
     audits: d.audits.items.filter((a) => inScope(scope, a.endpointId)),
     parkedSiblings: parked.items.map(toListItem),
   };

@@ -118,6 +118,15 @@ export const historyWriteSchema = z.object({
   expectedBy: isoSchema.nullable().default(null),
   queueTimeMs: z.number().min(0).nullable().default(null),
   processingTimeMs: z.number().min(0).nullable().default(null),
+  /**
+   * The W3C trace id the message carried (its `traceparent`), so the console can link the event to its trace.
+   * Null when the message carried none; absent on entries written before it was recorded.
+   */
+  traceId: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .nullable()
+    .default(null),
   /** Remaining application properties worth keeping (strings, numbers, booleans only). */
   properties: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])).default({}),
 });

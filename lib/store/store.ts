@@ -229,7 +229,7 @@ function buildStatusRow(
 /** Opens (creating if missing) the database and containers, and returns the store. */
 export async function createStore(options: StoreOptions): Promise<MessageStore> {
   const conn = parseInput(cosmosConnectionSchema, options, 'Cosmos connection settings');
-  const client = options.client ?? createCosmosClient(conn);
+  const client = options.client ?? createCosmosClient({ ...conn, credential: options.credential });
   try {
     const { database } = await client.databases.createIfNotExists({ id: conn.database });
     const containers = await ensureContainers(database);

@@ -18,7 +18,7 @@ export class PlatformDocs {
 
   constructor(conn: CosmosConnection) {
     const parsed = cosmosConnectionSchema.parse({ throttleRetries: 3, requestTimeoutMs: 10_000, ...conn });
-    this.#client = createCosmosClient(parsed);
+    this.#client = createCosmosClient({ ...parsed, credential: conn.credential });
     this.#container = this.#client.database(parsed.database).container('platform');
   }
 

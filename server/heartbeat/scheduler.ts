@@ -6,7 +6,7 @@
 // Steps 2 and 3 are claimed first on a stored document with an etag condition, so with several console
 // replicas exactly one sends per interval. A tick's failure is logged and swallowed; the next tick tries again.
 import { randomUUID } from 'node:crypto';
-import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
 import {
   Address,
   eventBody,
@@ -22,6 +22,7 @@ import {
 import type { HeartbeatRecord, HeartbeatSettings, MessageStore, ServiceHealth } from '../../lib/store/index.ts';
 import { log as defaultLog } from '../log.ts';
 import type { PlatformDocs } from './platformDocs.ts';
+import { withSendSpan } from '@nimbus/sdk';
 
 export const TICK_MS = 30_000;
 export const MIN_INTERVAL_SECONDS = 30;
@@ -295,7 +296,7 @@ export class HeartbeatService {
       sender = this.#d.client.createSender(topic);
       this.#senders.set(topic, sender);
     }
-    await sender.sendMessages({
+    const probe: ServiceBusMessage = {
       messageId: p.messageId,
       correlationId: p.messageId,
       sessionId: p.sessionId,
@@ -313,7 +314,9 @@ export class HeartbeatService {
         [Prop.ParentMessageId]: SELF,
         [Prop.RetryCount]: 0,
       }),
-    });
+    };
+    const s = sender;
+    await withSendSpan(topic, probe, () => s.sendMessages(probe));
   }
 
   async #audit(type: string, auditor: string, data: Record<string, unknown>): Promise<void> {

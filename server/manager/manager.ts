@@ -23,6 +23,7 @@ import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
+import { withSendSpan } from '@nimbus/sdk';
 
 export interface CommandResult {
   endpointId: string;
@@ -210,7 +211,13 @@ export class Manager {
     try {
       this.#sender ??= this.#client.createSender(Topic.Manager);
       // Bounded: an operator's click must not hang while the client retries a broker that is gone.
-      await this.#sender.sendMessages(built.message, { abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
+      // The command starts (or continues) a trace: the handler's process span is its child (lib/sdk/tracing.ts).
+      const sender = this.#sender;
+      await withSendSpan(Topic.Manager, built.message, () => sender.sendMessages(built.message, { abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) }), {
+        'nimbus.command': built.type,
+        'nimbus.endpoint': row.endpointId,
+        'nimbus.event_id': row.eventId,
+      });
     } catch (err) {
       return this.#sendFailed(row, built, err, auditor, claim.previous);
     }

@@ -29,6 +29,7 @@ import type { MessageStore } from '../../lib/store/index.ts';
 import { AuditType } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
 import { sequenceNumber } from '../subscriptions/deadLetters.ts';
+import { withSendSpan } from '@nimbus/sdk';
 
 /** The audit trail Reconcile writes session repairs to (a session is not an event). */
 export const RECONCILE_AUDIT_EVENT = '$reconcile';
@@ -205,7 +206,8 @@ export async function repairDrainingSessions(client: ServiceBusClient, store: Me
       if (next < r.state.NextDeferralSequence) {
         const sender = client.createSender(target.endpointId);
         try {
-          await sender.sendMessages(replayTrigger(target.endpointId, target.sessionId, next, r.state.NextDeferralSequence));
+          const trigger = replayTrigger(target.endpointId, target.sessionId, next, r.state.NextDeferralSequence);
+          await withSendSpan(target.endpointId, trigger, () => sender.sendMessages(trigger));
         } finally {
           await sender.close().catch(() => undefined);
         }

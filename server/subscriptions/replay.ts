@@ -20,6 +20,7 @@ import { ruleFilterSql } from './overview.ts';
 import { recordIdOf, verdictOf, type DeadLetterKey, type JournalEntry, type JournalRecord, type ReplayJournal, type UncertainDecision } from './replayJournal.ts';
 import { subscriptionMatches, type Match } from './ruleMatch.ts';
 import { sendCertainlyRefused } from './sendOutcome.ts';
+import { extractTraceContext, withSendSpan } from '@nimbus/sdk';
 
 /** Which dead letters: the listed sequence numbers, or every one matching the reason filter (`all`). */
 export interface ReplaySelection {
@@ -352,7 +353,9 @@ export async function replayDeadLetters(
   const sendClaimed = async (m: ServiceBusReceivedMessage, v: DeadLetterView, claim: JournalEntry): Promise<'sent' | 'refused' | 'uncertain'> => {
     deps.crashPoints?.afterClaim?.(v.sequenceNumber);
     try {
-      await sender.sendMessages(replayCopy(m));
+      // The copy continues the dead-lettered message's trace: the replay is one more hop of it.
+      const copy = replayCopy(m);
+      await withSendSpan(sender.entityPath, copy, () => sender.sendMessages(copy), { 'nimbus.operation': 'replay' }, extractTraceContext(m.applicationProperties));
     } catch (err) {
       op.error = errorText(err, 'send failed');
       if (sendCertainlyRefused(err)) {

@@ -79,7 +79,7 @@ export function journalOf(ctx: ConsoleContext): ReplayJournal {
  */
 export function replaySendClientOf(ctx: ConsoleContext): ServiceBusClient {
   const ops = getOpsServices(ctx);
-  ops.replaySend ??= createServiceBusClients(ctx.config.serviceBusConnectionString, { client: { retryOptions: { maxRetries: 0 } } });
+  ops.replaySend ??= createServiceBusClients(ctx.config.serviceBusConnection, { client: { retryOptions: { maxRetries: 0 } } });
   return ops.replaySend.client;
 }
 

@@ -13,6 +13,7 @@ import { describeIssues, encodeBody, MessageType, Prop, Topic, toWireProperties 
 import { readHandoffToken } from './handoffToken.ts';
 import type { HandoffToken } from './handoffToken.ts';
 import { toServiceBusMessage } from './transport.ts';
+import { withSendSpan } from './tracing.ts';
 
 /** Where the pending event is: what the PendingHandoffResponse (and the console's event row) carries. */
 export const handoffCoordinatesSchema = z.object({
@@ -73,23 +74,22 @@ export class HandoffClient {
     // Derived, not random: a caller that retries a send whose outcome it did not learn (a broker outage mid-send)
     // sends the same message again, which the endpoint's inbox and the Resolver's history recognise as one.
     const messageId = settlementMessageId(type, c);
-    await this.sender.sendMessages(
-      toServiceBusMessage({
-        messageId,
-        sessionId: c.sessionId,
-        correlationId: c.correlationId ?? c.messageId,
-        body,
-        applicationProperties: toWireProperties({
-          [Prop.To]: c.endpointId,
-          [Prop.MessageType]: type,
-          [Prop.EventId]: c.eventId,
-          [Prop.EventTypeId]: c.eventTypeId,
-          [Prop.ParentMessageId]: c.messageId,
-          [Prop.OriginatingMessageId]: c.originatingMessageId ?? c.messageId,
-          [Prop.RetryCount]: 0,
-        }),
+    const out = toServiceBusMessage({
+      messageId,
+      sessionId: c.sessionId,
+      correlationId: c.correlationId ?? c.messageId,
+      body,
+      applicationProperties: toWireProperties({
+        [Prop.To]: c.endpointId,
+        [Prop.MessageType]: type,
+        [Prop.EventId]: c.eventId,
+        [Prop.EventTypeId]: c.eventTypeId,
+        [Prop.ParentMessageId]: c.messageId,
+        [Prop.OriginatingMessageId]: c.originatingMessageId ?? c.messageId,
+        [Prop.RetryCount]: 0,
       }),
-    );
+    });
+    await withSendSpan(Topic.Manager, out, () => this.sender.sendMessages(out));
     return messageId;
   }
 }

@@ -16,6 +16,7 @@ import {
 } from './contract/index.ts';
 import type { Catalog } from './contract/index.ts';
 import { toServiceBusMessage } from './transport.ts';
+import { withSendSpan } from './tracing.ts';
 
 export interface PublishOptions {
   sessionId?: string;
@@ -188,7 +189,7 @@ export class Publisher {
     options: PublishOptions = {},
   ): Promise<PublishedEvent> {
     const prepared = this.prepare(eventTypeId, payload, options);
-    await this.sender.sendMessages(prepared.message);
+    await withSendSpan(this.options.endpointId, prepared.message, () => this.sender.sendMessages(prepared.message));
     return prepared.published;
   }
 
@@ -201,6 +202,12 @@ export class Publisher {
     correlationId: string = randomUUID(),
   ): Promise<PublishedEvent[]> {
     const prepared = events.map((e) => this.prepare(e.eventTypeId, e.payload, e.options, correlationId));
+    // One send span for the whole call: every message carries its context (tracing.ts).
+    await withSendSpan(this.options.endpointId, prepared.map((p) => p.message), () => this.sendInBatches(prepared));
+    return prepared.map((p) => p.published);
+  }
+
+  private async sendInBatches(prepared: readonly PreparedEvent[]): Promise<void> {
     let batch = await this.sender.createMessageBatch();
     for (const p of prepared) {
       if (batch.tryAddMessage(p.message)) continue;
@@ -216,7 +223,6 @@ export class Publisher {
         );
     }
     if (batch.count > 0) await this.sender.sendMessages(batch);
-    return prepared.map((p) => p.published);
   }
 
   /** Schedules a publish; returns the broker's sequence number, which cancels it. */
@@ -227,7 +233,7 @@ export class Publisher {
     options: PublishOptions = {},
   ): Promise<ScheduledSequence> {
     const prepared = this.prepare(eventTypeId, payload, options);
-    const [sequence] = await this.sender.scheduleMessages(prepared.message, at);
+    const [sequence] = await withSendSpan(this.options.endpointId, prepared.message, () => this.sender.scheduleMessages(prepared.message, at));
     if (sequence === undefined)
       throw new Error('the broker returned no sequence number for the scheduled message');
     return sequence;

@@ -9,6 +9,7 @@ import { decodeSessionState, encodeSessionState } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import type { DeliveryPort } from './dispatcher.ts';
 import { toServiceBusMessage } from './transport.ts';
+import { withSendSpan, withSettleSpan } from './tracing.ts';
 
 export class SessionStateCache {
   private cached: SessionState | undefined;
@@ -36,25 +37,31 @@ export function sessionDeliveryPort(
   message: ServiceBusReceivedMessage,
   now: () => Date = () => new Date(),
 ): DeliveryPort {
+  // The main subscription is named after the endpoint, whose topic the sender writes to.
+  const where = { topic: sender.entityPath, subscription: sender.entityPath };
   return {
     readState: () => state.read(),
     writeState: (s) => state.write(s),
     send: async (m) => {
-      await sender.sendMessages(toServiceBusMessage(m));
+      const out = toServiceBusMessage(m);
+      await withSendSpan(where.topic, out, () => sender.sendMessages(out));
     },
     schedule: async (m, delayMs) => {
-      await sender.scheduleMessages(toServiceBusMessage(m), new Date(now().getTime() + delayMs));
+      const out = toServiceBusMessage(m);
+      await withSendSpan(where.topic, out, () => sender.scheduleMessages(out, new Date(now().getTime() + delayMs)));
     },
-    complete: () => receiver.completeMessage(message),
+    complete: () => withSettleSpan('complete', where, () => receiver.completeMessage(message)),
     // The client keeps sessionLockedUntilUtc current through its automatic renewals.
     lockLost: () =>
       receiver.isClosed ||
       (receiver.sessionLockedUntilUtc !== undefined &&
         receiver.sessionLockedUntilUtc.getTime() <= now().getTime()),
     deadLetter: (reason, description) =>
-      receiver.deadLetterMessage(message, {
-        deadLetterReason: reason,
-        deadLetterErrorDescription: description,
-      }),
+      withSettleSpan('dead_letter', where, () =>
+        receiver.deadLetterMessage(message, {
+          deadLetterReason: reason,
+          deadLetterErrorDescription: description,
+        }),
+      ),
   };
 }

@@ -18,6 +18,7 @@ import type { BackoffOptions } from './backoff.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
+import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
 import { observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
@@ -315,9 +316,13 @@ export class SubscriberHost implements AsyncDisposable {
         // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
         // follows the stop signal and the circuit signal current when the delivery starts.
         const parents = breaker ? [signal, this.circuitController.signal] : signal;
-        const { result, error } = await withLinkedSignal(parents, (deliverySignal) =>
-          this.dispatcher.dispatchDetailed(message, port, deliverySignal),
-        );
+        // The handler, its responses and the settlement run in the message's process span (tracing.ts).
+        const { result, error } = await withProcessSpan(message, { topic: this.options.endpointId, subscription: this.options.endpointId }, async (span) => {
+          const r = await withLinkedSignal(parents, (deliverySignal) => this.dispatcher.dispatchDetailed(message, port, deliverySignal));
+          span.setAttribute('nimbus.delivery.result', r.result);
+          if (r.result === 'handlerFailed') span.setAttribute('error.type', 'handler_failed');
+          return r;
+        });
         this.options.onDelivery?.(result, receiver.sessionId);
         // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached.
         breaker?.record(

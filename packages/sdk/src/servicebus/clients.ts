@@ -9,6 +9,8 @@ import {
   type ServiceBusClientOptions,
 } from '@azure/service-bus';
 import { parseConnectionString, type ServiceBusConnectionInfo } from './connection-string.ts';
+import { parseNamespace, type ServiceBusConnection } from './namespace.ts';
+import { defaultAzureCredential } from '../identity/credential.ts';
 
 // The policy type of the admin client's own pipeline (core-rest-pipeline is not a direct dependency).
 type PipelinePolicy = Parameters<ServiceBusAdministrationClient['pipeline']['addPolicy']>[0];
@@ -20,7 +22,7 @@ export interface ServiceBusClients {
   client: ServiceBusClient;
   admin: ServiceBusAdministrationClient;
   isEmulator: boolean;
-  /** What the connection string says, without secrets. */
+  /** What the connection setting says, without secrets. */
   info: ServiceBusConnectionInfo;
   close(): Promise<void>;
 }
@@ -52,11 +54,22 @@ export function emulatorHttpPolicy(hostname: string, port: number): PipelinePoli
   };
 }
 
+/**
+ * Builds the data-plane and admin clients from a connection string (SAS key; the emulator too) or a namespace
+ * with a token credential (Microsoft Entra: managed identity, developer sign-in). Both clients share the credential.
+ */
 export function createServiceBusClients(
-  connectionString: string,
+  connection: ServiceBusConnection,
   options: CreateServiceBusClientsOptions = {},
 ): ServiceBusClients {
-  const info = parseConnectionString(connectionString);
+  if (typeof connection !== 'string') {
+    const fullyQualifiedNamespace = parseNamespace(connection.fullyQualifiedNamespace);
+    const credential = connection.credential ?? defaultAzureCredential();
+    const client = new ServiceBusClient(fullyQualifiedNamespace, credential, options.client);
+    const admin = new ServiceBusAdministrationClient(fullyQualifiedNamespace, credential, options.admin);
+    return { client, admin, isEmulator: false, info: namespaceInfo(fullyQualifiedNamespace), close: () => client.close() };
+  }
+  const info = parseConnectionString(connection);
   const client = new ServiceBusClient(info.connectionString, options.client);
   const admin = new ServiceBusAdministrationClient(info.connectionString, options.admin);
   if (info.useDevelopmentEmulator) {
@@ -70,4 +83,22 @@ export function createServiceBusClients(
     info,
     close: () => client.close(),
   };
+}
+
+/** What a namespace connection says, in the shape a connection string's info has (there is no secret in it). */
+function namespaceInfo(fullyQualifiedNamespace: string): ServiceBusConnectionInfo {
+  const [hostname, port] = fullyQualifiedNamespace.split(':') as [string, string | undefined];
+  const endpoint = `sb://${fullyQualifiedNamespace}/`;
+  const info = {
+    endpoint,
+    hostname,
+    ...(port === undefined ? {} : { port: Number(port) }),
+    fullyQualifiedNamespace,
+    authentication: 'tokenCredential',
+    useDevelopmentEmulator: false,
+    redacted: `Endpoint=${endpoint};Authentication=TokenCredential`,
+  } as const;
+  // No connection string exists on this path; the property stays for the interface, empty and not enumerable.
+  Object.defineProperty(info, 'connectionString', { value: '', enumerable: false });
+  return info as typeof info & { readonly connectionString: string };
 }

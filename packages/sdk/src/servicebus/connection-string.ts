@@ -18,7 +18,8 @@ export interface ServiceBusConnectionInfo {
   readonly port?: number;
   /** host[:port], as the SDK uses it. */
   readonly fullyQualifiedNamespace: string;
-  readonly authentication: 'sharedAccessKey' | 'sharedAccessSignature';
+  /** tokenCredential: a namespace with Microsoft Entra identity (no connection string; see namespace.ts). */
+  readonly authentication: 'sharedAccessKey' | 'sharedAccessSignature' | 'tokenCredential';
   readonly sharedAccessKeyName?: string;
   readonly entityPath?: string;
   readonly useDevelopmentEmulator: boolean;

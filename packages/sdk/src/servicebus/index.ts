@@ -11,3 +11,13 @@ export {
   ConnectionStringError,
   type ServiceBusConnectionInfo,
 } from './connection-string.ts';
+export {
+  parseNamespace,
+  serviceBusConnectionFromEnv,
+  NamespaceError,
+  CONNECTION_STRING_VARIABLE,
+  NAMESPACE_VARIABLE,
+  type ServiceBusConnection,
+} from './namespace.ts';
+// Entra identity for a namespace (and a Cosmos account) named without a key; @azure/identity loads on first use.
+export { defaultAzureCredential, LazyDefaultAzureCredential, type TokenCredential } from '../identity/credential.ts';

@@ -20,7 +20,8 @@ const USAGE = `usage: npm run provision -- [--catalog FILE] [--dry-run] [--right
   --dry-run       print what would change without changing anything
   --rights        print only which identity needs which right on which entity (no namespace needed)
   --format F      with --rights: text (default), json, az (Azure RBAC role assignments) or sas (shared access policies)
-  The namespace is read from ${CONNECTION_STRING_VARIABLE}. Provisioning prints the rights model at the end.`;
+  The namespace is read from ${CONNECTION_STRING_VARIABLE}, or from NIMBUS_SERVICEBUS_NAMESPACE (signing in
+  with DefaultAzureCredential). Provisioning prints the rights model at the end.`;
 
 const FORMATS = ['text', 'json', 'az', 'sas'] as const;
 type RightsFormat = (typeof FORMATS)[number];
@@ -90,8 +91,14 @@ export async function runProvisionCli(
     }
   }
 
+  // A connection string (SAS), or NIMBUS_SERVICEBUS_NAMESPACE with Microsoft Entra identity (Data Owner on the namespace).
+  const namespace = env.NIMBUS_SERVICEBUS_NAMESPACE?.trim();
   const connectionString = env[CONNECTION_STRING_VARIABLE]?.trim();
-  if (!connectionString) {
+  if (namespace && connectionString) {
+    out.error(`provision: ${CONNECTION_STRING_VARIABLE} and NIMBUS_SERVICEBUS_NAMESPACE are both set; set one`);
+    return { exitCode: 2 };
+  }
+  if (!connectionString && !namespace) {
     out.error(
       `provision: ${CONNECTION_STRING_VARIABLE} is not set. Set it to the Service Bus (or emulator) connection string, ` +
         `e.g. the one \`npm start\` or \`npm run emulator\` prints.`,
@@ -104,7 +111,7 @@ export async function runProvisionCli(
   try {
     const catalog = await loadCatalog(catalogPath);
     const model = deriveTopology(catalog);
-    clients = createServiceBusClients(connectionString);
+    clients = createServiceBusClients(namespace ? { fullyQualifiedNamespace: namespace } : connectionString!);
     out.log(`provision: ${dryRun ? 'planning' : 'provisioning'} ${model.topics.length} topics from ${catalogPath} on ${clients.info.hostname}`);
     const report = await provisionTopology(clients.admin, model, { dryRun });
     for (const line of formatReport(report)) out.log(`  ${dryRun ? 'would be ' : ''}${line}`);
