@@ -279,6 +279,8 @@ export interface TrafficOptions {
   operatorCases?: number;
   log: Logger;
   now?: () => Date;
+  /** Told of every event the broker accepted (`npm run demo`'s NIMBUS_DEMO_PUBLISHED_LOG, the scale-out test). */
+  onPublished?: (event: { messageId: string; sessionId: string; eventTypeId: string; scenario: Scenario }) => void;
 }
 
 export interface RunningTraffic {
@@ -312,8 +314,14 @@ export function startTraffic(options: TrafficOptions): RunningTraffic {
     inFlight = options.publisher
       .publish(event.eventTypeId, { ...event.payload, ...stamp }, { sessionId: event.sessionId })
       .then(
-        () => {
+        (sent) => {
           published++;
+          options.onPublished?.({
+            messageId: sent.messageId,
+            sessionId: sent.sessionId,
+            eventTypeId: event.eventTypeId,
+            scenario: event.scenario,
+          });
           if (published === 1 || published % 100 === 0)
             options.log.info({ published }, 'demo traffic running');
         },

@@ -1,0 +1,76 @@
+// `npm run demo`: the demo endpoints (billing, shipping, CRM, ERP hosts with their deferred processors and the
+// ERP's ledger jobs) and the storefront's traffic, on their own, against whatever Service Bus namespace
+// NIMBUS_SERVICEBUS_CONNECTION_STRING names (the emulator of `npm run emulator`, or Azure). The topology must be
+// provisioned already (`npm run provision`, or a running `npm start`). The demo's knobs are `npm start`'s:
+// NIMBUS_CATALOG, NIMBUS_DEMO_RATE, NIMBUS_DEMO_SEED, NIMBUS_DEMO_OPERATOR_CASES, NIMBUS_DEMO_SLOW_HANDOFF_SECONDS,
+// NIMBUS_LOG_LEVEL. NIMBUS_DEMO_PUBLISHED_LOG=FILE appends one JSON line per event the broker accepted
+// ({ messageId, sessionId, eventTypeId, scenario, producer }), so a test can tell what was really published.
+import { appendFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pino } from 'pino';
+import { CatalogError, loadCatalog } from '../lib/contract/catalog.ts';
+import { createServiceBusClients } from '../lib/servicebus/index.ts';
+import { DemoCatalogError, DemoEndpoint, startDemo } from '../demo/index.ts';
+import { parseStartConfig } from './start-config.ts';
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`demo: ${message}\n`);
+  process.exit(code);
+}
+
+// The demo's settings are validated as `npm start` validates them; the console's (PORT, HOSTNAME) do not apply.
+const { PORT: _port, HOSTNAME: _host, ...env } = process.env;
+const parsed = parseStartConfig(env);
+if (!parsed.ok) fail(parsed.message, 2);
+const config = parsed.config;
+if (config.serviceBus.kind !== 'external')
+  fail('NIMBUS_SERVICEBUS_CONNECTION_STRING is not set: the demo needs a namespace (`npm run emulator` prints one)', 2);
+const publishedLog = process.env.NIMBUS_DEMO_PUBLISHED_LOG?.trim() || undefined;
+
+let catalog;
+try {
+  catalog = await loadCatalog(resolve(config.catalogPath));
+} catch (err) {
+  if (err instanceof CatalogError) fail(`NIMBUS_CATALOG: ${err.message}`, 2);
+  throw err;
+}
+const log = pino({ name: 'demo', level: config.logLevel });
+const clients = createServiceBusClients(config.serviceBus.connectionString);
+let demo;
+try {
+  demo = await startDemo({
+    client: clients.client,
+    catalog,
+    seed: config.demo.seed,
+    ratePerSecond: config.demo.ratePerSecond,
+    operatorCases: config.demo.operatorCases,
+    logger: log,
+    timings: { slowHandoffMs: config.demo.slowHandoffMs },
+    ...(publishedLog
+      ? {
+          // Appended synchronously: a line is on disk before the next event is published, even if killed.
+          onPublished: (e) =>
+            appendFileSync(publishedLog, `${JSON.stringify({ ...e, producer: DemoEndpoint.storefront })}\n`),
+        }
+      : {}),
+  });
+} catch (err) {
+  await clients.close().catch(() => undefined);
+  if (err instanceof DemoCatalogError) fail(err.message, 2);
+  fail(`the demo did not start: ${(err as Error).message}`, 1);
+}
+console.log(`demo ready: ${config.demo.ratePerSecond} events/s, seed ${config.demo.seed}`);
+
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  console.log(`demo stopping (${signal}); ${demo.published} events published`);
+  void (async () => {
+    await demo.stop();
+    await clients.close();
+    process.exit(0);
+  })().catch(() => process.exit(1));
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
