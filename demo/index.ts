@@ -68,6 +68,8 @@ export interface DemoOptions {
    * endpoints' deliveries, not only the Resolver.
    */
   inbox?: InboxStore;
+  /** Storefront events to publish before the traffic stops (the endpoints keep handling). Default: no end. */
+  eventLimit?: number;
   /** Told of every storefront event the broker accepted (see TrafficOptions.onPublished). */
   onPublished?: TrafficOptions['onPublished'];
 }
@@ -199,6 +201,7 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       operatorCases: options.operatorCases,
       log: log.child({ endpointId: DemoEndpoint.storefront }),
       ...(options.onPublished ? { onPublished: options.onPublished } : {}),
+      ...(options.eventLimit !== undefined ? { limit: options.eventLimit } : {}),
     });
   log.info(
     { endpoints: hosts.map((h) => h.endpointId), ratePerSecond: rate, seed: options.seed ?? 42 },

@@ -4,7 +4,8 @@
 // provisioned already (`npm run provision`, or a running `npm start`). The demo's knobs are `npm start`'s:
 // NIMBUS_CATALOG, NIMBUS_DEMO_RATE, NIMBUS_DEMO_SEED, NIMBUS_DEMO_OPERATOR_CASES, NIMBUS_DEMO_SLOW_HANDOFF_SECONDS,
 // NIMBUS_LOG_LEVEL. NIMBUS_DEMO_PUBLISHED_LOG=FILE appends one JSON line per event the broker accepted
-// ({ messageId, sessionId, eventTypeId, scenario, producer }), so a test can tell what was really published.
+// ({ messageId, sessionId, eventTypeId, scenario, producer }), so a test can tell what was really published;
+// NIMBUS_DEMO_EVENTS=N stops the traffic after N events while the endpoints go on handling.
 import { appendFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
@@ -26,6 +27,10 @@ const config = parsed.config;
 if (config.serviceBus.kind !== 'external')
   fail('NIMBUS_SERVICEBUS_CONNECTION_STRING is not set: the demo needs a namespace (`npm run emulator` prints one)', 2);
 const publishedLog = process.env.NIMBUS_DEMO_PUBLISHED_LOG?.trim() || undefined;
+const limitText = process.env.NIMBUS_DEMO_EVENTS?.trim();
+const eventLimit = limitText ? Number(limitText) : undefined;
+if (eventLimit !== undefined && (!Number.isInteger(eventLimit) || eventLimit < 0))
+  fail('NIMBUS_DEMO_EVENTS must be a whole number of events (0 or more)', 2);
 
 let catalog;
 try {
@@ -46,6 +51,7 @@ try {
     operatorCases: config.demo.operatorCases,
     logger: log,
     timings: { slowHandoffMs: config.demo.slowHandoffMs },
+    ...(eventLimit !== undefined ? { eventLimit } : {}),
     ...(publishedLog
       ? {
           // Appended synchronously: a line is on disk before the next event is published, even if killed.
