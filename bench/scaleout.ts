@@ -22,7 +22,8 @@ import { startResolver } from '../resolver-worker/index.ts';
 import { processCpuMs, startEmulatorProcess } from './processes.ts';
 import type { BenchResult } from './report.ts';
 
-const LATENCY_MS = 20;
+// BENCH_SCALEOUT_LATENCY_MS changes it, to see what bounds the figures without the round trip.
+const LATENCY_MS = Number(process.env.BENCH_SCALEOUT_LATENCY_MS ?? 20);
 const SESSIONS_PER_INSTANCE = 4;
 
 export interface ScaleOutOptions {
