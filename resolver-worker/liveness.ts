@@ -5,9 +5,11 @@
 // lapsed lease document first - recounts every endpoint's counters from the rows, as `npm start` does after an
 // unclean stop. A clean stop flushes and releases, so nothing is recounted.
 //
-// Bounded: a death is noticed within the TTL plus one check. Residual race: a live instance's delta still in its
-// 250 ms buffer for a row the recount already counted is applied on top (off by one until the next recount);
-// recountEndpoint's etag check covers deltas applied while it counts, not those applied after it writes.
+// Bounded: a death is noticed within the TTL plus one check. The recount then runs under traffic, and a live
+// instance's delta still in its 250 ms buffer for a row the recount already counted is applied on top
+// (recountEndpoint's etag check covers deltas applied while it counts, not those applied after it writes). So the
+// same instance recounts once more when the counters have been quiet for `quietMs` (no delta applied by anyone):
+// with nothing in flight that recount is exact. Under unbroken traffic it waits for the first quiet moment.
 import type { Logger } from 'pino';
 import { holdLease, type HeldLease, type LeaseStore, type MessageStore } from '../lib/store/index.ts';
 
@@ -22,6 +24,8 @@ export interface InstanceWatchOptions {
   ttlMs?: number;
   /** How often to look for lapsed instances. Default 5 s. */
   checkEveryMs?: number;
+  /** The follow-up recount waits for the counters to be unchanged this long. Default 5 s. */
+  quietMs?: number;
 }
 
 export interface InstanceWatch {
@@ -45,6 +49,22 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
   if (!held) throw new Error(`the instance lease ${name} is held by another process (owner ids must be unique)`);
   let recounts = 0;
   let checking: Promise<void> = Promise.resolve();
+  /** A death was handled here: recount again once the counters are quiet. */
+  let followUp = false;
+  let lastSeen = '';
+  let quietSince = 0;
+  const followUpWhenQuiet = async () => {
+    const seen = JSON.stringify((await o.store.getAllCounts()).endpoints.map((e) => [e.endpointId, e.buckets]));
+    if (seen !== lastSeen) {
+      lastSeen = seen;
+      quietSince = Date.now();
+      return;
+    }
+    if (Date.now() - quietSince < (o.quietMs ?? 5000)) return;
+    followUp = false;
+    recounts += await recountAll(o.store);
+    o.log.info({}, 'Resolver: counters recounted again once quiet (after another instance stopped without a clean stop)');
+  };
   const check = async () => {
     for (const lapsed of await o.leases.lapsed(INSTANCE_LEASE_PREFIX)) {
       if (lapsed.owner === o.owner) continue;
@@ -52,7 +72,10 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
       if (!(await o.leases.removeIf(lapsed))) continue;
       o.log.warn({ instance: lapsed.owner }, 'Resolver: another instance stopped without a clean stop; recounting the counters from the rows');
       recounts += await recountAll(o.store);
+      followUp = true;
+      lastSeen = '';
     }
+    if (followUp) await followUpWhenQuiet();
     // Our own lease lost (the store unreachable for a TTL): take it again, so that our death stays detectable.
     if (held?.signal.aborted) held = await holdLease(o.leases, name, o.owner, { ttlMs });
   };
