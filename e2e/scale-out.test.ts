@@ -155,11 +155,12 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-// Marked todo: it runs and reports, but two known findings make it fail (docs/deploy.md, "Scale-out: tested and
-// measured"): (1) the counter recount a surviving Resolver runs after the other died races the survivor's own
-// 250 ms delta buffer, leaving a counter off by one; (2) a few ERP rows stay Deferred after a ReplayGap of the SDK's
-// deferred processor under this load. The heartbeat and page checks pass; remove `todo` once both are fixed.
-const KNOWN_FAILURES = 'known: counters off by one after the recount race; ERP rows left Deferred after a ReplayGap';
+// Marked todo: it runs and reports, but known findings make it fail (docs/deploy.md, "Scale-out: tested and
+// measured"): counters that differ from a recount afterwards (the recount race after a Resolver's death, and in
+// runs that do not settle within the bound, deltas still in flight), and ERP rows left Deferred (ReplayGap of the
+// SDK's deferred processor, sessions behind a stuck event) on this loaded machine. The heartbeat, page and
+// "every published event recorded" checks pass. Remove `todo` once the findings are fixed.
+const KNOWN_FAILURES = 'known: counters differ from a recount after a Resolver death; ERP rows left Deferred (ReplayGap); may not settle in 120 s';
 
 test('two consoles, two Resolvers and the demo as separate processes survive losing one console and one Resolver', { timeout: 8 * 60_000, todo: KNOWN_FAILURES }, async (t) => {
   const started = Date.now();
