@@ -1,14 +1,26 @@
-// Next.js configuration of the operator console. The console runs as a Node server (`next start` or
-// server/console.ts); output stays the default so the launcher can start it programmatically.
+// Next.js configuration of the operator console. The console runs as a Node server: `npm start` and the browser
+// tests start it programmatically (server/console.ts) from the build in `.next`; a deployment runs the standalone
+// server (`.next/standalone/server.js`, `npm run console`, the Docker image), which carries only the files the
+// console needs. server/build.ts copies the static files into it after each build.
 import type { NextConfig } from 'next';
 
 const config: NextConfig = {
   // NIMBUS_NEXT_DIST_DIR lets parallel builds (several engineers or test runs on one checkout) each use their own
   // output folder instead of racing to build into one `.next`. Default: `.next`.
   distDir: process.env.NIMBUS_NEXT_DIST_DIR || '.next',
+  // A self-contained server (server.js + the traced node_modules) for images and `npm run console`.
+  output: 'standalone',
   // The broker and database clients (and the embedded Cosmos server the store module can start) are plain
   // Node packages: loading them from node_modules at run time keeps them out of the server bundle.
-  serverExternalPackages: ['@azure/service-bus', '@azure/cosmos', '@vercel/cosmosdb-server', 'rhea', 'pino'],
+  serverExternalPackages: [
+    '@azure/service-bus',
+    '@azure/cosmos',
+    '@azure/identity',
+    '@opentelemetry/sdk-node',
+    '@vercel/cosmosdb-server',
+    'rhea',
+    'pino',
+  ],
   // `npm run typecheck` checks the whole tree with one tsconfig; a second check inside `next build` only costs time.
   typescript: { ignoreBuildErrors: true, tsconfigPath: 'tsconfig.next.json' },
   poweredByHeader: false,

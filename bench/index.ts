@@ -10,6 +10,7 @@ import { runResolverBench } from './resolver.ts';
 import { runConsoleBench } from './console.ts';
 import { runPipelineBench } from './pipeline.ts';
 import { runDurabilityBench } from './durability.ts';
+import { runScaleOutBench } from './scaleout.ts';
 
 /** The Resolver benchmark reports its own shape; put it in the common table form. */
 async function resolverAsTable(): Promise<BenchResult> {
@@ -64,6 +65,7 @@ const benchmarks: Array<{ name: string; run: () => Promise<BenchResult> }> = [
   { name: 'console', run: runConsoleBench },
   { name: 'pipeline', run: runPipelineBench },
   { name: 'durability', run: runDurabilityBench },
+  { name: 'scaleout', run: () => runScaleOutBench() },
 ];
 
 const only = process.argv.slice(2);

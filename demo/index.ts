@@ -19,7 +19,7 @@ import {
 import { demoEndpoints } from './endpoints.ts';
 import { LedgerJobs } from './jobs.ts';
 import { DemoEndpoint, DemoEventType } from './rules.ts';
-import { startTraffic, type RunningTraffic } from './traffic.ts';
+import { startTraffic, type RunningTraffic, type TrafficOptions } from './traffic.ts';
 
 export { TrafficPlanner, type PlannedEvent, type Scenario } from './traffic.ts';
 export { DemoEndpoint, DemoEventType } from './rules.ts';
@@ -68,6 +68,10 @@ export interface DemoOptions {
    * endpoints' deliveries, not only the Resolver.
    */
   inbox?: InboxStore;
+  /** Storefront events to publish before the traffic stops (the endpoints keep handling). Default: no end. */
+  eventLimit?: number;
+  /** Told of every storefront event the broker accepted (see TrafficOptions.onPublished). */
+  onPublished?: TrafficOptions['onPublished'];
 }
 
 export interface RunningDemo {
@@ -198,6 +202,8 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       ratePerSecond: rate,
       operatorCases: options.operatorCases,
       log: log.child({ endpointId: DemoEndpoint.storefront }),
+      ...(options.onPublished ? { onPublished: options.onPublished } : {}),
+      ...(options.eventLimit !== undefined ? { limit: options.eventLimit } : {}),
     });
   log.info(
     { endpoints: hosts.map((h) => h.endpointId), ratePerSecond: rate, seed: options.seed ?? 42 },

@@ -279,6 +279,10 @@ export interface TrafficOptions {
   operatorCases?: number;
   log: Logger;
   now?: () => Date;
+  /** Publishes this many events, then stops (the endpoints go on handling). Default: no end. */
+  limit?: number;
+  /** Told of every event the broker accepted (`npm run demo`'s NIMBUS_DEMO_PUBLISHED_LOG, the scale-out test). */
+  onPublished?: (event: { messageId: string; sessionId: string; eventTypeId: string; scenario: Scenario }) => void;
 }
 
 export interface RunningTraffic {
@@ -298,8 +302,14 @@ export function startTraffic(options: TrafficOptions): RunningTraffic {
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
 
+  let attempted = 0;
   const tick = () => {
     if (stopped) return;
+    if (options.limit !== undefined && attempted >= options.limit) {
+      options.log.info({ published }, 'demo traffic finished (its event limit reached)');
+      return;
+    }
+    attempted++;
     const started = Date.now();
     const event = planner.next();
     const at = now().toISOString();
@@ -312,8 +322,14 @@ export function startTraffic(options: TrafficOptions): RunningTraffic {
     inFlight = options.publisher
       .publish(event.eventTypeId, { ...event.payload, ...stamp }, { sessionId: event.sessionId })
       .then(
-        () => {
+        (sent) => {
           published++;
+          options.onPublished?.({
+            messageId: sent.messageId,
+            sessionId: sent.sessionId,
+            eventTypeId: event.eventTypeId,
+            scenario: event.scenario,
+          });
           if (published === 1 || published % 100 === 0)
             options.log.info({ published }, 'demo traffic running');
         },

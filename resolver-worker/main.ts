@@ -1,7 +1,10 @@
 // `npm run resolver`: the Resolver as its own process. Reads its settings from the environment, opens the store,
 // runs until SIGINT/SIGTERM, then stops gracefully (in-flight messages settle) and flushes buffered counters.
 import { pino } from 'pino';
-import { createStore } from '../lib/store/index.ts';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { cosmosConnectionSchema, createCosmosClient, createStore, LeaseStore } from '../lib/store/index.ts';
+import { startInstanceWatch } from './liveness.ts';
 import { ConfigError, readResolverConfig } from './config.ts';
 import { startResolver } from './index.ts';
 import { startTelemetry } from '../lib/telemetry/start.ts';
@@ -29,6 +32,13 @@ async function main(): Promise<void> {
     concurrency: config.concurrency,
     log,
   });
+  // Announces this instance and watches the others: a killed instance's unflushed counter deltas are repaired by a
+  // recount (./liveness.ts).
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // Its own client, so the lease is released after the store (and its counter buffer) is closed.
+  const leaseClient = createCosmosClient(cosmosConnectionSchema.parse({ ...config.cosmos }));
+  const leases = new LeaseStore(leaseClient.database(config.cosmos.database));
+  const watch = await startInstanceWatch({ store, leases, owner, log });
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -37,6 +47,9 @@ async function main(): Promise<void> {
     await resolver.stop();
     await store.close();
     await telemetry.shutdown();
+    // After the counters are flushed: from here nobody needs to recount for this instance.
+    await watch.stop().catch(() => undefined);
+    leaseClient.dispose();
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -426,6 +426,11 @@ async function prepareConsoleBuild(
   log.info({}, 'console built');
 }
 
+type BackgroundModule = {
+  backgroundStartedBy?: () => string | undefined;
+  claimBackground?: (by: string, stop: () => Promise<void>) => boolean;
+  stopBackgroundDuties?: () => Promise<void>;
+};
 type HeartbeatModule = { startHeartbeatScheduler?: (o: HeartbeatSchedulerOptions) => HeartbeatScheduler };
 type PlatformDocsModule = {
   PlatformDocs?: new (conn: { endpoint: string; key: string; database: string }) => PlatformDocs;
@@ -447,6 +452,17 @@ async function startHeartbeatPart(
   },
   started: Stoppable[],
 ): Promise<void> {
+  // The console's instrumentation.ts starts the background duties when Next's server starts (production build):
+  // then they run already, on the console's own connections, and only need stopping with the stack. The
+  // development server loads instrumentation later, so there the launcher starts them and the hook does nothing.
+  const background = await importIfPresent<BackgroundModule>(root, 'server/background.ts');
+  const startedBy = background?.backgroundStartedBy?.();
+  if (background?.stopBackgroundDuties && startedBy) {
+    const stop = background.stopBackgroundDuties;
+    started.push({ component: 'console', stop: () => stop() });
+    parts.log.info({ startedBy }, 'heartbeat scheduler running (started by the console)');
+    return;
+  }
   let scheduler: HeartbeatModule | undefined;
   let docsModule: PlatformDocsModule | undefined;
   try {
@@ -474,11 +490,17 @@ async function startHeartbeatPart(
     docs,
     log: parts.log,
   });
+  const stopScheduler = async () => {
+    await running.stop();
+    docs.close();
+  };
+  // Recorded as this process's background duties, so the console's instrumentation hook does not start a second.
+  background?.claimBackground?.('npm start', stopScheduler);
   started.push({
     component: 'console',
     stop: async () => {
-      await running.stop();
-      docs.close();
+      if (background?.stopBackgroundDuties) await background.stopBackgroundDuties();
+      else await stopScheduler();
     },
   });
   parts.log.info(

@@ -3,13 +3,14 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 
 // The SDK package's sources are part of the console (it imports @nimbus/sdk by name, resolved to packages/sdk/src).
 const SOURCE_DIRS = ['app', 'components', 'server', 'lib', 'packages/sdk/src'];
 const SOURCE_FILES = [
   'next.config.ts',
+  'instrumentation.ts',
   'proxy.ts',
   'postcss.config.mjs',
   'package.json',
@@ -133,11 +134,44 @@ export function buildConsole(
       restoreNextEnv();
       if (options.signal?.aborted) reject(new Error('next build interrupted'));
       else if (code === 0) {
+        try {
+          completeStandalone(dir);
+        } catch (error) {
+          reject(new Error(`copying the static files into the standalone server failed: ${(error as Error).message}`));
+          return;
+        }
         recordConsoleBuild(dir, sourceHash);
         resolve();
       } else reject(new Error(`next build failed (exit ${code}):\n${tail.join('\n')}`));
     });
   });
+}
+
+/** The standalone server's folder (`output: 'standalone'`): server.js and the traced node_modules. */
+export function standaloneDir(dir: string, env: Record<string, string | undefined> = process.env): string {
+  return join(dir, consoleDistDir(env), 'standalone');
+}
+
+/**
+ * `next build` traces the server's files into `<dist>/standalone` but leaves out what a CDN would usually serve:
+ * the client bundles (`<dist>/static`) and `public/`. Without them the standalone server's pages load no
+ * JavaScript or CSS, so they are copied in (replacing the previous build's). The catalog is copied too, so the
+ * server finds the default NIMBUS_CATALOG (catalog/demo.json) relative to its own folder.
+ */
+export function completeStandalone(dir: string): void {
+  const standalone = standaloneDir(dir);
+  if (!existsSync(join(standalone, 'server.js'))) return; // built without output: 'standalone'
+  const dist = consoleDistDir();
+  const copies: Array<[string, string]> = [
+    [join(dir, dist, 'static'), join(standalone, basename(dist), 'static')],
+    [join(dir, 'public'), join(standalone, 'public')],
+    [join(dir, 'catalog'), join(standalone, 'catalog')],
+  ];
+  for (const [from, to] of copies) {
+    if (!existsSync(from)) continue;
+    rmSync(to, { recursive: true, force: true });
+    cpSync(from, to, { recursive: true });
+  }
 }
 
 /** Builds only when needed; returns whether it built. */

@@ -108,6 +108,38 @@ export class LeaseStore {
     }
   }
 
+  /**
+   * Leases named `prefix…` that ran out without being released (`expiresAt` in the past but not 0): their holders
+   * stopped renewing without saying goodbye - a process that died. Released leases (expiresAt 0) are not listed.
+   */
+  async lapsed(prefix: string): Promise<Lease[]> {
+    const c = await this.container();
+    const now = this.now();
+    const r = await c.items
+      .query<LeaseDocument & { _etag?: string }>({
+        query: 'SELECT * FROM c WHERE STARTSWITH(c.id, @prefix) AND c.expiresAt > 0 AND c.expiresAt <= @now',
+        parameters: [
+          { name: '@prefix', value: prefix },
+          { name: '@now', value: now },
+        ],
+      })
+      .fetchAll();
+    return r.resources.map((d) => toLease(d.id, d.owner, d.expiresAt, d._etag));
+  }
+
+  /** Deletes the lease document if it is still the version `lease` names; true for exactly one of racing callers. */
+  async removeIf(lease: Lease): Promise<boolean> {
+    const c = await this.container();
+    try {
+      await c.item(lease.name, lease.name).delete(lease.etag ? { accessCondition: { type: 'IfMatch', condition: lease.etag } } : {});
+      return true;
+    } catch (err) {
+      const status = cosmosStatus(err);
+      if (status === 412 || status === 404) return false;
+      throw err;
+    }
+  }
+
   private async replaceIf(c: Container, doc: LeaseDocument, etag: string | undefined): Promise<Lease | undefined> {
     try {
       const r = await c.item(doc.id, doc.id).replace(doc, etag ? { accessCondition: { type: 'IfMatch', condition: etag } } : {});

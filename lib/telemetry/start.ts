@@ -24,7 +24,9 @@ export function telemetryOffReason(env: Record<string, string | undefined> = pro
   return undefined;
 }
 
-let running: Promise<Telemetry> | undefined;
+// On globalThis: Next bundles instrumentation.ts apart from server/console.ts, and one process must start one SDK.
+const SLOT = Symbol.for('nimbus.telemetry');
+const slot = ((globalThis as Record<symbol, unknown>)[SLOT] ??= {}) as { running?: Promise<Telemetry> };
 
 /**
  * Starts export once per process (later calls return the first one's handle). `serviceName` is used when
@@ -32,7 +34,7 @@ let running: Promise<Telemetry> | undefined;
  */
 export function startTelemetry(serviceName: string, env: Record<string, string | undefined> = process.env): Promise<Telemetry> {
   if (telemetryOffReason(env) !== undefined) return Promise.resolve(OFF);
-  running ??= (async () => {
+  slot.running ??= (async () => {
     const { NodeSDK } = await import('@opentelemetry/sdk-node');
     const explicitName = (env.OTEL_SERVICE_NAME ?? '').trim() !== '';
     // No auto-instrumentation: NimBus's own spans (lib/sdk/tracing.ts) are the ones that carry meaning, and
@@ -45,5 +47,5 @@ export function startTelemetry(serviceName: string, env: Record<string, string |
       shutdown: () => (stopped ??= sdk.shutdown().catch(() => undefined)),
     };
   })();
-  return running;
+  return slot.running;
 }

@@ -1,5 +1,9 @@
 // What the Operations → Reconcile route handlers call: request schema and glue.
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { holdLease, type LeaseStore } from '../../lib/store/index.ts';
+import { conflict } from '../http.ts';
+import { leasesOf, replicaId } from '../leases.ts';
 import type { ConsoleContext } from '../context.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
 import { applyStuckRepairs } from './stuck.ts';
@@ -49,7 +53,36 @@ export async function reconcilePreview(ctx: ConsoleContext, scope: ReadScope = {
   return { ...rows, draining };
 }
 
-export async function reconcileApply(ctx: ConsoleContext, body: z.output<typeof reconcileApplyBody>, auditor: string) {
+/** One reconcile at a time across all console replicas: the apply holds this lease while it writes. */
+export const RECONCILE_LEASE = 'reconcile';
+export const RECONCILE_LEASE_TTL_MS = 30_000;
+
+/**
+ * Runs `work` holding the reconcile lease; a 409 when another replica (or another request here) is reconciling.
+ * Two applies at once would not corrupt rows (every repair is conditional), but they would race on the same
+ * findings and report each other's repairs as "unchanged"; one at a time keeps the operator's result true.
+ */
+export async function withReconcileLease<T>(leases: LeaseStore, owner: string, work: (signal: AbortSignal) => Promise<T>, ttlMs = RECONCILE_LEASE_TTL_MS): Promise<T> {
+  const held = await holdLease(leases, RECONCILE_LEASE, owner, { ttlMs });
+  if (!held) {
+    const holder = await leases.holder(RECONCILE_LEASE).catch(() => undefined);
+    throw conflict(
+      `another reconcile is running${holder ? ` (until ${new Date(holder.expiresAt).toISOString()} at the latest unless renewed)` : ''}; try again when it has finished`,
+    );
+  }
+  try {
+    return await work(held.signal);
+  } finally {
+    await held.release();
+  }
+}
+
+export function reconcileApply(ctx: ConsoleContext, body: z.output<typeof reconcileApplyBody>, auditor: string) {
+  // The owner is unique per request, so two requests to one replica exclude each other too.
+  return withReconcileLease(leasesOf(ctx.store), `${replicaId()}:${randomUUID().slice(0, 8)}`, () => reconcileApplyNow(ctx, body, auditor));
+}
+
+async function reconcileApplyNow(ctx: ConsoleContext, body: z.output<typeof reconcileApplyBody>, auditor: string) {
   const stale = body.targets.length > 0 ? await applyReconcile(ctx.store, body.targets, auditor) : { repaired: 0, unchanged: 0, results: [] };
   const repairs = await applyStuckRepairs({ store: ctx.store, manager: ctx.manager }, body.repairs, auditor, { now: new Date() });
   const sessions = body.sessions.length > 0 ? await repairDrainingSessions(ctx.serviceBus.client, ctx.store, body.sessions, auditor) : [];

@@ -12,7 +12,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusAdministrationClient, ServiceBusClient, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import { Prop } from '@nimbus/sdk/contract';
-import type { MessageStore } from '../../lib/store/index.ts';
+import { holdLease, type HeldLease, type LeaseStore, type MessageStore } from '../../lib/store/index.ts';
+import { conflict } from '../http.ts';
 import type { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { log } from '../log.ts';
 import { deadLetterReceiver, replayCopy, sequenceNumber, viewOf, type DeadLetterView } from './deadLetters.ts';
@@ -102,6 +103,13 @@ async function topicRules(admin: ServiceBusAdministrationClient, topic: string):
 
 /** A 'running' operation not updated for this long has lost its process. */
 export const INTERRUPTED_AFTER_MS = 60_000;
+
+/**
+ * Each replay operation runs under a lease named for it (renewed every 10 s while it runs): one process runs an
+ * operation, and a process that dies stops renewing, so within this TTL the operation reads as interrupted.
+ */
+export const REPLAY_LEASE_TTL_MS = 30_000;
+export const replayLeaseName = (operationId: string) => `replay_${operationId}`;
 
 export function operationStateOf(op: Pick<ReplayOperation, 'state' | 'updatedAt'> | null | undefined, now = Date.now()): UncertainEvidence['operationState'] {
   if (!op) return 'unknown';
@@ -245,6 +253,8 @@ export interface ReplayDeps {
   /** Least time between two writes of the progress record (default 500 ms; the final state is always written). */
   progressEveryMs?: number;
   crashPoints?: ReplayCrashPoints;
+  /** The operation's lease (REPLAY_LEASE_TTL_MS): the replay runs only while this process holds it. */
+  lease?: { leases: LeaseStore; owner: string; ttlMs?: number };
 }
 
 export const operationDocName = (id: string) => `op_${id}`;
@@ -272,7 +282,6 @@ export async function replayDeadLetters(
   args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; operationId?: string },
   onProgress?: (op: ReplayOperation) => void,
 ): Promise<ReplayOperation> {
-  const { client, store, docs, journal } = deps;
   const { topic, subscription, selection, auditor } = args;
   const max = Math.min(selection.max ?? MAX_REPLAY, MAX_REPLAY);
   const wanted = selection.sequenceNumbers && selection.sequenceNumbers.length > 0 ? new Set(selection.sequenceNumbers) : null;
@@ -300,6 +309,31 @@ export async function replayDeadLetters(
     updatedAt: now(),
     finishedAt: null,
   };
+  let lease: HeldLease | undefined;
+  if (deps.lease) {
+    lease = await holdLease(deps.lease.leases, replayLeaseName(op.id), deps.lease.owner, { ttlMs: deps.lease.ttlMs ?? REPLAY_LEASE_TTL_MS });
+    if (!lease) throw conflict(`replay operation ${op.id} is already running in another process`);
+  }
+  try {
+    return await runReplay(deps, args, op, max, wanted, decision, lease, onProgress);
+  } finally {
+    await lease?.release();
+  }
+}
+
+async function runReplay(
+  deps: ReplayDeps,
+  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string },
+  op: ReplayOperation,
+  max: number,
+  wanted: Set<string> | null,
+  decision: UncertainDecision | null,
+  lease: HeldLease | undefined,
+  onProgress?: (op: ReplayOperation) => void,
+): Promise<ReplayOperation> {
+  const { client, store, docs, journal } = deps;
+  const { topic, subscription, selection, auditor } = args;
+  const now = () => new Date().toISOString();
   let lastSaved = 0;
   const save = async (force: boolean) => {
     op.updatedAt = now();
@@ -464,6 +498,11 @@ export async function replayDeadLetters(
 
   try {
     while (op.replayed + op.failed + op.alreadySent + op.uncertain < max) {
+      if (lease?.signal.aborted) {
+        // The lease ran out (the store unreachable for a TTL): another process may take the operation over now.
+        op.error = 'stopped: this process lost the replay lease';
+        break;
+      }
       if (wanted && [...wanted].every((s) => seen.has(s))) break;
       if (seen.size >= MAX_SCAN) {
         op.error = `stopped after looking at ${MAX_SCAN} dead letters; run the replay again for the rest`;

@@ -1,5 +1,6 @@
 // What the Topology route handlers call (app/api/topology/**): request schemas and the glue between the parsed,
 // authorized request and the subscription functions. Handlers stay "parse, authorize, call".
+import { leasesOf, replicaId } from '../leases.ts';
 import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { z } from 'zod';
@@ -16,6 +17,8 @@ import {
   MAX_REPLAY,
   operationDocName,
   operationStateOf,
+  REPLAY_LEASE_TTL_MS,
+  replayLeaseName,
   previewReplay,
   replayDeadLetters,
   uncertainEvidence,
@@ -129,7 +132,14 @@ export async function startReplay(
   const ops = getOpsServices(ctx);
   const operationId = randomUUID();
   const run = replayDeadLetters(
-    { client: ctx.serviceBus.client, sendClient: replaySendClientOf(ctx), store: ctx.store, journal: journalOf(ctx), docs: ops.docs },
+    {
+      client: ctx.serviceBus.client,
+      sendClient: replaySendClientOf(ctx),
+      store: ctx.store,
+      journal: journalOf(ctx),
+      docs: ops.docs,
+      lease: { leases: leasesOf(ctx.store), owner: replicaId() },
+    },
     { topic: p.topic, subscription: p.subscription, selection: sel, auditor, operationId },
   )
     .catch((err: unknown) => log.error({ operationId, err: err instanceof Error ? err.message : String(err) }, 'replay failed'))
@@ -140,12 +150,18 @@ export async function startReplay(
   return { operationId };
 }
 
-/** An operation's record; a 'running' one not updated for a minute is reported 'interrupted' (its process died). */
+/**
+ * An operation's record. A 'running' one is reported 'interrupted' (its process died) when nobody holds its lease
+ * and it was not updated for the lease's TTL (whichever console replica asks), or not updated for a minute.
+ */
 export async function operation(ctx: ConsoleContext, operationId: string): Promise<ReplayOperation & { interrupted: boolean }> {
   const doc = await getOpsServices(ctx).docs.read<ReplayOperation>(operationDocName(operationId));
   if (!doc) throw notFound(`operation ${operationId} is not known`);
   const op = doc.value;
-  return { ...op, interrupted: operationStateOf(op) === 'interrupted' };
+  let interrupted = operationStateOf(op) === 'interrupted';
+  if (!interrupted && op.state === 'running' && Date.now() - Date.parse(op.updatedAt) > REPLAY_LEASE_TTL_MS)
+    interrupted = (await leasesOf(ctx.store).holder(replayLeaseName(op.id))) === undefined;
+  return { ...op, interrupted };
 }
 
 export async function subscriptionActionRun(

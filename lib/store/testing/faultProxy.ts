@@ -32,7 +32,17 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-export async function startFaultProxy(target: string): Promise<FaultProxy> {
+export interface FaultProxyOptions {
+  /**
+   * Holds every request this long before forwarding it: a store with a realistic round trip (Azure Cosmos DB in
+   * the same region answers a point write in roughly 5-20 ms), where the embedded server answers in well under one.
+   */
+  latencyMs?: number;
+  /** Keep the list of requests seen (default true; a long benchmark turns it off). */
+  record?: boolean;
+}
+
+export async function startFaultProxy(target: string, options: FaultProxyOptions = {}): Promise<FaultProxy> {
   const t = new URL(target);
   const agent = new http.Agent({ keepAlive: true });
   let fault: (Fault & { left: number }) | undefined;
@@ -44,7 +54,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       path: req.url ?? '/',
       batch: String(req.headers['x-ms-cosmos-is-batch-request']).toLowerCase() === 'true',
     };
-    seen.push(info);
+    if (options.record !== false) seen.push(info);
     if (fault && fault.left > 0 && (fault.match?.(info) ?? true)) {
       fault.left--;
       injected++;
@@ -59,6 +69,15 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       res.writeHead(fault.status, headers).end(body);
       return;
     }
+    if (options.latencyMs) {
+      // Paused until forwarded: the body waits in the socket, as it would on the wire.
+      req.pause();
+      setTimeout(() => forward(req, res), options.latencyMs);
+      return;
+    }
+    forward(req, res);
+  });
+  const forward = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const upstream = http.request(
       { host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers, agent },
       (up) => {
@@ -68,7 +87,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {

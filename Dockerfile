@@ -1,0 +1,49 @@
+# One image, three roles: the console (the standalone Next.js server), the Resolver and the demo. The role is the
+# container's command: `docker run nimbus console|resolver|demo` (default console). Every role reads the same
+# environment variables as outside a container (docs/deploy.md). NOT RUN in this repository's CI: no Docker there;
+# the standalone server itself is tested (server/standalone.test.ts).
+#
+#   docker build -t nimbus .
+#   docker run -p 3000:3000 -e NIMBUS_AUTH=entra -e ... nimbus console
+#   docker run -e NIMBUS_SERVICEBUS_CONNECTION_STRING=... -e NIMBUS_COSMOS_ENDPOINT=... nimbus resolver
+
+# 1. Dependencies, from the lock file only (cached until package*.json change).
+FROM node:20-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+
+# 2. The console's production build: .next/standalone (server.js + traced node_modules + static files + catalog).
+FROM node:20-slim AS build
+WORKDIR /app
+ENV NEXT_TELEMETRY_DISABLED=1
+COPY --from=deps /app/node_modules ./node_modules
+COPY . .
+RUN npm run build
+
+# 3. The runtime: no compilers, no build cache, a non-root user.
+FROM node:20-slim AS runtime
+WORKDIR /app
+ENV NODE_ENV=production \
+    NEXT_TELEMETRY_DISABLED=1 \
+    PORT=3000 \
+    HOSTNAME=0.0.0.0 \
+    NIMBUS_CATALOG=/app/catalog/demo.json
+RUN groupadd --system --gid 10001 nimbus && useradd --system --uid 10001 --gid nimbus --no-create-home nimbus
+# The Resolver and the demo run from their TypeScript sources through tsx (a dependency kept for that reason).
+COPY --from=build --chown=nimbus:nimbus /app/node_modules ./node_modules
+COPY --from=build --chown=nimbus:nimbus /app/package.json ./package.json
+COPY --from=build --chown=nimbus:nimbus /app/lib ./lib
+COPY --from=build --chown=nimbus:nimbus /app/resolver-worker ./resolver-worker
+COPY --from=build --chown=nimbus:nimbus /app/demo ./demo
+COPY --from=build --chown=nimbus:nimbus /app/scripts ./scripts
+COPY --from=build --chown=nimbus:nimbus /app/catalog ./catalog
+COPY --from=build --chown=nimbus:nimbus /app/.next/standalone ./console
+USER nimbus
+EXPOSE 3000
+# The console answers /api/health (touches neither bus nor store); the Resolver and the demo serve no HTTP, so
+# their health is the process being alive.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["sh", "scripts/docker-role.sh", "healthcheck"]
+ENTRYPOINT ["sh", "scripts/docker-role.sh"]
+CMD ["console"]
