@@ -18,6 +18,8 @@ import {
 } from '../lib/sdk/index.ts';
 import { demoEndpoints } from './endpoints.ts';
 import { LedgerJobs } from './jobs.ts';
+import { startLedgerAgent, type RunningLedgerAgent } from './ledgerAgent.ts';
+import type { ConsoleToken } from '../lib/sdk/index.ts';
 import { DemoEndpoint, DemoEventType } from './rules.ts';
 import { startTraffic, type RunningTraffic } from './traffic.ts';
 
@@ -68,6 +70,12 @@ export interface DemoOptions {
    * endpoints' deliveries, not only the Resolver.
    */
   inbox?: InboxStore;
+  /**
+   * `agentApi`: the ERP's ledger import agent runs on the console's Agent API (docs/agents.md) with no bus
+   * credentials, once `connectLedgerAgent` names the console; `bus` (default): the ledger jobs report through the
+   * SDK's bus handoff client, for runs without a console.
+   */
+  ledger?: 'bus' | 'agentApi';
 }
 
 export interface RunningDemo {
@@ -75,6 +83,8 @@ export interface RunningDemo {
   readonly published: number;
   /** Deliveries per endpoint and how they ended. */
   deliveries(): Record<string, Partial<Record<DeliveryResult, number>>>;
+  /** With `ledger: 'agentApi'`: starts the ledger agent against the console (sign-in off: no token). */
+  connectLedgerAgent(console: { consoleUrl: string; token?: ConsoleToken }): void;
   stop(): Promise<void>;
 }
 
@@ -140,12 +150,11 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
   const storefront = createPublisher({ client, endpointId: DemoEndpoint.storefront, sessionKeys });
   const billingPublisher = createPublisher({ client, endpointId: DemoEndpoint.billing, sessionKeys });
   const shippingPublisher = createPublisher({ client, endpointId: DemoEndpoint.shipping, sessionKeys });
-  const handoffClient = createHandoffClient(client);
-  const ledgerJobs = new LedgerJobs(
-    handoffClient,
-    { minMs: timings.handoffMinMs, maxMs: timings.handoffMaxMs, slowMs: timings.slowHandoffMs },
-    log.child({ endpointId: DemoEndpoint.erp }),
-  );
+  const viaAgentApi = options.ledger === 'agentApi';
+  const ledgerTimings = { minMs: timings.handoffMinMs, maxMs: timings.handoffMaxMs, slowMs: timings.slowHandoffMs };
+  const handoffClient = viaAgentApi ? undefined : createHandoffClient(client);
+  const ledgerJobs = handoffClient ? new LedgerJobs(handoffClient, ledgerTimings, log.child({ endpointId: DemoEndpoint.erp })) : undefined;
+  let ledgerAgent: RunningLedgerAgent | undefined;
 
   const counts: Record<string, Partial<Record<DeliveryResult, number>>> = {};
   const hosts: SubscriberHost[] = [];
@@ -208,18 +217,23 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       return traffic?.published ?? 0;
     },
     deliveries: () => structuredClone(counts),
+    connectLedgerAgent(console) {
+      if (!viaAgentApi || ledgerAgent || stopping) return;
+      ledgerAgent = startLedgerAgent({ ...console, timings: ledgerTimings, log: log.child({ endpointId: DemoEndpoint.erp, agent: 'ledger' }) });
+    },
     stop() {
       // Traffic first, then the external jobs, then the hosts (in-flight deliveries settle), then the senders.
       stopping ??= (async () => {
         await traffic?.stop();
-        await ledgerJobs.stop();
+        await ledgerJobs?.stop();
+        await ledgerAgent?.stop();
         await Promise.allSettled(hosts.map((h) => h.stop()));
         await Promise.allSettled(processors.map((p) => p.stop()));
         await Promise.allSettled([
           storefront.close(),
           billingPublisher.close(),
           shippingPublisher.close(),
-          handoffClient.close(),
+          handoffClient?.close(),
         ]);
         log.info({ published: traffic?.published ?? 0 }, 'demo endpoints stopped');
       })();

@@ -332,10 +332,15 @@ export const readScope = (who: Pick<Authorized, 'assignments'>): ReadScope => sc
  * Refuses (403) a caller that `authorize` let through, for a rule its route adds on top: answered, logged and
  * audited like every other refusal, within the same refusal budget.
  */
-export async function refuseAuthorized(who: Authorized, detail: string): Promise<never> {
+export async function refuseAuthorized(
+  who: Authorized,
+  detail: string,
+  /** 429 for a limit of the caller's own (the Agent API's per-agent limits). */
+  status: 403 | 429 = 403,
+): Promise<never> {
   return refuse(await getContext(), who.principal, who.assignments, who.action, who.endpointId, who.subject, {
-    status: 403,
-    error: 'forbidden',
+    status,
+    error: status === 429 ? 'too many requests' : 'forbidden',
     detail,
   });
 }
