@@ -200,8 +200,8 @@ export function decide(principal: Principal, assignments: readonly RoleAssignmen
     const best = ladder.reduce<Role>((b, a) => (rank(a.role) > rank(b) ? a.role : b), 'Reader');
     return { allowed: true, role: best };
   }
-  // Agent API actions without an endpoint (the catalog): allowed with the Agent's rights on any endpoint.
-  if (needed === 'Agent' && endpointId === undefined) {
+  // The Agent API's catalog names no endpoint: allowed with the Agent's rights on any endpoint (it then lists those).
+  if (action === 'agent.catalog' && endpointId === undefined) {
     const holder = assignments.find((a) => roleCovers(a.role, 'Agent'));
     if (holder) return { allowed: true, role: holder.role };
   }
