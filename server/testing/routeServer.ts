@@ -8,6 +8,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { CONSOLE_DIR } from '../console.ts';
 
 type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
@@ -67,7 +68,7 @@ async function serve(table: Route[], req: IncomingMessage, res: ServerResponse, 
   });
   const response = await handler(request, { params: Promise.resolve(params) });
   res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
-  if (response.body) Readable.fromWeb(response.body as import('node:stream/web').ReadableStream).pipe(res);
+  if (response.body) Readable.fromWeb(response.body as WebReadableStream).pipe(res);
   else res.end();
 }
 
