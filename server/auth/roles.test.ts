@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Principal } from './principal.ts';
 import { DEFAULT_ROLE_MAP, RoleMapError, decide, parseRoleMap, permissions, rolesFromClaims, type RoleAssignment } from './roles.ts';
-import { grantId, grantsFor, type Grant } from './grants.ts';
+import { grantId, grantInputSchema, grantsFor, type Grant } from './grants.ts';
 import { RateLimiter } from './rateLimit.ts';
 import { originProblem } from './authorize.ts';
 
@@ -64,6 +64,8 @@ describe('roles', () => {
     assert.equal(decide(user(), [site('Reader')], 'agent.receive', 'erp').allowed, false);
     assert.deepEqual(parseRoleMap(JSON.stringify({ roles: { Ledger: 'Agent:erp' } })).roles, { Ledger: 'Agent:erp' });
     assert.throws(() => parseRoleMap(JSON.stringify({ roles: { Ledger: 'Agent' } })), RoleMapError, 'an Agent role names its endpoint');
+    assert.equal(grantInputSchema.safeParse({ subjectKind: 'service', subject: 'ledger-app', role: 'Agent' }).success, false, 'an Agent grant names its endpoint');
+    assert.equal(grantInputSchema.safeParse({ subjectKind: 'service', subject: 'ledger-app', role: 'Agent', endpointId: 'erp' }).success, true);
   });
 
   test('claims map to roles through NIMBUS_AUTH_ROLE_MAP; the default maps same-named app roles', () => {
