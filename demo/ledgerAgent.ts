@@ -16,7 +16,7 @@ export interface LedgerAgentOptions {
   token?: ConsoleToken;
   timings: LedgerJobTimings;
   log: Logger;
-  /** Imports run at once (default 16: a slow one must not hold up the rest). */
+  /** Imports run at once (default 64: slow ones, held past their expected-by, must not hold up the rest). */
   concurrency?: number;
 }
 
@@ -39,7 +39,7 @@ export function startLedgerAgent(options: LedgerAgentOptions): RunningLedgerAgen
     {
       endpointId: DemoEndpoint.erp,
       eventTypeId: DemoEventType.InvoiceIssued,
-      concurrency: options.concurrency ?? 16,
+      concurrency: options.concurrency ?? 64,
       waitSeconds: 20,
       signal: abort.signal,
       onError: (err, at) => log.warn({ stage: at.stage, eventId: at.eventId, err: err instanceof Error ? err.message : String(err) }, 'ledger agent: Agent API call failed; retrying'),
