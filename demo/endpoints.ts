@@ -36,7 +36,8 @@ export interface DemoEndpointDeps {
   /** Publishers of the endpoints that publish from their handlers. */
   billingPublisher: Publisher;
   shippingPublisher: Publisher;
-  ledgerJobs: LedgerJobs;
+  /** The bus-side ledger jobs; absent when the ledger agent runs on the Agent API (it finds the handoffs itself). */
+  ledgerJobs?: LedgerJobs;
   /** The CRM retry policy's fixed delay. */
   retryDelayMs: number;
   /** How long after the handoff the ERP expects its ledger job to finish. */
@@ -171,7 +172,7 @@ export function demoEndpoints(deps: DemoEndpointDeps): DemoEndpointDefinition[] 
           jobId,
           deps.handoffExpectedMs,
         );
-        deps.ledgerJobs.start(
+        deps.ledgerJobs?.start(
           jobId,
           {
             endpointId: DemoEndpoint.erp,

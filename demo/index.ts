@@ -18,6 +18,8 @@ import {
 } from '@nimbus/sdk';
 import { demoEndpoints } from './endpoints.ts';
 import { LedgerJobs } from './jobs.ts';
+import { startLedgerAgent, type RunningLedgerAgent } from './ledgerAgent.ts';
+import type { ConsoleToken } from '@nimbus/sdk';
 import { DemoEndpoint, DemoEventType } from './rules.ts';
 import { startTraffic, type RunningTraffic, type TrafficOptions } from './traffic.ts';
 
@@ -72,6 +74,12 @@ export interface DemoOptions {
   eventLimit?: number;
   /** Told of every storefront event the broker accepted (see TrafficOptions.onPublished). */
   onPublished?: TrafficOptions['onPublished'];
+  /**
+   * `agentApi`: the ERP's ledger import agent runs on the console's Agent API (docs/agents.md) with no bus
+   * credentials, once `connectLedgerAgent` names the console; `bus` (default): the ledger jobs report through the
+   * SDK's bus handoff client, for runs without a console.
+   */
+  ledger?: 'bus' | 'agentApi';
 }
 
 export interface RunningDemo {
@@ -79,6 +87,8 @@ export interface RunningDemo {
   readonly published: number;
   /** Deliveries per endpoint and how they ended. */
   deliveries(): Record<string, Partial<Record<DeliveryResult, number>>>;
+  /** With `ledger: 'agentApi'`: starts the ledger agent against the console (sign-in off: no token). */
+  connectLedgerAgent(console: { consoleUrl: string; token?: ConsoleToken }): void;
   stop(): Promise<void>;
 }
 
@@ -144,12 +154,11 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
   const storefront = createPublisher({ client, endpointId: DemoEndpoint.storefront, sessionKeys });
   const billingPublisher = createPublisher({ client, endpointId: DemoEndpoint.billing, sessionKeys });
   const shippingPublisher = createPublisher({ client, endpointId: DemoEndpoint.shipping, sessionKeys });
-  const handoffClient = createHandoffClient(client);
-  const ledgerJobs = new LedgerJobs(
-    handoffClient,
-    { minMs: timings.handoffMinMs, maxMs: timings.handoffMaxMs, slowMs: timings.slowHandoffMs },
-    log.child({ endpointId: DemoEndpoint.erp }),
-  );
+  const viaAgentApi = options.ledger === 'agentApi';
+  const ledgerTimings = { minMs: timings.handoffMinMs, maxMs: timings.handoffMaxMs, slowMs: timings.slowHandoffMs };
+  const handoffClient = viaAgentApi ? undefined : createHandoffClient(client);
+  const ledgerJobs = handoffClient ? new LedgerJobs(handoffClient, ledgerTimings, log.child({ endpointId: DemoEndpoint.erp })) : undefined;
+  let ledgerAgent: RunningLedgerAgent | undefined;
 
   const counts: Record<string, Partial<Record<DeliveryResult, number>>> = {};
   const hosts: SubscriberHost[] = [];
@@ -216,18 +225,23 @@ export async function startDemo(options: DemoOptions): Promise<RunningDemo> {
       return traffic?.published ?? 0;
     },
     deliveries: () => structuredClone(counts),
+    connectLedgerAgent(console) {
+      if (!viaAgentApi || ledgerAgent || stopping) return;
+      ledgerAgent = startLedgerAgent({ ...console, timings: ledgerTimings, log: log.child({ endpointId: DemoEndpoint.erp, agent: 'ledger' }) });
+    },
     stop() {
       // Traffic first, then the external jobs, then the hosts (in-flight deliveries settle), then the senders.
       stopping ??= (async () => {
         await traffic?.stop();
-        await ledgerJobs.stop();
+        await ledgerJobs?.stop();
+        await ledgerAgent?.stop();
         await Promise.allSettled(hosts.map((h) => h.stop()));
         await Promise.allSettled(processors.map((p) => p.stop()));
         await Promise.allSettled([
           storefront.close(),
           billingPublisher.close(),
           shippingPublisher.close(),
-          handoffClient.close(),
+          handoffClient?.close(),
         ]);
         log.info({ published: traffic?.published ?? 0 }, 'demo endpoints stopped');
       })();

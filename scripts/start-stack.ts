@@ -17,7 +17,7 @@ import {
   provisionTopology,
   type ProvisionOptions,
 } from '@nimbus/sdk/topology';
-import { startDemo, type DemoTimings } from '../demo/index.ts';
+import { startDemo, type DemoTimings, type RunningDemo } from '../demo/index.ts';
 import { buildConsole, consoleBuildIsStale, consoleDistDir } from '../server/build.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
@@ -285,6 +285,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     checkInterrupted();
     // 5. The demo endpoints and their traffic.
     let demoStarted = false;
+    let runningDemo: RunningDemo | undefined;
+    const ledgerViaAgentApi = options.console !== false && config.auth === 'off';
     if (config.demo.enabled) {
       try {
         const demo = await startDemo({
@@ -295,7 +297,11 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
           operatorCases: config.demo.operatorCases,
           logger: log('demo'),
           timings: { slowHandoffMs: config.demo.slowHandoffMs, ...options.demoTimings },
+          // With the console and sign-in off, the ledger agent runs on the Agent API (loopback, no token, no bus
+          // credentials); it connects once the console is up (step 6). Otherwise it reports over the bus.
+          ledger: ledgerViaAgentApi ? 'agentApi' : 'bus',
         });
+        runningDemo = demo;
         started.push({ component: 'demo', stop: () => demo.stop() });
         demoStarted = true;
       } catch (error) {
@@ -316,6 +322,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         { connectionString, cosmos, log: log('console') },
         started,
       );
+      if (consoleUrl && runningDemo && ledgerViaAgentApi) runningDemo.connectLedgerAgent({ consoleUrl });
+      else if (runningDemo && ledgerViaAgentApi) log('demo').warn({}, 'the console did not start: the ledger agent (Agent API) does not run');
       if (consoleUrl)
         await startHeartbeatPart(
           root,

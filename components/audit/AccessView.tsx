@@ -7,7 +7,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { accessApi, useMe, type Grant } from './accessApi.ts';
 
-const ROLES = ['Reader', 'Operator', 'Owner'] as const;
+// Agent: the Agent API on one endpoint only (docs/agents.md); the server refuses it without an endpoint.
+const ROLES = ['Reader', 'Operator', 'Owner', 'Agent'] as const;
 const KINDS = ['user', 'group', 'service'] as const;
 
 export function AccessView() {
@@ -87,8 +88,8 @@ export function AccessView() {
             </select>
           </label>
           <label className="flex flex-col text-xs text-slate-600">
-            Endpoint (empty = site-wide)
-            <input value={form.endpointId} onChange={(e) => setForm({ ...form, endpointId: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm" />
+            {form.role === 'Agent' ? 'Endpoint (required for Agent)' : 'Endpoint (empty = site-wide)'}
+            <input required={form.role === 'Agent'} value={form.endpointId} onChange={(e) => setForm({ ...form, endpointId: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm" />
           </label>
           <button type="submit" disabled={grant.isPending} className="rounded bg-slate-800 px-3 py-1 text-white">
             Grant

@@ -157,7 +157,7 @@ describe('authorization matrix', () => {
     assert.ok(denied.every((a) => /refused \(403\)/.test(a.comment ?? '')));
   });
 
-  test('a service principal is refused everywhere but handoff settlement', async () => {
+  test('a service principal is refused what runs the platform, whatever its roles', async () => {
     // Bearer tokens are verified by sign-in (bearer.ts); here the rule itself: a service session cookie is not
     // a way in either, since the principal's kind decides.
     const svc: Principal = { kind: 'service', id: 'erp-app', name: 'erp-app', roles: ['Owner'], groups: [] };
@@ -165,7 +165,7 @@ describe('authorization matrix', () => {
     const sendNow = await import('../../app/api/admin/heartbeat/send-now/route.ts');
     const res = await sendNow.POST(new Request('http://127.0.0.1:3000/api/x', { method: 'POST', headers: { cookie } }));
     assert.equal(res.status, 403);
-    assert.match(((await res.json()) as { detail: string }).detail, /service principal may only settle handoffs/);
+    assert.match(((await res.json()) as { detail: string }).detail, /service principal may not heartbeat\.send/);
   });
 
   test('a cross-origin mutation is refused with 403 and audited, even for an Owner', async () => {
@@ -183,7 +183,7 @@ describe('authorization matrix', () => {
     const body = (await res.json()) as { principal: { name: string }; roles: Array<{ role: string; endpointId: string | null; source: string }>; permissions: { site: string[]; endpoints: Record<string, string[]> } };
     assert.equal(body.principal.name, 'crm-operator@test');
     assert.deepEqual(body.roles, [{ role: 'Operator', endpointId: 'crmendpoint', source: 'groups:crm-ops' }]);
-    assert.deepEqual(body.permissions.site, ['read']);
+    assert.deepEqual(body.permissions.site, ['read', 'agent.catalog']);
     assert.ok(body.permissions.endpoints.crmendpoint!.includes('resubmit'));
     assert.deepEqual(body.permissions.endpoints.billingendpoint, []);
     assert.equal((await me.GET(request('anonymous', 'GET'))).status, 401);

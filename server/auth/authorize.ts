@@ -332,10 +332,15 @@ export const readScope = (who: Pick<Authorized, 'assignments'>): ReadScope => sc
  * Refuses (403) a caller that `authorize` let through, for a rule its route adds on top: answered, logged and
  * audited like every other refusal, within the same refusal budget.
  */
-export async function refuseAuthorized(who: Authorized, detail: string): Promise<never> {
+export async function refuseAuthorized(
+  who: Authorized,
+  detail: string,
+  /** 429 for a limit of the caller's own (the Agent API's per-agent limits). */
+  status: 403 | 429 = 403,
+): Promise<never> {
   return refuse(await getContext(), who.principal, who.assignments, who.action, who.endpointId, who.subject, {
-    status: 403,
-    error: 'forbidden',
+    status,
+    error: status === 429 ? 'too many requests' : 'forbidden',
     detail,
   });
 }
@@ -365,4 +370,25 @@ export async function audited<T>(
   const d = typeof details === 'function' ? details(result) : (details ?? null);
   await recordOutcome(ctx, { ...base, outcome: 'succeeded', status: okStatus, reason: null, details: d });
   return result;
+}
+
+/**
+ * Who is calling and that they hold some role, for an entry point whose actions are authorized one by one later
+ * (the MCP server: each tool call authorizes its own action with `authorize`). 401 without a principal, 403 for a
+ * mutation from a foreign origin or a caller with no role at all - audited under `label` like every refusal.
+ */
+export async function identify(request: Request, label: string): Promise<Authorized> {
+  refuseUnlessLoopbackWhenSignInOff(request);
+  const principal = await principalOf(request);
+  const ctx = await getContext();
+  if (principal === null)
+    return refuse(ctx, null, [], label, undefined, {}, { status: 401, error: 'unauthorized', detail: 'sign in or present a bearer token (no valid session or bearer token)' });
+  const assignments = await rolesOf(principal, ctx);
+  if (request.method !== 'GET') {
+    const problem = originProblem(request);
+    if (problem !== null) return refuse(ctx, principal, assignments, label, undefined, {}, { status: 403, error: 'forbidden', detail: problem });
+  }
+  if (assignments.length === 0)
+    return refuse(ctx, principal, assignments, label, undefined, {}, { status: 403, error: 'forbidden', detail: `${principal.name} holds no console role` });
+  return { principal, user: principal.name || principal.id, assignments, role: assignments[0]!.role, action: 'read', endpointId: undefined, subject: {} };
 }

@@ -23,7 +23,11 @@ const grantFields = {
   role: z.enum(ROLES),
   endpointId: z.string().regex(/^[A-Za-z0-9._-]{1,50}$/, 'an endpoint id').nullable().default(null),
 };
-export const grantInputSchema = z.object(grantFields).strict();
+// An agent identity is granted per endpoint (docs/agents.md): a site-wide Agent grant would be every endpoint's.
+export const grantInputSchema = z
+  .object(grantFields)
+  .strict()
+  .refine((g) => g.role !== 'Agent' || g.endpointId !== null, { message: 'the Agent role is granted on one endpoint: name endpointId', path: ['endpointId'] });
 export type GrantInput = z.input<typeof grantInputSchema>;
 
 // Stored documents carry Cosmos's own fields (_etag, _ts...): not strict.

@@ -7,8 +7,10 @@ import type { RoleAssignment } from './roles.ts';
 export type ReadScope = { all: true } | { all: false; endpointIds: string[] };
 
 export function scopeOf(assignments: readonly RoleAssignment[]): ReadScope {
-  if (assignments.some((a) => a.endpointId === null)) return { all: true };
-  return { all: false, endpointIds: [...new Set(assignments.map((a) => a.endpointId as string))] };
+  // An Agent role reads nothing through the console's reads (roles.ts): it widens no scope.
+  const readers = assignments.filter((a) => a.role !== 'Agent');
+  if (readers.some((a) => a.endpointId === null)) return { all: true };
+  return { all: false, endpointIds: [...new Set(readers.map((a) => a.endpointId as string))] };
 }
 
 /** Whether a record of this endpoint (null: site-level, no endpoint) is within the scope. */

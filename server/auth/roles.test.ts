@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Principal } from './principal.ts';
 import { DEFAULT_ROLE_MAP, RoleMapError, decide, parseRoleMap, permissions, rolesFromClaims, type RoleAssignment } from './roles.ts';
-import { grantId, grantsFor, type Grant } from './grants.ts';
+import { grantId, grantInputSchema, grantsFor, type Grant } from './grants.ts';
 import { RateLimiter } from './rateLimit.ts';
 import { originProblem } from './authorize.ts';
 
@@ -34,12 +34,38 @@ describe('roles', () => {
     assert.equal(decide(user(), a, 'read', 'crm').allowed, false);
   });
 
-  test('a service principal may only settle handoffs, as an Operator of the endpoint', () => {
+  test('a service principal may read, settle, resubmit, skip and use the Agent API by its roles; never run the platform', () => {
     const svc: Principal = { kind: 'service', id: 'app-1', name: 'erp', roles: ['Operator'], groups: [] };
     assert.equal(decide(svc, [on('Operator', 'billing')], 'handoff', 'billing').allowed, true);
     assert.equal(decide(svc, [on('Operator', 'billing')], 'handoff', 'crm').allowed, false);
-    assert.equal(decide(svc, [site('Owner')], 'resubmit', 'billing').allowed, false);
-    assert.equal(decide(svc, [site('Owner')], 'read').allowed, false);
+    assert.equal(decide(svc, [on('Operator', 'billing')], 'resubmit', 'billing').allowed, true);
+    assert.equal(decide(svc, [on('Reader', 'billing')], 'resubmit', 'billing').allowed, false);
+    assert.equal(decide(svc, [site('Owner')], 'read').allowed, true);
+    for (const action of ['replay', 'reconcile', 'heartbeat.send', 'subscription.purge', 'grants.manage'] as const) {
+      const d = decide(svc, [site('Owner')], action, 'billing');
+      assert.equal(d.allowed, false, action);
+      assert.match(d.allowed ? '' : d.reason, new RegExp(`service principal may not ${action.replace('.', '\\.')}`));
+    }
+  });
+
+  test('the Agent role: the Agent API on its endpoint and nothing else; Operator and Owner include it', () => {
+    const agent = [on('Agent', 'erp')];
+    for (const action of ['agent.receive', 'agent.settle', 'agent.publish', 'agent.catalog'] as const)
+      assert.equal(decide(user(), agent, action, action === 'agent.catalog' ? undefined : 'erp').allowed, true, action);
+    assert.equal(decide(user(), agent, 'agent.receive', 'billing').allowed, false);
+    for (const action of ['read', 'handoff', 'resubmit', 'skip'] as const) {
+      const d = decide(user(), agent, action, 'erp');
+      assert.equal(d.allowed, false, action);
+      assert.match(d.allowed ? '' : d.reason, /only the Agent role there/);
+    }
+    assert.equal(decide(user(), agent, 'read').allowed, false, 'no overviews either');
+    assert.equal(decide(user(), [on('Operator', 'erp')], 'agent.settle', 'erp').allowed, true);
+    assert.equal(decide(user(), [site('Owner')], 'agent.publish', 'erp').allowed, true);
+    assert.equal(decide(user(), [site('Reader')], 'agent.receive', 'erp').allowed, false);
+    assert.deepEqual(parseRoleMap(JSON.stringify({ roles: { Ledger: 'Agent:erp' } })).roles, { Ledger: 'Agent:erp' });
+    assert.throws(() => parseRoleMap(JSON.stringify({ roles: { Ledger: 'Agent' } })), RoleMapError, 'an Agent role names its endpoint');
+    assert.equal(grantInputSchema.safeParse({ subjectKind: 'service', subject: 'ledger-app', role: 'Agent' }).success, false, 'an Agent grant names its endpoint');
+    assert.equal(grantInputSchema.safeParse({ subjectKind: 'service', subject: 'ledger-app', role: 'Agent', endpointId: 'erp' }).success, true);
   });
 
   test('claims map to roles through NIMBUS_AUTH_ROLE_MAP; the default maps same-named app roles', () => {
@@ -67,7 +93,9 @@ describe('roles', () => {
 
   test('permissions lists allowed actions site-wide and per endpoint', () => {
     const p = permissions(user(), [site('Reader'), on('Owner', 'crm')], ['billing', 'crm']);
-    assert.deepEqual(p.site, ['read']);
+    // The Agent API's catalog is site-level: an Owner of crm holds the Agent's rights there.
+    assert.deepEqual(p.site, ['read', 'agent.catalog']);
+    assert.ok(p.endpoints.crm!.includes('agent.settle') && !p.endpoints.billing!.includes('agent.settle'));
     assert.deepEqual(p.endpoints.billing, ['read']);
     assert.ok(p.endpoints.crm!.includes('subscription.purge') && p.endpoints.crm!.includes('resubmit'));
   });

@@ -24,15 +24,21 @@ const SECRET = 'route-matrix-session-secret-0123456789-abcdef';
 const AUTH_ENV = {
   ...oidcTestEnv(SECRET, {
     roles: { Reader: 'Reader', Operator: 'Operator', Owner: 'Owner' },
-    groups: { 'billing-readers': 'Reader:billingendpoint', 'billing-owners': 'Owner:billingendpoint', 'crm-ops': 'Operator:crmendpoint' },
+    groups: {
+      'billing-readers': 'Reader:billingendpoint',
+      'billing-owners': 'Owner:billingendpoint',
+      'crm-ops': 'Operator:crmendpoint',
+      'billing-agents': 'Agent:billingendpoint',
+    },
   }),
   // Every caller makes many changes here; the rate limit has its own tests.
   NIMBUS_RATE_LIMIT_BURST: '1000',
 };
 
 const BILLING = 'billingendpoint';
-type RoleName = 'Reader' | 'Operator' | 'Owner';
-const RANK: Record<RoleName, number> = { Reader: 0, Operator: 1, Owner: 2 };
+type RoleName = 'Reader' | 'Operator' | 'Owner' | 'Agent';
+/** The ladder; Agent is beside it (-1: it covers no role of the ladder). */
+const RANK: Record<RoleName, number> = { Reader: 0, Operator: 1, Owner: 2, Agent: -1 };
 
 /** Each caller's roles as this test's model sees them: [role, endpoint or null for site-wide]. */
 const CALLERS = {
@@ -44,6 +50,7 @@ const CALLERS = {
   roleless: { principal: user('nobody', [], []), roles: [] },
   siteOperator: { principal: user('operator', ['Operator'], []), roles: [['Operator', null]] },
   owner: { principal: user('owner', ['Owner'], []), roles: [['Owner', null]] },
+  billingAgent: { principal: user('billing-agent', [], ['billing-agents']), roles: [['Agent', BILLING]] },
 } satisfies Record<string, { principal: Principal | null; roles: Array<[RoleName, string | null]> }>;
 type Caller = keyof typeof CALLERS;
 
@@ -51,15 +58,29 @@ function user(name: string, roles: string[], groups: string[]): Principal {
   return { kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups };
 }
 
-/** What a call needs: nothing (public probes), any role anywhere, or a role on an endpoint / site-wide (null). */
-type Need = { public: true } | { anyRole: true } | { role: RoleName; endpointId: string | null };
+/**
+ * What a call needs: nothing (public probes), any role of the ladder anywhere, any role at all (Agent included), a
+ * role on an endpoint / site-wide (null), or the Agent's rights (the Agent role there, or Operator and above) on an
+ * endpoint or on any endpoint ('anywhere').
+ */
+type Need =
+  | { public: true }
+  | { anyRole: true }
+  | { anyRoleOrAgent: true }
+  | { role: RoleName; endpointId: string | null }
+  | { agent: string };
 
 function expected(caller: Caller, need: Need): 'allowed' | 401 | 403 {
   if ('public' in need) return 'allowed';
   const c = CALLERS[caller];
   if (c.principal === null) return 401;
   const roles = c.roles as Array<[RoleName, string | null]>;
-  if ('anyRole' in need) return roles.length > 0 ? 'allowed' : 403;
+  if ('anyRoleOrAgent' in need) return roles.length > 0 ? 'allowed' : 403;
+  if ('anyRole' in need) return roles.some(([role]) => role !== 'Agent') ? 'allowed' : 403;
+  if ('agent' in need) {
+    const here = (ep: string | null) => ep === null || need.agent === 'anywhere' || ep === need.agent;
+    return roles.some(([role, ep]) => (role === 'Agent' ? here(ep) : RANK[role] >= RANK.Operator && here(ep))) ? 'allowed' : 403;
+  }
   const ok = roles.some(([role, ep]) => RANK[role] >= RANK[need.role] && (ep === null || ep === need.endpointId));
   return ok ? 'allowed' : 403;
 }
@@ -118,6 +139,13 @@ const RULES: Record<string, Rule> = {
   'POST /api/topology/subscriptions/[topic]/[subscription]/replay/preview': { need: on('Reader'), params: sub, body: { all: true } },
   'POST /api/topology/subscriptions/[topic]/[subscription]/replay': { need: on('Operator'), params: sub, body: { sequenceNumbers: ['999999'] } },
   'POST /api/topology/subscriptions/[topic]/[subscription]/actions': { need: on('Owner'), params: sub, body: { action: 'resume', confirm: BILLING } },
+  // The agent zone (docs/agents.md): the Agent role on the endpoint, or Operator and above; unknown targets 404/400.
+  'GET /api/agent/catalog': { need: { agent: 'anywhere' } },
+  'GET /api/agent/receive': { need: { agent: BILLING }, query: `endpointId=${BILLING}&waitSeconds=0` },
+  'POST /api/agent/settle': { need: { agent: BILLING }, body: { endpointId: BILLING, eventId: 'no-such-event', messageId: 'm-1', outcome: 'completed' } },
+  'POST /api/agent/publish': { need: { agent: BILLING }, body: { endpointId: BILLING, eventTypeId: 'InvoiceIssued', payload: 'not an object' } },
+  // The MCP server: any role, Agent included; each tool call is authorized on its own (server/mcp/mcp.test.ts).
+  'POST /api/mcp': { need: { anyRoleOrAgent: true }, body: { jsonrpc: '2.0', id: 1, method: 'ping' } },
 };
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;

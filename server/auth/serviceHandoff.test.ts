@@ -1,6 +1,6 @@
 // Service principals on the embedded stack with a real OpenID provider (server/testing/oidcProvider.ts): an
 // external system's client-credentials token, whose `roles` claim maps to Operator on the ERP endpoint, settles
-// that endpoint's handoffs and nothing else; without the mapping it is refused. Each call is audited.
+// that endpoint's handoffs and is refused what runs the platform; without the mapping it is refused. Each call is audited.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
@@ -64,12 +64,12 @@ describe('service principals', () => {
     ]);
   });
 
-  test('the same token is refused for anything else, and on another endpoint', async () => {
-    const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
+  test('the same token is refused what runs the platform, and on another endpoint', async () => {
+    const reconcile = await import('../../app/api/operations/reconcile/route.ts');
     const complete = await import('../../app/api/event/handoff/complete/[endpointId]/[eventId]/[messageId]/route.ts');
-    const r = await resubmit.POST(await bearer({ payload: {} }), params({ endpointId: ERP, eventId: seeded.handoff.eventId }));
+    const r = await reconcile.POST(await bearer({ targets: [{ endpointId: ERP, eventId: seeded.handoff.eventId, sessionId: 'S', rowMessageId: 'm' }] }));
     assert.equal(r.status, 403);
-    assert.match(((await r.json()) as { detail: string }).detail, /service principal may only settle handoffs/);
+    assert.match(((await r.json()) as { detail: string }).detail, /service principal may not reconcile/);
     const other = await complete.POST(await bearer({}), params({ endpointId: 'billingendpoint', eventId: seeded.failed.eventId, messageId: 'm' }));
     assert.equal(other.status, 403);
     const denied = await queryAudit(stack.store.database, { user: idp.serviceClient.id, outcome: 'denied', pageSize: 5 });

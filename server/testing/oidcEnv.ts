@@ -24,7 +24,7 @@ export function oidcProviderEnv(
   o: {
     sessionSecret: string;
     bearerAudience: string;
-    roleMap: { roles?: Record<string, string>; groups?: Record<string, string> };
+    roleMap: { roles?: Record<string, string | string[]>; groups?: Record<string, string | string[]> };
   },
 ): Record<string, string> {
   return {

@@ -52,6 +52,21 @@ export {
   type TokenCredentialLike,
   type TokenProvider,
 } from './consoleHandoffClient.ts';
+export {
+  AgentClient,
+  AgentRequestError,
+  createAgentClient,
+  type AgentCatalog,
+  type AgentClientOptions,
+  type AgentPublished,
+  type AgentSettleInput,
+  type AgentSettlement,
+  type HandoffRef,
+  type HandoffWorkResult,
+  type PendingHandoff,
+  type ReceiveOptions,
+  type ServeOptions,
+} from './agentClient.ts';
 export { route, afterHandler, type HandlerOutcome, type DecisionEnv, type HandoffMark } from './decide.ts';
 export type { Effect, Settlement, Signal } from './effects.ts';
 export { SdkProp } from './wire.ts';

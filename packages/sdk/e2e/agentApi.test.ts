@@ -1,0 +1,222 @@
+// The Agent API over real HTTP (the console's real route handlers behind a loopback server) on the embedded stack
+// (emulator, Cosmos) with a real OpenID provider issuing the agent's client-credentials token, whose app role maps
+// to the Agent role on the ERP and storefront endpoints only. The SDK's AgentClient and plain fetch are the callers.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType, Prop } from '@nimbus/sdk/contract';
+import { startConsoleTestStack, type ConsoleTestStack } from '../../../server/testing/stack.ts';
+import { seedConsoleData } from '../../../server/testing/seed.ts';
+import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../../../server/testing/oidcProvider.ts';
+import { queryAudit } from '../../../server/audit/auditLog.ts';
+import { oidcProviderEnv } from '../../../server/testing/oidcEnv.ts';
+import { startRouteServer, type RouteServer } from '../../../server/testing/routeServer.ts';
+import { AgentClient, AgentRequestError } from '@nimbus/sdk';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const ERP = 'erpendpoint';
+const STOREFRONT = 'storefrontendpoint';
+const AGENT_ROLES = { roles: { 'Handoff.Settle': [`Agent:${ERP}`, `Agent:${STOREFRONT}`] } };
+let stack: ConsoleTestStack;
+let idp: TestOidcProvider;
+let server: RouteServer;
+let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
+let closeContext: () => Promise<void>;
+
+before(async () => {
+  stack = await startConsoleTestStack('agentapi');
+  idp = await startTestOidcProvider({ redirectUris: ['http://127.0.0.1:1/auth/callback'], postLogoutRedirectUris: [] });
+  Object.assign(
+    process.env,
+    stack.env,
+    oidcProviderEnv(idp, { sessionSecret: 'agent-api-test-session-secret-0123456789', bearerAudience: API_AUDIENCE, roleMap: AGENT_ROLES }),
+  );
+  seeded = await seedConsoleData(stack.store);
+  server = await startRouteServer();
+  ({ closeContext } = await import('../../../server/context.ts'));
+});
+
+after(async () => {
+  await server?.close();
+  await closeContext?.();
+  await idp?.close();
+  await stack?.close();
+});
+
+const token = () => idp.clientCredentialsToken();
+const agent = () => new AgentClient({ consoleUrl: server.url, token, retry: { attempts: 2, initialMs: 50 } });
+
+async function call(method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(new URL(path, server.url), {
+    method,
+    headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function refusedWith(p: Promise<unknown>, status: number, detail?: RegExp): Promise<AgentRequestError> {
+  const err = await p.then(
+    () => assert.fail(`expected a ${status} refusal`),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof AgentRequestError, String(err));
+  assert.equal(err.status, status, err.message);
+  if (detail) assert.match(err.detail, detail);
+  return err;
+}
+
+describe('Agent API', () => {
+  test('the catalog holds the granted endpoints and their event types with schemas, nothing else', async () => {
+    const c = await agent().catalog();
+    assert.deepEqual(c.endpoints.map((e) => e.id).sort(), [ERP, STOREFRONT]);
+    const types = c.eventTypes.map((t) => t.id);
+    assert.ok(types.includes('InvoiceIssued') && types.includes('OrderPlaced'), types.join(','));
+    assert.ok(c.eventTypes.find((t) => t.id === 'OrderPlaced')?.schema, 'the JSON schema is part of the catalog');
+  });
+
+  test('non-claiming receive: the same handoff until it is settled, never after; a second settlement is 409', async () => {
+    const a = agent();
+    const first = await a.receive({ endpointId: ERP, waitSeconds: 0 });
+    assert.ok(first);
+    assert.equal(first.eventId, seeded.handoff.eventId);
+    assert.equal(first.messageId, seeded.handoff.lastMessageId);
+    assert.equal(first.handoff.externalJobId, 'JOB-77');
+    assert.equal(first.handoff.overdue, false);
+    assert.deepEqual(first.payload, { invoiceId: 'INV-1', orderId: 'ORD-100' });
+    // Nothing was claimed: asked again, and by another client, it is the same event.
+    assert.equal((await agent().receive({ endpointId: ERP, waitSeconds: 0 }))?.eventId, first.eventId);
+    // A worker holding it asks for the next one.
+    const next = await a.receive({ endpointId: ERP, waitSeconds: 0, exclude: [first.eventId] });
+    assert.equal(next?.eventId, seeded.handoff2.eventId);
+    assert.equal(next?.handoff.overdue, true, 'past its expected-by it is still handed out, flagged overdue');
+
+    const settled = await a.complete(first, { lines: 3 }, { note: 'imported by the test agent' });
+    assert.equal(settled.outcome, 'sent');
+    assert.equal(settled.messageType, MessageType.HandoffCompletedRequest);
+    // Settled: never handed out again.
+    for (let i = 0; i < 3; i++) assert.equal((await a.receive({ endpointId: ERP, waitSeconds: 0 }))?.eventId, seeded.handoff2.eventId);
+    await refusedWith(a.complete(first), 409, /already settled/);
+    await refusedWith(a.fail(first, 'too late'), 409, /not a pending handoff/);
+
+    // The command went out on Manager to the endpoint, as the operator's route sends it.
+    const receiver = await stack.serviceBus.client.acceptSession(ERP, ERP, seeded.handoff.sessionId);
+    try {
+      const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 15_000 });
+      assert.equal(m?.messageId, settled.messageId);
+      assert.equal(m?.applicationProperties?.[Prop.From], 'Manager');
+      if (m) await receiver.completeMessage(m);
+    } finally {
+      await receiver.close();
+    }
+    const trail = await stack.store.listAudits(seeded.handoff.eventId, { pageSize: 10 });
+    assert.ok(trail.items.some((e) => e.type === 'CompleteHandoff' && e.auditor === idp.serviceClient.id), 'the agent is the auditor');
+  });
+
+  test('receive long-polls: 204 after the wait, and a handoff that arrives during the wait is answered at once', async () => {
+    const a = agent();
+    const started = Date.now();
+    assert.equal(await a.receive({ endpointId: ERP, waitSeconds: 1, exclude: [seeded.handoff2.eventId] }), null);
+    assert.ok(Date.now() - started >= 900, 'it waited');
+    const waiting = a.receive({ endpointId: ERP, eventTypeId: 'InvoiceIssued', waitSeconds: 25, exclude: [seeded.handoff2.eventId] });
+    await new Promise((r) => setTimeout(r, 1_500));
+    const common = {
+      endpointId: ERP,
+      eventId: 'evt-handoff-late',
+      sessionId: 'INV-9',
+      messageType: MessageType.PendingHandoffResponse,
+      eventTypeId: 'InvoiceIssued',
+      parentMessageId: 'evt-handoff-late-req',
+      originatingMessageId: 'evt-handoff-late-req',
+      correlationId: null,
+      from: ERP,
+      to: 'Resolver',
+      enqueuedAt: new Date().toISOString(),
+      handoffReason: 'late import',
+      externalJobId: 'JOB-99',
+      expectedBy: new Date(Date.now() + 60_000).toISOString(),
+    };
+    await stack.store.recordOutcome({ history: { ...common, messageId: 'evt-handoff-late-res' }, status: { ...common, messageId: 'evt-handoff-late-res' } });
+    const got = await waiting;
+    assert.equal(got?.eventId, 'evt-handoff-late');
+  });
+
+  test('publish is validated against the catalog schema (400 naming the problem), then sent as the endpoint', async () => {
+    const a = agent();
+    const bad = await refusedWith(
+      a.publish({ endpointId: STOREFRONT, eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-A1', customerId: 'C-1', lines: [], total: 'ten', currency: 'EUR' } }),
+      400,
+      /does not match the OrderPlaced schema: \/total/,
+    );
+    assert.match(bad.detail, /number/);
+    await refusedWith(a.publish({ eventTypeId: 'OrderPlaced', payload: {} }), 400, /name endpointId/);
+    await refusedWith(a.publish({ endpointId: STOREFRONT, eventTypeId: 'InvoiceIssued', payload: {} }), 400, /does not produce InvoiceIssued/);
+    const order = { orderId: 'ORD-A2', customerId: 'C-1', lines: [{ sku: 'X', quantity: 1, unitPrice: 5 }], total: 5, currency: 'EUR' };
+    const published = await a.publish({ endpointId: STOREFRONT, eventTypeId: 'OrderPlaced', payload: order });
+    assert.equal(published.sessionId, 'ORD-A2', 'the session key comes from the catalog');
+    const receiver = await stack.serviceBus.client.acceptSession('billingendpoint', 'billingendpoint', 'ORD-A2');
+    try {
+      const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 15_000 });
+      assert.equal(m?.messageId, published.messageId);
+      assert.equal(m?.applicationProperties?.[Prop.OriginatingFrom], STOREFRONT);
+      if (m) await receiver.completeMessage(m);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  test('an Agent identity is refused on an endpoint it is not granted, on operator actions and on the console reads', async () => {
+    const a = agent();
+    await refusedWith(a.receive({ endpointId: 'billingendpoint', waitSeconds: 0 }), 403, /agent\.receive needs the Agent role/);
+    await refusedWith(a.settle({ endpointId: 'billingendpoint', eventId: seeded.failed.eventId, messageId: 'm', outcome: 'completed' }), 403);
+    await refusedWith(a.publish({ endpointId: 'billingendpoint', eventTypeId: 'InvoiceIssued', payload: { invoiceId: 'I' } }), 403);
+    const resubmit = await call('POST', `/api/event/resubmit/${ERP}/${seeded.handoff2.eventId}`);
+    assert.equal(resubmit.status, 403);
+    assert.match(((await resubmit.json()) as { detail: string }).detail, /only the Agent role there/);
+    assert.equal((await call('POST', `/api/event/skip/${ERP}/${seeded.handoff2.eventId}`)).status, 403);
+    assert.equal((await call('POST', `/api/event/handoff/complete/${ERP}/${seeded.handoff2.eventId}/${seeded.handoff2.lastMessageId}`, {})).status, 403);
+    assert.equal((await call('GET', `/api/endpoints/${ERP}/events/${seeded.handoff2.eventId}`)).status, 403);
+    assert.equal((await call('GET', '/api/endpoints')).status, 403);
+    assert.equal((await call('GET', '/api/search?q=evt')).status, 403);
+    const bad = await call('POST', '/api/agent/settle', { endpointId: ERP, eventId: 'e', messageId: 'm', outcome: 'failed' });
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { detail: string }).detail, /errorText is required/);
+  });
+
+  test('every call is audited with the agent as actor', async () => {
+    const log = await queryAudit(stack.store.database, { user: idp.serviceClient.id, pageSize: 200 });
+    const actions = new Set(log.items.map((e) => `${e.action}:${e.outcome}`));
+    for (const want of ['agent.catalog:succeeded', 'agent.receive:succeeded', 'agent.settle:succeeded', 'agent.settle:failed', 'agent.publish:succeeded', 'agent.publish:failed', 'agent.receive:denied'])
+      assert.ok(actions.has(want), `${want} in ${[...actions].join(' ')}`);
+    const handedOut = log.items.find((e) => e.action === 'agent.receive' && (e.details as { handedOut?: string } | null)?.handedOut === seeded.handoff.eventId);
+    assert.ok(handedOut, 'a receive names the event it handed out');
+    assert.equal(handedOut.actorKind, 'service');
+  });
+
+  test('per-agent limits: calls in flight and calls per minute answer 429', async () => {
+    const saved = { c: process.env.NIMBUS_AGENT_MAX_CONCURRENT, b: process.env.NIMBUS_AGENT_RATE_LIMIT_BURST, m: process.env.NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE };
+    try {
+      process.env.NIMBUS_AGENT_MAX_CONCURRENT = '1';
+      const holding = call('GET', `/api/agent/receive?endpointId=${ERP}&waitSeconds=4&exclude=${seeded.handoff2.eventId},evt-handoff-late`);
+      // Until the long-poll is in flight, the second call may still get in: look for the refusal for a while.
+      let refused: Response | undefined;
+      for (let i = 0; i < 40 && !refused; i++) {
+        const r = await call('GET', '/api/agent/catalog');
+        if (r.status === 429) refused = r;
+        else await new Promise((res) => setTimeout(res, 50));
+      }
+      assert.ok(refused, 'a second call while one is in flight is refused');
+      assert.match(((await refused.json()) as { detail: string }).detail, /at most 1 Agent API calls/);
+      assert.equal((await holding).status, 204);
+      process.env.NIMBUS_AGENT_MAX_CONCURRENT = '8';
+      process.env.NIMBUS_AGENT_RATE_LIMIT_BURST = '2';
+      process.env.NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE = '1';
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await call('GET', '/api/agent/catalog')).status);
+      assert.ok(statuses.includes(429), statuses.join(','));
+    } finally {
+      for (const [k, v] of [['NIMBUS_AGENT_MAX_CONCURRENT', saved.c], ['NIMBUS_AGENT_RATE_LIMIT_BURST', saved.b], ['NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE', saved.m]] as const)
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+    }
+  });
+});

@@ -1,0 +1,400 @@
+// The SDK's client of the console's Agent API (docs/agents.md): an external agent (an import job, a connector, an
+// assistant) sees the catalog it is granted, long-polls its endpoint's pending handoffs, settles them and publishes
+// events - over HTTPS with a service principal's bearer token, holding no Service Bus credentials at all.
+//
+// Transient answers (no answer, timeouts, 408, 429, 5xx) are retried with backoff (Retry-After is honoured);
+// refusals (400, 401, 403, 404, 409) are not. A receive is a long-poll: its time limit is the wait plus the usual
+// per-attempt limit. `serve` runs the whole agent loop: receive (skipping the handoffs it holds), run the work,
+// settle - retrying a settlement until it lands, since a finished job that is never reported leaves its session
+// blocked.
+import { z } from 'zod';
+import { describeIssues } from './contract/index.ts';
+import { sleep } from './backoff.ts';
+import { HandoffClientError } from './handoffClient.ts';
+import type { ConsoleToken, TokenProvider } from './consoleHandoffClient.ts';
+
+export interface AgentClientOptions {
+  /** The console's base URL, e.g. `https://nimbus.example.com` (a path prefix is kept). https, or http on loopback. */
+  consoleUrl: string | URL;
+  /**
+   * The service principal's token: a provider function, or an @azure/identity credential and the console's scope.
+   * Left out only for a console with sign-in off, which answers loopback callers only.
+   */
+  token?: ConsoleToken;
+  /** Attempts per call including the first (default 4), and the backoff between them (default 500 ms doubling to 10 s). */
+  retry?: { attempts?: number; initialMs?: number; maxMs?: number };
+  /** Time limit per attempt, on top of a receive's wait (default 30 s). */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+const eventTypeView = z.object({
+  id: z.string(),
+  description: z.string().nullable(),
+  sessionKey: z.string().nullable(),
+  schema: z.record(z.string(), z.unknown()).nullable(),
+  example: z.record(z.string(), z.unknown()).nullable(),
+});
+const catalogSchema = z.object({
+  endpoints: z.array(
+    z.object({ id: z.string(), description: z.string().nullable(), owner: z.string().nullable(), produces: z.array(z.string()), consumes: z.array(z.string()) }),
+  ),
+  eventTypes: z.array(eventTypeView),
+});
+export type AgentCatalog = z.infer<typeof catalogSchema>;
+
+const pendingHandoffSchema = z.object({
+  endpointId: z.string(),
+  eventId: z.string(),
+  sessionId: z.string(),
+  eventTypeId: z.string().nullable(),
+  messageId: z.string(),
+  correlationId: z.string().nullable(),
+  enqueuedAt: z.string().nullable(),
+  payload: z.unknown(),
+  handoff: z.object({ reason: z.string().nullable(), externalJobId: z.string().nullable(), expectedBy: z.string().nullable(), overdue: z.boolean() }),
+});
+export type PendingHandoff = z.infer<typeof pendingHandoffSchema>;
+
+const settlementSchema = z.object({
+  endpointId: z.string(),
+  eventId: z.string(),
+  sessionId: z.string(),
+  outcome: z.enum(['sent', 'duplicate']),
+  messageId: z.string(),
+  messageType: z.string(),
+});
+export type AgentSettlement = z.infer<typeof settlementSchema>;
+
+const publishedSchema = z.object({ endpointId: z.string(), eventTypeId: z.string(), messageId: z.string(), sessionId: z.string(), correlationId: z.string() });
+export type AgentPublished = z.infer<typeof publishedSchema>;
+
+/** Where a pending handoff is: what `receive` answered (endpointId, eventId, messageId). */
+export interface HandoffRef {
+  endpointId: string;
+  eventId: string;
+  messageId: string;
+}
+
+export type AgentSettleInput = HandoffRef &
+  ({ outcome: 'completed'; result?: unknown; note?: string } | { outcome: 'failed'; errorText: string; errorType?: string; note?: string });
+
+export interface ReceiveOptions {
+  endpointId: string;
+  eventTypeId?: string;
+  /** How long the console waits for a handoff to arrive (0-30 s; default 20). */
+  waitSeconds?: number;
+  /** Event ids already in hand: skipped. */
+  exclude?: readonly string[];
+  signal?: AbortSignal;
+}
+
+/** The console refused or could not be reached. Carries the console's `{ error, detail }`; never the token. */
+export class AgentRequestError extends HandoffClientError {
+  override readonly name: string = 'AgentRequestError';
+  /** HTTP status; 0 when no answer came (network error, timeout). */
+  readonly status: number;
+  readonly error: string;
+  readonly detail: string;
+  constructor(what: string, status: number, error: string, detail: string) {
+    super(`${what} ${status === 0 ? 'got no answer' : `refused with ${status}`}: ${error}${detail ? ` (${detail})` : ''}`);
+    this.status = status;
+    this.error = error;
+    this.detail = detail;
+  }
+}
+
+const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
+
+/** What the work on one handoff came to: settle it so, or `null` to leave it pending (it is handed out again later). */
+export type HandoffWorkResult =
+  | { outcome: 'completed'; result?: unknown; note?: string }
+  | { outcome: 'failed'; errorText: string; errorType?: string; note?: string }
+  | null;
+
+export interface ServeOptions {
+  endpointId: string;
+  eventTypeId?: string;
+  /** Handoffs worked on at once (default 4). */
+  concurrency?: number;
+  /** Long-poll wait per receive (default 20 s). */
+  waitSeconds?: number;
+  /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
+  signal: AbortSignal;
+  /** Receive or settle problems the loop goes on after (default: ignored). */
+  onError?: (error: unknown, context: { stage: 'receive' | 'settle'; eventId?: string }) => void;
+  /** Each settlement made (or found made already: `alreadySettled`). */
+  onSettled?: (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean) => void;
+}
+
+export class AgentClient {
+  readonly #base: URL;
+  readonly #token: TokenProvider | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #attempts: number;
+  readonly #initialMs: number;
+  readonly #maxMs: number;
+  readonly #timeoutMs: number;
+
+  constructor(options: AgentClientOptions) {
+    this.#base = consoleBase(options.consoleUrl);
+    this.#token = options.token === undefined ? undefined : tokenProvider(options.token);
+    this.#fetch = options.fetch ?? fetch;
+    this.#attempts = Math.max(1, options.retry?.attempts ?? 4);
+    this.#initialMs = options.retry?.initialMs ?? 500;
+    this.#maxMs = options.retry?.maxMs ?? 10_000;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** The endpoints and event types (with JSON schemas) this agent may use. */
+  async catalog(options: { signal?: AbortSignal } = {}): Promise<AgentCatalog> {
+    return required('catalog', await this.#call('catalog', 'GET', 'api/agent/catalog', undefined, catalogSchema, options.signal));
+  }
+
+  /** The oldest pending handoff of the endpoint, waiting up to `waitSeconds` for one; null when none came. */
+  async receive(options: ReceiveOptions): Promise<PendingHandoff | null> {
+    const wait = Math.min(30, Math.max(0, Math.floor(options.waitSeconds ?? 20)));
+    const q = new URLSearchParams({ endpointId: options.endpointId, waitSeconds: String(wait) });
+    if (options.eventTypeId) q.set('eventTypeId', options.eventTypeId);
+    if (options.exclude && options.exclude.length > 0) q.set('exclude', options.exclude.join(','));
+    return this.#call('receive', 'GET', `api/agent/receive?${q}`, undefined, pendingHandoffSchema, options.signal, wait * 1000);
+  }
+
+  /** Settles a pending handoff. A second settlement is refused with 409 (AgentRequestError). */
+  async settle(input: AgentSettleInput, options: { signal?: AbortSignal } = {}): Promise<AgentSettlement> {
+    if (input.outcome === 'failed' && (typeof input.errorText !== 'string' || input.errorText.trim() === ''))
+      throw new HandoffClientError('errorText is required for a failed outcome');
+    const body: Record<string, unknown> = { ...input };
+    if (input.outcome === 'completed' && typeof input.result === 'string') body.result = jsonOrString(input.result);
+    return required('settlement', await this.#call('settlement', 'POST', 'api/agent/settle', body, settlementSchema, options.signal));
+  }
+
+  /** The work succeeded (the same shape as ConsoleHandoffClient.complete, so either client fits a job runner). */
+  complete(where: HandoffRef, result?: unknown, options: { note?: string; signal?: AbortSignal } = {}): Promise<AgentSettlement> {
+    return this.settle({ ...pick(where), outcome: 'completed', result, ...(options.note !== undefined ? { note: options.note } : {}) }, options);
+  }
+
+  /** The work failed: the Resolver records Failed with `errorText`; the session stays blocked for an operator. */
+  fail(where: HandoffRef, errorText: string, errorType?: string, options: { signal?: AbortSignal } = {}): Promise<AgentSettlement> {
+    return this.settle({ ...pick(where), outcome: 'failed', errorText, ...(errorType !== undefined ? { errorType } : {}) }, options);
+  }
+
+  /** Publishes an event as the agent's endpoint (named when the agent holds several), validated by the console. */
+  async publish(
+    input: { eventTypeId: string; payload: unknown; endpointId?: string; sessionId?: string },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<AgentPublished> {
+    return required('publish', await this.#call('publish', 'POST', 'api/agent/publish', input, publishedSchema, options.signal));
+  }
+
+  /**
+   * The agent loop: receive handoffs of the endpoint (the ones in hand excluded), run `work` on each, settle
+   * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already.
+   * An exception from `work` settles the handoff as failed with the exception's message. Resolves when stopped.
+   */
+  async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
+    const { signal } = options;
+    const limit = Math.max(1, options.concurrency ?? 4);
+    const inHand = new Map<string, Promise<void>>();
+    let receiveFailures = 0;
+    while (!signal.aborted) {
+      if (inHand.size >= limit) {
+        await Promise.race([...inHand.values(), abortOf(signal)]);
+        continue;
+      }
+      let handoff: PendingHandoff | null;
+      try {
+        handoff = await this.receive({
+          endpointId: options.endpointId,
+          ...(options.eventTypeId ? { eventTypeId: options.eventTypeId } : {}),
+          waitSeconds: options.waitSeconds ?? 20,
+          exclude: [...inHand.keys()],
+          signal,
+        });
+        receiveFailures = 0;
+      } catch (err) {
+        if (signal.aborted) break;
+        options.onError?.(err, { stage: 'receive' });
+        receiveFailures++;
+        await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, receiveFailures - 1)), signal);
+        continue;
+      }
+      if (!handoff) continue;
+      const h = handoff;
+      const job = this.#work(h, work, options).finally(() => inHand.delete(h.eventId));
+      inHand.set(h.eventId, job);
+    }
+    await Promise.allSettled([...inHand.values()]);
+  }
+
+  async #work(h: PendingHandoff, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>, options: ServeOptions): Promise<void> {
+    const { signal } = options;
+    let result: HandoffWorkResult;
+    try {
+      result = await work(h, signal);
+    } catch (err) {
+      if (signal.aborted) return;
+      result = { outcome: 'failed', errorText: err instanceof Error ? err.message || err.name : String(err), ...(err instanceof Error ? { errorType: err.name } : {}) };
+    }
+    if (result === null || signal.aborted) return;
+    const ref = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId };
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        await this.settle({ ...ref, ...result } as AgentSettleInput, { signal });
+        options.onSettled?.(h, result.outcome, false);
+        return;
+      } catch (err) {
+        if (signal.aborted) return;
+        if (err instanceof AgentRequestError && err.status === 409) {
+          // Settled already: by an earlier attempt whose answer was lost, by another agent or by an operator.
+          options.onSettled?.(h, result.outcome, true);
+          return;
+        }
+        options.onError?.(err, { stage: 'settle', eventId: h.eventId });
+        if (err instanceof AgentRequestError && [400, 401, 403, 404].includes(err.status)) return;
+        await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
+      }
+    }
+  }
+
+  async #call<S extends z.ZodType>(
+    what: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    schema: S,
+    signal: AbortSignal | undefined,
+    extraTimeMs = 0,
+  ): Promise<z.output<S> | null> {
+    const url = new URL(path, this.#base);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    let delay = this.#initialMs;
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      const outcome = await this.#attempt(what, method, url, text, schema, signal, extraTimeMs);
+      if (outcome.ok) return outcome.value;
+      if (!outcome.retry || attempt >= this.#attempts) throw outcome.error;
+      await sleep(Math.min(this.#maxMs, Math.max(delay, outcome.retryAfterMs ?? 0)), signal);
+      delay = Math.min(this.#maxMs, delay * 2);
+    }
+  }
+
+  async #attempt<S extends z.ZodType>(
+    what: string,
+    method: string,
+    url: URL,
+    body: string | undefined,
+    schema: S,
+    signal: AbortSignal | undefined,
+    extraTimeMs: number,
+  ): Promise<{ ok: true; value: z.output<S> | null } | { ok: false; retry: boolean; retryAfterMs?: number; error: AgentRequestError }> {
+    const limitMs = this.#timeoutMs + extraTimeMs;
+    const timeout = AbortSignal.timeout(limitMs);
+    const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.#token) {
+      let token: string;
+      try {
+        token = await this.#token(attemptSignal);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        const why = timeout.aborted ? `no token within ${limitMs} ms` : err instanceof Error ? err.message : String(err);
+        return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'no token', why) };
+      }
+      if (typeof token !== 'string' || token === '') throw new HandoffClientError('the token provider gave no token');
+      headers.authorization = `Bearer ${token}`;
+    }
+    let response: Response;
+    try {
+      // A redirect would carry the bearer token to wherever it points: refused.
+      response = await this.#fetch(url, { method, headers, body, redirect: 'error', signal: attemptSignal });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      const why = timeout.aborted ? `no answer within ${limitMs} ms` : err instanceof Error ? err.message : String(err);
+      return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'unreachable', `${url.origin}: ${why}`) };
+    }
+    if (response.status === 204) return { ok: true, value: null };
+    const answer = await readJson(response);
+    if (response.ok) {
+      const parsed = schema.safeParse(answer);
+      if (parsed.success) return { ok: true, value: parsed.data };
+      return { ok: false, retry: false, error: new AgentRequestError(what, response.status, 'unexpected answer', describeIssues(parsed.error)) };
+    }
+    const shape = z.object({ error: z.string(), detail: z.string().optional() }).safeParse(answer);
+    const error = new AgentRequestError(what, response.status, shape.success ? shape.data.error : response.statusText || 'error', shape.success ? (shape.data.detail ?? '') : '');
+    const retryAfter = Number(response.headers.get('retry-after'));
+    return {
+      ok: false,
+      retry: RETRYABLE.has(response.status),
+      ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
+      error,
+    };
+  }
+}
+
+export function createAgentClient(options: AgentClientOptions): AgentClient {
+  return new AgentClient(options);
+}
+
+/** Only a receive may answer 204 (nothing pending); for anything else an empty answer is a broken one. */
+function required<T>(what: string, value: T | null): T {
+  if (value === null) throw new AgentRequestError(what, 204, 'unexpected answer', 'the console answered without a body');
+  return value;
+}
+
+const pick = (w: HandoffRef): HandoffRef => ({ endpointId: w.endpointId, eventId: w.eventId, messageId: w.messageId });
+
+const abortOf = (signal: AbortSignal) =>
+  new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+
+const isLoopback = (hostname: string) => {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+};
+
+/** The base URL, checked: the bearer token must not travel in clear text beyond this machine. */
+function consoleBase(value: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new HandoffClientError('consoleUrl is not a URL');
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
+    throw new HandoffClientError(`consoleUrl must be https (plain http only on loopback), got ${url.protocol}//${url.host}`);
+  if (url.username || url.password) throw new HandoffClientError('consoleUrl must not carry credentials; pass a token provider');
+  url.search = '';
+  url.hash = '';
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url;
+}
+
+function tokenProvider(token: ConsoleToken): TokenProvider {
+  if (typeof token === 'function') return token;
+  if (token && typeof token.credential?.getToken === 'function') {
+    const { credential, scope } = token;
+    return async (signal) => {
+      const answer = await credential.getToken(scope, { abortSignal: signal });
+      if (!answer?.token) throw new HandoffClientError('the credential gave no token for the console');
+      return answer.token;
+    };
+  }
+  throw new HandoffClientError('token must be a function or { credential, scope }');
+}
+
+function jsonOrString(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+async function readJson(response: Response): Promise<unknown> {
+  try {
+    return (await response.json()) as unknown;
+  } catch {
+    return undefined;
+  }
+}

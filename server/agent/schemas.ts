@@ -1,0 +1,58 @@
+// Request shapes of the Agent API (docs/agents.md), validated with zod in the routes.
+import { z } from 'zod';
+import { MAX_PAYLOAD_DEPTH, jsonDepth } from '@nimbus/sdk/contract';
+import { endpointIdParam, idParam } from '../schemas.ts';
+import { MAX_WAIT_SECONDS } from './handoffs.ts';
+
+const eventTypeIdParam = z.string().trim().min(1).max(260);
+
+export const receiveQuery = z.object({
+  endpointId: endpointIdParam,
+  eventTypeId: eventTypeIdParam.optional().or(z.literal('').transform(() => undefined)),
+  /** 0 answers at once; at most 30. */
+  waitSeconds: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0),
+  /** Comma-separated event ids the agent already holds. */
+  exclude: z
+    .string()
+    .max(100 * 130)
+    .optional()
+    .transform((s) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []))
+    .pipe(z.array(idParam).max(100, 'exclude names at most 100 event ids')),
+});
+
+export const settleBody = z
+  .object({
+    endpointId: endpointIdParam,
+    eventId: idParam,
+    messageId: idParam,
+    outcome: z.enum(['completed', 'failed']),
+    note: z.string().max(2000).optional(),
+    /** For `completed`: what the work produced (recorded by the Resolver). */
+    result: z.unknown().optional(),
+    errorText: z.string().trim().min(1).max(4000).optional(),
+    errorType: z.string().trim().min(1).max(200).optional(),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if (b.outcome === 'failed' && b.errorText === undefined)
+      ctx.addIssue({ code: 'custom', path: ['errorText'], message: 'errorText is required when the outcome is failed' });
+    if (b.outcome === 'completed' && (b.errorText !== undefined || b.errorType !== undefined))
+      ctx.addIssue({ code: 'custom', path: ['errorText'], message: 'errorText and errorType belong to a failed outcome' });
+    if (b.outcome === 'failed' && b.result !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['result'], message: 'result belongs to a completed outcome' });
+  });
+export type SettleBody = z.output<typeof settleBody>;
+
+export const publishBody = z
+  .object({
+    eventTypeId: eventTypeIdParam,
+    /** The publishing endpoint; may be left out when the agent holds the Agent's rights on exactly one. */
+    endpointId: endpointIdParam.optional(),
+    sessionId: z.string().trim().min(1).max(128).optional(),
+    payload: z
+      .unknown()
+      .refine((v) => v !== undefined && v !== null, 'payload is required and must not be null')
+      .refine((v) => jsonDepth(v, MAX_PAYLOAD_DEPTH + 1) <= MAX_PAYLOAD_DEPTH, `payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels`),
+  })
+  .strict();
+export type PublishBody = z.output<typeof publishBody>;

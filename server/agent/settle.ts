@@ -1,0 +1,20 @@
+// Settling a handoff through the Agent API: the very path of the operator's handoff routes (Manager.execute:
+// claim with compare-and-swap, the command on the Manager topic, the receipt in the event's audit trail with the
+// agent as auditor). One difference: a second settlement is refused (409) rather than answered `duplicate`, so an
+// agent learns that the event is no longer its to settle (an operator or another agent did it, or its own earlier
+// attempt got through); the SDK's AgentClient reads a 409 after a lost answer as its own settlement.
+import type { ConsoleContext } from '../context.ts';
+import { conflict } from '../http.ts';
+import type { CommandResult } from '../manager/manager.ts';
+import type { SettleBody } from './schemas.ts';
+
+export async function settleHandoff(ctx: ConsoleContext, body: SettleBody, auditor: string): Promise<CommandResult> {
+  const spec =
+    body.outcome === 'completed'
+      ? { kind: 'handoffComplete' as const, messageId: body.messageId, note: body.note, result: body.result }
+      : { kind: 'handoffFail' as const, messageId: body.messageId, errorText: body.errorText!, errorType: body.errorType };
+  const r = await ctx.manager.execute(body.endpointId, body.eventId, spec, auditor);
+  if (r.outcome === 'duplicate')
+    throw conflict(`the handoff of event ${body.eventId} is already settled (${body.outcome === 'completed' ? 'completion' : 'failure'} ${r.messageId} was sent)`);
+  return r;
+}

@@ -1,0 +1,194 @@
+// The MCP server through the SDK's own MCP client: over Streamable HTTP against the console's real /api/mcp route
+// (behind a loopback server) and over stdio through `npm run mcp`'s bridge, on the embedded stack with a real
+// OpenID provider's client-credentials token. The token's app role is mapped per test: Agent on the ERP endpoint
+// plus Operator site-wide (every tool), or the Agent role alone (refusals).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { MessageType } from '@nimbus/sdk/contract';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { seedConsoleData } from '../testing/seed.ts';
+import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
+import { oidcProviderEnv } from '../testing/oidcEnv.ts';
+import { startRouteServer, type RouteServer } from '../testing/routeServer.ts';
+import { queryAudit } from '../audit/auditLog.ts';
+import { CONSOLE_DIR } from '../console.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const ERP = 'erpendpoint';
+const OPERATOR_AND_AGENT = JSON.stringify({ roles: { 'Handoff.Settle': [`Agent:${ERP}`, 'Operator'] } });
+const AGENT_ONLY = JSON.stringify({ roles: { 'Handoff.Settle': `Agent:${ERP}` } });
+let stack: ConsoleTestStack;
+let idp: TestOidcProvider;
+let server: RouteServer;
+let seeded: Awaited<ReturnType<typeof seedConsoleData>>;
+let closeContext: () => Promise<void>;
+
+before(async () => {
+  stack = await startConsoleTestStack('mcp');
+  idp = await startTestOidcProvider({ redirectUris: ['http://127.0.0.1:1/auth/callback'], postLogoutRedirectUris: [] });
+  Object.assign(
+    process.env,
+    stack.env,
+    oidcProviderEnv(idp, { sessionSecret: 'mcp-test-session-secret-0123456789abcdef', bearerAudience: API_AUDIENCE, roleMap: {} }),
+  );
+  process.env.NIMBUS_AUTH_ROLE_MAP = OPERATOR_AND_AGENT;
+  seeded = await seedConsoleData(stack.store);
+  server = await startRouteServer();
+  ({ closeContext } = await import('../context.ts'));
+});
+
+after(async () => {
+  await server?.close();
+  await closeContext?.();
+  await idp?.close();
+  await stack?.close();
+});
+
+async function connect(): Promise<Client> {
+  const client = new Client({ name: 'nimbus-mcp-test', version: '1.0.0' });
+  const token = await idp.clientCredentialsToken();
+  await client.connect(new StreamableHTTPClientTransport(new URL('/api/mcp', server.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+async function ok<T>(client: Client, name: string, args: Record<string, unknown> = {}): Promise<T> {
+  const r = await client.callTool({ name, arguments: args });
+  assert.ok(!r.isError, `${name} failed: ${text(r)}`);
+  return JSON.parse(text(r)) as T;
+}
+async function refused(client: Client, name: string, args: Record<string, unknown>, pattern: RegExp): Promise<void> {
+  const r = await client.callTool({ name, arguments: args });
+  assert.equal(r.isError, true, `${name} should be refused: ${text(r)}`);
+  assert.match(text(r), pattern);
+}
+
+const ALL_TOOLS = ['discover_topology', 'get_event', 'publish_event', 'receive_pending_handoff', 'resubmit_event', 'search_failures', 'settle_handoff', 'skip_event'];
+
+describe('MCP server over Streamable HTTP, as an Operator that is also the ERP agent', () => {
+  let client: Client;
+  before(async () => {
+    client = await connect();
+  });
+  after(async () => {
+    await client?.close();
+  });
+
+  test('lists every tool, each with an input schema', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), ALL_TOOLS);
+    for (const t of tools) {
+      assert.equal(t.inputSchema.type, 'object', t.name);
+      assert.ok(t.description && t.description.length > 20, t.name);
+    }
+    const settle = tools.find((t) => t.name === 'settle_handoff')!;
+    assert.deepEqual([...(settle.inputSchema.required ?? [])].sort(), ['endpointId', 'eventId', 'messageId', 'outcome']);
+  });
+
+  test('discover_topology: the endpoints and event types with schemas', async () => {
+    const topo = await ok<{ endpoints: Array<{ id: string; counts: unknown }>; eventTypes: Array<{ id: string; schema: unknown }> }>(client, 'discover_topology');
+    assert.ok(topo.endpoints.some((e) => e.id === 'billingendpoint' && e.counts));
+    assert.ok(topo.eventTypes.find((t) => t.id === 'OrderPlaced')?.schema);
+  });
+
+  test('find a failed event (search_failures, get_event) and resubmit it', async () => {
+    const found = await ok<{ events: Array<{ endpointId: string; eventId: string; status: string }> }>(client, 'search_failures', { text: 'card DECLINED' });
+    assert.deepEqual(found.events.map((e) => [e.endpointId, e.eventId, e.status]), [['billingendpoint', seeded.failed.eventId, 'Failed']]);
+    const all = await ok<{ events: Array<{ eventId: string }> }>(client, 'search_failures', { endpointId: 'billingendpoint' });
+    assert.ok(all.events.some((e) => e.eventId === seeded.deadLettered.eventId), 'dead-lettered events are failures too');
+    const details = await ok<{ event: { errorText: string; payload: unknown }; history: unknown[] }>(client, 'get_event', { endpointId: 'billingendpoint', eventId: seeded.failed.eventId });
+    assert.match(details.event.errorText, /Card declined/);
+    assert.ok(details.history.length > 0);
+    const sent = await ok<{ outcome: string; messageType: string }>(client, 'resubmit_event', { endpointId: 'billingendpoint', eventId: seeded.failed.eventId });
+    assert.deepEqual([sent.outcome, sent.messageType], ['sent', MessageType.ResubmissionRequest]);
+    const audit = await queryAudit(stack.store.database, { user: idp.serviceClient.id, action: 'resubmit', pageSize: 5 });
+    assert.equal(audit.items[0]?.outcome, 'succeeded');
+    assert.equal((audit.items[0]?.details as { via?: string } | null)?.via, 'mcp');
+    await refused(client, 'get_event', { endpointId: 'billingendpoint', eventId: 'no-such-event' }, /not found \(404\)/);
+  });
+
+  test('skip_event skips a dead-lettered event', async () => {
+    const sent = await ok<{ outcome: string; messageType: string }>(client, 'skip_event', { endpointId: 'billingendpoint', eventId: seeded.deadLettered.eventId });
+    assert.deepEqual([sent.outcome, sent.messageType], ['sent', MessageType.SkipRequest]);
+  });
+
+  test('receive_pending_handoff and settle_handoff; a second settlement is refused', async () => {
+    const h = await ok<{ eventId: string; messageId: string }>(client, 'receive_pending_handoff', { endpointId: ERP });
+    assert.equal(h.eventId, seeded.handoff.eventId);
+    const settled = await ok<{ outcome: string }>(client, 'settle_handoff', { endpointId: ERP, eventId: h.eventId, messageId: h.messageId, outcome: 'completed', note: 'done by the assistant' });
+    assert.equal(settled.outcome, 'sent');
+    await refused(client, 'settle_handoff', { endpointId: ERP, eventId: h.eventId, messageId: h.messageId, outcome: 'completed' }, /conflict \(409\).*already settled/);
+    await refused(client, 'settle_handoff', { endpointId: ERP, eventId: h.eventId, messageId: h.messageId, outcome: 'failed' }, /errorText is required/);
+    const next = await ok<{ eventId: string }>(client, 'receive_pending_handoff', { endpointId: ERP });
+    assert.equal(next.eventId, seeded.handoff2.eventId, 'the settled handoff is not handed out again');
+  });
+
+  test('publish_event validates against the schema', async () => {
+    await refused(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-M1' } }, /bad request \(400\): the payload does not match the OrderPlaced schema/);
+    const order = { orderId: 'ORD-M2', customerId: 'C-9', lines: [], total: 1, currency: 'EUR' };
+    const p = await ok<{ messageId: string; sessionId: string }>(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: order });
+    assert.equal(p.sessionId, 'ORD-M2');
+  });
+});
+
+describe('MCP server for an identity with the Agent role only', () => {
+  let client: Client;
+  before(async () => {
+    process.env.NIMBUS_AUTH_ROLE_MAP = AGENT_ONLY;
+    client = await connect();
+  });
+  after(async () => {
+    await client?.close();
+    process.env.NIMBUS_AUTH_ROLE_MAP = OPERATOR_AND_AGENT;
+  });
+
+  test('resubmit_event and skip_event are not offered, and calling them fails', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), ALL_TOOLS.filter((t) => t !== 'resubmit_event' && t !== 'skip_event'));
+    await refused(client, 'resubmit_event', { endpointId: ERP, eventId: seeded.handoff2.eventId }, /resubmit_event not found/);
+  });
+
+  test('the reads refuse with what the identity may do instead', async () => {
+    await refused(client, 'search_failures', {}, /search_failures needs a Reader, Operator or Owner role; .* holds only the Agent role \(on erpendpoint\)/);
+    await refused(client, 'get_event', { endpointId: ERP, eventId: seeded.handoff2.eventId }, /holds only the Agent role/);
+  });
+
+  test('the agent tools work on its endpoint and are refused elsewhere', async () => {
+    const topo = await ok<{ endpoints: Array<{ id: string }> }>(client, 'discover_topology');
+    assert.deepEqual(topo.endpoints.map((e) => e.id), [ERP]);
+    const h = await ok<{ eventId: string }>(client, 'receive_pending_handoff', { endpointId: ERP });
+    assert.equal(h.eventId, seeded.handoff2.eventId);
+    await refused(client, 'receive_pending_handoff', { endpointId: 'billingendpoint' }, /refused \(403\): agent\.receive needs the Agent role \(or Operator\) on endpoint billingendpoint/);
+    await refused(client, 'publish_event', { eventTypeId: 'OrderPlaced', payload: {} }, /does not produce OrderPlaced/);
+  });
+});
+
+describe('npm run mcp: the stdio bridge', () => {
+  test('lists the console tools and runs them', async () => {
+    const client = new Client({ name: 'nimbus-mcp-stdio-test', version: '1.0.0' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', join(CONSOLE_DIR, 'scripts', 'mcp.ts')],
+      cwd: CONSOLE_DIR,
+      env: { PATH: process.env.PATH ?? '', NIMBUS_MCP_CONSOLE_URL: server.url, NIMBUS_MCP_TOKEN: await idp.clientCredentialsToken() },
+      stderr: 'pipe',
+    });
+    await client.connect(transport);
+    try {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name).sort(), ALL_TOOLS);
+      // The failures seeded were resubmitted and skipped above: look the event up by id.
+      const details = await ok<{ event: { eventId: string; status: string } }>(client, 'get_event', { endpointId: 'billingendpoint', eventId: seeded.failed.eventId });
+      assert.equal(details.event.eventId, seeded.failed.eventId);
+      await refused(client, 'get_event', { endpointId: 'billingendpoint', eventId: 'no-such-event' }, /not found \(404\)/);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,303 @@
+// The MCP server's tools (docs/agents.md): one McpServer per caller and request, whose tools run the console's
+// own server functions and authorize each call through the very path the HTTP routes use (authorize / the Agent
+// API's admitAgentCall with the caller's Request): the same roles, the same refusals (audited), the same audit
+// of every change, the same rate limits. A refusal comes back as a tool error that says what the identity may not
+// do; it is not an MCP protocol error, so an assistant can read it and tell its user.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { ResolutionStatus } from '@nimbus/sdk/contract';
+import { SDK_VERSION } from '@nimbus/sdk';
+import { admitAgentCall, runAgentCall } from '../agent/call.ts';
+import { agentCatalog } from '../agent/catalog.ts';
+import { receivePendingHandoff } from '../agent/handoffs.ts';
+import { publishAsAgent } from '../agent/publish.ts';
+import { settleBody } from '../agent/schemas.ts';
+import { settleHandoff } from '../agent/settle.ts';
+import { requireEndpoint, requireEventType } from '../api.ts';
+import { diffJson } from '../audit/diff.ts';
+import { audited, authorize, readScope, type Authorized } from '../auth/authorize.ts';
+import { inScope } from '../auth/readScope.ts';
+import { agentEndpoints, roleCovers } from '../auth/roles.ts';
+import { getContext } from '../context.ts';
+import { badRequest, HttpError } from '../http.ts';
+import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
+import { endpointIdParam, idParam } from '../schemas.ts';
+
+export const MCP_SERVER_NAME = 'nimbus-console';
+
+const FAILURE_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported];
+
+const ok = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] });
+
+/** A thrown HttpError (a refusal, 404, 409, 400) as a tool error whose text an assistant can relay. */
+function toolError(err: unknown): CallToolResult {
+  if (err instanceof HttpError || (err instanceof Error && err.name === 'HttpError')) {
+    const e = err as HttpError;
+    const what = e.status === 401 || e.status === 403 ? 'refused' : e.status === 429 ? 'too many requests' : e.message;
+    return { content: [{ type: 'text', text: `${what} (${e.status}): ${e.detail}` }], isError: true };
+  }
+  return { content: [{ type: 'text', text: 'internal error: the console could not complete the call' }], isError: true };
+}
+
+async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
+  try {
+    return ok(await fn());
+  } catch (err) {
+    return toolError(err);
+  }
+}
+
+/** Whether the caller holds a role of the ladder somewhere (the console's reads), or only the Agent role. */
+const readsAnything = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent');
+const operatesSomewhere = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent' && roleCovers(a.role, 'Operator'));
+
+function agentOnlyRefusal(who: Authorized, tool: string): HttpError {
+  const scope = agentEndpoints(who.assignments);
+  const where = scope.all ? 'every endpoint' : scope.endpointIds.join(', ');
+  return new HttpError(
+    403,
+    'forbidden',
+    `${tool} needs a Reader, Operator or Owner role; ${who.user} holds only the Agent role (on ${where}), which allows discover_topology, receive_pending_handoff, settle_handoff and publish_event`,
+  );
+}
+
+/** The MCP server for one caller: the tools its roles may use are listed (resubmit and skip only for Operators). */
+export function createMcpServer(request: Request, who: Authorized): McpServer {
+  const server = new McpServer(
+    { name: MCP_SERVER_NAME, version: SDK_VERSION },
+    {
+      instructions:
+        'NimBus Console: find failed events (search_failures, get_event), work pending handoffs (receive_pending_handoff, settle_handoff), publish events (publish_event) and, with the Operator role, resubmit or skip failed events.',
+    },
+  );
+
+  server.registerTool(
+    'discover_topology',
+    {
+      title: 'Discover the topology',
+      description:
+        'The endpoints you may see (with their event counts when you hold a Reader role or above) and the event types they produce and consume, with JSON schemas.',
+      inputSchema: {},
+      annotations: { readOnlyHint: true },
+    },
+    () =>
+      run(async () => {
+        const ctx = await getContext();
+        if (!readsAnything(who)) {
+          const admitted = await admitAgentCall(request, 'agent.catalog', undefined);
+          return runAgentCall(admitted, async () => agentCatalog(ctx.catalog, admitted.who.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id), via: 'mcp' }));
+        }
+        const me = await authorize(request, 'read');
+        const scope = readScope(me);
+        const endpoints = (await endpointsOverview(ctx.store, ctx.catalog)).filter((e) => inScope(scope, e.endpointId));
+        const types = new Set(endpoints.flatMap((e) => [...e.produces, ...e.consumes]));
+        return {
+          endpoints: endpoints.map((e) => ({ id: e.endpointId, description: e.description, owner: e.owner, produces: e.produces, consumes: e.consumes, counts: e.counts })),
+          eventTypes: ctx.catalog.eventTypes.filter((t) => types.has(t.id)).map((t) => ({ id: t.id, description: t.description ?? null, sessionKey: t.sessionKey ?? null, schema: t.schema ?? null })),
+        };
+      }),
+  );
+
+  server.registerTool(
+    'search_failures',
+    {
+      title: 'Search failed events',
+      description:
+        'Failed, dead-lettered and unsupported events, newest first, on one endpoint or on every endpoint you may read; optionally only those whose error text contains `text` (case-insensitive) or of one event type.',
+      inputSchema: {
+        endpointId: endpointIdParam.optional().describe('Only this endpoint'),
+        text: z.string().trim().min(1).max(200).optional().describe('A substring of the error text'),
+        eventTypeId: z.string().trim().min(1).max(260).optional(),
+        limit: z.number().int().min(1).max(100).default(20).describe('At most this many events (1-100, default 20)'),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      run(async () => {
+        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'search_failures');
+        const ctx = await getContext();
+        const me = await authorize(request, 'read', args.endpointId);
+        if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
+        requireEventType(ctx, args.eventTypeId);
+        const scope = readScope(me);
+        const endpointIds = args.endpointId !== undefined ? [args.endpointId] : ctx.catalog.endpoints.map((e) => e.id).filter((id) => inScope(scope, id));
+        const pages = await Promise.all(
+          endpointIds.map((id) =>
+            listEndpointEvents(ctx.store, id, { status: FAILURE_STATUSES, q: args.text, eventTypeId: args.eventTypeId, pageSize: args.limit } as Parameters<typeof listEndpointEvents>[2]),
+          ),
+        );
+        const items: EventListItem[] = pages.flatMap((p) => p.items).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+        return { searched: endpointIds, events: items.slice(0, args.limit) };
+      }),
+  );
+
+  server.registerTool(
+    'get_event',
+    {
+      title: 'Get an event',
+      description: "One event on one endpoint: its status, payload, error, handoff, history of messages and audit trail.",
+      inputSchema: { endpointId: endpointIdParam, eventId: idParam },
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      run(async () => {
+        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'get_event');
+        const me = await authorize(request, 'read', args.endpointId, { eventId: args.eventId });
+        const ctx = await getContext();
+        requireEndpoint(ctx, args.endpointId);
+        return eventDetails(ctx.store, args.endpointId, args.eventId, readScope(me));
+      }),
+  );
+
+  server.registerTool(
+    'receive_pending_handoff',
+    {
+      title: 'Receive a pending handoff',
+      description:
+        'The oldest pending handoff of an endpoint (optionally of one event type), waiting up to waitSeconds for one. Non-claiming: the same handoff is returned until it is settled; pass the event ids you already work on in `exclude`. Settle it with settle_handoff and the returned messageId.',
+      inputSchema: {
+        endpointId: endpointIdParam,
+        eventTypeId: z.string().trim().min(1).max(260).optional(),
+        waitSeconds: z.number().int().min(0).max(25).default(0),
+        exclude: z.array(idParam).max(100).optional(),
+      },
+    },
+    (args, extra) =>
+      run(async () => {
+        const admitted = await admitAgentCall(request, 'agent.receive', args.endpointId);
+        const ctx = await getContext();
+        const found = await runAgentCall(
+          admitted,
+          async () => {
+            requireEndpoint(ctx, args.endpointId);
+            requireEventType(ctx, args.eventTypeId);
+            return receivePendingHandoff(ctx.store, { endpointId: args.endpointId, eventTypeId: args.eventTypeId, exclude: args.exclude }, args.waitSeconds, extra.signal);
+          },
+          (h) => ({ handedOut: h?.eventId ?? null, messageId: h?.messageId ?? null, via: 'mcp' }),
+        );
+        return found ?? { pending: null, detail: `no pending handoff on ${args.endpointId}` };
+      }),
+  );
+
+  server.registerTool(
+    'settle_handoff',
+    {
+      title: 'Settle a pending handoff',
+      description:
+        "Report the outcome of a pending handoff's external work: completed (the event completes) or failed (it fails with errorText and waits for an operator). Refused if the event is no longer that pending handoff, e.g. settled already.",
+      inputSchema: {
+        endpointId: endpointIdParam,
+        eventId: idParam,
+        messageId: idParam.describe('The messageId receive_pending_handoff returned'),
+        outcome: z.enum(['completed', 'failed']),
+        note: z.string().max(2000).optional(),
+        errorText: z.string().trim().min(1).max(4000).optional().describe('Required when the outcome is failed'),
+        errorType: z.string().trim().min(1).max(200).optional(),
+      },
+    },
+    (args) =>
+      run(async () => {
+        const parsed = settleBody.safeParse(args);
+        if (!parsed.success) throw badRequest(parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; '));
+        const body = parsed.data;
+        const admitted = await admitAgentCall(request, 'agent.settle', body.endpointId, { eventId: body.eventId, target: `handoff ${body.messageId}` });
+        const ctx = await getContext();
+        return runAgentCall(
+          admitted,
+          async () => {
+            requireEndpoint(ctx, body.endpointId);
+            return settleHandoff(ctx, body, admitted.who.user);
+          },
+          (x) => ({ settlement: body.outcome, messageId: x.messageId, outcome: x.outcome, via: 'mcp' }),
+        );
+      }),
+  );
+
+  server.registerTool(
+    'publish_event',
+    {
+      title: 'Publish an event',
+      description:
+        "Publish an event as an endpoint you hold the Agent's rights on (name endpointId when you hold several). The payload is checked against the event type's JSON schema from discover_topology.",
+      inputSchema: {
+        eventTypeId: z.string().trim().min(1).max(260),
+        payload: z.record(z.string(), z.unknown()).describe('The event payload (a JSON object)'),
+        endpointId: endpointIdParam.optional(),
+        sessionId: z.string().trim().min(1).max(128).optional(),
+      },
+    },
+    (args) =>
+      run(async () => {
+        let endpointId = args.endpointId;
+        if (endpointId === undefined) {
+          const scope = agentEndpoints(who.assignments);
+          if (scope.all || scope.endpointIds.length !== 1)
+            throw badRequest(scope.all ? 'name endpointId: your role allows publishing as any endpoint' : `name endpointId: you may publish as ${scope.endpointIds.join(', ') || 'no endpoint'}`);
+          endpointId = scope.endpointIds[0]!;
+        }
+        const admitted = await admitAgentCall(request, 'agent.publish', endpointId, { target: `publish ${args.eventTypeId}` });
+        const ctx = await getContext();
+        const target = endpointId;
+        return runAgentCall(admitted, () => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({ eventTypeId: p.eventTypeId, messageId: p.messageId, via: 'mcp' }));
+      }),
+  );
+
+  if (operatesSomewhere(who)) {
+    server.registerTool(
+      'resubmit_event',
+      {
+        title: 'Resubmit a failed event',
+        description:
+          'Send a failed, dead-lettered or unsupported event (or a pending handoff) to its endpoint again: its stored payload, or an edited `payload` (and `eventTypeId`). Needs the Operator role on the endpoint.',
+        inputSchema: {
+          endpointId: endpointIdParam,
+          eventId: idParam,
+          payload: z.record(z.string(), z.unknown()).optional().describe('An edited payload; left out: the stored one'),
+          eventTypeId: z.string().trim().min(1).max(260).optional(),
+        },
+        annotations: { destructiveHint: false, idempotentHint: true },
+      },
+      (args) =>
+        run(async () => {
+          const me = await authorize(request, 'resubmit', args.endpointId, { eventId: args.eventId });
+          const ctx = await getContext();
+          requireEndpoint(ctx, args.endpointId);
+          requireEventType(ctx, args.eventTypeId);
+          let details: Record<string, unknown> = { edited: false, via: 'mcp' };
+          if (args.payload !== undefined) {
+            const row = (await ctx.store.getEvent(args.endpointId, args.eventId, 1))?.rows[0];
+            details = {
+              edited: true,
+              via: 'mcp',
+              eventTypeId: { from: row?.eventTypeId ?? null, to: args.eventTypeId ?? row?.eventTypeId ?? null },
+              payloadDiff: diffJson(row?.payload ?? null, args.payload),
+            };
+          }
+          const spec =
+            args.payload !== undefined
+              ? { kind: 'resubmit' as const, edited: { payload: args.payload, eventTypeId: args.eventTypeId } }
+              : { kind: 'resubmit' as const };
+          return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, me.user), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome }));
+        }),
+    );
+
+    server.registerTool(
+      'skip_event',
+      {
+        title: 'Skip a failed event',
+        description: 'Give up on a failed event: it is recorded Skipped and its session moves on. Needs the Operator role on the endpoint.',
+        inputSchema: { endpointId: endpointIdParam, eventId: idParam },
+        annotations: { destructiveHint: true },
+      },
+      (args) =>
+        run(async () => {
+          const me = await authorize(request, 'skip', args.endpointId, { eventId: args.eventId });
+          const ctx = await getContext();
+          requireEndpoint(ctx, args.endpointId);
+          return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, { kind: 'skip' }, me.user), (r) => ({ messageId: r.messageId, outcome: r.outcome, via: 'mcp' }));
+        }),
+    );
+  }
+  return server;
+}
