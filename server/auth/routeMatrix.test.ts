@@ -92,6 +92,7 @@ const RULES: Record<string, Rule> = {
   'GET /api/flow': { need: any },
   'GET /api/search': { need: any, query: 'q=evt' },
   'GET /api/audit': { need: any },
+  'GET /api/metrics': { need: any },
   'GET /api/admin/health': { need: any },
   'GET /api/admin/grants': { need: any },
   'POST /api/admin/grants': { need: on('Owner', null), body: { subjectKind: 'user', subject: 'oid-matrix', role: 'Reader', endpointId: BILLING } },
