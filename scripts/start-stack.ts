@@ -316,12 +316,14 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         { connectionString, cosmos, log: log('console') },
         started,
       );
-      if (consoleUrl)
+      if (consoleUrl) {
         await startHeartbeatPart(
           root,
           { store, client: clients.client, catalog, cosmos, database: config.database, log: log('console') },
           started,
         );
+        await startBackgroundPart(root, consoleUrl, log('console'), started);
+      }
     } else {
       log('console').info({}, 'console off (NIMBUS_CONSOLE=0)');
     }
@@ -424,6 +426,32 @@ async function prepareConsoleBuild(
     throw new StartError('console', errorText(error).split('\n')[0]!);
   }
   log.info({}, 'console built');
+}
+
+type BackgroundModule = {
+  startConsoleBackground?: (env: Record<string, string | undefined>) => Promise<{ stop(): Promise<void> }>;
+};
+
+/**
+ * The console's history and alert duties (server/history/background.ts): the per-minute backlog sample and
+ * retention, and the alert evaluator, each under a lease so replicas share them. Links in notices point at this
+ * console unless NIMBUS_CONSOLE_URL names its public address.
+ */
+async function startBackgroundPart(root: string, consoleUrl: string, log: Logger, started: Stoppable[]): Promise<void> {
+  let mod: BackgroundModule | undefined;
+  try {
+    mod = await importIfPresent<BackgroundModule>(root, 'server/history/background.ts');
+  } catch (error) {
+    throw new StartError('console', `the history and alert duties did not load: ${errorText(error)}`);
+  }
+  if (!mod?.startConsoleBackground) return;
+  try {
+    const running = await mod.startConsoleBackground({ ...process.env, NIMBUS_CONSOLE_URL: process.env.NIMBUS_CONSOLE_URL || consoleUrl });
+    started.push({ component: 'console', stop: () => running.stop() });
+    log.info({}, 'history and alerts started (backlog samples every minute, alert rules every 30 s)');
+  } catch (error) {
+    throw new StartError('console', `the history and alert duties did not start: ${errorText(error)}`);
+  }
 }
 
 type HeartbeatModule = { startHeartbeatScheduler?: (o: HeartbeatSchedulerOptions) => HeartbeatScheduler };
