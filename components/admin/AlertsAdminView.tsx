@@ -253,7 +253,7 @@ export function AlertsAdminView() {
   return (
     <section>
       <div className="mb-3 flex items-baseline gap-3">
-        <h1 className="text-xl font-semibold">Admin → Alerts</h1>
+        <h1 className="text-xl font-semibold">Admin · Alerts</h1>
         <Link href="/alerts" className="text-sm text-sky-700 hover:underline">
           alert history
         </Link>
