@@ -17,6 +17,7 @@ import { writeAudit } from '../audit/auditLog.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
+import { TimeSeriesStore } from '../../lib/store/index.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -278,6 +279,21 @@ describe('reads that span endpoints show only what the caller may read', () => {
     const items = (JSON.parse(mine) as { items: Array<{ endpointId: string | null }> }).items;
     assert.ok(items.every((e) => e.endpointId === BILLING), 'only billing entries');
     assert.match(await get('siteReader', '/api/audit?pageSize=200', 'api/audit'), new RegExp(CRM_PAYLOAD_KEY));
+  });
+
+  test("metrics: without an endpoint, a Reader of billing gets billing's sums only; crm's series need a role on crm", async () => {
+    const series = new TimeSeriesStore(stack.store.database, { flushMs: 60_000 });
+    const at = new Date();
+    for (let i = 0; i < 3; i++) series.add({ endpointId: BILLING, eventTypeId: 'T', at, count: 'failed' });
+    for (let i = 0; i < 5; i++) series.add({ endpointId: 'crmendpoint', eventTypeId: 'T', at, count: 'failed' });
+    await series.flush();
+    const failed = (text: string) =>
+      (JSON.parse(text) as { series: Array<{ name: string; points: Array<[number, number]> }> }).series.find((x) => x.name === 'failed')!.points.reduce((a, [, v]) => a + v, 0);
+    assert.equal(failed(await get('billingReader', '/api/metrics', 'api/metrics')), 3);
+    assert.equal(failed(await get('siteReader', '/api/metrics', 'api/metrics')), 8);
+    const mod = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/metrics/route.ts')).href)) as { GET: Handler };
+    const res = await mod.GET(requestAs('billingReader', 'GET', '/api/metrics', { need: any, query: 'endpointId=crmendpoint' }), { params: Promise.resolve({}) });
+    assert.equal(res.status, 403);
   });
 
   test("a replay operation on crm's subscription is not known to a Reader of billing", async () => {
