@@ -23,6 +23,7 @@ const NAV: ReadonlyArray<readonly [href: string, label: string]> = [
   ['/flow', 'Flow'],
   ['/topology', 'Topology'],
   ['/operations', 'Operations'],
+  ['/alerts', 'Alerts'],
   ['/admin', 'Admin'],
   ['/audit', 'Audit'],
   ['/admin/access', 'Access'],

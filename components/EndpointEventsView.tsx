@@ -10,6 +10,7 @@ import { api, endpointHref, eventHref, type BulkResult, type EventListItem } fro
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { Ago, ErrorBox, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
+import { EndpointHistory } from './charts/HistoryCharts.tsx';
 
 const STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
 const FILTER_KEYS = ['status', 'eventTypeId', 'sessionId', 'eventId', 'from', 'to', 'q'] as const;
@@ -161,6 +162,8 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         {ep?.owner ? <span className="text-sm text-slate-500">{ep.owner}</span> : null}
         {ep?.description ? <span className="text-sm text-slate-500">— {ep.description}</span> : null}
       </div>
+
+      <EndpointHistory endpointId={endpointId} />
 
       <div className="mb-3 flex flex-wrap gap-1.5" aria-label="Status filter">
         {STATUSES.map((s) => {

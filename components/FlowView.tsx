@@ -8,6 +8,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, endpointHref, type FlowCounts } from './api.ts';
 import { ErrorBox } from './format.tsx';
+import { EdgeRate } from './charts/HistoryCharts.tsx';
 
 const PERIODS = [
   [5, '5 min'],
@@ -25,7 +26,7 @@ function Num({ n, label, tone }: { n: number; label: string; tone: string }) {
   );
 }
 
-function ConsumerCard({ endpointId, eventTypeId, counts, truncated, moved }: { endpointId: string; eventTypeId: string; counts: FlowCounts; truncated: boolean; moved: number }) {
+function ConsumerCard({ endpointId, eventTypeId, counts, truncated, moved, period }: { endpointId: string; eventTypeId: string; counts: FlowCounts; truncated: boolean; moved: number; period: number }) {
   const failing = counts.failed + counts.deadLettered > 0;
   return (
     <Link
@@ -45,6 +46,7 @@ function ConsumerCard({ endpointId, eventTypeId, counts, truncated, moved }: { e
         <Num n={counts.deadLettered} label="dead-lettered" tone="text-rose-800" />
         <Num n={counts.pending} label="pending" tone="text-sky-700" />
       </div>
+      <EdgeRate endpointId={endpointId} eventTypeId={eventTypeId} periodMinutes={period} />
     </Link>
   );
 }
@@ -128,7 +130,7 @@ export function FlowView() {
             <div className="grid gap-1 md:grid-cols-2">
               {t.consumers.length === 0 ? <span className="text-xs text-slate-400">no consumer</span> : null}
               {t.consumers.map((c) => (
-                <ConsumerCard key={c.endpointId} endpointId={c.endpointId} eventTypeId={t.eventTypeId} counts={c.counts} truncated={c.truncated} moved={moved.get(`${t.eventTypeId}\u0000${c.endpointId}`) ?? 0} />
+                <ConsumerCard key={c.endpointId} endpointId={c.endpointId} eventTypeId={t.eventTypeId} counts={c.counts} truncated={c.truncated} moved={moved.get(`${t.eventTypeId}\u0000${c.endpointId}`) ?? 0} period={period} />
               ))}
             </div>
           </div>

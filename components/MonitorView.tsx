@@ -1,15 +1,16 @@
 'use client';
-// Monitor: a wall display. KPI banner, endpoints banded Failing / Watching / Healthy, per-endpoint counts and a
-// completion-rate sparkline built from successive refreshes, a "stale data" banner when refreshes fail, and no
-// refreshing while the tab is hidden (TanStack Query pauses interval refetches in background tabs).
+// Monitor: a wall display. KPI banner, the stored history (throughput and failures for the platform and per
+// endpoint, from GET /api/metrics: it survives reloads and restarts), endpoints banded Failing / Watching /
+// Healthy with their counts, a "stale data" banner when refreshes fail, and no refreshing while the tab is
+// hidden (TanStack Query pauses interval refetches in background tabs).
 import Link from 'next/link';
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, endpointHref, type EndpointOverview } from './api.ts';
 import { formatDuration, useNow } from './format.tsx';
+import { MonitorHistory } from './charts/HistoryCharts.tsx';
 
 const REFRESH_MS = 5000;
-const SAMPLES = 40;
 
 type Band = 'Failing' | 'Watching' | 'Healthy';
 export function bandOf(e: EndpointOverview): Band {
@@ -29,21 +30,6 @@ function usePageVisible(): boolean {
   return visible;
 }
 
-function Sparkline({ values }: { values: number[] }) {
-  if (values.length < 2) return <div className="h-8 text-xs text-slate-400">collecting…</div>;
-  const max = Math.max(1, ...values);
-  const w = 160;
-  const h = 32;
-  const step = w / (SAMPLES - 1);
-  const offset = (SAMPLES - values.length) * step;
-  const points = values.map((v, i) => `${(offset + i * step).toFixed(1)},${(h - (v / max) * (h - 2) - 1).toFixed(1)}`).join(' ');
-  return (
-    <svg width={w} height={h} viewBox={`0 0 ${w} ${h}`} aria-label="completions per refresh" role="img">
-      <polyline points={points} fill="none" stroke="currentColor" strokeWidth="1.5" />
-    </svg>
-  );
-}
-
 const BAND_STYLE: Record<Band, { box: string; title: string }> = {
   Failing: { box: 'border-red-300 bg-red-50', title: 'text-red-800' },
   Watching: { box: 'border-amber-300 bg-amber-50', title: 'text-amber-900' },
@@ -54,24 +40,6 @@ export function MonitorView() {
   const now = useNow(1000);
   const visible = usePageVisible();
   const q = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: REFRESH_MS, refetchIntervalInBackground: false, retry: 0 });
-  // Completions per refresh, per endpoint: the delta of the Completed counter between two successful refreshes.
-  const history = useRef(new Map<string, { last: number; rates: number[] }>());
-  const [, setTick] = useState(0);
-  const lastSeen = useRef(0);
-  useEffect(() => {
-    if (!q.data || q.dataUpdatedAt === lastSeen.current) return;
-    lastSeen.current = q.dataUpdatedAt;
-    for (const e of q.data.endpoints) {
-      const h = history.current.get(e.endpointId);
-      if (!h) history.current.set(e.endpointId, { last: e.counts.completed, rates: [] });
-      else {
-        h.rates = [...h.rates, Math.max(0, e.counts.completed - h.last)].slice(-SAMPLES);
-        h.last = e.counts.completed;
-      }
-    }
-    setTick((t) => t + 1);
-  }, [q.data, q.dataUpdatedAt]);
-
   const endpoints = q.data?.endpoints ?? [];
   const sum = (f: (e: EndpointOverview) => number) => endpoints.reduce((s, e) => s + f(e), 0);
   const stale = q.isError && q.data !== undefined;
@@ -105,6 +73,7 @@ export function MonitorView() {
           </div>
         ))}
       </div>
+      <MonitorHistory endpointIds={endpoints.map((e) => e.endpointId).sort()} />
       {bands.map((band) => {
         const list = endpoints.filter((e) => bandOf(e) === band).sort((a, b) => b.counts.failed - a.counts.failed || a.endpointId.localeCompare(b.endpointId));
         if (list.length === 0) return null;
@@ -134,9 +103,6 @@ export function MonitorView() {
                         <div className="text-xs text-slate-500">Pending</div>
                         <div className={e.counts.pending ? 'font-semibold text-sky-700' : 'text-slate-400'}>{e.counts.pending}</div>
                       </div>
-                    </div>
-                    <div className="text-emerald-600">
-                      <Sparkline values={history.current.get(e.endpointId)?.rates ?? []} />
                     </div>
                   </div>
                 </Link>

@@ -5,10 +5,11 @@ import type { ServiceBusClient } from '@azure/service-bus';
 import type { Meter } from '@opentelemetry/api';
 import { pino, type Logger } from 'pino';
 import { z } from 'zod';
-import type { MessageStore } from '../lib/store/index.ts';
+import { TimeSeriesStore, type MessageStore, type TimeSeriesStoreOptions } from '../lib/store/index.ts';
 import { createServiceBusClients, type ServiceBusConnection } from '@nimbus/sdk/servicebus';
 import { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
 import { createResolverMetrics } from './metrics.ts';
+import { createOutcomeRecorder } from './outcomeMetrics.ts';
 import { ResolverProcessor, type ResolverState, type SettledEvent } from './processor.ts';
 import { registerResolverState } from './state.ts';
 
@@ -47,6 +48,11 @@ export interface ResolverOptions {
   log?: Logger;
   /** Defaults to the global MeterProvider's `nimbus.resolver` meter (a no-op unless the host registers one). */
   meter?: Meter;
+  /**
+   * The stored time series (per endpoint and event type, docs/operations.md): on by default, written in batches
+   * every `flushMs`; false turns them off (the benchmark's baseline).
+   */
+  history?: false | Pick<TimeSeriesStoreOptions, 'flushMs' | 'retention'>;
   /** Called after every message is settled (tests, the benchmark). */
   onSettled?: (event: SettledEvent) => void;
   now?: () => Date;
@@ -104,6 +110,10 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
   const client = options.client ?? owned!.client;
   const budget: BudgetOptions = { ...DEFAULT_BUDGET, ...o.budget };
   const log = options.log ?? pino({ name: 'resolver', level: 'info' });
+  const now = options.now ?? (() => new Date());
+  // A stand-in store without a database (the benchmark's no-I/O store) records no series.
+  const series =
+    options.history === false || !options.store.database ? undefined : new TimeSeriesStore(options.store.database, options.history ?? {});
   const processor = new ResolverProcessor({
     client,
     concurrency: o.concurrency,
@@ -120,7 +130,8 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
       transientMaxDelayMs: o.transientMaxDelayMs,
       inPlaceMaxDelayMs: o.inPlaceMaxDelayMs,
       version: RESOLVER_VERSION,
-      now: options.now ?? (() => new Date()),
+      now,
+      ...(series ? { outcomes: createOutcomeRecorder(series, now) } : {}),
     },
   });
   processor.start();
@@ -130,6 +141,7 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
     stop: async () => {
       unregister();
       await processor.stop();
+      await series?.close();
       await owned?.close().catch(() => undefined);
     },
   };

@@ -27,6 +27,7 @@ import {
 } from '../lib/store/index.ts';
 import { budgetExhausted, logicalAttempt, retryDelay, backoffMs, type BudgetOptions } from './budget.ts';
 import type { ResolverMetrics } from './metrics.ts';
+import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';
@@ -70,6 +71,8 @@ export interface ResolveContext {
   signal: AbortSignal;
   version: string;
   now: () => Date;
+  /** The stored time series (issue 16); absent when the host turned them off. */
+  outcomes?: OutcomeRecorder;
 }
 
 /** Service Bus caps a dead-letter description; long exception texts are cut with a marker. */
@@ -388,6 +391,7 @@ async function afterStatus(
   } else {
     ctx.metrics.outcomeWritten({ ...tags, 'nimbus.outcome': result.row.status.toLowerCase() });
     ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': true });
+    ctx.outcomes?.applied(m, endpointId, result);
   }
   // A late retry refused by the guard ran nothing: its Comment audit above says so, a Retry audit would not.
   if (m.messageType === MessageType.RetryRequest && !(result.outcome === 'ignored' && result.reason === 'retry-after-settlement')) {

@@ -324,12 +324,14 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
       );
       if (consoleUrl && runningDemo && ledgerViaAgentApi) runningDemo.connectLedgerAgent({ consoleUrl });
       else if (runningDemo && ledgerViaAgentApi) log('demo').warn({}, 'the console did not start: the ledger agent (Agent API) does not run');
-      if (consoleUrl)
+      if (consoleUrl) {
         await startHeartbeatPart(
           root,
           { store, client: clients.client, catalog, cosmos, database: config.database, log: log('console') },
           started,
         );
+        await startBackgroundPart(root, consoleUrl, log('console'), started);
+      }
     } else {
       log('console').info({}, 'console off (NIMBUS_CONSOLE=0)');
     }
@@ -439,6 +441,36 @@ type BackgroundModule = {
   claimBackground?: (by: string, stop: () => Promise<void>) => boolean;
   stopBackgroundDuties?: () => Promise<void>;
 };
+
+type HistoryBackgroundModule = {
+  startConsoleBackground?: (env: Record<string, string | undefined>) => Promise<{ stop(): Promise<void> }>;
+};
+
+/**
+ * The console's history and alert duties (server/history/background.ts): the per-minute backlog sample and
+ * retention, and the alert evaluator, each under a lease so replicas share them. Links in notices point at this
+ * console unless NIMBUS_CONSOLE_URL names its public address.
+ */
+async function startBackgroundPart(root: string, consoleUrl: string, log: Logger, started: Stoppable[]): Promise<void> {
+  // Started with the other duties by the console's instrumentation hook (production build): nothing to do here.
+  const background = await importIfPresent<BackgroundModule>(root, 'server/background.ts');
+  if (background?.backgroundStartedBy?.() === 'instrumentation') return;
+  let mod: HistoryBackgroundModule | undefined;
+  try {
+    mod = await importIfPresent<HistoryBackgroundModule>(root, 'server/history/background.ts');
+  } catch (error) {
+    throw new StartError('console', `the history and alert duties did not load: ${errorText(error)}`);
+  }
+  if (!mod?.startConsoleBackground) return;
+  try {
+    const running = await mod.startConsoleBackground({ ...process.env, NIMBUS_CONSOLE_URL: process.env.NIMBUS_CONSOLE_URL || consoleUrl });
+    started.push({ component: 'console', stop: () => running.stop() });
+    log.info({}, 'history and alerts started (backlog samples every minute, alert rules every 30 s)');
+  } catch (error) {
+    throw new StartError('console', `the history and alert duties did not start: ${errorText(error)}`);
+  }
+}
+
 type HeartbeatModule = { startHeartbeatScheduler?: (o: HeartbeatSchedulerOptions) => HeartbeatScheduler };
 type PlatformDocsModule = {
   PlatformDocs?: new (conn: { endpoint: string; key: string; database: string }) => PlatformDocs;

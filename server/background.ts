@@ -52,30 +52,50 @@ export function startBackgroundDuties(env: Record<string, string | undefined> = 
     log.info({}, 'background duties off (NIMBUS_BACKGROUND=off): the heartbeat scheduler runs on other replicas');
     return Promise.resolve();
   }
-  let retry: NodeJS.Timeout | undefined;
   let stopped = false;
-  let running: { stop(): Promise<void> } | undefined;
+  const timers = new Set<NodeJS.Timeout>();
+  const running: Array<{ stop(): Promise<void> }> = [];
+  // Each duty is started on its own and retried on its own, so one that cannot start yet does not restart another.
+  const duty = (name: string, start: () => Promise<{ stop(): Promise<void> }>) => {
+    const attempt = async (): Promise<void> => {
+      if (stopped) return;
+      try {
+        running.push(await start());
+        log.info({}, `${name} started`);
+      } catch (err) {
+        log.warn(
+          { err: err instanceof Error ? err.message : String(err), retryInMs: RETRY_MS },
+          `${name} not started yet (store or bus unreachable?)`,
+        );
+        const t = setTimeout(() => {
+          timers.delete(t);
+          void attempt();
+        }, RETRY_MS);
+        t.unref();
+        timers.add(t);
+      }
+    };
+    return attempt();
+  };
   const attempt = async (): Promise<void> => {
-    if (stopped) return;
-    try {
-      const { startConsoleHeartbeat } = await import('./heartbeat/services.ts');
-      running = await startConsoleHeartbeat(env);
-      log.info({}, 'heartbeat scheduler started (one send per interval across all console replicas)');
-    } catch (err) {
-      log.warn(
-        { err: err instanceof Error ? err.message : String(err), retryInMs: RETRY_MS },
-        'background duties not started yet (store or bus unreachable?)',
-      );
-      retry = setTimeout(() => void attempt(), RETRY_MS);
-      retry.unref();
-    }
+    await Promise.all([
+      duty('heartbeat scheduler (one send per interval across all console replicas)', async () => {
+        const { startConsoleHeartbeat } = await import('./heartbeat/services.ts');
+        return startConsoleHeartbeat(env);
+      }),
+      // Backlog samples, series retention and the alert evaluator, each under a lease (docs/operations.md).
+      duty('history and alerts', async () => {
+        const { startConsoleBackground } = await import('./history/background.ts');
+        return startConsoleBackground(env);
+      }),
+    ]);
   };
   slot.started = {
     by: 'instrumentation',
     stop: async () => {
       stopped = true;
-      if (retry) clearTimeout(retry);
-      await running?.stop();
+      for (const t of timers) clearTimeout(t);
+      await Promise.all(running.map((r) => r.stop().catch(() => undefined)));
     },
   };
   const starting = attempt();

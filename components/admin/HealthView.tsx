@@ -2,6 +2,7 @@
 // Admin → Health: the heartbeat settings (off by default), "Send now", the Resolver's liveness and every
 // endpoint's heartbeat: status (On / Unsupported / Off / Pending / Unknown), round trip, last seen, SDK version
 // and whether it is included in the scheduled probes. Refreshes every 5 s.
+import Link from 'next/link';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
@@ -48,7 +49,12 @@ export function HealthView() {
 
   return (
     <section>
-      <h1 className="mb-3 text-xl font-semibold">Admin · Health</h1>
+      <div className="mb-3 flex items-baseline gap-3">
+        <h1 className="text-xl font-semibold">Admin · Health</h1>
+        <Link href="/admin/alerts" className="text-sm text-sky-700 hover:underline">
+          Admin · Alerts
+        </Link>
+      </div>
       <ErrorBox error={q.error ?? save.error ?? sendNow.error ?? toggle.error} />
       {notice && (
         <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">

@@ -8,3 +8,4 @@ export * from './schemas.ts';
 export * from './store.ts';
 export { docId, statusRowId } from './ids.ts';
 export { LeaseStore, holdLease, LEASES_CONTAINER, type Lease, type HeldLease, type HoldLeaseOptions } from './leases.ts';
+export * from './timeSeries.ts';

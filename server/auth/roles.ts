@@ -1,9 +1,10 @@
 // Console roles and what each allows. Three roles, each including the one below it: Reader (look), Operator (act
 // on events and dead letters: resubmit, skip, handoff settlement, replay, reconcile) and Owner (change how the
-// platform runs: heartbeat settings, subscription pause/purge/restore, role grants). A role is held site-wide or
-// for one endpoint. Beside them stands Agent (the agent zone, docs/agents.md): held on one endpoint only, it may
-// receive, settle and publish there through the Agent API and nothing else - not even read the console's pages.
-// Operator and Owner include the Agent's rights on their endpoints. Roles come from the principal's token claims through NIMBUS_AUTH_ROLE_MAP, plus the grants
+// platform runs: heartbeat settings, subscription pause/purge/restore, role grants, alert rules). A role is held
+// site-wide or for one endpoint. Beside them stands Agent (the agent zone, docs/agents.md): held on one endpoint
+// only, it may receive, settle and publish there through the Agent API and nothing else - not even read the
+// console's pages. Operator and Owner include the Agent's rights on their endpoints. Roles come from the
+// principal's token claims through NIMBUS_AUTH_ROLE_MAP, plus the grants
 // Owners store in Cosmos (grants.ts). Pure logic: no I/O here, so the rules are unit-tested on their own.
 import { z } from 'zod';
 import type { Principal } from './principal.ts';
@@ -38,6 +39,8 @@ export const ACTIONS = {
   'agent.receive': 'Agent',
   'agent.settle': 'Agent',
   'agent.publish': 'Agent',
+  /** Alert rules and channels (Admin → Alerts): who gets paged, and where their webhook secrets go. */
+  'alerts.manage': 'Owner',
 } as const satisfies Record<string, Role>;
 export type Action = keyof typeof ACTIONS;
 export const ACTION_NAMES = Object.keys(ACTIONS) as Action[];

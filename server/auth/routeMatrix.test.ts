@@ -17,6 +17,7 @@ import { writeAudit } from '../audit/auditLog.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
+import { TimeSeriesStore } from '../../lib/store/index.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -113,12 +114,22 @@ const RULES: Record<string, Rule> = {
   'GET /api/flow': { need: any },
   'GET /api/search': { need: any, query: 'q=evt' },
   'GET /api/audit': { need: any },
+  'GET /api/metrics': { need: any },
   'GET /api/admin/health': { need: any },
   'GET /api/admin/grants': { need: any },
   'POST /api/admin/grants': { need: on('Owner', null), body: { subjectKind: 'user', subject: 'oid-matrix', role: 'Reader', endpointId: BILLING } },
   'DELETE /api/admin/grants/[grantId]': { need: on('Owner', null), params: { grantId: '0'.repeat(32) } },
   'PUT /api/admin/heartbeat/endpoints/[endpointId]': { need: on('Owner'), params: { endpointId: BILLING }, body: { included: true } },
   'POST /api/admin/heartbeat/send-now': { need: on('Operator', null) },
+  'GET /api/admin/alerts/rules': { need: any },
+  'POST /api/admin/alerts/rules': { need: on('Owner', null), body: { name: 'matrix', type: 'resolverLiveness' } },
+  'PUT /api/admin/alerts/rules/[ruleId]': { need: on('Owner', null), params: { ruleId: 'no-such-rule' }, body: { name: 'matrix', type: 'resolverLiveness' } },
+  'DELETE /api/admin/alerts/rules/[ruleId]': { need: on('Owner', null), params: { ruleId: 'no-such-rule' } },
+  'POST /api/admin/alerts/channels': { need: on('Owner', null), body: { type: 'slack', name: 'matrix' } },
+  'PUT /api/admin/alerts/channels/[channelId]': { need: on('Owner', null), params: { channelId: 'no-such-channel' }, body: { type: 'slack', name: 'matrix' } },
+  'DELETE /api/admin/alerts/channels/[channelId]': { need: on('Owner', null), params: { channelId: 'no-such-channel' } },
+  'POST /api/admin/alerts/channels/[channelId]/test': { need: on('Owner', null), params: { channelId: 'no-such-channel' } },
+  'GET /api/alerts/history': { need: any },
   'PUT /api/admin/heartbeat/settings': { need: on('Owner', null), body: { enabled: false } },
   'GET /api/endpoints/[endpointId]/events': { need: on('Reader'), params: { endpointId: BILLING } },
   'GET /api/endpoints/[endpointId]/events/[eventId]': { need: on('Reader'), params: unknownEvent },
@@ -296,6 +307,21 @@ describe('reads that span endpoints show only what the caller may read', () => {
     const items = (JSON.parse(mine) as { items: Array<{ endpointId: string | null }> }).items;
     assert.ok(items.every((e) => e.endpointId === BILLING), 'only billing entries');
     assert.match(await get('siteReader', '/api/audit?pageSize=200', 'api/audit'), new RegExp(CRM_PAYLOAD_KEY));
+  });
+
+  test("metrics: without an endpoint, a Reader of billing gets billing's sums only; crm's series need a role on crm", async () => {
+    const series = new TimeSeriesStore(stack.store.database, { flushMs: 60_000 });
+    const at = new Date();
+    for (let i = 0; i < 3; i++) series.add({ endpointId: BILLING, eventTypeId: 'T', at, count: 'failed' });
+    for (let i = 0; i < 5; i++) series.add({ endpointId: 'crmendpoint', eventTypeId: 'T', at, count: 'failed' });
+    await series.flush();
+    const failed = (text: string) =>
+      (JSON.parse(text) as { series: Array<{ name: string; points: Array<[number, number]> }> }).series.find((x) => x.name === 'failed')!.points.reduce((a, [, v]) => a + v, 0);
+    assert.equal(failed(await get('billingReader', '/api/metrics', 'api/metrics')), 3);
+    assert.equal(failed(await get('siteReader', '/api/metrics', 'api/metrics')), 8);
+    const mod = (await import(pathToFileURL(join(CONSOLE_DIR, 'app/api/metrics/route.ts')).href)) as { GET: Handler };
+    const res = await mod.GET(requestAs('billingReader', 'GET', '/api/metrics', { need: any, query: 'endpointId=crmendpoint' }), { params: Promise.resolve({}) });
+    assert.equal(res.status, 403);
   });
 
   test("a replay operation on crm's subscription is not known to a Reader of billing", async () => {

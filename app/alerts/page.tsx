@@ -1,0 +1,5 @@
+import { AlertHistoryView } from '../../components/AlertHistoryView.tsx';
+
+export default function AlertsPage() {
+  return <AlertHistoryView />;
+}

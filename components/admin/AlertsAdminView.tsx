@@ -1,0 +1,372 @@
+'use client';
+// Admin → Alerts: the alert rules (with what their last evaluation said) and the notification channels. Owners
+// change them (the server refuses everyone else; every change is audited); secrets are write-only: the page only
+// learns that a URL or password is set, and leaving the field empty on an edit keeps the stored one.
+import Link from 'next/link';
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Ago, ErrorBox, useNow } from '../format.tsx';
+import { useCan } from '../audit/accessApi.ts';
+import { alertsApi, RULE_LABELS, type ChannelView, type RuleBody, type RuleType, type RuleView } from './alertsApi.ts';
+
+const TYPES = Object.keys(RULE_LABELS) as RuleType[];
+const NEEDS = {
+  endpoint: new Set<RuleType>(['failureRate']),
+  endpointOptional: new Set<RuleType>(['deadLetterBacklog', 'blockedSession', 'pendingHandoff', 'heartbeatMissing', 'newFailureGroup']),
+  threshold: new Set<RuleType>(['failureRate', 'deadLetterBacklog']),
+  duration: new Set<RuleType>(['blockedSession', 'heartbeatMissing', 'resolverLiveness']),
+};
+
+const input = 'rounded border border-slate-300 px-1.5 py-1 text-sm';
+const emptyRule: RuleBody = { name: '', type: 'failureRate', endpointId: null, threshold: 5, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: true };
+
+function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; channels: ChannelView[]; onDone: () => void }) {
+  const [r, setR] = useState<RuleBody>(initial ? { name: initial.name, type: initial.type, endpointId: initial.endpointId, threshold: initial.threshold, durationSeconds: initial.durationSeconds, cooldownSeconds: initial.cooldownSeconds, channelIds: initial.channelIds, enabled: initial.enabled } : emptyRule);
+  const qc = useQueryClient();
+  const save = useMutation({
+    mutationFn: () => (initial ? alertsApi.updateRule(initial.id, r) : alertsApi.createRule(r)),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['alert-rules'] });
+      onDone();
+    },
+  });
+  const num = (v: string) => (v.trim() === '' ? null : Number(v));
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate();
+  };
+  return (
+    <form onSubmit={submit} className="grid gap-2 rounded border border-slate-200 bg-slate-50 p-3 text-sm md:grid-cols-3" data-testid="rule-form">
+      <label className="flex flex-col gap-0.5">
+        <span className="text-xs text-slate-500">Name</span>
+        <input className={input} value={r.name} onChange={(e) => setR({ ...r, name: e.target.value })} required />
+      </label>
+      <label className="flex flex-col gap-0.5 md:col-span-2">
+        <span className="text-xs text-slate-500">Rule</span>
+        <select className={input} value={r.type} onChange={(e) => setR({ ...r, type: e.target.value as RuleType })}>
+          {TYPES.map((t) => (
+            <option key={t} value={t}>
+              {RULE_LABELS[t]}
+            </option>
+          ))}
+        </select>
+      </label>
+      {NEEDS.endpoint.has(r.type) || NEEDS.endpointOptional.has(r.type) ? (
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Endpoint{NEEDS.endpoint.has(r.type) ? '' : ' (empty: all)'}</span>
+          <input className={input} value={r.endpointId ?? ''} onChange={(e) => setR({ ...r, endpointId: e.target.value.trim() || null })} required={NEEDS.endpoint.has(r.type)} />
+        </label>
+      ) : null}
+      {NEEDS.threshold.has(r.type) ? (
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">{r.type === 'failureRate' ? 'Failures per minute above' : 'Dead letters above'}</span>
+          <input className={input} type="number" min={0} value={r.threshold ?? ''} onChange={(e) => setR({ ...r, threshold: num(e.target.value) })} required />
+        </label>
+      ) : null}
+      {NEEDS.duration.has(r.type) ? (
+        <label className="flex flex-col gap-0.5">
+          <span className="text-xs text-slate-500">Longer than (seconds){r.type === 'resolverLiveness' ? ', default 120' : ''}</span>
+          <input className={input} type="number" min={10} value={r.durationSeconds ?? ''} onChange={(e) => setR({ ...r, durationSeconds: num(e.target.value) })} required={r.type !== 'resolverLiveness'} />
+        </label>
+      ) : null}
+      <label className="flex flex-col gap-0.5">
+        <span className="text-xs text-slate-500">Cool-down (seconds)</span>
+        <input className={input} type="number" min={0} value={r.cooldownSeconds} onChange={(e) => setR({ ...r, cooldownSeconds: Number(e.target.value) })} />
+      </label>
+      <fieldset className="flex flex-col gap-0.5 md:col-span-2">
+        <legend className="text-xs text-slate-500">Channels</legend>
+        <div className="flex flex-wrap gap-3">
+          {channels.length === 0 ? <span className="text-xs text-slate-400">no channels yet</span> : null}
+          {channels.map((c) => (
+            <label key={c.id} className="flex items-center gap-1">
+              <input type="checkbox" checked={r.channelIds.includes(c.id)} onChange={(e) => setR({ ...r, channelIds: e.target.checked ? [...r.channelIds, c.id] : r.channelIds.filter((x) => x !== c.id) })} />
+              {c.name} <span className="text-xs text-slate-400">({c.type})</span>
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <label className="flex items-center gap-1">
+        <input type="checkbox" checked={r.enabled} onChange={(e) => setR({ ...r, enabled: e.target.checked })} /> enabled
+      </label>
+      <div className="flex items-center gap-2 md:col-span-3">
+        <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-white disabled:opacity-50" disabled={save.isPending}>
+          {initial ? 'Save rule' : 'Add rule'}
+        </button>
+        <button type="button" className="text-sky-700 hover:underline" onClick={onDone}>
+          Cancel
+        </button>
+        <ErrorBox error={save.error} />
+      </div>
+    </form>
+  );
+}
+
+type ChannelDraft = { type: string; name: string; url: string; headers: string; host: string; port: string; secure: boolean; username: string; password: string; from: string; to: string };
+
+function ChannelForm({ initial, onDone }: { initial: ChannelView | null; onDone: () => void }) {
+  const s = (initial?.settings ?? {}) as Record<string, unknown>;
+  const [c, setC] = useState<ChannelDraft>({
+    type: initial?.type ?? 'webhook',
+    name: initial?.name ?? '',
+    url: '',
+    headers: '',
+    host: String(s.host ?? ''),
+    port: String(s.port ?? 587),
+    secure: Boolean(s.secure),
+    username: String(s.username ?? ''),
+    password: '',
+    from: String(s.from ?? ''),
+    to: Array.isArray(s.to) ? (s.to as string[]).join(', ') : '',
+  });
+  const qc = useQueryClient();
+  const body = (): Record<string, unknown> => {
+    if (c.type === 'email')
+      return {
+        type: 'email',
+        name: c.name,
+        host: c.host,
+        port: Number(c.port),
+        secure: c.secure,
+        ...(c.username ? { username: c.username } : {}),
+        ...(c.password ? { password: c.password } : {}),
+        from: c.from,
+        to: c.to.split(',').map((x) => x.trim()).filter(Boolean),
+      };
+    const b: Record<string, unknown> = { type: c.type, name: c.name, ...(c.url ? { url: c.url } : {}) };
+    if (c.type === 'webhook' && c.headers.trim()) b.headers = JSON.parse(c.headers) as unknown;
+    return b;
+  };
+  const save = useMutation({
+    mutationFn: () => (initial ? alertsApi.updateChannel(initial.id, body()) : alertsApi.createChannel(body())),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['alert-rules'] });
+      onDone();
+    },
+  });
+  const secretHint = (k: string) => (initial?.secrets[k]?.set ? 'stored; leave empty to keep' : '');
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        save.mutate();
+      }}
+      className="grid gap-2 rounded border border-slate-200 bg-slate-50 p-3 text-sm md:grid-cols-3"
+      data-testid="channel-form"
+    >
+      <label className="flex flex-col gap-0.5">
+        <span className="text-xs text-slate-500">Type</span>
+        <select className={input} value={c.type} disabled={initial !== null} onChange={(e) => setC({ ...c, type: e.target.value })}>
+          <option value="webhook">Generic webhook (JSON)</option>
+          <option value="teams">Microsoft Teams</option>
+          <option value="slack">Slack</option>
+          <option value="email">E-mail (SMTP)</option>
+        </select>
+      </label>
+      <label className="flex flex-col gap-0.5 md:col-span-2">
+        <span className="text-xs text-slate-500">Name</span>
+        <input className={input} value={c.name} onChange={(e) => setC({ ...c, name: e.target.value })} required />
+      </label>
+      {c.type !== 'email' ? (
+        <label className="flex flex-col gap-0.5 md:col-span-3">
+          <span className="text-xs text-slate-500">Webhook URL (secret)</span>
+          <input className={input} type="password" autoComplete="off" placeholder={secretHint('url')} value={c.url} onChange={(e) => setC({ ...c, url: e.target.value })} required={!initial} />
+        </label>
+      ) : null}
+      {c.type === 'webhook' ? (
+        <label className="flex flex-col gap-0.5 md:col-span-3">
+          <span className="text-xs text-slate-500">Extra headers as JSON, e.g. {'{"Authorization":"Bearer …"}'} (secret)</span>
+          <input className={input} type="password" autoComplete="off" placeholder={secretHint('headers')} value={c.headers} onChange={(e) => setC({ ...c, headers: e.target.value })} />
+        </label>
+      ) : null}
+      {c.type === 'email' ? (
+        <>
+          <label className="flex flex-col gap-0.5">
+            <span className="text-xs text-slate-500">SMTP host</span>
+            <input className={input} value={c.host} onChange={(e) => setC({ ...c, host: e.target.value })} required />
+          </label>
+          <label className="flex flex-col gap-0.5">
+            <span className="text-xs text-slate-500">Port</span>
+            <input className={input} type="number" value={c.port} onChange={(e) => setC({ ...c, port: e.target.value })} />
+          </label>
+          <label className="flex items-center gap-1">
+            <input type="checkbox" checked={c.secure} onChange={(e) => setC({ ...c, secure: e.target.checked })} /> TLS from the start (465)
+          </label>
+          <label className="flex flex-col gap-0.5">
+            <span className="text-xs text-slate-500">User name</span>
+            <input className={input} value={c.username} onChange={(e) => setC({ ...c, username: e.target.value })} />
+          </label>
+          <label className="flex flex-col gap-0.5">
+            <span className="text-xs text-slate-500">Password (secret)</span>
+            <input className={input} type="password" autoComplete="off" placeholder={secretHint('password')} value={c.password} onChange={(e) => setC({ ...c, password: e.target.value })} />
+          </label>
+          <label className="flex flex-col gap-0.5">
+            <span className="text-xs text-slate-500">From</span>
+            <input className={input} value={c.from} onChange={(e) => setC({ ...c, from: e.target.value })} required />
+          </label>
+          <label className="flex flex-col gap-0.5 md:col-span-3">
+            <span className="text-xs text-slate-500">To (comma-separated)</span>
+            <input className={input} value={c.to} onChange={(e) => setC({ ...c, to: e.target.value })} required />
+          </label>
+        </>
+      ) : null}
+      <div className="flex items-center gap-2 md:col-span-3">
+        <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-white disabled:opacity-50" disabled={save.isPending}>
+          {initial ? 'Save channel' : 'Add channel'}
+        </button>
+        <button type="button" className="text-sky-700 hover:underline" onClick={onDone}>
+          Cancel
+        </button>
+        <ErrorBox error={save.error} />
+      </div>
+    </form>
+  );
+}
+
+function ruleCondition(r: RuleView): string {
+  const parts: string[] = [];
+  if (r.endpointId) parts.push(`on ${r.endpointId}`);
+  if (r.threshold !== null) parts.push(`above ${r.threshold}`);
+  if (r.durationSeconds !== null) parts.push(`longer than ${r.durationSeconds} s`);
+  parts.push(`cool-down ${r.cooldownSeconds} s`);
+  return parts.join(', ');
+}
+
+export function AlertsAdminView() {
+  const now = useNow(5000);
+  const can = useCan();
+  const owner = can('alerts.manage');
+  const qc = useQueryClient();
+  const q = useQuery({ queryKey: ['alert-rules'], queryFn: alertsApi.rules, refetchInterval: 10_000 });
+  const [editRule, setEditRule] = useState<RuleView | 'new' | null>(null);
+  const [editChannel, setEditChannel] = useState<ChannelView | 'new' | null>(null);
+  const [tested, setTested] = useState<Record<string, string>>({});
+  const remove = useMutation({
+    mutationFn: (x: { kind: 'rule' | 'channel'; id: string }) => (x.kind === 'rule' ? alertsApi.deleteRule(x.id) : alertsApi.deleteChannel(x.id)),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['alert-rules'] }),
+  });
+  const test = useMutation({
+    mutationFn: (id: string) => alertsApi.testChannel(id),
+    onSuccess: (r, id) => setTested((t) => ({ ...t, [id]: r.ok ? 'delivered' : `not delivered: ${r.error ?? ''}` })),
+  });
+  const channels = q.data?.channels ?? [];
+  const channelName = (id: string) => channels.find((c) => c.id === id)?.name ?? id;
+  return (
+    <section>
+      <div className="mb-3 flex items-baseline gap-3">
+        <h1 className="text-xl font-semibold">Admin · Alerts</h1>
+        <Link href="/alerts" className="text-sm text-sky-700 hover:underline">
+          alert history
+        </Link>
+        <Link href="/admin/health" className="text-sm text-sky-700 hover:underline">
+          health
+        </Link>
+      </div>
+      {!owner ? <p className="mb-2 text-sm text-slate-500">Read-only: changing alerts needs the Owner role.</p> : null}
+      <ErrorBox error={q.error ?? remove.error ?? test.error} />
+
+      <h2 className="mt-3 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Rules</h2>
+      <table className="w-full border-collapse text-sm" data-testid="alert-rules">
+        <thead className="text-left text-xs text-slate-500">
+          <tr>
+            <th className="py-1">Name</th>
+            <th>Rule</th>
+            <th>Condition</th>
+            <th>Channels</th>
+            <th>Last evaluation</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {(q.data?.rules ?? []).map((r) => (
+            <tr key={r.id} className="border-t border-slate-100 align-top" data-rule={r.name}>
+              <td className="py-1 font-medium">
+                {r.name}
+                {!r.enabled ? <span className="ml-1 text-xs text-slate-400">(disabled)</span> : null}
+              </td>
+              <td>{RULE_LABELS[r.type]}</td>
+              <td className="text-xs">{ruleCondition(r)}</td>
+              <td className="text-xs">{r.channelIds.map(channelName).join(', ') || '—'}</td>
+              <td className="text-xs">
+                {r.state ? (
+                  <>
+                    <span className={r.state.firing ? 'font-semibold text-red-700' : r.state.lastStatus === 'unavailable' ? 'text-amber-700' : 'text-emerald-700'}>
+                      {r.state.firing ? 'FIRING' : r.state.lastStatus === 'unavailable' ? 'cannot be evaluated' : 'ok'}
+                    </span>{' '}
+                    <Ago at={r.state.evaluatedAt} now={now} />
+                    {r.state.lastDetail ? <div className="text-slate-500">{r.state.lastDetail}</div> : null}
+                    {r.state.suppressed > 0 ? <div className="text-slate-500">{r.state.suppressed} fire(s) held by the cool-down</div> : null}
+                  </>
+                ) : (
+                  <span className="text-slate-400">not evaluated yet</span>
+                )}
+              </td>
+              <td className="whitespace-nowrap text-right text-xs">
+                {owner ? (
+                  <>
+                    <button type="button" className="text-sky-700 hover:underline" onClick={() => setEditRule(r)}>
+                      edit
+                    </button>{' '}
+                    <button type="button" className="text-red-700 hover:underline" onClick={() => window.confirm(`Delete the rule ${r.name}?`) && remove.mutate({ kind: 'rule', id: r.id })}>
+                      delete
+                    </button>
+                  </>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {owner && editRule === null ? (
+        <button type="button" className="mt-2 rounded bg-slate-800 px-3 py-1 text-sm text-white" onClick={() => setEditRule('new')}>
+          New rule
+        </button>
+      ) : null}
+      {editRule !== null ? <div className="mt-2"><RuleForm key={editRule === 'new' ? 'new' : editRule.id} initial={editRule === 'new' ? null : editRule} channels={channels} onDone={() => setEditRule(null)} /></div> : null}
+
+      <h2 className="mt-6 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Channels</h2>
+      <table className="w-full border-collapse text-sm" data-testid="alert-channels">
+        <thead className="text-left text-xs text-slate-500">
+          <tr>
+            <th className="py-1">Name</th>
+            <th>Type</th>
+            <th>Settings</th>
+            <th>Secrets</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {channels.map((c) => (
+            <tr key={c.id} className="border-t border-slate-100 align-top">
+              <td className="py-1 font-medium">{c.name}</td>
+              <td>{c.type}</td>
+              <td className="text-xs">{c.type === 'email' ? `${String(c.settings.host)}:${String(c.settings.port)} → ${(c.settings.to as string[]).join(', ')}` : '—'}</td>
+              <td className="text-xs">{Object.keys(c.secrets).map((k) => `${k} set`).join(', ') || '—'}</td>
+              <td className="whitespace-nowrap text-right text-xs">
+                {owner ? (
+                  <>
+                    <button type="button" className="text-sky-700 hover:underline" onClick={() => test.mutate(c.id)}>
+                      send test
+                    </button>{' '}
+                    <button type="button" className="text-sky-700 hover:underline" onClick={() => setEditChannel(c)}>
+                      edit
+                    </button>{' '}
+                    <button type="button" className="text-red-700 hover:underline" onClick={() => window.confirm(`Delete the channel ${c.name}?`) && remove.mutate({ kind: 'channel', id: c.id })}>
+                      delete
+                    </button>
+                  </>
+                ) : null}
+                {tested[c.id] ? <div className="text-slate-500">{tested[c.id]}</div> : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {owner && editChannel === null ? (
+        <button type="button" className="mt-2 rounded bg-slate-800 px-3 py-1 text-sm text-white" onClick={() => setEditChannel('new')}>
+          New channel
+        </button>
+      ) : null}
+      {editChannel !== null ? <div className="mt-2"><ChannelForm key={editChannel === 'new' ? 'new' : editChannel.id} initial={editChannel === 'new' ? null : editChannel} onDone={() => setEditChannel(null)} /></div> : null}
+    </section>
+  );
+}

@@ -1,0 +1,67 @@
+// The Resolver's side of the stored time series (issue 16): which bucket count an applied status write adds to,
+// and the handling latency it measures. Called from one place (afterStatus in resolve.ts) for every status write
+// the guard applied, so a redelivered or stale copy (ignored by the guard) is never counted twice. Only adds to
+// the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot path.
+import { MessageType, ResolutionStatus, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
+import type { OutcomeCount, StatusRow, TimeSeriesStore } from '../lib/store/index.ts';
+
+export interface OutcomeRecorder {
+  applied(m: OutcomeMessage, endpointId: string, written: { row: Pick<StatusRow, 'status' | 'eventTypeId'>; previousMessageId: string | null }): void;
+}
+
+/** What the recorder reads of the message (a subset of ResolverMessage). */
+export interface OutcomeMessage {
+  messageId: string;
+  messageType: MessageTypeT;
+  eventTypeId: string | undefined;
+  /** Broker enqueue time of this message (ISO-8601). */
+  enqueuedAt: string;
+  queueTimeMs: number | undefined;
+  processingTimeMs: number | undefined;
+}
+
+/** The count a written row adds to, or undefined (a request copy, a deferral, a handoff: no outcome yet). */
+export function outcomeCountOf(messageType: MessageTypeT, status: string): OutcomeCount | undefined {
+  if (messageType === MessageType.ResubmissionRequest) return 'resubmitted';
+  switch (status) {
+    case ResolutionStatus.Completed:
+      return 'handled';
+    case ResolutionStatus.Failed:
+      return 'failed';
+    case ResolutionStatus.DeadLettered:
+      return 'deadLettered';
+    case ResolutionStatus.Unsupported:
+      return 'unsupported';
+    case ResolutionStatus.Skipped:
+      return 'skipped';
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Request enqueued → response recorded. A response carries the subscriber's QueueTimeMs (request enqueued →
+ * handler start) and ProcessingTimeMs (handler start → response built); the response's own enqueue time is when
+ * it left, so the request was enqueued at responseEnqueued − processing − queue. Undefined when the response does
+ * not say (an older SDK, a hand-made message): no guess enters the histogram.
+ */
+export function handlingLatencyMs(m: OutcomeMessage, recordedAt: Date): number | undefined {
+  if (m.queueTimeMs === undefined || m.processingTimeMs === undefined) return undefined;
+  const sent = Date.parse(m.enqueuedAt);
+  if (Number.isNaN(sent)) return undefined;
+  return Math.max(0, recordedAt.getTime() - sent + m.processingTimeMs + m.queueTimeMs);
+}
+
+export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now: () => Date): OutcomeRecorder {
+  return {
+    applied(m, endpointId, { row, previousMessageId }) {
+      // The same message written again (a redelivered copy the guard lets through as a no-op): counted once.
+      if (previousMessageId === m.messageId) return;
+      const count = outcomeCountOf(m.messageType, row.status);
+      if (count === undefined) return;
+      const at = now();
+      const latencyMs = count === 'resubmitted' ? undefined : handlingLatencyMs(m, at);
+      series.add({ endpointId, eventTypeId: row.eventTypeId ?? m.eventTypeId ?? '', at, count, ...(latencyMs !== undefined ? { latencyMs } : {}) });
+    },
+  };
+}

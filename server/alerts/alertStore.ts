@@ -1,0 +1,180 @@
+// Rules, channels, evaluation state and alert history in the `alerts` container (partitioned on /kind). The state
+// documents are replaced under their etag: the transition (fire, recover) belongs to whoever wrote it, which is
+// what keeps two evaluators from sending the same notice twice even in the moment a lease changes hands.
+import { randomUUID } from 'node:crypto';
+import type { Container, Database } from '@azure/cosmos';
+import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
+import { cosmosStatus } from '../../lib/store/index.ts';
+import { badRequest, notFound } from '../http.ts';
+import { alertsKey, seal } from './secrets.ts';
+import type { AlertDoc, ChannelDoc, ChannelInput, RuleDoc, RuleInput, RuleStateDoc } from './model.ts';
+
+export const ALERTS_CONTAINER = 'alerts';
+
+export class AlertStore {
+  readonly #slot: ContainerSlot = {};
+  readonly #database: Database;
+  readonly #env: Record<string, string | undefined>;
+
+  constructor(database: Database, env: Record<string, string | undefined> = process.env) {
+    this.#database = database;
+    this.#env = env;
+  }
+
+  container(): Promise<Container> {
+    return openContainer(this.#slot, this.#database, ALERTS_CONTAINER, '/kind');
+  }
+
+  async #all<T>(kind: string): Promise<T[]> {
+    const c = await this.container();
+    const r = await c.items.query<T>({ query: 'SELECT * FROM c WHERE c.kind = @k', parameters: [{ name: '@k', value: kind }] }, { partitionKey: kind }).fetchAll();
+    return r.resources;
+  }
+
+  async #get<T>(kind: string, id: string): Promise<(T & { _etag?: string }) | null> {
+    const c = await this.container();
+    try {
+      const r = await c.item(id, kind).read<T & { _etag?: string }>();
+      return r.resource ?? null;
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return null;
+      throw err;
+    }
+  }
+
+  async #delete(kind: string, id: string): Promise<boolean> {
+    const c = await this.container();
+    try {
+      await c.item(id, kind).delete();
+      return true;
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return false;
+      throw err;
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------------ rules
+
+  listRules(): Promise<RuleDoc[]> {
+    return this.#all<RuleDoc>('rule').then((r) => r.sort((a, b) => a.name.localeCompare(b.name)));
+  }
+
+  getRule(id: string): Promise<RuleDoc | null> {
+    return this.#get<RuleDoc>('rule', id);
+  }
+
+  async saveRule(input: RuleInput, user: string, id?: string, now = new Date()): Promise<RuleDoc> {
+    const existing = id ? await this.getRule(id) : null;
+    if (id && !existing) throw notFound(`no alert rule ${id}`);
+    const doc: RuleDoc = {
+      ...input,
+      id: id ?? randomUUID(),
+      kind: 'rule',
+      createdAt: existing?.createdAt ?? now.toISOString(),
+      updatedAt: now.toISOString(),
+      updatedBy: user,
+    };
+    const c = await this.container();
+    await c.items.upsert(doc);
+    return doc;
+  }
+
+  async deleteRule(id: string): Promise<void> {
+    if (!(await this.#delete('rule', id))) throw notFound(`no alert rule ${id}`);
+    await this.#delete('state', id);
+  }
+
+  // --------------------------------------------------------------------------------------------- channels
+
+  listChannels(): Promise<ChannelDoc[]> {
+    return this.#all<ChannelDoc>('channel').then((r) => r.sort((a, b) => a.name.localeCompare(b.name)));
+  }
+
+  getChannel(id: string): Promise<ChannelDoc | null> {
+    return this.#get<ChannelDoc>('channel', id);
+  }
+
+  /**
+   * Stores a channel with its secrets sealed. On update a secret the input leaves out keeps its stored value; a
+   * new channel must give every secret its type needs (the URL of a webhook, Teams or Slack channel).
+   */
+  async saveChannel(input: ChannelInput, user: string, id?: string, now = new Date()): Promise<ChannelDoc> {
+    const existing = id ? await this.getChannel(id) : null;
+    if (id && !existing) throw notFound(`no alert channel ${id}`);
+    if (existing && existing.type !== input.type) throw badRequest(`a channel's type cannot change (it is ${existing.type})`);
+    const plain: Record<string, string> = {};
+    const settings: Record<string, unknown> = {};
+    if (input.type === 'email') {
+      const { password, type: _t, name: _n, ...rest } = input;
+      Object.assign(settings, rest);
+      if (password !== undefined) plain.password = password;
+    } else {
+      if (input.url !== undefined) plain.url = input.url;
+      if (input.type === 'webhook' && input.headers !== undefined) plain.headers = JSON.stringify(input.headers);
+    }
+    const secrets: Record<string, string> = { ...(existing?.secrets ?? {}) };
+    if (Object.keys(plain).length > 0) {
+      const key = alertsKey(this.#env);
+      for (const [k, v] of Object.entries(plain)) secrets[k] = seal(v, key);
+    }
+    if (input.type !== 'email' && secrets.url === undefined)
+      throw badRequest(`a ${input.type} channel needs its url`);
+    const doc: ChannelDoc = {
+      id: id ?? randomUUID(),
+      kind: 'channel',
+      type: input.type,
+      name: input.name,
+      settings,
+      secrets,
+      createdAt: existing?.createdAt ?? now.toISOString(),
+      updatedAt: now.toISOString(),
+      updatedBy: user,
+    };
+    const c = await this.container();
+    await c.items.upsert(doc);
+    return doc;
+  }
+
+  async deleteChannel(id: string): Promise<void> {
+    if (!(await this.#delete('channel', id))) throw notFound(`no alert channel ${id}`);
+  }
+
+  // -------------------------------------------------------------------------------------- state & history
+
+  async getState(ruleId: string): Promise<{ state: RuleStateDoc | null; etag: string | undefined }> {
+    const d = await this.#get<RuleStateDoc>('state', ruleId);
+    return { state: d, etag: d?._etag };
+  }
+
+  /** Writes the state if nobody else changed it since `etag` (undefined: it must not exist yet). False when lost. */
+  async casState(next: RuleStateDoc, etag: string | undefined): Promise<boolean> {
+    const c = await this.container();
+    try {
+      if (etag === undefined) await c.items.create(next);
+      else await c.item(next.id, 'state').replace(next, { accessCondition: { type: 'IfMatch', condition: etag } });
+      return true;
+    } catch (err) {
+      const s = cosmosStatus(err);
+      if (s === 409 || s === 412 || s === 404) return false;
+      throw err;
+    }
+  }
+
+  async putAlert(a: AlertDoc): Promise<void> {
+    const c = await this.container();
+    await c.items.upsert(a);
+  }
+
+  getAlert(id: string): Promise<AlertDoc | null> {
+    return this.#get<AlertDoc>('alert', id);
+  }
+
+  /** The history, newest first (at most `limit`). */
+  async listAlerts(limit = 200): Promise<AlertDoc[]> {
+    const c = await this.container();
+    const r = await c.items
+      .query<AlertDoc>({ query: `SELECT TOP ${Math.max(1, Math.min(1000, limit))} * FROM c WHERE c.kind = 'alert' ORDER BY c.firedAt DESC` }, { partitionKey: 'alert' })
+      .fetchAll();
+    return r.resources;
+  }
+}

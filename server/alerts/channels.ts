@@ -1,0 +1,169 @@
+// Sending a notice (an alert fired or recovered) through a channel: a generic webhook (the JSON body documented in
+// docs/operations.md), a Microsoft Teams or Slack incoming webhook in their own formats, or e-mail over SMTP
+// (nodemailer). Secrets are unsealed only here, just before the send, and never logged; errors name the channel,
+// never its URL (an incoming-webhook URL is itself the credential).
+import nodemailer from 'nodemailer';
+import { alertsKey, unseal } from './secrets.ts';
+import type { AlertDoc, ChannelDoc } from './model.ts';
+
+export type NoticeKind = 'fired' | 'recovered' | 'test';
+
+/** The generic webhook body (version 1). */
+export interface AlertNotice {
+  kind: 'nimbus.alert';
+  version: 1;
+  notice: NoticeKind;
+  alertId: string;
+  rule: { id: string; name: string; type: string; endpointId: string | null };
+  summary: string;
+  value: number;
+  threshold: number | null;
+  firedAt: string;
+  recoveredAt: string | null;
+  /** Absolute link to the console page that shows the problem. */
+  link: string;
+}
+
+export function noticeOf(alert: AlertDoc, notice: NoticeKind, consoleUrl: string): AlertNotice {
+  return {
+    kind: 'nimbus.alert',
+    version: 1,
+    notice,
+    alertId: alert.id,
+    rule: { id: alert.ruleId, name: alert.ruleName, type: alert.ruleType, endpointId: alert.endpointId },
+    summary: alert.summary,
+    value: alert.value,
+    threshold: alert.threshold,
+    firedAt: alert.firedAt,
+    recoveredAt: alert.recoveredAt,
+    link: new URL(alert.link, consoleUrl.endsWith('/') ? consoleUrl : `${consoleUrl}/`).toString(),
+  };
+}
+
+function title(n: AlertNotice): string {
+  const state = n.notice === 'fired' ? 'FIRING' : n.notice === 'recovered' ? 'RECOVERED' : 'TEST';
+  return `[NimBus] ${state}: ${n.rule.name}`;
+}
+
+/** Microsoft Teams (Workflows "post to a channel when a webhook request is received", or a classic connector): an Adaptive Card. */
+export function teamsBody(n: AlertNotice): unknown {
+  return {
+    type: 'message',
+    attachments: [
+      {
+        contentType: 'application/vnd.microsoft.card.adaptive',
+        content: {
+          $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+          type: 'AdaptiveCard',
+          version: '1.4',
+          body: [
+            { type: 'TextBlock', size: 'Medium', weight: 'Bolder', text: title(n), wrap: true, color: n.notice === 'fired' ? 'Attention' : 'Good' },
+            { type: 'TextBlock', text: n.summary, wrap: true },
+            {
+              type: 'FactSet',
+              facts: [
+                { title: 'Rule', value: `${n.rule.name} (${n.rule.type})` },
+                ...(n.rule.endpointId ? [{ title: 'Endpoint', value: n.rule.endpointId }] : []),
+                { title: 'Fired', value: n.firedAt },
+                ...(n.recoveredAt ? [{ title: 'Recovered', value: n.recoveredAt }] : []),
+              ],
+            },
+          ],
+          actions: [{ type: 'Action.OpenUrl', title: 'Open in the console', url: n.link }],
+        },
+      },
+    ],
+  };
+}
+
+/** Slack incoming webhook: a text fallback and blocks. */
+export function slackBody(n: AlertNotice): unknown {
+  const text = `${title(n)}: ${n.summary}`;
+  return {
+    text,
+    blocks: [
+      { type: 'section', text: { type: 'mrkdwn', text: `*${title(n)}*\n${n.summary}` } },
+      {
+        type: 'context',
+        elements: [{ type: 'mrkdwn', text: `fired ${n.firedAt}${n.recoveredAt ? `, recovered ${n.recoveredAt}` : ''} · <${n.link}|open in the console>` }],
+      },
+    ],
+  };
+}
+
+export function emailText(n: AlertNotice): { subject: string; text: string } {
+  const lines = [
+    n.summary,
+    '',
+    `Rule: ${n.rule.name} (${n.rule.type})${n.rule.endpointId ? ` on ${n.rule.endpointId}` : ''}`,
+    `Fired: ${n.firedAt}`,
+    ...(n.recoveredAt ? [`Recovered: ${n.recoveredAt}`] : []),
+    '',
+    `Open in the console: ${n.link}`,
+  ];
+  return { subject: title(n), text: lines.join('\n') };
+}
+
+async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number): Promise<void> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    redirect: 'error',
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  await res.body?.cancel().catch(() => undefined);
+  if (!res.ok) throw new Error(`the receiver answered ${res.status}`);
+}
+
+export interface SendOptions {
+  env?: Record<string, string | undefined>;
+  timeoutMs?: number;
+}
+
+/** Sends one notice; rejects with a message that is safe to store and show (no URL, no password). */
+export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, options: SendOptions = {}): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const key = Object.keys(channel.secrets).length > 0 ? alertsKey(options.env) : undefined;
+  const secret = (k: string) => (channel.secrets[k] !== undefined && key ? unseal(channel.secrets[k], key) : undefined);
+  try {
+    switch (channel.type) {
+      case 'webhook': {
+        const headers = secret('headers');
+        await postJson(secret('url')!, notice, headers ? (JSON.parse(headers) as Record<string, string>) : {}, timeoutMs);
+        return;
+      }
+      case 'teams':
+        await postJson(secret('url')!, teamsBody(notice), {}, timeoutMs);
+        return;
+      case 'slack':
+        await postJson(secret('url')!, slackBody(notice), {}, timeoutMs);
+        return;
+      case 'email': {
+        const s = channel.settings as { host: string; port: number; secure: boolean; username?: string; from: string; to: string[] };
+        const password = secret('password');
+        const transport = nodemailer.createTransport({
+          host: s.host,
+          port: s.port,
+          secure: s.secure,
+          ...(s.username ? { auth: { user: s.username, pass: password ?? '' } } : {}),
+          connectionTimeout: timeoutMs,
+          greetingTimeout: timeoutMs,
+          socketTimeout: timeoutMs,
+        });
+        try {
+          const { subject, text } = emailText(notice);
+          await transport.sendMail({ from: s.from, to: s.to, subject, text });
+        } finally {
+          transport.close();
+        }
+        return;
+      }
+    }
+  } catch (err) {
+    // Fetch and SMTP errors may quote the target; keep the kind of failure only.
+    const e = err as { name?: string; code?: string; message?: string };
+    const reason = e.name === 'TimeoutError' ? 'timed out' : e.message?.startsWith('the receiver answered') ? e.message : (e.code ?? e.name ?? 'failed');
+    throw new Error(`channel '${channel.name}' (${channel.type}): ${reason}`);
+  }
+}

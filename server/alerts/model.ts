@@ -1,0 +1,184 @@
+// Alert rules, channels, their evaluation state and the alert history, as stored in the `alerts` container
+// (partitioned on /kind) and as the API accepts them. Inputs are validated with zod; secrets in a channel's
+// settings are sealed (secrets.ts) before they are stored and replaced by `{ set: true }` when read back.
+import { z } from 'zod';
+
+export const RULE_TYPES = [
+  'failureRate',
+  'newFailureGroup',
+  'deadLetterBacklog',
+  'blockedSession',
+  'pendingHandoff',
+  'heartbeatMissing',
+  'resolverLiveness',
+] as const;
+export type RuleType = (typeof RULE_TYPES)[number];
+
+const id = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an id is letters, digits and dashes');
+const endpointId = z.string().trim().min(1).max(100);
+
+export const ruleInputSchema = z
+  .object({
+    name: z.string().trim().min(1).max(120),
+    type: z.enum(RULE_TYPES),
+    /** failureRate: required; deadLetterBacklog, blockedSession, pendingHandoff, heartbeatMissing: optional filter. */
+    endpointId: endpointId.nullable().default(null),
+    /** failureRate: failures per minute; deadLetterBacklog: dead letters. Fires when the value is above it. */
+    threshold: z.number().int().min(0).max(10_000_000).nullable().default(null),
+    /** blockedSession, heartbeatMissing, resolverLiveness: how old (seconds) counts as a problem. */
+    durationSeconds: z.number().int().min(10).max(30 * 86_400).nullable().default(null),
+    /** After a fire, no new fire for this long (a flapping condition sends one alert). */
+    cooldownSeconds: z.number().int().min(0).max(7 * 86_400).default(900),
+    channelIds: z.array(id).max(20).default([]),
+    enabled: z.boolean().default(true),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    if (r.type === 'failureRate' && r.endpointId === null) ctx.addIssue({ code: 'custom', path: ['endpointId'], message: 'a failure-rate rule names an endpoint' });
+    if ((r.type === 'failureRate' || r.type === 'deadLetterBacklog') && r.threshold === null)
+      ctx.addIssue({ code: 'custom', path: ['threshold'], message: `a ${r.type} rule needs a threshold` });
+    if ((r.type === 'blockedSession' || r.type === 'heartbeatMissing') && r.durationSeconds === null)
+      ctx.addIssue({ code: 'custom', path: ['durationSeconds'], message: `a ${r.type} rule needs durationSeconds` });
+  });
+export type RuleInput = z.output<typeof ruleInputSchema>;
+
+export interface RuleDoc extends RuleInput {
+  id: string;
+  kind: 'rule';
+  createdAt: string;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+export const CHANNEL_TYPES = ['webhook', 'teams', 'slack', 'email'] as const;
+export type ChannelType = (typeof CHANNEL_TYPES)[number];
+
+const httpsUrl = z
+  .string()
+  .trim()
+  .max(2000)
+  .refine((u) => {
+    try {
+      const p = new URL(u).protocol;
+      return p === 'https:' || p === 'http:';
+    } catch {
+      return false;
+    }
+  }, 'an http(s) URL');
+
+const email = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>]+$/, 'an e-mail address');
+
+/** Settings as the API accepts them; a secret left out on update keeps the stored one. */
+export const channelInputSchema = z.discriminatedUnion('type', [
+  z
+    .object({
+      type: z.literal('webhook'),
+      name: z.string().trim().min(1).max(120),
+      url: httpsUrl.optional(),
+      /** Extra headers (an Authorization value, say): stored sealed like the URL. */
+      headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/), z.string().max(2000)).optional(),
+    })
+    .strict(),
+  z.object({ type: z.literal('teams'), name: z.string().trim().min(1).max(120), url: httpsUrl.optional() }).strict(),
+  z.object({ type: z.literal('slack'), name: z.string().trim().min(1).max(120), url: httpsUrl.optional() }).strict(),
+  z
+    .object({
+      type: z.literal('email'),
+      name: z.string().trim().min(1).max(120),
+      host: z.string().trim().min(1).max(255),
+      port: z.number().int().min(1).max(65535).default(587),
+      /** TLS from the first byte (port 465); otherwise STARTTLS when the server offers it. */
+      secure: z.boolean().default(false),
+      username: z.string().max(320).optional(),
+      password: z.string().max(1000).optional(),
+      from: email,
+      to: z.array(email).min(1).max(50),
+    })
+    .strict(),
+]);
+export type ChannelInput = z.output<typeof channelInputSchema>;
+
+/** A channel as stored: the secret fields sealed. */
+export interface ChannelDoc {
+  id: string;
+  kind: 'channel';
+  type: ChannelType;
+  name: string;
+  /** Non-secret settings (email host, port, from, to, username). */
+  settings: Record<string, unknown>;
+  /** Sealed secrets by field name (url, headers as JSON, password). */
+  secrets: Record<string, string>;
+  createdAt: string;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+/** A channel as the API shows it: the secrets only as "set". */
+export interface ChannelView {
+  id: string;
+  type: ChannelType;
+  name: string;
+  settings: Record<string, unknown>;
+  secrets: Record<string, { set: true }>;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+export function channelView(d: ChannelDoc): ChannelView {
+  return {
+    id: d.id,
+    type: d.type,
+    name: d.name,
+    settings: d.settings,
+    secrets: Object.fromEntries(Object.keys(d.secrets).map((k) => [k, { set: true as const }])),
+    updatedAt: d.updatedAt,
+    updatedBy: d.updatedBy,
+  };
+}
+
+/** Evaluation state of one rule: written with an etag condition, so of two evaluators one wins each transition. */
+export interface RuleStateDoc {
+  id: string;
+  kind: 'state';
+  ruleId: string;
+  firing: boolean;
+  /** The history entry of the current (or last) fire. */
+  alertId: string | null;
+  lastFiredAt: string | null;
+  /** Fires skipped because of the cool-down since the last fire. */
+  suppressed: number;
+  /** Per rule type memory (newFailureGroup: the groups already announced). */
+  memory?: Record<string, unknown>;
+  evaluatedAt: string;
+  /** The last evaluation, for the Alerts page: ok, firing, or unavailable (with why). */
+  lastStatus?: 'ok' | 'firing' | 'unavailable';
+  lastDetail?: string;
+}
+
+export interface Delivery {
+  channelId: string;
+  notice: 'fired' | 'recovered';
+  ok: boolean;
+  error?: string;
+  at: string;
+}
+
+/** One alert: what fired, when, and when it recovered. */
+export interface AlertDoc {
+  id: string;
+  kind: 'alert';
+  ruleId: string;
+  ruleName: string;
+  ruleType: RuleType;
+  endpointId: string | null;
+  firedAt: string;
+  recoveredAt: string | null;
+  value: number;
+  threshold: number | null;
+  summary: string;
+  /** The console page that shows the problem (relative; the notice makes it absolute with NIMBUS_CONSOLE_URL). */
+  link: string;
+  deliveries: Delivery[];
+}
+
+export { id as alertIdSchema };

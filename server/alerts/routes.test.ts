@@ -1,0 +1,98 @@
+// The Admin → Alerts API through its route handlers (sign-in off: the local Owner), on the embedded stack: a
+// channel's secrets never come back (create, list, update), the audit record names which secrets changed but not
+// their values, bad input is 400 with the reason, a missing NIMBUS_ALERTS_KEY is named, and a rule must name
+// channels that exist.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { CONSOLE_DIR } from '../console.ts';
+import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
+
+let stack: ConsoleTestStack;
+let closeContext: () => Promise<void>;
+const SECRET_URL = 'https://hooks.example.test/services/T000/B000/very-secret-token';
+
+before(async () => {
+  stack = await startConsoleTestStack('alertroutes');
+  Object.assign(process.env, stack.env, { NIMBUS_ALERTS_KEY: randomBytes(32).toString('base64') });
+  ({ closeContext } = await import('../context.ts'));
+});
+after(async () => {
+  await closeContext?.();
+  await stack?.close();
+});
+
+const route = async (path: string) => (await import(pathToFileURL(join(CONSOLE_DIR, 'app', path, 'route.ts')).href)) as Record<string, Handler>;
+const call = async (path: string, method: string, body?: unknown, params: Record<string, string> = {}) => {
+  const mod = await route(path.replace(/\{(\w+)\}/g, '[$1]'));
+  const res = await mod[method]!(
+    new Request('http://127.0.0.1:3000/api/x', {
+      method,
+      headers: { host: '127.0.0.1:3000', 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+    { params: Promise.resolve(params) },
+  );
+  return { status: res.status, text: await res.text() };
+};
+
+describe('alerts API', () => {
+  test('channel secrets are write-only and kept out of the audit log', async () => {
+    const created = await call('api/admin/alerts/channels', 'POST', { type: 'slack', name: 'ops', url: SECRET_URL });
+    assert.equal(created.status, 201, created.text);
+    assert.ok(!created.text.includes('very-secret-token'));
+    const id = (JSON.parse(created.text) as { id: string; secrets: Record<string, unknown> }).id;
+    assert.deepEqual((JSON.parse(created.text) as { secrets: unknown }).secrets, { url: { set: true } });
+
+    // An edit without the URL keeps it; the list shows it only as set.
+    const renamed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'slack', name: 'ops-renamed' }, { channelId: id });
+    assert.equal(renamed.status, 200, renamed.text);
+    const list = await call('api/admin/alerts/rules', 'GET');
+    assert.equal(list.status, 200);
+    assert.ok(!list.text.includes('very-secret-token') && !list.text.includes('hooks.example.test'));
+    const channel = (JSON.parse(list.text) as { channels: Array<{ id: string; name: string; secrets: unknown }> }).channels.find((c) => c.id === id)!;
+    assert.equal(channel.name, 'ops-renamed');
+    assert.deepEqual(channel.secrets, { url: { set: true } });
+
+    const audit = await queryAudit(stack.store.database, auditQuerySchema.parse({ action: 'alerts.manage', pageSize: 50 }));
+    const texts = JSON.stringify(audit.items);
+    assert.ok(audit.items.length >= 2, 'both changes audited');
+    assert.ok(!texts.includes('very-secret-token'), 'no secret in the audit log');
+    assert.match(texts, /"secretsChanged":\["url"\]/);
+  });
+
+  test('bad input is 400 with the reason; a rule needs existing channels; the history lists alerts', async () => {
+    const noThreshold = await call('api/admin/alerts/rules', 'POST', { name: 'x', type: 'failureRate', endpointId: 'billingendpoint' });
+    assert.equal(noThreshold.status, 400);
+    assert.match(noThreshold.text, /threshold/);
+    const badUrl = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'x', url: 'ftp://nope' });
+    assert.equal(badUrl.status, 400);
+    const ghost = await call('api/admin/alerts/rules', 'POST', { name: 'x', type: 'resolverLiveness', channelIds: ['no-such-channel'] });
+    assert.equal(ghost.status, 400);
+    assert.match(ghost.text, /no alert channel no-such-channel/);
+    const ok = await call('api/admin/alerts/rules', 'POST', { name: 'resolver down', type: 'resolverLiveness', durationSeconds: 120 });
+    assert.equal(ok.status, 201, ok.text);
+    const history = await call('api/alerts/history', 'GET');
+    assert.equal(history.status, 200);
+    assert.ok(Array.isArray((JSON.parse(history.text) as { alerts: unknown[] }).alerts));
+  });
+
+  test('without NIMBUS_ALERTS_KEY a channel with a secret is refused, naming the variable', async () => {
+    const key = process.env.NIMBUS_ALERTS_KEY;
+    delete process.env.NIMBUS_ALERTS_KEY;
+    try {
+      const r = await call('api/admin/alerts/channels', 'POST', { type: 'teams', name: 't', url: SECRET_URL });
+      assert.equal(r.status, 400);
+      assert.match(r.text, /NIMBUS_ALERTS_KEY is not set/);
+      assert.ok(!r.text.includes('very-secret-token'));
+    } finally {
+      process.env.NIMBUS_ALERTS_KEY = key;
+    }
+  });
+});
