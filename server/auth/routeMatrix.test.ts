@@ -112,6 +112,8 @@ const RULES: Record<string, Rule> = {
     need: on('Operator'),
     body: { targets: [{ endpointId: BILLING, eventId: 'no-such-event', sessionId: 'S-1', rowMessageId: 'm-1' }] },
   },
+  'GET /api/failure-groups': { need: any },
+  'PUT /api/failure-groups/[groupId]/note': { need: on('Operator', null), params: { groupId: '0'.repeat(20) }, body: { note: 'known: matrix' } },
   'GET /api/topology/subscriptions': { need: any },
   'GET /api/topology/operations/[operationId]': { need: any, params: { operationId: '00000000-0000-4000-8000-000000000000' } },
   'GET /api/topology/subscriptions/[topic]/[subscription]/deadletters': { need: on('Reader'), params: sub },
