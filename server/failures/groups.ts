@@ -22,7 +22,7 @@ export const failureGroupsQuerySchema = z.object({
     .pipe(z.array(z.enum(FAILURE_STATUSES)).max(3)),
   since: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
 });
-export type FailureGroupsQuery = z.output<typeof failureGroupsQuerySchema>;
+export type FailureGroupsQuery = { endpointId?: string | undefined; status: Array<(typeof FAILURE_STATUSES)[number]>; since?: string | undefined };
 
 export const SPARK_BUCKETS = 24;
 /** Groups returned at most (sorted by count): a page of causes, not of events. */
