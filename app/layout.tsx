@@ -10,6 +10,7 @@ import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
 import { SignInRedirect } from '../components/auth/SignInRedirect.tsx';
 import { UserMenu } from '../components/auth/UserMenu.tsx';
 import { SessionExpiry } from '../components/auth/SessionExpiry.tsx';
+import { JobsDrawer } from '../components/operations/JobsDrawer.tsx';
 
 export const metadata: Metadata = {
   title: 'NimBus Console',
@@ -18,6 +19,7 @@ export const metadata: Metadata = {
 
 const NAV: ReadonlyArray<readonly [href: string, label: string]> = [
   ['/', 'Endpoints'],
+  ['/failures', 'Failures'],
   ['/monitor', 'Monitor'],
   ['/flow', 'Flow'],
   ['/topology', 'Topology'],
@@ -59,6 +61,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
                   {label}
                 </Link>
               ))}
+              <JobsDrawer />
               <div className="ml-auto">
                 <GlobalSearch />
               </div>

@@ -12,6 +12,7 @@ import { isLoopbackHost } from './auth/config.ts';
 import { refuseUnlessLoopback } from './auth/loopbackFront.ts';
 import { closeContext } from './context.ts';
 import { consoleDistDir, keepNextEnv } from './build.ts';
+import { log } from './log.ts';
 
 export interface StartConsoleOptions {
   /** 0 = ephemeral. Default: PORT or 3000. */
@@ -103,6 +104,10 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
     });
   });
   const actual = (server.address() as AddressInfo).port;
+  // Bulk operations left unfinished by a previous run (a restart, a crash) resume without waiting for a request.
+  void import('./operations/service.ts')
+    .then((m) => m.startConsoleOperations())
+    .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'operations runner not started'));
   let closing: Promise<void> | undefined;
   const closeOnce = async () => {
     await new Promise<void>((ok) => {
