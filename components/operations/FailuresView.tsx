@@ -6,9 +6,9 @@
 import { useState } from 'react';
 import Link from 'next/link';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import { BulkJobConfirm } from './BulkJobConfirm.tsx';
 import { endpointHref } from '../api.ts';
-import { jobsApi, openJobsDrawer, type FailureGroupItem } from './jobsApi.ts';
+import { jobsApi, type FailureGroupItem } from './jobsApi.ts';
 
 function Spark({ values }: { values: number[] }) {
   const max = Math.max(1, ...values);
@@ -100,20 +100,11 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
 }
 
 export function FailuresView() {
-  const qc = useQueryClient();
   const [since, setSince] = useState('');
   const query = new URLSearchParams();
   if (since) query.set('since', new Date(Date.now() - Number(since) * 3600_000).toISOString());
   const q = useQuery({ queryKey: ['failure-groups', since], queryFn: () => jobsApi.groups(query), refetchInterval: 15_000, retry: 0 });
   const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem } | null>(null);
-  const start = useMutation({
-    mutationFn: (p: { kind: 'resubmit' | 'skip'; group: FailureGroupItem }) => jobsApi.start(p.kind, { groupId: p.group.groupId }),
-    onSuccess: () => {
-      setPending(null);
-      void qc.invalidateQueries({ queryKey: ['operations'] });
-      openJobsDrawer();
-    },
-  });
   const groups = q.data?.groups ?? [];
   return (
     <div>
@@ -153,22 +144,12 @@ export function FailuresView() {
         </table>
       )}
       {pending && (
-        <ConfirmDialog
-          title={`${pending.kind === 'resubmit' ? 'Resubmit' : 'Skip'} ${pending.group.count.toLocaleString()} events?`}
-          confirmLabel={`${pending.kind === 'resubmit' ? 'Resubmit' : 'Skip'} ${pending.group.count.toLocaleString()} events`}
-          danger={pending.kind === 'skip'}
-          busy={start.isPending}
-          onConfirm={() => start.mutate(pending)}
-          onCancel={() => setPending(null)}
-        >
-          <p>
-            {pending.kind === 'resubmit' ? 'Resubmits' : 'Skips'} every event of “{pending.group.title}” on{' '}
-            {pending.group.endpoints.map((e) => e.endpointId).join(', ')}: {pending.group.count.toLocaleString()} events as counted now. The
-            list is frozen when the job starts; events failing later are not included, and events that changed meanwhile are counted as
-            refused. The job runs on the server; follow it in the Jobs drawer.
-          </p>
-          {start.error && <p className="mt-2 text-red-700">{start.error.message}</p>}
-        </ConfirmDialog>
+        <BulkJobConfirm
+          kind={pending.kind}
+          selection={{ groupId: pending.group.groupId }}
+          what={`every event of “${pending.group.title}” on ${pending.group.endpoints.map((e) => e.endpointId).join(', ')}`}
+          onClose={() => setPending(null)}
+        />
       )}
     </div>
   );

@@ -15,8 +15,9 @@ export const jobsApi = {
   groups: (query: URLSearchParams) => callApi<Omit<FailureGroupsView, 'groups'> & { groups: FailureGroupItem[] }>(`/api/failure-groups?${query.toString()}`),
   setNote: (groupId: string, note: string) =>
     callApi<{ groupId: string; note: GroupNote }>(`/api/failure-groups/${seg(groupId)}/note`, { method: 'PUT', body: JSON.stringify({ note }) }),
-  start: (kind: 'resubmit' | 'skip', selection: Selection) =>
-    callApi<{ operationId: string; total: number }>('/api/operations', { method: 'POST', body: JSON.stringify({ kind, selection }) }),
+  /** Freezes the selection into a held job: the answer's total is what the confirmation shows and the job acts on. */
+  prepare: (kind: 'resubmit' | 'skip', selection: Selection) =>
+    callApi<{ operationId: string; total: number }>('/api/operations', { method: 'POST', body: JSON.stringify({ kind, selection, hold: true }) }),
   list: () => callApi<{ operations: OperationSummary[] }>('/api/operations'),
   get: (id: string) => callApi<JobView>(`/api/operations/${seg(id)}`),
   control: (id: string, action: 'pause' | 'resume' | 'cancel') => callApi<JobView>(`/api/operations/${seg(id)}/${action}`, { method: 'POST' }),

@@ -23,6 +23,11 @@ export const operationIdSchema = z.string().uuid('an operation id is a UUID');
 export const createOperationBody = z.object({
   kind: z.enum(['resubmit', 'skip']),
   selection: z.unknown(),
+  /**
+   * Create the job paused, to be started with /resume once the operator confirmed the count it was frozen with
+   * (the confirmation dialog's two steps; /cancel when they decline).
+   */
+  hold: z.boolean().default(false),
 });
 
 export interface JobError {
@@ -78,7 +83,7 @@ export class JobStore {
   }
 
   /** Stores the frozen selection, then the job (queued): a job document always has its rows. */
-  async create(args: { kind: JobKind; selection: Selection; rows: SelectedRow[]; startedBy: string; ratePerSecond: number }): Promise<Job> {
+  async create(args: { kind: JobKind; selection: Selection; rows: SelectedRow[]; startedBy: string; ratePerSecond: number; hold?: boolean }): Promise<Job> {
     const operationId = randomUUID();
     const chunks = Math.ceil(args.rows.length / CHUNK_ROWS);
     for (let n = 0; n < chunks; n++) {
@@ -91,7 +96,7 @@ export class JobStore {
       kind: args.kind,
       selection: args.selection,
       endpoints: [...new Set(args.rows.map((r) => r.endpointId))].sort(),
-      state: 'queued',
+      state: args.hold ? 'paused' : 'queued',
       total: args.rows.length,
       done: 0,
       refused: 0,
@@ -107,7 +112,7 @@ export class JobStore {
       runningMs: 0,
       errors: [],
     };
-    await this.docs.write(controlDoc(operationId), { control: 'run', by: args.startedBy, at: now } satisfies JobControlDoc);
+    await this.docs.write(controlDoc(operationId), { control: args.hold ? 'pause' : 'run', by: args.startedBy, at: now } satisfies JobControlDoc);
     await this.docs.write(jobDoc(operationId), job, null);
     return job;
   }

@@ -69,7 +69,10 @@ function startRunner(): Promise<ChildProcess> {
   children.push(child);
   return new Promise((ok, fail) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && ok(child));
-    child.once('exit', (code) => fail(new Error(`runner exited with ${code}`)));
+    child.once('exit', (code, signal) => {
+      if (signal !== 'SIGKILL') process.stderr.write(`runner child exited: ${code} ${signal}\n`);
+      fail(new Error(`runner exited with ${code}`));
+    });
   });
 }
 

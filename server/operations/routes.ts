@@ -24,11 +24,11 @@ export async function resolveSelection(ctx: ConsoleContext, sel: Selection, scop
   return rows;
 }
 
-export async function createOperation(ctx: ConsoleContext, kind: JobKind, selection: Selection, rows: SelectedRow[], startedBy: string) {
+export async function createOperation(ctx: ConsoleContext, kind: JobKind, selection: Selection, rows: SelectedRow[], startedBy: string, hold = false) {
   const { jobs, runner } = getOperations(ctx);
-  const job = await jobs.create({ kind, selection, rows, startedBy, ratePerSecond: operationsRate() });
-  runner.kick();
-  return { operationId: job.operationId, total: job.total };
+  const job = await jobs.create({ kind, selection, rows, startedBy, ratePerSecond: operationsRate(), hold });
+  if (!hold) runner.kick();
+  return { operationId: job.operationId, total: job.total, state: job.state };
 }
 
 export async function getJob(ctx: ConsoleContext, id: string, scope: ReadScope): Promise<Job> {

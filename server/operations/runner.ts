@@ -45,9 +45,17 @@ export class RateLimiter {
     const at = Math.max(now, this.#next);
     this.#next = at + this.#gap;
     const wait = at - now;
-    if (wait > 1) await new Promise<void>((r) => {
-      const t = setTimeout(r, wait);
-      signal?.addEventListener('abort', () => { clearTimeout(t); r(); }, { once: true });
+    if (wait <= 1) return;
+    await new Promise<void>((r) => {
+      const onAbort = () => {
+        clearTimeout(t);
+        r();
+      };
+      const t = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        r();
+      }, wait);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 }

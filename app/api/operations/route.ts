@@ -1,6 +1,6 @@
 // GET /api/operations: recent bulk jobs and dead-letter replays the caller may read. Any role.
-// POST with `{ kind: 'resubmit' | 'skip', selection }`: freezes the selection and starts a job → 202
-// `{ operationId, total }`. The caller needs the kind's role (Operator) on every endpoint the selection touches.
+// POST with `{ kind: 'resubmit' | 'skip', selection, hold? }`: freezes the selection and starts a job → 202
+// `{ operationId, total, state }` (with `hold`, the job waits paused for /resume: confirm the exact count first). The caller needs the kind's role (Operator) on every endpoint the selection touches.
 import { audited, authorize, authorizeBeforeBody, readScope } from '../../../server/auth/authorize.ts';
 import { getContext } from '../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../server/http.ts';
@@ -31,8 +31,8 @@ export function POST(request: Request): Promise<Response> {
     for (const endpointId of endpoints) who = await authorize(request, body.kind, endpointId);
     const result = await audited(
       who,
-      () => createOperation(ctx, body.kind, selection, rows, who.user),
-      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints }),
+      () => createOperation(ctx, body.kind, selection, rows, who.user, body.hold),
+      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, held: body.hold }),
       202,
     );
     return json(result, 202);

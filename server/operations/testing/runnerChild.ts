@@ -8,6 +8,15 @@ import { Manager } from '../../manager/manager.ts';
 import { JobStore } from '../jobs.ts';
 import { OperationsRunner } from '../runner.ts';
 
+// A crash must be visible in the test's output, not a silently vanished replica.
+process.on('uncaughtException', (err) => {
+  process.stderr.write(`runner child: uncaught ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(70);
+});
+process.on('unhandledRejection', (err) => {
+  process.stderr.write(`runner child: unhandled rejection ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(70);
+});
 const env = process.env;
 const sb = createServiceBusClients(env.NIMBUS_SERVICEBUS_CONNECTION_STRING!);
 const conn = { endpoint: env.NIMBUS_COSMOS_ENDPOINT!, key: env.NIMBUS_COSMOS_KEY!, database: env.NIMBUS_COSMOS_DATABASE! };
