@@ -121,7 +121,7 @@ export class OperationsRunner {
   }
 
   async #run(id: string, leaseLost: AbortSignal): Promise<void> {
-    const { jobs, manager } = this.#o;
+    const { jobs } = this.#o;
     // Re-read under the lease: the listed copy may predate another replica's last save.
     const job = await jobs.get(id);
     if (!job || !WANTS_TO_RUN.has(job.state)) return;
