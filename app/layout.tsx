@@ -11,6 +11,7 @@ import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
 import { SignInRedirect } from '../components/auth/SignInRedirect.tsx';
 import { UserMenu } from '../components/auth/UserMenu.tsx';
 import { SessionExpiry } from '../components/auth/SessionExpiry.tsx';
+import { JobsDrawer } from '../components/operations/JobsDrawer.tsx';
 
 export const metadata: Metadata = {
   title: 'NimBus Console',
@@ -19,6 +20,7 @@ export const metadata: Metadata = {
 
 const NAV: ReadonlyArray<readonly [href: string, label: string]> = [
   ['/', 'Endpoints'],
+  ['/failures', 'Failures'],
   ['/monitor', 'Monitor'],
   ['/flow', 'Flow'],
   ['/topology', 'Topology'],
@@ -61,6 +63,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
                   {label}
                 </Link>
               ))}
+              <JobsDrawer />
               <div className="ml-auto">
                 <GlobalSearch />
               </div>

@@ -10,6 +10,7 @@ import {
   COUNTER_BUCKETS,
   bucketOf,
   docId,
+  fingerprintOf,
   historyEntrySchema,
   statusRowId,
   statusRowSchema,
@@ -26,6 +27,11 @@ export interface SeedOptions {
   sessionsPerEndpoint: number;
   /** Events are spread over this many minutes before `now`. */
   spanMinutes: number;
+  /**
+   * Share of Failed + DeadLettered + Unsupported events (default 0.06, the mix below); a larger share is taken
+   * from the Completed events (the failure-groups figure is measured with 0.10).
+   */
+  failedShare?: number;
   now?: number;
 }
 
@@ -79,9 +85,28 @@ function random(seed: number): () => number {
   };
 }
 
-function pickStatus(r: number): (typeof MIX)[number] {
+/** The mix with `failedShare` of failures: Failed grows, Completed shrinks by as much. */
+function mixWith(failedShare: number | undefined): typeof MIX {
+  if (failedShare === undefined) return MIX;
+  const base = MIX.filter((m) => m.status === ResolutionStatus.Failed || m.status === ResolutionStatus.Unsupported || m.dead).reduce((a, m) => a + m.share, 0);
+  const extra = failedShare - base;
+  return MIX.map((m) =>
+    m.status === ResolutionStatus.Completed ? { ...m, share: m.share - extra } : m.status === ResolutionStatus.Failed && !m.dead ? { ...m, share: m.share + extra } : m,
+  );
+}
+
+/** The causes failed events are spread over (a few big groups and a long tail, as on a bad morning). */
+const FAILURES: Array<{ type: string; text: (orderId: string, i: number) => string }> = [
+  { type: 'PaymentGatewayError', text: (o, i) => `Order ${o}: the payment provider answered 502 Bad Gateway (attempt ${1 + (i % 3)})` },
+  { type: 'CrmUnavailableError', text: (o) => `CRM API answered 503 Service Unavailable (rate limit) while adding order ${o}` },
+  { type: 'CreditApprovalRequiredError', text: (o, i) => `Order ${o}: invoice total ${(1000 + (i % 900)).toFixed(2)} EUR exceeds the credit limit of 1000.00 for CUST-${i % 97}; approve the credit and resubmit` },
+  { type: 'TimeoutError', text: (_o, i) => `timeout after ${30 + (i % 5) * 10} s while calling ERP` },
+  ...Array.from({ length: 16 }, (_, k) => ({ type: `AdapterError${k}`, text: (o: string) => `adapter ${k} rejected ${o}` })),
+];
+
+function pickStatus(r: number, mix: typeof MIX): (typeof MIX)[number] {
   let acc = 0;
-  for (const m of MIX) {
+  for (const m of mix) {
     acc += m.share;
     if (r < acc) return m;
   }
@@ -92,9 +117,9 @@ function buildEvent(
   i: number,
   endpointId: string,
   rnd: () => number,
-  o: { sessionsPerEndpoint: number; spanMinutes: number; now: number },
+  o: { sessionsPerEndpoint: number; spanMinutes: number; now: number; mix: typeof MIX },
 ): { row: StatusRow; history: HistoryEntry[] } {
-  const kind = pickStatus(rnd());
+  const kind = pickStatus(rnd(), o.mix);
   const eventId = `bench-${endpointId.slice(0, 4)}-${String(i).padStart(7, '0')}`;
   const sessionId = `CUST-${1000 + Math.floor(rnd() * o.sessionsPerEndpoint)}`;
   const eventTypeId = EVENT_TYPES[Math.floor(rnd() * EVENT_TYPES.length)]!;
@@ -111,6 +136,8 @@ function buildEvent(
     lines: [{ sku: 'MUG-BLUE', quantity: 1 + Math.floor(rnd() * 4), unitPrice: 9.5 }],
   };
   const failed = kind.status === ResolutionStatus.Failed || kind.dead === true;
+  // Skewed towards the first causes: rnd()^3 picks the big groups most of the time.
+  const cause = FAILURES[Math.floor(rnd() ** 3 * FAILURES.length)]!;
   const responseType = RESPONSE_TYPE[kind.handoff ? 'Handoff' : kind.status];
   const pendingRequest = kind.status === ResolutionStatus.Pending && !kind.handoff;
   const row: StatusRow = {
@@ -132,11 +159,11 @@ function buildEvent(
     requestMessageId: reqId,
     payload,
     errorText: failed
-      ? `Order ${payload.orderId}: the payment provider answered 502 Bad Gateway (attempt ${1 + (i % 3)})`
+      ? cause.text(payload.orderId, i)
       : kind.status === ResolutionStatus.Deferred
         ? `Session ${sessionId} is blocked`
         : null,
-    errorType: failed ? 'PaymentGatewayError' : null,
+    errorType: failed ? cause.type : null,
     deadLetterReason: kind.dead ? 'MaxDeliveryCountExceeded' : null,
     deadLetterErrorDescription: kind.dead ? 'the message could not be handled in 10 deliveries' : null,
     retryCount: failed ? 3 : null,
@@ -150,6 +177,8 @@ function buildEvent(
     eventIdLower: eventId.toLowerCase(),
     sessionIdLower: sessionId.toLowerCase(),
   };
+  // As the store computes it on every write (lib/store/fingerprint.ts).
+  row.fingerprint = fingerprintOf(row)?.groupId ?? null;
   const common = {
     endpointId,
     eventId,
@@ -233,6 +262,7 @@ export async function seedConsoleBench(store: MessageStore, options: SeedOptions
     sessionsPerEndpoint: options.sessionsPerEndpoint,
     spanMinutes: options.spanMinutes,
     now: options.now ?? Date.now(),
+    mix: mixWith(options.failedShare),
   };
   const rnd = random(20261202);
   const events = store.database.container(CONTAINERS.events);

@@ -1,7 +1,8 @@
 'use client';
 // Endpoint page: the endpoint's events with server-side filters kept in the URL (shareable, survive a reload),
 // continuation paging, counts per status, and multi-select Resubmit / Skip behind a confirmation that states
-// exactly how many events will be acted on.
+// exactly how many events will be acted on. "Select all matching" acts on every event the filter matches on the
+// server (a bulk job, server/operations/): no 200-row limit; the list exports as CSV or JSON with the same filter.
 import Link from 'next/link';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
@@ -11,9 +12,11 @@ import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { Ago, ErrorBox, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
+import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
+import type { Selection } from './operations/jobsApi.ts';
 
 const STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
-const FILTER_KEYS = ['status', 'eventTypeId', 'sessionId', 'eventId', 'from', 'to', 'q'] as const;
+const FILTER_KEYS = ['status', 'eventTypeId', 'sessionId', 'eventId', 'from', 'to', 'q', 'groupId'] as const;
 type FilterKey = (typeof FILTER_KEYS)[number];
 
 /** Rows an operator may resubmit or skip (the server decides again; this only drives the checkboxes). */
@@ -98,6 +101,25 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const allSelected = actionable.length > 0 && selectedItems.length === actionable.length;
 
   const [confirm, setConfirm] = useState<null | 'resubmit' | 'skip'>(null);
+  // "Select all matching": the next Resubmit / Skip is a server-side job over the whole filter.
+  const [allMatching, setAllMatching] = useState(false);
+  const [jobKind, setJobKind] = useState<null | 'resubmit' | 'skip'>(null);
+  const matchingSelection = useMemo((): Selection => {
+    const statuses = filters.status ? filters.status.split(',') : [];
+    return {
+      endpointId,
+      ...(statuses.length > 0 ? { status: statuses as Selection['status'] } : {}),
+      ...(filters.groupId ? { groupId: filters.groupId } : {}),
+      ...(filters.eventTypeId ? { eventTypeId: filters.eventTypeId } : {}),
+      ...(filters.sessionId ? { sessionId: filters.sessionId } : {}),
+      ...(filters.eventId ? { eventIds: [filters.eventId] } : {}),
+      ...(filters.from ? { updatedFrom: filters.from } : {}),
+      ...(filters.to ? { updatedBefore: filters.to } : {}),
+      ...(filters.q ? { errorText: filters.q } : {}),
+    };
+  }, [filters, endpointId]);
+  const act = (kind: 'resubmit' | 'skip') => (allMatching ? setJobKind(kind) : setConfirm(kind));
+  const exportHref = (format: 'csv' | 'json') => `/api/endpoints/${encodeURIComponent(endpointId)}/events/export?${queryString}${queryString ? '&' : ''}format=${format}`;
   const [busy, setBusy] = useState(false);
   const [result, setResult] = useState<{ action: string; r: BulkResult } | null>(null);
   const [actionError, setActionError] = useState<unknown>(null);
@@ -225,20 +247,36 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
           <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-white hover:bg-slate-700">
             Apply
           </button>
-          <button type="button" onClick={() => apply({ status: '', eventTypeId: '', sessionId: '', eventId: '', from: '', to: '', q: '' })} className="rounded border border-slate-300 px-3 py-1 hover:bg-slate-50">
+          <button type="button" onClick={() => apply({ status: '', eventTypeId: '', sessionId: '', eventId: '', from: '', to: '', q: '', groupId: '' })} className="rounded border border-slate-300 px-3 py-1 hover:bg-slate-50">
             Clear
           </button>
         </div>
       </form>
 
       <div className="mb-2 flex flex-wrap items-center gap-2 text-sm">
-        <span className="text-slate-600">{selectedItems.length} selected</span>
-        {can('resubmit', endpointId) && <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-white hover:bg-sky-700 disabled:opacity-40">
-          Resubmit selected
+        <span className="text-slate-600" data-testid="selection-count">{allMatching ? 'all events matching the filter selected' : `${selectedItems.length} selected`}</span>
+        {(can('resubmit', endpointId) || can('skip', endpointId)) && (
+          <button type="button" onClick={() => setAllMatching(!allMatching)} className="rounded border border-slate-300 px-2 py-1 text-xs hover:bg-slate-50" aria-pressed={allMatching}>
+            {allMatching ? 'Select rows instead' : 'Select all matching'}
+          </button>
+        )}
+        {can('resubmit', endpointId) && <button type="button" disabled={!allMatching && selectedItems.length === 0} onClick={() => act('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-white hover:bg-sky-700 disabled:opacity-40">
+          {allMatching ? 'Resubmit all matching' : 'Resubmit selected'}
         </button>}
-        {can('skip', endpointId) && <button type="button" disabled={selectedItems.length === 0} onClick={() => setConfirm('skip')} className="rounded border border-red-300 px-3 py-1 text-red-700 hover:bg-red-50 disabled:opacity-40">
-          Skip selected
+        {can('skip', endpointId) && <button type="button" disabled={!allMatching && selectedItems.length === 0} onClick={() => act('skip')} className="rounded border border-red-300 px-3 py-1 text-red-700 hover:bg-red-50 disabled:opacity-40">
+          {allMatching ? 'Skip all matching' : 'Skip selected'}
         </button>}
+        {filters.groupId ? (
+          <button type="button" onClick={() => apply({ ...filters, groupId: '' })} className="rounded bg-amber-100 px-2 py-0.5 text-xs text-amber-900">
+            failure group {filters.groupId.slice(0, 8)} ×
+          </button>
+        ) : null}
+        <a href={exportHref('csv')} className="text-xs text-sky-700 hover:underline">
+          Export CSV
+        </a>
+        <a href={exportHref('json')} className="text-xs text-sky-700 hover:underline">
+          Export JSON
+        </a>
         <span className="ml-auto text-xs text-slate-400">{list.isFetching ? 'refreshing…' : `${items.length} shown`}</span>
       </div>
       {result ? (
@@ -333,6 +371,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         </button>
       ) : null}
 
+      {jobKind ? (
+        <BulkJobConfirm kind={jobKind} selection={matchingSelection} what={`every actionable event on ${endpointId} matching the filter`} onClose={() => { setJobKind(null); setAllMatching(false); }} />
+      ) : null}
       {confirm ? (
         <ConfirmDialog
           title={confirm === 'resubmit' ? `Resubmit ${selectedItems.length} event${selectedItems.length === 1 ? '' : 's'}?` : `Skip ${selectedItems.length} event${selectedItems.length === 1 ? '' : 's'}?`}

@@ -88,6 +88,11 @@ export function startBackgroundDuties(env: Record<string, string | undefined> = 
         const { startConsoleBackground } = await import('./history/background.ts');
         return startConsoleBackground(env);
       }),
+      // Bulk jobs left unfinished by a replica that stopped resume here (one runner per job, by lease).
+      duty('bulk operations runner', async () => {
+        const { startConsoleOperations } = await import('./operations/service.ts');
+        return startConsoleOperations(env);
+      }),
     ]);
   };
   slot.started = {

@@ -13,6 +13,7 @@ import { refuseUnlessLoopback } from './auth/loopbackFront.ts';
 import { closeContext } from './context.ts';
 import { consoleDistDir, keepNextEnv } from './build.ts';
 import { startTelemetry } from '../lib/telemetry/start.ts';
+import { log } from './log.ts';
 
 export interface StartConsoleOptions {
   /** 0 = ephemeral. Default: PORT or 3000. */
@@ -106,6 +107,10 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
     });
   });
   const actual = (server.address() as AddressInfo).port;
+  // Bulk operations left unfinished by a previous run (a restart, a crash) resume without waiting for a request.
+  void import('./operations/service.ts')
+    .then((m) => m.startConsoleOperations())
+    .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'operations runner not started'));
   let closing: Promise<void> | undefined;
   const closeOnce = async () => {
     await new Promise<void>((ok) => {

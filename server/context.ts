@@ -56,6 +56,8 @@ export async function closeContext(): Promise<void> {
   if (!p) return;
   const ctx = await p.catch(() => undefined);
   if (!ctx) return;
+  // Bulk operations send through the Manager: their runner stops (releasing its leases) before the clients close.
+  await (await import('./operations/service.ts')).stopOperations().catch(() => undefined);
   await ctx.manager.close().catch(() => undefined);
   await ctx.serviceBus.close().catch(() => undefined);
   await ctx.store.close().catch(() => undefined);

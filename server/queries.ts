@@ -149,6 +149,8 @@ export const eventListQuerySchema = z.object({
   from: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
   to: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
   q: z.string().trim().max(200).optional().transform((v) => v || undefined),
+  /** A failure group (server/failures/groups.ts): the rows with that fingerprint. */
+  groupId: z.string().trim().regex(/^[0-9a-f]{20}$/, 'a failure group id is 20 hex digits').optional().or(z.literal('').transform(() => undefined)),
   continuation: z.string().max(8192).optional().transform((v) => v || undefined),
   pageSize: z.coerce.number().int().min(1).max(200).optional(),
 });
@@ -234,6 +236,7 @@ export async function listEndpointEvents(
     where.push('IS_STRING(c.errorText) AND CONTAINS(LOWER(c.errorText), @q)');
     parameters.push({ name: '@q', value: f.q.toLowerCase() });
   }
+  eq('fingerprint', 'group', f.groupId);
   const page = await queryPage(
     store.database.container(CONTAINERS.events),
     { query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`, parameters },

@@ -88,6 +88,11 @@ export const statusRowSchema = z.object({
   /** Lower-cased copies for case-insensitive prefix search (the embedded server has no STARTSWITH(.., true)). */
   eventIdLower: z.string(),
   sessionIdLower: z.string(),
+  /**
+   * The failure group (lib/store/fingerprint.ts) of a Failed, DeadLettered or Unsupported row, null otherwise.
+   * Absent on rows written before groups existed, until `npm run backfill:fingerprints` gives them one.
+   */
+  fingerprint: z.string().nullable().optional(),
 });
 export type StatusRow = z.output<typeof statusRowSchema>;
 /** A row as listed in pages: everything but the payload. */

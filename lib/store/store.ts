@@ -30,6 +30,7 @@ import {
 } from './errors.ts';
 import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type IgnoreReason } from './guard.ts';
 import { docId, statusRowId } from './ids.ts';
+import { fingerprintOf } from './fingerprint.ts';
 import {
   COUNTER_DOC_ID,
   CounterBuffer,
@@ -223,6 +224,16 @@ function buildStatusRow(
     updatedAt: now,
     eventIdLower: w.eventId.toLowerCase(),
     sessionIdLower: w.sessionId.toLowerCase(),
+    // Computed as the row is written, so failure groups are one indexed field to read (docs/failures.md).
+    fingerprint:
+      fingerprintOf({
+        status,
+        errorType: w.errorType,
+        errorText: w.errorText,
+        deadLetterReason: w.deadLetterReason,
+        deadLetterErrorDescription: w.deadLetterErrorDescription,
+        eventTypeId: w.eventTypeId ?? existing?.eventTypeId ?? null,
+      })?.groupId ?? null,
   };
 }
 

@@ -27,6 +27,8 @@ export const ACTIONS = {
    */
   'replay.platform': 'Owner',
   reconcile: 'Operator',
+  /** A note on a failure group ("known: CRM maintenance until 10:00"): shown to everyone, so a site-wide act. */
+  'failures.note': 'Operator',
   'heartbeat.send': 'Operator',
   'heartbeat.settings': 'Owner',
   'subscription.pause': 'Owner',

@@ -43,6 +43,26 @@ export class PlatformDocs {
   }
 
   /**
+   * Every document whose name starts with `prefix`, newest write first, at most `limit` (a cross-partition query:
+   * for lists of a few hundred small records, such as operations and group notes).
+   */
+  async list<T>(prefix: string, limit = 200): Promise<Array<{ name: string; value: T; updatedAt: string }>> {
+    const iterator = this.#container.items.query<{ id: string; value: T; updatedAt: string }>(
+      {
+        query: 'SELECT c.id, c["value"], c.updatedAt FROM c WHERE STARTSWITH(c.id, @prefix) ORDER BY c.updatedAt DESC',
+        parameters: [{ name: '@prefix', value: this.#id(prefix) }],
+      },
+      { maxItemCount: limit },
+    );
+    try {
+      const page = await iterator.fetchNext();
+      return (page.resources ?? []).map((r) => ({ name: r.id.slice('console_'.length), value: r.value, updatedAt: r.updatedAt }));
+    } catch (err) {
+      rethrowCosmos(err, 'console document list');
+    }
+  }
+
+  /**
    * Writes a document. `ifMatch` = replace only if unchanged since that read; `ifMatch: null` = create only if
    * absent. Returns false when the condition failed (someone else wrote first); no condition = upsert.
    */

@@ -37,6 +37,8 @@ export function getOpsServices(ctx: ConsoleContext): OpsServices {
 
 /** Releases the handles (the launcher's shutdown, the end of a test). */
 export async function closeOpsServices(): Promise<void> {
+  // The operations runner writes through these documents: it stops first.
+  await (await import('../operations/service.ts')).stopOperations();
   const s = slot.services;
   slot.services = undefined;
   slot.ctx = undefined;

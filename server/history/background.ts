@@ -7,7 +7,7 @@
 // Settings (validated; errors name the variable): NIMBUS_ALERTS_TICK_MS, NIMBUS_METRICS_SAMPLE_MS,
 // NIMBUS_CONSOLE_URL (links in notices), NIMBUS_ALERTS_KEY (channel secrets, read when needed).
 import { z } from 'zod';
-import { LeaseStore } from '../../lib/store/index.ts';
+import { FAILURE_STATUSES, LeaseStore } from '../../lib/store/index.ts';
 import { AlertStore } from '../alerts/alertStore.ts';
 import { startAlertEvaluator, DEFAULT_TICK_MS } from '../alerts/evaluator.ts';
 import { alertSources } from '../alerts/sources.ts';
@@ -113,5 +113,24 @@ export function startBackground(
 export async function startConsoleBackground(env: Record<string, string | undefined> = process.env): Promise<ConsoleBackground> {
   const { getContext } = await import('../context.ts');
   const ctx = await getContext(env);
-  return startBackground(ctx, readBackgroundSettings(env), { env });
+  return startBackground(ctx, readBackgroundSettings(env), { env, failureGroups: storeFailureGroups(ctx) });
+}
+
+/** The "new failure group" rule's view of the failure groups (server/failures/groups.ts): one entry per group and endpoint. */
+export function storeFailureGroups(ctx: ConsoleContext): FailureGroupSource {
+  return {
+    available: true,
+    async list(endpointId) {
+      const { failureGroups } = await import('../failures/groups.ts');
+      const view = await failureGroups(ctx.store, {
+        ...(endpointId ? { endpointId } : {}),
+        status: [...FAILURE_STATUSES],
+      });
+      return view.groups.flatMap((g) =>
+        g.endpoints
+          .filter((e) => endpointId === null || e.endpointId === endpointId)
+          .map((e) => ({ fingerprint: g.groupId, endpointId: e.endpointId, count: e.count, label: `${g.errorType}: ${g.title}`.slice(0, 200) })),
+      );
+    },
+  };
 }

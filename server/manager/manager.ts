@@ -35,6 +35,11 @@ export interface CommandResult {
   messageType: string;
 }
 
+/** The bulk operation (server/operations/) a command is one step of. */
+export interface CommandOrigin {
+  operationId: string;
+}
+
 const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
   ResolutionStatus.Failed,
   ResolutionStatus.DeadLettered,
@@ -93,11 +98,14 @@ export class Manager {
     this.#sender = undefined;
   }
 
-  /** Runs one command on one event; throws HttpError 404/409 (and 503 when the broker refuses the send). */
-  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string): Promise<CommandResult> {
+  /**
+   * Runs one command on one event; throws HttpError 404/409 (and 503 when the broker refuses the send). `origin`
+   * names the bulk operation the command is a step of: its id goes into the event's audit entry.
+   */
+  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
     const key = `${endpointId}\u0000${eventId}`;
     const previous = this.#inFlight.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor));
+    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin));
     this.#inFlight.set(key, run);
     try {
       return await run;
@@ -106,16 +114,19 @@ export class Manager {
     }
   }
 
-  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string): Promise<CommandResult> {
+  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
     const type = commandType(spec);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const details = await this.#store.getEvent(endpointId, eventId, 1);
-      if (!details || details.rows.length === 0) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
+      let rows = await this.#rowsBySession(endpointId, eventId);
+      const fits = (rs: StatusRow[]) => rs.some((r) => this.#isClaimBy(type, spec, r) || refusal(spec, r) === undefined);
+      // The history's first page may not name every session of a long-lived event: the full query decides then.
+      if (!fits(rows)) rows = await this.#store.listEventRows(endpointId, eventId);
+      if (rows.length === 0) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
       // An event id can have a row per session it appeared in: act on the one the command fits.
-      const claimed = details.rows.find((r) => this.#isClaimBy(type, spec, r));
-      if (claimed) return this.#repeat(spec, claimed, auditor);
-      const row = details.rows.find((r) => refusal(spec, r) === undefined);
-      if (!row) throw conflict(refusal(spec, details.rows[0]!) ?? 'the event does not allow this action');
+      const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
+      if (claimed) return this.#repeat(spec, claimed, auditor, origin);
+      const row = rows.find((r) => refusal(spec, r) === undefined);
+      if (!row) throw conflict(refusal(spec, rows[0]!) ?? 'the event does not allow this action');
 
       const answered = row.lastMessageId;
       let eventTypeId = row.eventTypeId;
@@ -148,9 +159,21 @@ export class Manager {
       );
       // Someone else changed the row between our read and our claim: decide again on the new version.
       if (claim.outcome === 'ignored') continue;
-      return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: row });
+      return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: row }, origin);
     }
     throw conflict(`event ${eventId} kept changing; reload it and try again`);
+  }
+
+  /**
+   * The event's rows on this endpoint by point reads of the sessions its history names (one small partition), not
+   * by a query over the endpoint's rows: a bulk operation runs this once per event, and the query's cost grows with
+   * the endpoint (server/queries.ts reads event details the same way). Empty when the history names none.
+   */
+  async #rowsBySession(endpointId: string, eventId: string): Promise<StatusRow[]> {
+    const history = await this.#store.listHistory(eventId, { pageSize: 100 });
+    const sessions = [...new Set(history.items.filter((h) => h.endpointId === endpointId).map((h) => h.sessionId))];
+    const rows = await Promise.all(sessions.map((s) => this.#store.getStatusRow(endpointId, eventId, s)));
+    return rows.filter((r): r is StatusRow => r !== null).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
@@ -161,7 +184,7 @@ export class Manager {
     return row.lastMessageId === commandMessageId(type as never, row, row.parentMessageId);
   }
 
-  async #repeat(spec: CommandSpec, row: StatusRow, auditor: string): Promise<CommandResult> {
+  async #repeat(spec: CommandSpec, row: StatusRow, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
     const answered = row.parentMessageId!;
     const messageId = row.lastMessageId;
     // A point read by the command's id: however many other audits the event has, the receipt is found.
@@ -181,7 +204,7 @@ export class Manager {
       eventTypeId = spec.edited?.eventTypeId ?? row.eventTypeId;
       if (payload === undefined || payload === null) throw conflict('the event has no stored payload to resubmit');
     }
-    return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: undefined });
+    return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: undefined }, origin);
   }
 
   /**
@@ -205,6 +228,7 @@ export class Manager {
     auditor: string,
     /** The row version the claim replaced (a fresh claim), to put back if the send fails. */
     claim: { previous: StatusRow | undefined },
+    origin?: CommandOrigin,
   ): Promise<CommandResult> {
     const resend = claim.previous === undefined;
     const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
@@ -225,6 +249,7 @@ export class Manager {
     log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, resend }, 'manager command sent');
     const edited = spec.kind === 'resubmit' && spec.edited !== undefined;
     const data: Record<string, unknown> = { messageId: built.messageId, sessionId: row.sessionId, answers: answered };
+    if (origin) data.operationId = origin.operationId;
     if (edited) {
       const text = JSON.stringify(payload);
       data.eventTypeId = eventTypeId;
@@ -240,7 +265,7 @@ export class Manager {
       eventTypeId,
       type: edited ? AuditType.ResubmitWithChanges : AUDIT_TYPE[spec.kind],
       auditor,
-      comment: spec.kind === 'handoffFail' ? spec.errorText.slice(0, 4000) : spec.kind === 'handoffComplete' ? (spec.note ?? null) : null,
+      comment: spec.kind === 'handoffFail' ? spec.errorText.slice(0, 4000) : spec.kind === 'handoffComplete' ? (spec.note ?? null) : origin ? `bulk operation ${origin.operationId}` : null,
       data: JSON.stringify(data).slice(0, 4096),
     });
     return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'sent', messageId: built.messageId, messageType: built.type };

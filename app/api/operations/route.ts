@@ -1,0 +1,40 @@
+// GET /api/operations: recent bulk jobs and dead-letter replays the caller may read. Any role.
+// POST with `{ kind: 'resubmit' | 'skip', selection, hold? }`: freezes the selection and starts a job → 202
+// `{ operationId, total, state }` (with `hold`, the job waits paused for /resume: confirm the exact count first). The caller needs the kind's role (Operator) on every endpoint the selection touches.
+import { audited, authorize, authorizeBeforeBody, readScope } from '../../../server/auth/authorize.ts';
+import { getContext } from '../../../server/context.ts';
+import { handle, json, readJsonBody } from '../../../server/http.ts';
+import { createOperationBody } from '../../../server/operations/jobs.ts';
+import { createOperation, listOperations, parseSelection, resolveSelection } from '../../../server/operations/routes.ts';
+
+export const dynamic = 'force-dynamic';
+
+export function GET(request: Request): Promise<Response> {
+  return handle(async () => {
+    const who = await authorize(request, 'read');
+    return json(await listOperations(await getContext(), readScope(who)));
+  });
+}
+
+export function POST(request: Request): Promise<Response> {
+  return handle(async () => {
+    // Who may resubmit or skip nowhere is refused before the body (and the selection query) costs anything.
+    await authorizeBeforeBody(request, 'resubmit');
+    const body = await readJsonBody(request, createOperationBody);
+    const selection = parseSelection(body.selection);
+    const ctx = await getContext();
+    // Frozen under the caller's read scope, then every endpoint it touches authorized for the action.
+    const first = await authorize(request, 'read', selection.endpointId);
+    const rows = await resolveSelection(ctx, selection, readScope(first));
+    const endpoints = [...new Set(rows.map((r) => r.endpointId))].sort();
+    let who = first;
+    for (const endpointId of endpoints) who = await authorize(request, body.kind, endpointId);
+    const result = await audited(
+      who,
+      () => createOperation(ctx, body.kind, selection, rows, who.user, body.hold),
+      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, held: body.hold }),
+      202,
+    );
+    return json(result, 202);
+  });
+}

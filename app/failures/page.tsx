@@ -1,0 +1,5 @@
+import { FailuresView } from '../../components/operations/FailuresView.tsx';
+
+export default function FailuresPage() {
+  return <FailuresView />;
+}

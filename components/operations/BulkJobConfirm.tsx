@@ -1,0 +1,55 @@
+'use client';
+// The confirmation of a bulk job (Resubmit all / Skip all): the selection is frozen first, as a held job, so the
+// count shown is exactly the count the job acts on; Confirm starts it (/resume), Cancel discards it (/cancel).
+import { useEffect, useRef, useState } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import { jobsApi, openJobsDrawer, type Selection } from './jobsApi.ts';
+
+export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Selection; what: string; onClose: () => void }) {
+  const qc = useQueryClient();
+  const [prepared, setPrepared] = useState<{ operationId: string; total: number } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const started = useRef(false);
+  const { kind, selection } = props;
+  useEffect(() => {
+    if (started.current) return;
+    started.current = true;
+    jobsApi.prepare(kind, selection).then(setPrepared, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+  }, [kind, selection]);
+  const verb = kind === 'resubmit' ? 'Resubmit' : 'Skip';
+  const close = async (confirmed: boolean) => {
+    setBusy(true);
+    try {
+      if (prepared) await jobsApi.control(prepared.operationId, confirmed ? 'resume' : 'cancel');
+      void qc.invalidateQueries({ queryKey: ['operations'] });
+      if (confirmed) openJobsDrawer();
+      props.onClose();
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const n = prepared?.total.toLocaleString();
+  return (
+    <ConfirmDialog
+      title={prepared ? `${verb} ${n} events?` : `${verb} ${props.what}?`}
+      confirmLabel={prepared ? `${verb} ${n} events` : 'Counting…'}
+      danger={kind === 'skip'}
+      busy={busy || !prepared}
+      onConfirm={() => void close(true)}
+      onCancel={() => void close(false)}
+    >
+      {prepared ? (
+        <p data-testid="bulk-count">
+          Exactly <strong>{n}</strong> events ({props.what}) will be {kind === 'resubmit' ? 'sent again with their stored payloads' : 'skipped: never processed, their sessions released'}. The list is frozen now: events failing later are not included, and events that change before their turn are counted as refused. The job runs on the server; follow it in the Jobs drawer.
+        </p>
+      ) : (
+        !error && <p>Freezing the selection…</p>
+      )}
+      {error && <p className="mt-2 text-red-700">{error}</p>}
+    </ConfirmDialog>
+  );
+}

@@ -1,0 +1,156 @@
+'use client';
+// Failures: every Failed, DeadLettered and Unsupported event grouped by cause (GET /api/failure-groups), with a
+// spark of arrivals, first and last seen, the endpoints affected and the group's note. A group opens its events
+// (the Endpoint page filtered by the group), exports them, or is resubmitted / skipped as a whole: the
+// confirmation states the exact count, which is the count the job was frozen with.
+import { useState } from 'react';
+import Link from 'next/link';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { BulkJobConfirm } from './BulkJobConfirm.tsx';
+import { endpointHref } from '../api.ts';
+import { jobsApi, type FailureGroupItem } from './jobsApi.ts';
+
+function Spark({ values }: { values: number[] }) {
+  const max = Math.max(1, ...values);
+  return (
+    <svg width={values.length * 4} height={20} aria-label="arrivals over the last 24 hours" className="inline-block">
+      {values.map((v, i) => (
+        <rect key={i} x={i * 4} y={20 - (v / max) * 20} width={3} height={(v / max) * 20} className="fill-red-400" />
+      ))}
+    </svg>
+  );
+}
+
+const when = (iso: string) => new Date(iso).toLocaleString();
+
+function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void }) {
+  const qc = useQueryClient();
+  const [editing, setEditing] = useState(false);
+  const [text, setText] = useState(g.note?.note ?? '');
+  const save = useMutation({
+    mutationFn: () => jobsApi.setNote(g.groupId, text),
+    onSuccess: () => {
+      setEditing(false);
+      void qc.invalidateQueries({ queryKey: ['failure-groups'] });
+    },
+  });
+  const single = g.endpoints.length === 1 ? g.endpoints[0]!.endpointId : null;
+  return (
+    <tr className="border-b border-slate-200 align-top" data-group={g.groupId}>
+      <td className="py-2 pr-3 text-right font-semibold tabular-nums" data-testid="group-count">
+        {g.count.toLocaleString()}
+      </td>
+      <td className="py-2 pr-3">
+        <div className="text-xs text-slate-500">{g.errorType}</div>
+        <div className="font-medium">{g.title}</div>
+        {g.example?.errorText && <div className="mt-0.5 line-clamp-2 text-xs text-slate-500">e.g. {g.example.errorText}</div>}
+        {g.note && !editing && (
+          <div className="mt-1 rounded bg-amber-50 px-2 py-1 text-xs text-amber-900" data-testid="group-note">
+            {g.note.note} <span className="text-amber-700">— {g.note.by}, {when(g.note.at)}</span>
+          </div>
+        )}
+        {editing ? (
+          <div className="mt-1 flex gap-1">
+            <input value={text} maxLength={500} onChange={(e) => setText(e.target.value)} className="w-80 rounded border px-2 py-0.5 text-xs" aria-label="note" />
+            <button type="button" className="rounded border px-2 text-xs" onClick={() => save.mutate()}>
+              Save
+            </button>
+            {save.error && <span className="text-xs text-red-700">{save.error.message}</span>}
+          </div>
+        ) : (
+          <button type="button" className="mt-1 text-xs text-sky-700" onClick={() => setEditing(true)}>
+            {g.note ? 'Edit note' : 'Add note'}
+          </button>
+        )}
+      </td>
+      <td className="py-2 pr-3">
+        <Spark values={g.spark} />
+      </td>
+      <td className="py-2 pr-3 text-xs text-slate-600">
+        <div>first {when(g.firstAt)}</div>
+        <div>last {when(g.lastAt)}</div>
+      </td>
+      <td className="py-2 pr-3 text-xs">
+        {g.endpoints.map((e) => (
+          <div key={e.endpointId}>
+            <Link className="text-sky-700 hover:underline" href={endpointHref(e.endpointId, `groupId=${g.groupId}`)}>
+              {e.endpointId}
+            </Link>{' '}
+            ({e.count.toLocaleString()})
+          </div>
+        ))}
+      </td>
+      <td className="py-2 text-xs">
+        <div className="flex flex-col gap-1">
+          <button type="button" className="rounded bg-sky-600 px-2 py-1 text-white hover:bg-sky-700" onClick={() => onAction('resubmit', g)}>
+            Resubmit all
+          </button>
+          <button type="button" className="rounded border border-slate-300 px-2 py-1 hover:bg-slate-50" onClick={() => onAction('skip', g)}>
+            Skip all
+          </button>
+          {single && (
+            <a className="text-sky-700 hover:underline" href={`/api/endpoints/${encodeURIComponent(single)}/events/export?groupId=${g.groupId}&format=csv`}>
+              Export CSV
+            </a>
+          )}
+        </div>
+      </td>
+    </tr>
+  );
+}
+
+export function FailuresView() {
+  const [since, setSince] = useState('');
+  const query = new URLSearchParams();
+  if (since) query.set('since', new Date(Date.now() - Number(since) * 3600_000).toISOString());
+  const q = useQuery({ queryKey: ['failure-groups', since], queryFn: () => jobsApi.groups(query), refetchInterval: 15_000, retry: 0 });
+  const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem } | null>(null);
+  const groups = q.data?.groups ?? [];
+  return (
+    <div>
+      <div className="mb-3 flex items-baseline gap-4">
+        <h1 className="text-xl font-semibold">Failures</h1>
+        <span className="text-sm text-slate-600">{q.data ? `${q.data.total.toLocaleString()} failed events in ${groups.length} groups` : ''}</span>
+        <label className="ml-auto text-sm">
+          Updated in{' '}
+          <select value={since} onChange={(e) => setSince(e.target.value)} className="rounded border px-1">
+            <option value="">any time</option>
+            <option value="1">the last hour</option>
+            <option value="24">the last 24 hours</option>
+            <option value="168">the last 7 days</option>
+          </select>
+        </label>
+      </div>
+      {q.error && <p className="text-sm text-red-700">{q.error.message}</p>}
+      {q.isLoading && <p className="text-sm text-slate-500">Loading…</p>}
+      {q.data && groups.length === 0 && <p className="text-sm text-slate-500">No failed events.</p>}
+      {groups.length > 0 && (
+        <table className="w-full text-sm" data-testid="failure-groups">
+          <thead>
+            <tr className="border-b border-slate-300 text-left text-xs text-slate-500">
+              <th className="py-1 pr-3 text-right">Events</th>
+              <th className="py-1 pr-3">Cause</th>
+              <th className="py-1 pr-3">Arrivals (24 h)</th>
+              <th className="py-1 pr-3">Seen</th>
+              <th className="py-1 pr-3">Endpoints</th>
+              <th className="py-1" />
+            </tr>
+          </thead>
+          <tbody>
+            {groups.map((g) => (
+              <GroupRow key={g.groupId} g={g} onAction={(kind, group) => setPending({ kind, group })} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      {pending && (
+        <BulkJobConfirm
+          kind={pending.kind}
+          selection={{ groupId: pending.group.groupId }}
+          what={`every event of “${pending.group.title}” on ${pending.group.endpoints.map((e) => e.endpointId).join(', ')}`}
+          onClose={() => setPending(null)}
+        />
+      )}
+    </div>
+  );
+}

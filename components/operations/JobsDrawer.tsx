@@ -1,0 +1,104 @@
+'use client';
+// The jobs drawer, in the header of every page: recent bulk operations and dead-letter replays with a live progress
+// bar, rate and ETA, and pause / resume / cancel for jobs that are still going. Polls while open (and every 10 s
+// while closed, to show how many jobs are running on its button).
+import { useEffect, useState } from 'react';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { jobsApi, type OperationSummary } from './jobsApi.ts';
+
+const ACTIVE = new Set(['queued', 'running', 'paused']);
+
+function eta(s: number | null): string {
+  if (s === null) return '';
+  if (s < 60) return `${s} s left`;
+  return `${Math.ceil(s / 60)} min left`;
+}
+
+function JobRow({ op }: { op: OperationSummary }) {
+  const qc = useQueryClient();
+  const control = useMutation({
+    mutationFn: (action: 'pause' | 'resume' | 'cancel') => jobsApi.control(op.operationId, action),
+    onSettled: () => qc.invalidateQueries({ queryKey: ['operations'] }),
+  });
+  const processed = op.done + op.refused + op.failed;
+  const pct = op.total > 0 ? Math.round((processed / op.total) * 100) : 100;
+  const active = ACTIVE.has(op.state) && op.kind !== 'replay';
+  return (
+    <li className="border-b border-slate-200 py-2" data-operation={op.operationId} data-state={op.state}>
+      <div className="flex items-baseline justify-between gap-2 text-sm">
+        <span className="font-medium">{op.title}</span>
+        <span className="text-xs text-slate-500" data-testid="job-state">
+          {op.state}
+          {op.requested !== 'run' && op.state === 'running' ? ` (${op.requested} requested)` : ''}
+        </span>
+      </div>
+      <div className="mt-1 h-2 w-full rounded bg-slate-200" role="progressbar" aria-valuemin={0} aria-valuemax={op.total} aria-valuenow={processed}>
+        <div className={`h-2 rounded ${op.failed > 0 ? 'bg-amber-500' : 'bg-sky-600'}`} style={{ width: `${pct}%` }} />
+      </div>
+      <div className="mt-1 flex flex-wrap gap-x-3 text-xs text-slate-600" data-testid="job-counts">
+        <span>
+          {processed.toLocaleString()} / {op.total.toLocaleString()}
+        </span>
+        <span>{op.done.toLocaleString()} done</span>
+        {op.refused > 0 && <span>{op.refused.toLocaleString()} refused (state changed)</span>}
+        {op.failed > 0 && <span className="text-red-700">{op.failed.toLocaleString()} failed</span>}
+        {op.state === 'running' && op.perSecond > 0 && <span>{op.perSecond}/s</span>}
+        {op.state === 'running' && <span>{eta(op.etaSeconds)}</span>}
+        <span>by {op.startedBy}</span>
+      </div>
+      {active && (
+        <div className="mt-1 flex gap-2 text-xs">
+          {op.state !== 'paused' ? (
+            <button type="button" className="rounded border px-2 py-0.5" onClick={() => control.mutate('pause')}>
+              Pause
+            </button>
+          ) : (
+            <button type="button" className="rounded border px-2 py-0.5" onClick={() => control.mutate('resume')}>
+              Resume
+            </button>
+          )}
+          <button type="button" className="rounded border border-red-300 px-2 py-0.5 text-red-700" onClick={() => control.mutate('cancel')}>
+            Cancel
+          </button>
+          {control.error && <span className="text-red-700">{control.error.message}</span>}
+        </div>
+      )}
+    </li>
+  );
+}
+
+export function JobsDrawer() {
+  const [open, setOpen] = useState(false);
+  useEffect(() => {
+    const onOpen = () => setOpen(true);
+    window.addEventListener('nimbus:jobs-open', onOpen);
+    return () => window.removeEventListener('nimbus:jobs-open', onOpen);
+  }, []);
+  const q = useQuery({ queryKey: ['operations'], queryFn: jobsApi.list, refetchInterval: open ? 1000 : 10_000, retry: 0 });
+  const ops = q.data?.operations ?? [];
+  const running = ops.filter((o) => o.state === 'running' || o.state === 'queued').length;
+  return (
+    <>
+      <button type="button" onClick={() => setOpen(!open)} className="text-slate-300 hover:text-white" aria-expanded={open} data-testid="jobs-button">
+        Jobs{running > 0 ? ` (${running} running)` : ''}
+      </button>
+      {open && (
+        <aside className="fixed right-0 top-0 z-40 h-full w-[28rem] overflow-y-auto border-l border-slate-300 bg-white p-4 text-slate-900 shadow-xl" aria-label="Jobs" data-testid="jobs-drawer">
+          <div className="mb-2 flex items-center justify-between">
+            <h2 className="text-lg font-semibold">Jobs</h2>
+            <button type="button" onClick={() => setOpen(false)} className="text-sm text-slate-600">
+              Close
+            </button>
+          </div>
+          {q.error && <p className="text-sm text-red-700">{q.error.message}</p>}
+          {ops.length === 0 && !q.isLoading && <p className="text-sm text-slate-500">No bulk operations yet.</p>}
+          <ul>
+            {ops.map((op) => (
+              <JobRow key={op.operationId} op={op} />
+            ))}
+          </ul>
+        </aside>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,29 @@
+// Browser calls for failure groups and bulk operations (server/failures, server/operations).
+import { callApi } from '../api.ts';
+import type { FailureGroupsView } from '../../server/failures/groups.ts';
+import type { GroupNote } from '../../server/failures/notes.ts';
+import type { OperationSummary } from '../../server/operations/routes.ts';
+import type { JobView } from '../../server/operations/jobs.ts';
+import type { Selection } from '../../server/operations/selection.ts';
+
+export type FailureGroupItem = FailureGroupsView['groups'][number] & { note: GroupNote | null };
+export type { OperationSummary, JobView, Selection };
+
+const seg = encodeURIComponent;
+
+export const jobsApi = {
+  groups: (query: URLSearchParams) => callApi<Omit<FailureGroupsView, 'groups'> & { groups: FailureGroupItem[] }>(`/api/failure-groups?${query.toString()}`),
+  setNote: (groupId: string, note: string) =>
+    callApi<{ groupId: string; note: GroupNote }>(`/api/failure-groups/${seg(groupId)}/note`, { method: 'PUT', body: JSON.stringify({ note }) }),
+  /** Freezes the selection into a held job: the answer's total is what the confirmation shows and the job acts on. */
+  prepare: (kind: 'resubmit' | 'skip', selection: Selection) =>
+    callApi<{ operationId: string; total: number }>('/api/operations', { method: 'POST', body: JSON.stringify({ kind, selection, hold: true }) }),
+  list: () => callApi<{ operations: OperationSummary[] }>('/api/operations'),
+  get: (id: string) => callApi<JobView>(`/api/operations/${seg(id)}`),
+  control: (id: string, action: 'pause' | 'resume' | 'cancel') => callApi<JobView>(`/api/operations/${seg(id)}/${action}`, { method: 'POST' }),
+};
+
+/** Opens the jobs drawer (components/operations/JobsDrawer.tsx) from anywhere on the page. */
+export function openJobsDrawer(): void {
+  window.dispatchEvent(new CustomEvent('nimbus:jobs-open'));
+}

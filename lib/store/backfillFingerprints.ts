@@ -1,0 +1,66 @@
+// One-off backfill of failure fingerprints (lib/store/fingerprint.ts) onto status rows written before the store
+// computed them (`npm run backfill:fingerprints`). Each row is replaced only if unchanged since it was read
+// (If-Match its etag): a row the Resolver rewrote meanwhile already carries the fingerprint of its new version.
+import { CONTAINERS, type MessageStore } from './store.ts';
+import { cosmosStatus, rethrowCosmos } from './errors.ts';
+import { FAILURE_STATUSES, fingerprintOf } from './fingerprint.ts';
+import { statusRowSchema } from './schemas.ts';
+
+export interface BackfillResult {
+  scanned: number;
+  updated: number;
+  /** Rows that changed between the read and the write (the new version has its own fingerprint). */
+  skipped: number;
+  /** Rows that do not parse (left as they are). */
+  corrupt: number;
+}
+
+/**
+ * Gives every failed row without a fingerprint its fingerprint (`all`: recomputes every failed row's, after the
+ * rules changed). Pages of 500; `onProgress` after each page.
+ */
+export async function backfillFingerprints(
+  store: MessageStore,
+  options: { all?: boolean; onProgress?: (r: BackfillResult) => void } = {},
+): Promise<BackfillResult> {
+  const events = store.database.container(CONTAINERS.events);
+  const where = ['ARRAY_CONTAINS(@statuses, c.status)'];
+  if (!options.all) where.push('NOT IS_STRING(c.fingerprint)');
+  const iterator = events.items.query<Record<string, unknown> & { _etag?: string }>(
+    { query: `SELECT * FROM c WHERE ${where.join(' AND ')}`, parameters: [{ name: '@statuses', value: [...FAILURE_STATUSES] }] },
+    { maxItemCount: 500 },
+  );
+  const result: BackfillResult = { scanned: 0, updated: 0, skipped: 0, corrupt: 0 };
+  while (iterator.hasMoreResults()) {
+    let docs: Array<Record<string, unknown> & { _etag?: string }>;
+    try {
+      docs = (await iterator.fetchNext()).resources ?? [];
+    } catch (err) {
+      rethrowCosmos(err, 'fingerprint backfill read');
+    }
+    for (const raw of docs) {
+      result.scanned++;
+      const parsed = statusRowSchema.safeParse(raw);
+      if (!parsed.success) {
+        result.corrupt++;
+        continue;
+      }
+      const row = parsed.data;
+      const fingerprint = fingerprintOf(row)?.groupId ?? null;
+      if (row.fingerprint === fingerprint) continue;
+      try {
+        await events.item(row.id, [row.endpointId, row.eventId]).replace(
+          { ...raw, fingerprint },
+          { accessCondition: { type: 'IfMatch', condition: raw._etag ?? '' } },
+        );
+        result.updated++;
+      } catch (err) {
+        const code = cosmosStatus(err);
+        if (code === 412 || code === 404) result.skipped++;
+        else rethrowCosmos(err, 'fingerprint backfill write');
+      }
+    }
+    options.onProgress?.({ ...result });
+  }
+  return result;
+}

@@ -1,0 +1,98 @@
+// The Failures page in Chromium (playwright-core) on the built console and the embedded stack: failed events of
+// two causes show as two groups with their counts; the operator resubmits the bigger group, the confirmation
+// states the exact count, and the job runs on the server to completion in the Jobs drawer, which is reachable
+// from another page too. The commands reached the endpoint's subscription, one per event.
+// NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { BrowserContext, Page } from 'playwright-core';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
+import { ensureConsoleBuilt } from '../build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
+const EP = 'billingendpoint';
+const SESSION = 'S-failures-page';
+
+let stack: ConsoleTestStack;
+let app: RunningConsole;
+let browser: BrowserContext;
+let chromiumInstance: TestBrowser | undefined;
+const pageErrors: string[] = [];
+
+before(async () => {
+  await ensureConsoleBuilt(DIR);
+  stack = await startConsoleTestStack('failurespage');
+  app = await startConsole({ port: 0, hostname: '127.0.0.1', env: { ...stack.env, NIMBUS_OPERATIONS_RATE: '10' }, dir: DIR });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
+});
+
+after(async () => {
+  await chromiumInstance?.close();
+  await app?.close();
+  await stack?.close();
+});
+
+async function open(path: string): Promise<Page> {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => pageErrors.push(`${path}: ${e.message}`));
+  await page.goto(app.url + path);
+  return page;
+}
+
+async function fail(eventId: string, errorType: string, errorText: string) {
+  const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId: SESSION, eventTypeId: 'OrderPlaced', payload: { eventId } });
+  const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: SESSION, parentMessageId: request.messageId, errorType, errorText });
+  for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+}
+
+describe('Failures page', () => {
+  test('an operator resubmits a group and watches the job finish', { timeout: 300_000 }, async () => {
+    for (let i = 0; i < 20; i++)
+      await fail(`credit-${i}`, 'CreditApprovalRequiredError', `Order ORD-${100 + i}: invoice total ${1100 + i}.00 EUR exceeds the credit limit of 1000.00 for CUST-${i}; approve the credit and resubmit`);
+    for (let i = 0; i < 3; i++) await fail(`crm-${i}`, 'CrmUnavailableError', `CRM API answered 503 Service Unavailable (rate limit) while adding order ORD-${i}`);
+
+    const page = await open('/failures');
+    const groups = page.locator('[data-testid="failure-groups"] tbody tr');
+    await groups.first().waitFor({ timeout: 60_000 });
+    assert.equal(await groups.count(), 2);
+    const credit = groups.first();
+    assert.equal((await credit.locator('[data-testid="group-count"]').textContent())?.trim(), '20');
+    assert.match((await credit.textContent()) ?? '', /Order <id>: invoice total <amount> EUR exceeds the credit limit/);
+
+    await credit.getByRole('button', { name: 'Resubmit all' }).click();
+    const count = page.locator('[data-testid="bulk-count"]');
+    await count.waitFor();
+    assert.match((await count.textContent()) ?? '', /Exactly 20 events/);
+    await page.getByRole('button', { name: 'Resubmit 20 events' }).click();
+
+    // The drawer opens on the job; 10 commands per second: it is seen running, then completed.
+    const drawer = page.locator('[data-testid="jobs-drawer"]');
+    await drawer.waitFor();
+    const job = drawer.locator('li[data-operation]').first();
+    await drawer.locator('li[data-state="completed"]').first().waitFor({ timeout: 120_000 });
+    assert.match((await job.locator('[data-testid="job-counts"]').textContent()) ?? '', /20 \/ 20.*20 done/);
+
+    // The drawer is in every page's header.
+    const other = await open('/');
+    await other.locator('[data-testid="jobs-button"]').click();
+    await other.locator('[data-testid="jobs-drawer"] li[data-state="completed"]').first().waitFor();
+
+    // One command per event of the group reached the endpoint; none for the other group.
+    const receiver = await stack.serviceBus.client.acceptSession(EP, EP, SESSION, { receiveMode: 'receiveAndDelete' });
+    const got: string[] = [];
+    for (;;) {
+      const batch = await receiver.receiveMessages(50, { maxWaitTimeInMs: 2000 });
+      if (batch.length === 0) break;
+      got.push(...batch.map((m) => String(m.applicationProperties?.EventId)));
+    }
+    await receiver.close();
+    assert.deepEqual(got.sort(), Array.from({ length: 20 }, (_, i) => `credit-${i}`).sort());
+    assert.deepEqual(pageErrors, []);
+  });
+});

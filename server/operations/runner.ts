@@ -1,0 +1,236 @@
+// Runs bulk operations (jobs.ts). Every console replica runs one OperationsRunner; it looks for jobs that want to
+// run every few seconds (and at once when a job is created here), and runs a job only while it holds the job's
+// lease (lib/store/leases.ts), so one replica acts on a job at a time. A replica that dies stops renewing; another
+// takes the lease when it expires and continues from the saved cursor. The rows between the saved cursor and the
+// crash are acted on again: the Manager finds their claim and receipt and sends nothing ('duplicate'), or - when
+// the endpoint has already answered - refuses, and the event's audit naming this job tells the runner the event
+// was this job's (counted done, not refused). Each event is therefore acted on once on the wire.
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { holdLease, type LeaseStore, type MessageStore } from '../../lib/store/index.ts';
+import { HttpError } from '../http.ts';
+import { log } from '../log.ts';
+import type { Manager } from '../manager/manager.ts';
+import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
+
+export const LEASE_TTL_MS = 10_000;
+/** Progress is written at most this often (and at every state change). */
+const SAVE_EVERY_MS = 500;
+/** The operator's pause / cancel is read this often while a job runs. */
+const CONTROL_EVERY_MS = 500;
+
+export interface RunnerOptions {
+  store: MessageStore;
+  jobs: JobStore;
+  leases: LeaseStore;
+  manager: Manager;
+  /** How often to look for jobs to run or resume. */
+  scanEveryMs?: number;
+  /** Commands in flight at once per job. */
+  concurrency?: number;
+  /** Called with each finished job (the job's audit record). */
+  onFinished?: (job: Job) => Promise<void> | void;
+}
+
+/** Spaces commands `1000 / perSecond` ms apart (0: no limit). Shared by a job's workers. */
+export class RateLimiter {
+  #next = 0;
+  readonly #gap: number;
+  constructor(perSecond: number) {
+    this.#gap = perSecond > 0 ? 1000 / perSecond : 0;
+  }
+  async take(signal?: AbortSignal): Promise<void> {
+    if (this.#gap === 0) return;
+    const now = performance.now();
+    const at = Math.max(now, this.#next);
+    this.#next = at + this.#gap;
+    const wait = at - now;
+    if (wait <= 1) return;
+    await new Promise<void>((r) => {
+      const onAbort = () => {
+        clearTimeout(t);
+        r();
+      };
+      const t = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        r();
+      }, wait);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
+
+export class OperationsRunner {
+  readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly #o: Required<Omit<RunnerOptions, 'onFinished'>> & Pick<RunnerOptions, 'onFinished'>;
+  readonly #running = new Map<string, Promise<void>>();
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  readonly #stop = new AbortController();
+  #scanning: Promise<void> | undefined;
+
+  constructor(options: RunnerOptions) {
+    this.#o = { scanEveryMs: 2_000, concurrency: 4, ...options };
+  }
+
+  start(): this {
+    this.#timer = setInterval(() => this.kick(), this.#o.scanEveryMs);
+    this.#timer.unref();
+    this.kick();
+    return this;
+  }
+
+  /** Looks for work now (after a job was created or resumed here). */
+  kick(): void {
+    if (this.#stopped || this.#scanning) return;
+    this.#scanning = this.#scan()
+      .catch((err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'operations scan failed'))
+      .finally(() => (this.#scanning = undefined));
+  }
+
+  /** Stops taking work and lets running jobs stop at their next step (their leases are released). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#stop.abort();
+    await this.#scanning;
+    await Promise.all([...this.#running.values()]);
+  }
+
+  async #scan(): Promise<void> {
+    const jobs = await this.#o.jobs.list(200);
+    for (const job of jobs) {
+      if (this.#stopped) return;
+      if (!WANTS_TO_RUN.has(job.state) || this.#running.has(job.operationId)) continue;
+      if (job.state === 'paused') {
+        const ctl = await this.#o.jobs.control(job.operationId);
+        if (ctl?.control === 'pause') continue;
+      }
+      const lease = await holdLease(this.#o.leases, `operation_${job.operationId}`, this.owner, { ttlMs: LEASE_TTL_MS });
+      if (!lease) continue; // another replica runs it
+      const run = this.#run(job.operationId, lease.signal)
+        .catch((err) => log.warn({ operationId: job.operationId, err: err instanceof Error ? err.message : String(err) }, 'operation step failed; it resumes at the next scan'))
+        .finally(async () => {
+          await lease.release();
+          this.#running.delete(job.operationId);
+        });
+      this.#running.set(job.operationId, run);
+    }
+  }
+
+  async #run(id: string, leaseLost: AbortSignal): Promise<void> {
+    const { jobs } = this.#o;
+    // Re-read under the lease: the listed copy may predate another replica's last save.
+    const job = await jobs.get(id);
+    if (!job || !WANTS_TO_RUN.has(job.state)) return;
+    const stopSignal = AbortSignal.any([leaseLost, this.#stop.signal]);
+    let lastSave = Date.now();
+    const save = async () => {
+      if (leaseLost.aborted) return; // another replica may own the job now: it writes the progress
+      const now = Date.now();
+      if (job.state === 'running') job.runningMs += now - lastSave;
+      lastSave = now;
+      await jobs.save(job);
+    };
+    const finish = async (state: Job['state']) => {
+      if (job.state === 'running') job.runningMs += Date.now() - lastSave;
+      lastSave = Date.now();
+      job.state = state;
+      if (state === 'completed' || state === 'cancelled' || state === 'failed') job.finishedAt = new Date().toISOString();
+      if (leaseLost.aborted) return;
+      await jobs.save(job);
+      if (job.finishedAt) await this.#o.onFinished?.(job);
+    };
+
+    const wish = async () => (await jobs.control(id))?.control ?? 'run';
+    let w = await wish();
+    if (w === 'cancel') return finish('cancelled');
+    if (w === 'pause') return job.state === 'paused' ? undefined : finish('paused');
+
+    const rows = await jobs.rows(job);
+    job.state = 'running';
+    job.startedAt ??= new Date().toISOString();
+    lastSave = Date.now();
+    await jobs.save(job);
+    log.info({ operationId: id, kind: job.kind, total: job.total, cursor: job.cursor }, 'operation running');
+    const limiter = new RateLimiter(job.ratePerSecond);
+    const spec = job.kind === 'resubmit' ? ({ kind: 'resubmit' } as const) : ({ kind: 'skip' } as const);
+    const origin = { operationId: id };
+    let lastControl = Date.now();
+
+    while (job.cursor < rows.length) {
+      if (stopSignal.aborted) {
+        await save();
+        return; // stopping (or the lease is gone): the next holder continues from the saved cursor
+      }
+      if (Date.now() - lastControl >= CONTROL_EVERY_MS) {
+        lastControl = Date.now();
+        w = await wish();
+        if (w === 'cancel') return finish('cancelled');
+        if (w === 'pause') return finish('paused');
+      }
+      const batch = rows.slice(job.cursor, job.cursor + this.#o.concurrency);
+      const outcomes = await Promise.all(
+        batch.map(async (row) => {
+          await limiter.take(stopSignal);
+          return this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin);
+        }),
+      );
+      batch.forEach((row, i) => {
+        const o = outcomes[i]!;
+        if (o.kind === 'done') job.done++;
+        else if (o.kind === 'refused') job.refused++;
+        else {
+          job.failed++;
+          if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
+        }
+      });
+      job.cursor += batch.length;
+      if (Date.now() - lastSave >= SAVE_EVERY_MS) await save();
+    }
+    await finish('completed');
+    log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');
+  }
+
+  /** One event: the Manager's command, a short retry when the broker is unavailable, the outcome classified. */
+  async #step(
+    endpointId: string,
+    eventId: string,
+    spec: { kind: 'resubmit' } | { kind: 'skip' },
+    auditor: string,
+    origin: { operationId: string },
+  ): Promise<{ kind: 'done' } | { kind: 'refused' } | { kind: 'failed'; status: number; detail: string }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin);
+        return { kind: 'done' };
+      } catch (err) {
+        const status = err instanceof HttpError || (err instanceof Error && err.name === 'HttpError') ? (err as HttpError).status : 500;
+        const detail = err instanceof HttpError ? err.detail : err instanceof Error ? err.message.slice(0, 300) : String(err);
+        if (status === 409 || status === 404) {
+          // A step repeated after a restart: the endpoint may have answered this job's command already.
+          if (await this.#actedByThisJob(eventId, endpointId, origin.operationId)) return { kind: 'done' };
+          // A claim without its receipt (a send in progress elsewhere, or one a crash interrupted) is not a
+          // refusal: the Manager re-sends it once it is older than CLAIM_GRACE_MS (30 s); wait for that.
+          if (status === 409 && detail.includes('being sent right now') && attempt < 12) {
+            await new Promise((r) => setTimeout(r, 4000));
+            continue;
+          }
+          return { kind: 'refused' };
+        }
+        if (attempt < 3) {
+          await new Promise((r) => setTimeout(r, 500 * attempt));
+          continue;
+        }
+        return { kind: 'failed', status, detail };
+      }
+    }
+  }
+
+  async #actedByThisJob(eventId: string, endpointId: string, operationId: string): Promise<boolean> {
+    const audits = await this.#o.store.listAudits(eventId, { pageSize: 50 });
+    return audits.items.some((a) => a.endpointId === endpointId && a.data !== null && a.data.includes(`"operationId":"${operationId}"`));
+  }
+}

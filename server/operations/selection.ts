@@ -1,0 +1,119 @@
+// What a bulk operation acts on: a filter over status rows (the Endpoint page's filter, a failure group, or listed
+// event ids), resolved ONCE when the operation is created into the list of rows it names. The frozen list is
+// what the confirmation counted and what the job acts on: events failing afterwards are not swept in.
+import type { SqlParameter } from '@azure/cosmos';
+import { z } from 'zod';
+import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
+import { CONTAINERS, rethrowCosmos, type MessageStore } from '../../lib/store/index.ts';
+import { inScope, type ReadScope } from '../auth/readScope.ts';
+import { badRequest } from '../http.ts';
+
+/** Most events one operation may name (a larger selection is refused: narrow the filter). */
+export const MAX_SELECTION = 100_000;
+
+const iso = z.iso.datetime({ offset: true });
+export const selectionSchema = z
+  .object({
+    endpointId: z.string().trim().min(1).max(50).optional(),
+    status: z.union([resolutionStatusSchema, z.literal('Handoff')]).array().max(10).optional(),
+    groupId: z.string().regex(/^[0-9a-f]{20}$/, 'a failure group id is 20 hex digits').optional(),
+    eventTypeId: z.string().trim().min(1).max(260).optional(),
+    sessionId: z.string().max(128).optional(),
+    updatedFrom: iso.optional(),
+    updatedBefore: iso.optional(),
+    errorText: z.string().trim().min(1).max(200).optional(),
+    eventIds: z.string().min(1).max(128).array().min(1).max(10_000).optional(),
+  })
+  .strict()
+  .refine((s) => s.eventIds === undefined || s.endpointId !== undefined, { message: 'eventIds need an endpointId' })
+  .refine((s) => s.endpointId !== undefined || s.groupId !== undefined, {
+    message: 'a selection names an endpoint or a failure group',
+  });
+export type Selection = z.output<typeof selectionSchema>;
+
+/** Rows a resubmit or skip can act on, when the selection names no status. */
+export const ACTIONABLE = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported, 'Handoff'] as const;
+
+export interface SelectedRow {
+  endpointId: string;
+  eventId: string;
+}
+
+/** The WHERE clause of a selection (also the export's: the same filter gives the same rows). */
+export function selectionWhere(sel: Selection, scope: ReadScope): { where: string[]; parameters: SqlParameter[] } {
+  const where: string[] = [];
+  const parameters: SqlParameter[] = [];
+  if (sel.endpointId !== undefined) {
+    where.push('c.endpointId = @ep');
+    parameters.push({ name: '@ep', value: sel.endpointId });
+  } else if (!scope.all) {
+    where.push('ARRAY_CONTAINS(@eps, c.endpointId)');
+    parameters.push({ name: '@eps', value: scope.endpointIds });
+  }
+  const statuses = sel.status && sel.status.length > 0 ? sel.status : [...ACTIONABLE];
+  const plain = statuses.filter((s) => s !== 'Handoff');
+  const parts: string[] = [];
+  if (plain.length > 0) {
+    parts.push('ARRAY_CONTAINS(@statuses, c.status)');
+    parameters.push({ name: '@statuses', value: plain });
+  }
+  if (statuses.includes('Handoff')) parts.push(`(c.status = '${ResolutionStatus.Pending}' AND c.subStatus = 'Handoff')`);
+  where.push(`(${parts.join(' OR ')})`);
+  const eq = (field: string, name: string, value: string | undefined) => {
+    if (value === undefined) return;
+    where.push(`c.${field} = @${name}`);
+    parameters.push({ name: `@${name}`, value });
+  };
+  eq('fingerprint', 'group', sel.groupId);
+  eq('eventTypeId', 'type', sel.eventTypeId);
+  eq('sessionId', 'session', sel.sessionId);
+  if (sel.updatedFrom) {
+    where.push('c.updatedAt >= @from');
+    parameters.push({ name: '@from', value: new Date(sel.updatedFrom).toISOString() });
+  }
+  if (sel.updatedBefore) {
+    where.push('c.updatedAt < @before');
+    parameters.push({ name: '@before', value: new Date(sel.updatedBefore).toISOString() });
+  }
+  if (sel.errorText) {
+    where.push('IS_STRING(c.errorText) AND CONTAINS(LOWER(c.errorText), @q)');
+    parameters.push({ name: '@q', value: sel.errorText.toLowerCase() });
+  }
+  if (sel.eventIds) {
+    where.push('ARRAY_CONTAINS(@ids, c.eventId)');
+    parameters.push({ name: '@ids', value: [...new Set(sel.eventIds)] });
+  }
+  return { where, parameters };
+}
+
+/**
+ * The rows the selection names now, oldest update first (the order they are acted on), one per endpoint and
+ * event (an event with rows in two sessions is one command: the Manager picks the row the command fits).
+ */
+export async function freezeSelection(store: MessageStore, sel: Selection, scope: ReadScope): Promise<SelectedRow[]> {
+  if (sel.endpointId !== undefined && !inScope(scope, sel.endpointId)) return [];
+  if (!scope.all && scope.endpointIds.length === 0) return [];
+  const { where, parameters } = selectionWhere(sel, scope);
+  const iterator = store.database.container(CONTAINERS.events).items.query<{ e: string; v: string }>(
+    { query: `SELECT c.endpointId AS e, c.eventId AS v FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt ASC`, parameters },
+    { maxItemCount: 10_000, ...(sel.endpointId !== undefined ? { partitionKey: [sel.endpointId] } : {}) },
+  );
+  const seen = new Set<string>();
+  const out: SelectedRow[] = [];
+  try {
+    while (iterator.hasMoreResults()) {
+      for (const r of (await iterator.fetchNext()).resources ?? []) {
+        const key = `${r.e}\u0000${r.v}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        out.push({ endpointId: r.e, eventId: r.v });
+        if (out.length > MAX_SELECTION)
+          throw badRequest(`the selection names more than ${MAX_SELECTION.toLocaleString('en-US')} events; narrow the filter`);
+      }
+    }
+  } catch (err) {
+    if (err instanceof Error && err.name === 'HttpError') throw err;
+    rethrowCosmos(err, 'selection');
+  }
+  return out;
+}

@@ -1,0 +1,77 @@
+// The console process's operations runner and job store, one per process (kept on globalThis like
+// server/context.ts). Started by the first operations request, and by the launcher at start-up so jobs resume
+// after a restart without waiting for anyone to open the console (scripts/start-stack.ts).
+import { LeaseStore } from '../../lib/store/index.ts';
+import { writeAudit } from '../audit/auditLog.ts';
+import type { ConsoleContext } from '../context.ts';
+import { getOpsServices } from '../heartbeat/services.ts';
+import { JobStore, type Job } from './jobs.ts';
+import { OperationsRunner } from './runner.ts';
+
+/** NIMBUS_OPERATIONS_RATE: commands per second one job may send (default 50; 0 = no limit). */
+export function operationsRate(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.NIMBUS_OPERATIONS_RATE?.trim();
+  if (!raw) return 50;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`NIMBUS_OPERATIONS_RATE must be a number of commands per second >= 0 (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
+export interface OperationsServices {
+  jobs: JobStore;
+  runner: OperationsRunner;
+}
+
+const KEY = Symbol.for('nimbus.console.operations');
+type Slot = { services?: OperationsServices; ctx?: ConsoleContext };
+const slot = ((globalThis as Record<symbol, unknown>)[KEY] ??= {}) as Slot;
+
+/** The job's audit record in the audit log: who, the selection, the counts. */
+export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<void> {
+  await writeAudit(ctx.store.database, {
+    actorKind: 'user',
+    actorId: job.startedBy,
+    actorName: job.startedBy,
+    roles: 'operation runner',
+    action: `operation.${job.kind}`,
+    endpointId: job.endpoints.length === 1 ? job.endpoints[0]! : null,
+    eventId: null,
+    target: `operation/${job.operationId}`,
+    outcome: job.state === 'completed' ? 'succeeded' : 'failed',
+    status: 200,
+    reason: job.state === 'completed' ? null : job.state,
+    details: { state: job.state, selection: job.selection, total: job.total, done: job.done, refused: job.refused, failed: job.failed },
+  }).catch(() => undefined);
+}
+
+export function getOperations(ctx: ConsoleContext): OperationsServices {
+  if (!slot.services || slot.ctx !== ctx) {
+    void slot.services?.runner.stop();
+    const jobs = new JobStore(getOpsServices(ctx).docs);
+    const runner = new OperationsRunner({
+      store: ctx.store,
+      jobs,
+      leases: new LeaseStore(ctx.store.database),
+      manager: ctx.manager,
+      onFinished: (job) => auditFinishedJob(ctx, job),
+    }).start();
+    slot.services = { jobs, runner };
+    slot.ctx = ctx;
+  }
+  return slot.services;
+}
+
+/** Starts this process's runner (the launcher, after startConsole): unfinished jobs resume without a request. */
+export async function startConsoleOperations(env: Record<string, string | undefined> = process.env): Promise<{ stop(): Promise<void> }> {
+  const { getContext } = await import('../context.ts');
+  const ctx = await getContext(env);
+  getOperations(ctx);
+  return { stop: stopOperations };
+}
+
+export async function stopOperations(): Promise<void> {
+  const s = slot.services;
+  slot.services = undefined;
+  slot.ctx = undefined;
+  await s?.runner.stop();
+}
