@@ -6,6 +6,9 @@ import type { EntityTimes, SubscriptionDescription, TopicDescription, WireMessag
 import { MinHeap } from './heap.ts';
 import type { CompiledRule } from './rules.ts';
 
+/** The name of a queue's single message store (no client can create it: '$' is not allowed in names). */
+export const QUEUE_STORE = '$queue';
+
 export type QueueKind = 'main' | 'deadLetter' | 'transferDeadLetter';
 
 export interface StoredMessage {
@@ -137,6 +140,7 @@ export class SubscriptionState {
   }
 
   get path(): string {
+    if (this.topic.isQueue) return this.topic.desc.name;
     return `${this.topic.desc.name}/Subscriptions/${this.desc.subscriptionName}`;
   }
 }
@@ -159,7 +163,12 @@ export class TopicState {
   scheduledBytes = 0;
   deleted = false;
 
-  constructor(desc: TopicDescription, times: EntityTimes) {
+  constructor(
+    desc: TopicDescription,
+    times: EntityTimes,
+    /** A queue: its messages live in its single subscription, QUEUE_STORE. */
+    readonly isQueue = false,
+  ) {
     this.desc = desc;
     this.times = times;
   }
