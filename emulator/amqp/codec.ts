@@ -2,6 +2,7 @@
 // .NET ticks and the message annotations the client reads on every received message.
 
 import rhea from 'rhea';
+import { captureTypes, withTypes } from '../broker/typed-values.ts';
 import type { Message } from 'rhea';
 import type { Delivered, ReceiveSource } from '../broker/api.ts';
 
@@ -132,7 +133,9 @@ const MESSAGE_STATE = { active: 0, deferred: 1, scheduled: 2 } as const;
  * message is never mutated by the plane.
  */
 export function toOutgoingMessage(d: Delivered, withLock: boolean): Message {
-  const annotations: Record<string, unknown> = { ...(d.message.message_annotations ?? {}) };
+  // Properties and annotations go out with the AMQP types they came in with (typed-values.ts).
+  const typed = withTypes(d.message);
+  const annotations: Record<string, unknown> = { ...(typed.message_annotations ?? {}) };
   annotations['x-opt-sequence-number'] = rhea.types.wrap_long(d.sequenceNumber);
   annotations['x-opt-enqueued-time'] = new Date(d.enqueuedTime);
   annotations['x-opt-message-state'] = rhea.types.wrap_int(MESSAGE_STATE[d.state]);
@@ -146,7 +149,7 @@ export function toOutgoingMessage(d: Delivered, withLock: boolean): Message {
   if (d.enqueueSequenceNumber !== undefined) {
     annotations['x-opt-enqueue-sequence-number'] = rhea.types.wrap_long(d.enqueueSequenceNumber);
   }
-  const out = { ...d.message } as Message & { delivery_count?: number };
+  const out = { ...typed } as Message & { delivery_count?: number };
   out.message_annotations = annotations as Message['message_annotations'];
   out.delivery_count = d.deliveryCount;
   return out;
@@ -154,7 +157,7 @@ export function toOutgoingMessage(d: Delivered, withLock: boolean): Message {
 
 /** Encoded size of a message as it went over the wire (used for the size limit on format-0 transfers). */
 export function encodedSize(msg: Message): number {
-  return encodeMessage(msg).length;
+  return encodeMessage(withTypes(msg)).length;
 }
 
 /**
@@ -168,7 +171,7 @@ export function decodeBatch(payload: Buffer): Message[] {
   const parts = body.multiple ? (body.content as unknown[]) : [body.content];
   return parts.map((p) => {
     if (!Buffer.isBuffer(p)) throw new Error('a batch data section must be binary');
-    return decodeMessage(p);
+    return captureTypes(decodeMessage(p), p);
   });
 }
 
