@@ -748,7 +748,12 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       application_properties: props,
       body: body ?? null,
     } as Message;
-    link.send(reply);
+    // The reply goes out after the request's disposition (accepted), which rhea writes on its next tick:
+    // uAMQP drops a reply that arrives before the confirmation of its request ("Did not receive send
+    // confirmation for pending operation"), and Service Bus confirms first too.
+    setImmediate(() => {
+      if (link.is_open()) link.send(reply);
+    });
   }
 
   // ---- client outcomes on our deliveries ----------------------------------------------------------------
