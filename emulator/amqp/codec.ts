@@ -4,9 +4,15 @@
 import rhea from 'rhea';
 import { captureTypes, withTypes } from '../broker/typed-values.ts';
 import type { Message } from 'rhea';
+import { QUEUE_STORE } from '../broker/api.ts';
 import type { Delivered, ReceiveSource } from '../broker/api.ts';
 
-/** What an attach address names. */
+/** A receive source for a bare entity name: a queue's own messages. */
+export function queueSource(name: string): ReceiveSource {
+  return { topic: name, subscription: QUEUE_STORE };
+}
+
+/** What an attach address names (a bare name is a topic or a queue: senders do not care which). */
 export type ParsedAddress =
   | { kind: 'cbs' }
   | { kind: 'topic'; topic: string }
@@ -39,6 +45,20 @@ function parseEntity(path: string): ParsedEntity | undefined {
   const parts = path.split('/');
   if (parts.some((p) => p.length === 0)) return undefined;
   if (parts.length === 1) return { kind: 'topic', topic: parts[0]! };
+  // A queue's dead-letter queues: `queue/$DeadLetterQueue`, `queue/$Transfer/$DeadLetterQueue`.
+  const tail = parts.slice(1).map((p) => p.toLowerCase());
+  if (tail.length === 1 && tail[0] === '$deadletterqueue') {
+    return {
+      kind: 'subscription',
+      source: { topic: parts[0]!, subscription: QUEUE_STORE, subQueue: 'deadLetter' },
+    };
+  }
+  if (tail.length === 2 && tail[0] === '$transfer' && tail[1] === '$deadletterqueue') {
+    return {
+      kind: 'subscription',
+      source: { topic: parts[0]!, subscription: QUEUE_STORE, subQueue: 'transferDeadLetter' },
+    };
+  }
   if (parts.length < 3 || parts[1]!.toLowerCase() !== 'subscriptions') return undefined;
   const topic = parts[0]!;
   const subscription = parts[2]!;
@@ -55,7 +75,10 @@ function parseEntity(path: string): ParsedEntity | undefined {
 
 /** The path an error message names, as the client would recognise it. */
 export function describeSource(source: ReceiveSource): string {
-  const base = `${source.topic}/Subscriptions/${source.subscription}`;
+  const base =
+    source.subscription === QUEUE_STORE
+      ? source.topic
+      : `${source.topic}/Subscriptions/${source.subscription}`;
   if (source.subQueue === 'deadLetter') return `${base}/$DeadLetterQueue`;
   if (source.subQueue === 'transferDeadLetter') return `${base}/$Transfer/$DeadLetterQueue`;
   return base;

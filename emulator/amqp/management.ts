@@ -15,6 +15,7 @@ import {
   encodeMessage,
   longToNumber,
   managementLockTokenToBroker,
+  queueSource,
   toOutgoingMessage,
 } from './codec.ts';
 import { badRequest, managementStatusFor } from './errors.ts';
@@ -93,8 +94,9 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 
 const ok = (body?: unknown): ManagementReply => ({ statusCode: 200, statusDescription: 'OK', body });
 
-function requireSubscription(entity: ParsedEntity, operation: string): ReceiveSource {
-  if (entity.kind !== 'subscription') throw badRequest(`'${operation}' needs a subscription entity`);
+function requireSubscription(entity: ParsedEntity, _operation: string): ReceiveSource {
+  // A bare name's receive operations are a queue's (the broker answers not-found for a topic).
+  if (entity.kind === 'topic') return queueSource(entity.topic);
   return entity.source;
 }
 

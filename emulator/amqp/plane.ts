@@ -20,6 +20,7 @@ import {
   msToTicksBuffer,
   outcome,
   parseAddress,
+  queueSource,
 } from './codec.ts';
 import { DeliveryLink, errorSummary } from './delivery-link.ts';
 import { createFrameGuard } from './frame-guard.ts';
@@ -456,7 +457,14 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       if (sourceAddress) state.replyLinks.set(NODE_KEY + sourceAddress.toLowerCase(), link);
       return;
     }
-    if (parsed?.kind !== 'subscription') {
+    // A receiver on a bare name reads a queue (a topic has nothing to receive: the broker says not found).
+    const source =
+      parsed?.kind === 'subscription'
+        ? parsed.source
+        : parsed?.kind === 'topic'
+          ? queueSource(parsed.topic)
+          : undefined;
+    if (!source) {
       link.set_source(remote.source ?? null);
       link.close(notFound(sourceAddress));
       return;
@@ -464,8 +472,8 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     link.set_source(remote.source ?? null);
     holdAttach(link);
     roles.set(link, { kind: 'pending' });
-    openDeliveryLink(state, link, parsed.source, remote).catch((err: unknown) => {
-      log.error({ entity: describeSource(parsed.source), err: errorSummary(err) }, 'receiver attach failed');
+    openDeliveryLink(state, link, source, remote).catch((err: unknown) => {
+      log.error({ entity: describeSource(source), err: errorSummary(err) }, 'receiver attach failed');
       try {
         // A held attach must go out before the detach can (see holdAttach).
         releaseAttach(link);

@@ -15,6 +15,8 @@ import type {
   EntityTimes,
   OpenReceiverOptions,
   PeekOptions,
+  QueueDescription,
+  QueueRuntime,
   ReceiveMode,
   ReceiveSource,
   Receiver,
@@ -30,6 +32,7 @@ import type { JournalSink } from './core.ts';
 import { queueKindOf } from './delivery.ts';
 import { Entities, ruleView, subView, topicView } from './entities.ts';
 import type { JournalRecord } from './journal-records.ts';
+import { Queues, queueView } from './queues.ts';
 import { SubscriptionState, TopicState } from './model.ts';
 import type { QueueKind, ScheduledItem, SessionState, StoredMessage } from './model.ts';
 import { ReceiverImpl } from './receiver.ts';
@@ -47,11 +50,13 @@ export class ServiceBusBroker implements Broker {
   /** Shared state and the parts; queues.ts and tests reach it through here. */
   readonly core: BrokerCore;
   protected readonly entities: Entities;
+  protected readonly queues: Queues;
   private readonly sweepTimer: NodeJS.Timeout;
 
   constructor(options: BrokerOptions, journal: JournalSink = nullJournal) {
     this.core = new BrokerCore(options, journal, () => this.snapshotRecords());
     this.entities = new Entities(this.core);
+    this.queues = new Queues(this.core, this.entities);
     this.sweepTimer = setInterval(
       () => this.core.guard(() => this.core.scheduling.sweepExpired()),
       SWEEP_INTERVAL_MS,
@@ -144,6 +149,37 @@ export class ServiceBusBroker implements Broker {
 
   listRules(topic: string, subName: string): Array<RuleDescription & { createdAt: number }> {
     return [...this.core.sub(topic, subName).rules.values()].map(ruleView);
+  }
+
+  // Admin: queues -------------------------------------------------------------------------------------------
+
+  createQueue(d: Partial<QueueDescription> & { name: string }): QueueDescription & EntityTimes {
+    return this.core.op(true, () => this.queues.create(d));
+  }
+
+  getQueue(name: string): QueueDescription & EntityTimes {
+    return queueView(this.core.queue(name));
+  }
+
+  updateQueue(d: Partial<QueueDescription> & { name: string }): QueueDescription & EntityTimes {
+    return this.core.op(true, () => this.queues.update(d));
+  }
+
+  deleteQueue(name: string): void {
+    this.core.op(true, () => this.entities.deleteEntity(this.core.queue(name)));
+  }
+
+  listQueues(): Array<QueueDescription & EntityTimes> {
+    return this.queues.list();
+  }
+
+  getQueueRuntime(name: string): QueueRuntime {
+    return this.queues.runtime(name);
+  }
+
+  entityKind(name: string): 'topic' | 'queue' | undefined {
+    const t = this.core.topics.get(name);
+    return t ? (t.isQueue ? 'queue' : 'topic') : undefined;
   }
 
   // Data plane: send, schedule -----------------------------------------------------------------------------

@@ -6,8 +6,7 @@ import type { EntityTimes, SubscriptionDescription, TopicDescription, WireMessag
 import { MinHeap } from './heap.ts';
 import type { CompiledRule } from './rules.ts';
 
-/** The name of a queue's single message store (no client can create it: '$' is not allowed in names). */
-export const QUEUE_STORE = '$queue';
+export { QUEUE_STORE } from './api.ts';
 
 export type QueueKind = 'main' | 'deadLetter' | 'transferDeadLetter';
 
