@@ -81,6 +81,14 @@ const listSessionsBody = z.object({
   top: z.number().int().min(0).optional(),
 });
 
+const batchDeleteBody = z.object({
+  'message-count': z.preprocess(untyped, z.number().int().min(1).max(4000)),
+  'enqueued-time-utc': z
+    .preprocess(untyped, z.union([z.date(), z.number().transform((n) => new Date(n))]))
+    .nullish(),
+  'session-id': z.string().nullish(),
+});
+
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body ?? {});
   if (!result.success) {
@@ -282,6 +290,21 @@ function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body:
       const page = all.slice(skip, top === undefined ? undefined : skip + top);
       if (page.length === 0) return { statusCode: 204, statusDescription: 'No rules' };
       return ok({ rules: page.map(encodeRule) });
+    }
+    case 'com.microsoft:batch-delete-messages': {
+      // Deletes up to message-count messages enqueued before enqueued-time-utc (purge/deleteMessages in
+      // the newer clients); answers how many went.
+      const source = requireSubscription(entity, operation);
+      const parsed = parse(batchDeleteBody, body);
+      const before =
+        parsed['enqueued-time-utc'] instanceof Date ? parsed['enqueued-time-utc'].getTime() : Date.now();
+      const deleted = broker.deleteMessages(
+        source,
+        parsed['message-count'],
+        before,
+        parsed['session-id'] ?? undefined,
+      );
+      return ok({ 'message-count': rhea.types.wrap_int(deleted) });
     }
     default:
       return {

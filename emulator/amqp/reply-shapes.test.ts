@@ -198,4 +198,40 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
     assert.ok(INT_CODES.includes(types.props.get('statusCode') ?? -1), 'statusCode is an AMQP int');
     assert.ok([0xa0, 0xb0].includes(types.correlation ?? -1), 'correlation-id is binary');
   });
+
+  it('$management batch-delete-messages deletes up to message-count messages enqueued before the cutoff', async () => {
+    emulator.broker.createSubscription({ topicName: 'shapes', subscriptionName: 'purge' });
+    emulator.broker.send(
+      'shapes',
+      [1, 2, 3].map((i) => ({ message_id: `m${i}`, body: i }) as Message),
+    );
+    const node = 'shapes/Subscriptions/purge/$management';
+    const resource = `sb://127.0.0.1:${emulator.port}/shapes/Subscriptions/purge`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    await request(
+      '$cbs',
+      {
+        message_id: 'p',
+        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
+        body: token,
+      } as Message,
+      undefined,
+    );
+    const reply = await request(
+      node,
+      {
+        message_id: 'del-1',
+        application_properties: { operation: 'com.microsoft:batch-delete-messages' },
+        body: rhea.types.wrap_map({
+          'message-count': rhea.types.wrap_int(2),
+          'enqueued-time-utc': rhea.types.wrap_timestamp(Date.now() + 1_000),
+        }),
+      } as unknown as Message,
+      'purge-replies',
+    );
+    assert.equal(reply.application_properties?.statusCode, 200);
+    assert.equal((reply.body as Record<string, unknown>)['message-count'], 2);
+    const left = emulator.broker.getSubscriptionRuntime('shapes', 'purge');
+    assert.equal(left.activeMessageCount, 1, 'one of three left');
+  });
 });

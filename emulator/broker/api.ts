@@ -313,6 +313,16 @@ export interface Broker extends BrokerAdmin {
     mode: ReceiveMode,
     sessionId?: string,
   ): Delivered[];
+  /**
+   * Deletes up to `maxCount` unlocked messages (active or deferred, in sequence order) enqueued before
+   * `beforeEnqueuedTime` (`sessionId`: that session's only); returns how many were deleted.
+   */
+  deleteMessages(
+    source: ReceiveSource,
+    maxCount: number,
+    beforeEnqueuedTime: number,
+    sessionId?: string,
+  ): number;
   /** Session ids with messages (or state) on a session-enabled subscription. */
   listSessions(source: ReceiveSource, updatedSince?: number): string[];
 

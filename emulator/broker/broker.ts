@@ -410,6 +410,29 @@ export class ServiceBusBroker implements Broker {
     });
   }
 
+  deleteMessages(
+    source: ReceiveSource,
+    maxCount: number,
+    beforeEnqueuedTime: number,
+    sessionId?: string,
+  ): number {
+    const c = this.core;
+    return c.op(true, () => {
+      const sub = c.sub(source.topic, source.subscription);
+      const q = sub.queue(queueKindOf(source));
+      let deleted = 0;
+      for (const m of q.inOrder(0)) {
+        if (deleted >= maxCount) break;
+        if (m.lockToken !== undefined || m.enqueuedTime >= beforeEnqueuedTime) continue;
+        if (sessionId !== undefined && m.sessionId !== sessionId) continue;
+        c.delivery.removeMessage(m);
+        deleted++;
+      }
+      if (deleted > 0) c.log.info({ path: sub.path, deleted }, 'messages deleted');
+      return deleted;
+    });
+  }
+
   listSessions(source: ReceiveSource, updatedSince?: number): string[] {
     const sub = this.core.sub(source.topic, source.subscription);
     const out: string[] = [];
