@@ -161,6 +161,15 @@ export function captureTypes(m: Message, raw?: Buffer): Message {
   const buffer = raw ?? (holder[RAW] as Buffer | undefined);
   if (holder[RAW] !== undefined) delete holder[RAW];
   if (!buffer) return m;
+  // Fast path: nothing whose type could be lost (no maps; ids that are strings or numbers, which rhea
+  // re-encodes as string / ulong, the types the clients send). Saves a second parse of most messages.
+  const mayLose =
+    m.application_properties !== undefined ||
+    m.message_annotations !== undefined ||
+    (m as { delivery_annotations?: unknown }).delivery_annotations !== undefined ||
+    Buffer.isBuffer(m.message_id) ||
+    Buffer.isBuffer(m.correlation_id);
+  if (!mayLose) return m;
   let typed: TypedValues | undefined;
   try {
     typed = readTypes(buffer);
