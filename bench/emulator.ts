@@ -159,10 +159,16 @@ async function benchSessions(
   client: ServiceBusClient,
   admin: ReturnType<typeof createServiceBusClients>['admin'],
   s: Settings,
+  on: 'topic' | 'queue' = 'topic',
 ) {
-  const topic = 'bench-sessions';
-  await admin.createTopic(topic);
-  await admin.createSubscription(topic, 'sub', { requiresSession: true, lockDuration: 'PT60S' });
+  // The same figure on a session-enabled queue (the subscriptions' machinery behind one name).
+  const topic = on === 'queue' ? 'bench-session-queue' : 'bench-sessions';
+  if (on === 'queue') {
+    await admin.createQueue(topic, { requiresSession: true, lockDuration: 'PT60S' });
+  } else {
+    await admin.createTopic(topic);
+    await admin.createSubscription(topic, 'sub', { requiresSession: true, lockDuration: 'PT60S' });
+  }
   const sender = client.createSender(topic);
   const all: ServiceBusMessage[] = [];
   for (let i = 0; i < s.perSession; i++) {
@@ -194,7 +200,10 @@ async function benchSessions(
   const deadline = Date.now() + envInt('BENCH_SESSION_DEADLINE_MS', 90_000);
   // Where the loops spend their time (summed over loops): it shows which client call bounds the figure.
   const spent = { accept: 0, receive: 0, complete: 0, close: 0, completes: 0, receives: 0, accepts: 0 };
-  const timed = async <T>(key: 'accept' | 'receive' | 'complete' | 'close', call: () => Promise<T>): Promise<T> => {
+  const timed = async <T>(
+    key: 'accept' | 'receive' | 'complete' | 'close',
+    call: () => Promise<T>,
+  ): Promise<T> => {
     const t0 = performance.now();
     try {
       return await call();
@@ -209,7 +218,9 @@ async function benchSessions(
       try {
         spent.accepts++;
         receiver = await timed('accept', () =>
-          c.acceptNextSession(topic, 'sub', { maxAutoLockRenewalDurationInMs: 0 }),
+          on === 'queue'
+            ? c.acceptNextSession(topic, { maxAutoLockRenewalDurationInMs: 0 })
+            : c.acceptNextSession(topic, 'sub', { maxAutoLockRenewalDurationInMs: 0 }),
         );
       } catch (err) {
         if (isServiceBusError(err) && err.code === 'ServiceTimeout') continue;
@@ -249,7 +260,8 @@ async function benchSessions(
   const emulatorCpuMs =
     emulatorCpu0 !== undefined && emulatorCpu1 !== undefined ? emulatorCpu1 - emulatorCpu0 : undefined;
   await Promise.all(receivingClients.map((c) => c.close()));
-  await admin.deleteTopic(topic);
+  if (on === 'queue') await admin.deleteQueue(topic);
+  else await admin.deleteTopic(topic);
   if (errors.length) throw new Error(`session receive errors: ${errors.slice(0, 3).join('; ')}`);
   const loopMs = spent.accept + spent.receive + spent.complete + spent.close;
   const share = (ms: number): string => `${Math.round((ms / loopMs) * 100)}%`;
@@ -331,7 +343,9 @@ async function openEmulator(): Promise<OpenedEmulator> {
     };
   }
   // e.g. BENCH_EMULATOR_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the emulator's side.
-  const child = await startEmulatorProcess({ nodeArgs: (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean) });
+  const child = await startEmulatorProcess({
+    nodeArgs: (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  });
   return { ...child, mode: 'child process' };
 }
 
@@ -343,11 +357,14 @@ export async function runEmulatorBench(): Promise<BenchResult> {
   const emulator = await openEmulator();
   const { client, admin, close } = createServiceBusClients(emulator.connectionString);
   try {
-    // BENCH_FIGURES=send,sessions,latency narrows the run (e.g. to profile one figure with --cpu-prof).
-    const only = (process.env.BENCH_FIGURES ?? 'send,sessions,latency').split(',');
+    // BENCH_FIGURES=send,sessions,queue-sessions,latency narrows the run (e.g. to profile one figure with --cpu-prof).
+    const only = (process.env.BENCH_FIGURES ?? 'send,sessions,queue-sessions,latency').split(',');
     const sendRate = only.includes('send') ? await benchBatchSend(client, admin, s) : Number.NaN;
     const sessions = only.includes('sessions')
       ? await benchSessions(emulator, client, admin, s)
+      : { rate: Number.NaN, sessionsLost: 0, done: 0, total: 0, breakdown: '' };
+    const queueSessions = only.includes('queue-sessions')
+      ? await benchSessions(emulator, client, admin, s, 'queue')
       : { rate: Number.NaN, sessionsLost: 0, done: 0, total: 0, breakdown: '' };
     const lat = only.includes('latency') ? (await benchLatency(client, admin, s)).sort((a, b) => a - b) : [];
     return {
@@ -383,6 +400,15 @@ export async function runEmulatorBench(): Promise<BenchResult> {
           ]
             .filter(Boolean)
             .join('; '),
+        },
+        {
+          figure: `receive + complete across ${s.sessions} sessions of a queue (${s.sessionWorkers} acceptNextSession loops)`,
+          value: queueSessions.rate,
+          unit: 'msg/s',
+          baseline: baseline.throughput,
+          better: 'higher',
+          target: 2_000,
+          note: queueSessions.breakdown,
         },
         {
           figure: 'send -> receive latency p50',

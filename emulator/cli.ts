@@ -1,5 +1,6 @@
 // `npm run emulator -- --port 5672 [--data-dir DIR] [--max-message-size BYTES] [--log-level LEVEL] [--key KEY]
-//   [--allow-anonymous]`
+//   [--allow-anonymous] [--tls-port 5671 [--cert CERT.pem --key-file KEY.pem]]`
+// --tls-port adds an AMQPS listener (a certificate generated into the data dir unless --cert/--key-file).
 // Starts the emulator in the foreground, prints its connection string (with the namespace key: a new random
 // one each start unless --key names it) and a `ready` line, and stops cleanly on SIGINT/SIGTERM.
 
@@ -8,16 +9,24 @@ import { z } from 'zod';
 import { startEmulator } from './index.ts';
 
 const usage =
-  'usage: npm run emulator -- [--port 5672] [--host 127.0.0.1] [--data-dir DIR] [--max-message-size BYTES] [--log-level info] [--key KEY] [--allow-anonymous]';
+  'usage: npm run emulator -- [--port 5672] [--host 127.0.0.1] [--data-dir DIR] [--max-message-size BYTES] [--log-level info] [--key KEY] [--allow-anonymous] [--tls-port 5671 [--cert PEM --key-file PEM]]';
 
 const argsSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(5672),
   host: z.enum(['127.0.0.1', '::1', 'localhost']).default('127.0.0.1'),
   'data-dir': z.string().min(1).optional(),
-  'max-message-size': z.coerce.number().int().positive().max(1024 * 1024).optional(),
+  'max-message-size': z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(1024 * 1024)
+    .optional(),
   'log-level': z.enum(['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
   key: z.string().min(1).optional(),
   'allow-anonymous': z.boolean().default(false),
+  'tls-port': z.coerce.number().int().min(0).max(65535).optional(),
+  cert: z.string().min(1).optional(),
+  'key-file': z.string().min(1).optional(),
 });
 
 function fail(message: string): never {
@@ -37,6 +46,9 @@ async function main(): Promise<void> {
         'log-level': { type: 'string' },
         key: { type: 'string' },
         'allow-anonymous': { type: 'boolean' },
+        'tls-port': { type: 'string' },
+        cert: { type: 'string' },
+        'key-file': { type: 'string' },
         help: { type: 'boolean' },
       },
       strict: true,
@@ -63,8 +75,16 @@ async function main(): Promise<void> {
     logLevel: args['log-level'],
     key: args.key,
     allowAnonymous: args['allow-anonymous'],
+    tlsPort: args['tls-port'],
+    tlsCert: args.cert,
+    tlsKey: args['key-file'],
   });
   console.log(emulator.connectionString);
+  if (emulator.tls) {
+    console.log(
+      `AMQPS on ${emulator.host}:${emulator.tls.port}, certificate ${emulator.tls.certPath} (SHA-256 ${emulator.tls.fingerprint})`,
+    );
+  }
   console.log(`emulator ready on ${emulator.host}:${emulator.port}`);
 
   let stopping = false;

@@ -13,6 +13,7 @@ import { AMQP_LIMIT_DEFAULTS, createAmqpPlane, type AmqpLimits } from './amqp/pl
 import { assertLoopback, startEmulatorServer } from './server.ts';
 import { createAccessControl } from './auth/access.ts';
 import { generateKey, PolicyStore, ROOT_KEY_NAME } from './auth/policies.ts';
+import { loadOrCreateCertificate, type TlsMaterial } from './tls-certificate.ts';
 
 export interface StartEmulatorOptions {
   /** TCP port; 0 picks a free one. Default 5672. */
@@ -36,6 +37,14 @@ export interface StartEmulatorOptions {
    * behaved before it verified credentials. For old tests only.
    */
   allowAnonymous?: boolean;
+  /**
+   * Also listen for AMQPS (TLS) on this port (Azure's is 5671; 0 = any free port), for clients that always
+   * use TLS. The certificate is `tlsCert`/`tlsKey` (PEM file paths), or one generated into `dataDir` (or a
+   * temporary directory) on first start.
+   */
+  tlsPort?: number;
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 export interface RunningEmulator {
@@ -45,6 +54,8 @@ export interface RunningEmulator {
   key: string;
   port: number;
   host: string;
+  /** The AMQPS listener, when tlsPort was given: its port, certificate file and SHA-256 fingerprint. */
+  tls?: { port: number; certPath: string; fingerprint: string };
   broker: Broker;
   /** Bytes each AMQP connection holds now (deliveries being assembled + output not yet read). */
   connectionBytes(): number[];
@@ -66,13 +77,19 @@ const optionsSchema = z.object({
     .regex(/^[A-Za-z0-9+/_-]+=*$/, { error: 'the key may use base64 characters only' })
     .optional(),
   allowAnonymous: z.boolean().default(false),
+  tlsPort: z.number().int().min(0).max(65535).optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
   limits: z
     .object({
       maxConnections: z.number().int().positive(),
       maxSessionsPerConnection: z.number().int().positive(),
       maxLinksPerSession: z.number().int().positive(),
       // At least one frame; below a delivery's size a large message closes its connection instead of failing cleanly.
-      connectionBudgetBytes: z.number().int().min(256 * 1024),
+      connectionBudgetBytes: z
+        .number()
+        .int()
+        .min(256 * 1024),
     })
     .partial()
     .strict()
@@ -88,7 +105,9 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
   const parsed = optionsSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new Error(`Invalid emulator options: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'malformed'}`);
+    throw new Error(
+      `Invalid emulator options: ${issue ? `${issue.path.join('.')}: ${issue.message}` : 'malformed'}`,
+    );
   }
   const opts = parsed.data;
   assertLoopback(opts.host);
@@ -115,7 +134,15 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
   });
   let server;
+  let tlsMaterial: TlsMaterial | undefined;
   try {
+    if (opts.tlsPort !== undefined) {
+      tlsMaterial = loadOrCreateCertificate({
+        certPath: opts.tlsCert,
+        keyPath: opts.tlsKey,
+        dir: opts.dataDir,
+      });
+    }
     server = await startEmulatorServer({
       host: opts.host,
       port: opts.port,
@@ -126,13 +153,16 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
       // Sockets that have not said what they are yet count too; well above the AMQP cap, so that the AMQP
       // plane can answer the first refused connections with resource-limit-exceeded.
       maxSockets: (opts.limits.maxConnections ?? AMQP_LIMIT_DEFAULTS.maxConnections) + 100,
+      ...(tlsMaterial && opts.tlsPort !== undefined
+        ? { tls: { port: opts.tlsPort, cert: tlsMaterial.cert, key: tlsMaterial.key } }
+        : {}),
     });
   } catch (err) {
     await broker.close();
     throw err;
   }
   const running = server;
-  log.info({ host: running.host, port: running.port }, 'emulator ready');
+  log.info({ host: running.host, port: running.port, tlsPort: running.tlsPort }, 'emulator ready');
 
   let closing: Promise<void> | undefined;
   return {
@@ -140,6 +170,15 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
     key,
     port: running.port,
     host: running.host,
+    ...(tlsMaterial && running.tlsPort !== undefined
+      ? {
+          tls: {
+            port: running.tlsPort,
+            certPath: tlsMaterial.certPath,
+            fingerprint: tlsMaterial.fingerprint,
+          },
+        }
+      : {}),
     broker,
     connectionBytes: () => amqp.connectionBytes(),
     close(): Promise<void> {

@@ -33,14 +33,18 @@ function isLoopbackHost(host: string): boolean {
 export function refuseNonLoopback(req: IncomingMessage): HostRefusal | undefined {
   for (const name of Object.keys(req.headers)) {
     if (FORWARDING_HEADERS.test(name)) {
-      return { status: 403, reason: `Forwarded requests are refused: the emulator serves this machine only (${name} header).` };
+      return {
+        status: 403,
+        reason: `Forwarded requests are refused: the emulator serves this machine only (${name} header).`,
+      };
     }
   }
   const host = req.headers.host;
   if (typeof host !== 'string' || !isLoopbackHost(host)) {
     return {
       status: 421,
-      reason: 'The Host header must name a loopback address (localhost, 127.0.0.1, [::1]); the emulator serves this machine only.',
+      reason:
+        'The Host header must name a loopback address (localhost, 127.0.0.1, [::1]); the emulator serves this machine only.',
     };
   }
   return undefined;

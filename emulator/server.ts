@@ -6,6 +6,7 @@
 
 import http from 'node:http';
 import net from 'node:net';
+import tls from 'node:tls';
 import type { AmqpPlane } from './amqp/plane.ts';
 import type { PlaneLog } from './amqp/log.ts';
 import { refuseNonLoopback } from './loopback-host.ts';
@@ -23,10 +24,17 @@ export interface EmulatorServerOptions {
   firstBytesTimeoutMs?: number;
   /** Open sockets (AMQP and HTTP) beyond which new ones are closed at once. Default 1100. */
   maxSockets?: number;
+  /**
+   * A second, TLS listener (AMQPS, Azure's 5671) serving the same planes: for clients that always use TLS,
+   * such as the uAMQP-based ones (azure-servicebus for Python 7.x), which have no plain-AMQP mode.
+   */
+  tls?: { port: number; cert: string | Buffer; key: string | Buffer };
 }
 
 export interface EmulatorServer {
   readonly port: number;
+  /** The TLS listener's port, when one was asked for. */
+  readonly tlsPort?: number;
   readonly host: string;
   /** Replace the admin handler (it may be wired after the server started). */
   setAdminHandler(handler: HttpHandler | undefined): void;
@@ -39,7 +47,7 @@ export function assertLoopback(host: string): void {
   if (!LOOPBACK.has(host)) {
     throw new Error(
       `The emulator binds to loopback only (127.0.0.1, ::1 or localhost); refusing '${host}'. ` +
-        'It is a development server (one key, no TLS), so it must never be reachable from another machine.',
+        'It is a development server (one key, a self-signed certificate at most), so it must never be reachable from another machine.',
     );
   }
 }
@@ -83,12 +91,13 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
   });
   httpServer.on('clientError', (_err, socket) => {
     // Malformed HTTP (including random bytes): answer 400 if we still can, and drop only this socket.
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    if (socket.writable)
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     socket.destroy();
   });
 
   const maxSockets = options.maxSockets ?? 1_100;
-  const tcp = net.createServer((socket) => {
+  const onConnection = (socket: net.Socket): void => {
     if (sockets.size >= maxSockets) {
       socket.destroy();
       return;
@@ -108,7 +117,8 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
     const onData = (chunk: Buffer): void => {
       buffered = Buffer.concat([buffered, chunk]);
       // Four bytes decide; a shorter first read that is still a prefix of "AMQP" waits for more.
-      if (buffered.length < AMQP_MAGIC.length && AMQP_MAGIC.subarray(0, buffered.length).equals(buffered)) return;
+      if (buffered.length < AMQP_MAGIC.length && AMQP_MAGIC.subarray(0, buffered.length).equals(buffered))
+        return;
       clearTimeout(timer);
       socket.removeListener('data', onData);
       socket.pause();
@@ -126,29 +136,50 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
       }
     };
     socket.on('data', onData);
-  });
+  };
+  const tcp = net.createServer(onConnection);
   tcp.on('error', (err) => log.error({ err: err.message }, 'listener error'));
-
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
-    tcp.once('error', onError);
-    tcp.listen({ host: options.host, port: options.port }, () => {
-      tcp.removeListener('error', onError);
-      resolve();
+  const listen = (server: net.Server, port: number): Promise<number> =>
+    new Promise<number>((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      server.once('error', onError);
+      server.listen({ host: options.host, port }, () => {
+        server.removeListener('error', onError);
+        resolve((server.address() as net.AddressInfo).port);
+      });
     });
-  });
-  const address = tcp.address() as net.AddressInfo;
+  const port = await listen(tcp, options.port);
+  // The TLS listener hands its decrypted sockets to the same sniffing handler: AMQP or HTTP alike.
+  let tlsServer: tls.Server | undefined;
+  let tlsPort: number | undefined;
+  if (options.tls) {
+    tlsServer = tls.createServer({ cert: options.tls.cert, key: options.tls.key }, onConnection);
+    tlsServer.on('tlsClientError', () => {
+      // A failed handshake concerns that client only.
+    });
+    tlsServer.on('error', (err) => log.error({ err: err.message }, 'TLS listener error'));
+    try {
+      tlsPort = await listen(tlsServer, options.tls.port);
+    } catch (err) {
+      await new Promise<void>((resolve) => tcp.close(() => resolve()));
+      throw err;
+    }
+  }
   ready = true;
 
   return {
-    port: address.port,
+    port,
+    ...(tlsPort !== undefined ? { tlsPort } : {}),
     host: options.host,
     setAdminHandler(handler) {
       admin = handler;
     },
     async close(): Promise<void> {
       ready = false;
-      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      const closed = Promise.all([
+        new Promise<void>((resolve) => tcp.close(() => resolve())),
+        tlsServer ? new Promise<void>((resolve) => tlsServer.close(() => resolve())) : undefined,
+      ]);
       await amqp.close();
       httpServer.closeAllConnections();
       for (const s of sockets) s.destroy();

@@ -13,6 +13,7 @@ import type {
   SqlParameters,
   SubscriptionDescription,
   TopicDescription,
+  QueueDescription,
 } from '../broker/api.ts';
 import { DurationFormatError, parseDuration } from './duration.ts';
 
@@ -196,6 +197,48 @@ export function readTopicDescription(body: Record<string, unknown>): Partial<Omi
     autoDeleteOnIdleMs: t.AutoDeleteOnIdle,
     enablePartitioning: t.EnablePartitioning,
     maxMessageSizeInKilobytes: t.MaxMessageSizeInKilobytes,
+  });
+}
+
+const queueSchema = z.object({
+  LockDuration: duration,
+  MaxSizeInMegabytes: int,
+  RequiresDuplicateDetection: bool,
+  RequiresSession: bool,
+  DefaultMessageTimeToLive: duration,
+  DeadLetteringOnMessageExpiration: bool,
+  DuplicateDetectionHistoryTimeWindow: duration,
+  MaxDeliveryCount: int,
+  EnableBatchedOperations: bool,
+  Status: status,
+  ForwardTo: entityReference,
+  UserMetadata: text,
+  AutoDeleteOnIdle: duration,
+  EnablePartitioning: bool,
+  ForwardDeadLetteredMessagesTo: entityReference,
+  MaxMessageSizeInKilobytes: int,
+});
+
+/** Queue fields present in the request (absent ones are left out, so the broker applies its defaults). */
+export function readQueueDescription(body: Record<string, unknown>): Partial<Omit<QueueDescription, 'name'>> {
+  const q = parseOrThrow(queueSchema, body, 'QueueDescription');
+  return definedOnly({
+    lockDurationMs: q.LockDuration,
+    maxSizeInMegabytes: q.MaxSizeInMegabytes,
+    requiresDuplicateDetection: q.RequiresDuplicateDetection,
+    requiresSession: q.RequiresSession,
+    defaultMessageTimeToLiveMs: q.DefaultMessageTimeToLive,
+    deadLetteringOnMessageExpiration: q.DeadLetteringOnMessageExpiration,
+    duplicateDetectionHistoryTimeWindowMs: q.DuplicateDetectionHistoryTimeWindow,
+    maxDeliveryCount: q.MaxDeliveryCount,
+    enableBatchedOperations: q.EnableBatchedOperations,
+    status: q.Status as EntityStatus | undefined,
+    forwardTo: q.ForwardTo,
+    userMetadata: q.UserMetadata,
+    autoDeleteOnIdleMs: q.AutoDeleteOnIdle,
+    enablePartitioning: q.EnablePartitioning,
+    forwardDeadLetteredMessagesTo: q.ForwardDeadLetteredMessagesTo,
+    maxMessageSizeInKilobytes: q.MaxMessageSizeInKilobytes,
   });
 }
 
@@ -418,14 +461,14 @@ function oneOrMany(v: unknown): unknown[] {
 }
 
 const authorizationRuleSchema = z.object({
-  ClaimType: z.preprocess(elementText, z.literal('SharedAccessKey', { error: 'must be SharedAccessKey' }).optional()),
+  ClaimType: z.preprocess(
+    elementText,
+    z.literal('SharedAccessKey', { error: 'must be SharedAccessKey' }).optional(),
+  ),
   KeyName: z.preprocess(elementText, z.string({ error: 'is required' })),
   PrimaryKey: text,
   SecondaryKey: text,
-  Rights: z.preprocess(
-    (v) => oneOrMany(asRecord(v)?.['AccessRights']).map(elementText),
-    z.array(z.string()),
-  ),
+  Rights: z.preprocess((v) => oneOrMany(asRecord(v)?.['AccessRights']).map(elementText), z.array(z.string())),
 });
 
 /**

@@ -9,6 +9,8 @@
 // - Optional values are omitted rather than written as i:nil, which the client would read as an object.
 
 import type {
+  QueueDescription,
+  QueueRuntime,
   EntityTimes,
   RuleDescription,
   RuleFilter,
@@ -101,7 +103,11 @@ function authorizationRules(policies: readonly AccessPolicy[]): XmlFragment | un
       element('AuthorizationRule', { 'i:type': 'SharedAccessAuthorizationRule' }, [
         textElement('ClaimType', 'SharedAccessKey'),
         textElement('ClaimValue', 'None'),
-        element('Rights', undefined, p.rights.map((r) => textElement('AccessRights', r))),
+        element(
+          'Rights',
+          undefined,
+          p.rights.map((r) => textElement('AccessRights', r)),
+        ),
         textElement('KeyName', p.keyName),
         textElement('PrimaryKey', p.primaryKey),
         textElement('SecondaryKey', p.secondaryKey),
@@ -159,6 +165,53 @@ export function topicEntry(
   policies: readonly AccessPolicy[] = [],
 ): XmlFragment {
   return entry(ctx, topic.name, topic.name, topic, topicContent(topic, runtime, policies));
+}
+
+/** Azure's QueueDescription, elements in the service's order. */
+export function queueContent(
+  ctx: AtomContext,
+  q: QueueDescription & EntityTimes,
+  runtime: QueueRuntime,
+): XmlFragment {
+  return description('QueueDescription', [
+    textElement('LockDuration', formatDuration(q.lockDurationMs)),
+    textElement('MaxSizeInMegabytes', q.maxSizeInMegabytes),
+    textElement('RequiresDuplicateDetection', q.requiresDuplicateDetection),
+    textElement('RequiresSession', q.requiresSession),
+    textElement('DefaultMessageTimeToLive', formatDuration(q.defaultMessageTimeToLiveMs)),
+    textElement('DeadLetteringOnMessageExpiration', q.deadLetteringOnMessageExpiration),
+    textElement(
+      'DuplicateDetectionHistoryTimeWindow',
+      formatDuration(q.duplicateDetectionHistoryTimeWindowMs),
+    ),
+    textElement('MaxDeliveryCount', q.maxDeliveryCount),
+    textElement('EnableBatchedOperations', q.enableBatchedOperations),
+    textElement('SizeInBytes', runtime.sizeInBytes),
+    textElement('MessageCount', runtime.totalMessageCount),
+    textElement('IsAnonymousAccessible', false),
+    textElement('Status', q.status),
+    optionalText('ForwardTo', forwardAddress(ctx, q.forwardTo)),
+    textElement('CreatedAt', iso(q.createdAt)),
+    textElement('UpdatedAt', iso(q.updatedAt)),
+    textElement('AccessedAt', iso(runtime.accessedAt)),
+    textElement('SupportOrdering', true),
+    countDetails(runtime),
+    textElement('AutoDeleteOnIdle', formatDuration(q.autoDeleteOnIdleMs)),
+    textElement('EnablePartitioning', q.enablePartitioning),
+    textElement('EntityAvailabilityStatus', 'Available'),
+    optionalText('ForwardDeadLetteredMessagesTo', forwardAddress(ctx, q.forwardDeadLetteredMessagesTo)),
+    textElement('EnableExpress', false),
+    optionalText('UserMetadata', q.userMetadata),
+    textElement('MaxMessageSizeInKilobytes', q.maxMessageSizeInKilobytes),
+  ]);
+}
+
+export function queueEntry(
+  ctx: AtomContext,
+  q: QueueDescription & EntityTimes,
+  runtime: QueueRuntime,
+): XmlFragment {
+  return entry(ctx, q.name, q.name, q, queueContent(ctx, q, runtime));
 }
 
 export function subscriptionContent(

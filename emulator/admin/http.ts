@@ -13,6 +13,7 @@ import {
   readRuleDescription,
   readSubscriptionDescription,
   readTopicDescription,
+  readQueueDescription,
 } from './atom-read.ts';
 import {
   errorDocument,
@@ -21,6 +22,7 @@ import {
   ruleEntry,
   subscriptionEntry,
   topicEntry,
+  queueEntry,
   xmlDocument,
   type AtomContext,
 } from './atom-write.ts';
@@ -155,18 +157,27 @@ export function createAdminHandler(
   function requestedPolicies(body: Record<string, unknown>): AccessPolicy[] | undefined {
     const rules = readAuthorizationRules(body);
     if (rules === undefined) return undefined;
-    if (!access && rules.length > 0) throw new HttpError(400, 'This admin plane has no access control to keep AuthorizationRules.');
+    if (!access && rules.length > 0)
+      throw new HttpError(400, 'This admin plane has no access control to keep AuthorizationRules.');
     return rules.map((r) => {
       const parsed = policyInputSchema.safeParse(r);
       if (!parsed.success) {
-        throw new HttpError(400, `Invalid AuthorizationRule '${r.keyName.slice(0, 60)}': ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+        throw new HttpError(
+          400,
+          `Invalid AuthorizationRule '${r.keyName.slice(0, 60)}': ${parsed.error.issues.map((i) => i.message).join('; ')}`,
+        );
       }
       return toPolicy(parsed.data);
     });
   }
 
   function policyJson(p: AccessPolicy): string {
-    return JSON.stringify({ keyName: p.keyName, rights: p.rights, primaryKey: p.primaryKey, secondaryKey: p.secondaryKey });
+    return JSON.stringify({
+      keyName: p.keyName,
+      rights: p.rights,
+      primaryKey: p.primaryKey,
+      secondaryKey: p.secondaryKey,
+    });
   }
 
   function send(res: ServerResponse, status: number, contentType: string | undefined, body: string): void {
@@ -221,8 +232,6 @@ export function createAdminHandler(
   async function putBody(req: IncomingMessage, expected: string): Promise<Record<string, unknown>> {
     const { root, body } = readEntry(await readBody(req, maxBodyBytes));
     if (root !== expected) {
-      if (root === 'QueueDescription')
-        throw new HttpError(400, 'Queues are not supported by this emulator; use topics and subscriptions.');
       throw new HttpError(400, `Expected a ${expected} at this address, got ${root.slice(0, 60)}.`);
     }
     return body;
@@ -247,25 +256,63 @@ export function createAdminHandler(
         if (method !== 'GET') break;
         return listFeed(res, ctx, url, 'Topics', '$Resources/Topics', (skip, top) => {
           const { slice, nextSkip } = page(broker.listTopics(), skip, top);
-          const entries = slice.map((t) => topicEntry(ctx, t, broker.getTopicRuntime(t.name), policiesOf(t.name)));
+          const entries = slice.map((t) =>
+            topicEntry(ctx, t, broker.getTopicRuntime(t.name), policiesOf(t.name)),
+          );
           return nextSkip === undefined ? { entries } : { entries, nextSkip };
         });
 
       case 'queueList':
         if (method !== 'GET') break;
-        // Queues are not supported; an empty list keeps listQueues() callers working.
-        return listFeed(res, ctx, url, 'Queues', '$Resources/Queues', () => ({ entries: [] }));
+        return listFeed(res, ctx, url, 'Queues', '$Resources/Queues', (skip, top) => {
+          const { slice, nextSkip } = page(broker.listQueues(), skip, top);
+          const entries = slice.map((q) => queueEntry(ctx, q, broker.getQueueRuntime(q.name)));
+          return nextSkip === undefined ? { entries } : { entries, nextSkip };
+        });
 
       case 'topic': {
+        // `/{name}` is a topic or a queue (one name space): GET and DELETE follow what exists, PUT what is sent.
         const name = route.topic;
-        if (method === 'GET') return entity(res, 200, topicFragment(ctx, name));
+        const kind = broker.entityKind(name);
+        if (method === 'GET') {
+          if (kind === 'queue')
+            return entity(res, 200, queueEntry(ctx, broker.getQueue(name), broker.getQueueRuntime(name)));
+          return entity(res, 200, topicFragment(ctx, name));
+        }
         if (method === 'DELETE') {
-          broker.deleteTopic(name);
+          if (kind === 'queue') broker.deleteQueue(name);
+          else broker.deleteTopic(name);
           access?.policies.setEntityPolicies(name, []);
           return send(res, 200, undefined, '');
         }
         if (method !== 'PUT') break;
-        const body = await putBody(req, 'TopicDescription');
+        const { root, body: entryBody } = readEntry(await readBody(req, maxBodyBytes));
+        if (root === 'QueueDescription') {
+          const fields = readQueueDescription(entryBody);
+          if (isUpdate) {
+            broker.updateQueue({
+              userMetadata: undefined,
+              forwardTo: undefined,
+              forwardDeadLetteredMessagesTo: undefined,
+              ...fields,
+              name,
+            });
+          } else {
+            broker.createQueue({ ...fields, name });
+          }
+          return entity(
+            res,
+            isUpdate ? 200 : 201,
+            queueEntry(ctx, broker.getQueue(name), broker.getQueueRuntime(name)),
+          );
+        }
+        if (root !== 'TopicDescription') {
+          throw new HttpError(
+            400,
+            `Expected a TopicDescription or QueueDescription at this address, got ${root.slice(0, 60)}.`,
+          );
+        }
+        const body = entryBody;
         const fields = readTopicDescription(body);
         const policies = requestedPolicies(body);
         if (isUpdate) {
@@ -293,7 +340,8 @@ export function createAdminHandler(
         if (!access) throw new HttpError(404, 'This admin plane has no access control.');
         const existing = access.policies.namespacePolicy(route.name);
         if (method === 'GET') {
-          if (!existing) throw new HttpError(404, `No shared access policy named '${route.name.slice(0, 60)}'.`);
+          if (!existing)
+            throw new HttpError(404, `No shared access policy named '${route.name.slice(0, 60)}'.`);
           return send(res, 200, 'application/json', policyJson(existing));
         }
         if (method === 'DELETE') {
@@ -312,10 +360,14 @@ export function createAdminHandler(
         }
         const parsed = policyBodySchema.safeParse(json);
         if (!parsed.success) {
-          throw new HttpError(400, `Invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+          throw new HttpError(
+            400,
+            `Invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`,
+          );
         }
         const keyName = policyInputSchema.shape.keyName.safeParse(route.name);
-        if (!keyName.success) throw new HttpError(400, `Invalid policy name: ${keyName.error.issues[0]?.message ?? 'invalid'}`);
+        if (!keyName.success)
+          throw new HttpError(400, `Invalid policy name: ${keyName.error.issues[0]?.message ?? 'invalid'}`);
         const policy = toPolicy({ ...parsed.data, keyName: keyName.data });
         access.policies.setNamespacePolicy(policy);
         return send(res, existing ? 200 : 201, 'application/json', policyJson(policy));

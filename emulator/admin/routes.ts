@@ -43,7 +43,8 @@ export function matchRoute(pathname: string): AdminRoute | undefined {
   if (/^\/\$Resources\/Topics\/?$/i.test(pathname)) return { kind: 'topicList' };
   if (/^\/\$Resources\/Queues\/?$/i.test(pathname)) return { kind: 'queueList' };
   if (/^\/\$Resources\/AuthorizationRules\/?$/i.test(pathname)) return { kind: 'policyList' };
-  if ((m = /^\/\$Resources\/AuthorizationRules\/([^/]+)$/i.exec(pathname))) return { kind: 'policy', name: decode(m[1]!) };
+  if ((m = /^\/\$Resources\/AuthorizationRules\/([^/]+)$/i.exec(pathname)))
+    return { kind: 'policy', name: decode(m[1]!) };
   // The topic part is greedy so that, as in the client, the last "/Subscriptions/" splits the path.
   if ((m = /^\/(.+)\/Subscriptions\/([^/]+)\/Rules\/([^/]+)$/i.exec(pathname))) {
     return { kind: 'rule', topic: decode(m[1]!), subscription: decode(m[2]!), rule: decode(m[3]!) };

@@ -9,11 +9,16 @@ import { createSasToken } from '../auth/sas-token.ts';
 
 test('a $cbs put-token reply is sent settled, so the client has nothing to acknowledge', async () => {
   const emulator = await startEmulator({ port: 0, logLevel: 'silent' });
-  const connection = rhea.create_container().connect({ host: '127.0.0.1', port: emulator.port, reconnect: false });
+  const connection = rhea
+    .create_container()
+    .connect({ host: '127.0.0.1', port: emulator.port, reconnect: false });
   try {
     const reply = await new Promise<{ settled: boolean; status: unknown }>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('no $cbs reply')), 10_000);
-      const receiver = connection.open_receiver({ source: { address: '$cbs' }, target: { address: 'cbs-reply' } });
+      const receiver = connection.open_receiver({
+        source: { address: '$cbs' },
+        target: { address: 'cbs-reply' },
+      });
       receiver.on('message', (ctx) => {
         clearTimeout(timer);
         resolve({
@@ -27,8 +32,17 @@ test('a $cbs put-token reply is sent settled, so the client has nothing to ackno
           sender.send({
             reply_to: 'cbs-reply',
             message_id: 'put-1',
-            application_properties: { operation: 'put-token', type: 'servicebus.windows.net:sastoken', name: 'sb://x/t' },
-            body: createSasToken('sb://x/t', 'RootManageSharedAccessKey', emulator.key, Math.floor(Date.now() / 1000) + 600),
+            application_properties: {
+              operation: 'put-token',
+              type: 'servicebus.windows.net:sastoken',
+              name: 'sb://x/t',
+            },
+            body: createSasToken(
+              'sb://x/t',
+              'RootManageSharedAccessKey',
+              emulator.key,
+              Math.floor(Date.now() / 1000) + 600,
+            ),
           });
         });
       });

@@ -2,10 +2,17 @@
 // .NET ticks and the message annotations the client reads on every received message.
 
 import rhea from 'rhea';
+import { captureTypes, withTypes } from '../broker/typed-values.ts';
 import type { Message } from 'rhea';
+import { QUEUE_STORE } from '../broker/api.ts';
 import type { Delivered, ReceiveSource } from '../broker/api.ts';
 
-/** What an attach address names. */
+/** A receive source for a bare entity name: a queue's own messages. */
+export function queueSource(name: string): ReceiveSource {
+  return { topic: name, subscription: QUEUE_STORE };
+}
+
+/** What an attach address names (a bare name is a topic or a queue: senders do not care which). */
 export type ParsedAddress =
   | { kind: 'cbs' }
   | { kind: 'topic'; topic: string }
@@ -38,6 +45,20 @@ function parseEntity(path: string): ParsedEntity | undefined {
   const parts = path.split('/');
   if (parts.some((p) => p.length === 0)) return undefined;
   if (parts.length === 1) return { kind: 'topic', topic: parts[0]! };
+  // A queue's dead-letter queues: `queue/$DeadLetterQueue`, `queue/$Transfer/$DeadLetterQueue`.
+  const tail = parts.slice(1).map((p) => p.toLowerCase());
+  if (tail.length === 1 && tail[0] === '$deadletterqueue') {
+    return {
+      kind: 'subscription',
+      source: { topic: parts[0]!, subscription: QUEUE_STORE, subQueue: 'deadLetter' },
+    };
+  }
+  if (tail.length === 2 && tail[0] === '$transfer' && tail[1] === '$deadletterqueue') {
+    return {
+      kind: 'subscription',
+      source: { topic: parts[0]!, subscription: QUEUE_STORE, subQueue: 'transferDeadLetter' },
+    };
+  }
   if (parts.length < 3 || parts[1]!.toLowerCase() !== 'subscriptions') return undefined;
   const topic = parts[0]!;
   const subscription = parts[2]!;
@@ -54,7 +75,10 @@ function parseEntity(path: string): ParsedEntity | undefined {
 
 /** The path an error message names, as the client would recognise it. */
 export function describeSource(source: ReceiveSource): string {
-  const base = `${source.topic}/Subscriptions/${source.subscription}`;
+  const base =
+    source.subscription === QUEUE_STORE
+      ? source.topic
+      : `${source.topic}/Subscriptions/${source.subscription}`;
   if (source.subQueue === 'deadLetter') return `${base}/$DeadLetterQueue`;
   if (source.subQueue === 'transferDeadLetter') return `${base}/$Transfer/$DeadLetterQueue`;
   return base;
@@ -132,7 +156,9 @@ const MESSAGE_STATE = { active: 0, deferred: 1, scheduled: 2 } as const;
  * message is never mutated by the plane.
  */
 export function toOutgoingMessage(d: Delivered, withLock: boolean): Message {
-  const annotations: Record<string, unknown> = { ...(d.message.message_annotations ?? {}) };
+  // Properties and annotations go out with the AMQP types they came in with (typed-values.ts).
+  const typed = withTypes(d.message);
+  const annotations: Record<string, unknown> = { ...(typed.message_annotations ?? {}) };
   annotations['x-opt-sequence-number'] = rhea.types.wrap_long(d.sequenceNumber);
   annotations['x-opt-enqueued-time'] = new Date(d.enqueuedTime);
   annotations['x-opt-message-state'] = rhea.types.wrap_int(MESSAGE_STATE[d.state]);
@@ -146,7 +172,7 @@ export function toOutgoingMessage(d: Delivered, withLock: boolean): Message {
   if (d.enqueueSequenceNumber !== undefined) {
     annotations['x-opt-enqueue-sequence-number'] = rhea.types.wrap_long(d.enqueueSequenceNumber);
   }
-  const out = { ...d.message } as Message & { delivery_count?: number };
+  const out = { ...typed } as Message & { delivery_count?: number };
   out.message_annotations = annotations as Message['message_annotations'];
   out.delivery_count = d.deliveryCount;
   return out;
@@ -154,7 +180,7 @@ export function toOutgoingMessage(d: Delivered, withLock: boolean): Message {
 
 /** Encoded size of a message as it went over the wire (used for the size limit on format-0 transfers). */
 export function encodedSize(msg: Message): number {
-  return encodeMessage(msg).length;
+  return encodeMessage(withTypes(msg)).length;
 }
 
 /**
@@ -168,7 +194,7 @@ export function decodeBatch(payload: Buffer): Message[] {
   const parts = body.multiple ? (body.content as unknown[]) : [body.content];
   return parts.map((p) => {
     if (!Buffer.isBuffer(p)) throw new Error('a batch data section must be binary');
-    return decodeMessage(p);
+    return captureTypes(decodeMessage(p), p);
   });
 }
 

@@ -9,7 +9,9 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
   let h: Harness;
   let n = 0;
   // Every test gets its own subscription filtered on a property, so tests never see each other's messages.
-  const subscriptionFor = (opts: { lockDurationMs?: number } = {}): { topic: string; sub: string; tag: string } => {
+  const subscriptionFor = (
+    opts: { lockDurationMs?: number } = {},
+  ): { topic: string; sub: string; tag: string } => {
     const tag = `t${++n}`;
     h.emulator.broker.createSubscription(
       { topicName: 'orders', subscriptionName: tag, lockDurationMs: opts.lockDurationMs ?? 30_000 },
@@ -60,7 +62,8 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
     const { topic, sub, tag } = subscriptionFor();
     const sender = h.client.createSender(topic);
     const batch = await sender.createMessageBatch();
-    for (const body of ['a', 'b', 'c']) assert.ok(batch.tryAddMessage({ body, applicationProperties: { test: tag } }));
+    for (const body of ['a', 'b', 'c'])
+      assert.ok(batch.tryAddMessage({ body, applicationProperties: { test: tag } }));
     await sender.sendMessages(batch);
     await sender.sendMessages([{ body: 'd', applicationProperties: { test: tag } }]);
     const receiver = h.client.createReceiver(topic, sub, { receiveMode: 'receiveAndDelete' });
@@ -70,7 +73,10 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
       assert.ok(page.length > 0, 'messages should keep arriving');
       got.push(...page);
     }
-    assert.deepEqual(got.map((m) => m.body), ['a', 'b', 'c', 'd']);
+    assert.deepEqual(
+      got.map((m) => m.body),
+      ['a', 'b', 'c', 'd'],
+    );
     assert.ok(got.every((m) => typeof m.messageId === 'string' && m.messageId.length > 0));
     assert.equal(h.emulator.broker.getSubscriptionRuntime(topic, sub).activeMessageCount, 0);
     await receiver.close();
@@ -113,7 +119,10 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
     const receiver = h.client.createReceiver(topic, sub);
     const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2_000 });
     assert.ok(m);
-    await receiver.deadLetterMessage(m, { deadLetterReason: 'Invalid', deadLetterErrorDescription: 'Bad body' });
+    await receiver.deadLetterMessage(m, {
+      deadLetterReason: 'Invalid',
+      deadLetterErrorDescription: 'Bad body',
+    });
     const dlq = h.client.createReceiver(topic, sub, { subQueueType: 'deadLetter' });
     const [dead] = await dlq.receiveMessages(1, { maxWaitTimeInMs: 2_000 });
     assert.ok(dead);
@@ -183,7 +192,9 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
     const { topic, sub, tag } = subscriptionFor();
     const sender = h.client.createSender(topic);
     const total = 250;
-    await sender.sendMessages(Array.from({ length: total }, (_, i) => ({ body: i, applicationProperties: { test: tag } })));
+    await sender.sendMessages(
+      Array.from({ length: total }, (_, i) => ({ body: i, applicationProperties: { test: tag } })),
+    );
     const receiver = h.client.createReceiver(topic, sub);
     const seen = new Set<number>();
     await new Promise<void>((resolve, reject) => {
@@ -220,7 +231,11 @@ describe('AMQP data plane with the real ServiceBusClient', () => {
   test('the rule manager adds, lists and removes rules over $management', async () => {
     const { topic, sub } = subscriptionFor();
     const rules = h.client.createRuleManager(topic, sub);
-    await rules.createRule('by-region', { sqlExpression: "region = 'EU'" }, { sqlExpression: "SET via = 'rm'" });
+    await rules.createRule(
+      'by-region',
+      { sqlExpression: "region = 'EU'" },
+      { sqlExpression: "SET via = 'rm'" },
+    );
     await rules.createRule('by-corr', { correlationId: 'c-9', applicationProperties: { kind: 'x' } });
     const listed = [];
     for await (const r of rules.listRules()) listed.push(r);

@@ -66,7 +66,10 @@ export class DeliveryLink {
       try {
         this.pump();
       } catch (err) {
-        this.log.error({ err: errorSummary(err), entity: describeSource(this.source) }, 'delivery pump failed');
+        this.log.error(
+          { err: errorSummary(err), entity: describeSource(this.source) },
+          'delivery pump failed',
+        );
       }
     });
   }
@@ -127,7 +130,9 @@ export class DeliveryLink {
           typeof info.DeadLetterErrorDescription === 'string' ? info.DeadLetterErrorDescription : undefined;
         delete info.DeadLetterReason;
         delete info.DeadLetterErrorDescription;
-        const props = Object.fromEntries(Object.entries(info).filter(([, v]) => v !== undefined && v !== null));
+        const props = Object.fromEntries(
+          Object.entries(info).filter(([, v]) => v !== undefined && v !== null),
+        );
         disposition = {
           kind: 'deadLetter',
           reason,
@@ -139,7 +144,10 @@ export class DeliveryLink {
     }
     let reply: unknown;
     if (!lockToken || !this.peekLock) {
-      reply = outcome.rejected({ condition: 'amqp:not-allowed', description: 'This delivery cannot be settled.' });
+      reply = outcome.rejected({
+        condition: 'amqp:not-allowed',
+        description: 'This delivery cannot be settled.',
+      });
     } else {
       try {
         this.broker.settle(this.source, lockToken, disposition, this.receiver.sessionId);
@@ -161,7 +169,10 @@ export class DeliveryLink {
     try {
       this.receiver.close();
     } catch (err) {
-      this.log.warn({ err: errorSummary(err), entity: describeSource(this.source) }, 'closing receiver failed');
+      this.log.warn(
+        { err: errorSummary(err), entity: describeSource(this.source) },
+        'closing receiver failed',
+      );
     }
   }
 }

@@ -27,7 +27,9 @@ test('a send-disabled topic raises MessagingEntityDisabled; re-enabled it accept
 test('exceeding the memory budget raises QuotaExceeded', async () => {
   const emulator = await startEmulator({ port: 0, memoryBudgetBytes: 64 * 1024 });
   const { ServiceBusClient } = await import('@azure/service-bus');
-  const client = new ServiceBusClient(emulator.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+  const client = new ServiceBusClient(emulator.connectionString, {
+    retryOptions: { maxRetries: 0, timeoutInMs: 5_000 },
+  });
   try {
     emulator.broker.createTopic({ name: 'full' });
     emulator.broker.createSubscription({ topicName: 'full', subscriptionName: 's' });
@@ -87,7 +89,9 @@ test('a refused session attach: the attach names no session and the error detach
   // the detach that answers it; an error detach it processed before detaching would be lost (SessionCannotBeLocked).
   const emulator = await startEmulator({ port: 0, logLevel: 'silent' });
   emulator.broker.createTopic({ name: 'present' });
-  const connection = rhea.create_container().connect({ host: '127.0.0.1', port: emulator.port, reconnect: false });
+  const connection = rhea
+    .create_container()
+    .connect({ host: '127.0.0.1', port: emulator.port, reconnect: false });
   try {
     await putToken(connection, emulator);
     const link = connection.open_receiver({
@@ -95,7 +99,9 @@ test('a refused session attach: the attach names no session and the error detach
       credit_window: 0,
     } as unknown as Parameters<typeof connection.open_receiver>[0]);
     const events: string[] = [];
-    link.on('receiver_error', () => events.push(`error ${String(link.error && (link.error as { condition?: string }).condition)}`));
+    link.on('receiver_error', () =>
+      events.push(`error ${String(link.error && (link.error as { condition?: string }).condition)}`),
+    );
     await new Promise<void>((resolve, reject) => {
       link.once('receiver_open', () => resolve());
       link.once('receiver_close', () => reject(new Error('closed before the attach was answered')));
@@ -103,7 +109,10 @@ test('a refused session attach: the attach names no session and the error detach
     const filter = (link.source as { filter?: Record<string, unknown> } | undefined)?.filter;
     assert.equal(filter?.['com.microsoft:session-filter'], undefined);
     // Wait for a round trip the emulator answers (a second link's attach) so an early detach would have arrived.
-    const probe = connection.open_receiver({ source: { address: 'present/Subscriptions/missing' }, credit_window: 0 });
+    const probe = connection.open_receiver({
+      source: { address: 'present/Subscriptions/missing' },
+      credit_window: 0,
+    });
     await new Promise<void>((resolve) => probe.once('receiver_close', () => resolve()));
     assert.deepEqual(events, [], 'no error before the client detaches');
     const closed = new Promise<void>((resolve) => link.once('receiver_close', () => resolve()));

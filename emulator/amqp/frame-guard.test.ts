@@ -11,7 +11,13 @@ const frame = (size: number): Buffer => {
 };
 
 test('frames within the limit pass, in any chunking, across both protocol headers', () => {
-  const stream = Buffer.concat([header, frame(20), frame(100), Buffer.from('AMQP\x00\x01\x00\x00', 'latin1'), frame(1000)]);
+  const stream = Buffer.concat([
+    header,
+    frame(20),
+    frame(100),
+    Buffer.from('AMQP\x00\x01\x00\x00', 'latin1'),
+    frame(1000),
+  ]);
   for (const chunkSize of [1, 3, 7, 64, stream.length]) {
     const guard = createFrameGuard(1024);
     for (let i = 0; i < stream.length; i += chunkSize) {

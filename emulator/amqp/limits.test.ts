@@ -30,22 +30,31 @@ function opened(connection: Connection): Promise<void> {
 
 /** `promise`, or `fallback` after 10 s (so that a missing refusal fails the test instead of hanging it). */
 function within<T>(promise: Promise<T>, fallback: T): Promise<T> {
-  return Promise.race([promise, new Promise<T>((resolve) => setTimeout(() => resolve(fallback), 10_000).unref())]);
+  return Promise.race([
+    promise,
+    new Promise<T>((resolve) => setTimeout(() => resolve(fallback), 10_000).unref()),
+  ]);
 }
 
 /** The condition the emulator closes this connection with ('still open' after 10 s). */
 function closedWith(connection: Connection): Promise<string> {
-  return within(new Promise((resolve) => {
-    const done = (): void => resolve(String((connection.error as { condition?: string } | undefined)?.condition ?? 'no error'));
-    connection.on('connection_error', () => undefined);
-    connection.once('connection_close', done);
-    connection.once('disconnected', done);
-  }), 'still open');
+  return within(
+    new Promise((resolve) => {
+      const done = (): void =>
+        resolve(String((connection.error as { condition?: string } | undefined)?.condition ?? 'no error'));
+      connection.on('connection_error', () => undefined);
+      connection.once('connection_close', done);
+      connection.once('disconnected', done);
+    }),
+    'still open',
+  );
 }
 
 /** Proof that a well-behaved client is served: a send and a receive with the real client. */
 async function roundTrip(emulator: RunningEmulator, topic: string, body: string): Promise<void> {
-  const client = new ServiceBusClient(emulator.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  const client = new ServiceBusClient(emulator.connectionString, {
+    retryOptions: { maxRetries: 0, timeoutInMs: 10_000 },
+  });
   try {
     await client.createSender(topic).sendMessages({ body });
     const receiver = client.createReceiver(topic, 'ok', { receiveMode: 'receiveAndDelete' });
@@ -61,7 +70,12 @@ describe('caps on what one client holds', () => {
   before(async () => {
     emulator = await startEmulator({
       port: 0,
-      limits: { maxConnections: 4, maxSessionsPerConnection: 3, maxLinksPerSession: 2, connectionBudgetBytes: BUDGET },
+      limits: {
+        maxConnections: 4,
+        maxSessionsPerConnection: 3,
+        maxLinksPerSession: 2,
+        connectionBudgetBytes: BUDGET,
+      },
     });
     for (const topic of ['budget', 'slow']) {
       emulator.broker.createTopic({ name: topic });
@@ -74,7 +88,12 @@ describe('caps on what one client holds', () => {
   });
 
   test('connections beyond the cap are closed with resource-limit-exceeded; freed slots are usable again', async () => {
-    const held = [connect(emulator.port), connect(emulator.port), connect(emulator.port), connect(emulator.port)];
+    const held = [
+      connect(emulator.port),
+      connect(emulator.port),
+      connect(emulator.port),
+      connect(emulator.port),
+    ];
     await Promise.all(held.map(opened));
     const extra = connect(emulator.port);
     assert.equal(await closedWith(extra), 'amqp:resource-limit-exceeded');
@@ -93,7 +112,9 @@ describe('caps on what one client holds', () => {
     const refused = new Promise<string>((resolve) => {
       for (let i = 0; i < 4; i++) {
         const session = connection.create_session();
-        session.on('session_error', () => resolve(String((session.error as { condition?: string } | undefined)?.condition)));
+        session.on('session_error', () =>
+          resolve(String((session.error as { condition?: string } | undefined)?.condition)),
+        );
         session.begin();
       }
     });
@@ -107,17 +128,22 @@ describe('caps on what one client holds', () => {
     await opened(connection);
     const session = connection.create_session();
     session.begin();
-    const outcomes = await within(Promise.all(
-      [1, 2, 3].map(
-        (i) =>
-          new Promise<string>((resolve) => {
-            // $cbs needs no rights: the cap is what is tested.
-            const sender = session.open_sender({ name: `l${i}`, target: { address: '$cbs' } });
-            sender.once('sendable', () => resolve('open'));
-            sender.once('sender_error', () => resolve(String((sender.error as { condition?: string } | undefined)?.condition)));
-          }),
+    const outcomes = await within(
+      Promise.all(
+        [1, 2, 3].map(
+          (i) =>
+            new Promise<string>((resolve) => {
+              // $cbs needs no rights: the cap is what is tested.
+              const sender = session.open_sender({ name: `l${i}`, target: { address: '$cbs' } });
+              sender.once('sendable', () => resolve('open'));
+              sender.once('sender_error', () =>
+                resolve(String((sender.error as { condition?: string } | undefined)?.condition)),
+              );
+            }),
+        ),
       ),
-    ), ['no answer']);
+      ['no answer'],
+    );
     assert.deepEqual(outcomes.sort(), ['amqp:resource-limit-exceeded', 'open', 'open']);
     connection.close();
   });
@@ -143,7 +169,10 @@ describe('caps on what one client holds', () => {
         const handle = (sender as unknown as { local: { handle: number } }).local.handle;
         for (let f = 0; f < 10 && !hostile.is_closed(); f++) {
           // The first frame opens the delivery; continuations carry only the handle (as rhea's own sender writes them).
-          const fields = f === 0 ? { handle, delivery_id: 0, delivery_tag: Buffer.from([l]), message_format: 0, more: true } : { handle, more: true };
+          const fields =
+            f === 0
+              ? { handle, delivery_id: 0, delivery_tag: Buffer.from([l]), message_format: 0, more: true }
+              : { handle, more: true };
           session.output(frames.transfer(fields), chunk);
         }
         await new Promise((r) => setTimeout(r, 20));
@@ -157,7 +186,9 @@ describe('caps on what one client holds', () => {
   });
 
   test('a client that does not read its deliveries holds at most the budget in the emulator', async () => {
-    const filler = new ServiceBusClient(emulator.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 20_000 } });
+    const filler = new ServiceBusClient(emulator.connectionString, {
+      retryOptions: { maxRetries: 0, timeoutInMs: 20_000 },
+    });
     const body = Buffer.alloc(64 * 1024, 0x42);
     const sender = filler.createSender('slow');
     for (let i = 0; i < 40; i++) await sender.sendMessages(Array.from({ length: 3 }, () => ({ body })));
@@ -167,7 +198,10 @@ describe('caps on what one client holds', () => {
     await opened(hostile);
     assert.equal((await putToken(hostile, emulator, 'slow/Subscriptions/unread')).status, 202);
     const socket = (hostile as unknown as { socket: { pause(): void } }).socket;
-    const receiver = hostile.open_receiver({ source: { address: 'slow/Subscriptions/unread' }, credit_window: 0 });
+    const receiver = hostile.open_receiver({
+      source: { address: 'slow/Subscriptions/unread' },
+      credit_window: 0,
+    });
     await new Promise<void>((resolve) => receiver.once('receiver_open', () => resolve()));
     receiver.add_credit(1000);
     socket.pause(); // 10 MiB are waiting for it; it reads none of them
@@ -182,6 +216,9 @@ describe('caps on what one client holds', () => {
     }
     // One message past the budget at most (a batch is sized at the largest message, then one always goes).
     assert.ok(peak > 0, 'the emulator held some output for the paused client');
-    assert.ok(peak <= BUDGET + emulator.broker.maxMessageSizeBytes + 4096, `peak ${peak} bytes, budget ${BUDGET}`);
+    assert.ok(
+      peak <= BUDGET + emulator.broker.maxMessageSizeBytes + 4096,
+      `peak ${peak} bytes, budget ${BUDGET}`,
+    );
   });
 });

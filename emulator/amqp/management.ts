@@ -15,6 +15,7 @@ import {
   encodeMessage,
   longToNumber,
   managementLockTokenToBroker,
+  queueSource,
   toOutgoingMessage,
 } from './codec.ts';
 import { badRequest, managementStatusFor } from './errors.ts';
@@ -37,7 +38,15 @@ const long = z.unknown().transform((v, ctx) => {
 });
 const longs = z.array(long);
 const binary = z.custom<Buffer>((v) => Buffer.isBuffer(v), 'expected binary');
-const uuid = z.custom<Buffer | string>((v) => Buffer.isBuffer(v) || typeof v === 'string', 'expected a uuid');
+/** rhea leaves the elements of an AMQP array typed (uAMQP sends lock tokens as an array of uuid). */
+const untyped = (v: unknown): unknown =>
+  v !== null && typeof v === 'object' && !Buffer.isBuffer(v) && 'value' in v
+    ? (v as { value: unknown }).value
+    : v;
+const uuid = z.preprocess(
+  untyped,
+  z.custom<Buffer | string>((v) => Buffer.isBuffer(v) || typeof v === 'string', 'expected a uuid'),
+);
 const optionalString = z.string().nullish();
 const propertiesMap = z.record(z.string(), z.unknown()).nullish();
 
@@ -72,19 +81,30 @@ const listSessionsBody = z.object({
   top: z.number().int().min(0).optional(),
 });
 
+const batchDeleteBody = z.object({
+  'message-count': z.preprocess(untyped, z.number().int().min(1).max(4000)),
+  'enqueued-time-utc': z
+    .preprocess(untyped, z.union([z.date(), z.number().transform((n) => new Date(n))]))
+    .nullish(),
+  'session-id': z.string().nullish(),
+});
+
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body ?? {});
   if (!result.success) {
     const issue = result.error.issues[0];
-    throw badRequest(`Invalid $management request body: ${issue ? `${issue.path.join('.')} ${issue.message}` : 'malformed'}`);
+    throw badRequest(
+      `Invalid $management request body: ${issue ? `${issue.path.join('.')} ${issue.message}` : 'malformed'}`,
+    );
   }
   return result.data;
 }
 
 const ok = (body?: unknown): ManagementReply => ({ statusCode: 200, statusDescription: 'OK', body });
 
-function requireSubscription(entity: ParsedEntity, operation: string): ReceiveSource {
-  if (entity.kind !== 'subscription') throw badRequest(`'${operation}' needs a subscription entity`);
+function requireSubscription(entity: ParsedEntity, _operation: string): ReceiveSource {
+  // A bare name's receive operations are a queue's (the broker answers not-found for a topic).
+  if (entity.kind === 'topic') return queueSource(entity.topic);
   return entity.source;
 }
 
@@ -94,7 +114,16 @@ function requireTopic(entity: ParsedEntity, operation: string): string {
 }
 
 function encodeForReply(d: Delivered, withLock: boolean): Buffer {
-  return encodeMessage(toOutgoingMessage(d, withLock));
+  const m = toOutgoingMessage(d, withLock);
+  if (withLock && d.lockToken) {
+    // A message handed out by $management has no delivery tag: Service Bus puts its lock token in the
+    // delivery annotations, where uAMQP-based clients read it (the JS client reads the reply's lock-token).
+    m.delivery_annotations = {
+      ...(m.delivery_annotations ?? {}),
+      'x-opt-lock-token': rhea.types.wrap_uuid(brokerLockTokenToManagement(d.lockToken)),
+    } as Message['delivery_annotations'];
+  }
+  return encodeMessage(m);
 }
 
 function dispositionFor(body: z.infer<typeof updateDispositionBody>): Disposition {
@@ -118,7 +147,11 @@ function dispositionFor(body: z.infer<typeof updateDispositionBody>): Dispositio
 }
 
 /** Handle one request. Never throws: every failure becomes an error reply. */
-export function handleManagementRequest(broker: Broker, entity: ParsedEntity, request: Message): ManagementReply {
+export function handleManagementRequest(
+  broker: Broker,
+  entity: ParsedEntity,
+  request: Message,
+): ManagementReply {
   const operation = String(request.application_properties?.operation ?? '');
   const entityName = entity.kind === 'topic' ? entity.topic : describeSource(entity.source);
   try {
@@ -188,7 +221,8 @@ function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body:
       return ok({
         messages: found.map((d) => {
           const entry: Record<string, unknown> = { message: encodeForReply(d, mode === 'peekLock') };
-          if (d.lockToken) entry['lock-token'] = rhea.types.wrap_uuid(brokerLockTokenToManagement(d.lockToken));
+          if (d.lockToken)
+            entry['lock-token'] = rhea.types.wrap_uuid(brokerLockTokenToManagement(d.lockToken));
           return entry;
         }),
       });
@@ -204,7 +238,12 @@ function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body:
       const parsed = parse(updateDispositionBody, body);
       const disposition = dispositionFor(parsed);
       for (const token of parsed['lock-tokens']) {
-        broker.settle(source, managementLockTokenToBroker(token), disposition, parsed['session-id'] ?? undefined);
+        broker.settle(
+          source,
+          managementLockTokenToBroker(token),
+          disposition,
+          parsed['session-id'] ?? undefined,
+        );
       }
       return ok({});
     }
@@ -251,6 +290,21 @@ function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body:
       const page = all.slice(skip, top === undefined ? undefined : skip + top);
       if (page.length === 0) return { statusCode: 204, statusDescription: 'No rules' };
       return ok({ rules: page.map(encodeRule) });
+    }
+    case 'com.microsoft:batch-delete-messages': {
+      // Deletes up to message-count messages enqueued before enqueued-time-utc (purge/deleteMessages in
+      // the newer clients); answers how many went.
+      const source = requireSubscription(entity, operation);
+      const parsed = parse(batchDeleteBody, body);
+      const before =
+        parsed['enqueued-time-utc'] instanceof Date ? parsed['enqueued-time-utc'].getTime() : Date.now();
+      const deleted = broker.deleteMessages(
+        source,
+        parsed['message-count'],
+        before,
+        parsed['session-id'] ?? undefined,
+      );
+      return ok({ 'message-count': rhea.types.wrap_int(deleted) });
     }
     default:
       return {

@@ -18,7 +18,9 @@ test('admin client and data client share the emulator port', async () => {
       return next(request);
     },
   });
-  const client = new ServiceBusClient(emulator.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+  const client = new ServiceBusClient(emulator.connectionString, {
+    retryOptions: { maxRetries: 0, timeoutInMs: 5_000 },
+  });
   try {
     await admin.createTopic('billing');
     await admin.createSubscription('billing', 'audit', { lockDuration: 'PT5S' });

@@ -11,7 +11,17 @@ import type { Message } from 'rhea';
 import type { Broker, OpenReceiverOptions, ReceiveSource } from '../broker/api.ts';
 import { BrokerError } from '../broker/api.ts';
 import type { ParsedEntity } from './codec.ts';
-import { BATCH_FORMAT, decodeBatch, describeSource, encodedSize, msToTicksBuffer, outcome, parseAddress } from './codec.ts';
+import { captureTypes, keepRawMessages, typedMessageId } from '../broker/typed-values.ts';
+import {
+  BATCH_FORMAT,
+  decodeBatch,
+  describeSource,
+  encodedSize,
+  msToTicksBuffer,
+  outcome,
+  parseAddress,
+  queueSource,
+} from './codec.ts';
 import { DeliveryLink, errorSummary } from './delivery-link.ts';
 import { createFrameGuard } from './frame-guard.ts';
 import { coalesceWrites } from './write-coalescing.ts';
@@ -21,7 +31,15 @@ import type { AccessControl, Grant } from '../auth/access.ts';
 import { AccessDenied, unauthorizedClaim } from '../auth/access.ts';
 import type { AccessRight } from '../auth/policies.ts';
 import { handleManagementRequest } from './management.ts';
-import type { AmqpErrorFields, AttachFields, RheaConnection, RheaContext, RheaDelivery, RheaLink, RheaSession } from './rhea-types.ts';
+import type {
+  AmqpErrorFields,
+  AttachFields,
+  RheaConnection,
+  RheaContext,
+  RheaDelivery,
+  RheaLink,
+  RheaSession,
+} from './rhea-types.ts';
 
 export interface AmqpPlaneOptions {
   broker: Broker;
@@ -108,6 +126,8 @@ interface ConnectionState {
 }
 
 const SESSION_FILTER = 'com.microsoft:session-filter';
+/** replyLinks key prefix for "the reply link attached to this node" (no valid link name or address has it). */
+const NODE_KEY = '\u0000node:';
 /**
  * A refused session attach waits this long for the client's own detach before the error detach goes out
  * unprompted (see refuseSessionAttach). The Service Bus client detaches within milliseconds; this only bounds
@@ -132,6 +152,8 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   const maxSessionWaitMs = options.maxSessionWaitMs ?? 60_000;
   const limits: AmqpLimits = { ...AMQP_LIMIT_DEFAULTS, ...options.limits };
 
+  // Incoming messages keep the AMQP types of their properties and annotations (see typed-values.ts).
+  keepRawMessages();
   const container = rhea.create_container({ id: 'nimbus-servicebus-emulator' });
   // ANONYMOUS is what the Service Bus client picks: its rights come from $cbs put-token, as on Azure. PLAIN
   // checks a namespace policy's name and key and grants nothing by itself (the connection still puts tokens).
@@ -141,6 +163,19 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   };
   mechanisms.enable_anonymous();
   mechanisms.enable_plain((user, password) => access.plainLoginValid(String(user), String(password)));
+  // MSSBCBS ("claims-based security") is what Service Bus offers and what the uAMQP-based clients (Python,
+  // C, older .NET) and Microsoft.Azure.Amqp ask for: authentication happens later through $cbs put-token,
+  // so, like ANONYMOUS, it succeeds at once and grants nothing. EXTERNAL (identity from the transport) is
+  // treated the same way: the emulator does not take identities from TLS client certificates.
+  const cbsLike = (): { outcome: boolean | undefined; start(): void } => ({
+    outcome: undefined,
+    start() {
+      this.outcome = true;
+    },
+  });
+  const named = mechanisms as unknown as Record<string, () => unknown>;
+  named.MSSBCBS = cbsLike;
+  named.EXTERNAL = cbsLike;
 
   /** Until when the connection may exercise `right` on `path` (0: not at all). */
   function allowedUntil(state: ConnectionState, path: string, right: AccessRight): number {
@@ -171,7 +206,8 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         // A bug or a hostile frame in one handler must not take the process down: drop that connection.
         log.error({ event, err: errorSummary(err) }, 'amqp handler failed; closing the connection');
         const state = stateOf(ctx);
-        if (state) abortConnection(state, { condition: 'amqp:internal-error', description: 'Internal error' });
+        if (state)
+          abortConnection(state, { condition: 'amqp:internal-error', description: 'Internal error' });
       }
     });
   }
@@ -212,7 +248,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     }
     if (state?.overLimit) {
       log.info({ connection: state.id }, 'connection over the limit; closing it');
-      abortConnection(state, limitExceeded(`The emulator accepts at most ${limits.maxConnections} connections.`));
+      abortConnection(
+        state,
+        limitExceeded(`The emulator accepts at most ${limits.maxConnections} connections.`),
+      );
     }
   });
   guard('connection_close', (ctx) => {
@@ -223,7 +262,13 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     const state = stateOf(ctx);
     if (state) cleanupConnection(state);
   });
-  for (const event of ['connection_error', 'session_error', 'sender_error', 'receiver_error', 'protocol_error']) {
+  for (const event of [
+    'connection_error',
+    'session_error',
+    'sender_error',
+    'receiver_error',
+    'protocol_error',
+  ]) {
     container.on(event, (ctx: RheaContext | Error) => {
       const detail = ctx instanceof Error ? errorSummary(ctx) : { message: event };
       log.debug({ event, ...detail }, 'amqp peer error');
@@ -253,10 +298,15 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       refused = true;
       session.on_transfer = () => undefined;
       if (state.sessions.size > limits.maxSessionsPerConnection + REFUSED_GRACE) {
-        abortConnection(state, limitExceeded(`Too many sessions on one connection (at most ${limits.maxSessionsPerConnection}).`));
+        abortConnection(
+          state,
+          limitExceeded(`Too many sessions on one connection (at most ${limits.maxSessionsPerConnection}).`),
+        );
         return;
       }
-      session.close(limitExceeded(`A connection may have at most ${limits.maxSessionsPerConnection} sessions.`));
+      session.close(
+        limitExceeded(`A connection may have at most ${limits.maxSessionsPerConnection} sessions.`),
+      );
       return;
     }
     session.on_transfer = (frame) => {
@@ -268,7 +318,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         const total = before + size;
         if (total > MAX_INCOMPLETE_DELIVERY_BYTES) {
           refused = true;
-          log.info({ connection: state.id, bytes: total }, 'delivery larger than the emulator accepts; closing the connection');
+          log.info(
+            { connection: state.id, bytes: total },
+            'delivery larger than the emulator accepts; closing the connection',
+          );
           abortConnection(state, {
             condition: 'amqp:link:message-size-exceeded',
             description: `A delivery exceeded ${MAX_INCOMPLETE_DELIVERY_BYTES} bytes.`,
@@ -277,8 +330,16 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         }
         if (state.incompleteBytes + size + state.socket.writableLength > limits.connectionBudgetBytes) {
           refused = true;
-          log.info({ connection: state.id, bytes: state.incompleteBytes + size }, 'connection over its byte budget; closing it');
-          abortConnection(state, limitExceeded(`The connection holds more than ${limits.connectionBudgetBytes} bytes of unfinished deliveries and unread output.`));
+          log.info(
+            { connection: state.id, bytes: state.incompleteBytes + size },
+            'connection over its byte budget; closing it',
+          );
+          abortConnection(
+            state,
+            limitExceeded(
+              `The connection holds more than ${limits.connectionBudgetBytes} bytes of unfinished deliveries and unread output.`,
+            ),
+          );
           return;
         }
         state.incomplete.set(link, total);
@@ -323,7 +384,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     state.linksPerSession.set(link.session, count);
     if (count <= limits.maxLinksPerSession) return true;
     if (count > limits.maxLinksPerSession + REFUSED_GRACE) {
-      abortConnection(state, limitExceeded(`Too many links on one session (at most ${limits.maxLinksPerSession}).`));
+      abortConnection(
+        state,
+        limitExceeded(`Too many links on one session (at most ${limits.maxLinksPerSession}).`),
+      );
     } else {
       link.close(limitExceeded(`A session may have at most ${limits.maxLinksPerSession} links.`));
     }
@@ -388,9 +452,19 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       state.replyLinks.set(link.name, link);
       const targetAddress = remote.target?.address;
       if (targetAddress) state.replyLinks.set(targetAddress, link);
+      // Clients that send no reply-to (uAMQP's $cbs and management requests) read the reply on the link
+      // they attached to the node itself, as Service Bus answers them.
+      if (sourceAddress) state.replyLinks.set(NODE_KEY + sourceAddress.toLowerCase(), link);
       return;
     }
-    if (parsed?.kind !== 'subscription') {
+    // A receiver on a bare name reads a queue (a topic has nothing to receive: the broker says not found).
+    const source =
+      parsed?.kind === 'subscription'
+        ? parsed.source
+        : parsed?.kind === 'topic'
+          ? queueSource(parsed.topic)
+          : undefined;
+    if (!source) {
       link.set_source(remote.source ?? null);
       link.close(notFound(sourceAddress));
       return;
@@ -398,8 +472,8 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     link.set_source(remote.source ?? null);
     holdAttach(link);
     roles.set(link, { kind: 'pending' });
-    openDeliveryLink(state, link, parsed.source, remote).catch((err: unknown) => {
-      log.error({ entity: describeSource(parsed.source), err: errorSummary(err) }, 'receiver attach failed');
+    openDeliveryLink(state, link, source, remote).catch((err: unknown) => {
+      log.error({ entity: describeSource(source), err: errorSummary(err) }, 'receiver attach failed');
       try {
         // A held attach must go out before the detach can (see holdAttach).
         releaseAttach(link);
@@ -467,7 +541,9 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       link.set_source({ ...(remote.source ?? {}), filter: { [SESSION_FILTER]: receiver.sessionId ?? null } });
       link.local.attach.properties = {
         ...(link.local.attach.properties ?? {}),
-        'com.microsoft:locked-until-utc': rhea.types.wrap_long(msToTicksBuffer(receiver.sessionLockedUntil ?? Date.now())),
+        'com.microsoft:locked-until-utc': rhea.types.wrap_long(
+          msToTicksBuffer(receiver.sessionLockedUntil ?? Date.now()),
+        ),
       };
     }
     releaseAttach(link);
@@ -521,7 +597,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       link.local.attach.max_message_size = broker.maxMessageSizeBytes;
       roles.set(link, { kind: 'send', topic: parsed.topic, authorizedUntil });
     } else if (parsed?.kind === 'subscription') {
-      link.close({ condition: 'amqp:not-allowed', description: `Cannot send to '${address}': send to the topic.` });
+      link.close({
+        condition: 'amqp:not-allowed',
+        description: `Cannot send to '${address}': send to the topic.`,
+      });
     } else {
       link.close(notFound(address));
     }
@@ -549,16 +628,21 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         return;
       case 'cbs-request':
         delivery.update(true, outcome.accepted());
-        onCbs(state, ctx.message as Message);
+        onCbs(state, captureTypes(ctx.message as Message), link.remote.attach?.target?.address ?? '$cbs');
         return;
       case 'management-request': {
         delivery.update(true, outcome.accepted());
-        const request = ctx.message as Message;
+        const request = captureTypes(ctx.message as Message);
+        const node = link.remote.attach?.target?.address ?? '';
         const right = rightForManagement(request.application_properties?.operation);
         const path = `${role.entity.kind === 'topic' ? role.entity.topic : describeSource(role.entity.source)}/$management`;
         if (allowedUntil(state, path, right) <= Date.now()) {
           const error = unauthorized(right, path);
-          respond(state, request, { statusCode: 401, statusDescription: error.description, 'error-condition': error.condition });
+          respond(state, node, request, {
+            statusCode: 401,
+            statusDescription: error.description,
+            'error-condition': error.condition,
+          });
           return;
         }
         const reply = handleManagementRequest(broker, role.entity, request);
@@ -567,11 +651,14 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
           statusDescription: reply.statusDescription,
         };
         if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
-        respond(state, request, props, reply.body);
+        respond(state, node, request, props, reply.body);
         return;
       }
       default:
-        delivery.update(true, outcome.rejected({ condition: 'amqp:not-allowed', description: 'Unexpected transfer' }));
+        delivery.update(
+          true,
+          outcome.rejected({ condition: 'amqp:not-allowed', description: 'Unexpected transfer' }),
+        );
     }
   });
 
@@ -584,7 +671,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         if (raw.length > max) throw tooLarge(raw.length, max);
         messages = decodeBatch(raw);
       } else if (ctx.format === undefined || ctx.format === 0) {
-        const msg = ctx.message as Message;
+        const msg = captureTypes(ctx.message as Message);
         const size = encodedSize(msg);
         if (size > max) throw tooLarge(size, max);
         messages = [msg];
@@ -608,11 +695,11 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     }
   }
 
-  function onCbs(state: ConnectionState, request: Message): void {
+  function onCbs(state: ConnectionState, request: Message, node: string): void {
     // The token is verified (signature, expiry, the policy's rights) and never logged.
     const operation = request.application_properties?.operation;
     if (operation !== 'put-token') {
-      respond(state, request, {
+      respond(state, node, request, {
         'status-code': 400,
         'status-description': `Unsupported $cbs operation '${String(operation).slice(0, 60)}'`,
       });
@@ -625,7 +712,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     } catch (err) {
       const description = err instanceof AccessDenied ? err.message : 'The token could not be verified.';
       log.info({ connection: state.id }, 'put-token refused');
-      respond(state, request, { 'status-code': 401, 'status-description': description });
+      respond(state, node, request, { 'status-code': 401, 'status-description': description });
       return;
     }
     state.grants.delete(grant.scope);
@@ -634,23 +721,47 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       if (oldest !== undefined) state.grants.delete(oldest);
     }
     state.grants.set(grant.scope, grant);
-    respond(state, request, { 'status-code': 202, 'status-description': 'Accepted' });
+    respond(state, node, request, { 'status-code': 202, 'status-description': 'Accepted' });
   }
 
-  function respond(state: ConnectionState, request: Message, props: Record<string, unknown>, body?: unknown): void {
+  /**
+   * Answers a $cbs or $management request as Service Bus does: on the link whose target is the request's
+   * reply-to (or, without one, the link the client attached to the node), with correlation-id = the
+   * request's message-id in its own AMQP type (ulong, uuid, binary or string: clients compare typed values).
+   */
+  function respond(
+    state: ConnectionState,
+    node: string,
+    request: Message,
+    props: Record<string, unknown>,
+    body?: unknown,
+  ): void {
     const replyTo = request.reply_to;
-    const link = replyTo ? state.replyLinks.get(replyTo) : undefined;
+    const link = replyTo
+      ? state.replyLinks.get(replyTo)
+      : state.replyLinks.get(NODE_KEY + node.toLowerCase());
     if (!link || !link.is_open()) {
-      log.debug({ replyTo }, 'no reply link for request');
+      log.debug({ replyTo, node }, 'no reply link for request');
       return;
     }
+    const correlationId = typedMessageId(request);
+    // Service Bus sends the status as an AMQP int; uAMQP reads it with amqpvalue_get_int and rejects a uint.
+    for (const key of ['status-code', 'statusCode']) {
+      const v = props[key];
+      if (typeof v === 'number') props[key] = rhea.types.wrap_int(v);
+    }
     const reply: Message = {
-      to: replyTo,
-      correlation_id: request.message_id,
+      ...(replyTo ? { to: replyTo } : {}),
+      ...(correlationId !== undefined && correlationId !== null ? { correlation_id: correlationId } : {}),
       application_properties: props,
       body: body ?? null,
     } as Message;
-    link.send(reply);
+    // The reply goes out after the request's disposition (accepted), which rhea writes on its next tick:
+    // uAMQP drops a reply that arrives before the confirmation of its request ("Did not receive send
+    // confirmation for pending operation"), and Service Bus confirms first too.
+    setImmediate(() => {
+      if (link.is_open()) link.send(reply);
+    });
   }
 
   // ---- client outcomes on our deliveries ----------------------------------------------------------------
@@ -715,7 +826,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       const guard = createFrameGuard(MAX_FRAME_BYTES);
       socket.on('data', (chunk: Buffer) => {
         if (!guard.observe(chunk) && !socket.destroyed) {
-          log.info({ connection: id }, 'frame larger than the advertised max-frame-size; closing the connection');
+          log.info(
+            { connection: id },
+            'frame larger than the advertised max-frame-size; closing the connection',
+          );
           socket.destroy();
           return;
         }
@@ -767,7 +881,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       for (const state of all) {
         try {
           if (!state.connection.is_closed()) {
-            state.connection.close({ condition: 'amqp:connection:forced', description: 'The emulator is shutting down' });
+            state.connection.close({
+              condition: 'amqp:connection:forced',
+              description: 'The emulator is shutting down',
+            });
           }
         } catch {
           // ignore: destroyed below

@@ -80,7 +80,10 @@ describe('robustness of the one-port server', () => {
     const badFrame = Buffer.from([0, 0, 0, 16, 2, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4]);
     const reply = await exchange(h.emulator.port, Buffer.concat([header, badFrame]));
     assert.ok(reply.subarray(0, 8).equals(header), 'the server answers with its protocol header');
-    assert.ok(reply.includes(Buffer.from('amqp:connection:framing-error')), 'the close carries a framing error');
+    assert.ok(
+      reply.includes(Buffer.from('amqp:connection:framing-error')),
+      'the close carries a framing error',
+    );
     await stillServes('after-bad-frame');
   });
 
@@ -129,7 +132,10 @@ describe('robustness of the one-port server', () => {
     const replyTo = 'mgmt-reply';
     await putToken(connection, h.emulator, 'rb/$management');
     const reply = await new Promise<Message>((resolve, reject) => {
-      const receiver = connection.open_receiver({ source: { address: 'rb/$management' }, target: { address: replyTo } });
+      const receiver = connection.open_receiver({
+        source: { address: 'rb/$management' },
+        target: { address: replyTo },
+      });
       receiver.on('message', (ctx) => resolve(ctx.message!));
       const sender = connection.open_sender({ target: { address: 'rb/$management' } });
       let sent = false;

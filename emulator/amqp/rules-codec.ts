@@ -30,7 +30,9 @@ const addRuleBody = z.object({
         'session-id': optional,
         'reply-to-session-id': optional,
         'content-type': optional,
-        properties: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.date(), z.null()])).nullish(),
+        properties: z
+          .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.date(), z.null()]))
+          .nullish(),
       })
       .nullish(),
     'sql-rule-action': z.object({ expression: z.string() }).nullish(),
@@ -46,7 +48,9 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
   const result = schema.safeParse(body ?? {});
   if (!result.success) {
     const issue = result.error.issues[0];
-    throw badRequest(`Invalid ${what} request: ${issue ? `${issue.path.join('.')} ${issue.message}` : 'malformed'}`);
+    throw badRequest(
+      `Invalid ${what} request: ${issue ? `${issue.path.join('.')} ${issue.message}` : 'malformed'}`,
+    );
   }
   return result.data;
 }

@@ -38,10 +38,13 @@ describe('session receivers with the real ServiceBusClient', () => {
     assert.equal(receiver.sessionId, 'A');
     assert.ok(receiver.sessionLockedUntilUtc && receiver.sessionLockedUntilUtc.getTime() > Date.now());
     const got = await receiver.receiveMessages(5, { maxWaitTimeInMs: 1_000 });
-    assert.deepEqual(got.map((m) => [m.body, m.sessionId]), [
-      ['a1', 'A'],
-      ['a2', 'A'],
-    ]);
+    assert.deepEqual(
+      got.map((m) => [m.body, m.sessionId]),
+      [
+        ['a1', 'A'],
+        ['a2', 'A'],
+      ],
+    );
     for (const m of got) await receiver.completeMessage(m);
     assert.equal(await receiver.getSessionState(), null);
     await receiver.setSessionState(JSON.stringify({ step: 2 }));
@@ -135,7 +138,10 @@ describe('session receivers with the real ServiceBusClient', () => {
     try {
       await putToken(connection, h.emulator);
       const link = connection.open_receiver({
-        source: { address: `${topic}/Subscriptions/${sub}`, filter: { 'com.microsoft:session-filter': 'busy' } },
+        source: {
+          address: `${topic}/Subscriptions/${sub}`,
+          filter: { 'com.microsoft:session-filter': 'busy' },
+        },
         credit_window: 0,
         autoaccept: false,
         snd_settle_mode: 1, // receive-and-delete: nothing to settle
@@ -171,7 +177,10 @@ describe('session receivers with the real ServiceBusClient', () => {
       }
       assert.equal(drainsAnswered, drainsAsked);
       assert.ok(drainsAsked >= 4, `expected a drain per round, got ${drainsAsked}`);
-      assert.deepEqual(seen, Array.from({ length: total }, (_, i) => `m-${i}`));
+      assert.deepEqual(
+        seen,
+        Array.from({ length: total }, (_, i) => `m-${i}`),
+      );
     } finally {
       connection.close();
     }
@@ -188,7 +197,10 @@ describe('session receivers with the real ServiceBusClient', () => {
     await putToken(connection, h.emulator);
     await new Promise<void>((resolve, reject) => {
       const link = connection.open_receiver({
-        source: { address: `${topic}/Subscriptions/${sub}`, filter: { 'com.microsoft:session-filter': 'orphan' } },
+        source: {
+          address: `${topic}/Subscriptions/${sub}`,
+          filter: { 'com.microsoft:session-filter': 'orphan' },
+        },
         credit_window: 0,
       } as unknown as Parameters<typeof connection.open_receiver>[0]);
       link.on('receiver_open', () => resolve());

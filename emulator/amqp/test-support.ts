@@ -87,7 +87,11 @@ export async function putToken(
         sender.send({
           reply_to: replyTo,
           message_id: randomUUID(),
-          application_properties: { operation: 'put-token', type: 'servicebus.windows.net:sastoken', name: resource },
+          application_properties: {
+            operation: 'put-token',
+            type: 'servicebus.windows.net:sastoken',
+            name: resource,
+          },
           body: token,
         });
       };

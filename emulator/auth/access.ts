@@ -74,7 +74,11 @@ export function createAccessControl(options: {
   const anonymous = options.anonymous ?? false;
   const now = options.now ?? Date.now;
 
-  function verify(tokenText: unknown): { scope: string; rights: ReadonlySet<AccessRight>; expiresAtMs: number } {
+  function verify(tokenText: unknown): {
+    scope: string;
+    rights: ReadonlySet<AccessRight>;
+    expiresAtMs: number;
+  } {
     let token;
     try {
       token = parseSasToken(tokenText);
@@ -84,12 +88,16 @@ export function createAccessControl(options: {
     }
     const expiresAtMs = token.expiresAt * 1000;
     if (expiresAtMs <= now()) {
-      throw new AccessDenied(`ExpiredToken: The token is expired. Expiration time: '${new Date(expiresAtMs).toISOString()}'.`);
+      throw new AccessDenied(
+        `ExpiredToken: The token is expired. Expiration time: '${new Date(expiresAtMs).toISOString()}'.`,
+      );
     }
     const scope = resourcePath(token.resource);
     // A namespace policy signs for anything; an entity policy only for its topic and what lies under it.
     const entity = scope.split('/')[0] ?? '';
-    const policy = policies.namespacePolicy(token.keyName) ?? (entity === '' ? undefined : policies.entityPolicy(entity, token.keyName));
+    const policy =
+      policies.namespacePolicy(token.keyName) ??
+      (entity === '' ? undefined : policies.entityPolicy(entity, token.keyName));
     // An unknown key name and a wrong key get the same answer: the caller learns nothing about which names exist.
     if (!policy || !(signedWith(token, policy.primaryKey) || signedWith(token, policy.secondaryKey))) {
       throw new AccessDenied('InvalidSignature: The token has an invalid signature.');
@@ -103,9 +111,12 @@ export function createAccessControl(options: {
     grantFor(tokenText, audience) {
       if (anonymous) return { scope: '', rights: rightsOf(['Manage']), expiresAtMs: Infinity };
       const verified = verify(tokenText);
-      const target = typeof audience === 'string' && audience !== '' ? resourcePath(audience) : verified.scope;
+      const target =
+        typeof audience === 'string' && audience !== '' ? resourcePath(audience) : verified.scope;
       if (!covers(verified.scope, target)) {
-        throw new AccessDenied(`InvalidAudience: The token's resource does not cover '${String(audience).slice(0, 300)}'.`);
+        throw new AccessDenied(
+          `InvalidAudience: The token's resource does not cover '${String(audience).slice(0, 300)}'.`,
+        );
       }
       return { ...verified, scope: target };
     },
@@ -115,7 +126,8 @@ export function createAccessControl(options: {
       const t = now();
       let until = 0;
       for (const g of grants) {
-        if (g.expiresAtMs > t && g.expiresAtMs > until && covers(g.scope, target) && g.rights.has(right)) until = g.expiresAtMs;
+        if (g.expiresAtMs > t && g.expiresAtMs > until && covers(g.scope, target) && g.rights.has(right))
+          until = g.expiresAtMs;
       }
       return until;
     },

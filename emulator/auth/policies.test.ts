@@ -11,7 +11,9 @@ test('namespace and topic policies survive a restart; the namespace key is never
   try {
     const first = new PolicyStore('root-key-aaaaaaaaaaaaaaaa', { dataDir: dir });
     first.setNamespacePolicy(toPolicy({ keyName: 'agent', rights: ['Listen'] }));
-    first.setEntityPolicies('Orders', [toPolicy({ keyName: 'orders-send', rights: ['Send'], primaryKey: 'p'.repeat(20) })]);
+    first.setEntityPolicies('Orders', [
+      toPolicy({ keyName: 'orders-send', rights: ['Send'], primaryKey: 'p'.repeat(20) }),
+    ]);
     const file = join(dir, 'access-policies.json');
     assert.doesNotMatch(readFileSync(file, 'utf8'), /root-key/);
     assert.equal(statSync(file).mode & 0o077, 0, 'only the owner may read the keys');
@@ -27,10 +29,20 @@ test('namespace and topic policies survive a restart; the namespace key is never
 
 test('the namespace key cannot be replaced or deleted through the store; Manage needs Send and Listen', () => {
   const store = new PolicyStore('root-key-aaaaaaaaaaaaaaaa');
-  assert.throws(() => store.setNamespacePolicy(toPolicy({ keyName: ROOT_KEY_NAME, rights: ['Send'] })), PolicyError);
+  assert.throws(
+    () => store.setNamespacePolicy(toPolicy({ keyName: ROOT_KEY_NAME, rights: ['Send'] })),
+    PolicyError,
+  );
   assert.throws(() => store.deleteNamespacePolicy(ROOT_KEY_NAME), PolicyError);
   assert.throws(() => toPolicy({ keyName: 'x', rights: ['Manage'] }), /Manage requires Send and Listen/);
-  assert.throws(() => store.setEntityPolicies('t', [toPolicy({ keyName: 'a', rights: ['Send'] }), toPolicy({ keyName: 'A', rights: ['Listen'] })]), PolicyError);
+  assert.throws(
+    () =>
+      store.setEntityPolicies('t', [
+        toPolicy({ keyName: 'a', rights: ['Send'] }),
+        toPolicy({ keyName: 'A', rights: ['Listen'] }),
+      ]),
+    PolicyError,
+  );
 });
 
 test('a damaged policy file is reported and ignored: nothing is granted from it', () => {
@@ -38,7 +50,10 @@ test('a damaged policy file is reported and ignored: nothing is granted from it'
   try {
     writeFileSync(join(dir, 'access-policies.json'), '{"version":1,"namespace":[{"keyName":"x"');
     const messages: string[] = [];
-    const store = new PolicyStore('root-key-aaaaaaaaaaaaaaaa', { dataDir: dir, onLoadError: (m) => messages.push(m) });
+    const store = new PolicyStore('root-key-aaaaaaaaaaaaaaaa', {
+      dataDir: dir,
+      onLoadError: (m) => messages.push(m),
+    });
     assert.equal(store.listNamespacePolicies().length, 1);
     assert.match(messages[0] ?? '', /could not be read/);
   } finally {

@@ -73,10 +73,7 @@ export class PolicyStore {
   private readonly entityPolicies = new Map<string, AccessPolicy[]>();
   private readonly file?: string;
 
-  constructor(
-    rootKey: string,
-    options: { dataDir?: string; onLoadError?: (message: string) => void } = {},
-  ) {
+  constructor(rootKey: string, options: { dataDir?: string; onLoadError?: (message: string) => void } = {}) {
     this.namespacePolicies.set(ROOT_KEY_NAME.toLowerCase(), {
       keyName: ROOT_KEY_NAME,
       rights: ['Manage', 'Send', 'Listen'],
@@ -99,7 +96,9 @@ export class PolicyStore {
 
   setNamespacePolicy(policy: AccessPolicy): void {
     if (policy.keyName.toLowerCase() === ROOT_KEY_NAME.toLowerCase()) {
-      throw new PolicyError(`${ROOT_KEY_NAME} is the emulator's namespace key; start the emulator with --key to choose it.`);
+      throw new PolicyError(
+        `${ROOT_KEY_NAME} is the emulator's namespace key; start the emulator with --key to choose it.`,
+      );
     }
     this.namespacePolicies.set(policy.keyName.toLowerCase(), policy);
     this.save();
@@ -150,12 +149,15 @@ export class PolicyStore {
     try {
       const parsed = fileSchema.parse(JSON.parse(raw));
       for (const p of parsed.namespace) {
-        if (p.keyName.toLowerCase() !== ROOT_KEY_NAME.toLowerCase()) this.namespacePolicies.set(p.keyName.toLowerCase(), p);
+        if (p.keyName.toLowerCase() !== ROOT_KEY_NAME.toLowerCase())
+          this.namespacePolicies.set(p.keyName.toLowerCase(), p);
       }
       for (const [entity, list] of Object.entries(parsed.entities)) this.entityPolicies.set(entity, list);
     } catch (err) {
       // A damaged file must not stop the emulator; its policies are gone, which denies rather than grants.
-      onLoadError?.(`access-policies.json could not be read (${err instanceof Error ? err.name : 'error'}); starting without its policies`);
+      onLoadError?.(
+        `access-policies.json could not be read (${err instanceof Error ? err.name : 'error'}); starting without its policies`,
+      );
     }
   }
 

@@ -41,17 +41,22 @@ function decode(value: string, field: string): string {
 }
 
 export function parseSasToken(text: unknown): SasToken {
-  if (typeof text !== 'string' || text.trim() === '') throw new SasTokenError('MissingToken', 'No token was given.');
+  if (typeof text !== 'string' || text.trim() === '')
+    throw new SasTokenError('MissingToken', 'No token was given.');
   if (text.length > MAX_TOKEN_LENGTH) throw new SasTokenError('MalformedToken', 'The token is too long.');
   if (!text.startsWith(PREFIX)) {
-    throw new SasTokenError('MalformedToken', "The token is not a shared access signature ('SharedAccessSignature sr=…').");
+    throw new SasTokenError(
+      'MalformedToken',
+      "The token is not a shared access signature ('SharedAccessSignature sr=…').",
+    );
   }
   const fields = new Map<string, string>();
   for (const pair of text.slice(PREFIX.length).trim().split('&')) {
     const at = pair.indexOf('=');
     if (at <= 0) throw new SasTokenError('MalformedToken', 'The token is not a list of key=value pairs.');
     const key = pair.slice(0, at);
-    if (fields.has(key)) throw new SasTokenError('MalformedToken', `The token names '${key.slice(0, 10)}' twice.`);
+    if (fields.has(key))
+      throw new SasTokenError('MalformedToken', `The token names '${key.slice(0, 10)}' twice.`);
     fields.set(key, pair.slice(at + 1));
   }
   const sr = fields.get('sr');
@@ -61,7 +66,8 @@ export function parseSasToken(text: unknown): SasToken {
   if (sr === undefined || sig === undefined || se === undefined || skn === undefined) {
     throw new SasTokenError('MalformedToken', 'The token needs sr, sig, se and skn.');
   }
-  if (!/^\d{1,12}$/.test(se)) throw new SasTokenError('MalformedToken', 'The token expiry (se) is not a number.');
+  if (!/^\d{1,12}$/.test(se))
+    throw new SasTokenError('MalformedToken', 'The token expiry (se) is not a number.');
   return {
     resource: decode(sr, 'resource (sr)'),
     signedResource: sr,

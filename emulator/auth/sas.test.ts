@@ -39,8 +39,20 @@ describe('SAS on the emulator', () => {
     admin = adminFor(emulator.connectionString);
     await admin.createTopic('orders', {
       authorizationRules: [
-        { claimType: 'SharedAccessKey', keyName: 'orders-send', accessRights: ['Send'], primaryKey: SEND_KEY, secondaryKey: generateKey() },
-        { claimType: 'SharedAccessKey', keyName: 'orders-listen', accessRights: ['Listen'], primaryKey: LISTEN_KEY, secondaryKey: generateKey() },
+        {
+          claimType: 'SharedAccessKey',
+          keyName: 'orders-send',
+          accessRights: ['Send'],
+          primaryKey: SEND_KEY,
+          secondaryKey: generateKey(),
+        },
+        {
+          claimType: 'SharedAccessKey',
+          keyName: 'orders-listen',
+          accessRights: ['Listen'],
+          primaryKey: LISTEN_KEY,
+          secondaryKey: generateKey(),
+        },
       ],
     });
     await admin.createSubscription('orders', 'all');
@@ -50,7 +62,10 @@ describe('SAS on the emulator', () => {
     const url = `http://127.0.0.1:${emulator.port}/$Resources/AuthorizationRules/ns-listen`;
     const res = await fetch(url, {
       method: 'PUT',
-      headers: { authorization: signedFor(url, 'RootManageSharedAccessKey', emulator.key), 'content-type': 'application/json' },
+      headers: {
+        authorization: signedFor(url, 'RootManageSharedAccessKey', emulator.key),
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ rights: ['Listen'], primaryKey: NS_LISTEN_KEY }),
     });
     assert.equal(res.status, 201, await res.text());
@@ -71,19 +86,32 @@ describe('SAS on the emulator', () => {
 
   test('a wrong namespace key is refused', async () => {
     const client = withKey('RootManageSharedAccessKey', generateKey());
-    assert.equal(await errorCode(client.createSender('orders').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(client.createSender('orders').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
     const receiver = client.createReceiver('orders', 'all');
-    assert.equal(await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })),
+      'UnauthorizedAccess',
+    );
   });
 
   test('an expired token is refused, a valid one for the same policy is not', async () => {
     const resource = `sb://127.0.0.1:${emulator.port}/orders`;
     const past = createSasToken(resource, 'orders-send', SEND_KEY, Math.floor(Date.now() / 1000) - 60);
-    const expired = new ServiceBusClient(`${endpoint()};SharedAccessSignature=${past}`, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+    const expired = new ServiceBusClient(`${endpoint()};SharedAccessSignature=${past}`, {
+      retryOptions: { maxRetries: 0, timeoutInMs: 5_000 },
+    });
     clients.push(expired);
-    assert.equal(await errorCode(expired.createSender('orders').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(expired.createSender('orders').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
     const future = createSasToken(resource, 'orders-send', SEND_KEY, Math.floor(Date.now() / 1000) + 600);
-    const valid = new ServiceBusClient(`${endpoint()};SharedAccessSignature=${future}`, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+    const valid = new ServiceBusClient(`${endpoint()};SharedAccessSignature=${future}`, {
+      retryOptions: { maxRetries: 0, timeoutInMs: 5_000 },
+    });
     clients.push(valid);
     await valid.createSender('orders').sendMessages({ body: 'signed' });
   });
@@ -92,15 +120,23 @@ describe('SAS on the emulator', () => {
     const client = withKey('orders-send', SEND_KEY);
     await client.createSender('orders').sendMessages({ body: 'from-sender' });
     const receiver = client.createReceiver('orders', 'all');
-    assert.equal(await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })),
+      'UnauthorizedAccess',
+    );
     assert.equal(await errorCode(receiver.peekMessages(1)), 'UnauthorizedAccess');
   });
 
   test('a Listen-only policy receives but cannot send or schedule', async () => {
     const client = withKey('orders-listen', LISTEN_KEY);
-    assert.equal(await errorCode(client.createSender('orders').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
     assert.equal(
-      await errorCode(client.createSender('orders').scheduleMessages({ body: 'x' }, new Date(Date.now() + 60_000))),
+      await errorCode(client.createSender('orders').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
+    assert.equal(
+      await errorCode(
+        client.createSender('orders').scheduleMessages({ body: 'x' }, new Date(Date.now() + 60_000)),
+      ),
       'UnauthorizedAccess',
     );
     const receiver = client.createReceiver('orders', 'all', { receiveMode: 'receiveAndDelete' });
@@ -110,10 +146,16 @@ describe('SAS on the emulator', () => {
 
   test('an entity policy cannot touch another entity', async () => {
     const sendKey = withKey('orders-send', SEND_KEY);
-    assert.equal(await errorCode(sendKey.createSender('billing').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(sendKey.createSender('billing').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
     const listenKey = withKey('orders-listen', LISTEN_KEY);
     const receiver = listenKey.createReceiver('billing', 'all');
-    assert.equal(await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 })),
+      'UnauthorizedAccess',
+    );
   });
 
   test('a namespace Listen policy receives from every subscription but sends nowhere', async () => {
@@ -123,11 +165,16 @@ describe('SAS on the emulator', () => {
     const receiver = client.createReceiver('billing', 'all', { receiveMode: 'receiveAndDelete' });
     const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5_000 });
     assert.equal(m?.body, 'invoice');
-    assert.equal(await errorCode(client.createSender('billing').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(client.createSender('billing').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
   });
 
   test('the admin plane answers 401 without a valid Manage token', async () => {
-    const wrong = adminFor(`${endpoint()};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${generateKey()}`);
+    const wrong = adminFor(
+      `${endpoint()};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${generateKey()}`,
+    );
     await assert.rejects(wrong.getTopic('orders'), (err: { statusCode?: number }) => err.statusCode === 401);
     // An entity Send key is not Manage, even on its own topic.
     const sender = adminFor(`${endpoint()};SharedAccessKeyName=orders-send;SharedAccessKey=${SEND_KEY}`);
@@ -137,10 +184,13 @@ describe('SAS on the emulator', () => {
     assert.match(await bare.text(), /MissingToken/);
     // The policies show in the topic's description, as Azure lists them to a Manage caller.
     const orders = await admin.getTopic('orders');
-    assert.deepEqual(orders.authorizationRules?.map((r) => [r.keyName, r.accessRights]), [
-      ['orders-send', ['Send']],
-      ['orders-listen', ['Listen']],
-    ]);
+    assert.deepEqual(
+      orders.authorizationRules?.map((r) => [r.keyName, r.accessRights]),
+      [
+        ['orders-send', ['Send']],
+        ['orders-listen', ['Listen']],
+      ],
+    );
   });
 
   test('a policy added by updateTopic works at once; an update without rules keeps them; an empty list revokes', async () => {
@@ -148,7 +198,9 @@ describe('SAS on the emulator', () => {
     const billing = await admin.getTopic('billing');
     await admin.updateTopic({
       ...billing,
-      authorizationRules: [{ claimType: 'SharedAccessKey', keyName: 'billing-send', accessRights: ['Send'], primaryKey: key }],
+      authorizationRules: [
+        { claimType: 'SharedAccessKey', keyName: 'billing-send', accessRights: ['Send'], primaryKey: key },
+      ],
     });
     const client = withKey('billing-send', key);
     await client.createSender('billing').sendMessages({ body: 'added' });
@@ -158,7 +210,10 @@ describe('SAS on the emulator', () => {
     await admin.updateTopic({ ...again, authorizationRules: undefined, userMetadata: 'settings only' });
     await withKey('billing-send', key).createSender('billing').sendMessages({ body: 'kept' });
     await admin.updateTopic({ ...again, authorizationRules: [] });
-    assert.equal(await errorCode(withKey('billing-send', key).createSender('billing').sendMessages({ body: 'x' })), 'UnauthorizedAccess');
+    assert.equal(
+      await errorCode(withKey('billing-send', key).createSender('billing').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
   });
 
   test('--allow-anonymous accepts any key (old tests only)', async () => {

@@ -134,6 +134,33 @@ export interface SubscriptionRuntime extends EntityTimes, MessageCounts {
   totalMessageCount: number;
 }
 
+/** A queue: a topic's sending side and a subscription's receiving side in one entity (Azure's QueueDescription). */
+export interface QueueDescription {
+  name: string;
+  status: EntityStatus;
+  lockDurationMs: number;
+  requiresSession: boolean;
+  defaultMessageTimeToLiveMs: number;
+  deadLetteringOnMessageExpiration: boolean;
+  maxDeliveryCount: number;
+  enableBatchedOperations: boolean;
+  maxSizeInMegabytes: number;
+  maxMessageSizeInKilobytes: number;
+  requiresDuplicateDetection: boolean;
+  duplicateDetectionHistoryTimeWindowMs: number;
+  enablePartitioning: boolean;
+  autoDeleteOnIdleMs: number;
+  forwardTo?: string;
+  forwardDeadLetteredMessagesTo?: string;
+  userMetadata?: string;
+}
+
+export interface QueueRuntime extends EntityTimes, MessageCounts {
+  name: string;
+  sizeInBytes: number;
+  totalMessageCount: number;
+}
+
 /** What the admin plane needs. Create/update take partial descriptions; the broker fills defaults. */
 export interface BrokerAdmin {
   createTopic(d: Partial<TopicDescription> & { name: string }): TopicDescription & EntityTimes;
@@ -160,6 +187,16 @@ export interface BrokerAdmin {
   updateRule(topic: string, sub: string, rule: RuleDescription): RuleDescription & { createdAt: number };
   deleteRule(topic: string, sub: string, rule: string): void;
   listRules(topic: string, sub: string): Array<RuleDescription & { createdAt: number }>;
+
+  // Queues (topics and queues share one name space: EntityAlreadyExists across both).
+  createQueue(d: Partial<QueueDescription> & { name: string }): QueueDescription & EntityTimes;
+  getQueue(name: string): QueueDescription & EntityTimes;
+  updateQueue(d: Partial<QueueDescription> & { name: string }): QueueDescription & EntityTimes;
+  deleteQueue(name: string): void;
+  listQueues(): Array<QueueDescription & EntityTimes>;
+  getQueueRuntime(name: string): QueueRuntime;
+  /** Whether a name is a topic, a queue, or nothing. */
+  entityKind(name: string): 'topic' | 'queue' | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -175,7 +212,10 @@ export interface BrokerAdmin {
  */
 export type WireMessage = AmqpMessage;
 
-/** Where a receiver reads from. */
+/**
+ * Where a receiver reads from. A queue is `{ topic: queueName, subscription: QUEUE_STORE }` (its single
+ * message store; see QUEUE_STORE).
+ */
 export interface ReceiveSource {
   topic: string;
   subscription: string;
@@ -273,6 +313,16 @@ export interface Broker extends BrokerAdmin {
     mode: ReceiveMode,
     sessionId?: string,
   ): Delivered[];
+  /**
+   * Deletes up to `maxCount` unlocked messages (active or deferred, in sequence order) enqueued before
+   * `beforeEnqueuedTime` (`sessionId`: that session's only); returns how many were deleted.
+   */
+  deleteMessages(
+    source: ReceiveSource,
+    maxCount: number,
+    beforeEnqueuedTime: number,
+    sessionId?: string,
+  ): number;
   /** Session ids with messages (or state) on a session-enabled subscription. */
   listSessions(source: ReceiveSource, updatedSince?: number): string[];
 
@@ -282,6 +332,9 @@ export interface Broker extends BrokerAdmin {
   /** Flush persistence (if any) and stop timers. */
   close(): Promise<void>;
 }
+
+/** The `subscription` of a ReceiveSource that names a queue itself ('$' cannot start a subscription name). */
+export const QUEUE_STORE = '$queue';
 
 /** Upper bound used for "infinite" durations (TimeSpan.MaxValue is P10675199DT2H48M5.4775807S). */
 export const MAX_DURATION_MS = 922337203685477;

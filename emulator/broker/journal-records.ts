@@ -6,7 +6,11 @@ import type { QueueKind } from './model.ts';
 
 export type JournalRecord =
   | { k: 'gen'; g: number }
-  | { k: 'topic'; d: TopicDescription & EntityTimes }
+  | {
+      k: 'topic';
+      d: TopicDescription & EntityTimes;
+      /** a queue (its store is subscription '$queue') */ queue?: true;
+    }
   | { k: 'deltopic'; t: string }
   | { k: 'sub'; d: SubscriptionDescription & EntityTimes }
   | { k: 'delsub'; t: string; s: string }

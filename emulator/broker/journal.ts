@@ -9,7 +9,7 @@
 
 import { closeSync, fdatasyncSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { JournalSink, Log } from './broker.ts';
+import type { JournalSink, Log } from './core.ts';
 import type { JournalRecord } from './journal-records.ts';
 import { stringifyRecord } from './journal-records.ts';
 

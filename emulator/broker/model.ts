@@ -6,6 +6,8 @@ import type { EntityTimes, SubscriptionDescription, TopicDescription, WireMessag
 import { MinHeap } from './heap.ts';
 import type { CompiledRule } from './rules.ts';
 
+export { QUEUE_STORE } from './api.ts';
+
 export type QueueKind = 'main' | 'deadLetter' | 'transferDeadLetter';
 
 export interface StoredMessage {
@@ -137,6 +139,7 @@ export class SubscriptionState {
   }
 
   get path(): string {
+    if (this.topic.isQueue) return this.topic.desc.name;
     return `${this.topic.desc.name}/Subscriptions/${this.desc.subscriptionName}`;
   }
 }
@@ -159,7 +162,12 @@ export class TopicState {
   scheduledBytes = 0;
   deleted = false;
 
-  constructor(desc: TopicDescription, times: EntityTimes) {
+  constructor(
+    desc: TopicDescription,
+    times: EntityTimes,
+    /** A queue: its messages live in its single subscription, QUEUE_STORE. */
+    readonly isQueue = false,
+  ) {
     this.desc = desc;
     this.times = times;
   }

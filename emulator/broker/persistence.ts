@@ -10,7 +10,8 @@ import type {
   SubscriptionDescription,
   TopicDescription,
 } from './api.ts';
-import type { Log, ServiceBusBroker } from './broker.ts';
+import type { ServiceBusBroker } from './broker.ts';
+import type { Log } from './core.ts';
 import { FileJournal, journalFile, SNAPSHOT_FILE } from './journal.ts';
 import type { JournalOptions } from './journal.ts';
 import type { JournalRecord } from './journal-records.ts';
@@ -32,6 +33,7 @@ interface SubImage {
 
 interface TopicImage {
   d: TopicDescription & EntityTimes;
+  queue: boolean;
   scheduleSeq: number;
   scheduled: Map<number, SchRecord>;
   subs: Map<string, SubImage>;
@@ -109,7 +111,14 @@ function buildImage(records: JournalRecord[]): Map<string, TopicImage> {
       case 'topic': {
         const existing = topics.get(r.d.name);
         if (existing) existing.d = r.d;
-        else topics.set(r.d.name, { d: r.d, scheduleSeq: 0, scheduled: new Map(), subs: new Map() });
+        else
+          topics.set(r.d.name, {
+            d: r.d,
+            queue: r.queue === true,
+            scheduleSeq: 0,
+            scheduled: new Map(),
+            subs: new Map(),
+          });
         break;
       }
       case 'deltopic':
@@ -213,7 +222,7 @@ function restore(broker: ServiceBusBroker, image: Map<string, TopicImage>, log: 
     for (const t of image.values()) {
       let seq = t.scheduleSeq;
       for (const s of t.subs.values()) seq = Math.max(seq, s.seq);
-      const topic = broker.restoreTopic(t.d, seq);
+      const topic = broker.restoreTopic(t.d, seq, t.queue);
       topics.push([topic, t]);
       for (const s of t.subs.values()) {
         subs.push([broker.restoreSubscription(topic, s.d, [...s.rules.values()]), s]);

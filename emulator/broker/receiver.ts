@@ -4,7 +4,6 @@
 
 import { BrokerError } from './api.ts';
 import type { Delivered, ReceiveMode, Receiver } from './api.ts';
-import type { ServiceBusBroker } from './broker.ts';
 import type {
   NonSessionListener,
   QueueKind,
@@ -13,6 +12,15 @@ import type {
   SubscriptionState,
 } from './model.ts';
 
+/**
+ * What a receiver asks of the broker. An interface rather than the broker class, so this module does not
+ * import the broker (which creates receivers) and the two form no import cycle.
+ */
+export interface ReceiverHost {
+  take(r: ReceiverImpl, max: number): Delivered[];
+  release(r: ReceiverImpl): void;
+}
+
 export class ReceiverImpl implements Receiver, SessionHolder, NonSessionListener {
   closed = false;
   private readonly availableListeners: Array<() => void> = [];
@@ -20,7 +28,7 @@ export class ReceiverImpl implements Receiver, SessionHolder, NonSessionListener
   private signalPending = false;
 
   constructor(
-    private readonly broker: ServiceBusBroker,
+    private readonly host: ReceiverHost,
     readonly sub: SubscriptionState,
     readonly kind: QueueKind,
     readonly mode: ReceiveMode,
@@ -37,7 +45,7 @@ export class ReceiverImpl implements Receiver, SessionHolder, NonSessionListener
 
   take(max: number): Delivered[] {
     if (!Number.isFinite(max) || max <= 0) return [];
-    return this.broker.takeFor(this, Math.floor(max));
+    return this.host.take(this, Math.floor(max));
   }
 
   onAvailable(listener: () => void): void {
@@ -49,7 +57,7 @@ export class ReceiverImpl implements Receiver, SessionHolder, NonSessionListener
   }
 
   close(): void {
-    this.broker.releaseReceiver(this);
+    this.host.release(this);
   }
 
   signal(): void {
@@ -64,7 +72,7 @@ export class ReceiverImpl implements Receiver, SessionHolder, NonSessionListener
 
   closedByBroker(code: 'SessionLockLost' | 'EntityNotFound', message: string): void {
     if (this.closed) return;
-    this.broker.releaseReceiver(this);
+    this.host.release(this);
     const err = new BrokerError(code, message);
     for (const l of this.closedListeners) l(err);
   }

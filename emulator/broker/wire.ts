@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import rhea from 'rhea';
 import type { WireMessage } from './api.ts';
+import { captureTypes, withTypes } from './typed-values.ts';
 
 /** A copy whose property maps can be changed without touching the original (bodies are shared, never mutated). */
 export function copyMessage(m: WireMessage): WireMessage {
@@ -14,15 +15,17 @@ export function copyMessage(m: WireMessage): WireMessage {
 }
 
 export function encodedSize(m: WireMessage): number {
-  return rhea.message.encode(m).length;
+  return rhea.message.encode(withTypes(m)).length;
 }
 
+/** The journal's form: AMQP bytes with every kept type (typed-values.ts), so a restart restores them too. */
 export function encodeMessage(m: WireMessage): string {
-  return rhea.message.encode(m).toString('base64');
+  return rhea.message.encode(withTypes(m)).toString('base64');
 }
 
 export function decodeMessage(b64: string): WireMessage {
-  return rhea.message.decode(Buffer.from(b64, 'base64')) as unknown as WireMessage;
+  const raw = Buffer.from(b64, 'base64');
+  return captureTypes(rhea.message.decode(raw) as unknown as WireMessage, raw);
 }
 
 /** Azure assigns a dash-less uuid when the sender gave no message id. */

@@ -25,7 +25,11 @@ export interface LikeStats {
  * @param escape a single character, or undefined for none
  * @throws SqlError when the pattern ends with the escape character (nothing left to escape)
  */
-export function compileLikePattern(pattern: string, escape: string | undefined, stats?: LikeStats): StringMatcher {
+export function compileLikePattern(
+  pattern: string,
+  escape: string | undefined,
+  stats?: LikeStats,
+): StringMatcher {
   const segments: Segment[] = [[]];
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i] as string;
@@ -49,7 +53,8 @@ export function compileLikePattern(pattern: string, escape: string | undefined, 
   const middle = segments.slice(1, -1).filter((s) => s.length > 0);
 
   // Fast paths for the common shapes ('abc', 'abc%', '%abc', '%abc%'): plain string operations.
-  const literal = (s: Segment): string | undefined => (s.every((c) => c !== null) ? (s as string[]).join('') : undefined);
+  const literal = (s: Segment): string | undefined =>
+    s.every((c) => c !== null) ? (s as string[]).join('') : undefined;
   if (!stats) {
     const f = literal(first);
     if (last === undefined && f !== undefined) return (text) => text === f;

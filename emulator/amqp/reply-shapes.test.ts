@@ -1,0 +1,237 @@
+// The exact shapes of $cbs and $management replies, read from the wire with bare rhea (no Service Bus SDK):
+// SASL mechanisms offered, the status keys each node uses and their AMQP type (int), the correlation-id in
+// the AMQP type of the request's message-id (ulong, uuid, string, binary), and where the reply goes (the
+// reply-to link, or the link attached to the node when the request names none, as uAMQP sends them).
+
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import rhea from 'rhea';
+import type { Connection, Message } from 'rhea';
+import { createSasToken } from '../auth/sas-token.ts';
+import { ROOT_KEY_NAME } from '../auth/policies.ts';
+import { startEmulator } from '../index.ts';
+import type { RunningEmulator } from '../index.ts';
+
+const RAW = Symbol.for('nimbus.emulator.rawMessage');
+
+interface TypedLike {
+  type?: { typecode?: number };
+  value: unknown;
+  descriptor?: { value: unknown };
+}
+
+/** Type codes of the reply's correlation-id and of its application properties, read from its bytes. */
+function wireTypes(m: Message): { correlation?: number; props: Map<string, number> } {
+  const raw = (m as unknown as Record<symbol, Buffer | undefined>)[RAW];
+  assert.ok(raw, 'the raw reply bytes are kept (typed-values.ts keepRawMessages)');
+  const reader = new (
+    rhea.types as unknown as { Reader: new (b: Buffer) => { remaining(): number; read(): TypedLike } }
+  ).Reader(raw);
+  const out: { correlation?: number; props: Map<string, number> } = { props: new Map() };
+  while (reader.remaining()) {
+    const s = reader.read();
+    const code = Number(s.descriptor?.value);
+    const inner = s.value as TypedLike | TypedLike[] | null;
+    const items = Array.isArray(inner)
+      ? inner
+      : inner && Array.isArray(inner.value)
+        ? (inner.value as TypedLike[])
+        : [];
+    if (code === 0x73) out.correlation = items[5]?.type?.typecode;
+    if (code === 0x74) {
+      for (let i = 0; i + 1 < items.length; i += 2)
+        out.props.set(String(items[i]!.value), items[i + 1]!.type!.typecode!);
+    }
+  }
+  return out;
+}
+
+const INT_CODES = [0x71, 0x54];
+
+describe('$cbs and $management replies on the wire (bare rhea)', () => {
+  let emulator: RunningEmulator;
+  let connection: Connection;
+
+  before(async () => {
+    emulator = await startEmulator({ port: 0 });
+    emulator.broker.createTopic({ name: 'shapes' });
+    emulator.broker.createSubscription({ topicName: 'shapes', subscriptionName: 's' });
+    const container = rhea.create_container();
+    connection = container.connect({ host: '127.0.0.1', port: emulator.port, reconnect: false });
+    await new Promise<void>((resolve, reject) => {
+      connection.once('connection_open', () => resolve());
+      connection.once('connection_error', () => reject(new Error('connection failed')));
+    });
+  });
+
+  after(async () => {
+    connection?.close();
+    await emulator?.close();
+  });
+
+  it('offers SASL MSSBCBS besides ANONYMOUS and PLAIN (and EXTERNAL)', async () => {
+    const socket = net.connect(emulator.port, '127.0.0.1');
+    const bytes = await new Promise<Buffer>((resolve) => {
+      let got = Buffer.alloc(0);
+      socket.on('data', (d: Buffer) => {
+        got = Buffer.concat([got, d]);
+        if (got.includes('MSSBCBS') || got.length > 200) resolve(got);
+      });
+      socket.write(Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0]));
+      setTimeout(() => resolve(got), 5_000).unref();
+    });
+    socket.destroy();
+    for (const mech of ['MSSBCBS', 'ANONYMOUS', 'PLAIN', 'EXTERNAL']) {
+      assert.ok(bytes.includes(mech), `sasl-mechanisms offers ${mech}`);
+    }
+  });
+
+  /** Sends one request on `node` and resolves with the reply read on `replyLink` (or the node's own link). */
+  async function request(node: string, message: Message, replyTo: string | undefined): Promise<Message> {
+    const receiver = connection.open_receiver({
+      source: { address: node },
+      target: { address: replyTo ?? node },
+    });
+    const sender = connection.open_sender({ target: { address: node } });
+    try {
+      return await new Promise<Message>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no reply from ${node}`)), 10_000);
+        receiver.on('message', (ctx) => {
+          clearTimeout(timer);
+          resolve(ctx.message as Message);
+        });
+        receiver.once('receiver_open', () => {
+          const send = (): void => {
+            sender.send(replyTo ? { ...message, reply_to: replyTo } : message);
+          };
+          if (sender.sendable()) send();
+          else sender.once('sendable', send);
+        });
+      });
+    } finally {
+      receiver.close();
+      sender.close();
+    }
+  }
+
+  function putToken(messageId: unknown, tokenType: string): Message {
+    const resource = `sb://127.0.0.1:${emulator.port}/shapes`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    return {
+      message_id: messageId,
+      application_properties: { operation: 'put-token', type: tokenType, name: resource },
+      body: token,
+    } as Message;
+  }
+
+  const ids: Array<[string, unknown, number[]]> = [
+    ['ulong', rhea.types.wrap_ulong(7), [0x80, 0x53, 0x44]],
+    ['uuid', rhea.types.wrap_uuid(Buffer.alloc(16, 0xab)), [0x98]],
+    ['string', 'req-1', [0xa1, 0xb1]],
+    ['binary', rhea.types.wrap_binary(Buffer.from([1, 2, 3])), [0xa0, 0xb0]],
+  ];
+  for (const [kind, id, codes] of ids) {
+    it(`$cbs put-token with a ${kind} message-id and no reply-to: 202 with status-code (int) on the node's link, correlation-id a ${kind}`, async () => {
+      const reply = await request('$cbs', putToken(id, 'servicebus.windows.net:sastoken'), undefined);
+      assert.equal(reply.application_properties?.['status-code'], 202);
+      assert.equal(reply.application_properties?.['status-description'], 'Accepted');
+      assert.equal(reply.application_properties?.statusCode, undefined, '$cbs uses the hyphenated keys only');
+      const types = wireTypes(reply);
+      assert.ok(
+        INT_CODES.includes(types.props.get('status-code') ?? -1),
+        `status-code is an AMQP int: ${JSON.stringify([...types.props])}`,
+      );
+      assert.ok(
+        codes.includes(types.correlation ?? -1),
+        `correlation-id typecode 0x${types.correlation?.toString(16)}`,
+      );
+    });
+  }
+
+  it('$cbs put-token of type jwt with a SAS token and reply-to: answered on the reply-to link', async () => {
+    const reply = await request('$cbs', putToken('jwt-1', 'jwt'), 'my-replies');
+    assert.equal(reply.application_properties?.['status-code'], 202);
+    assert.equal(reply.correlation_id, 'jwt-1');
+    assert.equal(reply.to, 'my-replies');
+  });
+
+  it('$cbs put-token with a bad signature: 401 with a status-description', async () => {
+    const m = putToken('bad', 'servicebus.windows.net:sastoken');
+    m.body = String(m.body).replace(/sig=[^&]+/, 'sig=AAAA');
+    const reply = await request('$cbs', m, undefined);
+    assert.equal(reply.application_properties?.['status-code'], 401);
+    assert.match(String(reply.application_properties?.['status-description']), /signature/i);
+  });
+
+  it('$management peek: statusCode (int) and statusDescription, correlation-id typed as the message-id', async () => {
+    await request('$cbs', putToken('t', 'servicebus.windows.net:sastoken'), undefined);
+    const node = 'shapes/Subscriptions/s/$management';
+    const resource = `sb://127.0.0.1:${emulator.port}/${node.replace('/$management', '')}`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    await request(
+      '$cbs',
+      {
+        message_id: 'sub',
+        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
+        body: token,
+      } as Message,
+      undefined,
+    );
+    const reply = await request(
+      node,
+      {
+        message_id: rhea.types.wrap_binary(Buffer.from([9, 9])),
+        application_properties: { operation: 'com.microsoft:peek-message' },
+        body: rhea.types.wrap_map({
+          'from-sequence-number': rhea.types.wrap_long(1),
+          'message-count': rhea.types.wrap_int(1),
+        }),
+      } as unknown as Message,
+      undefined,
+    );
+    const props = reply.application_properties ?? {};
+    assert.equal(props.statusCode, 204, 'no messages: 204');
+    assert.equal(typeof props.statusDescription, 'string');
+    assert.equal(props['status-code'], undefined, '$management uses the camel-case keys');
+    const types = wireTypes(reply);
+    assert.ok(INT_CODES.includes(types.props.get('statusCode') ?? -1), 'statusCode is an AMQP int');
+    assert.ok([0xa0, 0xb0].includes(types.correlation ?? -1), 'correlation-id is binary');
+  });
+
+  it('$management batch-delete-messages deletes up to message-count messages enqueued before the cutoff', async () => {
+    emulator.broker.createSubscription({ topicName: 'shapes', subscriptionName: 'purge' });
+    emulator.broker.send(
+      'shapes',
+      [1, 2, 3].map((i) => ({ message_id: `m${i}`, body: i }) as Message),
+    );
+    const node = 'shapes/Subscriptions/purge/$management';
+    const resource = `sb://127.0.0.1:${emulator.port}/shapes/Subscriptions/purge`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    await request(
+      '$cbs',
+      {
+        message_id: 'p',
+        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
+        body: token,
+      } as Message,
+      undefined,
+    );
+    const reply = await request(
+      node,
+      {
+        message_id: 'del-1',
+        application_properties: { operation: 'com.microsoft:batch-delete-messages' },
+        body: rhea.types.wrap_map({
+          'message-count': rhea.types.wrap_int(2),
+          'enqueued-time-utc': rhea.types.wrap_timestamp(Date.now() + 1_000),
+        }),
+      } as unknown as Message,
+      'purge-replies',
+    );
+    assert.equal(reply.application_properties?.statusCode, 200);
+    assert.equal((reply.body as Record<string, unknown>)['message-count'], 2);
+    const left = emulator.broker.getSubscriptionRuntime('shapes', 'purge');
+    assert.equal(left.activeMessageCount, 1, 'one of three left');
+  });
+});

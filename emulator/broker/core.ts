@@ -1,0 +1,191 @@
+// The state every part of the broker shares: the namespace's entities, the clock, the single timer, the
+// journal and the stored-bytes account, plus the parts themselves (delivery, sessions, routing, scheduling).
+// The parts reach each other through this object, so their modules import each other's types only and the
+// module graph has no cycles.
+
+import { BrokerError } from './api.ts';
+import type { BrokerOptions } from './api.ts';
+import type { JournalRecord } from './journal-records.ts';
+import { QUEUE_STORE } from './model.ts';
+import type { StoredMessage, SubscriptionState, TopicState } from './model.ts';
+import type { ReceiverHost } from './receiver.ts';
+import type { CompiledRule } from './rules.ts';
+import { Scheduler } from './scheduler.ts';
+import { encodeMessage } from './wire.ts';
+import { Delivery } from './delivery.ts';
+import { Sessions } from './sessions.ts';
+import { Routing } from './routing.ts';
+import { Scheduling } from './scheduling.ts';
+
+export type Log = NonNullable<BrokerOptions['log']>;
+export const silentLog: Log = { info() {}, warn() {}, error() {}, debug() {} };
+
+/** Where the broker writes durable records; the in-memory broker uses a sink that does nothing. */
+export interface JournalSink {
+  readonly enabled: boolean;
+  append(record: JournalRecord): void;
+  /** Ends one public operation: write what was appended; `durable` forces it to disk before returning. */
+  commit(durable: boolean): void;
+  close(snapshot: () => JournalRecord[]): Promise<void>;
+  /** Called after commits so the journal can compact when it has grown large. */
+  maybeCompact(snapshot: () => JournalRecord[]): void;
+}
+
+export const nullJournal: JournalSink = {
+  enabled: false,
+  append() {},
+  commit() {},
+  async close() {},
+  maybeCompact() {},
+};
+
+const DEFAULT_MAX_MESSAGE_SIZE = 256 * 1024;
+const DEFAULT_MEMORY_BUDGET = 512 * 1024 * 1024;
+
+export class BrokerCore {
+  readonly maxMessageSizeBytes: number;
+  readonly budget: number;
+  readonly now: () => number;
+  readonly log: Log;
+  /**
+   * Every entity of the namespace by name. Topics and queues share one name space on Azure; a queue is a
+   * TopicState whose single subscription holds its messages (see model.ts), so forwarding, routing and
+   * delivery treat both alike.
+   */
+  readonly topics = new Map<string, TopicState>();
+  readonly scheduler: Scheduler;
+  storedBytes = 0;
+  closed = false;
+  /** Set while loading persisted state: nothing is journaled then. */
+  replaying = false;
+  readonly delivery: Delivery;
+  readonly sessions: Sessions;
+  readonly routing: Routing;
+  readonly scheduling: Scheduling;
+  readonly receiverHost: ReceiverHost;
+
+  constructor(
+    options: BrokerOptions,
+    public journal: JournalSink,
+    /** The full state as journal records, for compaction (the broker facade builds it). */
+    readonly snapshot: () => JournalRecord[],
+  ) {
+    this.maxMessageSizeBytes = Math.min(options.maxMessageSizeBytes ?? DEFAULT_MAX_MESSAGE_SIZE, 1024 * 1024);
+    this.budget = options.memoryBudgetBytes ?? DEFAULT_MEMORY_BUDGET;
+    this.now = options.now ?? Date.now;
+    this.log = options.log ?? silentLog;
+    this.scheduler = new Scheduler(this.now, (err) =>
+      this.log.error({ err: String(err) }, 'broker timer failed'),
+    );
+    this.delivery = new Delivery(this);
+    this.sessions = new Sessions(this);
+    this.routing = new Routing(this);
+    this.scheduling = new Scheduling(this);
+    this.receiverHost = {
+      take: (r, max) => this.delivery.take(r, max),
+      release: (r) => this.sessions.release(r),
+    };
+  }
+
+  // Lookups ------------------------------------------------------------------------------------------------
+
+  /** A topic (not a queue). */
+  topic(name: string): TopicState {
+    const t = this.topics.get(name);
+    if (!t || t.isQueue) throw notFound(name);
+    return t;
+  }
+
+  /** A topic or a queue: what a sender may address. */
+  entity(name: string): TopicState {
+    const t = this.topics.get(name);
+    if (!t) throw notFound(name);
+    return t;
+  }
+
+  /** A queue. */
+  queue(name: string): TopicState {
+    const t = this.topics.get(name);
+    if (!t || !t.isQueue) throw notFound(name);
+    return t;
+  }
+
+  /**
+   * A subscription, or the message store of a queue (`sub` is then QUEUE_STORE; the AMQP plane and the
+   * broker's ReceiveSource name a queue that way).
+   */
+  sub(topic: string, sub: string): SubscriptionState {
+    const t = this.topics.get(topic);
+    const s = t && (t.isQueue === (sub === QUEUE_STORE) ? t.subs.get(sub) : undefined);
+    if (!s) {
+      throw notFound(sub === QUEUE_STORE ? topic : `${topic}/Subscriptions/${sub}`);
+    }
+    return s;
+  }
+
+  rule(topic: string, sub: string, rule: string): CompiledRule {
+    const r = this.sub(topic, sub).rules.get(rule);
+    if (!r) throw notFound(`${topic}/Subscriptions/${sub}/Rules/${rule}`);
+    return r;
+  }
+
+  // Journal ------------------------------------------------------------------------------------------------
+
+  append(r: JournalRecord): void {
+    if (this.journal.enabled && !this.replaying) this.journal.append(r);
+  }
+
+  journalPut(m: StoredMessage): void {
+    if (!this.journal.enabled || this.replaying) return;
+    m.encoded ??= encodeMessage(m.message);
+    this.journal.append(putRecord(m));
+  }
+
+  /**
+   * Runs one public operation and then commits its journal records: `durable` operations (sends,
+   * dead-letters, topology, state) are on disk before they return; the rest are written and synced by the
+   * journal's short group-commit timer.
+   */
+  op<T>(durable: boolean, f: () => T): T {
+    try {
+      return f();
+    } finally {
+      if (this.journal.enabled && !this.replaying) {
+        this.journal.commit(durable);
+        this.journal.maybeCompact(this.snapshot);
+      }
+    }
+  }
+
+  guard(f: () => void): void {
+    try {
+      f();
+    } catch (err) {
+      this.log.error({ err: String(err) }, 'broker background work failed');
+    }
+  }
+}
+
+function notFound(path: string): BrokerError {
+  return new BrokerError('EntityNotFound', `The messaging entity '${path}' could not be found.`);
+}
+
+export function putRecord(m: StoredMessage): Extract<JournalRecord, { k: 'put' }> {
+  const sub = m.queue.sub;
+  const rec: Extract<JournalRecord, { k: 'put' }> = {
+    k: 'put',
+    t: sub.topic.desc.name,
+    s: sub.desc.subscriptionName,
+    q: m.queue.kind,
+    seq: m.seq,
+    m: m.encoded ?? encodeMessage(m.message),
+    sz: m.size,
+    et: m.enqueuedTime,
+    dc: m.deliveryCount,
+    st: m.state === 'deferred' ? 'd' : 'a',
+    exp: Number.isFinite(m.expiresAt) ? m.expiresAt : null,
+  };
+  if (m.deadLetterSource !== undefined) rec.dls = m.deadLetterSource;
+  if (m.scheduledEnqueueTime !== undefined) rec.set = m.scheduledEnqueueTime;
+  return rec;
+}
