@@ -117,7 +117,7 @@ test('the harness projects the very statuses the Resolver records: blocked, defe
   assert.deepEqual(first.harness, blocked);
   assert.deepEqual(first.resolver, first.harness, 'while blocked');
 
-  await harness.advanceRetries();
+  await harness.advanceRetries({ expect: 1 });
   await harness.completeHandoff(published.handoff);
   const settled: Statuses = { ...blocked, flaky: 'Completed', handoff: 'Completed' };
   const second = await bothViews(published, settled);

@@ -10,7 +10,7 @@ export const DEFAULT_CATALOG_PATH = 'catalog/demo.json';
 const nonEmpty = (what: string) => z.string({ error: `${what} is not set` }).trim().min(1, `${what} is empty`);
 
 // Service Bus: NIMBUS_SERVICEBUS_CONNECTION_STRING (SAS key) or NIMBUS_SERVICEBUS_NAMESPACE (Microsoft Entra identity),
-// exactly one (lib/servicebus/namespace.ts). Cosmos: NIMBUS_COSMOS_KEY, or without it Microsoft Entra identity.
+// exactly one (packages/sdk/src/servicebus/namespace.ts). Cosmos: NIMBUS_COSMOS_KEY, or without it Microsoft Entra identity.
 export const consoleEnvSchema = z.object({
   NIMBUS_SERVICEBUS_CONNECTION_STRING: nonEmpty('the Service Bus connection string')
     .refine((v) => /(^|;)\s*Endpoint\s*=\s*sb:\/\//i.test(v), 'the Service Bus connection string has no Endpoint=sb://… part')

@@ -1,6 +1,6 @@
 // Starting OpenTelemetry export in a NimBus process (console, Resolver, demo, `npm start`), configured only by the
 // standard OTEL_* variables. Off unless an OTLP endpoint is named: then nothing is loaded (@opentelemetry/sdk-node
-// is imported dynamically) and the instruments and spans of @opentelemetry/api stay no-ops. The SDK (lib/sdk)
+// is imported dynamically) and the instruments and spans of @opentelemetry/api stay no-ops. The SDK (packages/sdk)
 // never imports this: a host application brings its own OpenTelemetry setup, and NimBus's spans join it.
 //
 // When on, NodeSDK reads everything from the environment itself: OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by
@@ -37,7 +37,7 @@ export function startTelemetry(serviceName: string, env: Record<string, string |
   slot.running ??= (async () => {
     const { NodeSDK } = await import('@opentelemetry/sdk-node');
     const explicitName = (env.OTEL_SERVICE_NAME ?? '').trim() !== '';
-    // No auto-instrumentation: NimBus's own spans (lib/sdk/tracing.ts) are the ones that carry meaning, and
+    // No auto-instrumentation: NimBus's own spans (packages/sdk/src/tracing.ts) are the ones that carry meaning, and
     // patching http/fetch would put a span on every Cosmos request.
     const sdk = new NodeSDK(explicitName ? {} : { serviceName });
     sdk.start();

@@ -235,7 +235,7 @@ export class Manager {
     try {
       this.#sender ??= this.#client.createSender(Topic.Manager);
       // Bounded: an operator's click must not hang while the client retries a broker that is gone.
-      // The command starts (or continues) a trace: the handler's process span is its child (lib/sdk/tracing.ts).
+      // The command starts (or continues) a trace: the handler's process span is its child (packages/sdk/src/tracing.ts).
       const sender = this.#sender;
       await withSendSpan(Topic.Manager, built.message, () => sender.sendMessages(built.message, { abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) }), {
         'nimbus.command': built.type,

@@ -31,7 +31,7 @@ test('the ERP endpoint imports, retries an outage, hands off large orders', asyn
   const down = await harness.publish('webshop', 'OrderPlaced', { orderId: 'o-down', total: 10, lines: 2 });
   const failed = await harness.outcome(down, { status: 'Failed' });
   assert.match(failed.errorText ?? '', /ERP answered 503/);
-  await harness.advanceRetries(); // the policy's 10 s, now
+  await harness.advanceRetries({ expect: 1 }); // the policy's 10 s, now
   assert.equal((await harness.outcome(down, { status: 'Completed' })).status, 'Completed');
 
   const large = await harness.publish('webshop', 'OrderPlaced', { orderId: 'o-big', total: 990, lines: 40 });

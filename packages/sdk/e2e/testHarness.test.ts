@@ -48,7 +48,7 @@ test('an author tests a subscriber with the harness: success, retry brought forw
   const flaky = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-2', kind: 'flaky' });
   const failed = await harness.outcome(flaky, { status: ResolutionStatus.Failed });
   assert.match(failed.errorText ?? '', /partner answered 503/);
-  assert.equal(await harness.advanceRetries(), 1, 'the scheduled RetryRequest is brought forward');
+  assert.equal(await harness.advanceRetries({ expect: 1 }), 1, 'the scheduled RetryRequest is brought forward');
   const retried = await harness.outcome(flaky, { status: ResolutionStatus.Completed, timeoutMs: 20_000 });
   assert.equal(attempts.get('o-2'), 2);
   assert.ok(retried.history.some((h) => h.messageType === MessageType.RetryRequest));

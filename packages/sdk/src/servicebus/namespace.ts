@@ -10,7 +10,7 @@ export type ServiceBusConnection =
   | {
       /** host[:port], e.g. mybus.servicebus.windows.net */
       fullyQualifiedNamespace: string;
-      /** Default: DefaultAzureCredential, loaded on first use (lib/identity/credential.ts). */
+      /** Default: DefaultAzureCredential, loaded on first use (packages/sdk/src/identity/credential.ts). */
       credential?: TokenCredential;
     };
 

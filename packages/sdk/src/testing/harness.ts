@@ -172,8 +172,19 @@ export class TestHarness implements AsyncDisposable {
   /**
    * Brings every retry the hosts scheduled (a retry policy's RetryRequest) forward to now: each is cancelled and
    * sent again at once, so a test need not wait out a policy's delays. Returns how many were advanced.
+   *
+   * A host reports a failure to the Resolver and schedules its retry as two steps, so a test that has just seen
+   * the Failed outcome may be a moment ahead of the schedule: `expect` waits (up to `timeoutMs`, default 10 s) until
+   * at least that many retries are scheduled and not yet advanced.
    */
-  async advanceRetries(): Promise<number> {
+  async advanceRetries(options: { expect?: number; timeoutMs?: number } = {}): Promise<number> {
+    const due = () => this.scheduled.filter((r) => !r.advanced && r.at.getTime() > Date.now());
+    const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+    while (due().reduce((n, r) => n + r.messages.length, 0) < (options.expect ?? 0)) {
+      if (Date.now() > deadline)
+        throw new Error(`advanceRetries: expected ${options.expect} scheduled retries, found ${due().length}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
     let n = 0;
     for (const r of this.scheduled) {
       if (r.advanced) continue;
