@@ -308,7 +308,10 @@ export class AgentClient {
     let response: Response;
     try {
       // A redirect would carry the bearer token to wherever it points: refused.
-      response = await this.#fetch(url, { method, headers, body, redirect: 'error', signal: attemptSignal });
+      // No body key at all when there is no body (fetch's type has no room for an explicit undefined).
+      const init: RequestInit = { method, headers, redirect: 'error', signal: attemptSignal };
+      if (body !== undefined) init.body = body;
+      response = await this.#fetch(url, init);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       const why = timeout.aborted ? `no answer within ${limitMs} ms` : err instanceof Error ? err.message : String(err);

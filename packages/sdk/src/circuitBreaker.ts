@@ -30,7 +30,10 @@ export class CircuitBreaker {
   private readonly openMs: number;
   private readonly now: () => number;
 
-  constructor(private readonly options: CircuitBreakerOptions = {}) {
+  private readonly options: CircuitBreakerOptions;
+
+  constructor(options: CircuitBreakerOptions = {}) {
+    this.options = options;
     this.threshold = Math.max(1, options.failureThreshold ?? 5);
     this.windowMs = options.windowMs ?? 60_000;
     this.openMs = options.openDurationMs ?? 30_000;

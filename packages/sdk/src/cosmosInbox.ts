@@ -32,12 +32,17 @@ export type CosmosInboxOptions = z.input<typeof cosmosInboxOptionsSchema>;
 const entrySchema = z.object({ id: z.string(), handledAt: z.string() });
 
 export class CosmosInboxStore implements InboxStore {
-  private constructor(
-    private readonly client: CosmosClient,
-    private readonly container: Container,
-    private readonly retentionMs: number,
-    private readonly now: () => Date,
-  ) {}
+  private readonly client: CosmosClient;
+  private readonly container: Container;
+  private readonly retentionMs: number;
+  private readonly now: () => Date;
+
+  private constructor(client: CosmosClient, container: Container, retentionMs: number, now: () => Date) {
+    this.client = client;
+    this.container = container;
+    this.retentionMs = retentionMs;
+    this.now = now;
+  }
 
   /** Validates the options (a bad value throws naming the field), creates database and container when missing. */
   static async open(

@@ -31,8 +31,8 @@ import type { ScheduledRetry } from './retryPolicies.ts';
 
 export interface HandoffMark {
   reason: string;
-  externalJobId?: string;
-  expectedBy?: Date;
+  externalJobId?: string | undefined;
+  expectedBy?: Date | undefined;
 }
 
 /** What running the user handler produced (or, for content problems, what stands in for running it). */
@@ -52,11 +52,9 @@ export interface DecisionEnv {
   newId: () => string;
   hasHandler: (eventTypeId: string) => boolean;
   /** The retry to schedule after a Retry-disposition failure; undefined when no policy matches or budget is spent. */
-  nextRetry?: (
-    error: unknown,
-    eventTypeId: string | undefined,
-    retryCount: number,
-  ) => ScheduledRetry | undefined;
+  nextRetry?:
+    | ((error: unknown, eventTypeId: string | undefined, retryCount: number) => ScheduledRetry | undefined)
+    | undefined;
 }
 
 export interface Invocation {

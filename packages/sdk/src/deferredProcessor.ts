@@ -58,7 +58,10 @@ export class DeferredProcessor {
    */
   private readonly finished = new Map<string, number>();
 
-  constructor(private readonly options: DeferredProcessorOptions) {
+  private readonly options: DeferredProcessorOptions;
+
+  constructor(options: DeferredProcessorOptions) {
+    this.options = options;
     this.log = options.logger ?? defaultSdkLogger();
   }
 
@@ -232,7 +235,10 @@ export class DeferredProcessor {
     parked: ServiceBusSessionReceiver,
     sessionId: string,
     until: number,
-  ): Promise<{ replayed: number; held?: { message: ServiceBusReceivedMessage; inbound: InboundMessage } }> {
+  ): Promise<{
+    replayed: number;
+    held?: { message: ServiceBusReceivedMessage; inbound: InboundMessage } | undefined;
+  }> {
     let replayed = 0;
     let held: { message: ServiceBusReceivedMessage; inbound: InboundMessage } | undefined;
     for (;;) {

@@ -94,8 +94,10 @@ export type DeliveryResult = Signal | 'middlewareDeadLettered' | 'shortCircuited
 
 /** Carries a non-completed settlement out through the pipeline (behaviours see it as a throw, like the reference). */
 class Settled extends Error {
-  constructor(readonly settlement: Settlement) {
+  readonly settlement: Settlement;
+  constructor(settlement: Settlement) {
     super(`delivery settled: ${settlement.signal}`);
+    this.settlement = settlement;
   }
   get signal(): Signal {
     return this.settlement.signal;
@@ -109,7 +111,10 @@ export class Dispatcher {
   private readonly now: () => Date;
   private readonly inbox: Inbox | undefined;
 
-  constructor(private readonly options: DispatcherOptions) {
+  private readonly options: DispatcherOptions;
+
+  constructor(options: DispatcherOptions) {
+    this.options = options;
     this.inbox = options.inbox ? new Inbox(options.inbox) : undefined;
     this.log = options.logger ?? pino({ level: 'silent' });
     this.classifier = options.classifier ?? retryEverythingClassifier;

@@ -31,11 +31,10 @@ export class MessageAlreadyDeadLetteredError extends Error {
 /** The built-in cause of a HandoffFailedRequest, carrying the text and type the external system reported. */
 export class HandoffFailedError extends Error {
   override readonly name: string = 'HandoffFailedError';
-  constructor(
-    message: string,
-    readonly errorType: string | null = null,
-  ) {
+  readonly errorType: string | null;
+  constructor(message: string, errorType: string | null = null) {
     super(message);
+    this.errorType = errorType;
   }
 }
 

@@ -12,14 +12,14 @@ export interface HandlerContext {
   /** Always there in a handler: a delivery without EventId is dead-lettered before any handler runs. */
   readonly eventId: string;
   readonly eventTypeId: string;
-  readonly messageType?: MessageType;
+  readonly messageType?: MessageType | undefined;
   /** Always there: the endpoint's subscriptions require sessions. */
   readonly sessionId: string;
-  readonly correlationId?: string;
-  readonly parentMessageId?: string;
+  readonly correlationId?: string | undefined;
+  readonly parentMessageId?: string | undefined;
   /** The chain's first message id (`self` resolved to this message's id). */
   readonly originatingMessageId: string;
-  readonly from?: string;
+  readonly from?: string | undefined;
   /** 0 on the first delivery; n on the n-th scheduled retry. */
   readonly retryCount: number;
   /** Aborted when the processor stops. A handler that honours it stops without an outcome: nothing is settled. */
@@ -37,7 +37,7 @@ export type EventHandler<T = unknown> = (event: T, ctx: HandlerContext) => void 
 
 interface Registration {
   handler: EventHandler<never>;
-  schema?: ZodType;
+  schema?: ZodType | undefined;
 }
 
 /** Handlers by event type id (case-sensitive, as on the wire), plus an optional fallback for any other type. */
@@ -86,7 +86,10 @@ export class HandlerRegistry {
 /** Holds the handoff a handler marked during one invocation. */
 export class HandoffRecorder {
   mark: HandoffMark | undefined;
-  constructor(private readonly now: () => Date) {}
+  private readonly now: () => Date;
+  constructor(now: () => Date) {
+    this.now = now;
+  }
 
   record(reason: string, externalJobId?: string, expectedBy?: Date | number): void {
     if (typeof reason !== 'string' || reason.trim() === '')

@@ -6,34 +6,34 @@ import { SdkProp } from './wire.ts';
 
 export interface InboundMessage {
   messageId: string;
-  sessionId?: string;
-  correlationId?: string;
-  enqueuedTime?: Date;
-  deliveryCount?: number;
+  sessionId?: string | undefined;
+  correlationId?: string | undefined;
+  enqueuedTime?: Date | undefined;
+  deliveryCount?: number | undefined;
   /** Undefined when the MessageType property is missing or not a NimBus type. */
-  messageType?: MessageType;
+  messageType?: MessageType | undefined;
   /** Set when the property bag is not a valid NimBus bag; the message is dead-lettered with this reason. */
-  invalid?: string;
-  to?: string;
-  from?: string;
-  eventId?: string;
+  invalid?: string | undefined;
+  to?: string | undefined;
+  from?: string | undefined;
+  eventId?: string | undefined;
   /** The EventTypeId application property (authoritative for native EventRequests). */
-  eventTypeIdProperty?: string;
+  eventTypeIdProperty?: string | undefined;
   retryCount: number;
-  originatingMessageId?: string;
-  parentMessageId?: string;
-  originatingFrom?: string;
+  originatingMessageId?: string | undefined;
+  parentMessageId?: string | undefined;
+  originatingFrom?: string | undefined;
   /** On a replayed copy: the DeferralSequence it was parked with. */
-  replaySequence?: number;
+  replaySequence?: number | undefined;
   /** On a replayed copy: the exclusive upper bound of the replay pass that sent it. */
-  replayUntil?: number;
+  replayUntil?: number | undefined;
   /** On a parked copy (Deferred subscription) or a drain trigger. */
-  deferralSequence?: number;
+  deferralSequence?: number | undefined;
   /** The deferred processor's pass-end marker (SdkProp.ReplayPassEnd). */
-  replayPassEnd?: boolean;
+  replayPassEnd?: boolean | undefined;
   content: MessageContent;
   /** Why the body is not a readable envelope (absent, not JSON, wrong shape); undefined when it is. */
-  bodyProblem?: string;
+  bodyProblem?: string | undefined;
   /** Every application property as received, for copies that must carry them all (parking, replay). */
   rawProperties: Readonly<Record<string, unknown>>;
 }

@@ -41,7 +41,10 @@ export class InboxStoreError extends TransientError {
 
 /** Wraps a store so its failures are transient with a fixed, secret-free message. */
 export class Inbox {
-  constructor(private readonly store: InboxStore) {}
+  private readonly store: InboxStore;
+  constructor(store: InboxStore) {
+    this.store = store;
+  }
 
   async isDuplicate(key: string): Promise<boolean> {
     try {
@@ -66,7 +69,10 @@ export class Inbox {
  */
 export class MemoryInboxStore implements InboxStore {
   private readonly entries = new Map<string, number>();
-  constructor(private readonly retentionMs = DEFAULT_INBOX_RETENTION_MS) {}
+  private readonly retentionMs: number;
+  constructor(retentionMs = DEFAULT_INBOX_RETENTION_MS) {
+    this.retentionMs = retentionMs;
+  }
 
   async has(key: string): Promise<boolean> {
     const at = this.entries.get(key);

@@ -19,8 +19,8 @@ import { SdkProp } from './wire.ts';
 /** A message to send to a topic, in the shape the host turns into a ServiceBusMessage. */
 export interface OutgoingMessage {
   messageId: string;
-  sessionId?: string;
-  correlationId?: string;
+  sessionId?: string | undefined;
+  correlationId?: string | undefined;
   body: string;
   applicationProperties: Record<string, WireValue>;
 }
@@ -41,10 +41,12 @@ export interface Clock {
 
 export interface ResponseOptions {
   content?:
-    MessageContent | { EventContent?: EventContent | null; ErrorContent?: Partial<ErrorContent> | null };
-  extra?: Record<string, WireValue | null | undefined>;
+    | MessageContent
+    | { EventContent?: EventContent | null; ErrorContent?: Partial<ErrorContent> | null }
+    | undefined;
+  extra?: Record<string, WireValue | null | undefined> | undefined;
   /** Explicit From (the heartbeat reply names the endpoint itself); normally the Resolver forwarder stamps it. */
-  from?: string;
+  from?: string | undefined;
   messageId: string;
 }
 

@@ -7,14 +7,14 @@ import type { MessageType } from './contract/index.ts';
 
 export interface MessageInfo {
   messageId: string;
-  sessionId?: string;
-  correlationId?: string;
-  messageType?: MessageType;
-  eventId?: string;
-  eventTypeId?: string;
-  from?: string;
-  to?: string;
-  deliveryCount?: number;
+  sessionId?: string | undefined;
+  correlationId?: string | undefined;
+  messageType?: MessageType | undefined;
+  eventId?: string | undefined;
+  eventTypeId?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  deliveryCount?: number | undefined;
   retryCount: number;
 }
 

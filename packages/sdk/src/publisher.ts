@@ -76,7 +76,10 @@ export class Publisher {
   /** The catalog's JSON schemas as zod schemas, compiled on first use per event type. */
   private readonly catalogSchemas = new Map<string, ZodType | Error>();
 
-  constructor(private readonly options: PublisherOptions) {
+  private readonly options: PublisherOptions;
+
+  constructor(options: PublisherOptions) {
+    this.options = options;
     const problem = nameProblem(options.endpointId);
     if (problem) throw new PublishValidationError(`endpoint id '${options.endpointId}' ${problem}`);
     const { catalog } = options;

@@ -13,8 +13,8 @@ export interface ExceptionRuleOptions {
 }
 
 type ExceptionRule =
-  | { kind: 'type'; type: ErrorClass; policy: RetryPolicy; eventTypes?: ReadonlySet<string> }
-  | { kind: 'text'; text: string; policy: RetryPolicy; eventTypes?: ReadonlySet<string> };
+  | { kind: 'type'; type: ErrorClass; policy: RetryPolicy; eventTypes?: ReadonlySet<string> | undefined }
+  | { kind: 'text'; text: string; policy: RetryPolicy; eventTypes?: ReadonlySet<string> | undefined };
 
 export interface RetryDecision {
   policy: RetryPolicy;

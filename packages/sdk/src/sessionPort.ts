@@ -13,7 +13,10 @@ import { withSendSpan, withSettleSpan } from './tracing.ts';
 
 export class SessionStateCache {
   private cached: SessionState | undefined;
-  constructor(private readonly receiver: ServiceBusSessionReceiver) {}
+  private readonly receiver: ServiceBusSessionReceiver;
+  constructor(receiver: ServiceBusSessionReceiver) {
+    this.receiver = receiver;
+  }
 
   async read(): Promise<SessionState> {
     if (this.cached) return this.cached;

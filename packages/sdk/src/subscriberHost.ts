@@ -92,7 +92,10 @@ export class SubscriberHost implements AsyncDisposable {
   private readonly inFlight = new Set<Promise<void>>();
   private started = false;
 
-  constructor(private readonly options: SubscriberHostOptions) {
+  private readonly options: SubscriberHostOptions;
+
+  constructor(options: SubscriberHostOptions) {
+    this.options = options;
     this.log = options.logger ?? defaultSdkLogger();
     this.dispatcher = new Dispatcher({ ...options, logger: this.log });
     this.causes = new CauseLog(this.log, { endpointId: options.endpointId });

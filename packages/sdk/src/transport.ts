@@ -11,8 +11,9 @@ export function toServiceBusMessage(m: OutgoingMessage): ServiceBusMessage {
     body: Buffer.from(m.body, 'utf8'),
     contentType: 'application/json',
     messageId: m.messageId,
-    sessionId: m.sessionId || undefined,
-    correlationId: m.correlationId,
+    // Absent rather than undefined: the client's type (under exactOptionalPropertyTypes) has no room for undefined.
+    ...(m.sessionId ? { sessionId: m.sessionId } : {}),
+    ...(m.correlationId === undefined ? {} : { correlationId: m.correlationId }),
     applicationProperties: { ...m.applicationProperties },
   };
 }

@@ -123,6 +123,6 @@ export const WireText = {
  * records it in history and as an audit and never lets it change the status row; readers of history that look
  * for an event's outcome (reconcile) must skip it too.
  */
-export function isSubscriberNotice(m: { deadLetterReason?: string | null }): boolean {
+export function isSubscriberNotice(m: { deadLetterReason?: string | null | undefined }): boolean {
   return m.deadLetterReason === WireText.CommandRefused || m.deadLetterReason === WireText.ReplayGap;
 }
