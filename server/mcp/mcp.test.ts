@@ -69,7 +69,7 @@ async function refused(client: Client, name: string, args: Record<string, unknow
   assert.match(text(r), pattern);
 }
 
-const ALL_TOOLS = ['discover_topology', 'get_event', 'publish_event', 'receive_pending_handoff', 'resubmit_event', 'search_failures', 'settle_handoff', 'skip_event'];
+const ALL_TOOLS = ['discover_topology', 'get_event', 'list_failure_groups', 'publish_event', 'receive_pending_handoff', 'resubmit_event', 'search_failures', 'settle_handoff', 'skip_event'];
 
 describe('MCP server over Streamable HTTP, as an Operator that is also the ERP agent', () => {
   let client: Client;
@@ -97,7 +97,13 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     assert.ok(topo.eventTypes.find((t) => t.id === 'OrderPlaced')?.schema);
   });
 
-  test('find a failed event (search_failures, get_event) and resubmit it', async () => {
+  test('find a failed event (list_failure_groups, search_failures, get_event) and resubmit it', async () => {
+    const grouped = await ok<{ total: number; groups: Array<{ groupId: string; title: string; count: number; endpoints: Array<{ endpointId: string }>; example: { eventId: string } | null }> }>(client, 'list_failure_groups', { endpointId: 'billingendpoint' });
+    assert.ok(grouped.groups.length > 0 && grouped.total >= grouped.groups.length);
+    assert.ok(
+      grouped.groups.some((g) => /card declined/i.test(g.title) && g.endpoints.some((e) => e.endpointId === 'billingendpoint')),
+      `the declined-card failure is a group: ${JSON.stringify(grouped.groups.map((g) => g.title))}`,
+    );
     const found = await ok<{ events: Array<{ endpointId: string; eventId: string; status: string }> }>(client, 'search_failures', { text: 'card DECLINED' });
     assert.deepEqual(found.events.map((e) => [e.endpointId, e.eventId, e.status]), [['billingendpoint', seeded.failed.eventId, 'Failed']]);
     const all = await ok<{ events: Array<{ eventId: string }> }>(client, 'search_failures', { endpointId: 'billingendpoint' });
@@ -156,6 +162,7 @@ describe('MCP server for an identity with the Agent role only', () => {
 
   test('the reads refuse with what the identity may do instead', async () => {
     await refused(client, 'search_failures', {}, /search_failures needs a Reader, Operator or Owner role; .* holds only the Agent role \(on erpendpoint\)/);
+    await refused(client, 'list_failure_groups', {}, /list_failure_groups needs a Reader, Operator or Owner role/);
     await refused(client, 'get_event', { endpointId: ERP, eventId: seeded.handoff2.eventId }, /holds only the Agent role/);
   });
 

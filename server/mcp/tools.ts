@@ -20,6 +20,7 @@ import { audited, authorize, readScope, type Authorized } from '../auth/authoriz
 import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, roleCovers } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
+import { failureGroups } from '../failures/groups.ts';
 import { badRequest, HttpError } from '../http.ts';
 import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { endpointIdParam, idParam } from '../schemas.ts';
@@ -68,7 +69,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     { name: MCP_SERVER_NAME, version: SDK_VERSION },
     {
       instructions:
-        'NimBus Console: find failed events (search_failures, get_event), work pending handoffs (receive_pending_handoff, settle_handoff), publish events (publish_event) and, with the Operator role, resubmit or skip failed events.',
+        'NimBus Console: see what is failing and why (list_failure_groups), find failed events (search_failures, get_event), work pending handoffs (receive_pending_handoff, settle_handoff), publish events (publish_event) and, with the Operator role, resubmit or skip failed events.',
     },
   );
 
@@ -129,6 +130,37 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         );
         const items: EventListItem[] = pages.flatMap((p) => p.items).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
         return { searched: endpointIds, events: items.slice(0, args.limit) };
+      }),
+  );
+
+  server.registerTool(
+    'list_failure_groups',
+    {
+      title: 'List failure groups',
+      description:
+        'Failed, dead-lettered and unsupported events grouped by cause (error type and normalised message), largest first, with counts per endpoint, an example event and any note operators left. Use search_failures or get_event to drill into one.',
+      inputSchema: {
+        endpointId: endpointIdParam.optional().describe('Only this endpoint'),
+        since: z.string().datetime({ offset: true }).optional().describe('Only failures updated since this ISO-8601 instant'),
+        limit: z.number().int().min(1).max(100).default(20).describe('At most this many groups (1-100, default 20)'),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      run(async () => {
+        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'list_failure_groups');
+        const ctx = await getContext();
+        const me = await authorize(request, 'read', args.endpointId);
+        if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
+        const view = await failureGroups(
+          ctx.store,
+          { endpointId: args.endpointId, status: [...FAILURE_STATUSES], since: args.since },
+          readScope(me),
+        );
+        return {
+          total: view.total,
+          groups: view.groups.slice(0, args.limit).map(({ spark: _spark, ...g }) => g),
+        };
       }),
   );
 
