@@ -30,6 +30,10 @@ const runner = new OperationsRunner({
   scanEveryMs: 500,
 }).start();
 process.stdout.write('ready\n');
+// A replica stays up until it is stopped, like a console with its HTTP server: the runner's own timers are unref'd,
+// so a replica waiting for a dead one's lease to expire would otherwise just exit (code 0) with nothing to do.
+const keepAlive = setInterval(() => undefined, 60_000);
 process.on('SIGTERM', () => {
+  clearInterval(keepAlive);
   void runner.stop().then(() => process.exit(0));
 });
