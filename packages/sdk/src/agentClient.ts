@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
 import { sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
-import type { ConsoleToken, TokenProvider } from './consoleHandoffClient.ts';
+import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
   /** The console's base URL, e.g. `https://nimbus.example.com` (a path prefix is kept). https, or http on loopback. */
@@ -350,54 +350,3 @@ const pick = (w: HandoffRef): HandoffRef => ({ endpointId: w.endpointId, eventId
 
 const abortOf = (signal: AbortSignal) =>
   new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
-
-const isLoopback = (hostname: string) => {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
-};
-
-/** The base URL, checked: the bearer token must not travel in clear text beyond this machine. */
-function consoleBase(value: string | URL): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new HandoffClientError('consoleUrl is not a URL');
-  }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
-    throw new HandoffClientError(`consoleUrl must be https (plain http only on loopback), got ${url.protocol}//${url.host}`);
-  if (url.username || url.password) throw new HandoffClientError('consoleUrl must not carry credentials; pass a token provider');
-  url.search = '';
-  url.hash = '';
-  if (!url.pathname.endsWith('/')) url.pathname += '/';
-  return url;
-}
-
-function tokenProvider(token: ConsoleToken): TokenProvider {
-  if (typeof token === 'function') return token;
-  if (token && typeof token.credential?.getToken === 'function') {
-    const { credential, scope } = token;
-    return async (signal) => {
-      const answer = await credential.getToken(scope, { abortSignal: signal });
-      if (!answer?.token) throw new HandoffClientError('the credential gave no token for the console');
-      return answer.token;
-    };
-  }
-  throw new HandoffClientError('token must be a function or { credential, scope }');
-}
-
-function jsonOrString(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-async function readJson(response: Response): Promise<unknown> {
-  try {
-    return (await response.json()) as unknown;
-  } catch {
-    return undefined;
-  }
-}

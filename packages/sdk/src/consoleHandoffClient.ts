@@ -212,8 +212,11 @@ const isLoopback = (hostname: string) => {
   return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
 };
 
+// The console HTTP transport below is shared with the AgentClient (agentClient.ts): one check of where the bearer
+// token may go, one way to obtain it.
+
 /** The base URL, checked: the bearer token must not travel in clear text beyond this machine. */
-function consoleBase(value: string | URL): URL {
+export function consoleBase(value: string | URL): URL {
   let url: URL;
   try {
     url = new URL(value);
@@ -229,7 +232,7 @@ function consoleBase(value: string | URL): URL {
   return url;
 }
 
-function tokenProvider(token: ConsoleToken): TokenProvider {
+export function tokenProvider(token: ConsoleToken): TokenProvider {
   if (typeof token === 'function') return token;
   if (token && typeof token.credential?.getToken === 'function') {
     const { credential, scope } = token;
@@ -242,7 +245,7 @@ function tokenProvider(token: ConsoleToken): TokenProvider {
   throw new HandoffClientError('token must be a function or { credential, scope }');
 }
 
-function jsonOrString(text: string): unknown {
+export function jsonOrString(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -250,7 +253,7 @@ function jsonOrString(text: string): unknown {
   }
 }
 
-async function readJson(response: Response): Promise<unknown> {
+export async function readJson(response: Response): Promise<unknown> {
   try {
     return (await response.json()) as unknown;
   } catch {
