@@ -89,106 +89,112 @@ function runNode(script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []
   });
 }
 
-describe('AMQPS with a given certificate (--cert / --key-file)', { skip: !hasOpenssl() && 'no openssl' }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'nimbus-given-cert-'));
-  const certPath = join(dir, 'given-cert.pem');
-  const keyPath = join(dir, 'given-key.pem');
-  const dataDir = join(dir, 'data');
-  let expectedFingerprint = '';
-  let child: ChildProcess | undefined;
-  let printed: Printed;
+describe(
+  'AMQPS with a given certificate (--cert / --key-file)',
+  { skip: !hasOpenssl() && 'no openssl' },
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nimbus-given-cert-'));
+    const certPath = join(dir, 'given-cert.pem');
+    const keyPath = join(dir, 'given-key.pem');
+    const dataDir = join(dir, 'data');
+    let expectedFingerprint = '';
+    let child: ChildProcess | undefined;
+    let printed: Printed;
 
-  before(async () => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        keyPath,
-        '-out',
-        certPath,
-        '-days',
-        '2',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
-    // "sha256 Fingerprint=AB:CD:…" (the label's case differs between openssl versions).
-    const line = execFileSync('openssl', ['x509', '-noout', '-fingerprint', '-sha256', '-in', certPath], {
-      encoding: 'utf8',
-    });
-    expectedFingerprint = line.trim().split('=')[1]!.toUpperCase();
-    const started = await startCli([
-      '--port',
-      '0',
-      '--tls-port',
-      '0',
-      '--cert',
-      certPath,
-      '--key-file',
-      keyPath,
-      '--data-dir',
-      dataDir,
-    ]);
-    child = started.child;
-    printed = started.printed;
-  });
-
-  after(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child!.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  test('prints the given certificate and its real fingerprint, and generates none', () => {
-    assert.match(expectedFingerprint, /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
-    assert.equal(printed.certPath, certPath);
-    assert.equal(printed.fingerprint, expectedFingerprint);
-    assert.equal(existsSync(join(dataDir, CERT_FILE)), false, 'no certificate generated into the data dir');
-  });
-
-  test('the TLS listener presents that certificate; a client that does not trust it is refused', async () => {
-    const presented = await new Promise<string>((resolve, reject) => {
-      const socket = tls.connect(
-        { host: '127.0.0.1', port: printed.tlsPort, servername: 'localhost', ca: readFileSync(certPath) },
-        () => {
-          const fp = socket.getPeerCertificate().fingerprint256;
-          socket.end();
-          resolve(fp);
-        },
+    before(async () => {
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-keyout',
+          keyPath,
+          '-out',
+          certPath,
+          '-days',
+          '2',
+          '-subj',
+          '/CN=localhost',
+          '-addext',
+          'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        ],
+        { stdio: 'ignore' },
       );
-      socket.once('error', reject);
+      // "sha256 Fingerprint=AB:CD:…" (the label's case differs between openssl versions).
+      const line = execFileSync('openssl', ['x509', '-noout', '-fingerprint', '-sha256', '-in', certPath], {
+        encoding: 'utf8',
+      });
+      expectedFingerprint = line.trim().split('=')[1]!.toUpperCase();
+      const started = await startCli([
+        '--port',
+        '0',
+        '--tls-port',
+        '0',
+        '--cert',
+        certPath,
+        '--key-file',
+        keyPath,
+        '--data-dir',
+        dataDir,
+      ]);
+      child = started.child;
+      printed = started.printed;
     });
-    assert.equal(presented, expectedFingerprint);
-    await assert.rejects(
-      new Promise<void>((resolve, reject) => {
-        const socket = tls.connect({ host: '127.0.0.1', port: printed.tlsPort, servername: 'localhost' }, () => {
-          socket.end();
-          resolve();
-        });
-        socket.once('error', reject);
-      }),
-      /self[- ]signed/i,
-    );
-  });
 
-  test('@azure/service-bus over TLS (as against Azure) manages, sends and receives when it trusts the certificate', async () => {
-    // The namespace key from the printed connection string; the endpoint is the TLS port, without
-    // UseDevelopmentEmulator: AMQPS for the data plane, HTTPS (no rewriting) for the admin client.
-    const key = /SharedAccessKey=([^;]+)/.exec(printed.connectionString)![1]!;
-    const connectionString = `Endpoint=sb://localhost:${printed.tlsPort};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${key}`;
-    const out = await runNode(
-      `
+    after(async () => {
+      if (child && child.exitCode === null) {
+        const exited = new Promise((resolve) => child!.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('prints the given certificate and its real fingerprint, and generates none', () => {
+      assert.match(expectedFingerprint, /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+      assert.equal(printed.certPath, certPath);
+      assert.equal(printed.fingerprint, expectedFingerprint);
+      assert.equal(existsSync(join(dataDir, CERT_FILE)), false, 'no certificate generated into the data dir');
+    });
+
+    test('the TLS listener presents that certificate; a client that does not trust it is refused', async () => {
+      const presented = await new Promise<string>((resolve, reject) => {
+        const socket = tls.connect(
+          { host: '127.0.0.1', port: printed.tlsPort, servername: 'localhost', ca: readFileSync(certPath) },
+          () => {
+            const fp = socket.getPeerCertificate().fingerprint256;
+            socket.end();
+            resolve(fp);
+          },
+        );
+        socket.once('error', reject);
+      });
+      assert.equal(presented, expectedFingerprint);
+      await assert.rejects(
+        new Promise<void>((resolve, reject) => {
+          const socket = tls.connect(
+            { host: '127.0.0.1', port: printed.tlsPort, servername: 'localhost' },
+            () => {
+              socket.end();
+              resolve();
+            },
+          );
+          socket.once('error', reject);
+        }),
+        /self[- ]signed/i,
+      );
+    });
+
+    test('@azure/service-bus over TLS (as against Azure) manages, sends and receives when it trusts the certificate', async () => {
+      // The namespace key from the printed connection string; the endpoint is the TLS port, without
+      // UseDevelopmentEmulator: AMQPS for the data plane, HTTPS (no rewriting) for the admin client.
+      const key = /SharedAccessKey=([^;]+)/.exec(printed.connectionString)![1]!;
+      const connectionString = `Endpoint=sb://localhost:${printed.tlsPort};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${key}`;
+      const out = await runNode(
+        `
       import { ServiceBusClient, ServiceBusAdministrationClient } from '@azure/service-bus';
       const cs = process.env.SB_CS;
       const admin = new ServiceBusAdministrationClient(cs, { retryOptions: { maxRetries: 0 } });
@@ -202,8 +208,9 @@ describe('AMQPS with a given certificate (--cert / --key-file)', { skip: !hasOpe
       console.log(JSON.stringify({ id: m.messageId, body: m.body, left: runtime.totalMessageCount }));
       await client.close();
       `,
-      { SB_CS: connectionString, NODE_EXTRA_CA_CERTS: certPath },
-    );
-    assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), { id: 'tls-1', body: 'secure', left: 0 });
-  });
-});
+        { SB_CS: connectionString, NODE_EXTRA_CA_CERTS: certPath },
+      );
+      assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), { id: 'tls-1', body: 'secure', left: 0 });
+    });
+  },
+);

@@ -267,7 +267,10 @@ describe('SAS on the emulator', () => {
     );
     await receiver.completeMessage(got[0]!);
     await receiver.renewMessageLock(got[1]!);
-    await receiver.deadLetterMessage(got[1]!, { deadLetterReason: 'test' });
+    await receiver.deadLetterMessage(got[1]!, {
+      deadLetterReason: 'test',
+      deadLetterErrorDescription: 'by test',
+    });
     const dlq = listenKey.createReceiver('invoices', {
       subQueueType: 'deadLetter',
       receiveMode: 'receiveAndDelete',
