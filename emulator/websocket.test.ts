@@ -187,6 +187,10 @@ describe('AMQP over WebSockets (/$servicebus/websocket)', () => {
     ok.socket.destroy();
     assert.match(ok.head, /^HTTP\/1\.1 101 /);
     assert.match(ok.head, /Sec-WebSocket-Protocol: AMQPWSB10/i);
+    // uAMQP asks for the path with a trailing slash.
+    const slash = await upgrade(emulator.port, {}, '/$servicebus/websocket/');
+    slash.socket.destroy();
+    assert.match(slash.head, /^HTTP\/1\.1 101 /);
   });
 
   test('ping is answered with pong, AMQP bytes get the AMQP header back, a text frame is closed with 1003', async () => {

@@ -40,7 +40,8 @@ export interface UpgradeRefusal {
  */
 export function refuseUpgrade(req: IncomingMessage): UpgradeRefusal | undefined {
   const path = (req.url ?? '').split('?')[0];
-  if (path !== WEBSOCKET_PATH)
+  // uAMQP (the Python and C clients) asks for the path with a trailing slash.
+  if (path !== WEBSOCKET_PATH && path !== `${WEBSOCKET_PATH}/`)
     return { status: 404, reason: `WebSockets are served at ${WEBSOCKET_PATH} only.` };
   if (req.method !== 'GET') return { status: 405, reason: 'A WebSocket upgrade is a GET.' };
   if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket')

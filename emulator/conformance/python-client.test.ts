@@ -63,6 +63,10 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
       .filter(([name]) => name !== 'rules')
       .map(([name, what]): [string, string] => [`queue-${name}`, what]),
     [
+      'queue-websocket',
+      'AMQP over WebSockets (TransportType.AmqpOverWebsocket): send, receive, complete, dead-letter, defer',
+    ],
+    [
       'queue-sas',
       "a queue's Send policy sends to that queue only, cannot receive from it, nor sign for another queue",
     ],

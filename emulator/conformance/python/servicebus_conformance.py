@@ -27,6 +27,7 @@ from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusReceiveMode,
     ServiceBusSubQueue,
+    TransportType,
 )
 from azure.servicebus._common import _configuration
 
@@ -290,6 +291,30 @@ def scenario_queue_sas(c):
     return "queue Send policy: sends to its queue only, cannot receive"
 
 
+def scenario_websocket(c):
+    # AMQP over WebSockets (TransportType.AmqpOverWebsocket): uAMQP's own WebSocket client, wss to
+    # /$servicebus/websocket/ on the port the test gave (it would be 443 against Azure). There is no fallback
+    # to plain AMQPS in that mode: a refused upgrade fails the connection.
+    with ServiceBusClient.from_connection_string(
+        os.environ["SB_CONNECTION_STRING"],
+        connection_verify=os.environ["SB_CA_FILE"],
+        transport_type=TransportType.AmqpOverWebsocket,
+        retry_total=0,
+    ) as ws:
+        with ws.get_queue_sender(f"{QUEUES}-plain") as s:
+            s.send_messages([ServiceBusMessage(f"ws-{i}") for i in range(3)])
+        with ws.get_queue_receiver(f"{QUEUES}-plain") as r:
+            got = sorted(receive_n(r, 3), key=lambda m: m.sequence_number)
+            check([body_of(m) for m in got] == ["ws-0", "ws-1", "ws-2"], f"received {[body_of(m) for m in got]}")
+            r.complete_message(got[0])
+            r.dead_letter_message(got[1], reason="ws")
+            r.defer_message(got[2])
+            deferred = r.receive_deferred_messages([got[2].sequence_number])
+            check(len(deferred) == 1, "deferred over websockets")
+            r.complete_message(deferred[0])
+    return "send, receive, complete, dead-letter, defer over wss"
+
+
 SCENARIOS = [
     ("settlement", scenario_settlement),
     ("receive-and-delete", scenario_receive_and_delete),
@@ -313,6 +338,7 @@ def main():
     runs = [(name, fn, "") for name, fn in SCENARIOS]
     if QUEUE_PREFIX:
         runs += [(f"queue-{name}", fn, f"{QUEUE_PREFIX}-{name}") for name, fn in SCENARIOS if name != "rules"]
+        runs.append(("queue-websocket", scenario_websocket, f"{QUEUE_PREFIX}-websocket"))
         if os.environ.get("SB_QUEUE_SEND_KEY"):
             runs.append(("queue-sas", scenario_queue_sas, f"{QUEUE_PREFIX}-sas"))
     global TOPIC, QUEUES
