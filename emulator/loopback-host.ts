@@ -13,7 +13,7 @@ export interface HostRefusal {
 
 const FORWARDING_HEADERS = /^(forwarded|x-forwarded-.+)$/i;
 
-function isLoopbackHost(host: string): boolean {
+export function isLoopbackHost(host: string): boolean {
   const h = host.trim().toLowerCase();
   let name: string;
   const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(h);

@@ -1,6 +1,6 @@
 // One loopback TCP port for both planes. The first bytes of each connection decide: an AMQP protocol header
 // ("AMQP" followed by the protocol id and version) goes to the AMQP plane, anything else to the HTTP server
-// (the ATOM admin plane and /health). The peeked bytes are put back before the socket is handed over.
+// (the ATOM admin plane, /health, and AMQP over WebSockets at /$servicebus/websocket). The peeked bytes are put back before the socket is handed over.
 // Every HTTP request must name a loopback Host and carry no forwarding header (loopback-host.ts): binding
 // 127.0.0.1 does not stop a browser page reaching us through DNS rebinding, nor a local proxy or tunnel.
 
@@ -10,6 +10,7 @@ import tls from 'node:tls';
 import type { AmqpPlane } from './amqp/plane.ts';
 import type { PlaneLog } from './amqp/log.ts';
 import { refuseNonLoopback } from './loopback-host.ts';
+import { acceptUpgrade, refuseUpgrade, WebSocketStream } from './websocket.ts';
 
 export type HttpHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -87,6 +88,25 @@ export async function startEmulatorServer(options: EmulatorServerOptions): Promi
       log.error({ err: err instanceof Error ? err.message : String(err) }, 'http handler failed');
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: 'Internal error' }));
+    }
+  });
+  // AMQP over WebSockets (websocket.ts): the upgraded connection is one more byte stream for the AMQP plane.
+  httpServer.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    const refusal = refuseNonLoopback(req) ?? refuseUpgrade(req);
+    if (refusal) {
+      const body = `${refusal.reason}\n`;
+      socket.end(
+        `HTTP/1.1 ${refusal.status} ${http.STATUS_CODES[refusal.status] ?? 'Refused'}\r\n` +
+          `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      return;
+    }
+    try {
+      acceptUpgrade(req, socket);
+      amqp.accept(new WebSocketStream(socket, head) as unknown as net.Socket);
+    } catch (err) {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'websocket hand-over failed');
+      socket.destroy();
     }
   });
   httpServer.on('clientError', (_err, socket) => {

@@ -93,7 +93,7 @@ function forwardAddress(ctx: AtomContext, name: string | undefined): string | un
   return name === undefined || name === '' ? undefined : `sb://${ctx.host}/${name}`;
 }
 
-/** A topic's shared access policies, as Azure lists them (the client reads KeyName, Rights and both keys). */
+/** A topic's or queue's shared access policies, as Azure lists them (the client reads KeyName, Rights and both keys). */
 function authorizationRules(policies: readonly AccessPolicy[]): XmlFragment | undefined {
   if (policies.length === 0) return undefined;
   return element(
@@ -172,6 +172,7 @@ export function queueContent(
   ctx: AtomContext,
   q: QueueDescription & EntityTimes,
   runtime: QueueRuntime,
+  policies: readonly AccessPolicy[] = [],
 ): XmlFragment {
   return description('QueueDescription', [
     textElement('LockDuration', formatDuration(q.lockDurationMs)),
@@ -189,6 +190,7 @@ export function queueContent(
     textElement('SizeInBytes', runtime.sizeInBytes),
     textElement('MessageCount', runtime.totalMessageCount),
     textElement('IsAnonymousAccessible', false),
+    authorizationRules(policies),
     textElement('Status', q.status),
     optionalText('ForwardTo', forwardAddress(ctx, q.forwardTo)),
     textElement('CreatedAt', iso(q.createdAt)),
@@ -210,8 +212,9 @@ export function queueEntry(
   ctx: AtomContext,
   q: QueueDescription & EntityTimes,
   runtime: QueueRuntime,
+  policies: readonly AccessPolicy[] = [],
 ): XmlFragment {
-  return entry(ctx, q.name, q.name, q, queueContent(ctx, q, runtime));
+  return entry(ctx, q.name, q.name, q, queueContent(ctx, q, runtime, policies));
 }
 
 export function subscriptionContent(

@@ -2,7 +2,8 @@
 // requests into BrokerAdmin calls and broker answers (or BrokerErrors) into the XML and status codes the
 // client expects. It keeps no state of its own beyond what the access control holds: every request must carry
 // an `Authorization: SharedAccessSignature …` header giving Manage on the path (401 otherwise, as on Azure);
-// topics carry their AuthorizationRules, and /$Resources/AuthorizationRules manages namespace policies (JSON).
+// topics and queues carry their AuthorizationRules, and /$Resources/AuthorizationRules manages namespace policies
+// (JSON).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BrokerError, type BrokerAdmin, type BrokerErrorCode } from '../broker/api.ts';
@@ -151,9 +152,9 @@ export function createAdminHandler(
   const log = options.log;
   const access = options.access;
 
-  const policiesOf = (topic: string): AccessPolicy[] => access?.policies.policiesOf(topic) ?? [];
+  const policiesOf = (entity: string): AccessPolicy[] => access?.policies.policiesOf(entity) ?? [];
 
-  /** The topic's AuthorizationRules from a PUT body, validated before anything changes; undefined = not given. */
+  /** The topic's or queue's AuthorizationRules from a PUT body, validated before anything changes; undefined = not given. */
   function requestedPolicies(body: Record<string, unknown>): AccessPolicy[] | undefined {
     const rules = readAuthorizationRules(body);
     if (rules === undefined) return undefined;
@@ -198,6 +199,10 @@ export function createAdminHandler(
 
   function topicFragment(ctx: AtomContext, name: string): XmlFragment {
     return topicEntry(ctx, broker.getTopic(name), broker.getTopicRuntime(name), policiesOf(name));
+  }
+
+  function queueFragment(ctx: AtomContext, name: string): XmlFragment {
+    return queueEntry(ctx, broker.getQueue(name), broker.getQueueRuntime(name), policiesOf(name));
   }
 
   function subscriptionFragment(ctx: AtomContext, topic: string, sub: string): XmlFragment {
@@ -266,7 +271,9 @@ export function createAdminHandler(
         if (method !== 'GET') break;
         return listFeed(res, ctx, url, 'Queues', '$Resources/Queues', (skip, top) => {
           const { slice, nextSkip } = page(broker.listQueues(), skip, top);
-          const entries = slice.map((q) => queueEntry(ctx, q, broker.getQueueRuntime(q.name)));
+          const entries = slice.map((q) =>
+            queueEntry(ctx, q, broker.getQueueRuntime(q.name), policiesOf(q.name)),
+          );
           return nextSkip === undefined ? { entries } : { entries, nextSkip };
         });
 
@@ -275,8 +282,7 @@ export function createAdminHandler(
         const name = route.topic;
         const kind = broker.entityKind(name);
         if (method === 'GET') {
-          if (kind === 'queue')
-            return entity(res, 200, queueEntry(ctx, broker.getQueue(name), broker.getQueueRuntime(name)));
+          if (kind === 'queue') return entity(res, 200, queueFragment(ctx, name));
           return entity(res, 200, topicFragment(ctx, name));
         }
         if (method === 'DELETE') {
@@ -289,6 +295,7 @@ export function createAdminHandler(
         const { root, body: entryBody } = readEntry(await readBody(req, maxBodyBytes));
         if (root === 'QueueDescription') {
           const fields = readQueueDescription(entryBody);
+          const policies = requestedPolicies(entryBody);
           if (isUpdate) {
             broker.updateQueue({
               userMetadata: undefined,
@@ -297,14 +304,13 @@ export function createAdminHandler(
               ...fields,
               name,
             });
+            // As for topics: an update without AuthorizationRules keeps the queue's policies.
+            if (policies !== undefined) access?.policies.setEntityPolicies(name, policies);
           } else {
             broker.createQueue({ ...fields, name });
+            access?.policies.setEntityPolicies(name, policies ?? []);
           }
-          return entity(
-            res,
-            isUpdate ? 200 : 201,
-            queueEntry(ctx, broker.getQueue(name), broker.getQueueRuntime(name)),
-          );
+          return entity(res, isUpdate ? 200 : 201, queueFragment(ctx, name));
         }
         if (root !== 'TopicDescription') {
           throw new HttpError(

@@ -5,7 +5,9 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { Constants } from '@azure/core-amqp';
 import rhea from 'rhea';
 import type { Connection, Message } from 'rhea';
 import { createSasToken } from '../auth/sas-token.ts';
@@ -233,5 +235,49 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
     assert.equal((reply.body as Record<string, unknown>)['message-count'], 2);
     const left = emulator.broker.getSubscriptionRuntime('shapes', 'purge');
     assert.equal(left.activeMessageCount, 1, 'one of three left');
+  });
+
+  it('every $management operation the clients name is implemented (none answers 501); an unknown one is 501', async () => {
+    // Read from the installed clients, so a client upgrade that adds an operation fails here: the JS client's
+    // table (core-amqp Constants.operations, less put-token, a $cbs operation, and READ, Event Hubs'), and
+    // azure-servicebus for Python's constants when Debian's package is installed.
+    const names = new Set<string>(
+      Object.values(Constants.operations).filter((op) => op.startsWith('com.microsoft:')),
+    );
+    try {
+      const py = readFileSync('/usr/lib/python3/dist-packages/azure/servicebus/_common/constants.py', 'utf8');
+      for (const m of py.matchAll(/^(REQUEST_RESPONSE_\w+) = \(?\s*VENDOR \+ b":([a-z-]+)"/gm)) {
+        if (m[1] !== 'REQUEST_RESPONSE_TIMEOUT') names.add(`com.microsoft:${m[2]}`);
+      }
+    } catch {
+      // not installed: the JS client's list alone
+    }
+    assert.ok(names.size >= 14, `found ${names.size} operations`);
+    const resource = `sb://127.0.0.1:${emulator.port}/shapes/Subscriptions/s`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    await request(
+      '$cbs',
+      {
+        message_id: 'ops',
+        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
+        body: token,
+      } as Message,
+      undefined,
+    );
+    let n = 0;
+    for (const operation of [...names, 'com.microsoft:no-such-operation']) {
+      const reply = await request(
+        'shapes/Subscriptions/s/$management',
+        {
+          message_id: `op-${n++}`,
+          application_properties: { operation },
+          body: rhea.types.wrap_map({}),
+        } as unknown as Message,
+        'ops-replies',
+      );
+      const status = reply.application_properties?.statusCode as number;
+      if (operation === 'com.microsoft:no-such-operation') assert.equal(status, 501);
+      else assert.notEqual(status, 501, `${operation} answered 501`);
+    }
   });
 });

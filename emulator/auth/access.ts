@@ -93,7 +93,7 @@ export function createAccessControl(options: {
       );
     }
     const scope = resourcePath(token.resource);
-    // A namespace policy signs for anything; an entity policy only for its topic and what lies under it.
+    // A namespace policy signs for anything; an entity policy only for its topic or queue and what lies under it.
     const entity = scope.split('/')[0] ?? '';
     const policy =
       policies.namespacePolicy(token.keyName) ??

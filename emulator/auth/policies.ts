@@ -1,6 +1,6 @@
 // Shared access policies: a key name, a key pair and the rights the key grants (Send, Listen, Manage). Namespace
-// policies cover every entity; entity policies (the AuthorizationRules of a TopicDescription) cover one topic
-// and everything under it (its subscriptions, their dead-letter queues, their $management nodes). The namespace
+// policies cover every entity; entity policies (the AuthorizationRules of a TopicDescription or QueueDescription)
+// cover one topic or queue and everything under it (subscriptions, dead-letter queues, $management nodes). The namespace
 // key of the connection string the emulator prints is the namespace policy RootManageSharedAccessKey.
 // With a data directory the policies created through the admin plane survive a restart (one small JSON file,
 // written whole and renamed into place); the root key is never written: it comes from --key or is new each start.
@@ -113,7 +113,7 @@ export class PolicyStore {
     return deleted;
   }
 
-  /** The AuthorizationRules of a topic (empty when it has none). */
+  /** The AuthorizationRules of a topic or queue (empty when it has none). */
   policiesOf(entity: string): AccessPolicy[] {
     return this.entityPolicies.get(entity.toLowerCase()) ?? [];
   }
@@ -123,7 +123,7 @@ export class PolicyStore {
     return this.policiesOf(entity).find((p) => p.keyName.toLowerCase() === lower);
   }
 
-  /** Replace a topic's AuthorizationRules (a PUT of its description carries the whole list). */
+  /** Replace a topic's or queue's AuthorizationRules (a PUT of its description carries the whole list). */
   setEntityPolicies(entity: string, policies: AccessPolicy[]): void {
     const names = new Set<string>();
     for (const p of policies) {

@@ -1,6 +1,7 @@
 // SAS verification with the real @azure/service-bus clients: the namespace key of the printed connection string
 // works; a wrong key, an expired token, a policy without the right or scoped to another entity are refused with
-// the errors Azure gives (UnauthorizedAccess on AMQP, 401 on the admin plane).
+// the errors Azure gives (UnauthorizedAccess on AMQP, 401 on the admin plane). Entity policies are a topic's
+// or a queue's AuthorizationRules.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ServiceBusClient, type ServiceBusAdministrationClient } from '@azure/service-bus';
@@ -212,6 +213,113 @@ describe('SAS on the emulator', () => {
     await admin.updateTopic({ ...again, authorizationRules: [] });
     assert.equal(
       await errorCode(withKey('billing-send', key).createSender('billing').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
+  });
+
+  test('queue policies: a queue Send key sends to its queue only, a Listen key receives (and its DLQ) only', async () => {
+    const qSend = generateKey();
+    const qListen = generateKey();
+    await admin.createQueue('invoices', {
+      authorizationRules: [
+        { claimType: 'SharedAccessKey', keyName: 'invoices-send', accessRights: ['Send'], primaryKey: qSend },
+        {
+          claimType: 'SharedAccessKey',
+          keyName: 'invoices-listen',
+          accessRights: ['Listen'],
+          primaryKey: qListen,
+        },
+      ],
+    });
+    await admin.createQueue('receipts');
+    const sendKey = withKey('invoices-send', qSend);
+    await sendKey.createSender('invoices').sendMessages([
+      { body: 'i-1', messageId: 'i-1' },
+      { body: 'i-2', messageId: 'i-2' },
+    ]);
+    assert.equal(
+      await errorCode(sendKey.createReceiver('invoices').receiveMessages(1, { maxWaitTimeInMs: 1_000 })),
+      'UnauthorizedAccess',
+    );
+    assert.equal(await errorCode(sendKey.createReceiver('invoices').peekMessages(1)), 'UnauthorizedAccess');
+    // Scheduling is a Send operation on the queue's $management node.
+    const [seq] = await sendKey
+      .createSender('invoices')
+      .scheduleMessages({ body: 'later' }, new Date(Date.now() + 600_000));
+    await sendKey.createSender('invoices').cancelScheduledMessages(seq!);
+    for (const other of ['receipts', 'orders']) {
+      assert.equal(
+        await errorCode(sendKey.createSender(other).sendMessages({ body: 'x' })),
+        'UnauthorizedAccess',
+        `a queue key must not send to ${other}`,
+      );
+    }
+    const listenKey = withKey('invoices-listen', qListen);
+    assert.equal(
+      await errorCode(listenKey.createSender('invoices').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
+    const receiver = listenKey.createReceiver('invoices');
+    const got = await receiver.receiveMessages(2, { maxWaitTimeInMs: 5_000 });
+    assert.deepEqual(
+      got.map((m) => m.messageId),
+      ['i-1', 'i-2'],
+    );
+    await receiver.completeMessage(got[0]!);
+    await receiver.renewMessageLock(got[1]!);
+    await receiver.deadLetterMessage(got[1]!, {
+      deadLetterReason: 'test',
+      deadLetterErrorDescription: 'by test',
+    });
+    const dlq = listenKey.createReceiver('invoices', {
+      subQueueType: 'deadLetter',
+      receiveMode: 'receiveAndDelete',
+    });
+    const [dead] = await dlq.receiveMessages(1, { maxWaitTimeInMs: 5_000 });
+    assert.equal(dead?.messageId, 'i-2');
+    assert.equal(
+      await errorCode(listenKey.createReceiver('receipts').receiveMessages(1, { maxWaitTimeInMs: 1_000 })),
+      'UnauthorizedAccess',
+    );
+    // The admin plane shows them on the queue; an update without rules keeps them, an empty list revokes.
+    const q = await admin.getQueue('invoices');
+    assert.deepEqual(
+      q.authorizationRules?.map((r) => [r.keyName, r.accessRights]),
+      [
+        ['invoices-send', ['Send']],
+        ['invoices-listen', ['Listen']],
+      ],
+    );
+    const listed: string[] = [];
+    for await (const each of admin.listQueues())
+      if (each.name === 'invoices') listed.push(...(each.authorizationRules ?? []).map((r) => r.keyName));
+    assert.deepEqual(listed, ['invoices-send', 'invoices-listen']);
+    await admin.updateQueue({ ...q, authorizationRules: undefined, maxDeliveryCount: 4 });
+    await withKey('invoices-send', qSend).createSender('invoices').sendMessages({ body: 'kept' });
+    await admin.updateQueue({ ...q, authorizationRules: [] });
+    assert.equal(
+      await errorCode(withKey('invoices-send', qSend).createSender('invoices').sendMessages({ body: 'x' })),
+      'UnauthorizedAccess',
+    );
+    // A queue key never opens the admin plane, and a deleted queue's policies do not come back with a namesake.
+    const queueAdmin = adminFor(
+      `${endpoint()};SharedAccessKeyName=invoices-listen;SharedAccessKey=${qListen}`,
+    );
+    await assert.rejects(
+      queueAdmin.getQueue('invoices'),
+      (err: { statusCode?: number }) => err.statusCode === 401,
+    );
+    await admin.updateQueue({
+      ...(await admin.getQueue('invoices')),
+      authorizationRules: [
+        { claimType: 'SharedAccessKey', keyName: 'invoices-send', accessRights: ['Send'], primaryKey: qSend },
+      ],
+    });
+    await withKey('invoices-send', qSend).createSender('invoices').sendMessages({ body: 'back' });
+    await admin.deleteQueue('invoices');
+    await admin.createQueue('invoices');
+    assert.equal(
+      await errorCode(withKey('invoices-send', qSend).createSender('invoices').sendMessages({ body: 'x' })),
       'UnauthorizedAccess',
     );
   });

@@ -2,13 +2,16 @@
 // for Python 7.x on uAMQP (the Azure uAMQP C library), Debian's python3-azure + python3-uamqp (.ci/run
 // installs them). That client asks for SASL MSSBCBS, always uses TLS, sends $cbs/$management requests
 // without reply-to and compares correlation-ids by AMQP type: each of those failed before this suite.
-// The scenarios run in one Python process (python/servicebus_conformance.py) and report one JSON line each.
+// The scenarios run in one Python process (python/servicebus_conformance.py) and report one JSON line each:
+// first on topics and subscriptions, then the same ones on queues, then a queue-level SAS policy.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startEmulator } from '../index.ts';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
+import { generateKey } from '../auth/policies.ts';
 import { tempDir } from './helpers.ts';
 
 const SCRIPT = fileURLToPath(new URL('./python/servicebus_conformance.py', import.meta.url));
@@ -54,6 +57,20 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
       'application property types round-trip (int, long, float, str, bool, timestamp, binary)',
     ],
   ];
+  // The same scenarios on queues (rules are a subscription's), and a queue's own Send policy.
+  const queueScenarios: Array<[string, string]> = [
+    ...scenarios
+      .filter(([name]) => name !== 'rules')
+      .map(([name, what]): [string, string] => [`queue-${name}`, what]),
+    [
+      'queue-websocket',
+      'AMQP over WebSockets (TransportType.AmqpOverWebsocket): send, receive, complete, dead-letter, defer',
+    ],
+    [
+      'queue-sas',
+      "a queue's Send policy sends to that queue only, cannot receive from it, nor sign for another queue",
+    ],
+  ];
   const results = new Map<string, Result>();
   let stderr = '';
   let close: (() => Promise<void>) | undefined;
@@ -79,18 +96,47 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
         { name: 'red', filter: { kind: 'sql', sqlExpression: "color = 'red'" } },
       );
     }
+    // On queues, each of those subscriptions is a queue of its own, named after the scenario.
+    for (const [scenario] of queueScenarios) {
+      const prefix = `pyq-${scenario.replace(/^queue-/, '')}`;
+      b.createQueue({ name: `${prefix}-plain`, lockDurationMs: 30_000 });
+      b.createQueue({ name: `${prefix}-sessions`, requiresSession: true });
+      b.createQueue({ name: `${prefix}-dlq` });
+      b.createQueue({ name: `${prefix}-scheduled` });
+    }
+    // The queue policy through the admin plane, as a user would make it.
+    const queueSendKey = generateKey();
+    const clients = createServiceBusClients(emulator.connectionString);
+    try {
+      const q = await clients.admin.getQueue('pyq-sas-plain');
+      await clients.admin.updateQueue({
+        ...q,
+        authorizationRules: [
+          {
+            claimType: 'SharedAccessKey',
+            keyName: 'send-only',
+            accessRights: ['Send'],
+            primaryKey: queueSendKey,
+          },
+        ],
+      });
+    } finally {
+      await clients.close();
+    }
     const output = await new Promise<string>((resolve, reject) => {
       execFile(
         python as string,
         [SCRIPT],
         {
-          timeout: 240_000,
+          timeout: 480_000,
           env: {
             ...process.env,
             SB_CONNECTION_STRING: `Endpoint=sb://127.0.0.1;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${emulator.key}`,
             SB_TLS_PORT: String(emulator.tls?.port),
             SB_CA_FILE: emulator.tls?.certPath ?? '',
             SB_TOPIC_PREFIX: 'py',
+            SB_QUEUE_PREFIX: 'pyq',
+            SB_QUEUE_SEND_KEY: queueSendKey,
           },
         },
         (err, out, errOut) => {
@@ -111,7 +157,7 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
     await close?.();
   });
 
-  for (const [name, what] of scenarios) {
+  for (const [name, what] of [...scenarios, ...queueScenarios]) {
     it(`${name}: ${what}`, () => {
       const r = results.get(name);
       assert.ok(r, `scenario ${name} did not report; python stderr:\n${stderr.slice(-3000)}`);

@@ -7,6 +7,9 @@ Usage: servicebus_conformance.py  (settings in the environment, set by python-cl
   SB_CA_FILE            the emulator's certificate (the client verifies the server against it)
   SB_TOPIC_PREFIX       per scenario a topic PREFIX-<scenario> with subscriptions 'plain', 'sessions' (requires sessions), 'dlq',
                         'filtered' (SQL filter: color = 'red') and 'scheduled'
+  SB_QUEUE_PREFIX       per scenario queues PREFIX-<scenario>-plain, -sessions (requires sessions), -dlq and -scheduled:
+                        the same scenarios run again on queues (all but 'rules'), reported as 'queue-<scenario>'
+  SB_QUEUE_SEND_KEY     optional: the key of the queue policy 'send-only' (Send) on the queue PREFIX-sas-plain
 Prints one JSON line per scenario: {"scenario": name, "ok": bool, "detail": str}.
 """
 
@@ -24,6 +27,7 @@ from azure.servicebus import (
     ServiceBusMessage,
     ServiceBusReceiveMode,
     ServiceBusSubQueue,
+    TransportType,
 )
 from azure.servicebus._common import _configuration
 
@@ -42,10 +46,28 @@ def _init(self, **kwargs):
 _configuration.Configuration.__init__ = _init
 
 # Each scenario has its own topic (SB_TOPIC_PREFIX-<scenario>, created by the test with the subscriptions
-# listed above), so one scenario's messages never show up in another's subscriptions.
+# listed above), so one scenario's messages never show up in another's subscriptions. On queues, each of those
+# subscriptions is a queue of its own (SB_QUEUE_PREFIX-<scenario>-<name>), and a scenario sends straight to
+# the queue it then reads: the scenarios say which one with sender(c, name) and receiver(c, name).
 TOPIC_PREFIX = os.environ["SB_TOPIC_PREFIX"]
+QUEUE_PREFIX = os.environ.get("SB_QUEUE_PREFIX", "")
 TOPIC = ""
+QUEUES = ""  # the scenario's queue prefix when it runs on queues, else ""
 WAIT = 5
+
+
+def sender(c, name):
+    """A sender to the topic, or (on queues) to the queue standing in for subscription `name`."""
+    if QUEUES:
+        return c.get_queue_sender(f"{QUEUES}-{name}")
+    return c.get_topic_sender(TOPIC)
+
+
+def receiver(c, name, **kwargs):
+    """A receiver on subscription `name` of the topic, or on the queue standing in for it."""
+    if QUEUES:
+        return c.get_queue_receiver(f"{QUEUES}-{name}", **kwargs)
+    return c.get_subscription_receiver(TOPIC, name, **kwargs)
 
 
 def client():
@@ -78,9 +100,9 @@ def body_of(m):
 
 def scenario_settlement(c):
     tag = uuid.uuid4().hex[:8]
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "plain") as s:
         s.send_messages([ServiceBusMessage(f"{tag}-{i}") for i in range(4)])
-    with c.get_subscription_receiver(TOPIC, "plain") as r:
+    with receiver(c, "plain") as r:
         msgs = sorted(receive_n(r, 4), key=lambda m: m.sequence_number)
         check(len(msgs) == 4, f"received {len(msgs)} of 4")
         check([body_of(m) for m in msgs] == [f"{tag}-{i}" for i in range(4)], "bodies in order")
@@ -97,7 +119,7 @@ def scenario_settlement(c):
         deferred = r.receive_deferred_messages([deferred_seq])
         check(len(deferred) == 1 and body_of(deferred[0]) == f"{tag}-2", "deferred message by sequence number")
         r.complete_message(deferred[0])
-    with c.get_subscription_receiver(TOPIC, "plain", sub_queue=ServiceBusSubQueue.DEAD_LETTER) as d:
+    with receiver(c, "plain", sub_queue=ServiceBusSubQueue.DEAD_LETTER) as d:
         dl = receive_n(d, 1)
         check(len(dl) == 1 and body_of(dl[0]) == f"{tag}-3", "dead-lettered message in the DLQ")
         check(dl[0].dead_letter_reason == "Bad", f"reason {dl[0].dead_letter_reason}")
@@ -107,11 +129,9 @@ def scenario_settlement(c):
 
 
 def scenario_receive_and_delete(c):
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "dlq") as s:
         s.send_messages(ServiceBusMessage("rad"))
-    with c.get_subscription_receiver(
-        TOPIC, "dlq", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE
-    ) as r:
+    with receiver(c, "dlq", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE) as r:
         got = receive_n(r, 1)
         check(len(got) == 1 and body_of(got[0]) == "rad", "received in receive-and-delete")
         check(len(r.peek_messages(max_message_count=5)) == 0, "nothing left after receive-and-delete")
@@ -119,9 +139,9 @@ def scenario_receive_and_delete(c):
 
 
 def scenario_peek(c):
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "dlq") as s:
         s.send_messages([ServiceBusMessage(f"peek-{i}") for i in range(3)])
-    with c.get_subscription_receiver(TOPIC, "dlq") as r:
+    with receiver(c, "dlq") as r:
         peeked = r.peek_messages(max_message_count=10)
         check([body_of(m) for m in peeked] == ["peek-0", "peek-1", "peek-2"], "peeked in order")
         seqs = [m.sequence_number for m in peeked]
@@ -136,11 +156,11 @@ def scenario_peek(c):
 
 
 def scenario_schedule(c):
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "scheduled") as s:
         at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=6)
         keep, cancel = s.schedule_messages([ServiceBusMessage("later"), ServiceBusMessage("cancelled")], at)
         s.cancel_scheduled_messages(cancel)
-    with c.get_subscription_receiver(TOPIC, "scheduled") as r:
+    with receiver(c, "scheduled") as r:
         early = r.receive_messages(max_message_count=1, max_wait_time=1)
         check(len(early) == 0, "nothing before the scheduled time")
         got = receive_n(r, 2, timeout=20)
@@ -151,10 +171,10 @@ def scenario_schedule(c):
 
 
 def scenario_sessions(c):
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "sessions") as s:
         s.send_messages([ServiceBusMessage(f"a-{i}", session_id="a") for i in range(3)])
         s.send_messages([ServiceBusMessage(f"b-{i}", session_id="b") for i in range(2)])
-    with c.get_subscription_receiver(TOPIC, "sessions", session_id="b") as r:
+    with receiver(c, "sessions", session_id="b") as r:
         got = receive_n(r, 2)
         check([body_of(m) for m in got] == ["b-0", "b-1"], "session b in order")
         check(r.session.session_id == "b", "session id")
@@ -166,21 +186,21 @@ def scenario_sessions(c):
         check(r.session.locked_until_utc >= before, "session lock renewed")
         for m in got:
             r.complete_message(m)
-    with c.get_subscription_receiver(TOPIC, "sessions", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as r:
+    with receiver(c, "sessions", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as r:
         check(r.session.session_id == "a", f"next available session is a, got {r.session.session_id}")
         got = receive_n(r, 3)
         check([body_of(m) for m in got] == ["a-0", "a-1", "a-2"], "session a in order")
         for m in got:
             r.complete_message(m)
-    with c.get_subscription_receiver(TOPIC, "sessions", session_id="b") as r:
+    with receiver(c, "sessions", session_id="b") as r:
         check(r.session.get_state() == b"state-b", "session state kept after the receiver closed")
     return "named and next-available sessions, state, lock renewal"
 
 
 def scenario_lock_renewal(c):
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "dlq") as s:
         s.send_messages(ServiceBusMessage("renew"))
-    with c.get_subscription_receiver(TOPIC, "dlq") as r:
+    with receiver(c, "dlq") as r:
         got = receive_n(r, 1)
         check(len(got) == 1, "received")
         before = got[0].locked_until_utc
@@ -192,14 +212,14 @@ def scenario_lock_renewal(c):
 
 
 def scenario_rules(c):
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "filtered") as s:
         s.send_messages(
             [
                 ServiceBusMessage("red", application_properties={"color": "red"}),
                 ServiceBusMessage("blue", application_properties={"color": "blue"}),
             ]
         )
-    with c.get_subscription_receiver(TOPIC, "filtered") as r:
+    with receiver(c, "filtered") as r:
         got = receive_n(r, 2, timeout=8)
         check([body_of(m) for m in got] == ["red"], f"only the matching message: {[body_of(m) for m in got]}")
         r.complete_message(got[0])
@@ -209,9 +229,9 @@ def scenario_rules(c):
 def scenario_property_types(c):
     when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
     props = {"i": 42, "big": 2**40, "f": 1.5, "s": "x", "b": True, "t": when, "bin": b"\x01\x02"}
-    with c.get_topic_sender(TOPIC) as s:
+    with sender(c, "dlq") as s:
         s.send_messages(ServiceBusMessage("typed", application_properties=props))
-    with c.get_subscription_receiver(TOPIC, "dlq") as r:
+    with receiver(c, "dlq") as r:
         got = receive_n(r, 1)
         check(len(got) == 1, "received")
         back = {k.decode() if isinstance(k, bytes) else k: v for k, v in got[0].application_properties.items()}
@@ -226,6 +246,73 @@ def scenario_property_types(c):
             continue
         check(type(b) is type(v) and b == v, f"{k}: sent {v!r}, got {b!r}")
     return "int, long, float, str, bool, timestamp, binary round-trip"
+
+
+def refused(fn):
+    """The error class name fn() raised (None if it did not raise)."""
+    try:
+        fn()
+    except Exception as err:  # the class is what the test compares
+        return type(err).__name__
+    return None
+
+
+def scenario_queue_sas(c):
+    # A queue's own shared access policy (its AuthorizationRules): a Send key sends to that queue and to no
+    # other, and cannot receive from it.
+    key = os.environ["SB_QUEUE_SEND_KEY"]
+    own = f"{QUEUES}-plain"
+    endpoint = os.environ["SB_CONNECTION_STRING"].split(";")[0]
+    with ServiceBusClient.from_connection_string(
+        f"{endpoint};SharedAccessKeyName=send-only;SharedAccessKey={key}",
+        connection_verify=os.environ["SB_CA_FILE"],
+        retry_total=0,
+    ) as limited:
+        with limited.get_queue_sender(own) as s:
+            s.send_messages(ServiceBusMessage("by-queue-key"))
+
+        def receive_own():
+            with limited.get_queue_receiver(own, max_wait_time=1) as r:
+                r.receive_messages(max_message_count=1, max_wait_time=1)
+
+        def send_other():
+            with limited.get_queue_sender(f"{QUEUES}-dlq") as s:
+                s.send_messages(ServiceBusMessage("elsewhere"))
+
+        got = refused(receive_own)
+        check(got == "ServiceBusAuthorizationError", f"receive with a Send key: {got}")
+        # The key does not sign for another queue at all: its put-token is refused (401), as on Azure.
+        got = refused(send_other)
+        check(got == "ServiceBusAuthenticationError", f"send to another queue: {got}")
+    with receiver(c, "plain") as r:
+        got = receive_n(r, 1)
+        check([body_of(m) for m in got] == ["by-queue-key"], "the namespace key reads what the queue key sent")
+        r.complete_message(got[0])
+    return "queue Send policy: sends to its queue only, cannot receive"
+
+
+def scenario_websocket(c):
+    # AMQP over WebSockets (TransportType.AmqpOverWebsocket): uAMQP's own WebSocket client, wss to
+    # /$servicebus/websocket/ on the port the test gave (it would be 443 against Azure). There is no fallback
+    # to plain AMQPS in that mode: a refused upgrade fails the connection.
+    with ServiceBusClient.from_connection_string(
+        os.environ["SB_CONNECTION_STRING"],
+        connection_verify=os.environ["SB_CA_FILE"],
+        transport_type=TransportType.AmqpOverWebsocket,
+        retry_total=0,
+    ) as ws:
+        with ws.get_queue_sender(f"{QUEUES}-plain") as s:
+            s.send_messages([ServiceBusMessage(f"ws-{i}") for i in range(3)])
+        with ws.get_queue_receiver(f"{QUEUES}-plain") as r:
+            got = sorted(receive_n(r, 3), key=lambda m: m.sequence_number)
+            check([body_of(m) for m in got] == ["ws-0", "ws-1", "ws-2"], f"received {[body_of(m) for m in got]}")
+            r.complete_message(got[0])
+            r.dead_letter_message(got[1], reason="ws")
+            r.defer_message(got[2])
+            deferred = r.receive_deferred_messages([got[2].sequence_number])
+            check(len(deferred) == 1, "deferred over websockets")
+            r.complete_message(deferred[0])
+    return "send, receive, complete, dead-letter, defer over wss"
 
 
 SCENARIOS = [
@@ -246,12 +333,21 @@ def main():
 
         logging.basicConfig(level=logging.INFO)
     only = set(sys.argv[1:])
+    # Every scenario on a topic, then on queues (all but 'rules', which are a subscription's), then the
+    # queue policy scenario when the test made that policy.
+    runs = [(name, fn, "") for name, fn in SCENARIOS]
+    if QUEUE_PREFIX:
+        runs += [(f"queue-{name}", fn, f"{QUEUE_PREFIX}-{name}") for name, fn in SCENARIOS if name != "rules"]
+        runs.append(("queue-websocket", scenario_websocket, f"{QUEUE_PREFIX}-websocket"))
+        if os.environ.get("SB_QUEUE_SEND_KEY"):
+            runs.append(("queue-sas", scenario_queue_sas, f"{QUEUE_PREFIX}-sas"))
+    global TOPIC, QUEUES
     with client() as c:
-        for name, fn in SCENARIOS:
+        for name, fn, queues in runs:
             if only and name not in only:
                 continue
-            global TOPIC
             TOPIC = f"{TOPIC_PREFIX}-{name}"
+            QUEUES = queues
             try:
                 detail = fn(c)
                 print(json.dumps({"scenario": name, "ok": True, "detail": detail}), flush=True)
