@@ -31,7 +31,8 @@ export function relativeLinks(markdown: string): string[] {
  * Repository paths written as code (`docs/running.md`, `server/build.ts`, `lib/sdk/`): a backticked word with a
  * slash, no spaces, no placeholders (`{E}`, `*`, `…`, `<x>`, `$VAR`), starting with a top-level folder of the
  * repository. Route paths (`/api/…`), packages (`@azure/…`) and other words with slashes are not files, and
- * build outputs (a `dist` folder, e.g. `packages/sdk/dist`) exist only after a build, so they are not checked.
+ * outputs (a `dist` folder such as `packages/sdk/dist`, and `test-artifacts/`) exist only after a build or a test
+ * run, so they are not checked.
  */
 export function codePaths(markdown: string, topLevel: ReadonlySet<string>): string[] {
   const out: string[] = [];
@@ -40,7 +41,7 @@ export function codePaths(markdown: string, topLevel: ReadonlySet<string>): stri
     if (!word.includes('/') || /[{}*…<>$|?=]/.test(word)) continue;
     const first = word.split('/')[0]!;
     if (!topLevel.has(first)) continue;
-    if (word.split('/').includes('dist')) continue;
+    if (first === 'test-artifacts' || word.split('/').includes('dist')) continue;
     out.push(word.split('#')[0]!);
   }
   return out;
