@@ -1,8 +1,7 @@
 // The server's half of "validate an edited payload against its event type's schema": the console's editor checks
 // the same catalog schema with the same code (payloadSchema.ts in the SDK contract) before it sends, and the
 // resubmit route checks again here, because a browser's check is only a convenience and any client can POST.
-import type { Catalog } from '@nimbus/sdk/catalog';
-import { compilePayloadSchema, describePayloadIssues, payloadIssues } from '@nimbus/sdk/contract';
+import { compilePayloadSchema, describePayloadIssues, payloadIssues, type Catalog } from '@nimbus/sdk/contract';
 import type { ZodType } from 'zod';
 import { HttpError, badRequest } from './http.ts';
 
