@@ -111,10 +111,13 @@ export function checkPayloadText(text: string, schema: CompiledSchema, eventType
     if (issues.length > 0)
       return {
         ok: false,
-        problems: issues.map((i) => {
-          const r = locatePath(text, i.path);
-          return problem(text, r.from, r.to, `${formatPayloadPath(i.path)}: ${i.message}`);
-        }),
+        // In reading order, as the editor's underlines are.
+        problems: issues
+          .map((i) => {
+            const r = locatePath(text, i.path);
+            return problem(text, r.from, r.to, `${formatPayloadPath(i.path)}: ${i.message}`);
+          })
+          .sort((a, b) => a.from - b.from),
       };
   }
   return { ok: true, value, problems: [] };
