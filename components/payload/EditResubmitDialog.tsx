@@ -9,10 +9,11 @@ import { useQuery } from '@tanstack/react-query';
 import { api } from '../api.ts';
 import type { CompiledSchema, PayloadCheck } from './check.ts';
 // Types only (erased): the modules themselves are loaded with import() when the dialog opens.
-import type * as CmModule from './codemirror.ts';
+// The checker (zod, the catalog schema code) is a chunk of its own, so the read-only payload view does not load it.
+import type * as CheckModule from './check.ts';
 import type * as DiffModule from './diff.ts';
 
-type Cm = typeof CmModule;
+type Check = typeof CheckModule;
 type Diff = typeof DiffModule;
 
 const EDITOR_LABEL = 'Edited payload (JSON)';
@@ -28,7 +29,7 @@ export function EditResubmitDialog(props: {
 }) {
   const dialogRef = useRef<HTMLDialogElement>(null);
   const host = useRef<HTMLDivElement>(null);
-  const [modules, setModules] = useState<{ cm: Cm; diff: Diff } | null>(null);
+  const [modules, setModules] = useState<{ check: Check; diff: Diff } | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [text, setText] = useState(props.originalText ?? '');
   const [eventTypeId, setEventTypeId] = useState(props.initialEventTypeId);
@@ -39,17 +40,17 @@ export function EditResubmitDialog(props: {
     if (!modules) return undefined;
     if (types.error) return null; // the catalog could not be read: the server's check still applies
     if (!types.data) return undefined;
-    return modules.cm.compileSchema(types.data.eventTypes.find((t) => t.id === eventTypeId)?.schema);
+    return modules.check.compileSchema(types.data.eventTypes.find((t) => t.id === eventTypeId)?.schema);
   }, [modules, types.data, types.error, eventTypeId]);
   const hasSchema = schema !== undefined && schema !== null;
   const check: PayloadCheck | undefined = useMemo(
-    () => (modules && schema !== undefined ? modules.cm.checkPayloadText(text, schema, eventTypeId) : undefined),
+    () => (modules && schema !== undefined ? modules.check.checkPayloadText(text, schema, eventTypeId) : undefined),
     [modules, schema, text, eventTypeId],
   );
   // The linter inside the editor reads the current check through this ref (the editor is created once).
   const checkRef = useRef<(t: string) => PayloadCheck>(() => ({ ok: false, problems: [] }));
   useEffect(() => {
-    if (modules && schema !== undefined) checkRef.current = (t) => modules.cm.checkPayloadText(t, schema, eventTypeId);
+    if (modules && schema !== undefined) checkRef.current = (t) => modules.check.checkPayloadText(t, schema, eventTypeId);
   }, [modules, schema, eventTypeId]);
 
   const onCancel = useRef(props.onCancel);
@@ -64,8 +65,8 @@ export function EditResubmitDialog(props: {
       onCancel.current();
     };
     dialog.addEventListener('cancel', cancel);
-    Promise.all([import('./codemirror.ts'), import('./diff.ts')]).then(
-      ([cm, diff]) => setModules({ cm, diff }),
+    Promise.all([import('./check.ts'), import('./diff.ts')]).then(
+      ([check, diff]) => setModules({ check, diff }),
       (err: unknown) => setLoadError(err instanceof Error ? err.message : String(err)),
     );
     return () => {
@@ -172,7 +173,7 @@ export function EditResubmitDialog(props: {
           onClick={() => {
             // Checked once more on the text as it is now: what is sent is exactly what passed.
             if (!modules || schema === undefined || !editorRef.current) return;
-            const now = modules.cm.checkPayloadText(editorRef.current.editor.state.doc.toString(), schema, eventTypeId);
+            const now = modules.check.checkPayloadText(editorRef.current.editor.state.doc.toString(), schema, eventTypeId);
             if (now.ok) props.onSubmit(now.value, eventTypeId);
           }}
           className="rounded bg-sky-600 px-3 py-1.5 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-40"

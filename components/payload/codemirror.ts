@@ -11,8 +11,6 @@ import { tags } from '@lezer/highlight';
 import { basicSetup } from 'codemirror';
 import type { PayloadCheck } from './check.ts';
 
-export { checkPayloadText, compileSchema, type PayloadCheck, type PayloadProblem } from './check.ts';
-
 const highlight = HighlightStyle.define([
   { tag: tags.propertyName, color: 'var(--payload-key)' },
   { tag: tags.string, color: 'var(--payload-string)' },
