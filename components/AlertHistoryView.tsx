@@ -5,6 +5,7 @@ import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from './format.tsx';
 import { alertsApi, RULE_LABELS } from './admin/alertsApi.ts';
+import { TABLE_HEAD } from './table.tsx';
 
 export function AlertHistoryView() {
   const q = useQuery({ queryKey: ['alert-history'], queryFn: alertsApi.history, refetchInterval: 15_000 });
@@ -20,13 +21,13 @@ export function AlertHistoryView() {
       <ErrorBox error={q.error} />
       {q.data && alerts.length === 0 ? <p className="text-sm text-slate-500">Nothing has fired.</p> : null}
       <table className="w-full border-collapse text-sm" data-testid="alert-history">
-        <thead className="text-left text-xs text-slate-500">
+        <thead className={TABLE_HEAD}>
           <tr>
-            <th className="py-1">Rule</th>
-            <th>What</th>
-            <th>Fired</th>
-            <th>Recovered</th>
-            <th>Notices</th>
+            <th scope="col" className="py-1">Rule</th>
+            <th scope="col">What</th>
+            <th scope="col">Fired</th>
+            <th scope="col">Recovered</th>
+            <th scope="col">Notices</th>
           </tr>
         </thead>
         <tbody>

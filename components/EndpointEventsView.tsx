@@ -14,6 +14,7 @@ import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
 import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
 import type { Selection } from './operations/jobsApi.ts';
+import { TABLE_HEAD } from './table.tsx';
 
 const STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
 const FILTER_KEYS = ['status', 'eventTypeId', 'sessionId', 'eventId', 'from', 'to', 'q', 'groupId'] as const;
@@ -296,9 +297,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
 
       <div className="overflow-x-auto rounded border border-slate-200 bg-white">
         <table className="min-w-full text-sm" data-testid="events-table">
-          <thead className="bg-slate-100 text-left text-xs uppercase tracking-wide text-slate-500">
+          <thead className={TABLE_HEAD}>
             <tr>
-              <th className="w-8 px-2 py-2">
+              <th scope="col" className="w-8 px-2 py-2">
                 <input
                   type="checkbox"
                   aria-label="Select all actionable events"
@@ -307,12 +308,12 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
                   onChange={() => setSelected(allSelected ? new Set() : new Set(actionable.map((i) => i.eventId)))}
                 />
               </th>
-              <th className="px-2 py-2">Status</th>
-              <th className="px-2 py-2">Event id</th>
-              <th className="px-2 py-2">Event type</th>
-              <th className="px-2 py-2">Session</th>
-              <th className="px-2 py-2">Error</th>
-              <th className="px-2 py-2 text-right">Updated</th>
+              <th scope="col" className="px-2 py-2">Status</th>
+              <th scope="col" className="px-2 py-2">Event id</th>
+              <th scope="col" className="px-2 py-2">Event type</th>
+              <th scope="col" className="px-2 py-2">Session</th>
+              <th scope="col" className="px-2 py-2">Error</th>
+              <th scope="col" className="px-2 py-2 text-right">Updated</th>
             </tr>
           </thead>
           <tbody className="divide-y divide-slate-100">

@@ -6,16 +6,21 @@ import { useMemo, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, endpointHref, type EndpointOverview } from './api.ts';
 import { Ago, ErrorBox, useNow } from './format.tsx';
+import { comparator, nextSort, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection, type SortState } from './table.tsx';
 
 type SortKey = 'name' | 'failed' | 'pending' | 'deferred' | 'activity';
 
+const byName = (a: EndpointOverview, b: EndpointOverview) => a.endpointId.localeCompare(b.endpointId);
+/** Ascending orders; the headers flip them. */
 const sorters: Record<SortKey, (a: EndpointOverview, b: EndpointOverview) => number> = {
-  name: (a, b) => a.endpointId.localeCompare(b.endpointId),
-  failed: (a, b) => b.counts.failed - a.counts.failed || a.endpointId.localeCompare(b.endpointId),
-  pending: (a, b) => b.counts.pending - a.counts.pending || a.endpointId.localeCompare(b.endpointId),
-  deferred: (a, b) => b.counts.deferred - a.counts.deferred || a.endpointId.localeCompare(b.endpointId),
-  activity: (a, b) => (b.lastActivityAt ?? '').localeCompare(a.lastActivityAt ?? ''),
+  name: byName,
+  failed: (a, b) => a.counts.failed - b.counts.failed,
+  pending: (a, b) => a.counts.pending - b.counts.pending,
+  deferred: (a, b) => a.counts.deferred - b.counts.deferred,
+  activity: (a, b) => (a.lastActivityAt ?? '').localeCompare(b.lastActivityAt ?? ''),
 };
+/** The direction a column starts in: names A→Z, counts and activity largest/newest first. */
+const NATURAL: Record<SortKey, SortDirection> = { name: 'asc', failed: 'desc', pending: 'desc', deferred: 'desc', activity: 'desc' };
 
 function Count({ n, href, tone, label }: { n: number; href: string; tone: string; label: string }) {
   if (n === 0) return <span className="text-slate-300">0</span>;
@@ -38,7 +43,7 @@ export function EndpointsView() {
   const now = useNow(5000);
   const [filter, setFilter] = useState('');
   const [onlyUnhealthy, setOnlyUnhealthy] = useState(false);
-  const [sort, setSort] = useState<SortKey>('failed');
+  const [sort, setSort] = useState<SortState<SortKey>>({ key: 'failed', dir: 'desc' });
   const q = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: 5000 });
 
   const rows = useMemo(() => {
@@ -47,17 +52,12 @@ export function EndpointsView() {
     return list
       .filter((e) => !f || e.endpointId.toLowerCase().includes(f) || (e.owner ?? '').toLowerCase().includes(f))
       .filter((e) => !onlyUnhealthy || e.counts.failed > 0 || e.counts.deferred > 0)
-      .sort(sorters[sort]);
+      .sort(comparator(sorters, sort, byName));
   }, [q.data, filter, onlyUnhealthy, sort]);
 
   const total = (q.data?.endpoints ?? []).reduce((s, e) => s + e.counts.failed, 0);
-  const header = (key: SortKey, label: string, align = 'text-right') => (
-    <th className={`px-3 py-2 ${align}`}>
-      <button type="button" onClick={() => setSort(key)} className={`hover:underline ${sort === key ? 'text-slate-900' : ''}`}>
-        {label}
-        {sort === key ? ' ▾' : ''}
-      </button>
-    </th>
+  const header = (key: SortKey, label: string, numeric = true) => (
+    <SortableTh label={label} sortKey={key} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k, NATURAL[k]))} numeric={numeric} className="px-3 py-2" />
   );
 
   return (
@@ -87,15 +87,17 @@ export function EndpointsView() {
       {q.data ? (
         <div className="overflow-x-auto rounded border border-slate-200 bg-white">
           <table className="min-w-full text-sm" data-testid="endpoints-table">
-            <thead className="bg-slate-100 text-left text-xs uppercase tracking-wide text-slate-500">
+            <thead className={TABLE_HEAD}>
               <tr>
-                {header('name', 'Endpoint', 'text-left')}
+                {header('name', 'Endpoint', false)}
                 {header('pending', 'Pending')}
                 {header('deferred', 'Deferred')}
                 {header('failed', 'Failed')}
-                <th className="px-3 py-2 text-right">Oldest failure</th>
+                <Th numeric className="px-3 py-2">
+                  Oldest failure
+                </Th>
                 {header('activity', 'Last activity')}
-                <th className="px-3 py-2">Heartbeat</th>
+                <Th className="px-3 py-2">Heartbeat</Th>
               </tr>
             </thead>
             <tbody className="divide-y divide-slate-100">
@@ -108,14 +110,14 @@ export function EndpointsView() {
                     {e.owner ? <div className="text-xs text-slate-500">{e.owner}</div> : null}
                     {!e.inCatalog ? <div className="text-xs text-amber-700">not in the catalog</div> : null}
                   </td>
-                  <td className="px-3 py-1.5 text-right">
+                  <td className={`px-3 py-1.5 ${NUMERIC_CELL}`}>
                     <Count n={e.counts.pending} href={endpointHref(e.endpointId, 'status=Pending')} tone="text-sky-700" label="pending" />
                     {e.counts.handoff > 0 ? <div className="text-xs text-amber-700">{e.counts.handoff} handoff</div> : null}
                   </td>
-                  <td className="px-3 py-1.5 text-right">
+                  <td className={`px-3 py-1.5 ${NUMERIC_CELL}`}>
                     <Count n={e.counts.deferred} href={endpointHref(e.endpointId, 'status=Deferred')} tone="text-violet-700" label="deferred" />
                   </td>
-                  <td className="px-3 py-1.5 text-right">
+                  <td className={`px-3 py-1.5 ${NUMERIC_CELL}`}>
                     <Count n={e.counts.failed} href={endpointHref(e.endpointId, 'status=Failed,DeadLettered,Unsupported')} tone="text-red-700" label="failed" />
                     {e.counts.deadLettered + e.counts.unsupported > 0 ? (
                       <div className="text-xs text-slate-500">
@@ -123,10 +125,10 @@ export function EndpointsView() {
                       </div>
                     ) : null}
                   </td>
-                  <td className="px-3 py-1.5 text-right text-slate-600">
+                  <td className={`px-3 py-1.5 text-slate-600 ${NUMERIC_CELL}`}>
                     <Ago at={e.oldestFailureAt} now={now} />
                   </td>
-                  <td className="px-3 py-1.5 text-right text-slate-600">
+                  <td className={`px-3 py-1.5 text-slate-600 ${NUMERIC_CELL}`}>
                     <Ago at={e.lastActivityAt} now={now} />
                   </td>
                   <td className={`px-3 py-1.5 ${HEARTBEAT_STYLE[e.heartbeat.status] ?? ''}`}>{e.heartbeat.status}</td>

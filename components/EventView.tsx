@@ -1,7 +1,8 @@
 'use client';
-// Event page: status, identifiers, payload (pretty JSON rendered as text: React escapes it, nothing is ever
-// injected as HTML), error and dead-letter details, handoff with countdown, blocked-by link, parked siblings,
-// the message history as a timeline, the audit trail, and the operator actions.
+// Event page: status, identifiers, payload (highlighted, foldable JSON in a CodeMirror view loaded on demand: text
+// nodes, never injected HTML), error and dead-letter details, handoff with countdown, blocked-by link, parked siblings,
+// the message history as a timeline with a payload diff of any two of its messages, the audit trail, and the operator
+// actions (the edited resubmit in a checked JSON editor beside the stored payload).
 import Link from 'next/link';
 import { useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
@@ -9,7 +10,9 @@ import { api, endpointHref, eventHref, type CommandResult, type EventDetails } f
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { isActionable } from './EndpointEventsView.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
-import { JsonEditor, type JsonState } from './JsonEditor.tsx';
+import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
+import { HistoryDiff } from './payload/HistoryDiff.tsx';
+import { PayloadView, payloadText as formatPayload } from './payload/PayloadView.tsx';
 import { useCan } from './audit/accessApi.ts';
 
 type Dialog = null | 'resubmit' | 'edit' | 'skip' | 'complete' | 'fail';
@@ -82,8 +85,6 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const [actionError, setActionError] = useState<unknown>(null);
-  const [edited, setEdited] = useState<JsonState>({ ok: false, problem: 'not edited' });
-  const [editedType, setEditedType] = useState('');
   const [note, setNote] = useState('');
   const [reason, setReason] = useState('');
   const [followUntil, setFollowUntil] = useState(0);
@@ -128,7 +129,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     e.status === 'Pending' && e.subStatus === null && e.messageType !== null && COMMAND_LABEL[e.messageType] !== undefined
       ? COMMAND_LABEL[e.messageType]
       : undefined;
-  const payloadText = e.payload === null || e.payload === undefined ? null : JSON.stringify(e.payload, null, 2);
+  const payloadText = e.payload === null || e.payload === undefined ? null : formatPayload(e.payload).text;
   const typeOptions = [...new Set([...(ep?.consumes ?? []), e.eventTypeId ?? ''])].filter(Boolean).sort();
 
   return (
@@ -162,11 +163,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
               {can('resubmit', endpointId) && (
               <button
                 type="button"
-                onClick={() => {
-                  setEdited(payloadText ? { ok: true, value: e.payload } : { ok: false, problem: 'The payload is empty.' });
-                  setEditedType(e.eventTypeId ?? '');
-                  setDialog('edit');
-                }}
+                onClick={() => setDialog('edit')}
                 className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50"
               >
                 Resubmit with changes
@@ -254,9 +251,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             {payloadText === null ? (
               <p className="text-sm text-slate-500">No payload stored.</p>
             ) : (
-              <pre data-testid="payload" className="max-h-[28rem] overflow-auto rounded bg-slate-50 p-2 font-mono text-xs text-slate-800">
-                {payloadText}
-              </pre>
+              <PayloadView payload={e.payload} />
             )}
           </Panel>
 
@@ -288,6 +283,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
               ))}
               {d.history.length === 0 ? <li className="ml-4 text-sm text-slate-500">No messages recorded.</li> : null}
             </ol>
+            <HistoryDiff history={d.history} />
           </Panel>
         </div>
 
@@ -413,47 +409,14 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         </ConfirmDialog>
       ) : null}
       {dialog === 'edit' ? (
-        <div className="fixed inset-0 z-50 flex items-center justify-center bg-slate-900/40">
-          <div role="dialog" aria-modal="true" aria-labelledby="edit-title" className="w-full max-w-4xl rounded-lg bg-white p-5 shadow-xl">
-            <h2 id="edit-title" className="mb-2 text-lg font-semibold">
-              Resubmit with changes
-            </h2>
-            <div className="grid gap-3 md:grid-cols-2">
-              <div>
-                <div className="mb-1 text-xs text-slate-500">Original payload (read-only)</div>
-                <pre className="h-[20rem] overflow-auto rounded bg-slate-50 p-2 font-mono text-xs">{payloadText ?? '(none stored)'}</pre>
-              </div>
-              <div>
-                <div className="mb-1 flex items-center gap-2 text-xs text-slate-500">
-                  Event type
-                  <select aria-label="Event type" value={editedType} onChange={(x) => setEditedType(x.target.value)} className="rounded border border-slate-300 px-1 py-0.5 text-sm text-slate-800">
-                    {typeOptions.map((t) => (
-                      <option key={t} value={t}>
-                        {t}
-                      </option>
-                    ))}
-                  </select>
-                </div>
-                <JsonEditor initial={payloadText ?? ''} onChange={setEdited} />
-              </div>
-            </div>
-            <div className="mt-3 flex justify-end gap-2">
-              <button type="button" onClick={() => setDialog(null)} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
-                Cancel
-              </button>
-              <button
-                type="button"
-                disabled={!edited.ok || busy || !editedType}
-                onClick={() => {
-                  if (edited.ok) void run(() => api.resubmit(endpointId, eventId, { payload: edited.value, eventTypeId: editedType }), 'Edited resubmission');
-                }}
-                className="rounded bg-sky-600 px-3 py-1.5 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-40"
-              >
-                {busy ? 'Working…' : 'Resubmit edited payload'}
-              </button>
-            </div>
-          </div>
-        </div>
+        <EditResubmitDialog
+          originalText={payloadText}
+          initialEventTypeId={e.eventTypeId ?? typeOptions[0] ?? ''}
+          typeOptions={typeOptions}
+          busy={busy}
+          onCancel={() => setDialog(null)}
+          onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, { payload, eventTypeId }), 'Edited resubmission')}
+        />
       ) : null}
     </section>
   );

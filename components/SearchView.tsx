@@ -6,6 +6,7 @@ import { useEffect } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api, endpointHref, eventHref } from './api.ts';
 import { ErrorBox, StatusBadge, Timestamp } from './format.tsx';
+import { TABLE_HEAD } from './table.tsx';
 
 export function SearchView() {
   const q = (useSearchParams().get('q') ?? '').trim();
@@ -28,14 +29,14 @@ export function SearchView() {
       {r.data && items.length === 0 ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
       {items.length > 0 ? (
         <table className="min-w-full rounded border border-slate-200 bg-white text-sm">
-          <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+          <thead className={TABLE_HEAD}>
             <tr>
-              <th className="px-2 py-2">Status</th>
-              <th className="px-2 py-2">Endpoint</th>
-              <th className="px-2 py-2">Event id</th>
-              <th className="px-2 py-2">Session</th>
-              <th className="px-2 py-2">Type</th>
-              <th className="px-2 py-2">Updated</th>
+              <th scope="col" className="px-2 py-2">Status</th>
+              <th scope="col" className="px-2 py-2">Endpoint</th>
+              <th scope="col" className="px-2 py-2">Event id</th>
+              <th scope="col" className="px-2 py-2">Session</th>
+              <th scope="col" className="px-2 py-2">Type</th>
+              <th scope="col" className="px-2 py-2">Updated</th>
             </tr>
           </thead>
           <tbody className="divide-y divide-slate-100">

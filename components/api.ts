@@ -24,6 +24,14 @@ export interface BulkResult {
   results: Array<{ eventId: string; outcome: string; status?: number; detail?: string }>;
 }
 
+/** An event type as the catalog describes it; `schema` is the JSON Schema the payload must match (or null). */
+export interface CatalogEventTypeView {
+  id: string;
+  description: string | null;
+  sessionKey: string | null;
+  schema: Record<string, unknown> | null;
+}
+
 export class ApiError extends Error {
   readonly status: number;
   readonly detail: string;
@@ -60,6 +68,7 @@ export const api = {
   event: (endpointId: string, eventId: string) => callApi<EventDetails>(`/api/endpoints/${seg(endpointId)}/events/${seg(eventId)}`),
   flow: (period: number, eventTypeId: string) =>
     callApi<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),
+  eventTypes: () => callApi<{ eventTypes: CatalogEventTypeView[] }>('/api/catalog/event-types'),
   search: (q: string) => callApi<{ items: EventListItem[] }>(`/api/search?q=${seg(q)}`),
   resubmit: (endpointId: string, eventId: string, edited?: { payload: unknown; eventTypeId?: string }) =>
     callApi<CommandResult>(`/api/event/resubmit/${seg(endpointId)}/${seg(eventId)}`, {

@@ -198,9 +198,31 @@ describe('console API on the embedded stack', () => {
     assert.equal((await routes.resubmit.POST(post('/x', { payload: {}, extra: 1 }), ev)).status, 400);
   });
 
+  test("an edited payload that misses its event type's catalog schema is 400 naming each path, and nothing is sent", async () => {
+    const ev = params({ endpointId: 'billingendpoint', eventId: 'evt-dead-1' });
+    const res = await routes.resubmit.POST(post('/x', { payload: { orderId: 'ORD-300', total: 'ten' } }), ev);
+    assert.equal(res.status, 400);
+    const { detail } = (await res.json()) as { detail: string };
+    assert.match(detail, /does not match the catalog's JSON schema of OrderPlaced/);
+    assert.match(detail, /customerId: required property is missing/);
+    assert.match(detail, /total: Invalid input: expected number/);
+    assert.doesNotMatch(detail, /ten/, 'values are not echoed');
+    const d = (await (await routes.event.GET(get('/x'), ev)).json()) as { event: { status: string }; audits: unknown[] };
+    assert.equal(d.event.status, 'DeadLettered', 'nothing claimed');
+    assert.deepEqual(d.audits, [], 'nothing audited');
+    assert.deepEqual(await receiveMain('billingendpoint', 'ORD-300', 5, 1000), [], 'nothing sent');
+    // The chosen event type's schema is the one that counts: OrderCancelled has none, so the same payload gets past
+    // the check (to the 409 a Completed event gets).
+    const asCancel = await routes.resubmit.POST(
+      post('/x', { payload: { orderId: 'ORD-100', total: 'ten' }, eventTypeId: 'OrderCancelled' }),
+      params({ endpointId: 'billingendpoint', eventId: 'evt-completed-1' }),
+    );
+    assert.equal(asCancel.status, 409, await asCancel.clone().text());
+  });
+
   test('an edited resubmission sends the edited payload and records ResubmitWithChanges', async () => {
     const ev = params({ endpointId: 'billingendpoint', eventId: 'evt-dead-1' });
-    const edited = { orderId: 'ORD-300', fixed: true };
+    const edited = { orderId: 'ORD-300', customerId: 'CUST-1', lines: [], total: 0, currency: 'EUR', fixed: true };
     const res = await routes.resubmit.POST(post('/x', { payload: edited }), ev);
     assert.equal(res.status, 200, await res.clone().text());
     const got = await receiveMain('billingendpoint', 'ORD-300', 5, 3000);

@@ -278,6 +278,8 @@ export interface EventDetailsView {
     /** The W3C trace the message belonged to, and its link (NIMBUS_TRACE_URL_TEMPLATE), when recorded. */
     traceId: string | null;
     traceUrl: string | null;
+    /** The event body the message carried (requests only: the original and each resubmission), for the diff. */
+    payload?: unknown;
   }>;
   /** The trace of the event's latest traced message (an operator's resubmission starts a new one). */
   trace: { traceId: string; url: string | null } | null;
@@ -299,6 +301,7 @@ function historyView(h: HistoryEntry, template: string | undefined): EventDetail
     errorType: h.errorType,
     deadLetterReason: h.deadLetterReason,
     retryCount: h.retryCount,
+    ...(h.payload !== undefined && h.payload !== null ? { payload: h.payload } : {}),
   };
 }
 

@@ -8,6 +8,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { alertsApi, RULE_LABELS, type ChannelView, type RuleBody, type RuleType, type RuleView } from './alertsApi.ts';
+import { TABLE_HEAD } from '../table.tsx';
 
 const TYPES = Object.keys(RULE_LABELS) as RuleType[];
 const NEEDS = {
@@ -266,14 +267,14 @@ export function AlertsAdminView() {
 
       <h2 className="mt-3 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Rules</h2>
       <table className="w-full border-collapse text-sm" data-testid="alert-rules">
-        <thead className="text-left text-xs text-slate-500">
+        <thead className={TABLE_HEAD}>
           <tr>
-            <th className="py-1">Name</th>
-            <th>Rule</th>
-            <th>Condition</th>
-            <th>Channels</th>
-            <th>Last evaluation</th>
-            <th />
+            <th scope="col" className="py-1">Name</th>
+            <th scope="col">Rule</th>
+            <th scope="col">Condition</th>
+            <th scope="col">Channels</th>
+            <th scope="col">Last evaluation</th>
+            <th scope="col" />
           </tr>
         </thead>
         <tbody>
@@ -325,13 +326,13 @@ export function AlertsAdminView() {
 
       <h2 className="mt-6 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Channels</h2>
       <table className="w-full border-collapse text-sm" data-testid="alert-channels">
-        <thead className="text-left text-xs text-slate-500">
+        <thead className={TABLE_HEAD}>
           <tr>
-            <th className="py-1">Name</th>
-            <th>Type</th>
-            <th>Settings</th>
-            <th>Secrets</th>
-            <th />
+            <th scope="col" className="py-1">Name</th>
+            <th scope="col">Type</th>
+            <th scope="col">Settings</th>
+            <th scope="col">Secrets</th>
+            <th scope="col" />
           </tr>
         </thead>
         <tbody>

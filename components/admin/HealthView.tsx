@@ -8,6 +8,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { opsApi } from '../topology/opsApi.ts';
 import { useCan } from '../audit/accessApi.ts';
+import { NUMERIC_CELL, TABLE_HEAD } from '../table.tsx';
 
 const STATUS_STYLE: Record<string, string> = {
   On: 'bg-emerald-100 text-emerald-800',
@@ -124,15 +125,15 @@ export function HealthView() {
       </div>
       <div className="overflow-x-auto rounded border border-slate-200 bg-white">
         <table className="w-full text-sm">
-          <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+          <thead className={TABLE_HEAD}>
             <tr>
-              <th className="px-3 py-2">Endpoint</th>
-              <th className="px-3 py-2">Status</th>
-              <th className="px-3 py-2">Round trip</th>
-              <th className="px-3 py-2">Last seen</th>
-              <th className="px-3 py-2">Last sent</th>
-              <th className="px-3 py-2">SDK version</th>
-              <th className="px-3 py-2">Included</th>
+              <th scope="col" className="px-3 py-2">Endpoint</th>
+              <th scope="col" className="px-3 py-2">Status</th>
+              <th scope="col" className={`px-3 py-2 ${NUMERIC_CELL}`}>Round trip</th>
+              <th scope="col" className="px-3 py-2">Last seen</th>
+              <th scope="col" className="px-3 py-2">Last sent</th>
+              <th scope="col" className="px-3 py-2">SDK version</th>
+              <th scope="col" className="px-3 py-2">Included</th>
             </tr>
           </thead>
           <tbody>
@@ -142,7 +143,7 @@ export function HealthView() {
                 <td className="px-3 py-2">
                   <Status s={e.status} /> {e.probeInFlight && e.status !== 'Pending' && <span className="text-xs text-sky-700">probe in flight</span>}
                 </td>
-                <td className="px-3 py-2">{e.roundTripMs == null ? '—' : `${e.roundTripMs} ms`}</td>
+                <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{e.roundTripMs == null ? '—' : `${e.roundTripMs} ms`}</td>
                 <td className="px-3 py-2">
                   <Ago at={e.lastSeenAt} now={now} />
                 </td>

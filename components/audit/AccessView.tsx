@@ -6,6 +6,7 @@ import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { accessApi, useMe, type Grant } from './accessApi.ts';
+import { TABLE_HEAD } from '../table.tsx';
 
 // Agent: the Agent API on one endpoint only (docs/agents.md); the server refuses it without an endpoint.
 const ROLES = ['Reader', 'Operator', 'Owner', 'Agent'] as const;
@@ -98,13 +99,13 @@ export function AccessView() {
       )}
       <h2 className="mb-1 font-semibold">Grants stored in the console</h2>
       <table className="mb-4 w-full border-collapse bg-white text-sm">
-        <thead>
-          <tr className="border-b border-slate-200 text-left text-xs uppercase text-slate-500">
-            <th className="p-2">Who</th>
-            <th className="p-2">Role</th>
-            <th className="p-2">Endpoint</th>
-            <th className="p-2">Granted</th>
-            <th className="p-2" />
+        <thead className={TABLE_HEAD}>
+          <tr>
+            <th scope="col" className="p-2">Who</th>
+            <th scope="col" className="p-2">Role</th>
+            <th scope="col" className="p-2">Endpoint</th>
+            <th scope="col" className="p-2">Granted</th>
+            <th scope="col" className="p-2" />
           </tr>
         </thead>
         <tbody>

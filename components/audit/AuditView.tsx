@@ -7,6 +7,7 @@ import { useInfiniteQuery } from '@tanstack/react-query';
 import { useRouter, useSearchParams } from 'next/navigation';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { accessApi, type AuditRecord } from './accessApi.ts';
+import { TABLE_HEAD } from '../table.tsx';
 
 const FILTERS = ['endpointId', 'eventId', 'user', 'action', 'outcome', 'from', 'to'] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
@@ -100,16 +101,16 @@ export function AuditView() {
       </form>
       <ErrorBox error={q.error} />
       <table className="w-full border-collapse bg-white text-sm" data-testid="audit-table">
-        <thead>
-          <tr className="border-b border-slate-200 text-left text-xs uppercase text-slate-500">
-            <th className="p-2">Time</th>
-            <th className="p-2">User</th>
-            <th className="p-2">Role</th>
-            <th className="p-2">Action</th>
-            <th className="p-2">Endpoint</th>
-            <th className="p-2">Event / target</th>
-            <th className="p-2">Outcome</th>
-            <th className="p-2">Details</th>
+        <thead className={TABLE_HEAD}>
+          <tr>
+            <th scope="col" className="p-2">Time</th>
+            <th scope="col" className="p-2">User</th>
+            <th scope="col" className="p-2">Role</th>
+            <th scope="col" className="p-2">Action</th>
+            <th scope="col" className="p-2">Endpoint</th>
+            <th scope="col" className="p-2">Event / target</th>
+            <th scope="col" className="p-2">Outcome</th>
+            <th scope="col" className="p-2">Details</th>
           </tr>
         </thead>
         <tbody>

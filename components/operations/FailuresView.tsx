@@ -9,6 +9,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { BulkJobConfirm } from './BulkJobConfirm.tsx';
 import { endpointHref } from '../api.ts';
 import { jobsApi, type FailureGroupItem } from './jobsApi.ts';
+import { TABLE_HEAD } from '../table.tsx';
 
 function Spark({ values }: { values: number[] }) {
   const max = Math.max(1, ...values);
@@ -126,14 +127,14 @@ export function FailuresView() {
       {q.data && groups.length === 0 && <p className="text-sm text-slate-500">No failed events.</p>}
       {groups.length > 0 && (
         <table className="w-full text-sm" data-testid="failure-groups">
-          <thead>
-            <tr className="border-b border-slate-300 text-left text-xs text-slate-500">
-              <th className="py-1 pr-3 text-right">Events</th>
-              <th className="py-1 pr-3">Cause</th>
-              <th className="py-1 pr-3">Arrivals (24 h)</th>
-              <th className="py-1 pr-3">Seen</th>
-              <th className="py-1 pr-3">Endpoints</th>
-              <th className="py-1" />
+          <thead className={TABLE_HEAD}>
+            <tr>
+              <th scope="col" className="py-1 pr-3 text-right">Events</th>
+              <th scope="col" className="py-1 pr-3">Cause</th>
+              <th scope="col" className="py-1 pr-3">Arrivals (24 h)</th>
+              <th scope="col" className="py-1 pr-3">Seen</th>
+              <th scope="col" className="py-1 pr-3">Endpoints</th>
+              <th scope="col" className="py-1" />
             </tr>
           </thead>
           <tbody>

@@ -13,6 +13,7 @@ import { opsApi, type ReconcileResult, type RepairTarget, type StaleRow } from '
 import { repairOf, stuckKey, StuckRowsTable } from './StuckRowsTable.tsx';
 import { DrainingSessionsList, sessionKey } from './DrainingSessionsList.tsx';
 import { useCan } from '../audit/accessApi.ts';
+import { TABLE_HEAD } from '../table.tsx';
 
 const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
 
@@ -111,15 +112,15 @@ export function ReconcileView() {
       ) : (
         <div className="overflow-x-auto rounded border border-slate-200 bg-white">
           <table className="w-full text-sm">
-            <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+            <thead className={TABLE_HEAD}>
               <tr>
-                <th className="px-3 py-2">
+                <th scope="col" className="px-3 py-2">
                   <input type="checkbox" aria-label="Select all" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(stale.map(keyOf)))} />
                 </th>
-                <th className="px-3 py-2">Event</th>
-                <th className="px-3 py-2">Row now</th>
-                <th className="px-3 py-2">Stored response (evidence)</th>
-                <th className="px-3 py-2">Becomes</th>
+                <th scope="col" className="px-3 py-2">Event</th>
+                <th scope="col" className="px-3 py-2">Row now</th>
+                <th scope="col" className="px-3 py-2">Stored response (evidence)</th>
+                <th scope="col" className="px-3 py-2">Becomes</th>
               </tr>
             </thead>
             <tbody>

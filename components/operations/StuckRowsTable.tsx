@@ -6,6 +6,7 @@ import Link from 'next/link';
 import { eventHref } from '../api.ts';
 import { Timestamp } from '../format.tsx';
 import type { RepairTarget, StuckRow } from '../topology/opsApi.ts';
+import { TABLE_HEAD } from '../table.tsx';
 
 export const stuckKey = (r: StuckRow) => `${r.kind}\u0000${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
 
@@ -31,12 +32,12 @@ export function StuckRowsTable(props: {
   return (
     <div className="overflow-x-auto rounded border border-slate-200 bg-white">
       <table className="w-full text-sm">
-        <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+        <thead className={TABLE_HEAD}>
           <tr>
-            {canRepair && <th className="px-3 py-2">Repair</th>}
-            <th className="px-3 py-2">Event</th>
-            <th className="px-3 py-2">Why it is stuck</th>
-            <th className="px-3 py-2">What the repair does</th>
+            {canRepair && <th scope="col" className="px-3 py-2">Repair</th>}
+            <th scope="col" className="px-3 py-2">Event</th>
+            <th scope="col" className="px-3 py-2">Why it is stuck</th>
+            <th scope="col" className="px-3 py-2">What the repair does</th>
           </tr>
         </thead>
         <tbody>

@@ -6,6 +6,7 @@ import Link from 'next/link';
 import { useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox } from '../format.tsx';
+import { comparator, nextSort, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection, type SortState } from '../table.tsx';
 import { deadLettersHref, opsApi, type SubscriptionView } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
@@ -13,12 +14,16 @@ import { useCan } from '../audit/accessApi.ts';
 type SortKey = 'name' | 'deadLetter' | 'active' | 'drift';
 type Action = { kind: 'pause' | 'resume' | 'restoreRules'; sub: SubscriptionView };
 
+const byName = (a: SubscriptionView, b: SubscriptionView) => a.topic.localeCompare(b.topic) || a.name.localeCompare(b.name);
+/** Ascending orders; the headers flip them. */
 const sorters: Record<SortKey, (a: SubscriptionView, b: SubscriptionView) => number> = {
-  name: (a, b) => a.topic.localeCompare(b.topic) || a.name.localeCompare(b.name),
-  deadLetter: (a, b) => b.counts.deadLetter - a.counts.deadLetter || sorters.name(a, b),
-  active: (a, b) => b.counts.active - a.counts.active || sorters.name(a, b),
-  drift: (a, b) => b.missingRules.length + b.extraRules.length - (a.missingRules.length + a.extraRules.length) || sorters.name(a, b),
+  name: byName,
+  deadLetter: (a, b) => a.counts.deadLetter - b.counts.deadLetter,
+  active: (a, b) => a.counts.active - b.counts.active,
+  drift: (a, b) => a.missingRules.length + a.extraRules.length - (b.missingRules.length + b.extraRules.length),
 };
+/** The direction a column starts in: names A→Z, counts and drift largest first. */
+const NATURAL: Record<SortKey, SortDirection> = { name: 'asc', deadLetter: 'desc', active: 'desc', drift: 'desc' };
 
 const ACTION_TEXT: Record<Action['kind'], { title: string; label: string; what: string }> = {
   pause: { title: 'Pause subscription', label: 'Pause', what: 'Receivers will be refused (status ReceiveDisabled); messages keep arriving and wait.' },
@@ -32,7 +37,7 @@ export function SubscriptionsView() {
   const can = useCan();
   const [filter, setFilter] = useState('');
   const [onlyAttention, setOnlyAttention] = useState(false);
-  const [sort, setSort] = useState<SortKey>('deadLetter');
+  const [sort, setSort] = useState<SortState<SortKey>>({ key: 'deadLetter', dir: 'desc' });
   const [action, setAction] = useState<Action | null>(null);
   const [message, setMessage] = useState<string | null>(null);
   const q = useQuery({ queryKey: ['topology'], queryFn: opsApi.topology, refetchInterval: 10_000 });
@@ -51,14 +56,11 @@ export function SubscriptionsView() {
       .flatMap((t) => t.subscriptions)
       .filter((s) => !f || s.topic.toLowerCase().includes(f) || s.name.toLowerCase().includes(f))
       .filter((s) => !onlyAttention || s.counts.deadLetter > 0 || s.missingRules.length > 0 || s.extraRules.length > 0 || s.status !== 'Active')
-      .sort(sorters[sort]);
+      .sort(comparator(sorters, sort, byName));
   }, [q.data, filter, onlyAttention, sort]);
 
-  const header = (key: SortKey, label: string) => (
-    <button type="button" onClick={() => setSort(key)} className={`hover:underline ${sort === key ? 'text-slate-900' : ''}`}>
-      {label}
-      {sort === key ? ' ▾' : ''}
-    </button>
+  const header = (key: SortKey, label: string, numeric = false) => (
+    <SortableTh label={label} sortKey={key} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k, NATURAL[k]))} numeric={numeric} className="px-3 py-2" />
   );
 
   return (
@@ -88,18 +90,22 @@ export function SubscriptionsView() {
       ) : (
         <div className="overflow-x-auto rounded border border-slate-200 bg-white">
           <table className="w-full text-sm">
-            <thead className="bg-slate-100 text-left text-xs uppercase text-slate-500">
+            <thead className={TABLE_HEAD}>
               <tr>
-                <th className="px-3 py-2">{header('name', 'Topic / subscription')}</th>
-                <th className="px-3 py-2">Status</th>
-                <th className="px-3 py-2">Sessions</th>
-                <th className="px-3 py-2">Forward to</th>
-                <th className="px-3 py-2">{header('drift', 'Rules')}</th>
-                <th className="px-3 py-2 text-right">{header('active', 'Active')}</th>
-                <th className="px-3 py-2 text-right">{header('deadLetter', 'Dead letters')}</th>
-                <th className="px-3 py-2 text-right">Transfer DLQ</th>
-                <th className="px-3 py-2 text-right">Scheduled (topic)</th>
-                <th className="px-3 py-2">Actions</th>
+                {header('name', 'Topic / subscription')}
+                <Th className="px-3 py-2">Status</Th>
+                <Th className="px-3 py-2">Sessions</Th>
+                <Th className="px-3 py-2">Forward to</Th>
+                {header('drift', 'Rules')}
+                {header('active', 'Active', true)}
+                {header('deadLetter', 'Dead letters', true)}
+                <Th numeric className="px-3 py-2">
+                  Transfer DLQ
+                </Th>
+                <Th numeric className="px-3 py-2">
+                  Scheduled (topic)
+                </Th>
+                <Th className="px-3 py-2">Actions</Th>
               </tr>
             </thead>
             <tbody>
@@ -142,8 +148,8 @@ export function SubscriptionsView() {
                       </ul>
                     </details>
                   </td>
-                  <td className="px-3 py-2 text-right">{s.counts.active.toLocaleString()}</td>
-                  <td className="px-3 py-2 text-right">
+                  <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{s.counts.active.toLocaleString()}</td>
+                  <td className={`px-3 py-2 ${NUMERIC_CELL}`}>
                     {s.counts.deadLetter > 0 ? (
                       <Link href={deadLettersHref(s.topic, s.name)} className="font-semibold text-rose-700 hover:underline">
                         {s.counts.deadLetter.toLocaleString()}
@@ -154,8 +160,8 @@ export function SubscriptionsView() {
                       </Link>
                     )}
                   </td>
-                  <td className="px-3 py-2 text-right">{s.counts.transferDeadLetter.toLocaleString()}</td>
-                  <td className="px-3 py-2 text-right">{s.counts.scheduled.toLocaleString()}</td>
+                  <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{s.counts.transferDeadLetter.toLocaleString()}</td>
+                  <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{s.counts.scheduled.toLocaleString()}</td>
                   <td className="space-x-2 whitespace-nowrap px-3 py-2">
                     {!can('subscription.pause', s.topic) ? null : s.status === 'ReceiveDisabled' ? (
                       <button type="button" className="text-sky-700 hover:underline" onClick={() => setAction({ kind: 'resume', sub: s })}>

@@ -87,7 +87,7 @@ async function rows(): Promise<Row[]> {
   const sub = params({ topic: billing, subscription: billing });
   const target = { subjectKind: 'user' as const, subject: 'oid-someone', role: 'Reader' as const, endpointId: billing };
   return [
-    { name: 'resubmit one (edited)', action: 'resubmit', allowed: ops, call: (c) => resubmit.POST(request(c, 'POST', { payload: { orderId: 'ORD-200', total: 40 } }), params({ endpointId: billing, eventId: seeded.failed.eventId })) },
+    { name: 'resubmit one (edited)', action: 'resubmit', allowed: ops, call: (c) => resubmit.POST(request(c, 'POST', { payload: { orderId: 'ORD-200', customerId: 'CUST-1', lines: [], total: 40, currency: 'EUR' } }), params({ endpointId: billing, eventId: seeded.failed.eventId })) },
     { name: 'resubmit bulk', action: 'resubmit', allowed: ops, call: (c) => bulkResubmit.POST(request(c, 'POST', { endpointId: billing, eventIds: [seeded.deadLettered.eventId] })) },
     { name: 'skip one', action: 'skip', allowed: ops, call: (c) => skip.POST(request(c, 'POST'), params({ endpointId: billing, eventId: seeded.deadLettered.eventId })) },
     { name: 'skip bulk', action: 'skip', allowed: ops, call: (c) => bulkSkip.POST(request(c, 'POST', { endpointId: billing, eventIds: [seeded.failed.eventId] })) },
@@ -146,7 +146,7 @@ describe('authorization matrix', () => {
     assert.ok(entry, 'the operator resubmitted the edited payload');
     assert.equal(entry.roles, 'Operator');
     const diff = entry.details!.payloadDiff as { changes: Array<{ path: string; op: string }> };
-    assert.deepEqual(diff.changes.map((c) => `${c.op} ${c.path}`).sort(), ['changed /total', 'removed /note']);
+    assert.deepEqual(diff.changes.map((c) => `${c.op} ${c.path}`).sort(), ['added /currency', 'added /customerId', 'added /lines', 'changed /total', 'removed /note']);
     assert.ok(!JSON.stringify(entry).includes('ORD-200'), 'no payload values in the audit log');
   });
 

@@ -112,6 +112,7 @@ const RULES: Record<string, Rule> = {
   'GET /api/me': { need: any },
   'GET /api/endpoints': { need: any },
   'GET /api/flow': { need: any },
+  'GET /api/catalog/event-types': { need: any },
   'GET /api/search': { need: any, query: 'q=evt' },
   'GET /api/audit': { need: any },
   'GET /api/metrics': { need: any },

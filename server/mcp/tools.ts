@@ -23,6 +23,7 @@ import { getContext } from '../context.ts';
 import { failureGroups } from '../failures/groups.ts';
 import { badRequest, HttpError } from '../http.ts';
 import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
+import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
 import { endpointIdParam, idParam } from '../schemas.ts';
 
 export const MCP_SERVER_NAME = 'nimbus-console';
@@ -299,6 +300,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
           let details: Record<string, unknown> = { edited: false, via: 'mcp' };
           if (args.payload !== undefined) {
             const row = (await ctx.store.getEvent(args.endpointId, args.eventId, 1))?.rows[0];
+            requirePayloadMatchesSchema(ctx.catalog, args.eventTypeId ?? row?.eventTypeId, args.payload);
             details = {
               edited: true,
               via: 'mcp',

@@ -3,7 +3,6 @@
 // key, correlation id per publish (shared by a batch), message id deterministic from the payload unless given.
 import { createHash, randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
-import { z } from 'zod';
 import type { ZodType } from 'zod';
 import {
   describeIssues,
@@ -15,6 +14,7 @@ import {
   toWireProperties,
 } from './contract/index.ts';
 import type { Catalog } from './contract/index.ts';
+import { compilePayloadSchema } from './contract/payloadSchema.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { withSendSpan } from './tracing.ts';
 
@@ -126,11 +126,7 @@ export class Publisher {
   private catalogSchema(eventTypeId: string, jsonSchema: Record<string, unknown>): ZodType | Error {
     let compiled = this.catalogSchemas.get(eventTypeId);
     if (compiled === undefined) {
-      try {
-        compiled = z.fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
-      } catch (error) {
-        compiled = error instanceof Error ? error : new Error(String(error));
-      }
+      compiled = compilePayloadSchema(jsonSchema);
       this.catalogSchemas.set(eventTypeId, compiled);
     }
     return compiled;

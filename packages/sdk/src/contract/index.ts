@@ -8,6 +8,7 @@ export * from './sessionState.ts';
 export * from './heartbeat.ts';
 export * from './messages.ts';
 export * from './catalogSchema.ts';
+export * from './payloadSchema.ts';
 export * from './messageIds.ts';
 export * from './staleWriteGuard.ts';
 export * from './attribution.ts';

@@ -1,10 +1,12 @@
 // POST /api/event/resubmit/{endpointId}/{eventId}: resubmit the stored payload, or with a body
 // `{ payload, eventTypeId? }` an edited one. 404 unknown, 409 when the event's state does not allow it. Operator.
+// An edited payload must match its event type's JSON schema in the catalog (400 naming the failing paths otherwise).
 // An edited resubmission is audited with a structural diff against the stored payload (paths, not values).
 import { requireEndpoint, requireEventType } from '../../../../../../server/api.ts';
 import { diffJson } from '../../../../../../server/audit/diff.ts';
 import { audited, authorize } from '../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../server/context.ts';
+import { requirePayloadMatchesSchema } from '../../../../../../server/payloadSchemaCheck.ts';
 import { handle, json, parseOr400, readJsonBody, type RouteContext } from '../../../../../../server/http.ts';
 import { eventParams, resubmitBody } from '../../../../../../server/schemas.ts';
 
@@ -22,6 +24,8 @@ export function POST(request: Request, context: RouteContext<{ endpointId: strin
     if (body) {
       const stored = await ctx.store.getEvent(endpointId, eventId, 1);
       const row = stored?.rows[0];
+      // The editor checked this too, but only the server's check counts: 400 before anything is claimed or sent.
+      requirePayloadMatchesSchema(ctx.catalog, body.eventTypeId ?? row?.eventTypeId, body.payload);
       details = {
         edited: true,
         eventTypeId: { from: row?.eventTypeId ?? null, to: body.eventTypeId ?? row?.eventTypeId ?? null },

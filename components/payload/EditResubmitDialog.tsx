@@ -1,0 +1,186 @@
+'use client';
+// "Resubmit with changes": the stored payload (read-only, left) and the edited one (right) side by side with the
+// changes marked as you type; the edited JSON is checked as you type - syntax errors at their line and column, then
+// the chosen event type's JSON Schema from the catalog - and the Resubmit button stays disabled until it passes, so
+// nothing the server would refuse is sent (the server checks again). A native <dialog> opened with showModal():
+// focus trap, Escape, inert page behind; focus returns to the opener when it closes.
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { api } from '../api.ts';
+import type { CompiledSchema, PayloadCheck } from './check.ts';
+// Types only (erased): the modules themselves are loaded with import() when the dialog opens.
+// The checker (zod, the catalog schema code) is a chunk of its own, so the read-only payload view does not load it.
+import type * as CheckModule from './check.ts';
+import type * as DiffModule from './diff.ts';
+
+type Check = typeof CheckModule;
+type Diff = typeof DiffModule;
+
+const EDITOR_LABEL = 'Edited payload (JSON)';
+
+export function EditResubmitDialog(props: {
+  /** The stored payload, indented JSON (or the raw text of a malformed one); null when none is stored. */
+  originalText: string | null;
+  initialEventTypeId: string;
+  typeOptions: string[];
+  busy: boolean;
+  onCancel: () => void;
+  onSubmit: (payload: unknown, eventTypeId: string) => void;
+}) {
+  const dialogRef = useRef<HTMLDialogElement>(null);
+  const host = useRef<HTMLDivElement>(null);
+  const [modules, setModules] = useState<{ check: Check; diff: Diff } | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [text, setText] = useState(props.originalText ?? '');
+  const [eventTypeId, setEventTypeId] = useState(props.initialEventTypeId);
+  const types = useQuery({ queryKey: ['catalog', 'event-types'], queryFn: api.eventTypes, staleTime: Infinity });
+
+  // The schema of the chosen type, compiled once per type (null: the type has none; undefined: not loaded yet).
+  const schema: CompiledSchema | undefined = useMemo(() => {
+    if (!modules) return undefined;
+    if (types.error) return null; // the catalog could not be read: the server's check still applies
+    if (!types.data) return undefined;
+    return modules.check.compileSchema(types.data.eventTypes.find((t) => t.id === eventTypeId)?.schema);
+  }, [modules, types.data, types.error, eventTypeId]);
+  const hasSchema = schema !== undefined && schema !== null;
+  const check: PayloadCheck | undefined = useMemo(
+    () => (modules && schema !== undefined ? modules.check.checkPayloadText(text, schema, eventTypeId) : undefined),
+    [modules, schema, text, eventTypeId],
+  );
+  // The linter inside the editor reads the current check through this ref (the editor is created once).
+  const checkRef = useRef<(t: string) => PayloadCheck>(() => ({ ok: false, problems: [] }));
+  useEffect(() => {
+    if (modules && schema !== undefined) checkRef.current = (t) => modules.check.checkPayloadText(t, schema, eventTypeId);
+  }, [modules, schema, eventTypeId]);
+
+  const onCancel = useRef(props.onCancel);
+  onCancel.current = props.onCancel;
+  useEffect(() => {
+    const dialog = dialogRef.current;
+    if (!dialog) return;
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    if (!dialog.open) dialog.showModal();
+    const cancel = (e: Event) => {
+      e.preventDefault();
+      onCancel.current();
+    };
+    dialog.addEventListener('cancel', cancel);
+    Promise.all([import('./check.ts'), import('./diff.ts')]).then(
+      ([check, diff]) => setModules({ check, diff }),
+      (err: unknown) => setLoadError(err instanceof Error ? err.message : String(err)),
+    );
+    return () => {
+      dialog.removeEventListener('cancel', cancel);
+      if (dialog.open) dialog.close();
+      if (opener?.isConnected) opener.focus();
+    };
+  }, []);
+
+  // The editor, once the modules are in; created once (typing must not recreate it).
+  const editorRef = useRef<ReturnType<Diff['createEditingDiff']> | null>(null);
+  useEffect(() => {
+    if (!modules || !host.current || editorRef.current) return;
+    const created = modules.diff.createEditingDiff(
+      host.current,
+      { text: props.originalText ?? '', label: 'Stored payload (read-only)' },
+      { text: props.originalText ?? '', label: EDITOR_LABEL },
+      () => checkRef.current,
+      setText,
+    );
+    editorRef.current = created;
+    created.editor.focus();
+    return () => {
+      created.merge.destroy();
+      editorRef.current = null;
+    };
+    // Created once per opening: the stored payload does not change while the dialog is open.
+  }, [modules, props.originalText]);
+  // Another event type, another schema: the underlines follow.
+  useEffect(() => {
+    if (editorRef.current && modules) modules.diff.relint(editorRef.current.editor);
+  }, [schema, modules]);
+
+  const ready = check !== undefined;
+  const problems = check && !check.ok ? check.problems : [];
+  const canSend = ready && check.ok && !props.busy && eventTypeId !== '';
+  const selectedType = types.data?.eventTypes.find((t) => t.id === eventTypeId);
+
+  return (
+    <dialog
+      ref={dialogRef}
+      aria-labelledby="edit-title"
+      className="m-auto w-full max-w-5xl rounded-lg bg-white p-5 text-slate-900 shadow-xl backdrop:bg-slate-900/40"
+    >
+      <h2 id="edit-title" className="mb-2 text-lg font-semibold">
+        Resubmit with changes
+      </h2>
+      <div className="mb-2 flex flex-wrap items-center gap-2 text-sm text-slate-600">
+        <label className="flex items-center gap-2">
+          Event type
+          <select
+            aria-label="Event type"
+            value={eventTypeId}
+            onChange={(x) => setEventTypeId(x.target.value)}
+            className="rounded border border-slate-300 px-1 py-0.5 text-sm text-slate-800"
+          >
+            {props.typeOptions.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span className="text-xs text-slate-500" data-testid="schema-note">
+          {types.error
+            ? 'The catalog could not be read: the server checks the schema when you send.'
+            : !types.data
+              ? 'Loading the catalog…'
+              : hasSchema
+                ? `Checked against the ${eventTypeId} JSON schema in the catalog.`
+                : `${eventTypeId} has no JSON schema in the catalog: any JSON is accepted.`}
+        </span>
+        {selectedType?.description ? <span className="text-xs text-slate-500">{selectedType.description}</span> : null}
+      </div>
+      <div className="mb-1 grid grid-cols-2 gap-2 text-xs text-slate-500" aria-hidden="true">
+        <span>Stored payload (read-only)</span>
+        <span>Edited payload</span>
+      </div>
+      <div ref={host} data-testid="edit-diff" className="h-[22rem] overflow-auto rounded border border-slate-200">
+        {modules ? null : <p className="p-3 text-sm text-slate-500">{loadError ? `The editor could not load: ${loadError}` : 'Loading the editor…'}</p>}
+      </div>
+      <div role="status" data-testid="edit-problems" className="mt-2 min-h-[1.25rem] text-xs">
+        {!ready ? null : problems.length > 0 ? (
+          <ul className="space-y-0.5 text-red-700">
+            {problems.slice(0, 6).map((p, i) => (
+              <li key={i}>{p.message}</li>
+            ))}
+            {problems.length > 6 ? <li>…and {problems.length - 6} more</li> : null}
+          </ul>
+        ) : (
+          <span className="text-emerald-700">
+            <span>Valid JSON</span>
+            {hasSchema ? <span> · matches the {eventTypeId} schema</span> : null}
+          </span>
+        )}
+      </div>
+      <div className="mt-3 flex justify-end gap-2">
+        <button type="button" onClick={props.onCancel} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
+          Cancel
+        </button>
+        <button
+          type="button"
+          disabled={!canSend}
+          onClick={() => {
+            // Checked once more on the text as it is now: what is sent is exactly what passed.
+            if (!modules || schema === undefined || !editorRef.current) return;
+            const now = modules.check.checkPayloadText(editorRef.current.editor.state.doc.toString(), schema, eventTypeId);
+            if (now.ok) props.onSubmit(now.value, eventTypeId);
+          }}
+          className="rounded bg-sky-600 px-3 py-1.5 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-40"
+        >
+          {props.busy ? 'Working…' : 'Resubmit edited payload'}
+        </button>
+      </div>
+    </dialog>
+  );
+}
