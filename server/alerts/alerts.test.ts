@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { MessageType as T } from '@nimbus/sdk/contract';
+import { MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { LeaseStore, TimeSeriesStore } from '../../lib/store/index.ts';
 import { errorBody, eventually, ResolverHarness } from '../../resolver-worker/testHarness.ts';
 import { AlertStore } from './alertStore.ts';
@@ -176,6 +176,36 @@ describe('failure-rate alert through a webhook', () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('the real sources of the row-based rules', () => {
+  test('a Failed row blocks its session and a handoff past its expected-by is overdue, as the Resolver wrote them', async () => {
+    const src = deps(new AlertStore(h.store.database, env)).sources;
+    const ep = uniq('rows');
+    await failures(ep, 1);
+    // Blocked since the row was last written: older than T only once T has passed since then.
+    const [row] = await src.blockedSessions(new Date(Date.now() + 365 * 86_400_000), ep);
+    assert.ok(row, 'the Failed row blocks its session');
+    assert.equal(row.endpointId, ep);
+    const since = Date.parse(row.since);
+    assert.deepEqual(await src.blockedSessions(new Date(since - 1), ep), [], 'not yet older than T');
+    assert.deepEqual(await src.blockedSessions(new Date(since + 1), ep), [row]);
+    const rule = { ...ruleInputSchema.parse({ name: 'b', type: 'blockedSession', endpointId: ep, durationSeconds: 60 }), id: 'b', kind: 'rule' as const, createdAt: '', updatedAt: '', updatedBy: '' };
+    assert.equal((await evaluateRule(rule, src, new Date(since + 30_000), undefined)).status, 'ok');
+    const fired = await evaluateRule(rule, src, new Date(since + 61_000), undefined);
+    assert.equal(fired.status === 'firing' && fired.link, `/endpoints/${ep}/events/${row.eventId}`);
+
+    const hep = uniq('erp');
+    const ev = uniq('e');
+    const sessionId = uniq('s');
+    const expectedBy = new Date(clock + 5 * 60_000).toISOString();
+    const req = await h.send({ type: T.EventRequest, eventId: ev, sessionId, to: hep, from: 'shop' });
+    await h.settledOk(req.messageId);
+    const pending = await h.send({ type: T.PendingHandoffResponse, eventId: ev, sessionId, from: hep, to: 'Resolver', parentMessageId: req.messageId, props: { [Prop.HandoffReason]: 'ledger import', [Prop.ExpectedBy]: expectedBy } });
+    await h.settledOk(pending.messageId);
+    assert.deepEqual(await src.overdueHandoffs(new Date(clock), hep), [], 'before its expected-by');
+    assert.deepEqual(await src.overdueHandoffs(new Date(clock + 6 * 60_000), hep), [{ endpointId: hep, eventId: ev, expectedBy }]);
   });
 });
 
