@@ -11,6 +11,7 @@ import { runConsoleBench } from './console.ts';
 import { runPipelineBench } from './pipeline.ts';
 import { runDurabilityBench } from './durability.ts';
 import { runScaleOutBench } from './scaleout.ts';
+import { seriesAsTable } from './series.ts';
 
 /** The Resolver benchmark reports its own shape; put it in the common table form. */
 async function resolverAsTable(): Promise<BenchResult> {
@@ -62,6 +63,7 @@ async function resolverAsTable(): Promise<BenchResult> {
 const benchmarks: Array<{ name: string; run: () => Promise<BenchResult> }> = [
   { name: 'emulator', run: runEmulatorBench },
   { name: 'resolver', run: resolverAsTable },
+  { name: 'series', run: seriesAsTable },
   { name: 'console', run: runConsoleBench },
   { name: 'pipeline', run: runPipelineBench },
   { name: 'durability', run: runDurabilityBench },

@@ -143,9 +143,10 @@ async function storeOnly(endpoint: string, key: string, events: number, concurre
 
 /**
  * Puts `events` request copies and their responses on the Resolver topic, spread over `sessions` sessions; ids
- * are prefixed with `pass`, so every pass records new rows.
+ * are prefixed with `pass`, so every pass records new rows. With `timings`, responses carry the subscriber's
+ * QueueTimeMs and ProcessingTimeMs as the SDK sends them (the Resolver then adds a latency sample to its series).
  */
-async function sendTraffic(client: ServiceBusClient, events: number, sessions: number, pass: string): Promise<void> {
+export async function sendTraffic(client: ServiceBusClient, events: number, sessions: number, pass: string, timings = false): Promise<void> {
   const sender = client.createSender(Topic.Resolver);
   let batch = await sender.createMessageBatch();
   const flush = async () => {
@@ -184,6 +185,7 @@ async function sendTraffic(client: ServiceBusClient, events: number, sessions: n
         [Prop.To]: 'Resolver',
         [Prop.From]: 'crm',
         [Prop.ParentMessageId]: requestId,
+        ...(timings ? { [Prop.QueueTimeMs]: 5 + (i % 40), [Prop.ProcessingTimeMs]: 20 + (i % 200) } : {}),
       },
     });
   }

@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { MessageType as T } from '@nimbus/sdk/contract';
+import { MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { LeaseStore, TimeSeriesStore } from '../../lib/store/index.ts';
 import { errorBody, eventually, ResolverHarness } from '../../resolver-worker/testHarness.ts';
 import { AlertStore } from './alertStore.ts';
@@ -179,6 +179,36 @@ describe('failure-rate alert through a webhook', () => {
   });
 });
 
+describe('the real sources of the row-based rules', () => {
+  test('a Failed row blocks its session and a handoff past its expected-by is overdue, as the Resolver wrote them', async () => {
+    const src = deps(new AlertStore(h.store.database, env)).sources;
+    const ep = uniq('rows');
+    await failures(ep, 1);
+    // Blocked since the row was last written: older than T only once T has passed since then.
+    const [row] = await src.blockedSessions(new Date(Date.now() + 365 * 86_400_000), ep);
+    assert.ok(row, 'the Failed row blocks its session');
+    assert.equal(row.endpointId, ep);
+    const since = Date.parse(row.since);
+    assert.deepEqual(await src.blockedSessions(new Date(since - 1), ep), [], 'not yet older than T');
+    assert.deepEqual(await src.blockedSessions(new Date(since + 1), ep), [row]);
+    const rule = { ...ruleInputSchema.parse({ name: 'b', type: 'blockedSession', endpointId: ep, durationSeconds: 60 }), id: 'b', kind: 'rule' as const, createdAt: '', updatedAt: '', updatedBy: '' };
+    assert.equal((await evaluateRule(rule, src, new Date(since + 30_000), undefined)).status, 'ok');
+    const fired = await evaluateRule(rule, src, new Date(since + 61_000), undefined);
+    assert.equal(fired.status === 'firing' && fired.link, `/endpoints/${ep}/events/${row.eventId}`);
+
+    const hep = uniq('erp');
+    const ev = uniq('e');
+    const sessionId = uniq('s');
+    const expectedBy = new Date(clock + 5 * 60_000).toISOString();
+    const req = await h.send({ type: T.EventRequest, eventId: ev, sessionId, to: hep, from: 'shop' });
+    await h.settledOk(req.messageId);
+    const pending = await h.send({ type: T.PendingHandoffResponse, eventId: ev, sessionId, from: hep, to: 'Resolver', parentMessageId: req.messageId, props: { [Prop.HandoffReason]: 'ledger import', [Prop.ExpectedBy]: expectedBy } });
+    await h.settledOk(pending.messageId);
+    assert.deepEqual(await src.overdueHandoffs(new Date(clock), hep), [], 'before its expected-by');
+    assert.deepEqual(await src.overdueHandoffs(new Date(clock + 6 * 60_000), hep), [{ endpointId: hep, eventId: ev, expectedBy }]);
+  });
+});
+
 describe('channel formats', () => {
   const alert: AlertDoc = {
     id: 'a-1',
@@ -191,25 +221,75 @@ describe('channel formats', () => {
     recoveredAt: null,
     value: 7,
     threshold: 2,
-    summary: 'billing: 7 failures in a minute (threshold 2)',
-    link: '/endpoints/billing?status=Failed',
+    // Characters Slack treats as markup, to show they are escaped there and kept as they are elsewhere.
+    summary: 'billing: 7 failures in a minute (threshold 2) <!channel> & co',
+    link: '/endpoints/billing?status=Failed&from=2026-12-03T09:59:00.000Z',
     deliveries: [],
   };
   const notice = noticeOf(alert, 'fired', 'https://console.example/');
 
-  test('Teams gets an Adaptive Card, Slack text and blocks, both with the link', async () => {
+  test('Teams gets the documented incoming-webhook Adaptive Card envelope, exactly', async () => {
     const alerts = new AlertStore(h.store.database, env);
-    const teams = await alerts.saveChannel({ type: 'teams', name: 't', url: `${hook.url}/teams` }, 'tester');
-    const slack = await alerts.saveChannel({ type: 'slack', name: 's', url: `${hook.url}/slack` }, 'tester');
+    const teams = await alerts.saveChannel({ type: 'teams', name: 't', url: `${hook.url}/teams/webhookb2/abc` }, 'tester');
+    const recovered = noticeOf({ ...alert, recoveredAt: '2026-12-03T10:05:00.000Z' }, 'recovered', 'https://console.example/');
     await sendNotice(teams, notice, { env });
+    await sendNotice(teams, recovered, { env });
+    const got = hook.received.filter((r) => r.path === '/teams/webhookb2/abc');
+    assert.equal(got.length, 2);
+    assert.equal(got[0]!.headers['content-type'], 'application/json');
+    // "Send Adaptive Cards using an incoming webhook" (Microsoft Teams docs): type "message", the attachments with the
+    // adaptive-card content type, contentUrl null, and the card as content.
+    const card = (state: string, color: string, facts: Array<{ title: string; value: string }>) => ({
+      type: 'message',
+      attachments: [
+        {
+          contentType: 'application/vnd.microsoft.card.adaptive',
+          contentUrl: null,
+          content: {
+            $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+            type: 'AdaptiveCard',
+            version: '1.2',
+            body: [
+              { type: 'TextBlock', size: 'Medium', weight: 'Bolder', text: `[NimBus] ${state}: billing failing`, wrap: true, color },
+              { type: 'TextBlock', text: 'billing: 7 failures in a minute (threshold 2) <!channel> & co', wrap: true },
+              { type: 'FactSet', facts },
+            ],
+            actions: [{ type: 'Action.OpenUrl', title: 'Open in the console', url: 'https://console.example/endpoints/billing?status=Failed&from=2026-12-03T09:59:00.000Z' }],
+          },
+        },
+      ],
+    });
+    const facts = [
+      { title: 'Rule', value: 'billing failing (failureRate)' },
+      { title: 'Endpoint', value: 'billing' },
+      { title: 'Fired', value: '2026-12-03T10:00:00.000Z' },
+    ];
+    assert.deepEqual(got[0]!.body, card('FIRING', 'Attention', facts));
+    assert.deepEqual(got[1]!.body, card('RECOVERED', 'Good', [...facts, { title: 'Recovered', value: '2026-12-03T10:05:00.000Z' }]));
+  });
+
+  test('Slack gets text and blocks as its incoming webhooks document, with &, < and > escaped', async () => {
+    const alerts = new AlertStore(h.store.database, env);
+    const slack = await alerts.saveChannel({ type: 'slack', name: 's', url: `${hook.url}/slack/services/T0/B0/x` }, 'tester');
     await sendNotice(slack, notice, { env });
-    const t = hook.received.find((r) => r.path === '/teams')!.body as { type: string; attachments: Array<{ contentType: string; content: { actions: Array<{ url: string }> } }> };
-    assert.equal(t.type, 'message');
-    assert.equal(t.attachments[0]!.contentType, 'application/vnd.microsoft.card.adaptive');
-    assert.equal(t.attachments[0]!.content.actions[0]!.url, 'https://console.example/endpoints/billing?status=Failed');
-    const s = hook.received.find((r) => r.path === '/slack')!.body as { text: string; blocks: unknown[] };
-    assert.match(s.text, /FIRING: billing failing/);
-    assert.ok(JSON.stringify(s.blocks).includes('https://console.example/endpoints/billing?status=Failed'));
+    const got = hook.received.filter((r) => r.path === '/slack/services/T0/B0/x');
+    assert.equal(got.length, 1);
+    assert.equal(got[0]!.headers['content-type'], 'application/json');
+    assert.deepEqual(got[0]!.body, {
+      text: '[NimBus] FIRING: billing failing: billing: 7 failures in a minute (threshold 2) &lt;!channel&gt; &amp; co',
+      blocks: [
+        { type: 'section', text: { type: 'mrkdwn', text: '*[NimBus] FIRING: billing failing*\nbilling: 7 failures in a minute (threshold 2) &lt;!channel&gt; &amp; co' } },
+        {
+          type: 'context',
+          elements: [
+            {
+              type: 'mrkdwn',
+              text: 'fired 2026-12-03T10:00:00.000Z · <https://console.example/endpoints/billing?status=Failed&amp;from=2026-12-03T09:59:00.000Z|open in the console>',
+            },
+          ],
+        },
+      ],
+    });
   });
 
   test('e-mail goes out through SMTP with the sealed password', async () => {
@@ -223,10 +303,32 @@ describe('channel formats', () => {
       assert.ok(!JSON.stringify(mail).includes('smtp-pass'));
       await sendNotice(mail, notice, { env });
       assert.equal(smtp.mails.length, 1);
-      assert.deepEqual(smtp.mails[0]!.to, ['oncall@example.test']);
-      assert.match(smtp.mails[0]!.data, /Subject: \[NimBus\] FIRING: billing failing/);
-      assert.match(smtp.mails[0]!.data, /https:\/\/console\.example\/endpoints\/billing\?status=Failed/);
-      assert.ok(Buffer.from(smtp.mails[0]!.auth!.replace(/^PLAIN\s+/i, ''), 'base64').toString().includes('smtp-pass'), 'authenticated with the unsealed password');
+      const m = smtp.mails[0]!;
+      assert.equal(m.from, 'nimbus@example.test', 'the envelope sender');
+      assert.deepEqual(m.to, ['oncall@example.test'], 'the envelope recipients');
+      // AUTH PLAIN: base64 of "\0user\0password" (RFC 4616), with the unsealed password.
+      assert.equal(Buffer.from(m.auth!.replace(/^PLAIN\s+/i, ''), 'base64').toString(), '\0nimbus\0smtp-pass');
+      const [head, ...rest] = m.data.split('\n\n');
+      const header = (name: string) => new RegExp(`^${name}: (.*)$`, 'mi').exec(head!)?.[1];
+      assert.equal(header('Subject'), '[NimBus] FIRING: billing failing');
+      assert.equal(header('From'), 'nimbus@example.test');
+      assert.equal(header('To'), 'oncall@example.test');
+      assert.match(header('Content-Type') ?? '', /^text\/plain; charset=utf-8/);
+      // The body, decoded from quoted-printable when nodemailer chose it (long lines).
+      let body = rest.join('\n\n');
+      if (/quoted-printable/i.test(header('Content-Transfer-Encoding') ?? ''))
+        body = body.replace(/=\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      assert.equal(
+        body.trim(),
+        [
+          'billing: 7 failures in a minute (threshold 2) <!channel> & co',
+          '',
+          'Rule: billing failing (failureRate) on billing',
+          'Fired: 2026-12-03T10:00:00.000Z',
+          '',
+          'Open in the console: https://console.example/endpoints/billing?status=Failed&from=2026-12-03T09:59:00.000Z',
+        ].join('\n'),
+      );
     } finally {
       await smtp.close();
     }
@@ -296,4 +398,90 @@ describe('rule conditions (pure, with stand-in sources)', () => {
     const third = await evaluateRule(rule, src, at, second.status === 'firing' ? second.memory : undefined);
     assert.equal(third.status, 'ok');
   });
+});
+
+describe('every rule type: fires once, recovers, the cool-down holds, fires again after it', () => {
+  // The evaluator's state machine with the real AlertStore (its own database, so the rules of the tests above are
+  // not evaluated here) and a local webhook receiver; only the sources are stand-ins whose condition the test
+  // switches. The real sources are exercised above (failure rate) and in failureGroupSource.test.ts.
+  const t0 = Date.parse('2026-12-03T10:00:00.000Z');
+  let at = t0;
+  let bad = false;
+  let groupSeq = 0;
+  const sourceOf = (): AlertSources => ({
+    failuresPerMinute: async () => ({ previous: 0, current: bad ? 9 : 0 }),
+    deadLetters: async () => (bad ? 12 : 3),
+    blockedSessions: async () => (bad ? [{ endpointId: 'crm', eventId: 'e-blocked', sessionId: 's1', since: new Date(at - 3_600_000).toISOString() }] : []),
+    overdueHandoffs: async () => (bad ? [{ endpointId: 'erp', eventId: 'e-handoff', expectedBy: new Date(at - 60_000).toISOString() }] : []),
+    heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: new Date(bad ? at - 600_000 : at - 5_000).toISOString() }] }),
+    resolverLastSeen: async () => new Date(bad ? at - 600_000 : at - 5_000).toISOString(),
+    failureGroups: {
+      available: true,
+      // Each time the condition turns bad a group appears that was not there before.
+      list: async () => Array.from({ length: groupSeq }, (_, i) => ({ fingerprint: `f${i}`, endpointId: 'crm', count: 1, label: `Error${i}` })),
+    },
+  });
+  const rules: Array<{ type: RuleDoc['type']; extra: Record<string, unknown>; link: string }> = [
+    { type: 'failureRate', extra: { endpointId: 'billing', threshold: 5 }, link: '/endpoints/billing?status=Failed,DeadLettered&from=' },
+    { type: 'newFailureGroup', extra: {}, link: '/endpoints/crm?status=Failed' },
+    { type: 'deadLetterBacklog', extra: { threshold: 10 }, link: '/topology/subscriptions' },
+    { type: 'blockedSession', extra: { durationSeconds: 600 }, link: '/endpoints/crm/events/e-blocked' },
+    { type: 'pendingHandoff', extra: {}, link: '/endpoints/erp/events/e-handoff' },
+    { type: 'heartbeatMissing', extra: { durationSeconds: 120 }, link: '/admin/health' },
+    { type: 'resolverLiveness', extra: { durationSeconds: 120 }, link: '/admin/health' },
+  ];
+
+  for (const r of rules) {
+    test(r.type, async () => {
+      const { database } = await h.store.database.client.databases.createIfNotExists({ id: `alerts-life-${r.type.toLowerCase()}` });
+      const alerts = new AlertStore(database, env);
+      const channel = await alerts.saveChannel({ type: 'webhook', name: 'life', url: `${hook.url}/life/${r.type}` }, 'tester');
+      const rule = await alerts.saveRule(ruleInputSchema.parse({ name: `life ${r.type}`, type: r.type, cooldownSeconds: 900, channelIds: [channel.id], ...r.extra }), 'tester');
+      at = t0;
+      bad = false;
+      groupSeq = 1;
+      const d: EvaluatorDeps = { alerts, sources: sourceOf(), consoleUrl: 'http://console.test', now: () => new Date(at), env };
+      const tick = async (minutes: number) => {
+        at += minutes * 60_000;
+        return evaluateAlerts(d);
+      };
+      const got = () => hook.received.filter((x) => x.path === `/life/${r.type}`).map((x) => x.body as AlertNotice);
+      const turnBad = () => {
+        bad = true;
+        groupSeq++;
+      };
+
+      assert.deepEqual(await tick(0), { fired: [], recovered: [], suppressed: [], unavailable: [] }, 'healthy: nothing');
+      turnBad();
+      assert.deepEqual((await tick(1)).fired, [rule.id]);
+      // (A failure group is new once: the next evaluation after its fire already recovers.)
+      if (r.type !== 'newFailureGroup') {
+        assert.deepEqual((await tick(0.5)).fired, [], 'still firing: nothing more is sent');
+        bad = false;
+      }
+      assert.deepEqual((await tick(0.5)).recovered, [rule.id]);
+      assert.deepEqual(got().map((n) => [n.notice, n.rule.type]), [
+        ['fired', r.type],
+        ['recovered', r.type],
+      ]);
+      assert.ok(got()[0]!.link.startsWith(`http://console.test${r.link}`), `${got()[0]!.link} links to ${r.link}`);
+      assert.equal(got()[1]!.alertId, got()[0]!.alertId, 'the recovery names the alert it ends');
+      assert.ok(got()[1]!.recoveredAt !== null);
+
+      // Inside the cool-down (15 min from the fire): suppressed, nothing sent, and so no recovery notice either.
+      turnBad();
+      assert.deepEqual((await tick(2)).suppressed, [rule.id]);
+      bad = false;
+      await tick(0.5);
+      assert.equal(got().length, 2, 'the cool-down holds');
+
+      // After it: fires again.
+      turnBad();
+      assert.deepEqual((await tick(20)).fired, [rule.id]);
+      assert.deepEqual(got().map((n) => n.notice), ['fired', 'recovered', 'fired']);
+      const history = (await alerts.listAlerts()).filter((x) => x.ruleId === rule.id);
+      assert.equal(history.length, 2);
+      assert.equal(history.filter((x) => x.recoveredAt !== null).length, 1);
+    });
+  }
 });

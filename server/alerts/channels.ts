@@ -45,17 +45,23 @@ function title(n: AlertNotice): string {
   return `[NimBus] ${state}: ${n.rule.name}`;
 }
 
-/** Microsoft Teams (Workflows "post to a channel when a webhook request is received", or a classic connector): an Adaptive Card. */
+/**
+ * Microsoft Teams (Workflows "post to a channel when a webhook request is received", or a classic connector): an
+ * Adaptive Card in the envelope Teams documents for incoming webhooks ("Send Adaptive Cards using an incoming
+ * webhook": `type` "message", one attachment with the adaptive-card content type, `contentUrl` null, the card as
+ * `content`). Card version 1.2 as in that example; everything used here (TextBlock, FactSet, Action.OpenUrl) is 1.0.
+ */
 export function teamsBody(n: AlertNotice): unknown {
   return {
     type: 'message',
     attachments: [
       {
         contentType: 'application/vnd.microsoft.card.adaptive',
+        contentUrl: null,
         content: {
           $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
           type: 'AdaptiveCard',
-          version: '1.4',
+          version: '1.2',
           body: [
             { type: 'TextBlock', size: 'Medium', weight: 'Bolder', text: title(n), wrap: true, color: n.notice === 'fired' ? 'Attention' : 'Good' },
             { type: 'TextBlock', text: n.summary, wrap: true },
@@ -76,16 +82,28 @@ export function teamsBody(n: AlertNotice): unknown {
   };
 }
 
-/** Slack incoming webhook: a text fallback and blocks. */
+/**
+ * Slack's control characters in message text: `&`, `<` and `>` must be sent as entities (Slack's "formatting text"
+ * guide), or a summary quoting an exception such as `<!channel>` would become markup, even a mention.
+ */
+export function slackEscape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/**
+ * Slack incoming webhook: `text` (the notification's fallback) and `blocks` (a section with the title and summary,
+ * a context line with the times and the link as `<url|label>`), as Slack documents for incoming webhooks.
+ */
 export function slackBody(n: AlertNotice): unknown {
-  const text = `${title(n)}: ${n.summary}`;
+  const t = slackEscape(title(n));
+  const summary = slackEscape(n.summary);
   return {
-    text,
+    text: `${t}: ${summary}`,
     blocks: [
-      { type: 'section', text: { type: 'mrkdwn', text: `*${title(n)}*\n${n.summary}` } },
+      { type: 'section', text: { type: 'mrkdwn', text: `*${t}*\n${summary}` } },
       {
         type: 'context',
-        elements: [{ type: 'mrkdwn', text: `fired ${n.firedAt}${n.recoveredAt ? `, recovered ${n.recoveredAt}` : ''} · <${n.link}|open in the console>` }],
+        elements: [{ type: 'mrkdwn', text: `fired ${n.firedAt}${n.recoveredAt ? `, recovered ${n.recoveredAt}` : ''} · <${slackEscape(n.link)}|open in the console>` }],
       },
     ],
   };

@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { CONSOLE_DIR } from '../console.ts';
 import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
+import { startWebhookReceiver } from './testing.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
@@ -65,6 +66,65 @@ describe('alerts API', () => {
     assert.ok(audit.items.length >= 2, 'both changes audited');
     assert.ok(!texts.includes('very-secret-token'), 'no secret in the audit log');
     assert.match(texts, /"secretsChanged":\["url"\]/);
+  });
+
+  test('secrets go in through the API, are stored sealed, never come back, and still reach the receiver', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const hookUrl = `${receiver.url}/hooks/secret-path-1234`;
+      const created = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'pager', url: hookUrl, headers: { Authorization: 'Bearer tok-5678' } });
+      assert.equal(created.status, 201, created.text);
+      const mail = await call('api/admin/alerts/channels', 'POST', {
+        type: 'email',
+        name: 'mail',
+        host: '127.0.0.1',
+        port: 2525,
+        secure: false,
+        username: 'nimbus',
+        password: 'pw-9012',
+        from: 'nimbus@example.test',
+        to: ['oncall@example.test'],
+      });
+      assert.equal(mail.status, 201, mail.text);
+      const secrets = ['secret-path-1234', 'tok-5678', 'pw-9012'];
+      const shows = (text: string) => secrets.filter((x) => text.includes(x));
+      assert.deepEqual(shows(created.text + mail.text), [], 'the create answers show no secret');
+      const hookId = (JSON.parse(created.text) as { id: string }).id;
+      const mailId = (JSON.parse(mail.text) as { id: string }).id;
+      assert.deepEqual((JSON.parse(created.text) as { secrets: unknown }).secrets, { url: { set: true }, headers: { set: true } });
+      assert.deepEqual((JSON.parse(mail.text) as { secrets: unknown }).secrets, { password: { set: true } });
+
+      // At rest: the documents as Cosmos holds them carry only AES-GCM sealed values.
+      const container = stack.store.database.container('alerts');
+      for (const id of [hookId, mailId]) {
+        const raw = (await container.item(id, 'channel').read<{ secrets: Record<string, string> }>()).resource!;
+        assert.deepEqual(shows(JSON.stringify(raw)), [], 'no secret in clear text in the store');
+        for (const v of Object.values(raw.secrets)) assert.match(v, /^v1:[A-Za-z0-9+/=]{40,}$/);
+      }
+
+      // Read back every way the API offers: the rules list with its channels; an edit's answer.
+      const list = await call('api/admin/alerts/rules', 'GET');
+      assert.equal(list.status, 200);
+      assert.deepEqual(shows(list.text), []);
+      assert.ok(!list.text.includes(receiver.url), 'not even the receiver host');
+      const edited = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'pager-2' }, { channelId: hookId });
+      assert.equal(edited.status, 200, edited.text);
+      assert.deepEqual(shows(edited.text), []);
+
+      // The sealed URL and header still work: "Send test" reaches the receiver with both, unsealed.
+      const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: hookId });
+      assert.equal(sent.status, 200, sent.text);
+      assert.deepEqual(JSON.parse(sent.text), { ok: true });
+      assert.equal(receiver.received.length, 1);
+      assert.equal(receiver.received[0]!.path, '/hooks/secret-path-1234');
+      assert.equal(receiver.received[0]!.headers.authorization, 'Bearer tok-5678');
+      assert.equal((receiver.received[0]!.body as { notice: string }).notice, 'test');
+
+      const audit = await queryAudit(stack.store.database, auditQuerySchema.parse({ action: 'alerts.manage', pageSize: 100 }));
+      assert.deepEqual(shows(JSON.stringify(audit.items)), [], 'no secret in the audit log');
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('bad input is 400 with the reason; a rule needs existing channels; the history lists alerts', async () => {
