@@ -46,7 +46,7 @@ export function AlertHistoryView() {
               </td>
               <td className="whitespace-nowrap text-xs">{a.recoveredAt ? <Timestamp at={a.recoveredAt} /> : <span className="font-semibold text-red-700">firing</span>}</td>
               <td className="text-xs">
-                {a.deliveries.length === 0 ? <span className="text-slate-400">no channel</span> : null}
+                {a.deliveries.length === 0 ? <span className="text-slate-500">no channel</span> : null}
                 {a.deliveries.map((d, i) => (
                   <div key={i} className={d.ok ? 'text-emerald-700' : 'text-red-700'}>
                     {d.notice}: {d.ok ? 'delivered' : (d.error ?? 'failed')}

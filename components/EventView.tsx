@@ -25,7 +25,7 @@ function Field({ label, children, mono = true }: { label: string; children: Reac
   return (
     <div className="min-w-0">
       <dt className="text-xs text-slate-500">{label}</dt>
-      <dd className={`truncate ${mono ? 'font-mono text-xs' : 'text-sm'}`}>{children ?? <span className="text-slate-400">—</span>}</dd>
+      <dd className={`truncate ${mono ? 'font-mono text-xs' : 'text-sm'}`}>{children ?? <span className="text-slate-500">—</span>}</dd>
     </div>
   );
 }
@@ -273,7 +273,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                     <Timestamp at={h.enqueuedAt} />
                     {h.retryCount ? <span className="text-xs text-slate-500">retry {h.retryCount}</span> : null}
                   </div>
-                  <div className="font-mono text-[11px] text-slate-400">
+                  <div className="font-mono text-[11px] text-slate-500">
                     {h.messageId}
                     {h.traceId ? (
                       <>

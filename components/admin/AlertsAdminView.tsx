@@ -76,11 +76,11 @@ function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; cha
       <fieldset className="flex flex-col gap-0.5 md:col-span-2">
         <legend className="text-xs text-slate-500">Channels</legend>
         <div className="flex flex-wrap gap-3">
-          {channels.length === 0 ? <span className="text-xs text-slate-400">no channels yet</span> : null}
+          {channels.length === 0 ? <span className="text-xs text-slate-500">no channels yet</span> : null}
           {channels.map((c) => (
             <label key={c.id} className="flex items-center gap-1">
               <input type="checkbox" checked={r.channelIds.includes(c.id)} onChange={(e) => setR({ ...r, channelIds: e.target.checked ? [...r.channelIds, c.id] : r.channelIds.filter((x) => x !== c.id) })} />
-              {c.name} <span className="text-xs text-slate-400">({c.type})</span>
+              {c.name} <span className="text-xs text-slate-500">({c.type})</span>
             </label>
           ))}
         </div>
@@ -281,7 +281,7 @@ export function AlertsAdminView() {
             <tr key={r.id} className="border-t border-slate-100 align-top" data-rule={r.name}>
               <td className="py-1 font-medium">
                 {r.name}
-                {!r.enabled ? <span className="ml-1 text-xs text-slate-400">(disabled)</span> : null}
+                {!r.enabled ? <span className="ml-1 text-xs text-slate-500">(disabled)</span> : null}
               </td>
               <td>{RULE_LABELS[r.type]}</td>
               <td className="text-xs">{ruleCondition(r)}</td>
@@ -297,7 +297,7 @@ export function AlertsAdminView() {
                     {r.state.suppressed > 0 ? <div className="text-slate-500">{r.state.suppressed} fire(s) held by the cool-down</div> : null}
                   </>
                 ) : (
-                  <span className="text-slate-400">not evaluated yet</span>
+                  <span className="text-slate-500">not evaluated yet</span>
                 )}
               </td>
               <td className="whitespace-nowrap text-right text-xs">

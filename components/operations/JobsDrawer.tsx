@@ -83,7 +83,7 @@ export function JobsDrawer() {
         Jobs{running > 0 ? ` (${running} running)` : ''}
       </button>
       {open && (
-        <aside className="fixed right-0 top-0 z-40 h-full w-[28rem] overflow-y-auto border-l border-slate-300 bg-white p-4 text-slate-900 shadow-xl" aria-label="Jobs" data-testid="jobs-drawer">
+        <aside className="theme-follow fixed right-0 top-0 z-40 h-full w-[28rem] max-w-full overflow-y-auto border-l border-slate-300 bg-white p-4 text-slate-900 shadow-xl" aria-label="Jobs" data-testid="jobs-drawer">
           <div className="mb-2 flex items-center justify-between">
             <h2 className="text-lg font-semibold">Jobs</h2>
             <button type="button" onClick={() => setOpen(false)} className="text-sm text-slate-600">

@@ -111,7 +111,7 @@ export function SubscriptionsView() {
                   </td>
                   <td className={`px-3 py-2 ${s.status === 'Active' ? 'text-emerald-700' : 'font-medium text-amber-700'}`}>{s.status}</td>
                   <td className="px-3 py-2">{s.requiresSession ? 'on' : 'off'}</td>
-                  <td className="px-3 py-2">{s.forwardTo ?? <span className="text-slate-400">—</span>}</td>
+                  <td className="px-3 py-2">{s.forwardTo ?? <span className="text-slate-500">—</span>}</td>
                   <td className="px-3 py-2">
                     <details>
                       <summary className="cursor-pointer">
