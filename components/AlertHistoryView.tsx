@@ -19,6 +19,7 @@ export function AlertHistoryView() {
       </div>
       <ErrorBox error={q.error} />
       {q.data && alerts.length === 0 ? <p className="text-sm text-slate-500">Nothing has fired.</p> : null}
+      <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-history">
         <thead className="text-left text-xs text-slate-500">
           <tr>
@@ -57,6 +58,7 @@ export function AlertHistoryView() {
           ))}
         </tbody>
       </table>
+      </div>
     </section>
   );
 }

@@ -204,7 +204,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       <ErrorBox error={actionError} />
 
       <div className="grid gap-3 lg:grid-cols-3">
-        <div className="lg:col-span-2">
+        <div className="min-w-0 lg:col-span-2">
           {e.errorText || e.errorType || e.deadLetterReason ? (
             <Panel title={e.status === 'DeadLettered' ? 'Dead letter' : 'Error'} tone="border-red-200">
               {e.errorType ? <div className="mb-1 font-mono text-xs text-red-900">{e.errorType}</div> : null}

@@ -70,13 +70,25 @@ after(async () => {
   await stack?.close();
 });
 
+/**
+ * Polls an expression in the page until it is true (false after `ms`). page.waitForFunction with a string would
+ * evaluate it with eval, which the console's CSP refuses; page.evaluate goes through the DevTools protocol.
+ */
+async function until(page: Page, expression: string, ms = 30_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await page.evaluate<boolean>(expression).catch(() => false)) return true;
+    if (Date.now() > end) return false;
+    await page.waitForTimeout(100);
+  }
+}
+
 /** Opens a page and waits until its data has arrived (no "Loading…" left in the main content). */
 async function visit(page: Page, path: string): Promise<void> {
   await page.goto(consoleApp.url + path);
   await page.locator('main').waitFor();
-  await page
-    .waitForFunction("!/\\bloading\\b/i.test(document.querySelector('main')?.textContent ?? '')", undefined, { timeout: 30_000 })
-    .catch(() => undefined); // a page that never stops saying loading is still checked
+  // A page that never stops saying loading is still checked, as it is.
+  await until(page, "!/\\bloading\\b/i.test(document.querySelector('main')?.textContent ?? '')");
   await page.waitForTimeout(300);
 }
 
@@ -258,7 +270,7 @@ describe('console accessibility, themes and keyboard (Chromium)', () => {
     await page.getByLabel('Theme').selectOption('system');
     assert.equal(await isDark(), true, '"System" follows the system');
     await page.emulateMedia({ colorScheme: 'light' });
-    await page.waitForFunction("!document.documentElement.classList.contains('dark')");
+    assert.equal(await until(page, "!document.documentElement.classList.contains('dark')", 5000), true, 'and follows its change');
     await page.close();
   });
 });

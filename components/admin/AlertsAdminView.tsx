@@ -265,6 +265,7 @@ export function AlertsAdminView() {
       <ErrorBox error={q.error ?? remove.error ?? test.error} />
 
       <h2 className="mt-3 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Rules</h2>
+      <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-rules">
         <thead className="text-left text-xs text-slate-500">
           <tr>
@@ -316,6 +317,7 @@ export function AlertsAdminView() {
           ))}
         </tbody>
       </table>
+      </div>
       {owner && editRule === null ? (
         <button type="button" className="mt-2 rounded bg-slate-800 px-3 py-1 text-sm text-white" onClick={() => setEditRule('new')}>
           New rule
@@ -324,6 +326,7 @@ export function AlertsAdminView() {
       {editRule !== null ? <div className="mt-2"><RuleForm key={editRule === 'new' ? 'new' : editRule.id} initial={editRule === 'new' ? null : editRule} channels={channels} onDone={() => setEditRule(null)} /></div> : null}
 
       <h2 className="mt-6 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Channels</h2>
+      <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-channels">
         <thead className="text-left text-xs text-slate-500">
           <tr>
@@ -361,6 +364,7 @@ export function AlertsAdminView() {
           ))}
         </tbody>
       </table>
+      </div>
       {owner && editChannel === null ? (
         <button type="button" className="mt-2 rounded bg-slate-800 px-3 py-1 text-sm text-white" onClick={() => setEditChannel('new')}>
           New channel

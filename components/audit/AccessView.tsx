@@ -97,6 +97,7 @@ export function AccessView() {
         </form>
       )}
       <h2 className="mb-1 font-semibold">Grants stored in the console</h2>
+      <div className="overflow-x-auto">
       <table className="mb-4 w-full border-collapse bg-white text-sm">
         <thead>
           <tr className="border-b border-slate-200 text-left text-xs uppercase text-slate-500">
@@ -136,6 +137,7 @@ export function AccessView() {
           )}
         </tbody>
       </table>
+      </div>
       <h2 className="mb-1 font-semibold">Roles from sign-in claims (NIMBUS_AUTH_ROLE_MAP)</h2>
       <ul className="list-disc pl-6 text-sm">
         {mapEntries.map(([kind, claim, roles]) => (

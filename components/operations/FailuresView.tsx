@@ -125,6 +125,7 @@ export function FailuresView() {
       {q.isLoading && <p className="text-sm text-slate-500">Loading…</p>}
       {q.data && groups.length === 0 && <p className="text-sm text-slate-500">No failed events.</p>}
       {groups.length > 0 && (
+        <div className="overflow-x-auto">
         <table className="w-full text-sm" data-testid="failure-groups">
           <thead>
             <tr className="border-b border-slate-300 text-left text-xs text-slate-500">
@@ -142,6 +143,7 @@ export function FailuresView() {
             ))}
           </tbody>
         </table>
+        </div>
       )}
       {pending && (
         <BulkJobConfirm
