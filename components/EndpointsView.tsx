@@ -18,7 +18,7 @@ const sorters: Record<SortKey, (a: EndpointOverview, b: EndpointOverview) => num
 };
 
 function Count({ n, href, tone, label }: { n: number; href: string; tone: string; label: string }) {
-  if (n === 0) return <span className="text-slate-300">0</span>;
+  if (n === 0) return <span className="text-slate-500">0</span>;
   return (
     <Link href={href} className={`font-semibold hover:underline ${tone}`} aria-label={`${n} ${label}`}>
       {n.toLocaleString()}

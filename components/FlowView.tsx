@@ -20,7 +20,7 @@ const PERIODS = [
 
 function Num({ n, label, tone }: { n: number; label: string; tone: string }) {
   return (
-    <span className={n ? tone : 'text-slate-300'} title={label}>
+    <span className={n ? tone : 'text-slate-500'} title={label}>
       {n} <span className="text-[10px] uppercase text-slate-500">{label}</span>
     </span>
   );

@@ -149,7 +149,7 @@ export function SubscriptionsView() {
                         {s.counts.deadLetter.toLocaleString()}
                       </Link>
                     ) : (
-                      <Link href={deadLettersHref(s.topic, s.name)} className="text-slate-300 hover:underline">
+                      <Link href={deadLettersHref(s.topic, s.name)} className="text-slate-500 hover:underline">
                         0
                       </Link>
                     )}
