@@ -31,7 +31,7 @@ export function HeaderNav({ links }: { links: readonly NavLink[] }) {
     }
   };
   return (
-    <nav aria-label="Main" onKeyDown={onKeyDown} className="md:contents">
+    <nav aria-label="Main" onKeyDown={onKeyDown}>
       <button
         ref={button}
         type="button"
