@@ -6,6 +6,11 @@ import { Providers } from '../components/Providers.tsx';
 import { GlobalSearch } from '../components/GlobalSearch.tsx';
 import { TimeZoneSwitch } from '../components/timeZone.tsx';
 import { connection } from 'next/server';
+import { headers } from 'next/headers';
+import { HeaderNav, type NavLink } from '../components/nav/HeaderNav.tsx';
+import { KeyboardShortcuts } from '../components/shortcuts/KeyboardShortcuts.tsx';
+import { ThemeSwitch } from '../components/theme/ThemeSwitch.tsx';
+import { THEME_SCRIPT } from '../components/theme/themeScript.ts';
 import { currentViewer } from '../components/auth/viewer.ts';
 import { AuthOffBanner } from '../components/auth/AuthOffBanner.tsx';
 import { SignInRedirect } from '../components/auth/SignInRedirect.tsx';
@@ -18,7 +23,7 @@ export const metadata: Metadata = {
   description: 'Operations console for the NimBus messaging platform',
 };
 
-const NAV: ReadonlyArray<readonly [href: string, label: string]> = [
+const NAV: readonly NavLink[] = [
   ['/', 'Endpoints'],
   ['/failures', 'Failures'],
   ['/monitor', 'Monitor'],
@@ -37,10 +42,20 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   // scripts would carry no nonce and be blocked.
   await connection();
   const viewer = await currentViewer();
+  // The theme script runs before the first paint (no light flash for a dark-mode viewer); the page's CSP admits
+  // inline scripts only with this request's nonce (proxy.ts). <html> gets its class from the script, so React is
+  // told not to mind the difference at hydration.
+  const nonce = (await headers()).get('x-nonce') ?? undefined;
+  const themeHead = (
+    <head>
+      <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
+    </head>
+  );
   // Not signed in: no header, no page - only the hop to sign-in (the APIs answer 401 on their own).
   if (viewer.principal === null) {
     return (
-      <html lang="en">
+      <html lang="en" suppressHydrationWarning>
+        {themeHead}
         <body className="min-h-screen bg-slate-50 text-slate-900">
           <SignInRedirect />
         </body>
@@ -48,30 +63,36 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
     );
   }
   return (
-    <html lang="en">
+    <html lang="en" suppressHydrationWarning>
+      {themeHead}
       <body className="min-h-screen bg-slate-50 text-slate-900">
         <Providers>
+          <a
+            href="#main"
+            className="sr-only z-50 rounded bg-white px-3 py-2 text-sky-700 shadow focus:not-sr-only focus:fixed focus:left-2 focus:top-2"
+          >
+            Skip to content
+          </a>
           {viewer.mode === 'off' && <AuthOffBanner />}
           {viewer.expiresAt !== null && <SessionExpiry expiresAt={viewer.expiresAt} />}
-          <header className="border-b border-slate-200 bg-slate-900 text-slate-100">
-            <nav className="mx-auto flex max-w-7xl items-center gap-6 px-4 py-2">
+          {/* Dark in both themes: theme-fixed keeps the light palette's slate and sky inside it (app/theme.css). */}
+          <header className="theme-fixed relative border-b border-slate-200 bg-slate-900 text-slate-100">
+            <div className="mx-auto flex max-w-7xl flex-wrap items-center gap-x-6 gap-y-2 px-4 py-2">
               <Link href="/" className="font-semibold tracking-tight">
                 NimBus Console
               </Link>
-              {NAV.map(([href, label]) => (
-                <Link key={href} href={href} className="text-slate-300 hover:text-white">
-                  {label}
-                </Link>
-              ))}
+              <HeaderNav links={NAV} />
               <JobsDrawer />
-              <div className="ml-auto">
+              <div className="w-full md:ml-auto md:w-auto">
                 <GlobalSearch />
               </div>
               <TimeZoneSwitch />
+              <ThemeSwitch />
               {viewer.principal.kind === 'user' && <UserMenu principal={viewer.principal} />}
-            </nav>
+            </div>
           </header>
-          <main className="mx-auto max-w-7xl px-4 py-4">{children}</main>
+          <KeyboardShortcuts />
+          <main id="main" tabIndex={-1} className="mx-auto max-w-7xl px-4 py-4 focus:outline-none">{children}</main>
         </Providers>
       </body>
     </html>

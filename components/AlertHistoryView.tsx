@@ -20,6 +20,7 @@ export function AlertHistoryView() {
       </div>
       <ErrorBox error={q.error} />
       {q.data && alerts.length === 0 ? <p className="text-sm text-slate-500">Nothing has fired.</p> : null}
+      <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-history">
         <thead className={TABLE_HEAD}>
           <tr>
@@ -47,7 +48,7 @@ export function AlertHistoryView() {
               </td>
               <td className="whitespace-nowrap text-xs">{a.recoveredAt ? <Timestamp at={a.recoveredAt} /> : <span className="font-semibold text-red-700">firing</span>}</td>
               <td className="text-xs">
-                {a.deliveries.length === 0 ? <span className="text-slate-400">no channel</span> : null}
+                {a.deliveries.length === 0 ? <span className="text-slate-500">no channel</span> : null}
                 {a.deliveries.map((d, i) => (
                   <div key={i} className={d.ok ? 'text-emerald-700' : 'text-red-700'}>
                     {d.notice}: {d.ok ? 'delivered' : (d.error ?? 'failed')}
@@ -58,6 +59,7 @@ export function AlertHistoryView() {
           ))}
         </tbody>
       </table>
+      </div>
     </section>
   );
 }

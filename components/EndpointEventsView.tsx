@@ -278,7 +278,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         <a href={exportHref('json')} className="text-xs text-sky-700 hover:underline">
           Export JSON
         </a>
-        <span className="ml-auto text-xs text-slate-400">{list.isFetching ? 'refreshing…' : `${items.length} shown`}</span>
+        <span className="ml-auto text-xs text-slate-500">{list.isFetching ? 'refreshing…' : `${items.length} shown`}</span>
       </div>
       {result ? (
         <div role="status" className="mb-2 rounded border border-slate-200 bg-white px-3 py-2 text-sm">

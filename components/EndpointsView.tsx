@@ -23,7 +23,7 @@ const sorters: Record<SortKey, (a: EndpointOverview, b: EndpointOverview) => num
 const NATURAL: Record<SortKey, SortDirection> = { name: 'asc', failed: 'desc', pending: 'desc', deferred: 'desc', activity: 'desc' };
 
 function Count({ n, href, tone, label }: { n: number; href: string; tone: string; label: string }) {
-  if (n === 0) return <span className="text-slate-300">0</span>;
+  if (n === 0) return <span className="text-slate-500">0</span>;
   return (
     <Link href={href} className={`font-semibold hover:underline ${tone}`} aria-label={`${n} ${label}`}>
       {n.toLocaleString()}
@@ -35,7 +35,7 @@ const HEARTBEAT_STYLE: Record<string, string> = {
   On: 'text-emerald-700',
   Off: 'text-red-700',
   Pending: 'text-sky-700',
-  Unknown: 'text-slate-400',
+  Unknown: 'text-slate-500',
   Unsupported: 'text-slate-500',
 };
 
@@ -78,7 +78,7 @@ export function EndpointsView() {
           <input type="checkbox" checked={onlyUnhealthy} onChange={(e) => setOnlyUnhealthy(e.target.checked)} />
           Only with failed or deferred
         </label>
-        <span className="text-xs text-slate-400" aria-live="polite">
+        <span className="text-xs text-slate-500" aria-live="polite">
           {q.isFetching ? 'refreshing…' : q.dataUpdatedAt ? `updated ${Math.max(0, Math.round((now - q.dataUpdatedAt) / 1000))}s ago` : ''}
         </span>
       </div>

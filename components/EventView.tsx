@@ -28,7 +28,7 @@ function Field({ label, children, mono = true }: { label: string; children: Reac
   return (
     <div className="min-w-0">
       <dt className="text-xs text-slate-500">{label}</dt>
-      <dd className={`truncate ${mono ? 'font-mono text-xs' : 'text-sm'}`}>{children ?? <span className="text-slate-400">—</span>}</dd>
+      <dd className={`truncate ${mono ? 'font-mono text-xs' : 'text-sm'}`}>{children ?? <span className="text-slate-500">—</span>}</dd>
     </div>
   );
 }
@@ -201,7 +201,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       <ErrorBox error={actionError} />
 
       <div className="grid gap-3 lg:grid-cols-3">
-        <div className="lg:col-span-2">
+        <div className="min-w-0 lg:col-span-2">
           {e.errorText || e.errorType || e.deadLetterReason ? (
             <Panel title={e.status === 'DeadLettered' ? 'Dead letter' : 'Error'} tone="border-red-200">
               {e.errorType ? <div className="mb-1 font-mono text-xs text-red-900">{e.errorType}</div> : null}
@@ -268,7 +268,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                     <Timestamp at={h.enqueuedAt} />
                     {h.retryCount ? <span className="text-xs text-slate-500">retry {h.retryCount}</span> : null}
                   </div>
-                  <div className="font-mono text-[11px] text-slate-400">
+                  <div className="font-mono text-[11px] text-slate-500">
                     {h.messageId}
                     {h.traceId ? (
                       <>

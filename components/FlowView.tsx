@@ -20,8 +20,8 @@ const PERIODS = [
 
 function Num({ n, label, tone }: { n: number; label: string; tone: string }) {
   return (
-    <span className={n ? tone : 'text-slate-300'} title={label}>
-      {n} <span className="text-[10px] uppercase text-slate-400">{label}</span>
+    <span className={n ? tone : 'text-slate-500'} title={label}>
+      {n} <span className="text-[10px] uppercase text-slate-500">{label}</span>
     </span>
   );
 }
@@ -110,25 +110,25 @@ export function FlowView() {
             ))}
           </select>
         </label>
-        <span className="text-xs text-slate-400">{q.isFetching ? 'refreshing…' : 'live, every 5 s'}</span>
+        <span className="text-xs text-slate-500">{q.isFetching ? 'refreshing…' : 'live, every 5 s'}</span>
       </div>
       <ErrorBox error={q.error} />
       <div className="space-y-2" data-testid="flow">
         {(q.data?.eventTypes ?? []).map((t) => (
-          <div key={t.eventTypeId} className="grid grid-cols-[1fr_auto_1fr_auto_2fr] items-center gap-2 rounded border border-slate-200 bg-white p-2">
-            <div className="flex flex-wrap justify-end gap-1">
-              {t.producers.length === 0 ? <span className="text-xs text-slate-400">no producer in the catalog</span> : null}
+          <div key={t.eventTypeId} className="grid grid-cols-1 items-center gap-2 rounded md:grid-cols-[1fr_auto_1fr_auto_2fr] border border-slate-200 bg-white p-2">
+            <div className="flex flex-wrap gap-1 md:justify-end">
+              {t.producers.length === 0 ? <span className="text-xs text-slate-500">no producer in the catalog</span> : null}
               {t.producers.map((p) => (
                 <Link key={p} href={endpointHref(p)} className="rounded bg-slate-100 px-2 py-0.5 text-xs hover:bg-slate-200">
                   {p}
                 </Link>
               ))}
             </div>
-            <span className="text-slate-400">→</span>
+            <span className="hidden text-slate-500 md:inline" aria-hidden="true">→</span>
             <div className="rounded border border-sky-300 bg-sky-50 px-2 py-1 text-center text-sm font-medium text-sky-900">{t.eventTypeId}</div>
-            <span className="text-slate-400">→</span>
+            <span className="hidden text-slate-500 md:inline" aria-hidden="true">→</span>
             <div className="grid gap-1 md:grid-cols-2">
-              {t.consumers.length === 0 ? <span className="text-xs text-slate-400">no consumer</span> : null}
+              {t.consumers.length === 0 ? <span className="text-xs text-slate-500">no consumer</span> : null}
               {t.consumers.map((c) => (
                 <ConsumerCard key={c.endpointId} endpointId={c.endpointId} eventTypeId={t.eventTypeId} counts={c.counts} truncated={c.truncated} moved={moved.get(`${t.eventTypeId}\u0000${c.endpointId}`) ?? 0} period={period} />
               ))}

@@ -19,7 +19,7 @@ export function GlobalSearch() {
         value={text}
         onChange={(e) => setText(e.target.value)}
         placeholder="Event id or session id…"
-        className="w-72 rounded border border-slate-600 bg-slate-800 px-2 py-1 text-sm text-slate-100 placeholder:text-slate-400 focus:border-sky-400 focus:outline-none"
+        className="w-full rounded border md:w-72 border-slate-600 bg-slate-800 px-2 py-1 text-sm text-slate-100 placeholder:text-slate-400 focus:border-sky-400 focus:outline-none"
       />
     </form>
   );

@@ -93,15 +93,15 @@ export function MonitorView() {
                     <div className="grid grid-cols-3 gap-3 text-sm">
                       <div>
                         <div className="text-xs text-slate-500">Failed</div>
-                        <div className={e.counts.failed ? 'font-semibold text-red-700' : 'text-slate-400'}>{e.counts.failed}</div>
+                        <div className={e.counts.failed ? 'font-semibold text-red-700' : 'text-slate-500'}>{e.counts.failed}</div>
                       </div>
                       <div>
                         <div className="text-xs text-slate-500">Deferred</div>
-                        <div className={e.counts.deferred ? 'font-semibold text-violet-700' : 'text-slate-400'}>{e.counts.deferred}</div>
+                        <div className={e.counts.deferred ? 'font-semibold text-violet-700' : 'text-slate-500'}>{e.counts.deferred}</div>
                       </div>
                       <div>
                         <div className="text-xs text-slate-500">Pending</div>
-                        <div className={e.counts.pending ? 'font-semibold text-sky-700' : 'text-slate-400'}>{e.counts.pending}</div>
+                        <div className={e.counts.pending ? 'font-semibold text-sky-700' : 'text-slate-500'}>{e.counts.pending}</div>
                       </div>
                     </div>
                   </div>

@@ -28,6 +28,7 @@ export function SearchView() {
       {r.isFetching ? <p className="text-sm text-slate-500">Searching…</p> : null}
       {r.data && items.length === 0 ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
       {items.length > 0 ? (
+        <div className="overflow-x-auto">
         <table className="min-w-full rounded border border-slate-200 bg-white text-sm">
           <thead className={TABLE_HEAD}>
             <tr>
@@ -64,6 +65,7 @@ export function SearchView() {
             ))}
           </tbody>
         </table>
+        </div>
       ) : null}
     </section>
   );

@@ -23,7 +23,7 @@ export function formatDuration(ms: number): string {
 }
 
 export function Ago({ at, now }: { at: string | null; now: number }) {
-  if (!at) return <span className="text-slate-400">—</span>;
+  if (!at) return <span className="text-slate-500">—</span>;
   const t = Date.parse(at);
   return (
     <time dateTime={at} title={formatUtc(new Date(t))} className="whitespace-nowrap">
@@ -35,7 +35,7 @@ export function Ago({ at, now }: { at: string | null; now: number }) {
 /** A point in time under the viewer's rule (local with zone, or UTC); hovering shows the other one. */
 export function Timestamp({ at }: { at: string | null }) {
   const mode = useTimeZoneMode();
-  if (!at) return <span className="text-slate-400">—</span>;
+  if (!at) return <span className="text-slate-500">—</span>;
   const t = new Date(at);
   if (Number.isNaN(t.getTime())) return <span className="font-mono text-xs">{at}</span>;
   const [shown, other] = mode === 'utc' ? [formatUtc(t), formatLocal(t)] : [formatLocal(t), formatUtc(t)];

@@ -77,11 +77,11 @@ function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; cha
       <fieldset className="flex flex-col gap-0.5 md:col-span-2">
         <legend className="text-xs text-slate-500">Channels</legend>
         <div className="flex flex-wrap gap-3">
-          {channels.length === 0 ? <span className="text-xs text-slate-400">no channels yet</span> : null}
+          {channels.length === 0 ? <span className="text-xs text-slate-500">no channels yet</span> : null}
           {channels.map((c) => (
             <label key={c.id} className="flex items-center gap-1">
               <input type="checkbox" checked={r.channelIds.includes(c.id)} onChange={(e) => setR({ ...r, channelIds: e.target.checked ? [...r.channelIds, c.id] : r.channelIds.filter((x) => x !== c.id) })} />
-              {c.name} <span className="text-xs text-slate-400">({c.type})</span>
+              {c.name} <span className="text-xs text-slate-500">({c.type})</span>
             </label>
           ))}
         </div>
@@ -266,6 +266,7 @@ export function AlertsAdminView() {
       <ErrorBox error={q.error ?? remove.error ?? test.error} />
 
       <h2 className="mt-3 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Rules</h2>
+      <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-rules">
         <thead className={TABLE_HEAD}>
           <tr>
@@ -282,7 +283,7 @@ export function AlertsAdminView() {
             <tr key={r.id} className="border-t border-slate-100 align-top" data-rule={r.name}>
               <td className="py-1 font-medium">
                 {r.name}
-                {!r.enabled ? <span className="ml-1 text-xs text-slate-400">(disabled)</span> : null}
+                {!r.enabled ? <span className="ml-1 text-xs text-slate-500">(disabled)</span> : null}
               </td>
               <td>{RULE_LABELS[r.type]}</td>
               <td className="text-xs">{ruleCondition(r)}</td>
@@ -298,7 +299,7 @@ export function AlertsAdminView() {
                     {r.state.suppressed > 0 ? <div className="text-slate-500">{r.state.suppressed} fire(s) held by the cool-down</div> : null}
                   </>
                 ) : (
-                  <span className="text-slate-400">not evaluated yet</span>
+                  <span className="text-slate-500">not evaluated yet</span>
                 )}
               </td>
               <td className="whitespace-nowrap text-right text-xs">
@@ -317,6 +318,7 @@ export function AlertsAdminView() {
           ))}
         </tbody>
       </table>
+      </div>
       {owner && editRule === null ? (
         <button type="button" className="mt-2 rounded bg-slate-800 px-3 py-1 text-sm text-white" onClick={() => setEditRule('new')}>
           New rule
@@ -325,6 +327,7 @@ export function AlertsAdminView() {
       {editRule !== null ? <div className="mt-2"><RuleForm key={editRule === 'new' ? 'new' : editRule.id} initial={editRule === 'new' ? null : editRule} channels={channels} onDone={() => setEditRule(null)} /></div> : null}
 
       <h2 className="mt-6 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Channels</h2>
+      <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-channels">
         <thead className={TABLE_HEAD}>
           <tr>
@@ -362,6 +365,7 @@ export function AlertsAdminView() {
           ))}
         </tbody>
       </table>
+      </div>
       {owner && editChannel === null ? (
         <button type="button" className="mt-2 rounded bg-slate-800 px-3 py-1 text-sm text-white" onClick={() => setEditChannel('new')}>
           New channel

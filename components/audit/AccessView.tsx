@@ -98,6 +98,7 @@ export function AccessView() {
         </form>
       )}
       <h2 className="mb-1 font-semibold">Grants stored in the console</h2>
+      <div className="overflow-x-auto">
       <table className="mb-4 w-full border-collapse bg-white text-sm">
         <thead className={TABLE_HEAD}>
           <tr>
@@ -137,6 +138,7 @@ export function AccessView() {
           )}
         </tbody>
       </table>
+      </div>
       <h2 className="mb-1 font-semibold">Roles from sign-in claims (NIMBUS_AUTH_ROLE_MAP)</h2>
       <ul className="list-disc pl-6 text-sm">
         {mapEntries.map(([kind, claim, roles]) => (

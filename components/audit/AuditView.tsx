@@ -100,6 +100,7 @@ export function AuditView() {
         </button>
       </form>
       <ErrorBox error={q.error} />
+      <div className="overflow-x-auto">
       <table className="w-full border-collapse bg-white text-sm" data-testid="audit-table">
         <thead className={TABLE_HEAD}>
           <tr>
@@ -145,6 +146,7 @@ export function AuditView() {
           )}
         </tbody>
       </table>
+      </div>
       {q.hasNextPage && (
         <button type="button" onClick={() => void q.fetchNextPage()} disabled={q.isFetchingNextPage} className="mt-2 rounded border border-slate-300 px-3 py-1 text-sm">
           {q.isFetchingNextPage ? 'Loading…' : 'Load more'}

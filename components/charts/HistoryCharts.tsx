@@ -14,7 +14,7 @@ const RED = '#dc2626';
 const FAILURES = ['failed', 'deadLettered', 'unsupported'];
 
 function Status({ q }: { q: { isLoading: boolean; error: unknown } }) {
-  if (q.isLoading) return <span className="text-xs text-slate-400">loading…</span>;
+  if (q.isLoading) return <span className="text-xs text-slate-500">loading…</span>;
   if (q.error) return <span className="text-xs text-red-700">{q.error instanceof Error ? q.error.message : 'failed'}</span>;
   return null;
 }
@@ -56,7 +56,7 @@ export function MonitorHistory({ endpointIds }: { endpointIds: string[] }) {
           if ((v.failures ?? 0) > 0) openWorst(t);
         }}
       />
-      <p className="mt-1 text-xs text-slate-400">per {bucket >= 3600 ? `${bucket / 3600} h` : `${bucket / 60} min`}; click a failure bar to open the events of that {bucket === 60 ? 'minute' : 'bucket'}</p>
+      <p className="mt-1 text-xs text-slate-500">per {bucket >= 3600 ? `${bucket / 3600} h` : `${bucket / 60} min`}; click a failure bar to open the events of that {bucket === 60 ? 'minute' : 'bucket'}</p>
       <div className="mt-3 grid gap-3 md:grid-cols-2 xl:grid-cols-3" data-testid="endpoint-multiples">
         {endpointIds.map((ep) => (
           <EndpointMini key={ep} endpointId={ep} range={range} />

@@ -29,6 +29,12 @@ export interface TimeChartProps {
   ariaLabel: string;
 }
 
+/** A palette colour read when uPlot draws, so axes and grid follow the theme (app/theme.css remaps the palette). */
+const themeColor = (variable: string, fallback: string) => () =>
+  getComputedStyle(document.documentElement).getPropertyValue(variable).trim() || fallback;
+const AXIS = themeColor('--color-slate-600', '#475569');
+const GRID = { stroke: themeColor('--color-slate-100', '#f1f5f9') };
+
 function toData(series: ChartSeries[]): uPlotT.AlignedData {
   const xs = series[0]?.points.map(([t]) => t / 1000) ?? [];
   return [xs, ...series.map((s) => s.points.map(([, v]) => v))] as uPlotT.AlignedData;
@@ -59,8 +65,8 @@ export function TimeChart({ series, height = 180, unit = '', compact = false, on
         cursor: { drag: { x: false, y: false }, points: { size: 6 } },
         scales: { x: { time: true } },
         axes: compact
-          ? [{ show: false }, { show: true, size: 36, ticks: { show: false }, grid: { stroke: '#f1f5f9' }, font: '10px sans-serif' }]
-          : [{ grid: { stroke: '#f1f5f9' } }, { size: 50, grid: { stroke: '#f1f5f9' }, values: (_u, vals) => vals.map((v) => `${v}${unit}`) }],
+          ? [{ show: false }, { show: true, size: 36, stroke: AXIS, ticks: { show: false }, grid: GRID, font: '10px sans-serif' }]
+          : [{ stroke: AXIS, grid: GRID }, { size: 50, stroke: AXIS, grid: GRID, values: (_u, vals) => vals.map((v) => `${v}${unit}`) }],
         series: [
           {},
           ...s.map((x) => ({

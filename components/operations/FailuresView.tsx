@@ -126,6 +126,7 @@ export function FailuresView() {
       {q.isLoading && <p className="text-sm text-slate-500">Loading…</p>}
       {q.data && groups.length === 0 && <p className="text-sm text-slate-500">No failed events.</p>}
       {groups.length > 0 && (
+        <div className="overflow-x-auto">
         <table className="w-full text-sm" data-testid="failure-groups">
           <thead className={TABLE_HEAD}>
             <tr>
@@ -143,6 +144,7 @@ export function FailuresView() {
             ))}
           </tbody>
         </table>
+        </div>
       )}
       {pending && (
         <BulkJobConfirm

@@ -2,7 +2,7 @@
 // The jobs drawer, in the header of every page: recent bulk operations and dead-letter replays with a live progress
 // bar, rate and ETA, and pause / resume / cancel for jobs that are still going. Polls while open (and every 10 s
 // while closed, to show how many jobs are running on its button).
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
 
@@ -69,6 +69,16 @@ function JobRow({ op }: { op: OperationSummary }) {
 
 export function JobsDrawer() {
   const [open, setOpen] = useState(false);
+  // Keyboard use: opening moves focus into the drawer (its Close button); Escape or Close puts it back on the button.
+  const toggle = useRef<HTMLButtonElement>(null);
+  const close = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (open) close.current?.focus();
+  }, [open]);
+  const shut = () => {
+    setOpen(false);
+    toggle.current?.focus();
+  };
   useEffect(() => {
     const onOpen = () => setOpen(true);
     window.addEventListener('nimbus:jobs-open', onOpen);
@@ -79,14 +89,14 @@ export function JobsDrawer() {
   const running = ops.filter((o) => o.state === 'running' || o.state === 'queued').length;
   return (
     <>
-      <button type="button" onClick={() => setOpen(!open)} className="text-slate-300 hover:text-white" aria-expanded={open} data-testid="jobs-button">
+      <button ref={toggle} type="button" onClick={() => setOpen(!open)} className="text-slate-300 hover:text-white" aria-expanded={open} data-testid="jobs-button">
         Jobs{running > 0 ? ` (${running} running)` : ''}
       </button>
       {open && (
-        <aside className="fixed right-0 top-0 z-40 h-full w-[28rem] overflow-y-auto border-l border-slate-300 bg-white p-4 text-slate-900 shadow-xl" aria-label="Jobs" data-testid="jobs-drawer">
+        <aside className="theme-follow fixed right-0 top-0 z-40 h-full w-[28rem] max-w-full overflow-y-auto border-l border-slate-300 bg-white p-4 text-slate-900 shadow-xl" aria-label="Jobs" data-testid="jobs-drawer" onKeyDown={(e) => e.key === 'Escape' && shut()}>
           <div className="mb-2 flex items-center justify-between">
             <h2 className="text-lg font-semibold">Jobs</h2>
-            <button type="button" onClick={() => setOpen(false)} className="text-sm text-slate-600">
+            <button ref={close} type="button" onClick={shut} className="text-sm text-slate-600">
               Close
             </button>
           </div>

@@ -117,7 +117,7 @@ export function SubscriptionsView() {
                   </td>
                   <td className={`px-3 py-2 ${s.status === 'Active' ? 'text-emerald-700' : 'font-medium text-amber-700'}`}>{s.status}</td>
                   <td className="px-3 py-2">{s.requiresSession ? 'on' : 'off'}</td>
-                  <td className="px-3 py-2">{s.forwardTo ?? <span className="text-slate-400">—</span>}</td>
+                  <td className="px-3 py-2">{s.forwardTo ?? <span className="text-slate-500">—</span>}</td>
                   <td className="px-3 py-2">
                     <details>
                       <summary className="cursor-pointer">
@@ -155,7 +155,7 @@ export function SubscriptionsView() {
                         {s.counts.deadLetter.toLocaleString()}
                       </Link>
                     ) : (
-                      <Link href={deadLettersHref(s.topic, s.name)} className="text-slate-300 hover:underline">
+                      <Link href={deadLettersHref(s.topic, s.name)} className="text-slate-500 hover:underline">
                         0
                       </Link>
                     )}

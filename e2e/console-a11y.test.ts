@@ -1,0 +1,287 @@
+// Accessibility, themes, narrow screens and keyboard shortcuts of the console, in Chromium against the built app
+// with the seeded demo rows (the setup of e2e/console.test.ts). axe-core runs in every page in the light theme and
+// in the dark one (the system's preference, emulated), and must find no serious or critical violation; at 390 px no
+// page may scroll sideways. With NIMBUS_UPDATE_SCREENSHOTS=1 the run also refreshes the screenshots that
+// docs/console.md shows (docs/screenshots/).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
+import { ensureConsoleBuilt } from '../server/build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
+import { seedConsoleData } from '../server/testing/seed.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const ARTIFACTS = join(CONSOLE_DIR, 'test-artifacts', 'console-a11y');
+const DOCS_SHOTS = join(CONSOLE_DIR, 'docs', 'screenshots');
+const AXE = join(CONSOLE_DIR, 'node_modules', 'axe-core', 'axe.min.js');
+
+/** Every page of the console, the dynamic ones on seeded rows. */
+const PAGES = [
+  '/',
+  '/endpoints/billingendpoint',
+  '/endpoints/billingendpoint/events/evt-failed-1',
+  '/failures',
+  '/monitor',
+  '/flow',
+  '/topology',
+  '/topology/subscriptions',
+  '/topology/subscriptions/billingendpoint/billingendpoint',
+  '/operations',
+  '/operations/reconcile',
+  '/alerts',
+  '/admin',
+  '/admin/health',
+  '/admin/alerts',
+  '/admin/access',
+  '/audit',
+  '/search?q=evt',
+];
+
+/** The pages docs/console.md shows, by file name. */
+const DOC_SHOTS: Record<string, string> = {
+  '/': 'endpoints',
+  '/endpoints/billingendpoint': 'endpoint-events',
+  '/endpoints/billingendpoint/events/evt-failed-1': 'event',
+  '/monitor': 'monitor',
+};
+
+let stack: ConsoleTestStack;
+let consoleApp: RunningConsole;
+let browser: BrowserContext;
+let chromiumInstance: TestBrowser | undefined;
+
+before(async () => {
+  await ensureConsoleBuilt(CONSOLE_DIR);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  stack = await startConsoleTestStack();
+  await seedConsoleData(stack.store);
+  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
+});
+
+after(async () => {
+  await chromiumInstance?.close();
+  await consoleApp?.close();
+  await stack?.close();
+});
+
+/**
+ * Polls an expression in the page until it is true (false after `ms`). page.waitForFunction with a string would
+ * evaluate it with eval, which the console's CSP refuses; page.evaluate goes through the DevTools protocol.
+ */
+async function until(page: Page, expression: string, ms = 30_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await page.evaluate<boolean>(expression).catch(() => false)) return true;
+    if (Date.now() > end) return false;
+    await page.waitForTimeout(100);
+  }
+}
+
+/** Opens a page and waits until its data has arrived (no "Loading…" left in the main content). */
+async function visit(page: Page, path: string): Promise<void> {
+  await page.goto(consoleApp.url + path);
+  await page.locator('main').waitFor();
+  // A page that never stops saying loading is still checked, as it is.
+  await until(page, "!/\\bloading\\b/i.test(document.querySelector('main')?.textContent ?? '')");
+  await page.waitForTimeout(300);
+}
+
+interface AxeFinding {
+  id: string;
+  impact: string;
+  nodes: string[];
+}
+
+async function seriousViolations(page: Page): Promise<AxeFinding[]> {
+  await page.addScriptTag({ path: AXE });
+  // A string: this program is compiled without DOM types.
+  return page.evaluate<AxeFinding[]>(`(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ') + ': ' + (n.failureSummary || '').split('\\n').slice(1, 2).join('')) }));
+  })()`);
+}
+
+describe('console accessibility, themes and keyboard (Chromium)', () => {
+  test('axe finds no serious or critical violation on any page, in the light and the dark theme', async () => {
+    const problems: string[] = [];
+    for (const scheme of ['light', 'dark'] as const) {
+      const page = await browser.newPage();
+      // The theme follows the system by default: the dark run is the system preferring dark.
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.setViewportSize({ width: 1280, height: 800 });
+      for (const path of PAGES) {
+        await visit(page, path);
+        const dark = await page.evaluate<boolean>("document.documentElement.classList.contains('dark')");
+        assert.equal(dark, scheme === 'dark', `${path}: the theme follows the system (${scheme})`);
+        for (const v of await seriousViolations(page)) problems.push(`${scheme} ${path}: ${v.impact} ${v.id}\n    ${v.nodes.join('\n    ')}`);
+        const name = DOC_SHOTS[path];
+        if (name !== undefined) {
+          await page.screenshot({ path: join(ARTIFACTS, `${name}-${scheme}.png`) });
+          if (process.env.NIMBUS_UPDATE_SCREENSHOTS === '1') {
+            mkdirSync(DOCS_SHOTS, { recursive: true });
+            await page.screenshot({ path: join(DOCS_SHOTS, `${name}-${scheme}.png`) });
+          }
+        }
+      }
+      await page.close();
+    }
+    assert.deepEqual(problems, [], problems.join('\n'));
+  });
+
+  test('at 390 px no page scrolls sideways and the navigation is a menu', async () => {
+    const page = await browser.newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    const wide: string[] = [];
+    for (const path of PAGES) {
+      await visit(page, path);
+      const [scrollWidth, clientWidth] = await page.evaluate<[number, number]>(
+        '[document.documentElement.scrollWidth, document.documentElement.clientWidth]',
+      );
+      if (scrollWidth > clientWidth) wide.push(`${path}: ${scrollWidth} > ${clientWidth}`);
+    }
+    assert.deepEqual(wide, []);
+
+    await visit(page, '/');
+    await page.screenshot({ path: join(ARTIFACTS, 'narrow-endpoints.png') });
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    const menu = nav.getByRole('button', { name: 'Menu' });
+    // By CSS, not by role: a folded link is hidden, and getByRole leaves hidden elements out.
+    const monitorLink = nav.locator('a[href="/monitor"]');
+    assert.equal(await monitorLink.isVisible(), false, 'the links are folded away');
+    assert.equal(await menu.getAttribute('aria-expanded'), 'false');
+    await menu.click();
+    assert.equal(await menu.getAttribute('aria-expanded'), 'true');
+    await page.screenshot({ path: join(ARTIFACTS, 'narrow-menu.png') });
+    await page.keyboard.press('Escape');
+    assert.equal(await monitorLink.isVisible(), false, 'Escape closes the menu');
+    await menu.click();
+    await monitorLink.click();
+    await page.waitForURL(/\/monitor$/);
+    assert.equal(await monitorLink.getAttribute('aria-current'), 'page');
+    assert.equal(await monitorLink.isVisible(), false, 'choosing a page closes the menu');
+
+    // From 768 px the links are in the header row and there is no menu button.
+    await page.setViewportSize({ width: 800, height: 800 });
+    assert.equal(await monitorLink.isVisible(), true);
+    assert.equal(await menu.isVisible(), false);
+    await page.close();
+  });
+
+  test('the skip link and the keyboard shortcuts, with the ? overlay', async () => {
+    const page = await browser.newPage();
+    await visit(page, '/');
+    await page.locator('tr[data-endpoint="billingendpoint"]').waitFor();
+    const focusedText = () => page.evaluate<string>("document.activeElement?.textContent?.trim() ?? ''");
+    const focusedTag = () => page.evaluate<string>("document.activeElement?.tagName ?? ''");
+
+    // The first Tab reaches the skip link, which moves focus to the main content.
+    await page.keyboard.press('Tab');
+    assert.equal(await focusedText(), 'Skip to content');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate<string>("document.activeElement?.id ?? ''"), 'main');
+
+    // The jobs drawer opens with focus inside it and gives it back on Escape.
+    await page.getByTestId('jobs-button').focus();
+    await page.keyboard.press('Enter');
+    await page.getByTestId('jobs-drawer').waitFor();
+    assert.equal(await focusedText(), 'Close');
+    await page.keyboard.press('Escape');
+    await page.getByTestId('jobs-drawer').waitFor({ state: 'detached' });
+    assert.match(await focusedText(), /^Jobs/);
+
+    await page.keyboard.press('?');
+    const help = page.getByRole('dialog', { name: 'Keyboard shortcuts' });
+    await help.waitFor();
+    assert.match((await help.textContent()) ?? '', /Go to Monitor/);
+    await page.keyboard.press('Escape');
+    await help.waitFor({ state: 'detached' });
+
+    // j / k move through the list's rows (focus on the row's first link, so Enter opens it).
+    await page.keyboard.press('j');
+    const first = await focusedText();
+    await page.keyboard.press('j');
+    const second = await focusedText();
+    assert.notEqual(first, second);
+    assert.equal(await page.locator('tr[data-kbd-current]').count(), 1);
+    await page.keyboard.press('k');
+    assert.equal(await focusedText(), first);
+
+    // `/` focuses the search without typing itself; keys typed there are text, not shortcuts.
+    await page.keyboard.press('/');
+    const search = page.getByLabel('Search by event id or session id');
+    assert.equal(await focusedTag(), 'INPUT');
+    await page.keyboard.type('gm');
+    assert.equal(await search.inputValue(), 'gm');
+    assert.equal(new URL(page.url()).pathname, '/');
+    await search.fill('');
+    await page.locator('main').click({ position: { x: 5, y: 5 } });
+
+    await page.keyboard.press('g');
+    await page.keyboard.press('m');
+    await page.waitForURL(/\/monitor$/);
+    await page.keyboard.press('g');
+    await page.keyboard.press('e');
+    await page.waitForURL((u) => u.pathname === '/');
+
+    // On an event: r and s open the confirmation of Resubmit and Skip; nothing is sent without confirming.
+    await visit(page, '/endpoints/billingendpoint/events/evt-dead-1');
+    await page.getByRole('button', { name: 'Skip', exact: true }).waitFor();
+    await page.keyboard.press('r');
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('heading', { name: 'Resubmit this event?' }).waitFor();
+    // A shortcut key inside the dialog is not a shortcut (the modal has the keyboard).
+    await page.keyboard.press('s');
+    assert.equal(await page.getByRole('dialog').count(), 1);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await page.keyboard.press('s');
+    await page.getByRole('dialog').getByRole('heading', { name: 'Skip this event?' }).waitFor();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    assert.equal(await page.getByRole('status').filter({ hasText: /sent/ }).count(), 0, 'nothing was sent');
+    await page.close();
+  });
+
+  test('the theme switch applies at once, follows the system on "System" and survives a reload before any script of the app runs', async () => {
+    const page = await browser.newPage();
+    await page.emulateMedia({ colorScheme: 'light' });
+    await visit(page, '/');
+    const isDark = () => page.evaluate<boolean>("document.documentElement.classList.contains('dark')");
+    const background = () => page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
+    const switcher = page.getByLabel('Theme');
+    assert.equal(await switcher.inputValue(), 'system');
+    assert.equal(await isDark(), false);
+    const lightBackground = await background();
+
+    await switcher.selectOption('dark');
+    assert.equal(await isDark(), true);
+    assert.notEqual(await background(), lightBackground, 'the page turned dark');
+    await page.screenshot({ path: join(ARTIFACTS, 'theme-dark.png') });
+
+    // Reload with every script of the app blocked: only the inline script in <head> can have set the class, so
+    // the first paint is already dark.
+    await page.route('**/_next/static/**/*.js', (route) => route.abort());
+    await page.reload();
+    assert.equal(await isDark(), true, 'dark before hydration');
+    await page.unroute('**/_next/static/**/*.js');
+    await visit(page, '/');
+    assert.equal(await page.getByLabel('Theme').inputValue(), 'dark');
+
+    await page.getByLabel('Theme').selectOption('light');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    assert.equal(await isDark(), false, 'an explicit choice ignores the system');
+    await page.getByLabel('Theme').selectOption('system');
+    assert.equal(await isDark(), true, '"System" follows the system');
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.equal(await until(page, "!document.documentElement.classList.contains('dark')", 5000), true, 'and follows its change');
+    await page.close();
+  });
+});
