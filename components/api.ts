@@ -16,14 +16,6 @@ export interface CommandResult {
   messageType: string;
 }
 
-export interface BulkResult {
-  requested: number;
-  sent: number;
-  duplicates: number;
-  failed: number;
-  results: Array<{ eventId: string; outcome: string; status?: number; detail?: string }>;
-}
-
 export class ApiError extends Error {
   readonly status: number;
   readonly detail: string;
@@ -68,8 +60,6 @@ export const api = {
     }),
   skip: (endpointId: string, eventId: string) =>
     callApi<CommandResult>(`/api/event/skip/${seg(endpointId)}/${seg(eventId)}`, { method: 'POST' }),
-  bulk: (action: 'resubmit' | 'skip', endpointId: string, eventIds: string[]) =>
-    callApi<BulkResult>(`/api/event/${action}`, { method: 'POST', body: JSON.stringify({ endpointId, eventIds }) }),
   completeHandoff: (endpointId: string, eventId: string, messageId: string, note?: string) =>
     callApi<CommandResult>(`/api/event/handoff/complete/${seg(endpointId)}/${seg(eventId)}/${seg(messageId)}`, {
       method: 'POST',
