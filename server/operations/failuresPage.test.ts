@@ -2,7 +2,8 @@
 // two causes show as two groups with their counts; the operator resubmits the bigger group, the confirmation
 // states the exact count, and the job runs on the server to completion in the Jobs drawer, which is reachable
 // from another page too. The commands reached the endpoint's subscription, one per event. On the Endpoint page,
-// rows checked across two pages of the list run as one job over exactly those rows (no 200-row synchronous path).
+// rows checked across two pages of the list run as one job over exactly those rows (no 200-row synchronous path),
+// and "select all matching" freezes the rest of the filter with its exact count. A group's note and spark show.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -65,6 +66,18 @@ describe('Failures page', () => {
     const credit = groups.first();
     assert.equal((await credit.locator('[data-testid="group-count"]').textContent())?.trim(), '20');
     assert.match((await credit.textContent()) ?? '', /Order <id>: invoice total <amount> EUR exceeds the credit limit/);
+
+    // The spark shows the 20 arrivals; a note is shown to everyone (and audited: server/failures/routes.test.ts).
+    const bars = await credit.locator('svg[aria-label^="arrivals"] rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
+    assert.equal(bars.length, 24);
+    assert.ok(bars.some((h) => h > 0), 'the spark has the arrivals');
+    await credit.getByRole('button', { name: 'Add note' }).click();
+    await credit.getByLabel('note').fill('known: CRM maintenance until 10:00');
+    await credit.getByRole('button', { name: 'Save' }).click();
+    await credit.locator('[data-testid="group-note"]').filter({ hasText: 'known: CRM maintenance until 10:00' }).waitFor();
+    const elsewhere = await open('/failures');
+    await elsewhere.locator('[data-testid="group-note"]').filter({ hasText: 'known: CRM maintenance until 10:00' }).waitFor({ timeout: 60_000 });
+    await elsewhere.close();
 
     await credit.getByRole('button', { name: 'Resubmit all' }).click();
     const count = page.locator('[data-testid="bulk-count"]');
@@ -137,6 +150,17 @@ describe('Failures page', () => {
     }
     await receiver.close();
     assert.deepEqual(got.sort(), chosen, 'one command per checked row, none for the unchecked ones');
+
+    // "Select all matching": the 9 rows left Failed, frozen and counted on the server; Cancel discards the job.
+    const again = await open(`/endpoints/${ep}?status=Failed`);
+    await again.locator('[data-testid="events-table"] tbody tr').first().waitFor({ timeout: 60_000 });
+    await again.getByRole('button', { name: 'Select all matching' }).click();
+    await again.getByRole('button', { name: 'Resubmit all matching' }).click();
+    const frozen = again.locator('[data-testid="bulk-count"]');
+    await frozen.waitFor();
+    assert.match((await frozen.textContent()) ?? '', /Exactly 9 events/);
+    await again.getByRole('button', { name: 'Cancel' }).click();
+    await frozen.waitFor({ state: 'detached' });
     assert.deepEqual(pageErrors, []);
   });
 });
