@@ -10,7 +10,7 @@ import { eventBody, MessageType as T, Prop, Topic } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
-import { operationsRate } from '../operations/service.ts';
+import { operationsConcurrency, operationsRate } from '../operations/service.ts';
 import { replayDeadLetters } from '../subscriptions/replay.ts';
 import { ReplayJournal } from '../subscriptions/replayJournal.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
@@ -160,10 +160,13 @@ describe('failure-group and operations routes', () => {
     assert.ok(eventAudits.items.some((a) => a.type === 'Skip' && a.data?.includes(operationId)), "the event's own audit names the job");
   });
 
-  test('NIMBUS_OPERATIONS_RATE: default 50 commands per second, 0 = no limit, nonsense refused', () => {
+  test('NIMBUS_OPERATIONS_RATE (default 50 per second, 0 = no limit) and NIMBUS_OPERATIONS_CONCURRENCY (default 16); nonsense refused', () => {
     assert.equal(operationsRate({}), 50);
     assert.equal(operationsRate({ NIMBUS_OPERATIONS_RATE: '0' }), 0);
     assert.equal(operationsRate({ NIMBUS_OPERATIONS_RATE: '120' }), 120);
     assert.throws(() => operationsRate({ NIMBUS_OPERATIONS_RATE: 'fast' }), /NIMBUS_OPERATIONS_RATE/);
+    assert.equal(operationsConcurrency({}), 16);
+    assert.equal(operationsConcurrency({ NIMBUS_OPERATIONS_CONCURRENCY: '4' }), 4);
+    assert.throws(() => operationsConcurrency({ NIMBUS_OPERATIONS_CONCURRENCY: '0' }), /NIMBUS_OPERATIONS_CONCURRENCY/);
   });
 });
