@@ -20,6 +20,7 @@ import { CONSOLE_DIR, startConsole } from '../server/console.ts';
 import { launchTestChromium } from '../server/testing/chromium.ts';
 import { startConsoleTestStack } from '../server/testing/stack.ts';
 import { seedConsoleBench } from './console-seed.ts';
+import { endpointsWithFailures, rebuildFailureGroups } from '../lib/store/failureGroupAggregates.ts';
 import { type BenchResult, type BenchRow, envInt, percentile, toMarkdown } from './report.ts';
 
 interface Stats {
@@ -107,6 +108,8 @@ export async function runConsoleBench(): Promise<BenchResult> {
     process.stderr.write(
       `console bench: seeded ${seeded.events} events and ${seeded.historyEntries} history entries in ${seeded.seconds.toFixed(1)} s\n`,
     );
+    // Seeded around the store: the failure-group aggregates are built from the rows, as the backfill does.
+    for (const ep of await endpointsWithFailures(store.database)) await rebuildFailureGroups(store.database, ep);
     process.env.NIMBUS_LOG_LEVEL ??= 'warn';
     app = await startConsole({
       port: 0,

@@ -8,6 +8,8 @@ import { toMarkdown } from './report.ts';
 import { runEmulatorBench } from './emulator.ts';
 import { runResolverBench } from './resolver.ts';
 import { runConsoleBench } from './console.ts';
+import { runFailureGroupsBench } from './failureGroups.ts';
+import { runJobsBench } from './jobs.ts';
 import { runPipelineBench } from './pipeline.ts';
 import { runDurabilityBench } from './durability.ts';
 import { runScaleOutBench } from './scaleout.ts';
@@ -65,6 +67,8 @@ const benchmarks: Array<{ name: string; run: () => Promise<BenchResult> }> = [
   { name: 'resolver', run: resolverAsTable },
   { name: 'series', run: seriesAsTable },
   { name: 'console', run: runConsoleBench },
+  { name: 'failure-groups', run: runFailureGroupsBench },
+  { name: 'jobs', run: runJobsBench },
   { name: 'pipeline', run: runPipelineBench },
   { name: 'durability', run: runDurabilityBench },
   { name: 'scaleout', run: () => runScaleOutBench() },

@@ -1,14 +1,14 @@
 'use client';
 // Endpoint page: the endpoint's events with server-side filters kept in the URL (shareable, survive a reload),
-// continuation paging, counts per status, and multi-select Resubmit / Skip behind a confirmation that states
-// exactly how many events will be acted on. "Select all matching" acts on every event the filter matches on the
-// server (a bulk job, server/operations/): no 200-row limit; the list exports as CSV or JSON with the same filter.
+// continuation paging, counts per status, and Resubmit / Skip of the checked rows (across loaded pages) or of every
+// event the filter matches ("select all matching"). Either runs on the server as a bulk job (server/operations/)
+// over a selection frozen when the confirmation opens, which states exactly how many events it will act on: no
+// row limit. The list exports as CSV or JSON with the same filter.
 import Link from 'next/link';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
-import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, endpointHref, eventHref, type BulkResult, type EventListItem } from './api.ts';
-import { ConfirmDialog } from './ConfirmDialog.tsx';
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { api, endpointHref, eventHref, type EventListItem } from './api.ts';
 import { Ago, ErrorBox, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
@@ -39,7 +39,6 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const can = useCan();
   const pathname = usePathname();
   const params = useSearchParams();
-  const qc = useQueryClient();
   const now = useNow(5000);
 
   const filters = useMemo(() => {
@@ -101,8 +100,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
     });
   const allSelected = actionable.length > 0 && selectedItems.length === actionable.length;
 
-  const [confirm, setConfirm] = useState<null | 'resubmit' | 'skip'>(null);
-  // "Select all matching": the next Resubmit / Skip is a server-side job over the whole filter.
+  // Both selections run as a server-side job (server/operations/) with the selection frozen when the confirmation
+  // opens: "select all matching" is the current filter, row selection the checked rows of every loaded page. No
+  // row limit; the confirmation states the frozen count.
   const [allMatching, setAllMatching] = useState(false);
   const [jobKind, setJobKind] = useState<null | 'resubmit' | 'skip'>(null);
   const matchingSelection = useMemo((): Selection => {
@@ -119,30 +119,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
       ...(filters.q ? { errorText: filters.q } : {}),
     };
   }, [filters, endpointId]);
-  const act = (kind: 'resubmit' | 'skip') => (allMatching ? setJobKind(kind) : setConfirm(kind));
+  const rowSelection: Selection = { endpointId, eventIds: selectedItems.map((i) => i.eventId) };
+  const act = (kind: 'resubmit' | 'skip') => setJobKind(kind);
   const exportHref = (format: 'csv' | 'json') => `/api/endpoints/${encodeURIComponent(endpointId)}/events/export?${queryString}${queryString ? '&' : ''}format=${format}`;
-  const [busy, setBusy] = useState(false);
-  const [result, setResult] = useState<{ action: string; r: BulkResult } | null>(null);
-  const [actionError, setActionError] = useState<unknown>(null);
-  const runBulk = async () => {
-    if (!confirm) return;
-    setBusy(true);
-    setActionError(null);
-    try {
-      const ids = selectedItems.map((i) => i.eventId);
-      const r = await api.bulk(confirm, endpointId, ids);
-      setResult({ action: confirm, r });
-      setSelected(new Set());
-      await qc.invalidateQueries({ queryKey: ['events', endpointId] });
-      await qc.invalidateQueries({ queryKey: ['endpoints'] });
-    } catch (err) {
-      setActionError(err);
-    } finally {
-      setBusy(false);
-      setConfirm(null);
-    }
-  };
-
   const submit = (e: FormEvent) => {
     e.preventDefault();
     apply(draft);
@@ -280,20 +259,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         </a>
         <span className="ml-auto text-xs text-slate-500">{list.isFetching ? 'refreshing…' : `${items.length} shown`}</span>
       </div>
-      {result ? (
-        <div role="status" className="mb-2 rounded border border-slate-200 bg-white px-3 py-2 text-sm">
-          {result.action === 'resubmit' ? 'Resubmit' : 'Skip'}: {result.r.sent} sent, {result.r.duplicates} already sent, {result.r.failed} refused
-          {result.r.results
-            .filter((x) => x.outcome === 'error')
-            .slice(0, 5)
-            .map((x) => (
-              <div key={x.eventId} className="text-xs text-red-700">
-                {x.eventId}: {x.detail}
-              </div>
-            ))}
-        </div>
-      ) : null}
-      <ErrorBox error={actionError ?? list.error} />
+      <ErrorBox error={list.error} />
 
       <div className="overflow-x-auto rounded border border-slate-200 bg-white">
         <table className="min-w-full text-sm" data-testid="events-table">
@@ -373,34 +339,16 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
       ) : null}
 
       {jobKind ? (
-        <BulkJobConfirm kind={jobKind} selection={matchingSelection} what={`every actionable event on ${endpointId} matching the filter`} onClose={() => { setJobKind(null); setAllMatching(false); }} />
-      ) : null}
-      {confirm ? (
-        <ConfirmDialog
-          title={confirm === 'resubmit' ? `Resubmit ${selectedItems.length} event${selectedItems.length === 1 ? '' : 's'}?` : `Skip ${selectedItems.length} event${selectedItems.length === 1 ? '' : 's'}?`}
-          confirmLabel={confirm === 'resubmit' ? `Resubmit ${selectedItems.length}` : `Skip ${selectedItems.length}`}
-          danger={confirm === 'skip'}
-          busy={busy}
-          onConfirm={runBulk}
-          onCancel={() => setConfirm(null)}
-        >
-          {confirm === 'resubmit' ? (
-            <p>
-              Exactly <strong>{selectedItems.length}</strong> event{selectedItems.length === 1 ? '' : 's'} on <strong>{endpointId}</strong> will be sent
-              again with {selectedItems.length === 1 ? 'its' : 'their'} stored payload. Each blocked session is released when its event succeeds.
-            </p>
-          ) : (
-            <p>
-              Exactly <strong>{selectedItems.length}</strong> event{selectedItems.length === 1 ? '' : 's'} on <strong>{endpointId}</strong> will be
-              skipped: never processed, and {selectedItems.length === 1 ? 'its session' : 'their sessions'} released.
-            </p>
-          )}
-          <ul className="mt-2 max-h-40 overflow-auto font-mono text-xs text-slate-600">
-            {selectedItems.map((i) => (
-              <li key={i.eventId}>{i.eventId}</li>
-            ))}
-          </ul>
-        </ConfirmDialog>
+        <BulkJobConfirm
+          kind={jobKind}
+          selection={allMatching ? matchingSelection : rowSelection}
+          what={allMatching ? `every actionable event on ${endpointId} matching the filter` : `the ${selectedItems.length} selected on ${endpointId}`}
+          onClose={(confirmed) => {
+            setJobKind(null);
+            setAllMatching(false);
+            if (confirmed) setSelected(new Set());
+          }}
+        />
       ) : null}
     </section>
   );

@@ -16,14 +16,6 @@ export interface CommandResult {
   messageType: string;
 }
 
-export interface BulkResult {
-  requested: number;
-  sent: number;
-  duplicates: number;
-  failed: number;
-  results: Array<{ eventId: string; outcome: string; status?: number; detail?: string }>;
-}
-
 /** An event type as the catalog describes it; `schema` is the JSON Schema the payload must match (or null). */
 export interface CatalogEventTypeView {
   id: string;
@@ -77,8 +69,6 @@ export const api = {
     }),
   skip: (endpointId: string, eventId: string) =>
     callApi<CommandResult>(`/api/event/skip/${seg(endpointId)}/${seg(eventId)}`, { method: 'POST' }),
-  bulk: (action: 'resubmit' | 'skip', endpointId: string, eventIds: string[]) =>
-    callApi<BulkResult>(`/api/event/${action}`, { method: 'POST', body: JSON.stringify({ endpointId, eventIds }) }),
   completeHandoff: (endpointId: string, eventId: string, messageId: string, note?: string) =>
     callApi<CommandResult>(`/api/event/handoff/complete/${seg(endpointId)}/${seg(eventId)}/${seg(messageId)}`, {
       method: 'POST',

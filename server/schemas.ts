@@ -49,6 +49,6 @@ export const MAX_BULK = 200;
 export const bulkBody = z
   .object({
     endpointId: endpointIdParam,
-    eventIds: z.array(idParam).min(1, 'eventIds is empty').max(MAX_BULK, `at most ${MAX_BULK} events per request`),
+    eventIds: z.array(idParam).min(1, 'eventIds is empty').max(MAX_BULK, `at most ${MAX_BULK} events per synchronous request; POST /api/operations acts on any number as a job`),
   })
   .strict();

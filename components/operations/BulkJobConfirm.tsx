@@ -6,7 +6,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { jobsApi, openJobsDrawer, type Selection } from './jobsApi.ts';
 
-export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Selection; what: string; onClose: () => void }) {
+export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Selection; what: string; onClose: (confirmed: boolean) => void }) {
   const qc = useQueryClient();
   const [prepared, setPrepared] = useState<{ operationId: string; total: number } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -25,7 +25,7 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
       if (prepared) await jobsApi.control(prepared.operationId, confirmed ? 'resume' : 'cancel');
       void qc.invalidateQueries({ queryKey: ['operations'] });
       if (confirmed) openJobsDrawer();
-      props.onClose();
+      props.onClose(confirmed);
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
     } finally {

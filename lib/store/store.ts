@@ -31,6 +31,7 @@ import {
 import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type IgnoreReason } from './guard.ts';
 import { docId, statusRowId } from './ids.ts';
 import { fingerprintOf } from './fingerprint.ts';
+import { applyGroupTransition, rebuildFailureGroups } from './failureGroupAggregates.ts';
 import {
   COUNTER_DOC_ID,
   CounterBuffer,
@@ -578,6 +579,8 @@ export class MessageStore {
         }
       }
       if (unreadable) counters = 'failed';
+      // Failure-group aggregates move with the row, from the version replaced to the one written (never throws).
+      await applyGroupTransition(this.database, existing, final);
       for (const r of results) if (r.outcome === 'written') r.counters = counters;
       return results;
     }
@@ -633,6 +636,7 @@ export class MessageStore {
           counters = 'failed'; // the row is written; the recount repairs the counters (as in #writeStatusChain)
         }
       }
+      await applyGroupTransition(this.database, current, row); // as in #writeStatusChain
       return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, row, counters };
     }
     throw new StoreTransientError(`status row ${previous.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} restore attempts`);
@@ -975,11 +979,14 @@ export class MessageStore {
           await this.#c.counters
             .item(COUNTER_DOC_ID, endpointId)
             .replace(doc, { accessCondition: { type: 'IfMatch', condition: etag } });
-        return toEndpointCounts(doc);
       } catch (err) {
         const code = cosmosStatus(err);
         if (code !== 409 && code !== 412) rethrowCosmos(err, 'counters recount');
+        continue;
       }
+      // The failure-group aggregates drift for the same reasons as the counters: repaired alongside.
+      await rebuildFailureGroups(this.database, endpointId, this.#now);
+      return toEndpointCounts(doc);
     }
     throw new StoreTransientError(`counters of ${endpointId} kept changing during the recount; try again`);
   }

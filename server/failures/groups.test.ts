@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { CONTAINERS, backfillFingerprints, fingerprintOf } from '../../lib/store/index.ts';
 import { msg, startStoreFixture, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
+import { failureGroupsContainer, readFailureGroupDocs } from '../../lib/store/failureGroupAggregates.ts';
 import { failureGroups } from './groups.ts';
 
 let f: StoreFixture;
@@ -75,8 +76,11 @@ describe('failure groups', () => {
     assert.deepEqual(unsupportedOnly.groups.map((g) => g.groupId), [unsupported!.groupId]);
     const scoped = await failureGroups(f.store, { status: [] }, { all: false, endpointIds: ['erpendpoint'] });
     assert.deepEqual(scoped.groups.map((g) => [g.groupId, g.count]), [[crmGroup!.groupId, 1]]);
-    const future = await failureGroups(f.store, { status: [], since: new Date(Date.now() + 60_000).toISOString() });
+    // `since` is honoured to the hour (the aggregates count per hour): the next hour has nothing yet.
+    const future = await failureGroups(f.store, { status: [], since: new Date(Date.now() + 3600_000).toISOString() });
     assert.equal(future.groups.length, 0);
+    const thisHour = await failureGroups(f.store, { status: [], since: new Date().toISOString() });
+    assert.equal(thisHour.total, 12, "since's hour counts whole");
   });
 
   test('a row leaving the failed state leaves its group', async () => {
@@ -105,9 +109,13 @@ describe('failure groups', () => {
       delete (doc as Record<string, unknown>).fingerprint;
       await events.item(doc.id as string, ['ledgerendpoint', doc.eventId as string]).replace(doc);
     }
+    // An older store kept no aggregates either.
+    const aggregates = await failureGroupsContainer(f.store.database);
+    for (const d of await readFailureGroupDocs(f.store.database, 'ledgerendpoint')) await aggregates.item(d.id, 'ledgerendpoint').delete();
     assert.equal((await failureGroups(f.store, { endpointId: 'ledgerendpoint', status: [] })).groups.length, 0);
     const first = await backfillFingerprints(f.store);
     assert.equal(first.updated, 2);
+    assert.ok(first.groupsRebuilt >= 1, 'the backfill builds the aggregates of the rows it fingerprinted');
     const groups = await failureGroups(f.store, { endpointId: 'ledgerendpoint', status: [] });
     assert.deepEqual(groups.groups.map((g) => [g.title, g.count]), [['ledger <id> rejected', 2]]);
     const second = await backfillFingerprints(f.store);

@@ -1,16 +1,17 @@
 // Failure groups (GET /api/failure-groups): every Failed, DeadLettered and Unsupported row, grouped by the
-// fingerprint the store wrote on it (lib/store/fingerprint.ts). One query reads a small projection of the failed
-// rows - four short fields each, no error texts or payloads - and the grouping is done here; the title and example
-// of each group come from a point read of its newest row. The embedded Cosmos server has no GROUP BY; with Cosmos
-// DB the same projection is served from the index on `status` and `fingerprint` (docs/failures.md).
+// fingerprint the store wrote on it (lib/store/fingerprint.ts). Read from the maintained aggregates
+// (lib/store/failureGroupAggregates.ts: one small document per endpoint and group, kept by the store's writes), so
+// the read costs the same at any number of rows: one query of a few hundred documents at most, no status rows.
+// `since` is honoured to the hour (the aggregates count rows per hour of their last update); the spark is built
+// from the same hour buckets (docs/failures.md).
 import { z } from 'zod';
+import { FAILURE_STATUSES, type MessageStore } from '../../lib/store/index.ts';
 import {
-  CONTAINERS,
-  FAILURE_STATUSES,
-  fingerprintOf,
-  rethrowCosmos,
-  type MessageStore,
-} from '../../lib/store/index.ts';
+  hourOf,
+  readFailureGroupDocs,
+  type FailureGroupDoc,
+  type FailureStatus,
+} from '../../lib/store/failureGroupAggregates.ts';
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 
 export const failureGroupsQuerySchema = z.object({
@@ -50,50 +51,8 @@ export interface FailureGroupsView {
   total: number;
 }
 
-interface Projected {
-  f: string;
-  e: string;
-  v: string;
-  s: string;
-  t: string | null;
-  u: string;
-}
-
-/** The failed rows' projection, matching the filter, in pages of 10,000 (one cross-partition query). */
-async function projectedRows(store: MessageStore, q: FailureGroupsQuery, scope: ReadScope): Promise<Projected[]> {
-  const where = ['ARRAY_CONTAINS(@statuses, c.status)', 'IS_STRING(c.fingerprint)'];
-  const parameters: Array<{ name: string; value: string | string[] }> = [
-    { name: '@statuses', value: q.status.length > 0 ? q.status : [...FAILURE_STATUSES] },
-  ];
-  if (q.endpointId) {
-    where.unshift('c.endpointId = @ep');
-    parameters.push({ name: '@ep', value: q.endpointId });
-  } else if (!scope.all) {
-    where.push('ARRAY_CONTAINS(@eps, c.endpointId)');
-    parameters.push({ name: '@eps', value: scope.endpointIds });
-  }
-  if (q.since) {
-    where.push('c.updatedAt >= @since');
-    parameters.push({ name: '@since', value: new Date(q.since).toISOString() });
-  }
-  const iterator = store.database.container(CONTAINERS.events).items.query<Projected>(
-    {
-      query: `SELECT c.fingerprint AS f, c.endpointId AS e, c.eventId AS v, c.sessionId AS s, c.eventTypeId AS t, c.updatedAt AS u FROM c WHERE ${where.join(' AND ')}`,
-      parameters,
-    },
-    { maxItemCount: 10_000, ...(q.endpointId ? { partitionKey: [q.endpointId] } : {}) },
-  );
-  const out: Projected[] = [];
-  try {
-    while (iterator.hasMoreResults()) {
-      const page = await iterator.fetchNext();
-      for (const r of page.resources ?? []) if (typeof r.f === 'string' && typeof r.u === 'string') out.push(r);
-    }
-  } catch (err) {
-    rethrowCosmos(err, 'failure groups');
-  }
-  return out;
-}
+/** `since` honoured to the hour: the aggregates count rows per hour of their last update (docs/failures.md). */
+const floorHour = (d: Date): Date => new Date(Math.floor(d.getTime() / 3600_000) * 3600_000);
 
 export async function failureGroups(
   store: MessageStore,
@@ -101,64 +60,96 @@ export async function failureGroups(
   scope: ReadScope = { all: true },
   now = new Date(),
 ): Promise<FailureGroupsView> {
-  if (q.endpointId && !inScope(scope, q.endpointId)) return { groups: [], spark: sparkWindow(q, now), total: 0 };
-  if (!scope.all && scope.endpointIds.length === 0) return { groups: [], spark: sparkWindow(q, now), total: 0 };
-  const rows = await projectedRows(store, q, scope);
   const window = sparkWindow(q, now);
+  if (q.endpointId && !inScope(scope, q.endpointId)) return { groups: [], spark: window, total: 0 };
+  if (!scope.all && scope.endpointIds.length === 0) return { groups: [], spark: window, total: 0 };
+  const docs = (await readFailureGroupDocs(store.database, q.endpointId)).filter((d) => inScope(scope, d.endpointId));
+  const statuses: FailureStatus[] = q.status.length > 0 ? q.status : [...FAILURE_STATUSES];
+  const sinceHour = q.since ? hourOf(floorHour(new Date(q.since)).toISOString()) : null;
   const from = Date.parse(window.from);
   const span = Math.max(1, Date.parse(window.to) - from);
   interface Acc {
     count: number;
     endpoints: Map<string, number>;
     types: Set<string>;
-    first: string;
-    last: Projected;
+    firstHour: string;
+    lastHour: string;
+    first: string | null;
+    newest: FailureGroupDoc;
     spark: number[];
   }
   const groups = new Map<string, Acc>();
-  for (const r of rows) {
-    let g = groups.get(r.f);
-    if (!g) {
-      g = { count: 0, endpoints: new Map(), types: new Set(), first: r.u, last: r, spark: new Array<number>(SPARK_BUCKETS).fill(0) };
-      groups.set(r.f, g);
+  let total = 0;
+  for (const d of docs) {
+    let count = 0;
+    let firstHour: string | null = null;
+    let lastHour: string | null = null;
+    const spark = new Array<number>(SPARK_BUCKETS).fill(0);
+    const types = new Set<string>();
+    for (const s of statuses) {
+      let inStatus = 0;
+      for (const [hour, nRaw] of Object.entries(d.hours?.[s] ?? {})) {
+        const n = Math.max(0, nRaw);
+        if (n === 0 || (sinceHour !== null && hour < sinceHour)) continue;
+        inStatus += n;
+        if (firstHour === null || hour < firstHour) firstHour = hour;
+        if (lastHour === null || hour > lastHour) lastHour = hour;
+        const at = Date.parse(`${hour}:00:00.000Z`) - from;
+        if (at >= 0) spark[Math.min(SPARK_BUCKETS - 1, Math.floor((at / span) * SPARK_BUCKETS))]! += n;
+      }
+      count += inStatus;
+      if (inStatus > 0) for (const [t, n] of Object.entries(d.types?.[s] ?? {})) if (n > 0 && t !== '') types.add(t);
     }
-    g.count++;
-    g.endpoints.set(r.e, (g.endpoints.get(r.e) ?? 0) + 1);
-    if (r.t) g.types.add(r.t);
-    if (r.u < g.first) g.first = r.u;
-    if (r.u > g.last.u) g.last = r;
-    const at = Date.parse(r.u) - from;
-    if (at >= 0) g.spark[Math.min(SPARK_BUCKETS - 1, Math.floor((at / span) * SPARK_BUCKETS))]!++;
+    if (count === 0 || firstHour === null || lastHour === null) continue;
+    total += count;
+    let g = groups.get(d.groupId);
+    if (!g) {
+      g = { count: 0, endpoints: new Map(), types: new Set(), firstHour, lastHour, first: null, newest: d, spark: new Array<number>(SPARK_BUCKETS).fill(0) };
+      groups.set(d.groupId, g);
+    }
+    g.count += count;
+    g.endpoints.set(d.endpointId, (g.endpoints.get(d.endpointId) ?? 0) + count);
+    for (const t of types) g.types.add(t);
+    for (let i = 0; i < SPARK_BUCKETS; i++) g.spark[i]! += spark[i]!;
+    // firstAt: the document's first arrival when its hour still has rows in the window, else that hour's start.
+    const first = hourOf(d.firstAt) === firstHour ? d.firstAt : `${firstHour}:00:00.000Z`;
+    if (g.first === null || first < g.first) g.first = first;
+    if (firstHour < g.firstHour) g.firstHour = firstHour;
+    if (lastHour > g.lastHour || (lastHour === g.lastHour && d.lastAt > g.newest.lastAt)) {
+      g.lastHour = lastHour;
+      g.newest = d;
+    }
   }
   const top = [...groups.entries()].sort((a, b) => b[1].count - a[1].count || a[0].localeCompare(b[0])).slice(0, MAX_GROUPS);
-  // The title is derived from an example's text, so it is the same function that made the key (never stale).
-  const examples = await Promise.all(
-    top.map(([, g]) => store.getStatusRow(g.last.e, g.last.v, g.last.s).catch(() => null)),
-  );
   return {
-    groups: top.map(([groupId, g], i): FailureGroup => {
-      const row = examples[i];
-      const fp = row ? fingerprintOf(row) : null;
+    groups: top.map(([groupId, g]): FailureGroup => {
+      const d = g.newest;
+      // lastAt: the newest arrival when its hour still has rows in the window, else the end of the newest such hour.
+      const lastAt = hourOf(d.lastAt) === g.lastHour ? d.lastAt : new Date(Date.parse(`${g.lastHour}:00:00.000Z`) + 3600_000 - 1).toISOString();
       return {
         groupId,
-        errorType: fp?.errorType ?? row?.errorType ?? 'Error',
-        title: fp?.title ?? row?.errorText ?? '(example no longer failed)',
-        example: row ? { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, errorText: row.errorText?.slice(0, 1000) ?? null } : null,
+        errorType: d.errorType,
+        title: d.title,
+        example: d.example
+          ? { endpointId: d.endpointId, eventId: d.example.eventId, sessionId: d.example.sessionId, errorText: d.example.errorText }
+          : null,
         count: g.count,
-        endpoints: [...g.endpoints.entries()].map(([endpointId, count]) => ({ endpointId, count })).sort((a, b) => b.count - a.count),
+        endpoints: [...g.endpoints.entries()].map(([endpointId, count]) => ({ endpointId, count })).sort((a, b) => b.count - a.count || a.endpointId.localeCompare(b.endpointId)),
         eventTypes: [...g.types].sort(),
-        firstAt: g.first,
-        lastAt: g.last.u,
+        firstAt: g.first ?? d.firstAt,
+        lastAt,
         spark: g.spark,
       };
     }),
     spark: window,
-    total: rows.length,
+    total,
   };
 }
 
-/** The spark's window: from `since` (default 24 hours back) to now. */
+/** The spark's window: from the hour of `since` (default 24 hours back) to now. */
 function sparkWindow(q: FailureGroupsQuery, now: Date): FailureGroupsView['spark'] {
-  const from = q.since ? new Date(q.since) : new Date(now.getTime() - 24 * 3600_000);
-  return { from: from.toISOString(), to: now.toISOString(), buckets: SPARK_BUCKETS };
+  // Whole hours, the current one last: with the default window each bucket is one hour of arrivals.
+  const from = floorHour(q.since ? new Date(q.since) : new Date(now.getTime() - 23 * 3600_000));
+  const to = new Date(floorHour(now).getTime() + 3600_000);
+  return { from: from.toISOString(), to: to.toISOString(), buckets: SPARK_BUCKETS };
 }

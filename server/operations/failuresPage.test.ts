@@ -1,7 +1,9 @@
 // The Failures page in Chromium (playwright-core) on the built console and the embedded stack: failed events of
 // two causes show as two groups with their counts; the operator resubmits the bigger group, the confirmation
 // states the exact count, and the job runs on the server to completion in the Jobs drawer, which is reachable
-// from another page too. The commands reached the endpoint's subscription, one per event.
+// from another page too. The commands reached the endpoint's subscription, one per event. On the Endpoint page,
+// rows checked across two pages of the list run as one job over exactly those rows (no 200-row synchronous path),
+// and "select all matching" freezes the rest of the filter with its exact count. A group's note and spark show.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -65,6 +67,18 @@ describe('Failures page', () => {
     assert.equal((await credit.locator('[data-testid="group-count"]').textContent())?.trim(), '20');
     assert.match((await credit.textContent()) ?? '', /Order <id>: invoice total <amount> EUR exceeds the credit limit/);
 
+    // The spark shows the 20 arrivals; a note is shown to everyone (and audited: server/failures/routes.test.ts).
+    const bars = await credit.locator('svg[aria-label^="arrivals"] rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
+    assert.equal(bars.length, 24);
+    assert.ok(bars.some((h) => h > 0), 'the spark has the arrivals');
+    await credit.getByRole('button', { name: 'Add note' }).click();
+    await credit.getByLabel('note').fill('known: CRM maintenance until 10:00');
+    await credit.getByRole('button', { name: 'Save' }).click();
+    await credit.locator('[data-testid="group-note"]').filter({ hasText: 'known: CRM maintenance until 10:00' }).waitFor();
+    const elsewhere = await open('/failures');
+    await elsewhere.locator('[data-testid="group-note"]').filter({ hasText: 'known: CRM maintenance until 10:00' }).waitFor({ timeout: 60_000 });
+    await elsewhere.close();
+
     await credit.getByRole('button', { name: 'Resubmit all' }).click();
     const count = page.locator('[data-testid="bulk-count"]');
     await count.waitFor();
@@ -93,6 +107,60 @@ describe('Failures page', () => {
     }
     await receiver.close();
     assert.deepEqual(got.sort(), Array.from({ length: 20 }, (_, i) => `credit-${i}`).sort());
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('rows checked across pages of the Endpoint page run as one job over exactly those rows', { timeout: 300_000 }, async () => {
+    const ep = 'crmendpoint';
+    const session = 'S-rows';
+    for (let i = 0; i < 60; i++) {
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: `row-${i}`, sessionId: session, eventTypeId: 'OrderPlaced', payload: { i } });
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: `row-${i}`, sessionId: session, parentMessageId: request.messageId, errorType: 'RowError', errorText: `row ${i} failed` });
+      for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+    }
+    const page = await open(`/endpoints/${ep}?status=Failed`);
+    const rows = page.locator('[data-testid="events-table"] tbody tr');
+    await rows.nth(49).waitFor({ timeout: 60_000 });
+    // Page 1 (50 rows): all checked; then page 2, and one of its rows.
+    await page.getByLabel('Select all actionable events').check();
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await rows.nth(59).waitFor();
+    await page.locator('[data-testid="events-table"] tbody input[type="checkbox"]:not(:checked)').first().check();
+    assert.equal((await page.getByTestId('selection-count').textContent())?.trim(), '51 selected');
+    const labels = await page.locator('[data-testid="events-table"] tbody input[type="checkbox"]:checked').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+    const chosen = labels.map((l) => l.replace(/^Select /, '')).sort();
+    assert.equal(chosen.length, 51);
+
+    await page.getByRole('button', { name: 'Resubmit selected' }).click();
+    const count = page.locator('[data-testid="bulk-count"]');
+    await count.waitFor();
+    assert.match((await count.textContent()) ?? '', /Exactly 51 events \(the 51 selected on crmendpoint\)/);
+    await page.getByRole('button', { name: 'Resubmit 51 events' }).click();
+    const drawer = page.locator('[data-testid="jobs-drawer"]');
+    const job = drawer.locator('li[data-operation][data-state="completed"]').filter({ hasText: '51 / 51' });
+    await job.first().waitFor({ timeout: 120_000 });
+    assert.match((await job.first().locator('[data-testid="job-counts"]').textContent()) ?? '', /51 \/ 51.*51 done/);
+
+    const receiver = await stack.serviceBus.client.acceptSession(ep, ep, session, { receiveMode: 'receiveAndDelete' });
+    const got: string[] = [];
+    for (;;) {
+      const batch = await receiver.receiveMessages(100, { maxWaitTimeInMs: 2000 });
+      if (batch.length === 0) break;
+      got.push(...batch.map((m) => String(m.applicationProperties?.EventId)));
+    }
+    await receiver.close();
+    assert.deepEqual(got.sort(), chosen, 'one command per checked row, none for the unchecked ones');
+
+    // "Select all matching": the 9 rows left Failed, frozen and counted on the server; Cancel discards the job.
+    const again = await open(`/endpoints/${ep}?status=Failed`);
+    await again.locator('[data-testid="events-table"] tbody tr').first().waitFor({ timeout: 60_000 });
+    await again.getByRole('button', { name: 'Select all matching' }).click();
+    await again.getByRole('button', { name: 'Resubmit all matching' }).click();
+    const frozen = again.locator('[data-testid="bulk-count"]');
+    await frozen.waitFor();
+    assert.match((await frozen.textContent()) ?? '', /Exactly 9 events/);
+    await again.getByRole('button', { name: 'Cancel' }).click();
+    await frozen.waitFor({ state: 'detached' });
     assert.deepEqual(pageErrors, []);
   });
 });

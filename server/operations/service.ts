@@ -17,6 +17,19 @@ export function operationsRate(env: Record<string, string | undefined> = process
   return n;
 }
 
+/**
+ * NIMBUS_OPERATIONS_CONCURRENCY: commands one job keeps in flight (default 16, 1-64). Each command waits on several
+ * store round trips and a send, so a job is latency-bound: `npm run bench jobs` measured 4 in flight at a quarter
+ * of the rate of 16 with the rate limit off. The rate limit (NIMBUS_OPERATIONS_RATE) still paces the commands.
+ */
+export function operationsConcurrency(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.NIMBUS_OPERATIONS_CONCURRENCY?.trim();
+  if (!raw) return 16;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`NIMBUS_OPERATIONS_CONCURRENCY must be a whole number from 1 to 64 (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
 export interface OperationsServices {
   jobs: JobStore;
   runner: OperationsRunner;
@@ -53,6 +66,7 @@ export function getOperations(ctx: ConsoleContext): OperationsServices {
       jobs,
       leases: new LeaseStore(ctx.store.database),
       manager: ctx.manager,
+      concurrency: operationsConcurrency(),
       onFinished: (job) => auditFinishedJob(ctx, job),
     }).start();
     slot.services = { jobs, runner };
