@@ -139,7 +139,7 @@ export function nextStamps(
   to: CounterBucket,
   known: (owner: string) => number,
 ): CountStamp[] | undefined {
-  const kept = (existing ?? []).filter((st) => st.s > known(st.o));
+  const kept = (existing ?? []).filter((st) => st.s > known(st.o)).map((st) => ({ ...st }));
   const mine = kept.find((st) => st.o === owner && st.s === seq);
   if (mine) mine.t = to;
   else if (from !== to) kept.push({ o: owner, s: seq, f: from, t: to });
@@ -265,7 +265,16 @@ export class CounterBuffer {
     const doubt = this.#uncertain.get(endpointId);
     const all = new Map<string, Deltas>([[endpointId, new Map(deltas)]]);
     if (doubt) {
-      const doc = await readCounterDoc(this.#container, endpointId);
+      let doc: CounterDoc | undefined;
+      try {
+        doc = await readCounterDoc(this.#container, endpointId);
+      } catch (err) {
+        // Nothing sent: this window's deltas wait for the next flush, the doubt stays.
+        const w = this.#windows.get(seq) ?? new Map<string, Deltas>();
+        this.#windows.set(seq, w);
+        addInto(w, endpointId, deltas);
+        throw err;
+      }
       if (doc?.flushed) this.#known.set(endpointId, doc.flushed);
       // Landed after all (flushed moved to its window): drop it. Otherwise it goes out again with this window.
       if ((doc?.flushed?.[this.owner] ?? 0) < doubt.seq) addInto(all, endpointId, doubt.deltas);
