@@ -1,15 +1,13 @@
 // Each Resolver process announces itself with a lease (`resolver_instance_<owner>`, renewed every few seconds) and
 // watches the others'. The Resolver buffers counter deltas for 250 ms off its hot path (docs/store.md): a process
-// that is killed loses the deltas it had not flushed, while its rows are written, so the counters drift from the
-// rows. When an instance's lease lapses without a release (it died), one surviving instance - whoever deletes the
-// lapsed lease document first - recounts every endpoint's counters from the rows, as `npm start` does after an
-// unclean stop. A clean stop flushes and releases, so nothing is recounted.
+// that is killed loses the deltas it had not flushed, while its rows are written. Every row it wrote carries a
+// stamp naming it and its flush window, and every flush records the last window applied (lib/store/counters.ts),
+// so when an instance's lease lapses without a release (it died), one surviving instance - whoever deletes the
+// lapsed lease document first - applies exactly the dead one's unflushed deltas (store.recoverCounters). Exact
+// under traffic, unlike a recount, which raced the survivors' own buffered deltas (a row counted by the recount
+// and then again by its delta, or the other way round). A clean stop flushes and releases: nothing to recover.
 //
-// Bounded: a death is noticed within the TTL plus one check. The recount then runs under traffic, and a live
-// instance's delta still in its 250 ms buffer for a row the recount already counted is applied on top
-// (recountEndpoint's etag check covers deltas applied while it counts, not those applied after it writes). So the
-// same instance recounts once more when the counters have been quiet for `quietMs` (no delta applied by anyone):
-// with nothing in flight that recount is exact. Under unbroken traffic it waits for the first quiet moment.
+// The store's counterOwner must be this watch's owner (resolver-worker/main.ts passes the same id to both).
 import type { Logger } from 'pino';
 import { holdLease, type HeldLease, type LeaseStore, type MessageStore } from '../lib/store/index.ts';
 
@@ -24,13 +22,11 @@ export interface InstanceWatchOptions {
   ttlMs?: number;
   /** How often to look for lapsed instances. Default 5 s. */
   checkEveryMs?: number;
-  /** The follow-up recount waits for the counters to be unchanged this long. Default 5 s. */
-  quietMs?: number;
 }
 
 export interface InstanceWatch {
-  /** Endpoints recounted so far by this instance after another one died (tests). */
-  readonly recounts: number;
+  /** Dead instances whose lost counter deltas this instance recovered (tests). */
+  readonly recoveries: number;
   /** Releases this instance's lease (a clean stop: nobody recounts for it) and stops watching. */
   stop(): Promise<void>;
 }
@@ -47,35 +43,18 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
   const name = `${INSTANCE_LEASE_PREFIX}${o.owner}`;
   let held: HeldLease | undefined = await holdLease(o.leases, name, o.owner, { ttlMs });
   if (!held) throw new Error(`the instance lease ${name} is held by another process (owner ids must be unique)`);
-  let recounts = 0;
+  let recoveries = 0;
   let checking: Promise<void> = Promise.resolve();
-  /** A death was handled here: recount again once the counters are quiet. */
-  let followUp = false;
-  let lastSeen = '';
-  let quietSince = 0;
-  const followUpWhenQuiet = async () => {
-    const seen = JSON.stringify((await o.store.getAllCounts()).endpoints.map((e) => [e.endpointId, e.buckets]));
-    if (seen !== lastSeen) {
-      lastSeen = seen;
-      quietSince = Date.now();
-      return;
-    }
-    if (Date.now() - quietSince < (o.quietMs ?? 5000)) return;
-    followUp = false;
-    recounts += await recountAll(o.store);
-    o.log.info({}, 'Resolver: counters recounted again once quiet (after another instance stopped without a clean stop)');
-  };
   const check = async () => {
     for (const lapsed of await o.leases.lapsed(INSTANCE_LEASE_PREFIX)) {
       if (lapsed.owner === o.owner) continue;
-      // Exactly one survivor wins the delete, and so does the recount for this death.
+      // Exactly one survivor wins the delete, and so does the recovery for this death (itself applied at most once
+      // per endpoint: recoverCounters is conditional on nobody having done it).
       if (!(await o.leases.removeIf(lapsed))) continue;
-      o.log.warn({ instance: lapsed.owner }, 'Resolver: another instance stopped without a clean stop; recounting the counters from the rows');
-      recounts += await recountAll(o.store);
-      followUp = true;
-      lastSeen = '';
+      const stamps = await o.store.recoverCounters(lapsed.owner);
+      recoveries++;
+      o.log.warn({ instance: lapsed.owner, deltas: stamps }, 'Resolver: another instance stopped without a clean stop; applied the counter deltas it had not flushed');
     }
-    if (followUp) await followUpWhenQuiet();
     // Our own lease lost (the store unreachable for a TTL): take it again, so that our death stays detectable.
     if (held?.signal.aborted) held = await holdLease(o.leases, name, o.owner, { ttlMs });
   };
@@ -86,8 +65,8 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
   }, o.checkEveryMs ?? 5000);
   timer.unref();
   return {
-    get recounts() {
-      return recounts;
+    get recoveries() {
+      return recoveries;
     },
     async stop() {
       clearInterval(timer);

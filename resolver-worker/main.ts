@@ -24,17 +24,18 @@ async function main(): Promise<void> {
   // Traces and the Resolver's metrics go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set; otherwise nothing loads.
   const telemetry = await startTelemetry('nimbus-resolver');
   if (telemetry.enabled) log.info({}, 'Resolver: exporting traces and metrics over OTLP');
+  // This instance's id: its lease below, and its stamps on the rows it writes (lib/store/counters.ts).
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // Counter deltas are buffered briefly: it takes the counter round trip off the per-message path (docs/store.md).
-  const store = await createStore({ ...config.cosmos, counterFlushMs: 250 });
+  const store = await createStore({ ...config.cosmos, counterFlushMs: 250, counterOwner: owner });
   const resolver = startResolver({
     serviceBusConnection: config.serviceBusConnection,
     store,
     concurrency: config.concurrency,
     log,
   });
-  // Announces this instance and watches the others: a killed instance's unflushed counter deltas are repaired by a
-  // recount (./liveness.ts).
-  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // Announces this instance and watches the others: a killed instance's unflushed counter deltas are applied by a
+  // survivor (./liveness.ts).
   // Its own client, so the lease is released after the store (and its counter buffer) is closed.
   const leaseClient = createCosmosClient(cosmosConnectionSchema.parse({ ...config.cosmos }));
   const leases = new LeaseStore(leaseClient.database(config.cosmos.database));

@@ -8,7 +8,7 @@ import type {
   PendingSubStatus as PendingSubStatusT,
 } from '@nimbus/sdk/contract';
 import { cosmosStatus, rethrowCosmos } from './errors.ts';
-import { COUNTER_BUCKETS, type CounterBucket, type CounterDoc } from './schemas.ts';
+import { COUNTER_BUCKETS, type CounterBucket, type CounterDoc, type CountStamp } from './schemas.ts';
 
 export const COUNTER_DOC_ID = 'counts' as const;
 
@@ -23,7 +23,7 @@ export function zeroCounts(): Record<CounterBucket, number> {
 }
 
 export function newCounterDoc(endpointId: string): CounterDoc {
-  return { id: COUNTER_DOC_ID, endpointId, counts: zeroCounts(), recountedAt: null };
+  return { id: COUNTER_DOC_ID, endpointId, counts: zeroCounts(), recountedAt: null, flushed: {} };
 }
 
 /** Patch operations for a move between buckets (none when the bucket does not change). */
@@ -39,14 +39,19 @@ export async function applyCounterDelta(
   counters: Container,
   endpointId: string,
   ops: PatchOperation[],
-): Promise<void> {
-  if (ops.length === 0) return;
+): Promise<CounterDoc | undefined> {
+  if (ops.length === 0) return undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      await counters.item(COUNTER_DOC_ID, endpointId).patch(ops);
-      return;
+      return (await counters.item(COUNTER_DOC_ID, endpointId).patch<CounterDoc>(ops)).resource;
     } catch (err) {
-      if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'counter update');
+      const code = cosmosStatus(err);
+      // 400 on `set /flushed/..`: a counter document from before `flushed` existed; give it the map and retry.
+      if (code === 400 && ops.some((o) => o.path.startsWith('/flushed/'))) {
+        await ensureFlushedMap(counters, endpointId);
+        continue;
+      }
+      if (code !== 404) rethrowCosmos(err, 'counter update');
     }
     try {
       await counters.items.create(newCounterDoc(endpointId));
@@ -95,35 +100,121 @@ export function toEndpointCounts(doc: CounterDoc): EndpointCounts {
   };
 }
 
+/** `flushed[owner]` of a writer whose lost deltas a survivor has applied: every stamp of it counts as applied. */
+export const RECOVERED = Number.MAX_SAFE_INTEGER;
+
+type Deltas = Map<CounterBucket, number>;
+
+function bump(m: Map<string, Deltas>, endpointId: string, bucket: CounterBucket, by: number): void {
+  let d = m.get(endpointId);
+  if (!d) m.set(endpointId, (d = new Map()));
+  d.set(bucket, (d.get(bucket) ?? 0) + by);
+}
+
+function addInto(m: Map<string, Deltas>, endpointId: string, deltas: Deltas, sign = 1): void {
+  for (const [b, n] of deltas) bump(m, endpointId, b, sign * n);
+}
+
+function incrOps(deltas: Deltas | undefined): PatchOperation[] {
+  return [...(deltas ?? [])].filter(([, n]) => n !== 0).map(([b, n]) => ({ op: 'incr', path: `/counts/${b}`, value: n }));
+}
+
+/** A write's place in a flush window: its row carries the window's stamp, its delta goes into that window. */
+export interface CounterTicket {
+  readonly seq: number;
+  settled: boolean;
+}
+
 /**
- * Accumulates counter deltas in memory and applies them as one patch per endpoint every `intervalMs`: a
- * message then costs no counter round trip of its own, and a request/response pair on one endpoint nets out
- * before it reaches Cosmos. A failed flush keeps its deltas for the next one. What a crash loses (at most one
- * interval of deltas) is what recountEndpoint repairs, exactly as for a crash between a row write and an
- * immediate patch.
+ * The stamps a row carries after a write by `owner` in window `seq` moved it from `from` to `to` (docs/store.md,
+ * "Exact counters after a crash"). Stamps of windows known to be applied are dropped; the others are carried, even
+ * another writer's (it may have died before flushing them). One stamp per writer and window: a second move in the
+ * same window extends the first (its `f` stays, `t` becomes the new bucket).
+ */
+export function nextStamps(
+  existing: readonly CountStamp[] | undefined,
+  owner: string,
+  seq: number,
+  from: CounterBucket | null,
+  to: CounterBucket,
+  known: (owner: string) => number,
+): CountStamp[] | undefined {
+  const kept = (existing ?? []).filter((st) => st.s > known(st.o)).map((st) => ({ ...st }));
+  const mine = kept.find((st) => st.o === owner && st.s === seq);
+  if (mine) mine.t = to;
+  else if (from !== to) kept.push({ o: owner, s: seq, f: from, t: to });
+  const out = kept.filter((st) => st.f !== st.t);
+  return out.length > 0 ? out : undefined;
+}
+
+/**
+ * Accumulates counter deltas in memory and applies them as one patch per endpoint every `intervalMs`: a message
+ * then costs no counter round trip of its own, and a request/response pair on one endpoint nets out before it
+ * reaches Cosmos. Exact across crashes (docs/store.md): deltas are kept per numbered flush window, every row
+ * written carries a stamp naming this writer and its window (nextStamps), and the patch that applies a window
+ * also sets `flushed[owner]` to it, atomically, on the counter document. What a killed writer never applied is
+ * then exactly its stamps above `flushed[owner]`, which a survivor applies (recoverLostDeltas). A window is
+ * flushed only when every write stamped with it has added its delta (tickets), so `flushed` never runs ahead
+ * of a delta. A patch whose outcome is unknown (a timeout: it may have been applied) is not simply retried:
+ * the next flush reads `flushed[owner]` first, and re-applies it only if it did not land.
  */
 export class CounterBuffer {
   readonly #container: Container;
   readonly #intervalMs: number;
-  #pending = new Map<string, Map<CounterBucket, number>>();
+  readonly owner: string;
+  /** The open window: new tickets are stamped with it. */
+  #seq = 1;
+  /** Deltas per window, not yet flushed. */
+  readonly #windows = new Map<number, Map<string, Deltas>>();
+  /** Tickets taken and not yet settled, per window. */
+  readonly #open = new Map<number, number>();
+  #waiters: Array<() => void> = [];
+  /** Per endpoint, a patch that failed after being sent: it may or may not have been applied. */
+  readonly #uncertain = new Map<string, { seq: number; deltas: Deltas }>();
+  /** Per endpoint, the `flushed` map as the last patch returned it (a lower bound: it only grows). */
+  readonly #known = new Map<string, Record<string, number>>();
   #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> = Promise.resolve();
 
-  constructor(container: Container, intervalMs: number) {
+  constructor(container: Container, intervalMs: number, owner: string) {
     this.#container = container;
     this.#intervalMs = intervalMs;
+    this.owner = owner;
   }
 
-  add(endpointId: string, from: CounterBucket | null, to: CounterBucket): void {
-    if (from === to) return;
-    this.#bump(endpointId, to, 1);
-    if (from !== null) this.#bump(endpointId, from, -1);
-    this.#schedule();
+  /** Before a row write: the window the row is stamped with. Settle it with add() or cancel(), always. */
+  take(): CounterTicket {
+    const seq = this.#seq;
+    this.#open.set(seq, (this.#open.get(seq) ?? 0) + 1);
+    return { seq, settled: false };
   }
 
-  #bump(endpointId: string, bucket: CounterBucket, by: number): void {
-    let m = this.#pending.get(endpointId);
-    if (!m) this.#pending.set(endpointId, (m = new Map()));
-    m.set(bucket, (m.get(bucket) ?? 0) + by);
+  /** The row stamped with the ticket's window is written: its delta joins that window. Settles the ticket. */
+  add(ticket: CounterTicket, endpointId: string, from: CounterBucket | null, to: CounterBucket): void {
+    if (!ticket.settled && from !== to) {
+      let w = this.#windows.get(ticket.seq);
+      if (!w) this.#windows.set(ticket.seq, (w = new Map()));
+      bump(w, endpointId, to, 1);
+      if (from !== null) bump(w, endpointId, from, -1);
+      this.#schedule();
+    }
+    this.cancel(ticket);
+  }
+
+  /** The write did not happen (or moved nothing): settles the ticket. */
+  cancel(ticket: CounterTicket): void {
+    if (ticket.settled) return;
+    ticket.settled = true;
+    const n = (this.#open.get(ticket.seq) ?? 1) - 1;
+    if (n > 0) this.#open.set(ticket.seq, n);
+    else this.#open.delete(ticket.seq);
+    if (n <= 0) for (const wake of this.#waiters.splice(0)) wake();
+  }
+
+  /** The last applied window of `owner` on this endpoint's counters, as far as this writer has seen. */
+  knownFlushed(endpointId: string): (owner: string) => number {
+    const known = this.#known.get(endpointId);
+    return (owner) => known?.[owner] ?? 0;
   }
 
   #schedule(): void {
@@ -135,20 +226,30 @@ export class CounterBuffer {
     this.#timer.unref();
   }
 
-  /** Applies every buffered delta now. Rejects with the first failure; failed deltas stay buffered. */
-  async flush(): Promise<void> {
-    const batch = this.#pending;
-    this.#pending = new Map();
+  /** Applies every buffered delta now (one flush at a time). Rejects with the first failure; it is kept. */
+  flush(): Promise<void> {
+    const run = this.#flushing.then(() => this.#flushOnce());
+    this.#flushing = run.catch(() => undefined);
+    return run;
+  }
+
+  async #flushOnce(): Promise<void> {
+    // Close the window; wait for the writes stamped with it (or earlier) to add their deltas.
+    const closing = this.#seq++;
+    while ([...this.#open.keys()].some((s) => s <= closing)) await new Promise<void>((r) => this.#waiters.push(r));
+    const batch = new Map<string, Deltas>();
+    for (const [seq, w] of [...this.#windows]) {
+      if (seq > closing) continue;
+      this.#windows.delete(seq);
+      for (const [endpointId, d] of w) addInto(batch, endpointId, d);
+    }
+    for (const endpointId of this.#uncertain.keys()) if (!batch.has(endpointId)) batch.set(endpointId, new Map());
     let firstError: unknown;
     await Promise.all(
       [...batch].map(async ([endpointId, deltas]) => {
-        const ops: PatchOperation[] = [...deltas]
-          .filter(([, n]) => n !== 0)
-          .map(([b, n]) => ({ op: 'incr', path: `/counts/${b}`, value: n }));
         try {
-          await applyCounterDelta(this.#container, endpointId, ops);
+          await this.#apply(endpointId, deltas, closing);
         } catch (err) {
-          for (const [b, n] of deltas) this.#bump(endpointId, b, n);
           firstError ??= err;
         }
       }),
@@ -159,12 +260,127 @@ export class CounterBuffer {
     }
   }
 
+  /** One endpoint's deltas of windows up to `seq`, with `flushed[owner] = seq` in the same patch. */
+  async #apply(endpointId: string, deltas: Deltas, seq: number): Promise<void> {
+    const doubt = this.#uncertain.get(endpointId);
+    const all = new Map<string, Deltas>([[endpointId, new Map(deltas)]]);
+    if (doubt) {
+      let doc: CounterDoc | undefined;
+      try {
+        doc = await readCounterDoc(this.#container, endpointId);
+      } catch (err) {
+        // Nothing sent: this window's deltas wait for the next flush, the doubt stays.
+        const w = this.#windows.get(seq) ?? new Map<string, Deltas>();
+        this.#windows.set(seq, w);
+        addInto(w, endpointId, deltas);
+        throw err;
+      }
+      if (doc?.flushed) this.#known.set(endpointId, doc.flushed);
+      // Landed after all (flushed moved to its window): drop it. Otherwise it goes out again with this window.
+      if ((doc?.flushed?.[this.owner] ?? 0) < doubt.seq) addInto(all, endpointId, doubt.deltas);
+      this.#uncertain.delete(endpointId);
+    }
+    const merged = all.get(endpointId)!;
+    const ops = incrOps(merged);
+    if (ops.length === 0 && !doubt) return;
+    ops.push({ op: 'set', path: `/flushed/${escapePath(this.owner)}`, value: seq });
+    try {
+      const doc = await applyCounterDelta(this.#container, endpointId, ops);
+      if (doc?.flushed) this.#known.set(endpointId, doc.flushed);
+    } catch (err) {
+      // Sent and failed: it may have been applied (a timeout) or not. The next flush finds out.
+      this.#uncertain.set(endpointId, { seq, deltas: merged });
+      throw err;
+    }
+  }
+
   get pendingEndpoints(): number {
-    return this.#pending.size;
+    const endpoints = new Set<string>(this.#uncertain.keys());
+    for (const w of this.#windows.values()) for (const e of w.keys()) endpoints.add(e);
+    return endpoints.size;
   }
 
   stop(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+}
+
+/** A JSON-pointer segment: `~` and `/` escaped (owner ids hold `:` and such, which need nothing). */
+function escapePath(segment: string): string {
+  return segment.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+async function readCounterDoc(counters: Container, endpointId: string): Promise<(CounterDoc & { _etag?: string }) | undefined> {
+  try {
+    const r = await counters.item(COUNTER_DOC_ID, endpointId).read<CounterDoc & { _etag?: string }>();
+    return r.statusCode === 404 ? undefined : r.resource;
+  } catch (err) {
+    if (cosmosStatus(err) === 404) return undefined;
+    rethrowCosmos(err, 'counters read');
+  }
+}
+
+/**
+ * Applies, once, what a buffering writer that died had not flushed: on each endpoint's counters, the sum of its
+ * row stamps above `flushed[owner]`, together with `flushed[owner] = RECOVERED` (If-Match the version read, so
+ * a second survivor doing the same applies nothing). Returns how many stamps were applied. Reads every row of
+ * an endpoint that carries stamps (a query per endpoint): a cost paid once per crash, not per message.
+ */
+export async function recoverLostDeltas(
+  counters: Container,
+  events: Container,
+  owner: string,
+): Promise<number> {
+  const docs = (await counters.items.query<CounterDoc>('SELECT * FROM c').fetchAll()).resources;
+  if (!/^[\w.:@-]+$/.test(owner)) throw new Error(`not a writer id: ${owner}`);
+  let recovered = 0;
+  for (const { endpointId } of docs) {
+    await ensureFlushedMap(counters, endpointId);
+    const doc = await readCounterDoc(counters, endpointId);
+    const applied = doc?.flushed?.[owner] ?? 0;
+    if (!doc || applied === RECOVERED) continue;
+    const rows = (
+      await events.items
+        .query<{ counted?: CountStamp[] }>(
+          { query: 'SELECT c.counted FROM c WHERE c.endpointId = @ep AND IS_DEFINED(c.counted)', parameters: [{ name: '@ep', value: endpointId }] },
+          { partitionKey: [endpointId] },
+        )
+        .fetchAll()
+    ).resources;
+    const lost = new Map<string, Deltas>();
+    let stamps = 0;
+    for (const row of rows)
+      for (const st of row.counted ?? [])
+        if (st.o === owner && st.s > applied) {
+          stamps++;
+          bump(lost, endpointId, st.t, 1);
+          if (st.f !== null) bump(lost, endpointId, st.f, -1);
+        }
+    const operations = incrOps(lost.get(endpointId));
+    operations.push({ op: 'set', path: `/flushed/${escapePath(owner)}`, value: RECOVERED });
+    // Conditional on nobody having recovered it meanwhile (live writers' patches do not matter: they add theirs).
+    const field = `c.flushed["${owner}"]`;
+    const condition = `FROM c WHERE NOT IS_DEFINED(${field}) OR ${field} = ${applied}`;
+    try {
+      await counters.item(COUNTER_DOC_ID, endpointId).patch({ operations, condition });
+      recovered += stamps;
+    } catch (err) {
+      if (cosmosStatus(err) !== 412) rethrowCosmos(err, 'counter recovery');
+      // Another survivor recovered it first.
+    }
+  }
+  return recovered;
+}
+
+/** Counter documents written before `flushed` existed get an empty map, so `set /flushed/x` has a parent. */
+async function ensureFlushedMap(counters: Container, endpointId: string): Promise<void> {
+  const doc = await readCounterDoc(counters, endpointId);
+  if (!doc || doc.flushed) return;
+  try {
+    const { _etag, ...rest } = doc;
+    await counters.item(COUNTER_DOC_ID, endpointId).replace({ ...rest, flushed: {} }, { accessCondition: { type: 'IfMatch', condition: _etag ?? '' } });
+  } catch (err) {
+    if (cosmosStatus(err) !== 412) rethrowCosmos(err, 'counter migration');
   }
 }

@@ -93,6 +93,11 @@ export const statusRowSchema = z.object({
    * Absent on rows written before groups existed, until `npm run backfill:fingerprints` gives them one.
    */
   fingerprint: z.string().nullable().optional(),
+  /**
+   * Counter deltas of this row that a buffering writer (the Resolver) may not have applied yet, one per writer and
+   * flush window (lib/store/counters.ts): what a survivor applies when that writer dies before its flush.
+   */
+  counted: z.array(z.lazy(() => countStampSchema)).optional(),
 });
 export type StatusRow = z.output<typeof statusRowSchema>;
 /** A row as listed in pages: everything but the payload. */
@@ -201,6 +206,15 @@ export const COUNTER_BUCKETS = [
   'Skipped',
 ] as const;
 export type CounterBucket = (typeof COUNTER_BUCKETS)[number];
+/** One buffered counter delta recorded on its row: writer `o` moved the row from bucket `f` to `t` in window `s`. */
+export const countStampSchema = z.object({
+  o: z.string(),
+  s: z.number().int(),
+  f: z.enum(COUNTER_BUCKETS).nullable(),
+  t: z.enum(COUNTER_BUCKETS),
+});
+export type CountStamp = z.output<typeof countStampSchema>;
+
 export const counterDocSchema = z.object({
   id: z.literal('counts'),
   endpointId: z.string(),
@@ -211,6 +225,11 @@ export const counterDocSchema = z.object({
     >,
   ),
   recountedAt: isoSchema.nullable(),
+  /**
+   * Per buffering writer, the last flush window whose deltas are applied to this document (set in the same patch
+   * as the deltas). A dead writer's stamps above it are what its crash lost; RECOVERED once a survivor applied them.
+   */
+  flushed: z.record(z.string(), z.number().int()).optional(),
 });
 export type CounterDoc = z.output<typeof counterDocSchema>;
 

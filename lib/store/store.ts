@@ -9,6 +9,7 @@ import {
   type Container,
   type CosmosClient,
   type Database,
+  type Item,
   type JSONObject,
   type SqlParameter,
 } from '@azure/cosmos';
@@ -38,8 +39,11 @@ import {
   applyCounterDelta,
   bucketOf,
   counterDelta,
+  nextStamps,
+  recoverLostDeltas,
   toEndpointCounts,
   zeroCounts,
+  type CounterTicket,
   type EndpointCounts,
 } from './counters.ts';
 import { RowCache } from './rowCache.ts';
@@ -151,12 +155,17 @@ export interface StoreOptions extends CosmosConnection {
    * returns). The Resolver sets it (e.g. 250) to take the counter round trip off its hot path; see docs/store.md.
    */
   counterFlushMs?: number;
+  /**
+   * With counterFlushMs: this writer's id in row stamps and in the counters' `flushed` map (unique per process;
+   * the Resolver uses its instance-lease owner, so a survivor can recover its lost deltas). Default: random.
+   */
+  counterOwner?: string;
   /** Row versions kept to skip the read before a guarded write (0 disables). Default 5000. */
   rowCacheSize?: number;
 }
 
 /** Fields listed in pages: everything but the payload (bodies can be large and may hold personal data). */
-const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload');
+const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload' && k !== 'counted');
 // Bracket notation: `from` is a keyword of Cosmos SQL, so `c.from` does not parse.
 const SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
 const summarySchema = statusRowSchema.omit({ payload: true });
@@ -249,6 +258,7 @@ export async function createStore(options: StoreOptions): Promise<MessageStore> 
       now: options.now ?? (() => new Date()),
       ownsClient: options.client == null,
       counterFlushMs: options.counterFlushMs ?? 0,
+      counterOwner: options.counterOwner ?? `store-${randomUUID()}`,
       rowCacheSize: options.rowCacheSize ?? 5000,
     });
   } catch (err) {
@@ -290,7 +300,7 @@ export class MessageStore {
     client: CosmosClient,
     database: Database,
     containers: Record<keyof typeof CONTAINERS, Container>,
-    options: { now: () => Date; ownsClient: boolean; counterFlushMs: number; rowCacheSize: number },
+    options: { now: () => Date; ownsClient: boolean; counterFlushMs: number; counterOwner: string; rowCacheSize: number },
   ) {
     this.#client = client;
     this.database = database;
@@ -299,7 +309,7 @@ export class MessageStore {
     this.#ownsClient = options.ownsClient;
     this.#rowCache = new RowCache(options.rowCacheSize);
     this.#counterBuffer =
-      options.counterFlushMs > 0 ? new CounterBuffer(containers.counters, options.counterFlushMs) : undefined;
+      options.counterFlushMs > 0 ? new CounterBuffer(containers.counters, options.counterFlushMs, options.counterOwner) : undefined;
   }
 
   /** Applies buffered counter deltas now (no-op without counterFlushMs). Rejects if Cosmos refuses them. */
@@ -466,7 +476,25 @@ export class MessageStore {
     const id = statusRowId(first.eventId, first.sessionId);
     const item = this.#c.events.item(id, [first.endpointId, first.eventId]);
     const cacheKey = `${first.endpointId}/${id}`;
+    // The flush window this write's row is stamped with; the window is not flushed before the ticket is settled.
+    const ticket = this.#counterBuffer?.take();
+    try {
+      return await this.#writeStatusChainAttempts(writes, expect, gate, item, id, cacheKey, ticket);
+    } finally {
+      if (ticket) this.#counterBuffer!.cancel(ticket); // no-op when add() settled it
+    }
+  }
 
+  async #writeStatusChainAttempts(
+    writes: Array<{ w: z.output<typeof statusWriteSchema>; status: ResolutionStatusT; subStatus: ReturnType<typeof resultingStatus>['subStatus']; guarded: boolean }>,
+    expect: RowExpectation | undefined,
+    gate: Promise<unknown> | undefined,
+    item: Item,
+    id: string,
+    cacheKey: string,
+    ticket: CounterTicket | undefined,
+  ): Promise<StatusWriteResult[]> {
+    const first = writes[0]!.w;
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       // Attempt 1 may decide without a read: from the cached version, or - for a request copy, which normally
       // opens its row - by assuming there is no row yet. Either way the write itself is conditional (If-Match
@@ -546,6 +574,14 @@ export class MessageStore {
       }
 
       const final = current!;
+      // Buckets of the version this write replaces and of the new one.
+      const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
+      const next = bucketOf(final.status, final.subStatus);
+      if (ticket) {
+        const stamps = nextStamps(existing?.counted, this.#counterBuffer!.owner, ticket.seq, previous, next, this.#counterBuffer!.knownFlushed(first.endpointId));
+        if (stamps) final.counted = stamps;
+        else delete final.counted;
+      } else if (existing?.counted) final.counted = existing.counted; // another writer's, carried (see counters.ts)
       try {
         const written = exists
           ? await item.replace(final, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } })
@@ -563,11 +599,9 @@ export class MessageStore {
       }
       // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
       // recount is due.
-      const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
-      const next = bucketOf(final.status, final.subStatus);
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = previous === next ? 'unchanged' : 'updated';
-      if (this.#counterBuffer) {
-        this.#counterBuffer.add(first.endpointId, previous, next);
+      if (ticket) {
+        this.#counterBuffer!.add(ticket, first.endpointId, previous, next);
         if (counters === 'updated') counters = 'queued';
       } else {
         try {
@@ -600,6 +634,22 @@ export class MessageStore {
     const id = statusRowId(previous.eventId, previous.sessionId);
     const item = this.#c.events.item(id, [previous.endpointId, previous.eventId]);
     const cacheKey = `${previous.endpointId}/${id}`;
+    const ticket = this.#counterBuffer?.take();
+    try {
+      return await this.#restoreStatusRowAttempts(previous, expect, item, id, cacheKey, ticket);
+    } finally {
+      if (ticket) this.#counterBuffer!.cancel(ticket);
+    }
+  }
+
+  async #restoreStatusRowAttempts(
+    previous: StatusRow,
+    expect: RowExpectation & { lastMessageId: string },
+    item: Item,
+    id: string,
+    cacheKey: string,
+    ticket: CounterTicket | undefined,
+  ): Promise<StatusWriteResult> {
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       let raw: unknown;
       let etag: string | undefined;
@@ -614,6 +664,13 @@ export class MessageStore {
       const current = parsed?.success ? parsed.data : null;
       if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
       const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };
+      const from = bucketOf(current.status, current.subStatus);
+      const to = bucketOf(row.status, row.subStatus);
+      delete row.counted;
+      const stamps = ticket
+        ? nextStamps(current.counted, this.#counterBuffer!.owner, ticket.seq, from, to, this.#counterBuffer!.knownFlushed(previous.endpointId))
+        : current.counted;
+      if (stamps) row.counted = stamps;
       try {
         const written = await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } });
         this.#rowCache.set(cacheKey, row, written.etag);
@@ -623,11 +680,9 @@ export class MessageStore {
         if (code === 412 || code === 404) continue; // changed since our read: decide again
         rethrowCosmos(err, 'status row restore');
       }
-      const from = bucketOf(current.status, current.subStatus);
-      const to = bucketOf(row.status, row.subStatus);
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = from === to ? 'unchanged' : 'updated';
-      if (this.#counterBuffer) {
-        this.#counterBuffer.add(previous.endpointId, from, to);
+      if (ticket) {
+        this.#counterBuffer!.add(ticket, previous.endpointId, from, to);
         if (counters === 'updated') counters = 'queued';
       } else if (from !== to) {
         try {
@@ -965,14 +1020,17 @@ export class MessageStore {
     parseInput(endpointIdSchema, endpointId, 'endpoint id');
     for (let attempt = 1; attempt <= 5; attempt++) {
       let etag: string | undefined;
+      let flushed: Record<string, number> | undefined;
       try {
-        const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read();
+        const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read<CounterDoc>();
         etag = r.statusCode === 404 ? undefined : r.etag;
+        flushed = r.resource?.flushed;
       } catch (err) {
         if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'counters read');
       }
       const counts = await this.#countRows(endpointId);
-      const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso() };
+      // `flushed` is kept: the buffering writers' applied windows do not change with a recount.
+      const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso(), flushed: flushed ?? {} };
       try {
         if (etag === undefined) await this.#c.counters.items.create(doc);
         else
@@ -989,6 +1047,24 @@ export class MessageStore {
       return toEndpointCounts(doc);
     }
     throw new StoreTransientError(`counters of ${endpointId} kept changing during the recount; try again`);
+  }
+
+  /**
+   * Applies, exactly once, the counter deltas a buffering writer (counterFlushMs) had not flushed when it died: its
+   * row stamps above its `flushed` window on each endpoint's counters (counters.ts, docs/store.md). Unlike a
+   * recount, exact while other writers go on writing. Returns how many stamps were applied.
+   */
+  async recoverCounters(deadOwner: string): Promise<number> {
+    try {
+      return await recoverLostDeltas(this.#c.counters, this.#c.events, deadOwner);
+    } catch (err) {
+      rethrowCosmos(err, 'counter recovery');
+    }
+  }
+
+  /** This store's writer id in counter stamps (undefined without counterFlushMs). */
+  get counterOwner(): string | undefined {
+    return this.#counterBuffer?.owner;
   }
 
   async #countRows(endpointId: string): Promise<Record<CounterBucket, number>> {

@@ -141,6 +141,24 @@ describe('throttling surfaces as a typed error', () => {
     }
   });
 
+  test('a counter flush whose reply was lost (applied, but the client saw an error) is not applied twice', async () => {
+    const buffered = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, counterFlushMs: 60_000 });
+    try {
+      const ep = uniq('ep');
+      await buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e' }));
+      await buffered.flushCounters(); // the counter document exists: the next flush is one patch
+      await buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e2' }));
+      proxy.inject({ status: 408, afterForward: true, times: 1, match: (r) => r.method === 'PATCH' && r.path.includes('/colls/counters/') });
+      await assert.rejects(buffered.flushCounters());
+      proxy.clear();
+      assert.equal((await store.getCounts(ep)).failed, 2, 'the patch reached the server');
+      await buffered.flushCounters();
+      assert.equal((await store.getCounts(ep)).failed, 2);
+    } finally {
+      await buffered.close();
+    }
+  });
+
   test('a throttled counter flush keeps its deltas for the next flush', async () => {
     const buffered = await createStore({
       endpoint: proxy.endpoint,

@@ -18,6 +18,11 @@ export interface Fault {
   match?: (req: ProxiedRequest) => boolean;
   /** How many matching requests to fail before the fault disarms itself (default: unlimited). */
   times?: number;
+  /**
+   * Forward the request first (it takes effect on the server) and answer with the fault instead of the server's
+   * reply: a reply lost on the way back, the case where a client cannot tell whether its write happened.
+   */
+  afterForward?: boolean;
 }
 
 export interface FaultProxy {
@@ -58,15 +63,16 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     if (fault && fault.left > 0 && (fault.match?.(info) ?? true)) {
       fault.left--;
       injected++;
+      const f = fault;
+      if (f.afterForward) {
+        forward(req, res, (up) => {
+          up.resume();
+          up.on('end', () => answerFault(res, f));
+        });
+        return;
+      }
       req.resume();
-      const body = JSON.stringify({ code: String(fault.status), message: `injected fault ${fault.status}` });
-      const headers: Record<string, string | number> = {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-      };
-      if (fault.retryAfterMs !== undefined) headers['x-ms-retry-after-ms'] = fault.retryAfterMs;
-      if (fault.status === 429) headers['x-ms-substatus'] = 3200;
-      res.writeHead(fault.status, headers).end(body);
+      answerFault(res, f);
       return;
     }
     if (options.latencyMs) {
@@ -77,10 +83,25 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     }
     forward(req, res);
   });
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const answerFault = (res: http.ServerResponse, fault: Fault) => {
+    const body = JSON.stringify({ code: String(fault.status), message: `injected fault ${fault.status}` });
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    };
+    if (fault.retryAfterMs !== undefined) headers['x-ms-retry-after-ms'] = fault.retryAfterMs;
+    if (fault.status === 429) headers['x-ms-substatus'] = 3200;
+    res.writeHead(fault.status, headers).end(body);
+  };
+  const forward = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    onReply?: (up: http.IncomingMessage) => void,
+  ) => {
     const upstream = http.request(
       { host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers, agent },
       (up) => {
+        if (onReply) return onReply(up);
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
       },

@@ -12,6 +12,7 @@ import type {
   ServiceBusSender,
   ServiceBusSessionReceiver,
 } from '@azure/service-bus';
+import Long from 'long';
 import type { Logger } from 'pino';
 import { defaultSdkLogger } from './logger.ts';
 import { MessageType, Subscription } from './contract/index.ts';
@@ -163,9 +164,8 @@ export class DeferredProcessor {
       if (this.stopping) throw new Error('stopping before the pass ended; the trigger will be retried');
       const bounded = until !== Number.POSITIVE_INFINITY;
       // The end of the pass rides on its last copy (or, when the pass found nothing, on a marker), sent only once
-      // nothing below the bound is left parked: a copy this pass did not get to (a receive that came back early)
-      // must not be taken for a gap by the main handler.
-      if (bounded) await this.confirmNothingLeftBelow(parked, until, pass.held?.message.messageId);
+      // every parked message below the bound has been received (replay() throws otherwise): a copy this pass did
+      // not get to (a receive that came back early) must not be taken for a gap by the main handler.
       if (pass.held) {
         await this.send(pass.held.inbound, sessionId, until, bounded);
         await parked.completeMessage(pass.held.message);
@@ -197,23 +197,6 @@ export class DeferredProcessor {
     if (this.finished.size > 10_000) this.finished.delete(this.finished.keys().next().value!);
   }
 
-  /** Throws when the parked session still holds a message below `until` (peeked, so locked ones count too). */
-  private async confirmNothingLeftBelow(
-    parked: ServiceBusSessionReceiver,
-    until: number,
-    held: string | number | Buffer | undefined,
-  ): Promise<void> {
-    // Parked copies are sent in sequence order, so the lower sequences are at the front of the session.
-    const left = await parked.peekMessages(this.options.batchSize ?? 20);
-    const below = left.filter(
-      (message) => message.messageId !== held && (fromReceived(message).deferralSequence ?? 0) < until,
-    );
-    if (below.length > 0)
-      throw new Error(
-        `${below.length} parked message(s) below ${until} are still waiting; the pass is not complete`,
-      );
-  }
-
   private async send(
     inbound: InboundMessage,
     sessionId: string,
@@ -228,8 +211,32 @@ export class DeferredProcessor {
   }
 
   /**
+   * How many parked messages are below `until`, by peeking (no lock taken, no delivery counted). Parked copies are
+   * sent in sequence order, so paging stops at the first page with none below the bound.
+   */
+  private async countBelow(parked: ServiceBusSessionReceiver, until: number): Promise<number> {
+    let below = 0;
+    // From the session's start, explicitly: without fromSequenceNumber the client goes on from the last message
+    // peeked on this entity by any receiver of the client, so a second pass would not see the front of the session.
+    let from = Long.ZERO;
+    for (;;) {
+      const page = await parked.peekMessages(this.options.batchSize ?? 20, { fromSequenceNumber: from });
+      const n = page.filter((m) => (fromReceived(m).deferralSequence ?? 0) < until).length;
+      below += n;
+      if (page.length === 0 || n === 0) return below;
+      from = Long.fromValue(page[page.length - 1]!.sequenceNumber!).add(1);
+    }
+  }
+
+  /**
    * Replays parked messages below `until` in sequence order, each copy sent before its parked message is completed.
    * The last one found is held back (still locked, not yet sent): the caller sends it as the pass's end.
+   *
+   * Only the parked messages below the bound are received (counted by peeking first). Receiving one above it and
+   * abandoning it, as passes did before, spent one of its deliveries each time: a session that drains through
+   * many passes (a long handoff, a loaded machine) had a message parked above their bounds dead-lettered from
+   * {E}/Deferred after maxDeliveryCount passes, and the pass that should have replayed it found nothing (a
+   * ReplayGap, its row left Deferred). Throws when fewer than counted arrive (the trigger is retried).
    */
   private async replay(
     parked: ServiceBusSessionReceiver,
@@ -241,25 +248,29 @@ export class DeferredProcessor {
   }> {
     let replayed = 0;
     let held: { message: ServiceBusReceivedMessage; inbound: InboundMessage } | undefined;
-    for (;;) {
+    const wanted = await this.countBelow(parked, until);
+    let received = 0;
+    while (received < wanted) {
       // Settlement inside a pass runs to the end; stopping only prevents the next batch.
       if (this.stopping) return { replayed, held };
-      const batch = await parked.receiveMessages(this.options.batchSize ?? 20, {
+      const batch = await parked.receiveMessages(Math.min(this.options.batchSize ?? 20, wanted - received), {
         maxWaitTimeInMs: this.options.drainWaitMs ?? 1000,
       });
-      if (batch.length === 0) return { replayed, held };
+      if (batch.length === 0)
+        throw new Error(
+          `${wanted - received} parked message(s) below ${until} did not arrive; the pass is not complete`,
+        );
       const ordered = batch
         .map((message) => ({ message, inbound: fromReceived(message) }))
         .sort((a, b) => (a.inbound.deferralSequence ?? 0) - (b.inbound.deferralSequence ?? 0));
-      let reachedBound = false;
       for (const item of ordered) {
         const sequence = item.inbound.deferralSequence ?? 0;
-        if (reachedBound || sequence >= until) {
-          // Parked after this pass was asked for: the next pass replays it.
-          reachedBound = true;
+        if (sequence >= until) {
+          // Not expected (parked out of order): the next pass replays it.
           await parked.abandonMessage(item.message);
           continue;
         }
+        received++;
         if (held) {
           await this.send(held.inbound, sessionId, until, false);
           await parked.completeMessage(held.message);
@@ -267,8 +278,8 @@ export class DeferredProcessor {
         }
         held = item;
       }
-      if (reachedBound) return { replayed, held };
     }
+    return { replayed, held };
   }
 }
 
