@@ -194,4 +194,37 @@ describe('a batch of one session’s messages', () => {
     // Only the messages that are answers or requests of a still-open row write again; nothing reopens a row.
     for (const m of messages) assert.ok(h.settled.filter((s) => s.messageId === m.messageId).every((s) => s.ok && s.settlement.kind === 'complete'));
   });
+
+  test('a subscriber notice in a batch: the row’s later messages wait for it (the refused claim is put back first)', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    const sessionId = uniq('s');
+    // A handoff park, then the Manager's claim for a completion written on the row (as the console does).
+    const request: WireMessage = { type: T.EventRequest, messageId: randomUUID(), eventId: ev, sessionId, to: ep, from: 'shop', body: orderBody({ ev }) };
+    const park: WireMessage = {
+      type: T.PendingHandoffResponse, messageId: randomUUID(), eventId: ev, sessionId, from: ep, to: 'Resolver', parentMessageId: request.messageId,
+      props: { [Prop.HandoffReason]: 'DMF import', [Prop.ExternalJobId]: 'job-1' },
+    };
+    await resolveBacklog(50, [request, park]);
+    const claim = uniq('cmd');
+    const claimed = await h.store.writeStatus(
+      { endpointId: ep, eventId: ev, sessionId, messageId: claim, messageType: T.HandoffCompletedRequest, parentMessageId: park.messageId!, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() },
+      { lastMessageId: park.messageId! },
+    );
+    assert.equal(claimed.outcome, 'written');
+    // One batch: the subscriber's refusal of the claim, then the endpoint's later answer for the event. Run ahead
+    // of the notice, the answer would settle the row first and the notice would find nothing to put back.
+    const notice: WireMessage = {
+      type: T.ErrorResponse, messageId: randomUUID(), eventId: ev, sessionId, from: ep, to: 'Resolver', parentMessageId: claim,
+      props: { [Prop.DeadLetterReason]: 'CommandRefused', [Prop.DeadLetterErrorDescription]: 'HandoffCompletedRequest refused: not the pending handoff' },
+    };
+    const done: WireMessage = { type: T.ResolutionResponse, messageId: randomUUID(), eventId: ev, sessionId, from: ep, to: 'Resolver', parentMessageId: request.messageId };
+    await resolveBacklog(50, [notice, done]);
+    const audits = (await h.store.listAudits(ev)).items.filter((a) => a.type === 'CommandRefused');
+    assert.equal(audits.length, 1);
+    assert.match(audits[0]!.comment ?? '', /the row was put back to Pending \(Handoff\)$/, 'the notice saw the claim: it ran before the answer');
+    const row = await h.store.getStatusRow(ep, ev, sessionId);
+    assert.equal(row?.status, 'Completed');
+    assert.equal(row?.lastMessageId, done.messageId);
+  });
 });
