@@ -46,6 +46,8 @@ interface Phase {
   load: number;
   /** Settlements that failed (a session lost on a starved machine): the copies came back and were absorbed. */
   lost: number;
+  /** Cosmos requests per message (counted at the proxy): each one is a 20 ms round trip. */
+  requests: number;
 }
 
 /** The embedded Cosmos server as its own process (`scripts/cosmos.ts`), so its CPU is apart from the Resolvers'. */
@@ -107,6 +109,7 @@ async function phase(
   instances: Array<{ sb: ServiceBusClients; store: MessageStore }>,
   messages: number,
   pids: { cosmos: number | undefined; emulator: number | undefined },
+  proxy: { readonly received: number },
 ): Promise<Phase> {
   // A phase ends when every message has a completion that landed. A completion that fails (the client drops a
   // session whose drain the starved emulator did not answer in time, docs/resolver.md) brings the message back,
@@ -119,6 +122,7 @@ async function phase(
   const cpuBefore = process.cpuUsage();
   const cosmosBefore = processCpuMs(pids.cosmos);
   const emulatorBefore = processCpuMs(pids.emulator);
+  const requestsBefore = proxy.received;
   const started = performance.now();
   const resolvers = instances.map(({ sb, store }) =>
     startResolver({
@@ -140,6 +144,7 @@ async function phase(
   });
   await Promise.race([finished, timedOut]).finally(() => clearTimeout(timer));
   const seconds = (performance.now() - started) / 1000;
+  const requests = (proxy.received - requestsBefore) / messages;
   const cpu = process.cpuUsage(cpuBefore);
   const cosmosAfter = processCpuMs(pids.cosmos);
   const emulatorAfter = processCpuMs(pids.emulator);
@@ -154,6 +159,7 @@ async function phase(
     cores: cpuMs / (seconds * 1000),
     load: loadavg()[0]!,
     lost,
+    requests,
     cpu: {
       resolvers: (cpu.user + cpu.system) / 1000 / messages,
       cosmos: cosmosBefore !== undefined && cosmosAfter !== undefined ? per(cosmosAfter - cosmosBefore) : undefined,
@@ -196,14 +202,15 @@ export async function runScaleOutBench(options: ScaleOutOptions = {}): Promise<B
     const pids = { cosmos: cosmos.pid, emulator: emulator.pid };
     // Warm-up (JIT, connections, containers), not counted.
     await sendTraffic(admin.client, Math.min(100, events), sessions, 'warm');
-    await phase([a, b], Math.min(100, events) * 2, pids);
+    await phase([a, b], Math.min(100, events) * 2, pids, proxy);
     // Everything is on the topic before a phase starts, so the figures are recording, not sending.
     await sendTraffic(admin.client, events, sessions, 'one');
-    const one = await phase([a], messages, pids);
+    const one = await phase([a], messages, pids, proxy);
     await sendTraffic(admin.client, events, sessions, 'two');
-    const two = await phase([a, b], messages, pids);
+    const two = await phase([a, b], messages, pids, proxy);
     await admin.close();
     const cpuRow = (label: string, p: Phase) => [
+      { figure: `${label}: Cosmos requests per message (each +${LATENCY_MS} ms)`, value: p.requests, unit: '', better: 'lower' as const },
       { figure: `${label}: CPU ms per message, Resolvers + proxy (this process)`, value: p.cpu.resolvers, unit: 'ms', better: 'lower' as const },
       ...(p.cpu.cosmos !== undefined ? [{ figure: `${label}: CPU ms per message, embedded Cosmos process`, value: p.cpu.cosmos, unit: 'ms', better: 'lower' as const }] : []),
       ...(p.cpu.emulator !== undefined ? [{ figure: `${label}: CPU ms per message, emulator process`, value: p.cpu.emulator, unit: 'ms', better: 'lower' as const }] : []),
