@@ -8,6 +8,7 @@
 //   npm run bench scaleout
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ServiceBusClient } from '@azure/service-bus';
@@ -39,6 +40,14 @@ interface Phase {
   seconds: number;
   /** CPU ms per message: this process (Resolvers + proxy), the Cosmos server's process, the emulator's. */
   cpu: { resolvers: number; cosmos: number | undefined; emulator: number | undefined };
+  /** Cores the three processes kept busy on average (CPU time / wall time): near 2 here means CPU-bound. */
+  cores: number;
+  /** The machine's 1-minute load average at the end of the phase: other work competing for the two cores. */
+  load: number;
+  /** Settlements that failed (a session lost on a starved machine): the copies came back and were absorbed. */
+  lost: number;
+  /** Cosmos requests per message (counted at the proxy): each one is a 20 ms round trip. */
+  requests: number;
 }
 
 /** The embedded Cosmos server as its own process (`scripts/cosmos.ts`), so its CPU is apart from the Resolvers'. */
@@ -100,14 +109,20 @@ async function phase(
   instances: Array<{ sb: ServiceBusClients; store: MessageStore }>,
   messages: number,
   pids: { cosmos: number | undefined; emulator: number | undefined },
+  proxy: { readonly received: number },
 ): Promise<Phase> {
-  let settled = 0;
+  // A phase ends when every message has a completion that landed. A completion that fails (the client drops a
+  // session whose drain the starved emulator did not answer in time, docs/resolver.md) brings the message back,
+  // and its copy is completed then: counted apart, not as a failure of the run.
+  const completed = new Set<string>();
+  let lost = 0;
   let bad = 0;
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
   const cpuBefore = process.cpuUsage();
   const cosmosBefore = processCpuMs(pids.cosmos);
   const emulatorBefore = processCpuMs(pids.emulator);
+  const requestsBefore = proxy.received;
   const started = performance.now();
   const resolvers = instances.map(({ sb, store }) =>
     startResolver({
@@ -116,23 +131,35 @@ async function phase(
       concurrency: SESSIONS_PER_INSTANCE,
       log: pino({ level: 'silent' }),
       onSettled: (e) => {
-        if (!e.ok || e.settlement.kind !== 'complete') bad++;
-        if (++settled === messages) done();
+        if (!e.ok) lost++;
+        else if (e.settlement.kind !== 'complete') bad++;
+        else completed.add(e.messageId);
+        if (completed.size === messages) done();
       },
     }),
   );
-  await finished;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<void>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the phase did not finish within 10 minutes (${completed.size} of ${messages} completed)`)), 600_000);
+  });
+  await Promise.race([finished, timedOut]).finally(() => clearTimeout(timer));
   const seconds = (performance.now() - started) / 1000;
+  const requests = (proxy.received - requestsBefore) / messages;
   const cpu = process.cpuUsage(cpuBefore);
   const cosmosAfter = processCpuMs(pids.cosmos);
   const emulatorAfter = processCpuMs(pids.emulator);
   await Promise.all(resolvers.map((r) => r.stop()));
   if (bad > 0) throw new Error(`${bad} messages were not completed as recorded`);
   const per = (ms: number | undefined) => (ms === undefined ? undefined : ms / messages);
+  const cpuMs = (cpu.user + cpu.system) / 1000 + (cosmosAfter ?? 0) - (cosmosBefore ?? 0) + (emulatorAfter ?? 0) - (emulatorBefore ?? 0);
   return {
     perSec: messages / seconds,
     messages,
     seconds,
+    cores: cpuMs / (seconds * 1000),
+    load: loadavg()[0]!,
+    lost,
+    requests,
     cpu: {
       resolvers: (cpu.user + cpu.system) / 1000 / messages,
       cosmos: cosmosBefore !== undefined && cosmosAfter !== undefined ? per(cosmosAfter - cosmosBefore) : undefined,
@@ -175,17 +202,21 @@ export async function runScaleOutBench(options: ScaleOutOptions = {}): Promise<B
     const pids = { cosmos: cosmos.pid, emulator: emulator.pid };
     // Warm-up (JIT, connections, containers), not counted.
     await sendTraffic(admin.client, Math.min(100, events), sessions, 'warm');
-    await phase([a, b], Math.min(100, events) * 2, pids);
+    await phase([a, b], Math.min(100, events) * 2, pids, proxy);
     // Everything is on the topic before a phase starts, so the figures are recording, not sending.
     await sendTraffic(admin.client, events, sessions, 'one');
-    const one = await phase([a], messages, pids);
+    const one = await phase([a], messages, pids, proxy);
     await sendTraffic(admin.client, events, sessions, 'two');
-    const two = await phase([a, b], messages, pids);
+    const two = await phase([a, b], messages, pids, proxy);
     await admin.close();
     const cpuRow = (label: string, p: Phase) => [
+      { figure: `${label}: Cosmos requests per message (each +${LATENCY_MS} ms)`, value: p.requests, unit: '', better: 'lower' as const },
       { figure: `${label}: CPU ms per message, Resolvers + proxy (this process)`, value: p.cpu.resolvers, unit: 'ms', better: 'lower' as const },
       ...(p.cpu.cosmos !== undefined ? [{ figure: `${label}: CPU ms per message, embedded Cosmos process`, value: p.cpu.cosmos, unit: 'ms', better: 'lower' as const }] : []),
       ...(p.cpu.emulator !== undefined ? [{ figure: `${label}: CPU ms per message, emulator process`, value: p.cpu.emulator, unit: 'ms', better: 'lower' as const }] : []),
+      { figure: `${label}: cores kept busy by the three processes (of 2)`, value: p.cores, unit: 'cores', better: 'lower' as const },
+      { figure: `${label}: machine load average (1 min) at the end`, value: p.load, unit: '', better: 'lower' as const },
+      { figure: `${label}: completions lost (session dropped on a starved machine) and redelivered`, value: p.lost, unit: '', better: 'lower' as const },
     ];
     return {
       title: `Resolver scale-out (store round trip +${LATENCY_MS} ms through the fault proxy, ${SESSIONS_PER_INSTANCE} sessions per instance)`,

@@ -28,12 +28,15 @@ export interface ResolverOptions {
   concurrency?: number;
   /**
    * How long one receive waits. A receive that gets nothing releases the session; one that gets fewer messages
-   * than `maxMessagesPerReceive` also takes this long (the client waits to fill the batch), so every session
-   * pays it about twice. Default 100 ms: sessions are many and brief, a released session that gets a new
-   * message is simply accepted again, and a broker round trip is far shorter.
+   * than `maxMessagesPerReceive` also takes this long (the client waits to fill the batch), and the session is
+   * released once they are resolved (its backlog is done). Default 100 ms: sessions are many and brief, a released
+   * session that gets a new message is simply accepted again, and a broker round trip is far shorter.
    */
   sessionIdleTimeoutMs?: number;
-  /** Messages fetched per receive within one session. Default 10. */
+  /**
+   * Messages fetched per receive within one session, resolved as one batch (their rows' store work side by side).
+   * Default 50.
+   */
   maxMessagesPerReceive?: number;
   /** Session lock auto-renewal horizon. Default 5 min. */
   maxAutoLockRenewalDurationInMs?: number;
@@ -70,7 +73,7 @@ const optionsSchema = z
     serviceBusConnectionString: z.string().min(1).optional(),
     concurrency: z.number().int().min(1).max(256).default(16),
     sessionIdleTimeoutMs: z.number().int().min(10).max(600_000).default(100),
-    maxMessagesPerReceive: z.number().int().min(1).max(100).default(10),
+    maxMessagesPerReceive: z.number().int().min(1).max(100).default(50),
     maxAutoLockRenewalDurationInMs: z.number().int().min(0).default(300_000),
     budget: z
       .object({

@@ -1,8 +1,9 @@
 // The Resolver's session processor on Resolver/Resolver. The JS client has no session processor, so each of N
 // workers loops: accept the next free session (the broker hands each session to one receiver at a time, which
-// is what makes several workers and several instances safe), resolve its messages one at a time in order,
-// settle each, and release the session when it is idle or when a message is left for redelivery (it must come
-// back before anything behind it).
+// is what makes several workers and several instances safe), resolve its messages in order (a receive's rows
+// recorded side by side, resolve.ts), settle each, and release the session when a receive comes back short
+// (its backlog is done) or empty, or when a message is left for redelivery (it must come back before anything
+// behind it).
 import type {
   ServiceBusClient,
   ServiceBusMessage,
@@ -281,6 +282,10 @@ export class ResolverProcessor {
       }
       await completeRecordedAhead();
       if (!(await drain()) || this.#stopping) return;
+      // A receive that came back short waited out the whole receive wait and drained the link: the session had
+      // nothing more. It is released now rather than after one more empty wait (a session's backlog then costs one
+      // wait, not two); a message that arrives later is simply accepted again by a free worker of any instance.
+      if (messages.length < this.#o.maxMessagesPerReceive) return;
     }
   }
 

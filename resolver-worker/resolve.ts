@@ -31,6 +31,7 @@ import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';
+import type { Context } from '@opentelemetry/api';
 
 /** Dead-letter reasons the Resolver uses (stable: operators filter on them). */
 export const DeadLetterReason = {
@@ -176,14 +177,14 @@ export function resolveMessage(raw: ServiceBusReceivedMessage, ctx: ResolveConte
 }
 
 /** resolveMessage for a message already read. */
-async function resolveRead(m: ResolverMessage, ctx: ResolveContext): Promise<Settlement> {
+async function resolveRead(m: ResolverMessage, ctx: ResolveContext, parent?: Context): Promise<Settlement> {
   const attempt = logicalAttempt(m.throttleRetryCount, m.wireDeliveryCount);
   try {
     const c = classifyMessage(m);
     if (c.kind === 'heartbeat') return await resolveHeartbeat(m, attempt, ctx);
     if (c.kind === 'unrecordable') return c.settlement;
     const { m: rm, endpointId } = c.recordable;
-    return await withInternalSpan(`record ${endpointId}`, writeSpanAttributes(rm, endpointId), () => recordEvent(rm, endpointId, attempt, ctx));
+    return await withInternalSpan(`record ${endpointId}`, writeSpanAttributes(rm, endpointId), () => recordEvent(rm, endpointId, attempt, ctx), parent);
   } catch (err) {
     // Only a bug gets here (store failures are classified inside); dead-letter with the reason, never crash.
     ctx.log.error({ messageId: m.messageId, sessionId: m.sessionId, err: errorText(err) }, 'Resolver: unexpected failure');
@@ -191,15 +192,39 @@ async function resolveRead(m: ResolverMessage, ctx: ResolveContext): Promise<Set
   }
 }
 
+/** Rows of one batch whose store work runs at the same time. */
+const ROWS_IN_FLIGHT = 16;
+
+/** Runs the functions it is given at most `max` at a time, in the order given. */
+function limiter(max: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const queue: Array<() => void> = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (running < max) running++;
+    else await new Promise<void>((r) => queue.push(r)); // a finishing run hands its slot over
+    try {
+      return await fn();
+    } finally {
+      const next = queue.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+}
+
 /**
- * The messages of one receive, resolved in order, with the messages about one status row recorded together: the
- * rows that have two or more messages in the batch (a backlog delivers an event's request copy and its response
- * in one receive) are all recorded at once, each with store.recordOutcomes (one history batch and one row write
- * instead of two requests per message), side by side since rows do not depend on each other; each message then
- * takes its result in its turn. Every message is still decided by the guard in its own order, with its own
- * metrics, log and audits. If a row's write fails, its messages are resolved alone in their turn, so store
- * failures meet the throttle budget exactly as before. Heartbeats, control traffic without an outcome,
- * unrecordable messages and rows with one message in the batch are resolved alone, in order.
+ * The messages of one receive, resolved in order, with the store work of every status row started together as the
+ * batch starts: rows do not depend on each other, so their round trips overlap instead of adding up (a receive of
+ * 50 messages over 25 rows costs about the round trips of one row, not 25 times them). A row with two or more
+ * messages in the batch (a backlog delivers an event's request copy and its response in one receive) is recorded
+ * with store.recordOutcomes (one history batch and one row write instead of two requests per message); a row with
+ * one message is resolved whole, exactly as alone (recordEvent), just earlier. Each message then takes its result
+ * in its turn: every message is still decided by the guard in its own order against its own row, with its own
+ * metrics, log and audits. If a group's write fails, its messages are resolved alone in their turn, so store
+ * failures meet the throttle budget exactly as before; a single message's failure is its settlement, as alone.
+ * Heartbeats, control traffic without an outcome and unrecordable messages are resolved alone, in order. A message
+ * with no outcome of its own that touches a row (a subscriber notice puts a refused command's row back) is a
+ * barrier for that row: the row's later messages in the batch wait for their turn, so they never overtake it.
  */
 export class BatchResolution {
   readonly #ctx: ResolveContext;
@@ -208,29 +233,41 @@ export class BatchResolution {
   /** Row key and reading of each message that can join a group (the others are resolved alone). */
   readonly #rowOf = new Map<ServiceBusReceivedMessage, { key: string; recordable: Recordable }>();
   readonly #groups = new Map<string, ServiceBusReceivedMessage[]>();
-  /** Each group's write, started with the batch; undefined: the write failed. */
+  /** Each row's store work, started with the batch: its messages' settlements; undefined: a group's write failed. */
   readonly #writes = new Map<string, Promise<Settlement[] | undefined>>();
   /** Messages whose settlement was handed out (by resolve or takeRecordedAhead). */
   readonly #taken = new Set<ServiceBusReceivedMessage>();
 
   constructor(messages: ServiceBusReceivedMessage[], ctx: ResolveContext) {
     this.#ctx = ctx;
+    // Rows that a history-only message earlier in the batch touches: their later messages are resolved in turn.
+    const barred = new Set<string>();
     for (const raw of messages) {
       const m = readResolverMessage(raw, ctx.now);
       this.#read.set(raw, m);
       const c = classifyMessage(m);
-      // History-only messages (ProcessDeferredRequest, refused commands, subscriber notices) have no outcome of
-      // their own: always resolved alone.
-      if (c.kind !== 'outcome' || isHistoryOnly(c.recordable.m)) continue;
+      if (c.kind !== 'outcome') continue;
       const recordable = c.recordable;
       const key = JSON.stringify([recordable.endpointId, recordable.m.eventId, recordable.m.sessionId ?? '']);
+      // History-only messages (ProcessDeferredRequest, refused commands, subscriber notices) have no outcome of
+      // their own: always resolved alone, in turn.
+      if (isHistoryOnly(recordable.m)) {
+        barred.add(key);
+        continue;
+      }
+      if (barred.has(key)) continue;
       this.#rowOf.set(raw, { key, recordable });
       const group = this.#groups.get(key);
       if (group) group.push(raw);
       else this.#groups.set(key, [raw]);
     }
-    // The rows' writes start now, side by side (they never reject: a failure resolves to undefined).
-    for (const [key, group] of this.#groups) if (group.length > 1) this.#writes.set(key, this.#recordGroup(group));
+    // The rows' store work starts now, side by side, at most ROWS_IN_FLIGHT at a time (a large receive must not
+    // turn into a burst of requests that a provisioned Cosmos account answers with 429s). It never rejects: a
+    // group's failure resolves to undefined, a single message's to its settlement.
+    const limit = limiter(ROWS_IN_FLIGHT);
+    for (const [key, group] of this.#groups) {
+      this.#writes.set(key, limit(() => (group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!))));
+    }
   }
 
   /** Resolves `raw`, in the batch's order. */
@@ -256,12 +293,19 @@ export class BatchResolution {
       const settlements = await write;
       if (settlements === undefined) continue;
       this.#groups.get(key)!.forEach((raw, k) => {
-        if (this.#taken.has(raw)) return;
+        // Only outcomes that are stored: a single message whose write failed is left, and comes back.
+        if (this.#taken.has(raw) || settlements[k]!.kind !== 'complete') return;
         this.#taken.add(raw);
         ahead.push([raw, settlements[k]!]);
       });
     }
     return ahead;
+  }
+
+  /** A row with one message in the batch: resolved as alone, ahead of its turn; its write span continues its trace. */
+  async #recordOne(raw: ServiceBusReceivedMessage): Promise<Settlement[]> {
+    const m = this.#read.get(raw)!;
+    return [await resolveRead(m, this.#ctx, processContextOf({ applicationProperties: m.properties }))];
   }
 
   /** All members recorded together, or undefined when the write failed (nothing settled yet). */

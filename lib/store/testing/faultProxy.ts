@@ -34,6 +34,8 @@ export interface FaultProxy {
   readonly injected: number;
   /** Every request the proxy received, in order (faulted or not), for tests that count round trips. */
   readonly seen: readonly ProxiedRequest[];
+  /** How many requests the proxy received so far (counted even when `record` is off). */
+  readonly received: number;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
   const agent = new http.Agent({ keepAlive: true });
   let fault: (Fault & { left: number }) | undefined;
   let injected = 0;
+  let received = 0;
   const seen: ProxiedRequest[] = [];
   const server = http.createServer({ keepAlive: true }, (req, res) => {
     const info: ProxiedRequest = {
@@ -59,6 +62,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       path: req.url ?? '/',
       batch: String(req.headers['x-ms-cosmos-is-batch-request']).toLowerCase() === 'true',
     };
+    received++;
     if (options.record !== false) seen.push(info);
     if (fault && fault.left > 0 && (fault.match?.(info) ?? true)) {
       fault.left--;
@@ -121,6 +125,9 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     },
     get injected() {
       return injected;
+    },
+    get received() {
+      return received;
     },
     seen,
     close: () =>
