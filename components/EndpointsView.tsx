@@ -2,12 +2,15 @@
 // Endpoints (home): every catalog endpoint with Pending / Deferred / Failed counts, oldest failure, last activity
 // and heartbeat; sortable, filterable, refreshed every few seconds.
 import Link from 'next/link';
+import { useSearchParams } from 'next/navigation';
 import { useMemo, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { api, endpointHref, type EndpointOverview } from './api.ts';
+import { endpointHref, type EndpointOverview } from './api.ts';
 import { Ago, ErrorBox, useNow } from './format.tsx';
+import { endpointsQuery } from './queries.ts';
+import { endpointsSearch, parseSearch, replaceSearch, type EndpointsSearch } from './urlState.ts';
 
-type SortKey = 'name' | 'failed' | 'pending' | 'deferred' | 'activity';
+type SortKey = EndpointsSearch['sort'];
 
 const sorters: Record<SortKey, (a: EndpointOverview, b: EndpointOverview) => number> = {
   name: (a, b) => a.endpointId.localeCompare(b.endpointId),
@@ -36,10 +39,19 @@ const HEARTBEAT_STYLE: Record<string, string> = {
 
 export function EndpointsView() {
   const now = useNow(5000);
-  const [filter, setFilter] = useState('');
-  const [onlyUnhealthy, setOnlyUnhealthy] = useState(false);
-  const [sort, setSort] = useState<SortKey>('failed');
-  const q = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: 5000 });
+  // Filter, "only unhealthy" and sort live in the URL (shareable, kept on reload); the text box keeps its own
+  // state while typing so the caret never jumps.
+  const search = parseSearch(endpointsSearch, useSearchParams());
+  const [filter, setFilterText] = useState(search.q);
+  const { unhealthy: onlyUnhealthy, sort } = search;
+  const update = (next: Partial<EndpointsSearch>) => replaceSearch(endpointsSearch, { ...search, q: filter, ...next });
+  const setFilter = (v: string) => {
+    setFilterText(v);
+    update({ q: v });
+  };
+  const setOnlyUnhealthy = (v: boolean) => update({ unhealthy: v });
+  const setSort = (v: SortKey) => update({ sort: v });
+  const q = useQuery(endpointsQuery());
 
   const rows = useMemo(() => {
     const list = q.data?.endpoints ?? [];
