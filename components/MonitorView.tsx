@@ -6,11 +6,10 @@
 import Link from 'next/link';
 import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { api, endpointHref, type EndpointOverview } from './api.ts';
+import { endpointHref, type EndpointOverview } from './api.ts';
 import { formatDuration, useNow } from './format.tsx';
 import { MonitorHistory } from './charts/HistoryCharts.tsx';
-
-const REFRESH_MS = 5000;
+import { endpointsQuery } from './queries.ts';
 
 type Band = 'Failing' | 'Watching' | 'Healthy';
 export function bandOf(e: EndpointOverview): Band {
@@ -39,7 +38,7 @@ const BAND_STYLE: Record<Band, { box: string; title: string }> = {
 export function MonitorView() {
   const now = useNow(1000);
   const visible = usePageVisible();
-  const q = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: REFRESH_MS, refetchIntervalInBackground: false, retry: 0 });
+  const q = useQuery({ ...endpointsQuery(), retry: 0 });
   const endpoints = q.data?.endpoints ?? [];
   const sum = (f: (e: EndpointOverview) => number) => endpoints.reduce((s, e) => s + f(e), 0);
   const stale = q.isError && q.data !== undefined;

@@ -8,6 +8,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { alertsApi, RULE_LABELS, type ChannelView, type RuleBody, type RuleType, type RuleView } from './alertsApi.ts';
+import { alertRulesQuery, queryKeys } from '../queries.ts';
 
 const TYPES = Object.keys(RULE_LABELS) as RuleType[];
 const NEEDS = {
@@ -26,7 +27,7 @@ function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; cha
   const save = useMutation({
     mutationFn: () => (initial ? alertsApi.updateRule(initial.id, r) : alertsApi.createRule(r)),
     onSuccess: () => {
-      void qc.invalidateQueries({ queryKey: ['alert-rules'] });
+      void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
       onDone();
     },
   });
@@ -139,7 +140,7 @@ function ChannelForm({ initial, onDone }: { initial: ChannelView | null; onDone:
   const save = useMutation({
     mutationFn: () => (initial ? alertsApi.updateChannel(initial.id, body()) : alertsApi.createChannel(body())),
     onSuccess: () => {
-      void qc.invalidateQueries({ queryKey: ['alert-rules'] });
+      void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
       onDone();
     },
   });
@@ -236,13 +237,13 @@ export function AlertsAdminView() {
   const can = useCan();
   const owner = can('alerts.manage');
   const qc = useQueryClient();
-  const q = useQuery({ queryKey: ['alert-rules'], queryFn: alertsApi.rules, refetchInterval: 10_000 });
+  const q = useQuery(alertRulesQuery());
   const [editRule, setEditRule] = useState<RuleView | 'new' | null>(null);
   const [editChannel, setEditChannel] = useState<ChannelView | 'new' | null>(null);
   const [tested, setTested] = useState<Record<string, string>>({});
   const remove = useMutation({
     mutationFn: (x: { kind: 'rule' | 'channel'; id: string }) => (x.kind === 'rule' ? alertsApi.deleteRule(x.id) : alertsApi.deleteChannel(x.id)),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['alert-rules'] }),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertRules }),
   });
   const test = useMutation({
     mutationFn: (id: string) => alertsApi.testChannel(id),

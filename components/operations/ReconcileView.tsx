@@ -13,6 +13,7 @@ import { opsApi, type ReconcileResult, type RepairTarget, type StaleRow } from '
 import { repairOf, stuckKey, StuckRowsTable } from './StuckRowsTable.tsx';
 import { DrainingSessionsList, sessionKey } from './DrainingSessionsList.tsx';
 import { useCan } from '../audit/accessApi.ts';
+import { queryKeys, reconcileQuery } from '../queries.ts';
 
 const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
 
@@ -20,7 +21,7 @@ export function ReconcileView() {
   const client = useQueryClient();
   // Repair is an Operator action (site-wide here: the list spans endpoints); hidden for others.
   const can = useCan();
-  const q = useQuery({ queryKey: ['reconcile'], queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
+  const q = useQuery(reconcileQuery());
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [repairs, setRepairs] = useState<Map<string, RepairTarget['action']>>(new Map());
   const [sessions, setSessions] = useState<Set<string>>(new Set());
@@ -51,7 +52,7 @@ export function ReconcileView() {
       setSelected(new Set());
       setRepairs(new Map());
       setSessions(new Set());
-      void client.invalidateQueries({ queryKey: ['reconcile'] });
+      void client.invalidateQueries({ queryKey: queryKeys.reconcile });
     },
   });
   const allSelected = stale.length > 0 && chosen.length === stale.length;
