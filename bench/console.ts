@@ -194,9 +194,17 @@ export async function runConsoleBench(): Promise<BenchResult> {
           unit: 'commands/s',
           better: 'higher',
         },
+        // Issue 20: the counts come in the first HTML (prefetched on the server), target < 300 ms.
         {
-          figure: 'Endpoints page: navigation to counts shown, p50',
+          figure: 'Endpoints page: navigation → counts shown, p50',
           value: endpointsPage.p50,
+          unit: 'ms',
+          better: 'lower',
+          target: 300,
+        },
+        {
+          figure: 'Endpoints page: navigation → counts shown, p95',
+          value: endpointsPage.p95,
           unit: 'ms',
           better: 'lower',
         },
