@@ -1,10 +1,8 @@
 import type { Metadata } from 'next';
-import { notFound } from 'next/navigation';
 import { EndpointEventsView } from '../../../components/EndpointEventsView.tsx';
 import { Prefetched } from '../../../components/prefetch.tsx';
 import { endpointsQuery, eventsQuery } from '../../../components/queries.ts';
 import { eventListSearch, parseSearch, toSearch, type RawSearch } from '../../../components/urlState.ts';
-import { getContext } from '../../../server/context.ts';
 import { readEndpointEvents, readEndpoints } from '../../../server/reads.ts';
 
 type Props = { params: Promise<{ endpointId: string }>; searchParams: Promise<RawSearch> };
@@ -18,10 +16,6 @@ export async function generateMetadata({ params, searchParams }: Props): Promise
 
 export default async function EndpointPage({ params, searchParams }: Props) {
   const { endpointId } = await params;
-  // An endpoint the catalog does not know is a missing page, not an empty list. (When the console cannot open its
-  // connections the view says so itself.)
-  const catalog = await getContext().then((ctx) => ctx.catalog, () => null);
-  if (catalog !== null && !catalog.endpoints.some((e) => e.id === endpointId)) notFound();
   // The list as the view will ask for it: the same canonical query string, so the same query key.
   const queryString = toSearch(eventListSearch, parseSearch(eventListSearch, await searchParams));
   return (
