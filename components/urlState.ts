@@ -117,3 +117,15 @@ export function replaceSearch<S extends z.ZodObject>(schema: S, state: Partial<z
   const qs = toSearch(schema, state);
   window.history.replaceState(null, '', `${window.location.pathname}${qs ? `?${qs}` : ''}`);
 }
+
+// --- Audit (/audit) ---------------------------------------------------------------------------------------------
+export const auditSearch = z.object({
+  endpointId: text(50),
+  eventId: text(128),
+  user: text(256),
+  action: text(100),
+  outcome: z.enum(['', 'succeeded', 'failed', 'denied']).catch(''),
+  from: instant,
+  to: instant,
+});
+export type AuditSearch = z.output<typeof auditSearch>;
