@@ -90,7 +90,8 @@ export function EndpointsView() {
           <input type="checkbox" checked={onlyUnhealthy} onChange={(e) => setOnlyUnhealthy(e.target.checked)} />
           Only with failed or deferred
         </label>
-        <span className="text-xs text-slate-400" aria-live="polite">
+        {/* Relative to the clock of whoever rendered it: the server's text is replaced at the next tick. */}
+        <span className="text-xs text-slate-400" aria-live="polite" suppressHydrationWarning>
           {q.isFetching ? 'refreshing…' : q.dataUpdatedAt ? `updated ${Math.max(0, Math.round((now - q.dataUpdatedAt) / 1000))}s ago` : ''}
         </span>
       </div>

@@ -48,7 +48,8 @@ export function MonitorView() {
     <section>
       <div className="mb-3 flex items-center gap-3">
         <h1 className="text-xl font-semibold">Monitor</h1>
-        <span className="text-xs text-slate-500" data-testid="monitor-refresh">
+        {/* Relative to the clock of whoever rendered it: the server's text is replaced at the next tick. */}
+        <span className="text-xs text-slate-500" data-testid="monitor-refresh" suppressHydrationWarning>
           {!visible ? 'paused while hidden' : q.dataUpdatedAt ? `updated ${formatDuration(Math.max(0, now - q.dataUpdatedAt))} ago` : 'loading…'}
         </span>
       </div>

@@ -66,6 +66,20 @@ describe('first HTML', () => {
     await page.locator('tr[data-endpoint="billingendpoint"] a[aria-label="2 failed"]').waitFor({ timeout: 10_000 });
     await page.close();
   });
+
+  test('pages rendered on the server hydrate without errors (no mismatch between server and browser)', async () => {
+    const errors: string[] = [];
+    for (const path of ['/', '/monitor', '/endpoints/billingendpoint', '/endpoints/billingendpoint/events/evt-failed-1', '/topology/subscriptions', '/admin/health', '/flow']) {
+      const page = await browser.newPage();
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => errors.push(`${path}: ${e.message}`));
+      await page.goto(consoleApp.url + path, { waitUntil: 'networkidle' });
+      await page.close();
+    }
+    assert.deepEqual(errors, []);
+  });
 });
 
 describe('URL state', () => {
