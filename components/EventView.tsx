@@ -64,13 +64,10 @@ function HandoffCountdown({ expectedBy }: { expectedBy: string | null }) {
   const now = useNow(1000);
   if (!expectedBy) return <span className="text-slate-500">no deadline given</span>;
   const left = Date.parse(expectedBy) - now;
-  return left >= 0 ? (
-    <span className="text-amber-800" data-testid="handoff-countdown">
-      due in {formatDuration(left)}
-    </span>
-  ) : (
-    <span className="font-semibold text-red-700" data-testid="handoff-countdown">
-      overdue by {formatDuration(left)}
+  // Relative to the clock of whoever rendered it (the server, for prefetched details): the next tick corrects it.
+  return (
+    <span className={left >= 0 ? 'text-amber-800' : 'font-semibold text-red-700'} data-testid="handoff-countdown" suppressHydrationWarning>
+      {left >= 0 ? `due in ${formatDuration(left)}` : `overdue by ${formatDuration(left)}`}
     </span>
   );
 }
