@@ -313,7 +313,7 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     }
     if (demoStarted) {
       try {
-        if (await startDemoHeartbeats(store))
+        if (await startDemoHeartbeats(store, { catalog, root, cosmos, database: config.database }))
           log('demo').info(
             DEMO_HEARTBEAT,
             'heartbeat probes on for the demo (every 30 s): Admin -> Health, Endpoints and Monitor show live heartbeats',
@@ -455,9 +455,27 @@ export const DEMO_HEARTBEAT = { enabled: true, intervalSeconds: 30, timeoutSecon
  * "Unknown" (the schedule starts off everywhere else: probing is an operator's decision in production). Only when
  * the settings were never saved: an operator's own choice, made in Admin -> Health, stays as it is across restarts.
  */
-export async function startDemoHeartbeats(store: MessageStore): Promise<boolean> {
+export async function startDemoHeartbeats(
+  store: MessageStore,
+  optOut?: { catalog: Catalog; root: string; cosmos: { endpoint: string; key: string }; database: string },
+): Promise<boolean> {
   const { etag } = await store.getHeartbeatSettings();
   if (etag !== undefined) return false;
+  if (optOut) {
+    // An endpoint that consumes nothing (the storefront) runs no receiver and could only ever show Off - and
+    // Monitor bands an endpoint whose heartbeat is Off as Failing. It starts on the opt-out list instead.
+    const silent = optOut.catalog.endpoints.filter((e) => e.consumes.length === 0).map((e) => e.id);
+    const docsModule = await importIfPresent<PlatformDocsModule>(optOut.root, 'server/heartbeat/platformDocs.ts');
+    if (silent.length > 0 && docsModule?.PlatformDocs) {
+      const docs = new docsModule.PlatformDocs({ ...optOut.cosmos, database: optOut.database });
+      try {
+        // Create-if-absent: an operator's own list is kept.
+        await docs.write('heartbeat_excluded', { endpoints: silent.sort() }, null);
+      } finally {
+        docs.close();
+      }
+    }
+  }
   await store.saveHeartbeatSettings(DEMO_HEARTBEAT);
   return true;
 }
