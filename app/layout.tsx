@@ -19,7 +19,8 @@ import { SessionExpiry } from '../components/auth/SessionExpiry.tsx';
 import { JobsDrawer } from '../components/operations/JobsDrawer.tsx';
 
 export const metadata: Metadata = {
-  title: 'NimBus Console',
+  // Each page names itself (`NimBus · billingendpoint · Failed`): tabs and history stay tellable apart.
+  title: { default: 'NimBus Console', template: 'NimBus · %s' },
   description: 'Operations console for the NimBus messaging platform',
 };
 

@@ -156,7 +156,9 @@ export async function runConsoleBench(): Promise<BenchResult> {
       for (let i = 0; i < pageLoads + 1; i++) {
         const page = await browser!.context.newPage();
         const started = performance.now();
-        await page.goto(base + path);
+        // Timed to the data on screen, not to the load event: the document may show it long before its
+        // scripts have all arrived (counts in the first HTML), or long after (fetched once they run).
+        await page.goto(base + path, { waitUntil: 'commit' });
         await page.locator(shown).first().waitFor({ timeout: 60_000 });
         if (i > 0) samples.push(performance.now() - started); // the first load warms Next's route code
         await page.close();
@@ -197,9 +199,17 @@ export async function runConsoleBench(): Promise<BenchResult> {
           unit: 'commands/s',
           better: 'higher',
         },
+        // Issue 20: the counts come in the first HTML (prefetched on the server), target < 300 ms.
         {
-          figure: 'Endpoints page: navigation to counts shown, p50',
+          figure: 'Endpoints page: navigation → counts shown, p50',
           value: endpointsPage.p50,
+          unit: 'ms',
+          better: 'lower',
+          target: 300,
+        },
+        {
+          figure: 'Endpoints page: navigation → counts shown, p95',
+          value: endpointsPage.p95,
           unit: 'ms',
           better: 'lower',
         },

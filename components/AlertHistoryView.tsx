@@ -4,11 +4,12 @@
 import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from './format.tsx';
-import { alertsApi, RULE_LABELS } from './admin/alertsApi.ts';
 import { TABLE_HEAD } from './table.tsx';
+import { RULE_LABELS } from './admin/alertsApi.ts';
+import { alertHistoryQuery } from './queries.ts';
 
 export function AlertHistoryView() {
-  const q = useQuery({ queryKey: ['alert-history'], queryFn: alertsApi.history, refetchInterval: 15_000 });
+  const q = useQuery(alertHistoryQuery());
   const alerts = q.data?.alerts ?? [];
   return (
     <section>

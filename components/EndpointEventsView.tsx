@@ -8,7 +8,11 @@ import Link from 'next/link';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { api, endpointHref, eventHref, type EventListItem } from './api.ts';
+import { endpointHref, eventHref, type EventListItem } from './api.ts';
+import { endpointsQuery, eventsQuery } from './queries.ts';
+import { EVENT_STATUSES, eventListSearch, parseSearch, toSearch } from './urlState.ts';
+import { fromInputValue, toInputValue } from './isoTime.ts';
+import { useTimeZoneMode } from './timeZone.tsx';
 import { Ago, ErrorBox, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
@@ -16,22 +20,16 @@ import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
 import type { Selection } from './operations/jobsApi.ts';
 import { TABLE_HEAD } from './table.tsx';
 
-const STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
-const FILTER_KEYS = ['status', 'eventTypeId', 'sessionId', 'eventId', 'from', 'to', 'q', 'groupId'] as const;
-type FilterKey = (typeof FILTER_KEYS)[number];
+const STATUSES = EVENT_STATUSES;
+type FilterKey = keyof typeof eventListSearch.shape;
+/** The filter as the form edits it: every field a string (statuses comma-separated). */
+type Filters = Record<FilterKey, string>;
+/** The URL (and query key) of a filter: one canonical query string per state (urlState.ts). */
+const searchOf = (f: Filters) => toSearch(eventListSearch, { ...f, status: f.status ? (f.status.split(',') as typeof STATUSES[number][]) : [] });
 
 /** Rows an operator may resubmit or skip (the server decides again; this only drives the checkboxes). */
 export const isActionable = (r: Pick<EventListItem, 'status' | 'subStatus'>) =>
   r.status === 'Failed' || r.status === 'DeadLettered' || r.status === 'Unsupported' || (r.status === 'Pending' && r.subStatus === 'Handoff');
-
-/** datetime-local value (local time, no zone) ⇄ ISO instant for the URL. */
-const toLocalInput = (iso: string | null) => {
-  if (!iso) return '';
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return '';
-  return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-};
-const fromLocalInput = (v: string) => (v ? new Date(v).toISOString() : '');
 
 export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const router = useRouter();
@@ -40,11 +38,14 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const pathname = usePathname();
   const params = useSearchParams();
   const now = useNow(5000);
+  // The time inputs follow the viewer's zone switch; what goes into the URL is ISO-8601 with that offset.
+  const zone = useTimeZoneMode();
+  const toLocalInput = (iso: string) => toInputValue(iso, zone);
+  const fromLocalInput = (v: string) => fromInputValue(v, zone);
 
-  const filters = useMemo(() => {
-    const f = {} as Record<FilterKey, string>;
-    for (const k of FILTER_KEYS) f[k] = params.get(k) ?? '';
-    return f;
+  const filters = useMemo((): Filters => {
+    const parsed = parseSearch(eventListSearch, params);
+    return { ...parsed, status: parsed.status.join(',') };
   }, [params]);
   const [draft, setDraft] = useState(filters);
   const [draftKey, setDraftKey] = useState(params.toString());
@@ -55,10 +56,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   }
   const selectedStatuses = filters.status ? filters.status.split(',') : [];
 
-  const apply = (next: Record<FilterKey, string>) => {
-    const sp = new URLSearchParams();
-    for (const k of FILTER_KEYS) if (next[k]) sp.set(k, next[k]);
-    router.replace(`${pathname}${sp.toString() ? `?${sp}` : ''}`);
+  const apply = (next: Filters) => {
+    const qs = searchOf(next);
+    router.replace(`${pathname}${qs ? `?${qs}` : ''}`);
   };
   const toggleStatus = (s: string) => {
     const set = new Set(selectedStatuses);
@@ -67,25 +67,11 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
     apply({ ...filters, status: [...set].join(',') });
   };
 
-  const overview = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: 10_000 });
+  const overview = useQuery(endpointsQuery());
   const ep = overview.data?.endpoints.find((e) => e.endpointId === endpointId);
 
-  const queryString = useMemo(() => {
-    const sp = new URLSearchParams();
-    for (const k of FILTER_KEYS) if (filters[k]) sp.set(k, filters[k]);
-    return sp.toString();
-  }, [filters]);
-  const list = useInfiniteQuery({
-    queryKey: ['events', endpointId, queryString],
-    queryFn: ({ pageParam }) => {
-      const sp = new URLSearchParams(queryString);
-      if (pageParam) sp.set('continuation', pageParam);
-      return api.events(endpointId, sp);
-    },
-    initialPageParam: '',
-    getNextPageParam: (last) => last.continuation ?? undefined,
-    refetchInterval: (query) => ((query.state.data?.pages.length ?? 0) <= 1 ? 10_000 : false),
-  });
+  const queryString = useMemo(() => searchOf(filters), [filters]);
+  const list = useInfiniteQuery(eventsQuery(endpointId, queryString));
   const items = useMemo(() => list.data?.pages.flatMap((p) => p.items) ?? [], [list.data]);
 
   const [selected, setSelected] = useState<Set<string>>(new Set());

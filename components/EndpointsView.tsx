@@ -2,13 +2,16 @@
 // Endpoints (home): every catalog endpoint with Pending / Deferred / Failed counts, oldest failure, last activity
 // and heartbeat; sortable, filterable, refreshed every few seconds.
 import Link from 'next/link';
+import { useSearchParams } from 'next/navigation';
 import { useMemo, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { api, endpointHref, type EndpointOverview } from './api.ts';
+import { endpointHref, type EndpointOverview } from './api.ts';
 import { Ago, ErrorBox, useNow } from './format.tsx';
 import { comparator, nextSort, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection, type SortState } from './table.tsx';
+import { endpointsQuery } from './queries.ts';
+import { endpointsSearch, parseSearch, replaceSearch, type EndpointsSearch } from './urlState.ts';
 
-type SortKey = 'name' | 'failed' | 'pending' | 'deferred' | 'activity';
+type SortKey = EndpointsSearch['sort'];
 
 const byName = (a: EndpointOverview, b: EndpointOverview) => a.endpointId.localeCompare(b.endpointId);
 /** Ascending orders; the headers flip them. */
@@ -41,10 +44,23 @@ const HEARTBEAT_STYLE: Record<string, string> = {
 
 export function EndpointsView() {
   const now = useNow(5000);
-  const [filter, setFilter] = useState('');
-  const [onlyUnhealthy, setOnlyUnhealthy] = useState(false);
-  const [sort, setSort] = useState<SortState<SortKey>>({ key: 'failed', dir: 'desc' });
-  const q = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, refetchInterval: 5000 });
+  // Filter, "only unhealthy" and sort live in the URL (shareable, kept on reload); the text box keeps its own
+  // state while typing so the caret never jumps.
+  const search = parseSearch(endpointsSearch, useSearchParams());
+  const [filter, setFilterText] = useState(search.q);
+  const { unhealthy: onlyUnhealthy } = search;
+  const sort: SortState<SortKey> = { key: search.sort, dir: search.dir ?? NATURAL[search.sort] };
+  const update = (next: Partial<EndpointsSearch>) => replaceSearch(endpointsSearch, { ...search, q: filter, ...next });
+  const setFilter = (v: string) => {
+    setFilterText(v);
+    update({ q: v });
+  };
+  const setOnlyUnhealthy = (v: boolean) => update({ unhealthy: v });
+  const setSort = (next: (s: SortState<SortKey>) => SortState<SortKey>) => {
+    const n = next(sort);
+    update({ sort: n.key, dir: n.dir === NATURAL[n.key] ? undefined : n.dir });
+  };
+  const q = useQuery(endpointsQuery());
 
   const rows = useMemo(() => {
     const list = q.data?.endpoints ?? [];
@@ -78,7 +94,8 @@ export function EndpointsView() {
           <input type="checkbox" checked={onlyUnhealthy} onChange={(e) => setOnlyUnhealthy(e.target.checked)} />
           Only with failed or deferred
         </label>
-        <span className="text-xs text-slate-500" aria-live="polite">
+        {/* Relative to the clock of whoever rendered it: the server's text is replaced at the next tick. */}
+        <span className="text-xs text-slate-500" aria-live="polite" suppressHydrationWarning>
           {q.isFetching ? 'refreshing…' : q.dataUpdatedAt ? `updated ${Math.max(0, Math.round((now - q.dataUpdatedAt) / 1000))}s ago` : ''}
         </span>
       </div>

@@ -7,6 +7,7 @@ import Link from 'next/link';
 import { useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, endpointHref, eventHref, type CommandResult, type EventDetails } from './api.ts';
+import { endpointsQuery, eventQuery, queryKeys } from './queries.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { isActionable } from './EndpointEventsView.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
@@ -66,13 +67,10 @@ function HandoffCountdown({ expectedBy }: { expectedBy: string | null }) {
   const now = useNow(1000);
   if (!expectedBy) return <span className="text-slate-500">no deadline given</span>;
   const left = Date.parse(expectedBy) - now;
-  return left >= 0 ? (
-    <span className="text-amber-800" data-testid="handoff-countdown">
-      due in {formatDuration(left)}
-    </span>
-  ) : (
-    <span className="font-semibold text-red-700" data-testid="handoff-countdown">
-      overdue by {formatDuration(left)}
+  // Relative to the clock of whoever rendered it (the server, for prefetched details): the next tick corrects it.
+  return (
+    <span className={left >= 0 ? 'text-amber-800' : 'font-semibold text-red-700'} data-testid="handoff-countdown" suppressHydrationWarning>
+      {left >= 0 ? `due in ${formatDuration(left)}` : `overdue by ${formatDuration(left)}`}
     </span>
   );
 }
@@ -89,13 +87,9 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   const [reason, setReason] = useState('');
   const [followUntil, setFollowUntil] = useState(0);
 
-  const q = useQuery({
-    queryKey: ['event', endpointId, eventId],
-    queryFn: () => api.event(endpointId, eventId),
-    // After an action, follow the event closely until the Resolver has recorded the outcome.
-    refetchInterval: () => (Date.now() < followUntil ? 1000 : 10_000),
-  });
-  const overview = useQuery({ queryKey: ['endpoints'], queryFn: api.endpoints, staleTime: 60_000 });
+  // After an action, follow the event closely until the Resolver has recorded the outcome.
+  const q = useQuery(eventQuery(endpointId, eventId, followUntil));
+  const overview = useQuery(endpointsQuery());
   const ep = overview.data?.endpoints.find((e) => e.endpointId === endpointId);
 
   const d: EventDetails | undefined = q.data;
@@ -109,9 +103,9 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       setNotice(r.outcome === 'duplicate' ? `${label} was already sent (${r.messageId}); nothing sent again.` : `${label} sent (${r.messageId}).`);
       setFollowUntil(Date.now() + 30_000);
       setDialog(null);
-      await qc.invalidateQueries({ queryKey: ['event', endpointId, eventId] });
-      await qc.invalidateQueries({ queryKey: ['events', endpointId] });
-      await qc.invalidateQueries({ queryKey: ['endpoints'] });
+      await qc.invalidateQueries({ queryKey: queryKeys.event(endpointId, eventId) });
+      await qc.invalidateQueries({ queryKey: queryKeys.events(endpointId) });
+      await qc.invalidateQueries({ queryKey: queryKeys.endpoints });
     } catch (err) {
       setActionError(err);
       setDialog(null);

@@ -6,9 +6,11 @@ import Link from 'next/link';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { api, endpointHref, type FlowCounts } from './api.ts';
+import { endpointHref, type FlowCounts } from './api.ts';
 import { ErrorBox } from './format.tsx';
 import { EdgeRate } from './charts/HistoryCharts.tsx';
+import { flowQuery, flowTypesQuery } from './queries.ts';
+import { flowSearch, parseSearch } from './urlState.ts';
 
 const PERIODS = [
   [5, '5 min'],
@@ -55,16 +57,15 @@ export function FlowView() {
   const params = useSearchParams();
   const router = useRouter();
   const pathname = usePathname();
-  const period = Number(params.get('period') ?? 15) || 15;
-  const eventTypeId = params.get('eventTypeId') ?? '';
+  const { period, eventTypeId } = parseSearch(flowSearch, params);
   const set = (k: string, v: string) => {
     const sp = new URLSearchParams(params.toString());
     if (v) sp.set(k, v);
     else sp.delete(k);
     router.replace(`${pathname}?${sp}`);
   };
-  const q = useQuery({ queryKey: ['flow', period, eventTypeId], queryFn: () => api.flow(period, eventTypeId), refetchInterval: 5000 });
-  const all = useQuery({ queryKey: ['flow-types'], queryFn: () => api.flow(5, ''), staleTime: 300_000 });
+  const q = useQuery(flowQuery(period, eventTypeId));
+  const all = useQuery(flowTypesQuery());
   const typeIds = (all.data?.eventTypes ?? []).map((t) => t.eventTypeId);
 
   // What moved since the previous refresh, per event type + consumer.

@@ -4,14 +4,16 @@ import Link from 'next/link';
 import { useRouter, useSearchParams } from 'next/navigation';
 import { useEffect } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { api, endpointHref, eventHref } from './api.ts';
+import { endpointHref, eventHref } from './api.ts';
 import { ErrorBox, StatusBadge, Timestamp } from './format.tsx';
 import { TABLE_HEAD } from './table.tsx';
+import { searchQuery } from './queries.ts';
+import { parseSearch, searchSearch } from './urlState.ts';
 
 export function SearchView() {
-  const q = (useSearchParams().get('q') ?? '').trim();
+  const q = parseSearch(searchSearch, useSearchParams()).q;
   const router = useRouter();
-  const r = useQuery({ queryKey: ['search', q], queryFn: () => api.search(q), enabled: q !== '' });
+  const r = useQuery(searchQuery(q));
   const items = r.data?.items ?? [];
   // An exact event id that names one event opens it; anything else lists the matches.
   const exact = items.filter((i) => i.eventId.toLowerCase() === q.toLowerCase());

@@ -26,7 +26,9 @@ export function Ago({ at, now }: { at: string | null; now: number }) {
   if (!at) return <span className="text-slate-500">—</span>;
   const t = Date.parse(at);
   return (
-    <time dateTime={at} title={formatUtc(new Date(t))} className="whitespace-nowrap">
+    // "ago" is relative to the clock of whoever rendered it (the server, for prefetched data): the browser's
+    // differs by the time the page took to arrive, and its next tick replaces the text.
+    <time dateTime={at} title={formatUtc(new Date(t))} className="whitespace-nowrap" suppressHydrationWarning>
       {formatDuration(now - t)} ago
     </time>
   );

@@ -311,6 +311,17 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
     } else {
       log('demo').info({}, 'demo endpoints off (NIMBUS_DEMO=0)');
     }
+    if (demoStarted) {
+      try {
+        if (await startDemoHeartbeats(store, { catalog, root, cosmos, database: config.database }))
+          log('demo').info(
+            DEMO_HEARTBEAT,
+            'heartbeat probes on for the demo (every 30 s): Admin -> Health, Endpoints and Monitor show live heartbeats',
+          );
+      } catch (error) {
+        log('demo').warn({ err: errorText(error) }, 'heartbeat probes not switched on for the demo');
+      }
+    }
 
     checkInterrupted();
     // 6. The console.
@@ -436,6 +447,39 @@ async function prepareConsoleBuild(
   log.info({}, 'console built');
 }
 
+/** The demo's heartbeat schedule: the shortest the scheduler allows (server/heartbeat/scheduler.ts clampSettings). */
+export const DEMO_HEARTBEAT = { enabled: true, intervalSeconds: 30, timeoutSeconds: 10 } as const;
+
+/**
+ * Turns the endpoint probes on for the demo, so its endpoints show a live heartbeat within a minute instead of
+ * "Unknown" (the schedule starts off everywhere else: probing is an operator's decision in production). Only when
+ * the settings were never saved: an operator's own choice, made in Admin -> Health, stays as it is across restarts.
+ */
+export async function startDemoHeartbeats(
+  store: MessageStore,
+  optOut?: { catalog: Catalog; root: string; cosmos: { endpoint: string; key: string }; database: string },
+): Promise<boolean> {
+  const { etag } = await store.getHeartbeatSettings();
+  if (etag !== undefined) return false;
+  if (optOut) {
+    // An endpoint that consumes nothing (the storefront) runs no receiver and could only ever show Off - and
+    // Monitor bands an endpoint whose heartbeat is Off as Failing. It starts on the opt-out list instead.
+    const silent = optOut.catalog.endpoints.filter((e) => e.consumes.length === 0).map((e) => e.id);
+    const docsModule = await importIfPresent<PlatformDocsModule>(optOut.root, 'server/heartbeat/platformDocs.ts');
+    if (silent.length > 0 && docsModule?.PlatformDocs) {
+      const docs = new docsModule.PlatformDocs({ ...optOut.cosmos, database: optOut.database });
+      try {
+        // Create-if-absent: an operator's own list is kept.
+        await docs.write('heartbeat_excluded', { endpoints: silent.sort() }, null);
+      } finally {
+        docs.close();
+      }
+    }
+  }
+  await store.saveHeartbeatSettings(DEMO_HEARTBEAT);
+  return true;
+}
+
 type BackgroundModule = {
   backgroundStartedBy?: () => string | undefined;
   claimBackground?: (by: string, stop: () => Promise<void>) => boolean;
@@ -545,6 +589,6 @@ async function startHeartbeatPart(
   });
   parts.log.info(
     {},
-    'heartbeat scheduler started (endpoint probes are off until enabled in Admin -> Health)',
+    'heartbeat scheduler started (endpoint probes run as set in Admin -> Health)',
   );
 }

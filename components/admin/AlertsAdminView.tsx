@@ -9,6 +9,7 @@ import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { alertsApi, RULE_LABELS, type ChannelView, type RuleBody, type RuleType, type RuleView } from './alertsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
+import { alertRulesQuery, queryKeys } from '../queries.ts';
 
 const TYPES = Object.keys(RULE_LABELS) as RuleType[];
 const NEEDS = {
@@ -27,7 +28,7 @@ function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; cha
   const save = useMutation({
     mutationFn: () => (initial ? alertsApi.updateRule(initial.id, r) : alertsApi.createRule(r)),
     onSuccess: () => {
-      void qc.invalidateQueries({ queryKey: ['alert-rules'] });
+      void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
       onDone();
     },
   });
@@ -140,7 +141,7 @@ function ChannelForm({ initial, onDone }: { initial: ChannelView | null; onDone:
   const save = useMutation({
     mutationFn: () => (initial ? alertsApi.updateChannel(initial.id, body()) : alertsApi.createChannel(body())),
     onSuccess: () => {
-      void qc.invalidateQueries({ queryKey: ['alert-rules'] });
+      void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
       onDone();
     },
   });
@@ -237,13 +238,13 @@ export function AlertsAdminView() {
   const can = useCan();
   const owner = can('alerts.manage');
   const qc = useQueryClient();
-  const q = useQuery({ queryKey: ['alert-rules'], queryFn: alertsApi.rules, refetchInterval: 10_000 });
+  const q = useQuery(alertRulesQuery());
   const [editRule, setEditRule] = useState<RuleView | 'new' | null>(null);
   const [editChannel, setEditChannel] = useState<ChannelView | 'new' | null>(null);
   const [tested, setTested] = useState<Record<string, string>>({});
   const remove = useMutation({
     mutationFn: (x: { kind: 'rule' | 'channel'; id: string }) => (x.kind === 'rule' ? alertsApi.deleteRule(x.id) : alertsApi.deleteChannel(x.id)),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['alert-rules'] }),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: queryKeys.alertRules }),
   });
   const test = useMutation({
     mutationFn: (id: string) => alertsApi.testChannel(id),

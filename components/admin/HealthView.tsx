@@ -9,6 +9,7 @@ import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { opsApi } from '../topology/opsApi.ts';
 import { useCan } from '../audit/accessApi.ts';
 import { NUMERIC_CELL, TABLE_HEAD } from '../table.tsx';
+import { healthQuery, queryKeys } from '../queries.ts';
 
 const STATUS_STYLE: Record<string, string> = {
   On: 'bg-emerald-100 text-emerald-800',
@@ -27,14 +28,14 @@ export function HealthView() {
   const client = useQueryClient();
   // Settings are the Owner's, a probe the Operator's: hidden or read-only for the others (the server refuses).
   const can = useCan();
-  const q = useQuery({ queryKey: ['health'], queryFn: opsApi.health, refetchInterval: 5000 });
+  const q = useQuery(healthQuery());
   const [form, setForm] = useState<{ enabled: boolean; intervalSeconds: string; timeoutSeconds: string } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   useEffect(() => {
     if (q.data && form === null)
       setForm({ enabled: q.data.settings.enabled, intervalSeconds: String(q.data.settings.intervalSeconds), timeoutSeconds: String(q.data.settings.timeoutSeconds) });
   }, [q.data, form]);
-  const invalidate = () => void client.invalidateQueries({ queryKey: ['health'] });
+  const invalidate = () => void client.invalidateQueries({ queryKey: queryKeys.health });
   const save = useMutation({
     mutationFn: () => opsApi.saveHeartbeatSettings({ enabled: form!.enabled, intervalSeconds: Number(form!.intervalSeconds), timeoutSeconds: Number(form!.timeoutSeconds) }),
     onSuccess: (s) => {

@@ -7,6 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { accessApi, useMe, type Grant } from './accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
+import { grantsQuery, queryKeys } from '../queries.ts';
 
 // Agent: the Agent API on one endpoint only (docs/agents.md); the server refuses it without an endpoint.
 const ROLES = ['Reader', 'Operator', 'Owner', 'Agent'] as const;
@@ -15,7 +16,7 @@ const KINDS = ['user', 'group', 'service'] as const;
 export function AccessView() {
   const client = useQueryClient();
   const me = useMe();
-  const q = useQuery({ queryKey: ['grants'], queryFn: accessApi.grants });
+  const q = useQuery(grantsQuery());
   const [form, setForm] = useState<{ subjectKind: Grant['subjectKind']; subject: string; subjectName: string; role: Grant['role']; endpointId: string }>({
     subjectKind: 'user',
     subject: '',
@@ -24,8 +25,8 @@ export function AccessView() {
     endpointId: '',
   });
   const refresh = () => {
-    void client.invalidateQueries({ queryKey: ['grants'] });
-    void client.invalidateQueries({ queryKey: ['me'] });
+    void client.invalidateQueries({ queryKey: queryKeys.grants });
+    void client.invalidateQueries({ queryKey: queryKeys.me });
   };
   const grant = useMutation({
     mutationFn: () =>

@@ -8,18 +8,17 @@ import { useRouter, useSearchParams } from 'next/navigation';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { accessApi, type AuditRecord } from './accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
+import { auditSearch, parseSearch, toSearch, type AuditSearch } from '../urlState.ts';
+import { fromInputValue, toInputValue } from '../isoTime.ts';
+import { useTimeZoneMode } from '../timeZone.tsx';
 
-const FILTERS = ['endpointId', 'eventId', 'user', 'action', 'outcome', 'from', 'to'] as const;
-type Filters = Record<(typeof FILTERS)[number], string>;
+type Filters = Record<keyof AuditSearch, string>;
 
 const OUTCOME_STYLE: Record<string, string> = {
   succeeded: 'bg-emerald-100 text-emerald-800',
   failed: 'bg-orange-100 text-orange-800',
   denied: 'bg-red-100 text-red-800',
 };
-
-/** `datetime-local` values are local time without a zone; the API wants ISO with one. */
-const toIso = (local: string) => (local ? new Date(local).toISOString() : '');
 
 function Details({ r }: { r: AuditRecord }) {
   if (!r.details && !r.reason) return null;
@@ -35,16 +34,18 @@ function Details({ r }: { r: AuditRecord }) {
 export function AuditView() {
   const router = useRouter();
   const params = useSearchParams();
-  const initial = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) ?? ''])) as Filters;
-  const [form, setForm] = useState<Filters>(initial);
-  const applied = initial;
+  // The URL holds the filter (auditSearch: times as ISO-8601 with an offset); the form edits times on the wall
+  // clock the viewer chose (local unless switched to UTC).
+  const zone = useTimeZoneMode();
+  const applied = parseSearch(auditSearch, params);
+  const appliedQuery = toSearch(auditSearch, applied);
+  const [form, setForm] = useState<Filters>(applied);
 
   const q = useInfiniteQuery({
-    queryKey: ['audit', applied],
+    queryKey: ['audit', appliedQuery],
     initialPageParam: '',
     queryFn: ({ pageParam }) => {
-      const s = new URLSearchParams();
-      for (const k of FILTERS) if (applied[k]) s.set(k, k === 'from' || k === 'to' ? toIso(applied[k]) : applied[k]);
+      const s = new URLSearchParams(appliedQuery);
       if (pageParam) s.set('continuation', pageParam);
       return accessApi.audit(s);
     },
@@ -53,9 +54,8 @@ export function AuditView() {
   const rows = q.data?.pages.flatMap((p) => p.items) ?? [];
 
   const apply = () => {
-    const s = new URLSearchParams();
-    for (const k of FILTERS) if (form[k].trim()) s.set(k, form[k].trim());
-    router.replace(`/audit${s.size ? `?${s.toString()}` : ''}`);
+    const qs = toSearch(auditSearch, parseSearch(auditSearch, form));
+    router.replace(`/audit${qs ? `?${qs}` : ''}`);
   };
   const input = (k: keyof Filters, label: string, type = 'text') => (
     <label className="flex flex-col text-xs text-slate-600">
@@ -63,8 +63,9 @@ export function AuditView() {
       <input
         name={k}
         type={type}
-        value={form[k]}
-        onChange={(e) => setForm({ ...form, [k]: e.target.value })}
+        // Times: the form keeps the instant; the input shows and reads it on the chosen wall clock.
+        value={type === 'datetime-local' ? toInputValue(form[k], zone) : form[k]}
+        onChange={(e) => setForm({ ...form, [k]: type === 'datetime-local' ? fromInputValue(e.target.value, zone) : e.target.value })}
         className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900"
       />
     </label>

@@ -5,6 +5,7 @@ import type { AuditRecord } from '../../server/audit/auditLog.ts';
 import type { Grant } from '../../server/auth/grants.ts';
 import type { Action, RoleAssignment, RoleMap } from '../../server/auth/roles.ts';
 import { callApi } from '../api.ts';
+import { meQuery } from '../queries.ts';
 
 export type { AuditRecord } from '../../server/audit/auditLog.ts';
 export type { Grant } from '../../server/auth/grants.ts';
@@ -30,7 +31,7 @@ export const accessApi = {
 
 /** The caller's identity and permissions (cached for a minute; the server decides anyway). */
 export function useMe() {
-  return useQuery({ queryKey: ['me'], queryFn: accessApi.me, staleTime: 60_000 });
+  return useQuery(meQuery());
 }
 
 /**

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { jobsApi, openJobsDrawer, type Selection } from './jobsApi.ts';
+import { queryKeys } from '../queries.ts';
 
 export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Selection; what: string; onClose: (confirmed: boolean) => void }) {
   const qc = useQueryClient();
@@ -23,7 +24,7 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
     setBusy(true);
     try {
       if (prepared) await jobsApi.control(prepared.operationId, confirmed ? 'resume' : 'cancel');
-      void qc.invalidateQueries({ queryKey: ['operations'] });
+      void qc.invalidateQueries({ queryKey: queryKeys.operations });
       if (confirmed) openJobsDrawer();
       props.onClose(confirmed);
     } catch (e) {

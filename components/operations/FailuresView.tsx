@@ -10,6 +10,9 @@ import { BulkJobConfirm } from './BulkJobConfirm.tsx';
 import { endpointHref } from '../api.ts';
 import { jobsApi, type FailureGroupItem } from './jobsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
+import { useSearchParams } from 'next/navigation';
+import { failureGroupsQuery, queryKeys } from '../queries.ts';
+import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
 
 function Spark({ values }: { values: number[] }) {
   const max = Math.max(1, ...values);
@@ -32,7 +35,7 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
     mutationFn: () => jobsApi.setNote(g.groupId, text),
     onSuccess: () => {
       setEditing(false);
-      void qc.invalidateQueries({ queryKey: ['failure-groups'] });
+      void qc.invalidateQueries({ queryKey: queryKeys.failureGroups });
     },
   });
   const single = g.endpoints.length === 1 ? g.endpoints[0]!.endpointId : null;
@@ -101,10 +104,10 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
 }
 
 export function FailuresView() {
-  const [since, setSince] = useState('');
-  const query = new URLSearchParams();
-  if (since) query.set('since', new Date(Date.now() - Number(since) * 3600_000).toISOString());
-  const q = useQuery({ queryKey: ['failure-groups', since], queryFn: () => jobsApi.groups(query), refetchInterval: 15_000, retry: 0 });
+  // The time window lives in the URL (failuresSearch): shareable, kept on reload.
+  const { since } = parseSearch(failuresSearch, useSearchParams());
+  const setSince = (v: string) => replaceSearch(failuresSearch, { since: v as typeof since });
+  const q = useQuery(failureGroupsQuery(since));
   const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem } | null>(null);
   const groups = q.data?.groups ?? [];
   return (

@@ -5,6 +5,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
+import { operationsQuery, queryKeys } from '../queries.ts';
 
 const ACTIVE = new Set(['queued', 'running', 'paused']);
 
@@ -18,7 +19,7 @@ function JobRow({ op }: { op: OperationSummary }) {
   const qc = useQueryClient();
   const control = useMutation({
     mutationFn: (action: 'pause' | 'resume' | 'cancel') => jobsApi.control(op.operationId, action),
-    onSettled: () => qc.invalidateQueries({ queryKey: ['operations'] }),
+    onSettled: () => qc.invalidateQueries({ queryKey: queryKeys.operations }),
   });
   const processed = op.done + op.refused + op.failed;
   const pct = op.total > 0 ? Math.round((processed / op.total) * 100) : 100;
@@ -84,7 +85,7 @@ export function JobsDrawer() {
     window.addEventListener('nimbus:jobs-open', onOpen);
     return () => window.removeEventListener('nimbus:jobs-open', onOpen);
   }, []);
-  const q = useQuery({ queryKey: ['operations'], queryFn: jobsApi.list, refetchInterval: open ? 1000 : 10_000, retry: 0 });
+  const q = useQuery(operationsQuery(open));
   const ops = q.data?.operations ?? [];
   const running = ops.filter((o) => o.state === 'running' || o.state === 'queued').length;
   return (

@@ -14,6 +14,7 @@ import { repairOf, stuckKey, StuckRowsTable } from './StuckRowsTable.tsx';
 import { DrainingSessionsList, sessionKey } from './DrainingSessionsList.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
+import { queryKeys, reconcileQuery } from '../queries.ts';
 
 const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
 
@@ -21,7 +22,7 @@ export function ReconcileView() {
   const client = useQueryClient();
   // Repair is an Operator action (site-wide here: the list spans endpoints); hidden for others.
   const can = useCan();
-  const q = useQuery({ queryKey: ['reconcile'], queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
+  const q = useQuery(reconcileQuery());
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [repairs, setRepairs] = useState<Map<string, RepairTarget['action']>>(new Map());
   const [sessions, setSessions] = useState<Set<string>>(new Set());
@@ -52,7 +53,7 @@ export function ReconcileView() {
       setSelected(new Set());
       setRepairs(new Map());
       setSessions(new Set());
-      void client.invalidateQueries({ queryKey: ['reconcile'] });
+      void client.invalidateQueries({ queryKey: queryKeys.reconcile });
     },
   });
   const allSelected = stale.length > 0 && chosen.length === stale.length;

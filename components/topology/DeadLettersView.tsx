@@ -14,6 +14,7 @@ import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { Topic } from '@nimbus/sdk/contract';
+import { queryKeys } from '../queries.ts';
 
 const PAGE_SIZE = 25;
 
@@ -36,13 +37,13 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   const [notice, setNotice] = useState<string | null>(null);
   const [deciding, setDeciding] = useState<{ item: DeadLetter; kind: UncertainDecision } | null>(null);
 
-  const key = ['deadletters', topic, subscription, reason, from];
+  const key = [...queryKeys.deadLetters(topic, subscription), reason, from];
   const q = useQuery({
     queryKey: key,
     queryFn: () => opsApi.deadLetters(topic, subscription, { from: from || undefined, reason: reason || undefined, pageSize: PAGE_SIZE }),
     refetchInterval: operationId ? false : 15_000,
   });
-  const refresh = () => void client.invalidateQueries({ queryKey: ['deadletters', topic, subscription] });
+  const refresh = () => void client.invalidateQueries({ queryKey: queryKeys.deadLetters(topic, subscription) });
 
   const previewMutation = useMutation({
     mutationFn: (selection: ReplaySelection) => opsApi.previewReplay(topic, subscription, selection).then((result) => ({ selection, result })),
@@ -65,7 +66,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   const finished = op.data !== undefined && op.data.state !== 'running';
   useEffect(() => {
     // The list is stale once the replay ends: read it again.
-    if (finished) void client.invalidateQueries({ queryKey: ['deadletters', topic, subscription] });
+    if (finished) void client.invalidateQueries({ queryKey: queryKeys.deadLetters(topic, subscription) });
   }, [finished, client, topic, subscription]);
   const decide = useMutation({
     mutationFn: (d: { item: DeadLetter; kind: UncertainDecision }) => opsApi.replay(topic, subscription, { sequenceNumbers: [d.item.sequenceNumber], uncertain: d.kind }),

@@ -3,6 +3,7 @@
 // the catalog's topology, and the runtime counts); sortable, filterable, refreshed every 10 s. Pause / resume and
 // rule restore ask for the typed subscription name; the dead-letter count links to the dead-letter browser.
 import Link from 'next/link';
+import { useSearchParams } from 'next/navigation';
 import { useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox } from '../format.tsx';
@@ -10,8 +11,10 @@ import { comparator, nextSort, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type So
 import { deadLettersHref, opsApi, type SubscriptionView } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
+import { queryKeys, topologyQuery } from '../queries.ts';
+import { parseSearch, replaceSearch, subscriptionsSearch, type SubscriptionsSearch } from '../urlState.ts';
 
-type SortKey = 'name' | 'deadLetter' | 'active' | 'drift';
+type SortKey = SubscriptionsSearch['sort'];
 type Action = { kind: 'pause' | 'resume' | 'restoreRules'; sub: SubscriptionView };
 
 const byName = (a: SubscriptionView, b: SubscriptionView) => a.topic.localeCompare(b.topic) || a.name.localeCompare(b.name);
@@ -35,18 +38,31 @@ export function SubscriptionsView() {
   const client = useQueryClient();
   // Pause/resume/restore are Owner actions on the topic's endpoint; hidden for everyone else.
   const can = useCan();
-  const [filter, setFilter] = useState('');
-  const [onlyAttention, setOnlyAttention] = useState(false);
-  const [sort, setSort] = useState<SortState<SortKey>>({ key: 'deadLetter', dir: 'desc' });
+  // Filter, "only needing attention" and sort live in the URL (shareable, kept on reload); the text box keeps its
+  // own state while typing so the caret never jumps.
+  const search = parseSearch(subscriptionsSearch, useSearchParams());
+  const [filter, setFilterText] = useState(search.q);
+  const { attention: onlyAttention } = search;
+  const sort: SortState<SortKey> = { key: search.sort, dir: search.dir ?? NATURAL[search.sort] };
+  const update = (next: Partial<SubscriptionsSearch>) => replaceSearch(subscriptionsSearch, { ...search, q: filter, ...next });
+  const setFilter = (v: string) => {
+    setFilterText(v);
+    update({ q: v });
+  };
+  const setOnlyAttention = (v: boolean) => update({ attention: v });
+  const setSort = (next: (s: SortState<SortKey>) => SortState<SortKey>) => {
+    const n = next(sort);
+    update({ sort: n.key, dir: n.dir === NATURAL[n.key] ? undefined : n.dir });
+  };
   const [action, setAction] = useState<Action | null>(null);
   const [message, setMessage] = useState<string | null>(null);
-  const q = useQuery({ queryKey: ['topology'], queryFn: opsApi.topology, refetchInterval: 10_000 });
+  const q = useQuery(topologyQuery());
   const run = useMutation({
     mutationFn: (a: { action: Action; confirm: string }) => opsApi.action(a.action.sub.topic, a.action.sub.name, a.action.kind, a.confirm),
     onSuccess: (result, a) => {
       setMessage(`${ACTION_TEXT[a.action.kind].label}: ${a.action.sub.topic}/${a.action.sub.name} — ${JSON.stringify(result)}`);
       setAction(null);
-      void client.invalidateQueries({ queryKey: ['topology'] });
+      void client.invalidateQueries({ queryKey: queryKeys.topology });
     },
   });
 

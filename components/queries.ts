@@ -1,0 +1,94 @@
+// One TanStack Query factory per resource the console reads: its key, how it is fetched and how often it is
+// refreshed, decided once. Pages call `useQuery(endpointsQuery())`; mutations invalidate with `queryKeys.*`; the
+// server components (app/**/page.tsx through components/prefetch.ts) put the same keys into the first HTML, so
+// the browser starts from the server's answer instead of a spinner. Not a client module: the server imports the
+// keys too (the query functions only run in the browser).
+import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
+import { api } from './api.ts';
+import { accessApi } from './audit/accessApi.ts';
+import { alertsApi } from './admin/alertsApi.ts';
+import { jobsApi } from './operations/jobsApi.ts';
+import { opsApi } from './topology/opsApi.ts';
+
+/** Key prefixes, for invalidation after a change (every key of a resource starts with its prefix). */
+export const queryKeys = {
+  endpoints: ['endpoints'] as const,
+  events: (endpointId: string) => ['events', endpointId] as const,
+  event: (endpointId: string, eventId: string) => ['event', endpointId, eventId] as const,
+  topology: ['topology'] as const,
+  deadLetters: (topic: string, subscription: string) => ['deadletters', topic, subscription] as const,
+  health: ['health'] as const,
+  alertRules: ['alert-rules'] as const,
+  grants: ['grants'] as const,
+  me: ['me'] as const,
+  operations: ['operations'] as const,
+  failureGroups: ['failure-groups'] as const,
+  reconcile: ['reconcile'] as const,
+};
+
+/** The endpoints overview (counts, heartbeat): every page that shows counts reads this one. */
+export const endpointsQuery = () =>
+  queryOptions({ queryKey: queryKeys.endpoints, queryFn: api.endpoints, refetchInterval: 5000, refetchIntervalInBackground: false });
+
+/** An endpoint's event list for one filter (a canonical query string, see eventListSearch in urlState.ts). */
+export const eventsQuery = (endpointId: string, queryString: string) =>
+  infiniteQueryOptions({
+    queryKey: [...queryKeys.events(endpointId), queryString] as const,
+    queryFn: ({ pageParam }) => {
+      const sp = new URLSearchParams(queryString);
+      if (pageParam) sp.set('continuation', pageParam);
+      return api.events(endpointId, sp);
+    },
+    initialPageParam: '',
+    getNextPageParam: (last) => last.continuation ?? undefined,
+    // Only the first page refreshes: refetching every loaded page would repeat the whole scroll.
+    refetchInterval: (query) => ((query.state.data?.pages.length ?? 0) <= 1 ? 10_000 : false),
+  });
+
+/** One event's details; `followUntil` (epoch ms) follows it closely after an action until the outcome is in. */
+export const eventQuery = (endpointId: string, eventId: string, followUntil = 0) =>
+  queryOptions({
+    queryKey: queryKeys.event(endpointId, eventId),
+    queryFn: () => api.event(endpointId, eventId),
+    refetchInterval: () => (Date.now() < followUntil ? 1000 : 10_000),
+  });
+
+export const flowQuery = (period: number, eventTypeId: string) =>
+  queryOptions({ queryKey: ['flow', period, eventTypeId] as const, queryFn: () => api.flow(period, eventTypeId), refetchInterval: 5000 });
+
+/** The event types the flow has seen (for the filter's choices): slow to change. */
+export const flowTypesQuery = () => queryOptions({ queryKey: ['flow-types'] as const, queryFn: () => api.flow(5, ''), staleTime: 300_000 });
+
+export const searchQuery = (q: string) => queryOptions({ queryKey: ['search', q] as const, queryFn: () => api.search(q), enabled: q !== '' });
+
+export const topologyQuery = () => queryOptions({ queryKey: queryKeys.topology, queryFn: opsApi.topology, refetchInterval: 10_000 });
+
+export const healthQuery = () => queryOptions({ queryKey: queryKeys.health, queryFn: opsApi.health, refetchInterval: 5000 });
+
+export const alertRulesQuery = () => queryOptions({ queryKey: queryKeys.alertRules, queryFn: alertsApi.rules, refetchInterval: 10_000 });
+
+export const alertHistoryQuery = () => queryOptions({ queryKey: ['alert-history'] as const, queryFn: alertsApi.history, refetchInterval: 15_000 });
+
+export const grantsQuery = () => queryOptions({ queryKey: queryKeys.grants, queryFn: accessApi.grants });
+
+/** The caller's identity and permissions (a minute: the server decides every call anyway). */
+export const meQuery = () => queryOptions({ queryKey: queryKeys.me, queryFn: accessApi.me, staleTime: 60_000 });
+
+/** The bulk jobs: every second while the drawer is open, else every 10 s. */
+export const operationsQuery = (open: boolean) =>
+  queryOptions({ queryKey: queryKeys.operations, queryFn: jobsApi.list, refetchInterval: open ? 1000 : 10_000, retry: 0 });
+
+/** Failure groups, optionally only those seen in the last `sinceHours` hours (the window moves with each refresh). */
+export const failureGroupsQuery = (sinceHours: string) =>
+  queryOptions({
+    queryKey: [...queryKeys.failureGroups, sinceHours] as const,
+    queryFn: () =>
+      jobsApi.groups(
+        new URLSearchParams(sinceHours ? { since: new Date(Date.now() - Number(sinceHours) * 3600_000).toISOString() } : {}),
+      ),
+    refetchInterval: 15_000,
+    retry: 0,
+  });
+
+export const reconcileQuery = () =>
+  queryOptions({ queryKey: queryKeys.reconcile, queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });

@@ -1,0 +1,136 @@
+// Each page's URL state as one zod schema: what the page reads from its query string, parsed the same way by the
+// server component (to prefetch the right data and name the page) and by the client view (to render and to write
+// the next URL). A value that does not parse falls back to its default instead of breaking the page: a URL is
+// typed by hand and shared, and a stale link should still open. Writing goes through `toSearch`, which leaves out
+// defaults, so one state has one URL (and one query key).
+import { z } from 'zod';
+
+/** What Next hands a page (`searchParams`) or what `useSearchParams()` gives a client component. */
+export type RawSearch = Record<string, string | string[] | undefined> | URLSearchParams | { get(key: string): string | null };
+
+function read(raw: RawSearch, key: string): string | undefined {
+  if (typeof (raw as { get?: unknown }).get === 'function') return (raw as { get(k: string): string | null }).get(key) ?? undefined;
+  const v = (raw as Record<string, string | string[] | undefined>)[key];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Parses a page's query string with its schema (each field falls back on its own). */
+export function parseSearch<S extends z.ZodObject>(schema: S, raw: RawSearch): z.output<S> {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const v = read(raw, key);
+    if (v !== undefined) input[key] = v;
+  }
+  return schema.parse(input);
+}
+
+/** The query string for a state: keys in the schema's order, empty values and defaults left out. */
+export function toSearch<S extends z.ZodObject>(schema: S, state: Partial<z.output<S>>): string {
+  const defaults = schema.parse({}) as Record<string, unknown>;
+  const sp = new URLSearchParams();
+  for (const key of Object.keys(schema.shape)) {
+    const v = (state as Record<string, unknown>)[key];
+    if (v === undefined || v === '' || v === false || (Array.isArray(v) && v.length === 0)) continue;
+    if (JSON.stringify(v) === JSON.stringify(defaults[key])) continue;
+    sp.set(key, Array.isArray(v) ? v.join(',') : v === true ? '1' : String(v));
+  }
+  return sp.toString();
+}
+
+const sortDir = z.enum(['asc', 'desc']).optional().catch(undefined);
+const text = (max: number) => z.string().trim().max(max).catch('');
+const flag = z
+  .string()
+  .transform((v) => v === '1' || v === 'true')
+  .catch(false);
+/** ISO-8601 with an offset (`Z` or `+01:00`): the one form times take in URLs and filters. */
+const instant = z.iso.datetime({ offset: true }).catch('');
+
+// --- Endpoints (/) ---------------------------------------------------------------------------------------------
+export const ENDPOINT_SORTS = ['name', 'failed', 'pending', 'deferred', 'activity'] as const;
+export const endpointsSearch = z.object({
+  /** Filter by endpoint or owner. */
+  q: text(200),
+  /** Only endpoints with failed or deferred events. */
+  unhealthy: flag,
+  sort: z.enum(ENDPOINT_SORTS).catch('failed'),
+  /** The sort direction; absent means the column's natural one (names A→Z, counts largest first). */
+  dir: sortDir,
+});
+export type EndpointsSearch = z.output<typeof endpointsSearch>;
+
+// --- Endpoint (/endpoints/[endpointId]) --------------------------------------------------------------------------
+export const EVENT_STATUSES = ['Failed', 'DeadLettered', 'Unsupported', 'Deferred', 'Pending', 'Handoff', 'Completed', 'Skipped'] as const;
+const STATUS_SET = new Set<string>(EVENT_STATUSES);
+export const eventListSearch = z.object({
+  /** Comma-separated statuses; unknown ones are dropped, the order kept canonical. */
+  status: z
+    .string()
+    .transform((s) => {
+      const picked = new Set(s.split(',').map((x) => x.trim()).filter((x) => STATUS_SET.has(x)));
+      return EVENT_STATUSES.filter((x) => picked.has(x));
+    })
+    .catch([]),
+  eventTypeId: text(260),
+  sessionId: text(128),
+  eventId: text(128),
+  from: instant,
+  to: instant,
+  /** Error text contains. */
+  q: text(200),
+  groupId: z.string().regex(/^[0-9a-f]{20}$/).catch(''),
+});
+export type EventListSearch = z.output<typeof eventListSearch>;
+
+// --- Topology · Subscriptions (/topology/subscriptions) ----------------------------------------------------------
+export const SUBSCRIPTION_SORTS = ['name', 'deadLetter', 'active', 'drift'] as const;
+export const subscriptionsSearch = z.object({
+  q: text(200),
+  /** Only subscriptions needing attention (dead letters, rule drift, not Active). */
+  attention: flag,
+  sort: z.enum(SUBSCRIPTION_SORTS).catch('deadLetter'),
+  /** The sort direction; absent means the column's natural one. */
+  dir: sortDir,
+});
+export type SubscriptionsSearch = z.output<typeof subscriptionsSearch>;
+
+// --- Flow (/flow) ----------------------------------------------------------------------------------------------
+/** Minutes, the periods GET /api/flow accepts (server/flow.ts). */
+export const FLOW_PERIODS = [5, 15, 60, 240, 1440] as const;
+export const flowSearch = z.object({
+  period: z.coerce
+    .number()
+    .refine((v) => (FLOW_PERIODS as readonly number[]).includes(v))
+    .catch(15),
+  eventTypeId: text(260),
+});
+
+// --- Search (/search) -------------------------------------------------------------------------------------------
+export const searchSearch = z.object({ q: text(200) });
+
+// --- Failures (/failures) ---------------------------------------------------------------------------------------
+export const failuresSearch = z.object({
+  /** Hours back; empty: all time. */
+  since: z.enum(['', '1', '24', '168']).catch(''),
+});
+
+/**
+ * Writes a state into the address bar without a navigation: the history API, which Next's router follows
+ * (useSearchParams updates), so filtering a list already on the page costs no server round trip.
+ */
+export function replaceSearch<S extends z.ZodObject>(schema: S, state: Partial<z.output<S>>): void {
+  const qs = toSearch(schema, state);
+  window.history.replaceState(null, '', `${window.location.pathname}${qs ? `?${qs}` : ''}`);
+}
+
+// --- Audit (/audit) ---------------------------------------------------------------------------------------------
+export const auditSearch = z.object({
+  endpointId: text(50),
+  eventId: text(128),
+  user: text(256),
+  action: text(100),
+  outcome: z.enum(['', 'succeeded', 'failed', 'denied']).catch(''),
+  from: instant,
+  to: instant,
+});
+export type AuditSearch = z.output<typeof auditSearch>;

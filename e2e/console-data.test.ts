@@ -1,0 +1,189 @@
+// Browser and HTTP tests of how the console loads and addresses its data (issue 20): counts and lists are in the
+// first HTML (prefetched by the server components with the caller's rights), every filter and sort is in the URL
+// and survives a reload, each page names itself, unknown pages get the not-found page, and API paths answer JSON
+// errors only (404 for an unknown path, 405 with Allow for a missing method). The built console against the
+// embedded Service Bus emulator and Cosmos server, with Debian's Chromium, as e2e/console.test.ts.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
+import { ensureConsoleBuilt } from '../server/build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
+import { seedConsoleData } from '../server/testing/seed.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let stack: ConsoleTestStack;
+let consoleApp: RunningConsole;
+let browser: BrowserContext;
+let chromiumInstance: TestBrowser | undefined;
+
+const open = async (path: string): Promise<Page> => {
+  const page = await browser.newPage();
+  await page.goto(consoleApp.url + path);
+  return page;
+};
+/** The document as the server sends it, before any script runs. */
+const html = async (path: string) => {
+  const res = await fetch(consoleApp.url + path);
+  return { status: res.status, text: await res.text() };
+};
+
+before(async () => {
+  await ensureConsoleBuilt(CONSOLE_DIR);
+  stack = await startConsoleTestStack();
+  await seedConsoleData(stack.store);
+  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
+});
+
+after(async () => {
+  await chromiumInstance?.close();
+  await consoleApp?.close();
+  await stack?.close();
+});
+
+describe('first HTML', () => {
+  test('the Endpoints page arrives with its counts; the Endpoint page with its events', async () => {
+    const home = await html('/');
+    assert.equal(home.status, 200);
+    assert.match(home.text, /data-endpoint="billingendpoint"/, 'the endpoint rows are rendered on the server');
+    assert.match(home.text, /aria-label="2 failed"/, 'the failed count is in the HTML, not fetched afterwards');
+    const list = await html('/endpoints/billingendpoint?status=Failed');
+    assert.equal(list.status, 200);
+    assert.match(list.text, /evt-failed-1/, 'the filtered event list is in the HTML');
+    const monitor = await html('/monitor');
+    assert.match(monitor.text, /data-testid="kpis"/);
+  });
+
+  test('the page shows the prefetched counts without waiting for a browser request', async () => {
+    const page = await browser.newPage();
+    // The overview API is held back: what the page shows can only have come with the document.
+    await page.route('**/api/endpoints', () => undefined);
+    await page.goto(consoleApp.url + '/', { waitUntil: 'domcontentloaded' });
+    await page.locator('tr[data-endpoint="billingendpoint"] a[aria-label="2 failed"]').waitFor({ timeout: 10_000 });
+    await page.close();
+  });
+
+  test('pages rendered on the server hydrate without errors (no mismatch between server and browser)', async () => {
+    const errors: string[] = [];
+    for (const path of ['/', '/monitor', '/endpoints/billingendpoint', '/endpoints/billingendpoint/events/evt-failed-1', '/topology/subscriptions', '/admin/health', '/flow']) {
+      const page = await browser.newPage();
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => errors.push(`${path}: ${e.message}`));
+      await page.goto(consoleApp.url + path, { waitUntil: 'networkidle' });
+      await page.close();
+    }
+    assert.deepEqual(errors, []);
+  });
+});
+
+describe('URL state', () => {
+  test('Endpoints: filter, "only unhealthy" and sort are in the URL and survive a reload', async () => {
+    const page = await open('/');
+    await page.locator('tr[data-endpoint="billingendpoint"]').waitFor();
+    await page.getByLabel('Filter endpoints').fill('billing');
+    await page.waitForURL(/[?&]q=billing/);
+    await page.getByRole('button', { name: /^Pending/ }).click();
+    await page.waitForURL(/[?&]sort=pending/);
+    await page.getByLabel('Only with failed or deferred').check();
+    await page.waitForURL(/[?&]unhealthy=1/);
+    await page.reload();
+    assert.equal(await page.getByLabel('Filter endpoints').inputValue(), 'billing');
+    assert.equal(await page.getByLabel('Only with failed or deferred').isChecked(), true);
+    assert.equal(await page.locator('tr[data-endpoint]').count(), 1);
+    // A hand-edited URL with nonsense falls back to the defaults instead of breaking the page.
+    await page.goto(consoleApp.url + '/?sort=bogus&unhealthy=maybe');
+    await page.locator('tr[data-endpoint="billingendpoint"]').waitFor();
+    assert.equal(await page.locator('tr[data-endpoint]').count(), stack.catalog.endpoints.length);
+    await page.close();
+  });
+
+  test('Subscriptions: filter, "only needing attention" and sort are in the URL and survive a reload', async () => {
+    const page = await open('/topology/subscriptions');
+    await page.getByLabel('Filter subscriptions').waitFor();
+    await page.getByLabel('Filter subscriptions').fill('billing');
+    await page.waitForURL(/[?&]q=billing/);
+    await page.getByRole('button', { name: /^Active/ }).click();
+    await page.waitForURL(/[?&]sort=active/);
+    await page.getByLabel('Only needing attention').check();
+    await page.waitForURL(/[?&]attention=1/);
+    await page.reload();
+    assert.equal(await page.getByLabel('Filter subscriptions').inputValue(), 'billing');
+    assert.equal(await page.getByLabel('Only needing attention').isChecked(), true);
+    await page.close();
+  });
+
+  test('Endpoint: statuses and time filters round-trip; times go into the URL as ISO-8601 with an offset', async () => {
+    const page = await open('/endpoints/billingendpoint');
+    await page.getByRole('button', { name: /^Failed/ }).click();
+    await page.waitForURL(/status=Failed/);
+    await page.locator('input[type="datetime-local"]').first().fill('2020-01-02T03:04');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/from=/);
+    const from = new URL(page.url()).searchParams.get('from') ?? '';
+    assert.match(from, /^2020-01-02T03:04:00(Z|[+-]\d\d:\d\d)$/, `from=${from}`);
+    await page.reload();
+    assert.equal(await page.locator('input[type="datetime-local"]').first().inputValue(), '2020-01-02T03:04');
+    assert.equal(await page.getByRole('button', { name: /^Failed/ }).getAttribute('aria-pressed'), 'true');
+    await page.getByRole('link', { name: 'evt-failed-1' }).waitFor();
+    await page.close();
+  });
+});
+
+describe('titles and missing pages', () => {
+  test('each page names itself', async () => {
+    const cases: Array<[string, string]> = [
+      ['/', 'NimBus · Endpoints'],
+      ['/endpoints/billingendpoint?status=Failed', 'NimBus · billingendpoint · Failed'],
+      ['/endpoints/billingendpoint/events/evt-failed-1', 'NimBus · billingendpoint · evt-failed-1'],
+      ['/monitor', 'NimBus · Monitor'],
+      ['/topology/subscriptions', 'NimBus · Topology · Subscriptions'],
+      ['/admin/health', 'NimBus · Admin · Health'],
+    ];
+    for (const [path, title] of cases) {
+      const page = await open(path);
+      assert.equal(await page.title(), title, path);
+      await page.close();
+    }
+  });
+
+  test('an unknown page and an unknown endpoint answer 404 with the not-found page', async () => {
+    for (const path of ['/no-such-page', '/endpoints/nosuchendpoint']) {
+      const page = await browser.newPage();
+      const res = await page.goto(consoleApp.url + path);
+      assert.equal(res?.status(), 404, path);
+      await page.getByRole('heading', { name: 'Page not found' }).waitFor();
+      await page.close();
+    }
+  });
+});
+
+describe('API errors are JSON', () => {
+  test('an unknown /api path answers a JSON 404', async () => {
+    for (const path of ['/api/nope', '/api/endpoints/billingendpoint/nothing/here']) {
+      const res = await fetch(consoleApp.url + path);
+      assert.equal(res.status, 404, path);
+      assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+      const body = (await res.json()) as { error?: string };
+      assert.equal(body.error, 'not found');
+    }
+  });
+
+  test('a method a route does not have answers a JSON 405 with Allow', async () => {
+    const res = await fetch(consoleApp.url + '/api/endpoints', { method: 'DELETE' });
+    assert.equal(res.status, 405);
+    assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+    assert.equal(res.headers.get('allow'), 'GET, HEAD, OPTIONS');
+    assert.equal(((await res.json()) as { error?: string }).error, 'method not allowed');
+    const post = await fetch(consoleApp.url + '/api/event/resubmit', { method: 'GET' });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get('allow'), 'POST, OPTIONS');
+    // The routes themselves still answer.
+    assert.equal((await fetch(consoleApp.url + '/api/endpoints')).status, 200);
+  });
+});

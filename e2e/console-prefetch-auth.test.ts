@@ -1,0 +1,66 @@
+// The data the server components put into the first HTML (components/prefetch.tsx) goes through the same
+// authorization and read scope as the API: with sign-in on, a caller without a role gets a page without counts,
+// and an Operator of another endpoint gets the event page without the event's details - neither in the markup nor
+// in the hydration data. The built console with OIDC sign-in and sealed session cookies (as
+// server/auth/routeMatrix.test.ts), over HTTP.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ensureConsoleBuilt } from '../server/build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
+import { SESSION_COOKIE, sealSession } from '../server/auth/session.ts';
+import type { Principal } from '../server/auth/principal.ts';
+import { oidcTestEnv } from '../server/testing/oidcEnv.ts';
+import { seedConsoleData } from '../server/testing/seed.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const SECRET = 'prefetch-auth-session-secret-0123456789-abcdef';
+
+let stack: ConsoleTestStack;
+let consoleApp: RunningConsole;
+
+const user = (name: string, roles: string[], groups: string[]): Principal => ({ kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups });
+const CALLERS = {
+  siteReader: user('reader', ['Reader'], []),
+  crmOperator: user('crm-operator', [], ['crm-ops']),
+  roleless: user('nobody', [], []),
+};
+
+async function pageAs(caller: keyof typeof CALLERS, path: string): Promise<string> {
+  const res = await fetch(consoleApp.url + path, {
+    headers: { cookie: `${SESSION_COOKIE}=${sealSession(CALLERS[caller], { secret: SECRET, maxAgeSeconds: 600 })}` },
+  });
+  assert.equal(res.status, 200, `${caller} ${path}`);
+  return res.text();
+}
+
+before(async () => {
+  await ensureConsoleBuilt(CONSOLE_DIR);
+  stack = await startConsoleTestStack();
+  await seedConsoleData(stack.store);
+  consoleApp = await startConsole({
+    port: 0,
+    hostname: '127.0.0.1',
+    env: { ...stack.env, ...oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } }) },
+  });
+});
+
+after(async () => {
+  await consoleApp?.close();
+  await stack?.close();
+});
+
+describe('prefetched data follows the caller’s rights', () => {
+  test('the Endpoints page: counts for a Reader, none for a caller without a role', async () => {
+    assert.match(await pageAs('siteReader', '/'), /aria-label="2 failed"/);
+    const roleless = await pageAs('roleless', '/');
+    assert.doesNotMatch(roleless, /aria-label="2 failed"/);
+    assert.doesNotMatch(roleless, /data-endpoint="billingendpoint"/);
+  });
+
+  test('an event page: details for a site-wide Reader, none for an Operator of another endpoint', async () => {
+    // ORD-200 is evt-failed-1's session: only its details carry it (the overview has no session ids).
+    assert.match(await pageAs('siteReader', '/endpoints/billingendpoint/events/evt-failed-1'), /ORD-200/);
+    assert.doesNotMatch(await pageAs('crmOperator', '/endpoints/billingendpoint/events/evt-failed-1'), /ORD-200/);
+  });
+});
