@@ -2,7 +2,8 @@
 // A modal confirmation that states exactly what will happen. The native <dialog> opened with showModal() gives the
 // focus trap, Escape and an inert page behind it; focus goes in once when it opens (to a field marked
 // data-autofocus, else the confirm button) and back to whatever opened it when it closes.
-import { useEffect, useRef, type ReactNode } from 'react';
+import { useRef, type ReactNode } from 'react';
+import { useModalDialog } from './useModalDialog.ts';
 
 export function ConfirmDialog(props: {
   title: string;
@@ -15,29 +16,7 @@ export function ConfirmDialog(props: {
 }) {
   const dialogRef = useRef<HTMLDialogElement>(null);
   const confirmRef = useRef<HTMLButtonElement>(null);
-  // The latest handler, read by the native cancel event: the effect below runs once per opening, so that typing
-  // in a field of the dialog (a new render each keystroke) never moves focus again.
-  const onCancel = useRef(props.onCancel);
-  onCancel.current = props.onCancel;
-
-  useEffect(() => {
-    const dialog = dialogRef.current;
-    if (!dialog) return;
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-    if (!dialog.open) dialog.showModal();
-    const first = dialog.querySelector<HTMLElement>('[data-autofocus]') ?? confirmRef.current;
-    first?.focus();
-    const cancel = (e: Event) => {
-      e.preventDefault(); // closing is the parent's decision (it unmounts the dialog)
-      onCancel.current();
-    };
-    dialog.addEventListener('cancel', cancel);
-    return () => {
-      dialog.removeEventListener('cancel', cancel);
-      if (dialog.open) dialog.close();
-      if (opener?.isConnected) opener.focus();
-    };
-  }, []);
+  useModalDialog(dialogRef, props.onCancel, () => confirmRef.current);
 
   return (
     <dialog

@@ -7,6 +7,7 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api.ts';
+import { useModalDialog } from '../useModalDialog.ts';
 import type { CompiledSchema, PayloadCheck } from './check.ts';
 // Types only (erased): the modules themselves are loaded with import() when the dialog opens.
 // The checker (zod, the catalog schema code) is a chunk of its own, so the read-only payload view does not load it.
@@ -53,27 +54,12 @@ export function EditResubmitDialog(props: {
     if (modules && schema !== undefined) checkRef.current = (t) => modules.check.checkPayloadText(t, schema, eventTypeId);
   }, [modules, schema, eventTypeId]);
 
-  const onCancel = useRef(props.onCancel);
-  onCancel.current = props.onCancel;
+  useModalDialog(dialogRef, props.onCancel);
   useEffect(() => {
-    const dialog = dialogRef.current;
-    if (!dialog) return;
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-    if (!dialog.open) dialog.showModal();
-    const cancel = (e: Event) => {
-      e.preventDefault();
-      onCancel.current();
-    };
-    dialog.addEventListener('cancel', cancel);
     Promise.all([import('./check.ts'), import('./diff.ts')]).then(
       ([check, diff]) => setModules({ check, diff }),
       (err: unknown) => setLoadError(err instanceof Error ? err.message : String(err)),
     );
-    return () => {
-      dialog.removeEventListener('cancel', cancel);
-      if (dialog.open) dialog.close();
-      if (opener?.isConnected) opener.focus();
-    };
   }, []);
 
   // The editor, once the modules are in; created once (typing must not recreate it).
