@@ -50,8 +50,11 @@ export interface ConsoleBackground {
   stop(): Promise<void>;
 }
 
-/** Heartbeat overview in the shape the alert sources read, from the console's heartbeat service. */
-async function heartbeatsOf(ctx: ConsoleContext) {
+/**
+ * Heartbeat overview in the shape the alert sources read, from the console's heartbeat service. Exported so the
+ * heartbeat rules are tested through this exact mapping (server/alerts/heartbeatRules.test.ts).
+ */
+export async function heartbeatsOf(ctx: ConsoleContext) {
   const { getOpsServices } = await import('../heartbeat/services.ts');
   const o = await getOpsServices(ctx).heartbeat.overview();
   return {
