@@ -24,6 +24,11 @@ const config: NextConfig = {
   // `npm run typecheck` checks the whole tree with one tsconfig; a second check inside `next build` only costs time.
   typescript: { ignoreBuildErrors: true, tsconfigPath: 'tsconfig.next.json' },
   poweredByHeader: false,
+  // Browsers ask for /favicon.ico when no icon link is in the head yet (page metadata is streamed after the shell):
+  // answer with the app's icon rather than a 404 in every console's log.
+  async rewrites() {
+    return [{ source: '/favicon.ico', destination: '/icon.svg' }];
+  },
   // Security headers that never vary, on every response including static files; the CSP (nonce per request)
   // is set by proxy.ts.
   async headers() {

@@ -26,7 +26,8 @@ const consoleErrors: string[] = [];
 async function open(path: string): Promise<Page> {
   const page = await browser.newPage();
   page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(`${path}: ${m.text()}`);
+    // The resource's URL too: "Failed to load resource" alone does not say which one.
+    if (m.type() === 'error') consoleErrors.push(`${path}: ${m.text()}${m.location().url ? ` (${m.location().url})` : ''}`);
   });
   page.on('pageerror', (e) => consoleErrors.push(`${path}: ${e.message}`));
   await page.goto(consoleApp.url + path);

@@ -92,9 +92,13 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 18
 
 const read = async (id: string): Promise<Job> => (await jobs.get(id))!;
 
-/** Every command that reached the endpoint's subscription, by event id (received and deleted). */
-async function commandsOnTheWire(prefix: string): Promise<Map<string, number>> {
-  const seen = new Map<string, number>();
+/**
+ * Every command that reached the endpoint's subscription: the distinct MessageIds per event id, and how many copies
+ * arrived in all (received and deleted).
+ */
+async function commandsOnTheWire(prefix: string): Promise<{ ids: Map<string, Set<string>>; copies: number }> {
+  const seen = new Map<string, Set<string>>();
+  let copies = 0;
   for (let s = 0; s < SESSIONS; s++) {
     // Received and deleted: a session lock lost on a loaded machine only means accepting the session again.
     for (let drained = false; !drained; ) {
@@ -104,7 +108,8 @@ async function commandsOnTheWire(prefix: string): Promise<Map<string, number>> {
           const got = await receiver.receiveMessages(200, { maxWaitTimeInMs: 2000 });
           for (const m of got) {
             const eventId = String(m.applicationProperties?.EventId ?? '');
-            seen.set(eventId, (seen.get(eventId) ?? 0) + 1);
+            seen.set(eventId, (seen.get(eventId) ?? new Set()).add(String(m.messageId)));
+            copies++;
           }
           if (got.length === 0) {
             drained = true;
@@ -118,7 +123,7 @@ async function commandsOnTheWire(prefix: string): Promise<Map<string, number>> {
       }
     }
   }
-  return seen;
+  return { ids: seen, copies };
 }
 
 describe('bulk operations', () => {
@@ -164,9 +169,13 @@ describe('bulk operations', () => {
     assert.equal(end.refused, 40, 'the events resolved after the freeze are refused, not errors');
     assert.equal(end.done, N - 40);
 
-    const wire = await commandsOnTheWire('big');
-    const twice = [...wire.entries()].filter(([, n]) => n > 1);
+    // A replica killed after a send but before its receipt leaves a claim that the Manager re-sends after its grace
+    // period with the same MessageId, so an event may see a second copy of its one command (which the endpoint's
+    // inbox drops, and a topic with duplicate detection drops before that); never a second command.
+    const { ids: wire, copies } = await commandsOnTheWire('big');
+    const twice = [...wire.entries()].filter(([, set]) => set.size > 1).map(([id, set]) => [id, [...set]]);
     assert.deepEqual(twice, [], 'no event got two commands');
+    console.log(`# ${copies - wire.size} repeated cop${copies - wire.size === 1 ? 'y' : 'ies'} of a command after the kill`);
     const expected = ids.filter((id) => !changed.includes(id));
     assert.equal(wire.size, expected.length, 'every selected event that still allowed it got its command');
     for (const id of changed) assert.equal(wire.has(id), false, `${id} changed meanwhile and got no command`);

@@ -4,7 +4,10 @@
 // takes the lease when it expires and continues from the saved cursor. The rows between the saved cursor and the
 // crash are acted on again: the Manager finds their claim and receipt and sends nothing ('duplicate'), or - when
 // the endpoint has already answered - refuses, and the event's audit naming this job tells the runner the event
-// was this job's (counted done, not refused). Each event is therefore acted on once on the wire.
+// was this job's (counted done, not refused). Each event therefore gets one command. One window remains: a replica
+// killed after its send but before the receipt leaves a claim that the Manager re-sends after CLAIM_GRACE_MS with
+// the same MessageId, so the endpoint may receive a second copy of that one command; its inbox drops the copy (and
+// on Azure, duplicate detection on the topic would drop it first).
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type LeaseStore, type MessageStore } from '../../lib/store/index.ts';
