@@ -8,7 +8,8 @@ import { HttpError, badRequest } from './http.ts';
 // Compiled once per catalog object and event type: the catalog is loaded once per process.
 const compiled = new WeakMap<Catalog, Map<string, ZodType | Error>>();
 
-function schemaFor(catalog: Catalog, eventTypeId: string): ZodType | Error | undefined {
+/** The compiled schema of an event type in the catalog; undefined without one, an Error when it cannot be used. */
+export function schemaFor(catalog: Catalog, eventTypeId: string): ZodType | Error | undefined {
   const json = catalog.eventTypes.find((t) => t.id === eventTypeId)?.schema;
   if (!json) return undefined;
   let perType = compiled.get(catalog);

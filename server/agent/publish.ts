@@ -3,11 +3,11 @@
 // otherwise), sent by the console's own Service Bus connection - the agent holds no bus credentials. The message is
 // built by the SDK's Publisher, so it is the same wire message an endpoint's own publisher sends (session key from
 // the catalog, a message id derived from the payload: the same publish twice is deduplicated by the broker).
-import { z } from 'zod';
-import type { Catalog } from '@nimbus/sdk/contract';
+import { describePayloadIssues, payloadIssues, type Catalog } from '@nimbus/sdk/contract';
 import { createPublisher, PublishValidationError, sessionKeysFromCatalog, type Publisher } from '@nimbus/sdk';
 import type { ConsoleContext } from '../context.ts';
 import { HttpError, badRequest } from '../http.ts';
+import { schemaFor } from '../payloadSchemaCheck.ts';
 import { log } from '../log.ts';
 
 export interface Published {
@@ -18,31 +18,14 @@ export interface Published {
   correlationId: string;
 }
 
-type Slot = { ctx?: ConsoleContext; publishers: Map<string, Publisher>; schemas: Map<string, z.ZodType | Error> };
-const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.agentPublish')] ??= { publishers: new Map(), schemas: new Map() }) as Slot;
-
-/** The zod form of an event type's JSON schema (cached); an Error when the schema cannot be turned into a check. */
-function payloadCheck(catalog: Catalog, eventTypeId: string): z.ZodType | Error | undefined {
-  const type = catalog.eventTypes.find((t) => t.id === eventTypeId);
-  if (!type?.schema) return undefined;
-  let check = slot.schemas.get(eventTypeId);
-  if (!check) {
-    try {
-      check = z.fromJSONSchema(type.schema as Parameters<typeof z.fromJSONSchema>[0]);
-    } catch (err) {
-      check = new Error(err instanceof Error ? err.message : String(err));
-    }
-    slot.schemas.set(eventTypeId, check);
-  }
-  return check;
-}
+type Slot = { ctx?: ConsoleContext; publishers: Map<string, Publisher> };
+const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.agentPublish')] ??= { publishers: new Map() }) as Slot;
 
 function publisherFor(ctx: ConsoleContext, endpointId: string): Publisher {
   // A new context (tests, a reopened connection) gets new senders.
   if (slot.ctx !== ctx) {
     for (const p of slot.publishers.values()) void p.close().catch(() => undefined);
     slot.publishers.clear();
-    slot.schemas.clear();
     slot.ctx = ctx;
   }
   let p = slot.publishers.get(endpointId);
@@ -59,14 +42,12 @@ export function checkPublish(catalog: Catalog, endpointId: string, eventTypeId: 
   if (!endpoint) throw new HttpError(404, 'not found', `endpoint ${endpointId} is not in the catalog`);
   if (!endpoint.produces.includes(eventTypeId))
     throw badRequest(`endpoint ${endpointId} does not produce ${eventTypeId} in the catalog (it produces: ${endpoint.produces.join(', ') || 'nothing'})`);
-  const check = payloadCheck(catalog, eventTypeId);
+  // The same compiled schema and issue wording as the console's resubmit check (server/payloadSchemaCheck.ts).
+  const check = schemaFor(catalog, eventTypeId);
   if (check instanceof Error) throw new HttpError(503, 'not configured', `the catalog's JSON schema of ${eventTypeId} cannot be checked: ${check.message}`);
   if (check) {
-    const r = check.safeParse(payload);
-    if (!r.success) {
-      const issues = r.error.issues.slice(0, 10).map((i) => `${i.path.length ? `/${i.path.join('/')}` : '(payload)'}: ${i.message}`);
-      throw badRequest(`the payload does not match the ${eventTypeId} schema: ${issues.join('; ')}`);
-    }
+    const issues = payloadIssues(check, payload);
+    if (issues.length > 0) throw badRequest(`the payload does not match the ${eventTypeId} schema: ${describePayloadIssues(issues.slice(0, 10))}`);
   } else if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
     throw badRequest(`a ${eventTypeId} payload is a JSON object`);
   }
