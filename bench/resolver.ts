@@ -6,7 +6,7 @@
 //   npx tsx bench/resolver.ts            (or runResolverBench() from bench/index.ts)
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import type { ServiceBusClient } from '@azure/service-bus';
+import type { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
 import { pino } from 'pino';
 import { startEmulator } from '../emulator/index.ts';
 import { parseCatalog } from '@nimbus/sdk/catalog';
@@ -146,6 +146,22 @@ async function storeOnly(endpoint: string, key: string, events: number, concurre
  * are prefixed with `pass`, so every pass records new rows. With `timings`, responses carry the subscriber's
  * QueueTimeMs and ProcessingTimeMs as the SDK sends them (the Resolver then adds a latency sample to its series).
  */
+/** The two-endpoint topology the Resolver benches use: shop publishes OrderPlaced, crm consumes it. */
+export async function provisionShopToCrm(admin: ServiceBusAdministrationClient): Promise<void> {
+  await provisionTopology(
+    admin,
+    deriveTopology(
+      parseCatalog({
+        endpoints: [
+          { id: 'shop', produces: ['OrderPlaced'] },
+          { id: 'crm', consumes: ['OrderPlaced'] },
+        ],
+        eventTypes: [{ id: 'OrderPlaced' }],
+      }),
+    ),
+  );
+}
+
 export async function sendTraffic(client: ServiceBusClient, events: number, sessions: number, pass: string, timings = false): Promise<void> {
   const sender = client.createSender(Topic.Resolver);
   let batch = await sender.createMessageBatch();
@@ -288,18 +304,7 @@ export async function runResolverBench(options: ResolverBenchOptions = {}): Prom
     counterFlushMs: 250,
   });
   try {
-    await provisionTopology(
-      sb.admin,
-      deriveTopology(
-        parseCatalog({
-          endpoints: [
-            { id: 'shop', produces: ['OrderPlaced'] },
-            { id: 'crm', consumes: ['OrderPlaced'] },
-          ],
-          eventTypes: [{ id: 'OrderPlaced' }],
-        }),
-      ),
-    );
+    await provisionShopToCrm(sb.admin);
     // A warm-up pass of every phase first, not counted: the Resolver is a long-running process, and the first
     // pass through each code path pays for the JIT (measured: up to half again the CPU per message).
     await rawUpserts(cosmos.endpoint, cosmos.key, messages, concurrency);

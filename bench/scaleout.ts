@@ -13,14 +13,13 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { pino } from 'pino';
-import { parseCatalog } from '@nimbus/sdk/catalog';
 import { eventBody, encodeBody, MessageType, Prop, SELF, Topic } from '@nimbus/sdk/contract';
 import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import { startFaultProxy } from '../lib/store/testing/faultProxy.ts';
-import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { startResolver } from '../resolver-worker/index.ts';
 import { processCpuMs, startEmulatorProcess } from './processes.ts';
+import { provisionShopToCrm } from './resolver.ts';
 import type { BenchResult } from './report.ts';
 
 // BENCH_SCALEOUT_LATENCY_MS changes it, to see what bounds the figures without the round trip.
@@ -186,18 +185,7 @@ export async function runScaleOutBench(options: ScaleOutOptions = {}): Promise<B
   };
   try {
     const admin = createServiceBusClients(emulator.connectionString);
-    await provisionTopology(
-      admin.admin,
-      deriveTopology(
-        parseCatalog({
-          endpoints: [
-            { id: 'shop', produces: ['OrderPlaced'] },
-            { id: 'crm', consumes: ['OrderPlaced'] },
-          ],
-          eventTypes: [{ id: 'OrderPlaced' }],
-        }),
-      ),
-    );
+    await provisionShopToCrm(admin.admin);
     const [a, b] = [await instance(), await instance()];
     const pids = { cosmos: cosmos.pid, emulator: emulator.pid };
     // Warm-up (JIT, connections, containers), not counted.

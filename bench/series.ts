@@ -11,14 +11,12 @@ import { pathToFileURL } from 'node:url';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { CosmosClient } from '@azure/cosmos';
 import { pino } from 'pino';
-import { parseCatalog } from '@nimbus/sdk/catalog';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
-import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { createStore, startEmbeddedCosmos, TimeSeriesStore, type MessageStore } from '../lib/store/index.ts';
 import { startResolver } from '../resolver-worker/index.ts';
 import { startEmulatorProcess } from './processes.ts';
 import { envInt, type BenchResult } from './report.ts';
-import { sendTraffic } from './resolver.ts';
+import { provisionShopToCrm, sendTraffic } from './resolver.ts';
 
 export interface SeriesBenchOptions {
   /** Events per phase (two Resolver messages each). Default 1000: a phase then spans a periodic flush. */
@@ -171,18 +169,7 @@ export async function runSeriesBench(options: SeriesBenchOptions = {}): Promise<
   const sb = createServiceBusClients(emulator.connectionString);
   const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'bench-series', counterFlushMs: 250 });
   try {
-    await provisionTopology(
-      sb.admin,
-      deriveTopology(
-        parseCatalog({
-          endpoints: [
-            { id: 'shop', produces: ['OrderPlaced'] },
-            { id: 'crm', consumes: ['OrderPlaced'] },
-          ],
-          eventTypes: [{ id: 'OrderPlaced' }],
-        }),
-      ),
-    );
+    await provisionShopToCrm(sb.admin);
     let pass = 0;
     const run = async (series: boolean) => {
       // Everything is on the topic before a phase starts, so the figures are recording, not sending.
