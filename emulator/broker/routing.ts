@@ -35,9 +35,9 @@ export class Routing {
       // Every subscription's first copy carries the topic's number for this message; extra copies get new ones.
       const topic = w.topic;
       const baseSeq = w.reservedSeq ?? ++topic.seq;
-      // A forwarded message is a send into its target: one with duplicate detection drops a repeated MessageId
-      // (two subscriptions forwarding the same message into it deliver it once, as on Azure). Sends and
-      // scheduled messages were checked by the broker when they were accepted.
+      // A forwarded message is a send into its target: one with duplicate detection drops a repeated MessageId.
+      // Only the MessageId counts, so two subscriptions forwarding copies of one message into it deliver it
+      // once. Sends and scheduled messages were checked by the broker when they were accepted.
       if (
         w.hops > 0 &&
         topic.desc.requiresDuplicateDetection &&
