@@ -4,7 +4,7 @@
 // the user types, and sort by a column in the URL. Back/Forward and a reload restore the state because the URL is
 // the only place it lives; the text boxes follow when the URL changes under them.
 import { useSearchParams } from 'next/navigation';
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { z } from 'zod';
 import { nextSort, type SortDirection, type SortState } from './table.tsx';
 import { parseSearch, writeSearch } from './urlState.ts';
@@ -19,7 +19,22 @@ export interface UrlState<S extends z.ZodObject> {
 }
 
 export function useUrlState<S extends z.ZodObject>(schema: S): UrlState<S> {
-  const search = parseSearch(schema, useSearchParams());
+  const params = useSearchParams();
+  const base = params.toString();
+  // Back/Forward to an entry this page wrote itself: Next's router restores it, but its search params can keep the
+  // value they had (seen in Chromium: Back to the page's first entry after a reload left the sort of the second).
+  // The address bar is the truth then; it stands in until the router's search params change again.
+  const baseRef = useRef(base);
+  baseRef.current = base;
+  const [popped, setPopped] = useState<{ search: string; base: string } | null>(null);
+  useEffect(() => {
+    const onPop = () => setPopped({ search: window.location.search, base: baseRef.current });
+    window.addEventListener('popstate', onPop);
+    return () => window.removeEventListener('popstate', onPop);
+  }, []);
+  // Once the router's params move on, the stand-in is spent (it must not come back if they return to `base`).
+  if (popped !== null && popped.base !== base) setPopped(null);
+  const search = parseSearch(schema, popped !== null && popped.base === base ? new URLSearchParams(popped.search) : params);
   const update = (next: Partial<z.output<S>>, how: 'push' | 'replace' = 'push') =>
     writeSearch(schema, { ...parseSearch(schema, new URLSearchParams(window.location.search)), ...next }, how);
   return { search, update };

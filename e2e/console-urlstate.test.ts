@@ -97,16 +97,22 @@ after(async () => {
  * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP
  * refuses); fails with the last value seen.
  */
-async function until<T>(read: () => Promise<T>, want: T, what: string, ms = 30_000): Promise<void> {
+async function until<T>(read: () => Promise<T>, want: T, what: string, ms = 30_000, page?: Page): Promise<void> {
   const end = Date.now() + ms;
   let last: T | undefined;
   for (;;) {
     last = await read().catch(() => undefined);
     if (JSON.stringify(last) === JSON.stringify(want)) return;
-    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)}`);
+    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)}${page ? ` at ${page.url()}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * The rows are in the first HTML, before the page's scripts run: act only once the network is quiet (hydrated),
+ * or a click may land before Next's router has taken over the history entries that Back returns to.
+ */
+const HYDRATED = { waitUntil: 'networkidle' } as const;
 
 const param = (page: Page, key: string) => new URL(page.url()).searchParams.get(key);
 
@@ -116,7 +122,7 @@ describe('dead letters: reason filter and paging position in the URL', () => {
 
   test('Next and the filter go into the URL; a reload restores them and Back returns to the state before', async () => {
     const page = await browser.newPage();
-    await page.goto(consoleApp.url + path);
+    await page.goto(consoleApp.url + path, HYDRATED);
     await until(async () => (await shown(page)).length, 25, 'first page');
     const firstPage = await shown(page);
 
@@ -126,7 +132,7 @@ describe('dead letters: reason filter and paging position in the URL', () => {
     const secondPage = await shown(page);
     assert.equal(secondPage.some((id) => firstPage.includes(id)), false, 'the second page has other dead letters');
 
-    await page.reload();
+    await page.reload(HYDRATED);
     await until(() => shown(page), secondPage, 'the second page after a reload');
     assert.equal(await page.getByRole('button', { name: 'Previous' }).isEnabled(), true);
 
@@ -139,7 +145,7 @@ describe('dead letters: reason filter and paging position in the URL', () => {
     await page.waitForURL(new RegExp(`[?&]reason=${REASON_B}`));
     await until(async () => (await shown(page)).length, 2, 'filtered by reason');
 
-    await page.reload();
+    await page.reload(HYDRATED);
     await until(async () => (await shown(page)).length, 2, 'filtered after a reload');
     assert.equal(await page.getByLabel('Filter by reason').inputValue(), REASON_B);
 
@@ -171,63 +177,79 @@ describe('alerts: rule and history filters and sort in the URL', () => {
 
   test('Admin · Alerts: sort, kind and filter survive a reload; Back undoes the last choice', async () => {
     const page = await browser.newPage();
-    await page.goto(consoleApp.url + '/admin/alerts');
-    await until(() => rules(page), ['alpha failures', 'beta backlog', 'gamma handoffs'], 'rules by name');
+    await page.goto(consoleApp.url + '/admin/alerts', HYDRATED);
+    await until(() => rules(page), ['alpha failures', 'beta backlog', 'gamma handoffs'], 'rules by name', 30_000, page);
 
     await page.getByRole('button', { name: /^Name/ }).click();
     await page.waitForURL(/[?&]dir=desc/);
-    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'rules by name, Z→A');
+    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'rules by name, Z→A', 30_000, page);
     assert.equal(await page.locator('th[aria-sort="descending"]').count(), 1);
 
     await page.getByLabel('Kind').selectOption('deadLetterBacklog');
     await page.waitForURL(/[?&]type=deadLetterBacklog/);
-    await until(() => rules(page), ['beta backlog'], 'one kind');
+    await until(() => rules(page), ['beta backlog'], 'one kind', 30_000, page);
 
-    await page.reload();
-    await until(() => rules(page), ['beta backlog'], 'one kind after a reload');
+    await page.reload(HYDRATED);
+    await until(() => rules(page), ['beta backlog'], 'one kind after a reload', 30_000, page);
     assert.equal(await page.getByLabel('Kind').inputValue(), 'deadLetterBacklog');
 
     await page.goBack();
-    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'Back: every kind, still Z→A');
+    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'Back: every kind, still Z→A', 30_000, page);
     assert.equal(await page.getByLabel('Kind').inputValue(), '');
 
     await page.getByLabel('Filter rules').fill('alp');
     await page.waitForURL(/[?&]q=alp/);
-    await until(() => rules(page), ['alpha failures'], 'filtered');
-    await page.reload();
+    await until(() => rules(page), ['alpha failures'], 'filtered', 30_000, page);
+    await page.reload(HYDRATED);
     assert.equal(await page.getByLabel('Filter rules').inputValue(), 'alp');
-    await until(() => rules(page), ['alpha failures'], 'filtered after a reload');
+    await until(() => rules(page), ['alpha failures'], 'filtered after a reload', 30_000, page);
     await page.close();
   });
 
   test('Alerts: state filter, sort and "Show more" position survive a reload; Back undoes the last choice', async () => {
     const page = await browser.newPage();
-    await page.goto(consoleApp.url + '/alerts');
-    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'newest first');
+    await page.goto(consoleApp.url + '/alerts', HYDRATED);
+    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'newest first', 30_000, page);
 
     await page.getByRole('button', { name: /^Rule/ }).click();
     await page.waitForURL(/[?&]sort=rule/);
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'by rule name');
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'by rule name', 30_000, page);
 
     await page.getByLabel('State').selectOption('recovered');
     await page.waitForURL(/[?&]state=recovered/);
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'recovered only, by rule');
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'recovered only, by rule', 30_000, page);
 
-    await page.reload();
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'after a reload');
+    await page.reload(HYDRATED);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'after a reload', 30_000, page);
     assert.equal(await page.getByLabel('State').inputValue(), 'recovered');
     assert.equal(await page.locator('th[aria-sort="ascending"]').count(), 1);
 
     await page.goBack();
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'Back: every state, by rule');
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'Back: every state, by rule', 30_000, page);
     await page.goBack();
-    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'Back: newest first');
+    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'Back: newest first', 30_000, page);
     assert.equal(new URL(page.url()).search, '');
 
     // The loaded length is in the URL too: a link asking for more loads more (and fewer than asked: no button).
     await page.goto(consoleApp.url + '/alerts?limit=300&state=firing');
-    await until(() => history(page), ['urlstate-alert-1'], 'a shared link');
+    await until(() => history(page), ['urlstate-alert-1'], 'a shared link', 30_000, page);
     assert.equal(await page.getByRole('button', { name: 'Show more' }).count(), 0);
     await page.close();
+  });
+});
+
+describe('prefetched pages hydrate', () => {
+  test('dead letters, alerts and audit render on the server and hydrate without errors', async () => {
+    const errors: string[] = [];
+    for (const path of ['/topology/subscriptions/Resolver/Resolver?reason=' + REASON_B, '/admin/alerts?sort=state', '/alerts?state=recovered', '/audit']) {
+      const page = await browser.newPage();
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => errors.push(`${path}: ${e.message}`));
+      await page.goto(consoleApp.url + path, { waitUntil: 'networkidle' });
+      await page.close();
+    }
+    assert.deepEqual(errors, []);
   });
 });
