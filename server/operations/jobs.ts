@@ -1,6 +1,6 @@
-// Bulk operations as durable jobs (POST /api/operations): resubmit or skip every event of a frozen selection,
-// one Manager command at a time (claim + receipt, so a repeated step sends nothing twice), rate-limited, with
-// progress in Cosmos. Three kinds of console document (platform container, server/heartbeat/platformDocs.ts):
+// Bulk operations as durable jobs (POST /api/operations): resubmit or skip every event of a frozen selection, a
+// lot of Manager commands at a time (each with its claim + receipt, so a repeated step sends nothing twice),
+// rate-limited, with progress in Cosmos. Three kinds of console document (platform container, server/heartbeat/platformDocs.ts):
 //   job_<id>         the job: its selection, counts, cursor and state - written only by the runner holding the
 //                    job's lease (and once by the creator), so progress never races;
 //   jobctl_<id>      the operator's wish (run / pause / cancel) - written only by the API;

@@ -1,13 +1,16 @@
 // Runs bulk operations (jobs.ts). Every console replica runs one OperationsRunner; it looks for jobs that want to
 // run every few seconds (and at once when a job is created here), and runs a job only while it holds the job's
 // lease (lib/store/leases.ts), so one replica acts on a job at a time. A replica that dies stops renewing; another
-// takes the lease when it expires and continues from the saved cursor. The rows between the saved cursor and the
-// crash are acted on again: the Manager finds their claim and receipt and sends nothing ('duplicate'), or - when
-// the endpoint has already answered - refuses, and the event's audit naming this job tells the runner the event
-// was this job's (counted done, not refused). Each event therefore gets one command. One window remains: a replica
-// killed after its send but before the receipt leaves a claim that the Manager re-sends after CLAIM_GRACE_MS with
-// the same MessageId, so the endpoint may receive a second copy of that one command; its inbox drops the copy (and
-// on Azure, duplicate detection on the topic would drop it first).
+// takes the lease when it expires and continues from the saved cursor. A job steps through its rows a lot at a
+// time (`concurrency` rows, or a tenth of a second's worth under a rate limit): Manager.executeMany claims, sends
+// and receipts the lot's commands together, each event still with its own claim and receipt. The rows between the
+// saved cursor (written at most every SAVE_EVERY_MS, after a whole lot) and the crash are acted on again: the
+// Manager finds their claim and receipt and sends nothing ('duplicate'), or - when the endpoint has already
+// answered - refuses, and the event's audit naming this job tells the runner the event was this job's (counted
+// done, not refused). Each event therefore gets one command. One window remains: a replica killed after a lot's
+// send but before its receipts leaves claims that the Manager re-sends after CLAIM_GRACE_MS with the same
+// MessageIds, so an endpoint may receive a second copy of such a command; its inbox drops the copy (and on Azure,
+// duplicate detection on the topic would drop it first).
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
