@@ -1,11 +1,15 @@
 // Bulk-job throughput (issue 15): a resubmit job over BENCH_JOBS_EVENTS failed events (default 1,000) with the rate
 // limit off, run by the console's OperationsRunner in this process against the embedded stack (emulator with the
-// demo topology, embedded Cosmos; no HTTP, no Next build), once per number of commands in flight
-// (BENCH_JOBS_CONCURRENCY, default "4,16"; 4 is the console's default). Each command is the Manager's: a read of the
-// event's rows, the claim (a conditional row write, with its counter and failure-group patches), the send to the
-// endpoint's subscription and the receipt in the audit trail. The commands on the wire are counted afterwards:
+// demo topology, embedded Cosmos; no HTTP, no Next build), once per lot size - commands in flight
+// (BENCH_JOBS_CONCURRENCY, default "16,100"; 100 is the console's default, 16 was its default before lots). A lot is
+// the Manager's executeMany: the rows read in one Cosmos bulk request, the claims (conditional row writes) in one
+// with one counter patch per endpoint and a failure-group patch per row, the commands sent in Service Bus message
+// batches, the receipts in one bulk request. Besides the rate, each level reports the store requests the job cost
+// per command (counted on the embedded server: document requests, the runner's job reads and writes and this
+// bench's poll of the job, one read per 100 ms, included), and the commands on the wire are counted afterwards:
 // every event exactly once.
 //   npm run bench jobs
+import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -24,7 +28,7 @@ const SESSIONS = 8;
 
 export async function runJobsBench(): Promise<BenchResult> {
   const events = envInt('BENCH_JOBS_EVENTS', 1000);
-  const levels = (process.env.BENCH_JOBS_CONCURRENCY ?? '4,16').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
+  const levels = (process.env.BENCH_JOBS_CONCURRENCY ?? '16,100').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
   process.env.NIMBUS_LOG_LEVEL ??= 'silent';
   const stack = await startConsoleTestStack('bench-jobs');
   const conn = { endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! };
@@ -54,6 +58,7 @@ export async function runJobsBench(): Promise<BenchResult> {
       const frozen = await freezeSelection(stack.store, selection, { all: true });
       if (frozen.length !== events) throw new Error(`froze ${frozen.length} of ${events}`);
       const job = await jobs.create({ kind: 'resubmit', selection, rows: frozen, startedBy: 'bench', ratePerSecond: 0 });
+      const requests = countStoreRequests();
       const started = performance.now();
       const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager, scanEveryMs: 200, concurrency }).start();
       let end;
@@ -64,6 +69,7 @@ export async function runJobsBench(): Promise<BenchResult> {
       }
       const seconds = (performance.now() - started) / 1000;
       await runner.stop();
+      const perCommand = requests.stop() / events;
       // Every command on the wire, once.
       const seen = new Map<string, number>();
       for (let s = 0; s < SESSIONS; s++) {
@@ -88,6 +94,7 @@ export async function runJobsBench(): Promise<BenchResult> {
         ...(rows[0] ? { baseline: rows[0].value } : {}),
         better: 'higher',
       });
+      rows.push({ figure: `  store requests per command, ${concurrency} in flight`, value: perCommand, unit: 'requests', better: 'lower' });
       settings[`${concurrency} in flight: seconds, on the wire once`] = `${seconds.toFixed(1)}, ${seen.size}`;
     }
     return { title: `Bulk job throughput (${events.toLocaleString('en-US')} failed events, embedded stack, in-process runner)`, rows, settings };
@@ -96,6 +103,25 @@ export async function runJobsBench(): Promise<BenchResult> {
     docs.close();
     await stack.close();
   }
+}
+
+/**
+ * Counts the document requests the embedded Cosmos server (in this process) receives until stop(): the store's
+ * round trips, however the client batches them.
+ */
+function countStoreRequests(): { stop(): number } {
+  let n = 0;
+  const emit = http.Server.prototype.emit;
+  http.Server.prototype.emit = function (this: http.Server, event: string, ...args: unknown[]) {
+    if (event === 'request' && /\/docs(\/|$)/.test((args[0] as http.IncomingMessage).url ?? '')) n++;
+    return emit.apply(this, [event, ...args] as Parameters<typeof emit>);
+  } as typeof emit;
+  return {
+    stop: () => {
+      http.Server.prototype.emit = emit;
+      return n;
+    },
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -11,6 +11,9 @@ import {
   type Database,
   type Item,
   type JSONObject,
+  type OperationInput,
+  type OperationResponse,
+  type PatchOperation,
   type SqlParameter,
 } from '@azure/cosmos';
 import type { z } from 'zod';
@@ -86,6 +89,12 @@ export const CONTAINERS = {
   heartbeats: 'heartbeats',
   platform: 'platform',
 } as const;
+
+/** Operations in one Cosmos bulk request (the service's limit). */
+const BULK_MAX = 100;
+
+/** One item's outcome in a call that settles several independently. */
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
 /** How often a guarded write re-reads and retries after losing an etag race before it gives up (transient). */
 const MAX_WRITE_ATTEMPTS = 10;
@@ -343,6 +352,218 @@ export class MessageStore {
    */
   writeStatus(input: StatusWrite, expect?: RowExpectation): Promise<StatusWriteResult> {
     return this.#writeStatus(input, expect, undefined);
+  }
+
+  /**
+   * writeStatus for several rows at once (a bulk operation's claims: one row each, in different partitions), in
+   * as few requests as Cosmos' bulk API allows - the versions not in the row cache read in one bulk request, the
+   * conditional writes (If-Match the version read, or a create) in another, one counter patch per endpoint for the
+   * lot. Each write is decided exactly as writeStatus decides it. A write the lot cannot settle by itself (the guard
+   * or `expect` refuses it, its row is unreadable, its conditional write lost a race or failed) is then done by
+   * writeStatus alone, so every answer is the one writeStatus would give; a row named twice is written one after
+   * the other the same way. Results are in the order of `items`; an error settles only its own item.
+   */
+  async writeStatuses(items: ReadonlyArray<{ input: StatusWrite; expect?: RowExpectation }>): Promise<Settled<StatusWriteResult>[]> {
+    const out: Array<Settled<StatusWriteResult> | undefined> = new Array(items.length);
+    const single: number[] = [];
+    const seen = new Set<string>();
+    const lot: Array<{
+      k: number;
+      w: z.output<typeof statusWriteSchema>;
+      status: ResolutionStatusT;
+      subStatus: ReturnType<typeof resultingStatus>['subStatus'];
+      id: string;
+      cacheKey: string;
+      pk: [string, string];
+      existing?: StatusRow | null;
+      etag?: string;
+    }> = [];
+    items.forEach(({ input }, k) => {
+      let w: z.output<typeof statusWriteSchema>;
+      try {
+        w = parseInput(statusWriteSchema, input, 'status write');
+      } catch (error) {
+        out[k] = { ok: false, error };
+        return;
+      }
+      const id = statusRowId(w.eventId, w.sessionId);
+      const cacheKey = `${w.endpointId}/${id}`;
+      if (seen.has(cacheKey)) return single.push(k);
+      seen.add(cacheKey);
+      const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
+      lot.push({ k, w, status, subStatus, id, cacheKey, pk: [w.endpointId, w.eventId] });
+    });
+    // The versions to decide on: cached (a bulk read just made, the Resolver's own writes), else read in bulk.
+    const unread = lot.filter((x) => {
+      const cached = this.#rowCache.get(x.cacheKey);
+      if (cached) [x.existing, x.etag] = [cached.row, cached.etag];
+      return !cached;
+    });
+    const read = await this.#bulkReadRows(unread.map((x) => ({ id: x.id, pk: x.pk })));
+    unread.forEach((x, i) => {
+      const r = read[i];
+      if (r !== undefined) [x.existing, x.etag] = [r.row, r.etag];
+    });
+    const now = this.#iso();
+    const writes: Array<{ x: (typeof lot)[number]; row: StatusRow; ticket: CounterTicket | undefined }> = [];
+    try {
+      for (const x of lot) {
+        const expect = items[x.k]!.expect;
+        const existing = x.existing;
+        let apply = false;
+        // Unknown version (unreadable, a failed read) or any refusal: writeStatus decides and explains it.
+        if (existing !== undefined && (existing === null || x.etag) && (expect === undefined || matchesExpectation(existing, expect))) {
+          try {
+            isGuarded(x.status, x.w.messageType); // throws for a write the guard cannot classify
+            apply = decideStaleWrite({ status: x.status, messageType: x.w.messageType, messageId: x.w.messageId }, existing).apply;
+          } catch {
+            apply = false; // an unclassified write: writeStatus reports it
+          }
+        }
+        if (!apply) {
+          single.push(x.k);
+          continue;
+        }
+        const row = buildStatusRow(x.w, x.id, x.status, x.subStatus, existing ?? null, now);
+        const ticket = this.#counterBuffer?.take();
+        const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
+        const next = bucketOf(row.status, row.subStatus);
+        if (ticket) {
+          const stamps = nextStamps(existing?.counted, this.#counterBuffer!.owner, ticket.seq, previous, next, this.#counterBuffer!.knownFlushed(x.w.endpointId));
+          if (stamps) row.counted = stamps;
+          else delete row.counted;
+        } else if (existing?.counted) row.counted = existing.counted;
+        writes.push({ x, row, ticket });
+      }
+      const results = await this.#bulk(
+        this.#c.events,
+        writes.map(({ x, row }): OperationInput =>
+          x.existing
+            ? { operationType: BulkOperationType.Replace, id: x.id, partitionKey: x.pk, ifMatch: x.etag ?? '', resourceBody: row as unknown as JSONObject }
+            : { operationType: BulkOperationType.Create, partitionKey: x.pk, resourceBody: row as unknown as JSONObject },
+        ),
+      );
+      const deltas = new Map<string, Map<CounterBucket, number>>();
+      const moved: Array<{ before: StatusRow | null; after: StatusRow }> = [];
+      writes.forEach(({ x, row, ticket }, i) => {
+        const r = results[i];
+        if (r === undefined || r.statusCode >= 300) {
+          this.#rowCache.delete(x.cacheKey);
+          single.push(x.k); // lost a race (409/412/404) or failed: writeStatus reads again, decides, classifies
+          return;
+        }
+        this.#rowCache.set(x.cacheKey, row, r.etag);
+        const existing = x.existing ?? null;
+        const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
+        const next = bucketOf(row.status, row.subStatus);
+        if (ticket) this.#counterBuffer!.add(ticket, x.w.endpointId, previous, next);
+        else if (previous !== next) {
+          let d = deltas.get(x.w.endpointId);
+          if (!d) deltas.set(x.w.endpointId, (d = new Map()));
+          d.set(next, (d.get(next) ?? 0) + 1);
+          if (previous !== null) d.set(previous, (d.get(previous) ?? 0) - 1);
+        }
+        moved.push({ before: existing, after: row });
+        out[x.k] = {
+          ok: true,
+          value: {
+            outcome: 'written',
+            created: existing === null,
+            previousStatus: existing?.status ?? null,
+            previousMessageId: existing?.lastMessageId ?? null,
+            row,
+            counters: previous === next ? 'unchanged' : ticket ? 'queued' : 'updated',
+          },
+        };
+      });
+      // One counter patch per endpoint for the lot; as in writeStatus, a failed one is reported, not thrown.
+      const failedCounters = new Set<string>();
+      await Promise.all(
+        [...deltas].map(async ([endpointId, d]) => {
+          const ops: PatchOperation[] = [...d].filter(([, n]) => n !== 0).map(([bucket, n]) => ({ op: 'incr', path: `/counts/${bucket}`, value: n }));
+          try {
+            for (let i = 0; i < ops.length; i += 10) await applyCounterDelta(this.#c.counters, endpointId, ops.slice(i, i + 10));
+          } catch {
+            failedCounters.add(endpointId);
+          }
+        }),
+      );
+      for (const o of out) if (o?.ok && o.value.outcome === 'written' && failedCounters.has(o.value.row.endpointId)) o.value.counters = 'failed';
+      await Promise.all(moved.map((m) => applyGroupTransition(this.database, m.before, m.after)));
+    } finally {
+      for (const { ticket } of writes) if (ticket) this.#counterBuffer!.cancel(ticket); // no-op when add() settled it
+    }
+    // One at a time per row only where the row repeats; distinct rows concurrently.
+    const byRow = new Map<string, number[]>();
+    for (const k of single.sort((a, b) => a - b)) {
+      const w = items[k]!.input;
+      const key = `${w.endpointId}\u0000${w.eventId}\u0000${w.sessionId ?? ''}`;
+      byRow.set(key, [...(byRow.get(key) ?? []), k]);
+    }
+    await Promise.all(
+      [...byRow.values()].map(async (ks) => {
+        for (const k of ks) {
+          try {
+            out[k] = { ok: true, value: await this.writeStatus(items[k]!.input, items[k]!.expect) };
+          } catch (error) {
+            out[k] = { ok: false, error };
+          }
+        }
+      }),
+    );
+    return out as Settled<StatusWriteResult>[];
+  }
+
+  /**
+   * Point reads of several status rows in one bulk request (a bulk operation that knows each event's session),
+   * in the order given: the row, null when there is none, undefined when it could not be read or does not parse
+   * (read it with getStatusRow, where the error surfaces). The versions read are cached with their etags, so
+   * writeStatuses right after needs no second read.
+   */
+  async getStatusRows(keys: ReadonlyArray<{ endpointId: string; eventId: string; sessionId: string }>): Promise<Array<StatusRow | null | undefined>> {
+    const read = await this.#bulkReadRows(keys.map((k) => ({ id: statusRowId(k.eventId, k.sessionId), pk: [k.endpointId, k.eventId] })));
+    return read.map((r, i) => {
+      if (r === undefined) return undefined;
+      const k = keys[i]!;
+      if (r.row) this.#rowCache.set(`${k.endpointId}/${statusRowId(k.eventId, k.sessionId)}`, r.row, r.etag);
+      return r.row;
+    });
+  }
+
+  async #bulkReadRows(keys: ReadonlyArray<{ id: string; pk: [string, string] }>): Promise<Array<{ row: StatusRow | null; etag: string | undefined } | undefined>> {
+    const results = await this.#bulk(this.#c.events, keys.map((k): OperationInput => ({ operationType: BulkOperationType.Read, id: k.id, partitionKey: k.pk })));
+    return results.map((r) => {
+      if (r === undefined) return undefined;
+      if (r.statusCode === 404) return { row: null, etag: undefined };
+      if (r.statusCode >= 300) return undefined;
+      const parsed = statusRowSchema.safeParse(r.resourceBody);
+      return parsed.success ? { row: parsed.data, etag: r.etag } : undefined;
+    });
+  }
+
+  /**
+   * Cosmos' bulk API, 100 operations a request (its limit): each operation's status code, etag and body, or
+   * undefined when its request failed as a whole (the caller then does that operation alone, where the failure is
+   * classified). `items.bulk`, not `executeBulkOperations`: the latter waits for partial batches in steps of one
+   * second (measured: 1,000 ms for 50 point reads, against 8 ms here and 30-200 ms for 50 single reads).
+   */
+  async #bulk(container: Container, ops: OperationInput[]): Promise<Array<{ statusCode: number; etag?: string; resourceBody?: unknown } | undefined>> {
+    const out: Array<{ statusCode: number; etag?: string; resourceBody?: unknown } | undefined> = [];
+    for (let i = 0; i < ops.length; i += BULK_MAX) {
+      const part = ops.slice(i, i + BULK_MAX);
+      let results: OperationResponse[];
+      try {
+        results = await container.items.bulk(part, { continueOnError: true });
+      } catch {
+        out.push(...part.map(() => undefined));
+        continue;
+      }
+      for (let j = 0; j < part.length; j++) {
+        const r = results[j];
+        out.push(r ? { statusCode: r.statusCode, etag: r.eTag, resourceBody: r.resourceBody } : undefined);
+      }
+    }
+    return out;
   }
 
   /**
@@ -924,6 +1145,43 @@ export class MessageStore {
       if (cosmosStatus(err) !== 409) rethrowCosmos(err, 'audit write');
     }
     return entry;
+  }
+
+  /**
+   * recordAudit for several entries at once (a bulk operation's receipts, one per event: different partitions), in
+   * one bulk request per 100. Each entry is idempotent as in recordAudit (an id already there is kept); one the bulk
+   * request could not write is written alone, where a failure surfaces classified. In the order given.
+   */
+  async recordAudits(inputs: readonly AuditWrite[]): Promise<Settled<AuditEntry>[]> {
+    const out: Settled<AuditEntry>[] = new Array(inputs.length);
+    const lot: Array<{ k: number; entry: AuditEntry }> = [];
+    inputs.forEach((input, k) => {
+      try {
+        const w = parseInput(auditWriteSchema, input, 'audit entry');
+        lot.push({ k, entry: { ...w, id: w.id !== undefined ? docId(w.id) : randomUUID(), at: w.at ?? this.#iso() } });
+      } catch (error) {
+        out[k] = { ok: false, error };
+      }
+    });
+    const results = await this.#bulk(
+      this.#c.audits,
+      lot.map(({ entry }): OperationInput => ({ operationType: BulkOperationType.Create, partitionKey: entry.eventId, resourceBody: entry as unknown as JSONObject })),
+    );
+    await Promise.all(
+      lot.map(async ({ k, entry }, i) => {
+        const code = results[i]?.statusCode;
+        if (code !== undefined && ((code >= 200 && code < 300) || code === 409)) {
+          out[k] = { ok: true, value: entry };
+          return;
+        }
+        try {
+          out[k] = { ok: true, value: await this.recordAudit(inputs[k]!) };
+        } catch (error) {
+          out[k] = { ok: false, error };
+        }
+      }),
+    );
+    return out;
   }
 
   /**

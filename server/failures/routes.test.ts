@@ -160,13 +160,14 @@ describe('failure-group and operations routes', () => {
     assert.ok(eventAudits.items.some((a) => a.type === 'Skip' && a.data?.includes(operationId)), "the event's own audit names the job");
   });
 
-  test('NIMBUS_OPERATIONS_RATE (default 50 per second, 0 = no limit) and NIMBUS_OPERATIONS_CONCURRENCY (default 16); nonsense refused', () => {
+  test('NIMBUS_OPERATIONS_RATE (default 50 per second, 0 = no limit) and NIMBUS_OPERATIONS_CONCURRENCY (default 100, at most 100); nonsense refused', () => {
     assert.equal(operationsRate({}), 50);
     assert.equal(operationsRate({ NIMBUS_OPERATIONS_RATE: '0' }), 0);
     assert.equal(operationsRate({ NIMBUS_OPERATIONS_RATE: '120' }), 120);
     assert.throws(() => operationsRate({ NIMBUS_OPERATIONS_RATE: 'fast' }), /NIMBUS_OPERATIONS_RATE/);
-    assert.equal(operationsConcurrency({}), 16);
+    assert.equal(operationsConcurrency({}), 100);
     assert.equal(operationsConcurrency({ NIMBUS_OPERATIONS_CONCURRENCY: '4' }), 4);
     assert.throws(() => operationsConcurrency({ NIMBUS_OPERATIONS_CONCURRENCY: '0' }), /NIMBUS_OPERATIONS_CONCURRENCY/);
+    assert.throws(() => operationsConcurrency({ NIMBUS_OPERATIONS_CONCURRENCY: '101' }), /NIMBUS_OPERATIONS_CONCURRENCY/);
   });
 });

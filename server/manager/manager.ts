@@ -15,10 +15,10 @@
 // first send did reach the broker; but such a claim may also be a send still in progress in another replica, so it
 // is re-sent only when this process saw its send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise
 // the repeat is refused (409, try again shortly).
-import type { ServiceBusClient, ServiceBusSender } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
-import { AuditType, type MessageStore, type StatusRow } from '../../lib/store/index.ts';
+import { AuditType, type AuditWrite, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
@@ -38,6 +38,13 @@ export interface CommandResult {
 /** The bulk operation (server/operations/) a command is one step of. */
 export interface CommandOrigin {
   operationId: string;
+}
+
+/** One event of a bulk step: the session of the row the operation selected, when it knows it. */
+export interface CommandTarget {
+  endpointId: string;
+  eventId: string;
+  sessionId?: string;
 }
 
 const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
@@ -138,30 +145,166 @@ export class Manager {
           throw conflict('the event has no stored payload to resubmit; resubmit it with an edited payload');
         if (!eventTypeId) throw conflict('the event has no event type; resubmit it with an edited payload and event type');
       }
-      const messageId = commandMessageId(type, row, answered);
-      const claim = await this.#store.writeStatus(
-        {
-          endpointId: row.endpointId,
-          eventId: row.eventId,
-          sessionId: row.sessionId,
-          messageId,
-          messageType: type,
-          eventTypeId,
-          parentMessageId: answered,
-          originatingMessageId: originatingOf(row, answered),
-          correlationId: row.correlationId,
-          from: Topic.Manager,
-          to: row.endpointId,
-          enqueuedAt: new Date().toISOString(),
-          ...(spec.kind === 'resubmit' && spec.edited ? { payload } : {}),
-        },
-        { lastMessageId: row.lastMessageId, status: row.status },
-      );
+      const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), { lastMessageId: row.lastMessageId, status: row.status });
       // Someone else changed the row between our read and our claim: decide again on the new version.
       if (claim.outcome === 'ignored') continue;
       return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: row }, origin);
     }
     throw conflict(`event ${eventId} kept changing; reload it and try again`);
+  }
+
+  /**
+   * A bulk operation's step: one command (resubmit or skip) for several events, each claimed, sent and receipted
+   * as execute() does it, with every stage done for the lot at once - the rows read in one bulk request (by the
+   * session the operation selected), the claims written in one (each still a compare-and-swap on the version
+   * read), the commands sent in Service Bus message batches, the receipts written in one bulk request. A crash
+   * between the stages leaves what one would leave for a single command: claims without receipts (re-sent with
+   * the same MessageId after CLAIM_GRACE_MS), never a second command. An event the lot cannot settle alone - no
+   * session known, no row, already claimed, refused, nothing to resubmit, a claim that lost a race - goes through
+   * the one-event path, so every answer (duplicate, 404, 409) is exactly the one execute() gives. Results are in
+   * the order of `targets`; an error (the HttpError execute() would throw) settles only its own event.
+   */
+  async executeMany(
+    targets: readonly CommandTarget[],
+    spec: { kind: 'resubmit' } | { kind: 'skip' },
+    auditor: string,
+    origin: CommandOrigin,
+  ): Promise<Settled<CommandResult>[]> {
+    const out: Settled<CommandResult>[] = new Array(targets.length);
+    const keyOf = (t: CommandTarget) => `${t.endpointId}\u0000${t.eventId}`;
+    const lot: number[] = [];
+    const alone: number[] = [];
+    const keys = new Set<string>();
+    targets.forEach((t, k) => {
+      const key = keyOf(t);
+      if (t.sessionId === undefined || this.#inFlight.has(key) || keys.has(key)) alone.push(k);
+      else {
+        keys.add(key);
+        lot.push(k);
+      }
+    });
+    // The lot's events are in flight here as execute() marks them: a click on one of them waits for the lot.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    for (const k of lot) this.#inFlight.set(keyOf(targets[k]!), held);
+    const lotDone = this.#executeLot(targets, lot, spec, auditor, origin, out).finally(() => {
+      release();
+      for (const k of lot) if (this.#inFlight.get(keyOf(targets[k]!)) === held) this.#inFlight.delete(keyOf(targets[k]!));
+    });
+    await Promise.all([
+      lotDone,
+      ...alone.map((k) => settle(out, k, this.execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin))),
+    ]);
+    return out;
+  }
+
+  async #executeLot(
+    targets: readonly CommandTarget[],
+    lot: number[],
+    spec: { kind: 'resubmit' } | { kind: 'skip' },
+    auditor: string,
+    origin: CommandOrigin,
+    out: Settled<CommandResult>[],
+  ): Promise<void> {
+    // Events for the one-event path (#execute: their in-flight mark is the lot's, held until the lot ends).
+    const alone: number[] = [];
+    const type = commandType(spec);
+    let rows: Array<StatusRow | null | undefined>;
+    try {
+      rows = await this.#store.getStatusRows(lot.map((k) => ({ endpointId: targets[k]!.endpointId, eventId: targets[k]!.eventId, sessionId: targets[k]!.sessionId! })));
+    } catch {
+      rows = lot.map(() => undefined);
+    }
+    const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown }> = [];
+    lot.forEach((k, i) => {
+      const row = rows[i];
+      // Only a fresh claim of the selected row is done here; anything else is decided (and worded) by #execute.
+      if (!row || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
+      const payload = spec.kind === 'resubmit' ? row.payload : undefined;
+      if (spec.kind === 'resubmit' && (payload === undefined || payload === null || !row.eventTypeId)) return alone.push(k);
+      claims.push({ k, row, eventTypeId: row.eventTypeId, payload });
+    });
+    const written = await this.#store.writeStatuses(
+      claims.map((c) => ({ input: claimWrite(spec, c.row, c.row.lastMessageId, c.eventTypeId, c.payload), expect: { lastMessageId: c.row.lastMessageId, status: c.row.status } })),
+    );
+    const claimed: Array<(typeof claims)[number] & { built: BuiltCommand }> = [];
+    claims.forEach((c, i) => {
+      const w = written[i]!;
+      if (!w.ok) out[c.k] = w;
+      else if (w.value.outcome === 'ignored') alone.push(c.k); // changed since the read: decide again
+      else claimed.push({ ...c, built: buildCommand(spec, c.row, c.row.lastMessageId, c.eventTypeId, c.payload, auditor) });
+    });
+    const [sendErrors] = await Promise.all([
+      this.#sendBatched(claimed.map((c) => c.built), origin),
+      ...alone.map((k) => settle(out, k, this.#execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin))),
+    ]);
+    const sent = claimed.filter((_, i) => sendErrors[i] === undefined);
+    // Not sent: each claim undone (or kept for Reconcile) and audited as a single command's would be (503).
+    const notSent = claimed
+      .map((c, i) => ({ c, err: sendErrors[i] }))
+      .filter((x) => x.err !== undefined)
+      .map(({ c, err }) => settle(out, c.k, this.#sendFailed(c.row, c.built, err, auditor, c.row)));
+    for (const c of sent) this.#failedSends.delete(c.built.messageId);
+    if (sent.length > 0) log.info({ operationId: origin.operationId, messageType: type, sent: sent.length }, 'manager commands sent');
+    const receipts = await this.#store.recordAudits(sent.map((c) => receipt(spec, c.row, c.built, c.row.lastMessageId, c.eventTypeId, c.payload, auditor, origin)));
+    sent.forEach((c, i) => {
+      const r = receipts[i]!;
+      out[c.k] = r.ok ? { ok: true, value: sentResult(c.row, c.built) } : r;
+    });
+    await Promise.all(notSent);
+  }
+
+  /**
+   * Sends commands in as few message batches as the broker's size limit allows (one span for the lot, every
+   * message carrying its context): per command, undefined when it was sent, else the error of its batch. A batch
+   * is one transfer, accepted or refused as a whole.
+   */
+  async #sendBatched(commands: readonly BuiltCommand[], origin: CommandOrigin): Promise<unknown[]> {
+    const errors: unknown[] = commands.map(() => undefined);
+    if (commands.length === 0) return errors;
+    this.#sender ??= this.#client.createSender(Topic.Manager);
+    const sender = this.#sender;
+    const send = async () => {
+      let batch: ServiceBusMessageBatch | undefined;
+      let members: number[] = [];
+      const flush = async () => {
+        const these = members;
+        members = [];
+        const b = batch;
+        batch = undefined;
+        if (!b || these.length === 0) return;
+        try {
+          await sender.sendMessages(b, { abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
+        } catch (err) {
+          for (const i of these) errors[i] = err;
+        }
+      };
+      for (let i = 0; i < commands.length; i++) {
+        for (let fresh = false; ; fresh = true) {
+          try {
+            batch ??= await sender.createMessageBatch({ abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
+          } catch (err) {
+            errors[i] = err;
+            break;
+          }
+          if (batch.tryAddMessage(commands[i]!.message)) {
+            members.push(i);
+            break;
+          }
+          if (fresh || members.length === 0) {
+            errors[i] = new Error(`command ${commands[i]!.messageId} is larger than the broker accepts`);
+            break;
+          }
+          await flush(); // full: send it, and try this command in a new batch
+        }
+      }
+      await flush();
+    };
+    await withSendSpan(Topic.Manager, commands.map((c) => c.message), send, {
+      'nimbus.command': commands[0]!.type,
+      'nimbus.operation_id': origin.operationId,
+    });
+    return errors;
   }
 
   /**
@@ -247,28 +390,8 @@ export class Manager {
     }
     this.#failedSends.delete(built.messageId);
     log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, resend }, 'manager command sent');
-    const edited = spec.kind === 'resubmit' && spec.edited !== undefined;
-    const data: Record<string, unknown> = { messageId: built.messageId, sessionId: row.sessionId, answers: answered };
-    if (origin) data.operationId = origin.operationId;
-    if (edited) {
-      const text = JSON.stringify(payload);
-      data.eventTypeId = eventTypeId;
-      if (text.length <= 3000) data.payload = payload;
-      else data.payloadBytes = text.length;
-    }
-    if (spec.kind === 'handoffFail') data.errorText = spec.errorText.slice(0, 1000);
-    if (spec.kind === 'handoffComplete' && spec.note) data.note = spec.note.slice(0, 1000);
-    await this.#store.recordAudit({
-      id: built.messageId,
-      eventId: row.eventId,
-      endpointId: row.endpointId,
-      eventTypeId,
-      type: edited ? AuditType.ResubmitWithChanges : AUDIT_TYPE[spec.kind],
-      auditor,
-      comment: spec.kind === 'handoffFail' ? spec.errorText.slice(0, 4000) : spec.kind === 'handoffComplete' ? (spec.note ?? null) : origin ? `bulk operation ${origin.operationId}` : null,
-      data: JSON.stringify(data).slice(0, 4096),
-    });
-    return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'sent', messageId: built.messageId, messageType: built.type };
+    await this.#store.recordAudit(receipt(spec, row, built, answered, eventTypeId, payload, auditor, origin));
+    return sentResult(row, built);
   }
 
   /**
@@ -327,4 +450,61 @@ export function specOfClaim(row: StatusRow): CommandSpec | undefined {
     return row.requestMessageId === row.lastMessageId ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
   }
   return undefined;
+}
+
+async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<void> {
+  try {
+    out[k] = { ok: true, value: await p };
+  } catch (error) {
+    out[k] = { ok: false, error };
+  }
+}
+
+/** The claim: the row as the command leaves it (Pending, lastMessageId = the command's id), before it is sent. */
+function claimWrite(spec: CommandSpec, row: StatusRow, answered: string, eventTypeId: string | null, payload: unknown): StatusWrite {
+  const type = commandType(spec);
+  return {
+    endpointId: row.endpointId,
+    eventId: row.eventId,
+    sessionId: row.sessionId,
+    messageId: commandMessageId(type, row, answered),
+    messageType: type,
+    eventTypeId,
+    parentMessageId: answered,
+    originatingMessageId: originatingOf(row, answered),
+    correlationId: row.correlationId,
+    from: Topic.Manager,
+    to: row.endpointId,
+    enqueuedAt: new Date().toISOString(),
+    ...(spec.kind === 'resubmit' && spec.edited ? { payload } : {}),
+  };
+}
+
+/** The "sent" receipt: the command's audit entry, under the command's own id (how a repeat finds it). */
+function receipt(spec: CommandSpec, row: StatusRow, built: BuiltCommand, answered: string, eventTypeId: string | null, payload: unknown, auditor: string, origin?: CommandOrigin): AuditWrite {
+  const edited = spec.kind === 'resubmit' && spec.edited !== undefined;
+  const data: Record<string, unknown> = { messageId: built.messageId, sessionId: row.sessionId, answers: answered };
+  if (origin) data.operationId = origin.operationId;
+  if (edited) {
+    const text = JSON.stringify(payload);
+    data.eventTypeId = eventTypeId;
+    if (text.length <= 3000) data.payload = payload;
+    else data.payloadBytes = text.length;
+  }
+  if (spec.kind === 'handoffFail') data.errorText = spec.errorText.slice(0, 1000);
+  if (spec.kind === 'handoffComplete' && spec.note) data.note = spec.note.slice(0, 1000);
+  return {
+    id: built.messageId,
+    eventId: row.eventId,
+    endpointId: row.endpointId,
+    eventTypeId,
+    type: edited ? AuditType.ResubmitWithChanges : AUDIT_TYPE[spec.kind],
+    auditor,
+    comment: spec.kind === 'handoffFail' ? spec.errorText.slice(0, 4000) : spec.kind === 'handoffComplete' ? (spec.note ?? null) : origin ? `bulk operation ${origin.operationId}` : null,
+    data: JSON.stringify(data).slice(0, 4096),
+  };
+}
+
+function sentResult(row: StatusRow, built: BuiltCommand): CommandResult {
+  return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'sent', messageId: built.messageId, messageType: built.type };
 }

@@ -1,10 +1,11 @@
-// Bulk operations as durable jobs (POST /api/operations): resubmit or skip every event of a frozen selection,
-// one Manager command at a time (claim + receipt, so a repeated step sends nothing twice), rate-limited, with
-// progress in Cosmos. Three kinds of console document (platform container, server/heartbeat/platformDocs.ts):
+// Bulk operations as durable jobs (POST /api/operations): resubmit or skip every event of a frozen selection, a
+// lot of Manager commands at a time (each with its claim + receipt, so a repeated step sends nothing twice),
+// rate-limited, with progress in Cosmos. Three kinds of console document (platform container, server/heartbeat/platformDocs.ts):
 //   job_<id>         the job: its selection, counts, cursor and state - written only by the runner holding the
 //                    job's lease (and once by the creator), so progress never races;
 //   jobctl_<id>      the operator's wish (run / pause / cancel) - written only by the API;
-//   jobsel_<id>_<n>  the frozen selection, 2,000 rows per document (a document stays far below Cosmos' 2 MB).
+//   jobsel_<id>_<n>  the frozen selection, 2,000 rows per document (a document stays far below Cosmos' 2 MB):
+//                    [endpointId, eventId, sessionId] each (the session lets the runner read the row directly).
 // The runner (runner.ts) applies the wish at its next step; a paused job keeps its lease-free cursor and resumes
 // where it stopped, in any replica.
 import { randomUUID } from 'node:crypto';
@@ -87,7 +88,7 @@ export class JobStore {
     const operationId = randomUUID();
     const chunks = Math.ceil(args.rows.length / CHUNK_ROWS);
     for (let n = 0; n < chunks; n++) {
-      const rows = args.rows.slice(n * CHUNK_ROWS, (n + 1) * CHUNK_ROWS).map((r) => [r.endpointId, r.eventId]);
+      const rows = args.rows.slice(n * CHUNK_ROWS, (n + 1) * CHUNK_ROWS).map((r) => (r.sessionId === undefined ? [r.endpointId, r.eventId] : [r.endpointId, r.eventId, r.sessionId]));
       await this.docs.write(chunkDoc(operationId, n), { rows });
     }
     const now = new Date().toISOString();
@@ -138,9 +139,9 @@ export class JobStore {
   async rows(job: Job): Promise<SelectedRow[]> {
     const out: SelectedRow[] = [];
     for (let n = 0; n < job.chunks; n++) {
-      const doc = await this.docs.read<{ rows: Array<[string, string]> }>(chunkDoc(job.operationId, n));
+      const doc = await this.docs.read<{ rows: Array<[string, string, string?]> }>(chunkDoc(job.operationId, n));
       if (!doc) throw new Error(`operation ${job.operationId}: selection part ${n} is missing`);
-      for (const [endpointId, eventId] of doc.value.rows) out.push({ endpointId, eventId });
+      for (const [endpointId, eventId, sessionId] of doc.value.rows) out.push(sessionId === undefined ? { endpointId, eventId } : { endpointId, eventId, sessionId });
     }
     return out;
   }

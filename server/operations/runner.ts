@@ -1,22 +1,27 @@
 // Runs bulk operations (jobs.ts). Every console replica runs one OperationsRunner; it looks for jobs that want to
 // run every few seconds (and at once when a job is created here), and runs a job only while it holds the job's
 // lease (lib/store/leases.ts), so one replica acts on a job at a time. A replica that dies stops renewing; another
-// takes the lease when it expires and continues from the saved cursor. The rows between the saved cursor and the
-// crash are acted on again: the Manager finds their claim and receipt and sends nothing ('duplicate'), or - when
-// the endpoint has already answered - refuses, and the event's audit naming this job tells the runner the event
-// was this job's (counted done, not refused). Each event therefore gets one command. One window remains: a replica
-// killed after its send but before the receipt leaves a claim that the Manager re-sends after CLAIM_GRACE_MS with
-// the same MessageId, so the endpoint may receive a second copy of that one command; its inbox drops the copy (and
-// on Azure, duplicate detection on the topic would drop it first).
+// takes the lease when it expires and continues from the saved cursor. A job steps through its rows a lot at a
+// time (`concurrency` rows, or a tenth of a second's worth under a rate limit): Manager.executeMany claims, sends
+// and receipts the lot's commands together, each event still with its own claim and receipt. The rows between the
+// saved cursor (written at most every SAVE_EVERY_MS, after a whole lot) and the crash are acted on again: the
+// Manager finds their claim and receipt and sends nothing ('duplicate'), or - when the endpoint has already
+// answered - refuses, and the event's audit naming this job tells the runner the event was this job's (counted
+// done, not refused). Each event therefore gets one command. One window remains: a replica killed after a lot's
+// send but before its receipts leaves claims that the Manager re-sends after CLAIM_GRACE_MS with the same
+// MessageIds, so an endpoint may receive a second copy of such a command; its inbox drops the copy (and on Azure,
+// duplicate detection on the topic would drop it first).
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { holdLease, type LeaseStore, type MessageStore } from '../../lib/store/index.ts';
+import { holdLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
 import { HttpError } from '../http.ts';
 import { log } from '../log.ts';
 import type { Manager } from '../manager/manager.ts';
 import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 
 export const LEASE_TTL_MS = 10_000;
+/** Commands per lot unless configured (NIMBUS_OPERATIONS_CONCURRENCY): a full Cosmos bulk request. */
+export const DEFAULT_CONCURRENCY = 100;
 /** Progress is written at most this often (and at every state change). */
 const SAVE_EVERY_MS = 500;
 /** The operator's pause / cancel is read this often while a job runs. */
@@ -29,7 +34,10 @@ export interface RunnerOptions {
   manager: Manager;
   /** How often to look for jobs to run or resume. */
   scanEveryMs?: number;
-  /** Commands in flight at once per job. */
+  /**
+   * Commands in flight at once per job: one lot, read, claimed, sent and receipted together (Manager.executeMany).
+   * At most 100 (a Cosmos bulk request's operations).
+   */
   concurrency?: number;
   /** Called with each finished job (the job's audit record). */
   onFinished?: (job: Job) => Promise<void> | void;
@@ -42,11 +50,12 @@ export class RateLimiter {
   constructor(perSecond: number) {
     this.#gap = perSecond > 0 ? 1000 / perSecond : 0;
   }
-  async take(signal?: AbortSignal): Promise<void> {
+  /** Waits for the slot of `n` commands sent together: the next lot's slot starts `n` gaps later. */
+  async take(signal?: AbortSignal, n = 1): Promise<void> {
     if (this.#gap === 0) return;
     const now = performance.now();
     const at = Math.max(now, this.#next);
-    this.#next = at + this.#gap;
+    this.#next = at + this.#gap * n;
     const wait = at - now;
     if (wait <= 1) return;
     await new Promise<void>((r) => {
@@ -75,7 +84,7 @@ export class OperationsRunner {
   #scanning: Promise<void> | undefined;
 
   constructor(options: RunnerOptions) {
-    this.#o = { scanEveryMs: 2_000, concurrency: 4, ...options };
+    this.#o = { scanEveryMs: 2_000, concurrency: DEFAULT_CONCURRENCY, ...options };
   }
 
   start(): this {
@@ -159,6 +168,9 @@ export class OperationsRunner {
     await jobs.save(job);
     log.info({ operationId: id, kind: job.kind, total: job.total, cursor: job.cursor }, 'operation running');
     const limiter = new RateLimiter(job.ratePerSecond);
+    // Commands per step: the configured lot, or - under a rate limit - a tenth of a second's worth, so the limit
+    // paces small lots rather than letting one large lot out at once.
+    const size = job.ratePerSecond > 0 ? Math.max(1, Math.min(this.#o.concurrency, Math.floor(job.ratePerSecond / 10))) : this.#o.concurrency;
     const spec = job.kind === 'resubmit' ? ({ kind: 'resubmit' } as const) : ({ kind: 'skip' } as const);
     const origin = { operationId: id };
     let lastControl = Date.now();
@@ -174,13 +186,10 @@ export class OperationsRunner {
         if (w === 'cancel') return finish('cancelled');
         if (w === 'pause') return finish('paused');
       }
-      const batch = rows.slice(job.cursor, job.cursor + this.#o.concurrency);
-      const outcomes = await Promise.all(
-        batch.map(async (row) => {
-          await limiter.take(stopSignal);
-          return this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin);
-        }),
-      );
+      const batch = rows.slice(job.cursor, job.cursor + size);
+      await limiter.take(stopSignal, batch.length);
+      const first = await this.#o.manager.executeMany(batch, spec, job.startedBy, origin);
+      const outcomes = await Promise.all(batch.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
       batch.forEach((row, i) => {
         const o = outcomes[i]!;
         if (o.kind === 'done') job.done++;
@@ -197,38 +206,48 @@ export class OperationsRunner {
     log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');
   }
 
-  /** One event: the Manager's command, a short retry when the broker is unavailable, the outcome classified. */
+  /**
+   * One event's outcome, from the lot's first answer (Manager.executeMany): a short retry through the one-event
+   * path when the broker was unavailable, the outcome classified.
+   */
   async #step(
     endpointId: string,
     eventId: string,
     spec: { kind: 'resubmit' } | { kind: 'skip' },
     auditor: string,
     origin: { operationId: string },
+    first: Settled<unknown>,
   ): Promise<{ kind: 'done' } | { kind: 'refused' } | { kind: 'failed'; status: number; detail: string }> {
+    let answer = first;
     for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin);
-        return { kind: 'done' };
-      } catch (err) {
-        const status = err instanceof HttpError || (err instanceof Error && err.name === 'HttpError') ? (err as HttpError).status : 500;
-        const detail = err instanceof HttpError ? err.detail : err instanceof Error ? err.message.slice(0, 300) : String(err);
-        if (status === 409 || status === 404) {
-          // A step repeated after a restart: the endpoint may have answered this job's command already.
-          if (await this.#actedByThisJob(eventId, endpointId, origin.operationId)) return { kind: 'done' };
-          // A claim without its receipt (a send in progress elsewhere, or one a crash interrupted) is not a
-          // refusal: the Manager re-sends it once it is older than CLAIM_GRACE_MS (30 s); wait for that.
-          if (status === 409 && detail.includes('being sent right now') && attempt < 12) {
-            await new Promise((r) => setTimeout(r, 4000));
-            continue;
-          }
-          return { kind: 'refused' };
+      if (attempt > 1) {
+        try {
+          await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin);
+          answer = { ok: true, value: undefined };
+        } catch (error) {
+          answer = { ok: false, error };
         }
-        if (attempt < 3) {
-          await new Promise((r) => setTimeout(r, 500 * attempt));
+      }
+      if (answer.ok) return { kind: 'done' };
+      const err = answer.error;
+      const status = err instanceof HttpError || (err instanceof Error && err.name === 'HttpError') ? (err as HttpError).status : 500;
+      const detail = err instanceof HttpError ? err.detail : err instanceof Error ? err.message.slice(0, 300) : String(err);
+      if (status === 409 || status === 404) {
+        // A step repeated after a restart: the endpoint may have answered this job's command already.
+        if (await this.#actedByThisJob(eventId, endpointId, origin.operationId)) return { kind: 'done' };
+        // A claim without its receipt (a send in progress elsewhere, or one a crash interrupted) is not a
+        // refusal: the Manager re-sends it once it is older than CLAIM_GRACE_MS (30 s); wait for that.
+        if (status === 409 && detail.includes('being sent right now') && attempt < 12) {
+          await new Promise((r) => setTimeout(r, 4000));
           continue;
         }
-        return { kind: 'failed', status, detail };
+        return { kind: 'refused' };
       }
+      if (attempt < 3) {
+        await new Promise((r) => setTimeout(r, 500 * attempt));
+        continue;
+      }
+      return { kind: 'failed', status, detail };
     }
   }
 

@@ -37,6 +37,11 @@ export const ACTIONABLE = [ResolutionStatus.Failed, ResolutionStatus.DeadLettere
 export interface SelectedRow {
   endpointId: string;
   eventId: string;
+  /**
+   * The session of the row selected: the runner reads that row by a point read, in bulk. Absent in jobs frozen
+   * before it was stored; the Manager then finds the event's rows through its history.
+   */
+  sessionId?: string;
 }
 
 /** The WHERE clause of a selection (also the export's: the same filter gives the same rows). */
@@ -94,8 +99,8 @@ export async function freezeSelection(store: MessageStore, sel: Selection, scope
   if (sel.endpointId !== undefined && !inScope(scope, sel.endpointId)) return [];
   if (!scope.all && scope.endpointIds.length === 0) return [];
   const { where, parameters } = selectionWhere(sel, scope);
-  const iterator = store.database.container(CONTAINERS.events).items.query<{ e: string; v: string }>(
-    { query: `SELECT c.endpointId AS e, c.eventId AS v FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt ASC`, parameters },
+  const iterator = store.database.container(CONTAINERS.events).items.query<{ e: string; v: string; s: string }>(
+    { query: `SELECT c.endpointId AS e, c.eventId AS v, c.sessionId AS s FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt ASC`, parameters },
     { maxItemCount: 10_000, ...(sel.endpointId !== undefined ? { partitionKey: [sel.endpointId] } : {}) },
   );
   const seen = new Set<string>();
@@ -106,7 +111,7 @@ export async function freezeSelection(store: MessageStore, sel: Selection, scope
         const key = `${r.e}\u0000${r.v}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        out.push({ endpointId: r.e, eventId: r.v });
+        out.push({ endpointId: r.e, eventId: r.v, sessionId: r.s });
         if (out.length > MAX_SELECTION)
           throw badRequest(`the selection names more than ${MAX_SELECTION.toLocaleString('en-US')} events; narrow the filter`);
       }

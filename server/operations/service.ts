@@ -6,7 +6,7 @@ import { writeAudit } from '../audit/auditLog.ts';
 import type { ConsoleContext } from '../context.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
 import { JobStore, type Job } from './jobs.ts';
-import { OperationsRunner } from './runner.ts';
+import { DEFAULT_CONCURRENCY, OperationsRunner } from './runner.ts';
 
 /** NIMBUS_OPERATIONS_RATE: commands per second one job may send (default 50; 0 = no limit). */
 export function operationsRate(env: Record<string, string | undefined> = process.env): number {
@@ -18,15 +18,17 @@ export function operationsRate(env: Record<string, string | undefined> = process
 }
 
 /**
- * NIMBUS_OPERATIONS_CONCURRENCY: commands one job keeps in flight (default 16, 1-64). Each command waits on several
- * store round trips and a send, so a job is latency-bound: `npm run bench jobs` measured 4 in flight at a quarter
- * of the rate of 16 with the rate limit off. The rate limit (NIMBUS_OPERATIONS_RATE) still paces the commands.
+ * NIMBUS_OPERATIONS_CONCURRENCY: commands one job keeps in flight (default 100, 1-100). They go as one lot: the
+ * rows read in one Cosmos bulk request, the claims written in one, the commands sent in Service Bus message
+ * batches, the receipts written in one (Manager.executeMany), so a lot costs about as many round trips as one
+ * command did. `npm run bench jobs` compares lot sizes with the rate limit off; the rate limit
+ * (NIMBUS_OPERATIONS_RATE) still paces the commands, in lots of a tenth of a second's worth.
  */
 export function operationsConcurrency(env: Record<string, string | undefined> = process.env): number {
   const raw = env.NIMBUS_OPERATIONS_CONCURRENCY?.trim();
-  if (!raw) return 16;
+  if (!raw) return DEFAULT_CONCURRENCY;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`NIMBUS_OPERATIONS_CONCURRENCY must be a whole number from 1 to 64 (got ${JSON.stringify(raw)})`);
+  if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error(`NIMBUS_OPERATIONS_CONCURRENCY must be a whole number from 1 to 100 (got ${JSON.stringify(raw)})`);
   return n;
 }
 

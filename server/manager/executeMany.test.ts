@@ -1,0 +1,138 @@
+// Manager.executeMany on the real stack (emulator, embedded Cosmos, real clients): a bulk operation's lot gets, per
+// event, the answer execute() gives (sent, duplicate, 409 refused, 404 unknown), whatever path the event took (the
+// lot's bulk calls, or the one-event path for what the lot cannot settle); each event gets one command on the wire
+// and a receipt naming the operation; repeating the lot sends nothing. A lot whose send fails has every claim put
+// back and audited (503 each), and the retry sends each event once.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T, Topic } from '@nimbus/sdk/contract';
+import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import type { Settled } from '../../lib/store/index.ts';
+import { HttpError } from '../http.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { Manager, type CommandResult, type CommandTarget } from './manager.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const EP = 'billingendpoint';
+let stack: ConsoleTestStack;
+let manager: Manager;
+
+before(async () => {
+  stack = await startConsoleTestStack('executemany');
+  manager = new Manager({ store: stack.store, client: stack.serviceBus.client });
+});
+
+after(async () => {
+  await manager?.close();
+  await stack?.close();
+});
+
+/** A Failed event (request with a payload, then an error) in its own session `S-<eventId>`. */
+async function seedFailed(eventId: string): Promise<void> {
+  const sessionId = `S-${eventId}`;
+  const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId, eventTypeId: 'OrderPlaced', payload: { eventId } });
+  const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+  for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+}
+
+/** The commands that reached the endpoint's subscription for these events (received and deleted): ids per event. */
+async function onTheWire(eventIds: string[]): Promise<Map<string, string[]>> {
+  const seen = new Map<string, string[]>();
+  for (const eventId of eventIds) {
+    const receiver = await stack.serviceBus.client.acceptSession(EP, EP, `S-${eventId}`, { receiveMode: 'receiveAndDelete' });
+    try {
+      for (;;) {
+        const got = await receiver.receiveMessages(10, { maxWaitTimeInMs: 1500 });
+        if (got.length === 0) break;
+        for (const m of got) seen.set(eventId, [...(seen.get(eventId) ?? []), String(m.messageId)]);
+      }
+    } finally {
+      await receiver.close();
+    }
+  }
+  return seen;
+}
+
+function answer(s: Settled<CommandResult> | undefined): string {
+  if (!s) return 'missing';
+  if (s.ok) return s.value.outcome;
+  return s.error instanceof HttpError ? String(s.error.status) : `error ${String(s.error)}`;
+}
+
+describe('Manager.executeMany', () => {
+  test("each event answered as execute() answers it; one command each on the wire; receipts name the operation; a repeat sends nothing", async () => {
+    const ids = ['m-0', 'm-1', 'm-2', 'm-3', 'm-4', 'm-5'];
+    for (const id of ids) await seedFailed(id);
+    // m-3 was already commanded (a click before the job); m-4 was resolved after the selection was frozen.
+    const earlier = await manager.execute(EP, 'm-3', { kind: 'resubmit' }, 'clicker');
+    const m4 = (await stack.store.getStatusRow(EP, 'm-4', 'S-m-4'))!;
+    await stack.store.writeStatus(msg(T.ResolutionResponse, { endpointId: EP, eventId: 'm-4', sessionId: 'S-m-4', parentMessageId: m4.lastMessageId }));
+    const targets: CommandTarget[] = [
+      { endpointId: EP, eventId: 'm-0', sessionId: 'S-m-0' },
+      { endpointId: EP, eventId: 'm-1', sessionId: 'S-m-1' },
+      { endpointId: EP, eventId: 'm-2' }, // no session known (a job frozen before sessions were stored)
+      { endpointId: EP, eventId: 'm-3', sessionId: 'S-m-3' },
+      { endpointId: EP, eventId: 'm-4', sessionId: 'S-m-4' },
+      { endpointId: EP, eventId: 'no-such-event', sessionId: 'S-x' },
+      { endpointId: EP, eventId: 'm-5', sessionId: 'wrong-session' }, // found through its history
+      { endpointId: EP, eventId: 'm-0', sessionId: 'S-m-0' }, // named twice: the second finds the first's receipt
+    ];
+    const origin = { operationId: '00000000-0000-4000-8000-000000000001' };
+    const results = await manager.executeMany(targets, { kind: 'resubmit' }, 'tester', origin);
+    assert.deepEqual(results.map(answer), ['sent', 'sent', 'sent', 'duplicate', '409', '404', 'sent', 'duplicate']);
+    assert.equal(results[3]!.ok && results[3]!.value.messageId, earlier.messageId);
+
+    for (const [i, r] of results.entries()) {
+      if (!r.ok || r.value.outcome !== 'sent') continue;
+      const row = await stack.store.getStatusRow(EP, targets[i]!.eventId, `S-${targets[i]!.eventId}`);
+      assert.deepEqual([row?.status, row?.lastMessageId], ['Pending', r.value.messageId], `${targets[i]!.eventId} is claimed by its command`);
+      const receipt = await stack.store.getAudit(targets[i]!.eventId, r.value.messageId);
+      assert.equal(receipt?.type, 'Resubmit');
+      assert.equal(receipt?.comment, `bulk operation ${origin.operationId}`);
+      assert.equal((JSON.parse(receipt!.data!) as { operationId: string }).operationId, origin.operationId);
+    }
+
+    const wire = await onTheWire(ids);
+    const sentIds = new Map(results.filter((r) => r.ok).map((r) => [(r as { value: CommandResult }).value.eventId, (r as { value: CommandResult }).value.messageId]));
+    for (const id of ['m-0', 'm-1', 'm-2', 'm-3', 'm-5']) assert.deepEqual(wire.get(id), [sentIds.get(id)], `${id}: one command`);
+    assert.equal(wire.has('m-4'), false, 'the resolved event got no command');
+
+    const again = await manager.executeMany(targets, { kind: 'resubmit' }, 'tester', origin);
+    assert.deepEqual(again.map(answer), ['duplicate', 'duplicate', 'duplicate', 'duplicate', '409', '404', 'duplicate', 'duplicate']);
+    assert.equal((await onTheWire(ids)).size, 0, 'the repeat sent nothing');
+  });
+
+  test('a lot whose send fails: every claim put back and audited (503 each); the retry sends each once', async () => {
+    const ids = ['f-0', 'f-1', 'f-2'];
+    for (const id of ids) await seedFailed(id);
+    const targets = ids.map((eventId) => ({ endpointId: EP, eventId, sessionId: `S-${eventId}` }));
+    const before = await Promise.all(targets.map((t) => stack.store.getStatusRow(EP, t.eventId, t.sessionId)));
+    const origin = { operationId: '00000000-0000-4000-8000-000000000002' };
+    await stack.serviceBus.admin.deleteTopic(Topic.Manager);
+    try {
+      const results = await manager.executeMany(targets, { kind: 'skip' }, 'tester', origin);
+      assert.deepEqual(results.map(answer), ['503', '503', '503']);
+      for (const r of results) assert.match(!r.ok && r.error instanceof HttpError ? r.error.detail : '', /put back to Failed/);
+      for (const [i, t] of targets.entries()) {
+        const row = await stack.store.getStatusRow(EP, t.eventId, t.sessionId);
+        assert.deepEqual([row?.status, row?.lastMessageId], ['Failed', before[i]!.lastMessageId], `${t.eventId}: the claim is undone`);
+        const audits = (await stack.store.listAudits(t.eventId)).items;
+        assert.deepEqual(audits.map((a) => a.type), ['CommandNotSent'], `${t.eventId}: the failure is audited, no receipt`);
+      }
+    } finally {
+      await provisionTopology(stack.serviceBus.admin, deriveTopology(stack.catalog), { subscriptionDefaults: { lockDuration: 'PT5S' } });
+    }
+    // The client may still hold the link to the deleted topic for a moment: retry the lot until it goes through.
+    let results: Settled<CommandResult>[] = [];
+    for (let i = 0; i < 10; i++) {
+      results = await manager.executeMany(targets, { kind: 'skip' }, 'tester', origin);
+      if (results.every((r) => r.ok)) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.deepEqual(results.map(answer), ['sent', 'sent', 'sent']);
+    const wire = await onTheWire(ids);
+    for (const [i, id] of ids.entries()) assert.deepEqual(wire.get(id), [(results[i] as { value: CommandResult }).value.messageId], `${id}: sent once`);
+  });
+});
