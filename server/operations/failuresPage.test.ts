@@ -7,6 +7,7 @@
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { ServiceBusSessionReceiver } from '@azure/service-bus';
 import type { BrowserContext, Page } from 'playwright-core';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
@@ -45,6 +46,23 @@ async function open(path: string): Promise<Page> {
   page.on('pageerror', (e) => pageErrors.push(`${path}: ${e.message}`));
   await page.goto(app.url + path);
   return page;
+}
+
+/**
+ * The EventIds of the commands waiting in a session: received until `expected` have arrived (the job's "completed"
+ * means sent; on a loaded machine delivery can lag behind it, so an empty 2 s receive is no proof that none are
+ * left), then one more wait so a repeated copy would still be seen.
+ */
+async function drainCommands(receiver: ServiceBusSessionReceiver, expected: number): Promise<string[]> {
+  const got: string[] = [];
+  const deadline = Date.now() + 60_000;
+  while (got.length < expected && Date.now() < deadline) {
+    const batch = await receiver.receiveMessages(100, { maxWaitTimeInMs: 2000 });
+    got.push(...batch.map((m) => String(m.applicationProperties?.EventId)));
+  }
+  const extra = await receiver.receiveMessages(100, { maxWaitTimeInMs: 2000 });
+  got.push(...extra.map((m) => String(m.applicationProperties?.EventId)));
+  return got;
 }
 
 async function fail(eventId: string, errorType: string, errorText: string) {
@@ -99,12 +117,7 @@ describe('Failures page', () => {
 
     // One command per event of the group reached the endpoint; none for the other group.
     const receiver = await stack.serviceBus.client.acceptSession(EP, EP, SESSION, { receiveMode: 'receiveAndDelete' });
-    const got: string[] = [];
-    for (;;) {
-      const batch = await receiver.receiveMessages(50, { maxWaitTimeInMs: 2000 });
-      if (batch.length === 0) break;
-      got.push(...batch.map((m) => String(m.applicationProperties?.EventId)));
-    }
+    const got = await drainCommands(receiver, 20);
     await receiver.close();
     assert.deepEqual(got.sort(), Array.from({ length: 20 }, (_, i) => `credit-${i}`).sort());
     assert.deepEqual(pageErrors, []);
@@ -142,12 +155,7 @@ describe('Failures page', () => {
     assert.match((await job.first().locator('[data-testid="job-counts"]').textContent()) ?? '', /51 \/ 51.*51 done/);
 
     const receiver = await stack.serviceBus.client.acceptSession(ep, ep, session, { receiveMode: 'receiveAndDelete' });
-    const got: string[] = [];
-    for (;;) {
-      const batch = await receiver.receiveMessages(100, { maxWaitTimeInMs: 2000 });
-      if (batch.length === 0) break;
-      got.push(...batch.map((m) => String(m.applicationProperties?.EventId)));
-    }
+    const got = await drainCommands(receiver, chosen.length);
     await receiver.close();
     assert.deepEqual(got.sort(), chosen, 'one command per checked row, none for the unchecked ones');
 
