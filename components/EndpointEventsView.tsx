@@ -13,7 +13,7 @@ import { endpointsQuery, eventsQuery } from './queries.ts';
 import { EVENT_STATUSES, eventListSearch, parseSearch, toSearch } from './urlState.ts';
 import { fromInputValue, toInputValue } from './isoTime.ts';
 import { useTimeZoneMode } from './timeZone.tsx';
-import { Ago, ErrorBox, StatusBadge, useNow } from './format.tsx';
+import { Ago, ErrorBox, formatCount, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
 import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
@@ -166,7 +166,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
               className={`rounded-full border px-2.5 py-0.5 text-xs ${on ? 'border-slate-800 bg-slate-800 text-white' : 'border-slate-300 bg-white text-slate-700 hover:bg-slate-100'}`}
             >
               {s}
-              {n !== undefined ? <span className="ml-1 font-semibold">{n.toLocaleString()}</span> : null}
+              {n !== undefined ? <span className="ml-1 font-semibold">{formatCount(n)}</span> : null}
             </button>
           );
         })}

@@ -5,7 +5,7 @@ import Link from 'next/link';
 import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
-import { Ago, ErrorBox, useNow } from './format.tsx';
+import { Ago, compareText, ErrorBox, formatCount, useNow } from './format.tsx';
 import { comparator, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection } from './table.tsx';
 import { endpointsQuery } from './queries.ts';
 import { endpointsSearch, type EndpointsSearch } from './urlState.ts';
@@ -13,14 +13,14 @@ import { useUrlSort, useUrlState, useUrlText } from './useUrlState.ts';
 
 type SortKey = EndpointsSearch['sort'];
 
-const byName = (a: EndpointOverview, b: EndpointOverview) => a.endpointId.localeCompare(b.endpointId);
+const byName = (a: EndpointOverview, b: EndpointOverview) => compareText(a.endpointId, b.endpointId);
 /** Ascending orders; the headers flip them. */
 const sorters: Record<SortKey, (a: EndpointOverview, b: EndpointOverview) => number> = {
   name: byName,
   failed: (a, b) => a.counts.failed - b.counts.failed,
   pending: (a, b) => a.counts.pending - b.counts.pending,
   deferred: (a, b) => a.counts.deferred - b.counts.deferred,
-  activity: (a, b) => (a.lastActivityAt ?? '').localeCompare(b.lastActivityAt ?? ''),
+  activity: (a, b) => compareText(a.lastActivityAt ?? '', b.lastActivityAt ?? ''),
 };
 /** The direction a column starts in: names A→Z, counts and activity largest/newest first. */
 const NATURAL: Record<SortKey, SortDirection> = { name: 'asc', failed: 'desc', pending: 'desc', deferred: 'desc', activity: 'desc' };
@@ -29,7 +29,7 @@ function Count({ n, href, tone, label }: { n: number; href: string; tone: string
   if (n === 0) return <span className="text-slate-500">0</span>;
   return (
     <Link href={href} className={`font-semibold hover:underline ${tone}`} aria-label={`${n} ${label}`}>
-      {n.toLocaleString()}
+      {formatCount(n)}
     </Link>
   );
 }
