@@ -1,16 +1,44 @@
 'use client';
 // Alert history: what fired, when, when it recovered, the page that shows the problem, and whether each notice
-// reached its channels. Newest first, refreshed every 15 s.
+// reached its channels. Newest first, refreshed every 15 s; filter (text, firing or recovered), sort and how many of
+// the newest are loaded live in the URL (alertHistorySearch), so a reload, a link, Back and Forward restore them.
 import Link from 'next/link';
+import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from './format.tsx';
-import { TABLE_HEAD } from './table.tsx';
-import { RULE_LABELS } from './admin/alertsApi.ts';
+import { comparator, SortableTh, TABLE_HEAD, Th, type SortDirection } from './table.tsx';
+import { RULE_LABELS, type AlertDoc } from './admin/alertsApi.ts';
 import { alertHistoryQuery } from './queries.ts';
+import { ALERT_HISTORY_PAGE, alertHistorySearch, type AlertHistorySearch } from './urlState.ts';
+import { useUrlSort, useUrlState, useUrlText } from './useUrlState.ts';
+
+type SortKey = AlertHistorySearch['sort'];
+const byFired = (a: AlertDoc, b: AlertDoc) => a.firedAt.localeCompare(b.firedAt);
+/** Ascending orders; the headers flip them. A firing alert (not recovered) counts as the latest recovery. */
+const sorters: Record<SortKey, (a: AlertDoc, b: AlertDoc) => number> = {
+  fired: byFired,
+  recovered: (a, b) => (a.recoveredAt ?? '\uffff').localeCompare(b.recoveredAt ?? '\uffff'),
+  rule: (a, b) => a.ruleName.localeCompare(b.ruleName),
+};
+/** Times newest first, names A→Z. */
+const NATURAL: Record<SortKey, SortDirection> = { fired: 'desc', recovered: 'desc', rule: 'asc' };
 
 export function AlertHistoryView() {
-  const q = useQuery(alertHistoryQuery());
-  const alerts = q.data?.alerts ?? [];
+  const { search, update } = useUrlState(alertHistorySearch);
+  const [filter, setFilterText] = useUrlText(search.q);
+  const { sort, onSort } = useUrlSort(search, NATURAL, update);
+  const q = useQuery(alertHistoryQuery(search.limit));
+  const loaded = q.data?.alerts ?? [];
+  const alerts = useMemo(() => {
+    const f = filter.trim().toLowerCase();
+    return loaded
+      .filter((a) => !f || a.ruleName.toLowerCase().includes(f) || a.summary.toLowerCase().includes(f))
+      .filter((a) => search.state === '' || (search.state === 'firing') === (a.recoveredAt === null))
+      .sort(comparator(sorters, sort, (a, b) => byFired(b, a)));
+  }, [loaded, filter, search.state, sort]);
+  // Fewer than asked for: the history has no more.
+  const more = loaded.length >= search.limit && search.limit < 1000;
+  const header = (key: SortKey, label: string) => <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} />;
   return (
     <section>
       <div className="mb-3 flex items-baseline gap-3">
@@ -19,17 +47,42 @@ export function AlertHistoryView() {
           rules and channels
         </Link>
       </div>
+      <div className="mb-3 flex flex-wrap items-center gap-3">
+        <input
+          aria-label="Filter alerts"
+          value={filter}
+          onChange={(e) => {
+            setFilterText(e.target.value);
+            update({ q: e.target.value }, 'replace');
+          }}
+          placeholder="Filter by rule or what happened"
+          className="w-64 rounded border border-slate-300 px-2 py-1 text-sm"
+        />
+        <label className="flex items-center gap-1 text-sm text-slate-600">
+          State
+          <select
+            value={search.state}
+            onChange={(e) => update({ state: e.target.value as AlertHistorySearch['state'] })}
+            className="rounded border border-slate-300 px-1.5 py-1 text-sm"
+          >
+            <option value="">all</option>
+            <option value="firing">firing</option>
+            <option value="recovered">recovered</option>
+          </select>
+        </label>
+      </div>
       <ErrorBox error={q.error} />
-      {q.data && alerts.length === 0 ? <p className="text-sm text-slate-500">Nothing has fired.</p> : null}
+      {q.data && loaded.length === 0 ? <p className="text-sm text-slate-500">Nothing has fired.</p> : null}
+      {q.data && loaded.length > 0 && alerts.length === 0 ? <p className="text-sm text-slate-500">No alert matches the filter.</p> : null}
       <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-history">
         <thead className={TABLE_HEAD}>
           <tr>
-            <th scope="col" className="py-1">Rule</th>
-            <th scope="col">What</th>
-            <th scope="col">Fired</th>
-            <th scope="col">Recovered</th>
-            <th scope="col">Notices</th>
+            {header('rule', 'Rule')}
+            <Th>What</Th>
+            {header('fired', 'Fired')}
+            {header('recovered', 'Recovered')}
+            <Th>Notices</Th>
           </tr>
         </thead>
         <tbody>
@@ -61,6 +114,11 @@ export function AlertHistoryView() {
         </tbody>
       </table>
       </div>
+      {more ? (
+        <button type="button" onClick={() => update({ limit: search.limit + ALERT_HISTORY_PAGE })} disabled={q.isPlaceholderData} className="mt-2 rounded border border-slate-300 px-3 py-1 text-sm">
+          {q.isPlaceholderData ? 'Loading…' : 'Show more'}
+        </button>
+      ) : null}
     </section>
   );
 }

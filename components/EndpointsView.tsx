@@ -2,14 +2,14 @@
 // Endpoints (home): every catalog endpoint with Pending / Deferred / Failed counts, oldest failure, last activity
 // and heartbeat; sortable, filterable, refreshed every few seconds.
 import Link from 'next/link';
-import { useSearchParams } from 'next/navigation';
-import { useMemo, useState } from 'react';
+import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
 import { Ago, ErrorBox, useNow } from './format.tsx';
-import { comparator, nextSort, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection, type SortState } from './table.tsx';
+import { comparator, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection } from './table.tsx';
 import { endpointsQuery } from './queries.ts';
-import { endpointsSearch, parseSearch, replaceSearch, type EndpointsSearch } from './urlState.ts';
+import { endpointsSearch, type EndpointsSearch } from './urlState.ts';
+import { useUrlSort, useUrlState, useUrlText } from './useUrlState.ts';
 
 type SortKey = EndpointsSearch['sort'];
 
@@ -46,20 +46,15 @@ export function EndpointsView() {
   const now = useNow(5000);
   // Filter, "only unhealthy" and sort live in the URL (shareable, kept on reload); the text box keeps its own
   // state while typing so the caret never jumps.
-  const search = parseSearch(endpointsSearch, useSearchParams());
-  const [filter, setFilterText] = useState(search.q);
+  const { search, update } = useUrlState(endpointsSearch);
+  const [filter, setFilterText] = useUrlText(search.q);
   const { unhealthy: onlyUnhealthy } = search;
-  const sort: SortState<SortKey> = { key: search.sort, dir: search.dir ?? NATURAL[search.sort] };
-  const update = (next: Partial<EndpointsSearch>) => replaceSearch(endpointsSearch, { ...search, q: filter, ...next });
   const setFilter = (v: string) => {
     setFilterText(v);
-    update({ q: v });
+    update({ q: v }, 'replace');
   };
   const setOnlyUnhealthy = (v: boolean) => update({ unhealthy: v });
-  const setSort = (next: (s: SortState<SortKey>) => SortState<SortKey>) => {
-    const n = next(sort);
-    update({ sort: n.key, dir: n.dir === NATURAL[n.key] ? undefined : n.dir });
-  };
+  const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const q = useQuery(endpointsQuery());
 
   const rows = useMemo(() => {
@@ -73,7 +68,7 @@ export function EndpointsView() {
 
   const total = (q.data?.endpoints ?? []).reduce((s, e) => s + e.counts.failed, 0);
   const header = (key: SortKey, label: string, numeric = true) => (
-    <SortableTh label={label} sortKey={key} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k, NATURAL[k]))} numeric={numeric} className="px-3 py-2" />
+    <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} numeric={numeric} className="px-3 py-2" />
   );
 
   return (

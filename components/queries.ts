@@ -9,6 +9,7 @@ import { accessApi } from './audit/accessApi.ts';
 import { alertsApi } from './admin/alertsApi.ts';
 import { jobsApi } from './operations/jobsApi.ts';
 import { opsApi } from './topology/opsApi.ts';
+import { fetchMetrics, type MetricsArgs } from './charts/metricsApi.ts';
 
 /** Key prefixes, for invalidation after a change (every key of a resource starts with its prefix). */
 export const queryKeys = {
@@ -19,6 +20,11 @@ export const queryKeys = {
   deadLetters: (topic: string, subscription: string) => ['deadletters', topic, subscription] as const,
   health: ['health'] as const,
   alertRules: ['alert-rules'] as const,
+  alertHistory: ['alert-history'] as const,
+  audit: ['audit'] as const,
+  metrics: ['metrics'] as const,
+  operation: (operationId: string) => ['operation', operationId] as const,
+  eventTypes: ['catalog', 'event-types'] as const,
   grants: ['grants'] as const,
   me: ['me'] as const,
   operations: ['operations'] as const,
@@ -67,7 +73,64 @@ export const healthQuery = () => queryOptions({ queryKey: queryKeys.health, quer
 
 export const alertRulesQuery = () => queryOptions({ queryKey: queryKeys.alertRules, queryFn: alertsApi.rules, refetchInterval: 10_000 });
 
-export const alertHistoryQuery = () => queryOptions({ queryKey: ['alert-history'] as const, queryFn: alertsApi.history, refetchInterval: 15_000 });
+/** The alert history, newest first: the latest `limit` alerts (the page's "Show more" raises it). */
+export const alertHistoryQuery = (limit: number) =>
+  queryOptions({
+    queryKey: [...queryKeys.alertHistory, limit] as const,
+    queryFn: () => alertsApi.history(limit),
+    refetchInterval: 15_000,
+    // "Show more" keeps the rows on screen while the longer list loads.
+    placeholderData: (prev) => prev,
+  });
+
+/** Dead letters per page (the server component prefetches the same page). */
+export const DEAD_LETTER_PAGE_SIZE = 25;
+
+/** One page of a subscription's dead letters: `from` is the page's first sequence number ('' the start). */
+export const deadLettersQuery = (topic: string, subscription: string, reason: string, from: string, opts: { paused?: boolean } = {}) =>
+  queryOptions({
+    queryKey: [...queryKeys.deadLetters(topic, subscription), reason, from] as const,
+    queryFn: () => opsApi.deadLetters(topic, subscription, { from: from || undefined, reason: reason || undefined, pageSize: DEAD_LETTER_PAGE_SIZE }),
+    // Not while a replay runs: the list changes under it; it is read again when the replay ends.
+    refetchInterval: opts.paused ? false : 15_000,
+  });
+
+/** A replay's progress: every second until it is no longer running. Disabled without an operation. */
+export const replayOperationQuery = (operationId: string | null) =>
+  queryOptions({
+    queryKey: queryKeys.operation(operationId ?? ''),
+    queryFn: () => opsApi.operation(operationId!),
+    enabled: operationId !== null,
+    refetchInterval: (query) => (query.state.data && query.state.data.state !== 'running' ? false : 1000),
+  });
+
+/** The audit log for one filter (a canonical query string, see auditSearch in urlState.ts), page by page. */
+export const auditQuery = (queryString: string) =>
+  infiniteQueryOptions({
+    queryKey: [...queryKeys.audit, queryString] as const,
+    initialPageParam: '',
+    queryFn: ({ pageParam }) => {
+      const sp = new URLSearchParams(queryString);
+      if (pageParam) sp.set('continuation', pageParam);
+      return accessApi.audit(sp);
+    },
+    getNextPageParam: (last) => last.continuation ?? undefined,
+  });
+
+/** The metrics time series over a range (GET /api/metrics); a preset range slides with time, a custom one is fixed. */
+export const metricsQuery = (args: MetricsArgs & { enabled?: boolean }) => {
+  const { range, endpointId, eventTypeId, bucket } = args;
+  return queryOptions({
+    queryKey: [...queryKeys.metrics, range.key, range.from, range.to, endpointId, eventTypeId, bucket] as const,
+    queryFn: () => fetchMetrics(args),
+    refetchInterval: range.key === 'custom' ? false : 30_000,
+    enabled: args.enabled ?? true,
+    placeholderData: (prev) => prev,
+  });
+};
+
+/** The catalog's event types (for the resubmit editor's schema check): they change only with a deployment. */
+export const eventTypesQuery = () => queryOptions({ queryKey: queryKeys.eventTypes, queryFn: api.eventTypes, staleTime: Infinity });
 
 export const grantsQuery = () => queryOptions({ queryKey: queryKeys.grants, queryFn: accessApi.grants });
 

@@ -1,7 +1,7 @@
 // The pages' URL schemas and the ISO-8601 helpers: pure, so checked here without a browser.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { endpointsSearch, eventListSearch, parseSearch, toSearch } from './urlState.ts';
+import { alertHistorySearch, alertRulesSearch, deadLettersSearch, endpointsSearch, eventListSearch, parseSearch, toSearch } from './urlState.ts';
 import { fromInputValue, toInputValue, toIsoWithOffset } from './isoTime.ts';
 
 test('a page state parses from its URL and writes back to one canonical URL', () => {
@@ -31,4 +31,27 @@ test('times go into URLs as ISO-8601 with the offset of the chosen zone', () => 
   assert.equal(toInputValue('2026-12-03T10:26:40Z', 'utc'), '2026-12-03T10:26');
   assert.equal(fromInputValue('2026-12-03T10:26', 'utc'), '2026-12-03T10:26:00Z');
   assert.equal(toInputValue(fromInputValue('2026-12-03T10:26', 'local'), 'local'), '2026-12-03T10:26', 'local round trip');
+});
+
+test('dead letters: reason and paging trail round-trip; bad sequence numbers are dropped', () => {
+  const s = parseSearch(deadLettersSearch, new URLSearchParams('reason=CosmosDbThrottled&from=37&prev=12,x,25'));
+  assert.deepEqual(s, { reason: 'CosmosDbThrottled', from: '37', prev: ['12', '25'] });
+  assert.equal(toSearch(deadLettersSearch, s), 'reason=CosmosDbThrottled&from=37&prev=12%2C25');
+  assert.deepEqual(parseSearch(deadLettersSearch, { from: '12a' }), { reason: '', from: '', prev: [] });
+});
+
+test('alerts: rule and history state fall back field by field', () => {
+  assert.deepEqual(parseSearch(alertRulesSearch, { type: 'failureRate', sort: 'state', dir: 'up', firing: '1' }), {
+    q: '',
+    type: 'failureRate',
+    firing: true,
+    sort: 'state',
+    dir: undefined,
+  });
+  assert.equal(parseSearch(alertRulesSearch, { type: 'nope' }).type, '');
+  const h = parseSearch(alertHistorySearch, { state: 'firing', limit: '300', sort: 'rule', dir: 'asc' });
+  assert.equal(h.limit, 300);
+  assert.equal(toSearch(alertHistorySearch, h), 'state=firing&sort=rule&dir=asc&limit=300');
+  assert.equal(parseSearch(alertHistorySearch, { limit: '150' }).limit, 100, 'a limit off the page grid falls back');
+  assert.equal(parseSearch(alertHistorySearch, { limit: '5000' }).limit, 100);
 });

@@ -4,6 +4,7 @@
 // typed by hand and shared, and a stale link should still open. Writing goes through `toSearch`, which leaves out
 // defaults, so one state has one URL (and one query key).
 import { z } from 'zod';
+import { RULE_TYPES } from '../server/alerts/model.ts';
 
 /** What Next hands a page (`searchParams`) or what `useSearchParams()` gives a client component. */
 export type RawSearch = Record<string, string | string[] | undefined> | URLSearchParams | { get(key: string): string | null };
@@ -116,11 +117,20 @@ export const failuresSearch = z.object({
 
 /**
  * Writes a state into the address bar without a navigation: the history API, which Next's router follows
- * (useSearchParams updates), so filtering a list already on the page costs no server round trip.
+ * (useSearchParams updates), so filtering a list already on the page costs no server round trip. `push` adds a
+ * history entry (Back returns to the state before: a sort, a page, an applied filter); `replace` does not (each
+ * keystroke of a filter typed as you go).
  */
-export function replaceSearch<S extends z.ZodObject>(schema: S, state: Partial<z.output<S>>): void {
+export function writeSearch<S extends z.ZodObject>(schema: S, state: Partial<z.output<S>>, how: 'push' | 'replace' = 'replace'): void {
   const qs = toSearch(schema, state);
-  window.history.replaceState(null, '', `${window.location.pathname}${qs ? `?${qs}` : ''}`);
+  const url = `${window.location.pathname}${qs ? `?${qs}` : ''}`;
+  if (url === `${window.location.pathname}${window.location.search}`) return;
+  if (how === 'push') window.history.pushState(null, '', url);
+  else window.history.replaceState(null, '', url);
+}
+
+export function replaceSearch<S extends z.ZodObject>(schema: S, state: Partial<z.output<S>>): void {
+  writeSearch(schema, state, 'replace');
 }
 
 // --- Audit (/audit) ---------------------------------------------------------------------------------------------
@@ -134,3 +144,53 @@ export const auditSearch = z.object({
   to: instant,
 });
 export type AuditSearch = z.output<typeof auditSearch>;
+
+// --- Dead letters (/topology/subscriptions/[topic]/[subscription]) ------------------------------------------------
+/** A Service Bus sequence number, as GET …/deadletters takes `from`. */
+const SEQUENCE = /^\d{1,19}$/;
+/** How many earlier pages "Previous" can walk back through (a longer trail keeps its most recent part). */
+export const DEAD_LETTER_TRAIL = 50;
+export const deadLettersSearch = z.object({
+  /** The dead-letter reason, exactly (the broker's DeadLetterReason). */
+  reason: text(4096),
+  /** The first sequence number of the page shown; empty: the first page. */
+  from: z.string().regex(SEQUENCE).catch(''),
+  /** The `from` of each page before this one after the first (oldest first), for "Previous". */
+  prev: z
+    .string()
+    .transform((s) => s.split(',').filter((x) => SEQUENCE.test(x)).slice(-DEAD_LETTER_TRAIL))
+    .catch([]),
+});
+export type DeadLettersSearch = z.output<typeof deadLettersSearch>;
+
+// --- Admin · Alerts (/admin/alerts) -------------------------------------------------------------------------------
+export const ALERT_RULE_SORTS = ['name', 'type', 'state'] as const;
+export const alertRulesSearch = z.object({
+  /** Filter rules by name or endpoint. */
+  q: text(200),
+  type: z.enum(['', ...RULE_TYPES]).catch(''),
+  /** Only rules firing now. */
+  firing: flag,
+  sort: z.enum(ALERT_RULE_SORTS).catch('name'),
+  dir: sortDir,
+});
+export type AlertRulesSearch = z.output<typeof alertRulesSearch>;
+
+// --- Alerts (/alerts) ---------------------------------------------------------------------------------------------
+export const ALERT_HISTORY_SORTS = ['fired', 'recovered', 'rule'] as const;
+/** The history is read newest first, this many at a time ("Show more" adds as many; the API stops at 1000). */
+export const ALERT_HISTORY_PAGE = 100;
+export const alertHistorySearch = z.object({
+  /** Filter by rule name or what happened. */
+  q: text(200),
+  state: z.enum(['', 'firing', 'recovered']).catch(''),
+  sort: z.enum(ALERT_HISTORY_SORTS).catch('fired'),
+  dir: sortDir,
+  /** How many of the newest alerts are loaded. */
+  limit: z.coerce
+    .number()
+    .int()
+    .refine((n) => n >= ALERT_HISTORY_PAGE && n <= 1000 && n % ALERT_HISTORY_PAGE === 0)
+    .catch(ALERT_HISTORY_PAGE),
+});
+export type AlertHistorySearch = z.output<typeof alertHistorySearch>;

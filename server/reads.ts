@@ -2,7 +2,10 @@
 // read scope, then query. The GET routes answer with these, and the pages' server components call the same
 // functions with the page's own request (components/prefetch.ts), so data put into the first HTML went through
 // exactly the checks an API call would have - no HTTP call to ourselves, no second copy of the rules.
+import { alertHistory, listRules } from './alerts/routes.ts';
+import { z } from 'zod';
 import { requireEndpoint } from './api.ts';
+import { auditQuerySchema, queryAudit } from './audit/auditLog.ts';
 import { authorize, readScope } from './auth/authorize.ts';
 import { getContext } from './context.ts';
 import { flowQuerySchema, flowSnapshot } from './flow.ts';
@@ -10,7 +13,8 @@ import { healthOverview } from './heartbeat/routes.ts';
 import { parseOr400 } from './http.ts';
 import { endpointsOverview, eventDetails, eventListQuerySchema, listEndpointEvents } from './queries.ts';
 import { endpointParams, eventParams } from './schemas.ts';
-import { topologyOverview } from './subscriptions/routes.ts';
+import { authorizeDeadLetterRead } from './subscriptions/authz.ts';
+import { deadLetterQuery, deadLetters, subscriptionParams, topologyOverview } from './subscriptions/routes.ts';
 
 /** GET /api/endpoints. */
 export async function readEndpoints(request: Request) {
@@ -56,4 +60,38 @@ export async function readFlow(request: Request, query: Record<string, string>) 
   await authorize(request, 'read');
   const ctx = await getContext();
   return flowSnapshot(ctx.store, ctx.catalog, q);
+}
+
+/** GET /api/topology/subscriptions/{topic}/{subscription}/deadletters: bodies included, so scoped like event details. */
+export async function readDeadLetters(request: Request, params: unknown, query: Record<string, string>) {
+  const p = parseOr400(subscriptionParams, params, 'subscription');
+  const q = parseOr400(deadLetterQuery, query, 'query');
+  await authorizeDeadLetterRead(request, p);
+  return deadLetters(await getContext(), p, q);
+}
+
+/** GET /api/admin/alerts/rules: the rules with their evaluation state, and the channels (secrets only as "set"). */
+export async function readAlertRules(request: Request) {
+  await authorize(request, 'read');
+  return listRules(await getContext());
+}
+
+const alertHistoryQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(200) }).strict();
+
+/** GET /api/alerts/history. */
+export async function readAlertHistory(request: Request, query: Record<string, string>) {
+  const q = parseOr400(alertHistoryQuerySchema, query, 'history query');
+  await authorize(request, 'read');
+  return { alerts: await alertHistory(await getContext(), q.limit) };
+}
+
+/** GET /api/audit: a caller with roles on single endpoints sees only their entries. */
+export async function readAudit(request: Request, query: Record<string, string>) {
+  const q = parseOr400(auditQuerySchema, query, 'audit query');
+  const who = await authorize(request, 'read', q.endpointId);
+  const ctx = await getContext();
+  // Entries carry payload key names (edit diffs) and event ids: only the endpoints the caller may read.
+  const scope = readScope(who);
+  const page = await queryAudit(ctx.store.database, q, scope.all ? undefined : scope.endpointIds);
+  return { items: page.items, continuation: page.continuationToken ?? null };
 }

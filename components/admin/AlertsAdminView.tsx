@@ -3,13 +3,28 @@
 // change them (the server refuses everyone else; every change is audited); secrets are write-only: the page only
 // learns that a URL or password is set, and leaving the field empty on an edit keeps the stored one.
 import Link from 'next/link';
-import { useState, type FormEvent } from 'react';
+import { useMemo, useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { alertsApi, RULE_LABELS, type ChannelView, type RuleBody, type RuleType, type RuleView } from './alertsApi.ts';
-import { TABLE_HEAD } from '../table.tsx';
+import { comparator, SortableTh, TABLE_HEAD, Th, type SortDirection } from '../table.tsx';
 import { alertRulesQuery, queryKeys } from '../queries.ts';
+import { alertRulesSearch, type AlertRulesSearch } from '../urlState.ts';
+import { useUrlSort, useUrlState, useUrlText } from '../useUrlState.ts';
+
+type SortKey = AlertRulesSearch['sort'];
+const byName = (a: RuleView, b: RuleView) => a.name.localeCompare(b.name);
+/** 0 ok, 1 not evaluated yet, 2 cannot be evaluated, 3 firing: ascending puts the calm ones first. */
+const stateRank = (r: RuleView) => (!r.state ? 1 : r.state.firing ? 3 : r.state.lastStatus === 'unavailable' ? 2 : 0);
+/** Ascending orders; the headers flip them. */
+const sorters: Record<SortKey, (a: RuleView, b: RuleView) => number> = {
+  name: byName,
+  type: (a, b) => RULE_LABELS[a.type].localeCompare(RULE_LABELS[b.type]),
+  state: (a, b) => stateRank(a) - stateRank(b),
+};
+/** Names and rule kinds A→Z; the state with the firing ones first. */
+const NATURAL: Record<SortKey, SortDirection> = { name: 'asc', type: 'asc', state: 'desc' };
 
 const TYPES = Object.keys(RULE_LABELS) as RuleType[];
 const NEEDS = {
@@ -250,6 +265,20 @@ export function AlertsAdminView() {
     mutationFn: (id: string) => alertsApi.testChannel(id),
     onSuccess: (r, id) => setTested((t) => ({ ...t, [id]: r.ok ? 'delivered' : `not delivered: ${r.error ?? ''}` })),
   });
+  // Filter, rule kind, "only firing" and sort live in the URL (alertRulesSearch): kept on reload, Back undoes.
+  const { search, update } = useUrlState(alertRulesSearch);
+  const [filter, setFilterText] = useUrlText(search.q);
+  const { sort, onSort } = useUrlSort(search, NATURAL, update);
+  const allRules = q.data?.rules;
+  const rules = useMemo(() => {
+    const f = filter.trim().toLowerCase();
+    return (allRules ?? [])
+      .filter((r) => !f || r.name.toLowerCase().includes(f) || (r.endpointId ?? '').toLowerCase().includes(f))
+      .filter((r) => search.type === '' || r.type === search.type)
+      .filter((r) => !search.firing || r.state?.firing === true)
+      .sort(comparator(sorters, sort, byName));
+  }, [allRules, filter, search.type, search.firing, sort]);
+  const header = (key: SortKey, label: string, className = '') => <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} className={className} />;
   const channels = q.data?.channels ?? [];
   const channelName = (id: string) => channels.find((c) => c.id === id)?.name ?? id;
   return (
@@ -267,20 +296,47 @@ export function AlertsAdminView() {
       <ErrorBox error={q.error ?? remove.error ?? test.error} />
 
       <h2 className="mt-3 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Rules</h2>
+      <div className="mb-2 flex flex-wrap items-center gap-3">
+        <input
+          aria-label="Filter rules"
+          value={filter}
+          onChange={(e) => {
+            setFilterText(e.target.value);
+            update({ q: e.target.value }, 'replace');
+          }}
+          placeholder="Filter by name or endpoint"
+          className="w-64 rounded border border-slate-300 px-2 py-1 text-sm"
+        />
+        <label className="flex items-center gap-1 text-sm text-slate-600">
+          Kind
+          <select value={search.type} onChange={(e) => update({ type: e.target.value as AlertRulesSearch['type'] })} className={input}>
+            <option value="">all</option>
+            {TYPES.map((t) => (
+              <option key={t} value={t}>
+                {RULE_LABELS[t]}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="flex items-center gap-1 text-sm text-slate-600">
+          <input type="checkbox" checked={search.firing} onChange={(e) => update({ firing: e.target.checked })} />
+          Only firing
+        </label>
+      </div>
       <div className="overflow-x-auto">
       <table className="w-full border-collapse text-sm" data-testid="alert-rules">
         <thead className={TABLE_HEAD}>
           <tr>
-            <th scope="col" className="py-1">Name</th>
-            <th scope="col">Rule</th>
-            <th scope="col">Condition</th>
-            <th scope="col">Channels</th>
-            <th scope="col">Last evaluation</th>
+            {header('name', 'Name', 'py-1')}
+            {header('type', 'Rule')}
+            <Th>Condition</Th>
+            <Th>Channels</Th>
+            {header('state', 'Last evaluation')}
             <th scope="col" />
           </tr>
         </thead>
         <tbody>
-          {(q.data?.rules ?? []).map((r) => (
+          {rules.map((r) => (
             <tr key={r.id} className="border-t border-slate-100 align-top" data-rule={r.name}>
               <td className="py-1 font-medium">
                 {r.name}

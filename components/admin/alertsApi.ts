@@ -28,7 +28,7 @@ export const alertsApi = {
   updateChannel: (id: string, b: Record<string, unknown>) => callApi<ChannelView>(`/api/admin/alerts/channels/${seg(id)}`, json('PUT', b)),
   deleteChannel: (id: string) => callApi<unknown>(`/api/admin/alerts/channels/${seg(id)}`, json('DELETE')),
   testChannel: (id: string) => callApi<{ ok: boolean; error?: string }>(`/api/admin/alerts/channels/${seg(id)}/test`, json('POST')),
-  history: () => callApi<{ alerts: AlertDoc[] }>('/api/alerts/history'),
+  history: (limit: number) => callApi<{ alerts: AlertDoc[] }>(`/api/alerts/history?limit=${limit}`),
 };
 
 export const RULE_LABELS: Record<RuleType, string> = {

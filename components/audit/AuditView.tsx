@@ -6,7 +6,8 @@ import { useState } from 'react';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useRouter, useSearchParams } from 'next/navigation';
 import { ErrorBox, Timestamp } from '../format.tsx';
-import { accessApi, type AuditRecord } from './accessApi.ts';
+import type { AuditRecord } from './accessApi.ts';
+import { auditQuery } from '../queries.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { auditSearch, parseSearch, toSearch, type AuditSearch } from '../urlState.ts';
 import { fromInputValue, toInputValue } from '../isoTime.ts';
@@ -41,16 +42,7 @@ export function AuditView() {
   const appliedQuery = toSearch(auditSearch, applied);
   const [form, setForm] = useState<Filters>(applied);
 
-  const q = useInfiniteQuery({
-    queryKey: ['audit', appliedQuery],
-    initialPageParam: '',
-    queryFn: ({ pageParam }) => {
-      const s = new URLSearchParams(appliedQuery);
-      if (pageParam) s.set('continuation', pageParam);
-      return accessApi.audit(s);
-    },
-    getNextPageParam: (last) => last.continuation ?? undefined,
-  });
+  const q = useInfiniteQuery(auditQuery(appliedQuery));
   const rows = q.data?.pages.flatMap((p) => p.items) ?? [];
 
   const apply = () => {

@@ -4,10 +4,11 @@
 // Clicking a failure bar opens the endpoint's event list for that bucket.
 import { useRouter } from 'next/navigation';
 import { useState } from 'react';
-import { useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { metricsQuery } from '../queries.ts';
 import { TimeChart } from './TimeChart.tsx';
 import { RangePicker } from './RangePicker.tsx';
-import { failuresHref, pointsOf, sumOf, useMetrics, type MetricsResponse, type TimeRange } from './metricsApi.ts';
+import { failuresHref, pointsOf, sumOf, type TimeRange } from './metricsApi.ts';
 
 const GREEN = '#059669';
 const RED = '#dc2626';
@@ -24,13 +25,13 @@ export function MonitorHistory({ endpointIds }: { endpointIds: string[] }) {
   const [range, setRange] = useState<TimeRange>({ key: '1h' });
   const router = useRouter();
   const qc = useQueryClient();
-  const q = useMetrics({ range });
+  const q = useQuery(metricsQuery({ range }));
   const bucket = q.data?.bucketSeconds ?? 60;
   // A click on the platform chart opens the endpoint that failed most in that bucket (from the small multiples).
   const openWorst = (t: number) => {
     let best: { ep: string; n: number } | undefined;
     for (const ep of endpointIds) {
-      const m = qc.getQueryData<MetricsResponse>(['metrics', range.key, range.from, range.to, ep, undefined, undefined]);
+      const m = qc.getQueryData(metricsQuery({ range, endpointId: ep }).queryKey);
       const n = sumOf(m, FAILURES).find(([x]) => x === t)?.[1] ?? 0;
       if (n > 0 && (!best || n > best.n)) best = { ep, n };
     }
@@ -67,7 +68,7 @@ export function MonitorHistory({ endpointIds }: { endpointIds: string[] }) {
 }
 
 function EndpointMini({ endpointId, range }: { endpointId: string; range: TimeRange }) {
-  const q = useMetrics({ range, endpointId });
+  const q = useQuery(metricsQuery({ range, endpointId }));
   const router = useRouter();
   const bucket = q.data?.bucketSeconds ?? 60;
   return (
@@ -97,7 +98,7 @@ export function EndpointHistory({ endpointId }: { endpointId: string }) {
   const [range, setRange] = useState<TimeRange>({ key: '1h' });
   const [open, setOpen] = useState(true);
   const router = useRouter();
-  const q = useMetrics({ range, endpointId, enabled: open });
+  const q = useQuery(metricsQuery({ range, endpointId, enabled: open }));
   const bucket = q.data?.bucketSeconds ?? 60;
   return (
     <section className="mb-4 rounded border border-slate-200 bg-white p-3" data-testid="endpoint-history">
@@ -164,7 +165,7 @@ export function EndpointHistory({ endpointId }: { endpointId: string }) {
 
 /** Flow: the rate of one edge (event type → consumer) over the flow's period, per minute. */
 export function EdgeRate({ endpointId, eventTypeId, periodMinutes }: { endpointId: string; eventTypeId: string; periodMinutes: number }) {
-  const q = useMetrics({ range: { key: periodMinutes <= 60 ? '1h' : '24h' }, endpointId, eventTypeId, bucket: periodMinutes <= 60 ? '1m' : '5m' });
+  const q = useQuery(metricsQuery({ range: { key: periodMinutes <= 60 ? '1h' : '24h' }, endpointId, eventTypeId, bucket: periodMinutes <= 60 ? '1m' : '5m' }));
   const total = sumOf(q.data, ['handled', ...FAILURES, 'skipped']);
   const recent = total.slice(-(periodMinutes <= 60 ? Math.max(1, periodMinutes) : Math.max(1, Math.round(periodMinutes / 5))));
   const perMin = recent.reduce((a, [, v]) => a + (v ?? 0), 0) / Math.max(1, periodMinutes);

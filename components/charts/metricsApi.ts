@@ -1,5 +1,4 @@
-// The browser side of GET /api/metrics: a React Query hook over a time range, and the ranges the pages offer.
-import { useQuery } from '@tanstack/react-query';
+// The browser side of GET /api/metrics: its fetch over a time range, and the ranges the pages offer.
 import { callApi } from '../api.ts';
 
 export interface MetricsResponse {
@@ -31,23 +30,21 @@ export function resolveRange(r: TimeRange, now = Date.now()): { from: number; to
   return { from: now - ms, to: now };
 }
 
-export function useMetrics(args: { range: TimeRange; endpointId?: string; eventTypeId?: string; bucket?: string; enabled?: boolean }) {
-  const { range, endpointId, eventTypeId, bucket } = args;
-  return useQuery({
-    queryKey: ['metrics', range.key, range.from, range.to, endpointId, eventTypeId, bucket],
-    queryFn: () => {
-      const { from, to } = resolveRange(range);
-      const sp = new URLSearchParams({ from: String(Math.floor(from)), to: String(Math.ceil(to)) });
-      if (endpointId) sp.set('endpointId', endpointId);
-      if (eventTypeId) sp.set('eventTypeId', eventTypeId);
-      if (bucket) sp.set('bucket', bucket);
-      return callApi<MetricsResponse>(`/api/metrics?${sp}`);
-    },
-    // A preset range slides with time; a custom one is fixed.
-    refetchInterval: range.key === 'custom' ? false : 30_000,
-    enabled: args.enabled ?? true,
-    placeholderData: (prev) => prev,
-  });
+export interface MetricsArgs {
+  range: TimeRange;
+  endpointId?: string;
+  eventTypeId?: string;
+  bucket?: string;
+}
+
+/** GET /api/metrics for a range resolved now (the query factory is metricsQuery in components/queries.ts). */
+export function fetchMetrics({ range, endpointId, eventTypeId, bucket }: MetricsArgs): Promise<MetricsResponse> {
+  const { from, to } = resolveRange(range);
+  const sp = new URLSearchParams({ from: String(Math.floor(from)), to: String(Math.ceil(to)) });
+  if (endpointId) sp.set('endpointId', endpointId);
+  if (eventTypeId) sp.set('eventTypeId', eventTypeId);
+  if (bucket) sp.set('bucket', bucket);
+  return callApi<MetricsResponse>(`/api/metrics?${sp}`);
 }
 
 export function pointsOf(m: MetricsResponse | undefined, name: string): Array<[number, number | null]> {

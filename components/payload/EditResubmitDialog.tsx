@@ -6,7 +6,7 @@
 // focus trap, Escape, inert page behind; focus returns to the opener when it closes.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { api } from '../api.ts';
+import { eventTypesQuery } from '../queries.ts';
 import { useModalDialog } from '../useModalDialog.ts';
 import type { CompiledSchema, PayloadCheck } from './check.ts';
 // Types only (erased): the modules themselves are loaded with import() when the dialog opens.
@@ -34,7 +34,7 @@ export function EditResubmitDialog(props: {
   const [loadError, setLoadError] = useState<string | null>(null);
   const [text, setText] = useState(props.originalText ?? '');
   const [eventTypeId, setEventTypeId] = useState(props.initialEventTypeId);
-  const types = useQuery({ queryKey: ['catalog', 'event-types'], queryFn: api.eventTypes, staleTime: Infinity });
+  const types = useQuery(eventTypesQuery());
 
   // The schema of the chosen type, compiled once per type (null: the type has none; undefined: not loaded yet).
   const schema: CompiledSchema | undefined = useMemo(() => {

@@ -14,9 +14,9 @@ import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { Topic } from '@nimbus/sdk/contract';
-import { queryKeys } from '../queries.ts';
-
-const PAGE_SIZE = 25;
+import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery } from '../queries.ts';
+import { deadLettersSearch } from '../urlState.ts';
+import { useUrlState, useUrlText } from '../useUrlState.ts';
 
 export function DeadLettersView({ topic, subscription }: { topic: string; subscription: string }) {
   const client = useQueryClient();
@@ -25,25 +25,28 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   // A platform topic's dead letters (Resolver, Manager) hold every endpoint's messages: replaying them is for Owners.
   const platform = topic === Topic.Resolver || topic === Topic.Manager;
   const mayReplay = can(platform ? 'replay.platform' : 'replay', topic);
-  const [reasonInput, setReasonInput] = useState('');
-  const [reason, setReason] = useState('');
-  // Cursor stack: the first sequence number of every page visited, for "previous".
-  const [cursors, setCursors] = useState<string[]>(['']);
-  const from = cursors[cursors.length - 1] ?? '';
+  // Reason filter and paging position live in the URL (deadLettersSearch): a reload, a shared link, Back and
+  // Forward all open the same page of the same filter. The reason box keeps its own text until Filter is pressed.
+  const { search, update } = useUrlState(deadLettersSearch);
+  const { reason, from, prev } = search;
+  const [reasonInput, setReasonInput] = useUrlText(reason);
   const [selected, setSelected] = useState<Set<string>>(new Set());
+  // A selection belongs to the page it was made on: another page or filter starts with none.
+  const [selectionPage, setSelectionPage] = useState(`${reason}\n${from}`);
+  if (selectionPage !== `${reason}\n${from}`) {
+    setSelectionPage(`${reason}\n${from}`);
+    setSelected(new Set());
+  }
   const [preview, setPreview] = useState<{ selection: ReplaySelection; result: ReplayPreview } | null>(null);
   const [operationId, setOperationId] = useState<string | null>(null);
   const [purging, setPurging] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const [deciding, setDeciding] = useState<{ item: DeadLetter; kind: UncertainDecision } | null>(null);
 
-  const key = [...queryKeys.deadLetters(topic, subscription), reason, from];
-  const q = useQuery({
-    queryKey: key,
-    queryFn: () => opsApi.deadLetters(topic, subscription, { from: from || undefined, reason: reason || undefined, pageSize: PAGE_SIZE }),
-    refetchInterval: operationId ? false : 15_000,
-  });
+  const q = useQuery(deadLettersQuery(topic, subscription, reason, from, { paused: operationId !== null }));
   const refresh = () => void client.invalidateQueries({ queryKey: queryKeys.deadLetters(topic, subscription) });
+  const nextPage = (next: string) => update({ from: next, prev: from ? [...prev, from] : prev });
+  const previousPage = () => update({ from: prev[prev.length - 1] ?? '', prev: prev.slice(0, -1) });
 
   const previewMutation = useMutation({
     mutationFn: (selection: ReplaySelection) => opsApi.previewReplay(topic, subscription, selection).then((result) => ({ selection, result })),
@@ -57,12 +60,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       setOperationId(r.operationId);
     },
   });
-  const op = useQuery({
-    queryKey: ['operation', operationId],
-    queryFn: () => opsApi.operation(operationId!),
-    enabled: operationId !== null,
-    refetchInterval: (query) => (query.state.data && query.state.data.state !== 'running' ? false : 1000),
-  });
+  const op = useQuery(replayOperationQuery(operationId));
   const finished = op.data !== undefined && op.data.state !== 'running';
   useEffect(() => {
     // The list is stale once the replay ends: read it again.
@@ -107,9 +105,8 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
         className="mb-3 flex flex-wrap items-center gap-2"
         onSubmit={(e) => {
           e.preventDefault();
-          setReason(reasonInput.trim());
-          setCursors(['']);
-          setSelected(new Set());
+          // A new filter starts at its first page.
+          update({ reason: reasonInput.trim(), from: '', prev: [] });
         }}
       >
         <input
@@ -209,13 +206,13 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
         </ul>
       )}
       <div className="mt-3 flex gap-2">
-        <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors((c) => c.slice(0, -1))} className="rounded border border-slate-300 px-2 py-1 text-sm disabled:opacity-40">
+        <button type="button" disabled={from === ''} onClick={previousPage} className="rounded border border-slate-300 px-2 py-1 text-sm disabled:opacity-40">
           Previous
         </button>
         <button
           type="button"
-          disabled={!q.data?.next || items.length < PAGE_SIZE}
-          onClick={() => q.data?.next && setCursors((c) => [...c, q.data!.next!])}
+          disabled={!q.data?.next || items.length < DEAD_LETTER_PAGE_SIZE}
+          onClick={() => q.data?.next && nextPage(q.data.next)}
           className="rounded border border-slate-300 px-2 py-1 text-sm disabled:opacity-40"
         >
           Next

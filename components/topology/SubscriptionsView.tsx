@@ -3,16 +3,16 @@
 // the catalog's topology, and the runtime counts); sortable, filterable, refreshed every 10 s. Pause / resume and
 // rule restore ask for the typed subscription name; the dead-letter count links to the dead-letter browser.
 import Link from 'next/link';
-import { useSearchParams } from 'next/navigation';
 import { useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox } from '../format.tsx';
-import { comparator, nextSort, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection, type SortState } from '../table.tsx';
+import { comparator, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection } from '../table.tsx';
 import { deadLettersHref, opsApi, type SubscriptionView } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { queryKeys, topologyQuery } from '../queries.ts';
-import { parseSearch, replaceSearch, subscriptionsSearch, type SubscriptionsSearch } from '../urlState.ts';
+import { subscriptionsSearch, type SubscriptionsSearch } from '../urlState.ts';
+import { useUrlSort, useUrlState, useUrlText } from '../useUrlState.ts';
 
 type SortKey = SubscriptionsSearch['sort'];
 type Action = { kind: 'pause' | 'resume' | 'restoreRules'; sub: SubscriptionView };
@@ -40,20 +40,15 @@ export function SubscriptionsView() {
   const can = useCan();
   // Filter, "only needing attention" and sort live in the URL (shareable, kept on reload); the text box keeps its
   // own state while typing so the caret never jumps.
-  const search = parseSearch(subscriptionsSearch, useSearchParams());
-  const [filter, setFilterText] = useState(search.q);
+  const { search, update } = useUrlState(subscriptionsSearch);
+  const [filter, setFilterText] = useUrlText(search.q);
   const { attention: onlyAttention } = search;
-  const sort: SortState<SortKey> = { key: search.sort, dir: search.dir ?? NATURAL[search.sort] };
-  const update = (next: Partial<SubscriptionsSearch>) => replaceSearch(subscriptionsSearch, { ...search, q: filter, ...next });
   const setFilter = (v: string) => {
     setFilterText(v);
-    update({ q: v });
+    update({ q: v }, 'replace');
   };
   const setOnlyAttention = (v: boolean) => update({ attention: v });
-  const setSort = (next: (s: SortState<SortKey>) => SortState<SortKey>) => {
-    const n = next(sort);
-    update({ sort: n.key, dir: n.dir === NATURAL[n.key] ? undefined : n.dir });
-  };
+  const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const [action, setAction] = useState<Action | null>(null);
   const [message, setMessage] = useState<string | null>(null);
   const q = useQuery(topologyQuery());
@@ -76,7 +71,7 @@ export function SubscriptionsView() {
   }, [q.data, filter, onlyAttention, sort]);
 
   const header = (key: SortKey, label: string, numeric = false) => (
-    <SortableTh label={label} sortKey={key} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k, NATURAL[k]))} numeric={numeric} className="px-3 py-2" />
+    <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} numeric={numeric} className="px-3 py-2" />
   );
 
   return (

@@ -191,17 +191,31 @@ export class ServiceBusBroker implements Broker {
       const sizes = this.admit(messages);
       const now = c.now();
       topic.times.accessedAt = now;
+      // The one check entities without duplicate detection pay.
+      const detect = topic.desc.requiresDuplicateDetection;
+      let duplicates = 0;
       messages.forEach((m, i) => {
+        const seq = ++topic.seq;
+        if (detect && c.duplicates.repeats(topic, m, seq, now) !== undefined) {
+          duplicates++; // accepted, as on Azure, and dropped
+          return;
+        }
         const at = scheduledTimeOf(m);
         if (at !== undefined && at > now) {
           // A sent message with ScheduledEnqueueTimeUtc in the future is scheduled, as on Azure.
-          c.scheduling.add(topic, { seq: ++topic.seq, message: m, size: sizes[i] ?? 0, at });
+          c.scheduling.add(topic, { seq, message: m, size: sizes[i] ?? 0, at });
         } else {
-          c.routing.route({ topic, message: m, size: sizes[i] ?? 0, hops: 0 });
+          c.routing.route({ topic, reservedSeq: seq, message: m, size: sizes[i] ?? 0, hops: 0 });
         }
       });
       c.log.debug(
-        { entity, count: messages.length, messageIds: messages.map(messageIdForLog), bytes: sizes },
+        {
+          entity,
+          count: messages.length,
+          messageIds: messages.map(messageIdForLog),
+          bytes: sizes,
+          ...(duplicates > 0 ? { duplicates } : {}),
+        },
         'messages sent',
       );
     });
@@ -217,11 +231,22 @@ export class ServiceBusBroker implements Broker {
       const sizes = this.admit(messages);
       const now = c.now();
       topic.times.accessedAt = now;
+      const detect = topic.desc.requiresDuplicateDetection;
       const seqs: number[] = [];
+      const added: number[] = [];
       messages.forEach((message, i) => {
+        const seq = ++topic.seq;
+        // Azure records a scheduled message's MessageId when it is scheduled. A duplicate answers with the
+        // number of the message it repeats, so a sender that retried can still cancel what it scheduled.
+        const earlier = detect ? c.duplicates.repeats(topic, message, seq, now) : undefined;
+        if (earlier !== undefined) {
+          seqs.push(earlier);
+          return;
+        }
         const at = scheduledEnqueueTimes[i] ?? now;
-        const item: ScheduledItem = { seq: ++topic.seq, message, size: sizes[i] ?? 0, at };
-        seqs.push(item.seq);
+        const item: ScheduledItem = { seq, message, size: sizes[i] ?? 0, at };
+        seqs.push(seq);
+        added.push(seq);
         c.scheduling.add(topic, item);
         c.log.debug(
           { entity, messageId: messageIdForLog(message), bytes: item.size, at },
@@ -229,7 +254,7 @@ export class ServiceBusBroker implements Broker {
         );
       });
       // Due (or past) times are routed now, after the batch is recorded.
-      for (const seq of seqs) c.scheduling.fire(topic, seq);
+      for (const seq of added) c.scheduling.fire(topic, seq);
       return seqs;
     });
   }
@@ -450,6 +475,11 @@ export class ServiceBusBroker implements Broker {
     this.core.guard(() => this.core.scheduling.sweepExpired());
   }
 
+  /** How many MessageIds an entity's duplicate detection history holds (for tests and diagnostics). */
+  duplicateHistorySize(entity: string): number {
+    return this.core.entity(entity).duplicates?.size ?? 0;
+  }
+
   /** Total bytes of stored message content (all entities, including scheduled messages). */
   get totalStoredBytes(): number {
     return this.core.storedBytes;
@@ -521,6 +551,10 @@ export class ServiceBusBroker implements Broker {
         ...(topic.isQueue ? { queue: true as const } : {}),
       });
       out.push({ k: 'ctr', t, v: topic.seq });
+      if (topic.duplicates) {
+        this.core.duplicates.prune(topic, this.core.now());
+        for (const [id, s] of topic.duplicates.entries()) out.push({ k: 'dd', t, id, at: s.at, seq: s.seq });
+      }
       for (const item of topic.scheduled.values()) {
         item.encoded ??= encodeMessage(item.message);
         out.push({ k: 'sch', t, seq: item.seq, m: item.encoded, sz: item.size, at: item.at });
@@ -632,5 +666,9 @@ export class ServiceBusBroker implements Broker {
 
   restoreScheduled(topic: TopicState, item: ScheduledItem): void {
     this.core.scheduling.add(topic, item);
+  }
+
+  restoreDuplicates(topic: TopicState, entries: Array<{ id: string; at: number; seq: number }>): void {
+    if (topic.desc.requiresDuplicateDetection) this.core.duplicates.restore(topic, entries);
   }
 }

@@ -1,5 +1,6 @@
 // The state every part of the broker shares: the namespace's entities, the clock, the single timer, the
-// journal and the stored-bytes account, plus the parts themselves (delivery, sessions, routing, scheduling).
+// journal and the stored-bytes account, plus the parts themselves (delivery, sessions, routing, scheduling,
+// duplicate detection).
 // The parts reach each other through this object, so their modules import each other's types only and the
 // module graph has no cycles.
 
@@ -13,6 +14,7 @@ import type { CompiledRule } from './rules.ts';
 import { Scheduler } from './scheduler.ts';
 import { encodeMessage } from './wire.ts';
 import { Delivery } from './delivery.ts';
+import { DuplicateDetection } from './duplicates.ts';
 import { Sessions } from './sessions.ts';
 import { Routing } from './routing.ts';
 import { Scheduling } from './scheduling.ts';
@@ -62,6 +64,7 @@ export class BrokerCore {
   readonly sessions: Sessions;
   readonly routing: Routing;
   readonly scheduling: Scheduling;
+  readonly duplicates: DuplicateDetection;
   readonly receiverHost: ReceiverHost;
 
   constructor(
@@ -81,6 +84,7 @@ export class BrokerCore {
     this.sessions = new Sessions(this);
     this.routing = new Routing(this);
     this.scheduling = new Scheduling(this);
+    this.duplicates = new DuplicateDetection(this);
     this.receiverHost = {
       take: (r, max) => this.delivery.take(r, max),
       release: (r) => this.sessions.release(r),

@@ -19,6 +19,7 @@ import {
   validateChildName,
   validateTopicName,
 } from './entity-defaults.ts';
+import { checkDuplicateFlagUnchanged, checkDuplicateWindow } from './duplicates.ts';
 import { SubscriptionState, TopicState } from './model.ts';
 import { compileRule } from './rules.ts';
 import type { CompiledRule } from './rules.ts';
@@ -33,6 +34,7 @@ export class Entities {
     validateTopicName(d.name);
     this.checkNameFree(d.name);
     checkPositiveDuration('defaultMessageTimeToLive', d.defaultMessageTimeToLiveMs);
+    checkDuplicateWindow(d.duplicateDetectionHistoryTimeWindowMs);
     const now = c.now();
     const topic = new TopicState(
       { ...topicDefaults(d.name), ...definedOnly(d) },
@@ -47,6 +49,8 @@ export class Entities {
   updateTopic(d: Partial<TopicDescription> & { name: string }): TopicDescription & EntityTimes {
     const topic = this.c.topic(d.name);
     checkPositiveDuration('defaultMessageTimeToLive', d.defaultMessageTimeToLiveMs);
+    checkDuplicateWindow(d.duplicateDetectionHistoryTimeWindowMs);
+    checkDuplicateFlagUnchanged(topic, d.requiresDuplicateDetection, 'topic');
     topic.desc = { ...topic.desc, ...definedOnly(d), name: topic.desc.name };
     if ('userMetadata' in d && d.userMetadata === undefined) delete topic.desc.userMetadata;
     topic.times.updatedAt = this.c.now();

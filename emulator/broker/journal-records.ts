@@ -37,7 +37,9 @@ export type JournalRecord =
   | { k: 'ctr'; t: string; s?: string; v: number }
   | { k: 'sch'; t: string; seq: number; m: string; sz: number; at: number }
   | { k: 'unsch'; t: string; seq: number }
-  | { k: 'ss'; t: string; s: string; id: string; v: string | null };
+  | { k: 'ss'; t: string; s: string; id: string; v: string | null }
+  /** duplicate detection: entity `t` accepted MessageId `id` at `at` as sequence number `seq` */
+  | { k: 'dd'; t: string; id: string; at: number; seq: number };
 
 /** JSON with Dates kept as Dates (rule parameters may hold them). */
 export function stringifyRecord(r: JournalRecord): string {

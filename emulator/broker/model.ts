@@ -4,6 +4,7 @@
 
 import type { EntityTimes, SubscriptionDescription, TopicDescription, WireMessage } from './api.ts';
 import { MinHeap } from './heap.ts';
+import type { DuplicateHistory } from './duplicates.ts';
 import type { CompiledRule } from './rules.ts';
 
 export { QUEUE_STORE } from './api.ts';
@@ -161,6 +162,8 @@ export class TopicState {
   seq = 0;
   scheduledBytes = 0;
   deleted = false;
+  /** MessageIds accepted within the duplicate detection window (entities with RequiresDuplicateDetection). */
+  duplicates: DuplicateHistory | undefined;
 
   constructor(
     desc: TopicDescription,

@@ -37,6 +37,8 @@ interface TopicImage {
   scheduleSeq: number;
   scheduled: Map<number, SchRecord>;
   subs: Map<string, SubImage>;
+  /** Duplicate detection history: MessageId -> when it was accepted and its sequence number. */
+  duplicates: Map<string, { id: string; at: number; seq: number }>;
 }
 
 const silent: Log = { info() {}, warn() {}, error() {}, debug() {} };
@@ -118,6 +120,7 @@ function buildImage(records: JournalRecord[]): Map<string, TopicImage> {
             scheduleSeq: 0,
             scheduled: new Map(),
             subs: new Map(),
+            duplicates: new Map(),
           });
         break;
       }
@@ -208,6 +211,14 @@ function buildImage(records: JournalRecord[]): Map<string, TopicImage> {
         else s.states.set(r.id, r.v);
         break;
       }
+      case 'dd': {
+        const topic = topics.get(r.t);
+        if (!topic) break;
+        topic.duplicates.delete(r.id); // keep the Map in the order the ids were accepted
+        topic.duplicates.set(r.id, { id: r.id, at: r.at, seq: r.seq });
+        topic.scheduleSeq = Math.max(topic.scheduleSeq, r.seq);
+        break;
+      }
     }
   }
   return topics;
@@ -224,6 +235,7 @@ function restore(broker: ServiceBusBroker, image: Map<string, TopicImage>, log: 
       for (const s of t.subs.values()) seq = Math.max(seq, s.seq);
       const topic = broker.restoreTopic(t.d, seq, t.queue);
       topics.push([topic, t]);
+      if (t.duplicates.size > 0) broker.restoreDuplicates(topic, [...t.duplicates.values()]);
       for (const s of t.subs.values()) {
         subs.push([broker.restoreSubscription(topic, s.d, [...s.rules.values()]), s]);
       }

@@ -22,6 +22,7 @@ import {
   topicDefaults,
   validateTopicName,
 } from './entity-defaults.ts';
+import { checkDuplicateFlagUnchanged, checkDuplicateWindow } from './duplicates.ts';
 import { SubscriptionState, TopicState } from './model.ts';
 
 type TopicPart = Partial<TopicDescription>;
@@ -100,6 +101,7 @@ export class Queues {
     this.entities.checkNameFree(d.name);
     const { topic: tp, store: sp } = split(d);
     checkPositiveDuration('defaultMessageTimeToLive', d.defaultMessageTimeToLiveMs);
+    checkDuplicateWindow(d.duplicateDetectionHistoryTimeWindowMs);
     checkSubscriptionFields(sp);
     const now = c.now();
     const times = (): EntityTimes => ({ createdAt: now, updatedAt: now, accessedAt: now });
@@ -129,6 +131,8 @@ export class Queues {
     const store = queue.subs.get(QUEUE_STORE) as SubscriptionState;
     const { topic: tp, store: sp } = split(d);
     checkPositiveDuration('defaultMessageTimeToLive', d.defaultMessageTimeToLiveMs);
+    checkDuplicateWindow(d.duplicateDetectionHistoryTimeWindowMs);
+    checkDuplicateFlagUnchanged(queue, d.requiresDuplicateDetection, 'queue');
     this.entities.updateSubscriptionState(store, sp, 'queue');
     queue.desc = { ...queue.desc, ...tp, name: queue.desc.name };
     if ('userMetadata' in d && d.userMetadata === undefined) delete queue.desc.userMetadata;

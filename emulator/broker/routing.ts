@@ -35,6 +35,16 @@ export class Routing {
       // Every subscription's first copy carries the topic's number for this message; extra copies get new ones.
       const topic = w.topic;
       const baseSeq = w.reservedSeq ?? ++topic.seq;
+      // A forwarded message is a send into its target: one with duplicate detection drops a repeated MessageId.
+      // Only the MessageId counts, so two subscriptions forwarding copies of one message into it deliver it
+      // once. Sends and scheduled messages were checked by the broker when they were accepted.
+      if (
+        w.hops > 0 &&
+        topic.desc.requiresDuplicateDetection &&
+        this.c.duplicates.repeats(topic, w.message, baseSeq, this.c.now()) !== undefined
+      ) {
+        continue;
+      }
       for (const sub of topic.subs.values()) {
         if (sub.desc.status === 'Disabled' && !topic.isQueue) continue;
         let baseUsed = false;

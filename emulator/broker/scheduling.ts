@@ -1,6 +1,7 @@
 // Scheduling and expiry: scheduled messages wait at their entity (topic or queue) until due, then are routed
 // with the sequence number reserved when they were scheduled; the periodic sweep expires messages whose
-// time to live has passed so counts stay right without receivers.
+// time to live has passed so counts stay right without receivers (and lets duplicate detection histories
+// forget what left their window).
 
 import type { WireMessage } from './api.ts';
 import type { BrokerCore } from './core.ts';
@@ -54,6 +55,7 @@ export class Scheduling {
     const now = c.now();
     let touched = false;
     for (const topic of c.topics.values()) {
+      if (topic.duplicates) c.duplicates.prune(topic, now);
       for (const sub of topic.subs.values()) {
         if (sub.main.expiring === 0) continue;
         const due: StoredMessage[] = [];

@@ -3,7 +3,8 @@
 // installs them). That client asks for SASL MSSBCBS, always uses TLS, sends $cbs/$management requests
 // without reply-to and compares correlation-ids by AMQP type: each of those failed before this suite.
 // The scenarios run in one Python process (python/servicebus_conformance.py) and report one JSON line each:
-// first on topics and subscriptions, then the same ones on queues, then a queue-level SAS policy.
+// first on topics and subscriptions, then the same ones on queues, then WebSockets, duplicate detection and a
+// queue-level SAS policy.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -67,6 +68,10 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
       'AMQP over WebSockets (TransportType.AmqpOverWebsocket): send, receive, complete, dead-letter, defer',
     ],
     [
+      'queue-duplicates',
+      'duplicate detection: a repeated MessageId (AMQPS, batch, WebSockets) is accepted and delivered once',
+    ],
+    [
       'queue-sas',
       "a queue's Send policy sends to that queue only, cannot receive from it, nor sign for another queue",
     ],
@@ -99,7 +104,11 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
     // On queues, each of those subscriptions is a queue of its own, named after the scenario.
     for (const [scenario] of queueScenarios) {
       const prefix = `pyq-${scenario.replace(/^queue-/, '')}`;
-      b.createQueue({ name: `${prefix}-plain`, lockDurationMs: 30_000 });
+      b.createQueue({
+        name: `${prefix}-plain`,
+        lockDurationMs: 30_000,
+        requiresDuplicateDetection: scenario === 'queue-duplicates',
+      });
       b.createQueue({ name: `${prefix}-sessions`, requiresSession: true });
       b.createQueue({ name: `${prefix}-dlq` });
       b.createQueue({ name: `${prefix}-scheduled` });

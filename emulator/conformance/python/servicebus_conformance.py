@@ -10,6 +10,7 @@ Usage: servicebus_conformance.py  (settings in the environment, set by python-cl
   SB_QUEUE_PREFIX       per scenario queues PREFIX-<scenario>-plain, -sessions (requires sessions), -dlq and -scheduled:
                         the same scenarios run again on queues (all but 'rules'), reported as 'queue-<scenario>'
   SB_QUEUE_SEND_KEY     optional: the key of the queue policy 'send-only' (Send) on the queue PREFIX-sas-plain
+  The queue PREFIX-duplicates-plain has RequiresDuplicateDetection (scenario 'queue-duplicates').
 Prints one JSON line per scenario: {"scenario": name, "ok": bool, "detail": str}.
 """
 
@@ -315,6 +316,34 @@ def scenario_websocket(c):
     return "send, receive, complete, dead-letter, defer over wss"
 
 
+def scenario_duplicates(c):
+    # Duplicate detection on a queue created with RequiresDuplicateDetection: a MessageId sent again (over
+    # AMQPS, in a batch, and over WebSockets) is accepted by every send and delivered once.
+    tag = uuid.uuid4().hex[:8]
+    with sender(c, "plain") as s:
+        s.send_messages(ServiceBusMessage("first", message_id=f"{tag}-1"))
+        s.send_messages(ServiceBusMessage("retry", message_id=f"{tag}-1"))
+        s.send_messages([ServiceBusMessage("b", message_id=f"{tag}-2"), ServiceBusMessage("dup", message_id=f"{tag}-1")])
+    with ServiceBusClient.from_connection_string(
+        os.environ["SB_CONNECTION_STRING"],
+        connection_verify=os.environ["SB_CA_FILE"],
+        transport_type=TransportType.AmqpOverWebsocket,
+        retry_total=0,
+    ) as ws:
+        with ws.get_queue_sender(f"{QUEUES}-plain") as s:
+            s.send_messages(ServiceBusMessage("over wss", message_id=f"{tag}-2"))
+    with receiver(c, "plain") as r:
+        got = receive_n(r, 3, timeout=8)
+        check(
+            sorted(str(m.message_id) for m in got) == [f"{tag}-1", f"{tag}-2"],
+            f"each MessageId once: {[(str(m.message_id), body_of(m)) for m in got]}",
+        )
+        check(body_of(next(m for m in got if str(m.message_id) == f"{tag}-1")) == "first", "the first copy is kept")
+        for m in got:
+            r.complete_message(m)
+    return "repeated MessageIds (AMQPS, batch, WebSockets) accepted and delivered once"
+
+
 SCENARIOS = [
     ("settlement", scenario_settlement),
     ("receive-and-delete", scenario_receive_and_delete),
@@ -339,6 +368,7 @@ def main():
     if QUEUE_PREFIX:
         runs += [(f"queue-{name}", fn, f"{QUEUE_PREFIX}-{name}") for name, fn in SCENARIOS if name != "rules"]
         runs.append(("queue-websocket", scenario_websocket, f"{QUEUE_PREFIX}-websocket"))
+        runs.append(("queue-duplicates", scenario_duplicates, f"{QUEUE_PREFIX}-duplicates"))
         if os.environ.get("SB_QUEUE_SEND_KEY"):
             runs.append(("queue-sas", scenario_queue_sas, f"{QUEUE_PREFIX}-sas"))
     global TOPIC, QUEUES

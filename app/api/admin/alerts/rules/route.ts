@@ -4,15 +4,13 @@ import { audited, authorize } from '../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../../server/http.ts';
 import { ruleInputSchema } from '../../../../../server/alerts/model.ts';
-import { createRule, listRules } from '../../../../../server/alerts/routes.ts';
+import { createRule } from '../../../../../server/alerts/routes.ts';
+import { readAlertRules } from '../../../../../server/reads.ts';
 
 export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
-  return handle(async () => {
-    await authorize(request, 'read');
-    return json(await listRules(await getContext()));
-  });
+  return handle(async () => json(await readAlertRules(request)));
 }
 
 export function POST(request: Request): Promise<Response> {

@@ -1,0 +1,118 @@
+// The dead-letter browser, the alert pages and the audit log put their first data into the HTML through the same
+// authorization and read scope as their API routes (server/reads.ts): a Reader gets the rows, a caller without a
+// role gets none, and an Operator of one endpoint gets neither a platform topic's dead letters nor another
+// endpoint's audit entries - not in the markup, not in the hydration data. The built console with OIDC sign-in and
+// sealed session cookies, over HTTP, as e2e/console-prefetch-auth.test.ts.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Topic } from '@nimbus/sdk/contract';
+import { ensureConsoleBuilt } from '../server/build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
+import { SESSION_COOKIE, sealSession } from '../server/auth/session.ts';
+import type { Principal } from '../server/auth/principal.ts';
+import { AlertStore } from '../server/alerts/alertStore.ts';
+import { writeAudit } from '../server/audit/auditLog.ts';
+import { oidcTestEnv } from '../server/testing/oidcEnv.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const SECRET = 'prefetch-auth-pages-secret-0123456789-abcdef';
+
+let stack: ConsoleTestStack;
+let consoleApp: RunningConsole;
+
+const user = (name: string, roles: string[], groups: string[]): Principal => ({ kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups });
+const CALLERS = {
+  siteReader: user('reader', ['Reader'], []),
+  crmOperator: user('crm-operator', [], ['crm-ops']),
+  roleless: user('nobody', [], []),
+};
+
+async function pageAs(caller: keyof typeof CALLERS, path: string): Promise<string> {
+  const res = await fetch(consoleApp.url + path, {
+    headers: { cookie: `${SESSION_COOKIE}=${sealSession(CALLERS[caller], { secret: SECRET, maxAgeSeconds: 600 })}` },
+  });
+  assert.equal(res.status, 200, `${caller} ${path}`);
+  return res.text();
+}
+
+const DEAD_LETTER_ID = `prefetch-dl-${randomUUID()}`;
+const AUDIT_TARGET = `prefetch-audit-${randomUUID()}`;
+
+before(async () => {
+  await ensureConsoleBuilt(CONSOLE_DIR);
+  stack = await startConsoleTestStack();
+  // One dead letter on the platform topic Resolver (bodies of every endpoint: site-wide roles only).
+  const sessionId = `s-${randomUUID()}`;
+  const sender = stack.serviceBus.client.createSender(Topic.Resolver);
+  await sender.sendMessages({ messageId: DEAD_LETTER_ID, sessionId, body: Buffer.from('{}'), applicationProperties: { To: 'billingendpoint' } });
+  await sender.close();
+  const receiver = await stack.serviceBus.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
+  const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5000 });
+  assert.ok(m, 'received the message to dead-letter');
+  await receiver.deadLetterMessage(m, { deadLetterReason: 'PrefetchTest', deadLetterErrorDescription: 'for the prefetch test' });
+  await receiver.close();
+  // An alert rule, an alert, and an audit entry of billingendpoint.
+  const alerts = new AlertStore(stack.store.database);
+  await alerts.saveRule({ name: 'prefetch-rule', type: 'deadLetterBacklog', endpointId: null, threshold: 1000, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: false }, 'test');
+  await alerts.putAlert({
+    id: 'prefetch-alert',
+    kind: 'alert',
+    ruleId: 'r',
+    ruleName: 'prefetch-rule',
+    ruleType: 'deadLetterBacklog',
+    endpointId: null,
+    firedAt: new Date().toISOString(),
+    recoveredAt: null,
+    value: 2,
+    threshold: 1,
+    summary: 'prefetch alert',
+    link: '/',
+    deliveries: [],
+  });
+  await writeAudit(stack.store.database, {
+    actorKind: 'user',
+    actorId: 'oid-x',
+    actorName: 'x@test',
+    roles: 'Owner',
+    action: 'event.resubmit',
+    endpointId: 'billingendpoint',
+    eventId: null,
+    target: AUDIT_TARGET,
+    outcome: 'succeeded',
+    status: 200,
+    reason: null,
+    details: null,
+  });
+  consoleApp = await startConsole({
+    port: 0,
+    hostname: '127.0.0.1',
+    env: { ...stack.env, ...oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } }) },
+  });
+});
+
+after(async () => {
+  await consoleApp?.close();
+  await stack?.close();
+});
+
+describe('prefetched data of the dead-letter, alert and audit pages follows the caller’s rights', () => {
+  test('dead letters of a platform topic: for a site-wide Reader, not for an endpoint Operator nor a caller without a role', async () => {
+    const path = '/topology/subscriptions/Resolver/Resolver';
+    assert.match(await pageAs('siteReader', path), new RegExp(`data-dead-letter="${DEAD_LETTER_ID}"`));
+    for (const caller of ['crmOperator', 'roleless'] as const) assert.doesNotMatch(await pageAs(caller, path), new RegExp(DEAD_LETTER_ID), caller);
+  });
+
+  test('alert rules and history: for a Reader, not for a caller without a role', async () => {
+    assert.match(await pageAs('siteReader', '/admin/alerts'), /data-rule="prefetch-rule"/);
+    assert.match(await pageAs('siteReader', '/alerts'), /data-alert="prefetch-alert"/);
+    assert.doesNotMatch(await pageAs('roleless', '/admin/alerts'), /prefetch-rule/);
+    assert.doesNotMatch(await pageAs('roleless', '/alerts'), /prefetch-alert/);
+  });
+
+  test('the audit log: billingendpoint’s entry for a Reader, not for crmendpoint’s Operator nor a caller without a role', async () => {
+    assert.match(await pageAs('siteReader', '/audit'), new RegExp(AUDIT_TARGET));
+    for (const caller of ['crmOperator', 'roleless'] as const) assert.doesNotMatch(await pageAs(caller, '/audit'), new RegExp(AUDIT_TARGET), caller);
+  });
+});

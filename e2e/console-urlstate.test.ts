@@ -1,0 +1,255 @@
+// URL state of the dead-letter browser and the alert pages (issue 20): their filter, sort and paging position live
+// in the URL, so a reload opens the same view and Back returns to the one before. The built console against the
+// embedded Service Bus emulator and Cosmos server, with Debian's Chromium, as e2e/console-data.test.ts; the dead
+// letters are made with the real Service Bus client, the alert rules and history written with the alert store.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { BrowserContext, Page } from 'playwright-core';
+import { Topic } from '@nimbus/sdk/contract';
+import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
+import { ensureConsoleBuilt } from '../server/build.ts';
+import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
+import { AlertStore } from '../server/alerts/alertStore.ts';
+import { seedConsoleData } from '../server/testing/seed.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let stack: ConsoleTestStack;
+let consoleApp: RunningConsole;
+let browser: BrowserContext;
+let chromiumInstance: TestBrowser | undefined;
+
+/** 28 dead letters on the Resolver subscription (more than one page of 25): 26 with reason A, 2 with reason B. */
+const REASON_A = 'UrlStateThrottled';
+const REASON_B = 'UrlStateMalformed';
+const DEAD_LETTERS = 28;
+
+async function deadLetterOnResolver(count: number): Promise<void> {
+  const sessionId = `urlstate-${randomUUID()}`;
+  const sender = stack.serviceBus.client.createSender(Topic.Resolver);
+  await sender.sendMessages(
+    Array.from({ length: count }, (_, i) => ({ messageId: `urlstate-${i}`, sessionId, body: Buffer.from(JSON.stringify({ i })), applicationProperties: { To: 'billingendpoint' } })),
+  );
+  await sender.close();
+  const receiver = await stack.serviceBus.client.acceptSession(Topic.Resolver, Topic.Resolver, sessionId);
+  let done = 0;
+  while (done < count) {
+    const batch = await receiver.receiveMessages(count - done, { maxWaitTimeInMs: 5000 });
+    assert.ok(batch.length > 0, `received ${done} of ${count} messages to dead-letter`);
+    for (const m of batch) {
+      const reason = done < count - 2 ? REASON_A : REASON_B;
+      await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'made by the URL state test' });
+      done += 1;
+    }
+  }
+  await receiver.close();
+}
+
+async function seedAlerts(): Promise<void> {
+  const alerts = new AlertStore(stack.store.database);
+  const rule = (name: string, type: 'failureRate' | 'deadLetterBacklog' | 'pendingHandoff', threshold: number | null) =>
+    alerts.saveRule({ name, type, endpointId: type === 'failureRate' ? 'billingendpoint' : null, threshold, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: false }, 'test');
+  await rule('alpha failures', 'failureRate', 1000);
+  await rule('beta backlog', 'deadLetterBacklog', 1000);
+  await rule('gamma handoffs', 'pendingHandoff', null);
+  const now = Date.now();
+  const alert = (n: number, ruleName: string, recovered: boolean) =>
+    alerts.putAlert({
+      id: `urlstate-alert-${n}`,
+      kind: 'alert',
+      ruleId: `rule-${ruleName}`,
+      ruleName,
+      ruleType: 'deadLetterBacklog',
+      endpointId: null,
+      firedAt: new Date(now - n * 60_000).toISOString(),
+      recoveredAt: recovered ? new Date(now - n * 60_000 + 30_000).toISOString() : null,
+      value: 5,
+      threshold: 1,
+      summary: `${ruleName} fired (${n})`,
+      link: '/topology/subscriptions',
+      deliveries: [],
+    });
+  await alert(1, 'beta backlog', false);
+  await alert(2, 'alpha failures', true);
+  await alert(3, 'gamma handoffs', true);
+}
+
+before(async () => {
+  await ensureConsoleBuilt(CONSOLE_DIR);
+  stack = await startConsoleTestStack();
+  await seedConsoleData(stack.store);
+  await deadLetterOnResolver(DEAD_LETTERS);
+  await seedAlerts();
+  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
+  chromiumInstance = await launchTestChromium();
+  browser = chromiumInstance.context;
+});
+
+after(async () => {
+  await chromiumInstance?.close();
+  await consoleApp?.close();
+  await stack?.close();
+});
+
+/**
+ * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP
+ * refuses); fails with the last value seen.
+ */
+async function until<T>(read: () => Promise<T>, want: T, what: string, ms = 30_000, page?: Page): Promise<void> {
+  const end = Date.now() + ms;
+  let last: T | undefined;
+  for (;;) {
+    last = await read().catch(() => undefined);
+    if (JSON.stringify(last) === JSON.stringify(want)) return;
+    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)}${page ? ` at ${page.url()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * The rows are in the first HTML, before the page's scripts run: act only once the network is quiet (hydrated),
+ * or a click may land before Next's router has taken over the history entries that Back returns to.
+ */
+const HYDRATED = { waitUntil: 'networkidle' } as const;
+
+const param = (page: Page, key: string) => new URL(page.url()).searchParams.get(key);
+
+describe('dead letters: reason filter and paging position in the URL', () => {
+  const path = '/topology/subscriptions/Resolver/Resolver';
+  const shown = (page: Page) => page.evaluate<string[]>("[...document.querySelectorAll('li[data-dead-letter]')].map((li) => li.getAttribute('data-dead-letter'))");
+
+  test('Next and the filter go into the URL; a reload restores them and Back returns to the state before', async () => {
+    const page = await browser.newPage();
+    await page.goto(consoleApp.url + path, HYDRATED);
+    await until(async () => (await shown(page)).length, 25, 'first page');
+    const firstPage = await shown(page);
+
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.waitForURL(/[?&]from=\d+/);
+    await until(async () => (await shown(page)).length, DEAD_LETTERS - 25, 'second page');
+    const secondPage = await shown(page);
+    assert.equal(secondPage.some((id) => firstPage.includes(id)), false, 'the second page has other dead letters');
+
+    await page.reload(HYDRATED);
+    await until(() => shown(page), secondPage, 'the second page after a reload');
+    assert.equal(await page.getByRole('button', { name: 'Previous' }).isEnabled(), true);
+
+    await page.goBack();
+    await until(() => shown(page), firstPage, 'Back: the first page');
+    assert.equal(param(page, 'from'), null);
+
+    await page.getByLabel('Filter by reason').fill(REASON_B);
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.waitForURL(new RegExp(`[?&]reason=${REASON_B}`));
+    await until(async () => (await shown(page)).length, 2, 'filtered by reason');
+
+    await page.reload(HYDRATED);
+    await until(async () => (await shown(page)).length, 2, 'filtered after a reload');
+    assert.equal(await page.getByLabel('Filter by reason').inputValue(), REASON_B);
+
+    await page.goBack();
+    await until(() => shown(page), firstPage, 'Back: unfiltered');
+    assert.equal(param(page, 'reason'), null);
+    assert.equal(await page.getByLabel('Filter by reason').inputValue(), '', 'the box follows the URL');
+    await page.goForward();
+    await until(async () => (await shown(page)).length, 2, 'Forward: filtered again');
+    assert.equal(await page.getByLabel('Filter by reason').inputValue(), REASON_B);
+
+    // A hand-edited URL with a bad position opens the first page instead of an error.
+    await page.goto(`${consoleApp.url}${path}?from=abc&prev=x,1`);
+    await until(() => shown(page), firstPage, 'a bad from falls back to the first page');
+    await page.close();
+  });
+
+  test('the first page of the URL’s filter is in the first HTML', async () => {
+    const html = await (await fetch(`${consoleApp.url}${path}?reason=${REASON_B}`)).text();
+    assert.match(html, /data-dead-letter="urlstate-2[67]"/);
+    assert.doesNotMatch(html, /data-dead-letter="urlstate-0"/);
+  });
+});
+
+describe('alerts: rule and history filters and sort in the URL', () => {
+  const rules = (page: Page) => page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=alert-rules] tr[data-rule]')].map((tr) => tr.getAttribute('data-rule'))");
+  const history = (page: Page) =>
+    page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=alert-history] tr[data-alert]')].map((tr) => tr.getAttribute('data-alert'))");
+
+  test('Admin · Alerts: sort, kind and filter survive a reload; Back undoes the last choice', async () => {
+    const page = await browser.newPage();
+    await page.goto(consoleApp.url + '/admin/alerts', HYDRATED);
+    await until(() => rules(page), ['alpha failures', 'beta backlog', 'gamma handoffs'], 'rules by name', 30_000, page);
+
+    await page.getByRole('button', { name: /^Name/ }).click();
+    await page.waitForURL(/[?&]dir=desc/);
+    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'rules by name, Z→A', 30_000, page);
+    assert.equal(await page.locator('th[aria-sort="descending"]').count(), 1);
+
+    await page.getByLabel('Kind').selectOption('deadLetterBacklog');
+    await page.waitForURL(/[?&]type=deadLetterBacklog/);
+    await until(() => rules(page), ['beta backlog'], 'one kind', 30_000, page);
+
+    await page.reload(HYDRATED);
+    await until(() => rules(page), ['beta backlog'], 'one kind after a reload', 30_000, page);
+    assert.equal(await page.getByLabel('Kind').inputValue(), 'deadLetterBacklog');
+
+    await page.goBack();
+    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'Back: every kind, still Z→A', 30_000, page);
+    assert.equal(await page.getByLabel('Kind').inputValue(), '');
+
+    await page.getByLabel('Filter rules').fill('alp');
+    await page.waitForURL(/[?&]q=alp/);
+    await until(() => rules(page), ['alpha failures'], 'filtered', 30_000, page);
+    await page.reload(HYDRATED);
+    assert.equal(await page.getByLabel('Filter rules').inputValue(), 'alp');
+    await until(() => rules(page), ['alpha failures'], 'filtered after a reload', 30_000, page);
+    await page.close();
+  });
+
+  test('Alerts: state filter, sort and "Show more" position survive a reload; Back undoes the last choice', async () => {
+    const page = await browser.newPage();
+    await page.goto(consoleApp.url + '/alerts', HYDRATED);
+    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'newest first', 30_000, page);
+
+    await page.getByRole('button', { name: /^Rule/ }).click();
+    await page.waitForURL(/[?&]sort=rule/);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'by rule name', 30_000, page);
+
+    await page.getByLabel('State').selectOption('recovered');
+    await page.waitForURL(/[?&]state=recovered/);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'recovered only, by rule', 30_000, page);
+
+    await page.reload(HYDRATED);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'after a reload', 30_000, page);
+    assert.equal(await page.getByLabel('State').inputValue(), 'recovered');
+    assert.equal(await page.locator('th[aria-sort="ascending"]').count(), 1);
+
+    await page.goBack();
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'Back: every state, by rule', 30_000, page);
+    await page.goBack();
+    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'Back: newest first', 30_000, page);
+    assert.equal(new URL(page.url()).search, '');
+
+    // The loaded length is in the URL too: a link asking for more loads more (and fewer than asked: no button).
+    await page.goto(consoleApp.url + '/alerts?limit=300&state=firing');
+    await until(() => history(page), ['urlstate-alert-1'], 'a shared link', 30_000, page);
+    assert.equal(await page.getByRole('button', { name: 'Show more' }).count(), 0);
+    await page.close();
+  });
+});
+
+describe('prefetched pages hydrate', () => {
+  test('dead letters, alerts and audit render on the server and hydrate without errors', async () => {
+    const errors: string[] = [];
+    for (const path of ['/topology/subscriptions/Resolver/Resolver?reason=' + REASON_B, '/admin/alerts?sort=state', '/alerts?state=recovered', '/audit']) {
+      const page = await browser.newPage();
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => errors.push(`${path}: ${e.message}`));
+      await page.goto(consoleApp.url + path, { waitUntil: 'networkidle' });
+      await page.close();
+    }
+    assert.deepEqual(errors, []);
+  });
+});
