@@ -5,11 +5,11 @@
 // the only place it lives; the text boxes follow when the URL changes under them.
 import { useSearchParams } from 'next/navigation';
 import { useEffect, useRef, useState } from 'react';
-import type { z } from 'zod';
+import type { z } from 'zod/mini';
 import { nextSort, type SortDirection, type SortState } from './table.tsx';
 import { parseSearch, writeSearch } from './urlState.ts';
 
-export interface UrlState<S extends z.ZodObject> {
+export interface UrlState<S extends z.ZodMiniObject> {
   search: z.output<S>;
   /**
    * Merges `next` into the state the address bar holds now (not the last render's: two quick changes both
@@ -18,7 +18,7 @@ export interface UrlState<S extends z.ZodObject> {
   update: (next: Partial<z.output<S>>, how?: 'push' | 'replace') => void;
 }
 
-export function useUrlState<S extends z.ZodObject>(schema: S): UrlState<S> {
+export function useUrlState<S extends z.ZodMiniObject>(schema: S): UrlState<S> {
   const params = useSearchParams();
   const base = params.toString();
   // Back/Forward to an entry this page wrote itself: Next's router restores it, but its search params can keep the

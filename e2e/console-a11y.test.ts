@@ -8,11 +8,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
-import { ensureConsoleBuilt } from '../server/build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
-import { seedConsoleData } from '../server/testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+import { CONSOLE_DIR, type RunningConsole } from '../server/console.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const ARTIFACTS = join(CONSOLE_DIR, 'test-artifacts', 'console-a11y');
@@ -49,26 +46,16 @@ const DOC_SHOTS: Record<string, string> = {
   '/monitor': 'monitor',
 };
 
-let stack: ConsoleTestStack;
+let ui: SeededConsole | undefined;
 let consoleApp: RunningConsole;
 let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
 
 before(async () => {
-  await ensureConsoleBuilt(CONSOLE_DIR);
-  mkdirSync(ARTIFACTS, { recursive: true });
-  stack = await startConsoleTestStack();
-  await seedConsoleData(stack.store);
-  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+  ui = await startSeededConsole({ artifacts: 'console-a11y' });
+  ({ app: consoleApp, browser } = ui);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await consoleApp?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 /**
  * Polls an expression in the page until it is true (false after `ms`). page.waitForFunction with a string would

@@ -6,24 +6,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { BrowserContext, Page } from 'playwright-core';
-import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
-import { ensureConsoleBuilt } from '../server/build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
-import { seedConsoleData } from '../server/testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+import type { RunningConsole } from '../server/console.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
+let ui: SeededConsole | undefined;
 let stack: ConsoleTestStack;
 let consoleApp: RunningConsole;
 let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
 
-const open = async (path: string): Promise<Page> => {
-  const page = await browser.newPage();
-  await page.goto(consoleApp.url + path);
-  return page;
-};
+const open = (path: string): Promise<Page> => ui!.open(path);
 /** The document as the server sends it, before any script runs. */
 const html = async (path: string) => {
   const res = await fetch(consoleApp.url + path);
@@ -31,19 +25,11 @@ const html = async (path: string) => {
 };
 
 before(async () => {
-  await ensureConsoleBuilt(CONSOLE_DIR);
-  stack = await startConsoleTestStack();
-  await seedConsoleData(stack.store);
-  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+  ui = await startSeededConsole();
+  ({ stack, app: consoleApp, browser } = ui);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await consoleApp?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 describe('first HTML', () => {
   test('the Endpoints page arrives with its counts; the Endpoint page with its events', async () => {

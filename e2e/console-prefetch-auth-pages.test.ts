@@ -7,20 +7,16 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Topic } from '@nimbus/sdk/contract';
-import { ensureConsoleBuilt } from '../server/build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
-import { SESSION_COOKIE, sealSession } from '../server/auth/session.ts';
 import type { Principal } from '../server/auth/principal.ts';
 import { AlertStore } from '../server/alerts/alertStore.ts';
 import { writeAudit } from '../server/audit/auditLog.ts';
-import { oidcTestEnv } from '../server/testing/oidcEnv.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'prefetch-auth-pages-secret-0123456789-abcdef';
 
-let stack: ConsoleTestStack;
-let consoleApp: RunningConsole;
+let ui: SeededConsole | undefined;
 
 const user = (name: string, roles: string[], groups: string[]): Principal => ({ kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups });
 const CALLERS = {
@@ -30,9 +26,7 @@ const CALLERS = {
 };
 
 async function pageAs(caller: keyof typeof CALLERS, path: string): Promise<string> {
-  const res = await fetch(consoleApp.url + path, {
-    headers: { cookie: `${SESSION_COOKIE}=${sealSession(CALLERS[caller], { secret: SECRET, maxAgeSeconds: 600 })}` },
-  });
+  const res = await fetch(ui!.url + path, { headers: { cookie: ui!.sessionCookie(CALLERS[caller]) } });
   assert.equal(res.status, 200, `${caller} ${path}`);
   return res.text();
 }
@@ -40,9 +34,8 @@ async function pageAs(caller: keyof typeof CALLERS, path: string): Promise<strin
 const DEAD_LETTER_ID = `prefetch-dl-${randomUUID()}`;
 const AUDIT_TARGET = `prefetch-audit-${randomUUID()}`;
 
-before(async () => {
-  await ensureConsoleBuilt(CONSOLE_DIR);
-  stack = await startConsoleTestStack();
+/** A dead letter, an alert rule and alert, and an audit entry: the first data of the three pages. */
+async function seedPages(stack: ConsoleTestStack): Promise<void> {
   // One dead letter on the platform topic Resolver (bodies of every endpoint: site-wide roles only).
   const sessionId = `s-${randomUUID()}`;
   const sender = stack.serviceBus.client.createSender(Topic.Resolver);
@@ -85,17 +78,18 @@ before(async () => {
     reason: null,
     details: null,
   });
-  consoleApp = await startConsole({
-    port: 0,
-    hostname: '127.0.0.1',
-    env: { ...stack.env, ...oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } }) },
+}
+
+before(async () => {
+  ui = await startSeededConsole({
+    demoData: false,
+    browser: false,
+    auth: { sessionSecret: SECRET, roleMap: { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } } },
+    prepare: ({ stack }) => seedPages(stack),
   });
 });
 
-after(async () => {
-  await consoleApp?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 describe('prefetched data of the dead-letter, alert and audit pages follows the caller’s rights', () => {
   test('dead letters of a platform topic: for a site-wide Reader, not for an endpoint Operator nor a caller without a role', async () => {

@@ -5,19 +5,13 @@
 // server/auth/routeMatrix.test.ts), over HTTP.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ensureConsoleBuilt } from '../server/build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
-import { SESSION_COOKIE, sealSession } from '../server/auth/session.ts';
 import type { Principal } from '../server/auth/principal.ts';
-import { oidcTestEnv } from '../server/testing/oidcEnv.ts';
-import { seedConsoleData } from '../server/testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'prefetch-auth-session-secret-0123456789-abcdef';
 
-let stack: ConsoleTestStack;
-let consoleApp: RunningConsole;
+let ui: SeededConsole | undefined;
 
 const user = (name: string, roles: string[], groups: string[]): Principal => ({ kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups });
 const CALLERS = {
@@ -27,28 +21,19 @@ const CALLERS = {
 };
 
 async function pageAs(caller: keyof typeof CALLERS, path: string): Promise<string> {
-  const res = await fetch(consoleApp.url + path, {
-    headers: { cookie: `${SESSION_COOKIE}=${sealSession(CALLERS[caller], { secret: SECRET, maxAgeSeconds: 600 })}` },
-  });
+  const res = await fetch(ui!.url + path, { headers: { cookie: ui!.sessionCookie(CALLERS[caller]) } });
   assert.equal(res.status, 200, `${caller} ${path}`);
   return res.text();
 }
 
 before(async () => {
-  await ensureConsoleBuilt(CONSOLE_DIR);
-  stack = await startConsoleTestStack();
-  await seedConsoleData(stack.store);
-  consoleApp = await startConsole({
-    port: 0,
-    hostname: '127.0.0.1',
-    env: { ...stack.env, ...oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } }) },
+  ui = await startSeededConsole({
+    browser: false,
+    auth: { sessionSecret: SECRET, roleMap: { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } } },
   });
 });
 
-after(async () => {
-  await consoleApp?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 describe('prefetched data follows the caller’s rights', () => {
   test('the Endpoints page: counts for a Reader, none for a caller without a role', async () => {

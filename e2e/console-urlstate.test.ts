@@ -7,26 +7,23 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { BrowserContext, Page } from 'playwright-core';
 import { Topic } from '@nimbus/sdk/contract';
-import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
-import { ensureConsoleBuilt } from '../server/build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
+import type { RunningConsole } from '../server/console.ts';
 import { AlertStore } from '../server/alerts/alertStore.ts';
-import { seedConsoleData } from '../server/testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
-let stack: ConsoleTestStack;
+let ui: SeededConsole | undefined;
 let consoleApp: RunningConsole;
 let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
 
 /** 28 dead letters on the Resolver subscription (more than one page of 25): 26 with reason A, 2 with reason B. */
 const REASON_A = 'UrlStateThrottled';
 const REASON_B = 'UrlStateMalformed';
 const DEAD_LETTERS = 28;
 
-async function deadLetterOnResolver(count: number): Promise<void> {
+async function deadLetterOnResolver(stack: ConsoleTestStack, count: number): Promise<void> {
   const sessionId = `urlstate-${randomUUID()}`;
   const sender = stack.serviceBus.client.createSender(Topic.Resolver);
   await sender.sendMessages(
@@ -47,7 +44,7 @@ async function deadLetterOnResolver(count: number): Promise<void> {
   await receiver.close();
 }
 
-async function seedAlerts(): Promise<void> {
+async function seedAlerts(stack: ConsoleTestStack): Promise<void> {
   const alerts = new AlertStore(stack.store.database);
   const rule = (name: string, type: 'failureRate' | 'deadLetterBacklog' | 'pendingHandoff', threshold: number | null) =>
     alerts.saveRule({ name, type, endpointId: type === 'failureRate' ? 'billingendpoint' : null, threshold, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: false }, 'test');
@@ -77,21 +74,16 @@ async function seedAlerts(): Promise<void> {
 }
 
 before(async () => {
-  await ensureConsoleBuilt(CONSOLE_DIR);
-  stack = await startConsoleTestStack();
-  await seedConsoleData(stack.store);
-  await deadLetterOnResolver(DEAD_LETTERS);
-  await seedAlerts();
-  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+  ui = await startSeededConsole({
+    prepare: async ({ stack }) => {
+      await deadLetterOnResolver(stack, DEAD_LETTERS);
+      await seedAlerts(stack);
+    },
+  });
+  ({ app: consoleApp, browser } = ui);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await consoleApp?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 /**
  * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP

@@ -4,56 +4,30 @@
 // Screenshots of every page are kept under test-artifacts/console/ (gitignored).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
-import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
+import type { Page } from 'playwright-core';
 import { MessageType, Prop } from '@nimbus/sdk/contract';
-import { ensureConsoleBuilt } from '../server/build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
 import { seedConsoleData, XSS_TEXT } from '../server/testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
-const ARTIFACTS = join(CONSOLE_DIR, 'test-artifacts', 'console');
 
+let ui: SeededConsole | undefined;
 let stack: ConsoleTestStack;
-let consoleApp: RunningConsole;
-let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
-const consoleErrors: string[] = [];
+let consoleErrors: string[] = [];
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.newPage();
-  page.on('console', (m) => {
-    // The resource's URL too: "Failed to load resource" alone does not say which one.
-    if (m.type() === 'error') consoleErrors.push(`${path}: ${m.text()}${m.location().url ? ` (${m.location().url})` : ''}`);
-  });
-  page.on('pageerror', (e) => consoleErrors.push(`${path}: ${e.message}`));
-  await page.goto(consoleApp.url + path);
-  return page;
-}
-
-const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+const open = (path: string): Promise<Page> => ui!.open(path);
+const shot = (page: Page, name: string) => page.screenshot({ path: join(ui!.artifacts, `${name}.png`), fullPage: true });
 
 before(async () => {
-  const started = Date.now();
-  const built = await ensureConsoleBuilt(CONSOLE_DIR);
+  ui = await startSeededConsole({ artifacts: 'console' });
+  ({ stack, consoleErrors } = ui);
   // Reported, not asserted: the build time is a figure for the report, not a pass/fail threshold.
-  console.log(`# next build: ${built ? `built in ${((Date.now() - started) / 1000).toFixed(1)} s` : 'up to date, reused .next'}`);
-  mkdirSync(ARTIFACTS, { recursive: true });
-  stack = await startConsoleTestStack();
-  await seedConsoleData(stack.store);
-  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+  console.log(`# next build: ${ui.build.built ? `built in ${ui.build.seconds.toFixed(1)} s` : 'up to date, reused .next'}`);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await consoleApp?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 describe('console in Chromium', () => {
   test('the endpoints page lists the catalog with counts; an event shows its payload escaped (XSS inert)', async () => {

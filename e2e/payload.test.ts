@@ -5,34 +5,21 @@
 // a diff of two history entries; and aria-sort on a sortable table header.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { decodeBody, MessageType, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
-import { ensureConsoleBuilt } from '../server/build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../server/console.ts';
-import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
-import { seedConsoleData, XSS_TEXT } from '../server/testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../server/testing/stack.ts';
+import type { MessageStore } from '../lib/store/index.ts';
+import { XSS_TEXT } from '../server/testing/seed.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
-const ARTIFACTS = join(CONSOLE_DIR, 'test-artifacts', 'payload');
 
+let ui: SeededConsole | undefined;
 let stack: ConsoleTestStack;
-let consoleApp: RunningConsole;
-let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
-const consoleErrors: string[] = [];
+let consoleErrors: string[] = [];
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.newPage();
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(`${path}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => consoleErrors.push(`${path}: ${e.message}`));
-  await page.goto(consoleApp.url + path);
-  return page;
-}
+const open = (path: string): Promise<Page> => ui!.open(path);
 
 /** The few browser globals the page functions below use (this program has no DOM types). */
 type Browser = {
@@ -40,10 +27,11 @@ type Browser = {
   navigator: { clipboard: { readText(): Promise<string> } };
 };
 
-const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => page.screenshot({ path: join(ui!.artifacts, `${name}.png`), fullPage: true });
 
 /** One message of an event as the Resolver records it (history entry and status row). */
 async function record(
+  store: MessageStore,
   e: { endpointId: string; eventId: string; sessionId: string; eventTypeId: string },
   type: MessageTypeT,
   messageId: string,
@@ -63,7 +51,7 @@ async function record(
     enqueuedAt: new Date(at).toISOString(),
     ...extra,
   };
-  await stack.store.recordOutcome({ history: { ...common }, status: { ...common } });
+  await store.recordOutcome({ history: { ...common }, status: { ...common } });
 }
 
 const VALID_ORDER = {
@@ -76,32 +64,26 @@ const VALID_ORDER = {
 };
 
 before(async () => {
-  await ensureConsoleBuilt(CONSOLE_DIR);
-  mkdirSync(ARTIFACTS, { recursive: true });
-  stack = await startConsoleTestStack();
-  const base = Date.now() - 60_000;
-  await seedConsoleData(stack.store, base);
-  // A body the Resolver kept as raw text (it was not JSON), markup included.
-  const raw = { endpointId: 'billingendpoint', eventId: 'evt-raw-1', sessionId: 'ORD-400', eventTypeId: 'OrderPlaced' };
-  await record(raw, MessageType.EventRequest, 'evt-raw-1-req', base, { payload: `orderId=ORD-400 <b id="raw-bold">bold</b>` });
-  await record(raw, MessageType.ErrorResponse, 'evt-raw-1-res', base + 1000, { errorText: 'not JSON' });
-  // An event resubmitted once with a changed payload: two requests in its history to compare.
-  const twice = { endpointId: 'billingendpoint', eventId: 'evt-twice-1', sessionId: 'ORD-500', eventTypeId: 'OrderPlaced' };
-  await record(twice, MessageType.EventRequest, 'evt-twice-1-req', base, { payload: { orderId: 'ORD-500', total: 10, currency: 'EUR' } });
-  await record(twice, MessageType.ErrorResponse, 'evt-twice-1-res', base + 1000, { errorText: 'total too low' });
-  await record(twice, MessageType.ResubmissionRequest, 'evt-twice-1-resub', base + 2000, { payload: { orderId: 'ORD-500', total: 12.5, currency: 'EUR' } });
-  await record(twice, MessageType.ErrorResponse, 'evt-twice-1-res2', base + 3000, { errorText: 'still too low' });
-  consoleApp = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
-  await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: consoleApp.url });
+  ui = await startSeededConsole({
+    artifacts: 'payload',
+    permissions: ['clipboard-read', 'clipboard-write'],
+    prepare: async ({ stack: { store }, base }) => {
+      // A body the Resolver kept as raw text (it was not JSON), markup included.
+      const raw = { endpointId: 'billingendpoint', eventId: 'evt-raw-1', sessionId: 'ORD-400', eventTypeId: 'OrderPlaced' };
+      await record(store, raw, MessageType.EventRequest, 'evt-raw-1-req', base, { payload: `orderId=ORD-400 <b id="raw-bold">bold</b>` });
+      await record(store, raw, MessageType.ErrorResponse, 'evt-raw-1-res', base + 1000, { errorText: 'not JSON' });
+      // An event resubmitted once with a changed payload: two requests in its history to compare.
+      const twice = { endpointId: 'billingendpoint', eventId: 'evt-twice-1', sessionId: 'ORD-500', eventTypeId: 'OrderPlaced' };
+      await record(store, twice, MessageType.EventRequest, 'evt-twice-1-req', base, { payload: { orderId: 'ORD-500', total: 10, currency: 'EUR' } });
+      await record(store, twice, MessageType.ErrorResponse, 'evt-twice-1-res', base + 1000, { errorText: 'total too low' });
+      await record(store, twice, MessageType.ResubmissionRequest, 'evt-twice-1-resub', base + 2000, { payload: { orderId: 'ORD-500', total: 12.5, currency: 'EUR' } });
+      await record(store, twice, MessageType.ErrorResponse, 'evt-twice-1-res2', base + 3000, { errorText: 'still too low' });
+    },
+  });
+  ({ stack, consoleErrors } = ui);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await consoleApp?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 describe('payloads in Chromium', () => {
   test('a JSON body is highlighted and foldable, its markup inert, and Copy puts it on the clipboard', async () => {

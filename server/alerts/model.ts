@@ -3,16 +3,9 @@
 // settings are sealed (secrets.ts) before they are stored and replaced by `{ set: true }` when read back.
 import { z } from 'zod';
 
-export const RULE_TYPES = [
-  'failureRate',
-  'newFailureGroup',
-  'deadLetterBacklog',
-  'blockedSession',
-  'pendingHandoff',
-  'heartbeatMissing',
-  'resolverLiveness',
-] as const;
-export type RuleType = (typeof RULE_TYPES)[number];
+import { RULE_TYPES, type RuleType } from './ruleTypes.ts';
+
+export { RULE_TYPES, type RuleType };
 
 const id = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an id is letters, digits and dashes');
 const endpointId = z.string().trim().min(1).max(100);

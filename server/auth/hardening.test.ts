@@ -9,11 +9,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BrowserContext, Page } from 'playwright-core';
 import { MessageType, Prop } from '@nimbus/sdk/contract';
-import { ensureConsoleBuilt } from '../build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
-import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
-import { seedConsoleData, XSS_TEXT } from '../testing/seed.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { CONSOLE_DIR, type RunningConsole } from '../console.ts';
+import { XSS_TEXT } from '../testing/seed.ts';
+import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../testing/stack.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { bodyTooLarge, newNonce, pageCsp } from './hardening.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
@@ -23,9 +22,9 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
 const EP = 'billingendpoint';
 
+let ui: SeededConsole | undefined;
 let stack: ConsoleTestStack;
 let app: RunningConsole;
-let chromiumInstance: TestBrowser | undefined;
 let browser: BrowserContext;
 let evil: Server | undefined;
 const pageErrors: string[] = [];
@@ -74,10 +73,8 @@ async function assertInert(page: Page, where: string): Promise<void> {
   assert.deepEqual(r, { xss: undefined, imgs: 0, scripts: 0, rawMarkupInData: 0 }, `${where}: the payload stayed text`);
 }
 
-before(async () => {
-  await ensureConsoleBuilt(DIR);
-  stack = await startConsoleTestStack('hostile');
-  await seedConsoleData(stack.store);
+/** Beside the demo rows: markup in every field the pages show, in the store and on the broker. */
+async function seedHostileInput(stack: ConsoleTestStack): Promise<void> {
   // An event whose error text, type and dead-letter reason/description are all markup.
   const when = new Date().toISOString();
   const common = {
@@ -115,19 +112,16 @@ before(async () => {
   assert.ok(m, 'the message reached the endpoint subscription');
   await receiver.deadLetterMessage(m, { deadLetterReason: '<b>x</b><img src=x onerror="window.__xss=4">', deadLetterErrorDescription: XSS_TEXT });
   await receiver.close();
+}
 
-  app = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env, dir: DIR });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+before(async () => {
+  ui = await startSeededConsole({ database: 'hostile', dir: DIR, prepare: ({ stack }) => seedHostileInput(stack) });
+  ({ stack, app, browser } = ui);
 });
 
 after(async () => {
-  await chromiumInstance?.close();
   await new Promise<void>((r) => (evil ? evil.close(() => r()) : r()));
-  await app?.close();
-  const { closeOpsServices } = await import('../heartbeat/services.ts');
-  await closeOpsServices();
-  await stack?.close();
+  await ui?.close();
 });
 
 describe('hostile input in Chromium', () => {

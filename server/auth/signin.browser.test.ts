@@ -6,33 +6,26 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import type { BrowserContext, Page } from 'playwright-core';
-import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
-import { ensureConsoleBuilt } from '../build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { startConsole, type RunningConsole } from '../console.ts';
+import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
 import { startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SESSION_SECRET = 'browser-test-session-secret-0123456789abcdef';
 
-let stack: ConsoleTestStack;
+let ui: SeededConsole | undefined;
 let consoleApp: RunningConsole;
 let idp: TestOidcProvider;
-let chromium: TestBrowser | undefined;
 let browser: BrowserContext;
 
 before(async () => {
-  await ensureConsoleBuilt(CONSOLE_DIR);
-  stack = await startConsoleTestStack();
   // The console's port (0 = ephemeral) is known only once it listens, and the provider must know the console's
   // redirect URI: start the console with stand-in provider settings, then point it at the provider (the
   // console reads the sign-in settings again when they change, as they are read per request in this process).
-  consoleApp = await startConsole({
-    port: 0,
-    hostname: '127.0.0.1',
+  ui = await startSeededConsole({
+    demoData: false,
     env: {
-      ...stack.env,
       NIMBUS_AUTH: 'oidc',
       NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9',
       NIMBUS_AUTH_CLIENT_ID: 'stand-in',
@@ -43,6 +36,7 @@ before(async () => {
       NIMBUS_AUTH_CA_FILE: undefined,
     },
   });
+  ({ app: consoleApp, browser } = ui);
   idp = await startTestOidcProvider({
     redirectUris: [`${consoleApp.url}/auth/callback`],
     postLogoutRedirectUris: [`${consoleApp.url}/`],
@@ -54,15 +48,11 @@ before(async () => {
     NIMBUS_AUTH_REDIRECT_URI: `${consoleApp.url}/auth/callback`,
     NIMBUS_AUTH_CA_FILE: idp.caFile,
   });
-  chromium = await launchTestChromium();
-  browser = chromium.context;
 });
 
 after(async () => {
-  await chromium?.close();
-  await consoleApp?.close();
+  await ui?.close();
   await idp?.close();
-  await stack?.close();
 });
 
 async function newPage(): Promise<Page> {

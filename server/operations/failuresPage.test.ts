@@ -8,45 +8,30 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusSessionReceiver } from '@azure/service-bus';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
-import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
-import { ensureConsoleBuilt } from '../build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { CONSOLE_DIR } from '../console.ts';
+import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
 const EP = 'billingendpoint';
 const SESSION = 'S-failures-page';
 
+let ui: SeededConsole | undefined;
 let stack: ConsoleTestStack;
-let app: RunningConsole;
-let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
-const pageErrors: string[] = [];
+let pageErrors: string[] = [];
 
 before(async () => {
-  await ensureConsoleBuilt(DIR);
-  stack = await startConsoleTestStack('failurespage');
-  app = await startConsole({ port: 0, hostname: '127.0.0.1', env: { ...stack.env, NIMBUS_OPERATIONS_RATE: '10' }, dir: DIR });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+  ui = await startSeededConsole({ database: 'failurespage', dir: DIR, demoData: false, env: { NIMBUS_OPERATIONS_RATE: '10' } });
+  ({ stack, pageErrors } = ui);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await app?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => pageErrors.push(`${path}: ${e.message}`));
-  await page.goto(app.url + path);
-  return page;
-}
+const open = (path: string): Promise<Page> => ui!.open(path);
 
 /**
  * The EventIds of the commands waiting in a session: received until `expected` have arrived (the job's "completed"

@@ -6,13 +6,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { BrowserContext, Page } from 'playwright-core';
-import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
+import type { Page } from 'playwright-core';
 import { Address, decodeSessionState, emptySessionState, encodeSessionState, MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { createStore } from '../../lib/store/index.ts';
-import { ensureConsoleBuilt } from '../build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { CONSOLE_DIR } from '../console.ts';
+import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { RECONCILE_AUDIT_EVENT } from './draining.ts';
@@ -21,25 +20,17 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
 const ep = 'billingendpoint';
 
+let ui: SeededConsole | undefined;
 let stack: ConsoleTestStack;
-let app: RunningConsole;
-let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
-const pageErrors: string[] = [];
+let pageErrors: string[] = [];
 
 before(async () => {
-  await ensureConsoleBuilt(DIR);
-  stack = await startConsoleTestStack('reconcilepage');
-  app = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env, dir: DIR });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+  // The test seeds the demo rows itself: it plants a dead console's claim on one of them.
+  ui = await startSeededConsole({ database: 'reconcilepage', dir: DIR, demoData: false });
+  ({ stack, pageErrors } = ui);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await app?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 /**
  * The session's lock, once the console lets go of it: the page's preview, refetched after the repair, looks into
@@ -56,12 +47,7 @@ async function acceptWhenFree(sessionId: string) {
   }
 }
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => pageErrors.push(`${path}: ${e.message}`));
-  await page.goto(app.url + path);
-  return page;
-}
+const open = (path: string): Promise<Page> => ui!.open(path);
 
 describe('Operations → Reconcile page', () => {
   test('stuck rows and draining sessions show why and what the repair does, and are repaired from the page', async () => {

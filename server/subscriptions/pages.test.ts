@@ -9,16 +9,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { BrowserContext, Page } from 'playwright-core';
-import { launchTestChromium, type TestBrowser } from '../testing/chromium.ts';
+import type { Page } from 'playwright-core';
 import { pino } from 'pino';
 import { encodeBody, MessageType, Prop, Topic } from '@nimbus/sdk/contract';
-import { createStore, type MessageStore } from '../../lib/store/index.ts';
+import { createStore } from '../../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy } from '../../lib/store/testing/faultProxy.ts';
-import { startResolver, type ResolverHandle } from '../../resolver-worker/index.ts';
-import { ensureConsoleBuilt } from '../build.ts';
-import { CONSOLE_DIR, startConsole, type RunningConsole } from '../console.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { startResolver } from '../../resolver-worker/index.ts';
+import { CONSOLE_DIR } from '../console.ts';
+import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
+import type { ConsoleTestStack } from '../testing/stack.ts';
 import { peekDeadLetters } from './deadLetters.ts';
 import { TOPOLOGY_AUDIT_EVENT } from './replay.ts';
 import { ReplayJournal } from './replayJournal.ts';
@@ -26,21 +25,12 @@ import { ReplayJournal } from './replayJournal.ts';
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
 
+let ui: SeededConsole | undefined;
 let stack: ConsoleTestStack;
 let proxy: FaultProxy;
-let resolverStore: MessageStore;
-let resolver: ResolverHandle;
-let app: RunningConsole;
-let browser: BrowserContext;
-let chromiumInstance: TestBrowser | undefined;
-const pageErrors: string[] = [];
+let pageErrors: string[] = [];
 
-async function open(path: string): Promise<Page> {
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => pageErrors.push(`${path}: ${e.message}`));
-  await page.goto(app.url + path);
-  return page;
-}
+const open = (path: string): Promise<Page> => ui!.open(path);
 
 async function eventually<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
   for (let i = 0; i < 300; i++) {
@@ -52,26 +42,23 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>):
 }
 
 before(async () => {
-  await ensureConsoleBuilt(DIR);
-  stack = await startConsoleTestStack();
-  proxy = await startFaultProxy(stack.cosmos.endpoint);
-  resolverStore = await createStore({ endpoint: proxy.endpoint, key: stack.cosmos.key, database: 'nimbus' });
-  resolver = startResolver({ client: stack.serviceBus.client, store: resolverStore, sessionIdleTimeoutMs: 200, budget: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 10 }, log: pino({ level: 'silent' }) });
-  app = await startConsole({ port: 0, hostname: '127.0.0.1', env: stack.env, dir: DIR });
-  chromiumInstance = await launchTestChromium();
-  browser = chromiumInstance.context;
+  ui = await startSeededConsole({
+    dir: DIR,
+    demoData: false,
+    // The Resolver writes through the fault proxy; stopped after the console, in reverse order.
+    prepare: async ({ stack, defer }) => {
+      proxy = await startFaultProxy(stack.cosmos.endpoint);
+      defer(() => proxy.close());
+      const resolverStore = await createStore({ endpoint: proxy.endpoint, key: stack.cosmos.key, database: 'nimbus' });
+      defer(() => resolverStore.close().catch(() => undefined));
+      const resolver = startResolver({ client: stack.serviceBus.client, store: resolverStore, sessionIdleTimeoutMs: 200, budget: { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 10 }, log: pino({ level: 'silent' }) });
+      defer(() => resolver.stop().catch(() => undefined));
+    },
+  });
+  ({ stack, pageErrors } = ui);
 });
 
-after(async () => {
-  await chromiumInstance?.close();
-  await app?.close();
-  const { closeOpsServices } = await import('../heartbeat/services.ts');
-  await closeOpsServices();
-  await resolver?.stop().catch(() => undefined);
-  await resolverStore?.close().catch(() => undefined);
-  await proxy?.close();
-  await stack?.close();
-});
+after(() => ui?.close());
 
 describe('operations pages in Chromium', () => {
   test('a Resolver dead letter from store throttling is replayed from the page after the fault stops', async () => {
