@@ -8,6 +8,8 @@ import { MessageType as T } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore } from './store.ts';
 import type { StatusRow, StatusWrite } from './schemas.ts';
 import {
+  aggregateLosses,
+  applyGroupTransition,
   failureGroupsContainer,
   groupChanges,
   readFailureGroupDocs,
@@ -144,6 +146,29 @@ describe('aggregates kept by the store', () => {
     assert.equal(total, 30, '40 failed, 10 resolved');
     await rebuildFailureGroups(db, ep);
     assert.deepEqual(comparable(await readFailureGroupDocs(db, ep)), kept, 'a recount from the rows finds what the writes kept');
+  });
+
+  test('a change that cannot be applied is counted and logged without payload or error text', async () => {
+    const db = f.store.database;
+    const container = await failureGroupsContainer(db);
+    // A document the patch cannot apply to (no `counts`, `types` or `hours` to increment under): refused with 400.
+    const groupId = 'e'.repeat(20);
+    await container.items.create({ id: groupId, endpointId: ep, groupId });
+    const lines: string[] = [];
+    const before = aggregateLosses().count;
+    const failed = row({ endpointId: ep, eventId: 'lost-1', status: 'Failed', fingerprint: groupId, errorType: 'X', errorText: 'card 4111-1111 declined for SECRET-PAYLOAD' });
+    assert.equal(await applyGroupTransition(db, null, failed, (l) => lines.push(l)), false);
+    assert.equal(aggregateLosses().count, before + 1);
+    assert.equal(aggregateLosses().lastEndpointId, ep);
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, new RegExp(`endpoint ${ep}, group ${groupId} \\(status 400\\)`));
+    assert.doesNotMatch(lines[0]!, /4111|SECRET|declined/);
+    // An applied change logs nothing.
+    const kept = 'd'.repeat(20);
+    assert.equal(await applyGroupTransition(db, null, { ...failed, eventId: 'kept-1', fingerprint: kept }, (l) => lines.push(l)), true);
+    assert.equal(lines.length, 1);
+    await container.item(groupId, ep).delete();
+    await container.item(kept, ep).delete();
   });
 
   test('a drifted aggregate is repaired by the recount', async () => {

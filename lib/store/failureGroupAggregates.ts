@@ -9,8 +9,8 @@
 // and the version it wrote, as atomic `incr` patches. Increments commute, so concurrent Resolvers and consoles
 // writing rows of one group add up exactly; a redelivered message that changes nothing writes no row and so
 // applies no delta. What can drift is what can drift for the counters: a process that dies between the row write
-// and the patch (or a patch that fails) leaves the aggregate off by that row, and rows written around the store
-// (the fingerprint backfill, the bench's bulk seeding) are not counted at all. rebuildFailureGroups repairs both
+// and the patch (or a patch that fails: counted and logged, see aggregateLosses) leaves the aggregate off by that
+// row, and rows written around the store (the fingerprint backfill, the bench's bulk seeding) are not counted at all. rebuildFailureGroups repairs both
 // from the rows: recountEndpoint runs it (after an unclean stop, when a Resolver instance died), and so does
 // `npm run backfill:fingerprints`.
 //
@@ -18,6 +18,7 @@
 // endpoint's group in the same few milliseconds can leave them one arrival behind); firstAt is set when the
 // document is created. The read refines both with the hour buckets (docs/failures.md).
 import type { Container, Database, PatchOperation } from '@azure/cosmos';
+import { metrics } from '@opentelemetry/api';
 import { cosmosStatus, rethrowCosmos } from './errors.ts';
 import { FAILURE_STATUSES, fingerprintOf } from './fingerprint.ts';
 import { statusRowId } from './ids.ts';
@@ -189,21 +190,76 @@ async function applyChange(container: Container, change: GroupChange): Promise<v
   rethrowCosmos(new Error('failure group document kept disappearing'), 'failure group update');
 }
 
+// ------------------------------------------------------------------ lost changes: visible, not silent
+
+/** Aggregate changes this process could not apply since it started (each repaired by the endpoint's next rebuild). */
+const losses = { count: 0, lastAt: null as string | null, lastEndpointId: null as string | null, lastCause: null as string | null };
+
+/** How many group changes this process lost, and the last one's context (tests; a health read can show it). */
+export function aggregateLosses(): Readonly<typeof losses> {
+  return { ...losses };
+}
+
+let lossCounter: { add(n: number, attrs?: Record<string, string>): void } | undefined;
+
+/**
+ * Records one lost change: a counter (nimbus.store.failure_group_losses, the endpoint as attribute) and one log
+ * line naming the endpoint, the group id and the cause (a status code or error name: never an error message, which
+ * can quote a payload). The row is written; the aggregate is off by it until the endpoint's next rebuild.
+ */
+function recordLoss(change: GroupChange, err: unknown, log: (line: string) => void): void {
+  const status = cosmosStatus(err);
+  const cause = status !== undefined ? `status ${status}` : err instanceof Error ? err.name : 'unknown error';
+  losses.count++;
+  losses.lastAt = new Date().toISOString();
+  losses.lastEndpointId = change.endpointId;
+  losses.lastCause = cause;
+  lossCounter ??= metrics.getMeter('nimbus.store').createCounter('nimbus.store.failure_group_losses', {
+    unit: '{changes}',
+    description: 'Failure-group aggregate changes not applied (a rebuild repairs them)',
+  });
+  lossCounter.add(1, { endpointId: change.endpointId });
+  log(
+    `failure group aggregate not updated: endpoint ${change.endpointId}, group ${change.groupId} (${cause}); ` +
+      `the group's counts are off by one row until the endpoint's recount or npm run backfill:fingerprints`,
+  );
+}
+
+const defaultLog = (line: string) => process.stderr.write(`${JSON.stringify({ level: 'warn', msg: line, time: new Date().toISOString() })}\n`);
+
 /**
  * Applies a status write's change to the aggregates. Called by the store after the row is written (one place per
- * write path). Resolves true when applied (or nothing to apply), false when a patch failed: the row is the truth
- * and is already written, so the caller is not failed for it; the rebuild repairs the aggregate.
+ * write path). Resolves true when applied (or nothing to apply), false when a change failed: the row is the truth
+ * and is already written, so the caller is not failed for it; the loss is counted and logged (recordLoss) and the
+ * rebuild repairs the aggregate.
  */
-export async function applyGroupTransition(database: Database, before: StatusRow | null, after: StatusRow | null): Promise<boolean> {
+export async function applyGroupTransition(
+  database: Database,
+  before: StatusRow | null,
+  after: StatusRow | null,
+  log: (line: string) => void = defaultLog,
+): Promise<boolean> {
   const changes = groupChanges(before, after);
   if (changes.length === 0) return true;
+  let container: Container;
   try {
-    const container = await failureGroupsContainer(database);
-    await Promise.all(changes.map((c) => applyChange(container, c)));
-    return true;
-  } catch {
+    container = await failureGroupsContainer(database);
+  } catch (err) {
+    for (const c of changes) recordLoss(c, err, log);
     return false;
   }
+  const results = await Promise.all(
+    changes.map((c) =>
+      applyChange(container, c).then(
+        () => true,
+        (err: unknown) => {
+          recordLoss(c, err, log);
+          return false;
+        },
+      ),
+    ),
+  );
+  return results.every(Boolean);
 }
 
 // ------------------------------------------------------------------ rebuild (repair) from the rows
