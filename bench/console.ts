@@ -14,6 +14,7 @@
 // Set NIMBUS_NEXT_DIST_DIR to build/serve the console from a folder of your own.
 //   npx tsx bench/console.ts          (or `npm run bench console`)
 import { performance } from 'node:perf_hooks';
+import type { Page } from 'playwright-core';
 import { fileURLToPath } from 'node:url';
 import { ensureConsoleBuilt } from '../server/build.ts';
 import { CONSOLE_DIR, startConsole } from '../server/console.ts';
@@ -151,31 +152,56 @@ export async function runConsoleBench(): Promise<BenchResult> {
 
     // Navigation to data shown: a fresh page each time, timed until the first row with counts or events is visible.
     browser = await launchTestChromium();
-    const pageTimes = async (path: string, shown: string): Promise<Stats & { commit: Stats }> => {
+    // When the browser first painted an element marked `elementtiming="<identifier>"` (the Element Timing API), as
+    // an epoch time on the machine's clock, or null if it reported none within 10 s.
+    const paintedAt = (page: Page, identifier: string): Promise<number | null> =>
+      page.evaluate(`new Promise((resolve) => {
+        const done = (v) => { observer.disconnect(); resolve(v); };
+        const observer = new PerformanceObserver((list) => {
+          const e = list.getEntries().find((x) => x.identifier === ${JSON.stringify(identifier)});
+          if (e) done(performance.timeOrigin + (e.renderTime || e.loadTime));
+        });
+        observer.observe({ type: 'element', buffered: true });
+        setTimeout(() => done(null), 10000);
+      })`);
+    // `tab`: each load in a new tab (a renderer process to start: what the figures before issue 20 measured);
+    // `open`: each load a navigation of one open console tab from another console page (/search), as an operator
+    // following a bookmark or typing an address in the tab they work in.
+    const pageTimes = async (path: string, shown: string, identifier: string, how: 'tab' | 'open' = 'tab'): Promise<Stats & { commit: Stats; painted: Stats }> => {
       const samples: number[] = [];
       const commits: number[] = [];
+      const paints: number[] = [];
+      const openTab = how === 'open' ? await browser!.context.newPage() : null;
       for (let i = 0; i < pageLoads + 1; i++) {
-        const page = await browser!.context.newPage();
+        if (openTab) await openTab.goto(`${base}/search`);
+        const page = openTab ?? (await browser!.context.newPage());
         const started = performance.now();
         // Timed to the data on screen, not to the load event: the document may show it long before its
         // scripts have all arrived (counts in the first HTML), or long after (fetched once they run).
         await page.goto(base + path, { waitUntil: 'commit' });
         const committed = performance.now() - started;
         await page.locator(shown).first().waitFor({ timeout: 60_000 });
+        const seen = performance.now() - started;
+        // The locator's check runs on the page's main thread, so it sees the data only once the scripts that run
+        // after the first paint (parsing, hydration) let it: "shown" includes them. "Painted" is when the browser
+        // put the data on screen, on the same clock (both epoch times of this machine).
+        const painted = await paintedAt(page, identifier);
+        if (painted === null) throw new Error(`${path}: the browser reported no paint of [elementtiming="${identifier}"]`);
         // the first load warms Next's route code
         if (i > 0) {
-          samples.push(performance.now() - started);
+          samples.push(seen);
           commits.push(committed);
+          paints.push(painted - (performance.timeOrigin + started));
         }
-        await page.close();
+        if (!openTab) await page.close();
       }
-      return { ...stats(samples), commit: stats(commits) };
+      await openTab?.close();
+      return { ...stats(samples), commit: stats(commits), painted: stats(paints) };
     };
-    const endpointsPage = await pageTimes('/', `tr[data-endpoint="${busiest}"] a[aria-label$=" failed"]`);
-    const endpointPage = await pageTimes(
-      `/endpoints/${busiest}?status=Failed`,
-      '[data-testid="events-table"] tbody tr',
-    );
+    const countsLink = `tr[data-endpoint="${busiest}"] a[aria-label$=" failed"]`;
+    const endpointsPage = await pageTimes('/', countsLink, 'endpoint-counts');
+    const endpointsPageOpenTab = await pageTimes('/', countsLink, 'endpoint-counts', 'open');
+    const endpointPage = await pageTimes(`/endpoints/${busiest}?status=Failed`, '[data-testid="events-table"] tbody tr', 'event-rows');
 
     const apiRow = (figure: string, s: Stats, which: 'p50' | 'p95', target?: number): BenchRow => ({
       figure: `${figure} ${which}`,
@@ -205,30 +231,63 @@ export async function runConsoleBench(): Promise<BenchResult> {
           unit: 'commands/s',
           better: 'higher',
         },
-        // Issue 20: the counts come in the first HTML (prefetched on the server), target < 300 ms.
+        // Issue 20: the counts come in the first HTML (prefetched on the server), target < 300 ms from navigation
+        // to the counts on screen: the browser's own record of their first paint (Element Timing).
         {
-          figure: 'Endpoints page: navigation → counts shown, p50',
-          value: endpointsPage.p50,
+          figure: 'Endpoints page: navigation → counts painted, p50',
+          value: endpointsPage.painted.p50,
           unit: 'ms',
           better: 'lower',
           target: 300,
         },
-        // The part of it that is the navigation (a new tab, the request, the server's render, the commit): the
-        // rest is parsing, layout and the main thread's scripts before the locator's check sees the counts.
+        {
+          figure: 'Endpoints page: navigation → counts painted, p95',
+          value: endpointsPage.painted.p95,
+          unit: 'ms',
+          better: 'lower',
+        },
+        {
+          figure: 'Endpoints page, navigated to in an open tab: → counts painted, p50',
+          value: endpointsPageOpenTab.painted.p50,
+          unit: 'ms',
+          better: 'lower',
+        },
+        {
+          figure: 'Endpoints page, navigated to in an open tab: → counts painted, p95',
+          value: endpointsPageOpenTab.painted.p95,
+          unit: 'ms',
+          better: 'lower',
+        },
+        // The part of it that is the navigation (a new tab, the request, the server's render, the commit).
         {
           figure: 'Endpoints page: navigation → response committed, p50',
           value: endpointsPage.commit.p50,
           unit: 'ms',
           better: 'lower',
         },
+        // The same page until a check on its main thread sees the counts: after the scripts that run once the
+        // counts are painted (hydration). What the page is interactive from, roughly; the earlier figure of the
+        // issue (770-790 ms) was measured this way.
         {
-          figure: 'Endpoints page: navigation → counts shown, p95',
+          figure: 'Endpoints page: navigation → counts seen by a script on the page, p50',
+          value: endpointsPage.p50,
+          unit: 'ms',
+          better: 'lower',
+        },
+        {
+          figure: 'Endpoints page: navigation → counts seen by a script on the page, p95',
           value: endpointsPage.p95,
           unit: 'ms',
           better: 'lower',
         },
         {
-          figure: 'Endpoint page: navigation to events shown, p50',
+          figure: 'Endpoint page: navigation → events painted, p50',
+          value: endpointPage.painted.p50,
+          unit: 'ms',
+          better: 'lower',
+        },
+        {
+          figure: 'Endpoint page: navigation → events seen by a script on the page, p50',
           value: endpointPage.p50,
           unit: 'ms',
           better: 'lower',

@@ -279,7 +279,8 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
                 <td className="px-2 py-1">
                   <StatusBadge status={i.status} subStatus={i.subStatus} />
                 </td>
-                <td className="px-2 py-1 font-mono text-xs">
+                {/* elementtiming: when the list is first painted (bench/console.ts, Element Timing API). */}
+                <td className="px-2 py-1 font-mono text-xs" {...{ elementtiming: 'event-rows' }}>
                   <Link href={eventHref(endpointId, i.eventId)} className="text-sky-700 hover:underline">
                     {i.eventId}
                   </Link>
