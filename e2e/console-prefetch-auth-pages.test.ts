@@ -7,9 +7,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Topic } from '@nimbus/sdk/contract';
-import type { Principal } from '../server/auth/principal.ts';
 import { AlertStore } from '../server/alerts/alertStore.ts';
 import { writeAudit } from '../server/audit/auditLog.ts';
+import { pageAs as fetchPageAs, PREFETCH_ROLE_MAP, type PrefetchCaller } from '../server/testing/prefetchCallers.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
@@ -18,18 +18,7 @@ const SECRET = 'prefetch-auth-pages-secret-0123456789-abcdef';
 
 let ui: SeededConsole | undefined;
 
-const user = (name: string, roles: string[], groups: string[]): Principal => ({ kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups });
-const CALLERS = {
-  siteReader: user('reader', ['Reader'], []),
-  crmOperator: user('crm-operator', [], ['crm-ops']),
-  roleless: user('nobody', [], []),
-};
-
-async function pageAs(caller: keyof typeof CALLERS, path: string): Promise<string> {
-  const res = await fetch(ui!.url + path, { headers: { cookie: ui!.sessionCookie(CALLERS[caller]) } });
-  assert.equal(res.status, 200, `${caller} ${path}`);
-  return res.text();
-}
+const pageAs = (caller: PrefetchCaller, path: string): Promise<string> => fetchPageAs(ui!, caller, path);
 
 const DEAD_LETTER_ID = `prefetch-dl-${randomUUID()}`;
 const AUDIT_TARGET = `prefetch-audit-${randomUUID()}`;
@@ -84,7 +73,7 @@ before(async () => {
   ui = await startSeededConsole({
     demoData: false,
     browser: false,
-    auth: { sessionSecret: SECRET, roleMap: { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } } },
+    auth: { sessionSecret: SECRET, roleMap: PREFETCH_ROLE_MAP },
     prepare: ({ stack }) => seedPages(stack),
   });
 });

@@ -5,7 +5,7 @@
 // server/auth/routeMatrix.test.ts), over HTTP.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Principal } from '../server/auth/principal.ts';
+import { pageAs as fetchPageAs, PREFETCH_ROLE_MAP, type PrefetchCaller } from '../server/testing/prefetchCallers.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -13,23 +13,12 @@ const SECRET = 'prefetch-auth-session-secret-0123456789-abcdef';
 
 let ui: SeededConsole | undefined;
 
-const user = (name: string, roles: string[], groups: string[]): Principal => ({ kind: 'user', id: `oid-${name}`, name: `${name}@test`, roles, groups });
-const CALLERS = {
-  siteReader: user('reader', ['Reader'], []),
-  crmOperator: user('crm-operator', [], ['crm-ops']),
-  roleless: user('nobody', [], []),
-};
-
-async function pageAs(caller: keyof typeof CALLERS, path: string): Promise<string> {
-  const res = await fetch(ui!.url + path, { headers: { cookie: ui!.sessionCookie(CALLERS[caller]) } });
-  assert.equal(res.status, 200, `${caller} ${path}`);
-  return res.text();
-}
+const pageAs = (caller: PrefetchCaller, path: string): Promise<string> => fetchPageAs(ui!, caller, path);
 
 before(async () => {
   ui = await startSeededConsole({
     browser: false,
-    auth: { sessionSecret: SECRET, roleMap: { roles: { Reader: 'Reader' }, groups: { 'crm-ops': 'Operator:crmendpoint' } } },
+    auth: { sessionSecret: SECRET, roleMap: PREFETCH_ROLE_MAP },
   });
 });
 
