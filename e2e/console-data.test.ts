@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { BrowserContext, Page } from 'playwright-core';
 import type { RunningConsole } from '../server/console.ts';
-import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -54,16 +54,7 @@ describe('first HTML', () => {
   });
 
   test('pages rendered on the server hydrate without errors (no mismatch between server and browser)', async () => {
-    const errors: string[] = [];
-    for (const path of ['/', '/monitor', '/endpoints/billingendpoint', '/endpoints/billingendpoint/events/evt-failed-1', '/topology/subscriptions', '/admin/health', '/flow']) {
-      const page = await browser.newPage();
-      page.on('console', (m) => {
-        if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
-      });
-      page.on('pageerror', (e) => errors.push(`${path}: ${e.message}`));
-      await page.goto(consoleApp.url + path, { waitUntil: 'networkidle' });
-      await page.close();
-    }
+    const errors = await errorsLoading(browser, consoleApp.url, ['/', '/monitor', '/endpoints/billingendpoint', '/endpoints/billingendpoint/events/evt-failed-1', '/topology/subscriptions', '/admin/health', '/flow']);
     assert.deepEqual(errors, []);
   });
 });

@@ -9,7 +9,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { Topic } from '@nimbus/sdk/contract';
 import type { RunningConsole } from '../server/console.ts';
 import { AlertStore } from '../server/alerts/alertStore.ts';
-import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -232,16 +232,7 @@ describe('alerts: rule and history filters and sort in the URL', () => {
 
 describe('prefetched pages hydrate', () => {
   test('dead letters, alerts and audit render on the server and hydrate without errors', async () => {
-    const errors: string[] = [];
-    for (const path of ['/topology/subscriptions/Resolver/Resolver?reason=' + REASON_B, '/admin/alerts?sort=state', '/alerts?state=recovered', '/audit']) {
-      const page = await browser.newPage();
-      page.on('console', (m) => {
-        if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
-      });
-      page.on('pageerror', (e) => errors.push(`${path}: ${e.message}`));
-      await page.goto(consoleApp.url + path, { waitUntil: 'networkidle' });
-      await page.close();
-    }
+    const errors = await errorsLoading(browser, consoleApp.url, ['/topology/subscriptions/Resolver/Resolver?reason=' + REASON_B, '/admin/alerts?sort=state', '/alerts?state=recovered', '/audit']);
     assert.deepEqual(errors, []);
   });
 });

@@ -185,3 +185,22 @@ export async function startSeededConsole(options: SeededConsoleOptions = {}): Pr
     throw err;
   }
 }
+
+/**
+ * Loads each path once in a fresh page, to network idle, and returns what the pages logged as console errors and
+ * uncaught errors (each prefixed with its path). A hydration mismatch between the server's HTML and the browser's
+ * first render shows up here, so the "hydrate without errors" tests assert an empty list.
+ */
+export async function errorsLoading(browser: BrowserContext, base: string, paths: readonly string[]): Promise<string[]> {
+  const errors: string[] = [];
+  for (const path of paths) {
+    const page = await browser.newPage();
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => errors.push(`${path}: ${e.message}`));
+    await page.goto(base + path, { waitUntil: 'networkidle' });
+    await page.close();
+  }
+  return errors;
+}
