@@ -93,22 +93,6 @@ export class LeaseStore {
   }
 
   /**
-   * Claims `key` once, forever (or until Cosmos' TTL removes the document): true for exactly one caller among
-   * any number of replicas racing for it. Used for once-per-tick duties ("heartbeat for 10:05:00").
-   */
-  async claimOnce(key: string, owner: string, ttlSeconds = 86_400): Promise<boolean> {
-    const c = await this.container();
-    const now = this.now();
-    try {
-      await c.items.create<LeaseDocument>({ id: key, owner, expiresAt: Number.MAX_SAFE_INTEGER, acquiredAt: now, ttl: ttlSeconds });
-      return true;
-    } catch (err) {
-      if (cosmosStatus(err) === 409) return false;
-      throw err;
-    }
-  }
-
-  /**
    * Leases named `prefix…` that ran out without being released (`expiresAt` in the past but not 0): their holders
    * stopped renewing without saying goodbye - a process that died. Released leases (expiresAt 0) are not listed.
    */
