@@ -19,6 +19,7 @@ import { EndpointHistory } from './charts/HistoryCharts.tsx';
 import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
 import type { Selection } from './operations/jobsApi.ts';
 import { TABLE_HEAD } from './table.tsx';
+import { useRefreshing } from './refreshing.ts';
 
 const STATUSES = EVENT_STATUSES;
 type FilterKey = keyof typeof eventListSearch.shape;
@@ -73,6 +74,8 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const queryString = useMemo(() => searchOf(filters), [filters]);
   const list = useInfiniteQuery(eventsQuery(endpointId, queryString));
   const items = useMemo(() => list.data?.pages.flatMap((p) => p.items) ?? [], [list.data]);
+  // Not list.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).
+  const refreshing = useRefreshing(list);
 
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const actionable = items.filter(isActionable);
@@ -243,7 +246,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         <a href={exportHref('json')} className="text-xs text-sky-700 hover:underline">
           Export JSON
         </a>
-        <span className="ml-auto text-xs text-slate-500">{list.isFetching ? 'refreshing…' : `${items.length} shown`}</span>
+        <span className="ml-auto text-xs text-slate-500">{refreshing ? 'refreshing…' : `${items.length} shown`}</span>
       </div>
       <ErrorBox error={list.error} />
 

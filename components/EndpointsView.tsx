@@ -8,6 +8,7 @@ import { endpointHref, type EndpointOverview } from './api.ts';
 import { Ago, compareText, ErrorBox, formatCount, useNow } from './format.tsx';
 import { comparator, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection } from './table.tsx';
 import { endpointsQuery } from './queries.ts';
+import { useRefreshing } from './refreshing.ts';
 import { endpointsSearch, type EndpointsSearch } from './urlState.ts';
 import { useUrlSort, useUrlState, useUrlText } from './useUrlState.ts';
 
@@ -56,6 +57,8 @@ export function EndpointsView() {
   const setOnlyUnhealthy = (v: boolean) => update({ unhealthy: v });
   const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const q = useQuery(endpointsQuery());
+  // Not q.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).
+  const refreshing = useRefreshing(q);
 
   const rows = useMemo(() => {
     const list = q.data?.endpoints ?? [];
@@ -91,7 +94,7 @@ export function EndpointsView() {
         </label>
         {/* Relative to the clock of whoever rendered it: the server's text is replaced at the next tick. */}
         <span className="text-xs text-slate-500" aria-live="polite" suppressHydrationWarning>
-          {q.isFetching ? 'refreshing…' : q.dataUpdatedAt ? `updated ${Math.max(0, Math.round((now - q.dataUpdatedAt) / 1000))}s ago` : ''}
+          {refreshing ? 'refreshing…' : q.dataUpdatedAt ? `updated ${Math.max(0, Math.round((now - q.dataUpdatedAt) / 1000))}s ago` : ''}
         </span>
       </div>
       {q.error ? <ErrorBox error={q.error} /> : null}

@@ -11,6 +11,7 @@ import { ErrorBox } from './format.tsx';
 import { EdgeRate } from './charts/HistoryCharts.tsx';
 import { flowQuery, flowTypesQuery } from './queries.ts';
 import { flowSearch, parseSearch } from './urlState.ts';
+import { useRefreshing } from './refreshing.ts';
 
 const PERIODS = [
   [5, '5 min'],
@@ -65,6 +66,8 @@ export function FlowView() {
     router.replace(`${pathname}?${sp}`);
   };
   const q = useQuery(flowQuery(period, eventTypeId));
+  // Not q.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).
+  const refreshing = useRefreshing(q);
   const all = useQuery(flowTypesQuery());
   const typeIds = (all.data?.eventTypes ?? []).map((t) => t.eventTypeId);
 
@@ -111,7 +114,7 @@ export function FlowView() {
             ))}
           </select>
         </label>
-        <span className="text-xs text-slate-500">{q.isFetching ? 'refreshing…' : 'live, every 5 s'}</span>
+        <span className="text-xs text-slate-500">{refreshing ? 'refreshing…' : 'live, every 5 s'}</span>
       </div>
       <ErrorBox error={q.error} />
       <div className="space-y-2" data-testid="flow">

@@ -190,11 +190,21 @@ export async function startSeededConsole(options: SeededConsoleOptions = {}): Pr
  * Loads each path once in a fresh page, to network idle, and returns what the pages logged as console errors and
  * uncaught errors (each prefixed with its path). A hydration mismatch between the server's HTML and the browser's
  * first render shows up here, so the "hydrate without errors" tests assert an empty list.
+ *
+ * `clockOffsetMs` runs the page's clock (Date, timers; Playwright's page.clock) that far from this machine's, still
+ * ticking: a browser whose clock disagrees with the server's, or one that hydrates that long after the server
+ * rendered (a loaded machine), deterministically instead of by chance.
  */
-export async function errorsLoading(browser: BrowserContext, base: string, paths: readonly string[]): Promise<string[]> {
+export async function errorsLoading(
+  browser: BrowserContext,
+  base: string,
+  paths: readonly string[],
+  options: { clockOffsetMs?: number } = {},
+): Promise<string[]> {
   const errors: string[] = [];
   for (const path of paths) {
     const page = await browser.newPage();
+    if (options.clockOffsetMs) await page.clock.install({ time: Date.now() + options.clockOffsetMs });
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(`${path}: ${m.text()}`);
     });
