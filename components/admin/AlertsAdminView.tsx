@@ -11,7 +11,8 @@ import { alertsApi, RULE_LABELS, type ChannelView, type RuleBody, type RuleType,
 import { comparator, SortableTh, TABLE_HEAD, Th, type SortDirection } from '../table.tsx';
 import { alertRulesQuery, queryKeys } from '../queries.ts';
 import { alertRulesSearch, type AlertRulesSearch } from '../urlState.ts';
-import { useUrlSort, useUrlState, useUrlText } from '../useUrlState.ts';
+import { useUrlSort, useUrlState } from '../useUrlState.ts';
+import { UrlFilterBox, useUrlFilter } from '../UrlFilterBox.tsx';
 
 type SortKey = AlertRulesSearch['sort'];
 const byName = (a: RuleView, b: RuleView) => a.name.localeCompare(b.name);
@@ -267,17 +268,17 @@ export function AlertsAdminView() {
   });
   // Filter, rule kind, "only firing" and sort live in the URL (alertRulesSearch): kept on reload, Back undoes.
   const { search, update } = useUrlState(alertRulesSearch);
-  const [filter, setFilterText] = useUrlText(search.q);
+  const filter = useUrlFilter(search.q, update);
   const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const allRules = q.data?.rules;
   const rules = useMemo(() => {
-    const f = filter.trim().toLowerCase();
+    const f = filter.text.trim().toLowerCase();
     return (allRules ?? [])
       .filter((r) => !f || r.name.toLowerCase().includes(f) || (r.endpointId ?? '').toLowerCase().includes(f))
       .filter((r) => search.type === '' || r.type === search.type)
       .filter((r) => !search.firing || r.state?.firing === true)
       .sort(comparator(sorters, sort, byName));
-  }, [allRules, filter, search.type, search.firing, sort]);
+  }, [allRules, filter.text, search.type, search.firing, sort]);
   const header = (key: SortKey, label: string, className = '') => <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} className={className} />;
   const channels = q.data?.channels ?? [];
   const channelName = (id: string) => channels.find((c) => c.id === id)?.name ?? id;
@@ -297,16 +298,7 @@ export function AlertsAdminView() {
 
       <h2 className="mt-3 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Rules</h2>
       <div className="mb-2 flex flex-wrap items-center gap-3">
-        <input
-          aria-label="Filter rules"
-          value={filter}
-          onChange={(e) => {
-            setFilterText(e.target.value);
-            update({ q: e.target.value }, 'replace');
-          }}
-          placeholder="Filter by name or endpoint"
-          className="w-64 rounded border border-slate-300 px-2 py-1 text-sm"
-        />
+        <UrlFilterBox filter={filter} label="Filter rules" placeholder="Filter by name or endpoint" />
         <label className="flex items-center gap-1 text-sm text-slate-600">
           Kind
           <select value={search.type} onChange={(e) => update({ type: e.target.value as AlertRulesSearch['type'] })} className={input}>
