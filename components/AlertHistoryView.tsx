@@ -10,7 +10,8 @@ import { comparator, SortableTh, TABLE_HEAD, Th, type SortDirection } from './ta
 import { RULE_LABELS, type AlertDoc } from './admin/alertsApi.ts';
 import { alertHistoryQuery } from './queries.ts';
 import { ALERT_HISTORY_PAGE, alertHistorySearch, type AlertHistorySearch } from './urlState.ts';
-import { useUrlSort, useUrlState, useUrlText } from './useUrlState.ts';
+import { useUrlSort, useUrlState } from './useUrlState.ts';
+import { UrlFilterBox, useUrlFilter } from './UrlFilterBox.tsx';
 
 type SortKey = AlertHistorySearch['sort'];
 const byFired = (a: AlertDoc, b: AlertDoc) => a.firedAt.localeCompare(b.firedAt);
@@ -25,17 +26,17 @@ const NATURAL: Record<SortKey, SortDirection> = { fired: 'desc', recovered: 'des
 
 export function AlertHistoryView() {
   const { search, update } = useUrlState(alertHistorySearch);
-  const [filter, setFilterText] = useUrlText(search.q);
+  const filter = useUrlFilter(search.q, update);
   const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const q = useQuery(alertHistoryQuery(search.limit));
   const loaded = q.data?.alerts ?? [];
   const alerts = useMemo(() => {
-    const f = filter.trim().toLowerCase();
+    const f = filter.text.trim().toLowerCase();
     return loaded
       .filter((a) => !f || a.ruleName.toLowerCase().includes(f) || a.summary.toLowerCase().includes(f))
       .filter((a) => search.state === '' || (search.state === 'firing') === (a.recoveredAt === null))
       .sort(comparator(sorters, sort, (a, b) => byFired(b, a)));
-  }, [loaded, filter, search.state, sort]);
+  }, [loaded, filter.text, search.state, sort]);
   // Fewer than asked for: the history has no more.
   const more = loaded.length >= search.limit && search.limit < 1000;
   const header = (key: SortKey, label: string) => <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} />;
@@ -48,16 +49,7 @@ export function AlertHistoryView() {
         </Link>
       </div>
       <div className="mb-3 flex flex-wrap items-center gap-3">
-        <input
-          aria-label="Filter alerts"
-          value={filter}
-          onChange={(e) => {
-            setFilterText(e.target.value);
-            update({ q: e.target.value }, 'replace');
-          }}
-          placeholder="Filter by rule or what happened"
-          className="w-64 rounded border border-slate-300 px-2 py-1 text-sm"
-        />
+        <UrlFilterBox filter={filter} label="Filter alerts" placeholder="Filter by rule or what happened" />
         <label className="flex items-center gap-1 text-sm text-slate-600">
           State
           <select

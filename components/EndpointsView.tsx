@@ -10,7 +10,8 @@ import { comparator, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirectio
 import { endpointsQuery } from './queries.ts';
 import { useRefreshing } from './refreshing.ts';
 import { endpointsSearch, type EndpointsSearch } from './urlState.ts';
-import { useUrlSort, useUrlState, useUrlText } from './useUrlState.ts';
+import { useUrlSort, useUrlState } from './useUrlState.ts';
+import { UrlFilterBox, useUrlFilter } from './UrlFilterBox.tsx';
 
 type SortKey = EndpointsSearch['sort'];
 
@@ -48,12 +49,8 @@ export function EndpointsView() {
   // Filter, "only unhealthy" and sort live in the URL (shareable, kept on reload); the text box keeps its own
   // state while typing so the caret never jumps.
   const { search, update } = useUrlState(endpointsSearch);
-  const [filter, setFilterText] = useUrlText(search.q);
+  const filter = useUrlFilter(search.q, update);
   const { unhealthy: onlyUnhealthy } = search;
-  const setFilter = (v: string) => {
-    setFilterText(v);
-    update({ q: v }, 'replace');
-  };
   const setOnlyUnhealthy = (v: boolean) => update({ unhealthy: v });
   const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const q = useQuery(endpointsQuery());
@@ -62,12 +59,12 @@ export function EndpointsView() {
 
   const rows = useMemo(() => {
     const list = q.data?.endpoints ?? [];
-    const f = filter.trim().toLowerCase();
+    const f = filter.text.trim().toLowerCase();
     return list
       .filter((e) => !f || e.endpointId.toLowerCase().includes(f) || (e.owner ?? '').toLowerCase().includes(f))
       .filter((e) => !onlyUnhealthy || e.counts.failed > 0 || e.counts.deferred > 0)
       .sort(comparator(sorters, sort, byName));
-  }, [q.data, filter, onlyUnhealthy, sort]);
+  }, [q.data, filter.text, onlyUnhealthy, sort]);
 
   const total = (q.data?.endpoints ?? []).reduce((s, e) => s + e.counts.failed, 0);
   const header = (key: SortKey, label: string, numeric = true) => (
@@ -81,13 +78,7 @@ export function EndpointsView() {
         <span className={`rounded px-2 py-0.5 text-xs font-medium ${total > 0 ? 'bg-red-100 text-red-800' : 'bg-emerald-100 text-emerald-800'}`}>
           {total > 0 ? `${total} failed events` : 'no failed events'}
         </span>
-        <input
-          aria-label="Filter endpoints"
-          value={filter}
-          onChange={(e) => setFilter(e.target.value)}
-          placeholder="Filter by endpoint or owner"
-          className="ml-auto w-64 rounded border border-slate-300 px-2 py-1 text-sm"
-        />
+        <UrlFilterBox filter={filter} label="Filter endpoints" placeholder="Filter by endpoint or owner" alignEnd />
         <label className="flex items-center gap-1 text-sm text-slate-600">
           <input type="checkbox" checked={onlyUnhealthy} onChange={(e) => setOnlyUnhealthy(e.target.checked)} />
           Only with failed or deferred

@@ -23,7 +23,11 @@ export function useUrlState<S extends z.ZodMiniObject>(schema: S): UrlState<S> {
   const base = params.toString();
   // Back/Forward to an entry this page wrote itself: Next's router restores it, but its search params can keep the
   // value they had (seen in Chromium: Back to the page's first entry after a reload left the sort of the second).
-  // The address bar is the truth then; it stands in until the router's search params change again.
+  // Why (Next 16.4.6, traced with the RSC requests): an entry written with the history API keeps the rendered
+  // search of the entry it was pushed from, so after a reload Back to it fetches that URL's server data; when Back
+  // is pressed again while that fetch is still out (it answered after the second popstate), the router stays on
+  // the previous entry's URL while the address bar shows the one before. Nothing of ours orders Next's fetches,
+  // so the address bar is the truth then; it stands in until the router's search params change again.
   const baseRef = useRef(base);
   baseRef.current = base;
   const [popped, setPopped] = useState<{ search: string; base: string } | null>(null);

@@ -3,7 +3,7 @@
 // change them (the server refuses everyone else; every change is audited); secrets are write-only: the page only
 // learns that a URL or password is set, and leaving the field empty on an edit keeps the stored one.
 import Link from 'next/link';
-import { useMemo, useState, type FormEvent } from 'react';
+import { useMemo, useState, type ReactNode } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { useCan } from '../audit/accessApi.ts';
@@ -11,7 +11,8 @@ import { alertsApi, RULE_LABELS, type ChannelView, type RuleBody, type RuleType,
 import { comparator, SortableTh, TABLE_HEAD, Th, type SortDirection } from '../table.tsx';
 import { alertRulesQuery, queryKeys } from '../queries.ts';
 import { alertRulesSearch, type AlertRulesSearch } from '../urlState.ts';
-import { useUrlSort, useUrlState, useUrlText } from '../useUrlState.ts';
+import { useUrlSort, useUrlState } from '../useUrlState.ts';
+import { UrlFilterBox, useUrlFilter } from '../UrlFilterBox.tsx';
 
 type SortKey = AlertRulesSearch['sort'];
 const byName = (a: RuleView, b: RuleView) => a.name.localeCompare(b.name);
@@ -35,31 +36,65 @@ const NEEDS = {
 };
 
 const input = 'rounded border border-slate-300 px-1.5 py-1 text-sm';
-const emptyRule: RuleBody = { name: '', type: 'failureRate', endpointId: null, threshold: 5, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: true };
-
-function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; channels: ChannelView[]; onDone: () => void }) {
-  const [r, setR] = useState<RuleBody>(initial ? { name: initial.name, type: initial.type, endpointId: initial.endpointId, threshold: initial.threshold, durationSeconds: initial.durationSeconds, cooldownSeconds: initial.cooldownSeconds, channelIds: initial.channelIds, enabled: initial.enabled } : emptyRule);
+/**
+ * The shell of the rule and channel forms: the fields, then Save/Add, Cancel and the save's error. A successful
+ * save refreshes the rules and channels (one query) and closes the form.
+ */
+function EditForm({ testId, submitLabel, save, onDone, children }: { testId: string; submitLabel: string; save: () => Promise<unknown>; onDone: () => void; children: ReactNode }) {
   const qc = useQueryClient();
-  const save = useMutation({
-    mutationFn: () => (initial ? alertsApi.updateRule(initial.id, r) : alertsApi.createRule(r)),
+  const saving = useMutation({
+    mutationFn: save,
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
       onDone();
     },
   });
-  const num = (v: string) => (v.trim() === '' ? null : Number(v));
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    save.mutate();
-  };
   return (
-    <form onSubmit={submit} className="grid gap-2 rounded border border-slate-200 bg-slate-50 p-3 text-sm md:grid-cols-3" data-testid="rule-form">
-      <label className="flex flex-col gap-0.5">
-        <span className="text-xs text-slate-500">Name</span>
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        saving.mutate();
+      }}
+      className="grid gap-2 rounded border border-slate-200 bg-slate-50 p-3 text-sm md:grid-cols-3"
+      data-testid={testId}
+    >
+      {children}
+      <div className="flex items-center gap-2 md:col-span-3">
+        <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-white disabled:opacity-50" disabled={saving.isPending}>
+          {submitLabel}
+        </button>
+        <button type="button" className="text-sky-700 hover:underline" onClick={onDone}>
+          Cancel
+        </button>
+        <ErrorBox error={saving.error} />
+      </div>
+    </form>
+  );
+}
+
+const SPAN = { 1: '', 2: ' md:col-span-2', 3: ' md:col-span-3' } as const;
+
+/** A labelled field of those forms: the caption above the control, `span` grid columns wide. */
+function Field({ label, span = 1, children }: { label: ReactNode; span?: keyof typeof SPAN; children: ReactNode }) {
+  return (
+    <label className={`flex flex-col gap-0.5${SPAN[span]}`}>
+      <span className="text-xs text-slate-500">{label}</span>
+      {children}
+    </label>
+  );
+}
+
+const emptyRule: RuleBody = { name: '', type: 'failureRate', endpointId: null, threshold: 5, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: true };
+
+function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; channels: ChannelView[]; onDone: () => void }) {
+  const [r, setR] = useState<RuleBody>(initial ? { name: initial.name, type: initial.type, endpointId: initial.endpointId, threshold: initial.threshold, durationSeconds: initial.durationSeconds, cooldownSeconds: initial.cooldownSeconds, channelIds: initial.channelIds, enabled: initial.enabled } : emptyRule);
+  const num = (v: string) => (v.trim() === '' ? null : Number(v));
+  return (
+    <EditForm testId="rule-form" submitLabel={initial ? 'Save rule' : 'Add rule'} save={() => (initial ? alertsApi.updateRule(initial.id, r) : alertsApi.createRule(r))} onDone={onDone}>
+      <Field label="Name">
         <input className={input} value={r.name} onChange={(e) => setR({ ...r, name: e.target.value })} required />
-      </label>
-      <label className="flex flex-col gap-0.5 md:col-span-2">
-        <span className="text-xs text-slate-500">Rule</span>
+      </Field>
+      <Field label="Rule" span={2}>
         <select className={input} value={r.type} onChange={(e) => setR({ ...r, type: e.target.value as RuleType })}>
           {TYPES.map((t) => (
             <option key={t} value={t}>
@@ -67,29 +102,25 @@ function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; cha
             </option>
           ))}
         </select>
-      </label>
+      </Field>
       {NEEDS.endpoint.has(r.type) || NEEDS.endpointOptional.has(r.type) ? (
-        <label className="flex flex-col gap-0.5">
-          <span className="text-xs text-slate-500">Endpoint{NEEDS.endpoint.has(r.type) ? '' : ' (empty: all)'}</span>
+        <Field label={<>Endpoint{NEEDS.endpoint.has(r.type) ? '' : ' (empty: all)'}</>}>
           <input className={input} value={r.endpointId ?? ''} onChange={(e) => setR({ ...r, endpointId: e.target.value.trim() || null })} required={NEEDS.endpoint.has(r.type)} />
-        </label>
+        </Field>
       ) : null}
       {NEEDS.threshold.has(r.type) ? (
-        <label className="flex flex-col gap-0.5">
-          <span className="text-xs text-slate-500">{r.type === 'failureRate' ? 'Failures per minute above' : 'Dead letters above'}</span>
+        <Field label={r.type === 'failureRate' ? 'Failures per minute above' : 'Dead letters above'}>
           <input className={input} type="number" min={0} value={r.threshold ?? ''} onChange={(e) => setR({ ...r, threshold: num(e.target.value) })} required />
-        </label>
+        </Field>
       ) : null}
       {NEEDS.duration.has(r.type) ? (
-        <label className="flex flex-col gap-0.5">
-          <span className="text-xs text-slate-500">Longer than (seconds){r.type === 'resolverLiveness' ? ', default 120' : ''}</span>
+        <Field label={<>Longer than (seconds){r.type === 'resolverLiveness' ? ', default 120' : ''}</>}>
           <input className={input} type="number" min={10} value={r.durationSeconds ?? ''} onChange={(e) => setR({ ...r, durationSeconds: num(e.target.value) })} required={r.type !== 'resolverLiveness'} />
-        </label>
+        </Field>
       ) : null}
-      <label className="flex flex-col gap-0.5">
-        <span className="text-xs text-slate-500">Cool-down (seconds)</span>
+      <Field label="Cool-down (seconds)">
         <input className={input} type="number" min={0} value={r.cooldownSeconds} onChange={(e) => setR({ ...r, cooldownSeconds: Number(e.target.value) })} />
-      </label>
+      </Field>
       <fieldset className="flex flex-col gap-0.5 md:col-span-2">
         <legend className="text-xs text-slate-500">Channels</legend>
         <div className="flex flex-wrap gap-3">
@@ -105,16 +136,7 @@ function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; cha
       <label className="flex items-center gap-1">
         <input type="checkbox" checked={r.enabled} onChange={(e) => setR({ ...r, enabled: e.target.checked })} /> enabled
       </label>
-      <div className="flex items-center gap-2 md:col-span-3">
-        <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-white disabled:opacity-50" disabled={save.isPending}>
-          {initial ? 'Save rule' : 'Add rule'}
-        </button>
-        <button type="button" className="text-sky-700 hover:underline" onClick={onDone}>
-          Cancel
-        </button>
-        <ErrorBox error={save.error} />
-      </div>
-    </form>
+    </EditForm>
   );
 }
 
@@ -135,7 +157,6 @@ function ChannelForm({ initial, onDone }: { initial: ChannelView | null; onDone:
     from: String(s.from ?? ''),
     to: Array.isArray(s.to) ? (s.to as string[]).join(', ') : '',
   });
-  const qc = useQueryClient();
   const body = (): Record<string, unknown> => {
     if (c.type === 'email')
       return {
@@ -153,89 +174,61 @@ function ChannelForm({ initial, onDone }: { initial: ChannelView | null; onDone:
     if (c.type === 'webhook' && c.headers.trim()) b.headers = JSON.parse(c.headers) as unknown;
     return b;
   };
-  const save = useMutation({
-    mutationFn: () => (initial ? alertsApi.updateChannel(initial.id, body()) : alertsApi.createChannel(body())),
-    onSuccess: () => {
-      void qc.invalidateQueries({ queryKey: queryKeys.alertRules });
-      onDone();
-    },
-  });
   const secretHint = (k: string) => (initial?.secrets[k]?.set ? 'stored; leave empty to keep' : '');
   return (
-    <form
-      onSubmit={(e) => {
-        e.preventDefault();
-        save.mutate();
-      }}
-      className="grid gap-2 rounded border border-slate-200 bg-slate-50 p-3 text-sm md:grid-cols-3"
-      data-testid="channel-form"
+    <EditForm
+      testId="channel-form"
+      submitLabel={initial ? 'Save channel' : 'Add channel'}
+      save={() => (initial ? alertsApi.updateChannel(initial.id, body()) : alertsApi.createChannel(body()))}
+      onDone={onDone}
     >
-      <label className="flex flex-col gap-0.5">
-        <span className="text-xs text-slate-500">Type</span>
+      <Field label="Type">
         <select className={input} value={c.type} disabled={initial !== null} onChange={(e) => setC({ ...c, type: e.target.value })}>
           <option value="webhook">Generic webhook (JSON)</option>
           <option value="teams">Microsoft Teams</option>
           <option value="slack">Slack</option>
           <option value="email">E-mail (SMTP)</option>
         </select>
-      </label>
-      <label className="flex flex-col gap-0.5 md:col-span-2">
-        <span className="text-xs text-slate-500">Name</span>
+      </Field>
+      <Field label="Name" span={2}>
         <input className={input} value={c.name} onChange={(e) => setC({ ...c, name: e.target.value })} required />
-      </label>
+      </Field>
       {c.type !== 'email' ? (
-        <label className="flex flex-col gap-0.5 md:col-span-3">
-          <span className="text-xs text-slate-500">Webhook URL (secret)</span>
+        <Field label="Webhook URL (secret)" span={3}>
           <input className={input} type="password" autoComplete="off" placeholder={secretHint('url')} value={c.url} onChange={(e) => setC({ ...c, url: e.target.value })} required={!initial} />
-        </label>
+        </Field>
       ) : null}
       {c.type === 'webhook' ? (
-        <label className="flex flex-col gap-0.5 md:col-span-3">
-          <span className="text-xs text-slate-500">Extra headers as JSON, e.g. {'{"Authorization":"Bearer …"}'} (secret)</span>
+        <Field label={<>Extra headers as JSON, e.g. {'{"Authorization":"Bearer …"}'} (secret)</>} span={3}>
           <input className={input} type="password" autoComplete="off" placeholder={secretHint('headers')} value={c.headers} onChange={(e) => setC({ ...c, headers: e.target.value })} />
-        </label>
+        </Field>
       ) : null}
       {c.type === 'email' ? (
         <>
-          <label className="flex flex-col gap-0.5">
-            <span className="text-xs text-slate-500">SMTP host</span>
+          <Field label="SMTP host">
             <input className={input} value={c.host} onChange={(e) => setC({ ...c, host: e.target.value })} required />
-          </label>
-          <label className="flex flex-col gap-0.5">
-            <span className="text-xs text-slate-500">Port</span>
+          </Field>
+          <Field label="Port">
             <input className={input} type="number" value={c.port} onChange={(e) => setC({ ...c, port: e.target.value })} />
-          </label>
+          </Field>
           <label className="flex items-center gap-1">
             <input type="checkbox" checked={c.secure} onChange={(e) => setC({ ...c, secure: e.target.checked })} /> TLS from the start (465)
           </label>
-          <label className="flex flex-col gap-0.5">
-            <span className="text-xs text-slate-500">User name</span>
+          <Field label="User name">
             <input className={input} value={c.username} onChange={(e) => setC({ ...c, username: e.target.value })} />
-          </label>
-          <label className="flex flex-col gap-0.5">
-            <span className="text-xs text-slate-500">Password (secret)</span>
+          </Field>
+          <Field label="Password (secret)">
             <input className={input} type="password" autoComplete="off" placeholder={secretHint('password')} value={c.password} onChange={(e) => setC({ ...c, password: e.target.value })} />
-          </label>
-          <label className="flex flex-col gap-0.5">
-            <span className="text-xs text-slate-500">From</span>
+          </Field>
+          <Field label="From">
             <input className={input} value={c.from} onChange={(e) => setC({ ...c, from: e.target.value })} required />
-          </label>
-          <label className="flex flex-col gap-0.5 md:col-span-3">
-            <span className="text-xs text-slate-500">To (comma-separated)</span>
+          </Field>
+          <Field label="To (comma-separated)" span={3}>
             <input className={input} value={c.to} onChange={(e) => setC({ ...c, to: e.target.value })} required />
-          </label>
+          </Field>
         </>
       ) : null}
-      <div className="flex items-center gap-2 md:col-span-3">
-        <button type="submit" className="rounded bg-slate-800 px-3 py-1 text-white disabled:opacity-50" disabled={save.isPending}>
-          {initial ? 'Save channel' : 'Add channel'}
-        </button>
-        <button type="button" className="text-sky-700 hover:underline" onClick={onDone}>
-          Cancel
-        </button>
-        <ErrorBox error={save.error} />
-      </div>
-    </form>
+    </EditForm>
   );
 }
 
@@ -267,17 +260,17 @@ export function AlertsAdminView() {
   });
   // Filter, rule kind, "only firing" and sort live in the URL (alertRulesSearch): kept on reload, Back undoes.
   const { search, update } = useUrlState(alertRulesSearch);
-  const [filter, setFilterText] = useUrlText(search.q);
+  const filter = useUrlFilter(search.q, update);
   const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const allRules = q.data?.rules;
   const rules = useMemo(() => {
-    const f = filter.trim().toLowerCase();
+    const f = filter.text.trim().toLowerCase();
     return (allRules ?? [])
       .filter((r) => !f || r.name.toLowerCase().includes(f) || (r.endpointId ?? '').toLowerCase().includes(f))
       .filter((r) => search.type === '' || r.type === search.type)
       .filter((r) => !search.firing || r.state?.firing === true)
       .sort(comparator(sorters, sort, byName));
-  }, [allRules, filter, search.type, search.firing, sort]);
+  }, [allRules, filter.text, search.type, search.firing, sort]);
   const header = (key: SortKey, label: string, className = '') => <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} className={className} />;
   const channels = q.data?.channels ?? [];
   const channelName = (id: string) => channels.find((c) => c.id === id)?.name ?? id;
@@ -297,16 +290,7 @@ export function AlertsAdminView() {
 
       <h2 className="mt-3 mb-1 text-sm font-semibold uppercase tracking-wide text-slate-600">Rules</h2>
       <div className="mb-2 flex flex-wrap items-center gap-3">
-        <input
-          aria-label="Filter rules"
-          value={filter}
-          onChange={(e) => {
-            setFilterText(e.target.value);
-            update({ q: e.target.value }, 'replace');
-          }}
-          placeholder="Filter by name or endpoint"
-          className="w-64 rounded border border-slate-300 px-2 py-1 text-sm"
-        />
+        <UrlFilterBox filter={filter} label="Filter rules" placeholder="Filter by name or endpoint" />
         <label className="flex items-center gap-1 text-sm text-slate-600">
           Kind
           <select value={search.type} onChange={(e) => update({ type: e.target.value as AlertRulesSearch['type'] })} className={input}>

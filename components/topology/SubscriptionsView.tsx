@@ -12,7 +12,8 @@ import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { queryKeys, topologyQuery } from '../queries.ts';
 import { subscriptionsSearch, type SubscriptionsSearch } from '../urlState.ts';
-import { useUrlSort, useUrlState, useUrlText } from '../useUrlState.ts';
+import { useUrlSort, useUrlState } from '../useUrlState.ts';
+import { UrlFilterBox, useUrlFilter } from '../UrlFilterBox.tsx';
 
 type SortKey = SubscriptionsSearch['sort'];
 type Action = { kind: 'pause' | 'resume' | 'restoreRules'; sub: SubscriptionView };
@@ -41,12 +42,8 @@ export function SubscriptionsView() {
   // Filter, "only needing attention" and sort live in the URL (shareable, kept on reload); the text box keeps its
   // own state while typing so the caret never jumps.
   const { search, update } = useUrlState(subscriptionsSearch);
-  const [filter, setFilterText] = useUrlText(search.q);
+  const filter = useUrlFilter(search.q, update);
   const { attention: onlyAttention } = search;
-  const setFilter = (v: string) => {
-    setFilterText(v);
-    update({ q: v }, 'replace');
-  };
   const setOnlyAttention = (v: boolean) => update({ attention: v });
   const { sort, onSort } = useUrlSort(search, NATURAL, update);
   const [action, setAction] = useState<Action | null>(null);
@@ -62,13 +59,13 @@ export function SubscriptionsView() {
   });
 
   const rows = useMemo(() => {
-    const f = filter.trim().toLowerCase();
+    const f = filter.text.trim().toLowerCase();
     return (q.data?.topics ?? [])
       .flatMap((t) => t.subscriptions)
       .filter((s) => !f || s.topic.toLowerCase().includes(f) || s.name.toLowerCase().includes(f))
       .filter((s) => !onlyAttention || s.counts.deadLetter > 0 || s.missingRules.length > 0 || s.extraRules.length > 0 || s.status !== 'Active')
       .sort(comparator(sorters, sort, byName));
-  }, [q.data, filter, onlyAttention, sort]);
+  }, [q.data, filter.text, onlyAttention, sort]);
 
   const header = (key: SortKey, label: string, numeric = false) => (
     <SortableTh label={label} sortKey={key} sort={sort} onSort={onSort} numeric={numeric} className="px-3 py-2" />
@@ -78,13 +75,7 @@ export function SubscriptionsView() {
     <section>
       <div className="mb-3 flex flex-wrap items-center gap-3">
         <h1 className="text-xl font-semibold">Topology · Subscriptions</h1>
-        <input
-          aria-label="Filter subscriptions"
-          value={filter}
-          onChange={(e) => setFilter(e.target.value)}
-          placeholder="Filter by topic or subscription"
-          className="ml-auto w-64 rounded border border-slate-300 px-2 py-1 text-sm"
-        />
+        <UrlFilterBox filter={filter} label="Filter subscriptions" placeholder="Filter by topic or subscription" alignEnd />
         <label className="flex items-center gap-1 text-sm text-slate-600">
           <input type="checkbox" checked={onlyAttention} onChange={(e) => setOnlyAttention(e.target.checked)} />
           Only needing attention
