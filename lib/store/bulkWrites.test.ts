@@ -9,6 +9,7 @@ import http from 'node:http';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore, type Settled, type StatusWriteResult } from './store.ts';
 import { StoreInputError } from './errors.ts';
+import { readFailureGroupDocs, rebuildFailureGroups } from './failureGroupAggregates.ts';
 import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
 
 let f: StoreFixture;
@@ -121,10 +122,48 @@ describe('bulk calls for a lot', () => {
       assert.equal(count(requests, 'GET events'), 0, 'no single reads: the versions read in bulk were used');
       assert.equal(count(requests, 'PUT events'), 0, 'no single writes');
       assert.equal(count(requests, 'PATCH counters'), 1);
+      // The 20 rows leave one failure group: their changes summed into one patch of its aggregate document.
+      assert.equal(count(requests, 'PATCH failureGroups'), 1, requests.join(', '));
       assert.deepEqual([(await fresh.getCounts(ep)).pending, (await fresh.getCounts(ep)).failed], [20, 0]);
     } finally {
       await fresh.close();
     }
+  });
+
+  test('a lot moving rows of two groups and many event types: a patch per document (split at 10 operations), equal to a recount', async () => {
+    const ep = uniq('ep');
+    // Group A: 12 rows, each of its own event type (the lot's change to A holds 14 increments: two patches).
+    // Group B: 3 rows of one type (one patch). The stored rows are read by a fresh store, as the runner does.
+    const a = Array.from({ length: 12 }, (_, i) => `a${i}`);
+    const b = ['b0', 'b1', 'b2'];
+    const last = new Map<string, string>();
+    for (const [eventId, eventTypeId, errorText] of [
+      ...a.map((e, i) => [e, `Type${i}`, 'credit limit exceeded'] as const),
+      ...b.map((e) => [e, 'OrderPlaced', 'ledger offline'] as const),
+    ]) {
+      const request = msg(T.EventRequest, { endpointId: ep, eventId, eventTypeId, payload: { eventId } });
+      await f.store.writeStatus(request);
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId, eventTypeId, parentMessageId: request.messageId, errorType: 'E', errorText });
+      await f.store.writeStatus(error);
+      last.set(eventId, error.messageId);
+    }
+    const groups = await readFailureGroupDocs(f.store.database, ep);
+    assert.equal(groups.length, 2);
+    assert.deepEqual(groups.map((g) => g.counts.Failed).sort((x, y) => x - y), [3, 12]);
+    const fresh = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
+    try {
+      const events = [...a, ...b];
+      await fresh.getStatusRows(events.map((eventId) => ({ endpointId: ep, eventId, sessionId: 's-1' })));
+      const { value: results, requests } = await requestsDuring(() => fresh.writeStatuses(events.map((e) => claim(ep, e, last.get(e)!))));
+      assert.ok(results.every((r) => outcome(r) === 'written'), results.map(outcome).join(', '));
+      assert.equal(count(requests, 'PATCH failureGroups'), 3, requests.join(', '));
+    } finally {
+      await fresh.close();
+    }
+    const kept = await readFailureGroupDocs(f.store.database, ep);
+    assert.deepEqual(kept.map((g) => g.counts.Failed), [0, 0], 'every row left its group');
+    assert.ok(kept.every((g) => Object.values(g.types.Failed).every((n) => n === 0) && Object.values(g.hours.Failed).every((n) => n === 0)));
+    assert.deepEqual(await rebuildFailureGroups(f.store.database, ep), { groups: 0, rows: 0 }, 'the recount finds no failed rows either');
   });
 
   test('getStatusRows: in order, null for a row that does not exist', async () => {
