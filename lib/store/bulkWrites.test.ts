@@ -5,12 +5,12 @@
 // counted on the server - rather than one request per row.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore, type Settled, type StatusWriteResult } from './store.ts';
 import { StoreInputError } from './errors.ts';
 import { readFailureGroupDocs, rebuildFailureGroups } from './failureGroupAggregates.ts';
 import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+import { count, requestsDuring } from './testing/requestCount.ts';
 
 let f: StoreFixture;
 let other: MessageStore;
@@ -23,30 +23,6 @@ after(async () => {
   await other?.close();
   await f?.close();
 });
-
-/**
- * Document requests the embedded server receives while `fn` runs, by method, container and kind (the client's
- * one-off reads of a container's definition and partition key ranges are not counted).
- */
-async function requestsDuring<T>(fn: () => Promise<T>): Promise<{ value: T; requests: string[] }> {
-  const requests: string[] = [];
-  const emit = http.Server.prototype.emit;
-  http.Server.prototype.emit = function (this: http.Server, event: string, ...args: unknown[]) {
-    const req = args[0] as http.IncomingMessage;
-    if (event === 'request' && /\/docs(\/|$)/.test(req.url ?? '')) {
-      const coll = /\/colls\/([^/]+)/.exec(req.url ?? '')?.[1] ?? '-';
-      requests.push(`${req.method} ${coll}${req.headers['x-ms-cosmos-is-batch-request'] ? ' bulk' : ''}`);
-    }
-    return emit.apply(this, [event, ...args] as Parameters<typeof emit>);
-  } as typeof emit;
-  try {
-    return { value: await fn(), requests };
-  } finally {
-    http.Server.prototype.emit = emit;
-  }
-}
-
-const count = (requests: string[], what: string) => requests.filter((r) => r === what).length;
 
 /** A Failed event (request, then an error) in session s-1; returns the error's message id. */
 async function failed(endpointId: string, eventId: string): Promise<string> {

@@ -58,6 +58,7 @@ import {
   counterDocSchema,
   describeIssues,
   endpointIdSchema,
+  eventSessionSchema,
   heartbeatRecordSchema,
   heartbeatSettingsSchema,
   heartbeatWriteSchema,
@@ -1062,6 +1063,34 @@ export class MessageStore {
    */
   async listEventRows(endpointId: string, eventId: string): Promise<StatusRow[]> {
     return (await this.#eventRows(endpointId, eventId)).items;
+  }
+
+  /**
+   * The sessions each of several events has a row in on one endpoint: one query within the endpoint's partitions
+   * (the synchronous bulk commands name events, and the Manager's lot reads rows by point read, which needs the
+   * session). An event without a row is absent. Undefined when the answer would be incomplete (more than `limit`
+   * rows): the caller then finds each event's rows as for one event.
+   */
+  async listEventSessions(endpointId: string, eventIds: readonly string[], limit = 10_000): Promise<Map<string, string[]> | undefined> {
+    parseInput(endpointIdSchema, endpointId, 'endpoint id');
+    const out = new Map<string, string[]>();
+    if (eventIds.length === 0) return out;
+    const r = await queryAll(
+      this.#c.events,
+      {
+        query: 'SELECT c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@events, c.eventId)',
+        parameters: [
+          { name: '@ep', value: endpointId },
+          { name: '@events', value: [...new Set(eventIds)] },
+        ],
+      },
+      eventSessionSchema,
+      { partitionKey: [endpointId], limit },
+      'event sessions',
+    );
+    if (r.truncated) return undefined;
+    for (const { eventId, sessionId } of r.items) out.set(eventId, [...(out.get(eventId) ?? []), sessionId]);
+    return out;
   }
 
   #eventRows(endpointId: string, eventId: string) {
