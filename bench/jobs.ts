@@ -3,8 +3,8 @@
 // demo topology, embedded Cosmos; no HTTP, no Next build), once per lot size - commands in flight
 // (BENCH_JOBS_CONCURRENCY, default "16,100"; 100 is the console's default, 16 was its default before lots). A lot is
 // the Manager's executeMany: the rows read in one Cosmos bulk request, the claims (conditional row writes) in one
-// with one counter patch per endpoint and a failure-group patch per row, the commands sent in Service Bus message
-// batches, the receipts in one bulk request. Besides the rate, each level reports the store requests the job cost
+// with one counter patch per endpoint and one failure-group patch per group document, the commands sent in Service
+// Bus message batches, the receipts in one bulk request. Besides the rate, each level reports the store requests the job cost
 // per command (counted on the embedded server: document requests, the runner's job reads and writes and this
 // bench's poll of the job, one read per 100 ms, included), and the commands on the wire are counted afterwards:
 // every event exactly once.

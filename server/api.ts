@@ -1,8 +1,7 @@
 // What the route handlers call: each function takes parsed, authorized input and returns the JSON to send.
 import type { ConsoleContext } from './context.ts';
 import { notFound } from './http.ts';
-import type { CommandResult } from './manager/manager.ts';
-import type { CommandSpec } from './manager/commands.ts';
+import type { CommandResult, CommandTarget } from './manager/manager.ts';
 import { HttpError } from './http.ts';
 
 export function requireEndpoint(ctx: ConsoleContext, endpointId: string): void {
@@ -26,32 +25,35 @@ export interface BulkResult {
   >;
 }
 
-/** Runs one command per event, a few at a time (the broker and the store are shared), reporting each result. */
+/**
+ * Runs one command per event, reporting each result as a click on that event would get it (sent, duplicate, the
+ * 404 or 409 refusal). In lots (Manager.executeMany): the events' sessions are found in one query, then the rows
+ * are read, claimed, sent and receipted a lot at a time; an event the lot cannot settle alone (unknown, a row in
+ * several sessions, refused, already claimed) takes the one-event path, a few at a time (the broker and the store
+ * are shared). The receipts are a click's (no bulk operation named).
+ */
 export async function runBulk(
   ctx: ConsoleContext,
   endpointId: string,
   eventIds: string[],
-  spec: CommandSpec,
+  spec: { kind: 'resubmit' } | { kind: 'skip' },
   auditor: string,
 ): Promise<BulkResult> {
   const unique = [...new Set(eventIds)];
-  const results: BulkResult['results'] = new Array(unique.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < unique.length) {
-      const i = next++;
-      const eventId = unique[i]!;
-      try {
-        const r = await ctx.manager.execute(endpointId, eventId, spec, auditor);
-        results[i] = { eventId, outcome: r.outcome, messageId: r.messageId };
-      } catch (err) {
-        if (err instanceof HttpError)
-          results[i] = { eventId, outcome: 'error', status: err.status, error: err.message, detail: err.detail };
-        else results[i] = { eventId, outcome: 'error', status: 500, error: 'internal error', detail: 'the command failed' };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(4, unique.length) }, worker));
+  // Without a session the event is decided as execute() decides it (which also finds an unknown event's 404).
+  const sessions = await ctx.store.listEventSessions(endpointId, unique).catch(() => undefined);
+  const targets: CommandTarget[] = unique.map((eventId) => {
+    const s = sessions?.get(eventId);
+    return s?.length === 1 ? { endpointId, eventId, sessionId: s[0]! } : { endpointId, eventId };
+  });
+  const settled = await ctx.manager.executeMany(targets, spec, auditor, undefined, { oneEventConcurrency: 4 });
+  const results: BulkResult['results'] = settled.map((r, i) => {
+    const eventId = unique[i]!;
+    if (r.ok) return { eventId, outcome: r.value.outcome, messageId: r.value.messageId };
+    const err = r.error;
+    if (err instanceof HttpError) return { eventId, outcome: 'error', status: err.status, error: err.message, detail: err.detail };
+    return { eventId, outcome: 'error', status: 500, error: 'internal error', detail: 'the command failed' };
+  });
   return {
     requested: unique.length,
     sent: results.filter((r) => r.outcome === 'sent').length,

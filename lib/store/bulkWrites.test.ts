@@ -5,11 +5,12 @@
 // counted on the server - rather than one request per row.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore, type Settled, type StatusWriteResult } from './store.ts';
 import { StoreInputError } from './errors.ts';
+import { readFailureGroupDocs, rebuildFailureGroups } from './failureGroupAggregates.ts';
 import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+import { count, requestsDuring } from './testing/requestCount.ts';
 
 let f: StoreFixture;
 let other: MessageStore;
@@ -22,30 +23,6 @@ after(async () => {
   await other?.close();
   await f?.close();
 });
-
-/**
- * Document requests the embedded server receives while `fn` runs, by method, container and kind (the client's
- * one-off reads of a container's definition and partition key ranges are not counted).
- */
-async function requestsDuring<T>(fn: () => Promise<T>): Promise<{ value: T; requests: string[] }> {
-  const requests: string[] = [];
-  const emit = http.Server.prototype.emit;
-  http.Server.prototype.emit = function (this: http.Server, event: string, ...args: unknown[]) {
-    const req = args[0] as http.IncomingMessage;
-    if (event === 'request' && /\/docs(\/|$)/.test(req.url ?? '')) {
-      const coll = /\/colls\/([^/]+)/.exec(req.url ?? '')?.[1] ?? '-';
-      requests.push(`${req.method} ${coll}${req.headers['x-ms-cosmos-is-batch-request'] ? ' bulk' : ''}`);
-    }
-    return emit.apply(this, [event, ...args] as Parameters<typeof emit>);
-  } as typeof emit;
-  try {
-    return { value: await fn(), requests };
-  } finally {
-    http.Server.prototype.emit = emit;
-  }
-}
-
-const count = (requests: string[], what: string) => requests.filter((r) => r === what).length;
 
 /** A Failed event (request, then an error) in session s-1; returns the error's message id. */
 async function failed(endpointId: string, eventId: string): Promise<string> {
@@ -121,10 +98,48 @@ describe('bulk calls for a lot', () => {
       assert.equal(count(requests, 'GET events'), 0, 'no single reads: the versions read in bulk were used');
       assert.equal(count(requests, 'PUT events'), 0, 'no single writes');
       assert.equal(count(requests, 'PATCH counters'), 1);
+      // The 20 rows leave one failure group: their changes summed into one patch of its aggregate document.
+      assert.equal(count(requests, 'PATCH failureGroups'), 1, requests.join(', '));
       assert.deepEqual([(await fresh.getCounts(ep)).pending, (await fresh.getCounts(ep)).failed], [20, 0]);
     } finally {
       await fresh.close();
     }
+  });
+
+  test('a lot moving rows of two groups and many event types: a patch per document (split at 10 operations), equal to a recount', async () => {
+    const ep = uniq('ep');
+    // Group A: 12 rows, each of its own event type (the lot's change to A holds 14 increments: two patches).
+    // Group B: 3 rows of one type (one patch). The stored rows are read by a fresh store, as the runner does.
+    const a = Array.from({ length: 12 }, (_, i) => `a${i}`);
+    const b = ['b0', 'b1', 'b2'];
+    const last = new Map<string, string>();
+    for (const [eventId, eventTypeId, errorText] of [
+      ...a.map((e, i) => [e, `Type${i}`, 'credit limit exceeded'] as const),
+      ...b.map((e) => [e, 'OrderPlaced', 'ledger offline'] as const),
+    ]) {
+      const request = msg(T.EventRequest, { endpointId: ep, eventId, eventTypeId, payload: { eventId } });
+      await f.store.writeStatus(request);
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId, eventTypeId, parentMessageId: request.messageId, errorType: 'E', errorText });
+      await f.store.writeStatus(error);
+      last.set(eventId, error.messageId);
+    }
+    const groups = await readFailureGroupDocs(f.store.database, ep);
+    assert.equal(groups.length, 2);
+    assert.deepEqual(groups.map((g) => g.counts.Failed).sort((x, y) => x - y), [3, 12]);
+    const fresh = await createStore({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
+    try {
+      const events = [...a, ...b];
+      await fresh.getStatusRows(events.map((eventId) => ({ endpointId: ep, eventId, sessionId: 's-1' })));
+      const { value: results, requests } = await requestsDuring(() => fresh.writeStatuses(events.map((e) => claim(ep, e, last.get(e)!))));
+      assert.ok(results.every((r) => outcome(r) === 'written'), results.map(outcome).join(', '));
+      assert.equal(count(requests, 'PATCH failureGroups'), 3, requests.join(', '));
+    } finally {
+      await fresh.close();
+    }
+    const kept = await readFailureGroupDocs(f.store.database, ep);
+    assert.deepEqual(kept.map((g) => g.counts.Failed), [0, 0], 'every row left its group');
+    assert.ok(kept.every((g) => Object.values(g.types.Failed).every((n) => n === 0) && Object.values(g.hours.Failed).every((n) => n === 0)));
+    assert.deepEqual(await rebuildFailureGroups(f.store.database, ep), { groups: 0, rows: 0 }, 'the recount finds no failed rows either');
   });
 
   test('getStatusRows: in order, null for a row that does not exist', async () => {

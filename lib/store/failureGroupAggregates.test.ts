@@ -10,8 +10,10 @@ import type { StatusRow, StatusWrite } from './schemas.ts';
 import {
   aggregateLosses,
   applyGroupTransition,
+  applyGroupTransitions,
   failureGroupsContainer,
   groupChanges,
+  mergeGroupChanges,
   readFailureGroupDocs,
   rebuildFailureGroups,
   type FailureGroupDoc,
@@ -72,6 +74,36 @@ describe('groupChanges (pure)', () => {
     ]);
     const slash = groupChanges(null, row({ eventTypeId: 'a/b~c' }));
     assert.ok(slash[0]!.incr.has('/types/Failed/a~1b~0c'), 'event type ids are escaped as JSON Pointer segments');
+  });
+});
+
+describe('mergeGroupChanges (pure)', () => {
+  test("a lot's changes summed per document: zeros dropped, the newest entering row kept, the writes counted", () => {
+    const b = 'bbbbbbbbbbbbbbbbbbbb';
+    const merged = mergeGroupChanges([
+      { before: row({ eventId: 'e1' }), after: row({ eventId: 'e1', status: 'Pending', fingerprint: null }) }, // leaves A
+      { before: row({ eventId: 'e2', eventTypeId: 'Other' }), after: row({ eventId: 'e2', status: 'Pending', fingerprint: null }) }, // leaves A
+      { before: null, after: row({ eventId: 'e3', updatedAt: '2026-12-03T10:20:00.000Z' }) }, // enters A
+      { before: null, after: row({ eventId: 'e4', updatedAt: '2026-12-03T10:16:00.000Z' }) }, // enters A, older
+      { before: null, after: row({ eventId: 'e5', fingerprint: b }) }, // enters B
+      { before: row({ eventId: 'e6', status: 'Completed', fingerprint: null }), after: row({ eventId: 'e6', status: 'Pending', fingerprint: null }) }, // none
+    ]);
+    assert.deepEqual(
+      merged.map((c) => [c.groupId, Object.fromEntries(c.incr), c.entered?.eventId, c.writes]),
+      [
+        // Two left, two entered: the count and the hour net to zero; one moved from type Other to OrderPlaced.
+        ['aaaaaaaaaaaaaaaaaaaa', { '/types/Failed/Other': -1, '/types/Failed/OrderPlaced': 1 }, 'e3', 4],
+        [b, { '/counts/Failed': 1, '/types/Failed/OrderPlaced': 1, '/hours/Failed/2026-12-03T10': 1 }, 'e5', 1],
+      ],
+    );
+    // One row leaves the hour another enters: the increments net to nothing, the entering row still sets lastAt.
+    const swap = mergeGroupChanges([
+      { before: row({ eventId: 'e1' }), after: row({ eventId: 'e1', status: 'Pending', fingerprint: null }) },
+      { before: null, after: row({ eventId: 'e2' }) },
+    ]);
+    assert.deepEqual(swap.map((c) => [c.incr.size, c.entered?.eventId]), [[0, 'e2']]);
+    // A row leaving and re-entering nothing: no change at all.
+    assert.deepEqual(mergeGroupChanges([{ before: row({}), after: row({ updatedAt: '2026-12-03T10:59:00.000Z' }) }]).map((c) => c.incr.size), [0]);
   });
 });
 
@@ -169,6 +201,71 @@ describe('aggregates kept by the store', () => {
     assert.equal(lines.length, 1);
     await container.item(groupId, ep).delete();
     await container.item(kept, ep).delete();
+  });
+
+  test("lots (writeStatuses) from two stores at once, repeated, beside single writes: the documents equal a recount", async () => {
+    const lotEp = 'crmendpoint';
+    const failedIds: Array<{ eventId: string; last: string; requestId: string }> = [];
+    for (let i = 0; i < 30; i++) {
+      const r = msg(T.EventRequest, { endpointId: lotEp, eventId: `l-${i}`, eventTypeId: `Type${i % 12}`, payload: {} });
+      await f.store.writeStatus(r);
+      const e = msg(T.ErrorResponse, { endpointId: lotEp, eventId: r.eventId, eventTypeId: r.eventTypeId, parentMessageId: r.messageId, errorType: 'CrmError', errorText: i % 3 ? 'crm offline' : credit(i) });
+      await f.store.writeStatus(e);
+      failedIds.push({ eventId: r.eventId, last: e.messageId, requestId: r.messageId });
+    }
+    // The same lot of claims (skips) from both stores at once - two consoles, a repeated step - while the
+    // Resolver records retries' errors on some of the same rows: each row is claimed once or moves on, never both.
+    const lot = failedIds.slice(0, 20).map((x) => ({
+      input: msg(T.SkipRequest, { endpointId: lotEp, eventId: x.eventId, parentMessageId: x.last }),
+      expect: { lastMessageId: x.last, status: 'Failed' as const },
+    }));
+    await Promise.all([
+      f.store.writeStatuses(lot),
+      second.writeStatuses(lot),
+      ...failedIds.slice(15, 25).map((x) =>
+        second.writeStatus(msg(T.ErrorResponse, { endpointId: lotEp, eventId: x.eventId, parentMessageId: x.requestId, errorType: 'CrmError', errorText: 'crm offline again' })),
+      ),
+    ]);
+    await f.store.writeStatuses(lot); // repeated after the fact: nothing left to claim, nothing applied
+    const db = f.store.database;
+    const kept = comparable(await readFailureGroupDocs(db, lotEp));
+    const rows = await Promise.all(failedIds.map((x) => f.store.getStatusRow(lotEp, x.eventId, 's-1')));
+    const stillFailed = rows.filter((r) => r?.status === 'Failed').length;
+    assert.ok(stillFailed >= 10, `at least the 10 rows outside the lot are still failed (${stillFailed})`);
+    assert.equal(kept.reduce((n, d) => n + d.counts.Failed, 0), stillFailed);
+    await rebuildFailureGroups(db, lotEp);
+    assert.deepEqual(comparable(await readFailureGroupDocs(db, lotEp)), kept, 'a recount from the rows finds what the lots kept');
+  });
+
+  test("a lot's change that cannot be applied is one loss per group, naming its rows; the lot's other groups are applied", async () => {
+    const db = f.store.database;
+    const container = await failureGroupsContainer(db);
+    const broken = 'c'.repeat(20);
+    const fine = 'b'.repeat(20);
+    await container.items.create({ id: broken, endpointId: ep, groupId: broken });
+    const lines: string[] = [];
+    const before = aggregateLosses().count;
+    const failedRow = (eventId: string, fingerprint: string) => row({ endpointId: ep, eventId, fingerprint, errorText: 'SECRET-PAYLOAD text' });
+    const ok = await applyGroupTransitions(
+      db,
+      [
+        { before: null, after: failedRow('lot-1', broken) },
+        { before: null, after: failedRow('lot-2', broken) },
+        { before: null, after: failedRow('lot-3', broken) },
+        { before: null, after: failedRow('lot-4', fine) },
+        { before: null, after: failedRow('lot-5', fine) },
+      ],
+      (l) => lines.push(l),
+    );
+    assert.equal(ok, false);
+    assert.equal(aggregateLosses().count, before + 1, 'one loss: the broken group');
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, new RegExp(`endpoint ${ep}, group ${broken} \\(status 400\\).*off by 3 rows`));
+    assert.doesNotMatch(lines[0]!, /SECRET/);
+    const applied = (await readFailureGroupDocs(db, ep)).find((d) => d.groupId === fine);
+    assert.equal(applied?.counts.Failed, 2, 'the other group got both rows in one patch');
+    await container.item(broken, ep).delete();
+    await container.item(fine, ep).delete();
   });
 
   test('a drifted aggregate is repaired by the recount', async () => {

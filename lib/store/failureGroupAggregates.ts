@@ -8,9 +8,11 @@
 // applies the difference between the row version it replaced (read under the etag its write was conditional on)
 // and the version it wrote, as atomic `incr` patches. Increments commute, so concurrent Resolvers and consoles
 // writing rows of one group add up exactly; a redelivered message that changes nothing writes no row and so
-// applies no delta. What can drift is what can drift for the counters: a process that dies between the row write
-// and the patch (or a patch that fails: counted and logged, see aggregateLosses) leaves the aggregate off by that
-// row, and rows written around the store (the fingerprint backfill, the bench's bulk seeding) are not counted at all. rebuildFailureGroups repairs both
+// applies no delta. A lot of writes (writeStatuses: a bulk job's claims) sums its rows' differences per document
+// and patches each document once (applyGroupTransitions): the same increments, fewer requests. What can drift is
+// what can drift for the counters: a process that dies between the row write and the patch (or a patch that
+// fails: counted and logged, see aggregateLosses) leaves the aggregate off by those rows, and rows written around
+// the store (the fingerprint backfill, the bench's bulk seeding) are not counted at all. rebuildFailureGroups repairs both
 // from the rows: recountEndpoint runs it (after an unclean stop, when a Resolver instance died), and so does
 // `npm run backfill:fingerprints`.
 //
@@ -94,6 +96,8 @@ export interface GroupChange {
   entered: StatusRow | null;
   /** A row of the group (the entering one, else the leaving one): where a new document's title comes from. */
   sample: StatusRow;
+  /** How many row writes the change sums (1, or a lot's rows of this document: mergeGroupChanges). */
+  writes: number;
 }
 
 /**
@@ -105,7 +109,7 @@ export function groupChanges(before: StatusRow | null, after: StatusRow | null):
   const bump = (m: NonNullable<ReturnType<typeof membership>>, by: number, entering: boolean) => {
     const key = `${m.endpointId}\u0000${m.groupId}`;
     let c = out.get(key);
-    if (!c) out.set(key, (c = { endpointId: m.endpointId, groupId: m.groupId, incr: new Map(), entered: null, sample: m.row }));
+    if (!c) out.set(key, (c = { endpointId: m.endpointId, groupId: m.groupId, incr: new Map(), entered: null, sample: m.row, writes: 1 }));
     const add = (path: string) => c.incr.set(path, (c.incr.get(path) ?? 0) + by);
     add(`/counts/${m.status}`);
     add(`/types/${m.status}/${seg(m.row.eventTypeId ?? '')}`);
@@ -121,6 +125,52 @@ export function groupChanges(before: StatusRow | null, after: StatusRow | null):
   if (entered) bump(entered, +1, true);
   for (const c of out.values()) for (const [p, n] of c.incr) if (n === 0) c.incr.delete(p);
   return [...out.values()].filter((c) => c.incr.size > 0 || c.entered !== null);
+}
+
+/**
+ * The changes of several status writes summed per document (endpoint and group): the increments added up (a
+ * path that nets to zero is dropped, and so is a document whose change nets to nothing), the newest entering row
+ * as lastAt and example (what the last of one-patch-per-row would leave, up to the order of equal timestamps).
+ * Each write's difference is still taken from the row version it replaced, so the sum is exactly what the writes'
+ * own patches would have added. Pure.
+ */
+export function mergeGroupChanges(transitions: ReadonlyArray<{ before: StatusRow | null; after: StatusRow | null }>): GroupChange[] {
+  const out = new Map<string, GroupChange>();
+  for (const t of transitions) {
+    for (const c of groupChanges(t.before, t.after)) {
+      const key = `${c.endpointId}\u0000${c.groupId}`;
+      const m = out.get(key);
+      if (!m) {
+        out.set(key, { ...c, incr: new Map(c.incr) });
+        continue;
+      }
+      for (const [path, n] of c.incr) m.incr.set(path, (m.incr.get(path) ?? 0) + n);
+      if (c.entered && (!m.entered || c.entered.updatedAt >= m.entered.updatedAt)) {
+        m.entered = c.entered;
+        m.sample = c.entered;
+      }
+      m.writes += c.writes;
+    }
+  }
+  for (const c of out.values()) for (const [p, n] of c.incr) if (n === 0) c.incr.delete(p);
+  return [...out.values()].filter((c) => c.incr.size > 0 || c.entered !== null);
+}
+
+/** Cosmos DB's limit of operations in one patch request. */
+const PATCH_MAX_OPS = 10;
+
+/**
+ * A change split into parts of at most PATCH_MAX_OPS patch operations each (one part unless a lot's change names
+ * more than 10 statuses, types and hours): the first carries lastAt and the example. Each part is a change of its
+ * own, so a part whose document is missing creates it with that part's increments (applyChange).
+ */
+function patchParts(change: GroupChange): GroupChange[] {
+  const incr = [...change.incr];
+  const first = PATCH_MAX_OPS - (change.entered ? 2 : 0);
+  if (incr.length <= first) return [change];
+  const parts: GroupChange[] = [{ ...change, incr: new Map(incr.slice(0, first)) }];
+  for (let i = first; i < incr.length; i += PATCH_MAX_OPS) parts.push({ ...change, incr: new Map(incr.slice(i, i + PATCH_MAX_OPS)), entered: null });
+  return parts;
 }
 
 function exampleOf(row: StatusRow): NonNullable<FailureGroupDoc['example']> {
@@ -167,7 +217,7 @@ function patchOps(change: GroupChange): PatchOperation[] {
     ops.push({ op: 'set', path: '/lastAt', value: change.entered.updatedAt });
     ops.push({ op: 'set', path: '/example', value: exampleOf(change.entered) });
   }
-  return ops; // at most 3 + 3 + 2 = 8: within Cosmos DB's 10 operations per patch
+  return ops; // one write's change: at most 3 + 3 + 2 = 8; a lot's is split by patchParts
 }
 
 async function applyChange(container: Container, change: GroupChange): Promise<void> {
@@ -203,9 +253,11 @@ export function aggregateLosses(): Readonly<typeof losses> {
 let lossCounter: { add(n: number, attrs?: Record<string, string>): void } | undefined;
 
 /**
- * Records one lost change: a counter (nimbus.store.failure_group_losses, the endpoint as attribute) and one log
- * line naming the endpoint, the group id and the cause (a status code or error name: never an error message, which
- * can quote a payload). The row is written; the aggregate is off by it until the endpoint's next rebuild.
+ * Records one lost change to one group's document (a single write's, or a lot's rows of that group summed): a
+ * counter (nimbus.store.failure_group_losses, the endpoint as attribute) and one log line naming the endpoint, the
+ * group id, the cause (a status code or error name: never an error message, which can quote a payload) and how
+ * many row writes the change carried. The rows are written; the aggregate is off by them until the endpoint's
+ * next rebuild.
  */
 function recordLoss(change: GroupChange, err: unknown, log: (line: string) => void): void {
   const status = cosmosStatus(err);
@@ -221,7 +273,7 @@ function recordLoss(change: GroupChange, err: unknown, log: (line: string) => vo
   lossCounter.add(1, { endpointId: change.endpointId });
   log(
     `failure group aggregate not updated: endpoint ${change.endpointId}, group ${change.groupId} (${cause}); ` +
-      `the group's counts are off by one row until the endpoint's recount or npm run backfill:fingerprints`,
+      `the group's counts are off by ${change.writes === 1 ? 'one row' : `${change.writes} rows`} until the endpoint's recount or npm run backfill:fingerprints`,
   );
 }
 
@@ -233,13 +285,27 @@ const defaultLog = (line: string) => process.stderr.write(`${JSON.stringify({ le
  * and is already written, so the caller is not failed for it; the loss is counted and logged (recordLoss) and the
  * rebuild repairs the aggregate.
  */
-export async function applyGroupTransition(
+export function applyGroupTransition(
   database: Database,
   before: StatusRow | null,
   after: StatusRow | null,
   log: (line: string) => void = defaultLog,
 ): Promise<boolean> {
-  const changes = groupChanges(before, after);
+  return applyGroupTransitions(database, [{ before, after }], log);
+}
+
+/**
+ * applyGroupTransition for a lot of status writes (writeStatuses): their changes summed per document
+ * (mergeGroupChanges) and each document patched once - in parts of at most 10 operations, concurrently - instead
+ * of once per row. A document whose patch fails is one loss, counted and logged with the number of row writes it
+ * carried; the other documents are applied regardless. Resolves false when any was lost.
+ */
+export async function applyGroupTransitions(
+  database: Database,
+  transitions: ReadonlyArray<{ before: StatusRow | null; after: StatusRow | null }>,
+  log: (line: string) => void = defaultLog,
+): Promise<boolean> {
+  const changes = mergeGroupChanges(transitions);
   if (changes.length === 0) return true;
   let container: Container;
   try {
@@ -249,15 +315,12 @@ export async function applyGroupTransition(
     return false;
   }
   const results = await Promise.all(
-    changes.map((c) =>
-      applyChange(container, c).then(
-        () => true,
-        (err: unknown) => {
-          recordLoss(c, err, log);
-          return false;
-        },
-      ),
-    ),
+    changes.map(async (c) => {
+      const parts = await Promise.allSettled(patchParts(c).map((part) => applyChange(container, part)));
+      const failed = parts.find((p): p is PromiseRejectedResult => p.status === 'rejected');
+      if (failed) recordLoss(c, failed.reason, log);
+      return !failed;
+    }),
   );
   return results.every(Boolean);
 }

@@ -53,6 +53,9 @@ export type StatusWrite = z.input<typeof statusWriteSchema>;
 export type StatusWriteParsed = z.output<typeof statusWriteSchema>;
 
 /** The status row: one per endpoint + event + session, in the `events` container. */
+/** An event's row, by its session only (MessageStore.listEventSessions). */
+export const eventSessionSchema = z.object({ eventId: z.string(), sessionId: z.string() });
+
 export const statusRowSchema = z.object({
   id: z.string(),
   endpointId: z.string(),

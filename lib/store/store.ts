@@ -35,7 +35,7 @@ import {
 import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type IgnoreReason } from './guard.ts';
 import { docId, statusRowId } from './ids.ts';
 import { fingerprintOf } from './fingerprint.ts';
-import { applyGroupTransition, rebuildFailureGroups } from './failureGroupAggregates.ts';
+import { applyGroupTransition, applyGroupTransitions, rebuildFailureGroups } from './failureGroupAggregates.ts';
 import {
   COUNTER_DOC_ID,
   CounterBuffer,
@@ -58,6 +58,7 @@ import {
   counterDocSchema,
   describeIssues,
   endpointIdSchema,
+  eventSessionSchema,
   heartbeatRecordSchema,
   heartbeatSettingsSchema,
   heartbeatWriteSchema,
@@ -357,11 +358,11 @@ export class MessageStore {
   /**
    * writeStatus for several rows at once (a bulk operation's claims: one row each, in different partitions), in
    * as few requests as Cosmos' bulk API allows - the versions not in the row cache read in one bulk request, the
-   * conditional writes (If-Match the version read, or a create) in another, one counter patch per endpoint for the
-   * lot. Each write is decided exactly as writeStatus decides it. A write the lot cannot settle by itself (the guard
-   * or `expect` refuses it, its row is unreadable, its conditional write lost a race or failed) is then done by
-   * writeStatus alone, so every answer is the one writeStatus would give; a row named twice is written one after
-   * the other the same way. Results are in the order of `items`; an error settles only its own item.
+   * conditional writes (If-Match the version read, or a create) in another, one counter patch per endpoint and one
+   * failure-group patch per group document for the lot. Each write is decided exactly as writeStatus decides it. A
+   * write the lot cannot settle by itself (the guard or `expect` refuses it, its row is unreadable, its conditional
+   * write lost a race or failed) is then done by writeStatus alone, so every answer is the one writeStatus would
+   * give; a row named twice is written one after the other the same way. Results are in the order of `items`; an error settles only its own item.
    */
   async writeStatuses(items: ReadonlyArray<{ input: StatusWrite; expect?: RowExpectation }>): Promise<Settled<StatusWriteResult>[]> {
     const out: Array<Settled<StatusWriteResult> | undefined> = new Array(items.length);
@@ -489,7 +490,8 @@ export class MessageStore {
         }),
       );
       for (const o of out) if (o?.ok && o.value.outcome === 'written' && failedCounters.has(o.value.row.endpointId)) o.value.counters = 'failed';
-      await Promise.all(moved.map((m) => applyGroupTransition(this.database, m.before, m.after)));
+      // The lot's failure-group changes summed per group document: one patch each, not one per row.
+      await applyGroupTransitions(this.database, moved);
     } finally {
       for (const { ticket } of writes) if (ticket) this.#counterBuffer!.cancel(ticket); // no-op when add() settled it
     }
@@ -1061,6 +1063,34 @@ export class MessageStore {
    */
   async listEventRows(endpointId: string, eventId: string): Promise<StatusRow[]> {
     return (await this.#eventRows(endpointId, eventId)).items;
+  }
+
+  /**
+   * The sessions each of several events has a row in on one endpoint: one query within the endpoint's partitions
+   * (the synchronous bulk commands name events, and the Manager's lot reads rows by point read, which needs the
+   * session). An event without a row is absent. Undefined when the answer would be incomplete (more than `limit`
+   * rows): the caller then finds each event's rows as for one event.
+   */
+  async listEventSessions(endpointId: string, eventIds: readonly string[], limit = 10_000): Promise<Map<string, string[]> | undefined> {
+    parseInput(endpointIdSchema, endpointId, 'endpoint id');
+    const out = new Map<string, string[]>();
+    if (eventIds.length === 0) return out;
+    const r = await queryAll(
+      this.#c.events,
+      {
+        query: 'SELECT c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@events, c.eventId)',
+        parameters: [
+          { name: '@ep', value: endpointId },
+          { name: '@events', value: [...new Set(eventIds)] },
+        ],
+      },
+      eventSessionSchema,
+      { partitionKey: [endpointId], limit },
+      'event sessions',
+    );
+    if (r.truncated) return undefined;
+    for (const { eventId, sessionId } of r.items) out.set(eventId, [...(out.get(eventId) ?? []), sessionId]);
+    return out;
   }
 
   #eventRows(endpointId: string, eventId: string) {

@@ -163,12 +163,15 @@ export class Manager {
    * session known, no row, already claimed, refused, nothing to resubmit, a claim that lost a race - goes through
    * the one-event path, so every answer (duplicate, 404, 409) is exactly the one execute() gives. Results are in
    * the order of `targets`; an error (the HttpError execute() would throw) settles only its own event.
+   * Without `origin` (the synchronous bulk routes) the receipts are a click's: no operation named.
+   * `oneEventConcurrency` bounds the events on the one-event path at a time (default: all at once).
    */
   async executeMany(
     targets: readonly CommandTarget[],
     spec: { kind: 'resubmit' } | { kind: 'skip' },
     auditor: string,
-    origin: CommandOrigin,
+    origin?: CommandOrigin,
+    options: { oneEventConcurrency?: number } = {},
   ): Promise<Settled<CommandResult>[]> {
     const out: Settled<CommandResult>[] = new Array(targets.length);
     const keyOf = (t: CommandTarget) => `${t.endpointId}\u0000${t.eventId}`;
@@ -187,13 +190,17 @@ export class Manager {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     for (const k of lot) this.#inFlight.set(keyOf(targets[k]!), held);
-    const lotDone = this.#executeLot(targets, lot, spec, auditor, origin, out).finally(() => {
+    // Two bounds, not one: the events here may wait for the lot (a target named twice), and the lot's own
+    // one-event path must never wait for a slot one of them holds.
+    const n = options.oneEventConcurrency ?? Infinity;
+    const lotDone = this.#executeLot(targets, lot, spec, auditor, origin, out, limiter(n)).finally(() => {
       release();
       for (const k of lot) if (this.#inFlight.get(keyOf(targets[k]!)) === held) this.#inFlight.delete(keyOf(targets[k]!));
     });
+    const oneAtATime = limiter(n);
     await Promise.all([
       lotDone,
-      ...alone.map((k) => settle(out, k, this.execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin))),
+      ...alone.map((k) => settle(out, k, oneAtATime(() => this.execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin)))),
     ]);
     return out;
   }
@@ -203,8 +210,9 @@ export class Manager {
     lot: number[],
     spec: { kind: 'resubmit' } | { kind: 'skip' },
     auditor: string,
-    origin: CommandOrigin,
+    origin: CommandOrigin | undefined,
     out: Settled<CommandResult>[],
+    oneAtATime: Limiter,
   ): Promise<void> {
     // Events for the one-event path (#execute: their in-flight mark is the lot's, held until the lot ends).
     const alone: number[] = [];
@@ -236,7 +244,7 @@ export class Manager {
     });
     const [sendErrors] = await Promise.all([
       this.#sendBatched(claimed.map((c) => c.built), origin),
-      ...alone.map((k) => settle(out, k, this.#execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin))),
+      ...alone.map((k) => settle(out, k, oneAtATime(() => this.#execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin)))),
     ]);
     const sent = claimed.filter((_, i) => sendErrors[i] === undefined);
     // Not sent: each claim undone (or kept for Reconcile) and audited as a single command's would be (503).
@@ -245,7 +253,7 @@ export class Manager {
       .filter((x) => x.err !== undefined)
       .map(({ c, err }) => settle(out, c.k, this.#sendFailed(c.row, c.built, err, auditor, c.row)));
     for (const c of sent) this.#failedSends.delete(c.built.messageId);
-    if (sent.length > 0) log.info({ operationId: origin.operationId, messageType: type, sent: sent.length }, 'manager commands sent');
+    if (sent.length > 0) log.info({ operationId: origin?.operationId, messageType: type, sent: sent.length }, 'manager commands sent');
     const receipts = await this.#store.recordAudits(sent.map((c) => receipt(spec, c.row, c.built, c.row.lastMessageId, c.eventTypeId, c.payload, auditor, origin)));
     sent.forEach((c, i) => {
       const r = receipts[i]!;
@@ -259,7 +267,7 @@ export class Manager {
    * message carrying its context): per command, undefined when it was sent, else the error of its batch. A batch
    * is one transfer, accepted or refused as a whole.
    */
-  async #sendBatched(commands: readonly BuiltCommand[], origin: CommandOrigin): Promise<unknown[]> {
+  async #sendBatched(commands: readonly BuiltCommand[], origin: CommandOrigin | undefined): Promise<unknown[]> {
     const errors: unknown[] = commands.map(() => undefined);
     if (commands.length === 0) return errors;
     this.#sender ??= this.#client.createSender(Topic.Manager);
@@ -302,7 +310,7 @@ export class Manager {
     };
     await withSendSpan(Topic.Manager, commands.map((c) => c.message), send, {
       'nimbus.command': commands[0]!.type,
-      'nimbus.operation_id': origin.operationId,
+      ...(origin ? { 'nimbus.operation_id': origin.operationId } : {}),
     });
     return errors;
   }
@@ -450,6 +458,27 @@ export function specOfClaim(row: StatusRow): CommandSpec | undefined {
     return row.requestMessageId === row.lastMessageId ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
   }
   return undefined;
+}
+
+type Limiter = <T>(run: () => Promise<T>) => Promise<T>;
+
+/** Runs at most `n` of the functions given to it at a time, the others in the order given. */
+function limiter(n: number): Limiter {
+  if (n === Infinity) return (run) => run();
+  n = Math.max(1, Math.floor(n));
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async (run) => {
+    if (active >= n) await new Promise<void>((r) => waiting.push(r));
+    else active++;
+    try {
+      return await run();
+    } finally {
+      const next = waiting.shift();
+      if (next) next(); // the slot passes on
+      else active--;
+    }
+  };
 }
 
 async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<void> {
