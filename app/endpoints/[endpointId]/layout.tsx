@@ -4,7 +4,8 @@ import { getContext } from '../../../server/context.ts';
 
 /**
  * An endpoint the catalog does not know is a missing page (404), not an empty list - for the endpoint and its
- * events alike. Decided here, above the section's loading boundary, so the answer's status can still be 404.
+ * events alike. Decided here, before any of the page is sent, so the answer's status can still be 404 (the section
+ * has no loading boundary: docs/console.md says why).
  * (When the console cannot open its connections the pages say so themselves.)
  */
 export default async function EndpointLayout({ children, params }: { children: ReactNode; params: Promise<{ endpointId: string }> }) {
