@@ -28,6 +28,7 @@ import {
 import { budgetExhausted, logicalAttempt, retryDelay, backoffMs, type BudgetOptions } from './budget.ts';
 import type { ResolverMetrics } from './metrics.ts';
 import type { OutcomeRecorder } from './outcomeMetrics.ts';
+import { limiter } from '../lib/concurrency/limiter.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';
@@ -194,23 +195,6 @@ async function resolveRead(m: ResolverMessage, ctx: ResolveContext, parent?: Con
 
 /** Rows of one batch whose store work runs at the same time. */
 const ROWS_IN_FLIGHT = 16;
-
-/** Runs the functions it is given at most `max` at a time, in the order given. */
-function limiter(max: number): <T>(fn: () => Promise<T>) => Promise<T> {
-  let running = 0;
-  const queue: Array<() => void> = [];
-  return async <T>(fn: () => Promise<T>): Promise<T> => {
-    if (running < max) running++;
-    else await new Promise<void>((r) => queue.push(r)); // a finishing run hands its slot over
-    try {
-      return await fn();
-    } finally {
-      const next = queue.shift();
-      if (next) next();
-      else running--;
-    }
-  };
-}
 
 /**
  * The messages of one receive, resolved in order, with the store work of every status row started together as the

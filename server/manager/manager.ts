@@ -24,6 +24,7 @@ import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
+import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -458,27 +459,6 @@ export function specOfClaim(row: StatusRow): CommandSpec | undefined {
     return row.requestMessageId === row.lastMessageId ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
   }
   return undefined;
-}
-
-type Limiter = <T>(run: () => Promise<T>) => Promise<T>;
-
-/** Runs at most `n` of the functions given to it at a time, the others in the order given. */
-function limiter(n: number): Limiter {
-  if (n === Infinity) return (run) => run();
-  n = Math.max(1, Math.floor(n));
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return async (run) => {
-    if (active >= n) await new Promise<void>((r) => waiting.push(r));
-    else active++;
-    try {
-      return await run();
-    } finally {
-      const next = waiting.shift();
-      if (next) next(); // the slot passes on
-      else active--;
-    }
-  };
 }
 
 async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<void> {
