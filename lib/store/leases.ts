@@ -1,6 +1,6 @@
-// Leases and one-time claims in Cosmos, so background duties stay single when the console or the Resolver runs as
-// several replicas: one heartbeat sender per tick, one reconcile at a time, one runner per bulk job or replay, one
-// alert evaluator. A lease is a document `{ id: name, owner, expiresAt }` in the `leases` container, taken and
+// Leases in Cosmos, so background duties stay single when the console or the Resolver runs as
+// several replicas: one reconcile at a time, one runner per bulk job or replay, one alert evaluator and backlog
+// sampler (the heartbeat's one sender per tick is a compare-and-swap on its schedule document instead). A lease is a document `{ id: name, owner, expiresAt }` in the `leases` container, taken and
 // renewed by compare-and-swap on its etag; a replica that dies stops renewing and loses the lease when it expires.
 //
 // Expiry is wall-clock time written by the holder, so replicas' clocks must agree to well within the lease's
@@ -16,8 +16,6 @@ interface LeaseDocument extends ItemDefinition {
   owner: string;
   expiresAt: number;
   acquiredAt: number;
-  /** Cosmos' own time-to-live in seconds, so one-time claims (one per tick) clean themselves up on Azure. */
-  ttl?: number;
 }
 
 /** A lease held by `owner` until `expiresAt` (epoch ms). `etag` is the version the holder last wrote. */
