@@ -52,10 +52,10 @@ export const statusWriteSchema = z.object({
 export type StatusWrite = z.input<typeof statusWriteSchema>;
 export type StatusWriteParsed = z.output<typeof statusWriteSchema>;
 
-/** The status row: one per endpoint + event + session, in the `events` container. */
 /** An event's row, by its session only (MessageStore.listEventSessions). */
 export const eventSessionSchema = z.object({ eventId: z.string(), sessionId: z.string() });
 
+/** The status row: one per endpoint + event + session, in the `events` container. */
 export const statusRowSchema = z.object({
   id: z.string(),
   endpointId: z.string(),
