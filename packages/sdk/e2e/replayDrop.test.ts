@@ -1,0 +1,127 @@
+// A replay pass whose broker connection drops in the middle must fail and be retried soon, not hang the endpoint's
+// deferred processor. The processor handles one trigger at a time, so one broker call that never answers stalls
+// the replay of every session of the endpoint, and stop() waits for it. That is what left 91 erpendpoint rows
+// Deferred in a run of e2e/chaos.test.ts: the broker was cut while the processor was in a pass; the session
+// receiver's completeMessage (like its close, acceptSession and the sender's sendMessages) then waited for the
+// client's own 60 s operation timeout and longer (about 90 s measured), no pass ran after the outage, the
+// settling wait saw nothing move and ended, and "demo endpoints did not stop within 20 s".
+//
+// The processor here reaches the emulator through a TCP fault proxy (server/testing/tcpFaultProxy.ts) with the
+// unmodified @azure/service-bus client; the connection is reset at one exact point of the pass: when it completes
+// its first parked message, after that message's replayed copy was sent.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServiceBusReceivedMessage, ServiceBusSessionReceiver } from '@azure/service-bus';
+import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
+import { DeferredProcessor } from '@nimbus/sdk';
+import type { ReplayPass } from '@nimbus/sdk';
+import { createServiceBusClients } from '@nimbus/sdk/servicebus';
+import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
+import { eventually, withHarness } from './harness.ts';
+
+const SESSION = 'DROP-1';
+const PARKED = 3;
+
+test('a connection reset while a replay pass settles a parked message: the pass is retried and every parked message comes back', async () => {
+  await withHarness(async (h) => {
+    const proxy = await startTcpFaultProxy({ port: h.emulator.port });
+    const proxied = createServiceBusClients(
+      h.emulator.connectionString.replace(`:${h.emulator.port};`, `:${proxy.port};`),
+      { client: { retryOptions: { timeoutInMs: 4000 } } },
+    );
+    // The fault: the first parked message the processor completes finds its connection reset (and refused for a
+    // second); everything before it (the accept, the peek, the receive, the copy's send) went through.
+    let cut: number | undefined;
+    const acceptSession = proxied.client.acceptSession.bind(proxied.client);
+    proxied.client.acceptSession = (async (...args: Parameters<typeof acceptSession>) => {
+      const receiver: ServiceBusSessionReceiver = await acceptSession(...args);
+      const complete = receiver.completeMessage.bind(receiver);
+      receiver.completeMessage = async (message: ServiceBusReceivedMessage) => {
+        if (cut === undefined) {
+          cut = Date.now();
+          await proxy.cut();
+          setTimeout(() => void proxy.restore(), 1000);
+        }
+        return complete(message);
+      };
+      return receiver;
+    }) as typeof proxied.client.acceptSession;
+
+    const passes: ReplayPass[] = [];
+    const processor = new DeferredProcessor({
+      client: proxied.client,
+      endpointId: 'crm',
+      drainWaitMs: 300,
+      triggerWaitMs: 1000,
+      backoff: { initialMs: 50, maxMs: 500 },
+      operationTimeoutMs: 3000,
+      onPass: (p) => void passes.push(p),
+    });
+    // What comes back to the main subscription, read directly (not through the proxy).
+    const main = await h.client.acceptSession('crm', 'crm', SESSION);
+    let stopped = 'not stopped';
+    try {
+      processor.start();
+      for (let s = 0; s < PARKED; s++)
+        await h.send('crm', {
+          sessionId: SESSION,
+          body: eventBody('CustomerUpdated', { customerId: SESSION, n: s }),
+          props: {
+            [Prop.To]: 'Deferred',
+            [Prop.MessageType]: MessageType.EventRequest,
+            [Prop.EventId]: `ev-drop-${s}`,
+            [Prop.EventTypeId]: 'CustomerUpdated',
+            [Prop.DeferralSequence]: s,
+            [Prop.OriginalSessionId]: SESSION,
+          },
+        });
+      await h.send('crm', {
+        sessionId: SESSION,
+        props: {
+          [Prop.To]: 'DeferredProcessor',
+          [Prop.MessageType]: MessageType.ProcessDeferredRequest,
+          [Prop.EventId]: 'ev-drop-trigger',
+          [Prop.ReplayUntil]: PARKED,
+        },
+      });
+
+      // Every parked sequence comes back as a replayed copy (the first one possibly twice: its copy was sent
+      // before the reset, and the retried pass finds it still parked). The client alone takes 60 s and more to
+      // give up on the completion; the wait below is shorter, so a processor that waits for it fails here.
+      const sequences = new Set<number>();
+      await eventually(
+        async () => {
+          for (const m of await main.receiveMessages(10, { maxWaitTimeInMs: 500 })) {
+            sequences.add(Number(m.applicationProperties?.[Prop.ReplaySequence]));
+            await main.completeMessage(m);
+          }
+          return sequences.size === PARKED ? true : undefined;
+        },
+        'every parked sequence replayed after the reset',
+        30_000,
+      ).catch((error: unknown) => {
+        const got = [...sequences].join(', ') || 'none';
+        const seen = passes.map((p) => p.outcome).join(', ') || 'none';
+        throw new Error(`${(error as Error).message} (sequences back: ${got}; passes: ${seen})`);
+      });
+      assert.ok(cut !== undefined, 'the connection was reset during the pass');
+      assert.deepEqual([...sequences].sort(), [0, 1, 2]);
+      const outcomes = passes.map((p) => p.outcome);
+      assert.deepEqual(outcomes.slice(-1), ['replayed'], `passes: ${outcomes.join(', ')}`);
+      assert.ok(outcomes.includes('failed'), `the interrupted pass is reported failed (passes: ${outcomes.join(', ')})`);
+      assert.equal((await h.deadLetters('crm', 'DeferredProcessor', 10, 300)).length, 0, 'the trigger was dead-lettered');
+    } finally {
+      // stop() must not wait for a call the reset left hanging either.
+      let timer: NodeJS.Timeout | undefined;
+      stopped = await Promise.race([
+        processor.stop().then(() => 'stopped'),
+        new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 15_000))),
+      ]);
+      clearTimeout(timer);
+      await main.close().catch(() => undefined);
+      await proxied.close().catch(() => undefined);
+      await proxy.close();
+    }
+    assert.equal(stopped, 'stopped', 'the deferred processor did not stop within 15 s');
+  });
+});
