@@ -5,6 +5,8 @@
 // was parked after the trigger waits for the next pass (DESIGN.md §5), so a session that blocks again mid-replay
 // does not bounce its parked messages between the two subscriptions. A pass with a bound ends with a pass-end marker
 // sent to the same session after its copies, so the main handler can skip sequences that will never come back.
+// Every broker call of a pass is bounded (operationTimeoutMs): the processor handles one trigger at a time, so a call
+// that a dropped connection leaves unanswered would otherwise stall the replay of every session of the endpoint.
 import type {
   ServiceBusClient,
   ServiceBusReceivedMessage,
@@ -35,6 +37,14 @@ export interface DeferredProcessorOptions {
   drainWaitMs?: number;
   /** How long to wait for the next trigger per receive call. Default 5 s. */
   triggerWaitMs?: number;
+  /**
+   * Longest wait for one broker call of a pass (accept, peek, receive, send, complete, close). Default 30 s. When
+   * the connection drops in the middle of a call, the @azure/service-bus client can leave it unanswered for its own
+   * 60 s operation timeout and longer (a session receiver's completeMessage and close, an acceptSession, a send:
+   * 60-90 s measured), whatever `retryOptions.timeoutInMs` says. Past the bound the pass is given up and its trigger
+   * retried, which is safe: a replayed copy sent twice is recognised by its sequence.
+   */
+  operationTimeoutMs?: number;
   backoff?: BackoffOptions;
   /** Called after each trigger (tests, metrics). */
   onPass?: (pass: ReplayPass) => void;
@@ -58,6 +68,12 @@ export class DeferredProcessor {
    * so it is completed without a pass: a second, empty pass would only send a pass-end marker for nothing.
    */
   private readonly finished = new Map<string, number>();
+  /**
+   * Parked-session receivers of passes given up on, per session, until their close has come back: the broker may
+   * still count their session lock, and a retried trigger that finds the session locked must not take that for
+   * another pass replaying it.
+   */
+  private readonly closing = new Map<string, Promise<void>>();
 
   private readonly options: DeferredProcessorOptions;
 
@@ -103,14 +119,35 @@ export class DeferredProcessor {
           { err: loggableError(error), delayMs: delay },
           'receiving replay triggers failed; backing off',
         );
+        // A receiver whose link broke is not trusted to come back by itself (see below): the next receive uses a new one.
+        this.renewTriggerReceiver();
         await sleep(delay, this.stopController.signal);
         continue;
       }
-      for (const trigger of triggers) await this.handleTrigger(trigger);
+      for (const trigger of triggers) {
+        // A pass that failed met a broker problem, typically a dropped connection. The trigger receiver then gets a
+        // new link: after a connection reset that came while it was not receiving (the processor was in a pass),
+        // the client's receiver was seen to come back deaf - every receive empty, the abandoned trigger active on the
+        // subscription - so the endpoint replayed nothing ever again.
+        if ((await this.handleTrigger(trigger)) === 'failed') this.renewTriggerReceiver();
+      }
     }
   }
 
-  private async handleTrigger(trigger: ServiceBusReceivedMessage): Promise<void> {
+  /** A fresh receiver for the triggers; the old one is closed in the background (its close may hang as well). */
+  private renewTriggerReceiver(): void {
+    if (this.stopping) return;
+    const old = this.receiver;
+    this.receiver = this.options.client.createReceiver(this.options.endpointId, Subscription.DeferredProcessor);
+    if (old) void this.quietly('closing the old trigger receiver', () => old.close());
+  }
+
+  private report(pass: ReplayPass): ReplayPass['outcome'] {
+    this.options.onPass?.(pass);
+    return pass.outcome;
+  }
+
+  private async handleTrigger(trigger: ServiceBusReceivedMessage): Promise<ReplayPass['outcome']> {
     const inbound = fromReceived(trigger);
     const sessionId =
       trigger.sessionId ||
@@ -122,40 +159,42 @@ export class DeferredProcessor {
       const reason = !sessionId
         ? 'No SessionId'
         : `not a ProcessDeferredRequest (${inbound.messageType ?? 'no MessageType'})`;
-      await receiver
-        .deadLetterMessage(trigger, { deadLetterReason: reason, deadLetterErrorDescription: reason })
-        .catch((e) => this.log.warn({ err: loggableError(e) }, 'dead-lettering a bad trigger failed'));
-      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'no-session-id' });
-      return;
+      await this.bounded('dead-lettering a bad trigger', () =>
+        receiver.deadLetterMessage(trigger, { deadLetterReason: reason, deadLetterErrorDescription: reason }),
+      ).catch((e) => this.log.warn({ err: loggableError(e) }, 'dead-lettering a bad trigger failed'));
+      return this.report({ sessionId, replayed: 0, outcome: 'no-session-id' });
     }
     const until = inbound.replayUntil ?? Number.POSITIVE_INFINITY;
     if (until <= (this.finished.get(sessionId) ?? -1)) {
-      await receiver.completeMessage(trigger).catch(() => undefined);
-      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'already-replayed' });
-      return;
+      await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
+      return this.report({ sessionId, replayed: 0, outcome: 'already-replayed' });
     }
+    // A receiver of this session from a pass given up on is closed first (bounded), so that its lock is gone.
+    const closing = this.closing.get(sessionId);
+    if (closing) await this.quietly('closing an earlier parked-session receiver', () => closing);
     let parked: ServiceBusSessionReceiver;
     try {
-      parked = await this.options.client.acceptSession(
-        this.options.endpointId,
-        Subscription.Deferred,
-        sessionId,
-        { maxAutoLockRenewalDurationInMs: 60_000 },
+      parked = await this.bounded(
+        'accepting the parked session',
+        () =>
+          this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, {
+            maxAutoLockRenewalDurationInMs: 60_000,
+          }),
+        // Accepted after all: let its lock go at once.
+        (late) => void late.close().catch(() => undefined),
       );
     } catch (error) {
-      if ((error as { code?: string }).code === 'SessionCannotBeLocked') {
+      if ((error as { code?: string }).code === 'SessionCannotBeLocked' && !this.closing.has(sessionId)) {
         // Another pass holds the session: it replays what is parked.
-        await receiver.completeMessage(trigger).catch(() => undefined);
-        this.options.onPass?.({ sessionId, replayed: 0, outcome: 'session-locked' });
-        return;
+        await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
+        return this.report({ sessionId, replayed: 0, outcome: 'session-locked' });
       }
       this.log.warn(
         { sessionId, err: loggableError(error) },
         'could not open the parked session; the trigger will be retried',
       );
-      await receiver.abandonMessage(trigger).catch(() => undefined);
-      this.options.onPass?.({ sessionId, replayed: 0, outcome: 'failed' });
-      return;
+      await this.quietly('abandoning the trigger', () => receiver.abandonMessage(trigger));
+      return this.report({ sessionId, replayed: 0, outcome: 'failed' });
     }
     let replayed = 0;
     try {
@@ -167,28 +206,89 @@ export class DeferredProcessor {
       // every parked message below the bound has been received (replay() throws otherwise): a copy this pass did
       // not get to (a receive that came back early) must not be taken for a gap by the main handler.
       if (pass.held) {
-        await this.send(pass.held.inbound, sessionId, until, bounded);
-        await parked.completeMessage(pass.held.message);
+        const held = pass.held;
+        await this.send(held.inbound, sessionId, until, bounded);
+        await this.bounded('completing a parked message', () => parked.completeMessage(held.message));
         replayed++;
       } else if (bounded) {
-        await this.sender!.sendMessages(
-          toServiceBusMessage(buildReplayPassEnd(inbound, this.options.endpointId, sessionId, until)),
+        const marker = toServiceBusMessage(
+          buildReplayPassEnd(inbound, this.options.endpointId, sessionId, until),
         );
+        await this.bounded('sending the pass-end marker', () => this.sender!.sendMessages(marker));
       }
-      await receiver.completeMessage(trigger);
+      await this.bounded('completing the trigger', () => receiver.completeMessage(trigger));
       if (bounded) this.rememberFinished(sessionId, until);
-      this.options.onPass?.({ sessionId, replayed, outcome: 'replayed' });
       this.log.debug({ sessionId, replayed, until }, 'replay pass finished');
+      return this.report({ sessionId, replayed, outcome: 'replayed' });
     } catch (error) {
       this.log.warn(
         { sessionId, replayed, err: loggableError(error) },
         'replay pass failed; the trigger will be retried',
       );
-      await receiver.abandonMessage(trigger).catch(() => undefined);
-      this.options.onPass?.({ sessionId, replayed, outcome: 'failed' });
+      await this.quietly('abandoning the trigger', () => receiver.abandonMessage(trigger));
+      return this.report({ sessionId, replayed, outcome: 'failed' });
     } finally {
-      await parked.close().catch(() => undefined);
+      await this.release(sessionId, parked);
     }
+  }
+
+  /**
+   * Closes a pass's parked-session receiver, waiting at most the bound. A close still pending then is remembered
+   * until it comes back (see `closing`).
+   */
+  private async release(sessionId: string, parked: ServiceBusSessionReceiver): Promise<void> {
+    const closed = parked.close().catch(() => undefined);
+    const settled = await this.bounded('closing the parked session', () => closed.then(() => true)).catch(
+      () => false,
+    );
+    if (settled) return;
+    const pending = closed.finally(() => {
+      if (this.closing.get(sessionId) === pending) this.closing.delete(sessionId);
+    });
+    this.closing.set(sessionId, pending);
+  }
+
+  /**
+   * One broker call of a pass, given up after `operationTimeoutMs` or when the processor stops; the caller then
+   * treats it as failed. The call itself cannot be cancelled and may still finish: `late` gets what it returns
+   * then (to release it), and a late failure is dropped.
+   */
+  private bounded<T>(what: string, call: () => Promise<T>, late?: (value: T) => void): Promise<T> {
+    const ms = this.options.operationTimeoutMs ?? 30_000;
+    const signal = this.stopController.signal;
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      const finish = (): boolean => {
+        if (done) return false;
+        done = true;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onStop);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        if (finish())
+          reject(new Error(`${what} did not answer within ${ms} ms (connection lost?); the pass is given up`));
+      }, ms);
+      const onStop = () => {
+        if (finish()) reject(new Error(`${what} given up: the deferred processor is stopping`));
+      };
+      signal.addEventListener('abort', onStop, { once: true });
+      if (signal.aborted) onStop();
+      call().then(
+        (value) => {
+          if (finish()) resolve(value);
+          else late?.(value);
+        },
+        (error: unknown) => {
+          if (finish()) reject(error);
+        },
+      );
+    });
+  }
+
+  /** A settlement of the trigger whose failure changes nothing (its lock expires and it comes back). */
+  private async quietly(what: string, call: () => Promise<void>): Promise<void> {
+    await this.bounded(what, call).catch(() => undefined);
   }
 
   private rememberFinished(sessionId: string, until: number): void {
@@ -205,9 +305,10 @@ export class DeferredProcessor {
   ): Promise<void> {
     const sequence = inbound.deferralSequence ?? 0;
     const bound = until === Number.POSITIVE_INFINITY ? sequence + 1 : until;
-    await this.sender!.sendMessages(
-      toServiceBusMessage(buildReplayedCopy(inbound, this.options.endpointId, sessionId, bound, passEnd)),
+    const copy = toServiceBusMessage(
+      buildReplayedCopy(inbound, this.options.endpointId, sessionId, bound, passEnd),
     );
+    await this.bounded('sending a replayed copy', () => this.sender!.sendMessages(copy));
   }
 
   /**
@@ -220,7 +321,10 @@ export class DeferredProcessor {
     // peeked on this entity by any receiver of the client, so a second pass would not see the front of the session.
     let from = Long.ZERO;
     for (;;) {
-      const page = await parked.peekMessages(this.options.batchSize ?? 20, { fromSequenceNumber: from });
+      const start = from;
+      const page = await this.bounded('peeking the parked session', () =>
+        parked.peekMessages(this.options.batchSize ?? 20, { fromSequenceNumber: start }),
+      );
       const n = page.filter((m) => (fromReceived(m).deferralSequence ?? 0) < until).length;
       below += n;
       if (page.length === 0 || n === 0) return below;
@@ -251,11 +355,13 @@ export class DeferredProcessor {
     const wanted = await this.countBelow(parked, until);
     let received = 0;
     while (received < wanted) {
-      // Settlement inside a pass runs to the end; stopping only prevents the next batch.
+      // Stopping prevents the next batch; a call still waiting when the processor stops is given up (bounded), and
+      // the trigger, not completed, brings the rest of the pass back later.
       if (this.stopping) return { replayed, held };
-      const batch = await parked.receiveMessages(Math.min(this.options.batchSize ?? 20, wanted - received), {
-        maxWaitTimeInMs: this.options.drainWaitMs ?? 1000,
-      });
+      const count = Math.min(this.options.batchSize ?? 20, wanted - received);
+      const batch = await this.bounded('receiving parked messages', () =>
+        parked.receiveMessages(count, { maxWaitTimeInMs: this.options.drainWaitMs ?? 1000 }),
+      );
       if (batch.length === 0)
         throw new Error(
           `${wanted - received} parked message(s) below ${until} did not arrive; the pass is not complete`,
@@ -267,13 +373,14 @@ export class DeferredProcessor {
         const sequence = item.inbound.deferralSequence ?? 0;
         if (sequence >= until) {
           // Not expected (parked out of order): the next pass replays it.
-          await parked.abandonMessage(item.message);
+          await this.bounded('abandoning a parked message', () => parked.abandonMessage(item.message));
           continue;
         }
         received++;
         if (held) {
-          await this.send(held.inbound, sessionId, until, false);
-          await parked.completeMessage(held.message);
+          const previous = held;
+          await this.send(previous.inbound, sessionId, until, false);
+          await this.bounded('completing a parked message', () => parked.completeMessage(previous.message));
           replayed++;
         }
         held = item;
