@@ -93,8 +93,14 @@ export class DeferredProcessor {
   async stop(): Promise<void> {
     this.stopController.abort(new Error('deferred processor stopping'));
     await this.loop?.catch(() => undefined);
-    await this.receiver?.close().catch(() => undefined);
-    await this.sender?.close().catch(() => undefined);
+    // Closing what a dropped connection left behind can hang like any other call: waited for at most the bound.
+    const closes = [this.receiver?.close(), this.sender?.close()].map((c) => c?.catch(() => undefined));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(closes),
+      new Promise((r) => (timer = setTimeout(r, this.options.operationTimeoutMs ?? 30_000))),
+    ]);
+    clearTimeout(timer);
   }
 
   private get stopping(): boolean {
