@@ -144,7 +144,15 @@ export class DeferredProcessor {
   private renewTriggerReceiver(): void {
     if (this.stopping) return;
     const old = this.receiver;
-    this.receiver = this.options.client.createReceiver(this.options.endpointId, Subscription.DeferredProcessor);
+    try {
+      this.receiver = this.options.client.createReceiver(this.options.endpointId, Subscription.DeferredProcessor);
+    } catch (error) {
+      // createReceiver throws at once when the client's connection is closed (its owner shutting down before
+      // stop(), seen in the chaos test's teardown): an exception here would end the loop unhandled. The old
+      // receiver stays; its next receive fails, backs off and asks again, until stop().
+      this.log.warn({ err: loggableError(error) }, 'renewing the trigger receiver failed; retrying after the next receive');
+      return;
+    }
     if (old) void this.quietly('closing the old trigger receiver', () => old.close());
   }
 
