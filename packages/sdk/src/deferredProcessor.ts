@@ -300,7 +300,10 @@ export class DeferredProcessor {
     });
   }
 
-  /** A settlement of the trigger whose failure changes nothing (its lock expires and it comes back). */
+  /**
+   * A bounded call whose failure changes nothing: settling the trigger (its lock expires and it comes back) or
+   * closing a receiver that is being replaced.
+   */
   private async quietly(what: string, call: () => Promise<void>): Promise<void> {
     await this.bounded(what, call).catch(() => undefined);
   }
