@@ -1,8 +1,10 @@
 'use client';
 // The header's page links. From 768 px (Tailwind's md) they sit in the header row; below, they collapse into a
 // Menu button that opens them as a list under the header (Escape or choosing a page closes it again). The current
-// page's link says so with aria-current.
-import Link from 'next/link';
+// page's link says so with aria-current. A link whose page is still on its way says so too (PendingMark): pages
+// are sent whole, without a loading boundary (docs/console.md), so a click on a slow page keeps the current one on
+// screen until the new one arrives, and the mark is the operator's sign that the click was taken.
+import Link, { useLinkStatus } from 'next/link';
 import { usePathname } from 'next/navigation';
 import { useRef, useState, type KeyboardEvent } from 'react';
 
@@ -17,6 +19,18 @@ export function currentHref(links: readonly NavLink[], pathname: string): string
     if (owns && (best === null || href.length > best.length)) best = href;
   }
   return best;
+}
+
+/** Inside a Link: a dot while the navigation it started is pending (after 150 ms, so fast ones do not flicker). */
+function PendingMark() {
+  const { pending } = useLinkStatus();
+  if (!pending) return null;
+  return (
+    <span data-testid="nav-pending" className="nav-pending">
+      <span aria-hidden="true" className="ml-1.5 inline-block h-1.5 w-1.5 motion-safe:animate-pulse rounded-full bg-sky-400 align-middle" />
+      <span className="sr-only"> (loading)</span>
+    </span>
+  );
 }
 
 export function HeaderNav({ links }: { links: readonly NavLink[] }) {
@@ -56,6 +70,7 @@ export function HeaderNav({ links }: { links: readonly NavLink[] }) {
               className={`block py-1.5 md:py-0 ${href === current ? 'font-medium text-white underline decoration-sky-400 decoration-2 underline-offset-4' : 'text-slate-300 hover:text-white'}`}
             >
               {label}
+              <PendingMark />
             </Link>
           </li>
         ))}
