@@ -11,6 +11,8 @@
 // its first parked message, after that message's replayed copy was sent.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import type { ServiceBusReceivedMessage, ServiceBusSessionReceiver } from '@azure/service-bus';
 import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { DeferredProcessor } from '@nimbus/sdk';
@@ -123,5 +125,57 @@ test('a connection reset while a replay pass settles a parked message: the pass 
       await proxy.close();
     }
     assert.equal(stopped, 'stopped', 'the deferred processor did not stop within 15 s');
+  });
+});
+
+test('the client closed under a running processor (its owner shutting down first): renewing the trigger receiver fails, is logged and retried, and stop() still returns', async () => {
+  // Seen in e2e/chaos.test.ts's teardown: the demo's client was closed before its processor had stopped. The failed
+  // receive renews the trigger receiver, and createReceiver throws at once on a closed client; that throw ended the
+  // processor's loop as an unhandled rejection after the test.
+  await withHarness(async (h) => {
+    const warnings: string[] = [];
+    const logger = pino(
+      { level: 'warn' },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          for (const line of chunk.toString('utf8').split('\n'))
+            if (line.trim()) warnings.push(String((JSON.parse(line) as { msg?: unknown }).msg));
+          done();
+        },
+      }),
+    );
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const own = createServiceBusClients(h.emulator.connectionString);
+    const processor = new DeferredProcessor({
+      client: own.client,
+      endpointId: 'crm',
+      triggerWaitMs: 500,
+      backoff: { initialMs: 50, maxMs: 200 },
+      operationTimeoutMs: 3000,
+      logger,
+    });
+    try {
+      processor.start();
+      await own.close();
+      const renewals = () => warnings.filter((w) => w.startsWith('renewing the trigger receiver failed')).length;
+      await eventually(() => (renewals() >= 2 ? true : undefined), 'two failed renewals logged', 15_000).catch(
+        (error: unknown) => {
+          throw new Error(`${(error as Error).message} (warnings: ${warnings.join(' | ') || 'none'})`);
+        },
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const stopped = await Promise.race([
+        processor.stop().then(() => 'stopped'),
+        new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 10_000))),
+      ]);
+      clearTimeout(timer);
+      assert.equal(stopped, 'stopped', 'the deferred processor did not stop within 10 s');
+      assert.deepEqual(unhandled.map(String), [], 'the processor loop ended with an unhandled error');
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await processor.stop().catch(() => undefined);
+    }
   });
 });
