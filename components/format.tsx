@@ -2,6 +2,7 @@
 // Small display helpers: relative times that tick, status badges with one colour per status.
 import { useEffect, useState } from 'react';
 import { formatLocal, formatUtc, useTimeZoneMode } from './timeZone.tsx';
+import { useHydrated } from './refreshing.ts';
 
 export function useNow(intervalMs = 1000): number {
   const [now, setNow] = useState(() => Date.now());
@@ -56,12 +57,16 @@ export function Ago({ at, now }: { at: string | null; now: number }) {
 /** A point in time under the viewer's rule (local with zone, or UTC); hovering shows the other one. */
 export function Timestamp({ at }: { at: string | null }) {
   const mode = useTimeZoneMode();
+  const hydrated = useHydrated();
   if (!at) return <span className="text-slate-500">—</span>;
   const t = new Date(at);
   if (Number.isNaN(t.getTime())) return <span className="font-mono text-xs">{at}</span>;
   const [shown, other] = mode === 'utc' ? [formatUtc(t), formatLocal(t)] : [formatLocal(t), formatUtc(t)];
+  // The hover text waits for hydration: in UTC mode it is local time, which the server's render can only give in
+  // the server's zone. React does not patch a mismatched attribute when it hydrates, and a viewer whose stored
+  // choice is UTC renders nothing after hydration to replace it, so the title would keep the server's zone.
   return (
-    <time dateTime={t.toISOString()} title={other} className="whitespace-nowrap font-mono text-xs">
+    <time dateTime={t.toISOString()} title={hydrated ? other : undefined} className="whitespace-nowrap font-mono text-xs">
       {shown}
     </time>
   );

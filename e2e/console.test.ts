@@ -157,18 +157,38 @@ describe('console in Chromium', () => {
 
   test('times say their zone; the UTC/local switch applies everywhere and is remembered', async () => {
     const page = await open('/endpoints/erpendpoint/events/evt-handoff-1-c');
-    const first = page.getByTestId('audits').locator('time').first();
-    await first.waitFor();
-    const switcher = page.getByRole('button', { name: /^(UTC|Local time)$/ });
-    if ((await switcher.getAttribute('aria-pressed')) === 'true') await switcher.click();
-    assert.match((await first.textContent()) ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \S+/, 'local time with its zone');
-    assert.match((await first.getAttribute('title')) ?? '', / UTC$/, 'UTC on hover');
-    await switcher.click();
-    assert.match((await first.textContent()) ?? '', / UTC$/);
+    // The browser in a zone that is neither UTC nor likely the server's: its local times can only come from the
+    // browser, so seeing one also says the page has hydrated (the server's HTML always shows UTC). Acting on the
+    // switch before hydration would be lost, and local time equal to UTC would prove nothing.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kathmandu' });
     await page.reload();
-    await page.getByTestId('audits').locator('time').first().waitFor();
-    assert.match((await page.getByTestId('audits').locator('time').first().textContent()) ?? '', / UTC$/, 'the choice survives a reload');
+    const times = page.getByTestId('audits').locator('time');
+    const localShown = times.filter({ hasText: /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} GMT\+5:45$/ }).first();
+    const utcShown = page.getByTestId('audits').locator('time[title$="GMT+5:45"]').filter({ hasText: / UTC$/ }).first();
+
+    // Which wait timed out, in the failure: the three below look alike in a stack trace.
+    const seen = (what: string, locator: typeof times) =>
+      locator.waitFor().catch(async (err: Error) => {
+        const first = times.first();
+        throw new Error(`${what}: not seen; the first time reads "${await first.textContent()}" titled "${await first.getAttribute('title')}" (${err.message.split('\n')[0]})`);
+      });
+    await seen('local time after hydration', localShown);
+    assert.match((await localShown.getAttribute('title')) ?? '', / UTC$/, 'UTC on hover');
+    assert.equal(await times.filter({ hasText: / UTC$/ }).count(), 0, 'every time on the page is local');
+    const switcher = page.getByRole('button', { name: 'Local time', exact: true });
+    assert.equal(await switcher.getAttribute('aria-pressed'), 'false');
+    await switcher.click();
+    await seen('UTC after the switch', utcShown);
+    assert.equal(await times.filter({ hasText: /GMT\+5:45$/ }).count(), 0, 'every time on the page switched');
+
+    // Remembered: after a reload the page hydrates straight into UTC, its hover text the browser's local time.
+    await page.reload();
+    await seen('UTC after a reload', utcShown);
+    assert.equal(await page.getByRole('button', { name: 'UTC', exact: true }).getAttribute('aria-pressed'), 'true');
     await page.getByRole('button', { name: 'UTC', exact: true }).click();
+    await seen('local time after switching back', localShown);
+    await cdp.detach();
     await page.close();
   });
 
