@@ -1,6 +1,6 @@
 import type { Metadata } from 'next';
 import type { ReactNode } from 'react';
-import Link from 'next/link';
+import Link from '../components/Link.tsx';
 import './globals.css';
 import { Providers } from '../components/Providers.tsx';
 import { GlobalSearch } from '../components/GlobalSearch.tsx';

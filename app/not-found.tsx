@@ -1,7 +1,7 @@
 // Any path the console has no page for, and pages that call notFound() (an endpoint the catalog does not know).
 // API paths never get here: the proxy answers them with JSON (server/apiRoutes.ts).
 import type { Metadata } from 'next';
-import Link from 'next/link';
+import Link from '../components/Link.tsx';
 
 export const metadata: Metadata = { title: 'Not found' };
 

@@ -2,7 +2,7 @@
 // Alert history: what fired, when, when it recovered, the page that shows the problem, and whether each notice
 // reached its channels. Newest first, refreshed every 15 s; filter (text, firing or recovered), sort and how many of
 // the newest are loaded live in the URL (alertHistorySearch), so a reload, a link, Back and Forward restore them.
-import Link from 'next/link';
+import Link from './Link.tsx';
 import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from './format.tsx';

@@ -4,7 +4,7 @@
 // event the filter matches ("select all matching"). Either runs on the server as a bulk job (server/operations/)
 // over a selection frozen when the confirmation opens, which states exactly how many events it will act on: no
 // row limit. The list exports as CSV or JSON with the same filter.
-import Link from 'next/link';
+import Link from './Link.tsx';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';

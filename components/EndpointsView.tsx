@@ -1,7 +1,7 @@
 'use client';
 // Endpoints (home): every catalog endpoint with Pending / Deferred / Failed counts, oldest failure, last activity
 // and heartbeat; sortable, filterable, refreshed every few seconds.
-import Link from 'next/link';
+import Link from './Link.tsx';
 import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';

@@ -3,7 +3,7 @@
 // nodes, never injected HTML), error and dead-letter details, handoff with countdown, blocked-by link, parked siblings,
 // the message history as a timeline with a payload diff of any two of its messages, the audit trail, and the operator
 // actions (the edited resubmit in a checked JSON editor beside the stored payload).
-import Link from 'next/link';
+import Link from './Link.tsx';
 import { useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, endpointHref, eventHref, type CommandResult, type EventDetails } from './api.ts';

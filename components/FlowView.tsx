@@ -2,7 +2,7 @@
 // Flow: the platform as the catalog wires it - producers → event types → consumers - with what each consumer
 // did with each event type over the chosen period. Consumers whose numbers moved since the last refresh pulse,
 // so activity is visible as messages flow. Period and event-type filter live in the URL.
-import Link from 'next/link';
+import Link from './Link.tsx';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useEffect, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';

@@ -3,7 +3,7 @@
 // endpoint, from GET /api/metrics: it survives reloads and restarts), endpoints banded Failing / Watching /
 // Healthy with their counts, a "stale data" banner when refreshes fail, and no refreshing while the tab is
 // hidden (TanStack Query pauses interval refetches in background tabs).
-import Link from 'next/link';
+import Link from './Link.tsx';
 import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';

@@ -1,6 +1,6 @@
 'use client';
 // Search results for an event id or session id prefix; a single match opens the event directly.
-import Link from 'next/link';
+import Link from './Link.tsx';
 import { useRouter, useSearchParams } from 'next/navigation';
 import { useEffect } from 'react';
 import { useQuery } from '@tanstack/react-query';

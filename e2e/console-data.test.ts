@@ -5,7 +5,7 @@
 // embedded Service Bus emulator and Cosmos server, with Debian's Chromium, as e2e/console.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page, Request } from 'playwright-core';
 import type { RunningConsole } from '../server/console.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
@@ -138,6 +138,37 @@ describe('navigation feedback', () => {
       // Held answers are let go whatever happened, so that closing the page does not wait on them.
       release();
       await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+});
+
+describe('prefetching', () => {
+  test('links do not prefetch: a page view asks the server only for what it shows', async () => {
+    // Every page is dynamic with no loading boundary, so a prefetch brought only the route's tree and a click
+    // still made the full request: each link in view cost two server requests after hydration (about 30 per page
+    // view) for nothing. Two navigations by the header: each is one request, the pages' links add none.
+    const prefetches: string[] = [];
+    const navigations: string[] = [];
+    const onRequest = (request: Request) => {
+      const headers = request.headers();
+      if (headers['next-router-prefetch']) prefetches.push(new URL(request.url()).pathname);
+      else if (headers['rsc']) navigations.push(new URL(request.url()).pathname);
+    };
+    ui!.browser.on('request', onRequest);
+    const page = await open('/');
+    try {
+      await page.locator('tr[data-endpoint="billingendpoint"]').waitFor();
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      await nav.getByRole('link', { name: /^Monitor/ }).click();
+      await page.getByRole('heading', { name: 'Monitor' }).waitFor();
+      await nav.getByRole('link', { name: /^Endpoints/ }).click();
+      await page.locator('tr[data-endpoint="billingendpoint"]').waitFor();
+      // The positive signal that the listener sees the router's requests: the two navigations themselves.
+      assert.deepEqual(navigations, ['/monitor', '/']);
+      assert.deepEqual(prefetches, []);
+    } finally {
+      ui!.browser.off('request', onRequest);
       await page.close();
     }
   });

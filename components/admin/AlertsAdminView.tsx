@@ -2,7 +2,7 @@
 // Admin → Alerts: the alert rules (with what their last evaluation said) and the notification channels. Owners
 // change them (the server refuses everyone else; every change is audited); secrets are write-only: the page only
 // learns that a URL or password is set, and leaving the field empty on an edit keeps the stored one.
-import Link from 'next/link';
+import Link from '../Link.tsx';
 import { useMemo, useState, type ReactNode } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';

@@ -2,7 +2,7 @@
 // Admin → Health: the heartbeat settings (off by default), "Send now", the Resolver's liveness and every
 // endpoint's heartbeat: status (On / Unsupported / Off / Pending / Unknown), round trip, last seen, SDK version
 // and whether it is included in the scheduled probes. Refreshes every 5 s.
-import Link from 'next/link';
+import Link from '../Link.tsx';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';

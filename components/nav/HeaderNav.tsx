@@ -4,7 +4,8 @@
 // page's link says so with aria-current. A link whose page is still on its way says so too (PendingMark): pages
 // are sent whole, without a loading boundary (docs/console.md), so a click on a slow page keeps the current one on
 // screen until the new one arrives, and the mark is the operator's sign that the click was taken.
-import Link, { useLinkStatus } from 'next/link';
+import { useLinkStatus } from 'next/link';
+import Link from '../Link.tsx';
 import { usePathname } from 'next/navigation';
 import { useRef, useState, type KeyboardEvent } from 'react';
 

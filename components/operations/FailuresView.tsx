@@ -4,7 +4,7 @@
 // (the Endpoint page filtered by the group), exports them, or is resubmitted / skipped as a whole: the
 // confirmation states the exact count, which is the count the job was frozen with.
 import { useState } from 'react';
-import Link from 'next/link';
+import Link from '../Link.tsx';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { BulkJobConfirm } from './BulkJobConfirm.tsx';
 import { endpointHref } from '../api.ts';

@@ -3,7 +3,7 @@
 // the evidence; rows that nothing will move (a command claimed with no receipt, a control request nobody answered),
 // with why and what the repair does; handoffs past their ExpectedBy (flagged only). Apply re-writes the stored
 // outcome, re-sends or restores, each conditional on the row version shown here; the result says what changed.
-import Link from 'next/link';
+import Link from '../Link.tsx';
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { eventHref } from '../api.ts';

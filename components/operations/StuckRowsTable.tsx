@@ -2,7 +2,7 @@
 // Operations → Reconcile: rows that nothing will move (a claim without a receipt, a control request nobody
 // answered), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
 // row offers more than one repair (re-send or restore), picks one; the parent applies the selection.
-import Link from 'next/link';
+import Link from '../Link.tsx';
 import { eventHref } from '../api.ts';
 import { Timestamp } from '../format.tsx';
 import type { RepairTarget, StuckRow } from '../topology/opsApi.ts';

@@ -5,7 +5,7 @@
 // result; purge asks for the typed subscription name. A dead letter whose replay died during its send is shown
 // as uncertain with the evidence from the replay journal; it is sent again (or removed as delivered) only on
 // the operator's explicit decision, which the server audits.
-import Link from 'next/link';
+import Link from '../Link.tsx';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';

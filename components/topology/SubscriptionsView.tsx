@@ -2,7 +2,7 @@
 // Topology → Subscriptions: every topic with its subscriptions (status, sessions, forward-to, rules compared with
 // the catalog's topology, and the runtime counts); sortable, filterable, refreshed every 10 s. Pause / resume and
 // rule restore ask for the typed subscription name; the dead-letter count links to the dead-letter browser.
-import Link from 'next/link';
+import Link from '../Link.tsx';
 import { useMemo, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBox } from '../format.tsx';
