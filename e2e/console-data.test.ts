@@ -78,6 +78,22 @@ describe('first HTML', () => {
     await page.close();
   });
 
+  test('a page marks itself hydrated in the browser, never in the server\'s HTML', async () => {
+    // The browser tests act once <html data-hydrated> is there (SeededConsole.open): it must not come with the HTML.
+    const page = await browser.newPage();
+    try {
+      await page.route('**/_next/static/**/*.js', (route) => route.abort());
+      await page.goto(consoleApp.url + '/');
+      await page.locator('tr[data-endpoint="billingendpoint"]').waitFor();
+      assert.equal(await page.locator('html[data-hydrated]').count(), 0, 'no mark without the scripts');
+      await page.unroute('**/_next/static/**/*.js');
+      await page.reload();
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+    } finally {
+      await page.close();
+    }
+  });
+
   test('pages rendered on the server hydrate without errors (no mismatch between server and browser)', async () => {
     const errors = await errorsLoading(browser, consoleApp.url, ['/', '/monitor', '/endpoints/billingendpoint', '/endpoints/billingendpoint/events/evt-failed-1', '/topology/subscriptions', '/admin/health', '/flow']);
     assert.deepEqual(errors, []);

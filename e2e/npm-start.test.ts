@@ -106,6 +106,8 @@ async function open(path: string): Promise<Page> {
   });
   page.on('pageerror', (e) => consoleErrors.push(`${path}: ${e.message}`));
   await page.goto(consoleUrl + path);
+  // Hydrated (components/Providers.tsx): a click between the load event and hydration is lost.
+  await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
   return page;
 }
 

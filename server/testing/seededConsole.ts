@@ -74,7 +74,7 @@ export interface SeededConsole {
   consoleErrors: string[];
   /** Uncaught errors alone of the pages `open` opened, as `path: message`. */
   pageErrors: string[];
-  /** A new page at `path`, its errors recorded in consoleErrors and pageErrors. */
+  /** A new page at `path`, hydrated, its errors recorded in consoleErrors and pageErrors. */
   open(path: string): Promise<Page>;
   /** A `Cookie` header value that signs `principal` in (needs `auth`). */
   sessionCookie(principal: Principal): string;
@@ -172,6 +172,9 @@ export async function startSeededConsole(options: SeededConsoleOptions = {}): Pr
           pageErrors.push(`${path}: ${e.message}`);
         });
         await page.goto(app.url + path);
+        // Hydrated (components/Providers.tsx): the load event can come before React has attached its handlers,
+        // and a click on a control in between is lost.
+        await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
         return page;
       },
       sessionCookie: (principal) => `${SESSION_COOKIE}=${sessionCookie(principal)}`,
