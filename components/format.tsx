@@ -43,12 +43,15 @@ export function formatDuration(ms: number): string {
 }
 
 export function Ago({ at, now }: { at: string | null; now: number }) {
+  // The hover text is the time itself, in the viewer's choice of zone (UTC in the server's render and while
+  // hydrating, as the zone switch's own server value is).
+  const mode = useTimeZoneMode();
   if (!at) return <span className="text-slate-500">—</span>;
   const t = Date.parse(at);
   return (
     // "ago" is relative to the clock of whoever rendered it (the server, for prefetched data): the browser's
     // differs by the time the page took to arrive, and its next tick replaces the text.
-    <time dateTime={at} title={formatUtc(new Date(t))} className="whitespace-nowrap" suppressHydrationWarning>
+    <time dateTime={at} title={mode === 'utc' ? formatUtc(new Date(t)) : formatLocal(new Date(t))} className="whitespace-nowrap" suppressHydrationWarning>
       {formatDuration(now - t)} ago
     </time>
   );

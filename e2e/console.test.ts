@@ -170,8 +170,10 @@ describe('console in Chromium', () => {
     // Which wait timed out, in the failure: the three below look alike in a stack trace.
     const seen = (what: string, locator: typeof times) =>
       locator.waitFor().catch(async (err: Error) => {
-        const first = times.first();
-        throw new Error(`${what}: not seen; the first time reads "${await first.textContent()}" titled "${await first.getAttribute('title')}" (${err.message.split('\n')[0]})`);
+        const first = page.locator('main time').first();
+        const text = await first.textContent({ timeout: 1_000 }).catch(() => null);
+        const title = await first.getAttribute('title', { timeout: 1_000 }).catch(() => null);
+        throw new Error(`${what}: not seen; the first time reads "${text}" titled "${title}" (${err.message.split('\n')[0]})`);
       });
     await seen('local time after hydration', localShown);
     assert.match((await localShown.getAttribute('title')) ?? '', / UTC$/, 'UTC on hover');
@@ -188,6 +190,9 @@ describe('console in Chromium', () => {
     assert.equal(await page.getByRole('button', { name: 'UTC', exact: true }).getAttribute('aria-pressed'), 'true');
     await page.getByRole('button', { name: 'UTC', exact: true }).click();
     await seen('local time after switching back', localShown);
+    // Relative times ("3m 5s ago", the Endpoints page's last activity) follow the same rule on hover.
+    await page.goto(ui!.url + '/');
+    await seen('an "ago" with local time on hover', page.locator('main time[title$="GMT+5:45"]').filter({ hasText: / ago$/ }).first());
     await cdp.detach();
     await page.close();
   });
