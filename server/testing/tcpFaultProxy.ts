@@ -35,6 +35,24 @@ const listen = (server: net.Server, port: number) =>
     server.listen(port, '127.0.0.1');
   });
 
+/**
+ * Listens on a port below Linux's ephemeral range (32768-60999 by default). While the proxy is down its port is
+ * free, and a port from the ephemeral range can be taken in the meantime as the local end of any outgoing
+ * connection of any process on the machine, for as long as that connection lives: a chaos run on CI failed with
+ * EADDRINUSE when the store came back. Below the range only another listener can take it.
+ */
+async function listenOutsideEphemeralRange(server: net.Server): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    try {
+      await listen(server, port);
+      return port;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 50) throw error;
+    }
+  }
+}
+
 export async function startTcpFaultProxy(target: { host?: string; port: number }): Promise<TcpFaultProxy> {
   const host = target.host ?? '127.0.0.1';
   const sockets = new Set<net.Socket>();
@@ -62,8 +80,7 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
     client.pipe(upstream);
     upstream.pipe(client);
   });
-  await listen(server, 0);
-  const port = (server.address() as net.AddressInfo).port;
+  const port = await listenOutsideEphemeralRange(server);
 
   const resetAll = () => {
     // An RST rather than a FIN: the client must see a broken connection, not a polite close.
@@ -88,7 +105,7 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
     },
     async restore() {
       if (up) return;
-      // The port was released while down; another socket may briefly hold it (EADDRINUSE): try again shortly.
+      // The port was released while down; another listener may briefly hold it (EADDRINUSE): try again shortly.
       for (let attempt = 1; ; attempt++) {
         try {
           await listen(server, port);
