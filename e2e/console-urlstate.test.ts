@@ -101,10 +101,19 @@ async function until<T>(read: () => Promise<T>, want: T, what: string, ms = 30_0
 }
 
 /**
- * The rows are in the first HTML, before the page's scripts run: act only once the network is quiet (hydrated),
- * or a click may land before Next's router has taken over the history entries that Back returns to.
+ * The rows are in the first HTML, before the page's scripts run: act only once React has hydrated (Providers marks
+ * <html data-hydrated>), or a click may land before Next's router has taken over the history entries that Back
+ * returns to. A quiet network was the proxy for this before; the mark is the event itself.
  */
-const HYDRATED = { waitUntil: 'networkidle' } as const;
+const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+const gotoHydrated = async (page: Page, url: string) => {
+  await page.goto(url);
+  await hydrated(page);
+};
+const reloadHydrated = async (page: Page) => {
+  await page.reload();
+  await hydrated(page);
+};
 
 const param = (page: Page, key: string) => new URL(page.url()).searchParams.get(key);
 
@@ -114,7 +123,7 @@ describe('dead letters: reason filter and paging position in the URL', () => {
 
   test('Next and the filter go into the URL; a reload restores them and Back returns to the state before', async () => {
     const page = await browser.newPage();
-    await page.goto(consoleApp.url + path, HYDRATED);
+    await gotoHydrated(page, consoleApp.url + path);
     await until(async () => (await shown(page)).length, 25, 'first page');
     const firstPage = await shown(page);
 
@@ -124,7 +133,7 @@ describe('dead letters: reason filter and paging position in the URL', () => {
     const secondPage = await shown(page);
     assert.equal(secondPage.some((id) => firstPage.includes(id)), false, 'the second page has other dead letters');
 
-    await page.reload(HYDRATED);
+    await reloadHydrated(page);
     await until(() => shown(page), secondPage, 'the second page after a reload');
     assert.equal(await page.getByRole('button', { name: 'Previous' }).isEnabled(), true);
 
@@ -137,7 +146,7 @@ describe('dead letters: reason filter and paging position in the URL', () => {
     await page.waitForURL(new RegExp(`[?&]reason=${REASON_B}`));
     await until(async () => (await shown(page)).length, 2, 'filtered by reason');
 
-    await page.reload(HYDRATED);
+    await reloadHydrated(page);
     await until(async () => (await shown(page)).length, 2, 'filtered after a reload');
     assert.equal(await page.getByLabel('Filter by reason').inputValue(), REASON_B);
 
@@ -169,7 +178,7 @@ describe('alerts: rule and history filters and sort in the URL', () => {
 
   test('Admin · Alerts: sort, kind and filter survive a reload; Back undoes the last choice', async () => {
     const page = await browser.newPage();
-    await page.goto(consoleApp.url + '/admin/alerts', HYDRATED);
+    await gotoHydrated(page, consoleApp.url + '/admin/alerts');
     await until(() => rules(page), ['alpha failures', 'beta backlog', 'gamma handoffs'], 'rules by name', 30_000, page);
 
     await page.getByRole('button', { name: /^Name/ }).click();
@@ -181,7 +190,7 @@ describe('alerts: rule and history filters and sort in the URL', () => {
     await page.waitForURL(/[?&]type=deadLetterBacklog/);
     await until(() => rules(page), ['beta backlog'], 'one kind', 30_000, page);
 
-    await page.reload(HYDRATED);
+    await reloadHydrated(page);
     await until(() => rules(page), ['beta backlog'], 'one kind after a reload', 30_000, page);
     assert.equal(await page.getByLabel('Kind').inputValue(), 'deadLetterBacklog');
 
@@ -192,7 +201,7 @@ describe('alerts: rule and history filters and sort in the URL', () => {
     await page.getByLabel('Filter rules').fill('alp');
     await page.waitForURL(/[?&]q=alp/);
     await until(() => rules(page), ['alpha failures'], 'filtered', 30_000, page);
-    await page.reload(HYDRATED);
+    await reloadHydrated(page);
     assert.equal(await page.getByLabel('Filter rules').inputValue(), 'alp');
     await until(() => rules(page), ['alpha failures'], 'filtered after a reload', 30_000, page);
     await page.close();
@@ -200,7 +209,7 @@ describe('alerts: rule and history filters and sort in the URL', () => {
 
   test('Alerts: state filter, sort and "Show more" position survive a reload; Back undoes the last choice', async () => {
     const page = await browser.newPage();
-    await page.goto(consoleApp.url + '/alerts', HYDRATED);
+    await gotoHydrated(page, consoleApp.url + '/alerts');
     await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'newest first', 30_000, page);
 
     await page.getByRole('button', { name: /^Rule/ }).click();
@@ -211,7 +220,7 @@ describe('alerts: rule and history filters and sort in the URL', () => {
     await page.waitForURL(/[?&]state=recovered/);
     await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'recovered only, by rule', 30_000, page);
 
-    await page.reload(HYDRATED);
+    await reloadHydrated(page);
     await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'after a reload', 30_000, page);
     assert.equal(await page.getByLabel('State').inputValue(), 'recovered');
     assert.equal(await page.locator('th[aria-sort="ascending"]').count(), 1);
