@@ -394,6 +394,19 @@ export async function eventually<T>(
   }
 }
 
+/** 'stopped' when `stop` resolves within `ms`, else 'hung' (without waiting for it any longer). */
+export async function stopsWithin(stop: () => Promise<void>, ms: number): Promise<'stopped' | 'hung'> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      stop().then(() => 'stopped' as const),
+      new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A lifecycle observer that logs `hook:MessageType[:detail]` per call, in order. */
 export function recorder(): { events: string[]; observer: LifecycleObserver } {
   const events: string[] = [];

@@ -19,7 +19,7 @@ import { DeferredProcessor } from '@nimbus/sdk';
 import type { ReplayPass } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
-import { eventually, withHarness } from './harness.ts';
+import { eventually, stopsWithin, withHarness } from './harness.ts';
 
 // @azure/service-bus keeps an interrupted settle's own 60 s timer and its retries alive after the receiver and the
 // client are closed, so this file's process would stay up for minutes after its tests. It ends itself once the
@@ -121,12 +121,7 @@ test('a connection reset while a replay pass settles a parked message: the pass 
       assert.equal((await h.deadLetters('crm', 'DeferredProcessor', 10, 300)).length, 0, 'the trigger was dead-lettered');
     } finally {
       // stop() must not wait for a call the reset left hanging either.
-      let timer: NodeJS.Timeout | undefined;
-      stopped = await Promise.race([
-        processor.stop().then(() => 'stopped'),
-        new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 15_000))),
-      ]);
-      clearTimeout(timer);
+      stopped = await stopsWithin(() => processor.stop(), 15_000);
       await main.close().catch(() => undefined);
       await proxied.close().catch(() => undefined);
       await proxy.close();
@@ -172,12 +167,7 @@ test('the client closed under a running processor (its owner shutting down first
           throw new Error(`${(error as Error).message} (warnings: ${warnings.join(' | ') || 'none'})`);
         },
       );
-      let timer: NodeJS.Timeout | undefined;
-      const stopped = await Promise.race([
-        processor.stop().then(() => 'stopped'),
-        new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 10_000))),
-      ]);
-      clearTimeout(timer);
+      const stopped = await stopsWithin(() => processor.stop(), 10_000);
       assert.equal(stopped, 'stopped', 'the deferred processor did not stop within 10 s');
       assert.deepEqual(unhandled.map(String), [], 'the processor loop ended with an unhandled error');
     } finally {

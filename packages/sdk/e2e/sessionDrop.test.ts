@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { HandlerRegistry, SubscriberHost } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
-import { eventually, withHarness } from './harness.ts';
+import { eventually, stopsWithin, withHarness } from './harness.ts';
 
 // @azure/service-bus keeps an interrupted call's 60 s timer alive after its client is closed (see replayDrop.test.ts):
 // the file ends its process once the results are out.
@@ -89,12 +89,7 @@ for (const when of ['while the session waits for its next message', 'while a han
         assert.equal(r1.at(-1), 'R-1/1', `R-1 handled in order: ${r1.join(', ')}`);
         assert.ok(r1.slice(0, -1).every((x) => x === 'R-1/0'), `R-1 handled in order: ${r1.join(', ')}`);
       } finally {
-        let timer: NodeJS.Timeout | undefined;
-        stopped = await Promise.race([
-          host.stop().then(() => 'stopped'),
-          new Promise<string>((r) => (timer = setTimeout(() => r('hung'), 15_000))),
-        ]);
-        clearTimeout(timer);
+        stopped = await stopsWithin(() => host.stop(), 15_000);
         await publisher.close().catch(() => undefined);
         await proxied.close().catch(() => undefined);
         await proxy.close();
