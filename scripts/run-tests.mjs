@@ -33,7 +33,7 @@ const concurrency = process.env.NIMBUS_TEST_CONCURRENCY ?? '2';
 // applies to a whole file's process too. Not --test-force-exit: it can end a file's process before the last results
 // reach the parent, which then counts fewer tests at exit 0 (nodejs/node#64833; seen here, the tail of
 // emulator/sql/filter.test.ts missing from one CI run). A file whose library leaves a handle open after its
-// tests ends itself (packages/sdk/e2e/replayDrop.test.ts).
+// tests ends itself (endProcessAfterResults() in packages/sdk/e2e/harness.ts: replayDrop, sessionDrop).
 const result = spawnSync(
   process.execPath,
   [

@@ -1,5 +1,6 @@
 // End-to-end harness: the embedded emulator, the topology provisioned from a small catalog through the real admin
 // client, SDK hosts on the real @azure/service-bus client, and readers for what reaches the Resolver topic.
+import { after } from 'node:test';
 import type { ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import { startEmulator } from '../../../emulator/index.ts';
 import type { RunningEmulator } from '../../../emulator/index.ts';
@@ -392,6 +393,22 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * For a file that cuts broker connections: ends its process once its results are out. @azure/service-bus keeps an
+ * interrupted call's 60 s timer and its retries alive after the receiver and the client are closed, so the process
+ * would stay up for minutes after its tests; the 5 s timer is unref'd, so a process with nothing left open exits
+ * sooner by itself. Such a process can instead spin at 100% CPU for ever in Node 20's exit-time handle cleanup (gdb:
+ * uv_run under Environment::CleanupHandles, from FreeEnvironment): a socket request that a reset connection left
+ * pending never completes. Exiting from the 'exit' event, once every result is written, skips that cleanup
+ * (process.exit there goes straight to the real exit). Call it at the top of the file.
+ */
+export function endProcessAfterResults(): void {
+  after(() => {
+    setTimeout(() => process.exit(), 5_000).unref();
+  });
+  process.on('exit', (code) => process.exit(code));
 }
 
 /** 'stopped' when `stop` resolves within `ms`, else 'hung' (without waiting for it any longer). */

@@ -9,7 +9,7 @@
 // The processor here reaches the emulator through a TCP fault proxy (server/testing/tcpFaultProxy.ts) with the
 // unmodified @azure/service-bus client; the connection is reset at one exact point of the pass: when it completes
 // its first parked message, after that message's replayed copy was sent.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -19,14 +19,9 @@ import { DeferredProcessor } from '@nimbus/sdk';
 import type { ReplayPass } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
-import { eventually, stopsWithin, withHarness } from './harness.ts';
+import { endProcessAfterResults, eventually, stopsWithin, withHarness } from './harness.ts';
 
-// @azure/service-bus keeps an interrupted settle's own 60 s timer and its retries alive after the receiver and the
-// client are closed, so this file's process would stay up for minutes after its tests. It ends itself once the
-// results are out: the timer is unref'd, so a process with nothing left open exits sooner on its own.
-after(() => {
-  setTimeout(() => process.exit(), 5_000).unref();
-});
+endProcessAfterResults(); // a reset connection leaves timers and socket requests behind (harness.ts)
 
 const SESSION = 'DROP-1';
 const PARKED = 3;

@@ -8,23 +8,14 @@
 //
 // The host reaches the emulator through a TCP fault proxy (server/testing/tcpFaultProxy.ts) with the unmodified
 // client; the test's own publisher and the emulator's other clients connect directly.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HandlerRegistry, SubscriberHost } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
-import { eventually, stopsWithin, withHarness } from './harness.ts';
+import { endProcessAfterResults, eventually, stopsWithin, withHarness } from './harness.ts';
 
-// @azure/service-bus keeps an interrupted call's 60 s timer alive after its client is closed (see replayDrop.test.ts):
-// the file ends its process once the results are out.
-after(() => {
-  setTimeout(() => process.exit(), 5_000).unref();
-});
-// When nothing is left to keep it alive, the process can instead end by itself and then spin at 100% CPU for ever in
-// Node 20's exit-time handle cleanup (gdb: uv_run under Environment::CleanupHandles, from FreeEnvironment): a socket
-// request that a reset connection left pending never completes. Exiting from the 'exit' event, once every result is
-// written, skips that cleanup (process.exit there goes straight to the real exit).
-process.on('exit', (code) => process.exit(code));
+endProcessAfterResults(); // a reset connection leaves timers and socket requests behind (harness.ts)
 
 /** Well under the client's 60 s operation timeout, which is what a host that waited for it would take. */
 const RECOVERY_MS = 30_000;
