@@ -267,6 +267,9 @@ export async function authorizeBeforeBody(
   await check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
 }
 
+/** Methods a browser may send from any page without a preflight that change nothing here: no origin check for them. */
+const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 async function check(
   request: Request,
   action: Action,
@@ -286,7 +289,9 @@ async function check(
     });
   }
   const assignments = ctx ? await rolesOf(principal, ctx) : [{ role: 'Owner' as const, endpointId: null, source: 'auth off' }];
-  if (isMutating(action)) {
+  // A change, or any request that is not a plain read by method (the replay preview is a POST that scans a
+  // dead-letter queue and spends the caller's change budget): from our own origin only.
+  if (isMutating(action) || !READ_METHODS.has(request.method.toUpperCase())) {
     const problem = originProblem(request);
     if (problem !== null)
       return refuse(ctx, principal, assignments, label, endpointId, subject, { status: 403, error: 'forbidden', detail: problem });

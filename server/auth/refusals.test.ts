@@ -108,6 +108,32 @@ describe('refusals an attacker could aim', () => {
     assert.equal((await bulkSkip.POST(post(OPERATOR, JSON.stringify({ nonsense: true })))).status, 400);
   });
 
+  test("a replay preview posted by another site is refused like a change: it would spend the user's rate limit", async () => {
+    // The preview changes nothing, but it is a POST that scans a dead-letter queue and takes from the caller's
+    // change budget: a sibling-subdomain page (its requests carry the Lax session cookie) or, with sign-in off, any
+    // page could drive it and leave the operator with 429s.
+    const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
+    const victim: Principal = { kind: 'user', id: 'oid-csrf-victim', name: 'csrf-victim@test', roles: ['Reader'], groups: [] };
+    const sub = params({ topic: 'billingendpoint', subscription: 'billingendpoint' });
+    const from = (headers: Record<string, string>) =>
+      new Request('http://127.0.0.1:3000/api/x', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', host: '127.0.0.1:3000', cookie: cookieOf(victim), ...headers },
+        body: JSON.stringify({ all: true }),
+      });
+    const sameSite = await preview.POST(from({ 'sec-fetch-site': 'same-site' }), sub);
+    assert.equal(sameSite.status, 403, await sameSite.clone().text());
+    assert.match(((await sameSite.json()) as { detail: string }).detail, /cross-site request refused/);
+    const foreign = await preview.POST(from({ origin: 'http://attacker.test' }), sub);
+    assert.equal(foreign.status, 403);
+    assert.match(((await foreign.json()) as { detail: string }).detail, /cross-origin request refused/);
+    const audit = await queryAudit(stack.store.database, { user: 'oid-csrf-victim', outcome: 'denied', pageSize: 10 });
+    assert.equal(audit.items.length, 2, 'both refusals audited');
+    assert.ok(audit.items.every((e) => e.status === 403 && e.target === 'billingendpoint/billingendpoint'));
+    // From the console's own page it is still answered.
+    assert.equal((await preview.POST(from({ 'sec-fetch-site': 'same-origin', origin: 'http://127.0.0.1:3000' }), sub)).status, 200);
+  });
+
   test('the replay preview counts against the rate limit like the replay', async () => {
     const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
     const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
