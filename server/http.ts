@@ -29,26 +29,32 @@ export function json(body: unknown, status = 200): Response {
 // launcher that imported server/console.ts holds another copy of the same classes.
 const isNamed = (err: unknown, name: string): err is Error => err instanceof Error && err.name === name;
 
-export function errorResponse(err: unknown): Response {
+/**
+ * The answer a thrown error gets: status, error, detail (and headers). `internal` marks an unknown failure, answered
+ * without its text. `audited` records the same status and reason as the caller gets.
+ */
+export function describeError(err: unknown): { status: number; error: string; detail: string; headers?: Record<string, string>; internal?: true } {
   if (err instanceof HttpError || (isNamed(err, 'HttpError') && typeof (err as HttpError).status === 'number')) {
     const e = err as HttpError;
-    return json({ error: e.message, detail: e.detail }, e.status);
+    return { status: e.status, error: e.message, detail: e.detail };
   }
-  if (err instanceof StoreInputError || isNamed(err, 'StoreInputError'))
-    return json({ error: 'bad request', detail: err.message }, 400);
+  if (err instanceof StoreInputError || isNamed(err, 'StoreInputError')) return { status: 400, error: 'bad request', detail: err.message };
   if (err instanceof ConfigError || isNamed(err, 'ConfigError') || isNamed(err, 'CatalogError'))
-    return json({ error: 'not configured', detail: err.message }, 503);
+    return { status: 503, error: 'not configured', detail: err.message };
   if (err instanceof StoreThrottledError) {
-    const headers: Record<string, string> = { 'cache-control': 'no-store' };
+    const headers: Record<string, string> = {};
     if (err.retryAfterMs != null) headers['retry-after'] = String(Math.ceil(err.retryAfterMs / 1000));
-    return Response.json({ error: 'busy', detail: 'the store is throttling; try again shortly' }, { status: 503, headers });
+    return { status: 503, error: 'busy', detail: 'the store is throttling; try again shortly', headers };
   }
-  if (err instanceof StoreError && err.transient) {
-    return json({ error: 'unavailable', detail: 'the store did not answer; try again' }, 503);
-  }
+  if (err instanceof StoreError && err.transient) return { status: 503, error: 'unavailable', detail: 'the store did not answer; try again' };
+  return { status: 500, error: 'internal error', detail: 'the server could not complete the request', internal: true };
+}
+
+export function errorResponse(err: unknown): Response {
+  const d = describeError(err);
   // Unknown failures: logged with their message only (no request bodies), answered without internals.
-  log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'request failed');
-  return json({ error: 'internal error', detail: 'the server could not complete the request' }, 500);
+  if (d.internal) log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'request failed');
+  return Response.json({ error: d.error, detail: d.detail }, { status: d.status, headers: { 'cache-control': 'no-store', ...d.headers } });
 }
 
 /** Runs a handler body and turns every thrown error into its JSON answer. */

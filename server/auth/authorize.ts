@@ -6,7 +6,7 @@
 // Mutations then run through `audited`, which records how they ended.
 import { metrics, type Counter } from '@opentelemetry/api';
 import { log } from '../log.ts';
-import { HttpError } from '../http.ts';
+import { HttpError, describeError } from '../http.ts';
 import { getContext, type ConsoleContext } from '../context.ts';
 import { writeAudit, type AuditOutcome } from '../audit/auditLog.ts';
 import { authMode, getPrincipal } from './authenticate.ts';
@@ -367,9 +367,11 @@ export async function audited<T>(
   try {
     result = await run();
   } catch (err) {
-    const status = err instanceof HttpError || (err instanceof Error && err.name === 'HttpError') ? (err as HttpError).status : 500;
-    const reason = status === 500 ? 'internal error' : `${(err as HttpError).message}: ${(err as HttpError).detail}`;
-    await recordOutcome(ctx, { ...base, outcome: 'failed', status, reason: reason.slice(0, 1000), details: typeof details === 'object' ? details : null });
+    // The status and reason the caller gets (handle() answers with the same describeError): a throttled store is a
+    // 503 "busy" in the log too, not a 500.
+    const answer = describeError(err);
+    const reason = answer.internal ? answer.error : `${answer.error}: ${answer.detail}`;
+    await recordOutcome(ctx, { ...base, outcome: 'failed', status: answer.status, reason: reason.slice(0, 1000), details: typeof details === 'object' ? details : null });
     throw err;
   }
   const d = typeof details === 'function' ? details(result) : (details ?? null);

@@ -134,6 +134,30 @@ describe('refusals an attacker could aim', () => {
     assert.equal((await preview.POST(from({ 'sec-fetch-site': 'same-origin', origin: 'http://127.0.0.1:3000' }), sub)).status, 200);
   });
 
+  test('a change that fails in the store is audited with the status and reason its caller got', async () => {
+    // docs/security.md: "failed with the status and reason the caller got". A throttled or unreachable store is
+    // answered 503 and a refused input 400 (server/http.ts); the audit entry said 500 "internal error" for both.
+    const { audited, authorize } = await import('./authorize.ts');
+    const { errorResponse } = await import('../http.ts');
+    const { StoreInputError, StoreThrottledError } = await import('../../lib/store/index.ts');
+    const actor: Principal = { kind: 'user', id: 'oid-store-outage', name: 'outage@test', roles: ['Operator'], groups: [] };
+    for (const failure of [new StoreThrottledError('heartbeat send', 2000), new StoreInputError('heartbeat timeoutSeconds must not exceed intervalSeconds')]) {
+      const who = await authorize(post(actor), 'heartbeat.send');
+      const thrown = await audited(who, () => Promise.reject(failure)).then(
+        () => assert.fail('audited must rethrow'),
+        (err: unknown) => err,
+      );
+      const answer = errorResponse(thrown);
+      const body = (await answer.json()) as { error: string; detail: string };
+      const entries = (await queryAudit(stack.store.database, { user: 'oid-store-outage', action: 'heartbeat.send', outcome: 'failed', pageSize: 10 })).items;
+      assert.deepEqual(
+        entries.filter((e) => e.reason === `${body.error}: ${body.detail}`).map((e) => e.status),
+        [answer.status],
+        `${failure.name}: audited with the status and reason the caller got (${answer.status} ${body.error}); the log has ${JSON.stringify(entries.map((e) => [e.status, e.reason]))}`,
+      );
+    }
+  });
+
   test('the replay preview counts against the rate limit like the replay', async () => {
     const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
     const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
