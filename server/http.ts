@@ -1,5 +1,6 @@
 // HTTP plumbing shared by the route handlers: zod parsing with a 400, typed errors mapped to status codes, and
 // one JSON error shape `{ error, detail }`. Handlers stay "parse, authorize, call server/".
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { z } from 'zod';
 import { StoreError, StoreInputError, StoreThrottledError, describeIssues } from '../lib/store/index.ts';
 import { ConfigError } from './config.ts';
@@ -57,13 +58,40 @@ export function errorResponse(err: unknown): Response {
   return Response.json({ error: d.error, detail: d.detail }, { status: d.status, headers: { 'cache-control': 'no-store', ...d.headers } });
 }
 
-/** Runs a handler body and turns every thrown error into its JSON answer. */
+/** Writes the audit entry of an authorized change that ended with this error before `audited` ran. */
+export type UnauditedFailure = (answer: ReturnType<typeof describeError>) => Promise<void>;
+type RequestScope = { unaudited?: UnauditedFailure };
+// One per process (Next.js bundles this module into each route's chunk): the scope of the request being handled.
+const requestScope = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.requestScope')] ??=
+  new AsyncLocalStorage<RequestScope>()) as AsyncLocalStorage<RequestScope>;
+
+/**
+ * What the request being handled owes the audit log if it fails from here on: authorize() sets it once a change is
+ * authorized, audited() and every refusal clear it (they write their own entry). Outside handle(): nothing.
+ */
+export function owesAudit(record: UnauditedFailure | undefined): void {
+  const scope = requestScope.getStore();
+  if (scope) scope.unaudited = record;
+}
+
+/**
+ * Runs a handler body and turns every thrown error into its JSON answer. A change that passed authorization and
+ * then failed before `audited` ran (a body that does not validate, an unknown endpoint) is audited here, with the
+ * status and reason of that answer.
+ */
 export async function handle(fn: () => Promise<Response>): Promise<Response> {
-  try {
-    return await fn();
-  } catch (err) {
-    return errorResponse(err);
-  }
+  const scope: RequestScope = {};
+  return requestScope.run(scope, async () => {
+    try {
+      return await fn();
+    } catch (err) {
+      const response = errorResponse(err);
+      const record = scope.unaudited;
+      scope.unaudited = undefined;
+      if (record) await record(describeError(err)).catch(() => undefined);
+      return response;
+    }
+  });
 }
 
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {

@@ -158,6 +158,27 @@ describe('refusals an attacker could aim', () => {
     }
   });
 
+  test('a change that passed authorization and then failed on its input is audited too', async () => {
+    // docs/security.md: every mutating call that passed authorization is recorded with how it ended. A body that
+    // does not validate, or an endpoint the catalog does not know, ended it before `audited` ran: no entry at all.
+    const fail = await import('../../app/api/event/handoff/fail/[endpointId]/[eventId]/[messageId]/route.ts');
+    const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
+    const actor: Principal = { kind: 'user', id: 'oid-bad-input', name: 'bad-input@test', roles: ['Operator'], groups: [] };
+    const badBody = await fail.POST(post(actor, JSON.stringify({ errorText: '' })), params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-2', messageId: 'm-1' }));
+    assert.equal(badBody.status, 400);
+    const unknown = await resubmit.POST(post(actor), params({ endpointId: 'nosuchendpoint', eventId: 'evt-1' }));
+    assert.equal(unknown.status, 404);
+    const entries = (await queryAudit(stack.store.database, { user: 'oid-bad-input', pageSize: 10 })).items;
+    assert.deepEqual(
+      entries.map((e) => [e.action, e.outcome, e.status, e.eventId]).sort(),
+      [
+        ['handoff', 'failed', 400, 'evt-handoff-2'],
+        ['resubmit', 'failed', 404, 'evt-1'],
+      ],
+    );
+    assert.match(entries.find((e) => e.action === 'handoff')!.reason ?? '', /^bad request: invalid body: errorText/);
+  });
+
   test('the replay preview counts against the rate limit like the replay', async () => {
     const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
     const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
