@@ -235,6 +235,19 @@ describe('console API on the embedded stack', () => {
     assert.equal(d.audits[0]?.type, 'ResubmitWithChanges');
   });
 
+  test("a handoff's result nested deeper than an event payload may be is 400 and settles nothing", async () => {
+    // The result becomes the event's content (a later resubmit sends it): the same depth limit as an edited payload.
+    const nest = (depth: number): unknown => (depth === 0 ? 1 : [nest(depth - 1)]);
+    const coords = params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-1', messageId: seeded.handoff.lastMessageId });
+    const deep = await routes.complete.POST(post('/x', { result: nest(33) }), coords);
+    assert.equal(deep.status, 400, await deep.clone().text());
+    assert.match(((await deep.json()) as { detail: string }).detail, /result: .*deeper than 32 levels/);
+    // Far deeper (the call stack of a recursive JSON.stringify): still a 400, not a 500.
+    const huge = await routes.complete.POST(post('/x', `{"result":${'['.repeat(200_000)}${']'.repeat(200_000)}}`), coords);
+    assert.equal(huge.status, 400, await huge.clone().text());
+    // Nothing was claimed or sent: the next test settles this handoff.
+  });
+
   test('handoff settlement: a wrong messageId is 409, a missing errorText 400, the right one is sent', async () => {
     const wrong = await routes.complete.POST(post('/x', { note: 'done' }), params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-1', messageId: 'not-it' }));
     assert.equal(wrong.status, 409);

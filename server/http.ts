@@ -1,5 +1,6 @@
 // HTTP plumbing shared by the route handlers: zod parsing with a 400, typed errors mapped to status codes, and
 // one JSON error shape `{ error, detail }`. Handlers stay "parse, authorize, call server/".
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { z } from 'zod';
 import { StoreError, StoreInputError, StoreThrottledError, describeIssues } from '../lib/store/index.ts';
 import { ConfigError } from './config.ts';
@@ -29,35 +30,68 @@ export function json(body: unknown, status = 200): Response {
 // launcher that imported server/console.ts holds another copy of the same classes.
 const isNamed = (err: unknown, name: string): err is Error => err instanceof Error && err.name === name;
 
-export function errorResponse(err: unknown): Response {
+/**
+ * The answer a thrown error gets: status, error, detail (and headers). `internal` marks an unknown failure, answered
+ * without its text. `audited` records the same status and reason as the caller gets.
+ */
+export function describeError(err: unknown): { status: number; error: string; detail: string; headers?: Record<string, string>; internal?: true } {
   if (err instanceof HttpError || (isNamed(err, 'HttpError') && typeof (err as HttpError).status === 'number')) {
     const e = err as HttpError;
-    return json({ error: e.message, detail: e.detail }, e.status);
+    return { status: e.status, error: e.message, detail: e.detail };
   }
-  if (err instanceof StoreInputError || isNamed(err, 'StoreInputError'))
-    return json({ error: 'bad request', detail: err.message }, 400);
+  if (err instanceof StoreInputError || isNamed(err, 'StoreInputError')) return { status: 400, error: 'bad request', detail: err.message };
   if (err instanceof ConfigError || isNamed(err, 'ConfigError') || isNamed(err, 'CatalogError'))
-    return json({ error: 'not configured', detail: err.message }, 503);
+    return { status: 503, error: 'not configured', detail: err.message };
   if (err instanceof StoreThrottledError) {
-    const headers: Record<string, string> = { 'cache-control': 'no-store' };
+    const headers: Record<string, string> = {};
     if (err.retryAfterMs != null) headers['retry-after'] = String(Math.ceil(err.retryAfterMs / 1000));
-    return Response.json({ error: 'busy', detail: 'the store is throttling; try again shortly' }, { status: 503, headers });
+    return { status: 503, error: 'busy', detail: 'the store is throttling; try again shortly', headers };
   }
-  if (err instanceof StoreError && err.transient) {
-    return json({ error: 'unavailable', detail: 'the store did not answer; try again' }, 503);
-  }
-  // Unknown failures: logged with their message only (no request bodies), answered without internals.
-  log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'request failed');
-  return json({ error: 'internal error', detail: 'the server could not complete the request' }, 500);
+  if (err instanceof StoreError && err.transient) return { status: 503, error: 'unavailable', detail: 'the store did not answer; try again' };
+  return { status: 500, error: 'internal error', detail: 'the server could not complete the request', internal: true };
 }
 
-/** Runs a handler body and turns every thrown error into its JSON answer. */
+export function errorResponse(err: unknown): Response {
+  const d = describeError(err);
+  // Unknown failures: logged with their message only (no request bodies), answered without internals.
+  if (d.internal) log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'request failed');
+  return Response.json({ error: d.error, detail: d.detail }, { status: d.status, headers: { 'cache-control': 'no-store', ...d.headers } });
+}
+
+/** Writes the audit entry of an authorized change that ended with this error before `audited` ran. */
+export type UnauditedFailure = (answer: ReturnType<typeof describeError>) => Promise<void>;
+type RequestScope = { unaudited?: UnauditedFailure };
+// One per process (Next.js bundles this module into each route's chunk): the scope of the request being handled.
+const requestScope = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.requestScope')] ??=
+  new AsyncLocalStorage<RequestScope>()) as AsyncLocalStorage<RequestScope>;
+
+/**
+ * What the request being handled owes the audit log if it fails from here on: authorize() sets it once a change is
+ * authorized, audited() and every refusal clear it (they write their own entry). Outside handle(): nothing.
+ */
+export function owesAudit(record: UnauditedFailure | undefined): void {
+  const scope = requestScope.getStore();
+  if (scope) scope.unaudited = record;
+}
+
+/**
+ * Runs a handler body and turns every thrown error into its JSON answer. A change that passed authorization and
+ * then failed before `audited` ran (a body that does not validate, an unknown endpoint) is audited here, with the
+ * status and reason of that answer.
+ */
 export async function handle(fn: () => Promise<Response>): Promise<Response> {
-  try {
-    return await fn();
-  } catch (err) {
-    return errorResponse(err);
-  }
+  const scope: RequestScope = {};
+  return requestScope.run(scope, async () => {
+    try {
+      return await fn();
+    } catch (err) {
+      const response = errorResponse(err);
+      const record = scope.unaudited;
+      scope.unaudited = undefined;
+      if (record) await record(describeError(err)).catch(() => undefined);
+      return response;
+    }
+  });
 }
 
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {

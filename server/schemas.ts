@@ -28,12 +28,22 @@ export const resubmitBody = z
   .strict()
   .optional();
 
+/**
+ * A handoff's result (what the external work produced): optional, but when given it becomes the event's content in
+ * the Resolver and what a later resubmit sends, so it is held to the same depth as a payload (deeper ones are a
+ * permanent failure in the SDK, and far deeper ones would overflow the stack of the JSON.stringify that sends it).
+ */
+export const handoffResultSchema = z
+  .unknown()
+  .refine((v) => jsonDepth(v, MAX_PAYLOAD_DEPTH + 1) <= MAX_PAYLOAD_DEPTH, `result nests deeper than ${MAX_PAYLOAD_DEPTH} levels`)
+  .optional();
+
 export const skipBody = z.object({}).strict().optional();
 
 export const handoffCompleteBody = z
   .object({
     note: z.string().max(2000).optional(),
-    result: z.unknown().optional(),
+    result: handoffResultSchema,
   })
   .strict()
   .optional();

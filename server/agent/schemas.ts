@@ -1,7 +1,7 @@
 // Request shapes of the Agent API (docs/agents.md), validated with zod in the routes.
 import { z } from 'zod';
 import { MAX_PAYLOAD_DEPTH, jsonDepth } from '@nimbus/sdk/contract';
-import { endpointIdParam, idParam } from '../schemas.ts';
+import { endpointIdParam, handoffResultSchema, idParam } from '../schemas.ts';
 import { MAX_WAIT_SECONDS } from './handoffs.ts';
 
 const eventTypeIdParam = z.string().trim().min(1).max(260);
@@ -27,8 +27,8 @@ export const settleBody = z
     messageId: idParam,
     outcome: z.enum(['completed', 'failed']),
     note: z.string().max(2000).optional(),
-    /** For `completed`: what the work produced (recorded by the Resolver). */
-    result: z.unknown().optional(),
+    /** For `completed`: what the work produced (recorded by the Resolver); no deeper than a payload. */
+    result: handoffResultSchema,
     errorText: z.string().trim().min(1).max(4000).optional(),
     errorType: z.string().trim().min(1).max(200).optional(),
   })

@@ -6,7 +6,7 @@
 // Mutations then run through `audited`, which records how they ended.
 import { metrics, type Counter } from '@opentelemetry/api';
 import { log } from '../log.ts';
-import { HttpError } from '../http.ts';
+import { HttpError, describeError, owesAudit } from '../http.ts';
 import { getContext, type ConsoleContext } from '../context.ts';
 import { writeAudit, type AuditOutcome } from '../audit/auditLog.ts';
 import { authMode, getPrincipal } from './authenticate.ts';
@@ -142,6 +142,8 @@ async function refuse(
   subject: AuthSubject,
   r: Refusal,
 ): Promise<never> {
+  // The refusal is this request's entry: nothing more is owed for a change authorized earlier in it.
+  owesAudit(undefined);
   if (principal === null) {
     countUnauthenticated(action);
     // No caller-chosen event id reaches any log: see countUnauthenticated.
@@ -267,6 +269,9 @@ export async function authorizeBeforeBody(
   await check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
 }
 
+/** Methods a browser may send from any page without a preflight that change nothing here: no origin check for them. */
+const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 async function check(
   request: Request,
   action: Action,
@@ -286,7 +291,9 @@ async function check(
     });
   }
   const assignments = ctx ? await rolesOf(principal, ctx) : [{ role: 'Owner' as const, endpointId: null, source: 'auth off' }];
-  if (isMutating(action)) {
+  // A change, or any request that is not a plain read by method (the replay preview is a POST that scans a
+  // dead-letter queue and spends the caller's change budget): from our own origin only.
+  if (isMutating(action) || !READ_METHODS.has(request.method.toUpperCase())) {
     const problem = originProblem(request);
     if (problem !== null)
       return refuse(ctx, principal, assignments, label, endpointId, subject, { status: 403, error: 'forbidden', detail: problem });
@@ -299,7 +306,12 @@ async function check(
       detail: label === action ? decision.reason : decision.reason.replace(action, label),
     });
   const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
-  if (isMutating(action) && scope === 'here') await limitRate(who);
+  if (isMutating(action) && scope === 'here') {
+    await limitRate(who);
+    // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
+    // the endpoint or anything else before audited() refuses it.
+    owesAudit((answer) => recordFailure(who, answer, null));
+  }
   return who;
 }
 
@@ -356,20 +368,29 @@ export async function audited<T>(
   /** The status the caller gets on success (201 for a created grant, 202 for a started replay). */
   okStatus = 200,
 ): Promise<T> {
-  const ctx = await getContext();
-  const base = { principal: who.principal, assignments: who.assignments, action: who.action, endpointId: who.endpointId, subject: who.subject };
+  // This call writes the entry: handle() owes none for it.
+  owesAudit(undefined);
   let result: T;
   try {
     result = await run();
   } catch (err) {
-    const status = err instanceof HttpError || (err instanceof Error && err.name === 'HttpError') ? (err as HttpError).status : 500;
-    const reason = status === 500 ? 'internal error' : `${(err as HttpError).message}: ${(err as HttpError).detail}`;
-    await recordOutcome(ctx, { ...base, outcome: 'failed', status, reason: reason.slice(0, 1000), details: typeof details === 'object' ? details : null });
+    await recordFailure(who, describeError(err), typeof details === 'object' ? details : null);
     throw err;
   }
   const d = typeof details === 'function' ? details(result) : (details ?? null);
-  await recordOutcome(ctx, { ...base, outcome: 'succeeded', status: okStatus, reason: null, details: d });
+  await recordOutcome(await getContext(), { ...auditBase(who), outcome: 'succeeded', status: okStatus, reason: null, details: d });
   return result;
+}
+
+const auditBase = (who: Authorized) => ({ principal: who.principal, assignments: who.assignments, action: who.action, endpointId: who.endpointId, subject: who.subject });
+
+/**
+ * An authorized change that failed, with the status and reason the caller gets (handle() answers with the same
+ * describeError): a throttled store is a 503 "busy" in the log too, not a 500.
+ */
+async function recordFailure(who: Authorized, answer: ReturnType<typeof describeError>, details: Record<string, unknown> | null): Promise<void> {
+  const reason = answer.internal ? answer.error : `${answer.error}: ${answer.detail}`;
+  await recordOutcome(await getContext(), { ...auditBase(who), outcome: 'failed', status: answer.status, reason: reason.slice(0, 1000), details });
 }
 
 /**

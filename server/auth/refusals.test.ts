@@ -108,6 +108,77 @@ describe('refusals an attacker could aim', () => {
     assert.equal((await bulkSkip.POST(post(OPERATOR, JSON.stringify({ nonsense: true })))).status, 400);
   });
 
+  test("a replay preview posted by another site is refused like a change: it would spend the user's rate limit", async () => {
+    // The preview changes nothing, but it is a POST that scans a dead-letter queue and takes from the caller's
+    // change budget: a sibling-subdomain page (its requests carry the Lax session cookie) or, with sign-in off, any
+    // page could drive it and leave the operator with 429s.
+    const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
+    const victim: Principal = { kind: 'user', id: 'oid-csrf-victim', name: 'csrf-victim@test', roles: ['Reader'], groups: [] };
+    const sub = params({ topic: 'billingendpoint', subscription: 'billingendpoint' });
+    const from = (headers: Record<string, string>) =>
+      new Request('http://127.0.0.1:3000/api/x', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', host: '127.0.0.1:3000', cookie: cookieOf(victim), ...headers },
+        body: JSON.stringify({ all: true }),
+      });
+    const sameSite = await preview.POST(from({ 'sec-fetch-site': 'same-site' }), sub);
+    assert.equal(sameSite.status, 403, await sameSite.clone().text());
+    assert.match(((await sameSite.json()) as { detail: string }).detail, /cross-site request refused/);
+    const foreign = await preview.POST(from({ origin: 'http://attacker.test' }), sub);
+    assert.equal(foreign.status, 403);
+    assert.match(((await foreign.json()) as { detail: string }).detail, /cross-origin request refused/);
+    const audit = await queryAudit(stack.store.database, { user: 'oid-csrf-victim', outcome: 'denied', pageSize: 10 });
+    assert.equal(audit.items.length, 2, 'both refusals audited');
+    assert.ok(audit.items.every((e) => e.status === 403 && e.target === 'billingendpoint/billingendpoint'));
+    // From the console's own page it is still answered.
+    assert.equal((await preview.POST(from({ 'sec-fetch-site': 'same-origin', origin: 'http://127.0.0.1:3000' }), sub)).status, 200);
+  });
+
+  test('a change that fails in the store is audited with the status and reason its caller got', async () => {
+    // docs/security.md: "failed with the status and reason the caller got". A throttled or unreachable store is
+    // answered 503 and a refused input 400 (server/http.ts); the audit entry said 500 "internal error" for both.
+    const { audited, authorize } = await import('./authorize.ts');
+    const { errorResponse } = await import('../http.ts');
+    const { StoreInputError, StoreThrottledError } = await import('../../lib/store/index.ts');
+    const actor: Principal = { kind: 'user', id: 'oid-store-outage', name: 'outage@test', roles: ['Operator'], groups: [] };
+    for (const failure of [new StoreThrottledError('heartbeat send', 2000), new StoreInputError('heartbeat timeoutSeconds must not exceed intervalSeconds')]) {
+      const who = await authorize(post(actor), 'heartbeat.send');
+      const thrown = await audited(who, () => Promise.reject(failure)).then(
+        () => assert.fail('audited must rethrow'),
+        (err: unknown) => err,
+      );
+      const answer = errorResponse(thrown);
+      const body = (await answer.json()) as { error: string; detail: string };
+      const entries = (await queryAudit(stack.store.database, { user: 'oid-store-outage', action: 'heartbeat.send', outcome: 'failed', pageSize: 10 })).items;
+      assert.deepEqual(
+        entries.filter((e) => e.reason === `${body.error}: ${body.detail}`).map((e) => e.status),
+        [answer.status],
+        `${failure.name}: audited with the status and reason the caller got (${answer.status} ${body.error}); the log has ${JSON.stringify(entries.map((e) => [e.status, e.reason]))}`,
+      );
+    }
+  });
+
+  test('a change that passed authorization and then failed on its input is audited too', async () => {
+    // docs/security.md: every mutating call that passed authorization is recorded with how it ended. A body that
+    // does not validate, or an endpoint the catalog does not know, ended it before `audited` ran: no entry at all.
+    const fail = await import('../../app/api/event/handoff/fail/[endpointId]/[eventId]/[messageId]/route.ts');
+    const resubmit = await import('../../app/api/event/resubmit/[endpointId]/[eventId]/route.ts');
+    const actor: Principal = { kind: 'user', id: 'oid-bad-input', name: 'bad-input@test', roles: ['Operator'], groups: [] };
+    const badBody = await fail.POST(post(actor, JSON.stringify({ errorText: '' })), params({ endpointId: 'erpendpoint', eventId: 'evt-handoff-2', messageId: 'm-1' }));
+    assert.equal(badBody.status, 400);
+    const unknown = await resubmit.POST(post(actor), params({ endpointId: 'nosuchendpoint', eventId: 'evt-1' }));
+    assert.equal(unknown.status, 404);
+    const entries = (await queryAudit(stack.store.database, { user: 'oid-bad-input', pageSize: 10 })).items;
+    assert.deepEqual(
+      entries.map((e) => [e.action, e.outcome, e.status, e.eventId]).sort(),
+      [
+        ['handoff', 'failed', 400, 'evt-handoff-2'],
+        ['resubmit', 'failed', 404, 'evt-1'],
+      ],
+    );
+    assert.match(entries.find((e) => e.action === 'handoff')!.reason ?? '', /^bad request: invalid body: errorText/);
+  });
+
   test('the replay preview counts against the rate limit like the replay', async () => {
     const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
     const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
