@@ -57,9 +57,12 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   }
   const selectedStatuses = filters.status ? filters.status.split(',') : [];
 
+  // A chip, Apply, Clear or dropping the failure group is a history entry, as on the other list pages: Back undoes
+  // it and stays on this page (replacing the entry made Back leave the endpoint altogether).
   const apply = (next: Filters) => {
     const qs = searchOf(next);
-    router.replace(`${pathname}${qs ? `?${qs}` : ''}`);
+    if (qs === params.toString()) return;
+    router.push(`${pathname}${qs ? `?${qs}` : ''}`);
   };
   const toggleStatus = (s: string) => {
     const set = new Set(selectedStatuses);

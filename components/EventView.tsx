@@ -281,7 +281,9 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           </Panel>
         </div>
 
-        <div>
+        {/* min-w-0 as on the left: a grid item is otherwise as wide as its widest unbreakable line (a parked
+            sibling's full event id), which at 390 px made the whole page scroll sideways. */}
+        <div className="min-w-0">
           <Panel title="Identifiers">
             <dl className="grid grid-cols-1 gap-1.5">
               <Field label="Endpoint">{e.endpointId}</Field>

@@ -171,6 +171,46 @@ describe('dead letters: reason filter and paging position in the URL', () => {
   });
 });
 
+describe('endpoint events: status chips and applied filters are history entries', () => {
+  const shown = (page: Page) =>
+    page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=events-table] tbody a[href*=\"/events/\"]')].map((a) => a.textContent).sort()");
+  const pressed = (page: Page) => page.evaluate<string[]>("[...document.querySelectorAll('[aria-label=\"Status filter\"] button[aria-pressed=true]')].map((b) => b.firstChild.textContent)");
+
+  test('Back undoes the last chip or applied filter and stays on the endpoint page', async () => {
+    const page = await browser.newPage();
+    // Opened from the Endpoints page, as an operator does: Back past the endpoint page's own entries leaves it.
+    await gotoHydrated(page, consoleApp.url + '/');
+    await gotoHydrated(page, consoleApp.url + '/endpoints/billingendpoint');
+    const all = ['evt-completed-1', 'evt-dead-1', 'evt-failed-1', 'evt-parked-1'];
+    await until(() => shown(page), all, 'every seeded event', 30_000, page);
+
+    await page.getByRole('button', { name: /^Failed/ }).click();
+    await page.waitForURL(/[?&]status=Failed$/);
+    await until(() => shown(page), ['evt-failed-1'], 'Failed only', 30_000, page);
+    await page.getByRole('button', { name: /^Deferred/ }).click();
+    await page.waitForURL(/[?&]status=Failed%2CDeferred$/);
+    await until(() => shown(page), ['evt-failed-1', 'evt-parked-1'], 'Failed and Deferred', 30_000, page);
+
+    await page.goBack();
+    await until(() => shown(page), ['evt-failed-1'], 'Back: Failed only again', 30_000, page);
+    assert.equal(new URL(page.url()).pathname, '/endpoints/billingendpoint');
+    assert.deepEqual(await pressed(page), ['Failed'], 'the chips follow the URL');
+
+    await page.getByLabel('Error text contains').fill('card declined');
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    await page.waitForURL(/[?&]q=card/);
+    await page.goBack();
+    await page.waitForURL((u) => u.searchParams.get('q') === null && u.pathname === '/endpoints/billingendpoint');
+    await until(() => page.getByLabel('Error text contains').inputValue(), '', 'Back: the box follows the URL', 30_000, page);
+
+    await page.goBack();
+    await until(() => shown(page), all, 'Back: every status', 30_000, page);
+    assert.equal(new URL(page.url()).pathname, '/endpoints/billingendpoint');
+    assert.deepEqual(await pressed(page), []);
+    await page.close();
+  });
+});
+
 describe('alerts: rule and history filters and sort in the URL', () => {
   const rules = (page: Page) => page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=alert-rules] tr[data-rule]')].map((tr) => tr.getAttribute('data-rule'))");
   const history = (page: Page) =>

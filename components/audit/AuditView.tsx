@@ -49,12 +49,13 @@ export function AuditView() {
     const qs = toSearch(auditSearch, parseSearch(auditSearch, form));
     router.replace(`/audit${qs ? `?${qs}` : ''}`);
   };
-  const input = (k: keyof Filters, label: string, type = 'text') => (
+  const input = (k: keyof Filters, label: string, type = 'text', placeholder?: string) => (
     <label className="flex flex-col text-xs text-slate-600">
       {label}
       <input
         name={k}
         type={type}
+        placeholder={placeholder}
         // Times: the form keeps the instant; the input shows and reads it on the chosen wall clock.
         value={type === 'datetime-local' ? toInputValue(form[k], zone) : form[k]}
         onChange={(e) => setForm({ ...form, [k]: type === 'datetime-local' ? fromInputValue(e.target.value, zone) : e.target.value })}
@@ -76,7 +77,7 @@ export function AuditView() {
         {input('endpointId', 'Endpoint')}
         {input('eventId', 'Event id')}
         {input('user', 'User')}
-        {input('action', 'Action')}
+        {input('action', 'Action contains', 'text', 'e.g. skip')}
         <label className="flex flex-col text-xs text-slate-600">
           Outcome
           <select name="outcome" value={form.outcome} onChange={(e) => setForm({ ...form, outcome: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900">

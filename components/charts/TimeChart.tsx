@@ -7,6 +7,7 @@
 import 'uplot/dist/uPlot.min.css';
 import { useEffect, useRef } from 'react';
 import type uPlotT from 'uplot';
+import { axisWidth } from './axisSize.ts';
 
 export interface ChartSeries {
   name: string;
@@ -58,6 +59,17 @@ export function TimeChart({ series, height = 180, unit = '', compact = false, on
       const el = box.current;
       const s = latest.current;
       const bars = uPlot.paths.bars?.({ size: [0.8, 40] });
+      // The y axis fits its labels (axisSize.ts), measured in the axis' own font (uPlot keeps it as [font, px, css
+      // px] once set up, scaled by the pixel ratio).
+      const fitLabels =
+        (min: number): uPlotT.Axis.Size =>
+        (self, values, axisIdx) => {
+          const axis = self.axes[axisIdx];
+          const font = (axis?.font as unknown as [string] | undefined)?.[0];
+          if (font) self.ctx.font = font;
+          const tickSize = axis?.ticks?.show === false ? 0 : (axis?.ticks?.size ?? 10);
+          return axisWidth((t) => self.ctx.measureText(t).width / uPlot.pxRatio, values, { tickSize, gap: axis?.gap ?? 5, min });
+        };
       const opts: uPlotT.Options = {
         width: Math.max(120, el.clientWidth),
         height,
@@ -65,8 +77,8 @@ export function TimeChart({ series, height = 180, unit = '', compact = false, on
         cursor: { drag: { x: false, y: false }, points: { size: 6 } },
         scales: { x: { time: true } },
         axes: compact
-          ? [{ show: false }, { show: true, size: 36, stroke: AXIS, ticks: { show: false }, grid: GRID, font: '10px sans-serif' }]
-          : [{ stroke: AXIS, grid: GRID }, { size: 50, stroke: AXIS, grid: GRID, values: (_u, vals) => vals.map((v) => `${v}${unit}`) }],
+          ? [{ show: false }, { show: true, size: fitLabels(36), stroke: AXIS, ticks: { show: false }, grid: GRID, font: '10px sans-serif' }]
+          : [{ stroke: AXIS, grid: GRID }, { size: fitLabels(50), stroke: AXIS, grid: GRID, values: (_u, vals) => vals.map((v) => `${v}${unit}`) }],
         series: [
           {},
           ...s.map((x) => ({

@@ -95,3 +95,14 @@ test('oversized details are replaced by a note; bad queries are refused', async 
   assert.equal(auditQuerySchema.safeParse({ from: '2026-12-02T00:00:00Z', to: '2026-12-01T00:00:00Z' }).success, false);
   assert.equal(auditQuerySchema.safeParse({ colour: 'red' }).success, false);
 });
+
+test('the action filter is a case-insensitive part of the name: "Skip" finds single and bulk skips', async () => {
+  // Written here, last, so the tests above see only their own entries.
+  await writeAudit(store.database, entry({ at: '2026-12-03T10:00:00.000Z', action: 'operation.skip', target: 'job-1' }));
+  const actions = async (action: string) => (await queryAudit(store.database, q({ action }))).items.map((e) => e.action);
+  assert.deepEqual(await actions('Skip'), ['operation.skip', 'skip']);
+  assert.deepEqual(await actions('skip'), ['operation.skip', 'skip']);
+  assert.deepEqual(await actions('GRANTS'), ['grants.manage']);
+  assert.deepEqual(await actions('operation.'), ['operation.skip']);
+  assert.deepEqual(await actions('nothing-like-it'), []);
+});

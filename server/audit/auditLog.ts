@@ -73,6 +73,7 @@ export const auditQuerySchema = z
     eventId: z.string().trim().min(1).max(128).optional(),
     /** A user's name or id, exactly. */
     user: z.string().trim().min(1).max(256).optional(),
+    /** Any part of the action's name, ignoring case (`skip`: `skip` and `operation.skip`). */
     action: z.string().trim().min(1).max(64).optional(),
     outcome: auditOutcomeSchema.optional(),
     from: z.iso.datetime({ offset: true }).optional(),
@@ -102,7 +103,12 @@ export async function queryAudit(database: Database, q: AuditQuery, endpointIds?
   };
   eq('endpointId', 'endpoint', q.endpointId);
   eq('eventId', 'event', q.eventId);
-  eq('action', 'action', q.action);
+  // Any part of the action's name, ignoring case: an operator looking for skips types "Skip" and must also get the
+  // bulk jobs' `operation.skip`; an exact match answered "nothing recorded" to both.
+  if (q.action !== undefined) {
+    where.push('CONTAINS(LOWER(c.action), @action)');
+    parameters.push({ name: '@action', value: q.action.toLowerCase() });
+  }
   eq('outcome', 'outcome', q.outcome);
   if (q.user !== undefined) {
     where.push('(c.actorName = @user OR c.actorId = @user)');

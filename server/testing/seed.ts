@@ -47,7 +47,8 @@ async function record(
   await store.recordOutcome({ history: { ...common }, status: { ...common } });
 }
 
-async function seedEvent(
+/** One event as the Resolver records it: its request, then `response` (none: left Pending) with `extra` on it. */
+export async function seedEvent(
   store: MessageStore,
   base: number,
   e: Omit<SeededEvent, 'lastMessageId'>,
