@@ -10,7 +10,7 @@ import { endpointHref, type FlowCounts } from './api.ts';
 import { ErrorBox } from './format.tsx';
 import { EdgeRate } from './charts/HistoryCharts.tsx';
 import { flowQuery, flowTypesQuery } from './queries.ts';
-import { flowSearch, parseSearch } from './urlState.ts';
+import { flowSearch, parseSearch, toSearch } from './urlState.ts';
 import { useRefreshing } from './refreshing.ts';
 
 const PERIODS = [
@@ -59,11 +59,13 @@ export function FlowView() {
   const router = useRouter();
   const pathname = usePathname();
   const { period, eventTypeId } = parseSearch(flowSearch, params);
-  const set = (k: string, v: string) => {
-    const sp = new URLSearchParams(params.toString());
-    if (v) sp.set(k, v);
-    else sp.delete(k);
-    router.replace(`${pathname}?${sp}`);
+  // A period or event-type choice is a history entry, as on the other list pages: Back undoes it and stays on Flow
+  // (replacing the entry made Back leave the page). The URL is canonical (defaults left out), and a choice that
+  // leaves it as it is adds no entry.
+  const set = (k: 'period' | 'eventTypeId', v: string) => {
+    const qs = toSearch(flowSearch, parseSearch(flowSearch, new URLSearchParams({ ...Object.fromEntries(params), [k]: v })));
+    if (qs === params.toString()) return;
+    router.push(`${pathname}${qs ? `?${qs}` : ''}`);
   };
   const q = useQuery(flowQuery(period, eventTypeId));
   // Not q.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).

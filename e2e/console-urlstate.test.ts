@@ -211,6 +211,71 @@ describe('endpoint events: status chips and applied filters are history entries'
   });
 });
 
+describe('flow and audit: a period, event type or applied audit filter is a history entry', () => {
+  test('Flow: Back undoes the last period or event-type choice and stays on the Flow page', async () => {
+    const page = await browser.newPage();
+    await gotoHydrated(page, consoleApp.url + '/');
+    await gotoHydrated(page, consoleApp.url + '/flow');
+    const period = page.getByLabel('Period');
+    const type = page.getByLabel('Event type');
+    // The event-type choices come from the flow's own read.
+    await until(async () => (await type.locator('option').count()) > 1, true, 'event types to choose from', 30_000, page);
+    const firstType = await type.locator('option').nth(1).getAttribute('value');
+    assert.ok(firstType);
+
+    await period.selectOption('60');
+    await page.waitForURL((u) => u.searchParams.get('period') === '60');
+    await type.selectOption(firstType);
+    await page.waitForURL((u) => u.searchParams.get('eventTypeId') === firstType);
+
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === '/flow' && u.searchParams.get('eventTypeId') === null);
+    assert.equal(param(page, 'period'), '60');
+    await until(() => type.inputValue(), '', 'Back: every event type', 30_000, page);
+    assert.equal(await period.inputValue(), '60');
+
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === '/flow' && u.search === '');
+    await until(() => period.inputValue(), '15', 'Back: the default period', 30_000, page);
+
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === '/');
+    await page.close();
+  });
+
+  test('Audit: Back undoes the last applied filter, the form follows, and re-applying the same filter adds no entry', async () => {
+    const page = await browser.newPage();
+    await gotoHydrated(page, consoleApp.url + '/');
+    await gotoHydrated(page, consoleApp.url + '/audit');
+    const action = page.getByLabel('Action contains');
+    const outcome = page.getByLabel('Outcome');
+    const filter = page.getByRole('button', { name: 'Filter', exact: true });
+
+    await action.fill('skip');
+    await filter.click();
+    await page.waitForURL((u) => u.searchParams.get('action') === 'skip');
+    // The same filter again: nothing new to go Back to.
+    await filter.click();
+    await outcome.selectOption('denied');
+    await filter.click();
+    await page.waitForURL((u) => u.searchParams.get('outcome') === 'denied');
+
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === '/audit' && u.searchParams.get('outcome') === null);
+    assert.equal(param(page, 'action'), 'skip');
+    await until(() => outcome.inputValue(), '', 'Back: the outcome box follows the URL', 30_000, page);
+    assert.equal(await action.inputValue(), 'skip');
+
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === '/audit' && u.search === '');
+    await until(() => action.inputValue(), '', 'Back: the action box follows the URL', 30_000, page);
+
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === '/');
+    await page.close();
+  });
+});
+
 describe('alerts: rule and history filters and sort in the URL', () => {
   const rules = (page: Page) => page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=alert-rules] tr[data-rule]')].map((tr) => tr.getAttribute('data-rule'))");
   const history = (page: Page) =>

@@ -41,13 +41,22 @@ export function AuditView() {
   const applied = parseSearch(auditSearch, params);
   const appliedQuery = toSearch(auditSearch, applied);
   const [form, setForm] = useState<Filters>(applied);
+  const [formKey, setFormKey] = useState(appliedQuery);
+  if (formKey !== appliedQuery) {
+    // The URL changed (Back, Forward, a link): the form follows it.
+    setFormKey(appliedQuery);
+    setForm(applied);
+  }
 
   const q = useInfiniteQuery(auditQuery(appliedQuery));
   const rows = q.data?.pages.flatMap((p) => p.items) ?? [];
 
+  // An applied filter is a history entry, as on the other list pages: Back undoes it and stays on Audit (replacing
+  // the entry made Back leave the page). Applying the filter already shown adds no entry.
   const apply = () => {
     const qs = toSearch(auditSearch, parseSearch(auditSearch, form));
-    router.replace(`/audit${qs ? `?${qs}` : ''}`);
+    if (qs === appliedQuery) return;
+    router.push(`/audit${qs ? `?${qs}` : ''}`);
   };
   const input = (k: keyof Filters, label: string, type = 'text', placeholder?: string) => (
     <label className="flex flex-col text-xs text-slate-600">
