@@ -3,7 +3,7 @@
 // server components (app/**/page.tsx through components/prefetch.ts) put the same keys into the first HTML, so
 // the browser starts from the server's answer instead of a spinner. Not a client module: the server imports the
 // keys too (the query functions only run in the browser).
-import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
+import { infiniteQueryOptions, queryOptions, type QueryClient } from '@tanstack/react-query';
 import { api } from './api.ts';
 import { accessApi } from './audit/accessApi.ts';
 import { alertsApi } from './admin/alertsApi.ts';
@@ -16,6 +16,9 @@ export const queryKeys = {
   endpoints: ['endpoints'] as const,
   events: (endpointId: string) => ['events', endpointId] as const,
   event: (endpointId: string, eventId: string) => ['event', endpointId, eventId] as const,
+  /** Every event list, and every event's details, of one endpoint or (no id) of all. */
+  allEvents: (endpointId?: string) => (endpointId === undefined ? (['events'] as const) : (['events', endpointId] as const)),
+  allEventDetails: (endpointId?: string) => (endpointId === undefined ? (['event'] as const) : (['event', endpointId] as const)),
   topology: ['topology'] as const,
   deadLetters: (topic: string, subscription: string) => ['deadletters', topic, subscription] as const,
   health: ['health'] as const,
@@ -155,3 +158,17 @@ export const failureGroupsQuery = (sinceHours: string) =>
 
 export const reconcileQuery = () =>
   queryOptions({ queryKey: queryKeys.reconcile, queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
+
+/**
+ * A bulk job moved (processed more events, or ended): what it changes is read again now instead of at each query's
+ * next refresh (failure groups wait 15 s): the failure groups, the endpoints' counts, and the event lists and
+ * event details of the job's endpoints (all of them when it does not say which).
+ */
+export function invalidateAfterJob(qc: QueryClient, endpoints: readonly string[]): Promise<unknown> {
+  const scopes = endpoints.length > 0 ? endpoints : [undefined];
+  return Promise.all([
+    qc.invalidateQueries({ queryKey: queryKeys.failureGroups }),
+    qc.invalidateQueries({ queryKey: endpointsQuery().queryKey }),
+    ...scopes.flatMap((e) => [qc.invalidateQueries({ queryKey: queryKeys.allEvents(e) }), qc.invalidateQueries({ queryKey: queryKeys.allEventDetails(e) })]),
+  ]);
+}

@@ -5,7 +5,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
-import { operationsQuery, queryKeys } from '../queries.ts';
+import { invalidateAfterJob, operationsQuery, queryKeys } from '../queries.ts';
 
 const ACTIVE = new Set(['queued', 'running', 'paused']);
 
@@ -68,6 +68,29 @@ function JobRow({ op }: { op: OperationSummary }) {
   );
 }
 
+/** How far a job has got: its state and how many events it has processed. */
+const progressOf = (op: OperationSummary) => `${op.state}:${op.done + op.refused + op.failed}`;
+
+/**
+ * When a job this page sees processes events or ends, what it changed is read again at once (the failure groups
+ * would otherwise wait for their 15 s refresh, the lists for theirs). The first list only sets the baseline, and a
+ * job that has processed nothing (held, or cancelled before it started) changed nothing.
+ */
+function useRefreshAfterJobs(ops: OperationSummary[] | undefined): void {
+  const qc = useQueryClient();
+  const seen = useRef<Map<string, string> | null>(null);
+  useEffect(() => {
+    if (!ops) return;
+    const before = seen.current;
+    seen.current = new Map(ops.map((o) => [o.operationId, progressOf(o)]));
+    if (before === null) return;
+    const moved = ops.filter((o) => o.done + o.refused + o.failed > 0 && before.get(o.operationId) !== progressOf(o));
+    if (moved.length === 0) return;
+    const endpoints = moved.some((o) => o.endpoints.length === 0) ? [] : [...new Set(moved.flatMap((o) => o.endpoints))];
+    void invalidateAfterJob(qc, endpoints);
+  }, [ops, qc]);
+}
+
 export function JobsDrawer() {
   const [open, setOpen] = useState(false);
   // Keyboard use: opening moves focus into the drawer (its Close button); Escape or Close puts it back on the button.
@@ -87,6 +110,7 @@ export function JobsDrawer() {
   }, []);
   const q = useQuery(operationsQuery(open));
   const ops = q.data?.operations ?? [];
+  useRefreshAfterJobs(q.data?.operations);
   const running = ops.filter((o) => o.state === 'running' || o.state === 'queued').length;
   return (
     <>

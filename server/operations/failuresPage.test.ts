@@ -156,4 +156,30 @@ describe('Failures page', () => {
     await frozen.waitFor({ state: 'detached' });
     assert.deepEqual(pageErrors, []);
   });
+
+  test('a bulk Skip updates the group counts as soon as the job ends, not at the next 15 s refresh', { timeout: 300_000 }, async () => {
+    for (let i = 0; i < 3; i++) await fail(`ledger-${i}`, 'LedgerClosedError', `Ledger rejected order ORD-${700 + i}: accounting period closed`);
+    const page = await open('/failures');
+    const row = page.locator('[data-testid="failure-groups"] tbody tr').filter({ hasText: 'accounting period closed' });
+    await row.waitFor({ timeout: 60_000 });
+    const count = () => row.locator('[data-testid="group-count"]').textContent({ timeout: 1000 }).then((t) => t?.trim() ?? null, () => null);
+    assert.equal(await count(), '3');
+    // Line up with the page's own refresh: right after one of its reads the next is 15 s away, so a change seen
+    // within 14 s of it came from the job's end, not from the timer.
+    await page.waitForRequest((r) => r.url().includes('/api/failure-groups'), { timeout: 30_000 });
+    const refreshed = Date.now();
+    await row.getByRole('button', { name: 'Skip all' }).click();
+    await page.getByRole('button', { name: 'Skip 3 events' }).click();
+    const confirmed = Date.now();
+    const deadline = Math.min(confirmed + 10_000, refreshed + 14_000);
+    let last: string | null = '3';
+    while (Date.now() < deadline) {
+      last = await count();
+      if (last !== '3') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.notEqual(last, '3', `the group still counted 3 events ${((Date.now() - confirmed) / 1000).toFixed(1)} s after the Skip was confirmed`);
+    await page.locator('[data-testid="jobs-drawer"] li[data-state="completed"]').filter({ hasText: '3 / 3' }).first().waitFor({ timeout: 60_000 });
+    assert.deepEqual(pageErrors, []);
+  });
 });

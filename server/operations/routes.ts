@@ -57,6 +57,8 @@ export interface OperationSummary {
   state: JobView['state'];
   requested: JobControl;
   title: string;
+  /** The endpoints whose events the job acts on (empty when not known). */
+  endpoints: string[];
   total: number;
   done: number;
   refused: number;
@@ -68,7 +70,8 @@ export interface OperationSummary {
   perSecond: number;
 }
 
-function replaySummary(op: ReplayOperation): OperationSummary {
+function replaySummary(op: ReplayOperation, endpointId: string | null): OperationSummary {
+  const endpoints = endpointId ? [endpointId] : [];
   const state = op.state === 'running' ? 'running' : op.state === 'done' ? 'completed' : 'failed';
   const done = op.replayed + op.alreadySent;
   return {
@@ -77,6 +80,7 @@ function replaySummary(op: ReplayOperation): OperationSummary {
     state,
     requested: 'run',
     title: `replay dead letters of ${op.topic}/${op.subscription}`,
+    endpoints,
     total: done + op.failed + op.uncertain + op.notCompleted,
     done,
     refused: op.uncertain,
@@ -108,6 +112,7 @@ export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Pro
         state: v.state,
         requested: v.requested,
         title: describeSelection(j.kind, j.selection),
+        endpoints: j.endpoints,
         total: v.total,
         done: v.done,
         refused: v.refused,
@@ -123,7 +128,7 @@ export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Pro
     const op = r.value;
     if (op?.kind !== 'replay') continue;
     const endpointId = ctx.catalog.endpoints.find((e) => e.id.toLowerCase() === op.topic.toLowerCase())?.id ?? null;
-    if (inScope(scope, endpointId)) out.push(replaySummary(op));
+    if (inScope(scope, endpointId)) out.push(replaySummary(op, endpointId));
   }
   out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
   return { operations: out.slice(0, 100) };
