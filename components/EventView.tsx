@@ -103,9 +103,12 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       setNotice(r.outcome === 'duplicate' ? `${label} was already sent (${r.messageId}); nothing sent again.` : `${label} sent (${r.messageId}).`);
       setFollowUntil(Date.now() + 30_000);
       setDialog(null);
+      void qc.invalidateQueries({ queryKey: queryKeys.events(endpointId) });
+      void qc.invalidateQueries({ queryKey: queryKeys.endpoints });
+      // The event is read again now (a read already under way, which may predate the command, is cancelled), and the
+      // actions stay disabled (busy) until that read is in: until then the page shows the state before the command,
+      // and its Resubmit / Skip buttons (and the r / s shortcuts, which press them) would send a second one.
       await qc.invalidateQueries({ queryKey: queryKeys.event(endpointId, eventId) });
-      await qc.invalidateQueries({ queryKey: queryKeys.events(endpointId) });
-      await qc.invalidateQueries({ queryKey: queryKeys.endpoints });
     } catch (err) {
       setActionError(err);
       setDialog(null);
@@ -150,7 +153,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           {isActionable(e) ? (
             <>
               {can('resubmit', endpointId) && (
-              <button type="button" onClick={() => setDialog('resubmit')} className="rounded bg-sky-600 px-3 py-1 text-sm text-white hover:bg-sky-700">
+              <button type="button" onClick={() => setDialog('resubmit')} disabled={busy} className="rounded bg-sky-600 px-3 py-1 text-sm text-white hover:bg-sky-700 disabled:opacity-50">
                 Resubmit
               </button>
               )}
@@ -158,13 +161,14 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
               <button
                 type="button"
                 onClick={() => setDialog('edit')}
-                className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50"
+                disabled={busy}
+                className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50 disabled:opacity-50"
               >
                 Resubmit with changes
               </button>
               )}
               {can('skip', endpointId) && (
-              <button type="button" onClick={() => setDialog('skip')} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50">
+              <button type="button" onClick={() => setDialog('skip')} disabled={busy} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50 disabled:opacity-50">
                 Skip
               </button>
               )}
@@ -172,10 +176,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           ) : null}
           {handoff && can('handoff', endpointId) ? (
             <>
-              <button type="button" onClick={() => setDialog('complete')} className="rounded bg-emerald-600 px-3 py-1 text-sm text-white hover:bg-emerald-700">
+              <button type="button" onClick={() => setDialog('complete')} disabled={busy} className="rounded bg-emerald-600 px-3 py-1 text-sm text-white hover:bg-emerald-700 disabled:opacity-50">
                 Complete handoff
               </button>
-              <button type="button" onClick={() => setDialog('fail')} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50">
+              <button type="button" onClick={() => setDialog('fail')} disabled={busy} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50 disabled:opacity-50">
                 Fail handoff
               </button>
             </>

@@ -96,6 +96,50 @@ describe('console in Chromium', () => {
     }
   });
 
+  test('after Resubmit the actions wait for the event’s new state: buttons and the r/s shortcuts do nothing until it is in', async () => {
+    const page = await open('/endpoints/billingendpoint/events/evt-dead-1');
+    const detailsPath = '/api/endpoints/billingendpoint/events/evt-dead-1';
+    // Every read of the event after the command is held until the test lets it go, to look at the page in between.
+    let sent = false;
+    let heldReads = 0;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().includes('/api/event/resubmit/')) sent = true;
+    });
+    await page.route(
+      (u) => u.pathname === detailsPath,
+      async (route) => {
+        if (sent) {
+          heldReads += 1;
+          await released;
+        }
+        await route.continue();
+      },
+    );
+    const status = () => page.getByTestId('event-status').locator('[data-status]').getAttribute('data-status');
+    assert.equal(await status(), 'DeadLettered');
+    await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Resubmit' }).click();
+    await page.getByRole('status').filter({ hasText: 'Resubmit sent' }).waitFor();
+    // The event is read again at once (not at the next 10 s refresh) …
+    for (const end = Date.now() + 30_000; heldReads === 0; await new Promise((r) => setTimeout(r, 50))) assert.ok(Date.now() < end, 'the event is read again after the command');
+    // … and until that read is in, the old state shows with every action disabled.
+    assert.equal(await status(), 'DeadLettered');
+    for (const name of ['Resubmit', 'Resubmit with changes', 'Skip']) assert.equal(await page.getByRole('button', { name, exact: true }).isDisabled(), true, `${name} is disabled`);
+    await page.evaluate('document.activeElement && document.activeElement.blur()');
+    await page.keyboard.press('r');
+    await page.keyboard.press('s');
+    release();
+    await page.getByTestId('awaiting').filter({ hasText: 'Resubmission sent' }).waitFor();
+    assert.equal(await status(), 'Pending');
+    // Had a shortcut pressed a button, its confirmation would still be open.
+    assert.equal(await page.getByRole('dialog').count(), 0, 'no shortcut opened a confirmation');
+    assert.equal(await page.getByRole('button', { name: 'Resubmit', exact: true }).count(), 0);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.close();
+  });
+
   test('multi-select skip states the exact count before acting', async () => {
     const page = await open('/endpoints/erpendpoint?status=Handoff');
     await page.getByLabel('Select evt-handoff-1').check();
