@@ -63,6 +63,8 @@ const VALID_ORDER = {
   fixed: true,
 };
 
+const STORED_VALID = { orderId: 'ORD-600', customerId: 'CUST-6', lines: [{ sku: 'MUG-RED', quantity: 1, unitPrice: 8 }], total: 8, currency: 'EUR' };
+
 before(async () => {
   ui = await startSeededConsole({
     artifacts: 'payload',
@@ -78,6 +80,10 @@ before(async () => {
       await record(store, twice, MessageType.ErrorResponse, 'evt-twice-1-res', base + 1000, { errorText: 'total too low' });
       await record(store, twice, MessageType.ResubmissionRequest, 'evt-twice-1-resub', base + 2000, { payload: { orderId: 'ORD-500', total: 12.5, currency: 'EUR' } });
       await record(store, twice, MessageType.ErrorResponse, 'evt-twice-1-res2', base + 3000, { errorText: 'still too low' });
+      // A failed event whose stored payload already passes the OrderPlaced schema (for "no changes").
+      const valid = { endpointId: 'billingendpoint', eventId: 'evt-valid-1', sessionId: 'ORD-600', eventTypeId: 'OrderPlaced' };
+      await record(store, valid, MessageType.EventRequest, 'evt-valid-1-req', base, { payload: STORED_VALID });
+      await record(store, valid, MessageType.ErrorResponse, 'evt-valid-1-res', base + 1000, { errorText: 'ERP timeout' });
     },
   });
   ({ stack, consoleErrors } = ui);
@@ -201,6 +207,34 @@ describe('payloads in Chromium', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  test('"Resubmit with changes" sends nothing until the payload differs from the stored one (layout and key order are no change)', async () => {
+    const page = await open('/endpoints/billingendpoint/events/evt-valid-1');
+    await page.getByRole('button', { name: 'Resubmit with changes' }).click();
+    const editor = page.getByLabel('Edited payload (JSON)');
+    await editor.waitFor();
+    const problems = page.getByTestId('edit-problems');
+    await page.getByTestId('schema-note').filter({ hasText: 'Checked against the OrderPlaced JSON schema' }).waitFor();
+    await problems.filter({ hasText: 'matches the OrderPlaced schema' }).waitFor();
+    const send = page.getByRole('button', { name: 'Resubmit edited payload' });
+    const unchanged = page.getByTestId('edit-unchanged');
+    // The stored payload as it opened: valid, but the same as a plain Resubmit.
+    assert.equal(await send.isDisabled(), true, 'send is disabled for the stored payload');
+    assert.match((await unchanged.textContent()) ?? '', /no changes/i);
+    // The same JSON on one line with its keys in another order: still no change.
+    const reordered = Object.fromEntries(Object.entries(STORED_VALID).reverse());
+    await editor.fill(JSON.stringify(reordered));
+    await problems.filter({ hasText: 'matches the OrderPlaced schema' }).waitFor();
+    assert.equal(await send.isDisabled(), true, 'send is disabled for the same JSON laid out differently');
+    assert.match((await unchanged.textContent()) ?? '', /no changes/i);
+    // A real change: send is enabled and the hint goes.
+    await editor.fill(JSON.stringify({ ...STORED_VALID, total: 9 }, null, 2));
+    await unchanged.waitFor({ state: 'detached' });
+    assert.equal(await send.isDisabled(), false);
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await page.close();
   });
 
   test('two payloads of the message history side by side', async () => {

@@ -8,6 +8,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { eventTypesQuery } from '../queries.ts';
 import { useModalDialog } from '../useModalDialog.ts';
+import { sameJson } from './sameJson.ts';
 import type { CompiledSchema, PayloadCheck } from './check.ts';
 // Types only (erased): the modules themselves are loaded with import() when the dialog opens.
 // The checker (zod, the catalog schema code) is a chunk of its own, so the read-only payload view does not load it.
@@ -88,7 +89,19 @@ export function EditResubmitDialog(props: {
 
   const ready = check !== undefined;
   const problems = check && !check.ok ? check.problems : [];
-  const canSend = ready && check.ok && !props.busy && eventTypeId !== '';
+  // The stored payload as parsed JSON (none when it is not JSON or absent: then any valid edit is a change).
+  const original = useMemo((): { value: unknown } | null => {
+    if (props.originalText === null) return null;
+    try {
+      return { value: JSON.parse(props.originalText) as unknown };
+    } catch {
+      return null;
+    }
+  }, [props.originalText]);
+  // The same JSON (layout and member order aside) under the same event type is a plain Resubmit, not a change:
+  // sending it would be audited as ResubmitWithChanges for nothing.
+  const unchanged = check !== undefined && check.ok && original !== null && eventTypeId === props.initialEventTypeId && sameJson(check.value, original.value);
+  const canSend = ready && check.ok && !unchanged && !props.busy && eventTypeId !== '';
   const selectedType = types.data?.eventTypes.find((t) => t.id === eventTypeId);
 
   return (
@@ -149,7 +162,12 @@ export function EditResubmitDialog(props: {
           </span>
         )}
       </div>
-      <div className="mt-3 flex justify-end gap-2">
+      <div className="mt-3 flex items-center justify-end gap-2">
+        {unchanged ? (
+          <span data-testid="edit-unchanged" className="mr-auto text-xs text-slate-600">
+            No changes: this is the stored payload. Edit it, choose another event type, or use Resubmit.
+          </span>
+        ) : null}
         <button type="button" onClick={props.onCancel} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
           Cancel
         </button>
