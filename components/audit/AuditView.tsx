@@ -1,7 +1,8 @@
 'use client';
 // Audit page: the console's audit log (server/audit/auditLog.ts), newest first. Filters: endpoint, event id, user,
-// action, outcome and a time range; "Load more" follows the continuation. Filters live in the URL so a link to a
-// filtered view can be shared. Every value is rendered as text (React escapes it): the log holds user input.
+// action (contains, and does not contain: the demo's agent floods the log), outcome and a time range; "Load more"
+// follows the continuation. Filters live in the URL so a link to a filtered view can be shared. Every value is
+// rendered as text (React escapes it): the log holds user input.
 import { useState } from 'react';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useRouter, useSearchParams } from 'next/navigation';
@@ -78,6 +79,7 @@ export function AuditView() {
         {input('eventId', 'Event id')}
         {input('user', 'User')}
         {input('action', 'Action contains', 'text', 'e.g. skip')}
+        {input('notAction', 'Action does not contain', 'text', 'e.g. agent.receive, agent.settle')}
         <label className="flex flex-col text-xs text-slate-600">
           Outcome
           <select name="outcome" value={form.outcome} onChange={(e) => setForm({ ...form, outcome: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900">
