@@ -33,6 +33,16 @@ function Details({ r }: { r: AuditRecord }) {
   );
 }
 
+/**
+ * The "Event / target" column: the event id, the event(s) an Agent API receive handed out (`details.handedOut`: the
+ * entry names no event of its own, since the caller asked for any), and the target.
+ */
+export function auditSubject(r: Pick<AuditRecord, 'eventId' | 'target' | 'details'>): string {
+  const handedOut = r.details?.handedOut;
+  const handed = (Array.isArray(handedOut) ? handedOut : [handedOut]).filter((id): id is string => typeof id === 'string' && id !== '');
+  return [...new Set([r.eventId, ...handed])].concat(r.target).filter(Boolean).join(' · ') || '—';
+}
+
 export function AuditView() {
   const router = useRouter();
   const params = useSearchParams();
@@ -122,7 +132,7 @@ export function AuditView() {
               <td className="p-2 text-xs">{r.roles}</td>
               <td className="p-2 font-mono text-xs">{r.action}</td>
               <td className="p-2">{r.endpointId ?? '—'}</td>
-              <td className="p-2 font-mono text-xs">{[r.eventId, r.target].filter(Boolean).join(' · ') || '—'}</td>
+              <td className="p-2 font-mono text-xs">{auditSubject(r)}</td>
               <td className="p-2">
                 <span className={`rounded px-1.5 py-0.5 text-xs font-medium ${OUTCOME_STYLE[r.outcome] ?? ''}`}>
                   {r.outcome} ({r.status})
