@@ -148,6 +148,8 @@ export const auditSearch = z.object({
   eventId: text(128),
   user: text(256),
   action: text(100),
+  /** Comma-separated parts of action names to leave out (server/audit/auditLog.ts). */
+  notAction: text(200),
   outcome: choice(['', 'succeeded', 'failed', 'denied'], ''),
   from: instant,
   to: instant,

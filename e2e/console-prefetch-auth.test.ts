@@ -37,4 +37,11 @@ describe('prefetched data follows the caller’s rights', () => {
     assert.match(await pageAs('siteReader', '/endpoints/billingendpoint/events/evt-failed-1'), /ORD-200/);
     assert.doesNotMatch(await pageAs('crmOperator', '/endpoints/billingendpoint/events/evt-failed-1'), /ORD-200/);
   });
+
+  test('an event page: the caller\'s permissions are prefetched, so a Reader gets no Resubmit / Skip buttons in it', async () => {
+    const html = await pageAs('siteReader', '/endpoints/billingendpoint/events/evt-failed-1');
+    assert.match(html, /ORD-200/);
+    assert.doesNotMatch(html, />Resubmit</);
+    assert.doesNotMatch(html, />Skip</);
+  });
 });

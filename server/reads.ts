@@ -6,7 +6,8 @@ import { alertHistory, listRules } from './alerts/routes.ts';
 import { z } from 'zod';
 import { requireEndpoint } from './api.ts';
 import { auditQuerySchema, queryAudit } from './audit/auditLog.ts';
-import { authorize, readScope } from './auth/authorize.ts';
+import { authMode, authorize, readScope } from './auth/authorize.ts';
+import { permissions } from './auth/roles.ts';
 import { getContext } from './context.ts';
 import { flowQuerySchema, flowSnapshot } from './flow.ts';
 import { healthOverview } from './heartbeat/routes.ts';
@@ -40,6 +41,23 @@ export async function readEventDetails(request: Request, params: unknown) {
   const ctx = await getContext();
   requireEndpoint(ctx, endpointId);
   return eventDetails(ctx.store, endpointId, eventId, readScope(who));
+}
+
+/**
+ * GET /api/me: the caller, their roles (with where each comes from) and what they may do, site-wide and per
+ * endpoint. authorize() has just worked out the caller's roles: they are the answer. The event page puts it in
+ * the first HTML, so its action buttons (and their `r` / `s` shortcuts) are there from the first render.
+ */
+export async function readMe(request: Request) {
+  const who = await authorize(request, 'read');
+  const ctx = await getContext();
+  const { kind, id, name } = who.principal;
+  return {
+    principal: { kind, id, name },
+    authMode: authMode(),
+    roles: who.assignments,
+    permissions: permissions(who.principal, who.assignments, ctx.catalog.endpoints.map((e) => e.id)),
+  };
 }
 
 /** GET /api/topology/subscriptions. */

@@ -10,6 +10,7 @@ import { opsApi } from '../topology/opsApi.ts';
 import { useCan } from '../audit/accessApi.ts';
 import { NUMERIC_CELL, TABLE_HEAD } from '../table.tsx';
 import { healthQuery, queryKeys } from '../queries.ts';
+import { formatMs } from '../charts/duration.ts';
 
 const STATUS_STYLE: Record<string, string> = {
   On: 'bg-emerald-100 text-emerald-800',
@@ -112,7 +113,7 @@ export function HealthView() {
                 <Ago at={r.lastSeenAt} now={now} />
               </dd>
               <dt className="text-slate-500">Round trip</dt>
-              <dd>{r.roundTripMs == null ? '—' : `${Math.round(r.roundTripMs)} ms`}</dd>
+              <dd>{r.roundTripMs == null ? '—' : formatMs(r.roundTripMs)}</dd>
               <dt className="text-slate-500">Version</dt>
               <dd>{r.version ?? '—'}</dd>
               <dt className="text-slate-500">Last probe</dt>
@@ -144,7 +145,7 @@ export function HealthView() {
                 <td className="px-3 py-2">
                   <Status s={e.status} /> {e.probeInFlight && e.status !== 'Pending' && <span className="text-xs text-sky-700">probe in flight</span>}
                 </td>
-                <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{e.roundTripMs == null ? '—' : `${e.roundTripMs} ms`}</td>
+                <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{e.roundTripMs == null ? '—' : formatMs(e.roundTripMs)}</td>
                 <td className="px-3 py-2">
                   <Ago at={e.lastSeenAt} now={now} />
                 </td>

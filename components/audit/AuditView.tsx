@@ -1,7 +1,8 @@
 'use client';
 // Audit page: the console's audit log (server/audit/auditLog.ts), newest first. Filters: endpoint, event id, user,
-// action, outcome and a time range; "Load more" follows the continuation. Filters live in the URL so a link to a
-// filtered view can be shared. Every value is rendered as text (React escapes it): the log holds user input.
+// action (contains, and does not contain: the demo's agent floods the log), outcome and a time range; "Load more"
+// follows the continuation. Filters live in the URL so a link to a filtered view can be shared. Every value is
+// rendered as text (React escapes it): the log holds user input.
 import { useState } from 'react';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useRouter, useSearchParams } from 'next/navigation';
@@ -30,6 +31,16 @@ function Details({ r }: { r: AuditRecord }) {
       {r.details && <pre className="max-w-xl overflow-auto whitespace-pre-wrap break-all bg-slate-50 p-1">{JSON.stringify(r.details, null, 2)}</pre>}
     </details>
   );
+}
+
+/**
+ * The "Event / target" column: the event id, the event(s) an Agent API receive handed out (`details.handedOut`: the
+ * entry names no event of its own, since the caller asked for any), and the target.
+ */
+export function auditSubject(r: Pick<AuditRecord, 'eventId' | 'target' | 'details'>): string {
+  const handedOut = r.details?.handedOut;
+  const handed = (Array.isArray(handedOut) ? handedOut : [handedOut]).filter((id): id is string => typeof id === 'string' && id !== '');
+  return [...new Set([r.eventId, ...handed])].concat(r.target).filter(Boolean).join(' · ') || '—';
 }
 
 export function AuditView() {
@@ -87,6 +98,7 @@ export function AuditView() {
         {input('eventId', 'Event id')}
         {input('user', 'User')}
         {input('action', 'Action contains', 'text', 'e.g. skip')}
+        {input('notAction', 'Action does not contain', 'text', 'e.g. agent.receive, agent.settle')}
         <label className="flex flex-col text-xs text-slate-600">
           Outcome
           <select name="outcome" value={form.outcome} onChange={(e) => setForm({ ...form, outcome: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900">
@@ -129,7 +141,7 @@ export function AuditView() {
               <td className="p-2 text-xs">{r.roles}</td>
               <td className="p-2 font-mono text-xs">{r.action}</td>
               <td className="p-2">{r.endpointId ?? '—'}</td>
-              <td className="p-2 font-mono text-xs">{[r.eventId, r.target].filter(Boolean).join(' · ') || '—'}</td>
+              <td className="p-2 font-mono text-xs">{auditSubject(r)}</td>
               <td className="p-2">
                 <span className={`rounded px-1.5 py-0.5 text-xs font-medium ${OUTCOME_STYLE[r.outcome] ?? ''}`}>
                   {r.outcome} ({r.status})

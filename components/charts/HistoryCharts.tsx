@@ -135,7 +135,7 @@ export function EndpointHistory({ endpointId }: { endpointId: string }) {
             <TimeChart
               testId="endpoint-latency-chart"
               height={160}
-              unit=" ms"
+              durationMs
               ariaLabel={`Latency percentiles of ${endpointId}`}
               series={[
                 { name: 'latencyP50', label: 'p50', color: '#0284c7', points: pointsOf(q.data, 'latencyP50') },

@@ -8,6 +8,7 @@ import 'uplot/dist/uPlot.min.css';
 import { useEffect, useRef } from 'react';
 import type uPlotT from 'uplot';
 import { axisWidth } from './axisSize.ts';
+import { DURATION_TICK_STEPS, formatMs, formatMsTicks } from './duration.ts';
 
 export interface ChartSeries {
   name: string;
@@ -21,8 +22,13 @@ export interface ChartSeries {
 export interface TimeChartProps {
   series: ChartSeries[];
   height?: number;
-  /** Unit shown on the y axis values in the legend ('ms', '/min'…). */
+  /** Unit shown on the y axis values in the legend ('/min'…). */
   unit?: string;
+  /**
+   * The values are durations in ms: the axis, legend and tooltip show them in ms, s, min or h by their size
+   * (duration.ts), and the axis ticks at steps round in that unit. `unit` is then not used.
+   */
+  durationMs?: boolean;
   /** Hide the legend (small multiples); the cursor still shows values in the tooltip row. */
   compact?: boolean;
   onPick?: (t: number, values: Record<string, number | null>) => void;
@@ -41,7 +47,7 @@ function toData(series: ChartSeries[]): uPlotT.AlignedData {
   return [xs, ...series.map((s) => s.points.map(([, v]) => v))] as uPlotT.AlignedData;
 }
 
-export function TimeChart({ series, height = 180, unit = '', compact = false, onPick, testId, ariaLabel }: TimeChartProps) {
+export function TimeChart({ series, height = 180, unit = '', durationMs = false, compact = false, onPick, testId, ariaLabel }: TimeChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlotT | null>(null);
   const pick = useRef(onPick);
@@ -70,6 +76,8 @@ export function TimeChart({ series, height = 180, unit = '', compact = false, on
           const tickSize = axis?.ticks?.show === false ? 0 : (axis?.ticks?.size ?? 10);
           return axisWidth((t) => self.ctx.measureText(t).width / uPlot.pxRatio, values, { tickSize, gap: axis?.gap ?? 5, min });
         };
+      const tickLabels = (_u: uPlotT, vals: number[]) => (durationMs ? formatMsTicks(vals) : vals.map((v) => `${v}${unit}`));
+      const ticksAt = durationMs ? { incrs: [...DURATION_TICK_STEPS] } : {};
       const opts: uPlotT.Options = {
         width: Math.max(120, el.clientWidth),
         height,
@@ -77,8 +85,11 @@ export function TimeChart({ series, height = 180, unit = '', compact = false, on
         cursor: { drag: { x: false, y: false }, points: { size: 6 } },
         scales: { x: { time: true } },
         axes: compact
-          ? [{ show: false }, { show: true, size: fitLabels(36), stroke: AXIS, ticks: { show: false }, grid: GRID, font: '10px sans-serif' }]
-          : [{ stroke: AXIS, grid: GRID }, { size: fitLabels(50), stroke: AXIS, grid: GRID, values: (_u, vals) => vals.map((v) => `${v}${unit}`) }],
+          ? [
+              { show: false },
+              { show: true, size: fitLabels(36), stroke: AXIS, ticks: { show: false }, grid: GRID, font: '10px sans-serif', ...(durationMs ? { values: tickLabels, ...ticksAt } : {}) },
+            ]
+          : [{ stroke: AXIS, grid: GRID }, { size: fitLabels(50), stroke: AXIS, grid: GRID, values: tickLabels, ...ticksAt }],
         series: [
           {},
           ...s.map((x) => ({
@@ -89,7 +100,7 @@ export function TimeChart({ series, height = 180, unit = '', compact = false, on
             spanGaps: false,
             points: { show: false },
             ...(x.bars && bars ? { paths: bars } : {}),
-            value: (_u: uPlotT, v: number | null) => (v == null ? '–' : `${Math.round(v * 100) / 100}${unit}`),
+            value: (_u: uPlotT, v: number | null) => (durationMs ? formatMs(v) : v == null ? '–' : `${Math.round(v * 100) / 100}${unit}`),
           })),
         ],
       };
@@ -113,7 +124,7 @@ export function TimeChart({ series, height = 180, unit = '', compact = false, on
       plot.current?.destroy();
       plot.current = null;
     };
-  }, [shape, height, compact, unit]);
+  }, [shape, height, compact, unit, durationMs]);
 
   useEffect(() => {
     plot.current?.setData(toData(series));

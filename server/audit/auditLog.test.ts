@@ -106,3 +106,25 @@ test('the action filter is a case-insensitive part of the name: "Skip" finds sin
   assert.deepEqual(await actions('operation.'), ['operation.skip']);
   assert.deepEqual(await actions('nothing-like-it'), []);
 });
+
+test('notAction leaves out the actions whose name contains any of its comma-separated parts, ignoring case', async () => {
+  // The demo's ledger agent writes an agent.receive or agent.settle entry every few seconds: they must be
+  // filtered out to see anything else. Written here, last, after the day of the entries above.
+  for (const [at, action] of [
+    ['2026-12-04T10:00:00.000Z', 'agent.receive'],
+    ['2026-12-04T10:00:01.000Z', 'agent.settle'],
+    ['2026-12-04T10:00:02.000Z', 'agent.publish'],
+    ['2026-12-04T10:00:03.000Z', 'resubmit'],
+  ] as const) {
+    await writeAudit(store.database, entry({ at, action }));
+  }
+  const actions = async (raw: Record<string, unknown>) =>
+    (await queryAudit(store.database, q({ from: '2026-12-04T00:00:00Z', ...raw }))).items.map((e) => e.action);
+  assert.deepEqual(await actions({}), ['resubmit', 'agent.publish', 'agent.settle', 'agent.receive']);
+  assert.deepEqual(await actions({ notAction: 'Agent.' }), ['resubmit']);
+  assert.deepEqual(await actions({ notAction: 'agent.receive, agent.settle' }), ['resubmit', 'agent.publish']);
+  assert.deepEqual(await actions({ notAction: 'agent.receive,,' }), ['resubmit', 'agent.publish', 'agent.settle']);
+  // With the action filter: agent actions other than receive and settle.
+  assert.deepEqual(await actions({ action: 'agent', notAction: 'receive,settle' }), ['agent.publish']);
+  assert.equal(auditQuerySchema.safeParse({ notAction: 'x'.repeat(201) }).success, false);
+});

@@ -75,6 +75,11 @@ export const auditQuerySchema = z
     user: z.string().trim().min(1).max(256).optional(),
     /** Any part of the action's name, ignoring case (`skip`: `skip` and `operation.skip`). */
     action: z.string().trim().min(1).max(64).optional(),
+    /**
+     * Leaves out the actions whose name contains any of these comma-separated parts, ignoring case
+     * (`agent.receive,agent.settle`: the demo's ledger agent writes one of them every few seconds).
+     */
+    notAction: z.string().trim().min(1).max(200).optional(),
     outcome: auditOutcomeSchema.optional(),
     from: z.iso.datetime({ offset: true }).optional(),
     to: z.iso.datetime({ offset: true }).optional(),
@@ -109,6 +114,12 @@ export async function queryAudit(database: Database, q: AuditQuery, endpointIds?
     where.push('CONTAINS(LOWER(c.action), @action)');
     parameters.push({ name: '@action', value: q.action.toLowerCase() });
   }
+  // Excluded: each part is a parameter of its own (never spliced into the query text).
+  const excluded = [...new Set((q.notAction ?? '').split(',').map((part) => part.trim().toLowerCase()).filter((part) => part !== ''))];
+  excluded.forEach((part, i) => {
+    where.push(`NOT CONTAINS(LOWER(c.action), @notAction${i})`);
+    parameters.push({ name: `@notAction${i}`, value: part });
+  });
   eq('outcome', 'outcome', q.outcome);
   if (q.user !== undefined) {
     where.push('(c.actorName = @user OR c.actorId = @user)');

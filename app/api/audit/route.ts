@@ -1,4 +1,4 @@
-// GET /api/audit?endpointId=&eventId=&user=&action=&outcome=&from=&to=&pageSize=&continuation=: the audit log,
+// GET /api/audit?endpointId=&eventId=&user=&action=&notAction=&outcome=&from=&to=&pageSize=&continuation=: the audit log,
 // newest first, one page at a time. Any role; a caller with roles on single endpoints sees only their entries.
 import { handle, json } from '../../../server/http.ts';
 import { readAudit } from '../../../server/reads.ts';

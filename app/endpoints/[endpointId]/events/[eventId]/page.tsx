@@ -1,8 +1,8 @@
 import type { Metadata } from 'next';
 import { EventView } from '../../../../../components/EventView.tsx';
 import { Prefetched } from '../../../../../components/prefetch.tsx';
-import { endpointsQuery, eventQuery } from '../../../../../components/queries.ts';
-import { readEndpoints, readEventDetails } from '../../../../../server/reads.ts';
+import { endpointsQuery, eventQuery, meQuery } from '../../../../../components/queries.ts';
+import { readEndpoints, readEventDetails, readMe } from '../../../../../server/reads.ts';
 
 type Props = { params: Promise<{ endpointId: string; eventId: string }> };
 
@@ -13,12 +13,15 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 
 export default async function EventPage({ params }: Props) {
   const { endpointId, eventId } = await params;
-  // Details within the caller's read scope, exactly as GET /api/endpoints/{endpointId}/events/{eventId} answers.
+  // Details within the caller's read scope, exactly as GET /api/endpoints/{endpointId}/events/{eventId} answers;
+  // and the caller's permissions (GET /api/me), so the Resubmit / Skip buttons and their `r` / `s` shortcuts are
+  // there from the first render instead of appearing after a second round trip (a key pressed before did nothing).
   return (
     <Prefetched
       reads={[
         { key: eventQuery(endpointId, eventId).queryKey, read: (request) => readEventDetails(request, { endpointId, eventId }) },
         { key: endpointsQuery().queryKey, read: readEndpoints },
+        { key: meQuery().queryKey, read: readMe },
       ]}
     >
       <EventView endpointId={endpointId} eventId={eventId} />
