@@ -251,6 +251,24 @@ export async function authorize(
 }
 
 /**
+ * Authorizes one change that spans several endpoints (a bulk job, its pause/resume/cancel, reconcile): the action
+ * on each endpoint (401/403 and audited as `authorize`), then ONE call against the rate limit - a bulk command
+ * counts once, however many endpoints it touches. Answers as `authorize` did for the last endpoint (the audit
+ * entry names it); undefined for an empty list (nothing authorized, nothing counted).
+ */
+export async function authorizeEach(
+  request: Request,
+  action: Action,
+  endpointIds: readonly string[],
+  subject: AuthSubject = {},
+): Promise<Authorized | undefined> {
+  let who: Authorized | undefined;
+  for (const endpointId of endpointIds) who = await check(request, action, endpointId, subject, 'hereUnlimited');
+  if (who) await admitChange(who);
+  return who;
+}
+
+/**
  * What can be authorized before the body is read, for routes whose body names the endpoint or the action (bulk
  * commands, reconcile, subscription actions): a principal (401), our own origin for a mutation (403), and a role
  * that allows `action` somewhere - on `endpointId` when the route's path names one, else on any endpoint (403).
@@ -306,13 +324,17 @@ async function check(
       detail: label === action ? decision.reason : decision.reason.replace(action, label),
     });
   const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
-  if (isMutating(action) && scope === 'here') {
-    await limitRate(who);
-    // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
-    // the endpoint or anything else before audited() refuses it.
-    owesAudit((answer) => recordFailure(who, answer, null));
-  }
+  if (scope === 'here') await admitChange(who);
   return who;
+}
+
+/** An authorized change: counted against the rate limit, and owed its audit entry from here on. */
+async function admitChange(who: Authorized): Promise<void> {
+  if (!isMutating(who.action)) return;
+  await limitRate(who);
+  // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
+  // the endpoint or anything else before audited() refuses it.
+  owesAudit((answer) => recordFailure(who, answer, null));
 }
 
 /** `decide` on the endpoint where the caller's role is strongest: may they take this action anywhere at all? */
