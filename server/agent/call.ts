@@ -4,15 +4,16 @@
 import { audited, authorize, authorizeBeforeBody, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
 import type { Action } from '../auth/roles.ts';
 import { admit } from './limits.ts';
+import { getContext, type ConsoleContext } from '../context.ts';
 
 export type AgentAction = Extract<Action, `agent.${string}`>;
 
 /** Authorizes an Agent API call on an endpoint (or, for the catalog, anywhere) and admits it under the agent's limits. */
-export async function admitAgentCall(
+async function admitAgentCall(
   request: Request,
   action: AgentAction,
   endpointId: string | undefined,
-  subject: AuthSubject = {},
+  subject: AuthSubject,
 ): Promise<{ who: Authorized; release: () => void }> {
   const who = await authorize(request, action, endpointId, subject);
   const admission = admit(`${who.principal.kind}:${who.principal.id}`);
@@ -23,15 +24,23 @@ export async function admitAgentCall(
 /** The refusals that need no body (no principal, no Agent rights anywhere), before a body that names the endpoint is read. */
 export const checkAgentBeforeBody = (request: Request, action: AgentAction): Promise<void> => authorizeBeforeBody(request, action);
 
-/** Runs an admitted call, audits how it ended and frees its concurrency slot. */
-export async function runAgentCall<T>(
-  admitted: { who: Authorized; release: () => void },
-  run: () => Promise<T>,
+/**
+ * One Agent API call: authorized and admitted under the agent's limits, then `run` (with the console's context)
+ * audited however it ends. The concurrency slot is freed whatever happens after admission - the context failing
+ * to open included: a slot held by a call that ended would lock the agent out (429) for good.
+ */
+export async function agentCall<T>(
+  request: Request,
+  action: AgentAction,
+  endpointId: string | undefined,
+  subject: AuthSubject,
+  run: (ctx: ConsoleContext, who: Authorized) => Promise<T>,
   details: (result: T) => Record<string, unknown>,
   okStatus = 200,
 ): Promise<T> {
+  const admitted = await admitAgentCall(request, action, endpointId, subject);
   try {
-    return await audited(admitted.who, run, details, okStatus);
+    return await audited(admitted.who, async () => run(await getContext(), admitted.who), details, okStatus);
   } finally {
     admitted.release();
   }

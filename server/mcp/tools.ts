@@ -1,6 +1,6 @@
 // The MCP server's tools (docs/agents.md): one McpServer per caller and request, whose tools run the console's
 // own server functions and authorize each call through the very path the HTTP routes use (authorize / the Agent
-// API's admitAgentCall with the caller's Request): the same roles, the same refusals (audited), the same audit
+// API's agentCall with the caller's Request): the same roles, the same refusals (audited), the same audit
 // of every change, the same rate limits. A refusal comes back as a tool error that says what the identity may not
 // do; it is not an MCP protocol error, so an assistant can read it and tell its user.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -8,7 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ResolutionStatus } from '@nimbus/sdk/contract';
 import { SDK_VERSION } from '@nimbus/sdk';
-import { admitAgentCall, runAgentCall } from '../agent/call.ts';
+import { agentCall } from '../agent/call.ts';
 import { agentCatalog } from '../agent/catalog.ts';
 import { receivePendingHandoff } from '../agent/handoffs.ts';
 import { publishAsAgent } from '../agent/publish.ts';
@@ -87,8 +87,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       run(async () => {
         const ctx = await getContext();
         if (!readsAnything(who)) {
-          const admitted = await admitAgentCall(request, 'agent.catalog', undefined);
-          return runAgentCall(admitted, async () => agentCatalog(ctx.catalog, admitted.who.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id), via: 'mcp' }));
+          return agentCall(request, 'agent.catalog', undefined, {}, async (x, me) => agentCatalog(x.catalog, me.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id), via: 'mcp' }));
         }
         const me = await authorize(request, 'read');
         const scope = readScope(me);
@@ -198,11 +197,12 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args, extra) =>
       run(async () => {
-        const admitted = await admitAgentCall(request, 'agent.receive', args.endpointId);
-        const ctx = await getContext();
-        const found = await runAgentCall(
-          admitted,
-          async () => {
+        const found = await agentCall(
+          request,
+          'agent.receive',
+          args.endpointId,
+          {},
+          async (ctx) => {
             requireEndpoint(ctx, args.endpointId);
             requireEventType(ctx, args.eventTypeId);
             return receivePendingHandoff(ctx.store, { endpointId: args.endpointId, eventTypeId: args.eventTypeId, exclude: args.exclude }, args.waitSeconds, extra.signal);
@@ -234,13 +234,14 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         const parsed = settleBody.safeParse(args);
         if (!parsed.success) throw badRequest(parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; '));
         const body = parsed.data;
-        const admitted = await admitAgentCall(request, 'agent.settle', body.endpointId, { eventId: body.eventId, target: `handoff ${body.messageId}` });
-        const ctx = await getContext();
-        return runAgentCall(
-          admitted,
-          async () => {
+        return agentCall(
+          request,
+          'agent.settle',
+          body.endpointId,
+          { eventId: body.eventId, target: `handoff ${body.messageId}` },
+          async (ctx, me) => {
             requireEndpoint(ctx, body.endpointId);
-            return settleHandoff(ctx, body, admitted.who.user);
+            return settleHandoff(ctx, body, me.user);
           },
           (x) => ({ settlement: body.outcome, messageId: x.messageId, outcome: x.outcome, via: 'mcp' }),
         );
@@ -269,10 +270,12 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
             throw badRequest(scope.all ? 'name endpointId: your role allows publishing as any endpoint' : `name endpointId: you may publish as ${scope.endpointIds.join(', ') || 'no endpoint'}`);
           endpointId = scope.endpointIds[0]!;
         }
-        const admitted = await admitAgentCall(request, 'agent.publish', endpointId, { target: `publish ${args.eventTypeId}` });
-        const ctx = await getContext();
         const target = endpointId;
-        return runAgentCall(admitted, () => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({ eventTypeId: p.eventTypeId, messageId: p.messageId, via: 'mcp' }));
+        return agentCall(request, 'agent.publish', target, { target: `publish ${args.eventTypeId}` }, (ctx) => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({
+          eventTypeId: p.eventTypeId,
+          messageId: p.messageId,
+          via: 'mcp',
+        }));
       }),
   );
 

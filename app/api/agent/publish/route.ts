@@ -1,11 +1,10 @@
 // POST /api/agent/publish `{ eventTypeId, endpointId?, sessionId?, payload }`: publish as one of the agent's
 // endpoints (endpointId may be left out when it holds exactly one), validated against the catalog's JSON schema
 // (400 with the schema error). Agent role on the endpoint (or Operator); audited.
-import { admitAgentCall, checkAgentBeforeBody, runAgentCall } from '../../../../server/agent/call.ts';
+import { agentCall, checkAgentBeforeBody } from '../../../../server/agent/call.ts';
 import { publishAsAgent } from '../../../../server/agent/publish.ts';
 import { publishBody } from '../../../../server/agent/schemas.ts';
 import { agentEndpointOf } from '../../../../server/agent/whoami.ts';
-import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 
 export const dynamic = 'force-dynamic';
@@ -15,11 +14,12 @@ export function POST(request: Request): Promise<Response> {
     await checkAgentBeforeBody(request, 'agent.publish');
     const body = await readJsonBody(request, publishBody);
     const endpointId = body.endpointId ?? (await agentEndpointOf(request));
-    const admitted = await admitAgentCall(request, 'agent.publish', endpointId, { target: `publish ${body.eventTypeId}` });
-    const ctx = await getContext();
-    const r = await runAgentCall(
-      admitted,
-      () => publishAsAgent(ctx, endpointId, body.eventTypeId, body.payload, body.sessionId),
+    const r = await agentCall(
+      request,
+      'agent.publish',
+      endpointId,
+      { target: `publish ${body.eventTypeId}` },
+      (ctx) => publishAsAgent(ctx, endpointId, body.eventTypeId, body.payload, body.sessionId),
       (p) => ({ eventTypeId: p.eventTypeId, messageId: p.messageId, sessionId: p.sessionId }),
     );
     return json(r);
