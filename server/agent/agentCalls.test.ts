@@ -30,6 +30,9 @@ after(async () => {
   await stack?.close();
 });
 
+/** An agent identity: Agent on erpendpoint, and on crmendpoint too with `both`. */
+const agent = (id: string, both = false): Principal => ({ kind: 'user', id: `oid-${id}`, name: `${id}@test`, roles: ['Ledger.Import'], groups: both ? ['crm-agents'] : [] });
+
 function request(who: Principal | null, path: string, body?: unknown): Request {
   const headers: Record<string, string> = { host: '127.0.0.1:3000' };
   if (who) headers.cookie = `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}`;
@@ -52,6 +55,23 @@ async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): P
 }
 
 describe('Agent API calls', () => {
+  test('receive: a caller without a token or without Agent rights is refused (401/403) before its query is validated', async () => {
+    const receive = await import('../../app/api/agent/receive/route.ts');
+    for (const query of ['', '?endpointId=erpendpoint&waitSeconds=999']) {
+      const anonymous = await receive.GET(request(null, `/api/agent/receive${query}`));
+      assert.equal(anonymous.status, 401, `query '${query}'`);
+      assert.doesNotMatch(await anonymous.text(), /waitSeconds|endpointId|invalid query/, 'no schema in the answer');
+      const roleless: Principal = { kind: 'user', id: 'oid-roleless', name: 'roleless@test', roles: [], groups: [] };
+      const refused = await receive.GET(request(roleless, `/api/agent/receive${query}`));
+      assert.equal(refused.status, 403, `query '${query}'`);
+      assert.doesNotMatch(await refused.text(), /waitSeconds|invalid query/, 'no schema in the answer');
+    }
+    // The agent still learns what is wrong with its query.
+    const bad = await receive.GET(request(agent('receiver'), '/api/agent/receive?endpointId=erpendpoint&waitSeconds=999'));
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { detail: string }).detail, /waitSeconds/);
+  });
+
   test('a call whose console context fails to open frees its slot: the agent is not locked out once the context opens', async () => {
     const catalog = await import('../../app/api/agent/catalog/route.ts');
     // Sign-in off: an anonymous read is authorized without the context, so the context first opens in the call.

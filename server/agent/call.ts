@@ -21,7 +21,7 @@ async function admitAgentCall(
   return { who, release: admission.release };
 }
 
-/** The refusals that need no body (no principal, no Agent rights anywhere), before a body that names the endpoint is read. */
+/** The refusals that need no body or query (no principal, no Agent rights anywhere), before what names the endpoint is read. */
 export const checkAgentBeforeBody = (request: Request, action: AgentAction): Promise<void> => authorizeBeforeBody(request, action);
 
 /**
