@@ -9,6 +9,7 @@ import { seedConsoleData } from '../testing/seed.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
+import { queryAudit } from '../audit/auditLog.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -70,6 +71,37 @@ describe('Agent API calls', () => {
     const bad = await receive.GET(request(agent('receiver'), '/api/agent/receive?endpointId=erpendpoint&waitSeconds=999'));
     assert.equal(bad.status, 400);
     assert.match(((await bad.json()) as { detail: string }).detail, /waitSeconds/);
+  });
+
+  test('calls refused for their input are audited and count against the agent\'s call limit', async () => {
+    const receive = await import('../../app/api/agent/receive/route.ts');
+    const settle = await import('../../app/api/agent/settle/route.ts');
+    const publish = await import('../../app/api/agent/publish/route.ts');
+    const catalog = await import('../../app/api/agent/catalog/route.ts');
+    const who = agent('bad-input', true);
+    // Three calls at once, one a minute: nothing refills during the test however slow the machine.
+    await withEnv({ NIMBUS_AGENT_RATE_LIMIT_BURST: '3', NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE: '1' }, async () => {
+      const answers = [
+        (await settle.POST(request(who, '/api/agent/settle', { endpointId: 'erpendpoint', outcome: 'completed' }))).status,
+        // Agent on two endpoints: a publish must name one.
+        (await publish.POST(request(who, '/api/agent/publish', { eventTypeId: 'OrderPlaced', payload: { orderId: 'X' } }))).status,
+        (await receive.GET(request(who, '/api/agent/receive?endpointId=erpendpoint&waitSeconds=999'))).status,
+      ];
+      assert.deepEqual(answers, [400, 400, 400]);
+      const limited = await catalog.GET(request(who, '/api/agent/catalog'));
+      assert.equal(limited.status, 429, 'the bad calls counted against the limit');
+    });
+    const entries = (await queryAudit(stack.store.database, { user: 'oid-bad-input', pageSize: 20 })).items;
+    assert.deepEqual(
+      entries.filter((e) => e.status === 400).map((e) => [e.action, e.outcome]).sort(),
+      [
+        ['agent.publish', 'failed'],
+        ['agent.receive', 'failed'],
+        ['agent.settle', 'failed'],
+      ],
+      `audit: ${JSON.stringify(entries.map((e) => [e.action, e.outcome, e.status]))}`,
+    );
+    assert.match(entries.find((e) => e.action === 'agent.publish')!.reason ?? '', /name endpointId/);
   });
 
   test('a call whose console context fails to open frees its slot: the agent is not locked out once the context opens', async () => {

@@ -283,8 +283,8 @@ export async function authorizeBeforeBody(
   subject: AuthSubject = {},
   /** How refusals are named in the audit log when the body chooses among several actions (`subscription.*`). */
   label: string = action,
-): Promise<void> {
-  await check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
+): Promise<Authorized> {
+  return check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
 }
 
 /** Methods a browser may send from any page without a preflight that change nothing here: no origin check for them. */
@@ -357,6 +357,27 @@ export async function limitRate(who: Authorized): Promise<void> {
       error: 'too many requests',
       detail: `too many changes or dead-letter scans in a short time; try again in ${wait} s`,
     });
+}
+
+/**
+ * A call refused for its input (a body, query or missing endpoint that does not do) after `authorizeBeforeBody`
+ * let it through: audited as failed with the status and reason the caller gets, within the caller's refusal
+ * budget like a 403 - the Agent API audits every call, but a loop of bad requests must not become a stream of
+ * Cosmos writes. Refusals (401/403/429) wrote their own entry already and are left alone.
+ */
+export async function auditRefusedInput(who: Authorized, err: unknown): Promise<void> {
+  const answer = describeError(err);
+  if (answer.status === 401 || answer.status === 403 || answer.status === 429) return;
+  const budget = refusalBudget(who.principal, who.action, answer.status);
+  if (!budget.write) return;
+  const reason = answer.internal ? answer.error : `${answer.error}: ${answer.detail}`;
+  await recordOutcome(await getContext(), {
+    ...auditBase(who),
+    outcome: 'failed',
+    status: answer.status,
+    reason: reason.slice(0, 1000),
+    details: budget.skippedBefore > 0 ? { refusalsNotAudited: budget.skippedBefore } : null,
+  });
 }
 
 /** The endpoints whose data a caller may read (readScope.ts). */

@@ -8,7 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ResolutionStatus } from '@nimbus/sdk/contract';
 import { SDK_VERSION } from '@nimbus/sdk';
-import { agentCall } from '../agent/call.ts';
+import { agentCall, agentInput } from '../agent/call.ts';
 import { agentCatalog } from '../agent/catalog.ts';
 import { receivePendingHandoff } from '../agent/handoffs.ts';
 import { publishAsAgent } from '../agent/publish.ts';
@@ -231,9 +231,12 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        const parsed = settleBody.safeParse(args);
-        if (!parsed.success) throw badRequest(parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; '));
-        const body = parsed.data;
+        // As POST /api/agent/settle: input refused after the checks that need none is audited and counted.
+        const body = await agentInput(request, 'agent.settle', () => {
+          const parsed = settleBody.safeParse(args);
+          if (!parsed.success) throw badRequest(parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; '));
+          return parsed.data;
+        });
         return agentCall(
           request,
           'agent.settle',
@@ -263,14 +266,14 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        let endpointId = args.endpointId;
-        if (endpointId === undefined) {
+        // As POST /api/agent/publish: a missing endpointId is audited and counted.
+        const target = await agentInput(request, 'agent.publish', () => {
+          if (args.endpointId !== undefined) return args.endpointId;
           const scope = agentEndpoints(who.assignments);
           if (scope.all || scope.endpointIds.length !== 1)
             throw badRequest(scope.all ? 'name endpointId: your role allows publishing as any endpoint' : `name endpointId: you may publish as ${scope.endpointIds.join(', ') || 'no endpoint'}`);
-          endpointId = scope.endpointIds[0]!;
-        }
-        const target = endpointId;
+          return scope.endpointIds[0]!;
+        });
         return agentCall(request, 'agent.publish', target, { target: `publish ${args.eventTypeId}` }, (ctx) => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({
           eventTypeId: p.eventTypeId,
           messageId: p.messageId,

@@ -1,7 +1,7 @@
 // POST /api/agent/publish `{ eventTypeId, endpointId?, sessionId?, payload }`: publish as one of the agent's
 // endpoints (endpointId may be left out when it holds exactly one), validated against the catalog's JSON schema
 // (400 with the schema error). Agent role on the endpoint (or Operator); audited.
-import { agentCall, checkAgentBeforeBody } from '../../../../server/agent/call.ts';
+import { agentCall, agentInput } from '../../../../server/agent/call.ts';
 import { publishAsAgent } from '../../../../server/agent/publish.ts';
 import { publishBody } from '../../../../server/agent/schemas.ts';
 import { agentEndpointOf } from '../../../../server/agent/whoami.ts';
@@ -11,9 +11,11 @@ export const dynamic = 'force-dynamic';
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
-    await checkAgentBeforeBody(request, 'agent.publish');
-    const body = await readJsonBody(request, publishBody);
-    const endpointId = body.endpointId ?? (await agentEndpointOf(request));
+    // Refused (401/403) before the body is read; a bad body or a missing endpointId is then audited and counted.
+    const { body, endpointId } = await agentInput(request, 'agent.publish', async () => {
+      const b = await readJsonBody(request, publishBody);
+      return { body: b, endpointId: b.endpointId ?? (await agentEndpointOf(request)) };
+    });
     const r = await agentCall(
       request,
       'agent.publish',

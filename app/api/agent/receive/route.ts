@@ -1,7 +1,7 @@
 // GET /api/agent/receive?endpointId=&eventTypeId=&waitSeconds=&exclude=: long-poll for the oldest pending handoff
 // of the endpoint (non-claiming: handed out again until settled, never after). 200 with the handoff, 204 when none
 // came within waitSeconds (<= 30). The Agent role on the endpoint (or Operator); audited.
-import { agentCall, checkAgentBeforeBody } from '../../../../server/agent/call.ts';
+import { agentCall, agentInput } from '../../../../server/agent/call.ts';
 import { receivePendingHandoff } from '../../../../server/agent/handoffs.ts';
 import { receiveQuery } from '../../../../server/agent/schemas.ts';
 import { requireEndpoint, requireEventType } from '../../../../server/api.ts';
@@ -11,10 +11,8 @@ export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
-    // Who has no valid token (401) or no Agent rights anywhere (403) is refused before the query is validated: a
-    // 400 would tell them the API's schema.
-    await checkAgentBeforeBody(request, 'agent.receive');
-    const q = parseOr400(receiveQuery, Object.fromEntries(new URL(request.url).searchParams), 'query');
+    // Refused (401/403) before the query is validated; a bad query is then audited and counted (agentInput).
+    const q = await agentInput(request, 'agent.receive', () => parseOr400(receiveQuery, Object.fromEntries(new URL(request.url).searchParams), 'query'));
     const found = await agentCall(
       request,
       'agent.receive',

@@ -2,7 +2,7 @@
 // errorText?, errorType? }`: the same path as the operator's handoff routes (Manager claim, command, receipt, the
 // agent as auditor). 409 when the event is no longer a pending handoff - a second settlement included. Agent role
 // on the endpoint (or Operator); audited.
-import { agentCall, checkAgentBeforeBody } from '../../../../server/agent/call.ts';
+import { agentCall, agentInput } from '../../../../server/agent/call.ts';
 import { settleBody } from '../../../../server/agent/schemas.ts';
 import { settleHandoff } from '../../../../server/agent/settle.ts';
 import { requireEndpoint } from '../../../../server/api.ts';
@@ -12,8 +12,8 @@ export const dynamic = 'force-dynamic';
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
-    await checkAgentBeforeBody(request, 'agent.settle');
-    const body = await readJsonBody(request, settleBody);
+    // Refused (401/403) before the body is read; a bad body is then audited and counted (agentInput).
+    const body = await agentInput(request, 'agent.settle', () => readJsonBody(request, settleBody));
     const r = await agentCall(
       request,
       'agent.settle',
