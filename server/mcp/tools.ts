@@ -16,7 +16,8 @@ import { settleBody } from '../agent/schemas.ts';
 import { settleHandoff } from '../agent/settle.ts';
 import { requireEndpoint, requireEventType } from '../api.ts';
 import { diffJson } from '../audit/diff.ts';
-import { audited, authorize, readScope, type Authorized } from '../auth/authorize.ts';
+import { audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
+import { countCall } from '../agent/limits.ts';
 import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, roleCovers } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
@@ -48,6 +49,19 @@ async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
   } catch (err) {
     return toolError(err);
   }
+}
+
+/**
+ * A reader tool's call (discover_topology for a Reader, search_failures, list_failure_groups, get_event): authorized
+ * as the read route it stands for, then counted against the caller's call limit of the agent zone
+ * (NIMBUS_AGENT_RATE_LIMIT_*, agent/limits.ts), 429 past it - the reads fan out into store queries, and a JSON-RPC
+ * batch runs its calls at once.
+ */
+async function authorizeRead(request: Request, endpointId?: string, subject?: AuthSubject): Promise<Authorized> {
+  const me = await authorize(request, 'read', endpointId, subject);
+  const counted = countCall(`${me.principal.kind}:${me.principal.id}`);
+  if (!counted.ok) return refuseAuthorized(me, counted.detail, 429);
+  return me;
 }
 
 /** Whether the caller holds a role of the ladder somewhere (the console's reads), or only the Agent role. */
@@ -89,7 +103,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         if (!readsAnything(who)) {
           return agentCall(request, 'agent.catalog', undefined, {}, async (x, me) => agentCatalog(x.catalog, me.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id), via: 'mcp' }));
         }
-        const me = await authorize(request, 'read');
+        const me = await authorizeRead(request);
         const scope = readScope(me);
         const endpoints = (await endpointsOverview(ctx.store, ctx.catalog)).filter((e) => inScope(scope, e.endpointId));
         const types = new Set(endpoints.flatMap((e) => [...e.produces, ...e.consumes]));
@@ -118,7 +132,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       run(async () => {
         if (!readsAnything(who)) throw agentOnlyRefusal(who, 'search_failures');
         const ctx = await getContext();
-        const me = await authorize(request, 'read', args.endpointId);
+        const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
         requireEventType(ctx, args.eventTypeId);
         const scope = readScope(me);
@@ -150,7 +164,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       run(async () => {
         if (!readsAnything(who)) throw agentOnlyRefusal(who, 'list_failure_groups');
         const ctx = await getContext();
-        const me = await authorize(request, 'read', args.endpointId);
+        const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
         const view = await failureGroups(
           ctx.store,
@@ -175,7 +189,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     (args) =>
       run(async () => {
         if (!readsAnything(who)) throw agentOnlyRefusal(who, 'get_event');
-        const me = await authorize(request, 'read', args.endpointId, { eventId: args.eventId });
+        const me = await authorizeRead(request, args.endpointId, { eventId: args.eventId });
         const ctx = await getContext();
         requireEndpoint(ctx, args.endpointId);
         return eventDetails(ctx.store, args.endpointId, args.eventId, readScope(me));
