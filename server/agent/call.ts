@@ -1,18 +1,19 @@
 // One Agent API call: authorized like every console request (auth/authorize.ts: principal, role on the endpoint,
 // refusals audited), then held to the agent's own limits (limits.ts, 429 audited), then run and audited however it
 // ends - every Agent API call leaves an entry in the audit log, reads included, with the agent as actor.
-import { audited, authorize, authorizeBeforeBody, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
+import { auditRefusedInput, audited, authorize, authorizeBeforeBody, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
 import type { Action } from '../auth/roles.ts';
-import { admit } from './limits.ts';
+import { admit, countCall } from './limits.ts';
+import { getContext, type ConsoleContext } from '../context.ts';
 
 export type AgentAction = Extract<Action, `agent.${string}`>;
 
 /** Authorizes an Agent API call on an endpoint (or, for the catalog, anywhere) and admits it under the agent's limits. */
-export async function admitAgentCall(
+async function admitAgentCall(
   request: Request,
   action: AgentAction,
   endpointId: string | undefined,
-  subject: AuthSubject = {},
+  subject: AuthSubject,
 ): Promise<{ who: Authorized; release: () => void }> {
   const who = await authorize(request, action, endpointId, subject);
   const admission = admit(`${who.principal.kind}:${who.principal.id}`);
@@ -20,18 +21,42 @@ export async function admitAgentCall(
   return { who, release: admission.release };
 }
 
-/** The refusals that need no body (no principal, no Agent rights anywhere), before a body that names the endpoint is read. */
-export const checkAgentBeforeBody = (request: Request, action: AgentAction): Promise<void> => authorizeBeforeBody(request, action);
+/**
+ * Reads what an Agent API call names (its body or query, the endpoint it acts on) after the refusals that need
+ * none of it: no valid token (401) or no Agent rights anywhere (403) is refused before anything is read or
+ * validated, so a stranger learns no schema from a 400. Input refused after that is a call like any other: it
+ * counts against the agent's call limit (429 past it) and is audited with the 400 it got, within the caller's
+ * refusal budget (auth/authorize.ts auditRefusedInput).
+ */
+export async function agentInput<T>(request: Request, action: AgentAction, read: () => T | Promise<T>): Promise<T> {
+  const who = await authorizeBeforeBody(request, action);
+  try {
+    return await read();
+  } catch (err) {
+    const counted = countCall(`${who.principal.kind}:${who.principal.id}`);
+    if (!counted.ok) return refuseAuthorized(who, counted.detail, 429);
+    await auditRefusedInput(who, err);
+    throw err;
+  }
+}
 
-/** Runs an admitted call, audits how it ended and frees its concurrency slot. */
-export async function runAgentCall<T>(
-  admitted: { who: Authorized; release: () => void },
-  run: () => Promise<T>,
+/**
+ * One Agent API call: authorized and admitted under the agent's limits, then `run` (with the console's context)
+ * audited however it ends. The concurrency slot is freed whatever happens after admission - the context failing
+ * to open included: a slot held by a call that ended would lock the agent out (429) for good.
+ */
+export async function agentCall<T>(
+  request: Request,
+  action: AgentAction,
+  endpointId: string | undefined,
+  subject: AuthSubject,
+  run: (ctx: ConsoleContext, who: Authorized) => Promise<T>,
   details: (result: T) => Record<string, unknown>,
   okStatus = 200,
 ): Promise<T> {
+  const admitted = await admitAgentCall(request, action, endpointId, subject);
   try {
-    return await audited(admitted.who, run, details, okStatus);
+    return await audited(admitted.who, async () => run(await getContext(), admitted.who), details, okStatus);
   } finally {
     admitted.release();
   }

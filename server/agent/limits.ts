@@ -34,13 +34,19 @@ const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console
 
 export type Admission = { ok: true; release: () => void } | { ok: false; detail: string };
 
+/** Takes one call from the agent's budget, without a slot (a call refused for its input, which holds none). */
+export function countCall(agentKey: string, limits: AgentLimits = agentLimits()): { ok: true } | { ok: false; detail: string } {
+  const wait = slot.limiter.take(agentKey, limits.rate);
+  return wait > 0 ? { ok: false, detail: `too many Agent API calls in a short time; try again in ${wait} s` } : { ok: true };
+}
+
 /** Takes one call from the agent's budget and a slot of its concurrency; `release` frees the slot. */
 export function admit(agentKey: string, limits: AgentLimits = agentLimits()): Admission {
   const inFlight = slot.inFlight.get(agentKey) ?? 0;
   if (inFlight >= limits.concurrent)
     return { ok: false, detail: `at most ${limits.concurrent} Agent API calls of one agent at a time; ${inFlight} are in flight` };
-  const wait = slot.limiter.take(agentKey, limits.rate);
-  if (wait > 0) return { ok: false, detail: `too many Agent API calls in a short time; try again in ${wait} s` };
+  const counted = countCall(agentKey, limits);
+  if (!counted.ok) return counted;
   slot.inFlight.set(agentKey, inFlight + 1);
   let released = false;
   return {

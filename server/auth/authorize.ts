@@ -251,6 +251,24 @@ export async function authorize(
 }
 
 /**
+ * Authorizes one change that spans several endpoints (a bulk job, its pause/resume/cancel, reconcile): the action
+ * on each endpoint (401/403 and audited as `authorize`), then ONE call against the rate limit - a bulk command
+ * counts once, however many endpoints it touches. Answers as `authorize` did for the last endpoint (the audit
+ * entry names it); undefined for an empty list (nothing authorized, nothing counted).
+ */
+export async function authorizeEach(
+  request: Request,
+  action: Action,
+  endpointIds: readonly string[],
+  subject: AuthSubject = {},
+): Promise<Authorized | undefined> {
+  let who: Authorized | undefined;
+  for (const endpointId of endpointIds) who = await check(request, action, endpointId, subject, 'hereUnlimited');
+  if (who) await admitChange(who);
+  return who;
+}
+
+/**
  * What can be authorized before the body is read, for routes whose body names the endpoint or the action (bulk
  * commands, reconcile, subscription actions): a principal (401), our own origin for a mutation (403), and a role
  * that allows `action` somewhere - on `endpointId` when the route's path names one, else on any endpoint (403).
@@ -265,8 +283,8 @@ export async function authorizeBeforeBody(
   subject: AuthSubject = {},
   /** How refusals are named in the audit log when the body chooses among several actions (`subscription.*`). */
   label: string = action,
-): Promise<void> {
-  await check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
+): Promise<Authorized> {
+  return check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
 }
 
 /** Methods a browser may send from any page without a preflight that change nothing here: no origin check for them. */
@@ -306,13 +324,17 @@ async function check(
       detail: label === action ? decision.reason : decision.reason.replace(action, label),
     });
   const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
-  if (isMutating(action) && scope === 'here') {
-    await limitRate(who);
-    // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
-    // the endpoint or anything else before audited() refuses it.
-    owesAudit((answer) => recordFailure(who, answer, null));
-  }
+  if (scope === 'here') await admitChange(who);
   return who;
+}
+
+/** An authorized change: counted against the rate limit, and owed its audit entry from here on. */
+async function admitChange(who: Authorized): Promise<void> {
+  if (!isMutating(who.action)) return;
+  await limitRate(who);
+  // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
+  // the endpoint or anything else before audited() refuses it.
+  owesAudit((answer) => recordFailure(who, answer, null));
 }
 
 /** `decide` on the endpoint where the caller's role is strongest: may they take this action anywhere at all? */
@@ -335,6 +357,27 @@ export async function limitRate(who: Authorized): Promise<void> {
       error: 'too many requests',
       detail: `too many changes or dead-letter scans in a short time; try again in ${wait} s`,
     });
+}
+
+/**
+ * A call refused for its input (a body, query or missing endpoint that does not do) after `authorizeBeforeBody`
+ * let it through: audited as failed with the status and reason the caller gets, within the caller's refusal
+ * budget like a 403 - the Agent API audits every call, but a loop of bad requests must not become a stream of
+ * Cosmos writes. Refusals (401/403/429) wrote their own entry already and are left alone.
+ */
+export async function auditRefusedInput(who: Authorized, err: unknown): Promise<void> {
+  const answer = describeError(err);
+  if (answer.status === 401 || answer.status === 403 || answer.status === 429) return;
+  const budget = refusalBudget(who.principal, who.action, answer.status);
+  if (!budget.write) return;
+  const reason = answer.internal ? answer.error : `${answer.error}: ${answer.detail}`;
+  await recordOutcome(await getContext(), {
+    ...auditBase(who),
+    outcome: 'failed',
+    status: answer.status,
+    reason: reason.slice(0, 1000),
+    details: budget.skippedBefore > 0 ? { refusalsNotAudited: budget.skippedBefore } : null,
+  });
 }
 
 /** The endpoints whose data a caller may read (readScope.ts). */

@@ -5,7 +5,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData } from '../testing/seed.ts';
+import { seedConsoleData, seedEvent } from '../testing/seed.ts';
+import { MessageType } from '@nimbus/sdk/contract';
 import { SESSION_COOKIE, sealSession } from './session.ts';
 import type { Principal } from './principal.ts';
 import { queryAudit } from '../audit/auditLog.ts';
@@ -177,6 +178,50 @@ describe('refusals an attacker could aim', () => {
       ],
     );
     assert.match(entries.find((e) => e.action === 'handoff')!.reason ?? '', /^bad request: invalid body: errorText/);
+  });
+
+  test('a bulk command over several endpoints counts once against the rate limit (job, its cancel, reconcile)', async () => {
+    // docs/security.md: "A bulk command counts once". Each route authorized every endpoint it touches with a call
+    // that took a token, so an operator's own job over several endpoints could be refused 429 by their own limit.
+    const operations = await import('../../app/api/operations/route.ts');
+    const cancel = await import('../../app/api/operations/[operationId]/cancel/route.ts');
+    const reconcile = await import('../../app/api/operations/reconcile/route.ts');
+    // One failure cause on two endpoints: a failure group whose job touches both.
+    const base = Date.now() - 30_000;
+    const cause = { errorText: 'rate-limit probe: upstream refused', errorType: 'RateLimitProbeException' };
+    await seedEvent(stack.store, base, { endpointId: 'billingendpoint', eventId: 'evt-rl-billing', sessionId: 'RL-1', eventTypeId: 'OrderPlaced', payload: { orderId: 'RL-1' } }, MessageType.ErrorResponse, cause);
+    await seedEvent(stack.store, base, { endpointId: 'crmendpoint', eventId: 'evt-rl-crm', sessionId: 'RL-2', eventTypeId: 'CustomerRegistered', payload: { customerId: 'RL-2' } }, MessageType.ErrorResponse, cause);
+    const groupId = (await stack.store.getStatusRow('crmendpoint', 'evt-rl-crm', 'RL-2'))?.fingerprint;
+    assert.equal(typeof groupId, 'string');
+    assert.equal((await stack.store.getStatusRow('billingendpoint', 'evt-rl-billing', 'RL-1'))?.fingerprint, groupId, 'one group on both endpoints');
+
+    const saved = { burst: process.env.NIMBUS_RATE_LIMIT_BURST, rate: process.env.NIMBUS_RATE_LIMIT_PER_MINUTE };
+    // One call at once, one a minute: nothing refills during the test however slow the machine.
+    process.env.NIMBUS_RATE_LIMIT_BURST = '1';
+    process.env.NIMBUS_RATE_LIMIT_PER_MINUTE = '1';
+    try {
+      const operator = (id: string): Principal => ({ kind: 'user', id: `oid-bulk-${id}`, name: `bulk-${id}@test`, roles: ['Operator'], groups: [] });
+      const created = await operations.POST(post(operator('job'), JSON.stringify({ kind: 'skip', selection: { groupId }, hold: true })));
+      assert.equal(created.status, 202, await created.clone().text());
+      const { operationId } = (await created.json()) as { operationId: string };
+      const canceller = operator('cancel');
+      const cancelled = await cancel.POST(post(canceller), params({ operationId }));
+      assert.equal(cancelled.status, 200, await cancelled.clone().text());
+      const reconciler = operator('reconcile');
+      const targets = ['billingendpoint', 'crmendpoint'].map((endpointId) => ({ endpointId, eventId: 'evt-rl-none', sessionId: 'RL-0', rowMessageId: 'm-none' }));
+      const body = JSON.stringify({ targets });
+      const repaired = await reconcile.POST(post(reconciler, body));
+      assert.equal(repaired.status, 200, await repaired.clone().text());
+      // Once, not never: the next change of the same caller is over the limit.
+      const again = await reconcile.POST(post(reconciler, body));
+      assert.equal(again.status, 429);
+      assert.match(((await again.json()) as { detail: string }).detail, /try again in \d+ s/);
+    } finally {
+      for (const [k, v] of [['NIMBUS_RATE_LIMIT_BURST', saved.burst], ['NIMBUS_RATE_LIMIT_PER_MINUTE', saved.rate]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
   });
 
   test('the replay preview counts against the rate limit like the replay', async () => {

@@ -66,6 +66,28 @@ describe('Manager on the real stack', () => {
     }
   });
 
+  test('a command that cannot be built leaves no claim: the event is not held as "being sent" and the next try sends', async () => {
+    // The claim was written before the command was built, outside the send's failure path: a build that threw
+    // left the event Pending under a claim nobody would send, answered 409 "being sent right now" until
+    // CLAIM_GRACE_MS or Reconcile. A result JSON cannot encode (a BigInt) is such a build failure.
+    const before = await stack.store.getStatusRow('erpendpoint', 'evt-handoff-1', 'INV-1');
+    assert.equal(before?.subStatus, 'Handoff');
+    const spec = { kind: 'handoffComplete' as const, messageId: before!.lastMessageId };
+    await assert.rejects(manager.execute('erpendpoint', 'evt-handoff-1', { ...spec, result: { amount: 10n } }, 'tester'), TypeError);
+    const after = await stack.store.getStatusRow('erpendpoint', 'evt-handoff-1', 'INV-1');
+    assert.deepEqual([after?.status, after?.subStatus, after?.lastMessageId], [before?.status, before?.subStatus, before?.lastMessageId], 'the row is as it was');
+    const sent = await manager.execute('erpendpoint', 'evt-handoff-1', { ...spec, result: { amount: 10 } }, 'tester');
+    assert.equal(sent.outcome, 'sent');
+    const receiver = await stack.serviceBus.client.acceptSession('erpendpoint', 'erpendpoint', 'INV-1');
+    try {
+      const got = await receiver.receiveMessages(5, { maxWaitTimeInMs: 3000 });
+      assert.deepEqual(got.map((m) => m.applicationProperties?.[Prop.MessageType]), [MessageType.HandoffCompletedRequest]);
+      for (const m of got) await receiver.completeMessage(m);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   test('two consoles racing on one event: exactly one sends; the other is refused while the send may be under way', async () => {
     const [a, b] = await Promise.allSettled([
       manager.execute('billingendpoint', 'evt-dead-1', { kind: 'resubmit' }, 'one'),

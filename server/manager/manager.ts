@@ -146,10 +146,13 @@ export class Manager {
           throw conflict('the event has no stored payload to resubmit; resubmit it with an edited payload');
         if (!eventTypeId) throw conflict('the event has no event type; resubmit it with an edited payload and event type');
       }
+      // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
+      // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
+      const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), { lastMessageId: row.lastMessageId, status: row.status });
       // Someone else changed the row between our read and our claim: decide again on the new version.
       if (claim.outcome === 'ignored') continue;
-      return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: row }, origin);
+      return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: row }, origin);
     }
     throw conflict(`event ${eventId} kept changing; reload it and try again`);
   }
@@ -224,24 +227,32 @@ export class Manager {
     } catch {
       rows = lot.map(() => undefined);
     }
-    const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown }> = [];
+    const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
     lot.forEach((k, i) => {
       const row = rows[i];
       // Only a fresh claim of the selected row is done here; anything else is decided (and worded) by #execute.
       if (!row || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
       const payload = spec.kind === 'resubmit' ? row.payload : undefined;
       if (spec.kind === 'resubmit' && (payload === undefined || payload === null || !row.eventTypeId)) return alone.push(k);
-      claims.push({ k, row, eventTypeId: row.eventTypeId, payload });
+      // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
+      let built: BuiltCommand;
+      try {
+        built = buildCommand(spec, row, row.lastMessageId, row.eventTypeId, payload, auditor);
+      } catch (error) {
+        out[k] = { ok: false, error };
+        return;
+      }
+      claims.push({ k, row, eventTypeId: row.eventTypeId, payload, built });
     });
     const written = await this.#store.writeStatuses(
       claims.map((c) => ({ input: claimWrite(spec, c.row, c.row.lastMessageId, c.eventTypeId, c.payload), expect: { lastMessageId: c.row.lastMessageId, status: c.row.status } })),
     );
-    const claimed: Array<(typeof claims)[number] & { built: BuiltCommand }> = [];
+    const claimed: Array<(typeof claims)[number]> = [];
     claims.forEach((c, i) => {
       const w = written[i]!;
       if (!w.ok) out[c.k] = w;
       else if (w.value.outcome === 'ignored') alone.push(c.k); // changed since the read: decide again
-      else claimed.push({ ...c, built: buildCommand(spec, c.row, c.row.lastMessageId, c.eventTypeId, c.payload, auditor) });
+      else claimed.push(c);
     });
     const [sendErrors] = await Promise.all([
       this.#sendBatched(claimed.map((c) => c.built), origin),
@@ -356,7 +367,8 @@ export class Manager {
       eventTypeId = spec.edited?.eventTypeId ?? row.eventTypeId;
       if (payload === undefined || payload === null) throw conflict('the event has no stored payload to resubmit');
     }
-    return this.#sendAndAudit(spec, row, answered, eventTypeId, payload, auditor, { previous: undefined }, origin);
+    const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
+    return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: undefined }, origin);
   }
 
   /**
@@ -368,12 +380,15 @@ export class Manager {
     if (!spec || row.parentMessageId == null) throw conflict(`a ${row.messageType ?? 'row'} claim cannot be re-sent; restore it instead`);
     const payload = spec.kind === 'resubmit' ? row.payload : undefined;
     if (spec.kind === 'resubmit' && (payload === undefined || payload === null)) throw conflict('the claim has no stored payload to re-send; restore it instead');
-    return this.#sendAndAudit(spec, row, row.parentMessageId, row.eventTypeId, payload, auditor, { previous: undefined });
+    const built = buildCommand(spec, row, row.parentMessageId, row.eventTypeId, payload, auditor);
+    return this.#sendAndAudit(spec, row, built, row.parentMessageId, row.eventTypeId, payload, auditor, { previous: undefined });
   }
 
+  /** Sends a command already built (building can throw: callers build before they claim) and writes its receipt. */
   async #sendAndAudit(
     spec: CommandSpec,
     row: StatusRow,
+    built: BuiltCommand,
     answered: string,
     eventTypeId: string | null,
     payload: unknown,
@@ -383,7 +398,6 @@ export class Manager {
     origin?: CommandOrigin,
   ): Promise<CommandResult> {
     const resend = claim.previous === undefined;
-    const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
     try {
       this.#sender ??= this.#client.createSender(Topic.Manager);
       // Bounded: an operator's click must not hang while the client retries a broker that is gone.

@@ -17,6 +17,8 @@ import { oidcProviderEnv } from '../testing/oidcEnv.ts';
 import { startRouteServer, type RouteServer } from '../testing/routeServer.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { CONSOLE_DIR } from '../console.ts';
+import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
+import type { Principal } from '../auth/principal.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -197,5 +199,58 @@ describe('npm run mcp: the stdio bridge', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('MCP reads are bounded', () => {
+  // The reader tools (search_failures, list_failure_groups, get_event) ran outside every limit, and one POST could
+  // carry a JSON-RPC batch of 100 of them. A signed-in person (session cookie) here: a bucket no other test uses.
+  const SESSION_SECRET = 'mcp-test-session-secret-0123456789abcdef';
+  const reader: Principal = { kind: 'user', id: 'oid-mcp-reads', name: 'mcp-reads@test', roles: ['Handoff.Settle'], groups: [] };
+  const postMcp = async (body: unknown) => {
+    const { POST } = await import('../../app/api/mcp/route.ts');
+    return POST(
+      new Request('http://127.0.0.1:3000/api/mcp', {
+        method: 'POST',
+        headers: {
+          host: '127.0.0.1:3000',
+          cookie: `${SESSION_COOKIE}=${sealSession(reader, { secret: SESSION_SECRET, maxAgeSeconds: 600 })}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify(body),
+      }),
+    );
+  };
+  const toolCall = (id: number, name: string, args: Record<string, unknown>) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+
+  test("each reader tool call counts against the caller's call limit, in a batch too", async () => {
+    const saved = { burst: process.env.NIMBUS_AGENT_RATE_LIMIT_BURST, rate: process.env.NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE };
+    // Three calls at once, one a minute: nothing refills during the test however slow the machine.
+    process.env.NIMBUS_AGENT_RATE_LIMIT_BURST = '3';
+    process.env.NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE = '1';
+    try {
+      const event = { endpointId: 'billingendpoint', eventId: seeded.failed.eventId };
+      const answer = await postMcp([toolCall(1, 'get_event', event), toolCall(2, 'search_failures', {}), toolCall(3, 'list_failure_groups', {}), toolCall(4, 'get_event', event)]);
+      assert.equal(answer.status, 200, await answer.clone().text());
+      const results = ((await answer.json()) as Array<{ id: number; result: CallToolResult }>).map((r) => r.result);
+      assert.equal(results.length, 4);
+      const limited = results.filter((r) => r.isError === true);
+      assert.equal(limited.length, 1, `one of the four over the limit: ${JSON.stringify(results.map((r) => text(r).slice(0, 80)))}`);
+      assert.match(text(limited[0]), /too many requests \(429\)/);
+    } finally {
+      for (const [k, v] of [['NIMBUS_AGENT_RATE_LIMIT_BURST', saved.burst], ['NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE', saved.rate]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
+  test('a JSON-RPC batch carries at most 20 messages', async () => {
+    const pings = (n: number) => Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'ping' }));
+    assert.equal((await postMcp(pings(20))).status, 200);
+    const refused = await postMcp(pings(21));
+    assert.equal(refused.status, 400);
+    assert.match(await refused.text(), /at most 20/);
   });
 });

@@ -1,6 +1,6 @@
 // The MCP server's tools (docs/agents.md): one McpServer per caller and request, whose tools run the console's
 // own server functions and authorize each call through the very path the HTTP routes use (authorize / the Agent
-// API's admitAgentCall with the caller's Request): the same roles, the same refusals (audited), the same audit
+// API's agentCall with the caller's Request): the same roles, the same refusals (audited), the same audit
 // of every change, the same rate limits. A refusal comes back as a tool error that says what the identity may not
 // do; it is not an MCP protocol error, so an assistant can read it and tell its user.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -8,7 +8,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ResolutionStatus } from '@nimbus/sdk/contract';
 import { SDK_VERSION } from '@nimbus/sdk';
-import { admitAgentCall, runAgentCall } from '../agent/call.ts';
+import { agentCall, agentInput } from '../agent/call.ts';
 import { agentCatalog } from '../agent/catalog.ts';
 import { receivePendingHandoff } from '../agent/handoffs.ts';
 import { publishAsAgent } from '../agent/publish.ts';
@@ -16,7 +16,8 @@ import { settleBody } from '../agent/schemas.ts';
 import { settleHandoff } from '../agent/settle.ts';
 import { requireEndpoint, requireEventType } from '../api.ts';
 import { diffJson } from '../audit/diff.ts';
-import { audited, authorize, readScope, type Authorized } from '../auth/authorize.ts';
+import { audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
+import { countCall } from '../agent/limits.ts';
 import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, roleCovers } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
@@ -48,6 +49,19 @@ async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
   } catch (err) {
     return toolError(err);
   }
+}
+
+/**
+ * A reader tool's call (discover_topology for a Reader, search_failures, list_failure_groups, get_event): authorized
+ * as the read route it stands for, then counted against the caller's call limit of the agent zone
+ * (NIMBUS_AGENT_RATE_LIMIT_*, agent/limits.ts), 429 past it - the reads fan out into store queries, and a JSON-RPC
+ * batch runs its calls at once.
+ */
+async function authorizeRead(request: Request, endpointId?: string, subject?: AuthSubject): Promise<Authorized> {
+  const me = await authorize(request, 'read', endpointId, subject);
+  const counted = countCall(`${me.principal.kind}:${me.principal.id}`);
+  if (!counted.ok) return refuseAuthorized(me, counted.detail, 429);
+  return me;
 }
 
 /** Whether the caller holds a role of the ladder somewhere (the console's reads), or only the Agent role. */
@@ -87,10 +101,9 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       run(async () => {
         const ctx = await getContext();
         if (!readsAnything(who)) {
-          const admitted = await admitAgentCall(request, 'agent.catalog', undefined);
-          return runAgentCall(admitted, async () => agentCatalog(ctx.catalog, admitted.who.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id), via: 'mcp' }));
+          return agentCall(request, 'agent.catalog', undefined, {}, async (x, me) => agentCatalog(x.catalog, me.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id), via: 'mcp' }));
         }
-        const me = await authorize(request, 'read');
+        const me = await authorizeRead(request);
         const scope = readScope(me);
         const endpoints = (await endpointsOverview(ctx.store, ctx.catalog)).filter((e) => inScope(scope, e.endpointId));
         const types = new Set(endpoints.flatMap((e) => [...e.produces, ...e.consumes]));
@@ -119,7 +132,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       run(async () => {
         if (!readsAnything(who)) throw agentOnlyRefusal(who, 'search_failures');
         const ctx = await getContext();
-        const me = await authorize(request, 'read', args.endpointId);
+        const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
         requireEventType(ctx, args.eventTypeId);
         const scope = readScope(me);
@@ -151,7 +164,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       run(async () => {
         if (!readsAnything(who)) throw agentOnlyRefusal(who, 'list_failure_groups');
         const ctx = await getContext();
-        const me = await authorize(request, 'read', args.endpointId);
+        const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
         const view = await failureGroups(
           ctx.store,
@@ -176,7 +189,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     (args) =>
       run(async () => {
         if (!readsAnything(who)) throw agentOnlyRefusal(who, 'get_event');
-        const me = await authorize(request, 'read', args.endpointId, { eventId: args.eventId });
+        const me = await authorizeRead(request, args.endpointId, { eventId: args.eventId });
         const ctx = await getContext();
         requireEndpoint(ctx, args.endpointId);
         return eventDetails(ctx.store, args.endpointId, args.eventId, readScope(me));
@@ -198,11 +211,12 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args, extra) =>
       run(async () => {
-        const admitted = await admitAgentCall(request, 'agent.receive', args.endpointId);
-        const ctx = await getContext();
-        const found = await runAgentCall(
-          admitted,
-          async () => {
+        const found = await agentCall(
+          request,
+          'agent.receive',
+          args.endpointId,
+          {},
+          async (ctx) => {
             requireEndpoint(ctx, args.endpointId);
             requireEventType(ctx, args.eventTypeId);
             return receivePendingHandoff(ctx.store, { endpointId: args.endpointId, eventTypeId: args.eventTypeId, exclude: args.exclude }, args.waitSeconds, extra.signal);
@@ -231,16 +245,20 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        const parsed = settleBody.safeParse(args);
-        if (!parsed.success) throw badRequest(parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; '));
-        const body = parsed.data;
-        const admitted = await admitAgentCall(request, 'agent.settle', body.endpointId, { eventId: body.eventId, target: `handoff ${body.messageId}` });
-        const ctx = await getContext();
-        return runAgentCall(
-          admitted,
-          async () => {
+        // As POST /api/agent/settle: input refused after the checks that need none is audited and counted.
+        const body = await agentInput(request, 'agent.settle', () => {
+          const parsed = settleBody.safeParse(args);
+          if (!parsed.success) throw badRequest(parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; '));
+          return parsed.data;
+        });
+        return agentCall(
+          request,
+          'agent.settle',
+          body.endpointId,
+          { eventId: body.eventId, target: `handoff ${body.messageId}` },
+          async (ctx, me) => {
             requireEndpoint(ctx, body.endpointId);
-            return settleHandoff(ctx, body, admitted.who.user);
+            return settleHandoff(ctx, body, me.user);
           },
           (x) => ({ settlement: body.outcome, messageId: x.messageId, outcome: x.outcome, via: 'mcp' }),
         );
@@ -262,17 +280,19 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        let endpointId = args.endpointId;
-        if (endpointId === undefined) {
+        // As POST /api/agent/publish: a missing endpointId is audited and counted.
+        const target = await agentInput(request, 'agent.publish', () => {
+          if (args.endpointId !== undefined) return args.endpointId;
           const scope = agentEndpoints(who.assignments);
           if (scope.all || scope.endpointIds.length !== 1)
             throw badRequest(scope.all ? 'name endpointId: your role allows publishing as any endpoint' : `name endpointId: you may publish as ${scope.endpointIds.join(', ') || 'no endpoint'}`);
-          endpointId = scope.endpointIds[0]!;
-        }
-        const admitted = await admitAgentCall(request, 'agent.publish', endpointId, { target: `publish ${args.eventTypeId}` });
-        const ctx = await getContext();
-        const target = endpointId;
-        return runAgentCall(admitted, () => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({ eventTypeId: p.eventTypeId, messageId: p.messageId, via: 'mcp' }));
+          return scope.endpointIds[0]!;
+        });
+        return agentCall(request, 'agent.publish', target, { target: `publish ${args.eventTypeId}` }, (ctx) => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({
+          eventTypeId: p.eventTypeId,
+          messageId: p.messageId,
+          via: 'mcp',
+        }));
       }),
   );
 

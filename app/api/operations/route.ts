@@ -1,7 +1,7 @@
 // GET /api/operations: recent bulk jobs and dead-letter replays the caller may read. Any role.
 // POST with `{ kind: 'resubmit' | 'skip', selection, hold? }`: freezes the selection and starts a job → 202
 // `{ operationId, total, state }` (with `hold`, the job waits paused for /resume: confirm the exact count first). The caller needs the kind's role (Operator) on every endpoint the selection touches.
-import { audited, authorize, authorizeBeforeBody, readScope } from '../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
 import { getContext } from '../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../server/http.ts';
 import { createOperationBody } from '../../../server/operations/jobs.ts';
@@ -27,8 +27,8 @@ export function POST(request: Request): Promise<Response> {
     const first = await authorize(request, 'read', selection.endpointId);
     const rows = await resolveSelection(ctx, selection, readScope(first));
     const endpoints = [...new Set(rows.map((r) => r.endpointId))].sort();
-    let who = first;
-    for (const endpointId of endpoints) who = await authorize(request, body.kind, endpointId);
+    // Every endpoint authorized, the job counted once against the rate limit.
+    const who = (await authorizeEach(request, body.kind, endpoints)) ?? first;
     const result = await audited(
       who,
       () => createOperation(ctx, body.kind, selection, rows, who.user, body.hold),

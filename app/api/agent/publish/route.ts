@@ -1,25 +1,27 @@
 // POST /api/agent/publish `{ eventTypeId, endpointId?, sessionId?, payload }`: publish as one of the agent's
 // endpoints (endpointId may be left out when it holds exactly one), validated against the catalog's JSON schema
 // (400 with the schema error). Agent role on the endpoint (or Operator); audited.
-import { admitAgentCall, checkAgentBeforeBody, runAgentCall } from '../../../../server/agent/call.ts';
+import { agentCall, agentInput } from '../../../../server/agent/call.ts';
 import { publishAsAgent } from '../../../../server/agent/publish.ts';
 import { publishBody } from '../../../../server/agent/schemas.ts';
 import { agentEndpointOf } from '../../../../server/agent/whoami.ts';
-import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 
 export const dynamic = 'force-dynamic';
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
-    await checkAgentBeforeBody(request, 'agent.publish');
-    const body = await readJsonBody(request, publishBody);
-    const endpointId = body.endpointId ?? (await agentEndpointOf(request));
-    const admitted = await admitAgentCall(request, 'agent.publish', endpointId, { target: `publish ${body.eventTypeId}` });
-    const ctx = await getContext();
-    const r = await runAgentCall(
-      admitted,
-      () => publishAsAgent(ctx, endpointId, body.eventTypeId, body.payload, body.sessionId),
+    // Refused (401/403) before the body is read; a bad body or a missing endpointId is then audited and counted.
+    const { body, endpointId } = await agentInput(request, 'agent.publish', async () => {
+      const b = await readJsonBody(request, publishBody);
+      return { body: b, endpointId: b.endpointId ?? (await agentEndpointOf(request)) };
+    });
+    const r = await agentCall(
+      request,
+      'agent.publish',
+      endpointId,
+      { target: `publish ${body.eventTypeId}` },
+      (ctx) => publishAsAgent(ctx, endpointId, body.eventTypeId, body.payload, body.sessionId),
       (p) => ({ eventTypeId: p.eventTypeId, messageId: p.messageId, sessionId: p.sessionId }),
     );
     return json(r);

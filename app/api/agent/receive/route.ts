@@ -1,23 +1,24 @@
 // GET /api/agent/receive?endpointId=&eventTypeId=&waitSeconds=&exclude=: long-poll for the oldest pending handoff
 // of the endpoint (non-claiming: handed out again until settled, never after). 200 with the handoff, 204 when none
 // came within waitSeconds (<= 30). The Agent role on the endpoint (or Operator); audited.
-import { admitAgentCall, runAgentCall } from '../../../../server/agent/call.ts';
+import { agentCall, agentInput } from '../../../../server/agent/call.ts';
 import { receivePendingHandoff } from '../../../../server/agent/handoffs.ts';
 import { receiveQuery } from '../../../../server/agent/schemas.ts';
 import { requireEndpoint, requireEventType } from '../../../../server/api.ts';
-import { getContext } from '../../../../server/context.ts';
 import { handle, json, parseOr400 } from '../../../../server/http.ts';
 
 export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
-    const q = parseOr400(receiveQuery, Object.fromEntries(new URL(request.url).searchParams), 'query');
-    const admitted = await admitAgentCall(request, 'agent.receive', q.endpointId);
-    const ctx = await getContext();
-    const found = await runAgentCall(
-      admitted,
-      async () => {
+    // Refused (401/403) before the query is validated; a bad query is then audited and counted (agentInput).
+    const q = await agentInput(request, 'agent.receive', () => parseOr400(receiveQuery, Object.fromEntries(new URL(request.url).searchParams), 'query'));
+    const found = await agentCall(
+      request,
+      'agent.receive',
+      q.endpointId,
+      {},
+      async (ctx) => {
         requireEndpoint(ctx, q.endpointId);
         requireEventType(ctx, q.eventTypeId);
         return receivePendingHandoff(ctx.store, q, q.waitSeconds, request.signal);

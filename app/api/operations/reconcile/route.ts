@@ -2,7 +2,7 @@
 // sessions) of the endpoints the caller may read. Any role.
 // POST with `{ targets, repairs }`: re-applies the stored outcome of each stale row, through the guarded write, and
 // re-sends or restores each stuck row. Operator: site-wide, or of every endpoint the request names.
-import { audited, authorize, authorizeBeforeBody, readScope, type Authorized } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope, type Authorized } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../server/http.ts';
 import { reconcileApply, reconcileApplyBody, reconcileEndpoints, reconcilePreview } from '../../../../server/reconcile/routes.ts';
@@ -23,8 +23,8 @@ export function POST(request: Request): Promise<Response> {
     const body = await readJsonBody(request, reconcileApplyBody);
     const endpoints = reconcileEndpoints(body);
     // One endpoint: its Operator may; several: each must be allowed (a site-wide Operator always is).
-    let who: Authorized | undefined;
-    for (const endpointId of endpoints) who = await authorize(request, 'reconcile', endpointId);
+    // Counted once against the rate limit, however many endpoints it names.
+    const who: Authorized | undefined = await authorizeEach(request, 'reconcile', endpoints);
     const ctx = await getContext();
     const details = { targets: body.targets.length, repairs: body.repairs.length, endpoints };
     return json(await audited(who!, () => reconcileApply(ctx, body, who!.user), (r) => ({ ...details, result: r as unknown })));

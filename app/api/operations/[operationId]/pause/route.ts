@@ -1,6 +1,6 @@
 // POST /api/operations/{operationId}/pause: the runner applies it at its next step. Needs the job's action
 // (resubmit or skip: Operator) on every endpoint the job touches; audited.
-import { audited, authorize, readScope } from '../../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeEach, readScope } from '../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../server/context.ts';
 import { handle, json, parseOr400, type RouteContext } from '../../../../../server/http.ts';
 import { operationIdSchema } from '../../../../../server/operations/jobs.ts';
@@ -14,8 +14,8 @@ export function POST(request: Request, context: RouteContext<{ operationId: stri
     const reader = await authorize(request, 'read');
     const ctx = await getContext();
     const job = await getJob(ctx, id, readScope(reader));
-    let who = reader;
-    for (const endpointId of job.endpoints) who = await authorize(request, job.kind, endpointId, { target: `operation/${id}` });
+    // Every endpoint of the job authorized; the control counted once against the rate limit.
+    const who = (await authorizeEach(request, job.kind, job.endpoints, { target: `operation/${id}` })) ?? reader;
     return json(await audited(who, () => controlOperation(ctx, job, 'pause', who.user), { operationId: id, control: 'pause' }));
   });
 }

@@ -1,0 +1,122 @@
+// The Agent API's route handlers on the embedded stack, sign-in on with sealed session cookies of agent identities
+// (roles mapped to Agent on endpoints): what an unauthenticated caller learns from a bad query, whether a call's
+// concurrency slot is freed when the console's context fails to open, and whether calls refused for their input
+// are audited and counted like every other Agent API call. (packages/sdk/e2e/agentApi.test.ts: the API over HTTP.)
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { seedConsoleData } from '../testing/seed.ts';
+import { oidcTestEnv } from '../testing/oidcEnv.ts';
+import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
+import type { Principal } from '../auth/principal.ts';
+import { queryAudit } from '../audit/auditLog.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const SECRET = 'agent-calls-test-session-secret-0123456789-abcdef';
+const AUTH_ENV = oidcTestEnv(SECRET, { roles: { 'Ledger.Import': 'Agent:erpendpoint' }, groups: { 'crm-agents': 'Agent:crmendpoint' } });
+
+let stack: ConsoleTestStack;
+let closeContext: () => Promise<void>;
+
+before(async () => {
+  stack = await startConsoleTestStack('agentcalls');
+  Object.assign(process.env, stack.env, AUTH_ENV);
+  await seedConsoleData(stack.store);
+  ({ closeContext } = await import('../context.ts'));
+});
+
+after(async () => {
+  await closeContext?.();
+  await stack?.close();
+});
+
+/** An agent identity: Agent on erpendpoint, and on crmendpoint too with `both`. */
+const agent = (id: string, both = false): Principal => ({ kind: 'user', id: `oid-${id}`, name: `${id}@test`, roles: ['Ledger.Import'], groups: both ? ['crm-agents'] : [] });
+
+function request(who: Principal | null, path: string, body?: unknown): Request {
+  const headers: Record<string, string> = { host: '127.0.0.1:3000' };
+  if (who) headers.cookie = `${SESSION_COOKIE}=${sealSession(who, { secret: SECRET, maxAgeSeconds: 600 })}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  return new Request(`http://127.0.0.1:3000${path}`, { method: body === undefined ? 'GET' : 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
+}
+
+/** Runs `fn` with some environment variables set, restoring them after. */
+async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+describe('Agent API calls', () => {
+  test('receive: a caller without a token or without Agent rights is refused (401/403) before its query is validated', async () => {
+    const receive = await import('../../app/api/agent/receive/route.ts');
+    for (const query of ['', '?endpointId=erpendpoint&waitSeconds=999']) {
+      const anonymous = await receive.GET(request(null, `/api/agent/receive${query}`));
+      assert.equal(anonymous.status, 401, `query '${query}'`);
+      assert.doesNotMatch(await anonymous.text(), /waitSeconds|endpointId|invalid query/, 'no schema in the answer');
+      const roleless: Principal = { kind: 'user', id: 'oid-roleless', name: 'roleless@test', roles: [], groups: [] };
+      const refused = await receive.GET(request(roleless, `/api/agent/receive${query}`));
+      assert.equal(refused.status, 403, `query '${query}'`);
+      assert.doesNotMatch(await refused.text(), /waitSeconds|invalid query/, 'no schema in the answer');
+    }
+    // The agent still learns what is wrong with its query.
+    const bad = await receive.GET(request(agent('receiver'), '/api/agent/receive?endpointId=erpendpoint&waitSeconds=999'));
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { detail: string }).detail, /waitSeconds/);
+  });
+
+  test('calls refused for their input are audited and count against the agent\'s call limit', async () => {
+    const receive = await import('../../app/api/agent/receive/route.ts');
+    const settle = await import('../../app/api/agent/settle/route.ts');
+    const publish = await import('../../app/api/agent/publish/route.ts');
+    const catalog = await import('../../app/api/agent/catalog/route.ts');
+    const who = agent('bad-input', true);
+    // Three calls at once, one a minute: nothing refills during the test however slow the machine.
+    await withEnv({ NIMBUS_AGENT_RATE_LIMIT_BURST: '3', NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE: '1' }, async () => {
+      const answers = [
+        (await settle.POST(request(who, '/api/agent/settle', { endpointId: 'erpendpoint', outcome: 'completed' }))).status,
+        // Agent on two endpoints: a publish must name one.
+        (await publish.POST(request(who, '/api/agent/publish', { eventTypeId: 'OrderPlaced', payload: { orderId: 'X' } }))).status,
+        (await receive.GET(request(who, '/api/agent/receive?endpointId=erpendpoint&waitSeconds=999'))).status,
+      ];
+      assert.deepEqual(answers, [400, 400, 400]);
+      const limited = await catalog.GET(request(who, '/api/agent/catalog'));
+      assert.equal(limited.status, 429, 'the bad calls counted against the limit');
+    });
+    const entries = (await queryAudit(stack.store.database, { user: 'oid-bad-input', pageSize: 20 })).items;
+    assert.deepEqual(
+      entries.filter((e) => e.status === 400).map((e) => [e.action, e.outcome]).sort(),
+      [
+        ['agent.publish', 'failed'],
+        ['agent.receive', 'failed'],
+        ['agent.settle', 'failed'],
+      ],
+      `audit: ${JSON.stringify(entries.map((e) => [e.action, e.outcome, e.status]))}`,
+    );
+    assert.match(entries.find((e) => e.action === 'agent.publish')!.reason ?? '', /name endpointId/);
+  });
+
+  test('a call whose console context fails to open frees its slot: the agent is not locked out once the context opens', async () => {
+    const catalog = await import('../../app/api/agent/catalog/route.ts');
+    // Sign-in off: an anonymous read is authorized without the context, so the context first opens in the call.
+    await withEnv({ NIMBUS_AUTH: 'off', NIMBUS_AGENT_MAX_CONCURRENT: '1' }, async () => {
+      await closeContext();
+      await withEnv({ NIMBUS_CATALOG: '/nonexistent/nimbus-catalog.json' }, async () => {
+        for (let i = 0; i < 2; i++) {
+          const failed = await catalog.GET(request(null, '/api/agent/catalog'));
+          assert.ok(failed.status >= 500, `call ${i}: ${failed.status} ${await failed.clone().text()}`);
+        }
+      });
+      const ok = await catalog.GET(request(null, '/api/agent/catalog'));
+      assert.equal(ok.status, 200, await ok.clone().text());
+    });
+  });
+});
