@@ -1,5 +1,5 @@
 // The publisher on the emulator: deterministic ids, session keys, explicit ids, batches paged by size, schedule
-// and cancel, and validation that sends nothing.
+// and cancel, and validation (payloads and message sizes) that sends nothing.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
@@ -65,6 +65,35 @@ describe('publisher', () => {
         [0, 1, 2, 3, 4, 5, 6, 7],
       );
       assert.ok(seen.every((s) => s.correlationId === 'batch-corr'));
+    });
+  });
+
+  test('publishMany with an oversized event after a small one sends nothing and throws PublishValidationError', async () => {
+    await withHarness(async (h) => {
+      const seen: string[] = [];
+      h.host({
+        endpointId: 'crm',
+        handlers: new HandlerRegistry().on<{ n: string }>('CustomerUpdated', (e) => void seen.push(e.n)),
+      });
+      const pub = h.publisher('shop');
+      const huge = 'x'.repeat(300_000); // over the emulator's 256 KB message limit, even in a batch of its own
+      // One session for all of them: the host handles a session in order, so anything the rejected call sent would
+      // be handled before the marker published after it.
+      const event = (n: string, extra: Record<string, unknown> = {}) => ({
+        eventTypeId: 'CustomerUpdated',
+        payload: { customerId: 'PV-1', n, ...extra },
+      });
+      await assert.rejects(
+        pub.publishMany([event('small-1'), event('oversized', { huge }), event('small-2')]),
+        (e: unknown) => {
+          assert.ok(e instanceof PublishValidationError, String(e));
+          assert.match(e.message, /is larger than the broker accepts/);
+          return true;
+        },
+      );
+      await pub.publish('CustomerUpdated', { customerId: 'PV-1', n: 'marker' });
+      await eventually(() => (seen.includes('marker') ? true : undefined), 'the marker', 20_000);
+      assert.deepEqual(seen, ['marker'], 'nothing of the rejected publishMany arrived before the marker');
     });
   });
 

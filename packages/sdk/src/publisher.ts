@@ -2,7 +2,12 @@
 // forwarder subscriptions copy them to every consuming endpoint. Session id from the event type's declared session
 // key, correlation id per publish (shared by a batch), message id deterministic from the payload unless given.
 import { createHash, randomUUID } from 'node:crypto';
-import type { ServiceBusClient, ServiceBusMessage, ServiceBusSender } from '@azure/service-bus';
+import type {
+  ServiceBusClient,
+  ServiceBusMessage,
+  ServiceBusMessageBatch,
+  ServiceBusSender,
+} from '@azure/service-bus';
 import type { ZodType } from 'zod';
 import {
   describeIssues,
@@ -194,34 +199,44 @@ export class Publisher {
 
   /**
    * Publishes many events sharing one correlation id, paged into as few batches as the broker's size limit
-   * allows. Everything is validated before the first send. An empty list sends nothing.
+   * allows. Everything is validated before the first send, the size of each message included: a
+   * PublishValidationError means nothing was sent. An empty list sends nothing.
    */
   async publishMany(
     events: ReadonlyArray<{ eventTypeId: string; payload: unknown; options?: PublishOptions }>,
     correlationId: string = randomUUID(),
   ): Promise<PublishedEvent[]> {
     const prepared = events.map((e) => this.prepare(e.eventTypeId, e.payload, e.options, correlationId));
-    // One send span for the whole call: every message carries its context (tracing.ts).
-    await withSendSpan(this.options.endpointId, prepared.map((p) => p.message), () => this.sendInBatches(prepared));
+    // One send span for the whole call: every message carries its context (tracing.ts), so the batches are built
+    // inside it, with the messages as they will be sent.
+    await withSendSpan(this.options.endpointId, prepared.map((p) => p.message), async () => {
+      const batches = await this.pageIntoBatches(prepared);
+      for (const batch of batches) await this.sender.sendMessages(batch);
+    });
     return prepared.map((p) => p.published);
   }
 
-  private async sendInBatches(prepared: readonly PreparedEvent[]): Promise<void> {
+  /**
+   * Every batch of the call, built before anything is sent: a message that does not fit even an empty batch is
+   * refused here, not after the batches before it went out.
+   */
+  private async pageIntoBatches(prepared: readonly PreparedEvent[]): Promise<ServiceBusMessageBatch[]> {
+    const batches: ServiceBusMessageBatch[] = [];
     let batch = await this.sender.createMessageBatch();
-    for (const p of prepared) {
+    for (const [i, p] of prepared.entries()) {
       if (batch.tryAddMessage(p.message)) continue;
-      if (batch.count === 0)
-        throw new PublishValidationError(
-          `message ${p.published.messageId} is larger than the broker accepts`,
-        );
-      await this.sender.sendMessages(batch);
-      batch = await this.sender.createMessageBatch();
-      if (!batch.tryAddMessage(p.message))
-        throw new PublishValidationError(
-          `message ${p.published.messageId} is larger than the broker accepts`,
-        );
+      if (batch.count > 0) {
+        batches.push(batch);
+        batch = await this.sender.createMessageBatch();
+        if (batch.tryAddMessage(p.message)) continue;
+      }
+      throw new PublishValidationError(
+        `message ${p.published.messageId} (event ${i + 1} of ${prepared.length}) is larger than the broker accepts ` +
+          `(${batch.maxSizeInBytes} bytes); nothing was sent`,
+      );
     }
-    if (batch.count > 0) await this.sender.sendMessages(batch);
+    if (batch.count > 0) batches.push(batch);
+    return batches;
   }
 
   /** Schedules a publish; returns the broker's sequence number, which cancels it. */
