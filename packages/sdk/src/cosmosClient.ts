@@ -43,7 +43,9 @@ export function cosmosKeyProblem(endpoint: string | undefined, key: string | und
  * identity needs the data-plane role "Cosmos DB Built-in Data Contributor"; docs/deploy.md). The key never leaves
  * this object: it is not logged and not put in errors.
  */
-export function createCosmosClient(conn: z.output<typeof cosmosConnectionSchema> & { credential?: TokenCredential }): CosmosClient {
+export function createCosmosClient(
+  conn: z.output<typeof cosmosConnectionSchema> & { credential?: TokenCredential | undefined },
+): CosmosClient {
   return new CosmosClient({
     endpoint: conn.endpoint,
     ...(conn.key !== undefined ? { key: conn.key } : { aadCredentials: conn.credential ?? defaultAzureCredential() }),

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEmbeddedCosmos } from '../../../lib/store/index.ts';
 import type { EmbeddedCosmos } from '../../../lib/store/index.ts';
+import type { AccessToken, TokenCredential } from '@azure/core-auth';
 import { cosmosConnectionSchema, createCosmosClient } from './cosmosClient.ts';
 import { CosmosInboxStore } from './cosmosInbox.ts';
 import { Inbox, inboxKey, InboxStoreError } from './inbox.ts';
@@ -85,6 +86,40 @@ describe('CosmosInboxStore', () => {
       /container: container name must not contain/,
     );
     await assert.rejects(CosmosInboxStore.open({ endpoint: 'not a url', key: 'k' }), /endpoint/);
+  });
+
+  test('without a key, the store signs in with the credential it is given (not DefaultAzureCredential)', async () => {
+    const scopes: string[][] = [];
+    const credential: TokenCredential = {
+      getToken(scope: string | string[]): Promise<AccessToken | null> {
+        scopes.push(Array.isArray(scope) ? scope : [scope]);
+        return Promise.reject(new Error('fake credential: no token for the test'));
+      },
+    };
+    await assert.rejects(
+      CosmosInboxStore.open({
+        endpoint: 'https://127.0.0.1:9/', // never reached: the token is asked for before the request is sent
+        credential,
+        database: 'd5',
+        requestTimeoutMs: 1000,
+      }),
+      /fake credential/,
+    );
+    assert.ok(scopes.length > 0, 'the given credential was asked for a token');
+    assert.ok(
+      scopes.flat().every((s) => s.endsWith('/.default')),
+      `Cosmos scopes asked for: ${JSON.stringify(scopes)}`,
+    );
+  });
+
+  test('a credential that is not a TokenCredential is refused naming the field', async () => {
+    await assert.rejects(
+      CosmosInboxStore.open({
+        endpoint: 'https://127.0.0.1:9/',
+        credential: { token: 'x' } as unknown as TokenCredential,
+      }),
+      /credential: credential must be a TokenCredential/,
+    );
   });
 
   test('an unreachable store is a transient inbox error, never read as a duplicate', async () => {

@@ -10,10 +10,21 @@ import type { Container, CosmosClient } from '@azure/cosmos';
 import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
 import { cosmosConnectionSchema, createCosmosClient } from './cosmosClient.ts';
+import type { TokenCredential } from './identity/credential.ts';
 import { DEFAULT_INBOX_RETENTION_MS } from './inbox.ts';
 import type { InboxStore } from './inbox.ts';
 
 export const cosmosInboxOptionsSchema = cosmosConnectionSchema.extend({
+  /**
+   * Used when there is no `key` (Microsoft Entra sign-in; the identity needs "Cosmos DB Built-in Data
+   * Contributor"). Default DefaultAzureCredential.
+   */
+  credential: z
+    .custom<TokenCredential>(
+      (v) => typeof v === 'object' && v !== null && typeof (v as { getToken?: unknown }).getToken === 'function',
+      'credential must be a TokenCredential (an object with getToken)',
+    )
+    .optional(),
   /** The container of inbox entries (created when missing, partition key /id). */
   container: z
     .string()
