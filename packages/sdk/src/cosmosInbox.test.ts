@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEmbeddedCosmos } from '../../../lib/store/index.ts';
 import type { EmbeddedCosmos } from '../../../lib/store/index.ts';
+import { startFaultProxy } from '../../../lib/store/testing/faultProxy.ts';
 import type { AccessToken, TokenCredential } from '@azure/core-auth';
 import { cosmosConnectionSchema, createCosmosClient } from './cosmosClient.ts';
 import { CosmosInboxStore } from './cosmosInbox.ts';
@@ -120,6 +121,26 @@ describe('CosmosInboxStore', () => {
       }),
       /credential: credential must be a TokenCredential/,
     );
+  });
+
+  test('a 429 from Cosmos is retried by the client (default throttleRetries): has() and add() still resolve', async () => {
+    const proxy = await startFaultProxy(cosmos.endpoint);
+    const store = await CosmosInboxStore.open({ endpoint: proxy.endpoint, key: cosmos.key, database: 'd6' });
+    try {
+      const key = inboxKey('crm', 'throttled')!;
+      const inboxDocs = (r: { path: string }) => r.path.includes('/colls/inbox/docs');
+
+      proxy.inject({ status: 429, retryAfterMs: 20, times: 1, match: (r) => r.method === 'POST' && inboxDocs(r) });
+      await store.add(key, new Date());
+      assert.equal(proxy.injected, 1, 'the upsert met the 429');
+
+      proxy.inject({ status: 429, retryAfterMs: 20, times: 1, match: (r) => r.method === 'GET' && inboxDocs(r) });
+      assert.equal(await store.has(key), true);
+      assert.equal(proxy.injected, 2, 'the point read met the 429');
+    } finally {
+      store.close();
+      await proxy.close();
+    }
   });
 
   test('an unreachable store is a transient inbox error, never read as a duplicate', async () => {

@@ -25,6 +25,13 @@ export const cosmosInboxOptionsSchema = cosmosConnectionSchema.extend({
       'credential must be a TokenCredential (an object with getToken)',
     )
     .optional(),
+  /**
+   * How many times the Cosmos client retries a 429 itself (honouring the server's retry-after, 30 s in all at
+   * most) before `has`/`add` fail. Default 9, the Cosmos SDK's own: an inbox call that still fails is a transient
+   * outcome, which holds the session a lock duration and spends a delivery, so a short throttle is better waited
+   * out here. (The connection default, 0, is the Resolver's, which runs its own throttle budget.)
+   */
+  throttleRetries: z.number().int().min(0).max(20).default(9),
   /** The container of inbox entries (created when missing, partition key /id). */
   container: z
     .string()
