@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { HandlerRegistry, RetryPolicies } from '@nimbus/sdk';
 import { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
 import { createTestHarness } from '@nimbus/sdk/testing';
+import { startEmulator } from '../../../emulator/index.ts';
 
 const catalog = {
   endpoints: [
@@ -70,4 +71,34 @@ test('outcome() names what it saw when the expected status never comes', async (
   const e = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-9' });
   await harness.outcome(e);
   await assert.rejects(harness.outcome(e, { status: ResolutionStatus.Failed, timeoutMs: 500 }), /seen: billing: Completed/);
+});
+
+test('a connection string wins over an emulator factory: connectionString, else NIMBUS_SERVICEBUS_CONNECTION_STRING, else the emulator', async () => {
+  const bus = await startEmulator({ port: 0 });
+  let factoryCalls = 0;
+  const emulator = () => {
+    factoryCalls++;
+    return Promise.reject(new Error('the emulator factory was called although a connection string was given'));
+  };
+  const saved = process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING;
+  try {
+    delete process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING;
+    {
+      await using harness = await createTestHarness({ catalog, connectionString: bus.connectionString, emulator });
+      await harness.host('billing', new HandlerRegistry().on('OrderPlaced', () => undefined));
+      const e = await harness.publish('shop', 'OrderPlaced', { orderId: 'cs-1' });
+      assert.equal((await harness.outcome(e)).status, ResolutionStatus.Completed);
+    }
+    process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING = bus.connectionString;
+    {
+      // Provisioning ran against the namespace in the environment: the factory would have failed the harness.
+      await using harness = await createTestHarness({ catalog, emulator });
+      assert.ok(harness.client);
+    }
+    assert.equal(factoryCalls, 0);
+  } finally {
+    if (saved === undefined) delete process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING;
+    else process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING = saved;
+    await bus.close();
+  }
 });

@@ -37,7 +37,10 @@ export interface TestHarnessOptions {
    * started for the harness (`emulator`, or the NimBus repository's own when the harness runs inside it).
    */
   connectionString?: string;
-  /** Starts an embedded Service Bus for the harness (closed with it). */
+  /**
+   * Starts an embedded Service Bus for the harness (closed with it), used only when there is no connection string
+   * (neither `connectionString` nor NIMBUS_SERVICEBUS_CONNECTION_STRING).
+   */
   emulator?: () => Promise<EmbeddedServiceBus>;
   /** Provision the catalog's topology first (idempotent). Default true. */
   provision?: boolean;
@@ -291,8 +294,10 @@ export class TestHarness implements AsyncDisposable {
 export async function createTestHarness(options: TestHarnessOptions): Promise<TestHarness> {
   const catalog = parseCatalog(options.catalog);
   let embedded: EmbeddedServiceBus | undefined;
+  // connectionString, else the environment, else an emulator (`emulator`, or the repository's): a namespace named
+  // explicitly or in the environment wins over an emulator factory, as documented.
   let connectionString = options.connectionString ?? process.env.NIMBUS_SERVICEBUS_CONNECTION_STRING;
-  if (!connectionString || options.emulator) {
+  if (!connectionString) {
     embedded = await (options.emulator ?? repositoryEmulator)();
     connectionString = embedded.connectionString;
   }
