@@ -253,6 +253,31 @@ describe('pending handoff', () => {
     });
   });
 
+  test('complete with a string that is not JSON: the Resolution carries it as a JSON string, as through the console', async () => {
+    await withHarness(async (h) => {
+      const calls: string[] = [];
+      const c = await parkHandoff(h, 'H-S', calls);
+      const handoff = new HandoffClient(h.client);
+      try {
+        const where = {
+          endpointId: 'crm',
+          eventId: c.eventId,
+          sessionId: 'H-S',
+          messageId: c.messageId,
+          eventTypeId: 'CustomerUpdated',
+          correlationId: c.correlationId,
+        };
+        await handoff.complete(where, 'imported by hand');
+        const after = await h.resolver('H-S', 4);
+        const resolution = after.find((r) => r.type === 'ResolutionResponse' && r.props.EventId === c.eventId)!;
+        assert.equal(resolution.content.EventContent?.EventJson, '"imported by hand"');
+        assert.deepEqual(calls, ['E1', 'E2']);
+      } finally {
+        await handoff.close();
+      }
+    });
+  });
+
   test('the token markPendingHandoff returns settles the handoff; a wrong event id is refused and the real handoff stays pending', async () => {
     await withHarness(async (h) => {
       const tokens: HandoffToken[] = [];

@@ -40,11 +40,14 @@ export class HandoffClient {
     this.sender = client.createSender(Topic.Manager);
   }
 
-  /** The external work succeeded: the session is released and the Resolver records Completed with `result`. */
+  /**
+   * The external work succeeded: the session is released and the Resolver records Completed with `result` (any JSON
+   * value; a string holding JSON is sent as that JSON, any other string as a JSON string), as ConsoleHandoffClient
+   * and the console send it.
+   */
   async complete(coordinates: HandoffCoordinates | HandoffToken, result?: unknown): Promise<string> {
     const c = parse(coordinates);
-    const json =
-      result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
+    const json = result === undefined ? undefined : resultJson(result);
     const body =
       json === undefined
         ? encodeBody({})
@@ -100,6 +103,19 @@ export function settlementMessageId(type: MessageType, c: HandoffCoordinates): s
     .update(JSON.stringify([type, c.endpointId, c.eventId, c.sessionId, c.messageId]))
     .digest('hex');
   return `handoff-${h.slice(0, 40)}`;
+}
+
+/**
+ * The EventJson of a completion, as the console builds it from what ConsoleHandoffClient sends: a string that is
+ * valid JSON is that JSON; any other string is a JSON string (sent raw, `done` was no JSON at all).
+ */
+function resultJson(result: unknown): string {
+  if (typeof result !== 'string') return JSON.stringify(result);
+  try {
+    return JSON.stringify(JSON.parse(result) as unknown);
+  } catch {
+    return JSON.stringify(result);
+  }
 }
 
 function parse(c: HandoffCoordinates | HandoffToken): HandoffCoordinates {
