@@ -83,6 +83,11 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
   });
 
   const items = q.data?.items ?? [];
+  const next = q.data?.next ?? null;
+  const replaying = operationId !== null && !finished;
+  // With a reason filter one read scans at most 1,000 dead letters: a page can end short (or empty) with more of the
+  // queue still to scan. Only a first page that is empty and ends the queue proves nothing matches.
+  const nothingMatches = q.data !== undefined && from === '' && items.length === 0 && next === null;
   const toggle = (seq: string) =>
     setSelected((s) => {
       const n = new Set(s);
@@ -122,7 +127,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
         <div className="ml-auto flex gap-2">
           {mayReplay && <button
             type="button"
-            disabled={selected.size === 0 || previewMutation.isPending || (operationId !== null && !finished)}
+            disabled={selected.size === 0 || previewMutation.isPending || replaying}
             onClick={() => previewMutation.mutate({ sequenceNumbers: [...selected] })}
             className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
           >
@@ -130,7 +135,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           </button>}
           {mayReplay && <button
             type="button"
-            disabled={items.length === 0 || previewMutation.isPending}
+            disabled={nothingMatches || previewMutation.isPending || replaying}
             onClick={() => previewMutation.mutate({ all: true, ...(reason ? { reason } : {}) })}
             className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50 disabled:opacity-50"
           >
@@ -150,8 +155,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       {op.data && <ReplayProgress op={op.data} onClose={() => setOperationId(null)} />}
       {q.isLoading ? (
         <p className="text-sm text-slate-500">Loading…</p>
-      ) : items.length === 0 ? (
-        <p className="rounded border border-slate-200 bg-white px-3 py-6 text-center text-sm text-slate-500">No dead letters{reason ? ` with reason ${reason}` : ''}.</p>
+      ) : items.length === 0 && next === null ? (
+        <p className="rounded border border-slate-200 bg-white px-3 py-6 text-center text-sm text-slate-500">
+          No {from === '' ? '' : 'more '}dead letters{reason ? ` with reason ${reason}` : ''}.
+        </p>
       ) : (
         <ul className="space-y-2">
           {items.map((d) => (
@@ -205,14 +212,23 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           ))}
         </ul>
       )}
+      {q.data && next !== null && items.length < DEAD_LETTER_PAGE_SIZE && (
+        <p className="mt-2 flex flex-wrap items-center gap-2 rounded border border-slate-200 bg-white px-3 py-2 text-sm text-slate-600" data-scan-more>
+          Scanned {q.data.scanned} dead letters, found {items.length === 0 ? 'no' : 'no more'} matches{reason ? ` with reason ${reason}` : ''} yet: more of the
+          queue is left to scan.
+          <button type="button" onClick={() => nextPage(next)} className="rounded border border-slate-300 px-2 py-0.5 hover:bg-slate-50">
+            Continue scanning
+          </button>
+        </p>
+      )}
       <div className="mt-3 flex gap-2">
         <button type="button" disabled={from === ''} onClick={previousPage} className="rounded border border-slate-300 px-2 py-1 text-sm disabled:opacity-40">
           Previous
         </button>
         <button
           type="button"
-          disabled={!q.data?.next || items.length < DEAD_LETTER_PAGE_SIZE}
-          onClick={() => q.data?.next && nextPage(q.data.next)}
+          disabled={next === null}
+          onClick={() => next !== null && nextPage(next)}
           className="rounded border border-slate-300 px-2 py-1 text-sm disabled:opacity-40"
         >
           Next

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { pino } from 'pino';
-import { encodeBody, MessageType, Prop, Topic } from '@nimbus/sdk/contract';
+import { Address, encodeBody, MessageType, Prop, Subscription, Topic } from '@nimbus/sdk/contract';
 import { createStore } from '../../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy } from '../../lib/store/testing/faultProxy.ts';
 import { startResolver } from '../../resolver-worker/index.ts';
@@ -60,6 +60,44 @@ before(async () => {
 
 after(() => ui?.close());
 
+/**
+ * Dead-letters `reasons.length` new messages on `topic`'s DeferredProcessor subscription (not sessionful, and
+ * nothing consumes it in these tests), in order, the i-th with reason `reasons[i]`; returns their MessageIds.
+ */
+async function deadLetterOnDeferredProcessor(topic: string, reasons: string[]): Promise<string[]> {
+  const ids = reasons.map(() => randomUUID());
+  const sender = stack.serviceBus.client.createSender(topic);
+  let batch = await sender.createMessageBatch();
+  for (const messageId of ids) {
+    const m = { messageId, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: Address.DeferredProcessor } };
+    if (batch.tryAddMessage(m)) continue;
+    await sender.sendMessages(batch);
+    batch = await sender.createMessageBatch();
+    assert.ok(batch.tryAddMessage(m));
+  }
+  await sender.sendMessages(batch);
+  await sender.close();
+  const reasonOf = new Map<string, string>(ids.map((id, i) => [id, reasons[i]!]));
+  const receiver = stack.serviceBus.client.createReceiver(topic, Subscription.DeferredProcessor);
+  try {
+    while (reasonOf.size > 0) {
+      for (const m of await receiver.receiveMessages(50, { maxWaitTimeInMs: 5000 })) {
+        const reason = reasonOf.get(String(m.messageId));
+        if (reason === undefined) {
+          await receiver.abandonMessage(m);
+          continue;
+        }
+        // A lock lost on a slow machine: the message comes back and is dead-lettered then.
+        const done = await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'seeded' }).then(() => true, () => false);
+        if (done) reasonOf.delete(String(m.messageId));
+      }
+    }
+  } finally {
+    await receiver.close();
+  }
+  return ids;
+}
+
 describe('operations pages in Chromium', () => {
   test('a Resolver dead letter from store throttling is replayed from the page after the fault stops', async () => {
     const ep = 'billingendpoint';
@@ -105,6 +143,26 @@ describe('operations pages in Chromium', () => {
     assert.deepEqual((await stack.store.listHistory(eventId)).items.map((h) => h.messageId), [messageId]);
     assert.equal((await peekDeadLetters(stack.serviceBus.client, Topic.Resolver, Topic.Resolver)).items.length, 0, 'the dead-letter queue is empty');
     await list.close();
+  });
+
+  test('a reason filter that scanned 1,000 dead letters without a match says so, and scanning on finds the match', async () => {
+    const topic = 'shippingendpoint';
+    const reason = `Rare${randomUUID().slice(0, 8)}`;
+    // One read of a filtered page looks at 1,000 dead letters at most: the match comes after 1,000 others.
+    await deadLetterOnDeferredProcessor(topic, Array.from({ length: 1000 }, () => 'Filler'));
+    const [match] = await deadLetterOnDeferredProcessor(topic, [reason]);
+
+    const page = await open(`/topology/subscriptions/${topic}/${Subscription.DeferredProcessor}?reason=${reason}`);
+    const outcome = page.locator('[data-scan-more]').or(page.getByText(/^No (more )?dead letters/));
+    await outcome.first().waitFor();
+    assert.match((await outcome.first().textContent()) ?? '', new RegExp(`Scanned \\d+ dead letters, found no matches with reason ${reason} yet`));
+    assert.ok(await page.getByRole('button', { name: 'Next' }).isEnabled(), 'Next goes on scanning');
+    assert.ok(await page.getByRole('button', { name: `Replay all with reason ${reason}` }).isEnabled(), 'Replay all does not depend on this page');
+    await page.getByRole('button', { name: 'Continue scanning' }).click();
+    await page.locator(`[data-dead-letter="${match}"]`).waitFor();
+    assert.equal(await page.locator('[data-scan-more]').count(), 0, 'the queue ends after the match');
+    assert.ok(await page.getByRole('button', { name: 'Next' }).isDisabled());
+    await page.close();
   });
 
   test('an uncertain dead letter is shown with its evidence, not sent by a replay, and removed on the operator decision', async () => {
