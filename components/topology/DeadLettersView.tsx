@@ -238,8 +238,8 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
         <ConfirmDialog
           title={`Replay ${preview.result.count}${preview.result.truncated ? '+' : ''} dead letter${preview.result.count === 1 ? '' : 's'}`}
           confirmLabel={`Replay ${preview.result.toSend}`}
-          busy={start.isPending || preview.result.toSend + preview.result.alreadySent === 0}
-          onCancel={() => setPreview(null)}
+          busy={start.isPending}
+          disabled={preview.result.toSend + preview.result.alreadySent === 0}
           onConfirm={() => start.mutate(preview.selection)}
         >
           <p>
@@ -262,6 +262,11 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           )}
           <ReplayJournalSummary p={preview.result} />
           {preview.result.truncated && <p className="mt-2 text-amber-800">More dead letters match than one replay handles; run it again afterwards.</p>}
+          {preview.result.toSend + preview.result.alreadySent === 0 && (
+            <p className="mt-2 font-medium" data-nothing-to-send>
+              {nothingToSend(preview.result)}
+            </p>
+          )}
         </ConfirmDialog>
       )}
       {deciding && (
@@ -347,6 +352,13 @@ function Evidence({ e }: { e: UncertainEvidence }) {
       )}
     </dl>
   );
+}
+
+/** Why a preview has nothing to send (its confirm button is disabled). */
+function nothingToSend(p: ReplayPreview): string {
+  if (p.count === 0) return 'Nothing to send: no dead letter matches.';
+  if (p.uncertain === 1) return 'Nothing to send: the one dead letter is uncertain; decide on it from the list.';
+  return `Nothing to send: all ${p.uncertain} are uncertain; decide on them one by one from the list.`;
 }
 
 /** What the replay journal already knows of the previewed dead letters. */

@@ -205,6 +205,15 @@ describe('operations pages in Chromium', () => {
     await page.locator(`[data-dead-letter="${ids[1]}"]`).waitFor({ state: 'detached' });
     assert.deepEqual((await peekDeadLetters(stack.serviceBus.client, ep, ep, { reason })).items.map((d) => d.messageId), [ids[0]], 'the uncertain one was not sent');
 
+    // A replay of only the uncertain one has nothing to send: the dialog says so, its button is disabled, not "Working…".
+    await page.getByRole('button', { name: /Replay all/ }).click();
+    await dialog.locator('[data-preview-journal]').waitFor();
+    assert.equal(await dialog.getByRole('button', { name: 'Working…' }).count(), 0, 'nothing is working');
+    assert.match((await dialog.locator('[data-nothing-to-send]').textContent()) ?? '', /Nothing to send: the one dead letter is uncertain; decide on it/);
+    assert.ok(await dialog.getByRole('button', { name: 'Replay 0' }).isDisabled());
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+
     await uncertain.getByRole('button', { name: 'Remove as delivered…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Remove without sending' }).click();
     await page.locator('[data-replay-state="done"]').waitFor();
