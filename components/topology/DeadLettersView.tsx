@@ -50,7 +50,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
 
   const previewMutation = useMutation({
     mutationFn: (selection: ReplaySelection) => opsApi.previewReplay(topic, subscription, selection).then((result) => ({ selection, result })),
-    onSuccess: (p) => setPreview(p),
+    onSuccess: (p) => {
+      start.reset();
+      setPreview(p);
+    },
   });
   const start = useMutation({
     mutationFn: (selection: ReplaySelection) => opsApi.replay(topic, subscription, selection),
@@ -146,7 +149,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           </button>}
         </div>
       </form>
-      <ErrorBox error={q.error ?? previewMutation.error ?? start.error ?? decide.error ?? op.error} />
+      {/* The errors of a confirmed replay or decision show in its dialog, which stays open: the page behind it is inert. */}
       {notice && (
         <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {notice}
@@ -240,6 +243,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           confirmLabel={`Replay ${preview.result.toSend}`}
           busy={start.isPending}
           disabled={preview.result.toSend + preview.result.alreadySent === 0}
+          onCancel={() => {
+            start.reset();
+            setPreview(null);
+          }}
           onConfirm={() => start.mutate(preview.selection)}
         >
           <p>
@@ -267,6 +274,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
               {nothingToSend(preview.result)}
             </p>
           )}
+          <ErrorBox error={start.error} />
         </ConfirmDialog>
       )}
       {deciding && (
@@ -275,7 +283,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           confirmLabel={deciding.kind === 'resend' ? 'Resend anyway' : 'Remove without sending'}
           danger
           busy={decide.isPending}
-          onCancel={() => setDeciding(null)}
+          onCancel={() => {
+            decide.reset();
+            setDeciding(null);
+          }}
           onConfirm={() => decide.mutate(deciding)}
         >
           <p>
@@ -289,6 +300,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
               : 'The dead letter is removed without sending. If the first copy did not arrive, the message is gone.'}{' '}
             Your decision is recorded in the audit log.
           </p>
+          <ErrorBox error={decide.error} />
         </ConfirmDialog>
       )}
       {purging && (

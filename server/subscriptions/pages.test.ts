@@ -224,6 +224,44 @@ describe('operations pages in Chromium', () => {
     await page.close();
   });
 
+  test('a confirmed replay or decision that fails says why inside its dialog, which stays open', async () => {
+    const topic = 'erpendpoint';
+    const sub = Subscription.DeferredProcessor;
+    const reason = `Refused${randomUUID().slice(0, 8)}`;
+    const [uncertainId, plainId] = await deadLetterOnDeferredProcessor(topic, [reason, reason]);
+    const [first] = (await peekDeadLetters(stack.serviceBus.client, topic, sub, { reason })).items.filter((d) => d.messageId === uncertainId);
+    assert.ok(first);
+    await new ReplayJournal(stack.store.database).claim({ topic, subscription: sub, sequenceNumber: first.sequenceNumber, messageId: uncertainId! }, { operationId: randomUUID(), auditor: 'someone' });
+
+    const page = await open(`/topology/subscriptions/${topic}/${sub}?reason=${reason}`);
+    await page.locator(`[data-dead-letter="${plainId}"]`).waitFor();
+    // The replay request fails as a store outage answers it: 503 with the server's error shape.
+    const isReplay = (url: URL) => url.pathname.endsWith('/replay');
+    await page.route(isReplay, (route) => route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', detail: 'injected outage' }) }));
+    const dialog = page.getByRole('dialog');
+    const inDialog = async (what: string) => {
+      await page.getByRole('alert').filter({ hasText: 'injected outage' }).first().waitFor();
+      assert.equal(await dialog.getByRole('alert').filter({ hasText: 'injected outage' }).count(), 1, `${what}: the error is in the open dialog`);
+    };
+
+    await page.getByRole('button', { name: /Replay all/ }).click();
+    await dialog.getByRole('button', { name: 'Replay 1' }).click();
+    await inDialog('replay');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await page.getByRole('alert').filter({ hasText: 'injected outage' }).count(), 0, 'the error went with its dialog');
+
+    await page.locator(`[data-dead-letter="${uncertainId}"]`).getByRole('button', { name: 'Remove as delivered…' }).click();
+    await dialog.getByRole('button', { name: 'Remove without sending' }).click();
+    await inDialog('decision');
+    // The store answers again: the same dialog's button goes through.
+    await page.unroute(isReplay);
+    await dialog.getByRole('button', { name: 'Remove without sending' }).click();
+    await page.locator('[data-replay-state="done"]').waitFor();
+    assert.match((await page.locator('[data-replay-state="done"]').textContent()) ?? '', /1 decided: removed as delivered/);
+    await page.close();
+  });
+
   test('the reconcile and health pages render their data', async () => {
     const reconcile = await open('/operations/reconcile');
     await reconcile.getByText('No stale Pending rows.').waitFor();
