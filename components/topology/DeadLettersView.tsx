@@ -9,6 +9,7 @@ import Link from '../Link.tsx';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import { ApiError } from '../api.ts';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
@@ -60,10 +61,18 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     onSuccess: (r) => {
       setPreview(null);
       setSelected(new Set());
+      setLostOperation(null);
       setOperationId(r.operationId);
     },
   });
   const op = useQuery(replayOperationQuery(operationId));
+  // An operation without a record (it never started, or its record is gone): nothing to wait for. The page lets
+  // go of it, so the list refreshes and the buttons work again, and says so.
+  const [lostOperation, setLostOperation] = useState<Error | null>(null);
+  if (operationId !== null && op.error instanceof ApiError && op.error.status === 404) {
+    setOperationId(null);
+    setLostOperation(new Error(`Replay ${operationId.slice(0, 8)} has no progress record: it did not start, or its record is gone. The list shows what is in the queue now; the audit log has the replay's outcome.`));
+  }
   const finished = op.data !== undefined && op.data.state !== 'running';
   useEffect(() => {
     // The list is stale once the replay ends: read it again.
@@ -73,6 +82,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     mutationFn: (d: { item: DeadLetter; kind: UncertainDecision }) => opsApi.replay(topic, subscription, { sequenceNumbers: [d.item.sequenceNumber], uncertain: d.kind }),
     onSuccess: (r) => {
       setDeciding(null);
+      setLostOperation(null);
       setOperationId(r.operationId);
     },
   });
@@ -150,6 +160,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
         </div>
       </form>
       {/* The errors of a confirmed replay or decision show in its dialog, which stays open: the page behind it is inert. */}
+      <ErrorBox error={q.error ?? previewMutation.error ?? lostOperation ?? op.error} />
       {notice && (
         <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {notice}

@@ -262,6 +262,29 @@ describe('operations pages in Chromium', () => {
     await page.close();
   });
 
+  test('a replay whose progress record is not found is let go of, with an error, and the buttons work again', async () => {
+    const topic = 'storefrontendpoint';
+    const sub = Subscription.DeferredProcessor;
+    const reason = `Lost${randomUUID().slice(0, 8)}`;
+    const [id] = await deadLetterOnDeferredProcessor(topic, [reason]);
+    const page = await open(`/topology/subscriptions/${topic}/${sub}?reason=${reason}`);
+    await page.locator(`[data-dead-letter="${id}"]`).waitFor();
+    // An operation id the server has no record of (what an answer before the record was written could give).
+    const isReplay = (url: URL) => url.pathname.endsWith('/replay');
+    await page.route(isReplay, (route) => route.fulfill({ status: 202, contentType: 'application/json', body: JSON.stringify({ operationId: randomUUID() }) }));
+    await page.getByRole('button', { name: /Replay all/ }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Replay 1' }).click();
+    const error = page.getByRole('alert').filter({ hasText: /is not known|has no progress record/ });
+    await error.waitFor();
+    assert.match((await error.textContent()) ?? '', /has no progress record/);
+    await page.unroute(isReplay);
+    assert.ok(await page.getByRole('button', { name: /Replay all/ }).isEnabled(), 'no replay is waited for');
+    await page.getByRole('button', { name: /Replay all/ }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Replay 1' }).click();
+    await page.locator('[data-replay-state="done"]').waitFor();
+    await page.close();
+  });
+
   test('the reconcile and health pages render their data', async () => {
     const reconcile = await open('/operations/reconcile');
     await reconcile.getByText('No stale Pending rows.').waitFor();
