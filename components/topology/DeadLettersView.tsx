@@ -1,10 +1,12 @@
 'use client';
 // The dead-letter browser of one subscription: peek with paging, filter by reason, each dead letter's reason,
 // description, enqueued time, delivery count, application properties and body (rendered as text: React escapes
-// it). Replay of the selected dead letters or of all matching the filter goes preview → confirm → progress →
-// result; purge asks for the typed subscription name. A dead letter whose replay died during its send is shown
-// as uncertain with the evidence from the replay journal; it is sent again (or removed as delivered) only on
-// the operator's explicit decision, which the server audits.
+// it). A filtered page is read from at most 1,000 dead letters, so it can end short (even empty) with more of the
+// queue left: the page says so and scans on. Replay of the selected dead letters or of all matching the filter
+// goes preview → confirm → progress → result; a failed confirm shows its error in the dialog, which stays open.
+// Purge states the count and asks for the typed `topic/subscription`. A dead letter whose replay died during its
+// send is shown as uncertain with the evidence from the replay journal; it is sent again (or removed as
+// delivered) only on the operator's explicit decision, which the server audits.
 import Link from '../Link.tsx';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -15,7 +17,7 @@ import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { Topic } from '@nimbus/sdk/contract';
-import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery } from '../queries.ts';
+import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery, topologyQuery } from '../queries.ts';
 import { deadLettersSearch } from '../urlState.ts';
 import { useUrlState, useUrlText } from '../useUrlState.ts';
 
@@ -95,6 +97,12 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     },
   });
 
+  // The purge dialog states how many it deletes, from the topology overview (the broker's counts, with their time).
+  const topology = useQuery({ ...topologyQuery(), enabled: purging });
+  const purgeCounts = (() => {
+    const sv = topology.data?.topics.find((t) => t.name === topic)?.subscriptions.find((s) => s.name === subscription);
+    return sv && topology.data ? { deadLetter: sv.counts.deadLetter, at: topology.data.generatedAt } : null;
+  })();
   const items = q.data?.items ?? [];
   const next = q.data?.next ?? null;
   const replaying = operationId !== null && !finished;
@@ -317,13 +325,33 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       {purging && (
         <TypedConfirmDialog
           title={`Purge the dead-letter queue of ${topic}/${subscription}`}
-          expected={subscription}
+          expected={`${topic}/${subscription}`}
           confirmLabel="Purge"
           busy={purge.isPending}
-          onCancel={() => setPurging(false)}
+          onCancel={() => {
+            purge.reset();
+            setPurging(false);
+          }}
           onConfirm={(typed) => purge.mutate(typed)}
         >
-          Every dead letter of this subscription is deleted. This cannot be undone.
+          <p data-purge-count>
+            {purgeCounts ? (
+              <>
+                <b>
+                  {purgeCounts.deadLetter} dead letter{purgeCounts.deadLetter === 1 ? '' : 's'}
+                </b>{' '}
+                as of <Timestamp at={purgeCounts.at} />.
+              </>
+            ) : topology.isPending ? (
+              'Counting the dead letters…'
+            ) : (
+              'How many dead letters there are is not known.'
+            )}
+          </p>
+          <p className="mt-1">
+            Every dead letter of this subscription is deleted, including any that arrive meanwhile
+            {reason ? <>, not only those with reason {reason}: a purge ignores the filter</> : null}. This cannot be undone.
+          </p>
           <ErrorBox error={purge.error} />
         </TypedConfirmDialog>
       )}

@@ -285,6 +285,29 @@ describe('operations pages in Chromium', () => {
     await page.close();
   });
 
+  test('purge states how many dead letters it deletes, that it ignores the filter, and asks for topic/subscription', async () => {
+    const topic = 'billingendpoint';
+    const sub = Subscription.DeferredProcessor;
+    const reason = `Purged${randomUUID().slice(0, 8)}`;
+    await deadLetterOnDeferredProcessor(topic, [reason, reason]);
+    const page = await open(`/topology/subscriptions/${topic}/${sub}?reason=${reason}`);
+    await page.locator('[data-dead-letter]').nth(1).waitFor();
+    await page.getByRole('button', { name: 'Purge…' }).click();
+    const dialog = page.getByRole('dialog');
+    const count = dialog.locator('[data-purge-count]');
+    await count.filter({ hasText: /as of/ }).waitFor();
+    assert.match((await count.textContent()) ?? '', /^2 dead letters as of /);
+    assert.match((await dialog.textContent()) ?? '', new RegExp(`not only those with reason ${reason}: a purge ignores the filter`));
+    const typed = dialog.getByRole('textbox');
+    await typed.fill(sub);
+    assert.ok(await dialog.getByRole('button', { name: 'Purge' }).isDisabled(), 'the subscription name alone (on every topic) does not confirm');
+    await typed.fill(`${topic}/${sub}`);
+    await dialog.getByRole('button', { name: 'Purge' }).click();
+    await page.getByText('Purged 2 dead letters.').waitFor();
+    assert.deepEqual((await peekDeadLetters(stack.serviceBus.client, topic, sub)).items, []);
+    await page.close();
+  });
+
   test('the reconcile and health pages render their data', async () => {
     const reconcile = await open('/operations/reconcile');
     await reconcile.getByText('No stale Pending rows.').waitFor();

@@ -96,8 +96,11 @@ describe('operations routes', () => {
 
     const wrong = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'resolver' }), p);
     assert.equal(wrong.status, 400);
-    assert.match(((await wrong.json()) as { detail: string }).detail, /type the subscription name/);
-    const purged = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'Resolver' }), p);
+    // A purge names the topic too: the subscription's name alone ('Resolver', 'Retry') recurs on every topic.
+    const nameOnly = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'Resolver' }), p);
+    assert.equal(nameOnly.status, 400, 'the subscription name alone does not confirm a purge');
+    assert.match(((await nameOnly.json()) as { detail: string }).detail, /type 'Resolver\/Resolver' \(topic\/subscription\)/);
+    const purged = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'Resolver/Resolver' }), p);
     assert.equal(purged.status, 200);
     assert.deepEqual(await purged.json(), { purged: 0 });
   });

@@ -55,7 +55,7 @@ export const replaySelection = z
 export const subscriptionAction = z
   .object({
     action: z.enum(['pause', 'resume', 'purge', 'restoreRules']),
-    /** The subscription's name, typed by the operator. */
+    /** The subscription's name, typed by the operator; `topic/subscription` for a purge (manage.ts confirmationText). */
     confirm: z.string().max(260),
   })
   .strict();
@@ -186,7 +186,7 @@ export async function subscriptionActionRun(
   body: z.output<typeof subscriptionAction>,
   auditor: string,
 ): Promise<unknown> {
-  requireConfirmation(p, body.confirm);
+  requireConfirmation(p, body.confirm, body.action);
   switch (body.action) {
     case 'pause':
       return setReceiving(ctx.serviceBus.admin, ctx.store, p, true, auditor);
