@@ -1,7 +1,8 @@
 'use client';
 // A modal confirmation that states exactly what will happen. The native <dialog> opened with showModal() gives the
 // focus trap, Escape and an inert page behind it; focus goes in once when it opens (to a field marked
-// data-autofocus, else the confirm button) and back to whatever opened it when it closes.
+// data-autofocus, else the confirm button) and back to whatever opened it when it closes. `busy` means the
+// confirmed action is under way ("Working…"); `disabled` means there is nothing to confirm (the label stays).
 import { useRef, type ReactNode } from 'react';
 import { useModalDialog } from './useModalDialog.ts';
 
@@ -11,6 +12,8 @@ export function ConfirmDialog(props: {
   confirmLabel: string;
   danger?: boolean;
   busy?: boolean;
+  /** The confirm button cannot be pressed, with its label unchanged (e.g. a preview with nothing to do). */
+  disabled?: boolean;
   onConfirm: () => void;
   onCancel: () => void;
 }) {
@@ -35,7 +38,7 @@ export function ConfirmDialog(props: {
         <button
           ref={confirmRef}
           type="button"
-          disabled={props.busy}
+          disabled={props.busy || props.disabled}
           onClick={props.onConfirm}
           className={`rounded px-3 py-1.5 text-sm font-medium text-white disabled:opacity-50 ${props.danger ? 'bg-red-600 hover:bg-red-700' : 'bg-sky-600 hover:bg-sky-700'}`}
         >

@@ -4,7 +4,7 @@
 // the browser starts from the server's answer instead of a spinner. Not a client module: the server imports the
 // keys too (the query functions only run in the browser).
 import { infiniteQueryOptions, queryOptions, type QueryClient } from '@tanstack/react-query';
-import { api } from './api.ts';
+import { api, ApiError } from './api.ts';
 import { accessApi } from './audit/accessApi.ts';
 import { alertsApi } from './admin/alertsApi.ts';
 import { jobsApi } from './operations/jobsApi.ts';
@@ -104,6 +104,8 @@ export const replayOperationQuery = (operationId: string | null) =>
     queryKey: queryKeys.operation(operationId ?? ''),
     queryFn: () => opsApi.operation(operationId!),
     enabled: operationId !== null,
+    // An unknown operation stays unknown: the page is told at once (and stops polling) rather than after a retry.
+    retry: (failures, error) => !(error instanceof ApiError && error.status === 404) && failures < 1,
     refetchInterval: (query) => (query.state.data && query.state.data.state !== 'running' ? false : 1000),
   });
 

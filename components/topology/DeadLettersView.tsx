@@ -1,20 +1,23 @@
 'use client';
 // The dead-letter browser of one subscription: peek with paging, filter by reason, each dead letter's reason,
 // description, enqueued time, delivery count, application properties and body (rendered as text: React escapes
-// it). Replay of the selected dead letters or of all matching the filter goes preview → confirm → progress →
-// result; purge asks for the typed subscription name. A dead letter whose replay died during its send is shown
-// as uncertain with the evidence from the replay journal; it is sent again (or removed as delivered) only on
-// the operator's explicit decision, which the server audits.
+// it). A filtered page is read from at most 1,000 dead letters, so it can end short (even empty) with more of the
+// queue left: the page says so and scans on. Replay of the selected dead letters or of all matching the filter
+// goes preview → confirm → progress → result; a failed confirm shows its error in the dialog, which stays open.
+// Purge states the count and asks for the typed `topic/subscription`. A dead letter whose replay died during its
+// send is shown as uncertain with the evidence from the replay journal; it is sent again (or removed as
+// delivered) only on the operator's explicit decision, which the server audits.
 import Link from '../Link.tsx';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import { ApiError } from '../api.ts';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { Topic } from '@nimbus/sdk/contract';
-import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery } from '../queries.ts';
+import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery, topologyQuery } from '../queries.ts';
 import { deadLettersSearch } from '../urlState.ts';
 import { useUrlState, useUrlText } from '../useUrlState.ts';
 
@@ -50,17 +53,28 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
 
   const previewMutation = useMutation({
     mutationFn: (selection: ReplaySelection) => opsApi.previewReplay(topic, subscription, selection).then((result) => ({ selection, result })),
-    onSuccess: (p) => setPreview(p),
+    onSuccess: (p) => {
+      start.reset();
+      setPreview(p);
+    },
   });
   const start = useMutation({
     mutationFn: (selection: ReplaySelection) => opsApi.replay(topic, subscription, selection),
     onSuccess: (r) => {
       setPreview(null);
       setSelected(new Set());
+      setLostOperation(null);
       setOperationId(r.operationId);
     },
   });
   const op = useQuery(replayOperationQuery(operationId));
+  // An operation without a record (it never started, or its record is gone): nothing to wait for. The page lets
+  // go of it, so the list refreshes and the buttons work again, and says so.
+  const [lostOperation, setLostOperation] = useState<Error | null>(null);
+  if (operationId !== null && op.error instanceof ApiError && op.error.status === 404) {
+    setOperationId(null);
+    setLostOperation(new Error(`Replay ${operationId.slice(0, 8)} has no progress record: it did not start, or its record is gone. The list shows what is in the queue now; the audit log has the replay's outcome.`));
+  }
   const finished = op.data !== undefined && op.data.state !== 'running';
   useEffect(() => {
     // The list is stale once the replay ends: read it again.
@@ -70,6 +84,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     mutationFn: (d: { item: DeadLetter; kind: UncertainDecision }) => opsApi.replay(topic, subscription, { sequenceNumbers: [d.item.sequenceNumber], uncertain: d.kind }),
     onSuccess: (r) => {
       setDeciding(null);
+      setLostOperation(null);
       setOperationId(r.operationId);
     },
   });
@@ -82,7 +97,18 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     },
   });
 
+  // The purge dialog states how many it deletes, from the topology overview (the broker's counts, with their time).
+  const topology = useQuery({ ...topologyQuery(), enabled: purging });
+  const purgeCounts = (() => {
+    const sv = topology.data?.topics.find((t) => t.name === topic)?.subscriptions.find((s) => s.name === subscription);
+    return sv && topology.data ? { deadLetter: sv.counts.deadLetter, at: topology.data.generatedAt } : null;
+  })();
   const items = q.data?.items ?? [];
+  const next = q.data?.next ?? null;
+  const replaying = operationId !== null && !finished;
+  // With a reason filter one read scans at most 1,000 dead letters: a page can end short (or empty) with more of the
+  // queue still to scan. Only a first page that is empty and ends the queue proves nothing matches.
+  const nothingMatches = q.data !== undefined && from === '' && items.length === 0 && next === null;
   const toggle = (seq: string) =>
     setSelected((s) => {
       const n = new Set(s);
@@ -122,7 +148,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
         <div className="ml-auto flex gap-2">
           {mayReplay && <button
             type="button"
-            disabled={selected.size === 0 || previewMutation.isPending || (operationId !== null && !finished)}
+            disabled={selected.size === 0 || previewMutation.isPending || replaying}
             onClick={() => previewMutation.mutate({ sequenceNumbers: [...selected] })}
             className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
           >
@@ -130,7 +156,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           </button>}
           {mayReplay && <button
             type="button"
-            disabled={items.length === 0 || previewMutation.isPending}
+            disabled={nothingMatches || previewMutation.isPending || replaying}
             onClick={() => previewMutation.mutate({ all: true, ...(reason ? { reason } : {}) })}
             className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50 disabled:opacity-50"
           >
@@ -141,7 +167,8 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           </button>}
         </div>
       </form>
-      <ErrorBox error={q.error ?? previewMutation.error ?? start.error ?? decide.error ?? op.error} />
+      {/* The errors of a confirmed replay or decision show in its dialog, which stays open: the page behind it is inert. */}
+      <ErrorBox error={q.error ?? previewMutation.error ?? lostOperation ?? op.error} />
       {notice && (
         <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {notice}
@@ -150,8 +177,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       {op.data && <ReplayProgress op={op.data} onClose={() => setOperationId(null)} />}
       {q.isLoading ? (
         <p className="text-sm text-slate-500">Loading…</p>
-      ) : items.length === 0 ? (
-        <p className="rounded border border-slate-200 bg-white px-3 py-6 text-center text-sm text-slate-500">No dead letters{reason ? ` with reason ${reason}` : ''}.</p>
+      ) : items.length === 0 && next === null ? (
+        <p className="rounded border border-slate-200 bg-white px-3 py-6 text-center text-sm text-slate-500">
+          No {from === '' ? '' : 'more '}dead letters{reason ? ` with reason ${reason}` : ''}.
+        </p>
       ) : (
         <ul className="space-y-2">
           {items.map((d) => (
@@ -205,14 +234,23 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           ))}
         </ul>
       )}
+      {q.data && next !== null && items.length < DEAD_LETTER_PAGE_SIZE && (
+        <p className="mt-2 flex flex-wrap items-center gap-2 rounded border border-slate-200 bg-white px-3 py-2 text-sm text-slate-600" data-scan-more>
+          Scanned {q.data.scanned} dead letters, found {items.length === 0 ? 'no' : 'no more'} matches{reason ? ` with reason ${reason}` : ''} yet: more of the
+          queue is left to scan.
+          <button type="button" onClick={() => nextPage(next)} className="rounded border border-slate-300 px-2 py-0.5 hover:bg-slate-50">
+            Continue scanning
+          </button>
+        </p>
+      )}
       <div className="mt-3 flex gap-2">
         <button type="button" disabled={from === ''} onClick={previousPage} className="rounded border border-slate-300 px-2 py-1 text-sm disabled:opacity-40">
           Previous
         </button>
         <button
           type="button"
-          disabled={!q.data?.next || items.length < DEAD_LETTER_PAGE_SIZE}
-          onClick={() => q.data?.next && nextPage(q.data.next)}
+          disabled={next === null}
+          onClick={() => next !== null && nextPage(next)}
           className="rounded border border-slate-300 px-2 py-1 text-sm disabled:opacity-40"
         >
           Next
@@ -222,8 +260,12 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
         <ConfirmDialog
           title={`Replay ${preview.result.count}${preview.result.truncated ? '+' : ''} dead letter${preview.result.count === 1 ? '' : 's'}`}
           confirmLabel={`Replay ${preview.result.toSend}`}
-          busy={start.isPending || preview.result.toSend + preview.result.alreadySent === 0}
-          onCancel={() => setPreview(null)}
+          busy={start.isPending}
+          disabled={preview.result.toSend + preview.result.alreadySent === 0}
+          onCancel={() => {
+            start.reset();
+            setPreview(null);
+          }}
           onConfirm={() => start.mutate(preview.selection)}
         >
           <p>
@@ -246,6 +288,12 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           )}
           <ReplayJournalSummary p={preview.result} />
           {preview.result.truncated && <p className="mt-2 text-amber-800">More dead letters match than one replay handles; run it again afterwards.</p>}
+          {preview.result.toSend + preview.result.alreadySent === 0 && (
+            <p className="mt-2 font-medium" data-nothing-to-send>
+              {nothingToSend(preview.result)}
+            </p>
+          )}
+          <ErrorBox error={start.error} />
         </ConfirmDialog>
       )}
       {deciding && (
@@ -254,7 +302,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
           confirmLabel={deciding.kind === 'resend' ? 'Resend anyway' : 'Remove without sending'}
           danger
           busy={decide.isPending}
-          onCancel={() => setDeciding(null)}
+          onCancel={() => {
+            decide.reset();
+            setDeciding(null);
+          }}
           onConfirm={() => decide.mutate(deciding)}
         >
           <p>
@@ -268,18 +319,39 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
               : 'The dead letter is removed without sending. If the first copy did not arrive, the message is gone.'}{' '}
             Your decision is recorded in the audit log.
           </p>
+          <ErrorBox error={decide.error} />
         </ConfirmDialog>
       )}
       {purging && (
         <TypedConfirmDialog
           title={`Purge the dead-letter queue of ${topic}/${subscription}`}
-          expected={subscription}
+          expected={`${topic}/${subscription}`}
           confirmLabel="Purge"
           busy={purge.isPending}
-          onCancel={() => setPurging(false)}
+          onCancel={() => {
+            purge.reset();
+            setPurging(false);
+          }}
           onConfirm={(typed) => purge.mutate(typed)}
         >
-          Every dead letter of this subscription is deleted. This cannot be undone.
+          <p data-purge-count>
+            {purgeCounts ? (
+              <>
+                <b>
+                  {purgeCounts.deadLetter} dead letter{purgeCounts.deadLetter === 1 ? '' : 's'}
+                </b>{' '}
+                as of <Timestamp at={purgeCounts.at} />.
+              </>
+            ) : topology.isPending ? (
+              'Counting the dead letters…'
+            ) : (
+              'How many dead letters there are is not known.'
+            )}
+          </p>
+          <p className="mt-1">
+            Every dead letter of this subscription is deleted, including any that arrive meanwhile
+            {reason ? <>, not only those with reason {reason}: a purge ignores the filter</> : null}. This cannot be undone.
+          </p>
           <ErrorBox error={purge.error} />
         </TypedConfirmDialog>
       )}
@@ -331,6 +403,13 @@ function Evidence({ e }: { e: UncertainEvidence }) {
       )}
     </dl>
   );
+}
+
+/** Why a preview has nothing to send (its confirm button is disabled). */
+function nothingToSend(p: ReplayPreview): string {
+  if (p.count === 0) return 'Nothing to send: no dead letter matches.';
+  if (p.uncertain === 1) return 'Nothing to send: the one dead letter is uncertain; decide on it from the list.';
+  return `Nothing to send: all ${p.uncertain} are uncertain; decide on them one by one from the list.`;
 }
 
 /** What the replay journal already knows of the previewed dead letters. */

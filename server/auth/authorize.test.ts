@@ -95,7 +95,7 @@ async function rows(): Promise<Row[]> {
     { name: 'handoff fail', action: 'handoff', allowed: ops, call: (c) => fail.POST(request(c, 'POST', { errorText: 'ledger said no' }), params({ endpointId: 'erpendpoint', eventId: seeded.handoff2.eventId, messageId: seeded.handoff2.lastMessageId })) },
     { name: 'replay dead letters', action: 'replay', allowed: ops, call: (c) => replay.POST(request(c, 'POST', { all: true }), sub) },
     { name: 'subscription resume', action: 'subscription.resume', refusedAs: 'subscription.*', allowed: owners, call: (c) => subAction.POST(request(c, 'POST', { action: 'resume', confirm: billing }), sub) },
-    { name: 'subscription purge', action: 'subscription.purge', refusedAs: 'subscription.*', allowed: owners, call: (c) => subAction.POST(request(c, 'POST', { action: 'purge', confirm: billing }), sub) },
+    { name: 'subscription purge', action: 'subscription.purge', refusedAs: 'subscription.*', allowed: owners, call: (c) => subAction.POST(request(c, 'POST', { action: 'purge', confirm: `${billing}/${billing}` }), sub) },
     {
       name: 'reconcile apply',
       action: 'reconcile',

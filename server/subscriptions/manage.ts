@@ -1,6 +1,7 @@
 // Subscription actions with a typed confirmation: pause / resume (ReceiveDisabled / Active), purge the dead-letter
 // queue, restore the rules the catalog's topology expects. The request must carry the subscription's name as
-// the operator typed it; a mismatch is refused before anything changes. Every action is audited.
+// the operator typed it (`topic/subscription` for a purge); a mismatch is refused before anything changes. Every
+// action is audited.
 import type { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
 import type { MessageStore } from '../../lib/store/index.ts';
 import type { TopologyModel } from '@nimbus/sdk/topology';
@@ -15,9 +16,22 @@ export interface SubscriptionRef {
   subscription: string;
 }
 
-export function requireConfirmation(ref: SubscriptionRef, typed: string): void {
-  if (typed !== ref.subscription)
-    throw new HttpError(400, 'bad request', `type the subscription name '${ref.subscription}' exactly to confirm`);
+/**
+ * What the operator types to confirm an action: the subscription's name; for a purge `topic/subscription`, since
+ * names like `Resolver` or `Retry` recur on every topic and a purge cannot be undone.
+ */
+export function confirmationText(ref: SubscriptionRef, action: 'pause' | 'resume' | 'purge' | 'restoreRules'): string {
+  return action === 'purge' ? `${ref.topic}/${ref.subscription}` : ref.subscription;
+}
+
+export function requireConfirmation(ref: SubscriptionRef, typed: string, action: 'pause' | 'resume' | 'purge' | 'restoreRules' = 'pause'): void {
+  const expected = confirmationText(ref, action);
+  if (typed === expected) return;
+  throw new HttpError(
+    400,
+    'bad request',
+    action === 'purge' ? `type '${expected}' (topic/subscription) exactly to confirm` : `type the subscription name '${expected}' exactly to confirm`,
+  );
 }
 
 function isNotFound(err: unknown): boolean {

@@ -273,15 +273,31 @@ async function persist<T>(write: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Why a replay did not start: its lease was not taken, or its first operation record was not written. */
+export class ReplayNotStartedError extends Error {
+  override readonly name = 'ReplayNotStartedError';
+  readonly step: 'lease' | 'record';
+  constructor(step: 'lease' | 'record', message: string, cause: unknown) {
+    super(message, { cause });
+    this.step = step;
+  }
+}
+
+/** A replay that has started: its lease is held and its operation record exists. `run` does the work, once. */
+export interface StartedReplay {
+  operationId: string;
+  run(onProgress?: (op: ReplayOperation) => void): Promise<ReplayOperation>;
+}
+
 /**
- * Runs one replay to its end and returns the final operation record. `onProgress` and the operation document
- * are updated as it goes (the document at most every 500 ms).
+ * Starts a replay: takes its lease and writes its first operation record ('running'), so whoever is told the
+ * operation id finds the record. Nothing is held or replayed when this throws: ReplayNotStartedError when the
+ * store failed, a 409 conflict when another process holds the operation's lease.
  */
-export async function replayDeadLetters(
+export async function beginReplay(
   deps: ReplayDeps,
   args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; operationId?: string },
-  onProgress?: (op: ReplayOperation) => void,
-): Promise<ReplayOperation> {
+): Promise<StartedReplay> {
   const { topic, subscription, selection, auditor } = args;
   const max = Math.min(selection.max ?? MAX_REPLAY, MAX_REPLAY);
   const wanted = selection.sequenceNumbers && selection.sequenceNumbers.length > 0 ? new Set(selection.sequenceNumbers) : null;
@@ -311,14 +327,46 @@ export async function replayDeadLetters(
   };
   let lease: HeldLease | undefined;
   if (deps.lease) {
-    lease = await holdLease(deps.lease.leases, replayLeaseName(op.id), deps.lease.owner, { ttlMs: deps.lease.ttlMs ?? REPLAY_LEASE_TTL_MS });
+    try {
+      lease = await holdLease(deps.lease.leases, replayLeaseName(op.id), deps.lease.owner, { ttlMs: deps.lease.ttlMs ?? REPLAY_LEASE_TTL_MS });
+    } catch (err) {
+      throw new ReplayNotStartedError('lease', `the replay's lease could not be taken: ${errorText(err, 'store error')}`, err);
+    }
     if (!lease) throw conflict(`replay operation ${op.id} is already running in another process`);
   }
-  try {
-    return await runReplay(deps, args, op, max, wanted, decision, lease, onProgress);
-  } finally {
-    await lease?.release();
+  if (deps.docs) {
+    try {
+      await deps.docs.write(operationDocName(op.id), op);
+    } catch (err) {
+      await lease?.release();
+      throw new ReplayNotStartedError('record', `the replay's operation record could not be written: ${errorText(err, 'store error')}`, err);
+    }
   }
+  let ran = false;
+  return {
+    operationId: op.id,
+    async run(onProgress) {
+      if (ran) throw new Error(`replay ${op.id} has already run`);
+      ran = true;
+      try {
+        return await runReplay(deps, args, op, max, wanted, decision, lease, onProgress);
+      } finally {
+        await lease?.release();
+      }
+    },
+  };
+}
+
+/**
+ * Runs one replay to its end and returns the final operation record. `onProgress` and the operation document
+ * are updated as it goes (the document at most every 500 ms).
+ */
+export async function replayDeadLetters(
+  deps: ReplayDeps,
+  args: { topic: string; subscription: string; selection: ReplaySelection; auditor: string; operationId?: string },
+  onProgress?: (op: ReplayOperation) => void,
+): Promise<ReplayOperation> {
+  return (await beginReplay(deps, args)).run(onProgress);
 }
 
 async function runReplay(

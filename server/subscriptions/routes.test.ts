@@ -5,11 +5,14 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Prop, Topic } from '@nimbus/sdk/contract';
+import { startFaultProxy, type FaultProxy } from '../../lib/store/testing/faultProxy.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 let stack: ConsoleTestStack;
+// The console's store goes through it, so a test can make the store fail for chosen requests.
+let proxy: FaultProxy;
 let closeAll: () => Promise<void>;
 
 const params = <P>(p: P) => ({ params: Promise.resolve(p) });
@@ -19,7 +22,8 @@ const req = (method: string, path: string, body?: unknown) =>
 
 before(async () => {
   stack = await startConsoleTestStack();
-  Object.assign(process.env, stack.env);
+  proxy = await startFaultProxy(stack.cosmos.endpoint);
+  Object.assign(process.env, stack.env, { NIMBUS_COSMOS_ENDPOINT: proxy.endpoint });
   const { closeContext } = await import('../context.ts');
   const { closeOpsServices } = await import('../heartbeat/services.ts');
   closeAll = async () => {
@@ -29,6 +33,7 @@ before(async () => {
 });
 after(async () => {
   await closeAll?.();
+  await proxy?.close();
   await stack?.close();
 });
 
@@ -91,10 +96,59 @@ describe('operations routes', () => {
 
     const wrong = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'resolver' }), p);
     assert.equal(wrong.status, 400);
-    assert.match(((await wrong.json()) as { detail: string }).detail, /type the subscription name/);
-    const purged = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'Resolver' }), p);
+    // A purge names the topic too: the subscription's name alone ('Resolver', 'Retry') recurs on every topic.
+    const nameOnly = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'Resolver' }), p);
+    assert.equal(nameOnly.status, 400, 'the subscription name alone does not confirm a purge');
+    assert.match(((await nameOnly.json()) as { detail: string }).detail, /type 'Resolver\/Resolver' \(topic\/subscription\)/);
+    const purged = await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'Resolver/Resolver' }), p);
     assert.equal(purged.status, 200);
     assert.deepEqual(await purged.json(), { purged: 0 });
+  });
+
+  test('a replay whose lease or first record cannot be written is not started: 503, audited as failed, nothing replayed', async () => {
+    const replay = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
+    const op = await import('../../app/api/topology/operations/[operationId]/route.ts');
+    const { queryAudit } = await import('../audit/auditLog.ts');
+    const { peekDeadLetters } = await import('./deadLetters.ts');
+    const p = params({ topic: 'Resolver', subscription: 'Resolver' });
+    const messageId = await deadLetterOnResolver();
+    const stillThere = async () => (await peekDeadLetters(stack.serviceBus.client, 'Resolver', 'Resolver')).items.some((d) => d.messageId === messageId);
+    const failures = async () => (await queryAudit(stack.store.database, { outcome: 'failed', pageSize: 100 })).items.filter((e) => e.status === 503 && /did not start/.test(e.reason ?? ''));
+
+    // The store does not answer for the replay's lease (the lease document's reads fail at the wire), then for the
+    // write of the operation record.
+    const faults = [
+      { step: /lease could not be taken/, match: (r: { path: string }) => r.path.includes('/colls/leases/docs/replay_') },
+      { step: /operation record could not be written/, match: (r: { method: string; path: string }) => r.method === 'POST' && /\/colls\/platform\/docs\/?$/.test(r.path) },
+    ];
+    for (const [i, fault] of faults.entries()) {
+      proxy.inject({ status: 503, match: fault.match });
+      let started: Response;
+      try {
+        started = await replay.POST(req('POST', '/x', { all: true }), p);
+      } finally {
+        proxy.clear();
+      }
+      const body = (await started.json()) as { error: string; detail: string; operationId?: string };
+      assert.equal(started.status, 503, `answered ${started.status} ${JSON.stringify(body)}`);
+      assert.equal(body.error, 'unavailable');
+      assert.match(body.detail, fault.step);
+      assert.match(body.detail, /nothing was replayed/);
+      assert.equal((await failures()).length, i + 1, 'audited as a failure with the status the caller got');
+      assert.ok(await stillThere(), 'the dead letter was not replayed');
+    }
+
+    // Once the store answers, the same request starts, and its record is there as soon as it is answered.
+    const started = await replay.POST(req('POST', '/x', { all: true }), p);
+    assert.equal(started.status, 202);
+    const { operationId } = (await started.json()) as { operationId: string };
+    assert.equal((await op.GET(req('GET', '/x'), params({ operationId }))).status, 200, 'the record exists when 202 is answered');
+    let r = { state: 'running', messageIds: [] as string[] };
+    for (let i = 0; i < 100 && r.state === 'running'; i++) {
+      r = (await (await op.GET(req('GET', '/x'), params({ operationId }))).json()) as typeof r;
+      if (r.state === 'running') await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.deepEqual([r.state, r.messageIds], ['done', [messageId]]);
   });
 
   test("an operation still 'running' but not updated for a minute is reported interrupted", async () => {

@@ -1,12 +1,11 @@
 // What the Topology route handlers call (app/api/topology/**): request schemas and the glue between the parsed,
 // authorized request and the subscription functions. Handlers stay "parse, authorize, call".
 import { leasesOf, replicaId } from '../leases.ts';
-import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient } from '@azure/service-bus';
 import { z } from 'zod';
 import { deriveTopology } from '@nimbus/sdk/topology';
 import type { ConsoleContext } from '../context.ts';
-import { notFound } from '../http.ts';
+import { HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
@@ -20,10 +19,12 @@ import {
   REPLAY_LEASE_TTL_MS,
   replayLeaseName,
   previewReplay,
-  replayDeadLetters,
+  beginReplay,
+  ReplayNotStartedError,
   uncertainEvidence,
   type ReplayOperation,
   type ReplayPreview,
+  type StartedReplay,
   type UncertainEvidence,
 } from './replay.ts';
 import { ReplayJournal, verdictOf, type JournalRecord, type JournalVerdict } from './replayJournal.ts';
@@ -54,7 +55,7 @@ export const replaySelection = z
 export const subscriptionAction = z
   .object({
     action: z.enum(['pause', 'resume', 'purge', 'restoreRules']),
-    /** The subscription's name, typed by the operator. */
+    /** The subscription's name, typed by the operator; `topic/subscription` for a purge (manage.ts confirmationText). */
     confirm: z.string().max(260),
   })
   .strict();
@@ -122,7 +123,11 @@ export function replayPreview(ctx: ConsoleContext, p: z.output<typeof subscripti
   return previewReplay(ctx.serviceBus.client, ctx.serviceBus.admin, journalOf(ctx), p.topic, p.subscription, sel, getOpsServices(ctx).docs);
 }
 
-/** Starts a replay in the background and answers with its operation id; progress is read with `operation`. */
+/**
+ * Starts a replay and answers with its operation id once its lease is held and its operation record written, so
+ * the first progress read finds it; the work goes on in the background (progress is read with `operation`). When
+ * either fails nothing was replayed: a 503 the caller may retry (audited as a failure by the route).
+ */
 export async function startReplay(
   ctx: ConsoleContext,
   p: z.output<typeof subscriptionParams>,
@@ -130,23 +135,34 @@ export async function startReplay(
   auditor: string,
 ): Promise<{ operationId: string }> {
   const ops = getOpsServices(ctx);
-  const operationId = randomUUID();
-  const run = replayDeadLetters(
-    {
-      client: ctx.serviceBus.client,
-      sendClient: replaySendClientOf(ctx),
-      store: ctx.store,
-      journal: journalOf(ctx),
-      docs: ops.docs,
-      lease: { leases: leasesOf(ctx.store), owner: replicaId() },
-    },
-    { topic: p.topic, subscription: p.subscription, selection: sel, auditor, operationId },
-  )
+  let started: StartedReplay;
+  try {
+    started = await beginReplay(
+      {
+        client: ctx.serviceBus.client,
+        sendClient: replaySendClientOf(ctx),
+        store: ctx.store,
+        journal: journalOf(ctx),
+        docs: ops.docs,
+        lease: { leases: leasesOf(ctx.store), owner: replicaId() },
+      },
+      { topic: p.topic, subscription: p.subscription, selection: sel, auditor },
+    );
+  } catch (err) {
+    if (!(err instanceof ReplayNotStartedError)) throw err;
+    log.warn({ topic: p.topic, subscription: p.subscription, step: err.step, err: err.message }, 'replay not started');
+    throw new HttpError(
+      503,
+      'unavailable',
+      `the replay did not start: its ${err.step === 'lease' ? 'lease could not be taken' : 'operation record could not be written'} (the store did not answer); nothing was replayed, try again`,
+    );
+  }
+  const { operationId } = started;
+  const run = started
+    .run()
     .catch((err: unknown) => log.error({ operationId, err: err instanceof Error ? err.message : String(err) }, 'replay failed'))
     .finally(() => ops.running.delete(operationId));
   ops.running.set(operationId, run);
-  // The operation document exists before the answer, so the first progress read finds it.
-  for (let i = 0; i < 50 && !(await ops.docs.read(operationDocName(operationId))); i++) await new Promise((r) => setTimeout(r, 20));
   return { operationId };
 }
 
@@ -170,7 +186,7 @@ export async function subscriptionActionRun(
   body: z.output<typeof subscriptionAction>,
   auditor: string,
 ): Promise<unknown> {
-  requireConfirmation(p, body.confirm);
+  requireConfirmation(p, body.confirm, body.action);
   switch (body.action) {
     case 'pause':
       return setReceiving(ctx.serviceBus.admin, ctx.store, p, true, auditor);

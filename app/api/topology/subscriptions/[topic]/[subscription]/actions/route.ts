@@ -1,5 +1,6 @@
 // POST /api/topology/subscriptions/{topic}/{subscription}/actions with `{ action, confirm }`: pause, resume,
-// purge the dead-letter queue or restore missing rules. `confirm` must be the subscription name, typed.
+// purge the dead-letter queue or restore missing rules. `confirm` must be the subscription name, typed
+// (`topic/subscription` for a purge).
 // Owner of the topic's endpoint (site-wide for platform topics).
 import { audited, authorizeBeforeBody } from '../../../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../../../server/context.ts';
