@@ -59,6 +59,11 @@ export function ReconcileView() {
     },
   });
   const allSelected = stale.length > 0 && chosen.length === stale.length;
+  // A failed apply keeps the dialog open with its error inside; closing the dialog forgets the error.
+  const closeConfirm = () => {
+    setConfirming(false);
+    apply.reset();
+  };
 
   return (
     <section>
@@ -70,13 +75,16 @@ export function ReconcileView() {
         {can('reconcile') && <button
           type="button"
           disabled={count === 0}
-          onClick={() => setConfirming(true)}
+          onClick={() => {
+            apply.reset();
+            setConfirming(true);
+          }}
           className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
         >
           Repair selected ({count})
         </button>}
       </div>
-      <ErrorBox error={q.error ?? apply.error} />
+      <ErrorBox error={q.error} />
       {result && (
         <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-reconcile-result>
           {result.repaired} repaired, {result.unchanged} unchanged.
@@ -200,10 +208,16 @@ export function ReconcileView() {
         </>
       )}
       {confirming && (
-        <ConfirmDialog title={`Repair ${count} row${count === 1 ? '' : 's'}`} confirmLabel={`Repair ${count}`} busy={apply.isPending} onCancel={() => setConfirming(false)} onConfirm={() => apply.mutate()}>
+        <ConfirmDialog title={`Repair ${count} row${count === 1 ? '' : 's'}`} confirmLabel={`Repair ${count}`} busy={apply.isPending} onCancel={closeConfirm} onConfirm={() => apply.mutate()}>
           Each row gets the status of its stored response, through the same guarded write the Resolver uses, and only if it is still the
           Pending version shown here. Stuck rows are re-sent or restored as chosen, again only if unchanged. Rows that changed
           meanwhile are left alone. Every repair is written to the event&apos;s audit trail.
+          {/* In the dialog, not on the page: the page behind a modal dialog is inert and never announced. */}
+          {apply.error && (
+            <div className="mt-3">
+              <ErrorBox error={apply.error} />
+            </div>
+          )}
         </ConfirmDialog>
       )}
     </section>

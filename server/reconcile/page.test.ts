@@ -1,8 +1,9 @@
 // Operations → Reconcile in Chromium (playwright-core) on the built console and the embedded stack: a skip claim
 // left by a dead console (written 5 minutes ago, no receipt) and a session draining with a gap are listed with why
 // they are stuck and what the repair does; the operator selects both and repairs them from the page; the skip is
-// sent once, the cursor moves, both repairs are audited. While the scan has not answered the page says it is
-// scanning, never "nothing stuck", and after a failed scan it shows the error alone.
+// sent once, the cursor moves, both repairs are audited. A failed repair shows its error inside the still-open
+// dialog. While the scan has not answered the page says it is scanning, never "nothing stuck", and after a failed
+// scan it shows the error alone.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -127,7 +128,15 @@ describe('Operations → Reconcile page', () => {
     await page.getByRole('checkbox', { name: `Repair ${failed.eventId}` }).check();
     await page.getByRole('checkbox', { name: `Repair session ${sessionId}` }).check();
     await page.getByRole('button', { name: 'Repair selected (2)' }).click();
-    await page.getByRole('button', { name: 'Repair 2' }).click();
+    // The first apply fails (the request never reaches the console): the error is shown inside the dialog, which
+    // stays open (the page behind a modal dialog is inert, a screen reader would never hear an error there).
+    await page.route('**/api/operations/reconcile', (route) => (route.request().method() === 'POST' ? route.abort('connectionreset') : route.continue()));
+    const dialog = page.getByRole('dialog', { name: 'Repair 2 rows' });
+    await dialog.getByRole('button', { name: 'Repair 2' }).click();
+    await dialog.getByRole('alert').waitFor();
+    assert.equal(await page.locator('[data-reconcile-result]').count(), 0, 'nothing was repaired');
+    await page.unroute('**/api/operations/reconcile');
+    await dialog.getByRole('button', { name: 'Repair 2' }).click();
     await page.locator('[data-reconcile-result]').getByText('2 repaired, 0 unchanged.').waitFor();
     await page.close();
 
