@@ -400,6 +400,83 @@ describe('revoking one\'s own grant', () => {
   });
 });
 
+describe('Admin → Health settings', () => {
+  const OWNER: Principal = { kind: 'user', id: 'oid-owner', name: 'owner@test', roles: ['Owner'], groups: [] };
+  /** A change another Owner makes meanwhile, through the API. */
+  const saveAsAnotherOwner = async (settings: object) => {
+    const other: Principal = { kind: 'user', id: 'oid-owner-2', name: 'owner2@test', roles: ['Owner'], groups: [] };
+    const res = await fetch(`${app.url}/api/admin/heartbeat/settings`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', cookie: `${SESSION_COOKIE}=${sealSession(other, { secret: SECRET, maxAgeSeconds: 600 })}` },
+      body: JSON.stringify(settings),
+    });
+    assert.equal(res.status, 200, await res.text());
+  };
+  const stored = async () => {
+    const res = await fetch(`${app.url}/api/admin/health`, { headers: { cookie: `${SESSION_COOKIE}=${sealSession(OWNER, { secret: SECRET, maxAgeSeconds: 600 })}` } });
+    return ((await res.json()) as { settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number } }).settings;
+  };
+  /** Until `read` gives `want`: the page refreshes every 5 s; the bound is only there to end a failing test. */
+  async function until<T>(read: () => Promise<T>, want: T, what: string): Promise<void> {
+    const end = Date.now() + 60_000;
+    for (;;) {
+      const got = await read();
+      if (got === want) return;
+      if (Date.now() > end) assert.fail(`${what}: ${String(got)}, expected ${String(want)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  test('the fields are read-only without the permission to change them', () =>
+    withSignIn(async () => {
+      await signIn({ kind: 'user', id: 'oid-operator', name: 'operator@test', roles: ['Operator'], groups: [] });
+      const asOperator = await open('/admin/health');
+      await asOperator.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      // Send now is the Operator's: once it shows, the caller's permissions are in.
+      await asOperator.getByRole('button', { name: 'Send now' }).waitFor();
+      for (const label of ['Send probes on a schedule', 'Interval (seconds, at least 30)', 'Timeout (seconds, 5 to the interval)'])
+        assert.equal(await asOperator.getByLabel(label).isDisabled(), true, `${label} is read-only for an Operator`);
+      await asOperator.getByText('Only an Owner can change the schedule.').waitFor();
+      assert.equal(await asOperator.getByRole('button', { name: 'Save' }).count(), 0);
+      await asOperator.close();
+    }));
+
+  test('untouched fields follow the server, and Save sends only what was changed', () =>
+    withSignIn(async () => {
+      const before = await stored();
+      try {
+        await signIn(OWNER);
+        const page = await open('/admin/health');
+        await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+        await page.getByRole('button', { name: 'Save' }).waitFor();
+        const enabled = page.getByLabel('Send probes on a schedule');
+        const interval = page.getByLabel('Interval (seconds, at least 30)');
+        const timeout = page.getByLabel('Timeout (seconds, 5 to the interval)');
+        await until(() => interval.inputValue(), String(before.intervalSeconds), 'the interval shown');
+        assert.equal(await interval.isDisabled(), false);
+
+        // Untouched, the form follows a change saved elsewhere.
+        const newInterval = before.intervalSeconds + 300;
+        await saveAsAnotherOwner({ intervalSeconds: newInterval });
+        await until(() => interval.inputValue(), String(newInterval), 'the interval after another Owner changed it');
+
+        // This Owner changes the timeout; meanwhile the other one switches the schedule on. The checkbox follows,
+        // and Save sends the timeout alone: the other Owner's change stays.
+        await timeout.fill('45');
+        await saveAsAnotherOwner({ enabled: !before.enabled });
+        await until(() => enabled.isChecked(), !before.enabled, 'the schedule switch after another Owner changed it');
+        assert.equal(await timeout.inputValue(), '45', 'the field being edited is left alone');
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('status').filter({ hasText: 'Saved:' }).waitFor();
+        const { enabled: e, intervalSeconds: i, timeoutSeconds: t } = await stored();
+        assert.deepEqual({ e, i, t }, { e: !before.enabled, i: newInterval, t: 45 });
+        await page.close();
+      } finally {
+        await saveAsAnotherOwner({ enabled: before.enabled, intervalSeconds: before.intervalSeconds, timeoutSeconds: before.timeoutSeconds });
+      }
+    }));
+});
+
 describe('hardening helpers', () => {
   test('nonces are fresh and the policy never allows inline or eval scripts in production', () => {
     const a = newNonce();
