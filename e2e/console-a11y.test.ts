@@ -17,6 +17,8 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 const ARTIFACTS = join(CONSOLE_DIR, 'test-artifacts', 'console-a11y');
 const DOCS_SHOTS = join(CONSOLE_DIR, 'docs', 'screenshots');
 const AXE = join(CONSOLE_DIR, 'node_modules', 'axe-core', 'axe.min.js');
+// NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
+const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
 
 /** Every page of the console, the dynamic ones on seeded rows. */
 const PAGES = [
@@ -61,6 +63,7 @@ let browser: BrowserContext;
 
 before(async () => {
   ui = await startSeededConsole({
+    dir: DIR,
     artifacts: 'console-a11y',
     prepare: async ({ stack, base }) => {
       const { endpointId, sessionId, failed, parked } = LONG_IDS;
@@ -275,6 +278,63 @@ describe('console accessibility, themes and keyboard (Chromium)', () => {
     await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
     await page.getByRole('dialog').waitFor({ state: 'detached' });
     assert.equal(await page.getByRole('status').filter({ hasText: /sent/ }).count(), 0, 'nothing was sent');
+    await page.close();
+  });
+
+  test('the typed confirmation is a modal dialog: Tab never reaches the page behind, Escape closes it, focus returns; a failed action shows its error inside it', async () => {
+    const page = await browser.newPage();
+    await visit(page, '/topology/subscriptions');
+    const row = page.locator('tr[data-subscription="billingendpoint/billingendpoint"]');
+    const pause = row.getByRole('button', { name: 'Pause', exact: true });
+    await pause.waitFor();
+    // Where focus is: in the dialog, nowhere in the page (past its last control a native modal dialog lets Tab reach
+    // the browser's own UI, as every modal <dialog> does), or on the page behind, which must never happen.
+    const focusPlace = () =>
+      page.evaluate<string>(
+        "(() => { const e = document.activeElement; if (!e || e === document.body) return 'outside the page'; return e.closest('dialog, [role=dialog]') ? 'dialog' : 'page behind'; })()",
+      );
+    const focusedLabel = () =>
+      page.evaluate<string>(
+        "(() => { const e = document.activeElement; if (!e || e === document.body) return 'the page body'; return (e.getAttribute('aria-label') ?? e.textContent?.trim() ?? '').slice(0, 60); })()",
+      );
+
+    await pause.focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Pause subscription: billingendpoint/billingendpoint' });
+    await dialog.waitFor();
+    assert.equal(await focusedLabel(), 'Type the name to confirm', 'focus starts in the name field');
+    // Round and round: Tab and Shift+Tab never reach the page behind the dialog (the confirm button is disabled until
+    // the name is typed, so the dialog has two controls).
+    const places = new Set<string>();
+    for (const [i, key] of ['Tab', 'Tab', 'Tab', 'Tab', 'Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab'].entries()) {
+      await page.keyboard.press(key);
+      const place = await focusPlace();
+      places.add(place);
+      assert.notEqual(place, 'page behind', `key ${i + 1}, ${key}, moved focus to the page behind the dialog (on ${await focusedLabel()})`);
+    }
+    assert.ok(places.has('dialog'), 'Tab came back into the dialog');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await page.evaluate<boolean>(`document.activeElement?.closest('tr')?.getAttribute('data-subscription') === 'billingendpoint/billingendpoint'`), true, 'focus is back in the row');
+    assert.equal(await focusedLabel(), 'Pause', 'on the button that opened the dialog');
+
+    // The action fails (the request never reaches the console): the error is in the dialog, which stays open.
+    const actions = '**/api/topology/subscriptions/*/*/actions';
+    await page.route(actions, (route) => route.abort('connectionreset'));
+    try {
+      await pause.click();
+      await dialog.waitFor();
+      await dialog.getByLabel('Type the name to confirm').fill('billingendpoint');
+      await dialog.getByRole('button', { name: 'Pause', exact: true }).click();
+      await dialog.getByRole('alert').waitFor();
+      assert.equal(await page.locator('main [role=alert]').count(), 1, 'the error is shown once, in the dialog');
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      assert.equal(await page.locator('main [role=alert]').count(), 0, 'closing the dialog closes its error');
+    } finally {
+      await page.unroute(actions);
+    }
+    assert.equal((await row.locator('td').nth(1).textContent())?.trim(), 'Active', 'nothing was paused');
     await page.close();
   });
 

@@ -2,12 +2,15 @@
 // Admin → Health: the heartbeat settings (off by default), "Send now", the Resolver's liveness and every
 // endpoint's heartbeat: status (On / Unsupported / Off / Pending / Unknown), round trip, last seen, SDK version
 // and whether it is included in the scheduled probes. Refreshes every 5 s.
+// The settings form shows the server's values, refreshed with the page, except the fields this operator has changed;
+// Save sends only those, so it cannot put back a value another Owner changed meanwhile. Without the permission to
+// change them the fields are read-only.
 import Link from '../Link.tsx';
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { opsApi } from '../topology/opsApi.ts';
-import { useCan } from '../audit/accessApi.ts';
+import { useCan, useMe } from '../audit/accessApi.ts';
 import { NUMERIC_CELL, TABLE_HEAD } from '../table.tsx';
 import { healthQuery, queryKeys } from '../queries.ts';
 import { formatMs } from '../charts/duration.ts';
@@ -30,18 +33,33 @@ export function HealthView() {
   // Settings are the Owner's, a probe the Operator's: hidden or read-only for the others (the server refuses).
   const can = useCan();
   const q = useQuery(healthQuery());
-  const [form, setForm] = useState<{ enabled: boolean; intervalSeconds: string; timeoutSeconds: string } | null>(null);
+  const me = useMe();
+  const canEdit = can('heartbeat.settings');
+  // Only the fields the operator changed; every other field shows the server's value as the page refreshes.
+  const [draft, setDraft] = useState<{ enabled?: boolean; intervalSeconds?: string; timeoutSeconds?: string }>({});
   const [notice, setNotice] = useState<string | null>(null);
-  useEffect(() => {
-    if (q.data && form === null)
-      setForm({ enabled: q.data.settings.enabled, intervalSeconds: String(q.data.settings.intervalSeconds), timeoutSeconds: String(q.data.settings.timeoutSeconds) });
-  }, [q.data, form]);
+  const current = q.data?.settings;
+  const form = current && {
+    enabled: draft.enabled ?? current.enabled,
+    intervalSeconds: draft.intervalSeconds ?? String(current.intervalSeconds),
+    timeoutSeconds: draft.timeoutSeconds ?? String(current.timeoutSeconds),
+  };
+  const changed = Object.keys(draft).length > 0;
   const invalidate = () => void client.invalidateQueries({ queryKey: queryKeys.health });
   const save = useMutation({
-    mutationFn: () => opsApi.saveHeartbeatSettings({ enabled: form!.enabled, intervalSeconds: Number(form!.intervalSeconds), timeoutSeconds: Number(form!.timeoutSeconds) }),
+    mutationFn: () =>
+      opsApi.saveHeartbeatSettings({
+        ...(draft.enabled !== undefined ? { enabled: draft.enabled } : {}),
+        ...(draft.intervalSeconds !== undefined ? { intervalSeconds: Number(draft.intervalSeconds) } : {}),
+        ...(draft.timeoutSeconds !== undefined ? { timeoutSeconds: Number(draft.timeoutSeconds) } : {}),
+      }),
     onSuccess: (s) => {
       const saved = s as { enabled: boolean; intervalSeconds: number; timeoutSeconds: number };
-      setForm({ enabled: saved.enabled, intervalSeconds: String(saved.intervalSeconds), timeoutSeconds: String(saved.timeoutSeconds) });
+      // The stored values at once (clamped by the server), then the page's next read.
+      client.setQueryData(healthQuery().queryKey, (old) =>
+        old ? { ...old, settings: { ...old.settings, enabled: saved.enabled, intervalSeconds: saved.intervalSeconds, timeoutSeconds: saved.timeoutSeconds } } : old,
+      );
+      setDraft({});
       setNotice(`Saved: ${saved.enabled ? 'enabled' : 'disabled'}, every ${saved.intervalSeconds} s, timeout ${saved.timeoutSeconds} s.`);
       invalidate();
     },
@@ -75,20 +93,26 @@ export function HealthView() {
           <h2 className="mb-2 font-semibold">Heartbeat schedule</h2>
           {form && (
             <div className="space-y-2">
-              <label className="flex items-center gap-2">
-                <input type="checkbox" checked={form.enabled} onChange={(e) => setForm({ ...form, enabled: e.target.checked })} /> Send probes on a schedule
-              </label>
-              <label className="block">
-                Interval (seconds, at least 30)
-                <input type="number" min={30} value={form.intervalSeconds} onChange={(e) => setForm({ ...form, intervalSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1" />
-              </label>
-              <label className="block">
-                Timeout (seconds, 5 to the interval)
-                <input type="number" min={5} value={form.timeoutSeconds} onChange={(e) => setForm({ ...form, timeoutSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1" />
-              </label>
+              <fieldset disabled={!canEdit} className="space-y-2" data-testid="heartbeat-settings">
+                <label className="flex items-center gap-2">
+                  <input type="checkbox" checked={form.enabled} onChange={(e) => setDraft({ ...draft, enabled: e.target.checked })} /> Send probes on a schedule
+                </label>
+                <label className="block">
+                  Interval (seconds, at least 30)
+                  <input type="number" min={30} value={form.intervalSeconds} onChange={(e) => setDraft({ ...draft, intervalSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1 disabled:bg-slate-50" />
+                </label>
+                <label className="block">
+                  Timeout (seconds, 5 to the interval)
+                  <input type="number" min={5} value={form.timeoutSeconds} onChange={(e) => setDraft({ ...draft, timeoutSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1 disabled:bg-slate-50" />
+                </label>
+              </fieldset>
+              {me.data && !canEdit && <p className="text-xs text-slate-500">Only an Owner can change the schedule.</p>}
               <div className="flex gap-2">
-                {can('heartbeat.settings') && <button type="submit" disabled={save.isPending} className="rounded bg-sky-600 px-3 py-1 font-medium text-white hover:bg-sky-700 disabled:opacity-50">
+                {canEdit && <button type="submit" disabled={save.isPending || !changed} className="rounded bg-sky-600 px-3 py-1 font-medium text-white hover:bg-sky-700 disabled:opacity-50">
                   Save
+                </button>}
+                {canEdit && changed && <button type="button" disabled={save.isPending} onClick={() => setDraft({})} className="rounded border border-slate-300 px-3 py-1 hover:bg-slate-50 disabled:opacity-50">
+                  Discard changes
                 </button>}
                 {can('heartbeat.send') && <button type="button" disabled={sendNow.isPending} onClick={() => sendNow.mutate()} className="rounded border border-sky-600 px-3 py-1 text-sky-700 hover:bg-sky-50 disabled:opacity-50">
                   Send now

@@ -1,9 +1,11 @@
 'use client';
 // Admin → Access: who holds which console role. The roles from token claims (NIMBUS_AUTH_ROLE_MAP) are shown
 // read-only; grants stored in the console can be added and revoked by Owners (both audited on the server).
-// Everyone with a role sees the list; the form and the Revoke buttons only appear for Owners.
-import { useState } from 'react';
+// Everyone with a role sees the list; the form and the Revoke buttons only appear for Owners. A revoke is
+// confirmed first (who loses which role where; a warning when the grant is one the caller holds) and sent once.
+import { useRef, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import { accessApi, useMe, type Grant } from './accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
@@ -42,7 +44,27 @@ export function AccessView() {
       refresh();
     },
   });
-  const revoke = useMutation({ mutationFn: accessApi.revoke, onSuccess: refresh });
+  // The grant being confirmed; the dialog stays open while the DELETE runs and shows its error, if any.
+  const [revoking, setRevoking] = useState<Grant | null>(null);
+  // Set synchronously on the first confirm: the mutation's pending state reaches the button a render later, and a
+  // second click in between would send a second DELETE (which 404s although the first worked).
+  const revokeSent = useRef(false);
+  const revoke = useMutation({
+    mutationFn: accessApi.revoke,
+    onSuccess: () => {
+      setRevoking(null);
+      refresh();
+    },
+    onSettled: () => {
+      revokeSent.current = false;
+    },
+  });
+  const closeRevoke = () => {
+    setRevoking(null);
+    revoke.reset();
+  };
+  /** Whether the caller holds a role through this grant (its own id, or one of its groups). */
+  const ownGrant = (g: Grant) => me.data?.roles.some((r) => r.source === `grant:${g.id}`) === true;
   const canManage = q.data?.canManage === true;
   const mapEntries = q.data ? [...Object.entries(q.data.roleMap.roles).map(([k, v]) => ['app role', k, v] as const), ...Object.entries(q.data.roleMap.groups).map(([k, v]) => ['group', k, v] as const)] : [];
 
@@ -55,7 +77,7 @@ export function AccessView() {
           {me.data.roles.length === 0 ? 'none' : me.data.roles.map((r) => `${r.role}${r.endpointId ? ` on ${r.endpointId}` : ''} (${r.source})`).join(', ')}
         </p>
       )}
-      <ErrorBox error={q.error ?? grant.error ?? revoke.error} />
+      <ErrorBox error={q.error ?? grant.error} />
       {canManage && (
         <form
           className="mb-4 flex flex-wrap items-end gap-2 rounded border border-slate-200 bg-white p-3 text-sm"
@@ -123,7 +145,14 @@ export function AccessView() {
               </td>
               <td className="p-2">
                 {canManage && (
-                  <button type="button" onClick={() => revoke.mutate(g.id)} className="rounded border border-red-300 px-2 py-0.5 text-xs text-red-700">
+                  <button
+                    type="button"
+                    onClick={() => {
+                      revoke.reset();
+                      setRevoking(g);
+                    }}
+                    className="rounded border border-red-300 px-2 py-0.5 text-xs text-red-700"
+                  >
                     Revoke
                   </button>
                 )}
@@ -148,6 +177,35 @@ export function AccessView() {
           </li>
         ))}
       </ul>
+      {revoking && (
+        <ConfirmDialog
+          title="Revoke this grant?"
+          confirmLabel="Revoke"
+          danger
+          busy={revoke.isPending}
+          onCancel={closeRevoke}
+          onConfirm={() => {
+            if (revokeSent.current) return;
+            revokeSent.current = true;
+            revoke.mutate(revoking.id);
+          }}
+        >
+          <p data-testid="revoke-what">
+            <strong>{revoking.subjectName ?? revoking.subject}</strong> ({revoking.subjectKind} <span className="font-mono">{revoking.subject}</span>) loses the role{' '}
+            <strong>{revoking.role}</strong> {revoking.endpointId ? <>on endpoint <strong>{revoking.endpointId}</strong></> : <strong>site-wide</strong>}. Roles from sign-in claims are not affected.
+          </p>
+          {ownGrant(revoking) && (
+            <p className="mt-2 rounded border border-amber-300 bg-amber-50 px-2 py-1 text-amber-900" data-testid="revoke-own">
+              This is one of your own grants: you lose this role yourself{revoking.role === 'Owner' && !revoking.endpointId ? ', and with it the right to manage grants unless another role gives it to you' : ''}.
+            </p>
+          )}
+          {revoke.error && (
+            <div className="mt-3">
+              <ErrorBox error={revoke.error} />
+            </div>
+          )}
+        </ConfirmDialog>
+      )}
     </section>
   );
 }

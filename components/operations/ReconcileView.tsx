@@ -3,6 +3,8 @@
 // the evidence; rows that nothing will move (a command claimed with no receipt, a control request nobody answered),
 // with why and what the repair does; handoffs past their ExpectedBy (flagged only). Apply re-writes the stored
 // outcome, re-sends or restores, each conditional on the row version shown here; the result says what changed.
+// The scan is not prefetched (app/operations/reconcile/page.tsx): until it answers the page says it is scanning, and
+// a failed scan shows its error alone, never empty lists that would read as "nothing stuck".
 import Link from '../Link.tsx';
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -57,6 +59,11 @@ export function ReconcileView() {
     },
   });
   const allSelected = stale.length > 0 && chosen.length === stale.length;
+  // A failed apply keeps the dialog open with its error inside; closing the dialog forgets the error.
+  const closeConfirm = () => {
+    setConfirming(false);
+    apply.reset();
+  };
 
   return (
     <section>
@@ -68,13 +75,16 @@ export function ReconcileView() {
         {can('reconcile') && <button
           type="button"
           disabled={count === 0}
-          onClick={() => setConfirming(true)}
+          onClick={() => {
+            apply.reset();
+            setConfirming(true);
+          }}
           className="rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50"
         >
           Repair selected ({count})
         </button>}
       </div>
-      <ErrorBox error={q.error ?? apply.error} />
+      <ErrorBox error={q.error} />
       {result && (
         <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-reconcile-result>
           {result.repaired} repaired, {result.unchanged} unchanged.
@@ -101,100 +111,113 @@ export function ReconcileView() {
             ))}
         </div>
       )}
-      {q.data && (
-        <p className="mb-2 text-xs text-slate-500">
-          {q.data.scanned} Pending rows scanned at <Timestamp at={q.data.generatedAt} />
-          {q.data.truncated ? ' (more rows than one scan reads: scan again after repairing)' : ''}.
+      {!q.data && q.isPending && (
+        <p role="status" className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500" data-reconcile-scanning>
+          Scanning Pending rows and parked sessions…
         </p>
       )}
-      <h2 className="mb-1 mt-3 font-semibold">Stale Pending rows ({stale.length})</h2>
-      {stale.length === 0 ? (
-        <p className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500">No stale Pending rows.</p>
-      ) : (
-        <div className="overflow-x-auto rounded border border-slate-200 bg-white">
-          <table className="w-full text-sm">
-            <thead className={TABLE_HEAD}>
-              <tr>
-                <th scope="col" className="px-3 py-2">
-                  <input type="checkbox" aria-label="Select all" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(stale.map(keyOf)))} />
-                </th>
-                <th scope="col" className="px-3 py-2">Event</th>
-                <th scope="col" className="px-3 py-2">Row now</th>
-                <th scope="col" className="px-3 py-2">Stored response (evidence)</th>
-                <th scope="col" className="px-3 py-2">Becomes</th>
-              </tr>
-            </thead>
-            <tbody>
-              {stale.map((r) => (
-                <tr key={keyOf(r)} className="border-t border-slate-100" data-stale-event={r.eventId}>
-                  <td className="px-3 py-2">
-                    <input
-                      type="checkbox"
-                      aria-label={`Select ${r.eventId}`}
-                      checked={selected.has(keyOf(r))}
-                      onChange={() =>
-                        setSelected((s) => {
-                          const n = new Set(s);
-                          if (n.has(keyOf(r))) n.delete(keyOf(r));
-                          else n.add(keyOf(r));
-                          return n;
-                        })
-                      }
-                    />
-                  </td>
-                  <td className="px-3 py-2">
-                    <Link href={eventHref(r.endpointId, r.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
-                      {r.eventId}
-                    </Link>
-                    <div className="text-xs text-slate-500">
-                      {r.endpointId} · session {r.sessionId || '—'} · {r.eventTypeId ?? '—'}
-                    </div>
-                  </td>
-                  <td className="px-3 py-2 text-xs">
-                    Pending by {r.rowMessageType ?? '?'} <span className="font-mono">{r.rowMessageId}</span>
-                    <div>
-                      <Timestamp at={r.rowUpdatedAt} />
-                    </div>
-                  </td>
-                  <td className="px-3 py-2 text-xs">
-                    {r.evidence.messageType} <span className="font-mono">{r.evidence.messageId}</span>
-                    <div>
-                      <Timestamp at={r.evidence.enqueuedAt} /> · {r.evidence.rule === 'answers-row' ? 'answers the message the row shows' : 'came after the message the row shows'}
-                    </div>
-                  </td>
-                  <td className="px-3 py-2 font-medium">{r.evidence.status}</td>
-                </tr>
+      {q.data && (
+        <>
+          <p className="mb-2 text-xs text-slate-500">
+            {q.data.scanned} Pending rows scanned at <Timestamp at={q.data.generatedAt} />
+            {q.data.truncated ? ' (more rows than one scan reads: scan again after repairing)' : ''}.
+          </p>
+          <h2 className="mb-1 mt-3 font-semibold">Stale Pending rows ({stale.length})</h2>
+          {stale.length === 0 ? (
+            <p className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500">No stale Pending rows.</p>
+          ) : (
+            <div className="overflow-x-auto rounded border border-slate-200 bg-white">
+              <table className="w-full text-sm">
+                <thead className={TABLE_HEAD}>
+                  <tr>
+                    <th scope="col" className="px-3 py-2">
+                      <input type="checkbox" aria-label="Select all" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(stale.map(keyOf)))} />
+                    </th>
+                    <th scope="col" className="px-3 py-2">Event</th>
+                    <th scope="col" className="px-3 py-2">Row now</th>
+                    <th scope="col" className="px-3 py-2">Stored response (evidence)</th>
+                    <th scope="col" className="px-3 py-2">Becomes</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {stale.map((r) => (
+                    <tr key={keyOf(r)} className="border-t border-slate-100" data-stale-event={r.eventId}>
+                      <td className="px-3 py-2">
+                        <input
+                          type="checkbox"
+                          aria-label={`Select ${r.eventId}`}
+                          checked={selected.has(keyOf(r))}
+                          onChange={() =>
+                            setSelected((s) => {
+                              const n = new Set(s);
+                              if (n.has(keyOf(r))) n.delete(keyOf(r));
+                              else n.add(keyOf(r));
+                              return n;
+                            })
+                          }
+                        />
+                      </td>
+                      <td className="px-3 py-2">
+                        <Link href={eventHref(r.endpointId, r.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
+                          {r.eventId}
+                        </Link>
+                        <div className="text-xs text-slate-500">
+                          {r.endpointId} · session {r.sessionId || '—'} · {r.eventTypeId ?? '—'}
+                        </div>
+                      </td>
+                      <td className="px-3 py-2 text-xs">
+                        Pending by {r.rowMessageType ?? '?'} <span className="font-mono">{r.rowMessageId}</span>
+                        <div>
+                          <Timestamp at={r.rowUpdatedAt} />
+                        </div>
+                      </td>
+                      <td className="px-3 py-2 text-xs">
+                        {r.evidence.messageType} <span className="font-mono">{r.evidence.messageId}</span>
+                        <div>
+                          <Timestamp at={r.evidence.enqueuedAt} /> · {r.evidence.rule === 'answers-row' ? 'answers the message the row shows' : 'came after the message the row shows'}
+                        </div>
+                      </td>
+                      <td className="px-3 py-2 font-medium">{r.evidence.status}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+          <h2 className="mb-1 mt-5 font-semibold">Stuck rows ({stuck.length})</h2>
+          <p className="mb-1 text-xs text-slate-500">
+            Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair.
+          </p>
+          <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={can('reconcile')} />
+          <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap ({draining.length})</h2>
+          <DrainingSessionsList scan={q.data.draining} selected={sessions} onChange={setSessions} canRepair={can('reconcile')} />
+          <h2 className="mb-1 mt-5 font-semibold">Handoffs past their ExpectedBy ({q.data.overdueHandoffs.length})</h2>
+          <p className="mb-1 text-xs text-slate-500">Only flagged: their outcome is in the external system. Complete or fail them from the event page.</p>
+          {q.data.overdueHandoffs.length > 0 && (
+            <ul className="space-y-1 text-sm">
+              {q.data.overdueHandoffs.map((h) => (
+                <li key={`${h.endpointId}/${h.eventId}/${h.sessionId}`} className="rounded border border-amber-200 bg-amber-50 px-3 py-1.5">
+                  <Link href={eventHref(h.endpointId, h.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
+                    {h.eventId}
+                  </Link>{' '}
+                  on {h.endpointId}: {h.handoffReason ?? 'handoff'} {h.externalJobId ? `(job ${h.externalJobId})` : ''} — overdue by {formatDuration(h.overdueSeconds * 1000)}
+                </li>
               ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <h2 className="mb-1 mt-5 font-semibold">Stuck rows ({stuck.length})</h2>
-      <p className="mb-1 text-xs text-slate-500">
-        Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair.
-      </p>
-      <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={can('reconcile')} />
-      <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap ({draining.length})</h2>
-      <DrainingSessionsList scan={q.data?.draining} selected={sessions} onChange={setSessions} canRepair={can('reconcile')} />
-      <h2 className="mb-1 mt-5 font-semibold">Handoffs past their ExpectedBy ({q.data?.overdueHandoffs.length ?? 0})</h2>
-      <p className="mb-1 text-xs text-slate-500">Only flagged: their outcome is in the external system. Complete or fail them from the event page.</p>
-      {(q.data?.overdueHandoffs ?? []).length > 0 && (
-        <ul className="space-y-1 text-sm">
-          {q.data!.overdueHandoffs.map((h) => (
-            <li key={`${h.endpointId}/${h.eventId}/${h.sessionId}`} className="rounded border border-amber-200 bg-amber-50 px-3 py-1.5">
-              <Link href={eventHref(h.endpointId, h.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
-                {h.eventId}
-              </Link>{' '}
-              on {h.endpointId}: {h.handoffReason ?? 'handoff'} {h.externalJobId ? `(job ${h.externalJobId})` : ''} — overdue by {formatDuration(h.overdueSeconds * 1000)}
-            </li>
-          ))}
-        </ul>
+            </ul>
+          )}
+        </>
       )}
       {confirming && (
-        <ConfirmDialog title={`Repair ${count} row${count === 1 ? '' : 's'}`} confirmLabel={`Repair ${count}`} busy={apply.isPending} onCancel={() => setConfirming(false)} onConfirm={() => apply.mutate()}>
+        <ConfirmDialog title={`Repair ${count} row${count === 1 ? '' : 's'}`} confirmLabel={`Repair ${count}`} busy={apply.isPending} onCancel={closeConfirm} onConfirm={() => apply.mutate()}>
           Each row gets the status of its stored response, through the same guarded write the Resolver uses, and only if it is still the
           Pending version shown here. Stuck rows are re-sent or restored as chosen, again only if unchanged. Rows that changed
           meanwhile are left alone. Every repair is written to the event&apos;s audit trail.
+          {/* In the dialog, not on the page: the page behind a modal dialog is inert and never announced. */}
+          {apply.error && (
+            <div className="mt-3">
+              <ErrorBox error={apply.error} />
+            </div>
+          )}
         </ConfirmDialog>
       )}
     </section>

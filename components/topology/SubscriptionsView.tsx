@@ -58,6 +58,17 @@ export function SubscriptionsView() {
     },
   });
 
+  // An action opens its dialog with no error of an earlier one; a failure keeps the dialog open with the error
+  // inside it (the page behind a modal dialog is inert and never announced), and closing the dialog forgets it.
+  const openAction = (a: Action) => {
+    run.reset();
+    setAction(a);
+  };
+  const closeAction = () => {
+    setAction(null);
+    run.reset();
+  };
+
   const rows = useMemo(() => {
     const f = filter.text.trim().toLowerCase();
     return (q.data?.topics ?? [])
@@ -81,7 +92,7 @@ export function SubscriptionsView() {
           Only needing attention
         </label>
       </div>
-      <ErrorBox error={q.error ?? run.error} />
+      <ErrorBox error={q.error} />
       {message && (
         <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {message}
@@ -166,16 +177,16 @@ export function SubscriptionsView() {
                   <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{s.counts.scheduled.toLocaleString()}</td>
                   <td className="space-x-2 whitespace-nowrap px-3 py-2">
                     {!can('subscription.pause', s.topic) ? null : s.status === 'ReceiveDisabled' ? (
-                      <button type="button" className="text-sky-700 hover:underline" onClick={() => setAction({ kind: 'resume', sub: s })}>
+                      <button type="button" className="text-sky-700 hover:underline" onClick={() => openAction({ kind: 'resume', sub: s })}>
                         Resume
                       </button>
                     ) : (
-                      <button type="button" className="text-sky-700 hover:underline" onClick={() => setAction({ kind: 'pause', sub: s })}>
+                      <button type="button" className="text-sky-700 hover:underline" onClick={() => openAction({ kind: 'pause', sub: s })}>
                         Pause
                       </button>
                     )}
                     {s.missingRules.length > 0 && can('subscription.restoreRules', s.topic) && (
-                      <button type="button" className="text-red-700 hover:underline" onClick={() => setAction({ kind: 'restoreRules', sub: s })}>
+                      <button type="button" className="text-red-700 hover:underline" onClick={() => openAction({ kind: 'restoreRules', sub: s })}>
                         Restore rules
                       </button>
                     )}
@@ -192,7 +203,7 @@ export function SubscriptionsView() {
           expected={action.sub.name}
           confirmLabel={ACTION_TEXT[action.kind].label}
           busy={run.isPending}
-          onCancel={() => setAction(null)}
+          onCancel={closeAction}
           onConfirm={(typed) => run.mutate({ action, confirm: typed })}
         >
           <p>{ACTION_TEXT[action.kind].what}</p>
@@ -205,6 +216,11 @@ export function SubscriptionsView() {
                 </li>
               ))}
             </ul>
+          )}
+          {run.error && (
+            <div className="mt-3">
+              <ErrorBox error={run.error} />
+            </div>
           )}
         </TypedConfirmDialog>
       )}

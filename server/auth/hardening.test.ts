@@ -2,6 +2,8 @@
 // proxy.ts): markup in event payloads, error texts, dead-letter reasons/descriptions and grant names renders as
 // text (no script runs, no element is injected) while the pages still work under the nonce CSP; a cross-origin
 // form POST is refused and audited; an oversized body gets 413; every response carries the security headers.
+// Revoking a grant on the Access page asks first (who, which role, where; a warning on the caller's own grant) and
+// sends one DELETE however often the button is clicked.
 // Plus the pure helpers of server/auth/hardening.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -38,6 +40,40 @@ async function open(path: string): Promise<Page> {
   });
   await page.goto(app.url + path);
   return page;
+}
+
+// The running console reads the sign-in settings per request, so a test can switch it to OIDC sign-in (no
+// provider is contacted: a sealed session cookie is all a signed-in browser presents) and back to off.
+const SECRET = 'hostile-test-session-secret-0123456789-abcdef';
+const AUTH_ENV: Record<string, string> = {
+  NIMBUS_AUTH: 'oidc',
+  NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
+  NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
+  NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
+  NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
+  NIMBUS_AUTH_SESSION_SECRET: SECRET,
+};
+
+/** Runs `fn` with sign-in on; the browser holds no cookie before or after. */
+async function withSignIn(fn: () => Promise<void>): Promise<void> {
+  const saved = Object.fromEntries(Object.keys(AUTH_ENV).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, AUTH_ENV);
+  try {
+    await browser.clearCookies();
+    await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await browser.clearCookies();
+  }
+}
+
+/** The browser signed in as `principal` (inside withSignIn). */
+async function signIn(principal: Principal): Promise<void> {
+  await browser.clearCookies();
+  await browser.addCookies([{ name: SESSION_COOKIE, value: sealSession(principal, { secret: SECRET, maxAgeSeconds: 600 }), url: app.url }]);
 }
 
 // The page's globals, typed just enough for the evaluate() callbacks (the Node program has no DOM types).
@@ -190,6 +226,51 @@ describe('hostile input in Chromium', () => {
     await assertInert(audit, 'audit page');
   });
 
+  test('revoking a grant asks first, naming who, the role and where, and sends one DELETE for a double click', async () => {
+    const res = await fetch(`${app.url}/api/admin/grants`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ subjectKind: 'user', subject: 'oid-revoke', subjectName: 'Revoke Me', role: 'Operator', endpointId: EP }),
+    });
+    assert.equal(res.status, 201);
+    const { id } = (await res.json()) as { id: string };
+    const page = await open('/admin/access');
+    await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+    const row = page.locator(`tr[data-grant-id="${id}"]`);
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke this grant?' });
+    await dialog.waitFor();
+    const what = (await dialog.getByTestId('revoke-what').textContent()) ?? '';
+    for (const part of ['Revoke Me', 'oid-revoke', 'Operator', `on endpoint ${EP}`]) assert.ok(what.includes(part), `the confirmation names ${part}: ${what}`);
+    assert.equal(await dialog.getByTestId('revoke-own').count(), 0, 'not a grant of the caller (sign-in is off)');
+
+    let deletes = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route(`**/api/admin/grants/${id}`, async (route) => {
+      if (route.request().method() !== 'DELETE') return route.continue();
+      deletes++;
+      await held;
+      await route.continue().catch(() => undefined);
+    });
+    try {
+      await dialog.getByRole('button', { name: 'Revoke' }).dblclick();
+      const busy = dialog.getByRole('button', { name: 'Working…' });
+      await busy.waitFor();
+      assert.equal(await busy.isDisabled(), true, 'disabled while the revoke is under way');
+      release();
+      await dialog.waitFor({ state: 'detached' });
+      await row.waitFor({ state: 'detached' });
+    } finally {
+      release();
+    }
+    assert.equal(deletes, 1, 'one DELETE');
+    assert.equal(await page.locator('main [role=alert]').count(), 0, 'no error shown');
+    const left = (await (await fetch(`${app.url}/api/admin/grants`)).json()) as { grants: { id: string }[] };
+    assert.ok(!left.grants.some((g) => g.id === id), 'the grant is gone');
+    await page.close();
+  });
+
   test('a cross-origin form POST is refused with 403 and audited', async () => {
     // Another site (another origin on this machine) auto-submits a form at the console, as a CSRF page would.
     evil = createServer((_req, res) => {
@@ -254,21 +335,8 @@ describe('hostile input in Chromium', () => {
 });
 
 describe('role-aware pages', () => {
-  // The running console reads the sign-in settings per request, so the test switches it to OIDC sign-in (no
-  // provider is contacted: a sealed session cookie is all a signed-in browser presents) and back to off.
-  const SECRET = 'hostile-test-session-secret-0123456789-abcdef';
-  const AUTH_ENV: Record<string, string> = {
-    NIMBUS_AUTH: 'oidc',
-    NIMBUS_AUTH_ISSUER: 'https://127.0.0.1:9/issuer',
-    NIMBUS_AUTH_CLIENT_ID: 'nimbus-console',
-    NIMBUS_AUTH_CLIENT_SECRET: 'not-used-here',
-    NIMBUS_AUTH_REDIRECT_URI: 'http://127.0.0.1:3000/auth/callback',
-    NIMBUS_AUTH_SESSION_SECRET: SECRET,
-  };
-
   async function eventPageAs(principal: Principal): Promise<{ resubmit: number; skip: number }> {
-    await browser.clearCookies();
-    await browser.addCookies([{ name: SESSION_COOKIE, value: sealSession(principal, { secret: SECRET, maxAgeSeconds: 600 }), url: app.url }]);
+    await signIn(principal);
     const page = await browser.newPage();
     // The caller's permissions come with the page (prefetched with the details, as GET /api/me answers them), so
     // the buttons are decided by the first render: hydrated is enough, no /api/me of the browser's to wait for.
@@ -288,22 +356,125 @@ describe('role-aware pages', () => {
     return counts;
   }
 
-  test('Resubmit and Skip show for an Operator and are hidden for a Reader', async () => {
-    const saved = Object.fromEntries(Object.keys(AUTH_ENV).map((k) => [k, process.env[k]]));
-    Object.assign(process.env, AUTH_ENV);
-    try {
+  test('Resubmit and Skip show for an Operator and are hidden for a Reader', () =>
+    withSignIn(async () => {
       const operator = await eventPageAs({ kind: 'user', id: 'oid-op', name: 'op@test', roles: ['Operator'], groups: [] });
       assert.deepEqual(operator, { resubmit: 1, skip: 1 });
       const reader = await eventPageAs({ kind: 'user', id: 'oid-rd', name: 'rd@test', roles: ['Reader'], groups: [] });
       assert.deepEqual(reader, { resubmit: 0, skip: 0 });
-    } finally {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-      await browser.clearCookies();
-    }
+    }));
+});
+
+describe('revoking one\'s own grant', () => {
+  test('the confirmation warns when the grant is one the caller holds a role through', async () => {
+    // Granted while sign-in is off; the user then signs in with no claim role: the grant alone makes them Owner.
+    const post = (body: object) =>
+      fetch(`${app.url}/api/admin/grants`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => {
+        assert.equal(r.status, 201);
+        return ((await r.json()) as { id: string }).id;
+      });
+    const own = await post({ subjectKind: 'user', subject: 'oid-own', subjectName: 'Own Owner', role: 'Owner', endpointId: null });
+    const other = await post({ subjectKind: 'user', subject: 'oid-someone', role: 'Reader', endpointId: null });
+    await withSignIn(async () => {
+      await signIn({ kind: 'user', id: 'oid-own', name: 'own@test', roles: [], groups: [] });
+      const page = await open('/admin/access');
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      await page.getByTestId('me').filter({ hasText: 'own@test' }).waitFor();
+      const dialog = page.getByRole('dialog', { name: 'Revoke this grant?' });
+
+      await page.locator(`tr[data-grant-id="${other}"]`).getByRole('button', { name: 'Revoke' }).click();
+      await dialog.waitFor();
+      assert.equal(await dialog.getByTestId('revoke-own').count(), 0, "someone else's grant: no warning");
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+
+      await page.locator(`tr[data-grant-id="${own}"]`).getByRole('button', { name: 'Revoke' }).click();
+      await dialog.waitFor();
+      assert.match((await dialog.getByTestId('revoke-what').textContent()) ?? '', /Own Owner.*Owner.*site-wide/);
+      assert.match((await dialog.getByTestId('revoke-own').textContent()) ?? '', /one of your own grants.*the right to manage grants/);
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      await page.close();
+    });
+    for (const id of [own, other]) assert.equal((await fetch(`${app.url}/api/admin/grants/${id}`, { method: 'DELETE' })).status, 200);
   });
+});
+
+describe('Admin → Health settings', () => {
+  const OWNER: Principal = { kind: 'user', id: 'oid-owner', name: 'owner@test', roles: ['Owner'], groups: [] };
+  /** A change another Owner makes meanwhile, through the API. */
+  const saveAsAnotherOwner = async (settings: object) => {
+    const other: Principal = { kind: 'user', id: 'oid-owner-2', name: 'owner2@test', roles: ['Owner'], groups: [] };
+    const res = await fetch(`${app.url}/api/admin/heartbeat/settings`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', cookie: `${SESSION_COOKIE}=${sealSession(other, { secret: SECRET, maxAgeSeconds: 600 })}` },
+      body: JSON.stringify(settings),
+    });
+    assert.equal(res.status, 200, await res.text());
+  };
+  const stored = async () => {
+    const res = await fetch(`${app.url}/api/admin/health`, { headers: { cookie: `${SESSION_COOKIE}=${sealSession(OWNER, { secret: SECRET, maxAgeSeconds: 600 })}` } });
+    return ((await res.json()) as { settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number } }).settings;
+  };
+  /** Until `read` gives `want`: the page refreshes every 5 s; the bound is only there to end a failing test. */
+  async function until<T>(read: () => Promise<T>, want: T, what: string): Promise<void> {
+    const end = Date.now() + 60_000;
+    for (;;) {
+      const got = await read();
+      if (got === want) return;
+      if (Date.now() > end) assert.fail(`${what}: ${String(got)}, expected ${String(want)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  test('the fields are read-only without the permission to change them', () =>
+    withSignIn(async () => {
+      await signIn({ kind: 'user', id: 'oid-operator', name: 'operator@test', roles: ['Operator'], groups: [] });
+      const asOperator = await open('/admin/health');
+      await asOperator.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      // Send now is the Operator's: once it shows, the caller's permissions are in.
+      await asOperator.getByRole('button', { name: 'Send now' }).waitFor();
+      for (const label of ['Send probes on a schedule', 'Interval (seconds, at least 30)', 'Timeout (seconds, 5 to the interval)'])
+        assert.equal(await asOperator.getByLabel(label).isDisabled(), true, `${label} is read-only for an Operator`);
+      await asOperator.getByText('Only an Owner can change the schedule.').waitFor();
+      assert.equal(await asOperator.getByRole('button', { name: 'Save' }).count(), 0);
+      await asOperator.close();
+    }));
+
+  test('untouched fields follow the server, and Save sends only what was changed', () =>
+    withSignIn(async () => {
+      const before = await stored();
+      try {
+        await signIn(OWNER);
+        const page = await open('/admin/health');
+        await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+        await page.getByRole('button', { name: 'Save' }).waitFor();
+        const enabled = page.getByLabel('Send probes on a schedule');
+        const interval = page.getByLabel('Interval (seconds, at least 30)');
+        const timeout = page.getByLabel('Timeout (seconds, 5 to the interval)');
+        await until(() => interval.inputValue(), String(before.intervalSeconds), 'the interval shown');
+        assert.equal(await interval.isDisabled(), false);
+
+        // Untouched, the form follows a change saved elsewhere.
+        const newInterval = before.intervalSeconds + 300;
+        await saveAsAnotherOwner({ intervalSeconds: newInterval });
+        await until(() => interval.inputValue(), String(newInterval), 'the interval after another Owner changed it');
+
+        // This Owner changes the timeout; meanwhile the other one switches the schedule on. The checkbox follows,
+        // and Save sends the timeout alone: the other Owner's change stays.
+        await timeout.fill('45');
+        await saveAsAnotherOwner({ enabled: !before.enabled });
+        await until(() => enabled.isChecked(), !before.enabled, 'the schedule switch after another Owner changed it');
+        assert.equal(await timeout.inputValue(), '45', 'the field being edited is left alone');
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('status').filter({ hasText: 'Saved:' }).waitFor();
+        const { enabled: e, intervalSeconds: i, timeoutSeconds: t } = await stored();
+        assert.deepEqual({ e, i, t }, { e: !before.enabled, i: newInterval, t: 45 });
+        await page.close();
+      } finally {
+        await saveAsAnotherOwner({ enabled: before.enabled, intervalSeconds: before.intervalSeconds, timeoutSeconds: before.timeoutSeconds });
+      }
+    }));
 });
 
 describe('hardening helpers', () => {

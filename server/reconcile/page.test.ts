@@ -1,7 +1,9 @@
 // Operations → Reconcile in Chromium (playwright-core) on the built console and the embedded stack: a skip claim
 // left by a dead console (written 5 minutes ago, no receipt) and a session draining with a gap are listed with why
 // they are stuck and what the repair does; the operator selects both and repairs them from the page; the skip is
-// sent once, the cursor moves, both repairs are audited.
+// sent once, the cursor moves, both repairs are audited. A failed repair shows its error inside the still-open
+// dialog. While the scan has not answered the page says it is scanning, never "nothing stuck", and after a failed
+// scan it shows the error alone.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,6 +52,44 @@ async function acceptWhenFree(sessionId: string) {
 const open = (path: string): Promise<Page> => ui!.open(path);
 
 describe('Operations → Reconcile page', () => {
+  test('while the scan runs the page says so, and after a failed scan it shows only the error: never "nothing stuck"', async () => {
+    const page = await ui!.browser.newPage();
+    page.on('pageerror', (e) => pageErrors.push(`/operations/reconcile: ${e.message}`));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let scans = 0;
+    // Only the scan (GET) is held, then answered as a store outage would be; every scan of this page fails.
+    await page.route('**/api/operations/reconcile', async (route) => {
+      if (route.request().method() !== 'GET') return route.continue();
+      scans++;
+      await held;
+      // (The page may already be closed when a failed test lets the scan go.)
+      await route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', detail: 'test: the store is unavailable' }) }).catch(() => undefined);
+    });
+    try {
+      await page.goto(`${ui!.url}/operations/reconcile`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      await page.getByRole('heading', { name: 'Operations · Reconcile Pending rows' }).waitFor();
+      const falseAllClear = async () => ({
+        staleHeading: await page.getByRole('heading', { name: /^Stale Pending rows/ }).count(),
+        noStale: await page.getByText('No stale Pending rows').count(),
+        noStuck: await page.getByText('No stuck rows').count(),
+        handoffs: await page.getByRole('heading', { name: /^Handoffs past their ExpectedBy/ }).count(),
+      });
+      const none = { staleHeading: 0, noStale: 0, noStuck: 0, handoffs: 0 };
+      assert.deepEqual(await falseAllClear(), none, 'nothing is reported before the scan answers');
+      await page.getByRole('status').filter({ hasText: 'Scanning' }).waitFor();
+      assert.ok(scans >= 1, 'the scan was asked for');
+      release();
+      await page.getByRole('alert').filter({ hasText: 'test: the store is unavailable' }).waitFor();
+      assert.deepEqual(await falseAllClear(), none, 'after a failed scan only the error is shown');
+      assert.equal(await page.getByRole('status').filter({ hasText: 'Scanning' }).count(), 0, 'no longer scanning');
+    } finally {
+      release();
+      await page.close();
+    }
+  });
+
   test('stuck rows and draining sessions show why and what the repair does, and are repaired from the page', async () => {
     const seeded = await seedConsoleData(stack.store);
     // The claim a console wrote 5 minutes ago before it died: its own clock says so.
@@ -88,7 +128,15 @@ describe('Operations → Reconcile page', () => {
     await page.getByRole('checkbox', { name: `Repair ${failed.eventId}` }).check();
     await page.getByRole('checkbox', { name: `Repair session ${sessionId}` }).check();
     await page.getByRole('button', { name: 'Repair selected (2)' }).click();
-    await page.getByRole('button', { name: 'Repair 2' }).click();
+    // The first apply fails (the request never reaches the console): the error is shown inside the dialog, which
+    // stays open (the page behind a modal dialog is inert, a screen reader would never hear an error there).
+    await page.route('**/api/operations/reconcile', (route) => (route.request().method() === 'POST' ? route.abort('connectionreset') : route.continue()));
+    const dialog = page.getByRole('dialog', { name: 'Repair 2 rows' });
+    await dialog.getByRole('button', { name: 'Repair 2' }).click();
+    await dialog.getByRole('alert').waitFor();
+    assert.equal(await page.locator('[data-reconcile-result]').count(), 0, 'nothing was repaired');
+    await page.unroute('**/api/operations/reconcile');
+    await dialog.getByRole('button', { name: 'Repair 2' }).click();
     await page.locator('[data-reconcile-result]').getByText('2 repaired, 0 unchanged.').waitFor();
     await page.close();
 
