@@ -270,7 +270,8 @@ export async function authorizeEach(
 
 /**
  * What can be authorized before the body is read, for routes whose body names the endpoint or the action (bulk
- * commands, reconcile, subscription actions): a principal (401), our own origin for a mutation (403), and a role
+ * commands, reconcile, subscription actions) - or whose stored record does (a bulk job's pause, resume and cancel:
+ * server/operations/authorizeControl.ts): a principal (401), our own origin for a mutation (403), and a role
  * that allows `action` somewhere - on `endpointId` when the route's path names one, else on any endpoint (403).
  * An unauthenticated or roleless caller is refused before the server parses up to a megabyte of JSON and
  * without learning the body's schema from its errors. The route then reads the body and calls `authorize` with

@@ -224,6 +224,58 @@ describe('refusals an attacker could aim', () => {
     }
   });
 
+  test("a job's pause, resume or cancel refused before the job is read is audited as that control, not as a read", async () => {
+    // Each control first authorized `read` (to load the job under the caller's read scope): a POST from another site,
+    // a caller without a role or without a session was refused there, and the audit log said `read` - not that
+    // somebody tried to pause, resume or cancel a bulk job.
+    const operations = await import('../../app/api/operations/route.ts');
+    const controls = {
+      pause: await import('../../app/api/operations/[operationId]/pause/route.ts'),
+      resume: await import('../../app/api/operations/[operationId]/resume/route.ts'),
+      cancel: await import('../../app/api/operations/[operationId]/cancel/route.ts'),
+    };
+    const base = Date.now() - 30_000;
+    const cause = { errorText: 'control audit probe: upstream refused', errorType: 'ControlAuditProbeException' };
+    await seedEvent(stack.store, base, { endpointId: 'billingendpoint', eventId: 'evt-ctl-audit', sessionId: 'CTL-1', eventTypeId: 'OrderPlaced', payload: { orderId: 'CTL-1' } }, MessageType.ErrorResponse, cause);
+    const groupId = (await stack.store.getStatusRow('billingendpoint', 'evt-ctl-audit', 'CTL-1'))?.fingerprint;
+    assert.equal(typeof groupId, 'string');
+    const operator: Principal = { kind: 'user', id: 'oid-ctl-operator', name: 'ctl-operator@test', roles: ['Operator'], groups: [] };
+    const created = await operations.POST(post(operator, JSON.stringify({ kind: 'skip', selection: { groupId }, hold: true })));
+    assert.equal(created.status, 202, await created.clone().text());
+    const { operationId } = (await created.json()) as { operationId: string };
+    const target = params({ operationId });
+    const crossSite = (who: Principal) =>
+      new Request('http://127.0.0.1:3000/api/x', {
+        method: 'POST',
+        headers: { host: '127.0.0.1:3000', cookie: cookieOf(who), 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+      });
+    const reader: Principal = { kind: 'user', id: 'oid-ctl-reader', name: 'ctl-reader@test', roles: ['Reader'], groups: [] };
+    const roleless: Principal = { kind: 'user', id: 'oid-ctl-roleless', name: 'ctl-roleless@test', roles: [], groups: [] };
+    for (const [control, route] of Object.entries(controls)) {
+      const label = `operation.${control}`;
+      const refusals: Array<[string, string, Request, number]> = [
+        ['a page on another site (the Operator signed in)', 'oid-ctl-operator', crossSite(operator), 403],
+        ['a Reader', 'oid-ctl-reader', post(reader), 403],
+        ['a signed-in caller without a role', 'oid-ctl-roleless', post(roleless), 403],
+        ['no session', 'unauthenticated', post(null), 401],
+      ];
+      for (const [who, user, request, status] of refusals) {
+        const denied = async () => (await queryAudit(stack.store.database, { user, outcome: 'denied', pageSize: 50 })).items;
+        const before = new Set((await denied()).map((e) => e.id));
+        const res = await route.POST(request, target);
+        assert.equal(res.status, status, `${control} by ${who}: ${await res.clone().text()}`);
+        const entries = (await denied()).filter((e) => !before.has(e.id));
+        assert.deepEqual(
+          entries.map((e) => [e.action, e.target, e.status]),
+          [[label, `operation/${operationId}`, status]],
+          `${control} by ${who}: audited once, as ${label}`,
+        );
+      }
+    }
+    // From the console's own page, the Operator still controls the job.
+    assert.equal((await controls.cancel.POST(post(operator), target)).status, 200);
+  });
+
   test('the replay preview counts against the rate limit like the replay', async () => {
     const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
     const saved = process.env.NIMBUS_RATE_LIMIT_BURST;

@@ -1,0 +1,36 @@
+// Who may pause, resume or cancel a bulk job (POST /api/operations/{id}/pause|resume|cancel), and the job itself.
+import { authorizeBeforeBody, authorizeEach, readScope, type Authorized } from '../auth/authorize.ts';
+import { getContext, type ConsoleContext } from '../context.ts';
+import type { Job, JobKind } from './jobs.ts';
+import { getJob } from './routes.ts';
+
+/** The URL's name of each control (the job's control document says `run` for resume). */
+export type ControlRoute = 'pause' | 'resume' | 'cancel';
+
+/**
+ * Every kind of job needs the same role (resubmit and skip: Operator, roles.ts), so whoever may resubmit nowhere may
+ * control no job, whatever its kind.
+ */
+const ANY_JOB_KIND: JobKind = 'resubmit';
+
+/**
+ * Authorizes a control of job `id` and loads the job. First what needs no job - a session (401), our own origin and
+ * a role that could run a job somewhere (403) - refused and audited as the control attempted (`operation.pause`,
+ * target `operation/{id}`): the job's kind is not known yet, and reading it for a caller who may not read it (or a
+ * page on another site) would cost a store read per forged request. Then the job under the caller's read scope (404
+ * as for an unknown id), and its kind on every endpoint it touches (refusals audited as that kind), counted once
+ * against the rate limit.
+ */
+export async function authorizeJobControl(
+  request: Request,
+  id: string,
+  control: ControlRoute,
+): Promise<{ ctx: ConsoleContext; job: Job; who: Authorized }> {
+  const subject = { target: `operation/${id}` };
+  const caller = await authorizeBeforeBody(request, ANY_JOB_KIND, undefined, subject, `operation.${control}`);
+  const ctx = await getContext();
+  const job = await getJob(ctx, id, readScope(caller));
+  // A job over no endpoint (nothing to authorize there): recorded under its own kind all the same.
+  const who = (await authorizeEach(request, job.kind, job.endpoints, subject)) ?? { ...caller, action: job.kind };
+  return { ctx, job, who };
+}
