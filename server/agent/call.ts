@@ -33,11 +33,27 @@ export async function agentInput<T>(request: Request, action: AgentAction, read:
   try {
     return await read();
   } catch (err) {
-    const counted = countCall(`${who.principal.kind}:${who.principal.id}`);
-    if (!counted.ok) return refuseAuthorized(who, counted.detail, 429);
-    await auditRefusedInput(who, err);
-    throw err;
+    return countAndAuditRefusedInput(who, err);
   }
+}
+
+/**
+ * A call whose input was refused before the caller was authorized for anything (an MCP tool's arguments: the
+ * transport has read them already, and their schema is public in tools/list): the refusals that need no input
+ * first (401/403, audited under `action`), then counted and audited like agentInput's - whatever the tool stands
+ * for, reads and changes included: a loop of bad calls costs the caller its call limit, not the console. Rethrows
+ * `err` (or the 429).
+ */
+export async function refuseInput(request: Request, action: Action, err: unknown, subject: AuthSubject = {}): Promise<never> {
+  return countAndAuditRefusedInput(await authorizeBeforeBody(request, action, undefined, subject), err);
+}
+
+/** One call from the caller's budget of the agent zone (429 past it), and an audit entry within its refusal budget. */
+async function countAndAuditRefusedInput(who: Authorized, err: unknown): Promise<never> {
+  const counted = countCall(`${who.principal.kind}:${who.principal.id}`);
+  if (!counted.ok) return refuseAuthorized(who, counted.detail, 429);
+  await auditRefusedInput(who, err);
+  throw err;
 }
 
 /**

@@ -91,6 +91,10 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     }
     const settle = tools.find((t) => t.name === 'settle_handoff')!;
     assert.deepEqual([...(settle.inputSchema.required ?? [])].sort(), ['endpointId', 'eventId', 'messageId', 'outcome']);
+    // The tools validate their arguments themselves (tools.ts registerCheckedTool): clients still see every bound.
+    const search = tools.find((t) => t.name === 'search_failures')!;
+    assert.deepEqual(Object.keys(search.inputSchema.properties ?? {}).sort(), ['endpointId', 'eventTypeId', 'limit', 'text']);
+    assert.deepEqual(search.inputSchema.properties?.limit, { default: 20, type: 'integer', minimum: 1, maximum: 100, description: 'At most this many events (1-100, default 20)' });
   });
 
   test('discover_topology: the endpoints and event types with schemas', async () => {
@@ -252,5 +256,62 @@ describe('MCP reads are bounded', () => {
     const refused = await postMcp(pings(21));
     assert.equal(refused.status, 400);
     assert.match(await refused.text(), /at most 20/);
+  });
+});
+
+describe('MCP tool arguments that do not validate', () => {
+  // The SDK validated each tool's arguments against its schema and answered a bad one before our handler ran: the
+  // call neither counted against the caller's limit nor left an audit entry, though input a handler refused did both.
+  const SESSION_SECRET = 'mcp-test-session-secret-0123456789abcdef';
+  const caller: Principal = { kind: 'user', id: 'oid-mcp-bad-args', name: 'mcp-bad-args@test', roles: ['Handoff.Settle'], groups: [] };
+  const call = async (id: number, name: string, args: Record<string, unknown>): Promise<CallToolResult> => {
+    const { POST } = await import('../../app/api/mcp/route.ts');
+    const answer = await POST(
+      new Request('http://127.0.0.1:3000/api/mcp', {
+        method: 'POST',
+        headers: {
+          host: '127.0.0.1:3000',
+          cookie: `${SESSION_COOKIE}=${sealSession(caller, { secret: SESSION_SECRET, maxAgeSeconds: 600 })}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+      }),
+    );
+    assert.equal(answer.status, 200, await answer.clone().text());
+    return ((await answer.json()) as { result: CallToolResult }).result;
+  };
+
+  test('are answered as a tool error, audited as refused and counted against the call limit', async () => {
+    const saved = { burst: process.env.NIMBUS_AGENT_RATE_LIMIT_BURST, rate: process.env.NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE };
+    // Two calls at once, one a minute: nothing refills during the test however slow the machine.
+    process.env.NIMBUS_AGENT_RATE_LIMIT_BURST = '2';
+    process.env.NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE = '1';
+    try {
+      const tooMany = await call(1, 'search_failures', { limit: 0 });
+      assert.equal(tooMany.isError, true, text(tooMany));
+      assert.match(text(tooMany), /search_failures.*limit/);
+      const noEvent = await call(2, 'skip_event', { endpointId: 'billingendpoint' });
+      assert.equal(noEvent.isError, true, text(noEvent));
+      assert.match(text(noEvent), /skip_event.*eventId/);
+      const entries = (await queryAudit(stack.store.database, { user: caller.id, pageSize: 10 })).items;
+      assert.deepEqual(
+        entries.map((e) => [e.action, e.outcome, e.status, e.target]).sort(),
+        [
+          ['read', 'failed', 400, 'mcp search_failures'],
+          ['skip', 'failed', 400, 'mcp skip_event'],
+        ],
+      );
+      assert.match(entries.find((e) => e.action === 'skip')!.reason ?? '', /^bad request: invalid arguments for skip_event: eventId/);
+      // The two bad calls spent the budget: a good one is now over the limit.
+      const limited = await call(3, 'search_failures', {});
+      assert.equal(limited.isError, true, text(limited));
+      assert.match(text(limited), /too many requests \(429\)/);
+    } finally {
+      for (const [k, v] of [['NIMBUS_AGENT_RATE_LIMIT_BURST', saved.burst], ['NIMBUS_AGENT_RATE_LIMIT_PER_MINUTE', saved.rate]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
   });
 });

@@ -4,11 +4,12 @@
 // of every change, the same rate limits. A refusal comes back as a tool error that says what the identity may not
 // do; it is not an MCP protocol error, so an assistant can read it and tell its user.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ResolutionStatus } from '@nimbus/sdk/contract';
 import { SDK_VERSION } from '@nimbus/sdk';
-import { agentCall, agentInput } from '../agent/call.ts';
+import { agentCall, agentInput, refuseInput } from '../agent/call.ts';
 import { agentCatalog } from '../agent/catalog.ts';
 import { receivePendingHandoff } from '../agent/handoffs.ts';
 import { publishAsAgent } from '../agent/publish.ts';
@@ -19,10 +20,10 @@ import { diffJson } from '../audit/diff.ts';
 import { audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
 import { countCall } from '../agent/limits.ts';
 import { inScope } from '../auth/readScope.ts';
-import { agentEndpoints, roleCovers } from '../auth/roles.ts';
+import { agentEndpoints, roleCovers, type Action } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
 import { failureGroups } from '../failures/groups.ts';
-import { badRequest, HttpError } from '../http.ts';
+import { badRequest, HttpError, parseOr400 } from '../http.ts';
 import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
 import { endpointIdParam, idParam } from '../schemas.ts';
@@ -49,6 +50,59 @@ async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
   } catch (err) {
     return toolError(err);
   }
+}
+
+type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+interface ToolConfig<Shape extends z.ZodRawShape> {
+  title: string;
+  description: string;
+  inputSchema: Shape;
+  annotations?: ToolAnnotations;
+}
+
+/**
+ * What the SDK checks a tool's arguments against: any object, listed in tools/list with the JSON Schema of the tool's
+ * own `schema` (zod copies a schema's metadata into its JSON Schema, so clients see what they saw before). Built
+ * once per tool: an McpServer is made per request.
+ */
+const listedSchemas = new Map<string, z.ZodType>();
+function acceptingAnyObject(name: string, schema: z.ZodObject): z.ZodType {
+  let listed = listedSchemas.get(name);
+  if (listed === undefined) {
+    const { $schema: _draft, ...jsonSchema } = z.toJSONSchema(schema, { io: 'input', target: 'draft-7' });
+    listed = z.looseObject({}).meta(jsonSchema);
+    listedSchemas.set(name, listed);
+  }
+  return listed;
+}
+
+/**
+ * Registers a tool whose arguments our handler validates, not the SDK. The SDK answers arguments that fail a tool's
+ * input schema itself, before any handler runs: such a call was neither counted against the caller's limit nor
+ * audited, so a loop of bad calls cost nothing and left no trace, while input refused by a handler (a
+ * settle_handoff without its errorText) was both. Hooking the SDK's error path would lean on its private methods;
+ * this uses its public API only. A bad argument is answered as a tool error (`bad request (400): invalid arguments
+ * for <tool>: ...`), counted and audited under the tool's `action` (agent/call.ts refuseInput).
+ */
+function registerCheckedTool<Shape extends z.ZodRawShape>(
+  server: McpServer,
+  request: Request,
+  name: string,
+  action: Action,
+  config: ToolConfig<Shape>,
+  handler: (args: z.output<z.ZodObject<Shape>>, extra: ToolExtra) => Promise<CallToolResult>,
+): void {
+  const schema = z.object(config.inputSchema);
+  server.registerTool(name, { ...config, inputSchema: acceptingAnyObject(name, schema) }, async (raw: unknown, extra: ToolExtra) => {
+    let args: z.output<z.ZodObject<Shape>>;
+    try {
+      args = parseOr400(schema, raw, `arguments for ${name}`);
+    } catch (err) {
+      return run(() => refuseInput(request, action, err, { target: `mcp ${name}` }));
+    }
+    return handler(args, extra);
+  });
 }
 
 /**
@@ -114,8 +168,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       }),
   );
 
-  server.registerTool(
+  registerCheckedTool(
+    server,
+    request,
     'search_failures',
+    'read',
     {
       title: 'Search failed events',
       description:
@@ -147,8 +204,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       }),
   );
 
-  server.registerTool(
+  registerCheckedTool(
+    server,
+    request,
     'list_failure_groups',
+    'read',
     {
       title: 'List failure groups',
       description:
@@ -178,8 +238,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       }),
   );
 
-  server.registerTool(
+  registerCheckedTool(
+    server,
+    request,
     'get_event',
+    'read',
     {
       title: 'Get an event',
       description: "One event on one endpoint: its status, payload, error, handoff, history of messages and audit trail.",
@@ -196,8 +259,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       }),
   );
 
-  server.registerTool(
+  registerCheckedTool(
+    server,
+    request,
     'receive_pending_handoff',
+    'agent.receive',
     {
       title: 'Receive a pending handoff',
       description:
@@ -227,8 +293,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       }),
   );
 
-  server.registerTool(
+  registerCheckedTool(
+    server,
+    request,
     'settle_handoff',
+    'agent.settle',
     {
       title: 'Settle a pending handoff',
       description:
@@ -265,8 +334,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       }),
   );
 
-  server.registerTool(
+  registerCheckedTool(
+    server,
+    request,
     'publish_event',
+    'agent.publish',
     {
       title: 'Publish an event',
       description:
@@ -297,8 +369,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
   );
 
   if (operatesSomewhere(who)) {
-    server.registerTool(
+    registerCheckedTool(
+      server,
+      request,
       'resubmit_event',
+      'resubmit',
       {
         title: 'Resubmit a failed event',
         description:
@@ -336,8 +411,11 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         }),
     );
 
-    server.registerTool(
+    registerCheckedTool(
+      server,
+      request,
       'skip_event',
+      'skip',
       {
         title: 'Skip a failed event',
         description: 'Give up on a failed event: it is recorded Skipped and its session moves on. Needs the Operator role on the endpoint.',
