@@ -2,14 +2,20 @@
 // Monitor: a wall display. KPI banner, the stored history (throughput and failures for the platform and per
 // endpoint, from GET /api/metrics: it survives reloads and restarts), endpoints banded Failing / Watching /
 // Healthy with their counts, a "stale data" banner when refreshes fail, and no refreshing while the tab is
-// hidden (TanStack Query pauses interval refetches in background tabs).
+// hidden (TanStack Query pauses interval refetches in background tabs). The charts' time range is in the URL
+// (`range`, and `from`/`to` for a custom one): each choice is a history entry, so Back undoes it, and a reload or a
+// shared link keeps it.
 import Link from './Link.tsx';
 import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
 import { formatDuration, useNow } from './format.tsx';
 import { MonitorHistory } from './charts/HistoryCharts.tsx';
+import { rangeFromSearch, searchFromRange } from './charts/rangeUrl.ts';
 import { endpointsQuery } from './queries.ts';
+import { useTimeZoneMode } from './timeZone.tsx';
+import { monitorSearch } from './urlState.ts';
+import { useUrlState } from './useUrlState.ts';
 
 type Band = 'Failing' | 'Watching' | 'Healthy';
 export function bandOf(e: EndpointOverview): Band {
@@ -38,6 +44,8 @@ const BAND_STYLE: Record<Band, { box: string; title: string }> = {
 export function MonitorView() {
   const now = useNow(1000);
   const visible = usePageVisible();
+  const { search, update } = useUrlState(monitorSearch);
+  const zone = useTimeZoneMode();
   const q = useQuery({ ...endpointsQuery(), retry: 0 });
   const endpoints = q.data?.endpoints ?? [];
   const sum = (f: (e: EndpointOverview) => number) => endpoints.reduce((s, e) => s + f(e), 0);
@@ -73,7 +81,11 @@ export function MonitorView() {
           </div>
         ))}
       </div>
-      <MonitorHistory endpointIds={endpoints.map((e) => e.endpointId).sort()} />
+      <MonitorHistory
+        endpointIds={endpoints.map((e) => e.endpointId).sort()}
+        range={rangeFromSearch(search)}
+        onRangeChange={(r) => update(searchFromRange(r, zone), 'push')}
+      />
       {bands.map((band) => {
         const list = endpoints.filter((e) => bandOf(e) === band).sort((a, b) => b.counts.failed - a.counts.failed || a.endpointId.localeCompare(b.endpointId));
         if (list.length === 0) return null;

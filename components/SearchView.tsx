@@ -15,6 +15,8 @@ export function SearchView() {
   const router = useRouter();
   const r = useQuery(searchQuery(q));
   const items = r.data?.items ?? [];
+  // Each list (by event id, by session id) stops at 25: say so, or a short prefix looks like it found everything.
+  const cutBy = [r.data?.truncated.byEventId ? 'event id' : null, r.data?.truncated.bySessionId ? 'session id' : null].filter((x) => x !== null);
   // An exact event id that names one event opens it; anything else lists the matches.
   const exact = items.filter((i) => i.eventId.toLowerCase() === q.toLowerCase());
   const only = exact.length === 1 ? exact[0] : undefined;
@@ -29,6 +31,11 @@ export function SearchView() {
       <ErrorBox error={r.error} />
       {r.isFetching ? <p className="text-sm text-slate-500">Searching…</p> : null}
       {r.data && items.length === 0 ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
+      {cutBy.length > 0 ? (
+        <p role="status" className="mb-2 text-sm text-amber-800" data-testid="search-truncated">
+          Showing the first {r.data?.limit} matches by {cutBy.join(' and by ')} — refine the search to see the others.
+        </p>
+      ) : null}
       {items.length > 0 ? (
         <div className="overflow-x-auto">
         <table className="min-w-full rounded border border-slate-200 bg-white text-sm">

@@ -3,7 +3,7 @@
 // The response shapes are the server's read models (type-only imports, erased from the browser bundle), so a
 // field added or renamed on the server shows up here at compile time instead of drifting.
 import type { FlowSnapshot } from '../server/flow.ts';
-import type { EndpointOverview, EventDetailsView, EventListItem } from '../server/queries.ts';
+import type { EndpointOverview, EventDetailsView, EventListItem, SearchResult } from '../server/queries.ts';
 export type { EndpointOverview, EventListItem } from '../server/queries.ts';
 export type { FlowCounts, FlowSnapshot } from '../server/flow.ts';
 export type EventDetails = EventDetailsView;
@@ -61,7 +61,7 @@ export const api = {
   flow: (period: number, eventTypeId: string) =>
     callApi<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),
   eventTypes: () => callApi<{ eventTypes: CatalogEventTypeView[] }>('/api/catalog/event-types'),
-  search: (q: string) => callApi<{ items: EventListItem[] }>(`/api/search?q=${seg(q)}`),
+  search: (q: string) => callApi<SearchResult>(`/api/search?q=${seg(q)}`),
   resubmit: (endpointId: string, eventId: string, edited?: { payload: unknown; eventTypeId?: string }) =>
     callApi<CommandResult>(`/api/event/resubmit/${seg(endpointId)}/${seg(eventId)}`, {
       method: 'POST',

@@ -115,6 +115,17 @@ export const flowSearch = z.object({
   eventTypeId: text(260),
 });
 
+// --- Monitor (/monitor) -----------------------------------------------------------------------------------------
+/** The chart ranges (RANGES in components/charts/metricsApi.ts), or `custom` between `from` and `to`. */
+export const MONITOR_RANGES = ['1h', '24h', '7d', '30d', 'custom'] as const;
+export const monitorSearch = z.object({
+  range: choice(MONITOR_RANGES, '1h'),
+  /** A custom range's ends; ignored for the presets (components/charts/rangeUrl.ts). */
+  from: instant,
+  to: instant,
+});
+export type MonitorSearch = z.output<typeof monitorSearch>;
+
 // --- Search (/search) -------------------------------------------------------------------------------------------
 export const searchSearch = z.object({ q: text(200) });
 

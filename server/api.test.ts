@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
-import { seedConsoleData, XSS_TEXT } from './testing/seed.ts';
+import { seedConsoleData, seedEvent, XSS_TEXT } from './testing/seed.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -291,5 +291,27 @@ describe('console API on the embedded stack', () => {
     const { checkedAt, ...answer } = (await ready.json()) as Record<string, unknown>;
     assert.deepEqual(answer, { ready: true, cosmos: 'ok', serviceBus: 'ok' });
     assert.equal(typeof checkedAt, 'string');
+  });
+
+  test('search says per list whether it was cut at its limit', async () => {
+    // 26 events on one endpoint: one more than a list shows, by event id and by session id alike.
+    for (let i = 0; i < 26; i++) {
+      await seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId: `trunc-evt-${i}`, sessionId: `trunc-ses-${i}`, eventTypeId: 'OrderPlaced', payload: { i } }, MessageType.ResolutionResponse);
+    }
+    type Found = { items: Array<{ eventId: string }>; limit: number; truncated: { byEventId: boolean; bySessionId: boolean } };
+    const find = async (q: string) => (await (await routes.search.GET(get(`/api/search?q=${q}`))).json()) as Found;
+
+    const byEvent = await find('trunc-evt');
+    assert.equal(byEvent.limit, 25);
+    assert.equal(byEvent.items.length, 25);
+    assert.deepEqual(byEvent.truncated, { byEventId: true, bySessionId: false });
+    const bySession = await find('TRUNC-SES');
+    assert.equal(bySession.items.length, 25);
+    assert.deepEqual(bySession.truncated, { byEventId: false, bySessionId: true });
+    // trunc-evt-1 and trunc-evt-10 … 19: everything that matched is shown.
+    const few = await find('trunc-evt-1');
+    assert.equal(few.items.length, 11);
+    assert.deepEqual(few.truncated, { byEventId: false, bySessionId: false });
+    assert.deepEqual((await find('ord-2')).truncated, { byEventId: false, bySessionId: false });
   });
 });

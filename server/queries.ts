@@ -381,23 +381,42 @@ export async function eventDetails(
   };
 }
 
+/** How many matches search shows per list (event id prefix, session id prefix). */
+export const SEARCH_LIMIT = 25;
+
+export interface SearchResult {
+  items: EventListItem[];
+  /** How many matches each list shows at most (SEARCH_LIMIT), so the page can say "the first 25". */
+  limit: number;
+  /**
+   * Per list, whether more matched than the first SEARCH_LIMIT shown: the search box is a prefix search, and a
+   * short prefix can match thousands of events, so the page says the list was cut instead of implying it is all.
+   */
+  truncated: { byEventId: boolean; bySessionId: boolean };
+}
+
 /**
  * Search by event id or session id prefix across the endpoints the caller may read (the header's search box).
- * The filter is in the query, so a per-endpoint Reader's 25 results are all theirs.
+ * The filter is in the query, so a per-endpoint Reader's 25 results are all theirs. Each list asks for one more
+ * than it shows: that extra row is how we know the list was cut (a Cosmos continuation token can be present
+ * when nothing follows, so it cannot say this).
  */
-export async function search(store: MessageStore, q: string, scope: ReadScope = { all: true }): Promise<{ items: EventListItem[] }> {
-  if (!scope.all && scope.endpointIds.length === 0) return { items: [] };
+export async function search(store: MessageStore, q: string, scope: ReadScope = { all: true }): Promise<SearchResult> {
+  if (!scope.all && scope.endpointIds.length === 0) return { items: [], limit: SEARCH_LIMIT, truncated: { byEventId: false, bySessionId: false } };
   const endpointIds = scope.all ? undefined : scope.endpointIds;
+  const pageSize = SEARCH_LIMIT + 1;
   const [byEvent, bySession] = await Promise.all([
-    store.searchEvents({ eventIdPrefix: q, pageSize: 25, endpointIds }),
-    store.searchEvents({ sessionIdPrefix: q, pageSize: 25, endpointIds }),
+    store.searchEvents({ eventIdPrefix: q, pageSize, endpointIds }),
+    store.searchEvents({ sessionIdPrefix: q, pageSize, endpointIds }),
   ]);
+  // Rows that no longer parse still matched: they count towards "more than shown".
+  const cut = (p: { items: unknown[]; corrupt: unknown[] }) => p.items.length + p.corrupt.length > SEARCH_LIMIT;
   const seen = new Set<string>();
   const items: EventListItem[] = [];
-  for (const r of [...byEvent.items, ...bySession.items]) {
+  for (const r of [...byEvent.items.slice(0, SEARCH_LIMIT), ...bySession.items.slice(0, SEARCH_LIMIT)]) {
     if (seen.has(r.id + r.endpointId)) continue;
     seen.add(r.id + r.endpointId);
     items.push(toListItem(r));
   }
-  return { items };
+  return { items, limit: SEARCH_LIMIT, truncated: { byEventId: cut(byEvent), bySessionId: cut(bySession) } };
 }

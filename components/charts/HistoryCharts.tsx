@@ -20,9 +20,11 @@ function Status({ q }: { q: { isLoading: boolean; error: unknown } }) {
   return null;
 }
 
-/** Monitor: the platform's throughput and failures, then one small chart per endpoint. */
-export function MonitorHistory({ endpointIds }: { endpointIds: string[] }) {
-  const [range, setRange] = useState<TimeRange>({ key: '1h' });
+/**
+ * Monitor: the platform's throughput and failures, then one small chart per endpoint. The range is the page's
+ * (Monitor keeps it in the URL), so Back, a reload and a shared link show the same window.
+ */
+export function MonitorHistory({ endpointIds, range, onRangeChange }: { endpointIds: string[]; range: TimeRange; onRangeChange: (r: TimeRange) => void }) {
   const router = useRouter();
   const qc = useQueryClient();
   const q = useQuery(metricsQuery({ range }));
@@ -43,7 +45,7 @@ export function MonitorHistory({ endpointIds }: { endpointIds: string[] }) {
         <h2 className="text-sm font-semibold uppercase tracking-wide text-slate-600">Throughput and failures</h2>
         <div className="flex items-center gap-2">
           <Status q={q} />
-          <RangePicker value={range} onChange={setRange} />
+          <RangePicker value={range} onChange={onRangeChange} />
         </div>
       </div>
       <TimeChart

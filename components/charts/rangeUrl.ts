@@ -1,0 +1,25 @@
+// A chart time range as URL state (monitorSearch in components/urlState.ts) and back. A preset is its key alone; a
+// custom range is `range=custom` with both ends as ISO-8601 instants, so a shared link shows the same window. A
+// custom range the URL cannot honour (an end missing or not a time, or from not before to) is the default range:
+// a hand-edited or truncated link still opens the page.
+import { toIsoWithOffset } from '../isoTime.ts';
+import type { TimeZoneMode } from '../timeZone.tsx';
+import type { MonitorSearch } from '../urlState.ts';
+import type { TimeRange } from './metricsApi.ts';
+
+export const DEFAULT_RANGE: TimeRange = { key: '1h' };
+
+/** The range a parsed URL state names. */
+export function rangeFromSearch(s: Pick<MonitorSearch, 'range' | 'from' | 'to'>): TimeRange {
+  if (s.range !== 'custom') return { key: s.range };
+  const from = Date.parse(s.from);
+  const to = Date.parse(s.to);
+  if (Number.isNaN(from) || Number.isNaN(to) || from >= to) return DEFAULT_RANGE;
+  return { key: 'custom', from, to };
+}
+
+/** The URL state of a range; the ends are written on the wall clock the viewer chose (components/isoTime.ts). */
+export function searchFromRange(r: TimeRange, zone: TimeZoneMode): Pick<MonitorSearch, 'range' | 'from' | 'to'> {
+  if (r.key !== 'custom' || r.from === undefined || r.to === undefined) return { range: r.key === 'custom' ? DEFAULT_RANGE.key : r.key, from: '', to: '' };
+  return { range: 'custom', from: toIsoWithOffset(new Date(r.from), zone), to: toIsoWithOffset(new Date(r.to), zone) };
+}
