@@ -1,10 +1,13 @@
 // A subscriber host whose broker connection is reset while a session worker waits for the session's next message,
 // or while a handler runs (so the delivery's settlement meets the reset): the session's later messages must be
-// handled within seconds, in order, and stop() must return at once. The caller's client here has
-// @azure/service-bus's default 60 s operation timeout, as an adapter's would. A call that a reset leaves unanswered
-// waits that long: with `sessionConnection: 'shared'` the session's next message came 62 s after its publish and
-// stop() took 29 s (measured with this test). The host's default dedicated session connection has a short operation
-// timeout of its own (acceptWaitMs), which bounds those calls.
+// handled within seconds, in order, and stop() must return at once, on the host's default dedicated session
+// connection and with `sessionConnection: 'shared'` alike. The caller's client here has @azure/service-bus's default
+// 60 s operation timeout, as an adapter's would. A call that a reset leaves unanswered waits that long: before the
+// host bounded each broker call of a delivery (operationTimeoutMs), the shared case during a handler failed here:
+// the session's next message came 62 s after its publish and stop() took 29 s. What hung (AZURE_LOG_LEVEL=verbose):
+// another session's response send, caught opening its link by the reset, held the shared client's reconnect, and
+// with it every accept, for the client's 60 s. Now that send is given up after the bound and aborted, which frees
+// the reconnect.
 //
 // The host reaches the emulator through a TCP fault proxy (server/testing/tcpFaultProxy.ts) with the unmodified
 // client; the test's own publisher and the emulator's other clients connect directly.
@@ -20,8 +23,15 @@ endProcessAfterResults(); // a reset connection leaves timers and socket request
 /** Well under the client's 60 s operation timeout, which is what a host that waited for it would take. */
 const RECOVERY_MS = 30_000;
 
-for (const when of ['while the session waits for its next message', 'while a handler runs'] as const) {
-  test(`a connection reset ${when}: the session's next messages are handled in order within seconds, and stop() returns`, async () => {
+const cases = (['dedicated', 'shared'] as const).flatMap((sessionConnection) =>
+  (['while the session waits for its next message', 'while a handler runs'] as const).map((when) => ({
+    sessionConnection,
+    when,
+  })),
+);
+
+for (const { sessionConnection, when } of cases) {
+  test(`${sessionConnection} session connection, a connection reset ${when}: the session's next messages are handled in order within seconds, and stop() returns`, async () => {
     await withHarness(async (h) => {
       const proxy = await startTcpFaultProxy({ port: h.emulator.port });
       const proxied = createServiceBusClients(
@@ -45,6 +55,7 @@ for (const when of ['while the session waits for its next message', 'while a han
         client: proxied.client,
         endpointId: 'crm',
         handlers,
+        sessionConnection,
         maxConcurrentSessions: 2,
         // Long enough that the worker is still waiting on the session's receiver when the connection is reset.
         sessionIdleTimeoutMs: 20_000,

@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import { defaultSdkLogger } from './logger.ts';
 import { MessageType, Subscription } from './contract/index.ts';
 import { withLinkedSignal } from './abortScope.ts';
+import { boundedCall } from './boundedCall.ts';
 import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { loggableError } from './causeLog.ts';
@@ -268,35 +269,12 @@ export class DeferredProcessor {
    * then (to release it), and a late failure is dropped.
    */
   private bounded<T>(what: string, call: () => Promise<T>, late?: (value: T) => void): Promise<T> {
-    const ms = this.options.operationTimeoutMs ?? 30_000;
-    const signal = this.stopController.signal;
-    return new Promise<T>((resolve, reject) => {
-      let done = false;
-      const finish = (): boolean => {
-        if (done) return false;
-        done = true;
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onStop);
-        return true;
-      };
-      const timer = setTimeout(() => {
-        if (finish())
-          reject(new Error(`${what} did not answer within ${ms} ms (connection lost?); the pass is given up`));
-      }, ms);
-      const onStop = () => {
-        if (finish()) reject(new Error(`${what} given up: the deferred processor is stopping`));
-      };
-      signal.addEventListener('abort', onStop, { once: true });
-      if (signal.aborted) onStop();
-      call().then(
-        (value) => {
-          if (finish()) resolve(value);
-          else late?.(value);
-        },
-        (error: unknown) => {
-          if (finish()) reject(error);
-        },
-      );
+    return boundedCall(what, call, {
+      timeoutMs: this.options.operationTimeoutMs ?? 30_000,
+      consequence: 'the pass is given up',
+      signal: this.stopController.signal,
+      stopMessage: 'the deferred processor is stopping',
+      late,
     });
   }
 

@@ -8,6 +8,7 @@ import type {
 import { decodeSessionState, encodeSessionState } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import type { DeliveryPort } from './dispatcher.ts';
+import type { BoundedLink } from './boundedCall.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { withSendSpan, withSettleSpan } from './tracing.ts';
 
@@ -18,19 +19,34 @@ export class SessionStateCache {
     this.receiver = receiver;
   }
 
-  async read(): Promise<SessionState> {
+  async read(abortSignal?: AbortSignal): Promise<SessionState> {
     if (this.cached) return this.cached;
-    const state = decodeSessionState(await this.receiver.getSessionState());
+    const state = decodeSessionState(await this.receiver.getSessionState({ abortSignal }));
     this.cached = state;
     return state;
   }
 
-  async write(state: SessionState): Promise<void> {
-    // Forget first: if the write fails we do not know what the broker holds.
+  async write(state: SessionState, abortSignal?: AbortSignal): Promise<void> {
+    // Forget first: if the write fails (or is given up) we do not know what the broker holds.
     this.cached = undefined;
-    await this.receiver.setSessionState(Buffer.from(encodeSessionState(state)));
-    this.cached = state;
+    await this.receiver.setSessionState(Buffer.from(encodeSessionState(state)), { abortSignal });
+    if (!abortSignal?.aborted) this.cached = state;
   }
+}
+
+/** Runs one broker call of a delivery; the signal aborts when the call is given up. */
+type CallRunner = <T>(what: string, call: (abortSignal: AbortSignal) => Promise<T>) => Promise<T>;
+
+const unbounded: CallRunner = (_what, call) => call(new AbortController().signal);
+
+export interface SessionDeliveryPortOptions {
+  now?: () => Date;
+  /**
+   * Bounds every broker call of the delivery (BoundedLink): a call the client leaves unanswered after a dropped
+   * connection then fails after the bound instead of the client's operation timeout, the delivery is left unsettled
+   * (it comes back: at least once, as always), and the caller sees `link.lost` and gives the session up.
+   */
+  link?: BoundedLink;
 }
 
 export function sessionDeliveryPort(
@@ -38,22 +54,32 @@ export function sessionDeliveryPort(
   sender: ServiceBusSender,
   state: SessionStateCache,
   message: ServiceBusReceivedMessage,
-  now: () => Date = () => new Date(),
+  options: SessionDeliveryPortOptions = {},
 ): DeliveryPort {
+  const now = options.now ?? (() => new Date());
+  const link = options.link;
+  const run: CallRunner = link ? (what, call) => link.run(what, call) : unbounded;
   // The main subscription is named after the endpoint, whose topic the sender writes to.
   const where = { topic: sender.entityPath, subscription: sender.entityPath };
   return {
-    readState: () => state.read(),
-    writeState: (s) => state.write(s),
+    readState: () => run('reading the session state', (abortSignal) => state.read(abortSignal)),
+    writeState: (s) => run('writing the session state', (abortSignal) => state.write(s, abortSignal)),
     send: async (m) => {
       const out = toServiceBusMessage(m);
-      await withSendSpan(where.topic, out, () => sender.sendMessages(out));
+      await withSendSpan(where.topic, out, () =>
+        run('sending a message', (abortSignal) => sender.sendMessages(out, { abortSignal })),
+      );
     },
     schedule: async (m, delayMs) => {
       const out = toServiceBusMessage(m);
-      await withSendSpan(where.topic, out, () => sender.scheduleMessages(out, new Date(now().getTime() + delayMs)));
+      const at = new Date(now().getTime() + delayMs);
+      await withSendSpan(where.topic, out, () =>
+        run('scheduling a message', (abortSignal) => sender.scheduleMessages(out, at, { abortSignal })),
+      );
     },
-    complete: () => withSettleSpan('complete', where, () => receiver.completeMessage(message)),
+    // Settlements take no signal: given up, they may still land (the delivery then counts as settled after all).
+    complete: () =>
+      withSettleSpan('complete', where, () => run('completing the message', () => receiver.completeMessage(message))),
     // The client keeps sessionLockedUntilUtc current through its automatic renewals.
     lockLost: () =>
       receiver.isClosed ||
@@ -61,10 +87,12 @@ export function sessionDeliveryPort(
         receiver.sessionLockedUntilUtc.getTime() <= now().getTime()),
     deadLetter: (reason, description) =>
       withSettleSpan('dead_letter', where, () =>
-        receiver.deadLetterMessage(message, {
-          deadLetterReason: reason,
-          deadLetterErrorDescription: description,
-        }),
+        run('dead-lettering the message', () =>
+          receiver.deadLetterMessage(message, {
+            deadLetterReason: reason,
+            deadLetterErrorDescription: description,
+          }),
+        ),
       ),
   };
 }

@@ -18,6 +18,7 @@ import type { BackoffOptions } from './backoff.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
+import { BoundedLink, boundedCall } from './boundedCall.ts';
 import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
 import { observedLockMs, transientHoldMs } from './deliveryBudget.ts';
@@ -59,6 +60,17 @@ export interface SubscriberHostOptions extends DispatcherOptions {
    * warning, when the client's credential cannot be reused.
    */
   sessionConnection?: 'dedicated' | 'shared';
+  /**
+   * Longest wait for one broker call of a delivery (reading or writing the session state, a send, the completion or
+   * dead-letter) and for closing a session receiver. Default 10 s. After a dropped connection @azure/service-bus can
+   * leave such a call unanswered for the client's operation timeout (60 s by default) and longer; past the bound the
+   * delivery is left unsettled (it comes back: at least once), the session is given up at once, without a transient
+   * hold, and its receiver closed in the background, so the session's next messages and stop() wait for the bound
+   * instead. A send or session-state call given up is also aborted: a send caught opening its link by the drop
+   * otherwise held up the client's reconnect, and every accept with it, for the full 60 s. Keep the bound well above
+   * a healthy call's time: a call given up that still succeeds repeats the delivery.
+   */
+  operationTimeoutMs?: number;
   /**
    * The endpoint's deferred processor (replays parked messages), started and stopped with the host: its options,
    * or `false` when it runs elsewhere. Default: one with default options.
@@ -190,7 +202,8 @@ export class SubscriberHost implements AsyncDisposable {
   /**
    * Stops accepting sessions and receiving, and closes what the host opened. A delivery whose handler already has
    * an outcome settles in full; a handler that honours ctx.signal stops without one and its message is redelivered
-   * later. Returns within about `acceptWaitMs` plus the settlements in flight.
+   * later. Returns within about `acceptWaitMs` plus the settlements in flight (each broker call of which waits at
+   * most `operationTimeoutMs`).
    */
   async stop(options: { waitForPendingAccepts?: boolean } = {}): Promise<void> {
     if (!this.started) return;
@@ -260,7 +273,7 @@ export class SubscriberHost implements AsyncDisposable {
       backoff.reset();
       this.causes.succeeded('accepting a session');
       if (this.stopping) {
-        await receiver.close().catch(() => undefined);
+        await this.closeReceiver(receiver);
         break;
       }
       // The session's promise includes releasing it, so stop() returns only once the session lock is given back.
@@ -269,7 +282,7 @@ export class SubscriberHost implements AsyncDisposable {
         .catch((error: unknown) => {
           failure = error ?? new Error('session failed');
         })
-        .finally(() => receiver.close().catch(() => undefined));
+        .finally(() => this.closeReceiver(receiver));
       this.inFlight.add(session);
       await session;
       this.inFlight.delete(session);
@@ -315,7 +328,9 @@ export class SubscriberHost implements AsyncDisposable {
       for (const message of messages) {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
-        const port = sessionDeliveryPort(receiver, this.sender!, state, message);
+        // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
+        const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery');
+        const port = sessionDeliveryPort(receiver, this.sender!, state, message, { link });
         // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
         // follows the stop signal and the circuit signal current when the delivery starts.
         const parents = breaker ? [signal, this.circuitController.signal] : signal;
@@ -336,6 +351,22 @@ export class SubscriberHost implements AsyncDisposable {
               : 'ignored',
           error,
         );
+        // A call that timed out met a lost connection: the receiver's link (and with it the session lock) is
+        // presumably gone, so a transient hold would only keep the worker from taking the session again. The
+        // session is given up at once; what this delivery left unsettled comes back with it.
+        if (link.lost) {
+          breaker?.release();
+          this.log.warn(
+            {
+              endpointId: this.options.endpointId,
+              sessionId: receiver.sessionId,
+              operation: link.lostTo?.operation,
+              timeoutMs: this.operationTimeoutMs,
+            },
+            'a broker call of the delivery did not answer: giving the session up, the delivery is left for redelivery',
+          );
+          return;
+        }
         // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
         // come straight back and a short outage would spend its whole delivery budget in seconds.
         const unsettled = result === 'transient' || result === 'shortCircuited';
@@ -349,6 +380,20 @@ export class SubscriberHost implements AsyncDisposable {
         if (unsettled || result === 'cancelled') return;
       }
     }
+  }
+
+  private get operationTimeoutMs(): number {
+    return Math.max(1, this.options.operationTimeoutMs ?? 10_000);
+  }
+
+  /**
+   * Closes a session receiver, waiting at most the operation bound: a close on a link a dropped connection left
+   * behind can hang for the client's operation timeout. One still pending then finishes in the background.
+   */
+  private async closeReceiver(receiver: ServiceBusSessionReceiver): Promise<void> {
+    await boundedCall('closing the session receiver', () => receiver.close(), {
+      timeoutMs: this.operationTimeoutMs,
+    }).catch(() => undefined);
   }
 
   /**

@@ -1,0 +1,119 @@
+// A broker call waited for at most a bound. When a connection drops in the middle of a call, @azure/service-bus can
+// leave it unanswered for its own 60 s operation timeout and longer (a session receiver's completeMessage and close,
+// an acceptSession, a send: 60-90 s measured), whatever `retryOptions.timeoutInMs` says. Most calls cannot be
+// cancelled and may still finish after the bound: their value then goes to `late` (to release what it opened), and a
+// late failure is dropped. The deferred processor bounds every call of a replay pass with it, the subscriber host
+// every call of a delivery and the close of its session receivers.
+//
+// The call gets a signal that aborts when the wait is given up, for the client calls that take one (a send, the
+// session state). Giving those up matters beyond the call: a send whose link was being opened when the connection
+// dropped holds that link's lock on a claim request nobody answers, and the client's reconnect waits for that lock,
+// so every call on the client (accepts included) waited the full 60 s. Aborted, the request is dropped at once.
+
+/** A call that did not answer within its bound: the connection it ran on is presumably lost. */
+export class OperationTimeoutError extends Error {
+  override readonly name = 'OperationTimeoutError';
+  readonly operation: string;
+  readonly timeoutMs: number;
+  constructor(operation: string, timeoutMs: number, consequence?: string) {
+    super(`${operation} did not answer within ${timeoutMs} ms (connection lost?)${consequence ? `; ${consequence}` : ''}`);
+    this.operation = operation;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+export interface BoundedCallOptions<T> {
+  timeoutMs: number;
+  /** What the caller does about a timeout, appended to the error's message ("the pass is given up"). */
+  consequence?: string;
+  /** Gives the wait up at once when aborted, rejecting with `stopMessage`. */
+  signal?: AbortSignal;
+  stopMessage?: string;
+  /** Receives the value of a call that answered after it was given up. */
+  late?: (value: T) => void;
+}
+
+/** `call()`, or a rejection after `timeoutMs` (OperationTimeoutError) or when `signal` aborts. */
+export function boundedCall<T>(
+  what: string,
+  call: (abortSignal: AbortSignal) => Promise<T>,
+  options: BoundedCallOptions<T>,
+): Promise<T> {
+  const { timeoutMs, signal } = options;
+  const givenUp = new AbortController();
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    const finish = (): boolean => {
+      if (done) return false;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onStop);
+      return true;
+    };
+    const giveUp = (error: Error) => {
+      reject(error);
+      givenUp.abort(error);
+    };
+    const timer = setTimeout(() => {
+      if (finish()) giveUp(new OperationTimeoutError(what, timeoutMs, options.consequence));
+    }, timeoutMs);
+    const onStop = () => {
+      if (finish()) giveUp(new Error(`${what} given up: ${options.stopMessage ?? 'stopping'}`));
+    };
+    signal?.addEventListener('abort', onStop, { once: true });
+    if (signal?.aborted) onStop();
+    let pending: Promise<T>;
+    try {
+      pending = call(givenUp.signal);
+    } catch (error) {
+      // A call that throws synchronously (a closed receiver) fails like one that rejects.
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (value) => {
+        if (finish()) resolve(value);
+        else options.late?.(value);
+      },
+      (error: unknown) => {
+        if (finish()) reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * Bounds the calls made over one link (a session receiver and the sender its deliveries answer through). After one
+ * call has timed out the link is taken for lost and later calls fail at once instead of each waiting out the bound:
+ * a delivery whose completion met a dropped connection would otherwise wait once more for every step after it.
+ */
+export class BoundedLink {
+  private timedOut: OperationTimeoutError | undefined;
+  private readonly timeoutMs: number;
+  private readonly consequence: string | undefined;
+
+  constructor(timeoutMs: number, consequence?: string) {
+    this.timeoutMs = timeoutMs;
+    this.consequence = consequence;
+  }
+
+  /** True once a call over this link has timed out. */
+  get lost(): boolean {
+    return this.timedOut !== undefined;
+  }
+
+  /** The first call over this link that timed out. */
+  get lostTo(): OperationTimeoutError | undefined {
+    return this.timedOut;
+  }
+
+  run<T>(what: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+    const lostTo = this.timedOut;
+    if (lostTo) return Promise.reject(new Error(`${what} not attempted: ${lostTo.message}`, { cause: lostTo }));
+    return boundedCall(what, call, { timeoutMs: this.timeoutMs, consequence: this.consequence }).catch(
+      (error: unknown) => {
+        if (error instanceof OperationTimeoutError) this.timedOut ??= error;
+        throw error;
+      },
+    );
+  }
+}
