@@ -23,7 +23,7 @@ import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, roleCovers, type Action } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
 import { failureGroups } from '../failures/groups.ts';
-import { badRequest, HttpError, parseOr400 } from '../http.ts';
+import { auditingFailure, badRequest, HttpError, parseOr400 } from '../http.ts';
 import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
 import { endpointIdParam, idParam } from '../schemas.ts';
@@ -44,9 +44,15 @@ function toolError(err: unknown): CallToolResult {
   return { content: [{ type: 'text', text: 'internal error: the console could not complete the call' }], isError: true };
 }
 
+/**
+ * One tool call, its error answered as a tool error. It runs with an audit obligation of its own (http.ts
+ * auditingFailure): a change authorized in it that fails before `audited` ran (an unknown endpoint, a payload off
+ * its schema, a busy store) is audited with the status and reason the caller gets, as handle() does for a route -
+ * handle() never sees the error, the call answers it - and in a batch no other call writes or clears it.
+ */
 async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
   try {
-    return ok(await fn());
+    return ok(await auditingFailure(fn));
   } catch (err) {
     return toolError(err);
   }
