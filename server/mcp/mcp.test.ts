@@ -397,3 +397,37 @@ describe('MCP changes that fail after they were authorized', () => {
     );
   });
 });
+
+describe('MCP reads refused to an identity with the Agent role only', () => {
+  // search_failures, list_failure_groups and get_event threw their "Agent role only" 403 past the audit: unlike every
+  // other refusal, it left no entry (and took nothing from the refusal budget).
+  before(() => {
+    process.env.NIMBUS_AUTH_ROLE_MAP = AGENT_ONLY;
+  });
+  after(() => {
+    process.env.NIMBUS_AUTH_ROLE_MAP = OPERATOR_AND_AGENT;
+  });
+
+  test('are audited as denied reads, naming the tool', async () => {
+    const agent: Principal = { kind: 'user', id: 'oid-mcp-agent-reads', name: 'mcp-agent-reads@test', roles: ['Handoff.Settle'], groups: [] };
+    const results = await batchResults(agent, [
+      toolCallMessage(1, 'search_failures', {}),
+      toolCallMessage(2, 'list_failure_groups', { endpointId: ERP }),
+      toolCallMessage(3, 'get_event', { endpointId: ERP, eventId: seeded.handoff2.eventId }),
+    ]);
+    for (const [id, tool] of [[1, 'search_failures'], [2, 'list_failure_groups'], [3, 'get_event']] as const) {
+      assert.equal(results.get(id)?.isError, true, tool);
+      assert.match(text(results.get(id)), new RegExp(`^refused \\(403\\): ${tool} needs a Reader, Operator or Owner role; .* holds only the Agent role \\(on ${ERP}\\)`));
+    }
+    const entries = await auditOf(agent);
+    assert.deepEqual(
+      entries.map((e) => [e.target, e.action, e.outcome, e.status, e.endpointId, e.eventId]).sort(),
+      [
+        ['mcp get_event', 'read', 'denied', 403, ERP, seeded.handoff2.eventId],
+        ['mcp list_failure_groups', 'read', 'denied', 403, ERP, null],
+        ['mcp search_failures', 'read', 'denied', 403, null, null],
+      ],
+    );
+    assert.match(entries[0]!.reason ?? '', /needs a Reader, Operator or Owner role/);
+  });
+});

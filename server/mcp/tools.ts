@@ -128,12 +128,16 @@ async function authorizeRead(request: Request, endpointId?: string, subject?: Au
 const readsAnything = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent');
 const operatesSomewhere = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent' && roleCovers(a.role, 'Operator'));
 
-function agentOnlyRefusal(who: Authorized, tool: string): HttpError {
+/**
+ * Refuses a reader tool (403) to a caller that holds only the Agent role, saying what it may use instead - through
+ * refuseAuthorized like every other refusal: audited as a denied `read` (target `mcp <tool>`, and the endpoint and
+ * event the call names) within the caller's refusal budget, not thrown past the audit.
+ */
+async function refuseAgentOnly(who: Authorized, tool: string, endpointId?: string, eventId?: string): Promise<never> {
   const scope = agentEndpoints(who.assignments);
   const where = scope.all ? 'every endpoint' : scope.endpointIds.join(', ');
-  return new HttpError(
-    403,
-    'forbidden',
+  return refuseAuthorized(
+    { ...who, action: 'read', endpointId, subject: { ...(eventId !== undefined ? { eventId } : {}), target: `mcp ${tool}` } },
     `${tool} needs a Reader, Operator or Owner role; ${who.user} holds only the Agent role (on ${where}), which allows discover_topology, receive_pending_handoff, settle_handoff and publish_event`,
   );
 }
@@ -193,7 +197,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'search_failures');
+        if (!readsAnything(who)) return refuseAgentOnly(who, 'search_failures', args.endpointId);
         const ctx = await getContext();
         const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
@@ -228,7 +232,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'list_failure_groups');
+        if (!readsAnything(who)) return refuseAgentOnly(who, 'list_failure_groups', args.endpointId);
         const ctx = await getContext();
         const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
@@ -257,7 +261,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'get_event');
+        if (!readsAnything(who)) return refuseAgentOnly(who, 'get_event', args.endpointId, args.eventId);
         const me = await authorizeRead(request, args.endpointId, { eventId: args.eventId });
         const ctx = await getContext();
         requireEndpoint(ctx, args.endpointId);
