@@ -23,7 +23,8 @@ import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, roleCovers, type Action } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
 import { failureGroups } from '../failures/groups.ts';
-import { auditingFailure, badRequest, HttpError, parseOr400 } from '../http.ts';
+import { auditingFailure, badRequest, describeError, parseOr400 } from '../http.ts';
+import { log } from '../log.ts';
 import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
 import { endpointIdParam, idParam } from '../schemas.ts';
@@ -34,14 +35,20 @@ const FAILURE_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered
 
 const ok = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] });
 
-/** A thrown HttpError (a refusal, 404, 409, 400) as a tool error whose text an assistant can relay. */
-function toolError(err: unknown): CallToolResult {
-  if (err instanceof HttpError || (err instanceof Error && err.name === 'HttpError')) {
-    const e = err as HttpError;
-    const what = e.status === 401 || e.status === 403 ? 'refused' : e.status === 429 ? 'too many requests' : e.message;
-    return { content: [{ type: 'text', text: `${what} (${e.status}): ${e.detail}` }], isError: true };
+/**
+ * A thrown error as a tool error whose text an assistant can relay: the status, error and detail a route would
+ * answer (http.ts describeError) - a busy store is `busy (503)`, not an internal error - so the text says what the
+ * audit entry of a failed change records. Unknown failures are logged with their message only and answered without
+ * it, as errorResponse does.
+ */
+export function toolError(err: unknown): CallToolResult {
+  const d = describeError(err);
+  if (d.internal) {
+    log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'MCP tool call failed');
+    return { content: [{ type: 'text', text: 'internal error: the console could not complete the call' }], isError: true };
   }
-  return { content: [{ type: 'text', text: 'internal error: the console could not complete the call' }], isError: true };
+  const what = d.status === 401 || d.status === 403 ? 'refused' : d.status === 429 ? 'too many requests' : d.error;
+  return { content: [{ type: 'text', text: `${what} (${d.status}): ${d.detail}` }], isError: true };
 }
 
 /**
