@@ -67,11 +67,33 @@ const requestScope = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus
 
 /**
  * What the request being handled owes the audit log if it fails from here on: authorize() sets it once a change is
- * authorized, audited() and every refusal clear it (they write their own entry). Outside handle(): nothing.
+ * authorized, audited() and every refusal clear it (they write their own entry). Outside handle() and
+ * auditingFailure(): nothing.
  */
 export function owesAudit(record: UnauditedFailure | undefined): void {
   const scope = requestScope.getStore();
   if (scope) scope.unaudited = record;
+}
+
+/**
+ * Runs `fn` with an audit obligation of its own and, when it throws, writes what it owes (a change authorized in it
+ * that failed before `audited` ran) with the status and reason of that error, then rethrows. handle() runs each
+ * request in one; an MCP tool call runs in its own (mcp/tools.ts), since its error becomes a tool result, not the
+ * request's answer, and a JSON-RPC batch runs several calls at once in one request: each call's obligation is its
+ * own, neither written for nor cleared by another call.
+ */
+export async function auditingFailure<T>(fn: () => Promise<T>): Promise<T> {
+  const scope: RequestScope = {};
+  return requestScope.run(scope, async () => {
+    try {
+      return await fn();
+    } catch (err) {
+      const record = scope.unaudited;
+      scope.unaudited = undefined;
+      if (record) await record(describeError(err)).catch(() => undefined);
+      throw err;
+    }
+  });
 }
 
 /**
@@ -80,18 +102,11 @@ export function owesAudit(record: UnauditedFailure | undefined): void {
  * status and reason of that answer.
  */
 export async function handle(fn: () => Promise<Response>): Promise<Response> {
-  const scope: RequestScope = {};
-  return requestScope.run(scope, async () => {
-    try {
-      return await fn();
-    } catch (err) {
-      const response = errorResponse(err);
-      const record = scope.unaudited;
-      scope.unaudited = undefined;
-      if (record) await record(describeError(err)).catch(() => undefined);
-      return response;
-    }
-  });
+  try {
+    return await auditingFailure(fn);
+  } catch (err) {
+    return errorResponse(err);
+  }
 }
 
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {

@@ -315,3 +315,119 @@ describe('MCP tool arguments that do not validate', () => {
     }
   });
 });
+
+/** POSTs one JSON-RPC message or batch to the real /api/mcp route as a signed-in person (session cookie). */
+async function postMcpAs(principal: Principal, body: unknown): Promise<Response> {
+  const { POST } = await import('../../app/api/mcp/route.ts');
+  return POST(
+    new Request('http://127.0.0.1:3000/api/mcp', {
+      method: 'POST',
+      headers: {
+        host: '127.0.0.1:3000',
+        cookie: `${SESSION_COOKIE}=${sealSession(principal, { secret: 'mcp-test-session-secret-0123456789abcdef', maxAgeSeconds: 600 })}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify(body),
+    }),
+  );
+}
+const toolCallMessage = (id: number, name: string, args: Record<string, unknown>) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+type Answered = { id: number; result: CallToolResult };
+/** The results of a batch of tool calls, by id. */
+async function batchResults(principal: Principal, calls: ReturnType<typeof toolCallMessage>[]): Promise<Map<number, CallToolResult>> {
+  const answer = await postMcpAs(principal, calls);
+  assert.equal(answer.status, 200, await answer.clone().text());
+  return new Map(((await answer.json()) as Answered[]).map((r) => [r.id, r.result]));
+}
+/** The result of one tool call sent alone (not in a batch). */
+async function callResult(principal: Principal, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  const answer = await postMcpAs(principal, toolCallMessage(1, name, args));
+  assert.equal(answer.status, 200, await answer.clone().text());
+  return ((await answer.json()) as Answered).result;
+}
+const auditOf = async (principal: Principal) => (await queryAudit(stack.store.database, { user: principal.id, pageSize: 20 })).items;
+
+describe('MCP changes that fail after they were authorized', () => {
+  // resubmit_event and skip_event answered a failure after authorization (an unknown endpoint, a payload off its
+  // schema) as a tool error: handle()'s audit-on-failure never saw it, so the change was not audited at all.
+  const BAD_ORDER = { orderId: 7 };
+
+  test('are audited with the status and reason the caller got', async () => {
+    const caller: Principal = { kind: 'user', id: 'oid-mcp-failed-changes', name: 'mcp-failed-changes@test', roles: ['Handoff.Settle'], groups: [] };
+    const skipped = await callResult(caller, 'skip_event', { endpointId: 'nosuchendpoint', eventId: 'evt-nowhere' });
+    assert.match(text(skipped), /^not found \(404\): .*nosuchendpoint/);
+    const edited = await callResult(caller, 'resubmit_event', { endpointId: 'billingendpoint', eventId: seeded.completed.eventId, eventTypeId: 'OrderPlaced', payload: BAD_ORDER });
+    assert.match(text(edited), /^bad request \(400\): the payload does not match the catalog.s JSON schema of OrderPlaced/);
+    const entries = await auditOf(caller);
+    assert.deepEqual(
+      entries.map((e) => [e.action, e.outcome, e.status, e.endpointId, e.eventId]).sort(),
+      [
+        ['resubmit', 'failed', 400, 'billingendpoint', seeded.completed.eventId],
+        ['skip', 'failed', 404, 'nosuchendpoint', 'evt-nowhere'],
+      ],
+    );
+    assert.match(entries.find((e) => e.action === 'skip')!.reason ?? '', /^not found: .*nosuchendpoint/);
+    assert.match(entries.find((e) => e.action === 'resubmit')!.reason ?? '', /^bad request: the payload does not match the catalog.s JSON schema of OrderPlaced/);
+  });
+
+  test('in a batch, each call is audited as itself', async () => {
+    // The calls of a batch run at once in one request: an obligation kept in the request's state was overwritten by
+    // the next call's authorization, written for another call's failure, or cleared by another call's audited().
+    const caller: Principal = { kind: 'user', id: 'oid-mcp-batch-changes', name: 'mcp-batch-changes@test', roles: ['Handoff.Settle'], groups: [] };
+    const results = await batchResults(caller, [
+      // Fails after a store read: last of the three.
+      toolCallMessage(1, 'resubmit_event', { endpointId: 'billingendpoint', eventId: seeded.failed.eventId, eventTypeId: 'OrderPlaced', payload: BAD_ORDER }),
+      // Fails right after its authorization.
+      toolCallMessage(2, 'skip_event', { endpointId: 'nosuchendpoint', eventId: 'evt-batch-nowhere' }),
+      // Refused by the Manager, inside audited(): writes its own entry.
+      toolCallMessage(3, 'skip_event', { endpointId: 'billingendpoint', eventId: seeded.completed.eventId }),
+    ]);
+    assert.match(text(results.get(1)), /^bad request \(400\)/);
+    assert.match(text(results.get(2)), /^not found \(404\)/);
+    assert.match(text(results.get(3)), /^conflict \(409\)/);
+    const entries = await auditOf(caller);
+    assert.deepEqual(
+      entries.map((e) => [e.action, e.outcome, e.status, e.endpointId, e.eventId]).sort(),
+      [
+        ['resubmit', 'failed', 400, 'billingendpoint', seeded.failed.eventId],
+        ['skip', 'failed', 404, 'nosuchendpoint', 'evt-batch-nowhere'],
+        ['skip', 'failed', 409, 'billingendpoint', seeded.completed.eventId],
+      ],
+    );
+  });
+});
+
+describe('MCP reads refused to an identity with the Agent role only', () => {
+  // search_failures, list_failure_groups and get_event threw their "Agent role only" 403 past the audit: unlike every
+  // other refusal, it left no entry (and took nothing from the refusal budget).
+  before(() => {
+    process.env.NIMBUS_AUTH_ROLE_MAP = AGENT_ONLY;
+  });
+  after(() => {
+    process.env.NIMBUS_AUTH_ROLE_MAP = OPERATOR_AND_AGENT;
+  });
+
+  test('are audited as denied reads, naming the tool', async () => {
+    const agent: Principal = { kind: 'user', id: 'oid-mcp-agent-reads', name: 'mcp-agent-reads@test', roles: ['Handoff.Settle'], groups: [] };
+    const results = await batchResults(agent, [
+      toolCallMessage(1, 'search_failures', {}),
+      toolCallMessage(2, 'list_failure_groups', { endpointId: ERP }),
+      toolCallMessage(3, 'get_event', { endpointId: ERP, eventId: seeded.handoff2.eventId }),
+    ]);
+    for (const [id, tool] of [[1, 'search_failures'], [2, 'list_failure_groups'], [3, 'get_event']] as const) {
+      assert.equal(results.get(id)?.isError, true, tool);
+      assert.match(text(results.get(id)), new RegExp(`^refused \\(403\\): ${tool} needs a Reader, Operator or Owner role; .* holds only the Agent role \\(on ${ERP}\\)`));
+    }
+    const entries = await auditOf(agent);
+    assert.deepEqual(
+      entries.map((e) => [e.target, e.action, e.outcome, e.status, e.endpointId, e.eventId]).sort(),
+      [
+        ['mcp get_event', 'read', 'denied', 403, ERP, seeded.handoff2.eventId],
+        ['mcp list_failure_groups', 'read', 'denied', 403, ERP, null],
+        ['mcp search_failures', 'read', 'denied', 403, null, null],
+      ],
+    );
+    assert.match(entries[0]!.reason ?? '', /needs a Reader, Operator or Owner role/);
+  });
+});

@@ -23,7 +23,8 @@ import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, roleCovers, type Action } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
 import { failureGroups } from '../failures/groups.ts';
-import { badRequest, HttpError, parseOr400 } from '../http.ts';
+import { auditingFailure, badRequest, describeError, parseOr400 } from '../http.ts';
+import { log } from '../log.ts';
 import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
 import { endpointIdParam, idParam } from '../schemas.ts';
@@ -34,19 +35,31 @@ const FAILURE_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered
 
 const ok = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] });
 
-/** A thrown HttpError (a refusal, 404, 409, 400) as a tool error whose text an assistant can relay. */
-function toolError(err: unknown): CallToolResult {
-  if (err instanceof HttpError || (err instanceof Error && err.name === 'HttpError')) {
-    const e = err as HttpError;
-    const what = e.status === 401 || e.status === 403 ? 'refused' : e.status === 429 ? 'too many requests' : e.message;
-    return { content: [{ type: 'text', text: `${what} (${e.status}): ${e.detail}` }], isError: true };
+/**
+ * A thrown error as a tool error whose text an assistant can relay: the status, error and detail a route would
+ * answer (http.ts describeError) - a busy store is `busy (503)`, not an internal error - so the text says what the
+ * audit entry of a failed change records. Unknown failures are logged with their message only and answered without
+ * it, as errorResponse does.
+ */
+export function toolError(err: unknown): CallToolResult {
+  const d = describeError(err);
+  if (d.internal) {
+    log.error({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'MCP tool call failed');
+    return { content: [{ type: 'text', text: 'internal error: the console could not complete the call' }], isError: true };
   }
-  return { content: [{ type: 'text', text: 'internal error: the console could not complete the call' }], isError: true };
+  const what = d.status === 401 || d.status === 403 ? 'refused' : d.status === 429 ? 'too many requests' : d.error;
+  return { content: [{ type: 'text', text: `${what} (${d.status}): ${d.detail}` }], isError: true };
 }
 
+/**
+ * One tool call, its error answered as a tool error. It runs with an audit obligation of its own (http.ts
+ * auditingFailure): a change authorized in it that fails before `audited` ran (an unknown endpoint, a payload off
+ * its schema, a busy store) is audited with the status and reason the caller gets, as handle() does for a route -
+ * handle() never sees the error, the call answers it - and in a batch no other call writes or clears it.
+ */
 async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
   try {
-    return ok(await fn());
+    return ok(await auditingFailure(fn));
   } catch (err) {
     return toolError(err);
   }
@@ -122,12 +135,16 @@ async function authorizeRead(request: Request, endpointId?: string, subject?: Au
 const readsAnything = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent');
 const operatesSomewhere = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent' && roleCovers(a.role, 'Operator'));
 
-function agentOnlyRefusal(who: Authorized, tool: string): HttpError {
+/**
+ * Refuses a reader tool (403) to a caller that holds only the Agent role, saying what it may use instead - through
+ * refuseAuthorized like every other refusal: audited as a denied `read` (target `mcp <tool>`, and the endpoint and
+ * event the call names) within the caller's refusal budget, not thrown past the audit.
+ */
+async function refuseAgentOnly(who: Authorized, tool: string, endpointId?: string, eventId?: string): Promise<never> {
   const scope = agentEndpoints(who.assignments);
   const where = scope.all ? 'every endpoint' : scope.endpointIds.join(', ');
-  return new HttpError(
-    403,
-    'forbidden',
+  return refuseAuthorized(
+    { ...who, action: 'read', endpointId, subject: { ...(eventId !== undefined ? { eventId } : {}), target: `mcp ${tool}` } },
     `${tool} needs a Reader, Operator or Owner role; ${who.user} holds only the Agent role (on ${where}), which allows discover_topology, receive_pending_handoff, settle_handoff and publish_event`,
   );
 }
@@ -187,7 +204,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'search_failures');
+        if (!readsAnything(who)) return refuseAgentOnly(who, 'search_failures', args.endpointId);
         const ctx = await getContext();
         const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
@@ -222,7 +239,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'list_failure_groups');
+        if (!readsAnything(who)) return refuseAgentOnly(who, 'list_failure_groups', args.endpointId);
         const ctx = await getContext();
         const me = await authorizeRead(request, args.endpointId);
         if (args.endpointId !== undefined) requireEndpoint(ctx, args.endpointId);
@@ -251,7 +268,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     },
     (args) =>
       run(async () => {
-        if (!readsAnything(who)) throw agentOnlyRefusal(who, 'get_event');
+        if (!readsAnything(who)) return refuseAgentOnly(who, 'get_event', args.endpointId, args.eventId);
         const me = await authorizeRead(request, args.endpointId, { eventId: args.eventId });
         const ctx = await getContext();
         requireEndpoint(ctx, args.endpointId);
