@@ -3,9 +3,11 @@
 // changes marked as you type; the edited JSON is checked as you type - syntax errors at their line and column, then
 // the chosen event type's JSON Schema from the catalog - and the Resubmit button stays disabled until it passes, so
 // nothing the server would refuse is sent (the server checks again). In the console's modal frame (ModalShell: a
-// native <dialog>, focus trap, Escape, inert page behind; focus returns to the opener when it closes).
+// native <dialog>, focus trap, Escape, inert page behind; focus returns to the opener when it closes). A send that
+// fails shows its error inside the dialog, which stays open with the edit as it was.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
+import { ErrorBox } from '../format.tsx';
 import { ModalShell } from '../ModalShell.tsx';
 import { eventTypesQuery } from '../queries.ts';
 import { sameJson } from './sameJson.ts';
@@ -26,6 +28,8 @@ export function EditResubmitDialog(props: {
   initialEventTypeId: string;
   typeOptions: string[];
   busy: boolean;
+  /** Why the last send failed (shown in the dialog), or nothing. */
+  error?: unknown;
   onCancel: () => void;
   onSubmit: (payload: unknown, eventTypeId: string) => void;
 }) {
@@ -153,6 +157,11 @@ export function EditResubmitDialog(props: {
           </span>
         )}
       </div>
+      {props.error ? (
+        <div className="mt-2">
+          <ErrorBox error={props.error} />
+        </div>
+      ) : null}
       <div className="mt-3 flex items-center justify-end gap-2">
         {unchanged ? (
           <span data-testid="edit-unchanged" className="mr-auto text-xs text-slate-600">
