@@ -265,6 +265,33 @@ describe('console in Chromium', () => {
     }
   });
 
+  test('a bulk job whose selection cannot be frozen says why inside its dialog, as an alert', async () => {
+    await seedConsoleData(stack.store, Date.now(), '-g');
+    // Not through open(): Chromium logs the refused request as a console error, which the last test counts.
+    const page = await ui!.browser.newPage();
+    try {
+      // Freezing the selection (POST /api/operations) fails as a store outage answers it.
+      await page.route(
+        (u) => u.pathname === '/api/operations',
+        (route) =>
+          route.request().method() === 'POST'
+            ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', detail: 'injected outage' }) })
+            : route.continue(),
+      );
+      await page.goto(`${ui!.url}/endpoints/erpendpoint?status=Handoff`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      await page.getByLabel('Select evt-handoff-1-g').check();
+      await page.getByRole('button', { name: 'Skip selected' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByRole('alert').filter({ hasText: 'injected outage' }).waitFor();
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+
   test('times say their zone; the UTC/local switch applies everywhere and is remembered', async () => {
     const page = await open('/endpoints/erpendpoint/events/evt-handoff-1-c');
     // The browser in a zone that is neither UTC nor likely the server's: its local times can only come from the
