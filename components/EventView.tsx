@@ -2,7 +2,8 @@
 // Event page: status, identifiers, payload (highlighted, foldable JSON in a CodeMirror view loaded on demand: text
 // nodes, never injected HTML), error and dead-letter details, handoff with countdown, blocked-by link, parked siblings,
 // the message history as a timeline with a payload diff of any two of its messages, the audit trail, and the operator
-// actions (the edited resubmit in a checked JSON editor beside the stored payload).
+// actions (the edited resubmit in a checked JSON editor beside the stored payload). A command that fails keeps its
+// dialog open with the error inside it, to try again or cancel.
 import Link from './Link.tsx';
 import { useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
@@ -95,6 +96,12 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   const d: EventDetails | undefined = q.data;
   const e = d?.event;
 
+  // Closing a dialog forgets its error: the next one opens clean.
+  const closeDialog = () => {
+    setDialog(null);
+    setActionError(null);
+  };
+
   const run = async (action: () => Promise<CommandResult>, label: string) => {
     setBusy(true);
     setActionError(null);
@@ -110,8 +117,9 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       // and its Resubmit / Skip buttons (and the r / s shortcuts, which press them) would send a second one.
       await qc.invalidateQueries({ queryKey: queryKeys.event(endpointId, eventId) });
     } catch (err) {
+      // The dialog stays open with the error inside it (the page behind a modal dialog is inert and unread): the
+      // operator reads why, then tries again or cancels, as in every other dialog of the console.
       setActionError(err);
-      setDialog(null);
     } finally {
       setBusy(false);
     }
@@ -196,7 +204,6 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           {notice}
         </div>
       ) : null}
-      <ErrorBox error={actionError} />
 
       <div className="grid gap-3 lg:grid-cols-3">
         <div className="min-w-0 lg:col-span-2">
@@ -369,27 +376,30 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       </div>
 
       {dialog === 'resubmit' ? (
-        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} onCancel={() => setDialog(null)} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
+        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
           <p>
             Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
             <span className="font-mono">{e.sessionId}</span> is released and its {d.parkedSiblings.length} parked event(s) follow.
           </p>
+          <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}
       {dialog === 'skip' ? (
-        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} onCancel={() => setDialog(null)} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
+        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
           <p>
             Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released.
           </p>
+          <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}
       {dialog === 'complete' ? (
-        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} onCancel={() => setDialog(null)} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion')}>
+        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion')}>
           <p className="mb-2">The external work is done: the event becomes Completed and its session is released.</p>
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Note (optional)
             <input data-autofocus aria-label="Handoff note" value={note} onChange={(x) => setNote(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
           </label>
+          <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}
       {dialog === 'fail' ? (
@@ -398,7 +408,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           confirmLabel="Fail handoff"
           danger
           busy={busy || reason.trim() === ''}
-          onCancel={() => setDialog(null)}
+          onCancel={closeDialog}
           onConfirm={() => run(() => api.failHandoff(endpointId, eventId, e.messageId, reason.trim()), 'Handoff failure')}
         >
           <p className="mb-2">The event becomes Failed with this reason; its session stays blocked until a resubmit or skip.</p>
@@ -406,6 +416,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             Reason (required)
             <input data-autofocus aria-label="Failure reason" value={reason} onChange={(x) => setReason(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
           </label>
+          <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}
       {dialog === 'edit' ? (
@@ -414,7 +425,8 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           initialEventTypeId={e.eventTypeId ?? typeOptions[0] ?? ''}
           typeOptions={typeOptions}
           busy={busy}
-          onCancel={() => setDialog(null)}
+          error={actionError}
+          onCancel={closeDialog}
           onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, { payload, eventTypeId }), 'Edited resubmission')}
         />
       ) : null}

@@ -199,6 +199,99 @@ describe('console in Chromium', () => {
     await page.close();
   });
 
+  test('a resubmit or skip that fails keeps its dialog open with the error inside; Cancel closes it, the same dialog retries', async () => {
+    // A fresh set of rows (ids suffixed): the tests above acted on the seeded ones.
+    await seedConsoleData(stack.store, Date.now(), '-f');
+    // Not through open(): Chromium logs the refused requests below as console errors, which the last test counts.
+    const page = await ui!.browser.newPage();
+    const visit = async (eventId: string) => {
+      await page.goto(`${ui!.url}/endpoints/billingendpoint/events/${eventId}`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+    };
+    const dialog = page.getByRole('dialog');
+    const alerts = page.locator('main [role=alert]');
+    try {
+      // Refused for real: while the page's resubmit is held, another operator skips the event (a concurrent claim),
+      // then the resubmit goes on to the server, which answers 409.
+      await visit('evt-dead-1-f');
+      const resubmitPath = '/api/event/resubmit/billingendpoint/evt-dead-1-f';
+      let concurrentSkip: number | undefined;
+      await page.route(
+        (u) => u.pathname === resubmitPath,
+        async (route) => {
+          try {
+            concurrentSkip = (await fetch(`${ui!.url}/api/event/skip/billingendpoint/evt-dead-1-f`, { method: 'POST' })).status;
+          } finally {
+            await route.continue();
+          }
+        },
+      );
+      const answered = page.waitForResponse((r) => new URL(r.url()).pathname === resubmitPath);
+      await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
+      await dialog.getByRole('button', { name: 'Resubmit' }).click();
+      const answer = await answered;
+      assert.equal(concurrentSkip, 200, 'the concurrent skip went through');
+      assert.equal(answer.status(), 409);
+      const { detail } = (await answer.json()) as { detail: string };
+      await dialog.getByRole('alert').filter({ hasText: detail }).waitFor();
+      assert.equal(await alerts.count(), 1, 'the error is shown once, in the dialog');
+      assert.ok(await dialog.getByRole('button', { name: 'Resubmit' }).isEnabled(), 'the operator can try again');
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      assert.equal(await alerts.count(), 0, 'the error went with its dialog');
+      assert.equal(await page.getByRole('status').filter({ hasText: /sent/ }).count(), 0, 'nothing was reported sent');
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+
+      // The first skip never reaches the console (the connection drops); pressed again in the same dialog, it goes through.
+      await visit('evt-failed-1-f');
+      const skipPath = '/api/event/skip/billingendpoint/evt-failed-1-f';
+      let attempts = 0;
+      await page.route(
+        (u) => u.pathname === skipPath,
+        (route) => (++attempts === 1 ? route.abort('connectionreset') : route.continue()),
+      );
+      await page.getByRole('button', { name: 'Skip', exact: true }).click();
+      await dialog.getByRole('button', { name: 'Skip' }).click();
+      await dialog.getByRole('alert').waitFor();
+      assert.equal(await alerts.count(), 1, 'the error is shown once, in the dialog');
+      await dialog.getByRole('button', { name: 'Skip' }).click();
+      await page.getByRole('status').filter({ hasText: 'Skip sent' }).waitFor();
+      await dialog.waitFor({ state: 'detached' });
+      assert.equal(await alerts.count(), 0, 'a success leaves no error behind');
+      assert.equal(attempts, 2);
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+
+  test('a bulk job whose selection cannot be frozen says why inside its dialog, as an alert', async () => {
+    await seedConsoleData(stack.store, Date.now(), '-g');
+    // Not through open(): Chromium logs the refused request as a console error, which the last test counts.
+    const page = await ui!.browser.newPage();
+    try {
+      // Freezing the selection (POST /api/operations) fails as a store outage answers it.
+      await page.route(
+        (u) => u.pathname === '/api/operations',
+        (route) =>
+          route.request().method() === 'POST'
+            ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', detail: 'injected outage' }) })
+            : route.continue(),
+      );
+      await page.goto(`${ui!.url}/endpoints/erpendpoint?status=Handoff`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      await page.getByLabel('Select evt-handoff-1-g').check();
+      await page.getByRole('button', { name: 'Skip selected' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByRole('alert').filter({ hasText: 'injected outage' }).waitFor();
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+
   test('times say their zone; the UTC/local switch applies everywhere and is remembered', async () => {
     const page = await open('/endpoints/erpendpoint/events/evt-handoff-1-c');
     // The browser in a zone that is neither UTC nor likely the server's: its local times can only come from the

@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
+import { ErrorBox } from '../format.tsx';
 import { jobsApi, openJobsDrawer, type Selection } from './jobsApi.ts';
 import { queryKeys } from '../queries.ts';
 
@@ -50,7 +51,12 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
       ) : (
         !error && <p>Freezing the selection…</p>
       )}
-      {error && <p className="mt-2 text-red-700">{error}</p>}
+      {/* An alert, as in every dialog: the page behind the modal is inert, and a screen reader announces it here. */}
+      {error && (
+        <div className="mt-2">
+          <ErrorBox error={error} />
+        </div>
+      )}
     </ConfirmDialog>
   );
 }

@@ -2,12 +2,14 @@
 // "Resubmit with changes": the stored payload (read-only, left) and the edited one (right) side by side with the
 // changes marked as you type; the edited JSON is checked as you type - syntax errors at their line and column, then
 // the chosen event type's JSON Schema from the catalog - and the Resubmit button stays disabled until it passes, so
-// nothing the server would refuse is sent (the server checks again). A native <dialog> opened with showModal():
-// focus trap, Escape, inert page behind; focus returns to the opener when it closes.
+// nothing the server would refuse is sent (the server checks again). In the console's modal frame (ModalShell: a
+// native <dialog>, focus trap, Escape, inert page behind; focus returns to the opener when it closes). A send that
+// fails shows its error inside the dialog, which stays open with the edit as it was.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
+import { ErrorBox } from '../format.tsx';
+import { ModalShell } from '../ModalShell.tsx';
 import { eventTypesQuery } from '../queries.ts';
-import { useModalDialog } from '../useModalDialog.ts';
 import { sameJson } from './sameJson.ts';
 import type { CompiledSchema, PayloadCheck } from './check.ts';
 // Types only (erased): the modules themselves are loaded with import() when the dialog opens.
@@ -26,10 +28,11 @@ export function EditResubmitDialog(props: {
   initialEventTypeId: string;
   typeOptions: string[];
   busy: boolean;
+  /** Why the last send failed (shown in the dialog), or nothing. */
+  error?: unknown;
   onCancel: () => void;
   onSubmit: (payload: unknown, eventTypeId: string) => void;
 }) {
-  const dialogRef = useRef<HTMLDialogElement>(null);
   const host = useRef<HTMLDivElement>(null);
   const [modules, setModules] = useState<{ check: Check; diff: Diff } | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
@@ -55,7 +58,6 @@ export function EditResubmitDialog(props: {
     if (modules && schema !== undefined) checkRef.current = (t) => modules.check.checkPayloadText(t, schema, eventTypeId);
   }, [modules, schema, eventTypeId]);
 
-  useModalDialog(dialogRef, props.onCancel);
   useEffect(() => {
     Promise.all([import('./check.ts'), import('./diff.ts')]).then(
       ([check, diff]) => setModules({ check, diff }),
@@ -105,14 +107,7 @@ export function EditResubmitDialog(props: {
   const selectedType = types.data?.eventTypes.find((t) => t.id === eventTypeId);
 
   return (
-    <dialog
-      ref={dialogRef}
-      aria-labelledby="edit-title"
-      className="m-auto w-full max-w-5xl rounded-lg bg-white p-5 text-slate-900 shadow-xl backdrop:bg-slate-900/40"
-    >
-      <h2 id="edit-title" className="mb-2 text-lg font-semibold">
-        Resubmit with changes
-      </h2>
+    <ModalShell title="Resubmit with changes" width="5xl" onCancel={props.onCancel}>
       <div className="mb-2 flex flex-wrap items-center gap-2 text-sm text-slate-600">
         <label className="flex items-center gap-2">
           Event type
@@ -162,6 +157,11 @@ export function EditResubmitDialog(props: {
           </span>
         )}
       </div>
+      {props.error ? (
+        <div className="mt-2">
+          <ErrorBox error={props.error} />
+        </div>
+      ) : null}
       <div className="mt-3 flex items-center justify-end gap-2">
         {unchanged ? (
           <span data-testid="edit-unchanged" className="mr-auto text-xs text-slate-600">
@@ -185,6 +185,6 @@ export function EditResubmitDialog(props: {
           {props.busy ? 'Working…' : 'Resubmit edited payload'}
         </button>
       </div>
-    </dialog>
+    </ModalShell>
   );
 }

@@ -1,10 +1,10 @@
 'use client';
 // A confirmation for destructive or broad actions: the operator types the entity's name before the button
 // enables. The server checks the same typed name, so the dialog is not the only guard.
-// A native <dialog> opened with showModal() (useModalDialog), as ConfirmDialog: focus trap, Escape, an inert page
-// behind it; focus goes to the name field when it opens and back to whatever opened it when it closes.
-import { useRef, useState, type ReactNode } from 'react';
-import { useModalDialog } from '../useModalDialog.ts';
+// In the console's modal frame (ModalShell, as ConfirmDialog): focus trap, Escape, an inert page behind it; focus
+// goes to the name field (data-autofocus) when it opens and back to whatever opened it when it closes.
+import { useState, type ReactNode } from 'react';
+import { ModalShell } from '../ModalShell.tsx';
 
 export function TypedConfirmDialog(props: {
   title: string;
@@ -16,18 +16,9 @@ export function TypedConfirmDialog(props: {
   onCancel: () => void;
 }) {
   const [typed, setTyped] = useState('');
-  const dialogRef = useRef<HTMLDialogElement>(null);
-  useModalDialog(dialogRef, props.onCancel);
   const ok = typed === props.expected;
   return (
-    <dialog
-      ref={dialogRef}
-      aria-labelledby="typed-confirm-title"
-      className="m-auto w-full max-w-lg rounded-lg bg-white p-5 text-slate-900 shadow-xl backdrop:bg-slate-900/40"
-    >
-      <h2 id="typed-confirm-title" className="mb-2 text-lg font-semibold">
-        {props.title}
-      </h2>
+    <ModalShell title={props.title} onCancel={props.onCancel}>
       <div className="mb-3 text-sm text-slate-700">{props.children}</div>
       <label className="mb-4 block text-sm">
         Type <code className="rounded bg-slate-100 px-1">{props.expected}</code> to confirm
@@ -52,6 +43,6 @@ export function TypedConfirmDialog(props: {
           {props.busy ? 'Working…' : props.confirmLabel}
         </button>
       </div>
-    </dialog>
+    </ModalShell>
   );
 }

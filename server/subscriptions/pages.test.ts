@@ -308,6 +308,40 @@ describe('operations pages in Chromium', () => {
     await page.close();
   });
 
+  test('a purge that fails says why exactly once, inside its dialog, which stays open for a retry', async () => {
+    const topic = 'billingendpoint';
+    const sub = Subscription.DeferredProcessor;
+    const reason = `PurgeRefused${randomUUID().slice(0, 8)}`;
+    await deadLetterOnDeferredProcessor(topic, [reason]);
+    const page = await open(`/topology/subscriptions/${topic}/${sub}?reason=${reason}`);
+    await page.locator('[data-dead-letter]').first().waitFor();
+    // The first purge request fails as a store outage answers it: 503 with the server's error shape.
+    let attempts = 0;
+    await page.route(
+      (u) => u.pathname.endsWith('/actions'),
+      (route) =>
+        ++attempts === 1
+          ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', detail: 'injected outage' }) })
+          : route.continue(),
+    );
+    await page.getByRole('button', { name: 'Purge…' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('textbox').fill(`${topic}/${sub}`);
+    await dialog.getByRole('button', { name: 'Purge' }).click();
+    await dialog.getByRole('alert').filter({ hasText: 'injected outage' }).waitFor();
+    // Anywhere on the page, the inert part behind the modal included, as an alert or as any other text.
+    assert.equal(await page.getByText('injected outage').count(), 1, 'the error is shown once');
+    assert.equal(await page.locator('main [role=alert]').count(), 1, 'and no other error box');
+    // Pressed again in the same dialog, the purge goes through.
+    await dialog.getByRole('button', { name: 'Purge' }).click();
+    await page.getByText(/^Purged \d+ dead letters\.$/).waitFor();
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await page.locator('[role=alert]').filter({ hasText: 'injected outage' }).count(), 0, 'the error went with its dialog');
+    assert.equal(attempts, 2);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.close();
+  });
+
   test('the reconcile and health pages render their data', async () => {
     const reconcile = await open('/operations/reconcile');
     await reconcile.getByText('No stale Pending rows.').waitFor();
