@@ -14,6 +14,7 @@ import { ErrorBox, formatDuration, Timestamp } from '../format.tsx';
 import { opsApi, type ReconcileResult, type RepairTarget, type StaleRow } from '../topology/opsApi.ts';
 import { repairOf, stuckKey, StuckRowsTable } from './StuckRowsTable.tsx';
 import { DrainingSessionsList, sessionKey } from './DrainingSessionsList.tsx';
+import { EventCell } from './EventCell.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { queryKeys, reconcileQuery } from '../queries.ts';
@@ -157,14 +158,7 @@ export function ReconcileView() {
                           }
                         />
                       </td>
-                      <td className="px-3 py-2">
-                        <Link href={eventHref(r.endpointId, r.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
-                          {r.eventId}
-                        </Link>
-                        <div className="text-xs text-slate-500">
-                          {r.endpointId} · session {r.sessionId || '—'} · {r.eventTypeId ?? '—'}
-                        </div>
-                      </td>
+                      <EventCell endpointId={r.endpointId} eventId={r.eventId} sessionId={r.sessionId} detail={r.eventTypeId ?? '—'} />
                       <td className="px-3 py-2 text-xs">
                         Pending by {r.rowMessageType ?? '?'} <span className="font-mono">{r.rowMessageId}</span>
                         <div>

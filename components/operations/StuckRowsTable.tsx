@@ -2,11 +2,10 @@
 // Operations → Reconcile: rows that nothing will move (a claim without a receipt, a control request nobody
 // answered), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
 // row offers more than one repair (re-send or restore), picks one; the parent applies the selection.
-import Link from '../Link.tsx';
-import { eventHref } from '../api.ts';
 import { Timestamp } from '../format.tsx';
 import type { RepairTarget, StuckRow } from '../topology/opsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
+import { EventCell } from './EventCell.tsx';
 
 export const stuckKey = (r: StuckRow) => `${r.kind}\u0000${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
 
@@ -51,17 +50,11 @@ export function StuckRowsTable(props: {
                     <input type="checkbox" aria-label={`Repair ${r.eventId}`} checked={picked !== undefined} onChange={() => set(key, picked === undefined ? r.repairs[0]!.action : undefined)} />
                   </td>
                 )}
-                <td className="px-3 py-2">
-                  <Link href={eventHref(r.endpointId, r.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
-                    {r.eventId}
-                  </Link>
-                  <div className="text-xs text-slate-500">
-                    {r.endpointId} · session {r.sessionId || '—'} · {r.kind === 'claim' ? 'claimed, no receipt' : 'unanswered request'}
-                  </div>
+                <EventCell endpointId={r.endpointId} eventId={r.eventId} sessionId={r.sessionId} detail={r.kind === 'claim' ? 'claimed, no receipt' : 'unanswered request'}>
                   <div className="text-xs text-slate-500">
                     Pending by {r.rowMessageType ?? '?'} since <Timestamp at={r.rowUpdatedAt} />
                   </div>
-                </td>
+                </EventCell>
                 <td className="px-3 py-2 text-xs">{r.why}</td>
                 <td className="px-3 py-2 text-xs">
                   {r.repairs.map((p) => (
