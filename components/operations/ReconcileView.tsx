@@ -95,7 +95,7 @@ export function ReconcileView() {
         <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-reconcile-result>
           {result.repaired} repaired, {result.unchanged} unchanged.
           {unchangedLines(result).map((line) => (
-            <div key={line.key} className="text-xs" data-reconcile-unchanged>
+            <div key={line.key} className="text-xs">
               {line.text}
             </div>
           ))}
@@ -133,7 +133,7 @@ export function ReconcileView() {
                 </thead>
                 <tbody>
                   {stale.map((r) => (
-                    <tr key={keyOf(r)} className="border-t border-slate-100" data-stale-event={r.eventId} data-stale-endpoint={r.endpointId}>
+                    <tr key={keyOf(r)} className="border-t border-slate-100" data-stale-event={r.eventId}>
                       {selectable.length > 0 && (
                         <td className="px-3 py-2">
                           {canRepair(r.endpointId) && (

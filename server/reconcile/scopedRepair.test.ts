@@ -82,7 +82,8 @@ async function staleOnBothEndpoints(): Promise<{ eventId: string; sessionId: str
   return { eventId, sessionId };
 }
 
-const staleRow = (page: Page, endpointId: string, eventId: string) => page.locator(`tr[data-stale-event="${eventId}"][data-stale-endpoint="${endpointId}"]`);
+/** The stale row of `eventId` on `endpointId` (its Event cell names the endpoint). */
+const staleRow = (page: Page, endpointId: string, eventId: string) => page.locator(`tr[data-stale-event="${eventId}"]`).filter({ hasText: endpointId });
 
 describe('Operations → Reconcile for an Operator of some endpoints', () => {
   test("an endpoint's Operator may select and repair that endpoint's rows, and is offered no other endpoint's", async () => {
@@ -92,7 +93,7 @@ describe('Operations → Reconcile for an Operator of some endpoints', () => {
     try {
       await staleRow(page, ERP, eventId).waitFor();
       // The positive signal first: the billing row's checkbox shows once the caller's permissions are in.
-      await staleRow(page, BILLING, eventId).getByRole('checkbox', { name: `Select ${eventId} on ${BILLING}` }).check();
+      await staleRow(page, BILLING, eventId).getByRole('checkbox').check();
       assert.equal(await staleRow(page, ERP, eventId).getByRole('checkbox').count(), 0, 'no checkbox on a row of an endpoint the caller may not repair');
       await page.getByRole('button', { name: 'Repair selected (1)' }).click();
       const dialog = page.getByRole('dialog', { name: 'Repair 1 row' });
@@ -112,7 +113,11 @@ describe('Operations → Reconcile for an Operator of some endpoints', () => {
     await ui!.signIn(siteOperator);
     const page = await ui!.open('/operations/reconcile');
     try {
-      for (const endpointId of [BILLING, ERP]) await page.getByRole('checkbox', { name: `Select ${eventId} on ${endpointId}` }).check();
+      for (const endpointId of [BILLING, ERP]) await staleRow(page, endpointId, eventId).getByRole('checkbox').check();
+      // Each checkbox says which row it selects: the eventId alone would name two (checked after the result).
+      const labelled: number[] = [];
+      for (const endpointId of [BILLING, ERP])
+        labelled.push(await staleRow(page, endpointId, eventId).getByRole('checkbox', { name: `Select ${eventId} on ${endpointId}`, exact: true }).count());
       await page.getByRole('button', { name: 'Repair selected (2)' }).click();
       const dialog = page.getByRole('dialog', { name: 'Repair 2 rows' });
       await dialog.waitFor();
@@ -121,11 +126,12 @@ describe('Operations → Reconcile for an Operator of some endpoints', () => {
       await dialog.getByRole('button', { name: 'Repair 2' }).click();
       const result = page.locator('[data-reconcile-result]');
       await result.getByText('0 repaired, 2 unchanged.').waitFor();
-      const lines = (await result.locator('[data-reconcile-unchanged]').allTextContents()).sort();
+      const lines = (await result.locator(':scope > div').allTextContents()).sort();
       assert.deepEqual(lines, [
         `${eventId} on ${BILLING}: the row changed since the preview (now Pending)`,
         `${eventId} on ${ERP}: the row changed since the preview (now Pending)`,
       ]);
+      assert.deepEqual(labelled, [1, 1], 'each checkbox is named by eventId and endpoint');
     } finally {
       await page.close();
     }
