@@ -1,15 +1,15 @@
 'use client';
 // Operations → Reconcile: endpoint sessions that drain forever (the replay waits for a parked message that is
 // gone), each with why and what the repair does (move the replay past the gap, replay what is still parked).
-import type { ReconcilePreview, DrainingSession } from '../topology/opsApi.ts';
-
-export const sessionKey = (d: DrainingSession) => `${d.endpointId}\u0000${d.sessionId}`;
+import type { ReconcilePreview } from '../topology/opsApi.ts';
+import { sessionKey } from './reconcileKeys.ts';
 
 export function DrainingSessionsList(props: {
   scan: ReconcilePreview['draining'] | undefined;
   selected: Set<string>;
   onChange: (next: Set<string>) => void;
-  canRepair: boolean;
+  /** Whether the caller may repair sessions of this endpoint (an Operator there, or site-wide). */
+  canRepair: (endpointId: string) => boolean;
 }) {
   const { scan, selected, onChange, canRepair } = props;
   if (!scan) return null;
@@ -32,7 +32,7 @@ export function DrainingSessionsList(props: {
         <ul className="space-y-1 text-sm">
           {scan.sessions.map((d) => (
             <li key={sessionKey(d)} className="flex items-start gap-2 rounded border border-amber-200 bg-amber-50 px-3 py-1.5" data-draining-session={d.sessionId}>
-              {canRepair && <input type="checkbox" aria-label={`Repair session ${d.sessionId}`} checked={selected.has(sessionKey(d))} onChange={() => toggle(sessionKey(d))} />}
+              {canRepair(d.endpointId) && <input type="checkbox" aria-label={`Repair session ${d.sessionId}`} checked={selected.has(sessionKey(d))} onChange={() => toggle(sessionKey(d))} />}
               <div>
                 <div>
                   session <span className="font-mono text-xs">{d.sessionId}</span> on {d.endpointId} · parked {d.nextDeferralSequence}, replayed up to #{d.nextReplaySequence}, still parked:{' '}

@@ -11,19 +11,21 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { eventHref } from '../api.ts';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ErrorBox, formatDuration, Timestamp } from '../format.tsx';
-import { opsApi, type ReconcileResult, type RepairTarget, type StaleRow } from '../topology/opsApi.ts';
-import { repairOf, stuckKey, StuckRowsTable } from './StuckRowsTable.tsx';
-import { DrainingSessionsList, sessionKey } from './DrainingSessionsList.tsx';
+import { opsApi, type ReconcileResult, type RepairTarget } from '../topology/opsApi.ts';
+import { repairOf, StuckRowsTable } from './StuckRowsTable.tsx';
+import { DrainingSessionsList } from './DrainingSessionsList.tsx';
+import { EventCell } from './EventCell.tsx';
+import { sessionKey, staleKey as keyOf, stuckKey, unchangedLines } from './reconcileKeys.ts';
 import { useCan } from '../audit/accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { queryKeys, reconcileQuery } from '../queries.ts';
 
-const keyOf = (r: StaleRow) => `${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
-
 export function ReconcileView() {
   const client = useQueryClient();
-  // Repair is an Operator action (site-wide here: the list spans endpoints); hidden for others.
+  // Repair is an Operator action: the server lets a site-wide Operator repair any row, and an Operator of an
+  // endpoint the rows of that endpoint (route.ts, authorizeEach). So the controls are offered per row.
   const can = useCan();
+  const canRepair = (endpointId: string) => can('reconcile', endpointId);
   const q = useQuery(reconcileQuery());
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [repairs, setRepairs] = useState<Map<string, RepairTarget['action']>>(new Map());
@@ -31,15 +33,17 @@ export function ReconcileView() {
   const [confirming, setConfirming] = useState(false);
   const [result, setResult] = useState<ReconcileResult | null>(null);
   const stale = q.data?.stale ?? [];
-  const chosen = stale.filter((r) => selected.has(keyOf(r)));
+  // Only rows the caller may repair are selectable; the filter also drops a selection whose right was lost since.
+  const selectable = stale.filter((r) => canRepair(r.endpointId));
+  const chosen = selectable.filter((r) => selected.has(keyOf(r)));
   const stuck = q.data?.stuck ?? [];
   const chosenRepairs = stuck.flatMap((r) => {
     const action = repairs.get(stuckKey(r));
-    return action ? [repairOf(r, action)] : [];
+    return action && canRepair(r.endpointId) ? [repairOf(r, action)] : [];
   });
   const draining = q.data?.draining.sessions ?? [];
   const chosenSessions = draining
-    .filter((d) => sessions.has(sessionKey(d)))
+    .filter((d) => sessions.has(sessionKey(d)) && canRepair(d.endpointId))
     .map((d) => ({ endpointId: d.endpointId, sessionId: d.sessionId, nextReplaySequence: d.nextReplaySequence }));
   const count = chosen.length + chosenRepairs.length + chosenSessions.length;
   const apply = useMutation({
@@ -58,7 +62,9 @@ export function ReconcileView() {
       void client.invalidateQueries({ queryKey: queryKeys.reconcile });
     },
   });
-  const allSelected = stale.length > 0 && chosen.length === stale.length;
+  const allSelected = selectable.length > 0 && chosen.length === selectable.length;
+  // The button shows to whoever may repair any row listed (a site-wide Operator also when none is).
+  const mayRepair = can('reconcile') || [...stale, ...stuck, ...draining].some((r) => canRepair(r.endpointId));
   // A failed apply keeps the dialog open with its error inside; closing the dialog forgets the error.
   const closeConfirm = () => {
     setConfirming(false);
@@ -72,7 +78,7 @@ export function ReconcileView() {
         <button type="button" onClick={() => void q.refetch()} className="ml-auto rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-50">
           {q.isFetching ? 'Scanning…' : 'Scan again'}
         </button>
-        {can('reconcile') && <button
+        {mayRepair && <button
           type="button"
           disabled={count === 0}
           onClick={() => {
@@ -88,27 +94,11 @@ export function ReconcileView() {
       {result && (
         <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-reconcile-result>
           {result.repaired} repaired, {result.unchanged} unchanged.
-          {result.results
-            .filter((r) => r.outcome === 'unchanged')
-            .map((r) => (
-              <div key={r.target.eventId} className="text-xs">
-                {r.target.eventId}: {r.reason}
-              </div>
-            ))}
-          {result.sessions
-            .filter((r) => r.outcome === 'unchanged')
-            .map((r) => (
-              <div key={`session-${r.target.endpointId}-${r.target.sessionId}`} className="text-xs">
-                session {r.target.sessionId} on {r.target.endpointId}: {r.reason}
-              </div>
-            ))}
-          {result.repairs
-            .filter((r) => r.outcome === 'unchanged')
-            .map((r) => (
-              <div key={`${r.target.kind}-${r.target.eventId}`} className="text-xs">
-                {r.target.eventId} ({r.target.action}): {r.reason}
-              </div>
-            ))}
+          {unchangedLines(result).map((line) => (
+            <div key={line.key} className="text-xs">
+              {line.text}
+            </div>
+          ))}
         </div>
       )}
       {!q.data && q.isPending && (
@@ -130,9 +120,11 @@ export function ReconcileView() {
               <table className="w-full text-sm">
                 <thead className={TABLE_HEAD}>
                   <tr>
-                    <th scope="col" className="px-3 py-2">
-                      <input type="checkbox" aria-label="Select all" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(stale.map(keyOf)))} />
-                    </th>
+                    {selectable.length > 0 && (
+                      <th scope="col" className="px-3 py-2">
+                        <input type="checkbox" aria-label="Select all" checked={allSelected} onChange={() => setSelected(allSelected ? new Set() : new Set(selectable.map(keyOf)))} />
+                      </th>
+                    )}
                     <th scope="col" className="px-3 py-2">Event</th>
                     <th scope="col" className="px-3 py-2">Row now</th>
                     <th scope="col" className="px-3 py-2">Stored response (evidence)</th>
@@ -142,29 +134,26 @@ export function ReconcileView() {
                 <tbody>
                   {stale.map((r) => (
                     <tr key={keyOf(r)} className="border-t border-slate-100" data-stale-event={r.eventId}>
-                      <td className="px-3 py-2">
-                        <input
-                          type="checkbox"
-                          aria-label={`Select ${r.eventId}`}
-                          checked={selected.has(keyOf(r))}
-                          onChange={() =>
-                            setSelected((s) => {
-                              const n = new Set(s);
-                              if (n.has(keyOf(r))) n.delete(keyOf(r));
-                              else n.add(keyOf(r));
-                              return n;
-                            })
-                          }
-                        />
-                      </td>
-                      <td className="px-3 py-2">
-                        <Link href={eventHref(r.endpointId, r.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
-                          {r.eventId}
-                        </Link>
-                        <div className="text-xs text-slate-500">
-                          {r.endpointId} · session {r.sessionId || '—'} · {r.eventTypeId ?? '—'}
-                        </div>
-                      </td>
+                      {selectable.length > 0 && (
+                        <td className="px-3 py-2">
+                          {canRepair(r.endpointId) && (
+                            <input
+                              type="checkbox"
+                              aria-label={`Select ${r.eventId} on ${r.endpointId}`}
+                              checked={selected.has(keyOf(r))}
+                              onChange={() =>
+                                setSelected((s) => {
+                                  const n = new Set(s);
+                                  if (n.has(keyOf(r))) n.delete(keyOf(r));
+                                  else n.add(keyOf(r));
+                                  return n;
+                                })
+                              }
+                            />
+                          )}
+                        </td>
+                      )}
+                      <EventCell endpointId={r.endpointId} eventId={r.eventId} sessionId={r.sessionId} detail={r.eventTypeId ?? '—'} />
                       <td className="px-3 py-2 text-xs">
                         Pending by {r.rowMessageType ?? '?'} <span className="font-mono">{r.rowMessageId}</span>
                         <div>
@@ -188,9 +177,9 @@ export function ReconcileView() {
           <p className="mb-1 text-xs text-slate-500">
             Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair.
           </p>
-          <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={can('reconcile')} />
+          <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={canRepair} />
           <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap ({draining.length})</h2>
-          <DrainingSessionsList scan={q.data.draining} selected={sessions} onChange={setSessions} canRepair={can('reconcile')} />
+          <DrainingSessionsList scan={q.data.draining} selected={sessions} onChange={setSessions} canRepair={canRepair} />
           <h2 className="mb-1 mt-5 font-semibold">Handoffs past their ExpectedBy ({q.data.overdueHandoffs.length})</h2>
           <p className="mb-1 text-xs text-slate-500">Only flagged: their outcome is in the external system. Complete or fail them from the event page.</p>
           {q.data.overdueHandoffs.length > 0 && (

@@ -2,13 +2,11 @@
 // Operations → Reconcile: rows that nothing will move (a claim without a receipt, a control request nobody
 // answered), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
 // row offers more than one repair (re-send or restore), picks one; the parent applies the selection.
-import Link from '../Link.tsx';
-import { eventHref } from '../api.ts';
 import { Timestamp } from '../format.tsx';
 import type { RepairTarget, StuckRow } from '../topology/opsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
-
-export const stuckKey = (r: StuckRow) => `${r.kind}\u0000${r.endpointId}\u0000${r.eventId}\u0000${r.sessionId}`;
+import { EventCell } from './EventCell.tsx';
+import { stuckKey } from './reconcileKeys.ts';
 
 export function repairOf(r: StuckRow, action: RepairTarget['action']): RepairTarget {
   return { kind: r.kind, endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId, action };
@@ -19,10 +17,13 @@ export function StuckRowsTable(props: {
   /** Selected rows by key, with the repair chosen for each. */
   chosen: Map<string, RepairTarget['action']>;
   onChange: (next: Map<string, RepairTarget['action']>) => void;
-  canRepair: boolean;
+  /** Whether the caller may repair rows of this endpoint (the server allows an Operator there, or site-wide). */
+  canRepair: (endpointId: string) => boolean;
 }) {
   const { rows, chosen, onChange, canRepair } = props;
   if (rows.length === 0) return <p className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500">No stuck rows.</p>;
+  // The column shows when any row may be repaired; a row of an endpoint the caller may not repair gets no controls.
+  const anyRepairable = rows.some((r) => canRepair(r.endpointId));
   const set = (key: string, action: RepairTarget['action'] | undefined) => {
     const next = new Map(chosen);
     if (action === undefined) next.delete(key);
@@ -34,7 +35,7 @@ export function StuckRowsTable(props: {
       <table className="w-full text-sm">
         <thead className={TABLE_HEAD}>
           <tr>
-            {canRepair && <th scope="col" className="px-3 py-2">Repair</th>}
+            {anyRepairable && <th scope="col" className="px-3 py-2">Repair</th>}
             <th scope="col" className="px-3 py-2">Event</th>
             <th scope="col" className="px-3 py-2">Why it is stuck</th>
             <th scope="col" className="px-3 py-2">What the repair does</th>
@@ -44,30 +45,27 @@ export function StuckRowsTable(props: {
           {rows.map((r) => {
             const key = stuckKey(r);
             const picked = chosen.get(key);
+            const repairable = canRepair(r.endpointId);
             return (
               <tr key={key} className="border-t border-slate-100 align-top" data-stuck-event={r.eventId} data-stuck-kind={r.kind}>
-                {canRepair && (
+                {anyRepairable && (
                   <td className="px-3 py-2">
-                    <input type="checkbox" aria-label={`Repair ${r.eventId}`} checked={picked !== undefined} onChange={() => set(key, picked === undefined ? r.repairs[0]!.action : undefined)} />
+                    {repairable && (
+                      <input type="checkbox" aria-label={`Repair ${r.eventId} on ${r.endpointId}`} checked={picked !== undefined} onChange={() => set(key, picked === undefined ? r.repairs[0]!.action : undefined)} />
+                    )}
                   </td>
                 )}
-                <td className="px-3 py-2">
-                  <Link href={eventHref(r.endpointId, r.eventId)} className="font-mono text-xs text-sky-700 hover:underline">
-                    {r.eventId}
-                  </Link>
-                  <div className="text-xs text-slate-500">
-                    {r.endpointId} · session {r.sessionId || '—'} · {r.kind === 'claim' ? 'claimed, no receipt' : 'unanswered request'}
-                  </div>
+                <EventCell endpointId={r.endpointId} eventId={r.eventId} sessionId={r.sessionId} detail={r.kind === 'claim' ? 'claimed, no receipt' : 'unanswered request'}>
                   <div className="text-xs text-slate-500">
                     Pending by {r.rowMessageType ?? '?'} since <Timestamp at={r.rowUpdatedAt} />
                   </div>
-                </td>
+                </EventCell>
                 <td className="px-3 py-2 text-xs">{r.why}</td>
                 <td className="px-3 py-2 text-xs">
                   {r.repairs.map((p) => (
                     <label key={p.action} className="mb-1 flex items-start gap-1.5">
-                      {canRepair && r.repairs.length > 1 && (
-                        <input type="radio" name={`repair-${key}`} checked={picked === p.action} onChange={() => set(key, p.action)} aria-label={`${p.action} ${r.eventId}`} />
+                      {repairable && r.repairs.length > 1 && (
+                        <input type="radio" name={`repair-${key}`} checked={picked === p.action} onChange={() => set(key, p.action)} aria-label={`${p.action} ${r.eventId} on ${r.endpointId}`} />
                       )}
                       <span>
                         <span className="font-medium">{p.action === 'resend' ? 'Re-send' : 'Restore'}</span>: {p.does}

@@ -109,6 +109,28 @@ describe('reconcile stale pending', () => {
     }
   });
 
+  test("another endpoint's response to the same event is no evidence: one eventId, one row per subscriber", async () => {
+    // The event went to two subscribers: erpendpoint answered it, billingendpoint has not yet (its row is Pending by
+    // the request, legitimately). Both rows live under one eventId and one session, and the event's history holds
+    // both endpoints' entries; only billingendpoint's own may settle its row.
+    const other = 'erpendpoint';
+    const eventId = `e-${randomUUID()}`;
+    const sessionId = `s-${randomUUID()}`;
+    for (const endpointId of [ep, other]) {
+      const base = { endpointId, eventId, sessionId, eventTypeId: 'OrderPlaced' };
+      const request = { ...base, messageId: `${eventId}-req-${endpointId}`, messageType: 'EventRequest' as const, parentMessageId: 'self', enqueuedAt: at(1), to: endpointId };
+      await store.recordOutcome({ history: request, status: { ...request, payload: { orderId: 2 } } });
+    }
+    const response = { endpointId: other, eventId, sessionId, eventTypeId: 'OrderPlaced', messageId: `${eventId}-res`, messageType: 'ResolutionResponse' as const, parentMessageId: `${eventId}-req-${other}`, enqueuedAt: at(2), from: other };
+    await store.recordOutcome({ history: response, status: response });
+
+    const preview = await previewReconcile(store, [ep, other]);
+    assert.deepEqual(preview.stale.filter((s) => s.eventId === eventId), [], "billing's row is not stale by erp's answer");
+    const apply = await applyReconcile(store, [{ endpointId: ep, eventId, sessionId, rowMessageId: `${eventId}-req-${ep}` }], 'tester');
+    assert.equal(apply.unchanged, 1, 'an apply naming the row does not settle it either');
+    assert.equal((await store.getStatusRow(ep, eventId, sessionId))?.status, 'Pending');
+  });
+
   test('a handoff past its ExpectedBy is flagged, not settled', async () => {
     const eventId = `e-${randomUUID()}`;
     const sessionId = `s-${randomUUID()}`;

@@ -116,7 +116,7 @@ export async function previewReconcile(
           }
           continue;
         }
-        const history = await eventHistory(store, row.eventId);
+        const history = await eventHistory(store, row.endpointId, row.eventId);
         const evidence = settlingEvidence(row, history);
         if (!evidence) {
           const finding = await stuckFinding(store, row, history, { ...grace, now });
@@ -172,7 +172,7 @@ export async function applyReconcile(store: MessageStore, targets: ReconcileTarg
       results.push({ target, outcome: 'unchanged', reason: row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists' });
       continue;
     }
-    const history = await eventHistory(store, target.eventId);
+    const history = await eventHistory(store, target.endpointId, target.eventId);
     const evidence = settlingEvidence(row, history);
     const entry = evidence && history.find((h) => h.messageId === evidence.messageId);
     if (!evidence || !entry) {

@@ -203,7 +203,7 @@ export async function applyStuckRepairs(
       unchanged(row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists');
       continue;
     }
-    const history = await eventHistory(store, row.eventId);
+    const history = await eventHistory(store, row.endpointId, row.eventId);
     const finding = await stuckFinding(store, row, history, o);
     if (!finding || finding.kind !== target.kind) {
       unchanged(`the row is ${row.status} and no longer stuck that way`);
