@@ -3,7 +3,9 @@
 // endpoint's heartbeat: status (On / Unsupported / Off / Pending / Unknown), round trip, last seen, SDK version
 // and whether it is included in the scheduled probes. Refreshes every 5 s.
 // The settings form shows the server's values, refreshed with the page, except the fields this operator has changed;
-// Save sends only those, so it cannot put back a value another Owner changed meanwhile. Without the permission to
+// Save sends only those, with the settings version they are based on (heartbeatSettingsForm.ts). If another Owner
+// changed one of them meanwhile the server refuses the save (409, nothing applied): the page says so, shows the
+// server's values for those fields and keeps the operator's own beside them to re-apply. Without the permission to
 // change them the fields are read-only.
 import Link from '../Link.tsx';
 import { useState } from 'react';
@@ -14,6 +16,18 @@ import { useCan, useMe } from '../audit/accessApi.ts';
 import { NUMERIC_CELL, TABLE_HEAD } from '../table.tsx';
 import { healthQuery, queryKeys } from '../queries.ts';
 import { formatMs } from '../charts/duration.ts';
+import { ApiError } from '../api.ts';
+import { afterConflict, edit, NO_EDITS, reapply, saveBody, type ConflictingField, type Edits, type SettingsField } from './heartbeatSettingsForm.ts';
+
+const FIELD_LABEL: Record<SettingsField, string> = {
+  enabled: 'Send probes on a schedule',
+  intervalSeconds: 'Interval (seconds)',
+  timeoutSeconds: 'Timeout (seconds)',
+};
+
+const shown = (v: boolean | number | string) => (typeof v === 'boolean' ? (v ? 'on' : 'off') : String(v));
+
+const isConflict = (err: unknown) => err instanceof ApiError && err.status === 409;
 
 const STATUS_STYLE: Record<string, string> = {
   On: 'bg-emerald-100 text-emerald-800',
@@ -27,6 +41,32 @@ function Status({ s }: { s: string }) {
   return <span className={`rounded px-1.5 py-0.5 text-xs font-medium ${STATUS_STYLE[s] ?? STATUS_STYLE.Unknown}`} data-heartbeat-status={s}>{s}</span>;
 }
 
+/** A refused save, inside the form: what changed on the server and the operator's own values, to re-apply. */
+function SaveConflict({ fields, onReapply }: { fields: ConflictingField[]; onReapply: () => void }) {
+  return (
+    <div role="alert" data-testid="heartbeat-settings-conflict" className="rounded border border-amber-300 bg-amber-50 px-3 py-2 text-amber-900">
+      <p className="font-medium">Not saved: another Owner changed the settings after this page read them. Nothing of your save was applied.</p>
+      {fields.length > 0 ? (
+        <>
+          <p className="mt-1">The form now shows their values for the fields you had changed too:</p>
+          <ul className="mt-1 list-disc pl-5">
+            {fields.map((f) => (
+              <li key={f.field}>
+                {FIELD_LABEL[f.field]}: now {shown(f.theirs)}, yours {shown(f.yours)}
+              </li>
+            ))}
+          </ul>
+          <button type="button" onClick={onReapply} className="mt-2 rounded border border-amber-400 bg-white px-3 py-1 hover:bg-amber-100">
+            Re-apply my changes
+          </button>
+        </>
+      ) : (
+        <p className="mt-1">Their change does not touch the fields you edited; check the form and Save again.</p>
+      )}
+    </div>
+  );
+}
+
 export function HealthView() {
   const now = useNow(5000);
   const client = useQueryClient();
@@ -36,7 +76,10 @@ export function HealthView() {
   const me = useMe();
   const canEdit = can('heartbeat.settings');
   // Only the fields the operator changed; every other field shows the server's value as the page refreshes.
-  const [draft, setDraft] = useState<{ enabled?: boolean; intervalSeconds?: string; timeoutSeconds?: string }>({});
+  const [edits, setEdits] = useState<Edits>(NO_EDITS);
+  const draft = edits.draft;
+  // The operator's edits a refused save left out of the form (another Owner changed those fields), to re-apply.
+  const [conflict, setConflict] = useState<{ fields: ConflictingField[] } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const current = q.data?.settings;
   const form = current && {
@@ -44,24 +87,33 @@ export function HealthView() {
     intervalSeconds: draft.intervalSeconds ?? String(current.intervalSeconds),
     timeoutSeconds: draft.timeoutSeconds ?? String(current.timeoutSeconds),
   };
+  const change = <F extends SettingsField>(field: F, value: NonNullable<Edits['draft'][F]>) => current && setEdits(edit(edits, current, field, value));
   const changed = Object.keys(draft).length > 0;
   const invalidate = () => void client.invalidateQueries({ queryKey: queryKeys.health });
   const save = useMutation({
-    mutationFn: () =>
-      opsApi.saveHeartbeatSettings({
-        ...(draft.enabled !== undefined ? { enabled: draft.enabled } : {}),
-        ...(draft.intervalSeconds !== undefined ? { intervalSeconds: Number(draft.intervalSeconds) } : {}),
-        ...(draft.timeoutSeconds !== undefined ? { timeoutSeconds: Number(draft.timeoutSeconds) } : {}),
-      }),
-    onSuccess: (s) => {
-      const saved = s as { enabled: boolean; intervalSeconds: number; timeoutSeconds: number };
-      // The stored values at once (clamped by the server), then the page's next read.
+    // The edits go in as the mutation's variables, so a refused save is sorted out against what was sent.
+    mutationFn: (sent: Edits) => opsApi.saveHeartbeatSettings(saveBody(sent, current!)),
+    onSuccess: (saved) => {
+      // The stored values and their version at once (clamped by the server), then the page's next read.
       client.setQueryData(healthQuery().queryKey, (old) =>
-        old ? { ...old, settings: { ...old.settings, enabled: saved.enabled, intervalSeconds: saved.intervalSeconds, timeoutSeconds: saved.timeoutSeconds } } : old,
+        old
+          ? { ...old, settings: { ...old.settings, enabled: saved.enabled, intervalSeconds: saved.intervalSeconds, timeoutSeconds: saved.timeoutSeconds, version: saved.version } }
+          : old,
       );
-      setDraft({});
+      setEdits(NO_EDITS);
+      setConflict(null);
       setNotice(`Saved: ${saved.enabled ? 'enabled' : 'disabled'}, every ${saved.intervalSeconds} s, timeout ${saved.timeoutSeconds} s.`);
       invalidate();
+    },
+    onError: async (err, sent) => {
+      if (!isConflict(err)) return;
+      setNotice(null);
+      // Nothing was applied: read the server's values again and sort the edits against them.
+      const fresh = (await q.refetch()).data?.settings;
+      if (!fresh) return;
+      const r = afterConflict(sent, fresh);
+      setEdits(r.edits);
+      setConflict({ fields: r.conflicts });
     },
   });
   const sendNow = useMutation({ mutationFn: opsApi.sendHeartbeatNow, onSuccess: (r) => (setNotice(`Sent ${r.count} probes.`), invalidate()) });
@@ -76,7 +128,7 @@ export function HealthView() {
           Admin · Alerts
         </Link>
       </div>
-      <ErrorBox error={q.error ?? save.error ?? sendNow.error ?? toggle.error} />
+      <ErrorBox error={q.error ?? (isConflict(save.error) ? null : save.error) ?? sendNow.error ?? toggle.error} />
       {notice && (
         <p role="status" className="mb-2 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {notice}
@@ -87,23 +139,24 @@ export function HealthView() {
           className="rounded border border-slate-200 bg-white p-3 text-sm"
           onSubmit={(e) => {
             e.preventDefault();
-            save.mutate();
+            save.mutate(edits);
           }}
         >
           <h2 className="mb-2 font-semibold">Heartbeat schedule</h2>
           {form && (
             <div className="space-y-2">
-              <fieldset disabled={!canEdit} className="space-y-2" data-testid="heartbeat-settings">
+              {conflict && current && <SaveConflict fields={conflict.fields} onReapply={() => (setEdits(reapply(edits, current, conflict.fields)), setConflict(null))} />}
+              <fieldset disabled={!canEdit || save.isPending} className="space-y-2" data-testid="heartbeat-settings">
                 <label className="flex items-center gap-2">
-                  <input type="checkbox" checked={form.enabled} onChange={(e) => setDraft({ ...draft, enabled: e.target.checked })} /> Send probes on a schedule
+                  <input type="checkbox" checked={form.enabled} onChange={(e) => change('enabled', e.target.checked)} /> Send probes on a schedule
                 </label>
                 <label className="block">
                   Interval (seconds, at least 30)
-                  <input type="number" min={30} value={form.intervalSeconds} onChange={(e) => setDraft({ ...draft, intervalSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1 disabled:bg-slate-50" />
+                  <input type="number" min={30} value={form.intervalSeconds} onChange={(e) => change('intervalSeconds', e.target.value)} className="ml-2 w-24 rounded border border-slate-300 px-1 disabled:bg-slate-50" />
                 </label>
                 <label className="block">
                   Timeout (seconds, 5 to the interval)
-                  <input type="number" min={5} value={form.timeoutSeconds} onChange={(e) => setDraft({ ...draft, timeoutSeconds: e.target.value })} className="ml-2 w-24 rounded border border-slate-300 px-1 disabled:bg-slate-50" />
+                  <input type="number" min={5} value={form.timeoutSeconds} onChange={(e) => change('timeoutSeconds', e.target.value)} className="ml-2 w-24 rounded border border-slate-300 px-1 disabled:bg-slate-50" />
                 </label>
               </fieldset>
               {me.data && !canEdit && <p className="text-xs text-slate-500">Only an Owner can change the schedule.</p>}
@@ -111,7 +164,7 @@ export function HealthView() {
                 {canEdit && <button type="submit" disabled={save.isPending || !changed} className="rounded bg-sky-600 px-3 py-1 font-medium text-white hover:bg-sky-700 disabled:opacity-50">
                   Save
                 </button>}
-                {canEdit && changed && <button type="button" disabled={save.isPending} onClick={() => setDraft({})} className="rounded border border-slate-300 px-3 py-1 hover:bg-slate-50 disabled:opacity-50">
+                {canEdit && changed && <button type="button" disabled={save.isPending} onClick={() => (setEdits(NO_EDITS), setConflict(null))} className="rounded border border-slate-300 px-3 py-1 hover:bg-slate-50 disabled:opacity-50">
                   Discard changes
                 </button>}
                 {can('heartbeat.send') && <button type="button" disabled={sendNow.isPending} onClick={() => sendNow.mutate()} className="rounded border border-sky-600 px-3 py-1 text-sky-700 hover:bg-sky-50 disabled:opacity-50">

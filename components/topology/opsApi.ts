@@ -8,7 +8,7 @@ import type { TopicView } from '../../server/subscriptions/overview.ts';
 import type { reconcileApply, reconcilePreview } from '../../server/reconcile/routes.ts';
 import type { RepairTarget } from '../../server/reconcile/stuck.ts';
 import type { DrainingTarget } from '../../server/reconcile/draining.ts';
-import type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
+import type { HealthOverview, VersionedHeartbeatSettings } from '../../server/heartbeat/scheduler.ts';
 import { callApi } from '../api.ts';
 
 export type { SubscriptionView, TopicView } from '../../server/subscriptions/overview.ts';
@@ -57,7 +57,9 @@ export const opsApi = {
     sessions: DrainingTarget[] = [],
   ) => callApi<ReconcileResult>('/api/operations/reconcile', post({ targets, repairs, sessions })),
   health: () => callApi<HealthOverview>('/api/admin/health'),
-  saveHeartbeatSettings: (s: { enabled?: boolean; intervalSeconds?: number; timeoutSeconds?: number }) => callApi<unknown>('/api/admin/heartbeat/settings', put(s)),
+  /** Saves the changed fields if the settings are still at `version` (settings.version of health()); else a 409 ApiError. */
+  saveHeartbeatSettings: (s: { enabled?: boolean; intervalSeconds?: number; timeoutSeconds?: number; version: string }) =>
+    callApi<VersionedHeartbeatSettings>('/api/admin/heartbeat/settings', put(s)),
   sendHeartbeatNow: () => callApi<{ count: number }>('/api/admin/heartbeat/send-now', post()),
   setHeartbeatIncluded: (endpointId: string, included: boolean) => callApi<unknown>(`/api/admin/heartbeat/endpoints/${seg(endpointId)}`, put({ included })),
 };

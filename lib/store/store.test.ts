@@ -565,6 +565,12 @@ describe('heartbeats and platform records', () => {
     const { settings, etag } = await f.store.getHeartbeatSettings();
     assert.equal(settings.intervalSeconds, 300);
     assert.equal(etag, undefined);
+    // Two saves conditional on "never saved": the first creates the document, the second finds it and is refused.
+    const [first, second] = await Promise.all([
+      f.store.saveHeartbeatSettings({ enabled: true, intervalSeconds: 60 }, null),
+      f.store.saveHeartbeatSettings({ enabled: false, intervalSeconds: 90 }, null),
+    ]);
+    assert.equal([first, second].filter(Boolean).length, 1);
     await f.store.saveHeartbeatSettings({ enabled: true, intervalSeconds: 60 });
     const current = await f.store.getHeartbeatSettings();
     assert.equal(current.settings.enabled, true);

@@ -1466,9 +1466,11 @@ export class MessageStore {
   /**
    * Saves the heartbeat settings; fields left out keep their stored values (an operator's save does not reset
    * the scheduler's lastSentAt). With `ifMatch` the save is conditional (returns false when another instance
-   * changed them first): the scheduler claims a send this way so only one instance sends per interval.
+   * changed them first): the scheduler claims a send this way so only one instance sends per interval, and an
+   * operator's save is refused when the settings changed since they were read. `null` is the condition for
+   * settings never saved (the defaults): it creates the document only if nobody else has meanwhile.
    */
-  async saveHeartbeatSettings(settings: Partial<HeartbeatSettings>, ifMatch?: string): Promise<boolean> {
+  async saveHeartbeatSettings(settings: Partial<HeartbeatSettings>, ifMatch?: string | null): Promise<boolean> {
     const { settings: current } = await this.getHeartbeatSettings();
     const value = parseInput(heartbeatSettingsSchema, { ...current, ...settings }, 'heartbeat settings');
     if (value.timeoutSeconds > value.intervalSeconds) {
@@ -1504,10 +1506,12 @@ export class MessageStore {
     }
   }
 
-  async #writePlatform(id: string, value: unknown, ifMatch?: string): Promise<boolean> {
+  /** `ifMatch`: undefined writes whatever is stored, null creates only if absent, an etag replaces only that version. */
+  async #writePlatform(id: string, value: unknown, ifMatch?: string | null): Promise<boolean> {
     const doc = { id, value, updatedAt: this.#iso() };
     try {
       if (ifMatch === undefined) await this.#c.platform.items.upsert(doc);
+      else if (ifMatch === null) await this.#c.platform.items.create(doc);
       else
         await this.#c.platform
           .item(id, id)
@@ -1515,7 +1519,7 @@ export class MessageStore {
       return true;
     } catch (err) {
       const code = cosmosStatus(err);
-      if (ifMatch !== undefined && (code === 412 || code === 404)) return false;
+      if (ifMatch !== undefined && (code === 412 || code === 404 || code === 409)) return false;
       rethrowCosmos(err, 'platform record write');
     }
   }

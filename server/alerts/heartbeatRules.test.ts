@@ -64,7 +64,7 @@ function sources(): AlertSources {
 describe('heartbeat alert rules on real heartbeat data', () => {
   test('heartbeat missing and Resolver liveness: ok right after the answers, firing T + 1 s after lastSeenAt, unavailable with heartbeats off', async () => {
     const service = getOpsServices(ctx).heartbeat;
-    await service.updateSettings({ enabled: true, intervalSeconds: 60, timeoutSeconds: 20 }, 'tester');
+    await service.updateSettings({ enabled: true, intervalSeconds: 60, timeoutSeconds: 20 }, (await service.versionedSettings()).version, 'tester');
     // Send now probes the endpoints; the tick probes the Resolver (its liveness probe is on the scheduler's claim).
     const sent = await service.sendNow('tester');
     assert.equal(sent.count, ctx.catalog.endpoints.length);
@@ -134,7 +134,7 @@ describe('heartbeat alert rules on real heartbeat data', () => {
     assert.ok(afterExclude.status !== 'firing' || !afterExclude.summary.includes(silent[0]!.endpointId));
 
     // Heartbeats off: the endpoint rule cannot be evaluated (and says why); the Resolver is still probed and judged.
-    await service.updateSettings({ enabled: false, intervalSeconds: 60, timeoutSeconds: 20 }, 'tester');
+    await service.updateSettings({ enabled: false, intervalSeconds: 60, timeoutSeconds: 20 }, (await service.versionedSettings()).version, 'tester');
     const off = await evaluateRule(missing, src, now, undefined);
     assert.deepEqual(off, { status: 'unavailable', reason: 'endpoint heartbeats are off (Admin → Health)' });
     assert.equal((await evaluateRule(liveness, src, now, undefined)).status, 'ok');

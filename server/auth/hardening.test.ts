@@ -402,19 +402,19 @@ describe('revoking one\'s own grant', () => {
 
 describe('Admin → Health settings', () => {
   const OWNER: Principal = { kind: 'user', id: 'oid-owner', name: 'owner@test', roles: ['Owner'], groups: [] };
-  /** A change another Owner makes meanwhile, through the API. */
+  const stored = async () => {
+    const res = await fetch(`${app.url}/api/admin/health`, { headers: { cookie: `${SESSION_COOKIE}=${sealSession(OWNER, { secret: SECRET, maxAgeSeconds: 600 })}` } });
+    return ((await res.json()) as { settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number; version: string } }).settings;
+  };
+  /** A change another Owner makes meanwhile, through the API, from the settings as they are now. */
   const saveAsAnotherOwner = async (settings: object) => {
     const other: Principal = { kind: 'user', id: 'oid-owner-2', name: 'owner2@test', roles: ['Owner'], groups: [] };
     const res = await fetch(`${app.url}/api/admin/heartbeat/settings`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json', cookie: `${SESSION_COOKIE}=${sealSession(other, { secret: SECRET, maxAgeSeconds: 600 })}` },
-      body: JSON.stringify(settings),
+      body: JSON.stringify({ ...settings, version: (await stored()).version }),
     });
     assert.equal(res.status, 200, await res.text());
-  };
-  const stored = async () => {
-    const res = await fetch(`${app.url}/api/admin/health`, { headers: { cookie: `${SESSION_COOKIE}=${sealSession(OWNER, { secret: SECRET, maxAgeSeconds: 600 })}` } });
-    return ((await res.json()) as { settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number } }).settings;
   };
   /** Until `read` gives `want`: the page refreshes every 5 s; the bound is only there to end a failing test. */
   async function until<T>(read: () => Promise<T>, want: T, what: string): Promise<void> {
@@ -470,6 +470,53 @@ describe('Admin → Health settings', () => {
         await page.getByRole('status').filter({ hasText: 'Saved:' }).waitFor();
         const { enabled: e, intervalSeconds: i, timeoutSeconds: t } = await stored();
         assert.deepEqual({ e, i, t }, { e: !before.enabled, i: newInterval, t: 45 });
+        await page.close();
+      } finally {
+        await saveAsAnotherOwner({ enabled: before.enabled, intervalSeconds: before.intervalSeconds, timeoutSeconds: before.timeoutSeconds });
+      }
+    }));
+
+  test('a save another Owner overtook is refused inside the page with both values; the server value shows, the own edit is re-applied and saved', () =>
+    withSignIn(async () => {
+      const before = await stored();
+      try {
+        await signIn(OWNER);
+        const page = await open('/admin/health');
+        await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+        await page.getByRole('button', { name: 'Save' }).waitFor();
+        const interval = page.getByLabel('Interval (seconds, at least 30)');
+        const timeout = page.getByLabel('Timeout (seconds, 5 to the interval)');
+        await until(() => interval.inputValue(), String(before.intervalSeconds), 'the interval shown');
+
+        // This Owner edits the interval and the timeout; before Save, another Owner saves a different interval.
+        const mine = before.intervalSeconds + 600;
+        const theirs = before.intervalSeconds + 300;
+        await interval.fill(String(mine));
+        await timeout.fill('45');
+        await saveAsAnotherOwner({ intervalSeconds: theirs });
+        await page.getByRole('button', { name: 'Save' }).click();
+
+        // Refused, nothing applied: the page says so inside the form and names both values of the field.
+        const conflict = page.getByTestId('heartbeat-settings-conflict');
+        await conflict.waitFor();
+        const text = (await conflict.textContent()) ?? '';
+        assert.match(text, /Not saved: another Owner changed the settings/);
+        assert.match(text, new RegExp(`Interval \\(seconds\\): now ${theirs}, yours ${mine}`));
+        assert.equal(await conflict.getByRole('button', { name: 'Re-apply my changes' }).isVisible(), true);
+        const afterRefusal = await stored();
+        assert.deepEqual([afterRefusal.intervalSeconds, afterRefusal.timeoutSeconds], [theirs, before.timeoutSeconds], 'nothing of the refused save was applied');
+        // The conflicting field shows the server's value; the edit nobody else touched is still there.
+        assert.equal(await interval.inputValue(), String(theirs));
+        assert.equal(await timeout.inputValue(), '45');
+
+        // Re-applied and saved again: this time it goes through.
+        await conflict.getByRole('button', { name: 'Re-apply my changes' }).click();
+        await conflict.waitFor({ state: 'detached' });
+        assert.equal(await interval.inputValue(), String(mine));
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('status').filter({ hasText: 'Saved:' }).waitFor();
+        const saved = await stored();
+        assert.deepEqual([saved.intervalSeconds, saved.timeoutSeconds], [mine, 45]);
         await page.close();
       } finally {
         await saveAsAnotherOwner({ enabled: before.enabled, intervalSeconds: before.intervalSeconds, timeoutSeconds: before.timeoutSeconds });

@@ -107,8 +107,9 @@ describe('heartbeat', () => {
     assert.equal(idle.resolverProbed, true);
     await until('the Resolver liveness', async () => (await a.overview()).resolver.status === 'On');
 
-    const saved = await a.updateSettings({ enabled: true, intervalSeconds: 60, timeoutSeconds: 20 }, 'tester');
-    assert.deepEqual([saved.enabled, saved.intervalSeconds, saved.timeoutSeconds], [true, 60, 20]);
+    const r = await a.updateSettings({ enabled: true, intervalSeconds: 60, timeoutSeconds: 20 }, (await a.versionedSettings()).version, 'tester');
+    assert.ok('saved' in r, 'saved from the version just read');
+    assert.deepEqual([r.saved.enabled, r.saved.intervalSeconds, r.saved.timeoutSeconds], [true, 60, 20]);
     const endpoints = stack.catalog.endpoints.map((e) => e.id);
 
     const [ta, tb] = await Promise.all([a.tick(), b.tick()]);

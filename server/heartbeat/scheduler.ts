@@ -80,8 +80,20 @@ export interface ResolverHealth {
   roundTripMs: number | null;
 }
 
+/**
+ * The version of settings never saved (the defaults). Any other version is the stored document's etag: opaque to
+ * callers, who send back the one they read so a save cannot overwrite a change they have not seen.
+ */
+export const DEFAULT_SETTINGS_VERSION = 'defaults';
+
+export type VersionedHeartbeatSettings = HeartbeatSettings & { version: string };
+
+/** What an operator's save ended with: stored (the values and their new version), or refused as stale. */
+export type SettingsSaveResult = { saved: VersionedHeartbeatSettings } | { stale: { version: string } };
+
 export interface HealthOverview {
-  settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number; lastSentAt: string | null };
+  /** `version`: send it back with a save (PUT /api/admin/heartbeat/settings). */
+  settings: { enabled: boolean; intervalSeconds: number; timeoutSeconds: number; lastSentAt: string | null; version: string };
   resolver: ResolverHealth;
   endpoints: EndpointHealth[];
   generatedAt: string;
@@ -133,16 +145,31 @@ export class HeartbeatService {
     return (await this.#d.store.getHeartbeatSettings()).settings;
   }
 
+  /** The settings with the version a save must name. */
+  async versionedSettings(): Promise<VersionedHeartbeatSettings> {
+    const { settings, etag } = await this.#d.store.getHeartbeatSettings();
+    return { ...settings, version: etag ?? DEFAULT_SETTINGS_VERSION };
+  }
+
+  /**
+   * An operator's save, applied only if the stored settings are still at `expectedVersion` (optimistic concurrency):
+   * two Owners saving from the same read cannot both win, the second learns the settings moved and nothing of its
+   * save is applied. The condition is the store's own (etag / create-if-absent), so a save racing this one between
+   * the check and the write is refused too.
+   */
   async updateSettings(
     patch: Partial<{ enabled: boolean; intervalSeconds: number; timeoutSeconds: number }>,
+    expectedVersion: string,
     auditor: string,
-  ): Promise<HeartbeatSettings> {
-    const current = await this.settings();
+  ): Promise<SettingsSaveResult> {
+    const { settings: current, etag } = await this.#d.store.getHeartbeatSettings();
+    const version = etag ?? DEFAULT_SETTINGS_VERSION;
+    if (version !== expectedVersion) return { stale: { version } };
     const next = clampSettings({ ...current, ...patch });
     // Fields only: the store keeps lastSentAt as it is (a settings save never resets the schedule).
-    await this.#d.store.saveHeartbeatSettings(next);
+    if (!(await this.#d.store.saveHeartbeatSettings(next, etag ?? null))) return { stale: { version: (await this.versionedSettings()).version } };
     await this.#audit('UpdateHeartbeatSettings', auditor, next);
-    return this.settings();
+    return { saved: await this.versionedSettings() };
   }
 
   async excluded(): Promise<Set<string>> {
@@ -218,7 +245,7 @@ export class HeartbeatService {
 
   async overview(): Promise<HealthOverview> {
     const [settings, excluded, resolver, claim] = await Promise.all([
-      this.settings(),
+      this.versionedSettings(),
       this.excluded(),
       this.#d.store.getServiceHealth(Address.Resolver),
       this.#d.docs.read<{ lastSentAt: string }>(CLAIM_ENDPOINTS),
@@ -232,6 +259,7 @@ export class HeartbeatService {
         intervalSeconds: settings.intervalSeconds,
         timeoutSeconds: settings.timeoutSeconds,
         lastSentAt: claim?.value.lastSentAt ?? null,
+        version: settings.version,
       },
       resolver: resolverHealth(resolver),
       endpoints,

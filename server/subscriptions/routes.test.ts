@@ -189,12 +189,12 @@ describe('operations routes', () => {
     const settings = await import('../../app/api/admin/heartbeat/settings/route.ts');
     const sendNow = await import('../../app/api/admin/heartbeat/send-now/route.ts');
     const toggle = await import('../../app/api/admin/heartbeat/endpoints/[endpointId]/route.ts');
-    const h = (await (await health.GET(req('GET', '/x'))).json()) as { settings: { enabled: boolean }; resolver: { status: string }; endpoints: unknown[] };
+    const h = (await (await health.GET(req('GET', '/x'))).json()) as { settings: { enabled: boolean; version: string }; resolver: { status: string }; endpoints: unknown[] };
     assert.equal(h.settings.enabled, false);
     assert.equal(h.resolver.status, 'Unknown');
     assert.equal(h.endpoints.length, stack.catalog.endpoints.length);
-    assert.equal((await settings.PUT(req('PUT', '/x', { intervalSeconds: 'x' }))).status, 400);
-    const saved = (await (await settings.PUT(req('PUT', '/x', { intervalSeconds: 10, timeoutSeconds: 100 }))).json()) as { intervalSeconds: number; timeoutSeconds: number };
+    assert.equal((await settings.PUT(req('PUT', '/x', { intervalSeconds: 'x', version: h.settings.version }))).status, 400);
+    const saved = (await (await settings.PUT(req('PUT', '/x', { intervalSeconds: 10, timeoutSeconds: 100, version: h.settings.version }))).json()) as { intervalSeconds: number; timeoutSeconds: number };
     assert.deepEqual([saved.intervalSeconds, saved.timeoutSeconds], [30, 30]);
     assert.equal((await toggle.PUT(req('PUT', '/x', { included: false }), params({ endpointId: 'nope' }))).status, 404);
     assert.equal((await toggle.PUT(req('PUT', '/x', { included: false }), params({ endpointId: 'erpendpoint' }))).status, 200);
@@ -214,6 +214,53 @@ describe('operations routes', () => {
     } finally {
       await hb.stop();
     }
+  });
+
+  test('heartbeat settings: two saves from the same version, the second is refused with 409 and nothing of it applied', async () => {
+    const health = await import('../../app/api/admin/health/route.ts');
+    const settings = await import('../../app/api/admin/heartbeat/settings/route.ts');
+    const { queryAudit } = await import('../audit/auditLog.ts');
+    type Settings = { enabled: boolean; intervalSeconds: number; timeoutSeconds: number; version: string };
+    // The fields a save may change and the version (lastSentAt is the scheduler's, not the operator's).
+    const fields = ({ enabled, intervalSeconds, timeoutSeconds, version }: Settings) => ({ enabled, intervalSeconds, timeoutSeconds, version });
+    const read = async () => fields(((await (await health.GET(req('GET', '/x'))).json()) as { settings: Settings }).settings);
+    const put = (body: object) => settings.PUT(req('PUT', '/x', body));
+
+    const base = await read();
+    assert.equal(typeof base.version, 'string');
+    // Two Owners read the same version; both change the interval.
+    const first = await put({ intervalSeconds: base.intervalSeconds + 60, version: base.version });
+    assert.equal(first.status, 200, await first.clone().text());
+    const stored = fields((await first.json()) as Settings);
+    assert.equal(stored.intervalSeconds, base.intervalSeconds + 60);
+    assert.notEqual(stored.version, base.version, 'a save moves the version');
+    assert.equal((await read()).version, stored.version, 'the page reads the version the save answered');
+
+    const startedAt = new Date(Date.now() - 1000).toISOString();
+    const second = await put({ intervalSeconds: base.intervalSeconds + 120, timeoutSeconds: 40, version: base.version });
+    assert.equal(second.status, 409);
+    const refusal = (await second.json()) as { error: string; detail: string };
+    assert.match(refusal.detail, /changed since you read them.*nothing was applied/);
+    const after = await read();
+    assert.deepEqual(after, stored, 'nothing of the refused save was applied, not even the field the first did not touch');
+
+    // Refused like any failed change: in the access audit with the status and reason the caller got.
+    const audit = await queryAudit(stack.store.database, { action: 'heartbeat.settings', outcome: 'failed', from: startedAt, pageSize: 10 });
+    assert.ok(audit.items.some((e) => e.status === 409 && /changed since you read them/.test(e.reason ?? '')), JSON.stringify(audit.items));
+
+    // Without a version: 428, with what to send; also audited, and nothing applied.
+    const missing = await put({ timeoutSeconds: 40 });
+    assert.equal(missing.status, 428);
+    assert.match(((await missing.json()) as { detail: string }).detail, /send `version`/);
+    assert.deepEqual(await read(), stored);
+    const audit428 = await queryAudit(stack.store.database, { action: 'heartbeat.settings', outcome: 'failed', from: startedAt, pageSize: 10 });
+    assert.ok(audit428.items.some((e) => e.status === 428), JSON.stringify(audit428.items));
+
+    // Read again, the same change goes through.
+    const retry = await put({ timeoutSeconds: 40, version: after.version });
+    assert.equal(retry.status, 200, await retry.clone().text());
+    assert.equal(((await retry.json()) as Settings).timeoutSeconds, 40);
+    await put({ intervalSeconds: base.intervalSeconds, timeoutSeconds: base.timeoutSeconds, version: (await read()).version });
   });
 
   test('replays share one no-retry send client per context, closed with the ops services', async () => {

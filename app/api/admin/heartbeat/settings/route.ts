@@ -1,5 +1,6 @@
-// PUT /api/admin/heartbeat/settings with `{ enabled?, intervalSeconds?, timeoutSeconds? }`: saved clamped, audited.
-// Owner site-wide.
+// PUT /api/admin/heartbeat/settings with `{ enabled?, intervalSeconds?, timeoutSeconds?, version }`: saved clamped,
+// audited; `version` is the settings.version read from GET /api/admin/health (428 without it, 409 and nothing applied
+// when the settings changed since). Answers the stored settings with their new version. Owner site-wide.
 import { audited, authorize } from '../../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../../../server/http.ts';
