@@ -96,7 +96,13 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   const d: EventDetails | undefined = q.data;
   const e = d?.event;
 
-  // Closing a dialog forgets its error: the next one opens clean.
+  // A dialog opens clean and closing it forgets its error. A command keeps running when its dialog is closed (Cancel
+  // or Escape while it is being sent): its outcome then lands on the page, a notice or the error box below the
+  // header, never inside the next dialog opened.
+  const openDialog = (next: Exclude<Dialog, null>) => {
+    setActionError(null);
+    setDialog(next);
+  };
   const closeDialog = () => {
     setDialog(null);
     setActionError(null);
@@ -161,14 +167,14 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           {isActionable(e) ? (
             <>
               {can('resubmit', endpointId) && (
-              <button type="button" onClick={() => setDialog('resubmit')} disabled={busy} className="rounded bg-sky-600 px-3 py-1 text-sm text-white hover:bg-sky-700 disabled:opacity-50">
+              <button type="button" onClick={() => openDialog('resubmit')} disabled={busy} className="rounded bg-sky-600 px-3 py-1 text-sm text-white hover:bg-sky-700 disabled:opacity-50">
                 Resubmit
               </button>
               )}
               {can('resubmit', endpointId) && (
               <button
                 type="button"
-                onClick={() => setDialog('edit')}
+                onClick={() => openDialog('edit')}
                 disabled={busy}
                 className="rounded border border-sky-600 px-3 py-1 text-sm text-sky-700 hover:bg-sky-50 disabled:opacity-50"
               >
@@ -176,7 +182,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
               </button>
               )}
               {can('skip', endpointId) && (
-              <button type="button" onClick={() => setDialog('skip')} disabled={busy} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50 disabled:opacity-50">
+              <button type="button" onClick={() => openDialog('skip')} disabled={busy} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50 disabled:opacity-50">
                 Skip
               </button>
               )}
@@ -184,10 +190,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           ) : null}
           {handoff && can('handoff', endpointId) ? (
             <>
-              <button type="button" onClick={() => setDialog('complete')} disabled={busy} className="rounded bg-emerald-600 px-3 py-1 text-sm text-white hover:bg-emerald-700 disabled:opacity-50">
+              <button type="button" onClick={() => openDialog('complete')} disabled={busy} className="rounded bg-emerald-600 px-3 py-1 text-sm text-white hover:bg-emerald-700 disabled:opacity-50">
                 Complete handoff
               </button>
-              <button type="button" onClick={() => setDialog('fail')} disabled={busy} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50 disabled:opacity-50">
+              <button type="button" onClick={() => openDialog('fail')} disabled={busy} className="rounded border border-red-300 px-3 py-1 text-sm text-red-700 hover:bg-red-50 disabled:opacity-50">
                 Fail handoff
               </button>
             </>
@@ -199,6 +205,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           {awaiting} sent by an operator; waiting for {endpointId} to process it and the Resolver to record the outcome.
         </div>
       ) : null}
+      {dialog === null ? <ErrorBox error={actionError} /> : null}
       {notice ? (
         <div role="status" className="mb-3 rounded border border-emerald-200 bg-emerald-50 px-3 py-2 text-sm text-emerald-800">
           {notice}

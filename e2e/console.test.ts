@@ -265,6 +265,90 @@ describe('console in Chromium', () => {
     }
   });
 
+  test('a command whose dialog was closed while it was sent reports a failure on the page; the next dialog opens clean', async () => {
+    await seedConsoleData(stack.store, Date.now(), '-h');
+    // Not through open(): Chromium logs the dropped request below as a console error, which the last test counts.
+    const page = await ui!.browser.newPage();
+    const dialog = page.getByRole('dialog');
+    try {
+      await page.goto(`${ui!.url}/endpoints/billingendpoint/events/evt-failed-1-h`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      // The resubmit is held until its dialog is closed, then its connection drops.
+      const resubmitPath = '/api/event/resubmit/billingendpoint/evt-failed-1-h';
+      let release!: () => void;
+      const closed = new Promise<void>((resolve) => (release = resolve));
+      let held!: () => void;
+      const reached = new Promise<void>((resolve) => (held = resolve));
+      await page.route(
+        (u) => u.pathname === resubmitPath,
+        async (route) => {
+          held();
+          await closed;
+          await route.abort('connectionreset');
+        },
+      );
+      await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
+      await dialog.getByRole('button', { name: 'Resubmit' }).click();
+      await reached;
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      release();
+      // The failure is on the page (no dialog is open to hold it) ...
+      const pageAlert = page.locator('main [role=alert]');
+      await pageAlert.waitFor();
+      assert.equal(await pageAlert.count(), 1);
+      // ... and not carried into the next dialog, which opens clean.
+      await page.getByRole('button', { name: 'Skip', exact: true }).click();
+      await dialog.getByRole('button', { name: 'Skip' }).waitFor();
+      assert.equal(await dialog.getByRole('alert').count(), 0, 'the Skip dialog shows no error of the resubmit');
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+
+  test('a bulk job confirmed again after a failure shows no stale error while it is sent', async () => {
+    await seedConsoleData(stack.store, Date.now(), '-i');
+    // Not through open(): Chromium logs the dropped request below as a console error, which the last test counts.
+    const page = await ui!.browser.newPage();
+    try {
+      // The first start of the frozen job drops its connection; the second is held while the dialog is looked at.
+      let attempts = 0;
+      let release!: () => void;
+      const looked = new Promise<void>((resolve) => (release = resolve));
+      let held!: () => void;
+      const reached = new Promise<void>((resolve) => (held = resolve));
+      await page.route(
+        (u) => /^\/api\/operations\/[^/]+\/resume$/.test(u.pathname),
+        async (route) => {
+          if (++attempts === 1) return route.abort('connectionreset');
+          held();
+          await looked;
+          await route.continue();
+        },
+      );
+      await page.goto(`${ui!.url}/endpoints/erpendpoint?status=Handoff`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      await page.getByLabel('Select evt-handoff-1-i').check();
+      await page.getByRole('button', { name: 'Skip selected' }).click();
+      const dialog = page.getByRole('dialog');
+      const confirm = dialog.getByRole('button', { name: /^Skip \d+ events$/ });
+      await confirm.click();
+      await dialog.getByRole('alert').waitFor();
+      await confirm.click();
+      await reached;
+      const alertsWhileSent = await dialog.getByRole('alert').count();
+      release();
+      assert.equal(alertsWhileSent, 0, "the first attempt's error is gone while the retry is sent");
+      await dialog.waitFor({ state: 'detached' });
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+
   test('a bulk job whose selection cannot be frozen says why inside its dialog, as an alert', async () => {
     await seedConsoleData(stack.store, Date.now(), '-g');
     // Not through open(): Chromium logs the refused request as a console error, which the last test counts.

@@ -23,6 +23,8 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
   const verb = kind === 'resubmit' ? 'Resubmit' : 'Skip';
   const close = async (confirmed: boolean) => {
     setBusy(true);
+    // A retry starts clean: the last attempt's alert beside "Working…" would read as this attempt's answer.
+    setError(null);
     try {
       if (prepared) await jobsApi.control(prepared.operationId, confirmed ? 'resume' : 'cancel');
       void qc.invalidateQueries({ queryKey: queryKeys.operations });
