@@ -3,19 +3,24 @@
 // continuation paging, counts per status, and Resubmit / Skip of the checked rows (across loaded pages) or of every
 // event the filter matches ("select all matching"). Either runs on the server as a bulk job (server/operations/)
 // over a selection frozen when the confirmation opens, which states exactly how many events it will act on: no
-// row limit. The list exports as CSV or JSON with the same filter.
+// row limit. The list exports as CSV or JSON with the same filter. The history charts' range is in the URL too
+// (`range`, `rangeFrom`/`rangeTo`): a range change keeps the filters and a filter change keeps the range, each a
+// history entry of its own.
 import Link from './Link.tsx';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { endpointHref, eventHref, type EventListItem } from './api.ts';
 import { endpointsQuery, eventsQuery } from './queries.ts';
-import { EVENT_STATUSES, eventListSearch, parseSearch, toSearch } from './urlState.ts';
+import { EVENT_STATUSES, endpointSearch, eventListSearch, parseSearch, toSearch, type EventListSearch } from './urlState.ts';
+import { useUrlState } from './useUrlState.ts';
 import { fromInputValue, toInputValue } from './isoTime.ts';
 import { useTimeZoneMode } from './timeZone.tsx';
 import { Ago, ErrorBox, formatCount, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
+import { failuresHref, type TimeRange } from './charts/metricsApi.ts';
+import { endpointSearchFromRange, rangeFromEndpointSearch } from './charts/rangeUrl.ts';
 import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
 import type { Selection } from './operations/jobsApi.ts';
 import { TABLE_HEAD } from './table.tsx';
@@ -25,8 +30,10 @@ const STATUSES = EVENT_STATUSES;
 type FilterKey = keyof typeof eventListSearch.shape;
 /** The filter as the form edits it: every field a string (statuses comma-separated). */
 type Filters = Record<FilterKey, string>;
-/** The URL (and query key) of a filter: one canonical query string per state (urlState.ts). */
-const searchOf = (f: Filters) => toSearch(eventListSearch, { ...f, status: f.status ? (f.status.split(',') as typeof STATUSES[number][]) : [] });
+const filtersOf = (parsed: EventListSearch): Filters => ({ ...parsed, status: parsed.status.join(',') });
+const stateOf = (f: Filters): EventListSearch => ({ ...f, status: f.status ? (f.status.split(',') as (typeof STATUSES)[number][]) : [] });
+/** The query string (and query key) of a filter: one canonical query string per state (urlState.ts). */
+const searchOf = (f: Filters) => toSearch(eventListSearch, stateOf(f));
 
 /** Rows an operator may resubmit or skip (the server decides again; this only drives the checkboxes). */
 export const isActionable = (r: Pick<EventListItem, 'status' | 'subStatus'>) =>
@@ -44,26 +51,35 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const toLocalInput = (iso: string) => toInputValue(iso, zone);
   const fromLocalInput = (v: string) => fromInputValue(v, zone);
 
-  const filters = useMemo((): Filters => {
-    const parsed = parseSearch(eventListSearch, params);
-    return { ...parsed, status: parsed.status.join(',') };
-  }, [params]);
+  const filters = useMemo(() => filtersOf(parseSearch(eventListSearch, params)), [params]);
+  const queryString = useMemo(() => searchOf(filters), [filters]);
   const [draft, setDraft] = useState(filters);
-  const [draftKey, setDraftKey] = useState(params.toString());
-  if (draftKey !== params.toString()) {
-    // The URL changed (back/forward, a count link): the form follows it.
-    setDraftKey(params.toString());
+  const [draftKey, setDraftKey] = useState(queryString);
+  if (draftKey !== queryString) {
+    // The filters in the URL changed (back/forward, a count link): the form follows them. A chart range change
+    // leaves what is typed and not yet applied alone.
+    setDraftKey(queryString);
     setDraft(filters);
   }
   const selectedStatuses = filters.status ? filters.status.split(',') : [];
 
   // A chip, Apply, Clear or dropping the failure group is a history entry, as on the other list pages: Back undoes
   // it and stays on this page (replacing the entry made Back leave the endpoint altogether).
+  // The chart range goes along as the address bar has it now.
   const apply = (next: Filters) => {
-    const qs = searchOf(next);
-    if (qs === params.toString()) return;
+    const current = new URLSearchParams(window.location.search);
+    const qs = toSearch(endpointSearch, { ...parseSearch(endpointSearch, current), ...stateOf(next) });
+    if (qs === current.toString()) return;
     router.push(`${pathname}${qs ? `?${qs}` : ''}`);
   };
+  // The range is written with the history API (no server round trip: the list does not depend on it); the
+  // filters go along unchanged.
+  const { search, update } = useUrlState(endpointSearch);
+  const range = rangeFromEndpointSearch(search);
+  const changeRange = (r: TimeRange) => update(endpointSearchFromRange(r, zone), 'push');
+  // A failure bar: the filter Monitor's click opens (failuresHref), on this page with the range kept.
+  const openFailures = (t: number, bucketSeconds: number) =>
+    apply(filtersOf(parseSearch(eventListSearch, new URLSearchParams(failuresHref(endpointId, t, bucketSeconds).split('?')[1]))));
   const toggleStatus = (s: string) => {
     const set = new Set(selectedStatuses);
     if (set.has(s)) set.delete(s);
@@ -74,7 +90,6 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const overview = useQuery(endpointsQuery());
   const ep = overview.data?.endpoints.find((e) => e.endpointId === endpointId);
 
-  const queryString = useMemo(() => searchOf(filters), [filters]);
   const list = useInfiniteQuery(eventsQuery(endpointId, queryString));
   const items = useMemo(() => list.data?.pages.flatMap((p) => p.items) ?? [], [list.data]);
   // Not list.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).
@@ -157,7 +172,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         {ep?.description ? <span className="text-sm text-slate-500">— {ep.description}</span> : null}
       </div>
 
-      <EndpointHistory endpointId={endpointId} />
+      <EndpointHistory endpointId={endpointId} range={range} onRangeChange={changeRange} onOpenFailures={openFailures} />
 
       <div className="mb-3 flex flex-wrap gap-1.5" aria-label="Status filter">
         {STATUSES.map((s) => {

@@ -126,6 +126,19 @@ export const monitorSearch = z.object({
 });
 export type MonitorSearch = z.output<typeof monitorSearch>;
 
+// --- Endpoint page as a whole (/endpoints/[endpointId]) ----------------------------------------------------------
+/**
+ * The event filters (eventListSearch, which alone is the list's query key and the API's query) and the history
+ * charts' range. The filters already use `from` and `to` (when an event was updated), so a custom chart range's
+ * ends are `rangeFrom` and `rangeTo` (components/charts/rangeUrl.ts).
+ */
+export const endpointSearch = z.extend(eventListSearch, {
+  range: choice(MONITOR_RANGES, '1h'),
+  rangeFrom: instant,
+  rangeTo: instant,
+});
+export type EndpointSearch = z.output<typeof endpointSearch>;
+
 // --- Search (/search) -------------------------------------------------------------------------------------------
 export const searchSearch = z.object({ q: text(200) });
 

@@ -95,11 +95,23 @@ function EndpointMini({ endpointId, range }: { endpointId: string; range: TimeRa
   );
 }
 
-/** Endpoint page: handled/failed, latency percentiles, backlog. */
-export function EndpointHistory({ endpointId }: { endpointId: string }) {
-  const [range, setRange] = useState<TimeRange>({ key: '1h' });
+/**
+ * Endpoint page: handled/failed, latency percentiles, backlog. The range is the page's (in its URL, beside the event
+ * filters), and so is a failure bar's click: the page sets its filters to that bucket and keeps the range.
+ */
+export function EndpointHistory({
+  endpointId,
+  range,
+  onRangeChange,
+  onOpenFailures,
+}: {
+  endpointId: string;
+  range: TimeRange;
+  onRangeChange: (r: TimeRange) => void;
+  /** A click on a failure bar: the failed events of the bucket starting at `t` (epoch ms). */
+  onOpenFailures: (t: number, bucketSeconds: number) => void;
+}) {
   const [open, setOpen] = useState(true);
-  const router = useRouter();
   const q = useQuery(metricsQuery({ range, endpointId, enabled: open }));
   const bucket = q.data?.bucketSeconds ?? 60;
   return (
@@ -111,7 +123,7 @@ export function EndpointHistory({ endpointId }: { endpointId: string }) {
         {open ? (
           <div className="flex items-center gap-2">
             <Status q={q} />
-            <RangePicker value={range} onChange={setRange} />
+            <RangePicker value={range} onChange={onRangeChange} />
           </div>
         ) : null}
       </div>
@@ -128,7 +140,7 @@ export function EndpointHistory({ endpointId }: { endpointId: string }) {
                 { name: 'failures', label: 'failures', color: RED, points: sumOf(q.data, FAILURES), bars: true },
               ]}
               onPick={(t, v) => {
-                if ((v.failures ?? 0) > 0) router.push(failuresHref(endpointId, t, bucket));
+                if ((v.failures ?? 0) > 0) onOpenFailures(t, bucket);
               }}
             />
           </div>

@@ -1,8 +1,9 @@
-// Monitor's chart range in the URL: parsed with the page's schema, turned into a range, and written back.
-import { test } from 'node:test';
+// The chart range in the URL (Monitor's, and the Endpoint page's beside its event filters): parsed with the page's
+// schema, turned into a range, and written back.
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { monitorSearch, parseSearch, toSearch } from '../urlState.ts';
-import { rangeFromSearch, searchFromRange } from './rangeUrl.ts';
+import { endpointSearch, eventListSearch, monitorSearch, parseSearch, toSearch } from '../urlState.ts';
+import { endpointSearchFromRange, rangeFromEndpointSearch, rangeFromSearch, searchFromRange } from './rangeUrl.ts';
 
 const rangeOf = (qs: string) => rangeFromSearch(parseSearch(monitorSearch, new URLSearchParams(qs)));
 
@@ -40,4 +41,35 @@ test('values the URL cannot honour fall back to the default range instead of bre
   }
   // The ends of a custom range mean nothing to a preset.
   assert.deepEqual(rangeOf('range=24h&from=2026-12-03T10:00:00Z&to=2026-12-03T12:00:00Z'), { key: '24h' });
+});
+
+describe('the Endpoint page', () => {
+  const parse = (qs: string) => parseSearch(endpointSearch, new URLSearchParams(qs));
+  const from = Date.parse('2026-12-03T10:00:00Z');
+  const to = Date.parse('2026-12-03T12:30:00Z');
+
+  test('a custom range\'s ends are rangeFrom/rangeTo; the events\' from/to are not the chart\'s', () => {
+    const qs = toSearch(endpointSearch, { ...parse('status=Failed&from=2026-01-01T00:00:00Z'), ...endpointSearchFromRange({ key: 'custom', from, to }, 'utc') });
+    assert.equal(qs, 'status=Failed&from=2026-01-01T00%3A00%3A00Z&range=custom&rangeFrom=2026-12-03T10%3A00%3A00Z&rangeTo=2026-12-03T12%3A30%3A00Z');
+    assert.deepEqual(rangeFromEndpointSearch(parse(qs)), { key: 'custom', from, to });
+    // from/to alone filter the events: a custom range without its own ends is the default.
+    assert.deepEqual(rangeFromEndpointSearch(parse('range=custom&from=2026-12-03T10:00:00Z&to=2026-12-03T12:30:00Z')), { key: '1h' });
+  });
+
+  test('presets, the default and bad values parse as on Monitor', () => {
+    assert.deepEqual(rangeFromEndpointSearch(parse('range=7d&status=Failed')), { key: '7d' });
+    assert.deepEqual(rangeFromEndpointSearch(parse('')), { key: '1h' });
+    for (const qs of ['range=2w', 'range=custom&rangeFrom=yesterday&rangeTo=2026-12-03T12:00:00Z', 'range=custom&rangeFrom=2026-12-03T12:00:00Z&rangeTo=2026-12-03T10:00:00Z']) {
+      assert.deepEqual(rangeFromEndpointSearch(parse(qs)), { key: '1h' }, qs);
+    }
+    // Choosing a preset (or the default) drops a custom range's ends and leaves the filters.
+    const custom = parse(`status=Failed&range=custom&rangeFrom=2026-12-03T10:00:00Z&rangeTo=2026-12-03T12:30:00Z`);
+    assert.equal(toSearch(endpointSearch, { ...custom, ...endpointSearchFromRange({ key: '24h' }, 'utc') }), 'status=Failed&range=24h');
+    assert.equal(toSearch(endpointSearch, { ...custom, ...endpointSearchFromRange({ key: '1h' }, 'utc') }), 'status=Failed');
+  });
+
+  test('the range is not part of the event list\'s query (its query key and the API\'s query string)', () => {
+    const qs = 'status=Failed&q=card&range=custom&rangeFrom=2026-12-03T10:00:00Z&rangeTo=2026-12-03T12:30:00Z';
+    assert.equal(toSearch(eventListSearch, parseSearch(eventListSearch, new URLSearchParams(qs))), 'status=Failed&q=card');
+  });
 });

@@ -1,10 +1,11 @@
-// A chart time range as URL state (monitorSearch in components/urlState.ts) and back. A preset is its key alone; a
-// custom range is `range=custom` with both ends as ISO-8601 instants, so a shared link shows the same window. A
-// custom range the URL cannot honour (an end missing or not a time, or from not before to) is the default range:
-// a hand-edited or truncated link still opens the page.
+// A chart time range as URL state (monitorSearch and endpointSearch in components/urlState.ts) and back. A preset
+// is its key alone; a custom range is `range=custom` with both ends as ISO-8601 instants, so a shared link shows
+// the same window. A custom range the URL cannot honour (an end missing or not a time, or from not before to) is
+// the default range: a hand-edited or truncated link still opens the page. The Endpoint page names the ends
+// `rangeFrom`/`rangeTo` (its `from`/`to` filter the events); its functions rename and reuse Monitor's.
 import { toIsoWithOffset } from '../isoTime.ts';
 import type { TimeZoneMode } from '../timeZone.tsx';
-import type { MonitorSearch } from '../urlState.ts';
+import type { EndpointSearch, MonitorSearch } from '../urlState.ts';
 import type { TimeRange } from './metricsApi.ts';
 
 export const DEFAULT_RANGE: TimeRange = { key: '1h' };
@@ -22,4 +23,17 @@ export function rangeFromSearch(s: Pick<MonitorSearch, 'range' | 'from' | 'to'>)
 export function searchFromRange(r: TimeRange, zone: TimeZoneMode): Pick<MonitorSearch, 'range' | 'from' | 'to'> {
   if (r.key !== 'custom' || r.from === undefined || r.to === undefined) return { range: r.key === 'custom' ? DEFAULT_RANGE.key : r.key, from: '', to: '' };
   return { range: 'custom', from: toIsoWithOffset(new Date(r.from), zone), to: toIsoWithOffset(new Date(r.to), zone) };
+}
+
+type EndpointRangeSearch = Pick<EndpointSearch, 'range' | 'rangeFrom' | 'rangeTo'>;
+
+/** The Endpoint page's history range (endpointSearch). */
+export function rangeFromEndpointSearch(s: EndpointRangeSearch): TimeRange {
+  return rangeFromSearch({ range: s.range, from: s.rangeFrom, to: s.rangeTo });
+}
+
+/** The Endpoint page's URL state of a range; it leaves the event filters (`from`, `to`, …) alone. */
+export function endpointSearchFromRange(r: TimeRange, zone: TimeZoneMode): EndpointRangeSearch {
+  const { range, from, to } = searchFromRange(r, zone);
+  return { range, rangeFrom: from, rangeTo: to };
 }
