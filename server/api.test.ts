@@ -3,10 +3,12 @@
 // them: a web Request and a params promise.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { CosmosClient } from '@azure/cosmos';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
 import { seedConsoleData, seedEvent, XSS_TEXT } from './testing/seed.ts';
+import { statusRowId } from '../lib/store/index.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -313,5 +315,40 @@ describe('console API on the embedded stack', () => {
     assert.equal(few.items.length, 11);
     assert.deepEqual(few.truncated, { byEventId: false, bySessionId: false });
     assert.deepEqual((await find('ord-2')).truncated, { byEventId: false, bySessionId: false });
+  });
+
+  test('search shows and counts only the rows that parse, reading on past the others', async () => {
+    // Rows that no longer parse took places among the 26 read: 20 good rows and 6 unparsable ones said "the first
+    // 25" over 20 rows, and 6 unparsable rows ahead of 26 good ones left 20 shown where 25 were due.
+    const seedMany = async (prefix: string, n: number) => {
+      for (let i = 0; i < n; i++)
+        await seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId: `${prefix}-${i}`, sessionId: `ses-${prefix}-${i}`, eventTypeId: 'OrderPlaced', payload: { i } }, MessageType.ResolutionResponse);
+    };
+    await seedMany('spoilt-a', 26);
+    await seedMany('spoilt-b', 32);
+    // The newest rows of each set are made unparsable (an unknown status), so they come first in the search's order.
+    const client = new CosmosClient({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, connectionPolicy: { enableEndpointDiscovery: false } });
+    try {
+      const events = client.database(stack.env.NIMBUS_COSMOS_DATABASE!).container('events');
+      const spoil = async (eventId: string, i: number) => {
+        const item = events.item(statusRowId(eventId, `ses-${eventId}`), ['shippingendpoint', eventId]);
+        const { resource } = await item.read<Record<string, unknown>>();
+        assert.ok(resource, eventId);
+        await item.replace({ ...resource, status: 'Exploded', updatedAt: new Date(Date.now() + 60_000 + i).toISOString() });
+      };
+      for (let i = 20; i < 26; i++) await spoil(`spoilt-a-${i}`, i);
+      for (let i = 26; i < 32; i++) await spoil(`spoilt-b-${i}`, i);
+    } finally {
+      client.dispose();
+    }
+    type Found = { items: Array<{ eventId: string }>; truncated: { byEventId: boolean; bySessionId: boolean } };
+    const find = async (q: string) => (await (await routes.search.GET(get(`/api/search?q=${q}`))).json()) as Found;
+
+    const allShown = await find('spoilt-a');
+    assert.deepEqual(allShown.items.map((i) => i.eventId).sort(), Array.from({ length: 20 }, (_, i) => `spoilt-a-${i}`).sort());
+    assert.deepEqual(allShown.truncated, { byEventId: false, bySessionId: false }, 'every row that parses is shown');
+    const cut = await find('spoilt-b');
+    assert.deepEqual(cut.items.map((i) => i.eventId).sort(), Array.from({ length: 25 }, (_, i) => `spoilt-b-${i + 1}`).sort(), 'the 25 newest good rows');
+    assert.deepEqual(cut.truncated, { byEventId: true, bySessionId: false });
   });
 });

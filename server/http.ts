@@ -60,7 +60,7 @@ export function errorResponse(err: unknown): Response {
 
 /** Writes the audit entry of an authorized change that ended with this error before `audited` ran. */
 export type UnauditedFailure = (answer: ReturnType<typeof describeError>) => Promise<void>;
-type RequestScope = { unaudited?: UnauditedFailure };
+type RequestScope = { unaudited?: UnauditedFailure; auditDetails?: Readonly<Record<string, unknown>> };
 // One per process (Next.js bundles this module into each route's chunk): the scope of the request being handled.
 const requestScope = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.requestScope')] ??=
   new AsyncLocalStorage<RequestScope>()) as AsyncLocalStorage<RequestScope>;
@@ -76,14 +76,24 @@ export function owesAudit(record: UnauditedFailure | undefined): void {
 }
 
 /**
+ * The details every audit entry written in the current scope carries (an MCP tool call's `via: "mcp"`, given to
+ * auditingFailure): undefined outside such a scope.
+ */
+export function scopeAuditDetails(): Readonly<Record<string, unknown>> | undefined {
+  return requestScope.getStore()?.auditDetails;
+}
+
+/**
  * Runs `fn` with an audit obligation of its own and, when it throws, writes what it owes (a change authorized in it
  * that failed before `audited` ran) with the status and reason of that error, then rethrows. handle() runs each
  * request in one; an MCP tool call runs in its own (mcp/tools.ts), since its error becomes a tool result, not the
  * request's answer, and a JSON-RPC batch runs several calls at once in one request: each call's obligation is its
- * own, neither written for nor cleared by another call.
+ * own, neither written for nor cleared by another call. `auditDetails` go into every audit entry written within
+ * (scopeAuditDetails): an entry owed for a failure has no details of its own, and an MCP call's must still say it
+ * came through MCP.
  */
-export async function auditingFailure<T>(fn: () => Promise<T>): Promise<T> {
-  const scope: RequestScope = {};
+export async function auditingFailure<T>(fn: () => Promise<T>, auditDetails?: Readonly<Record<string, unknown>>): Promise<T> {
+  const scope: RequestScope = auditDetails ? { auditDetails } : {};
   return requestScope.run(scope, async () => {
     try {
       return await fn();

@@ -13,6 +13,7 @@ import {
   type EndpointCounts,
   type HistoryEntry,
   type MessageStore,
+  type Page,
   type StatusRow,
   type StatusRowSummary,
 } from '../lib/store/index.ts';
@@ -383,6 +384,12 @@ export async function eventDetails(
 
 /** How many matches search shows per list (event id prefix, session id prefix). */
 export const SEARCH_LIMIT = 25;
+/**
+ * Most store pages one search list reads (each of SEARCH_LIMIT + 1 rows, so at most 208 rows per list): pages can
+ * come back short (a cross-partition page with a continuation, rows that no longer parse), and the search must
+ * still end however many of them there are.
+ */
+export const SEARCH_MAX_PAGES = 8;
 
 export interface SearchResult {
   items: EventListItem[];
@@ -396,27 +403,47 @@ export interface SearchResult {
 }
 
 /**
+ * One search list: the first `limit` rows that parse, reading pages until it holds one more than that (the
+ * signal that more matched) or the query has no continuation - a single page is not enough, since Cosmos can
+ * answer a cross-partition page with fewer rows than asked for and a continuation, and rows that no longer parse
+ * are not shown (nor counted). Stops after `maxPages` pages; a continuation left then counts as truncated.
+ */
+export async function searchList<T>(
+  fetchPage: (continuationToken: string | undefined) => Promise<Page<T>>,
+  limit: number,
+  maxPages: number,
+): Promise<{ items: T[]; truncated: boolean }> {
+  const items: T[] = [];
+  let token: string | undefined;
+  for (let pages = 0; pages < maxPages; pages++) {
+    const page = await fetchPage(token);
+    items.push(...page.items);
+    token = page.continuationToken;
+    if (items.length > limit || token === undefined) break;
+  }
+  return { items: items.slice(0, limit), truncated: items.length > limit || token !== undefined };
+}
+
+/**
  * Search by event id or session id prefix across the endpoints the caller may read (the header's search box).
- * The filter is in the query, so a per-endpoint Reader's 25 results are all theirs. Each list asks for one more
- * than it shows: that extra row is how we know the list was cut (a Cosmos continuation token can be present
- * when nothing follows, so it cannot say this).
+ * The filter is in the query, so a per-endpoint Reader's 25 results are all theirs. Each list reads until it has
+ * one more parsable row than it shows: that extra row is how we know the list was cut (a Cosmos continuation
+ * token can be present when nothing follows, so it alone cannot say this).
  */
 export async function search(store: MessageStore, q: string, scope: ReadScope = { all: true }): Promise<SearchResult> {
   if (!scope.all && scope.endpointIds.length === 0) return { items: [], limit: SEARCH_LIMIT, truncated: { byEventId: false, bySessionId: false } };
   const endpointIds = scope.all ? undefined : scope.endpointIds;
   const pageSize = SEARCH_LIMIT + 1;
   const [byEvent, bySession] = await Promise.all([
-    store.searchEvents({ eventIdPrefix: q, pageSize, endpointIds }),
-    store.searchEvents({ sessionIdPrefix: q, pageSize, endpointIds }),
+    searchList((continuationToken) => store.searchEvents({ eventIdPrefix: q, pageSize, endpointIds, continuationToken }), SEARCH_LIMIT, SEARCH_MAX_PAGES),
+    searchList((continuationToken) => store.searchEvents({ sessionIdPrefix: q, pageSize, endpointIds, continuationToken }), SEARCH_LIMIT, SEARCH_MAX_PAGES),
   ]);
-  // Rows that no longer parse still matched: they count towards "more than shown".
-  const cut = (p: { items: unknown[]; corrupt: unknown[] }) => p.items.length + p.corrupt.length > SEARCH_LIMIT;
   const seen = new Set<string>();
   const items: EventListItem[] = [];
-  for (const r of [...byEvent.items.slice(0, SEARCH_LIMIT), ...bySession.items.slice(0, SEARCH_LIMIT)]) {
+  for (const r of [...byEvent.items, ...bySession.items]) {
     if (seen.has(r.id + r.endpointId)) continue;
     seen.add(r.id + r.endpointId);
     items.push(toListItem(r));
   }
-  return { items, limit: SEARCH_LIMIT, truncated: { byEventId: cut(byEvent), bySessionId: cut(bySession) } };
+  return { items, limit: SEARCH_LIMIT, truncated: { byEventId: byEvent.truncated, bySessionId: bySession.truncated } };
 }

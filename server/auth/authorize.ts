@@ -6,7 +6,7 @@
 // Mutations then run through `audited`, which records how they ended.
 import { metrics, type Counter } from '@opentelemetry/api';
 import { log } from '../log.ts';
-import { HttpError, describeError, owesAudit } from '../http.ts';
+import { HttpError, describeError, owesAudit, scopeAuditDetails } from '../http.ts';
 import { getContext, type ConsoleContext } from '../context.ts';
 import { writeAudit, type AuditOutcome } from '../audit/auditLog.ts';
 import { authMode, getPrincipal } from './authenticate.ts';
@@ -179,9 +179,18 @@ async function refuse(
   throw new HttpError(r.status, r.error, r.detail);
 }
 
+function withScopeDetails(details: Record<string, unknown> | null): Record<string, unknown> | null {
+  const scoped = scopeAuditDetails();
+  return scoped === undefined ? details : { ...scoped, ...details };
+}
+
 const errText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** Writes one audit-log entry; a failed write is logged and does not change the caller's answer. */
+/**
+ * Writes one audit-log entry; a failed write is logged and does not change the caller's answer. The entry carries
+ * the details of the scope it is written in (http.ts auditingFailure: `via: "mcp"` for an MCP tool call) under its
+ * own, so a failure owed by authorize() or a refusal says where it came from as a success does.
+ */
 export async function recordOutcome(
   ctx: ConsoleContext,
   e: {
@@ -209,7 +218,7 @@ export async function recordOutcome(
       outcome: e.outcome,
       status: e.status,
       reason: e.reason,
-      details: e.details,
+      details: withScopeDetails(e.details),
     });
   } catch (err) {
     log.error({ err: errText(err), action: e.action, outcome: e.outcome }, 'could not write the audit log');

@@ -303,6 +303,7 @@ describe('MCP tool arguments that do not validate', () => {
         ],
       );
       assert.match(entries.find((e) => e.action === 'skip')!.reason ?? '', /^bad request: invalid arguments for skip_event: eventId/);
+      assert.deepEqual(entries.map((e) => e.details), [{ via: 'mcp' }, { via: 'mcp' }]);
       // The two bad calls spent the budget: a good one is now over the limit.
       const limited = await call(3, 'search_failures', {});
       assert.equal(limited.isError, true, text(limited));
@@ -369,6 +370,8 @@ describe('MCP changes that fail after they were authorized', () => {
     );
     assert.match(entries.find((e) => e.action === 'skip')!.reason ?? '', /^not found: .*nosuchendpoint/);
     assert.match(entries.find((e) => e.action === 'resubmit')!.reason ?? '', /^bad request: the payload does not match the catalog.s JSON schema of OrderPlaced/);
+    // Written for the failure, not by audited(): they still say they came through MCP, as a success's entry does.
+    assert.deepEqual(entries.map((e) => [e.action, e.details]).sort(), [['resubmit', { via: 'mcp' }], ['skip', { via: 'mcp' }]]);
   });
 
   test('in a batch, each call is audited as itself', async () => {
@@ -395,6 +398,8 @@ describe('MCP changes that fail after they were authorized', () => {
         ['skip', 'failed', 409, 'billingendpoint', seeded.completed.eventId],
       ],
     );
+    // Owed by authorize() (the 400 and the 404) or written by audited() (the 409): each says it came through MCP.
+    assert.deepEqual(entries.map((e) => (e.details as { via?: unknown } | null)?.via), ['mcp', 'mcp', 'mcp']);
   });
 });
 
@@ -429,5 +434,6 @@ describe('MCP reads refused to an identity with the Agent role only', () => {
       ],
     );
     assert.match(entries[0]!.reason ?? '', /needs a Reader, Operator or Owner role/);
+    assert.deepEqual(entries.map((e) => e.details), [{ via: 'mcp' }, { via: 'mcp' }, { via: 'mcp' }]);
   });
 });

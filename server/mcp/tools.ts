@@ -51,6 +51,9 @@ export function toolError(err: unknown): CallToolResult {
   return { content: [{ type: 'text', text: `${what} (${d.status}): ${d.detail}` }], isError: true };
 }
 
+/** In every audit entry a tool call writes - successes, failures and refusals alike - so MCP changes can be told from the routes'. */
+const MCP_AUDIT_DETAILS = Object.freeze({ via: 'mcp' });
+
 /**
  * One tool call, its error answered as a tool error. It runs with an audit obligation of its own (http.ts
  * auditingFailure): a change authorized in it that fails before `audited` ran (an unknown endpoint, a payload off
@@ -59,7 +62,7 @@ export function toolError(err: unknown): CallToolResult {
  */
 async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
   try {
-    return ok(await auditingFailure(fn));
+    return ok(await auditingFailure(fn, MCP_AUDIT_DETAILS));
   } catch (err) {
     return toolError(err);
   }
