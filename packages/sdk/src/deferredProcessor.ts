@@ -86,7 +86,7 @@ export class DeferredProcessor {
   start(): void {
     if (this.loop) throw new Error('the deferred processor is already started');
     const { client, endpointId } = this.options;
-    this.receiver = client.createReceiver(endpointId, Subscription.DeferredProcessor);
+    this.receiver = this.createTriggerReceiver();
     this.sender = client.createSender(endpointId);
     this.loop = this.run();
   }
@@ -141,12 +141,24 @@ export class DeferredProcessor {
     }
   }
 
+  /**
+   * The triggers' receiver, without the client's automatic lock renewal: that renewal outlives a receiver closed
+   * after a connection reset (the client's close skips it then), so a trigger whose pass was given up stayed locked,
+   * renewed by a receiver nobody used, for the client's 5 min renewal window, and its retry waited that long. The
+   * processor holds a trigger's lock itself while its pass runs (holdTriggerLock).
+   */
+  private createTriggerReceiver(): ServiceBusReceiver {
+    return this.options.client.createReceiver(this.options.endpointId, Subscription.DeferredProcessor, {
+      maxAutoLockRenewalDurationInMs: 0,
+    });
+  }
+
   /** A fresh receiver for the triggers; the old one is closed in the background (its close may hang as well). */
   private renewTriggerReceiver(): void {
     if (this.stopping) return;
     const old = this.receiver;
     try {
-      this.receiver = this.options.client.createReceiver(this.options.endpointId, Subscription.DeferredProcessor);
+      this.receiver = this.createTriggerReceiver();
     } catch (error) {
       // createReceiver throws at once when the client's connection is closed (its owner shutting down before
       // stop(), seen in the chaos test's teardown): an exception here would end the loop unhandled. The old
@@ -163,6 +175,43 @@ export class DeferredProcessor {
   }
 
   private async handleTrigger(trigger: ServiceBusReceivedMessage): Promise<ReplayPass['outcome']> {
+    const release = this.holdTriggerLock(this.receiver!, trigger);
+    try {
+      return await this.handleLockedTrigger(trigger);
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Renews the trigger's lock at half its remaining time until the returned function is called (the pass has
+   * ended). A renewal that fails ends the hold: the lock is lost, the pass's completion of the trigger fails and
+   * the trigger comes back.
+   */
+  private holdTriggerLock(receiver: ServiceBusReceiver, trigger: ServiceBusReceivedMessage): () => void {
+    let released = false;
+    let timer: NodeJS.Timeout | undefined;
+    const renewBefore = (lockedUntil: Date | undefined) => {
+      if (released || !lockedUntil) return;
+      timer = setTimeout(
+        () =>
+          void this.bounded('renewing the trigger lock', () => receiver.renewMessageLock(trigger)).then(
+            renewBefore,
+            (error: unknown) => {
+              if (!released) this.log.debug({ err: loggableError(error) }, 'renewing the trigger lock failed');
+            },
+          ),
+        Math.max(0, (lockedUntil.getTime() - Date.now()) / 2),
+      );
+    };
+    renewBefore(trigger.lockedUntilUtc);
+    return () => {
+      released = true;
+      clearTimeout(timer);
+    };
+  }
+
+  private async handleLockedTrigger(trigger: ServiceBusReceivedMessage): Promise<ReplayPass['outcome']> {
     const inbound = fromReceived(trigger);
     const sessionId =
       trigger.sessionId ||
@@ -191,9 +240,10 @@ export class DeferredProcessor {
     try {
       parked = await this.bounded(
         'accepting the parked session',
-        () =>
+        (abortSignal) =>
           this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, {
             maxAutoLockRenewalDurationInMs: 60_000,
+            abortSignal,
           }),
         // Accepted after all: let its lock go at once.
         (late) => void late.close().catch(() => undefined),
@@ -229,7 +279,9 @@ export class DeferredProcessor {
         const marker = toServiceBusMessage(
           buildReplayPassEnd(inbound, this.options.endpointId, sessionId, until),
         );
-        await this.bounded('sending the pass-end marker', () => this.sender!.sendMessages(marker));
+        await this.bounded('sending the pass-end marker', (abortSignal) =>
+          this.sender!.sendMessages(marker, { abortSignal }),
+        );
       }
       await this.bounded('completing the trigger', () => receiver.completeMessage(trigger));
       if (bounded) this.rememberFinished(sessionId, until);
@@ -265,10 +317,18 @@ export class DeferredProcessor {
 
   /**
    * One broker call of a pass, given up after `operationTimeoutMs` or when the processor stops; the caller then
-   * treats it as failed. The call itself cannot be cancelled and may still finish: `late` gets what it returns
-   * then (to release it), and a late failure is dropped.
+   * treats it as failed. `call` gets a signal that aborts then: every call that takes one passes it on, because the
+   * processor's calls run on the caller's client, and a send (or accept, peek, receive) caught opening its link by a
+   * dropped connection holds that link's lock on a request nobody answers. The client's reconnect waits for that
+   * lock, so every call on the client, the caller's own included, waited the client's 60 s operation timeout;
+   * aborted, the request is dropped at once. The calls that take no signal (settlements, close) cannot be
+   * cancelled and may still finish: `late` gets what it returns then (to release it), and a late failure is dropped.
    */
-  private bounded<T>(what: string, call: () => Promise<T>, late?: (value: T) => void): Promise<T> {
+  private bounded<T>(
+    what: string,
+    call: (abortSignal: AbortSignal) => Promise<T>,
+    late?: (value: T) => void,
+  ): Promise<T> {
     return boundedCall(what, call, {
       timeoutMs: this.options.operationTimeoutMs ?? 30_000,
       consequence: 'the pass is given up',
@@ -303,7 +363,7 @@ export class DeferredProcessor {
     const copy = toServiceBusMessage(
       buildReplayedCopy(inbound, this.options.endpointId, sessionId, bound, passEnd),
     );
-    await this.bounded('sending a replayed copy', () => this.sender!.sendMessages(copy));
+    await this.bounded('sending a replayed copy', (abortSignal) => this.sender!.sendMessages(copy, { abortSignal }));
   }
 
   /**
@@ -317,8 +377,8 @@ export class DeferredProcessor {
     let from = Long.ZERO;
     for (;;) {
       const start = from;
-      const page = await this.bounded('peeking the parked session', () =>
-        parked.peekMessages(this.options.batchSize ?? 20, { fromSequenceNumber: start }),
+      const page = await this.bounded('peeking the parked session', (abortSignal) =>
+        parked.peekMessages(this.options.batchSize ?? 20, { fromSequenceNumber: start, abortSignal }),
       );
       const n = page.filter((m) => (fromReceived(m).deferralSequence ?? 0) < until).length;
       below += n;
@@ -354,8 +414,8 @@ export class DeferredProcessor {
       // the trigger, not completed, brings the rest of the pass back later.
       if (this.stopping) return { replayed, held };
       const count = Math.min(this.options.batchSize ?? 20, wanted - received);
-      const batch = await this.bounded('receiving parked messages', () =>
-        parked.receiveMessages(count, { maxWaitTimeInMs: this.options.drainWaitMs ?? 1000 }),
+      const batch = await this.bounded('receiving parked messages', (abortSignal) =>
+        parked.receiveMessages(count, { maxWaitTimeInMs: this.options.drainWaitMs ?? 1000, abortSignal }),
       );
       if (batch.length === 0)
         throw new Error(
