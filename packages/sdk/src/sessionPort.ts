@@ -80,6 +80,8 @@ export function sessionDeliveryPort(
     // Settlements take no signal: given up, they may still land (the delivery then counts as settled after all).
     complete: () =>
       withSettleSpan('complete', where, () => run('completing the message', () => receiver.completeMessage(message))),
+    // A call given up after the bound: the connection, not the handler, is what failed.
+    linkLost: () => link?.lost ?? false,
     // The client keeps sessionLockedUntilUtc current through its automatic renewals.
     lockLost: () =>
       receiver.isClosed ||
