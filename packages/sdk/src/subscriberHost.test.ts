@@ -177,4 +177,22 @@ describe('a delivery whose broker call is given up (operationTimeoutMs)', () => 
       await h.stop();
     }
   });
+
+  test('on the last delivery, a completion that does not answer sends no budget notification after the response', async () => {
+    // Everything the delivery had to tell the Resolver went before the completion, and the completion may have
+    // landed: a MaxDeliveryCountExceeded notification now would contradict the response the Resolver already has.
+    const broker = fakeBroker({ deliveryCount: 9, completionHangs: true });
+    const { h, delivery } = host(broker.client);
+    await h.start();
+    try {
+      assert.equal(await delivery, 'transient');
+      assert.deepEqual(
+        broker.sent.map((m) => m.MessageType),
+        ['ResolutionResponse'],
+      );
+      assert.deepEqual(broker.deadLettered, []);
+    } finally {
+      await h.stop();
+    }
+  });
 });

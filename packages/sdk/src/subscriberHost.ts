@@ -17,7 +17,7 @@ import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
-import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
+import { COMPLETING_THE_MESSAGE, SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
 import { BoundedLink, boundedCall } from './boundedCall.ts';
 import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
@@ -332,12 +332,14 @@ export class SubscriberHost implements AsyncDisposable {
         // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
         // own bound): the budget path's notification is what tells the Resolver, which the broker's own
         // dead-letter at lock expiry would not, and it goes through the sender, whose connection may well be fine.
+        // Not after a completion given up: everything the delivery had to tell the Resolver went before it, and the
+        // completion may have landed, so a budget notification would contradict the answer the Resolver has.
         const last = isLastDelivery(
           message.deliveryCount,
           this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
         );
         const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
-          attemptAfterLoss: last,
+          attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
         });
         const port = sessionDeliveryPort(receiver, this.sender!, state, message, { link });
         // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
@@ -378,7 +380,7 @@ export class SubscriberHost implements AsyncDisposable {
           };
           if (result === 'deadLettered') {
             this.log.warn(fields, 'a broker call of the last delivery did not answer; the delivery was dead-lettered');
-          } else if (lostTo.operation === 'completing the message' && result === 'transient') {
+          } else if (lostTo.operation === COMPLETING_THE_MESSAGE && result === 'transient') {
             this.log.warn(
               fields,
               'the completion did not answer: it may have landed after all (then the message does not come back); if not, the delivery is redelivered',
