@@ -19,6 +19,7 @@ import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
 import { COMPLETING_THE_MESSAGE, SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
 import { BoundedLink, boundedCall } from './boundedCall.ts';
+import { dedicatedRetryOptions, defaultOperationTimeoutMs } from './sessionCallBounds.ts';
 import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
 import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
@@ -62,13 +63,15 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   sessionConnection?: 'dedicated' | 'shared';
   /**
    * Longest wait for one broker call of a delivery (reading or writing the session state, a send, the completion or
-   * dead-letter) and for closing a session receiver. Default 10 s. After a dropped connection @azure/service-bus can
-   * leave such a call unanswered for the client's operation timeout (60 s by default) and longer; past the bound the
-   * delivery is left unsettled (it comes back: at least once), the session is given up at once, without a transient
-   * hold, and its receiver closed in the background, so the session's next messages and stop() wait for the bound
-   * instead. A send or session-state call given up is also aborted: a send caught opening its link by the drop
-   * otherwise held up the client's reconnect, and every accept with it, for the full 60 s. Keep the bound well above
-   * a healthy call's time: a call given up that still succeeds repeats the delivery.
+   * dead-letter) and for closing a session receiver. Default: above the dedicated session connection's own worst case
+   * (3 attempts of `acceptWaitMs`, 0.5 s apart) by 2 s, so 12 s with the default acceptWaitMs (sessionCallBounds.ts).
+   * After a dropped connection @azure/service-bus can leave such a call unanswered for the client's operation timeout
+   * (60 s by default) and longer; past the bound the delivery is left unsettled (it comes back: at least once), and
+   * the session is given up as failed: the worker waits up to the bound for its receiver to close, backs off, then
+   * accepts again. A send or session-state call given up is also aborted: a send caught opening its link by the drop
+   * otherwise held up the client's reconnect, and every accept with it, for the full 60 s. On the last delivery the
+   * budget allows, the steps after a call given up are still attempted, so the Resolver is notified. Keep the bound
+   * well above a healthy call's time: a call given up that still succeeds repeats the delivery.
    */
   operationTimeoutMs?: number;
   /**
@@ -154,9 +157,7 @@ export class SubscriberHost implements AsyncDisposable {
   private async startWorkers(): Promise<void> {
     const { client, endpointId } = this.options;
     if (this.options.sessionConnection !== 'shared') {
-      const own = dedicatedClient(client, {
-        retryOptions: { timeoutInMs: Math.max(1000, this.options.acceptWaitMs ?? 3000) },
-      });
+      const own = dedicatedClient(client, { retryOptions: dedicatedRetryOptions(this.options.acceptWaitMs) });
       if (own) {
         this.sessionClient = own;
         this.ownsSessionClient = true;
@@ -408,7 +409,7 @@ export class SubscriberHost implements AsyncDisposable {
   }
 
   private get operationTimeoutMs(): number {
-    return Math.max(1, this.options.operationTimeoutMs ?? 10_000);
+    return Math.max(1, this.options.operationTimeoutMs ?? defaultOperationTimeoutMs(this.options.acceptWaitMs));
   }
 
   /**
