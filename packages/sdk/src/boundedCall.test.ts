@@ -49,7 +49,17 @@ describe('boundedCall', () => {
         late: resolve,
       }).catch(() => answer('receiver'));
     });
-    assert.equal(await late, 'receiver');
+    // Were `late` never called, the wait above would never end: this test fails with a message of its own instead
+    // (a guard against hanging, not a measure: `late` is called as soon as the call answers).
+    let guard: NodeJS.Timeout | undefined;
+    const neverCalled = new Promise<never>((_, reject) => {
+      guard = setTimeout(() => reject(new Error('late was never called')), 10_000);
+    });
+    try {
+      assert.equal(await Promise.race([late, neverCalled]), 'receiver');
+    } finally {
+      clearTimeout(guard);
+    }
   });
 
   test('a stop signal gives the wait up at once', async () => {

@@ -85,15 +85,24 @@ export function boundedCall<T>(
  * Bounds the calls made over one link (a session receiver and the sender its deliveries answer through). After one
  * call has timed out the link is taken for lost and later calls fail at once instead of each waiting out the bound:
  * a delivery whose completion met a dropped connection would otherwise wait once more for every step after it.
+ * When `attemptAfterLoss` answers true for the call that timed out, later calls are still made, each with its own
+ * bound: for a delivery whose later steps matter more than the time they may cost (the last one the budget allows,
+ * whose dead-letter notification tells the Resolver).
  */
 export class BoundedLink {
   private timedOut: OperationTimeoutError | undefined;
   private readonly timeoutMs: number;
   private readonly consequence: string | undefined;
+  private readonly attemptAfterLoss: (lostTo: OperationTimeoutError) => boolean;
 
-  constructor(timeoutMs: number, consequence?: string) {
+  constructor(
+    timeoutMs: number,
+    consequence?: string,
+    options: { attemptAfterLoss?: (lostTo: OperationTimeoutError) => boolean } = {},
+  ) {
     this.timeoutMs = timeoutMs;
     this.consequence = consequence;
+    this.attemptAfterLoss = options.attemptAfterLoss ?? (() => false);
   }
 
   /** True once a call over this link has timed out. */
@@ -108,7 +117,8 @@ export class BoundedLink {
 
   run<T>(what: string, call: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
     const lostTo = this.timedOut;
-    if (lostTo) return Promise.reject(new Error(`${what} not attempted: ${lostTo.message}`, { cause: lostTo }));
+    if (lostTo && !this.attemptAfterLoss(lostTo))
+      return Promise.reject(new Error(`${what} not attempted: ${lostTo.message}`, { cause: lostTo }));
     return boundedCall(what, call, { timeoutMs: this.timeoutMs, consequence: this.consequence }).catch(
       (error: unknown) => {
         if (error instanceof OperationTimeoutError) this.timedOut ??= error;

@@ -64,6 +64,12 @@ export interface DeliveryPort {
    * would tell the Resolver an outcome that a redelivery (possibly already running elsewhere) may contradict.
    */
   lockLost?(): boolean;
+  /**
+   * True once a broker call of this delivery was given up (it did not answer within the host's bound: the
+   * connection is presumably lost). The delivery is then left for redelivery as a connection problem, not counted
+   * as the handler's failure (no onMessageFailed), except on the last delivery, which still takes the budget path.
+   */
+  linkLost?(): boolean;
 }
 
 export interface DispatcherOptions {
@@ -191,6 +197,11 @@ export class Dispatcher {
     if (isCancellationOf(error, signal)) return 'cancelled';
     if (error instanceof TransientError) {
       if (this.lastDelivery(m)) return this.budgetSpent(error, m, info, port);
+      if (port.linkLost?.()) {
+        // The host logs what was given up and gives the session up; the handler did not fail.
+        this.log.debug({ ...logFields(m), err: errorSummary(error) }, 'broker call given up: left for redelivery');
+        return 'transient';
+      }
       this.log.warn({ ...logFields(m), err: errorSummary(error) }, 'transient failure: left for redelivery');
       await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
       return 'transient';

@@ -34,6 +34,9 @@ export class SessionStateCache {
   }
 }
 
+/** The completion's name as a BoundedLink reports the call that timed out (OperationTimeoutError.operation). */
+export const COMPLETING_THE_MESSAGE = 'completing the message';
+
 /** Runs one broker call of a delivery; the signal aborts when the call is given up. */
 type CallRunner = <T>(what: string, call: (abortSignal: AbortSignal) => Promise<T>) => Promise<T>;
 
@@ -79,7 +82,9 @@ export function sessionDeliveryPort(
     },
     // Settlements take no signal: given up, they may still land (the delivery then counts as settled after all).
     complete: () =>
-      withSettleSpan('complete', where, () => run('completing the message', () => receiver.completeMessage(message))),
+      withSettleSpan('complete', where, () => run(COMPLETING_THE_MESSAGE, () => receiver.completeMessage(message))),
+    // A call given up after the bound: the connection, not the handler, is what failed.
+    linkLost: () => link?.lost ?? false,
     // The client keeps sessionLockedUntilUtc current through its automatic renewals.
     lockLost: () =>
       receiver.isClosed ||

@@ -17,11 +17,12 @@ import { Backoff, sleep } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { DeliveryResult, DispatcherOptions } from './dispatcher.ts';
-import { SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
+import { COMPLETING_THE_MESSAGE, SessionStateCache, sessionDeliveryPort } from './sessionPort.ts';
 import { BoundedLink, boundedCall } from './boundedCall.ts';
+import { dedicatedRetryOptions, defaultOperationTimeoutMs } from './sessionCallBounds.ts';
 import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
-import { observedLockMs, transientHoldMs } from './deliveryBudget.ts';
+import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
@@ -62,13 +63,15 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   sessionConnection?: 'dedicated' | 'shared';
   /**
    * Longest wait for one broker call of a delivery (reading or writing the session state, a send, the completion or
-   * dead-letter) and for closing a session receiver. Default 10 s. After a dropped connection @azure/service-bus can
-   * leave such a call unanswered for the client's operation timeout (60 s by default) and longer; past the bound the
-   * delivery is left unsettled (it comes back: at least once), the session is given up at once, without a transient
-   * hold, and its receiver closed in the background, so the session's next messages and stop() wait for the bound
-   * instead. A send or session-state call given up is also aborted: a send caught opening its link by the drop
-   * otherwise held up the client's reconnect, and every accept with it, for the full 60 s. Keep the bound well above
-   * a healthy call's time: a call given up that still succeeds repeats the delivery.
+   * dead-letter) and for closing a session receiver. Default: above the dedicated session connection's own worst case
+   * (3 attempts of `acceptWaitMs`, 0.5 s apart) by 2 s, so 12 s with the default acceptWaitMs (sessionCallBounds.ts).
+   * After a dropped connection @azure/service-bus can leave such a call unanswered for the client's operation timeout
+   * (60 s by default) and longer; past the bound the delivery is left unsettled (it comes back: at least once), and
+   * the session is given up as failed: the worker waits up to the bound for its receiver to close, backs off, then
+   * accepts again. A send or session-state call given up is also aborted: a send caught opening its link by the drop
+   * otherwise held up the client's reconnect, and every accept with it, for the full 60 s. On the last delivery the
+   * budget allows, the steps after a call given up are still attempted, so the Resolver is notified. Keep the bound
+   * well above a healthy call's time: a call given up that still succeeds repeats the delivery.
    */
   operationTimeoutMs?: number;
   /**
@@ -154,9 +157,7 @@ export class SubscriberHost implements AsyncDisposable {
   private async startWorkers(): Promise<void> {
     const { client, endpointId } = this.options;
     if (this.options.sessionConnection !== 'shared') {
-      const own = dedicatedClient(client, {
-        retryOptions: { timeoutInMs: Math.max(1000, this.options.acceptWaitMs ?? 3000) },
-      });
+      const own = dedicatedClient(client, { retryOptions: dedicatedRetryOptions(this.options.acceptWaitMs) });
       if (own) {
         this.sessionClient = own;
         this.ownsSessionClient = true;
@@ -329,7 +330,18 @@ export class SubscriberHost implements AsyncDisposable {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
         // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
-        const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery');
+        // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
+        // own bound): the budget path's notification is what tells the Resolver, which the broker's own
+        // dead-letter at lock expiry would not, and it goes through the sender, whose connection may well be fine.
+        // Not after a completion given up: everything the delivery had to tell the Resolver went before it, and the
+        // completion may have landed, so a budget notification would contradict the answer the Resolver has.
+        const last = isLastDelivery(
+          message.deliveryCount,
+          this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
+        );
+        const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
+          attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
+        });
         const port = sessionDeliveryPort(receiver, this.sender!, state, message, { link });
         // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
         // follows the stop signal and the circuit signal current when the delivery starts.
@@ -342,30 +354,44 @@ export class SubscriberHost implements AsyncDisposable {
           return r;
         });
         this.options.onDelivery?.(result, receiver.sessionId);
-        // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached.
+        // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached. A
+        // delivery whose broker call was given up failed on the connection, not in the handler: not counted.
         breaker?.record(
-          result === 'handlerFailed' || result === 'transient'
-            ? 'failure'
-            : result === 'completed'
-              ? 'success'
-              : 'ignored',
+          link.lost && result === 'transient'
+            ? 'ignored'
+            : result === 'handlerFailed' || result === 'transient'
+              ? 'failure'
+              : result === 'completed'
+                ? 'success'
+                : 'ignored',
           error,
         );
-        // A call that timed out met a lost connection: the receiver's link (and with it the session lock) is
-        // presumably gone, so a transient hold would only keep the worker from taking the session again. The
-        // session is given up at once; what this delivery left unsettled comes back with it.
         if (link.lost) {
+          // A call that timed out met a lost (or too slow) connection. The session is given up as failed, so the
+          // worker backs off before accepting again; a receiver whose link is still open is held first like any
+          // delivery left unsettled (hold() skips a closed receiver), since a broker that is connected but slower
+          // than the bound would otherwise spend a delivery on every quick release.
+          const lostTo = link.lostTo!;
+          const fields = {
+            endpointId: this.options.endpointId,
+            sessionId: receiver.sessionId,
+            operation: lostTo.operation,
+            timeoutMs: this.operationTimeoutMs,
+            result,
+          };
+          if (result === 'deadLettered') {
+            this.log.warn(fields, 'a broker call of the last delivery did not answer; the delivery was dead-lettered');
+          } else if (lostTo.operation === COMPLETING_THE_MESSAGE && result === 'transient') {
+            this.log.warn(
+              fields,
+              'the completion did not answer: it may have landed after all (then the message does not come back); if not, the delivery is redelivered',
+            );
+          } else {
+            this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
+          }
+          if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs);
           breaker?.release();
-          this.log.warn(
-            {
-              endpointId: this.options.endpointId,
-              sessionId: receiver.sessionId,
-              operation: link.lostTo?.operation,
-              timeoutMs: this.operationTimeoutMs,
-            },
-            'a broker call of the delivery did not answer: giving the session up, the delivery is left for redelivery',
-          );
-          return;
+          throw new Error(`giving the session up: ${lostTo.message}`, { cause: lostTo });
         }
         // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
         // come straight back and a short outage would spend its whole delivery budget in seconds.
@@ -383,7 +409,7 @@ export class SubscriberHost implements AsyncDisposable {
   }
 
   private get operationTimeoutMs(): number {
-    return Math.max(1, this.options.operationTimeoutMs ?? 10_000);
+    return Math.max(1, this.options.operationTimeoutMs ?? defaultOperationTimeoutMs(this.options.acceptWaitMs));
   }
 
   /**

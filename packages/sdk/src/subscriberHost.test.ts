@@ -1,0 +1,198 @@
+// The subscriber host's handling of a delivery whose broker call did not answer within operationTimeoutMs (the
+// link is taken for lost), over a fake client: the real host, dispatcher and session port, with a session receiver
+// and a sender whose calls the test answers or leaves hanging. What the host does then is pure logic; the reset
+// itself is covered end to end by e2e/sessionDrop.test.ts.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import type { ServiceBusClient, ServiceBusMessage } from '@azure/service-bus';
+import { eventBody } from './contract/index.ts';
+import { CircuitBreaker } from './circuitBreaker.ts';
+import { HandlerRegistry } from './handlers.ts';
+import { SubscriberHost } from './subscriberHost.ts';
+import type { DeliveryResult } from './dispatcher.ts';
+
+interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+/** A logger whose lines the test reads. */
+function capturedLogger() {
+  const lines: LogLine[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: 'debug' }, stream) };
+}
+
+/** Never answers; rejects when the caller gives the call up through its signal, as the client does. */
+function hangUntilAborted(signal?: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
+}
+
+interface FakeBrokerOptions {
+  deliveryCount: number;
+  /** Which send (0-based) never answers; the others succeed. */
+  hangingSend?: number;
+  completionHangs?: boolean;
+}
+
+/** One session with one message; later accepts wait until the host stops. */
+function fakeBroker(options: FakeBrokerOptions) {
+  const sent: Array<Record<string, unknown>> = [];
+  const deadLettered: Array<{ deadLetterReason?: string }> = [];
+  let accepts = 0;
+  let secondAccept!: () => void;
+  const acceptedAgain = new Promise<void>((resolve) => (secondAccept = resolve));
+  let closed = false;
+  let received = false;
+  const message = {
+    messageId: 'm-1',
+    sessionId: 'R-1',
+    deliveryCount: options.deliveryCount,
+    body: eventBody('OrderPlaced', { n: 1 }),
+    applicationProperties: {
+      To: 'billing',
+      From: 'shop',
+      MessageType: 'EventRequest',
+      EventId: 'e-1',
+      EventTypeId: 'OrderPlaced',
+    },
+  };
+  const receiver = {
+    sessionId: 'R-1',
+    get isClosed() {
+      return closed;
+    },
+    sessionLockedUntilUtc: new Date(Date.now() + 60_000),
+    receiveMessages: async (_n: number, o?: { abortSignal?: AbortSignal }) => {
+      if (!received) {
+        received = true;
+        return [message];
+      }
+      return hangUntilAborted(o?.abortSignal).catch(() => []);
+    },
+    getSessionState: async () => undefined,
+    setSessionState: async () => undefined,
+    completeMessage: () => (options.completionHangs ? new Promise<never>(() => undefined) : Promise.resolve()),
+    deadLetterMessage: async (_m: unknown, o: { deadLetterReason?: string }) => void deadLettered.push(o),
+    close: async () => void (closed = true),
+  };
+  const sender = {
+    entityPath: 'billing',
+    sendMessages: (m: ServiceBusMessage, o?: { abortSignal?: AbortSignal }) => {
+      const index = sent.length;
+      sent.push(m.applicationProperties ?? {});
+      return index === options.hangingSend ? hangUntilAborted(o?.abortSignal) : Promise.resolve();
+    },
+    scheduleMessages: async () => [],
+    close: async () => undefined,
+  };
+  const client = {
+    acceptNextSession: (_t: string, _s: string, o?: { abortSignal?: AbortSignal }) => {
+      accepts++;
+      if (accepts === 1) return Promise.resolve(receiver);
+      secondAccept();
+      return hangUntilAborted(o?.abortSignal);
+    },
+    createSender: () => sender,
+    close: async () => undefined,
+  } as unknown as ServiceBusClient;
+  return { client, sent, deadLettered, acceptedAgain };
+}
+
+function host(client: ServiceBusClient, extra: { breaker?: CircuitBreaker; failed?: unknown[] } = {}) {
+  const { lines, logger } = capturedLogger();
+  let delivered!: (r: DeliveryResult) => void;
+  const delivery = new Promise<DeliveryResult>((resolve) => (delivered = resolve));
+  const h = new SubscriberHost({
+    client,
+    endpointId: 'billing',
+    handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+    sessionConnection: 'shared',
+    checkEntities: false,
+    deferredProcessor: false,
+    maxConcurrentSessions: 1,
+    operationTimeoutMs: 50,
+    backoff: { initialMs: 20 },
+    transientHold: { initialMs: 20 },
+    logger,
+    circuitBreaker: extra.breaker,
+    observers: [{ onMessageFailed: (_m, e) => void extra.failed?.push(e) }],
+    onDelivery: (r) => delivered(r),
+  });
+  return { h, lines, delivery };
+}
+
+describe('a delivery whose broker call is given up (operationTimeoutMs)', () => {
+  test('a completion that does not answer: the session counts as failed (the worker backs off), and neither the breaker nor onMessageFailed count it against the handler', async () => {
+    const broker = fakeBroker({ deliveryCount: 0, completionHangs: true });
+    const breaker = new CircuitBreaker({ failureThreshold: 1 });
+    const failed: unknown[] = [];
+    const { h, lines, delivery } = host(broker.client, { breaker, failed });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'transient');
+      // The worker's next accept comes after the session's failure was handled.
+      await broker.acceptedAgain;
+      assert.equal(breaker.state, 'Closed', 'a completion given up is not a handler failure');
+      assert.deepEqual(failed, [], 'onMessageFailed is not called for a completion given up');
+      const failure = lines.find((l) => /^receiving from a session failed/.test(l.msg));
+      assert.ok(failure, 'the session is logged as failed');
+      assert.equal(typeof failure.delayMs, 'number', 'the worker backs off before accepting again');
+      assert.ok(
+        lines.some((l) => /may have landed/.test(l.msg)),
+        'the log says the completion may have landed after all',
+      );
+      assert.ok(!lines.some((l) => /transient failure: left for redelivery/.test(l.msg)));
+    } finally {
+      await h.stop();
+    }
+  });
+
+  test('on the last delivery the budget allows, a response send that does not answer still leads to the Resolver notification and the dead-letter', async () => {
+    // Delivery 10 of 10 (the client reports 9 earlier deliveries): left unsettled, the broker would dead-letter it
+    // silently and the Resolver's row would stay Pending.
+    const broker = fakeBroker({ deliveryCount: 9, hangingSend: 0 });
+    const { h, delivery } = host(broker.client);
+    await h.start();
+    try {
+      assert.equal(await delivery, 'deadLettered');
+      assert.equal(broker.sent.length, 2, 'the response (given up), then the notification');
+      assert.equal(broker.sent[1]!.MessageType, 'ErrorResponse');
+      assert.equal(broker.sent[1]!.DeadLetterReason, 'MaxDeliveryCountExceeded');
+      assert.deepEqual(
+        broker.deadLettered.map((d) => d.deadLetterReason),
+        ['MaxDeliveryCountExceeded'],
+      );
+    } finally {
+      await h.stop();
+    }
+  });
+
+  test('on the last delivery, a completion that does not answer sends no budget notification after the response', async () => {
+    // Everything the delivery had to tell the Resolver went before the completion, and the completion may have
+    // landed: a MaxDeliveryCountExceeded notification now would contradict the response the Resolver already has.
+    const broker = fakeBroker({ deliveryCount: 9, completionHangs: true });
+    const { h, delivery } = host(broker.client);
+    await h.start();
+    try {
+      assert.equal(await delivery, 'transient');
+      assert.deepEqual(
+        broker.sent.map((m) => m.MessageType),
+        ['ResolutionResponse'],
+      );
+      assert.deepEqual(broker.deadLettered, []);
+    } finally {
+      await h.stop();
+    }
+  });
+});
