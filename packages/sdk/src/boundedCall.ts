@@ -25,12 +25,12 @@ export class OperationTimeoutError extends Error {
 export interface BoundedCallOptions<T> {
   timeoutMs: number;
   /** What the caller does about a timeout, appended to the error's message ("the pass is given up"). */
-  consequence?: string;
+  consequence?: string | undefined;
   /** Gives the wait up at once when aborted, rejecting with `stopMessage`. */
   signal?: AbortSignal;
   stopMessage?: string;
   /** Receives the value of a call that answered after it was given up. */
-  late?: (value: T) => void;
+  late?: ((value: T) => void) | undefined;
 }
 
 /** `call()`, or a rejection after `timeoutMs` (OperationTimeoutError) or when `signal` aborts. */

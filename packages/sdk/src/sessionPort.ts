@@ -21,7 +21,7 @@ export class SessionStateCache {
 
   async read(abortSignal?: AbortSignal): Promise<SessionState> {
     if (this.cached) return this.cached;
-    const state = decodeSessionState(await this.receiver.getSessionState({ abortSignal }));
+    const state = decodeSessionState(await this.receiver.getSessionState(abortSignal ? { abortSignal } : {}));
     this.cached = state;
     return state;
   }
@@ -29,7 +29,7 @@ export class SessionStateCache {
   async write(state: SessionState, abortSignal?: AbortSignal): Promise<void> {
     // Forget first: if the write fails (or is given up) we do not know what the broker holds.
     this.cached = undefined;
-    await this.receiver.setSessionState(Buffer.from(encodeSessionState(state)), { abortSignal });
+    await this.receiver.setSessionState(Buffer.from(encodeSessionState(state)), abortSignal ? { abortSignal } : {});
     if (!abortSignal?.aborted) this.cached = state;
   }
 }
