@@ -100,6 +100,41 @@ export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 /** How often a guarded write re-reads and retries after losing an etag race before it gives up (transient). */
 const MAX_WRITE_ATTEMPTS = 10;
 
+/** Rows whose last write's outcome is unknown, remembered at most (oldest forgotten first: a recount repairs). */
+const MAX_IN_DOUBT = 10_000;
+
+/**
+ * A row write sent and answered with no verdict (a connection reset, a timeout, a 5xx): Cosmos may have applied
+ * it. Its counter delta and failure-group move are held here until the row is read again (the message's
+ * redelivery): if the row is then the version this write built, it landed and they are applied.
+ */
+interface InDoubtWrite {
+  endpointId: string;
+  /** The version the write replaced (null: a create) and the version it wrote. */
+  replaced: StatusRow | null;
+  written: StatusRow;
+}
+
+/**
+ * Whether an error from a row write leaves its outcome unknown: a reset, a timeout or a 5xx may come after the
+ * server applied it. A refusal (429, 4xx) and a refused connection (nothing was sent) do not.
+ */
+function outcomeUnknown(err: unknown): boolean {
+  if ((err as { code?: unknown } | null)?.code === 'ECONNREFUSED') return false;
+  const code = cosmosStatus(err);
+  return code === undefined || code === 408 || code >= 500;
+}
+
+/** Whether a row read back is the version a write built (updatedAt is that write's own clock reading). */
+function isVersion(row: StatusRow, written: StatusRow): boolean {
+  return (
+    row.lastMessageId === written.lastMessageId &&
+    row.status === written.status &&
+    row.subStatus === written.subStatus &&
+    row.updatedAt === written.updatedAt
+  );
+}
+
 export type StatusWriteResult =
   | {
       outcome: 'written';
@@ -304,6 +339,8 @@ export class MessageStore {
   readonly #ownsClient: boolean;
   readonly #rowCache: RowCache;
   readonly #counterBuffer: CounterBuffer | undefined;
+  /** Per row (cache key), a write whose outcome is unknown: see InDoubtWrite. */
+  readonly #inDoubt = new Map<string, InDoubtWrite>();
   readonly database: Database;
 
   constructor(
@@ -389,7 +426,8 @@ export class MessageStore {
       }
       const id = statusRowId(w.eventId, w.sessionId);
       const cacheKey = `${w.endpointId}/${id}`;
-      if (seen.has(cacheKey)) return single.push(k);
+      // A row with a write in doubt is settled by writeStatus, which reads it first.
+      if (seen.has(cacheKey) || this.#inDoubt.has(cacheKey)) return single.push(k);
       seen.add(cacheKey);
       const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
       lot.push({ k, w, status, subStatus, id, cacheKey, pk: [w.endpointId, w.eventId] });
@@ -718,6 +756,8 @@ export class MessageStore {
     ticket: CounterTicket | undefined,
   ): Promise<StatusWriteResult[]> {
     const first = writes[0]!.w;
+    /** A landed write in doubt whose counter delta could not be applied either: reported for a recount. */
+    let landedUncounted = false;
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       // Attempt 1 may decide without a read: from the cached version, or - for a request copy, which normally
       // opens its row - by assuming there is no row yet. Either way the write itself is conditional (If-Match
@@ -727,12 +767,14 @@ export class MessageStore {
       let unreadable = false;
       let etag: string | undefined;
       let optimistic = false;
-      const cached = attempt === 1 ? this.#rowCache.get(cacheKey) : undefined;
+      // A write of this row in doubt is settled from a fresh read, never from an assumed version.
+      const doubt = this.#inDoubt.get(cacheKey);
+      const cached = attempt === 1 && !doubt ? this.#rowCache.get(cacheKey) : undefined;
       if (cached) {
         ({ row: existing, etag } = cached);
         exists = true;
         optimistic = true;
-      } else if (attempt === 1 && first.messageType === MessageType.EventRequest && expect === undefined) {
+      } else if (attempt === 1 && !doubt && first.messageType === MessageType.EventRequest && expect === undefined) {
         exists = false;
         optimistic = true;
       } else {
@@ -749,6 +791,11 @@ export class MessageStore {
           const parsed = statusRowSchema.safeParse(raw);
           if (parsed.success) existing = parsed.data;
           else unreadable = true;
+        }
+        // Checked and taken in one step after the read: a concurrent write of the row cannot settle it twice.
+        if (doubt && this.#inDoubt.get(cacheKey) === doubt) {
+          this.#inDoubt.delete(cacheKey);
+          if (existing && isVersion(existing, doubt.written) && !(await this.#countLanded(doubt))) landedUncounted = true;
         }
       }
       // Whatever must be stored before the status (the history entries) completes before any decision is acted on.
@@ -818,6 +865,8 @@ export class MessageStore {
           if (!optimistic) await sleep(randomInt(0, 4 * attempt + 1));
           continue;
         }
+        // No verdict: the write may have landed. Its counter delta waits for the next read of the row.
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final });
         rethrowCosmos(err, 'status row write');
       }
       // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
@@ -835,7 +884,7 @@ export class MessageStore {
           counters = 'failed';
         }
       }
-      if (unreadable) counters = 'failed';
+      if (unreadable || landedUncounted) counters = 'failed';
       // Failure-group aggregates move with the row, from the version replaced to the one written (never throws).
       await applyGroupTransition(this.database, existing, final);
       for (const r of results) if (r.outcome === 'written') r.counters = counters;
@@ -844,6 +893,34 @@ export class MessageStore {
     throw new StoreTransientError(
       `status row ${first.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} write attempts`,
     );
+  }
+
+  #remember(cacheKey: string, doubt: InDoubtWrite): void {
+    this.#inDoubt.delete(cacheKey);
+    this.#inDoubt.set(cacheKey, doubt);
+    if (this.#inDoubt.size > MAX_IN_DOUBT) this.#inDoubt.delete(this.#inDoubt.keys().next().value!);
+  }
+
+  /**
+   * A write in doubt that did land: its counter delta and failure-group move, as its own success would have
+   * applied them (the redelivered copy that finds the row already written moves nothing itself). False when the
+   * counter patch failed (immediate counters): the caller reports it for a recount.
+   */
+  async #countLanded(doubt: InDoubtWrite): Promise<boolean> {
+    const from = doubt.replaced ? bucketOf(doubt.replaced.status, doubt.replaced.subStatus) : null;
+    const to = bucketOf(doubt.written.status, doubt.written.subStatus);
+    let counted = true;
+    if (this.#counterBuffer) {
+      this.#counterBuffer.add(this.#counterBuffer.take(), doubt.endpointId, from, to);
+    } else {
+      try {
+        await applyCounterDelta(this.#c.counters, doubt.endpointId, counterDelta(from, to));
+      } catch {
+        counted = false;
+      }
+    }
+    await applyGroupTransition(this.database, doubt.replaced, doubt.written);
+    return counted;
   }
 
   /**

@@ -196,3 +196,60 @@ describe('throttling surfaces as a typed error', () => {
     assert.equal((await store.recountEndpoint(ep)).pending, 1, 'the recount repairs it');
   });
 });
+
+// A status write whose reply is lost (the store applied it; the client saw a reset or a 5xx) must still move the
+// counters once: the redelivered copy finds its row already written and moves nothing itself. Seen in the chaos
+// test as `Pending: counter -1, rows 0` after a store outage: a request's Pending row created without its +1,
+// then answered with its -1.
+describe('a status write whose reply was lost is counted once', () => {
+  const isRowCreate = (r: { method: string; path: string }) => r.method === 'POST' && /\/colls\/events\/docs\/?$/.test(r.path);
+  const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
+
+  for (const mode of ['immediate', 'buffered'] as const) {
+    const open = () =>
+      createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
+
+    test(`${mode} counters: a request's row created under a lost reply, its copy redelivered, then answered`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+        proxy.inject({ status: 503, afterForward: true, times: 1, match: isRowCreate });
+        await assert.rejects(s.writeStatus(request), StoreTransientError);
+        proxy.clear();
+        assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.status, S.Pending, 'the create reached the server');
+        await s.writeStatus(request); // the broker's redelivery of the same message
+        await s.flushCounters();
+        assert.equal((await store.getCounts(ep)).pending, 1, 'the landed create is counted');
+        await s.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId }));
+        await s.flushCounters();
+        const counts = await store.getCounts(ep);
+        assert.deepEqual([counts.pending, counts.completed], [0, 1]);
+      } finally {
+        proxy.clear();
+        await s.close();
+      }
+    });
+
+    test(`${mode} counters: a response's replace under a lost reply, the response redelivered`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+        await s.writeStatus(request);
+        const response = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId });
+        proxy.inject({ status: 503, afterForward: true, times: 1, match: isRowReplace });
+        await assert.rejects(s.writeStatus(response), StoreTransientError);
+        proxy.clear();
+        assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed, 'the replace reached the server');
+        await s.writeStatus(response);
+        await s.flushCounters();
+        const counts = await store.getCounts(ep);
+        assert.deepEqual([counts.pending, counts.completed], [0, 1]);
+      } finally {
+        proxy.clear();
+        await s.close();
+      }
+    });
+  }
+});
