@@ -24,8 +24,15 @@ before(async () => {
   assert.ok(parsed.ok);
   const silent = pino({ level: 'silent' });
   stack = await startStack({
-    // No data dir: the emulator keeps this test's messages in memory only.
-    config: { ...parsed.config, serviceBus: { kind: 'embedded', port: 0 } },
+    // No data dir for either: the emulator and the Cosmos server keep this test's messages and rows in memory only.
+    // The store used to persist to .nimbus/cosmos and grew with every run while the messages did not: the tests
+    // picked rows of earlier runs (a credit hold whose parked siblings no longer exist on the fresh broker, so they
+    // never completed) and every full-scan query of the embedded server got slower (90 s timeouts).
+    config: {
+      ...parsed.config,
+      serviceBus: { kind: 'embedded', port: 0 },
+      cosmos: { kind: 'embedded', port: 0 },
+    },
     logger: () => silent,
     console: false,
     subscriptionDefaults: { lockDuration: 'PT5S', maxDeliveryCount: 10 },

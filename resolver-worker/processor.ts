@@ -15,6 +15,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Prop, Topic } from '@nimbus/sdk/contract';
 import { withLinkedSignal } from '@nimbus/sdk';
+import { tolerateSlowDrain } from '@nimbus/sdk/servicebus';
 import { withProcessSpan, withSettleSpan } from '@nimbus/sdk';
 import { context, type Context } from '@opentelemetry/api';
 import type { ResolverMetrics } from './metrics.ts';
@@ -163,11 +164,15 @@ export class ResolverProcessor {
       try {
         // Each accept and each session gets its own short-lived signal linked to the stop signal: the client adds
         // abort listeners per call and does not always remove them (see packages/sdk/src/abortScope.ts).
-        receiver = await withLinkedSignal(this.#stop.signal, (abortSignal) =>
-          this.#o.client.acceptNextSession(this.#topic, this.#subscription, {
-            maxAutoLockRenewalDurationInMs: this.#o.maxAutoLockRenewalDurationInMs,
-            abortSignal,
-          }),
+        // A drain answered late must not close the session's link: every completion of the batch would fail
+        // (@nimbus/sdk servicebus/drainWait.ts).
+        receiver = tolerateSlowDrain(
+          await withLinkedSignal(this.#stop.signal, (abortSignal) =>
+            this.#o.client.acceptNextSession(this.#topic, this.#subscription, {
+              maxAutoLockRenewalDurationInMs: this.#o.maxAutoLockRenewalDurationInMs,
+              abortSignal,
+            }),
+          ),
         );
       } catch (err) {
         if (this.#stopping) break;

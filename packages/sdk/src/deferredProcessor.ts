@@ -27,6 +27,7 @@ import { fromReceived } from './inbound.ts';
 import type { InboundMessage } from './inbound.ts';
 import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
+import { tolerateSlowDrain } from './servicebus/drainWait.ts';
 
 export interface DeferredProcessorOptions {
   client: ServiceBusClient;
@@ -238,7 +239,8 @@ export class DeferredProcessor {
     if (closing) await this.quietly('closing an earlier parked-session receiver', () => closing);
     let parked: ServiceBusSessionReceiver;
     try {
-      parked = await this.bounded(
+      // A drain answered late must not close the parked session's link mid-pass (servicebus/drainWait.ts).
+      parked = tolerateSlowDrain(await this.bounded(
         'accepting the parked session',
         (abortSignal) =>
           this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, {
@@ -247,7 +249,7 @@ export class DeferredProcessor {
           }),
         // Accepted after all: let its lock go at once.
         (late) => void late.close().catch(() => undefined),
-      );
+      ));
     } catch (error) {
       if ((error as { code?: string }).code === 'SessionCannotBeLocked' && !this.closing.has(sessionId)) {
         // Another pass holds the session: it replays what is parked.

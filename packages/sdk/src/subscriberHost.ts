@@ -7,6 +7,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Subscription } from './contract/index.ts';
 import { dedicatedClient } from './servicebus/sessionClient.ts';
+import { tolerateSlowDrain } from './servicebus/drainWait.ts';
 import { CauseLog } from './causeLog.ts';
 import { DeferredProcessor } from './deferredProcessor.ts';
 import type { DeferredProcessorOptions } from './deferredProcessor.ts';
@@ -252,11 +253,14 @@ export class SubscriberHost implements AsyncDisposable {
       }
       let receiver: ServiceBusSessionReceiver;
       try {
-        receiver = await withLinkedSignal(this.stopController.signal, (abortSignal) =>
-          this.sessionClient.acceptNextSession(endpointId, endpointId, {
-            maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
-            abortSignal,
-          }),
+        // A drain answered late must not close the session's link (servicebus/drainWait.ts).
+        receiver = tolerateSlowDrain(
+          await withLinkedSignal(this.stopController.signal, (abortSignal) =>
+            this.sessionClient.acceptNextSession(endpointId, endpointId, {
+              maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
+              abortSignal,
+            }),
+          ),
         );
       } catch (error) {
         if (this.stopping) break;
