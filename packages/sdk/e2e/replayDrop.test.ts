@@ -14,12 +14,10 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { ServiceBusReceivedMessage, ServiceBusSessionReceiver } from '@azure/service-bus';
-import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { DeferredProcessor } from '@nimbus/sdk';
-import type { ReplayPass } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
-import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
 import { endProcessAfterResults, eventually, stopsWithin, withHarness } from './harness.ts';
+import { parkAndTrigger, proxiedClients, replayedSequences, replayProcessor } from './replayHarness.ts';
 
 endProcessAfterResults(); // a reset connection leaves timers and socket requests behind (harness.ts)
 
@@ -28,86 +26,38 @@ const PARKED = 3;
 
 test('a connection reset while a replay pass settles a parked message: the pass is retried and every parked message comes back', async () => {
   await withHarness(async (h) => {
-    const proxy = await startTcpFaultProxy({ port: h.emulator.port });
-    const proxied = createServiceBusClients(
-      h.emulator.connectionString.replace(`:${h.emulator.port};`, `:${proxy.port};`),
-      { client: { retryOptions: { timeoutInMs: 4000 } } },
-    );
+    const proxied = await proxiedClients(h, { client: { retryOptions: { timeoutInMs: 4000 } } });
+    const { client } = proxied.clients;
     // The fault: the first parked message the processor completes finds its connection reset (and refused for a
     // second); everything before it (the accept, the peek, the receive, the copy's send) went through.
     let cut: number | undefined;
-    const acceptSession = proxied.client.acceptSession.bind(proxied.client);
-    proxied.client.acceptSession = (async (...args: Parameters<typeof acceptSession>) => {
+    const acceptSession = client.acceptSession.bind(client);
+    client.acceptSession = (async (...args: Parameters<typeof acceptSession>) => {
       const receiver: ServiceBusSessionReceiver = await acceptSession(...args);
       const complete = receiver.completeMessage.bind(receiver);
       receiver.completeMessage = async (message: ServiceBusReceivedMessage) => {
         if (cut === undefined) {
           cut = Date.now();
-          await proxy.cut();
-          setTimeout(() => void proxy.restore(), 1000);
+          await proxied.proxy.cut();
+          setTimeout(() => void proxied.proxy.restore(), 1000);
         }
         return complete(message);
       };
       return receiver;
-    }) as typeof proxied.client.acceptSession;
+    }) as typeof client.acceptSession;
 
-    const passes: ReplayPass[] = [];
-    const processor = new DeferredProcessor({
-      client: proxied.client,
-      endpointId: 'crm',
-      drainWaitMs: 300,
-      triggerWaitMs: 1000,
-      backoff: { initialMs: 50, maxMs: 500 },
-      operationTimeoutMs: 3000,
-      onPass: (p) => void passes.push(p),
-    });
+    const { processor, passes } = replayProcessor(client, { operationTimeoutMs: 3000 });
     // What comes back to the main subscription, read directly (not through the proxy).
     const main = await h.client.acceptSession('crm', 'crm', SESSION);
     let stopped = 'not stopped';
     try {
       processor.start();
-      for (let s = 0; s < PARKED; s++)
-        await h.send('crm', {
-          sessionId: SESSION,
-          body: eventBody('CustomerUpdated', { customerId: SESSION, n: s }),
-          props: {
-            [Prop.To]: 'Deferred',
-            [Prop.MessageType]: MessageType.EventRequest,
-            [Prop.EventId]: `ev-drop-${s}`,
-            [Prop.EventTypeId]: 'CustomerUpdated',
-            [Prop.DeferralSequence]: s,
-            [Prop.OriginalSessionId]: SESSION,
-          },
-        });
-      await h.send('crm', {
-        sessionId: SESSION,
-        props: {
-          [Prop.To]: 'DeferredProcessor',
-          [Prop.MessageType]: MessageType.ProcessDeferredRequest,
-          [Prop.EventId]: 'ev-drop-trigger',
-          [Prop.ReplayUntil]: PARKED,
-        },
-      });
+      await parkAndTrigger(h, SESSION, PARKED, 'ev-drop');
 
       // Every parked sequence comes back as a replayed copy (the first one possibly twice: its copy was sent
       // before the reset, and the retried pass finds it still parked). The client alone takes 60 s and more to
       // give up on the completion; the wait below is shorter, so a processor that waits for it fails here.
-      const sequences = new Set<number>();
-      await eventually(
-        async () => {
-          for (const m of await main.receiveMessages(10, { maxWaitTimeInMs: 500 })) {
-            sequences.add(Number(m.applicationProperties?.[Prop.ReplaySequence]));
-            await main.completeMessage(m);
-          }
-          return sequences.size === PARKED ? true : undefined;
-        },
-        'every parked sequence replayed after the reset',
-        30_000,
-      ).catch((error: unknown) => {
-        const got = [...sequences].join(', ') || 'none';
-        const seen = passes.map((p) => p.outcome).join(', ') || 'none';
-        throw new Error(`${(error as Error).message} (sequences back: ${got}; passes: ${seen})`);
-      });
+      const sequences = await replayedSequences(main, passes, PARKED, 30_000);
       assert.ok(cut !== undefined, 'the connection was reset during the pass');
       assert.deepEqual([...sequences].sort(), [0, 1, 2]);
       const outcomes = passes.map((p) => p.outcome);
@@ -118,8 +68,7 @@ test('a connection reset while a replay pass settles a parked message: the pass 
       // stop() must not wait for a call the reset left hanging either.
       stopped = await stopsWithin(() => processor.stop(), 15_000);
       await main.close().catch(() => undefined);
-      await proxied.close().catch(() => undefined);
-      await proxy.close();
+      await proxied.close();
     }
     assert.equal(stopped, 'stopped', 'the deferred processor did not stop within 15 s');
   });
