@@ -175,7 +175,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       run(async () => {
         const ctx = await getContext();
         if (!readsAnything(who)) {
-          return agentCall(request, 'agent.catalog', undefined, {}, async (x, me) => agentCatalog(x.catalog, me.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id), via: 'mcp' }));
+          return agentCall(request, 'agent.catalog', undefined, {}, async (x, me) => agentCatalog(x.catalog, me.assignments), (c) => ({ endpoints: c.endpoints.map((e) => e.id) }));
         }
         const me = await authorizeRead(request);
         const scope = readScope(me);
@@ -307,7 +307,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
             requireEventType(ctx, args.eventTypeId);
             return receivePendingHandoff(ctx.store, { endpointId: args.endpointId, eventTypeId: args.eventTypeId, exclude: args.exclude }, args.waitSeconds, extra.signal);
           },
-          (h) => ({ handedOut: h?.eventId ?? null, messageId: h?.messageId ?? null, via: 'mcp' }),
+          (h) => ({ handedOut: h?.eventId ?? null, messageId: h?.messageId ?? null }),
         );
         return found ?? { pending: null, detail: `no pending handoff on ${args.endpointId}` };
       }),
@@ -349,7 +349,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
             requireEndpoint(ctx, body.endpointId);
             return settleHandoff(ctx, body, me.user);
           },
-          (x) => ({ settlement: body.outcome, messageId: x.messageId, outcome: x.outcome, via: 'mcp' }),
+          (x) => ({ settlement: body.outcome, messageId: x.messageId, outcome: x.outcome }),
         );
       }),
   );
@@ -383,7 +383,6 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         return agentCall(request, 'agent.publish', target, { target: `publish ${args.eventTypeId}` }, (ctx) => publishAsAgent(ctx, target, args.eventTypeId, args.payload, args.sessionId), (p) => ({
           eventTypeId: p.eventTypeId,
           messageId: p.messageId,
-          via: 'mcp',
         }));
       }),
   );
@@ -412,13 +411,12 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
           const ctx = await getContext();
           requireEndpoint(ctx, args.endpointId);
           requireEventType(ctx, args.eventTypeId);
-          let details: Record<string, unknown> = { edited: false, via: 'mcp' };
+          let details: Record<string, unknown> = { edited: false };
           if (args.payload !== undefined) {
             const row = (await ctx.store.getEvent(args.endpointId, args.eventId, 1))?.rows[0];
             requirePayloadMatchesSchema(ctx.catalog, args.eventTypeId ?? row?.eventTypeId, args.payload);
             details = {
               edited: true,
-              via: 'mcp',
               eventTypeId: { from: row?.eventTypeId ?? null, to: args.eventTypeId ?? row?.eventTypeId ?? null },
               payloadDiff: diffJson(row?.payload ?? null, args.payload),
             };
@@ -447,7 +445,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
           const me = await authorize(request, 'skip', args.endpointId, { eventId: args.eventId });
           const ctx = await getContext();
           requireEndpoint(ctx, args.endpointId);
-          return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, { kind: 'skip' }, me.user), (r) => ({ messageId: r.messageId, outcome: r.outcome, via: 'mcp' }));
+          return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, { kind: 'skip' }, me.user), (r) => ({ messageId: r.messageId, outcome: r.outcome }));
         }),
     );
   }

@@ -17,12 +17,14 @@ export const CHUNK_ROWS = 2_000;
 export const MAX_ERRORS_KEPT = 50;
 
 export type JobState = 'queued' | 'running' | 'paused' | 'cancelled' | 'completed' | 'failed';
-export type JobKind = 'resubmit' | 'skip';
+/** What a bulk job can do to each row it selected; each is also the authorization action (roles.ts) it needs. */
+export const JOB_KINDS = ['resubmit', 'skip'] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
 export type JobControl = 'run' | 'pause' | 'cancel';
 
 export const operationIdSchema = z.string().uuid('an operation id is a UUID');
 export const createOperationBody = z.object({
-  kind: z.enum(['resubmit', 'skip']),
+  kind: z.enum(JOB_KINDS),
   selection: z.unknown(),
   /**
    * Create the job paused, to be started with /resume once the operator confirmed the count it was frozen with
