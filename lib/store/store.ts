@@ -103,10 +103,20 @@ const MAX_WRITE_ATTEMPTS = 10;
 /** Rows whose last write's outcome is unknown, remembered at most (oldest forgotten first: a recount repairs). */
 const MAX_IN_DOUBT = 10_000;
 
+/** Writes in doubt settled per pass: one bulk read (Cosmos' bulk limit), so a pass costs one request at most. */
+const SETTLE_BATCH = BULK_MAX;
+
+/**
+ * How long close() and flushCounters() spend settling writes in doubt (a store that cannot be reached must not
+ * hold a shutdown): what is left is repaired by a recount.
+ */
+const SETTLE_BUDGET_MS = 5_000;
+
 /**
  * A row write sent and answered with no verdict (a connection reset, a timeout, a 5xx): Cosmos may have applied
- * it. Its counter delta and failure-group move are held here until the row is read again (the message's
- * redelivery): if the row is then the version this write built, it landed and they are applied.
+ * it. Its counter delta and failure-group move are held here until the row is read again - by the row's next write
+ * (the message's redelivery) or by the settle pass (#settlePass) - and applied then if the row is the version this
+ * write built.
  */
 interface InDoubtWrite {
   endpointId: string;
@@ -207,6 +217,12 @@ export interface StoreOptions extends CosmosConnection {
   counterOwner?: string;
   /** Row versions kept to skip the read before a guarded write (0 disables). Default 5000. */
   rowCacheSize?: number;
+  /**
+   * Every this many ms, while some row write's outcome is unknown (its reply was lost), read those rows and count
+   * the writes that landed (docs/store.md, "A row write whose reply is lost"). 0 = only at flushCounters() and
+   * close(). Default 5000. No timer runs while nothing is in doubt.
+   */
+  settleIntervalMs?: number;
 }
 
 /** Fields listed in pages: everything but the payload (bodies can be large and may hold personal data). */
@@ -305,6 +321,7 @@ export async function createStore(options: StoreOptions): Promise<MessageStore> 
       counterFlushMs: options.counterFlushMs ?? 0,
       counterOwner: options.counterOwner ?? `store-${randomUUID()}`,
       rowCacheSize: options.rowCacheSize ?? 5000,
+      settleIntervalMs: options.settleIntervalMs ?? 5000,
     });
   } catch (err) {
     if (options.client == null) client.dispose();
@@ -339,15 +356,27 @@ export class MessageStore {
   readonly #ownsClient: boolean;
   readonly #rowCache: RowCache;
   readonly #counterBuffer: CounterBuffer | undefined;
-  /** Per row (cache key), a write whose outcome is unknown: see InDoubtWrite. */
+  /** Per row (cache key), a write whose outcome is unknown: see InDoubtWrite. Oldest first. */
   readonly #inDoubt = new Map<string, InDoubtWrite>();
+  readonly #settleIntervalMs: number;
+  #settleTimer: NodeJS.Timeout | undefined;
+  /** The settle pass running (one at a time). */
+  #settling: Promise<unknown> = Promise.resolve();
+  #closed = false;
   readonly database: Database;
 
   constructor(
     client: CosmosClient,
     database: Database,
     containers: Record<keyof typeof CONTAINERS, Container>,
-    options: { now: () => Date; ownsClient: boolean; counterFlushMs: number; counterOwner: string; rowCacheSize: number },
+    options: {
+      now: () => Date;
+      ownsClient: boolean;
+      counterFlushMs: number;
+      counterOwner: string;
+      rowCacheSize: number;
+      settleIntervalMs?: number;
+    },
   ) {
     this.#client = client;
     this.database = database;
@@ -357,21 +386,37 @@ export class MessageStore {
     this.#rowCache = new RowCache(options.rowCacheSize);
     this.#counterBuffer =
       options.counterFlushMs > 0 ? new CounterBuffer(containers.counters, options.counterFlushMs, options.counterOwner) : undefined;
+    this.#settleIntervalMs = options.settleIntervalMs ?? 0;
   }
 
-  /** Applies buffered counter deltas now (no-op without counterFlushMs). Rejects if Cosmos refuses them. */
+  /**
+   * Settles the writes in doubt it can (bounded in time; best effort: one whose row cannot be read waits for the
+   * next pass), then applies buffered counter deltas (no-op without counterFlushMs). Rejects if Cosmos refuses
+   * those deltas.
+   */
   async flushCounters(): Promise<void> {
+    await this.#settleWithin(SETTLE_BUDGET_MS);
     await this.#counterBuffer?.flush();
   }
 
   /**
-   * Flushes buffered counter deltas (best effort: what cannot be applied is left to the recount) and releases
-   * the client's sockets and timers (only when the store built the client itself).
+   * Settles the writes in doubt it can and flushes buffered counter deltas (both best effort and bounded: what
+   * cannot be applied is left to the recount), then releases the client's sockets and timers (only when the store
+   * built the client itself).
    */
   async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#settleTimer !== undefined) clearTimeout(this.#settleTimer);
+    this.#settleTimer = undefined;
+    await this.#settleWithin(SETTLE_BUDGET_MS);
     this.#counterBuffer?.stop();
     await this.#counterBuffer?.flush().catch(() => undefined);
     if (this.#ownsClient) this.#client.dispose();
+  }
+
+  /** Row writes whose outcome is still unknown (their reply was lost and their row not read since). */
+  get writesInDoubt(): number {
+    return this.#inDoubt.size;
   }
 
   #iso(): string {
@@ -792,11 +837,7 @@ export class MessageStore {
           if (parsed.success) existing = parsed.data;
           else unreadable = true;
         }
-        // Checked and taken in one step after the read: a concurrent write of the row cannot settle it twice.
-        if (doubt && this.#inDoubt.get(cacheKey) === doubt) {
-          this.#inDoubt.delete(cacheKey);
-          if (existing && isVersion(existing, doubt.written) && !(await this.#countLanded(doubt))) landedUncounted = true;
-        }
+        if (doubt && !(await this.#settleDoubt(cacheKey, doubt, existing))) landedUncounted = true;
       }
       // Whatever must be stored before the status (the history entries) completes before any decision is acted on.
       if (gate !== undefined) await gate;
@@ -899,6 +940,92 @@ export class MessageStore {
     this.#inDoubt.delete(cacheKey);
     this.#inDoubt.set(cacheKey, doubt);
     if (this.#inDoubt.size > MAX_IN_DOUBT) this.#inDoubt.delete(this.#inDoubt.keys().next().value!);
+    this.#scheduleSettle();
+  }
+
+  /**
+   * Settles a write in doubt from a fresh read of its row (`current`: null when there is none or it does not
+   * parse): if the row is the version that write built, it landed and its delta is applied now; otherwise it never
+   * landed or has been overwritten since, and it is forgotten. Checked and taken in one synchronous step right after
+   * the read, so the row's next write and the settle pass, whichever reads first, settle it once. False when a
+   * landed write's counter patch failed (immediate counters): the caller reports it for a recount.
+   */
+  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null): Promise<boolean> {
+    if (this.#inDoubt.get(cacheKey) !== doubt) return true; // settled already, by whoever read first
+    this.#inDoubt.delete(cacheKey);
+    if (current === null || !isVersion(current, doubt.written)) return true;
+    return this.#countLanded(doubt);
+  }
+
+  /** Arms the next settle pass; nothing runs while no write is in doubt (or with settleIntervalMs 0, or closed). */
+  #scheduleSettle(): void {
+    if (this.#settleTimer !== undefined || this.#settleIntervalMs <= 0 || this.#closed || this.#inDoubt.size === 0) return;
+    this.#settleTimer = setTimeout(() => {
+      this.#settleTimer = undefined;
+      void this.#settlePass().finally(() => this.#scheduleSettle());
+    }, this.#settleIntervalMs);
+    this.#settleTimer.unref(); // a store waiting to settle does not keep the process alive; close() settles
+  }
+
+  /** Settle passes until nothing is in doubt, a pass can read none of its rows, or `budgetMs` have passed. */
+  async #settleWithin(budgetMs: number): Promise<void> {
+    if (this.#inDoubt.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, budgetMs)));
+    let expired = false;
+    const passes = (async () => {
+      while (!expired && this.#inDoubt.size > 0) {
+        if ((await this.#settlePass()) === 0) return; // none of the rows could be read: a later pass tries again
+      }
+    })();
+    try {
+      await Promise.race([passes, deadline.then(() => (expired = true))]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * One settle pass (one at a time): reads the rows of the oldest SETTLE_BATCH writes in doubt in one bulk request
+   * and settles each as the row's next write would (#settleDoubt). A row that could not be read keeps its entry,
+   * moved to the back, for the next pass. Never rejects; returns how many it settled.
+   */
+  #settlePass(): Promise<number> {
+    const run = this.#settling.then(() => this.#settleOnce()).catch(() => 0);
+    this.#settling = run;
+    return run;
+  }
+
+  async #settleOnce(): Promise<number> {
+    const batch: Array<[string, InDoubtWrite]> = [];
+    for (const entry of this.#inDoubt) {
+      if (batch.length === SETTLE_BATCH) break;
+      batch.push(entry);
+    }
+    if (batch.length === 0) return 0;
+    const reads = await this.#bulk(
+      this.#c.events,
+      batch.map(([, d]): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
+    );
+    let settled = 0;
+    await Promise.all(
+      batch.map(async ([cacheKey, doubt], i) => {
+        const r = reads[i];
+        if (r === undefined || (r.statusCode >= 300 && r.statusCode !== 404)) {
+          // Not read (the store is down, throttled): tried again by a later pass, after the others.
+          if (this.#inDoubt.get(cacheKey) === doubt) {
+            this.#inDoubt.delete(cacheKey);
+            this.#inDoubt.set(cacheKey, doubt);
+          }
+          return;
+        }
+        const parsed = r.statusCode === 404 ? undefined : statusRowSchema.safeParse(r.resourceBody);
+        // Nobody to report a failed counter patch to here: like any failed patch, the recount repairs it.
+        await this.#settleDoubt(cacheKey, doubt, parsed?.success ? parsed.data : null).catch(() => undefined);
+        settled++;
+      }),
+    );
+    return settled;
   }
 
   /**

@@ -253,3 +253,118 @@ describe('a status write whose reply was lost is counted once', () => {
     });
   }
 });
+
+// The same lost reply when nothing writes the row again (the broker dead-lettered the message, or its copy went to
+// another instance): the settle pass reads the rows in doubt on its own, periodically and at close/flushCounters.
+describe('a status write whose reply was lost and whose row is not written again', () => {
+  const isRowCreate = (r: { method: string; path: string; batch: boolean }) =>
+    r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
+  const isRowBulk = (r: { method: string; path: string; batch: boolean }) => r.batch && r.path.includes('/colls/events/');
+
+  /** Polls until `probe` holds (a positive signal, not a sleep); the generous limit is for a loaded machine. */
+  async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await probe())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** A request whose row create reaches the server but whose reply is lost. */
+  async function lostCreate(s: MessageStore, ep: string, eventId = 'e'): Promise<void> {
+    proxy.inject({ status: 503, afterForward: true, times: 1, match: isRowCreate });
+    try {
+      await assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId })), StoreTransientError);
+    } finally {
+      proxy.clear();
+    }
+    assert.equal((await store.getStatusRow(ep, eventId, 's-1'))?.status, S.Pending, 'the create reached the server');
+  }
+
+  for (const mode of ['immediate', 'buffered'] as const) {
+    test(`${mode} counters: the periodic settle pass counts the landed write`, async () => {
+      const s = await createStore({
+        endpoint: proxy.endpoint,
+        key: cosmos.key,
+        database,
+        settleIntervalMs: 20,
+        ...(mode === 'buffered' ? { counterFlushMs: 20 } : {}),
+      });
+      try {
+        const ep = uniq('ep');
+        await lostCreate(s, ep);
+        await eventually('the landed create to be counted', async () => (await store.getCounts(ep)).pending === 1);
+        assert.equal(s.writesInDoubt, 0);
+        await s.flushCounters();
+        assert.equal((await store.getCounts(ep)).pending, 1, 'counted once');
+      } finally {
+        await s.close();
+      }
+    });
+  }
+
+  test('close() settles what is still in doubt before it flushes', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0, counterFlushMs: 60_000 });
+    const ep = uniq('ep');
+    try {
+      await lostCreate(s, ep);
+      assert.equal((await store.getCounts(ep)).pending, 0, 'nothing settled it yet');
+    } finally {
+      await s.close();
+    }
+    assert.equal((await store.getCounts(ep)).pending, 1, 'the close-time settle counted it and flushed');
+    assert.equal(s.writesInDoubt, 0);
+  });
+
+  test('a settle read that fails keeps the write for the next pass; a write that never landed is forgotten', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      await lostCreate(s, ep);
+      proxy.inject({ status: 503, match: isRowBulk });
+      try {
+        await s.flushCounters(); // settles what it can read: nothing
+      } finally {
+        proxy.clear();
+      }
+      assert.equal(s.writesInDoubt, 1, 'kept for the next pass');
+      assert.equal((await store.getCounts(ep)).pending, 0);
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      assert.equal((await store.getCounts(ep)).pending, 1);
+
+      // Refused before it reached the server, but a 503 cannot say so: in doubt, then found not to have landed.
+      proxy.inject({ status: 503, times: 1, match: isRowCreate });
+      try {
+        await assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e2' })), StoreTransientError);
+      } finally {
+        proxy.clear();
+      }
+      assert.equal(s.writesInDoubt, 1);
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0, 'forgotten');
+      assert.equal((await store.getCounts(ep)).pending, 1, 'and not counted');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('the settle pass and the redelivered copy racing for one row count it once', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+      proxy.inject({ status: 503, afterForward: true, times: 1, match: isRowCreate });
+      try {
+        await assert.rejects(s.writeStatus(request), StoreTransientError);
+      } finally {
+        proxy.clear();
+      }
+      await Promise.all([s.flushCounters(), s.writeStatus(request)]);
+      assert.equal(s.writesInDoubt, 0);
+      assert.equal((await store.getCounts(ep)).pending, 1);
+    } finally {
+      await s.close();
+    }
+  });
+});
