@@ -30,7 +30,8 @@ export function SearchView() {
       </h1>
       <ErrorBox error={r.error} />
       {r.isFetching ? <p className="text-sm text-slate-500">Searching…</p> : null}
-      {r.data && items.length === 0 ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
+      {/* Not when a list was stopped by the page cap: nothing in the pages read is not "nothing starts with q". */}
+      {r.data && items.length === 0 && !cutNotice ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
       {cutNotice ? (
         <p role="status" className="mb-2 text-sm text-amber-800" data-testid="search-truncated">
           {cutNotice}
