@@ -3,12 +3,14 @@
 // nodes, never injected HTML), error and dead-letter details, handoff with countdown, blocked-by link, parked siblings,
 // the message history as a timeline with a payload diff of any two of its messages, the audit trail, and the operator
 // actions (the edited resubmit in a checked JSON editor beside the stored payload). A command that fails keeps its
-// dialog open with the error inside it, to try again or cancel.
+// dialog open with the error inside it, to try again or cancel, and a failure that says the event may have moved on
+// (409 and the like, see commandFailure.ts) reads it again at once.
 import Link from './Link.tsx';
 import { useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, endpointHref, eventHref, type CommandResult, type EventDetails } from './api.ts';
 import { endpointsQuery, eventQuery, queryKeys } from './queries.ts';
+import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { isActionable } from './EndpointEventsView.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
@@ -126,6 +128,14 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       // The dialog stays open with the error inside it (the page behind a modal dialog is inert and unread): the
       // operator reads why, then tries again or cancels, as in every other dialog of the console.
       setActionError(err);
+      // A 409 says the event moved on (another operator resubmitted or skipped it); a 5xx or a dropped request may
+      // have changed it too: it is read again now, so the page (and its buttons) show its state when the dialog
+      // closes, not the old one until the next timed refresh 10 s later. Not awaited: the retry stays at hand.
+      if (commandFailureMayLeaveStaleEvent(err)) {
+        void qc.invalidateQueries({ queryKey: queryKeys.event(endpointId, eventId) });
+        void qc.invalidateQueries({ queryKey: queryKeys.events(endpointId) });
+        void qc.invalidateQueries({ queryKey: queryKeys.endpoints });
+      }
     } finally {
       setBusy(false);
     }

@@ -8,6 +8,7 @@ import { endpointHref, eventHref } from './api.ts';
 import { ErrorBox, StatusBadge, Timestamp } from './format.tsx';
 import { TABLE_HEAD } from './table.tsx';
 import { searchQuery } from './queries.ts';
+import { searchCutNotice } from './searchNotice.ts';
 import { parseSearch, searchSearch } from './urlState.ts';
 
 export function SearchView() {
@@ -15,8 +16,7 @@ export function SearchView() {
   const router = useRouter();
   const r = useQuery(searchQuery(q));
   const items = r.data?.items ?? [];
-  // Each list (by event id, by session id) stops at 25: say so, or a short prefix looks like it found everything.
-  const cutBy = [r.data?.truncated.byEventId ? 'event id' : null, r.data?.truncated.bySessionId ? 'session id' : null].filter((x) => x !== null);
+  const cutNotice = r.data ? searchCutNotice(r.data) : null;
   // An exact event id that names one event opens it; anything else lists the matches.
   const exact = items.filter((i) => i.eventId.toLowerCase() === q.toLowerCase());
   const only = exact.length === 1 ? exact[0] : undefined;
@@ -30,10 +30,11 @@ export function SearchView() {
       </h1>
       <ErrorBox error={r.error} />
       {r.isFetching ? <p className="text-sm text-slate-500">Searching…</p> : null}
-      {r.data && items.length === 0 ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
-      {cutBy.length > 0 ? (
+      {/* Not when a list was stopped by the page cap: nothing in the pages read is not "nothing starts with q". */}
+      {r.data && items.length === 0 && !cutNotice ? <p className="text-sm text-slate-500">No event or session id starts with “{q}”.</p> : null}
+      {cutNotice ? (
         <p role="status" className="mb-2 text-sm text-amber-800" data-testid="search-truncated">
-          Showing the first {r.data?.limit} matches by {cutBy.join(' and by ')} — refine the search to see the others.
+          {cutNotice}
         </p>
       ) : null}
       {items.length > 0 ? (

@@ -4,7 +4,7 @@
 // field added or renamed on the server shows up here at compile time instead of drifting.
 import type { FlowSnapshot } from '../server/flow.ts';
 import type { EndpointOverview, EventDetailsView, EventListItem, SearchResult } from '../server/queries.ts';
-export type { EndpointOverview, EventListItem } from '../server/queries.ts';
+export type { EndpointOverview, EventListItem, SearchResult } from '../server/queries.ts';
 export type { FlowCounts, FlowSnapshot } from '../server/flow.ts';
 export type EventDetails = EventDetailsView;
 export type Counts = EndpointOverview['counts'];

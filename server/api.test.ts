@@ -300,13 +300,18 @@ describe('console API on the embedded stack', () => {
     for (let i = 0; i < 26; i++) {
       await seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId: `trunc-evt-${i}`, sessionId: `trunc-ses-${i}`, eventTypeId: 'OrderPlaced', payload: { i } }, MessageType.ResolutionResponse);
     }
-    type Found = { items: Array<{ eventId: string }>; limit: number; truncated: { byEventId: boolean; bySessionId: boolean } };
+    type Lists<T> = { byEventId: T; bySessionId: T };
+    type Found = { items: Array<{ eventId: string }>; limit: number; maxPages: number; truncated: Lists<boolean>; scanLimited: Lists<boolean>; shown: Lists<number> };
     const find = async (q: string) => (await (await routes.search.GET(get(`/api/search?q=${q}`))).json()) as Found;
 
     const byEvent = await find('trunc-evt');
     assert.equal(byEvent.limit, 25);
+    assert.equal(byEvent.maxPages, 8);
     assert.equal(byEvent.items.length, 25);
     assert.deepEqual(byEvent.truncated, { byEventId: true, bySessionId: false });
+    // Cut at its limit (the embedded Cosmos answers full pages): not stopped by the page cap (server/search.test.ts).
+    assert.deepEqual(byEvent.scanLimited, { byEventId: false, bySessionId: false });
+    assert.deepEqual(byEvent.shown, { byEventId: 25, bySessionId: 0 });
     const bySession = await find('TRUNC-SES');
     assert.equal(bySession.items.length, 25);
     assert.deepEqual(bySession.truncated, { byEventId: false, bySessionId: true });

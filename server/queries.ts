@@ -400,19 +400,30 @@ export interface SearchResult {
    * short prefix can match thousands of events, so the page says the list was cut instead of implying it is all.
    */
   truncated: { byEventId: boolean; bySessionId: boolean };
+  /**
+   * Per list, whether it stopped because it had read `maxPages` store pages with the query not at its end, holding no
+   * more than `limit` rows: it is also `truncated`, but it shows only what those pages held (perhaps fewer than
+   * `limit`) and cannot say whether anything more matches, so the page must not say "the first 25".
+   */
+  scanLimited: { byEventId: boolean; bySessionId: boolean };
+  /** How many store pages a list reads at most (SEARCH_MAX_PAGES), for the page to say where a list stopped. */
+  maxPages: number;
+  /** How many matches each list holds (a row found by both lists is in `items` once). */
+  shown: { byEventId: number; bySessionId: number };
 }
 
 /**
  * One search list: the first `limit` rows that parse, reading pages until it holds one more than that (the
  * signal that more matched) or the query has no continuation - a single page is not enough, since Cosmos can
  * answer a cross-partition page with fewer rows than asked for and a continuation, and rows that no longer parse
- * are not shown (nor counted). Stops after `maxPages` pages; a continuation left then counts as truncated.
+ * are not shown (nor counted). Stops after `maxPages` pages; a continuation left then counts as truncated, and as
+ * `scanLimited` when the list holds no more than `limit` rows (it was stopped by the cap, not cut at its limit).
  */
 export async function searchList<T>(
   fetchPage: (continuationToken: string | undefined) => Promise<Page<T>>,
   limit: number,
   maxPages: number,
-): Promise<{ items: T[]; truncated: boolean }> {
+): Promise<{ items: T[]; truncated: boolean; scanLimited: boolean }> {
   const items: T[] = [];
   let token: string | undefined;
   for (let pages = 0; pages < maxPages; pages++) {
@@ -421,7 +432,10 @@ export async function searchList<T>(
     token = page.continuationToken;
     if (items.length > limit || token === undefined) break;
   }
-  return { items: items.slice(0, limit), truncated: items.length > limit || token !== undefined };
+  const overLimit = items.length > limit;
+  // Out of the loop with a continuation and no row beyond the limit: only the page cap ends it that way.
+  const scanLimited = !overLimit && token !== undefined;
+  return { items: items.slice(0, limit), truncated: overLimit || scanLimited, scanLimited };
 }
 
 /**
@@ -431,7 +445,10 @@ export async function searchList<T>(
  * token can be present when nothing follows, so it alone cannot say this).
  */
 export async function search(store: MessageStore, q: string, scope: ReadScope = { all: true }): Promise<SearchResult> {
-  if (!scope.all && scope.endpointIds.length === 0) return { items: [], limit: SEARCH_LIMIT, truncated: { byEventId: false, bySessionId: false } };
+  if (!scope.all && scope.endpointIds.length === 0) {
+    const none = { byEventId: false, bySessionId: false };
+    return { items: [], limit: SEARCH_LIMIT, maxPages: SEARCH_MAX_PAGES, truncated: none, scanLimited: none, shown: { byEventId: 0, bySessionId: 0 } };
+  }
   const endpointIds = scope.all ? undefined : scope.endpointIds;
   const pageSize = SEARCH_LIMIT + 1;
   const [byEvent, bySession] = await Promise.all([
@@ -445,5 +462,12 @@ export async function search(store: MessageStore, q: string, scope: ReadScope = 
     seen.add(r.id + r.endpointId);
     items.push(toListItem(r));
   }
-  return { items, limit: SEARCH_LIMIT, truncated: { byEventId: byEvent.truncated, bySessionId: bySession.truncated } };
+  return {
+    items,
+    limit: SEARCH_LIMIT,
+    maxPages: SEARCH_MAX_PAGES,
+    truncated: { byEventId: byEvent.truncated, bySessionId: bySession.truncated },
+    scanLimited: { byEventId: byEvent.scanLimited, bySessionId: bySession.scanLimited },
+    shown: { byEventId: byEvent.items.length, bySessionId: bySession.items.length },
+  };
 }

@@ -32,6 +32,7 @@ describe('search reads past short pages', () => {
     assert.equal(found.items.length, SEARCH_LIMIT);
     assert.deepEqual(found.items.slice(0, 4).map((i) => i.eventId), ['a-0', 'a-1', 'a-2', 'b-0']);
     assert.deepEqual(found.truncated, { byEventId: true, bySessionId: false });
+    assert.deepEqual(found.scanLimited, { byEventId: false, bySessionId: false }, 'cut at its limit, not at the page cap');
     assert.equal(reads(), 3, 'stops once it holds one more than it shows');
   });
 
@@ -59,5 +60,40 @@ describe('search reads past short pages', () => {
     assert.equal(reads, SEARCH_MAX_PAGES);
     assert.equal(list.items.length, SEARCH_MAX_PAGES);
     assert.equal(list.truncated, true);
+    assert.equal(list.scanLimited, true, 'it stopped at the page cap, not at its limit');
+  });
+
+  test('a list stopped by the page cap says so, with how many it holds: fewer than the limit, and the cap', async () => {
+    // Eight short pages, each with a continuation: 8 rows held when the cap is reached, the query not at its end.
+    const { store, reads } = scriptedStore(Array.from({ length: SEARCH_MAX_PAGES + 2 }, (_, i) => page([row(`p${i}`)], String(i + 1))));
+    const found = await search(store, 'x');
+    assert.equal(reads(), SEARCH_MAX_PAGES);
+    assert.equal(found.items.length, SEARCH_MAX_PAGES);
+    assert.ok(found.items.length < found.limit, 'fewer than the limit shown');
+    assert.deepEqual(found.truncated, { byEventId: true, bySessionId: false }, 'still reported cut, as before');
+    assert.deepEqual(found.scanLimited, { byEventId: true, bySessionId: false });
+    assert.deepEqual(found.shown, { byEventId: SEARCH_MAX_PAGES, bySessionId: 0 });
+    assert.equal(found.maxPages, SEARCH_MAX_PAGES);
+    assert.equal(found.limit, SEARCH_LIMIT);
+  });
+
+  test('a list that passes its limit on the last page it may read is cut by the limit, not by the cap', async () => {
+    // Seven pages of 3 rows (21), then an 8th of 5: 26 rows, one more than shown, on the last page the cap allows.
+    const pages = Array.from({ length: SEARCH_MAX_PAGES + 2 }, (_, i) => page(rows(`q${i}`, i === SEARCH_MAX_PAGES - 1 ? 5 : 3), String(i + 1)));
+    const { store, reads } = scriptedStore(pages);
+    const found = await search(store, 'x');
+    assert.equal(reads(), SEARCH_MAX_PAGES);
+    assert.equal(found.items.length, SEARCH_LIMIT);
+    assert.deepEqual(found.truncated, { byEventId: true, bySessionId: false });
+    assert.deepEqual(found.scanLimited, { byEventId: false, bySessionId: false });
+    assert.deepEqual(found.shown, { byEventId: SEARCH_LIMIT, bySessionId: 0 });
+  });
+
+  test('a list that ends within the cap is neither cut nor stopped', async () => {
+    const { store } = scriptedStore([page(rows('a', 3), '1'), page(rows('b', 2))]);
+    const found = await search(store, 'x');
+    assert.deepEqual(found.truncated, { byEventId: false, bySessionId: false });
+    assert.deepEqual(found.scanLimited, { byEventId: false, bySessionId: false });
+    assert.deepEqual(found.shown, { byEventId: 5, bySessionId: 0 });
   });
 });

@@ -1,0 +1,16 @@
+// Which command failures make the Event page read the event again at once (components/EventView.tsx).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ApiError } from './api.ts';
+import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
+
+const refused = (status: number) => new ApiError(status, 'refused', 'detail');
+
+test('a conflict, a vanished event, a server failure or no answer at all may leave the shown event stale', () => {
+  for (const status of [404, 409, 410, 412, 500, 502, 503, 504]) assert.equal(commandFailureMayLeaveStaleEvent(refused(status)), true, String(status));
+  assert.equal(commandFailureMayLeaveStaleEvent(new TypeError('Failed to fetch')), true, 'a dropped request may have reached the server');
+});
+
+test('a refusal of the request itself leaves the shown event as current as it was', () => {
+  for (const status of [400, 401, 403, 413, 415, 422, 429]) assert.equal(commandFailureMayLeaveStaleEvent(refused(status)), false, String(status));
+});
