@@ -31,6 +31,15 @@ after(async () => {
 
 const isWrite = (r: { method: string; path: string }) => r.method === 'PUT' || r.method === 'POST';
 
+/** Polls until `probe` holds (a positive signal, not a sleep); the generous limit is for a loaded machine. */
+async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 describe('throttling surfaces as a typed error', () => {
   test('a 429 on the status write carries the server retry-after; nothing is half written', async () => {
     const ep = uniq('ep');
@@ -263,15 +272,6 @@ describe('a status write whose reply was lost and whose row is not written again
     r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
   const isRowBulk = (r: { method: string; path: string; batch: boolean }) => r.batch && r.path.includes('/colls/events/');
 
-  /** Polls until `probe` holds (a positive signal, not a sleep); the generous limit is for a loaded machine. */
-  async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await probe())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   /** A request whose row create reaches the server but whose reply is lost. */
   async function lostCreate(s: MessageStore, ep: string, eventId = 'e'): Promise<void> {
     proxy.inject({ status: 503, afterForward: true, times: 1, match: isRowCreate });
@@ -379,14 +379,6 @@ describe('a bulk claim or a restore whose reply was lost is counted once', () =>
   const onEvents = (r: { path: string }) => r.path.includes('/colls/events/');
   const isRowBulk = (r: { path: string; batch: boolean }) => r.batch && onEvents(r);
   const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
-
-  async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await probe())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 
   /** Runs `act` with a fault armed, and disarms it whatever happens. */
   async function withFault<R>(fault: Parameters<FaultProxy['inject']>[0], act: () => Promise<R>): Promise<R> {
