@@ -113,8 +113,8 @@ const SETTLE_BATCH = BULK_MAX;
 const SETTLE_BUDGET_MS = 5_000;
 
 /**
- * A row write sent and answered with no verdict (a connection reset, a timeout, a 5xx): Cosmos may have applied
- * it. Its counter delta and failure-group move are held here until the row is read again - by the row's next write
+ * A row write (writeStatus, an item of writeStatuses, restoreStatusRow) sent and answered with no verdict (a
+ * connection reset, a timeout, a 5xx): Cosmos may have applied it. Its counter delta and failure-group move are held here until the row is read again - by the row's next write
  * (the message's redelivery) or by the settle pass (#settlePass) - and applied then if the row is the version this
  * write built.
  */
@@ -133,6 +133,16 @@ function outcomeUnknown(err: unknown): boolean {
   if ((err as { code?: unknown } | null)?.code === 'ECONNREFUSED') return false;
   const code = cosmosStatus(err);
   return code === undefined || code === 408 || code >= 500;
+}
+
+/**
+ * outcomeUnknown for one item of a bulk request (undefined: no answer for it). A request that failed as a whole
+ * leaves every item unknown: the SDK rethrows it as a plain Error without its status, so a refusal cannot be told
+ * from a reply lost after the server applied the lot. An item's own 408 or 5xx may also come after it was applied;
+ * its 429, 449 or another 4xx was not.
+ */
+function bulkOutcomeUnknown(result: { statusCode: number } | undefined): boolean {
+  return result === undefined || result.statusCode === 408 || result.statusCode >= 500;
 }
 
 /** Whether a row read back is the version a write built (updatedAt is that write's own clock reading). */
@@ -445,6 +455,9 @@ export class MessageStore {
    * write the lot cannot settle by itself (the guard or `expect` refuses it, its row is unreadable, its conditional
    * write lost a race or failed) is then done by writeStatus alone, so every answer is the one writeStatus would
    * give; a row named twice is written one after the other the same way. Results are in the order of `items`; an error settles only its own item.
+   * A bulk write with no verdict (its request failed as a whole, or its own 408/5xx) is remembered in doubt as
+   * writeStatus remembers its own, so the single write it falls back to (or the settle pass) counts it once if it
+   * landed; that single write then finds the row already written and answers as writeStatus would.
    */
   async writeStatuses(items: ReadonlyArray<{ input: StatusWrite; expect?: RowExpectation }>): Promise<Settled<StatusWriteResult>[]> {
     const out: Array<Settled<StatusWriteResult> | undefined> = new Array(items.length);
@@ -533,6 +546,9 @@ export class MessageStore {
         const r = results[i];
         if (r === undefined || r.statusCode >= 300) {
           this.#rowCache.delete(x.cacheKey);
+          // No verdict: the write may have landed. Remembered as writeStatus remembers its own, so the single write
+          // below (which reads a row in doubt first) or the settle pass counts it once if it did.
+          if (bulkOutcomeUnknown(r)) this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row });
           single.push(x.k); // lost a race (409/412/404) or failed: writeStatus reads again, decides, classifies
           return;
         }
@@ -1055,7 +1071,9 @@ export class MessageStore {
    * Reconcile restoring an abandoned claim). Not a message's outcome, so the stale-write guard does not decide:
    * the write is a compare-and-swap on the row as `expect` describes it (If-Match the etag read), and the row
    * becomes `previous` exactly (its payload included), with a fresh `updatedAt`. The counters move with it.
-   * Answers 'ignored' / 'precondition-failed' when the row is no longer the version `expect` names.
+   * Answers 'ignored' / 'precondition-failed' when the row is no longer the version `expect` names. A restore whose
+   * reply is lost is remembered in doubt like a status write (settled by the row's next read here or the settle
+   * pass), and a write in doubt on the row is settled from the restore's own read before the row moves on.
    */
   async restoreStatusRow(previous: StatusRow, expect: RowExpectation & { lastMessageId: string }): Promise<StatusWriteResult> {
     const id = statusRowId(previous.eventId, previous.sessionId);
@@ -1077,6 +1095,8 @@ export class MessageStore {
     cacheKey: string,
     ticket: CounterTicket | undefined,
   ): Promise<StatusWriteResult> {
+    /** A landed write in doubt whose counter delta could not be applied either: reported for a recount. */
+    let landedUncounted = false;
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       let raw: unknown;
       let etag: string | undefined;
@@ -1089,6 +1109,10 @@ export class MessageStore {
       }
       const parsed = raw === undefined ? undefined : statusRowSchema.safeParse(raw);
       const current = parsed?.success ? parsed.data : null;
+      // A write of this row in doubt (an earlier restore's or writeStatus's) is settled from this read before the
+      // row moves on: otherwise the version it built would be replaced uncounted and the doubt forgotten later.
+      const doubt = this.#inDoubt.get(cacheKey);
+      if (doubt && !(await this.#settleDoubt(cacheKey, doubt, current))) landedUncounted = true;
       if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
       const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };
       const from = bucketOf(current.status, current.subStatus);
@@ -1105,6 +1129,9 @@ export class MessageStore {
         this.#rowCache.delete(cacheKey);
         const code = cosmosStatus(err);
         if (code === 412 || code === 404) continue; // changed since our read: decide again
+        // No verdict: the restore may have landed. Its counter delta waits for the next read of the row (the
+        // caller's retry reads it first; the Manager and Reconcile may never retry: then the settle pass).
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row });
         rethrowCosmos(err, 'status row restore');
       }
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = from === to ? 'unchanged' : 'updated';
@@ -1118,6 +1145,7 @@ export class MessageStore {
           counters = 'failed'; // the row is written; the recount repairs the counters (as in #writeStatusChain)
         }
       }
+      if (landedUncounted) counters = 'failed';
       await applyGroupTransition(this.database, current, row); // as in #writeStatusChain
       return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, row, counters };
     }

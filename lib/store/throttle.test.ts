@@ -10,6 +10,8 @@ import { createStore, type MessageStore } from './store.ts';
 import { StoreThrottledError, StoreTransientError } from './errors.ts';
 import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
 import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+import { readFailureGroupDocs } from './failureGroupAggregates.ts';
+import type { StatusRow } from './schemas.ts';
 
 let cosmos: EmbeddedCosmos;
 let proxy: FaultProxy;
@@ -28,6 +30,15 @@ after(async () => {
 });
 
 const isWrite = (r: { method: string; path: string }) => r.method === 'PUT' || r.method === 'POST';
+
+/** Polls until `probe` holds (a positive signal, not a sleep); the generous limit is for a loaded machine. */
+async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('throttling surfaces as a typed error', () => {
   test('a 429 on the status write carries the server retry-after; nothing is half written', async () => {
@@ -261,15 +272,6 @@ describe('a status write whose reply was lost and whose row is not written again
     r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
   const isRowBulk = (r: { method: string; path: string; batch: boolean }) => r.batch && r.path.includes('/colls/events/');
 
-  /** Polls until `probe` holds (a positive signal, not a sleep); the generous limit is for a loaded machine. */
-  async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await probe())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   /** A request whose row create reaches the server but whose reply is lost. */
   async function lostCreate(s: MessageStore, ep: string, eventId = 'e'): Promise<void> {
     proxy.inject({ status: 503, afterForward: true, times: 1, match: isRowCreate });
@@ -367,4 +369,193 @@ describe('a status write whose reply was lost and whose row is not written again
       await s.close();
     }
   });
+});
+
+// The same lost reply on the Manager's paths: a lot of claims written in bulk (writeStatuses) and a claim undone
+// (restoreStatusRow, also Reconcile's restore). Neither caller writes the row again after an error it cannot read
+// (the Manager reports it to the operator; Reconcile finds the row changed and leaves it), so the store settles
+// the write itself: from the single write writeStatuses falls back to, from a retry's read, or in the settle pass.
+describe('a bulk claim or a restore whose reply was lost is counted once', () => {
+  const onEvents = (r: { path: string }) => r.path.includes('/colls/events/');
+  const isRowBulk = (r: { path: string; batch: boolean }) => r.batch && onEvents(r);
+  const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
+
+  /** Runs `act` with a fault armed, and disarms it whatever happens. */
+  async function withFault<R>(fault: Parameters<FaultProxy['inject']>[0], act: () => Promise<R>): Promise<R> {
+    proxy.inject(fault);
+    try {
+      return await act();
+    } finally {
+      proxy.clear();
+    }
+  }
+
+  /** A Failed row (request, then an error): the row, as the Manager reads it before claiming it. */
+  async function failedRow(s: MessageStore, ep: string): Promise<StatusRow> {
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', payload: { n: 1 } });
+    await s.writeStatus(request);
+    await s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+    return (await s.getStatusRows([{ endpointId: ep, eventId: 'e', sessionId: 's-1' }]))[0]!;
+  }
+
+  /** The Manager's claim of a skip on `row` (a SkipRequest written over it, conditional on its last message). */
+  const claimOf = (row: StatusRow) => ({
+    input: msg(T.SkipRequest, { endpointId: row.endpointId, eventId: row.eventId, parentMessageId: row.lastMessageId }),
+    expect: { lastMessageId: row.lastMessageId, status: row.status },
+  });
+
+  /** Counters (flushed first in buffered mode) and the failure groups' Failed total of one endpoint. */
+  async function tally(s: MessageStore, ep: string): Promise<{ pending: number; failed: number; groupsFailed: number }> {
+    await s.flushCounters();
+    const counts = await store.getCounts(ep);
+    const groups = await readFailureGroupDocs(store.database, ep);
+    return { pending: counts.pending, failed: counts.failed, groupsFailed: groups.reduce((n, g) => n + g.counts.Failed, 0) };
+  }
+  const claimed = { pending: 1, failed: 0, groupsFailed: 0 };
+  const unclaimed = { pending: 0, failed: 1, groupsFailed: 1 };
+
+  for (const mode of ['immediate', 'buffered'] as const) {
+    const open = (settleIntervalMs = 0) =>
+      createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
+
+    test(`${mode} counters: writeStatuses, the bulk write landed; the single write it falls back to counts it`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const claim = claimOf(await failedRow(s, ep));
+        const [r] = await withFault({ status: 503, afterForward: true, times: 1, match: isRowBulk }, () => s.writeStatuses([claim]));
+        assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, claim.input.messageId, 'the bulk write reached the server');
+        // The fallback found the row claimed already (by this very write): nothing written twice.
+        assert.ok(r?.ok && r.value.outcome === 'ignored' && r.value.reason === 'precondition-failed');
+        assert.equal(s.writesInDoubt, 0, 'settled by the fallback read');
+        assert.deepEqual(await tally(s, ep), claimed);
+        // The operator tries the same claim again: refused, counted nothing.
+        const [again] = await s.writeStatuses([claim]);
+        assert.ok(again?.ok && again.value.outcome === 'ignored');
+        assert.deepEqual(await tally(s, ep), claimed);
+        assert.equal((await store.recountEndpoint(ep)).pending, 1, 'the recount agrees');
+      } finally {
+        await s.close();
+      }
+    });
+
+    test(`${mode} counters: writeStatuses, the bulk write landed and the fallback failed; the settle pass counts it`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const claim = claimOf(await failedRow(s, ep));
+        const [r] = await withFault({ status: 503, afterForward: true, match: onEvents }, () => s.writeStatuses([claim]));
+        assert.ok(r && !r.ok && r.error instanceof StoreTransientError, 'the operator is told it failed');
+        assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, claim.input.messageId, 'the bulk write reached the server');
+        assert.equal(s.writesInDoubt, 1);
+        assert.deepEqual(await tally(s, ep), claimed, 'the settle pass (run by flushCounters) counted it');
+        assert.equal(s.writesInDoubt, 0);
+        const [again] = await s.writeStatuses([claim]);
+        assert.ok(again?.ok && again.value.outcome === 'ignored');
+        assert.deepEqual(await tally(s, ep), claimed);
+      } finally {
+        await s.close();
+      }
+    });
+
+    test(`${mode} counters: writeStatuses, the bulk write never landed; not counted, then written once by the retry`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const claim = claimOf(await failedRow(s, ep));
+        const [r] = await withFault({ status: 503, match: onEvents }, () => s.writeStatuses([claim]));
+        assert.ok(r && !r.ok && r.error instanceof StoreTransientError);
+        assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed, 'nothing reached the server');
+        assert.equal(s.writesInDoubt, 1, 'a 503 on the whole request cannot say so: in doubt');
+        assert.deepEqual(await tally(s, ep), unclaimed, 'found not to have landed: not counted');
+        assert.equal(s.writesInDoubt, 0);
+        const [again] = await s.writeStatuses([claim]);
+        assert.ok(again?.ok && again.value.outcome === 'written');
+        assert.deepEqual(await tally(s, ep), claimed);
+      } finally {
+        await s.close();
+      }
+    });
+
+    test(`${mode} counters: restoreStatusRow landed under a lost reply; the periodic settle pass counts it once`, async () => {
+      const s = await open(20);
+      try {
+        const ep = uniq('ep');
+        const previous = await failedRow(s, ep);
+        const claim = claimOf(previous);
+        assert.equal((await s.writeStatus(claim.input, claim.expect)).outcome, 'written');
+        assert.deepEqual(await tally(s, ep), claimed);
+        const undo = () => s.restoreStatusRow(previous, { status: S.Pending, lastMessageId: claim.input.messageId });
+        await withFault({ status: 503, afterForward: true, times: 1, match: isRowReplace }, () => assert.rejects(undo(), StoreTransientError));
+        assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, previous.lastMessageId, 'the restore reached the server');
+        // Nothing writes the row again (the Manager reported the failure; Reconcile finds the row changed).
+        await eventually('the landed restore to be counted', async () => s.writesInDoubt === 0);
+        assert.deepEqual(await tally(s, ep), unclaimed);
+        // A retry after all: refused, counted nothing.
+        assert.equal((await undo()).outcome, 'ignored');
+        assert.deepEqual(await tally(s, ep), unclaimed);
+        assert.equal((await store.recountEndpoint(ep)).failed, 1, 'the recount agrees');
+      } finally {
+        await s.close();
+      }
+    });
+
+    test(`${mode} counters: restoreStatusRow landed under a lost reply; the retry's read counts it once`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const previous = await failedRow(s, ep);
+        const claim = claimOf(previous);
+        await s.writeStatus(claim.input, claim.expect);
+        const undo = () => s.restoreStatusRow(previous, { status: S.Pending, lastMessageId: claim.input.messageId });
+        await withFault({ status: 503, afterForward: true, times: 1, match: isRowReplace }, () => assert.rejects(undo(), StoreTransientError));
+        assert.equal(s.writesInDoubt, 1);
+        assert.equal((await undo()).outcome, 'ignored', 'the row is restored already');
+        assert.equal(s.writesInDoubt, 0, 'settled by the retry read');
+        assert.deepEqual(await tally(s, ep), unclaimed);
+      } finally {
+        await s.close();
+      }
+    });
+
+    test(`${mode} counters: a claim landed under a lost reply, then restored: the restore's read counts the claim first`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const previous = await failedRow(s, ep);
+        const claim = claimOf(previous);
+        await withFault({ status: 503, afterForward: true, times: 1, match: isRowReplace }, () =>
+          assert.rejects(s.writeStatus(claim.input, claim.expect), StoreTransientError),
+        );
+        assert.equal(s.writesInDoubt, 1);
+        // Reconcile restores the claim it finds stuck: the restore moves the row out of the claim's Pending.
+        const r = await s.restoreStatusRow(previous, { status: S.Pending, lastMessageId: claim.input.messageId });
+        assert.equal(r.outcome, 'written');
+        assert.equal(s.writesInDoubt, 0);
+        assert.deepEqual(await tally(s, ep), unclaimed);
+      } finally {
+        await s.close();
+      }
+    });
+
+    test(`${mode} counters: restoreStatusRow that never landed is not counted; the retry restores once`, async () => {
+      const s = await open();
+      try {
+        const ep = uniq('ep');
+        const previous = await failedRow(s, ep);
+        const claim = claimOf(previous);
+        await s.writeStatus(claim.input, claim.expect);
+        const undo = () => s.restoreStatusRow(previous, { status: S.Pending, lastMessageId: claim.input.messageId });
+        await withFault({ status: 503, times: 1, match: isRowReplace }, () => assert.rejects(undo(), StoreTransientError));
+        assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, claim.input.messageId, 'nothing reached the server');
+        assert.equal(s.writesInDoubt, 1);
+        assert.deepEqual(await tally(s, ep), claimed, 'found not to have landed: not counted');
+        assert.equal(s.writesInDoubt, 0);
+        assert.equal((await undo()).outcome, 'written');
+        assert.deepEqual(await tally(s, ep), unclaimed);
+      } finally {
+        await s.close();
+      }
+    });
+  }
 });
