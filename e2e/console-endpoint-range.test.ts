@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { BrowserContext, Page } from 'playwright-core';
 import { TimeSeriesStore } from '../lib/store/index.ts';
 import type { RunningConsole } from '../server/console.ts';
+import { gotoHydrated, hydrated, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -33,28 +34,6 @@ before(async () => {
 });
 
 after(() => ui?.close());
-
-/**
- * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP
- * refuses); fails with the last value seen.
- */
-async function until<T>(read: () => Promise<T>, want: T, what: string, page: Page, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    last = await read().catch(() => undefined);
-    if (JSON.stringify(last) === JSON.stringify(want)) return;
-    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)} at ${page.url()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Act only once React has hydrated (Providers marks <html data-hydrated>): a click before that is lost. */
-const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
-const gotoHydrated = async (page: Page, url: string) => {
-  await page.goto(url);
-  await hydrated(page);
-};
 
 const picker = (page: Page) => page.getByTestId('endpoint-history').getByTestId('range-picker');
 const rangePressed = (page: Page) => picker(page).evaluate((g) => [...g.querySelectorAll('button[aria-pressed="true"]')].map((b) => b.textContent));

@@ -7,6 +7,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { MessageType } from '@nimbus/sdk/contract';
 import type { RunningConsole } from '../server/console.ts';
 import { seedEvent } from '../server/testing/seed.ts';
+import { gotoHydrated, hydrated, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -30,28 +31,6 @@ before(async () => {
 });
 
 after(() => ui?.close());
-
-/**
- * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP
- * refuses); fails with the last value seen.
- */
-async function until<T>(read: () => Promise<T>, want: T, what: string, page: Page, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    last = await read().catch(() => undefined);
-    if (JSON.stringify(last) === JSON.stringify(want)) return;
-    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)} at ${page.url()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Act only once React has hydrated (Providers marks <html data-hydrated>): a click before that is lost. */
-const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
-const gotoHydrated = async (page: Page, url: string) => {
-  await page.goto(url);
-  await hydrated(page);
-};
 
 describe('search', () => {
   const rows = (page: Page) => page.locator('main table tbody tr').count();
