@@ -20,7 +20,7 @@ import { Ago, ErrorBox, formatCount, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
 import { failuresHref, type TimeRange } from './charts/metricsApi.ts';
-import { endpointSearchFromRange, rangeFromEndpointSearch } from './charts/rangeUrl.ts';
+import { endpointSearchFromRange, rangeFromEndpointSearch, withEndpointRange } from './charts/rangeUrl.ts';
 import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
 import type { Selection } from './operations/jobsApi.ts';
 import { TABLE_HEAD } from './table.tsx';
@@ -309,7 +309,8 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
                 <td className="px-2 py-1">{i.eventTypeId ?? '—'}</td>
                 <td className="px-2 py-1 font-mono text-xs">
                   {i.sessionId ? (
-                    <Link href={endpointHref(endpointId, new URLSearchParams({ sessionId: i.sessionId }).toString())} className="hover:underline">
+                    // The session's events, on the chart range shown (the other filters are dropped: it is a new question).
+                    <Link href={withEndpointRange(endpointHref(endpointId, new URLSearchParams({ sessionId: i.sessionId }).toString()), range, zone)} className="hover:underline">
                       {i.sessionId}
                     </Link>
                   ) : (

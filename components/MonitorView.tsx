@@ -4,14 +4,15 @@
 // Healthy with their counts, a "stale data" banner when refreshes fail, and no refreshing while the tab is
 // hidden (TanStack Query pauses interval refetches in background tabs). The charts' time range is in the URL
 // (`range`, and `from`/`to` for a custom one): each choice is a history entry, so Back undoes it, and a reload or a
-// shared link keeps it.
+// shared link keeps it. Every link to an Endpoint page (a failure bar, an endpoint's card) opens its charts on the
+// same range.
 import Link from './Link.tsx';
 import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
 import { formatDuration, useNow } from './format.tsx';
 import { MonitorHistory } from './charts/HistoryCharts.tsx';
-import { rangeFromSearch, searchFromRange } from './charts/rangeUrl.ts';
+import { rangeFromSearch, searchFromRange, withEndpointRange } from './charts/rangeUrl.ts';
 import { endpointsQuery } from './queries.ts';
 import { useTimeZoneMode } from './timeZone.tsx';
 import { monitorSearch } from './urlState.ts';
@@ -51,6 +52,7 @@ export function MonitorView() {
   const sum = (f: (e: EndpointOverview) => number) => endpoints.reduce((s, e) => s + f(e), 0);
   const stale = q.isError && q.data !== undefined;
   const bands: Band[] = ['Failing', 'Watching', 'Healthy'];
+  const range = rangeFromSearch(search);
 
   return (
     <section>
@@ -83,7 +85,7 @@ export function MonitorView() {
       </div>
       <MonitorHistory
         endpointIds={endpoints.map((e) => e.endpointId).sort()}
-        range={rangeFromSearch(search)}
+        range={range}
         onRangeChange={(r) => update(searchFromRange(r, zone), 'push')}
       />
       {bands.map((band) => {
@@ -96,7 +98,7 @@ export function MonitorView() {
             </h2>
             <div className="grid gap-2 md:grid-cols-2 xl:grid-cols-3">
               {list.map((e) => (
-                <Link key={e.endpointId} href={endpointHref(e.endpointId)} className="block rounded border border-white/60 bg-white p-2 shadow-sm hover:shadow">
+                <Link key={e.endpointId} href={withEndpointRange(endpointHref(e.endpointId), range, zone)} className="block rounded border border-white/60 bg-white p-2 shadow-sm hover:shadow">
                   <div className="flex items-baseline justify-between">
                     <span className="font-medium">{e.endpointId}</span>
                     <span className="text-xs text-slate-500">heartbeat {e.heartbeat.status}</span>

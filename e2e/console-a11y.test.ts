@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { CONSOLE_DIR, type RunningConsole } from '../server/console.ts';
 import { MessageType } from '@nimbus/sdk/contract';
+import { untilInPage } from '../server/testing/pageWait.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import { seedEvent } from '../server/testing/seed.ts';
 
@@ -82,25 +83,12 @@ before(async () => {
 
 after(() => ui?.close());
 
-/**
- * Polls an expression in the page until it is true (false after `ms`). page.waitForFunction with a string would
- * evaluate it with eval, which the console's CSP refuses; page.evaluate goes through the DevTools protocol.
- */
-async function until(page: Page, expression: string, ms = 30_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await page.evaluate<boolean>(expression).catch(() => false)) return true;
-    if (Date.now() > end) return false;
-    await page.waitForTimeout(100);
-  }
-}
-
 /** Opens a page and waits until its data has arrived (no "Loading…" left in the main content). */
 async function visit(page: Page, path: string): Promise<void> {
   await page.goto(consoleApp.url + path);
   await page.locator('main').waitFor();
   // A page that never stops saying loading is still checked, as it is.
-  await until(page, "!/\\bloading\\b/i.test(document.querySelector('main')?.textContent ?? '')");
+  await untilInPage(page, "!/\\bloading\\b/i.test(document.querySelector('main')?.textContent ?? '')");
   await page.waitForTimeout(300);
 }
 
@@ -369,7 +357,7 @@ describe('console accessibility, themes and keyboard (Chromium)', () => {
     await page.getByLabel('Theme').selectOption('system');
     assert.equal(await isDark(), true, '"System" follows the system');
     await page.emulateMedia({ colorScheme: 'light' });
-    assert.equal(await until(page, "!document.documentElement.classList.contains('dark')", 5000), true, 'and follows its change');
+    assert.equal(await untilInPage(page, "!document.documentElement.classList.contains('dark')", 5000), true, 'and follows its change');
     await page.close();
   });
 });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { BrowserContext, Page } from 'playwright-core';
 import { TimeSeriesStore } from '../lib/store/index.ts';
 import type { RunningConsole } from '../server/console.ts';
+import { gotoHydrated, hydrated, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -33,28 +34,6 @@ before(async () => {
 });
 
 after(() => ui?.close());
-
-/**
- * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP
- * refuses); fails with the last value seen.
- */
-async function until<T>(read: () => Promise<T>, want: T, what: string, page: Page, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    last = await read().catch(() => undefined);
-    if (JSON.stringify(last) === JSON.stringify(want)) return;
-    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)} at ${page.url()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Act only once React has hydrated (Providers marks <html data-hydrated>): a click before that is lost. */
-const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
-const gotoHydrated = async (page: Page, url: string) => {
-  await page.goto(url);
-  await hydrated(page);
-};
 
 const picker = (page: Page) => page.getByTestId('endpoint-history').getByTestId('range-picker');
 const rangePressed = (page: Page) => picker(page).evaluate((g) => [...g.querySelectorAll('button[aria-pressed="true"]')].map((b) => b.textContent));
@@ -203,6 +182,17 @@ describe('endpoint page: the history range in the URL beside the event filters',
     await page.close();
   });
 
+  test('the events\' session links keep the range', async () => {
+    const page = await browser.newPage();
+    await gotoHydrated(page, `${consoleApp.url}/endpoints/${EP}?status=Failed&range=7d`);
+    await until(() => shown(page), ['evt-failed-1'], 'the Failed filter', page);
+    await page.locator('[data-testid=events-table] tbody').getByRole('link', { name: 'ORD-200', exact: true }).click();
+    await page.waitForURL((u) => u.searchParams.get('sessionId') === 'ORD-200');
+    assert.deepEqual(query(page), [['sessionId', 'ORD-200'], ['range', '7d']]);
+    await until(() => rangePressed(page), ['7d'], 'the range on the session\'s events', page);
+    await page.close();
+  });
+
   test('the Endpoint page with a range in the URL renders on the server and hydrates without errors', async () => {
     const errors = await errorsLoading(browser, consoleApp.url, [
       `/endpoints/${EP}?range=30d&status=Failed`,
@@ -210,5 +200,58 @@ describe('endpoint page: the history range in the URL beside the event filters',
       `/endpoints/${EP}?range=bogus`,
     ]);
     assert.deepEqual(errors, []);
+  });
+});
+
+describe('links from Monitor open the Endpoint page on Monitor\'s range', () => {
+  /** An endpoint's card in Monitor's Failing band. */
+  const card = (page: Page) => page.locator('[data-band="Failing"] a', { hasText: EP });
+
+  test('an endpoint\'s card, with a preset and with a custom range', async () => {
+    const page = await browser.newPage();
+    await gotoHydrated(page, `${consoleApp.url}/monitor?range=24h`);
+    await card(page).click();
+    await page.waitForURL((u) => u.pathname === `/endpoints/${EP}`);
+    assert.deepEqual(query(page), [['range', '24h']]);
+    await until(() => rangePressed(page), ['24h'], 'the 24 h range on the Endpoint page', page);
+
+    const ends = { from: '2026-12-03T10:00:00Z', to: '2026-12-03T12:00:00Z' };
+    await gotoHydrated(page, `${consoleApp.url}/monitor?${new URLSearchParams({ range: 'custom', ...ends })}`);
+    await card(page).click();
+    await page.waitForURL((u) => u.pathname === `/endpoints/${EP}`);
+    const sp = new URL(page.url()).searchParams;
+    assert.deepEqual([sp.get('range'), Date.parse(sp.get('rangeFrom') ?? ''), Date.parse(sp.get('rangeTo') ?? '')], ['custom', Date.parse(ends.from), Date.parse(ends.to)]);
+    await until(() => rangePressed(page), ['custom'], 'the custom range on the Endpoint page', page);
+    await page.close();
+  });
+
+  test('a failure bar opens that bucket\'s failed events with the range kept', async () => {
+    const page = await browser.newPage();
+    // Ten minutes around the stored failure: one-minute bars, wide enough to hover. Whole seconds, as the console
+    // writes a range's ends (components/isoTime.ts).
+    const second = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString();
+    const ends = { from: second(failedAt - 5 * 60_000), to: second(failedAt + 5 * 60_000) };
+    await gotoHydrated(page, `${consoleApp.url}/monitor?${new URLSearchParams({ range: 'custom', ...ends })}`);
+    // The platform chart's click opens the endpoint that failed most in the bucket, read from the small charts.
+    const mini = page.locator(`[data-endpoint-chart="${EP}"] [role=img]`);
+    await until(async () => Number(await mini.getAttribute('data-nonzero')) > 0, true, 'the endpoint\'s failure charted', page);
+    const chart = page.getByTestId('platform-chart');
+    await until(async () => Number(await chart.getAttribute('data-nonzero')) > 0, true, 'the platform\'s failure charted', page);
+    const over = chart.locator('.u-over');
+    const box = (await over.boundingBox())!;
+    let x = box.width - 2;
+    for (; x > 0; x -= 3) {
+      await page.mouse.move(box.x + x, box.y + box.height / 2);
+      const v = ((await chart.locator('.u-legend .u-series').nth(2).locator('.u-value').textContent()) ?? '').trim();
+      if (/^[1-9]/.test(v)) break;
+    }
+    assert.ok(x > 0, 'the failure bar was found');
+    await page.mouse.click(box.x + x, box.y + box.height / 2);
+    await page.waitForURL((u) => u.pathname === `/endpoints/${EP}`);
+    const sp = new URL(page.url()).searchParams;
+    assert.equal(sp.get('status'), 'Failed,DeadLettered,Unsupported');
+    assert.deepEqual([sp.get('range'), Date.parse(sp.get('rangeFrom') ?? ''), Date.parse(sp.get('rangeTo') ?? '')], ['custom', Date.parse(ends.from), Date.parse(ends.to)], 'Monitor\'s range');
+    await until(() => rangePressed(page), ['custom'], 'the custom range on the Endpoint page', page);
+    await page.close();
   });
 });

@@ -7,6 +7,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { MessageType } from '@nimbus/sdk/contract';
 import type { RunningConsole } from '../server/console.ts';
 import { seedEvent } from '../server/testing/seed.ts';
+import { gotoHydrated, hydrated, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -31,28 +32,6 @@ before(async () => {
 
 after(() => ui?.close());
 
-/**
- * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP
- * refuses); fails with the last value seen.
- */
-async function until<T>(read: () => Promise<T>, want: T, what: string, page: Page, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    last = await read().catch(() => undefined);
-    if (JSON.stringify(last) === JSON.stringify(want)) return;
-    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)} at ${page.url()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Act only once React has hydrated (Providers marks <html data-hydrated>): a click before that is lost. */
-const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
-const gotoHydrated = async (page: Page, url: string) => {
-  await page.goto(url);
-  await hydrated(page);
-};
-
 describe('search', () => {
   const rows = (page: Page) => page.locator('main table tbody tr').count();
 
@@ -71,6 +50,9 @@ describe('search', () => {
     await page.close();
   });
 });
+
+/** The browser's global with its local storage (evaluated in the page; this file's TypeScript has no DOM types). */
+type WithStorage = { localStorage: { setItem(k: string, v: string): void; removeItem(k: string): void } };
 
 describe('monitor: the chart range in the URL', () => {
   const pressed = (page: Page) =>
@@ -137,6 +119,93 @@ describe('monitor: the chart range in the URL', () => {
       assert.equal(range(page), new URLSearchParams(qs).get('range'), 'the link is left as it was');
     }
     await page.close();
+  });
+
+  describe('the custom range\'s boxes in UTC', () => {
+    const ends = { from: '2026-12-03T10:00:00Z', to: '2026-12-03T12:00:00Z' };
+    const customUrl = () => `${consoleApp.url}/monitor?${new URLSearchParams({ range: 'custom', ...ends })}`;
+    /**
+     * A page on Monitor's custom range with the viewer's choice set to UTC (kept in local storage, as the header's
+     * switch keeps it) and its uncaught errors recorded; the choice is taken back afterwards, so the other tests
+     * see the default.
+     */
+    const openInUtc = async (timezoneId?: string) => {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (err) => errors.push(err.message));
+      if (timezoneId) {
+        const cdp = await page.context().newCDPSession(page);
+        await cdp.send('Emulation.setTimezoneOverride', { timezoneId });
+      }
+      await gotoHydrated(page, `${consoleApp.url}/monitor`);
+      await page.evaluate(() => (globalThis as unknown as WithStorage).localStorage.setItem('nimbus.timeZone', 'utc'));
+      await gotoHydrated(page, customUrl());
+      await until(() => page.getByRole('button', { name: 'UTC', exact: true }).getAttribute('aria-pressed'), 'true', 'the header says UTC', page);
+      const picker = page.getByTestId('range-picker');
+      await until(() => pressed(page), ['custom'], 'the custom range from the link', page);
+      const close = async () => {
+        await page.evaluate(() => (globalThis as unknown as WithStorage).localStorage.removeItem('nimbus.timeZone')).catch(() => undefined);
+        await page.close();
+      };
+      return { page, errors, picker, from: picker.getByLabel('From', { exact: true }), to: picker.getByLabel('To', { exact: true }), close };
+    };
+
+    test('the boxes show the range on the UTC clock and say so', async () => {
+      // A zone neither UTC nor whole hours (UTC+5:45): boxes on the local clock would read 15:45.
+      const { page, picker, from, to, close } = await openInUtc('Asia/Kathmandu');
+      try {
+        await until(() => from.inputValue(), '2026-12-03T10:00', 'the From box on the UTC clock', page);
+        assert.equal(await to.inputValue(), '2026-12-03T12:00');
+        assert.equal(await picker.getByTestId('range-zone').textContent(), 'UTC');
+      } finally {
+        await close();
+      }
+    });
+
+    test('custom with a cleared box opens the last hour ending now, without an error', async () => {
+      const { page, errors, picker, from, to, close } = await openInUtc();
+      try {
+        await until(() => from.inputValue(), '2026-12-03T10:00', 'the From box', page);
+        await from.fill('');
+        const clicked = Math.floor(Date.now() / 1000) * 1000;
+        await picker.getByRole('button', { name: 'custom', exact: true }).click();
+        // The URL moves, or the click's uncaught error is what the failure reports.
+        const outcome = async () => errors[0] ?? (new URL(page.url()).searchParams.get('from') !== ends.from ? 'a new range' : 'the old range');
+        await until(outcome, 'a new range', 'the URL after custom', page);
+        const sp = new URL(page.url()).searchParams;
+        assert.equal(sp.get('range'), 'custom');
+        assert.match(sp.get('from') ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/, 'an instant written in UTC');
+        const [f, t] = [Date.parse(sp.get('from') ?? ''), Date.parse(sp.get('to') ?? '')];
+        assert.equal(t - f, 3_600_000, 'one hour');
+        assert.ok(t >= clicked && t <= Date.now(), 'ending now');
+        // The boxes show the range opened.
+        await until(() => from.inputValue(), new Date(f).toISOString().slice(0, 16), 'the From box reset', page);
+        assert.equal(await to.inputValue(), new Date(t).toISOString().slice(0, 16));
+        await until(() => pressed(page), ['custom'], 'still custom', page);
+        assert.deepEqual(errors, []);
+      } finally {
+        await close();
+      }
+    });
+
+    test('Apply with a reversed range says why and changes nothing', async () => {
+      const { page, errors, picker, from, close } = await openInUtc();
+      try {
+        await until(() => from.inputValue(), '2026-12-03T10:00', 'the From box', page);
+        const before = page.url();
+        await from.fill('2026-12-03T13:00');
+        await picker.getByRole('button', { name: 'Apply' }).click();
+        await picker.getByRole('alert').filter({ hasText: 'From must be before To.' }).waitFor();
+        assert.equal(page.url(), before, 'the URL is unchanged');
+        assert.deepEqual(await pressed(page), ['custom']);
+        // The next edit takes the message away.
+        await from.fill('2026-12-03T11:00');
+        await picker.getByRole('alert').waitFor({ state: 'detached' });
+        assert.deepEqual(errors, []);
+      } finally {
+        await close();
+      }
+    });
   });
 
   test('Monitor with a range in the URL renders on the server and hydrates without errors', async () => {

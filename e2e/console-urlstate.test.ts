@@ -9,6 +9,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { Topic } from '@nimbus/sdk/contract';
 import type { RunningConsole } from '../server/console.ts';
 import { AlertStore } from '../server/alerts/alertStore.ts';
+import { gotoHydrated, reloadHydrated, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
@@ -85,36 +86,6 @@ before(async () => {
 
 after(() => ui?.close());
 
-/**
- * Polls until `read` gives `want` (page.waitForFunction would evaluate a string with eval, which the console's CSP
- * refuses); fails with the last value seen.
- */
-async function until<T>(read: () => Promise<T>, want: T, what: string, ms = 30_000, page?: Page): Promise<void> {
-  const end = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    last = await read().catch(() => undefined);
-    if (JSON.stringify(last) === JSON.stringify(want)) return;
-    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)}${page ? ` at ${page.url()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/**
- * The rows are in the first HTML, before the page's scripts run: act only once React has hydrated (Providers marks
- * <html data-hydrated>), or a click may land before Next's router has taken over the history entries that Back
- * returns to. A quiet network was the proxy for this before; the mark is the event itself.
- */
-const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
-const gotoHydrated = async (page: Page, url: string) => {
-  await page.goto(url);
-  await hydrated(page);
-};
-const reloadHydrated = async (page: Page) => {
-  await page.reload();
-  await hydrated(page);
-};
-
 const param = (page: Page, key: string) => new URL(page.url()).searchParams.get(key);
 
 describe('dead letters: reason filter and paging position in the URL', () => {
@@ -182,17 +153,17 @@ describe('endpoint events: status chips and applied filters are history entries'
     await gotoHydrated(page, consoleApp.url + '/');
     await gotoHydrated(page, consoleApp.url + '/endpoints/billingendpoint');
     const all = ['evt-completed-1', 'evt-dead-1', 'evt-failed-1', 'evt-parked-1'];
-    await until(() => shown(page), all, 'every seeded event', 30_000, page);
+    await until(() => shown(page), all, 'every seeded event', page);
 
     await page.getByRole('button', { name: /^Failed/ }).click();
     await page.waitForURL(/[?&]status=Failed$/);
-    await until(() => shown(page), ['evt-failed-1'], 'Failed only', 30_000, page);
+    await until(() => shown(page), ['evt-failed-1'], 'Failed only', page);
     await page.getByRole('button', { name: /^Deferred/ }).click();
     await page.waitForURL(/[?&]status=Failed%2CDeferred$/);
-    await until(() => shown(page), ['evt-failed-1', 'evt-parked-1'], 'Failed and Deferred', 30_000, page);
+    await until(() => shown(page), ['evt-failed-1', 'evt-parked-1'], 'Failed and Deferred', page);
 
     await page.goBack();
-    await until(() => shown(page), ['evt-failed-1'], 'Back: Failed only again', 30_000, page);
+    await until(() => shown(page), ['evt-failed-1'], 'Back: Failed only again', page);
     assert.equal(new URL(page.url()).pathname, '/endpoints/billingendpoint');
     assert.deepEqual(await pressed(page), ['Failed'], 'the chips follow the URL');
 
@@ -201,10 +172,10 @@ describe('endpoint events: status chips and applied filters are history entries'
     await page.waitForURL(/[?&]q=card/);
     await page.goBack();
     await page.waitForURL((u) => u.searchParams.get('q') === null && u.pathname === '/endpoints/billingendpoint');
-    await until(() => page.getByLabel('Error text contains').inputValue(), '', 'Back: the box follows the URL', 30_000, page);
+    await until(() => page.getByLabel('Error text contains').inputValue(), '', 'Back: the box follows the URL', page);
 
     await page.goBack();
-    await until(() => shown(page), all, 'Back: every status', 30_000, page);
+    await until(() => shown(page), all, 'Back: every status', page);
     assert.equal(new URL(page.url()).pathname, '/endpoints/billingendpoint');
     assert.deepEqual(await pressed(page), []);
     await page.close();
@@ -219,7 +190,7 @@ describe('flow and audit: a period, event type or applied audit filter is a hist
     const period = page.getByLabel('Period');
     const type = page.getByLabel('Event type');
     // The event-type choices come from the flow's own read.
-    await until(async () => (await type.locator('option').count()) > 1, true, 'event types to choose from', 30_000, page);
+    await until(async () => (await type.locator('option').count()) > 1, true, 'event types to choose from', page);
     const firstType = await type.locator('option').nth(1).getAttribute('value');
     assert.ok(firstType);
 
@@ -231,12 +202,12 @@ describe('flow and audit: a period, event type or applied audit filter is a hist
     await page.goBack();
     await page.waitForURL((u) => u.pathname === '/flow' && u.searchParams.get('eventTypeId') === null);
     assert.equal(param(page, 'period'), '60');
-    await until(() => type.inputValue(), '', 'Back: every event type', 30_000, page);
+    await until(() => type.inputValue(), '', 'Back: every event type', page);
     assert.equal(await period.inputValue(), '60');
 
     await page.goBack();
     await page.waitForURL((u) => u.pathname === '/flow' && u.search === '');
-    await until(() => period.inputValue(), '15', 'Back: the default period', 30_000, page);
+    await until(() => period.inputValue(), '15', 'Back: the default period', page);
 
     await page.goBack();
     await page.waitForURL((u) => u.pathname === '/');
@@ -263,12 +234,12 @@ describe('flow and audit: a period, event type or applied audit filter is a hist
     await page.goBack();
     await page.waitForURL((u) => u.pathname === '/audit' && u.searchParams.get('outcome') === null);
     assert.equal(param(page, 'action'), 'skip');
-    await until(() => outcome.inputValue(), '', 'Back: the outcome box follows the URL', 30_000, page);
+    await until(() => outcome.inputValue(), '', 'Back: the outcome box follows the URL', page);
     assert.equal(await action.inputValue(), 'skip');
 
     await page.goBack();
     await page.waitForURL((u) => u.pathname === '/audit' && u.search === '');
-    await until(() => action.inputValue(), '', 'Back: the action box follows the URL', 30_000, page);
+    await until(() => action.inputValue(), '', 'Back: the action box follows the URL', page);
 
     await page.goBack();
     await page.waitForURL((u) => u.pathname === '/');
@@ -284,61 +255,61 @@ describe('alerts: rule and history filters and sort in the URL', () => {
   test('Admin · Alerts: sort, kind and filter survive a reload; Back undoes the last choice', async () => {
     const page = await browser.newPage();
     await gotoHydrated(page, consoleApp.url + '/admin/alerts');
-    await until(() => rules(page), ['alpha failures', 'beta backlog', 'gamma handoffs'], 'rules by name', 30_000, page);
+    await until(() => rules(page), ['alpha failures', 'beta backlog', 'gamma handoffs'], 'rules by name', page);
 
     await page.getByRole('button', { name: /^Name/ }).click();
     await page.waitForURL(/[?&]dir=desc/);
-    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'rules by name, Z→A', 30_000, page);
+    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'rules by name, Z→A', page);
     assert.equal(await page.locator('th[aria-sort="descending"]').count(), 1);
 
     await page.getByLabel('Kind').selectOption('deadLetterBacklog');
     await page.waitForURL(/[?&]type=deadLetterBacklog/);
-    await until(() => rules(page), ['beta backlog'], 'one kind', 30_000, page);
+    await until(() => rules(page), ['beta backlog'], 'one kind', page);
 
     await reloadHydrated(page);
-    await until(() => rules(page), ['beta backlog'], 'one kind after a reload', 30_000, page);
+    await until(() => rules(page), ['beta backlog'], 'one kind after a reload', page);
     assert.equal(await page.getByLabel('Kind').inputValue(), 'deadLetterBacklog');
 
     await page.goBack();
-    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'Back: every kind, still Z→A', 30_000, page);
+    await until(() => rules(page), ['gamma handoffs', 'beta backlog', 'alpha failures'], 'Back: every kind, still Z→A', page);
     assert.equal(await page.getByLabel('Kind').inputValue(), '');
 
     await page.getByLabel('Filter rules').fill('alp');
     await page.waitForURL(/[?&]q=alp/);
-    await until(() => rules(page), ['alpha failures'], 'filtered', 30_000, page);
+    await until(() => rules(page), ['alpha failures'], 'filtered', page);
     await reloadHydrated(page);
     assert.equal(await page.getByLabel('Filter rules').inputValue(), 'alp');
-    await until(() => rules(page), ['alpha failures'], 'filtered after a reload', 30_000, page);
+    await until(() => rules(page), ['alpha failures'], 'filtered after a reload', page);
     await page.close();
   });
 
   test('Alerts: state filter, sort and "Show more" position survive a reload; Back undoes the last choice', async () => {
     const page = await browser.newPage();
     await gotoHydrated(page, consoleApp.url + '/alerts');
-    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'newest first', 30_000, page);
+    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'newest first', page);
 
     await page.getByRole('button', { name: /^Rule/ }).click();
     await page.waitForURL(/[?&]sort=rule/);
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'by rule name', 30_000, page);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'by rule name', page);
 
     await page.getByLabel('State').selectOption('recovered');
     await page.waitForURL(/[?&]state=recovered/);
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'recovered only, by rule', 30_000, page);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'recovered only, by rule', page);
 
     await reloadHydrated(page);
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'after a reload', 30_000, page);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-3'], 'after a reload', page);
     assert.equal(await page.getByLabel('State').inputValue(), 'recovered');
     assert.equal(await page.locator('th[aria-sort="ascending"]').count(), 1);
 
     await page.goBack();
-    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'Back: every state, by rule', 30_000, page);
+    await until(() => history(page), ['urlstate-alert-2', 'urlstate-alert-1', 'urlstate-alert-3'], 'Back: every state, by rule', page);
     await page.goBack();
-    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'Back: newest first', 30_000, page);
+    await until(() => history(page), ['urlstate-alert-1', 'urlstate-alert-2', 'urlstate-alert-3'], 'Back: newest first', page);
     assert.equal(new URL(page.url()).search, '');
 
     // The loaded length is in the URL too: a link asking for more loads more (and fewer than asked: no button).
     await page.goto(consoleApp.url + '/alerts?limit=300&state=firing');
-    await until(() => history(page), ['urlstate-alert-1'], 'a shared link', 30_000, page);
+    await until(() => history(page), ['urlstate-alert-1'], 'a shared link', page);
     assert.equal(await page.getByRole('button', { name: 'Show more' }).count(), 0);
     await page.close();
   });

@@ -3,12 +3,14 @@
 // kept in the store (the Resolver's minute buckets, the backlog samples), so they survive a reload and a restart.
 // Clicking a failure bar opens the endpoint's event list for that bucket.
 import { useRouter } from 'next/navigation';
+import { useTimeZoneMode } from '../timeZone.tsx';
 import { useState } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { metricsQuery } from '../queries.ts';
 import { TimeChart } from './TimeChart.tsx';
 import { RangePicker } from './RangePicker.tsx';
 import { failuresHref, pointsOf, sumOf, type TimeRange } from './metricsApi.ts';
+import { withEndpointRange } from './rangeUrl.ts';
 
 const GREEN = '#059669';
 const RED = '#dc2626';
@@ -22,10 +24,12 @@ function Status({ q }: { q: { isLoading: boolean; error: unknown } }) {
 
 /**
  * Monitor: the platform's throughput and failures, then one small chart per endpoint. The range is the page's
- * (Monitor keeps it in the URL), so Back, a reload and a shared link show the same window.
+ * (Monitor keeps it in the URL), so Back, a reload and a shared link show the same window; a failure bar opens the
+ * Endpoint page on the same range.
  */
 export function MonitorHistory({ endpointIds, range, onRangeChange }: { endpointIds: string[]; range: TimeRange; onRangeChange: (r: TimeRange) => void }) {
   const router = useRouter();
+  const zone = useTimeZoneMode();
   const qc = useQueryClient();
   const q = useQuery(metricsQuery({ range }));
   const bucket = q.data?.bucketSeconds ?? 60;
@@ -37,7 +41,7 @@ export function MonitorHistory({ endpointIds, range, onRangeChange }: { endpoint
       const n = sumOf(m, FAILURES).find(([x]) => x === t)?.[1] ?? 0;
       if (n > 0 && (!best || n > best.n)) best = { ep, n };
     }
-    if (best) router.push(failuresHref(best.ep, t, bucket));
+    if (best) router.push(withEndpointRange(failuresHref(best.ep, t, bucket), range, zone));
   };
   return (
     <section className="mb-4 rounded border border-slate-200 bg-white p-3" data-testid="monitor-history">
@@ -72,6 +76,7 @@ export function MonitorHistory({ endpointIds, range, onRangeChange }: { endpoint
 function EndpointMini({ endpointId, range }: { endpointId: string; range: TimeRange }) {
   const q = useQuery(metricsQuery({ range, endpointId }));
   const router = useRouter();
+  const zone = useTimeZoneMode();
   const bucket = q.data?.bucketSeconds ?? 60;
   return (
     <div className="rounded border border-slate-100 p-2" data-endpoint-chart={endpointId}>
@@ -88,7 +93,7 @@ function EndpointMini({ endpointId, range }: { endpointId: string; range: TimeRa
           { name: 'failures', label: 'failures', color: RED, points: sumOf(q.data, FAILURES), bars: true },
         ]}
         onPick={(t, v) => {
-          if ((v.failures ?? 0) > 0) router.push(failuresHref(endpointId, t, bucket));
+          if ((v.failures ?? 0) > 0) router.push(withEndpointRange(failuresHref(endpointId, t, bucket), range, zone));
         }}
       />
     </div>

@@ -3,7 +3,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { endpointSearch, eventListSearch, monitorSearch, parseSearch, toSearch } from '../urlState.ts';
-import { endpointSearchFromRange, rangeFromEndpointSearch, rangeFromSearch, searchFromRange } from './rangeUrl.ts';
+import { failuresHref } from './metricsApi.ts';
+import { endpointSearchFromRange, rangeFromEndpointSearch, rangeFromSearch, searchFromRange, withEndpointRange } from './rangeUrl.ts';
 
 const rangeOf = (qs: string) => rangeFromSearch(parseSearch(monitorSearch, new URLSearchParams(qs)));
 
@@ -71,5 +72,30 @@ describe('the Endpoint page', () => {
   test('the range is not part of the event list\'s query (its query key and the API\'s query string)', () => {
     const qs = 'status=Failed&q=card&range=custom&rangeFrom=2026-12-03T10:00:00Z&rangeTo=2026-12-03T12:30:00Z';
     assert.equal(toSearch(eventListSearch, parseSearch(eventListSearch, new URLSearchParams(qs))), 'status=Failed&q=card');
+  });
+});
+
+describe('links to the Endpoint page carry the range shown', () => {
+  const from = Date.parse('2026-12-03T10:00:00Z');
+  const to = Date.parse('2026-12-03T12:30:00Z');
+  const parse = (href: string) => parseSearch(endpointSearch, new URLSearchParams(href.split('?')[1] ?? ''));
+
+  test('a preset adds its key, the default adds nothing, a custom range its ends as rangeFrom/rangeTo', () => {
+    assert.equal(withEndpointRange('/endpoints/billing', { key: '24h' }, 'utc'), '/endpoints/billing?range=24h');
+    assert.equal(withEndpointRange('/endpoints/billing', { key: '1h' }, 'utc'), '/endpoints/billing');
+    const custom = withEndpointRange('/endpoints/billing', { key: 'custom', from, to }, 'utc');
+    assert.equal(custom, '/endpoints/billing?range=custom&rangeFrom=2026-12-03T10%3A00%3A00Z&rangeTo=2026-12-03T12%3A30%3A00Z');
+    assert.deepEqual(rangeFromEndpointSearch(parse(custom)), { key: 'custom', from, to });
+    // Written on the local wall clock: the same instants.
+    assert.deepEqual(rangeFromEndpointSearch(parse(withEndpointRange('/endpoints/billing', { key: 'custom', from, to }, 'local'))), { key: 'custom', from, to });
+  });
+
+  test('the link\'s own filters stay (a failure bar\'s bucket, a session) and a range in it is replaced', () => {
+    const bar = withEndpointRange(failuresHref('billing', from, 60), { key: '7d' }, 'utc');
+    const sp = new URLSearchParams(bar.split('?')[1]);
+    assert.equal(bar.split('?')[0], '/endpoints/billing');
+    assert.deepEqual([sp.get('status'), Date.parse(sp.get('from') ?? ''), Date.parse(sp.get('to') ?? ''), sp.get('range')], ['Failed,DeadLettered,Unsupported', from, from + 60_000, '7d']);
+    assert.equal(withEndpointRange('/endpoints/a%2Fb?sessionId=ORD-1', { key: '30d' }, 'utc'), '/endpoints/a%2Fb?sessionId=ORD-1&range=30d');
+    assert.equal(withEndpointRange('/endpoints/billing?sessionId=S&range=custom&rangeFrom=2026-12-03T10%3A00%3A00Z&rangeTo=2026-12-03T12%3A30%3A00Z', { key: '1h' }, 'utc'), '/endpoints/billing?sessionId=S');
   });
 });

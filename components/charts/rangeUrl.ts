@@ -2,10 +2,13 @@
 // is its key alone; a custom range is `range=custom` with both ends as ISO-8601 instants, so a shared link shows
 // the same window. A custom range the URL cannot honour (an end missing or not a time, or from not before to) is
 // the default range: a hand-edited or truncated link still opens the page. The Endpoint page names the ends
-// `rangeFrom`/`rangeTo` (its `from`/`to` filter the events); its functions rename and reuse Monitor's.
+// `rangeFrom`/`rangeTo` (its `from`/`to` filter the events); its functions rename and reuse Monitor's. A link to the
+// Endpoint page from a page showing a range (Monitor's failure bars and endpoint cards, the Endpoint page's session
+// links) carries that range along with `withEndpointRange`, so the charts there show the window the operator was
+// looking at instead of the default hour.
 import { toIsoWithOffset } from '../isoTime.ts';
 import type { TimeZoneMode } from '../timeZone.tsx';
-import type { EndpointSearch, MonitorSearch } from '../urlState.ts';
+import { endpointSearch, parseSearch, toSearch, type EndpointSearch, type MonitorSearch } from '../urlState.ts';
 import type { TimeRange } from './metricsApi.ts';
 
 export const DEFAULT_RANGE: TimeRange = { key: '1h' };
@@ -36,4 +39,17 @@ export function rangeFromEndpointSearch(s: EndpointRangeSearch): TimeRange {
 export function endpointSearchFromRange(r: TimeRange, zone: TimeZoneMode): EndpointRangeSearch {
   const { range, from, to } = searchFromRange(r, zone);
   return { range, rangeFrom: from, rangeTo: to };
+}
+
+/**
+ * An Endpoint page link (`/endpoints/{E}` with its filters, as endpointHref and failuresHref build it) that opens the
+ * charts on `r`. The query is rewritten in endpointSearch's canonical form, one URL per state; a range already in
+ * the link is replaced, the default range adds nothing.
+ */
+export function withEndpointRange(href: string, r: TimeRange, zone: TimeZoneMode): string {
+  const at = href.indexOf('?');
+  const path = at < 0 ? href : href.slice(0, at);
+  const current = parseSearch(endpointSearch, new URLSearchParams(at < 0 ? '' : href.slice(at + 1)));
+  const qs = toSearch(endpointSearch, { ...current, ...endpointSearchFromRange(r, zone) });
+  return qs ? `${path}?${qs}` : path;
 }

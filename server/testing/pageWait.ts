@@ -1,0 +1,51 @@
+// Waiting on the console's pages in the browser tests, the one copy: polling for a value (page.waitForFunction
+// would evaluate a string with eval, which the console's CSP refuses; page.evaluate and locators go through the
+// DevTools protocol) and opening a page only once React has hydrated it. Positive signals with generous deadlines,
+// no sleeps standing in for them: the machines running these are loaded.
+import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
+
+/** How long a wait lasts before it fails, unless told otherwise. */
+export const WAIT_MS = 30_000;
+
+/**
+ * Polls until `read` gives `want` (compared as JSON); fails naming `what`, the last value seen and, given `page`,
+ * the page's URL. A read that throws (an element not there yet) counts as no value.
+ */
+export async function until<T>(read: () => Promise<T>, want: T, what: string, page?: Page, ms = WAIT_MS): Promise<void> {
+  const end = Date.now() + ms;
+  let last: T | undefined;
+  for (;;) {
+    last = await read().catch(() => undefined);
+    if (JSON.stringify(last) === JSON.stringify(want)) return;
+    if (Date.now() > end) assert.fail(`${what}: wanted ${JSON.stringify(want)}, last saw ${JSON.stringify(last)}${page ? ` at ${page.url()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Polls a JavaScript expression in the page until it is true: true, or false after `ms` (the caller decides). */
+export async function untilInPage(page: Page, expression: string, ms = WAIT_MS): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await page.evaluate<boolean>(expression).catch(() => false)) return true;
+    if (Date.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Resolves once React has hydrated the page (Providers marks <html data-hydrated>). The rows are in the first HTML,
+ * before the page's scripts run: a click before this is lost, or lands before Next's router has taken over the
+ * history entries that Back returns to.
+ */
+export const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+
+export async function gotoHydrated(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await hydrated(page);
+}
+
+export async function reloadHydrated(page: Page): Promise<void> {
+  await page.reload();
+  await hydrated(page);
+}
