@@ -173,7 +173,7 @@ export class ResolverProcessor {
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (code === 401 || code === 403) continue;
-        // Any other failure is not a denial: the message path's own budget handles outages.
+        // Any other failure is not a denial: an outage is the outage circuit's (outage.ts), a failing write its budget's.
       }
       this.#log.info({ haltedSince: this.#halted?.since }, 'Resolver: the store accepts the Resolver again; receiving resumes');
       this.#halted = undefined;
