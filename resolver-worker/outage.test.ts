@@ -95,6 +95,36 @@ describe('the store is down for everyone (503 on every request)', () => {
     await resolver.stop();
   });
 
+  test('an outage past the lock-renewal horizon: the batch is released once, no session is taken until the store is back', async () => {
+    const ep = uniq('crm');
+    const sessionId = uniq('s');
+    const sent = await sendBatch(5, sessionId, ep);
+    const ids = new Set(sent.map((m) => m.messageId));
+    proxy.inject({ status: 503 });
+    // A 2 s horizon stands for the production 5 min: held that long, the session would lose its lock anyway.
+    const resolver = h.resolver({ outageProbeMs: 100, maxAutoLockRenewalDurationInMs: 2_000 });
+    try {
+      const released = await eventually(() => h.settled.find((s) => ids.has(s.messageId)), 'the release at the horizon', 30_000);
+      assert.equal(released.messageId, sent[0]!.messageId, 'the held message, first in the session');
+      assert.equal(released.settlement.kind, 'redeliver');
+      assert.ok(resolver.state().storeUnavailable, 'still down');
+      // The store stays down for 30 more probes: no worker takes the session again meanwhile.
+      const probesAtRelease = probes();
+      await eventually(() => (probes() >= probesAtRelease + 30 ? true : undefined), 'thirty more failed probes', 30_000);
+      assert.equal(h.settled.filter((s) => ids.has(s.messageId)).length, 1, 'nothing taken or settled while the store is down');
+    } finally {
+      proxy.clear();
+    }
+    for (const m of sent) {
+      const done = await recorded(m.messageId);
+      assert.ok(done.deliveryCount <= 2, `${m.messageId} spent ${done.deliveryCount + 1} deliveries`);
+    }
+    assert.equal(h.settled.filter((s) => ids.has(s.messageId) && s.settlement.kind === 'redeliver').length, 1, 'released once');
+    for (const m of sent) assert.deepEqual((await h.store.listHistory(m.eventId)).items.map((e) => e.messageId), [m.messageId]);
+    assert.equal(await deadLetterCount(), 0);
+    await resolver.stop();
+  });
+
   test('stop() while holding returns, leaves the messages unsettled, and a later Resolver records them', async () => {
     const ep = uniq('crm');
     const sessionId = uniq('s');
