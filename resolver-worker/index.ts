@@ -48,6 +48,11 @@ export interface ResolverOptions {
   inPlaceMaxDelayMs?: number;
   /** While receiving is stopped because the store denies access (401/403), how often access is tried again. Default 30 s. */
   accessProbeMs?: number;
+  /**
+   * While the store is unavailable (a transient failure confirmed by a failing probe), how often it is probed; the
+   * messages in hand are held meanwhile and no new session is taken. Default 5 s.
+   */
+  outageProbeMs?: number;
   log?: Logger;
   /** Defaults to the global MeterProvider's `nimbus.resolver` meter (a no-op unless the host registers one). */
   meter?: Meter;
@@ -64,7 +69,7 @@ export interface ResolverOptions {
 export interface ResolverHandle {
   /** Graceful: in-flight messages settle, nothing new starts; closes what startResolver opened. */
   stop(): Promise<void>;
-  /** Receiving, or halted because the store denies access (with the reason), for readiness. */
+  /** Receiving, halted because the store denies access (with the reason), or holding while the store is down. */
   state(): ResolverState;
 }
 
@@ -86,6 +91,7 @@ const optionsSchema = z
     transientMaxDelayMs: z.number().int().min(0).default(30_000),
     inPlaceMaxDelayMs: z.number().int().min(0).default(30_000),
     accessProbeMs: z.number().int().min(10).default(30_000),
+    outageProbeMs: z.number().int().min(10).default(5_000),
   })
   .loose();
 
@@ -125,6 +131,7 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
     maxAutoLockRenewalDurationInMs: o.maxAutoLockRenewalDurationInMs,
     onSettled: options.onSettled,
     accessProbeMs: o.accessProbeMs,
+    outageProbeMs: o.outageProbeMs,
     context: {
       store: options.store,
       log,

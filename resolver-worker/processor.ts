@@ -19,7 +19,8 @@ import { tolerateSlowDrain } from '@nimbus/sdk/servicebus';
 import { withProcessSpan, withSettleSpan } from '@nimbus/sdk';
 import { context, type Context } from '@opentelemetry/api';
 import type { ResolverMetrics } from './metrics.ts';
-import { BatchResolution, sleep, type ResolveContext, type Settlement } from './resolve.ts';
+import { BatchResolution, resolveMessage, sleep, type ResolveContext, type Settlement } from './resolve.ts';
+import { StoreOutage } from './outage.ts';
 
 export interface ProcessorOptions {
   client: ServiceBusClient;
@@ -33,12 +34,19 @@ export interface ProcessorOptions {
   onSettled?: (event: SettledEvent) => void;
   /** While halted on denied store access, how often access is probed again. Default 30 s. */
   accessProbeMs?: number;
+  /** While the store is down (a transient failure and a failed probe), how often it is probed. Default 5 s. */
+  outageProbeMs?: number;
 }
 
-/** What the processor is doing, for readiness: receiving, or halted (and why) until store access is back. */
+/**
+ * What the processor is doing, for readiness: receiving, halted (and why) until store access is back, or holding
+ * its messages while the store is unavailable.
+ */
 export interface ResolverState {
   receiving: boolean;
   halted: { reason: string; since: string } | null;
+  /** Set while the store is down for everyone: no new session is taken, messages in hand are held. */
+  storeUnavailable: { since: string } | null;
 }
 
 export interface SettledEvent {
@@ -79,11 +87,19 @@ export class ResolverProcessor {
   /** Set while the store denies access (401/403): no worker receives, a probe looks for access to come back. */
   #halted: { reason: string; since: string } | undefined;
   #probe: Promise<void> | undefined;
+  /** The store-outage circuit: open while a transient failure is confirmed by a failing probe (outage.ts). */
+  readonly #outage: StoreOutage;
 
   constructor(options: ProcessorOptions) {
     this.#o = options;
     this.#log = options.context.log;
     this.#metrics = options.context.metrics;
+    this.#outage = new StoreOutage({
+      probe: () => this.#probeStore(),
+      probeEveryMs: options.outageProbeMs ?? 5_000,
+      signal: this.#stop.signal,
+      log: this.#log,
+    });
     this.#topic = options.topic ?? Topic.Resolver;
     this.#subscription = options.subscription ?? Topic.Resolver;
     this.#where = { topic: this.#topic, subscription: this.#subscription };
@@ -108,6 +124,7 @@ export class ResolverProcessor {
     this.#stop.abort();
     await Promise.allSettled([...this.#inSession]);
     await this.#probe;
+    await this.#outage.closed();
     this.#workers = [];
     await this.#sender?.close().catch(() => undefined);
     this.#log.info('Resolver: stopped');
@@ -118,7 +135,19 @@ export class ResolverProcessor {
   }
 
   state(): ResolverState {
-    return { receiving: !this.#stopping && this.#halted === undefined, halted: this.#halted ? { ...this.#halted } : null };
+    const down = this.#outage.down;
+    return {
+      receiving: !this.#stopping && this.#halted === undefined && down === undefined,
+      halted: this.#halted ? { ...this.#halted } : null,
+      storeUnavailable: down ?? null,
+    };
+  }
+
+  /** A write and a read of the processor's own probe record: the store serves the Resolver when both work. */
+  async #probeStore(): Promise<void> {
+    const { store, version, now } = this.#o.context;
+    await store.setServiceHealth({ serviceId: ACCESS_PROBE_ID, status: 'On', version, lastSeenAt: now().toISOString() });
+    await store.getServiceHealth(ACCESS_PROBE_ID);
   }
 
   /**
@@ -138,15 +167,13 @@ export class ResolverProcessor {
    */
   async #probeAccess(): Promise<void> {
     const every = this.#o.accessProbeMs ?? 30_000;
-    const { store, version, now } = this.#o.context;
     while (this.#halted && (await sleep(every, this.#stop.signal))) {
       try {
-        await store.setServiceHealth({ serviceId: ACCESS_PROBE_ID, status: 'On', version, lastSeenAt: now().toISOString() });
-        await store.getServiceHealth(ACCESS_PROBE_ID);
+        await this.#probeStore();
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (code === 401 || code === 403) continue;
-        // Any other failure is not a denial: the message path's own budget handles outages.
+        // Any other failure is not a denial: an outage is the outage circuit's (outage.ts), a failing write its budget's.
       }
       this.#log.info({ haltedSince: this.#halted?.since }, 'Resolver: the store accepts the Resolver again; receiving resumes');
       this.#halted = undefined;
@@ -156,7 +183,8 @@ export class ResolverProcessor {
   async #worker(index: number): Promise<void> {
     let failures = 0;
     while (!this.#stopping) {
-      if (this.#halted) {
+      // Halted on denied access, or the store is down: taking a session would only spend its messages' deliveries.
+      if (this.#halted || this.#outage.down) {
         await sleep(200, this.#stop.signal);
         continue;
       }
@@ -188,16 +216,16 @@ export class ResolverProcessor {
         continue;
       }
       failures = 0;
-      const session = this.#session(index, receiver);
+      const session = this.#session(index, receiver, Date.now());
       this.#inSession.add(session);
       await session;
       this.#inSession.delete(session);
     }
   }
 
-  async #session(index: number, receiver: ServiceBusSessionReceiver): Promise<void> {
+  async #session(index: number, receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
     try {
-      await this.#runSession(receiver);
+      await this.#runSession(receiver, acceptedAt);
     } catch (err) {
       if (!this.#stopping) {
         this.#log.warn({ worker: index, sessionId: receiver.sessionId, err: errorText(err) }, 'Resolver: session receive failed');
@@ -208,8 +236,11 @@ export class ResolverProcessor {
     }
   }
 
-  async #runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
-    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal));
+  async #runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
+    // Messages are held through a store outage only while the client still renews the session lock: a lock that
+    // lapses loses the session and spends a delivery of every message in hand anyway.
+    const holdUntil = acceptedAt + this.#o.maxAutoLockRenewalDurationInMs;
+    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal, holdUntil));
   }
 
   /**
@@ -223,8 +254,8 @@ export class ResolverProcessor {
     );
   }
 
-  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal): Promise<void> {
-    while (!this.#stopping && !this.#halted) {
+  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, holdUntil: number): Promise<void> {
+    while (!this.#stopping && !this.#halted && !this.#outage.down) {
       let messages: ServiceBusReceivedMessage[];
       try {
         messages = await this.#receive(receiver, signal);
@@ -263,7 +294,7 @@ export class ResolverProcessor {
         if (this.#stopping || this.#halted) break; // not started: stays locked to this session and comes back with it
         const started = performance.now();
         // The message's process span continues the trace it carries; its store write (resolve.ts) is a child.
-        const settlement = await withProcessSpan(message, this.#where, async (span) => {
+        let settlement = await withProcessSpan(message, this.#where, async (span) => {
           if (span.isRecording()) this.#traceContexts.set(message, context.active());
           const s = await batch.resolve(message);
           span.setAttribute('nimbus.resolver.settlement', s.kind === 'complete' ? s.result : s.kind);
@@ -276,6 +307,13 @@ export class ResolverProcessor {
         if (!(await drain())) {
           await batch.takeRecordedAhead(); // lock lost: nothing more can settle; let running writes finish
           return;
+        }
+        if (isTransientStoreFailure(settlement)) {
+          settlement = await this.#holdThroughOutage(message, settlement, holdUntil, signal);
+          if (settlement.kind === 'complete') {
+            resolved.push({ message, settlement, started });
+            continue;
+          }
         }
         const { ok, keepSession } = await this.#settle(receiver, message, settlement);
         this.#settled(receiver, message, settlement, ok, started);
@@ -292,6 +330,47 @@ export class ResolverProcessor {
       // wait, not two); a message that arrives later is simply accepted again by a free worker of any instance.
       if (messages.length < this.#o.maxMessagesPerReceive) return;
     }
+  }
+
+  /**
+   * A transient store failure: is the store down for everyone, or does this write keep failing? While a probe of
+   * the store fails too, the message is held (session and lock kept) and retried in place once the store answers,
+   * spending no delivery. When the store answers and the retry fails again, the failure is the message's own and
+   * the settlement the budget gave it stands (abandon for redelivery, or StoreUnavailable on the last attempt). At
+   * the lock-renewal horizon the held settlement is carried out as it is, once; the circuit then keeps every worker
+   * from taking sessions until the store answers.
+   */
+  async #holdThroughOutage(
+    message: ServiceBusReceivedMessage,
+    failed: Settlement,
+    holdUntil: number,
+    signal: AbortSignal,
+  ): Promise<Settlement> {
+    let current = failed;
+    let retriedWhileUp = false;
+    while (isTransientStoreFailure(current)) {
+      if (await this.#outage.confirmDown()) {
+        this.#metrics.storeRetry({ 'nimbus.store.reason': 'transient', 'nimbus.retry.action': 'held' });
+        const waited = await this.#outage.waitUntilUp(holdUntil);
+        if (waited === 'stopped') return { kind: 'leave' };
+        if (waited === 'timeout') {
+          this.#log.warn(
+            { messageId: String(message.messageId), sessionId: message.sessionId },
+            'Resolver: store still unavailable at the session lock renewal horizon; releasing the message',
+          );
+          return current;
+        }
+        retriedWhileUp = false;
+      } else {
+        if (this.#stopping) return { kind: 'leave' };
+        // The store answers: one more try of this write tells a failure of its own from an outage that just ended.
+        if (retriedWhileUp) return current;
+        retriedWhileUp = true;
+        this.#metrics.storeRetry({ 'nimbus.store.reason': 'transient', 'nimbus.retry.action': 'retried_in_place' });
+      }
+      current = await resolveMessage(message, { ...this.#o.context, signal });
+    }
+    return current;
   }
 
   #settled(receiver: ServiceBusSessionReceiver, message: ServiceBusReceivedMessage, settlement: Settlement, ok: boolean, started: number): boolean {
@@ -385,6 +464,11 @@ export class ResolverProcessor {
     this.#metrics.storeRetry({ 'nimbus.store.reason': reason, 'nimbus.retry.action': 'abandoned' });
     return { ok: true, keepSession: false };
   }
+}
+
+/** A settlement decided by a transient store failure (5xx, timeouts, resets): a redelivery or, on the last attempt, StoreUnavailable. */
+function isTransientStoreFailure(s: Settlement): boolean {
+  return (s.kind === 'redeliver' || s.kind === 'deadLetter') && s.storeReason === 'transient';
 }
 
 /**

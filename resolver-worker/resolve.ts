@@ -568,7 +568,9 @@ function onStoreFailure(
         return deadLetter(DeadLetterReason.StoreUnavailable, `${errorText(err)} (attempt ${attempt} of ${ctx.budget.maxAttempts})`, 'transient');
       }
       const delayMs = Math.min(backoffMs(attempt, ctx.budget), ctx.transientMaxDelayMs);
-      ctx.log.warn({ ...where, delayMs, err: errorText(err) }, 'Resolver: store unavailable; leaving the message for redelivery');
+      // The processor probes the store before carrying this out: held through an outage, redelivered only when the
+      // store answers and the write still fails (outage.ts). The log says so rather than promise a redelivery.
+      ctx.log.warn({ ...where, delayMs, err: errorText(err) }, 'Resolver: store write failed (transient); probing the store: held if it is down, else left for redelivery');
       return { kind: 'redeliver', attempt, delayMs, storeReason: 'transient' };
     }
     case 'denied':

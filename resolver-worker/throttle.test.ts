@@ -137,7 +137,8 @@ describe('one budget for reschedules and broker deliveries', () => {
   test('ThrottleRetryCount 8 + a redelivery: the 429 on that second delivery is attempt 10 and dead-letters', async () => {
     const ep = uniq('crm');
     const ev = uniq('e');
-    proxy.inject({ status: 503, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    // Twice: the first try and the retry in place once the store's probe answers (a write that keeps failing).
+    proxy.inject({ status: 503, times: 2, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
     const sent = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep, props: { [Prop.ThrottleRetryCount]: 8 } });
     try {
       await h.settledOf(sent.messageId, 1);
@@ -160,10 +161,25 @@ describe('one budget for reschedules and broker deliveries', () => {
 });
 
 describe('other transient store errors', () => {
-  test('a 503 leaves the message to the broker: abandoned, redelivered with a higher DeliveryCount, then recorded', async () => {
+  test('a 503 blip: the store answers its probe, the write is retried in place and recorded on the first delivery', async () => {
     const ep = uniq('crm');
     const ev = uniq('e');
     proxy.inject({ status: 503, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    const inPlaceBefore = h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'retried_in_place' });
+    const sent = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep });
+    await h.settledOf(sent.messageId, 1);
+    proxy.clear();
+    assert.deepEqual(kinds(sent.messageId), ['written']);
+    assert.deepEqual(h.settled.filter((s) => s.messageId === sent.messageId).map((s) => s.deliveryCount), [0], 'no delivery spent');
+    assert.equal(h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'retried_in_place' }) - inPlaceBefore, 1);
+    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.status, 'Completed');
+  });
+
+  test('a write that keeps failing while the store answers is left to the broker: abandoned, redelivered with a higher DeliveryCount, then recorded', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    // The first try and the retry in place fail; the store's probe (another container) answers.
+    proxy.inject({ status: 503, times: 2, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
     const abandonedBefore = h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'abandoned' });
     const sent = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep });
     await h.settledOf(sent.messageId, 2);

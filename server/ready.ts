@@ -23,11 +23,15 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
 
 /** Same key as resolver-worker/state.ts: the Resolvers running in this process (the embedded launcher's). */
 const RESOLVER_STATES_KEY = Symbol.for('nimbus.resolver.states');
-type ResolverStateView = () => { receiving: boolean; halted: { reason: string; since: string } | null };
+type ResolverStateView = () => {
+  receiving: boolean;
+  halted: { reason: string; since: string } | null;
+  storeUnavailable?: { since: string } | null;
+};
 
 /**
  * The Resolver's word when it runs in this process: not ready while it has stopped receiving because the store
- * denies it access. Undefined when no Resolver runs here (a standalone one reports through its log and liveness).
+ * denies it access, or while it holds its messages because the store is unavailable. Undefined when no Resolver runs here (a standalone one reports through its log and liveness).
  */
 function resolverReadiness(): string | undefined {
   const states = (globalThis as Record<symbol, unknown>)[RESOLVER_STATES_KEY] as Set<ResolverStateView> | undefined;
@@ -35,6 +39,7 @@ function resolverReadiness(): string | undefined {
   for (const state of states) {
     const s = state();
     if (s.halted) return `not receiving since ${s.halted.since}: ${s.halted.reason}`;
+    if (s.storeUnavailable) return `not receiving since ${s.storeUnavailable.since}: the store is unavailable; messages in hand are held`;
   }
   return 'ok';
 }

@@ -1,0 +1,120 @@
+// The Resolver's store-outage circuit. Why: a transient store failure used to be settled by waiting, abandoning and
+// releasing the session, and the broker then counts a delivery for every message of the batch it had handed out
+// (up to 50). In a long outage every write fails, so whole batches reached the subscription's MaxDeliveryCount and
+// were dead-lettered by the broker although none of them was at fault. A message's failure alone cannot say
+// whether the store is down for everyone or this write keeps failing; a probe of the store can. While the probe
+// fails too, the store is down: workers take no new session, and a worker holding one keeps it (its lock renewed by
+// the client) and retries the message once the store answers, spending no delivery. When the probe passes but the
+// write still fails, the failure is the message's own and its budget decides, as before.
+import type { Logger } from 'pino';
+import { StoreError, StoreThrottledError, classifyCosmosError } from '../lib/store/index.ts';
+import { sleep } from './resolve.ts';
+
+export interface StoreOutageOptions {
+  /** One round trip that needs the store to read and write (the processor's probe record). */
+  probe: () => Promise<void>;
+  /** How often the store is probed while it is down. */
+  probeEveryMs: number;
+  /** The processor's stop signal: waits and probes end with it. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/** True when `err` says the store cannot be reached or cannot serve (not: it answered, busy or refusing). */
+function isOutage(err: unknown): boolean {
+  // A 429 is an answer: the store is up and busy, which the throttle budget handles.
+  if (err instanceof StoreThrottledError) return false;
+  const typed = err instanceof StoreError ? err : classifyCosmosError(err, 'probe');
+  return typed !== undefined && !(typed instanceof StoreThrottledError) && typed.transient;
+}
+
+export class StoreOutage {
+  readonly #o: StoreOutageOptions;
+  #down: { since: string } | undefined;
+  /** One probe at a time, shared by every worker that meets a failure at once. */
+  #inFlight: Promise<boolean> | undefined;
+  #watch: Promise<void> | undefined;
+
+  constructor(options: StoreOutageOptions) {
+    this.#o = options;
+  }
+
+  /** Since when the store has been down, while it is. */
+  get down(): { since: string } | undefined {
+    return this.#down ? { ...this.#down } : undefined;
+  }
+
+  /**
+   * After a transient failure: probes the store now. True (and the circuit open) when the store does not answer
+   * either, i.e. it is down for everyone; false when it answers (the failing write is on its own).
+   */
+  async confirmDown(): Promise<boolean> {
+    const answers = await this.#probeOnce();
+    if (answers) {
+      this.#recovered();
+      return false;
+    }
+    if (!this.#down && !this.#o.signal.aborted) {
+      this.#down = { since: new Date().toISOString() };
+      this.#o.log.error(
+        { since: this.#down.since },
+        'Resolver: the store is unavailable; messages in hand are held (no delivery spent), no new session is taken until it answers',
+      );
+      this.#watch = this.#watchForRecovery();
+    }
+    return true;
+  }
+
+  /** Waits while the store is down: 'up' when it answers again, 'timeout' at `until` (epoch ms), 'stopped' on stop. */
+  async waitUntilUp(until: number): Promise<'up' | 'timeout' | 'stopped'> {
+    while (this.#down) {
+      const left = until - Date.now();
+      if (left <= 0) return 'timeout';
+      // A short poll of a flag set by the one shared probe loop: holders never probe on their own.
+      if (!(await sleep(Math.min(50, left), this.#o.signal))) return 'stopped';
+    }
+    return this.#o.signal.aborted ? 'stopped' : 'up';
+  }
+
+  /** Resolves when the probe loop has ended (after stop). */
+  async closed(): Promise<void> {
+    await this.#watch;
+    await this.#inFlight?.catch(() => undefined);
+  }
+
+  async #watchForRecovery(): Promise<void> {
+    while (this.#down && (await sleep(this.#o.probeEveryMs, this.#o.signal))) {
+      if (await this.#probeOnce()) this.#recovered();
+    }
+  }
+
+  #recovered(): void {
+    if (!this.#down) return;
+    this.#o.log.info({ downSince: this.#down.since }, 'Resolver: the store answers again; held messages are retried and sessions taken again');
+    this.#down = undefined;
+  }
+
+  /** True when the store answered. A stop while a probe hangs (a store that does not answer at all) ends it at once. */
+  #probeOnce(): Promise<boolean> {
+    const { signal } = this.#o;
+    this.#inFlight ??= (async () => {
+      let onAbort = () => undefined as void;
+      try {
+        const probe = this.#o.probe().then(
+          () => true,
+          (err: unknown) => !isOutage(err),
+        );
+        const stopped = new Promise<boolean>((resolve) => {
+          onAbort = () => resolve(false);
+          if (signal.aborted) resolve(false);
+          else signal.addEventListener('abort', onAbort, { once: true });
+        });
+        return await Promise.race([probe, stopped]);
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        this.#inFlight = undefined;
+      }
+    })();
+    return this.#inFlight;
+  }
+}
