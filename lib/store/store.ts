@@ -1098,6 +1098,9 @@ export class MessageStore {
     /** A landed write in doubt whose counter delta could not be applied either: reported for a recount. */
     let landedUncounted = false;
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      // The write in doubt this read may settle is the one known before the read is sent: a write remembered while
+      // the read is in flight may have landed after the read was served, and would be forgotten from a stale read.
+      const doubt = this.#inDoubt.get(cacheKey);
       let raw: unknown;
       let etag: string | undefined;
       try {
@@ -1111,7 +1114,6 @@ export class MessageStore {
       const current = parsed?.success ? parsed.data : null;
       // A write of this row in doubt (an earlier restore's or writeStatus's) is settled from this read before the
       // row moves on: otherwise the version it built would be replaced uncounted and the doubt forgotten later.
-      const doubt = this.#inDoubt.get(cacheKey);
       if (doubt && !(await this.#settleDoubt(cacheKey, doubt, current))) landedUncounted = true;
       if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
       const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };

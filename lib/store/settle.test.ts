@@ -1,0 +1,78 @@
+// The settle pass for row writes whose reply was lost (docs/store.md, "A row write whose reply is lost"), under
+// interleavings held at the wire: a fault proxy in front of the embedded Cosmos server holds one request (before
+// the server sees it, or with the server's answer kept back) while the test acts, then lets it go.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
+import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import { createStore, type MessageStore } from './store.ts';
+import { StoreTransientError } from './errors.ts';
+import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
+import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+
+let cosmos: EmbeddedCosmos;
+let proxy: FaultProxy;
+let store: MessageStore;
+const database = `t-${randomUUID().slice(0, 8)}`;
+
+before(async () => {
+  cosmos = await startEmbeddedCosmos({ port: 0 });
+  proxy = await startFaultProxy(cosmos.endpoint);
+  // Reads the truth straight from the server, past the proxy.
+  store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database, now: steppingClock() });
+});
+after(async () => {
+  await store.close();
+  await proxy.close();
+  await cosmos.close();
+});
+
+const isRowRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/docs/');
+const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
+
+/** Runs `act` with a lost reply armed (the write reaches the server, the client sees a 503), disarmed after. */
+async function lostReply<R>(match: (r: { method: string; path: string; batch: boolean }) => boolean, act: () => Promise<R>): Promise<R> {
+  proxy.inject({ status: 503, afterForward: true, times: 1, match });
+  try {
+    return await act();
+  } finally {
+    proxy.clear();
+  }
+}
+
+describe('a restore racing a write whose reply is lost', () => {
+  test('the restore settles only a write known before its read: one remembered while the read was in flight is counted', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+      await s.writeStatus(request);
+      await s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+      const previous = (await s.getStatusRows([{ endpointId: ep, eventId: 'e', sessionId: 's-1' }]))[0]!;
+      const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', parentMessageId: previous.lastMessageId });
+      assert.equal((await s.writeStatus(claim, { lastMessageId: previous.lastMessageId, status: previous.status })).outcome, 'written');
+
+      // The restore's read is served (the claim) but its answer is slow to come back...
+      const hold = proxy.hold(isRowRead, 'response');
+      const restoring = s.restoreStatusRow(previous, { status: S.Pending, lastMessageId: claim.messageId });
+      await hold.held;
+      // ...and meanwhile an error response for the claim lands on the row with its reply lost: in doubt.
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: claim.messageId, errorType: 'E', errorText: 'again' });
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(error), StoreTransientError));
+      assert.equal(s.writesInDoubt, 1);
+      assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, error.messageId, 'the error response landed');
+
+      hold.release();
+      // The restore finds the row moved on (412, read again) and refuses; the landed write is not forgotten.
+      assert.equal((await restoring).outcome, 'ignored');
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      const counts = await store.getCounts(ep);
+      assert.deepEqual({ pending: counts.pending, failed: counts.failed }, { pending: 0, failed: 1 }, 'the landed write counted once');
+      assert.equal((await store.recountEndpoint(ep)).failed, 1, 'the recount agrees');
+    } finally {
+      await s.close();
+    }
+  });
+});
