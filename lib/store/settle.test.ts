@@ -10,6 +10,7 @@ import { createStore, type MessageStore } from './store.ts';
 import { StoreTransientError } from './errors.ts';
 import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
 import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 
 let cosmos: EmbeddedCosmos;
 let proxy: FaultProxy;
@@ -30,6 +31,9 @@ after(async () => {
 
 const isRowRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/docs/');
 const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
+const isRowCreate = (r: { method: string; path: string; batch: boolean }) =>
+  r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
+const isCounterPatch = (r: { method: string; path: string }) => r.method === 'PATCH' && r.path.includes('/colls/counters/');
 
 /** Runs `act` with a lost reply armed (the write reaches the server, the client sees a 503), disarmed after. */
 async function lostReply<R>(match: (r: { method: string; path: string; batch: boolean }) => boolean, act: () => Promise<R>): Promise<R> {
@@ -71,6 +75,58 @@ describe('a restore racing a write whose reply is lost', () => {
       const counts = await store.getCounts(ep);
       assert.deepEqual({ pending: counts.pending, failed: counts.failed }, { pending: 0, failed: 1 }, 'the landed write counted once');
       assert.equal((await store.recountEndpoint(ep)).failed, 1, 'the recount agrees');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('flushCounters() and close() wait for a settle pass already running', () => {
+  for (const end of ['flushCounters', 'close'] as const) {
+    test(`${end}() returns only once the timed pass's counter patch has landed`, async () => {
+      const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 20 });
+      const ep = uniq('ep');
+      try {
+        await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
+        // The timed pass reads the row, takes its entry and sends the counter patch, which is held here.
+        const hold = proxy.hold(isCounterPatch, 'request');
+        await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })), StoreTransientError));
+        await hold.held;
+        assert.equal(s.writesInDoubt, 0, 'the pass took the entry');
+        // Let the patch go only from a later turn of the event loop: a call that does not wait has returned by then.
+        let released = false;
+        const ending = end === 'flushCounters' ? s.flushCounters() : s.close();
+        setImmediate(() => {
+          released = true;
+          hold.release();
+        });
+        await ending;
+        assert.ok(released, `${end}() waited for the pass in flight`);
+        assert.equal((await store.getCounts(ep)).pending, 2, 'the landed create is counted');
+      } finally {
+        await s.close();
+      }
+    });
+  }
+});
+
+// Keeps readFailureGroupDocs imported for the netting test below.
+void readFailureGroupDocs;
+
+describe('a settle pass counts the writes that landed together', () => {
+  test('one counter patch per endpoint for the lot, not one per landed write', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const ep = uniq('ep');
+    try {
+      await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
+      for (const eventId of ['e1', 'e2', 'e3'])
+        await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId })), StoreTransientError));
+      assert.equal(s.writesInDoubt, 3);
+      const from = proxy.seen.length;
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      assert.equal(proxy.seen.slice(from).filter(isCounterPatch).length, 1, 'one counter patch for the three');
+      assert.equal((await store.getCounts(ep)).pending, 4, 'each landed create counted once');
     } finally {
       await s.close();
     }

@@ -489,7 +489,11 @@ describe('a bulk claim or a restore whose reply was lost is counted once', () =>
         await withFault({ status: 503, afterForward: true, times: 1, match: isRowReplace }, () => assert.rejects(undo(), StoreTransientError));
         assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, previous.lastMessageId, 'the restore reached the server');
         // Nothing writes the row again (the Manager reported the failure; Reconcile finds the row changed).
-        await eventually('the landed restore to be counted', async () => s.writesInDoubt === 0);
+        // Polls the failure groups themselves (the pass moves them last, after its counter patch or buffered
+        // delta), not writesInDoubt: the pass forgets the entry before it has counted it.
+        await eventually('the landed restore to be counted', async () =>
+          (await readFailureGroupDocs(store.database, ep)).reduce((n, g) => n + g.counts.Failed, 0) === 1,
+        );
         assert.deepEqual(await tally(s, ep), unclaimed);
         // A retry after all: refused, counted nothing.
         assert.equal((await undo()).outcome, 'ignored');
