@@ -525,6 +525,8 @@ export class MessageStore {
     });
     const now = this.#iso();
     const writes: Array<{ x: (typeof lot)[number]; row: StatusRow; ticket: CounterTicket | undefined }> = [];
+    /** Per item, the row its bulk write built when that write had no verdict: the fallback may prove it landed. */
+    const builtInDoubt = new Map<number, { existing: StatusRow | null; row: StatusRow }>();
     try {
       for (const x of lot) {
         const expect = items[x.k]!.expect;
@@ -570,7 +572,10 @@ export class MessageStore {
           this.#rowCache.delete(x.cacheKey);
           // No verdict: the write may have landed. Remembered as writeStatus remembers its own, so the single write
           // below (which reads a row in doubt first) or the settle pass counts it once if it did.
-          if (bulkOutcomeUnknown(r)) this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row, unread: 0 });
+          if (bulkOutcomeUnknown(r)) {
+            this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row, unread: 0 });
+            builtInDoubt.set(x.k, { existing: x.existing ?? null, row });
+          }
           single.push(x.k); // lost a race (409/412/404) or failed: writeStatus reads again, decides, classifies
           return;
         }
@@ -612,7 +617,12 @@ export class MessageStore {
       [...byRow.values()].map(async (ks) => {
         for (const k of ks) {
           try {
-            out[k] = { ok: true, value: await this.writeStatus(items[k]!.input, items[k]!.expect) };
+            const result = await this.writeStatus(items[k]!.input, items[k]!.expect);
+            const built = builtInDoubt.get(k);
+            // The bulk write landed after all (the fallback's read found the very row it built, and counted it): it is
+            // this call's write, answered as such - not as a refusal, which would tell the Manager that someone else
+            // claimed the row (it then answers 409 "being sent" for a command nothing sends).
+            out[k] = { ok: true, value: built && result.outcome === 'ignored' && result.current && isVersion(result.current, built.row) ? this.#landedInDoubt(built) : result };
           } catch (error) {
             out[k] = { ok: false, error };
           }
@@ -620,6 +630,20 @@ export class MessageStore {
       }),
     );
     return out as Settled<StatusWriteResult>[];
+  }
+
+  /** writeStatuses' answer for an item whose bulk write had no verdict but landed (counted when it was settled). */
+  #landedInDoubt({ existing, row }: { existing: StatusRow | null; row: StatusRow }): StatusWriteResult {
+    const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
+    const next = bucketOf(row.status, row.subStatus);
+    return {
+      outcome: 'written',
+      created: existing === null,
+      previousStatus: existing?.status ?? null,
+      previousMessageId: existing?.lastMessageId ?? null,
+      row,
+      counters: previous === next ? 'unchanged' : this.#counterBuffer ? 'queued' : 'updated',
+    };
   }
 
   /**
