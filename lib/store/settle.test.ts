@@ -132,3 +132,65 @@ describe('a settle pass counts the writes that landed together', () => {
     }
   });
 });
+
+describe('two writes of one row in doubt at once', () => {
+  /**
+   * A row V0 (a request, Pending, written by another store: `s` has no cached version, so each of its writes reads
+   * the row first), and an error response for it (W1) whose replace lands but whose reply is held.
+   */
+  async function w1Held(s: MessageStore, ep: string) {
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    await store.writeStatus(request);
+    const hold = proxy.hold(isRowReplace, 'response');
+    const w1 = s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+    w1.catch(() => undefined); // observed by the test
+    await hold.held;
+    // W2, a later success of the same request: it reads W1's version and builds on it.
+    const w2 = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId });
+    return { hold, w1, w2 };
+  }
+
+  async function counts(ep: string) {
+    const c = await store.getCounts(ep);
+    return { pending: c.pending, failed: c.failed, completed: c.completed };
+  }
+
+  test('the later one remembered first is kept with the earlier: both landed, both counted', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const { hold, w1, w2 } = await w1Held(s, ep);
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(w2), StoreTransientError)); // W2 lands, in doubt
+      hold.release('lost'); // W1's reply is lost after all: in doubt too, remembered after W2
+      await assert.rejects(w1, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1, 'one row');
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+      assert.deepEqual(await counts(ep), { pending: 0, failed: 0, completed: 1 }, 'each landed write counted once');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('one remembered while a later write of the row was in flight is settled by that write: it read its version', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const { hold, w1, w2 } = await w1Held(s, ep);
+      // W2 reads W1's version; its replace is held before the server sees it while W1's reply is lost.
+      const held2 = proxy.hold(isRowReplace, 'request');
+      const writing = s.writeStatus(w2);
+      await held2.held;
+      hold.release('lost');
+      await assert.rejects(w1, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1);
+      held2.release();
+      assert.equal((await writing).outcome, 'written');
+      assert.equal(s.writesInDoubt, 0, 'settled by W2, which replaced the version W1 built');
+      assert.deepEqual(await counts(ep), { pending: 0, failed: 0, completed: 1 }, 'each landed write counted once');
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -132,7 +132,15 @@ interface InDoubtWrite {
    * eviction at MAX_IN_DOUBT.
    */
   unread: number;
+  /**
+   * Another write of the same row still in doubt when this one was remembered (two writes of one row in flight at
+   * once): kept, not dropped - either may have landed, and both are settled from one read.
+   */
+  earlier?: InDoubtWrite;
 }
+
+/** Writes of one row kept in doubt together at most (see InDoubtWrite.earlier; beyond it, a recount repairs). */
+const MAX_IN_DOUBT_PER_ROW = 8;
 
 /**
  * Whether an error from a row write leaves its outcome unknown: a reset, a timeout or a 5xx may come after the
@@ -957,6 +965,10 @@ export class MessageStore {
         if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, unread: 0 });
         rethrowCosmos(err, 'status row write');
       }
+      // A write of this row remembered in doubt while this one was in flight (after its read) is settled now: the
+      // row was `existing` until this write replaced it, so that write landed if it built `existing`.
+      const late = this.#inDoubt.get(cacheKey);
+      if (late && !(await this.#settleDoubt(cacheKey, late, final, existing))) landedUncounted = true;
       // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
       // recount is due.
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = previous === next ? 'unchanged' : 'updated';
@@ -984,6 +996,13 @@ export class MessageStore {
   }
 
   #remember(cacheKey: string, doubt: InDoubtWrite): void {
+    const earlier = this.#inDoubt.get(cacheKey);
+    if (earlier) {
+      doubt.earlier = earlier;
+      let d: InDoubtWrite = doubt;
+      for (let n = 1; n < MAX_IN_DOUBT_PER_ROW && d.earlier; n++) d = d.earlier;
+      delete d.earlier;
+    }
     this.#inDoubt.delete(cacheKey);
     this.#inDoubt.set(cacheKey, doubt);
     if (this.#inDoubt.size > MAX_IN_DOUBT) this.#inDoubt.delete(this.#inDoubt.keys().next().value!);
@@ -997,15 +1016,23 @@ export class MessageStore {
    * the read, so the row's next write and the settle pass, whichever reads first, settle it once. False when a
    * landed write's counter patch failed (immediate counters): the caller reports it for a recount.
    */
-  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null): Promise<boolean> {
-    return this.#takeDoubt(cacheKey, doubt, current) ? this.#countLanded([doubt]) : true;
+  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): Promise<boolean> {
+    return this.#countLanded(this.#takeDoubt(cacheKey, doubt, current, before));
   }
 
-  /** #settleDoubt's synchronous half: forgets the entry, and says whether its write landed (is to be counted). */
-  #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null): boolean {
-    if (this.#inDoubt.get(cacheKey) !== doubt) return false; // settled already, by whoever read first
+  /**
+   * #settleDoubt's synchronous half: forgets the entry (with the row's earlier writes in doubt) and returns the
+   * writes that landed, to be counted. A write landed if `current` is its version, or if a version known to have
+   * been the row's was (`before`: the version a successful write just replaced; or the version another write in
+   * doubt read and built on).
+   */
+  #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): InDoubtWrite[] {
+    if (this.#inDoubt.get(cacheKey) !== doubt) return []; // settled already, by whoever read first
     this.#inDoubt.delete(cacheKey);
-    return current !== null && isVersion(current, doubt.written);
+    const writes: InDoubtWrite[] = [];
+    for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) writes.push(d);
+    const versions = [current, before, ...writes.map((w) => w.replaced)].filter((v): v is StatusRow => v !== null);
+    return writes.filter((w) => versions.some((v) => isVersion(v, w.written)));
   }
 
   /** Arms the next settle pass; nothing runs while no write is in doubt (or with settleIntervalMs 0, or closed). */
@@ -1072,7 +1099,7 @@ export class MessageStore {
         return;
       }
       const parsed = r.statusCode === 404 ? undefined : statusRowSchema.safeParse(r.resourceBody);
-      if (this.#takeDoubt(cacheKey, doubt, parsed?.success ? parsed.data : null)) landed.push(doubt);
+      landed.push(...this.#takeDoubt(cacheKey, doubt, parsed?.success ? parsed.data : null));
       settled++;
     });
     // Nobody to report a failed counter patch to here: like any failed patch, the recount repairs it.
@@ -1192,6 +1219,8 @@ export class MessageStore {
         if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row, unread: 0 });
         rethrowCosmos(err, 'status row restore');
       }
+      const late = this.#inDoubt.get(cacheKey); // as in #writeStatusChainAttempts
+      if (late && !(await this.#settleDoubt(cacheKey, late, row, current))) landedUncounted = true;
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = from === to ? 'unchanged' : 'updated';
       if (ticket) {
         this.#counterBuffer!.add(ticket, previous.endpointId, from, to);

@@ -29,8 +29,11 @@ export interface Fault {
 export interface Hold {
   /** Resolves once a matching request has arrived (phase 'request') or been answered by the server ('response'). */
   held: Promise<void>;
-  /** Lets the held request go on (to the server, or its answer back to the client). */
-  release(): void;
+  /**
+   * Lets the held request go on (to the server, or its answer back to the client). `lost`: the server applies it
+   * but the client is answered 503 instead of its reply (a reply lost, as Fault.afterForward).
+   */
+  release(how?: 'lost'): void;
 }
 
 export interface FaultProxy {
@@ -67,7 +70,9 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
   const t = new URL(target);
   const agent = new http.Agent({ keepAlive: true });
   let fault: (Fault & { left: number }) | undefined;
-  let holding: { match: (req: ProxiedRequest) => boolean; phase: 'request' | 'response'; onHeld: (release: () => void) => void } | undefined;
+  let holding:
+    | { match: (req: ProxiedRequest) => boolean; phase: 'request' | 'response'; onHeld: (release: (how?: 'lost') => void) => void }
+    | undefined;
   let injected = 0;
   let received = 0;
   const seen: ProxiedRequest[] = [];
@@ -82,16 +87,20 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     if (holding && holding.match(info)) {
       const h = holding;
       holding = undefined;
+      const answer = (up: http.IncomingMessage, how?: 'lost') => {
+        if (how === 'lost') {
+          up.resume();
+          up.on('end', () => answerFault(res, { status: 503 }));
+          return;
+        }
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      };
       if (h.phase === 'request') {
         req.pause();
-        h.onHeld(() => forward(req, res));
+        h.onHeld((how) => forward(req, res, (up) => answer(up, how)));
       } else {
-        forward(req, res, (up) =>
-          h.onHeld(() => {
-            res.writeHead(up.statusCode ?? 502, up.headers);
-            up.pipe(res);
-          }),
-        );
+        forward(req, res, (up) => h.onHeld((how) => answer(up, how)));
       }
       return;
     }
@@ -155,8 +164,8 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       fault = undefined;
     },
     hold: (match, phase) => {
-      let release: (() => void) | undefined;
-      let released = false;
+      let release: ((how?: 'lost') => void) | undefined;
+      let released: { how?: 'lost' } | undefined;
       let onHeld!: () => void;
       const held = new Promise<void>((resolve) => (onHeld = resolve));
       holding = {
@@ -165,15 +174,15 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
         onHeld: (go) => {
           release = go;
           onHeld();
-          if (released) go();
+          if (released) go(released.how);
         },
       };
       return {
         held,
-        release: () => {
+        release: (how) => {
           if (released) return;
-          released = true;
-          release?.();
+          released = { how };
+          release?.(how);
         },
       };
     },
