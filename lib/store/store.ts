@@ -103,7 +103,10 @@ const MAX_WRITE_ATTEMPTS = 10;
 /** Rows whose last write's outcome is unknown, remembered at most (oldest forgotten first: a recount repairs). */
 const MAX_IN_DOUBT = 10_000;
 
-/** Writes in doubt settled per pass: one bulk read (Cosmos' bulk limit), so a pass costs one request at most. */
+/**
+ * Writes in doubt settled per pass: their rows read in one bulk request (Cosmos' bulk limit). The ones that landed
+ * are then counted together: one counter patch per endpoint and one patch per failure-group document for the lot.
+ */
 const SETTLE_BATCH = BULK_MAX;
 
 /**
@@ -123,7 +126,21 @@ interface InDoubtWrite {
   /** The version the write replaced (null: a create) and the version it wrote. */
   replaced: StatusRow | null;
   written: StatusRow;
+  /**
+   * Settle passes that could not read its row. A pass takes the entries read the fewest times first (oldest first
+   * among those), so an unreadable row does not hold back the others; the map itself stays in age order, for
+   * eviction at MAX_IN_DOUBT.
+   */
+  unread: number;
+  /**
+   * Another write of the same row still in doubt when this one was remembered (two writes of one row in flight at
+   * once): kept, not dropped - either may have landed, and both are settled from one read.
+   */
+  earlier?: InDoubtWrite;
 }
+
+/** Writes of one row kept in doubt together at most (see InDoubtWrite.earlier; beyond it, a recount repairs). */
+const MAX_IN_DOUBT_PER_ROW = 8;
 
 /**
  * Whether an error from a row write leaves its outcome unknown: a reset, a timeout or a 5xx may come after the
@@ -143,6 +160,14 @@ function outcomeUnknown(err: unknown): boolean {
  */
 function bulkOutcomeUnknown(result: { statusCode: number } | undefined): boolean {
   return result === undefined || result.statusCode === 408 || result.statusCode >= 500;
+}
+
+/** Adds one row's move from bucket `from` (null: a new row) to `to` to per-endpoint netted counter deltas. */
+function addDelta(deltas: Map<string, Map<CounterBucket, number>>, endpointId: string, from: CounterBucket | null, to: CounterBucket): void {
+  let d = deltas.get(endpointId);
+  if (!d) deltas.set(endpointId, (d = new Map()));
+  d.set(to, (d.get(to) ?? 0) + 1);
+  if (from !== null) d.set(from, (d.get(from) ?? 0) - 1);
 }
 
 /** Whether a row read back is the version a write built (updatedAt is that write's own clock reading). */
@@ -370,8 +395,10 @@ export class MessageStore {
   readonly #inDoubt = new Map<string, InDoubtWrite>();
   readonly #settleIntervalMs: number;
   #settleTimer: NodeJS.Timeout | undefined;
-  /** The settle pass running (one at a time). */
+  /** The last settle pass started (they run one at a time, each after the one before). */
   #settling: Promise<unknown> = Promise.resolve();
+  /** Settle passes started and not yet done: a pass may have taken entries whose counts are still on the way. */
+  #passesRunning = 0;
   #closed = false;
   readonly database: Database;
 
@@ -424,7 +451,10 @@ export class MessageStore {
     if (this.#ownsClient) this.#client.dispose();
   }
 
-  /** Row writes whose outcome is still unknown (their reply was lost and their row not read since). */
+  /**
+   * Row writes whose outcome is still unknown (their reply was lost and their row not read since). A landed one a
+   * settle pass is still counting is no longer listed: flushCounters() and close() wait for that pass.
+   */
   get writesInDoubt(): number {
     return this.#inDoubt.size;
   }
@@ -503,6 +533,8 @@ export class MessageStore {
     });
     const now = this.#iso();
     const writes: Array<{ x: (typeof lot)[number]; row: StatusRow; ticket: CounterTicket | undefined }> = [];
+    /** Per item, the row its bulk write built when that write had no verdict: the fallback may prove it landed. */
+    const builtInDoubt = new Map<number, { existing: StatusRow | null; row: StatusRow }>();
     try {
       for (const x of lot) {
         const expect = items[x.k]!.expect;
@@ -548,7 +580,10 @@ export class MessageStore {
           this.#rowCache.delete(x.cacheKey);
           // No verdict: the write may have landed. Remembered as writeStatus remembers its own, so the single write
           // below (which reads a row in doubt first) or the settle pass counts it once if it did.
-          if (bulkOutcomeUnknown(r)) this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row });
+          if (bulkOutcomeUnknown(r)) {
+            this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row, unread: 0 });
+            builtInDoubt.set(x.k, { existing: x.existing ?? null, row });
+          }
           single.push(x.k); // lost a race (409/412/404) or failed: writeStatus reads again, decides, classifies
           return;
         }
@@ -557,12 +592,7 @@ export class MessageStore {
         const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
         const next = bucketOf(row.status, row.subStatus);
         if (ticket) this.#counterBuffer!.add(ticket, x.w.endpointId, previous, next);
-        else if (previous !== next) {
-          let d = deltas.get(x.w.endpointId);
-          if (!d) deltas.set(x.w.endpointId, (d = new Map()));
-          d.set(next, (d.get(next) ?? 0) + 1);
-          if (previous !== null) d.set(previous, (d.get(previous) ?? 0) - 1);
-        }
+        else if (previous !== next) addDelta(deltas, x.w.endpointId, previous, next);
         moved.push({ before: existing, after: row });
         out[x.k] = {
           ok: true,
@@ -577,17 +607,7 @@ export class MessageStore {
         };
       });
       // One counter patch per endpoint for the lot; as in writeStatus, a failed one is reported, not thrown.
-      const failedCounters = new Set<string>();
-      await Promise.all(
-        [...deltas].map(async ([endpointId, d]) => {
-          const ops: PatchOperation[] = [...d].filter(([, n]) => n !== 0).map(([bucket, n]) => ({ op: 'incr', path: `/counts/${bucket}`, value: n }));
-          try {
-            for (let i = 0; i < ops.length; i += 10) await applyCounterDelta(this.#c.counters, endpointId, ops.slice(i, i + 10));
-          } catch {
-            failedCounters.add(endpointId);
-          }
-        }),
-      );
+      const failedCounters = await this.#applyDeltas(deltas);
       for (const o of out) if (o?.ok && o.value.outcome === 'written' && failedCounters.has(o.value.row.endpointId)) o.value.counters = 'failed';
       // The lot's failure-group changes summed per group document: one patch each, not one per row.
       await applyGroupTransitions(this.database, moved);
@@ -605,7 +625,12 @@ export class MessageStore {
       [...byRow.values()].map(async (ks) => {
         for (const k of ks) {
           try {
-            out[k] = { ok: true, value: await this.writeStatus(items[k]!.input, items[k]!.expect) };
+            const result = await this.writeStatus(items[k]!.input, items[k]!.expect);
+            const built = builtInDoubt.get(k);
+            // The bulk write landed after all (the fallback's read found the very row it built, and counted it): it is
+            // this call's write, answered as such - not as a refusal, which would tell the Manager that someone else
+            // claimed the row (it then answers 409 "being sent" for a command nothing sends).
+            out[k] = { ok: true, value: built && result.outcome === 'ignored' && result.current && isVersion(result.current, built.row) ? this.#landedInDoubt(built) : result };
           } catch (error) {
             out[k] = { ok: false, error };
           }
@@ -613,6 +638,20 @@ export class MessageStore {
       }),
     );
     return out as Settled<StatusWriteResult>[];
+  }
+
+  /** writeStatuses' answer for an item whose bulk write had no verdict but landed (counted when it was settled). */
+  #landedInDoubt({ existing, row }: { existing: StatusRow | null; row: StatusRow }): StatusWriteResult {
+    const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
+    const next = bucketOf(row.status, row.subStatus);
+    return {
+      outcome: 'written',
+      created: existing === null,
+      previousStatus: existing?.status ?? null,
+      previousMessageId: existing?.lastMessageId ?? null,
+      row,
+      counters: previous === next ? 'unchanged' : this.#counterBuffer ? 'queued' : 'updated',
+    };
   }
 
   /**
@@ -923,9 +962,13 @@ export class MessageStore {
           continue;
         }
         // No verdict: the write may have landed. Its counter delta waits for the next read of the row.
-        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final });
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, unread: 0 });
         rethrowCosmos(err, 'status row write');
       }
+      // A write of this row remembered in doubt while this one was in flight (after its read) is settled now: the
+      // row was `existing` until this write replaced it, so that write landed if it built `existing`.
+      const late = this.#inDoubt.get(cacheKey);
+      if (late && !(await this.#settleDoubt(cacheKey, late, final, existing))) landedUncounted = true;
       // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
       // recount is due.
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = previous === next ? 'unchanged' : 'updated';
@@ -953,6 +996,13 @@ export class MessageStore {
   }
 
   #remember(cacheKey: string, doubt: InDoubtWrite): void {
+    const earlier = this.#inDoubt.get(cacheKey);
+    if (earlier) {
+      doubt.earlier = earlier;
+      let d: InDoubtWrite = doubt;
+      for (let n = 1; n < MAX_IN_DOUBT_PER_ROW && d.earlier; n++) d = d.earlier;
+      delete d.earlier;
+    }
     this.#inDoubt.delete(cacheKey);
     this.#inDoubt.set(cacheKey, doubt);
     if (this.#inDoubt.size > MAX_IN_DOUBT) this.#inDoubt.delete(this.#inDoubt.keys().next().value!);
@@ -966,11 +1016,23 @@ export class MessageStore {
    * the read, so the row's next write and the settle pass, whichever reads first, settle it once. False when a
    * landed write's counter patch failed (immediate counters): the caller reports it for a recount.
    */
-  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null): Promise<boolean> {
-    if (this.#inDoubt.get(cacheKey) !== doubt) return true; // settled already, by whoever read first
+  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): Promise<boolean> {
+    return this.#countLanded(this.#takeDoubt(cacheKey, doubt, current, before));
+  }
+
+  /**
+   * #settleDoubt's synchronous half: forgets the entry (with the row's earlier writes in doubt) and returns the
+   * writes that landed, to be counted. A write landed if `current` is its version, or if a version known to have
+   * been the row's was (`before`: the version a successful write just replaced; or the version another write in
+   * doubt read and built on).
+   */
+  #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): InDoubtWrite[] {
+    if (this.#inDoubt.get(cacheKey) !== doubt) return []; // settled already, by whoever read first
     this.#inDoubt.delete(cacheKey);
-    if (current === null || !isVersion(current, doubt.written)) return true;
-    return this.#countLanded(doubt);
+    const writes: InDoubtWrite[] = [];
+    for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) writes.push(d);
+    const versions = [current, before, ...writes.map((w) => w.replaced)].filter((v): v is StatusRow => v !== null);
+    return writes.filter((w) => versions.some((v) => isVersion(v, w.written)));
   }
 
   /** Arms the next settle pass; nothing runs while no write is in doubt (or with settleIntervalMs 0, or closed). */
@@ -985,11 +1047,14 @@ export class MessageStore {
 
   /** Settle passes until nothing is in doubt, a pass can read none of its rows, or `budgetMs` have passed. */
   async #settleWithin(budgetMs: number): Promise<void> {
-    if (this.#inDoubt.size === 0) return;
+    if (this.#inDoubt.size === 0 && this.#passesRunning === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, budgetMs)));
     let expired = false;
     const passes = (async () => {
+      // A pass already running (the timer's) may have taken every entry and still be counting the landed ones: a
+      // flush or a close that did not wait for it would lose those counts (the client disposed under them).
+      await this.#settling;
       while (!expired && this.#inDoubt.size > 0) {
         if ((await this.#settlePass()) === 0) return; // none of the rows could be read: a later pass tries again
       }
@@ -1003,67 +1068,85 @@ export class MessageStore {
 
   /**
    * One settle pass (one at a time): reads the rows of the oldest SETTLE_BATCH writes in doubt in one bulk request
-   * and settles each as the row's next write would (#settleDoubt). A row that could not be read keeps its entry,
-   * moved to the back, for the next pass. Never rejects; returns how many it settled.
+   * and settles each as the row's next write would (#settleDoubt), counting the landed ones together. A row that
+   * could not be read keeps its entry for a later pass, which tries the others first. Never rejects; returns how
+   * many it settled.
    */
   #settlePass(): Promise<number> {
-    const run = this.#settling.then(() => this.#settleOnce()).catch(() => 0);
+    this.#passesRunning++;
+    const run = this.#settling
+      .then(() => this.#settleOnce())
+      .catch(() => 0)
+      .finally(() => this.#passesRunning--);
     this.#settling = run;
     return run;
   }
 
   async #settleOnce(): Promise<number> {
-    const batch: Array<[string, InDoubtWrite]> = [];
-    for (const entry of this.#inDoubt) {
-      if (batch.length === SETTLE_BATCH) break;
-      batch.push(entry);
-    }
+    // Fewest failed reads first; sort is stable, so oldest first among equals.
+    const batch = [...this.#inDoubt].sort(([, a], [, b]) => a.unread - b.unread).slice(0, SETTLE_BATCH);
     if (batch.length === 0) return 0;
     const reads = await this.#bulk(
       this.#c.events,
       batch.map(([, d]): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
     );
     let settled = 0;
-    await Promise.all(
-      batch.map(async ([cacheKey, doubt], i) => {
-        const r = reads[i];
-        if (r === undefined || (r.statusCode >= 300 && r.statusCode !== 404)) {
-          // Not read (the store is down, throttled): tried again by a later pass, after the others.
-          if (this.#inDoubt.get(cacheKey) === doubt) {
-            this.#inDoubt.delete(cacheKey);
-            this.#inDoubt.set(cacheKey, doubt);
-          }
-          return;
-        }
-        const parsed = r.statusCode === 404 ? undefined : statusRowSchema.safeParse(r.resourceBody);
-        // Nobody to report a failed counter patch to here: like any failed patch, the recount repairs it.
-        await this.#settleDoubt(cacheKey, doubt, parsed?.success ? parsed.data : null).catch(() => undefined);
-        settled++;
-      }),
-    );
+    const landed: InDoubtWrite[] = [];
+    batch.forEach(([cacheKey, doubt], i) => {
+      const r = reads[i];
+      if (r === undefined || (r.statusCode >= 300 && r.statusCode !== 404)) {
+        doubt.unread++; // not read (the store is down, throttled): a later pass tries it again, after the others
+        return;
+      }
+      const parsed = r.statusCode === 404 ? undefined : statusRowSchema.safeParse(r.resourceBody);
+      landed.push(...this.#takeDoubt(cacheKey, doubt, parsed?.success ? parsed.data : null));
+      settled++;
+    });
+    // Nobody to report a failed counter patch to here: like any failed patch, the recount repairs it.
+    await this.#countLanded(landed).catch(() => undefined);
     return settled;
   }
 
   /**
-   * A write in doubt that did land: its counter delta and failure-group move, as its own success would have
-   * applied them (the redelivered copy that finds the row already written moves nothing itself). False when the
-   * counter patch failed (immediate counters): the caller reports it for a recount.
+   * Writes in doubt that did land: their counter deltas and failure-group moves, as their own success would have
+   * applied them (the redelivered copy that finds the row already written moves nothing itself) - netted, one
+   * counter patch per endpoint and one patch per group document for the lot. False when a counter patch failed
+   * (immediate counters): the caller reports it for a recount.
    */
-  async #countLanded(doubt: InDoubtWrite): Promise<boolean> {
-    const from = doubt.replaced ? bucketOf(doubt.replaced.status, doubt.replaced.subStatus) : null;
-    const to = bucketOf(doubt.written.status, doubt.written.subStatus);
-    let counted = true;
-    if (this.#counterBuffer) {
-      this.#counterBuffer.add(this.#counterBuffer.take(), doubt.endpointId, from, to);
-    } else {
-      try {
-        await applyCounterDelta(this.#c.counters, doubt.endpointId, counterDelta(from, to));
-      } catch {
-        counted = false;
-      }
+  async #countLanded(doubts: readonly InDoubtWrite[]): Promise<boolean> {
+    if (doubts.length === 0) return true;
+    const deltas = new Map<string, Map<CounterBucket, number>>();
+    for (const doubt of doubts) {
+      const from = doubt.replaced ? bucketOf(doubt.replaced.status, doubt.replaced.subStatus) : null;
+      const to = bucketOf(doubt.written.status, doubt.written.subStatus);
+      if (this.#counterBuffer) this.#counterBuffer.add(this.#counterBuffer.take(), doubt.endpointId, from, to);
+      else if (from !== to) addDelta(deltas, doubt.endpointId, from, to);
     }
-    await applyGroupTransition(this.database, doubt.replaced, doubt.written);
-    return counted;
+    const failed = await this.#applyDeltas(deltas);
+    await applyGroupTransitions(
+      this.database,
+      doubts.map((d) => ({ before: d.replaced, after: d.written })),
+    );
+    return failed.size === 0;
+  }
+
+  /**
+   * Netted counter deltas, one patch per endpoint (in steps of 10 operations, Cosmos' limit per patch). Never
+   * throws: the endpoints whose patch failed are returned, for the caller to report (a recount repairs them).
+   */
+  async #applyDeltas(deltas: ReadonlyMap<string, ReadonlyMap<CounterBucket, number>>): Promise<Set<string>> {
+    const failed = new Set<string>();
+    await Promise.all(
+      [...deltas].map(async ([endpointId, d]) => {
+        const ops: PatchOperation[] = [...d].filter(([, n]) => n !== 0).map(([bucket, n]) => ({ op: 'incr', path: `/counts/${bucket}`, value: n }));
+        try {
+          for (let i = 0; i < ops.length; i += 10) await applyCounterDelta(this.#c.counters, endpointId, ops.slice(i, i + 10));
+        } catch {
+          failed.add(endpointId);
+        }
+      }),
+    );
+    return failed;
   }
 
   /**
@@ -1098,6 +1181,9 @@ export class MessageStore {
     /** A landed write in doubt whose counter delta could not be applied either: reported for a recount. */
     let landedUncounted = false;
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      // The write in doubt this read may settle is the one known before the read is sent: a write remembered while
+      // the read is in flight may have landed after the read was served, and would be forgotten from a stale read.
+      const doubt = this.#inDoubt.get(cacheKey);
       let raw: unknown;
       let etag: string | undefined;
       try {
@@ -1111,7 +1197,6 @@ export class MessageStore {
       const current = parsed?.success ? parsed.data : null;
       // A write of this row in doubt (an earlier restore's or writeStatus's) is settled from this read before the
       // row moves on: otherwise the version it built would be replaced uncounted and the doubt forgotten later.
-      const doubt = this.#inDoubt.get(cacheKey);
       if (doubt && !(await this.#settleDoubt(cacheKey, doubt, current))) landedUncounted = true;
       if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
       const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };
@@ -1131,9 +1216,11 @@ export class MessageStore {
         if (code === 412 || code === 404) continue; // changed since our read: decide again
         // No verdict: the restore may have landed. Its counter delta waits for the next read of the row (the
         // caller's retry reads it first; the Manager and Reconcile may never retry: then the settle pass).
-        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row });
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row, unread: 0 });
         rethrowCosmos(err, 'status row restore');
       }
+      const late = this.#inDoubt.get(cacheKey); // as in #writeStatusChainAttempts
+      if (late && !(await this.#settleDoubt(cacheKey, late, row, current))) landedUncounted = true;
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = from === to ? 'unchanged' : 'updated';
       if (ticket) {
         this.#counterBuffer!.add(ticket, previous.endpointId, from, to);

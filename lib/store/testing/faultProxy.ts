@@ -25,10 +25,27 @@ export interface Fault {
   afterForward?: boolean;
 }
 
+/** A request held at the proxy (see FaultProxy.hold). */
+export interface Hold {
+  /** Resolves once a matching request has arrived (phase 'request') or been answered by the server ('response'). */
+  held: Promise<void>;
+  /**
+   * Lets the held request go on (to the server, or its answer back to the client). `lost`: the server applies it
+   * but the client is answered 503 instead of its reply (a reply lost, as Fault.afterForward).
+   */
+  release(how?: 'lost'): void;
+}
+
 export interface FaultProxy {
   endpoint: string;
   /** Arms a fault (replacing any armed one). */
   inject(fault: Fault): void;
+  /**
+   * Holds the next request matching `match`: before it reaches the server ('request'), or after the server has
+   * answered it, with its answer kept from the client ('response': served, but slow to come back). One at a time;
+   * faults are not applied to the held request.
+   */
+  hold(match: (req: ProxiedRequest) => boolean, phase: 'request' | 'response'): Hold;
   clear(): void;
   /** Requests the proxy answered with a fault so far. */
   readonly injected: number;
@@ -53,6 +70,9 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
   const t = new URL(target);
   const agent = new http.Agent({ keepAlive: true });
   let fault: (Fault & { left: number }) | undefined;
+  let holding:
+    | { match: (req: ProxiedRequest) => boolean; phase: 'request' | 'response'; onHeld: (release: (how?: 'lost') => void) => void }
+    | undefined;
   let injected = 0;
   let received = 0;
   const seen: ProxiedRequest[] = [];
@@ -64,6 +84,26 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     };
     received++;
     if (options.record !== false) seen.push(info);
+    if (holding && holding.match(info)) {
+      const h = holding;
+      holding = undefined;
+      const answer = (up: http.IncomingMessage, how?: 'lost') => {
+        if (how === 'lost') {
+          up.resume();
+          up.on('end', () => answerFault(res, { status: 503 }));
+          return;
+        }
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      };
+      if (h.phase === 'request') {
+        req.pause();
+        h.onHeld((how) => forward(req, res, (up) => answer(up, how)));
+      } else {
+        forward(req, res, (up) => h.onHeld((how) => answer(up, how)));
+      }
+      return;
+    }
     if (fault && fault.left > 0 && (fault.match?.(info) ?? true)) {
       fault.left--;
       injected++;
@@ -122,6 +162,29 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     },
     clear: () => {
       fault = undefined;
+    },
+    hold: (match, phase) => {
+      let release: ((how?: 'lost') => void) | undefined;
+      let released: { how?: 'lost' } | undefined;
+      let onHeld!: () => void;
+      const held = new Promise<void>((resolve) => (onHeld = resolve));
+      holding = {
+        match,
+        phase,
+        onHeld: (go) => {
+          release = go;
+          onHeld();
+          if (released) go(released.how);
+        },
+      };
+      return {
+        held,
+        release: (how) => {
+          if (released) return;
+          released = { how };
+          release?.(how);
+        },
+      };
     },
     get injected() {
       return injected;

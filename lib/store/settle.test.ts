@@ -1,0 +1,196 @@
+// The settle pass for row writes whose reply was lost (docs/store.md, "A row write whose reply is lost"), under
+// interleavings held at the wire: a fault proxy in front of the embedded Cosmos server holds one request (before
+// the server sees it, or with the server's answer kept back) while the test acts, then lets it go.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
+import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import { createStore, type MessageStore } from './store.ts';
+import { StoreTransientError } from './errors.ts';
+import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
+import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+import { readFailureGroupDocs } from './failureGroupAggregates.ts';
+
+let cosmos: EmbeddedCosmos;
+let proxy: FaultProxy;
+let store: MessageStore;
+const database = `t-${randomUUID().slice(0, 8)}`;
+
+before(async () => {
+  cosmos = await startEmbeddedCosmos({ port: 0 });
+  proxy = await startFaultProxy(cosmos.endpoint);
+  // Reads the truth straight from the server, past the proxy.
+  store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database, now: steppingClock() });
+});
+after(async () => {
+  await store.close();
+  await proxy.close();
+  await cosmos.close();
+});
+
+const isRowRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/docs/');
+const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
+const isRowCreate = (r: { method: string; path: string; batch: boolean }) =>
+  r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
+const isCounterPatch = (r: { method: string; path: string }) => r.method === 'PATCH' && r.path.includes('/colls/counters/');
+
+/** Runs `act` with a lost reply armed (the write reaches the server, the client sees a 503), disarmed after. */
+async function lostReply<R>(match: (r: { method: string; path: string; batch: boolean }) => boolean, act: () => Promise<R>): Promise<R> {
+  proxy.inject({ status: 503, afterForward: true, times: 1, match });
+  try {
+    return await act();
+  } finally {
+    proxy.clear();
+  }
+}
+
+describe('a restore racing a write whose reply is lost', () => {
+  test('the restore settles only a write known before its read: one remembered while the read was in flight is counted', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+      await s.writeStatus(request);
+      await s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+      const previous = (await s.getStatusRows([{ endpointId: ep, eventId: 'e', sessionId: 's-1' }]))[0]!;
+      const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', parentMessageId: previous.lastMessageId });
+      assert.equal((await s.writeStatus(claim, { lastMessageId: previous.lastMessageId, status: previous.status })).outcome, 'written');
+
+      // The restore's read is served (the claim) but its answer is slow to come back...
+      const hold = proxy.hold(isRowRead, 'response');
+      const restoring = s.restoreStatusRow(previous, { status: S.Pending, lastMessageId: claim.messageId });
+      await hold.held;
+      // ...and meanwhile an error response for the claim lands on the row with its reply lost: in doubt.
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: claim.messageId, errorType: 'E', errorText: 'again' });
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(error), StoreTransientError));
+      assert.equal(s.writesInDoubt, 1);
+      assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, error.messageId, 'the error response landed');
+
+      hold.release();
+      // The restore finds the row moved on (412, read again) and refuses; the landed write is not forgotten.
+      assert.equal((await restoring).outcome, 'ignored');
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      const counts = await store.getCounts(ep);
+      assert.deepEqual({ pending: counts.pending, failed: counts.failed }, { pending: 0, failed: 1 }, 'the landed write counted once');
+      assert.equal((await store.recountEndpoint(ep)).failed, 1, 'the recount agrees');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('flushCounters() and close() wait for a settle pass already running', () => {
+  for (const end of ['flushCounters', 'close'] as const) {
+    test(`${end}() returns only once the timed pass's counter patch has landed`, async () => {
+      const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 20 });
+      const ep = uniq('ep');
+      try {
+        await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
+        // The timed pass reads the row, takes its entry and sends the counter patch, which is held here.
+        const hold = proxy.hold(isCounterPatch, 'request');
+        await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })), StoreTransientError));
+        await hold.held;
+        assert.equal(s.writesInDoubt, 0, 'the pass took the entry');
+        // Let the patch go only from a later turn of the event loop: a call that does not wait has returned by then.
+        let released = false;
+        const ending = end === 'flushCounters' ? s.flushCounters() : s.close();
+        setImmediate(() => {
+          released = true;
+          hold.release();
+        });
+        await ending;
+        assert.ok(released, `${end}() waited for the pass in flight`);
+        assert.equal((await store.getCounts(ep)).pending, 2, 'the landed create is counted');
+      } finally {
+        await s.close();
+      }
+    });
+  }
+});
+
+// Keeps readFailureGroupDocs imported for the netting test below.
+void readFailureGroupDocs;
+
+describe('a settle pass counts the writes that landed together', () => {
+  test('one counter patch per endpoint for the lot, not one per landed write', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const ep = uniq('ep');
+    try {
+      await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
+      for (const eventId of ['e1', 'e2', 'e3'])
+        await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId })), StoreTransientError));
+      assert.equal(s.writesInDoubt, 3);
+      const from = proxy.seen.length;
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      assert.equal(proxy.seen.slice(from).filter(isCounterPatch).length, 1, 'one counter patch for the three');
+      assert.equal((await store.getCounts(ep)).pending, 4, 'each landed create counted once');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('two writes of one row in doubt at once', () => {
+  /**
+   * A row V0 (a request, Pending, written by another store: `s` has no cached version, so each of its writes reads
+   * the row first), and an error response for it (W1) whose replace lands but whose reply is held.
+   */
+  async function w1Held(s: MessageStore, ep: string) {
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    await store.writeStatus(request);
+    const hold = proxy.hold(isRowReplace, 'response');
+    const w1 = s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+    w1.catch(() => undefined); // observed by the test
+    await hold.held;
+    // W2, a later success of the same request: it reads W1's version and builds on it.
+    const w2 = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId });
+    return { hold, w1, w2 };
+  }
+
+  async function counts(ep: string) {
+    const c = await store.getCounts(ep);
+    return { pending: c.pending, failed: c.failed, completed: c.completed };
+  }
+
+  test('the later one remembered first is kept with the earlier: both landed, both counted', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const { hold, w1, w2 } = await w1Held(s, ep);
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(w2), StoreTransientError)); // W2 lands, in doubt
+      hold.release('lost'); // W1's reply is lost after all: in doubt too, remembered after W2
+      await assert.rejects(w1, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1, 'one row');
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      assert.equal((await store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+      assert.deepEqual(await counts(ep), { pending: 0, failed: 0, completed: 1 }, 'each landed write counted once');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('one remembered while a later write of the row was in flight is settled by that write: it read its version', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const { hold, w1, w2 } = await w1Held(s, ep);
+      // W2 reads W1's version; its replace is held before the server sees it while W1's reply is lost.
+      const held2 = proxy.hold(isRowReplace, 'request');
+      const writing = s.writeStatus(w2);
+      await held2.held;
+      hold.release('lost');
+      await assert.rejects(w1, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1);
+      held2.release();
+      assert.equal((await writing).outcome, 'written');
+      assert.equal(s.writesInDoubt, 0, 'settled by W2, which replaced the version W1 built');
+      assert.deepEqual(await counts(ep), { pending: 0, failed: 0, completed: 1 }, 'each landed write counted once');
+    } finally {
+      await s.close();
+    }
+  });
+});
