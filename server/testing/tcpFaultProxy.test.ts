@@ -1,16 +1,18 @@
 // The TCP fault proxy at the socket level: bytes pass while up; cut() refuses new connections and resets open
-// ones; restore() forwards again on the same port.
+// ones; silence() keeps connections open but forwards nothing; restore() forwards again on the same port.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startTcpFaultProxy, type TcpFaultProxy } from './tcpFaultProxy.ts';
 
 let echo: net.Server;
+/** Everything the upstream server received, in order. */
+const received: string[] = [];
 let proxy: TcpFaultProxy;
 
 before(async () => {
   // The upstream side is reset too when the proxy is cut: that is expected, not an error of the test.
-  echo = net.createServer((s) => s.on('error', () => undefined).pipe(s));
+  echo = net.createServer((s) => s.on('error', () => undefined).on('data', (d) => received.push(d.toString())).pipe(s));
   await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
   proxy = await startTcpFaultProxy({ port: (echo.address() as net.AddressInfo).port });
 });
@@ -51,4 +53,29 @@ test('forwards while up, refuses and resets while cut, forwards again on the sam
   assert.equal(await roundTrip(again, 'after'), 'after');
   again.destroy();
   assert.equal(proxy.accepted, 2);
+});
+
+test('silence() forwards nothing and closes nothing; restore() resets the silenced connections and forwards again', async () => {
+  const open = await connect(proxy.port);
+  assert.equal(await roundTrip(open, 'loud'), 'loud');
+  let echoed = '';
+  open.on('data', (d) => (echoed += d.toString()));
+  const broken = new Promise<string>((resolve) => {
+    open.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    open.once('close', () => resolve('closed'));
+  });
+  proxy.silence();
+  open.write('lost');
+  // A connection made while silent is accepted (the client cannot tell), and forwards nothing either.
+  const late = await connect(proxy.port);
+  late.on('error', () => undefined);
+  late.write('lost too');
+  await proxy.restore();
+  assert.equal(await broken, 'ECONNRESET', 'the silenced connection is reset on restore');
+  const again = await connect(proxy.port);
+  // Written after the silenced bytes: had those been forwarded, they would have reached the server first.
+  assert.equal(await roundTrip(again, 'after'), 'after');
+  again.destroy();
+  assert.equal(echoed, '');
+  assert.ok(!received.some((r) => r.includes('lost')), `nothing written while silent was forwarded: ${received.join('|')}`);
 });

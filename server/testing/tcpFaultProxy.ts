@@ -4,6 +4,8 @@
 // open connection is reset (ECONNRESET) - what a client sees when a server process dies or a firewall rejects it.
 // Up: the proxy listens again on the same port and forwards bytes untouched. Nothing is parsed or answered by the
 // proxy itself (unlike lib/store/testing/faultProxy.ts, which answers HTTP requests with chosen status codes).
+// Silent: the connections stay open but nothing more is forwarded either way - what a client sees when the path dies
+// without an RST (a dropped NAT entry, a pulled cable): it learns of nothing until its own timers fire.
 import net from 'node:net';
 
 export interface TcpFaultProxy {
@@ -15,7 +17,12 @@ export interface TcpFaultProxy {
   readonly accepted: number;
   /** Refuses new connections and resets the open ones until `restore()`. */
   cut(): Promise<void>;
-  /** Listens on the same port again and forwards. */
+  /**
+   * Stops forwarding on every connection, open and new, without closing any, until `restore()` (which resets the
+   * silenced ones).
+   */
+  silence(): void;
+  /** Listens on the same port again and forwards; connections silenced meanwhile are reset. */
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -58,12 +65,21 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
   const sockets = new Set<net.Socket>();
   let accepted = 0;
   let up = true;
+  let silent = false;
+  const silencers = new Set<() => void>();
 
   const server = net.createServer((client) => {
     accepted++;
     const upstream = net.connect({ host, port: target.port });
     sockets.add(client);
     sockets.add(upstream);
+    // Unpiped and paused: bytes stay unread in the kernel's buffers, and nothing reaches the other side.
+    const silenceThis = () => {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    };
     // Either side failing ends both, as a real broken path would; errors are expected here, not test failures.
     const end = () => {
       client.destroy();
@@ -71,12 +87,15 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
     };
     client.on('error', end).on('close', () => {
       sockets.delete(client);
+      silencers.delete(silenceThis);
       end();
     });
     upstream.on('error', end).on('close', () => {
       sockets.delete(upstream);
       end();
     });
+    silencers.add(silenceThis);
+    if (silent) return silenceThis();
     client.pipe(upstream);
     upstream.pipe(client);
   });
@@ -103,7 +122,15 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
       resetAll();
       await closed;
     },
+    silence() {
+      silent = true;
+      for (const silenceThis of silencers) silenceThis();
+    },
     async restore() {
+      if (silent) {
+        silent = false;
+        resetAll();
+      }
       if (up) return;
       // The port was released while down; another listener may briefly hold it (EADDRINUSE): try again shortly.
       for (let attempt = 1; ; attempt++) {

@@ -52,7 +52,8 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   onDelivery?: (result: DeliveryResult, sessionId: string) => void;
   /**
    * How long one accept waits on the broker for a free session before asking again. It bounds stop(): an accept
-   * already waiting cannot be cancelled, so stop() waits for it to come back. Default 3 s.
+   * already waiting cannot be cancelled, so stop() waits for it to come back (at most `operationTimeoutMs`: on a
+   * connection gone silent an accept came back only after ~60 s). Default 3 s.
    */
   acceptWaitMs?: number;
   /**
@@ -205,7 +206,8 @@ export class SubscriberHost implements AsyncDisposable {
    * Stops accepting sessions and receiving, and closes what the host opened. A delivery whose handler already has
    * an outcome settles in full; a handler that honours ctx.signal stops without one and its message is redelivered
    * later. Returns within about `acceptWaitMs` plus the settlements in flight (each broker call of which waits at
-   * most `operationTimeoutMs`).
+   * most `operationTimeoutMs`); on a connection gone silent, within the settlements plus about twice
+   * `operationTimeoutMs` (the accepts, then the closes).
    */
   async stop(options: { waitForPendingAccepts?: boolean } = {}): Promise<void> {
     if (!this.started) return;
@@ -216,12 +218,24 @@ export class SubscriberHost implements AsyncDisposable {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     // An acceptNextSession already waiting on the broker cannot be interrupted (the client ignores the abort signal
     // once the link attach is on the wire), and closing its connection first would leave the client's 60 s attach
-    // timer keeping the process alive. On the host's own connection an accept waits at most acceptWaitMs, so the
-    // workers are waited for; on a shared client only when asked (it can take the client's operation timeout).
-    if (this.ownsSessionClient || options.waitForPendingAccepts) await Promise.allSettled(this.workers);
+    // timer keeping the process alive. On the host's own connection an accept waits at most acceptWaitMs (a few
+    // times, with its retries) on a connection that answers, so the workers are waited for, at most the operation
+    // bound: on a connection gone silent (the path died without a reset) an accept came back only after ~60 s. On a
+    // shared client they are waited for only when asked, and then in full (it can take the client's operation
+    // timeout).
+    if (this.ownsSessionClient && !options.waitForPendingAccepts) {
+      await boundedCall('waiting for the pending accepts', () => Promise.allSettled(this.workers), {
+        timeoutMs: this.operationTimeoutMs,
+      }).catch(() => undefined);
+    } else if (options.waitForPendingAccepts) {
+      await Promise.allSettled(this.workers);
+    }
     await deferredStopped;
-    await this.sender?.close().catch(() => undefined);
-    if (this.ownsSessionClient) await this.sessionClient.close().catch(() => undefined);
+    // Each close waits at most the operation bound: on a silent connection a link's close waits for an answer that
+    // never comes (the sender's hung for more than 30 s), and stop() would wait with it.
+    const closes = [this.sender ? this.closeQuietly('closing the sender', this.sender) : undefined];
+    if (this.ownsSessionClient) closes.push(this.closeQuietly('closing the session connection', this.sessionClient));
+    await Promise.all(closes);
     this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
   }
 
@@ -414,6 +428,11 @@ export class SubscriberHost implements AsyncDisposable {
 
   private get operationTimeoutMs(): number {
     return Math.max(1, this.options.operationTimeoutMs ?? defaultOperationTimeoutMs(this.options.acceptWaitMs));
+  }
+
+  /** Closes what the host opened, waiting at most the operation bound; a close still pending ends in the background. */
+  private async closeQuietly(what: string, closable: { close(): Promise<void> }): Promise<void> {
+    await boundedCall(what, () => closable.close(), { timeoutMs: this.operationTimeoutMs }).catch(() => undefined);
   }
 
   /**
