@@ -50,7 +50,7 @@ export interface ResolverOptions {
   accessProbeMs?: number;
   /**
    * While the store is unavailable (a transient failure confirmed by a failing probe), how often it is probed; the
-   * messages in hand are held meanwhile and no new session is taken. Default 5 s.
+   * messages in hand are held meanwhile (up to the session lock-renewal horizon) and no new session is taken. Default 5 s.
    */
   outageProbeMs?: number;
   log?: Logger;

@@ -33,7 +33,9 @@ export class StoreOutage {
   #down: { since: string } | undefined;
   /** One probe at a time, shared by every worker that meets a failure at once. */
   #inFlight: Promise<boolean> | undefined;
+  /** The one recovery loop, while it runs: a store that flaps must not start a second one beside it. */
   #watch: Promise<void> | undefined;
+  #recoveries = 0;
 
   constructor(options: StoreOutageOptions) {
     this.#o = options;
@@ -42,6 +44,11 @@ export class StoreOutage {
   /** Since when the store has been down, while it is. */
   get down(): { since: string } | undefined {
     return this.#down ? { ...this.#down } : undefined;
+  }
+
+  /** How many times the store came back: a failure from before the last recovery may be a leftover of the outage. */
+  get recoveries(): number {
+    return this.#recoveries;
   }
 
   /**
@@ -58,17 +65,21 @@ export class StoreOutage {
       this.#down = { since: new Date().toISOString() };
       this.#o.log.error(
         { since: this.#down.since },
-        'Resolver: the store is unavailable; messages in hand are held (no delivery spent), no new session is taken until it answers',
+        'Resolver: the store does not answer; no session is taken until it does, and messages in hand are held while their lock is renewed (no delivery spent)',
       );
-      this.#watch = this.#watchForRecovery();
+      // A loop that is still sleeping after a brief recovery picks the new outage up: never two at once.
+      this.#watch ??= this.#watchForRecovery();
     }
     return true;
   }
 
-  /** Waits while the store is down: 'up' when it answers again, 'timeout' at `until` (epoch ms), 'stopped' on stop. */
-  async waitUntilUp(until: number): Promise<'up' | 'timeout' | 'stopped'> {
+  /**
+   * Waits while the store is down: 'up' when it answers again, 'timeout' at `until()` (epoch ms, asked again on
+   * every poll: a session lock can end earlier than planned), 'stopped' on stop.
+   */
+  async waitUntilUp(until: () => number): Promise<'up' | 'timeout' | 'stopped'> {
     while (this.#down) {
-      const left = until - Date.now();
+      const left = until() - Date.now();
       if (left <= 0) return 'timeout';
       // A short poll of a flag set by the one shared probe loop: holders never probe on their own.
       if (!(await sleep(Math.min(50, left), this.#o.signal))) return 'stopped';
@@ -78,13 +89,18 @@ export class StoreOutage {
 
   /** Resolves when the probe loop has ended (after stop). */
   async closed(): Promise<void> {
-    await this.#watch;
+    await this.#watch?.catch(() => undefined);
     await this.#inFlight?.catch(() => undefined);
   }
 
   async #watchForRecovery(): Promise<void> {
-    while (this.#down && (await sleep(this.#o.probeEveryMs, this.#o.signal))) {
-      if (await this.#probeOnce()) this.#recovered();
+    try {
+      while (this.#down && (await sleep(this.#o.probeEveryMs, this.#o.signal))) {
+        if (await this.#probeOnce()) this.#recovered();
+      }
+    } finally {
+      // Cleared in the same turn the loop sees the store up: a new outage after this starts a new loop.
+      this.#watch = undefined;
     }
   }
 
@@ -92,6 +108,7 @@ export class StoreOutage {
     if (!this.#down) return;
     this.#o.log.info({ downSince: this.#down.since }, 'Resolver: the store answers again; held messages are retried and sessions taken again');
     this.#down = undefined;
+    this.#recoveries++;
   }
 
   /** True when the store answered. A stop while a probe hangs (a store that does not answer at all) ends it at once. */

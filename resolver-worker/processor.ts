@@ -45,7 +45,7 @@ export interface ProcessorOptions {
 export interface ResolverState {
   receiving: boolean;
   halted: { reason: string; since: string } | null;
-  /** Set while the store is down for everyone: no new session is taken, messages in hand are held. */
+  /** Set while the store is down for everyone: no new session is taken; messages in hand are held until the lock horizon. */
   storeUnavailable: { since: string } | null;
 }
 
@@ -64,6 +64,9 @@ export const ACCESS_PROBE_ID = 'ResolverAccessProbe';
 
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
+
+/** How long before the session lock's end a hold through a store outage ends (at most a tenth of the horizon). */
+const HOLD_MARGIN_MS = 5_000;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -237,10 +240,25 @@ export class ResolverProcessor {
   }
 
   async #runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
-    // Messages are held through a store outage only while the client still renews the session lock: a lock that
-    // lapses loses the session and spends a delivery of every message in hand anyway.
-    const holdUntil = acceptedAt + this.#o.maxAutoLockRenewalDurationInMs;
-    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal, holdUntil));
+    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal, this.#holdHorizon(receiver, acceptedAt)));
+  }
+
+  /**
+   * Until when (epoch ms) messages may be held through a store outage: only while the client still renews the
+   * session lock, since a lock that lapses loses the session and spends a delivery of every message in hand anyway.
+   * The client renews until `maxAutoLockRenewalDurationInMs` after the accept (counted here from a little after it)
+   * and the lock then runs out within one lock duration; a renewal that failed leaves the lock's own expiry. The
+   * hold ends a margin before the earlier of the two, so that the release (an abandon) still holds the lock. A
+   * closed receiver (session lost) ends it at once.
+   */
+  #holdHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
+    const max = this.#o.maxAutoLockRenewalDurationInMs;
+    const margin = Math.min(HOLD_MARGIN_MS, max / 10);
+    return () => {
+      if (receiver.isClosed) return 0;
+      const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
+      return Math.min(acceptedAt + max, Number.isFinite(lockedUntil) ? lockedUntil! : Infinity) - margin;
+    };
   }
 
   /**
@@ -254,7 +272,9 @@ export class ResolverProcessor {
     );
   }
 
-  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, holdUntil: number): Promise<void> {
+  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, holdUntil: () => number): Promise<void> {
+    // Heartbeat writes retried in place ask the outage circuit after a transient failure (resolve.ts retryInPlace).
+    const ctx: ResolveContext = { ...this.#o.context, signal, storeDown: () => this.#outage.confirmDown() };
     while (!this.#stopping && !this.#halted && !this.#outage.down) {
       let messages: ServiceBusReceivedMessage[];
       try {
@@ -286,9 +306,14 @@ export class ResolverProcessor {
       // The rows with several messages in the batch are recorded together as the batch starts (BatchResolution).
       // When the loop ends early, the messages recorded ahead of their turn are completed with the rest: their
       // outcomes are stored, and a copy coming back would only add an "Ignored stale" comment.
-      const batch = new BatchResolution(messages, { ...this.#o.context, signal });
+      const batch = new BatchResolution(messages, ctx);
+      // A recovery after this point: the batch's row writes may have failed in the outage (stale failures).
+      const recoveriesAtStart = this.#outage.recoveries;
+      // On stop only writes already finished are taken: a store that does not answer must not keep stop() waiting.
       const completeRecordedAhead = async () => {
-        for (const [message, settlement] of await batch.takeRecordedAhead()) resolved.push({ message, settlement, started: performance.now() });
+        for (const [message, settlement] of await batch.takeRecordedAhead(this.#stopping)) {
+          resolved.push({ message, settlement, started: performance.now() });
+        }
       };
       for (const message of messages) {
         if (this.#stopping || this.#halted) break; // not started: stays locked to this session and comes back with it
@@ -305,11 +330,12 @@ export class ResolverProcessor {
           continue;
         }
         if (!(await drain())) {
-          await batch.takeRecordedAhead(); // lock lost: nothing more can settle; let running writes finish
+          await batch.takeRecordedAhead(this.#stopping); // lock lost: nothing more can settle; let running writes finish
           return;
         }
         if (isTransientStoreFailure(settlement)) {
-          settlement = await this.#holdThroughOutage(message, settlement, holdUntil, signal);
+          const stale = this.#outage.recoveries !== recoveriesAtStart;
+          settlement = await this.#holdThroughOutage(message, settlement, holdUntil, ctx, stale);
           if (settlement.kind === 'complete') {
             resolved.push({ message, settlement, started });
             continue;
@@ -337,40 +363,66 @@ export class ResolverProcessor {
    * the store fails too, the message is held (session and lock kept) and retried in place once the store answers,
    * spending no delivery. When the store answers and the retry fails again, the failure is the message's own and
    * the settlement the budget gave it stands (abandon for redelivery, or StoreUnavailable on the last attempt). At
-   * the lock-renewal horizon the held settlement is carried out as it is, once; the circuit then keeps every worker
+   * the lock-renewal horizon the held message is released once (#atHorizon); the circuit then keeps every worker
    * from taking sessions until the store answers.
    */
   async #holdThroughOutage(
     message: ServiceBusReceivedMessage,
     failed: Settlement,
-    holdUntil: number,
-    signal: AbortSignal,
+    holdUntil: () => number,
+    ctx: ResolveContext,
+    stale: boolean,
   ): Promise<Settlement> {
     let current = failed;
+    // The store came back since this batch began: its rows were written as it started, so this failure may be a
+    // leftover of the outage. Retried directly, without a probe per message or a retry counted.
+    if (stale) {
+      if (this.#stopping) return { kind: 'leave' };
+      current = await resolveMessage(message, ctx);
+    }
     let retriedWhileUp = false;
     while (isTransientStoreFailure(current)) {
-      if (await this.#outage.confirmDown()) {
+      if (this.#stopping) return { kind: 'leave' };
+      // A heartbeat write handed over by retryInPlace already has the circuit's word (its probe failed).
+      const handedOver = current.kind === 'redeliver' && current.inPlace === true;
+      if (handedOver || (await this.#outage.confirmDown())) {
+        if (this.#stopping) return { kind: 'leave' };
+        // Counted as held only when it actually waits (not past the horizon, not on stop).
+        if (holdUntil() <= Date.now()) return this.#atHorizon(message, current);
         this.#metrics.storeRetry({ 'nimbus.store.reason': 'transient', 'nimbus.retry.action': 'held' });
         const waited = await this.#outage.waitUntilUp(holdUntil);
         if (waited === 'stopped') return { kind: 'leave' };
-        if (waited === 'timeout') {
-          this.#log.warn(
-            { messageId: String(message.messageId), sessionId: message.sessionId },
-            'Resolver: store still unavailable at the session lock renewal horizon; releasing the message',
-          );
-          return current;
-        }
+        if (waited === 'timeout') return this.#atHorizon(message, current);
         retriedWhileUp = false;
       } else {
         if (this.#stopping) return { kind: 'leave' };
-        // The store answers: one more try of this write tells a failure of its own from an outage that just ended.
-        if (retriedWhileUp) return current;
+        // The store answers. A heartbeat write that already spent its tries in place has had its retries (one more
+        // loop would outlast the lock horizon); any other write gets one more try, which tells a failure of its own
+        // from an outage that just ended.
+        if (isInPlace(current) || retriedWhileUp) return current;
         retriedWhileUp = true;
         this.#metrics.storeRetry({ 'nimbus.store.reason': 'transient', 'nimbus.retry.action': 'retried_in_place' });
       }
-      current = await resolveMessage(message, { ...this.#o.context, signal });
+      current = await resolveMessage(message, ctx);
     }
     return current;
+  }
+
+  /**
+   * The store is still down at the lock-renewal horizon: the held message is released now, before the lock lapses.
+   * A redelivery is abandoned at once (the hold was its back-off; waiting longer would abandon with a lost lock).
+   * A heartbeat or liveness write is dropped, never dead-lettered: heartbeats are never tracked, and a copy
+   * minutes old would only be stale (the next probe round records a fresh one). Anything else (StoreUnavailable on
+   * the last attempt) is carried out as the budget decided.
+   */
+  #atHorizon(message: ServiceBusReceivedMessage, held: Settlement): Settlement {
+    const where = { messageId: String(message.messageId), sessionId: message.sessionId };
+    if (isInPlace(held)) {
+      this.#log.warn(where, 'Resolver: store still unavailable at the session lock renewal horizon; dropping the stale heartbeat');
+      return { kind: 'complete', result: 'dropped' };
+    }
+    this.#log.warn(where, 'Resolver: store still unavailable at the session lock renewal horizon; releasing the message');
+    return held.kind === 'redeliver' ? { ...held, delayMs: 0 } : held;
   }
 
   #settled(receiver: ServiceBusSessionReceiver, message: ServiceBusReceivedMessage, settlement: Settlement, ok: boolean, started: number): boolean {
@@ -464,6 +516,11 @@ export class ResolverProcessor {
     this.#metrics.storeRetry({ 'nimbus.store.reason': reason, 'nimbus.retry.action': 'abandoned' });
     return { ok: true, keepSession: false };
   }
+}
+
+/** A heartbeat or liveness write's settlement (retried in place, resolve.ts): never dead-lettered for an outage. */
+function isInPlace(s: Settlement): boolean {
+  return (s.kind === 'redeliver' || s.kind === 'deadLetter') && s.inPlace === true;
 }
 
 /** A settlement decided by a transient store failure (5xx, timeouts, resets): a redelivery or, on the last attempt, StoreUnavailable. */

@@ -49,11 +49,28 @@ export type CompletedResult = 'written' | 'ignored' | 'heartbeat' | 'liveness' |
 
 export type Settlement =
   | { kind: 'complete'; result: CompletedResult }
-  | { kind: 'deadLetter'; reason: string; description: string; storeReason?: 'throttled' | 'transient' }
+  | {
+      kind: 'deadLetter';
+      reason: string;
+      description: string;
+      storeReason?: 'throttled' | 'transient';
+      /** A heartbeat/liveness write that already spent its tries in place (retryInPlace). */
+      inPlace?: true;
+    }
   /** Store throttled: schedule a same-id replacement at now + delay and complete the original. */
   | { kind: 'reschedule'; attempt: number; delayMs: number; source: 'provider' | 'backoff' }
   /** Leave the original for the broker to redeliver (abandon after the delay); spends one delivery of the budget. */
-  | { kind: 'redeliver'; attempt: number; delayMs: number; storeReason: 'throttled' | 'transient' }
+  | {
+      kind: 'redeliver';
+      attempt: number;
+      delayMs: number;
+      storeReason: 'throttled' | 'transient';
+      /**
+       * A heartbeat/liveness write handed to the outage circuit: it failed while the store's probe failed too, so it
+       * is held, not abandoned (processor.ts); at the lock-renewal horizon it is dropped, never dead-lettered.
+       */
+      inPlace?: true;
+    }
   /** Stopping: settle nothing; the message comes back with its session. */
   | { kind: 'leave' }
   /**
@@ -75,6 +92,13 @@ export interface ResolveContext {
   now: () => Date;
   /** The stored time series (issue 16); absent when the host turned them off. */
   outcomes?: OutcomeRecorder;
+  /**
+   * Asked after a transient failure of a write retried in place (heartbeats): true when the store does not answer
+   * its probe either (the processor's outage circuit, outage.ts). The write then stops retrying here and is held by
+   * the circuit, bounded by the session's lock horizon, instead of spending its whole budget against a store that
+   * is down. Absent: retried in place until the budget ends, as before.
+   */
+  storeDown?: () => Promise<boolean>;
 }
 
 /** Service Bus caps a dead-letter description; long exception texts are cut with a marker. */
@@ -221,6 +245,8 @@ export class BatchResolution {
   readonly #writes = new Map<string, Promise<Settlement[] | undefined>>();
   /** Messages whose settlement was handed out (by resolve or takeRecordedAhead). */
   readonly #taken = new Set<ServiceBusReceivedMessage>();
+  /** Rows whose store work has ended (takeRecordedAhead on stop takes only these). */
+  readonly #finished = new Set<string>();
 
   constructor(messages: ServiceBusReceivedMessage[], ctx: ResolveContext) {
     this.#ctx = ctx;
@@ -250,7 +276,9 @@ export class BatchResolution {
     // group's failure resolves to undefined, a single message's to its settlement.
     const limit = limiter(ROWS_IN_FLIGHT);
     for (const [key, group] of this.#groups) {
-      this.#writes.set(key, limit(() => (group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!))));
+      const write = limit(() => (group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!)));
+      this.#writes.set(key, write);
+      void write.then(() => this.#finished.add(key));
     }
   }
 
@@ -269,11 +297,13 @@ export class BatchResolution {
   /**
    * Messages recorded by their row's write that the processor has not reached: when it stops early (a message
    * left for redelivery releases the session), it completes these too, since their outcomes are stored. Waits
-   * for the writes still running.
+   * for the writes still running, unless `finishedOnly` (on stop: a store that does not answer would keep stop()
+   * waiting for up to ROWS_IN_FLIGHT writes and their timeouts; a message not taken simply comes back).
    */
-  async takeRecordedAhead(): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
+  async takeRecordedAhead(finishedOnly = false): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
     const ahead: Array<[ServiceBusReceivedMessage, Settlement]> = [];
     for (const [key, write] of this.#writes) {
+      if (finishedOnly && !this.#finished.has(key)) continue;
       const settlements = await write;
       if (settlements === undefined) continue;
       this.#groups.get(key)!.forEach((raw, k) => {
@@ -672,12 +702,20 @@ async function retryInPlace(
         return { kind: 'complete', result: 'dropped' };
       }
       const reason = failure.kind === 'throttled' ? 'throttled' : 'transient';
+      // The store is down for everyone: waiting out the budget here (minutes with the production back-off) would
+      // only use up the session's lock horizon; the circuit holds the message and retries it when the store answers.
+      if (reason === 'transient' && ctx.storeDown && (await ctx.storeDown())) {
+        return { kind: 'redeliver', attempt: a, delayMs: 0, storeReason: 'transient', inPlace: true };
+      }
       if (budgetExhausted(a, ctx.budget)) {
-        return deadLetter(
-          failure.kind === 'throttled' ? DeadLetterReason.CosmosDbThrottled : DeadLetterReason.StoreUnavailable,
-          `${errorText(err)} (attempt ${a} of ${ctx.budget.maxAttempts}, retried in place)`,
-          reason,
-        );
+        return {
+          ...deadLetter(
+            failure.kind === 'throttled' ? DeadLetterReason.CosmosDbThrottled : DeadLetterReason.StoreUnavailable,
+            `${errorText(err)} (attempt ${a} of ${ctx.budget.maxAttempts}, retried in place)`,
+            reason,
+          ),
+          inPlace: true,
+        };
       }
       const { delayMs, source } = retryDelay(a, failure.kind === 'throttled' ? failure.retryAfterMs : undefined, ctx.budget);
       const wait = Math.min(delayMs, ctx.inPlaceMaxDelayMs);

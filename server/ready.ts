@@ -31,7 +31,7 @@ type ResolverStateView = () => {
 
 /**
  * The Resolver's word when it runs in this process: not ready while it has stopped receiving because the store
- * denies it access, or while it holds its messages because the store is unavailable. Undefined when no Resolver runs here (a standalone one reports through its log and liveness).
+ * denies it access, or while the store does not answer (it takes no session until it does). Undefined when no Resolver runs here (a standalone one reports through its log and liveness).
  */
 function resolverReadiness(): string | undefined {
   const states = (globalThis as Record<symbol, unknown>)[RESOLVER_STATES_KEY] as Set<ResolverStateView> | undefined;
@@ -39,7 +39,8 @@ function resolverReadiness(): string | undefined {
   for (const state of states) {
     const s = state();
     if (s.halted) return `not receiving since ${s.halted.since}: ${s.halted.reason}`;
-    if (s.storeUnavailable) return `not receiving since ${s.storeUnavailable.since}: the store is unavailable; messages in hand are held`;
+    // Not "messages are held": after a release at the lock horizon, or with nothing in hand, none are.
+    if (s.storeUnavailable) return `not receiving since ${s.storeUnavailable.since}: the store does not answer; no session is taken until it does`;
   }
   return 'ok';
 }
