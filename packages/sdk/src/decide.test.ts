@@ -332,6 +332,17 @@ describe('EventRequest', () => {
     assert.equal(s.signal, 'deadLettered');
   });
 
+  test('EventTypeId property disagreeing with the body is dead-lettered even when the property names no handled type', () => {
+    // The property is authoritative, so the lookup alone would answer Unsupported and complete a malformed message.
+    const s = run(msg({ EventTypeId: 'InvoiceIssued' }, eventBody('OrderPlaced', {})), state(), undefined);
+    assert.equal(s.invoked, false);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      "deadLetter Permanent failure: PayloadDeserializationError: the EventTypeId property 'InvoiceIssued' disagrees with the body's 'OrderPlaced'",
+    ]);
+    assert.equal(s.signal, 'deadLettered');
+  });
+
   for (const [name, body] of [
     ['missing payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: null } })],
     ['null payload', encodeBody({ EventContent: { EventTypeId: 'OrderPlaced', EventJson: 'null' } })],

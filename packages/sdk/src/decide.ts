@@ -206,8 +206,9 @@ export function prepareInvocation(
   m: InboundMessage,
   env: DecisionEnv,
 ): { ok: true; invocation: Invocation } | { ok: false; outcome: HandlerOutcome } {
-  const typeId = authoritativeEventTypeId(m);
-  if (!typeId || !env.hasHandler(typeId)) return { ok: false, outcome: { kind: 'notFound' } };
+  // A property and body that disagree make the message malformed whichever of the two names a handled type, so this
+  // comes before the handler lookup: otherwise an unhandled property type would be answered Unsupported and
+  // completed, hiding a malformed message the specification dead-letters.
   const bodyType = m.content.EventContent?.EventTypeId;
   if (m.eventTypeIdProperty && bodyType && bodyType !== m.eventTypeIdProperty) {
     return {
@@ -220,6 +221,8 @@ export function prepareInvocation(
       },
     };
   }
+  const typeId = authoritativeEventTypeId(m);
+  if (!typeId || !env.hasHandler(typeId)) return { ok: false, outcome: { kind: 'notFound' } };
   if (m.bodyProblem)
     return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(m.bodyProblem) } };
   const payload = parseEventPayload(m.content.EventContent?.EventJson);
