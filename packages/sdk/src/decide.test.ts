@@ -827,6 +827,126 @@ describe('Manager commands', () => {
   });
 });
 
+describe('a release interrupted after its state write, then redelivered', () => {
+  // A release is settled as: unblocking state, replay request, answer, completion. A step after the state write can
+  // fail (a send refused, the lock lost, a crash); the message is redelivered and must finish what is missing
+  // instead of being taken for a late command (no answer: the row stays Pending; parked siblings stay parked).
+  const blocked = state({
+    BlockedByEventId: 'e1',
+    BlockedByMessageId: 'm0',
+    NextDeferralSequence: 2,
+    DeferredCount: 2,
+  });
+  const handoffBody = encodeBody({
+    EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":12}' },
+  });
+  const cases: Array<{ name: string; m: InboundMessage; outcome?: HandlerOutcome; answer: string }> = [
+    {
+      name: 'a successful RetryRequest',
+      m: msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+        messageId: 'retry-1',
+      }),
+      outcome: ok,
+      answer: 'send ResolutionResponse->Resolver',
+    },
+    {
+      name: 'a discarded RetryRequest',
+      m: msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+        messageId: 'retry-1',
+      }),
+      outcome: fail('Discard'),
+      answer: 'send SkipResponse->Resolver',
+    },
+    {
+      name: 'a SkipRequest',
+      m: msg({ MessageType: 'SkipRequest', From: 'Manager' }, encodeBody({}), { messageId: 'skip-1' }),
+      answer: 'send SkipResponse->Resolver',
+    },
+    {
+      name: 'a HandoffCompletedRequest',
+      m: msg({ MessageType: 'HandoffCompletedRequest', From: 'Manager' }, handoffBody, {
+        messageId: 'done-1',
+      }),
+      answer: 'send ResolutionResponse->Resolver',
+    },
+  ];
+  for (const c of cases) {
+    test(`${c.name}: the redelivery sends the replay request and the answer again, with the same MessageIds`, () => {
+      const first = run(c.m, blocked, c.outcome);
+      assert.deepEqual(shape(first.effects), [
+        'state {"b":null,"n":2,"c":2,"r":0}',
+        'send ProcessDeferredRequest->DeferredProcessor',
+        c.answer,
+        'complete',
+      ]);
+      const released = (first.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+      assert.deepEqual(released.ReleasedBy, { EventId: 'e1', MessageId: c.m.messageId });
+
+      // Only the state write landed. The redelivery does not write the state again.
+      const again = run(c.m, released, c.outcome, env({ newId: () => 'another-fresh-id' }));
+      assert.deepEqual(shape(again.effects), [
+        'send ProcessDeferredRequest->DeferredProcessor',
+        c.answer,
+        'complete',
+      ]);
+      assert.equal(again.signal, 'completed');
+      // Deduplicable: a copy that did get out the first time is the same message.
+      assert.deepEqual(
+        sends(again).map((x) => x.messageId),
+        sends(first).map((x) => x.messageId),
+      );
+      assert.deepEqual(
+        sends(again).map((x) => x.body),
+        sends(first).map((x) => x.body),
+      );
+    });
+  }
+
+  test('a redelivery after the session was blocked by another event answers without a replay request or a state write', () => {
+    for (const c of cases) {
+      const first = run(c.m, blocked, c.outcome);
+      const released = (first.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+      const reblocked = { ...released, BlockedByEventId: 'e2', BlockedByMessageId: 'm2' };
+      const again = run(c.m, reblocked, c.outcome);
+      assert.deepEqual(shape(again.effects), [c.answer, 'complete'], c.name);
+    }
+  });
+
+  test('a RetryRequest redelivered after the release that now fails is recorded Failed; no block, no retry', () => {
+    const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1000 });
+    const e = env({ nextRetry: (x, t, n) => policies.nextRetry(x, t, n) });
+    const m = cases[0]!.m;
+    const released = (run(m, blocked, ok, e).effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+    const again = run(m, released, fail(), e);
+    assert.deepEqual(shape(again.effects), ['send ErrorResponse->Resolver', 'complete']);
+    assert.equal(again.signal, 'handlerFailed');
+  });
+
+  test('other messages of the same event keep their late-command behaviour after a release', () => {
+    const released = (
+      run(cases[2]!.m, blocked, undefined).effects[0] as Extract<Effect, { kind: 'setState' }>
+    ).state;
+    const lateRetry = msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+      messageId: 'retry-2',
+    });
+    assert.deepEqual(shape(run(lateRetry, released, undefined).effects), ['complete']);
+    const secondCompletion = msg({ MessageType: 'HandoffCompletedRequest', From: 'Manager' }, undefined, {
+      messageId: 'done-2',
+    });
+    assert.deepEqual(shape(run(secondCompletion, released, undefined).effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'deadLetter CommandRefused',
+    ]);
+    const secondSkip = msg({ MessageType: 'SkipRequest', From: 'Manager' }, encodeBody({}), {
+      messageId: 'skip-2',
+    });
+    assert.deepEqual(shape(run(secondSkip, released, undefined).effects), [
+      'send SkipResponse->Resolver',
+      'complete',
+    ]);
+  });
+});
+
 describe('other message types', () => {
   test('ContinuationRequest is completed', () => {
     assert.deepEqual(
