@@ -1,13 +1,23 @@
 // The decision procedure, flow by flow, as lists of effects - no broker involved.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { emptySessionState, eventBody, encodeBody, MessageType, Prop } from './contract/index.ts';
+import {
+  emptySessionState,
+  eventBody,
+  encodeBody,
+  isBlocked,
+  isDraining,
+  MessageType,
+  Prop,
+} from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import { afterHandler, route, truncateDescription } from './decide.ts';
 import type { DecisionEnv, HandlerOutcome } from './decide.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { fromReceived } from './inbound.ts';
 import type { InboundMessage } from './inbound.ts';
+import { buildReplayedCopy } from './outbound.ts';
+import type { OutgoingMessage } from './outbound.ts';
 import { RetryPolicies } from './retryPolicies.ts';
 
 const E = 'billing';
@@ -973,5 +983,102 @@ describe('other message types', () => {
     assert.ok(cut.length <= 4096);
     assert.ok(cut.endsWith('\n...[TRUNCATED]...'));
     assert.equal(truncateDescription('short'), 'short');
+  });
+});
+
+describe('order across a block met during a replay', () => {
+  // A small model of the session: the main handler's decisions applied in delivery order, parked copies kept as the
+  // Deferred subscription would, and passes replayed by the deferred processor's own copy builder.
+  function session() {
+    let st = state();
+    const e = env();
+    const parked: OutgoingMessage[] = [];
+    const triggers: number[] = [];
+    const ran: string[] = [];
+    const deliver = (m: InboundMessage, outcome: HandlerOutcome = ok) => {
+      const r = route(m, st, e);
+      const s = r.kind === 'settle' ? r.settlement : afterHandler(m, st, outcome, e);
+      if (r.kind === 'invoke') ran.push(`${m.eventId}:${outcome.kind}`);
+      for (const f of s.effects) {
+        if (f.kind === 'setState') st = f.state;
+        if (f.kind !== 'send') continue;
+        const to = f.message.applicationProperties[Prop.To];
+        if (to === 'Deferred') parked.push(f.message);
+        if (to === 'DeferredProcessor') triggers.push(Number(f.message.applicationProperties.ReplayUntil));
+      }
+    };
+    /** The replayed copies of one pass, in sequence order, the last one ending the pass. */
+    const pass = (until: number): InboundMessage[] => {
+      const seq = (x: OutgoingMessage) => Number(x.applicationProperties[Prop.DeferralSequence]);
+      const below = parked.filter((x) => seq(x) < until).sort((a, b) => seq(a) - seq(b));
+      for (const x of below) parked.splice(parked.indexOf(x), 1);
+      return below.map((x, i) => {
+        const copy = fromReceived({
+          messageId: x.messageId,
+          sessionId: 's1',
+          body: x.body,
+          applicationProperties: x.applicationProperties,
+        });
+        const replayed = buildReplayedCopy(copy, E, 's1', until, i === below.length - 1);
+        return fromReceived({ ...replayed, applicationProperties: replayed.applicationProperties });
+      });
+    };
+    return {
+      deliver,
+      pass,
+      triggers,
+      ran,
+      state: () => st,
+      release: () => (st = { ...st, BlockedByEventId: null }),
+    };
+  }
+  const ev = (id: string) => msg({ EventId: id }, eventBody('OrderPlaced', { id }), { messageId: `m-${id}` });
+
+  test('a replayed copy parked again keeps its place ahead of a message parked while its pass ran', () => {
+    const s = session();
+    s.deliver(ev('X'), fail());
+    s.deliver(ev('A'));
+    s.deliver(ev('B'));
+    // X is released (an operator's skip): the pass replays A and B.
+    s.release();
+    const first = s.pass(s.state().NextDeferralSequence);
+    s.triggers.length = 0;
+    s.deliver(ev('C')); // published during the drain: parked behind it
+    s.deliver(first[0]!, fail()); // A fails again: the session blocks
+    s.deliver(first[1]!); // B meets A's block: parked again
+    // A's retry succeeds before the deferred processor got to C's trigger.
+    s.deliver(
+      msg({ EventId: 'A', MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+        messageId: 'retry-A',
+      }),
+    );
+    // The processor works through the triggers in order (each pass replays what is parked below its bound).
+    for (let i = 0; i < s.triggers.length; i++) for (const m of s.pass(s.triggers[i]!)) s.deliver(m);
+    assert.deepEqual(
+      s.ran,
+      ['X:failed', 'A:failed', 'A:success', 'B:success', 'C:success'],
+      'B was published before C',
+    );
+    assert.equal(isDraining(s.state()), false);
+    assert.equal(isBlocked(s.state()), false);
+  });
+
+  test('a copy parked again carries Reparked; a message parked once below it goes behind it', () => {
+    // B (sequence 3) was parked again after C (sequence 2) was parked for the first time.
+    const st = state({ NextDeferralSequence: 4, NextReplaySequence: 2, DeferredCount: 4, ReparkedUntil: 4 });
+    const c = run(msg({ EventId: 'C', ReplaySequence: 2, ReplayUntil: 3, ReplayPassEnd: true }), st, ok);
+    assert.equal(c.invoked, false);
+    assert.deepEqual(shape(c.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":null,"n":5,"c":5,"r":3}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    const again = sends(c)[1]!.applicationProperties;
+    assert.deepEqual([again.DeferralSequence, again.Reparked], [4, true]);
+    // B itself, parked again, runs.
+    const b = run(msg({ EventId: 'B', ReplaySequence: 3, ReplayUntil: 4, Reparked: true }), st, ok);
+    assert.equal(b.invoked, true);
   });
 });

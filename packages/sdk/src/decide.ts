@@ -195,6 +195,18 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
   if (s === undefined && isDraining(state)) {
     return settle(park(m, state, env, `Session ${m.sessionId ?? ''} is replaying parked messages`));
   }
+  if (s !== undefined && !m.reparked && s < state.ReparkedUntil) {
+    // Parked while the replay of earlier messages was under way, one of which met a block and was parked again with
+    // a higher sequence than this one: it runs first, so this copy goes behind it.
+    return settle(
+      park(
+        m,
+        state,
+        env,
+        `Session ${m.sessionId ?? ''} is replaying a message parked before this one and parked again since`,
+      ),
+    );
+  }
   return invokeOrSettle(m, state, env);
 }
 
@@ -654,6 +666,8 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
     ...advanced,
     NextDeferralSequence: sequence + 1,
     DeferredCount: state.DeferredCount + 1,
+    // A replayed copy parked again: the messages first parked below its new sequence must not overtake it.
+    ...(m.replaySequence !== undefined ? { ReparkedUntil: sequence + 1 } : {}),
   };
   const deferral = response(MessageType.DeferralResponse, m, env, {
     content: {

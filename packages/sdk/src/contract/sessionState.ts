@@ -22,6 +22,12 @@ export const sessionStateSchema = z.object({
    */
   NextReplaySequence: count.default(0),
   /**
+   * One past the highest DeferralSequence given to a replayed copy parked again (it met a block). That copy keeps
+   * its place ahead of the messages first parked while its pass ran, although their sequences are lower: a replayed
+   * copy parked only once (not SdkProp.Reparked) below this bound is parked again behind it instead of running.
+   */
+  ReparkedUntil: count.default(0),
+  /**
    * The delivery that last released the session (a successful or discarded retry, a skip, a resubmission, a completed
    * handoff). Its settlement writes this state first, then asks for the replay and answers the Resolver; when a later
    * step fails, the redelivery of that same message finds the session no longer blocked by its event and would take
@@ -40,6 +46,7 @@ export function emptySessionState(): SessionState {
     DeferredCount: 0,
     NextDeferralSequence: 0,
     NextReplaySequence: 0,
+    ReparkedUntil: 0,
     ReleasedBy: null,
   };
 }
@@ -62,6 +69,7 @@ export function isEmptySessionState(state: SessionState): boolean {
     state.DeferredCount === 0 &&
     state.NextDeferralSequence === 0 &&
     state.NextReplaySequence === 0 &&
+    state.ReparkedUntil === 0 &&
     state.ReleasedBy == null
   );
 }
