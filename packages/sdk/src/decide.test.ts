@@ -1,13 +1,23 @@
 // The decision procedure, flow by flow, as lists of effects - no broker involved.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { emptySessionState, eventBody, encodeBody, MessageType, Prop } from './contract/index.ts';
+import {
+  emptySessionState,
+  eventBody,
+  encodeBody,
+  isBlocked,
+  isDraining,
+  MessageType,
+  Prop,
+} from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import { afterHandler, route, truncateDescription } from './decide.ts';
 import type { DecisionEnv, HandlerOutcome } from './decide.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { fromReceived } from './inbound.ts';
 import type { InboundMessage } from './inbound.ts';
+import { buildReplayedCopy } from './outbound.ts';
+import type { OutgoingMessage } from './outbound.ts';
 import { RetryPolicies } from './retryPolicies.ts';
 
 const E = 'billing';
@@ -329,6 +339,17 @@ describe('EventRequest', () => {
     const n = sends(s)[0]!;
     assert.match(String(n.applicationProperties.DeadLetterReason), /^Permanent failure:/);
     assert.ok(String(n.applicationProperties.DeadLetterErrorDescription).length > 0);
+    assert.equal(s.signal, 'deadLettered');
+  });
+
+  test('EventTypeId property disagreeing with the body is dead-lettered even when the property names no handled type', () => {
+    // The property is authoritative, so the lookup alone would answer Unsupported and complete a malformed message.
+    const s = run(msg({ EventTypeId: 'InvoiceIssued' }, eventBody('OrderPlaced', {})), state(), undefined);
+    assert.equal(s.invoked, false);
+    assert.deepEqual(shape(s.effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      "deadLetter Permanent failure: PayloadDeserializationError: the EventTypeId property 'InvoiceIssued' disagrees with the body's 'OrderPlaced'",
+    ]);
     assert.equal(s.signal, 'deadLettered');
   });
 
@@ -816,6 +837,126 @@ describe('Manager commands', () => {
   });
 });
 
+describe('a release interrupted after its state write, then redelivered', () => {
+  // A release is settled as: unblocking state, replay request, answer, completion. A step after the state write can
+  // fail (a send refused, the lock lost, a crash); the message is redelivered and must finish what is missing
+  // instead of being taken for a late command (no answer: the row stays Pending; parked siblings stay parked).
+  const blocked = state({
+    BlockedByEventId: 'e1',
+    BlockedByMessageId: 'm0',
+    NextDeferralSequence: 2,
+    DeferredCount: 2,
+  });
+  const handoffBody = encodeBody({
+    EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{"imported":12}' },
+  });
+  const cases: Array<{ name: string; m: InboundMessage; outcome?: HandlerOutcome; answer: string }> = [
+    {
+      name: 'a successful RetryRequest',
+      m: msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+        messageId: 'retry-1',
+      }),
+      outcome: ok,
+      answer: 'send ResolutionResponse->Resolver',
+    },
+    {
+      name: 'a discarded RetryRequest',
+      m: msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+        messageId: 'retry-1',
+      }),
+      outcome: fail('Discard'),
+      answer: 'send SkipResponse->Resolver',
+    },
+    {
+      name: 'a SkipRequest',
+      m: msg({ MessageType: 'SkipRequest', From: 'Manager' }, encodeBody({}), { messageId: 'skip-1' }),
+      answer: 'send SkipResponse->Resolver',
+    },
+    {
+      name: 'a HandoffCompletedRequest',
+      m: msg({ MessageType: 'HandoffCompletedRequest', From: 'Manager' }, handoffBody, {
+        messageId: 'done-1',
+      }),
+      answer: 'send ResolutionResponse->Resolver',
+    },
+  ];
+  for (const c of cases) {
+    test(`${c.name}: the redelivery sends the replay request and the answer again, with the same MessageIds`, () => {
+      const first = run(c.m, blocked, c.outcome);
+      assert.deepEqual(shape(first.effects), [
+        'state {"b":null,"n":2,"c":2,"r":0}',
+        'send ProcessDeferredRequest->DeferredProcessor',
+        c.answer,
+        'complete',
+      ]);
+      const released = (first.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+      assert.deepEqual(released.ReleasedBy, { EventId: 'e1', MessageId: c.m.messageId });
+
+      // Only the state write landed. The redelivery does not write the state again.
+      const again = run(c.m, released, c.outcome, env({ newId: () => 'another-fresh-id' }));
+      assert.deepEqual(shape(again.effects), [
+        'send ProcessDeferredRequest->DeferredProcessor',
+        c.answer,
+        'complete',
+      ]);
+      assert.equal(again.signal, 'completed');
+      // Deduplicable: a copy that did get out the first time is the same message.
+      assert.deepEqual(
+        sends(again).map((x) => x.messageId),
+        sends(first).map((x) => x.messageId),
+      );
+      assert.deepEqual(
+        sends(again).map((x) => x.body),
+        sends(first).map((x) => x.body),
+      );
+    });
+  }
+
+  test('a redelivery after the session was blocked by another event answers without a replay request or a state write', () => {
+    for (const c of cases) {
+      const first = run(c.m, blocked, c.outcome);
+      const released = (first.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+      const reblocked = { ...released, BlockedByEventId: 'e2', BlockedByMessageId: 'm2' };
+      const again = run(c.m, reblocked, c.outcome);
+      assert.deepEqual(shape(again.effects), [c.answer, 'complete'], c.name);
+    }
+  });
+
+  test('a RetryRequest redelivered after the release that now fails is recorded Failed; no block, no retry', () => {
+    const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1000 });
+    const e = env({ nextRetry: (x, t, n) => policies.nextRetry(x, t, n) });
+    const m = cases[0]!.m;
+    const released = (run(m, blocked, ok, e).effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+    const again = run(m, released, fail(), e);
+    assert.deepEqual(shape(again.effects), ['send ErrorResponse->Resolver', 'complete']);
+    assert.equal(again.signal, 'handlerFailed');
+  });
+
+  test('other messages of the same event keep their late-command behaviour after a release', () => {
+    const released = (
+      run(cases[2]!.m, blocked, undefined).effects[0] as Extract<Effect, { kind: 'setState' }>
+    ).state;
+    const lateRetry = msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+      messageId: 'retry-2',
+    });
+    assert.deepEqual(shape(run(lateRetry, released, undefined).effects), ['complete']);
+    const secondCompletion = msg({ MessageType: 'HandoffCompletedRequest', From: 'Manager' }, undefined, {
+      messageId: 'done-2',
+    });
+    assert.deepEqual(shape(run(secondCompletion, released, undefined).effects), [
+      'send ErrorResponse->Resolver (best effort)',
+      'deadLetter CommandRefused',
+    ]);
+    const secondSkip = msg({ MessageType: 'SkipRequest', From: 'Manager' }, encodeBody({}), {
+      messageId: 'skip-2',
+    });
+    assert.deepEqual(shape(run(secondSkip, released, undefined).effects), [
+      'send SkipResponse->Resolver',
+      'complete',
+    ]);
+  });
+});
+
 describe('other message types', () => {
   test('ContinuationRequest is completed', () => {
     assert.deepEqual(
@@ -842,5 +983,102 @@ describe('other message types', () => {
     assert.ok(cut.length <= 4096);
     assert.ok(cut.endsWith('\n...[TRUNCATED]...'));
     assert.equal(truncateDescription('short'), 'short');
+  });
+});
+
+describe('order across a block met during a replay', () => {
+  // A small model of the session: the main handler's decisions applied in delivery order, parked copies kept as the
+  // Deferred subscription would, and passes replayed by the deferred processor's own copy builder.
+  function session() {
+    let st = state();
+    const e = env();
+    const parked: OutgoingMessage[] = [];
+    const triggers: number[] = [];
+    const ran: string[] = [];
+    const deliver = (m: InboundMessage, outcome: HandlerOutcome = ok) => {
+      const r = route(m, st, e);
+      const s = r.kind === 'settle' ? r.settlement : afterHandler(m, st, outcome, e);
+      if (r.kind === 'invoke') ran.push(`${m.eventId}:${outcome.kind}`);
+      for (const f of s.effects) {
+        if (f.kind === 'setState') st = f.state;
+        if (f.kind !== 'send') continue;
+        const to = f.message.applicationProperties[Prop.To];
+        if (to === 'Deferred') parked.push(f.message);
+        if (to === 'DeferredProcessor') triggers.push(Number(f.message.applicationProperties.ReplayUntil));
+      }
+    };
+    /** The replayed copies of one pass, in sequence order, the last one ending the pass. */
+    const pass = (until: number): InboundMessage[] => {
+      const seq = (x: OutgoingMessage) => Number(x.applicationProperties[Prop.DeferralSequence]);
+      const below = parked.filter((x) => seq(x) < until).sort((a, b) => seq(a) - seq(b));
+      for (const x of below) parked.splice(parked.indexOf(x), 1);
+      return below.map((x, i) => {
+        const copy = fromReceived({
+          messageId: x.messageId,
+          sessionId: 's1',
+          body: x.body,
+          applicationProperties: x.applicationProperties,
+        });
+        const replayed = buildReplayedCopy(copy, E, 's1', until, i === below.length - 1);
+        return fromReceived({ ...replayed, applicationProperties: replayed.applicationProperties });
+      });
+    };
+    return {
+      deliver,
+      pass,
+      triggers,
+      ran,
+      state: () => st,
+      release: () => (st = { ...st, BlockedByEventId: null }),
+    };
+  }
+  const ev = (id: string) => msg({ EventId: id }, eventBody('OrderPlaced', { id }), { messageId: `m-${id}` });
+
+  test('a replayed copy parked again keeps its place ahead of a message parked while its pass ran', () => {
+    const s = session();
+    s.deliver(ev('X'), fail());
+    s.deliver(ev('A'));
+    s.deliver(ev('B'));
+    // X is released (an operator's skip): the pass replays A and B.
+    s.release();
+    const first = s.pass(s.state().NextDeferralSequence);
+    s.triggers.length = 0;
+    s.deliver(ev('C')); // published during the drain: parked behind it
+    s.deliver(first[0]!, fail()); // A fails again: the session blocks
+    s.deliver(first[1]!); // B meets A's block: parked again
+    // A's retry succeeds before the deferred processor got to C's trigger.
+    s.deliver(
+      msg({ EventId: 'A', MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, {
+        messageId: 'retry-A',
+      }),
+    );
+    // The processor works through the triggers in order (each pass replays what is parked below its bound).
+    for (let i = 0; i < s.triggers.length; i++) for (const m of s.pass(s.triggers[i]!)) s.deliver(m);
+    assert.deepEqual(
+      s.ran,
+      ['X:failed', 'A:failed', 'A:success', 'B:success', 'C:success'],
+      'B was published before C',
+    );
+    assert.equal(isDraining(s.state()), false);
+    assert.equal(isBlocked(s.state()), false);
+  });
+
+  test('a copy parked again carries Reparked; a message parked once below it goes behind it', () => {
+    // B (sequence 3) was parked again after C (sequence 2) was parked for the first time.
+    const st = state({ NextDeferralSequence: 4, NextReplaySequence: 2, DeferredCount: 4, ReparkedUntil: 4 });
+    const c = run(msg({ EventId: 'C', ReplaySequence: 2, ReplayUntil: 3, ReplayPassEnd: true }), st, ok);
+    assert.equal(c.invoked, false);
+    assert.deepEqual(shape(c.effects), [
+      'send DeferralResponse->Resolver',
+      'send EventRequest->Deferred',
+      'state {"b":null,"n":5,"c":5,"r":3}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'complete',
+    ]);
+    const again = sends(c)[1]!.applicationProperties;
+    assert.deepEqual([again.DeferralSequence, again.Reparked], [4, true]);
+    // B itself, parked again, runs.
+    const b = run(msg({ EventId: 'B', ReplaySequence: 3, ReplayUntil: 4, Reparked: true }), st, ok);
+    assert.equal(b.invoked, true);
   });
 });

@@ -25,6 +25,7 @@ import {
   buildProcessDeferredRequest,
   buildResponse,
   buildRetryRequest,
+  deriveId,
   errorContentOf,
 } from './outbound.ts';
 import type { ScheduledRetry } from './retryPolicies.ts';
@@ -107,7 +108,9 @@ export function route(
       // a response: a ResolutionResponse would record Completed for an event whose handler never ran (a skipped
       // event would turn Completed). The Resolver keeps the retry in the event's history; its guard refuses it
       // over Completed and Skipped, so the row keeps the outcome that settled it.
-      if (!blockedByThis(state, m)) {
+      // A redelivery of the retry that released the session is not late: its settlement was interrupted after the
+      // release, and it runs again to send the replay request and the answer the first delivery did not get to.
+      if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
         return settle({
           effects: [{ kind: 'complete' }],
           signal: 'completed',
@@ -192,6 +195,18 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
   if (s === undefined && isDraining(state)) {
     return settle(park(m, state, env, `Session ${m.sessionId ?? ''} is replaying parked messages`));
   }
+  if (s !== undefined && !m.reparked && s < state.ReparkedUntil) {
+    // Parked while the replay of earlier messages was under way, one of which met a block and was parked again with
+    // a higher sequence than this one: it runs first, so this copy goes behind it.
+    return settle(
+      park(
+        m,
+        state,
+        env,
+        `Session ${m.sessionId ?? ''} is replaying a message parked before this one and parked again since`,
+      ),
+    );
+  }
   return invokeOrSettle(m, state, env);
 }
 
@@ -206,8 +221,9 @@ export function prepareInvocation(
   m: InboundMessage,
   env: DecisionEnv,
 ): { ok: true; invocation: Invocation } | { ok: false; outcome: HandlerOutcome } {
-  const typeId = authoritativeEventTypeId(m);
-  if (!typeId || !env.hasHandler(typeId)) return { ok: false, outcome: { kind: 'notFound' } };
+  // A property and body that disagree make the message malformed whichever of the two names a handled type, so this
+  // comes before the handler lookup: otherwise an unhandled property type would be answered Unsupported and
+  // completed, hiding a malformed message the specification dead-letters.
   const bodyType = m.content.EventContent?.EventTypeId;
   if (m.eventTypeIdProperty && bodyType && bodyType !== m.eventTypeIdProperty) {
     return {
@@ -220,6 +236,8 @@ export function prepareInvocation(
       },
     };
   }
+  const typeId = authoritativeEventTypeId(m);
+  if (!typeId || !env.hasHandler(typeId)) return { ok: false, outcome: { kind: 'notFound' } };
   if (m.bodyProblem)
     return { ok: false, outcome: { kind: 'permanent', error: new PayloadError(m.bodyProblem) } };
   const payload = parseEventPayload(m.content.EventContent?.EventJson);
@@ -358,23 +376,24 @@ function afterRetry(
         return {
           effects: [
             send(handoffResponse(m, env, outcome.handoff)),
-            { kind: 'setState', state: block(state, m) },
+            // The redelivery of a releasing retry does not take over a block another event has set since.
+            ...(!isBlocked(state) || blockedByThis(state, m) ? [setState(block(state, m))] : []),
             { kind: 'complete' },
           ],
           signal: 'completed',
           note: 'retry parked a pending handoff',
         };
       }
-      const next = unblock(state);
       return {
         effects: [
-          { kind: 'setState', state: next },
-          ...drain(m, next),
-          send(response(MessageType.ResolutionResponse, m, env)),
+          ...releaseSteps(m, state),
+          send(releaseAnswer(MessageType.ResolutionResponse, m, env)),
           { kind: 'complete' },
         ],
         signal: 'completed',
-        note: 'retry succeeded: session released',
+        note: blockedByThis(state, m)
+          ? 'retry succeeded: session released'
+          : 'retry that released the session succeeded again: replay and answer finished',
       };
     }
     case 'notFound':
@@ -389,12 +408,10 @@ function afterRetry(
       return deadLetterWith(m, env, outcome.error, []);
     case 'failed': {
       if (outcome.disposition === 'Discard') {
-        const next = unblock(state);
         return {
           effects: [
-            { kind: 'setState', state: next },
-            ...drain(m, next),
-            send(discardResponse(m, env, outcome)),
+            ...releaseSteps(m, state),
+            send(discardResponse(m, env, outcome, releaseAnswerId(MessageType.SkipResponse, m))),
             { kind: 'complete' },
           ],
           signal: 'completed',
@@ -402,6 +419,17 @@ function afterRetry(
         };
       }
       if (outcome.disposition === 'DeadLetter') return deadLetterWith(m, env, outcome.error, []);
+      if (!blockedByThis(state, m)) {
+        // The retry had released the session before its settlement was interrupted; later messages may have run
+        // since. Blocking again would not restore their order and a scheduled retry would arrive late, so this
+        // failure is recorded (the operator resubmits or skips) and the session goes on.
+        return {
+          effects: [send(errorResponse(m, env, outcome.error)), { kind: 'complete' }],
+          signal: 'handlerFailed',
+          error: outcome.error,
+          note: 'retry that had released the session failed on its redelivery: recorded Failed, session unchanged',
+        };
+      }
       return {
         effects: [
           send(errorResponse(m, env, outcome.error)),
@@ -432,7 +460,7 @@ function afterResubmission(
         effects.push({ kind: 'complete' });
         return { effects, signal: 'completed', note: 'resubmission parked a pending handoff' };
       }
-      const next = mine ? unblock(state) : state;
+      const next = mine ? release(state, m) : state;
       const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
       effects.push(...drain(m, next), send(response(MessageType.ResolutionResponse, m, env)), {
         kind: 'complete',
@@ -453,7 +481,7 @@ function afterResubmission(
       return deadLetterWith(m, env, outcome.error, []);
     case 'failed': {
       if (outcome.disposition === 'Discard') {
-        const next = mine ? unblock(state) : state;
+        const next = mine ? release(state, m) : state;
         const effects: Effect[] = next !== state ? [{ kind: 'setState', state: next }] : [];
         effects.push(...drain(m, next), send(discardResponse(m, env, outcome)), { kind: 'complete' });
         return { effects, signal: 'completed', note: 'resubmission discarded' };
@@ -503,18 +531,21 @@ function decideReplayPassEnd(m: InboundMessage, state: SessionState, env: Decisi
 }
 
 function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
-  const skip = send(response(MessageType.SkipResponse, m, env, { content: {} }));
-  if (!blockedByThis(state, m))
+  if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
+    const skip = send(response(MessageType.SkipResponse, m, env, { content: {} }));
     return {
       effects: [skip, { kind: 'complete' }],
       signal: 'completed',
       note: 'skip of an event that does not block the session',
     };
-  const next = unblock(state);
+  }
+  const skip = send(releaseAnswer(MessageType.SkipResponse, m, env, { content: {} }));
   return {
-    effects: [{ kind: 'setState', state: next }, ...drain(m, next), skip, { kind: 'complete' }],
+    effects: [...releaseSteps(m, state), skip, { kind: 'complete' }],
     signal: 'completed',
-    note: 'skipped: session released',
+    note: blockedByThis(state, m)
+      ? 'skipped: session released'
+      : 'redelivered skip that released the session: replay and answer finished',
   };
 }
 
@@ -522,7 +553,7 @@ function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: Dec
   // Only the session's pending handoff can be completed: a ResolutionResponse for any other event would record
   // Completed for work the session was not waiting for (a duplicate completion, a skipped handoff, a wrong
   // address). Refused visibly instead; the Resolver keeps (or restores) the row's status.
-  if (!blockedByThis(state, m)) {
+  if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
     const why = isBlocked(state)
       ? `the session is blocked by ${state.BlockedByEventId}`
       : 'the session is not blocked';
@@ -534,13 +565,16 @@ function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: Dec
   }
   // The Resolver gets the external system's result as the event's content; the user handler never runs again.
   const resolution = send(
-    response(MessageType.ResolutionResponse, m, env, { content: { EventContent: m.content.EventContent } }),
+    releaseAnswer(MessageType.ResolutionResponse, m, env, {
+      content: { EventContent: m.content.EventContent },
+    }),
   );
-  const next = unblock(state);
   return {
-    effects: [{ kind: 'setState', state: next }, ...drain(m, next), resolution, { kind: 'complete' }],
+    effects: [...releaseSteps(m, state), resolution, { kind: 'complete' }],
     signal: 'completed',
-    note: 'handoff completed: session released',
+    note: blockedByThis(state, m)
+      ? 'handoff completed: session released'
+      : 'redelivered handoff completion that released the session: replay and answer finished',
   };
 }
 
@@ -598,7 +632,7 @@ function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Se
   if (m.messageType === MessageType.EventRequest) {
     effects.push(...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m)));
   } else if (blockedByThis(state, m)) {
-    const next = unblock(state);
+    const next = release(state, m);
     effects.push({ kind: 'setState', state: next }, ...drain(m, next));
   } else {
     effects.push(...drain(m, state));
@@ -632,6 +666,8 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
     ...advanced,
     NextDeferralSequence: sequence + 1,
     DeferredCount: state.DeferredCount + 1,
+    // A replayed copy parked again: the messages first parked below its new sequence must not overtake it.
+    ...(m.replaySequence !== undefined ? { ReparkedUntil: sequence + 1 } : {}),
   };
   const deferral = response(MessageType.DeferralResponse, m, env, {
     content: {
@@ -770,9 +806,11 @@ function response(
     content?: Parameters<typeof buildResponse>[3]['content'];
     extra?: Parameters<typeof buildResponse>[3]['extra'];
     from?: string;
+    /** A fixed MessageId (a release's answer); otherwise a fresh one. */
+    messageId?: string;
   } = {},
 ): OutgoingMessage {
-  return buildResponse(type, m, env.clock, { ...options, messageId: env.newId() });
+  return buildResponse(type, m, env.clock, { ...options, messageId: options.messageId ?? env.newId() });
 }
 
 function errorResponse(m: InboundMessage, env: DecisionEnv, error: unknown): OutgoingMessage {
@@ -785,11 +823,13 @@ function discardResponse(
   m: InboundMessage,
   env: DecisionEnv,
   outcome: { error: unknown; classifierName: string },
+  messageId?: string,
 ): OutgoingMessage {
   const type = errorTypeName(outcome.error);
   const text = `${type}: ${errorMessage(outcome.error)} Classified as Discard by ${outcome.classifierName}.`;
   return response(MessageType.SkipResponse, m, env, {
     content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: text, ErrorType: type } },
+    ...(messageId !== undefined ? { messageId } : {}),
   });
 }
 
@@ -834,6 +874,49 @@ export function block(state: SessionState, m: InboundMessage): SessionState {
 
 export function unblock(state: SessionState): SessionState {
   return { ...state, BlockedByEventId: null, BlockedByMessageId: null };
+}
+
+/** Unblocks the session and remembers which delivery did it (see releaseSteps). */
+export function release(state: SessionState, m: InboundMessage): SessionState {
+  return { ...unblock(state), ReleasedBy: { EventId: eventKey(m), MessageId: m.messageId } };
+}
+
+/** This very message released the session earlier: a redelivery of a release whose settlement was interrupted. */
+function releasedByThis(state: SessionState, m: InboundMessage): boolean {
+  return state.ReleasedBy?.MessageId === m.messageId && state.ReleasedBy.EventId === eventKey(m);
+}
+
+/**
+ * The steps of a release before its answer: the state write that unblocks the session, then the replay request.
+ * A release is settled as state, replay request, answer, completion; a failing step leaves the message for
+ * redelivery, which finds the session already released by it (ReleasedBy). Then the state is not written again (the
+ * session may have been blocked by another event since) and the replay request and answer are sent again. Both
+ * carry the same MessageIds as the first time (the replay request's derives from the session and its bound, the
+ * answer's from the message: releaseAnswerId), so a copy that did get out the first time is recognised as the same
+ * message by the deferred processor and the Resolver's history.
+ */
+function releaseSteps(m: InboundMessage, state: SessionState): Effect[] {
+  if (!blockedByThis(state, m)) return drain(m, state);
+  const next = release(state, m);
+  return [setState(next), ...drain(m, next)];
+}
+
+/** The MessageId of a release's answer: the same on every delivery of the releasing message. */
+function releaseAnswerId(type: MessageType, m: InboundMessage): string {
+  return deriveId('release-answer', type, m.messageId);
+}
+
+function releaseAnswer(
+  type: MessageType,
+  m: InboundMessage,
+  env: DecisionEnv,
+  options: Omit<Parameters<typeof response>[3], 'messageId'> = {},
+): OutgoingMessage {
+  return response(type, m, env, { ...options, messageId: releaseAnswerId(type, m) });
+}
+
+function setState(state: SessionState): Effect {
+  return { kind: 'setState', state };
 }
 
 /**

@@ -23,9 +23,12 @@ class FakePort implements DeliveryPort {
     this.state = s;
   }
   sent: Array<Record<string, unknown>> = [];
-  async send(m: { applicationProperties: Record<string, unknown> }) {
+  /** `MessageType MessageId` of every message that got out. */
+  sentIds: string[] = [];
+  async send(m: { messageId: string; applicationProperties: Record<string, unknown> }) {
     this.step(`send ${m.applicationProperties.MessageType}`);
     this.sent.push(m.applicationProperties);
+    this.sentIds.push(`${m.applicationProperties.MessageType} ${m.messageId}`);
   }
   async schedule() {
     this.step('schedule');
@@ -530,5 +533,70 @@ describe('a transient outcome on the last delivery the budget allows', () => {
     });
     assert.equal(await d.dispatch({ ...received(), deliveryCount: 9 }, port, signal), 'transient');
     assert.deepEqual(port.log, []);
+  });
+});
+
+describe('a release whose settlement is interrupted after the state write', () => {
+  // The session is blocked by e1 with two messages parked behind it.
+  const blockedPort = () => {
+    const port = new FakePort();
+    port.state = {
+      ...emptySessionState(),
+      BlockedByEventId: 'e1',
+      BlockedByMessageId: 'm0',
+      NextDeferralSequence: 2,
+      DeferredCount: 2,
+    };
+    return port;
+  };
+  const retry = {
+    ...received({ From: 'Retry', MessageType: 'RetryRequest', RetryCount: 1 }),
+    messageId: 'retry-1',
+    deliveryCount: 0,
+  };
+
+  test('a successful retry whose answer was refused finishes the replay request and the answer on its redelivery', async () => {
+    let runs = 0;
+    const d = dispatcher(() => void runs++);
+    const port = blockedPort();
+    port.failOn = 'send ResolutionResponse';
+    assert.equal(await d.dispatch(retry, port, signal), 'transient');
+    assert.deepEqual(port.log, ['setState', 'send ProcessDeferredRequest']);
+    assert.equal(port.state.BlockedByEventId, null);
+
+    port.log = [];
+    port.failOn = undefined;
+    assert.equal(await d.dispatch({ ...retry, deliveryCount: 1 }, port, signal), 'completed');
+    // Before: completed as a late retry with no answer (the row stayed Pending) and no replay request.
+    assert.deepEqual(port.log, ['send ProcessDeferredRequest', 'send ResolutionResponse', 'complete']);
+    assert.equal(runs, 2, 'the retry runs the handler again, as any redelivered delivery does');
+  });
+
+  test('a skip whose completion was refused answers again with the same MessageIds on its redelivery', async () => {
+    const d = dispatcher(() => undefined);
+    const port = blockedPort();
+    const skip = {
+      ...received({ From: 'Manager', MessageType: 'SkipRequest' }),
+      messageId: 'skip-1',
+      deliveryCount: 0,
+    };
+    port.failOn = 'complete';
+    assert.equal(await d.dispatch(skip, port, signal), 'transient');
+    const first = port.sentIds.slice();
+    assert.deepEqual(
+      first.map((x) => x.split(' ')[0]),
+      ['ProcessDeferredRequest', 'SkipResponse'],
+    );
+
+    port.log = [];
+    port.sentIds = [];
+    port.failOn = undefined;
+    assert.equal(await d.dispatch({ ...skip, deliveryCount: 1 }, port, signal), 'completed');
+    assert.deepEqual(port.log, ['send ProcessDeferredRequest', 'send SkipResponse', 'complete']);
+    assert.deepEqual(
+      port.sentIds,
+      first,
+      'the Resolver and the deferred processor see the same messages again',
+    );
   });
 });

@@ -31,6 +31,8 @@ export interface InboundMessage {
   deferralSequence?: number | undefined;
   /** The deferred processor's pass-end marker (SdkProp.ReplayPassEnd). */
   replayPassEnd?: boolean | undefined;
+  /** A copy of a message that was parked again after a replay (SdkProp.Reparked). */
+  reparked?: boolean | undefined;
   content: MessageContent;
   /** Why the body is not a readable envelope (absent, not JSON, wrong shape); undefined when it is. */
   bodyProblem?: string | undefined;
@@ -91,6 +93,7 @@ export function fromReceived(message: ReceivedLike): InboundMessage {
     replayUntil: count(raw[SdkProp.ReplayUntil]),
     deferralSequence: count(p[Prop.DeferralSequence] ?? raw[Prop.DeferralSequence]),
     replayPassEnd: raw[SdkProp.ReplayPassEnd] === true,
+    reparked: raw[SdkProp.Reparked] === true,
   };
 }
 

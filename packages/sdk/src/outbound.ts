@@ -155,6 +155,8 @@ export function buildParkedCopy(inbound: InboundMessage, sequence: number): Outg
       [Prop.To]: Address.Deferred,
       [Prop.OriginalSessionId]: inbound.sessionId ?? '',
       [Prop.DeferralSequence]: sequence,
+      // Carried on from here (not a hop property): every later copy of this message was parked again.
+      ...(inbound.replaySequence !== undefined ? { [SdkProp.Reparked]: true } : {}),
     },
   };
 }

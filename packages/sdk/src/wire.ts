@@ -17,6 +17,12 @@ export const SdkProp = {
    * sequences that will never come back (dead-lettered or expired on the way), skipped with a ReplayGap notice.
    */
   ReplayPassEnd: 'ReplayPassEnd',
+  /**
+   * On a parked copy made from a replayed copy (parked again because the session blocked, or to keep its place:
+   * see SessionState.ReparkedUntil), and carried by its own replayed copy: true. Its sequence no longer reflects
+   * its original place, which comes before every message parked for the first time since.
+   */
+  Reparked: 'Reparked',
   /** Fallback session id on a ProcessDeferredRequest whose broker SessionId is missing. */
   SessionId: 'SessionId',
 } as const;

@@ -181,6 +181,14 @@ describe('session state', () => {
     const legacy = decodeSessionState('{"BlockedByEventId":"e9","DeferredSequenceNumbers":[],"DeferredCount":1,"NextDeferralSequence":1}');
     assert.equal(legacy.BlockedByMessageId, null);
     assert.equal(legacy.NextReplaySequence, 0);
+    assert.equal(legacy.ReleasedBy, null);
+  });
+
+  test('the delivery that released the session is remembered, and alone keeps the state from being empty', () => {
+    const released = { ...emptySessionState(), ReleasedBy: { EventId: 'e1', MessageId: 'retry-1' } };
+    const bytes = encodeSessionState(released);
+    assert.ok(bytes.byteLength > 0, 'a release whose settlement is interrupted must still be recognisable');
+    assert.deepEqual(decodeSessionState(bytes), released);
   });
 
   test('blocked and draining are distinct: draining = unblocked with parked messages not yet replayed', () => {

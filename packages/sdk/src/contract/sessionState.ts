@@ -21,6 +21,20 @@ export const sessionStateSchema = z.object({
    * the session is draining: a new message must park behind the ones still waiting instead of overtaking them.
    */
   NextReplaySequence: count.default(0),
+  /**
+   * One past the highest DeferralSequence given to a replayed copy parked again (it met a block). That copy keeps
+   * its place ahead of the messages first parked while its pass ran, although their sequences are lower: a replayed
+   * copy parked only once (not SdkProp.Reparked) below this bound is parked again behind it instead of running.
+   */
+  ReparkedUntil: count.default(0),
+  /**
+   * The delivery that last released the session (a successful or discarded retry, a skip, a resubmission, a completed
+   * handoff). Its settlement writes this state first, then asks for the replay and answers the Resolver; when a later
+   * step fails, the redelivery of that same message finds the session no longer blocked by its event and would take
+   * it for a late command. This marks it as the release's own redelivery, which finishes the missing steps.
+   * Absent in state written before it existed: reads as null.
+   */
+  ReleasedBy: z.object({ EventId: z.string(), MessageId: z.string() }).nullable().default(null),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
 
@@ -32,6 +46,8 @@ export function emptySessionState(): SessionState {
     DeferredCount: 0,
     NextDeferralSequence: 0,
     NextReplaySequence: 0,
+    ReparkedUntil: 0,
+    ReleasedBy: null,
   };
 }
 
@@ -52,7 +68,9 @@ export function isEmptySessionState(state: SessionState): boolean {
     state.DeferredSequenceNumbers.length === 0 &&
     state.DeferredCount === 0 &&
     state.NextDeferralSequence === 0 &&
-    state.NextReplaySequence === 0
+    state.NextReplaySequence === 0 &&
+    state.ReparkedUntil === 0 &&
+    state.ReleasedBy == null
   );
 }
 
@@ -86,6 +104,7 @@ export function decodeSessionState(raw: unknown): SessionState {
     }
   }
   const parsed = sessionStateSchema.safeParse(value);
-  if (!parsed.success) throw new InvalidSessionStateError(`session state is invalid: ${describeIssues(parsed.error)}`);
+  if (!parsed.success)
+    throw new InvalidSessionStateError(`session state is invalid: ${describeIssues(parsed.error)}`);
   return parsed.data;
 }
