@@ -13,6 +13,7 @@ import { TABLE_HEAD } from '../table.tsx';
 import { useSearchParams } from 'next/navigation';
 import { failureGroupsQuery, queryKeys } from '../queries.ts';
 import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
+import { Timestamp } from '../format.tsx';
 
 function Spark({ values }: { values: number[] }) {
   const max = Math.max(1, ...values);
@@ -24,8 +25,6 @@ function Spark({ values }: { values: number[] }) {
     </svg>
   );
 }
-
-const when = (iso: string) => new Date(iso).toLocaleString();
 
 function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void }) {
   const qc = useQueryClient();
@@ -50,7 +49,7 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
         {g.example?.errorText && <div className="mt-0.5 line-clamp-2 text-xs text-slate-500">e.g. {g.example.errorText}</div>}
         {g.note && !editing && (
           <div className="mt-1 rounded bg-amber-50 px-2 py-1 text-xs text-amber-900" data-testid="group-note">
-            {g.note.note} <span className="text-amber-700">— {g.note.by}, {when(g.note.at)}</span>
+            {g.note.note} <span className="text-amber-700">— {g.note.by}, <Timestamp at={g.note.at} /></span>
           </div>
         )}
         {editing ? (
@@ -71,8 +70,13 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
         <Spark values={g.spark} />
       </td>
       <td className="py-2 pr-3 text-xs text-slate-600">
-        <div>first {when(g.firstAt)}</div>
-        <div>last {when(g.lastAt)}</div>
+        {/* Timestamp: local time or UTC as the header's switch says, like every other time in the console. */}
+        <div>
+          first <Timestamp at={g.firstAt} />
+        </div>
+        <div>
+          last <Timestamp at={g.lastAt} />
+        </div>
       </td>
       <td className="py-2 pr-3 text-xs">
         {g.endpoints.map((e) => (

@@ -1,0 +1,66 @@
+// Findings of an operator's walk through the console, each pinned by a test: the Failures page's times follow the
+// header's local/UTC rule like every other time. The built console against the embedded Service Bus emulator and
+// Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Locator, Page } from 'playwright-core';
+import { MessageType } from '@nimbus/sdk/contract';
+import { seedEvent } from '../server/testing/seed.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let ui: SeededConsole | undefined;
+
+before(async () => {
+  ui = await startSeededConsole({
+    // No demo rows: the Endpoints badge below counts exactly the one failure seeded here.
+    demoData: false,
+    prepare: async ({ stack, base }) => {
+      const customer = { endpointId: 'crmendpoint', eventTypeId: 'CustomerUpdated', payload: { customerId: 'CUST-1' } };
+      await seedEvent(stack.store, base, { ...customer, eventId: 'walk-unsupported-1', sessionId: 'CUST-1' }, MessageType.UnsupportedResponse, {
+        errorText: 'no handler for event type CustomerUpdated',
+      });
+      await seedEvent(stack.store, base, { ...customer, eventId: 'walk-skipped-1', sessionId: 'CUST-2' }, MessageType.SkipResponse);
+      await seedEvent(stack.store, base, { ...customer, eventId: 'walk-completed-1', sessionId: 'CUST-3' }, MessageType.ResolutionResponse);
+    },
+  });
+});
+
+after(() => ui?.close());
+
+/** Fails with what the locator's first match reads when it does not appear (a bare timeout says nothing). */
+async function seen(what: string, locator: Locator, page: Page): Promise<void> {
+  await locator.first().waitFor().catch(async (err: Error) => {
+    const text = await page.locator('main').textContent({ timeout: 1_000 }).catch(() => null);
+    throw new Error(`${what}: not seen in "${text?.slice(0, 400)}" (${err.message.split('\n')[0]})`);
+  });
+}
+
+describe('an operator walk', () => {
+  test('Failures: first and last seen follow the local/UTC switch, in the format of every other time', async () => {
+    const page = await ui!.open('/failures');
+    // A zone that is neither UTC nor the server's: a local time can only come from the browser's rule.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kathmandu' });
+    await page.reload();
+    const groups = page.getByTestId('failure-groups');
+    await seen('the Unsupported group', groups.getByText('no handler for event type CustomerUpdated'), page);
+    const times = groups.locator('time');
+    const local = times.filter({ hasText: /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} GMT\+5:45$/ });
+    await seen('first and last seen in local time', local, page);
+    assert.equal(await local.count(), 2, 'first and last seen, both local');
+
+    try {
+      await page.getByRole('button', { name: 'Local time', exact: true }).click();
+      const utc = times.filter({ hasText: /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC$/ });
+      await seen('first and last seen in UTC after the switch', utc, page);
+      assert.equal(await utc.count(), 2, 'both switched');
+    } finally {
+      // The choice is kept in local storage, shared with the other tests' pages.
+      await page.getByRole('button', { name: 'UTC', exact: true }).click();
+      await cdp.detach();
+      await page.close();
+    }
+  });
+});
