@@ -1,6 +1,7 @@
 // Findings of an operator's walk through the console, each pinned by a test: the Failures page's times follow the
-// header's local/UTC rule like every other time. The built console against the embedded Service Bus emulator and
-// Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
+// header's local/UTC rule like every other time; a Flow consumer card accounts for every outcome it counts (its
+// numbers add up to its total). The built console against the embedded Service Bus emulator and Cosmos server, with
+// Debian's Chromium (server/testing/seededConsole.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
@@ -62,5 +63,19 @@ describe('an operator walk', () => {
       await cdp.detach();
       await page.close();
     }
+  });
+
+  test('Flow: a consumer card shows its unsupported and skipped events, so its counts add up to its total', async () => {
+    const page = await ui!.open('/flow?period=60');
+    const card = page.locator('[data-consumer="crmendpoint"][href$="eventTypeId=CustomerUpdated"]');
+    await seen('the crmendpoint card', card.getByText('events', { exact: true }), page);
+    const counts = async () => {
+      const text = (await card.textContent()) ?? '';
+      const n = (label: string) => Number(new RegExp(`(\\d+) ${label}`, 'i').exec(text)?.[1] ?? NaN);
+      return { text, total: n('events'), completed: n('completed'), unsupported: n('unsupported'), skipped: n('skipped') };
+    };
+    const c = await counts();
+    assert.deepEqual({ total: c.total, completed: c.completed, unsupported: c.unsupported, skipped: c.skipped }, { total: 3, completed: 1, unsupported: 1, skipped: 1 }, c.text);
+    await page.close();
   });
 });
