@@ -1,7 +1,7 @@
 // Findings of an operator's walk through the console, each pinned by a test: the Failures page's times follow the
 // header's local/UTC rule like every other time; a Flow consumer card accounts for every outcome it counts (its
-// numbers add up to its total). The built console against the embedded Service Bus emulator and Cosmos server, with
-// Debian's Chromium (server/testing/seededConsole.ts).
+// numbers add up to its total); one failed event is "1 failed event" (Endpoints, Failures), not "1 failed events". The built console
+// against the embedded Service Bus emulator and Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
@@ -77,5 +77,19 @@ describe('an operator walk', () => {
     const c = await counts();
     assert.deepEqual({ total: c.total, completed: c.completed, unsupported: c.unsupported, skipped: c.skipped }, { total: 3, completed: 1, unsupported: 1, skipped: 1 }, c.text);
     await page.close();
+  });
+
+  test('Endpoints and Failures: one failed event is counted in the singular', async () => {
+    const page = await ui!.open('/');
+    const badge = page.locator('main').getByText(/^\d+ failed events?$/);
+    await seen('the Endpoints badge', badge, page);
+    assert.equal(await badge.textContent(), '1 failed event');
+    await page.close();
+
+    const failures = await ui!.open('/failures');
+    const summary = failures.locator('main').getByText(/^\d+ failed events? in \d+ groups?$/);
+    await seen('the Failures summary', summary, failures);
+    assert.equal(await summary.textContent(), '1 failed event in 1 group');
+    await failures.close();
   });
 });

@@ -13,7 +13,7 @@ import { TABLE_HEAD } from '../table.tsx';
 import { useSearchParams } from 'next/navigation';
 import { failureGroupsQuery, queryKeys } from '../queries.ts';
 import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
-import { Timestamp } from '../format.tsx';
+import { countOf, Timestamp } from '../format.tsx';
 
 function Spark({ values }: { values: number[] }) {
   const max = Math.max(1, ...values);
@@ -118,7 +118,7 @@ export function FailuresView() {
     <div>
       <div className="mb-3 flex items-baseline gap-4">
         <h1 className="text-xl font-semibold">Failures</h1>
-        <span className="text-sm text-slate-600">{q.data ? `${q.data.total.toLocaleString()} failed events in ${groups.length} groups` : ''}</span>
+        <span className="text-sm text-slate-600">{q.data ? `${countOf(q.data.total, 'failed event')} in ${countOf(groups.length, 'group')}` : ''}</span>
         <label className="ml-auto text-sm">
           Updated in{' '}
           <select value={since} onChange={(e) => setSince(e.target.value)} className="rounded border px-1">
