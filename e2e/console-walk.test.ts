@@ -1,7 +1,8 @@
 // Findings of an operator's walk through the console, each pinned by a test: the Failures page's times follow the
 // header's local/UTC rule like every other time; a Flow consumer card accounts for every outcome it counts (its
-// numbers add up to its total); one failed event is "1 failed event" (Endpoints, Failures), not "1 failed events". The built console
-// against the embedded Service Bus emulator and Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
+// numbers add up to its total); one failed event is "1 failed event" (Endpoints, Failures), not "1 failed events"; an
+// unknown event's page keeps its breadcrumb, the way back to its endpoint. The built console against the embedded
+// Service Bus emulator and Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
@@ -91,5 +92,15 @@ describe('an operator walk', () => {
     await seen('the Failures summary', summary, failures);
     assert.equal(await summary.textContent(), '1 failed event in 1 group');
     await failures.close();
+  });
+
+  test('an unknown event says so under its breadcrumb, whose endpoint link leads back', async () => {
+    const page = await ui!.open('/endpoints/billingendpoint/events/walk-no-such-event');
+    await seen('the error', page.getByRole('alert').filter({ hasText: 'walk-no-such-event is not known on endpoint billingendpoint' }), page);
+    const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
+    await seen('the breadcrumb', crumbs, page);
+    await crumbs.getByRole('link', { name: 'billingendpoint', exact: true }).click();
+    await page.waitForURL((u) => u.pathname === '/endpoints/billingendpoint');
+    await page.close();
   });
 });
