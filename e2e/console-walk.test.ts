@@ -1,7 +1,8 @@
 // Findings of an operator's walk through the console, each pinned by a test: the Failures page's times follow the
 // header's local/UTC rule like every other time; a Flow consumer card accounts for every outcome it counts (its
 // numbers add up to its total); one failed event is "1 failed event" (Endpoints, Failures), not "1 failed events"; an
-// unknown event's page keeps its breadcrumb, the way back to its endpoint. The built console against the embedded
+// unknown event's page keeps its breadcrumb, the way back to its endpoint; the charts' time axis and legend follow the
+// local/UTC switch too. The built console against the embedded
 // Service Bus emulator and Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -102,5 +103,38 @@ describe('an operator walk', () => {
     await crumbs.getByRole('link', { name: 'billingendpoint', exact: true }).click();
     await page.waitForURL((u) => u.pathname === '/endpoints/billingendpoint');
     await page.close();
+  });
+
+  test('Monitor: the chart under the cursor tells its time in local time, and in UTC after the switch', async () => {
+    const page = await ui!.open('/monitor');
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kathmandu' });
+    await page.reload();
+    await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+    const chart = page.getByTestId('monitor-history').locator('.uplot').first();
+    /** The legend's time at the middle of the chart, in minutes of the day (uPlot writes e.g. `2026-12-04 4:30pm`). */
+    const minutesUnderCursor = async (): Promise<number> => {
+      await chart.locator('.u-over').hover();
+      const text = (await chart.locator('.u-legend .u-series').first().locator('.u-value').textContent()) ?? '';
+      const m = /(\d{1,2}):(\d\d)\s*(am|pm)/i.exec(text);
+      assert.ok(m, `a time in the legend, read "${text}"`);
+      return ((Number(m[1]) % 12) + (m[3]!.toLowerCase() === 'pm' ? 12 : 0)) * 60 + Number(m[2]);
+    };
+    try {
+      await seen('the platform chart', chart.locator('.u-over'), page);
+      const local = await minutesUnderCursor();
+      await page.getByRole('button', { name: 'Local time', exact: true }).click();
+      await page.getByRole('button', { name: 'UTC', exact: true }).waitFor();
+      await page.mouse.move(0, 0);
+      // The chart is drawn again for the new rule: read it once it is back.
+      await seen('the platform chart after the switch', chart.locator('.u-over'), page);
+      const utc = await minutesUnderCursor();
+      // Kathmandu is UTC+5:45 (no daylight saving): the same point in time reads 345 minutes earlier in UTC.
+      assert.equal((local - utc + 1440) % 1440, 345, `local ${local} min, UTC ${utc} min`);
+    } finally {
+      await page.getByRole('button', { name: 'UTC', exact: true }).click();
+      await cdp.detach();
+      await page.close();
+    }
   });
 });
