@@ -235,7 +235,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                 <div className="mt-2 text-sm">
                   <span className="text-slate-500">Dead-letter reason: </span>
                   <span className="font-medium">{e.deadLetterReason}</span>
-                  {e.deadLetterErrorDescription ? <div className="text-slate-700">{e.deadLetterErrorDescription}</div> : null}
+                  {/* The SDK's description of a permanent failure is the error text again: shown once, above. */}
+                  {e.deadLetterErrorDescription && e.deadLetterErrorDescription.trim() !== (e.errorText ?? '').trim() ? (
+                    <div className="text-slate-700">{e.deadLetterErrorDescription}</div>
+                  ) : null}
                 </div>
               ) : null}
             </Panel>

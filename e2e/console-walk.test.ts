@@ -2,7 +2,8 @@
 // header's local/UTC rule like every other time; a Flow consumer card accounts for every outcome it counts (its
 // numbers add up to its total); one failed event is "1 failed event" (Endpoints, Failures), not "1 failed events"; an
 // unknown event's page keeps its breadcrumb, the way back to its endpoint; the charts' time axis and legend follow the
-// local/UTC switch too. The built console against the embedded
+// local/UTC switch too; a dead letter's description is not repeated when it is the error text. The built console
+// against the embedded
 // Service Bus emulator and Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { startSeededConsole, type SeededConsole } from '../server/testing/seeded
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 let ui: SeededConsole | undefined;
+const DEAD_TEXT = 'OrderPlaced payload does not match its schema: shippingAddress.postalCode: Required';
 
 before(async () => {
   ui = await startSeededConsole({
@@ -136,5 +138,21 @@ describe('an operator walk', () => {
       await cdp.detach();
       await page.close();
     }
+  });
+
+  test('a dead letter whose description is its error text shows that text once in its panel', async () => {
+    // Seeded here, not before the console starts: the tests above count the failed events (one, the Unsupported).
+    // As the SDK dead-letters a permanent failure: the description is the error text again.
+    await seedEvent(ui!.stack.store, Date.now(), { endpointId: 'shippingendpoint', eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-9' }, eventId: 'walk-dead-1', sessionId: 'CUST-4' }, MessageType.ErrorResponse, {
+      errorText: DEAD_TEXT,
+      errorType: 'PermanentFailureError',
+      deadLetterReason: `Permanent failure: PermanentFailureError: ${DEAD_TEXT}`,
+      deadLetterErrorDescription: DEAD_TEXT,
+    });
+    const page = await ui!.open('/endpoints/shippingendpoint/events/walk-dead-1');
+    const panel = page.locator('section', { has: page.getByRole('heading', { name: 'Dead letter' }) }).last();
+    await seen('the dead-letter panel', panel.getByText('Dead-letter reason:'), page);
+    assert.equal(await panel.getByText(DEAD_TEXT, { exact: true }).count(), 1, (await panel.textContent()) ?? '');
+    await page.close();
   });
 });
