@@ -2,8 +2,8 @@
 // header's local/UTC rule like every other time; a Flow consumer card accounts for every outcome it counts (its
 // numbers add up to its total); one failed event is "1 failed event" (Endpoints, Failures), not "1 failed events"; an
 // unknown event's page keeps its breadcrumb, the way back to its endpoint; the charts' time axis and legend follow the
-// local/UTC switch too; a dead letter's description is not repeated when it is the error text. The built console
-// against the embedded
+// local/UTC switch too; a dead letter's description is not repeated when it is the error text; `j` on the Endpoint
+// page steps into the event list, not the charts' legends. The built console against the embedded
 // Service Bus emulator and Cosmos server, with Debian's Chromium (server/testing/seededConsole.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -153,6 +153,20 @@ describe('an operator walk', () => {
     const panel = page.locator('section', { has: page.getByRole('heading', { name: 'Dead letter' }) }).last();
     await seen('the dead-letter panel', panel.getByText('Dead-letter reason:'), page);
     assert.equal(await panel.getByText(DEAD_TEXT, { exact: true }).count(), 1, (await panel.textContent()) ?? '');
+    await page.close();
+  });
+
+  test('j on the Endpoint page focuses the first event of the list, not a chart legend', async () => {
+    const page = await ui!.open('/endpoints/crmendpoint');
+    // Both are on the page: the charts' legends (uPlot draws them as tables too) and the event list.
+    await seen('a chart legend', page.locator('main .u-legend tr'), page);
+    const firstEvent = page.locator('main table tbody tr a[href*="/events/"]').first();
+    await seen('the event list', firstEvent, page);
+    await page.keyboard.press('j');
+    const focused = await page.evaluate<{ tag: string | null; text: string | null; inLegend: boolean }>(
+      "(() => { const a = document.activeElement; return { tag: a?.tagName ?? null, text: a?.textContent?.trim() ?? null, inLegend: a?.closest('.u-legend') != null }; })()",
+    );
+    assert.deepEqual(focused, { tag: 'A', text: await firstEvent.textContent(), inLegend: false });
     await page.close();
   });
 });
