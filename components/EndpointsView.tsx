@@ -5,7 +5,7 @@ import Link from './Link.tsx';
 import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
-import { Ago, compareText, ErrorBox, formatCount, useNow } from './format.tsx';
+import { Ago, compareText, countOf, ErrorBox, formatCount, useNow } from './format.tsx';
 import { comparator, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection } from './table.tsx';
 import { endpointsQuery } from './queries.ts';
 import { useRefreshing } from './refreshing.ts';
@@ -76,7 +76,7 @@ export function EndpointsView() {
       <div className="mb-3 flex flex-wrap items-center gap-3">
         <h1 className="text-xl font-semibold">Endpoints</h1>
         <span className={`rounded px-2 py-0.5 text-xs font-medium ${total > 0 ? 'bg-red-100 text-red-800' : 'bg-emerald-100 text-emerald-800'}`}>
-          {total > 0 ? `${total} failed events` : 'no failed events'}
+          {total > 0 ? countOf(total, 'failed event') : 'no failed events'}
         </span>
         <UrlFilterBox filter={filter} label="Filter endpoints" placeholder="Filter by endpoint or owner" alignEnd />
         <label className="flex items-center gap-1 text-sm text-slate-600">

@@ -78,6 +78,22 @@ function HandoffCountdown({ expectedBy }: { expectedBy: string | null }) {
   );
 }
 
+/** Endpoints / endpoint / event: the way back, also while the event loads or when it cannot be read. */
+function EventBreadcrumb({ endpointId, eventId }: { endpointId: string; eventId: string }) {
+  return (
+    <nav aria-label="Breadcrumb" className="mb-1 text-sm text-slate-500">
+      <Link href="/" className="hover:underline">
+        Endpoints
+      </Link>{' '}
+      /{' '}
+      <Link href={endpointHref(endpointId)} className="hover:underline">
+        {endpointId}
+      </Link>{' '}
+      / <span className="font-mono text-slate-700">{eventId}</span>
+    </nav>
+  );
+}
+
 export function EventView({ endpointId, eventId }: { endpointId: string; eventId: string }) {
   const qc = useQueryClient();
   // Buttons of actions the caller may not take are hidden; the server refuses them anyway.
@@ -141,8 +157,14 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     }
   };
 
-  if (q.error) return <ErrorBox error={q.error} />;
-  if (!d || !e) return <p className="text-sm text-slate-500">Loading…</p>;
+  // An unknown event (a stale link, a typo) or a failed read still shows where it is and the way back.
+  if (q.error || !d || !e)
+    return (
+      <section>
+        <EventBreadcrumb endpointId={endpointId} eventId={eventId} />
+        {q.error ? <ErrorBox error={q.error} /> : <p className="text-sm text-slate-500">Loading…</p>}
+      </section>
+    );
 
   const handoff = e.status === 'Pending' && e.subStatus === 'Handoff';
   // A Pending row last written by an operator command: the console claimed it and the endpoint has not answered yet.
@@ -155,16 +177,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
 
   return (
     <section>
-      <nav className="mb-1 text-sm text-slate-500">
-        <Link href="/" className="hover:underline">
-          Endpoints
-        </Link>{' '}
-        /{' '}
-        <Link href={endpointHref(endpointId)} className="hover:underline">
-          {endpointId}
-        </Link>{' '}
-        / <span className="font-mono text-slate-700">{eventId}</span>
-      </nav>
+      <EventBreadcrumb endpointId={endpointId} eventId={eventId} />
       <div className="mb-3 flex flex-wrap items-center gap-3">
         <h1 className="font-mono text-lg font-semibold" data-testid="event-id">
           {e.eventId}
@@ -232,7 +245,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                 <div className="mt-2 text-sm">
                   <span className="text-slate-500">Dead-letter reason: </span>
                   <span className="font-medium">{e.deadLetterReason}</span>
-                  {e.deadLetterErrorDescription ? <div className="text-slate-700">{e.deadLetterErrorDescription}</div> : null}
+                  {/* The SDK's description of a permanent failure is the error text again: shown once, above. */}
+                  {e.deadLetterErrorDescription && e.deadLetterErrorDescription.trim() !== (e.errorText ?? '').trim() ? (
+                    <div className="text-slate-700">{e.deadLetterErrorDescription}</div>
+                  ) : null}
                 </div>
               ) : null}
             </Panel>

@@ -30,7 +30,8 @@ function Num({ n, label, tone }: { n: number; label: string; tone: string }) {
 }
 
 function ConsumerCard({ endpointId, eventTypeId, counts, truncated, moved, period }: { endpointId: string; eventTypeId: string; counts: FlowCounts; truncated: boolean; moved: number; period: number }) {
-  const failing = counts.failed + counts.deadLettered > 0;
+  // Unsupported is a failure here as on the Endpoints and Failures pages.
+  const failing = counts.failed + counts.deadLettered + counts.unsupported > 0;
   return (
     <Link
       href={endpointHref(endpointId, new URLSearchParams({ eventTypeId }).toString())}
@@ -48,6 +49,9 @@ function ConsumerCard({ endpointId, eventTypeId, counts, truncated, moved, perio
         <Num n={counts.deferred} label="deferred" tone="text-violet-700" />
         <Num n={counts.deadLettered} label="dead-lettered" tone="text-rose-800" />
         <Num n={counts.pending} label="pending" tone="text-sky-700" />
+        {/* Every outcome the total counts, so the numbers add up to it. */}
+        <Num n={counts.unsupported} label="unsupported" tone="text-orange-700" />
+        <Num n={counts.skipped} label="skipped" tone="text-slate-700" />
       </div>
       <EdgeRate endpointId={endpointId} eventTypeId={eventTypeId} periodMinutes={period} />
     </Link>

@@ -27,6 +27,14 @@ export function formatCount(n: number): string {
   return sign + grouped + (fraction === undefined ? '' : `.${fraction}`);
 }
 
+/**
+ * `1 failed event`, `2 failed events`: a count with its noun in the right number (formatCount's digits). `plural`
+ * for the nouns that do not just take an s.
+ */
+export function countOf(n: number, singular: string, plural = `${singular}s`): string {
+  return `${formatCount(n)} ${n === 1 ? singular : plural}`;
+}
+
 /** Orders strings by code unit, without Intl (see formatCount): ids and ISO-8601 times sort correctly this way. */
 export function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

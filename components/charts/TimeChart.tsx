@@ -9,6 +9,7 @@ import { useEffect, useRef } from 'react';
 import type uPlotT from 'uplot';
 import { axisWidth } from './axisSize.ts';
 import { DURATION_TICK_STEPS, formatMs, formatMsTicks } from './duration.ts';
+import { useTimeZoneMode } from '../timeZone.tsx';
 
 export interface ChartSeries {
   name: string;
@@ -55,6 +56,9 @@ export function TimeChart({ series, height = 180, unit = '', durationMs = false,
   const shape = series.map((s) => `${s.name}:${s.color}:${s.bars ? 1 : 0}`).join('|');
   const latest = useRef(series);
   latest.current = series;
+  // The time axis and the legend's time follow the header's local/UTC switch, as every other time does; a switch
+  // builds the plot again.
+  const zone = useTimeZoneMode();
 
   // Build the plot when the set of series changes; new points only call setData.
   useEffect(() => {
@@ -84,6 +88,7 @@ export function TimeChart({ series, height = 180, unit = '', durationMs = false,
         legend: { show: !compact, live: true },
         cursor: { drag: { x: false, y: false }, points: { size: 6 } },
         scales: { x: { time: true } },
+        ...(zone === 'utc' ? { tzDate: (ts: number) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC') } : {}),
         axes: compact
           ? [
               { show: false },
@@ -124,7 +129,7 @@ export function TimeChart({ series, height = 180, unit = '', durationMs = false,
       plot.current?.destroy();
       plot.current = null;
     };
-  }, [shape, height, compact, unit, durationMs]);
+  }, [shape, height, compact, unit, durationMs, zone]);
 
   useEffect(() => {
     plot.current?.setData(toData(series));

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
-import { ErrorBox } from '../format.tsx';
+import { countOf, ErrorBox } from '../format.tsx';
 import { jobsApi, openJobsDrawer, type Selection } from './jobsApi.ts';
 import { queryKeys } from '../queries.ts';
 
@@ -37,10 +37,11 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
     }
   };
   const n = prepared?.total.toLocaleString();
+  const events = prepared ? countOf(prepared.total, 'event') : '';
   return (
     <ConfirmDialog
-      title={prepared ? `${verb} ${n} events?` : `${verb} ${props.what}?`}
-      confirmLabel={prepared ? `${verb} ${n} events` : 'Counting…'}
+      title={prepared ? `${verb} ${events}?` : `${verb} ${props.what}?`}
+      confirmLabel={prepared ? `${verb} ${events}` : 'Counting…'}
       danger={kind === 'skip'}
       busy={busy || !prepared}
       onConfirm={() => void close(true)}
@@ -48,7 +49,7 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
     >
       {prepared ? (
         <p data-testid="bulk-count">
-          Exactly <strong>{n}</strong> events ({props.what}) will be {kind === 'resubmit' ? 'sent again with their stored payloads' : 'skipped: never processed, their sessions released'}. The list is frozen now: events failing later are not included, and events that change before their turn are counted as refused. The job runs on the server; follow it in the Jobs drawer.
+          Exactly <strong>{n}</strong> {prepared.total === 1 ? 'event' : 'events'} ({props.what}) will be {kind === 'resubmit' ? 'sent again with their stored payloads' : 'skipped: never processed, their sessions released'}. The list is frozen now: events failing later are not included, and events that change before their turn are counted as refused. The job runs on the server; follow it in the Jobs drawer.
         </p>
       ) : (
         !error && <p>Freezing the selection…</p>

@@ -13,6 +13,7 @@ import { TABLE_HEAD } from '../table.tsx';
 import { useSearchParams } from 'next/navigation';
 import { failureGroupsQuery, queryKeys } from '../queries.ts';
 import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
+import { countOf, Timestamp } from '../format.tsx';
 
 function Spark({ values }: { values: number[] }) {
   const max = Math.max(1, ...values);
@@ -24,8 +25,6 @@ function Spark({ values }: { values: number[] }) {
     </svg>
   );
 }
-
-const when = (iso: string) => new Date(iso).toLocaleString();
 
 function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void }) {
   const qc = useQueryClient();
@@ -50,7 +49,7 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
         {g.example?.errorText && <div className="mt-0.5 line-clamp-2 text-xs text-slate-500">e.g. {g.example.errorText}</div>}
         {g.note && !editing && (
           <div className="mt-1 rounded bg-amber-50 px-2 py-1 text-xs text-amber-900" data-testid="group-note">
-            {g.note.note} <span className="text-amber-700">— {g.note.by}, {when(g.note.at)}</span>
+            {g.note.note} <span className="text-amber-700">— {g.note.by}, <Timestamp at={g.note.at} /></span>
           </div>
         )}
         {editing ? (
@@ -71,8 +70,13 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
         <Spark values={g.spark} />
       </td>
       <td className="py-2 pr-3 text-xs text-slate-600">
-        <div>first {when(g.firstAt)}</div>
-        <div>last {when(g.lastAt)}</div>
+        {/* Timestamp: local time or UTC as the header's switch says, like every other time in the console. */}
+        <div>
+          first <Timestamp at={g.firstAt} />
+        </div>
+        <div>
+          last <Timestamp at={g.lastAt} />
+        </div>
       </td>
       <td className="py-2 pr-3 text-xs">
         {g.endpoints.map((e) => (
@@ -114,7 +118,7 @@ export function FailuresView() {
     <div>
       <div className="mb-3 flex items-baseline gap-4">
         <h1 className="text-xl font-semibold">Failures</h1>
-        <span className="text-sm text-slate-600">{q.data ? `${q.data.total.toLocaleString()} failed events in ${groups.length} groups` : ''}</span>
+        <span className="text-sm text-slate-600">{q.data ? `${countOf(q.data.total, 'failed event')} in ${countOf(groups.length, 'group')}` : ''}</span>
         <label className="ml-auto text-sm">
           Updated in{' '}
           <select value={since} onChange={(e) => setSince(e.target.value)} className="rounded border px-1">

@@ -9,9 +9,12 @@ import { isTyping, SHORTCUTS, stepKey, type ShortcutAction } from './keys.ts';
 
 const SEQUENCE_MS = 1500;
 
-/** The rows of the main content's tables that are shown, for j/k. */
+/**
+ * The rows of the main content's tables that are shown, for j/k. Not the charts' legends: uPlot draws each as a
+ * table (`.u-legend`) above the event list, and j stepped through their series first.
+ */
 function listRows(): HTMLTableRowElement[] {
-  return Array.from(document.querySelectorAll<HTMLTableRowElement>('main table tbody tr')).filter((r) => r.getClientRects().length > 0 && r.cells.length > 1);
+  return Array.from(document.querySelectorAll<HTMLTableRowElement>('main table:not(.u-legend) tbody tr')).filter((r) => r.getClientRects().length > 0 && r.cells.length > 1);
 }
 
 function moveInList(delta: 1 | -1): void {
