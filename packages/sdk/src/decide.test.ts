@@ -890,7 +890,8 @@ describe('a release interrupted after its state write, then redelivered', () => 
         'complete',
       ]);
       const released = (first.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
-      assert.deepEqual(released.ReleasedBy, { EventId: 'e1', MessageId: c.m.messageId });
+      assert.equal(released.ReleasedBy?.EventId, 'e1');
+      assert.equal(released.ReleasedBy?.MessageId, c.m.messageId);
 
       // Only the state write landed. The redelivery does not write the state again.
       const again = run(c.m, released, c.outcome, env({ newId: () => 'another-fresh-id' }));
@@ -922,14 +923,85 @@ describe('a release interrupted after its state write, then redelivered', () => 
     }
   });
 
-  test('a RetryRequest redelivered after the release that now fails is recorded Failed; no block, no retry', () => {
+  test('a redelivered releasing RetryRequest does not run its handler again: it re-sends the recorded answer', () => {
+    // A second run could fail (ErrorResponse over the Completed row), be discarded (Skipped), or mark a handoff
+    // (re-blocking the session on a row the Resolver and the Manager treat as closed: blocked for good).
     const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1000 });
     const e = env({ nextRetry: (x, t, n) => policies.nextRetry(x, t, n) });
+    for (const c of cases.slice(0, 2)) {
+      const first = run(c.m, blocked, c.outcome, e);
+      const released = (first.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+      const secondOutcomes: HandlerOutcome[] = [
+        fail(),
+        fail('Discard'),
+        { kind: 'success', handoff: { reason: 'waiting for the import' } },
+        ok,
+      ];
+      for (const outcome of secondOutcomes) {
+        const again = run(c.m, released, outcome, env({ newId: () => 'another-fresh-id' }));
+        assert.equal(again.invoked, false, `${c.name} then ${outcome.kind}`);
+        assert.deepEqual(shape(again.effects), [
+          'send ProcessDeferredRequest->DeferredProcessor',
+          c.answer,
+          'complete',
+        ]);
+        assert.deepEqual(
+          sends(again).map((x) => [x.messageId, x.body]),
+          sends(first).map((x) => [x.messageId, x.body]),
+        );
+      }
+    }
+  });
+
+  test('a releasing RetryRequest redelivered over state that predates the recorded answer finishes the replay only', () => {
     const m = cases[0]!.m;
-    const released = (run(m, blocked, ok, e).effects[0] as Extract<Effect, { kind: 'setState' }>).state;
-    const again = run(m, released, fail(), e);
-    assert.deepEqual(shape(again.effects), ['send ErrorResponse->Resolver', 'complete']);
-    assert.equal(again.signal, 'handlerFailed');
+    const legacy = state({ ReleasedBy: { EventId: 'e1', MessageId: m.messageId }, NextDeferralSequence: 2 });
+    const again = run(m, legacy, fail());
+    assert.equal(again.invoked, false);
+    assert.deepEqual(shape(again.effects), ['send ProcessDeferredRequest->DeferredProcessor', 'complete']);
+  });
+
+  test('the next state write by another delivery forgets the release: a later same-MessageId retry is late', () => {
+    const m = cases[0]!.m;
+    const onlyBlocked = state({ BlockedByEventId: 'e1', BlockedByMessageId: 'm0' });
+    const released = (run(m, onlyBlocked, ok).effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+    assert.equal(released.ReleasedBy?.MessageId, m.messageId);
+    // Another event fails and blocks the session, then is skipped: both state writes come from other deliveries.
+    const other = msg({ EventId: 'e2' }, undefined, { messageId: 'm2' });
+    const failed = run(other, released, fail());
+    const write = failed.effects.find(
+      (f): f is Extract<Effect, { kind: 'setState' }> => f.kind === 'setState',
+    );
+    assert.ok(write);
+    assert.equal(write.state.ReleasedBy, null);
+    const skip = msg({ MessageType: 'SkipRequest', From: 'Manager', EventId: 'e2' }, encodeBody({}), {
+      messageId: 'skip-2',
+    });
+    const skipped = run(skip, write.state, undefined);
+    const after = (skipped.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+    assert.equal(after.ReleasedBy?.MessageId, 'skip-2');
+    // A copy of the first retry arriving now is a late command: completed, no answer, handler not run.
+    const late = run(m, after, fail('Retry'));
+    assert.equal(late.invoked, false);
+    assert.deepEqual(shape(late.effects), ['complete']);
+  });
+
+  test('with the inbox on, the redelivery of a successful releasing retry re-sends its ResolutionResponse', () => {
+    const m = cases[0]!.m;
+    const first = run(m, blocked, ok);
+    const released = (first.effects[0] as Extract<Effect, { kind: 'setState' }>).state;
+    const r = route(m, released, env({ newId: () => 'another-fresh-id' }), { duplicate: true });
+    assert.equal(r.kind, 'settle');
+    const again = r.kind === 'settle' ? r.settlement : first;
+    assert.deepEqual(shape(again.effects), [
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
+    assert.deepEqual(
+      sends(again).map((x) => x.messageId),
+      sends(first).map((x) => x.messageId),
+    );
   });
 
   test('other messages of the same event keep their late-command behaviour after a release', () => {

@@ -13,7 +13,7 @@ import {
   Address,
   WireText,
 } from './contract/index.ts';
-import type { SessionState } from './contract/index.ts';
+import type { ReleaseAnswer, SessionState } from './contract/index.ts';
 import type { FailureDisposition } from './dispositions.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { errorMessage, errorTypeName } from './errors.ts';
@@ -91,6 +91,16 @@ export function route(
   env: DecisionEnv,
   options: RouteOptions = {},
 ): Route {
+  const r = routeDelivery(m, state, env, options);
+  return r.kind === 'settle' ? { kind: 'settle', settlement: forgetOtherRelease(m, r.settlement) } : r;
+}
+
+function routeDelivery(
+  m: InboundMessage,
+  state: SessionState,
+  env: DecisionEnv,
+  options: RouteOptions,
+): Route {
   if (m.invalid) return settle(deadLetterOnly(m, env, FAILED_TO_HANDLE, m.invalid, state));
   if (
     options.duplicate &&
@@ -108,9 +118,12 @@ export function route(
       // a response: a ResolutionResponse would record Completed for an event whose handler never ran (a skipped
       // event would turn Completed). The Resolver keeps the retry in the event's history; its guard refuses it
       // over Completed and Skipped, so the row keeps the outcome that settled it.
-      // A redelivery of the retry that released the session is not late: its settlement was interrupted after the
-      // release, and it runs again to send the replay request and the answer the first delivery did not get to.
-      if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
+      // A redelivery of the retry that released the session is not late either: its settlement was interrupted after
+      // the release. It finishes the replay request and the recorded answer without running the handler again: a
+      // second run could fail or mark a handoff over a row the Resolver has already closed, and block the session.
+      if (!blockedByThis(state, m) && releasedByThis(state, m))
+        return settle(finishRetryRelease(m, state, env));
+      if (!blockedByThis(state, m)) {
         return settle({
           effects: [{ kind: 'complete' }],
           signal: 'completed',
@@ -261,6 +274,15 @@ export function afterHandler(
   outcome: HandlerOutcome,
   env: DecisionEnv,
 ): Settlement {
+  return forgetOtherRelease(m, settleAfterHandler(m, state, outcome, env));
+}
+
+function settleAfterHandler(
+  m: InboundMessage,
+  state: SessionState,
+  outcome: HandlerOutcome,
+  env: DecisionEnv,
+): Settlement {
   if (outcome.kind === 'transient')
     return {
       effects: [],
@@ -386,14 +408,12 @@ function afterRetry(
       }
       return {
         effects: [
-          ...releaseSteps(m, state),
-          send(releaseAnswer(MessageType.ResolutionResponse, m, env)),
+          ...releaseSteps(m, state, { MessageType: MessageType.ResolutionResponse }),
+          send(retryReleaseAnswer(m, env, { MessageType: MessageType.ResolutionResponse })),
           { kind: 'complete' },
         ],
         signal: 'completed',
-        note: blockedByThis(state, m)
-          ? 'retry succeeded: session released'
-          : 'retry that released the session succeeded again: replay and answer finished',
+        note: 'retry succeeded: session released',
       };
     }
     case 'notFound':
@@ -408,10 +428,11 @@ function afterRetry(
       return deadLetterWith(m, env, outcome.error, []);
     case 'failed': {
       if (outcome.disposition === 'Discard') {
+        const answer = discardAnswer(outcome);
         return {
           effects: [
-            ...releaseSteps(m, state),
-            send(discardResponse(m, env, outcome, releaseAnswerId(MessageType.SkipResponse, m))),
+            ...releaseSteps(m, state, answer),
+            send(retryReleaseAnswer(m, env, answer)),
             { kind: 'complete' },
           ],
           signal: 'completed',
@@ -419,17 +440,6 @@ function afterRetry(
         };
       }
       if (outcome.disposition === 'DeadLetter') return deadLetterWith(m, env, outcome.error, []);
-      if (!blockedByThis(state, m)) {
-        // The retry had released the session before its settlement was interrupted; later messages may have run
-        // since. Blocking again would not restore their order and a scheduled retry would arrive late, so this
-        // failure is recorded (the operator resubmits or skips) and the session goes on.
-        return {
-          effects: [send(errorResponse(m, env, outcome.error)), { kind: 'complete' }],
-          signal: 'handlerFailed',
-          error: outcome.error,
-          note: 'retry that had released the session failed on its redelivery: recorded Failed, session unchanged',
-        };
-      }
       return {
         effects: [
           send(errorResponse(m, env, outcome.error)),
@@ -620,6 +630,19 @@ function fromManager(m: InboundMessage): boolean {
  * parked). A duplicate retry or resubmission of the blocker still finishes the release its first delivery began.
  */
 function duplicate(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  if (m.messageType !== MessageType.EventRequest && !blockedByThis(state, m) && releasedByThis(state, m)) {
+    // The redelivery of a release that succeeded (the inbox records only successes) and was interrupted after its
+    // state write: it finishes with the same answer, not a DuplicateDetected skip that would record Skipped.
+    return {
+      effects: [
+        ...drain(m, state),
+        send(releaseAnswer(MessageType.ResolutionResponse, m, env)),
+        { kind: 'complete' },
+      ],
+      signal: 'completed',
+      note: 'inbox duplicate of the delivery that released the session: replay and answer finished',
+    };
+  }
   const skip = send(
     response(MessageType.SkipResponse, m, env, {
       content: {
@@ -775,7 +798,8 @@ function scheduleRetry(m: InboundMessage, env: DecisionEnv, error: unknown): Eff
  */
 export function replayHandledEffects(m: InboundMessage, state: SessionState, env: DecisionEnv): Effect[] {
   if (m.messageType !== MessageType.EventRequest || m.replaySequence === undefined) return [];
-  return [...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m))];
+  const effects = [...replayGap(m, state, env), ...stateAndReplayTrigger(m, state, advanceReplay(state, m))];
+  return forgetOtherRelease(m, { effects, signal: 'completed', note: '' }).effects;
 }
 
 function stateAndReplayTrigger(m: InboundMessage, before: SessionState, after: SessionState): Effect[] {
@@ -823,14 +847,25 @@ function discardResponse(
   m: InboundMessage,
   env: DecisionEnv,
   outcome: { error: unknown; classifierName: string },
-  messageId?: string,
 ): OutgoingMessage {
+  const { ErrorText, ErrorType } = discardAnswer(outcome);
+  return response(MessageType.SkipResponse, m, env, {
+    content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText, ErrorType } },
+  });
+}
+
+/** A discard's SkipResponse content, as recorded for a release (bounded: it is kept in the session state). */
+function discardAnswer(outcome: { error: unknown; classifierName: string }): ReleaseAnswer & {
+  ErrorText: string;
+  ErrorType: string;
+} {
   const type = errorTypeName(outcome.error);
   const text = `${type}: ${errorMessage(outcome.error)} Classified as Discard by ${outcome.classifierName}.`;
-  return response(MessageType.SkipResponse, m, env, {
-    content: { EventContent: m.content.EventContent, ErrorContent: { ErrorText: text, ErrorType: type } },
-    ...(messageId !== undefined ? { messageId } : {}),
-  });
+  return {
+    MessageType: MessageType.SkipResponse,
+    ErrorText: truncateDescription(text),
+    ErrorType: truncateDescription(type),
+  };
 }
 
 function handoffResponse(m: InboundMessage, env: DecisionEnv, h: HandoffMark): OutgoingMessage {
@@ -876,9 +911,61 @@ export function unblock(state: SessionState): SessionState {
   return { ...state, BlockedByEventId: null, BlockedByMessageId: null };
 }
 
-/** Unblocks the session and remembers which delivery did it (see releaseSteps). */
-export function release(state: SessionState, m: InboundMessage): SessionState {
-  return { ...unblock(state), ReleasedBy: { EventId: eventKey(m), MessageId: m.messageId } };
+/** Unblocks the session and remembers which delivery did it, and with which answer when known (see releaseSteps). */
+export function release(state: SessionState, m: InboundMessage, answer?: ReleaseAnswer): SessionState {
+  const by = { EventId: eventKey(m), MessageId: m.messageId, ...(answer ? { Answer: answer } : {}) };
+  return { ...unblock(state), ReleasedBy: by };
+}
+
+/**
+ * ReleasedBy marks the redelivery of one interrupted release. A state write made by any other delivery clears it:
+ * the session's messages are settled in order, so the releasing message was settled by then, and a later copy with
+ * the same MessageId (a retry's id is fixed per event and attempt) is a late command, not that redelivery.
+ */
+function forgetOtherRelease(m: InboundMessage, settlement: Settlement): Settlement {
+  if (
+    !settlement.effects.some(
+      (e) => e.kind === 'setState' && e.state.ReleasedBy && !releasedByThis(e.state, m),
+    )
+  )
+    return settlement;
+  const effects = settlement.effects.map((e) =>
+    e.kind === 'setState' && e.state.ReleasedBy && !releasedByThis(e.state, m)
+      ? { ...e, state: { ...e.state, ReleasedBy: null } }
+      : e,
+  );
+  return { ...settlement, effects };
+}
+
+/**
+ * The redelivery of a retry that released the session: the replay request (when nothing blocks the session) and
+ * the answer recorded at the release, with the same MessageIds. The handler does not run again. State written
+ * before the answer was recorded cannot say what it was: then only the replay request goes out, and the row keeps
+ * what the Resolver recorded (an operator can still skip or resubmit the event).
+ */
+function finishRetryRelease(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  const answer = state.ReleasedBy?.Answer;
+  return {
+    effects: [
+      ...drain(m, state),
+      ...(answer ? [send(retryReleaseAnswer(m, env, answer))] : []),
+      { kind: 'complete' },
+    ],
+    signal: 'completed',
+    note: answer
+      ? 'redelivered retry that released the session: replay and answer finished, handler not run again'
+      : 'redelivered retry that released the session: replay finished; answer not recorded, handler not run again',
+  };
+}
+
+/** A retry's release answer, the same on every delivery: a ResolutionResponse, or a discard's SkipResponse. */
+function retryReleaseAnswer(m: InboundMessage, env: DecisionEnv, answer: ReleaseAnswer): OutgoingMessage {
+  if (answer.MessageType === MessageType.ResolutionResponse)
+    return releaseAnswer(MessageType.ResolutionResponse, m, env);
+  const errorContent = { ErrorText: answer.ErrorText ?? '', ErrorType: answer.ErrorType ?? '' };
+  return releaseAnswer(MessageType.SkipResponse, m, env, {
+    content: { EventContent: m.content.EventContent, ErrorContent: errorContent },
+  });
 }
 
 /** This very message released the session earlier: a redelivery of a release whose settlement was interrupted. */
@@ -895,9 +982,9 @@ function releasedByThis(state: SessionState, m: InboundMessage): boolean {
  * answer's from the message: releaseAnswerId), so a copy that did get out the first time is recognised as the same
  * message by the deferred processor and the Resolver's history.
  */
-function releaseSteps(m: InboundMessage, state: SessionState): Effect[] {
+function releaseSteps(m: InboundMessage, state: SessionState, answer?: ReleaseAnswer): Effect[] {
   if (!blockedByThis(state, m)) return drain(m, state);
-  const next = release(state, m);
+  const next = release(state, m, answer);
   return [setState(next), ...drain(m, next)];
 }
 

@@ -569,7 +569,9 @@ describe('a release whose settlement is interrupted after the state write', () =
     assert.equal(await d.dispatch({ ...retry, deliveryCount: 1 }, port, signal), 'completed');
     // Before: completed as a late retry with no answer (the row stayed Pending) and no replay request.
     assert.deepEqual(port.log, ['send ProcessDeferredRequest', 'send ResolutionResponse', 'complete']);
-    assert.equal(runs, 2, 'the retry runs the handler again, as any redelivered delivery does');
+    // The handler ran once: the release recorded its answer, so a second run (which could fail or mark a handoff
+    // over the row the Resolver has closed) is not needed to finish it.
+    assert.equal(runs, 1, 'the redelivered releasing retry does not run the handler again');
   });
 
   test('a skip whose completion was refused answers again with the same MessageIds on its redelivery', async () => {

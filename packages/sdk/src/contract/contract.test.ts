@@ -189,6 +189,16 @@ describe('session state', () => {
     const bytes = encodeSessionState(released);
     assert.ok(bytes.byteLength > 0, 'a release whose settlement is interrupted must still be recognisable');
     assert.deepEqual(decodeSessionState(bytes), released);
+    // The answer it sent round-trips too, so its redelivery can send the same one.
+    const answered = {
+      ...emptySessionState(),
+      ReleasedBy: {
+        EventId: 'e1',
+        MessageId: 'retry-1',
+        Answer: { MessageType: 'SkipResponse' as const, ErrorText: 'Error: no. Classified as Discard by C.', ErrorType: 'Error' },
+      },
+    };
+    assert.deepEqual(decodeSessionState(encodeSessionState(answered)), answered);
   });
 
   test('blocked and draining are distinct: draining = unblocked with parked messages not yet replayed', () => {

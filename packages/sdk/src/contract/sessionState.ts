@@ -4,6 +4,15 @@ import { describeIssues } from './envelope.ts';
 
 const count = z.number().int().nonnegative();
 
+/** What a release answered the Resolver: enough to send the same answer again (see ReleasedBy). */
+export const releaseAnswerSchema = z.object({
+  MessageType: z.enum(['ResolutionResponse', 'SkipResponse']),
+  /** A discarded retry's SkipResponse text and type (bounded: session state has a size limit). */
+  ErrorText: z.string().optional(),
+  ErrorType: z.string().optional(),
+});
+export type ReleaseAnswer = z.infer<typeof releaseAnswerSchema>;
+
 export const sessionStateSchema = z.object({
   /** EventId of the event whose failure (or handoff park) blocks the session; null when not blocked. */
   BlockedByEventId: z.string().nullable().default(null),
@@ -32,9 +41,23 @@ export const sessionStateSchema = z.object({
    * handoff). Its settlement writes this state first, then asks for the replay and answers the Resolver; when a later
    * step fails, the redelivery of that same message finds the session no longer blocked by its event and would take
    * it for a late command. This marks it as the release's own redelivery, which finishes the missing steps.
-   * Absent in state written before it existed: reads as null.
+   * Absent in state written before it existed: reads as null. The next state write made by any other delivery
+   * clears it (a session's messages are settled in order, so the releasing message was settled by then): a later
+   * copy with the same MessageId is then a late command again.
    */
-  ReleasedBy: z.object({ EventId: z.string(), MessageId: z.string() }).nullable().default(null),
+  ReleasedBy: z
+    .object({
+      EventId: z.string(),
+      MessageId: z.string(),
+      /**
+       * The answer the release sent, recorded so a redelivered releasing retry re-sends it identically instead of
+       * running its handler again (a second run could fail, or mark a handoff, over a row the Resolver has already
+       * closed). Absent when written before it existed: such a redelivery only finishes the replay request.
+       */
+      Answer: releaseAnswerSchema.optional(),
+    })
+    .nullable()
+    .default(null),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
 
