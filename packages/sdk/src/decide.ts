@@ -398,7 +398,7 @@ function afterRetry(
         return {
           effects: [
             send(handoffResponse(m, env, outcome.handoff)),
-            // The redelivery of a releasing retry does not take over a block another event has set since.
+            // Only the blocking retry gets here (route() settles the others); never take over another event's block.
             ...(!isBlocked(state) || blockedByThis(state, m) ? [setState(block(state, m))] : []),
             { kind: 'complete' },
           ],

@@ -40,7 +40,8 @@ export const sessionStateSchema = z.object({
    * The delivery that last released the session (a successful or discarded retry, a skip, a resubmission, a completed
    * handoff). Its settlement writes this state first, then asks for the replay and answers the Resolver; when a later
    * step fails, the redelivery of that same message finds the session no longer blocked by its event and would take
-   * it for a late command. This marks it as the release's own redelivery, which finishes the missing steps.
+   * it for a late command. This marks it as the release's own redelivery, which finishes the missing steps (a
+   * resubmission's redelivery is the exception: it runs its handler again and answers under a fresh MessageId).
    * Absent in state written before it existed: reads as null. The next state write made by any other delivery
    * clears it (a session's messages are settled in order, so the releasing message was settled by then): a later
    * copy with the same MessageId is then a late command again.
