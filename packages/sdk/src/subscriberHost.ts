@@ -52,8 +52,9 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   onDelivery?: (result: DeliveryResult, sessionId: string) => void;
   /**
    * How long one accept waits on the broker for a free session before asking again. It bounds stop(): an accept
-   * already waiting cannot be cancelled, so stop() waits for it to come back (at most `operationTimeoutMs`: on a
-   * connection gone silent an accept came back only after ~60 s). Default 3 s.
+   * already waiting cannot be cancelled, so stop() waits for it to come back (at most `operationTimeoutMs`, and
+   * never less than its default derived from acceptWaitMs: on a connection gone silent an accept came back only
+   * after ~60 s). Default 3 s.
    */
   acceptWaitMs?: number;
   /**
@@ -220,12 +221,13 @@ export class SubscriberHost implements AsyncDisposable {
     // once the link attach is on the wire), and closing its connection first would leave the client's 60 s attach
     // timer keeping the process alive. On the host's own connection an accept waits at most acceptWaitMs (a few
     // times, with its retries) on a connection that answers, so the workers are waited for, at most the operation
-    // bound: on a connection gone silent (the path died without a reset) an accept came back only after ~60 s. On a
-    // shared client they are waited for only when asked, and then in full (it can take the client's operation
-    // timeout).
+    // bound: on a connection gone silent (the path died without a reset) an accept came back only after ~60 s. The
+    // bound is never below that connection's own worst case: a caller's lower operationTimeoutMs (meant for a
+    // delivery's calls) would give up a healthy accept that is still retrying. On a shared client they are waited
+    // for only when asked, and then in full (it can take the client's operation timeout).
     if (this.ownsSessionClient && !options.waitForPendingAccepts) {
       await boundedCall('waiting for the pending accepts', () => Promise.allSettled(this.workers), {
-        timeoutMs: this.operationTimeoutMs,
+        timeoutMs: Math.max(this.operationTimeoutMs, defaultOperationTimeoutMs(this.options.acceptWaitMs)),
       }).catch(() => undefined);
     } else if (options.waitForPendingAccepts) {
       await Promise.allSettled(this.workers);
