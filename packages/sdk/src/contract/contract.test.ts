@@ -201,6 +201,23 @@ describe('session state', () => {
     assert.deepEqual(decodeSessionState(encodeSessionState(answered)), answered);
   });
 
+  test('keys of a newer version are kept, nested ones too, while the known ones are still validated', () => {
+    const newer = {
+      BlockedByEventId: 'e1',
+      FutureField: { x: 1 },
+      ReleasedBy: { EventId: 'e0', MessageId: 'r0', FutureNested: 2, Answer: { MessageType: 'ResolutionResponse', FutureDeep: true } },
+    };
+    const read = decodeSessionState(JSON.stringify(newer));
+    assert.equal(read.NextDeferralSequence, 0, 'known keys still default');
+    const written = JSON.parse(new TextDecoder().decode(encodeSessionState({ ...read, DeferredCount: 1 })));
+    assert.deepEqual(written.FutureField, { x: 1 });
+    assert.deepEqual(written.ReleasedBy, newer.ReleasedBy);
+    assert.throws(() => decodeSessionState({ ...newer, DeferredCount: 'many' }), /DeferredCount/);
+    // Otherwise empty, a state holding a newer key is still written: zero bytes would erase it.
+    const onlyNewer = decodeSessionState('{"FutureField":{"x":1}}');
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(encodeSessionState(onlyNewer))).FutureField, { x: 1 });
+  });
+
   test('blocked and draining are distinct: draining = unblocked with parked messages not yet replayed', () => {
     const blocked = { ...emptySessionState(), BlockedByEventId: 'e1', NextDeferralSequence: 2 };
     assert.equal(isBlocked(blocked), true);

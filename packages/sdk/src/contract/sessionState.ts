@@ -1,11 +1,16 @@
 // Per-session state of an endpoint's main subscription, stored as JSON in the Service Bus session state.
+//
+// Forward compatible: every object here is a loose object, so keys this version does not know (written by a newer
+// SDK during a rolling deploy) are kept on read and written back unchanged. A strict or stripping schema would make an
+// older instance drop a newer one's fields on its next write (ReleasedBy and ReparkedUntil were such fields once), and
+// the newer instance would then act as if its fix had never been recorded for that session.
 import { z } from 'zod';
 import { describeIssues } from './envelope.ts';
 
 const count = z.number().int().nonnegative();
 
 /** What a release answered the Resolver: enough to send the same answer again (see ReleasedBy). */
-export const releaseAnswerSchema = z.object({
+export const releaseAnswerSchema = z.looseObject({
   MessageType: z.enum(['ResolutionResponse', 'SkipResponse']),
   /** A discarded retry's SkipResponse text and type (bounded: session state has a size limit). */
   ErrorText: z.string().optional(),
@@ -13,7 +18,7 @@ export const releaseAnswerSchema = z.object({
 });
 export type ReleaseAnswer = z.infer<typeof releaseAnswerSchema>;
 
-export const sessionStateSchema = z.object({
+export const sessionStateSchema = z.looseObject({
   /** EventId of the event whose failure (or handoff park) blocks the session; null when not blocked. */
   BlockedByEventId: z.string().nullable().default(null),
   /** MessageId of the delivery that blocked the session; a successful resubmission records it in the inbox. */
@@ -47,7 +52,7 @@ export const sessionStateSchema = z.object({
    * copy with the same MessageId is then a late command again.
    */
   ReleasedBy: z
-    .object({
+    .looseObject({
       EventId: z.string(),
       MessageId: z.string(),
       /**
@@ -84,9 +89,21 @@ export function isDraining(state: SessionState): boolean {
   return !isBlocked(state) && state.NextReplaySequence < state.NextDeferralSequence;
 }
 
-/** Nothing to remember: written as a zero-length payload, as an absent state reads back as all defaults. */
+/** The keys this version knows; anything else in a state object came from another (newer) version. */
+const KNOWN_KEYS: ReadonlySet<string> = new Set(Object.keys(sessionStateSchema.shape));
+
+/** Keys a newer SDK wrote that this version does not know: kept, never interpreted. */
+function unknownSessionStateKeys(state: SessionState): string[] {
+  return Object.keys(state).filter((k) => !KNOWN_KEYS.has(k));
+}
+
+/**
+ * Nothing to remember: written as a zero-length payload, as an absent state reads back as all defaults. A state
+ * holding keys of a newer version is never empty: writing zero bytes would erase them.
+ */
 export function isEmptySessionState(state: SessionState): boolean {
   return (
+    unknownSessionStateKeys(state).length === 0 &&
     !isBlocked(state) &&
     (state.BlockedByMessageId == null || state.BlockedByMessageId === '') &&
     state.DeferredSequenceNumbers.length === 0 &&
