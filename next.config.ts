@@ -1,14 +1,16 @@
-// Next.js configuration of the operator console. The console runs as a Node server: `npm start` and the browser
-// tests start it programmatically (server/console.ts) from the build in `.next`; a deployment runs the standalone
-// server (`.next/standalone/server.js`, `npm run console`, the Docker image), which carries only the files the
-// console needs. server/build.ts copies the static files into it after each build.
+// Next.js configuration of the operator console. The console runs as a Node server: `npm start`, `npm run console`
+// and the browser tests start it programmatically (server/console.ts) from the build in `.next`, with the settings
+// the build recorded, as the standalone server does; a deployment runs the standalone server
+// (`.next/standalone/server.js`, the Docker image), which carries only the files the console needs.
+// server/build.ts copies the static files into it after each build.
 import type { NextConfig } from 'next';
 
 const config: NextConfig = {
   // NIMBUS_NEXT_DIST_DIR lets parallel builds (several engineers or test runs on one checkout) each use their own
   // output folder instead of racing to build into one `.next`. Default: `.next`.
   distDir: process.env.NIMBUS_NEXT_DIST_DIR || '.next',
-  // A self-contained server (server.js + the traced node_modules) for images and `npm run console`.
+  // A self-contained server (server.js + the traced node_modules) for the image. server/console.ts serves the same
+  // build in-process, with the settings it recorded, as that server does.
   output: 'standalone',
   // The broker and database clients (and the embedded Cosmos server the store module can start) are plain
   // Node packages: loading them from node_modules at run time keeps them out of the server bundle.

@@ -1,7 +1,24 @@
 'use client';
 // Client-side providers: one TanStack Query client per browser tab.
-import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { QueryClient, QueryClientProvider, useIsFetching, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, type ReactNode } from 'react';
+
+/**
+ * Marks <html data-fetching> while any of the page's data is being fetched, after React has drawn each change: once
+ * the mark is gone (and <html data-hydrated> is there) the page shows what its data says. The browser tests wait
+ * for that before they look at the page (axe in e2e/console-a11y.test.ts); a script or an extension can too.
+ * Rendered after the page, so its first effect runs after the page's queries have started (useIsFetching's first
+ * render is before they start, hence the client's own count too).
+ */
+function FetchingMark() {
+  const client = useQueryClient();
+  const fetching = useIsFetching();
+  useEffect(() => {
+    if (fetching > 0 || client.isFetching() > 0) document.documentElement.dataset.fetching = '';
+    else delete document.documentElement.dataset.fetching;
+  }, [client, fetching]);
+  return null;
+}
 
 export function Providers({ children }: { children: ReactNode }) {
   const [client] = useState(
@@ -23,5 +40,10 @@ export function Providers({ children }: { children: ReactNode }) {
   useEffect(() => {
     document.documentElement.dataset.hydrated = '';
   }, []);
-  return <QueryClientProvider client={client}>{children}</QueryClientProvider>;
+  return (
+    <QueryClientProvider client={client}>
+      {children}
+      <FetchingMark />
+    </QueryClientProvider>
+  );
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { CONSOLE_DIR, type RunningConsole } from '../server/console.ts';
 import { MessageType } from '@nimbus/sdk/contract';
-import { untilInPage } from '../server/testing/pageWait.ts';
+import { hydrated, untilDataDrawn, untilInPage } from '../server/testing/pageWait.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import { seedEvent } from '../server/testing/seed.ts';
 
@@ -83,13 +83,16 @@ before(async () => {
 
 after(() => ui?.close());
 
-/** Opens a page and waits until its data has arrived (no "Loading…" left in the main content). */
+/**
+ * Opens a page and waits until it is hydrated and its data is drawn: no query in flight (untilDataDrawn) and no
+ * "Loading…" left in the main content. A page that never stops fetching or saying loading is still checked, as it
+ * is.
+ */
 async function visit(page: Page, path: string): Promise<void> {
   await page.goto(consoleApp.url + path);
-  await page.locator('main').waitFor();
-  // A page that never stops saying loading is still checked, as it is.
+  await hydrated(page);
+  await untilDataDrawn(page);
   await untilInPage(page, "!/\\bloading\\b/i.test(document.querySelector('main')?.textContent ?? '')");
-  await page.waitForTimeout(300);
 }
 
 /**

@@ -7,7 +7,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { MessageType } from '@nimbus/sdk/contract';
 import type { RunningConsole } from '../server/console.ts';
 import { seedEvent } from '../server/testing/seed.ts';
-import { gotoHydrated, hydrated, until } from '../server/testing/pageWait.ts';
+import { gotoHydrated, hydrated, reloadHydrated, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -47,6 +47,41 @@ describe('search', () => {
     await gotoHydrated(page, `${consoleApp.url}/search?q=many-evt-1`);
     await until(() => rows(page), 11, 'the eleven matches', page);
     assert.equal(await hint.count(), 0);
+    await page.close();
+  });
+
+  test('the header\'s search box shows the query the page shows: opened directly, after Back and Forward, after a reload; `/` still focuses it', async () => {
+    const page = await browser.newPage();
+    const box = page.getByRole('search').getByLabel('Search by event id or session id');
+    const q = () => new URL(page.url()).searchParams.get('q');
+    // Session ids, and a prefix no event id equals: an exact event id would open the event instead of the list.
+    await gotoHydrated(page, `${consoleApp.url}/search?q=many-ses-1`);
+    await until(() => rows(page), 11, 'the sessions many-ses-1 and many-ses-10 … 19', page);
+    assert.equal(await box.inputValue(), 'many-ses-1', 'a search page opened directly (new tab, link) shows its query');
+
+    await box.fill('many-evt');
+    await box.press('Enter');
+    await page.waitForURL(() => q() === 'many-evt');
+    await until(() => rows(page), 25, 'the second search', page);
+    assert.equal(await box.inputValue(), 'many-evt');
+
+    await page.goBack();
+    await page.waitForURL(() => q() === 'many-ses-1');
+    await until(() => rows(page), 11, 'Back: the first search', page);
+    await until(() => box.inputValue(), 'many-ses-1', 'Back: the box follows the page', page);
+    await page.goForward();
+    await page.waitForURL(() => q() === 'many-evt');
+    await until(() => rows(page), 25, 'Forward: the second search', page);
+    await until(() => box.inputValue(), 'many-evt', 'Forward: the box follows the page', page);
+
+    await reloadHydrated(page);
+    await until(() => rows(page), 25, 'the second search after a reload', page);
+    assert.equal(await box.inputValue(), 'many-evt', 'after a reload');
+
+    // `/` focuses the box, with the query in it and without typing itself.
+    await page.keyboard.press('/');
+    assert.equal(await page.evaluate<string>("document.activeElement?.getAttribute('aria-label') ?? ''"), 'Search by event id or session id');
+    assert.equal(await box.inputValue(), 'many-evt');
     await page.close();
   });
 });

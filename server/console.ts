@@ -1,10 +1,12 @@
-// Runs the built console in this process: Next.js's programmatic server behind a Node http server. Used by the
-// `npm start` launcher and the browser tests; `next start` works as well. The console reads its connections
+// Runs the built console in this process: Next.js's programmatic server behind a Node http server, with the
+// settings the build recorded, as the standalone server runs it (serveWithBuiltConfig). Used by the `npm start`
+// launcher, `npm run console` and the browser tests; a deployment runs the standalone server itself
+// (`.next/standalone/server.js`, docs/deploy.md), for which `next build` makes the build. The console reads its connections
 // from the environment (server/config.ts): the `env` given here is merged into process.env first, because the
 // route handlers run in this same process and read it when they first need a connection.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConsoleConfig } from './config.ts';
@@ -54,6 +56,34 @@ type CreateNext = (options: {
   quiet?: boolean;
 }) => NextApp;
 
+/** Where `next build` records the settings it built with (`required-server-files.json` in the build folder). */
+type RequiredServerFiles = { config?: unknown };
+
+/**
+ * Hands Next the settings the build in `dir` was made with, the way the standalone server that `next build` writes
+ * for `output: 'standalone'` (`<dist>/standalone/server.js`) does: through __NEXT_PRIVATE_STANDALONE_CONFIG, from
+ * `<dist>/required-server-files.json`. Next then serves the build as that server does - next.config.ts is not
+ * evaluated again at start, so the console runs with the configuration it was built with - and does not warn that
+ * `next start` does not work with standalone output (it warns whenever a production server loads a standalone
+ * build without this variable). The variable is set only while Next prepares (it reads its configuration then):
+ * a `next build` or a development server started later in this process must read next.config.ts. Returns the
+ * function that puts the variable back; a build of another output mode is served as before.
+ */
+function serveWithBuiltConfig(dir: string): () => void {
+  const file = join(dir, consoleDistDir(), 'required-server-files.json');
+  if (!existsSync(file)) return () => undefined;
+  const { config } = JSON.parse(readFileSync(file, 'utf8')) as RequiredServerFiles;
+  if (typeof config !== 'object' || config === null || (config as { output?: unknown }).output !== 'standalone')
+    return () => undefined;
+  const VARIABLE = '__NEXT_PRIVATE_STANDALONE_CONFIG';
+  const before = process.env[VARIABLE];
+  process.env[VARIABLE] = JSON.stringify(config);
+  return () => {
+    if (before === undefined) delete process.env[VARIABLE];
+    else process.env[VARIABLE] = before;
+  };
+}
+
 export async function startConsole(options: StartConsoleOptions = {}): Promise<RunningConsole> {
   const dir = options.dir ?? CONSOLE_DIR;
   for (const [k, v] of Object.entries(options.env ?? {})) {
@@ -87,7 +117,12 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
   const createNext = (typeof mod.default === 'function' ? mod.default : mod.default.default) as CreateNext;
   const restoreNextEnv = dev ? keepNextEnv(dir) : () => undefined;
   const app = createNext({ dev, dir, hostname, port });
-  await app.prepare();
+  const restoreConfigEnv = dev ? () => undefined : serveWithBuiltConfig(dir);
+  try {
+    await app.prepare();
+  } finally {
+    restoreConfigEnv();
+  }
   restoreNextEnv();
   const handle = app.getRequestHandler();
   const signInOff = config.auth === 'off';

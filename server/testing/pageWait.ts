@@ -40,6 +40,14 @@ export async function untilInPage(page: Page, expression: string, ms = WAIT_MS):
  */
 export const hydrated = (page: Page) => page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
 
+/**
+ * Polls until the page is hydrated and none of its data is being fetched (Providers marks <html data-fetching>
+ * while a query is in flight, cleared after React has drawn the answer): what the page shows is its data. True,
+ * or false after `ms` (a page whose polling never pauses; the caller decides).
+ */
+export const untilDataDrawn = (page: Page, ms = WAIT_MS) =>
+  untilInPage(page, "document.documentElement.matches('[data-hydrated]:not([data-fetching])')", ms);
+
 export async function gotoHydrated(page: Page, url: string): Promise<void> {
   await page.goto(url);
   await hydrated(page);
