@@ -208,6 +208,41 @@ describe('throttling surfaces as a typed error', () => {
   });
 });
 
+// A failed write forgets the cached version it decided from (it may be stale), but only that one: a concurrent
+// write of the same row may have cached a newer version meanwhile, and dropping that costs the next write a read.
+describe('a throttled write keeps the version a concurrent write cached', () => {
+  const isRowRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/docs/');
+  const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
+
+  test('the next write decides from the newer cached version, without a read', async () => {
+    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+      await s.writeStatus(request); // created: its version is cached
+      // A decides from the cached version; its replace is held before the server sees it...
+      const hold = proxy.hold(isRowReplace, 'request');
+      const a = s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+      a.catch(() => undefined); // observed below
+      await hold.held;
+      // ...while B, from the same cached version, lands and caches the version it wrote.
+      const b = await s.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId }));
+      assert.equal(b.outcome, 'written');
+      // A is throttled (it never reached the server): the cached version is B's, not the one A used.
+      hold.release({ status: 429, retryAfterMs: 10 });
+      await assert.rejects(a, StoreThrottledError);
+
+      const from = proxy.seen.length;
+      const c = await s.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId }));
+      assert.equal(c.outcome, 'written');
+      assert.equal(c.outcome === 'written' && c.previousStatus, S.Completed, 'decided from B\'s version');
+      assert.equal(proxy.seen.slice(from).filter(isRowRead).length, 0, 'no read: B\'s version was still cached');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 // A status write whose reply is lost (the store applied it; the client saw a reset or a 5xx) must still move the
 // counters once: the redelivered copy finds its row already written and moves nothing itself. Seen in the chaos
 // test as `Pending: counter -1, rows 0` after a store outage: a request's Pending row created without its +1,
