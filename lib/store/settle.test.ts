@@ -3,31 +3,26 @@
 // the server sees it, or with the server's answer kept back) while the test acts, then lets it go.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
-import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import type { EmbeddedCosmos } from './cosmos.ts';
 import { createStore, type MessageStore } from './store.ts';
 import { StoreTransientError } from './errors.ts';
-import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
-import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+import type { FaultProxy } from './testing/faultProxy.ts';
+import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 
+let wire: ProxiedStoreFixture;
 let cosmos: EmbeddedCosmos;
 let proxy: FaultProxy;
+// `store` reads the truth straight from the server, past the proxy.
 let store: MessageStore;
-const database = `t-${randomUUID().slice(0, 8)}`;
+let database: string;
 
 before(async () => {
-  cosmos = await startEmbeddedCosmos({ port: 0 });
-  proxy = await startFaultProxy(cosmos.endpoint);
-  // Reads the truth straight from the server, past the proxy.
-  store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database, now: steppingClock() });
+  wire = await startProxiedStoreFixture({ storeVia: 'server' });
+  ({ cosmos, proxy, store, database } = wire);
 });
-after(async () => {
-  await store.close();
-  await proxy.close();
-  await cosmos.close();
-});
+after(() => wire.close());
 
 const isRowRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/docs/');
 const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');

@@ -3,31 +3,27 @@
 // and the guarded write leaves no partial state behind.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
-import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import type { EmbeddedCosmos } from './cosmos.ts';
 import { createStore, type MessageStore } from './store.ts';
 import { StoreThrottledError, StoreTransientError } from './errors.ts';
-import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
-import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+import type { FaultProxy } from './testing/faultProxy.ts';
+import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 import type { StatusRow } from './schemas.ts';
 
+let wire: ProxiedStoreFixture;
 let cosmos: EmbeddedCosmos;
 let proxy: FaultProxy;
+// `store` meets the faults itself: it reaches the server through the proxy.
 let store: MessageStore;
-const database = `t-${randomUUID().slice(0, 8)}`;
+let database: string;
 
 before(async () => {
-  cosmos = await startEmbeddedCosmos({ port: 0 });
-  proxy = await startFaultProxy(cosmos.endpoint);
-  store = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, now: steppingClock() });
+  wire = await startProxiedStoreFixture({ storeVia: 'proxy' });
+  ({ cosmos, proxy, store, database } = wire);
 });
-after(async () => {
-  await store.close();
-  await proxy.close();
-  await cosmos.close();
-});
+after(() => wire.close());
 
 const isWrite = (r: { method: string; path: string }) => r.method === 'PUT' || r.method === 'POST';
 
