@@ -4,23 +4,20 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
-import type { EmbeddedCosmos } from './cosmos.ts';
-import { createStore, type MessageStore } from './store.ts';
+import type { MessageStore } from './store.ts';
 import { StoreTransientError } from './errors.ts';
 import type { FaultProxy } from './testing/faultProxy.ts';
 import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 
 let wire: ProxiedStoreFixture;
-let cosmos: EmbeddedCosmos;
 let proxy: FaultProxy;
 // `store` reads the truth straight from the server, past the proxy.
 let store: MessageStore;
-let database: string;
 
 before(async () => {
   wire = await startProxiedStoreFixture({ storeVia: 'server' });
-  ({ cosmos, proxy, store, database } = wire);
+  ({ proxy, store } = wire);
 });
 after(() => wire.close());
 
@@ -42,7 +39,7 @@ async function lostReply<R>(match: (r: { method: string; path: string; batch: bo
 
 describe('a restore racing a write whose reply is lost', () => {
   test('the restore settles only a write known before its read: one remembered while the read was in flight is counted', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
@@ -79,7 +76,7 @@ describe('a restore racing a write whose reply is lost', () => {
 describe('flushCounters() and close() wait for a settle pass already running', () => {
   for (const end of ['flushCounters', 'close'] as const) {
     test(`${end}() returns only once the timed pass's counter patch has landed`, async () => {
-      const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 20 });
+      const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
       const ep = uniq('ep');
       try {
         await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
@@ -110,7 +107,7 @@ void readFailureGroupDocs;
 
 describe('a settle pass counts the writes that landed together', () => {
   test('one counter patch per endpoint for the lot, not one per landed write', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     const ep = uniq('ep');
     try {
       await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
@@ -151,7 +148,7 @@ describe('two writes of one row in doubt at once', () => {
   }
 
   test('the later one remembered first is kept with the earlier: both landed, both counted', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const { hold, w1, w2 } = await w1Held(s, ep);
@@ -169,7 +166,7 @@ describe('two writes of one row in doubt at once', () => {
   });
 
   test('one remembered while a later write of the row was in flight is settled by that write: it read its version', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const { hold, w1, w2 } = await w1Held(s, ep);

@@ -4,8 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
-import type { EmbeddedCosmos } from './cosmos.ts';
-import { createStore, type MessageStore } from './store.ts';
+import type { MessageStore } from './store.ts';
 import { StoreThrottledError, StoreTransientError } from './errors.ts';
 import type { FaultProxy } from './testing/faultProxy.ts';
 import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
@@ -13,15 +12,13 @@ import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 import type { StatusRow } from './schemas.ts';
 
 let wire: ProxiedStoreFixture;
-let cosmos: EmbeddedCosmos;
 let proxy: FaultProxy;
 // `store` meets the faults itself: it reaches the server through the proxy.
 let store: MessageStore;
-let database: string;
 
 before(async () => {
   wire = await startProxiedStoreFixture({ storeVia: 'proxy' });
-  ({ cosmos, proxy, store, database } = wire);
+  ({ proxy, store } = wire);
 });
 after(() => wire.close());
 
@@ -130,12 +127,7 @@ describe('throttling surfaces as a typed error', () => {
   });
 
   test('with throttleRetries the SDK absorbs a short throttle itself (for interactive readers)', async () => {
-    const patient = await createStore({
-      endpoint: proxy.endpoint,
-      key: cosmos.key,
-      database,
-      throttleRetries: 3,
-    });
+    const patient = await wire.openThroughProxy({ throttleRetries: 3 });
     try {
       const ep = uniq('ep');
       proxy.inject({ status: 429, retryAfterMs: 5, times: 2, match: isWrite });
@@ -149,7 +141,7 @@ describe('throttling surfaces as a typed error', () => {
   });
 
   test('a counter flush whose reply was lost (applied, but the client saw an error) is not applied twice', async () => {
-    const buffered = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, counterFlushMs: 60_000 });
+    const buffered = await wire.openThroughProxy({ counterFlushMs: 60_000 });
     try {
       const ep = uniq('ep');
       await buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e' }));
@@ -167,12 +159,7 @@ describe('throttling surfaces as a typed error', () => {
   });
 
   test('a throttled counter flush keeps its deltas for the next flush', async () => {
-    const buffered = await createStore({
-      endpoint: proxy.endpoint,
-      key: cosmos.key,
-      database,
-      counterFlushMs: 60_000,
-    });
+    const buffered = await wire.openThroughProxy({ counterFlushMs: 60_000 });
     try {
       const ep = uniq('ep');
       await buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e' }));
@@ -211,7 +198,7 @@ describe('a throttled write keeps the version a concurrent write cached', () => 
   const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
 
   test('the next write decides from the newer cached version, without a read', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
@@ -249,7 +236,7 @@ describe('a status write whose reply was lost is counted once', () => {
 
   for (const mode of ['immediate', 'buffered'] as const) {
     const open = () =>
-      createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
+      wire.openThroughProxy(mode === 'buffered' ? { counterFlushMs: 60_000 } : {});
 
     test(`${mode} counters: a request's row created under a lost reply, its copy redelivered, then answered`, async () => {
       const s = await open();
@@ -316,10 +303,7 @@ describe('a status write whose reply was lost and whose row is not written again
 
   for (const mode of ['immediate', 'buffered'] as const) {
     test(`${mode} counters: the periodic settle pass counts the landed write`, async () => {
-      const s = await createStore({
-        endpoint: proxy.endpoint,
-        key: cosmos.key,
-        database,
+      const s = await wire.openThroughProxy({
         settleIntervalMs: 20,
         ...(mode === 'buffered' ? { counterFlushMs: 20 } : {}),
       });
@@ -337,7 +321,7 @@ describe('a status write whose reply was lost and whose row is not written again
   }
 
   test('close() settles what is still in doubt before it flushes', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0, counterFlushMs: 60_000 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0, counterFlushMs: 60_000 });
     const ep = uniq('ep');
     try {
       await lostCreate(s, ep);
@@ -350,7 +334,7 @@ describe('a status write whose reply was lost and whose row is not written again
   });
 
   test('a settle read that fails keeps the write for the next pass; a write that never landed is forgotten', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       await lostCreate(s, ep);
@@ -383,7 +367,7 @@ describe('a status write whose reply was lost and whose row is not written again
   });
 
   test('the settle pass and the redelivered copy racing for one row count it once', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
@@ -447,7 +431,7 @@ describe('a bulk claim or a restore whose reply was lost is counted once', () =>
 
   for (const mode of ['immediate', 'buffered'] as const) {
     const open = (settleIntervalMs = 0) =>
-      createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
+      wire.openThroughProxy({ settleIntervalMs, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
 
     test(`${mode} counters: writeStatuses, the bulk write landed; the single write it falls back to counts it`, async () => {
       const s = await open();

@@ -4,7 +4,7 @@ import { CosmosClient } from '@azure/cosmos';
 import type { MessageType } from '@nimbus/sdk/contract';
 import { SELF } from '@nimbus/sdk/contract';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from '../cosmos.ts';
-import { createStore, type MessageStore } from '../store.ts';
+import { createStore, type MessageStore, type StoreOptions } from '../store.ts';
 import type { StatusWrite } from '../schemas.ts';
 import { startFaultProxy, type FaultProxy } from './faultProxy.ts';
 
@@ -54,10 +54,12 @@ export async function startStoreFixture(options: { now?: () => Date } = {}): Pro
 export interface ProxiedStoreFixture {
   cosmos: EmbeddedCosmos;
   proxy: FaultProxy;
-  /** A fresh database; tests open their own stores on it too (through `proxy.endpoint`). */
+  /** A fresh database. */
   database: string;
   /** A store on `database` with a stepping clock, reaching the server as `storeVia` says. */
   store: MessageStore;
+  /** Another store on `database`, through the proxy: a test's own, with the options it tests. The test closes it. */
+  openThroughProxy(options?: Omit<StoreOptions, 'endpoint' | 'key' | 'database'>): Promise<MessageStore>;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startProxiedStoreFixture(options: { storeVia: 'proxy' | 's
     proxy,
     database,
     store,
+    openThroughProxy: (over = {}) => createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, ...over }),
     close: async () => {
       await store.close();
       await proxy.close();
