@@ -5,7 +5,7 @@
 // one failed outcome is written to the stored time series so the outcomes chart has a failure bar to click.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { TimeSeriesStore } from '../lib/store/index.ts';
 import type { RunningConsole } from '../server/console.ts';
 import { gotoHydrated, hydrated, until } from '../server/testing/pageWait.ts';
@@ -54,6 +54,21 @@ const nextMetricsSpan = (page: Page) =>
       const u = new URL(r.url());
       return Number(u.searchParams.get('to')) - Number(u.searchParams.get('from'));
     });
+/**
+ * Clicks the chart's failure bar: hovers from the right edge leftwards until the legend's failed series shows a
+ * count (the bar under the pointer), then clicks there.
+ */
+async function clickFailureBar(page: Page, chart: Locator): Promise<void> {
+  const box = (await chart.locator('.u-over').boundingBox())!;
+  const failed = chart.locator('.u-legend .u-series').nth(2).locator('.u-value');
+  let x = box.width - 2;
+  for (; x > 0; x -= 3) {
+    await page.mouse.move(box.x + x, box.y + box.height / 2);
+    if (/^[1-9]/.test(((await failed.textContent()) ?? '').trim())) break;
+  }
+  assert.ok(x > 0, 'the failure bar was found');
+  await page.mouse.click(box.x + x, box.y + box.height / 2);
+}
 const DAY = 86_400_000;
 /** A preset's span, give or take the milliseconds fetchMetrics rounds its ends by. */
 const about = (span: number, ms: number) => Math.abs(span - ms) <= 2;
@@ -161,17 +176,7 @@ describe('endpoint page: the history range in the URL beside the event filters',
     await until(() => rangePressed(page), ['custom'], 'the custom range from the link', page);
     const chart = page.getByTestId('endpoint-outcomes-chart');
     await until(async () => Number(await chart.getAttribute('data-nonzero')) > 0, true, 'the stored failure charted', page);
-    // Hover from the right edge leftwards until the legend shows the failure.
-    const over = chart.locator('.u-over');
-    const box = (await over.boundingBox())!;
-    let x = box.width - 2;
-    for (; x > 0; x -= 3) {
-      await page.mouse.move(box.x + x, box.y + box.height / 2);
-      const v = ((await chart.locator('.u-legend .u-series').nth(2).locator('.u-value').textContent()) ?? '').trim();
-      if (/^[1-9]/.test(v)) break;
-    }
-    assert.ok(x > 0, 'the failure bar was found');
-    await page.mouse.click(box.x + x, box.y + box.height / 2);
+    await clickFailureBar(page, chart);
     await page.waitForURL((u) => u.searchParams.get('status') === 'Failed,DeadLettered,Unsupported');
     const sp = new URL(page.url()).searchParams;
     assert.deepEqual([sp.get('range'), sp.get('rangeFrom'), sp.get('rangeTo')], ['custom', ends.rangeFrom, ends.rangeTo], 'the range stays');
@@ -237,16 +242,7 @@ describe('links from Monitor open the Endpoint page on Monitor\'s range', () => 
     await until(async () => Number(await mini.getAttribute('data-nonzero')) > 0, true, 'the endpoint\'s failure charted', page);
     const chart = page.getByTestId('platform-chart');
     await until(async () => Number(await chart.getAttribute('data-nonzero')) > 0, true, 'the platform\'s failure charted', page);
-    const over = chart.locator('.u-over');
-    const box = (await over.boundingBox())!;
-    let x = box.width - 2;
-    for (; x > 0; x -= 3) {
-      await page.mouse.move(box.x + x, box.y + box.height / 2);
-      const v = ((await chart.locator('.u-legend .u-series').nth(2).locator('.u-value').textContent()) ?? '').trim();
-      if (/^[1-9]/.test(v)) break;
-    }
-    assert.ok(x > 0, 'the failure bar was found');
-    await page.mouse.click(box.x + x, box.y + box.height / 2);
+    await clickFailureBar(page, chart);
     await page.waitForURL((u) => u.pathname === `/endpoints/${EP}`);
     const sp = new URL(page.url()).searchParams;
     assert.equal(sp.get('status'), 'Failed,DeadLettered,Unsupported');

@@ -8,29 +8,24 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { MessageType as T, Topic } from '@nimbus/sdk/contract';
-import { createStore, type MessageStore } from '../lib/store/index.ts';
 import type { FaultProxy } from '../lib/store/testing/faultProxy.ts';
-import { checkReady } from '../server/ready.ts';
-import type { ConsoleContext } from '../server/context.ts';
-import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+import { startStoreFaultHarness, type StoreFaultHarness } from './storeFaultHarness.ts';
+import { eventually, orderBody, type ResolverHarness } from './testHarness.ts';
 
+let faults: StoreFaultHarness;
 let h: ResolverHarness;
 let proxy: FaultProxy;
-let direct: MessageStore;
 const lines: string[] = [];
 
 before(async () => {
-  ({ harness: h, proxy } = await ResolverHarness.startBehindProxy());
-  // The console's own store in this test reaches Cosmos directly: only the Resolver meets the wrong key.
-  direct = await createStore({ endpoint: h.cosmos.endpoint, key: h.cosmos.key, database: `ready-${randomUUID().slice(0, 8)}` });
+  // ready() reads the console's own store, which reaches Cosmos directly: only the Resolver meets the wrong key.
+  faults = await startStoreFaultHarness();
+  ({ harness: h, proxy } = faults);
 });
-after(async () => {
-  await direct?.close();
-  await h?.close();
-});
+after(() => faults?.close());
 
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
-const ready = () => checkReady({ store: direct, serviceBus: { admin: h.clients.admin } } as unknown as ConsoleContext);
+const ready = () => faults.ready();
 /** The settlement that recorded the message (a halt also "lands": it settles nothing and the message comes back). */
 const recorded = (messageId: string) =>
   eventually(() => h.settled.find((s) => s.messageId === messageId && s.ok && s.settlement.kind === 'complete'), `${messageId} recorded`, 30_000);

@@ -8,26 +8,21 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { HEARTBEAT_EVENT_TYPE_ID, MessageType as T, Topic, eventBody } from '@nimbus/sdk/contract';
-import { createStore, type MessageStore } from '../lib/store/index.ts';
 import type { FaultProxy } from '../lib/store/testing/faultProxy.ts';
-import { checkReady } from '../server/ready.ts';
-import type { ConsoleContext } from '../server/context.ts';
 import { DeadLetterReason } from './index.ts';
-import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+import { startStoreFaultHarness, type StoreFaultHarness } from './storeFaultHarness.ts';
+import { eventually, orderBody, type ResolverHarness } from './testHarness.ts';
 
+let faults: StoreFaultHarness;
 let h: ResolverHarness;
 let proxy: FaultProxy;
-let direct: MessageStore;
 
 before(async () => {
-  ({ harness: h, proxy } = await ResolverHarness.startBehindProxy());
-  // The console's own store reaches Cosmos directly, so readiness shows the Resolver's word, not the outage's.
-  direct = await createStore({ endpoint: h.cosmos.endpoint, key: h.cosmos.key, database: `ready-${randomUUID().slice(0, 8)}` });
+  // ready() reads the console's own store, which reaches Cosmos directly: it shows the Resolver's word, not the outage's.
+  faults = await startStoreFaultHarness();
+  ({ harness: h, proxy } = faults);
 });
-after(async () => {
-  await direct?.close();
-  await h?.close();
-});
+after(() => faults?.close());
 
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
 const isEventWrite = (r: { method: string; path: string }) => (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/events/');
@@ -35,7 +30,7 @@ const probes = () => proxy.seen.filter((r) => r.path.includes('/colls/platform/'
 const deadLetterCount = async () => (await h.clients.admin.getSubscriptionRuntimeProperties(Topic.Resolver, Topic.Resolver)).deadLetterMessageCount;
 const recorded = (messageId: string) =>
   eventually(() => h.settled.find((s) => s.messageId === messageId && s.ok && s.settlement.kind === 'complete'), `${messageId} recorded`, 60_000);
-const ready = () => checkReady({ store: direct, serviceBus: { admin: h.clients.admin } } as unknown as ConsoleContext);
+const ready = () => faults.ready();
 
 async function sendBatch(n: number, sessionId: string, ep: string): Promise<Array<{ messageId: string; eventId: string }>> {
   const sent: Array<{ messageId: string; eventId: string }> = [];

@@ -37,7 +37,12 @@ export class RowCache {
     }
   }
 
-  delete(key: string): void {
-    this.#entries.delete(key);
+  /**
+   * Forgets `key`'s version only if it is still the one a failed write decided from (`etag`; undefined: the write
+   * had no cached version, it created or read its own). A concurrent write of the row may have cached a newer
+   * version since: that one is kept, or the next write of the row would pay a read for nothing.
+   */
+  forgetIfStill(key: string, etag: string | undefined): void {
+    if (etag !== undefined && this.#entries.get(key)?.etag === etag) this.#entries.delete(key);
   }
 }

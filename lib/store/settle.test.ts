@@ -3,31 +3,23 @@
 // the server sees it, or with the server's answer kept back) while the test acts, then lets it go.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
-import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
-import { createStore, type MessageStore } from './store.ts';
+import type { MessageStore } from './store.ts';
 import { StoreTransientError } from './errors.ts';
-import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
-import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+import type { FaultProxy } from './testing/faultProxy.ts';
+import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 
-let cosmos: EmbeddedCosmos;
+let wire: ProxiedStoreFixture;
 let proxy: FaultProxy;
+// `store` reads the truth straight from the server, past the proxy.
 let store: MessageStore;
-const database = `t-${randomUUID().slice(0, 8)}`;
 
 before(async () => {
-  cosmos = await startEmbeddedCosmos({ port: 0 });
-  proxy = await startFaultProxy(cosmos.endpoint);
-  // Reads the truth straight from the server, past the proxy.
-  store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database, now: steppingClock() });
+  wire = await startProxiedStoreFixture({ storeVia: 'server' });
+  ({ proxy, store } = wire);
 });
-after(async () => {
-  await store.close();
-  await proxy.close();
-  await cosmos.close();
-});
+after(() => wire.close());
 
 const isRowRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/docs/');
 const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
@@ -47,7 +39,7 @@ async function lostReply<R>(match: (r: { method: string; path: string; batch: bo
 
 describe('a restore racing a write whose reply is lost', () => {
   test('the restore settles only a write known before its read: one remembered while the read was in flight is counted', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
@@ -84,7 +76,7 @@ describe('a restore racing a write whose reply is lost', () => {
 describe('flushCounters() and close() wait for a settle pass already running', () => {
   for (const end of ['flushCounters', 'close'] as const) {
     test(`${end}() returns only once the timed pass's counter patch has landed`, async () => {
-      const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 20 });
+      const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
       const ep = uniq('ep');
       try {
         await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
@@ -115,7 +107,7 @@ void readFailureGroupDocs;
 
 describe('a settle pass counts the writes that landed together', () => {
   test('one counter patch per endpoint for the lot, not one per landed write', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     const ep = uniq('ep');
     try {
       await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
@@ -156,7 +148,7 @@ describe('two writes of one row in doubt at once', () => {
   }
 
   test('the later one remembered first is kept with the earlier: both landed, both counted', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const { hold, w1, w2 } = await w1Held(s, ep);
@@ -174,7 +166,7 @@ describe('two writes of one row in doubt at once', () => {
   });
 
   test('one remembered while a later write of the row was in flight is settled by that write: it read its version', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const { hold, w1, w2 } = await w1Held(s, ep);

@@ -577,7 +577,7 @@ export class MessageStore {
       writes.forEach(({ x, row, ticket }, i) => {
         const r = results[i];
         if (r === undefined || r.statusCode >= 300) {
-          this.#rowCache.delete(x.cacheKey);
+          this.#rowCache.forgetIfStill(x.cacheKey, x.etag);
           // No verdict: the write may have landed. Remembered as writeStatus remembers its own, so the single write
           // below (which reads a row in doubt first) or the settle pass counts it once if it did.
           if (bulkOutcomeUnknown(r)) {
@@ -954,7 +954,7 @@ export class MessageStore {
           : await this.#c.events.items.create(final);
         this.#rowCache.set(cacheKey, final, written.etag);
       } catch (err) {
-        this.#rowCache.delete(cacheKey);
+        this.#rowCache.forgetIfStill(cacheKey, etag);
         const code = cosmosStatus(err);
         // 409: created concurrently; 412: changed since our read; 404: deleted since our read. Decide again.
         if (code === 409 || code === 412 || code === 404) {
@@ -1211,7 +1211,7 @@ export class MessageStore {
         const written = await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } });
         this.#rowCache.set(cacheKey, row, written.etag);
       } catch (err) {
-        this.#rowCache.delete(cacheKey);
+        this.#rowCache.forgetIfStill(cacheKey, etag);
         const code = cosmosStatus(err);
         if (code === 412 || code === 404) continue; // changed since our read: decide again
         // No verdict: the restore may have landed. Its counter delta waits for the next read of the row (the

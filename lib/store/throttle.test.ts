@@ -3,31 +3,24 @@
 // and the guarded write leaves no partial state behind.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
-import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
-import { createStore, type MessageStore } from './store.ts';
+import type { MessageStore } from './store.ts';
 import { StoreThrottledError, StoreTransientError } from './errors.ts';
-import { startFaultProxy, type FaultProxy } from './testing/faultProxy.ts';
-import { msg, steppingClock, uniq } from './testing/fixtures.ts';
+import type { FaultProxy } from './testing/faultProxy.ts';
+import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 import type { StatusRow } from './schemas.ts';
 
-let cosmos: EmbeddedCosmos;
+let wire: ProxiedStoreFixture;
 let proxy: FaultProxy;
+// `store` meets the faults itself: it reaches the server through the proxy.
 let store: MessageStore;
-const database = `t-${randomUUID().slice(0, 8)}`;
 
 before(async () => {
-  cosmos = await startEmbeddedCosmos({ port: 0 });
-  proxy = await startFaultProxy(cosmos.endpoint);
-  store = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, now: steppingClock() });
+  wire = await startProxiedStoreFixture({ storeVia: 'proxy' });
+  ({ proxy, store } = wire);
 });
-after(async () => {
-  await store.close();
-  await proxy.close();
-  await cosmos.close();
-});
+after(() => wire.close());
 
 const isWrite = (r: { method: string; path: string }) => r.method === 'PUT' || r.method === 'POST';
 
@@ -134,12 +127,7 @@ describe('throttling surfaces as a typed error', () => {
   });
 
   test('with throttleRetries the SDK absorbs a short throttle itself (for interactive readers)', async () => {
-    const patient = await createStore({
-      endpoint: proxy.endpoint,
-      key: cosmos.key,
-      database,
-      throttleRetries: 3,
-    });
+    const patient = await wire.openThroughProxy({ throttleRetries: 3 });
     try {
       const ep = uniq('ep');
       proxy.inject({ status: 429, retryAfterMs: 5, times: 2, match: isWrite });
@@ -153,7 +141,7 @@ describe('throttling surfaces as a typed error', () => {
   });
 
   test('a counter flush whose reply was lost (applied, but the client saw an error) is not applied twice', async () => {
-    const buffered = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, counterFlushMs: 60_000 });
+    const buffered = await wire.openThroughProxy({ counterFlushMs: 60_000 });
     try {
       const ep = uniq('ep');
       await buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e' }));
@@ -171,12 +159,7 @@ describe('throttling surfaces as a typed error', () => {
   });
 
   test('a throttled counter flush keeps its deltas for the next flush', async () => {
-    const buffered = await createStore({
-      endpoint: proxy.endpoint,
-      key: cosmos.key,
-      database,
-      counterFlushMs: 60_000,
-    });
+    const buffered = await wire.openThroughProxy({ counterFlushMs: 60_000 });
     try {
       const ep = uniq('ep');
       await buffered.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e' }));
@@ -208,6 +191,41 @@ describe('throttling surfaces as a typed error', () => {
   });
 });
 
+// A failed write forgets the cached version it decided from (it may be stale), but only that one: a concurrent
+// write of the same row may have cached a newer version meanwhile, and dropping that costs the next write a read.
+describe('a throttled write keeps the version a concurrent write cached', () => {
+  const isRowRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/docs/');
+  const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT' && r.path.includes('/colls/events/docs/');
+
+  test('the next write decides from the newer cached version, without a read', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+      await s.writeStatus(request); // created: its version is cached
+      // A decides from the cached version; its replace is held before the server sees it...
+      const hold = proxy.hold(isRowReplace, 'request');
+      const a = s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+      a.catch(() => undefined); // observed below
+      await hold.held;
+      // ...while B, from the same cached version, lands and caches the version it wrote.
+      const b = await s.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId }));
+      assert.equal(b.outcome, 'written');
+      // A is throttled (it never reached the server): the cached version is B's, not the one A used.
+      hold.release({ status: 429, retryAfterMs: 10 });
+      await assert.rejects(a, StoreThrottledError);
+
+      const from = proxy.seen.length;
+      const c = await s.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId }));
+      assert.equal(c.outcome, 'written');
+      assert.equal(c.outcome === 'written' && c.previousStatus, S.Completed, 'decided from B\'s version');
+      assert.equal(proxy.seen.slice(from).filter(isRowRead).length, 0, 'no read: B\'s version was still cached');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 // A status write whose reply is lost (the store applied it; the client saw a reset or a 5xx) must still move the
 // counters once: the redelivered copy finds its row already written and moves nothing itself. Seen in the chaos
 // test as `Pending: counter -1, rows 0` after a store outage: a request's Pending row created without its +1,
@@ -218,7 +236,7 @@ describe('a status write whose reply was lost is counted once', () => {
 
   for (const mode of ['immediate', 'buffered'] as const) {
     const open = () =>
-      createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
+      wire.openThroughProxy(mode === 'buffered' ? { counterFlushMs: 60_000 } : {});
 
     test(`${mode} counters: a request's row created under a lost reply, its copy redelivered, then answered`, async () => {
       const s = await open();
@@ -285,10 +303,7 @@ describe('a status write whose reply was lost and whose row is not written again
 
   for (const mode of ['immediate', 'buffered'] as const) {
     test(`${mode} counters: the periodic settle pass counts the landed write`, async () => {
-      const s = await createStore({
-        endpoint: proxy.endpoint,
-        key: cosmos.key,
-        database,
+      const s = await wire.openThroughProxy({
         settleIntervalMs: 20,
         ...(mode === 'buffered' ? { counterFlushMs: 20 } : {}),
       });
@@ -306,7 +321,7 @@ describe('a status write whose reply was lost and whose row is not written again
   }
 
   test('close() settles what is still in doubt before it flushes', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0, counterFlushMs: 60_000 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0, counterFlushMs: 60_000 });
     const ep = uniq('ep');
     try {
       await lostCreate(s, ep);
@@ -319,7 +334,7 @@ describe('a status write whose reply was lost and whose row is not written again
   });
 
   test('a settle read that fails keeps the write for the next pass; a write that never landed is forgotten', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       await lostCreate(s, ep);
@@ -352,7 +367,7 @@ describe('a status write whose reply was lost and whose row is not written again
   });
 
   test('the settle pass and the redelivered copy racing for one row count it once', async () => {
-    const s = await createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs: 0 });
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
     try {
       const ep = uniq('ep');
       const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
@@ -416,7 +431,7 @@ describe('a bulk claim or a restore whose reply was lost is counted once', () =>
 
   for (const mode of ['immediate', 'buffered'] as const) {
     const open = (settleIntervalMs = 0) =>
-      createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, settleIntervalMs, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
+      wire.openThroughProxy({ settleIntervalMs, ...(mode === 'buffered' ? { counterFlushMs: 60_000 } : {}) });
 
     test(`${mode} counters: writeStatuses, the bulk write landed; the single write it falls back to counts it`, async () => {
       const s = await open();

@@ -25,15 +25,20 @@ export interface Fault {
   afterForward?: boolean;
 }
 
+/** How a held request is let go (see Hold.release). */
+export type Release = 'lost' | Pick<Fault, 'status' | 'retryAfterMs'>;
+
 /** A request held at the proxy (see FaultProxy.hold). */
 export interface Hold {
   /** Resolves once a matching request has arrived (phase 'request') or been answered by the server ('response'). */
   held: Promise<void>;
   /**
    * Lets the held request go on (to the server, or its answer back to the client). `lost`: the server applies it
-   * but the client is answered 503 instead of its reply (a reply lost, as Fault.afterForward).
+   * but the client is answered 503 instead of its reply (a reply lost, as Fault.afterForward). A fault: the client
+   * is answered with it instead (a request held at 'request' then never reaches the server; one held at
+   * 'response' was applied), so a refusal such as a 429 can arrive after whatever the test did meanwhile.
    */
-  release(how?: 'lost'): void;
+  release(how?: Release): void;
 }
 
 export interface FaultProxy {
@@ -71,7 +76,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
   const agent = new http.Agent({ keepAlive: true });
   let fault: (Fault & { left: number }) | undefined;
   let holding:
-    | { match: (req: ProxiedRequest) => boolean; phase: 'request' | 'response'; onHeld: (release: (how?: 'lost') => void) => void }
+    | { match: (req: ProxiedRequest) => boolean; phase: 'request' | 'response'; onHeld: (release: (how?: Release) => void) => void }
     | undefined;
   let injected = 0;
   let received = 0;
@@ -87,10 +92,10 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     if (holding && holding.match(info)) {
       const h = holding;
       holding = undefined;
-      const answer = (up: http.IncomingMessage, how?: 'lost') => {
-        if (how === 'lost') {
+      const answer = (up: http.IncomingMessage, how?: Release) => {
+        if (how !== undefined) {
           up.resume();
-          up.on('end', () => answerFault(res, { status: 503 }));
+          up.on('end', () => answerFault(res, how === 'lost' ? { status: 503 } : how));
           return;
         }
         res.writeHead(up.statusCode ?? 502, up.headers);
@@ -98,7 +103,11 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       };
       if (h.phase === 'request') {
         req.pause();
-        h.onHeld((how) => forward(req, res, (up) => answer(up, how)));
+        h.onHeld((how) => {
+          if (how === undefined || how === 'lost') return forward(req, res, (up) => answer(up, how));
+          req.resume(); // refused here: the server never sees it
+          answerFault(res, how);
+        });
       } else {
         forward(req, res, (up) => h.onHeld((how) => answer(up, how)));
       }
@@ -164,8 +173,8 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       fault = undefined;
     },
     hold: (match, phase) => {
-      let release: ((how?: 'lost') => void) | undefined;
-      let released: { how?: 'lost' } | undefined;
+      let release: ((how?: Release) => void) | undefined;
+      let released: { how?: Release } | undefined;
       let onHeld!: () => void;
       const held = new Promise<void>((resolve) => (onHeld = resolve));
       holding = {

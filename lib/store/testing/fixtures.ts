@@ -4,8 +4,9 @@ import { CosmosClient } from '@azure/cosmos';
 import type { MessageType } from '@nimbus/sdk/contract';
 import { SELF } from '@nimbus/sdk/contract';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from '../cosmos.ts';
-import { createStore, type MessageStore } from '../store.ts';
+import { createStore, type MessageStore, type StoreOptions } from '../store.ts';
 import type { StatusWrite } from '../schemas.ts';
+import { startFaultProxy, type FaultProxy } from './faultProxy.ts';
 
 export interface StoreFixture {
   cosmos: EmbeddedCosmos;
@@ -44,6 +45,43 @@ export async function startStoreFixture(options: { now?: () => Date } = {}): Pro
     close: async () => {
       await store.close();
       raw.dispose();
+      await cosmos.close();
+    },
+  };
+}
+
+/** The embedded Cosmos server behind a fault proxy, for faults injected or requests held at the wire. */
+export interface ProxiedStoreFixture {
+  cosmos: EmbeddedCosmos;
+  proxy: FaultProxy;
+  /** A fresh database. */
+  database: string;
+  /** A store on `database` with a stepping clock, reaching the server as `storeVia` says. */
+  store: MessageStore;
+  /** Another store on `database`, through the proxy: a test's own, with the options it tests. The test closes it. */
+  openThroughProxy(options?: Omit<StoreOptions, 'endpoint' | 'key' | 'database'>): Promise<MessageStore>;
+  close(): Promise<void>;
+}
+
+/**
+ * `storeVia: 'server'` gives a store that reads the truth past the proxy (what landed, whatever the client was
+ * told); `'proxy'` one that meets the faults itself.
+ */
+export async function startProxiedStoreFixture(options: { storeVia: 'proxy' | 'server' }): Promise<ProxiedStoreFixture> {
+  const cosmos = await startEmbeddedCosmos({ port: 0 });
+  const proxy = await startFaultProxy(cosmos.endpoint);
+  const database = `t-${randomUUID().slice(0, 8)}`;
+  const endpoint = options.storeVia === 'proxy' ? proxy.endpoint : cosmos.endpoint;
+  const store = await createStore({ endpoint, key: cosmos.key, database, now: steppingClock() });
+  return {
+    cosmos,
+    proxy,
+    database,
+    store,
+    openThroughProxy: (over = {}) => createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, ...over }),
+    close: async () => {
+      await store.close();
+      await proxy.close();
       await cosmos.close();
     },
   };

@@ -11,10 +11,8 @@
 // receiver's, is a positive signal that several renewal periods passed without one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HandlerRegistry, SubscriberHost } from '@nimbus/sdk';
-import { createServiceBusClients } from '@nimbus/sdk/servicebus';
-import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
 import { endProcessAfterResults, eventually, withHarness } from './harness.ts';
+import { startProxiedHost } from './proxiedHost.ts';
 
 endProcessAfterResults(); // a reset connection leaves timers and socket requests behind (harness.ts)
 
@@ -43,25 +41,13 @@ for (const sessionConnection of ['dedicated', 'shared'] as const) {
       };
       const clock = await h.client.acceptSession('crm', 'crm', 'CLOCK');
 
-      const proxy = await startTcpFaultProxy({ port: h.emulator.port });
-      const proxied = createServiceBusClients(
-        h.emulator.connectionString.replace(`:${h.emulator.port};`, `:${proxy.port};`),
-      );
-      const handled: string[] = [];
-      const host = new SubscriberHost({
-        client: proxied.client,
-        endpointId: 'crm',
+      const proxied = await startProxiedHost(h, {
         sessionConnection,
         maxConcurrentSessions: 2,
         // The session stays held (and renewed) until the reset or the stop closes its receiver.
         sessionIdleTimeoutMs: 60_000,
-        backoff: { initialMs: 50, maxMs: 500 },
-        deferredProcessor: false,
-        handlers: new HandlerRegistry().on<{ customerId: string }>('CustomerUpdated', async (e) => {
-          handled.push(e.customerId);
-        }),
       });
-      const publisher = h.publisher('shop');
+      const { proxy, host, handled, publisher } = proxied;
       try {
         await host.start();
         // After a reset: the client closes the session's receiver. The session has no message left, so nobody takes
@@ -81,9 +67,7 @@ for (const sessionConnection of ['dedicated', 'shared'] as const) {
       } finally {
         await host.stop();
         await clock.close();
-        await publisher.close().catch(() => undefined);
-        await proxy.close();
-        void proxied.close().catch(() => undefined);
+        await proxied.close();
       }
     });
   });

@@ -9,10 +9,8 @@
 // client; the test's own publisher connects directly.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HandlerRegistry, SubscriberHost } from '@nimbus/sdk';
-import { createServiceBusClients } from '@nimbus/sdk/servicebus';
-import { startTcpFaultProxy } from '../../../server/testing/tcpFaultProxy.ts';
 import { endProcessAfterResults, eventually, stopsWithin, withHarness } from './harness.ts';
+import { startProxiedHost } from './proxiedHost.ts';
 
 endProcessAfterResults(); // what was given up on a silent connection leaves timers and sockets behind (harness.ts)
 
@@ -34,25 +32,13 @@ for (const sessionConnection of ['dedicated', 'shared'] as const) {
         if (opts.session?.sessionId === null) acceptsWaiting++;
         return openReceiver(opts);
       };
-      const proxy = await startTcpFaultProxy({ port: h.emulator.port });
-      const proxied = createServiceBusClients(
-        h.emulator.connectionString.replace(`:${h.emulator.port};`, `:${proxy.port};`),
-      );
-      const handled: string[] = [];
-      const host = new SubscriberHost({
-        client: proxied.client,
-        endpointId: 'crm',
+      const proxied = await startProxiedHost(h, {
         sessionConnection,
         maxConcurrentSessions: 1,
         sessionIdleTimeoutMs: 500,
         operationTimeoutMs: OPERATION_TIMEOUT_MS,
-        backoff: { initialMs: 50, maxMs: 500 },
-        deferredProcessor: false,
-        handlers: new HandlerRegistry().on<{ customerId: string }>('CustomerUpdated', async (e) => {
-          handled.push(e.customerId);
-        }),
       });
-      const publisher = h.publisher('shop');
+      const { proxy, host, handled, publisher } = proxied;
       let stopped: 'stopped' | 'hung' = 'hung';
       try {
         await host.start();
@@ -65,11 +51,9 @@ for (const sessionConnection of ['dedicated', 'shared'] as const) {
         proxy.silence();
         stopped = await stopsWithin(() => host.stop(), STOP_WITHIN_MS);
       } finally {
-        await publisher.close().catch(() => undefined);
-        await proxy.close();
-        // Not awaited: the test's client has the sender's close given up by stop() pending on the silent connection,
-        // and its own close waits for that (the file's process is ended after its results instead).
-        void proxied.close().catch(() => undefined);
+        // Does not wait for the proxied client's close: it has the sender's close given up by stop() pending on the
+        // silent connection, and its own close waits for that (the file's process is ended after its results instead).
+        await proxied.close();
       }
       assert.equal(stopped, 'stopped', `stop() did not return within ${STOP_WITHIN_MS} ms`);
     });
