@@ -73,7 +73,7 @@ function HandoffCountdown({ expectedBy }: { expectedBy: string | null }) {
 }
 
 /** Endpoints / endpoint / event: the way back, also while the event loads or when it cannot be read. */
-function EventBreadcrumb({ endpointId, eventId }: { endpointId: string; eventId: string }) {
+export function EventBreadcrumb({ endpointId, eventId }: { endpointId: string; eventId: string }) {
   return (
     <nav aria-label="Breadcrumb" className="mb-1 text-sm text-slate-500">
       <Link href="/" className="hover:underline">
@@ -470,6 +470,21 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, { payload, eventTypeId }), 'Edited resubmission')}
         />
       ) : null}
+    </section>
+  );
+}
+
+/**
+ * An event its endpoint does not know (a stale link, a typo): the page answers 404 (app/endpoints/[endpointId]/
+ * events/[eventId]/not-found.tsx), and still shows where it is and the way back to the endpoint.
+ */
+export function EventNotFound({ endpointId, eventId }: { endpointId: string; eventId: string }) {
+  return (
+    <section>
+      <EventBreadcrumb endpointId={endpointId} eventId={eventId} />
+      <div role="alert" className="rounded border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-800">
+        Event {eventId} is not known on endpoint {endpointId}.
+      </div>
     </section>
   );
 }
