@@ -445,7 +445,9 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           title="Fail the handoff?"
           confirmLabel="Fail handoff"
           danger
-          busy={busy || reason.trim() === ''}
+          busy={busy}
+          // No reason yet: nothing to confirm. Not `busy`, which would label the button "Working…" as if sent.
+          disabled={reason.trim() === ''}
           unavailable={unavailable}
           onCancel={closeDialog}
           onConfirm={() => run(() => api.failHandoff(endpointId, eventId, e.messageId, reason.trim()), 'Handoff failure')}

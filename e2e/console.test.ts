@@ -179,6 +179,10 @@ describe('console in Chromium', () => {
     await page.getByRole('button', { name: 'Fail handoff' }).click();
     const reason = page.getByRole('dialog').getByLabel('Failure reason');
     assert.equal(await focused(), 'Failure reason', 'the dialog opens with focus in its only field');
+    // No reason yet: nothing to confirm, and the button says what it would do, not "Working…" (nothing is under way).
+    const failButton = page.getByRole('dialog').locator('button').last();
+    assert.equal(await failButton.textContent(), 'Fail handoff');
+    assert.equal(await failButton.isDisabled(), true);
     // Key by key, as a person types: every keystroke re-renders the dialog.
     await page.keyboard.type('DMF rejected 3 lines', { delay: 15 });
     assert.equal(await reason.inputValue(), 'DMF rejected 3 lines');
