@@ -10,8 +10,9 @@ import Link from './Link.tsx';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { endpointHref, eventHref, type EventListItem } from './api.ts';
+import { endpointHref, eventHref } from './api.ts';
 import { endpointsQuery, eventsQuery } from './queries.ts';
+import { isActionable } from './eventCommands.ts';
 import { EVENT_STATUSES, endpointSearch, eventListSearch, parseSearch, toSearch, type EventListSearch } from './urlState.ts';
 import { useUrlState } from './useUrlState.ts';
 import { fromInputValue, toInputValue } from './isoTime.ts';
@@ -34,10 +35,6 @@ const filtersOf = (parsed: EventListSearch): Filters => ({ ...parsed, status: pa
 const stateOf = (f: Filters): EventListSearch => ({ ...f, status: f.status ? (f.status.split(',') as (typeof STATUSES)[number][]) : [] });
 /** The query string (and query key) of a filter: one canonical query string per state (urlState.ts). */
 const searchOf = (f: Filters) => toSearch(eventListSearch, stateOf(f));
-
-/** Rows an operator may resubmit or skip (the server decides again; this only drives the checkboxes). */
-export const isActionable = (r: Pick<EventListItem, 'status' | 'subStatus'>) =>
-  r.status === 'Failed' || r.status === 'DeadLettered' || r.status === 'Unsupported' || (r.status === 'Pending' && r.subStatus === 'Handoff');
 
 export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const router = useRouter();

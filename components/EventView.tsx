@@ -4,29 +4,23 @@
 // the message history as a timeline with a payload diff of any two of its messages, the audit trail, and the operator
 // actions (the edited resubmit in a checked JSON editor beside the stored payload). A command that fails keeps its
 // dialog open with the error inside it, to try again or cancel, and a failure that says the event may have moved on
-// (409 and the like, see commandFailure.ts) reads it again at once.
+// (409 and the like, see commandFailure.ts) reads it again at once. An open dialog whose command the event (as read
+// again) no longer offers keeps what the operator typed, disables its confirm button and says why (eventCommands.ts).
 import Link from './Link.tsx';
-import { useState, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, endpointHref, eventHref, type CommandResult, type EventDetails } from './api.ts';
 import { endpointsQuery, eventQuery, queryKeys } from './queries.ts';
 import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
-import { isActionable } from './EndpointEventsView.tsx';
+import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
 import { HistoryDiff } from './payload/HistoryDiff.tsx';
 import { PayloadView, payloadText as formatPayload } from './payload/PayloadView.tsx';
 import { useCan } from './audit/accessApi.ts';
 
-type Dialog = null | 'resubmit' | 'edit' | 'skip' | 'complete' | 'fail';
-
-const COMMAND_LABEL: Record<string, string> = {
-  ResubmissionRequest: 'Resubmission',
-  SkipRequest: 'Skip',
-  HandoffCompletedRequest: 'Handoff completion',
-  HandoffFailedRequest: 'Handoff failure',
-};
+type Dialog = null | EventCommand;
 
 function Field({ label, children, mono = true }: { label: string; children: ReactNode; mono?: boolean }) {
   return (
@@ -79,7 +73,7 @@ function HandoffCountdown({ expectedBy }: { expectedBy: string | null }) {
 }
 
 /** Endpoints / endpoint / event: the way back, also while the event loads or when it cannot be read. */
-function EventBreadcrumb({ endpointId, eventId }: { endpointId: string; eventId: string }) {
+export function EventBreadcrumb({ endpointId, eventId }: { endpointId: string; eventId: string }) {
   return (
     <nav aria-label="Breadcrumb" className="mb-1 text-sm text-slate-500">
       <Link href="/" className="hover:underline">
@@ -113,6 +107,17 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
 
   const d: EventDetails | undefined = q.data;
   const e = d?.event;
+
+  // A closing dialog gives focus back to the button that opened it. When the event moved on meanwhile (a refused
+  // command, then the event read again), that button is gone and focus would be lost to the page's body: it goes
+  // to the event's heading instead, where the page's new state starts.
+  const heading = useRef<HTMLHeadingElement>(null);
+  const openDialogWas = useRef<Dialog>(null);
+  useEffect(() => {
+    const closed = openDialogWas.current !== null && dialog === null;
+    openDialogWas.current = dialog;
+    if (closed && (document.activeElement === null || document.activeElement === document.body)) heading.current?.focus();
+  }, [dialog]);
 
   // A dialog opens clean and closing it forgets its error. A command keeps running when its dialog is closed (Cancel
   // or Escape while it is being sent): its outcome then lands on the page, a notice or the error box below the
@@ -166,12 +171,12 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       </section>
     );
 
-  const handoff = e.status === 'Pending' && e.subStatus === 'Handoff';
+  const handoff = isHandoff(e);
   // A Pending row last written by an operator command: the console claimed it and the endpoint has not answered yet.
-  const awaiting =
-    e.status === 'Pending' && e.subStatus === null && e.messageType !== null && COMMAND_LABEL[e.messageType] !== undefined
-      ? COMMAND_LABEL[e.messageType]
-      : undefined;
+  const awaiting = awaitedCommand(e);
+  // The open dialog's command, when the event as now read no longer offers it (someone else acted first). Not while
+  // the command is under way: the page's own command may claim the event before its answer is in.
+  const unavailable = dialog !== null && !busy ? commandUnavailableReason(dialog, e) : null;
   const payloadText = e.payload === null || e.payload === undefined ? null : formatPayload(e.payload).text;
   const typeOptions = [...new Set([...(ep?.consumes ?? []), e.eventTypeId ?? ''])].filter(Boolean).sort();
 
@@ -179,7 +184,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     <section>
       <EventBreadcrumb endpointId={endpointId} eventId={eventId} />
       <div className="mb-3 flex flex-wrap items-center gap-3">
-        <h1 className="font-mono text-lg font-semibold" data-testid="event-id">
+        <h1 ref={heading} tabIndex={-1} className="font-mono text-lg font-semibold focus:outline-none" data-testid="event-id">
           {e.eventId}
         </h1>
         <span data-testid="event-status">
@@ -409,7 +414,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       </div>
 
       {dialog === 'resubmit' ? (
-        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
+        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
           <p>
             Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
             <span className="font-mono">{e.sessionId}</span> is released and its {d.parkedSiblings.length} parked event(s) follow.
@@ -418,7 +423,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         </ConfirmDialog>
       ) : null}
       {dialog === 'skip' ? (
-        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
+        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
           <p>
             Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released.
           </p>
@@ -426,7 +431,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         </ConfirmDialog>
       ) : null}
       {dialog === 'complete' ? (
-        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion')}>
+        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion')}>
           <p className="mb-2">The external work is done: the event becomes Completed and its session is released.</p>
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Note (optional)
@@ -440,7 +445,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           title="Fail the handoff?"
           confirmLabel="Fail handoff"
           danger
-          busy={busy || reason.trim() === ''}
+          busy={busy}
+          // No reason yet: nothing to confirm. Not `busy`, which would label the button "Working…" as if sent.
+          disabled={reason.trim() === ''}
+          unavailable={unavailable}
           onCancel={closeDialog}
           onConfirm={() => run(() => api.failHandoff(endpointId, eventId, e.messageId, reason.trim()), 'Handoff failure')}
         >
@@ -459,10 +467,26 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           typeOptions={typeOptions}
           busy={busy}
           error={actionError}
+          unavailable={unavailable}
           onCancel={closeDialog}
           onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, { payload, eventTypeId }), 'Edited resubmission')}
         />
       ) : null}
+    </section>
+  );
+}
+
+/**
+ * An event its endpoint does not know (a stale link, a typo): the page answers 404 (app/endpoints/[endpointId]/
+ * events/[eventId]/not-found.tsx), and still shows where it is and the way back to the endpoint.
+ */
+export function EventNotFound({ endpointId, eventId }: { endpointId: string; eventId: string }) {
+  return (
+    <section>
+      <EventBreadcrumb endpointId={endpointId} eventId={eventId} />
+      <div role="alert" className="rounded border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-800">
+        Event {eventId} is not known on endpoint {endpointId}.
+      </div>
     </section>
   );
 }

@@ -1,8 +1,9 @@
 // Browser and HTTP tests of how the console loads and addresses its data (issue 20): counts and lists are in the
 // first HTML (prefetched by the server components with the caller's rights), every filter and sort is in the URL
-// and survives a reload, each page names itself, unknown pages get the not-found page, and API paths answer JSON
-// errors only (404 for an unknown path, 405 with Allow for a missing method). The built console against the
-// embedded Service Bus emulator and Cosmos server, with Debian's Chromium, as e2e/console.test.ts.
+// and survives a reload, each page names itself, unknown pages, endpoints, events and subscriptions answer 404,
+// and API paths answer JSON errors only (404 for an unknown path, 405 with Allow for a missing method). The built
+// console against the embedded Service Bus emulator and Cosmos server, with Debian's Chromium, as
+// e2e/console.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { BrowserContext, Page, Request } from 'playwright-core';
@@ -268,6 +269,29 @@ describe('titles and missing pages', () => {
       await page.getByRole('heading', { name: 'Page not found' }).waitFor();
       await page.close();
     }
+  });
+
+  test('an unknown event answers 404 and still shows its breadcrumb back to the endpoint', async () => {
+    const page = await browser.newPage();
+    const res = await page.goto(consoleApp.url + '/endpoints/billingendpoint/events/no-such-event');
+    assert.equal(res?.status(), 404);
+    await page.getByRole('alert').filter({ hasText: 'no-such-event is not known on endpoint billingendpoint' }).waitFor();
+    await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'billingendpoint', exact: true }).waitFor();
+    await page.close();
+    // A known one still answers 200.
+    assert.equal((await html('/endpoints/billingendpoint/events/evt-completed-1')).status, 200);
+  });
+
+  test('an unknown subscription answers 404 with the not-found page', async () => {
+    // An unknown topic, an unknown subscription of a known topic, a name no entity can have.
+    for (const path of ['/topology/subscriptions/nosuchtopic/nosuchsub', '/topology/subscriptions/billingendpoint/nosuchsub', '/topology/subscriptions/billingendpoint/no%20such']) {
+      const page = await browser.newPage();
+      const res = await page.goto(consoleApp.url + path);
+      assert.equal(res?.status(), 404, path);
+      await page.getByRole('heading', { name: 'Page not found' }).waitFor();
+      await page.close();
+    }
+    assert.equal((await html('/topology/subscriptions/billingendpoint/billingendpoint')).status, 200);
   });
 });
 

@@ -1,10 +1,14 @@
 // Browser test of the Event page after a refused command: the built console on the embedded Service Bus emulator
 // and Cosmos server (server/testing/seededConsole.ts), real Chromium. A command answered 409 means the event moved
 // on behind the page (another operator resubmitted or skipped it): the page must read the event again at once,
-// not show the old state until its timed refresh (every 10 s, components/queries.ts eventQuery) comes round.
+// not show the old state until its timed refresh (every 10 s, components/queries.ts eventQuery) comes round. The
+// dialog then stays open with what the operator typed, but when the event no longer offers the command its confirm
+// button is disabled and the dialog says why; after a failure that left the command on offer (a 5xx) it stays usable.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Request } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
+import { MessageType } from '@nimbus/sdk/contract';
+import { seedEvent } from '../server/testing/seed.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -12,7 +16,14 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 let ui: SeededConsole | undefined;
 
 before(async () => {
-  ui = await startSeededConsole();
+  ui = await startSeededConsole({
+    // One more dead-lettered order, for a test of its own (the demo's evt-dead-1 is skipped by the first test).
+    prepare: ({ stack, base }) =>
+      seedEvent(stack.store, base, { endpointId: 'billingendpoint', eventId: 'evt-dead-2', sessionId: 'ORD-301', eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-301' } }, MessageType.ErrorResponse, {
+        deadLetterReason: 'PayloadDeserializationError',
+        errorText: 'malformed payload',
+      }).then(() => undefined),
+  });
 });
 
 after(() => ui?.close());
@@ -119,4 +130,222 @@ describe('event page after a refused command', () => {
       await page.close();
     }
   });
+
+  test('an edited resubmit refused because someone skipped the event keeps the edit, and the dialog says why it cannot be sent', async () => {
+    const page = await ui!.browser.newPage();
+    const resubmitPath = '/api/event/resubmit/billingendpoint/evt-failed-1';
+    const detailsPath = '/api/endpoints/billingendpoint/events/evt-failed-1';
+    try {
+      await page.goto(`${ui!.url}/endpoints/billingendpoint/events/evt-failed-1`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      // While the page's resubmit is held, another operator skips the event. (Another resubmit would not do: the
+      // server takes a second resubmit of the same failure for a repeated click, and answers it as a duplicate.)
+      const concurrentSkip = actConcurrently(page, resubmitPath, () => fetch(`${ui!.url}/api/event/skip/billingendpoint/evt-failed-1`, { method: 'POST' }));
+
+      await page.getByRole('button', { name: 'Resubmit with changes' }).click();
+      const dialog = page.getByRole('dialog');
+      const editor = dialog.getByLabel('Edited payload (JSON)');
+      await editor.waitFor();
+      await editor.fill(JSON.stringify(EDITED_ORDER, null, 2));
+      await dialog.getByTestId('edit-problems').getByText('Valid JSON', { exact: true }).waitFor();
+      const send = dialog.getByRole('button', { name: 'Resubmit edited payload' });
+      const answer = await refusedAndReadAgain(page, resubmitPath, detailsPath, concurrentSkip, () => send.click());
+
+      // The page behind has the state the other operator left; the dialog says so and offers nothing to send.
+      const unavailable = dialog.getByTestId('command-unavailable');
+      await unavailable.waitFor();
+      assert.equal(await unavailable.textContent(), 'This event is now Pending (Skip sent by an operator) — Resubmit with changes is no longer available.');
+      assert.equal(await send.isDisabled(), true, 'the edited payload can no longer be sent');
+      // Focus was on the button just disabled: it moves to Cancel, the one thing left to do, not to nowhere.
+      assert.equal(await focusedText(page), 'Cancel');
+      // Still there: the refusal's reason and the operator's edit, as typed (to copy, or to compare).
+      const { detail } = (await answer.json()) as { detail: string };
+      await dialog.getByRole('alert').filter({ hasText: detail }).waitFor();
+      assert.match((await editor.textContent()) ?? '', /"fixedBy": "operator"/);
+
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      // The button that opened it is gone (the event is no longer actionable): focus lands on the event, not nowhere.
+      assert.equal(await focusedTestId(page), 'event-id');
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+
+  test('an edit under way while someone else resubmits their own payload is kept, and the dialog says the resubmit is gone', async () => {
+    const page = await ui!.browser.newPage();
+    try {
+      await page.goto(`${ui!.url}/endpoints/billingendpoint/events/evt-dead-2`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      await page.getByRole('button', { name: 'Resubmit with changes' }).click();
+      const dialog = page.getByRole('dialog');
+      const editor = dialog.getByLabel('Edited payload (JSON)');
+      await editor.waitFor();
+      await editor.fill(JSON.stringify({ ...EDITED_ORDER, orderId: 'ORD-301' }, null, 2));
+      await dialog.getByTestId('edit-problems').getByText('Valid JSON', { exact: true }).waitFor();
+
+      // Another operator resubmits the event with a payload of their own: the stored payload changes, and the page
+      // reads it at its next timed refresh, behind the open dialog.
+      const theirs = { ...EDITED_ORDER, orderId: 'ORD-301', fixedBy: 'another operator' };
+      const res = await fetch(`${ui!.url}/api/event/resubmit/billingendpoint/evt-dead-2`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ payload: theirs }),
+      });
+      assert.equal(res.status, 200, await res.text());
+      await page.getByTestId('payload').filter({ hasText: 'another operator' }).waitFor({ state: 'attached', timeout: 60_000 });
+
+      const unavailable = dialog.getByTestId('command-unavailable');
+      await unavailable.waitFor();
+      assert.equal(await unavailable.textContent(), 'This event is now Pending (Resubmission sent by an operator) — Resubmit with changes is no longer available.');
+      assert.equal(await dialog.getByRole('button', { name: 'Resubmit edited payload' }).isDisabled(), true);
+      // The editor was not made again from the new stored payload: the operator's edit is as typed.
+      const text = (await editor.textContent()) ?? '';
+      assert.match(text, /"fixedBy": "operator"/);
+      assert.doesNotMatch(text, /another operator/);
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'detached' });
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('a handoff completion refused because someone failed the handoff keeps the note, and the dialog says why', async () => {
+    const page = await ui!.browser.newPage();
+    const handoffMessageId = ui!.demo!.handoff.lastMessageId;
+    const completePath = `/api/event/handoff/complete/erpendpoint/evt-handoff-1/${handoffMessageId}`;
+    const detailsPath = '/api/endpoints/erpendpoint/events/evt-handoff-1';
+    try {
+      await page.goto(`${ui!.url}/endpoints/erpendpoint/events/evt-handoff-1`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      // While the page's completion is held, another operator fails the handoff.
+      const concurrentFail = actConcurrently(page, completePath, () =>
+        fetch(`${ui!.url}/api/event/handoff/fail/erpendpoint/evt-handoff-1/${handoffMessageId}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ errorText: 'ledger import rejected' }),
+        }),
+      );
+
+      await page.getByRole('button', { name: 'Complete handoff' }).click();
+      const dialog = page.getByRole('dialog');
+      const note = dialog.getByLabel('Handoff note');
+      await note.fill('ledger import checked by hand');
+      const confirm = dialog.getByRole('button', { name: 'Complete handoff' });
+      await refusedAndReadAgain(page, completePath, detailsPath, concurrentFail, () => confirm.click());
+
+      const unavailable = dialog.getByTestId('command-unavailable');
+      await unavailable.waitFor();
+      assert.equal(await unavailable.textContent(), 'This event is now Pending (Handoff failure sent by an operator) — Complete handoff is no longer available.');
+      assert.equal(await confirm.isDisabled(), true);
+      assert.equal(await note.inputValue(), 'ledger import checked by hand', 'the note is kept');
+
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'detached' });
+      assert.equal(await focusedTestId(page), 'event-id');
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
+
+  test('a skip that fails with 503 leaves the event skippable: the dialog stays usable and the retry goes through', async () => {
+    const page = await ui!.browser.newPage();
+    const skipPath = '/api/event/skip/erpendpoint/evt-handoff-2';
+    const detailsPath = '/api/endpoints/erpendpoint/events/evt-handoff-2';
+    try {
+      await page.goto(`${ui!.url}/endpoints/erpendpoint/events/evt-handoff-2`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      // The first skip fails as a broker outage would (the server undoes its claim); the retry reaches the server.
+      let attempts = 0;
+      await page.route(
+        (u) => u.pathname === skipPath,
+        (route) =>
+          ++attempts === 1
+            ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'unavailable', detail: 'the broker did not answer; try again' }) })
+            : route.continue(),
+      );
+
+      await page.getByRole('button', { name: 'Skip', exact: true }).click();
+      const dialog = page.getByRole('dialog');
+      const confirm = dialog.getByRole('button', { name: 'Skip' });
+      await refusedAndReadAgain(page, skipPath, detailsPath, Promise.resolve(200), () => confirm.click());
+      await dialog.getByRole('alert').filter({ hasText: 'the broker did not answer' }).waitFor();
+      // The event read again still offers Skip: nothing says otherwise, and the retry is at hand.
+      assert.equal(await dialog.getByTestId('command-unavailable').count(), 0);
+      assert.equal(await confirm.isDisabled(), false);
+      await confirm.click();
+      await page.getByRole('status').filter({ hasText: 'Skip sent' }).waitFor();
+      await dialog.waitFor({ state: 'detached' });
+      assert.equal(attempts, 2);
+    } finally {
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.close();
+    }
+  });
 });
+
+/** A payload of evt-failed-1 that passes the OrderPlaced schema of the demo catalog, marked as the operator's edit. */
+const EDITED_ORDER = { orderId: 'ORD-200', customerId: 'CUST-9', lines: [{ sku: 'MUG-BLUE', quantity: 2, unitPrice: 9.5 }], total: 19, currency: 'EUR', fixedBy: 'operator' };
+
+/**
+ * Holds the page's command to `commandPath` until another operator's `act` (a request from this process, which the
+ * page's routes do not see) is answered: the command then reaches the server after it, and is refused for real.
+ * Resolves to the status `act` was answered with.
+ */
+function actConcurrently(page: Page, commandPath: string, act: () => Promise<Response>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    void page.route(
+      (u) => u.pathname === commandPath,
+      async (route) => {
+        try {
+          resolve((await act()).status);
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+        } finally {
+          await route.continue();
+        }
+      },
+    );
+  });
+}
+
+/**
+ * Presses the command's confirm button and waits for the other operator's command (`concurrent`, its status), the
+ * command's refusal and then for the page's read of the
+ * event that started after it (commandFailure.ts): what the dialog shows next is about the event as read again.
+ */
+async function refusedAndReadAgain(page: Page, commandPath: string, detailsPath: string, concurrent: Promise<number>, press: () => Promise<void>) {
+  let refused = false;
+  let readStarted!: (r: Request) => void;
+  const readAgain = new Promise<Request>((resolve) => (readStarted = resolve));
+  // Listeners, not waits begun after the refusal: the read may start before this function's await returns.
+  page.on('response', (r) => {
+    if (new URL(r.url()).pathname === commandPath && r.status() >= 400) refused = true;
+  });
+  page.on('request', (r) => {
+    if (refused && r.method() === 'GET' && new URL(r.url()).pathname === detailsPath) readStarted(r);
+  });
+  const answered = page.waitForResponse((r) => new URL(r.url()).pathname === commandPath, { timeout: 60_000 });
+  await press();
+  const answer = await answered;
+  assert.equal(await concurrent, 200, "the other operator's command went through");
+  assert.ok(answer.status() >= 400, `the command was refused (${answer.status()})`);
+  await (await readAgain).response();
+  return answer;
+}
+
+/** The data-testid of the focused element (its tag name when it has none: BODY when focus went nowhere). */
+function focusedTestId(page: Page): Promise<string | null> {
+  type El = { getAttribute(name: string): string | null; tagName: string };
+  return page.evaluate(() => {
+    const el = (globalThis as unknown as { document: { activeElement: El | null } }).document.activeElement;
+    return el ? (el.getAttribute('data-testid') ?? el.tagName) : null;
+  });
+}
+
+/** The text of the focused element. */
+function focusedText(page: Page): Promise<string | null> {
+  return page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string | null } | null } }).document.activeElement?.textContent ?? null);
+}

@@ -179,6 +179,10 @@ describe('console in Chromium', () => {
     await page.getByRole('button', { name: 'Fail handoff' }).click();
     const reason = page.getByRole('dialog').getByLabel('Failure reason');
     assert.equal(await focused(), 'Failure reason', 'the dialog opens with focus in its only field');
+    // No reason yet: nothing to confirm, and the button says what it would do, not "Working…" (nothing is under way).
+    const failButton = page.getByRole('dialog').locator('button').last();
+    assert.equal(await failButton.textContent(), 'Fail handoff');
+    assert.equal(await failButton.isDisabled(), true);
     // Key by key, as a person types: every keystroke re-renders the dialog.
     await page.keyboard.type('DMF rejected 3 lines', { delay: 15 });
     assert.equal(await reason.inputValue(), 'DMF rejected 3 lines');
@@ -235,7 +239,10 @@ describe('console in Chromium', () => {
       const { detail } = (await answer.json()) as { detail: string };
       await dialog.getByRole('alert').filter({ hasText: detail }).waitFor();
       assert.equal(await alerts.count(), 1, 'the error is shown once, in the dialog');
-      assert.ok(await dialog.getByRole('button', { name: 'Resubmit' }).isEnabled(), 'the operator can try again');
+      // The event, read again at once, is no longer resubmittable: the dialog says so instead of offering a retry
+      // that could only be refused again (a retry after a failure that leaves the event as it was: below).
+      await dialog.getByTestId('command-unavailable').filter({ hasText: 'Resubmit is no longer available' }).waitFor();
+      assert.ok(await dialog.getByRole('button', { name: 'Resubmit' }).isDisabled(), 'nothing left to retry');
       await dialog.getByRole('button', { name: 'Cancel' }).click();
       await dialog.waitFor({ state: 'detached' });
       assert.equal(await alerts.count(), 0, 'the error went with its dialog');

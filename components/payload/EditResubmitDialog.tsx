@@ -4,11 +4,15 @@
 // the chosen event type's JSON Schema from the catalog - and the Resubmit button stays disabled until it passes, so
 // nothing the server would refuse is sent (the server checks again). In the console's modal frame (ModalShell: a
 // native <dialog>, focus trap, Escape, inert page behind; focus returns to the opener when it closes). A send that
-// fails shows its error inside the dialog, which stays open with the edit as it was.
+// fails shows its error inside the dialog, which stays open with the edit as it was - also when the event moved on
+// and can no longer be resubmitted (`unavailable`: sending is disabled and the dialog says why), and when the
+// stored payload changed meanwhile (the diff stays against the payload the dialog opened with).
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
+import { CommandUnavailable } from '../ConfirmDialog.tsx';
 import { ErrorBox } from '../format.tsx';
 import { ModalShell } from '../ModalShell.tsx';
+import { useFocusAwayWhenUnavailable } from '../useFocusAwayWhenUnavailable.ts';
 import { eventTypesQuery } from '../queries.ts';
 import { sameJson } from './sameJson.ts';
 import type { CompiledSchema, PayloadCheck } from './check.ts';
@@ -30,14 +34,21 @@ export function EditResubmitDialog(props: {
   busy: boolean;
   /** Why the last send failed (shown in the dialog), or nothing. */
   error?: unknown;
+  /** Why the event can no longer be resubmitted (it moved on): said in the dialog, and sending is disabled. */
+  unavailable?: string | null;
   onCancel: () => void;
   onSubmit: (payload: unknown, eventTypeId: string) => void;
 }) {
   const host = useRef<HTMLDivElement>(null);
+  // The stored payload as the dialog opened with it: the event is read again behind the dialog (a timed refresh,
+  // or at once after a refused send), and a payload changed meanwhile (another operator's edited resubmit) must
+  // not recreate the editor, which would throw away the operator's edit (nor change what counts as "no change").
+  const [originalText] = useState(props.originalText);
+  const [initialEventTypeId] = useState(props.initialEventTypeId);
   const [modules, setModules] = useState<{ check: Check; diff: Diff } | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
-  const [text, setText] = useState(props.originalText ?? '');
-  const [eventTypeId, setEventTypeId] = useState(props.initialEventTypeId);
+  const [text, setText] = useState(originalText ?? '');
+  const [eventTypeId, setEventTypeId] = useState(initialEventTypeId);
   const types = useQuery(eventTypesQuery());
 
   // The schema of the chosen type, compiled once per type (null: the type has none; undefined: not loaded yet).
@@ -71,8 +82,8 @@ export function EditResubmitDialog(props: {
     if (!modules || !host.current || editorRef.current) return;
     const created = modules.diff.createEditingDiff(
       host.current,
-      { text: props.originalText ?? '', label: 'Stored payload (read-only)' },
-      { text: props.originalText ?? '', label: EDITOR_LABEL },
+      { text: originalText ?? '', label: 'Stored payload (read-only)' },
+      { text: originalText ?? '', label: EDITOR_LABEL },
       () => checkRef.current,
       setText,
     );
@@ -82,8 +93,8 @@ export function EditResubmitDialog(props: {
       created.merge.destroy();
       editorRef.current = null;
     };
-    // Created once per opening: the stored payload does not change while the dialog is open.
-  }, [modules, props.originalText]);
+    // Created once per opening: originalText is the payload the dialog opened with.
+  }, [modules, originalText]);
   // Another event type, another schema: the underlines follow.
   useEffect(() => {
     if (editorRef.current && modules) modules.diff.relint(editorRef.current.editor);
@@ -93,17 +104,21 @@ export function EditResubmitDialog(props: {
   const problems = check && !check.ok ? check.problems : [];
   // The stored payload as parsed JSON (none when it is not JSON or absent: then any valid edit is a change).
   const original = useMemo((): { value: unknown } | null => {
-    if (props.originalText === null) return null;
+    if (originalText === null) return null;
     try {
-      return { value: JSON.parse(props.originalText) as unknown };
+      return { value: JSON.parse(originalText) as unknown };
     } catch {
       return null;
     }
-  }, [props.originalText]);
+  }, [originalText]);
   // The same JSON (layout and member order aside) under the same event type is a plain Resubmit, not a change:
   // sending it would be audited as ResubmitWithChanges for nothing.
-  const unchanged = check !== undefined && check.ok && original !== null && eventTypeId === props.initialEventTypeId && sameJson(check.value, original.value);
-  const canSend = ready && check.ok && !unchanged && !props.busy && eventTypeId !== '';
+  const unchanged = check !== undefined && check.ok && original !== null && eventTypeId === initialEventTypeId && sameJson(check.value, original.value);
+  const unavailable = Boolean(props.unavailable);
+  const canSend = ready && check.ok && !unchanged && !props.busy && !unavailable && eventTypeId !== '';
+  const sendRef = useRef<HTMLButtonElement>(null);
+  const cancelRef = useRef<HTMLButtonElement>(null);
+  useFocusAwayWhenUnavailable(unavailable, sendRef, cancelRef);
   const selectedType = types.data?.eventTypes.find((t) => t.id === eventTypeId);
 
   return (
@@ -162,16 +177,22 @@ export function EditResubmitDialog(props: {
           <ErrorBox error={props.error} />
         </div>
       ) : null}
+      {props.unavailable ? (
+        <div className="mt-2">
+          <CommandUnavailable reason={props.unavailable} />
+        </div>
+      ) : null}
       <div className="mt-3 flex items-center justify-end gap-2">
         {unchanged ? (
           <span data-testid="edit-unchanged" className="mr-auto text-xs text-slate-600">
             No changes: this is the stored payload. Edit it, choose another event type, or use Resubmit.
           </span>
         ) : null}
-        <button type="button" onClick={props.onCancel} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
+        <button ref={cancelRef} type="button" onClick={props.onCancel} className="rounded border border-slate-300 px-3 py-1.5 text-sm hover:bg-slate-50">
           Cancel
         </button>
         <button
+          ref={sendRef}
           type="button"
           disabled={!canSend}
           onClick={() => {

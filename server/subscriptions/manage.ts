@@ -39,6 +39,20 @@ function isNotFound(err: unknown): boolean {
   return e?.statusCode === 404 || e?.code === 'MessageEntityNotFoundError';
 }
 
+/**
+ * Whether the subscription (and its topic) exists: false only when the broker says there is no such entity; any
+ * other failure is thrown, for the caller to report as it does (the page's own read shows it).
+ */
+export async function subscriptionExists(admin: ServiceBusAdministrationClient, ref: SubscriptionRef): Promise<boolean> {
+  try {
+    await admin.getSubscription(ref.topic, ref.subscription);
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
 async function audit(store: MessageStore, type: string, auditor: string, ref: SubscriptionRef, data: Record<string, unknown>): Promise<void> {
   await store.recordAudit({
     eventId: TOPOLOGY_AUDIT_EVENT,

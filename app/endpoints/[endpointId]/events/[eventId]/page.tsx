@@ -19,7 +19,8 @@ export default async function EventPage({ params }: Props) {
   return (
     <Prefetched
       reads={[
-        { key: eventQuery(endpointId, eventId).queryKey, read: (request) => readEventDetails(request, { endpointId, eventId }) },
+        // An unknown event is a missing page: 404, with the breadcrumb back to its endpoint (./not-found.tsx).
+        { key: eventQuery(endpointId, eventId).queryKey, read: (request) => readEventDetails(request, { endpointId, eventId }), pageSubject: true },
         { key: endpointsQuery().queryKey, read: readEndpoints },
         { key: meQuery().queryKey, read: readMe },
       ]}
