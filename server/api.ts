@@ -1,8 +1,8 @@
 // What the route handlers call: each function takes parsed, authorized input and returns the JSON to send.
 import type { ConsoleContext } from './context.ts';
-import { notFound } from './http.ts';
+import { describeError, HttpError, notFound } from './http.ts';
+import { log } from './log.ts';
 import type { CommandResult, CommandTarget } from './manager/manager.ts';
-import { HttpError } from './http.ts';
 
 export function requireEndpoint(ctx: ConsoleContext, endpointId: string): void {
   if (!ctx.catalog.endpoints.some((e) => e.id === endpointId))
@@ -50,9 +50,15 @@ export async function runBulk(
   const results: BulkResult['results'] = settled.map((r, i) => {
     const eventId = unique[i]!;
     if (r.ok) return { eventId, outcome: r.value.outcome, messageId: r.value.messageId };
-    const err = r.error;
-    if (err instanceof HttpError) return { eventId, outcome: 'error', status: err.status, error: err.message, detail: err.detail };
-    return { eventId, outcome: 'error', status: 500, error: 'internal error', detail: 'the command failed' };
+    // describeError, not `instanceof HttpError`: in the built console the Manager's errors can come from another
+    // bundled copy of http.ts, and a refusal (404, 409) must read as the same refusal a single click gets.
+    const d = describeError(r.error);
+    if (d.internal) {
+      const err = r.error;
+      log.error({ endpointId, eventId, err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'bulk command failed');
+      return { eventId, outcome: 'error', status: 500, error: 'internal error', detail: 'the command failed' };
+    }
+    return { eventId, outcome: 'error', status: d.status, error: d.error, detail: d.detail };
   });
   return {
     requested: unique.length,

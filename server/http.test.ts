@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { HttpError, readJsonBody } from './http.ts';
+import { describeError, HttpError, readJsonBody } from './http.ts';
 import { MAX_BODY_BYTES, bodyTooLarge } from './auth/hardening.ts';
 
 /** A streamed (chunked) request body: no Content-Length for the proxy's check to see. */
@@ -55,4 +55,54 @@ test("the streamed limit is the proxy's: both accept the limit exactly and refus
     return true;
   });
   assert.match(bodyTooLarge('POST', String(MAX_BODY_BYTES + 1)) ?? '', new RegExp(`at most ${MAX_BODY_BYTES} bytes`));
+});
+
+// The built console holds several copies of http.ts and lib/store (Next.js bundles them into each route chunk, and
+// the launcher imports its own): an error thrown by an object one copy made reaches a handler of another copy, so
+// it is not an instance of the class the handler imported. Each class here is such a copy: same name, another class.
+class HttpErrorCopy extends Error {
+  override readonly name = 'HttpError';
+  constructor(
+    readonly status: number,
+    error: string,
+    readonly detail: string,
+  ) {
+    super(error);
+  }
+}
+class StoreThrottledErrorCopy extends Error {
+  override readonly name = 'StoreThrottledError';
+  readonly transient = true;
+  constructor(readonly retryAfterMs: number | undefined) {
+    super('store throttled (429) during read');
+  }
+}
+class StoreTransientErrorCopy extends Error {
+  override readonly name = 'StoreTransientError';
+  readonly transient = true;
+}
+class CorruptDocumentErrorCopy extends Error {
+  override readonly name = 'CorruptDocumentError';
+  readonly transient = false;
+}
+
+test('errors from another copy of http.ts or the store are answered as their own class would be', () => {
+  assert.deepEqual(describeError(new HttpErrorCopy(409, 'conflict', 'skip is not possible for an event that is Completed')), {
+    status: 409,
+    error: 'conflict',
+    detail: 'skip is not possible for an event that is Completed',
+  });
+  assert.deepEqual(describeError(new StoreThrottledErrorCopy(1500)), {
+    status: 503,
+    error: 'busy',
+    detail: 'the store is throttling; try again shortly',
+    headers: { 'retry-after': '2' },
+  });
+  assert.deepEqual(describeError(new StoreTransientErrorCopy('store timed out during read')), {
+    status: 503,
+    error: 'unavailable',
+    detail: 'the store did not answer; try again',
+  });
+  // Not transient, not known: an internal error, answered without its text.
+  assert.equal(describeError(new CorruptDocumentErrorCopy('corrupt document events/x: bad')).internal, true);
 });

@@ -29,6 +29,8 @@ export function json(body: unknown, status = 200): Response {
 // Errors are recognised by class or by name: Next.js bundles server/ and lib/ into its route chunks, while a
 // launcher that imported server/console.ts holds another copy of the same classes.
 const isNamed = (err: unknown, name: string): err is Error => err instanceof Error && err.name === name;
+// The store's error classes (lib/store/errors.ts names each after its class): a transient one is a 503.
+const STORE_ERROR_NAMES = ['StoreError', 'StoreTransientError', 'CorruptDocumentError', 'StoreInputError'];
 
 /**
  * The answer a thrown error gets: status, error, detail (and headers). `internal` marks an unknown failure, answered
@@ -42,12 +44,14 @@ export function describeError(err: unknown): { status: number; error: string; de
   if (err instanceof StoreInputError || isNamed(err, 'StoreInputError')) return { status: 400, error: 'bad request', detail: err.message };
   if (err instanceof ConfigError || isNamed(err, 'ConfigError') || isNamed(err, 'CatalogError'))
     return { status: 503, error: 'not configured', detail: err.message };
-  if (err instanceof StoreThrottledError) {
+  if (err instanceof StoreThrottledError || isNamed(err, 'StoreThrottledError')) {
+    const retryAfterMs = (err as Partial<StoreThrottledError>).retryAfterMs;
     const headers: Record<string, string> = {};
-    if (err.retryAfterMs != null) headers['retry-after'] = String(Math.ceil(err.retryAfterMs / 1000));
+    if (typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
     return { status: 503, error: 'busy', detail: 'the store is throttling; try again shortly', headers };
   }
-  if (err instanceof StoreError && err.transient) return { status: 503, error: 'unavailable', detail: 'the store did not answer; try again' };
+  if ((err instanceof StoreError || STORE_ERROR_NAMES.some((n) => isNamed(err, n))) && (err as StoreError).transient === true)
+    return { status: 503, error: 'unavailable', detail: 'the store did not answer; try again' };
   return { status: 500, error: 'internal error', detail: 'the server could not complete the request', internal: true };
 }
 

@@ -13,8 +13,12 @@ export const endpointParams = z.object({ endpointId: endpointIdParam });
 export const eventParams = z.object({ endpointId: endpointIdParam, eventId: idParam });
 export const handoffParams = z.object({ endpointId: endpointIdParam, eventId: idParam, messageId: idParam });
 
-/** A JSON payload an operator may send: anything but null, not nested deeper than the SDK accepts. */
-const payloadSchema = z
+/**
+ * A JSON payload an operator or agent may send: anything but null, not nested deeper than the SDK accepts (a deeper
+ * one is a permanent failure in every consumer: it would be dead-lettered). The one definition of that rule: the
+ * resubmit and publish bodies and the MCP tools use it.
+ */
+export const payloadSchema = z
   .unknown()
   .refine((v) => v !== undefined && v !== null, 'payload is required and must not be null')
   .refine((v) => jsonDepth(v, MAX_PAYLOAD_DEPTH + 1) <= MAX_PAYLOAD_DEPTH, `payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);

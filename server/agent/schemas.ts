@@ -1,7 +1,6 @@
 // Request shapes of the Agent API (docs/agents.md), validated with zod in the routes.
 import { z } from 'zod';
-import { MAX_PAYLOAD_DEPTH, jsonDepth } from '@nimbus/sdk/contract';
-import { endpointIdParam, handoffResultSchema, idParam } from '../schemas.ts';
+import { endpointIdParam, handoffResultSchema, idParam, payloadSchema } from '../schemas.ts';
 import { MAX_WAIT_SECONDS } from './handoffs.ts';
 
 const eventTypeIdParam = z.string().trim().min(1).max(260);
@@ -49,10 +48,7 @@ export const publishBody = z
     /** The publishing endpoint; may be left out when the agent holds the Agent's rights on exactly one. */
     endpointId: endpointIdParam.optional(),
     sessionId: z.string().trim().min(1).max(128).optional(),
-    payload: z
-      .unknown()
-      .refine((v) => v !== undefined && v !== null, 'payload is required and must not be null')
-      .refine((v) => jsonDepth(v, MAX_PAYLOAD_DEPTH + 1) <= MAX_PAYLOAD_DEPTH, `payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels`),
+    payload: payloadSchema,
   })
   .strict();
 export type PublishBody = z.output<typeof publishBody>;

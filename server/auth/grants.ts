@@ -23,9 +23,26 @@ const grantFields = {
   role: z.enum(ROLES),
   endpointId: z.string().regex(/^[A-Za-z0-9._-]{1,50}$/, 'an endpoint id').nullable().default(null),
 };
+/**
+ * Control characters (NUL included) and the bidirectional overrides and isolates: in a grant's subject or name they
+ * make the Access page and the audit log show one identity while the grant names another.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const printable = (what: string) => (v: string | undefined) => v === undefined || !UNPRINTABLE.test(v) || `${what} must not contain control or bidirectional-override characters`;
+const checkPrintable = (what: string) => (v: string | undefined, ctx: z.RefinementCtx) => {
+  const problem = printable(what)(v);
+  if (problem !== true) ctx.addIssue({ code: 'custom', message: problem });
+};
+
 // An agent identity is granted per endpoint (docs/agents.md): a site-wide Agent grant would be every endpoint's.
+// Stored grants are read with grantSchema, without the printable check: one written before it still loads.
 export const grantInputSchema = z
-  .object(grantFields)
+  .object({
+    ...grantFields,
+    subject: grantFields.subject.superRefine(checkPrintable('subject')),
+    subjectName: grantFields.subjectName.superRefine(checkPrintable('subjectName')),
+  })
   .strict()
   .refine((g) => g.role !== 'Agent' || g.endpointId !== null, { message: 'the Agent role is granted on one endpoint: name endpointId', path: ['endpointId'] });
 export type GrantInput = z.input<typeof grantInputSchema>;

@@ -68,6 +68,17 @@ describe('roles', () => {
     assert.equal(grantInputSchema.safeParse({ subjectKind: 'service', subject: 'ledger-app', role: 'Agent', endpointId: 'erp' }).success, true);
   });
 
+  test('a grant input naming its subject with control or bidi-override characters is refused', () => {
+    const ok = { subjectKind: 'user', subject: 'oid-1', subjectName: 'Ada Lovelace', role: 'Reader' } as const;
+    assert.equal(grantInputSchema.safeParse(ok).success, true);
+    for (const subject of ['oid\u0000-1', 'oid\n-1', 'oid\u202e1-dio', 'oid\u20661']) {
+      const r = grantInputSchema.safeParse({ ...ok, subject });
+      assert.equal(r.success, false, JSON.stringify(subject));
+      assert.match(r.error!.issues[0]!.message, /subject must not contain control or bidirectional-override characters/);
+    }
+    assert.equal(grantInputSchema.safeParse({ ...ok, subjectName: 'Ada\u202eecalovoL' }).success, false);
+  });
+
   test('claims map to roles through NIMBUS_AUTH_ROLE_MAP; the default maps same-named app roles', () => {
     assert.deepEqual(rolesFromClaims(user(['Owner', 'Other']), DEFAULT_ROLE_MAP).map((a) => a.role), ['Owner']);
     const map = parseRoleMap(JSON.stringify({ roles: { 'NimBus.Ops': 'Operator' }, groups: { g1: ['Reader', 'Operator:billing'] } }));

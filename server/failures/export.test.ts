@@ -1,7 +1,7 @@
 // The export's pure parts: CSV fields (quoting, formula neutralising) and the file name carrying the filter.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { csvField, exportFileName } from './export.ts';
+import { csvField, exportFileName, exportQuerySchema } from './export.ts';
 
 test('CSV fields are quoted when needed and never start a formula', () => {
   assert.equal(csvField('plain'), 'plain');
@@ -21,4 +21,12 @@ test('the file name carries the filter, in safe characters', () => {
   );
   assert.equal(name, `billingendpoint-Failed+DeadLettered-group_${'ab'.repeat(10)}-OrderPlaced-text_credit_limit_x-2026-12-03.csv`);
   assert.equal(exportFileName('crmendpoint', { status: [] } as never, 'json', new Date('2026-12-03T10:00:00Z')), 'crmendpoint-all-2026-12-03.json');
+});
+
+test('the export refuses a continuation token instead of silently starting from the first event', () => {
+  const bad = exportQuerySchema.safeParse({ continuation: 'zz' });
+  assert.equal(bad.success, false);
+  assert.match(bad.error!.issues.map((i) => i.message).join('; '), /continuation is not accepted/);
+  assert.equal(exportQuerySchema.safeParse({ format: 'json' }).success, true);
+  assert.equal(exportQuerySchema.safeParse({ continuation: '' }).success, true, 'an empty parameter is no token');
 });

@@ -4,7 +4,11 @@ import { z } from 'zod';
 import type { MessageStore } from '../../lib/store/index.ts';
 import { eventListQuerySchema, listEndpointEvents, type EventListItem, type EventListQuery } from '../queries.ts';
 
-export const exportQuerySchema = eventListQuerySchema.and(z.object({ format: z.enum(['csv', 'json']).default('csv') }));
+// The export streams every page from the first itself: a `continuation` (the list's paging token) would be ignored,
+// so it is refused rather than giving a file that silently does not start where the caller asked.
+export const exportQuerySchema = eventListQuerySchema
+  .and(z.object({ format: z.enum(['csv', 'json']).default('csv') }))
+  .refine((q) => q.continuation === undefined, { message: 'the export always starts at the first event; continuation is not accepted', path: ['continuation'] });
 
 const COLUMNS: Array<keyof EventListItem> = ['endpointId', 'eventId', 'sessionId', 'eventTypeId', 'status', 'subStatus', 'messageId', 'messageType', 'errorText', 'createdAt', 'updatedAt'];
 

@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { MessageType } from '@nimbus/sdk/contract';
+import { decodeBody, MessageType } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
@@ -160,10 +160,10 @@ describe('MCP server for an identity with the Agent role only', () => {
     process.env.NIMBUS_AUTH_ROLE_MAP = OPERATOR_AND_AGENT;
   });
 
-  test('resubmit_event and skip_event are not offered, and calling them fails', async () => {
+  test('resubmit_event and skip_event are offered, and calling them is refused with the reason', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ALL_TOOLS.filter((t) => t !== 'resubmit_event' && t !== 'skip_event'));
-    await refused(client, 'resubmit_event', { endpointId: ERP, eventId: seeded.handoff2.eventId }, /resubmit_event not found/);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ALL_TOOLS);
+    await refused(client, 'resubmit_event', { endpointId: ERP, eventId: seeded.handoff2.eventId }, /^refused \(403\): .*resubmit/);
   });
 
   test('the reads refuse with what the identity may do instead', async () => {
@@ -435,5 +435,94 @@ describe('MCP reads refused to an identity with the Agent role only', () => {
     );
     assert.match(entries[0]!.reason ?? '', /needs a Reader, Operator or Owner role/);
     assert.deepEqual(entries.map((e) => e.details), [{ via: 'mcp' }, { via: 'mcp' }, { via: 'mcp' }]);
+  });
+});
+
+/** `levels` objects nested in each other: `{ a: { a: ... } }`. */
+function nested(levels: number): Record<string, unknown> {
+  let v: Record<string, unknown> = { leaf: true };
+  for (let i = 1; i < levels; i++) v = { a: v };
+  return v;
+}
+
+describe('MCP payloads nested deeper than the SDK accepts', () => {
+  // publish_event and resubmit_event took any JSON object: a payload the HTTP routes refuse (400) went out over MCP,
+  // and every consumer dead-lettered it. The tools now use the routes' one payload rule.
+  const caller: Principal = { kind: 'user', id: 'oid-mcp-deep-payloads', name: 'mcp-deep-payloads@test', roles: ['Handoff.Settle'], groups: [] };
+
+  test('are refused with 400 by publish_event and resubmit_event, audited, and nothing is sent', async () => {
+    const deep = nested(40);
+    const results = await batchResults(caller, [
+      toolCallMessage(1, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: deep }),
+      toolCallMessage(2, 'resubmit_event', { endpointId: 'billingendpoint', eventId: seeded.failed.eventId, payload: deep }),
+    ]);
+    assert.match(text(results.get(1)), /^bad request \(400\): invalid arguments for publish_event: payload.*nests deeper than 32 levels/);
+    assert.match(text(results.get(2)), /^bad request \(400\): invalid arguments for resubmit_event: payload.*nests deeper than 32 levels/);
+    const entries = await auditOf(caller);
+    assert.deepEqual(entries.map((e) => [e.action, e.outcome, e.status]).sort(), [['agent.publish', 'failed', 400], ['resubmit', 'failed', 400]]);
+    // As deep as allowed is still accepted (the edited resubmission goes on to the catalog's schema check).
+    const edge = await callResult(caller, 'resubmit_event', { endpointId: 'billingendpoint', eventId: seeded.failed.eventId, payload: nested(32) });
+    assert.doesNotMatch(text(edge), /nests deeper/);
+  });
+});
+
+describe('resubmit_event and skip_event called by a Reader', () => {
+  // They were registered for operators only: a Reader's call was the MCP SDK's "tool not found", neither a refusal
+  // that says why nor audited as denied, while the HTTP routes answer 403 and audit it (docs/security.md).
+  const READER_MAP = JSON.stringify({ roles: { 'Handoff.Settle': [`Agent:${ERP}`, 'Operator'], 'Console.Read': 'Reader' } });
+  const reader: Principal = { kind: 'user', id: 'oid-mcp-reader-changes', name: 'mcp-reader-changes@test', roles: ['Console.Read'], groups: [] };
+  before(() => {
+    process.env.NIMBUS_AUTH_ROLE_MAP = READER_MAP;
+  });
+  after(() => {
+    process.env.NIMBUS_AUTH_ROLE_MAP = OPERATOR_AND_AGENT;
+  });
+
+  test('are refused with 403 and the reason, audited as denied, with a Denied entry in the event trail', async () => {
+    const eventId = seeded.failed.eventId;
+    const results = await batchResults(reader, [
+      toolCallMessage(1, 'resubmit_event', { endpointId: 'billingendpoint', eventId }),
+      toolCallMessage(2, 'skip_event', { endpointId: 'billingendpoint', eventId }),
+    ]);
+    assert.match(text(results.get(1)), /^refused \(403\): .*resubmit/);
+    assert.match(text(results.get(2)), /^refused \(403\): .*skip/);
+    const entries = await auditOf(reader);
+    assert.deepEqual(
+      entries.map((e) => [e.action, e.outcome, e.status, e.endpointId, e.eventId]).sort(),
+      [
+        ['resubmit', 'denied', 403, 'billingendpoint', eventId],
+        ['skip', 'denied', 403, 'billingendpoint', eventId],
+      ],
+    );
+    const trail = (await stack.store.listAudits(eventId, { pageSize: 50 })).items.filter((a) => a.type === 'Denied' && a.auditor === reader.name);
+    assert.deepEqual(trail.map((a) => a.comment?.split(' ')[0]).sort(), ['resubmit', 'skip']);
+  });
+});
+
+describe('settle_handoff with a result', () => {
+  // The HTTP settle route takes `result`; the tool's input schema had none, so the SDK-side parse dropped it and the
+  // handoff completed without what the work produced.
+  const caller: Principal = { kind: 'user', id: 'oid-mcp-settle-result', name: 'mcp-settle-result@test', roles: ['Handoff.Settle'], groups: [] };
+
+  test('is checked as the route checks it and sent as the event content', async () => {
+    const extra = await seedConsoleData(stack.store, Date.now() - 60_000, '-mcpresult');
+    const h = extra.handoff;
+    const base = { endpointId: ERP, eventId: h.eventId, messageId: h.lastMessageId, outcome: 'completed' };
+    const tooDeep = await callResult(caller, 'settle_handoff', { ...base, result: nested(40) });
+    assert.match(text(tooDeep), /^bad request \(400\): .*result.*nests deeper than 32 levels/);
+    const result = { ledgerEntry: 'LE-1', invoiceId: 'INV-1' };
+    const settled = await callResult(caller, 'settle_handoff', { ...base, result });
+    assert.ok(!settled.isError, text(settled));
+    const receiver = await stack.serviceBus.client.acceptSession(ERP, ERP, h.sessionId);
+    try {
+      const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 30_000 });
+      assert.ok(m, 'the settlement reached the endpoint');
+      await receiver.completeMessage(m);
+      const content = decodeBody(m.body);
+      assert.ok(content.ok);
+      assert.deepEqual(JSON.parse(content.content.EventContent!.EventJson!), result);
+    } finally {
+      await receiver.close();
+    }
   });
 });

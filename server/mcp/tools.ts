@@ -20,14 +20,14 @@ import { diffJson } from '../audit/diff.ts';
 import { audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
 import { countCall } from '../agent/limits.ts';
 import { inScope } from '../auth/readScope.ts';
-import { agentEndpoints, roleCovers, type Action } from '../auth/roles.ts';
+import { agentEndpoints, type Action } from '../auth/roles.ts';
 import { getContext } from '../context.ts';
 import { failureGroups } from '../failures/groups.ts';
 import { auditingFailure, badRequest, describeError, parseOr400 } from '../http.ts';
 import { log } from '../log.ts';
 import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
-import { endpointIdParam, idParam } from '../schemas.ts';
+import { endpointIdParam, handoffResultSchema, idParam, payloadSchema } from '../schemas.ts';
 
 export const MCP_SERVER_NAME = 'nimbus-console';
 
@@ -134,9 +134,17 @@ async function authorizeRead(request: Request, endpointId?: string, subject?: Au
   return me;
 }
 
+/**
+ * A payload argument: listed to clients as a JSON object, checked by the console's one payload rule (schemas.ts
+ * payloadSchema: not null, no deeper than the SDK accepts), as POST /api/agent/publish and the resubmit route do.
+ */
+const mcpPayload = z.record(z.string(), z.unknown()).superRefine((value, check) => {
+  const r = payloadSchema.safeParse(value);
+  if (!r.success) for (const issue of r.error.issues) check.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+});
+
 /** Whether the caller holds a role of the ladder somewhere (the console's reads), or only the Agent role. */
 const readsAnything = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent');
-const operatesSomewhere = (who: Authorized) => who.assignments.some((a) => a.role !== 'Agent' && roleCovers(a.role, 'Operator'));
 
 /**
  * Refuses a reader tool (403) to a caller that holds only the Agent role, saying what it may use instead - through
@@ -152,7 +160,7 @@ async function refuseAgentOnly(who: Authorized, tool: string, endpointId?: strin
   );
 }
 
-/** The MCP server for one caller: the tools its roles may use are listed (resubmit and skip only for Operators). */
+/** The MCP server for one caller: every tool is listed; each call is authorized as its route is, and refused (audited) when its roles do not allow it. */
 export function createMcpServer(request: Request, who: Authorized): McpServer {
   const server = new McpServer(
     { name: MCP_SERVER_NAME, version: SDK_VERSION },
@@ -330,6 +338,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         note: z.string().max(2000).optional(),
         errorText: z.string().trim().min(1).max(4000).optional().describe('Required when the outcome is failed'),
         errorType: z.string().trim().min(1).max(200).optional(),
+        result: handoffResultSchema.describe("For completed: what the work produced (any JSON, no deeper than a payload); recorded as the event's content"),
       },
     },
     (args) =>
@@ -365,7 +374,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         "Publish an event as an endpoint you hold the Agent's rights on (name endpointId when you hold several). The payload is checked against the event type's JSON schema from discover_topology.",
       inputSchema: {
         eventTypeId: z.string().trim().min(1).max(260),
-        payload: z.record(z.string(), z.unknown()).describe('The event payload (a JSON object)'),
+        payload: mcpPayload.describe('The event payload (a JSON object)'),
         endpointId: endpointIdParam.optional(),
         sessionId: z.string().trim().min(1).max(128).optional(),
       },
@@ -387,67 +396,68 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       }),
   );
 
-  if (operatesSomewhere(who)) {
-    registerCheckedTool(
-      server,
-      request,
-      'resubmit_event',
-      'resubmit',
-      {
-        title: 'Resubmit a failed event',
-        description:
-          'Send a failed, dead-lettered or unsupported event (or a pending handoff) to its endpoint again: its stored payload, or an edited `payload` (and `eventTypeId`). Needs the Operator role on the endpoint.',
-        inputSchema: {
-          endpointId: endpointIdParam,
-          eventId: idParam,
-          payload: z.record(z.string(), z.unknown()).optional().describe('An edited payload; left out: the stored one'),
-          eventTypeId: z.string().trim().min(1).max(260).optional(),
-        },
-        annotations: { destructiveHint: false, idempotentHint: true },
+  // Offered to every caller, as the routes are: a caller without the Operator role gets the refusal authorize()
+  // gives (a 403 tool error that says why), audited as denied with the event's Denied entry. Registered only for
+  // operators, a Reader's or an agent's call was the SDK's "tool not found": neither explained nor audited.
+  registerCheckedTool(
+    server,
+    request,
+    'resubmit_event',
+    'resubmit',
+    {
+      title: 'Resubmit a failed event',
+      description:
+        'Send a failed, dead-lettered or unsupported event (or a pending handoff) to its endpoint again: its stored payload, or an edited `payload` (and `eventTypeId`). Needs the Operator role on the endpoint.',
+      inputSchema: {
+        endpointId: endpointIdParam,
+        eventId: idParam,
+        payload: mcpPayload.optional().describe('An edited payload; left out: the stored one'),
+        eventTypeId: z.string().trim().min(1).max(260).optional(),
       },
-      (args) =>
-        run(async () => {
-          const me = await authorize(request, 'resubmit', args.endpointId, { eventId: args.eventId });
-          const ctx = await getContext();
-          requireEndpoint(ctx, args.endpointId);
-          requireEventType(ctx, args.eventTypeId);
-          let details: Record<string, unknown> = { edited: false };
-          if (args.payload !== undefined) {
-            const row = (await ctx.store.getEvent(args.endpointId, args.eventId, 1))?.rows[0];
-            requirePayloadMatchesSchema(ctx.catalog, args.eventTypeId ?? row?.eventTypeId, args.payload);
-            details = {
-              edited: true,
-              eventTypeId: { from: row?.eventTypeId ?? null, to: args.eventTypeId ?? row?.eventTypeId ?? null },
-              payloadDiff: diffJson(row?.payload ?? null, args.payload),
-            };
-          }
-          const spec =
-            args.payload !== undefined
-              ? { kind: 'resubmit' as const, edited: { payload: args.payload, eventTypeId: args.eventTypeId } }
-              : { kind: 'resubmit' as const };
-          return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, me.user), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome }));
-        }),
-    );
+      annotations: { destructiveHint: false, idempotentHint: true },
+    },
+    (args) =>
+      run(async () => {
+        const me = await authorize(request, 'resubmit', args.endpointId, { eventId: args.eventId });
+        const ctx = await getContext();
+        requireEndpoint(ctx, args.endpointId);
+        requireEventType(ctx, args.eventTypeId);
+        let details: Record<string, unknown> = { edited: false };
+        if (args.payload !== undefined) {
+          const row = (await ctx.store.getEvent(args.endpointId, args.eventId, 1))?.rows[0];
+          requirePayloadMatchesSchema(ctx.catalog, args.eventTypeId ?? row?.eventTypeId, args.payload);
+          details = {
+            edited: true,
+            eventTypeId: { from: row?.eventTypeId ?? null, to: args.eventTypeId ?? row?.eventTypeId ?? null },
+            payloadDiff: diffJson(row?.payload ?? null, args.payload),
+          };
+        }
+        const spec =
+          args.payload !== undefined
+            ? { kind: 'resubmit' as const, edited: { payload: args.payload, eventTypeId: args.eventTypeId } }
+            : { kind: 'resubmit' as const };
+        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, spec, me.user), (r) => ({ ...details, messageId: r.messageId, outcome: r.outcome }));
+      }),
+  );
 
-    registerCheckedTool(
-      server,
-      request,
-      'skip_event',
-      'skip',
-      {
-        title: 'Skip a failed event',
-        description: 'Give up on a failed event: it is recorded Skipped and its session moves on. Needs the Operator role on the endpoint.',
-        inputSchema: { endpointId: endpointIdParam, eventId: idParam },
-        annotations: { destructiveHint: true },
-      },
-      (args) =>
-        run(async () => {
-          const me = await authorize(request, 'skip', args.endpointId, { eventId: args.eventId });
-          const ctx = await getContext();
-          requireEndpoint(ctx, args.endpointId);
-          return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, { kind: 'skip' }, me.user), (r) => ({ messageId: r.messageId, outcome: r.outcome }));
-        }),
-    );
-  }
+  registerCheckedTool(
+    server,
+    request,
+    'skip_event',
+    'skip',
+    {
+      title: 'Skip a failed event',
+      description: 'Give up on a failed event: it is recorded Skipped and its session moves on. Needs the Operator role on the endpoint.',
+      inputSchema: { endpointId: endpointIdParam, eventId: idParam },
+      annotations: { destructiveHint: true },
+    },
+    (args) =>
+      run(async () => {
+        const me = await authorize(request, 'skip', args.endpointId, { eventId: args.eventId });
+        const ctx = await getContext();
+        requireEndpoint(ctx, args.endpointId);
+        return audited(me, () => ctx.manager.execute(args.endpointId, args.eventId, { kind: 'skip' }, me.user), (r) => ({ messageId: r.messageId, outcome: r.outcome }));
+      }),
+  );
   return server;
 }

@@ -14,7 +14,7 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
-import { HttpError } from '../http.ts';
+import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import type { Manager } from '../manager/manager.ts';
 import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
@@ -230,8 +230,11 @@ export class OperationsRunner {
       }
       if (answer.ok) return { kind: 'done' };
       const err = answer.error;
-      const status = err instanceof HttpError || (err instanceof Error && err.name === 'HttpError') ? (err as HttpError).status : 500;
-      const detail = err instanceof HttpError ? err.detail : err instanceof Error ? err.message.slice(0, 300) : String(err);
+      // describeError recognises the Manager's refusals by name too: in the built console they can come from
+      // another bundled copy of http.ts, and the job's item must record the reason ("… is Completed"), not "conflict".
+      const d = describeError(err);
+      const status = d.status;
+      const detail = !d.internal ? d.detail : err instanceof Error ? err.message.slice(0, 300) : String(err);
       if (status === 409 || status === 404) {
         // A step repeated after a restart: the endpoint may have answered this job's command already.
         if (await this.#actedByThisJob(eventId, endpointId, origin.operationId)) return { kind: 'done' };

@@ -2,7 +2,7 @@
 // queue, restore the rules the catalog's topology expects. The request must carry the subscription's name as
 // the operator typed it (`topic/subscription` for a purge); a mismatch is refused before anything changes. Every
 // action is audited.
-import type { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
+import type { RuleProperties, ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
 import type { MessageStore } from '../../lib/store/index.ts';
 import type { TopologyModel } from '@nimbus/sdk/topology';
 import { HttpError, notFound } from '../http.ts';
@@ -34,9 +34,33 @@ export function requireConfirmation(ref: SubscriptionRef, typed: string, action:
   );
 }
 
-function isNotFound(err: unknown): boolean {
-  const e = err as { statusCode?: number; code?: string };
-  return e?.statusCode === 404 || e?.code === 'MessageEntityNotFoundError';
+/**
+ * Whether the broker said the entity does not exist: the administration client's 404 (`MessageEntityNotFoundError`)
+ * or a receiver's `MessagingEntityNotFound` (ServiceBusError), e.g. a peek on a subscription that is not there.
+ */
+export function isEntityNotFound(err: unknown): boolean {
+  const e = err as { statusCode?: number; code?: string } | null | undefined;
+  return e?.statusCode === 404 || e?.code === 'MessageEntityNotFoundError' || e?.code === 'MessagingEntityNotFound';
+}
+
+const subscriptionNotFound = (ref: SubscriptionRef) => notFound(`subscription ${ref.topic}/${ref.subscription} does not exist`);
+
+/**
+ * Runs a broker call on one subscription with the broker's "no such entity" answered as a 404 that names it, not as
+ * an internal error: its dead-letter queue is read, purged or replayed by name, and the name comes from the URL.
+ */
+export async function onSubscription<T>(ref: SubscriptionRef, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isEntityNotFound(err)) throw subscriptionNotFound(ref);
+    throw err;
+  }
+}
+
+/** 404 unless the subscription exists on the broker (checked before work that would answer 202 first: a replay). */
+export async function requireSubscription(admin: ServiceBusAdministrationClient, ref: SubscriptionRef): Promise<void> {
+  await onSubscription(ref, () => admin.getSubscription(ref.topic, ref.subscription));
 }
 
 /**
@@ -71,13 +95,7 @@ export async function setReceiving(
   paused: boolean,
   auditor: string,
 ): Promise<{ status: string; previous: string }> {
-  let sub;
-  try {
-    sub = await admin.getSubscription(ref.topic, ref.subscription);
-  } catch (err) {
-    if (isNotFound(err)) throw notFound(`subscription ${ref.topic}/${ref.subscription} does not exist`);
-    throw err;
-  }
+  const sub = await onSubscription(ref, () => admin.getSubscription(ref.topic, ref.subscription));
   const previous = sub.status;
   const status = paused ? 'ReceiveDisabled' : 'Active';
   if (previous !== status) await admin.updateSubscription({ ...sub, status });
@@ -88,11 +106,13 @@ export async function setReceiving(
 
 export async function purge(
   client: ServiceBusClient,
+  admin: ServiceBusAdministrationClient,
   store: MessageStore,
   ref: SubscriptionRef,
   auditor: string,
 ): Promise<{ purged: number }> {
-  const purged = await purgeDeadLetters(client, ref.topic, ref.subscription);
+  await requireSubscription(admin, ref);
+  const purged = await onSubscription(ref, () => purgeDeadLetters(client, ref.topic, ref.subscription));
   await audit(store, 'PurgeDeadLetters', auditor, ref, { purged });
   log.info({ ...ref, purged }, 'dead-letter queue purged');
   return { purged };
@@ -108,13 +128,10 @@ export async function restoreRules(
 ): Promise<{ restored: string[] }> {
   const wanted = findModel(model, ref.topic, ref.subscription);
   if (!wanted) throw notFound(`subscription ${ref.topic}/${ref.subscription} is not part of the catalog's topology`);
-  const rules = [];
-  try {
+  const rules: RuleProperties[] = [];
+  await onSubscription(ref, async () => {
     for await (const r of admin.listRules(ref.topic, ref.subscription)) rules.push(r);
-  } catch (err) {
-    if (isNotFound(err)) throw notFound(`subscription ${ref.topic}/${ref.subscription} does not exist`);
-    throw err;
-  }
+  });
   const { missingRules } = compareRules(rules, wanted);
   const restored: string[] = [];
   for (const r of missingRules) {

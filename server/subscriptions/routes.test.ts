@@ -105,6 +105,30 @@ describe('operations routes', () => {
     assert.deepEqual(await purged.json(), { purged: 0 });
   });
 
+  test('a subscription the broker does not have is a 404 that names it for dead letters, preview, replay and purge', async () => {
+    // They answered 500 "internal error" (audited so), and a replay answered 202 before its operation failed with
+    // the broker's own text.
+    const dl = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/deadletters/route.ts');
+    const preview = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/preview/route.ts');
+    const replay = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
+    const actions = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/actions/route.ts');
+    const { queryAudit } = await import('../audit/auditLog.ts');
+    const p = params({ topic: 'billingendpoint', subscription: 'nope' });
+    const answers = {
+      deadletters: await dl.GET(req('GET', '/api/topology/subscriptions/billingendpoint/nope/deadletters'), p),
+      preview: await preview.POST(req('POST', '/x', { all: true }), p),
+      replay: await replay.POST(req('POST', '/x', { all: true }), p),
+      purge: await actions.POST(req('POST', '/x', { action: 'purge', confirm: 'billingendpoint/nope' }), p),
+    };
+    for (const [what, res] of Object.entries(answers)) {
+      const body = (await res.json()) as { error: string; detail: string };
+      assert.deepEqual([res.status, body.error, body.detail], [404, 'not found', 'subscription billingendpoint/nope does not exist'], what);
+    }
+    const audits = (await queryAudit(stack.store.database, { pageSize: 50 })).items.filter((e) => e.status !== null && /billingendpoint\/nope/.test(JSON.stringify(e)));
+    assert.ok(audits.length >= 2, `the replay and the purge are audited: ${JSON.stringify(audits)}`);
+    assert.ok(audits.every((e) => e.outcome === 'failed' && e.status === 404), JSON.stringify(audits));
+  });
+
   test('a replay whose lease or first record cannot be written is not started: 503, audited as failed, nothing replayed', async () => {
     const replay = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/replay/route.ts');
     const op = await import('../../app/api/topology/operations/[operationId]/route.ts');

@@ -10,7 +10,7 @@ import { log } from '../log.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { peekDeadLetters, type DeadLetterPage, type DeadLetterView } from './deadLetters.ts';
-import { requireConfirmation, purge, restoreRules, setReceiving } from './manage.ts';
+import { onSubscription, requireConfirmation, requireSubscription, purge, restoreRules, setReceiving } from './manage.ts';
 import { listTopology, type TopicView } from './overview.ts';
 import {
   MAX_REPLAY,
@@ -97,7 +97,9 @@ export async function deadLetters(
   p: z.output<typeof subscriptionParams>,
   q: z.output<typeof deadLetterQuery>,
 ): Promise<Omit<DeadLetterPage, 'items'> & { items: DeadLetterWithReplay[] }> {
-  const page = await peekDeadLetters(ctx.serviceBus.client, p.topic, p.subscription, q);
+  // A peek on a subscription that is not there can wait for the link instead of failing: ask the broker first.
+  await requireSubscription(ctx.serviceBus.admin, p);
+  const page = await onSubscription(p, () => peekDeadLetters(ctx.serviceBus.client, p.topic, p.subscription, q));
   const journal = journalOf(ctx);
   const found = await journal.getMany(page.items.map((v) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId })));
   const uncertain = page.items.flatMap((view) => {
@@ -119,8 +121,9 @@ export async function deadLetters(
   };
 }
 
-export function replayPreview(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, sel: z.output<typeof replaySelection>): Promise<ReplayPreview> {
-  return previewReplay(ctx.serviceBus.client, ctx.serviceBus.admin, journalOf(ctx), p.topic, p.subscription, sel, getOpsServices(ctx).docs);
+export async function replayPreview(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>, sel: z.output<typeof replaySelection>): Promise<ReplayPreview> {
+  await requireSubscription(ctx.serviceBus.admin, p);
+  return onSubscription(p, () => previewReplay(ctx.serviceBus.client, ctx.serviceBus.admin, journalOf(ctx), p.topic, p.subscription, sel, getOpsServices(ctx).docs));
 }
 
 /**
@@ -134,6 +137,8 @@ export async function startReplay(
   sel: z.output<typeof replaySelection>,
   auditor: string,
 ): Promise<{ operationId: string }> {
+  // Checked before the 202: otherwise the replay is accepted and its operation then fails with the broker's text.
+  await requireSubscription(ctx.serviceBus.admin, p);
   const ops = getOpsServices(ctx);
   let started: StartedReplay;
   try {
@@ -193,7 +198,7 @@ export async function subscriptionActionRun(
     case 'resume':
       return setReceiving(ctx.serviceBus.admin, ctx.store, p, false, auditor);
     case 'purge':
-      return purge(ctx.serviceBus.client, ctx.store, p, auditor);
+      return purge(ctx.serviceBus.client, ctx.serviceBus.admin, ctx.store, p, auditor);
     case 'restoreRules':
       return restoreRules(ctx.serviceBus.admin, ctx.store, deriveTopology(ctx.catalog), p, auditor);
   }
