@@ -1,12 +1,17 @@
 // Typed store errors. Callers (the Resolver's throttle budget, the console's HTTP mapping) branch on the class,
 // never on Cosmos status codes, and no error carries the native Cosmos error: its text can name the account.
 
-/** Base of every error the store raises on purpose. `transient` says whether retrying the same call can help. */
+/**
+ * Base of every error the store raises on purpose. `transient` says whether retrying the same call can help.
+ * Each class names itself with a literal, not `new.target.name`: the console's production bundle minifies class
+ * names (`class n extends t`), and server/http.ts recognises a store error thrown by another bundled copy of this
+ * module by its `name`.
+ */
 export class StoreError extends Error {
   readonly transient: boolean;
   constructor(message: string, transient: boolean) {
     super(message);
-    this.name = new.target.name;
+    this.name = 'StoreError';
     this.transient = transient;
   }
 }
@@ -20,6 +25,7 @@ export class StoreThrottledError extends StoreError {
       `store throttled (429) during ${operation}${retryAfterMs != null ? `; retry after ${retryAfterMs} ms` : ''}`,
       true,
     );
+    this.name = 'StoreThrottledError';
     this.operation = operation;
     this.retryAfterMs = retryAfterMs;
   }
@@ -30,6 +36,7 @@ export class StoreTransientError extends StoreError {
   readonly statusCode: number | undefined;
   constructor(message: string, statusCode?: number) {
     super(message, true);
+    this.name = 'StoreTransientError';
     this.statusCode = statusCode;
   }
 }
@@ -41,6 +48,7 @@ export class CorruptDocumentError extends StoreError {
   readonly issues: string;
   constructor(container: string, documentId: string, issues: string) {
     super(`corrupt document ${container}/${documentId}: ${issues}`, false);
+    this.name = 'CorruptDocumentError';
     this.container = container;
     this.documentId = documentId;
     this.issues = issues;
@@ -51,6 +59,7 @@ export class CorruptDocumentError extends StoreError {
 export class StoreInputError extends StoreError {
   constructor(message: string) {
     super(message, false);
+    this.name = 'StoreInputError';
   }
 }
 
