@@ -72,7 +72,7 @@ export async function subscriptionExists(admin: ServiceBusAdministrationClient, 
     await admin.getSubscription(ref.topic, ref.subscription);
     return true;
   } catch (err) {
-    if (isNotFound(err)) return false;
+    if (isEntityNotFound(err)) return false;
     throw err;
   }
 }
