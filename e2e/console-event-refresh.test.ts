@@ -138,8 +138,8 @@ describe('event page after a refused command', () => {
     try {
       await page.goto(`${ui!.url}/endpoints/billingendpoint/events/evt-failed-1`);
       await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
-      // While the page's resubmit is held, another operator skips the event. (Another resubmit would not do: the
-      // server takes a second resubmit of the same failure for a repeated click, and answers it as a duplicate.)
+      // While the page's resubmit is held, another operator skips the event. (Another operator's plain resubmit
+      // would be refused with 409 too - a repeat asking for a different payload, server/manager/repeatConflict.ts.)
       const concurrentSkip = actConcurrently(page, resubmitPath, () => fetch(`${ui!.url}/api/event/skip/billingendpoint/evt-failed-1`, { method: 'POST' }));
 
       await page.getByRole('button', { name: 'Resubmit with changes' }).click();

@@ -5,6 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Prop, Topic } from '@nimbus/sdk/contract';
+import { msg } from '../../lib/store/testing/fixtures.ts';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { HttpError } from '../http.ts';
 import { seedConsoleData } from '../testing/seed.ts';
@@ -103,5 +104,78 @@ describe('Manager on the real stack', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  describe('a repeated resubmit is a duplicate only when it asks for what was sent', () => {
+    const EP = 'billingendpoint';
+
+    /** A Failed event (request with a payload, then an error) in its own session `S-<eventId>`. */
+    async function seedFailed(eventId: string): Promise<void> {
+      const sessionId = `S-${eventId}`;
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId, sessionId, eventTypeId: 'OrderPlaced', payload: { eventId, qty: 1 } });
+      const error = msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+      for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+    }
+
+    /** The bodies of the commands that reached the event's session (received and deleted). */
+    async function onTheWire(eventId: string): Promise<unknown[]> {
+      const bodies: unknown[] = [];
+      const receiver = await stack.serviceBus.client.acceptSession(EP, EP, `S-${eventId}`, {
+        receiveMode: 'receiveAndDelete',
+        // The suite's first test provisions a 5 s lock: renewed, so a slow box cannot lose the session mid-read.
+        maxAutoLockRenewalDurationInMs: 120_000,
+      });
+      try {
+        for (;;) {
+          const got = await receiver.receiveMessages(10, { maxWaitTimeInMs: 1500 });
+          if (got.length === 0) break;
+          for (const m of got) bodies.push(m.body instanceof Uint8Array ? JSON.parse(Buffer.from(m.body).toString('utf8')) : m.body);
+        }
+      } finally {
+        await receiver.close();
+      }
+      return bodies;
+    }
+
+    const isConflict = (pattern: RegExp) => (e: unknown) => e instanceof HttpError && e.status === 409 && pattern.test(e.detail);
+    const edit = (qty: number) => ({ kind: 'resubmit' as const, edited: { payload: { eventId: 'x', qty } } });
+
+    test('another operator\'s different edit is refused (409), not answered as already sent; nothing is sent again', async () => {
+      await seedFailed('evt-edit-race');
+      const first = await manager.execute(EP, 'evt-edit-race', edit(2), 'alice');
+      assert.equal(first.outcome, 'sent');
+      await assert.rejects(manager.execute(EP, 'evt-edit-race', edit(3), 'bob'), isConflict(/already sent \(by alice at .*different payload\); nothing was sent/));
+      const bodies = await onTheWire('evt-edit-race');
+      assert.equal(bodies.length, 1, 'one command on the wire');
+      assert.match(JSON.stringify(bodies[0]), /qty\\?":2/, 'the first edit is the one sent');
+    });
+
+    test('the same edit twice (a double click, a script retry) is a duplicate, as is a bulk repeat of a plain resubmit', async () => {
+      await seedFailed('evt-edit-twice');
+      const first = await manager.execute(EP, 'evt-edit-twice', edit(2), 'alice');
+      const again = await manager.execute(EP, 'evt-edit-twice', edit(2), 'bob');
+      assert.deepEqual([first.outcome, again.outcome, again.messageId], ['sent', 'duplicate', first.messageId]);
+      assert.equal((await onTheWire('evt-edit-twice')).length, 1);
+
+      await seedFailed('evt-plain-twice');
+      const plain = await manager.execute(EP, 'evt-plain-twice', { kind: 'resubmit' }, 'alice');
+      const [bulk] = await manager.executeMany([{ endpointId: EP, eventId: 'evt-plain-twice', sessionId: 'S-evt-plain-twice' }], { kind: 'resubmit' }, 'bob');
+      assert.deepEqual([plain.outcome, bulk?.ok && bulk.value.outcome], ['sent', 'duplicate']);
+      assert.equal((await onTheWire('evt-plain-twice')).length, 1);
+    });
+
+    test('a plain resubmit after an edited one, and an edit after a plain one, are refused (409)', async () => {
+      await seedFailed('evt-edit-then-plain');
+      assert.equal((await manager.execute(EP, 'evt-edit-then-plain', edit(2), 'alice')).outcome, 'sent');
+      await assert.rejects(manager.execute(EP, 'evt-edit-then-plain', { kind: 'resubmit' }, 'bob'), isConflict(/by alice .*with an edited payload/));
+      const [bulk] = await manager.executeMany([{ endpointId: EP, eventId: 'evt-edit-then-plain', sessionId: 'S-evt-edit-then-plain' }], { kind: 'resubmit' }, 'bob');
+      assert.ok(bulk && !bulk.ok && isConflict(/with an edited payload/)(bulk.error), 'a bulk resubmit is refused too');
+      assert.equal((await onTheWire('evt-edit-then-plain')).length, 1);
+
+      await seedFailed('evt-plain-then-edit');
+      assert.equal((await manager.execute(EP, 'evt-plain-then-edit', { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+      await assert.rejects(manager.execute(EP, 'evt-plain-then-edit', edit(3), 'bob'), isConflict(/with the stored payload, not this edit/));
+      assert.equal((await onTheWire('evt-plain-then-edit')).length, 1);
+    });
   });
 });

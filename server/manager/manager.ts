@@ -10,7 +10,9 @@
 // operator sees 503 and the event as it was, and may try again. If even that undo cannot be written (the store is
 // down too) or the process dies between claim and receipt, the claim stays without a receipt: Reconcile finds it
 // after CLAIM_GRACE_MS and re-sends or restores it (server/reconcile/).
-// A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing. A repeat of a claim
+// A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing - when it asks for the same
+// thing: a resubmit of the same failure with a different payload is refused (409), whether or not the first one's
+// receipt exists (server/manager/repeatConflict.ts). A repeat of a claim
 // without a receipt sends again with the same MessageId, which the subscriber's inbox absorbs in the rare case the
 // first send did reach the broker; but such a claim may also be a send still in progress in another replica, so it
 // is re-sent only when this process saw its send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise
@@ -25,6 +27,7 @@ import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
+import { resubmitMismatch } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -352,6 +355,9 @@ export class Manager {
     const messageId = row.lastMessageId;
     // A point read by the command's id: however many other audits the event has, the receipt is found.
     const receipt = await this.#store.getAudit(row.eventId, messageId);
+    // Same failure, different request (another operator's edit): refused, never answered as already sent.
+    const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, receipt) : undefined;
+    if (mismatch) throw conflict(mismatch);
     if (receipt) {
       return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     }
