@@ -2,8 +2,8 @@
 // workers loops: accept the next free session (the broker hands each session to one receiver at a time, which
 // is what makes several workers and several instances safe), resolve its messages in order (a receive's rows
 // recorded side by side, resolve.ts), settle each, and release the session when a receive comes back short
-// (its backlog is done) or empty, or when a message is left for redelivery (it must come back before anything
-// behind it).
+// (its backlog is done) or empty, when a message is left for redelivery (it must come back before anything
+// behind it), or shortly before the session's lock-renewal horizon (a session is never worked on past its lock).
 import type {
   ServiceBusClient,
   ServiceBusMessage,
@@ -65,8 +65,11 @@ export const ACCESS_PROBE_ID = 'ResolverAccessProbe';
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
 
-/** How long before the session lock's end a hold through a store outage ends (at most a tenth of the horizon). */
-const HOLD_MARGIN_MS = 5_000;
+/**
+ * How long before the session lock's end a session stops taking messages, and a hold through a store outage ends
+ * (at most a tenth of the horizon): room for the batch in hand to be resolved and settled while the lock holds.
+ */
+const HORIZON_MARGIN_MS = 5_000;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -240,20 +243,21 @@ export class ResolverProcessor {
   }
 
   async #runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
-    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal, this.#holdHorizon(receiver, acceptedAt)));
+    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal, this.#lockHorizon(receiver, acceptedAt)));
   }
 
   /**
-   * Until when (epoch ms) messages may be held through a store outage: only while the client still renews the
-   * session lock, since a lock that lapses loses the session and spends a delivery of every message in hand anyway.
-   * The client renews until `maxAutoLockRenewalDurationInMs` after the accept (counted here from a little after it)
-   * and the lock then runs out within one lock duration; a renewal that failed leaves the lock's own expiry. The
-   * hold ends a margin before the earlier of the two, so that the release (an abandon) still holds the lock. A
-   * closed receiver (session lost) ends it at once.
+   * Until when (epoch ms) a session may be worked on: only while the client still renews its lock, since a lock
+   * that lapses loses the session and spends a delivery of every message in hand. The client renews until
+   * `maxAutoLockRenewalDurationInMs` after the accept (counted here from a little after it) and the lock then runs
+   * out within one lock duration; a renewal that failed leaves the lock's own expiry. The horizon is a margin before
+   * the earlier of the two, so that what is done by then (the batch in hand settled, a held message abandoned) still
+   * holds the lock. Past it the session takes no more messages and a hold through an outage ends. A closed receiver
+   * (session lost) ends it at once.
    */
-  #holdHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
+  #lockHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
     const max = this.#o.maxAutoLockRenewalDurationInMs;
-    const margin = Math.min(HOLD_MARGIN_MS, max / 10);
+    const margin = Math.min(HORIZON_MARGIN_MS, max / 10);
     return () => {
       if (receiver.isClosed) return 0;
       const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
@@ -272,10 +276,17 @@ export class ResolverProcessor {
     );
   }
 
-  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, holdUntil: () => number): Promise<void> {
+  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, horizon: () => number): Promise<void> {
     // Heartbeat writes retried in place ask the outage circuit after a transient failure (resolve.ts retryInPlace).
     const ctx: ResolveContext = { ...this.#o.context, signal, storeDown: () => this.#outage.confirmDown() };
     while (!this.#stopping && !this.#halted && !this.#outage.down) {
+      // A steady backlog keeps every receive full, and the session would be kept until its lock ran out mid-batch:
+      // the completions would fail and the batch come back, a delivery spent by each message. Released here instead,
+      // with nothing in hand; any worker accepts it again with a fresh lock and a fresh horizon.
+      if (horizon() <= Date.now()) {
+        this.#log.debug({ sessionId: receiver.sessionId }, 'Resolver: session released before its lock-renewal horizon; it is accepted again');
+        return;
+      }
       let messages: ServiceBusReceivedMessage[];
       try {
         messages = await this.#receive(receiver, signal);
@@ -335,7 +346,7 @@ export class ResolverProcessor {
         }
         if (isTransientStoreFailure(settlement)) {
           const stale = this.#outage.recoveries !== recoveriesAtStart;
-          settlement = await this.#holdThroughOutage(message, settlement, holdUntil, ctx, stale);
+          settlement = await this.#holdThroughOutage(message, settlement, horizon, ctx, stale);
           if (settlement.kind === 'complete') {
             resolved.push({ message, settlement, started });
             continue;

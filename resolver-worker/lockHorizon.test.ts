@@ -1,0 +1,95 @@
+// A session is never worked on past its lock. The client renews a session lock only until
+// maxAutoLockRenewalDurationInMs after the accept; a session with a steady backlog used to be kept for as long as its
+// receives came back full, so past that horizon the lock ran out mid-batch, the completions failed
+// ("SessionLockLost") and the broker delivered those messages again, each spending one delivery of its budget. The
+// receive loop now stops taking messages a margin before the horizon (the same margin the outage hold uses), settles
+// what it has and releases the session, which is accepted again with a fresh lock and a fresh horizon.
+//
+// Real emulator, real Cosmos (the embedded server behind the fault proxy, as the other Resolver tests), real client.
+// The subscription's lock is shortened to 3 s so that the lock really runs out a little after a 5 s horizon (the
+// client renews it at half its remaining time while the horizon allows), as it would after 5 min in production.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { pino } from 'pino';
+import { MessageType as T, Topic } from '@nimbus/sdk/contract';
+import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+
+const LOCK_MS = 3_000;
+const HORIZON_MS = 5_000;
+
+let h: ResolverHarness;
+before(async () => {
+  ({ harness: h } = await ResolverHarness.startBehindProxy());
+  const sub = await h.clients.admin.getSubscription(Topic.Resolver, Topic.Resolver);
+  await h.clients.admin.updateSubscription({ ...sub, lockDuration: `PT${LOCK_MS / 1000}S` });
+});
+after(async () => {
+  await h?.close();
+});
+
+const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
+
+/** A logger whose lines the test can read (the Resolver's log is its only word on why a session was released). */
+function capturingLog(): { log: ReturnType<typeof pino>; messages: () => string[] } {
+  const lines: string[] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
+  return { log, messages: () => lines.map((l) => String((JSON.parse(l) as { msg?: unknown }).msg)) };
+}
+
+describe('the session lock-renewal horizon', () => {
+  test('a session with a steady backlog is released before its lock horizon and accepted again: no message is delivered twice', async () => {
+    const ep = uniq('crm');
+    const sessionId = uniq('s');
+    const { log, messages } = capturingLog();
+    const horizonReleases = () => messages().filter((m) => m.includes('released before its lock-renewal horizon')).length;
+    const sent = new Set<string>();
+    const ours = () => h.settled.filter((s) => sent.has(s.messageId));
+    // On the old code the lock runs out under the backlog: a settlement fails, or a message comes back.
+    const lockLost = () => ours().some((s) => !s.ok || s.deliveryCount > 0);
+
+    const resolver = h.resolver({ log, maxAutoLockRenewalDurationInMs: HORIZON_MS, maxMessagesPerReceive: 3 });
+    // The producer keeps a backlog of about a hundred messages on the one session, so every receive comes back full
+    // and the loop never releases the session for want of messages.
+    let producing = true;
+    const producer = (async () => {
+      while (producing) {
+        const backlog = sent.size - ours().filter((s) => s.ok).length;
+        if (backlog >= 100) {
+          await delay(20);
+          continue;
+        }
+        const batch = await Promise.all(
+          Array.from({ length: 20 }, () =>
+            h.send({ type: T.EventRequest, eventId: uniq('e'), to: ep, from: 'shop', sessionId, body: orderBody({}) }),
+          ),
+        );
+        for (const m of batch) sent.add(m.messageId);
+      }
+    })();
+    try {
+      // Two releases at the horizon: the session was accepted again after the first and ran to a second horizon.
+      const first = await eventually(
+        () => (lockLost() ? 'lock lost' : horizonReleases() >= 2 ? 'released twice' : undefined),
+        'two releases at the horizon, or a lost lock',
+        120_000,
+      );
+      producing = false;
+      await producer;
+      // Everything sent is settled (a message that came back is settled on its next delivery).
+      for (const id of sent) await h.settledOk(id, 60_000);
+      const failed = ours().filter((s) => !s.ok);
+      assert.deepEqual(failed.map((s) => s.settlement.kind), [], 'no settlement failed (the lock never ran out)');
+      const again = ours().filter((s) => s.deliveryCount > 0);
+      assert.deepEqual(again.map((s) => s.messageId), [], 'no message delivered twice');
+      assert.equal(first, 'released twice');
+      assert.equal(ours().length, sent.size, 'each message settled once');
+      assert.ok(ours().every((s) => s.settlement.kind === 'complete'), 'every message recorded');
+    } finally {
+      producing = false;
+      await producer.catch(() => undefined);
+      await resolver.stop();
+    }
+  });
+});
