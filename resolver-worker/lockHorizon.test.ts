@@ -12,16 +12,18 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { pino } from 'pino';
-import { MessageType as T, Topic } from '@nimbus/sdk/contract';
+import { pino, type Logger } from 'pino';
+import { HEARTBEAT_EVENT_TYPE_ID, MessageType as T, Topic, eventBody } from '@nimbus/sdk/contract';
+import type { FaultProxy } from '../lib/store/testing/faultProxy.ts';
 import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
 
 const LOCK_MS = 3_000;
 const HORIZON_MS = 5_000;
 
 let h: ResolverHarness;
+let proxy: FaultProxy;
 before(async () => {
-  ({ harness: h } = await ResolverHarness.startBehindProxy());
+  ({ harness: h, proxy } = await ResolverHarness.startBehindProxy());
   const sub = await h.clients.admin.getSubscription(Topic.Resolver, Topic.Resolver);
   await h.clients.admin.updateSubscription({ ...sub, lockDuration: `PT${LOCK_MS / 1000}S` });
 });
@@ -30,9 +32,10 @@ after(async () => {
 });
 
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
+const isHeartbeatWrite = (r: { method: string; path: string }) => (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/heartbeats/');
 
 /** A logger whose lines the test can read (the Resolver's log is its only word on why a session was released). */
-function capturingLog(): { log: ReturnType<typeof pino>; messages: () => string[] } {
+function capturingLog(): { log: Logger; messages: () => string[] } {
   const lines: string[] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
   return { log, messages: () => lines.map((l) => String((JSON.parse(l) as { msg?: unknown }).msg)) };
@@ -89,6 +92,57 @@ describe('the session lock-renewal horizon', () => {
     } finally {
       producing = false;
       await producer.catch(() => undefined);
+      await resolver.stop();
+    }
+  });
+
+  test('a heartbeat write retried in place while the store answers stops before the lock horizon: abandoned with the lock held, recorded on its next delivery', async () => {
+    const ep = uniq('crm');
+    const probeId = randomUUID();
+    // Every heartbeat write fails (503) while the store's probe (the platform container) answers: the write is
+    // retried in place. Its nine waits of 1 s outlast the 5 s horizon and the lock's end a little after it; on the
+    // old code the budget ran out after the lock and the dead letter failed with it (the heartbeat came back).
+    proxy.inject({ status: 503, match: isHeartbeatWrite });
+    const inPlace = () => h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'retried_in_place', 'nimbus.message_type': 'heartbeat' });
+    const inPlaceBefore = inPlace();
+    const resolver = h.resolver({
+      maxAutoLockRenewalDurationInMs: HORIZON_MS,
+      budget: { baseDelayMs: 1_000, maxDelayMs: 1_000 },
+      inPlaceMaxDelayMs: 1_000,
+    });
+    try {
+      const hb = await h.send({
+        type: T.ResolutionResponse,
+        eventId: uniq('hb'),
+        from: ep,
+        sessionId: uniq('s'),
+        correlationId: probeId,
+        parentMessageId: probeId,
+        eventTypeId: HEARTBEAT_EVENT_TYPE_ID,
+        body: eventBody(HEARTBEAT_EVENT_TYPE_ID, { ForwardSendTime: new Date().toISOString(), Endpoint: ep }),
+      });
+      const [first] = await h.settledOf(hb.messageId, 1, 60_000);
+      proxy.clear();
+      assert.ok(inPlace() > inPlaceBefore, 'retried in place first');
+      assert.deepEqual(
+        { kind: first!.settlement.kind, ok: first!.ok, deliveryCount: first!.deliveryCount },
+        { kind: 'redeliver', ok: true, deliveryCount: 0 },
+        'abandoned on its first delivery, while the lock still held',
+      );
+      assert.equal(first!.settlement.kind === 'redeliver' && first!.settlement.delayMs, 0, 'abandoned at once, no back-off wait');
+      const recorded = await eventually(
+        () => h.settled.find((s) => s.messageId === hb.messageId && s.ok && s.settlement.kind === 'complete'),
+        'the heartbeat recorded on a later delivery',
+        60_000,
+      );
+      assert.deepEqual(recorded.settlement, { kind: 'complete', result: 'heartbeat' });
+      assert.ok(recorded.deliveryCount >= 1);
+      assert.ok(h.settled.filter((s) => s.messageId === hb.messageId).every((s) => s.ok), 'no settlement of the heartbeat failed');
+      const [record] = await h.store.listHeartbeats(ep);
+      assert.equal(record?.probeId, probeId);
+      assert.equal(record?.status, 'On');
+    } finally {
+      proxy.clear();
       await resolver.stop();
     }
   });

@@ -278,7 +278,8 @@ export class ResolverProcessor {
 
   async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, horizon: () => number): Promise<void> {
     // Heartbeat writes retried in place ask the outage circuit after a transient failure (resolve.ts retryInPlace).
-    const ctx: ResolveContext = { ...this.#o.context, signal, storeDown: () => this.#outage.confirmDown() };
+    // Their waits in place end before the session's lock horizon.
+    const ctx: ResolveContext = { ...this.#o.context, signal, storeDown: () => this.#outage.confirmDown(), lockHorizon: horizon };
     while (!this.#stopping && !this.#halted && !this.#outage.down) {
       // A steady backlog keeps every receive full, and the session would be kept until its lock ran out mid-batch:
       // the completions would fail and the batch come back, a delivery spent by each message. Released here instead,
@@ -344,7 +345,8 @@ export class ResolverProcessor {
           await batch.takeRecordedAhead(this.#stopping); // lock lost: nothing more can settle; let running writes finish
           return;
         }
-        if (isTransientStoreFailure(settlement)) {
+        // A write whose tries in place reached the lock horizon is abandoned now: holding it would outlast the lock.
+        if (isTransientStoreFailure(settlement) && !isAtHorizon(settlement)) {
           const stale = this.#outage.recoveries !== recoveriesAtStart;
           settlement = await this.#holdThroughOutage(message, settlement, horizon, ctx, stale);
           if (settlement.kind === 'complete') {
@@ -392,7 +394,7 @@ export class ResolverProcessor {
       current = await resolveMessage(message, ctx);
     }
     let retriedWhileUp = false;
-    while (isTransientStoreFailure(current)) {
+    while (isTransientStoreFailure(current) && !isAtHorizon(current)) {
       if (this.#stopping) return { kind: 'leave' };
       // A heartbeat write handed over by retryInPlace already has the circuit's word (its probe failed).
       const handedOver = current.kind === 'redeliver' && current.inPlace === true;
@@ -532,6 +534,11 @@ export class ResolverProcessor {
 /** A heartbeat or liveness write's settlement (retried in place, resolve.ts): never dead-lettered for an outage. */
 function isInPlace(s: Settlement): boolean {
   return (s.kind === 'redeliver' || s.kind === 'deadLetter') && s.inPlace === true;
+}
+
+/** A write retried in place that stopped at the session's lock horizon (resolve.ts retryInPlace): abandon at once. */
+function isAtHorizon(s: Settlement): boolean {
+  return s.kind === 'redeliver' && s.atHorizon === true;
 }
 
 /** A settlement decided by a transient store failure (5xx, timeouts, resets): a redelivery or, on the last attempt, StoreUnavailable. */
