@@ -146,4 +146,23 @@ describe('the session lock-renewal horizon', () => {
       await resolver.stop();
     }
   });
+
+  test('with lock renewal off (0) the lock itself is the horizon: the session is worked on, not released at once', async () => {
+    const ep = uniq('crm');
+    const sessionId = uniq('s');
+    const sent = [];
+    for (let i = 0; i < 3; i++) {
+      sent.push(await h.send({ type: T.EventRequest, eventId: uniq('e'), to: ep, from: 'shop', sessionId, body: orderBody({ i }) }));
+    }
+    // A horizon of "accept + 0" would release every session before its first receive, for ever.
+    const resolver = h.resolver({ maxAutoLockRenewalDurationInMs: 0 });
+    try {
+      for (const m of sent) {
+        const done = await h.settledOk(m.messageId, 60_000);
+        assert.deepEqual({ kind: done.settlement.kind, deliveryCount: done.deliveryCount }, { kind: 'complete', deliveryCount: 0 });
+      }
+    } finally {
+      await resolver.stop();
+    }
+  });
 });

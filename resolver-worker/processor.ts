@@ -253,16 +253,19 @@ export class ResolverProcessor {
    * out within one lock duration; a renewal that failed leaves the lock's own expiry. The horizon is a margin before
    * the earlier of the two, so that what is done by then (the batch in hand settled, a held message abandoned) still
    * holds the lock. Past it the session takes no more messages and a hold through an outage ends. A closed receiver
-   * (session lost) ends it at once.
+   * (session lost) ends it at once. With renewal off (0) the lock's own expiry is the only bound ("accept + 0"
+   * would release every session before its first receive), its margin a tenth of the lock as first granted.
    */
   #lockHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
     const max = this.#o.maxAutoLockRenewalDurationInMs;
-    const margin = Math.min(HORIZON_MARGIN_MS, max / 10);
-    return () => {
-      if (receiver.isClosed) return 0;
-      const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
-      return Math.min(acceptedAt + max, Number.isFinite(lockedUntil) ? lockedUntil! : Infinity) - margin;
+    const lockedUntil = () => {
+      const t = receiver.sessionLockedUntilUtc?.getTime();
+      return t !== undefined && Number.isFinite(t) ? t : Infinity;
     };
+    const renewedUntil = max > 0 ? acceptedAt + max : Infinity;
+    const firstLock = lockedUntil() - acceptedAt;
+    const margin = Math.min(HORIZON_MARGIN_MS, (max > 0 ? max : Number.isFinite(firstLock) ? firstLock : 0) / 10);
+    return () => (receiver.isClosed ? 0 : Math.min(renewedUntil, lockedUntil()) - margin);
   }
 
   /**
