@@ -32,6 +32,7 @@ after(async () => {
 });
 
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
+const isEventWrite = (r: { method: string; path: string }) => (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/events/');
 const isHeartbeatWrite = (r: { method: string; path: string }) => (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/heartbeats/');
 
 /** A logger whose lines the test can read (the Resolver's log is its only word on why a session was released). */
@@ -162,6 +163,38 @@ describe('the session lock-renewal horizon', () => {
         assert.deepEqual({ kind: done.settlement.kind, deliveryCount: done.deliveryCount }, { kind: 'complete', deliveryCount: 0 });
       }
     } finally {
+      await resolver.stop();
+    }
+  });
+
+  test('the back-off before an abandon ends at the lock horizon: the abandon lands while the lock holds', async () => {
+    const ep = uniq('crm');
+    // The write and its one retry in place fail while the store answers its probe: the message is left for
+    // redelivery after a back-off of 20 s, far past the 5 s horizon and the lock's end a little after it. On the
+    // old code the abandon came after the lock was lost and failed.
+    proxy.inject({ status: 503, times: 2, match: isEventWrite });
+    const resolver = h.resolver({
+      maxAutoLockRenewalDurationInMs: HORIZON_MS,
+      budget: { baseDelayMs: 20_000, maxDelayMs: 20_000 },
+      transientMaxDelayMs: 20_000,
+    });
+    try {
+      const m = await h.send({ type: T.EventRequest, eventId: uniq('e'), to: ep, from: 'shop', sessionId: uniq('s'), body: orderBody({}) });
+      const [first] = await h.settledOf(m.messageId, 1, 60_000);
+      assert.deepEqual(
+        { kind: first!.settlement.kind, ok: first!.ok, deliveryCount: first!.deliveryCount },
+        { kind: 'redeliver', ok: true, deliveryCount: 0 },
+        'abandoned on its first delivery, while the lock still held',
+      );
+      const recorded = await eventually(
+        () => h.settled.find((s) => s.messageId === m.messageId && s.ok && s.settlement.kind === 'complete'),
+        'the message recorded on a later delivery',
+        60_000,
+      );
+      assert.equal(recorded.deliveryCount, 1, 'recorded on its next delivery');
+      assert.ok(h.settled.filter((s) => s.messageId === m.messageId).every((s) => s.ok), 'no settlement failed');
+    } finally {
+      proxy.clear();
       await resolver.stop();
     }
   });

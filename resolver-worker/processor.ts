@@ -357,7 +357,7 @@ export class ResolverProcessor {
             continue;
           }
         }
-        const { ok, keepSession } = await this.#settle(receiver, message, settlement);
+        const { ok, keepSession } = await this.#settle(receiver, message, settlement, horizon);
         this.#settled(receiver, message, settlement, ok, started);
         if (!ok || !keepSession) {
           await completeRecordedAhead();
@@ -455,11 +455,15 @@ export class ResolverProcessor {
     return ok;
   }
 
-  /** Carries out a settlement. `keepSession` false releases the session (the message must come back first). */
+  /**
+   * Carries out a settlement. `keepSession` false releases the session (the message must come back first). A wait
+   * before an abandon ends at the session's `horizon`, if given.
+   */
   async #settle(
     receiver: ServiceBusSessionReceiver,
     message: ServiceBusReceivedMessage,
     s: Settlement,
+    horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
     const where = { messageId: String(message.messageId), sessionId: receiver.sessionId };
     try {
@@ -478,9 +482,9 @@ export class ResolverProcessor {
           this.#log.warn({ ...where, reason: s.reason }, 'Resolver: message dead-lettered');
           return { ok: true, keepSession: true };
         case 'reschedule':
-          return await this.#reschedule(receiver, message, s);
+          return await this.#reschedule(receiver, message, s, horizon);
         case 'redeliver':
-          return await this.#redeliver(receiver, message, s.delayMs, s.storeReason);
+          return await this.#redeliver(receiver, message, s.delayMs, s.storeReason, horizon);
         case 'leave':
           return { ok: true, keepSession: false };
         case 'halt':
@@ -503,6 +507,7 @@ export class ResolverProcessor {
     receiver: ServiceBusSessionReceiver,
     message: ServiceBusReceivedMessage,
     s: Extract<Settlement, { kind: 'reschedule' }>,
+    horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
     try {
       await this.#sender!.scheduleMessages(replacementOf(message, s.attempt), new Date(Date.now() + s.delayMs));
@@ -512,7 +517,7 @@ export class ResolverProcessor {
         'Resolver: the throttled message could not be rescheduled; leaving it to redeliver',
       );
       const { delayMs } = s;
-      return this.#redeliver(receiver, message, Math.min(delayMs, this.#o.context.transientMaxDelayMs), 'throttled');
+      return this.#redeliver(receiver, message, Math.min(delayMs, this.#o.context.transientMaxDelayMs), 'throttled', horizon);
     }
     await receiver.completeMessage(message);
     this.#metrics.storeRetry({ 'nimbus.store.reason': 'throttled', 'nimbus.retry.action': 'rescheduled' });
@@ -520,14 +525,20 @@ export class ResolverProcessor {
     return { ok: true, keepSession: true };
   }
 
-  /** Waits (holding the session, so nothing behind the message overtakes it), then abandons and releases. */
+  /**
+   * Waits (holding the session, so nothing behind the message overtakes it), then abandons and releases. The wait
+   * (up to 30 s) ends at the session's lock horizon: later, the lock may be gone and the abandon would fail with it
+   * (the copy then comes back anyway, only with a failed settlement and a session held for nothing).
+   */
   async #redeliver(
     receiver: ServiceBusSessionReceiver,
     message: ServiceBusReceivedMessage,
     delayMs: number,
     reason: 'throttled' | 'transient',
+    horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
-    if (!(await sleep(delayMs, this.#stop.signal))) return { ok: true, keepSession: false };
+    const wait = horizon ? Math.min(delayMs, Math.max(0, horizon() - Date.now())) : delayMs;
+    if (!(await sleep(wait, this.#stop.signal))) return { ok: true, keepSession: false };
     await receiver.abandonMessage(message);
     this.#metrics.storeRetry({ 'nimbus.store.reason': reason, 'nimbus.retry.action': 'abandoned' });
     return { ok: true, keepSession: false };
