@@ -32,8 +32,10 @@ after(async () => {
 });
 
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
-const isEventWrite = (r: { method: string; path: string }) => (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/events/');
-const isHeartbeatWrite = (r: { method: string; path: string }) => (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/heartbeats/');
+const isEventWrite = (r: { method: string; path: string }) =>
+  (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/events/');
+const isHeartbeatWrite = (r: { method: string; path: string }) =>
+  (r.method === 'PUT' || r.method === 'POST') && r.path.includes('/colls/heartbeats/');
 
 /** A logger whose lines the test can read (the Resolver's log is its only word on why a session was released). */
 function capturingLog(): { log: Logger; messages: () => string[] } {
@@ -47,13 +49,18 @@ describe('the session lock-renewal horizon', () => {
     const ep = uniq('crm');
     const sessionId = uniq('s');
     const { log, messages } = capturingLog();
-    const horizonReleases = () => messages().filter((m) => m.includes('released before its lock-renewal horizon')).length;
+    const horizonReleases = () =>
+      messages().filter((m) => m.includes('released before its lock-renewal horizon')).length;
     const sent = new Set<string>();
     const ours = () => h.settled.filter((s) => sent.has(s.messageId));
     // On the old code the lock runs out under the backlog: a settlement fails, or a message comes back.
     const lockLost = () => ours().some((s) => !s.ok || s.deliveryCount > 0);
 
-    const resolver = h.resolver({ log, maxAutoLockRenewalDurationInMs: HORIZON_MS, maxMessagesPerReceive: 3 });
+    const resolver = h.resolver({
+      log,
+      maxAutoLockRenewalDurationInMs: HORIZON_MS,
+      maxMessagesPerReceive: 3,
+    });
     // The producer keeps a backlog of about a hundred messages on the one session, so every receive comes back full
     // and the loop never releases the session for want of messages.
     let producing = true;
@@ -66,7 +73,14 @@ describe('the session lock-renewal horizon', () => {
         }
         const batch = await Promise.all(
           Array.from({ length: 20 }, () =>
-            h.send({ type: T.EventRequest, eventId: uniq('e'), to: ep, from: 'shop', sessionId, body: orderBody({}) }),
+            h.send({
+              type: T.EventRequest,
+              eventId: uniq('e'),
+              to: ep,
+              from: 'shop',
+              sessionId,
+              body: orderBody({}),
+            }),
           ),
         );
         for (const m of batch) sent.add(m.messageId);
@@ -84,12 +98,23 @@ describe('the session lock-renewal horizon', () => {
       // Everything sent is settled (a message that came back is settled on its next delivery).
       for (const id of sent) await h.settledOk(id, 60_000);
       const failed = ours().filter((s) => !s.ok);
-      assert.deepEqual(failed.map((s) => s.settlement.kind), [], 'no settlement failed (the lock never ran out)');
+      assert.deepEqual(
+        failed.map((s) => s.settlement.kind),
+        [],
+        'no settlement failed (the lock never ran out)',
+      );
       const again = ours().filter((s) => s.deliveryCount > 0);
-      assert.deepEqual(again.map((s) => s.messageId), [], 'no message delivered twice');
+      assert.deepEqual(
+        again.map((s) => s.messageId),
+        [],
+        'no message delivered twice',
+      );
       assert.equal(first, 'released twice');
       assert.equal(ours().length, sent.size, 'each message settled once');
-      assert.ok(ours().every((s) => s.settlement.kind === 'complete'), 'every message recorded');
+      assert.ok(
+        ours().every((s) => s.settlement.kind === 'complete'),
+        'every message recorded',
+      );
     } finally {
       producing = false;
       await producer.catch(() => undefined);
@@ -104,7 +129,11 @@ describe('the session lock-renewal horizon', () => {
     // retried in place. Its nine waits of 1 s outlast the 5 s horizon and the lock's end a little after it; on the
     // old code the budget ran out after the lock and the dead letter failed with it (the heartbeat came back).
     proxy.inject({ status: 503, match: isHeartbeatWrite });
-    const inPlace = () => h.metrics.counts('nimbus.resolver.store_retry', { 'nimbus.retry.action': 'retried_in_place', 'nimbus.message_type': 'heartbeat' });
+    const inPlace = () =>
+      h.metrics.counts('nimbus.resolver.store_retry', {
+        'nimbus.retry.action': 'retried_in_place',
+        'nimbus.message_type': 'heartbeat',
+      });
     const inPlaceBefore = inPlace();
     const resolver = h.resolver({
       maxAutoLockRenewalDurationInMs: HORIZON_MS,
@@ -130,7 +159,11 @@ describe('the session lock-renewal horizon', () => {
         { kind: 'redeliver', ok: true, deliveryCount: 0 },
         'abandoned on its first delivery, while the lock still held',
       );
-      assert.equal(first!.settlement.kind === 'redeliver' && first!.settlement.delayMs, 0, 'abandoned at once, no back-off wait');
+      assert.equal(
+        first!.settlement.kind === 'redeliver' && first!.settlement.delayMs,
+        0,
+        'abandoned at once, no back-off wait',
+      );
       const recorded = await eventually(
         () => h.settled.find((s) => s.messageId === hb.messageId && s.ok && s.settlement.kind === 'complete'),
         'the heartbeat recorded on a later delivery',
@@ -138,7 +171,10 @@ describe('the session lock-renewal horizon', () => {
       );
       assert.deepEqual(recorded.settlement, { kind: 'complete', result: 'heartbeat' });
       assert.ok(recorded.deliveryCount >= 1);
-      assert.ok(h.settled.filter((s) => s.messageId === hb.messageId).every((s) => s.ok), 'no settlement of the heartbeat failed');
+      assert.ok(
+        h.settled.filter((s) => s.messageId === hb.messageId).every((s) => s.ok),
+        'no settlement of the heartbeat failed',
+      );
       const [record] = await h.store.listHeartbeats(ep);
       assert.equal(record?.probeId, probeId);
       assert.equal(record?.status, 'On');
@@ -148,24 +184,45 @@ describe('the session lock-renewal horizon', () => {
     }
   });
 
-  test('with lock renewal off (0) the lock itself is the horizon: the session is worked on, not released at once', async () => {
-    const ep = uniq('crm');
-    const sessionId = uniq('s');
-    const sent = [];
-    for (let i = 0; i < 3; i++) {
-      sent.push(await h.send({ type: T.EventRequest, eventId: uniq('e'), to: ep, from: 'shop', sessionId, body: orderBody({ i }) }));
-    }
-    // A horizon of "accept + 0" would release every session before its first receive, for ever.
-    const resolver = h.resolver({ maxAutoLockRenewalDurationInMs: 0 });
-    try {
-      for (const m of sent) {
-        const done = await h.settledOk(m.messageId, 60_000);
-        assert.deepEqual({ kind: done.settlement.kind, deliveryCount: done.deliveryCount }, { kind: 'complete', deliveryCount: 0 });
+  for (const [what, max] of [
+    ['with lock renewal off (0) the lock itself is the horizon', 0],
+    [
+      'with a lock shorter than the 5 s margin (3 s) and the default horizon, the margin is a tenth of the lock',
+      undefined,
+    ],
+  ] as const) {
+    test(`${what}: the session is worked on, not released at once`, async () => {
+      const ep = uniq('crm');
+      const sessionId = uniq('s');
+      const sent = [];
+      for (let i = 0; i < 3; i++) {
+        sent.push(
+          await h.send({
+            type: T.EventRequest,
+            eventId: uniq('e'),
+            to: ep,
+            from: 'shop',
+            sessionId,
+            body: orderBody({ i }),
+          }),
+        );
       }
-    } finally {
-      await resolver.stop();
-    }
-  });
+      // A horizon of "accept + 0", or a margin longer than the lock, would release every session before its first
+      // receive, for ever.
+      const resolver = h.resolver(max === undefined ? {} : { maxAutoLockRenewalDurationInMs: max });
+      try {
+        for (const m of sent) {
+          const done = await h.settledOk(m.messageId, 60_000);
+          assert.deepEqual(
+            { kind: done.settlement.kind, deliveryCount: done.deliveryCount },
+            { kind: 'complete', deliveryCount: 0 },
+          );
+        }
+      } finally {
+        await resolver.stop();
+      }
+    });
+  }
 
   test('the back-off before an abandon ends at the lock horizon: the abandon lands while the lock holds', async () => {
     const ep = uniq('crm');
@@ -179,7 +236,14 @@ describe('the session lock-renewal horizon', () => {
       transientMaxDelayMs: 20_000,
     });
     try {
-      const m = await h.send({ type: T.EventRequest, eventId: uniq('e'), to: ep, from: 'shop', sessionId: uniq('s'), body: orderBody({}) });
+      const m = await h.send({
+        type: T.EventRequest,
+        eventId: uniq('e'),
+        to: ep,
+        from: 'shop',
+        sessionId: uniq('s'),
+        body: orderBody({}),
+      });
       const [first] = await h.settledOf(m.messageId, 1, 60_000);
       assert.deepEqual(
         { kind: first!.settlement.kind, ok: first!.ok, deliveryCount: first!.deliveryCount },
@@ -192,7 +256,10 @@ describe('the session lock-renewal horizon', () => {
         60_000,
       );
       assert.equal(recorded.deliveryCount, 1, 'recorded on its next delivery');
-      assert.ok(h.settled.filter((s) => s.messageId === m.messageId).every((s) => s.ok), 'no settlement failed');
+      assert.ok(
+        h.settled.filter((s) => s.messageId === m.messageId).every((s) => s.ok),
+        'no settlement failed',
+      );
     } finally {
       proxy.clear();
       await resolver.stop();

@@ -67,7 +67,8 @@ const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
 
 /**
  * How long before the session lock's end a session stops taking messages, and a hold through a store outage ends
- * (at most a tenth of the horizon): room for the batch in hand to be resolved and settled while the lock holds.
+ * (at most a tenth of the horizon or the lock): room for the batch in hand to be resolved and settled while the
+ * lock holds.
  */
 const HORIZON_MARGIN_MS = 5_000;
 
@@ -253,8 +254,9 @@ export class ResolverProcessor {
    * out within one lock duration; a renewal that failed leaves the lock's own expiry. The horizon is a margin before
    * the earlier of the two, so that what is done by then (the batch in hand settled, a held message abandoned) still
    * holds the lock. Past it the session takes no more messages and a hold through an outage ends. A closed receiver
-   * (session lost) ends it at once. With renewal off (0) the lock's own expiry is the only bound ("accept + 0"
-   * would release every session before its first receive), its margin a tenth of the lock as first granted.
+   * (session lost) ends it at once. Each bound has its own margin, at most a tenth of its span: a lock shorter than
+   * the margin (5 s, as the SDK test harness provisions) would otherwise end every session before its first
+   * receive, for ever. With renewal off (0) the lock's own expiry is the only bound ("accept + 0" would do the same).
    */
   #lockHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
     const max = this.#o.maxAutoLockRenewalDurationInMs;
@@ -262,10 +264,10 @@ export class ResolverProcessor {
       const t = receiver.sessionLockedUntilUtc?.getTime();
       return t !== undefined && Number.isFinite(t) ? t : Infinity;
     };
-    const renewedUntil = max > 0 ? acceptedAt + max : Infinity;
+    const renewedUntil = max > 0 ? acceptedAt + max - Math.min(HORIZON_MARGIN_MS, max / 10) : Infinity;
     const firstLock = lockedUntil() - acceptedAt;
-    const margin = Math.min(HORIZON_MARGIN_MS, (max > 0 ? max : Number.isFinite(firstLock) ? firstLock : 0) / 10);
-    return () => (receiver.isClosed ? 0 : Math.min(renewedUntil, lockedUntil()) - margin);
+    const lockMargin = Math.min(HORIZON_MARGIN_MS, Number.isFinite(firstLock) ? Math.max(0, firstLock) / 10 : 0);
+    return () => (receiver.isClosed ? 0 : Math.min(renewedUntil, lockedUntil() - lockMargin));
   }
 
   /**
