@@ -38,7 +38,11 @@ export interface ResolverOptions {
    * Default 50.
    */
   maxMessagesPerReceive?: number;
-  /** Session lock auto-renewal horizon. Default 5 min. */
+  /**
+   * Session lock auto-renewal horizon. Default 5 min. A session is released a margin before it, or before its lock's
+   * expiry (5 s, or a tenth of a shorter horizon or lock), and accepted again with a fresh lock; 0 turns renewal off
+   * (the lock's own expiry bounds it).
+   */
   maxAutoLockRenewalDurationInMs?: number;
   /** The throttle budget; tests shrink the delays. */
   budget?: Partial<BudgetOptions>;

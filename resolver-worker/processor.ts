@@ -2,8 +2,8 @@
 // workers loops: accept the next free session (the broker hands each session to one receiver at a time, which
 // is what makes several workers and several instances safe), resolve its messages in order (a receive's rows
 // recorded side by side, resolve.ts), settle each, and release the session when a receive comes back short
-// (its backlog is done) or empty, or when a message is left for redelivery (it must come back before anything
-// behind it).
+// (its backlog is done) or empty, when a message is left for redelivery (it must come back before anything
+// behind it), or shortly before the session's lock-renewal horizon (a session is never worked on past its lock).
 import type {
   ServiceBusClient,
   ServiceBusMessage,
@@ -65,8 +65,12 @@ export const ACCESS_PROBE_ID = 'ResolverAccessProbe';
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
 
-/** How long before the session lock's end a hold through a store outage ends (at most a tenth of the horizon). */
-const HOLD_MARGIN_MS = 5_000;
+/**
+ * How long before the session lock's end a session stops taking messages, and a hold through a store outage ends
+ * (at most a tenth of the horizon or the lock): room for the batch in hand to be resolved and settled while the
+ * lock holds.
+ */
+const HORIZON_MARGIN_MS = 5_000;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -240,25 +244,30 @@ export class ResolverProcessor {
   }
 
   async #runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
-    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal, this.#holdHorizon(receiver, acceptedAt)));
+    await withLinkedSignal(this.#stop.signal, (signal) => this.#receiveLoop(receiver, signal, this.#lockHorizon(receiver, acceptedAt)));
   }
 
   /**
-   * Until when (epoch ms) messages may be held through a store outage: only while the client still renews the
-   * session lock, since a lock that lapses loses the session and spends a delivery of every message in hand anyway.
-   * The client renews until `maxAutoLockRenewalDurationInMs` after the accept (counted here from a little after it)
-   * and the lock then runs out within one lock duration; a renewal that failed leaves the lock's own expiry. The
-   * hold ends a margin before the earlier of the two, so that the release (an abandon) still holds the lock. A
-   * closed receiver (session lost) ends it at once.
+   * Until when (epoch ms) a session may be worked on: only while the client still renews its lock, since a lock
+   * that lapses loses the session and spends a delivery of every message in hand. The client renews until
+   * `maxAutoLockRenewalDurationInMs` after the accept (counted here from a little after it) and the lock then runs
+   * out within one lock duration; a renewal that failed leaves the lock's own expiry. The horizon is a margin before
+   * the earlier of the two, so that what is done by then (the batch in hand settled, a held message abandoned) still
+   * holds the lock. Past it the session takes no more messages and a hold through an outage ends. A closed receiver
+   * (session lost) ends it at once. Each bound has its own margin, at most a tenth of its span: a lock shorter than
+   * the margin (5 s, as the SDK test harness provisions) would otherwise end every session before its first
+   * receive, for ever. With renewal off (0) the lock's own expiry is the only bound ("accept + 0" would do the same).
    */
-  #holdHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
+  #lockHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
     const max = this.#o.maxAutoLockRenewalDurationInMs;
-    const margin = Math.min(HOLD_MARGIN_MS, max / 10);
-    return () => {
-      if (receiver.isClosed) return 0;
-      const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
-      return Math.min(acceptedAt + max, Number.isFinite(lockedUntil) ? lockedUntil! : Infinity) - margin;
+    const lockedUntil = () => {
+      const t = receiver.sessionLockedUntilUtc?.getTime();
+      return t !== undefined && Number.isFinite(t) ? t : Infinity;
     };
+    const renewedUntil = max > 0 ? acceptedAt + max - Math.min(HORIZON_MARGIN_MS, max / 10) : Infinity;
+    const firstLock = lockedUntil() - acceptedAt;
+    const lockMargin = Math.min(HORIZON_MARGIN_MS, Number.isFinite(firstLock) ? Math.max(0, firstLock) / 10 : 0);
+    return () => (receiver.isClosed ? 0 : Math.min(renewedUntil, lockedUntil() - lockMargin));
   }
 
   /**
@@ -272,10 +281,18 @@ export class ResolverProcessor {
     );
   }
 
-  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, holdUntil: () => number): Promise<void> {
+  async #receiveLoop(receiver: ServiceBusSessionReceiver, signal: AbortSignal, horizon: () => number): Promise<void> {
     // Heartbeat writes retried in place ask the outage circuit after a transient failure (resolve.ts retryInPlace).
-    const ctx: ResolveContext = { ...this.#o.context, signal, storeDown: () => this.#outage.confirmDown() };
+    // Their waits in place end before the session's lock horizon.
+    const ctx: ResolveContext = { ...this.#o.context, signal, storeDown: () => this.#outage.confirmDown(), lockHorizon: horizon };
     while (!this.#stopping && !this.#halted && !this.#outage.down) {
+      // A steady backlog keeps every receive full, and the session would be kept until its lock ran out mid-batch:
+      // the completions would fail and the batch come back, a delivery spent by each message. Released here instead,
+      // with nothing in hand; any worker accepts it again with a fresh lock and a fresh horizon.
+      if (horizon() <= Date.now()) {
+        this.#log.debug({ sessionId: receiver.sessionId }, 'Resolver: session released before its lock-renewal horizon; it is accepted again');
+        return;
+      }
       let messages: ServiceBusReceivedMessage[];
       try {
         messages = await this.#receive(receiver, signal);
@@ -333,15 +350,16 @@ export class ResolverProcessor {
           await batch.takeRecordedAhead(this.#stopping); // lock lost: nothing more can settle; let running writes finish
           return;
         }
-        if (isTransientStoreFailure(settlement)) {
+        // A write whose tries in place reached the lock horizon is abandoned now: holding it would outlast the lock.
+        if (isTransientStoreFailure(settlement) && !isAtHorizon(settlement)) {
           const stale = this.#outage.recoveries !== recoveriesAtStart;
-          settlement = await this.#holdThroughOutage(message, settlement, holdUntil, ctx, stale);
+          settlement = await this.#holdThroughOutage(message, settlement, horizon, ctx, stale);
           if (settlement.kind === 'complete') {
             resolved.push({ message, settlement, started });
             continue;
           }
         }
-        const { ok, keepSession } = await this.#settle(receiver, message, settlement);
+        const { ok, keepSession } = await this.#settle(receiver, message, settlement, horizon);
         this.#settled(receiver, message, settlement, ok, started);
         if (!ok || !keepSession) {
           await completeRecordedAhead();
@@ -381,7 +399,7 @@ export class ResolverProcessor {
       current = await resolveMessage(message, ctx);
     }
     let retriedWhileUp = false;
-    while (isTransientStoreFailure(current)) {
+    while (isTransientStoreFailure(current) && !isAtHorizon(current)) {
       if (this.#stopping) return { kind: 'leave' };
       // A heartbeat write handed over by retryInPlace already has the circuit's word (its probe failed).
       const handedOver = current.kind === 'redeliver' && current.inPlace === true;
@@ -439,11 +457,15 @@ export class ResolverProcessor {
     return ok;
   }
 
-  /** Carries out a settlement. `keepSession` false releases the session (the message must come back first). */
+  /**
+   * Carries out a settlement. `keepSession` false releases the session (the message must come back first). A wait
+   * before an abandon ends at the session's `horizon`, if given.
+   */
   async #settle(
     receiver: ServiceBusSessionReceiver,
     message: ServiceBusReceivedMessage,
     s: Settlement,
+    horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
     const where = { messageId: String(message.messageId), sessionId: receiver.sessionId };
     try {
@@ -462,9 +484,9 @@ export class ResolverProcessor {
           this.#log.warn({ ...where, reason: s.reason }, 'Resolver: message dead-lettered');
           return { ok: true, keepSession: true };
         case 'reschedule':
-          return await this.#reschedule(receiver, message, s);
+          return await this.#reschedule(receiver, message, s, horizon);
         case 'redeliver':
-          return await this.#redeliver(receiver, message, s.delayMs, s.storeReason);
+          return await this.#redeliver(receiver, message, s.delayMs, s.storeReason, horizon);
         case 'leave':
           return { ok: true, keepSession: false };
         case 'halt':
@@ -487,6 +509,7 @@ export class ResolverProcessor {
     receiver: ServiceBusSessionReceiver,
     message: ServiceBusReceivedMessage,
     s: Extract<Settlement, { kind: 'reschedule' }>,
+    horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
     try {
       await this.#sender!.scheduleMessages(replacementOf(message, s.attempt), new Date(Date.now() + s.delayMs));
@@ -496,7 +519,7 @@ export class ResolverProcessor {
         'Resolver: the throttled message could not be rescheduled; leaving it to redeliver',
       );
       const { delayMs } = s;
-      return this.#redeliver(receiver, message, Math.min(delayMs, this.#o.context.transientMaxDelayMs), 'throttled');
+      return this.#redeliver(receiver, message, Math.min(delayMs, this.#o.context.transientMaxDelayMs), 'throttled', horizon);
     }
     await receiver.completeMessage(message);
     this.#metrics.storeRetry({ 'nimbus.store.reason': 'throttled', 'nimbus.retry.action': 'rescheduled' });
@@ -504,14 +527,20 @@ export class ResolverProcessor {
     return { ok: true, keepSession: true };
   }
 
-  /** Waits (holding the session, so nothing behind the message overtakes it), then abandons and releases. */
+  /**
+   * Waits (holding the session, so nothing behind the message overtakes it), then abandons and releases. The wait
+   * (up to 30 s) ends at the session's lock horizon: later, the lock may be gone and the abandon would fail with it
+   * (the copy then comes back anyway, only with a failed settlement and a session held for nothing).
+   */
   async #redeliver(
     receiver: ServiceBusSessionReceiver,
     message: ServiceBusReceivedMessage,
     delayMs: number,
     reason: 'throttled' | 'transient',
+    horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
-    if (!(await sleep(delayMs, this.#stop.signal))) return { ok: true, keepSession: false };
+    const wait = horizon ? Math.min(delayMs, Math.max(0, horizon() - Date.now())) : delayMs;
+    if (!(await sleep(wait, this.#stop.signal))) return { ok: true, keepSession: false };
     await receiver.abandonMessage(message);
     this.#metrics.storeRetry({ 'nimbus.store.reason': reason, 'nimbus.retry.action': 'abandoned' });
     return { ok: true, keepSession: false };
@@ -521,6 +550,11 @@ export class ResolverProcessor {
 /** A heartbeat or liveness write's settlement (retried in place, resolve.ts): never dead-lettered for an outage. */
 function isInPlace(s: Settlement): boolean {
   return (s.kind === 'redeliver' || s.kind === 'deadLetter') && s.inPlace === true;
+}
+
+/** A write retried in place that stopped at the session's lock horizon (resolve.ts retryInPlace): abandon at once. */
+function isAtHorizon(s: Settlement): boolean {
+  return s.kind === 'redeliver' && s.atHorizon === true;
 }
 
 /** A settlement decided by a transient store failure (5xx, timeouts, resets): a redelivery or, on the last attempt, StoreUnavailable. */

@@ -70,6 +70,11 @@ export type Settlement =
        * is held, not abandoned (processor.ts); at the lock-renewal horizon it is dropped, never dead-lettered.
        */
       inPlace?: true;
+      /**
+       * A heartbeat/liveness write whose next wait in place would end past the session's lock horizon: abandoned at
+       * once while the lock holds, neither held nor retried again (processor.ts).
+       */
+      atHorizon?: true;
     }
   /** Stopping: settle nothing; the message comes back with its session. */
   | { kind: 'leave' }
@@ -99,6 +104,12 @@ export interface ResolveContext {
    * is down. Absent: retried in place until the budget ends, as before.
    */
   storeDown?: () => Promise<boolean>;
+  /**
+   * Until when (epoch ms) the session's lock allows work on the message (the processor's lock horizon, a margin
+   * before the lock can lapse). A write retried in place (heartbeats) waits no further than that: past it, a
+   * settlement would meet a lost lock. Absent: no bound.
+   */
+  lockHorizon?: () => number;
 }
 
 /** Service Bus caps a dead-letter description; long exception texts are cut with a marker. */
@@ -719,6 +730,14 @@ async function retryInPlace(
       }
       const { delayMs, source } = retryDelay(a, failure.kind === 'throttled' ? failure.retryAfterMs : undefined, ctx.budget);
       const wait = Math.min(delayMs, ctx.inPlaceMaxDelayMs);
+      // The tries in place (215 s of waits with the production budget) are not bounded by the budget alone: begun
+      // late in a session, they outlast the lock, and the settlement at their end fails with it (the message comes
+      // back anyway, a delivery spent, after holding its session for nothing). Handed back to the broker instead,
+      // while the lock holds, as any message left for redelivery.
+      if (ctx.lockHorizon && Date.now() + wait >= ctx.lockHorizon()) {
+        ctx.log.warn({ messageId: m.messageId, attempt: a }, `Resolver: ${result} write ${reason}; the session lock horizon is near, leaving it for redelivery`);
+        return { kind: 'redeliver', attempt: a, delayMs: 0, storeReason: reason, atHorizon: true };
+      }
       ctx.metrics.storeRetry({ ...tags, 'nimbus.store.reason': reason, 'nimbus.retry.action': 'retried_in_place' });
       ctx.metrics.retryDelay(wait / 1000, { 'nimbus.delay.source': source });
       ctx.log.warn({ messageId: m.messageId, attempt: a, delayMs: wait }, `Resolver: ${result} write ${reason}; retrying in place`);
