@@ -158,8 +158,15 @@ export const failureGroupsQuery = (sinceHours: string) =>
     retry: 0,
   });
 
-export const reconcileQuery = () =>
-  queryOptions({ queryKey: queryKeys.reconcile, queryFn: opsApi.reconcilePreview, refetchOnWindowFocus: false });
+/**
+ * Reconcile's two reads, apart: the row findings (store reads, quick) and the broker's session scan (slow on a loaded
+ * broker, bounded by its time budget), so the rows show as soon as they come. Both under queryKeys.reconcile: one
+ * invalidation reads both again.
+ */
+export const reconcileRowsQuery = () =>
+  queryOptions({ queryKey: [...queryKeys.reconcile, 'rows'] as const, queryFn: opsApi.reconcileRows, refetchOnWindowFocus: false });
+export const reconcileSessionsQuery = () =>
+  queryOptions({ queryKey: [...queryKeys.reconcile, 'sessions'] as const, queryFn: opsApi.reconcileSessions, refetchOnWindowFocus: false });
 
 /**
  * A bulk job moved (processed more events, or ended): what it changes is read again now instead of at each query's

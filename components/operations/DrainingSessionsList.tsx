@@ -26,9 +26,17 @@ export function DrainingSessionsList(props: {
         {scan.busy > 0 ? ` ${scan.busy} were being handled by their endpoint (live) and were not looked at.` : ''}
       </p>
       {'error' in scan && scan.error ? <p className="mb-1 text-xs text-amber-700">{scan.error}</p> : null}
-      {scan.sessions.length === 0 ? (
+      {scan.scanLimited ? (
+        <p className="mb-1 text-xs text-amber-700" data-sessions-scan-limited>
+          Scan stopped after {Math.round(scan.elapsedMs / 1000)} s: {scan.checked} of {scan.candidates} sessions checked. The findings below are
+          those of the checked sessions; scan again for the rest.
+        </p>
+      ) : null}
+      {/* A scan cut short found nothing in what it checked: that is not "no session drains with a gap". */}
+      {scan.sessions.length === 0 && !scan.scanLimited && (
         <p className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500">No session drains with a gap.</p>
-      ) : (
+      )}
+      {scan.sessions.length > 0 && (
         <ul className="space-y-1 text-sm">
           {scan.sessions.map((d) => (
             <li key={sessionKey(d)} className="flex items-start gap-2 rounded border border-amber-200 bg-amber-50 px-3 py-1.5" data-draining-session={d.sessionId}>

@@ -4,7 +4,9 @@
 // with why and what the repair does; handoffs past their ExpectedBy (flagged only). Apply re-writes the stored
 // outcome, re-sends or restores, each conditional on the row version shown here; the result says what changed.
 // The scan is not prefetched (app/operations/reconcile/page.tsx): until it answers the page says it is scanning, and
-// a failed scan shows its error alone, never empty lists that would read as "nothing stuck".
+// a failed scan shows its error alone, never empty lists that would read as "nothing stuck". The rows and the broker's
+// session scan are read apart: the rows show as soon as the store answers, and the sessions part has its own
+// "checking…" state and says when the scan stopped at its time budget.
 import Link from '../Link.tsx';
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -18,7 +20,7 @@ import { EventCell } from './EventCell.tsx';
 import { sessionKey, staleKey as keyOf, stuckKey, unchangedLines } from './reconcileKeys.ts';
 import { useCan } from '../audit/accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
-import { queryKeys, reconcileQuery } from '../queries.ts';
+import { queryKeys, reconcileRowsQuery, reconcileSessionsQuery } from '../queries.ts';
 
 export function ReconcileView() {
   const client = useQueryClient();
@@ -26,7 +28,8 @@ export function ReconcileView() {
   // endpoint the rows of that endpoint (route.ts, authorizeEach). So the controls are offered per row.
   const can = useCan();
   const canRepair = (endpointId: string) => can('reconcile', endpointId);
-  const q = useQuery(reconcileQuery());
+  const q = useQuery(reconcileRowsQuery());
+  const sessionScan = useQuery(reconcileSessionsQuery());
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [repairs, setRepairs] = useState<Map<string, RepairTarget['action']>>(new Map());
   const [sessions, setSessions] = useState<Set<string>>(new Set());
@@ -41,7 +44,7 @@ export function ReconcileView() {
     const action = repairs.get(stuckKey(r));
     return action && canRepair(r.endpointId) ? [repairOf(r, action)] : [];
   });
-  const draining = q.data?.draining.sessions ?? [];
+  const draining = sessionScan.data?.draining.sessions ?? [];
   const chosenSessions = draining
     .filter((d) => sessions.has(sessionKey(d)) && canRepair(d.endpointId))
     .map((d) => ({ endpointId: d.endpointId, sessionId: d.sessionId, nextReplaySequence: d.nextReplaySequence }));
@@ -75,8 +78,12 @@ export function ReconcileView() {
     <section>
       <div className="mb-3 flex flex-wrap items-center gap-3">
         <h1 className="text-xl font-semibold">Operations · Reconcile Pending rows</h1>
-        <button type="button" onClick={() => void q.refetch()} className="ml-auto rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-50">
-          {q.isFetching ? 'Scanning…' : 'Scan again'}
+        <button
+          type="button"
+          onClick={() => void client.invalidateQueries({ queryKey: queryKeys.reconcile })}
+          className="ml-auto rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-50"
+        >
+          {q.isFetching || sessionScan.isFetching ? 'Scanning…' : 'Scan again'}
         </button>
         {mayRepair && <button
           type="button"
@@ -103,7 +110,7 @@ export function ReconcileView() {
       )}
       {!q.data && q.isPending && (
         <p role="status" className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500" data-reconcile-scanning>
-          Scanning Pending rows and parked sessions…
+          Scanning Pending rows…
         </p>
       )}
       {q.data && (
@@ -178,8 +185,15 @@ export function ReconcileView() {
             Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair.
           </p>
           <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={canRepair} />
-          <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap ({draining.length})</h2>
-          <DrainingSessionsList scan={q.data.draining} selected={sessions} onChange={setSessions} canRepair={canRepair} />
+          <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap{sessionScan.data ? ` (${draining.length})` : ''}</h2>
+          {/* Its own states: the broker may take long to lock sessions; the rows above do not wait for it. */}
+          {!sessionScan.data && sessionScan.isPending && (
+            <p role="status" className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500" data-reconcile-sessions-scanning>
+              Checking parked sessions under their locks…
+            </p>
+          )}
+          <ErrorBox error={sessionScan.error} />
+          <DrainingSessionsList scan={sessionScan.data?.draining} selected={sessions} onChange={setSessions} canRepair={canRepair} />
           <h2 className="mb-1 mt-5 font-semibold">Handoffs past their ExpectedBy ({q.data.overdueHandoffs.length})</h2>
           <p className="mb-1 text-xs text-slate-500">Only flagged: their outcome is in the external system. Complete or fail them from the event page.</p>
           {q.data.overdueHandoffs.length > 0 && (

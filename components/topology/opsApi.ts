@@ -5,7 +5,7 @@ import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySel
 import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
 import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
 import type { TopicView } from '../../server/subscriptions/overview.ts';
-import type { reconcileApply, reconcilePreview } from '../../server/reconcile/routes.ts';
+import type { reconcileApply, reconcilePreview, reconcileRowsPreview, reconcileSessionsPreview } from '../../server/reconcile/routes.ts';
 import type { RepairTarget } from '../../server/reconcile/stuck.ts';
 import type { DrainingTarget } from '../../server/reconcile/draining.ts';
 import type { HealthOverview, VersionedHeartbeatSettings } from '../../server/heartbeat/scheduler.ts';
@@ -26,6 +26,10 @@ export type { StaleRow } from '../../server/reconcile/reconcile.ts';
 export type { DrainingSession, DrainingTarget } from '../../server/reconcile/draining.ts';
 /** What the preview answers: the server's own result type (rows, stuck rows, draining sessions). */
 export type ReconcilePreview = Awaited<ReturnType<typeof reconcilePreview>>;
+/** `?part=rows`: the row findings alone (stale, stuck, overdue handoffs). */
+export type ReconcileRows = Awaited<ReturnType<typeof reconcileRowsPreview>>;
+/** `?part=sessions`: the session scan alone, possibly cut short at its time budget (`draining.scanLimited`). */
+export type ReconcileSessions = Awaited<ReturnType<typeof reconcileSessionsPreview>>;
 export type { StuckRow, RepairTarget } from '../../server/reconcile/stuck.ts';
 export type { HealthOverview } from '../../server/heartbeat/scheduler.ts';
 /** What an apply answers: the server's own result type. */
@@ -50,7 +54,8 @@ export const opsApi = {
   operation: (id: string) => callApi<ReplayOperation>(`/api/topology/operations/${seg(id)}`),
   action: (topic: string, subscription: string, action: 'pause' | 'resume' | 'purge' | 'restoreRules', confirm: string) =>
     callApi<Record<string, unknown>>(`${sub(topic, subscription)}/actions`, post({ action, confirm })),
-  reconcilePreview: () => callApi<ReconcilePreview>('/api/operations/reconcile'),
+  reconcileRows: () => callApi<ReconcileRows>('/api/operations/reconcile?part=rows'),
+  reconcileSessions: () => callApi<ReconcileSessions>('/api/operations/reconcile?part=sessions'),
   reconcileApply: (
     targets: Array<{ endpointId: string; eventId: string; sessionId: string; rowMessageId: string }>,
     repairs: RepairTarget[] = [],

@@ -112,9 +112,14 @@ describe('reconcile: sessions draining forever', () => {
     const stuck = await drainingSession(3, 1, [2]);
     const req = (method: string, body?: unknown) =>
       new Request('http://127.0.0.1/api/operations/reconcile', { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-    const preview = (await (await route.GET(req('GET'))).json()) as { draining: { sessions: Array<{ sessionId: string; endpointId: string; nextReplaySequence: number; why: string; does: string }> } };
+    const preview = (await (await route.GET(req('GET'))).json()) as {
+      draining: { sessions: Array<{ sessionId: string; endpointId: string; nextReplaySequence: number; why: string; does: string }>; scanLimited: boolean; checked: number; candidates: number };
+    };
     const found = preview.draining.sessions.find((d) => d.sessionId === stuck);
     assert.ok(found, JSON.stringify(preview.draining));
+    // Within its time budget the scan looks at every candidate and says it was not cut short.
+    assert.equal(preview.draining.scanLimited, false);
+    assert.equal(preview.draining.checked, preview.draining.candidates);
     assert.match(found.why, /#1/);
     assert.match(found.does, /to #2/);
     const res = await route.POST(req('POST', { sessions: [{ endpointId: ep, sessionId: stuck, nextReplaySequence: 1 }] }));

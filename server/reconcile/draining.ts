@@ -11,6 +11,7 @@
 // and the main session for a replayed copy still on its way. Repair, under the same lock: NextReplaySequence becomes
 // the lowest sequence still parked (or NextDeferralSequence when none is), and a ProcessDeferredRequest asks the
 // endpoint's deferred processor to replay what is left. Audited on `$reconcile`.
+import { setMaxListeners } from 'node:events';
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSessionReceiver } from '@azure/service-bus';
 import {
   Address,
@@ -53,13 +54,43 @@ export interface DrainingScan {
   sessions: DrainingSession[];
   /** Sessions not looked at because the endpoint (or a replay pass) holds them right now: live, not stuck. */
   busy: number;
+  /** Candidate sessions (with Deferred rows) the scan found, at most 100 per endpoint. */
+  candidates: number;
+  /** Candidates looked at to the end (busy ones included). */
+  checked: number;
+  /**
+   * True when the time budget ran out before every candidate was looked at: the findings are those of the `checked`
+   * sessions only; scan again for the rest.
+   */
+  scanLimited: boolean;
+  /** How long the scan ran. */
+  elapsedMs: number;
 }
+
+export interface DrainingScanOptions {
+  /**
+   * How long the scan may run before it answers with what it has (`scanLimited`). A session lock the broker is slow
+   * to grant (a loaded box, a lost connection the client retries on for minutes) must not hold the answer.
+   */
+  budgetMs?: number;
+  /** Sessions inspected at once: each is a few broker round trips, mostly waiting, so a few overlap well. */
+  concurrency?: number;
+}
+
+export const DRAINING_SCAN_BUDGET_MS = 20_000;
+export const DRAINING_SCAN_CONCURRENCY = 4;
 
 const codeOf = (err: unknown) => (err as { code?: unknown }).code;
 
-async function acceptOrBusy(client: ServiceBusClient, topic: string, subscription: string, sessionId: string): Promise<ServiceBusSessionReceiver | 'busy'> {
+async function acceptOrBusy(
+  client: ServiceBusClient,
+  topic: string,
+  subscription: string,
+  sessionId: string,
+  signal?: AbortSignal,
+): Promise<ServiceBusSessionReceiver | 'busy'> {
   try {
-    return await client.acceptSession(topic, subscription, sessionId, { maxAutoLockRenewalDurationInMs: 0 });
+    return await client.acceptSession(topic, subscription, sessionId, { maxAutoLockRenewalDurationInMs: 0, abortSignal: signal });
   } catch (err) {
     if (codeOf(err) === 'SessionCannotBeLocked') return 'busy';
     throw err;
@@ -72,11 +103,11 @@ const sequenceOf = (m: ServiceBusReceivedMessage, prop: string): number | undefi
 };
 
 /** What is still parked for the session on the Deferred subscription, or 'busy' while a replay pass holds it. */
-async function parkedSequences(client: ServiceBusClient, endpointId: string, sessionId: string): Promise<number[] | 'busy'> {
-  const parked = await acceptOrBusy(client, endpointId, Subscription.Deferred, sessionId);
+async function parkedSequences(client: ServiceBusClient, endpointId: string, sessionId: string, signal?: AbortSignal): Promise<number[] | 'busy'> {
+  const parked = await acceptOrBusy(client, endpointId, Subscription.Deferred, sessionId, signal);
   if (parked === 'busy') return 'busy';
   try {
-    const peeked = await parked.peekMessages(PEEK, { fromSequenceNumber: FROM_START });
+    const peeked = await parked.peekMessages(PEEK, { fromSequenceNumber: FROM_START, abortSignal: signal });
     return peeked.map((m) => sequenceOf(m, Prop.DeferralSequence)).filter((s): s is number => s !== undefined).sort((a, b) => a - b);
   } finally {
     await parked.close().catch(() => undefined);
@@ -89,14 +120,15 @@ async function inspect(
   main: ServiceBusSessionReceiver,
   endpointId: string,
   sessionId: string,
+  signal?: AbortSignal,
 ): Promise<{ state: SessionState; finding: DrainingSession | undefined } | 'busy'> {
-  const state = decodeSessionState(await main.getSessionState());
+  const state = decodeSessionState(await main.getSessionState({ abortSignal: signal }));
   if (!isDraining(state)) return { state, finding: undefined };
   const cursor = state.NextReplaySequence;
   // A replayed copy of the awaited message may be on its way to the endpoint: then the drain is moving.
-  const inFlight = (await main.peekMessages(PEEK, { fromSequenceNumber: FROM_START })).some((m) => sequenceOf(m, Prop.ReplaySequence) === cursor);
+  const inFlight = (await main.peekMessages(PEEK, { fromSequenceNumber: FROM_START, abortSignal: signal })).some((m) => sequenceOf(m, Prop.ReplaySequence) === cursor);
   if (inFlight) return { state, finding: undefined };
-  const parked = await parkedSequences(client, endpointId, sessionId);
+  const parked = await parkedSequences(client, endpointId, sessionId, signal);
   if (parked === 'busy') return 'busy';
   if (parked.includes(cursor)) return { state, finding: undefined };
   const next = parked.find((s) => s > cursor);
@@ -117,33 +149,92 @@ async function inspect(
   };
 }
 
-export async function findDrainingSessions(client: ServiceBusClient, store: MessageStore, endpointIds: string[]): Promise<DrainingScan> {
-  const sessions: DrainingSession[] = [];
+/** The sessions of `endpointId` with Deferred rows: a session that parks forever keeps making them. */
+async function candidateSessions(store: MessageStore, endpointId: string, signal: AbortSignal): Promise<string[]> {
+  const candidates = new Set<string>();
+  let token: string | undefined;
+  do {
+    const page = await store.listEvents({ endpointId, statuses: [ResolutionStatus.Deferred], pageSize: 200, continuationToken: token });
+    for (const r of page.items) if (r.sessionId !== '') candidates.add(r.sessionId);
+    token = page.continuationToken;
+  } while (token && candidates.size < MAX_SESSIONS_PER_ENDPOINT && !signal.aborted);
+  return [...candidates].slice(0, MAX_SESSIONS_PER_ENDPOINT);
+}
+
+/**
+ * Looks into each candidate session under its lock, a few at a time, and answers when all are done or when the time
+ * budget runs out, whichever comes first. At the budget, sessions still being looked at are let go: their broker
+ * calls are aborted and their locks closed in the background, and they are not counted as checked.
+ */
+export async function findDrainingSessions(client: ServiceBusClient, store: MessageStore, endpointIds: string[], options: DrainingScanOptions = {}): Promise<DrainingScan> {
+  const started = Date.now();
+  const budget = new AbortController();
+  // Every broker call of the scan listens on this one signal (the client adds a listener per call, and not every
+  // call removes its own): many listeners here are expected, not a leak.
+  setMaxListeners(0, budget.signal);
+  const timer = setTimeout(() => budget.abort(new Error('the session scan ran out of time')), options.budgetMs ?? DRAINING_SCAN_BUDGET_MS);
+  const outOfTime = new Promise<void>((resolve) => budget.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const candidates: Array<{ endpointId: string; sessionId: string }> = [];
+  const found: Array<{ index: number; finding: DrainingSession }> = [];
+  let listedAll = false;
   let busy = 0;
-  for (const endpointId of endpointIds) {
-    const candidates = new Set<string>();
-    let token: string | undefined;
-    do {
-      const page = await store.listEvents({ endpointId, statuses: [ResolutionStatus.Deferred], pageSize: 200, continuationToken: token });
-      for (const r of page.items) if (r.sessionId !== '') candidates.add(r.sessionId);
-      token = page.continuationToken;
-    } while (token && candidates.size < MAX_SESSIONS_PER_ENDPOINT);
-    for (const sessionId of [...candidates].slice(0, MAX_SESSIONS_PER_ENDPOINT)) {
-      const main = await acceptOrBusy(client, endpointId, endpointId, sessionId);
-      if (main === 'busy') {
-        busy++;
-        continue;
+  let checked = 0;
+  try {
+    const listing = (async () => {
+      for (const endpointId of endpointIds) {
+        const sessions = await candidateSessions(store, endpointId, budget.signal);
+        if (budget.signal.aborted) return;
+        for (const sessionId of sessions) candidates.push({ endpointId, sessionId });
       }
-      try {
-        const r = await inspect(client, main, endpointId, sessionId);
+      listedAll = true;
+    })();
+    // A store slow to list is cut short by the budget too; one that fails fails the scan (the caller's draining.error).
+    await Promise.race([listing, outOfTime]);
+    let next = 0;
+    const worker = async () => {
+      while (!budget.signal.aborted && next < candidates.length) {
+        const index = next++;
+        const { endpointId, sessionId } = candidates[index]!;
+        const r = await inspectSession(client, endpointId, sessionId, budget.signal);
+        if (budget.signal.aborted) return;
+        checked++;
         if (r === 'busy') busy++;
-        else if (r.finding) sessions.push(r.finding);
-      } finally {
-        await main.close().catch(() => undefined);
+        else if (r) found.push({ index, finding: r });
       }
-    }
+    };
+    const workers = Array.from({ length: Math.max(1, options.concurrency ?? DRAINING_SCAN_CONCURRENCY) }, () =>
+      // Past the budget a worker's failure is its aborted call, not the scan's: the scan answers what it has.
+      worker().catch((err: unknown) => {
+        if (!budget.signal.aborted) throw err;
+      }),
+    );
+    await Promise.race([Promise.all(workers), outOfTime]);
+  } finally {
+    clearTimeout(timer);
+    // Lets go of whatever is still under way (only past the budget): aborted calls, locks closed in the background.
+    budget.abort(new Error('the session scan has answered'));
   }
-  return { sessions, busy };
+  const listed = candidates.slice(0);
+  return {
+    sessions: found.sort((a, b) => a.index - b.index).map((f) => f.finding),
+    busy,
+    candidates: listed.length,
+    checked,
+    scanLimited: !listedAll || checked < listed.length,
+    elapsedMs: Date.now() - started,
+  };
+}
+
+/** One candidate under its main-session lock: its finding, undefined when it is healthy, or 'busy' when it is live. */
+async function inspectSession(client: ServiceBusClient, endpointId: string, sessionId: string, signal: AbortSignal): Promise<DrainingSession | undefined | 'busy'> {
+  const main = await acceptOrBusy(client, endpointId, endpointId, sessionId, signal);
+  if (main === 'busy') return 'busy';
+  try {
+    const r = await inspect(client, main, endpointId, sessionId, signal);
+    return r === 'busy' ? 'busy' : r.finding;
+  } finally {
+    await main.close().catch(() => undefined);
+  }
 }
 
 export interface DrainingTarget {

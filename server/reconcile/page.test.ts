@@ -3,7 +3,8 @@
 // they are stuck and what the repair does; the operator selects both and repairs them from the page; the skip is
 // sent once, the cursor moves, both repairs are audited. A failed repair shows its error inside the still-open
 // dialog. While the scan has not answered the page says it is scanning, never "nothing stuck", and after a failed
-// scan it shows the error alone.
+// scan it shows the error alone. The rows show while the broker's session scan is still held, the sessions part saying
+// it is still checking.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -51,6 +52,10 @@ async function acceptWhenFree(sessionId: string) {
 
 const open = (path: string): Promise<Page> => ui!.open(path);
 
+/** The reconcile API, whichever part a GET asks for (`?part=rows`, `?part=sessions`). */
+const isReconcileApi = (url: URL) => url.pathname === '/api/operations/reconcile';
+const isSessionScan = (url: URL) => isReconcileApi(url) && url.searchParams.get('part') === 'sessions';
+
 describe('Operations → Reconcile page', () => {
   test('while the scan runs the page says so, and after a failed scan it shows only the error: never "nothing stuck"', async () => {
     const page = await ui!.browser.newPage();
@@ -58,8 +63,9 @@ describe('Operations → Reconcile page', () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let scans = 0;
-    // Only the scan (GET) is held, then answered as a store outage would be; every scan of this page fails.
-    await page.route('**/api/operations/reconcile', async (route) => {
+    // Only the scan (GET, both its parts: the rows and the sessions) is held, then answered as a store outage would
+    // be; every scan of this page fails.
+    await page.route(isReconcileApi, async (route) => {
       if (route.request().method() !== 'GET') return route.continue();
       scans++;
       await held;
@@ -130,12 +136,12 @@ describe('Operations → Reconcile page', () => {
     await page.getByRole('button', { name: 'Repair selected (2)' }).click();
     // The first apply fails (the request never reaches the console): the error is shown inside the dialog, which
     // stays open (the page behind a modal dialog is inert, a screen reader would never hear an error there).
-    await page.route('**/api/operations/reconcile', (route) => (route.request().method() === 'POST' ? route.abort('connectionreset') : route.continue()));
+    await page.route(isReconcileApi, (route) => (route.request().method() === 'POST' ? route.abort('connectionreset') : route.continue()));
     const dialog = page.getByRole('dialog', { name: 'Repair 2 rows' });
     await dialog.getByRole('button', { name: 'Repair 2' }).click();
     await dialog.getByRole('alert').waitFor();
     assert.equal(await page.locator('[data-reconcile-result]').count(), 0, 'nothing was repaired');
-    await page.unroute('**/api/operations/reconcile');
+    await page.unroute(isReconcileApi);
     await dialog.getByRole('button', { name: 'Repair 2' }).click();
     await page.locator('[data-reconcile-result]').getByText('2 repaired, 0 unchanged.').waitFor();
     await page.close();
@@ -158,5 +164,36 @@ describe('Operations → Reconcile page', () => {
     assert.ok((await stack.store.listAudits(failed.eventId)).items.some((a) => a.type === 'ReconcileStuckCommand' && a.auditor === 'anonymous'));
     assert.ok((await stack.store.listAudits(RECONCILE_AUDIT_EVENT)).items.some((a) => a.type === 'ReconcileDrainingSession'));
     assert.deepEqual(pageErrors, []);
+  });
+  test('the rows show while the session scan is still running; the sessions part has its own state', async () => {
+    await seedConsoleData(stack.store, Date.now() - 60_000, '-held');
+    const page = await ui!.browser.newPage();
+    page.on('pageerror', (e) => pageErrors.push(`/operations/reconcile: ${e.message}`));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // Only the broker's session scan is held (as a slow broker would hold it); the rows are read as usual.
+    await page.route(isSessionScan, async (route) => {
+      await held;
+      await route.continue().catch(() => undefined);
+    });
+    try {
+      await page.goto(`${ui!.url}/operations/reconcile`);
+      await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+      // The overdue handoff the seed left is listed while the scan is held: the rows did not wait for it.
+      await page.getByRole('heading', { name: /^Handoffs past their ExpectedBy/ }).waitFor();
+      await page.getByRole('link', { name: 'evt-handoff-2-held' }).waitFor();
+      await page.getByRole('heading', { name: /^Stale Pending rows/ }).waitFor();
+      const sessionsChecking = page.getByRole('status').filter({ hasText: 'Checking parked sessions' });
+      assert.equal(await sessionsChecking.count(), 1, 'the sessions part says it is still checking');
+      assert.equal(await page.getByText('No session drains with a gap').count(), 0, 'no all-clear for sessions before their scan answers');
+      assert.equal(await page.getByRole('status').filter({ hasText: 'Scanning Pending rows' }).count(), 0, 'the rows are no longer scanning');
+      release();
+      await page.getByText('Sessions with parked events, read under the session').waitFor();
+      assert.equal(await sessionsChecking.count(), 0, 'the sessions part has answered');
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      release();
+      await page.close();
+    }
   });
 });

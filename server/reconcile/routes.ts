@@ -7,7 +7,7 @@ import { leasesOf, replicaId } from '../leases.ts';
 import type { ConsoleContext } from '../context.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
 import { applyStuckRepairs } from './stuck.ts';
-import { findDrainingSessions, repairDrainingSessions, type DrainingScan } from './draining.ts';
+import { findDrainingSessions, repairDrainingSessions, type DrainingScan, type DrainingScanOptions } from './draining.ts';
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 
 const rowTarget = {
@@ -40,16 +40,43 @@ export function reconcileEndpoints(body: z.output<typeof reconcileApplyBody>): s
   return [...new Set([...body.targets, ...body.repairs, ...body.sessions].map((t) => t.endpointId))];
 }
 
-/** The preview of the catalog's endpoints within `scope` (an endpoint's Reader sees that endpoint's rows only). */
-export async function reconcilePreview(ctx: ConsoleContext, scope: ReadScope = { all: true }) {
-  const endpointIds = ctx.catalog.endpoints.map((e) => e.id).filter((id) => inScope(scope, id));
-  const rows = await previewReconcile(ctx.store, endpointIds);
-  // The session scan needs the broker; without it the rows are still worth showing.
-  const draining: DrainingScan & { error?: string } = await findDrainingSessions(ctx.serviceBus.client, ctx.store, endpointIds).catch((err: unknown) => ({
+/**
+ * Which part of the preview a GET asks for: `rows` (stale rows, stuck rows, overdue handoffs: store reads only, quick),
+ * `sessions` (the broker's session scan, bounded by its time budget) or both (no `part`: what clients from before the
+ * split read). The page asks for the two apart so the rows never wait for the broker.
+ */
+export const reconcilePreviewQuery = z.object({ part: z.enum(['rows', 'sessions']).optional() });
+
+const endpointsInScope = (ctx: ConsoleContext, scope: ReadScope) => ctx.catalog.endpoints.map((e) => e.id).filter((id) => inScope(scope, id));
+
+/** The row findings of the catalog's endpoints within `scope` (an endpoint's Reader sees that endpoint's rows only). */
+export function reconcileRowsPreview(ctx: ConsoleContext, scope: ReadScope = { all: true }) {
+  return previewReconcile(ctx.store, endpointsInScope(ctx, scope));
+}
+
+export type DrainingPreview = DrainingScan & { error?: string };
+
+/** The session scan within `scope`; without the broker (or the store) it answers its error, never throws. */
+export async function reconcileSessionsPreview(ctx: ConsoleContext, scope: ReadScope = { all: true }, options?: DrainingScanOptions) {
+  const started = Date.now();
+  const draining: DrainingPreview = await findDrainingSessions(ctx.serviceBus.client, ctx.store, endpointsInScope(ctx, scope), options).catch((err: unknown) => ({
     sessions: [],
     busy: 0,
+    candidates: 0,
+    checked: 0,
+    scanLimited: false,
+    elapsedMs: Date.now() - started,
     error: `sessions could not be scanned: ${err instanceof Error ? err.message : String(err)}`,
   }));
+  return { draining, generatedAt: new Date().toISOString() };
+}
+
+/**
+ * The whole preview, for clients that ask for both parts in one answer. The two parts run side by side; the answer
+ * still waits for the session scan, at most its time budget (`draining.scanLimited` then says it was cut short).
+ */
+export async function reconcilePreview(ctx: ConsoleContext, scope: ReadScope = { all: true }) {
+  const [rows, { draining }] = await Promise.all([reconcileRowsPreview(ctx, scope), reconcileSessionsPreview(ctx, scope)]);
   return { ...rows, draining };
 }
 

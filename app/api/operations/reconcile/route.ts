@@ -1,18 +1,33 @@
 // GET /api/operations/reconcile: the preview (stale Pending rows with evidence, overdue handoffs, stuck rows, draining
-// sessions) of the endpoints the caller may read. Any role.
+// sessions) of the endpoints the caller may read. Any role. `?part=rows` answers the row findings alone (store reads,
+// quick), `?part=sessions` the broker's session scan alone (bounded by its time budget): the page asks for both apart
+// so the rows never wait for the broker. Without `part`, both in one answer.
 // POST with `{ targets, repairs }`: re-applies the stored outcome of each stale row, through the guarded write, and
 // re-sends or restores each stuck row. Operator: site-wide, or of every endpoint the request names.
 import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope, type Authorized } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
-import { handle, json, readJsonBody } from '../../../../server/http.ts';
-import { reconcileApply, reconcileApplyBody, reconcileEndpoints, reconcilePreview } from '../../../../server/reconcile/routes.ts';
+import { handle, json, parseOr400, readJsonBody } from '../../../../server/http.ts';
+import {
+  reconcileApply,
+  reconcileApplyBody,
+  reconcileEndpoints,
+  reconcilePreview,
+  reconcilePreviewQuery,
+  reconcileRowsPreview,
+  reconcileSessionsPreview,
+} from '../../../../server/reconcile/routes.ts';
 
 export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
     const who = await authorize(request, 'read');
-    return json(await reconcilePreview(await getContext(), readScope(who)));
+    const { part } = parseOr400(reconcilePreviewQuery, Object.fromEntries(new URL(request.url).searchParams), 'reconcile query');
+    const ctx = await getContext();
+    const scope = readScope(who);
+    if (part === 'rows') return json(await reconcileRowsPreview(ctx, scope));
+    if (part === 'sessions') return json(await reconcileSessionsPreview(ctx, scope));
+    return json(await reconcilePreview(ctx, scope));
   });
 }
 
