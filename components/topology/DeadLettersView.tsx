@@ -13,6 +13,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ApiError } from '../api.ts';
 import { ErrorBox, Timestamp } from '../format.tsx';
+import { DeadLetterEventLink, PermanentFailuresWarning } from './DeadLetterLeads.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
@@ -189,6 +190,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
                 <input type="checkbox" aria-label={`Select dead letter ${d.sequenceNumber}`} checked={selected.has(d.sequenceNumber)} onChange={() => toggle(d.sequenceNumber)} />
                 <span className="font-mono text-xs text-slate-500">#{d.sequenceNumber}</span>
                 <span className="font-mono text-xs">{d.messageId}</span>
+                <DeadLetterEventLink event={d.event} />
                 <span className="rounded bg-rose-100 px-1.5 py-0.5 text-xs font-medium text-rose-900">{d.reason ?? 'no reason'}</span>
                 <span className="text-xs text-slate-500">
                   delivered {d.deliveryCount ?? '?'}× · <Timestamp at={d.enqueuedAt} />
@@ -287,6 +289,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
             <p className="mt-2">No other subscription of {topic} receives the copies.</p>
           )}
           <ReplayJournalSummary p={preview.result} />
+          <PermanentFailuresWarning count={preview.result.permanentFailures} />
           {preview.result.truncated && <p className="mt-2 text-amber-800">More dead letters match than one replay handles; run it again afterwards.</p>}
           {preview.result.toSend + preview.result.alreadySent === 0 && (
             <p className="mt-2 font-medium" data-nothing-to-send>

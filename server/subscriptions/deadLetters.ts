@@ -3,6 +3,7 @@
 // dead letter held, and they are shown as text to the page, never logged.
 import type { ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage, ServiceBusReceiver } from '@azure/service-bus';
 import { Prop } from '@nimbus/sdk/contract';
+import { deadLetterEventOf, isPermanentFailure, type DeadLetterEvent } from './deadLetterEvent.ts';
 
 export interface DeadLetterView {
   sequenceNumber: string;
@@ -14,6 +15,10 @@ export interface DeadLetterView {
   deliveryCount: number | null;
   deadLetterSource: string | null;
   applicationProperties: Record<string, unknown>;
+  /** The event it belongs to (from its EventId), for the link to the event page; null for a foreign message. */
+  event: DeadLetterEvent | null;
+  /** Dead-lettered as a permanent failure by the SDK: replayed unchanged it fails again. */
+  permanentFailure: boolean;
   /** The body as UTF-8 text (the page escapes it); binary bodies as base64 with `bodyEncoding: 'base64'`. */
   body: string;
   bodyEncoding: 'utf8' | 'base64';
@@ -54,7 +59,8 @@ function plainProps(props: Record<string, unknown> | undefined): Record<string, 
   return out;
 }
 
-export function viewOf(m: ServiceBusReceivedMessage): DeadLetterView {
+/** A dead letter of `topic` as the page shows it (the topic tells whose event a parked copy is). */
+export function viewOf(m: ServiceBusReceivedMessage, topic: string): DeadLetterView {
   const props = plainProps(m.applicationProperties);
   const reason = m.deadLetterReason ?? (typeof props[Prop.DeadLetterReason] === 'string' ? (props[Prop.DeadLetterReason] as string) : null);
   const description =
@@ -70,6 +76,8 @@ export function viewOf(m: ServiceBusReceivedMessage): DeadLetterView {
     deliveryCount: m.deliveryCount ?? null,
     deadLetterSource: m.deadLetterSource ?? null,
     applicationProperties: props,
+    event: deadLetterEventOf(topic, props),
+    permanentFailure: isPermanentFailure(reason ?? null),
     ...bodyText(m.body),
   };
 }
@@ -119,7 +127,7 @@ export async function peekDeadLetters(
       let stopAt: string | null = null;
       for (const m of batch) {
         scanned++;
-        const v = viewOf(m);
+        const v = viewOf(m, topic);
         if (items.length >= pageSize) {
           stopAt = v.sequenceNumber;
           break;

@@ -79,6 +79,11 @@ export interface ReplayPreview {
   uncertain: number;
   /** Of `count`: sent now (count - alreadySent - uncertain, or + uncertain with a `resend` decision). */
   toSend: number;
+  /**
+   * Of `count`: dead-lettered as permanent failures (DeadLetterReason `Permanent failure: …`). Replayed unchanged
+   * they fail again; their fix is on the event page (Resubmit with changes).
+   */
+  permanentFailures: number;
   /** The uncertain ones with their evidence (at most 100). */
   uncertainItems: UncertainEvidence[];
   /** True when the scan stopped at its bound: there may be more matching dead letters. */
@@ -156,18 +161,20 @@ export async function previewReplay(
   let count = 0;
   let alreadySent = 0;
   let uncertain = 0;
+  let permanentFailures = 0;
   let truncated = false;
   try {
     let batch = await receiver.peekMessages(100, { fromSequenceNumber: sequenceNumber('0') });
     while (batch.length > 0) {
       for (const m of batch) {
-        const v = viewOf(m);
+        const v = viewOf(m, topic);
         if (!selects(sel, v)) continue;
         if (count >= max) {
           truncated = true;
           break;
         }
         count++;
+        if (v.permanentFailure) permanentFailures++;
         const record = open.get(recordIdOf(v));
         const verdict = verdictOf(record);
         if (verdict === 'alreadySent') alreadySent++;
@@ -199,7 +206,7 @@ export async function previewReplay(
     .map(([s, e]) => ({ subscription: s, count: e.yes + e.unknown, certain: e.unknown === 0 }))
     .sort((a, b) => a.subscription.localeCompare(b.subscription));
   const toSend = count - alreadySent - (sel.uncertain === 'resend' ? 0 : uncertain);
-  return { topic, subscription, count, alreadySent, uncertain, toSend, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
+  return { topic, subscription, count, alreadySent, uncertain, toSend, permanentFailures, uncertainItems: await uncertainEvidence(docs, uncertainFound), truncated, sample, alsoReaches };
 }
 
 export interface ReplayOperation {
@@ -561,7 +568,7 @@ async function runReplay(
       let fresh = 0;
       let stop = false;
       for (const m of batch) {
-        const v = viewOf(m);
+        const v = viewOf(m, topic);
         if (seen.has(v.sequenceNumber)) {
           // Came back after its lock expired or after a refused send: this pass has already decided on it.
           held.push(m);

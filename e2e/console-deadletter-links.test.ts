@@ -1,0 +1,94 @@
+// Browser test of Topology → Subscriptions dead letters as a lead to the fix: the built console on the embedded
+// Service Bus emulator and Cosmos server (server/testing/seededConsole.ts), real Chromium. A dead letter whose
+// message carries an EventId shows its event id and type and links to the event's page (history, payload,
+// Resubmit with changes); a foreign message shows no link; the replay preview of a permanently failed dead letter
+// warns that replaying it unchanged fails again.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { ServiceBusMessage } from '@azure/service-bus';
+import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import { untilDataDrawn } from '../server/testing/pageWait.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let ui: SeededConsole | undefined;
+
+before(async () => {
+  ui = await startSeededConsole();
+});
+
+after(() => ui?.close());
+
+/** Sends each message to `endpoint`'s topic and dead-letters it from the endpoint's main subscription (one session). */
+async function deadLetterOnMain(endpoint: string, sessionId: string, messages: Array<{ message: ServiceBusMessage; reason: string }>): Promise<void> {
+  const client = ui!.stack.serviceBus.client;
+  const sender = client.createSender(endpoint);
+  for (const { message } of messages) await sender.sendMessages({ ...message, sessionId });
+  await sender.close();
+  const reasons = new Map(messages.map(({ message, reason }) => [String(message.messageId), reason]));
+  const receiver = await client.acceptSession(endpoint, endpoint, sessionId);
+  try {
+    while (reasons.size > 0) {
+      for (const m of await receiver.receiveMessages(10, { maxWaitTimeInMs: 5000 })) {
+        const reason = reasons.get(String(m.messageId));
+        if (reason === undefined) continue;
+        await receiver.deadLetterMessage(m, { deadLetterReason: reason, deadLetterErrorDescription: 'the event payload is not valid JSON' });
+        reasons.delete(String(m.messageId));
+      }
+    }
+  } finally {
+    await receiver.close();
+  }
+}
+
+describe('dead letters lead to their event', () => {
+  test('a dead letter links to its event page, a foreign one does not, and the preview warns of a permanent failure', async () => {
+    const ep = 'billingendpoint';
+    // The demo's dead-lettered event (server/testing/seed.ts): its page exists.
+    const eventId = 'evt-dead-1';
+    const eventMessage = randomUUID();
+    const foreignMessage = randomUUID();
+    await deadLetterOnMain(ep, `s-${randomUUID().slice(0, 8)}`, [
+      {
+        message: {
+          messageId: eventMessage,
+          body: Buffer.from(eventBody('OrderPlaced', { orderId: 'o-1' })),
+          applicationProperties: { [Prop.To]: ep, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: eventId, [Prop.EventTypeId]: 'OrderPlaced' },
+        },
+        reason: 'Permanent failure: PayloadDeserializationError: the event payload is not valid JSON',
+      },
+      { message: { messageId: foreignMessage, body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep } }, reason: 'Foreign' },
+    ]);
+
+    const page = await ui!.open(`/topology/subscriptions/${ep}/${ep}`);
+    const entry = page.locator(`[data-dead-letter="${eventMessage}"]`);
+    await entry.waitFor();
+    await page.locator(`[data-dead-letter="${foreignMessage}"]`).waitFor();
+    assert.ok(await untilDataDrawn(page), 'the dead-letter list is drawn');
+    // The entry's visible line, not its collapsed properties (which hold EventId too).
+    assert.match(await entry.locator('div').first().innerText(), /event evt-dead-1 · OrderPlaced/, 'the entry shows the event id and type');
+    assert.equal(await page.locator(`[data-dead-letter="${foreignMessage}"] a[href*="/events/"]`).count(), 0, 'a foreign message links to no event');
+
+    // The preview of the permanently failed dead letter warns before anything is replayed.
+    await entry.getByRole('checkbox').check();
+    await page.getByRole('button', { name: 'Replay selected (1)' }).click();
+    const dialog = page.getByRole('dialog');
+    const warning = dialog.locator('[data-permanent-failures]');
+    await warning.waitFor();
+    assert.match(
+      (await warning.textContent()) ?? '',
+      /1 of the selected messages was dead-lettered as a permanent failure; replaying it unchanged will fail again — open the event to resubmit with changes\./,
+    );
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+
+    // The link goes to the event's page, where history, payload and Resubmit with changes are.
+    await entry.getByRole('link', { name: eventId }).click();
+    await page.waitForURL(new RegExp(`/endpoints/${ep}/events/${eventId}$`));
+    await page.getByTestId('event-status').waitFor();
+    assert.deepEqual(ui!.pageErrors, []);
+    await page.close();
+  });
+});
