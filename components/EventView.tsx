@@ -12,6 +12,7 @@ import { api, endpointHref, eventHref, type CommandResult, type EventDetails } f
 import { endpointsQuery, eventQuery, queryKeys } from './queries.ts';
 import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
+import { parkedFollowText } from './sessionRelease.ts';
 import { isActionable } from './EndpointEventsView.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
@@ -412,7 +413,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
           <p>
             Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
-            <span className="font-mono">{e.sessionId}</span> is released and its {d.parkedSiblings.length} parked event(s) follow.
+            <span className="font-mono">{e.sessionId}</span> is released and {parkedFollowText(d.parkedSiblings.length)}.
           </p>
           <ErrorBox error={actionError} />
         </ConfirmDialog>
@@ -420,7 +421,8 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       {dialog === 'skip' ? (
         <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
           <p>
-            Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released.
+            Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released and{' '}
+            {parkedFollowText(d.parkedSiblings.length)}.
           </p>
           <ErrorBox error={actionError} />
         </ConfirmDialog>
