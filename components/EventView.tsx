@@ -19,6 +19,7 @@ import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
 import { HistoryDiff } from './payload/HistoryDiff.tsx';
 import { PayloadView, payloadText as formatPayload } from './payload/PayloadView.tsx';
 import { useCan } from './audit/accessApi.ts';
+import { auditLogHref } from './audit/actionNames.ts';
 
 type Dialog = null | 'resubmit' | 'edit' | 'skip' | 'complete' | 'fail';
 
@@ -399,6 +400,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                       <span className="font-medium">{a.type}</span>
                       <span className="text-slate-500">by {a.auditor}</span>
                       <Timestamp at={a.at} />
+                      {/* The Audit page names this act differently (resubmit, handoff…): the link filters it there. */}
+                      <Link href={auditLogHref(eventId, a.type)} className="text-xs text-sky-700 hover:underline">
+                        in Audit
+                      </Link>
                     </div>
                     {a.comment ? <div className="text-xs text-slate-700">{a.comment}</div> : null}
                   </li>

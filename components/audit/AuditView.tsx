@@ -9,6 +9,7 @@ import { useRouter, useSearchParams } from 'next/navigation';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import type { AuditRecord } from './accessApi.ts';
 import { auditQuery } from '../queries.ts';
+import { eventTrailName } from './actionNames.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { auditSearch, parseSearch, toSearch, type AuditSearch } from '../urlState.ts';
 import { fromInputValue, toInputValue } from '../isoTime.ts';
@@ -139,7 +140,11 @@ export function AuditView() {
                 {r.actorName}
               </td>
               <td className="p-2 text-xs">{r.roles}</td>
-              <td className="p-2 font-mono text-xs">{r.action}</td>
+              <td className="p-2 font-mono text-xs">
+                {r.action}
+                {/* The same act under the name the event page's audit trail gives it (ResubmitWithChanges…). */}
+                {eventTrailName(r) ? <div className="font-sans text-slate-500">{eventTrailName(r)}</div> : null}
+              </td>
               <td className="p-2">{r.endpointId ?? '—'}</td>
               <td className="p-2 font-mono text-xs">{auditSubject(r)}</td>
               <td className="p-2">
