@@ -12,6 +12,7 @@ import { api, endpointHref, eventHref, type CommandResult, type EventDetails } f
 import { endpointsQuery, eventQuery, queryKeys } from './queries.ts';
 import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
+import { MessageId } from './MessageId.tsx';
 import { parkedFollowText } from './sessionRelease.ts';
 import { isActionable } from './EndpointEventsView.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
@@ -340,10 +341,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                   </Link>
                 ) : null}
               </Field>
-              <Field label="Last message">{e.messageId}</Field>
+              <Field label="Last message">{e.messageId ? <MessageId id={e.messageId} /> : null}</Field>
               <Field label="Last message type">{e.messageType}</Field>
-              <Field label="Parent message">{e.parentMessageId}</Field>
-              <Field label="Originating message">{e.originatingMessageId}</Field>
+              <Field label="Parent message">{e.parentMessageId ? <MessageId id={e.parentMessageId} /> : null}</Field>
+              <Field label="Originating message">{e.originatingMessageId ? <MessageId id={e.originatingMessageId} /> : null}</Field>
               <Field label="Correlation">{e.correlationId}</Field>
               <Field label="Trace">{d.trace ? <TraceId traceId={d.trace.traceId} url={d.trace.url} testId="event-trace" /> : null}</Field>
               <Field label="From → To">
