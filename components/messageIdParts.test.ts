@@ -8,7 +8,11 @@ import { messageIdParts } from './messageIdParts.ts';
 test('a parked then replayed copy: the source id and both copies, in order', () => {
   const id = derivedMessageId(derivedMessageId('InvoiceIssued-d93da724d8984079', 'parked'), 'replayed');
   assert.equal(id, 'InvoiceIssued-d93da724d8984079~parked~replayed');
-  assert.deepEqual(messageIdParts(id), { base: 'InvoiceIssued-d93da724d8984079', copies: ['parked', 'replayed'], hashed: false });
+  assert.deepEqual(messageIdParts(id), {
+    base: 'InvoiceIssued-d93da724d8984079',
+    copies: ['parked', 'replayed'],
+    hashed: false,
+  });
 });
 
 test('an id that is no copy is left whole, a ~ of its own included', () => {

@@ -16,7 +16,8 @@ import { launchTestChromium, type TestBrowser } from '../server/testing/chromium
 /** The classes of the console's filled buttons, as the components write them. */
 const BUTTONS = {
   primary: 'rounded bg-sky-600 px-3 py-1 text-sm font-medium text-white hover:bg-sky-700 disabled:opacity-50', // DeadLettersView
-  danger: 'rounded bg-red-600 px-3 py-1.5 text-sm font-medium text-white hover:bg-red-700 disabled:opacity-50', // TypedConfirmDialog
+  danger:
+    'rounded bg-red-600 px-3 py-1.5 text-sm font-medium text-white hover:bg-red-700 disabled:opacity-50', // TypedConfirmDialog
   confirm: 'rounded bg-emerald-600 px-3 py-1 text-sm text-white hover:bg-emerald-700 disabled:opacity-50', // EventView
 };
 
@@ -24,8 +25,12 @@ let browser: TestBrowser;
 let css: string;
 
 /** PostCSS as the Tailwind plugin itself resolves it (postcss is not a dependency of the console of its own). */
-type PostCss = (plugins: unknown[]) => { process(css: string, options: { from: string }): Promise<{ css: string }> };
-const postcss = createRequire(createRequire(import.meta.url).resolve('@tailwindcss/postcss'))('postcss') as PostCss;
+type PostCss = (plugins: unknown[]) => {
+  process(css: string, options: { from: string }): Promise<{ css: string }>;
+};
+const postcss = createRequire(createRequire(import.meta.url).resolve('@tailwindcss/postcss'))(
+  'postcss',
+) as PostCss;
 
 before(async () => {
   const from = join(CONSOLE_DIR, 'app', 'globals.css');
@@ -63,14 +68,26 @@ for (const theme of ['light', 'dark'] as const) {
     const page = await browser.context.newPage();
     try {
       const buttons = Object.entries(BUTTONS)
-        .map(([name, cls]) => `<button id="${name}-on" class="${cls}">On</button><button id="${name}-off" disabled class="${cls}">Replay selected (0)</button>`)
+        .map(
+          ([name, cls]) =>
+            `<button id="${name}-on" class="${cls}">On</button><button id="${name}-off" disabled class="${cls}">Replay selected (0)</button>`,
+        )
         .join('');
-      await page.setContent(`<!doctype html><html class="${theme === 'dark' ? 'dark' : ''}"><head><style>${css}</style></head><body class="bg-slate-50"><main class="bg-white p-4">${buttons}</main></body></html>`);
+      await page.setContent(
+        `<!doctype html><html class="${theme === 'dark' ? 'dark' : ''}"><head><style>${css}</style></head><body class="bg-slate-50"><main class="bg-white p-4">${buttons}</main></body></html>`,
+      );
       for (const name of Object.keys(BUTTONS)) {
         const on = await look(page, `${name}-on`);
         const off = await look(page, `${name}-off`);
-        assert.ok(chroma(on.background) > 60, `${name}: the enabled button is coloured (${on.background.join(',')})`);
-        assert.notDeepEqual(off.background, on.background, `${name}: the disabled button has another fill than the enabled one`);
+        assert.ok(
+          chroma(on.background) > 60,
+          `${name}: the enabled button is coloured (${on.background.join(',')})`,
+        );
+        assert.notDeepEqual(
+          off.background,
+          on.background,
+          `${name}: the disabled button has another fill than the enabled one`,
+        );
         assert.ok(
           chroma(off.background) * 2 < chroma(on.background),
           `${name}: the disabled button's fill is neutral (${off.background.join(',')}), not the enabled hue (${on.background.join(',')})`,

@@ -6,13 +6,19 @@ import { auditLogHref, eventTrailName } from './actionNames.ts';
 import { parseSearch, auditSearch } from '../urlState.ts';
 
 test('the event trail name of a logged action', () => {
-  assert.equal(eventTrailName({ action: 'resubmit', details: { edited: true, payloadDiff: [] } }), 'ResubmitWithChanges');
+  assert.equal(
+    eventTrailName({ action: 'resubmit', details: { edited: true, payloadDiff: [] } }),
+    'ResubmitWithChanges',
+  );
   assert.equal(eventTrailName({ action: 'resubmit', details: { edited: false } }), 'Resubmit');
   assert.equal(eventTrailName({ action: 'skip', details: null }), 'Skip');
   assert.equal(eventTrailName({ action: 'handoff', details: { settlement: 'complete' } }), 'CompleteHandoff');
   assert.equal(eventTrailName({ action: 'handoff', details: { settlement: 'fail' } }), 'FailHandoff');
   // The Agent API and MCP say completed / failed.
-  assert.equal(eventTrailName({ action: 'agent.settle', details: { settlement: 'completed' } }), 'CompleteHandoff');
+  assert.equal(
+    eventTrailName({ action: 'agent.settle', details: { settlement: 'completed' } }),
+    'CompleteHandoff',
+  );
   assert.equal(eventTrailName({ action: 'agent.settle', details: { settlement: 'failed' } }), 'FailHandoff');
 });
 
@@ -24,7 +30,8 @@ test('actions with no entry of their own in the event trail: no name', () => {
 });
 
 test('the Audit link of a trail entry: the event, and the log action where there is exactly one', () => {
-  const link = (type: string) => parseSearch(auditSearch, new URLSearchParams(auditLogHref('evt 1/ä', type).split('?')[1]));
+  const link = (type: string) =>
+    parseSearch(auditSearch, new URLSearchParams(auditLogHref('evt 1/ä', type).split('?')[1]));
   assert.equal(auditLogHref('evt-1', 'ResubmitWithChanges'), '/audit?eventId=evt-1&action=resubmit');
   assert.equal(link('ResubmitWithChanges').eventId, 'evt 1/ä');
   assert.equal(link('Resubmit').action, 'resubmit');

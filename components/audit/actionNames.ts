@@ -33,7 +33,11 @@ export function eventTrailName(r: { action: string; details?: Details }): string
  * API), and the Audit filter matches one part of a name, so for those the event id alone narrows it.
  */
 export function auditLogHref(eventId: string, trailType: string): string {
-  const action: Record<string, string> = { Resubmit: 'resubmit', ResubmitWithChanges: 'resubmit', Skip: 'skip' };
+  const action: Record<string, string> = {
+    Resubmit: 'resubmit',
+    ResubmitWithChanges: 'resubmit',
+    Skip: 'skip',
+  };
   const q = new URLSearchParams({ eventId });
   const a = action[trailType];
   if (a) q.set('action', a);

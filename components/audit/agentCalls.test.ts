@@ -25,6 +25,9 @@ test('the toggle reads its state from the filter, as the server matches it (igno
 });
 
 test('kept in the URL: the preset survives the page URL round trip', () => {
-  const qs = toSearch(auditSearch, { ...parseSearch(auditSearch, new URLSearchParams()), notAction: withAgentCalls('', true) });
+  const qs = toSearch(auditSearch, {
+    ...parseSearch(auditSearch, new URLSearchParams()),
+    notAction: withAgentCalls('', true),
+  });
   assert.equal(hidesAgentCalls(parseSearch(auditSearch, new URLSearchParams(qs)).notAction), true);
 });

@@ -14,14 +14,23 @@ test('catalog in, schema not compiled yet: says it is loading, not that there is
 });
 
 test('a compiled schema: checked against it', () => {
-  assert.equal(schemaNote({ ...base, schema: 'schema' }), 'Checked against the OrderPlaced JSON schema in the catalog.');
+  assert.equal(
+    schemaNote({ ...base, schema: 'schema' }),
+    'Checked against the OrderPlaced JSON schema in the catalog.',
+  );
 });
 
 test('a type with no schema in the catalog: any JSON is accepted', () => {
-  assert.equal(schemaNote({ ...base, schema: 'none' }), 'OrderPlaced has no JSON schema in the catalog: any JSON is accepted.');
+  assert.equal(
+    schemaNote({ ...base, schema: 'none' }),
+    'OrderPlaced has no JSON schema in the catalog: any JSON is accepted.',
+  );
 });
 
 test('catalog still loading, or unreadable', () => {
   assert.equal(schemaNote({ ...base, catalogLoaded: false, schema: 'pending' }), 'Loading the catalog…');
-  assert.equal(schemaNote({ ...base, catalogError: true, catalogLoaded: false, schema: 'none' }), 'The catalog could not be read: the server checks the schema when you send.');
+  assert.equal(
+    schemaNote({ ...base, catalogError: true, catalogLoaded: false, schema: 'none' }),
+    'The catalog could not be read: the server checks the schema when you send.',
+  );
 });

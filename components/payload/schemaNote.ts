@@ -7,12 +7,18 @@
  */
 export type SchemaState = 'schema' | 'none' | 'pending';
 
-export function schemaNote(input: { catalogError: boolean; catalogLoaded: boolean; schema: SchemaState; eventTypeId: string }): string {
+export function schemaNote(input: {
+  catalogError: boolean;
+  catalogLoaded: boolean;
+  schema: SchemaState;
+  eventTypeId: string;
+}): string {
   if (input.catalogError) return 'The catalog could not be read: the server checks the schema when you send.';
   if (!input.catalogLoaded) return 'Loading the catalog…';
   // Until the checker modules are in, the schema is not compiled: "no schema" here would be a guess, and wrong for
   // every type that has one (it would turn into "Checked against…" seconds later).
   if (input.schema === 'pending') return 'Loading the schema…';
-  if (input.schema === 'schema') return `Checked against the ${input.eventTypeId} JSON schema in the catalog.`;
+  if (input.schema === 'schema')
+    return `Checked against the ${input.eventTypeId} JSON schema in the catalog.`;
   return `${input.eventTypeId} has no JSON schema in the catalog: any JSON is accepted.`;
 }
