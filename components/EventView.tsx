@@ -14,11 +14,14 @@ import { endpointsQuery, eventQuery, queryKeys } from './queries.ts';
 import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
+import { MessageId } from './MessageId.tsx';
+import { parkedFollowText } from './sessionRelease.ts';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
 import { HistoryDiff } from './payload/HistoryDiff.tsx';
 import { PayloadView, payloadText as formatPayload } from './payload/PayloadView.tsx';
 import { useCan } from './audit/accessApi.ts';
+import { auditLogHref } from './audit/actionNames.ts';
 
 type Dialog = null | EventCommand;
 
@@ -343,10 +346,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                   </Link>
                 ) : null}
               </Field>
-              <Field label="Last message">{e.messageId}</Field>
+              <Field label="Last message">{e.messageId ? <MessageId id={e.messageId} /> : null}</Field>
               <Field label="Last message type">{e.messageType}</Field>
-              <Field label="Parent message">{e.parentMessageId}</Field>
-              <Field label="Originating message">{e.originatingMessageId}</Field>
+              <Field label="Parent message">{e.parentMessageId ? <MessageId id={e.parentMessageId} /> : null}</Field>
+              <Field label="Originating message">{e.originatingMessageId ? <MessageId id={e.originatingMessageId} /> : null}</Field>
               <Field label="Correlation">{e.correlationId}</Field>
               <Field label="Trace">{d.trace ? <TraceId traceId={d.trace.traceId} url={d.trace.url} testId="event-trace" /> : null}</Field>
               <Field label="From → To">
@@ -403,6 +406,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
                       <span className="font-medium">{a.type}</span>
                       <span className="text-slate-500">by {a.auditor}</span>
                       <Timestamp at={a.at} />
+                      {/* The Audit page names this act differently (resubmit, handoff…): the link filters it there. */}
+                      <Link href={auditLogHref(eventId, a.type)} className="text-xs text-sky-700 hover:underline">
+                        in Audit
+                      </Link>
                     </div>
                     {a.comment ? <div className="text-xs text-slate-700">{a.comment}</div> : null}
                   </li>
@@ -417,7 +424,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
           <p>
             Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
-            <span className="font-mono">{e.sessionId}</span> is released and its {d.parkedSiblings.length} parked event(s) follow.
+            <span className="font-mono">{e.sessionId}</span> is released and {parkedFollowText(d.parkedSiblings.length)}.
           </p>
           <ErrorBox error={actionError} />
         </ConfirmDialog>
@@ -425,7 +432,8 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       {dialog === 'skip' ? (
         <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
           <p>
-            Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released.
+            Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released and{' '}
+            {parkedFollowText(d.parkedSiblings.length)}.
           </p>
           <ErrorBox error={actionError} />
         </ConfirmDialog>

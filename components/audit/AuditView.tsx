@@ -9,6 +9,8 @@ import { useRouter, useSearchParams } from 'next/navigation';
 import { ErrorBox, Timestamp } from '../format.tsx';
 import type { AuditRecord } from './accessApi.ts';
 import { auditQuery } from '../queries.ts';
+import { eventTrailName } from './actionNames.ts';
+import { hidesAgentCalls, withAgentCalls } from './agentCalls.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { auditSearch, parseSearch, toSearch, type AuditSearch } from '../urlState.ts';
 import { fromInputValue, toInputValue } from '../isoTime.ts';
@@ -64,8 +66,8 @@ export function AuditView() {
 
   // An applied filter is a history entry, as on the other list pages: Back undoes it and stays on Audit (replacing
   // the entry made Back leave the page). Applying the filter already shown adds no entry.
-  const apply = () => {
-    const qs = toSearch(auditSearch, parseSearch(auditSearch, form));
+  const apply = (next: Filters = form) => {
+    const qs = toSearch(auditSearch, parseSearch(auditSearch, next));
     if (qs === appliedQuery) return;
     router.push(`/audit${qs ? `?${qs}` : ''}`);
   };
@@ -99,6 +101,20 @@ export function AuditView() {
         {input('user', 'User')}
         {input('action', 'Action contains', 'text', 'e.g. skip')}
         {input('notAction', 'Action does not contain', 'text', 'e.g. agent.receive, agent.settle')}
+        {/* A preset of the filter above (agent.), applied at once: the demo's ledger agent floods the log. */}
+        <label className="flex items-center gap-1 self-center text-xs text-slate-600">
+          <input
+            type="checkbox"
+            name="hideAgentCalls"
+            checked={hidesAgentCalls(form.notAction)}
+            onChange={(e) => {
+              const next = { ...form, notAction: withAgentCalls(form.notAction, e.target.checked) };
+              setForm(next);
+              apply(next);
+            }}
+          />
+          Hide agent API calls
+        </label>
         <label className="flex flex-col text-xs text-slate-600">
           Outcome
           <select name="outcome" value={form.outcome} onChange={(e) => setForm({ ...form, outcome: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900">
@@ -139,7 +155,11 @@ export function AuditView() {
                 {r.actorName}
               </td>
               <td className="p-2 text-xs">{r.roles}</td>
-              <td className="p-2 font-mono text-xs">{r.action}</td>
+              <td className="p-2 font-mono text-xs">
+                {r.action}
+                {/* The same act under the name the event page's audit trail gives it (ResubmitWithChanges…). */}
+                {eventTrailName(r) ? <div className="font-sans text-slate-500">{eventTrailName(r)}</div> : null}
+              </td>
               <td className="p-2">{r.endpointId ?? '—'}</td>
               <td className="p-2 font-mono text-xs">{auditSubject(r)}</td>
               <td className="p-2">

@@ -15,6 +15,7 @@ import { ModalShell } from '../ModalShell.tsx';
 import { useFocusAwayWhenUnavailable } from '../useFocusAwayWhenUnavailable.ts';
 import { eventTypesQuery } from '../queries.ts';
 import { sameJson } from './sameJson.ts';
+import { schemaNote } from './schemaNote.ts';
 import type { CompiledSchema, PayloadCheck } from './check.ts';
 // Types only (erased): the modules themselves are loaded with import() when the dialog opens.
 // The checker (zod, the catalog schema code) is a chunk of its own, so the read-only payload view does not load it.
@@ -140,13 +141,12 @@ export function EditResubmitDialog(props: {
           </select>
         </label>
         <span className="text-xs text-slate-500" data-testid="schema-note">
-          {types.error
-            ? 'The catalog could not be read: the server checks the schema when you send.'
-            : !types.data
-              ? 'Loading the catalog…'
-              : hasSchema
-                ? `Checked against the ${eventTypeId} JSON schema in the catalog.`
-                : `${eventTypeId} has no JSON schema in the catalog: any JSON is accepted.`}
+          {schemaNote({
+            catalogError: Boolean(types.error),
+            catalogLoaded: types.data !== undefined,
+            schema: schema === undefined ? 'pending' : schema === null ? 'none' : 'schema',
+            eventTypeId,
+          })}
         </span>
         {selectedType?.description ? <span className="text-xs text-slate-500">{selectedType.description}</span> : null}
       </div>

@@ -19,7 +19,10 @@ export interface PendingHandoff {
   eventId: string;
   sessionId: string;
   eventTypeId: string | null;
-  /** Settle with this (POST /api/agent/settle `messageId`): the delivery that parked the handoff. */
+  /**
+   * Settle with this (POST /api/agent/settle `messageId`): the status row's `lastMessageId`, which for a pending
+   * handoff is the id of the PendingHandoffResponse the endpoint sent (not the id of the delivery it answered).
+   */
   messageId: string;
   correlationId: string | null;
   enqueuedAt: string | null;
