@@ -181,7 +181,7 @@ describe('Failures page', () => {
     await job.waitFor({ timeout: 120_000 });
     // Named by its cause, not a hash; "sent" (commands), not "done"; started and ended; the audit's id; its events.
     const title = (await job.locator('[data-testid="job-title"]').textContent()) ?? '';
-    assert.match(title, /^resubmit: Partner portal rejected ORD-<id>: client certificate expired · billingendpoint/);
+    assert.match(title, /^resubmit: Partner portal rejected <id>: client certificate expired · billingendpoint/);
     assert.match((await job.locator('[data-testid="job-counts"]').textContent()) ?? '', /4 \/ 4 processed.*4 sent/);
     const times = (await job.locator('[data-testid="job-times"]').textContent()) ?? '';
     assert.match(times, /started .*ended /);
