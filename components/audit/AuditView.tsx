@@ -22,6 +22,7 @@ const OUTCOME_STYLE: Record<string, string> = {
   succeeded: 'bg-emerald-100 text-emerald-800',
   failed: 'bg-orange-100 text-orange-800',
   denied: 'bg-red-100 text-red-800',
+  cancelled: 'bg-slate-200 text-slate-800',
 };
 
 function Details({ r }: { r: AuditRecord }) {
@@ -122,6 +123,7 @@ export function AuditView() {
             <option value="succeeded">succeeded</option>
             <option value="failed">failed</option>
             <option value="denied">denied</option>
+            <option value="cancelled">cancelled</option>
           </select>
         </label>
         {input('from', 'From', 'datetime-local')}

@@ -1,6 +1,8 @@
 'use client';
-// The confirmation of a bulk job (Resubmit all / Skip all): the selection is frozen first, as a held job, so the
-// count shown is exactly the count the job acts on; Confirm starts it (/resume), Cancel discards it (/cancel).
+// The confirmation of a bulk job (Resubmit all / Skip all): the selection is frozen first, as a prepared job (not
+// listed, not run; the server discards it after 10 minutes without an answer), so the count shown is exactly the
+// count the job acts on; Confirm starts it (/resume: queued at once), Cancel discards it (/cancel, audited as
+// cancelled).
 import { useEffect, useRef, useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';

@@ -1,13 +1,17 @@
 'use client';
 // The jobs drawer, in the header of every page: recent bulk operations and dead-letter replays with a live progress
-// bar, rate and ETA, and pause / resume / cancel for jobs that are still going. Polls while open (and every 10 s
-// while closed, to show how many jobs are running on its button).
+// bar, rate and ETA, and pause / resume / cancel for jobs that are still going. Each job is named by what it acts on
+// (the failure group's title), with its start and end times (the viewer's zone choice), the id the audit log names
+// (`operation/{id}`) and a link to its events as they are now: "sent" counts commands, not events fixed. Polls
+// while open (and every 10 s while closed, to show how many jobs are running or paused on its button). The drawer
+// opens below the header, so the Jobs button stays visible and closes it again.
 import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import Link from '../Link.tsx';
+import { Timestamp } from '../format.tsx';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
+import { buttonLabel, countParts, EMPTY_TEXT, GOING, stateLabel } from './jobText.ts';
 import { invalidateAfterJob, operationsQuery, queryKeys } from '../queries.ts';
-
-const ACTIVE = new Set(['queued', 'running', 'paused']);
 
 function eta(s: number | null): string {
   if (s === null) return '';
@@ -23,29 +27,51 @@ function JobRow({ op }: { op: OperationSummary }) {
   });
   const processed = op.done + op.refused + op.failed;
   const pct = op.total > 0 ? Math.round((processed / op.total) * 100) : 100;
-  const active = ACTIVE.has(op.state) && op.kind !== 'replay';
+  const active = GOING.has(op.state) && op.kind !== 'replay';
+  const [counts, ...more] = countParts(op);
   return (
     <li className="border-b border-slate-200 py-2" data-operation={op.operationId} data-state={op.state}>
       <div className="flex items-baseline justify-between gap-2 text-sm">
-        <span className="font-medium">{op.title}</span>
-        <span className="text-xs text-slate-500" data-testid="job-state">
-          {op.state}
-          {op.requested !== 'run' && op.state === 'running' ? ` (${op.requested} requested)` : ''}
+        <span className="break-words font-medium" data-testid="job-title">
+          {op.title}
+        </span>
+        <span className="shrink-0 text-xs text-slate-500" data-testid="job-state">
+          {stateLabel(op)}
         </span>
       </div>
       <div className="mt-1 h-2 w-full rounded bg-slate-200" role="progressbar" aria-valuemin={0} aria-valuemax={op.total} aria-valuenow={processed}>
         <div className={`h-2 rounded ${op.failed > 0 ? 'bg-amber-500' : 'bg-sky-600'}`} style={{ width: `${pct}%` }} />
       </div>
       <div className="mt-1 flex flex-wrap gap-x-3 text-xs text-slate-600" data-testid="job-counts">
-        <span>
-          {processed.toLocaleString()} / {op.total.toLocaleString()}
-        </span>
-        <span>{op.done.toLocaleString()} done</span>
-        {op.refused > 0 && <span>{op.refused.toLocaleString()} refused (state changed)</span>}
-        {op.failed > 0 && <span className="text-red-700">{op.failed.toLocaleString()} failed</span>}
+        <span>{counts}</span>
+        {more.map((m) => (
+          <span key={m} className={m.endsWith('failed to send') ? 'text-red-700' : undefined}>
+            {m}
+          </span>
+        ))}
         {op.state === 'running' && op.perSecond > 0 && <span>{op.perSecond}/s</span>}
         {op.state === 'running' && <span>{eta(op.etaSeconds)}</span>}
         <span>by {op.startedBy}</span>
+      </div>
+      <div className="mt-1 flex flex-wrap items-baseline gap-x-3 text-xs text-slate-600" data-testid="job-times">
+        <span>
+          started <Timestamp at={op.startedAt ?? op.createdAt} />
+        </span>
+        {op.finishedAt && (
+          <span>
+            ended <Timestamp at={op.finishedAt} />
+          </span>
+        )}
+        {op.kind !== 'replay' && (
+          <span className="font-mono" title="The audit log names the job so (Audit page, Event / target)" data-testid="job-id">
+            operation/{op.operationId}
+          </span>
+        )}
+        {op.eventsLink && (
+          <Link href={op.eventsLink} className="text-sky-700 underline" data-testid="job-events">
+            events now
+          </Link>
+        )}
       </div>
       {active && (
         <div className="mt-1 flex gap-2 text-xs">
@@ -91,34 +117,50 @@ function useRefreshAfterJobs(ops: OperationSummary[] | undefined): void {
   }, [ops, qc]);
 }
 
+/** Where the drawer starts: just below the header holding the button, so the button stays visible and usable. */
+function belowHeader(button: HTMLElement | null): number {
+  const header = button?.closest('header');
+  return header ? Math.max(0, Math.round(header.getBoundingClientRect().bottom)) : 0;
+}
+
 export function JobsDrawer() {
   const [open, setOpen] = useState(false);
+  const [top, setTop] = useState(0);
   // Keyboard use: opening moves focus into the drawer (its Close button); Escape or Close puts it back on the button.
   const toggle = useRef<HTMLButtonElement>(null);
   const close = useRef<HTMLButtonElement>(null);
   useEffect(() => {
     if (open) close.current?.focus();
   }, [open]);
+  const show = () => {
+    setTop(belowHeader(toggle.current));
+    setOpen(true);
+  };
   const shut = () => {
     setOpen(false);
     toggle.current?.focus();
   };
   useEffect(() => {
-    const onOpen = () => setOpen(true);
+    const onOpen = () => show();
     window.addEventListener('nimbus:jobs-open', onOpen);
     return () => window.removeEventListener('nimbus:jobs-open', onOpen);
   }, []);
   const q = useQuery(operationsQuery(open));
   const ops = q.data?.operations ?? [];
   useRefreshAfterJobs(q.data?.operations);
-  const running = ops.filter((o) => o.state === 'running' || o.state === 'queued').length;
   return (
     <>
-      <button ref={toggle} type="button" onClick={() => setOpen(!open)} className="text-slate-300 hover:text-white" aria-expanded={open} data-testid="jobs-button">
-        Jobs{running > 0 ? ` (${running} running)` : ''}
+      <button ref={toggle} type="button" onClick={() => (open ? shut() : show())} className="text-slate-300 hover:text-white" aria-expanded={open} data-testid="jobs-button">
+        {buttonLabel(ops)}
       </button>
       {open && (
-        <aside className="theme-follow fixed right-0 top-0 z-40 h-full w-[28rem] max-w-full overflow-y-auto border-l border-slate-300 bg-white p-4 text-slate-900 shadow-xl" aria-label="Jobs" data-testid="jobs-drawer" onKeyDown={(e) => e.key === 'Escape' && shut()}>
+        <aside
+          className="theme-follow fixed bottom-0 right-0 z-40 w-[28rem] max-w-full overflow-y-auto border-l border-slate-300 bg-white p-4 text-slate-900 shadow-xl"
+          style={{ top }}
+          aria-label="Jobs"
+          data-testid="jobs-drawer"
+          onKeyDown={(e) => e.key === 'Escape' && shut()}
+        >
           <div className="mb-2 flex items-center justify-between">
             <h2 className="text-lg font-semibold">Jobs</h2>
             <button ref={close} type="button" onClick={shut} className="text-sm text-slate-600">
@@ -126,7 +168,7 @@ export function JobsDrawer() {
             </button>
           </div>
           {q.error && <p className="text-sm text-red-700">{q.error.message}</p>}
-          {ops.length === 0 && !q.isLoading && <p className="text-sm text-slate-500">No bulk operations yet.</p>}
+          {ops.length === 0 && !q.isLoading && <p className="text-sm text-slate-500">{EMPTY_TEXT}</p>}
           <ul>
             {ops.map((op) => (
               <JobRow key={op.operationId} op={op} />

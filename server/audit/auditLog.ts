@@ -16,7 +16,11 @@ import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts
 
 export const AUDIT_CONTAINER = 'auditLog';
 
-export const auditOutcomeSchema = z.enum(['succeeded', 'failed', 'denied']);
+/**
+ * `cancelled`: the operator stopped it, or it was prepared and never started (a bulk job cancelled in its
+ * confirmation, or never confirmed) - neither a success nor a failure.
+ */
+export const auditOutcomeSchema = z.enum(['succeeded', 'failed', 'denied', 'cancelled']);
 export type AuditOutcome = z.output<typeof auditOutcomeSchema>;
 
 export const auditRecordSchema = z.object({

@@ -420,30 +420,43 @@ export async function audited<T>(
   details?: Record<string, unknown> | ((result: T) => Record<string, unknown>),
   /** The status the caller gets on success (201 for a created grant, 202 for a started replay). */
   okStatus = 200,
+  record: {
+    /** The outcome recorded for a result that is not a success (a prepared bulk job the operator cancelled). */
+    outcomeOf?: (result: T) => 'succeeded' | 'cancelled';
+    /** The action's name in the log when it is a step of the authorized action (`skip.prepare` for `skip`). */
+    action?: string;
+  } = {},
 ): Promise<T> {
   // This call writes the entry: handle() owes none for it.
   owesAudit(undefined);
   let result: T;
+  const base = { ...auditBase(who), action: record.action ?? who.action };
   try {
     result = await run();
   } catch (err) {
-    await recordFailure(who, describeError(err), typeof details === 'object' ? details : null);
+    await recordFailure(base, describeError(err), typeof details === 'object' ? details : null);
     throw err;
   }
   const d = typeof details === 'function' ? details(result) : (details ?? null);
-  await recordOutcome(await getContext(), { ...auditBase(who), outcome: 'succeeded', status: okStatus, reason: null, details: d });
+  await recordOutcome(await getContext(), { ...base, outcome: record.outcomeOf?.(result) ?? 'succeeded', status: okStatus, reason: null, details: d });
   return result;
 }
 
-const auditBase = (who: Authorized) => ({ principal: who.principal, assignments: who.assignments, action: who.action, endpointId: who.endpointId, subject: who.subject });
+const auditBase = (who: Authorized): { principal: Principal; assignments: readonly RoleAssignment[]; action: string; endpointId: string | undefined; subject: AuthSubject } => ({
+  principal: who.principal,
+  assignments: who.assignments,
+  action: who.action,
+  endpointId: who.endpointId,
+  subject: who.subject,
+});
 
 /**
  * An authorized change that failed, with the status and reason the caller gets (handle() answers with the same
  * describeError): a throttled store is a 503 "busy" in the log too, not a 500.
  */
-async function recordFailure(who: Authorized, answer: ReturnType<typeof describeError>, details: Record<string, unknown> | null): Promise<void> {
+async function recordFailure(base: ReturnType<typeof auditBase>, answer: ReturnType<typeof describeError>, details: Record<string, unknown> | null): Promise<void> {
   const reason = answer.internal ? answer.error : `${answer.error}: ${answer.detail}`;
-  await recordOutcome(await getContext(), { ...auditBase(who), outcome: 'failed', status: answer.status, reason: reason.slice(0, 1000), details });
+  await recordOutcome(await getContext(), { ...base, outcome: 'failed', status: answer.status, reason: reason.slice(0, 1000), details });
 }
 
 /**

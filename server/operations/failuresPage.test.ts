@@ -4,6 +4,8 @@
 // from another page too. The commands reached the endpoint's subscription, one per event. On the Endpoint page,
 // rows checked across two pages of the list run as one job over exactly those rows (no 200-row synchronous path),
 // and "select all matching" freezes the rest of the filter with its exact count. A group's note and spark show.
+// The Jobs drawer names a job by its cause, with its times, the audit's id, commands "sent" and a link to its
+// events; a confirmation cancelled leaves no job behind; the Jobs button closes the drawer.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,7 +95,7 @@ describe('Failures page', () => {
     await drawer.waitFor();
     const job = drawer.locator('li[data-operation]').first();
     await drawer.locator('li[data-state="completed"]').first().waitFor({ timeout: 120_000 });
-    assert.match((await job.locator('[data-testid="job-counts"]').textContent()) ?? '', /20 \/ 20.*20 done/);
+    assert.match((await job.locator('[data-testid="job-counts"]').textContent()) ?? '', /20 \/ 20 processed.*20 sent/);
 
     // The drawer is in every page's header.
     const other = await open('/');
@@ -137,7 +139,7 @@ describe('Failures page', () => {
     const drawer = page.locator('[data-testid="jobs-drawer"]');
     const job = drawer.locator('li[data-operation][data-state="completed"]').filter({ hasText: '51 / 51' });
     await job.first().waitFor({ timeout: 120_000 });
-    assert.match((await job.first().locator('[data-testid="job-counts"]').textContent()) ?? '', /51 \/ 51.*51 done/);
+    assert.match((await job.first().locator('[data-testid="job-counts"]').textContent()) ?? '', /51 \/ 51 processed.*51 sent/);
 
     const receiver = await stack.serviceBus.client.acceptSession(ep, ep, session, { receiveMode: 'receiveAndDelete' });
     const got = await drainCommands(receiver, chosen.length);
@@ -154,6 +156,44 @@ describe('Failures page', () => {
     assert.match((await frozen.textContent()) ?? '', /Exactly 9 events/);
     await again.getByRole('button', { name: 'Cancel' }).click();
     await frozen.waitFor({ state: 'detached' });
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('the Jobs drawer: a cancelled confirmation leaves no job; a job reads as its cause with times, id, "sent" and its events; the Jobs button closes it', { timeout: 300_000 }, async () => {
+    for (let i = 0; i < 4; i++) await fail(`portal-${i}`, 'PartnerPortalError', `Partner portal rejected ORD-${900 + i}: client certificate expired`);
+    const page = await open('/failures');
+    const row = page.locator('[data-testid="failure-groups"] tbody tr').filter({ hasText: 'client certificate expired' });
+    await row.waitFor({ timeout: 60_000 });
+
+    // Skip all → "Skip 4 events?" → Cancel: the prepared job is discarded, not left in the drawer as a job.
+    await row.getByRole('button', { name: 'Skip all' }).click();
+    const count = page.locator('[data-testid="bulk-count"]');
+    await count.waitFor();
+    assert.match((await count.textContent()) ?? '', /Exactly 4 events/);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await count.waitFor({ state: 'detached' });
+
+    // Resubmit all, confirmed: the drawer opens on it.
+    await row.getByRole('button', { name: 'Resubmit all' }).click();
+    await page.getByRole('button', { name: 'Resubmit 4 events' }).click();
+    const drawer = page.locator('[data-testid="jobs-drawer"]');
+    const job = drawer.locator('li[data-operation][data-state="completed"]').filter({ hasText: 'client certificate expired' });
+    await job.waitFor({ timeout: 120_000 });
+    // Named by its cause, not a hash; "sent" (commands), not "done"; started and ended; the audit's id; its events.
+    const title = (await job.locator('[data-testid="job-title"]').textContent()) ?? '';
+    assert.match(title, /^resubmit: Partner portal rejected <id>: client certificate expired · billingendpoint/);
+    assert.match((await job.locator('[data-testid="job-counts"]').textContent()) ?? '', /4 \/ 4 processed.*4 sent/);
+    const times = (await job.locator('[data-testid="job-times"]').textContent()) ?? '';
+    assert.match(times, /started .*ended /);
+    const id = await job.getAttribute('data-operation');
+    assert.equal((await job.locator('[data-testid="job-id"]').textContent())?.trim(), `operation/${id}`);
+    assert.match((await job.locator('[data-testid="job-events"]').getAttribute('href')) ?? '', /^\/endpoints\/billingendpoint\?groupId=[0-9a-f]{20}$/);
+    // The cancelled Skip of the same 4 events is not there (the list is loaded: the resubmit is in it).
+    assert.equal(await drawer.locator('li[data-operation]').filter({ hasText: '0 / 4' }).count(), 0, 'a job cancelled in its confirmation is not listed');
+
+    // The Jobs button is not covered by the drawer and closes it.
+    await page.locator('[data-testid="jobs-button"]').click({ timeout: 15_000 });
+    await drawer.waitFor({ state: 'detached' });
     assert.deepEqual(pageErrors, []);
   });
 

@@ -16,7 +16,21 @@ import type { SelectedRow, Selection } from './selection.ts';
 export const CHUNK_ROWS = 2_000;
 export const MAX_ERRORS_KEPT = 50;
 
-export type JobState = 'queued' | 'running' | 'paused' | 'cancelled' | 'completed' | 'failed';
+/**
+ * `prepared`: frozen for the operator's confirmation (created with `hold`), not started; it is either started
+ * (`queued`), or `discarded` - cancelled in the confirmation, or never confirmed within PREPARED_TTL_MS. A
+ * prepared or discarded job never ran: it is not listed with the jobs, and the runner never runs it.
+ */
+export type JobState = 'prepared' | 'queued' | 'running' | 'paused' | 'cancelled' | 'completed' | 'failed' | 'discarded';
+/** States after which nothing more happens to a job. */
+export const ENDED_STATES: ReadonlySet<JobState> = new Set(['completed', 'cancelled', 'failed', 'discarded']);
+/**
+ * How long a prepared job waits for its confirmation: a dialog left open (or a tab closed on it) must not leave a
+ * job waiting for good. Ten minutes is long enough to check the count with someone, short enough that the frozen
+ * list is not stale when started. The runner discards an expired one at its next scan; a confirmation after it is
+ * refused (409) even before that.
+ */
+export const PREPARED_TTL_MS = 10 * 60_000;
 /** What a bulk job can do to each row it selected; each is also the authorization action (roles.ts) it needs. */
 export const JOB_KINDS = ['resubmit', 'skip'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
@@ -27,11 +41,15 @@ export const createOperationBody = z.object({
   kind: z.enum(JOB_KINDS),
   selection: z.unknown(),
   /**
-   * Create the job paused, to be started with /resume once the operator confirmed the count it was frozen with
-   * (the confirmation dialog's two steps; /cancel when they decline).
+   * Create the job prepared (not started, not listed), to be started with /resume once the operator confirmed the
+   * count it was frozen with (the confirmation dialog's two steps; /cancel when they decline, PREPARED_TTL_MS when
+   * they never answer).
    */
   hold: z.boolean().default(false),
 });
+
+/** Why a prepared job was discarded without running. */
+export type DiscardReason = 'cancelled' | 'expired';
 
 export interface JobError {
   endpointId: string;
@@ -67,6 +85,14 @@ export interface Job {
   /** Time spent running (excludes pauses), for the rate and the ETA. */
   runningMs: number;
   errors: JobError[];
+  /** A prepared job's deadline for its confirmation (absent on jobs created before prepared jobs existed). */
+  expiresAt?: string | null;
+  /** When the operator confirmed a prepared job (null: created to run at once, or never confirmed). */
+  confirmedAt?: string | null;
+  /** Set when a prepared job was discarded. */
+  discardReason?: DiscardReason;
+  /** What the job acts on, in words (the failure group's title, the endpoint); absent on older jobs. */
+  title?: string;
 }
 
 export interface JobControlDoc {
@@ -81,12 +107,26 @@ const chunkDoc = (id: string, n: number) => `jobsel_${id}_${n}`;
 
 export class JobStore {
   readonly docs: PlatformDocs;
-  constructor(docs: PlatformDocs) {
+  readonly #preparedTtlMs: number;
+  /** `preparedTtlMs`: PREPARED_TTL_MS unless a test needs a prepared job to expire sooner. */
+  constructor(docs: PlatformDocs, options: { preparedTtlMs?: number } = {}) {
     this.docs = docs;
+    this.#preparedTtlMs = options.preparedTtlMs ?? PREPARED_TTL_MS;
   }
 
-  /** Stores the frozen selection, then the job (queued): a job document always has its rows. */
-  async create(args: { kind: JobKind; selection: Selection; rows: SelectedRow[]; startedBy: string; ratePerSecond: number; hold?: boolean }): Promise<Job> {
+  /**
+   * Stores the frozen selection, then the job: queued, or - with `hold` - prepared, waiting for the operator's
+   * confirmation (settlePrepared). A job document always has its rows.
+   */
+  async create(args: {
+    kind: JobKind;
+    selection: Selection;
+    rows: SelectedRow[];
+    startedBy: string;
+    ratePerSecond: number;
+    hold?: boolean;
+    title?: string;
+  }): Promise<Job> {
     const operationId = randomUUID();
     const chunks = Math.ceil(args.rows.length / CHUNK_ROWS);
     for (let n = 0; n < chunks; n++) {
@@ -99,7 +139,7 @@ export class JobStore {
       kind: args.kind,
       selection: args.selection,
       endpoints: [...new Set(args.rows.map((r) => r.endpointId))].sort(),
-      state: args.hold ? 'paused' : 'queued',
+      state: args.hold ? 'prepared' : 'queued',
       total: args.rows.length,
       done: 0,
       refused: 0,
@@ -114,7 +154,11 @@ export class JobStore {
       finishedAt: null,
       runningMs: 0,
       errors: [],
+      expiresAt: args.hold ? new Date(Date.parse(now) + this.#preparedTtlMs).toISOString() : null,
+      confirmedAt: null,
+      ...(args.title ? { title: args.title } : {}),
     };
+    // A prepared job's wish is 'pause' until confirmed: a runner that predates prepared jobs leaves it alone too.
     await this.docs.write(controlDoc(operationId), { control: args.hold ? 'pause' : 'run', by: args.startedBy, at: now } satisfies JobControlDoc);
     await this.docs.write(jobDoc(operationId), job, null);
     return job;
@@ -122,6 +166,38 @@ export class JobStore {
 
   async get(id: string): Promise<Job | null> {
     return (await this.docs.read<Job>(jobDoc(id)))?.value ?? null;
+  }
+
+  /**
+   * Ends the wait of a prepared job: `confirm` starts it (queued, the runner's wish 'run'), `cancel` discards it,
+   * `expire` discards it when its confirmation time is up. Conditional on the job document read, so a confirmation
+   * and the runner's expiry cannot both win. Answers what became of the job: `started`, `discarded` (cancelled),
+   * `expired` (also for a confirmation that came too late), or `ended` (it was not prepared any more) with the job
+   * as it is now.
+   */
+  async settlePrepared(id: string, decision: 'confirm' | 'cancel' | 'expire', by: string, now = Date.now()): Promise<{ result: 'started' | 'discarded' | 'expired' | 'ended'; job: Job | null }> {
+    for (;;) {
+      const doc = await this.docs.read<Job>(jobDoc(id));
+      const job = doc?.value ?? null;
+      if (!doc || !job || job.state !== 'prepared') return { result: 'ended', job };
+      const expired = job.expiresAt ? now >= Date.parse(job.expiresAt) : false;
+      if (decision === 'expire' && !expired) return { result: 'ended', job };
+      const at = new Date(now).toISOString();
+      let result: 'started' | 'discarded' | 'expired';
+      if (decision === 'confirm' && !expired) {
+        // The wish first: the runner reads it when it picks up the queued job.
+        await this.setControl(id, 'run', by);
+        Object.assign(job, { state: 'queued', confirmedAt: at } satisfies Partial<Job>);
+        result = 'started';
+      } else {
+        const reason: DiscardReason = decision === 'cancel' && !expired ? 'cancelled' : 'expired';
+        Object.assign(job, { state: 'discarded', discardReason: reason, finishedAt: at } satisfies Partial<Job>);
+        result = reason === 'cancelled' ? 'discarded' : 'expired';
+      }
+      job.updatedAt = at;
+      if (await this.docs.write(jobDoc(id), job, doc.etag)) return { result, job };
+      // Someone else settled it first (the runner's expiry, another operator): read what they did.
+    }
   }
 
   async control(id: string): Promise<JobControlDoc | null> {
@@ -148,7 +224,7 @@ export class JobStore {
     return out;
   }
 
-  /** Recent jobs, newest first. */
+  /** Recent jobs, newest first (prepared and discarded ones included: the runner expires them). */
   async list(limit = 100): Promise<Job[]> {
     return (await this.docs.list<Job>('job_', limit)).map((d) => d.value).filter((j) => typeof j?.operationId === 'string');
   }

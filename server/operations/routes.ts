@@ -4,9 +4,11 @@
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
-import { badRequest, notFound } from '../http.ts';
+import { badRequest, conflict, notFound } from '../http.ts';
 import type { ReplayOperation } from '../subscriptions/replay.ts';
-import { jobView, type Job, type JobControl, type JobKind, type JobView } from './jobs.ts';
+import { ENDED_STATES, jobView, PREPARED_TTL_MS, type Job, type JobControl, type JobKind, type JobView } from './jobs.ts';
+import { jobTitle } from './title.ts';
+import { describeSelection } from './title.ts';
 import { freezeSelection, selectionSchema, type SelectedRow, type Selection } from './selection.ts';
 import { getOperations, operationsRate } from './service.ts';
 import { parseOr400 } from '../http.ts';
@@ -26,7 +28,8 @@ export async function resolveSelection(ctx: ConsoleContext, sel: Selection, scop
 
 export async function createOperation(ctx: ConsoleContext, kind: JobKind, selection: Selection, rows: SelectedRow[], startedBy: string, hold = false) {
   const { jobs, runner } = getOperations(ctx);
-  const job = await jobs.create({ kind, selection, rows, startedBy, ratePerSecond: operationsRate(), hold });
+  const title = await jobTitle(ctx.store.database, kind, selection, rows);
+  const job = await jobs.create({ kind, selection, rows, startedBy, ratePerSecond: operationsRate(), hold, title });
   if (!hold) runner.kick();
   return { operationId: job.operationId, total: job.total, state: job.state };
 }
@@ -44,11 +47,32 @@ export async function operationView(ctx: ConsoleContext, id: string, scope: Read
 
 export async function controlOperation(ctx: ConsoleContext, job: Job, control: JobControl, by: string): Promise<JobView> {
   const { jobs, runner } = getOperations(ctx);
-  if (['completed', 'cancelled', 'failed'].includes(job.state)) throw badRequest(`operation ${job.operationId} has ended (${job.state})`);
+  if (ENDED_STATES.has(job.state)) throw badRequest(`operation ${job.operationId} has ended (${job.state})`);
+  if (job.state === 'prepared') return settlePrepared(ctx, job, control, by);
   await jobs.setControl(job.operationId, control, by);
   runner.kick();
   return jobView(job, { control, by, at: new Date().toISOString() });
 }
+
+/**
+ * The confirmation's answer to a prepared job: resume starts it (queued at once, so no one sees it waiting as if
+ * paused), cancel discards it (it never ran: not listed, audited as cancelled). A confirmation after the job
+ * expired is refused: the frozen list may be stale, prepare it again.
+ */
+async function settlePrepared(ctx: ConsoleContext, job: Job, control: JobControl, by: string): Promise<JobView> {
+  const { jobs, runner } = getOperations(ctx);
+  if (control === 'pause') throw badRequest(`operation ${job.operationId} has not started: confirm (resume) or cancel it`);
+  const { result, job: now } = await jobs.settlePrepared(job.operationId, control === 'run' ? 'confirm' : 'cancel', by);
+  if (!now) throw notFound(`operation ${job.operationId} is not known`);
+  if (result === 'expired' && control === 'run')
+    throw conflict(`operation ${job.operationId} was not confirmed within ${Math.round(PREPARED_TTL_MS / 60_000)} min and was discarded; prepare it again`);
+  if (result === 'ended' && ENDED_STATES.has(now.state)) throw badRequest(`operation ${job.operationId} has ended (${now.state})`);
+  if (result === 'started') runner.kick();
+  return jobView(now, await jobs.control(job.operationId));
+}
+
+/** Jobs the drawer lists: not the prepared ones (a confirmation still open) nor those discarded unconfirmed. */
+const listed = (j: Job) => j.state !== 'prepared' && j.state !== 'discarded';
 
 /** One row of the jobs list: bulk jobs and dead-letter replays in one shape. */
 export interface OperationSummary {
@@ -66,8 +90,13 @@ export interface OperationSummary {
   startedBy: string;
   createdAt: string;
   updatedAt: string;
+  /** When it started acting (null: not yet) and when it ended (null: still going). */
+  startedAt: string | null;
+  finishedAt: string | null;
   etaSeconds: number | null;
   perSecond: number;
+  /** Where to see the events it acted on now (the failure group's events on the Endpoint page), when one place. */
+  eventsLink: string | null;
 }
 
 function replaySummary(op: ReplayOperation, endpointId: string | null): OperationSummary {
@@ -88,14 +117,22 @@ function replaySummary(op: ReplayOperation, endpointId: string | null): Operatio
     startedBy: op.auditor,
     createdAt: op.startedAt,
     updatedAt: op.updatedAt,
+    startedAt: op.startedAt,
+    finishedAt: op.state === 'running' ? null : op.updatedAt,
     etaSeconds: null,
     perSecond: 0,
+    eventsLink: null,
   };
 }
 
-function describeSelection(kind: JobKind, s: Selection): string {
-  const parts = [s.groupId ? `group ${s.groupId.slice(0, 8)}` : null, s.endpointId ?? null, s.status?.join('+') ?? null, s.eventTypeId ?? null].filter(Boolean);
-  return `${kind} ${parts.join(' · ') || 'selection'}`;
+/** The Endpoint page of the events a job acted on, filtered as its selection was (one endpoint only). */
+function eventsLinkOf(j: Job): string | null {
+  if (j.endpoints.length !== 1) return null;
+  const q = new URLSearchParams();
+  if (j.selection.groupId) q.set('groupId', j.selection.groupId);
+  if (j.selection.eventTypeId) q.set('eventTypeId', j.selection.eventTypeId);
+  const qs = q.toString();
+  return `/endpoints/${encodeURIComponent(j.endpoints[0]!)}${qs ? `?${qs}` : ''}`;
 }
 
 export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Promise<{ operations: OperationSummary[] }> {
@@ -103,7 +140,7 @@ export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Pro
   const [all, replays] = await Promise.all([jobs.list(100), getOpsServices(ctx).docs.list<ReplayOperation>('op_', 50)]);
   const controls = await Promise.all(all.map((j) => (['queued', 'running', 'paused'].includes(j.state) ? jobs.control(j.operationId) : Promise.resolve(null))));
   const out: OperationSummary[] = all
-    .filter((j) => j.endpoints.every((e) => inScope(scope, e)))
+    .filter((j) => listed(j) && j.endpoints.every((e) => inScope(scope, e)))
     .map((j) => {
       const v = jobView(j, controls[all.indexOf(j)] ?? null);
       return {
@@ -111,7 +148,7 @@ export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Pro
         kind: v.kind,
         state: v.state,
         requested: v.requested,
-        title: describeSelection(j.kind, j.selection),
+        title: j.title ?? describeSelection(j.kind, j.selection),
         endpoints: j.endpoints,
         total: v.total,
         done: v.done,
@@ -120,8 +157,11 @@ export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Pro
         startedBy: v.startedBy,
         createdAt: v.createdAt,
         updatedAt: v.updatedAt,
+        startedAt: v.startedAt,
+        finishedAt: v.finishedAt,
         etaSeconds: v.etaSeconds,
         perSecond: v.perSecond,
+        eventsLink: eventsLinkOf(j),
       };
     });
   for (const r of replays) {

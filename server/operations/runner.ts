@@ -115,6 +115,10 @@ export class OperationsRunner {
     const jobs = await this.#o.jobs.list(200);
     for (const job of jobs) {
       if (this.#stopped) return;
+      if (job.state === 'prepared') {
+        await this.#expireIfUnconfirmed(job);
+        continue;
+      }
       if (!WANTS_TO_RUN.has(job.state) || this.#running.has(job.operationId)) continue;
       if (job.state === 'paused') {
         const ctl = await this.#o.jobs.control(job.operationId);
@@ -130,6 +134,18 @@ export class OperationsRunner {
         });
       this.#running.set(job.operationId, run);
     }
+  }
+
+  /**
+   * A prepared job whose confirmation time is up is discarded (conditional on the document read: a confirmation
+   * that lands first wins), and recorded like a finished job.
+   */
+  async #expireIfUnconfirmed(job: Job): Promise<void> {
+    if (!job.expiresAt || Date.now() < Date.parse(job.expiresAt)) return;
+    const { result, job: now } = await this.#o.jobs.settlePrepared(job.operationId, 'expire', this.owner);
+    if (result !== 'expired' || !now) return;
+    log.info({ operationId: job.operationId, kind: job.kind, total: job.total }, 'prepared operation expired unconfirmed');
+    await this.#o.onFinished?.(now);
   }
 
   async #run(id: string, leaseLost: AbortSignal): Promise<void> {

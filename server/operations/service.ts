@@ -5,7 +5,7 @@ import { LeaseStore } from '../../lib/store/index.ts';
 import { writeAudit } from '../audit/auditLog.ts';
 import type { ConsoleContext } from '../context.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
-import { JobStore, type Job } from './jobs.ts';
+import { JobStore, PREPARED_TTL_MS, type Job } from './jobs.ts';
 import { DEFAULT_CONCURRENCY, OperationsRunner } from './runner.ts';
 
 /** NIMBUS_OPERATIONS_RATE: commands per second one job may send (default 50; 0 = no limit). */
@@ -41,8 +41,18 @@ const KEY = Symbol.for('nimbus.console.operations');
 type Slot = { services?: OperationsServices; ctx?: ConsoleContext };
 const slot = ((globalThis as Record<symbol, unknown>)[KEY] ??= {}) as Slot;
 
-/** The job's audit record in the audit log: who, the selection, the counts. */
+/**
+ * The job's audit record in the audit log: who, the selection, the counts. A cancelled job (or a prepared one that
+ * expired unconfirmed) is `cancelled`, not failed: nothing went wrong, the operator stopped it or never started it.
+ */
 export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<void> {
+  const outcome = job.state === 'completed' ? 'succeeded' : job.state === 'cancelled' || job.state === 'discarded' ? 'cancelled' : 'failed';
+  const reason =
+    job.state === 'completed'
+      ? null
+      : job.state === 'discarded'
+        ? `not confirmed within ${Math.round(PREPARED_TTL_MS / 60_000)} min: discarded, nothing was sent`
+        : job.state;
   await writeAudit(ctx.store.database, {
     actorKind: 'user',
     actorId: job.startedBy,
@@ -52,9 +62,9 @@ export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<v
     endpointId: job.endpoints.length === 1 ? job.endpoints[0]! : null,
     eventId: null,
     target: `operation/${job.operationId}`,
-    outcome: job.state === 'completed' ? 'succeeded' : 'failed',
+    outcome,
     status: 200,
-    reason: job.state === 'completed' ? null : job.state,
+    reason,
     details: { state: job.state, selection: job.selection, total: job.total, done: job.done, refused: job.refused, failed: job.failed },
   }).catch(() => undefined);
 }

@@ -1,6 +1,9 @@
 // GET /api/operations: recent bulk jobs and dead-letter replays the caller may read. Any role.
 // POST with `{ kind: 'resubmit' | 'skip', selection, hold? }`: freezes the selection and starts a job → 202
-// `{ operationId, total, state }` (with `hold`, the job waits paused for /resume: confirm the exact count first). The caller needs the kind's role (Operator) on every endpoint the selection touches.
+// `{ operationId, total, state }`. With `hold` the job is only prepared (state `prepared`, audited as
+// `{kind}.prepare`): it waits, unlisted, for /resume (the operator confirmed the exact count) or /cancel, and is
+// discarded if neither comes within PREPARED_TTL_MS. The caller needs the kind's role (Operator) on every endpoint
+// the selection touches.
 import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
 import { getContext } from '../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../server/http.ts';
@@ -29,11 +32,13 @@ export function POST(request: Request): Promise<Response> {
     const endpoints = [...new Set(rows.map((r) => r.endpointId))].sort();
     // Every endpoint authorized, the job counted once against the rate limit.
     const who = (await authorizeEach(request, body.kind, endpoints)) ?? first;
+    // A held job is prepared, not started: its entry says so, and its confirmation or cancellation follows.
     const result = await audited(
       who,
       () => createOperation(ctx, body.kind, selection, rows, who.user, body.hold),
       (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, held: body.hold }),
       202,
+      body.hold ? { action: `${body.kind}.prepare` } : {},
     );
     return json(result, 202);
   });

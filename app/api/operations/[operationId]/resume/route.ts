@@ -13,6 +13,8 @@ export function POST(request: Request, context: RouteContext<{ operationId: stri
   return handle(async () => {
     const id = parseOr400(operationIdSchema, (await context.params).operationId, 'operation id');
     const { ctx, job, who } = await authorizeJobControl(request, id, 'resume');
-    return json(await audited(who, () => controlOperation(ctx, job, 'run', who.user), { operationId: id, control: 'run' }));
+    // Resuming a prepared job is its confirmation: it starts (queued at once); audited as `start`.
+    const control = job.state === 'prepared' ? 'start' : 'run';
+    return json(await audited(who, () => controlOperation(ctx, job, 'run', who.user), { operationId: id, control }));
   });
 }

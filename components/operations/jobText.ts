@@ -1,0 +1,40 @@
+// The words of the Jobs drawer (JobsDrawer.tsx), kept apart from React so their meaning is tested: what a job's
+// counts mean ("sent" is a command sent, not an event fixed), how the header button counts jobs still going, and
+// what the drawer says when it has nothing to list.
+import type { OperationSummary } from './jobsApi.ts';
+
+type Counted = Pick<OperationSummary, 'kind' | 'state' | 'total' | 'done' | 'refused' | 'failed'>;
+
+/** Jobs that are still going: the button counts them by state. */
+export const GOING = new Set<OperationSummary['state']>(['queued', 'running', 'paused']);
+
+/**
+ * The parts of a job's counts line. `done` counts commands sent (or dead letters replayed), not events that now
+ * succeed: a resubmitted event may fail again, which the events link shows.
+ */
+export function countParts(op: Counted): string[] {
+  const processed = op.done + op.refused + op.failed;
+  const verb = op.kind === 'replay' ? 'replayed' : 'sent';
+  const parts = [`${processed.toLocaleString('en-US')} / ${op.total.toLocaleString('en-US')} processed`, `${op.done.toLocaleString('en-US')} ${verb}`];
+  if (op.refused > 0) parts.push(op.kind === 'replay' ? `${op.refused.toLocaleString('en-US')} uncertain` : `${op.refused.toLocaleString('en-US')} refused (state changed)`);
+  if (op.failed > 0) parts.push(`${op.failed.toLocaleString('en-US')} failed to send`);
+  return parts;
+}
+
+/** The state as the drawer says it: a queued job has been confirmed and starts at the runner's next step. */
+export function stateLabel(op: Pick<OperationSummary, 'state' | 'requested'>): string {
+  if (op.state === 'queued') return 'starting';
+  if (op.state === 'running' && op.requested !== 'run') return `running (${op.requested} requested)`;
+  return op.state;
+}
+
+/** The header button: "Jobs", or "Jobs (2 running, 1 paused)" - a paused job is still a job someone must finish. */
+export function buttonLabel(ops: ReadonlyArray<Pick<OperationSummary, 'state'>>): string {
+  const running = ops.filter((o) => o.state === 'running' || o.state === 'queued').length;
+  const paused = ops.filter((o) => o.state === 'paused').length;
+  const parts = [running > 0 ? `${running} running` : null, paused > 0 ? `${paused} paused` : null].filter(Boolean);
+  return parts.length > 0 ? `Jobs (${parts.join(', ')})` : 'Jobs';
+}
+
+/** What the drawer says with nothing to list: it lists bulk jobs and dead-letter replays alike. */
+export const EMPTY_TEXT = 'No bulk jobs or dead-letter replays yet.';

@@ -1,0 +1,224 @@
+// The confirmation of a bulk job (Failures → Skip all → "Skip 6 events?") on the embedded stack (real Service Bus
+// emulator, embedded Cosmos, the route handlers as Next calls them): the selection is frozen as a *prepared* job,
+// which no one sees in the jobs list and the runner never runs. Cancel discards it and the audit log says what
+// happened - prepared, then cancelled - with no "succeeded" skip and no "failed (200)" job. Confirm starts it at
+// once (queued, never paused), under a title naming the failure group, with its times and a link to its events.
+// A prepared job never confirmed expires by itself (audited as cancelled); a confirmation after its deadline is
+// refused. A running job cancelled by the operator is audited as cancelled, not failed.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { queryAudit, type AuditRecord } from '../audit/auditLog.ts';
+import { PlatformDocs } from '../heartbeat/platformDocs.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { JobStore } from './jobs.ts';
+import type { OperationSummary } from './routes.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const EP = 'crmendpoint';
+let stack: ConsoleTestStack;
+
+before(async () => {
+  stack = await startConsoleTestStack('preparedjobs');
+  Object.assign(process.env, stack.env);
+});
+after(async () => {
+  const { closeContext } = await import('../context.ts');
+  await closeContext();
+  await stack?.close();
+});
+
+const req = (method: string, path: string, body?: unknown) =>
+  new Request(`http://127.0.0.1:3000${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', host: '127.0.0.1:3000' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** n Failed events of one cause (as the Resolver records them), in the cause's own session. */
+async function seedFailed(prefix: string, n: number, errorType: string, errorText: (i: number) => string): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const eventId = `${prefix}-${i}`;
+    const sessionId = `S-${prefix}`;
+    const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId, eventTypeId: 'CustomerUpdated', payload: { i } });
+    const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, errorType, errorText: errorText(i) });
+    for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+  }
+}
+
+const routes = async () => ({
+  ops: await import('../../app/api/operations/route.ts'),
+  one: await import('../../app/api/operations/[operationId]/route.ts'),
+  resume: await import('../../app/api/operations/[operationId]/resume/route.ts'),
+  cancel: await import('../../app/api/operations/[operationId]/cancel/route.ts'),
+  groups: await import('../../app/api/failure-groups/route.ts'),
+});
+const params = (operationId: string) => ({ params: Promise.resolve({ operationId }) });
+
+async function groupOf(errorType: string): Promise<{ groupId: string; title: string; count: number }> {
+  const { groups } = await routes();
+  const body = (await (await groups.GET(req('GET', `/api/failure-groups?endpointId=${EP}`))).json()) as { groups: Array<{ groupId: string; title: string; count: number; errorType: string }> };
+  const g = body.groups.find((x) => x.errorType === errorType);
+  assert.ok(g, JSON.stringify(body.groups));
+  return g;
+}
+
+async function list(): Promise<OperationSummary[]> {
+  const { ops } = await routes();
+  return ((await (await ops.GET(req('GET', '/api/operations'))).json()) as { operations: OperationSummary[] }).operations;
+}
+
+async function view(operationId: string): Promise<{ state: string; total: number; done: number; expiresAt?: string | null }> {
+  const { one } = await routes();
+  return (await (await one.GET(req('GET', `/api/operations/${operationId}`), params(operationId))).json()) as never;
+}
+
+/** Every audit entry that names the job (its target, or its id in the details: the creation's entry). */
+async function auditsOf(operationId: string): Promise<AuditRecord[]> {
+  const items = (await queryAudit(stack.store.database, { pageSize: 200 })).items;
+  return items.filter((a) => a.target === `operation/${operationId}` || JSON.stringify(a.details ?? {}).includes(operationId)).reverse();
+}
+const line = (a: AuditRecord) => `${a.action} ${a.target ?? a.endpointId ?? ''} ${a.outcome} (${a.status})`;
+
+async function prepare(kind: 'skip' | 'resubmit', selection: unknown): Promise<{ operationId: string; total: number; state: string }> {
+  const { ops } = await routes();
+  const created = await ops.POST(req('POST', '/api/operations', { kind, selection, hold: true }));
+  assert.equal(created.status, 202, await created.clone().text());
+  return (await created.json()) as never;
+}
+
+describe('a bulk job awaiting its confirmation', () => {
+  test('cancelled in the confirmation: never listed, audited as prepared then cancelled, nothing sent', { timeout: 300_000 }, async () => {
+    await seedFailed('crm', 6, 'CrmUnavailableError', (i) => `CRM API answered 503 Service Unavailable while updating CUST-${i}`);
+    const group = await groupOf('CrmUnavailableError');
+    assert.equal(group.count, 6);
+    const { cancel } = await routes();
+
+    const prepared = await prepare('skip', { groupId: group.groupId });
+    assert.equal(prepared.total, 6);
+    assert.equal(prepared.state, 'prepared', 'a job waiting for its confirmation is not a paused job');
+    const v = await view(prepared.operationId);
+    assert.equal(v.state, 'prepared');
+    assert.ok(v.expiresAt && Date.parse(v.expiresAt) > Date.now(), `it has a deadline (${v.expiresAt})`);
+    assert.equal((await list()).find((o) => o.operationId === prepared.operationId), undefined, 'an open confirmation is not a job in the drawer');
+
+    const cancelled = await cancel.POST(req('POST', `/api/operations/${prepared.operationId}/cancel`), params(prepared.operationId));
+    assert.equal(cancelled.status, 200, await cancelled.clone().text());
+    assert.equal(((await cancelled.json()) as { state: string }).state, 'discarded');
+    assert.equal((await view(prepared.operationId)).state, 'discarded');
+    assert.equal((await list()).find((o) => o.operationId === prepared.operationId), undefined, 'a job that never ran is not listed');
+
+    // The runner has had its chance to record the discarded job: a later job, run by the same runner, is finished
+    // and audited. Nothing of the discarded one's may appear as a failure.
+    const later = await (await routes()).ops.POST(req('POST', '/api/operations', { kind: 'resubmit', selection: { endpointId: EP, eventIds: ['crm-0'] } }));
+    assert.equal(later.status, 202, await later.clone().text());
+    const laterId = ((await later.json()) as { operationId: string }).operationId;
+    await until('the later job audited', async () => (await auditsOf(laterId)).some((a) => a.action === 'operation.resubmit'));
+
+    const trail = await auditsOf(prepared.operationId);
+    assert.deepEqual(trail.map(line), [`skip.prepare ${EP} succeeded (202)`, `skip operation/${prepared.operationId} cancelled (200)`]);
+    const [, cancelEntry] = trail;
+    assert.equal((cancelEntry!.details as { total?: number }).total, 6, 'the cancellation says what was not done');
+    // Nothing was skipped: crm-1..5 are still Failed (crm-0 was resubmitted by the later job).
+    const rows = await stack.store.listEvents({ endpointId: EP, statuses: ['Failed'], pageSize: 100 });
+    const failed = new Set(rows.items.map((r) => r.eventId));
+    for (let i = 1; i < 6; i++) assert.ok(failed.has(`crm-${i}`), `crm-${i} is still Failed`);
+  });
+
+  test('confirmed: queued at once, listed under the group title with its times and events link, never paused', { timeout: 300_000 }, async () => {
+    await seedFailed('tax', 4, 'TaxServiceError', (i) => `tax service rejected ORD-${i}: region 'EU' not configured`);
+    const group = await groupOf('TaxServiceError');
+    const { resume } = await routes();
+    const prepared = await prepare('skip', { endpointId: EP, groupId: group.groupId });
+    const started = await resume.POST(req('POST', `/api/operations/${prepared.operationId}/resume`), params(prepared.operationId));
+    assert.equal(started.status, 200, await started.clone().text());
+    assert.equal(((await started.json()) as { state: string }).state, 'queued', 'the confirmation starts it: not paused until the runner comes by');
+
+    const states = new Set<string>();
+    let listed: OperationSummary | undefined;
+    await until('completed', async () => {
+      listed = (await list()).find((o) => o.operationId === prepared.operationId);
+      if (listed) states.add(listed.state);
+      return listed?.state === 'completed';
+    });
+    assert.equal(states.has('paused'), false, `states seen: ${[...states].join(', ')}`);
+    assert.ok(listed);
+    assert.ok(listed.title.includes(group.title.slice(0, 30)), `the title names the cause: ${listed.title} (group: ${group.title})`);
+    assert.ok(listed.title.startsWith('skip'), listed.title);
+    assert.ok(!listed.title.includes(group.groupId.slice(0, 8)), `no hash in the title: ${listed.title}`);
+    assert.ok(listed.startedAt && listed.finishedAt && Date.parse(listed.finishedAt) >= Date.parse(listed.startedAt), JSON.stringify(listed));
+    assert.equal(listed.eventsLink, `/endpoints/${EP}?groupId=${group.groupId}`);
+    assert.equal(listed.done, 4);
+
+    await until('the finished job audited', async () => (await auditsOf(prepared.operationId)).some((a) => a.action === 'operation.skip'));
+    const trail = await auditsOf(prepared.operationId);
+    assert.deepEqual(trail.map(line), [
+      `skip.prepare ${EP} succeeded (202)`,
+      `skip operation/${prepared.operationId} succeeded (200)`,
+      `operation.skip operation/${prepared.operationId} succeeded (200)`,
+    ]);
+    assert.equal((trail[1]!.details as { control?: string }).control, 'start');
+  });
+
+  test('never confirmed: it expires by itself (audited as cancelled); a confirmation after its deadline is refused', { timeout: 300_000 }, async () => {
+    await seedFailed('ttl', 3, 'LedgerLockedError', (i) => `ledger period locked for INV-${i}`);
+    // A store whose prepared jobs expire at once: the console's runner discards them at its next scan.
+    const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! });
+    try {
+      const { getContext } = await import('../context.ts');
+      const { getOperations } = await import('./service.ts');
+      getOperations(await getContext()); // the console's runner, as after any operations request
+      const { freezeSelection } = await import('./selection.ts');
+      const selection = { endpointId: EP, errorText: 'ledger period locked' };
+      const rows = await freezeSelection(stack.store, selection, { all: true });
+      assert.equal(rows.length, 3);
+
+      const expiring = new JobStore(docs, { preparedTtlMs: 1 });
+      const job = await expiring.create({ kind: 'resubmit', selection, rows, startedBy: 'tester', ratePerSecond: 0, hold: true });
+      await until('expired', async () => (await view(job.operationId)).state === 'discarded');
+      const trail = await auditsOf(job.operationId);
+      assert.deepEqual(trail.map(line), [`operation.resubmit operation/${job.operationId} cancelled (200)`]);
+      assert.match(trail[0]!.reason ?? '', /not confirmed within 10 min/);
+      const { resume } = await routes();
+      const late = await resume.POST(req('POST', `/api/operations/${job.operationId}/resume`), params(job.operationId));
+      assert.equal(late.status, 400, 'a discarded job cannot be started');
+
+      // A confirmation that comes after the deadline, before the runner came by: refused, the job discarded.
+      const slow = await new JobStore(docs, { preparedTtlMs: 60_000 }).create({ kind: 'resubmit', selection, rows, startedBy: 'tester', ratePerSecond: 0, hold: true });
+      const answer = await expiring.settlePrepared(slow.operationId, 'confirm', 'tester', Date.now() + 120_000);
+      assert.equal(answer.result, 'expired');
+      assert.equal(answer.job?.state, 'discarded');
+      assert.equal(answer.job?.discardReason, 'expired');
+    } finally {
+      docs.close();
+    }
+  });
+
+  test('a running job cancelled by the operator is audited as cancelled, not as failed', { timeout: 300_000 }, async () => {
+    await seedFailed('slow', 40, 'SlowError', (i) => `slow partner timeout for CUST-${i}`);
+    process.env.NIMBUS_OPERATIONS_RATE = '2';
+    try {
+      const { ops, cancel } = await routes();
+      const created = await ops.POST(req('POST', '/api/operations', { kind: 'resubmit', selection: { endpointId: EP, errorText: 'slow partner' } }));
+      assert.equal(created.status, 202, await created.clone().text());
+      const { operationId } = (await created.json()) as { operationId: string };
+      await until('running', async () => (await view(operationId)).done > 0);
+      assert.equal((await cancel.POST(req('POST', `/api/operations/${operationId}/cancel`), params(operationId))).status, 200);
+      await until('the cancelled job audited', async () => (await auditsOf(operationId)).some((a) => a.action === 'operation.resubmit'));
+      const finished = (await auditsOf(operationId)).find((a) => a.action === 'operation.resubmit')!;
+      assert.equal(line(finished), `operation.resubmit operation/${operationId} cancelled (200)`);
+    } finally {
+      delete process.env.NIMBUS_OPERATIONS_RATE;
+    }
+  });
+});
