@@ -835,52 +835,6 @@ describe('Manager commands', () => {
       assert.deepEqual([content.ErrorText, content.ErrorType], ['DMF job 7 rejected 3 lines', 'DmfError']);
     }
   });
-
-  test('a handoff block records the PendingHandoffResponse that announced it; a failure block records none', () => {
-    const handedOff = run(msg({}), state(), { kind: 'success', handoff: { reason: 'r' } });
-    const parked = (handedOff.effects[1] as Extract<Effect, { kind: 'setState' }>).state;
-    assert.equal(parked.BlockedByMessageId, 'm1');
-    assert.equal(parked.HandoffMessageId, sends(handedOff)[0]!.messageId);
-    const failed = run(msg({}), state({ HandoffMessageId: 'stale' }), fail());
-    const blocked = failed.effects.find((f): f is Extract<Effect, { kind: 'setState' }> => f.kind === 'setState')!;
-    assert.equal(blocked.state.HandoffMessageId, null);
-    const resubmitted = run(
-      cmd('ResubmissionRequest', {}, eventBody('OrderPlaced', {})),
-      parked,
-      { kind: 'success', handoff: { reason: 'again' } },
-      env({ newId: () => 'announced-again' }),
-    );
-    const again = (resubmitted.effects[1] as Extract<Effect, { kind: 'setState' }>).state;
-    assert.equal(again.HandoffMessageId, sends(resubmitted)[0]!.messageId);
-    assert.notEqual(again.HandoffMessageId, parked.HandoffMessageId);
-  });
-
-  test('a handoff command names its handoff by ParentMessageId: the parking delivery or the announcement', () => {
-    // e1 handed off again by its resubmission: parked by resubmit-1, announced by r9.
-    const pending = state({ BlockedByEventId: 'e1', BlockedByMessageId: 'resubmit-1', HandoffMessageId: 'r9' });
-    const released = ['state {"b":null,"n":0,"c":0,"r":0}', 'send ResolutionResponse->Resolver', 'complete'];
-    const refused = ['send ErrorResponse->Resolver (best effort)', 'deadLetter CommandRefused'];
-    const completion = (parent?: string) =>
-      run(cmd('HandoffCompletedRequest', parent ? { ParentMessageId: parent } : {}), pending, undefined);
-    assert.deepEqual(shape(completion('resubmit-1').effects), released, 'HandoffClient / token');
-    assert.deepEqual(shape(completion('r9').effects), released, 'the console');
-    assert.deepEqual(shape(completion().effects), released, 'an older sender: EventId alone');
-    const late = completion('m1');
-    assert.deepEqual(shape(late.effects), refused, 'the earlier handoff, parked by m1');
-    assert.match(
-      String(sends(late)[0]!.applicationProperties.DeadLetterErrorDescription),
-      /HandoffCompletedRequest refused: message m1 is not the pending handoff of event e1 in session s1 \(the session waits for the handoff parked by resubmit-1, announced by r9\)/,
-    );
-    const failure = (parent: string) =>
-      run(cmd('HandoffFailedRequest', { ParentMessageId: parent }), pending, undefined);
-    assert.deepEqual(shape(failure('m1').effects), refused, 'a late failure of the earlier handoff');
-    assert.deepEqual(shape(failure('r9').effects), ['send ErrorResponse->Resolver', 'complete']);
-    assert.deepEqual(shape(failure('resubmit-1').effects), ['send ErrorResponse->Resolver', 'complete']);
-    // A block whose announcement was not recorded (a failure, state of an older version): the EventId decides.
-    const unrecorded = state({ BlockedByEventId: 'e1', BlockedByMessageId: 'resubmit-1' });
-    const any = run(cmd('HandoffCompletedRequest', { ParentMessageId: 'whatever' }), unrecorded, undefined);
-    assert.deepEqual(shape(any.effects), released);
-  });
 });
 
 describe('a release interrupted after its state write, then redelivered', () => {

@@ -323,11 +323,11 @@ function settleEventRequest(
   switch (outcome.kind) {
     case 'success': {
       if (outcome.handoff) {
-        const announcement = handoffResponse(m, env, outcome.handoff);
+        const next = block(replayed, m);
         return {
           effects: [
-            send(announcement),
-            { kind: 'setState', state: blockForHandoff(replayed, m, announcement) },
+            send(handoffResponse(m, env, outcome.handoff)),
+            { kind: 'setState', state: next },
             { kind: 'complete' },
           ],
           signal: 'completed',
@@ -395,14 +395,11 @@ function afterRetry(
   switch (outcome.kind) {
     case 'success': {
       if (outcome.handoff) {
-        const announcement = handoffResponse(m, env, outcome.handoff);
         return {
           effects: [
-            send(announcement),
+            send(handoffResponse(m, env, outcome.handoff)),
             // Only the blocking retry gets here (route() settles the others); never take over another event's block.
-            ...(!isBlocked(state) || blockedByThis(state, m)
-              ? [setState(blockForHandoff(state, m, announcement))]
-              : []),
+            ...(!isBlocked(state) || blockedByThis(state, m) ? [setState(block(state, m))] : []),
             { kind: 'complete' },
           ],
           signal: 'completed',
@@ -468,10 +465,8 @@ function afterResubmission(
     case 'success': {
       if (outcome.handoff) {
         // Blocked by another event: that block stays; otherwise the handoff parks the session on this event.
-        const announcement = handoffResponse(m, env, outcome.handoff);
-        const effects: Effect[] = [send(announcement)];
-        if (!isBlocked(state) || mine)
-          effects.push({ kind: 'setState', state: blockForHandoff(state, m, announcement) });
+        const effects: Effect[] = [send(handoffResponse(m, env, outcome.handoff))];
+        if (!isBlocked(state) || mine) effects.push({ kind: 'setState', state: block(state, m) });
         effects.push({ kind: 'complete' });
         return { effects, signal: 'completed', note: 'resubmission parked a pending handoff' };
       }
@@ -567,10 +562,17 @@ function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): S
 function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
   // Only the session's pending handoff can be completed: a ResolutionResponse for any other event would record
   // Completed for work the session was not waiting for (a duplicate completion, a skipped handoff, a wrong
-  // address, an earlier handoff of the same event). Refused visibly instead; the Resolver keeps (or restores) the
-  // row's status.
-  const pending = namesPendingHandoff(state, m);
-  if (!pending && !releasedByThis(state, m)) return refuse(m, env, notThePendingHandoff(m, state));
+  // address). Refused visibly instead; the Resolver keeps (or restores) the row's status.
+  if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
+    const why = isBlocked(state)
+      ? `the session is blocked by ${state.BlockedByEventId}`
+      : 'the session is not blocked';
+    return refuse(
+      m,
+      env,
+      `HandoffCompletedRequest refused: event ${eventKey(m)} is not the pending handoff of session ${m.sessionId ?? ''} (${why})`,
+    );
+  }
   // The Resolver gets the external system's result as the event's content; the user handler never runs again.
   const resolution = send(
     releaseAnswer(MessageType.ResolutionResponse, m, env, {
@@ -578,20 +580,15 @@ function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: Dec
     }),
   );
   return {
-    effects: [...(pending ? releaseSteps(m, state) : drain(m, state)), resolution, { kind: 'complete' }],
+    effects: [...releaseSteps(m, state), resolution, { kind: 'complete' }],
     signal: 'completed',
-    note: pending
+    note: blockedByThis(state, m)
       ? 'handoff completed: session released'
       : 'redelivered handoff completion that released the session: replay and answer finished',
   };
 }
 
 function decideHandoffFailed(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
-  // The session waits for a later handoff of this very event: the failure of an earlier one is refused like its
-  // completion would be. Answered, it would record Failed over the handoff still pending, and the console would then
-  // refuse that handoff's own settlement (the row is no longer a handoff) while the session keeps waiting for it.
-  if (blockedByThis(state, m) && !namesPendingHandoff(state, m))
-    return refuse(m, env, notThePendingHandoff(m, state));
   // The caller's text and type, verbatim (HandoffClient.fail(coords, errorText, errorType)).
   const error = send(
     response(MessageType.ErrorResponse, m, env, {
@@ -907,50 +904,11 @@ function blockedByThis(state: SessionState, m: InboundMessage): boolean {
 }
 
 export function block(state: SessionState, m: InboundMessage): SessionState {
-  return { ...state, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null, HandoffMessageId: null };
-}
-
-/** Blocks the session on a pending handoff, remembering the PendingHandoffResponse that announced it. */
-export function blockForHandoff(
-  state: SessionState,
-  m: InboundMessage,
-  announcement: OutgoingMessage,
-): SessionState {
-  return { ...block(state, m), HandoffMessageId: announcement.messageId };
+  return { ...state, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null };
 }
 
 export function unblock(state: SessionState): SessionState {
-  return { ...state, BlockedByEventId: null, BlockedByMessageId: null, HandoffMessageId: null };
-}
-
-/**
- * Whether a handoff command names the handoff the session waits for, not only its event. The same event can be
- * handed off more than once (a resubmission or a retry of it hands off again, a re-published copy after a release),
- * and a settlement of the earlier handoff can arrive late (an agent reporting after the operator resubmitted, a bus
- * send repeated: handoff commands are not in the inbox). The command's ParentMessageId names the handoff: the
- * delivery that parked it (the handoff token and HandoffClient carry it) or the PendingHandoffResponse that
- * announced it (the console's command answers the row's last message). A command without one (older senders), or a
- * block whose announcement was not recorded (a failure, or state written by an older version), is matched by the
- * EventId alone, as before.
- */
-function namesPendingHandoff(state: SessionState, m: InboundMessage): boolean {
-  if (!blockedByThis(state, m)) return false;
-  const named = m.parentMessageId;
-  if (!named || !state.HandoffMessageId) return true;
-  return named === state.HandoffMessageId || named === state.BlockedByMessageId;
-}
-
-/** Why a handoff command is refused: the description the Resolver records in the event's history and audit. */
-function notThePendingHandoff(m: InboundMessage, state: SessionState): string {
-  const session = m.sessionId ?? '';
-  if (blockedByThis(state, m))
-    return (
-      `${m.messageType ?? 'handoff command'} refused: message ${m.parentMessageId ?? ''} is not the pending handoff of ` +
-      `event ${eventKey(m)} in session ${session} (the session waits for the handoff parked by ` +
-      `${state.BlockedByMessageId ?? ''}, announced by ${state.HandoffMessageId ?? ''})`
-    );
-  const why = isBlocked(state) ? `the session is blocked by ${state.BlockedByEventId}` : 'the session is not blocked';
-  return `${m.messageType ?? 'handoff command'} refused: event ${eventKey(m)} is not the pending handoff of session ${session} (${why})`;
+  return { ...state, BlockedByEventId: null, BlockedByMessageId: null };
 }
 
 /** Unblocks the session and remembers which delivery did it, and with which answer when known (see releaseSteps). */

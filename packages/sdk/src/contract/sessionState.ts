@@ -23,13 +23,6 @@ export const sessionStateSchema = z.looseObject({
   BlockedByEventId: z.string().nullable().default(null),
   /** MessageId of the delivery that blocked the session; a successful resubmission records it in the inbox. */
   BlockedByMessageId: z.string().nullable().default(null),
-  /**
-   * MessageId of the PendingHandoffResponse that announced the pending handoff the session is blocked by; null when
-   * the block is a failure, and absent (null) in state written before it existed or by a version that drops it. With
-   * BlockedByMessageId (the delivery that parked the handoff) it names the handoff, not only its event: a handoff
-   * command whose ParentMessageId is neither is for an earlier handoff of the same event and is refused.
-   */
-  HandoffMessageId: z.string().nullable().default(null),
   /** Legacy: broker-deferred sequence numbers. Read for compatibility, never written by us. */
   DeferredSequenceNumbers: z.array(z.number().int()).default([]),
   /** Messages ever parked on the Deferred subscription for this session (never decremented). */
@@ -78,7 +71,6 @@ export function emptySessionState(): SessionState {
   return {
     BlockedByEventId: null,
     BlockedByMessageId: null,
-    HandoffMessageId: null,
     DeferredSequenceNumbers: [],
     DeferredCount: 0,
     NextDeferralSequence: 0,
@@ -114,7 +106,6 @@ export function isEmptySessionState(state: SessionState): boolean {
     unknownSessionStateKeys(state).length === 0 &&
     !isBlocked(state) &&
     (state.BlockedByMessageId == null || state.BlockedByMessageId === '') &&
-    (state.HandoffMessageId == null || state.HandoffMessageId === '') &&
     state.DeferredSequenceNumbers.length === 0 &&
     state.DeferredCount === 0 &&
     state.NextDeferralSequence === 0 &&
