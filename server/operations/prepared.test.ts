@@ -204,6 +204,32 @@ describe('a bulk job awaiting its confirmation', () => {
     }
   });
 
+  test('a cancel that loses the race to a confirmation is still carried out: the job stops instead of running to its end', { timeout: 300_000 }, async () => {
+    await seedFailed('race', 40, 'RaceServiceError', (i) => `race service rejected ORD-${i}`);
+    const group = await groupOf('RaceServiceError');
+    const { resume } = await routes();
+    // One command a second: the job is still running when the cancel comes.
+    process.env.NIMBUS_OPERATIONS_RATE = '1';
+    const prepared = await prepare('skip', { endpointId: EP, groupId: group.groupId }).finally(() => delete process.env.NIMBUS_OPERATIONS_RATE);
+    const { getContext } = await import('../context.ts');
+    const { getOperations } = await import('./service.ts');
+    const { controlOperation } = await import('./routes.ts');
+    const ctx = await getContext();
+    // The cancelling tab read the job while it was still awaiting its confirmation…
+    const seenByCanceller = await getOperations(ctx).jobs.get(prepared.operationId);
+    assert.equal(seenByCanceller?.state, 'prepared');
+    // …and another tab confirmed it before the cancel was written.
+    const started = await resume.POST(req('POST', `/api/operations/${prepared.operationId}/resume`), params(prepared.operationId));
+    assert.equal(started.status, 200, await started.clone().text());
+    const answer = await controlOperation(ctx, seenByCanceller!, 'cancel', 'tester');
+    assert.equal(answer.requested, 'cancel', JSON.stringify(answer));
+    assert.equal((await getOperations(ctx).jobs.control(prepared.operationId))?.control, 'cancel');
+    await until('the job stopped', async () => ['cancelled', 'completed'].includes((await view(prepared.operationId)).state));
+    const end = await view(prepared.operationId);
+    assert.equal(end.state, 'cancelled', JSON.stringify(end));
+    assert.ok(end.done < end.total, JSON.stringify(end));
+  });
+
   test('a running job cancelled by the operator is audited as cancelled, not as failed', { timeout: 300_000 }, async () => {
     await seedFailed('slow', 40, 'SlowError', (i) => `slow partner timeout for CUST-${i}`);
     process.env.NIMBUS_OPERATIONS_RATE = '2';

@@ -67,6 +67,13 @@ async function settlePrepared(ctx: ConsoleContext, job: Job, control: JobControl
   if (result === 'expired' && control === 'run')
     throw conflict(`operation ${job.operationId} was not confirmed within ${Math.round(PREPARED_TTL_MS / 60_000)} min and was discarded; prepare it again`);
   if (result === 'ended' && ENDED_STATES.has(now.state)) throw badRequest(`operation ${job.operationId} has ended (${now.state})`);
+  if (result === 'ended') {
+    // Confirmed by someone else between our read and our write: it is an ordinary job now, so the wish (a cancel
+    // above all) is recorded the ordinary way rather than answered as if it had been carried out.
+    await jobs.setControl(job.operationId, control, by);
+    runner.kick();
+    return jobView(now, { control, by, at: new Date().toISOString() });
+  }
   if (result === 'started') runner.kick();
   return jobView(now, await jobs.control(job.operationId));
 }
