@@ -205,6 +205,22 @@ describe('authorization matrix', () => {
     assert.equal((await trySkip()).status, 403);
   });
 
+  test('a grant naming an endpoint the catalog does not know is refused with 400 naming it, audited, and not stored', async () => {
+    const grants = await import('../../app/api/admin/grants/route.ts');
+    const startedAt = new Date(Date.now() - 1000).toISOString();
+    const g = { subjectKind: 'user', subject: 'oid-typo', role: 'Operator', endpointId: 'billingendpoitn' };
+    const res = await grants.POST(request('owner', 'POST', g));
+    const body = (await res.json()) as { error?: string; detail?: string };
+    assert.equal(res.status, 400, JSON.stringify(body));
+    assert.match(body.detail ?? '', /billingendpoitn.*not in the catalog/);
+    const list = (await (await grants.GET(request('owner', 'GET'))).json()) as { grants: Array<{ subject: string }> };
+    assert.ok(!list.grants.some((x) => x.subject === 'oid-typo'), 'nothing stored');
+    const log = await queryAudit(stack.store.database, { user: 'owner@test', action: 'grants.manage', from: startedAt, pageSize: 5 });
+    assert.equal(log.items[0]?.status, 400);
+    // A site-wide grant names no endpoint and still passes.
+    assert.equal((await grants.POST(request('owner', 'POST', { ...g, endpointId: null }))).status, 201);
+  });
+
   test('mutating calls over the rate limit get 429, audited; reads are not limited', async () => {
     const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
     process.env.NIMBUS_RATE_LIMIT_BURST = '2';

@@ -4,7 +4,9 @@
 // per request, and a grant or revoke made on another instance is seen within GRANT_CACHE_MS.
 import { createHash } from 'node:crypto';
 import type { Container, Database } from '@azure/cosmos';
+import type { Catalog } from '@nimbus/sdk/contract';
 import { z } from 'zod';
+import { badRequest } from '../http.ts';
 import { cosmosStatus, rethrowCosmos } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import type { Principal } from './principal.ts';
@@ -56,6 +58,15 @@ export const grantSchema = z.object({
   grantedAt: z.string(),
 });
 export type Grant = z.output<typeof grantSchema>;
+
+/**
+ * A grant's endpoint must be one the catalog lists. Pre-granting an endpoint before it is deployed is not a
+ * feature (docs/auth.md): a mistyped id would be stored, shown as a grant, and give nobody anything.
+ */
+export function requireGrantEndpoint(catalog: Pick<Catalog, 'endpoints'>, endpointId: string | null): void {
+  if (endpointId !== null && !catalog.endpoints.some((e) => e.id === endpointId))
+    throw badRequest(`endpoint ${endpointId} is not in the catalog: a grant names an endpoint the catalog lists (or none, for a site-wide role)`);
+}
 
 /** The same grant twice has the same id: granting is idempotent. */
 export function grantId(g: { subjectKind: string; subject: string; role: string; endpointId: string | null }): string {
