@@ -2,11 +2,13 @@
 // server: a session whose state says "draining, waiting for parked message #0" while only #1 is still parked (#0 was
 // lost) is found with why and what the repair does; the repair moves the cursor to #1 under the session's lock and
 // sends the replay trigger to the deferred processor; it is audited, and a second repair changes nothing. A
-// draining session whose awaited message is still parked is not reported.
+// draining session whose awaited message is still parked is not reported. A store listing that fails after the scan
+// ran out of time does not become an unhandled rejection (which would end the console process).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Address, decodeSessionState, encodeSessionState, MessageType, Prop, Subscription, emptySessionState } from '@nimbus/sdk/contract';
+import type { MessageStore } from '../../lib/store/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { findDrainingSessions, RECONCILE_AUDIT_EVENT, repairDrainingSessions } from './draining.ts';
 
@@ -105,6 +107,37 @@ describe('reconcile: sessions draining forever', () => {
     assert.equal(again?.outcome, 'unchanged');
     assert.equal((await stateOf(healthy)).NextReplaySequence, 0, 'the healthy session was not touched');
     assert.ok(!(await findDrainingSessions(stack.serviceBus.client, stack.store, [ep])).sessions.some((s) => s.sessionId === stuck));
+  });
+
+  test('a store listing that fails after the budget ran out is observed: no unhandled rejection', async () => {
+    // The real store, its listing held until the scan has answered and then failed (a Cosmos error arriving late).
+    let fail!: (err: Error) => void;
+    const late = new Promise<never>((_, reject) => (fail = reject));
+    let listed!: () => void;
+    const listingStarted = new Promise<void>((r) => (listed = r));
+    const slowStore = new Proxy(stack.store, {
+      get(target, key, receiver) {
+        if (key !== 'listEvents') return Reflect.get(target, key, receiver) as unknown;
+        return () => {
+          listed();
+          return late;
+        };
+      },
+    }) as MessageStore;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const scan = await findDrainingSessions(stack.serviceBus.client, slowStore, [ep], { budgetMs: 1 });
+      await listingStarted;
+      assert.equal(scan.scanLimited, true, 'the budget answered, the listing had not');
+      fail(new Error('store unavailable (late)'));
+      // Node reports unhandled rejections once the microtask queue is drained, before the next macrotask.
+      for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+      assert.deepEqual(unhandled.map(String), []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   test('through the API: the preview lists the session with why and what the repair does; apply repairs it', async () => {

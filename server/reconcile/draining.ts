@@ -189,6 +189,8 @@ export async function findDrainingSessions(client: ServiceBusClient, store: Mess
       listedAll = true;
     })();
     // A store slow to list is cut short by the budget too; one that fails fails the scan (the caller's draining.error).
+    // The race subscribes to `listing`: a failure after the budget won is observed there (and ignored), never an
+    // unhandled rejection. Waiting on `outOfTime` alone would lose that (draining.test.ts checks it).
     await Promise.race([listing, outOfTime]);
     let next = 0;
     const worker = async () => {
