@@ -18,3 +18,6 @@ export interface Principal {
 
 /** The caller while NIMBUS_AUTH=off (loopback only): recorded as `anonymous`, allowed everything. */
 export const ANONYMOUS: Principal = { kind: 'anonymous', id: 'anonymous', name: 'anonymous', roles: [], groups: [] };
+
+/** One principal as one string (`user:oid`): its kind and id, never its display name, which two people may share. */
+export const principalKey = (p: Pick<Principal, 'kind' | 'id'>): string => `${p.kind}:${p.id}`;

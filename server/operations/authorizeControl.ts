@@ -1,7 +1,9 @@
 // Who may pause, resume or cancel a bulk job (POST /api/operations/{id}/pause|resume|cancel), and the job itself.
-import { authorizeBeforeBody, authorizeEach, readScope, type Authorized } from '../auth/authorize.ts';
+// A prepared job (awaiting its confirmation) is its preparer's alone to confirm or cancel; an Owner may cancel it.
+import { authorizeBeforeBody, authorizeEach, readScope, refuseAuthorized, type Authorized } from '../auth/authorize.ts';
+import { principalKey } from '../auth/principal.ts';
 import { getContext, type ConsoleContext } from '../context.ts';
-import { roleCovers, requiredRole } from '../auth/roles.ts';
+import { effectiveRole, roleCovers, requiredRole } from '../auth/roles.ts';
 import { JOB_KINDS, type Job, type JobKind } from './jobs.ts';
 import { getJob } from './routes.ts';
 
@@ -28,7 +30,8 @@ function leastJobKind(): JobKind {
  * target `operation/{id}`): the job's kind is not known yet, and reading it for a caller who may not read it (or a
  * page on another site) would cost a store read per forged request. Then the job under the caller's read scope (404
  * as for an unknown id), and its kind on every endpoint it touches (refusals audited as that kind), counted once
- * against the rate limit.
+ * against the rate limit. Last, a prepared job controlled by anyone but its preparer: 403, audited as denied
+ * (an Owner's cancel excepted).
  */
 export async function authorizeJobControl(
   request: Request,
@@ -41,5 +44,24 @@ export async function authorizeJobControl(
   const job = await getJob(ctx, id, readScope(caller));
   // A job over no endpoint (nothing to authorize there): recorded under its own kind all the same.
   const who = (await authorizeEach(request, job.kind, job.endpoints, subject)) ?? { ...caller, action: job.kind };
+  if (job.state === 'prepared' && !isPreparer(who, job) && !(control === 'cancel' && isOwnerOver(who, job)))
+    await refuseAuthorized(who, `operation ${id} was prepared by ${job.startedBy}; prepare your own`);
   return { ctx, job, who };
+}
+
+/**
+ * A prepared job waits for its preparer's confirmation: the runner sends its commands under the preparer's name, so
+ * a confirmation by anyone else would be audited as theirs. Jobs from before startedById compare display names.
+ */
+function isPreparer(who: Authorized, job: Job): boolean {
+  return job.startedById !== undefined ? job.startedById === principalKey(who.principal) : job.startedBy === who.user;
+}
+
+/** An Owner on every endpoint the job touches (site-wide for a job over none) may clear others' open confirmations. */
+function isOwnerOver(who: Authorized, job: Job): boolean {
+  const where = job.endpoints.length > 0 ? job.endpoints : [undefined];
+  return where.every((e) => {
+    const role = effectiveRole(who.assignments, e);
+    return role !== null && roleCovers(role, 'Owner');
+  });
 }

@@ -78,6 +78,11 @@ export interface Job {
   /** Commands per second this job may send (0: no limit). */
   ratePerSecond: number;
   startedBy: string;
+  /**
+   * Who started it, as `kind:id` of the principal (startedBy is a display name, which two people may share): only
+   * they may confirm or cancel it while prepared (authorizeControl.ts). Absent on older jobs.
+   */
+  startedById?: string;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;
@@ -123,6 +128,7 @@ export class JobStore {
     selection: Selection;
     rows: SelectedRow[];
     startedBy: string;
+    startedById?: string;
     ratePerSecond: number;
     hold?: boolean;
     title?: string;
@@ -148,6 +154,7 @@ export class JobStore {
       chunks,
       ratePerSecond: args.ratePerSecond,
       startedBy: args.startedBy,
+      ...(args.startedById ? { startedById: args.startedById } : {}),
       createdAt: now,
       updatedAt: now,
       startedAt: null,
@@ -237,7 +244,8 @@ export function jobView(job: Job, control: JobControlDoc | null, now = Date.now(
   const perSecond = runningMs > 0 ? (processed * 1000) / runningMs : 0;
   const remaining = job.total - processed;
   const etaSeconds = job.state === 'running' && perSecond > 0 ? Math.ceil(remaining / perSecond) : null;
-  const { selection, errors, cursor: _cursor, chunks: _chunks, ...rest } = job;
+  // startedById is for authorization only: the view names the starter by display name, as before.
+  const { selection, errors, cursor: _cursor, chunks: _chunks, startedById: _startedById, ...rest } = job;
   return {
     ...rest,
     kind: job.kind as JobKind | 'replay',

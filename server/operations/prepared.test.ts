@@ -4,7 +4,9 @@
 // happened - prepared, then cancelled - with no "succeeded" skip and no "failed (200)" job. Confirm starts it at
 // once (queued, never paused), under a title naming the failure group, with its times and a link to its events.
 // A prepared job never confirmed expires by itself (audited as cancelled); a confirmation after its deadline is
-// refused. A running job cancelled by the operator is audited as cancelled, not failed.
+// refused. A running job cancelled by the operator is audited as cancelled, not failed. With sign-in on, only the
+// Operator who prepared a job may confirm or cancel it (its commands are audited under the preparer's name); an
+// Owner may cancel anyone's (cleanup).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -12,6 +14,9 @@ import { msg } from '../../lib/store/testing/fixtures.ts';
 import { queryAudit, type AuditRecord } from '../audit/auditLog.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
+import type { Principal } from '../auth/principal.ts';
+import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { JobStore } from './jobs.ts';
 import type { OperationSummary } from './routes.ts';
 
@@ -29,10 +34,16 @@ after(async () => {
   await stack?.close();
 });
 
-const req = (method: string, path: string, body?: unknown) =>
+const SECRET = 'prepared-jobs-test-session-secret-0123456789';
+/** A request signed in as `as` (its session cookie sealed here); without one, anonymous (sign-in off). */
+const req = (method: string, path: string, body?: unknown, as?: Principal) =>
   new Request(`http://127.0.0.1:3000${path}`, {
     method,
-    headers: { 'content-type': 'application/json', host: '127.0.0.1:3000' },
+    headers: {
+      'content-type': 'application/json',
+      host: '127.0.0.1:3000',
+      ...(as ? { cookie: `${SESSION_COOKIE}=${sealSession(as, { secret: SECRET, maxAgeSeconds: 600 })}` } : {}),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
@@ -78,9 +89,9 @@ async function list(): Promise<OperationSummary[]> {
   return ((await (await ops.GET(req('GET', '/api/operations'))).json()) as { operations: OperationSummary[] }).operations;
 }
 
-async function view(operationId: string): Promise<{ state: string; total: number; done: number; expiresAt?: string | null }> {
+async function view(operationId: string, as?: Principal): Promise<{ state: string; total: number; done: number; expiresAt?: string | null }> {
   const { one } = await routes();
-  return (await (await one.GET(req('GET', `/api/operations/${operationId}`), params(operationId))).json()) as never;
+  return (await (await one.GET(req('GET', `/api/operations/${operationId}`, undefined, as), params(operationId))).json()) as never;
 }
 
 /** Every audit entry that names the job (its target, or its id in the details: the creation's entry). */
@@ -90,9 +101,9 @@ async function auditsOf(operationId: string): Promise<AuditRecord[]> {
 }
 const line = (a: AuditRecord) => `${a.action} ${a.target ?? a.endpointId ?? ''} ${a.outcome} (${a.status})`;
 
-async function prepare(kind: 'skip' | 'resubmit', selection: unknown): Promise<{ operationId: string; total: number; state: string }> {
+async function prepare(kind: 'skip' | 'resubmit', selection: unknown, as?: Principal): Promise<{ operationId: string; total: number; state: string }> {
   const { ops } = await routes();
-  const created = await ops.POST(req('POST', '/api/operations', { kind, selection, hold: true }));
+  const created = await ops.POST(req('POST', '/api/operations', { kind, selection, hold: true }, as));
   assert.equal(created.status, 202, await created.clone().text());
   return (await created.json()) as never;
 }
@@ -245,6 +256,50 @@ describe('a bulk job awaiting its confirmation', () => {
       assert.equal(line(finished), `operation.resubmit operation/${operationId} cancelled (200)`);
     } finally {
       delete process.env.NIMBUS_OPERATIONS_RATE;
+    }
+  });
+
+  test("another Operator cannot confirm or cancel someone else's prepared job (403, audited as denied); an Owner may cancel it", { timeout: 300_000 }, async () => {
+    await seedFailed('own', 3, 'OwnershipError', (i) => `ownership check failed for CUST-${i}`);
+    const group = await groupOf('OwnershipError');
+    const alice: Principal = { kind: 'user', id: 'oid-alice', name: 'alice@test', roles: ['Operator'], groups: [] };
+    const bob: Principal = { kind: 'user', id: 'oid-bob', name: 'bob@test', roles: ['Operator'], groups: [] };
+    const owner: Principal = { kind: 'user', id: 'oid-owner', name: 'owner@test', roles: ['Owner'], groups: [] };
+    const authEnv = oidcTestEnv(SECRET, { roles: { Operator: 'Operator', Owner: 'Owner' } });
+    const saved = Object.fromEntries(Object.keys(authEnv).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, authEnv);
+    try {
+      const { resume, cancel } = await routes();
+      const mine = await prepare('skip', { endpointId: EP, groupId: group.groupId }, alice);
+      const startedAt = new Date(Date.now() - 1000).toISOString();
+      for (const [name, route] of [['resume', resume], ['cancel', cancel]] as const) {
+        const res = await route.POST(req('POST', `/api/operations/${mine.operationId}/${name}`, undefined, bob), params(mine.operationId));
+        const body = (await res.json()) as { detail?: string };
+        assert.equal(res.status, 403, `${name} by another Operator: ${JSON.stringify(body)}`);
+        assert.match(body.detail ?? '', /prepared by alice@test; prepare your own/);
+      }
+      assert.equal((await view(mine.operationId, alice)).state, 'prepared', 'still waiting for its preparer');
+      const denied = (await queryAudit(stack.store.database, { user: 'bob@test', from: startedAt, pageSize: 10 })).items;
+      assert.deepEqual(
+        denied.map((a) => `${a.target} ${a.outcome} (${a.status})`),
+        [`operation/${mine.operationId} denied (403)`, `operation/${mine.operationId} denied (403)`],
+      );
+
+      // An Owner cleans up someone else's open confirmation.
+      const cleaned = await cancel.POST(req('POST', `/api/operations/${mine.operationId}/cancel`, undefined, owner), params(mine.operationId));
+      assert.equal(cleaned.status, 200, await cleaned.clone().text());
+      assert.equal((await view(mine.operationId, alice)).state, 'discarded');
+
+      // The preparer confirms their own: it runs, its commands audited under the name of who confirmed.
+      const again = await prepare('skip', { endpointId: EP, groupId: group.groupId }, alice);
+      const started = await resume.POST(req('POST', `/api/operations/${again.operationId}/resume`, undefined, alice), params(again.operationId));
+      assert.equal(started.status, 200, await started.clone().text());
+      await until('completed', async () => (await view(again.operationId, alice)).state === 'completed');
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   });
 });

@@ -26,10 +26,17 @@ export async function resolveSelection(ctx: ConsoleContext, sel: Selection, scop
   return rows;
 }
 
-export async function createOperation(ctx: ConsoleContext, kind: JobKind, selection: Selection, rows: SelectedRow[], startedBy: string, hold = false) {
+export async function createOperation(
+  ctx: ConsoleContext,
+  kind: JobKind,
+  selection: Selection,
+  rows: SelectedRow[],
+  startedBy: { name: string; principalId: string },
+  hold = false,
+) {
   const { jobs, runner } = getOperations(ctx);
   const title = await jobTitle(ctx.store.database, kind, selection, rows);
-  const job = await jobs.create({ kind, selection, rows, startedBy, ratePerSecond: operationsRate(), hold, title });
+  const job = await jobs.create({ kind, selection, rows, startedBy: startedBy.name, startedById: startedBy.principalId, ratePerSecond: operationsRate(), hold, title });
   if (!hold) runner.kick();
   return { operationId: job.operationId, total: job.total, state: job.state };
 }

@@ -2,9 +2,10 @@
 // POST with `{ kind: 'resubmit' | 'skip', selection, hold? }`: freezes the selection and starts a job → 202
 // `{ operationId, total, state }`. With `hold` the job is only prepared (state `prepared`, audited as
 // `{kind}.prepare`): it waits, unlisted, for /resume (the operator confirmed the exact count) or /cancel, and is
-// discarded if neither comes within PREPARED_TTL_MS. The caller needs the kind's role (Operator) on every endpoint
-// the selection touches.
+// discarded if neither comes within PREPARED_TTL_MS; only its preparer may confirm or cancel it (an Owner may
+// cancel it too). The caller needs the kind's role (Operator) on every endpoint the selection touches.
 import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
+import { principalKey } from '../../../server/auth/principal.ts';
 import { getContext } from '../../../server/context.ts';
 import { handle, json, readJsonBody } from '../../../server/http.ts';
 import { createOperationBody } from '../../../server/operations/jobs.ts';
@@ -35,7 +36,7 @@ export function POST(request: Request): Promise<Response> {
     // A held job is prepared, not started: its entry says so, and its confirmation or cancellation follows.
     const result = await audited(
       who,
-      () => createOperation(ctx, body.kind, selection, rows, who.user, body.hold),
+      () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold),
       (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, held: body.hold }),
       202,
       body.hold ? { action: `${body.kind}.prepare` } : {},
