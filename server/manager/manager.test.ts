@@ -6,6 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
+import { docId } from '../../lib/store/ids.ts';
+import { CONTAINERS } from '../../lib/store/store.ts';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { HttpError } from '../http.ts';
 import { seedConsoleData } from '../testing/seed.ts';
@@ -176,6 +178,53 @@ describe('Manager on the real stack', () => {
       assert.equal((await manager.execute(EP, 'evt-plain-then-edit', { kind: 'resubmit' }, 'alice')).outcome, 'sent');
       await assert.rejects(manager.execute(EP, 'evt-plain-then-edit', edit(3), 'bob'), isConflict(/with the stored payload, not this edit/));
       assert.equal((await onTheWire('evt-plain-then-edit')).length, 1);
+    });
+
+    /**
+     * A resubmit sent, its receipt lost (the process died before writing it), and the command recorded by the
+     * Resolver as it passed: the row now holds the command's payload under the command's own id, as an edited
+     * claim's row does. Returns the command's MessageId.
+     */
+    async function sentReceiptLostRecorded(eventId: string, spec: { kind: 'resubmit'; edited?: { payload: unknown } }): Promise<string> {
+      const sent = await manager.execute(EP, eventId, spec, 'alice');
+      assert.equal(sent.outcome, 'sent');
+      await stack.store.database.container(CONTAINERS.audits).item(docId(sent.messageId), eventId).delete();
+      assert.equal(await stack.store.getAudit(eventId, sent.messageId), null, 'the receipt is gone');
+      const row = (await stack.store.getStatusRow(EP, eventId, `S-${eventId}`))!;
+      const payload = spec.edited ? spec.edited.payload : { eventId, qty: 1 };
+      const recorded = msg(MessageType.ResubmissionRequest, {
+        endpointId: EP,
+        eventId,
+        sessionId: `S-${eventId}`,
+        messageId: sent.messageId,
+        parentMessageId: row.parentMessageId,
+        from: Topic.Manager,
+        payload,
+      });
+      await stack.store.recordOutcome({ history: { ...recorded, enqueuedAt: new Date().toISOString() } as never, status: recorded });
+      const after = (await stack.store.getStatusRow(EP, eventId, `S-${eventId}`))!;
+      assert.equal(after.requestMessageId, after.lastMessageId, 'the row now looks like an edited claim');
+      return sent.messageId;
+    }
+
+    test('a plain resubmit repeated after a plain one whose receipt is lost is no conflict; after an edited one it still is', async () => {
+      await seedFailed('evt-plain-lost-receipt');
+      await sentReceiptLostRecorded('evt-plain-lost-receipt', { kind: 'resubmit' });
+      // No receipt and a fresh claim: "being sent" (retry shortly; it is re-sent with the same MessageId after the
+      // grace period), never "a different, edited payload was sent".
+      await assert.rejects(manager.execute(EP, 'evt-plain-lost-receipt', { kind: 'resubmit' }, 'bob'), (e: unknown) => {
+        assert.ok(e instanceof HttpError && e.status === 409, String(e));
+        assert.doesNotMatch(e.detail, /edited payload/);
+        assert.match(e.detail, /being sent right now/);
+        return true;
+      });
+
+      await seedFailed('evt-edit-lost-receipt');
+      await sentReceiptLostRecorded('evt-edit-lost-receipt', edit(5));
+      await assert.rejects(manager.execute(EP, 'evt-edit-lost-receipt', { kind: 'resubmit' }, 'bob'), isConflict(/is already being sent \(claimed at .*with an edited payload\)/));
+      await assert.rejects(manager.execute(EP, 'evt-edit-lost-receipt', edit(6), 'bob'), isConflict(/with a different payload/));
+      assert.equal((await onTheWire('evt-plain-lost-receipt')).length, 1);
+      assert.equal((await onTheWire('evt-edit-lost-receipt')).length, 1);
     });
   });
 });

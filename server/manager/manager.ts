@@ -27,7 +27,7 @@ import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
-import { resubmitMismatch } from './repeatConflict.ts';
+import { resubmitMismatch, rowSaysEdited, storedBeforeClaim } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -356,7 +356,9 @@ export class Manager {
     // A point read by the command's id: however many other audits the event has, the receipt is found.
     const receipt = await this.#store.getAudit(row.eventId, messageId);
     // Same failure, different request (another operator's edit): refused, never answered as already sent.
-    const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, receipt) : undefined;
+    // Without the receipt, a row that looks edited may be a plain claim the Resolver recorded: its history tells.
+    const before = spec.kind === 'resubmit' && !receipt && rowSaysEdited(row) ? storedBeforeClaim((await this.#store.listHistory(row.eventId, { pageSize: 100 })).items, row) : undefined;
+    const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, receipt, before) : undefined;
     if (mismatch) throw conflict(mismatch);
     if (receipt) {
       return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };

@@ -4,8 +4,10 @@
 // operator's different edit (not a duplicate: answering 'duplicate' would silently drop that edit). The claimed
 // row holds what was sent: its payload and event type are the edit after an edited resubmit (the claim writes
 // them) and the stored ones after a plain one (the claim keeps them); the Resolver records the same values later.
+// Once it has, the row alone cannot tell a plain claim from an edited one (both hold the command's payload under the
+// command's id); without the receipt, the event's history can: what the claim sent against what was stored before.
 import { isDeepStrictEqual } from 'node:util';
-import { AuditType, type AuditEntry, type StatusRow } from '../../lib/store/index.ts';
+import { AuditType, type AuditEntry, type HistoryEntry, type StatusRow } from '../../lib/store/index.ts';
 import type { CommandSpec } from './commands.ts';
 
 /**
@@ -13,8 +15,14 @@ import type { CommandSpec } from './commands.ts';
  * "sent" audit, when written: its type says whether the claim was an edit; without it the row does (an edited
  * claim stored its payload under its own id, see specOfClaim).
  */
-export function resubmitMismatch(spec: Extract<CommandSpec, { kind: 'resubmit' }>, row: StatusRow, receipt: AuditEntry | null | undefined): string | undefined {
-  const claimEdited = receipt ? receipt.type === AuditType.ResubmitWithChanges : row.requestMessageId === row.lastMessageId;
+export function resubmitMismatch(
+  spec: Extract<CommandSpec, { kind: 'resubmit' }>,
+  row: StatusRow,
+  receipt: AuditEntry | null | undefined,
+  /** What the event held before the claim (storedBeforeClaim), when the row alone cannot say. */
+  before?: StoredRequest,
+): string | undefined {
+  const claimEdited = receipt ? receipt.type === AuditType.ResubmitWithChanges : rowSaysEdited(row) && !sentAsStored(row, before);
   let differs: string | undefined;
   if (spec.edited) {
     // An edit identical to what was sent asks for the same thing, whoever sent it and however.
@@ -28,4 +36,34 @@ export function resubmitMismatch(spec: Extract<CommandSpec, { kind: 'resubmit' }
   if (!differs) return undefined;
   const sent = receipt ? `was already sent (by ${receipt.auditor} at ${receipt.at}, ${differs})` : `is already being sent (claimed at ${row.updatedAt}, ${differs})`;
   return `a resubmit of this failure ${sent}; nothing was sent - reload the event`;
+}
+
+export interface StoredRequest {
+  payload: unknown;
+  eventTypeId: string | null;
+}
+
+/**
+ * The row's own evidence of an edited claim: its payload was written under the claim's id. Also true of a plain
+ * claim once the Resolver has recorded the command (the command carries the payload it sent).
+ */
+export const rowSaysEdited = (row: StatusRow): boolean => row.requestMessageId === row.lastMessageId;
+
+/** The claim sent what the event held before it: a plain resubmit's payload and event type (or an identical edit). */
+function sentAsStored(row: StatusRow, before: StoredRequest | undefined): boolean {
+  if (!before) return false;
+  return isDeepStrictEqual(before.payload, row.payload) && (before.eventTypeId === null || before.eventTypeId === row.eventTypeId);
+}
+
+/**
+ * The request the event held before the claim on `row`, from its history (enqueue order): the last entry with a
+ * payload before the claim's own. Undefined when the Resolver has not recorded the claim's command (the row's payload
+ * is then the claim's own write: an edit) or when the page read does not reach it: the row's evidence stands.
+ */
+export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusRow): StoredRequest | undefined {
+  const mine = history.filter((h) => h.endpointId === row.endpointId && h.sessionId === row.sessionId);
+  const at = mine.findIndex((h) => h.messageId === row.lastMessageId);
+  if (at < 0) return undefined;
+  const prior = mine.slice(0, at).findLast((h) => h.payload !== undefined);
+  return prior ? { payload: prior.payload, eventTypeId: prior.eventTypeId } : undefined;
 }
