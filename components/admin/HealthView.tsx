@@ -1,7 +1,10 @@
 'use client';
 // Admin → Health: the heartbeat settings (off by default), "Send now", the Resolver's liveness and every
 // endpoint's heartbeat: status (On / Unsupported / Off / Pending / Unknown), round trip, last seen, SDK version
-// and whether it is included in the scheduled probes. Refreshes every 5 s.
+// and whether it is included in the scheduled probes. Refreshes every 5 s. An endpoint whose probe is overdue while
+// it keeps answering other messages is marked busy beside its last status (the probe is queued behind its backlog,
+// server/heartbeat/evidence.ts), and a round trip longer than the timeout is marked late: a slow endpoint must not
+// read as a dead one.
 // The settings form shows the server's values, refreshed with the page, except the fields this operator has changed;
 // Save sends only those, with the settings version they are based on (heartbeatSettingsForm.ts). If another Owner
 // changed one of them meanwhile the server refuses the save (409, nothing applied): the page says so, shows the
@@ -11,7 +14,7 @@ import Link from '../Link.tsx';
 import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Ago, ErrorBox, useNow } from '../format.tsx';
-import { opsApi } from '../topology/opsApi.ts';
+import { opsApi, type HealthOverview } from '../topology/opsApi.ts';
 import { useCan, useMe } from '../audit/accessApi.ts';
 import { NUMERIC_CELL, TABLE_HEAD } from '../table.tsx';
 import { healthQuery, queryKeys } from '../queries.ts';
@@ -39,6 +42,18 @@ const STATUS_STYLE: Record<string, string> = {
 
 function Status({ s }: { s: string }) {
   return <span className={`rounded px-1.5 py-0.5 text-xs font-medium ${STATUS_STYLE[s] ?? STATUS_STYLE.Unknown}`} data-heartbeat-status={s}>{s}</span>;
+}
+
+type EndpointRow = HealthOverview['endpoints'][number];
+
+/** Why an endpoint with an overdue probe is not Off: it answered other messages meanwhile. */
+function Busy({ e, now }: { e: EndpointRow; now: number }) {
+  const behind = e.backlog ? `queued behind ${e.backlog} pending message${e.backlog === 1 ? '' : 's'}` : 'queued';
+  return (
+    <span className="block text-xs text-amber-800" data-heartbeat-busy>
+      Busy — probe {behind}; last answered a message <Ago at={e.lastHandledAt} now={now} />
+    </span>
+  );
 }
 
 /** A refused save, inside the form: what changed on the server and the operator's own values, to re-apply. */
@@ -220,9 +235,17 @@ export function HealthView() {
               <tr key={e.endpointId} className="border-t border-slate-100" data-endpoint={e.endpointId}>
                 <td className="px-3 py-2 font-medium">{e.endpointId}</td>
                 <td className="px-3 py-2">
-                  <Status s={e.status} /> {e.probeInFlight && e.status !== 'Pending' && <span className="text-xs text-sky-700">probe in flight</span>}
+                  <Status s={e.status} /> {e.probeInFlight && e.status !== 'Pending' && !e.busy && <span className="text-xs text-sky-700">probe in flight</span>}
+                  {e.busy && <Busy e={e} now={now} />}
                 </td>
-                <td className={`px-3 py-2 ${NUMERIC_CELL}`}>{e.roundTripMs == null ? '—' : formatMs(e.roundTripMs)}</td>
+                <td className={`px-3 py-2 ${NUMERIC_CELL}`}>
+                  {e.roundTripMs == null ? '—' : formatMs(e.roundTripMs)}
+                  {e.answeredLate && (
+                    <span className="block text-xs text-amber-800" data-heartbeat-late>
+                      answered late
+                    </span>
+                  )}
+                </td>
                 <td className="px-3 py-2">
                   <Ago at={e.lastSeenAt} now={now} />
                 </td>

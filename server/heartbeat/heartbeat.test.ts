@@ -93,6 +93,25 @@ describe('heartbeat', () => {
     assert.equal(endpointHealth('e', true, []).status, 'Unknown');
   });
 
+  test('an overdue probe is busy only while the endpoint answered something after it and within the timeout; a slow answer is late', () => {
+    const at = (s: number) => new Date(Date.parse('2026-12-02T10:00:00.000Z') + s * 1000).toISOString();
+    const rec = (probeId: string, status: 'On' | 'Pending', sent: number, answered?: number) =>
+      ({ id: probeId, endpointId: 'e', probeId, status, sentAt: at(sent), receivedAt: null, answeredAt: answered === undefined ? null : at(answered), sdkVersion: null, intervalSeconds: 60, updatedAt: at(answered ?? sent) });
+    const records = [rec('2', 'Pending', 100), rec('1', 'On', 0, 2)];
+    const ctx = (now: number, handled: number | null) => ({ nowMs: Date.parse(at(now)), timeoutSeconds: 20, lastHandledAt: handled === null ? null : at(handled), backlog: 7 });
+    const busy = endpointHealth('e', true, records, ctx(125, 118));
+    assert.deepEqual([busy.status, busy.busy, busy.backlog, busy.answeredLate], ['On', true, 7, false]);
+    // Not overdue yet: not busy, whatever the endpoint did.
+    assert.equal(endpointHealth('e', true, records, ctx(110, 108)).busy, false);
+    // Its last answer is from before the probe left, or older than the timeout: no evidence.
+    assert.equal(endpointHealth('e', true, records, ctx(125, 99)).busy, false);
+    assert.equal(endpointHealth('e', true, records, ctx(140, 110)).busy, false);
+    assert.equal(endpointHealth('e', true, records, ctx(125, null)).busy, false);
+    assert.equal(endpointHealth('e', true, records, ctx(140, 110)).backlog, null);
+    // Answered 25 s after it was sent, with a 20 s timeout: late.
+    assert.equal(endpointHealth('e', true, [rec('3', 'On', 100, 125)], ctx(130, null)).answeredLate, true);
+  });
+
   test('off by default; two schedulers send one probe per endpoint per interval; answers give On and Unsupported; silence turns Off', async () => {
     const a = service();
     const b = service();

@@ -1,6 +1,8 @@
 // Admin → Health: the heartbeat scheduler (flow 8; research-webapp.md §4). A tick every 30 s:
 //   1. sweep: probes still Pending after the timeout turn Off (endpoints and the Resolver), so an unanswered
-//      probe settles within timeout + one tick even while the schedule is disabled;
+//      probe settles within timeout + one tick even while the schedule is disabled — except an endpoint's probe
+//      while the endpoint keeps answering other messages (evidence.ts): it is queued behind a backlog, and stays
+//      Pending (shown as busy) until it is answered or the endpoint falls silent for a whole timeout;
 //   2. the Resolver liveness probe, once per interval whatever `enabled` says (it settles itself, no bus reply);
 //   3. when enabled and due, one probe per included endpoint, straight to the endpoint topic, From = Manager.
 // Steps 2 and 3 are claimed first on a stored document with an etag condition, so with several console
@@ -22,6 +24,7 @@ import {
 import type { HeartbeatRecord, HeartbeatSettings, MessageStore, ServiceHealth } from '../../lib/store/index.ts';
 import { log as defaultLog } from '../log.ts';
 import type { PlatformDocs } from './platformDocs.ts';
+import { aliveSince, lastHandledAt } from './evidence.ts';
 import { withSendSpan } from '@nimbus/sdk';
 
 export const TICK_MS = 30_000;
@@ -69,6 +72,25 @@ export interface EndpointHealth {
   lastSeenAt: string | null;
   roundTripMs: number | null;
   sdkVersion: string | null;
+  /**
+   * The newest probe is past the timeout, yet the endpoint answered other messages since it was sent and within
+   * the last timeout: it is queued behind a backlog, not dead. `status` keeps the last settled outcome meanwhile.
+   */
+  busy: boolean;
+  /** When the Resolver last recorded an answer from the endpoint; looked up only while the newest probe is overdue. */
+  lastHandledAt: string | null;
+  /** While busy: the endpoint's Pending messages (its counters), what the probe waits behind at most. Else null. */
+  backlog: number | null;
+  /** The last answer took longer than the timeout (it came after the probe was overdue). */
+  answeredLate: boolean;
+}
+
+/** What endpointHealth needs beyond the records to tell busy from dead and late from prompt. */
+export interface HealthContext {
+  nowMs: number;
+  timeoutSeconds: number;
+  lastHandledAt: string | null;
+  backlog: number | null;
 }
 
 export interface ResolverHealth {
@@ -101,9 +123,19 @@ export interface HealthOverview {
 
 const SETTLED = new Set(['On', 'Unsupported', 'Off', 'Unknown']);
 
+/** The newest probe, if it is Pending past the timeout. */
+function overdueProbe(records: HeartbeatRecord[], nowMs: number, timeoutSeconds: number): HeartbeatRecord | undefined {
+  const newest = newestFirst(records)[0];
+  if (newest?.status !== 'Pending' || !newest.sentAt) return undefined;
+  return Date.parse(newest.sentAt) <= nowMs - timeoutSeconds * 1000 ? newest : undefined;
+}
+
+const newestFirst = (records: HeartbeatRecord[]) =>
+  [...records].sort((a, b) => (b.sentAt ?? b.updatedAt).localeCompare(a.sentAt ?? a.updatedAt));
+
 /** One endpoint's health from its recent records (newest first). Pure. */
-export function endpointHealth(endpointId: string, included: boolean, records: HeartbeatRecord[]): EndpointHealth {
-  const byTime = [...records].sort((a, b) => (b.sentAt ?? b.updatedAt).localeCompare(a.sentAt ?? a.updatedAt));
+export function endpointHealth(endpointId: string, included: boolean, records: HeartbeatRecord[], ctx?: HealthContext): EndpointHealth {
+  const byTime = newestFirst(records);
   const settled = byTime.find((r) => SETTLED.has(r.status));
   const answered = byTime.find((r) => r.status === 'On' || r.status === 'Unsupported');
   const newest = byTime[0];
@@ -120,6 +152,19 @@ export function endpointHealth(endpointId: string, included: boolean, records: H
     lastSeenAt: answered?.answeredAt ?? answered?.receivedAt ?? null,
     roundTripMs: rtt,
     sdkVersion: answered?.sdkVersion ?? null,
+    ...busyness(records, rtt, ctx),
+  };
+}
+
+function busyness(records: HeartbeatRecord[], rtt: number | null, ctx: HealthContext | undefined): Pick<EndpointHealth, 'busy' | 'lastHandledAt' | 'backlog' | 'answeredLate'> {
+  if (!ctx) return { busy: false, lastHandledAt: null, backlog: null, answeredLate: false };
+  const overdue = overdueProbe(records, ctx.nowMs, ctx.timeoutSeconds);
+  const busy = overdue !== undefined && aliveSince(ctx.lastHandledAt, overdue.sentAt!, ctx.nowMs, ctx.timeoutSeconds);
+  return {
+    busy,
+    lastHandledAt: ctx.lastHandledAt,
+    backlog: busy ? ctx.backlog : null,
+    answeredLate: rtt !== null && rtt > ctx.timeoutSeconds * 1000,
   };
 }
 
@@ -219,15 +264,22 @@ export class HeartbeatService {
     return { count };
   }
 
-  /** Pending probes older than the timeout turn Off. Returns how many. */
+  /**
+   * Pending probes older than the timeout turn Off, unless the endpoint is answering other messages (busy: the
+   * probe is queued behind them; see evidence.ts). Returns how many turned Off.
+   */
   async sweep(settings?: HeartbeatSettings): Promise<number> {
     const s = settings ?? (await this.settings());
-    const cutoff = this.#d.now().getTime() - s.timeoutSeconds * 1000;
+    const nowMs = this.#d.now().getTime();
+    const cutoff = nowMs - s.timeoutSeconds * 1000;
     let swept = 0;
     for (const endpointId of this.endpointIds) {
       const records = await this.#d.store.listHeartbeats(endpointId, 20);
+      let handled: Promise<string | null> | undefined; // looked up once, and only when a probe is overdue
       for (const r of records) {
         if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
+        handled ??= lastHandledAt(this.#d.store, endpointId);
+        if (aliveSince(await handled, r.sentAt, nowMs, s.timeoutSeconds)) continue;
         // Re-read just before writing: a reply may have landed since the list (the reply then wins).
         const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
         if (fresh && fresh.status !== 'Pending') continue;
@@ -250,8 +302,21 @@ export class HeartbeatService {
       this.#d.store.getServiceHealth(Address.Resolver),
       this.#d.docs.read<{ lastSentAt: string }>(CLAIM_ENDPOINTS),
     ]);
+    const nowMs = this.#d.now().getTime();
+    const { timeoutSeconds } = settings;
+    // The counters are read once, and only if some endpoint's probe is overdue (the backlog it may be queued behind).
+    let counts: Promise<Map<string, number>> | undefined;
+    const pendingOf = async (id: string) => {
+      counts ??= this.#d.store.getAllCounts().then((c) => new Map(c.endpoints.map((e) => [e.endpointId, e.pending])));
+      return (await counts).get(id) ?? 0;
+    };
     const endpoints = await Promise.all(
-      this.endpointIds.map(async (id) => endpointHealth(id, !excluded.has(id), await this.#d.store.listHeartbeats(id, 20))),
+      this.endpointIds.map(async (id) => {
+        const records = await this.#d.store.listHeartbeats(id, 20);
+        const overdue = overdueProbe(records, nowMs, timeoutSeconds) !== undefined;
+        const [handled, backlog] = overdue ? await Promise.all([lastHandledAt(this.#d.store, id), pendingOf(id)]) : [null, null];
+        return endpointHealth(id, !excluded.has(id), records, { nowMs, timeoutSeconds, lastHandledAt: handled, backlog });
+      }),
     );
     return {
       settings: {

@@ -1,0 +1,144 @@
+// A busy endpoint is not Off. On the embedded stack, a real SDK host for billing with one session worker whose
+// handler the test holds open: orders pile up in sessions ahead of the probe's `Heartbeat` session, so the probe
+// waits behind them past the timeout while the endpoint keeps answering orders (the real Resolver records those
+// answers). The sweep must leave that probe Pending and the overview say "busy", keeping the last On; once the
+// endpoint has answered nothing for a whole timeout the probe turns Off; the late answer turns it On again.
+// Shipping consumes the same orders but has no host: requests arriving for it are no evidence of life, it is Off.
+// The heartbeat clock is injected (a shift on the real clock, which the Resolver stamps the rows with), so "sent
+// 21 s ago" needs no waiting.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { HandlerRegistry, Publisher, sessionKeysFromCatalog, SubscriberHost } from '@nimbus/sdk';
+import { startResolver, type ResolverHandle } from '../../resolver-worker/index.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { PlatformDocs } from './platformDocs.ts';
+import { HeartbeatService, type HealthOverview } from './scheduler.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const BUSY = 'billingendpoint';
+const DEAD = 'shippingendpoint';
+const TIMEOUT_SECONDS = 20;
+
+let stack: ConsoleTestStack;
+let resolver: ResolverHandle;
+let host: SubscriberHost;
+let publisher: Publisher;
+let docs: PlatformDocs;
+let service: HeartbeatService;
+/** Added to the real clock for the heartbeat service: negative sends a probe "in the past". */
+let shiftMs = 0;
+
+/** Orders the billing handler has started, in order; and the handlers held open, to release one by one. */
+const entered: string[] = [];
+const held: Array<() => void> = [];
+let holding = true;
+
+before(async () => {
+  stack = await startConsoleTestStack();
+  resolver = startResolver({ client: stack.serviceBus.client, store: stack.store, sessionIdleTimeoutMs: 200, log: pino({ level: 'silent' }) });
+  const handlers = new HandlerRegistry().on<{ orderId: string }>('OrderPlaced', async (o) => {
+    entered.push(o.orderId);
+    if (holding) await new Promise<void>((r) => held.push(r));
+  });
+  // One worker: sessions are handled one at a time, so the probe's session waits for those ready before it.
+  host = new SubscriberHost({ client: stack.serviceBus.client, endpointId: BUSY, handlers, maxConcurrentSessions: 1, sessionIdleTimeoutMs: 200, deferredProcessor: false });
+  await host.start();
+  publisher = new Publisher({ client: stack.serviceBus.client, endpointId: 'storefrontendpoint', sessionKeys: sessionKeysFromCatalog(stack.catalog) });
+  docs = new PlatformDocs({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'nimbus' });
+  service = new HeartbeatService({ store: stack.store, client: stack.serviceBus.client, catalog: stack.catalog, docs, now: () => new Date(Date.now() + shiftMs) });
+});
+
+after(async () => {
+  holding = false;
+  for (const release of held.splice(0)) release();
+  await publisher?.close().catch(() => undefined);
+  await host?.stop().catch(() => undefined);
+  await resolver?.stop().catch(() => undefined);
+  await service?.close();
+  docs?.close();
+  await stack?.close();
+});
+
+async function until<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
+  for (let i = 0; i < 600; i++) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+const health = async (id: string) => (await service.overview()).endpoints.find((e) => e.endpointId === id)!;
+const completed = async (orderId: string) =>
+  (await stack.store.listEvents({ endpointId: BUSY, sessionId: orderId, pageSize: 10 })).items.some((r) => r.status === 'Completed');
+
+/** Sends one probe to every included endpoint, stamped `agoMs` in the past. */
+async function probeSentAgo(agoMs: number): Promise<void> {
+  shiftMs = -agoMs;
+  try {
+    await service.sendNow('tester');
+  } finally {
+    shiftMs = 0;
+  }
+}
+
+describe('heartbeat of a busy endpoint', () => {
+  test('a probe queued behind a backlog is busy, not Off, while the endpoint answers; silent for a timeout it is Off; the late answer turns it On', async () => {
+    const saved = await service.updateSettings({ intervalSeconds: 30, timeoutSeconds: TIMEOUT_SECONDS }, (await service.versionedSettings()).version, 'tester');
+    assert.ok('saved' in saved);
+
+    // A first probe, answered at once (nothing queued yet): billing is On.
+    holding = false;
+    await probeSentAgo(60_000);
+    await until('billing On', async () => (await health(BUSY)).status === 'On');
+    holding = true;
+
+    // A backlog: four orders in four sessions; the single worker is held in the first one.
+    for (let i = 1; i <= 4; i++) await publisher.publish('OrderPlaced', { orderId: `ORD-BUSY-${i}` });
+    await until('the first order in the handler', async () => entered.length === 1);
+    // The probe joins the line behind the three waiting sessions; as far as the clock knows it left 21 s ago.
+    await probeSentAgo((TIMEOUT_SECONDS + 1) * 1000);
+
+    // The endpoint answers one order (the worker then moves to the next session, still ahead of the probe).
+    held.shift()!();
+    await until('the first order Completed', () => completed(entered[0]!));
+    await until('the worker in the second order', async () => entered.length === 2);
+
+    await service.sweep();
+    const busy = await health(BUSY);
+    assert.equal(busy.status, 'On', 'an endpoint answering its traffic keeps its last answer, not Off');
+    assert.equal(busy.busy, true);
+    assert.equal(busy.probeInFlight, true);
+    assert.ok(busy.lastHandledAt && Date.parse(busy.lastHandledAt) > Date.now() - TIMEOUT_SECONDS * 1000, `answered recently: ${busy.lastHandledAt}`);
+    assert.notEqual(busy.backlog, null);
+
+    // Shipping got the same orders (recorded Pending for it) but nothing answers there: Off.
+    await until('the orders recorded for shipping', async () => (await stack.store.listEvents({ endpointId: DEAD, pageSize: 10 })).items.length > 0);
+    const dead = await health(DEAD);
+    assert.equal(dead.status, 'Off');
+    assert.equal(dead.busy, false);
+
+    // 25 s later by the clock billing has answered nothing for a whole timeout: the same probe turns Off.
+    shiftMs = 25_000;
+    await service.sweep();
+    const quiet: HealthOverview['endpoints'][number] = await health(BUSY);
+    shiftMs = 0;
+    assert.equal(quiet.status, 'Off');
+    assert.equal(quiet.busy, false);
+
+    // The backlog drains and the probe is answered: late, and On again at once.
+    holding = false;
+    for (const release of held.splice(0)) release();
+    const answered = await until('billing On again', async () => {
+      const h = await health(BUSY);
+      return h.status === 'On' ? h : undefined;
+    });
+    assert.equal(answered.probeInFlight, false);
+    assert.equal(answered.busy, false);
+    assert.equal(answered.answeredLate, true);
+    assert.ok(answered.roundTripMs! > TIMEOUT_SECONDS * 1000, `round trip ${answered.roundTripMs} ms`);
+    for (let i = 1; i <= 4; i++) assert.ok(await completed(`ORD-BUSY-${i}`), `ORD-BUSY-${i}`);
+  });
+});

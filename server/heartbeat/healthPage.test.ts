@@ -1,0 +1,56 @@
+// Admin → Health in Chromium (the built console on the embedded stack, server/testing/seededConsole.ts): an endpoint
+// whose probe is overdue while it answers other messages shows its last status with "Busy — probe queued behind N
+// pending messages"; one whose probe is overdue and that answers nothing shows no such note (the sweep turns it
+// Off); an answer slower than the timeout is marked "answered late". The records are written the way the
+// scheduler and the Resolver write them, just before the page is opened (the page's clock is the real one).
+// NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType } from '@nimbus/sdk/contract';
+import { CONSOLE_DIR } from '../console.ts';
+import { seedEvent } from '../testing/seed.ts';
+import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
+
+let ui: SeededConsole | undefined;
+
+before(async () => {
+  ui = await startSeededConsole({ dir: DIR, demoData: false });
+});
+after(() => ui?.close());
+
+const ago = (s: number) => new Date(Date.now() - s * 1000).toISOString();
+
+describe('Admin → Health: busy and late endpoints', () => {
+  test('a busy endpoint keeps its last status with a Busy note; a silent one has none; a slow answer is marked late', async () => {
+    const { store } = ui!.stack;
+    // Timeout 60 s (the default): both probes below left 70 s ago.
+    for (const endpointId of ['billingendpoint', 'shippingendpoint']) {
+      await store.recordHeartbeat({ endpointId, probeId: `${endpointId}-answered`, status: 'On', sentAt: ago(400), answeredAt: ago(399), sdkVersion: '1.0.0' });
+      await store.recordHeartbeat({ endpointId, probeId: `${endpointId}-queued`, status: 'Pending', sentAt: ago(70), intervalSeconds: 300 });
+    }
+    // Billing answers orders (recorded now, after its probe left); two more wait for it.
+    const order = (n: number) => ({ endpointId: 'billingendpoint', eventId: `evt-busy-${n}`, sessionId: `ORD-BUSY-${n}`, eventTypeId: 'OrderPlaced', payload: { orderId: `ORD-BUSY-${n}` } });
+    await seedEvent(store, Date.now(), order(1), MessageType.ResolutionResponse);
+    await seedEvent(store, Date.now(), order(2), null);
+    await seedEvent(store, Date.now(), order(3), null);
+    // CRM answered its probe 80 s after it left.
+    await store.recordHeartbeat({ endpointId: 'crmendpoint', probeId: 'crm-late', status: 'On', sentAt: ago(100), answeredAt: ago(20), sdkVersion: '1.0.0' });
+
+    const page = await ui!.open('/admin/health');
+    const billing = page.locator('tr[data-endpoint="billingendpoint"]');
+    const busy = billing.locator('[data-heartbeat-busy]');
+    await busy.waitFor();
+    assert.match((await busy.textContent()) ?? '', /^Busy — probe queued behind 2 pending messages; last answered a message /);
+    assert.equal(await billing.locator('[data-heartbeat-status]').getAttribute('data-heartbeat-status'), 'On');
+    const shipping = page.locator('tr[data-endpoint="shippingendpoint"]');
+    await shipping.locator('[data-heartbeat-status]').waitFor();
+    assert.equal(await shipping.locator('[data-heartbeat-busy]').count(), 0, 'no evidence of life: no Busy note');
+    await page.locator('tr[data-endpoint="crmendpoint"] [data-heartbeat-late]').getByText('answered late').waitFor();
+    assert.equal(await billing.locator('[data-heartbeat-late]').count(), 0, 'a prompt answer is not late');
+    await page.close();
+    assert.deepEqual(ui!.pageErrors, []);
+  });
+});
