@@ -9,12 +9,11 @@
 //  - A block written by an older SDK (no BlockedByMessageId) is still settled by EventId.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pino } from 'pino';
 import { encodeBody, MessageType, Prop, Topic, toWireProperties, WireText } from '@nimbus/sdk/contract';
 import { createHandoffToken, HandlerRegistry, HandoffClient, type HandoffToken } from '@nimbus/sdk';
 import { endProcessAfterResults, eventually, withHarness, type Harness } from '../../packages/sdk/e2e/harness.ts';
-import { createStore, startEmbeddedCosmos, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
-import { startResolver } from '../../resolver-worker/index.ts';
+import { type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
+import { startStoreAndResolver } from '../../resolver-worker/testHarness.ts';
 import { Manager } from './manager.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -33,24 +32,13 @@ interface Stack {
 /** The SDK harness (emulator, topology, hosts) plus an embedded Cosmos store, a Resolver and a Manager on it. */
 async function withStack(body: (s: Stack) => Promise<void>): Promise<void> {
   await withHarness(async (h) => {
-    const cosmos = await startEmbeddedCosmos({ port: 0 });
-    const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'handoffmatch' });
-    const resolver = startResolver({
-      client: h.client,
-      store,
-      concurrency: 4,
-      sessionIdleTimeoutMs: 300,
-      budget: { baseDelayMs: 20, maxDelayMs: 200 },
-      log: pino({ level: 'silent' }),
-    });
+    const { store, close } = await startStoreAndResolver(h.client, 'handoffmatch');
     const manager = new Manager({ store, client: h.client });
     try {
       await body({ h, store, manager });
     } finally {
       await manager.close();
-      await resolver.stop();
-      await store.close();
-      await cosmos.close();
+      await close();
     }
   });
 }
