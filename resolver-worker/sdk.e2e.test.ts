@@ -3,7 +3,6 @@
 import { describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import assert from 'node:assert/strict';
-import { pino } from 'pino';
 import { eventBody, HEARTBEAT_EVENT_TYPE_ID, MessageType, Prop, WellKnownSession, encodeBody } from '@nimbus/sdk/contract';
 import { classifier } from '@nimbus/sdk';
 import { PermanentFailureError } from '@nimbus/sdk';
@@ -11,31 +10,19 @@ import { HandlerRegistry } from '@nimbus/sdk';
 import { RetryPolicies } from '@nimbus/sdk';
 import { HandoffClient } from '@nimbus/sdk';
 import { withHarness as withSdkHarness, type Harness } from '../packages/sdk/e2e/harness.ts';
-import { createStore, startEmbeddedCosmos, type EndpointCounts, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../lib/store/index.ts';
-import { startResolver } from './index.ts';
-import { eventually } from './testHarness.ts';
+import { type EndpointCounts, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../lib/store/index.ts';
+import { eventually, startStoreAndResolver } from './testHarness.ts';
 
 type Customer = { customerId: string; n: number; fixed?: boolean };
 
 /** The SDK harness plus an embedded Cosmos store and a Resolver on the same emulator. */
 async function withResolver(body: (h: Harness, store: MessageStore) => Promise<void>): Promise<void> {
   await withSdkHarness(async (h) => {
-    const cosmos = await startEmbeddedCosmos({ port: 0 });
-    const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'e2e' });
-    const resolver = startResolver({
-      client: h.client,
-      store,
-      concurrency: 4,
-      sessionIdleTimeoutMs: 300,
-      budget: { baseDelayMs: 20, maxDelayMs: 200 },
-      log: pino({ level: 'silent' }),
-    });
+    const { store, close } = await startStoreAndResolver(h.client, 'e2e');
     try {
       await body(h, store);
     } finally {
-      await resolver.stop();
-      await store.close();
-      await cosmos.close();
+      await close();
     }
   });
 }

@@ -2,7 +2,7 @@
 // real admin client, the embedded Cosmos server with a fresh store, a Resolver with test-friendly timings, and
 // a sender that puts messages on the Resolver topic exactly as the forwarding rules deliver them.
 import { randomUUID } from 'node:crypto';
-import type { ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import { createNoopMeter, type Attributes, type Meter } from '@opentelemetry/api';
 import { pino } from 'pino';
 import { startEmulator, type RunningEmulator } from '../emulator/index.ts';
@@ -21,6 +21,34 @@ export const testCatalog: Catalog = parseCatalog({
   ],
   eventTypes: [{ id: 'OrderPlaced', sessionKey: 'orderId' }],
 });
+
+/**
+ * An embedded Cosmos store with a Resolver on it (test timings, silent), for a test that brings its own broker and
+ * hosts (the SDK's e2e harness): what reaches the Resolver topic on `client` is recorded in `store`.
+ */
+export async function startStoreAndResolver(
+  client: ServiceBusClient,
+  database: string,
+): Promise<{ store: MessageStore; close(): Promise<void> }> {
+  const cosmos = await startEmbeddedCosmos({ port: 0 });
+  const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database });
+  const resolver = startResolver({
+    client,
+    store,
+    concurrency: 4,
+    sessionIdleTimeoutMs: 300,
+    budget: { baseDelayMs: 20, maxDelayMs: 200 },
+    log: pino({ level: 'silent' }),
+  });
+  return {
+    store,
+    close: async () => {
+      await resolver.stop();
+      await store.close();
+      await cosmos.close();
+    },
+  };
+}
 
 /** A Meter that records counter adds, so tests can assert the instruments (no SDK is installed). */
 export function recordingMeter(): { meter: Meter; counts: (name: string, match?: Attributes) => number } {

@@ -77,6 +77,27 @@ describe('Manager commands', () => {
     assert.equal(c.message.applicationProperties?.[Prop.MessageType], MessageType.HandoffFailedRequest);
   });
 
+  test('a handoff command names the delivery that handed the event off, not the row version it answers', () => {
+    // The handoff row as the Resolver records the PendingHandoffResponse, and as it restores it after a refused
+    // command (under the refusal notice's id, with the response's parent kept).
+    const parked = row({ status: 'Pending', subStatus: 'Handoff', messageType: 'PendingHandoffResponse', lastMessageId: 'ho-1', parentMessageId: 'resubmit-1' });
+    const restored = { ...parked, lastMessageId: 'notice-1' };
+    for (const [r, spec] of [
+      [parked, { kind: 'handoffComplete', messageId: 'ho-1' }],
+      [restored, { kind: 'handoffFail', messageId: 'notice-1', errorText: 'x' }],
+    ] as const) {
+      const p = buildCommand(spec, r, r.lastMessageId, 'OrderPlaced', undefined, 'op').message.applicationProperties!;
+      assert.equal(p[Prop.HandedOffByMessageId], 'resubmit-1');
+      assert.equal(p[Prop.ParentMessageId], r.lastMessageId, 'ParentMessageId stays the version the claim answers');
+    }
+    // A repeat re-sends from the claim row, which no longer says which delivery handed the event off: nothing named.
+    const claim = row({ status: 'Pending', messageType: 'HandoffCompletedRequest', lastMessageId: 'mgr-1', parentMessageId: 'ho-1' });
+    const resent = buildCommand({ kind: 'handoffComplete', messageId: 'ho-1' }, claim, 'ho-1', 'OrderPlaced', undefined, 'op');
+    assert.equal(resent.message.applicationProperties?.[Prop.HandedOffByMessageId], undefined);
+    const skip = buildCommand({ kind: 'skip' }, parked, 'ho-1', 'OrderPlaced', undefined, 'op');
+    assert.equal(skip.message.applicationProperties?.[Prop.HandedOffByMessageId], undefined);
+  });
+
   test('state rules: what each command accepts', () => {
     assert.equal(refusal({ kind: 'resubmit' }, row()), undefined);
     assert.equal(refusal({ kind: 'skip' }, row({ status: 'DeadLettered' })), undefined);

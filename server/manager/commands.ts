@@ -53,6 +53,20 @@ export function originatingOf(row: StatusRow, answeredMessageId: string): string
   return o == null || o === '' || o === SELF ? answeredMessageId : o;
 }
 
+/**
+ * The delivery that handed the event off, as the handoff row records it: a PendingHandoffResponse's parent. A
+ * handoff command names it (Prop.HandedOffByMessageId) so the subscriber can tell the handoff its session waits for
+ * from an earlier one of the same event. Not the row's lastMessageId: once a refused command has been recorded, the
+ * Resolver restores the handoff row under the refusal notice's id, which the subscriber never saw, while the
+ * restored row keeps the response's parent. Undefined for any other row (a claim re-sent by a repeat): the
+ * subscriber then matches by EventId.
+ */
+export function handedOffBy(row: Pick<StatusRow, 'messageType' | 'parentMessageId'>): string | undefined {
+  if (row.messageType !== MessageType.PendingHandoffResponse) return undefined;
+  const parent = row.parentMessageId;
+  return parent == null || parent === '' || parent === SELF ? undefined : parent;
+}
+
 export interface BuiltCommand {
   type: CommandType;
   messageId: string;
@@ -107,6 +121,7 @@ export function buildCommand(
         [Prop.EventId]: row.eventId,
         [Prop.EventTypeId]: eventTypeId,
         [Prop.ParentMessageId]: answeredMessageId,
+        [Prop.HandedOffByMessageId]: spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? handedOffBy(row) : undefined,
         [Prop.OriginatingMessageId]: originatingOf(row, answeredMessageId),
         [Prop.RetryCount]: 0,
       }),

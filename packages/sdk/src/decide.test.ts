@@ -835,6 +835,48 @@ describe('Manager commands', () => {
       assert.deepEqual([content.ErrorText, content.ErrorType], ['DMF job 7 rejected 3 lines', 'DmfError']);
     }
   });
+
+  test('a handoff command that names another delivery of the blocking event settles nothing: refused', () => {
+    // e1 was handed off by m1 (job 1); the operator resubmitted it and the resubmission handed off again (job 2):
+    // the session is blocked by the resubmission. Job 1's late settlement names m1.
+    const pending = state({ BlockedByEventId: 'e1', BlockedByMessageId: 'resubmit-1', NextDeferralSequence: 1 });
+    const refused = ['send ErrorResponse->Resolver (best effort)', 'deadLetter CommandRefused'];
+    const released = [
+      'state {"b":null,"n":1,"c":0,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ];
+    const completion = (props: Record<string, unknown>) => run(cmd('HandoffCompletedRequest', props), pending, undefined);
+    const late = completion({ HandedOffByMessageId: 'm1' });
+    assert.deepEqual(shape(late.effects), refused);
+    assert.match(
+      String(sends(late)[0]!.applicationProperties.DeadLetterErrorDescription),
+      /^HandoffCompletedRequest refused: it names the handoff of event e1 made by message m1, but session s1 is blocked by message resubmit-1 of that event/,
+    );
+    const lateFailure = run(cmd('HandoffFailedRequest', { HandedOffByMessageId: 'm1' }), pending, undefined);
+    assert.deepEqual(shape(lateFailure.effects), refused, 'a late failure would record Failed over job 2');
+    // The handoff the session waits for, named: released (a failure: answered, the block stays).
+    assert.deepEqual(shape(completion({ HandedOffByMessageId: 'resubmit-1' }).effects), released);
+    const failure = run(cmd('HandoffFailedRequest', { HandedOffByMessageId: 'resubmit-1' }), pending, undefined);
+    assert.deepEqual(shape(failure.effects), ['send ErrorResponse->Resolver', 'complete']);
+    // ParentMessageId is the row version a Manager command answers, not the handoff: it decides nothing.
+    assert.deepEqual(shape(completion({ ParentMessageId: 'notice-7', HandedOffByMessageId: 'resubmit-1' }).effects), released);
+    // Named nothing (an older sender): the EventId decides, as before.
+    assert.deepEqual(shape(completion({ ParentMessageId: 'm1' }).effects), released);
+  });
+
+  test('a block recorded without its delivery (an older SDK) is settled by EventId whatever the command names', () => {
+    const older = state({ BlockedByEventId: 'e1', NextDeferralSequence: 1 });
+    assert.equal(older.BlockedByMessageId, null);
+    const s = run(cmd('HandoffCompletedRequest', { HandedOffByMessageId: 'm1' }), older, undefined);
+    assert.deepEqual(shape(s.effects), [
+      'state {"b":null,"n":1,"c":0,"r":0}',
+      'send ProcessDeferredRequest->DeferredProcessor',
+      'send ResolutionResponse->Resolver',
+      'complete',
+    ]);
+  });
 });
 
 describe('a release interrupted after its state write, then redelivered', () => {

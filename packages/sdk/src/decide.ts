@@ -562,7 +562,9 @@ function decideSkip(m: InboundMessage, state: SessionState, env: DecisionEnv): S
 function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
   // Only the session's pending handoff can be completed: a ResolutionResponse for any other event would record
   // Completed for work the session was not waiting for (a duplicate completion, a skipped handoff, a wrong
-  // address). Refused visibly instead; the Resolver keeps (or restores) the row's status.
+  // address, an earlier handoff of the same event). Refused visibly instead; the Resolver keeps (or restores) the
+  // row's status.
+  if (namesEarlierHandoff(state, m)) return refuse(m, env, earlierHandoffRefusal(m, state));
   if (!blockedByThis(state, m) && !releasedByThis(state, m)) {
     const why = isBlocked(state)
       ? `the session is blocked by ${state.BlockedByEventId}`
@@ -589,6 +591,10 @@ function decideHandoffCompleted(m: InboundMessage, state: SessionState, env: Dec
 }
 
 function decideHandoffFailed(m: InboundMessage, state: SessionState, env: DecisionEnv): Settlement {
+  // The failure of an earlier handoff of the event is refused like its completion: answered, it would record Failed
+  // over the handoff the session still waits for, and the console would then refuse that handoff's own settlement
+  // (the row is no longer a handoff) while the session stays blocked by it.
+  if (namesEarlierHandoff(state, m)) return refuse(m, env, earlierHandoffRefusal(m, state));
   // The caller's text and type, verbatim (HandoffClient.fail(coords, errorText, errorType)).
   const error = send(
     response(MessageType.ErrorResponse, m, env, {
@@ -901,6 +907,30 @@ export function eventKey(m: InboundMessage): string {
 
 function blockedByThis(state: SessionState, m: InboundMessage): boolean {
   return isBlocked(state) && state.BlockedByEventId === eventKey(m);
+}
+
+/**
+ * Whether a handoff command settles an earlier handoff of the event the session is blocked by, not the one it waits
+ * for. One event can be handed off more than once (the operator resubmits it while its handoff is pending and the
+ * resubmission hands off again; a retry hands off), and a settlement of the earlier handoff can still arrive (its
+ * agent reports late). The command names its handoff by the delivery that handed the event off
+ * (HandedOffByMessageId); the block records the delivery that blocked the session (BlockedByMessageId). Only when
+ * both are known and differ is it another handoff: a command that names none (an older sender) and a block with no
+ * recorded delivery (state written by an older SDK) are matched by EventId alone, as before.
+ */
+function namesEarlierHandoff(state: SessionState, m: InboundMessage): boolean {
+  if (!blockedByThis(state, m)) return false;
+  const named = m.handedOffByMessageId;
+  const blocking = state.BlockedByMessageId;
+  return named != null && named !== '' && blocking != null && blocking !== '' && named !== blocking;
+}
+
+function earlierHandoffRefusal(m: InboundMessage, state: SessionState): string {
+  return (
+    `${m.messageType ?? 'handoff command'} refused: it names the handoff of event ${eventKey(m)} made by message ` +
+    `${m.handedOffByMessageId ?? ''}, but session ${m.sessionId ?? ''} is blocked by message ` +
+    `${state.BlockedByMessageId ?? ''} of that event (an earlier handoff's settlement, or a wrong message id)`
+  );
 }
 
 export function block(state: SessionState, m: InboundMessage): SessionState {

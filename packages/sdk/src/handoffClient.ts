@@ -52,7 +52,7 @@ export class HandoffClient {
       json === undefined
         ? encodeBody({})
         : encodeBody({ EventContent: { EventTypeId: c.eventTypeId ?? null, EventJson: json } });
-    return this.send(MessageType.HandoffCompletedRequest, c, body);
+    return this.send(MessageType.HandoffCompletedRequest, c, body, handedOffBy(coordinates, c));
   }
 
   /** The external work failed: the Resolver records Failed with `errorText` verbatim; the session stays blocked. */
@@ -66,6 +66,7 @@ export class HandoffClient {
       MessageType.HandoffFailedRequest,
       c,
       encodeBody({ ErrorContent: { ErrorText: errorText, ErrorType: errorType ?? null } }),
+      handedOffBy(coordinates, c),
     );
   }
 
@@ -73,7 +74,12 @@ export class HandoffClient {
     await this.sender.close();
   }
 
-  private async send(type: MessageType, c: HandoffCoordinates, body: string): Promise<string> {
+  private async send(
+    type: MessageType,
+    c: HandoffCoordinates,
+    body: string,
+    handedOffByMessageId: string | undefined,
+  ): Promise<string> {
     // Derived, not random: a caller that retries a send whose outcome it did not learn (a broker outage mid-send)
     // sends the same message again, which the endpoint's inbox and the Resolver's history recognise as one.
     const messageId = settlementMessageId(type, c);
@@ -88,6 +94,7 @@ export class HandoffClient {
         [Prop.EventId]: c.eventId,
         [Prop.EventTypeId]: c.eventTypeId,
         [Prop.ParentMessageId]: c.messageId,
+        [Prop.HandedOffByMessageId]: handedOffByMessageId,
         [Prop.OriginatingMessageId]: c.originatingMessageId ?? c.messageId,
         [Prop.RetryCount]: 0,
       }),
@@ -116,6 +123,16 @@ function resultJson(result: unknown): string {
   } catch {
     return JSON.stringify(result);
   }
+}
+
+/**
+ * The delivery that handed the event off, named on the command so the subscriber can tell this handoff from a later
+ * one of the same event (Prop.HandedOffByMessageId): only from a token, whose messageId is that delivery's by
+ * construction (ctx.markPendingHandoff). Coordinates written by hand may hold the PendingHandoffResponse's id
+ * instead (the console row's message id, which the console also accepts); those are matched by EventId, as before.
+ */
+function handedOffBy(given: HandoffCoordinates | HandoffToken, c: HandoffCoordinates): string | undefined {
+  return typeof given === 'string' ? c.messageId : undefined;
 }
 
 function parse(c: HandoffCoordinates | HandoffToken): HandoffCoordinates {

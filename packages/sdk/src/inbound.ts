@@ -22,6 +22,8 @@ export interface InboundMessage {
   retryCount: number;
   originatingMessageId?: string | undefined;
   parentMessageId?: string | undefined;
+  /** On a handoff command: the delivery that handed the event off (Prop.HandedOffByMessageId), when the sender named it. */
+  handedOffByMessageId?: string | undefined;
   originatingFrom?: string | undefined;
   /** On a replayed copy: the DeferralSequence it was parked with. */
   replaySequence?: number | undefined;
@@ -88,6 +90,7 @@ export function fromReceived(message: ReceivedLike): InboundMessage {
     retryCount: typeof p[Prop.RetryCount] === 'number' ? (p[Prop.RetryCount] as number) : 0,
     originatingMessageId: str(p[Prop.OriginatingMessageId]),
     parentMessageId: str(p[Prop.ParentMessageId]),
+    handedOffByMessageId: str(p[Prop.HandedOffByMessageId]),
     originatingFrom: str(p[Prop.OriginatingFrom]),
     replaySequence: count(p[Prop.ReplaySequence]),
     replayUntil: count(raw[SdkProp.ReplayUntil]),

@@ -81,8 +81,9 @@ export const processDeferredRequestPropertiesSchema = variant(MessageType.Proces
   [Prop.ReplayUntil]: wireCount,
   [Prop.SessionId]: wireString,
 });
-export const handoffCompletedRequestPropertiesSchema = variant(MessageType.HandoffCompletedRequest, baseShape);
-export const handoffFailedRequestPropertiesSchema = variant(MessageType.HandoffFailedRequest, baseShape);
+const handoffCommandShape = { ...baseShape, [Prop.HandedOffByMessageId]: wireString };
+export const handoffCompletedRequestPropertiesSchema = variant(MessageType.HandoffCompletedRequest, handoffCommandShape);
+export const handoffFailedRequestPropertiesSchema = variant(MessageType.HandoffFailedRequest, handoffCommandShape);
 
 export const nimbusPropertiesSchema = z
   .discriminatedUnion(Prop.MessageType, [

@@ -46,6 +46,14 @@ export const Prop = {
   HandoffReason: 'HandoffReason',
   ExternalJobId: 'ExternalJobId',
   ExpectedBy: 'ExpectedBy',
+  /**
+   * On HandoffCompleted/FailedRequest: the MessageId of the delivery that handed the event off (the handoff token's
+   * `messageId`, a PendingHandoffResponse's ParentMessageId). It names the handoff, not only its event: the same
+   * event can be handed off again (a resubmission, a retry) while a settlement of the earlier handoff is still on
+   * its way, and the subscriber refuses one that names another delivery than the one its session is blocked by.
+   * Not ParentMessageId: a Manager command's ParentMessageId is the row version it answers (its claim's lineage).
+   */
+  HandedOffByMessageId: 'HandedOffByMessageId',
   /** Resolver-only: storage-throttle redelivery counter on a scheduled clone. */
   ThrottleRetryCount: 'ThrottleRetryCount',
   /** W3C trace context propagation. */

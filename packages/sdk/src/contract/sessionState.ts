@@ -21,7 +21,11 @@ export type ReleaseAnswer = z.infer<typeof releaseAnswerSchema>;
 export const sessionStateSchema = z.looseObject({
   /** EventId of the event whose failure (or handoff park) blocks the session; null when not blocked. */
   BlockedByEventId: z.string().nullable().default(null),
-  /** MessageId of the delivery that blocked the session; a successful resubmission records it in the inbox. */
+  /**
+   * MessageId of the delivery that blocked the session; a successful resubmission records it in the inbox, and a
+   * handoff command naming another delivery of the event (HandedOffByMessageId) is refused as a settlement of an
+   * earlier handoff. Absent in state written before it existed: the EventId alone decides then.
+   */
   BlockedByMessageId: z.string().nullable().default(null),
   /** Legacy: broker-deferred sequence numbers. Read for compatibility, never written by us. */
   DeferredSequenceNumbers: z.array(z.number().int()).default([]),
