@@ -2,7 +2,8 @@
 // process, ports 0, a temporary data folder, no demo): the console must come up and serve a page without Next
 // warning that `next start` does not work with `output: 'standalone'` - the build is served with the settings it
 // was built with, as the standalone server serves it (server/console.ts). A child process, as the user sees the
-// output; the build is made (or found current) first, so the start itself runs no `next build`.
+// output; the build is made (or found current) first, so the start itself runs no `next build`. Every line it
+// prints carries a part's prefix, the console's own log included.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -18,6 +19,7 @@ const START_MS = 240_000;
 const dataDir = mkdtempSync(join(tmpdir(), 'nimbus-start-'));
 let child: ChildProcess | undefined;
 let output = '';
+let stdout = '';
 
 before(() => ensureConsoleBuilt(CONSOLE_DIR), { timeout: 15 * 60_000 });
 
@@ -58,7 +60,10 @@ test('npm start serves the production build without Next\'s warning about `next 
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (b: Buffer) => (output += b.toString('utf8')));
+  child.stdout!.on('data', (b: Buffer) => {
+    output += b.toString('utf8');
+    stdout += b.toString('utf8');
+  });
   child.stderr!.on('data', (b: Buffer) => (output += b.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
 
@@ -73,8 +78,16 @@ test('npm start serves the production build without Next\'s warning about `next 
   assert.equal(icon.status, 200);
   await icon.arrayBuffer();
 
+  // The console's instrumentation hook starts its background duties once the server runs; each logs when it has
+  // started. Wait for the bulk runner's line, then check them all.
+  await waitFor(/bulk operations runner started/, START_MS);
   child.kill('SIGINT');
   assert.equal(await exited, 0, output.slice(-3000));
   // Whatever Next's wording: no line about `next start` or the standalone output mode.
   assert.doesNotMatch(output, /next start|output: ?["']?standalone/i, output.slice(-3000));
+  // Every line is a part's, the console's own log (server/log.ts) too: its background duties print under
+  // [console], where they were bare pino JSON lines before.
+  assert.match(stdout, /\[console\] bulk operations runner started/, stdout.slice(-3000));
+  const bare = stdout.split('\n').filter((line) => line.trim() !== '' && !/^(\d\d:\d\d:\d\d )?\[[a-z]+\] /.test(line));
+  assert.deepEqual(bare, [], 'lines without a part prefix');
 });
