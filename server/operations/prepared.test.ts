@@ -11,7 +11,7 @@ import { MessageType as T } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import { queryAudit, type AuditRecord } from '../audit/auditLog.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { routeRequest as req, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
 import { JobStore } from './jobs.ts';
 import type { OperationSummary } from './routes.ts';
 
@@ -20,21 +20,9 @@ const EP = 'crmendpoint';
 let stack: ConsoleTestStack;
 
 before(async () => {
-  stack = await startConsoleTestStack('preparedjobs');
-  Object.assign(process.env, stack.env);
+  stack = await startRouteTestStack('preparedjobs');
 });
-after(async () => {
-  const { closeContext } = await import('../context.ts');
-  await closeContext();
-  await stack?.close();
-});
-
-const req = (method: string, path: string, body?: unknown) =>
-  new Request(`http://127.0.0.1:3000${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', host: '127.0.0.1:3000' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+after(() => stack?.close());
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
   const end = Date.now() + timeoutMs;
