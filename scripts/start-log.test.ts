@@ -1,7 +1,9 @@
 // The prefixed log lines of `npm start`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { componentLogger, formatRecord } from './start-log.ts';
+import { log, setConsoleLogSink } from '../server/log.ts';
+import type * as consoleLog from '../server/log.ts';
+import { componentLogger, formatRecord, recordPrinter } from './start-log.ts';
 
 test('a pino record becomes one prefixed line with its fields, secret-named fields dropped', () => {
   const lines: string[] = [];
@@ -28,4 +30,26 @@ test('a pino record becomes one prefixed line with its fields, secret-named fiel
 
 test('a line that is not JSON is printed under the prefix as it is', () => {
   assert.equal(formatRecord('console', 'plain text\n'), '[console] plain text\n');
+});
+
+test("the console's own log (server/log.ts), in every loaded copy, prints as [console] lines once routed", async () => {
+  // Next.js loads its own copies of server/log.ts (route chunks, the instrumentation hook); a second import under
+  // another URL is such a copy. Before, their records went to stdout as bare JSON amid the prefixed lines.
+  const copy = (await import(new URL('../server/log.ts?bundled-copy', import.meta.url).href)) as typeof consoleLog;
+  assert.notEqual(copy.log, log, 'a separate module instance');
+  const lines: string[] = [];
+  const levels = [log.level, copy.log.level];
+  log.level = copy.log.level = 'info'; // silent under the test runner otherwise
+  setConsoleLogSink(recordPrinter('console', { write: (l) => lines.push(l) }));
+  try {
+    log.info({ jobs: 2 }, 'bulk operations runner started');
+    copy.log.warn({ key: 'k-secret' }, 'heartbeat scheduler not started yet');
+  } finally {
+    setConsoleLogSink(undefined);
+    [log.level, copy.log.level] = levels as [string, string];
+  }
+  assert.deepEqual(
+    lines.map((l) => l.replace(/^\d\d:\d\d:\d\d /, '')),
+    ['[console] bulk operations runner started jobs=2\n', '[console] WARN heartbeat scheduler not started yet\n'],
+  );
 });

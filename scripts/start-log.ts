@@ -76,13 +76,16 @@ export function formatRecord(component: Component, json: string, color = false):
   return `${parts.join(' ')}\n`;
 }
 
+/** Prints each pino JSON record it is given as a readable line under the part's prefix. */
+export function recordPrinter(component: Component, sink: LineSink = stdoutSink): (json: string) => void {
+  const color = sink === stdoutSink && process.stdout.isTTY === true;
+  return (json) => sink.write(formatRecord(component, json, color));
+}
+
 /** A pino logger for one part of the stack, printing readable prefixed lines. */
 export function componentLogger(component: Component, level: LogLevel, sink: LineSink = stdoutSink): Logger {
-  const color = sink === stdoutSink && process.stdout.isTTY === true;
-  return pino(
-    { level, base: undefined },
-    { write: (json: string) => sink.write(formatRecord(component, json, color)) },
-  );
+  const print = recordPrinter(component, sink);
+  return pino({ level, base: undefined }, { write: print });
 }
 
 /** Prints a child process's output (e.g. `next build`) line by line under a prefix. */

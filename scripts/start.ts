@@ -7,9 +7,10 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { format } from 'node:util';
 import { parseStartConfig, type StartConfig } from './start-config.ts';
-import { componentLogger, type Component } from './start-log.ts';
+import { componentLogger, recordPrinter, type Component } from './start-log.ts';
 import { StartError, startStack, type RunningStack } from './start-stack.ts';
 import { startTelemetry } from '../lib/telemetry/start.ts';
+import { setConsoleLogSink } from '../server/log.ts';
 
 function fail(message: string, exitCode: number): never {
   process.stderr.write(`npm start: ${message}\n`);
@@ -70,6 +71,9 @@ const consoleLog = logger('console');
 console.log = console.info = (...args: unknown[]) => consoleLog.info(format(...args));
 console.warn = (...args: unknown[]) => consoleLog.warn(format(...args));
 console.error = (...args: unknown[]) => consoleLog.error(format(...args));
+// The console's own log (server/log.ts: its background duties, the Manager's commands) writes pino JSON to stdout
+// unless told otherwise; here its records get the same prefixed lines.
+setConsoleLogSink(recordPrinter('console'));
 // Process warnings (e.g. a library's listener-count warning) once each, as log lines rather than bare stderr.
 const warned = new Set<string>();
 process.removeAllListeners('warning');

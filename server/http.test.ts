@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { describeError, HttpError, readJsonBody } from './http.ts';
 import { MAX_BODY_BYTES, bodyTooLarge } from './auth/hardening.ts';
+import { HttpErrorCopy } from './testing/httpErrorCopy.ts';
 
 /** A streamed (chunked) request body: no Content-Length for the proxy's check to see. */
 function streamed(chunks: Uint8Array[]): Request {
@@ -59,17 +60,8 @@ test("the streamed limit is the proxy's: both accept the limit exactly and refus
 
 // The built console holds several copies of http.ts and lib/store (Next.js bundles them into each route chunk, and
 // the launcher imports its own): an error thrown by an object one copy made reaches a handler of another copy, so
-// it is not an instance of the class the handler imported. Each class here is such a copy: same name, another class.
-class HttpErrorCopy extends Error {
-  override readonly name = 'HttpError';
-  constructor(
-    readonly status: number,
-    error: string,
-    readonly detail: string,
-  ) {
-    super(error);
-  }
-}
+// it is not an instance of the class the handler imported. Each class here, and the shared HttpErrorCopy, is such a
+// copy: same name, another class.
 class StoreThrottledErrorCopy extends Error {
   override readonly name = 'StoreThrottledError';
   readonly transient = true;

@@ -57,8 +57,34 @@ export function createLogger(options: { name: string; level?: string; destinatio
   return options.destination ? pino(settings, options.destination) : pino(settings);
 }
 
+/** Takes one pino JSON record (a line) of the console's log. */
+export type LogSink = (record: string) => void;
+
+// One sink per process, on globalThis: Next.js bundles its own copies of this module (route chunks, the
+// instrumentation hook), and every copy must write where the launcher asked, not only the one it imported.
+const SINK = Symbol.for('nimbus.console.logSink');
+const slot = globalThis as Record<symbol, LogSink | undefined>;
+
+/**
+ * Sends the console's log records to `sink` instead of stdout (undefined: stdout again). `npm start` runs the
+ * console in its own process and prints them as `[console]` lines like the other parts (scripts/start.ts).
+ */
+export function setConsoleLogSink(sink: LogSink | undefined): void {
+  slot[SINK] = sink;
+}
+
+/** stdout, or the sink the launcher set, looked up on each record: the sink may be set after this module loaded. */
+const consoleDestination: pino.DestinationStream = {
+  write: (record) => {
+    const sink = slot[SINK];
+    if (sink) sink(record);
+    else process.stdout.write(record);
+  },
+};
+
 export const log = createLogger({
   name: 'console',
   // Quiet under Node's test runner (it sets NODE_TEST_CONTEXT in test processes) unless asked otherwise.
   level: process.env.NIMBUS_LOG_LEVEL ?? (process.env.NODE_TEST_CONTEXT ? 'silent' : 'info'),
+  destination: consoleDestination,
 });

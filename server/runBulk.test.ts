@@ -5,20 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runBulk } from './api.ts';
 import type { ConsoleContext } from './context.ts';
+import { HttpErrorCopy } from './testing/httpErrorCopy.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
-
-/** Same name and shape as http.ts's HttpError, another class: what another module copy throws. */
-class HttpErrorCopy extends Error {
-  override readonly name = 'HttpError';
-  constructor(
-    readonly status: number,
-    error: string,
-    readonly detail: string,
-  ) {
-    super(error);
-  }
-}
 
 test('bulk results carry the refusal of each event even when its error comes from another copy of http.ts', async () => {
   const ctx = {

@@ -13,27 +13,15 @@ import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { operationsConcurrency, operationsRate } from '../operations/service.ts';
 import { replayDeadLetters } from '../subscriptions/replay.ts';
 import { ReplayJournal } from '../subscriptions/replayJournal.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { routeRequest as req, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 let stack: ConsoleTestStack;
 
 before(async () => {
-  stack = await startConsoleTestStack('failureroutes');
-  Object.assign(process.env, stack.env);
+  stack = await startRouteTestStack('failureroutes');
 });
-after(async () => {
-  const { closeContext } = await import('../context.ts');
-  await closeContext();
-  await stack?.close();
-});
-
-const req = (method: string, path: string, body?: unknown) =>
-  new Request(`http://127.0.0.1:3000${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', host: '127.0.0.1:3000' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+after(() => stack?.close());
 
 interface GroupsBody {
   groups: Array<{ groupId: string; count: number; note: { note: string; by: string } | null; spark: number[] }>;

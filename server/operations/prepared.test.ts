@@ -13,7 +13,7 @@ import { MessageType as T } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import { queryAudit, type AuditRecord } from '../audit/auditLog.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
-import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { routeRequest, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
@@ -25,27 +25,14 @@ const EP = 'crmendpoint';
 let stack: ConsoleTestStack;
 
 before(async () => {
-  stack = await startConsoleTestStack('preparedjobs');
-  Object.assign(process.env, stack.env);
+  stack = await startRouteTestStack('preparedjobs');
 });
-after(async () => {
-  const { closeContext } = await import('../context.ts');
-  await closeContext();
-  await stack?.close();
-});
+after(() => stack?.close());
 
 const SECRET = 'prepared-jobs-test-session-secret-0123456789';
 /** A request signed in as `as` (its session cookie sealed here); without one, anonymous (sign-in off). */
 const req = (method: string, path: string, body?: unknown, as?: Principal) =>
-  new Request(`http://127.0.0.1:3000${path}`, {
-    method,
-    headers: {
-      'content-type': 'application/json',
-      host: '127.0.0.1:3000',
-      ...(as ? { cookie: `${SESSION_COOKIE}=${sealSession(as, { secret: SECRET, maxAgeSeconds: 600 })}` } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  routeRequest(method, path, body, as ? { cookie: `${SESSION_COOKIE}=${sealSession(as, { secret: SECRET, maxAgeSeconds: 600 })}` } : undefined);
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
   const end = Date.now() + timeoutMs;

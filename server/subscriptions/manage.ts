@@ -58,11 +58,6 @@ export async function onSubscription<T>(ref: SubscriptionRef, fn: () => Promise<
   }
 }
 
-/** 404 unless the subscription exists on the broker (checked before work that would answer 202 first: a replay). */
-export async function requireSubscription(admin: ServiceBusAdministrationClient, ref: SubscriptionRef): Promise<void> {
-  await onSubscription(ref, () => admin.getSubscription(ref.topic, ref.subscription));
-}
-
 /**
  * Whether the subscription (and its topic) exists: false only when the broker says there is no such entity; any
  * other failure is thrown, for the caller to report as it does (the page's own read shows it).
@@ -75,6 +70,11 @@ export async function subscriptionExists(admin: ServiceBusAdministrationClient, 
     if (isEntityNotFound(err)) return false;
     throw err;
   }
+}
+
+/** 404 unless the subscription exists on the broker (checked before work that would answer 202 first: a replay). */
+export async function requireSubscription(admin: ServiceBusAdministrationClient, ref: SubscriptionRef): Promise<void> {
+  if (!(await subscriptionExists(admin, ref))) throw subscriptionNotFound(ref);
 }
 
 async function audit(store: MessageStore, type: string, auditor: string, ref: SubscriptionRef, data: Record<string, unknown>): Promise<void> {
