@@ -1,6 +1,7 @@
 // The subscriber host: a multi-session processor on the endpoint's main subscription ({E}/{E}). The JS client has
 // no session processor, so each of N workers loops: accept the next free session, handle its messages one at a
-// time in order, release it when idle, repeat. Broker errors back off; stop() lets in-flight deliveries settle.
+// time in order, release it when idle or shortly before its lock-renewal horizon (sessionLockHorizon.ts), repeat.
+// Broker errors back off; stop() lets in-flight deliveries settle.
 // start() checks the subscriptions exist first; the host runs the endpoint's deferred processor too (one start/stop).
 import type { ServiceBusClient, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
 import { setMaxListeners } from 'node:events';
@@ -25,6 +26,7 @@ import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
 import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
+import { sessionLockHorizon } from './sessionLockHorizon.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -34,7 +36,10 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   sessionIdleTimeoutMs?: number;
   /** Messages fetched per receive call within one session. Default 10. */
   maxMessagesPerReceive?: number;
-  /** Session lock auto-renewal horizon. Default 5 min. */
+  /**
+   * Session lock auto-renewal horizon. Default 5 min. A session is released shortly before it (and accepted again
+   * with a fresh lock), however full its backlog; 0 turns renewal off, and the lock's own expiry is the horizon.
+   */
   maxAutoLockRenewalDurationInMs?: number;
   backoff?: BackoffOptions;
   /**
@@ -273,7 +278,7 @@ export class SubscriberHost implements AsyncDisposable {
         receiver = tolerateSlowDrain(
           await withLinkedSignal(this.stopController.signal, (abortSignal) =>
             this.sessionClient.acceptNextSession(endpointId, endpointId, {
-              maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
+              maxAutoLockRenewalDurationInMs: this.renewalHorizonMs,
               abortSignal,
             }),
           ),
@@ -291,6 +296,9 @@ export class SubscriberHost implements AsyncDisposable {
         await sleep(delay, this.stopController.signal);
         continue;
       }
+      // The client counts its renewal horizon from the accept; counted here from a little after it (the horizon's
+      // margin covers the gap).
+      const acceptedAt = Date.now();
       backoff.reset();
       this.causes.succeeded('accepting a session');
       if (this.stopping) {
@@ -299,7 +307,7 @@ export class SubscriberHost implements AsyncDisposable {
       }
       // The session's promise includes releasing it, so stop() returns only once the session lock is given back.
       let failure: unknown;
-      const session = this.runSession(receiver)
+      const session = this.runSession(receiver, acceptedAt)
         .catch((error: unknown) => {
           failure = error ?? new Error('session failed');
         })
@@ -320,13 +328,30 @@ export class SubscriberHost implements AsyncDisposable {
     }
   }
 
-  /** Handles one session's messages in order until it is idle, a delivery is left for redelivery, or we stop. */
-  private async runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
+  /**
+   * Handles one session's messages in order until it is idle, a delivery is left for redelivery, its lock horizon
+   * is near, or we stop.
+   */
+  private async runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
     const state = new SessionStateCache(receiver);
     const signal = this.stopController.signal;
     const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
+    const horizon = sessionLockHorizon(receiver, acceptedAt, this.renewalHorizonMs);
     const breaker = this.options.circuitBreaker;
+    // How long the last batch took to handle: the next one is not taken unless one as long still ends by the horizon
+    // (handlers that take seconds each would otherwise overrun the margin).
+    let lastBatchMs = 0;
     while (!this.stopping) {
+      // A steady backlog keeps every receive full, and the session would be kept until its lock ran out mid-batch:
+      // the delivery in hand would fail to settle and the batch come back, a delivery spent by each message. Released
+      // here instead, with nothing in hand; it is accepted again with a fresh lock and a fresh horizon.
+      if (!horizon.fits(lastBatchMs)) {
+        this.log.debug(
+          { endpointId: this.options.endpointId, sessionId: receiver.sessionId, lastBatchMs },
+          'session released before its lock-renewal horizon; it is accepted again',
+        );
+        return;
+      }
       if (breaker && !breaker.tryAcquire()) return; // open, or another worker holds the half-open probe
       const probing = breaker?.state === 'HalfOpen';
       let messages;
@@ -346,6 +371,7 @@ export class SubscriberHost implements AsyncDisposable {
         breaker?.release();
         return; // idle: release the session
       }
+      const batchStartedAt = Date.now();
       for (const message of messages) {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
@@ -425,7 +451,13 @@ export class SubscriberHost implements AsyncDisposable {
         // A delivery left unsettled must come back before anything after it in the session: release the session.
         if (unsettled || result === 'cancelled') return;
       }
+      lastBatchMs = Date.now() - batchStartedAt;
     }
+  }
+
+  /** The client's session lock-renewal horizon (0: renewal off). */
+  private get renewalHorizonMs(): number {
+    return this.options.maxAutoLockRenewalDurationInMs ?? 300_000;
   }
 
   private get operationTimeoutMs(): number {

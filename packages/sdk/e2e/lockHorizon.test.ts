@@ -1,0 +1,126 @@
+// A session is never worked on past its lock. The client renews a session lock only until
+// maxAutoLockRenewalDurationInMs after the accept; a session with a steady backlog was kept by the host for as long
+// as its receives came back full, so past that horizon the lock ran out mid-batch: the deliveries in hand failed
+// (lost lock, transient) and the broker delivered them again, each spending one delivery of its budget (the 10th is
+// dead-lettered with nothing wrong with it). The host now stops taking messages a margin before the horizon,
+// releases the session and accepts it again with a fresh lock and a fresh horizon.
+//
+// Real emulator, real client. The subscription's lock is shortened to 3 s so that the lock really runs out a little
+// after a 5 s horizon, as it would after 5 min in production. On the old code the lock ran out 6-8 s after the accept
+// ("settlement step 'complete' failed: The session lock on 'H-1' was lost.", the batch's messages back with a
+// delivery spent).
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino, type Logger } from 'pino';
+import { HandlerRegistry } from '@nimbus/sdk';
+import type { LifecycleObserver } from '@nimbus/sdk';
+import type { Harness } from './harness.ts';
+import { eventually, withHarness } from './harness.ts';
+
+const LOCK_MS = 3_000;
+const HORIZON_MS = 5_000;
+
+async function shortLock(h: Harness): Promise<void> {
+  const sub = await h.clients.admin.getSubscription('crm', 'crm');
+  await h.clients.admin.updateSubscription({ ...sub, lockDuration: `PT${LOCK_MS / 1000}S` });
+}
+
+/** A logger whose lines the test can read (the host's log is its only word on why a session was released). */
+function capturingLog(): { logger: Logger; messages: () => string[] } {
+  const lines: string[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
+  return { logger, messages: () => lines.map((l) => String((JSON.parse(l) as { msg?: unknown }).msg)) };
+}
+
+/** What the endpoint saw: each delivery's wire count and every failure, by message. */
+function deliveries(): {
+  observer: LifecycleObserver;
+  handledOnce: Set<string>;
+  again: string[];
+  failed: string[];
+} {
+  const handledOnce = new Set<string>();
+  const again: string[] = [];
+  const failed: string[] = [];
+  return {
+    handledOnce,
+    again,
+    failed,
+    observer: {
+      onMessageReceived: (m) => {
+        if ((m.deliveryCount ?? 0) > 0) again.push(`${m.messageId}#${m.deliveryCount}`);
+      },
+      onMessageCompleted: (m) => void handledOnce.add(m.messageId),
+      onMessageFailed: (m, e) => void failed.push(`${m.messageId}:${(e as Error)?.name}`),
+    },
+  };
+}
+
+describe('the session lock-renewal horizon', () => {
+  // Renewal off: the lock's own expiry is the horizon (it runs out after 3 s under the same backlog).
+  for (const renewalMs of [HORIZON_MS, 0]) {
+    const name = renewalMs > 0 ? `renewal for ${renewalMs / 1000} s` : 'renewal off';
+    test(`${name}: a session with a steady backlog is released before its lock horizon and accepted again; no delivery is spent`, async () => {
+      await withHarness(async (h) => {
+        await shortLock(h);
+        const { logger, messages } = capturingLog();
+        const horizonReleases = () =>
+          messages().filter((m) => m.includes('released before its lock-renewal horizon')).length;
+        const seen = deliveries();
+        const lockLost = () => seen.again.length > 0 || seen.failed.length > 0;
+        h.host({
+          endpointId: 'crm',
+          logger,
+          maxConcurrentSessions: 1,
+          maxAutoLockRenewalDurationInMs: renewalMs,
+          maxMessagesPerReceive: 3,
+          observers: [seen.observer],
+          handlers: new HandlerRegistry().on('CustomerUpdated', async () => undefined),
+        });
+        const publisher = h.publisher('shop');
+        // The producer keeps a backlog of about fifty messages on the one session, so every receive comes back full and
+        // the host never releases the session for want of messages.
+        const published: string[] = [];
+        let producing = true;
+        const producer = (async () => {
+          let n = 0;
+          while (producing) {
+            if (published.length - seen.handledOnce.size >= 50) {
+              await new Promise((r) => setTimeout(r, 20));
+              continue;
+            }
+            const batch = await publisher.publishMany(
+              Array.from({ length: 10 }, () => ({
+                eventTypeId: 'CustomerUpdated',
+                payload: { customerId: 'H-1', n: ++n },
+              })),
+            );
+            for (const p of batch) published.push(p.messageId);
+          }
+        })();
+        try {
+          // Two releases at the horizon: the session was accepted again after the first and ran to a second horizon.
+          const first = await eventually(
+            () => (lockLost() ? 'lock lost' : horizonReleases() >= 2 ? 'released twice' : undefined),
+            'two releases at the horizon, or a lost lock',
+            120_000,
+          );
+          producing = false;
+          await producer;
+          // Everything published is handled (a message that came back is handled on its next delivery).
+          await eventually(
+            () => (published.every((id) => seen.handledOnce.has(id)) ? true : undefined),
+            'every published event handled',
+            60_000,
+          );
+          assert.deepEqual(seen.failed, [], 'no delivery failed (the lock never ran out)');
+          assert.deepEqual(seen.again, [], 'no message delivered twice');
+          assert.equal(first, 'released twice');
+        } finally {
+          producing = false;
+          await producer.catch(() => undefined);
+        }
+      });
+    });
+  }
+});
