@@ -13,9 +13,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino, type Logger } from 'pino';
 import { HandlerRegistry } from '@nimbus/sdk';
-import type { LifecycleObserver } from '@nimbus/sdk';
+import type { LifecycleObserver, SubscriberHostOptions } from '@nimbus/sdk';
 import type { Harness } from './harness.ts';
 import { eventually, withHarness } from './harness.ts';
+import { ReceiverImpl } from '../../../emulator/broker/receiver.ts';
 
 const LOCK_MS = 3_000;
 const HORIZON_MS = 5_000;
@@ -31,6 +32,17 @@ function capturingLog(): { logger: Logger; messages: () => string[] } {
   const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
   return { logger, messages: () => lines.map((l) => String((JSON.parse(l) as { msg?: unknown }).msg)) };
 }
+
+/**
+ * Every session lock that ran out at the broker (the emulator closes the holder's link with SessionLockLost), by
+ * session. Watched on the real broker's receivers, for the life of the test file.
+ */
+const lockExpiries: string[] = [];
+const closedByBroker = ReceiverImpl.prototype.closedByBroker;
+ReceiverImpl.prototype.closedByBroker = function (this: ReceiverImpl, code, message) {
+  if (code === 'SessionLockLost') lockExpiries.push(message);
+  return closedByBroker.call(this, code, message);
+};
 
 /** What the endpoint saw: each delivery's wire count and every failure, by message. */
 function deliveries(): {
@@ -56,27 +68,45 @@ function deliveries(): {
   };
 }
 
+/**
+ * A host on crm with one worker and the test's short lock and horizon (overridable), watched: what it delivered, and
+ * how many times its log says a session was released at the horizon.
+ */
+async function watchedHost(
+  h: Harness,
+  options: Partial<SubscriberHostOptions> & Pick<SubscriberHostOptions, 'handlers'>,
+): Promise<{ seen: ReturnType<typeof deliveries>; horizonReleases: () => number }> {
+  await shortLock(h);
+  lockExpiries.length = 0;
+  const { logger, messages } = capturingLog();
+  const seen = deliveries();
+  h.host({
+    endpointId: 'crm',
+    logger,
+    maxConcurrentSessions: 1,
+    maxAutoLockRenewalDurationInMs: HORIZON_MS,
+    observers: [seen.observer],
+    ...options,
+  });
+  const horizonReleases = () =>
+    messages().filter((m) => m.includes('released before its lock-renewal horizon')).length;
+  return { seen, horizonReleases };
+}
+
+const quickHandler = () => new HandlerRegistry().on('CustomerUpdated', async () => undefined);
+
 describe('the session lock-renewal horizon', () => {
   // Renewal off: the lock's own expiry is the horizon (it runs out after 3 s under the same backlog).
   for (const renewalMs of [HORIZON_MS, 0]) {
     const name = renewalMs > 0 ? `renewal for ${renewalMs / 1000} s` : 'renewal off';
     test(`${name}: a session with a steady backlog is released before its lock horizon and accepted again; no delivery is spent`, async () => {
       await withHarness(async (h) => {
-        await shortLock(h);
-        const { logger, messages } = capturingLog();
-        const horizonReleases = () =>
-          messages().filter((m) => m.includes('released before its lock-renewal horizon')).length;
-        const seen = deliveries();
-        const lockLost = () => seen.again.length > 0 || seen.failed.length > 0;
-        h.host({
-          endpointId: 'crm',
-          logger,
-          maxConcurrentSessions: 1,
+        const { seen, horizonReleases } = await watchedHost(h, {
           maxAutoLockRenewalDurationInMs: renewalMs,
           maxMessagesPerReceive: 3,
-          observers: [seen.observer],
-          handlers: new HandlerRegistry().on('CustomerUpdated', async () => undefined),
+          handlers: quickHandler(),
         });
+        const lockLost = () => seen.again.length > 0 || seen.failed.length > 0 || lockExpiries.length > 0;
         const publisher = h.publisher('shop');
         // The producer keeps a backlog of about fifty messages on the one session, so every receive comes back full and
         // the host never releases the session for want of messages.
@@ -115,6 +145,7 @@ describe('the session lock-renewal horizon', () => {
           );
           assert.deepEqual(seen.failed, [], 'no delivery failed (the lock never ran out)');
           assert.deepEqual(seen.again, [], 'no message delivered twice');
+          assert.deepEqual(lockExpiries, [], 'no session lock ran out');
           assert.equal(first, 'released twice');
         } finally {
           producing = false;
@@ -123,4 +154,37 @@ describe('the session lock-renewal horizon', () => {
       });
     });
   }
+
+  test('a receive waiting for the next message ends at the horizon: the lock does not run out under it', async () => {
+    await withHarness(async (h) => {
+      const { seen, horizonReleases } = await watchedHost(h, {
+        // The receive after the first message waits for the next one far beyond the horizon.
+        sessionIdleTimeoutMs: 60_000,
+        handlers: quickHandler(),
+      });
+      const publisher = h.publisher('shop');
+      const first = await publisher.publish('CustomerUpdated', { customerId: 'W-1', n: 1 });
+      await eventually(
+        () => (seen.handledOnce.has(first.messageId) ? true : undefined),
+        'the first event handled',
+      );
+      // On the old code the lock ran out under the waiting receive (6-8 s after the accept).
+      const outcome = await eventually(
+        () => (lockExpiries.length > 0 ? 'lock expired' : horizonReleases() > 0 ? 'released' : undefined),
+        'a release at the horizon, or a lock run out',
+        30_000,
+      );
+      assert.deepEqual(lockExpiries, [], 'no session lock ran out');
+      assert.equal(outcome, 'released');
+      // The session is accepted again when its next message comes.
+      const second = await publisher.publish('CustomerUpdated', { customerId: 'W-1', n: 2 });
+      await eventually(
+        () => (seen.handledOnce.has(second.messageId) ? true : undefined),
+        'the second event handled',
+      );
+      assert.deepEqual(seen.failed, []);
+      assert.deepEqual(seen.again, []);
+      assert.deepEqual(lockExpiries, []);
+    });
+  });
 });

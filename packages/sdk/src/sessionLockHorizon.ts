@@ -17,24 +17,26 @@ export interface SessionLockView {
 export const HORIZON_MARGIN_MS = 5_000;
 
 export interface SessionLockHorizon {
-  /** Until when (epoch ms) the session may be worked on: a wait or a hold in place ends by then. 0: the session is lost. */
-  at(): number;
   /**
-   * Whether work of `ms` begun now (the next batch, as long as the last one) ends by the horizon. The renewal horizon
-   * (or the lock's end with renewal off) is counted with the work's length; a lock the client still renews is not,
-   * since it moves on: only a lock whose renewal failed is close enough to stop at.
+   * Until when (epoch ms) the session may be worked on: a wait in place (a receive, a hold) ends by then. The
+   * renewal horizon less its margin, or with renewal off the lock's end less its margin; 0 once the session is lost.
+   */
+  end(): number;
+  /**
+   * Whether work of `ms` begun now (the next batch, as long as the last one) ends by `end()`, and the lock has not
+   * run out from under the renewals (a renewal that failed leaves the lock's own expiry, less its margin).
    */
   fits(ms: number): boolean;
 }
 
 /**
  * The session's horizon, read afresh on each call. The client renews until `renewalMs` after the accept
- * (`acceptedAt`, taken a little after it, so the margin also covers that gap); a renewal that failed leaves the
- * lock's own expiry. The horizon is a margin before the earlier of the two, each with its own margin: a lock of 5 s
- * or less with a margin of 5 s would put the horizon before every receive. The client renews a lock when
- * min(half, 10 s) of it is left, so a tenth of the lock as first granted is never reached while renewals work. With
- * renewal off (0) the lock's expiry is the only bound ("accept + 0" would release every session before its first
- * receive). A closed receiver (the session is lost) has no horizon left.
+ * (`acceptedAt`, taken a little after it, so the margin also covers that gap); the lock then runs out within one
+ * lock duration. Each bound has its own margin, at most a tenth of its span: a lock of 5 s or less with a margin of
+ * 5 s would stop every session before its first receive. The lock's current expiry is checked, never waited for:
+ * the client renews it when min(half, 10 s) of it is left, so a tenth of the lock as first granted is reached only
+ * when a renewal failed. With renewal off (0) the lock's expiry is the only bound ("accept + 0" would release every
+ * session before its first receive).
  */
 export function sessionLockHorizon(
   receiver: SessionLockView,
@@ -50,15 +52,13 @@ export function sessionLockHorizon(
     ? Math.min(HORIZON_MARGIN_MS, Math.max(0, firstLock) / 10)
     : 0;
   const lockEnd = () => lockedUntil() - lockMargin;
-  const renewalEnd =
-    renewalMs > 0 ? acceptedAt + renewalMs - Math.min(HORIZON_MARGIN_MS, renewalMs / 10) : Infinity;
-  // What a batch must end before: the renewal horizon, or with renewal off the lock's (unrenewed) end.
-  const plannedEnd = () => (renewalMs > 0 ? renewalEnd : lockEnd());
+  const renewalEnd = acceptedAt + renewalMs - Math.min(HORIZON_MARGIN_MS, renewalMs / 10);
+  const end = () => (receiver.isClosed ? 0 : renewalMs > 0 ? renewalEnd : lockEnd());
   return {
-    at: () => (receiver.isClosed ? 0 : Math.min(renewalEnd, lockEnd())),
+    end,
     fits: (ms) => {
       const now = Date.now();
-      return !receiver.isClosed && now + Math.max(0, ms) < plannedEnd() && now < lockEnd();
+      return now + Math.max(0, ms) < end() && now < lockEnd();
     },
   };
 }

@@ -32,7 +32,10 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
   /** Sessions handled at the same time (each in order). Default 8. */
   maxConcurrentSessions?: number;
-  /** A session with no message for this long is released for other instances. Default 30 s. */
+  /**
+   * A session with no message for this long is released for other instances. Default 30 s. A receive waits no longer
+   * than the session's lock horizon (see maxAutoLockRenewalDurationInMs).
+   */
   sessionIdleTimeoutMs?: number;
   /** Messages fetched per receive call within one session. Default 10. */
   maxMessagesPerReceive?: number;
@@ -346,19 +349,20 @@ export class SubscriberHost implements AsyncDisposable {
       // the delivery in hand would fail to settle and the batch come back, a delivery spent by each message. Released
       // here instead, with nothing in hand; it is accepted again with a fresh lock and a fresh horizon.
       if (!horizon.fits(lastBatchMs)) {
-        this.log.debug(
-          { endpointId: this.options.endpointId, sessionId: receiver.sessionId, lastBatchMs },
-          'session released before its lock-renewal horizon; it is accepted again',
-        );
+        this.logHorizonRelease(receiver, lastBatchMs);
         return;
       }
       if (breaker && !breaker.tryAcquire()) return; // open, or another worker holds the half-open probe
       const probing = breaker?.state === 'HalfOpen';
+      // The wait for the session's next message ends at the horizon too: the lock would run out under a longer one,
+      // and a message it returned then would meet a lost lock.
+      const idleMs = this.options.sessionIdleTimeoutMs ?? 30_000;
+      const untilHorizonMs = Math.max(1, horizon.end() - Date.now());
       let messages;
       try {
         messages = await withLinkedSignal(signal, (abortSignal) =>
           receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
-            maxWaitTimeInMs: this.options.sessionIdleTimeoutMs ?? 30_000,
+            maxWaitTimeInMs: Math.min(idleMs, untilHorizonMs),
             abortSignal,
           }),
         );
@@ -369,7 +373,8 @@ export class SubscriberHost implements AsyncDisposable {
       }
       if (messages.length === 0) {
         breaker?.release();
-        return; // idle: release the session
+        if (untilHorizonMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
+        return; // idle (or at the horizon): release the session
       }
       const batchStartedAt = Date.now();
       for (const message of messages) {
@@ -453,6 +458,13 @@ export class SubscriberHost implements AsyncDisposable {
       }
       lastBatchMs = Date.now() - batchStartedAt;
     }
+  }
+
+  private logHorizonRelease(receiver: ServiceBusSessionReceiver, lastBatchMs: number): void {
+    this.log.debug(
+      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, lastBatchMs },
+      'session released before its lock-renewal horizon; it is accepted again',
+    );
   }
 
   /** The client's session lock-renewal horizon (0: renewal off). */
