@@ -12,7 +12,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino, type Logger } from 'pino';
-import { HandlerRegistry } from '@nimbus/sdk';
+import { HandlerRegistry, TransientError } from '@nimbus/sdk';
 import type { LifecycleObserver, SubscriberHostOptions } from '@nimbus/sdk';
 import type { Harness } from './harness.ts';
 import { eventually, withHarness } from './harness.ts';
@@ -185,6 +185,41 @@ describe('the session lock-renewal horizon', () => {
       assert.deepEqual(seen.failed, []);
       assert.deepEqual(seen.again, []);
       assert.deepEqual(lockExpiries, []);
+    });
+  });
+
+  test('a hold after a transient outcome ends at the horizon: released while the lock holds, not lost under it', async () => {
+    await withHarness(async (h) => {
+      let attempts = 0;
+      const { seen } = await watchedHost(h, {
+        // A hold far longer than the session's horizon (the production defaults: up to 5 min, as the horizon).
+        transientHold: { initialMs: 60_000, maxMs: 60_000 },
+        handlers: new HandlerRegistry().on('CustomerUpdated', async () => {
+          attempts++;
+          if (attempts === 1) {
+            // Late in the session: the hold begins 3 s after the accept, 2 s before the horizon.
+            await new Promise((r) => setTimeout(r, LOCK_MS));
+            throw new TransientError('downstream briefly unavailable');
+          }
+        }),
+      });
+      const published = await h.publisher('shop').publish('CustomerUpdated', { customerId: 'T-1', n: 1 });
+      // On the old code the worker held the session for the full minute: its lock ran out 5-8 s after the accept,
+      // and the message waited for the end of the hold to be delivered again.
+      const outcome = await eventually(
+        () =>
+          lockExpiries.length > 0
+            ? 'lock expired'
+            : seen.handledOnce.has(published.messageId)
+              ? 'redelivered'
+              : undefined,
+        'the redelivery, or a lock run out',
+        70_000,
+      );
+      assert.deepEqual(lockExpiries, [], 'no session lock ran out');
+      assert.equal(outcome, 'redelivered');
+      assert.equal(attempts, 2);
+      assert.deepEqual(seen.failed, [`${published.messageId}:TransientError`]);
     });
   });
 });

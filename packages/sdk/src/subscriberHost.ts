@@ -27,6 +27,7 @@ import type { CircuitBreaker } from './circuitBreaker.ts';
 import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
 import { sessionLockHorizon } from './sessionLockHorizon.ts';
+import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
@@ -53,7 +54,7 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   /**
    * After a transient outcome the session (and its unsettled message) is held this long before it is given back:
    * by default the session's lock duration as observed at accept, doubling with each earlier delivery of the
-   * message, at most 5 min (docs/sdk.md, "Transient outcomes").
+   * message, at most 5 min, and never past the session's lock horizon (docs/sdk.md, "Transient outcomes").
    */
   transientHold?: TransientHoldOptions;
   /** Called after every delivery (metrics, tests). */
@@ -440,14 +441,14 @@ export class SubscriberHost implements AsyncDisposable {
           } else {
             this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
           }
-          if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs);
+          if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs, horizon);
           breaker?.release();
           throw new Error(`giving the session up: ${lostTo.message}`, { cause: lostTo });
         }
         // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
         // come straight back and a short outage would spend its whole delivery budget in seconds.
         const unsettled = result === 'transient' || result === 'shortCircuited';
-        if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs);
+        if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
         if (breaker) {
           breaker.release();
           // Opened (or still probing): the rest of this batch goes back untouched.
@@ -494,20 +495,24 @@ export class SubscriberHost implements AsyncDisposable {
   /**
    * Holds a session whose delivery was left unsettled, as if its lock were left to expire (the specification's
    * transient path), doubling with the message's earlier deliveries. The lock stays renewed meanwhile, so nobody
-   * else takes the session and nothing behind the message overtakes it. Stopping ends the hold at once.
+   * else takes the session and nothing behind the message overtakes it. Stopping ends the hold at once, and so does
+   * the session's horizon: past it the client renews no more, the lock ran out under the hold and the session went
+   * to whoever asked (the message came back then anyway, its delivery spent, while this worker still slept).
    */
   private async hold(
     receiver: ServiceBusSessionReceiver,
     deliveryCount: number | undefined,
     lockMs: number,
+    horizon: SessionLockHorizon,
   ): Promise<void> {
     const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
     // The lock is gone already (it expired under the handler): the broker has counted the delivery, and another
     // worker may hold the session now. Nothing to hold.
     if (receiver.isClosed || (lockedUntil !== undefined && lockedUntil <= Date.now())) return;
-    const holdMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
+    const backoffMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
+    const holdMs = Math.max(0, Math.min(backoffMs, horizon.end() - Date.now()));
     this.log.info(
-      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs },
+      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs, backoffMs },
       'delivery left for redelivery: holding the session first',
     );
     await sleep(holdMs, this.stopController.signal);
