@@ -1,6 +1,7 @@
 // The subscriber host: a multi-session processor on the endpoint's main subscription ({E}/{E}). The JS client has
 // no session processor, so each of N workers loops: accept the next free session, handle its messages one at a
-// time in order, release it when idle, repeat. Broker errors back off; stop() lets in-flight deliveries settle.
+// time in order, release it when idle or shortly before its lock-renewal horizon (sessionLockHorizon.ts), repeat.
+// Broker errors back off; stop() lets in-flight deliveries settle.
 // start() checks the subscriptions exist first; the host runs the endpoint's deferred processor too (one start/stop).
 import type { ServiceBusClient, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
 import { setMaxListeners } from 'node:events';
@@ -25,16 +26,24 @@ import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
 import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
+import { sessionLockHorizon } from './sessionLockHorizon.ts';
+import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
   client: ServiceBusClient;
   /** Sessions handled at the same time (each in order). Default 8. */
   maxConcurrentSessions?: number;
-  /** A session with no message for this long is released for other instances. Default 30 s. */
+  /**
+   * A session with no message for this long is released for other instances. Default 30 s. A receive waits no longer
+   * than the session's lock horizon (see maxAutoLockRenewalDurationInMs).
+   */
   sessionIdleTimeoutMs?: number;
   /** Messages fetched per receive call within one session. Default 10. */
   maxMessagesPerReceive?: number;
-  /** Session lock auto-renewal horizon. Default 5 min. */
+  /**
+   * Session lock auto-renewal horizon. Default 5 min. A session is released shortly before it (and accepted again
+   * with a fresh lock), however full its backlog; 0 turns renewal off, and the lock's own expiry is the horizon.
+   */
   maxAutoLockRenewalDurationInMs?: number;
   backoff?: BackoffOptions;
   /**
@@ -45,7 +54,7 @@ export interface SubscriberHostOptions extends DispatcherOptions {
   /**
    * After a transient outcome the session (and its unsettled message) is held this long before it is given back:
    * by default the session's lock duration as observed at accept, doubling with each earlier delivery of the
-   * message, at most 5 min (docs/sdk.md, "Transient outcomes").
+   * message, at most 5 min, and never past the session's lock horizon (docs/sdk.md, "Transient outcomes").
    */
   transientHold?: TransientHoldOptions;
   /** Called after every delivery (metrics, tests). */
@@ -273,7 +282,7 @@ export class SubscriberHost implements AsyncDisposable {
         receiver = tolerateSlowDrain(
           await withLinkedSignal(this.stopController.signal, (abortSignal) =>
             this.sessionClient.acceptNextSession(endpointId, endpointId, {
-              maxAutoLockRenewalDurationInMs: this.options.maxAutoLockRenewalDurationInMs ?? 300_000,
+              maxAutoLockRenewalDurationInMs: this.renewalHorizonMs,
               abortSignal,
             }),
           ),
@@ -291,6 +300,9 @@ export class SubscriberHost implements AsyncDisposable {
         await sleep(delay, this.stopController.signal);
         continue;
       }
+      // The client counts its renewal horizon from the accept; counted here from a little after it (the horizon's
+      // margin covers the gap).
+      const acceptedAt = Date.now();
       backoff.reset();
       this.causes.succeeded('accepting a session');
       if (this.stopping) {
@@ -299,7 +311,7 @@ export class SubscriberHost implements AsyncDisposable {
       }
       // The session's promise includes releasing it, so stop() returns only once the session lock is given back.
       let failure: unknown;
-      const session = this.runSession(receiver)
+      const session = this.runSession(receiver, acceptedAt)
         .catch((error: unknown) => {
           failure = error ?? new Error('session failed');
         })
@@ -320,20 +332,38 @@ export class SubscriberHost implements AsyncDisposable {
     }
   }
 
-  /** Handles one session's messages in order until it is idle, a delivery is left for redelivery, or we stop. */
-  private async runSession(receiver: ServiceBusSessionReceiver): Promise<void> {
+  /**
+   * Handles one session's messages in order until it is idle, a delivery is left for redelivery, its lock horizon
+   * is near, or we stop.
+   */
+  private async runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
     const state = new SessionStateCache(receiver);
     const signal = this.stopController.signal;
     const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
+    const horizon = sessionLockHorizon(receiver, acceptedAt, this.renewalHorizonMs);
     const breaker = this.options.circuitBreaker;
+    // How long the last batch took to handle: the next one is not taken unless one as long still ends by the horizon
+    // (handlers that take seconds each would otherwise overrun the margin).
+    let lastBatchMs = 0;
     while (!this.stopping) {
+      // A steady backlog keeps every receive full, and the session would be kept until its lock ran out mid-batch:
+      // the delivery in hand would fail to settle and the batch come back, a delivery spent by each message. Released
+      // here instead, with nothing in hand; it is accepted again with a fresh lock and a fresh horizon.
+      if (!horizon.fits(lastBatchMs)) {
+        this.logHorizonRelease(receiver, lastBatchMs);
+        return;
+      }
       if (breaker && !breaker.tryAcquire()) return; // open, or another worker holds the half-open probe
       const probing = breaker?.state === 'HalfOpen';
+      // The wait for the session's next message ends at the horizon too: the lock would run out under a longer one,
+      // and a message it returned then would meet a lost lock.
+      const idleMs = this.options.sessionIdleTimeoutMs ?? 30_000;
+      const untilHorizonMs = Math.max(1, horizon.end() - Date.now());
       let messages;
       try {
         messages = await withLinkedSignal(signal, (abortSignal) =>
           receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
-            maxWaitTimeInMs: this.options.sessionIdleTimeoutMs ?? 30_000,
+            maxWaitTimeInMs: Math.min(idleMs, untilHorizonMs),
             abortSignal,
           }),
         );
@@ -344,8 +374,10 @@ export class SubscriberHost implements AsyncDisposable {
       }
       if (messages.length === 0) {
         breaker?.release();
-        return; // idle: release the session
+        if (untilHorizonMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
+        return; // idle (or at the horizon): release the session
       }
+      const batchStartedAt = Date.now();
       for (const message of messages) {
         // Messages not started when stopping stay unsettled and come back with the session.
         if (this.stopping) return;
@@ -409,14 +441,14 @@ export class SubscriberHost implements AsyncDisposable {
           } else {
             this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
           }
-          if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs);
+          if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs, horizon);
           breaker?.release();
           throw new Error(`giving the session up: ${lostTo.message}`, { cause: lostTo });
         }
         // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
         // come straight back and a short outage would spend its whole delivery budget in seconds.
         const unsettled = result === 'transient' || result === 'shortCircuited';
-        if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs);
+        if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
         if (breaker) {
           breaker.release();
           // Opened (or still probing): the rest of this batch goes back untouched.
@@ -425,7 +457,20 @@ export class SubscriberHost implements AsyncDisposable {
         // A delivery left unsettled must come back before anything after it in the session: release the session.
         if (unsettled || result === 'cancelled') return;
       }
+      lastBatchMs = Date.now() - batchStartedAt;
     }
+  }
+
+  private logHorizonRelease(receiver: ServiceBusSessionReceiver, lastBatchMs: number): void {
+    this.log.debug(
+      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, lastBatchMs },
+      'session released before its lock-renewal horizon; it is accepted again',
+    );
+  }
+
+  /** The client's session lock-renewal horizon (0: renewal off). */
+  private get renewalHorizonMs(): number {
+    return this.options.maxAutoLockRenewalDurationInMs ?? 300_000;
   }
 
   private get operationTimeoutMs(): number {
@@ -450,20 +495,24 @@ export class SubscriberHost implements AsyncDisposable {
   /**
    * Holds a session whose delivery was left unsettled, as if its lock were left to expire (the specification's
    * transient path), doubling with the message's earlier deliveries. The lock stays renewed meanwhile, so nobody
-   * else takes the session and nothing behind the message overtakes it. Stopping ends the hold at once.
+   * else takes the session and nothing behind the message overtakes it. Stopping ends the hold at once, and so does
+   * the session's horizon: past it the client renews no more, the lock ran out under the hold and the session went
+   * to whoever asked (the message came back then anyway, its delivery spent, while this worker still slept).
    */
   private async hold(
     receiver: ServiceBusSessionReceiver,
     deliveryCount: number | undefined,
     lockMs: number,
+    horizon: SessionLockHorizon,
   ): Promise<void> {
     const lockedUntil = receiver.sessionLockedUntilUtc?.getTime();
     // The lock is gone already (it expired under the handler): the broker has counted the delivery, and another
     // worker may hold the session now. Nothing to hold.
     if (receiver.isClosed || (lockedUntil !== undefined && lockedUntil <= Date.now())) return;
-    const holdMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
+    const backoffMs = transientHoldMs(deliveryCount, lockMs, this.options.transientHold);
+    const holdMs = Math.max(0, Math.min(backoffMs, horizon.end() - Date.now()));
     this.log.info(
-      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs },
+      { endpointId: this.options.endpointId, sessionId: receiver.sessionId, deliveryCount, holdMs, backoffMs },
       'delivery left for redelivery: holding the session first',
     );
     await sleep(holdMs, this.stopController.signal);

@@ -1,0 +1,59 @@
+// The session horizon's arithmetic over a fake receiver (pure logic; the real client and broker are in
+// packages/sdk/e2e/lockHorizon.test.ts).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HORIZON_MARGIN_MS, sessionLockHorizon } from './sessionLockHorizon.ts';
+
+function receiver(lockedUntil: number | undefined): { isClosed: boolean; sessionLockedUntilUtc?: Date } {
+  return {
+    isClosed: false,
+    ...(lockedUntil === undefined ? {} : { sessionLockedUntilUtc: new Date(lockedUntil) }),
+  };
+}
+
+test('renewal on: the end is a margin before the renewal horizon; a batch that would end past it does not fit', () => {
+  const accepted = Date.now();
+  const horizon = sessionLockHorizon(receiver(accepted + 30_000), accepted, 300_000);
+  assert.equal(horizon.end(), accepted + 300_000 - HORIZON_MARGIN_MS);
+  assert.ok(horizon.fits(0));
+  // Longer than what is left of the lock (the client renews it), shorter than the horizon: it fits.
+  assert.ok(horizon.fits(60_000));
+  assert.ok(!horizon.fits(300_000));
+});
+
+test('a lock shorter than the margin still leaves the session work to do (its margin is a tenth of it)', () => {
+  const accepted = Date.now();
+  const horizon = sessionLockHorizon(receiver(accepted + 2_000), accepted, 300_000);
+  assert.ok(horizon.fits(0));
+});
+
+test('a renewal that failed: within a tenth of the lock of its expiry nothing fits any more', () => {
+  const accepted = Date.now();
+  const r = receiver(accepted + 30_000);
+  const horizon = sessionLockHorizon(r, accepted, 300_000);
+  r.sessionLockedUntilUtc = new Date(Date.now() + 2_000); // less than 3 s (a tenth of 30 s) left
+  assert.ok(!horizon.fits(0));
+});
+
+test('a short renewal horizon takes a tenth of itself as the margin', () => {
+  const accepted = Date.now();
+  const horizon = sessionLockHorizon(receiver(accepted + 60_000), accepted, 5_000);
+  assert.equal(horizon.end(), accepted + 4_500);
+});
+
+test("renewal off: the lock's own expiry, less a tenth of the lock as first granted, counted with the batch", () => {
+  const accepted = Date.now();
+  const horizon = sessionLockHorizon(receiver(accepted + 3_000), accepted, 0);
+  assert.equal(horizon.end(), accepted + 2_700);
+  assert.ok(horizon.fits(0));
+  assert.ok(!horizon.fits(3_000));
+});
+
+test('a closed receiver (the session is lost): no horizon left', () => {
+  const accepted = Date.now();
+  const r = receiver(accepted + 30_000);
+  const horizon = sessionLockHorizon(r, accepted, 60_000);
+  r.isClosed = true;
+  assert.equal(horizon.end(), 0);
+  assert.ok(!horizon.fits(0));
+});

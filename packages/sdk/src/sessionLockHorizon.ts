@@ -1,0 +1,64 @@
+// Until when a session may be worked on: the subscriber host takes no more messages, waits no longer for one and
+// holds a session no longer than this. @azure/service-bus renews a session lock only until
+// maxAutoLockRenewalDurationInMs after the accept; the lock then runs out within one lock duration. A session kept
+// past that (a steady backlog keeps every receive full) lost its lock mid-batch: the delivery in hand failed to
+// settle and the batch came back, a delivery of the budget spent by each message for nothing.
+
+/** What the horizon reads from a session receiver. */
+export interface SessionLockView {
+  readonly isClosed: boolean;
+  readonly sessionLockedUntilUtc?: Date | undefined;
+}
+
+/**
+ * How long before the lock can lapse work on a session stops, at most: room for the delivery in hand to settle and
+ * the session to be released while the lock holds. Never more than a tenth of the renewal horizon, or of the lock.
+ */
+export const HORIZON_MARGIN_MS = 5_000;
+
+export interface SessionLockHorizon {
+  /**
+   * Until when (epoch ms) the session may be worked on: a wait in place (a receive, a hold) ends by then. The
+   * renewal horizon less its margin, or with renewal off the lock's end less its margin; 0 once the session is lost.
+   */
+  end(): number;
+  /**
+   * Whether work of `ms` begun now (the next batch, as long as the last one) ends by `end()`, and the lock has not
+   * run out from under the renewals (a renewal that failed leaves the lock's own expiry, less its margin).
+   */
+  fits(ms: number): boolean;
+}
+
+/**
+ * The session's horizon, read afresh on each call. The client renews until `renewalMs` after the accept
+ * (`acceptedAt`, taken a little after it, so the margin also covers that gap); the lock then runs out within one
+ * lock duration. Each bound has its own margin, at most a tenth of its span: a lock of 5 s or less with a margin of
+ * 5 s would stop every session before its first receive. The lock's current expiry is checked, never waited for:
+ * the client renews it when min(half, 10 s) of it is left, so a tenth of the lock as first granted is reached only
+ * when a renewal failed. With renewal off (0) the lock's expiry is the only bound ("accept + 0" would release every
+ * session before its first receive).
+ */
+export function sessionLockHorizon(
+  receiver: SessionLockView,
+  acceptedAt: number,
+  renewalMs: number,
+): SessionLockHorizon {
+  const lockedUntil = () => {
+    const t = receiver.sessionLockedUntilUtc?.getTime();
+    return t !== undefined && Number.isFinite(t) ? t : Infinity;
+  };
+  const firstLock = lockedUntil() - acceptedAt;
+  const lockMargin = Number.isFinite(firstLock)
+    ? Math.min(HORIZON_MARGIN_MS, Math.max(0, firstLock) / 10)
+    : 0;
+  const lockEnd = () => lockedUntil() - lockMargin;
+  const renewalEnd = acceptedAt + renewalMs - Math.min(HORIZON_MARGIN_MS, renewalMs / 10);
+  const end = () => (receiver.isClosed ? 0 : renewalMs > 0 ? renewalEnd : lockEnd());
+  return {
+    end,
+    fits: (ms) => {
+      const now = Date.now();
+      return now + Math.max(0, ms) < end() && now < lockEnd();
+    },
+  };
+}
