@@ -10,6 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { HandlerRegistry, Publisher, sessionKeysFromCatalog, SubscriberHost } from '@nimbus/sdk';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { msg } from '../../lib/store/testing/fixtures.ts';
 import { startResolver, type ResolverHandle } from '../../resolver-worker/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from './platformDocs.ts';
@@ -140,5 +142,20 @@ describe('heartbeat of a busy endpoint', () => {
     assert.equal(answered.answeredLate, true);
     assert.ok(answered.roundTripMs! > TIMEOUT_SECONDS * 1000, `round trip ${answered.roundTripMs} ms`);
     for (let i = 1; i <= 4; i++) assert.ok(await completed(`ORD-BUSY-${i}`), `ORD-BUSY-${i}`);
+  });
+
+  test('an answer recorded now but given long ago is no evidence: a dead endpoint whose old answers are written late is Off', async () => {
+    // What a Resolver catching up on a backlog writes (and, with the time of writing, what the Manager's and
+    // Reconcile's restores write): a response row for shipping, stored now, whose answer the broker took 10 min ago.
+    const request = msg(T.EventRequest, { endpointId: DEAD, eventId: 'ORD-LATE-1', sessionId: 'ORD-LATE-1', eventTypeId: 'OrderPlaced', payload: {} });
+    const enqueuedAt = new Date(Date.now() - 600_000).toISOString();
+    const answer = msg(T.ErrorResponse, { endpointId: DEAD, eventId: 'ORD-LATE-1', sessionId: 'ORD-LATE-1', parentMessageId: request.messageId, errorType: 'Late', errorText: 'recorded late' });
+    for (const m of [request, answer]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt } as never, status: { ...m, enqueuedAt } });
+
+    await probeSentAgo((TIMEOUT_SECONDS + 1) * 1000);
+    await service.sweep();
+    const dead = await health(DEAD);
+    assert.equal(dead.busy, false, `no answer since the probe left: ${JSON.stringify(dead)}`);
+    assert.equal(dead.status, 'Off');
   });
 });

@@ -2,7 +2,10 @@
 // subscription (session `Heartbeat`), so a host whose sessions are all busy with a backlog reaches it only after
 // the sessions that were ready before it: on a loaded box that takes longer than the timeout, and a silent probe
 // alone would call a working endpoint Off. What the endpoint *answers* meanwhile is recorded by the Resolver as a
-// status row written by a response (ResolutionResponse, ErrorResponse, …) — only the endpoint sends those.
+// status row written by a response (ResolutionResponse, ErrorResponse, …) — only the endpoint sends those. The
+// row's `enqueuedAt` (the broker's time of that answer), not its `updatedAt`: other writers stamp response rows
+// with the current time without the endpoint saying anything - the Manager's and Reconcile's restores, Reconcile's
+// repair, a Resolver catching up on a backlog of old answers - and a dead endpoint would look busy after each.
 // Deliberately not the counters' last change (`lastActivityAt` on /api/endpoints): requests arriving for a dead
 // endpoint move its counters too, and would make it look alive.
 import { RESPONSE_TYPES } from '@nimbus/sdk/contract';
@@ -10,13 +13,30 @@ import { CONTAINERS, type MessageStore } from '../../lib/store/index.ts';
 
 const RESPONSES = [...RESPONSE_TYPES];
 
-/** When the Resolver last recorded an answer from this endpoint (a status row written by a response), or null. */
-export async function lastHandledAt(store: MessageStore, endpointId: string): Promise<string | null> {
+/**
+ * When this endpoint last answered a message, as the Resolver recorded it (the broker time of the newest response
+ * row), or null. A failed lookup is null too - no evidence, so an overdue probe turns Off as it would without this
+ * check - and never stops the sweep or the Health page for the other endpoints.
+ */
+export async function lastHandledAt(
+  store: MessageStore,
+  endpointId: string,
+  warn: (msg: string) => void = () => undefined,
+): Promise<string | null> {
+  try {
+    return await newestAnswerAt(store, endpointId);
+  } catch (err) {
+    warn(`heartbeat: could not read ${endpointId}'s last answer (${(err as Error)?.message ?? String(err)}); treated as none`);
+    return null;
+  }
+}
+
+async function newestAnswerAt(store: MessageStore, endpointId: string): Promise<string | null> {
   const r = await store.database
     .container(CONTAINERS.events)
     .items.query<string>(
       {
-        query: 'SELECT TOP 1 VALUE c.updatedAt FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@types, c.messageType) ORDER BY c.updatedAt DESC',
+        query: 'SELECT TOP 1 VALUE c.enqueuedAt FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@types, c.messageType) ORDER BY c.enqueuedAt DESC',
         parameters: [
           { name: '@ep', value: endpointId },
           { name: '@types', value: RESPONSES },

@@ -170,10 +170,12 @@ function busyness(records: HeartbeatRecord[], rtt: number | null, ctx: HealthCon
 
 export class HeartbeatService {
   readonly #d: Required<Omit<HeartbeatDeps, 'log'>> & { log: Log };
+  readonly #warn: (msg: string) => void;
   readonly #senders = new Map<string, ServiceBusSender>();
 
   constructor(deps: HeartbeatDeps) {
     this.#d = { now: () => new Date(), log: defaultLog, ...deps };
+    this.#warn = (msg) => this.#d.log.warn(msg);
   }
 
   get endpointIds(): string[] {
@@ -278,7 +280,7 @@ export class HeartbeatService {
       let handled: Promise<string | null> | undefined; // looked up once, and only when a probe is overdue
       for (const r of records) {
         if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
-        handled ??= lastHandledAt(this.#d.store, endpointId);
+        handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn);
         if (aliveSince(await handled, r.sentAt, nowMs, s.timeoutSeconds)) continue;
         // Re-read just before writing: a reply may have landed since the list (the reply then wins).
         const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
@@ -307,14 +309,21 @@ export class HeartbeatService {
     // The counters are read once, and only if some endpoint's probe is overdue (the backlog it may be queued behind).
     let counts: Promise<Map<string, number>> | undefined;
     const pendingOf = async (id: string) => {
-      counts ??= this.#d.store.getAllCounts().then((c) => new Map(c.endpoints.map((e) => [e.endpointId, e.pending])));
-      return (await counts).get(id) ?? 0;
+      // A failed read of the counters leaves the backlog unknown (null); it never fails the Health page.
+      counts ??= this.#d.store
+        .getAllCounts()
+        .then((c) => new Map(c.endpoints.map((e) => [e.endpointId, e.pending])))
+        .catch((err: unknown) => {
+          this.#warn(`heartbeat: could not read the endpoints' counters (${(err as Error)?.message ?? String(err)}); backlog unknown`);
+          return new Map<string, number>();
+        });
+      return (await counts).get(id) ?? null;
     };
     const endpoints = await Promise.all(
       this.endpointIds.map(async (id) => {
         const records = await this.#d.store.listHeartbeats(id, 20);
         const overdue = overdueProbe(records, nowMs, timeoutSeconds) !== undefined;
-        const [handled, backlog] = overdue ? await Promise.all([lastHandledAt(this.#d.store, id), pendingOf(id)]) : [null, null];
+        const [handled, backlog] = overdue ? await Promise.all([lastHandledAt(this.#d.store, id, this.#warn), pendingOf(id)]) : [null, null];
         return endpointHealth(id, !excluded.has(id), records, { nowMs, timeoutSeconds, lastHandledAt: handled, backlog });
       }),
     );
