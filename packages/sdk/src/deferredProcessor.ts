@@ -7,6 +7,8 @@
 // sent to the same session after its copies, so the main handler can skip sequences that will never come back.
 // Every broker call of a pass is bounded (operationTimeoutMs): the processor handles one trigger at a time, so a call
 // that a dropped connection leaves unanswered would otherwise stall the replay of every session of the endpoint.
+// A pass works a parked session no longer than its lock horizon (sessionLockHorizon.ts): a long pass releases it
+// shortly before, while the lock holds, and accepts it again to go on where it stopped.
 import type {
   ServiceBusClient,
   ServiceBusReceivedMessage,
@@ -28,6 +30,28 @@ import type { InboundMessage } from './inbound.ts';
 import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { tolerateSlowDrain } from './servicebus/drainWait.ts';
+import { sessionLockHorizon } from './sessionLockHorizon.ts';
+import type { SessionLockHorizon } from './sessionLockHorizon.ts';
+
+/** A parked message received, its copy not yet sent: the pass's last one is sent as its end. */
+interface HeldMessage {
+  message: ServiceBusReceivedMessage;
+  inbound: InboundMessage;
+}
+
+/** What one stretch of a pass on one accept of the parked session did. */
+interface ReplayStretch {
+  replayed: number;
+  held?: HeldMessage | undefined;
+  /** Stopped before the session's lock horizon with parked messages left below the bound. */
+  atHorizon: boolean;
+}
+
+/** A parked session accepted by a pass, and until when it may be worked on. */
+interface AcceptedParked {
+  receiver: ServiceBusSessionReceiver;
+  horizon: SessionLockHorizon;
+}
 
 export interface DeferredProcessorOptions {
   client: ServiceBusClient;
@@ -47,6 +71,11 @@ export interface DeferredProcessorOptions {
    * retried, which is safe: a replayed copy sent twice is recognised by its sequence.
    */
   operationTimeoutMs?: number;
+  /**
+   * How long after its accept the client renews a parked session's lock. Default 60 s. A pass never works a parked
+   * session past it: the session is released shortly before and accepted again with a fresh lock (docs/sdk.md).
+   */
+  maxAutoLockRenewalDurationInMs?: number;
   backoff?: BackoffOptions;
   /** Called after each trigger (tests, metrics). */
   onPass?: (pass: ReplayPass) => void;
@@ -103,6 +132,11 @@ export class DeferredProcessor {
       new Promise((r) => (timer = setTimeout(r, this.options.operationTimeoutMs ?? 30_000))),
     ]);
     clearTimeout(timer);
+  }
+
+  /** The client's lock-renewal horizon for a parked session. */
+  private get renewalHorizonMs(): number {
+    return this.options.maxAutoLockRenewalDurationInMs ?? 60_000;
   }
 
   private get stopping(): boolean {
@@ -234,22 +268,9 @@ export class DeferredProcessor {
       await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
       return this.report({ sessionId, replayed: 0, outcome: 'already-replayed' });
     }
-    // A receiver of this session from a pass given up on is closed first (bounded), so that its lock is gone.
-    const closing = this.closing.get(sessionId);
-    if (closing) await this.quietly('closing an earlier parked-session receiver', () => closing);
-    let parked: ServiceBusSessionReceiver;
+    let parked: AcceptedParked;
     try {
-      // A drain answered late must not close the parked session's link mid-pass (servicebus/drainWait.ts).
-      parked = tolerateSlowDrain(await this.bounded(
-        'accepting the parked session',
-        (abortSignal) =>
-          this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, {
-            maxAutoLockRenewalDurationInMs: 60_000,
-            abortSignal,
-          }),
-        // Accepted after all: let its lock go at once.
-        (late) => void late.close().catch(() => undefined),
-      ));
+      parked = await this.acceptParked(sessionId);
     } catch (error) {
       if ((error as { code?: string }).code === 'SessionCannotBeLocked' && !this.closing.has(sessionId)) {
         // Another pass holds the session: it replays what is parked.
@@ -265,17 +286,33 @@ export class DeferredProcessor {
     }
     let replayed = 0;
     try {
-      const pass = await this.replay(parked, sessionId, until);
+      let pass = await this.replay(parked, sessionId, until);
       replayed = pass.replayed;
+      // Stopped before the parked session's lock horizon: the copy in hand is sent (not as the end), the session
+      // released while its lock holds and accepted again with a fresh lock; the pass goes on where it stopped (what
+      // it completed is gone from the session, the rest is still in sequence order). A failed accept fails the pass
+      // like any other call: its trigger is retried, and the copies already sent are recognised by their sequence.
+      while (pass.atHorizon && !this.stopping) {
+        if (pass.held) {
+          await this.sendAndComplete(parked.receiver, pass.held, sessionId, until, false);
+          replayed++;
+        }
+        this.log.info(
+          { sessionId, replayed, until },
+          'parked session released before its lock-renewal horizon; accepted again to go on with the pass',
+        );
+        await this.release(sessionId, parked.receiver);
+        parked = await this.acceptParked(sessionId);
+        pass = await this.replay(parked, sessionId, until);
+        replayed += pass.replayed;
+      }
       if (this.stopping) throw new Error('stopping before the pass ended; the trigger will be retried');
       const bounded = until !== Number.POSITIVE_INFINITY;
       // The end of the pass rides on its last copy (or, when the pass found nothing, on a marker), sent only once
       // every parked message below the bound has been received (replay() throws otherwise): a copy this pass did
       // not get to (a receive that came back early) must not be taken for a gap by the main handler.
       if (pass.held) {
-        const held = pass.held;
-        await this.send(held.inbound, sessionId, until, bounded);
-        await this.bounded('completing a parked message', () => parked.completeMessage(held.message));
+        await this.sendAndComplete(parked.receiver, pass.held, sessionId, until, bounded);
         replayed++;
       } else if (bounded) {
         const marker = toServiceBusMessage(
@@ -297,8 +334,32 @@ export class DeferredProcessor {
       await this.quietly('abandoning the trigger', () => receiver.abandonMessage(trigger));
       return this.report({ sessionId, replayed, outcome: 'failed' });
     } finally {
-      await this.release(sessionId, parked);
+      await this.release(sessionId, parked.receiver);
     }
+  }
+
+  /**
+   * Accepts the parked session (bounded) and starts its horizon. A receiver of this session from a pass given up on
+   * (or from this pass's previous stretch) is closed first, so that its lock is gone.
+   */
+  private async acceptParked(sessionId: string): Promise<AcceptedParked> {
+    const closing = this.closing.get(sessionId);
+    if (closing) await this.quietly('closing an earlier parked-session receiver', () => closing);
+    // A drain answered late must not close the parked session's link mid-pass (servicebus/drainWait.ts).
+    const receiver = tolerateSlowDrain(
+      await this.bounded(
+        'accepting the parked session',
+        (abortSignal) =>
+          this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, {
+            maxAutoLockRenewalDurationInMs: this.renewalHorizonMs,
+            abortSignal,
+          }),
+        // Accepted after all: let its lock go at once.
+        (late) => void late.close().catch(() => undefined),
+      ),
+    );
+    // Taken after the accept: the client counts its renewals from a little before, the horizon's margin covers it.
+    return { receiver, horizon: sessionLockHorizon(receiver, Date.now(), this.renewalHorizonMs) };
   }
 
   /**
@@ -354,18 +415,21 @@ export class DeferredProcessor {
     if (this.finished.size > 10_000) this.finished.delete(this.finished.keys().next().value!);
   }
 
-  private async send(
-    inbound: InboundMessage,
+  /** Sends a parked message's replayed copy, then completes the parked message: a copy is never lost. */
+  private async sendAndComplete(
+    parked: ServiceBusSessionReceiver,
+    held: HeldMessage,
     sessionId: string,
     until: number,
     passEnd: boolean,
   ): Promise<void> {
-    const sequence = inbound.deferralSequence ?? 0;
+    const sequence = held.inbound.deferralSequence ?? 0;
     const bound = until === Number.POSITIVE_INFINITY ? sequence + 1 : until;
     const copy = toServiceBusMessage(
-      buildReplayedCopy(inbound, this.options.endpointId, sessionId, bound, passEnd),
+      buildReplayedCopy(held.inbound, this.options.endpointId, sessionId, bound, passEnd),
     );
     await this.bounded('sending a replayed copy', (abortSignal) => this.sender!.sendMessages(copy, { abortSignal }));
+    await this.bounded('completing a parked message', () => parked.completeMessage(held.message));
   }
 
   /**
@@ -391,34 +455,41 @@ export class DeferredProcessor {
 
   /**
    * Replays parked messages below `until` in sequence order, each copy sent before its parked message is completed.
-   * The last one found is held back (still locked, not yet sent): the caller sends it as the pass's end.
+   * The last one found is held back (still locked, not yet sent): the caller sends it, as the pass's end or, when
+   * the stretch stopped at the session's lock horizon (`atHorizon`), before it accepts the session again.
    *
    * Only the parked messages below the bound are received (counted by peeking first). Receiving one above it and
    * abandoning it, as passes did before, spent one of its deliveries each time: a session that drains through
    * many passes (a long handoff, a loaded machine) had a message parked above their bounds dead-lettered from
    * {E}/Deferred after maxDeliveryCount passes, and the pass that should have replayed it found nothing (a
    * ReplayGap, its row left Deferred). Throws when fewer than counted arrive (the trigger is retried).
+   *
+   * No batch is taken unless it ends by the session's horizon: its receive and a step per message (a copy sent, a
+   * parked message completed), plus one for the message held back, each as long as the longest seen so far. A pass
+   * that outlasted the horizon lost the parked session's lock mid-pass: the pass failed, and every parked message
+   * still in hand or not yet received came back with a delivery spent (the 10th dead-letters it). Until a step was
+   * timed, batches are of one message, so a stretch always replays at least one.
    */
-  private async replay(
-    parked: ServiceBusSessionReceiver,
-    sessionId: string,
-    until: number,
-  ): Promise<{
-    replayed: number;
-    held?: { message: ServiceBusReceivedMessage; inbound: InboundMessage } | undefined;
-  }> {
+  private async replay(parked: AcceptedParked, sessionId: string, until: number): Promise<ReplayStretch> {
+    const { receiver, horizon } = parked;
     let replayed = 0;
-    let held: { message: ServiceBusReceivedMessage; inbound: InboundMessage } | undefined;
-    const wanted = await this.countBelow(parked, until);
+    let held: HeldMessage | undefined;
+    const wanted = await this.countBelow(receiver, until);
     let received = 0;
+    let stepMs = 0;
+    let receiveMs = 0;
     while (received < wanted) {
       // Stopping prevents the next batch; a call still waiting when the processor stops is given up (bounded), and
       // the trigger, not completed, brings the rest of the pass back later.
-      if (this.stopping) return { replayed, held };
-      const count = Math.min(this.options.batchSize ?? 20, wanted - received);
+      if (this.stopping) return { replayed, held, atHorizon: false };
+      let count = stepMs === 0 ? 1 : Math.min(this.options.batchSize ?? 20, wanted - received);
+      while (count > 0 && !horizon.fits(receiveMs + (count + 1) * stepMs)) count--;
+      if (count === 0) return { replayed, held, atHorizon: true };
+      const receiveStarted = Date.now();
       const batch = await this.bounded('receiving parked messages', (abortSignal) =>
-        parked.receiveMessages(count, { maxWaitTimeInMs: this.options.drainWaitMs ?? 1000, abortSignal }),
+        receiver.receiveMessages(count, { maxWaitTimeInMs: this.options.drainWaitMs ?? 1000, abortSignal }),
       );
+      receiveMs = Math.max(receiveMs, Date.now() - receiveStarted);
       if (batch.length === 0)
         throw new Error(
           `${wanted - received} parked message(s) below ${until} did not arrive; the pass is not complete`,
@@ -430,20 +501,20 @@ export class DeferredProcessor {
         const sequence = item.inbound.deferralSequence ?? 0;
         if (sequence >= until) {
           // Not expected (parked out of order): the next pass replays it.
-          await this.bounded('abandoning a parked message', () => parked.abandonMessage(item.message));
+          await this.bounded('abandoning a parked message', () => receiver.abandonMessage(item.message));
           continue;
         }
         received++;
         if (held) {
-          const previous = held;
-          await this.send(previous.inbound, sessionId, until, false);
-          await this.bounded('completing a parked message', () => parked.completeMessage(previous.message));
+          const stepStarted = Date.now();
+          await this.sendAndComplete(receiver, held, sessionId, until, false);
+          stepMs = Math.max(stepMs, Date.now() - stepStarted);
           replayed++;
         }
         held = item;
       }
     }
-    return { replayed, held };
+    return { replayed, held, atHorizon: false };
   }
 }
 
