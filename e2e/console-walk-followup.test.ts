@@ -1,6 +1,7 @@
-// Findings of an operator's walk, in Chromium. The follow-up of a bulk retry: after "Resubmit all" on the
+// Two findings of an operator's walk, in Chromium. The follow-up of a bulk retry: after "Resubmit all" on the
 // Failures page, the Jobs drawer says what became of the job's events, not only that commands were sent: how many
-// completed and how many failed again.
+// completed and how many failed again. A search by session id leads to the session's full list on an endpoint,
+// where its oldest failure (the one holding the others back, cut from the newest 25) can be found.
 // Real parts throughout: the built console on the embedded emulator and Cosmos server, the real Resolver recording
 // outcomes, and the demo endpoints on the SDK handling the resubmissions (a credit approval completes on resubmit;
 // an order whose address lost its postal code is dead-lettered again).
@@ -8,10 +9,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { pino } from 'pino';
-import { ResolutionStatus } from '@nimbus/sdk/contract';
+import { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
 import { DemoEndpoint, startDemo } from '../demo/index.ts';
 import { startResolver } from '../resolver-worker/index.ts';
 import { until, WAIT_MS } from '../server/testing/pageWait.ts';
+import { seedEvent } from '../server/testing/seed.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -31,7 +33,18 @@ before(async () => {
   ui = await startSeededConsole({
     demoData: false,
     artifacts: 'job-followup',
-    prepare: async ({ stack, defer }) => {
+    prepare: async ({ stack, base, defer }) => {
+      // One customer's session as a blocked one looks: its failure at billing first (oldest), then its later events,
+      // parked behind it at billing and handled at the CRM. A search for the session lists the newest 25: not the failure.
+      const order = { eventTypeId: 'OrderPlaced', sessionId: 'WALK-S1', payload: { orderId: 'ORD-1' } };
+      await seedEvent(stack.store, base, { ...order, endpointId: 'billingendpoint', eventId: 'walk-s1-failed' }, MessageType.ErrorResponse, {
+        errorText: 'credit limit exceeded',
+      });
+      for (let n = 0; n < 13; n++) {
+        await seedEvent(stack.store, base, { ...order, endpointId: 'crmendpoint', eventId: `walk-s1-crm-${n}` }, MessageType.ResolutionResponse);
+        await seedEvent(stack.store, base, { ...order, endpointId: 'billingendpoint', eventId: `walk-s1-parked-${n}` }, MessageType.DeferralResponse, { blockedBy: 'walk-s1-failed' });
+      }
+
       const resolver = startResolver({ client: stack.serviceBus.client, store: stack.store, concurrency: 4, log: pino({ level: 'silent' }), history: { flushMs: 100 } });
       defer(() => resolver.stop());
       // The traffic's opening: one event of each kind (the broken address among them) and two credit holds.
@@ -96,3 +109,24 @@ describe('after a bulk retry', () => {
   });
 });
 
+describe('a search by session id', () => {
+  test("leads to the session's full list on an endpoint, where its oldest failure is", async () => {
+    const page = await ui!.open('/search?q=WALK-S1');
+    try {
+      await page.getByTestId('search-truncated').waitFor();
+      assert.equal(await page.locator('main').getByText('walk-s1-failed').count(), 0, 'the failure is older than the 25 listed');
+      await page.getByTestId('search-session-links').getByRole('link', { name: 'billingendpoint', exact: true }).click();
+      await page.waitForURL((u) => u.pathname === '/endpoints/billingendpoint' && u.searchParams.get('sessionId') === 'WALK-S1');
+      await page.locator('main table').getByRole('link', { name: 'walk-s1-failed' }).waitFor();
+
+      // Each listed session links to its endpoint's list of it too.
+      await page.goto(`${ui!.url}/search?q=WALK-S1`);
+      const first = page.locator('main table tbody tr').first();
+      await first.getByRole('link', { name: 'WALK-S1', exact: true }).waitFor();
+      const endpoint = (await first.locator('td').nth(1).textContent())?.trim();
+      assert.equal(await first.getByRole('link', { name: 'WALK-S1', exact: true }).getAttribute('href'), `/endpoints/${endpoint}?sessionId=WALK-S1`);
+    } finally {
+      await page.close();
+    }
+  });
+});
