@@ -1,5 +1,7 @@
 'use client';
-// Search results for an event id or session id prefix; a single match opens the event directly.
+// Search results for an event id or session id prefix; a single match opens the event directly. A session id
+// leads on to the endpoint's list of that session, where all of its events are (the search shows the newest 25,
+// so a session's old failure, the one holding the others back, is often not among them).
 import Link from './Link.tsx';
 import { useRouter, useSearchParams } from 'next/navigation';
 import { useEffect } from 'react';
@@ -11,6 +13,9 @@ import { searchQuery } from './queries.ts';
 import { searchCutNotice } from './searchNotice.ts';
 import { parseSearch, searchSearch } from './urlState.ts';
 
+/** The endpoint's list filtered to one session: all of its events there, newest first. */
+const sessionHref = (endpointId: string, sessionId: string) => endpointHref(endpointId, new URLSearchParams({ sessionId }).toString());
+
 export function SearchView() {
   const q = parseSearch(searchSearch, useSearchParams()).q;
   const router = useRouter();
@@ -20,6 +25,9 @@ export function SearchView() {
   // An exact event id that names one event opens it; anything else lists the matches.
   const exact = items.filter((i) => i.eventId.toLowerCase() === q.toLowerCase());
   const only = exact.length === 1 ? exact[0] : undefined;
+  // A session named exactly whose list was cut: where to see all of it, on each endpoint it was seen on.
+  const session = items.find((i) => i.sessionId.toLowerCase() === q.toLowerCase())?.sessionId;
+  const sessionEndpoints = session && r.data?.truncated.bySessionId ? [...new Set(items.filter((i) => i.sessionId === session).map((i) => i.endpointId))].sort() : [];
   useEffect(() => {
     if (only) router.replace(eventHref(only.endpointId, only.eventId));
   }, [only, router]);
@@ -35,6 +43,19 @@ export function SearchView() {
       {cutNotice ? (
         <p role="status" className="mb-2 text-sm text-amber-800" data-testid="search-truncated">
           {cutNotice}
+        </p>
+      ) : null}
+      {sessionEndpoints.length > 0 ? (
+        <p className="mb-2 text-sm" data-testid="search-session-links">
+          Every event of session <span className="font-mono">{session}</span>, oldest failures included, on{' '}
+          {sessionEndpoints.map((e, n) => (
+            <span key={e}>
+              {n > 0 ? ' · ' : null}
+              <Link href={sessionHref(e, session!)} className="text-sky-700 underline">
+                {e}
+              </Link>
+            </span>
+          ))}
         </p>
       ) : null}
       {items.length > 0 ? (
@@ -66,7 +87,11 @@ export function SearchView() {
                     {i.eventId}
                   </Link>
                 </td>
-                <td className="px-2 py-1 font-mono text-xs">{i.sessionId}</td>
+                <td className="px-2 py-1 font-mono text-xs">
+                  <Link href={sessionHref(i.endpointId, i.sessionId)} className="text-sky-700 hover:underline" title={`Every event of session ${i.sessionId} on ${i.endpointId}`}>
+                    {i.sessionId}
+                  </Link>
+                </td>
                 <td className="px-2 py-1">{i.eventTypeId}</td>
                 <td className="px-2 py-1">
                   <Timestamp at={i.updatedAt} />

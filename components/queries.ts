@@ -146,6 +146,13 @@ export const meQuery = () => queryOptions({ queryKey: queryKeys.me, queryFn: acc
 export const operationsQuery = (open: boolean) =>
   queryOptions({ queryKey: queryKeys.operations, queryFn: jobsApi.list, refetchInterval: open ? 1000 : 10_000, retry: 0 });
 
+/**
+ * What became of a bulk job's events (the drawer's "now:" line): read again every 5 s while shown, since the
+ * events are handled after the job has sent their commands, and after the job itself has ended.
+ */
+export const operationOutcomeQuery = (operationId: string) =>
+  queryOptions({ queryKey: [...queryKeys.operation(operationId), 'outcome'] as const, queryFn: () => jobsApi.outcome(operationId), refetchInterval: 5_000, retry: 0 });
+
 /** Failure groups, optionally only those seen in the last `sinceHours` hours (the window moves with each refresh). */
 export const failureGroupsQuery = (sinceHours: string) =>
   queryOptions({

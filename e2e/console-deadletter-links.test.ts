@@ -2,7 +2,8 @@
 // Service Bus emulator and Cosmos server (server/testing/seededConsole.ts), real Chromium. A dead letter whose
 // message carries an EventId shows its event id and type and links to the event's page (history, payload,
 // Resubmit with changes); a foreign message shows no link; the replay preview of a permanently failed dead letter
-// warns that replaying it unchanged fails again.
+// warns that replaying it unchanged fails again. The page says how many dead letters the queue holds (it lists 50
+// at a time; Purge, and Replay all without a filter, act on all of them).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -89,6 +90,18 @@ describe('dead letters lead to their event', () => {
     await page.waitForURL(new RegExp(`/endpoints/${ep}/events/${eventId}$`));
     await page.getByTestId('event-status').waitFor();
     assert.deepEqual(ui!.pageErrors, []);
+    await page.close();
+  });
+
+  test('the page says how many dead letters the queue holds, the number Purge acts on', async () => {
+    // Its own subscription: the test above dead-letters on billing's.
+    const ep = 'crmendpoint';
+    const message = () => ({ message: { messageId: randomUUID(), body: Buffer.from('{}'), applicationProperties: { [Prop.To]: ep } }, reason: 'Foreign' });
+    await deadLetterOnMain(ep, `s-${randomUUID().slice(0, 8)}`, [message(), message(), message()]);
+    const page = await ui!.open(`/topology/subscriptions/${ep}/${ep}`);
+    const total = page.getByTestId('deadletter-total');
+    await total.waitFor();
+    assert.match((await total.textContent()) ?? '', /^3 dead letters in this queue \(the broker's count at .+\)$/);
     await page.close();
   });
 });

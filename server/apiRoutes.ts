@@ -44,6 +44,7 @@ export const API_ROUTES: ReadonlyArray<readonly [pattern: string, methods: reado
   ['/api/me', ['GET']],
   ['/api/metrics', ['GET']],
   ['/api/operations/[operationId]/cancel', ['POST']],
+  ['/api/operations/[operationId]/outcome', ['GET']],
   ['/api/operations/[operationId]/pause', ['POST']],
   ['/api/operations/[operationId]/resume', ['POST']],
   ['/api/operations/[operationId]', ['GET']],

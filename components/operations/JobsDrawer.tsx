@@ -10,8 +10,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Link from '../Link.tsx';
 import { Timestamp } from '../format.tsx';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
-import { buttonLabel, countParts, EMPTY_TEXT, GOING, stateLabel } from './jobText.ts';
-import { invalidateAfterJob, operationsQuery, queryKeys } from '../queries.ts';
+import { buttonLabel, countParts, EMPTY_TEXT, GOING, outcomeParts, stateLabel } from './jobText.ts';
+import { invalidateAfterJob, operationOutcomeQuery, operationsQuery, queryKeys } from '../queries.ts';
 
 function eta(s: number | null): string {
   if (s === null) return '';
@@ -19,7 +19,42 @@ function eta(s: number | null): string {
   return `${Math.ceil(s / 60)} min left`;
 }
 
-function JobRow({ op }: { op: OperationSummary }) {
+/** How many of the drawer's jobs read their follow-up on their own (newest first); older ones on request. */
+const OUTCOME_AUTO = 5;
+
+/**
+ * The follow-up of a resubmit or skip job: what its events are now ("now: 3 completed · 2 failed again"), read from
+ * their status rows while the drawer shows it, so "did it work?" is answered here and not by counting a list.
+ */
+function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
+  const [asked, setAsked] = useState(false);
+  const q = useQuery({ ...operationOutcomeQuery(op.operationId), enabled: auto || asked });
+  if (!auto && !asked) {
+    return (
+      <button type="button" className="mt-1 text-xs text-sky-700 underline" onClick={() => setAsked(true)}>
+        Check what became of its events
+      </button>
+    );
+  }
+  if (q.error) return <p className="mt-1 text-xs text-red-700">{q.error.message}</p>;
+  const parts = q.data ? outcomeParts(op.kind, q.data) : null;
+  return (
+    <div className="mt-1 flex flex-wrap gap-x-3 text-xs text-slate-600" data-testid="job-outcome" aria-live="polite">
+      <span className="font-medium">now:</span>
+      {parts === null ? (
+        <span>{q.isPending ? 'checking…' : 'nothing to check'}</span>
+      ) : (
+        parts.map((p) => (
+          <span key={p.text} className={p.failed ? 'font-medium text-red-700' : undefined}>
+            {p.text}
+          </span>
+        ))
+      )}
+    </div>
+  );
+}
+
+function JobRow({ op, outcomeAuto }: { op: OperationSummary; outcomeAuto: boolean }) {
   const qc = useQueryClient();
   const control = useMutation({
     mutationFn: (action: 'pause' | 'resume' | 'cancel') => jobsApi.control(op.operationId, action),
@@ -73,6 +108,7 @@ function JobRow({ op }: { op: OperationSummary }) {
           </Link>
         )}
       </div>
+      {op.kind !== 'replay' && processed > 0 && <JobOutcomeLine op={op} auto={outcomeAuto} />}
       {active && (
         <div className="mt-1 flex gap-2 text-xs">
           {op.state !== 'paused' ? (
@@ -170,8 +206,8 @@ export function JobsDrawer() {
           {q.error && <p className="text-sm text-red-700">{q.error.message}</p>}
           {ops.length === 0 && !q.isLoading && <p className="text-sm text-slate-500">{EMPTY_TEXT}</p>}
           <ul>
-            {ops.map((op) => (
-              <JobRow key={op.operationId} op={op} />
+            {ops.map((op, i) => (
+              <JobRow key={op.operationId} op={op} outcomeAuto={i < OUTCOME_AUTO} />
             ))}
           </ul>
         </aside>

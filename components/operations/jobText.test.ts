@@ -2,7 +2,7 @@
 // starting, the button counts paused jobs too, and the empty drawer names what it would list.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buttonLabel, countParts, EMPTY_TEXT, stateLabel } from './jobText.ts';
+import { buttonLabel, countParts, EMPTY_TEXT, outcomeParts, stateLabel } from './jobText.ts';
 
 test('a resubmit of 16 events whose commands all went out says 16 sent, not 16 done', () => {
   const parts = countParts({ kind: 'resubmit', state: 'completed', total: 16, done: 16, refused: 0, failed: 0 });
@@ -36,4 +36,24 @@ test('the Jobs button counts paused jobs beside running ones', () => {
 test('the empty drawer says it lists dead-letter replays too', () => {
   assert.match(EMPTY_TEXT, /bulk jobs/);
   assert.match(EMPTY_TEXT, /dead-letter replays/);
+});
+
+test("a retry's follow-up puts failed again first and keeps a resubmit's zeros; a skip lists only what is there", () => {
+  const counts = { completed: 7, failedAgain: 2, stillFailed: 1, inProgress: 0, skipped: 0, unknown: 0 };
+  assert.deepEqual(outcomeParts('resubmit', { checked: 10, total: 10, counts }), [
+    { text: '2 failed again', failed: true },
+    { text: '1 still failed (not retried)', failed: true },
+    { text: '7 completed', failed: false },
+  ]);
+  const none = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 3, skipped: 0, unknown: 0 };
+  assert.deepEqual(outcomeParts('resubmit', { checked: 3, total: 3, counts: none }), [
+    { text: '0 failed again', failed: false },
+    { text: '3 in progress', failed: false },
+    { text: '0 completed', failed: false },
+  ]);
+  assert.deepEqual(outcomeParts('skip', { checked: 2_000, total: 5_000, counts: { ...none, inProgress: 0, skipped: 2_000 } }), [
+    { text: '2,000 skipped', failed: false },
+    { text: '(first 2,000 of 5,000 checked)', failed: false },
+  ]);
+  assert.equal(outcomeParts('resubmit', { checked: 0, total: 0, counts: none }), null);
 });

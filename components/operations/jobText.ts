@@ -1,7 +1,7 @@
 // The words of the Jobs drawer (JobsDrawer.tsx), kept apart from React so their meaning is tested: what a job's
 // counts mean ("sent" is a command sent, not an event fixed), how the header button counts jobs still going, and
 // what the drawer says when it has nothing to list.
-import type { OperationSummary } from './jobsApi.ts';
+import type { JobOutcome, OperationSummary } from './jobsApi.ts';
 
 type Counted = Pick<OperationSummary, 'kind' | 'state' | 'total' | 'done' | 'refused' | 'failed'>;
 
@@ -38,3 +38,27 @@ export function buttonLabel(ops: ReadonlyArray<Pick<OperationSummary, 'state'>>)
 
 /** What the drawer says with nothing to list: it lists bulk jobs and dead-letter replays alike. */
 export const EMPTY_TEXT = 'No bulk jobs or dead-letter replays yet.';
+
+const n = (v: number) => v.toLocaleString('en-US');
+
+/**
+ * The follow-up line of a job: what its events are now. "failed again" first, since it is what an operator acts
+ * on next; parts at zero are left out, except "completed" and "failed again" of a resubmit, whose zero is news
+ * ("0 completed" says the retry did not help). Null before anything was checked.
+ */
+export function outcomeParts(kind: OperationSummary['kind'], o: Pick<JobOutcome, 'checked' | 'total' | 'counts'>): { text: string; failed: boolean }[] | null {
+  if (o.checked === 0) return null;
+  const c = o.counts;
+  const resubmit = kind === 'resubmit';
+  const parts: { text: string; failed: boolean; keep: boolean; v: number }[] = [
+    { text: `${n(c.failedAgain)} failed again`, failed: true, keep: resubmit, v: c.failedAgain },
+    { text: `${n(c.stillFailed)} still failed (not retried)`, failed: true, keep: false, v: c.stillFailed },
+    { text: `${n(c.inProgress)} in progress`, failed: false, keep: false, v: c.inProgress },
+    { text: `${n(c.completed)} completed`, failed: false, keep: resubmit, v: c.completed },
+    { text: `${n(c.skipped)} skipped`, failed: false, keep: false, v: c.skipped },
+    { text: `${n(c.unknown)} not found`, failed: false, keep: false, v: c.unknown },
+  ];
+  const shown = parts.filter((p) => p.v > 0 || p.keep).map(({ text, failed, v }) => ({ text, failed: failed && v > 0 }));
+  if (o.checked < o.total) shown.push({ text: `(first ${n(o.checked)} of ${n(o.total)} checked)`, failed: false });
+  return shown;
+}

@@ -4,10 +4,11 @@ import type { FailureGroupsView } from '../../server/failures/groups.ts';
 import type { GroupNote } from '../../server/failures/notes.ts';
 import type { OperationSummary } from '../../server/operations/routes.ts';
 import type { JobView } from '../../server/operations/jobs.ts';
+import type { JobOutcome } from '../../server/operations/outcome.ts';
 import type { Selection } from '../../server/operations/selection.ts';
 
 export type FailureGroupItem = FailureGroupsView['groups'][number] & { note: GroupNote | null };
-export type { OperationSummary, JobView, Selection };
+export type { OperationSummary, JobView, JobOutcome, Selection };
 
 const seg = encodeURIComponent;
 
@@ -20,6 +21,8 @@ export const jobsApi = {
     callApi<{ operationId: string; total: number }>('/api/operations', { method: 'POST', body: JSON.stringify({ kind, selection, hold: true }) }),
   list: () => callApi<{ operations: OperationSummary[] }>('/api/operations'),
   get: (id: string) => callApi<JobView>(`/api/operations/${seg(id)}`),
+  /** What became of the job's events since (completed, failed again, …), from their rows now. */
+  outcome: (id: string) => callApi<JobOutcome>(`/api/operations/${seg(id)}/outcome`),
   control: (id: string, action: 'pause' | 'resume' | 'cancel') => callApi<JobView>(`/api/operations/${seg(id)}/${action}`, { method: 'POST' }),
 };
 

@@ -13,7 +13,7 @@ import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { ApiError } from '../api.ts';
-import { ErrorBox, Timestamp } from '../format.tsx';
+import { countOf, ErrorBox, Timestamp } from '../format.tsx';
 import { DeadLetterEventLink, PermanentFailuresWarning } from './DeadLetterLeads.tsx';
 import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type ReplaySelection, type UncertainDecision, type UncertainEvidence } from './opsApi.ts';
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
@@ -99,8 +99,9 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     },
   });
 
-  // The purge dialog states how many it deletes, from the topology overview (the broker's counts, with their time).
-  const topology = useQuery({ ...topologyQuery(), enabled: purging });
+  // How many the queue holds, under the heading and in the purge dialog, from the topology overview (the broker's
+  // counts, with their time): the page lists 50 at a time, and "Replay all" or "Purge" should not be a guess.
+  const topology = useQuery(topologyQuery());
   const purgeCounts = (() => {
     const sv = topology.data?.topics.find((t) => t.name === topic)?.subscriptions.find((s) => s.name === subscription);
     return sv && topology.data ? { deadLetter: sv.counts.deadLetter, at: topology.data.generatedAt } : null;
@@ -129,6 +130,11 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
       <h1 className="mb-3 text-xl font-semibold">
         Dead letters · {topic} / {subscription}
       </h1>
+      {purgeCounts ? (
+        <p className="-mt-2 mb-3 text-sm text-slate-600" data-testid="deadletter-total">
+          {countOf(purgeCounts.deadLetter, 'dead letter')} in this queue (the broker&apos;s count at <Timestamp at={purgeCounts.at} />)
+        </p>
+      ) : null}
       <form
         className="mb-3 flex flex-wrap items-center gap-2"
         onSubmit={(e) => {

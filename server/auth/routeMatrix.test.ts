@@ -151,6 +151,7 @@ const RULES: Record<string, Rule> = {
   'GET /api/operations': { need: any },
   'POST /api/operations': { need: on('Operator'), body: { kind: 'skip', selection: { endpointId: BILLING, eventIds: ['no-such-event'] } } },
   'GET /api/operations/[operationId]': { need: any, params: { operationId: '00000000-0000-4000-8000-000000000000' } },
+  'GET /api/operations/[operationId]/outcome': { need: any, params: { operationId: '00000000-0000-4000-8000-000000000000' } },
   // Unknown ids are 404 to any reader; the Operator rule on the job's endpoints needs a job: operations.test.ts.
   'POST /api/operations/[operationId]/pause': { need: on('Operator'), testedIn: 'server/operations/operations.test.ts' },
   'POST /api/operations/[operationId]/resume': { need: on('Operator'), testedIn: 'server/operations/operations.test.ts' },

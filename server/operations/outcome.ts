@@ -1,0 +1,78 @@
+// What became of a bulk job's events: the follow-up an operator needs after "Resubmit all" ("did it work? how many
+// failed again?"). The job's counts say commands sent; this reads the frozen events' status rows as they are now
+// and sorts them into completed, failed again (a failed status written after the job started), still failed (not
+// changed since: refused, not reached, or its command could not be sent), in progress and skipped.
+import { ResolutionStatus } from '@nimbus/sdk/contract';
+import type { ReadScope } from '../auth/readScope.ts';
+import type { ConsoleContext } from '../context.ts';
+import type { StatusRow } from '../../lib/store/schemas.ts';
+import type { Job } from './jobs.ts';
+import { getJob } from './routes.ts';
+import type { SelectedRow } from './selection.ts';
+import { getOperations } from './service.ts';
+
+/**
+ * How many of a job's events are looked at (point reads in bulk, 100 a request: 20 requests at most). The drawer
+ * asks again while it is open, so a job of 100,000 events must not cost 1,000 requests each time; the answer says
+ * how many were checked.
+ */
+export const OUTCOME_CHECK_LIMIT = 2_000;
+
+const FAILED: ReadonlySet<string> = new Set([ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported]);
+
+export interface OutcomeCounts {
+  completed: number;
+  /** In a failed status written after the job started: the command was handled and the event failed again. */
+  failedAgain: number;
+  /** In a failed status not changed since the job started (refused, not reached yet, or not sent). */
+  stillFailed: number;
+  /** Pending (a handoff too) or Deferred: on its way. */
+  inProgress: number;
+  skipped: number;
+  /** No row or a row that could not be read. */
+  unknown: number;
+}
+
+export interface JobOutcome {
+  operationId: string;
+  total: number;
+  /** Events looked at: the first OUTCOME_CHECK_LIMIT of the frozen selection. */
+  checked: number;
+  counts: OutcomeCounts;
+  at: string;
+}
+
+/** Sorts one event's row as it is now against the moment the job started (null: not started). */
+export function classifyRow(row: StatusRow | null | undefined, startedAt: string | null): keyof OutcomeCounts {
+  if (!row) return 'unknown';
+  if (row.status === ResolutionStatus.Completed) return 'completed';
+  if (row.status === ResolutionStatus.Skipped) return 'skipped';
+  if (FAILED.has(row.status)) return startedAt !== null && row.updatedAt > startedAt ? 'failedAgain' : 'stillFailed';
+  return 'inProgress';
+}
+
+/** The current rows of the selected events, in order; a row frozen without its session is the event's newest. */
+async function currentRows(ctx: ConsoleContext, rows: readonly SelectedRow[]): Promise<Array<StatusRow | null | undefined>> {
+  const keyed = rows.flatMap((r, i) => (r.sessionId === undefined ? [] : [{ i, key: { endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId } }]));
+  const out: Array<StatusRow | null | undefined> = new Array(rows.length).fill(undefined);
+  const read = await ctx.store.getStatusRows(keyed.map((k) => k.key));
+  keyed.forEach((k, n) => (out[k.i] = read[n]));
+  for (const [i, r] of rows.entries()) {
+    if (r.sessionId !== undefined) continue;
+    const all = await ctx.store.listEventRows(r.endpointId, r.eventId).catch(() => undefined);
+    out[i] = all === undefined ? undefined : (all.sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))[0] ?? null);
+  }
+  return out;
+}
+
+export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutcome> {
+  const rows = (await getOperations(ctx).jobs.rows(job)).slice(0, OUTCOME_CHECK_LIMIT);
+  const counts: OutcomeCounts = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 0, skipped: 0, unknown: 0 };
+  for (const row of await currentRows(ctx, rows)) counts[classifyRow(row, job.startedAt)]++;
+  return { operationId: job.operationId, total: job.total, checked: rows.length, counts, at: new Date().toISOString() };
+}
+
+/** GET /api/operations/{id}/outcome: the same visibility as the job itself (an unreadable job is unknown). */
+export async function operationOutcome(ctx: ConsoleContext, id: string, scope: ReadScope): Promise<JobOutcome> {
+  return outcomeOf(ctx, await getJob(ctx, id, scope));
+}
