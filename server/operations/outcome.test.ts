@@ -6,7 +6,7 @@ import type { StatusRow } from '../../lib/store/schemas.ts';
 import { classifyRow } from './outcome.ts';
 
 const STARTED = '2026-12-05T03:00:00.000Z';
-const row = (status: StatusRow['status'], updatedAt: string) => ({ status, updatedAt }) as StatusRow;
+const row = (status: StatusRow['status'], updatedAt: string, enqueuedAt: string | null = null) => ({ status, updatedAt, enqueuedAt }) as StatusRow;
 
 test('failed after the job started is failed again; failed before it is still failed', () => {
   assert.equal(classifyRow(row('Failed', '2026-12-05T03:00:01.000Z'), STARTED), 'failedAgain');
@@ -22,4 +22,10 @@ test('the other statuses, and a row that is gone or unreadable', () => {
   assert.equal(classifyRow(row('Deferred', STARTED), STARTED), 'inProgress');
   assert.equal(classifyRow(null, STARTED), 'unknown');
   assert.equal(classifyRow(undefined, STARTED), 'unknown');
+});
+
+test('a failed row rewritten after the job started with its old failure (a restore) is still failed, not failed again', () => {
+  // The Manager could not send the event's command and put the row back: written now, the failure from before.
+  assert.equal(classifyRow(row('Failed', '2026-12-05T03:00:05.000Z', '2026-12-05T02:10:00.000Z'), STARTED), 'stillFailed');
+  assert.equal(classifyRow(row('Failed', '2026-12-05T03:00:05.000Z', '2026-12-05T03:00:04.000Z'), STARTED), 'failedAgain');
 });

@@ -42,12 +42,19 @@ export interface JobOutcome {
   at: string;
 }
 
+/**
+ * When the message behind the row's status was enqueued (the broker's time of the failure), not when the row was
+ * last written: the Manager's restore of a claim it could not send, and Reconcile's restore, rewrite a failed row
+ * now with the failure it had - "failed again" would be false. Rows without it (older writers) fall back to updatedAt.
+ */
+const answeredAt = (row: StatusRow): string => row.enqueuedAt ?? row.updatedAt;
+
 /** Sorts one event's row as it is now against the moment the job started (null: not started). */
 export function classifyRow(row: StatusRow | null | undefined, startedAt: string | null): keyof OutcomeCounts {
   if (!row) return 'unknown';
   if (row.status === ResolutionStatus.Completed) return 'completed';
   if (row.status === ResolutionStatus.Skipped) return 'skipped';
-  if (FAILED.has(row.status)) return startedAt !== null && row.updatedAt > startedAt ? 'failedAgain' : 'stillFailed';
+  if (FAILED.has(row.status)) return startedAt !== null && answeredAt(row) > startedAt ? 'failedAgain' : 'stillFailed';
   return 'inProgress';
 }
 
