@@ -1,6 +1,6 @@
 // The evidence lookup never takes the heartbeat down with it: a store that fails the query (throttled, timed out)
-// gives "no evidence" - an overdue probe then turns Off as it did before the busy check - and a warning, instead of
-// an exception that would end the sweep for every other endpoint and fail the Health page.
+// gives "unknown" (undefined) and a warning, instead of an exception that would end the sweep for every other
+// endpoint and fail the Health page; unknown is not "never answered" (null), which would turn a busy endpoint Off.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { MessageStore } from '../../lib/store/index.ts';
@@ -21,9 +21,9 @@ const failingStore = {
   },
 } as unknown as MessageStore;
 
-test('a failed evidence lookup is no evidence and a warning, not an exception', async () => {
+test('a failed evidence lookup is unknown and a warning, not an exception and not "never answered"', async () => {
   const warnings: string[] = [];
-  assert.equal(await lastHandledAt(failingStore, 'billingendpoint', (m) => warnings.push(m)), null);
+  assert.equal(await lastHandledAt(failingStore, 'billingendpoint', (m) => warnings.push(m)), undefined);
   assert.equal(warnings.length, 1);
   assert.match(warnings[0]!, /billingendpoint.*Request rate is large/);
 });

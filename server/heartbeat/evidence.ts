@@ -15,19 +15,21 @@ const RESPONSES = [...RESPONSE_TYPES];
 
 /**
  * When this endpoint last answered a message, as the Resolver recorded it (the broker time of the newest response
- * row), or null. A failed lookup is null too - no evidence, so an overdue probe turns Off as it would without this
- * check - and never stops the sweep or the Health page for the other endpoints.
+ * row), or null if it never did. `undefined` when the lookup failed (throttled, timed out): unknown, which is neither
+ * evidence of life nor of death - the sweep leaves the probe for its next round rather than call a busy endpoint Off
+ * when the store is overloaded (which is when endpoints are busiest). Never throws: one endpoint's failed lookup must
+ * not stop the sweep or the Health page for the others.
  */
 export async function lastHandledAt(
   store: MessageStore,
   endpointId: string,
   warn: (msg: string) => void = () => undefined,
-): Promise<string | null> {
+): Promise<string | null | undefined> {
   try {
     return await newestAnswerAt(store, endpointId);
   } catch (err) {
-    warn(`heartbeat: could not read ${endpointId}'s last answer (${(err as Error)?.message ?? String(err)}); treated as none`);
-    return null;
+    warn(`heartbeat: could not read ${endpointId}'s last answer (${(err as Error)?.message ?? String(err)}); its probe is decided next round`);
+    return undefined;
   }
 }
 

@@ -277,11 +277,13 @@ export class HeartbeatService {
     let swept = 0;
     for (const endpointId of this.endpointIds) {
       const records = await this.#d.store.listHeartbeats(endpointId, 20);
-      let handled: Promise<string | null> | undefined; // looked up once, and only when a probe is overdue
+      let handled: Promise<string | null | undefined> | undefined; // looked up once, and only when a probe is overdue
       for (const r of records) {
         if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
         handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn);
-        if (aliveSince(await handled, r.sentAt, nowMs, s.timeoutSeconds)) continue;
+        const answeredAt = await handled;
+        // Unknown (the lookup failed): decided at the next sweep, not turned Off on no evidence either way.
+        if (answeredAt === undefined || aliveSince(answeredAt, r.sentAt, nowMs, s.timeoutSeconds)) continue;
         // Re-read just before writing: a reply may have landed since the list (the reply then wins).
         const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
         if (fresh && fresh.status !== 'Pending') continue;
@@ -324,7 +326,7 @@ export class HeartbeatService {
         const records = await this.#d.store.listHeartbeats(id, 20);
         const overdue = overdueProbe(records, nowMs, timeoutSeconds) !== undefined;
         const [handled, backlog] = overdue ? await Promise.all([lastHandledAt(this.#d.store, id, this.#warn), pendingOf(id)]) : [null, null];
-        return endpointHealth(id, !excluded.has(id), records, { nowMs, timeoutSeconds, lastHandledAt: handled, backlog });
+        return endpointHealth(id, !excluded.has(id), records, { nowMs, timeoutSeconds, lastHandledAt: handled ?? null, backlog });
       }),
     );
     return {
