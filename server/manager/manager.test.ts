@@ -214,6 +214,7 @@ describe('Manager on the real stack', () => {
       // payload was sent".
       const again = await manager.execute(EP, 'evt-plain-lost-receipt', { kind: 'resubmit' }, 'bob');
       assert.deepEqual([again.outcome, again.messageId], ['duplicate', plainId]);
+      assert.equal(await stack.store.getAudit('evt-plain-lost-receipt', plainId), null, 'a fresh claim\'s receipt is left to its sender');
 
       await seedFailed('evt-edit-lost-receipt');
       await sentReceiptLostRecorded('evt-edit-lost-receipt', edit(5));

@@ -366,9 +366,14 @@ export class Manager {
     if (mismatch) throw conflict(mismatch);
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;
+    // A claim without a receipt is presumed still in its sender's hands for CLAIM_GRACE_MS, unless its send failed here.
+    const age = Date.now() - Date.parse(row.updatedAt);
+    const abandoned = this.#failedSends.has(messageId) || age >= CLAIM_GRACE_MS;
     if (history && commandRecorded(history, row)) {
-      // Sent, its receipt lost (the sender died, or saw a timeout after the broker took it): a second copy would run
-      // the handler twice where the endpoint keeps no inbox. The receipt is written now, for what the claim sent.
+      // Sent: a second copy would run the handler twice where the endpoint keeps no inbox. Only the receipt is
+      // missing; while the sender may still write it (under its own operator's name) it is left to the sender, else
+      // (the sender died, or saw a timeout after the broker took it) it is written now, for what the claim sent.
+      if (!abandoned) return duplicate;
       const claimed: CommandSpec =
         spec.kind !== 'resubmit' ? spec : claimWasEdited(row, null, before) ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
       const payload = claimed.kind === 'resubmit' ? row.payload : undefined;
@@ -379,8 +384,7 @@ export class Manager {
       return duplicate;
     }
     // Claimed but never confirmed sent: either that send failed, or it is still under way in another replica.
-    const age = Date.now() - Date.parse(row.updatedAt);
-    if (!this.#failedSends.has(messageId) && age < CLAIM_GRACE_MS)
+    if (!abandoned)
       throw conflict('the same command is being sent right now; reload the event in a few seconds');
     // Abandoned: send again (same MessageId) and write the receipt.
     let payload: unknown = undefined;
