@@ -6,13 +6,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
-import { docId } from '../../lib/store/ids.ts';
+import { docId, statusRowId } from '../../lib/store/ids.ts';
 import { CONTAINERS } from '../../lib/store/store.ts';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { HttpError } from '../http.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { Manager } from './manager.ts';
+import { CLAIM_GRACE_MS, Manager } from './manager.ts';
 
 let stack: ConsoleTestStack;
 let manager: Manager;
@@ -209,15 +209,12 @@ describe('Manager on the real stack', () => {
 
     test('a plain resubmit repeated after a plain one whose receipt is lost is no conflict; after an edited one it still is', async () => {
       await seedFailed('evt-plain-lost-receipt');
-      await sentReceiptLostRecorded('evt-plain-lost-receipt', { kind: 'resubmit' });
-      // No receipt and a fresh claim: "being sent" (retry shortly; it is re-sent with the same MessageId after the
-      // grace period), never "a different, edited payload was sent".
-      await assert.rejects(manager.execute(EP, 'evt-plain-lost-receipt', { kind: 'resubmit' }, 'bob'), (e: unknown) => {
-        assert.ok(e instanceof HttpError && e.status === 409, String(e));
-        assert.doesNotMatch(e.detail, /edited payload/);
-        assert.match(e.detail, /being sent right now/);
-        return true;
-      });
+      const plainId = await sentReceiptLostRecorded('evt-plain-lost-receipt', { kind: 'resubmit' });
+      // No receipt, but the command is recorded: already sent (nothing sent again), never "a different, edited
+      // payload was sent".
+      const again = await manager.execute(EP, 'evt-plain-lost-receipt', { kind: 'resubmit' }, 'bob');
+      assert.deepEqual([again.outcome, again.messageId], ['duplicate', plainId]);
+      assert.equal(await stack.store.getAudit('evt-plain-lost-receipt', plainId), null, 'a fresh claim\'s receipt is left to its sender');
 
       await seedFailed('evt-edit-lost-receipt');
       await sentReceiptLostRecorded('evt-edit-lost-receipt', edit(5));
@@ -225,6 +222,67 @@ describe('Manager on the real stack', () => {
       await assert.rejects(manager.execute(EP, 'evt-edit-lost-receipt', edit(6), 'bob'), isConflict(/with a different payload/));
       assert.equal((await onTheWire('evt-plain-lost-receipt')).length, 1);
       assert.equal((await onTheWire('evt-edit-lost-receipt')).length, 1);
+    });
+
+    /** Makes the claim's row look `ms` older than it is, as a claim left by a console that died a while ago. */
+    async function ageRow(eventId: string, ms: number): Promise<void> {
+      const item = stack.store.database.container(CONTAINERS.events).item(statusRowId(eventId, `S-${eventId}`), [EP, eventId]);
+      const { resource } = await item.read<{ updatedAt: string }>();
+      await item.replace({ ...resource!, updatedAt: new Date(Date.parse(resource!.updatedAt) - ms).toISOString() });
+    }
+
+    test('a repeat of a claim older than the grace period sends nothing once the Resolver has recorded the command; a claim never recorded is re-sent', async () => {
+      // A console sent a plain resubmit and died before writing the receipt; the Resolver recorded the command (it is
+      // on the broker); the endpoint has not answered. Long after, the operator clicks Resubmit again.
+      await seedFailed('evt-recorded-old');
+      const messageId = await sentReceiptLostRecorded('evt-recorded-old', { kind: 'resubmit' });
+      await ageRow('evt-recorded-old', 2 * CLAIM_GRACE_MS);
+      const again = await manager.execute(EP, 'evt-recorded-old', { kind: 'resubmit' }, 'bob');
+      assert.deepEqual([again.outcome, again.messageId], ['duplicate', messageId]);
+      const written = await stack.store.getAudit('evt-recorded-old', messageId);
+      assert.equal(written?.type, 'Resubmit', 'the missing receipt is written, as a plain resubmit\'s');
+      assert.equal((await manager.execute(EP, 'evt-recorded-old', { kind: 'resubmit' }, 'carol')).outcome, 'duplicate');
+      assert.equal((await onTheWire('evt-recorded-old')).length, 1, 'one command on the wire');
+
+      // The same with an edited resubmit: an identical edit is a duplicate, a different one is still refused.
+      await seedFailed('evt-recorded-old-edit');
+      await sentReceiptLostRecorded('evt-recorded-old-edit', edit(7));
+      await ageRow('evt-recorded-old-edit', 2 * CLAIM_GRACE_MS);
+      await assert.rejects(manager.execute(EP, 'evt-recorded-old-edit', edit(8), 'bob'), isConflict(/is already being sent \(claimed at .*with a different payload\)/));
+      assert.equal((await manager.execute(EP, 'evt-recorded-old-edit', edit(7), 'bob')).outcome, 'duplicate');
+      assert.equal((await stack.store.getAudit('evt-recorded-old-edit', (await stack.store.getStatusRow(EP, 'evt-recorded-old-edit', 'S-evt-recorded-old-edit'))!.lastMessageId))?.type, 'ResubmitWithChanges');
+      assert.equal((await onTheWire('evt-recorded-old-edit')).length, 1, 'one command on the wire');
+
+      // Never recorded (the send may have failed unseen): past the grace period the repeat sends, same MessageId.
+      await seedFailed('evt-unrecorded-old');
+      const sent = await manager.execute(EP, 'evt-unrecorded-old', { kind: 'resubmit' }, 'alice');
+      await stack.store.database.container(CONTAINERS.audits).item(docId(sent.messageId), 'evt-unrecorded-old').delete();
+      await ageRow('evt-unrecorded-old', 2 * CLAIM_GRACE_MS);
+      const resent = await manager.execute(EP, 'evt-unrecorded-old', { kind: 'resubmit' }, 'bob');
+      assert.deepEqual([resent.outcome, resent.messageId], ['sent', sent.messageId]);
+      const wire = await onTheWire('evt-unrecorded-old');
+      assert.equal(wire.length, 2, 'the first send did reach the broker here: the copy is what the inbox absorbs');
+    });
+
+    test('a skip repeated long after a lost receipt sends nothing once the Resolver has recorded it', async () => {
+      await seedFailed('evt-skip-recorded-old');
+      const sent = await manager.execute(EP, 'evt-skip-recorded-old', { kind: 'skip' }, 'alice');
+      await stack.store.database.container(CONTAINERS.audits).item(docId(sent.messageId), 'evt-skip-recorded-old').delete();
+      const row = (await stack.store.getStatusRow(EP, 'evt-skip-recorded-old', 'S-evt-skip-recorded-old'))!;
+      const recorded = msg(MessageType.SkipRequest, {
+        endpointId: EP,
+        eventId: 'evt-skip-recorded-old',
+        sessionId: 'S-evt-skip-recorded-old',
+        messageId: sent.messageId,
+        parentMessageId: row.parentMessageId,
+        from: Topic.Manager,
+      });
+      await stack.store.recordOutcome({ history: { ...recorded, enqueuedAt: new Date().toISOString() } as never, status: recorded });
+      await ageRow('evt-skip-recorded-old', 2 * CLAIM_GRACE_MS);
+      const again = await manager.execute(EP, 'evt-skip-recorded-old', { kind: 'skip' }, 'bob');
+      assert.deepEqual([again.outcome, again.messageId], ['duplicate', sent.messageId]);
+      assert.equal((await stack.store.getAudit('evt-skip-recorded-old', sent.messageId))?.type, 'Skip', 'the missing receipt is written');
+      assert.equal((await onTheWire('evt-skip-recorded-old')).length, 1, 'one command on the wire');
     });
   });
 });

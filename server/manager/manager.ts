@@ -13,10 +13,12 @@
 // A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing - when it asks for the same
 // thing: a resubmit of the same failure with a different payload is refused (409), whether or not the first one's
 // receipt exists (server/manager/repeatConflict.ts). A repeat of a claim
-// without a receipt sends again with the same MessageId, which the subscriber's inbox absorbs in the rare case the
-// first send did reach the broker; but such a claim may also be a send still in progress in another replica, so it
-// is re-sent only when this process saw its send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise
-// the repeat is refused (409, try again shortly).
+// without a receipt whose command the Resolver has recorded (the event's history holds it) writes the missing
+// receipt and is answered 'duplicate': the command is on the broker, and a second copy would run the handler twice
+// where the endpoint keeps no inbox. A claim without a receipt and never recorded is sent again with the same
+// MessageId, which the subscriber's inbox absorbs in the rare case the first send did reach the broker; but such a
+// claim may also be a send still in progress in another replica, so it is re-sent only when this process saw its
+// send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise the repeat is refused (409, try again shortly).
 import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
@@ -27,7 +29,7 @@ import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
-import { resubmitMismatch, rowSaysEdited, storedBeforeClaim } from './repeatConflict.ts';
+import { claimWasEdited, commandRecorded, resubmitMismatch, rowSaysEdited, storedBeforeClaim } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -354,18 +356,35 @@ export class Manager {
     const answered = row.parentMessageId!;
     const messageId = row.lastMessageId;
     // A point read by the command's id: however many other audits the event has, the receipt is found.
-    const receipt = await this.#store.getAudit(row.eventId, messageId);
+    const sentAudit = await this.#store.getAudit(row.eventId, messageId);
+    // Without the receipt, the event's history tells whether the Resolver has recorded the command, and (a row that
+    // looks edited may be a plain claim the Resolver recorded) what a resubmit's claim sent.
+    const history = sentAudit ? undefined : (await this.#store.listHistory(row.eventId, { pageSize: 100 })).items;
+    const before = spec.kind === 'resubmit' && history && rowSaysEdited(row) ? storedBeforeClaim(history, row) : undefined;
     // Same failure, different request (another operator's edit): refused, never answered as already sent.
-    // Without the receipt, a row that looks edited may be a plain claim the Resolver recorded: its history tells.
-    const before = spec.kind === 'resubmit' && !receipt && rowSaysEdited(row) ? storedBeforeClaim((await this.#store.listHistory(row.eventId, { pageSize: 100 })).items, row) : undefined;
-    const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, receipt, before) : undefined;
+    const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : undefined;
     if (mismatch) throw conflict(mismatch);
-    if (receipt) {
-      return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
+    const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
+    if (sentAudit) return duplicate;
+    // A claim without a receipt is presumed still in its sender's hands for CLAIM_GRACE_MS, unless its send failed here.
+    const age = Date.now() - Date.parse(row.updatedAt);
+    const abandoned = this.#failedSends.has(messageId) || age >= CLAIM_GRACE_MS;
+    if (history && commandRecorded(history, row)) {
+      // Sent: a second copy would run the handler twice where the endpoint keeps no inbox. Only the receipt is
+      // missing; while the sender may still write it (under its own operator's name) it is left to the sender, else
+      // (the sender died, or saw a timeout after the broker took it) it is written now, for what the claim sent.
+      if (!abandoned) return duplicate;
+      const claimed: CommandSpec =
+        spec.kind !== 'resubmit' ? spec : claimWasEdited(row, null, before) ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
+      const payload = claimed.kind === 'resubmit' ? row.payload : undefined;
+      const built = buildCommand(claimed, row, answered, row.eventTypeId, payload, auditor);
+      await this.#store.recordAudit(receipt(claimed, row, built, answered, row.eventTypeId, payload, auditor, origin));
+      this.#failedSends.delete(messageId);
+      log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId }, 'manager command already recorded: receipt written, not sent again');
+      return duplicate;
     }
     // Claimed but never confirmed sent: either that send failed, or it is still under way in another replica.
-    const age = Date.now() - Date.parse(row.updatedAt);
-    if (!this.#failedSends.has(messageId) && age < CLAIM_GRACE_MS)
+    if (!abandoned)
       throw conflict('the same command is being sent right now; reload the event in a few seconds');
     // Abandoned: send again (same MessageId) and write the receipt.
     let payload: unknown = undefined;

@@ -6,6 +6,8 @@
 // them) and the stored ones after a plain one (the claim keeps them); the Resolver records the same values later.
 // Once it has, the row alone cannot tell a plain claim from an edited one (both hold the command's payload under the
 // command's id); without the receipt, the event's history can: what the claim sent against what was stored before.
+// The history also says whether the claim's command reached the broker at all (commandRecorded): a repeat must not
+// send a recorded command again, whatever the claim's age.
 import { isDeepStrictEqual } from 'node:util';
 import { AuditType, type AuditEntry, type HistoryEntry, type StatusRow } from '../../lib/store/index.ts';
 import type { CommandSpec } from './commands.ts';
@@ -22,7 +24,7 @@ export function resubmitMismatch(
   /** What the event held before the claim (storedBeforeClaim), when the row alone cannot say. */
   before?: StoredRequest,
 ): string | undefined {
-  const claimEdited = receipt ? receipt.type === AuditType.ResubmitWithChanges : rowSaysEdited(row) && !sentAsStored(row, before);
+  const claimEdited = claimWasEdited(row, receipt, before);
   let differs: string | undefined;
   if (spec.edited) {
     // An edit identical to what was sent asks for the same thing, whoever sent it and however.
@@ -36,6 +38,11 @@ export function resubmitMismatch(
   if (!differs) return undefined;
   const sent = receipt ? `was already sent (by ${receipt.auditor} at ${receipt.at}, ${differs})` : `is already being sent (claimed at ${row.updatedAt}, ${differs})`;
   return `a resubmit of this failure ${sent}; nothing was sent - reload the event`;
+}
+
+/** Whether the resubmit claimed on `row` sent an edit: its receipt says, else the row and the history before it. */
+export function claimWasEdited(row: StatusRow, receipt: AuditEntry | null | undefined, before: StoredRequest | undefined): boolean {
+  return receipt ? receipt.type === AuditType.ResubmitWithChanges : rowSaysEdited(row) && !sentAsStored(row, before);
 }
 
 export interface StoredRequest {
@@ -66,4 +73,13 @@ export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusR
   if (at < 0) return undefined;
   const prior = mine.slice(0, at).findLast((h) => h.payload !== undefined);
   return prior ? { payload: prior.payload, eventTypeId: prior.eventTypeId } : undefined;
+}
+
+/**
+ * The Resolver has recorded the command claimed on `row`: it is on the broker. Nothing downstream drops a second
+ * copy for an endpoint without the inbox, so such a claim is never sent again (Reconcile's rule too,
+ * server/reconcile/stuck.ts). False when the page read does not reach the command.
+ */
+export function commandRecorded(history: readonly HistoryEntry[], row: StatusRow): boolean {
+  return history.some((h) => h.messageId === row.lastMessageId && h.endpointId === row.endpointId && h.sessionId === row.sessionId);
 }
