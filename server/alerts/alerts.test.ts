@@ -373,7 +373,7 @@ describe('rule conditions (pure, with stand-in sources)', () => {
     assert.equal(handoff.status === 'firing' && handoff.link, '/endpoints/erp/events/e2');
     const hb = await fire(
       { type: 'heartbeatMissing', durationSeconds: 120 },
-      { heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: '2026-12-03T09:55:00.000Z' }, { endpointId: 'erp', included: true, lastSeenAt: '2026-12-03T09:59:30.000Z' }] }) },
+      { heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: '2026-12-03T09:55:00.000Z', busy: false }, { endpointId: 'erp', included: true, lastSeenAt: '2026-12-03T09:59:30.000Z', busy: false }] }) },
     );
     assert.equal(hb.status, 'firing');
     assert.match(hb.status === 'firing' ? hb.summary : '', /from crm$/);
@@ -413,7 +413,7 @@ describe('every rule type: fires once, recovers, the cool-down holds, fires agai
     deadLetters: async () => (bad ? 12 : 3),
     blockedSessions: async () => (bad ? [{ endpointId: 'crm', eventId: 'e-blocked', sessionId: 's1', since: new Date(at - 3_600_000).toISOString() }] : []),
     overdueHandoffs: async () => (bad ? [{ endpointId: 'erp', eventId: 'e-handoff', expectedBy: new Date(at - 60_000).toISOString() }] : []),
-    heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: new Date(bad ? at - 600_000 : at - 5_000).toISOString() }] }),
+    heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: new Date(bad ? at - 600_000 : at - 5_000).toISOString(), busy: false }] }),
     resolverLastSeen: async () => new Date(bad ? at - 600_000 : at - 5_000).toISOString(),
     failureGroups: {
       available: true,
