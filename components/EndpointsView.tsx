@@ -140,7 +140,19 @@ export function EndpointsView() {
                   <td className={`px-3 py-1.5 text-slate-600 ${NUMERIC_CELL}`}>
                     <Ago at={e.lastActivityAt} now={now} />
                   </td>
-                  <td className={`px-3 py-1.5 ${HEARTBEAT_STYLE[e.heartbeat.status] ?? ''}`}>{e.heartbeat.status}</td>
+                  {/* The last settled status, as Admin → Health shows it; "busy" while the probe waits behind the
+                      endpoint's backlog and it keeps answering other messages (not dead, not yet answered). */}
+                  <td className={`px-3 py-1.5 ${HEARTBEAT_STYLE[e.heartbeat.status] ?? ''}`} data-heartbeat-status={e.heartbeat.status}>
+                    {e.heartbeat.status}
+                    {e.heartbeat.busy ? (
+                      <>
+                        {' '}
+                        <span className="text-xs text-amber-700" data-heartbeat-busy title={`Probe queued behind ${e.counts.pending} pending messages; the endpoint keeps answering`}>
+                          · busy
+                        </span>
+                      </>
+                    ) : null}
+                  </td>
                 </tr>
               ))}
               {rows.length === 0 ? (

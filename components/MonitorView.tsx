@@ -101,7 +101,9 @@ export function MonitorView() {
                 <Link key={e.endpointId} href={withEndpointRange(endpointHref(e.endpointId), range, zone)} className="block rounded border border-white/60 bg-white p-2 shadow-sm hover:shadow">
                   <div className="flex items-baseline justify-between">
                     <span className="font-medium">{e.endpointId}</span>
-                    <span className="text-xs text-slate-500">heartbeat {e.heartbeat.status}</span>
+                    <span className="text-xs text-slate-500">heartbeat {e.heartbeat.status}
+                      {e.heartbeat.busy ? ' · busy' : ''}
+                    </span>
                   </div>
                   <div className="mt-1 flex items-end justify-between gap-2">
                     <div className="grid grid-cols-3 gap-3 text-sm">

@@ -1,5 +1,5 @@
 // Read models for the console's pages, built on the store. The endpoint overview reads the maintained counters
-// (never a scan of events) plus two bounded TOP 1 queries per endpoint; lists are single-endpoint, bounded pages
+// (never a scan of events) plus a bounded TOP 1 query and the recent heartbeat records per endpoint; lists are single-endpoint, bounded pages
 // with continuation tokens; nothing here returns a payload except the event details.
 import type { SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
@@ -7,6 +7,7 @@ import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import type { Catalog } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
+  heartbeatSettingsSchema,
   queryPage,
   statusRowSchema,
   type AuditEntry,
@@ -20,6 +21,8 @@ import {
 import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
 import { traceUrl, traceUrlTemplate } from './traceLink.ts';
+import { log } from './log.ts';
+import { readEndpointHealth, type HealthReadContext } from './heartbeat/scheduler.ts';
 
 const FAILED_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported];
 
@@ -33,7 +36,12 @@ export interface EndpointOverview {
   counts: Omit<EndpointCounts, 'endpointId' | 'buckets' | 'recountedAt'>;
   oldestFailureAt: string | null;
   lastActivityAt: string | null;
-  heartbeat: { status: string; at: string | null; sdkVersion: string | null };
+  /**
+   * Read as Admin → Health reads it: `status` the last settled outcome (Pending only while none ever settled), `at`
+   * when that outcome was recorded (the answer's time for On), `busy` while the newest probe is overdue but the
+   * endpoint keeps answering other messages (the probe is queued behind its backlog, see server/heartbeat/evidence.ts).
+   */
+  heartbeat: { status: string; at: string | null; sdkVersion: string | null; busy: boolean };
 }
 
 const zeroCounts = (): EndpointOverview['counts'] => ({
@@ -94,10 +102,13 @@ async function oldestFailure(store: MessageStore, endpointId: string, failed: nu
 /**
  * Every catalog endpoint (and any endpoint with data but no longer in the catalog) with its counts. Reads the
  * maintained counters, never the events: last activity is when the endpoint's counters last moved (a status
- * change), the oldest failure a cached TOP 1 query, the heartbeat the newest probe record.
+ * change), the oldest failure a cached TOP 1 query, the heartbeat the endpoint's recent probe records read by the
+ * Health page's rule (one query per endpoint as before; the endpoint's last answer is looked up only while its
+ * newest probe is overdue, which is rare and short for all but a busy endpoint).
  */
-export async function endpointsOverview(store: MessageStore, catalog: Catalog): Promise<EndpointOverview[]> {
-  const [{ endpoints: counted }, touched] = await Promise.all([store.getAllCounts(), countersTouchedAt(store)]);
+export async function endpointsOverview(store: MessageStore, catalog: Catalog, now: () => Date = () => new Date()): Promise<EndpointOverview[]> {
+  const [{ endpoints: counted }, touched, timeoutSeconds] = await Promise.all([store.getAllCounts(), countersTouchedAt(store), heartbeatTimeout(store)]);
+  const nowMs = now().getTime();
   const byId = new Map(counted.map((c) => [c.endpointId, c]));
   const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId)])];
   return Promise.all(
@@ -116,11 +127,10 @@ export async function endpointsOverview(store: MessageStore, catalog: Catalog): 
             skipped: c.skipped,
           }
         : zeroCounts();
-      const [oldestFailureAt, heartbeats] = await Promise.all([
+      const [oldestFailureAt, heartbeat] = await Promise.all([
         oldestFailure(store, endpointId, counts.failed),
-        store.listHeartbeats(endpointId, 1),
+        heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: async () => counts.pending, warn: (m) => log.warn(m) }),
       ]);
-      const hb = heartbeats[0];
       return {
         endpointId,
         owner: entry?.owner ?? null,
@@ -131,10 +141,28 @@ export async function endpointsOverview(store: MessageStore, catalog: Catalog): 
         counts,
         oldestFailureAt,
         lastActivityAt: touched.get(endpointId) ?? null,
-        heartbeat: { status: hb?.status ?? 'Unknown', at: hb?.answeredAt ?? hb?.updatedAt ?? null, sdkVersion: hb?.sdkVersion ?? null },
+        heartbeat,
       };
     }),
   );
+}
+
+/** The heartbeat timeout the sweep applies; unreadable settings are logged and read as the default. */
+async function heartbeatTimeout(store: MessageStore): Promise<number> {
+  try {
+    return (await store.getHeartbeatSettings()).settings.timeoutSeconds;
+  } catch (err) {
+    log.warn(`heartbeat settings unreadable (${(err as Error)?.message ?? String(err)}); default timeout assumed`);
+    return heartbeatSettingsSchema.parse({}).timeoutSeconds;
+  }
+}
+
+async function heartbeatOf(store: MessageStore, endpointId: string, c: HealthReadContext): Promise<EndpointOverview['heartbeat']> {
+  const { health, records } = await readEndpointHealth(store, endpointId, true, c);
+  // The record the status comes from: the newest with that status (records are newest first).
+  const settled = records.find((r) => r.status === health.status);
+  const at = health.status === 'On' || health.status === 'Unsupported' ? health.lastSeenAt : (settled?.updatedAt ?? null);
+  return { status: health.status, at, sdkVersion: health.sdkVersion, busy: health.busy };
 }
 
 /** Query-string filters of the event list. Unknown keys are ignored; bad values are a 400. */

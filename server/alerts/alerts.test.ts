@@ -373,9 +373,10 @@ describe('rule conditions (pure, with stand-in sources)', () => {
     assert.equal(handoff.status === 'firing' && handoff.link, '/endpoints/erp/events/e2');
     const hb = await fire(
       { type: 'heartbeatMissing', durationSeconds: 120 },
-      { heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: '2026-12-03T09:55:00.000Z' }, { endpointId: 'erp', included: true, lastSeenAt: '2026-12-03T09:59:30.000Z' }] }) },
+      { heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: '2026-12-03T09:55:00.000Z', busy: false }, { endpointId: 'erp', included: true, lastSeenAt: '2026-12-03T09:59:30.000Z', busy: false }, { endpointId: 'wms', included: true, lastSeenAt: '2026-12-03T09:50:00.000Z', busy: true }] }) },
     );
     assert.equal(hb.status, 'firing');
+    // wms answered no probe for 10 min but is busy (its probe queued behind a backlog it is answering): not missing.
     assert.match(hb.status === 'firing' ? hb.summary : '', /from crm$/);
     assert.equal((await fire({ type: 'heartbeatMissing', durationSeconds: 120 }, { heartbeats: async () => ({ enabled: false, endpoints: [] }) })).status, 'unavailable');
     assert.equal((await fire({ type: 'resolverLiveness', durationSeconds: 120 }, { resolverLastSeen: async () => '2026-12-03T09:59:00.000Z' })).status, 'ok');
@@ -413,7 +414,7 @@ describe('every rule type: fires once, recovers, the cool-down holds, fires agai
     deadLetters: async () => (bad ? 12 : 3),
     blockedSessions: async () => (bad ? [{ endpointId: 'crm', eventId: 'e-blocked', sessionId: 's1', since: new Date(at - 3_600_000).toISOString() }] : []),
     overdueHandoffs: async () => (bad ? [{ endpointId: 'erp', eventId: 'e-handoff', expectedBy: new Date(at - 60_000).toISOString() }] : []),
-    heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: new Date(bad ? at - 600_000 : at - 5_000).toISOString() }] }),
+    heartbeats: async () => ({ enabled: true, endpoints: [{ endpointId: 'crm', included: true, lastSeenAt: new Date(bad ? at - 600_000 : at - 5_000).toISOString(), busy: false }] }),
     resolverLastSeen: async () => new Date(bad ? at - 600_000 : at - 5_000).toISOString(),
     failureGroups: {
       available: true,

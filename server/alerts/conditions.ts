@@ -38,8 +38,11 @@ export interface AlertSources {
   blockedSessions(before: Date, endpointId: string | null): Promise<Array<{ endpointId: string; eventId: string; sessionId: string; since: string }>>;
   /** Pending handoffs whose expected-by is before `now` (at most 50). */
   overdueHandoffs(now: Date, endpointId: string | null): Promise<Array<{ endpointId: string; eventId: string; expectedBy: string }>>;
-  /** Heartbeat state: whether probes are on, and each included endpoint's last answer. */
-  heartbeats(): Promise<{ enabled: boolean; endpoints: Array<{ endpointId: string; included: boolean; lastSeenAt: string | null }> }>;
+  /**
+   * Heartbeat state: whether probes are on, and each included endpoint's last answer and whether it is busy (its
+   * probe is queued behind a backlog while it keeps answering other messages; Admin → Health's rule).
+   */
+  heartbeats(): Promise<{ enabled: boolean; endpoints: Array<{ endpointId: string; included: boolean; lastSeenAt: string | null; busy: boolean }> }>;
   /** When the Resolver last answered its liveness probe. */
   resolverLastSeen(): Promise<string | null>;
   failureGroups: FailureGroupSource;
@@ -107,8 +110,14 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
       const hb = await src.heartbeats();
       if (!hb.enabled) return { status: 'unavailable', reason: 'endpoint heartbeats are off (Admin → Health)' };
       const t = (rule.durationSeconds ?? 0) * 1000;
+      // A busy endpoint's probe is only queued behind its backlog: it answered other messages within the timeout,
+      // so its heartbeat is late, not missing. Once it falls silent for a timeout it is no longer busy and counts.
       const missing = hb.endpoints.filter(
-        (e) => e.included && (rule.endpointId === null || e.endpointId === rule.endpointId) && (e.lastSeenAt === null || now.getTime() - Date.parse(e.lastSeenAt) > t),
+        (e) =>
+          e.included &&
+          !e.busy &&
+          (rule.endpointId === null || e.endpointId === rule.endpointId) &&
+          (e.lastSeenAt === null || now.getTime() - Date.parse(e.lastSeenAt) > t),
       );
       if (missing.length === 0) return { status: 'ok', value: 0 };
       return {

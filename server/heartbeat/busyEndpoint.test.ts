@@ -11,7 +11,13 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { HandlerRegistry, Publisher, sessionKeysFromCatalog, SubscriberHost } from '@nimbus/sdk';
 import { MessageType as T } from '@nimbus/sdk/contract';
+import { TimeSeriesStore } from '../../lib/store/index.ts';
 import { msg } from '../../lib/store/testing/fixtures.ts';
+import { evaluateRule } from '../alerts/conditions.ts';
+import { ruleInputSchema, type RuleDoc } from '../alerts/model.ts';
+import { alertSources } from '../alerts/sources.ts';
+import { heartbeatsFromOverview } from '../history/background.ts';
+import { endpointsOverview } from '../queries.ts';
 import { startResolver, type ResolverHandle } from '../../resolver-worker/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from './platformDocs.ts';
@@ -72,6 +78,21 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
   assert.fail(`timed out waiting for ${what}`);
 }
 
+/** The shared read model's heartbeat (/api/endpoints: the Endpoints page and Monitor), on the real clock. */
+const listed = async (id: string) => (await endpointsOverview(stack.store, stack.catalog)).find((e) => e.endpointId === id)!.heartbeat;
+
+/** "Heartbeat missing for 60 s" over every endpoint, judged at `at` from this service's overview (production mapping). */
+async function missingAt(at: Date) {
+  const rule: RuleDoc = { ...ruleInputSchema.parse({ name: 'r', type: 'heartbeatMissing', durationSeconds: 60 }), id: 'r', kind: 'rule', createdAt: '', updatedAt: '', updatedBy: '' };
+  const src = alertSources({
+    database: stack.store.database,
+    series: new TimeSeriesStore(stack.store.database),
+    admin: stack.serviceBus.admin,
+    heartbeats: async () => heartbeatsFromOverview(await service.overview()),
+  });
+  return evaluateRule(rule, src, at, undefined);
+}
+
 const health = async (id: string) => (await service.overview()).endpoints.find((e) => e.endpointId === id)!;
 const completed = async (orderId: string) =>
   (await stack.store.listEvents({ endpointId: BUSY, sessionId: orderId, pageSize: 10 })).items.some((r) => r.status === 'Completed');
@@ -88,7 +109,7 @@ async function probeSentAgo(agoMs: number): Promise<void> {
 
 describe('heartbeat of a busy endpoint', () => {
   test('a probe queued behind a backlog is busy, not Off, while the endpoint answers; silent for a timeout it is Off; the late answer turns it On', async () => {
-    const saved = await service.updateSettings({ intervalSeconds: 30, timeoutSeconds: TIMEOUT_SECONDS }, (await service.versionedSettings()).version, 'tester');
+    const saved = await service.updateSettings({ enabled: true, intervalSeconds: 30, timeoutSeconds: TIMEOUT_SECONDS }, (await service.versionedSettings()).version, 'tester');
     assert.ok('saved' in saved);
 
     // A first probe, answered at once (nothing queued yet): billing is On.
@@ -122,13 +143,30 @@ describe('heartbeat of a busy endpoint', () => {
     assert.equal(dead.status, 'Off');
     assert.equal(dead.busy, false);
 
+    // The Endpoints page and Monitor read the same: billing On and busy (not the newest record's Pending), shipping Off.
+    const busyListed = await listed(BUSY);
+    assert.deepEqual(busyListed, { status: 'On', at: busy.lastSeenAt, sdkVersion: busy.sdkVersion, busy: true });
+    const deadListed = await listed(DEAD);
+    assert.deepEqual({ status: deadListed.status, busy: deadListed.busy }, { status: 'Off', busy: false });
+
+    // "Heartbeat missing for 60 s", a minute after billing's last probe answer: billing is busy, its probe queued,
+    // so not missing; shipping never answered and is.
+    const lastProbeAnswer = Date.parse(busy.lastSeenAt!);
+    const whileBusy = await missingAt(new Date(lastProbeAnswer + 61_000));
+    assert.equal(whileBusy.status, 'firing', JSON.stringify(whileBusy));
+    assert.ok(whileBusy.status === 'firing' && whileBusy.summary.includes(DEAD) && !whileBusy.summary.includes(BUSY), JSON.stringify(whileBusy));
+
     // 25 s later by the clock billing has answered nothing for a whole timeout: the same probe turns Off.
     shiftMs = 25_000;
     await service.sweep();
     const quiet: HealthOverview['endpoints'][number] = await health(BUSY);
+    // Silent for a timeout, billing is missing too.
+    const whenSilent = await missingAt(new Date(lastProbeAnswer + 61_000));
     shiftMs = 0;
     assert.equal(quiet.status, 'Off');
     assert.equal(quiet.busy, false);
+    assert.ok(whenSilent.status === 'firing' && whenSilent.summary.includes(BUSY), JSON.stringify(whenSilent));
+    assert.deepEqual({ status: (await listed(BUSY)).status, busy: (await listed(BUSY)).busy }, { status: 'Off', busy: false });
 
     // The backlog drains and the probe is answered: late, and On again at once.
     holding = false;
@@ -140,6 +178,7 @@ describe('heartbeat of a busy endpoint', () => {
     assert.equal(answered.probeInFlight, false);
     assert.equal(answered.busy, false);
     assert.equal(answered.answeredLate, true);
+    assert.deepEqual({ status: (await listed(BUSY)).status, busy: (await listed(BUSY)).busy }, { status: 'On', busy: false });
     assert.ok(answered.roundTripMs! > TIMEOUT_SECONDS * 1000, `round trip ${answered.roundTripMs} ms`);
     for (let i = 1; i <= 4; i++) assert.ok(await completed(`ORD-BUSY-${i}`), `ORD-BUSY-${i}`);
   });

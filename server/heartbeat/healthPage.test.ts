@@ -1,7 +1,8 @@
 // Admin → Health in Chromium (the built console on the embedded stack, server/testing/seededConsole.ts): an endpoint
 // whose probe is overdue while it answers other messages shows its last status with "Busy — probe queued behind N
 // pending messages"; one whose probe is overdue and that answers nothing shows no such note (the sweep turns it
-// Off); an answer slower than the timeout is marked "answered late". The records are written the way the
+// Off); an answer slower than the timeout is marked "answered late". The Endpoints page's heartbeat cell agrees
+// ("On · busy"). The records are written the way the
 // scheduler and the Resolver write them, just before the page is opened (the page's clock is the real one).
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
@@ -24,7 +25,7 @@ after(() => ui?.close());
 const ago = (s: number) => new Date(Date.now() - s * 1000).toISOString();
 
 describe('Admin → Health: busy and late endpoints', () => {
-  test('a busy endpoint keeps its last status with a Busy note; a silent one has none; a slow answer is marked late', async () => {
+  test('a busy endpoint keeps its last status with a Busy note, on Health and Endpoints; a silent one has none; a slow answer is marked late', async () => {
     const { store } = ui!.stack;
     // Timeout 60 s (the default): both probes below left 70 s ago.
     for (const endpointId of ['billingendpoint', 'shippingendpoint']) {
@@ -51,6 +52,21 @@ describe('Admin → Health: busy and late endpoints', () => {
     await page.locator('tr[data-endpoint="crmendpoint"] [data-heartbeat-late]').getByText('answered late').waitFor();
     assert.equal(await billing.locator('[data-heartbeat-late]').count(), 0, 'a prompt answer is not late');
     await page.close();
+
+    // The Endpoints page reads the same: billing's last status with a busy mark (not its newest probe's Pending),
+    // shipping no mark.
+    const endpoints = await ui!.open('/');
+    // The row appears with its data; the heartbeat cell is its last.
+    const billingCell = endpoints.locator('tr[data-endpoint="billingendpoint"] td').last();
+    await billingCell.waitFor();
+    assert.equal((await billingCell.textContent())?.replace(/\s+/g, ' ').trim(), 'On · busy', 'the last settled status, marked busy');
+    assert.equal(await billingCell.getAttribute('data-heartbeat-status'), 'On');
+    assert.match((await billingCell.locator('[data-heartbeat-busy]').getAttribute('title')) ?? '', /^Probe queued behind 2 pending messages/);
+    const shippingCell = endpoints.locator('tr[data-endpoint="shippingendpoint"] td').last();
+    await shippingCell.waitFor();
+    assert.notEqual((await shippingCell.textContent())?.trim(), 'Pending', 'a settled status, not the newest probe');
+    assert.equal(await shippingCell.locator('[data-heartbeat-busy]').count(), 0);
+    await endpoints.close();
     assert.deepEqual(ui!.pageErrors, []);
   });
 });

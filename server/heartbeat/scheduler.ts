@@ -168,6 +168,33 @@ function busyness(records: HeartbeatRecord[], rtt: number | null, ctx: HealthCon
   };
 }
 
+/** What the Health page reads beside the records to judge one endpoint: the clock, the timeout, where the backlog is. */
+export interface HealthReadContext {
+  nowMs: number;
+  timeoutSeconds: number;
+  /** The endpoint's Pending count; asked only while its newest probe is overdue. */
+  backlog: () => Promise<number | null>;
+  warn: (msg: string) => void;
+}
+
+/**
+ * One endpoint's health read the way Admin → Health reads it: its recent probe records, and only while the newest
+ * probe is overdue its last answer and backlog. Admin → Health and the shared read model (/api/endpoints, hence the
+ * Endpoints page and Monitor) both call this, so they cannot disagree on what a busy endpoint is.
+ */
+export async function readEndpointHealth(
+  store: MessageStore,
+  endpointId: string,
+  included: boolean,
+  c: HealthReadContext,
+): Promise<{ health: EndpointHealth; records: HeartbeatRecord[] }> {
+  const records = await store.listHeartbeats(endpointId, 20);
+  const overdue = overdueProbe(records, c.nowMs, c.timeoutSeconds) !== undefined;
+  const [handled, backlog] = overdue ? await Promise.all([lastHandledAt(store, endpointId, c.warn), c.backlog()]) : [null, null];
+  const health = endpointHealth(endpointId, included, records, { nowMs: c.nowMs, timeoutSeconds: c.timeoutSeconds, lastHandledAt: handled ?? null, backlog });
+  return { health, records };
+}
+
 export class HeartbeatService {
   readonly #d: Required<Omit<HeartbeatDeps, 'log'>> & { log: Log };
   readonly #warn: (msg: string) => void;
@@ -322,12 +349,10 @@ export class HeartbeatService {
       return (await counts).get(id) ?? null;
     };
     const endpoints = await Promise.all(
-      this.endpointIds.map(async (id) => {
-        const records = await this.#d.store.listHeartbeats(id, 20);
-        const overdue = overdueProbe(records, nowMs, timeoutSeconds) !== undefined;
-        const [handled, backlog] = overdue ? await Promise.all([lastHandledAt(this.#d.store, id, this.#warn), pendingOf(id)]) : [null, null];
-        return endpointHealth(id, !excluded.has(id), records, { nowMs, timeoutSeconds, lastHandledAt: handled ?? null, backlog });
-      }),
+      this.endpointIds.map(
+        async (id) =>
+          (await readEndpointHealth(this.#d.store, id, !excluded.has(id), { nowMs, timeoutSeconds, backlog: () => pendingOf(id), warn: this.#warn })).health,
+      ),
     );
     return {
       settings: {

@@ -13,6 +13,7 @@ import { startAlertEvaluator, DEFAULT_TICK_MS } from '../alerts/evaluator.ts';
 import { alertSources } from '../alerts/sources.ts';
 import type { FailureGroupSource } from '../alerts/conditions.ts';
 import type { ConsoleContext } from '../context.ts';
+import type { HealthOverview } from '../heartbeat/scheduler.ts';
 import { log as defaultLog } from '../log.ts';
 import { collectBacklog } from './backlog.ts';
 import { startLeaderLoop, type LeaderLoop } from './leader.ts';
@@ -56,10 +57,14 @@ export interface ConsoleBackground {
  */
 export async function heartbeatsOf(ctx: ConsoleContext) {
   const { getOpsServices } = await import('../heartbeat/services.ts');
-  const o = await getOpsServices(ctx).heartbeat.overview();
+  return heartbeatsFromOverview(await getOpsServices(ctx).heartbeat.overview());
+}
+
+/** The mapping itself, for tests that drive a heartbeat service of their own (an injected clock). */
+export function heartbeatsFromOverview(o: HealthOverview) {
   return {
     enabled: o.settings.enabled,
-    endpoints: o.endpoints.map((e) => ({ endpointId: e.endpointId, included: e.included, lastSeenAt: e.lastSeenAt })),
+    endpoints: o.endpoints.map((e) => ({ endpointId: e.endpointId, included: e.included, lastSeenAt: e.lastSeenAt, busy: e.busy })),
     resolverLastSeen: o.resolver.lastSeenAt,
   };
 }
