@@ -28,7 +28,7 @@ const OUTCOME_AUTO = 5;
  */
 function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
   const [asked, setAsked] = useState(false);
-  const q = useQuery({ ...operationOutcomeQuery(op.operationId), enabled: auto || asked });
+  const q = useQuery({ ...operationOutcomeQuery(op.operationId, op.state), enabled: auto || asked });
   if (!auto && !asked) {
     return (
       <button type="button" className="mt-1 text-xs text-sky-700 underline" onClick={() => setAsked(true)}>
