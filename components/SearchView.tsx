@@ -11,10 +11,16 @@ import { ErrorBox, StatusBadge, Timestamp } from './format.tsx';
 import { TABLE_HEAD } from './table.tsx';
 import { searchQuery } from './queries.ts';
 import { searchCutNotice } from './searchNotice.ts';
-import { parseSearch, searchSearch } from './urlState.ts';
+import { eventListSearch, parseSearch, searchSearch, toSearch, type EventListSearch } from './urlState.ts';
 
 /** The endpoint's list filtered to one session: all of its events there, newest first. */
-const sessionHref = (endpointId: string, sessionId: string) => endpointHref(endpointId, new URLSearchParams({ sessionId }).toString());
+const sessionHref = (endpointId: string, sessionId: string) => endpointHref(endpointId, toSearch(eventListSearch, { sessionId }));
+/**
+ * The session's failures on an endpoint: the list is newest first, so unfiltered its oldest failure (the one holding
+ * the later events back) sits below every event parked behind it; filtered to the failed statuses it is on top.
+ */
+const SESSION_FAILURES: EventListSearch['status'] = ['Failed', 'DeadLettered', 'Unsupported'];
+const sessionFailuresHref = (endpointId: string, sessionId: string) => endpointHref(endpointId, toSearch(eventListSearch, { sessionId, status: SESSION_FAILURES }));
 
 export function SearchView() {
   const q = parseSearch(searchSearch, useSearchParams()).q;
@@ -47,11 +53,11 @@ export function SearchView() {
       ) : null}
       {sessionEndpoints.length > 0 ? (
         <p className="mb-2 text-sm" data-testid="search-session-links">
-          Every event of session <span className="font-mono">{session}</span>, oldest failures included, on{' '}
+          The failures of session <span className="font-mono">{session}</span>, its oldest included, on{' '}
           {sessionEndpoints.map((e, n) => (
             <span key={e}>
               {n > 0 ? ' · ' : null}
-              <Link href={sessionHref(e, session!)} className="text-sky-700 underline">
+              <Link href={sessionFailuresHref(e, session!)} className="text-sky-700 underline">
                 {e}
               </Link>
             </span>
@@ -88,9 +94,12 @@ export function SearchView() {
                   </Link>
                 </td>
                 <td className="px-2 py-1 font-mono text-xs">
-                  <Link href={sessionHref(i.endpointId, i.sessionId)} className="text-sky-700 hover:underline" title={`Every event of session ${i.sessionId} on ${i.endpointId}`}>
-                    {i.sessionId}
-                  </Link>
+                  {/* An event outside any session has no session list to lead to. */}
+                  {i.sessionId ? (
+                    <Link href={sessionHref(i.endpointId, i.sessionId)} className="text-sky-700 hover:underline" title={`Every event of session ${i.sessionId} on ${i.endpointId}`}>
+                      {i.sessionId}
+                    </Link>
+                  ) : null}
                 </td>
                 <td className="px-2 py-1">{i.eventTypeId}</td>
                 <td className="px-2 py-1">

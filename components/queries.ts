@@ -7,7 +7,8 @@ import { infiniteQueryOptions, queryOptions, type QueryClient } from '@tanstack/
 import { api, ApiError } from './api.ts';
 import { accessApi } from './audit/accessApi.ts';
 import { alertsApi } from './admin/alertsApi.ts';
-import { jobsApi } from './operations/jobsApi.ts';
+import { jobsApi, type OperationSummary } from './operations/jobsApi.ts';
+import { outcomePollMs } from './operations/outcomePolling.ts';
 import { opsApi } from './topology/opsApi.ts';
 import { fetchMetrics, type MetricsArgs } from './charts/metricsApi.ts';
 
@@ -147,11 +148,16 @@ export const operationsQuery = (open: boolean) =>
   queryOptions({ queryKey: queryKeys.operations, queryFn: jobsApi.list, refetchInterval: open ? 1000 : 10_000, retry: 0 });
 
 /**
- * What became of a bulk job's events (the drawer's "now:" line): read again every 5 s while shown, since the
- * events are handled after the job has sent their commands, and after the job itself has ended.
+ * What became of a bulk job's events (the drawer's "now:" line): read again every 5 s while the job is going or its
+ * events are in progress (they are handled after the job has sent their commands), then no more (outcomePolling.ts).
  */
-export const operationOutcomeQuery = (operationId: string) =>
-  queryOptions({ queryKey: [...queryKeys.operation(operationId), 'outcome'] as const, queryFn: () => jobsApi.outcome(operationId), refetchInterval: 5_000, retry: 0 });
+export const operationOutcomeQuery = (operationId: string, state: OperationSummary['state']) =>
+  queryOptions({
+    queryKey: [...queryKeys.operation(operationId), 'outcome'] as const,
+    queryFn: () => jobsApi.outcome(operationId),
+    refetchInterval: (query) => outcomePollMs(state, query.state.data),
+    retry: 0,
+  });
 
 /** Failure groups, optionally only those seen in the last `sinceHours` hours (the window moves with each refresh). */
 export const failureGroupsQuery = (sinceHours: string) =>

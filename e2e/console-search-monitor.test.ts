@@ -25,6 +25,10 @@ before(async () => {
       for (let i = 0; i < MANY; i++) {
         await seedEvent(stack.store, base, { endpointId: 'shippingendpoint', eventId: `many-evt-${i}`, sessionId: `many-ses-${i}`, eventTypeId: 'OrderPlaced', payload: { i } }, MessageType.ResolutionResponse);
       }
+      // Two events outside any session (an empty session id): two, so the search lists them instead of opening one.
+      for (const eventId of ['lone-evt-0', 'lone-evt-1']) {
+        await seedEvent(stack.store, base, { endpointId: 'shippingendpoint', eventId, sessionId: '', eventTypeId: 'OrderPlaced', payload: {} }, MessageType.ResolutionResponse);
+      }
     },
   });
   ({ app: consoleApp, browser } = ui);
@@ -47,6 +51,15 @@ describe('search', () => {
     await gotoHydrated(page, `${consoleApp.url}/search?q=many-evt-1`);
     await until(() => rows(page), 11, 'the eleven matches', page);
     assert.equal(await hint.count(), 0);
+    await page.close();
+  });
+
+  test('an event outside any session shows no session link (not an empty one to `?sessionId=`)', async () => {
+    const page = await browser.newPage();
+    await gotoHydrated(page, `${consoleApp.url}/search?q=lone-evt`);
+    await until(() => rows(page), 2, 'the two events without a session', page);
+    assert.equal(await page.locator('main table tbody tr td:nth-child(4) a').count(), 0);
+    assert.deepEqual(await page.locator('main table tbody tr td:nth-child(4)').allTextContents(), ['', '']);
     await page.close();
   });
 

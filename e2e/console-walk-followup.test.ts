@@ -116,8 +116,13 @@ describe('a search by session id', () => {
       await page.getByTestId('search-truncated').waitFor();
       assert.equal(await page.locator('main').getByText('walk-s1-failed').count(), 0, 'the failure is older than the 25 listed');
       await page.getByTestId('search-session-links').getByRole('link', { name: 'billingendpoint', exact: true }).click();
-      await page.waitForURL((u) => u.pathname === '/endpoints/billingendpoint' && u.searchParams.get('sessionId') === 'WALK-S1');
-      await page.locator('main table').getByRole('link', { name: 'walk-s1-failed' }).waitFor();
+      // The session's failures: the list is newest first, so without the filter its failure is below the events parked behind it.
+      await page.waitForURL(
+        (u) => u.pathname === '/endpoints/billingendpoint' && u.searchParams.get('sessionId') === 'WALK-S1' && u.searchParams.get('status') === 'Failed,DeadLettered,Unsupported',
+      );
+      const firstRow = page.locator('main table tbody tr').first();
+      await firstRow.getByRole('link', { name: 'walk-s1-failed' }).waitFor();
+      assert.equal(await page.locator('main table').getByText(/walk-s1-parked-/).count(), 0, 'only its failures');
 
       // Each listed session links to its endpoint's list of it too.
       await page.goto(`${ui!.url}/search?q=WALK-S1`);

@@ -28,7 +28,7 @@ const OUTCOME_AUTO = 5;
  */
 function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
   const [asked, setAsked] = useState(false);
-  const q = useQuery({ ...operationOutcomeQuery(op.operationId), enabled: auto || asked });
+  const q = useQuery({ ...operationOutcomeQuery(op.operationId, op.state), enabled: auto || asked });
   if (!auto && !asked) {
     return (
       <button type="button" className="mt-1 text-xs text-sky-700 underline" onClick={() => setAsked(true)}>
@@ -37,7 +37,7 @@ function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
     );
   }
   if (q.error) return <p className="mt-1 text-xs text-red-700">{q.error.message}</p>;
-  const parts = q.data ? outcomeParts(op.kind, q.data) : null;
+  const parts = q.data ? outcomeParts(op, q.data) : null;
   return (
     <div className="mt-1 flex flex-wrap gap-x-3 text-xs text-slate-600" data-testid="job-outcome" aria-live="polite">
       <span className="font-medium">now:</span>

@@ -40,20 +40,43 @@ test('the empty drawer says it lists dead-letter replays too', () => {
 
 test("a retry's follow-up puts failed again first and keeps a resubmit's zeros; a skip lists only what is there", () => {
   const counts = { completed: 7, failedAgain: 2, stillFailed: 1, inProgress: 0, skipped: 0, unknown: 0 };
-  assert.deepEqual(outcomeParts('resubmit', { checked: 10, total: 10, counts }), [
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 10, total: 10, counts }), [
     { text: '2 failed again', failed: true },
     { text: '1 still failed (not retried)', failed: true },
     { text: '7 completed', failed: false },
   ]);
   const none = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 3, skipped: 0, unknown: 0 };
-  assert.deepEqual(outcomeParts('resubmit', { checked: 3, total: 3, counts: none }), [
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 3, total: 3, counts: none }), [
     { text: '0 failed again', failed: false },
     { text: '3 in progress', failed: false },
     { text: '0 completed', failed: false },
   ]);
-  assert.deepEqual(outcomeParts('skip', { checked: 2_000, total: 5_000, counts: { ...none, inProgress: 0, skipped: 2_000 } }), [
+  assert.deepEqual(outcomeParts({ kind: 'skip', state: 'completed' }, { checked: 2_000, total: 5_000, counts: { ...none, inProgress: 0, skipped: 2_000 } }), [
     { text: '2,000 skipped', failed: false },
     { text: '(first 2,000 of 5,000 checked)', failed: false },
   ]);
-  assert.equal(outcomeParts('resubmit', { checked: 0, total: 0, counts: none }), null);
+  assert.equal(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 0, total: 0, counts: none }), null);
+});
+
+test('while a job is running or paused, events it has not changed are "not reached yet", not a failure in red', () => {
+  const counts = { completed: 4, failedAgain: 1, stillFailed: 95, inProgress: 0, skipped: 0, unknown: 0 };
+  for (const state of ['running', 'paused', 'queued'] as const) {
+    assert.deepEqual(outcomeParts({ kind: 'resubmit', state }, { checked: 100, total: 100, counts }), [
+      { text: '1 failed again', failed: true },
+      { text: '95 not reached yet', failed: false },
+      { text: '4 completed', failed: false },
+    ], state);
+  }
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'cancelled' }, { checked: 100, total: 100, counts })?.[1], { text: '95 still failed (not retried)', failed: true });
+});
+
+test('a skip job says skipped, never retried or failed again', () => {
+  const counts = { completed: 0, failedAgain: 1, stillFailed: 2, inProgress: 0, skipped: 7, unknown: 0 };
+  const parts = outcomeParts({ kind: 'skip', state: 'completed' }, { checked: 10, total: 10, counts });
+  assert.deepEqual(parts, [
+    { text: '1 failed since it started', failed: true },
+    { text: '2 still failed (not skipped)', failed: true },
+    { text: '7 skipped', failed: false },
+  ]);
+  assert.ok(!JSON.stringify(parts).match(/retried|failed again/));
 });

@@ -44,15 +44,21 @@ const n = (v: number) => v.toLocaleString('en-US');
 /**
  * The follow-up line of a job: what its events are now. "failed again" first, since it is what an operator acts
  * on next; parts at zero are left out, except "completed" and "failed again" of a resubmit, whose zero is news
- * ("0 completed" says the retry did not help). Null before anything was checked.
+ * ("0 completed" says the retry did not help). While the job is still going (running, paused, starting), events
+ * whose row has not changed are mostly ones it has not reached yet: "not reached yet", not a failure in red. A skip
+ * job neither retries nor makes anything fail again: its words say skipped. Null before anything was checked.
  */
-export function outcomeParts(kind: OperationSummary['kind'], o: Pick<JobOutcome, 'checked' | 'total' | 'counts'>): { text: string; failed: boolean }[] | null {
+export function outcomeParts(op: Pick<OperationSummary, 'kind' | 'state'>, o: Pick<JobOutcome, 'checked' | 'total' | 'counts'>): { text: string; failed: boolean }[] | null {
   if (o.checked === 0) return null;
   const c = o.counts;
-  const resubmit = kind === 'resubmit';
+  const resubmit = op.kind === 'resubmit';
+  const going = GOING.has(op.state);
+  const unchanged = going
+    ? { text: `${n(c.stillFailed)} not reached yet`, failed: false }
+    : { text: `${n(c.stillFailed)} still failed (${resubmit ? 'not retried' : 'not skipped'})`, failed: true };
   const parts: { text: string; failed: boolean; keep: boolean; v: number }[] = [
-    { text: `${n(c.failedAgain)} failed again`, failed: true, keep: resubmit, v: c.failedAgain },
-    { text: `${n(c.stillFailed)} still failed (not retried)`, failed: true, keep: false, v: c.stillFailed },
+    { text: resubmit ? `${n(c.failedAgain)} failed again` : `${n(c.failedAgain)} failed since it started`, failed: true, keep: resubmit, v: c.failedAgain },
+    { ...unchanged, keep: false, v: c.stillFailed },
     { text: `${n(c.inProgress)} in progress`, failed: false, keep: false, v: c.inProgress },
     { text: `${n(c.completed)} completed`, failed: false, keep: resubmit, v: c.completed },
     { text: `${n(c.skipped)} skipped`, failed: false, keep: false, v: c.skipped },

@@ -19,7 +19,7 @@ import { opsApi, type DeadLetter, type ReplayOperation, type ReplayPreview, type
 import { TypedConfirmDialog } from './TypedConfirmDialog.tsx';
 import { useCan } from '../audit/accessApi.ts';
 import { Topic } from '@nimbus/sdk/contract';
-import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery, topologyQuery } from '../queries.ts';
+import { DEAD_LETTER_PAGE_SIZE, deadLettersQuery, queryKeys, replayOperationQuery } from '../queries.ts';
 import { deadLettersSearch } from '../urlState.ts';
 import { useUrlState, useUrlText } from '../useUrlState.ts';
 
@@ -99,13 +99,10 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
     },
   });
 
-  // How many the queue holds, under the heading and in the purge dialog, from the topology overview (the broker's
-  // counts, with their time): the page lists 50 at a time, and "Replay all" or "Purge" should not be a guess.
-  const topology = useQuery(topologyQuery());
-  const purgeCounts = (() => {
-    const sv = topology.data?.topics.find((t) => t.name === topic)?.subscriptions.find((s) => s.name === subscription);
-    return sv && topology.data ? { deadLetter: sv.counts.deadLetter, at: topology.data.generatedAt } : null;
-  })();
+  // How many the queue holds, under the heading and in the purge dialog: the broker's count for this subscription
+  // with its time, in the page's own answer (not the whole topology): the page lists 50 at a time, and "Replay all"
+  // or "Purge" should not be a guess.
+  const purgeCounts = q.data?.total ?? null;
   const items = q.data?.items ?? [];
   const next = q.data?.next ?? null;
   const replaying = operationId !== null && !finished;
@@ -352,7 +349,7 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
                 </b>{' '}
                 as of <Timestamp at={purgeCounts.at} />.
               </>
-            ) : topology.isPending ? (
+            ) : q.isPending ? (
               'Counting the dead letters…'
             ) : (
               'How many dead letters there are is not known.'

@@ -3,7 +3,7 @@
 // reason. The shapes are the server's own read models (type-only imports), so they cannot drift.
 import type { ReplayOperation as ServerReplayOperation, ReplayPreview, ReplaySelection as ServerReplaySelection, UncertainEvidence } from '../../server/subscriptions/replay.ts';
 import type { UncertainDecision } from '../../server/subscriptions/replayJournal.ts';
-import type { DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
+import type { DeadLetterTotal, DeadLetterWithReplay } from '../../server/subscriptions/routes.ts';
 import type { TopicView } from '../../server/subscriptions/overview.ts';
 import type { reconcileApply, reconcilePreview, reconcileRowsPreview, reconcileSessionsPreview } from '../../server/reconcile/routes.ts';
 import type { RepairTarget } from '../../server/reconcile/stuck.ts';
@@ -47,7 +47,7 @@ export const opsApi = {
     if (q.from) p.set('from', q.from);
     if (q.reason) p.set('reason', q.reason);
     if (q.pageSize) p.set('pageSize', String(q.pageSize));
-    return callApi<{ items: DeadLetter[]; next: string | null; scanned: number }>(`${sub(topic, subscription)}/deadletters?${p.toString()}`);
+    return callApi<{ items: DeadLetter[]; next: string | null; scanned: number; total: DeadLetterTotal | null }>(`${sub(topic, subscription)}/deadletters?${p.toString()}`);
   },
   previewReplay: (topic: string, subscription: string, sel: ReplaySelection) => callApi<ReplayPreview>(`${sub(topic, subscription)}/replay/preview`, post(sel)),
   replay: (topic: string, subscription: string, sel: ReplaySelection) => callApi<{ operationId: string }>(`${sub(topic, subscription)}/replay`, post(sel)),

@@ -221,14 +221,19 @@ export class JobStore {
     await this.docs.write(jobDoc(job.operationId), job);
   }
 
-  async rows(job: Job): Promise<SelectedRow[]> {
+  /**
+   * The frozen selection in order; with `limit`, only its first `limit` rows, reading only the chunks that hold
+   * them (the outcome's follow-up of a 100,000-event job needs one chunk, not fifty).
+   */
+  async rows(job: Job, limit = Infinity): Promise<SelectedRow[]> {
     const out: SelectedRow[] = [];
-    for (let n = 0; n < job.chunks; n++) {
+    const chunks = Math.min(job.chunks, Math.ceil(limit / CHUNK_ROWS));
+    for (let n = 0; n < chunks; n++) {
       const doc = await this.docs.read<{ rows: Array<[string, string, string?]> }>(chunkDoc(job.operationId, n));
       if (!doc) throw new Error(`operation ${job.operationId}: selection part ${n} is missing`);
       for (const [endpointId, eventId, sessionId] of doc.value.rows) out.push(sessionId === undefined ? { endpointId, eventId } : { endpointId, eventId, sessionId });
     }
-    return out;
+    return out.length > limit ? out.slice(0, limit) : out;
   }
 
   /** Recent jobs, newest first (prepared and discarded ones included: the runner expires them). */

@@ -67,9 +67,17 @@ describe('operations routes', () => {
 
     const messageId = await deadLetterOnResolver();
     assert.equal((await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?pageSize=abc'), p)).status, 400);
-    const page = (await (await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?reason=CosmosDbThrottled'), p)).json()) as { items: Array<{ messageId: string; replay: unknown }> };
+    const page = (await (await dl.GET(req('GET', '/api/topology/subscriptions/Resolver/Resolver/deadletters?reason=CosmosDbThrottled'), p)).json()) as {
+      items: Array<{ messageId: string; replay: unknown }>;
+      total: { deadLetter: number; at: string } | null;
+    };
     assert.deepEqual(page.items.map((i) => i.messageId), [messageId]);
     assert.equal(page.items[0]!.replay, null, 'no replay has touched it');
+    // The queue's total from the broker, this subscription's alone (the page shows it without the whole topology).
+    const runtime = await stack.serviceBus.admin.getSubscriptionRuntimeProperties('Resolver', 'Resolver');
+    assert.equal(page.total?.deadLetter, runtime.deadLetterMessageCount);
+    assert.ok(runtime.deadLetterMessageCount >= 1);
+    assert.ok(page.total && !Number.isNaN(Date.parse(page.total.at)));
 
     assert.equal((await preview.POST(req('POST', '/x', {}), p)).status, 400, 'a selection is required');
     const decisionByFilter = await replay.POST(req('POST', '/x', { all: true, uncertain: 'resend' }), p);

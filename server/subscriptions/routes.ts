@@ -92,14 +92,34 @@ export type DeadLetterWithReplay = DeadLetterView & {
   replay: { verdict: JournalVerdict; state: JournalRecord['state']; operationId: string; auditor: string; claimedAt: string; sentAt: string | null; evidence: UncertainEvidence | null } | null;
 };
 
+/**
+ * How many dead letters the queue holds, the broker's count with the time it was read: the page lists 50 at a time,
+ * and Purge (and Replay all without a filter) act on all of them. One subscription's runtime properties, not the
+ * whole topology's. Null when the count could not be read (the page still lists what it peeked).
+ */
+export interface DeadLetterTotal {
+  deadLetter: number;
+  at: string;
+}
+
+async function deadLetterTotal(ctx: ConsoleContext, p: z.output<typeof subscriptionParams>): Promise<DeadLetterTotal | null> {
+  try {
+    const runtime = await ctx.serviceBus.admin.getSubscriptionRuntimeProperties(p.topic, p.subscription);
+    return { deadLetter: runtime.deadLetterMessageCount, at: new Date().toISOString() };
+  } catch (err) {
+    log.warn({ topic: p.topic, subscription: p.subscription, err: err instanceof Error ? err.message : String(err) }, 'dead-letter count could not be read');
+    return null;
+  }
+}
+
 export async function deadLetters(
   ctx: ConsoleContext,
   p: z.output<typeof subscriptionParams>,
   q: z.output<typeof deadLetterQuery>,
-): Promise<Omit<DeadLetterPage, 'items'> & { items: DeadLetterWithReplay[] }> {
+): Promise<Omit<DeadLetterPage, 'items'> & { items: DeadLetterWithReplay[]; total: DeadLetterTotal | null }> {
   // A peek on a subscription that is not there can wait for the link instead of failing: ask the broker first.
   await requireSubscription(ctx.serviceBus.admin, p);
-  const page = await onSubscription(p, () => peekDeadLetters(ctx.serviceBus.client, p.topic, p.subscription, q));
+  const [page, total] = await Promise.all([onSubscription(p, () => peekDeadLetters(ctx.serviceBus.client, p.topic, p.subscription, q)), deadLetterTotal(ctx, p)]);
   const journal = journalOf(ctx);
   const found = await journal.getMany(page.items.map((v) => ({ topic: p.topic, subscription: p.subscription, sequenceNumber: v.sequenceNumber, messageId: v.messageId })));
   const uncertain = page.items.flatMap((view) => {
@@ -109,6 +129,7 @@ export async function deadLetters(
   const evidence = new Map((await uncertainEvidence(getOpsServices(ctx).docs, uncertain)).map((u) => [u.sequenceNumber, u]));
   return {
     ...page,
+    total,
     items: page.items.map((v) => {
       const e = found.get(v.sequenceNumber);
       if (!e) return { ...v, replay: null };
