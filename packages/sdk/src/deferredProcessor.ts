@@ -272,7 +272,7 @@ export class DeferredProcessor {
     try {
       parked = await this.acceptParked(sessionId);
     } catch (error) {
-      if ((error as { code?: string }).code === 'SessionCannotBeLocked' && !this.closing.has(sessionId)) {
+      if (this.lockedByAnotherPass(error, sessionId)) {
         // Another pass holds the session: it replays what is parked.
         await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
         return this.report({ sessionId, replayed: 0, outcome: 'session-locked' });
@@ -293,6 +293,11 @@ export class DeferredProcessor {
       // it completed is gone from the session, the rest is still in sequence order). A failed accept fails the pass
       // like any other call: its trigger is retried, and the copies already sent are recognised by their sequence.
       while (pass.atHorizon && !this.stopping) {
+        // A stretch that took nothing (a horizon already past at the accept: a receiver closed at once) would be
+        // released and accepted again without end, the trigger renewed all the while: the pass fails instead, and
+        // its trigger is retried later.
+        if (pass.replayed === 0 && !pass.held)
+          throw new Error("the parked session's lock horizon left no room for a message; the pass made no progress");
         if (pass.held) {
           await this.sendAndComplete(parked.receiver, pass.held, sessionId, until, false);
           replayed++;
@@ -302,7 +307,15 @@ export class DeferredProcessor {
           'parked session released before its lock-renewal horizon; accepted again to go on with the pass',
         );
         await this.release(sessionId, parked.receiver);
-        parked = await this.acceptParked(sessionId);
+        try {
+          parked = await this.acceptParked(sessionId);
+        } catch (error) {
+          if (!this.lockedByAnotherPass(error, sessionId)) throw error;
+          // Another instance's pass took the session between the release and this accept: it replays the rest,
+          // as on the first accept. Abandoned, the trigger would spend a delivery for nothing.
+          await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
+          return this.report({ sessionId, replayed, outcome: 'session-locked' });
+        }
         pass = await this.replay(parked, sessionId, until);
         replayed += pass.replayed;
       }
@@ -336,6 +349,14 @@ export class DeferredProcessor {
     } finally {
       await this.release(sessionId, parked.receiver);
     }
+  }
+
+  /**
+   * Whether an accept failed because another pass holds the session. Not when a receiver of our own is still
+   * closing: its lock is what the broker refused.
+   */
+  private lockedByAnotherPass(error: unknown, sessionId: string): boolean {
+    return (error as { code?: string }).code === 'SessionCannotBeLocked' && !this.closing.has(sessionId);
   }
 
   /**

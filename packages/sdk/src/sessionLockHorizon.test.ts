@@ -2,7 +2,7 @@
 // packages/sdk/e2e/lockHorizon.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HORIZON_MARGIN_MS, sessionLockHorizon } from './sessionLockHorizon.ts';
+import { HORIZON_MARGIN_MS, receiveWaitMs, sessionLockHorizon } from './sessionLockHorizon.ts';
 
 function receiver(lockedUntil: number | undefined): { isClosed: boolean; sessionLockedUntilUtc?: Date } {
   return {
@@ -56,4 +56,27 @@ test('a closed receiver (the session is lost): no horizon left', () => {
   r.isClosed = true;
   assert.equal(horizon.end(), 0);
   assert.ok(!horizon.fits(0));
+});
+
+test('a local clock ahead of the broker by about the lock (a first lock under 1 s): the lock is no bound', () => {
+  const accepted = Date.now();
+  // Renewal on: the renewal horizon alone bounds the session.
+  const renewed = sessionLockHorizon(receiver(accepted - 200), accepted, 60_000);
+  assert.equal(renewed.end(), accepted + 60_000 - HORIZON_MARGIN_MS);
+  assert.ok(renewed.fits(0), 'the session is worked on, not released right after its accept');
+  // Renewal off: no bound at all but idleness (as the transient hold, which takes the default lock then).
+  const unrenewed = sessionLockHorizon(receiver(accepted + 500), accepted, 0);
+  assert.ok(unrenewed.fits(0));
+  assert.equal(unrenewed.end(), Infinity);
+});
+
+test('a receive waits no longer than leaves room for a batch as long as the last one before the horizon', () => {
+  const accepted = 1_000_000;
+  const horizon = { end: () => accepted + 10_000, fits: () => true };
+  assert.equal(receiveWaitMs(horizon, 0, 30_000, accepted), 10_000, 'the whole span, with no batch timed yet');
+  assert.equal(receiveWaitMs(horizon, 3_000, 30_000, accepted), 7_000, 'a batch of 3 s arriving at its end still ends by the horizon');
+  assert.equal(receiveWaitMs(horizon, 3_000, 2_000, accepted), 2_000, 'never longer than the idle timeout');
+  assert.equal(receiveWaitMs(horizon, 3_000, 30_000, accepted + 6_999), 0, 'at most 1 ms of room: release instead');
+  assert.equal(receiveWaitMs(horizon, 3_000, 30_000, accepted + 6_998), 2);
+  assert.equal(receiveWaitMs({ end: () => 0, fits: () => false }, 0, 30_000, accepted), 0, 'a session lost');
 });

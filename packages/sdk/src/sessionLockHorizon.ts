@@ -16,6 +16,9 @@ export interface SessionLockView {
  */
 export const HORIZON_MARGIN_MS = 5_000;
 
+/** Below this, a first lock is taken for a skewed clock, not a lock (deliveryBudget.ts observedLockMs agrees). */
+const MIN_SANE_LOCK_MS = 1_000;
+
 export interface SessionLockHorizon {
   /**
    * Until when (epoch ms) the session may be worked on: a wait in place (a receive, a hold) ends by then. The
@@ -47,11 +50,12 @@ export function sessionLockHorizon(
     const t = receiver.sessionLockedUntilUtc?.getTime();
     return t !== undefined && Number.isFinite(t) ? t : Infinity;
   };
+  // A first lock under 1 s is no lock a broker grants: the local clock is ahead of the broker's by about the lock. Its expiry then says nothing in our time, so it is no bound (as observedLockMs treats it); taken as
+  // one, every session would be released right after its accept, and accepted again, without end.
   const firstLock = lockedUntil() - acceptedAt;
-  const lockMargin = Number.isFinite(firstLock)
-    ? Math.min(HORIZON_MARGIN_MS, Math.max(0, firstLock) / 10)
-    : 0;
-  const lockEnd = () => lockedUntil() - lockMargin;
+  const lockKnown = Number.isFinite(firstLock) && firstLock >= MIN_SANE_LOCK_MS;
+  const lockMargin = lockKnown ? Math.min(HORIZON_MARGIN_MS, firstLock / 10) : 0;
+  const lockEnd = () => (lockKnown ? lockedUntil() - lockMargin : Infinity);
   const renewalEnd = acceptedAt + renewalMs - Math.min(HORIZON_MARGIN_MS, renewalMs / 10);
   const end = () => (receiver.isClosed ? 0 : renewalMs > 0 ? renewalEnd : lockEnd());
   return {
@@ -61,4 +65,20 @@ export function sessionLockHorizon(
       return now + Math.max(0, ms) < end() && now < lockEnd();
     },
   };
+}
+
+/**
+ * How long a receive may wait for the session's next message: at most `idleMs`, and short enough that a batch as
+ * long as the last one (`batchMs`), arriving at the end of the wait, is still handled by the horizon. Waiting until
+ * the horizon itself, as before, let a batch arriving just before it be handled past it for about that long. 0 when
+ * no wait of more than 1 ms is left: the session is released instead.
+ */
+export function receiveWaitMs(
+  horizon: SessionLockHorizon,
+  batchMs: number,
+  idleMs: number,
+  now: number = Date.now(),
+): number {
+  const room = horizon.end() - now - Math.max(0, batchMs);
+  return room > 1 ? Math.min(idleMs, room) : 0;
 }

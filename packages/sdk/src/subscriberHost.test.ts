@@ -109,7 +109,10 @@ function fakeBroker(options: FakeBrokerOptions) {
   return { client, sent, deadLettered, acceptedAgain };
 }
 
-function host(client: ServiceBusClient, extra: { breaker?: CircuitBreaker; failed?: unknown[] } = {}) {
+function host(
+  client: ServiceBusClient,
+  extra: { breaker?: CircuitBreaker; failed?: unknown[]; backoffMs?: number } = {},
+) {
   const { lines, logger } = capturedLogger();
   let delivered!: (r: DeliveryResult) => void;
   const delivery = new Promise<DeliveryResult>((resolve) => (delivered = resolve));
@@ -122,7 +125,7 @@ function host(client: ServiceBusClient, extra: { breaker?: CircuitBreaker; faile
     deferredProcessor: false,
     maxConcurrentSessions: 1,
     operationTimeoutMs: 50,
-    backoff: { initialMs: 20 },
+    backoff: { initialMs: extra.backoffMs ?? 20 },
     transientHold: { initialMs: 20 },
     logger,
     circuitBreaker: extra.breaker,
@@ -191,6 +194,33 @@ describe('a delivery whose broker call is given up (operationTimeoutMs)', () => 
         ['ResolutionResponse'],
       );
       assert.deepEqual(broker.deadLettered, []);
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
+describe('a session released at its lock horizon before its first receive', () => {
+  test('the worker backs off before its next accept instead of accepting and releasing in a tight loop', async () => {
+    // Every accept hands over a receiver already closed (the session lost at once): its horizon is 0.
+    let accepts = 0;
+    const client = {
+      acceptNextSession: async () => {
+        accepts++;
+        return { sessionId: 'R-1', isClosed: true, sessionLockedUntilUtc: new Date(Date.now() + 60_000), close: async () => undefined };
+      },
+      createSender: () => ({ entityPath: 'billing', close: async () => undefined }),
+      close: async () => undefined,
+    } as unknown as ServiceBusClient;
+    // A back-off long enough that a second accept before stop() can only come from a loop without it.
+    const { h, lines } = host(client, { backoffMs: 20_000 });
+    await h.start();
+    try {
+      // Until the back-off is logged, or the old tight loop has accepted many times over.
+      const backedOff = () => lines.find((l) => /before its first receive; waiting/.test(l.msg));
+      while (!backedOff() && accepts < 50) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(accepts, 1, 'no second accept during the back-off');
+      assert.equal(backedOff()?.delayMs, 20_000);
     } finally {
       await h.stop();
     }

@@ -26,7 +26,7 @@ import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
 import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
-import { sessionLockHorizon } from './sessionLockHorizon.ts';
+import { receiveWaitMs, sessionLockHorizon } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
@@ -268,6 +268,9 @@ export class SubscriberHost implements AsyncDisposable {
 
   private async worker(index: number): Promise<void> {
     const backoff = new Backoff(this.options.backoff);
+    // Sessions released at their horizon before a receive (a lock that reads as lapsed, a receiver closed at once):
+    // without a pause the worker would accept and release in a tight loop.
+    const unworked = new Backoff(this.options.backoff);
     const { endpointId } = this.options;
     const breaker = this.options.circuitBreaker;
     while (!this.stopping) {
@@ -311,7 +314,11 @@ export class SubscriberHost implements AsyncDisposable {
       }
       // The session's promise includes releasing it, so stop() returns only once the session lock is given back.
       let failure: unknown;
+      let releasedUnworked = false;
       const session = this.runSession(receiver, acceptedAt)
+        .then((r) => {
+          releasedUnworked = r;
+        })
         .catch((error: unknown) => {
           failure = error ?? new Error('session failed');
         })
@@ -320,6 +327,15 @@ export class SubscriberHost implements AsyncDisposable {
       await session;
       this.inFlight.delete(session);
       if (failure === undefined) this.causes.succeeded('receiving from a session');
+      if (!releasedUnworked) unworked.reset();
+      else if (!this.stopping) {
+        const delay = unworked.next();
+        this.log.warn(
+          { worker: index, sessionId: receiver.sessionId, delayMs: delay },
+          'session released at its lock horizon before its first receive; waiting before the next accept',
+        );
+        await sleep(delay, this.stopController.signal);
+      }
       if (failure !== undefined && !this.stopping) {
         const delay = backoff.next();
         this.causes.failed('receiving from a session', failure, {
@@ -334,9 +350,10 @@ export class SubscriberHost implements AsyncDisposable {
 
   /**
    * Handles one session's messages in order until it is idle, a delivery is left for redelivery, its lock horizon
-   * is near, or we stop.
+   * is near, or we stop. True when it was released at its horizon before its first receive: accepted again at once,
+   * it would be released again at once (a horizon that is never there), so the worker backs off first.
    */
-  private async runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<void> {
+  private async runSession(receiver: ServiceBusSessionReceiver, acceptedAt: number): Promise<boolean> {
     const state = new SessionStateCache(receiver);
     const signal = this.stopController.signal;
     const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
@@ -345,42 +362,44 @@ export class SubscriberHost implements AsyncDisposable {
     // How long the last batch took to handle: the next one is not taken unless one as long still ends by the horizon
     // (handlers that take seconds each would otherwise overrun the margin).
     let lastBatchMs = 0;
+    let received = false;
     while (!this.stopping) {
       // A steady backlog keeps every receive full, and the session would be kept until its lock ran out mid-batch:
       // the delivery in hand would fail to settle and the batch come back, a delivery spent by each message. Released
       // here instead, with nothing in hand; it is accepted again with a fresh lock and a fresh horizon.
-      if (!horizon.fits(lastBatchMs)) {
-        this.logHorizonRelease(receiver, lastBatchMs);
-        return;
-      }
-      if (breaker && !breaker.tryAcquire()) return; // open, or another worker holds the half-open probe
-      const probing = breaker?.state === 'HalfOpen';
-      // The wait for the session's next message ends at the horizon too: the lock would run out under a longer one,
-      // and a message it returned then would meet a lost lock.
+      // The wait for the session's next message ends early enough for a batch as long as the last one to be handled
+      // by the horizon: the lock would run out under a longer one, and a message it returned then meet a lost lock.
       const idleMs = this.options.sessionIdleTimeoutMs ?? 30_000;
-      const untilHorizonMs = Math.max(1, horizon.end() - Date.now());
+      const waitMs = receiveWaitMs(horizon, lastBatchMs, idleMs);
+      if (!horizon.fits(lastBatchMs) || waitMs === 0) {
+        this.logHorizonRelease(receiver, lastBatchMs);
+        return !received;
+      }
+      if (breaker && !breaker.tryAcquire()) return false; // open, or another worker holds the half-open probe
+      const probing = breaker?.state === 'HalfOpen';
       let messages;
       try {
+        received = true;
         messages = await withLinkedSignal(signal, (abortSignal) =>
           receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
-            maxWaitTimeInMs: Math.min(idleMs, untilHorizonMs),
+            maxWaitTimeInMs: waitMs,
             abortSignal,
           }),
         );
       } catch (error) {
         breaker?.release();
-        if (this.stopping) return;
+        if (this.stopping) return false;
         throw error;
       }
       if (messages.length === 0) {
         breaker?.release();
-        if (untilHorizonMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
-        return; // idle (or at the horizon): release the session
+        if (waitMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
+        return false; // idle (or at the horizon): release the session
       }
       const batchStartedAt = Date.now();
       for (const message of messages) {
         // Messages not started when stopping stay unsettled and come back with the session.
-        if (this.stopping) return;
+        if (this.stopping) return false;
         // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
         // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
         // own bound): the budget path's notification is what tells the Resolver, which the broker's own
@@ -452,13 +471,14 @@ export class SubscriberHost implements AsyncDisposable {
         if (breaker) {
           breaker.release();
           // Opened (or still probing): the rest of this batch goes back untouched.
-          if (breaker.state !== 'Closed') return;
+          if (breaker.state !== 'Closed') return false;
         }
         // A delivery left unsettled must come back before anything after it in the session: release the session.
-        if (unsettled || result === 'cancelled') return;
+        if (unsettled || result === 'cancelled') return false;
       }
       lastBatchMs = Date.now() - batchStartedAt;
     }
+    return false;
   }
 
   private logHorizonRelease(receiver: ServiceBusSessionReceiver, lastBatchMs: number): void {
