@@ -5,8 +5,9 @@
 // dead-lettered with nothing wrong with it). The host now stops taking messages a margin before the horizon,
 // releases the session and accepts it again with a fresh lock and a fresh horizon.
 //
-// Real emulator, real client. The subscription's lock is shortened to 3 s so that the lock really runs out a little
-// after a 5 s horizon, as it would after 5 min in production. On the old code the lock ran out 6-8 s after the accept
+// Real emulator, real client. The subscription's lock is shortened to 6 s so that the lock really runs out a little
+// after a 12 s horizon, as it would after 5 min in production. With a 3 s lock and a 5 s horizon, the old code lost the
+// lock 6-8 s after the accept
 // ("settlement step 'complete' failed: The session lock on 'H-1' was lost.", the batch's messages back with a
 // delivery spent).
 import { describe, test } from 'node:test';
@@ -18,8 +19,10 @@ import type { Harness } from './harness.ts';
 import { eventually, withHarness } from './harness.ts';
 import { ReceiverImpl } from '../../../emulator/broker/receiver.ts';
 
-const LOCK_MS = 3_000;
-const HORIZON_MS = 5_000;
+// Margins of more than a second (a tenth of the horizon; the lock's remainder after its last renewal on top), so a
+// loaded 2-core CI box, where one batch's round trips can take most of a second, does not lose a lock on the new code.
+const LOCK_MS = 6_000;
+const HORIZON_MS = 12_000;
 
 async function shortLock(h: Harness, lockMs = LOCK_MS): Promise<void> {
   const sub = await h.clients.admin.getSubscription('crm', 'crm');
@@ -102,12 +105,12 @@ describe('the session lock-renewal horizon', () => {
     const name = renewalMs > 0 ? `renewal for ${renewalMs / 1000} s` : 'renewal off';
     test(`${name}: a session with a steady backlog is released before its lock horizon and accepted again; no delivery is spent`, async () => {
       await withHarness(async (h) => {
-        // Renewal off: the margin is a tenth of the lock, 0.3 s with the 3 s lock - too thin for a loaded CI box, where one
-        // batch's round trips can take longer. An 8 s lock gives 0.8 s and still runs out under the backlog on the old code.
+        // Renewal off: the margin is a tenth of the lock; a 15 s lock gives 1.5 s, and still runs out under the backlog
+        // on the old code.
         const { seen, horizonReleases } = await watchedHost(
           h,
           { maxAutoLockRenewalDurationInMs: renewalMs, maxMessagesPerReceive: 3, handlers: quickHandler() },
-          renewalMs > 0 ? LOCK_MS : 8_000,
+          renewalMs > 0 ? LOCK_MS : 15_000,
         );
         const lockLost = () => seen.again.length > 0 || seen.failed.length > 0 || lockExpiries.length > 0;
         const publisher = h.publisher('shop');
@@ -200,7 +203,7 @@ describe('the session lock-renewal horizon', () => {
         handlers: new HandlerRegistry().on('CustomerUpdated', async () => {
           attempts++;
           if (attempts === 1) {
-            // Late in the session: the hold begins 3 s after the accept, 2 s before the horizon.
+            // Late in the session: the hold begins 6 s after the accept, about 5 s before the horizon (12 s, less 1.2 s).
             await new Promise((r) => setTimeout(r, LOCK_MS));
             throw new TransientError('downstream briefly unavailable');
           }
