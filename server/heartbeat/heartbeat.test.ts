@@ -112,6 +112,18 @@ describe('heartbeat', () => {
     assert.equal(endpointHealth('e', true, [rec('3', 'On', 100, 125)], ctx(130, null)).answeredLate, true);
   });
 
+  test('a busy endpoint stays busy when the next probe goes out behind the one still queued', () => {
+    const at = (s: number) => new Date(Date.parse('2026-12-02T10:00:00.000Z') + s * 1000).toISOString();
+    const rec = (probeId: string, status: 'On' | 'Pending', sent: number, answered?: number) =>
+      ({ id: probeId, endpointId: 'e', probeId, status, sentAt: at(sent), receivedAt: null, answeredAt: answered === undefined ? null : at(answered), sdkVersion: null, intervalSeconds: 60, updatedAt: at(answered ?? sent) });
+    const ctx = (now: number, handled: number) => ({ nowMs: Date.parse(at(now)), timeoutSeconds: 20, lastHandledAt: at(handled), backlog: 7 });
+    // Probe 2 (sent at 100) waits behind the backlog; probe 3 went out at 160, not overdue yet at 170.
+    const records = [rec('3', 'Pending', 160), rec('2', 'Pending', 100), rec('1', 'On', 0, 2)];
+    assert.equal(endpointHealth('e', true, records, ctx(170, 168)).busy, true);
+    // A probe queued before the last answered one says nothing about now.
+    assert.equal(endpointHealth('e', true, [rec('3', 'Pending', 160), rec('2', 'On', 100, 150), rec('1', 'Pending', 50)], ctx(170, 168)).busy, false);
+  });
+
   test('off by default; two schedulers send one probe per endpoint per interval; answers give On and Unsupported; silence turns Off', async () => {
     const a = service();
     const b = service();

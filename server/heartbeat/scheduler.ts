@@ -123,11 +123,19 @@ export interface HealthOverview {
 
 const SETTLED = new Set(['On', 'Unsupported', 'Off', 'Unknown']);
 
-/** The newest probe, if it is Pending past the timeout. */
+/**
+ * The newest probe Pending past the timeout among those sent since the last settled one. Not only the newest record:
+ * the scheduler sends the next probe every interval while a busy endpoint's earlier probe still waits (the sweep
+ * keeps it Pending), and for a timeout after each send the newest is not overdue yet - judged by it alone, a busy
+ * endpoint lost its busy mark once per interval and the heartbeat alert fired for it in that window.
+ */
 function overdueProbe(records: HeartbeatRecord[], nowMs: number, timeoutSeconds: number): HeartbeatRecord | undefined {
-  const newest = newestFirst(records)[0];
-  if (newest?.status !== 'Pending' || !newest.sentAt) return undefined;
-  return Date.parse(newest.sentAt) <= nowMs - timeoutSeconds * 1000 ? newest : undefined;
+  const cutoff = nowMs - timeoutSeconds * 1000;
+  for (const r of newestFirst(records)) {
+    if (r.status !== 'Pending') return undefined;
+    if (r.sentAt && Date.parse(r.sentAt) <= cutoff) return r;
+  }
+  return undefined;
 }
 
 const newestFirst = (records: HeartbeatRecord[]) =>
