@@ -8,7 +8,7 @@ import { api, ApiError } from './api.ts';
 import { accessApi } from './audit/accessApi.ts';
 import { alertsApi } from './admin/alertsApi.ts';
 import { jobsApi, type OperationSummary } from './operations/jobsApi.ts';
-import { outcomePollMs } from './operations/outcomePolling.ts';
+import { outcomePhase, outcomePollMs } from './operations/outcomePolling.ts';
 import { opsApi } from './topology/opsApi.ts';
 import { fetchMetrics, type MetricsArgs } from './charts/metricsApi.ts';
 
@@ -153,8 +153,10 @@ export const operationsQuery = (open: boolean) =>
  */
 export const operationOutcomeQuery = (operationId: string, state: OperationSummary['state']) =>
   queryOptions({
-    queryKey: [...queryKeys.operation(operationId), 'outcome'] as const,
+    queryKey: [...queryKeys.operation(operationId), 'outcome', outcomePhase(state)] as const,
     queryFn: () => jobsApi.outcome(operationId),
+    // The going phase's last answer stays on screen while the ended phase's first read is on its way.
+    placeholderData: (previous) => previous,
     refetchInterval: (query) => outcomePollMs(state, query.state.data),
     retry: 0,
   });

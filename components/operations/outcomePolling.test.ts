@@ -14,3 +14,13 @@ test('a job still going, or whose events are still being handled, is read again'
 test('an ended job with nothing in progress is not read again', () => {
   for (const state of ['completed', 'cancelled', 'failed'] as const) assert.equal(outcomePollMs(state, counts(0)), false, state);
 });
+
+test('the end of a job is a new outcome query, so the line is read once after the end', async () => {
+  // Read before the end, the last answer can have nothing in progress (events not reached yet are still failed);
+  // under the same key the interval would then stop on it, and the ended job would show that pre-end answer.
+  const { operationOutcomeQuery } = await import('../queries.ts');
+  const key = (state: 'running' | 'paused' | 'completed' | 'cancelled') => JSON.stringify(operationOutcomeQuery('op-1', state).queryKey);
+  assert.notEqual(key('running'), key('completed'));
+  assert.equal(key('running'), key('paused'), 'pausing and resuming keep the query');
+  assert.equal(key('completed'), key('cancelled'));
+});

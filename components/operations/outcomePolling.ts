@@ -12,3 +12,11 @@ export function outcomePollMs(state: OperationSummary['state'], outcome: Pick<Jo
   if (GOING.has(state) || outcome === undefined) return OUTCOME_POLL_MS;
   return outcome.counts.inProgress > 0 ? OUTCOME_POLL_MS : false;
 }
+
+/**
+ * Part of the outcome query's key: whether the job is still going. When a job ends, react-query would only re-decide
+ * the interval on the data it has - read before the end, with events not reached yet and perhaps none in progress -
+ * and stop there, leaving that line under the ended job's wording ("still failed (not retried)" in red for events it
+ * did resubmit). A new key at the end guarantees one read after it.
+ */
+export const outcomePhase = (state: OperationSummary['state']): 'going' | 'ended' => (GOING.has(state) ? 'going' : 'ended');
