@@ -167,8 +167,9 @@ export class Manager {
    * as execute() does it, with every stage done for the lot at once - the rows read in one bulk request (by the
    * session the operation selected), the claims written in one (each still a compare-and-swap on the version
    * read), the commands sent in Service Bus message batches, the receipts written in one bulk request. A crash
-   * between the stages leaves what one would leave for a single command: claims without receipts (re-sent with
-   * the same MessageId after CLAIM_GRACE_MS), never a second command. An event the lot cannot settle alone - no
+   * between the stages leaves what one would leave for a single command: claims without receipts (a repeat answers
+   * duplicate and writes the receipt if the Resolver recorded the command, else re-sends it with the same MessageId
+   * after CLAIM_GRACE_MS), never a second command. An event the lot cannot settle alone - no
    * session known, no row, already claimed, refused, nothing to resubmit, a claim that lost a race - goes through
    * the one-event path, so every answer (duplicate, 404, 409) is exactly the one execute() gives. Results are in
    * the order of `targets`; an error (the HttpError execute() would throw) settles only its own event.
