@@ -204,7 +204,8 @@ describe('refusals an attacker could aim', () => {
       const created = await operations.POST(post(operator('job'), JSON.stringify({ kind: 'skip', selection: { groupId }, hold: true })));
       assert.equal(created.status, 202, await created.clone().text());
       const { operationId } = (await created.json()) as { operationId: string };
-      const canceller = operator('cancel');
+      // Another principal (a bucket of its own): an Owner, since only the preparer or an Owner may cancel a prepared job.
+      const canceller: Principal = { ...operator('cancel'), roles: ['Owner'] };
       const cancelled = await cancel.POST(post(canceller), params({ operationId }));
       assert.equal(cancelled.status, 200, await cancelled.clone().text());
       const reconciler = operator('reconcile');
