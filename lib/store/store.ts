@@ -1444,11 +1444,15 @@ export class MessageStore {
     } catch (err) {
       if (cosmosStatus(err) !== 409) rethrowCosmos(err, 'history write');
     }
-    const existing = await this.#readHistory(w.eventId, w.messageId);
+    const existing = await this.getHistory(w.eventId, w.messageId);
     return { recorded: false, entry: existing ?? entry };
   }
 
-  async #readHistory(eventId: string, messageId: string): Promise<HistoryEntry | null> {
+  /**
+   * One history entry by its MessageId: a point read (the entry's id is docId(messageId) in the event's partition),
+   * so a message is found however many other entries the event has. Null when it was never recorded.
+   */
+  async getHistory(eventId: string, messageId: string): Promise<HistoryEntry | null> {
     const id = docId(messageId);
     let resource: unknown;
     try {
