@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import type { StatusRow } from '../../lib/store/index.ts';
 import { buildCommand, commandMessageId } from './commands.ts';
-import { refusal } from './manager.ts';
+import { refusal, specOfClaim } from './manager.ts';
 
 const row = (over: Partial<StatusRow> = {}): StatusRow => ({
   id: 'x',
@@ -110,5 +110,20 @@ describe('Manager commands', () => {
     assert.equal(refusal({ kind: 'handoffComplete', messageId: 'req-1' }, handoff), undefined);
     assert.match(refusal({ kind: 'handoffComplete', messageId: 'other' }, handoff) ?? '', /not the event's pending handoff/);
     assert.match(refusal({ kind: 'handoffFail', messageId: 'err-1', errorText: 'x' }, row()) ?? '', /not a pending handoff/);
+  });
+
+  test('specOfClaim: a plain resubmit the Resolver recorded is plain when the history before it says so; an edit stays an edit', () => {
+    // Once recorded, a plain claim's row holds the command's payload under the command's own id, as an edited
+    // claim's row does: the row alone typed it ResubmitWithChanges (and a receipt written from it said so).
+    const claim = (over: Partial<StatusRow>) => row({ status: 'Pending', messageType: MessageType.ResubmissionRequest, lastMessageId: 'mgr-1', parentMessageId: 'err-1', ...over });
+    const recordedPlain = claim({ requestMessageId: 'mgr-1', payload: { a: 1 } });
+    assert.deepEqual(specOfClaim(recordedPlain, { payload: { a: 1 }, eventTypeId: 'OrderPlaced' }), { kind: 'resubmit' });
+    const recordedEdit = claim({ requestMessageId: 'mgr-1', payload: { a: 2 } });
+    assert.deepEqual(specOfClaim(recordedEdit, { payload: { a: 1 }, eventTypeId: 'OrderPlaced' }), { kind: 'resubmit', edited: { payload: { a: 2 }, eventTypeId: 'OrderPlaced' } });
+    // Never recorded (what Reconcile re-sends): the row is the evidence - a payload under the claim's id is an edit.
+    assert.deepEqual(specOfClaim(recordedEdit), { kind: 'resubmit', edited: { payload: { a: 2 }, eventTypeId: 'OrderPlaced' } });
+    assert.deepEqual(specOfClaim(claim({ requestMessageId: 'req-1' })), { kind: 'resubmit' });
+    assert.deepEqual(specOfClaim(claim({ messageType: MessageType.SkipRequest })), { kind: 'skip' });
+    assert.equal(specOfClaim(claim({ messageType: MessageType.HandoffCompletedRequest })), undefined);
   });
 });

@@ -58,8 +58,8 @@ export function originatingOf(row: StatusRow, answeredMessageId: string): string
  * handoff command names it (Prop.HandedOffByMessageId) so the subscriber can tell the handoff its session waits for
  * from an earlier one of the same event. Not the row's lastMessageId: once a refused command has been recorded, the
  * Resolver restores the handoff row under the refusal notice's id, which the subscriber never saw, while the
- * restored row keeps the response's parent. Undefined for any other row (a claim re-sent by a repeat): the
- * subscriber then matches by EventId.
+ * restored row keeps the response's parent. Undefined for any other row: a claim re-sent by a repeat no longer
+ * names it, and the Manager finds it in the history instead (buildCommand's `handedOff`).
  */
 export function handedOffBy(row: Pick<StatusRow, 'messageType' | 'parentMessageId'>): string | undefined {
   if (row.messageType !== MessageType.PendingHandoffResponse) return undefined;
@@ -80,6 +80,8 @@ export function buildCommand(
   eventTypeId: string | null,
   payload: unknown,
   auditor: string,
+  /** A handoff command's delivery that handed off, when `row` no longer names it (a claim re-sent by a repeat). */
+  handedOff?: string,
 ): BuiltCommand {
   const type = commandType(spec);
   const messageId = commandMessageId(type, row, answeredMessageId);
@@ -121,7 +123,7 @@ export function buildCommand(
         [Prop.EventId]: row.eventId,
         [Prop.EventTypeId]: eventTypeId,
         [Prop.ParentMessageId]: answeredMessageId,
-        [Prop.HandedOffByMessageId]: spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? handedOffBy(row) : undefined,
+        [Prop.HandedOffByMessageId]: spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? (handedOff ?? handedOffBy(row)) : undefined,
         [Prop.OriginatingMessageId]: originatingOf(row, answeredMessageId),
         [Prop.RetryCount]: 0,
       }),

@@ -119,9 +119,9 @@ describe('Manager on the real stack', () => {
       for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
     }
 
-    /** The bodies of the commands that reached the event's session (received and deleted). */
-    async function onTheWire(eventId: string): Promise<unknown[]> {
-      const bodies: unknown[] = [];
+    /** The commands that reached the event's session (received and deleted): body and application properties. */
+    async function wire(eventId: string): Promise<Array<{ body: unknown; properties: Record<string, unknown> }>> {
+      const got: Array<{ body: unknown; properties: Record<string, unknown> }> = [];
       const receiver = await stack.serviceBus.client.acceptSession(EP, EP, `S-${eventId}`, {
         receiveMode: 'receiveAndDelete',
         // The suite's first test provisions a 5 s lock: renewed, so a slow box cannot lose the session mid-read.
@@ -129,15 +129,18 @@ describe('Manager on the real stack', () => {
       });
       try {
         for (;;) {
-          const got = await receiver.receiveMessages(10, { maxWaitTimeInMs: 1500 });
-          if (got.length === 0) break;
-          for (const m of got) bodies.push(m.body instanceof Uint8Array ? JSON.parse(Buffer.from(m.body).toString('utf8')) : m.body);
+          const batch = await receiver.receiveMessages(10, { maxWaitTimeInMs: 1500 });
+          if (batch.length === 0) break;
+          for (const m of batch) got.push({ body: m.body instanceof Uint8Array ? JSON.parse(Buffer.from(m.body).toString('utf8')) : m.body, properties: m.applicationProperties ?? {} });
         }
       } finally {
         await receiver.close();
       }
-      return bodies;
+      return got;
     }
+
+    /** The bodies of the commands that reached the event's session (received and deleted). */
+    const onTheWire = async (eventId: string): Promise<unknown[]> => (await wire(eventId)).map((m) => m.body);
 
     const isConflict = (pattern: RegExp) => (e: unknown) => e instanceof HttpError && e.status === 409 && pattern.test(e.detail);
     const edit = (qty: number) => ({ kind: 'resubmit' as const, edited: { payload: { eventId: 'x', qty } } });
@@ -264,25 +267,147 @@ describe('Manager on the real stack', () => {
       assert.equal(wire.length, 2, 'the first send did reach the broker here: the copy is what the inbox absorbs');
     });
 
+    /** Deletes the receipt of command `messageId` (its console died before writing it). */
+    const loseReceipt = (eventId: string, messageId: string) => stack.store.database.container(CONTAINERS.audits).item(docId(messageId), eventId).delete();
+
+    /** Records command `messageId` of the claim on the event's row as the Resolver does when it passes. */
+    async function recordAsResolver(eventId: string, type: MessageType, messageId: string, over: { errorText?: string; payload?: unknown } = {}): Promise<void> {
+      const row = (await stack.store.getStatusRow(EP, eventId, `S-${eventId}`))!;
+      const recorded = msg(type, { endpointId: EP, eventId, sessionId: `S-${eventId}`, messageId, parentMessageId: row.parentMessageId, from: Topic.Manager, ...over });
+      await stack.store.recordOutcome({ history: { ...recorded, enqueuedAt: new Date().toISOString() } as never, status: recorded });
+    }
+
+    /** A skip sent by alice, its receipt lost, recorded by the Resolver, its claim long past the grace period. Returns its MessageId. */
+    async function oldRecordedSkip(eventId: string): Promise<string> {
+      const sent = await manager.execute(EP, eventId, { kind: 'skip' }, 'alice');
+      await loseReceipt(eventId, sent.messageId);
+      await recordAsResolver(eventId, MessageType.SkipRequest, sent.messageId);
+      await ageRow(eventId, 2 * CLAIM_GRACE_MS);
+      return sent.messageId;
+    }
+
+    /** Bob repeats the skip `messageId` of the event's session: a duplicate, the missing receipt written, one command on the wire. */
+    async function repeatedSkipSendsNothing(eventId: string, messageId: string): Promise<void> {
+      const again = await manager.execute(EP, eventId, { kind: 'skip' }, 'bob');
+      assert.deepEqual([again.outcome, again.sessionId, again.messageId], ['duplicate', `S-${eventId}`, messageId]);
+      assert.equal((await stack.store.getAudit(eventId, messageId))?.type, 'Skip', 'the missing receipt is written');
+      assert.equal((await onTheWire(eventId)).length, 1, 'one command on the wire');
+    }
+
     test('a skip repeated long after a lost receipt sends nothing once the Resolver has recorded it', async () => {
       await seedFailed('evt-skip-recorded-old');
-      const sent = await manager.execute(EP, 'evt-skip-recorded-old', { kind: 'skip' }, 'alice');
-      await stack.store.database.container(CONTAINERS.audits).item(docId(sent.messageId), 'evt-skip-recorded-old').delete();
-      const row = (await stack.store.getStatusRow(EP, 'evt-skip-recorded-old', 'S-evt-skip-recorded-old'))!;
-      const recorded = msg(MessageType.SkipRequest, {
-        endpointId: EP,
-        eventId: 'evt-skip-recorded-old',
-        sessionId: 'S-evt-skip-recorded-old',
-        messageId: sent.messageId,
-        parentMessageId: row.parentMessageId,
-        from: Topic.Manager,
-      });
-      await stack.store.recordOutcome({ history: { ...recorded, enqueuedAt: new Date().toISOString() } as never, status: recorded });
-      await ageRow('evt-skip-recorded-old', 2 * CLAIM_GRACE_MS);
-      const again = await manager.execute(EP, 'evt-skip-recorded-old', { kind: 'skip' }, 'bob');
-      assert.deepEqual([again.outcome, again.messageId], ['duplicate', sent.messageId]);
-      assert.equal((await stack.store.getAudit('evt-skip-recorded-old', sent.messageId))?.type, 'Skip', 'the missing receipt is written');
-      assert.equal((await onTheWire('evt-skip-recorded-old')).length, 1, 'one command on the wire');
+      await repeatedSkipSendsNothing('evt-skip-recorded-old', await oldRecordedSkip('evt-skip-recorded-old'));
+    });
+
+    /** `n` history entries of the event in `sessionId`, enqueued an hour ago (so sorted before everything else), none changing a row. */
+    async function longHistory(eventId: string, sessionId: string, n: number): Promise<void> {
+      const enqueuedAt = new Date(Date.now() - 3_600_000).toISOString();
+      for (let i = 0; i < n; i += 25) {
+        const some = Array.from({ length: Math.min(25, n - i) }, () => msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, enqueuedAt, errorText: 'noise' }));
+        await Promise.all(some.map((m) => stack.store.recordHistory(m as never)));
+      }
+      assert.ok((await stack.store.listHistory(eventId, { pageSize: 100 })).continuationToken, 'the history is longer than one page of 100');
+    }
+
+    test('on an event with more than 100 history entries, a repeat long after a lost receipt still finds the recorded command: nothing is sent again', async () => {
+      // The command was looked for in the history's first 100 entries: past them, a recorded skip was sent a second
+      // time once the claim was older than the grace period, and a recorded plain resubmit was refused as an edit.
+      await seedFailed('evt-long-skip');
+      await longHistory('evt-long-skip', 'S-evt-long-skip', 150);
+      await repeatedSkipSendsNothing('evt-long-skip', await oldRecordedSkip('evt-long-skip'));
+
+      await seedFailed('evt-long-plain');
+      await longHistory('evt-long-plain', 'S-evt-long-plain', 150);
+      const plain = await sentReceiptLostRecorded('evt-long-plain', { kind: 'resubmit' });
+      await ageRow('evt-long-plain', 2 * CLAIM_GRACE_MS);
+      const repeated = await manager.execute(EP, 'evt-long-plain', { kind: 'resubmit' }, 'bob');
+      assert.deepEqual([repeated.outcome, repeated.messageId], ['duplicate', plain]);
+      assert.equal((await stack.store.getAudit('evt-long-plain', plain))?.type, 'Resubmit', 'the receipt says what the claim sent: the stored payload');
+      assert.equal((await onTheWire('evt-long-plain')).length, 1, 'one command on the wire');
+    });
+
+    test('a claim in a session the history names only past its first 100 entries is still found: a repeat is a duplicate, not a new command to another row', async () => {
+      // The event's claimed row (session S-evt-two-sessions) and a Failed row in another session, whose 150 entries
+      // fill the history's first page: the claim's row was not read, and the repeat claimed the other row instead.
+      await seedFailed('evt-two-sessions');
+      const skip = await oldRecordedSkip('evt-two-sessions');
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId: 'evt-two-sessions', sessionId: 'S-other', payload: { qty: 1 } });
+      const error = msg(MessageType.ErrorResponse, { endpointId: EP, eventId: 'evt-two-sessions', sessionId: 'S-other', parentMessageId: request.messageId, errorText: 'boom' });
+      for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+      await longHistory('evt-two-sessions', 'S-other', 150);
+      await repeatedSkipSendsNothing('evt-two-sessions', skip);
+      assert.equal((await stack.store.getStatusRow(EP, 'evt-two-sessions', 'S-other'))?.status, 'Failed', 'the other row is not claimed');
+    });
+
+    /** A pending handoff (request, then PendingHandoffResponse) in session `S-<eventId>`; returns the request's id, the delivery that handed off. */
+    async function seedHandoff(eventId: string): Promise<string> {
+      const sessionId = `S-${eventId}`;
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId, sessionId, payload: { eventId } });
+      const handoff = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, handoffReason: 'ERP import', externalJobId: `job-${eventId}` });
+      for (const m of [request, handoff]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+      assert.equal((await stack.store.getStatusRow(EP, eventId, sessionId))?.subStatus, 'Handoff');
+      return request.messageId;
+    }
+
+    test('the receipt a repeat writes for a recorded handoff settlement carries the text that was sent, not the repeater\'s', async () => {
+      // The receipt was built from the repeat's own request: bob's error text (or note) under a command alice sent.
+      await seedHandoff('evt-handoff-fail-text');
+      const handoffRow = (await stack.store.getStatusRow(EP, 'evt-handoff-fail-text', 'S-evt-handoff-fail-text'))!;
+      const failed = await manager.execute(EP, 'evt-handoff-fail-text', { kind: 'handoffFail', messageId: handoffRow.lastMessageId, errorText: 'alice: ERP rejected the invoice' }, 'alice');
+      await loseReceipt('evt-handoff-fail-text', failed.messageId);
+      await recordAsResolver('evt-handoff-fail-text', MessageType.HandoffFailedRequest, failed.messageId, { errorText: 'alice: ERP rejected the invoice' });
+      await ageRow('evt-handoff-fail-text', 2 * CLAIM_GRACE_MS);
+      const again = await manager.execute(EP, 'evt-handoff-fail-text', { kind: 'handoffFail', messageId: handoffRow.lastMessageId, errorText: 'bob: something else' }, 'bob');
+      assert.deepEqual([again.outcome, again.messageId], ['duplicate', failed.messageId]);
+      const failReceipt = await stack.store.getAudit('evt-handoff-fail-text', failed.messageId);
+      assert.deepEqual([failReceipt?.type, failReceipt?.comment], ['FailHandoff', 'alice: ERP rejected the invoice']);
+      assert.deepEqual(JSON.parse(failReceipt!.data!), { messageId: failed.messageId, sessionId: 'S-evt-handoff-fail-text', answers: handoffRow.lastMessageId, reconstructed: true, errorText: 'alice: ERP rejected the invoice' });
+
+      await seedHandoff('evt-handoff-note-text');
+      const noteRow = (await stack.store.getStatusRow(EP, 'evt-handoff-note-text', 'S-evt-handoff-note-text'))!;
+      const completed = await manager.execute(EP, 'evt-handoff-note-text', { kind: 'handoffComplete', messageId: noteRow.lastMessageId, note: 'alice: imported by hand' }, 'alice');
+      await loseReceipt('evt-handoff-note-text', completed.messageId);
+      // The Manager wraps a note as the event's content; the Resolver records that content as the entry's payload.
+      await recordAsResolver('evt-handoff-note-text', MessageType.HandoffCompletedRequest, completed.messageId, { payload: { note: 'alice: imported by hand', completedBy: 'alice' } });
+      await ageRow('evt-handoff-note-text', 2 * CLAIM_GRACE_MS);
+      const repeated = await manager.execute(EP, 'evt-handoff-note-text', { kind: 'handoffComplete', messageId: noteRow.lastMessageId, note: 'bob: no idea' }, 'bob');
+      assert.equal(repeated.outcome, 'duplicate');
+      const noteReceipt = await stack.store.getAudit('evt-handoff-note-text', completed.messageId);
+      assert.deepEqual([noteReceipt?.type, noteReceipt?.comment, (JSON.parse(noteReceipt!.data!) as { note?: string }).note], ['CompleteHandoff', 'alice: imported by hand', 'alice: imported by hand']);
+      assert.equal((await onTheWire('evt-handoff-fail-text')).length, 1, 'one command on the wire');
+      assert.equal((await onTheWire('evt-handoff-note-text')).length, 1, 'one command on the wire');
+    });
+
+    /** Alice settles the handoff naming `answered`; her receipt is lost, the claim ages, bob repeats: both copies' HandedOffByMessageId. */
+    async function resentHandedOffBy(eventId: string, answered: string): Promise<unknown[]> {
+      const spec = { kind: 'handoffComplete' as const, messageId: answered, note: 'done' };
+      const first = await manager.execute(EP, eventId, spec, 'alice');
+      await loseReceipt(eventId, first.messageId);
+      await ageRow(eventId, 2 * CLAIM_GRACE_MS);
+      const resent = await manager.execute(EP, eventId, spec, 'bob');
+      assert.deepEqual([resent.outcome, resent.messageId], ['sent', first.messageId], 'never recorded: sent again, same MessageId');
+      return (await wire(eventId)).map((m) => m.properties[Prop.HandedOffByMessageId]);
+    }
+
+    test('a handoff settlement re-sent by a repeat names the same delivery as the first send (HandedOffByMessageId)', async () => {
+      // The first send named the delivery from the handoff row; the re-send was built from the claim row, which no
+      // longer names it, and went out without HandedOffByMessageId (the subscriber then matches by EventId alone).
+      const delivery = await seedHandoff('evt-handoff-resend');
+      const handoffRow = (await stack.store.getStatusRow(EP, 'evt-handoff-resend', 'S-evt-handoff-resend'))!;
+      assert.deepEqual(await resentHandedOffBy('evt-handoff-resend', handoffRow.lastMessageId), [delivery, delivery], 'both copies name the delivery that handed off');
+
+      // A handoff row put back after a refused command, under the refusal notice's id (as the Resolver does it): the
+      // claim answers the notice, whose history entry is no handoff; the session's latest handoff names the delivery.
+      const restoredDelivery = await seedHandoff('evt-handoff-restored');
+      const before = (await stack.store.getStatusRow(EP, 'evt-handoff-restored', 'S-evt-handoff-restored'))!;
+      const notice = msg(MessageType.ErrorResponse, { endpointId: EP, eventId: 'evt-handoff-restored', sessionId: 'S-evt-handoff-restored', parentMessageId: 'refused-command', deadLetterReason: 'CommandRefused' });
+      await stack.store.recordHistory({ ...notice, enqueuedAt: new Date().toISOString() } as never);
+      const putBack = await stack.store.writeStatus(
+        { endpointId: EP, eventId: 'evt-handoff-restored', sessionId: 'S-evt-handoff-restored', messageId: notice.messageId, messageType: MessageType.PendingHandoffResponse, eventTypeId: before.eventTypeId, parentMessageId: restoredDelivery, enqueuedAt: new Date().toISOString(), handoffReason: before.handoffReason, externalJobId: before.externalJobId },
+        { lastMessageId: before.lastMessageId, status: before.status },
+      );
+      assert.equal(putBack.outcome, 'written');
+      assert.deepEqual(await resentHandedOffBy('evt-handoff-restored', notice.messageId), [restoredDelivery, restoredDelivery], 'both copies name the delivery, after a refusal too');
     });
   });
 });

@@ -22,14 +22,15 @@
 import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
-import { AuditType, type AuditWrite, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
+import { AuditType, type AuditWrite, type HistoryEntry, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
+import { eventHistory } from '../reconcile/history.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
-import { buildCommand, commandMessageId, commandType, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
+import { buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
-import { claimWasEdited, commandRecorded, resubmitMismatch, rowSaysEdited, storedBeforeClaim } from './repeatConflict.ts';
+import { claimWasEdited, commandRecorded, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -132,7 +133,7 @@ export class Manager {
     for (let attempt = 0; attempt < 3; attempt++) {
       let rows = await this.#rowsBySession(endpointId, eventId);
       const fits = (rs: StatusRow[]) => rs.some((r) => this.#isClaimBy(type, spec, r) || refusal(spec, r) === undefined);
-      // The history's first page may not name every session of a long-lived event: the full query decides then.
+      // A row without history (none names its session) is found by the query over the event's rows.
       if (!fits(rows)) rows = await this.#store.listEventRows(endpointId, eventId);
       if (rows.length === 0) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
       // An event id can have a row per session it appeared in: act on the one the command fits.
@@ -336,11 +337,14 @@ export class Manager {
   /**
    * The event's rows on this endpoint by point reads of the sessions its history names (one small partition), not
    * by a query over the endpoint's rows: a bulk operation runs this once per event, and the query's cost grows with
-   * the endpoint (server/queries.ts reads event details the same way). Empty when the history names none.
+   * the endpoint (server/queries.ts reads event details the same way). Every page of the history (up to
+   * eventHistory's cap), not only the first: a session named only past it would be missed, and a claim on its row
+   * taken for no claim at all. A usual event's history is one page, so this is one query as before. Empty when the
+   * history names none.
    */
   async #rowsBySession(endpointId: string, eventId: string): Promise<StatusRow[]> {
-    const history = await this.#store.listHistory(eventId, { pageSize: 100 });
-    const sessions = [...new Set(history.items.filter((h) => h.endpointId === endpointId).map((h) => h.sessionId))];
+    const history = await eventHistory(this.#store, endpointId, eventId);
+    const sessions = [...new Set(history.map((h) => h.sessionId))];
     const rows = await Promise.all(sessions.map((s) => this.#store.getStatusRow(endpointId, eventId, s)));
     return rows.filter((r): r is StatusRow => r !== null).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
   }
@@ -358,10 +362,12 @@ export class Manager {
     const messageId = row.lastMessageId;
     // A point read by the command's id: however many other audits the event has, the receipt is found.
     const sentAudit = await this.#store.getAudit(row.eventId, messageId);
-    // Without the receipt, the event's history tells whether the Resolver has recorded the command, and (a row that
-    // looks edited may be a plain claim the Resolver recorded) what a resubmit's claim sent.
-    const history = sentAudit ? undefined : (await this.#store.listHistory(row.eventId, { pageSize: 100 })).items;
-    const before = spec.kind === 'resubmit' && history && rowSaysEdited(row) ? storedBeforeClaim(history, row) : undefined;
+    // Without the receipt, the event's history tells whether the Resolver has recorded the command (a point read of
+    // its entry: found however long the history), and - a row that looks edited may be a plain claim the Resolver
+    // recorded - what a resubmit's claim sent (the history before the command, every page of it).
+    const recorded = sentAudit ? null : await this.#store.getHistory(row.eventId, messageId);
+    const isRecorded = commandRecorded(recorded, row);
+    const before = spec.kind === 'resubmit' && isRecorded && rowSaysEdited(row) ? storedBeforeClaim(await eventHistory(this.#store, row.endpointId, row.eventId), row) : undefined;
     // Same failure, different request (another operator's edit): refused, never answered as already sent.
     const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : undefined;
     if (mismatch) throw conflict(mismatch);
@@ -370,16 +376,17 @@ export class Manager {
     // A claim without a receipt is presumed still in its sender's hands for CLAIM_GRACE_MS, unless its send failed here.
     const age = Date.now() - Date.parse(row.updatedAt);
     const abandoned = this.#failedSends.has(messageId) || age >= CLAIM_GRACE_MS;
-    if (history && commandRecorded(history, row)) {
+    if (recorded && isRecorded) {
       // Sent: a second copy would run the handler twice where the endpoint keeps no inbox. Only the receipt is
       // missing; while the sender may still write it (under its own operator's name) it is left to the sender, else
-      // (the sender died, or saw a timeout after the broker took it) it is written now, for what the claim sent.
+      // (the sender died, or saw a timeout after the broker took it) it is written now, for what the claim sent:
+      // a resubmit's from the row, a handoff settlement's text from the command as the Resolver recorded it (this
+      // repeat's own text may differ, and is not what was sent).
       if (!abandoned) return duplicate;
-      const claimed: CommandSpec =
-        spec.kind !== 'resubmit' ? spec : claimWasEdited(row, null, before) ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
+      const claimed: CommandSpec = spec.kind === 'resubmit' ? specOfClaim(row, before)! : spec.kind === 'skip' ? spec : recordedHandoff(spec, recorded);
       const payload = claimed.kind === 'resubmit' ? row.payload : undefined;
       const built = buildCommand(claimed, row, answered, row.eventTypeId, payload, auditor);
-      await this.#store.recordAudit(receipt(claimed, row, built, answered, row.eventTypeId, payload, auditor, origin));
+      await this.#store.recordAudit(receipt(claimed, row, built, answered, row.eventTypeId, payload, auditor, origin, { reconstructed: true }));
       this.#failedSends.delete(messageId);
       log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId }, 'manager command already recorded: receipt written, not sent again');
       return duplicate;
@@ -395,8 +402,26 @@ export class Manager {
       eventTypeId = spec.edited?.eventTypeId ?? row.eventTypeId;
       if (payload === undefined || payload === null) throw conflict('the event has no stored payload to resubmit');
     }
-    const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
+    // The claim row no longer names the delivery that handed the event off: the first send named it from the
+    // handoff row; the re-send names the same one, found in the history.
+    const handedOff = spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? await this.#handedOffBeforeClaim(row) : undefined;
+    const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor, handedOff);
     return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: undefined }, origin);
+  }
+
+  /**
+   * The delivery that handed off the event a handoff claim on `row` settles, as handedOffBy read it from the
+   * handoff row before the claim: the PendingHandoffResponse the claim answered (a point read), else - the claim
+   * answered a row the Resolver put back after a refused command, under the refusal notice's id - the session's
+   * latest PendingHandoffResponse (the row was put back to it; the claim's command was never recorded, so nothing
+   * of the session came after it). Undefined when neither names one: the subscriber then matches by EventId.
+   */
+  async #handedOffBeforeClaim(row: StatusRow): Promise<string | undefined> {
+    const mine = (h: HistoryEntry | null): h is HistoryEntry => h !== null && h.endpointId === row.endpointId && h.sessionId === row.sessionId;
+    const answered = await this.#store.getHistory(row.eventId, row.parentMessageId!);
+    if (mine(answered) && answered.messageType === MessageType.PendingHandoffResponse) return handedOffBy(answered);
+    const handoffs = (await eventHistory(this.#store, row.endpointId, row.eventId)).filter((h) => mine(h) && h.messageType === MessageType.PendingHandoffResponse);
+    return handoffs.length > 0 ? handedOffBy(handoffs.at(-1)!) : undefined;
   }
 
   /**
@@ -493,14 +518,35 @@ export class Manager {
 }
 
 
-/** The command a claimed row stands for, when it can be rebuilt from the row alone (resubmit, skip). */
-export function specOfClaim(row: StatusRow): CommandSpec | undefined {
+/**
+ * The command a claimed row stands for, when it can be rebuilt from the row alone (resubmit, skip). A resubmit's
+ * claim stored a payload only when the operator edited it (requestMessageId is then the claim's id) - but once the
+ * Resolver has recorded the command, a plain claim's row says the same (the command carries the payload it sent):
+ * for such a row `before`, what the event held before the claim (storedBeforeClaim), tells the two apart
+ * (claimWasEdited). Reconcile re-sends only claims never recorded, whose row alone is evidence enough.
+ */
+export function specOfClaim(row: StatusRow, before?: StoredRequest): CommandSpec | undefined {
   if (row.messageType === MessageType.SkipRequest) return { kind: 'skip' };
   if (row.messageType === MessageType.ResubmissionRequest) {
-    // The claim stored a payload only when the operator edited it (requestMessageId is then the claim's id).
-    return row.requestMessageId === row.lastMessageId ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
+    return claimWasEdited(row, null, before) ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
   }
   return undefined;
+}
+
+/**
+ * A handoff settlement as the Resolver recorded it (`entry`, the command's own history entry): its text is what
+ * was sent, where a repeat's request carries its own operator's. A failure's ErrorText is recorded as the entry's
+ * errorText; a completion's body is recorded as its payload - the note the Manager wrapped ({ note, completedBy }),
+ * or the external system's result, which has no note.
+ */
+export function recordedHandoff(
+  spec: Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }>,
+  entry: HistoryEntry,
+): Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }> {
+  if (spec.kind === 'handoffFail') return { kind: 'handoffFail', messageId: spec.messageId, errorText: entry.errorText ?? '', errorType: entry.errorType ?? undefined };
+  const p = entry.payload;
+  const wrapped = typeof p === 'object' && p !== null && Object.keys(p).sort().join() === 'completedBy,note' && typeof (p as { note: unknown }).note === 'string';
+  return wrapped ? { kind: 'handoffComplete', messageId: spec.messageId, note: (p as { note: string }).note } : { kind: 'handoffComplete', messageId: spec.messageId, result: p };
 }
 
 async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<void> {
@@ -531,11 +577,15 @@ function claimWrite(spec: CommandSpec, row: StatusRow, answered: string, eventTy
   };
 }
 
-/** The "sent" receipt: the command's audit entry, under the command's own id (how a repeat finds it). */
-function receipt(spec: CommandSpec, row: StatusRow, built: BuiltCommand, answered: string, eventTypeId: string | null, payload: unknown, auditor: string, origin?: CommandOrigin): AuditWrite {
+/**
+ * The "sent" receipt: the command's audit entry, under the command's own id (how a repeat finds it).
+ * `how.reconstructed`: written by a repeat for a command the Resolver recorded (the sender's receipt was lost).
+ */
+function receipt(spec: CommandSpec, row: StatusRow, built: BuiltCommand, answered: string, eventTypeId: string | null, payload: unknown, auditor: string, origin?: CommandOrigin, how: { reconstructed?: boolean } = {}): AuditWrite {
   const edited = spec.kind === 'resubmit' && spec.edited !== undefined;
   const data: Record<string, unknown> = { messageId: built.messageId, sessionId: row.sessionId, answers: answered };
   if (origin) data.operationId = origin.operationId;
+  if (how.reconstructed) data.reconstructed = true;
   if (edited) {
     const text = JSON.stringify(payload);
     data.eventTypeId = eventTypeId;

@@ -63,9 +63,10 @@ function sentAsStored(row: StatusRow, before: StoredRequest | undefined): boolea
 }
 
 /**
- * The request the event held before the claim on `row`, from its history (enqueue order): the last entry with a
- * payload before the claim's own. Undefined when the Resolver has not recorded the claim's command (the row's payload
- * is then the claim's own write: an edit) or when the page read does not reach it: the row's evidence stands.
+ * The request the event held before the claim on `row`, from its history (enqueue order, every page: the claim's
+ * command may be past the first): the last entry with a payload before the claim's own. Undefined when the Resolver
+ * has not recorded the claim's command (the row's payload is then the claim's own write: an edit): the row's
+ * evidence stands.
  */
 export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusRow): StoredRequest | undefined {
   const mine = history.filter((h) => h.endpointId === row.endpointId && h.sessionId === row.sessionId);
@@ -78,8 +79,9 @@ export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusR
 /**
  * The Resolver has recorded the command claimed on `row`: it is on the broker. Nothing downstream drops a second
  * copy for an endpoint without the inbox, so such a claim is never sent again (Reconcile's rule too,
- * server/reconcile/stuck.ts). False when the page read does not reach the command.
+ * server/reconcile/stuck.ts). `entry` is the event's history entry under the command's MessageId (a point read,
+ * store.getHistory: found however long the history), null when there is none.
  */
-export function commandRecorded(history: readonly HistoryEntry[], row: StatusRow): boolean {
-  return history.some((h) => h.messageId === row.lastMessageId && h.endpointId === row.endpointId && h.sessionId === row.sessionId);
+export function commandRecorded(entry: HistoryEntry | null, row: StatusRow): boolean {
+  return entry !== null && entry.messageId === row.lastMessageId && entry.endpointId === row.endpointId && entry.sessionId === row.sessionId;
 }
