@@ -14,7 +14,7 @@ import type {
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Prop, Topic } from '@nimbus/sdk/contract';
-import { withLinkedSignal } from '@nimbus/sdk';
+import { sessionLockHorizon, withLinkedSignal } from '@nimbus/sdk';
 import { tolerateSlowDrain } from '@nimbus/sdk/servicebus';
 import { withProcessSpan, withSettleSpan } from '@nimbus/sdk';
 import { context, type Context } from '@opentelemetry/api';
@@ -64,13 +64,6 @@ export const ACCESS_PROBE_ID = 'ResolverAccessProbe';
 
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
-
-/**
- * How long before the session lock's end a session stops taking messages, and a hold through a store outage ends
- * (at most a tenth of the horizon or the lock): room for the batch in hand to be resolved and settled while the
- * lock holds.
- */
-const HORIZON_MARGIN_MS = 5_000;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -249,25 +242,14 @@ export class ResolverProcessor {
 
   /**
    * Until when (epoch ms) a session may be worked on: only while the client still renews its lock, since a lock
-   * that lapses loses the session and spends a delivery of every message in hand. The client renews until
-   * `maxAutoLockRenewalDurationInMs` after the accept (counted here from a little after it) and the lock then runs
-   * out within one lock duration; a renewal that failed leaves the lock's own expiry. The horizon is a margin before
-   * the earlier of the two, so that what is done by then (the batch in hand settled, a held message abandoned) still
-   * holds the lock. Past it the session takes no more messages and a hold through an outage ends. A closed receiver
-   * (session lost) ends it at once. Each bound has its own margin, at most a tenth of its span: a lock shorter than
-   * the margin (5 s, as the SDK test harness provisions) would otherwise end every session before its first
-   * receive, for ever. With renewal off (0) the lock's own expiry is the only bound ("accept + 0" would do the same).
+   * that lapses loses the session and spends a delivery of every message in hand. The SDK's session horizon
+   * (@nimbus/sdk sessionLockHorizon.ts, as its subscriber host): a margin before the renewal horizon, or sooner the
+   * lock's current expiry less its own margin (a renewal that failed), 0 once the receiver is closed. Past it the
+   * session takes no more messages, and a hold through an outage or a wait in place ends by then.
    */
   #lockHorizon(receiver: ServiceBusSessionReceiver, acceptedAt: number): () => number {
-    const max = this.#o.maxAutoLockRenewalDurationInMs;
-    const lockedUntil = () => {
-      const t = receiver.sessionLockedUntilUtc?.getTime();
-      return t !== undefined && Number.isFinite(t) ? t : Infinity;
-    };
-    const renewedUntil = max > 0 ? acceptedAt + max - Math.min(HORIZON_MARGIN_MS, max / 10) : Infinity;
-    const firstLock = lockedUntil() - acceptedAt;
-    const lockMargin = Math.min(HORIZON_MARGIN_MS, Number.isFinite(firstLock) ? Math.max(0, firstLock) / 10 : 0);
-    return () => (receiver.isClosed ? 0 : Math.min(renewedUntil, lockedUntil() - lockMargin));
+    const horizon = sessionLockHorizon(receiver, acceptedAt, this.#o.maxAutoLockRenewalDurationInMs);
+    return () => horizon.endWithinLock();
   }
 
   /**

@@ -33,6 +33,17 @@ import { tolerateSlowDrain } from './servicebus/drainWait.ts';
 import { sessionLockHorizon } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
+/**
+ * Room for this host's clock being ahead of the broker's when a released lock's expiry (the broker's time, read by the
+ * client) is compared with ours.
+ */
+const OWN_LOCK_SLACK_MS = 1_000;
+
+/** The broker refused the session because a receiver holds its lock. */
+function isSessionLocked(error: unknown): boolean {
+  return (error as { code?: string } | undefined)?.code === 'SessionCannotBeLocked';
+}
+
 /** A parked message received, its copy not yet sent: the pass's last one is sent as its end. */
 interface HeldMessage {
   message: ServiceBusReceivedMessage;
@@ -105,6 +116,13 @@ export class DeferredProcessor {
    * another pass replaying it.
    */
   private readonly closing = new Map<string, Promise<void>>();
+  /**
+   * Parked sessions this processor released, with the expiry (epoch ms, plus OWN_LOCK_SLACK_MS) of the lock they were
+   * released with. @azure/service-bus's close swallows a detach that failed (it logs and resolves), so the broker
+   * may go on holding a released receiver's lock until it runs out: a refused accept in that window is not taken for
+   * another pass (which would leave the rest parked with no trigger), and is tried again once the lock has run out.
+   */
+  private readonly released = new Map<string, number>();
 
   private readonly options: DeferredProcessorOptions;
 
@@ -198,7 +216,10 @@ export class DeferredProcessor {
       // createReceiver throws at once when the client's connection is closed (its owner shutting down before
       // stop(), seen in the chaos test's teardown): an exception here would end the loop unhandled. The old
       // receiver stays; its next receive fails, backs off and asks again, until stop().
-      this.log.warn({ err: loggableError(error) }, 'renewing the trigger receiver failed; retrying after the next receive');
+      this.log.warn(
+        { err: loggableError(error) },
+        'renewing the trigger receiver failed; retrying after the next receive',
+      );
       return;
     }
     if (old) void this.quietly('closing the old trigger receiver', () => old.close());
@@ -233,7 +254,8 @@ export class DeferredProcessor {
           void this.bounded('renewing the trigger lock', () => receiver.renewMessageLock(trigger)).then(
             renewBefore,
             (error: unknown) => {
-              if (!released) this.log.debug({ err: loggableError(error) }, 'renewing the trigger lock failed');
+              if (!released)
+                this.log.debug({ err: loggableError(error) }, 'renewing the trigger lock failed');
             },
           ),
         Math.max(0, (lockedUntil.getTime() - Date.now()) / 2),
@@ -297,7 +319,9 @@ export class DeferredProcessor {
         // released and accepted again without end, the trigger renewed all the while: the pass fails instead, and
         // its trigger is retried later.
         if (pass.replayed === 0 && !pass.held)
-          throw new Error("the parked session's lock horizon left no room for a message; the pass made no progress");
+          throw new Error(
+            "the parked session's lock horizon left no room for a message; the pass made no progress",
+          );
         if (pass.held) {
           await this.sendAndComplete(parked.receiver, pass.held, sessionId, until, false);
           replayed++;
@@ -311,8 +335,9 @@ export class DeferredProcessor {
           parked = await this.acceptParked(sessionId);
         } catch (error) {
           if (!this.lockedByAnotherPass(error, sessionId)) throw error;
-          // Another instance's pass took the session between the release and this accept: it replays the rest,
-          // as on the first accept. Abandoned, the trigger would spend a delivery for nothing.
+          // Another instance's pass took the session between the release and this accept (refused again after our
+          // released lock ran out, acceptParked): it replays the rest, as on the first accept. Abandoned, the
+          // trigger would spend a delivery for nothing.
           await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
           return this.report({ sessionId, replayed, outcome: 'session-locked' });
         }
@@ -353,45 +378,83 @@ export class DeferredProcessor {
 
   /**
    * Whether an accept failed because another pass holds the session. Not when a receiver of our own is still
-   * closing: its lock is what the broker refused.
+   * closing, nor while the lock of one we released may still hold: that lock is what the broker refused.
    */
   private lockedByAnotherPass(error: unknown, sessionId: string): boolean {
-    return (error as { code?: string }).code === 'SessionCannotBeLocked' && !this.closing.has(sessionId);
+    return (
+      isSessionLocked(error) && !this.closing.has(sessionId) && this.ownLockUntil(sessionId) === undefined
+    );
+  }
+
+  /** Until when a lock of a receiver this processor released may still hold the session; undefined once past. */
+  private ownLockUntil(sessionId: string): number | undefined {
+    const until = this.released.get(sessionId);
+    if (until === undefined || until > Date.now()) return until;
+    this.released.delete(sessionId);
+    return undefined;
   }
 
   /**
    * Accepts the parked session (bounded) and starts its horizon. A receiver of this session from a pass given up on
-   * (or from this pass's previous stretch) is closed first, so that its lock is gone.
+   * (or from this pass's previous stretch) is closed first, so that its lock is gone. Refused while the lock of a
+   * receiver we released may still hold (its close failed silently), the accept waits for that lock to run out
+   * (at most the bound) and is tried once more: a refusal then is another pass's, unless the wait was cut short.
    */
   private async acceptParked(sessionId: string): Promise<AcceptedParked> {
     const closing = this.closing.get(sessionId);
     if (closing) await this.quietly('closing an earlier parked-session receiver', () => closing);
+    let accepted: ServiceBusSessionReceiver;
+    try {
+      accepted = await this.acceptSession(sessionId);
+    } catch (error) {
+      const ownUntil = this.ownLockUntil(sessionId);
+      if (!isSessionLocked(error) || ownUntil === undefined) throw error;
+      const waitMs = Math.min(ownUntil - Date.now(), this.options.operationTimeoutMs ?? 30_000);
+      this.log.info(
+        { sessionId, waitMs },
+        'parked session refused while the lock of a receiver we released may still hold it; accepting again once it has run out',
+      );
+      await sleep(waitMs, this.stopController.signal);
+      accepted = await this.acceptSession(sessionId);
+    }
+    this.released.delete(sessionId);
     // A drain answered late must not close the parked session's link mid-pass (servicebus/drainWait.ts).
-    const receiver = tolerateSlowDrain(
-      await this.bounded(
-        'accepting the parked session',
-        (abortSignal) =>
-          this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, {
-            maxAutoLockRenewalDurationInMs: this.renewalHorizonMs,
-            abortSignal,
-          }),
-        // Accepted after all: let its lock go at once.
-        (late) => void late.close().catch(() => undefined),
-      ),
-    );
+    const receiver = tolerateSlowDrain(accepted);
     // Taken after the accept: the client counts its renewals from a little before, the horizon's margin covers it.
     return { receiver, horizon: sessionLockHorizon(receiver, Date.now(), this.renewalHorizonMs) };
   }
 
+  /** One bounded accept of the parked session. */
+  private acceptSession(sessionId: string): Promise<ServiceBusSessionReceiver> {
+    return this.bounded(
+      'accepting the parked session',
+      (abortSignal) =>
+        this.options.client.acceptSession(this.options.endpointId, Subscription.Deferred, sessionId, {
+          maxAutoLockRenewalDurationInMs: this.renewalHorizonMs,
+          abortSignal,
+        }),
+      // Accepted after all: let its lock go at once.
+      (late) => void late.close().catch(() => undefined),
+    );
+  }
+
   /**
    * Closes a pass's parked-session receiver, waiting at most the bound. A close still pending then is remembered
-   * until it comes back (see `closing`).
+   * until it comes back (see `closing`). Whatever the close said, the lock it was released with is remembered until
+   * it runs out (see `released`): a close that failed is logged, and one that failed silently cannot be told apart.
    */
   private async release(sessionId: string, parked: ServiceBusSessionReceiver): Promise<void> {
-    const closed = parked.close().catch(() => undefined);
+    const lockedUntil = parked.sessionLockedUntilUtc?.getTime();
+    const closed = parked.close().catch((error: unknown) => {
+      this.log.warn(
+        { sessionId, err: loggableError(error) },
+        'closing the parked session failed; its lock may hold until it runs out',
+      );
+    });
     const settled = await this.bounded('closing the parked session', () => closed.then(() => true)).catch(
       () => false,
     );
+    this.rememberReleased(sessionId, lockedUntil);
     if (settled) return;
     const pending = closed.finally(() => {
       if (this.closing.get(sessionId) === pending) this.closing.delete(sessionId);
@@ -430,6 +493,14 @@ export class DeferredProcessor {
     await this.bounded(what, call).catch(() => undefined);
   }
 
+  /** Remembers a released lock's expiry; those already run out are dropped, so the map holds only live ones. */
+  private rememberReleased(sessionId: string, lockedUntil: number | undefined): void {
+    const now = Date.now();
+    for (const [id, until] of this.released) if (until <= now) this.released.delete(id);
+    if (lockedUntil !== undefined && Number.isFinite(lockedUntil) && lockedUntil + OWN_LOCK_SLACK_MS > now)
+      this.released.set(sessionId, lockedUntil + OWN_LOCK_SLACK_MS);
+  }
+
   private rememberFinished(sessionId: string, until: number): void {
     this.finished.delete(sessionId);
     this.finished.set(sessionId, until);
@@ -449,7 +520,9 @@ export class DeferredProcessor {
     const copy = toServiceBusMessage(
       buildReplayedCopy(held.inbound, this.options.endpointId, sessionId, bound, passEnd),
     );
-    await this.bounded('sending a replayed copy', (abortSignal) => this.sender!.sendMessages(copy, { abortSignal }));
+    await this.bounded('sending a replayed copy', (abortSignal) =>
+      this.sender!.sendMessages(copy, { abortSignal }),
+    );
     await this.bounded('completing a parked message', () => parked.completeMessage(held.message));
   }
 

@@ -73,6 +73,7 @@ export { SdkProp } from './wire.ts';
 export { SDK_VERSION } from './version.ts';
 // Ties an operation to a caller's AbortSignal without leaking listeners (the Resolver uses it too).
 export { withLinkedSignal } from './abortScope.ts';
+export { sessionLockHorizon, type SessionLockHorizon, type SessionLockView } from './sessionLockHorizon.ts';
 export { MissingEntityError, EntityCheckError } from './entityCheck.ts';
 // W3C trace context on messages and messaging spans (OpenTelemetry API only; no cost when no SDK is registered).
 export * from './tracing.ts';

@@ -72,11 +72,42 @@ test('a local clock ahead of the broker by about the lock (a first lock under 1 
 
 test('a receive waits no longer than leaves room for a batch as long as the last one before the horizon', () => {
   const accepted = 1_000_000;
-  const horizon = { end: () => accepted + 10_000, fits: () => true };
-  assert.equal(receiveWaitMs(horizon, 0, 30_000, accepted), 10_000, 'the whole span, with no batch timed yet');
-  assert.equal(receiveWaitMs(horizon, 3_000, 30_000, accepted), 7_000, 'a batch of 3 s arriving at its end still ends by the horizon');
+  const horizon = { end: () => accepted + 10_000 };
+  assert.equal(
+    receiveWaitMs(horizon, 0, 30_000, accepted),
+    10_000,
+    'the whole span, with no batch timed yet',
+  );
+  assert.equal(
+    receiveWaitMs(horizon, 3_000, 30_000, accepted),
+    7_000,
+    'a batch of 3 s arriving at its end still ends by the horizon',
+  );
   assert.equal(receiveWaitMs(horizon, 3_000, 2_000, accepted), 2_000, 'never longer than the idle timeout');
-  assert.equal(receiveWaitMs(horizon, 3_000, 30_000, accepted + 6_999), 0, 'at most 1 ms of room: release instead');
+  assert.equal(
+    receiveWaitMs(horizon, 3_000, 30_000, accepted + 6_999),
+    0,
+    'at most 1 ms of room: release instead',
+  );
   assert.equal(receiveWaitMs(horizon, 3_000, 30_000, accepted + 6_998), 2);
-  assert.equal(receiveWaitMs({ end: () => 0, fits: () => false }, 0, 30_000, accepted), 0, 'a session lost');
+  assert.equal(receiveWaitMs({ end: () => 0 }, 0, 30_000, accepted), 0, 'a session lost');
+});
+
+test('endWithinLock: the end, or sooner the current lock expiry less its margin; 0 once closed', () => {
+  const accepted = Date.now();
+  const r = receiver(accepted + 30_000);
+  const horizon = sessionLockHorizon(r, accepted, 300_000);
+  // The lock's expiry (less a tenth of 30 s) comes before the renewal horizon's end.
+  assert.equal(horizon.endWithinLock(), accepted + 30_000 - 3_000);
+  r.sessionLockedUntilUtc = new Date(accepted + 400_000); // renewed past the renewal horizon
+  assert.equal(horizon.endWithinLock(), horizon.end());
+  r.isClosed = true;
+  assert.equal(horizon.endWithinLock(), 0);
+});
+
+test('endWithinLock with a first lock under 1 s (a clock ahead of the broker): the renewal horizon, not at once', () => {
+  const accepted = Date.now();
+  const horizon = sessionLockHorizon(receiver(accepted - 55_000), accepted, 300_000);
+  assert.equal(horizon.endWithinLock(), horizon.end());
+  assert.ok(horizon.endWithinLock() > Date.now());
 });

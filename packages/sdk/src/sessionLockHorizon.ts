@@ -30,6 +30,11 @@ export interface SessionLockHorizon {
    * run out from under the renewals (a renewal that failed leaves the lock's own expiry, less its margin).
    */
   fits(ms: number): boolean;
+  /**
+   * `end()`, or sooner the lock's current expiry less its margin (0 once the session is lost): for a caller that
+   * bounds its waits by one number read afresh before each (the Resolver), so a renewal that failed cuts them.
+   */
+  endWithinLock(): number;
 }
 
 /**
@@ -60,6 +65,7 @@ export function sessionLockHorizon(
   const end = () => (receiver.isClosed ? 0 : renewalMs > 0 ? renewalEnd : lockEnd());
   return {
     end,
+    endWithinLock: () => Math.min(end(), lockEnd()),
     fits: (ms) => {
       const now = Date.now();
       return now + Math.max(0, ms) < end() && now < lockEnd();
@@ -74,7 +80,7 @@ export function sessionLockHorizon(
  * no wait of more than 1 ms is left: the session is released instead.
  */
 export function receiveWaitMs(
-  horizon: SessionLockHorizon,
+  horizon: Pick<SessionLockHorizon, 'end'>,
   batchMs: number,
   idleMs: number,
   now: number = Date.now(),
