@@ -277,9 +277,12 @@ export class SubscriberHost implements AsyncDisposable {
     const { endpointId } = this.options;
     const breaker = this.options.circuitBreaker;
     while (!this.stopping) {
-      if (breaker && breaker.state === 'Open') {
-        // Open: leave every message untouched on the subscription until the pause is over.
-        await sleep(Math.max(50, Math.min(breaker.remainingOpenMs, 1000)), this.stopController.signal);
+      const breakerWaitMs = breaker?.acquireWaitMs ?? 0;
+      if (breakerWaitMs > 0) {
+        // Open: leave every message untouched on the subscription until the pause is over. Half-open with the probe
+        // taken by another worker, or paused after a probe found no message: a session accepted now would only be
+        // released again at once (tryAcquire refuses it), and again, in a tight loop.
+        await sleep(Math.max(50, Math.min(breakerWaitMs, 1000)), this.stopController.signal);
         continue;
       }
       let receiver: ServiceBusSessionReceiver;
