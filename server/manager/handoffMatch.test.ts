@@ -6,6 +6,8 @@
 //  - The refusal of that completion puts the row back under the refusal notice's id, a message the session never
 //    saw. Settling from the console must still work afterwards: an earlier attempt named the row's lastMessageId as
 //    the handoff and was refused again and again.
+//  - Job 1's late failure after job 2 has completed the handoff (the session released) must not turn Completed into
+//    Failed: the session state remembers the released handoff's delivery, so the failure is refused.
 //  - A block written by an older SDK (no BlockedByMessageId) is still settled by EventId.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -67,19 +69,27 @@ const handoffs = () => {
   return { tokens, handlers };
 };
 
+/**
+ * A host handing events off; an event of `customerId` handed off (job 1), resubmitted by the operator while job 1
+ * runs, and handed off again by the resubmission (job 2).
+ */
+async function handOffTwice({ h, store, manager }: Stack, customerId: string) {
+  const { tokens, handlers } = handoffs();
+  h.host({ endpointId: 'crm', handlers });
+  await h.publisher('shop').publish('CustomerUpdated', { customerId, n: 1 });
+  const first = await rowOf(store, customerId, (r) => r.externalJobId === 'job-1', 'the handoff of job 1');
+  const eventId = first.eventId;
+  const resubmit = await manager.execute('crm', eventId, { kind: 'resubmit' }, 'operator');
+  const second = await rowOf(store, customerId, (r) => r.externalJobId === 'job-2' && r.subStatus === 'Handoff', 'the handoff of job 2');
+  assert.equal(second.parentMessageId, resubmit.messageId, 'job 2 was handed off by the resubmission');
+  return { tokens, first, eventId, resubmit, second };
+}
+
 describe('handoff commands name the handoff they settle', () => {
   test("job 1's late completion does not settle job 2's handoff; the console still settles job 2 after the refusal", async () => {
-    await withStack(async ({ h, store, manager }) => {
-      const { tokens, handlers } = handoffs();
-      h.host({ endpointId: 'crm', handlers });
-      await h.publisher('shop').publish('CustomerUpdated', { customerId: 'HM-1', n: 1 });
-      const first = await rowOf(store, 'HM-1', (r) => r.externalJobId === 'job-1', 'the handoff of job 1');
-      const eventId = first.eventId;
-
-      // The operator resubmits the event while job 1 runs; the resubmission hands it off again (job 2).
-      const resubmit = await manager.execute('crm', eventId, { kind: 'resubmit' }, 'operator');
-      const second = await rowOf(store, 'HM-1', (r) => r.externalJobId === 'job-2' && r.subStatus === 'Handoff', 'the handoff of job 2');
-      assert.equal(second.parentMessageId, resubmit.messageId, 'job 2 was handed off by the resubmission');
+    await withStack(async (stack) => {
+      const { h, store, manager } = stack;
+      const { tokens, first, eventId, resubmit, second } = await handOffTwice(stack, 'HM-1');
 
       // Job 1's agent reports late, with its own token.
       const handoff = new HandoffClient(h.client);
@@ -132,6 +142,40 @@ describe('handoff commands name the handoff they settle', () => {
       await rowOf(store, 'HM-1', (r) => r.status === 'Completed', 'the event Completed');
       state = await h.sessionState('crm', 'HM-1');
       assert.equal(state.BlockedByEventId, null, 'the session is released');
+    });
+  });
+
+  test("job 1's late failure after job 2 completed the handoff is refused: the event stays Completed", async () => {
+    await withStack(async (stack) => {
+      const { h, store } = stack;
+      const { tokens, first, eventId } = await handOffTwice(stack, 'HM-3');
+
+      const handoff = new HandoffClient(h.client);
+      try {
+        // Job 2 completes: the session is released and the event Completed.
+        const completion = await handoff.complete(tokens[1]!, { imported: 2 });
+        assert.equal((await answerTo(store, eventId, completion)).messageType, MessageType.ResolutionResponse);
+        await rowOf(store, 'HM-3', (r) => r.status === 'Completed', 'the event Completed by job 2');
+
+        // Job 1's agent then reports its failure, late, with its own token.
+        const late = await handoff.fail(tokens[0]!, 'ERP import timed out', 'ErpTimeout');
+        const answer = await answerTo(store, eventId, late);
+        assert.equal(
+          `${answer.messageType} ${answer.deadLetterReason ?? ''}`,
+          `${MessageType.ErrorResponse} ${WireText.CommandRefused}`,
+          "job 1's late failure was answered as a failure of the event job 2 completed",
+        );
+        assert.match(
+          answer.deadLetterErrorDescription ?? '',
+          new RegExp(`handoff of event ${eventId} made by message ${first.parentMessageId} is no longer pending`),
+        );
+      } finally {
+        await handoff.close();
+      }
+      const row = await rowOf(store, 'HM-3', (r) => r.eventId === eventId, 'the row after the refusal');
+      assert.equal(row.status, 'Completed', 'the refused failure left the completed row alone');
+      const state = await h.sessionState('crm', 'HM-3');
+      assert.equal(state.BlockedByEventId, null, 'the refusal leaves the session released');
     });
   });
 

@@ -3,8 +3,8 @@
 // and handoffs settled through the harness.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HandlerRegistry, RetryPolicies } from '@nimbus/sdk';
-import { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
+import { HandlerRegistry, readHandoffToken, RetryPolicies } from '@nimbus/sdk';
+import { MessageType, Prop, ResolutionStatus } from '@nimbus/sdk/contract';
 import { createTestHarness } from '@nimbus/sdk/testing';
 import { startEmulator } from '../../../emulator/index.ts';
 
@@ -63,6 +63,42 @@ test('an author tests a subscriber with the harness: success, retry brought forw
   const settled = await harness.outcome(parked, { status: ResolutionStatus.Completed });
   assert.equal(settled.messageType, MessageType.ResolutionResponse);
   assert.equal(attempts.get('o-3'), 1, 'settling a handoff never runs the handler again');
+});
+
+test('completeHandoff and failHandoff name the delivery that handed the event off, as the Manager does', async () => {
+  await using harness = await createTestHarness({ catalog });
+  const deliveries: string[] = [];
+  const host = await harness.host(
+    'billing',
+    new HandlerRegistry().on('OrderPlaced', (_order, ctx) => {
+      deliveries.push(readHandoffToken(ctx.markPendingHandoff('ERP import', 'job-8')).messageId);
+    }),
+  );
+  const parked = await harness.publish('shop', 'OrderPlaced', { orderId: 'o-4' });
+  const pending = await harness.outcome(parked);
+  assert.equal(pending.status, ResolutionStatus.Pending);
+  assert.deepEqual(deliveries.length, 1);
+  assert.equal(pending.handoff?.handedOffByMessageId, deliveries[0], 'the row names the delivery that handed off');
+  // The host stopped, the commands stay on the endpoint's subscription, where the test reads them as it receives them.
+  await host.stop();
+  await harness.failHandoff(parked, 'ERP said no');
+  await harness.completeHandoff(parked);
+  const receiver = await harness.client.acceptSession('billing', 'billing', pending.sessionId);
+  try {
+    const named: Array<[unknown, unknown]> = [];
+    while (named.length < 2) {
+      const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 10_000 });
+      assert.ok(m, `the harness's commands reach the endpoint (${named.length} of 2 seen)`);
+      const p = m.applicationProperties ?? {};
+      named.push([p[Prop.MessageType], p[Prop.HandedOffByMessageId]]);
+    }
+    assert.deepEqual(named, [
+      [MessageType.HandoffFailedRequest, deliveries[0]],
+      [MessageType.HandoffCompletedRequest, deliveries[0]],
+    ]);
+  } finally {
+    await receiver.close();
+  }
 });
 
 test('outcome() names what it saw when the expected status never comes', async () => {

@@ -25,6 +25,11 @@ export class Backoff {
     this.failures = 0;
   }
 
+  /** The first delay (after a reset). */
+  get initial(): number {
+    return this.initialMs;
+  }
+
   get consecutiveFailures(): number {
     return this.failures;
   }

@@ -5,13 +5,13 @@ import { CircuitBreaker } from './circuitBreaker.ts';
 class Throttled extends Error {}
 
 describe('circuit breaker', () => {
-  function breaker() {
+  function breaker(openDurationMs = 500) {
     let t = 0;
     const transitions: string[] = [];
     const b = new CircuitBreaker({
       failureThreshold: 3,
       windowMs: 1000,
-      openDurationMs: 500,
+      openDurationMs,
       exclude: [Throttled],
       now: () => t,
     });
@@ -61,5 +61,60 @@ describe('circuit breaker', () => {
       'Open->HalfOpen',
       'HalfOpen->Closed',
     ]);
+  });
+  test('half-open: a probe slot given back without an outcome pauses the next probe, doubling, until an outcome', () => {
+    const { b, advance } = breaker(5_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    assert.equal(b.tryAcquire(), true, 'the probe');
+    assert.ok(b.acquireWaitMs > 0, 'other workers wait for the probe instead of accepting sessions');
+    b.release(); // the probe found no message
+    assert.equal(b.tryAcquire(), false, 'taken again at once, the workers accept and release sessions in a loop');
+    assert.equal(b.acquireWaitMs, 100);
+    advance(99);
+    assert.equal(b.tryAcquire(), false);
+    advance(1);
+    assert.equal(b.acquireWaitMs, 0);
+    assert.equal(b.tryAcquire(), true);
+    b.release();
+    assert.equal(b.acquireWaitMs, 200, 'the pause doubles while probes find nothing');
+    advance(200);
+    b.release(); // no probe held: giving back nothing pauses nothing
+    assert.equal(b.acquireWaitMs, 0);
+    assert.equal(b.tryAcquire(), true);
+    b.record('failure');
+    assert.equal(b.state, 'Open');
+    assert.equal(b.acquireWaitMs, 5_000, 'open: the rest of the open pause');
+    advance(5_000);
+    assert.equal(b.tryAcquire(), true, 'an outcome resets the probe pause');
+    b.release();
+    assert.equal(b.acquireWaitMs, 100);
+    advance(100);
+    assert.equal(b.tryAcquire(), true);
+    b.record('success');
+    assert.equal(b.state, 'Closed');
+    assert.equal(b.acquireWaitMs, 0);
+    b.release();
+    assert.equal(b.tryAcquire(), true, 'closed: never paused');
+  });
+
+  test('the probe pause is capped at a tenth of the open duration, and at least the first pause', () => {
+    const { b, advance } = breaker(3_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(3_000);
+    const pauses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      assert.equal(b.tryAcquire(), true);
+      b.release();
+      pauses.push(b.acquireWaitMs);
+      advance(b.acquireWaitMs);
+    }
+    assert.deepEqual(pauses, [100, 200, 300, 300]);
+    const short = breaker(500);
+    for (let i = 0; i < 3; i++) short.b.record('failure');
+    short.advance(500);
+    assert.equal(short.b.tryAcquire(), true);
+    short.b.release();
+    assert.equal(short.b.acquireWaitMs, 100, 'a tenth of 500 ms is below the first pause: the first pause holds');
   });
 });

@@ -6,12 +6,14 @@ import {
   eventBody,
   encodeBody,
   isBlocked,
+  isEmptySessionState,
+  MAX_RELEASED_BLOCKS,
   isDraining,
   MessageType,
   Prop,
 } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
-import { afterHandler, route, truncateDescription } from './decide.ts';
+import { afterHandler, block, route, truncateDescription, unblock } from './decide.ts';
 import type { DecisionEnv, HandlerOutcome } from './decide.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { fromReceived } from './inbound.ts';
@@ -864,6 +866,50 @@ describe('Manager commands', () => {
     assert.deepEqual(shape(completion({ ParentMessageId: 'notice-7', HandedOffByMessageId: 'resubmit-1' }).effects), released);
     // Named nothing (an older sender): the EventId decides, as before.
     assert.deepEqual(shape(completion({ ParentMessageId: 'm1' }).effects), released);
+  });
+
+  test("a handoff whose block is over is remembered: job 1's late failure after job 2 completed is refused", () => {
+    // e1 handed off by m1 (job 1), resubmitted and handed off again by resubmit-1 (job 2), which then completed.
+    const handedOff = state({ BlockedByEventId: 'e1', BlockedByMessageId: 'm1' });
+    const again = block(handedOff, msg({}, undefined, { messageId: 'resubmit-1' }));
+    assert.deepEqual(again.ReleasedBlocks, [{ EventId: 'e1', MessageId: 'm1' }], 'the replaced block is over');
+    const completed = run(cmd('HandoffCompletedRequest', { HandedOffByMessageId: 'resubmit-1' }), again, undefined);
+    const write = completed.effects.find((f) => f.kind === 'setState');
+    assert.ok(write && write.kind === 'setState');
+    const released = write.state;
+    assert.deepEqual(released.ReleasedBlocks, [
+      { EventId: 'e1', MessageId: 'm1' },
+      { EventId: 'e1', MessageId: 'resubmit-1' },
+    ]);
+    const refused = ['send ErrorResponse->Resolver (best effort)', 'deadLetter CommandRefused'];
+    for (const named of ['m1', 'resubmit-1']) {
+      const late = run(cmd('HandoffFailedRequest', { HandedOffByMessageId: named }), released, undefined);
+      assert.deepEqual(shape(late.effects), refused, `a late failure of ${named} would record Failed over Completed`);
+      assert.match(
+        String(sends(late)[0]!.applicationProperties.DeadLetterErrorDescription),
+        new RegExp(`^HandoffFailedRequest refused: the handoff of event e1 made by message ${named} is no longer pending \\(session s1 was released from it and is not blocked\\)`),
+      );
+    }
+    // Named nothing (an older sender), or a delivery the session never recorded: answered Failed, as before.
+    for (const props of [{}, { HandedOffByMessageId: 'unknown-delivery' }]) {
+      const answered = run(cmd('HandoffFailedRequest', props), released, undefined);
+      assert.deepEqual(shape(answered.effects), ['send ErrorResponse->Resolver', 'complete']);
+    }
+    // The redelivery of the completion that released the session still finishes its release.
+    const redelivered = run(cmd('HandoffCompletedRequest', { HandedOffByMessageId: 'resubmit-1' }), released, undefined);
+    assert.equal(redelivered.signal, 'completed');
+    // A state with nothing but this memory is not empty: written as zero bytes, it would be forgotten.
+    assert.ok(!isEmptySessionState(state({ ReleasedBlocks: [{ EventId: 'e1', MessageId: 'm1' }] })));
+  });
+
+  test('released blocks are bounded: the oldest is forgotten first', () => {
+    let st = state();
+    for (let i = 0; i < MAX_RELEASED_BLOCKS + 3; i++) {
+      st = unblock(state({ ...st, BlockedByEventId: `e${i}`, BlockedByMessageId: `m${i}` }));
+    }
+    assert.equal(st.ReleasedBlocks.length, MAX_RELEASED_BLOCKS);
+    assert.deepEqual(st.ReleasedBlocks[0], { EventId: 'e3', MessageId: 'm3' });
+    assert.deepEqual(st.ReleasedBlocks.at(-1), { EventId: `e${MAX_RELEASED_BLOCKS + 2}`, MessageId: `m${MAX_RELEASED_BLOCKS + 2}` });
   });
 
   test('a block recorded without its delivery (an older SDK) is settled by EventId whatever the command names', () => {

@@ -6,10 +6,12 @@ import {
   isBlocked,
   isDraining,
   isHeartbeatEventType,
+  isReleasedBlock,
   MessageType,
   parseEventPayload,
   Prop,
   readHeartbeatPayload,
+  rememberReleasedBlock,
   Address,
   WireText,
 } from './contract/index.ts';
@@ -595,6 +597,8 @@ function decideHandoffFailed(m: InboundMessage, state: SessionState, env: Decisi
   // over the handoff the session still waits for, and the console would then refuse that handoff's own settlement
   // (the row is no longer a handoff) while the session stays blocked by it.
   if (namesEarlierHandoff(state, m)) return refuse(m, env, earlierHandoffRefusal(m, state));
+  // Likewise a handoff whose block is over: job 1's late failure after job 2 completed the event.
+  if (namesReleasedHandoff(state, m)) return refuse(m, env, releasedHandoffRefusal(m, state));
   // The caller's text and type, verbatim (HandoffClient.fail(coords, errorText, errorType)).
   const error = send(
     response(MessageType.ErrorResponse, m, env, {
@@ -925,6 +929,26 @@ function namesEarlierHandoff(state: SessionState, m: InboundMessage): boolean {
   return named != null && named !== '' && blocking != null && blocking !== '' && named !== blocking;
 }
 
+/**
+ * Whether a handoff command names a handoff whose block is over (SessionState.ReleasedBlocks): it was settled
+ * another way (completed by a later handoff of the event, skipped, resubmitted) or replaced by a later handoff that
+ * has been settled since. Answered, its failure would record Failed over the outcome that released the session.
+ */
+function namesReleasedHandoff(state: SessionState, m: InboundMessage): boolean {
+  const named = m.handedOffByMessageId;
+  if (named == null || named === '' || blockedByThis(state, m)) return false;
+  return isReleasedBlock(state, eventKey(m), named);
+}
+
+function releasedHandoffRefusal(m: InboundMessage, state: SessionState): string {
+  const now = isBlocked(state) ? `blocked by event ${state.BlockedByEventId ?? ''}` : 'not blocked';
+  return (
+    `${m.messageType ?? 'handoff command'} refused: the handoff of event ${eventKey(m)} made by message ` +
+    `${m.handedOffByMessageId ?? ''} is no longer pending (session ${m.sessionId ?? ''} was released from it and is ` +
+    `${now}): a late settlement of a handoff settled another way`
+  );
+}
+
 function earlierHandoffRefusal(m: InboundMessage, state: SessionState): string {
   return (
     `${m.messageType ?? 'handoff command'} refused: it names the handoff of event ${eventKey(m)} made by message ` +
@@ -933,12 +957,15 @@ function earlierHandoffRefusal(m: InboundMessage, state: SessionState): string {
   );
 }
 
+/** Blocks the session by this delivery; a block it replaces (another delivery of the event) is remembered as over. */
 export function block(state: SessionState, m: InboundMessage): SessionState {
-  return { ...state, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null };
+  const replaced = state.BlockedByMessageId !== m.messageId ? rememberReleasedBlock(state) : state;
+  return { ...replaced, BlockedByEventId: eventKey(m), BlockedByMessageId: m.messageId || null };
 }
 
+/** Unblocks the session; the delivery that blocked it is remembered (see namesReleasedHandoff). */
 export function unblock(state: SessionState): SessionState {
-  return { ...state, BlockedByEventId: null, BlockedByMessageId: null };
+  return { ...rememberReleasedBlock(state), BlockedByEventId: null, BlockedByMessageId: null };
 }
 
 /** Unblocks the session and remembers which delivery did it, and with which answer when known (see releaseSteps). */

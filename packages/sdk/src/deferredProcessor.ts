@@ -30,7 +30,7 @@ import type { InboundMessage } from './inbound.ts';
 import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { tolerateSlowDrain } from './servicebus/drainWait.ts';
-import { sessionLockHorizon } from './sessionLockHorizon.ts';
+import { sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
 /**
@@ -124,11 +124,15 @@ export class DeferredProcessor {
    */
   private readonly released = new Map<string, number>();
 
+  /** Warns once when renewal is off and a lock's expiry looks skewed (sessionLockHorizon then has no bound). */
+  private readonly onSkewedLock: ReturnType<typeof warnSkewedLockOnce>;
+
   private readonly options: DeferredProcessorOptions;
 
   constructor(options: DeferredProcessorOptions) {
     this.options = options;
     this.log = options.logger ?? defaultSdkLogger();
+    this.onSkewedLock = warnSkewedLockOnce(this.log, { endpointId: options.endpointId, subscription: Subscription.Deferred });
   }
 
   start(): void {
@@ -421,7 +425,7 @@ export class DeferredProcessor {
     // A drain answered late must not close the parked session's link mid-pass (servicebus/drainWait.ts).
     const receiver = tolerateSlowDrain(accepted);
     // Taken after the accept: the client counts its renewals from a little before, the horizon's margin covers it.
-    return { receiver, horizon: sessionLockHorizon(receiver, Date.now(), this.renewalHorizonMs) };
+    return { receiver, horizon: sessionLockHorizon(receiver, Date.now(), this.renewalHorizonMs, this.onSkewedLock) };
   }
 
   /** One bounded accept of the parked session. */

@@ -25,6 +25,11 @@ export const handoffCoordinatesSchema = z.object({
   eventTypeId: z.string().min(1).optional(),
   correlationId: z.string().min(1).optional(),
   originatingMessageId: z.string().min(1).optional(),
+  /**
+   * The delivery that handed the event off, when `messageId` is another message (a console row's: its
+   * PendingHandoffResponse's parent, as the Manager names it). Sent as HandedOffByMessageId; a token names its own.
+   */
+  handedOffByMessageId: z.string().min(1).optional(),
 });
 export type HandoffCoordinates = z.infer<typeof handoffCoordinatesSchema>;
 
@@ -127,12 +132,13 @@ function resultJson(result: unknown): string {
 
 /**
  * The delivery that handed the event off, named on the command so the subscriber can tell this handoff from a later
- * one of the same event (Prop.HandedOffByMessageId): only from a token, whose messageId is that delivery's by
- * construction (ctx.markPendingHandoff). Coordinates written by hand may hold the PendingHandoffResponse's id
- * instead (the console row's message id, which the console also accepts); those are matched by EventId, as before.
+ * one of the same event (Prop.HandedOffByMessageId): from a token, whose messageId is that delivery's by
+ * construction (ctx.markPendingHandoff), or from coordinates that name it (`handedOffByMessageId`). Other coordinates
+ * written by hand may hold the PendingHandoffResponse's id as `messageId` (the console row's message id, which the
+ * console also accepts); those are matched by EventId, as before.
  */
 function handedOffBy(given: HandoffCoordinates | HandoffToken, c: HandoffCoordinates): string | undefined {
-  return typeof given === 'string' ? c.messageId : undefined;
+  return typeof given === 'string' ? (c.handedOffByMessageId ?? c.messageId) : c.handedOffByMessageId;
 }
 
 function parse(c: HandoffCoordinates | HandoffToken): HandoffCoordinates {

@@ -2,7 +2,7 @@
 // packages/sdk/e2e/lockHorizon.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HORIZON_MARGIN_MS, receiveWaitMs, sessionLockHorizon } from './sessionLockHorizon.ts';
+import { HORIZON_MARGIN_MS, receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 
 function receiver(lockedUntil: number | undefined): { isClosed: boolean; sessionLockedUntilUtc?: Date } {
   return {
@@ -110,4 +110,29 @@ test('endWithinLock with a first lock under 1 s (a clock ahead of the broker): t
   const horizon = sessionLockHorizon(receiver(accepted - 55_000), accepted, 300_000);
   assert.equal(horizon.endWithinLock(), horizon.end());
   assert.ok(horizon.endWithinLock() > Date.now());
+});
+
+test('renewal off and a lock expiry skewed by about the lock: warned once per host, without a payload', () => {
+  const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  const onSkewedLock = warnSkewedLockOnce({ warn: (fields, message) => void warnings.push({ fields, message }) }, {
+    endpointId: 'crm',
+  });
+  const accepted = Date.now();
+  // The broker granted 15 s, but the local clock runs about 15 s ahead: the expiry reads as 200 ms after the accept.
+  const first = sessionLockHorizon(receiver(accepted + 200), accepted, 0, onSkewedLock);
+  assert.equal(first.end(), Infinity, 'still no bound: the skewed expiry says nothing in local time');
+  sessionLockHorizon(receiver(accepted - 800), accepted, 0, onSkewedLock);
+  assert.equal(warnings.length, 1, 'every later session under the same skew would say the same: once is enough');
+  assert.deepEqual(warnings[0]!.fields, { endpointId: 'crm', firstLockMs: 200, minSaneLockMs: 1_000 });
+  assert.match(warnings[0]!.message, /skewed/);
+});
+
+test('no skew warning for a sane lock, an unknown expiry, or with renewal on (its horizon bounds the session)', () => {
+  let calls = 0;
+  const onSkewedLock = () => void calls++;
+  const accepted = Date.now();
+  sessionLockHorizon(receiver(accepted + 15_000), accepted, 0, onSkewedLock);
+  sessionLockHorizon(receiver(undefined), accepted, 0, onSkewedLock);
+  sessionLockHorizon(receiver(accepted + 200), accepted, 300_000, onSkewedLock);
+  assert.equal(calls, 0);
 });

@@ -50,6 +50,7 @@ export function sessionLockHorizon(
   receiver: SessionLockView,
   acceptedAt: number,
   renewalMs: number,
+  onSkewedLock?: (skew: SkewedLock) => void,
 ): SessionLockHorizon {
   const lockedUntil = () => {
     const t = receiver.sessionLockedUntilUtc?.getTime();
@@ -59,6 +60,9 @@ export function sessionLockHorizon(
   // one, every session would be released right after its accept, and accepted again, without end.
   const firstLock = lockedUntil() - acceptedAt;
   const lockKnown = Number.isFinite(firstLock) && firstLock >= MIN_SANE_LOCK_MS;
+  // With renewal off the lock is the only bound: without it the session has no horizon at all, which an operator
+  // cannot see from anything else (sessions simply run until their locks lapse), so the caller is told.
+  if (renewalMs <= 0 && Number.isFinite(firstLock) && !lockKnown) onSkewedLock?.({ firstLockMs: firstLock });
   const lockMargin = lockKnown ? Math.min(HORIZON_MARGIN_MS, firstLock / 10) : 0;
   const lockEnd = () => (lockKnown ? lockedUntil() - lockMargin : Infinity);
   const renewalEnd = acceptedAt + renewalMs - Math.min(HORIZON_MARGIN_MS, renewalMs / 10);
@@ -70,6 +74,34 @@ export function sessionLockHorizon(
       const now = Date.now();
       return now + Math.max(0, ms) < end() && now < lockEnd();
     },
+  };
+}
+
+/** A first lock that reads as no lock: its expiry as seen by the local clock, relative to the accept. */
+export interface SkewedLock {
+  firstLockMs: number;
+}
+
+/** What the skew warning needs of a logger (pino's warn). */
+export interface SkewWarnLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * The onSkewedLock of one host or processor: warns once, with no payload, that a lock's expiry looks skewed and the
+ * sessions have no horizon. Once only: every session accepted under the same skew would say the same thing.
+ */
+export function warnSkewedLockOnce(log: SkewWarnLog, fields: Record<string, unknown>): (skew: SkewedLock) => void {
+  let warned = false;
+  return ({ firstLockMs }) => {
+    if (warned) return;
+    warned = true;
+    log.warn(
+      { ...fields, firstLockMs: Math.round(firstLockMs), minSaneLockMs: MIN_SANE_LOCK_MS },
+      'session lock renewal is off and the lock expiry reads as under 1 s after the accept: the local clock looks ' +
+        'skewed against the broker by about a lock duration, so sessions get no lock horizon (they are worked until ' +
+        'idle and a lock may lapse mid-batch); check the clock (NTP)',
+    );
   };
 }
 

@@ -26,7 +26,7 @@ import { withProcessSpan } from './tracing.ts';
 import type { CircuitBreaker } from './circuitBreaker.ts';
 import { DEFAULT_MAX_DELIVERY_COUNT, isLastDelivery, observedLockMs, transientHoldMs } from './deliveryBudget.ts';
 import type { TransientHoldOptions } from './deliveryBudget.ts';
-import { receiveWaitMs, sessionLockHorizon } from './sessionLockHorizon.ts';
+import { receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
 export interface SubscriberHostOptions extends DispatcherOptions {
@@ -118,6 +118,8 @@ export class SubscriberHost implements AsyncDisposable {
   /** Sessions being handled right now; stop() waits for these (not for accepts still waiting on the broker). */
   private readonly inFlight = new Set<Promise<void>>();
   private started = false;
+  /** Warns once when renewal is off and a lock's expiry looks skewed (sessionLockHorizon then has no bound). */
+  private readonly onSkewedLock: ReturnType<typeof warnSkewedLockOnce>;
 
   private readonly options: SubscriberHostOptions;
 
@@ -126,6 +128,7 @@ export class SubscriberHost implements AsyncDisposable {
     this.log = options.logger ?? defaultSdkLogger();
     this.dispatcher = new Dispatcher({ ...options, logger: this.log });
     this.causes = new CauseLog(this.log, { endpointId: options.endpointId });
+    this.onSkewedLock = warnSkewedLockOnce(this.log, { endpointId: options.endpointId, subscription: options.endpointId });
     this.sessionClient = options.client;
     this.deferred =
       options.deferredProcessor === false
@@ -274,9 +277,12 @@ export class SubscriberHost implements AsyncDisposable {
     const { endpointId } = this.options;
     const breaker = this.options.circuitBreaker;
     while (!this.stopping) {
-      if (breaker && breaker.state === 'Open') {
-        // Open: leave every message untouched on the subscription until the pause is over.
-        await sleep(Math.max(50, Math.min(breaker.remainingOpenMs, 1000)), this.stopController.signal);
+      const breakerWaitMs = breaker?.acquireWaitMs ?? 0;
+      if (breakerWaitMs > 0) {
+        // Open: leave every message untouched on the subscription until the pause is over. Half-open with the probe
+        // taken by another worker, or paused after a probe found no message: a session accepted now would only be
+        // released again at once (tryAcquire refuses it), and again, in a tight loop.
+        await sleep(Math.max(50, Math.min(breakerWaitMs, 1000)), this.stopController.signal);
         continue;
       }
       let receiver: ServiceBusSessionReceiver;
@@ -357,7 +363,7 @@ export class SubscriberHost implements AsyncDisposable {
     const state = new SessionStateCache(receiver);
     const signal = this.stopController.signal;
     const lockMs = observedLockMs(receiver.sessionLockedUntilUtc, Date.now());
-    const horizon = sessionLockHorizon(receiver, acceptedAt, this.renewalHorizonMs);
+    const horizon = sessionLockHorizon(receiver, acceptedAt, this.renewalHorizonMs, this.onSkewedLock);
     const breaker = this.options.circuitBreaker;
     // How long the last batch took to handle: the next one is not taken unless one as long still ends by the horizon
     // (handlers that take seconds each would otherwise overrun the margin).

@@ -68,6 +68,15 @@ export const sessionStateSchema = z.looseObject({
     })
     .nullable()
     .default(null),
+  /**
+   * The deliveries whose block on this session is over, most recent last, at most MAX_RELEASED_BLOCKS: released
+   * (a completed handoff, a skip, a successful retry or resubmission) or replaced by a later block of the same event
+   * (a resubmission handed off again). A handoff command naming one of them (HandedOffByMessageId) settles a handoff
+   * that is no longer pending: job 1's late failure after job 2 completed the event would otherwise be answered and
+   * record Failed over Completed. Bounded, as session state has a size limit: a settlement older than the last few
+   * blocks of the session is matched by EventId alone, as before. Absent in state written before it existed: [].
+   */
+  ReleasedBlocks: z.array(z.looseObject({ EventId: z.string(), MessageId: z.string() })).default([]),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
 
@@ -81,7 +90,25 @@ export function emptySessionState(): SessionState {
     NextReplaySequence: 0,
     ReparkedUntil: 0,
     ReleasedBy: null,
+    ReleasedBlocks: [],
   };
+}
+
+/** How many released blocks the session state remembers (each is two ids: about 200 bytes at most). */
+export const MAX_RELEASED_BLOCKS = 16;
+
+/** The state with the current block's delivery remembered as released (no change when nothing blocks it). */
+export function rememberReleasedBlock(state: SessionState): SessionState {
+  const EventId = state.BlockedByEventId;
+  const MessageId = state.BlockedByMessageId;
+  if (EventId == null || EventId === '' || MessageId == null || MessageId === '') return state;
+  const others = state.ReleasedBlocks.filter((b) => b.EventId !== EventId || b.MessageId !== MessageId);
+  return { ...state, ReleasedBlocks: [...others, { EventId, MessageId }].slice(-MAX_RELEASED_BLOCKS) };
+}
+
+/** Whether the delivery `messageId` of event `eventId` blocked this session once and no longer does. */
+export function isReleasedBlock(state: SessionState, eventId: string, messageId: string): boolean {
+  return state.ReleasedBlocks.some((b) => b.EventId === eventId && b.MessageId === messageId);
 }
 
 export function isBlocked(state: SessionState): boolean {
@@ -115,7 +142,8 @@ export function isEmptySessionState(state: SessionState): boolean {
     state.NextDeferralSequence === 0 &&
     state.NextReplaySequence === 0 &&
     state.ReparkedUntil === 0 &&
-    state.ReleasedBy == null
+    state.ReleasedBy == null &&
+    state.ReleasedBlocks.length === 0
   );
 }
 

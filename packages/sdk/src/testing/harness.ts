@@ -201,13 +201,17 @@ export class TestHarness implements AsyncDisposable {
     return n;
   }
 
-  /** Completes the pending handoff of `ref` (as an agent would, through the Manager); the session moves on. */
+  /**
+   * Completes the pending handoff of `ref` (as an agent would, through the Manager); the session moves on. The
+   * command names the delivery that handed the event off (HandedOffByMessageId), as the Manager names it from the
+   * row, so it settles that handoff only: not a later one of the same event, nor one whose block is over.
+   */
   async completeHandoff(ref: string | PublishedEvent, options: { endpointId?: string; result?: unknown } = {}): Promise<void> {
     const row = await this.pendingHandoff(ref, options.endpointId);
     await this.handoffClient().complete(this.coordinates(row), options.result);
   }
 
-  /** Fails the pending handoff of `ref` with `errorText` (and `errorType`); the session stays blocked. */
+  /** Fails the pending handoff of `ref` with `errorText` (and `errorType`), naming it as completeHandoff does. */
   async failHandoff(ref: string | PublishedEvent, errorText: string, options: { endpointId?: string; errorType?: string } = {}): Promise<void> {
     const row = await this.pendingHandoff(ref, options.endpointId);
     await this.handoffClient().fail(this.coordinates(row), errorText, options.errorType);
@@ -240,6 +244,7 @@ export class TestHarness implements AsyncDisposable {
       sessionId: row.sessionId,
       messageId: row.messageId,
       ...(row.eventTypeId !== undefined ? { eventTypeId: row.eventTypeId } : {}),
+      ...(row.handoff?.handedOffByMessageId !== undefined ? { handedOffByMessageId: row.handoff.handedOffByMessageId } : {}),
     };
   }
 

@@ -4,7 +4,7 @@
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { endpointOf, isHistoryOnly } from '../contract/attribution.ts';
 import { decodeBody } from '../contract/envelope.ts';
-import { parseMessageType, type MessageType } from '../contract/messageTypes.ts';
+import { MessageType, parseMessageType } from '../contract/messageTypes.ts';
 import { Prop } from '../contract/properties.ts';
 import { decideStaleWrite, type IgnoreReason } from '../contract/staleWriteGuard.ts';
 import { resultingStatus, ResolutionStatus, type PendingSubStatus } from '../contract/statuses.ts';
@@ -46,7 +46,11 @@ export interface EventOutcome {
   errorText?: string;
   errorType?: string;
   deadLetterReason?: string;
-  handoff?: { reason?: string; externalJobId?: string; expectedBy?: string };
+  /**
+   * A pending handoff: its reason, job and deadline, and the delivery that handed the event off (the
+   * PendingHandoffResponse's parent), which a settlement names as the Manager does (HandedOffByMessageId).
+   */
+  handoff?: { reason?: string; externalJobId?: string; expectedBy?: string; handedOffByMessageId?: string };
   /** Every message about the event, in the order the Resolver received them. */
   history: OutcomeEntry[];
 }
@@ -169,8 +173,10 @@ export class OutcomeBook {
     if (m.errorText !== undefined) next.errorText = m.errorText;
     if (m.errorType !== undefined) next.errorType = m.errorType;
     if (m.deadLetterReason !== undefined) next.deadLetterReason = m.deadLetterReason;
-    if (status === ResolutionStatus.Pending && (m.handoffReason || m.externalJobId || m.expectedBy)) {
+    const handedOffBy = m.messageType === MessageType.PendingHandoffResponse ? m.parentMessageId : undefined;
+    if (status === ResolutionStatus.Pending && (m.handoffReason || m.externalJobId || m.expectedBy || handedOffBy)) {
       next.handoff = {};
+      if (handedOffBy !== undefined) next.handoff.handedOffByMessageId = handedOffBy;
       if (m.handoffReason !== undefined) next.handoff.reason = m.handoffReason;
       if (m.externalJobId !== undefined) next.handoff.externalJobId = m.externalJobId;
       if (m.expectedBy !== undefined) next.handoff.expectedBy = m.expectedBy;
