@@ -23,6 +23,12 @@ test('a longer window: the bucket length is said, not assumed to be an hour', ()
   assert.match(s.label, /^Arrivals per 7 h over 7 d: 2 failed events in all, at most 1 in one bucket\.$/);
 });
 
+test('"the last 7 days" as the server sends it (from the hour of `since` to the end of the current hour) reads as 7 d', () => {
+  const s = sparkScale([1], { from: '2026-11-28T06:00:00.000Z', to: '2026-12-05T07:00:00.000Z', buckets: 24 });
+  assert.equal(s.caption, '1 in 7 d');
+  assert.equal(s.maxLabel, '1 per 7 h');
+});
+
 test('no window from the server: the numbers alone, never a made-up span', () => {
   const s = sparkScale([0, 0], undefined);
   assert.equal(s.maxLabel, '0');

@@ -15,8 +15,11 @@ function span(ms: number): string {
   const minutes = Math.round(ms / 60_000);
   if (minutes < 60) return `${minutes} min`;
   const hours = Math.round(minutes / 60);
-  if (hours < 48 || hours % 24 !== 0) return `${hours} h`;
-  return `${hours / 24} d`;
+  // The server's window ends with the current hour, so "the last 7 days" is 169 hours: said as days when within an
+  // hour of whole days.
+  const days = Math.round(hours / 24);
+  if (hours < 48 || Math.abs(hours - days * 24) > 1) return `${hours} h`;
+  return `${days} d`;
 }
 
 export interface SparkScale {
