@@ -87,6 +87,7 @@ describe('the event page after a resubmit', () => {
         page,
         WAIT_MS * 2,
       );
+      await page.screenshot({ path: `${ui!.artifacts}/released.png` });
     } finally {
       await page.close();
     }
@@ -115,6 +116,7 @@ describe('the Failures page', () => {
       // And on screen: the top tick's value and the total with its window.
       assert.equal((await row.getByTestId('spark-max').textContent())?.trim(), `${max}/h`);
       assert.equal((await row.getByTestId('spark-total').textContent())?.trim(), `${count} in 24 h`);
+      await row.screenshot({ path: `${ui!.artifacts}/spark.png` });
     } finally {
       await page.close();
     }
@@ -151,6 +153,7 @@ describe('the dead-letter list', () => {
       const delivered = entry.getByText(/^delivered .*×$/);
       assert.equal((await delivered.textContent())?.trim(), 'delivered 1×');
       assert.match((await delivered.getAttribute('title')) ?? '', /^1 time received under a lock/);
+      await entry.screenshot({ path: `${ui!.artifacts}/dead-letter.png` });
     } finally {
       await page.close();
     }
