@@ -10,7 +10,7 @@ import Link from './Link.tsx';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { endpointHref, eventHref } from './api.ts';
+import { endpointHref, eventHref, type EventListItem } from './api.ts';
 import { endpointsQuery, eventsQuery } from './queries.ts';
 import { isActionable } from './eventCommands.ts';
 import { EVENT_STATUSES, endpointSearch, eventListSearch, parseSearch, toSearch, type EventListSearch } from './urlState.ts';
@@ -296,6 +296,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
                 </td>
                 <td className="px-2 py-1">
                   <StatusBadge status={i.status} subStatus={i.subStatus} />
+                  <HoldsBack row={i} />
                 </td>
                 {/* elementtiming: when the list is first painted (bench/console.ts, Element Timing API). */}
                 <td className="px-2 py-1 font-mono text-xs" {...{ elementtiming: 'event-rows' }}>
@@ -357,5 +358,20 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         />
       ) : null}
     </section>
+  );
+}
+
+/**
+ * "holds back N" under a failure's status: the events parked in its session behind it (server/heldBack.ts), which a
+ * resubmit or a skip releases. Nothing when none are parked.
+ */
+function HoldsBack({ row }: { row: EventListItem }) {
+  const held = row.holdsBack;
+  if (!held || held.count === 0) return null;
+  const n = `${formatCount(held.count)}${held.atLeast ? '+' : ''}`;
+  return (
+    <div className="whitespace-nowrap text-xs text-slate-600" data-testid="holds-back" title={`${n} ${held.count === 1 && !held.atLeast ? 'event' : 'events'} of session ${row.sessionId} parked behind this one`}>
+      holds back {n}
+    </div>
   );
 }

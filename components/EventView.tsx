@@ -15,7 +15,7 @@ import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
 import { MessageId } from './MessageId.tsx';
-import { parkedFollowText } from './sessionRelease.ts';
+import { parkedFollowText, releasedText } from './sessionRelease.ts';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
 import { HistoryDiff } from './payload/HistoryDiff.tsx';
@@ -102,6 +102,10 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   const [note, setNote] = useState('');
   const [reason, setReason] = useState('');
   const [followUntil, setFollowUntil] = useState(0);
+  // A command that releases the session, with the count parked behind the event when it was sent: once the parked
+  // set shrinks, the parked panel says how many were released, not only "Nothing parked" (kept for this view only;
+  // a reload shows the panel as the store has it).
+  const [releasing, setReleasing] = useState<{ parked: number; command: string } | null>(null);
 
   // After an action, follow the event closely until the Resolver has recorded the outcome.
   const q = useQuery(eventQuery(endpointId, eventId, followUntil));
@@ -134,11 +138,13 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     setActionError(null);
   };
 
-  const run = async (action: () => Promise<CommandResult>, label: string) => {
+  const run = async (action: () => Promise<CommandResult>, label: string, releasesSession = false) => {
     setBusy(true);
     setActionError(null);
+    const parkedWhenSent = d?.parkedSiblings.length ?? 0;
     try {
       const r = await action();
+      if (releasesSession) setReleasing({ parked: parkedWhenSent, command: label.toLowerCase() });
       setNotice(r.outcome === 'duplicate' ? `${label} was already sent (${r.messageId}); nothing sent again.` : `${label} sent (${r.messageId}).`);
       setFollowUntil(Date.now() + 30_000);
       setDialog(null);
@@ -175,6 +181,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     );
 
   const handoff = isHandoff(e);
+  const released = releasing ? releasedText(releasing.parked, d.parkedSiblings.length, releasing.command) : null;
   // A Pending row last written by an operator command: the console claimed it and the endpoint has not answered yet.
   const awaiting = awaitedCommand(e);
   // The open dialog's command, when the event as now read no longer offers it (someone else acted first). Not while
@@ -366,8 +373,13 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           </Panel>
 
           <Panel title={`Parked in this session (${d.parkedSiblings.length})`}>
+            {released ? (
+              <p role="status" className="mb-1 text-sm text-emerald-800" data-testid="parked-released">
+                {released}
+              </p>
+            ) : null}
             {d.parkedSiblings.length === 0 ? (
-              <p className="text-sm text-slate-500">Nothing parked behind this event.</p>
+              <p className="text-sm text-slate-500">Nothing parked behind this event{released ? ' now' : ''}.</p>
             ) : (
               <ul className="text-sm" data-testid="parked-siblings">
                 {d.parkedSiblings.map((s) => (
@@ -421,7 +433,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
       </div>
 
       {dialog === 'resubmit' ? (
-        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit')}>
+        <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit', true)}>
           <p>
             Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
             <span className="font-mono">{e.sessionId}</span> is released and {parkedFollowText(d.parkedSiblings.length)}.
@@ -430,7 +442,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         </ConfirmDialog>
       ) : null}
       {dialog === 'skip' ? (
-        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip')}>
+        <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip', true)}>
           <p>
             Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released and{' '}
             {parkedFollowText(d.parkedSiblings.length)}.
@@ -439,7 +451,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         </ConfirmDialog>
       ) : null}
       {dialog === 'complete' ? (
-        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion')}>
+        <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion', true)}>
           <p className="mb-2">The external work is done: the event becomes Completed and its session is released.</p>
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Note (optional)
@@ -477,7 +489,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           error={actionError}
           unavailable={unavailable}
           onCancel={closeDialog}
-          onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, { payload, eventTypeId }), 'Edited resubmission')}
+          onSubmit={(payload, eventTypeId) => void run(() => api.resubmit(endpointId, eventId, { payload, eventTypeId }), 'Edited resubmission', true)}
         />
       ) : null}
     </section>

@@ -1,8 +1,9 @@
 // The Resubmit and Skip confirmations' wording on a session's parked events (components/sessionRelease.ts): a count
-// with its noun and verb in the right number, and no "event(s)".
+// with its noun and verb in the right number, and no "event(s)"; and the event page's parked panel after such a
+// command, which says how many were released instead of a bare "Nothing parked".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parkedFollowText } from './sessionRelease.ts';
+import { parkedFollowText, releasedText } from './sessionRelease.ts';
 
 test('several parked events: counted, plural', () => {
   assert.equal(parkedFollowText(8), 'its 8 parked events follow');
@@ -14,4 +15,16 @@ test('one parked event: singular noun and verb', () => {
 
 test('none parked: says so instead of "its 0 parked events follow"', () => {
   assert.equal(parkedFollowText(0), 'nothing is parked behind it');
+});
+
+test('after the command: how many of those parked when it was sent were released', () => {
+  assert.equal(releasedText(3, 0, 'resubmit'), '3 parked events released after the resubmit.');
+  assert.equal(releasedText(1, 0, 'skip'), '1 parked event released after the skip.');
+  assert.equal(releasedText(3, 1, 'resubmit'), '2 parked events released after the resubmit; 1 still parked.');
+});
+
+test('nothing released yet, or nothing was parked: no line', () => {
+  assert.equal(releasedText(3, 3, 'resubmit'), null);
+  assert.equal(releasedText(0, 0, 'resubmit'), null);
+  assert.equal(releasedText(2, 4, 'resubmit'), null);
 });

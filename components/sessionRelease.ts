@@ -8,3 +8,15 @@ export function parkedFollowText(parked: number): string {
   if (parked === 0) return 'nothing is parked behind it';
   return `its ${countOf(parked, 'parked event')} ${parked === 1 ? 'follows' : 'follow'}`;
 }
+
+/**
+ * The parked panel's line after a command that releases the session (resubmit, skip, handoff completion): how many
+ * of the events parked when it was sent have left the parked set since, e.g. "3 parked events released after the
+ * resubmit". Null while none has (the session is not released yet, or nothing was parked).
+ */
+export function releasedText(parkedWhenSent: number, parkedNow: number, command: string): string | null {
+  const released = parkedWhenSent - parkedNow;
+  if (released <= 0) return null;
+  const still = parkedNow > 0 ? `; ${parkedNow} still parked` : '';
+  return `${countOf(released, 'parked event')} released after the ${command}${still}.`;
+}

@@ -199,6 +199,11 @@ export interface EventListItem {
   expectedBy: string | null;
   createdAt: string;
   updatedAt: string;
+  /**
+   * On a failure row of the Endpoint page's list (GET /api/endpoints/{E}/events, server/heldBack.ts): how many
+   * events are parked in its session on this endpoint; `atLeast` when the page's count read stopped at its cap.
+   */
+  holdsBack?: { count: number; atLeast: boolean };
 }
 
 const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload');

@@ -14,19 +14,35 @@ import { useSearchParams } from 'next/navigation';
 import { failureGroupsQuery, queryKeys } from '../queries.ts';
 import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
 import { countOf, Timestamp } from '../format.tsx';
+import { sparkScale, type SparkWindow } from './sparkScale.ts';
 
-function Spark({ values }: { values: number[] }) {
-  const max = Math.max(1, ...values);
+/**
+ * Arrivals per bucket, the bars relative to the busiest bucket: the top tick says what a full bar is, the caption
+ * the total and the window (sparkScale.ts), and screen readers get the whole reading as the chart's name.
+ */
+function Spark({ values, sparkWindow }: { values: number[]; sparkWindow: SparkWindow | undefined }) {
+  const scale = sparkScale(values, sparkWindow);
+  const top = Math.max(1, scale.max);
+  const height = 24;
   return (
-    <svg width={values.length * 4} height={20} aria-label="arrivals over the last 24 hours" className="inline-block">
-      {values.map((v, i) => (
-        <rect key={i} x={i * 4} y={20 - (v / max) * 20} width={3} height={(v / max) * 20} className="fill-red-400" />
-      ))}
-    </svg>
+    <div className="inline-flex items-stretch gap-1" data-testid="group-spark">
+      <svg width={values.length * 4} height={height} role="img" aria-label={scale.label} className="inline-block">
+        {/* The top tick: the height of the busiest bucket. */}
+        <line x1={0} x2={values.length * 4} y1={0.5} y2={0.5} className="stroke-slate-300" strokeDasharray="2 2" />
+        {values.map((v, i) => (
+          <rect key={i} x={i * 4} y={height - (v / top) * height} width={3} height={(v / top) * height} className="fill-red-400" />
+        ))}
+      </svg>
+      {/* Read out already as the chart's name. */}
+      <div aria-hidden="true" className="flex flex-col justify-between text-[10px] leading-none tabular-nums text-slate-500">
+        <span data-testid="spark-max">{scale.maxLabel}</span>
+        <span data-testid="spark-total">{scale.caption}</span>
+      </div>
+    </div>
   );
 }
 
-function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void }) {
+function GroupRow({ g, sparkWindow, onAction }: { g: FailureGroupItem; sparkWindow: SparkWindow | undefined; onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void }) {
   const qc = useQueryClient();
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState(g.note?.note ?? '');
@@ -67,7 +83,7 @@ function GroupRow({ g, onAction }: { g: FailureGroupItem; onAction: (kind: 'resu
         )}
       </td>
       <td className="py-2 pr-3">
-        <Spark values={g.spark} />
+        <Spark values={g.spark} sparkWindow={sparkWindow} />
       </td>
       <td className="py-2 pr-3 text-xs text-slate-600">
         {/* Timestamp: local time or UTC as the header's switch says, like every other time in the console. */}
@@ -139,7 +155,7 @@ export function FailuresView() {
             <tr>
               <th scope="col" className="py-1 pr-3 text-right">Events</th>
               <th scope="col" className="py-1 pr-3">Cause</th>
-              <th scope="col" className="py-1 pr-3">Arrivals (24 h)</th>
+              <th scope="col" className="py-1 pr-3">Arrivals</th>
               <th scope="col" className="py-1 pr-3">Seen</th>
               <th scope="col" className="py-1 pr-3">Endpoints</th>
               <th scope="col" className="py-1" />
@@ -147,7 +163,7 @@ export function FailuresView() {
           </thead>
           <tbody>
             {groups.map((g) => (
-              <GroupRow key={g.groupId} g={g} onAction={(kind, group) => setPending({ kind, group })} />
+              <GroupRow key={g.groupId} g={g} sparkWindow={q.data?.spark} onAction={(kind, group) => setPending({ kind, group })} />
             ))}
           </tbody>
         </table>

@@ -7,7 +7,7 @@
 // Purge states the count and asks for the typed `topic/subscription`. A dead letter whose replay died during its
 // send is shown as uncertain with the evidence from the replay journal; it is sent again (or removed as
 // delivered) only on the operator's explicit decision, which the server audits.
-import { deliveredNote } from './deliveredNote.ts';
+import { deliveredNote, deliveriesOf } from './deliveredNote.ts';
 import Link from '../Link.tsx';
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -197,7 +197,8 @@ export function DeadLettersView({ topic, subscription }: { topic: string; subscr
                 <DeadLetterEventLink event={d.event} />
                 <span className="rounded bg-rose-100 px-1.5 py-0.5 text-xs font-medium text-rose-900">{d.reason ?? 'no reason'}</span>
                 <span className="text-xs text-slate-500">
-                  <span title={deliveredNote(d.deliveryCount)}>delivered {d.deliveryCount ?? '?'}×</span> · <Timestamp at={d.enqueuedAt} />
+                  <DeliveredCount d={d} />
+                  <Timestamp at={d.enqueuedAt} />
                 </span>
                 {d.sessionId && <span className="text-xs text-slate-500">session {d.sessionId}</span>}
               </div>
@@ -439,5 +440,19 @@ function ReplayJournalSummary({ p }: { p: ReplayPreview }) {
       )}
       {p.uncertain > 0 && <p className="mt-1 text-xs">Decide on uncertain dead letters one by one from the list.</p>}
     </div>
+  );
+}
+
+/** "delivered N× · " before the enqueued time; nothing when the broker gave no count (deliveredNote.ts). */
+function DeliveredCount({ d }: { d: DeadLetter }) {
+  const n = deliveriesOf(d);
+  if (n === null) return null;
+  return (
+    <>
+      <span title={deliveredNote(n)} data-testid="delivered-count">
+        delivered {n}×
+      </span>{' '}
+      ·{' '}
+    </>
   );
 }

@@ -1,0 +1,161 @@
+// Four findings of an operator's walk through the console (issue 20), in Chromium against the built console on the
+// embedded Service Bus emulator and Cosmos server (server/testing/seededConsole.ts, real clients):
+// - a failed row on the Endpoint page says how many events its session holds back (parked behind it);
+// - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
+//   parked";
+// - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
+// - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
+//   packages/sdk/src/sessionPort.ts), reads "delivered 1×", not "delivered 0×".
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
+import type { MessageStore } from '../lib/store/index.ts';
+import { seedEvent } from '../server/testing/seed.ts';
+import { until, untilDataDrawn, WAIT_MS } from '../server/testing/pageWait.ts';
+import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+const EP = 'billingendpoint';
+const ORDER = { endpointId: EP, eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-W' } };
+/** Every failed event here has the same cause: one failure group. */
+const CAUSE = 'walk rows: card declined';
+
+let ui: SeededConsole | undefined;
+
+/** A failed event in `sessionId` with `parked` later events of its session parked behind it. */
+async function failedWithParked(store: MessageStore, base: number, sessionId: string, failed: string, parked: number): Promise<void> {
+  await seedEvent(store, base, { ...ORDER, sessionId, eventId: failed }, MessageType.ErrorResponse, { errorText: CAUSE });
+  for (let n = 0; n < parked; n++) {
+    await seedEvent(store, base, { ...ORDER, sessionId, eventId: `${failed}-parked-${n}` }, MessageType.DeferralResponse, { blockedBy: failed });
+  }
+}
+
+before(async () => {
+  ui = await startSeededConsole({
+    demoData: false,
+    artifacts: 'walk-rows',
+    prepare: async ({ stack, base }) => {
+      await failedWithParked(stack.store, base, 'WR-HELD', 'wr-held', 3);
+      await failedWithParked(stack.store, base, 'WR-ALONE', 'wr-alone', 0);
+    },
+  });
+});
+
+after(() => ui?.close());
+
+describe('the Endpoint page', () => {
+  test('a failed row says how many events its session holds back; one with nothing parked says nothing', async () => {
+    const page = await ui!.open(`/endpoints/${EP}?status=Failed`);
+    try {
+      const row = (eventId: string) => page.getByTestId('events-table').locator('tbody tr', { has: page.getByRole('link', { name: eventId, exact: true }) });
+      await row('wr-held').waitFor();
+      assert.equal((await row('wr-held').getByTestId('holds-back').textContent())?.trim(), 'holds back 3');
+      assert.equal(await row('wr-alone').getByTestId('holds-back').count(), 0, 'nothing parked behind it: no "holds back 0"');
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('the event page after a resubmit', () => {
+  test('the parked panel says how many parked events the resubmit released', async () => {
+    await failedWithParked(ui!.stack.store, Date.now(), 'WR-RELEASE', 'wr-release', 3);
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-release`);
+    try {
+      await page.getByTestId('parked-siblings').waitFor();
+      assert.equal(await page.getByTestId('parked-siblings').locator('li').count(), 3);
+      await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Resubmit', exact: true }).click();
+      await page.getByRole('dialog').waitFor({ state: 'detached' });
+      // The command went to the broker (the page says so); the endpoint's answers are recorded as the Resolver
+      // records them: the event completes, then the three parked behind it are replayed and complete.
+      await page.getByRole('status').filter({ hasText: 'Resubmit sent' }).waitFor();
+      const store = ui!.stack.store;
+      const answeredAt = Date.now() + 1000;
+      await seedEvent(store, answeredAt, { ...ORDER, sessionId: 'WR-RELEASE', eventId: 'wr-release' }, MessageType.ResolutionResponse);
+      for (let n = 0; n < 3; n++) {
+        await seedEvent(store, answeredAt, { ...ORDER, sessionId: 'WR-RELEASE', eventId: `wr-release-parked-${n}` }, MessageType.ResolutionResponse);
+      }
+      // The panel's lines: what was released, over "nothing parked" (which alone read as if nothing ever was).
+      const panel = page.getByRole('heading', { name: /^Parked in this session/ }).locator('xpath=..');
+      await until(
+        () => panel.locator('p').allTextContents(),
+        ['3 parked events released after the resubmit.', 'Nothing parked behind this event now.'],
+        'the parked panel after the release',
+        page,
+        WAIT_MS * 2,
+      );
+      await page.screenshot({ path: `${ui!.artifacts}/released.png` });
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('the Failures page', () => {
+  test("a group's spark states its scale: the busiest hour, the total and the window, also as the chart's name", async () => {
+    const page = await ui!.open('/failures');
+    try {
+      const row = page.getByTestId('failure-groups').locator('tr', { hasText: CAUSE });
+      const chart = row.locator('svg');
+      await chart.waitFor();
+      assert.ok(await untilDataDrawn(page), 'the groups are drawn');
+      // Every event of the group failed in the last minutes: all of them are in the spark.
+      const count = Number((await row.getByTestId('group-count').textContent())?.replace(/\D/g, ''));
+      assert.ok(count >= 2, `the group's events: ${count}`);
+      // The chart's name is the whole reading.
+      const name = (await chart.getAttribute('aria-label')) ?? '';
+      const read = /^Arrivals per hour over 24 h: (\d+) failed events in all, at most (\d+) in one hour\.$/.exec(name);
+      assert.ok(read, `the chart's name: ${name}`);
+      assert.equal(Number(read[1]), count, 'the total is the group\'s events');
+      const max = Number(read[2]);
+      assert.ok(max >= Math.ceil(count / 2) && max <= count, `the busiest hour (the events are at most two hours apart): ${max} of ${count}`);
+      assert.equal(await chart.getAttribute('role'), 'img');
+      // And on screen: the top tick's value and the total with its window.
+      assert.equal((await row.getByTestId('spark-max').textContent())?.trim(), `${max}/h`);
+      assert.equal((await row.getByTestId('spark-total').textContent())?.trim(), `${count} in 24 h`);
+      await row.screenshot({ path: `${ui!.artifacts}/spark.png` });
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('the dead-letter list', () => {
+  test('a dead letter settled by its receiver on the first delivery, as the SDK does, reads "delivered 1×"', async () => {
+    const client = ui!.stack.serviceBus.client;
+    const messageId = randomUUID();
+    const sessionId = `wr-dl-${randomUUID().slice(0, 8)}`;
+    const sender = client.createSender(EP);
+    await sender.sendMessages({
+      messageId,
+      sessionId,
+      body: Buffer.from(eventBody('OrderPlaced', { orderId: 'ORD-DL' })),
+      applicationProperties: { [Prop.To]: EP, [Prop.MessageType]: MessageType.EventRequest, [Prop.EventId]: 'wr-dl', [Prop.EventTypeId]: 'OrderPlaced' },
+    });
+    await sender.close();
+    // The SDK's settlement of a permanent failure (sessionPort.ts): deadLetterMessage on the delivery it failed on.
+    const receiver = await client.acceptSession(EP, EP, sessionId);
+    try {
+      const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 30_000 });
+      assert.equal(String(m?.messageId), messageId, 'the message, on its first delivery');
+      await receiver.deadLetterMessage(m!, { deadLetterReason: 'Permanent failure: PermanentFailureError: card declined', deadLetterErrorDescription: 'card declined' });
+    } finally {
+      await receiver.close();
+    }
+
+    const page = await ui!.open(`/topology/subscriptions/${EP}/${EP}`);
+    try {
+      const entry = page.locator(`[data-dead-letter="${messageId}"]`);
+      await entry.waitFor();
+      const delivered = entry.getByText(/^delivered .*×$/);
+      assert.equal((await delivered.textContent())?.trim(), 'delivered 1×');
+      assert.match((await delivered.getAttribute('title')) ?? '', /^1 time received under a lock/);
+      await entry.screenshot({ path: `${ui!.artifacts}/dead-letter.png` });
+    } finally {
+      await page.close();
+    }
+  });
+});
