@@ -7,9 +7,13 @@
 // The embedded Cosmos server has no GROUP BY (DESIGN.md §6), and a COUNT per session would be the N+1 this avoids.
 // The read stops at PARKED_READ_CAP ids: a page whose sessions hold more parked events than that shows its counts
 // as lower bounds ("holds back 5,000+") instead of reading without bound.
+//
+// The counts are an aid, the list is the page: a failed count read (a throttled query, say) logs a warning and
+// returns the page without counts, so an operator still sees the failures, not a 503 for the whole list.
 import { ResolutionStatus } from '@nimbus/sdk/contract';
-import { CONTAINERS, FAILURE_STATUSES, rethrowCosmos, type MessageStore } from '../lib/store/index.ts';
+import { CONTAINERS, FAILURE_STATUSES, type MessageStore } from '../lib/store/index.ts';
 import type { EventListItem } from './queries.ts';
+import { log } from './log.ts';
 
 export const PARKED_READ_CAP = 5000;
 
@@ -37,7 +41,8 @@ export async function withHeldBack<P extends { items: EventListItem[] }>(store: 
       .fetchAll();
     ids = r.resources;
   } catch (err) {
-    rethrowCosmos(err, 'parked counts');
+    log.warn({ endpointId, err: (err as Error)?.message ?? String(err) }, 'parked counts unreadable; the list is shown without them');
+    return page;
   }
   const counts = new Map<string, number>();
   for (const id of ids) if (typeof id === 'string') counts.set(id, (counts.get(id) ?? 0) + 1);
