@@ -67,8 +67,12 @@ function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
   );
 }
 
-function JobRow({ op, outcomeAuto }: { op: OperationSummary; outcomeAuto: boolean }) {
+function JobRow({ op, outcomeAuto, focused }: { op: OperationSummary; outcomeAuto: boolean; focused: boolean }) {
   const qc = useQueryClient();
+  const item = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    if (focused) item.current?.scrollIntoView({ block: 'nearest' });
+  }, [focused]);
   const control = useMutation({
     mutationFn: (action: 'pause' | 'resume' | 'cancel') => jobsApi.control(op.operationId, action),
     onSettled: () => qc.invalidateQueries({ queryKey: queryKeys.operations }),
@@ -78,7 +82,13 @@ function JobRow({ op, outcomeAuto }: { op: OperationSummary; outcomeAuto: boolea
   const active = GOING.has(op.state) && op.kind !== 'replay';
   const [counts, ...more] = countParts(op);
   return (
-    <li className="border-b border-slate-200 py-2" data-operation={op.operationId} data-state={op.state}>
+    <li
+      ref={item}
+      className={`border-b border-slate-200 py-2 ${focused ? 'rounded bg-amber-50 ring-2 ring-amber-400' : ''}`}
+      data-operation={op.operationId}
+      data-state={op.state}
+      data-focused={focused ? 'true' : undefined}
+    >
       <div className="flex items-baseline justify-between gap-2 text-sm">
         <span className="break-words font-medium" data-testid="job-title">
           {op.title}
@@ -189,8 +199,13 @@ export function JobsDrawer() {
     setOpen(false);
     toggle.current?.focus();
   };
+  // The job a link asked to see (a confirmation's "previous job"): marked and scrolled to once it is listed.
+  const [focusId, setFocusId] = useState<string | null>(null);
   useEffect(() => {
-    const onOpen = () => show();
+    const onOpen = (e: Event) => {
+      setFocusId((e as CustomEvent<{ operationId?: string }>).detail?.operationId ?? null);
+      show();
+    };
     window.addEventListener('nimbus:jobs-open', onOpen);
     return () => window.removeEventListener('nimbus:jobs-open', onOpen);
   }, []);
@@ -220,7 +235,7 @@ export function JobsDrawer() {
           {ops.length === 0 && !q.isLoading && <p className="text-sm text-slate-500">{EMPTY_TEXT}</p>}
           <ul>
             {ops.map((op, i) => (
-              <JobRow key={op.operationId} op={op} outcomeAuto={i < OUTCOME_AUTO} />
+              <JobRow key={op.operationId} op={op} outcomeAuto={i < OUTCOME_AUTO || op.operationId === focusId} focused={op.operationId === focusId} />
             ))}
           </ul>
         </aside>
