@@ -76,7 +76,7 @@ function PreviousJobNote({ job, busy, onShow }: { job: PreviousJob; busy: boolea
   const again =
     job.failedAgain === null
       ? 'what became of them could not be read'
-      : `${n(job.failedAgain)} ${job.kind === 'resubmit' ? 'failed again' : 'failed since'}${job.checked < job.total ? ` of the first ${n(job.checked)} checked` : ''}`;
+      : `${n(job.failedAgain)} ${job.kind === 'resubmit' ? 'failed again' : 'failed since it started'}${job.checked < job.total ? ` of the first ${n(job.checked)} checked` : ''}`;
   return (
     <div className="mt-2 rounded border border-amber-300 bg-amber-50 px-2 py-1 text-sm text-amber-900" data-testid="previous-job">
       <p>
