@@ -151,13 +151,13 @@ export const operationsQuery = (open: boolean) =>
  * What became of a bulk job's events (the drawer's "now:" line): read again every 5 s while the job is going or its
  * events are in progress (they are handled after the job has sent their commands), then no more (outcomePolling.ts).
  */
-export const operationOutcomeQuery = (operationId: string, state: OperationSummary['state']) =>
+export const operationOutcomeQuery = (operationId: string, op: Pick<OperationSummary, 'state' | 'finishedAt'>) =>
   queryOptions({
-    queryKey: [...queryKeys.operation(operationId), 'outcome', outcomePhase(state)] as const,
+    queryKey: [...queryKeys.operation(operationId), 'outcome', outcomePhase(op.state)] as const,
     queryFn: () => jobsApi.outcome(operationId),
     // The going phase's last answer stays on screen while the ended phase's first read is on its way.
     placeholderData: (previous) => previous,
-    refetchInterval: (query) => outcomePollMs(state, query.state.data),
+    refetchInterval: (query) => outcomePollMs(op, query.state.data),
     retry: 0,
   });
 

@@ -2,17 +2,19 @@
 // The confirmation of a bulk job (Resubmit all / Skip all): the selection is frozen first, as a prepared job (not
 // listed, not run; the server discards it after 10 minutes without an answer), so the count shown is exactly the
 // count the job acts on; Confirm starts it (/resume: queued at once), Cancel discards it (/cancel, audited as
-// cancelled).
+// cancelled). When an earlier job already covered these events, the dialog says so - who ran it, when, how many it
+// resubmitted and how many failed again - with a way to look at it first (cancel this one, open the drawer on it).
 import { useEffect, useRef, useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
-import { countOf, ErrorBox } from '../format.tsx';
-import { jobsApi, openJobsDrawer, type Selection } from './jobsApi.ts';
+import { countOf, ErrorBox, Timestamp } from '../format.tsx';
+import { jobsApi, openJobsDrawer, type PreviousJob, type Selection } from './jobsApi.ts';
+import { GOING } from './jobText.ts';
 import { queryKeys } from '../queries.ts';
 
 export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Selection; what: string; onClose: (confirmed: boolean) => void }) {
   const qc = useQueryClient();
-  const [prepared, setPrepared] = useState<{ operationId: string; total: number } | null>(null);
+  const [prepared, setPrepared] = useState<{ operationId: string; total: number; previous: PreviousJob | null } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const started = useRef(false);
@@ -23,14 +25,14 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
     jobsApi.prepare(kind, selection).then(setPrepared, (e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   }, [kind, selection]);
   const verb = kind === 'resubmit' ? 'Resubmit' : 'Skip';
-  const close = async (confirmed: boolean) => {
+  const close = async (confirmed: boolean, thenShow?: string) => {
     setBusy(true);
     // A retry starts clean: the last attempt's alert beside "Working…" would read as this attempt's answer.
     setError(null);
     try {
       if (prepared) await jobsApi.control(prepared.operationId, confirmed ? 'resume' : 'cancel');
       void qc.invalidateQueries({ queryKey: queryKeys.operations });
-      if (confirmed) openJobsDrawer();
+      if (confirmed || thenShow) openJobsDrawer(thenShow);
       props.onClose(confirmed);
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
@@ -56,6 +58,7 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
       ) : (
         !error && <p>Freezing the selection…</p>
       )}
+      {prepared?.previous && <PreviousJobNote job={prepared.previous} busy={busy} onShow={(id) => void close(false, id)} />}
       {/* An alert, as in every dialog: the page behind the modal is inert, and a screen reader announces it here. */}
       {error && (
         <div className="mt-2">
@@ -63,5 +66,27 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
         </div>
       )}
     </ConfirmDialog>
+  );
+}
+
+/** "A previous job (…, by X, at T: 18 resubmitted, 18 failed again) covered these events", and a way to look at it. */
+function PreviousJobNote({ job, busy, onShow }: { job: PreviousJob; busy: boolean; onShow: (operationId: string) => void }) {
+  const n = (v: number) => v.toLocaleString('en-US');
+  const acted = job.kind === 'resubmit' ? `${n(job.done)} resubmitted` : `${n(job.done)} skipped`;
+  const again =
+    job.failedAgain === null
+      ? 'what became of them could not be read'
+      : `${n(job.failedAgain)} ${job.kind === 'resubmit' ? 'failed again' : 'failed since it started'}${job.checked < job.total ? ` of the first ${n(job.checked)} checked` : ''}`;
+  return (
+    <div className="mt-2 rounded border border-amber-300 bg-amber-50 px-2 py-1 text-sm text-amber-900" data-testid="previous-job">
+      <p>
+        A previous job (<span className="font-mono">operation/{job.operationId}</span>, by {job.startedBy}, at <Timestamp at={job.startedAt} />: {acted},{' '}
+        {again}
+        {GOING.has(job.state) ? `; still ${job.state}` : ''}) covered these events.
+      </p>
+      <button type="button" className="text-sky-700 underline" disabled={busy} onClick={() => onShow(job.operationId)}>
+        Cancel this and show that job in the Jobs drawer
+      </button>
+    </div>
   );
 }

@@ -12,6 +12,7 @@ import { Timestamp } from '../format.tsx';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
 import { buttonLabel, countParts, EMPTY_TEXT, GOING, outcomeParts, stateLabel } from './jobText.ts';
 import { invalidateAfterJob, operationOutcomeQuery, operationsQuery, queryKeys } from '../queries.ts';
+import { outcomePollMs } from './outcomePolling.ts';
 
 function eta(s: number | null): string {
   if (s === null) return '';
@@ -28,7 +29,8 @@ const OUTCOME_AUTO = 5;
  */
 function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
   const [asked, setAsked] = useState(false);
-  const q = useQuery({ ...operationOutcomeQuery(op.operationId, op.state), enabled: auto || asked });
+  const options = operationOutcomeQuery(op.operationId, op);
+  const q = useQuery({ ...options, enabled: auto || asked });
   if (!auto && !asked) {
     return (
       <button type="button" className="mt-1 text-xs text-sky-700 underline" onClick={() => setAsked(true)}>
@@ -38,6 +40,8 @@ function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
   }
   if (q.error) return <p className="mt-1 text-xs text-red-700">{q.error.message}</p>;
   const parts = q.data ? outcomeParts(op, q.data) : null;
+  // Reads stopped (outcomePolling.ts): the line says when it was read and can be read again on request.
+  const settled = q.data !== undefined && !q.isPlaceholderData && outcomePollMs(op, q.data) === false;
   return (
     <div className="mt-1 flex flex-wrap gap-x-3 text-xs text-slate-600" data-testid="job-outcome" aria-live="polite">
       <span className="font-medium">now:</span>
@@ -45,17 +49,30 @@ function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
         <span>{q.isPending ? 'checking…' : 'nothing to check'}</span>
       ) : (
         parts.map((p) => (
-          <span key={p.text} className={p.failed ? 'font-medium text-red-700' : undefined}>
+          <span key={p.text} className={p.failed ? 'font-medium text-red-700' : p.why ? 'underline decoration-dotted' : undefined} title={p.why} data-why={p.why}>
             {p.text}
+            {p.why && <span className="sr-only"> ({p.why})</span>}
           </span>
         ))
+      )}
+      {settled && (
+        <span data-testid="job-outcome-settled">
+          as of <Timestamp at={q.data.at} />{' '}
+          <button type="button" className="text-sky-700 underline" disabled={q.isFetching} onClick={() => void q.refetch()}>
+            Refresh
+          </button>
+        </span>
       )}
     </div>
   );
 }
 
-function JobRow({ op, outcomeAuto }: { op: OperationSummary; outcomeAuto: boolean }) {
+function JobRow({ op, outcomeAuto, focused }: { op: OperationSummary; outcomeAuto: boolean; focused: boolean }) {
   const qc = useQueryClient();
+  const item = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    if (focused) item.current?.scrollIntoView({ block: 'nearest' });
+  }, [focused]);
   const control = useMutation({
     mutationFn: (action: 'pause' | 'resume' | 'cancel') => jobsApi.control(op.operationId, action),
     onSettled: () => qc.invalidateQueries({ queryKey: queryKeys.operations }),
@@ -65,7 +82,13 @@ function JobRow({ op, outcomeAuto }: { op: OperationSummary; outcomeAuto: boolea
   const active = GOING.has(op.state) && op.kind !== 'replay';
   const [counts, ...more] = countParts(op);
   return (
-    <li className="border-b border-slate-200 py-2" data-operation={op.operationId} data-state={op.state}>
+    <li
+      ref={item}
+      className={`border-b border-slate-200 py-2 ${focused ? 'rounded bg-amber-50 ring-2 ring-amber-400' : ''}`}
+      data-operation={op.operationId}
+      data-state={op.state}
+      data-focused={focused ? 'true' : undefined}
+    >
       <div className="flex items-baseline justify-between gap-2 text-sm">
         <span className="break-words font-medium" data-testid="job-title">
           {op.title}
@@ -176,8 +199,13 @@ export function JobsDrawer() {
     setOpen(false);
     toggle.current?.focus();
   };
+  // The job a link asked to see (a confirmation's "previous job"): marked and scrolled to once it is listed.
+  const [focusId, setFocusId] = useState<string | null>(null);
   useEffect(() => {
-    const onOpen = () => show();
+    const onOpen = (e: Event) => {
+      setFocusId((e as CustomEvent<{ operationId?: string }>).detail?.operationId ?? null);
+      show();
+    };
     window.addEventListener('nimbus:jobs-open', onOpen);
     return () => window.removeEventListener('nimbus:jobs-open', onOpen);
   }, []);
@@ -207,7 +235,7 @@ export function JobsDrawer() {
           {ops.length === 0 && !q.isLoading && <p className="text-sm text-slate-500">{EMPTY_TEXT}</p>}
           <ul>
             {ops.map((op, i) => (
-              <JobRow key={op.operationId} op={op} outcomeAuto={i < OUTCOME_AUTO} />
+              <JobRow key={op.operationId} op={op} outcomeAuto={i < OUTCOME_AUTO || op.operationId === focusId} focused={op.operationId === focusId} />
             ))}
           </ul>
         </aside>

@@ -4,6 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buttonLabel, countParts, EMPTY_TEXT, outcomeParts, stateLabel } from './jobText.ts';
 
+/** Every unchanged event not reached (as a job with no refusals and no send failures reads while going). */
+const unsplit = (c: { stillFailed: number }) => ({ stillFailedSplit: { notReached: c.stillFailed, refused: 0, notSent: 0 }, refusals: [] });
+
 test('a resubmit of 16 events whose commands all went out says 16 sent, not 16 done', () => {
   const parts = countParts({ kind: 'resubmit', state: 'completed', total: 16, done: 16, refused: 0, failed: 0 });
   assert.deepEqual(parts, ['16 / 16 processed', '16 sent']);
@@ -40,43 +43,72 @@ test('the empty drawer says it lists dead-letter replays too', () => {
 
 test("a retry's follow-up puts failed again first and keeps a resubmit's zeros; a skip lists only what is there", () => {
   const counts = { completed: 7, failedAgain: 2, stillFailed: 1, inProgress: 0, skipped: 0, unknown: 0 };
-  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 10, total: 10, counts }), [
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 10, total: 10, counts, ...unsplit(counts) }), [
     { text: '2 failed again', failed: true },
     { text: '1 still failed (not retried)', failed: true },
     { text: '7 completed', failed: false },
   ]);
   const none = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 3, skipped: 0, unknown: 0 };
-  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 3, total: 3, counts: none }), [
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 3, total: 3, counts: none, ...unsplit(none) }), [
     { text: '0 failed again', failed: false },
     { text: '3 in progress', failed: false },
     { text: '0 completed', failed: false },
   ]);
-  assert.deepEqual(outcomeParts({ kind: 'skip', state: 'completed' }, { checked: 2_000, total: 5_000, counts: { ...none, inProgress: 0, skipped: 2_000 } }), [
+  assert.deepEqual(outcomeParts({ kind: 'skip', state: 'completed' }, { checked: 2_000, total: 5_000, counts: { ...none, inProgress: 0, skipped: 2_000 }, ...unsplit(none) }), [
     { text: '2,000 skipped', failed: false },
     { text: '(first 2,000 of 5,000 checked)', failed: false },
   ]);
-  assert.equal(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 0, total: 0, counts: none }), null);
+  assert.equal(outcomeParts({ kind: 'resubmit', state: 'completed' }, { checked: 0, total: 0, counts: none, ...unsplit(none) }), null);
 });
 
 test('while a job is running or paused, events it has not changed are "not reached yet", not a failure in red', () => {
   const counts = { completed: 4, failedAgain: 1, stillFailed: 95, inProgress: 0, skipped: 0, unknown: 0 };
   for (const state of ['running', 'paused', 'queued'] as const) {
-    assert.deepEqual(outcomeParts({ kind: 'resubmit', state }, { checked: 100, total: 100, counts }), [
+    assert.deepEqual(outcomeParts({ kind: 'resubmit', state }, { checked: 100, total: 100, counts, ...unsplit(counts) }), [
       { text: '1 failed again', failed: true },
       { text: '95 not reached yet', failed: false },
       { text: '4 completed', failed: false },
     ], state);
   }
-  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'cancelled' }, { checked: 100, total: 100, counts })?.[1], { text: '95 still failed (not retried)', failed: true });
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'cancelled' }, { checked: 100, total: 100, counts, ...unsplit(counts) })?.[1], { text: '95 still failed (not retried)', failed: true });
 });
 
 test('a skip job says skipped, never retried or failed again', () => {
   const counts = { completed: 0, failedAgain: 1, stillFailed: 2, inProgress: 0, skipped: 7, unknown: 0 };
-  const parts = outcomeParts({ kind: 'skip', state: 'completed' }, { checked: 10, total: 10, counts });
+  const parts = outcomeParts({ kind: 'skip', state: 'completed' }, { checked: 10, total: 10, counts, ...unsplit(counts) });
   assert.deepEqual(parts, [
     { text: '1 failed since it started', failed: true },
     { text: '2 still failed (not skipped)', failed: true },
     { text: '7 skipped', failed: false },
   ]);
   assert.ok(!JSON.stringify(parts).match(/retried|failed again/));
+});
+
+test('events the job refused are "refused N" with the reasons, whether it is going or ended - never "not reached yet"', () => {
+  // 10 unchanged: 6 not reached, 3 refused (the Manager's reasons), 1 whose command could not be sent.
+  const counts = { completed: 2, failedAgain: 0, stillFailed: 10, inProgress: 0, skipped: 0, unknown: 0 };
+  const o = {
+    checked: 12,
+    total: 12,
+    counts,
+    stillFailedSplit: { notReached: 6, refused: 3, notSent: 1 },
+    refusals: [
+      { reason: 'the event has no stored payload to resubmit; resubmit it with an edited payload', events: 2 },
+      { reason: 'resubmit is not possible for an event that is Completed', events: 1 },
+    ],
+  };
+  const why = 'the event has no stored payload to resubmit; resubmit it with an edited payload (2); resubmit is not possible for an event that is Completed (1)';
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'running' }, o), [
+    { text: '0 failed again', failed: false },
+    { text: '6 not reached yet', failed: false },
+    { text: '1 not sent', failed: true },
+    { text: '3 refused', failed: false, why },
+    { text: '2 completed', failed: false },
+  ]);
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { ...o, stillFailedSplit: { notReached: 0, refused: 3, notSent: 7 } }), [
+    { text: '0 failed again', failed: false },
+    { text: '7 still failed (not retried)', failed: true },
+    { text: '3 refused', failed: false, why },
+    { text: '2 completed', failed: false },
+  ]);
 });

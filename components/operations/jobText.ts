@@ -41,30 +41,55 @@ export const EMPTY_TEXT = 'No bulk jobs or dead-letter replays yet.';
 
 const n = (v: number) => v.toLocaleString('en-US');
 
+/** One part of the follow-up line; `why` explains it (the refusals' reasons), shown on hover and to screen readers. */
+export interface OutcomePart {
+  text: string;
+  failed: boolean;
+  why?: string;
+}
+
+/** The refusals' reasons in one line: "the event has no stored payload to resubmit (2); … is Completed (1)". */
+export function refusalWhy(refusals: JobOutcome['refusals']): string | undefined {
+  if (refusals.length === 0) return undefined;
+  return refusals.map((r) => `${r.reason} (${n(r.events)})`).join('; ');
+}
+
 /**
  * The follow-up line of a job: what its events are now. "failed again" first, since it is what an operator acts
  * on next; parts at zero are left out, except "completed" and "failed again" of a resubmit, whose zero is news
- * ("0 completed" says the retry did not help). While the job is still going (running, paused, starting), events
- * whose row has not changed are mostly ones it has not reached yet: "not reached yet", not a failure in red. A skip
- * job neither retries nor makes anything fail again: its words say skipped. Null before anything was checked.
+ * ("0 completed" says the retry did not help). Events whose row has not changed are split by why: the job refused
+ * them ("N refused", with the Manager's reasons) - in any state; while the job is still going (running, paused,
+ * starting), the rest are "not reached yet" (at or past its cursor) or "not sent" (reached, the command could not
+ * be sent), not a failure in red; once it has ended they are "still failed". A skip job neither retries nor makes
+ * anything fail again: its words say skipped. Null before anything was checked.
  */
-export function outcomeParts(op: Pick<OperationSummary, 'kind' | 'state'>, o: Pick<JobOutcome, 'checked' | 'total' | 'counts'>): { text: string; failed: boolean }[] | null {
+export function outcomeParts(
+  op: Pick<OperationSummary, 'kind' | 'state'>,
+  o: Pick<JobOutcome, 'checked' | 'total' | 'counts' | 'stillFailedSplit' | 'refusals'>,
+): OutcomePart[] | null {
   if (o.checked === 0) return null;
   const c = o.counts;
+  const split = o.stillFailedSplit;
   const resubmit = op.kind === 'resubmit';
   const going = GOING.has(op.state);
   const unchanged = going
-    ? { text: `${n(c.stillFailed)} not reached yet`, failed: false }
-    : { text: `${n(c.stillFailed)} still failed (${resubmit ? 'not retried' : 'not skipped'})`, failed: true };
-  const parts: { text: string; failed: boolean; keep: boolean; v: number }[] = [
+    ? [
+        { text: `${n(split.notReached)} not reached yet`, failed: false, keep: false, v: split.notReached },
+        { text: `${n(split.notSent)} not sent`, failed: true, keep: false, v: split.notSent },
+      ]
+    : [{ text: `${n(c.stillFailed - split.refused)} still failed (${resubmit ? 'not retried' : 'not skipped'})`, failed: true, keep: false, v: c.stillFailed - split.refused }];
+  const parts: { text: string; failed: boolean; keep: boolean; v: number; why?: string }[] = [
     { text: resubmit ? `${n(c.failedAgain)} failed again` : `${n(c.failedAgain)} failed since it started`, failed: true, keep: resubmit, v: c.failedAgain },
-    { ...unchanged, keep: false, v: c.stillFailed },
+    ...unchanged,
+    { text: `${n(split.refused)} refused`, failed: false, keep: false, v: split.refused, why: refusalWhy(o.refusals) },
     { text: `${n(c.inProgress)} in progress`, failed: false, keep: false, v: c.inProgress },
     { text: `${n(c.completed)} completed`, failed: false, keep: resubmit, v: c.completed },
     { text: `${n(c.skipped)} skipped`, failed: false, keep: false, v: c.skipped },
     { text: `${n(c.unknown)} not found`, failed: false, keep: false, v: c.unknown },
   ];
-  const shown = parts.filter((p) => p.v > 0 || p.keep).map(({ text, failed, v }) => ({ text, failed: failed && v > 0 }));
+  const shown: OutcomePart[] = parts
+    .filter((p) => p.v > 0 || p.keep)
+    .map(({ text, failed, v, why }) => ({ text, failed: failed && v > 0, ...(why ? { why } : {}) }));
   if (o.checked < o.total) shown.push({ text: `(first ${n(o.checked)} of ${n(o.total)} checked)`, failed: false });
   return shown;
 }

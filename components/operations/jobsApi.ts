@@ -6,9 +6,10 @@ import type { OperationSummary } from '../../server/operations/routes.ts';
 import type { JobView } from '../../server/operations/jobs.ts';
 import type { JobOutcome } from '../../server/operations/outcome.ts';
 import type { Selection } from '../../server/operations/selection.ts';
+import type { PreviousJob } from '../../server/operations/previousJob.ts';
 
 export type FailureGroupItem = FailureGroupsView['groups'][number] & { note: GroupNote | null };
-export type { OperationSummary, JobView, JobOutcome, Selection };
+export type { OperationSummary, JobView, JobOutcome, PreviousJob, Selection };
 
 const seg = encodeURIComponent;
 
@@ -18,7 +19,10 @@ export const jobsApi = {
     callApi<{ groupId: string; note: GroupNote }>(`/api/failure-groups/${seg(groupId)}/note`, { method: 'PUT', body: JSON.stringify({ note }) }),
   /** Freezes the selection into a held job: the answer's total is what the confirmation shows and the job acts on. */
   prepare: (kind: 'resubmit' | 'skip', selection: Selection) =>
-    callApi<{ operationId: string; total: number }>('/api/operations', { method: 'POST', body: JSON.stringify({ kind, selection, hold: true }) }),
+    callApi<{ operationId: string; total: number; previous: PreviousJob | null }>('/api/operations', {
+      method: 'POST',
+      body: JSON.stringify({ kind, selection, hold: true }),
+    }),
   list: () => callApi<{ operations: OperationSummary[] }>('/api/operations'),
   get: (id: string) => callApi<JobView>(`/api/operations/${seg(id)}`),
   /** What became of the job's events since (completed, failed again, …), from their rows now. */
@@ -26,7 +30,7 @@ export const jobsApi = {
   control: (id: string, action: 'pause' | 'resume' | 'cancel') => callApi<JobView>(`/api/operations/${seg(id)}/${action}`, { method: 'POST' }),
 };
 
-/** Opens the jobs drawer (components/operations/JobsDrawer.tsx) from anywhere on the page. */
-export function openJobsDrawer(): void {
-  window.dispatchEvent(new CustomEvent('nimbus:jobs-open'));
+/** Opens the jobs drawer (components/operations/JobsDrawer.tsx) from anywhere on the page, on one job if named. */
+export function openJobsDrawer(operationId?: string): void {
+  window.dispatchEvent(new CustomEvent('nimbus:jobs-open', { detail: operationId ? { operationId } : {} }));
 }

@@ -1,25 +1,42 @@
-// The Jobs drawer stops reading a job's follow-up once nothing in it can change: ended, nothing in progress.
+// The Jobs drawer stops reading a job's follow-up once nothing in it can change soon: ended, read after the end, and
+// nothing in progress but events waiting for someone (a handoff, a Deferred event).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OUTCOME_POLL_MS, outcomePollMs } from './outcomePolling.ts';
 
-const counts = (inProgress: number) => ({ counts: { completed: 3, failedAgain: 1, stillFailed: 0, inProgress, skipped: 0, unknown: 0 } });
+const ENDED = '2026-12-05T07:00:00.000Z';
+const AFTER = '2026-12-05T07:00:01.000Z';
+const BEFORE = '2026-12-05T06:59:59.000Z';
+const read = (inProgress: number, waiting = 0, at = AFTER) => ({ counts: { completed: 3, failedAgain: 1, stillFailed: 0, inProgress, skipped: 0, unknown: 0 }, waiting, at });
+const op = (state: 'queued' | 'running' | 'paused' | 'completed' | 'cancelled' | 'failed', finishedAt: string | null = ENDED) => ({ state, finishedAt });
 
 test('a job still going, or whose events are still being handled, is read again', () => {
-  for (const state of ['queued', 'running', 'paused'] as const) assert.equal(outcomePollMs(state, counts(0)), OUTCOME_POLL_MS, state);
-  assert.equal(outcomePollMs('completed', counts(2)), OUTCOME_POLL_MS);
-  assert.equal(outcomePollMs('completed', undefined), OUTCOME_POLL_MS, 'not read yet');
+  for (const state of ['queued', 'running', 'paused'] as const) assert.equal(outcomePollMs(op(state, null), read(0)), OUTCOME_POLL_MS, state);
+  assert.equal(outcomePollMs(op('completed'), read(2)), OUTCOME_POLL_MS);
+  assert.equal(outcomePollMs(op('completed'), read(2, 1)), OUTCOME_POLL_MS, 'one of the two is on its way');
+  assert.equal(outcomePollMs(op('completed'), undefined), OUTCOME_POLL_MS, 'not read yet');
 });
 
 test('an ended job with nothing in progress is not read again', () => {
-  for (const state of ['completed', 'cancelled', 'failed'] as const) assert.equal(outcomePollMs(state, counts(0)), false, state);
+  for (const state of ['completed', 'cancelled', 'failed'] as const) assert.equal(outcomePollMs(op(state), read(0)), false, state);
+});
+
+test('an ended job whose only events in progress wait for someone (handoffs, Deferred) is not read again', () => {
+  // Old code: read every 5 s for as long as the handoffs stay Pending - for good, for a handoff nobody reports.
+  assert.equal(outcomePollMs(op('completed'), read(4, 4)), false);
+  assert.equal(outcomePollMs(op('cancelled'), read(1, 1)), false);
+});
+
+test('an answer read before the job ended never stops the reads', () => {
+  assert.equal(outcomePollMs(op('completed'), read(0, 0, BEFORE)), OUTCOME_POLL_MS);
+  assert.equal(outcomePollMs(op('completed'), read(3, 3, BEFORE)), OUTCOME_POLL_MS);
 });
 
 test('the end of a job is a new outcome query, so the line is read once after the end', async () => {
   // Read before the end, the last answer can have nothing in progress (events not reached yet are still failed);
   // under the same key the interval would then stop on it, and the ended job would show that pre-end answer.
   const { operationOutcomeQuery } = await import('../queries.ts');
-  const key = (state: 'running' | 'paused' | 'completed' | 'cancelled') => JSON.stringify(operationOutcomeQuery('op-1', state).queryKey);
+  const key = (state: 'running' | 'paused' | 'completed' | 'cancelled') => JSON.stringify(operationOutcomeQuery('op-1', op(state)).queryKey);
   assert.notEqual(key('running'), key('completed'));
   assert.equal(key('running'), key('paused'), 'pausing and resuming keep the query');
   assert.equal(key('completed'), key('cancelled'));

@@ -1,16 +1,27 @@
 // How often the Jobs drawer reads a job's follow-up again (GET /api/operations/{id}/outcome). Each read costs a
-// chunk read and up to 20 bulk requests, for each of up to five jobs: worth it while the answer can change, not
-// after - once the job has ended and none of its checked events is on its way, the line stays as it is.
+// chunk read and up to 20 bulk requests, for each of up to five jobs: worth it while the answer can change soon,
+// not after. Once the job has ended and a read made after its end shows nothing on its way - or only events waiting
+// for someone (a Pending handoff, a Deferred event), which can stay so for hours - automatic reads stop; the line
+// says when it was read and offers Refresh. An operator at 3 a.m. wants a line that is true and says its age, not
+// a drawer that keeps querying the store every 5 s all night for events that are waiting on another team's job.
 import type { JobOutcome, OperationSummary } from './jobsApi.ts';
 import { GOING } from './jobText.ts';
 
 /** While a job runs, or its events are still being handled. */
 export const OUTCOME_POLL_MS = 5_000;
 
-/** The next read's delay, or false to stop: the job ended and nothing it checked is in progress. */
-export function outcomePollMs(state: OperationSummary['state'], outcome: Pick<JobOutcome, 'counts'> | undefined): number | false {
-  if (GOING.has(state) || outcome === undefined) return OUTCOME_POLL_MS;
-  return outcome.counts.inProgress > 0 ? OUTCOME_POLL_MS : false;
+/**
+ * The next read's delay, or false to stop: the job ended, this answer was read after its end, and nothing it
+ * checked is on its way other than events waiting for someone. An answer read before the end (the going phase's,
+ * shown while the ended phase's first read is on its way) never stops it.
+ */
+export function outcomePollMs(
+  op: Pick<OperationSummary, 'state' | 'finishedAt'>,
+  outcome: Pick<JobOutcome, 'counts' | 'waiting' | 'at'> | undefined,
+): number | false {
+  if (GOING.has(op.state) || outcome === undefined) return OUTCOME_POLL_MS;
+  if (op.finishedAt !== null && outcome.at < op.finishedAt) return OUTCOME_POLL_MS;
+  return outcome.counts.inProgress > outcome.waiting ? OUTCOME_POLL_MS : false;
 }
 
 /**

@@ -70,6 +70,11 @@ export interface Job {
   done: number;
   /** Events whose state no longer allowed the command (changed meanwhile): counted, not errors. */
   refused: number;
+  /**
+   * The first MAX_ERRORS_KEPT refusals with the Manager's reason (status 409 or 404, detail "… is Completed", "no
+   * stored payload …"): what the drawer's "refused N" explains. Absent on jobs from before it was kept.
+   */
+  refusals?: JobError[];
   /** Events whose command could not be sent (broker down after retries, store errors). */
   failed: number;
   /** Index of the next row of the selection to act on. */
@@ -161,6 +166,7 @@ export class JobStore {
       finishedAt: null,
       runningMs: 0,
       errors: [],
+      refusals: [],
       expiresAt: args.hold ? new Date(Date.parse(now) + this.#preparedTtlMs).toISOString() : null,
       confirmedAt: null,
       ...(args.title ? { title: args.title } : {}),

@@ -2,7 +2,7 @@
 // failed again?"). The job's counts say commands sent; this reads the frozen events' status rows as they are now
 // and sorts them into completed, failed again (a failed status written after the job started), still failed (not
 // changed since: refused, not reached, or its command could not be sent), in progress and skipped.
-import { ResolutionStatus } from '@nimbus/sdk/contract';
+import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 import type { ReadScope } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
 import type { StatusRow } from '../../lib/store/schemas.ts';
@@ -34,12 +34,32 @@ export interface OutcomeCounts {
   unknown: number;
 }
 
+/**
+ * Why the `stillFailed` events are unchanged (the three add up to it): the job has not reached them yet (at or past
+ * its saved cursor; for a cancelled job, never), it refused them (their state did not allow the command when it
+ * got there), or their command could not be sent.
+ */
+export interface StillFailedSplit {
+  notReached: number;
+  refused: number;
+  notSent: number;
+}
+
 export interface JobOutcome {
   operationId: string;
   total: number;
   /** Events looked at: the first OUTCOME_CHECK_LIMIT of the frozen selection. */
   checked: number;
   counts: OutcomeCounts;
+  stillFailedSplit: StillFailedSplit;
+  /**
+   * Of `inProgress`, events waiting for someone rather than for the broker: a Pending handoff (its job reports when it
+   * reports, hours later maybe) or a Deferred event (parked behind another event of its session). They can stay so
+   * for good; the drawer stops re-reading an ended job whose only events in progress are these.
+   */
+  waiting: number;
+  /** The Manager's reasons for the refusals the job recorded (its first MAX_ERRORS_KEPT), most frequent first. */
+  refusals: Array<{ reason: string; events: number }>;
   at: string;
 }
 
@@ -100,11 +120,45 @@ async function currentRows(ctx: ConsoleContext, rows: readonly SelectedRow[]): P
   return out;
 }
 
+/** A Pending handoff or a Deferred row: waiting for someone, not for the broker (see JobOutcome.waiting). */
+const isWaiting = (row: StatusRow): boolean =>
+  (row.status === ResolutionStatus.Pending && row.subStatus === PendingSubStatus.Handoff) || row.status === ResolutionStatus.Deferred;
+
+/** The refusals' reasons, counted, most frequent first. */
+function refusalReasons(job: Job): JobOutcome['refusals'] {
+  const by = new Map<string, number>();
+  for (const r of job.refusals ?? []) by.set(r.detail, (by.get(r.detail) ?? 0) + 1);
+  return [...by].map(([reason, events]) => ({ reason, events })).sort((a, b) => b.events - a.events);
+}
+
 export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutcome> {
   const rows = await getOperations(ctx).jobs.rows(job, OUTCOME_CHECK_LIMIT);
   const counts: OutcomeCounts = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 0, skipped: 0, unknown: 0 };
-  for (const row of await currentRows(ctx, rows)) counts[classifyRow(row, job.startedAt)]++;
-  return { operationId: job.operationId, total: job.total, checked: rows.length, counts, at: new Date().toISOString() };
+  const split: StillFailedSplit = { notReached: 0, refused: 0, notSent: 0 };
+  // Events the job reached and could not send: the ones it kept (MAX_ERRORS_KEPT). Past that many, the rest of the
+  // reached and unchanged events are counted refused (docs/operations.md).
+  const notSent = new Set(job.errors.map((e) => eventKey(e.endpointId, e.eventId)));
+  let waiting = 0;
+  for (const [i, row] of (await currentRows(ctx, rows)).entries()) {
+    const kind = classifyRow(row, job.startedAt);
+    counts[kind]++;
+    if (kind === 'inProgress' && row && isWaiting(row)) waiting++;
+    if (kind !== 'stillFailed') continue;
+    // The job document read is one save: its cursor and its counts are of the same moment.
+    if (i >= job.cursor) split.notReached++;
+    else if (notSent.has(eventKey(rows[i]!.endpointId, rows[i]!.eventId))) split.notSent++;
+    else split.refused++;
+  }
+  return {
+    operationId: job.operationId,
+    total: job.total,
+    checked: rows.length,
+    counts,
+    stillFailedSplit: split,
+    waiting,
+    refusals: refusalReasons(job),
+    at: new Date().toISOString(),
+  };
 }
 
 /** GET /api/operations/{id}/outcome: the same visibility as the job itself (an unreadable job is unknown). */

@@ -9,6 +9,7 @@ import type { ReplayOperation } from '../subscriptions/replay.ts';
 import { ENDED_STATES, jobView, PREPARED_TTL_MS, type Job, type JobControl, type JobKind, type JobView } from './jobs.ts';
 import { jobTitle } from './title.ts';
 import { describeSelection } from './title.ts';
+import { previousJobFor } from './previousJob.ts';
 import { freezeSelection, selectionSchema, type SelectedRow, type Selection } from './selection.ts';
 import { getOperations, operationsRate } from './service.ts';
 import { parseOr400 } from '../http.ts';
@@ -33,12 +34,15 @@ export async function createOperation(
   rows: SelectedRow[],
   startedBy: { name: string; principalId: string },
   hold = false,
+  scope?: ReadScope,
 ) {
   const { jobs, runner } = getOperations(ctx);
   const title = await jobTitle(ctx.store.database, kind, selection, rows);
+  // For the confirmation (a held job): the earlier job that covered these events, looked up before this one exists.
+  const previous = hold && scope ? await previousJobFor(ctx, selection, rows, scope) : null;
   const job = await jobs.create({ kind, selection, rows, startedBy: startedBy.name, startedById: startedBy.principalId, ratePerSecond: operationsRate(), hold, title });
   if (!hold) runner.kick();
-  return { operationId: job.operationId, total: job.total, state: job.state };
+  return { operationId: job.operationId, total: job.total, state: job.state, ...(hold ? { previous } : {}) };
 }
 
 export async function getJob(ctx: ConsoleContext, id: string, scope: ReadScope): Promise<Job> {

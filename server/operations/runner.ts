@@ -209,8 +209,11 @@ export class OperationsRunner {
       batch.forEach((row, i) => {
         const o = outcomes[i]!;
         if (o.kind === 'done') job.done++;
-        else if (o.kind === 'refused') job.refused++;
-        else {
+        else if (o.kind === 'refused') {
+          job.refused++;
+          const refusals = (job.refusals ??= []);
+          if (refusals.length < MAX_ERRORS_KEPT) refusals.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
+        } else {
           job.failed++;
           if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
         }
@@ -233,7 +236,7 @@ export class OperationsRunner {
     auditor: string,
     origin: { operationId: string },
     first: Settled<unknown>,
-  ): Promise<{ kind: 'done' } | { kind: 'refused' } | { kind: 'failed'; status: number; detail: string }> {
+  ): Promise<{ kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string }> {
     let answer = first;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
@@ -260,7 +263,7 @@ export class OperationsRunner {
           await new Promise((r) => setTimeout(r, 4000));
           continue;
         }
-        return { kind: 'refused' };
+        return { kind: 'refused', status, detail };
       }
       if (attempt < 3) {
         await new Promise((r) => setTimeout(r, 500 * attempt));

@@ -3,7 +3,9 @@
 // `{ operationId, total, state }`. With `hold` the job is only prepared (state `prepared`, audited as
 // `{kind}.prepare`): it waits, unlisted, for /resume (the operator confirmed the exact count) or /cancel, and is
 // discarded if neither comes within PREPARED_TTL_MS; only its preparer may confirm or cancel it (an Owner may
-// cancel it too). The caller needs the kind's role (Operator) on every endpoint the selection touches.
+// cancel it too). The held answer also names `previous`: the newest earlier job that covered the same events, or
+// null (server/operations/previousJob.ts). The caller needs the kind's role (Operator) on every endpoint the
+// selection touches.
 import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
 import { principalKey } from '../../../server/auth/principal.ts';
 import { getContext } from '../../../server/context.ts';
@@ -36,7 +38,7 @@ export function POST(request: Request): Promise<Response> {
     // A held job is prepared, not started: its entry says so, and its confirmation or cancellation follows.
     const result = await audited(
       who,
-      () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold),
+      () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold, readScope(first)),
       (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, held: body.hold }),
       202,
       body.hold ? { action: `${body.kind}.prepare` } : {},

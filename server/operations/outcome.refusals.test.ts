@@ -1,0 +1,114 @@
+// The bulk job follow-up (GET /api/operations/{id}/outcome) through its route handler on the embedded stack (real
+// Service Bus emulator, embedded Cosmos, the console's runner): events the job refused are counted as refused with
+// the Manager's reason, not as "not reached yet"; events past the job's cursor are not reached; and events waiting
+// for someone (a Pending handoff) are counted as waiting, which lets the drawer stop re-reading an ended job. The
+// confirmation of a second job on the same events names the first (who, when, sent, failed again); of other events, none.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { routeRequest, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
+import type { JobOutcome } from './outcome.ts';
+import type { PreviousJob } from './previousJob.ts';
+import { stopOperations } from './service.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const EP = 'crmendpoint';
+const SESSION = 'S-refusals';
+let stack: ConsoleTestStack;
+
+before(async () => {
+  stack = await startRouteTestStack('outcomerefusals');
+});
+after(async () => {
+  await stopOperations();
+  await stack?.close();
+});
+
+const routes = async () => ({
+  ops: await import('../../app/api/operations/route.ts'),
+  one: await import('../../app/api/operations/[operationId]/route.ts'),
+  outcome: await import('../../app/api/operations/[operationId]/outcome/route.ts'),
+});
+const params = (operationId: string) => ({ params: Promise.resolve({ operationId }) });
+
+/** A failed event as the Resolver records it; `payload: false` leaves the request without one (nothing to resubmit). */
+async function fail(eventId: string, payload = true): Promise<void> {
+  const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId: SESSION, eventTypeId: 'CustomerUpdated', ...(payload ? { payload: { eventId } } : {}) });
+  const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: SESSION, parentMessageId: request.messageId, errorType: 'RefusalTestError', errorText: 'boom' });
+  for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+}
+
+type Started = { operationId: string; total: number; previous?: PreviousJob | null };
+
+async function post(eventIds: string[], hold: boolean): Promise<Started> {
+  const { ops } = await routes();
+  const res = await ops.POST(routeRequest('POST', '/api/operations', { kind: 'resubmit', selection: { endpointId: EP, eventIds }, hold }));
+  assert.equal(res.status, 202, await res.clone().text());
+  return (await res.json()) as Started;
+}
+const start = async (eventIds: string[], hold: boolean): Promise<string> => (await post(eventIds, hold)).operationId;
+
+async function outcome(operationId: string): Promise<JobOutcome> {
+  const { outcome } = await routes();
+  const res = await outcome.GET(routeRequest('GET', `/api/operations/${operationId}/outcome`), params(operationId));
+  assert.equal(res.status, 200, await res.clone().text());
+  return (await res.json()) as JobOutcome;
+}
+
+test('a job refuses events with nothing to resubmit: the outcome counts them refused with the reason, not "not reached"', { timeout: 240_000 }, async () => {
+  const ok = ['ok-0', 'ok-1', 'ok-2'];
+  const bare = ['bare-0', 'bare-1'];
+  for (const id of ok) await fail(id);
+  for (const id of bare) await fail(id, false);
+  const id = await start([...ok, ...bare], false);
+  const { one } = await routes();
+  // A positive signal: the job's own state, read through its route.
+  for (const end = Date.now() + 180_000; ; ) {
+    const v = (await (await one.GET(routeRequest('GET', `/api/operations/${id}`), params(id))).json()) as { state: string; refused: number; done: number };
+    if (v.state === 'completed') {
+      assert.deepEqual({ done: v.done, refused: v.refused }, { done: 3, refused: 2 });
+      break;
+    }
+    assert.ok(Date.now() < end, `job still ${v.state}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const o = await outcome(id);
+  // The three sent are claimed (Pending: no endpoint answers in this test); the two refused stay Failed.
+  assert.equal(o.counts.stillFailed, 2);
+  assert.equal(o.counts.inProgress, 3);
+  assert.equal(o.waiting, 0, 'a claim waits for the broker, not for someone');
+  assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 2, notSent: 0 });
+  assert.equal(o.refusals.length, 1);
+  assert.equal(o.refusals[0]!.events, 2);
+  assert.match(o.refusals[0]!.reason, /no stored payload to resubmit/);
+
+  // "Resubmit all" again on the same events: the confirmation names the job that already covered them.
+  const again = await post([...ok, ...bare], true);
+  assert.equal(again.total, 2, 'only the two refused are still failed');
+  assert.ok(again.previous, 'the previous job is named');
+  assert.equal(again.previous.operationId, id);
+  assert.equal(again.previous.state, 'completed');
+  assert.deepEqual({ done: again.previous.done, refused: again.previous.refused, failedAgain: again.previous.failedAgain, checked: again.previous.checked }, { done: 3, refused: 2, failedAgain: 0, checked: 5 });
+  assert.equal(typeof again.previous.startedBy, 'string');
+  assert.ok(Date.parse(again.previous.startedAt) > 0);
+});
+
+test('events a job has not reached are not reached; a pending handoff is counted as waiting', { timeout: 120_000 }, async () => {
+  await fail('held-0');
+  // A handoff: the endpoint answered that another system finishes the event later.
+  const eventId = 'handoff-0';
+  const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId: SESSION, eventTypeId: 'CustomerUpdated', payload: { eventId } });
+  const handoff = msg(T.PendingHandoffResponse, { endpointId: EP, eventId, sessionId: SESSION, parentMessageId: request.messageId });
+  for (const m of [request, handoff]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+  // Held (prepared): it never runs, so its cursor stays at 0. No job covered these events before.
+  const held = await post(['held-0', eventId], true);
+  assert.equal(held.previous, null);
+  const id = held.operationId;
+  const o = await outcome(id);
+  assert.equal(o.counts.stillFailed, 1);
+  assert.deepEqual(o.stillFailedSplit, { notReached: 1, refused: 0, notSent: 0 });
+  assert.equal(o.counts.inProgress, 1);
+  assert.equal(o.waiting, 1);
+  assert.deepEqual(o.refusals, []);
+});

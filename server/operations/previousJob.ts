@@ -1,0 +1,76 @@
+// For the confirmation of a new bulk job ("Resubmit all" on a failure group or a selection): the most recent job
+// that already covered the same events, so the operator sees "a previous job (by X, at T: 18 resubmitted, 18 failed
+// again) covered these events" before resubmitting them a second time. Jobs are console documents listed newest
+// first (jobs.ts); one covers the new selection when it acted on the same failure group, on some of the same listed
+// event ids, or on the same filter. Its follow-up (failed again) is read as the Jobs drawer reads it (outcome.ts).
+import { inScope, type ReadScope } from '../auth/readScope.ts';
+import type { ConsoleContext } from '../context.ts';
+import { describeSelection } from './title.ts';
+import type { Job, JobKind } from './jobs.ts';
+import { outcomeOf } from './outcome.ts';
+import type { SelectedRow, Selection } from './selection.ts';
+import { getOperations } from './service.ts';
+
+export interface PreviousJob {
+  operationId: string;
+  kind: JobKind;
+  title: string;
+  startedBy: string;
+  startedAt: string;
+  finishedAt: string | null;
+  state: Job['state'];
+  total: number;
+  /** Commands it sent (resubmitted or skipped). */
+  done: number;
+  refused: number;
+  failed: number;
+  /** Of its first `checked` events, those in a failure enqueued after it started (null: could not be read). */
+  failedAgain: number | null;
+  checked: number;
+}
+
+/** Whether the earlier job `prev` acted on the events the new selection names. */
+export function coversSameEvents(prev: Pick<Job, 'selection' | 'endpoints'>, sel: Selection, rows: readonly SelectedRow[]): boolean {
+  const p = prev.selection;
+  const sameEndpoint = sel.endpointId === undefined || p.endpointId === sel.endpointId || (p.endpointId === undefined && prev.endpoints.includes(sel.endpointId));
+  if (sel.groupId !== undefined && p.groupId === sel.groupId && sameEndpoint) return true;
+  if (p.eventIds !== undefined && p.endpointId !== undefined) {
+    const ids = new Set(p.eventIds);
+    if (rows.some((r) => r.endpointId === p.endpointId && ids.has(r.eventId))) return true;
+  }
+  return p.eventIds === undefined && sel.eventIds === undefined && JSON.stringify(canonical(p)) === JSON.stringify(canonical(sel));
+}
+
+/** A selection with its keys in one order and its statuses sorted: two equal filters compare equal. */
+const canonical = (s: Selection) =>
+  Object.fromEntries(
+    Object.entries({ ...s, ...(s.status ? { status: [...s.status].sort() } : {}) })
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+
+/** The newest earlier job the caller may read that covered these events and started acting, or null. */
+export async function previousJobFor(ctx: ConsoleContext, sel: Selection, rows: readonly SelectedRow[], scope: ReadScope): Promise<PreviousJob | null> {
+  const { jobs } = getOperations(ctx);
+  const prev = (await jobs.list(100)).find(
+    (j) => j.startedAt !== null && j.state !== 'prepared' && j.state !== 'discarded' && j.endpoints.every((e) => inScope(scope, e)) && coversSameEvents(j, sel, rows),
+  );
+  if (!prev || prev.startedAt === null) return null;
+  // Best effort: the confirmation must not fail because the follow-up could not be read.
+  const outcome = await outcomeOf(ctx, prev).catch(() => null);
+  return {
+    operationId: prev.operationId,
+    kind: prev.kind,
+    title: prev.title ?? describeSelection(prev.kind, prev.selection),
+    startedBy: prev.startedBy,
+    startedAt: prev.startedAt,
+    finishedAt: prev.finishedAt,
+    state: prev.state,
+    total: prev.total,
+    done: prev.done,
+    refused: prev.refused,
+    failed: prev.failed,
+    failedAgain: outcome?.counts.failedAgain ?? null,
+    checked: outcome?.checked ?? 0,
+  };
+}
