@@ -18,6 +18,7 @@ import { settleHandoff } from '../agent/settle.ts';
 import { requireEndpoint, requireEventType } from '../api.ts';
 import { diffJson } from '../audit/diff.ts';
 import { audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
+import { principalKey } from '../auth/principal.ts';
 import { countCall } from '../agent/limits.ts';
 import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, type Action } from '../auth/roles.ts';
@@ -129,7 +130,7 @@ function registerCheckedTool<Shape extends z.ZodRawShape>(
  */
 async function authorizeRead(request: Request, endpointId?: string, subject?: AuthSubject): Promise<Authorized> {
   const me = await authorize(request, 'read', endpointId, subject);
-  const counted = countCall(`${me.principal.kind}:${me.principal.id}`);
+  const counted = countCall(principalKey(me.principal));
   if (!counted.ok) return refuseAuthorized(me, counted.detail, 429);
   return me;
 }
