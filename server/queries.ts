@@ -99,23 +99,32 @@ async function oldestFailure(store: MessageStore, endpointId: string, failed: nu
   return value;
 }
 
+/** An endpoint as the catalog describes it, with its maintained counts: what endpointsOverview adds to is this. */
+export type EndpointWithCounts = Pick<EndpointOverview, 'endpointId' | 'owner' | 'description' | 'inCatalog' | 'produces' | 'consumes' | 'counts'>;
+
 /**
- * Every catalog endpoint (and any endpoint with data but no longer in the catalog) with its counts. Reads the
- * maintained counters, never the events: last activity is when the endpoint's counters last moved (a status
- * change), the oldest failure a cached TOP 1 query, the heartbeat the endpoint's recent probe records read by the
- * Health page's rule (one query per endpoint as before; the endpoint's last answer is looked up only while its
- * newest probe is overdue, which is rare and short for all but a busy endpoint).
+ * Every catalog endpoint (and any endpoint with data but no longer in the catalog) with its counts: the catalog
+ * and one read of the maintained counters, nothing per endpoint. What a caller that shows no activity, failure or
+ * heartbeat needs (MCP discover_topology), without the per-endpoint queries endpointsOverview runs for those.
  */
-export async function endpointsOverview(store: MessageStore, catalog: Catalog, now: () => Date = () => new Date()): Promise<EndpointOverview[]> {
-  const [{ endpoints: counted }, touched, timeoutSeconds] = await Promise.all([store.getAllCounts(), countersTouchedAt(store), heartbeatTimeout(store)]);
-  const nowMs = now().getTime();
+export async function endpointsWithCounts(store: MessageStore, catalog: Catalog): Promise<EndpointWithCounts[]> {
+  return withCounts((await store.getAllCounts()).endpoints, catalog);
+}
+
+function withCounts(counted: EndpointCounts[], catalog: Catalog): EndpointWithCounts[] {
   const byId = new Map(counted.map((c) => [c.endpointId, c]));
   const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId)])];
-  return Promise.all(
-    ids.map(async (endpointId): Promise<EndpointOverview> => {
-      const entry = catalog.endpoints.find((e) => e.id === endpointId);
-      const c = byId.get(endpointId);
-      const counts = c
+  return ids.map((endpointId) => {
+    const entry = catalog.endpoints.find((e) => e.id === endpointId);
+    const c = byId.get(endpointId);
+    return {
+      endpointId,
+      owner: entry?.owner ?? null,
+      description: entry?.description ?? null,
+      inCatalog: entry !== undefined,
+      produces: entry?.produces ?? [],
+      consumes: entry?.consumes ?? [],
+      counts: c
         ? {
             pending: c.pending,
             handoff: c.handoff,
@@ -126,23 +135,29 @@ export async function endpointsOverview(store: MessageStore, catalog: Catalog, n
             completed: c.completed,
             skipped: c.skipped,
           }
-        : zeroCounts();
+        : zeroCounts(),
+    };
+  });
+}
+
+/**
+ * endpointsWithCounts, and per endpoint its last activity, oldest failure and heartbeat. Reads the maintained
+ * counters, never the events: last activity is when the endpoint's counters last moved (a status change), the
+ * oldest failure a cached TOP 1 query, the heartbeat the endpoint's recent probe records read by the Health page's
+ * rule (one query per endpoint as before; the endpoint's last answer is looked up only while its newest probe is
+ * overdue, at most once per probe and sweep tick).
+ */
+export async function endpointsOverview(store: MessageStore, catalog: Catalog, now: () => Date = () => new Date()): Promise<EndpointOverview[]> {
+  const [{ endpoints: counted }, touched, timeoutSeconds] = await Promise.all([store.getAllCounts(), countersTouchedAt(store), heartbeatTimeout(store)]);
+  const nowMs = now().getTime();
+  return Promise.all(
+    withCounts(counted, catalog).map(async (e): Promise<EndpointOverview> => {
+      const { endpointId, counts } = e;
       const [oldestFailureAt, heartbeat] = await Promise.all([
         oldestFailure(store, endpointId, counts.failed),
         heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: async () => counts.pending, warn: (m) => log.warn(m) }),
       ]);
-      return {
-        endpointId,
-        owner: entry?.owner ?? null,
-        description: entry?.description ?? null,
-        inCatalog: entry !== undefined,
-        produces: entry?.produces ?? [],
-        consumes: entry?.consumes ?? [],
-        counts,
-        oldestFailureAt,
-        lastActivityAt: touched.get(endpointId) ?? null,
-        heartbeat,
-      };
+      return { ...e, oldestFailureAt, lastActivityAt: touched.get(endpointId) ?? null, heartbeat };
     }),
   );
 }

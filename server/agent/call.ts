@@ -2,6 +2,7 @@
 // refusals audited), then held to the agent's own limits (limits.ts, 429 audited), then run and audited however it
 // ends - every Agent API call leaves an entry in the audit log, reads included, with the agent as actor.
 import { auditRefusedInput, audited, authorize, authorizeBeforeBody, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
+import { principalKey } from '../auth/principal.ts';
 import type { Action } from '../auth/roles.ts';
 import { admit, countCall } from './limits.ts';
 import { getContext, type ConsoleContext } from '../context.ts';
@@ -16,7 +17,7 @@ async function admitAgentCall(
   subject: AuthSubject,
 ): Promise<{ who: Authorized; release: () => void }> {
   const who = await authorize(request, action, endpointId, subject);
-  const admission = admit(`${who.principal.kind}:${who.principal.id}`);
+  const admission = admit(principalKey(who.principal));
   if (!admission.ok) return refuseAuthorized(who, admission.detail, 429);
   return { who, release: admission.release };
 }
@@ -50,7 +51,7 @@ export async function refuseInput(request: Request, action: Action, err: unknown
 
 /** One call from the caller's budget of the agent zone (429 past it), and an audit entry within its refusal budget. */
 async function countAndAuditRefusedInput(who: Authorized, err: unknown): Promise<never> {
-  const counted = countCall(`${who.principal.kind}:${who.principal.id}`);
+  const counted = countCall(principalKey(who.principal));
   if (!counted.ok) return refuseAuthorized(who, counted.detail, 429);
   await auditRefusedInput(who, err);
   throw err;

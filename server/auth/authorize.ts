@@ -11,7 +11,7 @@ import { getContext, type ConsoleContext } from '../context.ts';
 import { writeAudit, type AuditOutcome } from '../audit/auditLog.ts';
 import { authMode, getPrincipal } from './authenticate.ts';
 import { grantsFor, listGrants } from './grants.ts';
-import type { Principal } from './principal.ts';
+import { principalKey, type Principal } from './principal.ts';
 import { RateLimiter, rateLimitSettings } from './rateLimit.ts';
 import { scopeOf, type ReadScope } from './readScope.ts';
 import { authMode as signInMode, loopbackProblem, originProblem } from './hardening.ts';
@@ -84,7 +84,7 @@ const refusalsNotAudited = ((globalThis as Record<symbol, unknown>)[Symbol.for('
 
 /** Whether this refusal may be written, and how many of its bucket were skipped since the last one written. */
 function refusalBudget(principal: Principal | null, action: string, status: number): { write: boolean; skippedBefore: number } {
-  const key = principal === null ? 'unauthenticated' : `denied:${principal.kind}:${principal.id}`;
+  const key = principal === null ? 'unauthenticated' : `denied:${principalKey(principal)}`;
   const skipped = refusalsNotAudited.get(key) ?? 0;
   if (refusalAudits.take(key, principal === null ? UNAUTHENTICATED_AUDIT_RATE : REFUSAL_AUDIT_RATE) === 0) {
     refusalsNotAudited.delete(key);
@@ -360,7 +360,7 @@ function decideAnywhere(principal: Principal, assignments: readonly RoleAssignme
  * itself.
  */
 export async function limitRate(who: Authorized): Promise<void> {
-  const wait = limiter.take(`${who.principal.kind}:${who.principal.id}`, rateLimitSettings());
+  const wait = limiter.take(principalKey(who.principal), rateLimitSettings());
   if (wait > 0)
     await refuse(await getContext(), who.principal, who.assignments, who.action, who.endpointId, who.subject, {
       status: 429,

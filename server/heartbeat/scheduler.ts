@@ -24,7 +24,7 @@ import {
 import type { HeartbeatRecord, HeartbeatSettings, MessageStore, ServiceHealth } from '../../lib/store/index.ts';
 import { log as defaultLog } from '../log.ts';
 import type { PlatformDocs } from './platformDocs.ts';
-import { aliveSince, lastHandledAt } from './evidence.ts';
+import { aliveSince, lastHandledAt, lastHandledAtForProbe, overdueVerdict, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
 import { withSendSpan } from '@nimbus/sdk';
 
 export const TICK_MS = 30_000;
@@ -187,7 +187,8 @@ export interface HealthReadContext {
 
 /**
  * One endpoint's health read the way Admin → Health reads it: its recent probe records, and only while the newest
- * probe is overdue its last answer and backlog. Admin → Health and the shared read model (/api/endpoints, hence the
+ * probe is overdue its last answer (reused for a sweep tick where that cannot hide a busy endpoint, evidence.ts
+ * lastHandledAtForProbe) and backlog. Admin → Health and the shared read model (/api/endpoints, hence the
  * Endpoints page and Monitor) both call this, so they cannot disagree on what a busy endpoint is.
  */
 export async function readEndpointHealth(
@@ -197,8 +198,10 @@ export async function readEndpointHealth(
   c: HealthReadContext,
 ): Promise<{ health: EndpointHealth; records: HeartbeatRecord[] }> {
   const records = await store.listHeartbeats(endpointId, 20);
-  const overdue = overdueProbe(records, c.nowMs, c.timeoutSeconds) !== undefined;
-  const [handled, backlog] = overdue ? await Promise.all([lastHandledAt(store, endpointId, c.warn), c.backlog()]) : [null, null];
+  const overdue = overdueProbe(records, c.nowMs, c.timeoutSeconds);
+  const [handled, backlog] = overdue
+    ? await Promise.all([lastHandledAtForProbe(store, { endpointId, probeId: overdue.probeId, sentAt: overdue.sentAt! }, c.nowMs, c.timeoutSeconds, c.warn), c.backlog()])
+    : [null, null];
   const health = endpointHealth(endpointId, included, records, { nowMs: c.nowMs, timeoutSeconds: c.timeoutSeconds, lastHandledAt: handled ?? null, backlog });
   return { health, records };
 }
@@ -303,7 +306,8 @@ export class HeartbeatService {
 
   /**
    * Pending probes older than the timeout turn Off, unless the endpoint is answering other messages (busy: the
-   * probe is queued behind them; see evidence.ts). Returns how many turned Off.
+   * probe is queued behind them; see evidence.ts) or its last answer could not be read (left for a later sweep, at
+   * most UNKNOWN_EVIDENCE_TIMEOUTS timeouts past the deadline: then Off, with a warning). Returns how many turned Off.
    */
   async sweep(settings?: HeartbeatSettings): Promise<number> {
     const s = settings ?? (await this.settings());
@@ -316,13 +320,18 @@ export class HeartbeatService {
       for (const r of records) {
         if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
         handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn);
-        const answeredAt = await handled;
-        // Unknown (the lookup failed): decided at the next sweep, not turned Off on no evidence either way.
-        if (answeredAt === undefined || aliveSince(answeredAt, r.sentAt, nowMs, s.timeoutSeconds)) continue;
+        // Unknown (the lookup failed): left for a later sweep, not turned Off on no evidence - up to a bound.
+        const verdict = overdueVerdict(await handled, r.sentAt, nowMs, s.timeoutSeconds);
+        if (verdict === 'busy' || verdict === 'undecided') continue;
         // Re-read just before writing: a reply may have landed since the list (the reply then wins).
         const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
         if (fresh && fresh.status !== 'Pending') continue;
         await this.#d.store.recordHeartbeat({ endpointId, probeId: r.probeId, status: 'Off' });
+        if (verdict === 'offUnknown')
+          this.#d.log.warn(
+            { endpointId, probeId: r.probeId, sentAt: r.sentAt },
+            `heartbeat: probe turned Off without evidence: its endpoint's last answer could not be read for ${UNKNOWN_EVIDENCE_TIMEOUTS} timeouts past its deadline`,
+          );
         swept++;
       }
     }

@@ -4,12 +4,15 @@
 // plus Operator site-wide (every tool), or the Agent role alone (refusals).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { FeedOptions, SqlQuerySpec } from '@azure/cosmos';
 import { decodeBody, MessageType } from '@nimbus/sdk/contract';
+import { CONTAINERS } from '../../lib/store/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
@@ -101,6 +104,33 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     const topo = await ok<{ endpoints: Array<{ id: string; counts: unknown }>; eventTypes: Array<{ id: string; schema: unknown }> }>(client, 'discover_topology');
     assert.ok(topo.endpoints.some((e) => e.id === 'billingendpoint' && e.counts));
     assert.ok(topo.eventTypes.find((t) => t.id === 'OrderPlaced')?.schema);
+  });
+
+  test('discover_topology reads no heartbeat evidence: its output has no heartbeat', async () => {
+    // An overdue probe: a read that computes heartbeats looks up the endpoint's last answer for it.
+    await stack.store.recordHeartbeat({ endpointId: 'billingendpoint', probeId: randomUUID(), status: 'Pending', sentAt: new Date(Date.now() - 600_000).toISOString(), intervalSeconds: 300 });
+    const { getContext } = await import('../context.ts');
+    const { database } = (await getContext()).store;
+    // Watches the console's own client (the one the tool reads through): which events queries it runs.
+    const queries: string[] = [];
+    const container = database.container.bind(database);
+    database.container = (id: string) => {
+      const c = container(id);
+      if (id !== CONTAINERS.events) return c;
+      // Item queries are all that reads of the events container use.
+      const items = { query: (spec: SqlQuerySpec, options?: FeedOptions) => (queries.push(spec.query), c.items.query(spec, options)) };
+      return { items } as unknown as typeof c;
+    };
+    try {
+      const topo = await ok<{ endpoints: Array<Record<string, unknown>> }>(client, 'discover_topology');
+      const billing = topo.endpoints.find((e) => e.id === 'billingendpoint');
+      assert.ok(billing);
+      assert.deepEqual(Object.keys(billing).sort(), ['consumes', 'counts', 'description', 'id', 'owner', 'produces']);
+    } finally {
+      delete (database as { container?: unknown }).container;
+    }
+    // Neither the evidence query nor the overview's oldest-failure query: the counts come from the counters.
+    assert.deepEqual(queries, [], 'no query of the events was run');
   });
 
   test('find a failed event (list_failure_groups, search_failures, get_event) and resubmit it', async () => {

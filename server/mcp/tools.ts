@@ -18,6 +18,7 @@ import { settleHandoff } from '../agent/settle.ts';
 import { requireEndpoint, requireEventType } from '../api.ts';
 import { diffJson } from '../audit/diff.ts';
 import { audited, authorize, readScope, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
+import { principalKey } from '../auth/principal.ts';
 import { countCall } from '../agent/limits.ts';
 import { inScope } from '../auth/readScope.ts';
 import { agentEndpoints, type Action } from '../auth/roles.ts';
@@ -25,7 +26,7 @@ import { getContext } from '../context.ts';
 import { failureGroups } from '../failures/groups.ts';
 import { auditingFailure, badRequest, describeError, parseOr400 } from '../http.ts';
 import { log } from '../log.ts';
-import { endpointsOverview, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
+import { endpointsWithCounts, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
 import { endpointIdParam, handoffResultSchema, idParam, payloadSchema } from '../schemas.ts';
 
@@ -129,7 +130,7 @@ function registerCheckedTool<Shape extends z.ZodRawShape>(
  */
 async function authorizeRead(request: Request, endpointId?: string, subject?: AuthSubject): Promise<Authorized> {
   const me = await authorize(request, 'read', endpointId, subject);
-  const counted = countCall(`${me.principal.kind}:${me.principal.id}`);
+  const counted = countCall(principalKey(me.principal));
   if (!counted.ok) return refuseAuthorized(me, counted.detail, 429);
   return me;
 }
@@ -187,7 +188,9 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         }
         const me = await authorizeRead(request);
         const scope = readScope(me);
-        const endpoints = (await endpointsOverview(ctx.store, ctx.catalog)).filter((e) => inScope(scope, e.endpointId));
+        // The counts only: the overview's activity, oldest failure and heartbeat (with its evidence query) are not
+        // part of this tool's output, so they are not read.
+        const endpoints = (await endpointsWithCounts(ctx.store, ctx.catalog)).filter((e) => inScope(scope, e.endpointId));
         const types = new Set(endpoints.flatMap((e) => [...e.produces, ...e.consumes]));
         return {
           endpoints: endpoints.map((e) => ({ id: e.endpointId, description: e.description, owner: e.owner, produces: e.produces, consumes: e.consumes, counts: e.counts })),

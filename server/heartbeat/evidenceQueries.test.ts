@@ -1,0 +1,146 @@
+// When the evidence query (evidence.ts: an endpoint's last answer) runs, and what happens when it cannot, on the
+// embedded stack's real Cosmos store. The query is watched (counted, or failed like a throttled store answers) by a
+// wrapper around the real client's events container; every other read and write goes to the real store.
+//   - A lookup that keeps failing holds an overdue probe Pending only up to a bound: past it the sweep turns it Off
+//     and says so in the log (before, such a probe kept its last status for good).
+//   - /api/endpoints' read model looks up a long-overdue probe's evidence once per sweep tick, not once per poll (an
+//     endpoint outside the catalog is never swept, so its probe stays overdue and was queried on every poll); in the
+//     probe's first timeout overdue, where busy may appear at any moment, every read still asks.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { CONTAINERS, type MessageStore } from '../../lib/store/index.ts';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { endpointsOverview } from '../queries.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { EVIDENCE_REUSE_MS, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
+import { PlatformDocs } from './platformDocs.ts';
+import { HeartbeatService } from './scheduler.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let stack: ConsoleTestStack;
+let docs: PlatformDocs;
+
+before(async () => {
+  stack = await startConsoleTestStack('hbevidence');
+  docs = new PlatformDocs({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'hbevidence' });
+});
+after(async () => {
+  docs?.close();
+  await stack?.close();
+});
+
+const isEvidenceQuery = (spec: unknown) => typeof spec === 'object' && spec !== null && String((spec as { query?: unknown }).query).includes('ARRAY_CONTAINS(@types');
+
+/**
+ * The real store, with its evidence queries passed to `onEvidence` first (with the endpoint they ask about): it counts them, or returns an error to
+ * fail them with (at fetchAll, where the real client reports a 429).
+ */
+function watchedStore(store: MessageStore, onEvidence: (endpointId: unknown) => Error | undefined): MessageStore {
+  const events = store.database.container(CONTAINERS.events);
+  const watchedEvents = {
+    items: {
+      query: (spec: never, options?: never) => {
+        if (isEvidenceQuery(spec)) {
+          const err = onEvidence((spec as { parameters: Array<{ name: string; value: unknown }> }).parameters.find((p) => p.name === '@ep')?.value);
+          if (err) return { fetchAll: () => Promise.reject(err) };
+        }
+        return events.items.query(spec, options);
+      },
+    },
+  };
+  const database = new Proxy(store.database, {
+    get: (target, prop) =>
+      prop === 'container'
+        ? (id: string) => (id === CONTAINERS.events ? watchedEvents : target.container(id))
+        : (Reflect.get(target, prop, target) as unknown),
+  });
+  return new Proxy(store, {
+    get: (target, prop) => {
+      if (prop === 'database') return database;
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+const TIMEOUT_MS = 60_000; // the default timeoutSeconds (the settings are never saved here)
+const agoIso = (ms: number) => new Date(Date.now() - ms).toISOString();
+const statusOf = async (endpointId: string, probeId: string) => (await stack.store.listHeartbeats(endpointId, 20)).find((r) => r.probeId === probeId)?.status;
+
+describe('the evidence query', () => {
+  test('a lookup that keeps failing holds an overdue probe only up to the bound: past it the sweep turns it Off and logs it', async () => {
+    const throttled = Object.assign(new Error('Request rate is large'), { code: 429 });
+    let lookups = 0;
+    const warnings: Array<{ obj: unknown; msg: string }> = [];
+    const log = {
+      info: () => undefined,
+      error: () => undefined,
+      warn: (obj: unknown, msg?: string) => void warnings.push(typeof obj === 'string' ? { obj: null, msg: obj } : { obj, msg: msg ?? '' }),
+    };
+    const service = new HeartbeatService({
+      store: watchedStore(stack.store, () => {
+        lookups++;
+        return throttled;
+      }),
+      client: stack.serviceBus.client,
+      catalog: stack.catalog,
+      docs,
+      log: log as never,
+    });
+    // Billing's probe is overdue by just over the bound, crm's by less: both lookups fail.
+    const beyond = randomUUID();
+    const within = randomUUID();
+    await stack.store.recordHeartbeat({ endpointId: 'billingendpoint', probeId: beyond, status: 'Pending', sentAt: agoIso(TIMEOUT_MS * (1 + UNKNOWN_EVIDENCE_TIMEOUTS) + 5_000), intervalSeconds: 300 });
+    await stack.store.recordHeartbeat({ endpointId: 'crmendpoint', probeId: within, status: 'Pending', sentAt: agoIso(TIMEOUT_MS + 30_000), intervalSeconds: 300 });
+
+    const swept = await service.sweep();
+
+    assert.ok(lookups >= 2, `both endpoints' evidence was asked for (${lookups})`);
+    assert.equal(await statusOf('billingendpoint', beyond), 'Off', 'no evidence for two timeouts past the deadline: Off');
+    assert.equal(await statusOf('crmendpoint', within), 'Pending', 'within the bound a failed lookup still leaves the probe for a later sweep');
+    assert.equal(swept, 1);
+    const offLine = warnings.find((w) => w.msg.includes('turned Off without evidence'));
+    assert.ok(offLine, `the Off without evidence is logged: ${JSON.stringify(warnings)}`);
+    assert.deepEqual(Object.keys(offLine.obj as object).sort(), ['endpointId', 'probeId', 'sentAt'], 'ids and times only, no payload');
+    assert.equal((offLine.obj as { probeId: string }).probeId, beyond);
+  });
+
+  test('an overdue probe of an endpoint outside the catalog is looked up once per sweep tick, not on every /api/endpoints poll', async () => {
+    const retired = 'retiredendpoint';
+    assert.ok(!stack.catalog.endpoints.some((e) => e.id === retired));
+    // Data for it (so /api/endpoints lists it), and a probe sent before it left the catalog, never answered.
+    const request = msg(T.EventRequest, { endpointId: retired, eventId: 'RET-1', sessionId: 'RET-1', payload: {} });
+    await stack.store.recordOutcome({ history: request as never, status: request });
+    const start = Date.now();
+    const probeId = randomUUID();
+    await stack.store.recordHeartbeat({ endpointId: retired, probeId, status: 'Pending', sentAt: new Date(start - TIMEOUT_MS - 10_000).toISOString(), intervalSeconds: 300 });
+
+    let lookups = 0;
+    const store = watchedStore(stack.store, (endpointId) => {
+      if (endpointId === retired) lookups++;
+      return undefined;
+    });
+    const poll = async (atMs: number) => {
+      const listed = (await endpointsOverview(store, stack.catalog, () => new Date(atMs))).find((e) => e.endpointId === retired);
+      assert.ok(listed, 'the endpoint outside the catalog is listed');
+      assert.equal(listed.heartbeat.busy, false);
+    };
+
+    // In its first timeout overdue, busy may appear at any moment: every read asks.
+    await poll(start);
+    await poll(start + 1_000);
+    assert.equal(lookups, 2, 'a probe just overdue is looked up afresh');
+    // Overdue by more than a timeout, the sweep would have settled it were it in the catalog: one lookup per tick.
+    const late = start + TIMEOUT_MS;
+    await poll(late);
+    assert.equal(lookups, 3);
+    await poll(late + 1_000);
+    await poll(late + EVIDENCE_REUSE_MS - 1_000);
+    assert.equal(lookups, 3, 'polls within the tick reuse it');
+    await poll(late + EVIDENCE_REUSE_MS + 1_000);
+    assert.equal(lookups, 4, 'a tick later it is looked up again');
+  });
+});
