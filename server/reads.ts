@@ -12,7 +12,7 @@ import { getContext } from './context.ts';
 import { flowQuerySchema, flowSnapshot } from './flow.ts';
 import { healthOverview } from './heartbeat/routes.ts';
 import { parseOr400 } from './http.ts';
-import { endpointsOverview, eventDetails, eventListQuerySchema, listEndpointEvents } from './queries.ts';
+import { endpointSummary, endpointsOverview, eventDetails, eventListQuerySchema, listEndpointEvents } from './queries.ts';
 import { endpointParams, eventParams } from './schemas.ts';
 import { authorizeDeadLetterRead } from './subscriptions/authz.ts';
 import { deadLetterQuery, deadLetters, subscriptionParams, topologyOverview } from './subscriptions/routes.ts';
@@ -22,6 +22,18 @@ export async function readEndpoints(request: Request) {
   await authorize(request, 'read');
   const ctx = await getContext();
   return { endpoints: await endpointsOverview(ctx.store, ctx.catalog), generatedAt: new Date().toISOString() };
+}
+
+/**
+ * GET /api/endpoints/{endpointId}: the endpoint's catalog facts and counts (what the Endpoint and Event pages show
+ * of it), read as the endpoint's own data: the caller needs read on that endpoint.
+ */
+export async function readEndpoint(request: Request, params: unknown) {
+  const { endpointId } = parseOr400(endpointParams, params, 'endpoint');
+  await authorize(request, 'read', endpointId);
+  const ctx = await getContext();
+  requireEndpoint(ctx, endpointId);
+  return { endpoint: await endpointSummary(ctx.store, ctx.catalog, endpointId), generatedAt: new Date().toISOString() };
 }
 
 /** GET /api/endpoints/{endpointId}/events: `query` is the query string's fields (filter and continuation). */
