@@ -8,6 +8,7 @@ import { toMarkdown } from './report.ts';
 import { runEmulatorBench } from './emulator.ts';
 import { runResolverBench } from './resolver.ts';
 import { runConsoleBench } from './console.ts';
+import { runPageReadsBench } from './pageReads.ts';
 import { runFailureGroupsBench } from './failureGroups.ts';
 import { runJobsBench } from './jobs.ts';
 import { runPipelineBench } from './pipeline.ts';
@@ -67,6 +68,7 @@ const benchmarks: Array<{ name: string; run: () => Promise<BenchResult> }> = [
   { name: 'resolver', run: resolverAsTable },
   { name: 'series', run: seriesAsTable },
   { name: 'console', run: runConsoleBench },
+  { name: 'page-reads', run: runPageReadsBench },
   { name: 'failure-groups', run: runFailureGroupsBench },
   { name: 'jobs', run: runJobsBench },
   { name: 'pipeline', run: runPipelineBench },

@@ -11,7 +11,7 @@ import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useMemo, useState, type FormEvent } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { endpointHref, eventHref, type EventListItem } from './api.ts';
-import { endpointsQuery, eventsQuery } from './queries.ts';
+import { endpointQuery, eventsQuery } from './queries.ts';
 import { isActionable } from './eventCommands.ts';
 import { EVENT_STATUSES, endpointSearch, eventListSearch, parseSearch, toSearch, type EventListSearch } from './urlState.ts';
 import { useUrlState } from './useUrlState.ts';
@@ -84,8 +84,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
     apply({ ...filters, status: [...set].join(',') });
   };
 
-  const overview = useQuery(endpointsQuery());
-  const ep = overview.data?.endpoints.find((e) => e.endpointId === endpointId);
+  const ep = useQuery(endpointQuery(endpointId)).data?.endpoint;
 
   const list = useInfiniteQuery(eventsQuery(endpointId, queryString));
   const items = useMemo(() => list.data?.pages.flatMap((p) => p.items) ?? [], [list.data]);

@@ -10,7 +10,7 @@ import Link from './Link.tsx';
 import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, endpointHref, eventHref, type CommandResult, type EventDetails } from './api.ts';
-import { endpointsQuery, eventQuery, queryKeys } from './queries.ts';
+import { endpointQuery, eventQuery, queryKeys } from './queries.ts';
 import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
@@ -109,8 +109,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
 
   // After an action, follow the event closely until the Resolver has recorded the outcome.
   const q = useQuery(eventQuery(endpointId, eventId, followUntil));
-  const overview = useQuery(endpointsQuery());
-  const ep = overview.data?.endpoints.find((e) => e.endpointId === endpointId);
+  const ep = useQuery(endpointQuery(endpointId)).data?.endpoint;
 
   const d: EventDetails | undefined = q.data;
   const e = d?.event;

@@ -3,8 +3,8 @@
 // The response shapes are the server's read models (type-only imports, erased from the browser bundle), so a
 // field added or renamed on the server shows up here at compile time instead of drifting.
 import type { FlowSnapshot } from '../server/flow.ts';
-import type { EndpointOverview, EventDetailsView, EventListItem, SearchResult } from '../server/queries.ts';
-export type { EndpointOverview, EventListItem, SearchResult } from '../server/queries.ts';
+import type { EndpointOverview, EndpointSummary, EventDetailsView, EventListItem, SearchResult } from '../server/queries.ts';
+export type { EndpointOverview, EndpointSummary, EventListItem, SearchResult } from '../server/queries.ts';
 export type { FlowCounts, FlowSnapshot } from '../server/flow.ts';
 export type EventDetails = EventDetailsView;
 export type Counts = EndpointOverview['counts'];
@@ -55,6 +55,7 @@ const seg = encodeURIComponent;
 
 export const api = {
   endpoints: () => callApi<{ endpoints: EndpointOverview[]; generatedAt: string }>('/api/endpoints'),
+  endpoint: (endpointId: string) => callApi<{ endpoint: EndpointSummary; generatedAt: string }>(`/api/endpoints/${seg(endpointId)}`),
   events: (endpointId: string, query: URLSearchParams) =>
     callApi<{ items: EventListItem[]; continuation: string | null }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
   event: (endpointId: string, eventId: string) => callApi<EventDetails>(`/api/endpoints/${seg(endpointId)}/events/${seg(eventId)}`),

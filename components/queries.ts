@@ -40,6 +40,14 @@ export const queryKeys = {
 export const endpointsQuery = () =>
   queryOptions({ queryKey: queryKeys.endpoints, queryFn: api.endpoints, refetchInterval: 5000, refetchIntervalInBackground: false });
 
+/**
+ * One endpoint's catalog facts and counts, for the Endpoint and Event pages: a point read where the overview costs
+ * every endpoint's heartbeat and oldest-failure queries. Under the overview's key prefix, so what invalidates the
+ * overview (an action, a job) refreshes it too.
+ */
+export const endpointQuery = (endpointId: string) =>
+  queryOptions({ queryKey: [...queryKeys.endpoints, endpointId] as const, queryFn: () => api.endpoint(endpointId), refetchInterval: 5000, refetchIntervalInBackground: false });
+
 /** An endpoint's event list for one filter (a canonical query string, see eventListSearch in urlState.ts). */
 export const eventsQuery = (endpointId: string, queryString: string) =>
   infiniteQueryOptions({

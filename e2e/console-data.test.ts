@@ -41,6 +41,10 @@ describe('first HTML', () => {
     const list = await html('/endpoints/billingendpoint?status=Failed');
     assert.equal(list.status, 200);
     assert.match(list.text, /evt-failed-1/, 'the filtered event list is in the HTML');
+    // The status chips' counts come from the endpoint's summary (GET /api/endpoints/{E}), prefetched too:
+    // billingendpoint has one Failed (its failed count, 2, less the dead-lettered one) and one DeadLettered.
+    assert.match(list.text, />Failed<span class="ml-1 font-semibold">1<\/span>/, 'the chip counts are in the HTML');
+    assert.match(list.text, />DeadLettered<span class="ml-1 font-semibold">1<\/span>/);
     const monitor = await html('/monitor');
     assert.match(monitor.text, /data-testid="kpis"/);
   });

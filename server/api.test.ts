@@ -20,6 +20,7 @@ let closeContext: () => Promise<void>;
 async function loadRoutes() {
   return {
     endpoints: await import('../app/api/endpoints/route.ts'),
+    endpoint: await import('../app/api/endpoints/[endpointId]/route.ts'),
     events: await import('../app/api/endpoints/[endpointId]/events/route.ts'),
     event: await import('../app/api/endpoints/[endpointId]/events/[eventId]/route.ts'),
     resubmit: await import('../app/api/event/resubmit/[endpointId]/[eventId]/route.ts'),
@@ -83,6 +84,26 @@ describe('console API on the embedded stack', () => {
     const erp = body.endpoints.find((e) => e.endpointId === 'erpendpoint')!;
     assert.equal(erp.counts.pending, 2);
     assert.equal(erp.counts.handoff, 2);
+  });
+
+  test('GET /api/endpoints/{endpointId} answers its catalog facts and counts as the overview has them; 404 / 400 otherwise', async () => {
+    // What the Endpoint and Event pages read instead of the whole overview: the same fields, from one point read.
+    const res = await routes.endpoint.GET(get('/api/endpoints/billingendpoint'), params({ endpointId: 'billingendpoint' }));
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { endpoint: { counts: Record<string, number> }; generatedAt: string };
+    const overview = (await (await routes.endpoints.GET(get('/api/endpoints'))).json()) as { endpoints: Array<Record<string, unknown>> };
+    const { oldestFailureAt, lastActivityAt, heartbeat, ...fromOverview } = overview.endpoints.find((e) => e.endpointId === 'billingendpoint')!;
+    assert.ok(oldestFailureAt && lastActivityAt && heartbeat, 'the overview still carries what the summary leaves out');
+    assert.deepEqual(body.endpoint, fromOverview);
+    assert.equal(body.endpoint.counts.failed, 2);
+    assert.ok(!Number.isNaN(Date.parse(body.generatedAt)));
+
+    const unknown = await routes.endpoint.GET(get('/api/endpoints/nope'), params({ endpointId: 'nope' }));
+    assert.equal(unknown.status, 404);
+    assert.match(((await unknown.json()) as { detail: string }).detail, /nope is not in the catalog/);
+    const bad = await routes.endpoint.GET(get('/api/endpoints/a%20b'), params({ endpointId: 'a b' }));
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as { error: string }).error, 'bad request');
   });
 
   test('the event list filters on the server and pages with a continuation', async () => {

@@ -28,6 +28,7 @@ export const API_ROUTES: ReadonlyArray<readonly [pattern: string, methods: reado
   ['/api/endpoints/[endpointId]/events/[eventId]', ['GET']],
   ['/api/endpoints/[endpointId]/events/export', ['GET']],
   ['/api/endpoints/[endpointId]/events', ['GET']],
+  ['/api/endpoints/[endpointId]', ['GET']],
   ['/api/endpoints', ['GET']],
   ['/api/event/handoff/complete/[endpointId]/[eventId]/[messageId]', ['POST']],
   ['/api/event/handoff/fail/[endpointId]/[eventId]/[messageId]', ['POST']],

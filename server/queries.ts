@@ -1,5 +1,6 @@
 // Read models for the console's pages, built on the store. The endpoint overview reads the maintained counters
-// (never a scan of events) plus a bounded TOP 1 query and the recent heartbeat records per endpoint; lists are single-endpoint, bounded pages
+// (never a scan of events) plus a bounded TOP 1 query and the recent heartbeat records per endpoint; the summary of
+// one endpoint (the Endpoint and Event pages) is its catalog entry and one point read of its counters; lists are single-endpoint, bounded pages
 // with continuation tokens; nothing here returns a payload except the event details.
 import type { SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
@@ -44,16 +45,44 @@ export interface EndpointOverview {
   heartbeat: { status: string; at: string | null; sdkVersion: string | null; busy: boolean };
 }
 
-const zeroCounts = (): EndpointOverview['counts'] => ({
-  pending: 0,
-  handoff: 0,
-  deferred: 0,
-  failed: 0,
-  deadLettered: 0,
-  unsupported: 0,
-  completed: 0,
-  skipped: 0,
-});
+/**
+ * What the Endpoint and Event pages show of their endpoint: the catalog's facts and the status counts. No heartbeat,
+ * oldest failure or last activity: those are the Endpoints page's, and under load they cost partition scans.
+ */
+export type EndpointSummary = Pick<EndpointOverview, 'endpointId' | 'owner' | 'description' | 'inCatalog' | 'produces' | 'consumes' | 'counts'>;
+
+/** The summary from the catalog and the endpoint's counter document (none yet: all zero). */
+function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | undefined): EndpointSummary {
+  const entry = catalog.endpoints.find((e) => e.id === endpointId);
+  return {
+    endpointId,
+    owner: entry?.owner ?? null,
+    description: entry?.description ?? null,
+    inCatalog: entry !== undefined,
+    produces: entry?.produces ?? [],
+    consumes: entry?.consumes ?? [],
+    counts: {
+      pending: c?.pending ?? 0,
+      handoff: c?.handoff ?? 0,
+      deferred: c?.deferred ?? 0,
+      failed: c?.failed ?? 0,
+      deadLettered: c?.deadLettered ?? 0,
+      unsupported: c?.unsupported ?? 0,
+      completed: c?.completed ?? 0,
+      skipped: c?.skipped ?? 0,
+    },
+  };
+}
+
+/**
+ * One endpoint's summary: a point read of its counters. The Endpoint and Event pages used to read the whole
+ * overview for it, and under demo load that was most of their time (docs/console.md, Performance): per endpoint a
+ * heartbeat query, an ordered scan for the oldest failure whenever the failed count had moved, and for an endpoint
+ * whose probe is overdue another ordered scan for its last answer - all on the one Cosmos server the Resolver writes to.
+ */
+export async function endpointSummary(store: MessageStore, catalog: Catalog, endpointId: string): Promise<EndpointSummary> {
+  return summaryOf(catalog, endpointId, await store.getCounts(endpointId));
+}
 
 async function topOne(store: MessageStore, endpointId: string, where: string, params: SqlParameter[], order: 'ASC' | 'DESC') {
   const r = await store.database
@@ -100,7 +129,7 @@ async function oldestFailure(store: MessageStore, endpointId: string, failed: nu
 }
 
 /** An endpoint as the catalog describes it, with its maintained counts: what endpointsOverview adds to is this. */
-export type EndpointWithCounts = Pick<EndpointOverview, 'endpointId' | 'owner' | 'description' | 'inCatalog' | 'produces' | 'consumes' | 'counts'>;
+export type EndpointWithCounts = EndpointSummary;
 
 /**
  * Every catalog endpoint (and any endpoint with data but no longer in the catalog) with its counts: the catalog
@@ -114,30 +143,7 @@ export async function endpointsWithCounts(store: MessageStore, catalog: Catalog)
 function withCounts(counted: EndpointCounts[], catalog: Catalog): EndpointWithCounts[] {
   const byId = new Map(counted.map((c) => [c.endpointId, c]));
   const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId)])];
-  return ids.map((endpointId) => {
-    const entry = catalog.endpoints.find((e) => e.id === endpointId);
-    const c = byId.get(endpointId);
-    return {
-      endpointId,
-      owner: entry?.owner ?? null,
-      description: entry?.description ?? null,
-      inCatalog: entry !== undefined,
-      produces: entry?.produces ?? [],
-      consumes: entry?.consumes ?? [],
-      counts: c
-        ? {
-            pending: c.pending,
-            handoff: c.handoff,
-            deferred: c.deferred,
-            failed: c.failed,
-            deadLettered: c.deadLettered,
-            unsupported: c.unsupported,
-            completed: c.completed,
-            skipped: c.skipped,
-          }
-        : zeroCounts(),
-    };
-  });
+  return ids.map((endpointId) => summaryOf(catalog, endpointId, byId.get(endpointId)));
 }
 
 /**

@@ -13,7 +13,7 @@ import { flowQuerySchema, flowSnapshot } from './flow.ts';
 import { healthOverview } from './heartbeat/routes.ts';
 import { withHeldBack } from './heldBack.ts';
 import { parseOr400 } from './http.ts';
-import { endpointsOverview, eventDetails, eventListQuerySchema, listEndpointEvents } from './queries.ts';
+import { endpointSummary, endpointsOverview, eventDetails, eventListQuerySchema, listEndpointEvents } from './queries.ts';
 import { endpointParams, eventParams } from './schemas.ts';
 import { authorizeDeadLetterRead } from './subscriptions/authz.ts';
 import { deadLetterQuery, deadLetters, subscriptionParams, topologyOverview } from './subscriptions/routes.ts';
@@ -23,6 +23,19 @@ export async function readEndpoints(request: Request) {
   await authorize(request, 'read');
   const ctx = await getContext();
   return { endpoints: await endpointsOverview(ctx.store, ctx.catalog), generatedAt: new Date().toISOString() };
+}
+
+/**
+ * GET /api/endpoints/{endpointId}: the endpoint's catalog facts and counts (what the Endpoint and Event pages show
+ * of it). Authorized as GET /api/endpoints is (read with any role), since it is a part of that answer: the pages
+ * show a caller exactly what they showed from the overview.
+ */
+export async function readEndpoint(request: Request, params: unknown) {
+  const { endpointId } = parseOr400(endpointParams, params, 'endpoint');
+  await authorize(request, 'read');
+  const ctx = await getContext();
+  requireEndpoint(ctx, endpointId);
+  return { endpoint: await endpointSummary(ctx.store, ctx.catalog, endpointId), generatedAt: new Date().toISOString() };
 }
 
 /** GET /api/endpoints/{endpointId}/events: `query` is the query string's fields (filter and continuation). */

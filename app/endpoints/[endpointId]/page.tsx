@@ -1,9 +1,9 @@
 import type { Metadata } from 'next';
 import { EndpointEventsView } from '../../../components/EndpointEventsView.tsx';
 import { Prefetched } from '../../../components/prefetch.tsx';
-import { endpointsQuery, eventsQuery } from '../../../components/queries.ts';
+import { endpointQuery, eventsQuery } from '../../../components/queries.ts';
 import { eventListSearch, parseSearch, toSearch, type RawSearch } from '../../../components/urlState.ts';
-import { readEndpointEvents, readEndpoints } from '../../../server/reads.ts';
+import { readEndpoint, readEndpointEvents } from '../../../server/reads.ts';
 
 type Props = { params: Promise<{ endpointId: string }>; searchParams: Promise<RawSearch> };
 
@@ -21,7 +21,8 @@ export default async function EndpointPage({ params, searchParams }: Props) {
   return (
     <Prefetched
       reads={[
-        { key: endpointsQuery().queryKey, read: readEndpoints },
+        // The endpoint's own counts, not the whole overview (server/queries.ts endpointSummary says why).
+        { key: endpointQuery(endpointId).queryKey, read: (request) => readEndpoint(request, { endpointId }) },
         {
           key: eventsQuery(endpointId, queryString).queryKey,
           read: (request) => readEndpointEvents(request, { endpointId }, Object.fromEntries(new URLSearchParams(queryString))),

@@ -1,8 +1,8 @@
 import type { Metadata } from 'next';
 import { EventView } from '../../../../../components/EventView.tsx';
 import { Prefetched } from '../../../../../components/prefetch.tsx';
-import { endpointsQuery, eventQuery, meQuery } from '../../../../../components/queries.ts';
-import { readEndpoints, readEventDetails, readMe } from '../../../../../server/reads.ts';
+import { endpointQuery, eventQuery, meQuery } from '../../../../../components/queries.ts';
+import { readEndpoint, readEventDetails, readMe } from '../../../../../server/reads.ts';
 
 type Props = { params: Promise<{ endpointId: string; eventId: string }> };
 
@@ -21,7 +21,7 @@ export default async function EventPage({ params }: Props) {
       reads={[
         // An unknown event is a missing page: 404, with the breadcrumb back to its endpoint (./not-found.tsx).
         { key: eventQuery(endpointId, eventId).queryKey, read: (request) => readEventDetails(request, { endpointId, eventId }), pageSubject: true },
-        { key: endpointsQuery().queryKey, read: readEndpoints },
+        { key: endpointQuery(endpointId).queryKey, read: (request) => readEndpoint(request, { endpointId }) },
         { key: meQuery().queryKey, read: readMe },
       ]}
     >
