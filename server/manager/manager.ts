@@ -11,8 +11,9 @@
 // down too) or the process dies between claim and receipt, the claim stays without a receipt: Reconcile finds it
 // after CLAIM_GRACE_MS and re-sends or restores it (server/reconcile/).
 // A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing - when it asks for the same
-// thing: a resubmit of the same failure with a different payload is refused (409), whether or not the first one's
-// receipt exists (server/manager/repeatConflict.ts). A repeat of a claim
+// thing: a resubmit of the same failure with a different payload, or a handoff settlement with a different error
+// text or note, is refused (409), whether or not the first one's receipt exists (server/manager/repeatConflict.ts).
+// A repeat of a claim
 // without a receipt whose command the Resolver has recorded (the event's history holds it) writes the missing
 // receipt and is answered 'duplicate': the command is on the broker, and a second copy would run the handler twice
 // where the endpoint keeps no inbox. A claim without a receipt and never recorded is sent again with the same
@@ -30,7 +31,7 @@ import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
-import { claimWasEdited, commandRecorded, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
+import { claimWasEdited, commandRecorded, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -368,8 +369,10 @@ export class Manager {
     const recorded = sentAudit ? null : await this.#store.getHistory(row.eventId, messageId);
     const isRecorded = commandRecorded(recorded, row);
     const before = spec.kind === 'resubmit' && isRecorded && rowSaysEdited(row) ? storedBeforeClaim(await eventHistory(this.#store, row.endpointId, row.eventId), row) : undefined;
-    // Same failure, different request (another operator's edit): refused, never answered as already sent.
-    const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : undefined;
+    // Same failure, different request (another operator's edit, or error text or note): refused, never answered as
+    // already sent - 'duplicate' would drop it without a word.
+    const mismatch =
+      spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null);
     if (mismatch) throw conflict(mismatch);
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;
@@ -531,22 +534,6 @@ export function specOfClaim(row: StatusRow, before?: StoredRequest): CommandSpec
     return claimWasEdited(row, null, before) ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
   }
   return undefined;
-}
-
-/**
- * A handoff settlement as the Resolver recorded it (`entry`, the command's own history entry): its text is what
- * was sent, where a repeat's request carries its own operator's. A failure's ErrorText is recorded as the entry's
- * errorText; a completion's body is recorded as its payload - the note the Manager wrapped ({ note, completedBy }),
- * or the external system's result, which has no note.
- */
-export function recordedHandoff(
-  spec: Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }>,
-  entry: HistoryEntry,
-): Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }> {
-  if (spec.kind === 'handoffFail') return { kind: 'handoffFail', messageId: spec.messageId, errorText: entry.errorText ?? '', errorType: entry.errorType ?? undefined };
-  const p = entry.payload;
-  const wrapped = typeof p === 'object' && p !== null && Object.keys(p).sort().join() === 'completedBy,note' && typeof (p as { note: unknown }).note === 'string';
-  return wrapped ? { kind: 'handoffComplete', messageId: spec.messageId, note: (p as { note: string }).note } : { kind: 'handoffComplete', messageId: spec.messageId, result: p };
 }
 
 async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<void> {
