@@ -339,6 +339,25 @@ describe('Manager on the real stack', () => {
       assert.equal((await stack.store.getStatusRow(EP, 'evt-two-sessions', 'S-other'))?.status, 'Failed', 'the other row is not claimed');
     });
 
+    test('a claim on a row whose session the history does not name is still found: a repeat is a duplicate, not a new command to another row', async () => {
+      // The rows were found through the sessions the history names, and the query over the event's rows only when
+      // none of those fitted: a claimed row the history does not name (here its entries are gone; a session named
+      // only past eventHistory's 2,000-entry cap is the same) was missed while another session's Failed row fitted,
+      // and the repeat claimed that row and sent a second skip.
+      await seedFailed('evt-unnamed-claim');
+      const skip = (await manager.execute(EP, 'evt-unnamed-claim', { kind: 'skip' }, 'alice')).messageId;
+      const history = stack.store.database.container(CONTAINERS.history);
+      const { resources } = await history.items.query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.eventId = @e', parameters: [{ name: '@e', value: 'evt-unnamed-claim' }] }, { partitionKey: 'evt-unnamed-claim' }).fetchAll();
+      for (const { id } of resources) await history.item(id, 'evt-unnamed-claim').delete();
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId: 'evt-unnamed-claim', sessionId: 'S-other', payload: { qty: 1 } });
+      const error = msg(MessageType.ErrorResponse, { endpointId: EP, eventId: 'evt-unnamed-claim', sessionId: 'S-other', parentMessageId: request.messageId, errorText: 'boom' });
+      for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+      const again = await manager.execute(EP, 'evt-unnamed-claim', { kind: 'skip' }, 'bob');
+      assert.deepEqual([again.outcome, again.sessionId, again.messageId], ['duplicate', 'S-evt-unnamed-claim', skip]);
+      assert.equal((await stack.store.getStatusRow(EP, 'evt-unnamed-claim', 'S-other'))?.status, 'Failed', 'the other row is not claimed');
+      assert.equal((await onTheWire('evt-unnamed-claim')).length, 1, 'one command on the wire');
+    });
+
     /** A pending handoff (request, then PendingHandoffResponse) in session `S-<eventId>`; returns the request's id, the delivery that handed off. */
     async function seedHandoff(eventId: string): Promise<string> {
       const sessionId = `S-${eventId}`;

@@ -132,10 +132,11 @@ export class Manager {
   async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
     const type = commandType(spec);
     for (let attempt = 0; attempt < 3; attempt++) {
-      let rows = await this.#rowsBySession(endpointId, eventId);
-      const fits = (rs: StatusRow[]) => rs.some((r) => this.#isClaimBy(type, spec, r) || refusal(spec, r) === undefined);
-      // A row without history (none names its session) is found by the query over the event's rows.
-      if (!fits(rows)) rows = await this.#store.listEventRows(endpointId, eventId);
+      // The event's rows on this endpoint, newest update first, by one query within one logical partition: the
+      // events container's key is [endpointId, eventId] and the query names both, so its cost is the event's rows,
+      // not the endpoint's. Every row, whether or not the history names its session (the history would have to be
+      // read page by page for that, then each row point-read: measured in docs/console.md).
+      const rows = await this.#store.listEventRows(endpointId, eventId);
       if (rows.length === 0) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
       // An event id can have a row per session it appeared in: act on the one the command fits.
       const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
@@ -333,21 +334,6 @@ export class Manager {
       ...(origin ? { 'nimbus.operation_id': origin.operationId } : {}),
     });
     return errors;
-  }
-
-  /**
-   * The event's rows on this endpoint by point reads of the sessions its history names (one small partition), not
-   * by a query over the endpoint's rows: a bulk operation runs this once per event, and the query's cost grows with
-   * the endpoint (server/queries.ts reads event details the same way). Every page of the history (up to
-   * eventHistory's cap), not only the first: a session named only past it would be missed, and a claim on its row
-   * taken for no claim at all. A usual event's history is one page, so this is one query as before. Empty when the
-   * history names none.
-   */
-  async #rowsBySession(endpointId: string, eventId: string): Promise<StatusRow[]> {
-    const history = await eventHistory(this.#store, endpointId, eventId);
-    const sessions = [...new Set(history.map((h) => h.sessionId))];
-    const rows = await Promise.all(sessions.map((s) => this.#store.getStatusRow(endpointId, eventId, s)));
-    return rows.filter((r): r is StatusRow => r !== null).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
