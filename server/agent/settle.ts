@@ -2,7 +2,8 @@
 // claim with compare-and-swap, the command on the Manager topic, the receipt in the event's audit trail with the
 // agent as auditor). One difference: a second settlement is refused (409) rather than answered `duplicate`, so an
 // agent learns that the event is no longer its to settle (an operator or another agent did it, or its own earlier
-// attempt got through); the SDK's AgentClient reads a 409 after a lost answer as its own settlement.
+// attempt got through); the SDK's AgentClient reads a 409 after a lost answer as its own settlement. A second
+// settlement with a different error text or note is refused by the Manager itself (409, naming the first sender).
 import type { ConsoleContext } from '../context.ts';
 import { conflict } from '../http.ts';
 import type { CommandResult } from '../manager/manager.ts';

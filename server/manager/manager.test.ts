@@ -339,6 +339,25 @@ describe('Manager on the real stack', () => {
       assert.equal((await stack.store.getStatusRow(EP, 'evt-two-sessions', 'S-other'))?.status, 'Failed', 'the other row is not claimed');
     });
 
+    test('a claim on a row whose session the history does not name is still found: a repeat is a duplicate, not a new command to another row', async () => {
+      // The rows were found through the sessions the history names, and the query over the event's rows only when
+      // none of those fitted: a claimed row the history does not name (here its entries are gone; a session named
+      // only past eventHistory's 2,000-entry cap is the same) was missed while another session's Failed row fitted,
+      // and the repeat claimed that row and sent a second skip.
+      await seedFailed('evt-unnamed-claim');
+      const skip = (await manager.execute(EP, 'evt-unnamed-claim', { kind: 'skip' }, 'alice')).messageId;
+      const history = stack.store.database.container(CONTAINERS.history);
+      const { resources } = await history.items.query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.eventId = @e', parameters: [{ name: '@e', value: 'evt-unnamed-claim' }] }, { partitionKey: 'evt-unnamed-claim' }).fetchAll();
+      for (const { id } of resources) await history.item(id, 'evt-unnamed-claim').delete();
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId: 'evt-unnamed-claim', sessionId: 'S-other', payload: { qty: 1 } });
+      const error = msg(MessageType.ErrorResponse, { endpointId: EP, eventId: 'evt-unnamed-claim', sessionId: 'S-other', parentMessageId: request.messageId, errorText: 'boom' });
+      for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+      const again = await manager.execute(EP, 'evt-unnamed-claim', { kind: 'skip' }, 'bob');
+      assert.deepEqual([again.outcome, again.sessionId, again.messageId], ['duplicate', 'S-evt-unnamed-claim', skip]);
+      assert.equal((await stack.store.getStatusRow(EP, 'evt-unnamed-claim', 'S-other'))?.status, 'Failed', 'the other row is not claimed');
+      assert.equal((await onTheWire('evt-unnamed-claim')).length, 1, 'one command on the wire');
+    });
+
     /** A pending handoff (request, then PendingHandoffResponse) in session `S-<eventId>`; returns the request's id, the delivery that handed off. */
     async function seedHandoff(eventId: string): Promise<string> {
       const sessionId = `S-${eventId}`;
@@ -349,33 +368,79 @@ describe('Manager on the real stack', () => {
       return request.messageId;
     }
 
-    test('the receipt a repeat writes for a recorded handoff settlement carries the text that was sent, not the repeater\'s', async () => {
-      // The receipt was built from the repeat's own request: bob's error text (or note) under a command alice sent.
+    /** The pending handoff's id on the event's row (what a settlement names). */
+    const handoffOf = async (eventId: string) => (await stack.store.getStatusRow(EP, eventId, `S-${eventId}`))!.lastMessageId;
+
+    test('a repeated handoff settlement with a different text is refused (409), naming who sent the first and when; the same text is a duplicate', async () => {
+      // A repeat was answered 'duplicate' whatever its text: bob's error text or note was dropped without a word.
+      await seedHandoff('evt-handoff-fail-twice');
+      const failId = await handoffOf('evt-handoff-fail-twice');
+      const fail = (errorText: string) => ({ kind: 'handoffFail' as const, messageId: failId, errorText });
+      const failed = await manager.execute(EP, 'evt-handoff-fail-twice', fail('alice: ERP rejected the invoice'), 'alice');
+      assert.equal(failed.outcome, 'sent');
+      await assert.rejects(manager.execute(EP, 'evt-handoff-fail-twice', fail('bob: something else'), 'bob'), isConflict(/^a handoff failure of this event was already sent \(by alice at \d{4}-.*, with a different error text\); nothing was sent - reload the event$/));
+      const again = await manager.execute(EP, 'evt-handoff-fail-twice', fail('alice: ERP rejected the invoice'), 'bob');
+      assert.deepEqual([again.outcome, again.messageId], ['duplicate', failed.messageId]);
+      assert.equal((await onTheWire('evt-handoff-fail-twice')).length, 1, 'one command on the wire');
+
+      await seedHandoff('evt-handoff-note-twice');
+      const noteId = await handoffOf('evt-handoff-note-twice');
+      const complete = (note?: string) => ({ kind: 'handoffComplete' as const, messageId: noteId, note });
+      assert.equal((await manager.execute(EP, 'evt-handoff-note-twice', complete('alice: imported by hand'), 'alice')).outcome, 'sent');
+      await assert.rejects(manager.execute(EP, 'evt-handoff-note-twice', complete('bob: no idea'), 'bob'), isConflict(/handoff completion of this event was already sent \(by alice at .*, with a different note\)/));
+      // Without a note, nothing bob asks for is dropped: a duplicate (an agent's retry often carries none).
+      assert.equal((await manager.execute(EP, 'evt-handoff-note-twice', complete(), 'bob')).outcome, 'duplicate');
+      assert.equal((await manager.execute(EP, 'evt-handoff-note-twice', complete('alice: imported by hand'), 'bob')).outcome, 'duplicate');
+      assert.equal((await onTheWire('evt-handoff-note-twice')).length, 1, 'one command on the wire');
+
+      await seedHandoff('evt-handoff-no-note');
+      const bare = { kind: 'handoffComplete' as const, messageId: await handoffOf('evt-handoff-no-note') };
+      assert.equal((await manager.execute(EP, 'evt-handoff-no-note', bare, 'alice')).outcome, 'sent');
+      await assert.rejects(manager.execute(EP, 'evt-handoff-no-note', { ...bare, note: 'bob: checked twice' }, 'bob'), isConflict(/already sent \(by alice at .*, without a note\)/));
+      assert.equal((await onTheWire('evt-handoff-no-note')).length, 1, 'one command on the wire');
+    });
+
+    test('without its receipt, a recorded handoff settlement\'s text comes from its history entry: a different text is refused, the same one is a duplicate whose receipt carries the text sent', async () => {
       await seedHandoff('evt-handoff-fail-text');
-      const handoffRow = (await stack.store.getStatusRow(EP, 'evt-handoff-fail-text', 'S-evt-handoff-fail-text'))!;
-      const failed = await manager.execute(EP, 'evt-handoff-fail-text', { kind: 'handoffFail', messageId: handoffRow.lastMessageId, errorText: 'alice: ERP rejected the invoice' }, 'alice');
+      const failId = await handoffOf('evt-handoff-fail-text');
+      const fail = (errorText: string) => ({ kind: 'handoffFail' as const, messageId: failId, errorText });
+      const failed = await manager.execute(EP, 'evt-handoff-fail-text', fail('alice: ERP rejected the invoice'), 'alice');
       await loseReceipt('evt-handoff-fail-text', failed.messageId);
       await recordAsResolver('evt-handoff-fail-text', MessageType.HandoffFailedRequest, failed.messageId, { errorText: 'alice: ERP rejected the invoice' });
       await ageRow('evt-handoff-fail-text', 2 * CLAIM_GRACE_MS);
-      const again = await manager.execute(EP, 'evt-handoff-fail-text', { kind: 'handoffFail', messageId: handoffRow.lastMessageId, errorText: 'bob: something else' }, 'bob');
+      // Who sent a failure is in its receipt only: the message says when it was claimed and recorded.
+      await assert.rejects(manager.execute(EP, 'evt-handoff-fail-text', fail('bob: something else'), 'bob'), isConflict(/^a handoff failure of this event was already sent \(claimed at .*, recorded by the Resolver at .*, with a different error text\); nothing was sent/));
+      assert.equal(await stack.store.getAudit('evt-handoff-fail-text', failed.messageId), null, 'a refused repeat writes no receipt');
+      const again = await manager.execute(EP, 'evt-handoff-fail-text', { ...fail('alice: ERP rejected the invoice'), errorType: 'Other' }, 'bob');
       assert.deepEqual([again.outcome, again.messageId], ['duplicate', failed.messageId]);
       const failReceipt = await stack.store.getAudit('evt-handoff-fail-text', failed.messageId);
       assert.deepEqual([failReceipt?.type, failReceipt?.comment], ['FailHandoff', 'alice: ERP rejected the invoice']);
-      assert.deepEqual(JSON.parse(failReceipt!.data!), { messageId: failed.messageId, sessionId: 'S-evt-handoff-fail-text', answers: handoffRow.lastMessageId, reconstructed: true, errorText: 'alice: ERP rejected the invoice' });
+      assert.deepEqual(JSON.parse(failReceipt!.data!), { messageId: failed.messageId, sessionId: 'S-evt-handoff-fail-text', answers: failId, reconstructed: true, errorText: 'alice: ERP rejected the invoice' });
 
       await seedHandoff('evt-handoff-note-text');
-      const noteRow = (await stack.store.getStatusRow(EP, 'evt-handoff-note-text', 'S-evt-handoff-note-text'))!;
-      const completed = await manager.execute(EP, 'evt-handoff-note-text', { kind: 'handoffComplete', messageId: noteRow.lastMessageId, note: 'alice: imported by hand' }, 'alice');
+      const noteId = await handoffOf('evt-handoff-note-text');
+      const completed = await manager.execute(EP, 'evt-handoff-note-text', { kind: 'handoffComplete', messageId: noteId, note: 'alice: imported by hand' }, 'alice');
       await loseReceipt('evt-handoff-note-text', completed.messageId);
       // The Manager wraps a note as the event's content; the Resolver records that content as the entry's payload.
       await recordAsResolver('evt-handoff-note-text', MessageType.HandoffCompletedRequest, completed.messageId, { payload: { note: 'alice: imported by hand', completedBy: 'alice' } });
       await ageRow('evt-handoff-note-text', 2 * CLAIM_GRACE_MS);
-      const repeated = await manager.execute(EP, 'evt-handoff-note-text', { kind: 'handoffComplete', messageId: noteRow.lastMessageId, note: 'bob: no idea' }, 'bob');
-      assert.equal(repeated.outcome, 'duplicate');
+      await assert.rejects(manager.execute(EP, 'evt-handoff-note-text', { kind: 'handoffComplete', messageId: noteId, note: 'bob: no idea' }, 'bob'), isConflict(/already sent \(claimed at .*, recorded by the Resolver at .*, completed by alice, with a different note\)/));
+      assert.equal((await manager.execute(EP, 'evt-handoff-note-text', { kind: 'handoffComplete', messageId: noteId, note: 'alice: imported by hand' }, 'bob')).outcome, 'duplicate');
       const noteReceipt = await stack.store.getAudit('evt-handoff-note-text', completed.messageId);
       assert.deepEqual([noteReceipt?.type, noteReceipt?.comment, (JSON.parse(noteReceipt!.data!) as { note?: string }).note], ['CompleteHandoff', 'alice: imported by hand', 'alice: imported by hand']);
       assert.equal((await onTheWire('evt-handoff-fail-text')).length, 1, 'one command on the wire');
       assert.equal((await onTheWire('evt-handoff-note-text')).length, 1, 'one command on the wire');
+    });
+
+    test('a recorded completion that sent a result (no note on the wire), its receipt lost: the text is unknown, a repeat stays a duplicate', async () => {
+      await seedHandoff('evt-handoff-result');
+      const id = await handoffOf('evt-handoff-result');
+      const completed = await manager.execute(EP, 'evt-handoff-result', { kind: 'handoffComplete', messageId: id, result: { invoice: 'INV-9' } }, 'alice');
+      await loseReceipt('evt-handoff-result', completed.messageId);
+      await recordAsResolver('evt-handoff-result', MessageType.HandoffCompletedRequest, completed.messageId, { payload: { invoice: 'INV-9' } });
+      const again = await manager.execute(EP, 'evt-handoff-result', { kind: 'handoffComplete', messageId: id, note: 'bob: checked' }, 'bob');
+      assert.deepEqual([again.outcome, again.messageId], ['duplicate', completed.messageId]);
+      assert.equal((await onTheWire('evt-handoff-result')).length, 1, 'one command on the wire');
     });
 
     /** Alice settles the handoff naming `answered`; her receipt is lost, the claim ages, bob repeats: both copies' HandedOffByMessageId. */

@@ -11,8 +11,9 @@
 // down too) or the process dies between claim and receipt, the claim stays without a receipt: Reconcile finds it
 // after CLAIM_GRACE_MS and re-sends or restores it (server/reconcile/).
 // A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing - when it asks for the same
-// thing: a resubmit of the same failure with a different payload is refused (409), whether or not the first one's
-// receipt exists (server/manager/repeatConflict.ts). A repeat of a claim
+// thing: a resubmit of the same failure with a different payload, or a handoff settlement with a different error
+// text or note, is refused (409), whether or not the first one's receipt exists (server/manager/repeatConflict.ts).
+// A repeat of a claim
 // without a receipt whose command the Resolver has recorded (the event's history holds it) writes the missing
 // receipt and is answered 'duplicate': the command is on the broker, and a second copy would run the handler twice
 // where the endpoint keeps no inbox. A claim without a receipt and never recorded is sent again with the same
@@ -30,7 +31,7 @@ import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
-import { claimWasEdited, commandRecorded, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
+import { claimWasEdited, commandRecorded, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -131,10 +132,11 @@ export class Manager {
   async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
     const type = commandType(spec);
     for (let attempt = 0; attempt < 3; attempt++) {
-      let rows = await this.#rowsBySession(endpointId, eventId);
-      const fits = (rs: StatusRow[]) => rs.some((r) => this.#isClaimBy(type, spec, r) || refusal(spec, r) === undefined);
-      // A row without history (none names its session) is found by the query over the event's rows.
-      if (!fits(rows)) rows = await this.#store.listEventRows(endpointId, eventId);
+      // The event's rows on this endpoint, newest update first, by one query within one logical partition: the
+      // events container's key is [endpointId, eventId] and the query names both, so its cost is the event's rows,
+      // not the endpoint's. Every row, whether or not the history names its session (the history would have to be
+      // read page by page for that, then each row point-read: measured in docs/console.md).
+      const rows = await this.#store.listEventRows(endpointId, eventId);
       if (rows.length === 0) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
       // An event id can have a row per session it appeared in: act on the one the command fits.
       const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
@@ -334,21 +336,6 @@ export class Manager {
     return errors;
   }
 
-  /**
-   * The event's rows on this endpoint by point reads of the sessions its history names (one small partition), not
-   * by a query over the endpoint's rows: a bulk operation runs this once per event, and the query's cost grows with
-   * the endpoint (server/queries.ts reads event details the same way). Every page of the history (up to
-   * eventHistory's cap), not only the first: a session named only past it would be missed, and a claim on its row
-   * taken for no claim at all. A usual event's history is one page, so this is one query as before. Empty when the
-   * history names none.
-   */
-  async #rowsBySession(endpointId: string, eventId: string): Promise<StatusRow[]> {
-    const history = await eventHistory(this.#store, endpointId, eventId);
-    const sessions = [...new Set(history.map((h) => h.sessionId))];
-    const rows = await Promise.all(sessions.map((s) => this.#store.getStatusRow(endpointId, eventId, s)));
-    return rows.filter((r): r is StatusRow => r !== null).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
-  }
-
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
   #isClaimBy(type: string, spec: CommandSpec, row: StatusRow): boolean {
     if (row.status !== ResolutionStatus.Pending || row.messageType !== type || row.parentMessageId == null) return false;
@@ -368,8 +355,10 @@ export class Manager {
     const recorded = sentAudit ? null : await this.#store.getHistory(row.eventId, messageId);
     const isRecorded = commandRecorded(recorded, row);
     const before = spec.kind === 'resubmit' && isRecorded && rowSaysEdited(row) ? storedBeforeClaim(await eventHistory(this.#store, row.endpointId, row.eventId), row) : undefined;
-    // Same failure, different request (another operator's edit): refused, never answered as already sent.
-    const mismatch = spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : undefined;
+    // Same failure, different request (another operator's edit, or error text or note): refused, never answered as
+    // already sent - 'duplicate' would drop it without a word.
+    const mismatch =
+      spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null);
     if (mismatch) throw conflict(mismatch);
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;
@@ -531,22 +520,6 @@ export function specOfClaim(row: StatusRow, before?: StoredRequest): CommandSpec
     return claimWasEdited(row, null, before) ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
   }
   return undefined;
-}
-
-/**
- * A handoff settlement as the Resolver recorded it (`entry`, the command's own history entry): its text is what
- * was sent, where a repeat's request carries its own operator's. A failure's ErrorText is recorded as the entry's
- * errorText; a completion's body is recorded as its payload - the note the Manager wrapped ({ note, completedBy }),
- * or the external system's result, which has no note.
- */
-export function recordedHandoff(
-  spec: Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }>,
-  entry: HistoryEntry,
-): Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }> {
-  if (spec.kind === 'handoffFail') return { kind: 'handoffFail', messageId: spec.messageId, errorText: entry.errorText ?? '', errorType: entry.errorType ?? undefined };
-  const p = entry.payload;
-  const wrapped = typeof p === 'object' && p !== null && Object.keys(p).sort().join() === 'completedBy,note' && typeof (p as { note: unknown }).note === 'string';
-  return wrapped ? { kind: 'handoffComplete', messageId: spec.messageId, note: (p as { note: string }).note } : { kind: 'handoffComplete', messageId: spec.messageId, result: p };
 }
 
 async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<void> {

@@ -8,9 +8,15 @@
 // command's id); without the receipt, the event's history can: what the claim sent against what was stored before.
 // The history also says whether the claim's command reached the broker at all (commandRecorded): a repeat must not
 // send a recorded command again, whatever the claim's age.
+// A handoff settlement's MessageId is derived the same way, so a second operator's completion or failure of the same
+// handoff finds the first one's claim too: it is a repeat only when its text (a failure's error text, a completion's
+// note) is the one sent (handoffMismatch). The claim row does not hold that text; the receipt does, and once the
+// Resolver has recorded the command, its history entry.
 import { isDeepStrictEqual } from 'node:util';
 import { AuditType, type AuditEntry, type HistoryEntry, type StatusRow } from '../../lib/store/index.ts';
 import type { CommandSpec } from './commands.ts';
+
+type HandoffSpec = Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }>;
 
 /**
  * Why this resubmit is not a repeat of the claim on `row` (undefined when it is one). `receipt` is the claim's
@@ -84,4 +90,56 @@ export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusR
  */
 export function commandRecorded(entry: HistoryEntry | null, row: StatusRow): boolean {
   return entry !== null && entry.messageId === row.lastMessageId && entry.endpointId === row.endpointId && entry.sessionId === row.sessionId;
+}
+
+/**
+ * A handoff settlement as the Resolver recorded it (`entry`, the command's own history entry): its text is what
+ * was sent, where a repeat's request carries its own operator's. A failure's ErrorText is recorded as the entry's
+ * errorText; a completion's body is recorded as its payload - the note the Manager wrapped ({ note, completedBy }),
+ * or the external system's result, which has no note.
+ */
+export function recordedHandoff(spec: HandoffSpec, entry: HistoryEntry): HandoffSpec {
+  if (spec.kind === 'handoffFail') return { kind: 'handoffFail', messageId: spec.messageId, errorText: entry.errorText ?? '', errorType: entry.errorType ?? undefined };
+  const wrapped = wrappedNote(entry.payload);
+  return wrapped ? { kind: 'handoffComplete', messageId: spec.messageId, note: wrapped.note } : { kind: 'handoffComplete', messageId: spec.messageId, result: entry.payload };
+}
+
+/** A completion's body as buildCommand wraps a note alone: { note, completedBy }. */
+function wrappedNote(p: unknown): { note: string; completedBy: unknown } | undefined {
+  const wrapped = typeof p === 'object' && p !== null && Object.keys(p).sort().join() === 'completedBy,note' && typeof (p as { note: unknown }).note === 'string';
+  return wrapped ? (p as { note: string; completedBy: unknown }) : undefined;
+}
+
+/** The text a handoff settlement carries: a failure's error text, a completion's note (null: none). */
+const textOf = (spec: HandoffSpec): string | null => (spec.kind === 'handoffFail' ? spec.errorText : spec.note || null);
+
+/**
+ * Why this handoff settlement is not a repeat of the one claimed on `row` (undefined when it is one, or when what
+ * the claim sent cannot be known): its error text or note differs from the one sent, which 'duplicate' would drop
+ * without a word. A completion without a note is a repeat of any completion: it asks for nothing that would be lost. What was sent is read from `receipt` (its comment is the error text or the
+ * note, null for none), else from `recorded`, the command's history entry once the Resolver has recorded it
+ * (recordedHandoff). Unknown, so no conflict: a claim neither receipted nor recorded (its text was never stored;
+ * #repeat refuses it while it may be in flight and re-sends it with the repeat's text once abandoned), and a
+ * recorded completion that sent a result (the note, if any, went into the lost receipt only). A completion's
+ * result and a failure's error type are not compared: the receipt holds neither.
+ */
+export function handoffMismatch(spec: HandoffSpec, row: StatusRow, receipt: AuditEntry | null | undefined, recorded: HistoryEntry | null): string | undefined {
+  let sent: { text: string | null; by: string } | undefined;
+  if (receipt) {
+    sent = { text: receipt.comment || null, by: `by ${receipt.auditor} at ${receipt.at}` };
+  } else if (recorded) {
+    const r = recordedHandoff(spec, recorded);
+    const completedBy = wrappedNote(recorded.payload)?.completedBy;
+    // A failure's sender is named in its receipt only; a note's wrapping names the operator who completed it.
+    const who = typeof completedBy === 'string' ? `, completed by ${completedBy}` : '';
+    if (r.kind === 'handoffFail' || r.result === undefined || r.result === null)
+      sent = { text: textOf(r), by: `claimed at ${row.updatedAt}, recorded by the Resolver at ${recorded.recordedAt}${who}` };
+  }
+  if (!sent) return undefined;
+  // The receipt keeps at most 4,000 characters of an error text (the routes accept no more).
+  const asked = spec.kind === 'handoffFail' ? spec.errorText.slice(0, 4000) : textOf(spec);
+  // A completion repeated without a note drops nothing (an agent's or script's retry often carries none).
+  if (asked === sent.text || asked === null) return undefined;
+  const differs = spec.kind === 'handoffFail' ? 'with a different error text' : sent.text === null ? 'without a note' : 'with a different note';
+  return `a handoff ${spec.kind === 'handoffFail' ? 'failure' : 'completion'} of this event was already sent (${sent.by}, ${differs}); nothing was sent - reload the event`;
 }
