@@ -111,7 +111,7 @@ function fakeBroker(options: FakeBrokerOptions) {
 
 function host(
   client: ServiceBusClient,
-  extra: { breaker?: CircuitBreaker; failed?: unknown[]; backoffMs?: number } = {},
+  extra: { breaker?: CircuitBreaker; failed?: unknown[]; backoffMs?: number; onDeliveryThrows?: boolean } = {},
 ) {
   const { lines, logger } = capturedLogger();
   let delivered!: (r: DeliveryResult) => void;
@@ -130,7 +130,10 @@ function host(
     logger,
     circuitBreaker: extra.breaker,
     observers: [{ onMessageFailed: (_m, e) => void extra.failed?.push(e) }],
-    onDelivery: (r) => delivered(r),
+    onDelivery: (r) => {
+      delivered(r);
+      if (extra.onDeliveryThrows) throw new Error('onDelivery failed');
+    },
   });
   return { h, lines, delivery };
 }
@@ -224,5 +227,27 @@ describe('a session released at its lock horizon before its first receive', () =
     } finally {
       await h.stop();
     }
+  });
+});
+
+describe("the circuit breaker's half-open probe", () => {
+  test('a probe that throws before its outcome is counted (here onDelivery) still gives the probe slot back', async () => {
+    let t = 0;
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 1_000, now: () => t });
+    breaker.record('failure');
+    t += 1_000;
+    assert.equal(breaker.state, 'HalfOpen');
+    const broker = fakeBroker({ deliveryCount: 0 });
+    const { h, delivery } = host(broker.client, { breaker, onDeliveryThrows: true });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'completed');
+    } finally {
+      // stop() returns once the session (and whatever it does on its way out) has ended.
+      await h.stop();
+    }
+    assert.equal(breaker.state, 'HalfOpen', 'the outcome was never counted');
+    t += breaker.acquireWaitMs;
+    assert.equal(breaker.tryAcquire(), true, 'the slot is free: the circuit is not stuck half-open with no probe running');
   });
 });
