@@ -474,5 +474,29 @@ describe('Manager on the real stack', () => {
       assert.equal(putBack.outcome, 'written');
       assert.deepEqual(await resentHandedOffBy('evt-handoff-restored', notice.messageId), [restoredDelivery, restoredDelivery], 'both copies name the delivery, after a refusal too');
     });
+
+    test('a handoff settled and answered (Completed, Failed) is refused 409 at once, by either settlement: nothing is sent', async () => {
+      // The SDK would refuse such a command too, but only later, as a CommandRefused notice in the history.
+      for (const [eventId, kind, answer, status] of [
+        ['evt-handoff-completed', 'handoffComplete', MessageType.ResolutionResponse, 'Completed'],
+        ['evt-handoff-failed', 'handoffFail', MessageType.ErrorResponse, 'Failed'],
+      ] as const) {
+        await seedHandoff(eventId);
+        const handoffRow = (await stack.store.getStatusRow(EP, eventId, `S-${eventId}`))!;
+        const settle = (k: 'handoffComplete' | 'handoffFail') =>
+          k === 'handoffComplete' ? { kind: k, messageId: handoffRow.lastMessageId, note: 'done' } : { kind: k, messageId: handoffRow.lastMessageId, errorText: 'gave up' };
+        const first = await manager.execute(EP, eventId, settle(kind), 'alice');
+        assert.equal(first.outcome, 'sent');
+        // The Resolver records the command, then the endpoint's answer to it.
+        await recordAsResolver(eventId, kind === 'handoffComplete' ? MessageType.HandoffCompletedRequest : MessageType.HandoffFailedRequest, first.messageId);
+        const answered = msg(answer, { endpointId: EP, eventId, sessionId: `S-${eventId}`, parentMessageId: first.messageId, ...(answer === MessageType.ErrorResponse ? { errorType: 'E', errorText: 'gave up' } : {}) });
+        await stack.store.recordOutcome({ history: { ...answered, enqueuedAt: new Date().toISOString() } as never, status: answered });
+        assert.equal((await stack.store.getStatusRow(EP, eventId, `S-${eventId}`))?.status, status);
+        for (const k of ['handoffComplete', 'handoffFail'] as const) {
+          await assert.rejects(manager.execute(EP, eventId, settle(k), 'bob'), isConflict(new RegExp(`^the event is ${status}, not a pending handoff$`)), `${k} on a ${status} event`);
+        }
+        assert.equal((await onTheWire(eventId)).length, 1, 'only the first settlement is on the wire');
+      }
+    });
   });
 });

@@ -117,4 +117,49 @@ describe('circuit breaker', () => {
     short.b.release();
     assert.equal(short.b.acquireWaitMs, 100, 'a tenth of 500 ms is below the first pause: the first pause holds');
   });
+  test('half-open: a probe whose outcome says nothing (ignored, an excluded error) gives its slot back when recorded', () => {
+    const { b, advance } = breaker(5_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    assert.equal(b.tryAcquire(), true, 'the probe');
+    b.record('ignored'); // e.g. dead-lettered or short-circuited: no release() follows on every path
+    assert.equal(b.state, 'HalfOpen');
+    assert.equal(b.acquireWaitMs, 100, 'the slot is free again after the probe pause, not held by a probe that ended');
+    advance(100);
+    assert.equal(b.tryAcquire(), true, 'a new probe can be taken');
+    b.record('failure', new Error('throttled', { cause: new Throttled() }));
+    assert.equal(b.state, 'HalfOpen', 'an excluded error does not count');
+    advance(b.acquireWaitMs);
+    assert.equal(b.tryAcquire(), true, 'and gives the slot back too');
+    b.record('success');
+    assert.equal(b.state, 'Closed');
+  });
+
+  test('permits: a worker frees or ends only the probe it holds, whatever it records or releases', () => {
+    const { b, advance } = breaker(5_000);
+    const early = b.acquire();
+    assert.ok(early && !early.probe, 'taken while Closed: not a probe');
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    const probe = b.acquire();
+    assert.ok(probe?.probe, 'the probe');
+    assert.equal(b.acquire(), undefined, 'one probe at a time');
+    // The worker that took its delivery while Closed finishes it now, with nothing to say about the endpoint.
+    early.record('ignored');
+    early.release();
+    assert.equal(b.acquire(), undefined, "another worker's ignored outcome or release leaves the probe held");
+    assert.ok(b.acquireWaitMs > 0);
+    probe.record('ignored');
+    probe.release(); // the host releases in a finally after recording: no second pause, no effect
+    assert.equal(b.acquireWaitMs, 100, 'the probe gave its slot back once');
+    advance(100);
+    const next = b.acquire();
+    assert.ok(next?.probe);
+    probe.release(); // a stale permit
+    assert.equal(b.acquire(), undefined, 'a permit whose probe ended cannot free the next probe');
+    next.record('success');
+    assert.equal(b.state, 'Closed');
+    next.release();
+    assert.equal(b.acquireWaitMs, 0);
+  });
 });

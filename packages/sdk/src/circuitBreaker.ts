@@ -25,11 +25,29 @@ export interface CircuitBreakerOptions {
 
 export type BreakerOutcome = 'success' | 'failure' | 'ignored';
 
+/**
+ * What acquire() hands a worker: the right to take one delivery (a batch when Closed). Its record and release act on
+ * the probe slot only while this permit holds it, so a worker never frees (or ends) another worker's probe.
+ */
+export interface BreakerPermit {
+  /** Whether this permit holds the HalfOpen probe slot (false: taken while Closed). */
+  readonly probe: boolean;
+  /** Counts a delivery's outcome (as CircuitBreaker.record). A probe's outcome ends the probe. */
+  record(outcome: BreakerOutcome, error?: unknown): void;
+  /** Gives the probe slot back if this permit still holds it; nothing otherwise. Safe to call more than once. */
+  release(): void;
+}
+
+/** The holder id of permits taken while Closed: never a probe's (those count from 1). */
+const NOT_A_PROBE = 0;
+
 export class CircuitBreaker {
   private stateValue: CircuitState = 'Closed';
   private failures: number[] = [];
   private openedAt = 0;
-  private probing = false;
+  /** HalfOpen: the id of the permit holding the probe slot (undefined: the slot is free). */
+  private probeHolder: number | undefined;
+  private probesTaken = 0;
   /** HalfOpen: no probe before this (epoch ms), after a probe slot was given back without an outcome. */
   private probeAfter = 0;
   private readonly probePause: Backoff;
@@ -65,11 +83,22 @@ export class CircuitBreaker {
    * pause after a probe slot was given back without an outcome.
    */
   tryAcquire(): boolean {
+    return this.acquire() !== undefined;
+  }
+
+  /**
+   * As tryAcquire, but the permit it returns ends only its own probe: a worker that took its delivery while Closed
+   * and finishes it after the circuit half-opened (its record or release) must not free the probe another worker
+   * holds. Release the permit in a `finally`: a probe that ends without it leaves the slot taken and every worker
+   * waiting on a probe that is no longer running.
+   */
+  acquire(): BreakerPermit | undefined {
     const s = this.state;
-    if (s === 'Closed') return true;
-    if (s === 'Open' || this.probing || this.now() < this.probeAfter) return false;
-    this.probing = true;
-    return true;
+    if (s === 'Closed') return this.permit(NOT_A_PROBE);
+    if (s === 'Open' || this.probeHolder !== undefined || this.now() < this.probeAfter) return undefined;
+    const id = ++this.probesTaken;
+    this.probeHolder = id;
+    return this.permit(id);
   }
 
   /**
@@ -78,9 +107,7 @@ export class CircuitBreaker {
    * accept and release sessions in a tight loop while the endpoint has nothing to probe with.
    */
   release(): void {
-    if (!this.probing) return;
-    this.probing = false;
-    if (this.stateValue === 'HalfOpen') this.probeAfter = this.now() + this.probePause.next();
+    this.giveBack(undefined);
   }
 
   /**
@@ -92,7 +119,7 @@ export class CircuitBreaker {
     const s = this.state;
     if (s === 'Closed') return 0;
     if (s === 'Open') return this.remainingOpenMs;
-    if (this.probing) return this.probePause.initial;
+    if (this.probeHolder !== undefined) return this.probePause.initial;
     return Math.max(0, this.probeAfter - this.now());
   }
 
@@ -101,12 +128,24 @@ export class CircuitBreaker {
     return this.stateValue === 'Open' ? Math.max(0, this.openMs - (this.now() - this.openedAt)) : 0;
   }
 
+  /**
+   * Counts a delivery's outcome. In HalfOpen one that says nothing of the endpoint ('ignored', an excluded error)
+   * gives the probe slot back, as release() does: a caller that only records would otherwise leave the circuit
+   * half-open with the slot taken and no probe running.
+   */
   record(outcome: BreakerOutcome, error?: unknown): void {
-    if (outcome === 'ignored') return;
-    if (outcome === 'failure' && error !== undefined && this.isExcluded(error)) return;
+    this.recordFor(undefined, outcome, error);
+  }
+
+  /** `holder`: the permit recording (undefined: a caller without one, taken to hold the probe). */
+  private recordFor(holder: number | undefined, outcome: BreakerOutcome, error?: unknown): void {
+    if (outcome === 'ignored' || (outcome === 'failure' && error !== undefined && this.isExcluded(error))) {
+      if (this.state === 'HalfOpen') this.giveBack(holder);
+      return;
+    }
     const state = this.state;
     if (state === 'HalfOpen') {
-      this.probing = false;
+      this.probeHolder = undefined;
       this.probeAfter = 0;
       this.probePause.reset();
       if (outcome === 'success') {
@@ -122,6 +161,24 @@ export class CircuitBreaker {
     this.failures = this.failures.filter((f) => t - f < this.windowMs);
     this.failures.push(t);
     if (this.failures.length >= this.threshold) this.open();
+  }
+
+  private permit(id: number): BreakerPermit {
+    return {
+      probe: id !== NOT_A_PROBE,
+      record: (outcome, error) => this.recordFor(id, outcome, error),
+      release: () => this.giveBack(id),
+    };
+  }
+
+  /**
+   * Frees the probe slot if `holder` holds it (undefined: whoever does), and pauses the next probe: taken again at
+   * once, the workers would accept and release sessions in a tight loop while the endpoint has nothing to probe with.
+   */
+  private giveBack(holder: number | undefined): void {
+    if (this.probeHolder === undefined || (holder !== undefined && holder !== this.probeHolder)) return;
+    this.probeHolder = undefined;
+    if (this.stateValue === 'HalfOpen') this.probeAfter = this.now() + this.probePause.next();
   }
 
   private open(): void {

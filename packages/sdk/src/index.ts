@@ -7,7 +7,7 @@ export { isNetworkError, NETWORK_ERROR_CODES } from './networkErrors.ts';
 export * from './handlers.ts';
 export * from './pipeline.ts';
 export { validationBehavior } from './validation.ts';
-export { CircuitBreaker, type CircuitBreakerOptions } from './circuitBreaker.ts';
+export { CircuitBreaker, type BreakerPermit, type CircuitBreakerOptions } from './circuitBreaker.ts';
 export { Inbox, InboxStoreError, MemoryInboxStore, inboxKey, type InboxStore } from './inbox.ts';
 // The Cosmos-backed inbox store is not re-exported: it loads @azure/cosmos (about half a second and ~28 MB), which
 // a host without a durable inbox should not pay. Import it from '@nimbus/sdk/cosmos' (see docs/sdk.md).

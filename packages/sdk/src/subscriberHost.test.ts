@@ -43,6 +43,8 @@ interface FakeBrokerOptions {
   /** Which send (0-based) never answers; the others succeed. */
   hangingSend?: number;
   completionHangs?: boolean;
+  /** Called as the first receive returns its message. */
+  onFirstReceive?: () => void;
 }
 
 /** One session with one message; later accepts wait until the host stops. */
@@ -76,6 +78,7 @@ function fakeBroker(options: FakeBrokerOptions) {
     receiveMessages: async (_n: number, o?: { abortSignal?: AbortSignal }) => {
       if (!received) {
         received = true;
+        options.onFirstReceive?.();
         return [message];
       }
       return hangUntilAborted(o?.abortSignal).catch(() => []);
@@ -111,7 +114,7 @@ function fakeBroker(options: FakeBrokerOptions) {
 
 function host(
   client: ServiceBusClient,
-  extra: { breaker?: CircuitBreaker; failed?: unknown[]; backoffMs?: number } = {},
+  extra: { breaker?: CircuitBreaker; failed?: unknown[]; backoffMs?: number; onDeliveryThrows?: boolean } = {},
 ) {
   const { lines, logger } = capturedLogger();
   let delivered!: (r: DeliveryResult) => void;
@@ -130,7 +133,10 @@ function host(
     logger,
     circuitBreaker: extra.breaker,
     observers: [{ onMessageFailed: (_m, e) => void extra.failed?.push(e) }],
-    onDelivery: (r) => delivered(r),
+    onDelivery: (r) => {
+      delivered(r);
+      if (extra.onDeliveryThrows) throw new Error('onDelivery failed');
+    },
   });
   return { h, lines, delivery };
 }
@@ -224,5 +230,45 @@ describe('a session released at its lock horizon before its first receive', () =
     } finally {
       await h.stop();
     }
+  });
+});
+
+describe("the circuit breaker's half-open probe", () => {
+  test('a probe that throws before its outcome is counted (here onDelivery) still gives the probe slot back', async () => {
+    let t = 0;
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 1_000, now: () => t });
+    breaker.record('failure');
+    t += 1_000;
+    assert.equal(breaker.state, 'HalfOpen');
+    const broker = fakeBroker({ deliveryCount: 0 });
+    const { h, delivery } = host(broker.client, { breaker, onDeliveryThrows: true });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'completed');
+    } finally {
+      // stop() returns once the session (and whatever it does on its way out) has ended.
+      await h.stop();
+    }
+    assert.equal(breaker.state, 'HalfOpen', 'the outcome was never counted');
+    t += breaker.acquireWaitMs;
+    assert.equal(breaker.tryAcquire(), true, 'the slot is free: the circuit is not stuck half-open with no probe running');
+  });
+
+  test('a worker stopping with the probe\'s message received but not started gives the probe slot back', async () => {
+    let t = 0;
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 1_000, now: () => t });
+    breaker.record('failure');
+    t += 1_000;
+    let stopCalled!: (stopping: Promise<void>) => void;
+    const stopped = new Promise<void>((resolve) => (stopCalled = resolve));
+    // The host stops between the probe's receive and its delivery: the message is left for the next start.
+    const broker = fakeBroker({ deliveryCount: 0, onFirstReceive: () => stopCalled(h.stop()) });
+    const { h } = host(broker.client, { breaker });
+    await h.start();
+    await stopped;
+    assert.deepEqual(broker.sent, [], 'the message was not handled');
+    assert.equal(breaker.state, 'HalfOpen');
+    t += breaker.acquireWaitMs;
+    assert.equal(breaker.tryAcquire(), true, 'the slot is free: a host started again with this breaker can probe');
   });
 });

@@ -381,108 +381,110 @@ export class SubscriberHost implements AsyncDisposable {
         this.logHorizonRelease(receiver, lastBatchMs);
         return !received;
       }
-      if (breaker && !breaker.tryAcquire()) return false; // open, or another worker holds the half-open probe
-      const probing = breaker?.state === 'HalfOpen';
-      let messages;
+      // Every way out of this batch (no message, an error thrown anywhere, stopping) ends in the finally: a half-open
+      // probe that ended without giving its slot back would leave every worker waiting on a probe that is not running.
+      const permit = breaker?.acquire();
+      if (breaker && !permit) return false; // open, or another worker holds the half-open probe
       try {
-        received = true;
-        messages = await withLinkedSignal(signal, (abortSignal) =>
-          receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
-            maxWaitTimeInMs: waitMs,
-            abortSignal,
-          }),
-        );
-      } catch (error) {
-        breaker?.release();
-        if (this.stopping) return false;
-        throw error;
-      }
-      if (messages.length === 0) {
-        breaker?.release();
-        if (waitMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
-        return false; // idle (or at the horizon): release the session
-      }
-      const batchStartedAt = Date.now();
-      for (const message of messages) {
-        // Messages not started when stopping stay unsettled and come back with the session.
-        if (this.stopping) return false;
-        // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
-        // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
-        // own bound): the budget path's notification is what tells the Resolver, which the broker's own
-        // dead-letter at lock expiry would not, and it goes through the sender, whose connection may well be fine.
-        // Not after a completion given up: everything the delivery had to tell the Resolver went before it, and the
-        // completion may have landed, so a budget notification would contradict the answer the Resolver has.
-        const last = isLastDelivery(
-          message.deliveryCount,
-          this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
-        );
-        const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
-          attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
-        });
-        const port = sessionDeliveryPort(receiver, this.sender!, state, message, { link });
-        // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
-        // follows the stop signal and the circuit signal current when the delivery starts.
-        const parents = breaker ? [signal, this.circuitController.signal] : signal;
-        // The handler, its responses and the settlement run in the message's process span (tracing.ts).
-        const { result, error } = await withProcessSpan(message, { topic: this.options.endpointId, subscription: this.options.endpointId }, async (span) => {
-          const r = await withLinkedSignal(parents, (deliverySignal) => this.dispatcher.dispatchDetailed(message, port, deliverySignal));
-          span.setAttribute('nimbus.delivery.result', r.result);
-          if (r.result === 'handlerFailed') span.setAttribute('error.type', 'handler_failed');
-          return r;
-        });
-        this.options.onDelivery?.(result, receiver.sessionId);
-        // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached. A
-        // delivery whose broker call was given up failed on the connection, not in the handler: not counted.
-        breaker?.record(
-          link.lost && result === 'transient'
-            ? 'ignored'
-            : result === 'handlerFailed' || result === 'transient'
-              ? 'failure'
-              : result === 'completed'
-                ? 'success'
-                : 'ignored',
-          error,
-        );
-        if (link.lost) {
-          // A call that timed out met a lost (or too slow) connection. The session is given up as failed, so the
-          // worker backs off before accepting again; a receiver whose link is still open is held first like any
-          // delivery left unsettled (hold() skips a closed receiver), since a broker that is connected but slower
-          // than the bound would otherwise spend a delivery on every quick release.
-          const lostTo = link.lostTo!;
-          const fields = {
-            endpointId: this.options.endpointId,
-            sessionId: receiver.sessionId,
-            operation: lostTo.operation,
-            timeoutMs: this.operationTimeoutMs,
-            result,
-          };
-          if (result === 'deadLettered') {
-            this.log.warn(fields, 'a broker call of the last delivery did not answer; the delivery was dead-lettered');
-          } else if (lostTo.operation === COMPLETING_THE_MESSAGE && result === 'transient') {
-            this.log.warn(
-              fields,
-              'the completion did not answer: it may have landed after all (then the message does not come back); if not, the delivery is redelivered',
-            );
-          } else {
-            this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
+        const probing = permit?.probe === true;
+        let messages;
+        try {
+          received = true;
+          messages = await withLinkedSignal(signal, (abortSignal) =>
+            receiver.receiveMessages(probing ? 1 : (this.options.maxMessagesPerReceive ?? 10), {
+              maxWaitTimeInMs: waitMs,
+              abortSignal,
+            }),
+          );
+        } catch (error) {
+          if (this.stopping) return false;
+          throw error;
+        }
+        if (messages.length === 0) {
+          if (waitMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
+          return false; // idle (or at the horizon): release the session
+        }
+        const batchStartedAt = Date.now();
+        for (const message of messages) {
+          // Messages not started when stopping stay unsettled and come back with the session.
+          if (this.stopping) return false;
+          // One bound per delivery: a session whose call timed out is given up below, so later deliveries start afresh.
+          // On the last delivery the budget allows, the steps after a call given up are still attempted (each with its
+          // own bound): the budget path's notification is what tells the Resolver, which the broker's own
+          // dead-letter at lock expiry would not, and it goes through the sender, whose connection may well be fine.
+          // Not after a completion given up: everything the delivery had to tell the Resolver went before it, and the
+          // completion may have landed, so a budget notification would contradict the answer the Resolver has.
+          const last = isLastDelivery(
+            message.deliveryCount,
+            this.options.maxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
+          );
+          const link = new BoundedLink(this.operationTimeoutMs, 'the delivery is left for redelivery', {
+            attemptAfterLoss: (lostTo) => last && lostTo.operation !== COMPLETING_THE_MESSAGE,
+          });
+          const port = sessionDeliveryPort(receiver, this.sender!, state, message, { link });
+          // The handler's ctx.signal is a per-delivery child too: whatever a handler leaves on it goes with it. It
+          // follows the stop signal and the circuit signal current when the delivery starts.
+          const parents = breaker ? [signal, this.circuitController.signal] : signal;
+          // The handler, its responses and the settlement run in the message's process span (tracing.ts).
+          const { result, error } = await withProcessSpan(message, { topic: this.options.endpointId, subscription: this.options.endpointId }, async (span) => {
+            const r = await withLinkedSignal(parents, (deliverySignal) => this.dispatcher.dispatchDetailed(message, port, deliverySignal));
+            span.setAttribute('nimbus.delivery.result', r.result);
+            if (r.result === 'handlerFailed') span.setAttribute('error.type', 'handler_failed');
+            return r;
+          });
+          this.options.onDelivery?.(result, receiver.sessionId);
+          // Counted before any hold, so a failing endpoint opens its circuit as soon as the threshold is reached. A
+          // delivery whose broker call was given up failed on the connection, not in the handler: not counted.
+          permit?.record(
+            link.lost && result === 'transient'
+              ? 'ignored'
+              : result === 'handlerFailed' || result === 'transient'
+                ? 'failure'
+                : result === 'completed'
+                  ? 'success'
+                  : 'ignored',
+            error,
+          );
+          if (link.lost) {
+            // A call that timed out met a lost (or too slow) connection. The session is given up as failed, so the
+            // worker backs off before accepting again; a receiver whose link is still open is held first like any
+            // delivery left unsettled (hold() skips a closed receiver), since a broker that is connected but slower
+            // than the bound would otherwise spend a delivery on every quick release.
+            const lostTo = link.lostTo!;
+            const fields = {
+              endpointId: this.options.endpointId,
+              sessionId: receiver.sessionId,
+              operation: lostTo.operation,
+              timeoutMs: this.operationTimeoutMs,
+              result,
+            };
+            if (result === 'deadLettered') {
+              this.log.warn(fields, 'a broker call of the last delivery did not answer; the delivery was dead-lettered');
+            } else if (lostTo.operation === COMPLETING_THE_MESSAGE && result === 'transient') {
+              this.log.warn(
+                fields,
+                'the completion did not answer: it may have landed after all (then the message does not come back); if not, the delivery is redelivered',
+              );
+            } else {
+              this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
+            }
+            if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs, horizon);
+            throw new Error(`giving the session up: ${lostTo.message}`, { cause: lostTo });
           }
-          if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs, horizon);
-          breaker?.release();
-          throw new Error(`giving the session up: ${lostTo.message}`, { cause: lostTo });
+          // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
+          // come straight back and a short outage would spend its whole delivery budget in seconds.
+          const unsettled = result === 'transient' || result === 'shortCircuited';
+          if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
+          // Opened (or still half-open: a probe's outcome that said nothing gave its slot back when recorded): the rest
+          // of this batch goes back untouched.
+          if (breaker && breaker.state !== 'Closed') return false;
+          // A delivery left unsettled must come back before anything after it in the session: release the session.
+          if (unsettled || result === 'cancelled') return false;
         }
-        // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
-        // come straight back and a short outage would spend its whole delivery budget in seconds.
-        const unsettled = result === 'transient' || result === 'shortCircuited';
-        if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
-        if (breaker) {
-          breaker.release();
-          // Opened (or still probing): the rest of this batch goes back untouched.
-          if (breaker.state !== 'Closed') return false;
-        }
-        // A delivery left unsettled must come back before anything after it in the session: release the session.
-        if (unsettled || result === 'cancelled') return false;
+        lastBatchMs = Date.now() - batchStartedAt;
+      } finally {
+        permit?.release();
       }
-      lastBatchMs = Date.now() - batchStartedAt;
     }
     return false;
   }
