@@ -339,6 +339,8 @@ function buildStatusRow(
         deadLetterReason: w.deadLetterReason,
         deadLetterErrorDescription: w.deadLetterErrorDescription,
         eventTypeId: w.eventTypeId ?? existing?.eventTypeId ?? null,
+        eventId: w.eventId,
+        sessionId: w.sessionId,
       })?.groupId ?? null,
   };
 }
