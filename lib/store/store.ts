@@ -1779,6 +1779,24 @@ export class MessageStore {
     return r.items;
   }
 
+  /**
+   * The endpoints with a probe still Pending that was sent at or before `sentBefore` (ISO), across partitions: how
+   * the heartbeat sweep finds probes of endpoints no longer in the catalog. At most `limit` probes are read.
+   */
+  async listOverduePendingHeartbeatEndpoints(sentBefore: string, limit = 1000): Promise<string[]> {
+    const r = await queryAll(
+      this.#c.heartbeats,
+      {
+        query: "SELECT c.endpointId FROM c WHERE c.status = 'Pending' AND c.sentAt <= @before",
+        parameters: [{ name: '@before', value: sentBefore }],
+      },
+      heartbeatRecordSchema.pick({ endpointId: true }),
+      { limit },
+      'overdue heartbeat list',
+    );
+    return [...new Set(r.items.map((i) => i.endpointId))];
+  }
+
   async getHeartbeatSettings(): Promise<{ settings: HeartbeatSettings; etag: string | undefined }> {
     const raw = await this.#readPlatform('settings_heartbeat');
     if (raw === null) return { settings: heartbeatSettingsSchema.parse({}), etag: undefined };
