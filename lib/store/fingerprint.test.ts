@@ -91,6 +91,37 @@ describe('fingerprintOf', () => {
     assert.equal(fp!.errorType, 'DeadLettered');
   });
 
+  // The row's own ids without digits: before, each event's text kept its id and made a group of its own.
+  const OWN_IDS: Array<[string, string, string, string]> = [
+    // [eventId, sessionId, errorText, title]
+    ['wh-bare', 'sess-x', 'Warehouse rejected wh-bare: bin full', 'Warehouse rejected <id>: bin full'],
+    ['wh-bare', 'sess-x', 'session sess-x blocked by wh-bare.', 'session <id> blocked by <id>.'],
+    // Whole tokens only: a longer token that contains the id is not the id.
+    ['bare', 'sess-x', 'wh-bare and bare_ness but bare!', 'wh-bare and bare_ness but <id>!'],
+    // Regex characters in an id are literal.
+    ['a.b+c', 'sess-x', 'event a.b+c failed, aXb+c not', 'event <id> failed, aXb+c not'],
+    // Ids the rules normalise keep their old placeholder (existing group ids do not move).
+    ['ORD-1042', 'CUST-17', 'Order ORD-1042 of CUST-17', 'Order <id> of <id>'],
+    ['3f2504e0-4f89-11d3-9a0c-0305e82c3301', 'sess-x', 'event 3f2504e0-4f89-11d3-9a0c-0305e82c3301 failed', 'event <guid> failed'],
+    // Too short to tell from a word.
+    ['ab', 'sess-x', 'ab failed', 'ab failed'],
+  ];
+  for (const [eventId, sessionId, errorText, title] of OWN_IDS) {
+    test(`own ids: ${JSON.stringify(errorText)}`, () => {
+      assert.equal(fingerprintOf(row('Failed', { errorType: 'E', errorText, eventId, sessionId }))!.title, title);
+    });
+  }
+
+  test("an error naming the row's own id is one group, with or without digits in the id", () => {
+    const ofEvent = (eventId: string) =>
+      fingerprintOf(row('Failed', { errorType: 'WarehouseError', errorText: `Warehouse rejected ${eventId}: bin full`, eventId, sessionId: 's1' }))!.groupId;
+    assert.equal(ofEvent('wh-bare'), ofEvent('wh-0'));
+  });
+
+  test('a row without ids still fingerprints (callers that lack them)', () => {
+    assert.equal(fingerprintOf(row('Failed', { errorType: 'E', errorText: 'wh-bare failed' }))!.title, 'wh-bare failed');
+  });
+
   test('Unsupported rows group by event type', () => {
     const a = fingerprintOf(row('Unsupported', { eventTypeId: 'CustomerUpdated' }));
     const b = fingerprintOf(row('Unsupported', { eventTypeId: 'OrderPlaced' }));

@@ -3,6 +3,8 @@
 // by placeholders, so "Order ORD-1001: total 1548.00 EUR exceeds…" and "Order ORD-2002: total 903.50 EUR exceeds…"
 // are one group. It is endpoint-independent on purpose: one CRM outage failing three endpoints is one cause.
 // The rules are an ordered list of replacements; the table of real examples in fingerprint.test.ts pins them.
+// The row's own event and session ids are replaced first (ownIdsReplaced): an id without digits ("wh-bare") passes
+// every rule unchanged, so without this each event would be a group of its own.
 // Changing a rule changes group ids: rows written before keep their old fingerprint until the backfill is re-run
 // (`npm run backfill:fingerprints -- --all`).
 import { createHash } from 'node:crypto';
@@ -34,10 +36,42 @@ const RULES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b\d+\b/g, '<n>'],
 ];
 
-/** The message with its variable parts replaced, whitespace collapsed, at most 300 characters. */
-export function normaliseErrorText(text: string): string {
+/** Own ids shorter than this are left to the rules: a two-letter id would eat ordinary words of the message. */
+const OWN_ID_MIN_LENGTH = 3;
+/** A whole token: not preceded or followed by a letter, digit, `_` or `-` (ids are made of those). */
+const TOKEN_BEFORE = '(?<![\\w-])';
+const TOKEN_AFTER = '(?![\\w-])';
+
+/**
+ * The text with the row's own ids (whole tokens, literal) replaced by `<id>`, the placeholder the rules give ids with
+ * digits. Only ids the rules leave untouched are replaced: an id the rules already normalise (ORD-1, a GUID, a
+ * number) keeps the placeholder it always had, so the group ids of such texts do not change.
+ */
+function ownIdsReplaced(text: string, ownIds: ReadonlyArray<string | null | undefined>): string {
+  const ids = ownIds
+    .filter((id): id is string => typeof id === 'string' && id.length >= OWN_ID_MIN_LENGTH && applyRules(id) === id)
+    .sort((a, b) => b.length - a.length); // the longer first, should one id contain the other
+  let out = text;
+  for (const id of ids) {
+    const escaped = id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    out = out.replace(new RegExp(`${TOKEN_BEFORE}${escaped}${TOKEN_AFTER}`, 'g'), '<id>');
+  }
+  return out;
+}
+
+function applyRules(text: string): string {
   let out = text;
   for (const [pattern, replacement] of RULES) out = out.replace(pattern, replacement);
+  return out;
+}
+
+/**
+ * The message with its variable parts replaced, whitespace collapsed, at most 300 characters. `ownIds`: the row's
+ * event and session ids, replaced as ids wherever they appear whole.
+ */
+export function normaliseErrorText(text: string, ownIds: ReadonlyArray<string | null | undefined> = []): string {
+  let out = ownIdsReplaced(text, ownIds);
+  out = applyRules(out);
   return out.replace(/\s+/g, ' ').trim().slice(0, 300);
 }
 
@@ -48,6 +82,9 @@ export interface FingerprintInput {
   deadLetterReason: string | null;
   deadLetterErrorDescription: string | null;
   eventTypeId: string | null;
+  /** The row's own ids: named in its error text they are normalised to `<id>` even without digits. */
+  eventId?: string | null;
+  sessionId?: string | null;
 }
 
 export interface Fingerprint {
@@ -80,7 +117,7 @@ export function fingerprintOf(row: FingerprintInput): Fingerprint | null {
     errorType = row.errorType ?? 'Error';
     text = row.errorText ?? row.deadLetterErrorDescription ?? '';
   }
-  const title = normaliseErrorText(text) || '(no message)';
+  const title = normaliseErrorText(text, [row.eventId, row.sessionId]) || '(no message)';
   return { groupId: hashOf(errorType, title), errorType, title };
 }
 

@@ -339,6 +339,8 @@ function buildStatusRow(
         deadLetterReason: w.deadLetterReason,
         deadLetterErrorDescription: w.deadLetterErrorDescription,
         eventTypeId: w.eventTypeId ?? existing?.eventTypeId ?? null,
+        eventId: w.eventId,
+        sessionId: w.sessionId,
       })?.groupId ?? null,
   };
 }
@@ -1775,6 +1777,24 @@ export class MessageStore {
       'heartbeat list',
     );
     return r.items;
+  }
+
+  /**
+   * The endpoints with a probe still Pending that was sent at or before `sentBefore` (ISO), across partitions: how
+   * the heartbeat sweep finds probes of endpoints no longer in the catalog. At most `limit` probes are read.
+   */
+  async listOverduePendingHeartbeatEndpoints(sentBefore: string, limit = 1000): Promise<string[]> {
+    const r = await queryAll(
+      this.#c.heartbeats,
+      {
+        query: "SELECT c.endpointId FROM c WHERE c.status = 'Pending' AND c.sentAt <= @before",
+        parameters: [{ name: '@before', value: sentBefore }],
+      },
+      heartbeatRecordSchema.pick({ endpointId: true }),
+      { limit },
+      'overdue heartbeat list',
+    );
+    return [...new Set(r.items.map((i) => i.endpointId))];
   }
 
   async getHeartbeatSettings(): Promise<{ settings: HeartbeatSettings; etag: string | undefined }> {

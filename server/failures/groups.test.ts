@@ -97,6 +97,13 @@ describe('failure groups', () => {
     assert.equal(afterwards.groups.length, 0);
   });
 
+  test("rows whose error names their own event id are one group, the id with digits or without", async () => {
+    // The store passes the row's ids to the fingerprint: without them `wh-bare` (no digits) stayed in the title.
+    for (const eventId of ['wh-bare', 'wh-0']) await fail('warehouseendpoint', eventId, { errorType: 'BinFullError', errorText: `Warehouse rejected ${eventId}: bin full` });
+    const { groups } = await failureGroups(f.store, { endpointId: 'warehouseendpoint', status: [] });
+    assert.deepEqual(groups.map((g) => [g.title, g.count]), [['Warehouse rejected <id>: bin full', 2]]);
+  });
+
   test('the backfill gives rows written before groups existed their fingerprint, once', async () => {
     const events = f.raw.database(f.database).container(CONTAINERS.events);
     await fail('ledgerendpoint', 'old-1', { errorType: 'LedgerError', errorText: 'ledger LEDGER-1 rejected' });

@@ -67,9 +67,9 @@ const readEvidence = new Map<string, { at: string | null; until: number }>();
  * lastHandledAt for the reads, reused for EVIDENCE_REUSE_MS (by the caller's clock) when reusing cannot hide a busy
  * endpoint that a fresh lookup would show:
  *   - an answer that still makes the probe busy (aliveSince, checked again at `nowMs`): later answers only extend it;
- *   - any answer once the probe is overdue by more than a timeout: by then the sweep has decided a catalog
- *     endpoint's probe (Off, or left Pending because busy), so what is still overdue and not busy is a probe nobody
- *     settles (an endpoint outside the catalog, no sweep running) and asking on every poll buys nothing.
+ *   - any answer once the probe is overdue by more than a timeout: by then the sweep has decided the probe (Off,
+ *     or left Pending because busy; endpoints outside the catalog included), so what is still overdue and not busy
+ *     is a probe nobody settles yet (no sweep running, a failed lookup) and asking on every poll buys nothing.
  * In the probe's first timeout overdue, a "not busy" answer is not reused: busy can appear at any moment there, and
  * the heartbeat alert reads it. A failed lookup (undefined) is never kept.
  */

@@ -4,8 +4,10 @@
 //   - A lookup that keeps failing holds an overdue probe Pending only up to a bound: past it the sweep turns it Off
 //     and says so in the log (before, such a probe kept its last status for good).
 //   - /api/endpoints' read model looks up a long-overdue probe's evidence once per sweep tick, not once per poll (an
-//     endpoint outside the catalog is never swept, so its probe stays overdue and was queried on every poll); in the
+//     endpoint outside the catalog whose probe no sweep settled stays overdue and was queried on every poll); in the
 //     probe's first timeout overdue, where busy may appear at any moment, every read still asks.
+//   - The sweep settles an overdue probe of an endpoint that left the catalog (before, it stayed Pending for good on
+//     /api/endpoints), and leaves one not yet overdue alone.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -142,5 +144,25 @@ describe('the evidence query', () => {
     assert.equal(lookups, 3, 'polls within the tick reuse it');
     await poll(late + EVIDENCE_REUSE_MS + 1_000);
     assert.equal(lookups, 4, 'a tick later it is looked up again');
+  });
+
+  test('the sweep turns an overdue probe of an endpoint outside the catalog Off, not a fresh one', async () => {
+    const gone = 'goneendpoint';
+    assert.ok(!stack.catalog.endpoints.some((e) => e.id === gone));
+    const request = msg(T.EventRequest, { endpointId: gone, eventId: 'GONE-1', sessionId: 'GONE-1', payload: {} });
+    await stack.store.recordOutcome({ history: request as never, status: request });
+    const overdue = randomUUID();
+    const fresh = randomUUID();
+    await stack.store.recordHeartbeat({ endpointId: gone, probeId: overdue, status: 'Pending', sentAt: agoIso(TIMEOUT_MS + 10_000), intervalSeconds: 300 });
+    await stack.store.recordHeartbeat({ endpointId: gone, probeId: fresh, status: 'Pending', sentAt: agoIso(1_000), intervalSeconds: 300 });
+    const service = new HeartbeatService({ store: stack.store, client: stack.serviceBus.client, catalog: stack.catalog, docs });
+
+    const swept = await service.sweep();
+
+    assert.equal(await statusOf(gone, overdue), 'Off', 'nobody answered it for a whole timeout: settled like a catalog endpoint');
+    assert.equal(await statusOf(gone, fresh), 'Pending', 'a probe within its timeout is left alone');
+    assert.ok(swept >= 1, `counted (${swept})`);
+    const listed = (await endpointsOverview(stack.store, stack.catalog)).find((e) => e.endpointId === gone);
+    assert.equal(listed?.heartbeat.status, 'Off', '/api/endpoints shows the settled outcome, not Pending');
   });
 });

@@ -1,5 +1,6 @@
 // Admin → Health: the heartbeat scheduler (flow 8; research-webapp.md §4). A tick every 30 s:
-//   1. sweep: probes still Pending after the timeout turn Off (endpoints and the Resolver), so an unanswered
+//   1. sweep: probes still Pending after the timeout turn Off (endpoints, also those since removed from the catalog,
+//      and the Resolver), so an unanswered
 //      probe settles within timeout + one tick even while the schedule is disabled — except an endpoint's probe
 //      while the endpoint keeps answering other messages (evidence.ts): it is queued behind a backlog, and stays
 //      Pending (shown as busy) until it is answered or the endpoint falls silent for a whole timeout;
@@ -307,37 +308,57 @@ export class HeartbeatService {
   /**
    * Pending probes older than the timeout turn Off, unless the endpoint is answering other messages (busy: the
    * probe is queued behind them; see evidence.ts) or its last answer could not be read (left for a later sweep, at
-   * most UNKNOWN_EVIDENCE_TIMEOUTS timeouts past the deadline: then Off, with a warning). Returns how many turned Off.
+   * most UNKNOWN_EVIDENCE_TIMEOUTS timeouts past the deadline: then Off, with a warning). Catalog endpoints, and
+   * then any endpoint no longer in the catalog with an overdue Pending probe (sent before it left): nothing else
+   * would ever settle that probe, and /api/endpoints shows such an endpoint. Returns how many turned Off.
    */
   async sweep(settings?: HeartbeatSettings): Promise<number> {
     const s = settings ?? (await this.settings());
     const nowMs = this.#d.now().getTime();
     const cutoff = nowMs - s.timeoutSeconds * 1000;
     let swept = 0;
-    for (const endpointId of this.endpointIds) {
-      const records = await this.#d.store.listHeartbeats(endpointId, 20);
-      let handled: Promise<string | null | undefined> | undefined; // looked up once, and only when a probe is overdue
-      for (const r of records) {
-        if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
-        handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn);
-        // Unknown (the lookup failed): left for a later sweep, not turned Off on no evidence - up to a bound.
-        const verdict = overdueVerdict(await handled, r.sentAt, nowMs, s.timeoutSeconds);
-        if (verdict === 'busy' || verdict === 'undecided') continue;
-        // Re-read just before writing: a reply may have landed since the list (the reply then wins).
-        const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
-        if (fresh && fresh.status !== 'Pending') continue;
-        await this.#d.store.recordHeartbeat({ endpointId, probeId: r.probeId, status: 'Off' });
-        if (verdict === 'offUnknown')
-          this.#d.log.warn(
-            { endpointId, probeId: r.probeId, sentAt: r.sentAt },
-            `heartbeat: probe turned Off without evidence: its endpoint's last answer could not be read for ${UNKNOWN_EVIDENCE_TIMEOUTS} timeouts past its deadline`,
-          );
-        swept++;
-      }
-    }
+    for (const endpointId of this.endpointIds) swept += await this.#sweepEndpoint(endpointId, s, nowMs, cutoff);
+    for (const endpointId of await this.#retiredWithOverdueProbes(cutoff)) swept += await this.#sweepEndpoint(endpointId, s, nowMs, cutoff);
     const resolver = await this.#d.store.getServiceHealth(Address.Resolver);
     if (resolver?.lastProbeMessageId && resolver.lastProbeSentAt && Date.parse(resolver.lastProbeSentAt) <= cutoff) {
       await this.#d.store.setServiceHealth({ ...resolver, status: 'Off', lastProbeMessageId: null });
+      swept++;
+    }
+    return swept;
+  }
+
+  /** Endpoints outside the catalog with a Pending probe sent before the cutoff; a failed read is logged and skipped. */
+  async #retiredWithOverdueProbes(cutoff: number): Promise<string[]> {
+    const inCatalog = new Set(this.endpointIds);
+    try {
+      const ids = await this.#d.store.listOverduePendingHeartbeatEndpoints(new Date(cutoff).toISOString());
+      return ids.filter((id) => !inCatalog.has(id));
+    } catch (err) {
+      this.#warn(`heartbeat: could not list overdue probes of endpoints outside the catalog (${err instanceof Error ? err.message : String(err)}); left for a later sweep`);
+      return [];
+    }
+  }
+
+  /** One endpoint's overdue Pending probes turned Off where the evidence says so; returns how many. */
+  async #sweepEndpoint(endpointId: string, s: HeartbeatSettings, nowMs: number, cutoff: number): Promise<number> {
+    let swept = 0;
+    const records = await this.#d.store.listHeartbeats(endpointId, 20);
+    let handled: Promise<string | null | undefined> | undefined; // looked up once, and only when a probe is overdue
+    for (const r of records) {
+      if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
+      handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn);
+      // Unknown (the lookup failed): left for a later sweep, not turned Off on no evidence - up to a bound.
+      const verdict = overdueVerdict(await handled, r.sentAt, nowMs, s.timeoutSeconds);
+      if (verdict === 'busy' || verdict === 'undecided') continue;
+      // Re-read just before writing: a reply may have landed since the list (the reply then wins).
+      const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
+      if (fresh && fresh.status !== 'Pending') continue;
+      await this.#d.store.recordHeartbeat({ endpointId, probeId: r.probeId, status: 'Off' });
+      if (verdict === 'offUnknown')
+        this.#d.log.warn(
+          { endpointId, probeId: r.probeId, sentAt: r.sentAt },
+          `heartbeat: probe turned Off without evidence: its endpoint's last answer could not be read for ${UNKNOWN_EVIDENCE_TIMEOUTS} timeouts past its deadline`,
+        );
       swept++;
     }
     return swept;
