@@ -366,22 +366,29 @@ function historyView(h: HistoryEntry, template: string | undefined): EventDetail
  * reads; a query over the event's rows (listEventRows) is the fallback for a row without history.
  */
 async function rowsAndHistory(store: MessageStore, endpointId: string, eventId: string) {
-  const [history, audits] = await Promise.all([
-    store.listHistory(eventId, { pageSize: 200 }),
-    store.listAudits(eventId, { pageSize: 200 }),
-  ]);
-  const sessions = [...new Set(history.items.filter((h) => h.endpointId === endpointId).map((h) => h.sessionId))];
+  const historyRead = store.listHistory(eventId, { pageSize: 200 });
   // The parked-siblings query is the page's slowest read; it only needs the session, which the history already
-  // names, so it runs beside the row reads instead of after them.
-  const parkedBySession = new Map(
-    sessions.filter((s) => s !== '').map((sessionId) => [sessionId, parkedSiblings(store, endpointId, sessionId, eventId)]),
-  );
-  // Nobody may await a parked read that turns out unneeded; keep its rejection from going unhandled.
-  for (const p of parkedBySession.values()) p.catch(() => undefined);
-  const read = await Promise.all(sessions.map((sessionId) => store.getStatusRow(endpointId, eventId, sessionId)));
-  let rows = read.filter((r): r is StatusRow => r !== null);
-  if (rows.length === 0) rows = await store.listEventRows(endpointId, eventId);
-  rows.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+  // names, so it starts as soon as the history is read, beside the rows query. (The Map resolves with the history;
+  // its promises are awaited, or not, by eventDetails.)
+  const parkedRead = historyRead.then((history) => {
+    const sessions = new Set(history.items.filter((h) => h.endpointId === endpointId && h.sessionId !== '').map((h) => h.sessionId));
+    const parked = new Map([...sessions].map((sessionId) => [sessionId, parkedSiblings(store, endpointId, sessionId, eventId)]));
+    // Nobody may await a parked read that turns out unneeded; keep its rejection from going unhandled.
+    for (const p of parked.values()) p.catch(() => undefined);
+    return parked;
+  });
+  // The rows by one query over the event's own partition ([endpointId, eventId]; the Manager finds them the same
+  // way): every session's row, including one the first page of history does not name (a long history, or entries
+  // gone), which point reads of the named sessions missed while another session's row was found.
+  const [history, audits, rows, parkedBySession] = await Promise.all([
+    historyRead,
+    store.listAudits(eventId, { pageSize: 200 }),
+    store.listEventRows(endpointId, eventId),
+    parkedRead,
+  ]);
+  // The query leaves out rows that no longer parse; a point read of a session the history names reports one
+  // (CorruptDocumentError) rather than answering 404 for an event whose only row is damaged.
+  if (rows.length === 0) for (const sessionId of parkedBySession.keys()) await store.getStatusRow(endpointId, eventId, sessionId);
   return { rows, history, audits, parkedBySession };
 }
 

@@ -1,0 +1,52 @@
+// The event page's rows on the embedded Cosmos store: every session's row of the event is shown, not only the
+// sessions the first page of its history names. The row of a session whose history entries are gone (or lie past
+// the page, on a long history) was missed while another session's row was found, so `otherRows` was short.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { CONTAINERS } from '../lib/store/index.ts';
+import { msg, startStoreFixture, type StoreFixture } from '../lib/store/testing/fixtures.ts';
+import { eventDetails } from './queries.ts';
+
+const EP = 'billingendpoint';
+let f: StoreFixture;
+before(async () => {
+  f = await startStoreFixture({ now: () => new Date() });
+});
+after(async () => {
+  await f.close();
+});
+
+async function failIn(eventId: string, sessionId: string): Promise<void> {
+  const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId, payload: { sessionId } });
+  const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, errorText: 'boom' });
+  for (const m of [request, error]) await f.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+}
+
+test('the event page lists the row of a session its history no longer names', async () => {
+  const eventId = 'evt-two-sessions';
+  await failIn(eventId, 'S-unnamed');
+  const history = f.store.database.container(CONTAINERS.history);
+  const { resources } = await history.items
+    .query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.eventId = @e', parameters: [{ name: '@e', value: eventId }] }, { partitionKey: eventId })
+    .fetchAll();
+  for (const { id } of resources) await history.item(id, eventId).delete();
+  await failIn(eventId, 'S-named');
+  const view = await eventDetails(f.store, EP, eventId);
+  const sessions = [view.event.sessionId, ...view.otherRows.map((r) => r.sessionId)].sort();
+  assert.deepEqual(sessions, ['S-named', 'S-unnamed'], 'both rows of the event are on its page');
+  assert.equal(view.event.sessionId, 'S-named', 'the newest row leads');
+});
+
+test('an event known only by rows (no history at all) still has its page', async () => {
+  const eventId = 'evt-no-history';
+  await failIn(eventId, 'S-1');
+  const history = f.store.database.container(CONTAINERS.history);
+  const { resources } = await history.items
+    .query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.eventId = @e', parameters: [{ name: '@e', value: eventId }] }, { partitionKey: eventId })
+    .fetchAll();
+  for (const { id } of resources) await history.item(id, eventId).delete();
+  const view = await eventDetails(f.store, EP, eventId);
+  assert.equal(view.event.status, 'Failed');
+  assert.deepEqual(view.history, []);
+});
