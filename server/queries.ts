@@ -151,7 +151,9 @@ function withCounts(counted: EndpointCounts[], catalog: Catalog): EndpointWithCo
  * counters, never the events: last activity is when the endpoint's counters last moved (a status change), the
  * oldest failure a cached TOP 1 query, the heartbeat the endpoint's recent probe records read by the Health page's
  * rule (one query per endpoint as before; the endpoint's last answer is looked up only while its newest probe is
- * overdue, at most once per probe and sweep tick).
+ * overdue: on every read while no cached answer still proves it busy - the Health page and the heartbeat alert read
+ * the same cache, so it must not serve a stale "not busy" - and at most once per probe and sweep tick for an endpoint
+ * outside the catalog, which no page or alert judges; evidence.ts lastHandledAtForProbe).
  */
 export async function endpointsOverview(store: MessageStore, catalog: Catalog, now: () => Date = () => new Date()): Promise<EndpointOverview[]> {
   const [{ endpoints: counted }, touched, timeoutSeconds] = await Promise.all([store.getAllCounts(), countersTouchedAt(store), heartbeatTimeout(store)]);
@@ -161,7 +163,7 @@ export async function endpointsOverview(store: MessageStore, catalog: Catalog, n
       const { endpointId, counts } = e;
       const [oldestFailureAt, heartbeat] = await Promise.all([
         oldestFailure(store, endpointId, counts.failed),
-        heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: async () => counts.pending, warn: (m) => log.warn(m) }),
+        heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: async () => counts.pending, warn: (m) => log.warn(m), reuseAnyEvidence: !e.inCatalog }),
       ]);
       return { ...e, oldestFailureAt, lastActivityAt: touched.get(endpointId) ?? null, heartbeat };
     }),

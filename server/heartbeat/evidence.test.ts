@@ -4,8 +4,10 @@
 // Nor does unknown last for good: two timeouts past the probe's deadline, the sweep decides Off (overdueVerdict).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { MessageStore } from '../../lib/store/index.ts';
-import { lastHandledAt, overdueVerdict, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
+import type { HeartbeatRecord, HeartbeatSettings, MessageStore } from '../../lib/store/index.ts';
+import { heartbeatsFromOverview } from '../history/background.ts';
+import { aliveSince, EVIDENCE_REUSE_MS, lastHandledAt, lastHandledAtForProbe, overdueVerdict, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
+import { HeartbeatService, readEndpointHealth, type EndpointHealth, type HealthOverview } from './scheduler.ts';
 
 /** Only the path lastHandledAt walks; its query fails the way a 429 does. */
 const failingStore = {
@@ -40,4 +42,149 @@ test('an overdue probe with unreadable evidence is undecided up to two timeouts 
   assert.equal(overdueVerdict(new Date(at(1000)).toISOString(), sent, at(1010), timeout), 'busy');
   assert.equal(overdueVerdict(new Date(at(30)).toISOString(), sent, at(100), timeout), 'off');
   assert.equal(overdueVerdict(null, sent, at(61), timeout), 'off');
+});
+
+/**
+ * A store whose evidence query answers from a script (an ISO time, null, or an Error to throw like a 429), and whose
+ * heartbeat records are `records`: only the paths lastHandledAtForProbe and readEndpointHealth walk. Counts lookups.
+ */
+function scriptedStore(answers: Array<string | null | Error>, records: HeartbeatRecord[] = []) {
+  const s = {
+    lookups: 0,
+    store: {
+      listHeartbeats: async () => records,
+      database: {
+        container: () => ({
+          items: {
+            query: () => ({
+              fetchAll: async () => {
+                const a = answers[Math.min(s.lookups++, answers.length - 1)];
+                if (a instanceof Error) throw a;
+                return { resources: a === null || a === undefined ? [] : [a] };
+              },
+            }),
+          },
+        }),
+      },
+    } as unknown as MessageStore,
+  };
+  return s;
+}
+
+const T = 60; // timeoutSeconds
+const T0 = Date.parse('2026-02-01T00:00:00.000Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+const throttled = () => Object.assign(new Error('Request rate is large'), { code: 429 });
+const quiet = () => undefined;
+
+test('unknown evidence is bounded from the last answer seen, not from the send: a busy probe survives one failed lookup', () => {
+  // Sent 5 timeouts ago, queued behind a backlog; an answer was seen 10 s ago (busy), now the lookup fails.
+  const sent = iso(T0 - 5 * T * 1000);
+  const seen = iso(T0 - 10_000);
+  assert.equal(overdueVerdict(seen, sent, T0, T), 'busy', 'the earlier sweep found it busy');
+  assert.equal(overdueVerdict(undefined, sent, T0, T, seen), 'undecided', 'one failed lookup after busy leaves it Pending');
+  // The bound counts from max(deadline, last answer seen): 2 timeouts after that answer, Off.
+  assert.equal(overdueVerdict(undefined, sent, Date.parse(seen) + UNKNOWN_EVIDENCE_TIMEOUTS * T * 1000, T, seen), 'undecided');
+  assert.equal(overdueVerdict(undefined, sent, Date.parse(seen) + UNKNOWN_EVIDENCE_TIMEOUTS * T * 1000 + 1, T, seen), 'offUnknown');
+  // An answer seen before the probe's deadline does not shorten the bound.
+  assert.equal(overdueVerdict(undefined, sent, Date.parse(sent) + 3 * T * 1000, T, iso(Date.parse(sent) - 1_000)), 'undecided');
+});
+
+test('the sweep holds a probe it found busy when the next lookup fails, though the probe was sent long ago', async () => {
+  const sent = iso(T0 - 5 * T * 1000);
+  const probe = { endpointId: 'sweepbusyendpoint', probeId: 'p-sweep-busy', status: 'Pending', sentAt: sent } as HeartbeatRecord;
+  const writes: unknown[] = [];
+  let answers: Array<string | Error> = [iso(T0 - 10_000)];
+  let nowMs = T0;
+  const store = {
+    listHeartbeats: async () => [probe],
+    recordHeartbeat: async (r: unknown) => void writes.push(r),
+    getServiceHealth: async () => null,
+    listOverduePendingHeartbeatEndpoints: async () => [],
+    database: {
+      container: () => ({
+        items: {
+          query: () => ({
+            fetchAll: async () => {
+              const a = answers.shift()!;
+              if (a instanceof Error) throw a;
+              return { resources: [a] };
+            },
+          }),
+        },
+      }),
+    },
+  } as unknown as MessageStore;
+  const log = { info: quiet, warn: quiet, error: quiet };
+  const service = new HeartbeatService({
+    store,
+    client: {} as never,
+    catalog: { endpoints: [{ id: 'sweepbusyendpoint' }] } as never,
+    docs: {} as never,
+    now: () => new Date(nowMs),
+    log,
+  });
+  const settings = { enabled: true, intervalSeconds: 300, timeoutSeconds: T } as HeartbeatSettings;
+  assert.equal(await service.sweep(settings), 0, 'busy: left Pending');
+  nowMs = T0 + 30_000;
+  answers = [throttled()];
+  assert.equal(await service.sweep(settings), 0, 'one failed lookup a tick later: still Pending');
+  assert.deepEqual(writes, []);
+});
+
+test('the reads reuse a cached answer only while it still proves busy: an aged-out busy answer is looked up again', async () => {
+  const sent = iso(T0 - 3 * T * 1000); // overdue by more than a timeout
+  const first = iso(T0 - 50_000); // busy at T0, aged past the timeout 20 s later
+  const newer = iso(T0 + 10_000);
+  const s = scriptedStore([first, newer]);
+  const probe = { endpointId: 'agedendpoint', probeId: 'p-aged', sentAt: sent };
+  assert.equal(await lastHandledAtForProbe(s.store, probe, T0, T, quiet), first);
+  assert.equal(await lastHandledAtForProbe(s.store, probe, T0 + 5_000, T, quiet), first, 'still busy: reused');
+  assert.equal(s.lookups, 1);
+  const later = await lastHandledAtForProbe(s.store, probe, T0 + 20_000, T, quiet);
+  assert.equal(later, newer, 'a read inside the reuse window sees the newer answer');
+  assert.ok(aliveSince(later!, sent, T0 + 20_000, T), 'so the endpoint reads busy');
+  assert.equal(s.lookups, 2);
+});
+
+test('an endpoint outside the catalog (reuseAny) reuses any answer for the window once overdue by more than a timeout', async () => {
+  const sent = iso(T0 - 3 * T * 1000);
+  const s = scriptedStore([iso(T0 - 50_000), iso(T0 + 10_000)]);
+  const probe = { endpointId: 'reuseanyendpoint', probeId: 'p-any', sentAt: sent };
+  await lastHandledAtForProbe(s.store, probe, T0, T, quiet, { reuseAny: true });
+  assert.equal(await lastHandledAtForProbe(s.store, probe, T0 + 20_000, T, quiet, { reuseAny: true }), iso(T0 - 50_000));
+  assert.equal(s.lookups, 1);
+  await lastHandledAtForProbe(s.store, probe, T0 + EVIDENCE_REUSE_MS + 1, T, quiet, { reuseAny: true });
+  assert.equal(s.lookups, 2, 'a window later it is looked up again');
+});
+
+test('a failed read lookup returns the unexpired cached answer, not "never answered"', async () => {
+  const sent = iso(T0 - T * 1000 - 10_000); // in its first timeout overdue
+  const answered = iso(T0 - 90_000); // before the probe left, so not busy: asked afresh on the next read
+  const s = scriptedStore([answered, throttled()]);
+  const probe = { endpointId: 'failreadendpoint', probeId: 'p-fail', sentAt: sent };
+  assert.equal(await lastHandledAtForProbe(s.store, probe, T0, T, quiet), answered);
+  assert.equal(await lastHandledAtForProbe(s.store, probe, T0 + 5_000, T, quiet), answered);
+  assert.equal(s.lookups, 2);
+  assert.equal(await lastHandledAtForProbe(s.store, probe, T0 + EVIDENCE_REUSE_MS + 1, T, quiet), undefined, 'expired: unknown');
+});
+
+test('unknown evidence within the bound: the read says so and the heartbeat missing alert skips the endpoint', async () => {
+  const rec = (sentAtMs: number) => [{ endpointId: 'unknownendpoint', probeId: `p-${sentAtMs}`, status: 'Pending', sentAt: iso(sentAtMs) } as HeartbeatRecord];
+  const read = (records: HeartbeatRecord[]) =>
+    readEndpointHealth(scriptedStore([throttled()], records).store, 'unknownendpoint', true, { nowMs: T0, timeoutSeconds: T, backlog: async () => 3, warn: quiet });
+  const within = (await read(rec(T0 - 2 * T * 1000))).health;
+  assert.equal(within.busy, false);
+  assert.equal(within.evidenceUnknown, true, 'overdue by one timeout, lookup failed: unknown, as the sweep sees it');
+  const beyond = (await read(rec(T0 - 4 * T * 1000))).health;
+  assert.equal(beyond.evidenceUnknown, false, 'past the bound the sweep turns it Off: not unknown any more');
+
+  const overview = (endpoints: EndpointHealth[]) =>
+    ({ settings: { enabled: true }, resolver: { lastSeenAt: null }, endpoints }) as unknown as HealthOverview;
+  const alertView = heartbeatsFromOverview(overview([within, { ...beyond, endpointId: 'silentendpoint' }]));
+  assert.deepEqual(
+    alertView.endpoints.map((e) => e.endpointId),
+    ['silentendpoint'],
+    'the alert reads only endpoints whose evidence is known (or past the bound)',
+  );
 });

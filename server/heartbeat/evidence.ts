@@ -26,7 +26,9 @@ export async function lastHandledAt(
   warn: (msg: string) => void = () => undefined,
 ): Promise<string | null | undefined> {
   try {
-    return await newestAnswerAt(store, endpointId);
+    const at = await newestAnswerAt(store, endpointId);
+    if (at !== null) rememberAnswer(endpointId, at);
+    return at;
   } catch (err) {
     warn(`heartbeat: could not read ${endpointId}'s last answer (${(err as Error)?.message ?? String(err)}); its probe is decided at a later sweep`);
     return undefined;
@@ -51,27 +53,59 @@ async function newestAnswerAt(store: MessageStore, endpointId: string): Promise<
   return typeof v === 'string' ? v : null;
 }
 
+/** Entries kept at most in each in-process map below: one per endpoint or overdue probe, so it only matters at thousands. */
+const EVIDENCE_CACHE_MAX = 1_000;
+
+/** Sets a bounded map's entry, first dropping entries `stale` says may go, then the oldest (insertion order). */
+function setBounded<V>(map: Map<string, V>, key: string, value: V, stale: (v: V) => boolean): void {
+  map.delete(key);
+  if (map.size >= EVIDENCE_CACHE_MAX) {
+    for (const [k, v] of map) if (stale(v)) map.delete(k);
+    if (map.size >= EVIDENCE_CACHE_MAX) map.delete(map.keys().next().value!);
+  }
+  map.set(key, value);
+}
+
+/**
+ * The newest answer each endpoint was seen to have given, by any successful lookup in this process (the sweep's
+ * and the reads'). When a later lookup fails, this is what bounds "unknown" (overdueVerdict): a busy endpoint whose
+ * probe has waited minutes behind its backlog is not called Off on one throttled query, since it answered recently.
+ */
+const answersSeen = new Map<string, string>();
+
+function rememberAnswer(endpointId: string, at: string): void {
+  const known = answersSeen.get(endpointId);
+  if (known !== undefined && Date.parse(known) >= Date.parse(at)) return;
+  // Never stale: an endpoint's newest answer only moves forward, so only the size bound drops entries.
+  setBounded(answersSeen, endpointId, at, () => false);
+}
+
+/** The newest answer a lookup in this process has seen from this endpoint, or null (none, or forgotten). */
+export function lastAnswerSeen(endpointId: string): string | null {
+  return answersSeen.get(endpointId) ?? null;
+}
+
 /**
  * How long a lookup made for the reads (the Health page, /api/endpoints) may be reused for the same probe: one
  * sweep tick (scheduler.ts TICK_MS), the pace at which the sweep itself decides overdue probes. Without it every poll
- * of /api/endpoints ran the query again for each endpoint whose probe stays overdue - for good when the endpoint
- * has left the catalog, since the sweep (which walks the catalog) never settles its probe.
+ * of /api/endpoints ran the query again for each endpoint whose probe stays overdue.
  */
 export const EVIDENCE_REUSE_MS = 30_000;
-/** Entries kept at most: one per overdue probe, so the bound only matters if thousands are overdue at once. */
-const EVIDENCE_CACHE_MAX = 1_000;
 
 const readEvidence = new Map<string, { at: string | null; until: number }>();
 
 /**
- * lastHandledAt for the reads, reused for EVIDENCE_REUSE_MS (by the caller's clock) when reusing cannot hide a busy
- * endpoint that a fresh lookup would show:
- *   - an answer that still makes the probe busy (aliveSince, checked again at `nowMs`): later answers only extend it;
- *   - any answer once the probe is overdue by more than a timeout: by then the sweep has decided the probe (Off,
- *     or left Pending because busy; endpoints outside the catalog included), so what is still overdue and not busy
- *     is a probe nobody settles yet (no sweep running, a failed lookup) and asking on every poll buys nothing.
- * In the probe's first timeout overdue, a "not busy" answer is not reused: busy can appear at any moment there, and
- * the heartbeat alert reads it. A failed lookup (undefined) is never kept.
+ * lastHandledAt for the reads, reused for EVIDENCE_REUSE_MS (by the caller's clock) only where reusing cannot hide a
+ * busy endpoint that a fresh lookup would show:
+ *   - an answer that still makes the probe busy (aliveSince, checked again at `nowMs`): later answers only extend it.
+ *     Once it has aged past the timeout it is looked up again, since the endpoint may have answered since: the Health
+ *     page and the `heartbeat missing` alert read this, and a stale "not busy" would fire the alert for a busy endpoint;
+ *   - with `reuseAny` (an endpoint outside the catalog: neither the Health page nor the alert reads it), any answer
+ *     once the probe is overdue by more than a timeout: a stale answer then only delays /api/endpoints' busy mark by
+ *     a tick, against a query on every poll for as long as nothing settles the probe. In its first timeout overdue,
+ *     where busy can appear at any moment, it is looked up afresh like a catalog endpoint's.
+ * A failed lookup is never kept; it returns the unexpired cached answer if there is one (known a moment ago beats
+ * unknown), else undefined.
  */
 export async function lastHandledAtForProbe(
   store: MessageStore,
@@ -79,20 +113,16 @@ export async function lastHandledAtForProbe(
   nowMs: number,
   timeoutSeconds: number,
   warn: (msg: string) => void,
+  opts: { reuseAny?: boolean } = {},
 ): Promise<string | null | undefined> {
   const key = `${probe.endpointId}\n${probe.probeId}`;
-  const hit = readEvidence.get(key);
+  const cached = readEvidence.get(key);
+  const hit = cached && nowMs < cached.until ? cached : undefined;
   const longOverdue = nowMs - Date.parse(probe.sentAt) > 2 * timeoutSeconds * 1000;
-  if (hit && nowMs < hit.until && (longOverdue || aliveSince(hit.at, probe.sentAt, nowMs, timeoutSeconds))) return hit.at;
+  if (hit && ((opts.reuseAny && longOverdue) || aliveSince(hit.at, probe.sentAt, nowMs, timeoutSeconds))) return hit.at;
   const at = await lastHandledAt(store, probe.endpointId, warn);
-  if (at === undefined) return undefined;
-  readEvidence.delete(key);
-  if (readEvidence.size >= EVIDENCE_CACHE_MAX) {
-    for (const [k, v] of readEvidence) if (v.until <= nowMs) readEvidence.delete(k);
-    // Still full: the oldest entry goes (insertion order).
-    if (readEvidence.size >= EVIDENCE_CACHE_MAX) readEvidence.delete(readEvidence.keys().next().value!);
-  }
-  readEvidence.set(key, { at, until: nowMs + EVIDENCE_REUSE_MS });
+  if (at === undefined) return hit?.at;
+  setBounded(readEvidence, key, { at, until: nowMs + EVIDENCE_REUSE_MS }, (v) => v.until <= nowMs);
   return at;
 }
 
@@ -112,25 +142,31 @@ export function aliveSince(handledAt: string | null, probeSentAt: string, nowMs:
  * timeouts: past that the sweep turns it Off. A failed lookup is usually a throttled or overloaded store, so the
  * probe is first left for later sweeps (a busy endpoint is not called Off on no evidence). But "busy" itself only
  * lasts one timeout after the endpoint's last answer: a lookup that keeps failing must not hold a probe Pending
- * for longer than any real evidence could. Two more timeouts give a lookup failing for a tick or two its retries
- * at the default settings (timeout 60 s, a sweep every 30 s) and scale with what the operator chose as "silent".
+ * for long after any real evidence could: two timeouts past the later of the deadline and the last answer seen, which at
+ * the default settings (timeout 60 s, a sweep every 30 s) leaves a failing lookup about four sweeps, and scales
+ * with what the operator chose as "silent".
  */
 export const UNKNOWN_EVIDENCE_TIMEOUTS = 2;
 
 /**
  * What the sweep does with an overdue probe given its endpoint's last answer (`undefined`: the lookup failed):
- * `busy` leaves it Pending (aliveSince), `off` turns it Off, `offUnknown` turns it Off because no evidence could be
- * read for UNKNOWN_EVIDENCE_TIMEOUTS timeouts past its deadline, `undecided` leaves it for the next sweep. Pure.
+ * `busy` leaves it Pending (aliveSince), `off` turns it Off, `undecided` leaves it for the next sweep, and
+ * `offUnknown` turns it Off because no evidence could be read for UNKNOWN_EVIDENCE_TIMEOUTS timeouts past the later
+ * of its deadline and `lastSeen` (the newest answer an earlier lookup found, lastAnswerSeen). Counting from the send
+ * alone was wrong for a busy endpoint: its probe stays overdue for as long as its backlog takes (minutes), so the
+ * first failed lookup after that turned it Off at once although it had answered seconds before. Pure.
  */
 export function overdueVerdict(
   handledAt: string | null | undefined,
   probeSentAt: string,
   nowMs: number,
   timeoutSeconds: number,
+  lastSeen: string | null = null,
 ): 'busy' | 'off' | 'offUnknown' | 'undecided' {
   if (handledAt === undefined) {
-    const overdueMs = nowMs - Date.parse(probeSentAt) - timeoutSeconds * 1000;
-    return overdueMs > UNKNOWN_EVIDENCE_TIMEOUTS * timeoutSeconds * 1000 ? 'offUnknown' : 'undecided';
+    const deadline = Date.parse(probeSentAt) + timeoutSeconds * 1000;
+    const since = lastSeen === null ? deadline : Math.max(deadline, Date.parse(lastSeen));
+    return nowMs - since > UNKNOWN_EVIDENCE_TIMEOUTS * timeoutSeconds * 1000 ? 'offUnknown' : 'undecided';
   }
   return aliveSince(handledAt, probeSentAt, nowMs, timeoutSeconds) ? 'busy' : 'off';
 }

@@ -6,6 +6,8 @@
 //   - /api/endpoints' read model looks up a long-overdue probe's evidence once per sweep tick, not once per poll (an
 //     endpoint outside the catalog whose probe no sweep settled stays overdue and was queried on every poll); in the
 //     probe's first timeout overdue, where busy may appear at any moment, every read still asks.
+//   - A probe the sweep found busy is not turned Off by one failed lookup after: unknown is bounded from the newest
+//     answer seen, not from the probe's send (before, a busy probe waiting minutes went Off at the first 429).
 //   - The sweep settles an overdue probe of an endpoint that left the catalog (before, it stayed Pending for good on
 //     /api/endpoints), and leaves one not yet overdue alone.
 import { after, before, describe, test } from 'node:test';
@@ -144,6 +146,31 @@ describe('the evidence query', () => {
     assert.equal(lookups, 3, 'polls within the tick reuse it');
     await poll(late + EVIDENCE_REUSE_MS + 1_000);
     assert.equal(lookups, 4, 'a tick later it is looked up again');
+  });
+
+  test('a probe the sweep found busy stays Pending through one failed lookup, though sent long past the bound', async () => {
+    // erp's host works through a backlog: its probe left 5 timeouts ago and waits, while erp answered an order 5 s ago.
+    const endpointId = 'erpendpoint';
+    const request = msg(T.EventRequest, { endpointId, eventId: 'ERP-BUSY-1', sessionId: 'ERP-BUSY-1', payload: {} });
+    const answer = msg(T.ResolutionResponse, { endpointId, eventId: 'ERP-BUSY-1', sessionId: 'ERP-BUSY-1', parentMessageId: request.messageId });
+    const enqueuedAt = agoIso(5_000);
+    for (const m of [request, answer]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt } as never, status: { ...m, enqueuedAt } });
+    const probeId = randomUUID();
+    await stack.store.recordHeartbeat({ endpointId, probeId, status: 'Pending', sentAt: agoIso(5 * TIMEOUT_MS), intervalSeconds: 300 });
+
+    let failing = false;
+    const service = new HeartbeatService({
+      store: watchedStore(stack.store, (ep) => (failing && ep === endpointId ? Object.assign(new Error('Request rate is large'), { code: 429 }) : undefined)),
+      client: stack.serviceBus.client,
+      catalog: stack.catalog,
+      docs,
+    });
+    await service.sweep();
+    assert.equal(await statusOf(endpointId, probeId), 'Pending', 'busy: left Pending');
+    // The next sweep's lookup is throttled: unknown, counted from the answer seen 5 s ago, not from the send.
+    failing = true;
+    await service.sweep();
+    assert.equal(await statusOf(endpointId, probeId), 'Pending', 'one failed lookup after busy: still Pending, not Off');
   });
 
   test('the sweep turns an overdue probe of an endpoint outside the catalog Off, not a fresh one', async () => {

@@ -25,7 +25,7 @@ import {
 import type { HeartbeatRecord, HeartbeatSettings, MessageStore, ServiceHealth } from '../../lib/store/index.ts';
 import { log as defaultLog } from '../log.ts';
 import type { PlatformDocs } from './platformDocs.ts';
-import { aliveSince, lastHandledAt, lastHandledAtForProbe, overdueVerdict, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
+import { aliveSince, lastAnswerSeen, lastHandledAt, lastHandledAtForProbe, overdueVerdict, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
 import { withSendSpan } from '@nimbus/sdk';
 
 export const TICK_MS = 30_000;
@@ -84,6 +84,11 @@ export interface EndpointHealth {
   backlog: number | null;
   /** The last answer took longer than the timeout (it came after the probe was overdue). */
   answeredLate: boolean;
+  /**
+   * The newest probe is overdue and its endpoint's last answer could not be read, within the bound the sweep leaves
+   * such a probe Pending (overdueVerdict 'undecided'): neither busy nor silent as far as anyone knows.
+   */
+  evidenceUnknown: boolean;
 }
 
 /** What endpointHealth needs beyond the records to tell busy from dead and late from prompt. */
@@ -92,6 +97,8 @@ export interface HealthContext {
   timeoutSeconds: number;
   lastHandledAt: string | null;
   backlog: number | null;
+  /** The last answer could not be read and the sweep would still leave the probe Pending (readEndpointHealth). */
+  evidenceUnknown?: boolean;
 }
 
 export interface ResolverHealth {
@@ -165,8 +172,8 @@ export function endpointHealth(endpointId: string, included: boolean, records: H
   };
 }
 
-function busyness(records: HeartbeatRecord[], rtt: number | null, ctx: HealthContext | undefined): Pick<EndpointHealth, 'busy' | 'lastHandledAt' | 'backlog' | 'answeredLate'> {
-  if (!ctx) return { busy: false, lastHandledAt: null, backlog: null, answeredLate: false };
+function busyness(records: HeartbeatRecord[], rtt: number | null, ctx: HealthContext | undefined): Pick<EndpointHealth, 'busy' | 'lastHandledAt' | 'backlog' | 'answeredLate' | 'evidenceUnknown'> {
+  if (!ctx) return { busy: false, lastHandledAt: null, backlog: null, answeredLate: false, evidenceUnknown: false };
   const overdue = overdueProbe(records, ctx.nowMs, ctx.timeoutSeconds);
   const busy = overdue !== undefined && aliveSince(ctx.lastHandledAt, overdue.sentAt!, ctx.nowMs, ctx.timeoutSeconds);
   return {
@@ -174,6 +181,7 @@ function busyness(records: HeartbeatRecord[], rtt: number | null, ctx: HealthCon
     lastHandledAt: ctx.lastHandledAt,
     backlog: busy ? ctx.backlog : null,
     answeredLate: rtt !== null && rtt > ctx.timeoutSeconds * 1000,
+    evidenceUnknown: ctx.evidenceUnknown ?? false,
   };
 }
 
@@ -184,6 +192,8 @@ export interface HealthReadContext {
   /** The endpoint's Pending count; asked only while its newest probe is overdue. */
   backlog: () => Promise<number | null>;
   warn: (msg: string) => void;
+  /** Reuse any cached evidence for its window: only for an endpoint no page or alert judges (evidence.ts). */
+  reuseAnyEvidence?: boolean;
 }
 
 /**
@@ -200,10 +210,15 @@ export async function readEndpointHealth(
 ): Promise<{ health: EndpointHealth; records: HeartbeatRecord[] }> {
   const records = await store.listHeartbeats(endpointId, 20);
   const overdue = overdueProbe(records, c.nowMs, c.timeoutSeconds);
-  const [handled, backlog] = overdue
-    ? await Promise.all([lastHandledAtForProbe(store, { endpointId, probeId: overdue.probeId, sentAt: overdue.sentAt! }, c.nowMs, c.timeoutSeconds, c.warn), c.backlog()])
+  const probe = overdue && { endpointId, probeId: overdue.probeId, sentAt: overdue.sentAt! };
+  const [handled, backlog] = probe
+    ? await Promise.all([lastHandledAtForProbe(store, probe, c.nowMs, c.timeoutSeconds, c.warn, { reuseAny: c.reuseAnyEvidence ?? false }), c.backlog()])
     : [null, null];
-  const health = endpointHealth(endpointId, included, records, { nowMs: c.nowMs, timeoutSeconds: c.timeoutSeconds, lastHandledAt: handled ?? null, backlog });
+  // Unknown as the sweep judges it: a failed lookup within the bound leaves the probe Pending, so the reads (and the
+  // heartbeat alert) must not call the endpoint silent meanwhile either.
+  const evidenceUnknown =
+    probe !== undefined && handled === undefined && overdueVerdict(undefined, probe.sentAt, c.nowMs, c.timeoutSeconds, lastAnswerSeen(endpointId)) === 'undecided';
+  const health = endpointHealth(endpointId, included, records, { nowMs: c.nowMs, timeoutSeconds: c.timeoutSeconds, lastHandledAt: handled ?? null, backlog, evidenceUnknown });
   return { health, records };
 }
 
@@ -308,9 +323,10 @@ export class HeartbeatService {
   /**
    * Pending probes older than the timeout turn Off, unless the endpoint is answering other messages (busy: the
    * probe is queued behind them; see evidence.ts) or its last answer could not be read (left for a later sweep, at
-   * most UNKNOWN_EVIDENCE_TIMEOUTS timeouts past the deadline: then Off, with a warning). Catalog endpoints, and
-   * then any endpoint no longer in the catalog with an overdue Pending probe (sent before it left): nothing else
-   * would ever settle that probe, and /api/endpoints shows such an endpoint. Returns how many turned Off.
+   * most UNKNOWN_EVIDENCE_TIMEOUTS timeouts past the later of the deadline and the last answer seen: then Off, with a
+   * warning). Catalog endpoints, and then any endpoint no longer in the catalog with an overdue Pending probe (sent
+   * before it left): nothing else would ever settle that probe, and /api/endpoints shows such an endpoint. Returns
+   * how many turned Off.
    */
   async sweep(settings?: HeartbeatSettings): Promise<number> {
     const s = settings ?? (await this.settings());
@@ -347,8 +363,9 @@ export class HeartbeatService {
     for (const r of records) {
       if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
       handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn);
-      // Unknown (the lookup failed): left for a later sweep, not turned Off on no evidence - up to a bound.
-      const verdict = overdueVerdict(await handled, r.sentAt, nowMs, s.timeoutSeconds);
+      // Unknown (the lookup failed): left for a later sweep, not turned Off on no evidence - up to a bound counted
+      // from the newest answer an earlier lookup saw (a busy endpoint's probe may have been overdue for minutes).
+      const verdict = overdueVerdict(await handled, r.sentAt, nowMs, s.timeoutSeconds, lastAnswerSeen(endpointId));
       if (verdict === 'busy' || verdict === 'undecided') continue;
       // Re-read just before writing: a reply may have landed since the list (the reply then wins).
       const fresh = (await this.#d.store.listHeartbeats(endpointId, 20)).find((x) => x.probeId === r.probeId);
@@ -357,7 +374,7 @@ export class HeartbeatService {
       if (verdict === 'offUnknown')
         this.#d.log.warn(
           { endpointId, probeId: r.probeId, sentAt: r.sentAt },
-          `heartbeat: probe turned Off without evidence: its endpoint's last answer could not be read for ${UNKNOWN_EVIDENCE_TIMEOUTS} timeouts past its deadline`,
+          `heartbeat: probe turned Off without evidence: its endpoint's last answer could not be read for ${UNKNOWN_EVIDENCE_TIMEOUTS} timeouts past its deadline and its last answer seen`,
         );
       swept++;
     }
