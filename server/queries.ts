@@ -221,8 +221,10 @@ export interface EventListItem {
   createdAt: string;
   updatedAt: string;
   /**
-   * On a failure row of the Endpoint page's list (GET /api/endpoints/{E}/events, server/heldBack.ts): how many
-   * events are parked in its session on this endpoint; `atLeast` when the page's count read stopped at its cap.
+   * On a row of the Endpoint page's list (GET /api/endpoints/{E}/events, server/heldBack.ts) that may block its
+   * session (a failure, a Pending handoff): how many events are parked behind this very event; `atLeast` when the
+   * page's parked read stopped at its cap. Absent when the read failed, or stopped at its cap before any parked row
+   * naming this event.
    */
   holdsBack?: { count: number; atLeast: boolean };
 }
