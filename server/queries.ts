@@ -341,7 +341,10 @@ export interface EventDetailsView {
   /** The trace of the event's latest traced message (an operator's resubmission starts a new one). */
   trace: { traceId: string; url: string | null } | null;
   audits: AuditEntry[];
+  /** The first page (100) of the events parked in the event's session behind it, oldest first. */
   parkedSiblings: EventListItem[];
+  /** More are parked than parkedSiblings lists: its length is a lower bound, not the count. */
+  parkedSiblingsCapped: boolean;
 }
 
 function historyView(h: HistoryEntry, template: string | undefined): EventDetailsView['history'][number] {
@@ -408,7 +411,7 @@ export async function eventDetails(
   const parked =
     row.sessionId !== ''
       ? await (d.parkedBySession.get(row.sessionId) ?? parkedSiblings(store, endpointId, row.sessionId, eventId))
-      : { items: [] };
+      : { items: [], continuationToken: undefined };
   const isHandoff = row.subStatus === 'Handoff' || row.handoffReason != null;
   const template = traceUrlTemplate();
   const history = d.history.items.filter((h) => inScope(scope, h.endpointId)).map((h) => historyView(h, template));
@@ -435,6 +438,7 @@ export async function eventDetails(
     trace: latestTrace ? { traceId: latestTrace.traceId!, url: latestTrace.traceUrl } : null,
     audits: d.audits.items.filter((a) => inScope(scope, a.endpointId)),
     parkedSiblings: parked.items.map(toListItem),
+    parkedSiblingsCapped: parked.continuationToken !== undefined,
   };
 }
 
