@@ -21,7 +21,7 @@
 // returns the page without counts, so an operator still sees the failures, not a 503 for the whole list.
 import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 import { CONTAINERS, FAILURE_STATUSES, type MessageStore } from '../lib/store/index.ts';
-import type { EventListItem } from './queries.ts';
+import { listEndpointEvents, type EventListItem, type EventListQuery } from './queries.ts';
 import { log } from './log.ts';
 
 export const PARKED_READ_CAP = 5000;
@@ -110,3 +110,7 @@ export async function withHeldBack<P extends { items: EventListItem[] }>(store: 
   return { ...page, items: attributeParked(page.items, parked, docs.length >= PARKED_READ_CAP) };
 }
 
+/** The Endpoint page's list as its route answers it: a page of rows, with the blocking rows' counts. */
+export async function endpointEventsPage(store: MessageStore, endpointId: string, filter: EventListQuery) {
+  return withHeldBack(store, endpointId, await listEndpointEvents(store, endpointId, filter));
+}
