@@ -361,8 +361,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
 }
 
 /**
- * "holds back N" under a failure's status: the events parked in its session behind it (server/heldBack.ts), which a
- * resubmit or a skip releases. Nothing when none are parked.
+ * "holds back N" under the status of a row that blocks its session (a failure, or a Pending handoff): the events
+ * parked behind this very event (server/heldBack.ts), which a resubmit, a skip or the handoff's settlement releases.
+ * Nothing when none are parked behind it, or when the server could not tell (its parked read stopped at its cap).
  */
 function HoldsBack({ row }: { row: EventListItem }) {
   const held = row.holdsBack;

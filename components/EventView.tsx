@@ -105,7 +105,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   // A command that releases the session, with the count parked behind the event when it was sent: once the parked
   // set shrinks, the parked panel says how many were released, not only "Nothing parked" (kept for this view only;
   // a reload shows the panel as the store has it).
-  const [releasing, setReleasing] = useState<{ parked: number; command: string } | null>(null);
+  const [releasing, setReleasing] = useState<{ parked: number; capped: boolean; command: string } | null>(null);
 
   // After an action, follow the event closely until the Resolver has recorded the outcome.
   const q = useQuery(eventQuery(endpointId, eventId, followUntil));
@@ -141,9 +141,11 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     setBusy(true);
     setActionError(null);
     const parkedWhenSent = d?.parkedSiblings.length ?? 0;
+    // The list is one page: past it, how many were parked (and so released) is only known as a lower bound.
+    const parkedCapped = d?.parkedSiblingsCapped === true;
     try {
       const r = await action();
-      if (releasesSession) setReleasing({ parked: parkedWhenSent, command: label.toLowerCase() });
+      if (releasesSession) setReleasing({ parked: parkedWhenSent, capped: parkedCapped, command: label.toLowerCase() });
       setNotice(r.outcome === 'duplicate' ? `${label} was already sent (${r.messageId}); nothing sent again.` : `${label} sent (${r.messageId}).`);
       setFollowUntil(Date.now() + 30_000);
       setDialog(null);
@@ -180,7 +182,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     );
 
   const handoff = isHandoff(e);
-  const released = releasing ? releasedText(releasing.parked, d.parkedSiblings.length, releasing.command) : null;
+  const released = releasing ? releasedText(releasing.parked, d.parkedSiblings.length, releasing.command, releasing.capped) : null;
   // A Pending row last written by an operator command: the console claimed it and the endpoint has not answered yet.
   const awaiting = awaitedCommand(e);
   // The open dialog's command, when the event as now read no longer offers it (someone else acted first). Not while

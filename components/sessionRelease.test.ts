@@ -28,3 +28,8 @@ test('nothing released yet, or nothing was parked: no line', () => {
   assert.equal(releasedText(0, 0, 'resubmit'), null);
   assert.equal(releasedText(2, 4, 'resubmit'), null);
 });
+
+test('a parked list capped at its page when the command was sent: the number released is a lower bound', () => {
+  assert.equal(releasedText(100, 0, 'resubmit', true), '100+ parked events released after the resubmit.');
+  assert.equal(releasedText(100, 40, 'skip', true), '60+ parked events released after the skip; 40 still parked.');
+});

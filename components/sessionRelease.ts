@@ -1,7 +1,7 @@
 // What happens to a session's parked events when an operator command releases the session. Resubmit and Skip both
 // release it (docs/sdk.md: a successful retry and a skip release the session the same way), so their confirmations
 // say the same thing, from this one function.
-import { countOf } from './format.tsx';
+import { countOf, formatCount } from './format.tsx';
 
 /** `session X is released and …` - the tail, by how many events are parked behind the one being settled. */
 export function parkedFollowText(parked: number): string {
@@ -13,10 +13,21 @@ export function parkedFollowText(parked: number): string {
  * The parked panel's line after a command that releases the session (resubmit, skip, handoff completion): how many
  * of the events parked when it was sent have left the parked set since, e.g. "3 parked events released after the
  * resubmit". Null while none has (the session is not released yet, or nothing was parked).
+ *
+ * The counts are the lengths of the parked list the event's details carry, which is one page (the first 100):
+ * `sentCapped` says the list had more parked behind it when the command was sent: the number released is then a
+ * lower bound ("100+ parked events released"). A list capped now is a full page, never shorter than the one sent,
+ * so it gives no line either way.
  */
-export function releasedText(parkedWhenSent: number, parkedNow: number, command: string): string | null {
+export function releasedText(
+  parkedWhenSent: number,
+  parkedNow: number,
+  command: string,
+  sentCapped = false,
+): string | null {
   const released = parkedWhenSent - parkedNow;
   if (released <= 0) return null;
+  const counted = sentCapped ? `${formatCount(released)}+ parked events` : countOf(released, 'parked event');
   const still = parkedNow > 0 ? `; ${parkedNow} still parked` : '';
-  return `${countOf(released, 'parked event')} released after the ${command}${still}.`;
+  return `${counted} released after the ${command}${still}.`;
 }

@@ -81,7 +81,17 @@ function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | und
  * whose probe is overdue another ordered scan for its last answer - all on the one Cosmos server the Resolver writes to.
  */
 export async function endpointSummary(store: MessageStore, catalog: Catalog, endpointId: string): Promise<EndpointSummary> {
-  return summaryOf(catalog, endpointId, await store.getCounts(endpointId));
+  let counts: EndpointCounts | undefined;
+  try {
+    counts = await store.getCounts(endpointId);
+  } catch (err) {
+    // A counters document that no longer parses: the overview (getAllCounts) leaves it out and shows the endpoint
+    // with zero counts, so the endpoint's own pages must not be a 500 where the overview copes. Matched by the error's explicit name
+    // (the production bundle renames classes); the document id only is logged, never its content.
+    if (!(err instanceof Error && err.name === 'CorruptDocumentError')) throw err;
+    log.warn({ endpointId, document: (err as { documentId?: unknown }).documentId }, 'counters document corrupt; the summary shows zero counts');
+  }
+  return summaryOf(catalog, endpointId, counts);
 }
 
 async function topOne(store: MessageStore, endpointId: string, where: string, params: SqlParameter[], order: 'ASC' | 'DESC') {
@@ -223,8 +233,10 @@ export interface EventListItem {
   createdAt: string;
   updatedAt: string;
   /**
-   * On a failure row of the Endpoint page's list (GET /api/endpoints/{E}/events, server/heldBack.ts): how many
-   * events are parked in its session on this endpoint; `atLeast` when the page's count read stopped at its cap.
+   * On a row of the Endpoint page's list (GET /api/endpoints/{E}/events, server/heldBack.ts) that may block its
+   * session (a failure, a Pending handoff): how many events are parked behind this very event; `atLeast` when the
+   * page's parked read stopped at its cap. Absent when the read failed, or stopped at its cap before any parked row
+   * naming this event.
    */
   holdsBack?: { count: number; atLeast: boolean };
 }
@@ -341,7 +353,10 @@ export interface EventDetailsView {
   /** The trace of the event's latest traced message (an operator's resubmission starts a new one). */
   trace: { traceId: string; url: string | null } | null;
   audits: AuditEntry[];
+  /** The first page (100) of the events parked in the event's session behind it, oldest first. */
   parkedSiblings: EventListItem[];
+  /** More are parked than parkedSiblings lists: its length is a lower bound, not the count. */
+  parkedSiblingsCapped: boolean;
 }
 
 function historyView(h: HistoryEntry, template: string | undefined): EventDetailsView['history'][number] {
@@ -415,7 +430,7 @@ export async function eventDetails(
   const parked =
     row.sessionId !== ''
       ? await (d.parkedBySession.get(row.sessionId) ?? parkedSiblings(store, endpointId, row.sessionId, eventId))
-      : { items: [] };
+      : { items: [], continuationToken: undefined };
   const isHandoff = row.subStatus === 'Handoff' || row.handoffReason != null;
   const template = traceUrlTemplate();
   const history = d.history.items.filter((h) => inScope(scope, h.endpointId)).map((h) => historyView(h, template));
@@ -442,6 +457,7 @@ export async function eventDetails(
     trace: latestTrace ? { traceId: latestTrace.traceId!, url: latestTrace.traceUrl } : null,
     audits: d.audits.items.filter((a) => inScope(scope, a.endpointId)),
     parkedSiblings: parked.items.map(toListItem),
+    parkedSiblingsCapped: parked.continuationToken !== undefined,
   };
 }
 

@@ -11,9 +11,9 @@ import { permissions } from './auth/roles.ts';
 import { getContext } from './context.ts';
 import { flowQuerySchema, flowSnapshot } from './flow.ts';
 import { healthOverview } from './heartbeat/routes.ts';
-import { withHeldBack } from './heldBack.ts';
+import { endpointEventsPage } from './heldBack.ts';
 import { parseOr400 } from './http.ts';
-import { endpointSummary, endpointsOverview, eventDetails, eventListQuerySchema, listEndpointEvents } from './queries.ts';
+import { endpointSummary, endpointsOverview, eventDetails, eventListQuerySchema } from './queries.ts';
 import { endpointParams, eventParams } from './schemas.ts';
 import { authorizeDeadLetterRead } from './subscriptions/authz.ts';
 import { deadLetterQuery, deadLetters, subscriptionParams, topologyOverview } from './subscriptions/routes.ts';
@@ -45,7 +45,7 @@ export async function readEndpointEvents(request: Request, params: unknown, quer
   await authorize(request, 'read', endpointId);
   const ctx = await getContext();
   requireEndpoint(ctx, endpointId);
-  return withHeldBack(ctx.store, endpointId, await listEndpointEvents(ctx.store, endpointId, filter));
+  return endpointEventsPage(ctx.store, endpointId, filter);
 }
 
 /** GET /api/endpoints/{endpointId}/events/{eventId}: only what the caller's read scope covers. */

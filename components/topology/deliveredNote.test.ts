@@ -4,7 +4,10 @@
 // dead letters counts too, so an operator does not read a grown count as an endpoint retrying it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { deliveredNote, deliveriesOf } from './deliveredNote.ts';
+import { WireText } from '@nimbus/sdk/contract';
+import { FAILED_TO_HANDLE } from '../../packages/sdk/src/decide.ts';
+import { DeadLetterReason } from '../../resolver-worker/resolve.ts';
+import { RECEIVER_REASONS, deliveredNote, deliveriesOf } from './deliveredNote.ts';
 
 const sdkPermanent = { reason: 'Permanent failure: PermanentFailureError: no postal code', description: 'no postal code' };
 
@@ -28,4 +31,22 @@ test('the tooltip: the count in the right number, and that a replay which left t
   assert.match(deliveredNote(1), /^1 time received/);
   assert.match(deliveredNote(2), /^2 times received/);
   assert.match(deliveredNote(1), /any replay that looked at it here and left it in the queue/);
+});
+
+test("the broker's other reasons are shown as reported, not given a receive no receiver made", () => {
+  for (const reason of ['HeaderSizeExceeded', 'MaxTransferHopCountExceeded', 'SessionIdIsMissing', 'FilterEvaluationException', 'SomethingNew']) {
+    assert.equal(deliveriesOf({ deliveryCount: 0, reason, description: 'moved by the broker' }), 0, reason);
+  }
+  assert.equal(deliveriesOf({ deliveryCount: 3, reason: null, description: null }), 3, 'no reason: as reported');
+});
+
+test('reasons a receiver settles with get the receive that dead-lettered it', () => {
+  for (const reason of [FAILED_TO_HANDLE, WireText.CommandRefused, 'Validation failed: EventId is required', ...Object.values(DeadLetterReason)]) {
+    assert.equal(deliveriesOf({ deliveryCount: 0, reason, description: 'x' }), 1, reason);
+  }
+});
+
+test("the receiver reasons named here are the SDK's and the Resolver's as written", () => {
+  assert.ok(RECEIVER_REASONS.has(FAILED_TO_HANDLE));
+  for (const r of Object.values(DeadLetterReason)) assert.ok(RECEIVER_REASONS.has(r), r);
 });
