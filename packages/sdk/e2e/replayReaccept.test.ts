@@ -3,7 +3,10 @@
 //  - a stretch that replays nothing (the horizon already past at the accept) fails the pass, instead of releasing
 //    and accepting the session again without end while the trigger is renewed;
 //  - another receiver taking the session between the release and the re-accept ends the pass as `session-locked`,
-//    the trigger completed (that receiver's pass replays the rest), not abandoned to spend a delivery;
+//    the trigger completed, not abandoned to spend a delivery, and a copy of it scheduled: once that receiver lets
+//    the session go, the copy's pass replays the rest (before, nobody did when that receiver replayed nothing);
+//  - the same on the first accept (another replica's lock lingering after its pass), and the copies stop after
+//    MAX_LOCKED_RECHECKS when the session stays held;
 //  - a release whose close did not free the lock at the broker (the client's close swallows a failed detach) is not
 //    taken for another pass: the re-accept waits for our own lock to run out and the pass replays everything.
 //    Before, the trigger was completed as `session-locked` and the rest stayed parked with no trigger.
@@ -17,7 +20,7 @@ import Long from 'long';
 import { pino } from 'pino';
 import type { ServiceBusClient, ServiceBusSessionReceiver } from '@azure/service-bus';
 import { Subscription } from '@nimbus/sdk/contract';
-import type { DeferredProcessorOptions } from '@nimbus/sdk';
+import type { DeferredProcessorOptions, ReplayPass } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 import { eventually, withHarness } from './harness.ts';
 import type { Harness } from './harness.ts';
@@ -29,11 +32,14 @@ import {
   replayProcessor,
 } from './replayHarness.ts';
 import { ReceiverImpl } from '../../../emulator/broker/receiver.ts';
+import { MAX_LOCKED_RECHECKS } from '../src/lockedRecheck.ts';
 
 const PARKED = 10;
 const SEND_DELAY_MS = 300;
 /** The processor's renewal horizon when a pass must stop after a few copies (a 300 ms margin, 5 s harness lock). */
 const SHORT_HORIZON_MS = 3_000;
+/** The re-check delay of a refused trigger: MAX_LOCKED_RECHECKS of them outlast the test's hold on the session. */
+const RECHECK_DELAY_MS = 2_000;
 
 /** Sessions whose parked receiver's next close the emulator ignores: the lock stays until it runs out. */
 const lostDetach = new Set<string>();
@@ -64,6 +70,21 @@ async function withProcessor(
     await own.close();
   }
 }
+
+/** Waits until every parked sequence (0 to PARKED - 1) came back to the main session. */
+async function allReplayed(
+  main: ServiceBusSessionReceiver,
+  passes: readonly ReplayPass[],
+  timeoutMs: number,
+): Promise<void> {
+  const back = await replayedSequences(main, passes, PARKED, timeoutMs);
+  assert.deepEqual(
+    [...back].sort((a, b) => a - b),
+    Array.from({ length: PARKED }, (_, s) => s),
+  );
+}
+
+const reChecks = (lines: readonly string[]) => lines.filter((l) => l.includes('scheduled to look again')).length;
 
 const horizonReleases = (lines: readonly string[]) =>
   lines.filter((l) => l.includes('released before its lock-renewal horizon')).length;
@@ -115,13 +136,13 @@ test('a stretch that replays nothing fails the pass instead of releasing and re-
   });
 });
 
-test('another receiver taking the parked session between the release and the re-accept ends the pass as session-locked, its trigger completed', async () => {
+test('another receiver taking the parked session between the release and the re-accept ends the pass as session-locked, its trigger completed and re-checked later', async () => {
   await withHarness(async (h) => {
     const session = 'RA-RIVAL';
     let rival: ServiceBusSessionReceiver | undefined;
     await withProcessor(
       h,
-      { maxAutoLockRenewalDurationInMs: SHORT_HORIZON_MS },
+      { maxAutoLockRenewalDurationInMs: SHORT_HORIZON_MS, lockedRecheckDelayMs: RECHECK_DELAY_MS },
       async ({ processor, passes, client, lines }) => {
         slowSends(client);
         // The second accept of the parked session is the re-accept after the horizon release: the rival goes first.
@@ -132,6 +153,7 @@ test('another receiver taking the parked session between the release and the re-
             rival = await h.client.acceptSession(REPLAY_ENDPOINT, Subscription.Deferred, session);
           return accept(...args);
         }) as typeof client.acceptSession;
+        const main = await h.client.acceptSession(REPLAY_ENDPOINT, REPLAY_ENDPOINT, session);
         try {
           await parkAndTrigger(h, session, PARKED, 'ev-ra-rival');
           processor.start();
@@ -144,24 +166,23 @@ test('another receiver taking the parked session between the release and the re-
             pass.replayed >= 1 && pass.replayed < PARKED,
             `replayed before the release: ${pass.replayed}`,
           );
+          // The rival replays nothing: it lets the session go with the rest still parked.
+          assert.equal(await parkedLeft(rival), PARKED - pass.replayed, 'the rest is still parked');
+          await rival.close();
+          rival = undefined;
+          // The trigger was completed (an abandoned one would come back at once); the scheduled copy replays the rest.
+          await allReplayed(main, passes, 90_000);
+          const last = passes.at(-1);
+          assert.equal(last?.outcome, 'replayed', `passes: ${passes.map((p) => p.outcome).join(', ')}`);
           assert.equal(
-            await parkedLeft(rival),
-            PARKED - pass.replayed,
-            'the rest is parked, for the rival to replay',
+            passes.reduce((n, p) => n + p.replayed, 0),
+            PARKED,
+            'each parked message replayed once',
           );
-          const triggers = h.client.createReceiver(REPLAY_ENDPOINT, Subscription.DeferredProcessor);
-          try {
-            assert.equal(
-              (await triggers.peekMessages(10)).length,
-              0,
-              'the trigger was completed, not abandoned',
-            );
-          } finally {
-            await triggers.close();
-          }
-          assert.equal(passes.length, 1, 'no second pass');
+          assert.ok(reChecks(lines) >= 1, 'the re-check is logged');
         } finally {
           await rival?.close();
+          await main.close().catch(() => undefined);
         }
       },
     );
@@ -186,11 +207,7 @@ test('a release whose close left our own lock at the broker is not taken for ano
           assert.equal(lostDetach.has(session), false, 'the release’s close was lost');
           assert.ok(horizonReleases(lines) >= 1, 'the pass reached its horizon');
           assert.deepEqual(passes[0], { sessionId: session, replayed: PARKED, outcome: 'replayed' });
-          const back = await replayedSequences(main, passes, PARKED, 30_000);
-          assert.deepEqual(
-            [...back].sort((a, b) => a - b),
-            Array.from({ length: PARKED }, (_, s) => s),
-          );
+          await allReplayed(main, passes, 30_000);
           assert.ok(
             lines.some((l) => l.includes('may still hold it')),
             'the wait for our own lock is logged',
@@ -201,5 +218,60 @@ test('a release whose close left our own lock at the broker is not taken for ano
         }
       },
     );
+  });
+});
+
+test('a first accept refused by another receiver schedules a re-check: once the session is let go, the copy replays what is parked', async () => {
+  await withHarness(async (h) => {
+    const session = 'RA-HELD';
+    await withProcessor(h, { lockedRecheckDelayMs: RECHECK_DELAY_MS }, async ({ processor, passes, lines }) => {
+      const main = await h.client.acceptSession(REPLAY_ENDPOINT, REPLAY_ENDPOINT, session);
+      // Another replica's parked receiver whose pass is over, its lock not yet gone.
+      let held: ServiceBusSessionReceiver | undefined = await h.client.acceptSession(
+        REPLAY_ENDPOINT,
+        Subscription.Deferred,
+        session,
+      );
+      try {
+        await parkAndTrigger(h, session, PARKED, 'ev-ra-held');
+        processor.start();
+        await eventually(() => (passes.length > 0 ? true : undefined), 'the end of the first pass', 60_000);
+        assert.deepEqual(passes[0], { sessionId: session, replayed: 0, outcome: 'session-locked' });
+        await held.close();
+        held = undefined;
+        await allReplayed(main, passes, 60_000);
+        assert.deepEqual(passes.at(-1), { sessionId: session, replayed: PARKED, outcome: 'replayed' });
+        assert.ok(reChecks(lines) >= 1, 'the re-check is logged');
+      } finally {
+        await held?.close();
+        await main.close().catch(() => undefined);
+      }
+    });
+  });
+});
+
+test('a session held throughout ends the chain of re-checks after MAX_LOCKED_RECHECKS copies', async () => {
+  await withHarness(async (h) => {
+    const session = 'RA-HELD-LONG';
+    await withProcessor(h, { lockedRecheckDelayMs: 200 }, async ({ processor, passes, lines }) => {
+      const held = await h.client.acceptSession(REPLAY_ENDPOINT, Subscription.Deferred, session, {
+        maxAutoLockRenewalDurationInMs: 300_000,
+      });
+      try {
+        await parkAndTrigger(h, session, 2, 'ev-ra-held-long');
+        processor.start();
+        await eventually(
+          () => (lines.some((l) => l.includes('after the last re-check')) ? true : undefined),
+          'the end of the chain of re-checks',
+          60_000,
+        );
+        assert.equal(passes.length, MAX_LOCKED_RECHECKS + 1, 'the trigger and each of its copies');
+        assert.ok(passes.every((p) => p.outcome === 'session-locked'));
+        assert.equal(reChecks(lines), MAX_LOCKED_RECHECKS);
+        assert.equal(await parkedLeft(held), 2, 'nothing replayed under the hold');
+      } finally {
+        await held.close();
+      }
+    });
   });
 });

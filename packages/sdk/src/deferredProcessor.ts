@@ -31,6 +31,12 @@ import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { tolerateSlowDrain } from './servicebus/drainWait.ts';
 import { sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
+import {
+  buildLockedRecheck,
+  DEFAULT_LOCKED_RECHECK_DELAY_MS,
+  lockedRechecksOf,
+  MAX_LOCKED_RECHECKS,
+} from './lockedRecheck.ts';
 import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
 /**
@@ -87,6 +93,12 @@ export interface DeferredProcessorOptions {
    * session past it: the session is released shortly before and accepted again with a fresh lock (docs/sdk.md).
    */
   maxAutoLockRenewalDurationInMs?: number;
+  /**
+   * How long after a trigger was refused its parked session (another receiver held it) a copy of it is scheduled to
+   * look again (lockedRecheck.ts). Default 30 s, the lock duration the SDK provisions: a lock that outlives its
+   * receiver's pass runs out by then. At most MAX_LOCKED_RECHECKS copies follow one another.
+   */
+  lockedRecheckDelayMs?: number;
   backoff?: BackoffOptions;
   /** Called after each trigger (tests, metrics). */
   onPass?: (pass: ReplayPass) => void;
@@ -298,11 +310,8 @@ export class DeferredProcessor {
     try {
       parked = await this.acceptParked(sessionId);
     } catch (error) {
-      if (this.lockedByAnotherPass(error, sessionId)) {
-        // Another pass holds the session: it replays what is parked.
-        await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
-        return this.report({ sessionId, replayed: 0, outcome: 'session-locked' });
-      }
+      if (this.lockedByAnotherPass(error, sessionId))
+        return this.endSessionLocked(receiver, trigger, sessionId, 0);
       this.log.warn(
         { sessionId, err: loggableError(error) },
         'could not open the parked session; the trigger will be retried',
@@ -339,11 +348,10 @@ export class DeferredProcessor {
           parked = await this.acceptParked(sessionId);
         } catch (error) {
           if (!this.lockedByAnotherPass(error, sessionId)) throw error;
-          // Another instance's pass took the session between the release and this accept (refused again after our
-          // released lock ran out, acceptParked): it replays the rest, as on the first accept. Abandoned, the
-          // trigger would spend a delivery for nothing.
-          await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
-          return this.report({ sessionId, replayed, outcome: 'session-locked' });
+          // Another receiver took the session between the release and this accept (refused again after our
+          // released lock ran out, acceptParked): as on the first accept. Abandoned, the trigger would spend a
+          // delivery for nothing.
+          return await this.endSessionLocked(receiver, trigger, sessionId, replayed);
         }
         pass = await this.replay(parked, sessionId, until);
         replayed += pass.replayed;
@@ -378,6 +386,51 @@ export class DeferredProcessor {
     } finally {
       await this.release(sessionId, parked.receiver);
     }
+  }
+
+  /**
+   * Ends a pass whose parked session another receiver holds. That receiver's pass may replay the rest, or may be
+   * over already, its lock lingering (a close in progress, or a lost detach: the same silent close as in
+   * `released`, but in another process, which this one cannot know of) while the main handler's next trigger, sent
+   * on its pass-end copy, reached us: completed alone, that trigger left the rest parked until new traffic parked on
+   * the session. So a copy of the trigger is scheduled one lock duration on (a bounded chain, lockedRecheck.ts),
+   * then the trigger is completed: a re-check that finds the rest replayed costs an empty pass, one that finds a
+   * rival still there schedules the next. A schedule that fails abandons the trigger instead (it is retried).
+   */
+  private async endSessionLocked(
+    receiver: ServiceBusReceiver,
+    trigger: ServiceBusReceivedMessage,
+    sessionId: string,
+    replayed: number,
+  ): Promise<ReplayPass['outcome']> {
+    const hop = lockedRechecksOf(trigger) + 1;
+    if (hop > MAX_LOCKED_RECHECKS) {
+      this.log.warn(
+        { sessionId, rechecks: hop - 1 },
+        'parked session still held by another receiver after the last re-check; the trigger is completed',
+      );
+    } else {
+      const delayMs = this.options.lockedRecheckDelayMs ?? DEFAULT_LOCKED_RECHECK_DELAY_MS;
+      const copy = buildLockedRecheck(trigger, hop);
+      try {
+        await this.bounded('scheduling a re-check of the held session', (abortSignal) =>
+          this.sender!.scheduleMessages(copy, new Date(Date.now() + delayMs), { abortSignal }),
+        );
+      } catch (error) {
+        this.log.warn(
+          { sessionId, err: loggableError(error) },
+          'scheduling a re-check of the held parked session failed; the trigger will be retried',
+        );
+        await this.quietly('abandoning the trigger', () => receiver.abandonMessage(trigger));
+        return this.report({ sessionId, replayed, outcome: 'failed' });
+      }
+      this.log.info(
+        { sessionId, replayed, recheck: hop, delayMs },
+        'parked session held by another receiver; a copy of the trigger is scheduled to look again',
+      );
+    }
+    await this.quietly('completing the trigger', () => receiver.completeMessage(trigger));
+    return this.report({ sessionId, replayed, outcome: 'session-locked' });
   }
 
   /**

@@ -23,6 +23,11 @@ export const SdkProp = {
    * its original place, which comes before every message parked for the first time since.
    */
   Reparked: 'Reparked',
+  /**
+   * On a ProcessDeferredRequest the deferred processor scheduled again because another receiver held the parked
+   * session (lockedRecheck.ts): how many times the trigger was scheduled so (a bounded chain).
+   */
+  LockedRecheck: 'LockedRecheck',
   /** Fallback session id on a ProcessDeferredRequest whose broker SessionId is missing. */
   SessionId: 'SessionId',
 } as const;
