@@ -157,3 +157,16 @@ test('reached events in neither kept list are "refused or not sent" unless every
   o = await outcome(await reachedJob(ids, { refused: 1, failed: 3 }));
   assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 1, notSent: 3, unknown: 0 });
 });
+
+test('the confirmation is prepared even when the earlier jobs cannot be read (the lookup is an aid)', { timeout: 120_000 }, async () => {
+  const { getContext } = await import('../context.ts');
+  const { getOperations } = await import('./service.ts');
+  const { jobDoc } = await import('./jobs.ts');
+  const { jobs } = getOperations(await getContext());
+  await fail('corrupt-0');
+  // A job document of an older shape (no endpoints, no selection), newest of the list: reading it used to throw.
+  await jobs.docs.write(jobDoc('zz-old-shape'), { operationId: 'zz-old-shape', state: 'completed', startedAt: new Date().toISOString() });
+  const held = await post(['corrupt-0'], true);
+  assert.equal(held.total, 1);
+  assert.equal(held.previous, null);
+});
