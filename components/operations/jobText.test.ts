@@ -140,3 +140,23 @@ test('events that were refused or not sent, the job cannot tell which, read so -
     { text: '0 completed', failed: false },
   ]);
 });
+
+test('an answer from an older replica (no split, no refusals) reads as before, not a crash of the page', () => {
+  // During a rolling deploy the outcome may come from a replica that does not send stillFailedSplit or refusals
+  // (nor the split's `unknown`). Old code threw reading split.notReached, and the drawer took the layout with it.
+  const counts = { completed: 4, failedAgain: 1, stillFailed: 5, inProgress: 0, skipped: 0, unknown: 0 };
+  const older = { checked: 10, total: 10, counts };
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'running' }, older), [
+    { text: '1 failed again', failed: true },
+    { text: '5 not reached yet', failed: false },
+    { text: '4 completed', failed: false },
+  ]);
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, older)?.[1], { text: '5 still failed (not retried)', failed: true });
+  const noUnknown = { ...older, stillFailedSplit: { notReached: 0, refused: 2, notSent: 3 }, refusals: [] };
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, noUnknown), [
+    { text: '1 failed again', failed: true },
+    { text: '3 still failed (not retried)', failed: true },
+    { text: '2 refused', failed: false },
+    { text: '4 completed', failed: false },
+  ]);
+});

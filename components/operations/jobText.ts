@@ -1,7 +1,7 @@
 // The words of the Jobs drawer (JobsDrawer.tsx), kept apart from React so their meaning is tested: what a job's
 // counts mean ("sent" is a command sent, not an event fixed), how the header button counts jobs still going, and
 // what the drawer says when it has nothing to list.
-import type { JobOutcome, OperationSummary } from './jobsApi.ts';
+import type { JobOutcome, OperationSummary, OutcomeAnswer, StillFailedSplit } from './jobsApi.ts';
 
 type Counted = Pick<OperationSummary, 'kind' | 'state' | 'total' | 'done' | 'refused' | 'failed'>;
 
@@ -55,6 +55,15 @@ export function refusalWhy(refusals: JobOutcome['refusals']): string | undefined
 }
 
 /**
+ * Why the unchanged events are unchanged, as an older replica's answer says it too: without a split, all of them
+ * not reached (what it would have said before refusals were told apart), without `unknown`, none.
+ */
+export function splitOf(o: Pick<OutcomeAnswer, 'counts' | 'stillFailedSplit'>): StillFailedSplit {
+  const s = o.stillFailedSplit;
+  return s ? { ...s, unknown: s.unknown ?? 0 } : { notReached: o.counts.stillFailed, refused: 0, notSent: 0, unknown: 0 };
+}
+
+/**
  * The follow-up line of a job: what its events are now. "failed again" first, since it is what an operator acts
  * on next; parts at zero are left out, except "completed" and "failed again" of a resubmit, whose zero is news
  * ("0 completed" says the retry did not help). Events whose row has not changed are split by why: the job refused
@@ -66,11 +75,11 @@ export function refusalWhy(refusals: JobOutcome['refusals']): string | undefined
  */
 export function outcomeParts(
   op: Pick<OperationSummary, 'kind' | 'state'>,
-  o: Pick<JobOutcome, 'checked' | 'total' | 'counts' | 'stillFailedSplit' | 'refusals'>,
+  o: Pick<OutcomeAnswer, 'checked' | 'total' | 'counts' | 'stillFailedSplit' | 'refusals'>,
 ): OutcomePart[] | null {
   if (o.checked === 0) return null;
   const c = o.counts;
-  const split = o.stillFailedSplit;
+  const split = splitOf(o);
   const resubmit = op.kind === 'resubmit';
   const going = GOING.has(op.state);
   const still = c.stillFailed - split.refused - split.unknown;
@@ -83,7 +92,7 @@ export function outcomeParts(
   const parts: { text: string; failed: boolean; keep: boolean; v: number; why?: string }[] = [
     { text: resubmit ? `${n(c.failedAgain)} failed again` : `${n(c.failedAgain)} failed since it started`, failed: true, keep: resubmit, v: c.failedAgain },
     ...unchanged,
-    { text: `${n(split.refused)} refused`, failed: false, keep: false, v: split.refused, why: refusalWhy(o.refusals) },
+    { text: `${n(split.refused)} refused`, failed: false, keep: false, v: split.refused, why: refusalWhy(o.refusals ?? []) },
     // Red: some of them may need their command sent again.
     { text: `${n(split.unknown)} refused or not sent`, failed: true, keep: false, v: split.unknown },
     { text: `${n(c.inProgress)} in progress`, failed: false, keep: false, v: c.inProgress },
