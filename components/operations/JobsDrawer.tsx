@@ -12,7 +12,7 @@ import { Timestamp } from '../format.tsx';
 import { jobsApi, type OperationSummary } from './jobsApi.ts';
 import { buttonLabel, countParts, EMPTY_TEXT, GOING, outcomeParts, stateLabel } from './jobText.ts';
 import { invalidateAfterJob, operationOutcomeQuery, operationsQuery, queryKeys } from '../queries.ts';
-import { outcomePollMs } from './outcomePolling.ts';
+import { outcomeSettled } from './outcomePolling.ts';
 
 function eta(s: number | null): string {
   if (s === null) return '';
@@ -40,8 +40,9 @@ function JobOutcomeLine({ op, auto }: { op: OperationSummary; auto: boolean }) {
   }
   if (q.error) return <p className="mt-1 text-xs text-red-700">{q.error.message}</p>;
   const parts = q.data ? outcomeParts(op, q.data) : null;
-  // Reads stopped (outcomePolling.ts): the line says when it was read and can be read again on request.
-  const settled = q.data !== undefined && !q.isPlaceholderData && outcomePollMs(op, q.data) === false;
+  // Settled (outcomePolling.ts: read once a minute, or not at all): the line says when it was read and can be read
+  // again on request.
+  const settled = q.data !== undefined && !q.isPlaceholderData && outcomeSettled(op, q.data);
   return (
     <div className="mt-1 flex flex-wrap gap-x-3 text-xs text-slate-600" data-testid="job-outcome" aria-live="polite">
       <span className="font-medium">now:</span>

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { buttonLabel, countParts, EMPTY_TEXT, outcomeParts, stateLabel } from './jobText.ts';
 
 /** Every unchanged event not reached (as a job with no refusals and no send failures reads while going). */
-const unsplit = (c: { stillFailed: number }) => ({ stillFailedSplit: { notReached: c.stillFailed, refused: 0, notSent: 0 }, refusals: [] });
+const unsplit = (c: { stillFailed: number }) => ({ stillFailedSplit: { notReached: c.stillFailed, refused: 0, notSent: 0, unknown: 0 }, refusals: [] });
 
 test('a resubmit of 16 events whose commands all went out says 16 sent, not 16 done', () => {
   const parts = countParts({ kind: 'resubmit', state: 'completed', total: 16, done: 16, refused: 0, failed: 0 });
@@ -91,7 +91,7 @@ test('events the job refused are "refused N" with the reasons, whether it is goi
     checked: 12,
     total: 12,
     counts,
-    stillFailedSplit: { notReached: 6, refused: 3, notSent: 1 },
+    stillFailedSplit: { notReached: 6, refused: 3, notSent: 1, unknown: 0 },
     refusals: [
       { reason: 'the event has no stored payload to resubmit; resubmit it with an edited payload', events: 2 },
       { reason: 'resubmit is not possible for an event that is Completed', events: 1 },
@@ -105,10 +105,58 @@ test('events the job refused are "refused N" with the reasons, whether it is goi
     { text: '3 refused', failed: false, why },
     { text: '2 completed', failed: false },
   ]);
-  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { ...o, stillFailedSplit: { notReached: 0, refused: 3, notSent: 7 } }), [
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, { ...o, stillFailedSplit: { notReached: 0, refused: 3, notSent: 7, unknown: 0 } }), [
     { text: '0 failed again', failed: false },
     { text: '7 still failed (not retried)', failed: true },
     { text: '3 refused', failed: false, why },
     { text: '2 completed', failed: false },
+  ]);
+});
+
+test('events that were refused or not sent, the job cannot tell which, read so - without the refusals\' reasons', () => {
+  // A broker outage during a long job: 50 send failures and 1 refusal kept, the rest of the reached events in
+  // neither list. Old code had no such part: they read "N refused", with the Manager's reasons on hover.
+  const counts = { completed: 0, failedAgain: 0, stillFailed: 2_000, inProgress: 0, skipped: 0, unknown: 0 };
+  const o = {
+    checked: 2_000,
+    total: 2_000,
+    counts,
+    stillFailedSplit: { notReached: 0, refused: 1, notSent: 50, unknown: 1_949 },
+    refusals: [{ reason: 'resubmit is not possible for an event that is Completed', events: 1 }],
+  };
+  const why = 'resubmit is not possible for an event that is Completed (1)';
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'running' }, o), [
+    { text: '0 failed again', failed: false },
+    { text: '50 not sent', failed: true },
+    { text: '1 refused', failed: false, why },
+    { text: '1,949 refused or not sent', failed: true },
+    { text: '0 completed', failed: false },
+  ]);
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, o), [
+    { text: '0 failed again', failed: false },
+    { text: '50 still failed (not retried)', failed: true },
+    { text: '1 refused', failed: false, why },
+    { text: '1,949 refused or not sent', failed: true },
+    { text: '0 completed', failed: false },
+  ]);
+});
+
+test('an answer from an older replica (no split, no refusals) reads as before, not a crash of the page', () => {
+  // During a rolling deploy the outcome may come from a replica that does not send stillFailedSplit or refusals
+  // (nor the split's `unknown`). Old code threw reading split.notReached, and the drawer took the layout with it.
+  const counts = { completed: 4, failedAgain: 1, stillFailed: 5, inProgress: 0, skipped: 0, unknown: 0 };
+  const older = { checked: 10, total: 10, counts };
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'running' }, older), [
+    { text: '1 failed again', failed: true },
+    { text: '5 not reached yet', failed: false },
+    { text: '4 completed', failed: false },
+  ]);
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, older)?.[1], { text: '5 still failed (not retried)', failed: true });
+  const noUnknown = { ...older, stillFailedSplit: { notReached: 0, refused: 2, notSent: 3 }, refusals: [] };
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'completed' }, noUnknown), [
+    { text: '1 failed again', failed: true },
+    { text: '3 still failed (not retried)', failed: true },
+    { text: '2 refused', failed: false },
+    { text: '4 completed', failed: false },
   ]);
 });

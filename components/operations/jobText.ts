@@ -1,7 +1,7 @@
 // The words of the Jobs drawer (JobsDrawer.tsx), kept apart from React so their meaning is tested: what a job's
 // counts mean ("sent" is a command sent, not an event fixed), how the header button counts jobs still going, and
 // what the drawer says when it has nothing to list.
-import type { JobOutcome, OperationSummary } from './jobsApi.ts';
+import type { JobOutcome, OperationSummary, OutcomeAnswer, StillFailedSplit } from './jobsApi.ts';
 
 type Counted = Pick<OperationSummary, 'kind' | 'state' | 'total' | 'done' | 'refused' | 'failed'>;
 
@@ -55,33 +55,46 @@ export function refusalWhy(refusals: JobOutcome['refusals']): string | undefined
 }
 
 /**
+ * Why the unchanged events are unchanged, as an older replica's answer says it too: without a split, all of them
+ * not reached (what it would have said before refusals were told apart), without `unknown`, none.
+ */
+export function splitOf(o: Pick<OutcomeAnswer, 'counts' | 'stillFailedSplit'>): StillFailedSplit {
+  const s = o.stillFailedSplit;
+  return s ? { ...s, unknown: s.unknown ?? 0 } : { notReached: o.counts.stillFailed, refused: 0, notSent: 0, unknown: 0 };
+}
+
+/**
  * The follow-up line of a job: what its events are now. "failed again" first, since it is what an operator acts
  * on next; parts at zero are left out, except "completed" and "failed again" of a resubmit, whose zero is news
  * ("0 completed" says the retry did not help). Events whose row has not changed are split by why: the job refused
- * them ("N refused", with the Manager's reasons) - in any state; while the job is still going (running, paused,
- * starting), the rest are "not reached yet" (at or past its cursor) or "not sent" (reached, the command could not
- * be sent), not a failure in red; once it has ended they are "still failed". A skip job neither retries nor makes
- * anything fail again: its words say skipped. Null before anything was checked.
+ * them ("N refused", with the Manager's reasons) - in any state; it refused them or could not send their command,
+ * without knowing which ("N refused or not sent", no reasons: see outcome.ts reachedWhy); while the job is still
+ * going (running, paused, starting), the rest are "not reached yet" (at or past its cursor) or "not sent" (reached,
+ * the command could not be sent), not a failure in red; once it has ended they are "still failed". A skip job
+ * neither retries nor makes anything fail again: its words say skipped. Null before anything was checked.
  */
 export function outcomeParts(
   op: Pick<OperationSummary, 'kind' | 'state'>,
-  o: Pick<JobOutcome, 'checked' | 'total' | 'counts' | 'stillFailedSplit' | 'refusals'>,
+  o: Pick<OutcomeAnswer, 'checked' | 'total' | 'counts' | 'stillFailedSplit' | 'refusals'>,
 ): OutcomePart[] | null {
   if (o.checked === 0) return null;
   const c = o.counts;
-  const split = o.stillFailedSplit;
+  const split = splitOf(o);
   const resubmit = op.kind === 'resubmit';
   const going = GOING.has(op.state);
+  const still = c.stillFailed - split.refused - split.unknown;
   const unchanged = going
     ? [
         { text: `${n(split.notReached)} not reached yet`, failed: false, keep: false, v: split.notReached },
         { text: `${n(split.notSent)} not sent`, failed: true, keep: false, v: split.notSent },
       ]
-    : [{ text: `${n(c.stillFailed - split.refused)} still failed (${resubmit ? 'not retried' : 'not skipped'})`, failed: true, keep: false, v: c.stillFailed - split.refused }];
+    : [{ text: `${n(still)} still failed (${resubmit ? 'not retried' : 'not skipped'})`, failed: true, keep: false, v: still }];
   const parts: { text: string; failed: boolean; keep: boolean; v: number; why?: string }[] = [
     { text: resubmit ? `${n(c.failedAgain)} failed again` : `${n(c.failedAgain)} failed since it started`, failed: true, keep: resubmit, v: c.failedAgain },
     ...unchanged,
-    { text: `${n(split.refused)} refused`, failed: false, keep: false, v: split.refused, why: refusalWhy(o.refusals) },
+    { text: `${n(split.refused)} refused`, failed: false, keep: false, v: split.refused, why: refusalWhy(o.refusals ?? []) },
+    // Red: some of them may need their command sent again.
+    { text: `${n(split.unknown)} refused or not sent`, failed: true, keep: false, v: split.unknown },
     { text: `${n(c.inProgress)} in progress`, failed: false, keep: false, v: c.inProgress },
     { text: `${n(c.completed)} completed`, failed: false, keep: resubmit, v: c.completed },
     { text: `${n(c.skipped)} skipped`, failed: false, keep: false, v: c.skipped },

@@ -4,12 +4,23 @@ import type { FailureGroupsView } from '../../server/failures/groups.ts';
 import type { GroupNote } from '../../server/failures/notes.ts';
 import type { OperationSummary } from '../../server/operations/routes.ts';
 import type { JobView } from '../../server/operations/jobs.ts';
-import type { JobOutcome } from '../../server/operations/outcome.ts';
+import type { JobOutcome, StillFailedSplit } from '../../server/operations/outcome.ts';
 import type { Selection } from '../../server/operations/selection.ts';
 import type { PreviousJob } from '../../server/operations/previousJob.ts';
 
 export type FailureGroupItem = FailureGroupsView['groups'][number] & { note: GroupNote | null };
-export type { OperationSummary, JobView, JobOutcome, PreviousJob, Selection };
+export type { OperationSummary, JobView, JobOutcome, PreviousJob, Selection, StillFailedSplit };
+
+/**
+ * A job's follow-up as any console replica may answer it: during a rolling deploy an older one answers without
+ * `stillFailedSplit`, `refusals` and `waiting` (or without the split's `unknown`), and the drawer, in the layout of
+ * every page, must read that too (jobText.ts and outcomePolling.ts supply what is missing).
+ */
+export type OutcomeAnswer = Omit<JobOutcome, 'stillFailedSplit' | 'refusals' | 'waiting'> & {
+  stillFailedSplit?: Omit<StillFailedSplit, 'unknown'> & { unknown?: number };
+  refusals?: JobOutcome['refusals'];
+  waiting?: number;
+};
 
 const seg = encodeURIComponent;
 
@@ -26,7 +37,7 @@ export const jobsApi = {
   list: () => callApi<{ operations: OperationSummary[] }>('/api/operations'),
   get: (id: string) => callApi<JobView>(`/api/operations/${seg(id)}`),
   /** What became of the job's events since (completed, failed again, …), from their rows now. */
-  outcome: (id: string) => callApi<JobOutcome>(`/api/operations/${seg(id)}/outcome`),
+  outcome: (id: string) => callApi<OutcomeAnswer>(`/api/operations/${seg(id)}/outcome`),
   control: (id: string, action: 'pause' | 'resume' | 'cancel') => callApi<JobView>(`/api/operations/${seg(id)}/${action}`, { method: 'POST' }),
 };
 

@@ -1,8 +1,9 @@
-// The Jobs drawer stops reading a job's follow-up once nothing in it can change soon: ended, read after the end, and
-// nothing in progress but events waiting for someone (a handoff, a Deferred event).
+// The Jobs drawer reads a job's follow-up every 5 s until it is settled - ended, read after the end, and nothing in
+// progress but events waiting for someone (a handoff, a Deferred event) - then once a minute while such events
+// remain, and not at all when nothing is in progress. An older replica's answer (no `waiting`) never settles it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OUTCOME_POLL_MS, outcomePollMs } from './outcomePolling.ts';
+import { OUTCOME_POLL_MS, OUTCOME_WAITING_POLL_MS, outcomePollMs, outcomeSettled } from './outcomePolling.ts';
 
 const ENDED = '2026-12-05T07:00:00.000Z';
 const AFTER = '2026-12-05T07:00:01.000Z';
@@ -21,10 +22,24 @@ test('an ended job with nothing in progress is not read again', () => {
   for (const state of ['completed', 'cancelled', 'failed'] as const) assert.equal(outcomePollMs(op(state), read(0)), false, state);
 });
 
-test('an ended job whose only events in progress wait for someone (handoffs, Deferred) is not read again', () => {
-  // Old code: read every 5 s for as long as the handoffs stay Pending - for good, for a handoff nobody reports.
-  assert.equal(outcomePollMs(op('completed'), read(4, 4)), false);
-  assert.equal(outcomePollMs(op('cancelled'), read(1, 1)), false);
+test('an ended job whose only events in progress wait for someone (handoffs, Deferred) is read again only slowly', () => {
+  // Read every 5 s, it queried the store all night for a handoff nobody reports; stopped outright, a Deferred event
+  // whose blocker had just completed (replayed a moment later) stayed "1 in progress" for good.
+  assert.equal(outcomePollMs(op('completed'), read(4, 4)), OUTCOME_WAITING_POLL_MS);
+  assert.equal(outcomePollMs(op('cancelled'), read(1, 1)), OUTCOME_WAITING_POLL_MS);
+  assert.ok(OUTCOME_WAITING_POLL_MS > OUTCOME_POLL_MS);
+  // The line says how old it is and offers Refresh, as when reads stop.
+  assert.equal(outcomeSettled(op('completed'), read(4, 4)), true);
+  assert.equal(outcomeSettled(op('completed'), read(0)), true);
+  assert.equal(outcomeSettled(op('completed'), read(2, 1)), false);
+  assert.equal(outcomeSettled(op('running', null), read(0)), false);
+});
+
+test('an answer from an older replica (no waiting count) keeps the reads going', () => {
+  // Old code compared inProgress with undefined (false): it stopped, with events on their way, on a rolling deploy.
+  const { waiting: _w, ...older } = read(3);
+  assert.equal(outcomePollMs(op('completed'), older), OUTCOME_POLL_MS);
+  assert.equal(outcomeSettled(op('completed'), older), false);
 });
 
 test('an answer read before the job ended never stops the reads', () => {

@@ -78,7 +78,7 @@ test('a job refuses events with nothing to resubmit: the outcome counts them ref
   assert.equal(o.counts.stillFailed, 2);
   assert.equal(o.counts.inProgress, 3);
   assert.equal(o.waiting, 0, 'a claim waits for the broker, not for someone');
-  assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 2, notSent: 0 });
+  assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 2, notSent: 0, unknown: 0 });
   assert.equal(o.refusals.length, 1);
   assert.equal(o.refusals[0]!.events, 2);
   assert.match(o.refusals[0]!.reason, /no stored payload to resubmit/);
@@ -107,8 +107,66 @@ test('events a job has not reached are not reached; a pending handoff is counted
   const id = held.operationId;
   const o = await outcome(id);
   assert.equal(o.counts.stillFailed, 1);
-  assert.deepEqual(o.stillFailedSplit, { notReached: 1, refused: 0, notSent: 0 });
+  assert.deepEqual(o.stillFailedSplit, { notReached: 1, refused: 0, notSent: 0, unknown: 0 });
   assert.equal(o.counts.inProgress, 1);
   assert.equal(o.waiting, 1);
   assert.deepEqual(o.refusals, []);
+});
+
+/**
+ * A job that reached four failed events and left them unchanged, with the counts and kept lists of a long job whose
+ * lists were cut at MAX_ERRORS_KEPT: the held job is rewritten as the runner would have saved it (a run of more than
+ * 50 send failures needs a broker outage, which this file does not stage). e0 is a kept refusal, e1 a kept send
+ * failure, e2 and e3 in neither list.
+ */
+async function reachedJob(ids: string[], counts: { refused: number; failed: number }): Promise<string> {
+  const { getContext } = await import('../context.ts');
+  const { getOperations } = await import('./service.ts');
+  const { jobDoc } = await import('./jobs.ts');
+  const { jobs } = getOperations(await getContext());
+  const id = (await post(ids, true)).operationId;
+  const job = (await jobs.get(id))!;
+  const kept = (eventId: string, status: number, detail: string) => ({ endpointId: EP, eventId, status, detail });
+  // Started after the events failed: their failures are not "failed again".
+  const startedAt = new Date().toISOString();
+  await jobs.docs.write(jobDoc(id), {
+    ...job,
+    state: 'completed',
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    cursor: ids.length,
+    done: 0,
+    ...counts,
+    refusals: [kept(ids[0]!, 409, 'resubmit is not possible for an event that is Completed')],
+    errors: [kept(ids[1]!, 503, 'the broker is unavailable')],
+  });
+  return id;
+}
+
+test('reached events in neither kept list are "refused or not sent" unless every refusal or every failure was kept', { timeout: 120_000 }, async () => {
+  const ids = ['cut-0', 'cut-1', 'cut-2', 'cut-3'];
+  for (const e of ids) await fail(e);
+  // Both lists cut: e2 and e3 may be either. Old code counted them refused, with the Manager's reasons on hover.
+  let o = await outcome(await reachedJob(ids, { refused: 2, failed: 2 }));
+  assert.equal(o.counts.stillFailed, 4);
+  assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 1, notSent: 1, unknown: 2 });
+  // Every send failure kept (the only one is e1): the rest were refused.
+  o = await outcome(await reachedJob(ids, { refused: 3, failed: 1 }));
+  assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 3, notSent: 1, unknown: 0 });
+  // Every refusal kept (the only one is e0): the rest could not be sent (a broker outage past 50 failures).
+  o = await outcome(await reachedJob(ids, { refused: 1, failed: 3 }));
+  assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 1, notSent: 3, unknown: 0 });
+});
+
+test('the confirmation is prepared even when the earlier jobs cannot be read (the lookup is an aid)', { timeout: 120_000 }, async () => {
+  const { getContext } = await import('../context.ts');
+  const { getOperations } = await import('./service.ts');
+  const { jobDoc } = await import('./jobs.ts');
+  const { jobs } = getOperations(await getContext());
+  await fail('corrupt-0');
+  // A job document of an older shape (no endpoints, no selection), newest of the list: reading it used to throw.
+  await jobs.docs.write(jobDoc('zz-old-shape'), { operationId: 'zz-old-shape', state: 'completed', startedAt: new Date().toISOString() });
+  const held = await post(['corrupt-0'], true);
+  assert.equal(held.total, 1);
+  assert.equal(held.previous, null);
 });

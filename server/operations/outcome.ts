@@ -35,14 +35,16 @@ export interface OutcomeCounts {
 }
 
 /**
- * Why the `stillFailed` events are unchanged (the three add up to it): the job has not reached them yet (at or past
+ * Why the `stillFailed` events are unchanged (the four add up to it): the job has not reached them yet (at or past
  * its saved cursor; for a cancelled job, never), it refused them (their state did not allow the command when it
- * got there), or their command could not be sent.
+ * got there), their command could not be sent, or one of the last two without knowing which (see reachedWhy).
  */
 export interface StillFailedSplit {
   notReached: number;
   refused: number;
   notSent: number;
+  /** Refused or not sent: the job kept neither every refusal nor every send failure, and this event in neither list. */
+  unknown: number;
 }
 
 export interface JobOutcome {
@@ -55,7 +57,7 @@ export interface JobOutcome {
   /**
    * Of `inProgress`, events waiting for someone rather than for the broker: a Pending handoff (its job reports when it
    * reports, hours later maybe) or a Deferred event (parked behind another event of its session). They can stay so
-   * for good; the drawer stops re-reading an ended job whose only events in progress are these.
+   * for good; the drawer reads an ended job whose only events in progress are these once a minute, not every 5 s.
    */
   waiting: number;
   /** The Manager's reasons for the refusals the job recorded (its first MAX_ERRORS_KEPT), most frequent first. */
@@ -124,6 +126,28 @@ async function currentRows(ctx: ConsoleContext, rows: readonly SelectedRow[]): P
 const isWaiting = (row: StatusRow): boolean =>
   (row.status === ResolutionStatus.Pending && row.subStatus === PendingSubStatus.Handoff) || row.status === ResolutionStatus.Deferred;
 
+/**
+ * Why a reached event is unchanged. The job keeps the first MAX_ERRORS_KEPT refusals and send failures, but its
+ * counts `refused` and `failed` are exact: an event in neither list was refused if every failure was kept, not sent
+ * if every refusal was kept, and otherwise either - a broker outage during a 2,000-event job must not read as
+ * 1,950 refused with the Manager's reasons.
+ */
+export function reachedWhy(job: Pick<Job, 'refused' | 'failed' | 'errors' | 'refusals'>): (endpointId: string, eventId: string) => Exclude<keyof StillFailedSplit, 'notReached'> {
+  const refusals = job.refusals ?? [];
+  const refused = new Set(refusals.map((e) => eventKey(e.endpointId, e.eventId)));
+  const notSent = new Set(job.errors.map((e) => eventKey(e.endpointId, e.eventId)));
+  const everyFailureKept = job.failed <= job.errors.length;
+  const everyRefusalKept = job.refused <= refusals.length;
+  return (endpointId, eventId) => {
+    const key = eventKey(endpointId, eventId);
+    if (refused.has(key)) return 'refused';
+    if (notSent.has(key)) return 'notSent';
+    if (everyFailureKept) return 'refused';
+    if (everyRefusalKept) return 'notSent';
+    return 'unknown';
+  };
+}
+
 /** The refusals' reasons, counted, most frequent first. */
 function refusalReasons(job: Job): JobOutcome['refusals'] {
   const by = new Map<string, number>();
@@ -134,10 +158,8 @@ function refusalReasons(job: Job): JobOutcome['refusals'] {
 export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutcome> {
   const rows = await getOperations(ctx).jobs.rows(job, OUTCOME_CHECK_LIMIT);
   const counts: OutcomeCounts = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 0, skipped: 0, unknown: 0 };
-  const split: StillFailedSplit = { notReached: 0, refused: 0, notSent: 0 };
-  // Events the job reached and could not send: the ones it kept (MAX_ERRORS_KEPT). Past that many, the rest of the
-  // reached and unchanged events are counted refused (docs/operations.md).
-  const notSent = new Set(job.errors.map((e) => eventKey(e.endpointId, e.eventId)));
+  const split: StillFailedSplit = { notReached: 0, refused: 0, notSent: 0, unknown: 0 };
+  const why = reachedWhy(job);
   let waiting = 0;
   for (const [i, row] of (await currentRows(ctx, rows)).entries()) {
     const kind = classifyRow(row, job.startedAt);
@@ -146,8 +168,7 @@ export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutco
     if (kind !== 'stillFailed') continue;
     // The job document read is one save: its cursor and its counts are of the same moment.
     if (i >= job.cursor) split.notReached++;
-    else if (notSent.has(eventKey(rows[i]!.endpointId, rows[i]!.eventId))) split.notSent++;
-    else split.refused++;
+    else split[why(rows[i]!.endpointId, rows[i]!.eventId)]++;
   }
   return {
     operationId: job.operationId,

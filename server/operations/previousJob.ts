@@ -5,6 +5,7 @@
 // event ids, or on the same filter. Its follow-up (failed again) is read as the Jobs drawer reads it (outcome.ts).
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
+import { log } from '../log.ts';
 import { describeSelection } from './title.ts';
 import type { Job, JobKind } from './jobs.ts';
 import { outcomeOf } from './outcome.ts';
@@ -49,8 +50,19 @@ const canonical = (s: Selection) =>
       .sort(([a], [b]) => a.localeCompare(b)),
   );
 
-/** The newest earlier job the caller may read that covered these events and started acting, or null. */
+/**
+ * The newest earlier job the caller may read that covered these events and started acting, or null - also when the
+ * jobs cannot be listed or one of them is of a shape this code cannot read: the lookup is an aid to the
+ * confirmation, which must not fail for it (logged, without the documents).
+ */
 export async function previousJobFor(ctx: ConsoleContext, sel: Selection, rows: readonly SelectedRow[], scope: ReadScope): Promise<PreviousJob | null> {
+  return findPreviousJob(ctx, sel, rows, scope).catch((err: unknown) => {
+    log.warn({ err: err instanceof Error ? `${err.name}: ${err.message}` : 'unknown error' }, 'previous job lookup failed; the confirmation goes without it');
+    return null;
+  });
+}
+
+async function findPreviousJob(ctx: ConsoleContext, sel: Selection, rows: readonly SelectedRow[], scope: ReadScope): Promise<PreviousJob | null> {
   const { jobs } = getOperations(ctx);
   const prev = (await jobs.list(100)).find(
     (j) => j.startedAt !== null && j.state !== 'prepared' && j.state !== 'discarded' && j.endpoints.every((e) => inScope(scope, e)) && coversSameEvents(j, sel, rows),
