@@ -162,4 +162,23 @@ describe('circuit breaker', () => {
     next.release();
     assert.equal(b.acquireWaitMs, 0);
   });
+  test("permits: a Closed-era permit's late success or failure neither ends nor decides another worker's probe", () => {
+    const { b, transitions, advance } = breaker(5_000);
+    const lateSuccess = b.acquire();
+    const lateFailure = b.acquire();
+    assert.ok(lateSuccess && !lateSuccess.probe && lateFailure && !lateFailure.probe, 'taken while Closed');
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    const probe = b.acquire();
+    assert.ok(probe?.probe, 'the probe');
+    // Two workers that took their deliveries while Closed finish them now: their outcomes are old news.
+    lateSuccess.record('success');
+    assert.equal(b.state, 'HalfOpen', "a Closed-era success does not close the circuit over another worker's probe");
+    lateFailure.record('failure');
+    assert.equal(b.state, 'HalfOpen', "a Closed-era failure does not reopen the circuit over another worker's probe");
+    assert.equal(b.acquire(), undefined, 'the probe is still held: one probe at a time');
+    probe.record('success');
+    assert.equal(b.state, 'Closed', "the probe's own outcome decides");
+    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Closed']);
+  });
 });

@@ -145,6 +145,9 @@ export class CircuitBreaker {
     }
     const state = this.state;
     if (state === 'HalfOpen') {
+      // A permit taken while Closed (or a probe that has ended) finishing now says nothing of the probe another worker
+      // holds: its outcome neither closes nor reopens the circuit, and the probe stays held.
+      if (holder !== undefined && holder !== this.probeHolder) return;
       this.probeHolder = undefined;
       this.probeAfter = 0;
       this.probePause.reset();
