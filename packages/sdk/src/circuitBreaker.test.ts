@@ -5,13 +5,14 @@ import { CircuitBreaker } from './circuitBreaker.ts';
 class Throttled extends Error {}
 
 describe('circuit breaker', () => {
-  function breaker(openDurationMs = 500) {
+  function breaker(openDurationMs = 500, probeTimeoutMs?: number) {
     let t = 0;
     const transitions: string[] = [];
     const b = new CircuitBreaker({
       failureThreshold: 3,
       windowMs: 1000,
       openDurationMs,
+      probeTimeoutMs,
       exclude: [Throttled],
       now: () => t,
     });
@@ -161,5 +162,66 @@ describe('circuit breaker', () => {
     assert.equal(b.state, 'Closed');
     next.release();
     assert.equal(b.acquireWaitMs, 0);
+  });
+  test("permits: a Closed-era permit's late success or failure neither ends nor decides another worker's probe", () => {
+    const { b, transitions, advance } = breaker(5_000);
+    const lateSuccess = b.acquire();
+    const lateFailure = b.acquire();
+    assert.ok(lateSuccess && !lateSuccess.probe && lateFailure && !lateFailure.probe, 'taken while Closed');
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    const probe = b.acquire();
+    assert.ok(probe?.probe, 'the probe');
+    // Two workers that took their deliveries while Closed finish them now: their outcomes are old news.
+    lateSuccess.record('success');
+    assert.equal(b.state, 'HalfOpen', "a Closed-era success does not close the circuit over another worker's probe");
+    lateFailure.record('failure');
+    assert.equal(b.state, 'HalfOpen', "a Closed-era failure does not reopen the circuit over another worker's probe");
+    assert.equal(b.acquire(), undefined, 'the probe is still held: one probe at a time');
+    probe.record('success');
+    assert.equal(b.state, 'Closed', "the probe's own outcome decides");
+    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Closed']);
+  });
+  test('half-open: a probe held past probeTimeoutMs fails, the circuit opens again and its late outcome is ignored', () => {
+    const { b, transitions, advance } = breaker(5_000, 2_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    const hung = b.acquire();
+    assert.ok(hung?.probe, 'the probe, whose handler then hangs');
+    advance(1_999);
+    assert.equal(b.acquire(), undefined, 'within its deadline the probe keeps the slot');
+    assert.equal(b.acquireWaitMs, 100, 'the other workers wait for its outcome');
+    advance(1);
+    assert.equal(b.acquireWaitMs, 5_000, 'past its deadline: a failure, open for the whole pause');
+    assert.equal(b.state, 'Open');
+    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
+    hung.record('success'); // the hung handler returns at last
+    hung.release();
+    assert.equal(b.state, 'Open', "a probe given up has no say: its late success does not close the circuit");
+    advance(5_000);
+    const next = b.acquire();
+    assert.ok(next?.probe, 'the next probe, after the open pause');
+    hung.record('failure');
+    assert.equal(b.acquire(), undefined, "the given-up probe's late failure neither reopens the circuit nor frees the slot");
+    next.record('success');
+    assert.equal(b.state, 'Closed');
+  });
+
+  test('half-open: the probe deadline defaults to the open pause, at least 30 s, and every poll sees it', () => {
+    for (const [openDurationMs, deadlineMs] of [
+      [5_000, 30_000],
+      [40_000, 40_000],
+    ] as const) {
+      const { b, transitions, advance } = breaker(openDurationMs);
+      for (let i = 0; i < 3; i++) b.record('failure');
+      advance(openDurationMs);
+      assert.ok(b.acquire()?.probe);
+      advance(deadlineMs - 1);
+      assert.equal(b.state, 'HalfOpen', `open ${openDurationMs} ms: still within the deadline`);
+      advance(1);
+      assert.equal(b.acquire(), undefined, 'acquire refuses: the circuit opened again');
+      assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
+      assert.equal(b.remainingOpenMs, openDurationMs);
+    }
   });
 });

@@ -18,6 +18,15 @@ export interface CircuitBreakerOptions {
    * each further one up to a tenth of `openDurationMs` (at least this). Default 100 ms.
    */
   probePauseMs?: number;
+  /**
+   * How long a half-open probe may hold its slot. One held longer (a handler hung on a downstream that never answers)
+   * counts as a failure and opens the circuit again, which also aborts the probe's `ctx.signal` in the host: without
+   * a deadline the slot stayed taken for good and every worker waited on it. Default `openDurationMs`, at least 30 s:
+   * a probe that outlasts the open pause stalls the endpoint longer than reopening does, but a short open pause (a
+   * test's, a downstream that recovers fast) must not cut short a healthy probe slowed by a loaded machine. Set it
+   * above the longest a handler may take, as a probe slower than this is cut short.
+   */
+  probeTimeoutMs?: number;
   /** Error types that never count (e.g. a throttled error that carries its own Retry-After). */
   exclude?: readonly ErrorClass[];
   now?: () => number;
@@ -38,6 +47,12 @@ export interface BreakerPermit {
   release(): void;
 }
 
+/** The default probe deadline is the open pause, but never shorter than this (see probeTimeoutMs). */
+const MIN_DEFAULT_PROBE_TIMEOUT_MS = 30_000;
+
+/** setTimeout's longest delay (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** The holder id of permits taken while Closed: never a probe's (those count from 1). */
 const NOT_A_PROBE = 0;
 
@@ -48,6 +63,10 @@ export class CircuitBreaker {
   /** HalfOpen: the id of the permit holding the probe slot (undefined: the slot is free). */
   private probeHolder: number | undefined;
   private probesTaken = 0;
+  /** HalfOpen: when the probe holding the slot took it (epoch ms). */
+  private probeTakenAt = 0;
+  /** Reads the state at the probe's deadline: a lone worker hung in its probe polls nothing itself. */
+  private probeDeadline: ReturnType<typeof setTimeout> | undefined;
   /** HalfOpen: no probe before this (epoch ms), after a probe slot was given back without an outcome. */
   private probeAfter = 0;
   private readonly probePause: Backoff;
@@ -55,6 +74,7 @@ export class CircuitBreaker {
   private readonly threshold: number;
   private readonly windowMs: number;
   private readonly openMs: number;
+  private readonly probeTimeoutMs: number;
   private readonly now: () => number;
 
   private readonly options: CircuitBreakerOptions;
@@ -64,13 +84,24 @@ export class CircuitBreaker {
     this.threshold = Math.max(1, options.failureThreshold ?? 5);
     this.windowMs = options.windowMs ?? 60_000;
     this.openMs = options.openDurationMs ?? 30_000;
+    this.probeTimeoutMs = Math.max(1, options.probeTimeoutMs ?? Math.max(this.openMs, MIN_DEFAULT_PROBE_TIMEOUT_MS));
     this.now = options.now ?? Date.now;
     const firstPause = Math.max(1, options.probePauseMs ?? 100);
     this.probePause = new Backoff({ initialMs: firstPause, maxMs: Math.max(firstPause, this.openMs / 10) });
   }
 
+  /**
+   * Also where time moves the circuit on: Open half-opens after the open pause, and a probe held past
+   * `probeTimeoutMs` fails (the circuit opens again). Every caller that acts on the state (acquire, acquireWaitMs, the
+   * host's checks) reads it here, so a hung probe is given up by the next worker that polls.
+   */
   get state(): CircuitState {
     if (this.stateValue === 'Open' && this.now() - this.openedAt >= this.openMs) this.transition('HalfOpen');
+    else if (this.stateValue === 'HalfOpen' && this.probeHolder !== undefined && this.probeOverdue()) {
+      // Its late outcome or release is then a stale permit's: ignored (recordFor, giveBack).
+      this.endProbe();
+      this.open();
+    }
     return this.stateValue;
   }
 
@@ -90,7 +121,7 @@ export class CircuitBreaker {
    * As tryAcquire, but the permit it returns ends only its own probe: a worker that took its delivery while Closed
    * and finishes it after the circuit half-opened (its record or release) must not free the probe another worker
    * holds. Release the permit in a `finally`: a probe that ends without it leaves the slot taken and every worker
-   * waiting on a probe that is no longer running.
+   * waiting on a probe that is no longer running, until `probeTimeoutMs` counts it as failed.
    */
   acquire(): BreakerPermit | undefined {
     const s = this.state;
@@ -98,6 +129,12 @@ export class CircuitBreaker {
     if (s === 'Open' || this.probeHolder !== undefined || this.now() < this.probeAfter) return undefined;
     const id = ++this.probesTaken;
     this.probeHolder = id;
+    this.probeTakenAt = this.now();
+    // With one worker (or all the others stopped) nobody else reads the state while the probe hangs: this read opens
+    // the circuit at the deadline, so the host aborts the hung handler. unref: it must not keep a process alive.
+    // Capped at setTimeout's limit (a longer delay would fire at once): the read is then early and changes nothing.
+    this.probeDeadline = setTimeout(() => void this.state, Math.min(this.probeTimeoutMs, MAX_TIMER_MS));
+    this.probeDeadline.unref?.();
     return this.permit(id);
   }
 
@@ -145,7 +182,10 @@ export class CircuitBreaker {
     }
     const state = this.state;
     if (state === 'HalfOpen') {
-      this.probeHolder = undefined;
+      // A permit taken while Closed (or a probe that has ended) finishing now says nothing of the probe another worker
+      // holds: its outcome neither closes nor reopens the circuit, and the probe stays held.
+      if (holder !== undefined && holder !== this.probeHolder) return;
+      this.endProbe();
       this.probeAfter = 0;
       this.probePause.reset();
       if (outcome === 'success') {
@@ -177,8 +217,18 @@ export class CircuitBreaker {
    */
   private giveBack(holder: number | undefined): void {
     if (this.probeHolder === undefined || (holder !== undefined && holder !== this.probeHolder)) return;
-    this.probeHolder = undefined;
+    this.endProbe();
     if (this.stateValue === 'HalfOpen') this.probeAfter = this.now() + this.probePause.next();
+  }
+
+  private endProbe(): void {
+    this.probeHolder = undefined;
+    clearTimeout(this.probeDeadline);
+    this.probeDeadline = undefined;
+  }
+
+  private probeOverdue(): boolean {
+    return this.now() - this.probeTakenAt >= this.probeTimeoutMs;
   }
 
   private open(): void {

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import type { ServiceBusClient, ServiceBusMessage } from '@azure/service-bus';
 import { eventBody } from './contract/index.ts';
 import { CircuitBreaker } from './circuitBreaker.ts';
-import { HandlerRegistry } from './handlers.ts';
+import { HandlerRegistry, type EventHandler } from './handlers.ts';
 import { SubscriberHost } from './subscriberHost.ts';
 import type { DeliveryResult } from './dispatcher.ts';
 
@@ -114,7 +114,13 @@ function fakeBroker(options: FakeBrokerOptions) {
 
 function host(
   client: ServiceBusClient,
-  extra: { breaker?: CircuitBreaker; failed?: unknown[]; backoffMs?: number; onDeliveryThrows?: boolean } = {},
+  extra: {
+    breaker?: CircuitBreaker;
+    failed?: unknown[];
+    backoffMs?: number;
+    onDeliveryThrows?: boolean;
+    handler?: EventHandler;
+  } = {},
 ) {
   const { lines, logger } = capturedLogger();
   let delivered!: (r: DeliveryResult) => void;
@@ -122,7 +128,7 @@ function host(
   const h = new SubscriberHost({
     client,
     endpointId: 'billing',
-    handlers: new HandlerRegistry().on('OrderPlaced', () => undefined),
+    handlers: new HandlerRegistry().on('OrderPlaced', extra.handler ?? (() => undefined)),
     sessionConnection: 'shared',
     checkEntities: false,
     deferredProcessor: false,
@@ -270,5 +276,41 @@ describe("the circuit breaker's half-open probe", () => {
     assert.equal(breaker.state, 'HalfOpen');
     t += breaker.acquireWaitMs;
     assert.equal(breaker.tryAcquire(), true, 'the slot is free: a host started again with this breaker can probe');
+  });
+  test('a half-open probe whose handler hangs is given up at probeTimeoutMs: the circuit opens and aborts the handler', async () => {
+    // The real clock: the deadline is the breaker's own timer. One worker, so no other worker polls the state.
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 0, probeTimeoutMs: 200 });
+    const transitions: string[] = [];
+    breaker.onStateChange((from, to) => transitions.push(`${from}->${to}`));
+    breaker.record('failure');
+    assert.equal(breaker.state, 'HalfOpen');
+    let aborted!: (reason: unknown) => void;
+    const handlerAborted = new Promise<unknown>((resolve) => (aborted = resolve));
+    // A downstream that never answers and no timeout of its own: only the signal ends it.
+    const handler: EventHandler = (_e, ctx) =>
+      new Promise<void>((_, reject) =>
+        ctx.signal.addEventListener(
+          'abort',
+          () => {
+            aborted(ctx.signal.reason);
+            reject(ctx.signal.reason as Error);
+          },
+          { once: true },
+        ),
+      );
+    const broker = fakeBroker({ deliveryCount: 0 });
+    const { h, delivery } = host(broker.client, { breaker, handler });
+    // The fake broker holds no socket and the breaker's deadline timer is unref'd: keep the event loop alive.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    await h.start();
+    try {
+      assert.match(String((await handlerAborted) as Error), /endpoint circuit opened/);
+      assert.equal(await delivery, 'cancelled', 'stopped without an outcome: left for redelivery');
+    } finally {
+      await h.stop();
+      clearInterval(keepAlive);
+    }
+    assert.deepEqual(transitions.slice(0, 3), ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
+    assert.deepEqual(broker.sent, [], 'nothing answered for the probe given up');
   });
 });

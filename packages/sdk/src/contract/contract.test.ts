@@ -218,6 +218,22 @@ describe('session state', () => {
     assert.deepEqual(JSON.parse(new TextDecoder().decode(encodeSessionState(onlyNewer))).FutureField, { x: 1 });
   });
 
+  test('a malformed released block is dropped, not fatal: the rest of the state (and the session) still reads', () => {
+    const good = { EventId: 'e1', MessageId: 'm1', FutureNested: 1 };
+    const raw = {
+      BlockedByEventId: 'e2',
+      BlockedByMessageId: 'm2',
+      ReleasedBlocks: [good, { EventId: 'e3' }, null, 'x', { EventId: 4, MessageId: 'm4' }],
+    };
+    const read = decodeSessionState(JSON.stringify(raw));
+    assert.equal(read.BlockedByEventId, 'e2', 'the block is still read');
+    assert.deepEqual(read.ReleasedBlocks, [good], 'only the readable entries are kept, with their unknown keys');
+    assert.deepEqual(decodeSessionState(encodeSessionState(read)), read, 'and round-trip');
+    const notAnArray = decodeSessionState({ BlockedByEventId: 'e2', ReleasedBlocks: 'oops' });
+    assert.deepEqual(notAnArray.ReleasedBlocks, [], 'not an array: no released blocks, as in state written before them');
+    assert.equal(notAnArray.BlockedByEventId, 'e2');
+  });
+
   test('blocked and draining are distinct: draining = unblocked with parked messages not yet replayed', () => {
     const blocked = { ...emptySessionState(), BlockedByEventId: 'e1', NextDeferralSequence: 2 };
     assert.equal(isBlocked(blocked), true);

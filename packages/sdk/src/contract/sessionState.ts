@@ -18,6 +18,21 @@ export const releaseAnswerSchema = z.looseObject({
 });
 export type ReleaseAnswer = z.infer<typeof releaseAnswerSchema>;
 
+const releasedBlockSchema = z.looseObject({ EventId: z.string(), MessageId: z.string() });
+type ReleasedBlock = z.infer<typeof releasedBlockSchema>;
+
+/**
+ * The entries of ReleasedBlocks this version can read; the others are dropped. The list is only a hint (a settlement
+ * it does not name is matched by EventId alone, as before it existed), whereas one entry failing the whole state would
+ * make every delivery of the session fail to read its state.
+ */
+function readableReleasedBlocks(entries: unknown[]): ReleasedBlock[] {
+  return entries.flatMap((entry) => {
+    const parsed = releasedBlockSchema.safeParse(entry);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
 export const sessionStateSchema = z.looseObject({
   /** EventId of the event whose failure (or handoff park) blocks the session; null when not blocked. */
   BlockedByEventId: z.string().nullable().default(null),
@@ -76,7 +91,11 @@ export const sessionStateSchema = z.looseObject({
    * record Failed over Completed. Bounded, as session state has a size limit: a settlement older than the last few
    * blocks of the session is matched by EventId alone, as before. Absent in state written before it existed: [].
    */
-  ReleasedBlocks: z.array(z.looseObject({ EventId: z.string(), MessageId: z.string() })).default([]),
+  ReleasedBlocks: z
+    .array(z.unknown())
+    .transform(readableReleasedBlocks)
+    .catch([])
+    .default([]),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
 
