@@ -207,6 +207,24 @@ describe('circuit breaker', () => {
     assert.equal(b.state, 'Closed');
   });
 
+  test("half-open: a probe's wait for a message is not a hang; its deadline counts from the delivery in hand", () => {
+    // An idle endpoint's probe waits the whole receive (30 s by default, as long as the default deadline): counted
+    // from acquire, the deadline opened the circuit again on an endpoint with nothing wrong, every cycle.
+    const { b, transitions, advance } = breaker(5_000, 2_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    const probe = b.acquire(10_000);
+    assert.ok(probe?.probe);
+    advance(11_000);
+    assert.equal(b.state, 'HalfOpen', 'the receive wait plus the deadline has not passed');
+    probe.handling();
+    advance(1_999);
+    assert.equal(b.state, 'HalfOpen', 'within its deadline from the delivery in hand');
+    advance(1);
+    assert.equal(b.state, 'Open', 'a handler held past probeTimeoutMs from its start is given up');
+    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
+  });
+
   test('half-open: the probe deadline defaults to the open pause, at least 30 s, and every poll sees it', () => {
     for (const [openDurationMs, deadlineMs] of [
       [5_000, 30_000],

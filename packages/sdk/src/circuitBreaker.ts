@@ -45,6 +45,11 @@ export interface BreakerPermit {
   record(outcome: BreakerOutcome, error?: unknown): void;
   /** Gives the probe slot back if this permit still holds it; nothing otherwise. Safe to call more than once. */
   release(): void;
+  /**
+   * The probe's delivery is in hand: its deadline counts `probeTimeoutMs` from now. Until then it had the receive
+   * wait acquire() was given on top (see there). Nothing for a permit that is not the current probe.
+   */
+  handling(): void;
 }
 
 /** The default probe deadline is the open pause, but never shorter than this (see probeTimeoutMs). */
@@ -65,6 +70,8 @@ export class CircuitBreaker {
   private probesTaken = 0;
   /** HalfOpen: when the probe holding the slot took it (epoch ms). */
   private probeTakenAt = 0;
+  /** How long the current probe may hold its slot from probeTakenAt (probeTimeoutMs, plus its receive wait until handling). */
+  private probeAllowanceMs = 0;
   /** Reads the state at the probe's deadline: a lone worker hung in its probe polls nothing itself. */
   private probeDeadline: ReturnType<typeof setTimeout> | undefined;
   /** HalfOpen: no probe before this (epoch ms), after a probe slot was given back without an outcome. */
@@ -122,20 +129,31 @@ export class CircuitBreaker {
    * and finishes it after the circuit half-opened (its record or release) must not free the probe another worker
    * holds. Release the permit in a `finally`: a probe that ends without it leaves the slot taken and every worker
    * waiting on a probe that is no longer running, until `probeTimeoutMs` counts it as failed.
+   *
+   * `receiveWaitMs`: how long the probe may wait for a message before it has one to handle. An idle endpoint's probe
+   * waits the whole receive (the session idle timeout, 30 s by default, as long as the default deadline) and must
+   * not be taken for a hung handler: the deadline is that wait plus `probeTimeoutMs` until the permit's handling()
+   * starts `probeTimeoutMs` afresh.
    */
-  acquire(): BreakerPermit | undefined {
+  acquire(receiveWaitMs = 0): BreakerPermit | undefined {
     const s = this.state;
     if (s === 'Closed') return this.permit(NOT_A_PROBE);
     if (s === 'Open' || this.probeHolder !== undefined || this.now() < this.probeAfter) return undefined;
     const id = ++this.probesTaken;
     this.probeHolder = id;
     this.probeTakenAt = this.now();
+    this.probeAllowanceMs = this.probeTimeoutMs + Math.max(0, receiveWaitMs);
+    this.armProbeDeadline();
+    return this.permit(id);
+  }
+
+  private armProbeDeadline(): void {
+    clearTimeout(this.probeDeadline);
     // With one worker (or all the others stopped) nobody else reads the state while the probe hangs: this read opens
     // the circuit at the deadline, so the host aborts the hung handler. unref: it must not keep a process alive.
     // Capped at setTimeout's limit (a longer delay would fire at once): the read is then early and changes nothing.
-    this.probeDeadline = setTimeout(() => void this.state, Math.min(this.probeTimeoutMs, MAX_TIMER_MS));
+    this.probeDeadline = setTimeout(() => void this.state, Math.min(this.probeAllowanceMs, MAX_TIMER_MS));
     this.probeDeadline.unref?.();
-    return this.permit(id);
   }
 
   /**
@@ -208,6 +226,12 @@ export class CircuitBreaker {
       probe: id !== NOT_A_PROBE,
       record: (outcome, error) => this.recordFor(id, outcome, error),
       release: () => this.giveBack(id),
+      handling: () => {
+        if (id === NOT_A_PROBE || id !== this.probeHolder || this.state !== 'HalfOpen') return;
+        this.probeTakenAt = this.now();
+        this.probeAllowanceMs = this.probeTimeoutMs;
+        this.armProbeDeadline();
+      },
     };
   }
 
@@ -228,7 +252,7 @@ export class CircuitBreaker {
   }
 
   private probeOverdue(): boolean {
-    return this.now() - this.probeTakenAt >= this.probeTimeoutMs;
+    return this.now() - this.probeTakenAt >= this.probeAllowanceMs;
   }
 
   private open(): void {

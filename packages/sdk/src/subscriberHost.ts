@@ -383,7 +383,7 @@ export class SubscriberHost implements AsyncDisposable {
       }
       // Every way out of this batch (no message, an error thrown anywhere, stopping) ends in the finally: a half-open
       // probe that ended without giving its slot back would leave every worker waiting on a probe that is not running.
-      const permit = breaker?.acquire();
+      const permit = breaker?.acquire(waitMs);
       if (breaker && !permit) return false; // open, or another worker holds the half-open probe
       try {
         const probing = permit?.probe === true;
@@ -404,6 +404,7 @@ export class SubscriberHost implements AsyncDisposable {
           if (waitMs < idleMs) this.logHorizonRelease(receiver, lastBatchMs);
           return false; // idle (or at the horizon): release the session
         }
+        permit?.handling(); // a probe's deadline counts from here: the wait for a message was no hang
         const batchStartedAt = Date.now();
         for (const message of messages) {
           // Messages not started when stopping stay unsettled and come back with the session.
