@@ -88,7 +88,7 @@ export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusR
  * server/reconcile/stuck.ts). `entry` is the event's history entry under the command's MessageId (a point read,
  * store.getHistory: found however long the history), null when there is none.
  */
-export function commandRecorded(entry: HistoryEntry | null, row: StatusRow): boolean {
+export function commandRecorded(entry: HistoryEntry | null, row: Pick<StatusRow, 'lastMessageId' | 'endpointId' | 'sessionId'>): boolean {
   return entry !== null && entry.messageId === row.lastMessageId && entry.endpointId === row.endpointId && entry.sessionId === row.sessionId;
 }
 
