@@ -235,6 +235,17 @@ export interface EventDetails {
   corruptRows: { id: string; issues: string }[];
 }
 
+/** Most rows one event's rows query reads (one per session the event appeared in; usually one). */
+export const EVENT_ROWS_LIMIT = 100;
+
+/** An event's rows on one endpoint as listEventRowsChecked reads them: what parsed, what did not, whether cut. */
+export interface EventRows {
+  rows: StatusRow[];
+  corrupt: { id: string; issues: string }[];
+  /** More than EVENT_ROWS_LIMIT rows: the oldest updates are not in `rows`. */
+  truncated: boolean;
+}
+
 export interface StoreOptions extends CosmosConnection {
   /** Clock, for tests. */
   now?: () => Date;
@@ -1387,6 +1398,16 @@ export class MessageStore {
   }
 
   /**
+   * The same rows, saying what the set leaves out: rows that no longer parse, and whether there were more than
+   * EVENT_ROWS_LIMIT (the oldest updates are then missing). For a caller that decides on the whole set - the
+   * Manager must not claim one row when a claim it cannot see may sit in another.
+   */
+  async listEventRowsChecked(endpointId: string, eventId: string): Promise<EventRows> {
+    const r = await this.#eventRows(endpointId, eventId);
+    return { rows: r.items, corrupt: r.corrupt, truncated: r.truncated };
+  }
+
+  /**
    * The sessions each of several events has a row in on one endpoint: one query within the endpoint's partitions
    * (the synchronous bulk commands name events, and the Manager's lot reads rows by point read, which needs the
    * session). An event without a row is absent. Undefined when the answer would be incomplete (more than `limit`
@@ -1426,7 +1447,7 @@ export class MessageStore {
         ],
       },
       statusRowSchema,
-      { partitionKey: [endpointId, eventId], limit: 100 },
+      { partitionKey: [endpointId, eventId], limit: EVENT_ROWS_LIMIT },
       'event rows',
     );
   }

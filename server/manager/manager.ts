@@ -23,7 +23,7 @@
 import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
-import { AuditType, type AuditWrite, type HistoryEntry, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
+import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type HistoryEntry, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
 import { eventHistory } from '../reconcile/history.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
@@ -136,11 +136,15 @@ export class Manager {
       // events container's key is [endpointId, eventId] and the query names both, so its cost is the event's rows,
       // not the endpoint's. Every row, whether or not the history names its session (the history would have to be
       // read page by page for that, then each row point-read: measured in docs/console.md).
-      const rows = await this.#store.listEventRows(endpointId, eventId);
-      if (rows.length === 0) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
+      const { rows, corrupt, truncated } = await this.#store.listEventRowsChecked(endpointId, eventId);
+      if (rows.length === 0 && corrupt.length === 0 && !truncated) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
       // An event id can have a row per session it appeared in: act on the one the command fits.
       const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
       if (claimed) return this.#repeat(spec, claimed, auditor, origin);
+      // A fresh claim needs every row: the claim of this command may be one that is not in the set (past the
+      // query's limit, or no longer parsing), and claiming another session's row would send a second command.
+      const incomplete = incompleteRows(eventId, corrupt, truncated);
+      if (incomplete) throw conflict(incomplete);
       const row = rows.find((r) => refusal(spec, r) === undefined);
       if (!row) throw conflict(refusal(spec, rows[0]!) ?? 'the event does not allow this action');
 
@@ -507,6 +511,17 @@ export class Manager {
 }
 
 
+/** Why an event's rows cannot be acted on as read (undefined when the set is whole). */
+export function incompleteRows(eventId: string, corrupt: EventRows['corrupt'], truncated: boolean): string | undefined {
+  if (corrupt.length > 0) {
+    const named = corrupt.slice(0, 3).map((c) => `${c.id} (${c.issues.slice(0, 200)})`).join('; ');
+    return `event ${eventId} has ${corrupt.length} status row(s) that no longer parse: ${named}; nothing was sent - repair or remove the row first`;
+  }
+  if (truncated)
+    return `event ${eventId} has too many rows; more than ${EVENT_ROWS_LIMIT} sessions, so a claim of this command could be among those not read - nothing was sent`;
+  return undefined;
+}
+
 /**
  * The command a claimed row stands for, when it can be rebuilt from the row alone (resubmit, skip). A resubmit's
  * claim stored a payload only when the operator edited it (requestMessageId is then the claim's id) - but once the
@@ -530,8 +545,11 @@ async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<v
   }
 }
 
-/** The claim: the row as the command leaves it (Pending, lastMessageId = the command's id), before it is sent. */
-function claimWrite(spec: CommandSpec, row: StatusRow, answered: string, eventTypeId: string | null, payload: unknown): StatusWrite {
+/**
+ * The claim: the row as the command leaves it (Pending, lastMessageId = the command's id), before it is sent.
+ * Exported for tests that leave a claim behind as a console that died before its send would.
+ */
+export function claimWrite(spec: CommandSpec, row: StatusRow, answered: string, eventTypeId: string | null, payload: unknown): StatusWrite {
   const type = commandType(spec);
   return {
     endpointId: row.endpointId,

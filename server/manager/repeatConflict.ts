@@ -88,7 +88,7 @@ export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusR
  * server/reconcile/stuck.ts). `entry` is the event's history entry under the command's MessageId (a point read,
  * store.getHistory: found however long the history), null when there is none.
  */
-export function commandRecorded(entry: HistoryEntry | null, row: StatusRow): boolean {
+export function commandRecorded(entry: HistoryEntry | null, row: Pick<StatusRow, 'lastMessageId' | 'endpointId' | 'sessionId'>): boolean {
   return entry !== null && entry.messageId === row.lastMessageId && entry.endpointId === row.endpointId && entry.sessionId === row.sessionId;
 }
 
@@ -110,14 +110,26 @@ function wrappedNote(p: unknown): { note: string; completedBy: unknown } | undef
   return wrapped ? (p as { note: string; completedBy: unknown }) : undefined;
 }
 
+/** A receipt written by a repeat for a command the Resolver recorded (manager.ts receipt(), `reconstructed`). */
+function wasReconstructed(receipt: AuditEntry): boolean {
+  if (!receipt.data) return false;
+  try {
+    return (JSON.parse(receipt.data) as { reconstructed?: unknown }).reconstructed === true;
+  } catch {
+    return false;
+  }
+}
+
 /** The text a handoff settlement carries: a failure's error text, a completion's note (null: none). */
 const textOf = (spec: HandoffSpec): string | null => (spec.kind === 'handoffFail' ? spec.errorText : spec.note || null);
 
 /**
  * Why this handoff settlement is not a repeat of the one claimed on `row` (undefined when it is one, or when what
  * the claim sent cannot be known): its error text or note differs from the one sent, which 'duplicate' would drop
- * without a word. A completion without a note is a repeat of any completion: it asks for nothing that would be lost. What was sent is read from `receipt` (its comment is the error text or the
- * note, null for none), else from `recorded`, the command's history entry once the Resolver has recorded it
+ * without a word. A completion without a note is a repeat of any completion: it asks for nothing that would be lost.
+ * What was sent is read from `receipt` (its comment is the error text or the note, null for none; a reconstructed
+ * receipt is named as such - its auditor repeated the command, did not send it - and its null comment on a
+ * completion means unknown, not "no note"), else from `recorded`, the command's history entry once the Resolver has recorded it
  * (recordedHandoff). Unknown, so no conflict: a claim neither receipted nor recorded (its text was never stored;
  * #repeat refuses it while it may be in flight and re-sends it with the repeat's text once abandoned), and a
  * recorded completion that sent a result (the note, if any, went into the lost receipt only). A completion's
@@ -125,7 +137,12 @@ const textOf = (spec: HandoffSpec): string | null => (spec.kind === 'handoffFail
  */
 export function handoffMismatch(spec: HandoffSpec, row: StatusRow, receipt: AuditEntry | null | undefined, recorded: HistoryEntry | null): string | undefined {
   let sent: { text: string | null; by: string } | undefined;
-  if (receipt) {
+  if (receipt && wasReconstructed(receipt)) {
+    // Written by a repeat from the Resolver's record (the sender's receipt was lost): its auditor is the operator
+    // who repeated, not the one who sent, and a completion recorded with a result kept no note (comment null: the
+    // note, if any, is unknown - no conflict).
+    if (receipt.comment || spec.kind === 'handoffFail') sent = { text: receipt.comment || null, by: `receipt reconstructed by ${receipt.auditor} at ${receipt.at}` };
+  } else if (receipt) {
     sent = { text: receipt.comment || null, by: `by ${receipt.auditor} at ${receipt.at}` };
   } else if (recorded) {
     const r = recordedHandoff(spec, recorded);

@@ -1,21 +1,23 @@
-// An event's history on one endpoint for reconcile's checks, all pages up to a cap: an event with thousands of
-// entries is a loop, and the checks only need its recent responses.
+// An event's history on one endpoint for reconcile's checks, oldest first, all pages up to a cap: an event with
+// thousands of entries is a loop. Past the cap the newest entries are missing, so a check about one message (was
+// a command recorded?) must not rely on this list: it reads that message's entry by id (store.getHistory).
 // One endpoint's only: an event published to several subscribers has a row per endpoint under the same eventId,
 // and its history holds every endpoint's entries. Another endpoint's response is no evidence for this row (it
 // would "settle" a row its own subscriber never answered), nor its state one to restore.
 import type { HistoryEntry, MessageStore } from '../../lib/store/index.ts';
 
-const HISTORY_CAP = 2000;
+export const HISTORY_CAP = 2000;
 
-export async function eventHistory(store: MessageStore, endpointId: string, eventId: string): Promise<HistoryEntry[]> {
+/** `cap`: entries read (every endpoint's) before it stops; a test passes a small one to read a long event cheaply. */
+export async function eventHistory(store: MessageStore, endpointId: string, eventId: string, cap = HISTORY_CAP): Promise<HistoryEntry[]> {
   const out: HistoryEntry[] = [];
   let token: string | undefined;
   let read = 0;
   do {
-    const page = await store.listHistory(eventId, { pageSize: 200, continuationToken: token });
+    const page = await store.listHistory(eventId, { pageSize: Math.min(200, cap), continuationToken: token });
     read += page.items.length;
     out.push(...page.items.filter((h) => h.endpointId === endpointId));
     token = page.continuationToken;
-  } while (token && read < HISTORY_CAP);
+  } while (token && read < cap);
   return out;
 }

@@ -23,6 +23,7 @@ import { log } from '../log.ts';
 import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
+import { commandRecorded } from '../manager/repeatConflict.ts';
 import { eventHistory } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
@@ -128,7 +129,13 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
   if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
   if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
   const age = o.now.getTime() - Date.parse(row.updatedAt);
-  const recorded = history.some((h) => h.messageId === row.lastMessageId);
+  // Recorded: the row's own message is in the history. `history` is capped (oldest first), so on a long event the
+  // newest entries - a claim's command among them - may be cut off; a Manager claim not found there is decided by
+  // a point read of its entry, as the Manager's repeat does (commandRecorded): "resend" for a command the Resolver
+  // recorded would put a second copy on the wire.
+  const recorded =
+    history.some((h) => h.messageId === row.lastMessageId) ||
+    (isManagerClaim(row) && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
   const answered = history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
   const previous = previousEntry(row, history);
   const restoresTo = previous ? { status: resultingStatus(previous.messageType as MessageTypeT, previous.deadLetterErrorDescription).status, messageType: previous.messageType, messageId: previous.messageId } : null;

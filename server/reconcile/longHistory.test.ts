@@ -1,0 +1,60 @@
+// Reconcile on a long event (real store on the embedded Cosmos server): the history reconcile reads is capped and
+// oldest first, so a Manager claim's command recorded among the newest entries is not in it. The claim must still
+// count as recorded (a point read of the command's entry) - offered "resend", it would put a second copy on the
+// wire. The cap is passed small here: the same cut as 2,000 entries, planted with a handful.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType, Topic } from '@nimbus/sdk/contract';
+import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
+import { commandMessageId } from '../manager/commands.ts';
+import { eventHistory } from './history.ts';
+import { stuckFinding } from './stuck.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let f: StoreFixture;
+before(async () => {
+  f = await startStoreFixture();
+});
+after(async () => {
+  await f?.close();
+});
+
+test('a claim whose command the Resolver recorded past the history cap is not offered a resend', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
+  const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(0), errorText: 'boom' });
+  const failed = await f.store.writeStatus(failure);
+  assert.ok(failed.outcome === 'written');
+  await f.store.recordHistory({ ...failure, enqueuedAt: at(0) });
+  // The event's other traffic, all older than the command: enough to fill the cap.
+  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+
+  // The Manager's claim (a skip of the failure), then the command as the Resolver records it.
+  const row = failed.row;
+  const skipId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
+  const claim = {
+    endpointId,
+    eventId,
+    sessionId: row.sessionId,
+    messageId: skipId,
+    messageType: MessageType.SkipRequest,
+    eventTypeId: row.eventTypeId,
+    parentMessageId: row.lastMessageId,
+    from: Topic.Manager,
+    to: endpointId,
+    enqueuedAt: at(10),
+  };
+  const claimed = await f.store.writeStatus(claim, { lastMessageId: row.lastMessageId, status: row.status });
+  assert.ok(claimed.outcome === 'written');
+  await f.store.recordHistory(claim);
+
+  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(!history.some((h) => h.messageId === skipId), 'precondition: the command is past the cap');
+
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0 });
+  assert.ok(finding, 'a recorded command nobody answered is still stuck');
+  assert.equal(finding.kind, 'unanswered', `found as ${finding.kind}: ${finding.why}`);
+  assert.ok(!finding.repairs.some((r) => r.action === 'resend'), 'never a second copy of a recorded command');
+});
