@@ -42,7 +42,8 @@ export interface AlertSources {
    * Heartbeat state: whether probes are on, and each included endpoint's last answer and whether it is busy (its
    * probe is queued behind a backlog while it keeps answering other messages; Admin → Health's rule).
    */
-  heartbeats(): Promise<{ enabled: boolean; endpoints: Array<{ endpointId: string; included: boolean; lastSeenAt: string | null; busy: boolean }> }>;
+  /** `unknown`: the endpoint's last answer could not be read while its probe is overdue (busy or dead: not known). */
+  heartbeats(): Promise<{ enabled: boolean; endpoints: Array<{ endpointId: string; included: boolean; lastSeenAt: string | null; busy: boolean; unknown?: boolean }> }>;
   /** When the Resolver last answered its liveness probe. */
   resolverLastSeen(): Promise<string | null>;
   failureGroups: FailureGroupSource;
@@ -112,13 +113,19 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
       const t = (rule.durationSeconds ?? 0) * 1000;
       // A busy endpoint's probe is only queued behind its backlog: it answered other messages within the timeout,
       // so its heartbeat is late, not missing. Once it falls silent for a timeout it is no longer busy and counts.
-      const missing = hb.endpoints.filter(
+      const silent = hb.endpoints.filter(
         (e) =>
           e.included &&
           !e.busy &&
           (rule.endpointId === null || e.endpointId === rule.endpointId) &&
           (e.lastSeenAt === null || now.getTime() - Date.parse(e.lastSeenAt) > t),
       );
+      // Unknown (its last answer unreadable, a throttled store): neither missing nor fine. With nothing known to be
+      // missing the rule cannot say, and 'unavailable' keeps a firing alert firing rather than sending "recovered"
+      // for an endpoint that may still be dead.
+      const missing = silent.filter((e) => !e.unknown);
+      if (missing.length === 0 && silent.length > 0)
+        return { status: 'unavailable', reason: `last answer unreadable for ${silent.map((e) => e.endpointId).join(', ')}` };
       if (missing.length === 0) return { status: 'ok', value: 0 };
       return {
         status: 'firing',

@@ -12,7 +12,7 @@ export interface SourceDeps {
   database: Database;
   series: TimeSeriesStore;
   admin: ServiceBusAdministrationClient;
-  heartbeats(): Promise<{ enabled: boolean; endpoints: Array<{ endpointId: string; included: boolean; lastSeenAt: string | null; busy: boolean }>; resolverLastSeen: string | null }>;
+  heartbeats(): Promise<{ enabled: boolean; endpoints: Array<{ endpointId: string; included: boolean; lastSeenAt: string | null; busy: boolean; unknown?: boolean }>; resolverLastSeen: string | null }>;
   failureGroups?: FailureGroupSource;
 }
 

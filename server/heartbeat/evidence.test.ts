@@ -6,6 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HeartbeatRecord, HeartbeatSettings, MessageStore } from '../../lib/store/index.ts';
 import { heartbeatsFromOverview } from '../history/background.ts';
+import { evaluateRule, type AlertSources } from '../alerts/conditions.ts';
+import type { RuleDoc } from '../alerts/model.ts';
 import { aliveSince, EVIDENCE_REUSE_MS, lastHandledAt, lastHandledAtForProbe, overdueVerdict, UNKNOWN_EVIDENCE_TIMEOUTS } from './evidence.ts';
 import { HeartbeatService, readEndpointHealth, type EndpointHealth, type HealthOverview } from './scheduler.ts';
 
@@ -169,7 +171,7 @@ test('a failed read lookup returns the unexpired cached answer, not "never answe
   assert.equal(await lastHandledAtForProbe(s.store, probe, T0 + EVIDENCE_REUSE_MS + 1, T, quiet), undefined, 'expired: unknown');
 });
 
-test('unknown evidence within the bound: the read says so and the heartbeat missing alert skips the endpoint', async () => {
+test('unknown evidence within the bound: the read says so, and the heartbeat missing alert neither fires nor recovers on it', async () => {
   const rec = (sentAtMs: number) => [{ endpointId: 'unknownendpoint', probeId: `p-${sentAtMs}`, status: 'Pending', sentAt: iso(sentAtMs) } as HeartbeatRecord];
   const read = (records: HeartbeatRecord[]) =>
     readEndpointHealth(scriptedStore([throttled()], records).store, 'unknownendpoint', true, { nowMs: T0, timeoutSeconds: T, backlog: async () => 3, warn: quiet });
@@ -183,8 +185,18 @@ test('unknown evidence within the bound: the read says so and the heartbeat miss
     ({ settings: { enabled: true }, resolver: { lastSeenAt: null }, endpoints }) as unknown as HealthOverview;
   const alertView = heartbeatsFromOverview(overview([within, { ...beyond, endpointId: 'silentendpoint' }]));
   assert.deepEqual(
-    alertView.endpoints.map((e) => e.endpointId),
-    ['silentendpoint'],
-    'the alert reads only endpoints whose evidence is known (or past the bound)',
+    alertView.endpoints.map((e) => [e.endpointId, e.unknown]),
+    [['unknownendpoint', true], ['silentendpoint', false]],
+    'the alert sees the unknown endpoint as unknown, not as absent',
   );
+  // The rule on the unknown endpoint alone: left out, it read as fine ('ok'), so a firing alert for a dead endpoint
+  // recovered on one throttled read and its next firing could fall in the cooldown.
+  const rule = { type: 'heartbeatMissing', endpointId: 'unknownendpoint', durationSeconds: 0 } as unknown as RuleDoc;
+  const src = { heartbeats: async () => heartbeatsFromOverview(overview([{ ...within, included: true, lastSeenAt: null }])) } as unknown as AlertSources;
+  const ev = await evaluateRule(rule, src, new Date(T0), undefined);
+  assert.equal(ev.status, 'unavailable', 'unknown is neither missing nor fine');
+  const both = { heartbeats: async () => heartbeatsFromOverview(overview([{ ...within, included: true, lastSeenAt: null }, { ...beyond, endpointId: 'silentendpoint', included: true, lastSeenAt: null }])) } as unknown as AlertSources;
+  const fired = await evaluateRule({ ...rule, endpointId: null } as RuleDoc, both, new Date(T0), undefined);
+  assert.equal(fired.status, 'firing', 'a known silent endpoint still fires');
+  assert.match(fired.status === 'firing' ? fired.summary : '', /silentendpoint$/);
 });

@@ -62,13 +62,15 @@ export async function heartbeatsOf(ctx: ConsoleContext) {
 
 /**
  * The mapping itself, for tests that drive a heartbeat service of their own (an injected clock). An endpoint whose
- * evidence is unknown (its last answer could not be read, and the sweep still leaves its probe Pending) is left out:
- * it may be busy, so "heartbeat missing" would be a guess; once the sweep's bound passes it counts again.
+ * evidence is unknown (its last answer could not be read, and the sweep still leaves its probe Pending) is marked
+ * `unknown`: it may be busy, so "heartbeat missing" would be a guess, but it may as well be dead, so the rule must
+ * not read it as fine either (left out, a firing alert recovered and its next firing could fall in the cooldown).
+ * Once the sweep's bound passes it counts again.
  */
 export function heartbeatsFromOverview(o: HealthOverview) {
   return {
     enabled: o.settings.enabled,
-    endpoints: o.endpoints.filter((e) => !e.evidenceUnknown).map((e) => ({ endpointId: e.endpointId, included: e.included, lastSeenAt: e.lastSeenAt, busy: e.busy })),
+    endpoints: o.endpoints.map((e) => ({ endpointId: e.endpointId, included: e.included, lastSeenAt: e.lastSeenAt, busy: e.busy, unknown: e.evidenceUnknown === true })),
     resolverLastSeen: o.resolver.lastSeenAt,
   };
 }
