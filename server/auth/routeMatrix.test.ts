@@ -111,6 +111,8 @@ const RULES: Record<string, Rule> = {
   'GET /api/ready': { need: { public: true } },
   'GET /api/me': { need: any },
   'GET /api/endpoints': { need: any },
+  // One endpoint's part of the overview (catalog facts and counts): authorized as the overview is, any role.
+  'GET /api/endpoints/[endpointId]': { need: any, params: { endpointId: BILLING } },
   'GET /api/flow': { need: any },
   'GET /api/catalog/event-types': { need: any },
   'GET /api/search': { need: any, query: 'q=evt' },
