@@ -85,6 +85,20 @@ export function previousEntry(row: Pick<StatusRowSummary, 'sessionId' | 'lastMes
   return before.sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
 }
 
+/**
+ * previousEntry on the real store: `history` is capped (oldest first), so on a long event the parent - the state
+ * the control request answered, among the newest entries - may be cut off, and the fallback would pick one of
+ * the oldest states. A parent not in `history` is read by id (this row's endpoint and session only).
+ */
+export async function entryToRestore(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'sessionId' | 'lastMessageId' | 'parentMessageId' | 'enqueuedAt'>, history: HistoryEntry[]): Promise<HistoryEntry | undefined> {
+  const inHistory = row.parentMessageId != null && history.some((h) => h.messageId === row.parentMessageId);
+  if (row.parentMessageId != null && !inHistory) {
+    const parent = await store.getHistory(row.eventId, row.parentMessageId);
+    if (parent && parent.endpointId === row.endpointId && parent.sessionId === row.sessionId && parent.messageId !== row.lastMessageId && isStateBearing(parent)) return parent;
+  }
+  return previousEntry(row, history);
+}
+
 /** `current` as it was when `entry` last wrote it: the outcome fields from the entry, the event's fields kept. */
 export function rowFromEntry(current: StatusRow, entry: HistoryEntry): StatusRow {
   const { status, subStatus } = resultingStatus(entry.messageType as MessageTypeT, entry.deadLetterErrorDescription);
@@ -137,7 +151,7 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
     history.some((h) => h.messageId === row.lastMessageId) ||
     (isManagerClaim(row) && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
   const answered = history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
-  const previous = previousEntry(row, history);
+  const previous = await entryToRestore(store, row, history);
   const restoresTo = previous ? { status: resultingStatus(previous.messageType as MessageTypeT, previous.deadLetterErrorDescription).status, messageType: previous.messageType, messageId: previous.messageId } : null;
   const restore = previous ? [{ action: 'restore' as const, does: `put the row back to ${describe(previous)}, as it was before the ${row.messageType}` }] : [];
   const base = {
@@ -228,7 +242,11 @@ export async function applyStuckRepairs(
         status = row.status;
         detail = `re-sent ${sent.messageType} ${sent.messageId}`;
       } else {
-        const previous = previousEntry(row, history)!;
+        const previous = await entryToRestore(store, row, history);
+        if (!previous) {
+          unchanged('no earlier state to restore was found in the event\'s history');
+          continue;
+        }
         const written = await store.restoreStatusRow(rowFromEntry(row, previous), { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId });
         if (written.outcome === 'ignored') {
           unchanged('the row changed while it was being restored');
