@@ -90,3 +90,30 @@ test('a restore past the history cap goes back to the state the claim answered, 
   assert.ok(finding.repairs.some((r) => r.action === 'restore'), `restore offered: ${finding.why}`);
   assert.deepEqual(finding.restoresTo, { status: row.status, messageType: MessageType.ErrorResponse, messageId: failure.messageId });
 });
+
+test('a claim whose answered state is in no history entry of a capped list is offered no restore', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  const old = msg(MessageType.ResolutionResponse, { endpointId, eventId, enqueuedAt: at(0) });
+  await f.store.recordHistory({ ...old, enqueuedAt: at(0) });
+  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+  // The failure is the row's state but never recorded: no entry to read by id.
+  const failed = await f.store.writeStatus(msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(5), errorText: 'boom' }));
+  assert.ok(failed.outcome === 'written');
+  const row = failed.row;
+  const claimed = await f.store.writeStatus(
+    { endpointId, eventId, sessionId: row.sessionId, messageId: commandMessageId(MessageType.SkipRequest, row, row.lastMessageId), messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(10) },
+    { lastMessageId: row.lastMessageId, status: row.status },
+  );
+  assert.ok(claimed.outcome === 'written');
+
+  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(history.some((h) => h.messageId === old.messageId), 'precondition: the old state is inside the cap');
+
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.ok(finding, 'an unsent claim is stuck');
+  assert.equal(finding.kind, 'claim');
+  assert.deepEqual(finding.repairs.map((r) => r.action), ['resend'], finding.why);
+  assert.equal(finding.restoresTo, null);
+  assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
+});
