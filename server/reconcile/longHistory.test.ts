@@ -6,6 +6,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
+import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { eventHistory } from './history.ts';
 import { stuckFinding } from './stuck.ts';
@@ -20,10 +21,32 @@ after(async () => {
   await f?.close();
 });
 
+const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
+
+/** The Manager's claim of `row` (a skip of its failure) at `enqueuedAt`, then the command as the Resolver records it. */
+async function claimSkipRecorded(row: StatusRow, enqueuedAt: string) {
+  const skipId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
+  const claim = {
+    endpointId: row.endpointId,
+    eventId: row.eventId,
+    sessionId: row.sessionId,
+    messageId: skipId,
+    messageType: MessageType.SkipRequest,
+    eventTypeId: row.eventTypeId,
+    parentMessageId: row.lastMessageId,
+    from: Topic.Manager,
+    to: row.endpointId,
+    enqueuedAt,
+  };
+  const claimed = await f.store.writeStatus(claim, { lastMessageId: row.lastMessageId, status: row.status });
+  assert.ok(claimed.outcome === 'written');
+  await f.store.recordHistory(claim);
+  return { skipId, claimed };
+}
+
 test('a claim whose command the Resolver recorded past the history cap is not offered a resend', async () => {
   const endpointId = 'billingendpoint';
   const eventId = uniq('long');
-  const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
   const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(0), errorText: 'boom' });
   const failed = await f.store.writeStatus(failure);
   assert.ok(failed.outcome === 'written');
@@ -31,24 +54,8 @@ test('a claim whose command the Resolver recorded past the history cap is not of
   // The event's other traffic, all older than the command: enough to fill the cap.
   for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
 
-  // The Manager's claim (a skip of the failure), then the command as the Resolver records it.
   const row = failed.row;
-  const skipId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
-  const claim = {
-    endpointId,
-    eventId,
-    sessionId: row.sessionId,
-    messageId: skipId,
-    messageType: MessageType.SkipRequest,
-    eventTypeId: row.eventTypeId,
-    parentMessageId: row.lastMessageId,
-    from: Topic.Manager,
-    to: endpointId,
-    enqueuedAt: at(10),
-  };
-  const claimed = await f.store.writeStatus(claim, { lastMessageId: row.lastMessageId, status: row.status });
-  assert.ok(claimed.outcome === 'written');
-  await f.store.recordHistory(claim);
+  const { skipId, claimed } = await claimSkipRecorded(row, at(10));
 
   const history = await eventHistory(f.store, endpointId, eventId, 3);
   assert.ok(!history.some((h) => h.messageId === skipId), 'precondition: the command is past the cap');
@@ -57,4 +64,56 @@ test('a claim whose command the Resolver recorded past the history cap is not of
   assert.ok(finding, 'a recorded command nobody answered is still stuck');
   assert.equal(finding.kind, 'unanswered', `found as ${finding.kind}: ${finding.why}`);
   assert.ok(!finding.repairs.some((r) => r.action === 'resend'), 'never a second copy of a recorded command');
+});
+
+test('a restore past the history cap goes back to the state the claim answered, not an old one', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  // An old state of the row's session, inside the cap; then other traffic filling it; then the newest failure.
+  const old = msg(MessageType.ResolutionResponse, { endpointId, eventId, enqueuedAt: at(0) });
+  await f.store.recordHistory({ ...old, enqueuedAt: at(0) });
+  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+  const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(5), errorText: 'boom' });
+  const failed = await f.store.writeStatus(failure);
+  assert.ok(failed.outcome === 'written');
+  await f.store.recordHistory({ ...failure, enqueuedAt: at(5) });
+
+  const row = failed.row;
+  const { claimed } = await claimSkipRecorded(row, at(10));
+
+  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(history.some((h) => h.messageId === old.messageId), 'precondition: the old state is inside the cap');
+  assert.ok(!history.some((h) => h.messageId === failure.messageId), 'precondition: the failure the claim answered is past the cap');
+
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0 });
+  assert.ok(finding, 'a recorded command nobody answered is still stuck');
+  assert.ok(finding.repairs.some((r) => r.action === 'restore'), `restore offered: ${finding.why}`);
+  assert.deepEqual(finding.restoresTo, { status: row.status, messageType: MessageType.ErrorResponse, messageId: failure.messageId });
+});
+
+test('a claim whose answered state is in no history entry of a capped list is offered no restore', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  const old = msg(MessageType.ResolutionResponse, { endpointId, eventId, enqueuedAt: at(0) });
+  await f.store.recordHistory({ ...old, enqueuedAt: at(0) });
+  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+  // The failure is the row's state but never recorded: no entry to read by id.
+  const failed = await f.store.writeStatus(msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(5), errorText: 'boom' }));
+  assert.ok(failed.outcome === 'written');
+  const row = failed.row;
+  const claimed = await f.store.writeStatus(
+    { endpointId, eventId, sessionId: row.sessionId, messageId: commandMessageId(MessageType.SkipRequest, row, row.lastMessageId), messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(10) },
+    { lastMessageId: row.lastMessageId, status: row.status },
+  );
+  assert.ok(claimed.outcome === 'written');
+
+  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(history.some((h) => h.messageId === old.messageId), 'precondition: the old state is inside the cap');
+
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.ok(finding, 'an unsent claim is stuck');
+  assert.equal(finding.kind, 'claim');
+  assert.deepEqual(finding.repairs.map((r) => r.action), ['resend'], finding.why);
+  assert.equal(finding.restoresTo, null);
+  assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
 });

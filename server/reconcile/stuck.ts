@@ -24,7 +24,7 @@ import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
-import { eventHistory } from './history.ts';
+import { eventHistory, HISTORY_CAP } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
 export const UNANSWERED_GRACE_MS = 10 * 60_000;
@@ -60,6 +60,8 @@ export interface StuckOptions {
   now: Date;
   claimGraceMs?: number;
   unansweredGraceMs?: number;
+  /** The cap `history` was read with (eventHistory's); a test passes its small one. */
+  historyCap?: number;
 }
 
 /**
@@ -83,6 +85,40 @@ export function previousEntry(row: Pick<StatusRowSummary, 'sessionId' | 'lastMes
   // No parent in history (a ContinuationRequest names none we keep): the newest state-bearing entry before it.
   const before = own.filter((h) => isStateBearing(h) && (row.enqueuedAt == null || h.enqueuedAt <= row.enqueuedAt));
   return before.sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
+}
+
+/** Whether the event has more history entries (every endpoint's) than `cap`: a list read up to it lacks the newest. */
+async function historyPastCap(store: MessageStore, eventId: string, cap: number): Promise<boolean> {
+  let token: string | undefined;
+  let read = 0;
+  do {
+    const page = await store.listHistory(eventId, { pageSize: Math.min(200, cap + 1), continuationToken: token });
+    read += page.items.length;
+    token = page.continuationToken;
+  } while (token && read <= cap);
+  return read > cap;
+}
+
+/**
+ * previousEntry on the real store: `history` is capped (oldest first), so on a long event the parent - the state
+ * the control request answered, among the newest entries - may be cut off, and the fallback would pick one of
+ * the oldest states. A parent not in `history` is read by id (this row's endpoint and session only). With no
+ * parent to go by, the fallback (the newest state before the request) is only trusted when the list is complete:
+ * `cutOff` says it was not, and nothing is restored.
+ */
+export async function entryToRestore(
+  store: MessageStore,
+  row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'sessionId' | 'lastMessageId' | 'parentMessageId' | 'enqueuedAt'>,
+  history: HistoryEntry[],
+  cap: number,
+): Promise<{ entry: HistoryEntry | undefined; cutOff: boolean }> {
+  const inHistory = row.parentMessageId != null && history.some((h) => h.messageId === row.parentMessageId);
+  if (row.parentMessageId != null && !inHistory) {
+    const parent = await store.getHistory(row.eventId, row.parentMessageId);
+    if (parent && parent.endpointId === row.endpointId && parent.sessionId === row.sessionId && parent.messageId !== row.lastMessageId && isStateBearing(parent)) return { entry: parent, cutOff: false };
+  }
+  if (!inHistory && (await historyPastCap(store, row.eventId, cap))) return { entry: undefined, cutOff: true };
+  return { entry: previousEntry(row, history), cutOff: false };
 }
 
 /** `current` as it was when `entry` last wrote it: the outcome fields from the entry, the event's fields kept. */
@@ -137,7 +173,9 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
     history.some((h) => h.messageId === row.lastMessageId) ||
     (isManagerClaim(row) && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
   const answered = history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
-  const previous = previousEntry(row, history);
+  const cap = o.historyCap ?? HISTORY_CAP;
+  const { entry: previous, cutOff } = await entryToRestore(store, row, history, cap);
+  const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
   const restoresTo = previous ? { status: resultingStatus(previous.messageType as MessageTypeT, previous.deadLetterErrorDescription).status, messageType: previous.messageType, messageId: previous.messageId } : null;
   const restore = previous ? [{ action: 'restore' as const, does: `put the row back to ${describe(previous)}, as it was before the ${row.messageType}` }] : [];
   const base = {
@@ -160,7 +198,7 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
     return {
       ...base,
       kind: 'claim',
-      why: `claimed by a ${row.messageType} ${Math.round(age / 1000)} s ago with no "sent" receipt, and the Resolver never recorded the command: its send failed and could not be undone, or the console stopped before it finished`,
+      why: `claimed by a ${row.messageType} ${Math.round(age / 1000)} s ago with no "sent" receipt, and the Resolver never recorded the command: its send failed and could not be undone, or the console stopped before it finished${noRestore}`,
       repairs,
     };
   }
@@ -210,7 +248,7 @@ export async function applyStuckRepairs(
       unchanged(row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists');
       continue;
     }
-    const history = await eventHistory(store, row.endpointId, row.eventId);
+    const history = await eventHistory(store, row.endpointId, row.eventId, o.historyCap ?? HISTORY_CAP);
     const finding = await stuckFinding(store, row, history, o);
     if (!finding || finding.kind !== target.kind) {
       unchanged(`the row is ${row.status} and no longer stuck that way`);
@@ -228,7 +266,11 @@ export async function applyStuckRepairs(
         status = row.status;
         detail = `re-sent ${sent.messageType} ${sent.messageId}`;
       } else {
-        const previous = previousEntry(row, history)!;
+        const { entry: previous } = await entryToRestore(store, row, history, o.historyCap ?? HISTORY_CAP);
+        if (!previous) {
+          unchanged('no earlier state to restore was found in the event\'s history');
+          continue;
+        }
         const written = await store.restoreStatusRow(rowFromEntry(row, previous), { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId });
         if (written.outcome === 'ignored') {
           unchanged('the row changed while it was being restored');
