@@ -73,7 +73,7 @@ describe('Failures page', () => {
     assert.match((await credit.textContent()) ?? '', /Order <id>: invoice total <amount> EUR exceeds the credit limit/);
 
     // The spark shows the 20 arrivals; a note is shown to everyone (and audited: server/failures/routes.test.ts).
-    const bars = await credit.locator('svg[aria-label^="arrivals"] rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
+    const bars = await credit.locator('svg[aria-label^="Arrivals"] rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
     assert.equal(bars.length, 24);
     assert.ok(bars.some((h) => h > 0), 'the spark has the arrivals');
     await credit.getByRole('button', { name: 'Add note' }).click();
