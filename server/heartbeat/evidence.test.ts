@@ -2,6 +2,7 @@
 // gives "unknown" (undefined) and a warning, instead of an exception that would end the sweep for every other
 // endpoint and fail the Health page; unknown is not "never answered" (null), which would turn a busy endpoint Off.
 // Nor does unknown last for good: two timeouts past the probe's deadline, the sweep decides Off (overdueVerdict).
+// And a failing lookup is not asked again on every poll: the reads back off per endpoint (lookupBackoff).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HeartbeatRecord, HeartbeatSettings, MessageStore } from '../../lib/store/index.ts';
@@ -199,4 +200,73 @@ test('unknown evidence within the bound: the read says so, and the heartbeat mis
   const fired = await evaluateRule({ ...rule, endpointId: null } as RuleDoc, both, new Date(T0), undefined);
   assert.equal(fired.status, 'firing', 'a known silent endpoint still fires');
   assert.match(fired.status === 'firing' ? fired.summary : '', /silentendpoint$/);
+});
+
+test('reads back off a failing evidence lookup per endpoint: doubling from the 5 s poll to a 30 s cap, unknown all along', async () => {
+  // Every lookup fails (a throttled store), the probe is overdue (deadline 1 s before T0), the pages poll every 5 s.
+  const endpointId = 'backoffendpoint';
+  const records = [{ endpointId, probeId: 'p-backoff', status: 'Pending', sentAt: iso(T0 - (T + 1) * 1000) } as HeartbeatRecord];
+  const s = scriptedStore([throttled()], records);
+  const askedAt: number[] = [];
+  const unknownAt: boolean[] = [];
+  for (let t = 0; t < 120; t += 5) {
+    const before = s.lookups;
+    const { health } = await readEndpointHealth(s.store, endpointId, true, { nowMs: T0 + t * 1000, timeoutSeconds: T, backlog: async () => null, warn: quiet });
+    if (s.lookups > before) askedAt.push(t);
+    unknownAt.push(health.evidenceUnknown);
+  }
+  // Waits of 5, 10, 20, then 30 s (the cap): 6 lookups in the 24 polls of these two minutes, not 24.
+  assert.deepEqual(askedAt, [0, 5, 15, 35, 65, 95], 'seconds at which the store was asked');
+  assert.ok(unknownAt.every(Boolean), 'every read within the bound reports the evidence unknown, asked or not');
+  // The verdict rules are the clock's, not the lookups': past the bound (2 timeouts after the deadline) the read no
+  // longer says unknown, although no lookup ran at that poll.
+  const past = await readEndpointHealth(s.store, endpointId, true, { nowMs: T0 + 120_000, timeoutSeconds: T, backlog: async () => null, warn: quiet });
+  assert.equal(s.lookups, 6, 'still backing off at 120 s');
+  assert.equal(past.health.evidenceUnknown, false);
+});
+
+test('a successful lookup ends the back-off: the next failure waits one poll again', async () => {
+  const endpointId = 'backoffresetendpoint';
+  // Never answered (null): not busy, so each read asks afresh unless backing off.
+  const s = scriptedStore([throttled(), throttled(), null, throttled()]);
+  const probe = { endpointId, probeId: 'p-reset', sentAt: iso(T0 - (T + 1) * 1000) };
+  const askedAt: number[] = [];
+  for (let t = 0; t <= 35; t += 5) {
+    const before = s.lookups;
+    await lastHandledAtForProbe(s.store, probe, T0 + t * 1000, T, quiet);
+    if (s.lookups > before) askedAt.push(t);
+  }
+  // Fails at 0 (wait 5) and 5 (wait 10); answers at 15; fails at 20 (wait 5 again, not 20) and 25 (wait 10).
+  assert.deepEqual(askedAt, [0, 5, 15, 20, 25, 35]);
+});
+
+test('the back-off is per endpoint: one endpoint failing does not hold back another one', async () => {
+  const s = scriptedStore([throttled(), null, null]);
+  const probe = (endpointId: string) => ({ endpointId, probeId: `p-${endpointId}`, sentAt: iso(T0 - (T + 1) * 1000) });
+  assert.equal(await lastHandledAtForProbe(s.store, probe('backoffa'), T0, T, quiet), undefined);
+  assert.equal(await lastHandledAtForProbe(s.store, probe('backoffb'), T0 + 1_000, T, quiet), null, 'b is asked');
+  assert.equal(await lastHandledAtForProbe(s.store, probe('backoffa'), T0 + 2_000, T, quiet), undefined, 'a waits');
+  assert.equal(s.lookups, 2);
+});
+
+test('the sweep asks whatever the reads back-off says, and its answer ends the back-off for the reads', async () => {
+  const endpointId = 'backoffsweependpoint';
+  const probe = { endpointId, probeId: 'p-backoff-sweep', status: 'Pending', sentAt: iso(T0 - (T + 1) * 1000) } as HeartbeatRecord;
+  const s = scriptedStore([throttled(), iso(T0), iso(T0)], [probe]);
+  const store = Object.assign(s.store, { getServiceHealth: async () => null, listOverduePendingHeartbeatEndpoints: async () => [] });
+  const read = (ms: number) => lastHandledAtForProbe(store, { endpointId, probeId: probe.probeId, sentAt: probe.sentAt! }, ms, T, quiet);
+  assert.equal(await read(T0), undefined, 'a read fails: backing off for 5 s');
+  const service = new HeartbeatService({
+    store,
+    client: {} as never,
+    catalog: { endpoints: [{ id: endpointId }] } as never,
+    docs: {} as never,
+    now: () => new Date(T0 + 1_000),
+    log: { info: quiet, warn: quiet, error: quiet },
+  });
+  await service.sweep({ enabled: true, intervalSeconds: 300, timeoutSeconds: T } as HeartbeatSettings);
+  assert.equal(s.lookups, 2, 'the sweep asked within the back-off');
+  // The sweep's answer (busy) is not the reads' cache, but it ended the back-off: the read asks at once.
+  assert.equal(await read(T0 + 2_000), iso(T0));
+  assert.equal(s.lookups, 3);
 });

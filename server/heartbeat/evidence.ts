@@ -24,12 +24,15 @@ export async function lastHandledAt(
   store: MessageStore,
   endpointId: string,
   warn: (msg: string) => void = () => undefined,
+  nowMs: number = Date.now(),
 ): Promise<string | null | undefined> {
   try {
     const at = await newestAnswerAt(store, endpointId);
     if (at !== null) rememberAnswer(endpointId, at);
+    lookupBackoff.delete(endpointId);
     return at;
   } catch (err) {
+    backOff(endpointId, nowMs);
     warn(`heartbeat: could not read ${endpointId}'s last answer (${(err as Error)?.message ?? String(err)}); its probe is decided at a later sweep`);
     return undefined;
   }
@@ -64,6 +67,38 @@ function setBounded<V>(map: Map<string, V>, key: string, value: V, stale: (v: V)
     if (map.size >= EVIDENCE_CACHE_MAX) map.delete(map.keys().next().value!);
   }
   map.set(key, value);
+}
+
+/**
+ * The reads' first wait after a failed lookup: the console's poll of the Health page and /api/endpoints
+ * (components/queries.ts), so the first retry is the next poll but one, not the very next.
+ */
+export const EVIDENCE_RETRY_FIRST_MS = 5_000;
+/**
+ * The longest wait: one sweep tick (EVIDENCE_REUSE_MS, scheduler.ts TICK_MS). The sweep asks once per tick whatever
+ * the back-off says, so the reads never wait longer than it and a recovered store is seen within a tick.
+ */
+export const EVIDENCE_RETRY_MAX_MS = 30_000;
+
+/**
+ * Per endpoint, after a failed lookup: how many failed in a row and until when the reads do not ask again. A failure
+ * is usually a throttled (429) or overloaded store, and without this every poll of every open page asked again for
+ * each endpoint with an overdue probe, exactly while the store was in trouble. The wait doubles from
+ * EVIDENCE_RETRY_FIRST_MS up to EVIDENCE_RETRY_MAX_MS; any successful lookup (a read's or the sweep's) ends it.
+ */
+const lookupBackoff = new Map<string, { failures: number; retryAt: number }>();
+
+function backOff(endpointId: string, nowMs: number): void {
+  const failures = Math.min((lookupBackoff.get(endpointId)?.failures ?? 0) + 1, 16); // 2^15 × 5 s is far past the cap
+  const waitMs = Math.min(EVIDENCE_RETRY_MAX_MS, EVIDENCE_RETRY_FIRST_MS * 2 ** (failures - 1));
+  // An entry a whole cap past its retry time says nothing any read is waiting on: first to go at the size bound.
+  setBounded(lookupBackoff, endpointId, { failures, retryAt: nowMs + waitMs }, (v) => v.retryAt + EVIDENCE_RETRY_MAX_MS <= nowMs);
+}
+
+/** Whether the reads should not ask about this endpoint yet (a lookup failed and its back-off has not run out). */
+function backingOff(endpointId: string, nowMs: number): boolean {
+  const b = lookupBackoff.get(endpointId);
+  return b !== undefined && nowMs < b.retryAt;
 }
 
 /**
@@ -105,7 +140,8 @@ const readEvidence = new Map<string, { at: string | null; until: number }>();
  *     a tick, against a query on every poll for as long as nothing settles the probe. In its first timeout overdue,
  *     where busy can appear at any moment, it is looked up afresh like a catalog endpoint's.
  * A failed lookup is never kept; it returns the unexpired cached answer if there is one (known a moment ago beats
- * unknown), else undefined.
+ * unknown), else undefined - and so does every read while the endpoint's lookups are backing off (lookupBackoff):
+ * the verdict rules read "unknown" the same whether it was asked or not (overdueVerdict counts from the clock).
  */
 export async function lastHandledAtForProbe(
   store: MessageStore,
@@ -120,7 +156,9 @@ export async function lastHandledAtForProbe(
   const hit = cached && nowMs < cached.until ? cached : undefined;
   const longOverdue = nowMs - Date.parse(probe.sentAt) > 2 * timeoutSeconds * 1000;
   if (hit && ((opts.reuseAny && longOverdue) || aliveSince(hit.at, probe.sentAt, nowMs, timeoutSeconds))) return hit.at;
-  const at = await lastHandledAt(store, probe.endpointId, warn);
+  // A recent lookup failed: not asked again until its back-off runs out; meanwhile what a failure would give.
+  if (backingOff(probe.endpointId, nowMs)) return hit?.at;
+  const at = await lastHandledAt(store, probe.endpointId, warn, nowMs);
   if (at === undefined) return hit?.at;
   setBounded(readEvidence, key, { at, until: nowMs + EVIDENCE_REUSE_MS }, (v) => v.until <= nowMs);
   return at;

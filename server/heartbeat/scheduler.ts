@@ -362,7 +362,9 @@ export class HeartbeatService {
     let handled: Promise<string | null | undefined> | undefined; // looked up once, and only when a probe is overdue
     for (const r of records) {
       if (r.status !== 'Pending' || !r.sentAt || Date.parse(r.sentAt) > cutoff) continue;
-      handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn);
+      // Always asked, whatever the reads' back-off says: once per tick is already the back-off's cap, and the
+      // sweep is what decides the probe (its answer, or failure, updates the back-off for the reads).
+      handled ??= lastHandledAt(this.#d.store, endpointId, this.#warn, nowMs);
       // Unknown (the lookup failed): left for a later sweep, not turned Off on no evidence - up to a bound counted
       // from the newest answer an earlier lookup saw (a busy endpoint's probe may have been overdue for minutes).
       const verdict = overdueVerdict(await handled, r.sentAt, nowMs, s.timeoutSeconds, lastAnswerSeen(endpointId));
