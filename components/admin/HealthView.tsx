@@ -4,7 +4,8 @@
 // and whether it is included in the scheduled probes. Refreshes every 5 s. An endpoint whose probe is overdue while
 // it keeps answering other messages is marked busy beside its last status (the probe is queued behind its backlog,
 // server/heartbeat/evidence.ts), and a round trip longer than the timeout is marked late: a slow endpoint must not
-// read as a dead one.
+// read as a dead one. One whose probe is overdue while its last answer cannot be read says "evidence unknown" (the
+// server keeps checking, and turns the probe Off only if that lasts two timeouts).
 // The settings form shows the server's values, refreshed with the page, except the fields this operator has changed;
 // Save sends only those, with the settings version they are based on (heartbeatSettingsForm.ts). If another Owner
 // changed one of them meanwhile the server refuses the save (409, nothing applied): the page says so, shows the
@@ -52,6 +53,23 @@ function Busy({ e, now }: { e: EndpointRow; now: number }) {
   return (
     <span className="block text-xs text-amber-800" data-heartbeat-busy>
       Busy — probe {behind}; last answered a message <Ago at={e.lastHandledAt} now={now} />
+    </span>
+  );
+}
+
+/**
+ * Why an overdue probe is neither busy nor Off yet: its endpoint's last answer could not be read (a throttled or
+ * failing store), so the server leaves the probe Pending and keeps trying, up to a bound (evidence.ts). In words,
+ * with the full story in the title, so the meaning does not rest on the colour.
+ */
+function EvidenceUnknown() {
+  return (
+    <span
+      className="block text-xs text-slate-700"
+      data-heartbeat-evidence-unknown
+      title="The endpoint's last answer could not be read from the store, so it is not known whether it is busy or silent. The probe stays Pending while the check is retried; if it stays unreadable for two timeouts past the probe's deadline (or past the last answer seen, if later), the probe turns Off."
+    >
+      Evidence unknown — busy check failed, retrying
     </span>
   );
 }
@@ -235,8 +253,10 @@ export function HealthView() {
               <tr key={e.endpointId} className="border-t border-slate-100" data-endpoint={e.endpointId}>
                 <td className="px-3 py-2 font-medium">{e.endpointId}</td>
                 <td className="px-3 py-2">
-                  <Status s={e.status} /> {e.probeInFlight && e.status !== 'Pending' && !e.busy && <span className="text-xs text-sky-700">probe in flight</span>}
+                  <Status s={e.status} />{' '}
+                  {e.probeInFlight && e.status !== 'Pending' && !e.busy && !e.evidenceUnknown && <span className="text-xs text-sky-700">probe in flight</span>}
                   {e.busy && <Busy e={e} now={now} />}
+                  {e.evidenceUnknown && <EvidenceUnknown />}
                 </td>
                 <td className={`px-3 py-2 ${NUMERIC_CELL}`}>
                   {e.roundTripMs == null ? '—' : formatMs(e.roundTripMs)}

@@ -4,10 +4,14 @@
 // Off); an answer slower than the timeout is marked "answered late". The Endpoints page's heartbeat cell agrees
 // ("On · busy"). The records are written the way the
 // scheduler and the Resolver write them, just before the page is opened (the page's clock is the real one).
+// An endpoint whose overdue probe's evidence cannot be read (the console's store throttled at the wire, a real 429
+// through a fault proxy) says "evidence unknown" beside its heartbeat.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
+import { CONTAINERS } from '../../lib/store/index.ts';
+import { startFaultProxy, type FaultProxy } from '../../lib/store/testing/faultProxy.ts';
 import { CONSOLE_DIR } from '../console.ts';
 import { seedEvent } from '../testing/seed.ts';
 import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
@@ -16,9 +20,22 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
 
 let ui: SeededConsole | undefined;
+/** Between the console and Cosmos: passes everything until a test throttles a query (the test's own store is direct). */
+let proxy: FaultProxy | undefined;
 
 before(async () => {
-  ui = await startSeededConsole({ dir: DIR, demoData: false });
+  const env: Record<string, string> = {};
+  ui = await startSeededConsole({
+    dir: DIR,
+    demoData: false,
+    env,
+    prepare: async ({ stack, defer }) => {
+      const started = await startFaultProxy(stack.cosmos.endpoint);
+      proxy = started;
+      defer(() => started.close());
+      env.NIMBUS_COSMOS_ENDPOINT = started.endpoint;
+    },
+  });
 });
 after(() => ui?.close());
 
@@ -67,6 +84,37 @@ describe('Admin → Health: busy and late endpoints', () => {
     assert.notEqual((await shippingCell.textContent())?.trim(), 'Pending', 'a settled status, not the newest probe');
     assert.equal(await shippingCell.locator('[data-heartbeat-busy]').count(), 0);
     await endpoints.close();
+    assert.deepEqual(ui!.pageErrors, []);
+  });
+});
+
+describe('Admin → Health: unknown evidence', () => {
+  test('an overdue probe whose last answer cannot be read says "evidence unknown" beside its heartbeat, in words', async () => {
+    const { store } = ui!.stack;
+    const endpointId = 'erpendpoint';
+    // Every evidence query for erp is throttled (the real client retries the 429s, then gives up); nothing else is.
+    const eventsPath = `/colls/${CONTAINERS.events}/docs`;
+    proxy!.inject({ status: 429, retryAfterMs: 1, match: (r) => r.query && r.path.endsWith(eventsPath) && (r.partitionKey ?? '').includes(endpointId) });
+    const injectedBefore = proxy!.injected;
+    // Answered long ago; the newest probe left 70 s ago (timeout 60 s): overdue, within the 2-timeout bound.
+    await store.recordHeartbeat({ endpointId, probeId: `${endpointId}-answered`, status: 'On', sentAt: ago(400), answeredAt: ago(399), sdkVersion: '1.0.0' });
+    await store.recordHeartbeat({ endpointId, probeId: `${endpointId}-queued`, status: 'Pending', sentAt: ago(70), intervalSeconds: 300 });
+
+    const page = await ui!.open('/admin/health');
+    const row = page.locator(`tr[data-endpoint="${endpointId}"]`);
+    // The row is rendered from the first answer of /api/admin/health, the one whose lookup the proxy refused.
+    await row.locator('[data-heartbeat-status]').waitFor();
+    assert.ok(proxy!.injected > injectedBefore, 'the evidence lookup was refused at the wire');
+    assert.equal(await row.locator('[data-heartbeat-status]').getAttribute('data-heartbeat-status'), 'On', 'the last settled status stays');
+    const note = row.locator('[data-heartbeat-evidence-unknown]');
+    assert.equal(await note.count(), 1, 'the unknown evidence is shown');
+    assert.equal((await note.textContent())?.trim(), 'Evidence unknown — busy check failed, retrying');
+    assert.equal(await row.locator('[data-heartbeat-busy]').count(), 0, 'unknown is not busy');
+    // Rows whose evidence is known have no such note.
+    const others = page.locator('tr[data-endpoint]:not([data-endpoint="erpendpoint"]) [data-heartbeat-evidence-unknown]');
+    assert.equal(await others.count(), 0);
+    await page.close();
+    proxy!.clear();
     assert.deepEqual(ui!.pageErrors, []);
   });
 });

@@ -8,6 +8,10 @@ export interface ProxiedRequest {
   path: string;
   /** A transactional batch (x-ms-cosmos-is-batch-request). */
   batch: boolean;
+  /** A query (x-ms-documentdb-isquery), as opposed to a point read or a write on the same path. */
+  query: boolean;
+  /** The partition key the request names (x-ms-documentdb-partitionkey, JSON such as `["billingendpoint"]`), if any. */
+  partitionKey?: string;
 }
 
 export interface Fault {
@@ -86,6 +90,8 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       method: req.method ?? 'GET',
       path: req.url ?? '/',
       batch: String(req.headers['x-ms-cosmos-is-batch-request']).toLowerCase() === 'true',
+      query: String(req.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
+      ...(typeof req.headers['x-ms-documentdb-partitionkey'] === 'string' ? { partitionKey: req.headers['x-ms-documentdb-partitionkey'] } : {}),
     };
     received++;
     if (options.record !== false) seen.push(info);
