@@ -9,7 +9,10 @@
 //    MAX_LOCKED_RECHECKS when the session stays held;
 //  - a release whose close did not free the lock at the broker (the client's close swallows a failed detach) is not
 //    taken for another pass: the re-accept waits for our own lock to run out and the pass replays everything.
-//    Before, the trigger was completed as `session-locked` and the rest stayed parked with no trigger.
+//    Before, the trigger was completed as `session-locked` and the rest stayed parked with no trigger;
+//  - under clock skew (the lock's expiry shifted as the processor's client reads it) the lock remembered at a release
+//    is trusted no further than one default lock from then: read as already past (a clock ahead of the broker's) it
+//    is still waited for, and read as 10 min ahead (a clock behind) it is not taken to hold for 10 min.
 //
 // Real emulator, real client. The horizon is forced with maxAutoLockRenewalDurationInMs (1 ms: past at the accept;
 // 3 s with each copy's send slowed to 300 ms: a stretch of a few messages); the rival is a receiver of the harness's
@@ -33,6 +36,7 @@ import {
 } from './replayHarness.ts';
 import { ReceiverImpl } from '../../../emulator/broker/receiver.ts';
 import { MAX_LOCKED_RECHECKS } from '../src/lockedRecheck.ts';
+import { DEFAULT_LOCK_MS } from '../src/deliveryBudget.ts';
 
 const PARKED = 10;
 const SEND_DELAY_MS = 300;
@@ -83,6 +87,36 @@ async function allReplayed(
     Array.from({ length: PARKED }, (_, s) => s),
   );
 }
+
+/** How far the skew tests shift the parked session's lock expiry as the processor reads it: far beyond any lock. */
+const SKEW_MS = 10 * 60_000;
+
+/**
+ * The parked-session receivers `client` accepts from now on read their lock expiry `skewMs` off the broker's: a
+ * local clock behind the broker's (positive) or ahead of it (negative). Only the reading: the lock is the broker's.
+ */
+function skewParkedLocks(client: ServiceBusClient, skewMs: number): void {
+  const accept = client.acceptSession.bind(client);
+  client.acceptSession = (async (...args: Parameters<typeof accept>) => {
+    const receiver = await accept(...args);
+    if (args[1] === Subscription.Deferred) {
+      const read = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(receiver), 'sessionLockedUntilUtc')?.get;
+      assert.ok(read, "the client's receiver reads its lock expiry through a getter");
+      Object.defineProperty(receiver, 'sessionLockedUntilUtc', {
+        configurable: true,
+        get: () => {
+          const until = read.call(receiver) as Date | undefined;
+          return until && new Date(until.getTime() + skewMs);
+        },
+      });
+    }
+    return receiver;
+  }) as typeof client.acceptSession;
+}
+
+/** The waits for our own released lock that the processor logged (its `waitMs`), in order. */
+const ownLockWaits = (lines: readonly string[]) =>
+  lines.filter((l) => l.includes('may still hold it')).map((l) => (JSON.parse(l) as { waitMs: number }).waitMs);
 
 const reChecks = (lines: readonly string[]) => lines.filter((l) => l.includes('scheduled to look again')).length;
 
@@ -189,36 +223,39 @@ test('another receiver taking the parked session between the release and the re-
   });
 });
 
+/**
+ * A pass whose horizon release's close comes back while the broker keeps the parked session's lock until it runs
+ * out (and, with `skewMs`, whose client reads the lock's expiry that far off): the re-accept waits for our own lock
+ * and the one pass replays everything.
+ */
+async function lostDetachReplaysAll(h: Harness, session: string, skewMs = 0): Promise<void> {
+  await withProcessor(
+    h,
+    { maxAutoLockRenewalDurationInMs: SHORT_HORIZON_MS },
+    async ({ processor, passes, client, lines }) => {
+      slowSends(client);
+      if (skewMs !== 0) skewParkedLocks(client, skewMs);
+      lostDetach.add(session);
+      const main = await h.client.acceptSession(REPLAY_ENDPOINT, REPLAY_ENDPOINT, session);
+      try {
+        await parkAndTrigger(h, session, PARKED, `ev-${session}`);
+        processor.start();
+        await eventually(() => (passes.length > 0 ? true : undefined), 'the end of the first pass', 90_000);
+        assert.equal(lostDetach.has(session), false, 'the release’s close was lost');
+        assert.ok(horizonReleases(lines) >= 1, 'the pass reached its horizon');
+        assert.deepEqual(passes[0], { sessionId: session, replayed: PARKED, outcome: 'replayed' });
+        await allReplayed(main, passes, 30_000);
+        assert.ok(ownLockWaits(lines).length >= 1, 'the wait for our own lock is logged');
+      } finally {
+        lostDetach.delete(session);
+        await main.close().catch(() => undefined);
+      }
+    },
+  );
+}
+
 test('a release whose close left our own lock at the broker is not taken for another pass: the re-accept waits for it and the pass replays everything', async () => {
-  await withHarness(async (h) => {
-    const session = 'RA-LOSTDETACH';
-    await withProcessor(
-      h,
-      { maxAutoLockRenewalDurationInMs: SHORT_HORIZON_MS },
-      async ({ processor, passes, client, lines }) => {
-        slowSends(client);
-        // The horizon release's close comes back, but the broker keeps the parked session's lock until it runs out.
-        lostDetach.add(session);
-        const main = await h.client.acceptSession(REPLAY_ENDPOINT, REPLAY_ENDPOINT, session);
-        try {
-          await parkAndTrigger(h, session, PARKED, 'ev-ra-lost');
-          processor.start();
-          await eventually(() => (passes.length > 0 ? true : undefined), 'the end of the first pass', 90_000);
-          assert.equal(lostDetach.has(session), false, 'the release’s close was lost');
-          assert.ok(horizonReleases(lines) >= 1, 'the pass reached its horizon');
-          assert.deepEqual(passes[0], { sessionId: session, replayed: PARKED, outcome: 'replayed' });
-          await allReplayed(main, passes, 30_000);
-          assert.ok(
-            lines.some((l) => l.includes('may still hold it')),
-            'the wait for our own lock is logged',
-          );
-        } finally {
-          lostDetach.delete(session);
-          await main.close().catch(() => undefined);
-        }
-      },
-    );
-  });
+  await withHarness((h) => lostDetachReplaysAll(h, 'RA-LOSTDETACH'));
 });
 
 test('a first accept refused by another receiver schedules a re-check: once the session is let go, the copy replays what is parked', async () => {
@@ -273,5 +310,44 @@ test('a session held throughout ends the chain of re-checks after MAX_LOCKED_REC
         await held.close();
       }
     });
+  });
+});
+
+test('skew: a released lock whose expiry reads as already past (a clock ahead of the broker) is still waited for, not taken for another pass', async () => {
+  await withHarness((h) => lostDetachReplaysAll(h, 'RA-SKEW-PAST', -SKEW_MS));
+});
+
+test('skew: a released lock whose expiry reads as 10 min ahead (a clock behind the broker) is waited for one default lock at most', async () => {
+  await withHarness(async (h) => {
+    const session = 'RA-SKEW-AHEAD';
+    // A bound longer than the default lock, so that the wait shows what the processor took the lock's end to be.
+    await withProcessor(
+      h,
+      { maxAutoLockRenewalDurationInMs: SHORT_HORIZON_MS, operationTimeoutMs: 120_000 },
+      async ({ processor, client, lines }) => {
+        slowSends(client);
+        skewParkedLocks(client, SKEW_MS);
+        lostDetach.add(session);
+        try {
+          await parkAndTrigger(h, session, PARKED, 'ev-ra-skew-ahead');
+          processor.start();
+          const [waitMs] = await eventually(
+            () => (ownLockWaits(lines).length > 0 ? ownLockWaits(lines) : undefined),
+            'the re-accept refused by our own lingering lock',
+            60_000,
+          );
+          // Taken at its word, the lock held for the skew: every refusal for 10 min (a rival's too) was taken for
+          // our own lock, and each pass waited out the bound and failed, spending a delivery of its trigger.
+          assert.ok(
+            waitMs! <= DEFAULT_LOCK_MS + 1_000,
+            `waits ${waitMs} ms for a lock the broker grants for 5 s ` +
+              `(at most a default lock of ${DEFAULT_LOCK_MS} ms, plus 1 s)`,
+          );
+        } finally {
+          lostDetach.delete(session);
+          await processor.stop(); // ends the wait
+        }
+      },
+    );
   });
 });

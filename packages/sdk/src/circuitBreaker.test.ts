@@ -182,6 +182,45 @@ describe('circuit breaker', () => {
     assert.equal(b.state, 'Closed', "the probe's own outcome decides");
     assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Closed']);
   });
+  test("permitless calls: record()/release() without a permit neither decide nor free a probe a permit holds", () => {
+    const { b, transitions, advance } = breaker(5_000);
+    for (let i = 0; i < 3; i++) b.record('failure'); // while Closed, permitless outcomes count as before
+    advance(5_000);
+    const probe = b.acquire();
+    assert.ok(probe?.probe, "a worker's permit holds the probe");
+    // A caller of the deprecated permitless API (tryAcquire, then record/release) finishing a delivery it took before.
+    b.record('success');
+    assert.equal(b.state, 'HalfOpen', "a permitless success does not close the circuit in the permit's place");
+    b.record('failure');
+    assert.equal(b.state, 'HalfOpen', "a permitless failure does not reopen the circuit in the permit's place");
+    b.record('ignored');
+    b.release();
+    assert.equal(b.acquire(), undefined, 'nor does an ignored outcome or a release free the probe: one at a time');
+    assert.equal(b.tryAcquire(), false, 'the permitless API sees the probe held too');
+    probe.record('failure');
+    assert.equal(b.state, 'Open', "the probe's own outcome decides");
+    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
+  });
+  test('permitless calls: a probe taken by tryAcquire is ended by record()/release(), never one a permit took since', () => {
+    const { b, advance } = breaker(5_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    assert.equal(b.tryAcquire(), true, 'the permitless probe');
+    b.release(); // it found no message: the slot is given back, with the pause
+    assert.equal(b.acquireWaitMs, 100);
+    advance(100);
+    const probe = b.acquire();
+    assert.ok(probe?.probe, 'the next probe is a permit');
+    b.release(); // the permitless caller releases again (a finally): its probe is over
+    b.record('success');
+    assert.equal(b.acquire(), undefined, "the permit's probe is still held");
+    assert.equal(b.state, 'HalfOpen');
+    probe.release();
+    advance(b.acquireWaitMs);
+    assert.equal(b.tryAcquire(), true, 'a permitless probe again');
+    b.record('success');
+    assert.equal(b.state, 'Closed', 'the permitless probe is decided by the permitless outcome, as before');
+  });
   test('half-open: a probe held past probeTimeoutMs fails, the circuit opens again and its late outcome is ignored', () => {
     const { b, transitions, advance } = breaker(5_000, 2_000);
     for (let i = 0; i < 3; i++) b.record('failure');

@@ -68,6 +68,11 @@ export class CircuitBreaker {
   /** HalfOpen: the id of the permit holding the probe slot (undefined: the slot is free). */
   private probeHolder: number | undefined;
   private probesTaken = 0;
+  /**
+   * The id of the last probe taken by the permitless tryAcquire (NOT_A_PROBE: none): the only probe the permitless
+   * record() and release() may end. Without it they ended whichever probe was held, another worker's permit's too.
+   */
+  private permitlessProbe = NOT_A_PROBE;
   /** HalfOpen: when the probe holding the slot took it (epoch ms). */
   private probeTakenAt = 0;
   /** How long the current probe may hold its slot from probeTakenAt (probeTimeoutMs, plus its receive wait until handling). */
@@ -117,18 +122,25 @@ export class CircuitBreaker {
   }
 
   /**
-   * Whether a worker may take a delivery now. In HalfOpen only one probe at a time is allowed, and none during the
-   * pause after a probe slot was given back without an outcome.
+   * As acquire(), without a permit. A probe taken here is ended by the permitless record() or release(), which cannot
+   * tell one caller from another: two workers on this API can still end each other's probe.
+   *
+   * @deprecated Use acquire(): its permit records and releases only its own delivery's probe. Kept for callers
+   * written before permits; the permitless record() and release() end only a probe taken here.
    */
   tryAcquire(): boolean {
-    return this.acquire() !== undefined;
+    const permit = this.acquire();
+    if (permit?.probe) this.permitlessProbe = this.probeHolder!;
+    return permit !== undefined;
   }
 
   /**
-   * As tryAcquire, but the permit it returns ends only its own probe: a worker that took its delivery while Closed
-   * and finishes it after the circuit half-opened (its record or release) must not free the probe another worker
-   * holds. Release the permit in a `finally`: a probe that ends without it leaves the slot taken and every worker
-   * waiting on a probe that is no longer running, until `probeTimeoutMs` counts it as failed.
+   * Whether a worker may take a delivery now (undefined: not now), as a permit that ends only its own probe: a worker
+   * that took its delivery while Closed and finishes it after the circuit half-opened (its record or release) must
+   * not free the probe another worker holds. In HalfOpen only one probe at a time is allowed, and none during the
+   * pause after a probe slot was given back without an outcome. Release the permit in a `finally`: a probe that ends
+   * without it leaves the slot taken and every worker waiting on a probe that is no longer running, until
+   * `probeTimeoutMs` counts it as failed.
    *
    * `receiveWaitMs`: how long the probe may wait for a message before it has one to handle. An idle endpoint's probe
    * waits the whole receive (the session idle timeout, 30 s by default, as long as the default deadline) and must
@@ -159,10 +171,13 @@ export class CircuitBreaker {
   /**
    * Gives back a HalfOpen probe slot taken by tryAcquire without an outcome (e.g. no message came). The next probe
    * waits a pause that doubles with each such release until an outcome: taken again at once, the workers would
-   * accept and release sessions in a tight loop while the endpoint has nothing to probe with.
+   * accept and release sessions in a tight loop while the endpoint has nothing to probe with. Nothing when the probe
+   * held is not tryAcquire's (a permit's, from acquire()): a caller without a permit cannot free another's probe.
+   *
+   * @deprecated Use the permit acquire() returns (`permit.release()`).
    */
   release(): void {
-    this.giveBack(undefined);
+    this.giveBack(this.permitlessProbe);
   }
 
   /**
@@ -186,14 +201,17 @@ export class CircuitBreaker {
   /**
    * Counts a delivery's outcome. In HalfOpen one that says nothing of the endpoint ('ignored', an excluded error)
    * gives the probe slot back, as release() does: a caller that only records would otherwise leave the circuit
-   * half-open with the slot taken and no probe running.
+   * half-open with the slot taken and no probe running. In HalfOpen it ends (and decides) only a probe taken by
+   * tryAcquire: the outcome of a delivery taken without a permit says nothing of a probe a permit holds.
+   *
+   * @deprecated Use the permit acquire() returns (`permit.record()`). Closed, both count alike.
    */
   record(outcome: BreakerOutcome, error?: unknown): void {
-    this.recordFor(undefined, outcome, error);
+    this.recordFor(this.permitlessProbe, outcome, error);
   }
 
-  /** `holder`: the permit recording (undefined: a caller without one, taken to hold the probe). */
-  private recordFor(holder: number | undefined, outcome: BreakerOutcome, error?: unknown): void {
+  /** `holder`: the id of the permit recording (NOT_A_PROBE: one taken while Closed). */
+  private recordFor(holder: number, outcome: BreakerOutcome, error?: unknown): void {
     if (outcome === 'ignored' || (outcome === 'failure' && error !== undefined && this.isExcluded(error))) {
       if (this.state === 'HalfOpen') this.giveBack(holder);
       return;
@@ -202,7 +220,7 @@ export class CircuitBreaker {
     if (state === 'HalfOpen') {
       // A permit taken while Closed (or a probe that has ended) finishing now says nothing of the probe another worker
       // holds: its outcome neither closes nor reopens the circuit, and the probe stays held.
-      if (holder !== undefined && holder !== this.probeHolder) return;
+      if (holder !== this.probeHolder) return;
       this.endProbe();
       this.probeAfter = 0;
       this.probePause.reset();
@@ -236,11 +254,11 @@ export class CircuitBreaker {
   }
 
   /**
-   * Frees the probe slot if `holder` holds it (undefined: whoever does), and pauses the next probe: taken again at
-   * once, the workers would accept and release sessions in a tight loop while the endpoint has nothing to probe with.
+   * Frees the probe slot if `holder` holds it, and pauses the next probe: taken again at once, the workers would
+   * accept and release sessions in a tight loop while the endpoint has nothing to probe with.
    */
-  private giveBack(holder: number | undefined): void {
-    if (this.probeHolder === undefined || (holder !== undefined && holder !== this.probeHolder)) return;
+  private giveBack(holder: number): void {
+    if (holder !== this.probeHolder) return;
     this.endProbe();
     if (this.stateValue === 'HalfOpen') this.probeAfter = this.now() + this.probePause.next();
   }

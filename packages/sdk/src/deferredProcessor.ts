@@ -133,6 +133,8 @@ export class DeferredProcessor {
    * released with. @azure/service-bus's close swallows a detach that failed (it logs and resolves), so the broker
    * may go on holding a released receiver's lock until it runs out: a refused accept in that window is not taken for
    * another pass (which would leave the rest parked with no trigger), and is tried again once the lock has run out.
+   * The expiry is the horizon's lockHeldUntil(), not the broker's as read: under clock skew that read as already
+   * past (nothing remembered) or as far ahead (every refusal, a rival's too, taken for our own lock for that long).
    */
   private readonly released = new Map<string, number>();
 
@@ -343,7 +345,7 @@ export class DeferredProcessor {
           { sessionId, replayed, until },
           'parked session released before its lock-renewal horizon; accepted again to go on with the pass',
         );
-        await this.release(sessionId, parked.receiver);
+        await this.release(sessionId, parked);
         try {
           parked = await this.acceptParked(sessionId);
         } catch (error) {
@@ -384,7 +386,7 @@ export class DeferredProcessor {
       await this.quietly('abandoning the trigger', () => receiver.abandonMessage(trigger));
       return this.report({ sessionId, replayed, outcome: 'failed' });
     } finally {
-      await this.release(sessionId, parked.receiver);
+      await this.release(sessionId, parked);
     }
   }
 
@@ -500,9 +502,9 @@ export class DeferredProcessor {
    * until it comes back (see `closing`). Whatever the close said, the lock it was released with is remembered until
    * it runs out (see `released`): a close that failed is logged, and one that failed silently cannot be told apart.
    */
-  private async release(sessionId: string, parked: ServiceBusSessionReceiver): Promise<void> {
-    const lockedUntil = parked.sessionLockedUntilUtc?.getTime();
-    const closed = parked.close().catch((error: unknown) => {
+  private async release(sessionId: string, { receiver, horizon }: AcceptedParked): Promise<void> {
+    const heldUntil = horizon.lockHeldUntil();
+    const closed = receiver.close().catch((error: unknown) => {
       this.log.warn(
         { sessionId, err: loggableError(error) },
         'closing the parked session failed; its lock may hold until it runs out',
@@ -511,7 +513,7 @@ export class DeferredProcessor {
     const settled = await this.bounded('closing the parked session', () => closed.then(() => true)).catch(
       () => false,
     );
-    this.rememberReleased(sessionId, lockedUntil);
+    this.rememberReleased(sessionId, heldUntil);
     if (settled) return;
     const pending = closed.finally(() => {
       if (this.closing.get(sessionId) === pending) this.closing.delete(sessionId);
@@ -551,10 +553,10 @@ export class DeferredProcessor {
   }
 
   /** Remembers a released lock's expiry; those already run out are dropped, so the map holds only live ones. */
-  private rememberReleased(sessionId: string, lockedUntil: number | undefined): void {
+  private rememberReleased(sessionId: string, lockedUntil: number): void {
     const now = Date.now();
     for (const [id, until] of this.released) if (until <= now) this.released.delete(id);
-    if (lockedUntil !== undefined && Number.isFinite(lockedUntil) && lockedUntil + OWN_LOCK_SLACK_MS > now)
+    if (Number.isFinite(lockedUntil) && lockedUntil + OWN_LOCK_SLACK_MS > now)
       this.released.set(sessionId, lockedUntil + OWN_LOCK_SLACK_MS);
   }
 

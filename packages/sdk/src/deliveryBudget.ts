@@ -47,11 +47,25 @@ export function transientHoldMs(
 }
 
 /**
- * The lock duration a freshly accepted session shows: its lockedUntil minus now, sane values only (1 s .. 5 min);
+ * A lock read as its expiry (the broker's clock) less the local time of its taking is a lock only within these:
+ * Service Bus grants 5 s to 5 min. Under 1 s the local clock is ahead of the broker's by about the lock; over 5 min
+ * it is behind by more than the lock. Either way the expiry says nothing in local time (sessionLockHorizon.ts). The
+ * upper bound has 5 s on top, so that a 5 min lock read by a clock a little behind the broker's is still one.
+ */
+export const MIN_SANE_LOCK_MS = 1_000;
+export const MAX_SANE_LOCK_MS = 305_000;
+
+/** Whether a lock read from its expiry by the local clock is one a broker grants (see MIN_SANE_LOCK_MS). */
+export function isSaneLockMs(ms: number): boolean {
+  return ms >= MIN_SANE_LOCK_MS && ms <= MAX_SANE_LOCK_MS;
+}
+
+/**
+ * The lock duration a freshly accepted session shows: its lockedUntil minus now, sane values only (isSaneLockMs);
  * otherwise the Service Bus default. The host cannot read the subscription's settings (that needs Manage rights).
  */
 export function observedLockMs(lockedUntil: Date | undefined, now: number): number {
   if (!lockedUntil) return DEFAULT_LOCK_MS;
   const ms = lockedUntil.getTime() - now;
-  return ms >= 1000 && ms <= 300_000 ? ms : DEFAULT_LOCK_MS;
+  return isSaneLockMs(ms) ? ms : DEFAULT_LOCK_MS;
 }

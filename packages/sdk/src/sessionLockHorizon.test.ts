@@ -2,6 +2,7 @@
 // packages/sdk/e2e/lockHorizon.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { DEFAULT_LOCK_MS } from './deliveryBudget.ts';
 import { HORIZON_MARGIN_MS, receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 
 function receiver(lockedUntil: number | undefined): { isClosed: boolean; sessionLockedUntilUtc?: Date } {
@@ -123,7 +124,12 @@ test('renewal off and a lock expiry skewed by about the lock: warned once per ho
   assert.equal(first.end(), Infinity, 'still no bound: the skewed expiry says nothing in local time');
   sessionLockHorizon(receiver(accepted - 800), accepted, 0, onSkewedLock);
   assert.equal(warnings.length, 1, 'every later session under the same skew would say the same: once is enough');
-  assert.deepEqual(warnings[0]!.fields, { endpointId: 'crm', firstLockMs: 200, minSaneLockMs: 1_000 });
+  assert.deepEqual(warnings[0]!.fields, {
+    endpointId: 'crm',
+    firstLockMs: 200,
+    minSaneLockMs: 1_000,
+    maxSaneLockMs: 305_000,
+  });
   assert.match(warnings[0]!.message, /skewed/);
 });
 
@@ -135,4 +141,31 @@ test('no skew warning for a sane lock, an unknown expiry, or with renewal on (it
   sessionLockHorizon(receiver(undefined), accepted, 0, onSkewedLock);
   sessionLockHorizon(receiver(accepted + 200), accepted, 300_000, onSkewedLock);
   assert.equal(calls, 0);
+});
+
+test('a first lock over 5 min (a local clock behind the broker by more than a lock) is no bound either, and is warned of', () => {
+  let warned = 0;
+  const accepted = Date.now();
+  const horizon = sessionLockHorizon(receiver(accepted + 10 * 60_000 + 30_000), accepted, 0, () => void warned++);
+  assert.equal(horizon.end(), Infinity, 'its expiry says nothing in local time');
+  assert.equal(warned, 1);
+});
+
+test('lockHeldUntil: the current expiry, never more than one first lock from now; a skewed or unknown one counts as a default lock from now', () => {
+  const accepted = Date.now();
+  const r = receiver(accepted + 5_000);
+  const sane = sessionLockHorizon(r, accepted, 60_000);
+  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted + 5_000, 'the expiry as read');
+  r.sessionLockedUntilUtc = new Date(accepted + 600_000); // read as far beyond any renewal taken by now
+  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted + 6_000, 'one first lock from now at most');
+  r.sessionLockedUntilUtc = new Date(accepted - 1_000); // run out (a renewal that failed)
+  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted - 1_000, 'a lock run out holds nothing');
+  const now = accepted + 2_000;
+  // The broker's expiry read 10 min off, either way: no measure of the lock in local time.
+  const behind = sessionLockHorizon(receiver(accepted + 605_000), accepted, 60_000);
+  assert.equal(behind.lockHeldUntil(now), now + DEFAULT_LOCK_MS, 'read as 10 min ahead: not held for 10 min');
+  const ahead = sessionLockHorizon(receiver(accepted - 595_000), accepted, 60_000);
+  assert.equal(ahead.lockHeldUntil(now), now + DEFAULT_LOCK_MS, 'read as already past: still held for a lock');
+  const unknown = sessionLockHorizon(receiver(undefined), accepted, 60_000);
+  assert.equal(unknown.lockHeldUntil(now), now + DEFAULT_LOCK_MS);
 });

@@ -3,6 +3,7 @@
 // maxAutoLockRenewalDurationInMs after the accept; the lock then runs out within one lock duration. A session kept
 // past that (a steady backlog keeps every receive full) lost its lock mid-batch: the delivery in hand failed to
 // settle and the batch came back, a delivery of the budget spent by each message for nothing.
+import { DEFAULT_LOCK_MS, isSaneLockMs, MAX_SANE_LOCK_MS, MIN_SANE_LOCK_MS } from './deliveryBudget.ts';
 
 /** What the horizon reads from a session receiver. */
 export interface SessionLockView {
@@ -15,9 +16,6 @@ export interface SessionLockView {
  * the session to be released while the lock holds. Never more than a tenth of the renewal horizon, or of the lock.
  */
 export const HORIZON_MARGIN_MS = 5_000;
-
-/** Below this, a first lock is taken for a skewed clock, not a lock (deliveryBudget.ts observedLockMs agrees). */
-const MIN_SANE_LOCK_MS = 1_000;
 
 export interface SessionLockHorizon {
   /**
@@ -35,6 +33,15 @@ export interface SessionLockHorizon {
    * bounds its waits by one number read afresh before each (the Resolver), so a renewal that failed cuts them.
    */
   endWithinLock(): number;
+  /**
+   * Until when (epoch ms) the lock as it stands may still hold the session at the broker: for a caller that lets the
+   * session go and must tell its own lingering lock (a close that failed silently) from another receiver's. The
+   * lock's current expiry, but never more than one lock (as first granted) from `now`: a lock taken or renewed by
+   * now runs out within one. When the first lock said nothing in local time (a skewed clock, or no expiry read), one
+   * default lock (DEFAULT_LOCK_MS, the duration the SDK provisions) from `now`: an expiry read as already past, or
+   * as far ahead, is then no measure of the lock.
+   */
+  lockHeldUntil(now?: number): number;
 }
 
 /**
@@ -56,10 +63,12 @@ export function sessionLockHorizon(
     const t = receiver.sessionLockedUntilUtc?.getTime();
     return t !== undefined && Number.isFinite(t) ? t : Infinity;
   };
-  // A first lock under 1 s is no lock a broker grants: the local clock is ahead of the broker's by about the lock. Its expiry then says nothing in our time, so it is no bound (as observedLockMs treats it); taken as
-  // one, every session would be released right after its accept, and accepted again, without end.
+  // A first lock under 1 s is no lock a broker grants: the local clock is ahead of the broker's by about the lock. Its
+  // expiry then says nothing in our time, so it is no bound (as observedLockMs treats it); taken as one, every
+  // session would be released right after its accept, and accepted again, without end. Likewise one over 5 min (the
+  // local clock behind the broker's by more than a lock): taken as one, a lock that lapsed would read as held.
   const firstLock = lockedUntil() - acceptedAt;
-  const lockKnown = Number.isFinite(firstLock) && firstLock >= MIN_SANE_LOCK_MS;
+  const lockKnown = Number.isFinite(firstLock) && isSaneLockMs(firstLock);
   // With renewal off the lock is the only bound: without it the session has no horizon at all, which an operator
   // cannot see from anything else (sessions simply run until their locks lapse), so the caller is told.
   if (renewalMs <= 0 && Number.isFinite(firstLock) && !lockKnown) onSkewedLock?.({ firstLockMs: firstLock });
@@ -74,6 +83,7 @@ export function sessionLockHorizon(
       const now = Date.now();
       return now + Math.max(0, ms) < end() && now < lockEnd();
     },
+    lockHeldUntil: (now = Date.now()) => (lockKnown ? Math.min(lockedUntil(), now + firstLock) : now + DEFAULT_LOCK_MS),
   };
 }
 
@@ -97,10 +107,15 @@ export function warnSkewedLockOnce(log: SkewWarnLog, fields: Record<string, unkn
     if (warned) return;
     warned = true;
     log.warn(
-      { ...fields, firstLockMs: Math.round(firstLockMs), minSaneLockMs: MIN_SANE_LOCK_MS },
-      'session lock renewal is off and the lock expiry reads as under 1 s after the accept: the local clock looks ' +
-        'skewed against the broker by about a lock duration, so sessions get no lock horizon (they are worked until ' +
-        'idle and a lock may lapse mid-batch); check the clock (NTP)',
+      {
+        ...fields,
+        firstLockMs: Math.round(firstLockMs),
+        minSaneLockMs: MIN_SANE_LOCK_MS,
+        maxSaneLockMs: MAX_SANE_LOCK_MS,
+      },
+      'session lock renewal is off and the lock expiry reads as under 1 s or over 5 min after the accept: the local ' +
+        'clock looks skewed against the broker by about a lock duration or more, so sessions get no lock horizon ' +
+        '(they are worked until idle and a lock may lapse mid-batch); check the clock (NTP)',
     );
   };
 }

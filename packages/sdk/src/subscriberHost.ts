@@ -281,7 +281,7 @@ export class SubscriberHost implements AsyncDisposable {
       if (breakerWaitMs > 0) {
         // Open: leave every message untouched on the subscription until the pause is over. Half-open with the probe
         // taken by another worker, or paused after a probe found no message: a session accepted now would only be
-        // released again at once (tryAcquire refuses it), and again, in a tight loop.
+        // released again at once (acquire refuses it), and again, in a tight loop.
         await sleep(Math.max(50, Math.min(breakerWaitMs, 1000)), this.stopController.signal);
         continue;
       }
