@@ -23,14 +23,19 @@ async function failIn(eventId: string, sessionId: string): Promise<void> {
   for (const m of [request, error]) await f.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
 }
 
-test('the event page lists the row of a session its history no longer names', async () => {
-  const eventId = 'evt-two-sessions';
-  await failIn(eventId, 'S-unnamed');
+/** Deletes every history entry of the event, as if they had expired or were never written. */
+async function dropHistory(eventId: string): Promise<void> {
   const history = f.store.database.container(CONTAINERS.history);
   const { resources } = await history.items
     .query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.eventId = @e', parameters: [{ name: '@e', value: eventId }] }, { partitionKey: eventId })
     .fetchAll();
   for (const { id } of resources) await history.item(id, eventId).delete();
+}
+
+test('the event page lists the row of a session its history no longer names', async () => {
+  const eventId = 'evt-two-sessions';
+  await failIn(eventId, 'S-unnamed');
+  await dropHistory(eventId);
   await failIn(eventId, 'S-named');
   const view = await eventDetails(f.store, EP, eventId);
   const sessions = [view.event.sessionId, ...view.otherRows.map((r) => r.sessionId)].sort();
@@ -41,11 +46,7 @@ test('the event page lists the row of a session its history no longer names', as
 test('an event known only by rows (no history at all) still has its page', async () => {
   const eventId = 'evt-no-history';
   await failIn(eventId, 'S-1');
-  const history = f.store.database.container(CONTAINERS.history);
-  const { resources } = await history.items
-    .query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.eventId = @e', parameters: [{ name: '@e', value: eventId }] }, { partitionKey: eventId })
-    .fetchAll();
-  for (const { id } of resources) await history.item(id, eventId).delete();
+  await dropHistory(eventId);
   const view = await eventDetails(f.store, EP, eventId);
   assert.equal(view.event.status, 'Failed');
   assert.deepEqual(view.history, []);
