@@ -15,7 +15,7 @@ import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
 import { MessageId } from './MessageId.tsx';
-import { parkedFollowText, releasedText } from './sessionRelease.ts';
+import { parkedCountText, parkedFollowText, releasedText } from './sessionRelease.ts';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
 import { HistoryDiff } from './payload/HistoryDiff.tsx';
@@ -373,7 +373,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             </dl>
           </Panel>
 
-          <Panel title={`Parked in this session (${d.parkedSiblings.length})`}>
+          <Panel title={`Parked in this session (${parkedCountText(d.parkedSiblings.length, d.parkedSiblingsCapped)})`}>
             {released ? (
               <p role="status" className="mb-1 text-sm text-emerald-800" data-testid="parked-released">
                 {released}
@@ -437,7 +437,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit', true)}>
           <p>
             Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
-            <span className="font-mono">{e.sessionId}</span> is released and {parkedFollowText(d.parkedSiblings.length)}.
+            <span className="font-mono">{e.sessionId}</span> is released and {parkedFollowText(d.parkedSiblings.length, d.parkedSiblingsCapped)}.
           </p>
           <ErrorBox error={actionError} />
         </ConfirmDialog>
@@ -446,7 +446,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
         <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip', true)}>
           <p>
             Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released and{' '}
-            {parkedFollowText(d.parkedSiblings.length)}.
+            {parkedFollowText(d.parkedSiblings.length, d.parkedSiblingsCapped)}.
           </p>
           <ErrorBox error={actionError} />
         </ConfirmDialog>

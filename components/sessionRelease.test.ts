@@ -3,7 +3,7 @@
 // command, which says how many were released instead of a bare "Nothing parked".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parkedFollowText, releasedText } from './sessionRelease.ts';
+import { parkedCountText, parkedFollowText, releasedText } from './sessionRelease.ts';
 
 test('several parked events: counted, plural', () => {
   assert.equal(parkedFollowText(8), 'its 8 parked events follow');
@@ -32,4 +32,12 @@ test('nothing released yet, or nothing was parked: no line', () => {
 test('a parked list capped at its page when the command was sent: the number released is a lower bound', () => {
   assert.equal(releasedText(100, 0, 'resubmit', true), '100+ parked events released after the resubmit.');
   assert.equal(releasedText(100, 40, 'skip', true), '60+ parked events released after the skip; 40 still parked.');
+});
+
+test('a parked list capped at its page: the count is a lower bound, "100+", in the panel title and the dialogs', () => {
+  assert.equal(parkedCountText(100, true), '100+');
+  assert.equal(parkedCountText(100, false), '100');
+  assert.equal(parkedCountText(0, false), '0');
+  assert.equal(parkedFollowText(100, true), 'its 100+ parked events follow');
+  assert.equal(parkedFollowText(100, false), 'its 100 parked events follow');
 });

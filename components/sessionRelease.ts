@@ -3,9 +3,18 @@
 // say the same thing, from this one function.
 import { countOf, formatCount } from './format.tsx';
 
+/**
+ * How many events are parked, as the event page says it (the parked panel's title, the dialogs): the parked list is
+ * one page (the first 100), so a list `capped` at its page gives a lower bound, "100+", never "100" for 150.
+ */
+export function parkedCountText(listed: number, capped: boolean): string {
+  return capped ? `${formatCount(listed)}+` : formatCount(listed);
+}
+
 /** `session X is released and …` - the tail, by how many events are parked behind the one being settled. */
-export function parkedFollowText(parked: number): string {
+export function parkedFollowText(parked: number, capped = false): string {
   if (parked === 0) return 'nothing is parked behind it';
+  if (capped) return `its ${parkedCountText(parked, true)} parked events follow`;
   return `its ${countOf(parked, 'parked event')} ${parked === 1 ? 'follows' : 'follow'}`;
 }
 
@@ -27,7 +36,7 @@ export function releasedText(
 ): string | null {
   const released = parkedWhenSent - parkedNow;
   if (released <= 0) return null;
-  const counted = sentCapped ? `${formatCount(released)}+ parked events` : countOf(released, 'parked event');
+  const counted = sentCapped ? `${parkedCountText(released, true)} parked events` : countOf(released, 'parked event');
   const still = parkedNow > 0 ? `; ${parkedNow} still parked` : '';
   return `${counted} released after the ${command}${still}.`;
 }

@@ -2,7 +2,7 @@
 // embedded Service Bus emulator and Cosmos server (server/testing/seededConsole.ts, real clients):
 // - a failed row on the Endpoint page says how many events its session holds back (parked behind it);
 // - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
-//   parked";
+//   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
 //   packages/sdk/src/sessionPort.ts), reads "delivered 1×", not "delivered 0×".
@@ -88,6 +88,28 @@ describe('the event page after a resubmit', () => {
         WAIT_MS * 2,
       );
       await page.screenshot({ path: `${ui!.artifacts}/released.png` });
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('the event page with more parked than its list holds', () => {
+  test('the parked panel and the Resubmit / Skip dialogs say "100+" for 150 parked, not the list\'s 100', async () => {
+    await failedWithParked(ui!.stack.store, Date.now(), 'WR-CAPPED', 'wr-capped', 150);
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-capped`);
+    try {
+      await page.getByTestId('parked-siblings').waitFor();
+      assert.equal(await page.getByTestId('parked-siblings').locator('li').count(), 100, 'the list is one page');
+      assert.equal(await page.getByRole('heading', { name: 'Parked in this session (100+)', exact: true }).count(), 1, 'the panel title');
+      for (const command of ['Resubmit', 'Skip']) {
+        await page.getByRole('button', { name: command, exact: true }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.waitFor();
+        assert.match((await dialog.locator('p').first().textContent()) ?? '', /session WR-CAPPED is released and its 100\+ parked events follow\.$/, `the ${command} dialog`);
+        await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+        await dialog.waitFor({ state: 'detached' });
+      }
     } finally {
       await page.close();
     }

@@ -1,0 +1,104 @@
+// Event-details benchmark (`npx tsx bench/eventDetailsParts.ts`): where the Event page's details read
+// (server/queries.ts eventDetails) spends its time on the embedded Cosmos server with BENCH_EVENT_DETAILS_EVENTS
+// (default 100,000) events seeded (bench/console-seed.ts). Each store read the details make is timed alone, then
+// the whole read, for three events: a failed one (the common page an operator opens), one whose session has 150
+// events parked behind it, and one with rows in three sessions (its history names them all). Beside the details read,
+// in the same process, the store reads of its shape before 2026-12-05 (`beforeShape`: one parked-siblings query per
+// session the history names, beside the rows), for the ratio.
+// Requests are sequential, one at a time, so the parts add up to what one request costs.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { createStore, startEmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
+import { msg } from '../lib/store/testing/fixtures.ts';
+import { eventDetails } from '../server/queries.ts';
+import { seedConsoleBench } from './console-seed.ts';
+import { type BenchResult, envInt, percentile } from './report.ts';
+
+const ENDPOINTS = ['storefrontendpoint', 'billingendpoint', 'shippingendpoint', 'crmendpoint', 'erpendpoint'];
+const EP = 'billingendpoint';
+
+async function p50(rounds: number, f: () => Promise<unknown>): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const started = performance.now();
+    await f();
+    samples.push(performance.now() - started);
+  }
+  return percentile(samples.sort((a, b) => a - b), 50);
+}
+
+/** One message of the event recorded as the Resolver records it: history entry and status row. */
+async function record(store: MessageStore, type: T, eventId: string, sessionId: string, extra: Record<string, unknown> = {}) {
+  const m = msg(type, { endpointId: EP, eventId, sessionId, ...extra });
+  await store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+  return m;
+}
+
+async function fail(store: MessageStore, eventId: string, sessionId: string) {
+  const request = await record(store, T.EventRequest, eventId, sessionId, { payload: { n: 1 } });
+  await record(store, T.ErrorResponse, eventId, sessionId, { parentMessageId: request.messageId, errorText: 'boom' });
+}
+
+/** The store reads eventDetails made before: a parked-siblings query for every session the history names. */
+async function beforeShape(store: MessageStore, eventId: string): Promise<unknown> {
+  const history = store.listHistory(eventId, { pageSize: 200 });
+  const parked = history.then((h) =>
+    Promise.all([...new Set(h.items.filter((x) => x.endpointId === EP).map((x) => x.sessionId))].map((sessionId) => store.listParkedSiblings({ endpointId: EP, sessionId, blockedBy: eventId, pageSize: 100 }))),
+  );
+  return Promise.all([history, store.listAudits(eventId, { pageSize: 200 }), store.listEventRows(EP, eventId), parked]);
+}
+
+export async function runEventDetailsBench(): Promise<BenchResult> {
+  const events = envInt('BENCH_EVENT_DETAILS_EVENTS', 100_000);
+  const rounds = envInt('BENCH_EVENT_DETAILS_ROUNDS', 15);
+  // Never the default .nimbus: a directory of its own, removed at the end.
+  const dataDir = mkdtempSync(join(tmpdir(), 'nimbus-event-details-'));
+  const cosmos = await startEmbeddedCosmos({ port: 0, dataDir: join(dataDir, 'cosmos') });
+  const store = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'bench-event-details' });
+  try {
+    const seeded = await seedConsoleBench(store, { events, endpoints: ENDPOINTS, sessionsPerEndpoint: 2000, spanMinutes: 7 * 24 * 60, failedShare: 0.1 });
+    const failed = seeded.samples.find((s) => s.endpointId === EP && s.status === 'Failed')!.eventId;
+    await fail(store, 'bench-blocker', 'S-BLOCKED');
+    for (let i = 0; i < 150; i++) await record(store, T.DeferralResponse, `bench-parked-${String(i).padStart(3, '0')}`, 'S-BLOCKED', { blockedBy: 'bench-blocker' });
+    for (const s of ['S-A', 'S-B', 'S-C']) await fail(store, 'bench-three-sessions', s);
+
+    const rows: BenchResult['rows'] = [];
+    for (const [label, eventId, session] of [
+      ['failed event', failed, undefined],
+      ['150 parked behind it', 'bench-blocker', 'S-BLOCKED'],
+      ['rows in 3 sessions', 'bench-three-sessions', 'S-C'],
+    ] as const) {
+      const before = await p50(rounds, () => beforeShape(store, eventId));
+      const whole = await p50(rounds, () => eventDetails(store, EP, eventId));
+      const sessionId = session ?? (await store.listEventRows(EP, eventId))[0]!.sessionId;
+      const parts = {
+        history: await p50(rounds, () => store.listHistory(eventId, { pageSize: 200 })),
+        audits: await p50(rounds, () => store.listAudits(eventId, { pageSize: 200 })),
+        'rows (query over the event partition)': await p50(rounds, () => store.listEventRows(EP, eventId)),
+        'parked siblings (one session)': await p50(rounds, () => store.listParkedSiblings({ endpointId: EP, sessionId, blockedBy: eventId, pageSize: 100 })),
+      };
+      rows.push({ figure: `${label}: before, the reads of the old shape, p50`, value: before, unit: 'ms', baseline: before, better: 'lower' });
+      rows.push({ figure: `${label}: eventDetails, p50`, value: whole, unit: 'ms', baseline: before, better: 'lower' });
+      for (const [part, v] of Object.entries(parts)) rows.push({ figure: `${label}: ${part} alone, p50`, value: v, unit: 'ms', baseline: before, better: 'lower' });
+    }
+    return {
+      title: `Event details read and its parts (${events.toLocaleString('en-US')} events seeded, embedded Cosmos, no traffic)`,
+      rows,
+      settings: { events, rounds, endpoints: ENDPOINTS.length },
+    };
+  } finally {
+    await store.close();
+    await cosmos.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { toMarkdown } = await import('./report.ts');
+  console.log(toMarkdown(await runEventDetailsBench()));
+  process.exit(0);
+}
