@@ -5,11 +5,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
+import { ServiceBusClient } from '@azure/service-bus';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
+import { Manager } from '../manager/manager.ts';
 import { eventHistory } from './history.ts';
-import { stuckFinding } from './stuck.ts';
+import { applyStuckRepairs, stuckFinding } from './stuck.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -116,4 +118,48 @@ test('a claim whose answered state is in no history entry of a capped list is of
   assert.deepEqual(finding.repairs.map((r) => r.action), ['resend'], finding.why);
   assert.equal(finding.restoresTo, null);
   assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
+});
+
+/**
+ * applyStuckRepairs restoring `row` as an operator does long after (no grace), with the small cap. A restore sends
+ * nothing: the Manager's client is a real one that is never connected.
+ */
+async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered') {
+  const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
+  const manager = new Manager({ store: f.store, client });
+  try {
+    const [result] = await applyStuckRepairs(
+      { store: f.store, manager },
+      [{ kind, endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, rowMessageId: row.lastMessageId, action: 'restore' }],
+      'reconcile-test',
+      { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 },
+    );
+    return result;
+  } finally {
+    await manager.close();
+    await client.close();
+  }
+}
+
+/** The event's other traffic (another session of the same endpoint) at 1..4 s: enough to fill a cap of 3. */
+async function fillCap(endpointId: string, eventId: string) {
+  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+}
+
+test('applying a restore on a long event writes back the state the claim answered', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  // An old state of the row's session inside the cap, other traffic filling it, then the failure the claim answered.
+  await f.store.recordHistory({ ...msg(MessageType.ResolutionResponse, { endpointId, eventId }), enqueuedAt: at(0) });
+  await fillCap(endpointId, eventId);
+  const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(5), errorText: 'boom' });
+  const failed = await f.store.writeStatus(failure);
+  assert.ok(failed.outcome === 'written');
+  await f.store.recordHistory({ ...failure, enqueuedAt: at(5) });
+  const { claimed } = await claimSkipRecorded(failed.row, at(10));
+
+  const result = await applyRestore(claimed.row, 'unanswered');
+  assert.equal(result?.outcome, 'repaired', result?.reason);
+  const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
+  assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
 });
