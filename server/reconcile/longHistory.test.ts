@@ -1,9 +1,9 @@
 // Reconcile on a long event (real store on the embedded Cosmos server): the history reconcile reads is capped and
 // oldest first, so the newest entries - a claim's command, the answer to it, the state it answered - are not in it.
 // Each check about one of them reads the store for it: a recorded command is not offered "resend" (a second copy on
-// the wire), an answered one is not offered "restore" (it would undo what the endpoint did), and a restore (preview
-// and apply) goes back to the state the claim answered. The cap is passed small here: the same cut as 2,000
-// entries, planted with a handful.
+// the wire), an answered one is not offered "restore" (it would undo what the endpoint did), a restore (preview and
+// apply) goes back to the state the claim answered, and a row whose state to restore is unknown is still listed,
+// with why and no repair. The cap is passed small here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
@@ -179,6 +179,58 @@ test('an answer past the history cap that no longer parses still counts as an an
   const history = await eventHistory(f.store, endpointId, eventId, 3);
   const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
   assert.equal(finding, undefined, `the endpoint did answer; a restore would undo it, found: ${finding?.kind} (${finding?.why})`);
+});
+
+/** A row Pending by a command whose answered state was never recorded, on an event past the cap. */
+async function pastCapWithoutAnsweredState(stateType: typeof MessageType.ErrorResponse | typeof MessageType.PendingHandoffResponse) {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  await f.store.recordHistory({ ...msg(MessageType.ResolutionResponse, { endpointId, eventId }), enqueuedAt: at(0) });
+  await fillCap(endpointId, eventId);
+  const state = msg(stateType, {
+    endpointId,
+    eventId,
+    enqueuedAt: at(5),
+    ...(stateType === MessageType.ErrorResponse ? { errorText: 'boom' } : { handoffReason: 'manual review', expectedBy: at(3600) }),
+  });
+  const written = await f.store.writeStatus(state);
+  assert.ok(written.outcome === 'written');
+  return written.row;
+}
+
+test('a recorded command whose state to restore is unknown past the cap is listed, with why and no repair', async () => {
+  const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
+  const { claimed } = await claimSkipRecorded(row, at(10));
+  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.ok(finding, 'the operator sees the row and why nothing is offered');
+  assert.equal(finding.kind, 'unanswered');
+  assert.deepEqual(finding.repairs, []);
+  assert.equal(finding.restoresTo, null);
+  assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
+  // Applied anyway (a stale page, a hand-made request): nothing written, and the reason says why.
+  const applied = await applyRestore(claimed.row, 'unanswered');
+  assert.deepEqual([applied?.outcome, applied?.reason], ['unchanged', "no repair is offered for this row: the state before its command is unknown (the event's history is past the cap Reconcile reads)"]);
+  assert.equal((await f.store.getStatusRow(row.endpointId, row.eventId, row.sessionId))?.lastMessageId, claimed.row.lastMessageId);
+});
+
+test('a handoff settlement claim whose state to restore is unknown past the cap is listed, with why and no repair', async () => {
+  const row = await pastCapWithoutAnsweredState(MessageType.PendingHandoffResponse);
+  const failId = commandMessageId(MessageType.HandoffFailedRequest, row, row.lastMessageId);
+  const claimed = await f.store.writeStatus(
+    { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, messageId: failId, messageType: MessageType.HandoffFailedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: row.endpointId, enqueuedAt: at(10) },
+    { lastMessageId: row.lastMessageId, status: row.status },
+  );
+  assert.ok(claimed.outcome === 'written');
+  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+
+  // Never re-sent (its text was never stored) and nothing known to restore: still listed.
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.ok(finding, 'the operator sees the row and why nothing is offered');
+  assert.equal(finding.kind, 'claim');
+  assert.deepEqual(finding.repairs, []);
+  assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
 });
 
 test('applying a restore on a long event writes back the state the claim answered', async () => {

@@ -50,7 +50,11 @@ export interface StuckRow {
   rowUpdatedAt: string;
   /** Why nothing will move it. */
   why: string;
-  /** What each possible repair does; the first is the one proposed. */
+  /**
+   * What each possible repair does; the first is the one proposed. Empty when none can be offered (the state to
+   * restore is unknown on an event past the history cap, and a re-send is not possible): the row is still listed,
+   * so the operator sees it and `why` says why nothing is offered.
+   */
   repairs: Array<{ action: RepairAction; does: string }>;
   /** The version a restore writes back (from history), when known. */
   restoresTo: { status: string; messageType: string; messageId: string } | null;
@@ -206,7 +210,7 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
     const canResend = specOfClaim(row as StatusRow) !== undefined;
     const resend = canResend ? [{ action: 'resend' as const, does: `send the ${row.messageType} again with the same MessageId (the subscriber's inbox drops a copy it already has) and write its receipt` }] : [];
     const repairs = [...resend, ...restore];
-    if (repairs.length === 0) return undefined;
+    if (repairs.length === 0 && !cutOff) return undefined;
     return {
       ...base,
       kind: 'claim',
@@ -216,14 +220,14 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
   }
   if (!recorded || age < (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS)) return undefined;
   if (await isAnswered(store, row, history)) return undefined;
-  if (restore.length === 0) return undefined;
+  if (restore.length === 0 && !cutOff) return undefined; // nothing before the request to go back to
   const reason =
     row.messageType === MessageType.ContinuationRequest
       ? 'a ContinuationRequest is completed by current subscribers without any answer'
       : row.messageType === MessageType.HandoffCompletedRequest || row.messageType === MessageType.HandoffFailedRequest
         ? 'the endpoint did not answer the handoff command (an older subscriber ignores one for a session its event does not block)'
         : 'the endpoint has not answered the command';
-  return { ...base, kind: 'unanswered', why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that nobody answered: ${reason}`, repairs: restore };
+  return { ...base, kind: 'unanswered', why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that nobody answered: ${reason}${noRestore}`, repairs: restore };
 }
 
 export interface RepairTarget {
@@ -266,6 +270,10 @@ export async function applyStuckRepairs(
     const finding = await stuckFinding(store, row, history, o);
     if (!finding || finding.kind !== target.kind) {
       unchanged(`the row is ${row.status} and no longer stuck that way`);
+      continue;
+    }
+    if (finding.repairs.length === 0) {
+      unchanged('no repair is offered for this row: the state before its command is unknown (the event\'s history is past the cap Reconcile reads)');
       continue;
     }
     if (!finding.repairs.some((r) => r.action === target.action)) {
