@@ -67,7 +67,7 @@ export function ReconcileView() {
   });
   const allSelected = selectable.length > 0 && chosen.length === selectable.length;
   // The button shows to whoever may repair any row listed (a site-wide Operator also when none is).
-  const mayRepair = can('reconcile') || [...stale, ...stuck, ...draining].some((r) => canRepair(r.endpointId));
+  const mayRepair = can('reconcile') || [...stale, ...stuck.filter((r) => r.repairs.length > 0), ...draining].some((r) => canRepair(r.endpointId));
   // A failed apply keeps the dialog open with its error inside; closing the dialog forgets the error.
   const closeConfirm = () => {
     setConfirming(false);
@@ -182,7 +182,7 @@ export function ReconcileView() {
           )}
           <h2 className="mb-1 mt-5 font-semibold">Stuck rows ({stuck.length})</h2>
           <p className="mb-1 text-xs text-slate-500">
-            Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair.
+            Pending because of a command or request that nothing will answer. Select a row and, where it offers two, the repair; a row that offers none says why.
           </p>
           <StuckRowsTable rows={stuck} chosen={repairs} onChange={setRepairs} canRepair={canRepair} />
           <h2 className="mb-1 mt-5 font-semibold">Sessions draining with a gap{sessionScan.data ? ` (${draining.length})` : ''}</h2>

@@ -1,7 +1,8 @@
 'use client';
 // Operations → Reconcile: rows that nothing will move (a claim without a receipt, a control request nobody
 // answered), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
-// row offers more than one repair (re-send or restore), picks one; the parent applies the selection.
+// row offers more than one repair (re-send or restore), picks one; the parent applies the selection. A row that offers
+// none (its state to restore is unknown) is listed all the same, without controls: its "why" says what is unknown.
 import { Timestamp } from '../format.tsx';
 import type { RepairTarget, StuckRow } from '../topology/opsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
@@ -23,7 +24,7 @@ export function StuckRowsTable(props: {
   const { rows, chosen, onChange, canRepair } = props;
   if (rows.length === 0) return <p className="rounded border border-slate-200 bg-white px-3 py-4 text-sm text-slate-500">No stuck rows.</p>;
   // The column shows when any row may be repaired; a row of an endpoint the caller may not repair gets no controls.
-  const anyRepairable = rows.some((r) => canRepair(r.endpointId));
+  const anyRepairable = rows.some((r) => canRepair(r.endpointId) && r.repairs.length > 0);
   const set = (key: string, action: RepairTarget['action'] | undefined) => {
     const next = new Map(chosen);
     if (action === undefined) next.delete(key);
@@ -45,7 +46,7 @@ export function StuckRowsTable(props: {
           {rows.map((r) => {
             const key = stuckKey(r);
             const picked = chosen.get(key);
-            const repairable = canRepair(r.endpointId);
+            const repairable = canRepair(r.endpointId) && r.repairs.length > 0;
             return (
               <tr key={key} className="border-t border-slate-100 align-top" data-stuck-event={r.eventId} data-stuck-kind={r.kind}>
                 {anyRepairable && (
@@ -62,6 +63,7 @@ export function StuckRowsTable(props: {
                 </EventCell>
                 <td className="px-3 py-2 text-xs">{r.why}</td>
                 <td className="px-3 py-2 text-xs">
+                  {r.repairs.length === 0 && <span data-stuck-no-repair="">None offered: Reconcile cannot tell which state to put back (see why). Check the event&apos;s history on its page.</span>}
                   {r.repairs.map((p) => (
                     <label key={p.action} className="mb-1 flex items-start gap-1.5">
                       {repairable && r.repairs.length > 1 && (

@@ -1491,6 +1491,38 @@ export class MessageStore {
     return parsed.data;
   }
 
+  /**
+   * The entries that answer one message on one endpoint's session (their ParentMessageId is `messageId`), newest
+   * first, at most `limit`. A query in the event's partition filtered on that link: an answer's own MessageId is
+   * the subscriber's and cannot be derived, and a list read of the history stops at its cap, oldest first, so the
+   * newest entries - an answer among them - are the ones it lacks. Entries that no longer parse are in `corrupt`.
+   */
+  async listHistoryAnswers(
+    eventId: string,
+    endpointId: string,
+    sessionId: string,
+    messageId: string,
+    limit = 10,
+  ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
+    parseInput(endpointIdSchema, endpointId, 'endpoint id');
+    const { items, corrupt } = await queryAll(
+      this.#c.history,
+      {
+        query: 'SELECT * FROM c WHERE c.eventId = @event AND c.parentMessageId = @parent AND c.endpointId = @ep AND c.sessionId = @session ORDER BY c.enqueuedAt DESC',
+        parameters: [
+          { name: '@event', value: eventId },
+          { name: '@parent', value: messageId },
+          { name: '@ep', value: endpointId },
+          { name: '@session', value: sessionId },
+        ],
+      },
+      historyEntrySchema,
+      { partitionKey: eventId, limit },
+      'history answers',
+    );
+    return { items, corrupt };
+  }
+
   /** The event's messages in enqueue order (the Flow tab), paged. */
   listHistory(eventId: string, page: PageRequest = {}): Promise<Page<HistoryEntry>> {
     return queryPage(

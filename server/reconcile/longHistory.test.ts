@@ -1,15 +1,19 @@
 // Reconcile on a long event (real store on the embedded Cosmos server): the history reconcile reads is capped and
-// oldest first, so a Manager claim's command recorded among the newest entries is not in it. The claim must still
-// count as recorded (a point read of the command's entry) - offered "resend", it would put a second copy on the
-// wire. The cap is passed small here: the same cut as 2,000 entries, planted with a handful.
+// oldest first, so the newest entries - a claim's command, the answer to it, the state it answered - are not in it.
+// Each check about one of them reads the store for it: a recorded command is not offered "resend" (a second copy on
+// the wire), an answered one is not offered "restore" (it would undo what the endpoint did), a restore (preview and
+// apply) goes back to the state the claim answered, and a row whose state to restore is unknown is still listed,
+// with why and no repair. The cap is passed small here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
+import { ServiceBusClient } from '@azure/service-bus';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
+import { Manager } from '../manager/manager.ts';
 import { eventHistory } from './history.ts';
-import { stuckFinding } from './stuck.ts';
+import { applyStuckRepairs, stuckFinding } from './stuck.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -44,18 +48,26 @@ async function claimSkipRecorded(row: StatusRow, enqueuedAt: string) {
   return { skipId, claimed };
 }
 
-test('a claim whose command the Resolver recorded past the history cap is not offered a resend', async () => {
+/** The event's other traffic (another session of the same endpoint) at 1..4 s: enough to fill a cap of 3. */
+async function fillCap(endpointId: string, eventId: string) {
+  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+}
+
+/** A failure at 0 s, the cap filled, then a skip of it claimed and recorded at 10 s: the skip's answer comes later. */
+async function skipRecordedOnLongEvent() {
   const endpointId = 'billingendpoint';
   const eventId = uniq('long');
   const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(0), errorText: 'boom' });
   const failed = await f.store.writeStatus(failure);
   assert.ok(failed.outcome === 'written');
   await f.store.recordHistory({ ...failure, enqueuedAt: at(0) });
-  // The event's other traffic, all older than the command: enough to fill the cap.
-  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+  await fillCap(endpointId, eventId);
+  const { skipId, claimed } = await claimSkipRecorded(failed.row, at(10));
+  return { endpointId, eventId, skipId, claimed };
+}
 
-  const row = failed.row;
-  const { skipId, claimed } = await claimSkipRecorded(row, at(10));
+test('a claim whose command the Resolver recorded past the history cap is not offered a resend', async () => {
+  const { endpointId, eventId, skipId, claimed } = await skipRecordedOnLongEvent();
 
   const history = await eventHistory(f.store, endpointId, eventId, 3);
   assert.ok(!history.some((h) => h.messageId === skipId), 'precondition: the command is past the cap');
@@ -72,7 +84,7 @@ test('a restore past the history cap goes back to the state the claim answered, 
   // An old state of the row's session, inside the cap; then other traffic filling it; then the newest failure.
   const old = msg(MessageType.ResolutionResponse, { endpointId, eventId, enqueuedAt: at(0) });
   await f.store.recordHistory({ ...old, enqueuedAt: at(0) });
-  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+  await fillCap(endpointId, eventId);
   const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(5), errorText: 'boom' });
   const failed = await f.store.writeStatus(failure);
   assert.ok(failed.outcome === 'written');
@@ -96,7 +108,7 @@ test('a claim whose answered state is in no history entry of a capped list is of
   const eventId = uniq('long');
   const old = msg(MessageType.ResolutionResponse, { endpointId, eventId, enqueuedAt: at(0) });
   await f.store.recordHistory({ ...old, enqueuedAt: at(0) });
-  for (let i = 1; i <= 4; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
+  await fillCap(endpointId, eventId);
   // The failure is the row's state but never recorded: no entry to read by id.
   const failed = await f.store.writeStatus(msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(5), errorText: 'boom' }));
   assert.ok(failed.outcome === 'written');
@@ -116,4 +128,125 @@ test('a claim whose answered state is in no history entry of a capped list is of
   assert.deepEqual(finding.repairs.map((r) => r.action), ['resend'], finding.why);
   assert.equal(finding.restoresTo, null);
   assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
+});
+
+/**
+ * applyStuckRepairs restoring `row` as an operator does long after (no grace), with the small cap. A restore sends
+ * nothing: the Manager's client is a real one that is never connected.
+ */
+async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered') {
+  const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
+  const manager = new Manager({ store: f.store, client });
+  try {
+    const [result] = await applyStuckRepairs(
+      { store: f.store, manager },
+      [{ kind, endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, rowMessageId: row.lastMessageId, action: 'restore' }],
+      'reconcile-test',
+      { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 },
+    );
+    return result;
+  } finally {
+    await manager.close();
+    await client.close();
+  }
+}
+
+test('a recorded command answered past the history cap is not offered a restore; another session\'s answer is no answer', async () => {
+  const { endpointId, eventId, skipId, claimed } = await skipRecordedOnLongEvent();
+  const skipped = (over: { sessionId?: string; endpointId?: string }, s: number) => ({ ...msg(MessageType.SkipResponse, { endpointId, eventId, sessionId: claimed.row.sessionId, parentMessageId: skipId, ...over }), enqueuedAt: at(s) });
+  // Answers to the same MessageId elsewhere: another session of this endpoint, another endpoint's row.
+  await f.store.recordHistory(skipped({ sessionId: 's-other' }, 11));
+  await f.store.recordHistory(skipped({ endpointId: 'shippingendpoint' }, 12));
+
+  const o = { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 };
+  const unanswered = await stuckFinding(f.store, claimed.row, await eventHistory(f.store, endpointId, eventId, 3), o);
+  assert.equal(unanswered?.kind, 'unanswered', 'answers on another session or endpoint do not answer this row');
+
+  // The endpoint's own answer, recorded (its status write lost): newest, so past the cap.
+  const answer = skipped({}, 13);
+  await f.store.recordHistory(answer);
+  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(!history.some((h) => h.messageId === answer.messageId), 'precondition: the answer is past the cap');
+  const finding = await stuckFinding(f.store, claimed.row, history, o);
+  assert.equal(finding, undefined, `an answered command is not stuck, found: ${finding?.kind} ${finding?.repairs.map((r) => r.action).join()} (${finding?.why})`);
+});
+
+test('an answer past the history cap that no longer parses still counts as an answer', async () => {
+  const { endpointId, eventId, skipId, claimed } = await skipRecordedOnLongEvent();
+  // The endpoint's answer as a document the store would never write (a type it does not know).
+  await f.raw.database(f.database).container('history').items.create({ id: uniq('answer'), eventId, endpointId, sessionId: claimed.row.sessionId, messageId: uniq('answer'), parentMessageId: skipId, messageType: 'FromTheFuture', enqueuedAt: at(11) });
+
+  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.equal(finding, undefined, `the endpoint did answer; a restore would undo it, found: ${finding?.kind} (${finding?.why})`);
+});
+
+/** A row Pending by a command whose answered state was never recorded, on an event past the cap. */
+async function pastCapWithoutAnsweredState(stateType: typeof MessageType.ErrorResponse | typeof MessageType.PendingHandoffResponse) {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  await f.store.recordHistory({ ...msg(MessageType.ResolutionResponse, { endpointId, eventId }), enqueuedAt: at(0) });
+  await fillCap(endpointId, eventId);
+  const state = msg(stateType, {
+    endpointId,
+    eventId,
+    enqueuedAt: at(5),
+    ...(stateType === MessageType.ErrorResponse ? { errorText: 'boom' } : { handoffReason: 'manual review', expectedBy: at(3600) }),
+  });
+  const written = await f.store.writeStatus(state);
+  assert.ok(written.outcome === 'written');
+  return written.row;
+}
+
+test('a recorded command whose state to restore is unknown past the cap is listed, with why and no repair', async () => {
+  const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
+  const { claimed } = await claimSkipRecorded(row, at(10));
+  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.ok(finding, 'the operator sees the row and why nothing is offered');
+  assert.equal(finding.kind, 'unanswered');
+  assert.deepEqual(finding.repairs, []);
+  assert.equal(finding.restoresTo, null);
+  assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
+  // Applied anyway (a stale page, a hand-made request): nothing written, and the reason says why.
+  const applied = await applyRestore(claimed.row, 'unanswered');
+  assert.deepEqual([applied?.outcome, applied?.reason], ['unchanged', "no repair is offered for this row: the state before its command is unknown (the event's history is past the cap Reconcile reads)"]);
+  assert.equal((await f.store.getStatusRow(row.endpointId, row.eventId, row.sessionId))?.lastMessageId, claimed.row.lastMessageId);
+});
+
+test('a handoff settlement claim whose state to restore is unknown past the cap is listed, with why and no repair', async () => {
+  const row = await pastCapWithoutAnsweredState(MessageType.PendingHandoffResponse);
+  const failId = commandMessageId(MessageType.HandoffFailedRequest, row, row.lastMessageId);
+  const claimed = await f.store.writeStatus(
+    { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, messageId: failId, messageType: MessageType.HandoffFailedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: row.endpointId, enqueuedAt: at(10) },
+    { lastMessageId: row.lastMessageId, status: row.status },
+  );
+  assert.ok(claimed.outcome === 'written');
+  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+
+  // Never re-sent (its text was never stored) and nothing known to restore: still listed.
+  const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.ok(finding, 'the operator sees the row and why nothing is offered');
+  assert.equal(finding.kind, 'claim');
+  assert.deepEqual(finding.repairs, []);
+  assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
+});
+
+test('applying a restore on a long event writes back the state the claim answered', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  // An old state of the row's session inside the cap, other traffic filling it, then the failure the claim answered.
+  await f.store.recordHistory({ ...msg(MessageType.ResolutionResponse, { endpointId, eventId }), enqueuedAt: at(0) });
+  await fillCap(endpointId, eventId);
+  const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(5), errorText: 'boom' });
+  const failed = await f.store.writeStatus(failure);
+  assert.ok(failed.outcome === 'written');
+  await f.store.recordHistory({ ...failure, enqueuedAt: at(5) });
+  const { claimed } = await claimSkipRecorded(failed.row, at(10));
+
+  const result = await applyRestore(claimed.row, 'unanswered');
+  assert.equal(result?.outcome, 'repaired', result?.reason);
+  const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
+  assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
 });

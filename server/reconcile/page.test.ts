@@ -4,7 +4,8 @@
 // sent once, the cursor moves, both repairs are audited. A failed repair shows its error inside the still-open
 // dialog. While the scan has not answered the page says it is scanning, never "nothing stuck", and after a failed
 // scan it shows the error alone. The rows show while the broker's session scan is still held, the sessions part saying
-// it is still checking.
+// it is still checking. A stuck row whose state to restore is unknown (its event's history past the cap) is listed
+// with why, "None offered" and no checkbox.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -165,6 +166,39 @@ describe('Operations → Reconcile page', () => {
     assert.ok((await stack.store.listAudits(RECONCILE_AUDIT_EVENT)).items.some((a) => a.type === 'ReconcileDrainingSession'));
     assert.deepEqual(pageErrors, []);
   });
+  test('a stuck row whose state to restore is unknown (history past the cap) is listed with why and without controls', async () => {
+    // A failure whose history entry is missing, on an event with more than 2,000 older entries (HISTORY_CAP), then a
+    // skip of it that the Resolver recorded a quarter of an hour ago and nobody answered.
+    const eventId = `evt-long-${randomUUID().slice(0, 8)}`;
+    const sessionId = 's-long';
+    const older = Date.now() - 60 * 60_000;
+    for (let i = 0; i <= 2000; i += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, 2001 - i) }, (_, k) =>
+          stack.store.recordHistory({ endpointId: ep, eventId, sessionId: 's-other', messageId: `${eventId}-${i + k}`, messageType: MessageType.EventRequest, enqueuedAt: new Date(older + i + k).toISOString() }),
+        ),
+      );
+    }
+    const past = await createStore({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'reconcilepage', now: () => new Date(Date.now() - 15 * 60_000) });
+    const failed = await past.writeStatus({ endpointId: ep, eventId, sessionId, messageId: `${eventId}-failed`, messageType: MessageType.ErrorResponse, eventTypeId: 'OrderPlaced', parentMessageId: `${eventId}-req`, errorText: 'boom', enqueuedAt: new Date(older + 3000).toISOString() });
+    assert.ok(failed.outcome === 'written');
+    const skipId = commandMessageId(MessageType.SkipRequest, failed.row, failed.row.lastMessageId);
+    const skip = { endpointId: ep, eventId, sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: 'OrderPlaced', parentMessageId: failed.row.lastMessageId, from: Topic.Manager, to: ep, enqueuedAt: new Date(older + 4000).toISOString() };
+    assert.equal((await past.writeStatus(skip, { lastMessageId: failed.row.lastMessageId, status: failed.row.status })).outcome, 'written');
+    await past.close();
+    await stack.store.recordHistory(skip);
+
+    const page = await open('/operations/reconcile');
+    const row = page.locator(`[data-stuck-event="${eventId}"]`);
+    await row.waitFor();
+    assert.match((await row.textContent()) ?? '', /nobody answered/);
+    assert.match((await row.textContent()) ?? '', /no restore is offered: the event's history is longer than the 2000 entries/);
+    assert.match((await row.textContent()) ?? '', /None offered/);
+    assert.equal(await page.getByRole('checkbox', { name: `Repair ${eventId} on ${ep}` }).count(), 0, 'nothing to select for it');
+    await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
   test('the rows show while the session scan is still running; the sessions part has its own state', async () => {
     await seedConsoleData(stack.store, Date.now() - 60_000, '-held');
     const page = await ui!.browser.newPage();

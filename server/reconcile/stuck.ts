@@ -50,7 +50,11 @@ export interface StuckRow {
   rowUpdatedAt: string;
   /** Why nothing will move it. */
   why: string;
-  /** What each possible repair does; the first is the one proposed. */
+  /**
+   * What each possible repair does; the first is the one proposed. Empty when none can be offered (the state to
+   * restore is unknown on an event past the history cap, and a re-send is not possible): the row is still listed,
+   * so the operator sees it and `why` says why nothing is offered.
+   */
   repairs: Array<{ action: RepairAction; does: string }>;
   /** The version a restore writes back (from history), when known. */
   restoresTo: { status: string; messageType: string; messageId: string } | null;
@@ -121,6 +125,18 @@ export async function entryToRestore(
   return { entry: previousEntry(row, history), cutOff: false };
 }
 
+/**
+ * Whether a response on the row's endpoint and session answers the row's own message. `history` is capped (oldest
+ * first) and the answer, newer than the request, is among the entries a long event's list lacks: an answer not in
+ * it is looked up by the link itself (store.listHistoryAnswers). A stored answer that no longer parses still counts:
+ * the endpoint did answer, and a restore would undo what it did.
+ */
+async function isAnswered(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'sessionId' | 'lastMessageId'>, history: HistoryEntry[]): Promise<boolean> {
+  if (history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId)) return true;
+  const answers = await store.listHistoryAnswers(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, 1);
+  return answers.items.length > 0 || answers.corrupt.length > 0;
+}
+
 /** `current` as it was when `entry` last wrote it: the outcome fields from the entry, the event's fields kept. */
 export function rowFromEntry(current: StatusRow, entry: HistoryEntry): StatusRow {
   const { status, subStatus } = resultingStatus(entry.messageType as MessageTypeT, entry.deadLetterErrorDescription);
@@ -159,7 +175,8 @@ const describe = (h: HistoryEntry) => `${resultingStatus(h.messageType as Messag
 
 /**
  * Whether `row` (Pending, not a handoff park, not stale) is stuck, with why and what a repair would do. Reads the
- * receipt (a point read) only for Manager claims. Undefined when it is not (or not yet) stuck.
+ * receipt (a point read) only for Manager claims, and whether a recorded request was answered (a query on the
+ * answer's link) only for one not answered in `history`. Undefined when it is not (or not yet) stuck.
  */
 export async function stuckFinding(store: MessageStore, row: StatusRowSummary, history: HistoryEntry[], o: StuckOptions): Promise<StuckRow | undefined> {
   if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
@@ -172,7 +189,6 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
   const recorded =
     history.some((h) => h.messageId === row.lastMessageId) ||
     (isManagerClaim(row) && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
-  const answered = history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
   const cap = o.historyCap ?? HISTORY_CAP;
   const { entry: previous, cutOff } = await entryToRestore(store, row, history, cap);
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
@@ -194,7 +210,7 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
     const canResend = specOfClaim(row as StatusRow) !== undefined;
     const resend = canResend ? [{ action: 'resend' as const, does: `send the ${row.messageType} again with the same MessageId (the subscriber's inbox drops a copy it already has) and write its receipt` }] : [];
     const repairs = [...resend, ...restore];
-    if (repairs.length === 0) return undefined;
+    if (repairs.length === 0 && !cutOff) return undefined;
     return {
       ...base,
       kind: 'claim',
@@ -202,14 +218,16 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
       repairs,
     };
   }
-  if (!recorded || answered || age < (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS) || restore.length === 0) return undefined;
+  if (!recorded || age < (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS)) return undefined;
+  if (await isAnswered(store, row, history)) return undefined;
+  if (restore.length === 0 && !cutOff) return undefined; // nothing before the request to go back to
   const reason =
     row.messageType === MessageType.ContinuationRequest
       ? 'a ContinuationRequest is completed by current subscribers without any answer'
       : row.messageType === MessageType.HandoffCompletedRequest || row.messageType === MessageType.HandoffFailedRequest
         ? 'the endpoint did not answer the handoff command (an older subscriber ignores one for a session its event does not block)'
         : 'the endpoint has not answered the command';
-  return { ...base, kind: 'unanswered', why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that nobody answered: ${reason}`, repairs: restore };
+  return { ...base, kind: 'unanswered', why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that nobody answered: ${reason}${noRestore}`, repairs: restore };
 }
 
 export interface RepairTarget {
@@ -252,6 +270,10 @@ export async function applyStuckRepairs(
     const finding = await stuckFinding(store, row, history, o);
     if (!finding || finding.kind !== target.kind) {
       unchanged(`the row is ${row.status} and no longer stuck that way`);
+      continue;
+    }
+    if (finding.repairs.length === 0) {
+      unchanged('no repair is offered for this row: the state before its command is unknown (the event\'s history is past the cap Reconcile reads)');
       continue;
     }
     if (!finding.repairs.some((r) => r.action === target.action)) {
