@@ -177,7 +177,10 @@ export class Manager {
    * between the stages leaves what one would leave for a single command: claims without receipts (a repeat answers
    * duplicate and writes the receipt if the Resolver recorded the command, else re-sends it with the same MessageId
    * after CLAIM_GRACE_MS), never a second command. An event the lot cannot settle alone - no
-   * session known, no row, already claimed, refused, nothing to resubmit, a claim that lost a race - goes through
+   * session known, no row, a row that is not the event's only one (the event's rows are counted in one query per
+   * endpoint, beside the point reads: another row may be this command's own claim, no longer parsing or past the
+   * rows limit, where #execute answers 409 and sends nothing), already claimed, refused, nothing to resubmit, a
+   * claim that lost a race - goes through
    * the one-event path, so every answer (duplicate, 404, 409) is exactly the one execute() gives. Results are in
    * the order of `targets`; an error (the HttpError execute() would throw) settles only its own event.
    * Without `origin` (the synchronous bulk routes) the receipts are a click's: no operation named.
@@ -234,17 +237,17 @@ export class Manager {
     // Events for the one-event path (#execute: their in-flight mark is the lot's, held until the lot ends).
     const alone: number[] = [];
     const type = commandType(spec);
-    let rows: Array<StatusRow | null | undefined>;
-    try {
-      rows = await this.#store.getStatusRows(lot.map((k) => ({ endpointId: targets[k]!.endpointId, eventId: targets[k]!.eventId, sessionId: targets[k]!.sessionId! })));
-    } catch {
-      rows = lot.map(() => undefined);
-    }
+    const [rows, counts] = await Promise.all([
+      this.#store.getStatusRows(lot.map((k) => ({ endpointId: targets[k]!.endpointId, eventId: targets[k]!.eventId, sessionId: targets[k]!.sessionId! }))).catch(() => lot.map(() => undefined)),
+      this.#rowCounts(targets, lot),
+    ]);
     const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
     lot.forEach((k, i) => {
       const row = rows[i];
-      // Only a fresh claim of the selected row is done here; anything else is decided (and worded) by #execute.
-      if (!row || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
+      // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is
+      // decided (and worded) by #execute on the event's whole set: a row beside it may be this command's own claim,
+      // damaged or past the rows limit, which #execute refuses to act around (409) rather than send a second command.
+      if (!row || counts[i] !== 1 || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
       const payload = spec.kind === 'resubmit' ? row.payload : undefined;
       if (spec.kind === 'resubmit' && (payload === undefined || payload === null || !row.eventTypeId)) return alone.push(k);
       // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
@@ -285,6 +288,18 @@ export class Manager {
       out[c.k] = r.ok ? { ok: true, value: sentResult(c.row, c.built) } : r;
     });
     await Promise.all(notSent);
+  }
+
+  /**
+   * Per lot member, how many rows (parsing or not) its event has: one query per endpoint of the lot. Undefined when
+   * unknown (no row, or the count failed or was cut): the event then takes the one-event path.
+   */
+  async #rowCounts(targets: readonly CommandTarget[], lot: number[]): Promise<Array<number | undefined>> {
+    const byEndpoint = new Map<string, string[]>();
+    for (const k of lot) byEndpoint.set(targets[k]!.endpointId, [...(byEndpoint.get(targets[k]!.endpointId) ?? []), targets[k]!.eventId]);
+    const counts = new Map<string, Map<string, number> | undefined>();
+    await Promise.all([...byEndpoint].map(async ([endpointId, eventIds]) => counts.set(endpointId, await this.#store.countEventRows(endpointId, eventIds).catch(() => undefined))));
+    return lot.map((k) => counts.get(targets[k]!.endpointId)?.get(targets[k]!.eventId));
   }
 
   /**
