@@ -31,7 +31,7 @@ import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
-import { claimWasEdited, commandRecorded, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
+import { claimWasEdited, commandRecorded, type Asker, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -115,12 +115,14 @@ export class Manager {
 
   /**
    * Runs one command on one event; throws HttpError 404/409 (and 503 when the broker refuses the send). `origin`
-   * names the bulk operation the command is a step of: its id goes into the event's audit entry.
+   * names the bulk operation the command is a step of: its id goes into the event's audit entry. `caller`: whether
+   * the caller may read the event's audit trail (default yes); a refusal names no other principal to one who may
+   * not (an Agent-only caller: repeatConflict.ts Asker).
    */
-  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
+  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin, caller: { mayReadAudits?: boolean } = {}): Promise<CommandResult> {
     const key = `${endpointId}\u0000${eventId}`;
     const previous = this.#inFlight.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin));
+    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin, caller.mayReadAudits ?? true));
     this.#inFlight.set(key, run);
     try {
       return await run;
@@ -129,7 +131,7 @@ export class Manager {
     }
   }
 
-  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
+  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin, mayReadAudits = true): Promise<CommandResult> {
     const type = commandType(spec);
     for (let attempt = 0; attempt < 3; attempt++) {
       // The event's rows on this endpoint, newest update first, by one query within one logical partition: the
@@ -140,7 +142,7 @@ export class Manager {
       if (rows.length === 0 && corrupt.length === 0 && !truncated) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
       // An event id can have a row per session it appeared in: act on the one the command fits.
       const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
-      if (claimed) return this.#repeat(spec, claimed, auditor, origin);
+      if (claimed) return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
       // A fresh claim needs every row: the claim of this command may be one that is not in the set (past the
       // query's limit, or no longer parsing), and claiming another session's row would send a second command.
       const incomplete = incompleteRows(eventId, corrupt, truncated);
@@ -363,7 +365,8 @@ export class Manager {
     return row.lastMessageId === commandMessageId(type as never, row, row.parentMessageId);
   }
 
-  async #repeat(spec: CommandSpec, row: StatusRow, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
+  async #repeat(spec: CommandSpec, row: StatusRow, asker: Asker, origin?: CommandOrigin): Promise<CommandResult> {
+    const auditor = asker.auditor;
     const answered = row.parentMessageId!;
     const messageId = row.lastMessageId;
     // A point read by the command's id: however many other audits the event has, the receipt is found.
@@ -377,7 +380,7 @@ export class Manager {
     // Same failure, different request (another operator's edit, or error text or note): refused, never answered as
     // already sent - 'duplicate' would drop it without a word.
     const mismatch =
-      spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null);
+      spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null, asker);
     if (mismatch) throw conflict(mismatch);
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;
