@@ -96,7 +96,12 @@ export async function queryPage<S extends z.ZodType>(
   return { items, continuationToken: next !== undefined ? wrapToken(next, fp) : undefined, corrupt };
 }
 
-/** Reads every result of a query known to be small (bounded by `limit`, which it never exceeds). */
+/**
+ * Reads every result of a query known to be small (bounded by `limit`, which it never exceeds). `truncated` means
+ * at least one further result exists: Cosmos may end a full page with a continuation token though nothing follows
+ * it, so a token left when the limit is reached is followed for one result before the set is called cut - a caller
+ * that refuses a cut set (the Manager) must not refuse one with exactly `limit` results.
+ */
 export async function queryAll<S extends z.ZodType>(
   container: Container,
   spec: SqlQuerySpec,
@@ -106,24 +111,23 @@ export async function queryAll<S extends z.ZodType>(
 ): Promise<{ items: z.output<S>[]; corrupt: Page<unknown>['corrupt']; truncated: boolean }> {
   const items: z.output<S>[] = [];
   const corrupt: Page<unknown>['corrupt'] = [];
+  const read = () => items.length + corrupt.length;
+  const page = (pageSize: number, continuationToken: string | undefined) =>
+    queryPage(container, spec, schema, { pageSize, continuationToken, partitionKey: options.partitionKey }, operation);
   let token: string | undefined;
   do {
-    const page = await queryPage(
-      container,
-      spec,
-      schema,
-      {
-        pageSize: Math.min(MAX_PAGE_SIZE, options.limit),
-        continuationToken: token,
-        partitionKey: options.partitionKey,
-      },
-      operation,
-    );
-    items.push(...page.items);
-    corrupt.push(...page.corrupt);
-    token = page.continuationToken;
-  } while (token !== undefined && items.length + corrupt.length < options.limit);
-  return { items: items.slice(0, options.limit), corrupt, truncated: token !== undefined };
+    // Never more than the limit leaves: a result read past it would be dropped without saying so.
+    const p = await page(Math.min(MAX_PAGE_SIZE, options.limit - read()), token);
+    items.push(...p.items);
+    corrupt.push(...p.corrupt);
+    token = p.continuationToken;
+  } while (token !== undefined && read() < options.limit);
+  if (token === undefined) return { items, corrupt, truncated: false };
+  // At the limit with a token: one more result decides. queryPage follows empty pages a bounded number of times;
+  // a token still left after them says nothing either way, and is taken as cut (refusing is the safe answer).
+  const next = await page(1, token);
+  const truncated = next.items.length + next.corrupt.length > 0 || next.continuationToken !== undefined;
+  return { items, corrupt, truncated };
 }
 
 export function docIdOf(raw: unknown): string {

@@ -1408,6 +1408,37 @@ export class MessageStore {
   }
 
   /**
+   * How many documents each of several events has on one endpoint - every row, whether or not it still parses -
+   * in one query within the endpoint's partitions: a bulk operation's lot (Manager.executeMany) point-reads the
+   * session it selected, and acts on that row alone only when it is the event's whole set (the count is 1), as
+   * listEventRowsChecked's caller would. An event without a row is absent. Undefined when the answer would be
+   * incomplete (more than `limit` documents).
+   */
+  async countEventRows(endpointId: string, eventIds: readonly string[], limit = 10_000): Promise<Map<string, number> | undefined> {
+    parseInput(endpointIdSchema, endpointId, 'endpoint id');
+    const out = new Map<string, number>();
+    if (eventIds.length === 0) return out;
+    const r = await queryAll(
+      this.#c.events,
+      {
+        // Only eventId, which every document the condition matches has (ARRAY_CONTAINS of strings): a row too
+        // damaged to parse is counted too.
+        query: 'SELECT c.eventId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@events, c.eventId)',
+        parameters: [
+          { name: '@ep', value: endpointId },
+          { name: '@events', value: [...new Set(eventIds)] },
+        ],
+      },
+      eventSessionSchema.pick({ eventId: true }),
+      { partitionKey: [endpointId], limit },
+      'event row counts',
+    );
+    if (r.truncated || r.corrupt.length > 0) return undefined;
+    for (const { eventId } of r.items) out.set(eventId, (out.get(eventId) ?? 0) + 1);
+    return out;
+  }
+
+  /**
    * The sessions each of several events has a row in on one endpoint: one query within the endpoint's partitions
    * (the synchronous bulk commands name events, and the Manager's lot reads rows by point read, which needs the
    * session). An event without a row is absent. Undefined when the answer would be incomplete (more than `limit`

@@ -31,7 +31,7 @@ import { log } from '../log.ts';
 import { buildCommand, commandMessageId, commandType, handedOffBy, originatingOf, type BuiltCommand, type CommandSpec } from './commands.ts';
 import { withSendSpan } from '@nimbus/sdk';
 import { limiter, type Limiter } from '../../lib/concurrency/limiter.ts';
-import { claimWasEdited, commandRecorded, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
+import { claimWasEdited, commandRecorded, type Asker, handoffMismatch, recordedHandoff, resubmitMismatch, rowSaysEdited, storedBeforeClaim, type StoredRequest } from './repeatConflict.ts';
 
 export interface CommandResult {
   endpointId: string;
@@ -115,12 +115,14 @@ export class Manager {
 
   /**
    * Runs one command on one event; throws HttpError 404/409 (and 503 when the broker refuses the send). `origin`
-   * names the bulk operation the command is a step of: its id goes into the event's audit entry.
+   * names the bulk operation the command is a step of: its id goes into the event's audit entry. `caller`: whether
+   * the caller may read the event's audit trail (default yes); a refusal names no other principal to one who may
+   * not (an Agent-only caller: repeatConflict.ts Asker).
    */
-  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
+  async execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin, caller: { mayReadAudits?: boolean } = {}): Promise<CommandResult> {
     const key = `${endpointId}\u0000${eventId}`;
     const previous = this.#inFlight.get(key) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin));
+    const run = previous.catch(() => undefined).then(() => this.#execute(endpointId, eventId, spec, auditor, origin, caller.mayReadAudits ?? true));
     this.#inFlight.set(key, run);
     try {
       return await run;
@@ -129,7 +131,7 @@ export class Manager {
     }
   }
 
-  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
+  async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin, mayReadAudits = true): Promise<CommandResult> {
     const type = commandType(spec);
     for (let attempt = 0; attempt < 3; attempt++) {
       // The event's rows on this endpoint, newest update first, by one query within one logical partition: the
@@ -140,7 +142,7 @@ export class Manager {
       if (rows.length === 0 && corrupt.length === 0 && !truncated) throw notFound(`event ${eventId} is not known on endpoint ${endpointId}`);
       // An event id can have a row per session it appeared in: act on the one the command fits.
       const claimed = rows.find((r) => this.#isClaimBy(type, spec, r));
-      if (claimed) return this.#repeat(spec, claimed, auditor, origin);
+      if (claimed) return this.#repeat(spec, claimed, { auditor, mayReadAudits }, origin);
       // A fresh claim needs every row: the claim of this command may be one that is not in the set (past the
       // query's limit, or no longer parsing), and claiming another session's row would send a second command.
       const incomplete = incompleteRows(eventId, corrupt, truncated);
@@ -177,7 +179,10 @@ export class Manager {
    * between the stages leaves what one would leave for a single command: claims without receipts (a repeat answers
    * duplicate and writes the receipt if the Resolver recorded the command, else re-sends it with the same MessageId
    * after CLAIM_GRACE_MS), never a second command. An event the lot cannot settle alone - no
-   * session known, no row, already claimed, refused, nothing to resubmit, a claim that lost a race - goes through
+   * session known, no row, a row that is not the event's only one (the event's rows are counted in one query per
+   * endpoint, beside the point reads: another row may be this command's own claim, no longer parsing or past the
+   * rows limit, where #execute answers 409 and sends nothing), already claimed, refused, nothing to resubmit, a
+   * claim that lost a race - goes through
    * the one-event path, so every answer (duplicate, 404, 409) is exactly the one execute() gives. Results are in
    * the order of `targets`; an error (the HttpError execute() would throw) settles only its own event.
    * Without `origin` (the synchronous bulk routes) the receipts are a click's: no operation named.
@@ -234,17 +239,17 @@ export class Manager {
     // Events for the one-event path (#execute: their in-flight mark is the lot's, held until the lot ends).
     const alone: number[] = [];
     const type = commandType(spec);
-    let rows: Array<StatusRow | null | undefined>;
-    try {
-      rows = await this.#store.getStatusRows(lot.map((k) => ({ endpointId: targets[k]!.endpointId, eventId: targets[k]!.eventId, sessionId: targets[k]!.sessionId! })));
-    } catch {
-      rows = lot.map(() => undefined);
-    }
+    const [rows, counts] = await Promise.all([
+      this.#store.getStatusRows(lot.map((k) => ({ endpointId: targets[k]!.endpointId, eventId: targets[k]!.eventId, sessionId: targets[k]!.sessionId! }))).catch(() => lot.map(() => undefined)),
+      this.#rowCounts(targets, lot),
+    ]);
     const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
     lot.forEach((k, i) => {
       const row = rows[i];
-      // Only a fresh claim of the selected row is done here; anything else is decided (and worded) by #execute.
-      if (!row || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
+      // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is
+      // decided (and worded) by #execute on the event's whole set: a row beside it may be this command's own claim,
+      // damaged or past the rows limit, which #execute refuses to act around (409) rather than send a second command.
+      if (!row || counts[i] !== 1 || this.#isClaimBy(type, spec, row) || refusal(spec, row) !== undefined) return alone.push(k);
       const payload = spec.kind === 'resubmit' ? row.payload : undefined;
       if (spec.kind === 'resubmit' && (payload === undefined || payload === null || !row.eventTypeId)) return alone.push(k);
       // Built before the claim (as in #execute): a command that cannot be built fails alone and claims nothing.
@@ -285,6 +290,18 @@ export class Manager {
       out[c.k] = r.ok ? { ok: true, value: sentResult(c.row, c.built) } : r;
     });
     await Promise.all(notSent);
+  }
+
+  /**
+   * Per lot member, how many rows (parsing or not) its event has: one query per endpoint of the lot. Undefined when
+   * unknown (no row, or the count failed or was cut): the event then takes the one-event path.
+   */
+  async #rowCounts(targets: readonly CommandTarget[], lot: number[]): Promise<Array<number | undefined>> {
+    const byEndpoint = new Map<string, string[]>();
+    for (const k of lot) byEndpoint.set(targets[k]!.endpointId, [...(byEndpoint.get(targets[k]!.endpointId) ?? []), targets[k]!.eventId]);
+    const counts = new Map<string, Map<string, number> | undefined>();
+    await Promise.all([...byEndpoint].map(async ([endpointId, eventIds]) => counts.set(endpointId, await this.#store.countEventRows(endpointId, eventIds).catch(() => undefined))));
+    return lot.map((k) => counts.get(targets[k]!.endpointId)?.get(targets[k]!.eventId));
   }
 
   /**
@@ -348,7 +365,8 @@ export class Manager {
     return row.lastMessageId === commandMessageId(type as never, row, row.parentMessageId);
   }
 
-  async #repeat(spec: CommandSpec, row: StatusRow, auditor: string, origin?: CommandOrigin): Promise<CommandResult> {
+  async #repeat(spec: CommandSpec, row: StatusRow, asker: Asker, origin?: CommandOrigin): Promise<CommandResult> {
+    const auditor = asker.auditor;
     const answered = row.parentMessageId!;
     const messageId = row.lastMessageId;
     // A point read by the command's id: however many other audits the event has, the receipt is found.
@@ -362,7 +380,7 @@ export class Manager {
     // Same failure, different request (another operator's edit, or error text or note): refused, never answered as
     // already sent - 'duplicate' would drop it without a word.
     const mismatch =
-      spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null);
+      spec.kind === 'resubmit' ? resubmitMismatch(spec, row, sentAudit, before) : spec.kind === 'skip' ? undefined : handoffMismatch(spec, row, sentAudit, isRecorded ? recorded : null, asker);
     if (mismatch) throw conflict(mismatch);
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;

@@ -3,7 +3,7 @@
 // recorded with a result kept no note, so its null comment is not "sent without a note".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AuditEntry, StatusRow } from '../../lib/store/index.ts';
+import type { AuditEntry, HistoryEntry, StatusRow } from '../../lib/store/index.ts';
 import { handoffMismatch } from './repeatConflict.ts';
 
 const row = { updatedAt: '2026-12-05T08:00:00.000Z' } as StatusRow;
@@ -34,4 +34,31 @@ test('a reconstructed completion with its note is still compared', () => {
   const receipt = receiptOf({ type: 'CompleteHandoff', comment: 'paid by card', data: reconstructed });
   const why = handoffMismatch({ kind: 'handoffComplete', messageId: 'h-1', note: 'paid by wire' }, row, receipt, null);
   assert.match(why ?? '', /receipt reconstructed by bob at .*, with a different note/);
+});
+
+// For a caller who may not read the event's audit trail (an Agent-only principal), no other principal is named.
+const agentOnly = { auditor: 'ledger-agent', mayReadAudits: false };
+
+test("an agent-only caller is told when the first settlement was sent, not the operator's name", () => {
+  const receipt = receiptOf({ comment: 'disk full', data: JSON.stringify({ messageId: 'cmd-1', sessionId: 's', answers: 'h-1' }) });
+  const why = handoffMismatch({ kind: 'handoffFail', messageId: 'h-1', errorText: 'quota exceeded' }, row, receipt, null, agentOnly);
+  assert.match(why ?? '', /already sent \(by another principal at 2026-12-05T08:01:00.000Z, with a different error text\)/);
+  assert.doesNotMatch(why ?? '', /bob/);
+  const reconstructedWhy = handoffMismatch({ kind: 'handoffFail', messageId: 'h-1', errorText: 'quota exceeded' }, row, receiptOf({ comment: 'disk full', data: reconstructed }), null, agentOnly);
+  assert.match(reconstructedWhy ?? '', /receipt reconstructed by another principal at /);
+  assert.doesNotMatch(reconstructedWhy ?? '', /bob/);
+});
+
+test("an agent-only caller is not told the completing operator's name from the Resolver's record either", () => {
+  const recorded = { messageId: 'cmd-1', endpointId: 'crm', sessionId: 's', recordedAt: '2026-12-05T08:02:00.000Z', payload: { note: 'paid by card', completedBy: 'bob' } } as unknown as HistoryEntry;
+  const spec = { kind: 'handoffComplete' as const, messageId: 'h-1', note: 'paid by wire' };
+  const why = handoffMismatch(spec, row, null, recorded, agentOnly);
+  assert.match(why ?? '', /recorded by the Resolver at 2026-12-05T08:02:00.000Z, completed by another principal, with a different note/);
+  assert.doesNotMatch(why ?? '', /bob/);
+  assert.match(handoffMismatch(spec, row, null, recorded) ?? '', /completed by bob, with a different note/, 'an operator still learns it');
+});
+
+test("an agent-only caller's own earlier settlement is named as its own", () => {
+  const receipt = receiptOf({ auditor: 'ledger-agent', comment: 'disk full', data: JSON.stringify({ messageId: 'cmd-1', sessionId: 's', answers: 'h-1' }) });
+  assert.match(handoffMismatch({ kind: 'handoffFail', messageId: 'h-1', errorText: 'quota exceeded' }, row, receipt, null, agentOnly) ?? '', /\(by ledger-agent at /);
 });

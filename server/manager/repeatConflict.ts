@@ -124,6 +124,22 @@ function wasReconstructed(receipt: AuditEntry): boolean {
 const textOf = (spec: HandoffSpec): string | null => (spec.kind === 'handoffFail' ? spec.errorText : spec.note || null);
 
 /**
+ * Who asks, as far as a refusal names people: a caller who may read the event's audit trail (`mayReadAudits`: a
+ * Reader or above on the endpoint, every operator) sees the names there anyway and is told them; an Agent-only
+ * caller (docs/agents.md) is not - it needs to know that its settlement conflicts and when the first was sent, not
+ * which operator sent it - and is told "another principal", unless the name is its own (`auditor`).
+ */
+export interface Asker {
+  auditor: string;
+  mayReadAudits: boolean;
+}
+
+/** Everyone who may read the audit trail: the names as recorded. */
+const READS_AUDITS: Asker = { auditor: '', mayReadAudits: true };
+
+const nameFor = (asker: Asker, name: string): string => (asker.mayReadAudits || name === asker.auditor ? name : 'another principal');
+
+/**
  * Why this handoff settlement is not a repeat of the one claimed on `row` (undefined when it is one, or when what
  * the claim sent cannot be known): its error text or note differs from the one sent, which 'duplicate' would drop
  * without a word. A completion without a note is a repeat of any completion: it asks for nothing that would be lost.
@@ -133,22 +149,23 @@ const textOf = (spec: HandoffSpec): string | null => (spec.kind === 'handoffFail
  * (recordedHandoff). Unknown, so no conflict: a claim neither receipted nor recorded (its text was never stored;
  * #repeat refuses it while it may be in flight and re-sends it with the repeat's text once abandoned), and a
  * recorded completion that sent a result (the note, if any, went into the lost receipt only). A completion's
- * result and a failure's error type are not compared: the receipt holds neither.
+ * result and a failure's error type are not compared: the receipt holds neither. The people it names are named as
+ * `asker` may learn them (Asker).
  */
-export function handoffMismatch(spec: HandoffSpec, row: StatusRow, receipt: AuditEntry | null | undefined, recorded: HistoryEntry | null): string | undefined {
+export function handoffMismatch(spec: HandoffSpec, row: StatusRow, receipt: AuditEntry | null | undefined, recorded: HistoryEntry | null, asker: Asker = READS_AUDITS): string | undefined {
   let sent: { text: string | null; by: string } | undefined;
   if (receipt && wasReconstructed(receipt)) {
     // Written by a repeat from the Resolver's record (the sender's receipt was lost): its auditor is the operator
     // who repeated, not the one who sent, and a completion recorded with a result kept no note (comment null: the
     // note, if any, is unknown - no conflict).
-    if (receipt.comment || spec.kind === 'handoffFail') sent = { text: receipt.comment || null, by: `receipt reconstructed by ${receipt.auditor} at ${receipt.at}` };
+    if (receipt.comment || spec.kind === 'handoffFail') sent = { text: receipt.comment || null, by: `receipt reconstructed by ${nameFor(asker, receipt.auditor)} at ${receipt.at}` };
   } else if (receipt) {
-    sent = { text: receipt.comment || null, by: `by ${receipt.auditor} at ${receipt.at}` };
+    sent = { text: receipt.comment || null, by: `by ${nameFor(asker, receipt.auditor)} at ${receipt.at}` };
   } else if (recorded) {
     const r = recordedHandoff(spec, recorded);
     const completedBy = wrappedNote(recorded.payload)?.completedBy;
     // A failure's sender is named in its receipt only; a note's wrapping names the operator who completed it.
-    const who = typeof completedBy === 'string' ? `, completed by ${completedBy}` : '';
+    const who = typeof completedBy === 'string' ? `, completed by ${nameFor(asker, completedBy)}` : '';
     if (r.kind === 'handoffFail' || r.result === undefined || r.result === null)
       sent = { text: textOf(r), by: `claimed at ${row.updatedAt}, recorded by the Resolver at ${recorded.recordedAt}${who}` };
   }

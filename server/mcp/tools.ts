@@ -359,7 +359,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
           { eventId: body.eventId, target: `handoff ${body.messageId}` },
           async (ctx, me) => {
             requireEndpoint(ctx, body.endpointId);
-            return settleHandoff(ctx, body, me.user);
+            return settleHandoff(ctx, body, me);
           },
           (x) => ({ settlement: body.outcome, messageId: x.messageId, outcome: x.outcome }),
         );

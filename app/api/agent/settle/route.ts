@@ -21,7 +21,7 @@ export function POST(request: Request): Promise<Response> {
       { eventId: body.eventId, target: `handoff ${body.messageId}` },
       async (ctx, who) => {
         requireEndpoint(ctx, body.endpointId);
-        return settleHandoff(ctx, body, who.user);
+        return settleHandoff(ctx, body, who);
       },
       (x) => ({ settlement: body.outcome, messageId: x.messageId, outcome: x.outcome }),
     );
