@@ -8,6 +8,7 @@ import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import type { Catalog } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
+  counterDocSchema,
   heartbeatSettingsSchema,
   queryPage,
   statusRowSchema,
@@ -18,6 +19,8 @@ import {
   type Page,
   type StatusRow,
   type StatusRowSummary,
+  stripSystem,
+  toEndpointCounts,
 } from '../lib/store/index.ts';
 import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
@@ -43,16 +46,24 @@ export interface EndpointOverview {
    * endpoint keeps answering other messages (the probe is queued behind its backlog, see server/heartbeat/evidence.ts).
    */
   heartbeat: { status: string; at: string | null; sdkVersion: string | null; busy: boolean };
+  /**
+   * Present (true) only when the endpoint's counter document exists but no longer parses: `counts` are then zeros
+   * because they cannot be read, not because nothing is pending or failed. Logged with the issue paths.
+   */
+  countersUnreadable?: true;
 }
 
 /**
  * What the Endpoint and Event pages show of their endpoint: the catalog's facts and the status counts. No heartbeat,
  * oldest failure or last activity: those are the Endpoints page's, and under load they cost partition scans.
  */
-export type EndpointSummary = Pick<EndpointOverview, 'endpointId' | 'owner' | 'description' | 'inCatalog' | 'produces' | 'consumes' | 'counts'>;
+export type EndpointSummary = Pick<
+  EndpointOverview,
+  'endpointId' | 'owner' | 'description' | 'inCatalog' | 'produces' | 'consumes' | 'counts' | 'countersUnreadable'
+>;
 
-/** The summary from the catalog and the endpoint's counter document (none yet: all zero). */
-function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | undefined): EndpointSummary {
+/** The summary from the catalog and the endpoint's counter document (none yet, or unreadable: all zero). */
+function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | undefined, unreadable = false): EndpointSummary {
   const entry = catalog.endpoints.find((e) => e.id === endpointId);
   return {
     endpointId,
@@ -71,6 +82,7 @@ function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | und
       completed: c?.completed ?? 0,
       skipped: c?.skipped ?? 0,
     },
+    ...(unreadable ? { countersUnreadable: true as const } : {}),
   };
 }
 
@@ -82,16 +94,18 @@ function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | und
  */
 export async function endpointSummary(store: MessageStore, catalog: Catalog, endpointId: string): Promise<EndpointSummary> {
   let counts: EndpointCounts | undefined;
+  let unreadable = false;
   try {
     counts = await store.getCounts(endpointId);
   } catch (err) {
-    // A counters document that no longer parses: the overview (getAllCounts) leaves it out and shows the endpoint
-    // with zero counts, so the endpoint's own pages must not be a 500 where the overview copes. Matched by the error's explicit name
+    // A counters document that no longer parses: zero counts marked countersUnreadable, as the overview shows that
+    // endpoint, so the endpoint's own pages are not a 500 where the overview copes. Matched by the error's explicit name
     // (the production bundle renames classes); the document id only is logged, never its content.
     if (!(err instanceof Error && err.name === 'CorruptDocumentError')) throw err;
+    unreadable = true;
     log.warn({ endpointId, document: (err as { documentId?: unknown }).documentId }, 'counters document corrupt; the summary shows zero counts');
   }
-  return summaryOf(catalog, endpointId, counts);
+  return summaryOf(catalog, endpointId, counts, unreadable);
 }
 
 async function topOne(store: MessageStore, endpointId: string, where: string, params: SqlParameter[], order: 'ASC' | 'DESC') {
@@ -109,17 +123,49 @@ async function topOne(store: MessageStore, endpointId: string, where: string, pa
   return typeof v === 'string' ? v : null;
 }
 
-/** When each endpoint's counters last changed: the counter document's `_ts` (seconds), one small query. */
-async function countersTouchedAt(store: MessageStore): Promise<Map<string, string>> {
-  const r = await store.database
-    .container(CONTAINERS.counters)
-    .items.query<{ endpointId?: unknown; ts?: unknown }>({ query: 'SELECT c.endpointId, c._ts AS ts FROM c' })
-    .fetchAll();
-  const out = new Map<string, string>();
-  for (const d of r.resources) {
-    if (typeof d.endpointId === 'string' && typeof d.ts === 'number') out.set(d.endpointId, new Date(d.ts * 1000).toISOString());
+/**
+ * Every endpoint's counter document, in one query of the small counters container (one document per endpoint): the
+ * counts of those that parse, when each last changed (its `_ts`: the overview's last activity), and the endpoints
+ * whose document does not parse. One read gives both, so a document written between two reads cannot be taken
+ * for an unreadable one.
+ */
+async function readCounterDocs(store: MessageStore): Promise<{ counted: EndpointCounts[]; touched: Map<string, string>; unreadable: Set<string> }> {
+  const r = await store.database.container(CONTAINERS.counters).items.query<Record<string, unknown>>({ query: 'SELECT * FROM c' }).fetchAll();
+  const counted: EndpointCounts[] = [];
+  const touched = new Map<string, string>();
+  const unreadable = new Set<string>();
+  for (const raw of r.resources) {
+    const endpointId = typeof raw.endpointId === 'string' ? raw.endpointId : undefined;
+    const ts = typeof raw._ts === 'number' ? raw._ts : undefined;
+    if (endpointId !== undefined && ts !== undefined) touched.set(endpointId, new Date(ts * 1000).toISOString());
+    // The etag changes with every write (`_ts` only each second): a document broken again is logged again.
+    const version = typeof raw._etag === 'string' ? raw._etag : undefined;
+    const parsed = counterDocSchema.safeParse(stripSystem(raw));
+    if (parsed.success) {
+      counted.push(toEndpointCounts(parsed.data));
+      if (endpointId !== undefined) unreadableLogged.delete(endpointId);
+      continue;
+    }
+    if (endpointId !== undefined) unreadable.add(endpointId);
+    warnUnreadableOnce(endpointId, version, parsed.error);
   }
-  return out;
+  counted.sort((a, b) => a.endpointId.localeCompare(b.endpointId));
+  return { counted, touched, unreadable };
+}
+
+/**
+ * The version (etag) of each unreadable counter document already logged, by endpoint: a broken document is
+ * logged once per version, not on every poll of the Endpoints page; forgotten once it parses again.
+ */
+const unreadableLogged = new Map<string, string | undefined>();
+
+/** Logs where a counter document fails its schema: the endpoint and the issue paths, never the values. */
+function warnUnreadableOnce(endpointId: string | undefined, version: string | undefined, error: z.ZodError): void {
+  const key = endpointId ?? '';
+  if (unreadableLogged.has(key) && unreadableLogged.get(key) === version) return;
+  unreadableLogged.set(key, version);
+  const issuePaths = error.issues.slice(0, 10).map((i) => i.path.map(String).join('.') || '(root)');
+  log.warn({ endpointId: endpointId ?? null, issuePaths }, 'counters document unreadable; the endpoint shows zero counts, marked countersUnreadable');
 }
 
 /**
@@ -147,13 +193,14 @@ export type EndpointWithCounts = EndpointSummary;
  * heartbeat needs (MCP discover_topology), without the per-endpoint queries endpointsOverview runs for those.
  */
 export async function endpointsWithCounts(store: MessageStore, catalog: Catalog): Promise<EndpointWithCounts[]> {
-  return withCounts((await store.getAllCounts()).endpoints, catalog);
+  const { counted, unreadable } = await readCounterDocs(store);
+  return withCounts(counted, unreadable, catalog);
 }
 
-function withCounts(counted: EndpointCounts[], catalog: Catalog): EndpointWithCounts[] {
+function withCounts(counted: EndpointCounts[], unreadable: Set<string>, catalog: Catalog): EndpointWithCounts[] {
   const byId = new Map(counted.map((c) => [c.endpointId, c]));
-  const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId)])];
-  return ids.map((endpointId) => summaryOf(catalog, endpointId, byId.get(endpointId)));
+  const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId), ...unreadable])];
+  return ids.map((endpointId) => summaryOf(catalog, endpointId, byId.get(endpointId), unreadable.has(endpointId)));
 }
 
 /**
@@ -166,10 +213,10 @@ function withCounts(counted: EndpointCounts[], catalog: Catalog): EndpointWithCo
  * outside the catalog, which no page or alert judges; evidence.ts lastHandledAtForProbe).
  */
 export async function endpointsOverview(store: MessageStore, catalog: Catalog, now: () => Date = () => new Date()): Promise<EndpointOverview[]> {
-  const [{ endpoints: counted }, touched, timeoutSeconds] = await Promise.all([store.getAllCounts(), countersTouchedAt(store), heartbeatTimeout(store)]);
+  const [{ counted, touched, unreadable }, timeoutSeconds] = await Promise.all([readCounterDocs(store), heartbeatTimeout(store)]);
   const nowMs = now().getTime();
   return Promise.all(
-    withCounts(counted, catalog).map(async (e): Promise<EndpointOverview> => {
+    withCounts(counted, unreadable, catalog).map(async (e): Promise<EndpointOverview> => {
       const { endpointId, counts } = e;
       const [oldestFailureAt, heartbeat] = await Promise.all([
         oldestFailure(store, endpointId, counts.failed),
