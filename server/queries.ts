@@ -108,21 +108,6 @@ export async function endpointSummary(store: MessageStore, catalog: Catalog, end
   return summaryOf(catalog, endpointId, counts, unreadable);
 }
 
-async function topOne(store: MessageStore, endpointId: string, where: string, params: SqlParameter[], order: 'ASC' | 'DESC') {
-  const r = await store.database
-    .container(CONTAINERS.events)
-    .items.query<string>(
-      {
-        query: `SELECT TOP 1 VALUE c.updatedAt FROM c WHERE c.endpointId = @ep${where} ORDER BY c.updatedAt ${order}`,
-        parameters: [{ name: '@ep', value: endpointId }, ...params],
-      },
-      { partitionKey: [endpointId] },
-    )
-    .fetchAll();
-  const v = r.resources[0];
-  return typeof v === 'string' ? v : null;
-}
-
 /**
  * Every endpoint's counter document, in one query of the small counters container (one document per endpoint): the
  * counts of those that parse, when each last changed (its `_ts`: the overview's last activity), and the endpoints
@@ -168,20 +153,71 @@ function warnUnreadableOnce(endpointId: string | undefined, version: string | un
   log.warn({ endpointId: endpointId ?? null, issuePaths }, 'counters document unreadable; the endpoint shows zero counts, marked countersUnreadable');
 }
 
+/** A failed row, as the oldest failure is remembered: its time and where to read it again. */
+interface FailedRowRef {
+  updatedAt: string;
+  eventId: string;
+  sessionId: string;
+}
+
+/** The endpoint's failed row with the oldest update: one ordered TOP 1 query over its partition. */
+async function oldestFailedRow(store: MessageStore, endpointId: string): Promise<FailedRowRef | null> {
+  const r = await store.database
+    .container(CONTAINERS.events)
+    .items.query<Record<string, unknown>>(
+      {
+        query: 'SELECT TOP 1 c.updatedAt, c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@s, c.status) ORDER BY c.updatedAt ASC',
+        parameters: [
+          { name: '@ep', value: endpointId },
+          { name: '@s', value: FAILED_STATUSES },
+        ],
+      },
+      { partitionKey: [endpointId] },
+    )
+    .fetchAll();
+  const v = r.resources[0];
+  if (!v || typeof v.updatedAt !== 'string' || typeof v.eventId !== 'string') return null;
+  return { updatedAt: v.updatedAt, eventId: v.eventId, sessionId: typeof v.sessionId === 'string' ? v.sessionId : '' };
+}
+
+/**
+ * Whether a remembered oldest failure still is the oldest: its row is still failed and untouched since (same
+ * updatedAt). Every row written since got a later updatedAt (the write's own clock), so a failure that arrived
+ * meanwhile cannot be older; only the remembered row leaving (resubmitted, skipped, answered) moves the oldest.
+ * One point read. A row that no longer parses is answered "no": the ordered query decides then.
+ */
+async function stillOldest(store: MessageStore, endpointId: string, ref: FailedRowRef): Promise<boolean> {
+  try {
+    const row = await store.getStatusRow(endpointId, ref.eventId, ref.sessionId);
+    return row !== null && (FAILED_STATUSES as readonly string[]).includes(row.status) && row.updatedAt === ref.updatedAt;
+  } catch (err) {
+    if (err instanceof Error && err.name === 'CorruptDocumentError') return false;
+    throw err;
+  }
+}
+
 /**
  * The oldest failure changes only when failures come or go, but finding it is an ordered query over the
- * endpoint's rows: it is cached per endpoint and recomputed when the failed count changes or after a minute.
+ * endpoint's rows: it is cached per endpoint. While the failed count is unchanged the cached one is served; when
+ * the count moved (under traffic: on almost every read) one point read of the remembered row tells whether it
+ * still stands (stillOldest) and only if not is the query sent again. At least once a minute the query runs
+ * anyway, which bounds what a writer's clock running behind could hide (a row written with an earlier time).
  */
 const OLDEST_FAILURE_TTL_MS = 60_000;
-const oldestFailureCache = new Map<string, { failed: number; value: string | null; at: number }>();
+const oldestFailureCache = new Map<string, { failed: number; value: FailedRowRef | null; at: number }>();
 
 async function oldestFailure(store: MessageStore, endpointId: string, failed: number): Promise<string | null> {
   if (failed === 0) return null;
   const hit = oldestFailureCache.get(endpointId);
-  if (hit && hit.failed === failed && Date.now() - hit.at < OLDEST_FAILURE_TTL_MS) return hit.value;
-  const value = await topOne(store, endpointId, ' AND ARRAY_CONTAINS(@s, c.status)', [{ name: '@s', value: FAILED_STATUSES }], 'ASC');
+  const fresh = hit !== undefined && Date.now() - hit.at < OLDEST_FAILURE_TTL_MS;
+  if (fresh && hit.failed === failed) return hit.value?.updatedAt ?? null;
+  if (fresh && hit.value && (await stillOldest(store, endpointId, hit.value))) {
+    hit.failed = failed;
+    return hit.value.updatedAt;
+  }
+  const value = await oldestFailedRow(store, endpointId);
   oldestFailureCache.set(endpointId, { failed, value, at: Date.now() });
-  return value;
+  return value?.updatedAt ?? null;
 }
 
 /** An endpoint as the catalog describes it, with its maintained counts: what endpointsOverview adds to is this. */
@@ -213,15 +249,34 @@ function withCounts(counted: EndpointCounts[], unreadable: Set<string>, catalog:
  * outside the catalog, which no page or alert judges; evidence.ts lastHandledAtForProbe).
  */
 export async function endpointsOverview(store: MessageStore, catalog: Catalog, now: () => Date = () => new Date()): Promise<EndpointOverview[]> {
-  const [{ counted, touched, unreadable }, timeoutSeconds] = await Promise.all([readCounterDocs(store), heartbeatTimeout(store)]);
   const nowMs = now().getTime();
+  // Two independent reads, and per endpoint two chains: its heartbeat needs only the heartbeat settings (the catalog
+  // names the endpoints), its oldest failure only the counters. Each chain starts as soon as its own read is in,
+  // rather than every per-endpoint read waiting for the slower of the two (under load each read waits its turn on
+  // the store: the waits add up along the longest chain, docs/console.md Performance).
+  const countersRead = readCounterDocs(store);
+  const timeoutRead = heartbeatTimeout(store);
+  const pendingOf = async (endpointId: string) => (await countersRead).counted.find((c) => c.endpointId === endpointId)?.pending ?? 0;
+  const heartbeats = new Map<string, Promise<EndpointOverview['heartbeat']>>();
+  const heartbeatFor = (endpointId: string, inCatalog: boolean) => {
+    let read = heartbeats.get(endpointId);
+    if (!read) {
+      read = timeoutRead.then((timeoutSeconds) =>
+        heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: () => pendingOf(endpointId), warn: (m) => log.warn(m), reuseAnyEvidence: !inCatalog }),
+      );
+      // Started before anything awaits it: a failure must not be an unhandled rejection if the counters read fails
+      // first (the overview then rejects with that); it is still seen by the Promise.all below otherwise.
+      read.catch(() => undefined);
+      heartbeats.set(endpointId, read);
+    }
+    return read;
+  };
+  for (const e of catalog.endpoints) heartbeatFor(e.id, true);
+  const { counted, touched, unreadable } = await countersRead;
   return Promise.all(
     withCounts(counted, unreadable, catalog).map(async (e): Promise<EndpointOverview> => {
       const { endpointId, counts } = e;
-      const [oldestFailureAt, heartbeat] = await Promise.all([
-        oldestFailure(store, endpointId, counts.failed),
-        heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: async () => counts.pending, warn: (m) => log.warn(m), reuseAnyEvidence: !e.inCatalog }),
-      ]);
+      const [oldestFailureAt, heartbeat] = await Promise.all([oldestFailure(store, endpointId, counts.failed), heartbeatFor(endpointId, e.inCatalog)]);
       return { ...e, oldestFailureAt, lastActivityAt: touched.get(endpointId) ?? null, heartbeat };
     }),
   );
