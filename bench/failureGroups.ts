@@ -18,7 +18,7 @@ import { CONTAINERS, FAILURE_STATUSES, createStore, startEmbeddedCosmos, type Me
 import { endpointsWithFailures, rebuildFailureGroups } from '../lib/store/failureGroupAggregates.ts';
 import { failureGroups, type FailureGroupsQuery } from '../server/failures/groups.ts';
 import { seedConsoleBench } from './console-seed.ts';
-import { type BenchResult, envInt, percentile } from './report.ts';
+import { type BenchResult, envInt, latencyRows, percentiles } from './report.ts';
 
 const ENDPOINTS = ['billingendpoint', 'crmendpoint', 'erpendpoint', 'ledgerendpoint', 'shippingendpoint'];
 
@@ -64,8 +64,7 @@ async function time(count: number, warmup: number, fn: (i: number) => Promise<un
     await fn(i);
     if (i >= warmup) samples.push(performance.now() - t);
   }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p95: percentile(samples, 95) };
+  return percentiles(samples);
 }
 
 export async function runFailureGroupsBench(): Promise<BenchResult> {
@@ -119,12 +118,9 @@ export async function runFailureGroupsBench(): Promise<BenchResult> {
     return {
       title: `Failure groups (${events.toLocaleString('en-US')} events, 10% failed, embedded Cosmos, in-process read)`,
       rows: [
-        { figure: 'baseline: scan of the failed rows (the read before), p50', value: scan.p50, unit: 'ms', baseline: scan.p50, better: 'lower' },
-        { figure: 'baseline: scan of the failed rows (the read before), p95', value: scan.p95, unit: 'ms', baseline: scan.p95, better: 'lower' },
-        { figure: 'reference: one point read (an endpoint counter document), p50', value: point.p50, unit: 'ms', baseline: scan.p50, better: 'lower' },
-        { figure: 'reference: one point read (an endpoint counter document), p95', value: point.p95, unit: 'ms', baseline: scan.p95, better: 'lower' },
-        { figure: 'read from the aggregates (3 filters), p50', value: read.p50, unit: 'ms', baseline: scan.p50, better: 'lower' },
-        { figure: 'read from the aggregates (3 filters), p95', value: read.p95, unit: 'ms', baseline: scan.p95, better: 'lower', target: 200 },
+        ...latencyRows('baseline: scan of the failed rows (the read before)', scan, scan),
+        ...latencyRows('reference: one point read (an endpoint counter document)', point, scan),
+        ...latencyRows('read from the aggregates (3 filters)', read, scan, 200),
         { figure: `rebuild of every endpoint's aggregates (${rows.toLocaleString('en-US')} failed rows, ${groups} documents)`, value: rebuildSeconds, unit: 's', better: 'lower' },
         { figure: 'events written with a success (request + resolution)', value: okPerSecond, unit: 'events/s', baseline: okPerSecond, better: 'higher' },
         { figure: 'events written with a failure (request + error; aggregate patch)', value: errorPerSecond, unit: 'events/s', baseline: okPerSecond, better: 'higher' },

@@ -24,12 +24,7 @@ import { readEndpointHealth, startHeartbeatScheduler } from '../server/heartbeat
 import { endpointEventsPage } from '../server/heldBack.ts';
 import { endpointSummary, endpointsOverview, eventDetails, eventListQuerySchema } from '../server/queries.ts';
 import { seedConsoleBench } from './console-seed.ts';
-import { type BenchResult, envInt, percentile } from './report.ts';
-
-const stats = (samples: number[]) => {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
-};
+import { type BenchResult, envInt, latencyRows, percentiles } from './report.ts';
 
 async function timed(samples: number[], f: () => Promise<unknown>): Promise<void> {
   const started = performance.now();
@@ -96,19 +91,17 @@ export async function runPageReadsBench(): Promise<BenchResult> {
         await timed(details, () => eventDetails(store, endpointId, sample.eventId));
       }
       loopDelay.disable();
-      const b = stats(before);
-      const a = stats(after);
-      const l = stats(list);
-      const d = stats(details);
+      const b = percentiles(before);
+      const a = percentiles(after);
+      const l = percentiles(list);
+      const d = percentiles(details);
       return {
         title: `Endpoint and Event pages' reads under demo load (${events.toLocaleString('en-US')} events seeded, demo traffic at ${rate}/s, probes on)`,
         rows: [
-          { figure: 'before: the endpoints overview (what the pages read), p50', value: b.p50, unit: 'ms', baseline: b.p50, better: 'lower' },
-          { figure: 'before: the endpoints overview, p95', value: b.p95, unit: 'ms', baseline: b.p95, better: 'lower' },
-          { figure: 'after: one endpoint’s summary (point read), p50', value: a.p50, unit: 'ms', baseline: b.p50, better: 'lower' },
-          { figure: 'after: one endpoint’s summary, p95', value: a.p95, unit: 'ms', baseline: b.p95, better: 'lower' },
-          { figure: 'beside it: event list page (Failed, with holds-back counts), p50', value: l.p50, unit: 'ms', baseline: b.p50, better: 'lower' },
-          { figure: 'beside it: event details, p50', value: d.p50, unit: 'ms', baseline: b.p50, better: 'lower' },
+          ...latencyRows('before: the endpoints overview (what the pages read)', b, b),
+          ...latencyRows('after: one endpoint’s summary (point read)', a, b),
+          ...latencyRows('beside it: event list page (Failed, with holds-back counts)', l, b),
+          ...latencyRows('beside it: event details', d, b),
           { figure: 'event-loop delay of the process during the reads, p50', value: loopDelay.percentile(50) / 1e6, unit: 'ms', better: 'lower' },
         ],
         settings: {
@@ -116,8 +109,6 @@ export async function runPageReadsBench(): Promise<BenchResult> {
           'demo rate (events/s)': rate,
           'rounds (each: overview, summary, list, details)': rounds,
           'endpoints busy (probe overdue) before the reads': busy,
-          'list p95 ms': Math.round(l.p95),
-          'details p95 ms': Math.round(d.p95),
         },
       };
     } finally {

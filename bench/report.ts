@@ -39,6 +39,28 @@ export function percentile(sortedAscending: number[], p: number): number {
   return sortedAscending[idx]!;
 }
 
+/** The median and 95th percentile of latency samples (ms), given in any order. */
+export interface Percentiles {
+  p50: number;
+  p95: number;
+}
+
+export function percentiles(samples: number[]): Percentiles {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
+}
+
+/**
+ * The p50 and p95 rows of one latency figure (`<figure>, p50` / `<figure>, p95`), each against the same percentile
+ * of the baseline measured in the same run; `p95Target` is the specification's bound on the p95, if it has one.
+ */
+export function latencyRows(figure: string, measured: Percentiles, baseline: Percentiles, p95Target?: number): BenchRow[] {
+  return [
+    { figure: `${figure}, p50`, value: measured.p50, unit: 'ms', baseline: baseline.p50, better: 'lower' },
+    { figure: `${figure}, p95`, value: measured.p95, unit: 'ms', baseline: baseline.p95, better: 'lower', ...(p95Target === undefined ? {} : { target: p95Target }) },
+  ];
+}
+
 function fmt(n: number): string {
   if (!Number.isFinite(n)) return 'n/a';
   if (Math.abs(n) >= 100) return Math.round(n).toLocaleString('en-US');

@@ -1,6 +1,6 @@
 'use client';
 // Endpoints (home): every catalog endpoint with Pending / Deferred / Failed counts, oldest failure, last activity
-// and heartbeat; sortable, filterable, refreshed every few seconds.
+// and heartbeat; sortable, filterable, refreshed every few seconds. An endpoint whose counts cannot be read says so.
 import Link from './Link.tsx';
 import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
@@ -115,6 +115,12 @@ export function EndpointsView() {
                     </Link>
                     {e.owner ? <div className="text-xs text-slate-500">{e.owner}</div> : null}
                     {!e.inCatalog ? <div className="text-xs text-amber-700">not in the catalog</div> : null}
+                    {/* Its zeros are not a quiet endpoint: the counter document exists but no longer parses (logged). */}
+                    {e.countersUnreadable ? (
+                      <div className="text-xs text-red-700" data-counters-unreadable>
+                        counts unreadable: shown as 0
+                      </div>
+                    ) : null}
                   </td>
                   <td className={`px-3 py-1.5 ${NUMERIC_CELL}`}>
                     <Count n={e.counts.pending} href={endpointHref(e.endpointId, 'status=Pending')} tone="text-sky-700" label="pending" />

@@ -8,6 +8,7 @@ import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import type { Catalog } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
+  counterDocSchema,
   heartbeatSettingsSchema,
   queryPage,
   statusRowSchema,
@@ -18,6 +19,8 @@ import {
   type Page,
   type StatusRow,
   type StatusRowSummary,
+  stripSystem,
+  toEndpointCounts,
 } from '../lib/store/index.ts';
 import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
@@ -43,16 +46,24 @@ export interface EndpointOverview {
    * endpoint keeps answering other messages (the probe is queued behind its backlog, see server/heartbeat/evidence.ts).
    */
   heartbeat: { status: string; at: string | null; sdkVersion: string | null; busy: boolean };
+  /**
+   * Present (true) only when the endpoint's counter document exists but no longer parses: `counts` are then zeros
+   * because they cannot be read, not because nothing is pending or failed. Logged with the issue paths.
+   */
+  countersUnreadable?: true;
 }
 
 /**
  * What the Endpoint and Event pages show of their endpoint: the catalog's facts and the status counts. No heartbeat,
  * oldest failure or last activity: those are the Endpoints page's, and under load they cost partition scans.
  */
-export type EndpointSummary = Pick<EndpointOverview, 'endpointId' | 'owner' | 'description' | 'inCatalog' | 'produces' | 'consumes' | 'counts'>;
+export type EndpointSummary = Pick<
+  EndpointOverview,
+  'endpointId' | 'owner' | 'description' | 'inCatalog' | 'produces' | 'consumes' | 'counts' | 'countersUnreadable'
+>;
 
-/** The summary from the catalog and the endpoint's counter document (none yet: all zero). */
-function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | undefined): EndpointSummary {
+/** The summary from the catalog and the endpoint's counter document (none yet, or unreadable: all zero). */
+function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | undefined, unreadable = false): EndpointSummary {
   const entry = catalog.endpoints.find((e) => e.id === endpointId);
   return {
     endpointId,
@@ -71,6 +82,7 @@ function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | und
       completed: c?.completed ?? 0,
       skipped: c?.skipped ?? 0,
     },
+    ...(unreadable ? { countersUnreadable: true as const } : {}),
   };
 }
 
@@ -82,60 +94,130 @@ function summaryOf(catalog: Catalog, endpointId: string, c: EndpointCounts | und
  */
 export async function endpointSummary(store: MessageStore, catalog: Catalog, endpointId: string): Promise<EndpointSummary> {
   let counts: EndpointCounts | undefined;
+  let unreadable = false;
   try {
     counts = await store.getCounts(endpointId);
   } catch (err) {
-    // A counters document that no longer parses: the overview (getAllCounts) leaves it out and shows the endpoint
-    // with zero counts, so the endpoint's own pages must not be a 500 where the overview copes. Matched by the error's explicit name
+    // A counters document that no longer parses: zero counts marked countersUnreadable, as the overview shows that
+    // endpoint, so the endpoint's own pages are not a 500 where the overview copes. Matched by the error's explicit name
     // (the production bundle renames classes); the document id only is logged, never its content.
     if (!(err instanceof Error && err.name === 'CorruptDocumentError')) throw err;
+    unreadable = true;
     log.warn({ endpointId, document: (err as { documentId?: unknown }).documentId }, 'counters document corrupt; the summary shows zero counts');
   }
-  return summaryOf(catalog, endpointId, counts);
+  return summaryOf(catalog, endpointId, counts, unreadable);
 }
 
-async function topOne(store: MessageStore, endpointId: string, where: string, params: SqlParameter[], order: 'ASC' | 'DESC') {
+/**
+ * Every endpoint's counter document, in one query of the small counters container (one document per endpoint): the
+ * counts of those that parse, when each last changed (its `_ts`: the overview's last activity), and the endpoints
+ * whose document does not parse. One read gives both, so a document written between two reads cannot be taken
+ * for an unreadable one.
+ */
+async function readCounterDocs(store: MessageStore): Promise<{ counted: EndpointCounts[]; touched: Map<string, string>; unreadable: Set<string> }> {
+  const r = await store.database.container(CONTAINERS.counters).items.query<Record<string, unknown>>({ query: 'SELECT * FROM c' }).fetchAll();
+  const counted: EndpointCounts[] = [];
+  const touched = new Map<string, string>();
+  const unreadable = new Set<string>();
+  for (const raw of r.resources) {
+    const endpointId = typeof raw.endpointId === 'string' ? raw.endpointId : undefined;
+    const ts = typeof raw._ts === 'number' ? raw._ts : undefined;
+    if (endpointId !== undefined && ts !== undefined) touched.set(endpointId, new Date(ts * 1000).toISOString());
+    // The etag changes with every write (`_ts` only each second): a document broken again is logged again.
+    const version = typeof raw._etag === 'string' ? raw._etag : undefined;
+    const parsed = counterDocSchema.safeParse(stripSystem(raw));
+    if (parsed.success) {
+      counted.push(toEndpointCounts(parsed.data));
+      if (endpointId !== undefined) unreadableLogged.delete(endpointId);
+      continue;
+    }
+    if (endpointId !== undefined) unreadable.add(endpointId);
+    warnUnreadableOnce(endpointId, version, parsed.error);
+  }
+  counted.sort((a, b) => a.endpointId.localeCompare(b.endpointId));
+  return { counted, touched, unreadable };
+}
+
+/**
+ * The version (etag) of each unreadable counter document already logged, by endpoint: a broken document is
+ * logged once per version, not on every poll of the Endpoints page; forgotten once it parses again.
+ */
+const unreadableLogged = new Map<string, string | undefined>();
+
+/** Logs where a counter document fails its schema: the endpoint and the issue paths, never the values. */
+function warnUnreadableOnce(endpointId: string | undefined, version: string | undefined, error: z.ZodError): void {
+  const key = endpointId ?? '';
+  if (unreadableLogged.has(key) && unreadableLogged.get(key) === version) return;
+  unreadableLogged.set(key, version);
+  const issuePaths = error.issues.slice(0, 10).map((i) => i.path.map(String).join('.') || '(root)');
+  log.warn({ endpointId: endpointId ?? null, issuePaths }, 'counters document unreadable; the endpoint shows zero counts, marked countersUnreadable');
+}
+
+/** A failed row, as the oldest failure is remembered: its time and where to read it again. */
+interface FailedRowRef {
+  updatedAt: string;
+  eventId: string;
+  sessionId: string;
+}
+
+/** The endpoint's failed row with the oldest update: one ordered TOP 1 query over its partition. */
+async function oldestFailedRow(store: MessageStore, endpointId: string): Promise<FailedRowRef | null> {
   const r = await store.database
     .container(CONTAINERS.events)
-    .items.query<string>(
+    .items.query<Record<string, unknown>>(
       {
-        query: `SELECT TOP 1 VALUE c.updatedAt FROM c WHERE c.endpointId = @ep${where} ORDER BY c.updatedAt ${order}`,
-        parameters: [{ name: '@ep', value: endpointId }, ...params],
+        query: 'SELECT TOP 1 c.updatedAt, c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@s, c.status) ORDER BY c.updatedAt ASC',
+        parameters: [
+          { name: '@ep', value: endpointId },
+          { name: '@s', value: FAILED_STATUSES },
+        ],
       },
       { partitionKey: [endpointId] },
     )
     .fetchAll();
   const v = r.resources[0];
-  return typeof v === 'string' ? v : null;
+  if (!v || typeof v.updatedAt !== 'string' || typeof v.eventId !== 'string') return null;
+  return { updatedAt: v.updatedAt, eventId: v.eventId, sessionId: typeof v.sessionId === 'string' ? v.sessionId : '' };
 }
 
-/** When each endpoint's counters last changed: the counter document's `_ts` (seconds), one small query. */
-async function countersTouchedAt(store: MessageStore): Promise<Map<string, string>> {
-  const r = await store.database
-    .container(CONTAINERS.counters)
-    .items.query<{ endpointId?: unknown; ts?: unknown }>({ query: 'SELECT c.endpointId, c._ts AS ts FROM c' })
-    .fetchAll();
-  const out = new Map<string, string>();
-  for (const d of r.resources) {
-    if (typeof d.endpointId === 'string' && typeof d.ts === 'number') out.set(d.endpointId, new Date(d.ts * 1000).toISOString());
+/**
+ * Whether a remembered oldest failure still is the oldest: its row is still failed and untouched since (same
+ * updatedAt). Every row written since got a later updatedAt (the write's own clock), so a failure that arrived
+ * meanwhile cannot be older; only the remembered row leaving (resubmitted, skipped, answered) moves the oldest.
+ * One point read. A row that no longer parses is answered "no": the ordered query decides then.
+ */
+async function stillOldest(store: MessageStore, endpointId: string, ref: FailedRowRef): Promise<boolean> {
+  try {
+    const row = await store.getStatusRow(endpointId, ref.eventId, ref.sessionId);
+    return row !== null && (FAILED_STATUSES as readonly string[]).includes(row.status) && row.updatedAt === ref.updatedAt;
+  } catch (err) {
+    if (err instanceof Error && err.name === 'CorruptDocumentError') return false;
+    throw err;
   }
-  return out;
 }
 
 /**
  * The oldest failure changes only when failures come or go, but finding it is an ordered query over the
- * endpoint's rows: it is cached per endpoint and recomputed when the failed count changes or after a minute.
+ * endpoint's rows: it is cached per endpoint. While the failed count is unchanged the cached one is served; when
+ * the count moved (under traffic: on almost every read) one point read of the remembered row tells whether it
+ * still stands (stillOldest) and only if not is the query sent again. At least once a minute the query runs
+ * anyway, which bounds what a writer's clock running behind could hide (a row written with an earlier time).
  */
 const OLDEST_FAILURE_TTL_MS = 60_000;
-const oldestFailureCache = new Map<string, { failed: number; value: string | null; at: number }>();
+const oldestFailureCache = new Map<string, { failed: number; value: FailedRowRef | null; at: number }>();
 
 async function oldestFailure(store: MessageStore, endpointId: string, failed: number): Promise<string | null> {
   if (failed === 0) return null;
   const hit = oldestFailureCache.get(endpointId);
-  if (hit && hit.failed === failed && Date.now() - hit.at < OLDEST_FAILURE_TTL_MS) return hit.value;
-  const value = await topOne(store, endpointId, ' AND ARRAY_CONTAINS(@s, c.status)', [{ name: '@s', value: FAILED_STATUSES }], 'ASC');
+  const fresh = hit !== undefined && Date.now() - hit.at < OLDEST_FAILURE_TTL_MS;
+  if (fresh && hit.failed === failed) return hit.value?.updatedAt ?? null;
+  if (fresh && hit.value && (await stillOldest(store, endpointId, hit.value))) {
+    hit.failed = failed;
+    return hit.value.updatedAt;
+  }
+  const value = await oldestFailedRow(store, endpointId);
   oldestFailureCache.set(endpointId, { failed, value, at: Date.now() });
-  return value;
+  return value?.updatedAt ?? null;
 }
 
 /** An endpoint as the catalog describes it, with its maintained counts: what endpointsOverview adds to is this. */
@@ -147,13 +229,14 @@ export type EndpointWithCounts = EndpointSummary;
  * heartbeat needs (MCP discover_topology), without the per-endpoint queries endpointsOverview runs for those.
  */
 export async function endpointsWithCounts(store: MessageStore, catalog: Catalog): Promise<EndpointWithCounts[]> {
-  return withCounts((await store.getAllCounts()).endpoints, catalog);
+  const { counted, unreadable } = await readCounterDocs(store);
+  return withCounts(counted, unreadable, catalog);
 }
 
-function withCounts(counted: EndpointCounts[], catalog: Catalog): EndpointWithCounts[] {
+function withCounts(counted: EndpointCounts[], unreadable: Set<string>, catalog: Catalog): EndpointWithCounts[] {
   const byId = new Map(counted.map((c) => [c.endpointId, c]));
-  const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId)])];
-  return ids.map((endpointId) => summaryOf(catalog, endpointId, byId.get(endpointId)));
+  const ids = [...new Set([...catalog.endpoints.map((e) => e.id), ...counted.map((c) => c.endpointId), ...unreadable])];
+  return ids.map((endpointId) => summaryOf(catalog, endpointId, byId.get(endpointId), unreadable.has(endpointId)));
 }
 
 /**
@@ -166,15 +249,34 @@ function withCounts(counted: EndpointCounts[], catalog: Catalog): EndpointWithCo
  * outside the catalog, which no page or alert judges; evidence.ts lastHandledAtForProbe).
  */
 export async function endpointsOverview(store: MessageStore, catalog: Catalog, now: () => Date = () => new Date()): Promise<EndpointOverview[]> {
-  const [{ endpoints: counted }, touched, timeoutSeconds] = await Promise.all([store.getAllCounts(), countersTouchedAt(store), heartbeatTimeout(store)]);
   const nowMs = now().getTime();
+  // Two independent reads, and per endpoint two chains: its heartbeat needs only the heartbeat settings (the catalog
+  // names the endpoints), its oldest failure only the counters. Each chain starts as soon as its own read is in,
+  // rather than every per-endpoint read waiting for the slower of the two (under load each read waits its turn on
+  // the store: the waits add up along the longest chain, docs/console.md Performance).
+  const countersRead = readCounterDocs(store);
+  const timeoutRead = heartbeatTimeout(store);
+  const pendingOf = async (endpointId: string) => (await countersRead).counted.find((c) => c.endpointId === endpointId)?.pending ?? 0;
+  const heartbeats = new Map<string, Promise<EndpointOverview['heartbeat']>>();
+  const heartbeatFor = (endpointId: string, inCatalog: boolean) => {
+    let read = heartbeats.get(endpointId);
+    if (!read) {
+      read = timeoutRead.then((timeoutSeconds) =>
+        heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: () => pendingOf(endpointId), warn: (m) => log.warn(m), reuseAnyEvidence: !inCatalog }),
+      );
+      // Started before anything awaits it: a failure must not be an unhandled rejection if the counters read fails
+      // first (the overview then rejects with that); it is still seen by the Promise.all below otherwise.
+      read.catch(() => undefined);
+      heartbeats.set(endpointId, read);
+    }
+    return read;
+  };
+  for (const e of catalog.endpoints) heartbeatFor(e.id, true);
+  const { counted, touched, unreadable } = await countersRead;
   return Promise.all(
-    withCounts(counted, catalog).map(async (e): Promise<EndpointOverview> => {
+    withCounts(counted, unreadable, catalog).map(async (e): Promise<EndpointOverview> => {
       const { endpointId, counts } = e;
-      const [oldestFailureAt, heartbeat] = await Promise.all([
-        oldestFailure(store, endpointId, counts.failed),
-        heartbeatOf(store, endpointId, { nowMs, timeoutSeconds, backlog: async () => counts.pending, warn: (m) => log.warn(m), reuseAnyEvidence: !e.inCatalog }),
-      ]);
+      const [oldestFailureAt, heartbeat] = await Promise.all([oldestFailure(store, endpointId, counts.failed), heartbeatFor(endpointId, e.inCatalog)]);
       return { ...e, oldestFailureAt, lastActivityAt: touched.get(endpointId) ?? null, heartbeat };
     }),
   );
