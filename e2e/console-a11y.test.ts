@@ -12,7 +12,7 @@ import { CONSOLE_DIR, type RunningConsole } from '../server/console.ts';
 import { MessageType } from '@nimbus/sdk/contract';
 import { hydrated, untilDataDrawn, untilInPage } from '../server/testing/pageWait.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
-import { seedEvent } from '../server/testing/seed.ts';
+import { parkedBehind, seedEvent } from '../server/testing/seed.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const ARTIFACTS = join(CONSOLE_DIR, 'test-artifacts', 'console-a11y');
@@ -72,10 +72,7 @@ before(async () => {
         errorText: 'Order ORD-10170: address rejected by the carrier',
         errorType: 'AddressRejectedError',
       });
-      await seedEvent(stack.store, base, { endpointId, eventId: parked, sessionId, eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-10171' } }, MessageType.DeferralResponse, {
-        blockedBy: failed,
-        errorText: `Session ${sessionId} is blocked by ${failed}`,
-      });
+      await seedEvent(stack.store, base, { endpointId, eventId: parked, sessionId, eventTypeId: 'OrderPlaced', payload: { orderId: 'ORD-10171' } }, MessageType.DeferralResponse, parkedBehind(sessionId, failed));
     },
   });
   ({ app: consoleApp, browser } = ui);

@@ -13,7 +13,7 @@ import { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
 import { DemoEndpoint, startDemo } from '../demo/index.ts';
 import { startResolver } from '../resolver-worker/index.ts';
 import { until, WAIT_MS } from '../server/testing/pageWait.ts';
-import { seedEvent } from '../server/testing/seed.ts';
+import { parkedBehind, seedEvent } from '../server/testing/seed.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -42,7 +42,7 @@ before(async () => {
       });
       for (let n = 0; n < 13; n++) {
         await seedEvent(stack.store, base, { ...order, endpointId: 'crmendpoint', eventId: `walk-s1-crm-${n}` }, MessageType.ResolutionResponse);
-        await seedEvent(stack.store, base, { ...order, endpointId: 'billingendpoint', eventId: `walk-s1-parked-${n}` }, MessageType.DeferralResponse, { blockedBy: 'walk-s1-failed' });
+        await seedEvent(stack.store, base, { ...order, endpointId: 'billingendpoint', eventId: `walk-s1-parked-${n}` }, MessageType.DeferralResponse, parkedBehind(order.sessionId, 'walk-s1-failed'));
       }
 
       const resolver = startResolver({ client: stack.serviceBus.client, store: stack.store, concurrency: 4, log: pino({ level: 'silent' }), history: { flushMs: 100 } });

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import type { MessageStore } from '../lib/store/index.ts';
-import { seedEvent } from '../server/testing/seed.ts';
+import { parkedBehind, seedEvent } from '../server/testing/seed.ts';
 import { until, untilDataDrawn, WAIT_MS } from '../server/testing/pageWait.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
@@ -28,7 +28,7 @@ let ui: SeededConsole | undefined;
 async function failedWithParked(store: MessageStore, base: number, sessionId: string, failed: string, parked: number): Promise<void> {
   await seedEvent(store, base, { ...ORDER, sessionId, eventId: failed }, MessageType.ErrorResponse, { errorText: CAUSE });
   for (let n = 0; n < parked; n++) {
-    await seedEvent(store, base, { ...ORDER, sessionId, eventId: `${failed}-parked-${n}` }, MessageType.DeferralResponse, { blockedBy: failed });
+    await seedEvent(store, base, { ...ORDER, sessionId, eventId: `${failed}-parked-${n}` }, MessageType.DeferralResponse, parkedBehind(sessionId, failed));
   }
 }
 
@@ -73,7 +73,8 @@ describe('the event page after a resubmit', () => {
       // records them: the event completes, then the three parked behind it are replayed and complete.
       await page.getByRole('status').filter({ hasText: 'Resubmit sent' }).waitFor();
       const store = ui!.stack.store;
-      const answeredAt = Date.now() + 1000;
+      // Answered now, after the resubmit was sent (the seed enqueues nothing after now).
+      const answeredAt = Date.now();
       await seedEvent(store, answeredAt, { ...ORDER, sessionId: 'WR-RELEASE', eventId: 'wr-release' }, MessageType.ResolutionResponse);
       for (let n = 0; n < 3; n++) {
         await seedEvent(store, answeredAt, { ...ORDER, sessionId: 'WR-RELEASE', eventId: `wr-release-parked-${n}` }, MessageType.ResolutionResponse);

@@ -3,7 +3,7 @@
 // of the session says it holds them back; a dead letter in the same session that did not block it says nothing.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType as T } from '@nimbus/sdk/contract';
+import { blockedByReason, MessageType as T } from '@nimbus/sdk/contract';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../lib/store/testing/fixtures.ts';
 import { endpointEventsPage } from './heldBack.ts';
 import { eventListQuerySchema } from './queries.ts';
@@ -24,7 +24,7 @@ before(async () => {
   await put('E1', T.ErrorResponse, { deadLetterReason: 'Permanent failure: PermanentFailureError: bad', deadLetterErrorDescription: 'bad', errorText: 'bad' });
   await put('E2', T.ErrorResponse, { errorText: 'timeout' });
   for (const id of ['E3', 'E4', 'E5'])
-    await put(id, T.DeferralResponse, { errorText: `Session ${session} is blocked by E2`, errorType: 'SessionBlockedException' });
+    await put(id, T.DeferralResponse, { errorText: blockedByReason(session, 'E2'), errorType: 'SessionBlockedException' });
 });
 
 after(async () => {

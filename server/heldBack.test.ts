@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { blockedByReason } from '@nimbus/sdk/contract';
 import type { MessageStore } from '../lib/store/index.ts';
 import { attributeParked, blockerOf, withHeldBack, type ParkedRef } from './heldBack.ts';
 import type { EventListItem } from './queries.ts';
@@ -26,7 +27,7 @@ const row = (eventId: string, status: string, subStatus: string | null = null, s
 const parkedBehind = (blocker: string, sessionId = 'S-1'): ParkedRef => ({
   sessionId,
   blockedBy: null,
-  errorText: `Session ${sessionId} is blocked by ${blocker}`,
+  errorText: blockedByReason(sessionId, blocker),
 });
 
 test('only the row the parked rows name holds them back; a failure that does not block its session holds back nothing', () => {

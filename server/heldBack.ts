@@ -5,10 +5,11 @@
 //
 // Counted per blocker, not per session: not every failure in a session blocks it (an Unsupported answer and a
 // first-time permanent dead letter leave it open, packages/sdk/src/decide.ts), and the blocker may be a Pending
-// handoff. Each parked row names its blocker: the subscriber parks it with the text "Session S is blocked by E"
-// (park() in decide.ts), which the Resolver stores as the row's errorText; `blockedBy` is read first for stores
-// that set it, but the Resolver does not write it. A parked row that names no blocker (parked behind a replay in
-// progress) is counted for nobody.
+// handoff. Each parked row names its blocker: the subscriber parks it with the text "Session S is blocked by E",
+// which the Resolver stores as the row's errorText; the SDK's contract writes and reads that text
+// (blockedByReason / parseBlockedByReason), so the subscriber and this count cannot drift apart. `blockedBy` is read
+// first for stores that set it, but the Resolver does not write it. A parked row that names no blocker (parked
+// behind a replay in progress) is counted for nobody.
 //
 // One query per page of the list, not one per row: the parked rows of every session the page's candidate rows name
 // are read (their session, blockedBy and errorText, in the endpoint's partition) and attributed here. The embedded
@@ -19,7 +20,7 @@
 //
 // The counts are an aid, the list is the page: a failed count read (a throttled query, say) logs a warning and
 // returns the page without counts, so an operator still sees the failures, not a 503 for the whole list.
-import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
+import { parseBlockedByReason, PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 import { CONTAINERS, FAILURE_STATUSES, type MessageStore } from '../lib/store/index.ts';
 import { listEndpointEvents, type EventListItem, type EventListQuery } from './queries.ts';
 import { log } from './log.ts';
@@ -44,9 +45,7 @@ function mayBlock(i: Pick<EventListItem, 'status' | 'subStatus' | 'sessionId'>):
 /** The event a parked row waits on, or null when it names none (parked behind a replay, not a block). */
 export function blockerOf(p: ParkedRef): string | null {
   if (p.blockedBy) return p.blockedBy;
-  const prefix = `Session ${p.sessionId} is blocked by `;
-  if (p.errorText?.startsWith(prefix) && p.errorText.length > prefix.length) return p.errorText.slice(prefix.length);
-  return null;
+  return parseBlockedByReason(p.errorText, p.sessionId) ?? null;
 }
 
 const key = (sessionId: string, eventId: string) => `${sessionId}\u0000${eventId}`;

@@ -1,6 +1,10 @@
 // Seeds status rows and history the way the Resolver records them (request, then its response), so console
 // tests start from realistic states: completed, failed with a parked sibling, dead-lettered, pending handoff.
-import { MessageType } from '@nimbus/sdk/contract';
+// Realistic means as production writes them: every message has its own MessageId (a fresh GUID, as the publisher
+// and the subscriber give theirs; the history is keyed by it), nothing is enqueued after now, and a parked row names
+// its blocker only in its park reason (the Resolver records no blocker field; see parkedBehind below).
+import { randomUUID } from 'node:crypto';
+import { blockedByReason, MessageType, SELF } from '@nimbus/sdk/contract';
 import type { MessageType as MessageTypeT } from '@nimbus/sdk/contract';
 import type { MessageStore } from '../../lib/store/index.ts';
 
@@ -17,15 +21,23 @@ export interface SeededEvent {
   lastMessageId: string;
 }
 
-let seq = 0;
-const at = (base: number) => new Date(base + seq++ * 1000).toISOString();
+/** How long after its request a seeded answer is enqueued. */
+const ANSWER_AFTER_MS = 1000;
+
+/**
+ * When a seeded event's request and answer were enqueued: the request at `base`, the answer a second later, the
+ * pair moved back so the answer is not after now (a test passing `Date.now()` gets an answer enqueued now).
+ */
+function enqueuedTimes(base: number): { request: string; answer: string } {
+  const answer = Math.min(base + ANSWER_AFTER_MS, Date.now());
+  return { request: new Date(answer - ANSWER_AFTER_MS).toISOString(), answer: new Date(answer).toISOString() };
+}
 
 async function record(
   store: MessageStore,
   e: Omit<SeededEvent, 'lastMessageId'>,
   type: MessageTypeT,
-  messageId: string,
-  parentMessageId: string,
+  ids: { messageId: string; parentMessageId: string; originatingMessageId: string; correlationId: string },
   extra: Record<string, unknown>,
   when: string,
 ): Promise<void> {
@@ -33,12 +45,9 @@ async function record(
     endpointId: e.endpointId,
     eventId: e.eventId,
     sessionId: e.sessionId,
-    messageId,
+    ...ids,
     messageType: type,
     eventTypeId: e.eventTypeId,
-    parentMessageId,
-    originatingMessageId: `${e.eventId}-req`,
-    correlationId: `${e.eventId}-corr`,
     from: type === MessageType.EventRequest ? 'storefrontendpoint' : e.endpointId,
     to: type === MessageType.EventRequest ? e.endpointId : 'Resolver',
     enqueuedAt: when,
@@ -55,12 +64,26 @@ export async function seedEvent(
   response: MessageTypeT | null,
   extra: Record<string, unknown> = {},
 ): Promise<SeededEvent> {
-  const req = `${e.eventId}-req`;
-  await record(store, e, MessageType.EventRequest, req, 'self', { payload: e.payload }, at(base));
+  const times = enqueuedTimes(base);
+  // As the publisher sends a request (Parent and Originating "self") and the subscriber answers it (both name the
+  // request); the chain keeps one correlation id.
+  const req = randomUUID();
+  const correlationId = randomUUID();
+  const requestIds = { messageId: req, parentMessageId: SELF, originatingMessageId: SELF, correlationId };
+  await record(store, e, MessageType.EventRequest, requestIds, { payload: e.payload }, times.request);
   if (response === null) return { ...e, lastMessageId: req };
-  const res = `${e.eventId}-res`;
-  await record(store, e, response, res, req, extra, at(base));
+  const res = randomUUID();
+  await record(store, e, response, { messageId: res, parentMessageId: req, originatingMessageId: req, correlationId }, extra, times.answer);
   return { ...e, lastMessageId: res };
+}
+
+/**
+ * The DeferralResponse fields of an event parked behind `blockerEventId` in `sessionId`, as the subscriber answers
+ * (packages/sdk/src/decide.ts): the blocker is named only in the park reason, which the Resolver stores as the row's
+ * errorText.
+ */
+export function parkedBehind(sessionId: string, blockerEventId: string): Record<string, unknown> {
+  return { errorText: blockedByReason(sessionId, blockerEventId), errorType: 'SessionBlockedException' };
 }
 
 /** `suffix` is appended to every event and session id, so a test can seed a second, independent set. */
@@ -87,7 +110,7 @@ export async function seedConsoleData(store: MessageStore, base = Date.now() - 6
     sessionId: 'ORD-200',
     eventTypeId: 'OrderCancelled',
     payload: { orderId: 'ORD-200' },
-  }, MessageType.DeferralResponse, { blockedBy: `evt-failed-1${suffix}`, errorText: `Session ORD-200${suffix} is blocked by evt-failed-1${suffix}` });
+  }, MessageType.DeferralResponse, parkedBehind(`ORD-200${suffix}`, `evt-failed-1${suffix}`));
   const deadLettered = await event(store, base, {
     endpointId: 'billingendpoint',
     eventId: 'evt-dead-1',

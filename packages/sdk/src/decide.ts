@@ -2,6 +2,7 @@
 // and (when the handler runs) its outcome. Pure - the host reads the state, runs the handler and executes the
 // returned effects in order - so every row of the specification is unit-testable without a broker.
 import {
+  blockedByReason,
   HEARTBEAT_EVENT_TYPE_ID,
   isBlocked,
   isDraining,
@@ -203,9 +204,8 @@ function routeEventRequest(m: InboundMessage, state: SessionState, env: Decision
       effects.push({ kind: 'complete' });
       return settle({ effects, signal: 'completed', note: 'delivery of the blocking event itself' });
     }
-    return settle(
-      park(m, state, env, `Session ${m.sessionId ?? ''} is blocked by ${state.BlockedByEventId}`),
-    );
+    // The text is the contract's: the console reads the blocker back out of it (server/heldBack.ts).
+    return settle(park(m, state, env, blockedByReason(m.sessionId ?? '', state.BlockedByEventId ?? '')));
   }
   if (s === undefined && isDraining(state)) {
     return settle(park(m, state, env, `Session ${m.sessionId ?? ''} is replaying parked messages`));

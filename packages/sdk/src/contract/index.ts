@@ -12,3 +12,4 @@ export * from './payloadSchema.ts';
 export * from './messageIds.ts';
 export * from './staleWriteGuard.ts';
 export * from './attribution.ts';
+export * from './parkReason.ts';
