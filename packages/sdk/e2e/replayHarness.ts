@@ -1,10 +1,16 @@
 // The setup the replay tests share (replayDrop, replaySendDrop, replayLock): crm's deferred processor on a client of
 // the test's own, so that the test can break or slow exactly that client's calls without touching the harness's
 // (its publisher and its readers stay direct); optionally through a TCP fault proxy (server/testing/tcpFaultProxy.ts)
-// in front of the embedded emulator; a parked session with its replay trigger; and a reader of the replayed copies
-// that come back to the main subscription. Each test keeps its own fault, its own waits and its own assertions.
-import type { ServiceBusClient, ServiceBusSender, ServiceBusSessionReceiver } from '@azure/service-bus';
-import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
+// in front of the embedded emulator; clock skew as that client reads a lock's expiry (replayReaccept, replayLock); a
+// parked session with its replay trigger; and a reader of the replayed copies that come back to the main
+// subscription. Each test keeps its own fault, its own waits and its own assertions.
+import type {
+  ServiceBusClient,
+  ServiceBusReceivedMessage,
+  ServiceBusSender,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
+import { eventBody, MessageType, Prop, Subscription } from '@nimbus/sdk/contract';
 import { DeferredProcessor } from '@nimbus/sdk';
 import type { DeferredProcessorOptions, ReplayPass } from '@nimbus/sdk';
 import { createServiceBusClients } from '@nimbus/sdk/servicebus';
@@ -60,6 +66,61 @@ export function aroundSends(
       around(sender.entityPath, () => send(...sendArgs));
     return sender;
   }) as typeof client.createSender;
+}
+
+/** A lock expiry (the broker's clock) as read by a local clock `skewMs` behind the broker's (or ahead, negative). */
+const readSkewed = (until: Date | undefined, skewMs: number): Date | undefined =>
+  until && new Date(until.getTime() + skewMs);
+
+/**
+ * The parked-session receivers `client` accepts from now on read their lock expiry `skewMs` off the broker's: a
+ * local clock behind the broker's (positive) or ahead of it (negative). Only the reading: the lock is the broker's.
+ */
+export function skewParkedLocks(client: ServiceBusClient, skewMs: number): void {
+  const accept = client.acceptSession.bind(client);
+  client.acceptSession = (async (...args: Parameters<typeof accept>) => {
+    const receiver = await accept(...args);
+    if (args[1] === Subscription.Deferred) {
+      const read = Object.getOwnPropertyDescriptor(
+        Object.getPrototypeOf(receiver),
+        'sessionLockedUntilUtc',
+      )?.get;
+      if (!read) throw new Error("the client's receiver no longer reads its lock expiry through a getter");
+      Object.defineProperty(receiver, 'sessionLockedUntilUtc', {
+        configurable: true,
+        get: () => readSkewed(read.call(receiver) as Date | undefined, skewMs),
+      });
+    }
+    return receiver;
+  }) as typeof client.acceptSession;
+}
+
+/**
+ * The same for the replay triggers: the trigger receivers `client` creates from now on read each trigger's lock
+ * expiry, as received and as renewed, `skewMs` off the broker's. Every renewal is counted in `renewals`.
+ */
+export function skewTriggerLocks(client: ServiceBusClient, skewMs: number): { renewals: number } {
+  const counted = { renewals: 0 };
+  const skew = (m: ServiceBusReceivedMessage) => (m.lockedUntilUtc = readSkewed(m.lockedUntilUtc, skewMs));
+  const createReceiver = client.createReceiver.bind(client);
+  client.createReceiver = ((...args: Parameters<typeof createReceiver>) => {
+    const receiver = createReceiver(...args);
+    if (args[1] !== Subscription.DeferredProcessor) return receiver;
+    const receive = receiver.receiveMessages.bind(receiver);
+    receiver.receiveMessages = async (...receiveArgs: Parameters<typeof receive>) => {
+      const messages = await receive(...receiveArgs);
+      messages.forEach(skew);
+      return messages;
+    };
+    const renew = receiver.renewMessageLock.bind(receiver);
+    receiver.renewMessageLock = async (message: ServiceBusReceivedMessage) => {
+      counted.renewals++;
+      await renew(message); // sets the message's expiry as the broker gave it
+      return skew(message)!;
+    };
+    return receiver;
+  }) as typeof client.createReceiver;
+  return counted;
 }
 
 /**

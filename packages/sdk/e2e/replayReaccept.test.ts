@@ -33,6 +33,7 @@ import {
   REPLAY_ENDPOINT,
   replayedSequences,
   replayProcessor,
+  skewParkedLocks,
 } from './replayHarness.ts';
 import { ReceiverImpl } from '../../../emulator/broker/receiver.ts';
 import { MAX_LOCKED_RECHECKS } from '../src/lockedRecheck.ts';
@@ -90,29 +91,6 @@ async function allReplayed(
 
 /** How far the skew tests shift the parked session's lock expiry as the processor reads it: far beyond any lock. */
 const SKEW_MS = 10 * 60_000;
-
-/**
- * The parked-session receivers `client` accepts from now on read their lock expiry `skewMs` off the broker's: a
- * local clock behind the broker's (positive) or ahead of it (negative). Only the reading: the lock is the broker's.
- */
-function skewParkedLocks(client: ServiceBusClient, skewMs: number): void {
-  const accept = client.acceptSession.bind(client);
-  client.acceptSession = (async (...args: Parameters<typeof accept>) => {
-    const receiver = await accept(...args);
-    if (args[1] === Subscription.Deferred) {
-      const read = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(receiver), 'sessionLockedUntilUtc')?.get;
-      assert.ok(read, "the client's receiver reads its lock expiry through a getter");
-      Object.defineProperty(receiver, 'sessionLockedUntilUtc', {
-        configurable: true,
-        get: () => {
-          const until = read.call(receiver) as Date | undefined;
-          return until && new Date(until.getTime() + skewMs);
-        },
-      });
-    }
-    return receiver;
-  }) as typeof client.acceptSession;
-}
 
 /** The waits for our own released lock that the processor logged (its `waitMs`), in order. */
 const ownLockWaits = (lines: readonly string[]) =>

@@ -31,6 +31,7 @@ import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { tolerateSlowDrain } from './servicebus/drainWait.ts';
 import { sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
+import { lockRenewalDelayMs } from './lockRenewalDelay.ts';
 import {
   buildLockedRecheck,
   DEFAULT_LOCKED_RECHECK_DELAY_MS,
@@ -260,7 +261,10 @@ export class DeferredProcessor {
   /**
    * Renews the trigger's lock at half its remaining time until the returned function is called (the pass has
    * ended). A renewal that fails ends the hold: the lock is lost, the pass's completion of the trigger fails and
-   * the trigger comes back.
+   * the trigger comes back. The remaining time is read by the local clock off the broker's expiry, so under clock
+   * skew it is no measure of the lock: a reading that is no lock a broker grants renews at half the shortest one
+   * (lockRenewalDelayMs). Before, a reading already past renewed at once, again and again for the whole pass, and
+   * one far ahead let the lock lapse mid-pass.
    */
   private holdTriggerLock(receiver: ServiceBusReceiver, trigger: ServiceBusReceivedMessage): () => void {
     let released = false;
@@ -276,7 +280,7 @@ export class DeferredProcessor {
                 this.log.debug({ err: loggableError(error) }, 'renewing the trigger lock failed');
             },
           ),
-        Math.max(0, (lockedUntil.getTime() - Date.now()) / 2),
+        lockRenewalDelayMs(lockedUntil.getTime(), Date.now()),
       );
     };
     renewBefore(trigger.lockedUntilUtc);
