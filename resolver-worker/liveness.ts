@@ -31,11 +31,15 @@ export interface InstanceWatch {
   stop(): Promise<void>;
 }
 
-/** Recounts every endpoint that has counters; returns how many. */
+/**
+ * Recounts every endpoint that has a counters document, readable or not (a recount rewrites one that no longer
+ * parses, which the counts read leaves out); returns how many.
+ */
 export async function recountAll(store: MessageStore): Promise<number> {
-  const { endpoints } = await store.getAllCounts();
-  for (const e of endpoints) await store.recountEndpoint(e.endpointId);
-  return endpoints.length;
+  const { endpoints, unreadable } = await store.getAllCounts();
+  const ids = [...endpoints.map((e) => e.endpointId), ...unreadable];
+  for (const endpointId of ids) await store.recountEndpoint(endpointId);
+  return ids.length;
 }
 
 export async function startInstanceWatch(o: InstanceWatchOptions): Promise<InstanceWatch> {

@@ -16,7 +16,7 @@ import {
   type PatchOperation,
   type SqlParameter,
 } from '@azure/cosmos';
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   MessageType,
   ResolutionStatus,
@@ -50,7 +50,7 @@ import {
   type EndpointCounts,
 } from './counters.ts';
 import { RowCache } from './rowCache.ts';
-import { queryAll, queryPage, type Page, type PageRequest } from './paging.ts';
+import { docIdOf, queryAll, queryPage, type Page, type PageRequest } from './paging.ts';
 import {
   COUNTER_BUCKETS,
   auditEntrySchema,
@@ -1673,18 +1673,31 @@ export class MessageStore {
 
   // ---------------------------------------------------------------- counters
 
-  /** Counters of every endpoint in one read of the small counters container (one document per endpoint). */
-  async getAllCounts(): Promise<{ endpoints: EndpointCounts[]; corrupt: { id: string; issues: string }[] }> {
-    const r = await queryAll(
-      this.#c.counters,
-      { query: 'SELECT * FROM c' },
-      counterDocSchema,
-      { limit: 10_000 },
-      'counters read',
-    );
+  /**
+   * Counters of every endpoint in one read of the small counters container (one document per endpoint).
+   * `unreadable` names the endpoints whose document exists but does not parse (its endpointId, the partition key,
+   * still does): they are not in `endpoints`, and a recount of them rewrites the document.
+   */
+  async getAllCounts(): Promise<{ endpoints: EndpointCounts[]; corrupt: { id: string; issues: string }[]; unreadable: string[] }> {
+    // Parsed here, not by queryAll: a document that fails the schema is still asked for its endpoint id.
+    const r = await queryAll(this.#c.counters, { query: 'SELECT * FROM c' }, z.record(z.string(), z.unknown()), { limit: 10_000 }, 'counters read');
+    const endpoints: EndpointCounts[] = [];
+    const corrupt: { id: string; issues: string }[] = [];
+    const unreadable: string[] = [];
+    for (const raw of r.items) {
+      const parsed = counterDocSchema.safeParse(raw);
+      if (parsed.success) {
+        endpoints.push(toEndpointCounts(parsed.data));
+        continue;
+      }
+      corrupt.push({ id: docIdOf(raw), issues: describeIssues(parsed.error) });
+      const endpointId = endpointIdSchema.safeParse((raw as { endpointId?: unknown }).endpointId);
+      if (endpointId.success) unreadable.push(endpointId.data);
+    }
     return {
-      endpoints: r.items.map(toEndpointCounts).sort((a, b) => a.endpointId.localeCompare(b.endpointId)),
-      corrupt: r.corrupt,
+      endpoints: endpoints.sort((a, b) => a.endpointId.localeCompare(b.endpointId)),
+      corrupt,
+      unreadable: unreadable.sort((a, b) => a.localeCompare(b)),
     };
   }
 

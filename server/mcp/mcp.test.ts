@@ -12,7 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FeedOptions, SqlQuerySpec } from '@azure/cosmos';
 import { decodeBody, MessageType } from '@nimbus/sdk/contract';
-import { CONTAINERS } from '../../lib/store/index.ts';
+import { CONTAINERS, COUNTER_DOC_ID } from '../../lib/store/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
@@ -131,6 +131,22 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     }
     // Neither the evidence query nor the overview's oldest-failure query: the counts come from the counters.
     assert.deepEqual(queries, [], 'no query of the events was run');
+  });
+
+  test('discover_topology marks an endpoint whose counters document no longer parses, as the HTTP API does', async () => {
+    // Planted past the store, which never writes such a document; its zero counts must not read as "nothing failed".
+    const broken = 'crmendpoint';
+    await stack.store.database.container(CONTAINERS.counters).items.upsert({ id: COUNTER_DOC_ID, endpointId: broken, counts: 'garbled' });
+    try {
+      const topo = await ok<{ endpoints: Array<Record<string, unknown>> }>(client, 'discover_topology');
+      const crm = topo.endpoints.find((e) => e.id === broken);
+      assert.equal(crm?.countersUnreadable, true, JSON.stringify(crm));
+      const billing = topo.endpoints.find((e) => e.id === 'billingendpoint');
+      assert.ok(billing);
+      assert.equal('countersUnreadable' in billing, false, 'the mark is only there when true');
+    } finally {
+      await stack.store.recountEndpoint(broken);
+    }
   });
 
   test('find a failed event (list_failure_groups, search_failures, get_event) and resubmit it', async () => {

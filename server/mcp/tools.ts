@@ -176,7 +176,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     {
       title: 'Discover the topology',
       description:
-        'The endpoints you may see (with their event counts when you hold a Reader role or above) and the event types they produce and consume, with JSON schemas.',
+        'The endpoints you may see (with their event counts when you hold a Reader role or above; countersUnreadable: true when an endpoint\'s counts cannot be read, so its zeros mean unknown) and the event types they produce and consume, with JSON schemas.',
       inputSchema: {},
       annotations: { readOnlyHint: true },
     },
@@ -193,7 +193,16 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         const endpoints = (await endpointsWithCounts(ctx.store, ctx.catalog)).filter((e) => inScope(scope, e.endpointId));
         const types = new Set(endpoints.flatMap((e) => [...e.produces, ...e.consumes]));
         return {
-          endpoints: endpoints.map((e) => ({ id: e.endpointId, description: e.description, owner: e.owner, produces: e.produces, consumes: e.consumes, counts: e.counts })),
+          // countersUnreadable only when true, as GET /api/endpoints: zero counts then mean "unknown", not "nothing failed".
+          endpoints: endpoints.map((e) => ({
+            id: e.endpointId,
+            description: e.description,
+            owner: e.owner,
+            produces: e.produces,
+            consumes: e.consumes,
+            counts: e.counts,
+            ...(e.countersUnreadable ? { countersUnreadable: true as const } : {}),
+          })),
           eventTypes: ctx.catalog.eventTypes.filter((t) => types.has(t.id)).map((t) => ({ id: t.id, description: t.description ?? null, sessionKey: t.sessionKey ?? null, schema: t.schema ?? null })),
         };
       }),
