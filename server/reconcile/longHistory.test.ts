@@ -4,7 +4,8 @@
 // the wire), an answered one is not offered "restore" (it would undo what the endpoint did), a restore (preview and
 // apply) goes back to the state the claim answered, a row whose state to restore is unknown is still listed,
 // with why and no repair, and a row whose settling answer is past the cap (its status write lost) is found stale
-// and re-settled. The cap is passed small here: the same cut as 2,000 entries, planted with a handful.
+// and re-settled. A young row is decided by its age alone, without paging the history. The cap is passed small
+// here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
@@ -276,4 +277,29 @@ test('a settling answer past the history cap whose status write was lost is foun
   assert.equal(applied.results[0]?.outcome, 'repaired', applied.results[0]?.reason);
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.lastMessageId], ['Skipped', answer.messageId]);
+});
+
+test('a young Pending control request is decided by its age: no history paging, no store read at all', async () => {
+  // The case that pages the most: a recorded skip past the cap whose answered state is in no entry (a restore would
+  // need to know whether the list was cut, paging it to cap + 1).
+  const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
+  const { claimed } = await claimSkipRecorded(row, at(10));
+  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+
+  const reads = new Map<string, number>();
+  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'getAudit'] as const;
+  const originals = counted.map((name) => [name, f.store[name]] as const);
+  for (const [name, original] of originals) {
+    Object.assign(f.store, { [name]: (...args: unknown[]) => (reads.set(name, (reads.get(name) ?? 0) + 1), (original as (...a: unknown[]) => unknown).apply(f.store, args)) });
+  }
+  try {
+    // Claimed and recorded a second ago (the store's clock): within both graces (a send in progress, an answer
+    // still to come).
+    const now = new Date(Date.parse(claimed.row.updatedAt) + 1000);
+    const finding = await stuckFinding(f.store, claimed.row, history, { now, historyCap: 3 });
+    assert.equal(finding, undefined);
+  } finally {
+    for (const [name, original] of originals) Object.assign(f.store, { [name]: original });
+  }
+  assert.deepEqual(Object.fromEntries(reads), {}, 'store reads for a row its age already decides');
 });
