@@ -1,6 +1,7 @@
 // An event's history on one endpoint for reconcile's checks, oldest first, all pages up to a cap: an event with
 // thousands of entries is a loop. Past the cap the newest entries are missing, so a check about one message (was
-// a command recorded?) must not rely on this list: it reads that message's entry by id (store.getHistory).
+// a command recorded? was it answered?) must not rely on this list: it reads that message's entry by id
+// (store.getHistory) or its answers by their link (store.listHistoryAnswers), and only when the list was cut.
 // One endpoint's only: an event published to several subscribers has a row per endpoint under the same eventId,
 // and its history holds every endpoint's entries. Another endpoint's response is no evidence for this row (it
 // would "settle" a row its own subscriber never answered), nor its state one to restore.
@@ -8,16 +9,28 @@ import type { HistoryEntry, MessageStore } from '../../lib/store/index.ts';
 
 export const HISTORY_CAP = 2000;
 
+export interface EventHistoryRead {
+  /** This endpoint's entries among those read, oldest first. */
+  entries: HistoryEntry[];
+  /** True when the read stopped at the cap with more to read: the newest entries are not in `entries`. */
+  cutOff: boolean;
+}
+
 /** `cap`: entries read (every endpoint's) before it stops; a test passes a small one to read a long event cheaply. */
-export async function eventHistory(store: MessageStore, endpointId: string, eventId: string, cap = HISTORY_CAP): Promise<HistoryEntry[]> {
-  const out: HistoryEntry[] = [];
+export async function readEventHistory(store: MessageStore, endpointId: string, eventId: string, cap = HISTORY_CAP): Promise<EventHistoryRead> {
+  const entries: HistoryEntry[] = [];
   let token: string | undefined;
   let read = 0;
   do {
     const page = await store.listHistory(eventId, { pageSize: Math.min(200, cap), continuationToken: token });
     read += page.items.length;
-    out.push(...page.items.filter((h) => h.endpointId === endpointId));
+    entries.push(...page.items.filter((h) => h.endpointId === endpointId));
     token = page.continuationToken;
   } while (token && read < cap);
-  return out;
+  return { entries, cutOff: token !== undefined };
+}
+
+/** readEventHistory's entries, for checks that read the store themselves for what a cut list lacks. */
+export async function eventHistory(store: MessageStore, endpointId: string, eventId: string, cap = HISTORY_CAP): Promise<HistoryEntry[]> {
+  return (await readEventHistory(store, endpointId, eventId, cap)).entries;
 }

@@ -2,8 +2,10 @@
 // oldest first, so the newest entries - a claim's command, the answer to it, the state it answered - are not in it.
 // Each check about one of them reads the store for it: a recorded command is not offered "resend" (a second copy on
 // the wire), an answered one is not offered "restore" (it would undo what the endpoint did), a restore (preview and
-// apply) goes back to the state the claim answered, and a row whose state to restore is unknown is still listed,
-// with why and no repair. The cap is passed small here: the same cut as 2,000 entries, planted with a handful.
+// apply) goes back to the state the claim answered, a row whose state to restore is unknown is still listed,
+// with why and no repair, and a row whose settling answer is past the cap (its status write lost) is found stale
+// and re-settled. A young row is decided by its age alone, without paging the history. The cap is passed small
+// here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
@@ -14,6 +16,7 @@ import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
 import { eventHistory } from './history.ts';
 import { applyStuckRepairs, stuckFinding } from './stuck.ts';
+import { applyReconcile, previewReconcile } from './reconcile.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -249,4 +252,54 @@ test('applying a restore on a long event writes back the state the claim answere
   assert.equal(result?.outcome, 'repaired', result?.reason);
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
+});
+
+test('a settling answer past the history cap whose status write was lost is found stale, and apply re-settles the row', async () => {
+  const { endpointId, eventId, skipId, claimed } = await skipRecordedOnLongEvent();
+  // The endpoint's answer, recorded; the status write after it was lost, so the row still shows the skip.
+  const answer = { ...msg(MessageType.SkipResponse, { endpointId, eventId, sessionId: claimed.row.sessionId, parentMessageId: skipId }), enqueuedAt: at(11) };
+  await f.store.recordHistory(answer);
+  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(!history.some((h) => h.messageId === answer.messageId), 'precondition: the answer is past the cap');
+
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  const stuck = preview.stuck.find((s) => s.eventId === eventId);
+  assert.equal(stuck, undefined, `answered, so not stuck: ${stuck?.why}`);
+  const stale = preview.stale.find((s) => s.eventId === eventId);
+  assert.deepEqual(
+    [stale?.rowMessageId, stale?.evidence.messageId, stale?.evidence.rule, stale?.evidence.status],
+    [skipId, answer.messageId, 'answers-row', 'Skipped'],
+    'the row is behind its history: the operator is told so',
+  );
+
+  const target = { endpointId, eventId, sessionId: claimed.row.sessionId, rowMessageId: skipId };
+  const applied = await applyReconcile(f.store, [target], 'reconcile-test', { historyCap: 3 });
+  assert.equal(applied.results[0]?.outcome, 'repaired', applied.results[0]?.reason);
+  const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
+  assert.deepEqual([row?.status, row?.lastMessageId], ['Skipped', answer.messageId]);
+});
+
+test('a young Pending control request is decided by its age: no history paging, no store read at all', async () => {
+  // The case that pages the most: a recorded skip past the cap whose answered state is in no entry (a restore would
+  // need to know whether the list was cut, paging it to cap + 1).
+  const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
+  const { claimed } = await claimSkipRecorded(row, at(10));
+  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+
+  const reads = new Map<string, number>();
+  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'getAudit'] as const;
+  const originals = counted.map((name) => [name, f.store[name]] as const);
+  for (const [name, original] of originals) {
+    Object.assign(f.store, { [name]: (...args: unknown[]) => (reads.set(name, (reads.get(name) ?? 0) + 1), (original as (...a: unknown[]) => unknown).apply(f.store, args)) });
+  }
+  try {
+    // Claimed and recorded a second ago (the store's clock): within both graces (a send in progress, an answer
+    // still to come).
+    const now = new Date(Date.parse(claimed.row.updatedAt) + 1000);
+    const finding = await stuckFinding(f.store, claimed.row, history, { now, historyCap: 3 });
+    assert.equal(finding, undefined);
+  } finally {
+    for (const [name, original] of originals) Object.assign(f.store, { [name]: original });
+  }
+  assert.deepEqual(Object.fromEntries(reads), {}, 'store reads for a row its age already decides');
 });

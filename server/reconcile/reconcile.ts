@@ -16,7 +16,7 @@ import {
 } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
 import { stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
-import { eventHistory } from './history.ts';
+import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -67,9 +67,12 @@ function isSettling(h: HistoryEntry): boolean {
   return !isSubscriberNotice(h) && TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
 }
 
+/** Only a Pending row can be stale; a handoff park is settled by an external system, not by its history. */
+const mayBeStale = (row: Pick<StatusRowSummary, 'status' | 'subStatus'>) => row.status === ResolutionStatus.Pending && row.subStatus !== PendingSubStatus.Handoff;
+
 /** The stored response that should have settled `row`, or undefined. Pure (unit-tested). */
 export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
-  if (row.status !== ResolutionStatus.Pending || row.subStatus === PendingSubStatus.Handoff) return undefined;
+  if (!mayBeStale(row)) return undefined;
   const own = history.filter((h) => h.sessionId === row.sessionId && isSettling(h));
   const status = (h: HistoryEntry) => resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status;
   // Newest first: when several responses answer, the latest one is the outcome (terminal writes are last-writer-wins).
@@ -80,6 +83,32 @@ export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | '
     if (later[0]) return { messageId: later[0].messageId, messageType: later[0].messageType, enqueuedAt: later[0].enqueuedAt, status: status(later[0]), rule: 'later-response' };
   }
   return undefined;
+}
+
+/** Answers to one message read past the cap: an endpoint answers a message once, or a few times on redelivery. */
+const ANSWERS_READ = 10;
+
+/**
+ * settlingEvidence on the real store, with the stored response it names. The list is capped (oldest first), so on
+ * a long event the answer to the row's message - newer than the message - may be cut off: when the list was cut
+ * and does not settle the row, the answers are read by their link (store.listHistoryAnswers, this endpoint and
+ * session), as the stuck check does. A complete list settles it alone: no read more. An answer that no longer
+ * parses is no evidence (there is nothing to re-apply); the stuck check still counts it as an answer.
+ */
+async function staleEvidence(
+  store: MessageStore,
+  row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
+  history: EventHistoryRead,
+): Promise<{ evidence: StaleRow['evidence']; entry: HistoryEntry } | undefined> {
+  const found = (entries: HistoryEntry[]) => {
+    const evidence = settlingEvidence(row, entries);
+    const entry = evidence && entries.find((h) => h.messageId === evidence.messageId);
+    return evidence && entry ? { evidence, entry } : undefined;
+  };
+  const inList = found(history.entries);
+  if (inList || !history.cutOff || !mayBeStale(row)) return inList;
+  const answers = await store.listHistoryAnswers(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, ANSWERS_READ);
+  return found(answers.items);
 }
 
 export async function previewReconcile(
@@ -116,10 +145,10 @@ export async function previewReconcile(
           }
           continue;
         }
-        const history = await eventHistory(store, row.endpointId, row.eventId);
-        const evidence = settlingEvidence(row, history);
+        const history = await readEventHistory(store, row.endpointId, row.eventId, grace.historyCap ?? HISTORY_CAP);
+        const evidence = (await staleEvidence(store, row, history))?.evidence;
         if (!evidence) {
-          const finding = await stuckFinding(store, row, history, { ...grace, now });
+          const finding = await stuckFinding(store, row, history.entries, { ...grace, now });
           if (finding) stuck.push(finding);
         }
         if (evidence) {
@@ -162,9 +191,15 @@ export interface ReconcileResult {
 
 /**
  * Re-applies the stored outcome of each target. The evidence is re-read here (never taken from the request),
- * and the write is conditional on the row still being Pending at the version the operator saw.
+ * and the write is conditional on the row still being Pending at the version the operator saw. `o.historyCap`:
+ * the cap the history list is read with (a test passes a small one).
  */
-export async function applyReconcile(store: MessageStore, targets: ReconcileTarget[], auditor: string): Promise<{ repaired: number; unchanged: number; results: ReconcileResult[] }> {
+export async function applyReconcile(
+  store: MessageStore,
+  targets: ReconcileTarget[],
+  auditor: string,
+  o: Pick<StuckOptions, 'historyCap'> = {},
+): Promise<{ repaired: number; unchanged: number; results: ReconcileResult[] }> {
   const results: ReconcileResult[] = [];
   for (const target of targets) {
     const row = await store.getStatusRow(target.endpointId, target.eventId, target.sessionId);
@@ -172,13 +207,12 @@ export async function applyReconcile(store: MessageStore, targets: ReconcileTarg
       results.push({ target, outcome: 'unchanged', reason: row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists' });
       continue;
     }
-    const history = await eventHistory(store, target.endpointId, target.eventId);
-    const evidence = settlingEvidence(row, history);
-    const entry = evidence && history.find((h) => h.messageId === evidence.messageId);
-    if (!evidence || !entry) {
+    const found = await staleEvidence(store, row, await readEventHistory(store, target.endpointId, target.eventId, o.historyCap ?? HISTORY_CAP));
+    if (!found) {
       results.push({ target, outcome: 'unchanged', reason: `the row is ${row.status} and not stale` });
       continue;
     }
+    const { evidence, entry } = found;
     const written = await store.writeStatus(
       {
         endpointId: row.endpointId,

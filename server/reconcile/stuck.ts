@@ -174,21 +174,45 @@ export function isManagerClaim(row: Pick<StatusRowSummary, 'status' | 'messageTy
 const describe = (h: HistoryEntry) => `${resultingStatus(h.messageType as MessageTypeT, h.deadLetterErrorDescription).status} (${h.messageType} ${h.messageId})`;
 
 /**
- * Whether `row` (Pending, not a handoff park, not stale) is stuck, with why and what a repair would do. Reads the
- * receipt (a point read) only for Manager claims, and whether a recorded request was answered (a query on the
- * answer's link) only for one not answered in `history`. Undefined when it is not (or not yet) stuck.
+ * Whether `row` is stuck, and how, by the checks that cost little: its age first (no read at all for a row still
+ * within its grace), then whether its own message was recorded (a point read, Manager claims only), then the
+ * receipt (a point read) for an unrecorded claim or the answer (a query on its link) for a recorded request.
+ * Nothing about what a repair would restore is read here: entryToRestore can page the whole capped history, so
+ * it runs only for a row this says is stuck.
  */
-export async function stuckFinding(store: MessageStore, row: StatusRowSummary, history: HistoryEntry[], o: StuckOptions): Promise<StuckRow | undefined> {
-  if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
-  if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
-  const age = o.now.getTime() - Date.parse(row.updatedAt);
+async function stuckKind(store: MessageStore, row: StatusRowSummary, history: HistoryEntry[], o: StuckOptions, age: number): Promise<StuckRow['kind'] | undefined> {
+  const claim = isManagerClaim(row);
+  const claimDue = claim && age >= (o.claimGraceMs ?? CLAIM_GRACE_MS); // before it, a send may be in progress
+  const answerDue = age >= (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS);
+  if (!claimDue && !answerDue) return undefined;
   // Recorded: the row's own message is in the history. `history` is capped (oldest first), so on a long event the
   // newest entries - a claim's command among them - may be cut off; a Manager claim not found there is decided by
   // a point read of its entry, as the Manager's repeat does (commandRecorded): "resend" for a command the Resolver
   // recorded would put a second copy on the wire.
   const recorded =
     history.some((h) => h.messageId === row.lastMessageId) ||
-    (isManagerClaim(row) && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
+    (claim && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
+  if (claim && !recorded) {
+    if (!claimDue) return undefined;
+    if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
+    return 'claim';
+  }
+  if (!recorded || !answerDue) return undefined;
+  if (await isAnswered(store, row, history)) return undefined;
+  return 'unanswered';
+}
+
+/**
+ * Whether `row` (Pending, not a handoff park, not stale) is stuck, with why and what a repair would do. The cheap
+ * checks decide first (stuckKind); the state a restore would write back is read only for a row they call stuck.
+ * Undefined when it is not (or not yet) stuck.
+ */
+export async function stuckFinding(store: MessageStore, row: StatusRowSummary, history: HistoryEntry[], o: StuckOptions): Promise<StuckRow | undefined> {
+  if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
+  if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
+  const age = o.now.getTime() - Date.parse(row.updatedAt);
+  const kind = await stuckKind(store, row, history, o, age);
+  if (!kind) return undefined;
   const cap = o.historyCap ?? HISTORY_CAP;
   const { entry: previous, cutOff } = await entryToRestore(store, row, history, cap);
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
@@ -204,9 +228,7 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
     rowUpdatedAt: row.updatedAt,
     restoresTo,
   };
-  if (isManagerClaim(row) && !recorded) {
-    if (age < (o.claimGraceMs ?? CLAIM_GRACE_MS)) return undefined; // may still be a send in progress
-    if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
+  if (kind === 'claim') {
     const canResend = specOfClaim(row as StatusRow) !== undefined;
     const resend = canResend ? [{ action: 'resend' as const, does: `send the ${row.messageType} again with the same MessageId (the subscriber's inbox drops a copy it already has) and write its receipt` }] : [];
     const repairs = [...resend, ...restore];
@@ -218,8 +240,6 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
       repairs,
     };
   }
-  if (!recorded || age < (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS)) return undefined;
-  if (await isAnswered(store, row, history)) return undefined;
   if (restore.length === 0 && !cutOff) return undefined; // nothing before the request to go back to
   const reason =
     row.messageType === MessageType.ContinuationRequest
