@@ -1,22 +1,27 @@
 // The embedded server's query fixes change cost, never results: partition-scoped queries, ORDER BY with ties and
 // paging by continuation give what the whole-container scan gives, after replaces and deletes too; cross-partition
-// queries still see everything; and a query plan request no longer runs the query. Real @azure/cosmos client.
+// queries still see everything; and a query plan request no longer runs the query. On a hierarchical key, a query
+// naming every path runs over that one full-key group (documentsQueried shows it), with the same results as a scan
+// after every kind of write. Real @azure/cosmos client.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CosmosClient, type Container } from '@azure/cosmos';
+import { CosmosClient, PartitionKeyKind, type Container, type PartitionKey } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
+import { documentsQueried } from './embeddedQueries.ts';
 
 let server: EmbeddedCosmos;
 let client: CosmosClient;
 let container: Container;
+let events: Container;
 
 async function all<T>(
   query: string,
-  parameters: Array<{ name: string; value: string }>,
-  partitionKey?: string,
+  parameters: Array<{ name: string; value: string | number }>,
+  partitionKey?: PartitionKey,
   pageSize = 3,
+  from = container,
 ) {
-  const it = container.items.query<T>(
+  const it = from.items.query<T>(
     { query, parameters },
     { maxItemCount: pageSize, ...(partitionKey ? { partitionKey } : {}) },
   );
@@ -42,6 +47,23 @@ before(async () => {
     await container.items.create({ id: `d${i}`, pk: i % 2 === 0 ? 'a' : 'b', rank: Math.floor(i / 3), n: i });
   await container.item('d4', 'a').replace({ id: 'd4', pk: 'a', rank: 9, n: 4 });
   await container.item('d6', 'a').delete();
+
+  // A hierarchical key as the store's events container has: endpoint, then event. Three events on endpoint 'a' and
+  // one on 'b' with the same event ids; ties on rank; then every kind of write moves or removes documents.
+  ({ container: events } = await database.containers.createIfNotExists({
+    id: 'events',
+    partitionKey: { paths: ['/ep', '/ev'], kind: PartitionKeyKind.MultiHash, version: 2 },
+  }));
+  for (let i = 0; i < 24; i++)
+    await events.items.create({ id: `r${i}`, ep: i % 4 === 3 ? 'b' : 'a', ev: `e${i % 3}`, rank: Math.floor(i / 6), n: i });
+  // The same event id as a number and as a string: `=` keeps them apart, so must the groups.
+  await events.items.create({ id: 'num', ep: 'a', ev: 7, rank: 0, n: 100 });
+  await events.items.create({ id: 'str', ep: 'a', ev: '7', rank: 0, n: 101 });
+  await events.item('r0', ['a', 'e0']).replace({ id: 'r0', ep: 'a', ev: 'e0', rank: 9, n: 0 });
+  await events.item('r6', ['a', 'e0']).delete();
+  await events.items.upsert({ id: 'r9', ep: 'a', ev: 'e0', rank: 0, n: 9 });
+  await events.items.upsert({ id: 'r30', ep: 'a', ev: 'e0', rank: 1, n: 30 });
+  await events.item('r12', ['a', 'e0']).patch([{ op: 'set', path: '/rank', value: 4 }]);
 });
 
 after(async () => {
@@ -95,5 +117,72 @@ describe('embedded Cosmos query fixes', () => {
     });
     assert.equal(res.status, 400);
     assert.match(await res.text(), /computes no query plans/);
+  });
+});
+
+describe('embedded Cosmos query fixes on a hierarchical partition key', () => {
+  const ids = (rows: Array<{ id: string }>) => rows.map((d) => d.id);
+  // The same filter wrapped in an OR the fixes cannot scope: what the whole-container scan gives.
+  const scan = (where: string) => `(${where} OR c.ep = @none)`;
+  const none = { name: '@none', value: 'none' };
+
+  test('a query on every path, paged, equals the scan, in order, after create, replace, delete, upsert and patch', async () => {
+    const where = 'c.ep = @ep AND c.ev = @ev';
+    const params = [
+      { name: '@ep', value: 'a' },
+      { name: '@ev', value: 'e0' },
+    ];
+    for (const tail of ['ORDER BY c.rank DESC', 'ORDER BY c.rank ASC', '']) {
+      const scoped = await all<{ id: string }>(`SELECT c.id, c.rank FROM c WHERE ${where} ${tail}`, params, ['a', 'e0'], 2, events);
+      const scanned = await all<{ id: string }>(`SELECT c.id, c.rank FROM c WHERE ${scan(where)} ${tail}`, [...params, none], undefined, 2, events);
+      assert.deepEqual(scoped, scanned, tail);
+    }
+    assert.deepEqual(
+      ids(await all(`SELECT c.id FROM c WHERE ${where} ORDER BY c.rank DESC`, params, ['a', 'e0'], 2, events)),
+      ['r0', 'r12', 'r18', 'r21', 'r30', 'r9'],
+      'the replaced r0 and patched r12 re-ranked, the deleted r6 gone, r9 upserted in place, r30 upserted new, the tie r18/r21 by _rid',
+    );
+  });
+
+  test('constants, brackets and numbers scope to the full key; 7 and "7" are different events', async () => {
+    const num = await all<{ id: string }>("SELECT c.id FROM c WHERE c['ev'] = 7 AND c.ep = 'a'", [], ['a', 7], 10, events);
+    assert.deepEqual(ids(num), ['num']);
+    const str = await all<{ id: string }>('SELECT c.id FROM c WHERE c.ev = @ev AND c.ep = @ep', [
+      { name: '@ep', value: 'a' },
+      { name: '@ev', value: '7' },
+    ], ['a', '7'], 10, events);
+    assert.deepEqual(ids(str), ['str']);
+    const b = await all<{ id: string }>('SELECT c.id FROM c WHERE c.ep = "b" AND c.ev = "e0" AND c.n > 2', [], ['b', 'e0'], 10, events);
+    assert.deepEqual(ids(b).sort(), ['r15', 'r3']);
+  });
+
+  test('a query on the first path only, or on the second only, gives what the scan gives', async () => {
+    for (const [where, params] of [
+      ['c.ep = @ep', [{ name: '@ep', value: 'a' }]],
+      ['c.ev = @ev', [{ name: '@ev', value: 'e1' }]],
+    ] as const) {
+      const q = await all<{ id: string }>(`SELECT c.id FROM c WHERE ${where} ORDER BY c.rank DESC`, [...params], undefined, 4, events);
+      const s = await all<{ id: string }>(`SELECT c.id FROM c WHERE ${scan(where)} ORDER BY c.rank DESC`, [...params, none], undefined, 4, events);
+      assert.deepEqual(q, s, where);
+      assert.ok(q.length > 0, where);
+    }
+  });
+
+  test("a query on every path runs over that event's documents only; on the first path, over the endpoint's", async () => {
+    const run = async (where: string, params: Array<{ name: string; value: string }>) => {
+      const before = documentsQueried();
+      const rows = await all<{ id: string }>(`SELECT c.id FROM c WHERE ${where}`, params, undefined, 100, events);
+      return { rows: rows.length, ranOver: documentsQueried() - before };
+    };
+    // Endpoint 'a' holds 20 documents (18 created there, r6 deleted, r30 upserted, num and str), event e1 six of them.
+    assert.deepEqual(
+      await run('c.ep = @ep AND c.ev = @ev', [
+        { name: '@ep', value: 'a' },
+        { name: '@ev', value: 'e1' },
+      ]),
+      { rows: 6, ranOver: 6 },
+    );
+    assert.deepEqual(await run('c.ep = @ep', [{ name: '@ep', value: 'a' }]), { rows: 20, ranOver: 20 });
+    assert.deepEqual(await run('c.ev = @ev', [{ name: '@ev', value: 'e1' }]), { rows: 8, ranOver: 26 });
   });
 });

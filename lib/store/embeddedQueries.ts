@@ -14,8 +14,11 @@
 // 4. The server ignores the partition key and scans the whole container for every query. Real Cosmos serves a
 //    query with `c.<partition key> = value` from that one partition. Here each container keeps its documents
 //    grouped by the value of its (first) partition key path too, and a query whose WHERE requires
-//    `c.<that path> = <string or number>` (a top-level AND term) runs over that group only. Order within a group
-//    is the container's own order, so results, ORDER BY ties and continuation tokens are the same as before.
+//    `c.<that path> = <string or number>` (a top-level AND term) runs over that group only. A container with a
+//    hierarchical key (the events container's `[/endpointId, /eventId]`) is also grouped by the values of all its
+//    paths, and a query requiring equality on every path runs over that one group: an event's few rows instead of
+//    its endpoint's 20,000. Order within a group is the container's own order, so results, ORDER BY ties and
+//    continuation tokens are the same as before.
 // 5. The SDK asks for a query plan beside every query and uses it only when the gateway refuses the query as
 //    needing one (which the embedded server never does). The server does not know plan requests and ran the
 //    whole query for each of them: every query cost twice. Plan requests are now refused at once (see below).
@@ -51,6 +54,10 @@ interface ItemsLike {
   _data: Map<string, ItemHolder>;
   _parent: { read(): { indexingPolicy?: { compositeIndexes?: unknown[] } } | null };
   _byPartition?: Map<unknown, Map<string, ItemHolder>>;
+  /** Hierarchical keys only: the documents by the values of all the key's paths (fullKeyName). */
+  _byFullKey?: Map<string, Map<string, ItemHolder>>;
+  /** The container's partition key paths as created (`['/endpointId', '/eventId']`). */
+  _partitionKeyPath: string[];
   _getPartition(data: unknown): unknown;
   _getPartitionKeyPath(): string[];
   _getQuery(sql: string): QueryLike;
@@ -102,6 +109,7 @@ export function installEmbeddedQueryFixes(): void {
     collection,
     { code, parameters, udf = {}, maxItemCount, continuation, compositeIndexes },
   ) => {
+    documentsRunOver += collection.length;
     let run = compiled.get(code);
     if (!run) {
       // The same translation of generated code to a function that the engine does on every call, done once.
@@ -174,30 +182,33 @@ export function installEmbeddedQueryFixes(): void {
   const originalDelete = proto.delete;
   const originalQuery = proto.query;
 
-  const groupOf = (items: ItemsLike, value: unknown) => {
-    items._byPartition ??= new Map();
-    let group = items._byPartition.get(value);
-    if (!group) items._byPartition.set(value, (group = new Map()));
-    return group;
-  };
+  // Every write reaches the documents through _set and delete (replace, upsert and patch are a delete and a _set,
+  // which moves the document to the end of the container's order, and of its groups alike).
   proto._set = function (this: ItemsLike, data: Record<string, unknown>) {
     const result = originalSet.call(this, data);
     const rid = data._rid as string;
     const holder = this._data.get(rid);
-    if (holder) groupOf(this, this._getPartition(data)).set(rid, holder);
+    if (holder) {
+      groupIn((this._byPartition ??= new Map()), this._getPartition(data)).set(rid, holder);
+      const full = fullKeyOfDocument(this, data);
+      if (full !== undefined) groupIn((this._byFullKey ??= new Map()), full).set(rid, holder);
+    }
     return result;
   };
   proto.delete = function (this: ItemsLike, idOrRid: string, partition: unknown) {
     const existing = this._item('/id', idOrRid, partition).read();
     originalDelete.call(this, idOrRid, partition);
-    if (existing) this._byPartition?.get(this._getPartition(existing))?.delete(existing._rid as string);
+    if (!existing) return;
+    const rid = existing._rid as string;
+    this._byPartition?.get(this._getPartition(existing))?.delete(rid);
+    const full = fullKeyOfDocument(this, existing);
+    if (full !== undefined) this._byFullKey?.get(full)?.delete(rid);
   };
   proto.query = function (this: ItemsLike, params, options) {
-    const value = partitionValueOf(this, params);
-    if (value === undefined || !this._parent.read()) return originalQuery.call(this, params, options);
-    const group = this._byPartition?.get(value);
-    const data = group ? [...group.values()].map((item) => item.read()) : [];
     const parent = this._parent.read();
+    const scope = parent ? scopeOf(this, params) : undefined;
+    if (!scope) return originalQuery.call(this, params, options);
+    const data = [...scope.values()].map((item) => item.read());
     try {
       return this._getQuery(params.query).exec(data, {
         parameters: params.parameters,
@@ -211,6 +222,17 @@ export function installEmbeddedQueryFixes(): void {
       throw err;
     }
   };
+}
+
+let documentsRunOver = 0;
+
+/**
+ * How many documents the engine's generated query code has been run over in this process, all queries together:
+ * what a query scanned is the difference across it. For tests, which cannot tell a scoped query from a scan by its
+ * results (the point of the fixes is that these are the same).
+ */
+export function documentsQueried(): number {
+  return documentsRunOver;
 }
 
 const LAZY_HELPER = '__nimbusLazyRow';
@@ -288,16 +310,68 @@ function compareValues(a: unknown, b: unknown): number {
   return TYPE_ORDER.indexOf(ta) - TYPE_ORDER.indexOf(tb) < 0 ? -1 : 1;
 }
 
+function groupIn<K>(groups: Map<K, Map<string, ItemHolder>>, key: K): Map<string, ItemHolder> {
+  let group = groups.get(key);
+  if (!group) groups.set(key, (group = new Map()));
+  return group;
+}
+
 /**
- * The partition key value a query requires, when its WHERE has a top-level AND term `c.<path> = @param` or
- * `c.<path> = 'constant'` for the container's single-segment partition key path; else undefined (full scan).
+ * The properties of a hierarchical partition key (`['endpointId', 'eventId']`) when each path is one top-level
+ * property; else undefined: a single-path key has its first-path groups only, nested paths are not grouped.
  */
-function partitionValueOf(
+function hierarchicalKeyOf(items: ItemsLike): string[] | undefined {
+  const paths = items._partitionKeyPath;
+  if (!Array.isArray(paths) || paths.length < 2) return undefined;
+  const props = paths.map((p) => p.slice(1));
+  return props.every((p) => p !== '' && !p.includes('/')) ? props : undefined;
+}
+
+/**
+ * The name of the full-key group for one value per path; undefined unless every value is a string or a number,
+ * the only values a query's equality is grouped by (a document with another value can match no such query). JSON
+ * keeps 7 and '7' apart, as the engine's `=` does.
+ */
+function fullKeyName(values: unknown[]): string | undefined {
+  return values.every((v) => typeof v === 'string' || typeof v === 'number') ? JSON.stringify(values) : undefined;
+}
+
+function fullKeyOfDocument(items: ItemsLike, data: Record<string, unknown>): string | undefined {
+  const props = hierarchicalKeyOf(items);
+  return props && fullKeyName(props.map((p) => data[p]));
+}
+
+/**
+ * The documents a query must be run over when its WHERE pins the partition: the full-key group when it requires
+ * equality on every path of a hierarchical key, else the first-path group when it requires that path; undefined
+ * (scan the container) otherwise. An empty group is an empty map: nothing matches.
+ */
+function scopeOf(
   items: ItemsLike,
   params: { query: string; parameters?: Array<{ name: string; value: unknown }> },
-): string | number | undefined {
+): Map<string, ItemHolder> | undefined {
+  const terms = equalityTerms(items, params);
+  if (!terms) return undefined;
+  const props = hierarchicalKeyOf(items);
+  if (props?.every((p) => terms.has(p))) {
+    const full = fullKeyName(props.map((p) => terms.get(p)));
+    if (full !== undefined) return items._byFullKey?.get(full) ?? new Map();
+  }
   const path = items._getPartitionKeyPath();
-  if (path.length !== 1) return undefined;
+  if (path.length !== 1 || !terms.has(path[0]!)) return undefined;
+  return items._byPartition?.get(terms.get(path[0]!)) ?? new Map();
+}
+
+/**
+ * The values a query's WHERE requires of the document's top-level properties: its top-level AND terms
+ * `c.<prop> = @param` or `c.<prop> = 'constant' | number` (either side; `c['prop']` too), the first term per
+ * property. Undefined when the query has no such term or is of a shape the scoping leaves alone (joins, a FROM
+ * that is not the container).
+ */
+function equalityTerms(
+  items: ItemsLike,
+  params: { query: string; parameters?: Array<{ name: string; value: unknown }> },
+): Map<string, string | number> | undefined {
   let q: QueryLike;
   try {
     q = items._getQuery(params.query);
@@ -318,6 +392,7 @@ function partitionValueOf(
     } else terms.push(n);
   };
   collect(q.ast.body?.where?.condition);
+  const required = new Map<string, string | number>();
   for (const t of terms) {
     if (t.type !== 'scalar_binary_expression' || t.operator !== '=') continue;
     for (const [member, other] of [
@@ -327,15 +402,18 @@ function partitionValueOf(
       if (member?.type !== 'scalar_member_expression') continue;
       if (member.object?.type !== 'identifier' || member.object.name !== alias) continue;
       const prop = member.property?.name ?? member.property?.value;
-      if (prop !== path[0]) continue;
+      if (typeof prop !== 'string' || required.has(prop)) continue;
       let value: unknown;
       if (other?.type === 'parameter_name')
         value = params.parameters?.find((p) => p.name === other.name)?.value;
       else if (other?.type === 'string_constant' || other?.type === 'number_constant') value = other.value;
-      if (typeof value === 'string' || typeof value === 'number') return value;
+      if (typeof value === 'string' || typeof value === 'number') {
+        required.set(prop, value);
+        break;
+      }
     }
   }
-  return undefined;
+  return required.size > 0 ? required : undefined;
 }
 
 /**
