@@ -65,8 +65,8 @@ export function sessionLockHorizon(
   };
   // A first lock under 1 s is no lock a broker grants: the local clock is ahead of the broker's by about the lock. Its
   // expiry then says nothing in our time, so it is no bound (as observedLockMs treats it); taken as one, every
-  // session would be released right after its accept, and accepted again, without end. Likewise one over 5 min (the
-  // local clock behind the broker's by more than a lock): taken as one, a lock that lapsed would read as held.
+  // session would be released right after its accept, and accepted again, without end. Likewise one over 305 s (the
+  // local clock behind the broker's by more than 305 s less the lock): taken as one, a lapsed lock would read as held.
   const firstLock = lockedUntil() - acceptedAt;
   const lockKnown = Number.isFinite(firstLock) && isSaneLockMs(firstLock);
   // With renewal off the lock is the only bound: without it the session has no horizon at all, which an operator
