@@ -40,8 +40,19 @@ export interface SessionLockHorizon {
    * now runs out within one. When the first lock said nothing in local time (a skewed clock, or no expiry read), one
    * default lock (DEFAULT_LOCK_MS, the duration the SDK provisions) from `now`: an expiry read as already past, or
    * as far ahead, is then no measure of the lock.
+   *
+   * Optional, so that a horizon written before it (a test's fake) still fits the type; read it through
+   * lockHeldUntilOf(), which counts one default lock from `now` for a horizon without it.
    */
-  lockHeldUntil(now?: number): number;
+  lockHeldUntil?(now?: number): number;
+}
+
+/**
+ * `horizon.lockHeldUntil(now)`, or for a horizon without it one default lock from `now`: what lockHeldUntil gives when
+ * the lock's expiry says nothing in local time.
+ */
+export function lockHeldUntilOf(horizon: SessionLockHorizon, now = Date.now()): number {
+  return horizon.lockHeldUntil?.(now) ?? now + DEFAULT_LOCK_MS;
 }
 
 /**
