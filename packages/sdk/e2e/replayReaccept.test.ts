@@ -275,8 +275,12 @@ test('a session held throughout ends the chain of re-checks after MAX_LOCKED_REC
       try {
         await parkAndTrigger(h, session, 2, 'ev-ra-held-long');
         processor.start();
+        // The last pass logs the end of the chain before it completes its trigger and reports: both are waited for.
         await eventually(
-          () => (lines.some((l) => l.includes('after the last re-check')) ? true : undefined),
+          () =>
+            lines.some((l) => l.includes('after the last re-check')) && passes.length > MAX_LOCKED_RECHECKS
+              ? true
+              : undefined,
           'the end of the chain of re-checks',
           60_000,
         );
@@ -324,6 +328,65 @@ test('skew: a released lock whose expiry reads as 10 min ahead (a clock behind t
         } finally {
           lostDetach.delete(session);
           await processor.stop(); // ends the wait
+        }
+      },
+    );
+  });
+});
+
+test('skew: once the wait for our own released lock has run its course, a refusal is another receiver\'s: the pass ends session-locked, not failed, and its re-check does not wait again', async () => {
+  await withHarness(async (h) => {
+    const session = 'RA-SKEW-PAST-RIVAL';
+    let rival: ServiceBusSessionReceiver | undefined;
+    // The default bound (30 s): the lock remembered at the release (one default lock, plus 1 s, read as already past)
+    // outlasts the wait by about a second, so the retry's refusal came while it was still remembered.
+    await withProcessor(
+      h,
+      { maxAutoLockRenewalDurationInMs: SHORT_HORIZON_MS, lockedRecheckDelayMs: RECHECK_DELAY_MS },
+      async ({ processor, passes, client, lines }) => {
+        slowSends(client);
+        skewParkedLocks(client, -SKEW_MS);
+        lostDetach.add(session);
+        const main = await h.client.acceptSession(REPLAY_ENDPOINT, REPLAY_ENDPOINT, session);
+        try {
+          await parkAndTrigger(h, session, PARKED, 'ev-ra-skew-past-rival');
+          processor.start();
+          await eventually(
+            () => (ownLockWaits(lines).length > 0 ? true : undefined),
+            'the re-accept refused by our own lingering lock',
+            60_000,
+          );
+          // Our lingering lock lapses (the harness's 5 s lock) during the wait, and another receiver takes the session.
+          rival = await eventually(
+            () =>
+              h.client
+                .acceptSession(REPLAY_ENDPOINT, Subscription.Deferred, session, { maxAutoLockRenewalDurationInMs: 300_000 })
+                .catch(() => undefined),
+            'the rival taking the session once our lingering lock lapsed',
+            30_000,
+          );
+          assert.equal(passes.length, 0, 'the rival came during the wait for our own lock');
+          await eventually(() => (passes.length > 0 ? true : undefined), 'the end of the first pass', 90_000);
+          const [pass] = passes;
+          // Before, the wait's end left our lock remembered for about a second more: the rival's refusal was taken for
+          // our own, the pass failed and its trigger was abandoned, a delivery spent.
+          assert.equal(pass?.outcome, 'session-locked', `passes: ${passes.map((p) => p.outcome).join(', ')}`);
+          assert.ok(pass.replayed >= 1 && pass.replayed < PARKED, `replayed before the release: ${pass.replayed}`);
+          assert.equal(ownLockWaits(lines).length, 1, 'one bounded wait for our own lock');
+          // The re-check, refused by the rival still there, is another receiver's at once: the pass's second release
+          // of the same parked session (its finally) does not remember our lock again, a default lock on.
+          await eventually(() => (passes.length > 1 ? true : undefined), 'the end of the re-check pass', 90_000);
+          assert.deepEqual(passes[1], { sessionId: session, replayed: 0, outcome: 'session-locked' });
+          assert.equal(ownLockWaits(lines).length, 1, 'the re-check did not wait for our own lock again');
+          await rival.close();
+          rival = undefined;
+          // A later re-check replays the rest.
+          await allReplayed(main, passes, 90_000);
+          assert.equal(passes.at(-1)?.outcome, 'replayed', `passes: ${passes.map((p) => p.outcome).join(', ')}`);
+        } finally {
+          lostDetach.delete(session);
+          await rival?.close();
+          await main.close().catch(() => undefined);
         }
       },
     );

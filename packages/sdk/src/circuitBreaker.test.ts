@@ -195,6 +195,9 @@ describe('circuit breaker', () => {
     assert.equal(b.state, 'HalfOpen', "a permitless failure does not reopen the circuit in the permit's place");
     b.record('ignored');
     b.release();
+    // Past the longest probe pause (a tenth of the open pause): a freed slot would be free again by now, so only a
+    // probe still held keeps acquire() from taking it.
+    advance(500);
     assert.equal(b.acquire(), undefined, 'nor does an ignored outcome or a release free the probe: one at a time');
     assert.equal(b.tryAcquire(), false, 'the permitless API sees the probe held too');
     probe.record('failure');
@@ -212,14 +215,37 @@ describe('circuit breaker', () => {
     const probe = b.acquire();
     assert.ok(probe?.probe, 'the next probe is a permit');
     b.release(); // the permitless caller releases again (a finally): its probe is over
+    advance(500); // past the longest probe pause: a freed slot would be free again by now
+    assert.equal(b.acquire(), undefined, "its release leaves the permit's probe held");
     b.record('success');
+    assert.equal(b.state, 'HalfOpen', "its late success does not decide the permit's probe");
     assert.equal(b.acquire(), undefined, "the permit's probe is still held");
-    assert.equal(b.state, 'HalfOpen');
     probe.release();
     advance(b.acquireWaitMs);
     assert.equal(b.tryAcquire(), true, 'a permitless probe again');
     b.record('success');
     assert.equal(b.state, 'Closed', 'the permitless probe is decided by the permitless outcome, as before');
+  });
+  test('permitless calls: with no probe held, record(\'success\') closes a half-open circuit, as before permits', () => {
+    // A caller that only records (never tryAcquire) holds no probe: were its outcome ignored, it could never leave
+    // HalfOpen.
+    const { b, transitions, advance } = breaker(5_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    assert.equal(b.state, 'HalfOpen');
+    b.record('success');
+    assert.equal(b.state, 'Closed', 'a success with no probe held closes the circuit: it is not stuck half-open');
+    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Closed']);
+  });
+  test('permitless calls: with no probe held, record(\'failure\') reopens a half-open circuit; \'ignored\' changes nothing', () => {
+    const { b, transitions, advance } = breaker(5_000);
+    for (let i = 0; i < 3; i++) b.record('failure');
+    advance(5_000);
+    b.record('ignored');
+    assert.equal(b.acquireWaitMs, 0, 'an outcome that says nothing, with no probe held, frees nothing and pauses nothing');
+    b.record('failure');
+    assert.equal(b.state, 'Open', 'a failure with no probe held opens the circuit again');
+    assert.deepEqual(transitions, ['Closed->Open', 'Open->HalfOpen', 'HalfOpen->Open']);
   });
   test('half-open: a probe held past probeTimeoutMs fails, the circuit opens again and its late outcome is ignored', () => {
     const { b, transitions, advance } = breaker(5_000, 2_000);

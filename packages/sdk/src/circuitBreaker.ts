@@ -181,7 +181,7 @@ export class CircuitBreaker {
   }
 
   /**
-   * How long a worker should wait before accepting a session, since tryAcquire would refuse it until then: what is
+   * How long a worker should wait before accepting a session, since acquire() would refuse it until then: what is
    * left of the open pause; in HalfOpen, the pause after a released probe slot, or, while another worker holds the
    * probe, a short wait for its outcome (the first probe pause). 0 when Closed or a probe may be taken now.
    */
@@ -201,17 +201,22 @@ export class CircuitBreaker {
   /**
    * Counts a delivery's outcome. In HalfOpen one that says nothing of the endpoint ('ignored', an excluded error)
    * gives the probe slot back, as release() does: a caller that only records would otherwise leave the circuit
-   * half-open with the slot taken and no probe running. In HalfOpen it ends (and decides) only a probe taken by
-   * tryAcquire: the outcome of a delivery taken without a permit says nothing of a probe a permit holds.
+   * half-open with the slot taken and no probe running. In HalfOpen, while a probe is held, it ends (and decides)
+   * only a probe taken by tryAcquire: the outcome of a delivery taken without a permit says nothing of a probe a
+   * permit holds. With no probe held it decides, as before permits: a caller that only records (never tryAcquire)
+   * would otherwise never leave HalfOpen.
    *
    * @deprecated Use the permit acquire() returns (`permit.record()`). Closed, both count alike.
    */
   record(outcome: BreakerOutcome, error?: unknown): void {
-    this.recordFor(this.permitlessProbe, outcome, error);
+    this.recordFor(this.probeHolder === undefined ? undefined : this.permitlessProbe, outcome, error);
   }
 
-  /** `holder`: the id of the permit recording (NOT_A_PROBE: one taken while Closed). */
-  private recordFor(holder: number, outcome: BreakerOutcome, error?: unknown): void {
+  /**
+   * `holder`: the id of the permit recording (NOT_A_PROBE: one taken while Closed); undefined: a permitless record()
+   * with no probe held, whose outcome decides HalfOpen while the slot is free.
+   */
+  private recordFor(holder: number | undefined, outcome: BreakerOutcome, error?: unknown): void {
     if (outcome === 'ignored' || (outcome === 'failure' && error !== undefined && this.isExcluded(error))) {
       if (this.state === 'HalfOpen') this.giveBack(holder);
       return;
@@ -257,8 +262,8 @@ export class CircuitBreaker {
    * Frees the probe slot if `holder` holds it, and pauses the next probe: taken again at once, the workers would
    * accept and release sessions in a tight loop while the endpoint has nothing to probe with.
    */
-  private giveBack(holder: number): void {
-    if (holder !== this.probeHolder) return;
+  private giveBack(holder: number | undefined): void {
+    if (this.probeHolder === undefined || holder !== this.probeHolder) return;
     this.endProbe();
     if (this.stateValue === 'HalfOpen') this.probeAfter = this.now() + this.probePause.next();
   }

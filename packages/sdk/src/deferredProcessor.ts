@@ -30,7 +30,7 @@ import type { InboundMessage } from './inbound.ts';
 import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { tolerateSlowDrain } from './servicebus/drainWait.ts';
-import { sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
+import { lockHeldUntilOf, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import { lockRenewalDelayMs } from './lockRenewalDelay.ts';
 import {
   buildLockedRecheck,
@@ -69,6 +69,11 @@ interface ReplayStretch {
 interface AcceptedParked {
   receiver: ServiceBusSessionReceiver;
   horizon: SessionLockHorizon;
+  /**
+   * Set by its first release: a second one (the pass's `finally` after a re-accept that failed) would remember the
+   * lock again, read later, so under skew (or with no expiry) one default lock on from then.
+   */
+  released: boolean;
 }
 
 export interface DeferredProcessorOptions {
@@ -462,6 +467,10 @@ export class DeferredProcessor {
    * (or from this pass's previous stretch) is closed first, so that its lock is gone. Refused while the lock of a
    * receiver we released may still hold (its close failed silently), the accept waits for that lock to run out
    * (at most the bound) and is tried once more: a refusal then is another pass's, unless the wait was cut short.
+   * So a wait that ran its course forgets the remembered lock: the bound may end it before the lock as remembered
+   * (one default lock plus OWN_LOCK_SLACK_MS, under skew or with no expiry, against a 30 s bound), and a refusal
+   * then, taken for our own, failed the pass (its trigger abandoned, a delivery spent) instead of ending it
+   * session-locked with a re-check.
    */
   private async acceptParked(sessionId: string): Promise<AcceptedParked> {
     const closing = this.closing.get(sessionId);
@@ -478,13 +487,15 @@ export class DeferredProcessor {
         'parked session refused while the lock of a receiver we released may still hold it; accepting again once it has run out',
       );
       await sleep(waitMs, this.stopController.signal);
+      if (!this.stopping) this.released.delete(sessionId);
       accepted = await this.acceptSession(sessionId);
     }
     this.released.delete(sessionId);
     // A drain answered late must not close the parked session's link mid-pass (servicebus/drainWait.ts).
     const receiver = tolerateSlowDrain(accepted);
     // Taken after the accept: the client counts its renewals from a little before, the horizon's margin covers it.
-    return { receiver, horizon: sessionLockHorizon(receiver, Date.now(), this.renewalHorizonMs, this.onSkewedLock) };
+    const horizon = sessionLockHorizon(receiver, Date.now(), this.renewalHorizonMs, this.onSkewedLock);
+    return { receiver, horizon, released: false };
   }
 
   /** One bounded accept of the parked session. */
@@ -505,9 +516,13 @@ export class DeferredProcessor {
    * Closes a pass's parked-session receiver, waiting at most the bound. A close still pending then is remembered
    * until it comes back (see `closing`). Whatever the close said, the lock it was released with is remembered until
    * it runs out (see `released`): a close that failed is logged, and one that failed silently cannot be told apart.
+   * Once per accepted session (AcceptedParked.released): a second call does nothing.
    */
-  private async release(sessionId: string, { receiver, horizon }: AcceptedParked): Promise<void> {
-    const heldUntil = horizon.lockHeldUntil();
+  private async release(sessionId: string, parked: AcceptedParked): Promise<void> {
+    if (parked.released) return;
+    parked.released = true;
+    const { receiver, horizon } = parked;
+    const heldUntil = lockHeldUntilOf(horizon);
     const closed = receiver.close().catch((error: unknown) => {
       this.log.warn(
         { sessionId, err: loggableError(error) },

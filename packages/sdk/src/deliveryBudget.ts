@@ -48,9 +48,10 @@ export function transientHoldMs(
 
 /**
  * A lock read as its expiry (the broker's clock) less the local time of its taking is a lock only within these:
- * Service Bus grants 5 s to 5 min. Under 1 s the local clock is ahead of the broker's by about the lock; over 5 min
- * it is behind by more than the lock. Either way the expiry says nothing in local time (sessionLockHorizon.ts). The
- * upper bound has 5 s on top, so that a 5 min lock read by a clock a little behind the broker's is still one.
+ * Service Bus grants 5 s to 5 min. Under 1 s the local clock is ahead of the broker's by about the lock; over 305 s
+ * it is behind by more than 305 s less the lock (4 min 35 s for a 30 s lock; a smaller lag is not seen here). Either
+ * way the expiry says nothing in local time (sessionLockHorizon.ts). The upper bound has 5 s on top, so that a 5 min
+ * lock read by a clock a little behind the broker's is still one.
  */
 export const MIN_SANE_LOCK_MS = 1_000;
 export const MAX_SANE_LOCK_MS = 305_000;

@@ -3,7 +3,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_LOCK_MS } from './deliveryBudget.ts';
-import { HORIZON_MARGIN_MS, receiveWaitMs, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
+import {
+  HORIZON_MARGIN_MS,
+  lockHeldUntilOf,
+  receiveWaitMs,
+  sessionLockHorizon,
+  warnSkewedLockOnce,
+} from './sessionLockHorizon.ts';
+import type { SessionLockHorizon } from './sessionLockHorizon.ts';
 
 function receiver(lockedUntil: number | undefined): { isClosed: boolean; sessionLockedUntilUtc?: Date } {
   return {
@@ -143,7 +150,7 @@ test('no skew warning for a sane lock, an unknown expiry, or with renewal on (it
   assert.equal(calls, 0);
 });
 
-test('a first lock over 5 min (a local clock behind the broker by more than a lock) is no bound either, and is warned of', () => {
+test('a first lock over 305 s (a local clock behind the broker by more than 305 s less the lock) is no bound either, and is warned of', () => {
   let warned = 0;
   const accepted = Date.now();
   const horizon = sessionLockHorizon(receiver(accepted + 10 * 60_000 + 30_000), accepted, 0, () => void warned++);
@@ -155,17 +162,23 @@ test('lockHeldUntil: the current expiry, never more than one first lock from now
   const accepted = Date.now();
   const r = receiver(accepted + 5_000);
   const sane = sessionLockHorizon(r, accepted, 60_000);
-  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted + 5_000, 'the expiry as read');
+  assert.equal(lockHeldUntilOf(sane, accepted + 1_000), accepted + 5_000, 'the expiry as read');
   r.sessionLockedUntilUtc = new Date(accepted + 600_000); // read as far beyond any renewal taken by now
-  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted + 6_000, 'one first lock from now at most');
+  assert.equal(lockHeldUntilOf(sane, accepted + 1_000), accepted + 6_000, 'one first lock from now at most');
   r.sessionLockedUntilUtc = new Date(accepted - 1_000); // run out (a renewal that failed)
-  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted - 1_000, 'a lock run out holds nothing');
+  assert.equal(lockHeldUntilOf(sane, accepted + 1_000), accepted - 1_000, 'a lock run out holds nothing');
   const now = accepted + 2_000;
   // The broker's expiry read 10 min off, either way: no measure of the lock in local time.
   const behind = sessionLockHorizon(receiver(accepted + 605_000), accepted, 60_000);
-  assert.equal(behind.lockHeldUntil(now), now + DEFAULT_LOCK_MS, 'read as 10 min ahead: not held for 10 min');
+  assert.equal(lockHeldUntilOf(behind, now), now + DEFAULT_LOCK_MS, 'read as 10 min ahead: not held for 10 min');
   const ahead = sessionLockHorizon(receiver(accepted - 595_000), accepted, 60_000);
-  assert.equal(ahead.lockHeldUntil(now), now + DEFAULT_LOCK_MS, 'read as already past: still held for a lock');
+  assert.equal(lockHeldUntilOf(ahead, now), now + DEFAULT_LOCK_MS, 'read as already past: still held for a lock');
   const unknown = sessionLockHorizon(receiver(undefined), accepted, 60_000);
-  assert.equal(unknown.lockHeldUntil(now), now + DEFAULT_LOCK_MS);
+  assert.equal(lockHeldUntilOf(unknown, now), now + DEFAULT_LOCK_MS);
+});
+
+test('lockHeldUntilOf: a horizon written before lockHeldUntil (an outside fake) still fits, and counts one default lock from now', () => {
+  const older: SessionLockHorizon = { end: () => Infinity, fits: () => true, endWithinLock: () => Infinity };
+  const now = Date.now();
+  assert.equal(lockHeldUntilOf(older, now), now + DEFAULT_LOCK_MS);
 });

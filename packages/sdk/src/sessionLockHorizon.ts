@@ -40,8 +40,19 @@ export interface SessionLockHorizon {
    * now runs out within one. When the first lock said nothing in local time (a skewed clock, or no expiry read), one
    * default lock (DEFAULT_LOCK_MS, the duration the SDK provisions) from `now`: an expiry read as already past, or
    * as far ahead, is then no measure of the lock.
+   *
+   * Optional, so that a horizon written before it (a test's fake) still fits the type; read it through
+   * lockHeldUntilOf(), which counts one default lock from `now` for a horizon without it.
    */
-  lockHeldUntil(now?: number): number;
+  lockHeldUntil?(now?: number): number;
+}
+
+/**
+ * `horizon.lockHeldUntil(now)`, or for a horizon without it one default lock from `now`: what lockHeldUntil gives when
+ * the lock's expiry says nothing in local time.
+ */
+export function lockHeldUntilOf(horizon: SessionLockHorizon, now = Date.now()): number {
+  return horizon.lockHeldUntil?.(now) ?? now + DEFAULT_LOCK_MS;
 }
 
 /**
@@ -65,8 +76,8 @@ export function sessionLockHorizon(
   };
   // A first lock under 1 s is no lock a broker grants: the local clock is ahead of the broker's by about the lock. Its
   // expiry then says nothing in our time, so it is no bound (as observedLockMs treats it); taken as one, every
-  // session would be released right after its accept, and accepted again, without end. Likewise one over 5 min (the
-  // local clock behind the broker's by more than a lock): taken as one, a lock that lapsed would read as held.
+  // session would be released right after its accept, and accepted again, without end. Likewise one over 305 s (the
+  // local clock behind the broker's by more than 305 s less the lock): taken as one, a lapsed lock would read as held.
   const firstLock = lockedUntil() - acceptedAt;
   const lockKnown = Number.isFinite(firstLock) && isSaneLockMs(firstLock);
   // With renewal off the lock is the only bound: without it the session has no horizon at all, which an operator
