@@ -27,7 +27,7 @@ export interface BulkResult {
 
 /**
  * Runs one command per event, reporting each result as a click on that event would get it (sent, duplicate, the
- * 404 or 409 refusal). In lots (Manager.executeMany): the events' sessions are found in one query, then the rows
+ * 404 or 409 refusal). In lots (Manager.executeMany): the events' sessions and row counts are found in one query, then the rows
  * are read, claimed, sent and receipted a lot at a time; an event the lot cannot settle alone (unknown, a row in
  * several sessions, refused, already claimed) takes the one-event path, a few at a time (the broker and the store
  * are shared). The receipts are a click's (no bulk operation named).
@@ -42,9 +42,10 @@ export async function runBulk(
   const unique = [...new Set(eventIds)];
   // Without a session the event is decided as execute() decides it (which also finds an unknown event's 404).
   const sessions = await ctx.store.listEventSessions(endpointId, unique).catch(() => undefined);
+  // The same query counted each event's rows (damaged ones too): the lot takes the count and does not query again.
   const targets: CommandTarget[] = unique.map((eventId) => {
     const s = sessions?.get(eventId);
-    return s?.length === 1 ? { endpointId, eventId, sessionId: s[0]! } : { endpointId, eventId };
+    return s?.sessions.length === 1 ? { endpointId, eventId, sessionId: s.sessions[0]!, rows: s.rows } : { endpointId, eventId };
   });
   const settled = await ctx.manager.executeMany(targets, spec, auditor, undefined, { oneEventConcurrency: 4 });
   const results: BulkResult['results'] = settled.map((r, i) => {

@@ -1,8 +1,10 @@
 // An event's rows read at the edge of EVENT_ROWS_LIMIT: `truncated` means at least one row was left out. Azure
-// Cosmos DB may end a full page with a continuation token though nothing follows it (the next page comes back
-// empty); the embedded server never does, so here a small proxy in front of it answers as Cosmos may: a full query
-// page gets a continuation, and that continuation an empty last page. An event with exactly the limit's rows must
-// then still read as whole - the Manager refuses a truncated set (409 "too many rows") and would refuse the event.
+// Cosmos DB may end a page with a continuation token though nothing follows it (the next page comes back empty);
+// the embedded server never does, so here a small proxy in front of it answers as Cosmos may: every last query page
+// that holds results gets a continuation, and that continuation an empty last page. The read asks for one row more
+// than the limit, so at exactly the limit's rows its page is not full and still ends with a token: an event with
+// exactly the limit's rows must then still read as whole - the Manager refuses a truncated set (409 "too many
+// rows") and would refuse the event.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -23,7 +25,7 @@ let store: MessageStore;
 /** Empty last pages the proxy served: proof the boundary case was exercised, not skipped. */
 let trailingServed = 0;
 
-/** Forwards to the embedded server; a query page as full as asked, without continuation, gets TRAILING. */
+/** Forwards to the embedded server; a last query page (no continuation) holding results gets TRAILING. */
 function boundaryProxy(target: URL): http.Server {
   const agent = new http.Agent({ keepAlive: true });
   const server = http.createServer((req, res) => {
@@ -35,16 +37,15 @@ function boundaryProxy(target: URL): http.Server {
       return;
     }
     const isQuery = String(req.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true';
-    const asked = Number(req.headers['x-ms-max-item-count']);
     const up = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent }, (reply) => {
       const chunks: Buffer[] = [];
       reply.on('data', (c: Buffer) => chunks.push(c));
       reply.on('end', () => {
         const headers = { ...reply.headers };
         const body = Buffer.concat(chunks);
-        if (isQuery && asked > 0 && reply.statusCode === 200 && headers['x-ms-continuation'] === undefined) {
+        if (isQuery && reply.statusCode === 200 && headers['x-ms-continuation'] === undefined) {
           const docs = (JSON.parse(body.toString('utf8')) as { Documents?: unknown[] }).Documents ?? [];
-          if (docs.length === asked) headers['x-ms-continuation'] = TRAILING;
+          if (docs.length > 0) headers['x-ms-continuation'] = TRAILING;
         }
         delete headers['transfer-encoding'];
         headers['content-length'] = String(body.length);
@@ -82,7 +83,7 @@ async function eventWithRows(n: number): Promise<string> {
   return eventId;
 }
 
-describe('listEventRowsChecked at the rows limit (a full page may carry a continuation to nothing)', () => {
+describe('listEventRowsChecked at the rows limit (a last page may carry a continuation to nothing)', () => {
   test(`exactly ${EVENT_ROWS_LIMIT} rows: all of them, not truncated`, async () => {
     const served = trailingServed;
     const r = await store.listEventRowsChecked(EP, await eventWithRows(EVENT_ROWS_LIMIT));

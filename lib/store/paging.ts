@@ -58,20 +58,16 @@ function unwrapToken(token: string | undefined, fp: string): string | undefined 
 const wrapToken = (cosmosToken: string, fp: string): string =>
   Buffer.from(JSON.stringify({ f: fp, c: cosmosToken }), 'utf8').toString('base64url');
 
-/** Runs one page of a query, validating each document with `schema`. */
-export async function queryPage<S extends z.ZodType>(
+/** One page of a query as Cosmos returned it (unparsed), following empty pages a bounded number of times. */
+async function fetchPage(
   container: Container,
   spec: SqlQuerySpec,
-  schema: S,
-  request: PageRequest & { partitionKey?: PartitionKey },
+  request: { pageSize: number; cosmosToken: string | undefined; partitionKey?: PartitionKey },
   operation: string,
-): Promise<Page<z.output<S>>> {
-  const pageSize = clampPageSize(request.pageSize);
-  const fp = fingerprint(spec, request.partitionKey);
-  const cosmosToken = unwrapToken(request.continuationToken, fp);
+): Promise<{ resources: unknown[]; next: string | undefined }> {
   const iterator = container.items.query(spec, {
-    maxItemCount: pageSize,
-    continuationToken: cosmosToken,
+    maxItemCount: request.pageSize,
+    continuationToken: request.cosmosToken,
     ...(request.partitionKey !== undefined ? { partitionKey: request.partitionKey } : {}),
   });
   let resources: unknown[] = [];
@@ -86,6 +82,11 @@ export async function queryPage<S extends z.ZodType>(
   } catch (err) {
     rethrowCosmos(err, operation);
   }
+  return { resources, next };
+}
+
+/** Validates each document with `schema`: the ones that parse, and the ones that no longer do (id and problem). */
+function parseAll<S extends z.ZodType>(resources: readonly unknown[], schema: S): Pick<Page<z.output<S>>, 'items' | 'corrupt'> {
   const items: z.output<S>[] = [];
   const corrupt: Page<unknown>['corrupt'] = [];
   for (const raw of resources) {
@@ -93,14 +94,36 @@ export async function queryPage<S extends z.ZodType>(
     if (parsed.success) items.push(parsed.data);
     else corrupt.push({ id: docIdOf(raw), issues: describeIssues(parsed.error) });
   }
-  return { items, continuationToken: next !== undefined ? wrapToken(next, fp) : undefined, corrupt };
+  return { items, corrupt };
+}
+
+/** Runs one page of a query, validating each document with `schema`. */
+export async function queryPage<S extends z.ZodType>(
+  container: Container,
+  spec: SqlQuerySpec,
+  schema: S,
+  request: PageRequest & { partitionKey?: PartitionKey },
+  operation: string,
+): Promise<Page<z.output<S>>> {
+  const fp = fingerprint(spec, request.partitionKey);
+  const { resources, next } = await fetchPage(
+    container,
+    spec,
+    { pageSize: clampPageSize(request.pageSize), cosmosToken: unwrapToken(request.continuationToken, fp), partitionKey: request.partitionKey },
+    operation,
+  );
+  return { ...parseAll(resources, schema), continuationToken: next !== undefined ? wrapToken(next, fp) : undefined };
 }
 
 /**
  * Reads every result of a query known to be small (bounded by `limit`, which it never exceeds). `truncated` means
- * at least one further result exists: Cosmos may end a full page with a continuation token though nothing follows
- * it, so a token left when the limit is reached is followed for one result before the set is called cut - a caller
- * that refuses a cut set (the Manager) must not refuse one with exactly `limit` results.
+ * at least one further result exists. It asks for one result more than `limit` in the same request(s) and keeps the
+ * first `limit`: whether a further result exists is then known without a request of its own - the common case, a
+ * read of the newest `limit` of many (an endpoint's heartbeat records), is one query. A continuation token alone
+ * proves nothing: Cosmos may end a page with one though nothing follows it, so a token is followed until the
+ * extra result is read or the results end - a caller that refuses a cut set (the Manager) must not refuse one with
+ * exactly `limit` results. Results are kept in the order Cosmos returned them, parsing or not, so the one dropped
+ * past the limit is the last one (for an ORDER BY query, the oldest), never a result before it.
  */
 export async function queryAll<S extends z.ZodType>(
   container: Container,
@@ -109,25 +132,21 @@ export async function queryAll<S extends z.ZodType>(
   options: { partitionKey?: PartitionKey; limit: number },
   operation: string,
 ): Promise<{ items: z.output<S>[]; corrupt: Page<unknown>['corrupt']; truncated: boolean }> {
-  const items: z.output<S>[] = [];
-  const corrupt: Page<unknown>['corrupt'] = [];
-  const read = () => items.length + corrupt.length;
-  const page = (pageSize: number, continuationToken: string | undefined) =>
-    queryPage(container, spec, schema, { pageSize, continuationToken, partitionKey: options.partitionKey }, operation);
-  let token: string | undefined;
+  const wanted = options.limit + 1;
+  const resources: unknown[] = [];
+  let cosmosToken: string | undefined;
   do {
-    // Never more than the limit leaves: a result read past it would be dropped without saying so.
-    const p = await page(Math.min(MAX_PAGE_SIZE, options.limit - read()), token);
-    items.push(...p.items);
-    corrupt.push(...p.corrupt);
-    token = p.continuationToken;
-  } while (token !== undefined && read() < options.limit);
-  if (token === undefined) return { items, corrupt, truncated: false };
-  // At the limit with a token: one more result decides. queryPage follows empty pages a bounded number of times;
-  // a token still left after them says nothing either way, and is taken as cut (refusing is the safe answer).
-  const next = await page(1, token);
-  const truncated = next.items.length + next.corrupt.length > 0 || next.continuationToken !== undefined;
-  return { items, corrupt, truncated };
+    const p = await fetchPage(
+      container,
+      spec,
+      { pageSize: Math.min(MAX_PAGE_SIZE, wanted - resources.length), cosmosToken, partitionKey: options.partitionKey },
+      operation,
+    );
+    resources.push(...p.resources);
+    cosmosToken = p.next;
+  } while (cosmosToken !== undefined && resources.length < wanted);
+  const truncated = resources.length > options.limit;
+  return { ...parseAll(resources.slice(0, options.limit), schema), truncated };
 }
 
 export function docIdOf(raw: unknown): string {

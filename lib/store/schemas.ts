@@ -52,8 +52,11 @@ export const statusWriteSchema = z.object({
 export type StatusWrite = z.input<typeof statusWriteSchema>;
 export type StatusWriteParsed = z.output<typeof statusWriteSchema>;
 
-/** An event's row, by its session only (MessageStore.listEventSessions). */
-export const eventSessionSchema = z.object({ eventId: z.string(), sessionId: z.string() });
+/**
+ * An event's row by its session only (MessageStore.listEventSessions): a session that no longer reads is null, so
+ * the row is still counted as the event's.
+ */
+export const eventRowRefSchema = z.object({ eventId: z.string(), sessionId: z.string().nullable().catch(null) });
 
 /** The status row: one per endpoint + event + session, in the `events` container. */
 export const statusRowSchema = z.object({

@@ -58,7 +58,7 @@ import {
   counterDocSchema,
   describeIssues,
   endpointIdSchema,
-  eventSessionSchema,
+  eventRowRefSchema,
   heartbeatRecordSchema,
   heartbeatSettingsSchema,
   heartbeatWriteSchema,
@@ -244,6 +244,14 @@ export interface EventRows {
   corrupt: { id: string; issues: string }[];
   /** More than EVENT_ROWS_LIMIT rows: the oldest updates are not in `rows`. */
   truncated: boolean;
+}
+
+/** An event's rows on one endpoint as listEventSessions finds them (MessageStore.listEventSessions). */
+export interface EventSessions {
+  /** The sessions of its rows, each row's own (a row whose session no longer reads is counted but not here). */
+  sessions: string[];
+  /** Every document of the event on the endpoint, whether or not it still parses as a status row. */
+  rows: number;
 }
 
 export interface StoreOptions extends CosmosConnection {
@@ -1408,61 +1416,41 @@ export class MessageStore {
   }
 
   /**
-   * How many documents each of several events has on one endpoint - every row, whether or not it still parses -
-   * in one query within the endpoint's partitions: a bulk operation's lot (Manager.executeMany) point-reads the
-   * session it selected, and acts on that row alone only when it is the event's whole set (the count is 1), as
-   * listEventRowsChecked's caller would. An event without a row is absent. Undefined when the answer would be
-   * incomplete (more than `limit` documents).
+   * Per event of several on one endpoint, the sessions it has a row in and how many documents it has - every row,
+   * whether or not it still parses as a status row: one query within the endpoint's partitions. The synchronous
+   * bulk commands name events, and the Manager's lot reads rows by point read, which needs the session; the lot
+   * acts on that row alone only when it is the event's whole set (`rows` is 1), as listEventRowsChecked's caller
+   * would. One query serves both, so a bulk command does not read the same partitions twice. A row whose session
+   * no longer reads (it cannot be point-read) is counted in `rows` but not in `sessions`; a row damaged elsewhere
+   * is in both (only its eventId and sessionId are read here). An event without a row is absent. Undefined when the
+   * answer would be incomplete (more than `limit` rows): the caller then finds each event's rows as for one event.
    */
-  async countEventRows(endpointId: string, eventIds: readonly string[], limit = 10_000): Promise<Map<string, number> | undefined> {
+  async listEventSessions(endpointId: string, eventIds: readonly string[], limit = 10_000): Promise<Map<string, EventSessions> | undefined> {
     parseInput(endpointIdSchema, endpointId, 'endpoint id');
-    const out = new Map<string, number>();
+    const out = new Map<string, EventSessions>();
     if (eventIds.length === 0) return out;
     const r = await queryAll(
       this.#c.events,
       {
-        // Only eventId, which every document the condition matches has (ARRAY_CONTAINS of strings): a row too
-        // damaged to parse is counted too.
-        query: 'SELECT c.eventId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@events, c.eventId)',
-        parameters: [
-          { name: '@ep', value: endpointId },
-          { name: '@events', value: [...new Set(eventIds)] },
-        ],
-      },
-      eventSessionSchema.pick({ eventId: true }),
-      { partitionKey: [endpointId], limit },
-      'event row counts',
-    );
-    if (r.truncated || r.corrupt.length > 0) return undefined;
-    for (const { eventId } of r.items) out.set(eventId, (out.get(eventId) ?? 0) + 1);
-    return out;
-  }
-
-  /**
-   * The sessions each of several events has a row in on one endpoint: one query within the endpoint's partitions
-   * (the synchronous bulk commands name events, and the Manager's lot reads rows by point read, which needs the
-   * session). An event without a row is absent. Undefined when the answer would be incomplete (more than `limit`
-   * rows): the caller then finds each event's rows as for one event.
-   */
-  async listEventSessions(endpointId: string, eventIds: readonly string[], limit = 10_000): Promise<Map<string, string[]> | undefined> {
-    parseInput(endpointIdSchema, endpointId, 'endpoint id');
-    const out = new Map<string, string[]>();
-    if (eventIds.length === 0) return out;
-    const r = await queryAll(
-      this.#c.events,
-      {
+        // Every document the condition matches has a string eventId (ARRAY_CONTAINS of strings), so each is read
+        // and counted, however damaged the rest of it is.
         query: 'SELECT c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@events, c.eventId)',
         parameters: [
           { name: '@ep', value: endpointId },
           { name: '@events', value: [...new Set(eventIds)] },
         ],
       },
-      eventSessionSchema,
+      eventRowRefSchema,
       { partitionKey: [endpointId], limit },
       'event sessions',
     );
-    if (r.truncated) return undefined;
-    for (const { eventId, sessionId } of r.items) out.set(eventId, [...(out.get(eventId) ?? []), sessionId]);
+    if (r.truncated || r.corrupt.length > 0) return undefined;
+    for (const { eventId, sessionId } of r.items) {
+      const e = out.get(eventId) ?? { sessions: [], rows: 0 };
+      e.rows++;
+      if (sessionId !== null) e.sessions.push(sessionId);
+      out.set(eventId, e);
+    }
     return out;
   }
 

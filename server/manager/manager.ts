@@ -23,7 +23,7 @@
 import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
-import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type HistoryEntry, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
+import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type EventSessions, type HistoryEntry, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
 import { eventHistory } from '../reconcile/history.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
@@ -53,6 +53,11 @@ export interface CommandTarget {
   endpointId: string;
   eventId: string;
   sessionId?: string;
+  /**
+   * How many rows the event has, parsing or not, when the caller has just read it with the session (runBulk, from
+   * store.listEventSessions): the lot then does not query the endpoint's partitions again to count them.
+   */
+  rows?: number;
 }
 
 const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
@@ -179,9 +184,10 @@ export class Manager {
    * between the stages leaves what one would leave for a single command: claims without receipts (a repeat answers
    * duplicate and writes the receipt if the Resolver recorded the command, else re-sends it with the same MessageId
    * after CLAIM_GRACE_MS), never a second command. An event the lot cannot settle alone - no
-   * session known, no row, a row that is not the event's only one (the event's rows are counted in one query per
-   * endpoint, beside the point reads: another row may be this command's own claim, no longer parsing or past the
-   * rows limit, where #execute answers 409 and sends nothing), already claimed, refused, nothing to resubmit, a
+   * session known, no row, a row that is not the event's only one (the count a target carries, else the event's
+   * rows counted in one query per endpoint, beside the point reads: another row may be this command's own claim, no
+   * longer parsing or past the rows limit, where #execute answers 409 and sends nothing), already claimed, refused,
+   * nothing to resubmit, a
    * claim that lost a race - goes through
    * the one-event path, so every answer (duplicate, 404, 409) is exactly the one execute() gives. Results are in
    * the order of `targets`; an error (the HttpError execute() would throw) settles only its own event.
@@ -293,15 +299,19 @@ export class Manager {
   }
 
   /**
-   * Per lot member, how many rows (parsing or not) its event has: one query per endpoint of the lot. Undefined when
-   * unknown (no row, or the count failed or was cut): the event then takes the one-event path.
+   * Per lot member, how many rows (parsing or not) its event has: the target's own count when it carries one, else
+   * one query per endpoint for the members without. Undefined when unknown (no row, or the count failed or was
+   * cut): the event then takes the one-event path.
    */
   async #rowCounts(targets: readonly CommandTarget[], lot: number[]): Promise<Array<number | undefined>> {
     const byEndpoint = new Map<string, string[]>();
-    for (const k of lot) byEndpoint.set(targets[k]!.endpointId, [...(byEndpoint.get(targets[k]!.endpointId) ?? []), targets[k]!.eventId]);
-    const counts = new Map<string, Map<string, number> | undefined>();
-    await Promise.all([...byEndpoint].map(async ([endpointId, eventIds]) => counts.set(endpointId, await this.#store.countEventRows(endpointId, eventIds).catch(() => undefined))));
-    return lot.map((k) => counts.get(targets[k]!.endpointId)?.get(targets[k]!.eventId));
+    for (const k of lot) {
+      const t = targets[k]!;
+      if (t.rows === undefined) byEndpoint.set(t.endpointId, [...(byEndpoint.get(t.endpointId) ?? []), t.eventId]);
+    }
+    const found = new Map<string, Map<string, EventSessions> | undefined>();
+    await Promise.all([...byEndpoint].map(async ([endpointId, eventIds]) => found.set(endpointId, await this.#store.listEventSessions(endpointId, eventIds).catch(() => undefined))));
+    return lot.map((k) => targets[k]!.rows ?? found.get(targets[k]!.endpointId)?.get(targets[k]!.eventId)?.rows);
   }
 
   /**

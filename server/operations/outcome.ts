@@ -97,7 +97,8 @@ async function newestRowsOfSessionless(ctx: ConsoleContext, rows: readonly Selec
     // Undefined when the endpoint holds too many rows of them to list at once: unknown this time, not guessed.
     const sessions = await ctx.store.listEventSessions(endpointId, eventIds).catch(() => undefined);
     if (!sessions) continue;
-    const keys = [...sessions].flatMap(([eventId, ids]) => ids.map((sessionId) => ({ endpointId, eventId, sessionId })));
+    // A row whose session no longer reads is counted there but cannot be point-read: unknown, as before.
+    const keys = [...sessions].flatMap(([eventId, e]) => e.sessions.map((sessionId) => ({ endpointId, eventId, sessionId })));
     const read = await ctx.store.getStatusRows(keys);
     keys.forEach((k, n) => {
       const key = eventKey(endpointId, k.eventId);
