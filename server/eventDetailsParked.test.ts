@@ -8,25 +8,17 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { blockedByReason, MessageType as T } from '@nimbus/sdk/contract';
-import type { MessageStore } from '../lib/store/index.ts';
 import { startBoundaryStoreFixture, type BoundaryStoreFixture } from '../lib/store/testing/boundaryProxy.ts';
 import { msg, uniq } from '../lib/store/testing/fixtures.ts';
 import { eventDetails } from './queries.ts';
 
 const EP = 'billingendpoint';
 let f: BoundaryStoreFixture;
-let store: MessageStore;
-
-before(async () => {
-  f = await startBoundaryStoreFixture();
-  store = f.store;
-});
-after(async () => {
-  await f?.close();
-});
+before(async () => (f = await startBoundaryStoreFixture()));
+after(() => f?.close());
 
 async function write(messages: ReturnType<typeof msg>[]): Promise<void> {
-  const w = await store.writeStatuses(messages.map((input) => ({ input })));
+  const w = await f.store.writeStatuses(messages.map((input) => ({ input })));
   assert.ok(w.every((r) => r.ok && r.value.outcome === 'written'), 'every row written');
 }
 
@@ -45,13 +37,13 @@ async function blockerWithParked(n: number): Promise<string> {
 }
 
 test('exactly 100 parked (100): all listed, not capped - the continuation after a full page leads to nothing', async () => {
-  const view = await eventDetails(store, EP, await blockerWithParked(100));
+  const view = await eventDetails(f.store, EP, await blockerWithParked(100));
   assert.equal(view.parkedSiblings.length, 100);
   assert.equal(view.parkedSiblingsCapped, false, 'the panel says 100, not 100+');
 });
 
 test('101 parked: the first 100 listed, capped', async () => {
-  const view = await eventDetails(store, EP, await blockerWithParked(101));
+  const view = await eventDetails(f.store, EP, await blockerWithParked(101));
   assert.equal(view.parkedSiblings.length, 100);
   assert.equal(view.parkedSiblingsCapped, true, 'the panel says 100+');
 });
@@ -63,10 +55,10 @@ test('two blockers in one session: each event lists the row parked behind it, no
   await write([parkedBehind(`${first}-parked`, sessionId, first)]);
   await write([failed(second, sessionId)]);
   await write([parkedBehind(`${second}-parked`, sessionId, second)]);
-  const a = await eventDetails(store, EP, first);
+  const a = await eventDetails(f.store, EP, first);
   assert.deepEqual(a.parkedSiblings.map((p) => p.eventId), [`${first}-parked`]);
   assert.equal(a.parkedSiblings[0]?.blockedBy, first, 'named from its park reason');
-  const b = await eventDetails(store, EP, second);
+  const b = await eventDetails(f.store, EP, second);
   assert.deepEqual(b.parkedSiblings.map((p) => p.eventId), [`${second}-parked`]);
 });
 
@@ -78,7 +70,7 @@ test('a parked row whose reason names no blocker is kept in the list, with no bl
     parkedBehind(`${blocker}-behind`, sessionId, blocker),
     msg(T.DeferralResponse, { endpointId: EP, eventId: `${blocker}-replay`, sessionId, errorText: 'Parked behind a replay in progress' }),
   ]);
-  const view = await eventDetails(store, EP, blocker);
+  const view = await eventDetails(f.store, EP, blocker);
   assert.deepEqual(view.parkedSiblings.map((p) => [p.eventId, p.blockedBy]), [
     [`${blocker}-behind`, blocker],
     [`${blocker}-replay`, null],
@@ -87,7 +79,7 @@ test('a parked row whose reason names no blocker is kept in the list, with no bl
 
 test('a parked event names its blocker, read from its park reason', async () => {
   const blocker = await blockerWithParked(1);
-  const view = await eventDetails(store, EP, `${blocker}-p0`);
+  const view = await eventDetails(f.store, EP, `${blocker}-p0`);
   assert.equal(view.event.status, 'Deferred');
   assert.equal(view.event.blockedBy, blocker);
 });
