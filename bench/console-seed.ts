@@ -4,7 +4,7 @@
 // the Resolver would take an hour for 100,000 events; the documents are the same shape the store writes
 // (validated against the store's schemas before they are sent), so the console reads them as it reads real data.
 import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
-import { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
+import { blockedByReason, MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
   COUNTER_BUCKETS,
@@ -161,7 +161,8 @@ function buildEvent(
     errorText: failed
       ? cause.text(payload.orderId, i)
       : kind.status === ResolutionStatus.Deferred
-        ? `Session ${sessionId} is blocked`
+        ? // As production parks: the blocker named only in the park reason (the Resolver writes no blockedBy).
+          blockedByReason(sessionId, `bench-${endpointId.slice(0, 4)}-blocker`)
         : null,
     errorType: failed ? cause.type : null,
     deadLetterReason: kind.dead ? 'MaxDeliveryCountExceeded' : null,
@@ -171,7 +172,7 @@ function buildEvent(
     handoffReason: kind.handoff ? `Ledger import of ${payload.orderId} queued` : null,
     externalJobId: kind.handoff ? `LEDGER-${i}` : null,
     expectedBy: kind.handoff ? new Date(created + 30 * 60_000).toISOString() : null,
-    blockedBy: kind.status === ResolutionStatus.Deferred ? `bench-${endpointId.slice(0, 4)}-blocker` : null,
+    blockedBy: null,
     createdAt,
     updatedAt,
     eventIdLower: eventId.toLowerCase(),

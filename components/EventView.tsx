@@ -182,6 +182,8 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
     );
 
   const handoff = isHandoff(e);
+  // Parked rows that name no blocker are listed (they may wait on this event); the panel says which they are.
+  const unnamed = d.parkedSiblings.filter((s) => s.blockedBy === null).length;
   const released = releasing ? releasedText(releasing.parked, d.parkedSiblings.length, releasing.command, releasing.capped) : null;
   // A Pending row last written by an operator command: the console claimed it and the endpoint has not answered yet.
   const awaiting = awaitedCommand(e);
@@ -373,7 +375,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             </dl>
           </Panel>
 
-          <Panel title={`Parked in this session (${parkedCountText(d.parkedSiblings.length, d.parkedSiblingsCapped)})`}>
+          <Panel title={`Parked behind this event (${parkedCountText(d.parkedSiblings.length, d.parkedSiblingsCapped)})`}>
             {released ? (
               <p role="status" className="mb-1 text-sm text-emerald-800" data-testid="parked-released">
                 {released}
@@ -382,17 +384,25 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             {d.parkedSiblings.length === 0 ? (
               <p className="text-sm text-slate-500">Nothing parked behind this event{released ? ' now' : ''}.</p>
             ) : (
-              <ul className="text-sm" data-testid="parked-siblings">
-                {d.parkedSiblings.map((s) => (
-                  <li key={s.eventId} className="flex items-center gap-2 py-0.5">
-                    <StatusBadge status={s.status} subStatus={s.subStatus} />
-                    <Link href={eventHref(endpointId, s.eventId)} className="truncate font-mono text-xs text-sky-700 hover:underline">
-                      {s.eventId}
-                    </Link>
-                    <span className="text-xs text-slate-500">{s.eventTypeId}</span>
-                  </li>
-                ))}
-              </ul>
+              <>
+                {unnamed > 0 ? (
+                  <p className="mb-1 text-xs text-slate-500" data-testid="parked-unnamed">
+                    Naming no blocker: {unnamed} (parked behind a replay, say), listed because nothing says they wait on another event.
+                  </p>
+                ) : null}
+                <ul className="text-sm" data-testid="parked-siblings">
+                  {d.parkedSiblings.map((s) => (
+                    <li key={s.eventId} className="flex items-center gap-2 py-0.5">
+                      <StatusBadge status={s.status} subStatus={s.subStatus} />
+                      <Link href={eventHref(endpointId, s.eventId)} className="truncate font-mono text-xs text-sky-700 hover:underline">
+                        {s.eventId}
+                      </Link>
+                      <span className="text-xs text-slate-500">{s.eventTypeId}</span>
+                      {s.blockedBy === null ? <span className="text-xs text-amber-700">names no blocker</span> : null}
+                    </li>
+                  ))}
+                </ul>
+              </>
             )}
           </Panel>
 

@@ -3,6 +3,7 @@
 // - a failed row on the Endpoint page says how many events its session holds back (parked behind it);
 // - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
 //   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
+// - a parked event, seeded as production parks it (its blocker named only in its park reason), links to its blocker;
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
 //   packages/sdk/src/sessionPort.ts), reads "delivered 1×", not "delivered 0×".
@@ -80,7 +81,7 @@ describe('the event page after a resubmit', () => {
         await seedEvent(store, answeredAt, { ...ORDER, sessionId: 'WR-RELEASE', eventId: `wr-release-parked-${n}` }, MessageType.ResolutionResponse);
       }
       // The panel's lines: what was released, over "nothing parked" (which alone read as if nothing ever was).
-      const panel = page.getByRole('heading', { name: /^Parked in this session/ }).locator('xpath=..');
+      const panel = page.getByRole('heading', { name: /^Parked behind this event/ }).locator('xpath=..');
       await until(
         () => panel.locator('p').allTextContents(),
         ['3 parked events released after the resubmit.', 'Nothing parked behind this event now.'],
@@ -102,7 +103,7 @@ describe('the event page with more parked than its list holds', () => {
     try {
       await page.getByTestId('parked-siblings').waitFor();
       assert.equal(await page.getByTestId('parked-siblings').locator('li').count(), 100, 'the list is one page');
-      assert.equal(await page.getByRole('heading', { name: 'Parked in this session (100+)', exact: true }).count(), 1, 'the panel title');
+      assert.equal(await page.getByRole('heading', { name: 'Parked behind this event (100+)', exact: true }).count(), 1, 'the panel title');
       for (const command of ['Resubmit', 'Skip']) {
         await page.getByRole('button', { name: command, exact: true }).click();
         const dialog = page.getByRole('dialog');
@@ -111,6 +112,21 @@ describe('the event page with more parked than its list holds', () => {
         await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
         await dialog.waitFor({ state: 'detached' });
       }
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('a parked event', () => {
+  test('links to the event it is parked behind, named only in its park reason (no blockedBy, as the Resolver writes it)', async () => {
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-held-parked-0`);
+    try {
+      const link = page.getByTestId('blocked-by');
+      await link.waitFor();
+      assert.equal((await link.textContent())?.trim(), 'wr-held');
+      assert.equal(await link.getAttribute('href'), `/endpoints/${EP}/events/wr-held`);
+      assert.match((await link.locator('xpath=..').textContent()) ?? '', /^Parked behind wr-held, which blocks session WR-HELD\.$/);
     } finally {
       await page.close();
     }

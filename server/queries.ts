@@ -4,7 +4,7 @@
 // with continuation tokens; nothing here returns a payload except the event details.
 import type { SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
-import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
+import { parseBlockedByReason, ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import type { Catalog } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
@@ -455,9 +455,13 @@ export interface EventDetailsView {
   /** The trace of the event's latest traced message (an operator's resubmission starts a new one). */
   trace: { traceId: string; url: string | null } | null;
   audits: AuditEntry[];
-  /** The first page (100) of the events parked in the event's session behind it, oldest first. */
+  /**
+   * The first PARKED_LIST_LIMIT (100) events parked in the event's session behind it, oldest first: those naming it
+   * as their blocker, and those naming none (`blockedBy` null: parked behind a replay, say), not those parked behind
+   * another event of the session. `blockedBy` is read from the park reason when the row has no field.
+   */
   parkedSiblings: EventListItem[];
-  /** More are parked than parkedSiblings lists: its length is a lower bound, not the count. */
+  /** More are parked than parkedSiblings lists (a 101st was read): its length is a lower bound, not the count. */
   parkedSiblingsCapped: boolean;
 }
 
@@ -517,8 +521,39 @@ async function rowsAndHistory(store: MessageStore, endpointId: string, eventId: 
   return { rows, history, audits, parkedGuess };
 }
 
-function parkedSiblings(store: MessageStore, endpointId: string, sessionId: string, eventId: string) {
-  return store.listParkedSiblings({ endpointId, sessionId, blockedBy: eventId, pageSize: 100 });
+/** How many parked events the event page lists. */
+export const PARKED_LIST_LIMIT = 100;
+/** Most store pages the parked list reads: Cosmos may answer a page short, with a continuation. */
+const PARKED_LIST_MAX_PAGES = 4;
+
+/**
+ * The events parked behind `eventId` in its session, and whether more than PARKED_LIST_LIMIT are: read until one more
+ * than the limit, as search does (searchList), since Azure Cosmos DB may end a full page with a continuation to
+ * nothing and "a continuation came" would say "100+" for exactly 100.
+ */
+async function parkedSiblings(
+  store: MessageStore,
+  endpointId: string,
+  sessionId: string,
+  eventId: string,
+): Promise<{ items: StatusRowSummary[]; capped: boolean }> {
+  const r = await searchList(
+    (continuationToken) =>
+      store.listParkedSiblings({ endpointId, sessionId, blockedBy: eventId, pageSize: PARKED_LIST_LIMIT + 1, continuationToken }),
+    PARKED_LIST_LIMIT,
+    PARKED_LIST_MAX_PAGES,
+  );
+  return { items: r.items, capped: r.truncated };
+}
+
+/**
+ * A parked row as the event page shows it: its blocker named. The Resolver writes no `blockedBy`; the row names
+ * its blocker in its park reason (the subscriber's blockedByReason text), so it is read from there when absent.
+ */
+function listItemWithBlocker(r: StatusRowSummary): EventListItem {
+  const item = toListItem(r);
+  if (item.blockedBy || r.status !== ResolutionStatus.Deferred) return item;
+  return { ...item, blockedBy: parseBlockedByReason(r.errorText, r.sessionId) ?? null };
 }
 
 /**
@@ -538,14 +573,14 @@ export async function eventDetails(
   const parked =
     row.sessionId !== ''
       ? await (d.parkedGuess?.sessionId === row.sessionId ? d.parkedGuess.read : parkedSiblings(store, endpointId, row.sessionId, eventId))
-      : { items: [], continuationToken: undefined };
+      : { items: [], capped: false };
   const isHandoff = row.subStatus === 'Handoff' || row.handoffReason != null;
   const template = traceUrlTemplate();
   const history = d.history.items.filter((h) => inScope(scope, h.endpointId)).map((h) => historyView(h, template));
   const latestTrace = history.findLast((h) => h.traceId !== null);
   return {
     event: {
-      ...toListItem(row),
+      ...listItemWithBlocker(row),
       errorText: row.errorText,
       payload: row.payload ?? null,
       errorType: row.errorType,
@@ -564,8 +599,8 @@ export async function eventDetails(
     history,
     trace: latestTrace ? { traceId: latestTrace.traceId!, url: latestTrace.traceUrl } : null,
     audits: d.audits.items.filter((a) => inScope(scope, a.endpointId)),
-    parkedSiblings: parked.items.map(toListItem),
-    parkedSiblingsCapped: parked.continuationToken !== undefined,
+    parkedSiblings: parked.items.map(listItemWithBlocker),
+    parkedSiblingsCapped: parked.capped,
   };
 }
 

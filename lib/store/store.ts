@@ -18,6 +18,7 @@ import {
 } from '@azure/cosmos';
 import { z } from 'zod';
 import {
+  blockedByReason,
   MessageType,
   ResolutionStatus,
   resolutionStatusSchema,
@@ -1320,8 +1321,12 @@ export class MessageStore {
   }
 
   /**
-   * The parked (Deferred) siblings of a blocked session, oldest first: the order they will be replayed in.
-   * The blocking event itself is excluded.
+   * The parked (Deferred) rows of a session, oldest first: the order they will be replayed in. With `blockedBy`,
+   * only those parked behind that event, and never the event itself: a row names its blocker in `blockedBy` when a
+   * store sets it, else in its park reason (errorText, blockedByReason; the Resolver writes only that), and a session
+   * blocked again later holds rows parked behind another event, which are not this one's. A row that names no
+   * blocker (parked behind a replay in progress, or a reason in another form) is kept: nothing says it waits on
+   * another event, and the caller can tell it apart (parseBlockedByReason gives nothing for it).
    */
   async listParkedSiblings(
     args: { endpointId: string; sessionId: string; blockedBy?: string } & PageRequest,
@@ -1337,8 +1342,20 @@ export class MessageStore {
       { name: '@session', value: args.sessionId },
     ];
     if (args.blockedBy !== undefined) {
+      // blockerOf (server/heldBack.ts) in SQL: `blockedBy` when set, else the reason parsed. The parse is a prefix
+      // match, so "names this blocker" is the whole reason text; "names none" is no text, another text, or the bare
+      // prefix.
+      const prefix = blockedByReason(args.sessionId, '');
       where.push('c.eventId != @blocker');
-      parameters.push({ name: '@blocker', value: args.blockedBy });
+      where.push(
+        '(c.blockedBy = @blocker OR ((NOT IS_DEFINED(c.blockedBy) OR IS_NULL(c.blockedBy) OR c.blockedBy = "") AND ' +
+          '(c.errorText = @reason OR NOT IS_STRING(c.errorText) OR NOT STARTSWITH(c.errorText, @prefix) OR c.errorText = @prefix)))',
+      );
+      parameters.push(
+        { name: '@blocker', value: args.blockedBy },
+        { name: '@reason', value: blockedByReason(args.sessionId, args.blockedBy) },
+        { name: '@prefix', value: prefix },
+      );
     }
     return queryPage(
       this.#c.events,
