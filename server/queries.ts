@@ -10,6 +10,7 @@ import {
   CONTAINERS,
   heartbeatSettingsSchema,
   queryPage,
+  rethrowCosmos,
   statusRowSchema,
   type AuditEntry,
   type EndpointCounts,
@@ -145,19 +146,19 @@ interface FailedRowRef {
 
 /** The endpoint's failed row with the oldest update: one ordered TOP 1 query over its partition. */
 async function oldestFailedRow(store: MessageStore, endpointId: string): Promise<FailedRowRef | null> {
-  const r = await store.database
-    .container(CONTAINERS.events)
-    .items.query<Record<string, unknown>>(
-      {
-        query: 'SELECT TOP 1 c.updatedAt, c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@s, c.status) ORDER BY c.updatedAt ASC',
-        parameters: [
-          { name: '@ep', value: endpointId },
-          { name: '@s', value: FAILED_STATUSES },
-        ],
-      },
-      { partitionKey: [endpointId] },
-    )
-    .fetchAll();
+  const query = store.database.container(CONTAINERS.events).items.query<Record<string, unknown>>(
+    {
+      query: 'SELECT TOP 1 c.updatedAt, c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@s, c.status) ORDER BY c.updatedAt ASC',
+      parameters: [
+        { name: '@ep', value: endpointId },
+        { name: '@s', value: FAILED_STATUSES },
+      ],
+    },
+    { partitionKey: [endpointId] },
+  );
+  // The raw query's 429 or timeout as the store's error (StoreThrottledError: a 503 "busy" with Retry-After), as
+  // for the store's own reads; unmapped it was a 500 "internal error" on the polled overview.
+  const r = await query.fetchAll().catch((err: unknown) => rethrowCosmos(err, 'oldest failure read'));
   const v = r.resources[0];
   if (!v || typeof v.updatedAt !== 'string' || typeof v.eventId !== 'string') return null;
   return { updatedAt: v.updatedAt, eventId: v.eventId, sessionId: typeof v.sessionId === 'string' ? v.sessionId : '' };
