@@ -16,19 +16,20 @@ import { createStore, startEmbeddedCosmos, type MessageStore } from '../lib/stor
 import { msg } from '../lib/store/testing/fixtures.ts';
 import { eventDetails } from '../server/queries.ts';
 import { seedConsoleBench } from './console-seed.ts';
-import { type BenchResult, envInt, percentile } from './report.ts';
+import { type BenchResult, type Percentiles, envInt, latencyRows, percentiles } from './report.ts';
 
 const ENDPOINTS = ['storefrontendpoint', 'billingendpoint', 'shippingendpoint', 'crmendpoint', 'erpendpoint'];
 const EP = 'billingendpoint';
 
-async function p50(rounds: number, f: () => Promise<unknown>): Promise<number> {
+/** `rounds` sequential calls of `f`, timed one by one: their p50 and p95 (report.ts percentiles). */
+async function timed(rounds: number, f: () => Promise<unknown>): Promise<Percentiles> {
   const samples: number[] = [];
   for (let i = 0; i < rounds; i++) {
     const started = performance.now();
     await f();
     samples.push(performance.now() - started);
   }
-  return percentile(samples.sort((a, b) => a - b), 50);
+  return percentiles(samples);
 }
 
 /** One message of the event recorded as the Resolver records it: history entry and status row. */
@@ -72,18 +73,18 @@ export async function runEventDetailsBench(): Promise<BenchResult> {
       ['150 parked behind it', 'bench-blocker', 'S-BLOCKED'],
       ['rows in 3 sessions', 'bench-three-sessions', 'S-C'],
     ] as const) {
-      const before = await p50(rounds, () => beforeShape(store, eventId));
-      const whole = await p50(rounds, () => eventDetails(store, EP, eventId));
+      const before = await timed(rounds, () => beforeShape(store, eventId));
+      const whole = await timed(rounds, () => eventDetails(store, EP, eventId));
       const sessionId = session ?? (await store.listEventRows(EP, eventId))[0]!.sessionId;
       const parts = {
-        history: await p50(rounds, () => store.listHistory(eventId, { pageSize: 200 })),
-        audits: await p50(rounds, () => store.listAudits(eventId, { pageSize: 200 })),
-        'rows (query over the event partition)': await p50(rounds, () => store.listEventRows(EP, eventId)),
-        'parked siblings (one session)': await p50(rounds, () => store.listParkedSiblings({ endpointId: EP, sessionId, blockedBy: eventId, pageSize: 100 })),
+        history: await timed(rounds, () => store.listHistory(eventId, { pageSize: 200 })),
+        audits: await timed(rounds, () => store.listAudits(eventId, { pageSize: 200 })),
+        'rows (query over the event partition)': await timed(rounds, () => store.listEventRows(EP, eventId)),
+        'parked siblings (one session)': await timed(rounds, () => store.listParkedSiblings({ endpointId: EP, sessionId, blockedBy: eventId, pageSize: 100 })),
       };
-      rows.push({ figure: `${label}: before, the reads of the old shape, p50`, value: before, unit: 'ms', baseline: before, better: 'lower' });
-      rows.push({ figure: `${label}: eventDetails, p50`, value: whole, unit: 'ms', baseline: before, better: 'lower' });
-      for (const [part, v] of Object.entries(parts)) rows.push({ figure: `${label}: ${part} alone, p50`, value: v, unit: 'ms', baseline: before, better: 'lower' });
+      rows.push(...latencyRows(`${label}: before, the reads of the old shape`, before, before));
+      rows.push(...latencyRows(`${label}: eventDetails`, whole, before));
+      for (const [part, v] of Object.entries(parts)) rows.push(...latencyRows(`${label}: ${part} alone`, v, before));
     }
     return {
       title: `Event details read and its parts (${events.toLocaleString('en-US')} events seeded, embedded Cosmos, no traffic)`,

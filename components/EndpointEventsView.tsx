@@ -166,6 +166,12 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         <h1 className="text-xl font-semibold">{endpointId}</h1>
         {ep?.owner ? <span className="text-sm text-slate-500">{ep.owner}</span> : null}
         {ep?.description ? <span className="text-sm text-slate-500">— {ep.description}</span> : null}
+        {/* The status chips' zeros are not a quiet endpoint: its counter document no longer parses (logged). */}
+        {ep?.countersUnreadable ? (
+          <span className="text-sm text-red-700" data-counters-unreadable>
+            counts unreadable: shown as 0
+          </span>
+        ) : null}
       </div>
 
       <EndpointHistory endpointId={endpointId} range={range} onRangeChange={changeRange} onOpenFailures={openFailures} />

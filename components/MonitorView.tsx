@@ -11,6 +11,7 @@ import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
 import { formatDuration, useNow } from './format.tsx';
+import { bandOf, type Band } from './monitorBands.ts';
 import { MonitorHistory } from './charts/HistoryCharts.tsx';
 import { rangeFromSearch, searchFromRange, withEndpointRange } from './charts/rangeUrl.ts';
 import { endpointsQuery } from './queries.ts';
@@ -18,12 +19,6 @@ import { useTimeZoneMode } from './timeZone.tsx';
 import { monitorSearch } from './urlState.ts';
 import { useUrlState } from './useUrlState.ts';
 
-type Band = 'Failing' | 'Watching' | 'Healthy';
-export function bandOf(e: EndpointOverview): Band {
-  if (e.counts.failed > 0 || e.heartbeat.status === 'Off') return 'Failing';
-  if (e.counts.deferred > 0 || e.counts.handoff > 0 || e.counts.pending > 50) return 'Watching';
-  return 'Healthy';
-}
 
 function usePageVisible(): boolean {
   const [visible, setVisible] = useState(true);
@@ -121,6 +116,12 @@ export function MonitorView() {
                       </div>
                     </div>
                   </div>
+                  {/* Why an endpoint with zero counts is watched: its counter document no longer parses (logged). */}
+                  {e.countersUnreadable ? (
+                    <div className="mt-1 text-xs text-red-700" data-counters-unreadable>
+                      counts unreadable: shown as 0
+                    </div>
+                  ) : null}
                 </Link>
               ))}
             </div>

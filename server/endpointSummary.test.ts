@@ -2,7 +2,7 @@
 // wire: the console's Cosmos client goes through a recording proxy in front of the embedded server, so the test sees
 // every request the read sends. Under demo load the overview's per-endpoint queries (heartbeat records, ordered
 // scans for the oldest failure and the last answer) were most of those pages' time (docs/console.md, Performance);
-// the summary must not send any of them.
+// the summary must not send any of them. And a throttled counters query answers the overview "busy" (503, retry-after).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFaultProxy, type FaultProxy } from '../lib/store/testing/faultProxy.ts';
@@ -60,5 +60,26 @@ describe("an endpoint's summary (the Endpoint and Event pages' read of their end
     // The contrast that made the pages slow: the overview queries every endpoint's heartbeat records.
     const all = await pathsOf(() => overview.GET(get('/api/endpoints')));
     assert.ok(all.filter((p) => p.includes('/colls/heartbeats')).length >= stack.catalog.endpoints.length, all.join(', '));
+  });
+});
+
+describe('the overview (GET /api/endpoints) when the store throttles its counters query', () => {
+  test('answers 503 "busy" with retry-after, as every store read does, not a 500', async () => {
+    const overview = await import('../app/api/endpoints/route.ts');
+    // Every query of the counters container (the SDK's query plan and the query itself are both POSTs to its docs;
+    // the console's client retries a 429 three times itself): answered 429, so the overview's read ends throttled.
+    proxy.inject({ status: 429, retryAfterMs: 20, match: (r) => r.method === 'POST' && r.path.endsWith('/colls/counters/docs') });
+    try {
+      const res = await overview.GET(get('/api/endpoints'));
+      const body = await res.text();
+      assert.equal(res.status, 503, body);
+      assert.equal(JSON.parse(body).error, 'busy');
+      assert.equal(res.headers.get('retry-after'), '1');
+    } finally {
+      proxy.clear();
+    }
+    const again = await overview.GET(get('/api/endpoints'));
+    assert.equal(again.status, 200, 'the next poll, unthrottled, answers');
+    await again.text();
   });
 });

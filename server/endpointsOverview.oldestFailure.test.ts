@@ -2,7 +2,7 @@
 // store goes through a recording proxy in front of the embedded Cosmos server. Under traffic the failed count moves
 // on almost every read; a new failure cannot be older than the one remembered, so the overview checks the remembered
 // row with one point read instead of sending the ordered query over the endpoint's partition again, and sends the
-// query only when that row has left the failed statuses.
+// query only when that row has left the failed statuses. A throttled query is the store's StoreThrottledError.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, type Catalog } from '@nimbus/sdk/contract';
@@ -56,4 +56,19 @@ test('a new failure: the remembered oldest is checked with a point read, no orde
   await f.store.writeStatus(msg(MessageType.ResolutionResponse, { endpointId: ep, eventId: 'evt-1', parentMessageId: first }));
   const after = await eventsRequests(async () => assert.equal(await oldest(), await updatedAtOf('evt-2')));
   assert.ok(after.includes('POST'), `the query ran again, got: ${after.join(', ')}`);
+});
+
+test('a throttled oldest-failure query is the store\'s StoreThrottledError (a 503 "busy"), not a raw SDK error (a 500)', async () => {
+  const throttledEp = uniq('throttled-oldest');
+  const request = msg(MessageType.EventRequest, { endpointId: throttledEp, eventId: 'evt-1', payload: { n: 1 } });
+  await f.store.writeStatus(request);
+  await f.store.writeStatus(msg(MessageType.ErrorResponse, { endpointId: throttledEp, eventId: 'evt-1', parentMessageId: request.messageId, errorText: 'boom', errorType: 'TestError' }));
+  const only = { endpoints: [{ id: throttledEp, owner: 'team', description: null, produces: [], consumes: [] }] } as unknown as Catalog;
+  // The queries of its partition in the events container: the ordered TOP 1 (a new endpoint: nothing cached).
+  f.proxy.inject({ status: 429, retryAfterMs: 40, match: (r) => r.method === 'POST' && r.path.endsWith('/colls/events/docs') && (r.partitionKey ?? '').includes(throttledEp) });
+  try {
+    await assert.rejects(endpointsOverview(f.store, only), (e: unknown) => e instanceof Error && e.name === 'StoreThrottledError');
+  } finally {
+    f.proxy.clear();
+  }
 });

@@ -8,9 +8,9 @@ import { parseBlockedByReason, ResolutionStatus, resolutionStatusSchema } from '
 import type { Catalog } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
-  counterDocSchema,
   heartbeatSettingsSchema,
   queryPage,
+  rethrowCosmos,
   statusRowSchema,
   type AuditEntry,
   type EndpointCounts,
@@ -19,8 +19,6 @@ import {
   type Page,
   type StatusRow,
   type StatusRowSummary,
-  stripSystem,
-  toEndpointCounts,
 } from '../lib/store/index.ts';
 import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
@@ -109,33 +107,20 @@ export async function endpointSummary(store: MessageStore, catalog: Catalog, end
 }
 
 /**
- * Every endpoint's counter document, in one query of the small counters container (one document per endpoint): the
- * counts of those that parse, when each last changed (its `_ts`: the overview's last activity), and the endpoints
- * whose document does not parse. One read gives both, so a document written between two reads cannot be taken
- * for an unreadable one.
+ * Every endpoint's counter document (MessageStore.listCounterDocs: one query of the small counters container, its
+ * 429s and timeouts the store's errors, a 503 "busy" for the console): the counts of those that parse, when each
+ * last changed (the overview's last activity), and the endpoints whose document does not parse, each logged once
+ * per version of its document.
  */
 async function readCounterDocs(store: MessageStore): Promise<{ counted: EndpointCounts[]; touched: Map<string, string>; unreadable: Set<string> }> {
-  const r = await store.database.container(CONTAINERS.counters).items.query<Record<string, unknown>>({ query: 'SELECT * FROM c' }).fetchAll();
-  const counted: EndpointCounts[] = [];
-  const touched = new Map<string, string>();
+  const { counts, touched, unreadable: broken } = await store.listCounterDocs();
+  for (const c of counts) unreadableLogged.delete(c.endpointId);
   const unreadable = new Set<string>();
-  for (const raw of r.resources) {
-    const endpointId = typeof raw.endpointId === 'string' ? raw.endpointId : undefined;
-    const ts = typeof raw._ts === 'number' ? raw._ts : undefined;
-    if (endpointId !== undefined && ts !== undefined) touched.set(endpointId, new Date(ts * 1000).toISOString());
-    // The etag changes with every write (`_ts` only each second): a document broken again is logged again.
-    const version = typeof raw._etag === 'string' ? raw._etag : undefined;
-    const parsed = counterDocSchema.safeParse(stripSystem(raw));
-    if (parsed.success) {
-      counted.push(toEndpointCounts(parsed.data));
-      if (endpointId !== undefined) unreadableLogged.delete(endpointId);
-      continue;
-    }
-    if (endpointId !== undefined) unreadable.add(endpointId);
-    warnUnreadableOnce(endpointId, version, parsed.error);
+  for (const doc of broken) {
+    if (doc.endpointId !== undefined) unreadable.add(doc.endpointId);
+    warnUnreadableOnce(doc.endpointId, doc.version, doc.issuePaths);
   }
-  counted.sort((a, b) => a.endpointId.localeCompare(b.endpointId));
-  return { counted, touched, unreadable };
+  return { counted: counts, touched, unreadable };
 }
 
 /**
@@ -145,11 +130,10 @@ async function readCounterDocs(store: MessageStore): Promise<{ counted: Endpoint
 const unreadableLogged = new Map<string, string | undefined>();
 
 /** Logs where a counter document fails its schema: the endpoint and the issue paths, never the values. */
-function warnUnreadableOnce(endpointId: string | undefined, version: string | undefined, error: z.ZodError): void {
+function warnUnreadableOnce(endpointId: string | undefined, version: string | undefined, issuePaths: string[]): void {
   const key = endpointId ?? '';
   if (unreadableLogged.has(key) && unreadableLogged.get(key) === version) return;
   unreadableLogged.set(key, version);
-  const issuePaths = error.issues.slice(0, 10).map((i) => i.path.map(String).join('.') || '(root)');
   log.warn({ endpointId: endpointId ?? null, issuePaths }, 'counters document unreadable; the endpoint shows zero counts, marked countersUnreadable');
 }
 
@@ -162,19 +146,19 @@ interface FailedRowRef {
 
 /** The endpoint's failed row with the oldest update: one ordered TOP 1 query over its partition. */
 async function oldestFailedRow(store: MessageStore, endpointId: string): Promise<FailedRowRef | null> {
-  const r = await store.database
-    .container(CONTAINERS.events)
-    .items.query<Record<string, unknown>>(
-      {
-        query: 'SELECT TOP 1 c.updatedAt, c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@s, c.status) ORDER BY c.updatedAt ASC',
-        parameters: [
-          { name: '@ep', value: endpointId },
-          { name: '@s', value: FAILED_STATUSES },
-        ],
-      },
-      { partitionKey: [endpointId] },
-    )
-    .fetchAll();
+  const query = store.database.container(CONTAINERS.events).items.query<Record<string, unknown>>(
+    {
+      query: 'SELECT TOP 1 c.updatedAt, c.eventId, c.sessionId FROM c WHERE c.endpointId = @ep AND ARRAY_CONTAINS(@s, c.status) ORDER BY c.updatedAt ASC',
+      parameters: [
+        { name: '@ep', value: endpointId },
+        { name: '@s', value: FAILED_STATUSES },
+      ],
+    },
+    { partitionKey: [endpointId] },
+  );
+  // The raw query's 429 or timeout as the store's error (StoreThrottledError: a 503 "busy" with Retry-After), as
+  // for the store's own reads; unmapped it was a 500 "internal error" on the polled overview.
+  const r = await query.fetchAll().catch((err: unknown) => rethrowCosmos(err, 'oldest failure read'));
   const v = r.resources[0];
   if (!v || typeof v.updatedAt !== 'string' || typeof v.eventId !== 'string') return null;
   return { updatedAt: v.updatedAt, eventId: v.eventId, sessionId: typeof v.sessionId === 'string' ? v.sessionId : '' };

@@ -239,6 +239,12 @@ export const counterDocSchema = z.object({
 });
 export type CounterDoc = z.output<typeof counterDocSchema>;
 
+/**
+ * Any counters-container document, system properties included: what a read that judges each document itself takes
+ * from the query (MessageStore.listCounterDocs), so one that no longer parses is still seen with its endpoint.
+ */
+export const anyCounterDocSchema = z.record(z.string(), z.unknown());
+
 /** Endpoint heartbeat probe records, in the `heartbeats` container (partition = endpointId). */
 export const HeartbeatStatus = z.enum(['Pending', 'On', 'Off', 'Unknown', 'Unsupported']);
 export type HeartbeatStatus = z.output<typeof HeartbeatStatus>;

@@ -51,10 +51,11 @@ import {
   type EndpointCounts,
 } from './counters.ts';
 import { RowCache } from './rowCache.ts';
-import { docIdOf, queryAll, queryPage, type Page, type PageRequest } from './paging.ts';
+import { docIdOf, queryAll, queryPage, stripSystem, type Page, type PageRequest } from './paging.ts';
 import {
   COUNTER_BUCKETS,
   auditEntrySchema,
+  anyCounterDocSchema,
   auditWriteSchema,
   counterDocSchema,
   describeIssues,
@@ -253,6 +254,16 @@ export interface EventSessions {
   sessions: string[];
   /** Every document of the event on the endpoint, whether or not it still parses as a status row. */
   rows: number;
+}
+
+/** What MessageStore.listCounterDocs read: see there. */
+export interface CounterDocsRead {
+  /** The counts of every document that parses, by endpoint id. */
+  counts: EndpointCounts[];
+  /** Per endpoint, when its counter document was last written (ISO, from `_ts`), readable or not. */
+  touched: Map<string, string>;
+  /** The documents that no longer parse (`endpointId` undefined when even that is missing). */
+  unreadable: { endpointId: string | undefined; version: string | undefined; issuePaths: string[] }[];
 }
 
 export interface StoreOptions extends CosmosConnection {
@@ -1704,6 +1715,35 @@ export class MessageStore {
       corrupt,
       unreadable: unreadable.sort((a, b) => a.localeCompare(b)),
     };
+  }
+
+  /**
+   * Every counter document in one read of the counters container, each judged on its own: the counts of those that
+   * parse, when each document was last written (its `_ts`, also for one that no longer parses), and the documents that
+   * no longer parse with their endpoint, version (etag: it changes with every write, `_ts` only each second) and the
+   * failing fields' paths (never their values). One read gives all three, so a document written between two reads
+   * cannot be taken for an unreadable one. Goes through queryAll: a 429 or timeout is a StoreThrottledError /
+   * StoreTransientError, as for every other store read.
+   */
+  async listCounterDocs(): Promise<CounterDocsRead> {
+    const r = await queryAll(this.#c.counters, { query: 'SELECT * FROM c' }, anyCounterDocSchema, { limit: 10_000 }, 'counters read');
+    const counts: EndpointCounts[] = [];
+    const touched = new Map<string, string>();
+    const unreadable: CounterDocsRead['unreadable'] = [];
+    for (const raw of r.items) {
+      const endpointId = typeof raw.endpointId === 'string' ? raw.endpointId : undefined;
+      if (endpointId !== undefined && typeof raw._ts === 'number') touched.set(endpointId, new Date(raw._ts * 1000).toISOString());
+      const parsed = counterDocSchema.safeParse(stripSystem(raw));
+      if (parsed.success) counts.push(toEndpointCounts(parsed.data));
+      else
+        unreadable.push({
+          endpointId,
+          version: typeof raw._etag === 'string' ? raw._etag : undefined,
+          issuePaths: parsed.error.issues.slice(0, 10).map((i) => i.path.map(String).join('.') || '(root)'),
+        });
+    }
+    counts.sort((a, b) => a.endpointId.localeCompare(b.endpointId));
+    return { counts, touched, unreadable };
   }
 
   async getCounts(endpointId: string): Promise<EndpointCounts> {

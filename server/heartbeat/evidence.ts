@@ -70,8 +70,9 @@ function setBounded<V>(map: Map<string, V>, key: string, value: V, stale: (v: V)
 }
 
 /**
- * The reads' first wait after a failed lookup: the console's poll of the Health page and /api/endpoints
- * (components/queries.ts), so the first retry is the next poll but one, not the very next.
+ * The reads' first wait after a failed lookup: one period of the console's poll of the Health page and
+ * /api/endpoints (components/queries.ts), so the first retry is the very next poll (5 s later) and only reads in
+ * between (another open page) are held back; from the second failure on, polls are skipped.
  */
 export const EVIDENCE_RETRY_FIRST_MS = 5_000;
 /**
