@@ -43,6 +43,12 @@ export async function startEmbeddedCosmos(
   // keepAlive: the server's default answers `connection: close`, which made every request open a new
   // connection (5x slower in the spike). The option is passed through to http.createServer.
   const server: Server = createHttpServer({ keepAlive: true });
+  // No idle timeout on kept-alive connections. Node closes an idle one after 5 s by default, while @azure/cosmos's
+  // agent keeps its idle sockets without a limit and reuses them: a request written just as the server closes its
+  // socket fails with ECONNRESET, which the client does not retry for a write (seen as "store connection failed
+  // (ECONNRESET) during audit write" on a loaded machine). Only loopback clients reach this server, and close()
+  // drops every connection.
+  server.keepAliveTimeout = 0;
   refuseQueryPlanRequests(server);
   const journal =
     options.dataDir === undefined
