@@ -57,6 +57,7 @@ import { startTraffic, type RunningTraffic } from '../demo/traffic.ts';
 import {
   checkChaosInvariants,
   formatViolations,
+  readStableEvidence,
   type ChaosEvidence,
   type DeadLetterNote,
   type PublishedEvent,
@@ -377,20 +378,23 @@ test(
       );
 
       // --- the evidence, read directly
-      const rows: StatusRowSummary[] = await readAll(directCosmos, CONTAINERS.events, statusRowSchema);
-      const historyEntries: HistoryEntry[] = await readAll(
-        directCosmos,
-        CONTAINERS.history,
-        historyEntrySchema,
-      );
+      // Rows, history and counters are separate requests: read until two reads agree, so that a write the Resolver
+      // is still making does not show as a row before it and counters after it (chaos42).
+      const { evidence: read, moved } = await readStableEvidence(async () => {
+        const rows: StatusRowSummary[] = await readAll(directCosmos, CONTAINERS.events, statusRowSchema);
+        const historyEntries: HistoryEntry[] = await readAll(directCosmos, CONTAINERS.history, historyEntrySchema);
+        const counters = new Map(
+          (await directStore.getAllCounts()).endpoints.map((c) => [
+            c.endpointId,
+            Object.fromEntries(Object.entries(c.buckets).filter(([, n]) => n !== 0)),
+          ]),
+        );
+        return { rows, historyEntries, counters };
+      });
+      if (moved.length > 0) phase(`still moving between the last two reads: ${moved.join('; ')}`);
+      const { rows, historyEntries, counters } = read;
       const history = new Map<string, HistoryEntry[]>();
       for (const h of historyEntries) history.set(h.eventId, [...(history.get(h.eventId) ?? []), h]);
-      const counters = new Map(
-        (await directStore.getAllCounts()).endpoints.map((c) => [
-          c.endpointId,
-          Object.fromEntries(Object.entries(c.buckets).filter(([, n]) => n !== 0)),
-        ]),
-      );
       const deadLetters = await peekDeadLetters(direct, catalog);
       const consumers = new Map<string, string[]>();
       for (const e of catalog.endpoints)

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HistoryEntry, StatusRowSummary } from '../lib/store/index.ts';
-import { checkChaosInvariants, formatViolations, type ChaosEvidence } from './chaosInvariants.ts';
+import { checkChaosInvariants, formatViolations, readStableEvidence, type ChaosEvidence } from './chaosInvariants.ts';
 
 const NOW = new Date('2026-12-03T10:00:00.000Z');
 
@@ -140,4 +140,41 @@ test('a published event without a row at one of its consumers, and counters off 
     ],
   );
   assert.match(v[1]!.why, /Completed: counter 2, rows 1/);
+});
+
+// chaos42: the Resolver applied a PendingHandoffResponse and a DeferralResponse between the rows read and the
+// counters read. Read once, the rows still show the request copies and the counters already moved.
+const E3A = 'InvoiceIssued-a~parked~replayed';
+const E3B = 'InvoiceIssued-b~parked~replayed';
+const copyRow = (eventId: string, lastMessageId: string) =>
+  row({ eventId, endpointId: 'erp', sessionId: 'C7', status: 'Pending', messageType: 'EventRequest', lastMessageId, updatedAt: '2026-12-03T09:59:00.000Z' });
+const answered = [
+  row({ eventId: 'a', endpointId: 'erp', sessionId: 'C7', status: 'Pending', subStatus: 'Handoff', messageType: 'PendingHandoffResponse', lastMessageId: 'Ra', parentMessageId: E3A, expectedBy: '2026-12-03T10:00:30.000Z' }),
+  row({ eventId: 'b', endpointId: 'erp', sessionId: 'C7', status: 'Deferred', messageType: 'DeferralResponse', lastMessageId: 'Rb', parentMessageId: E3B }),
+];
+const answers = new Map([
+  ['a', [request('erp', 'a', E3A), { ...request('erp', 'a', 'Ra'), messageType: 'PendingHandoffResponse', sessionId: 'C7', parentMessageId: E3A } as HistoryEntry]],
+  ['b', [request('erp', 'b', E3B), { ...request('erp', 'b', 'Rb'), messageType: 'DeferralResponse', sessionId: 'C7', parentMessageId: E3B } as HistoryEntry]],
+]);
+for (const entries of answers.values()) for (const h of entries) h.sessionId = 'C7';
+const movedCounters = new Map([['erp', { Handoff: 1, Deferred: 1 }]]);
+
+test('evidence read while the Resolver applies two answers is read again until rows and counters are one moment', async () => {
+  const reads = [
+    { rows: [copyRow('a', E3A), copyRow('b', E3B)], counters: movedCounters }, // the chaos42 read
+    { rows: answered, counters: movedCounters },
+    { rows: answered, counters: movedCounters },
+  ];
+  let n = 0;
+  const { evidence: read, moved } = await readStableEvidence(async () => reads[Math.min(n++, reads.length - 1)]!, { pauseMs: 0 });
+  assert.deepEqual(moved, []);
+  const v = checkChaosInvariants(evidence(read.rows, { counters: read.counters, history: answers }));
+  assert.deepEqual(v.filter((x) => x.invariant === 'counters'), [], 'no counters violation from a torn read');
+});
+
+test('a Pending row whose own history holds the answer to the message it shows is reported as not applied, not stranded', () => {
+  const v = checkChaosInvariants(evidence([copyRow('a', E3A), copyRow('b', E3B)], { history: answers }));
+  assert.deepEqual(v.map((x) => [x.invariant, x.eventId]), [['applied', 'a'], ['applied', 'b']]);
+  assert.match(v[0]!.why, /holds PendingHandoffResponse Ra answering it: recorded, not applied/);
+  assert.doesNotMatch(v[0]!.why, /nothing will move it/);
 });

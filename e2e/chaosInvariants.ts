@@ -2,6 +2,7 @@
 // counters, the events the broker fanned out, dead letters). Kept apart from e2e/chaos.test.ts so the rules can be
 // read (and unit-tested) without the stack, and so the failure report names, per violating event, its status,
 // the tail of its history and why it violates.
+import { isRequestType, type MessageType } from '@nimbus/sdk/contract';
 import type { HistoryEntry, StatusRowSummary } from '../lib/store/index.ts';
 
 /** An event as a producer put it on its topic (seen by the test's tap with the forwarders' own filter). */
@@ -43,7 +44,9 @@ export type Invariant =
   /** Every event a producer published has a row at each of its consumers. */
   | 'recorded'
   /** The stored counters equal a recount of the rows. */
-  | 'counters';
+  | 'counters'
+  /** Every answer the Resolver recorded to the message a row shows is on that row (history is written first). */
+  | 'applied';
 
 export interface Violation {
   invariant: Invariant;
@@ -57,6 +60,7 @@ export interface Violation {
 }
 
 const TERMINAL = new Set(['Completed', 'Failed', 'Skipped', 'DeadLettered', 'Unsupported']);
+
 const nonEmpty = (s: string | null | undefined) => typeof s === 'string' && s.trim() !== '';
 
 /** A Pending handoff whose expected-by is still ahead: the external job may yet report. */
@@ -137,6 +141,28 @@ export function checkChaosInvariants(e: ChaosEvidence): Violation[] {
             : 'Deferred, but no Failed event or live handoff blocks its session: it will never be replayed',
         ),
       );
+      continue;
+    }
+    // The Resolver records an answer's history entry before it writes the row (store.recordOutcome): a row whose
+    // own history already holds the answer to the message the row shows is being moved, not stranded.
+    const answer =
+      row.status === 'Pending'
+        ? (e.history.get(row.eventId) ?? []).find(
+            (h) =>
+              h.endpointId === row.endpointId &&
+              h.sessionId === row.sessionId &&
+              h.parentMessageId === row.lastMessageId &&
+              !isRequestType(h.messageType as MessageType),
+          )
+        : undefined;
+    if (answer) {
+      violations.push({
+        ...at(
+          row,
+          `Pending (last written by ${row.messageType ?? 'nothing'}), but its history holds ${answer.messageType} ${answer.messageId} answering it: recorded, not applied (yet)`,
+        ),
+        invariant: 'applied',
+      });
       continue;
     }
     violations.push(
@@ -260,4 +286,52 @@ export function formatViolations(violations: Violation[], e: ChaosEvidence, tail
     }
   }
   return lines.join('\n');
+}
+
+/** What one read of the evidence returns: the rows and the stored counters, with whatever else is read between. */
+export interface EvidenceRead {
+  rows: StatusRowSummary[];
+  counters: Map<string, Record<string, number>>;
+}
+
+/**
+ * Reads the evidence until two reads `pauseMs` apart agree on every row and every counter, at most `attempts`
+ * times. Rows, history and counters are separate requests: on a system that is still moving, a row read before a
+ * Resolver write and counters read after it disagree although the store is right (and the row looks stranded
+ * although its answer is being applied). `moved` names what still changed between the last two reads (empty: the
+ * returned read is one moment's).
+ */
+export async function readStableEvidence<T extends EvidenceRead>(
+  read: () => Promise<T>,
+  options: { attempts?: number; pauseMs?: number; sleep?: (ms: number) => Promise<void> } = {},
+): Promise<{ evidence: T; moved: string[] }> {
+  const attempts = options.attempts ?? 6;
+  const pauseMs = options.pauseMs ?? 5_000;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  let previous = await read();
+  let moved: string[] = [];
+  for (let i = 1; i < attempts; i++) {
+    await sleep(pauseMs);
+    const next = await read();
+    moved = differences(previous, next);
+    previous = next;
+    if (moved.length === 0) break;
+  }
+  return { evidence: previous, moved };
+}
+
+function differences(a: EvidenceRead, b: EvidenceRead): string[] {
+  const out: string[] = [];
+  const version = (r: StatusRowSummary) => `${r.status}/${r.subStatus ?? '-'} by ${r.messageType ?? '?'} ${r.lastMessageId} at ${r.updatedAt}`;
+  const before = new Map(a.rows.map((r) => [`${r.endpointId}\u0000${r.id}`, r]));
+  for (const r of b.rows) {
+    const old = before.get(`${r.endpointId}\u0000${r.id}`);
+    if (!old || version(old) !== version(r)) out.push(`${r.endpointId} event ${r.eventId}: ${old ? version(old) : 'no row'} -> ${version(r)}`);
+  }
+  for (const endpointId of new Set([...a.counters.keys(), ...b.counters.keys()])) {
+    const x = JSON.stringify(Object.entries(a.counters.get(endpointId) ?? {}).sort());
+    const y = JSON.stringify(Object.entries(b.counters.get(endpointId) ?? {}).sort());
+    if (x !== y) out.push(`${endpointId} counters: ${x} -> ${y}`);
+  }
+  return out;
 }
