@@ -449,7 +449,7 @@ export class ResolverProcessor {
     s: Settlement,
     horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
-    const where = { messageId: String(message.messageId), sessionId: receiver.sessionId };
+    const where = { messageId: String(message.messageId), sessionId: receiver.sessionId, eventId: message.applicationProperties?.[Prop.EventId] as string | undefined };
     try {
       switch (s.kind) {
         case 'complete':

@@ -592,7 +592,7 @@ function onStoreFailure(
   tags: Record<string, string>,
 ): Settlement {
   const failure = classify(err);
-  const where = { ...tags, messageId: m.messageId, sessionId: m.sessionId, attempt };
+  const where = { ...tags, messageId: m.messageId, sessionId: m.sessionId, eventId: m.eventId, attempt };
   switch (failure.kind) {
     case 'throttled': {
       if (budgetExhausted(attempt, ctx.budget)) {
