@@ -5,6 +5,7 @@ import Link from './Link.tsx';
 import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
+import { EvidenceUnknown } from './EvidenceUnknown.tsx';
 import { Ago, compareText, countOf, ErrorBox, formatCount, useNow } from './format.tsx';
 import { comparator, NUMERIC_CELL, SortableTh, TABLE_HEAD, Th, type SortDirection } from './table.tsx';
 import { endpointsQuery } from './queries.ts';
@@ -158,6 +159,8 @@ export function EndpointsView() {
                         </span>
                       </>
                     ) : null}
+                    {/* The status above is the last settled one, unchecked: the busy check could not read the store. */}
+                    {e.heartbeat.evidenceUnknown ? <EvidenceUnknown /> : null}
                   </td>
                 </tr>
               ))}

@@ -10,6 +10,7 @@ import Link from './Link.tsx';
 import { useEffect, useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { endpointHref, type EndpointOverview } from './api.ts';
+import { EvidenceUnknown } from './EvidenceUnknown.tsx';
 import { formatDuration, useNow } from './format.tsx';
 import { bandOf, type Band } from './monitorBands.ts';
 import { MonitorHistory } from './charts/HistoryCharts.tsx';
@@ -122,6 +123,8 @@ export function MonitorView() {
                       counts unreadable: shown as 0
                     </div>
                   ) : null}
+                  {/* Why an endpoint with heartbeat On may be watched: its overdue probe could not be checked. */}
+                  {e.heartbeat.evidenceUnknown ? <EvidenceUnknown className="mt-1 block text-xs text-slate-700" /> : null}
                 </Link>
               ))}
             </div>

@@ -1,5 +1,5 @@
 // Monitor's banding rule (components/monitorBands.ts): an endpoint whose counters cannot be read is not shown as
-// Healthy on the strength of zeros that mean "unknown".
+// Healthy on the strength of zeros that mean "unknown", nor one whose heartbeat could not be checked.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EndpointOverview } from './api.ts';
@@ -29,4 +29,10 @@ test('unreadable counters (zeros that mean "unknown") are Watching, not Healthy;
   const unreadable: EndpointOverview = { ...quiet, countersUnreadable: true };
   assert.equal(bandOf(unreadable), 'Watching');
   assert.equal(bandOf({ ...unreadable, heartbeat: { ...quiet.heartbeat, status: 'Off' } }), 'Failing');
+});
+
+test('a heartbeat whose overdue probe could not be checked (evidence unknown) is Watching, not Healthy; failures still Failing', () => {
+  const unknown: EndpointOverview = { ...quiet, heartbeat: { ...quiet.heartbeat, evidenceUnknown: true } };
+  assert.equal(bandOf(unknown), 'Watching');
+  assert.equal(bandOf({ ...unknown, counts: { ...quiet.counts, failed: 1 } }), 'Failing');
 });

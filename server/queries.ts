@@ -42,8 +42,12 @@ export interface EndpointOverview {
    * Read as Admin → Health reads it: `status` the last settled outcome (Pending only while none ever settled), `at`
    * when that outcome was recorded (the answer's time for On), `busy` while the newest probe is overdue but the
    * endpoint keeps answering other messages (the probe is queued behind its backlog, see server/heartbeat/evidence.ts).
+   * `evidenceUnknown` is present (true) only while the newest probe is overdue and the endpoint's last answer could
+   * not be read (a throttled or failing store), within the bound the sweep leaves such a probe Pending: `status` is
+   * then the last settled one, unchecked - neither busy nor silent as far as anyone knows (Admin → Health's
+   * "Evidence unknown").
    */
-  heartbeat: { status: string; at: string | null; sdkVersion: string | null; busy: boolean };
+  heartbeat: { status: string; at: string | null; sdkVersion: string | null; busy: boolean; evidenceUnknown?: true };
   /**
    * Present (true) only when the endpoint's counter document exists but no longer parses: `counts` are then zeros
    * because they cannot be read, not because nothing is pending or failed. Logged with the issue paths.
@@ -281,7 +285,8 @@ async function heartbeatOf(store: MessageStore, endpointId: string, c: HealthRea
   // The record the status comes from: the newest with that status (records are newest first).
   const settled = records.find((r) => r.status === health.status);
   const at = health.status === 'On' || health.status === 'Unsupported' ? health.lastSeenAt : (settled?.updatedAt ?? null);
-  return { status: health.status, at, sdkVersion: health.sdkVersion, busy: health.busy };
+  // Absent rather than false, as countersUnreadable: the common case's answer stays as it was.
+  return { status: health.status, at, sdkVersion: health.sdkVersion, busy: health.busy, ...(health.evidenceUnknown ? { evidenceUnknown: true as const } : {}) };
 }
 
 /** Query-string filters of the event list. Unknown keys are ignored; bad values are a 400. */

@@ -18,6 +18,7 @@ import { Ago, ErrorBox, useNow } from '../format.tsx';
 import { opsApi, type HealthOverview } from '../topology/opsApi.ts';
 import { useCan, useMe } from '../audit/accessApi.ts';
 import { NUMERIC_CELL, TABLE_HEAD } from '../table.tsx';
+import { EvidenceUnknown } from '../EvidenceUnknown.tsx';
 import { healthQuery, queryKeys } from '../queries.ts';
 import { formatMs } from '../charts/duration.ts';
 import { ApiError } from '../api.ts';
@@ -53,23 +54,6 @@ function Busy({ e, now }: { e: EndpointRow; now: number }) {
   return (
     <span className="block text-xs text-amber-800" data-heartbeat-busy>
       Busy — probe {behind}; last answered a message <Ago at={e.lastHandledAt} now={now} />
-    </span>
-  );
-}
-
-/**
- * Why an overdue probe is neither busy nor Off yet: its endpoint's last answer could not be read (a throttled or
- * failing store), so the server leaves the probe Pending and keeps trying, up to a bound (evidence.ts). In words,
- * with the full story in the title, so the meaning does not rest on the colour.
- */
-function EvidenceUnknown() {
-  return (
-    <span
-      className="block text-xs text-slate-700"
-      data-heartbeat-evidence-unknown
-      title="The endpoint's last answer could not be read from the store, so it is not known whether it is busy or silent. The probe stays Pending while the check is retried; if it stays unreadable for two timeouts past the probe's deadline (or past the last answer seen, if later), the probe turns Off."
-    >
-      Evidence unknown — busy check failed, retrying
     </span>
   );
 }

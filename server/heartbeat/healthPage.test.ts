@@ -5,7 +5,8 @@
 // ("On · busy"). The records are written the way the
 // scheduler and the Resolver write them, just before the page is opened (the page's clock is the real one).
 // An endpoint whose overdue probe's evidence cannot be read (the console's store throttled at the wire, a real 429
-// through a fault proxy) says "evidence unknown" beside its heartbeat.
+// through a fault proxy) says "evidence unknown" beside its heartbeat, on Health, on the Endpoints page and on Monitor
+// (where it is Watching, not Healthy).
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -89,7 +90,7 @@ describe('Admin → Health: busy and late endpoints', () => {
 });
 
 describe('Admin → Health: unknown evidence', () => {
-  test('an overdue probe whose last answer cannot be read says "evidence unknown" beside its heartbeat, in words', async () => {
+  test('an overdue probe whose last answer cannot be read says "evidence unknown" beside its heartbeat, in words, on Health, Endpoints and Monitor', async () => {
     const { store } = ui!.stack;
     const endpointId = 'erpendpoint';
     // Every evidence query for erp is throttled (the real client retries the 429s, then gives up); nothing else is.
@@ -114,6 +115,31 @@ describe('Admin → Health: unknown evidence', () => {
     const others = page.locator('tr[data-endpoint]:not([data-endpoint="erpendpoint"]) [data-heartbeat-evidence-unknown]');
     assert.equal(await others.count(), 0);
     await page.close();
+
+    // The Endpoints page and Monitor read the same heartbeat (GET /api/endpoints): their operator sees the same
+    // words beside the last status, and Monitor does not call the endpoint Healthy on a status nobody could check.
+    const endpoints = await ui!.open('/');
+    const cell = endpoints.locator(`tr[data-endpoint="${endpointId}"] td`).last();
+    await cell.waitFor();
+    const monitor = await ui!.open('/monitor');
+    const card = monitor.locator('[data-band] a', { hasText: endpointId });
+    await card.waitFor();
+    const seen = {
+      endpointsStatus: await cell.getAttribute('data-heartbeat-status'),
+      endpointsNote: (await cell.locator('[data-heartbeat-evidence-unknown]').allTextContents()).map((t) => t.trim()),
+      endpointsOthers: await endpoints.locator(`tr[data-endpoint]:not([data-endpoint="${endpointId}"]) [data-heartbeat-evidence-unknown]`).count(),
+      monitorBand: await card.locator('xpath=ancestor::*[@data-band][1]').getAttribute('data-band'),
+      monitorNote: (await card.locator('[data-heartbeat-evidence-unknown]').allTextContents()).map((t) => t.trim()),
+    };
+    assert.deepEqual(seen, {
+      endpointsStatus: 'On',
+      endpointsNote: ['Evidence unknown — busy check failed, retrying'],
+      endpointsOthers: 0,
+      monitorBand: 'Watching',
+      monitorNote: ['Evidence unknown — busy check failed, retrying'],
+    });
+    await endpoints.close();
+    await monitor.close();
     proxy!.clear();
     assert.deepEqual(ui!.pageErrors, []);
   });
