@@ -16,6 +16,7 @@ import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
 import { MessageId } from './MessageId.tsx';
 import { parkedCountText, parkedFollowText, releasedText } from './sessionRelease.ts';
+import { SessionParkedOthers } from './SessionParkedOthers.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
 import { HistoryDiff } from './payload/HistoryDiff.tsx';
@@ -449,6 +450,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
             <span className="font-mono">{e.sessionId}</span> is released and {parkedFollowText(d.parkedSiblings.length, d.parkedSiblingsCapped)}.
           </p>
+          {e.sessionId !== '' ? <SessionParkedOthers endpointId={endpointId} sessionId={e.sessionId} eventId={eventId} /> : null}
           <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}
@@ -458,6 +460,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
             Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released and{' '}
             {parkedFollowText(d.parkedSiblings.length, d.parkedSiblingsCapped)}.
           </p>
+          {e.sessionId !== '' ? <SessionParkedOthers endpointId={endpointId} sessionId={e.sessionId} eventId={eventId} /> : null}
           <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}

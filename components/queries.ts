@@ -63,6 +63,23 @@ export const eventsQuery = (endpointId: string, queryString: string) =>
     refetchInterval: (query) => ((query.state.data?.pages.length ?? 0) <= 1 ? 10_000 : false),
   });
 
+/** How many parked rows of a session the Resubmit / Skip dialogs read (one page of the list route, its maximum). */
+const SESSION_PARKED_PAGE = 200;
+
+/**
+ * One page of a session's parked (Deferred) rows, for the Resubmit / Skip dialogs (components/SessionParkedOthers.tsx):
+ * read once per opening - not kept (gcTime 0), not polled, not refetched on focus.
+ */
+export const sessionParkedQuery = (endpointId: string, sessionId: string) =>
+  queryOptions({
+    queryKey: ['session-parked', endpointId, sessionId] as const,
+    queryFn: () => api.events(endpointId, new URLSearchParams({ status: 'Deferred', sessionId, pageSize: String(SESSION_PARKED_PAGE) })),
+    staleTime: 0,
+    gcTime: 0,
+    retry: 0,
+    refetchOnWindowFocus: false,
+  });
+
 /** One event's details; `followUntil` (epoch ms) follows it closely after an action until the outcome is in. */
 export const eventQuery = (endpointId: string, eventId: string, followUntil = 0) =>
   queryOptions({

@@ -3,7 +3,8 @@
 // command, which says how many were released instead of a bare "Nothing parked".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parkedCountText, parkedFollowText, releasedText } from './sessionRelease.ts';
+import { blockedByReason } from '@nimbus/sdk/contract';
+import { otherParkedInSession, otherParkedText, parkedCountText, parkedFollowText, releasedText } from './sessionRelease.ts';
 
 test('several parked events: counted, plural', () => {
   assert.equal(parkedFollowText(8), 'its 8 parked events follow');
@@ -40,4 +41,18 @@ test('a parked list capped at its page: the count is a lower bound, "100+", in t
   assert.equal(parkedCountText(0, false), '0');
   assert.equal(parkedFollowText(100, true), 'its 100+ parked events follow');
   assert.equal(parkedFollowText(100, false), 'its 100 parked events follow');
+});
+
+test('a release replays the whole session: the rows parked behind other events are counted, those behind this one (or naming none) are not', () => {
+  const row = (eventId: string, blocker: string | null) => ({
+    eventId,
+    sessionId: 'S-1',
+    blockedBy: null,
+    errorText: blocker === null ? 'Session S-1 is replaying parked messages' : blockedByReason('S-1', blocker),
+  });
+  const rows = [row('a', 'E'), row('b', 'E'), row('c', 'OTHER'), row('d', null), { ...row('e', null), blockedBy: 'OTHER' }];
+  assert.deepEqual(otherParkedInSession(rows, 'E', false), { count: 2, atLeast: false });
+  assert.equal(otherParkedText(otherParkedInSession(rows, 'E', false)), '2 more parked in this session (behind other events) will also be replayed in order.');
+  assert.equal(otherParkedText(otherParkedInSession(rows, 'E', true)), '2+ more parked in this session (behind other events) will also be replayed in order.');
+  assert.equal(otherParkedText(otherParkedInSession(rows.slice(0, 2), 'E', false)), null, 'all behind this event: no line');
 });

@@ -1,6 +1,7 @@
 // What happens to a session's parked events when an operator command releases the session. Resubmit and Skip both
 // release it (docs/sdk.md: a successful retry and a skip release the session the same way), so their confirmations
-// say the same thing, from this one function.
+// say the same thing, from these functions.
+import { blockerOf, type ParkedRef } from '../server/parkedBlocker.ts';
 import { countOf, formatCount } from './format.tsx';
 
 /**
@@ -39,4 +40,26 @@ export function releasedText(
   const counted = sentCapped ? `${parkedCountText(released, true)} parked events` : countOf(released, 'parked event');
   const still = parkedNow > 0 ? `; ${parkedNow} still parked` : '';
   return `${counted} released after the ${command}${still}.`;
+}
+
+/**
+ * The parked events of a session that a release replays besides those behind `eventId`: the SDK's release asks the
+ * deferred processor for every message parked in the session so far (packages/sdk/src/decide.ts `drain`, a bound
+ * of NextDeferralSequence), not only those parked behind the released event. Those are the rows naming another
+ * blocker; a row naming none is listed behind this event by the parked panel, so it is counted there, not here.
+ * `more`: the rows are one page of the session's parked rows and more may follow, so the count is a lower bound.
+ */
+export function otherParkedInSession(
+  rows: Array<ParkedRef & { eventId: string }>,
+  eventId: string,
+  more: boolean,
+): { count: number; atLeast: boolean } {
+  const count = rows.filter((r) => r.eventId !== eventId && (blockerOf(r) ?? eventId) !== eventId).length;
+  return { count, atLeast: more };
+}
+
+/** The dialogs' line for those: null when there are none (or none among the rows read). */
+export function otherParkedText({ count, atLeast }: { count: number; atLeast: boolean }): string | null {
+  if (count === 0) return null;
+  return `${parkedCountText(count, atLeast)} more parked in this session (behind other events) will also be replayed in order.`;
 }

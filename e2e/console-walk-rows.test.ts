@@ -3,6 +3,8 @@
 // - a failed row on the Endpoint page says how many events its session holds back (parked behind it);
 // - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
 //   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
+// - the Resubmit / Skip dialogs also say how many more events parked in the session (behind other events) the
+//   release replays, since the SDK replays every parked message of the session;
 // - a parked event, seeded as production parks it (its blocker named only in its park reason), links to its blocker;
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
@@ -112,6 +114,58 @@ describe('the event page with more parked than its list holds', () => {
         await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
         await dialog.waitFor({ state: 'detached' });
       }
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('the Resubmit / Skip dialogs of a session that holds other parked events', () => {
+  test('they say how many follow this event and how many more of the session the release replays too, from one read per opening', async () => {
+    // Two parked behind wr-mixed, three parked behind another event of the same session: the SDK's release replays
+    // every parked message of the session (packages/sdk/src/decide.ts drain), not only the two.
+    const { store } = ui!.stack;
+    const base = Date.now();
+    await failedWithParked(store, base, 'WR-MIXED', 'wr-mixed', 2);
+    for (let n = 0; n < 3; n++) {
+      await seedEvent(store, base, { ...ORDER, sessionId: 'WR-MIXED', eventId: `wr-mixed-other-parked-${n}` }, MessageType.DeferralResponse, parkedBehind('WR-MIXED', 'wr-mixed-other'));
+    }
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-mixed`);
+    const sessionReads: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes(`/api/endpoints/${EP}/events?`) && r.url().includes('sessionId=WR-MIXED')) sessionReads.push(r.url());
+    });
+    try {
+      await page.getByTestId('parked-siblings').waitFor();
+      assert.equal(await page.getByTestId('parked-siblings').locator('li').count(), 2, 'the panel lists what is parked behind this event');
+      for (const command of ['Resubmit', 'Skip']) {
+        await page.getByRole('button', { name: command, exact: true }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.waitFor();
+        assert.match((await dialog.locator('p').first().textContent()) ?? '', /session WR-MIXED is released and its 2 parked events follow\.$/, `the ${command} dialog`);
+        const more = dialog.getByTestId('session-parked-others');
+        await more.waitFor();
+        assert.equal((await more.textContent())?.trim(), '3 more parked in this session (behind other events) will also be replayed in order.', `the ${command} dialog`);
+        await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+        await dialog.waitFor({ state: 'detached' });
+      }
+      assert.equal(sessionReads.length, 2, `one read of the session's parked events per opening: ${sessionReads.join(', ')}`);
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('a session whose parked events all wait on this event gets no such line', async () => {
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-held`);
+    try {
+      await page.getByTestId('parked-siblings').waitFor();
+      await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.waitFor();
+      // The read's end is signalled by the dialog (data-session-parked="read"), not waited out.
+      await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+      assert.equal(await dialog.getByTestId('session-parked-others').count(), 0);
+      await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
     } finally {
       await page.close();
     }

@@ -20,32 +20,23 @@
 //
 // The counts are an aid, the list is the page: a failed count read (a throttled query, say) logs a warning and
 // returns the page without counts, so an operator still sees the failures, not a 503 for the whole list.
-import { parseBlockedByReason, PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
+import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 import { CONTAINERS, FAILURE_STATUSES, type MessageStore } from '../lib/store/index.ts';
 import { listEndpointEvents, type EventListItem, type EventListQuery } from './queries.ts';
 import { log } from './log.ts';
+import { blockerOf, type ParkedRef } from './parkedBlocker.ts';
+
+export { blockerOf, type ParkedRef };
 
 export const PARKED_READ_CAP = 5000;
 
 const FAILURE = new Set<string>(FAILURE_STATUSES);
 
-/** What a parked row says of the event its session waits on. */
-export interface ParkedRef {
-  sessionId: string;
-  blockedBy: string | null;
-  errorText: string | null;
-}
 
 /** A row that may block its session: a failure, or a Pending handoff. Rows outside a session block nothing. */
 function mayBlock(i: Pick<EventListItem, 'status' | 'subStatus' | 'sessionId'>): boolean {
   if (i.sessionId === '') return false;
   return FAILURE.has(i.status) || (i.status === ResolutionStatus.Pending && i.subStatus === PendingSubStatus.Handoff);
-}
-
-/** The event a parked row waits on, or null when it names none (parked behind a replay, not a block). */
-export function blockerOf(p: ParkedRef): string | null {
-  if (p.blockedBy) return p.blockedBy;
-  return parseBlockedByReason(p.errorText, p.sessionId) ?? null;
 }
 
 const key = (sessionId: string, eventId: string) => `${sessionId}\u0000${eventId}`;

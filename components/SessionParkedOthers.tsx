@@ -1,0 +1,27 @@
+// Under the Resubmit / Skip dialogs' "its N parked events follow": the other events parked in the session, which the
+// release replays too (the SDK replays every parked message of the session, components/sessionRelease.ts). Read once
+// when the dialog opens (one page of the session's parked rows through the Endpoint page's list route), never polled:
+// the event page's own parked read lists only the events behind this one, by design (its query filters on the
+// blocker). The wrapper's data-session-parked says whether the read is in, so a test waits for it, not for time.
+import { useQuery } from '@tanstack/react-query';
+import { sessionParkedQuery } from './queries.ts';
+import { otherParkedInSession, otherParkedText } from './sessionRelease.ts';
+
+export function SessionParkedOthers({ endpointId, sessionId, eventId }: { endpointId: string; sessionId: string; eventId: string }) {
+  const q = useQuery(sessionParkedQuery(endpointId, sessionId));
+  const text = q.data ? otherParkedText(otherParkedInSession(q.data.items, eventId, q.data.continuation !== null)) : null;
+  return (
+    <div data-session-parked={q.isSuccess ? 'read' : q.isError ? 'failed' : 'reading'}>
+      {text ? (
+        <p className="mt-2" data-testid="session-parked-others">
+          {text}
+        </p>
+      ) : null}
+      {q.isError ? (
+        <p className="mt-2 text-xs text-slate-500" data-testid="session-parked-unread">
+          The session&apos;s other parked events could not be read; any there are will also be replayed in order.
+        </p>
+      ) : null}
+    </div>
+  );
+}
