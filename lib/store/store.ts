@@ -45,6 +45,8 @@ import {
   counterDelta,
   nextStamps,
   recoverLostDeltas,
+  soundFlushed,
+  stampsOnRows,
   toEndpointCounts,
   zeroCounts,
   type CounterTicket,
@@ -1770,17 +1772,26 @@ export class MessageStore {
     parseInput(endpointIdSchema, endpointId, 'endpoint id');
     for (let attempt = 1; attempt <= 5; attempt++) {
       let etag: string | undefined;
-      let flushed: Record<string, number> | undefined;
+      // As stored, unchecked: the document may be corrupt (that is often why it is recounted).
+      let stored: unknown;
       try {
-        const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read<CounterDoc>();
+        const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read<Record<string, unknown>>();
         etag = r.statusCode === 404 ? undefined : r.etag;
-        flushed = r.resource?.flushed;
+        stored = r.resource?.flushed;
       } catch (err) {
         if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'counters read');
       }
       const counts = await this.#countRows(endpointId);
-      // `flushed` is kept: the buffering writers' applied windows do not change with a recount.
-      const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso(), flushed: flushed ?? {} };
+      // Sound entries are kept (the writers' applied windows do not change with a recount), corrupt ones repaired.
+      const flushed = await soundFlushed(stored, async () => {
+        try {
+          // A stamp is read as stored: one whose owner is not a string names no writer.
+          return (await stampsOnRows(this.#c.events, endpointId)).flatMap((st: { o?: unknown }) => (typeof st?.o === 'string' ? [st.o] : []));
+        } catch (err) {
+          rethrowCosmos(err, 'recount');
+        }
+      });
+      const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso(), flushed };
       try {
         if (etag === undefined) await this.#c.counters.items.create(doc);
         else
