@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { installEmbeddedQueryFixes, refuseQueryPlanRequests } from './embeddedQueries.ts';
 import { EmbeddedJournal, type JournalRecovery } from './embeddedJournal.ts';
+import { installHierarchicalKeyFix } from './embeddedHierarchicalKeys.ts';
 import { isLoopbackHostHeader } from '../net/loopback.ts';
 
 // The client side lives in its own module so that code which only connects (the SDK's durable inbox) does not load
@@ -39,6 +40,8 @@ export async function startEmbeddedCosmos(
 ): Promise<EmbeddedCosmos> {
   // Linear, partition-scoped queries instead of quadratic full scans (embeddedQueries.ts; results unchanged).
   installEmbeddedQueryFixes();
+  // A hierarchical key's whole value plus the id identifies a document, as on Cosmos (embeddedHierarchicalKeys.ts).
+  installHierarchicalKeyFix();
   const host = options.host ?? '127.0.0.1';
   // keepAlive: the server's default answers `connection: close`, which made every request open a new
   // connection (5x slower in the spike). The option is passed through to http.createServer.

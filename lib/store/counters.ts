@@ -322,6 +322,38 @@ async function readCounterDoc(counters: Container, endpointId: string): Promise<
 }
 
 /**
+ * The `flushed` map a recount writes, from the one it read (docs/store.md, "A recount and `flushed`"). A recount sets
+ * the counts to what the rows hold now, so every stamp the rows carry is already counted: a recovery must apply none
+ * of them again. A sound entry (an integer window) is kept as it is, as before: the writers' applied windows do not
+ * change with a recount. An entry that is not one (corrupt: no window can be read from it) becomes RECOVERED,
+ * "every stamp of this writer counts as applied", which is what the recount made true; a live writer sets its own
+ * window again with its next flush. A `flushed` that is not a map at all names no writer: the writers whose stamps
+ * the rows carry (`stampOwners`, read only then) get RECOVERED. Missing stays an empty map (a document from before
+ * `flushed` existed).
+ */
+export async function soundFlushed(stored: unknown, stampOwners: () => Promise<Iterable<string>>): Promise<Record<string, number>> {
+  if (stored === undefined) return {};
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored))
+    return Object.fromEntries([...new Set(await stampOwners())].map((owner) => [owner, RECOVERED]));
+  return Object.fromEntries(
+    Object.entries(stored).map(([owner, window]) => [owner, Number.isSafeInteger(window) ? (window as number) : RECOVERED]),
+  );
+}
+
+/** The stamps on an endpoint's rows (only the rows that carry any): one query of its partition. */
+export async function stampsOnRows(events: Container, endpointId: string): Promise<CountStamp[]> {
+  const rows = (
+    await events.items
+      .query<{ counted?: CountStamp[] }>(
+        { query: 'SELECT c.counted FROM c WHERE c.endpointId = @ep AND IS_DEFINED(c.counted)', parameters: [{ name: '@ep', value: endpointId }] },
+        { partitionKey: [endpointId] },
+      )
+      .fetchAll()
+  ).resources;
+  return rows.flatMap((row) => (Array.isArray(row.counted) ? row.counted : []));
+}
+
+/**
  * Applies, once, what a buffering writer that died had not flushed: on each endpoint's counters, the sum of its
  * row stamps above `flushed[owner]`, together with `flushed[owner] = RECOVERED` (If-Match the version read, so
  * a second survivor doing the same applies nothing). Returns how many stamps were applied. Reads every row of
@@ -340,23 +372,14 @@ export async function recoverLostDeltas(
     const doc = await readCounterDoc(counters, endpointId);
     const applied = doc?.flushed?.[owner] ?? 0;
     if (!doc || applied === RECOVERED) continue;
-    const rows = (
-      await events.items
-        .query<{ counted?: CountStamp[] }>(
-          { query: 'SELECT c.counted FROM c WHERE c.endpointId = @ep AND IS_DEFINED(c.counted)', parameters: [{ name: '@ep', value: endpointId }] },
-          { partitionKey: [endpointId] },
-        )
-        .fetchAll()
-    ).resources;
     const lost = new Map<string, Deltas>();
     let stamps = 0;
-    for (const row of rows)
-      for (const st of row.counted ?? [])
-        if (st.o === owner && st.s > applied) {
-          stamps++;
-          bump(lost, endpointId, st.t, 1);
-          if (st.f !== null) bump(lost, endpointId, st.f, -1);
-        }
+    for (const st of await stampsOnRows(events, endpointId))
+      if (st.o === owner && st.s > applied) {
+        stamps++;
+        bump(lost, endpointId, st.t, 1);
+        if (st.f !== null) bump(lost, endpointId, st.f, -1);
+      }
     const operations = incrOps(lost.get(endpointId));
     operations.push({ op: 'set', path: `/flushed/${escapePath(owner)}`, value: RECOVERED });
     // Conditional on nobody having recovered it meanwhile (live writers' patches do not matter: they add theirs).

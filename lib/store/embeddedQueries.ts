@@ -13,7 +13,7 @@
 //    rows of the page are projected now.
 // 4. The server ignores the partition key and scans the whole container for every query. Real Cosmos serves a
 //    query with `c.<partition key> = value` from that one partition. Here each container keeps its documents
-//    grouped by the value of its (first) partition key path too, and a query whose WHERE requires
+//    grouped by the value of its first partition key path too, and a query whose WHERE requires
 //    `c.<that path> = <string or number>` (a top-level AND term) runs over that group only. A container with a
 //    hierarchical key (the events container's `[/endpointId, /eventId]`) is also grouped by the values of all its
 //    paths, and a query requiring equality on every path runs over that one group: an event's few rows instead of
@@ -58,7 +58,6 @@ interface ItemsLike {
   _byFullKey?: Map<string, Map<string, ItemHolder>>;
   /** The container's partition key paths as created (`['/endpointId', '/eventId']`). */
   _partitionKeyPath: string[];
-  _getPartition(data: unknown): unknown;
   _getPartitionKeyPath(): string[];
   _getQuery(sql: string): QueryLike;
   _userDefinedFunctions(): unknown;
@@ -189,7 +188,7 @@ export function installEmbeddedQueryFixes(): void {
     const rid = data._rid as string;
     const holder = this._data.get(rid);
     if (holder) {
-      groupIn((this._byPartition ??= new Map()), this._getPartition(data)).set(rid, holder);
+      groupIn((this._byPartition ??= new Map()), firstKeyValue(this, data)).set(rid, holder);
       const full = fullKeyOfDocument(this, data);
       if (full !== undefined) groupIn((this._byFullKey ??= new Map()), full).set(rid, holder);
     }
@@ -200,7 +199,7 @@ export function installEmbeddedQueryFixes(): void {
     originalDelete.call(this, idOrRid, partition);
     if (!existing) return;
     const rid = existing._rid as string;
-    this._byPartition?.get(this._getPartition(existing))?.delete(rid);
+    this._byPartition?.get(firstKeyValue(this, existing))?.delete(rid);
     const full = fullKeyOfDocument(this, existing);
     if (full !== undefined) this._byFullKey?.get(full)?.delete(rid);
   };
@@ -285,7 +284,8 @@ type SortFn = (
   ...orders: Array<[string[], boolean]>
 ) => unknown[];
 
-function valueAt(doc: unknown, keys: string[]): unknown {
+/** The value at a property path of a document (undefined where the path ends early). */
+export function valueAt(doc: unknown, keys: string[]): unknown {
   let v: unknown = doc;
   for (const k of keys) {
     if (typeof v !== 'object' || v === null) return undefined;
@@ -308,6 +308,14 @@ function compareValues(a: unknown, b: unknown): number {
     return (a as string) < (b as string) ? -1 : 1;
   }
   return TYPE_ORDER.indexOf(ta) - TYPE_ORDER.indexOf(tb) < 0 ? -1 : 1;
+}
+
+/**
+ * The value of the container's first partition key path: what the first-path groups are keyed by. Not
+ * _getPartition, which names the whole key of a hierarchical container (embeddedHierarchicalKeys.ts).
+ */
+function firstKeyValue(items: ItemsLike, data: unknown): unknown {
+  return valueAt(data, items._getPartitionKeyPath());
 }
 
 function groupIn<K>(groups: Map<K, Map<string, ItemHolder>>, key: K): Map<string, ItemHolder> {

@@ -16,7 +16,7 @@ import {
   type PatchOperation,
   type SqlParameter,
 } from '@azure/cosmos';
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   blockedByReason,
   MessageType,
@@ -45,6 +45,8 @@ import {
   counterDelta,
   nextStamps,
   recoverLostDeltas,
+  soundFlushed,
+  stampsOnRows,
   toEndpointCounts,
   zeroCounts,
   type CounterTicket,
@@ -262,8 +264,11 @@ export interface CounterDocsRead {
   counts: EndpointCounts[];
   /** Per endpoint, when its counter document was last written (ISO, from `_ts`), readable or not. */
   touched: Map<string, string>;
-  /** The documents that no longer parse (`endpointId` undefined when even that is missing). */
-  unreadable: { endpointId: string | undefined; version: string | undefined; issuePaths: string[] }[];
+  /**
+   * The documents that no longer parse: `endpointId` undefined when even that is missing or not an endpoint id; `id`
+   * the document id; `issues` where and why it fails (the schema's messages, never the values).
+   */
+  unreadable: { endpointId: string | undefined; id: string; version: string | undefined; issuePaths: string[]; issues: string }[];
 }
 
 export interface StoreOptions extends CosmosConnection {
@@ -1690,30 +1695,18 @@ export class MessageStore {
   // ---------------------------------------------------------------- counters
 
   /**
-   * Counters of every endpoint in one read of the small counters container (one document per endpoint).
-   * `unreadable` names the endpoints whose document exists but does not parse (its endpointId, the partition key,
-   * still does): they are not in `endpoints`, and a recount of them rewrites the document.
+   * Counters of every endpoint: listCounterDocs (one query of the small counters container, its errors the store's)
+   * in the shape the Resolver's recount, the readiness check and the heartbeat backlog take. `unreadable` names the
+   * endpoints whose document exists but does not parse (by its endpointId, the partition key, when that still is an
+   * endpoint id): they are not in `endpoints`, and a recount of them rewrites the document. `corrupt` has every
+   * document that does not parse, with where it fails.
    */
   async getAllCounts(): Promise<{ endpoints: EndpointCounts[]; corrupt: { id: string; issues: string }[]; unreadable: string[] }> {
-    // Parsed here, not by queryAll: a document that fails the schema is still asked for its endpoint id.
-    const r = await queryAll(this.#c.counters, { query: 'SELECT * FROM c' }, z.record(z.string(), z.unknown()), { limit: 10_000 }, 'counters read');
-    const endpoints: EndpointCounts[] = [];
-    const corrupt: { id: string; issues: string }[] = [];
-    const unreadable: string[] = [];
-    for (const raw of r.items) {
-      const parsed = counterDocSchema.safeParse(raw);
-      if (parsed.success) {
-        endpoints.push(toEndpointCounts(parsed.data));
-        continue;
-      }
-      corrupt.push({ id: docIdOf(raw), issues: describeIssues(parsed.error) });
-      const endpointId = endpointIdSchema.safeParse((raw as { endpointId?: unknown }).endpointId);
-      if (endpointId.success) unreadable.push(endpointId.data);
-    }
+    const { counts, unreadable } = await this.listCounterDocs();
     return {
-      endpoints: endpoints.sort((a, b) => a.endpointId.localeCompare(b.endpointId)),
-      corrupt,
-      unreadable: unreadable.sort((a, b) => a.localeCompare(b)),
+      endpoints: counts,
+      corrupt: unreadable.map((d) => ({ id: d.id, issues: d.issues })),
+      unreadable: unreadable.flatMap((d) => (d.endpointId === undefined ? [] : [d.endpointId])).sort((a, b) => a.localeCompare(b)),
     };
   }
 
@@ -1722,8 +1715,10 @@ export class MessageStore {
    * parse, when each document was last written (its `_ts`, also for one that no longer parses), and the documents that
    * no longer parse with their endpoint, version (etag: it changes with every write, `_ts` only each second) and the
    * failing fields' paths (never their values). One read gives all three, so a document written between two reads
-   * cannot be taken for an unreadable one. Goes through queryAll: a 429 or timeout is a StoreThrottledError /
-   * StoreTransientError, as for every other store read.
+   * cannot be taken for an unreadable one. A document is placed by its endpointId only when that is an endpoint id
+   * (the store writes no other; a planted one would be a link to nowhere, or a value in a log). Goes through
+   * queryAll: a 429 or timeout is a StoreThrottledError / StoreTransientError, as for every other store read.
+   * getAllCounts is built on it: the one counters query of the store.
    */
   async listCounterDocs(): Promise<CounterDocsRead> {
     const r = await queryAll(this.#c.counters, { query: 'SELECT * FROM c' }, anyCounterDocSchema, { limit: 10_000 }, 'counters read');
@@ -1731,15 +1726,17 @@ export class MessageStore {
     const touched = new Map<string, string>();
     const unreadable: CounterDocsRead['unreadable'] = [];
     for (const raw of r.items) {
-      const endpointId = typeof raw.endpointId === 'string' ? raw.endpointId : undefined;
+      const endpointId = endpointIdSchema.safeParse(raw.endpointId).data;
       if (endpointId !== undefined && typeof raw._ts === 'number') touched.set(endpointId, new Date(raw._ts * 1000).toISOString());
       const parsed = counterDocSchema.safeParse(stripSystem(raw));
       if (parsed.success) counts.push(toEndpointCounts(parsed.data));
       else
         unreadable.push({
           endpointId,
+          id: docIdOf(raw),
           version: typeof raw._etag === 'string' ? raw._etag : undefined,
           issuePaths: parsed.error.issues.slice(0, 10).map((i) => i.path.map(String).join('.') || '(root)'),
+          issues: describeIssues(parsed.error),
         });
     }
     counts.sort((a, b) => a.endpointId.localeCompare(b.endpointId));
@@ -1775,17 +1772,26 @@ export class MessageStore {
     parseInput(endpointIdSchema, endpointId, 'endpoint id');
     for (let attempt = 1; attempt <= 5; attempt++) {
       let etag: string | undefined;
-      let flushed: Record<string, number> | undefined;
+      // As stored, unchecked: the document may be corrupt (that is often why it is recounted).
+      let stored: unknown;
       try {
-        const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read<CounterDoc>();
+        const r = await this.#c.counters.item(COUNTER_DOC_ID, endpointId).read<Record<string, unknown>>();
         etag = r.statusCode === 404 ? undefined : r.etag;
-        flushed = r.resource?.flushed;
+        stored = r.resource?.flushed;
       } catch (err) {
         if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'counters read');
       }
       const counts = await this.#countRows(endpointId);
-      // `flushed` is kept: the buffering writers' applied windows do not change with a recount.
-      const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso(), flushed: flushed ?? {} };
+      // Sound entries are kept (the writers' applied windows do not change with a recount), corrupt ones repaired.
+      const flushed = await soundFlushed(stored, async () => {
+        try {
+          // A stamp is read as stored: one whose owner is not a string names no writer.
+          return (await stampsOnRows(this.#c.events, endpointId)).flatMap((st: { o?: unknown }) => (typeof st?.o === 'string' ? [st.o] : []));
+        } catch (err) {
+          rethrowCosmos(err, 'recount');
+        }
+      });
+      const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso(), flushed };
       try {
         if (etag === undefined) await this.#c.counters.items.create(doc);
         else

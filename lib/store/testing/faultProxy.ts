@@ -10,6 +10,8 @@ export interface ProxiedRequest {
   batch: boolean;
   /** A query (x-ms-documentdb-isquery), as opposed to a point read or a write on the same path. */
   query: boolean;
+  /** The SDK's query-plan request that goes beside a query (the embedded server refuses it at once). */
+  queryPlan: boolean;
   /** The partition key the request names (x-ms-documentdb-partitionkey, JSON such as `["billingendpoint"]`), if any. */
   partitionKey?: string;
 }
@@ -91,6 +93,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       path: req.url ?? '/',
       batch: String(req.headers['x-ms-cosmos-is-batch-request']).toLowerCase() === 'true',
       query: String(req.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
+      queryPlan: String(req.headers['x-ms-cosmos-is-query-plan-request']).toLowerCase() === 'true',
       ...(typeof req.headers['x-ms-documentdb-partitionkey'] === 'string' ? { partitionKey: req.headers['x-ms-documentdb-partitionkey'] } : {}),
     };
     received++;
