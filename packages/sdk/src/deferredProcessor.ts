@@ -30,7 +30,7 @@ import type { InboundMessage } from './inbound.ts';
 import { buildReplayedCopy, buildReplayPassEnd } from './outbound.ts';
 import { toServiceBusMessage } from './transport.ts';
 import { tolerateSlowDrain } from './servicebus/drainWait.ts';
-import { lockHeldUntilOf, sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
+import { sessionLockHorizon, warnSkewedLockOnce } from './sessionLockHorizon.ts';
 import { lockRenewalDelayMs } from './lockRenewalDelay.ts';
 import {
   buildLockedRecheck,
@@ -522,7 +522,7 @@ export class DeferredProcessor {
     if (parked.released) return;
     parked.released = true;
     const { receiver, horizon } = parked;
-    const heldUntil = lockHeldUntilOf(horizon);
+    const heldUntil = horizon.lockHeldUntil();
     const closed = receiver.close().catch((error: unknown) => {
       this.log.warn(
         { sessionId, err: loggableError(error) },

@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { DEFAULT_LOCK_MS } from './deliveryBudget.ts';
 import {
   HORIZON_MARGIN_MS,
-  lockHeldUntilOf,
   receiveWaitMs,
   sessionLockHorizon,
   warnSkewedLockOnce,
@@ -162,23 +161,26 @@ test('lockHeldUntil: the current expiry, never more than one first lock from now
   const accepted = Date.now();
   const r = receiver(accepted + 5_000);
   const sane = sessionLockHorizon(r, accepted, 60_000);
-  assert.equal(lockHeldUntilOf(sane, accepted + 1_000), accepted + 5_000, 'the expiry as read');
+  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted + 5_000, 'the expiry as read');
   r.sessionLockedUntilUtc = new Date(accepted + 600_000); // read as far beyond any renewal taken by now
-  assert.equal(lockHeldUntilOf(sane, accepted + 1_000), accepted + 6_000, 'one first lock from now at most');
+  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted + 6_000, 'one first lock from now at most');
   r.sessionLockedUntilUtc = new Date(accepted - 1_000); // run out (a renewal that failed)
-  assert.equal(lockHeldUntilOf(sane, accepted + 1_000), accepted - 1_000, 'a lock run out holds nothing');
+  assert.equal(sane.lockHeldUntil(accepted + 1_000), accepted - 1_000, 'a lock run out holds nothing');
   const now = accepted + 2_000;
   // The broker's expiry read 10 min off, either way: no measure of the lock in local time.
   const behind = sessionLockHorizon(receiver(accepted + 605_000), accepted, 60_000);
-  assert.equal(lockHeldUntilOf(behind, now), now + DEFAULT_LOCK_MS, 'read as 10 min ahead: not held for 10 min');
+  assert.equal(behind.lockHeldUntil(now), now + DEFAULT_LOCK_MS, 'read as 10 min ahead: not held for 10 min');
   const ahead = sessionLockHorizon(receiver(accepted - 595_000), accepted, 60_000);
-  assert.equal(lockHeldUntilOf(ahead, now), now + DEFAULT_LOCK_MS, 'read as already past: still held for a lock');
+  assert.equal(ahead.lockHeldUntil(now), now + DEFAULT_LOCK_MS, 'read as already past: still held for a lock');
   const unknown = sessionLockHorizon(receiver(undefined), accepted, 60_000);
-  assert.equal(lockHeldUntilOf(unknown, now), now + DEFAULT_LOCK_MS);
+  assert.equal(unknown.lockHeldUntil(now), now + DEFAULT_LOCK_MS);
 });
 
-test('lockHeldUntilOf: a horizon written before lockHeldUntil (an outside fake) still fits, and counts one default lock from now', () => {
-  const older: SessionLockHorizon = { end: () => Infinity, fits: () => true, endWithinLock: () => Infinity };
-  const now = Date.now();
-  assert.equal(lockHeldUntilOf(older, now), now + DEFAULT_LOCK_MS);
+test('SessionLockHorizon: lockHeldUntil is required, so no horizon leaves the deferred processor to guess it', () => {
+  // Checked by tsc (npx tsc -p tsconfig.json): a horizon without lockHeldUntil no longer fits the type. Only
+  // sessionLockHorizon() makes one; the SDK takes none from a caller.
+  // @ts-expect-error lockHeldUntil is missing
+  const partial: SessionLockHorizon = { end: () => Infinity, fits: () => true, endWithinLock: () => Infinity };
+  assert.equal(typeof sessionLockHorizon(receiver(undefined), Date.now(), 60_000).lockHeldUntil, 'function');
+  assert.equal(partial.end(), Infinity);
 });

@@ -41,18 +41,10 @@ export interface SessionLockHorizon {
    * default lock (DEFAULT_LOCK_MS, the duration the SDK provisions) from `now`: an expiry read as already past, or
    * as far ahead, is then no measure of the lock.
    *
-   * Optional, so that a horizon written before it (a test's fake) still fits the type; read it through
-   * lockHeldUntilOf(), which counts one default lock from `now` for a horizon without it.
+   * Required: a horizon is made only by sessionLockHorizon() (the SDK takes none from a caller, who only reads one),
+   * so there is no outside implementation to stay compatible with, and one path, not a silent default, decides it.
    */
-  lockHeldUntil?(now?: number): number;
-}
-
-/**
- * `horizon.lockHeldUntil(now)`, or for a horizon without it one default lock from `now`: what lockHeldUntil gives when
- * the lock's expiry says nothing in local time.
- */
-export function lockHeldUntilOf(horizon: SessionLockHorizon, now = Date.now()): number {
-  return horizon.lockHeldUntil?.(now) ?? now + DEFAULT_LOCK_MS;
+  lockHeldUntil(now?: number): number;
 }
 
 /**
