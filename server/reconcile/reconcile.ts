@@ -17,6 +17,7 @@ import {
 import { log } from '../log.ts';
 import { stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
+import { answersOnce, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -85,20 +86,17 @@ export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | '
   return undefined;
 }
 
-/** Answers to one message read past the cap: an endpoint answers a message once, or a few times on redelivery. */
-const ANSWERS_READ = 10;
-
 /**
  * settlingEvidence on the real store, with the stored response it names. The list is capped (oldest first), so on
  * a long event the answer to the row's message - newer than the message - may be cut off: when the list was cut
- * and does not settle the row, the answers are read by their link (store.listHistoryAnswers, this endpoint and
- * session), as the stuck check does. A complete list settles it alone: no read more. An answer that no longer
- * parses is no evidence (there is nothing to re-apply); the stuck check still counts it as an answer.
+ * and does not settle the row, the answers are read by their link (`answers`: the row's one read of them, which
+ * the stuck check then reuses). A complete list settles it alone: no read more. An answer that no longer parses
+ * is no evidence (there is nothing to re-apply); the stuck check still counts it as an answer.
  */
 async function staleEvidence(
-  store: MessageStore,
-  row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
+  row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
   history: EventHistoryRead,
+  answers: () => Promise<RowAnswers>,
 ): Promise<{ evidence: StaleRow['evidence']; entry: HistoryEntry } | undefined> {
   const found = (entries: HistoryEntry[]) => {
     const evidence = settlingEvidence(row, entries);
@@ -107,8 +105,7 @@ async function staleEvidence(
   };
   const inList = found(history.entries);
   if (inList || !history.cutOff || !mayBeStale(row)) return inList;
-  const answers = await store.listHistoryAnswers(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, ANSWERS_READ);
-  return found(answers.items);
+  return found((await answers()).items);
 }
 
 export async function previewReconcile(
@@ -146,9 +143,10 @@ export async function previewReconcile(
           continue;
         }
         const history = await readEventHistory(store, row.endpointId, row.eventId, grace.historyCap ?? HISTORY_CAP);
-        const evidence = (await staleEvidence(store, row, history))?.evidence;
+        const answers = answersOnce(store, row);
+        const evidence = (await staleEvidence(row, history, answers))?.evidence;
         if (!evidence) {
-          const finding = await stuckFinding(store, row, history.entries, { ...grace, now });
+          const finding = await stuckFinding(store, row, history, { ...grace, now }, answers);
           if (finding) stuck.push(finding);
         }
         if (evidence) {
@@ -207,7 +205,7 @@ export async function applyReconcile(
       results.push({ target, outcome: 'unchanged', reason: row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists' });
       continue;
     }
-    const found = await staleEvidence(store, row, await readEventHistory(store, target.endpointId, target.eventId, o.historyCap ?? HISTORY_CAP));
+    const found = await staleEvidence(row, await readEventHistory(store, target.endpointId, target.eventId, o.historyCap ?? HISTORY_CAP), answersOnce(store, row));
     if (!found) {
       results.push({ target, outcome: 'unchanged', reason: `the row is ${row.status} and not stale` });
       continue;
