@@ -334,3 +334,33 @@ test('the preview of a row past the history cap reads its answers once and pages
   // command and the state before it by id.
   assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
 });
+
+test('a row whose answer past the history cap no longer parses is listed with why, not left with no finding', async () => {
+  const { endpointId, eventId, skipId, claimed } = await skipRecordedOnLongEvent();
+  const docId = uniq('answer');
+  await f.raw.database(f.database).container('history').items.create({ id: docId, eventId, endpointId, sessionId: claimed.row.sessionId, messageId: docId, parentMessageId: skipId, messageType: 'FromTheFuture', enqueuedAt: at(11) });
+
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.equal(preview.stale.find((s) => s.eventId === eventId), undefined, 'nothing to re-apply');
+  const found = preview.stuck.filter((s) => s.eventId === eventId);
+  assert.deepEqual(found.map((s) => [s.kind, s.rowMessageId, s.repairs, s.restoresTo]), [['unreadable', skipId, [], null]], 'listed once, with no repair');
+  assert.match(found[0]!.why, new RegExp(`answer to the SkipRequest it shows that no longer parses: ${docId} \\(.*messageType`));
+});
+
+test('a Pending event whose only answer no longer parses is listed, on a history under the cap too', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('short');
+  const request = { ...msg(MessageType.EventRequest, { endpointId, eventId }), enqueuedAt: at(0) };
+  const pending = await f.store.writeStatus(request);
+  assert.ok(pending.outcome === 'written' && pending.row.status === 'Pending');
+  await f.store.recordHistory(request);
+  const docId = uniq('answer');
+  await f.raw.database(f.database).container('history').items.create({ id: docId, eventId, endpointId, sessionId: pending.row.sessionId, messageId: docId, parentMessageId: request.messageId, messageType: 'ResolutionResponse', enqueuedAt: 'not a time' });
+
+  const { result: preview, reads } = await readsOf(eventId, () => previewReconcile(f.store, [endpointId], new Date()));
+  const found = preview.stuck.filter((s) => s.eventId === eventId);
+  assert.deepEqual(found.map((s) => [s.kind, s.rowMessageId]), [['unreadable', request.messageId]], 'the operator sees the row');
+  assert.match(found[0]!.why, new RegExp(`answer to the EventRequest it shows that no longer parses: ${docId} \\(`));
+  // The list held an entry that does not parse, so the answers were read: once.
+  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1 });
+});

@@ -43,7 +43,11 @@ export type RepairAction = 'resend' | 'restore';
 export type StuckKind = 'claim' | 'unanswered';
 
 export interface StuckRow {
-  kind: StuckKind;
+  /**
+   * A StuckKind, or `unreadable`: the row's message has an answer in history that no longer parses, so Reconcile
+   * can neither re-apply it (stale) nor call the row unanswered; listed with why and no repair (./reconcile.ts).
+   */
+  kind: StuckKind | 'unreadable';
   endpointId: string;
   eventId: string;
   sessionId: string;
@@ -164,6 +168,19 @@ export function isManagerClaim(row: Pick<StatusRowSummary, 'status' | 'messageTy
   return row.lastMessageId === commandMessageId(row.messageType as CommandType, row, row.parentMessageId);
 }
 
+/** The row a finding is about, and the version a repair of it is conditional on (stale, stuck and unreadable rows). */
+export function findingRow(row: StatusRowSummary): Pick<StuckRow, 'endpointId' | 'eventId' | 'sessionId' | 'eventTypeId' | 'rowMessageId' | 'rowMessageType' | 'rowUpdatedAt'> {
+  return {
+    endpointId: row.endpointId,
+    eventId: row.eventId,
+    sessionId: row.sessionId,
+    eventTypeId: row.eventTypeId,
+    rowMessageId: row.lastMessageId,
+    rowMessageType: row.messageType,
+    rowUpdatedAt: row.updatedAt,
+  };
+}
+
 const describe = (h: HistoryEntry) => `${resultingStatus(h.messageType as MessageTypeT, h.deadLetterErrorDescription).status} (${h.messageType} ${h.messageId})`;
 
 /**
@@ -237,16 +254,7 @@ async function assessStuck(
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
   const restoresTo = previous ? { status: resultingStatus(previous.messageType as MessageTypeT, previous.deadLetterErrorDescription).status, messageType: previous.messageType, messageId: previous.messageId } : null;
   const restore = previous ? [{ action: 'restore' as const, does: `put the row back to ${describe(previous)}, as it was before the ${row.messageType}` }] : [];
-  const base = {
-    endpointId: row.endpointId,
-    eventId: row.eventId,
-    sessionId: row.sessionId,
-    eventTypeId: row.eventTypeId,
-    rowMessageId: row.lastMessageId,
-    rowMessageType: row.messageType,
-    rowUpdatedAt: row.updatedAt,
-    restoresTo,
-  };
+  const base = { ...findingRow(row), restoresTo };
   if (kind === 'claim') {
     const canResend = specOfClaim(row as StatusRow) !== undefined;
     const resend = canResend ? [{ action: 'resend' as const, does: `send the ${row.messageType} again with the same MessageId (the subscriber's inbox drops a copy it already has) and write its receipt` }] : [];
