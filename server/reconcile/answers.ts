@@ -1,7 +1,7 @@
 // The answers to the message a Pending row shows, read by their link (store.listHistoryAnswers: this endpoint and
 // session, newest first), at most once per row and check. The stale check wants a settling one to re-apply, the
-// stuck check wants to know whether any answer exists (one that no longer parses included): one query serves both,
-// made only when one of them needs it.
+// stuck check wants to know whether any answer exists (one that no longer parses included), and the preview lists a
+// row whose answer no longer parses: one query serves all three, made only when one of them needs it.
 import type { MessageStore, StatusRowSummary } from '../../lib/store/index.ts';
 
 export type RowAnswers = Awaited<ReturnType<MessageStore['listHistoryAnswers']>>;
