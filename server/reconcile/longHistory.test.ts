@@ -307,8 +307,8 @@ test('a settling answer past the history cap whose status write was lost is foun
 });
 
 test('a young Pending control request is decided by its age: no history paging, no store read at all', async () => {
-  // The case that pages the most: a recorded skip past the cap whose answered state is in no entry (a restore would
-  // need to know whether the list was cut, paging it to cap + 1).
+  // The case that reads the most: a recorded skip past the cap whose answered state is in no entry (the command,
+  // the answers and the state to restore would each be read).
   const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
   const { claimed } = await claimSkipRecorded(row, at(10));
   const history = await readEventHistory(f.store, row.endpointId, row.eventId, 3);
