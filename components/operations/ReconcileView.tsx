@@ -42,7 +42,8 @@ export function ReconcileView() {
   const stuck = q.data?.stuck ?? [];
   const chosenRepairs = stuck.flatMap((r) => {
     const action = repairs.get(stuckKey(r));
-    return action && canRepair(r.endpointId) ? [repairOf(r, action)] : [];
+    // An unreadable-answer row offers no repair, so it is never chosen.
+    return action && r.kind !== 'unreadable' && canRepair(r.endpointId) ? [repairOf({ ...r, kind: r.kind }, action)] : [];
   });
   const draining = sessionScan.data?.draining.sessions ?? [];
   const chosenSessions = draining

@@ -1,6 +1,6 @@
 'use client';
 // Operations → Reconcile: rows that nothing will move (a claim without a receipt, a control request nobody
-// answered), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
+// answered, an answer that no longer parses), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
 // row offers more than one repair (re-send or restore), picks one; the parent applies the selection. A row that offers
 // none (its state to restore is unknown) is listed all the same, without controls: its "why" says what is unknown.
 import { Timestamp } from '../format.tsx';
@@ -9,9 +9,11 @@ import { TABLE_HEAD } from '../table.tsx';
 import { EventCell } from './EventCell.tsx';
 import { stuckKey } from './reconcileKeys.ts';
 
-export function repairOf(r: StuckRow, action: RepairTarget['action']): RepairTarget {
+export function repairOf(r: Omit<StuckRow, 'kind'> & Pick<RepairTarget, 'kind'>, action: RepairTarget['action']): RepairTarget {
   return { kind: r.kind, endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId, action };
 }
+
+const KIND_DETAIL: Record<StuckRow['kind'], string> = { claim: 'claimed, no receipt', unanswered: 'unanswered request', unreadable: 'answer unreadable' };
 
 export function StuckRowsTable(props: {
   rows: StuckRow[];
@@ -56,14 +58,19 @@ export function StuckRowsTable(props: {
                     )}
                   </td>
                 )}
-                <EventCell endpointId={r.endpointId} eventId={r.eventId} sessionId={r.sessionId} detail={r.kind === 'claim' ? 'claimed, no receipt' : 'unanswered request'}>
+                <EventCell endpointId={r.endpointId} eventId={r.eventId} sessionId={r.sessionId} detail={KIND_DETAIL[r.kind]}>
                   <div className="text-xs text-slate-500">
                     Pending by {r.rowMessageType ?? '?'} since <Timestamp at={r.rowUpdatedAt} />
                   </div>
                 </EventCell>
                 <td className="px-3 py-2 text-xs">{r.why}</td>
                 <td className="px-3 py-2 text-xs">
-                  {r.repairs.length === 0 && <span data-stuck-no-repair="">None offered: Reconcile cannot tell which state to put back (see why). Check the event&apos;s history on its page.</span>}
+                  {r.repairs.length === 0 && (
+                    <span data-stuck-no-repair="">
+                      {r.kind === 'unreadable' ? 'None offered: the answer cannot be read (see why).' : 'None offered: Reconcile cannot tell which state to put back (see why).'} Check the event&apos;s
+                      history on its page.
+                    </span>
+                  )}
                   {r.repairs.map((p) => (
                     <label key={p.action} className="mb-1 flex items-start gap-1.5">
                       {repairable && r.repairs.length > 1 && (

@@ -14,6 +14,8 @@ export interface EventHistoryRead {
   entries: HistoryEntry[];
   /** True when the read stopped at the cap with more to read: the newest entries are not in `entries`. */
   cutOff: boolean;
+  /** Entries among those read (any endpoint's) that no longer parse: not in `entries`, so a check must not trust it alone. */
+  corrupt: number;
 }
 
 /** `cap`: entries read (every endpoint's) before it stops; a test passes a small one to read a long event cheaply. */
@@ -21,13 +23,15 @@ export async function readEventHistory(store: MessageStore, endpointId: string, 
   const entries: HistoryEntry[] = [];
   let token: string | undefined;
   let read = 0;
+  let corrupt = 0;
   do {
     const page = await store.listHistory(eventId, { pageSize: Math.min(200, cap), continuationToken: token });
     read += page.items.length;
+    corrupt += page.corrupt.length;
     entries.push(...page.items.filter((h) => h.endpointId === endpointId));
     token = page.continuationToken;
   } while (token && read < cap);
-  return { entries, cutOff: token !== undefined };
+  return { entries, cutOff: token !== undefined, corrupt };
 }
 
 /** readEventHistory's entries, for checks that read the store themselves for what a cut list lacks. */

@@ -4,8 +4,9 @@
 // the wire), an answered one is not offered "restore" (it would undo what the endpoint did), a restore (preview and
 // apply) goes back to the state the claim answered, a row whose state to restore is unknown is still listed,
 // with why and no repair, and a row whose settling answer is past the cap (its status write lost) is found stale
-// and re-settled. A young row is decided by its age alone, without paging the history. The cap is passed small
-// here: the same cut as 2,000 entries, planted with a handful.
+// and re-settled. A young row is decided by its age alone, without paging the history; a row past the cap costs
+// one list read and one answers query in the preview, and a restore searches its state once. The cap is passed
+// small here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
@@ -14,7 +15,7 @@ import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store
 import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
-import { eventHistory } from './history.ts';
+import { readEventHistory } from './history.ts';
 import { applyStuckRepairs, stuckFinding } from './stuck.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
 
@@ -72,8 +73,8 @@ async function skipRecordedOnLongEvent() {
 test('a claim whose command the Resolver recorded past the history cap is not offered a resend', async () => {
   const { endpointId, eventId, skipId, claimed } = await skipRecordedOnLongEvent();
 
-  const history = await eventHistory(f.store, endpointId, eventId, 3);
-  assert.ok(!history.some((h) => h.messageId === skipId), 'precondition: the command is past the cap');
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(!history.entries.some((h) => h.messageId === skipId), 'precondition: the command is past the cap');
 
   const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0 });
   assert.ok(finding, 'a recorded command nobody answered is still stuck');
@@ -96,9 +97,9 @@ test('a restore past the history cap goes back to the state the claim answered, 
   const row = failed.row;
   const { claimed } = await claimSkipRecorded(row, at(10));
 
-  const history = await eventHistory(f.store, endpointId, eventId, 3);
-  assert.ok(history.some((h) => h.messageId === old.messageId), 'precondition: the old state is inside the cap');
-  assert.ok(!history.some((h) => h.messageId === failure.messageId), 'precondition: the failure the claim answered is past the cap');
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(history.entries.some((h) => h.messageId === old.messageId), 'precondition: the old state is inside the cap');
+  assert.ok(!history.entries.some((h) => h.messageId === failure.messageId), 'precondition: the failure the claim answered is past the cap');
 
   const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0 });
   assert.ok(finding, 'a recorded command nobody answered is still stuck');
@@ -122,8 +123,8 @@ test('a claim whose answered state is in no history entry of a capped list is of
   );
   assert.ok(claimed.outcome === 'written');
 
-  const history = await eventHistory(f.store, endpointId, eventId, 3);
-  assert.ok(history.some((h) => h.messageId === old.messageId), 'precondition: the old state is inside the cap');
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(history.entries.some((h) => h.messageId === old.messageId), 'precondition: the old state is inside the cap');
 
   const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
   assert.ok(finding, 'an unsent claim is stuck');
@@ -162,14 +163,14 @@ test('a recorded command answered past the history cap is not offered a restore;
   await f.store.recordHistory(skipped({ endpointId: 'shippingendpoint' }, 12));
 
   const o = { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 };
-  const unanswered = await stuckFinding(f.store, claimed.row, await eventHistory(f.store, endpointId, eventId, 3), o);
+  const unanswered = await stuckFinding(f.store, claimed.row, await readEventHistory(f.store, endpointId, eventId, 3), o);
   assert.equal(unanswered?.kind, 'unanswered', 'answers on another session or endpoint do not answer this row');
 
   // The endpoint's own answer, recorded (its status write lost): newest, so past the cap.
   const answer = skipped({}, 13);
   await f.store.recordHistory(answer);
-  const history = await eventHistory(f.store, endpointId, eventId, 3);
-  assert.ok(!history.some((h) => h.messageId === answer.messageId), 'precondition: the answer is past the cap');
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(!history.entries.some((h) => h.messageId === answer.messageId), 'precondition: the answer is past the cap');
   const finding = await stuckFinding(f.store, claimed.row, history, o);
   assert.equal(finding, undefined, `an answered command is not stuck, found: ${finding?.kind} ${finding?.repairs.map((r) => r.action).join()} (${finding?.why})`);
 });
@@ -179,10 +180,33 @@ test('an answer past the history cap that no longer parses still counts as an an
   // The endpoint's answer as a document the store would never write (a type it does not know).
   await f.raw.database(f.database).container('history').items.create({ id: uniq('answer'), eventId, endpointId, sessionId: claimed.row.sessionId, messageId: uniq('answer'), parentMessageId: skipId, messageType: 'FromTheFuture', enqueuedAt: at(11) });
 
-  const history = await eventHistory(f.store, endpointId, eventId, 3);
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
   const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
   assert.equal(finding, undefined, `the endpoint did answer; a restore would undo it, found: ${finding?.kind} (${finding?.why})`);
 });
+
+/**
+ * `run`, with the store's history and receipt reads about `eventId` counted by method (another event's, such as a
+ * preview's other rows, are not).
+ */
+async function readsOf<T>(eventId: string, run: () => Promise<T>): Promise<{ result: T; reads: Record<string, number> }> {
+  const reads: Record<string, number> = {};
+  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'getAudit'] as const;
+  const originals = counted.map((name) => [name, f.store[name]] as const);
+  for (const [name, original] of originals) {
+    Object.assign(f.store, {
+      [name]: (...args: unknown[]) => {
+        if (args[0] === eventId) reads[name] = (reads[name] ?? 0) + 1;
+        return (original as (...a: unknown[]) => unknown).apply(f.store, args);
+      },
+    });
+  }
+  try {
+    return { result: await run(), reads };
+  } finally {
+    for (const [name, original] of originals) Object.assign(f.store, { [name]: original });
+  }
+}
 
 /** A row Pending by a command whose answered state was never recorded, on an event past the cap. */
 async function pastCapWithoutAnsweredState(stateType: typeof MessageType.ErrorResponse | typeof MessageType.PendingHandoffResponse) {
@@ -204,7 +228,7 @@ async function pastCapWithoutAnsweredState(stateType: typeof MessageType.ErrorRe
 test('a recorded command whose state to restore is unknown past the cap is listed, with why and no repair', async () => {
   const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
   const { claimed } = await claimSkipRecorded(row, at(10));
-  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+  const history = await readEventHistory(f.store, row.endpointId, row.eventId, 3);
 
   const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
   assert.ok(finding, 'the operator sees the row and why nothing is offered');
@@ -226,7 +250,7 @@ test('a handoff settlement claim whose state to restore is unknown past the cap 
     { lastMessageId: row.lastMessageId, status: row.status },
   );
   assert.ok(claimed.outcome === 'written');
-  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+  const history = await readEventHistory(f.store, row.endpointId, row.eventId, 3);
 
   // Never re-sent (its text was never stored) and nothing known to restore: still listed.
   const finding = await stuckFinding(f.store, claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
@@ -236,7 +260,7 @@ test('a handoff settlement claim whose state to restore is unknown past the cap 
   assert.match(finding.why, /no restore is offered: the event's history is longer than the 3 entries/);
 });
 
-test('applying a restore on a long event writes back the state the claim answered', async () => {
+test('applying a restore on a long event writes back the state the claim answered, searched once', async () => {
   const endpointId = 'billingendpoint';
   const eventId = uniq('long');
   // An old state of the row's session inside the cap, other traffic filling it, then the failure the claim answered.
@@ -248,8 +272,11 @@ test('applying a restore on a long event writes back the state the claim answere
   await f.store.recordHistory({ ...failure, enqueuedAt: at(5) });
   const { claimed } = await claimSkipRecorded(failed.row, at(10));
 
-  const result = await applyRestore(claimed.row, 'unanswered');
+  const { result, reads } = await readsOf(eventId, () => applyRestore(claimed.row, 'unanswered'));
   assert.equal(result?.outcome, 'repaired', result?.reason);
+  // The re-check's reads: the command by id (recorded), the answers once, the failure it answered by id - once, the
+  // restore writes the entry the re-check found.
+  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
 });
@@ -259,8 +286,8 @@ test('a settling answer past the history cap whose status write was lost is foun
   // The endpoint's answer, recorded; the status write after it was lost, so the row still shows the skip.
   const answer = { ...msg(MessageType.SkipResponse, { endpointId, eventId, sessionId: claimed.row.sessionId, parentMessageId: skipId }), enqueuedAt: at(11) };
   await f.store.recordHistory(answer);
-  const history = await eventHistory(f.store, endpointId, eventId, 3);
-  assert.ok(!history.some((h) => h.messageId === answer.messageId), 'precondition: the answer is past the cap');
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(!history.entries.some((h) => h.messageId === answer.messageId), 'precondition: the answer is past the cap');
 
   const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
   const stuck = preview.stuck.find((s) => s.eventId === eventId);
@@ -280,26 +307,60 @@ test('a settling answer past the history cap whose status write was lost is foun
 });
 
 test('a young Pending control request is decided by its age: no history paging, no store read at all', async () => {
-  // The case that pages the most: a recorded skip past the cap whose answered state is in no entry (a restore would
-  // need to know whether the list was cut, paging it to cap + 1).
+  // The case that reads the most: a recorded skip past the cap whose answered state is in no entry (the command,
+  // the answers and the state to restore would each be read).
   const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
   const { claimed } = await claimSkipRecorded(row, at(10));
-  const history = await eventHistory(f.store, row.endpointId, row.eventId, 3);
+  const history = await readEventHistory(f.store, row.endpointId, row.eventId, 3);
 
-  const reads = new Map<string, number>();
-  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'getAudit'] as const;
-  const originals = counted.map((name) => [name, f.store[name]] as const);
-  for (const [name, original] of originals) {
-    Object.assign(f.store, { [name]: (...args: unknown[]) => (reads.set(name, (reads.get(name) ?? 0) + 1), (original as (...a: unknown[]) => unknown).apply(f.store, args)) });
-  }
-  try {
-    // Claimed and recorded a second ago (the store's clock): within both graces (a send in progress, an answer
-    // still to come).
-    const now = new Date(Date.parse(claimed.row.updatedAt) + 1000);
-    const finding = await stuckFinding(f.store, claimed.row, history, { now, historyCap: 3 });
-    assert.equal(finding, undefined);
-  } finally {
-    for (const [name, original] of originals) Object.assign(f.store, { [name]: original });
-  }
-  assert.deepEqual(Object.fromEntries(reads), {}, 'store reads for a row its age already decides');
+  // Claimed and recorded a second ago (the store's clock): within both graces (a send in progress, an answer
+  // still to come).
+  const now = new Date(Date.parse(claimed.row.updatedAt) + 1000);
+  const { result: finding, reads } = await readsOf(row.eventId, () => stuckFinding(f.store, claimed.row, history, { now, historyCap: 3 }));
+  assert.equal(finding, undefined);
+  assert.deepEqual(reads, {}, 'store reads for a row its age already decides');
+});
+
+test('the preview of a row past the history cap reads its answers once and pages its history once', async () => {
+  // A recorded skip nobody answered, past the cap, whose answered state is in no entry: every check runs (stale:
+  // the answers by their link; stuck: command recorded, answered, state to restore, was the list cut).
+  const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
+  const { claimed } = await claimSkipRecorded(row, at(10));
+
+  const { result: preview, reads } = await readsOf(row.eventId, () => previewReconcile(f.store, [row.endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 }));
+  const stuck = preview.stuck.find((s) => s.eventId === row.eventId);
+  assert.deepEqual([stuck?.kind, stuck?.rowMessageId, stuck?.repairs], ['unanswered', claimed.row.lastMessageId, []], stuck?.why);
+  // One page of the capped list (cap 3), the answers once (the stale check's read serves the stuck check), the
+  // command and the state before it by id.
+  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
+});
+
+test('a row whose answer past the history cap no longer parses is listed with why, not left with no finding', async () => {
+  const { endpointId, eventId, skipId, claimed } = await skipRecordedOnLongEvent();
+  const docId = uniq('answer');
+  await f.raw.database(f.database).container('history').items.create({ id: docId, eventId, endpointId, sessionId: claimed.row.sessionId, messageId: docId, parentMessageId: skipId, messageType: 'FromTheFuture', enqueuedAt: at(11) });
+
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.equal(preview.stale.find((s) => s.eventId === eventId), undefined, 'nothing to re-apply');
+  const found = preview.stuck.filter((s) => s.eventId === eventId);
+  assert.deepEqual(found.map((s) => [s.kind, s.rowMessageId, s.repairs, s.restoresTo]), [['unreadable', skipId, [], null]], 'listed once, with no repair');
+  assert.match(found[0]!.why, new RegExp(`answer to the SkipRequest it shows that no longer parses: ${docId} \\(.*messageType`));
+});
+
+test('a Pending event whose only answer no longer parses is listed, on a history under the cap too', async () => {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('short');
+  const request = { ...msg(MessageType.EventRequest, { endpointId, eventId }), enqueuedAt: at(0) };
+  const pending = await f.store.writeStatus(request);
+  assert.ok(pending.outcome === 'written' && pending.row.status === 'Pending');
+  await f.store.recordHistory(request);
+  const docId = uniq('answer');
+  await f.raw.database(f.database).container('history').items.create({ id: docId, eventId, endpointId, sessionId: pending.row.sessionId, messageId: docId, parentMessageId: request.messageId, messageType: 'ResolutionResponse', enqueuedAt: 'not a time' });
+
+  const { result: preview, reads } = await readsOf(eventId, () => previewReconcile(f.store, [endpointId], new Date()));
+  const found = preview.stuck.filter((s) => s.eventId === eventId);
+  assert.deepEqual(found.map((s) => [s.kind, s.rowMessageId]), [['unreadable', request.messageId]], 'the operator sees the row');
+  assert.match(found[0]!.why, new RegExp(`answer to the EventRequest it shows that no longer parses: ${docId} \\(`));
+  // The list held an entry that does not parse, so the answers were read: once.
+  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1 });
 });

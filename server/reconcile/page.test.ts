@@ -5,12 +5,13 @@
 // dialog. While the scan has not answered the page says it is scanning, never "nothing stuck", and after a failed
 // scan it shows the error alone. The rows show while the broker's session scan is still held, the sessions part saying
 // it is still checking. A stuck row whose state to restore is unknown (its event's history past the cap) is listed
-// with why, "None offered" and no checkbox.
+// with why, "None offered" and no checkbox; so is a Pending row whose answer no longer parses.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
+import { CosmosClient } from '@azure/cosmos';
 import { Address, decodeSessionState, emptySessionState, encodeSessionState, MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { createStore } from '../../lib/store/index.ts';
 import { CONSOLE_DIR } from '../console.ts';
@@ -194,6 +195,32 @@ describe('Operations → Reconcile page', () => {
     assert.match((await row.textContent()) ?? '', /nobody answered/);
     assert.match((await row.textContent()) ?? '', /no restore is offered: the event's history is longer than the 2000 entries/);
     assert.match((await row.textContent()) ?? '', /None offered/);
+    assert.equal(await page.getByRole('checkbox', { name: `Repair ${eventId} on ${ep}` }).count(), 0, 'nothing to select for it');
+    await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a Pending row whose answer no longer parses is listed with why and without controls', async () => {
+    const eventId = `evt-unreadable-${randomUUID().slice(0, 8)}`;
+    const request = { endpointId: ep, eventId, sessionId: 's-unreadable', messageId: `${eventId}-req`, messageType: MessageType.EventRequest, eventTypeId: 'OrderPlaced', enqueuedAt: new Date().toISOString() };
+    assert.equal((await stack.store.writeStatus(request)).outcome, 'written');
+    await stack.store.recordHistory(request);
+    // The endpoint's answer as a document the store would never write: its time is not a time.
+    const raw = new CosmosClient({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, connectionPolicy: { enableEndpointDiscovery: false } });
+    try {
+      await raw.database('reconcilepage').container('history').items.create({ id: `${eventId}-answer`, eventId, endpointId: ep, sessionId: request.sessionId, messageId: `${eventId}-answer`, parentMessageId: request.messageId, messageType: MessageType.ResolutionResponse, enqueuedAt: 'not a time' });
+    } finally {
+      raw.dispose();
+    }
+
+    const page = await open('/operations/reconcile');
+    const row = page.locator(`[data-stuck-event="${eventId}"]`);
+    await row.waitFor();
+    assert.equal(await row.getAttribute('data-stuck-kind'), 'unreadable');
+    const text = (await row.textContent()) ?? '';
+    assert.match(text, /answer unreadable/);
+    assert.match(text, new RegExp(`no longer parses: ${eventId}-answer \\(`));
+    assert.match(text, /None offered: the answer cannot be read/);
     assert.equal(await page.getByRole('checkbox', { name: `Repair ${eventId} on ${ep}` }).count(), 0, 'nothing to select for it');
     await page.close();
     assert.deepEqual(pageErrors, []);

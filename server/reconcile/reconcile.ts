@@ -4,8 +4,8 @@
 // response through the store's guarded write with a compare-and-swap on the row version the preview saw, so a
 // row that moved meanwhile is left alone and a second apply changes nothing. Handoffs past their ExpectedBy
 // are only flagged: their outcome lives in an external system, not in the history. The same scan finds rows that
-// nothing will move (./stuck.ts: claims without a receipt, control requests nobody answered) and ./draining.ts
-// sessions that drain forever.
+// nothing will move (./stuck.ts: claims without a receipt, control requests nobody answered; here, rows answered by
+// an entry that no longer parses) and ./draining.ts sessions that drain forever.
 import { isSubscriberNotice, PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
 import {
   AuditType,
@@ -15,8 +15,9 @@ import {
   type StatusRowSummary,
 } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
-import { stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
+import { findingRow, stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
+import { answersOnce, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -85,20 +86,17 @@ export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | '
   return undefined;
 }
 
-/** Answers to one message read past the cap: an endpoint answers a message once, or a few times on redelivery. */
-const ANSWERS_READ = 10;
-
 /**
  * settlingEvidence on the real store, with the stored response it names. The list is capped (oldest first), so on
  * a long event the answer to the row's message - newer than the message - may be cut off: when the list was cut
- * and does not settle the row, the answers are read by their link (store.listHistoryAnswers, this endpoint and
- * session), as the stuck check does. A complete list settles it alone: no read more. An answer that no longer
- * parses is no evidence (there is nothing to re-apply); the stuck check still counts it as an answer.
+ * and does not settle the row, the answers are read by their link (`answers`: the row's one read of them, which
+ * the stuck check then reuses). A complete list settles it alone: no read more. An answer that no longer parses
+ * is no evidence (there is nothing to re-apply); the stuck check still counts it as an answer.
  */
 async function staleEvidence(
-  store: MessageStore,
-  row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
+  row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
   history: EventHistoryRead,
+  answers: () => Promise<RowAnswers>,
 ): Promise<{ evidence: StaleRow['evidence']; entry: HistoryEntry } | undefined> {
   const found = (entries: HistoryEntry[]) => {
     const evidence = settlingEvidence(row, entries);
@@ -107,8 +105,35 @@ async function staleEvidence(
   };
   const inList = found(history.entries);
   if (inList || !history.cutOff || !mayBeStale(row)) return inList;
-  const answers = await store.listHistoryAnswers(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, ANSWERS_READ);
-  return found(answers.items);
+  return found((await answers()).items);
+}
+
+/** How many unreadable answers a finding names (their document ids and problems), and how much of each problem. */
+const UNREADABLE_NAMED = 3;
+const ISSUES_SHOWN = 200;
+
+/**
+ * A row its stored answer should have settled, but the answer no longer parses: without this it would be neither
+ * stale (nothing to re-apply) nor stuck (the stuck check counts it as an answer), and stay Pending with no finding.
+ * Listed with why and no repair. The answers are read only when the list cannot be trusted alone - it was cut at
+ * the cap, or it held entries that do not parse - so a short, clean history costs no read more.
+ */
+async function unreadableAnswer(row: StatusRowSummary, history: EventHistoryRead, answers: () => Promise<RowAnswers>): Promise<StuckRow | undefined> {
+  if (!mayBeStale(row) || (!history.cutOff && history.corrupt === 0)) return undefined;
+  const { corrupt } = await answers();
+  if (corrupt.length === 0) return undefined;
+  const named = corrupt
+    .slice(0, UNREADABLE_NAMED)
+    .map((c) => `${c.id} (${c.issues.slice(0, ISSUES_SHOWN)})`)
+    .join('; ');
+  const more = corrupt.length > UNREADABLE_NAMED ? ` and ${corrupt.length - UNREADABLE_NAMED} more` : '';
+  return {
+    kind: 'unreadable',
+    ...findingRow(row),
+    why: `Pending although the history holds an answer to the ${row.messageType ?? 'message'} it shows that no longer parses: ${named}${more}. Reconcile cannot tell what that answer settled, so it re-applies nothing and restores nothing; repair or remove the history document, or settle the event from its page`,
+    repairs: [],
+    restoresTo: null,
+  };
 }
 
 export async function previewReconcile(
@@ -146,22 +171,14 @@ export async function previewReconcile(
           continue;
         }
         const history = await readEventHistory(store, row.endpointId, row.eventId, grace.historyCap ?? HISTORY_CAP);
-        const evidence = (await staleEvidence(store, row, history))?.evidence;
+        const answers = answersOnce(store, row);
+        const evidence = (await staleEvidence(row, history, answers))?.evidence;
         if (!evidence) {
-          const finding = await stuckFinding(store, row, history.entries, { ...grace, now });
+          const finding = (await unreadableAnswer(row, history, answers)) ?? (await stuckFinding(store, row, history, { ...grace, now }, answers));
           if (finding) stuck.push(finding);
         }
         if (evidence) {
-          stale.push({
-            endpointId,
-            eventId: row.eventId,
-            sessionId: row.sessionId,
-            eventTypeId: row.eventTypeId,
-            rowMessageId: row.lastMessageId,
-            rowMessageType: row.messageType,
-            rowUpdatedAt: row.updatedAt,
-            evidence,
-          });
+          stale.push({ ...findingRow(row), evidence });
         }
       }
       if (seen >= MAX_ROWS_PER_ENDPOINT && token) {
@@ -207,7 +224,7 @@ export async function applyReconcile(
       results.push({ target, outcome: 'unchanged', reason: row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists' });
       continue;
     }
-    const found = await staleEvidence(store, row, await readEventHistory(store, target.endpointId, target.eventId, o.historyCap ?? HISTORY_CAP));
+    const found = await staleEvidence(row, await readEventHistory(store, target.endpointId, target.eventId, o.historyCap ?? HISTORY_CAP), answersOnce(store, row));
     if (!found) {
       results.push({ target, outcome: 'unchanged', reason: `the row is ${row.status} and not stale` });
       continue;

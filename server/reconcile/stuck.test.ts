@@ -13,7 +13,7 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.t
 import { Manager } from '../manager/manager.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { previewReconcile } from './reconcile.ts';
-import { applyStuckRepairs, type RepairTarget } from './stuck.ts';
+import { applyStuckRepairs, type RepairTarget, type StuckRow } from './stuck.ts';
 import type { StatusRow } from '../../lib/store/index.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -60,8 +60,8 @@ async function claimAndDie(row: StatusRow, type: typeof MessageType.SkipRequest 
 }
 
 const row = async (endpointId: string, eventId: string, sessionId: string) => (await stack.store.getStatusRow(endpointId, eventId, sessionId))!;
-const target = (s: { kind: 'claim' | 'unanswered'; endpointId: string; eventId: string; sessionId: string; rowMessageId: string }, action: 'resend' | 'restore'): RepairTarget => ({
-  kind: s.kind,
+const target = (s: { kind: StuckRow['kind']; endpointId: string; eventId: string; sessionId: string; rowMessageId: string }, action: 'resend' | 'restore'): RepairTarget => ({
+  kind: s.kind as RepairTarget['kind'], // the rows these tests repair are claims and unanswered requests
   endpointId: s.endpointId,
   eventId: s.eventId,
   sessionId: s.sessionId,

@@ -24,7 +24,8 @@ import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
-import { eventHistory, HISTORY_CAP } from './history.ts';
+import { answersOnce, type RowAnswers } from './answers.ts';
+import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
 export const UNANSWERED_GRACE_MS = 10 * 60_000;
@@ -38,8 +39,15 @@ const MANAGER_COMMANDS: ReadonlySet<string> = new Set([
 
 export type RepairAction = 'resend' | 'restore';
 
+/** claim: a Manager claim with no receipt, its command never recorded; unanswered: a recorded request nobody answered. */
+export type StuckKind = 'claim' | 'unanswered';
+
 export interface StuckRow {
-  kind: 'claim' | 'unanswered';
+  /**
+   * A StuckKind, or `unreadable`: the row's message has an answer in history that no longer parses, so Reconcile
+   * can neither re-apply it (stale) nor call the row unanswered; listed with why and no repair (./reconcile.ts).
+   */
+  kind: StuckKind | 'unreadable';
   endpointId: string;
   eventId: string;
   sessionId: string;
@@ -64,7 +72,7 @@ export interface StuckOptions {
   now: Date;
   claimGraceMs?: number;
   unansweredGraceMs?: number;
-  /** The cap `history` was read with (eventHistory's); a test passes its small one. */
+  /** The cap `history` was read with (readEventHistory's); a test passes its small one. */
   historyCap?: number;
 }
 
@@ -91,50 +99,39 @@ export function previousEntry(row: Pick<StatusRowSummary, 'sessionId' | 'lastMes
   return before.sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
 }
 
-/** Whether the event has more history entries (every endpoint's) than `cap`: a list read up to it lacks the newest. */
-async function historyPastCap(store: MessageStore, eventId: string, cap: number): Promise<boolean> {
-  let token: string | undefined;
-  let read = 0;
-  do {
-    const page = await store.listHistory(eventId, { pageSize: Math.min(200, cap + 1), continuationToken: token });
-    read += page.items.length;
-    token = page.continuationToken;
-  } while (token && read <= cap);
-  return read > cap;
-}
-
 /**
  * previousEntry on the real store: `history` is capped (oldest first), so on a long event the parent - the state
  * the control request answered, among the newest entries - may be cut off, and the fallback would pick one of
  * the oldest states. A parent not in `history` is read by id (this row's endpoint and session only). With no
- * parent to go by, the fallback (the newest state before the request) is only trusted when the list is complete:
- * `cutOff` says it was not, and nothing is restored.
+ * parent to go by, the fallback (the newest state before the request) is only trusted when the list is complete
+ * (the read's own `cutOff`: no second paging to learn it): `cutOff` says it was not, and nothing is restored.
  */
 export async function entryToRestore(
   store: MessageStore,
   row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'sessionId' | 'lastMessageId' | 'parentMessageId' | 'enqueuedAt'>,
-  history: HistoryEntry[],
-  cap: number,
+  read: EventHistoryRead,
 ): Promise<{ entry: HistoryEntry | undefined; cutOff: boolean }> {
+  const history = read.entries;
   const inHistory = row.parentMessageId != null && history.some((h) => h.messageId === row.parentMessageId);
   if (row.parentMessageId != null && !inHistory) {
     const parent = await store.getHistory(row.eventId, row.parentMessageId);
     if (parent && parent.endpointId === row.endpointId && parent.sessionId === row.sessionId && parent.messageId !== row.lastMessageId && isStateBearing(parent)) return { entry: parent, cutOff: false };
   }
-  if (!inHistory && (await historyPastCap(store, row.eventId, cap))) return { entry: undefined, cutOff: true };
+  if (!inHistory && read.cutOff) return { entry: undefined, cutOff: true };
   return { entry: previousEntry(row, history), cutOff: false };
 }
 
 /**
  * Whether a response on the row's endpoint and session answers the row's own message. `history` is capped (oldest
  * first) and the answer, newer than the request, is among the entries a long event's list lacks: an answer not in
- * it is looked up by the link itself (store.listHistoryAnswers). A stored answer that no longer parses still counts:
- * the endpoint did answer, and a restore would undo what it did.
+ * it is looked up by the link itself (`answers`, the row's one read of them, which the stale check may have made
+ * already). A stored answer that no longer parses still counts: the endpoint did answer, and a restore would undo
+ * what it did.
  */
-async function isAnswered(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'sessionId' | 'lastMessageId'>, history: HistoryEntry[]): Promise<boolean> {
+async function isAnswered(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId'>, history: HistoryEntry[], answers: () => Promise<RowAnswers>): Promise<boolean> {
   if (history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId)) return true;
-  const answers = await store.listHistoryAnswers(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, 1);
-  return answers.items.length > 0 || answers.corrupt.length > 0;
+  const { items, corrupt } = await answers();
+  return items.length > 0 || corrupt.length > 0;
 }
 
 /** `current` as it was when `entry` last wrote it: the outcome fields from the entry, the event's fields kept. */
@@ -171,16 +168,36 @@ export function isManagerClaim(row: Pick<StatusRowSummary, 'status' | 'messageTy
   return row.lastMessageId === commandMessageId(row.messageType as CommandType, row, row.parentMessageId);
 }
 
+/** The row a finding is about, and the version a repair of it is conditional on (stale, stuck and unreadable rows). */
+export function findingRow(row: StatusRowSummary): Pick<StuckRow, 'endpointId' | 'eventId' | 'sessionId' | 'eventTypeId' | 'rowMessageId' | 'rowMessageType' | 'rowUpdatedAt'> {
+  return {
+    endpointId: row.endpointId,
+    eventId: row.eventId,
+    sessionId: row.sessionId,
+    eventTypeId: row.eventTypeId,
+    rowMessageId: row.lastMessageId,
+    rowMessageType: row.messageType,
+    rowUpdatedAt: row.updatedAt,
+  };
+}
+
 const describe = (h: HistoryEntry) => `${resultingStatus(h.messageType as MessageTypeT, h.deadLetterErrorDescription).status} (${h.messageType} ${h.messageId})`;
 
 /**
  * Whether `row` is stuck, and how, by the checks that cost little: its age first (no read at all for a row still
  * within its grace), then whether its own message was recorded (a point read, Manager claims only), then the
  * receipt (a point read) for an unrecorded claim or the answer (a query on its link) for a recorded request.
- * Nothing about what a repair would restore is read here: entryToRestore can page the whole capped history, so
- * it runs only for a row this says is stuck.
+ * Nothing about what a repair would restore is read here: entryToRestore can make a point read, so it runs only for
+ * a row this says is stuck.
  */
-async function stuckKind(store: MessageStore, row: StatusRowSummary, history: HistoryEntry[], o: StuckOptions, age: number): Promise<StuckRow['kind'] | undefined> {
+async function stuckKind(
+  store: MessageStore,
+  row: StatusRowSummary,
+  history: HistoryEntry[],
+  answers: () => Promise<RowAnswers>,
+  o: StuckOptions,
+  age: number,
+): Promise<StuckKind | undefined> {
   const claim = isManagerClaim(row);
   const claimDue = claim && age >= (o.claimGraceMs ?? CLAIM_GRACE_MS); // before it, a send may be in progress
   const answerDue = age >= (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS);
@@ -198,46 +215,59 @@ async function stuckKind(store: MessageStore, row: StatusRowSummary, history: Hi
     return 'claim';
   }
   if (!recorded || !answerDue) return undefined;
-  if (await isAnswered(store, row, history)) return undefined;
+  if (await isAnswered(row, history, answers)) return undefined;
   return 'unanswered';
 }
 
 /**
  * Whether `row` (Pending, not a handoff park, not stale) is stuck, with why and what a repair would do. The cheap
  * checks decide first (stuckKind); the state a restore would write back is read only for a row they call stuck.
- * Undefined when it is not (or not yet) stuck.
+ * Undefined when it is not (or not yet) stuck. `history`: the row's endpoint's capped history as read for it;
+ * `answers`: the row's answers reader, shared with the stale check so the row costs one query for them at most.
  */
-export async function stuckFinding(store: MessageStore, row: StatusRowSummary, history: HistoryEntry[], o: StuckOptions): Promise<StuckRow | undefined> {
+export async function stuckFinding(
+  store: MessageStore,
+  row: StatusRowSummary,
+  history: EventHistoryRead,
+  o: StuckOptions,
+  answers: () => Promise<RowAnswers> = answersOnce(store, row),
+): Promise<StuckRow | undefined> {
+  return (await assessStuck(store, row, history, o, answers))?.finding;
+}
+
+/** stuckFinding with the entry a restore writes back, so an apply uses the one the check found (no second search). */
+async function assessStuck(
+  store: MessageStore,
+  row: StatusRowSummary,
+  read: EventHistoryRead,
+  o: StuckOptions,
+  answers: () => Promise<RowAnswers>,
+): Promise<{ finding: StuckRow; previous: HistoryEntry | undefined } | undefined> {
   if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
   if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
+  const history = read.entries;
   const age = o.now.getTime() - Date.parse(row.updatedAt);
-  const kind = await stuckKind(store, row, history, o, age);
+  const kind = await stuckKind(store, row, history, answers, o, age);
   if (!kind) return undefined;
   const cap = o.historyCap ?? HISTORY_CAP;
-  const { entry: previous, cutOff } = await entryToRestore(store, row, history, cap);
+  const { entry: previous, cutOff } = await entryToRestore(store, row, read);
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
   const restoresTo = previous ? { status: resultingStatus(previous.messageType as MessageTypeT, previous.deadLetterErrorDescription).status, messageType: previous.messageType, messageId: previous.messageId } : null;
   const restore = previous ? [{ action: 'restore' as const, does: `put the row back to ${describe(previous)}, as it was before the ${row.messageType}` }] : [];
-  const base = {
-    endpointId: row.endpointId,
-    eventId: row.eventId,
-    sessionId: row.sessionId,
-    eventTypeId: row.eventTypeId,
-    rowMessageId: row.lastMessageId,
-    rowMessageType: row.messageType,
-    rowUpdatedAt: row.updatedAt,
-    restoresTo,
-  };
+  const base = { ...findingRow(row), restoresTo };
   if (kind === 'claim') {
     const canResend = specOfClaim(row as StatusRow) !== undefined;
     const resend = canResend ? [{ action: 'resend' as const, does: `send the ${row.messageType} again with the same MessageId (the subscriber's inbox drops a copy it already has) and write its receipt` }] : [];
     const repairs = [...resend, ...restore];
     if (repairs.length === 0 && !cutOff) return undefined;
     return {
-      ...base,
-      kind: 'claim',
-      why: `claimed by a ${row.messageType} ${Math.round(age / 1000)} s ago with no "sent" receipt, and the Resolver never recorded the command: its send failed and could not be undone, or the console stopped before it finished${noRestore}`,
-      repairs,
+      previous,
+      finding: {
+        ...base,
+        kind: 'claim',
+        why: `claimed by a ${row.messageType} ${Math.round(age / 1000)} s ago with no "sent" receipt, and the Resolver never recorded the command: its send failed and could not be undone, or the console stopped before it finished${noRestore}`,
+        repairs,
+      },
     };
   }
   if (restore.length === 0 && !cutOff) return undefined; // nothing before the request to go back to
@@ -247,7 +277,7 @@ export async function stuckFinding(store: MessageStore, row: StatusRowSummary, h
       : row.messageType === MessageType.HandoffCompletedRequest || row.messageType === MessageType.HandoffFailedRequest
         ? 'the endpoint did not answer the handoff command (an older subscriber ignores one for a session its event does not block)'
         : 'the endpoint has not answered the command';
-  return { ...base, kind: 'unanswered', why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that nobody answered: ${reason}${noRestore}`, repairs: restore };
+  return { previous, finding: { ...base, kind: 'unanswered', why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that nobody answered: ${reason}${noRestore}`, repairs: restore } };
 }
 
 export interface RepairTarget {
@@ -286,9 +316,9 @@ export async function applyStuckRepairs(
       unchanged(row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists');
       continue;
     }
-    const history = await eventHistory(store, row.endpointId, row.eventId, o.historyCap ?? HISTORY_CAP);
-    const finding = await stuckFinding(store, row, history, o);
-    if (!finding || finding.kind !== target.kind) {
+    const assessed = await assessStuck(store, row, await readEventHistory(store, row.endpointId, row.eventId, o.historyCap ?? HISTORY_CAP), o, answersOnce(store, row));
+    const finding = assessed?.finding;
+    if (!assessed || !finding || finding.kind !== target.kind) {
       unchanged(`the row is ${row.status} and no longer stuck that way`);
       continue;
     }
@@ -308,7 +338,8 @@ export async function applyStuckRepairs(
         status = row.status;
         detail = `re-sent ${sent.messageType} ${sent.messageId}`;
       } else {
-        const { entry: previous } = await entryToRestore(store, row, history, o.historyCap ?? HISTORY_CAP);
+        // The entry the check above found (it is re-checked on this apply, never taken from the preview).
+        const { previous } = assessed;
         if (!previous) {
           unchanged('no earlier state to restore was found in the event\'s history');
           continue;
