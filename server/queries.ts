@@ -4,9 +4,10 @@
 // with continuation tokens; nothing here returns a payload except the event details.
 import type { SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
-import { parseBlockedByReason, ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
+import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import type { Catalog } from '@nimbus/sdk/contract';
 import {
+  blockerOf,
   CONTAINERS,
   heartbeatSettingsSchema,
   queryPage,
@@ -531,13 +532,14 @@ async function parkedSiblings(
 }
 
 /**
- * A parked row as the event page shows it: its blocker named. The Resolver writes no `blockedBy`; the row names
- * its blocker in its park reason (the subscriber's blockedByReason text), so it is read from there when absent.
+ * A parked row as the event page shows it: its blocker named (blockerOf). The Resolver writes no `blockedBy`; the
+ * row names its blocker in its park reason (the subscriber's blockedByReason text), so it is read from there when
+ * absent.
  */
 function listItemWithBlocker(r: StatusRowSummary): EventListItem {
   const item = toListItem(r);
-  if (item.blockedBy || r.status !== ResolutionStatus.Deferred) return item;
-  return { ...item, blockedBy: parseBlockedByReason(r.errorText, r.sessionId) ?? null };
+  if (r.status !== ResolutionStatus.Deferred) return item;
+  return { ...item, blockedBy: blockerOf(r) };
 }
 
 /**
