@@ -28,14 +28,23 @@ export function blockerOf(p: ParkedRef): string | null {
  * blockerOf as a WHERE term over the alias `c`, for the parked rows of session `sessionId`: true of a row whose
  * blocker is `blocker` or that names none (what the event page lists behind `blocker`). It binds @blocker, @reason
  * and @prefix. The parse is a prefix match, so "names this blocker" is the whole reason text, and "names none" is
- * no text, another text, or the bare prefix. Every term is written out with IS_DEFINED / IS_NULL / IS_STRING:
- * Cosmos SQL compares across types as undefined, not false, and NOT undefined is undefined.
+ * no text, another text, or the bare prefix.
+ *
+ * Written for the embedded server's cost as well as for Cosmos DB's meaning. The embedded engine evaluates every
+ * term of the WHERE for every document of the endpoint (its AND and OR take both sides evaluated; no index), so
+ * this term runs over 20,000 rows to find a session's few, and each property read of a document costs: `IN` lists
+ * read blockedBy and errorText twice each instead of five times, which cut what the term adds to the query by a
+ * quarter to a half (over one endpoint's 20,000 rows on 2026-12-05, the two forms timed side by side, p50: +14
+ * against +18 ms on an idle machine, +34 against +65 ms at load average 13). It relies on the row schema
+ * (statusRowSchema): blockedBy and errorText are always present, a string or null. A document missing one is not a
+ * status row the store returns (queryPage drops it) and this term leaves it out rather than let it take a place on
+ * the page; Cosmos SQL's `x IN (...)` is undefined, not true, for an absent x.
  */
 export function blockerIsOrNoneSql(sessionId: string, blocker: string): { condition: string; parameters: SqlParameter[] } {
   return {
     condition:
-      '(c.blockedBy = @blocker OR ((NOT IS_DEFINED(c.blockedBy) OR IS_NULL(c.blockedBy) OR c.blockedBy = "") AND ' +
-      '(c.errorText = @reason OR NOT IS_STRING(c.errorText) OR NOT STARTSWITH(c.errorText, @prefix) OR c.errorText = @prefix)))',
+      '(c.blockedBy = @blocker OR (c.blockedBy IN (null, "") AND ' +
+      '(c.errorText IN (null, @reason, @prefix) OR NOT STARTSWITH(c.errorText, @prefix))))',
     parameters: [
       { name: '@blocker', value: blocker },
       { name: '@reason', value: blockedByReason(sessionId, blocker) },
