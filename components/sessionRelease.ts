@@ -1,7 +1,7 @@
 // What happens to a session's parked events when an operator command releases the session. Resubmit and Skip both
 // release it (docs/sdk.md: a successful retry and a skip release the session the same way), so their confirmations
 // say the same thing, from these functions.
-import { blockerOf, type ParkedRef } from '../server/parkedBlocker.ts';
+import { blockerOf, type ParkedRef } from '../lib/store/parkedBlocker.ts';
 import { countOf, formatCount } from './format.tsx';
 
 /**

@@ -8,8 +8,9 @@
 // handoff. Each parked row names its blocker: the subscriber parks it with the text "Session S is blocked by E",
 // which the Resolver stores as the row's errorText; the SDK's contract writes and reads that text
 // (blockedByReason / parseBlockedByReason), so the subscriber and this count cannot drift apart. `blockedBy` is read
-// first for stores that set it, but the Resolver does not write it. A parked row that names no blocker (parked
-// behind a replay in progress) is counted for nobody.
+// first for stores that set it, but the Resolver does not write it (blockerOf, lib/store/parkedBlocker.ts: the rule
+// the event page's parked list uses too). A parked row that names no blocker (parked behind a replay in progress)
+// is counted for nobody.
 //
 // One query per page of the list, not one per row: the parked rows of every session the page's candidate rows name
 // are read (their session, blockedBy and errorText, in the endpoint's partition) and attributed here. The embedded
@@ -21,17 +22,13 @@
 // The counts are an aid, the list is the page: a failed count read (a throttled query, say) logs a warning and
 // returns the page without counts, so an operator still sees the failures, not a 503 for the whole list.
 import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
-import { CONTAINERS, FAILURE_STATUSES, type MessageStore } from '../lib/store/index.ts';
+import { blockerOf, CONTAINERS, FAILURE_STATUSES, type MessageStore, type ParkedRef } from '../lib/store/index.ts';
 import { listEndpointEvents, type EventListItem, type EventListQuery } from './queries.ts';
 import { log } from './log.ts';
-import { blockerOf, type ParkedRef } from './parkedBlocker.ts';
-
-export { blockerOf, type ParkedRef };
 
 export const PARKED_READ_CAP = 5000;
 
 const FAILURE = new Set<string>(FAILURE_STATUSES);
-
 
 /** A row that may block its session: a failure, or a Pending handoff. Rows outside a session block nothing. */
 function mayBlock(i: Pick<EventListItem, 'status' | 'subStatus' | 'sessionId'>): boolean {

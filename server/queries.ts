@@ -4,9 +4,10 @@
 // with continuation tokens; nothing here returns a payload except the event details.
 import type { SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
-import { parseBlockedByReason, ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
+import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import type { Catalog } from '@nimbus/sdk/contract';
 import {
+  blockerOf,
   CONTAINERS,
   heartbeatSettingsSchema,
   queryPage,
@@ -518,9 +519,10 @@ const PARKED_LIST_MAX_PAGES = 4;
 /**
  * The events parked behind `eventId` in its session, and whether more than PARKED_LIST_LIMIT are: read until one more
  * than the limit, as search does (searchList), since Azure Cosmos DB may end a full page with a continuation to
- * nothing and "a continuation came" would say "100+" for exactly 100.
+ * nothing and "a continuation came" would say "100+" for exactly 100. Exported for bench/eventDetailsParts.ts, which
+ * times this read as eventDetails makes it.
  */
-async function parkedSiblings(
+export async function parkedSiblings(
   store: MessageStore,
   endpointId: string,
   sessionId: string,
@@ -536,13 +538,14 @@ async function parkedSiblings(
 }
 
 /**
- * A parked row as the event page shows it: its blocker named. The Resolver writes no `blockedBy`; the row names
- * its blocker in its park reason (the subscriber's blockedByReason text), so it is read from there when absent.
+ * A parked row as the event page shows it: its blocker named (blockerOf). The Resolver writes no `blockedBy`; the
+ * row names its blocker in its park reason (the subscriber's blockedByReason text), so it is read from there when
+ * absent.
  */
 function listItemWithBlocker(r: StatusRowSummary): EventListItem {
   const item = toListItem(r);
-  if (item.blockedBy || r.status !== ResolutionStatus.Deferred) return item;
-  return { ...item, blockedBy: parseBlockedByReason(r.errorText, r.sessionId) ?? null };
+  if (r.status !== ResolutionStatus.Deferred) return item;
+  return { ...item, blockedBy: blockerOf(r) };
 }
 
 /**

@@ -11,3 +11,4 @@ export { LeaseStore, holdLease, LEASES_CONTAINER, type Lease, type HeldLease, ty
 export * from './timeSeries.ts';
 export { fingerprintOf, normaliseErrorText, FAILURE_STATUSES, type Fingerprint, type FingerprintInput } from './fingerprint.ts';
 export { backfillFingerprints, type BackfillResult } from './backfillFingerprints.ts';
+export { blockerOf, blockerIsOrNoneSql, type ParkedRef } from './parkedBlocker.ts';

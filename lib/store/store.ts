@@ -18,7 +18,6 @@ import {
 } from '@azure/cosmos';
 import type { z } from 'zod';
 import {
-  blockedByReason,
   MessageType,
   ResolutionStatus,
   resolutionStatusSchema,
@@ -52,6 +51,7 @@ import {
   type CounterTicket,
   type EndpointCounts,
 } from './counters.ts';
+import { blockerIsOrNoneSql } from './parkedBlocker.ts';
 import { RowCache } from './rowCache.ts';
 import { docIdOf, queryAll, queryPage, stripSystem, type Page, type PageRequest } from './paging.ts';
 import {
@@ -1339,10 +1339,10 @@ export class MessageStore {
   /**
    * The parked (Deferred) rows of a session, oldest first: the order they will be replayed in. With `blockedBy`,
    * only those parked behind that event, and never the event itself: a row names its blocker in `blockedBy` when a
-   * store sets it, else in its park reason (errorText, blockedByReason; the Resolver writes only that), and a session
+   * store sets it, else in its park reason (errorText; the Resolver writes only that; parkedBlocker.ts), and a session
    * blocked again later holds rows parked behind another event, which are not this one's. A row that names no
    * blocker (parked behind a replay in progress, or a reason in another form) is kept: nothing says it waits on
-   * another event, and the caller can tell it apart (parseBlockedByReason gives nothing for it).
+   * another event, and the caller can tell it apart (blockerOf gives null for it).
    */
   async listParkedSiblings(
     args: { endpointId: string; sessionId: string; blockedBy?: string } & PageRequest,
@@ -1358,20 +1358,10 @@ export class MessageStore {
       { name: '@session', value: args.sessionId },
     ];
     if (args.blockedBy !== undefined) {
-      // blockerOf (server/heldBack.ts) in SQL: `blockedBy` when set, else the reason parsed. The parse is a prefix
-      // match, so "names this blocker" is the whole reason text; "names none" is no text, another text, or the bare
-      // prefix.
-      const prefix = blockedByReason(args.sessionId, '');
-      where.push('c.eventId != @blocker');
-      where.push(
-        '(c.blockedBy = @blocker OR ((NOT IS_DEFINED(c.blockedBy) OR IS_NULL(c.blockedBy) OR c.blockedBy = "") AND ' +
-          '(c.errorText = @reason OR NOT IS_STRING(c.errorText) OR NOT STARTSWITH(c.errorText, @prefix) OR c.errorText = @prefix)))',
-      );
-      parameters.push(
-        { name: '@blocker', value: args.blockedBy },
-        { name: '@reason', value: blockedByReason(args.sessionId, args.blockedBy) },
-        { name: '@prefix', value: prefix },
-      );
+      // The blocker rule (parkedBlocker.ts) in the query; it binds @blocker, which also leaves the event itself out.
+      const blocker = blockerIsOrNoneSql(args.sessionId, args.blockedBy);
+      where.push('c.eventId != @blocker', blocker.condition);
+      parameters.push(...blocker.parameters);
     }
     return queryPage(
       this.#c.events,
