@@ -193,7 +193,7 @@ async function peekDeadLetters(clients: ServiceBusClients, catalog: Catalog): Pr
 
 test(
   'chaos: store and broker outages during demo traffic leave every event settled, recorded and counted',
-  { timeout: 420_000 },
+  { timeout: 540_000 },
   async (t) => {
     const started = Date.now();
     const phase = (what: string) => t.diagnostic(`${((Date.now() - started) / 1000).toFixed(0)} s: ${what}`);
@@ -371,15 +371,18 @@ test(
         last = now;
         if (same >= PLAN.settle.stablePolls - 1) break;
       }
+      const settled = same >= PLAN.settle.stablePolls - 1;
       phase(
-        same >= PLAN.settle.stablePolls - 1
+        settled
           ? `settled after ${((Date.now() - settleStart) / 1000).toFixed(0)} s`
           : `not settled after ${PLAN.settle.maxMs / 1000} s: checking what there is`,
       );
 
       // --- the evidence, read directly
       // Rows, history and counters are separate requests: read until two reads agree, so that a write the Resolver
-      // is still making does not show as a row before it and counters after it (chaos42).
+      // is still making does not show as a row before it and counters after it (chaos42). A system that did not
+      // settle in time is still working (a loaded machine: replays and handoffs still finishing), so it is given two
+      // more minutes to come to rest before its moving state is judged as if it were final.
       const { evidence: read, moved } = await readStableEvidence(async () => {
         const rows: StatusRowSummary[] = await readAll(directCosmos, CONTAINERS.events, statusRowSchema);
         const historyEntries: HistoryEntry[] = await readAll(directCosmos, CONTAINERS.history, historyEntrySchema);
@@ -390,7 +393,7 @@ test(
           ]),
         );
         return { rows, historyEntries, counters };
-      });
+      }, { attempts: settled ? 6 : 24 });
       if (moved.length > 0) phase(`still moving between the last two reads: ${moved.join('; ')}`);
       const { rows, historyEntries, counters } = read;
       const history = new Map<string, HistoryEntry[]>();
