@@ -1783,7 +1783,8 @@ export class MessageStore {
       }
       const counts = await this.#countRows(endpointId);
       // The stamps after the counts: a row a live writer adds between the two reads is then missing from the counts
-      // but covered by its entry, which its own next flush makes right (the other order would count it twice).
+      // but covered by its entry, which its own next flush makes right (the other order would count it twice, the
+      // recount and then that flush).
       let stamps: unknown[];
       try {
         stamps = await stampsOnRows(this.#c.events, endpointId);
