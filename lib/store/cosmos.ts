@@ -10,6 +10,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { installEmbeddedQueryFixes, refuseQueryPlanRequests } from './embeddedQueries.ts';
 import { EmbeddedJournal, type JournalRecovery } from './embeddedJournal.ts';
 import { installHierarchicalKeyFix } from './embeddedHierarchicalKeys.ts';
+import { installPatchConditionFix } from './embeddedPatchConditions.ts';
 import { isLoopbackHostHeader } from '../net/loopback.ts';
 
 // The client side lives in its own module so that code which only connects (the SDK's durable inbox) does not load
@@ -42,6 +43,8 @@ export async function startEmbeddedCosmos(
   installEmbeddedQueryFixes();
   // A hierarchical key's whole value plus the id identifies a document, as on Cosmos (embeddedHierarchicalKeys.ts).
   installHierarchicalKeyFix();
+  // A conditional patch is decided by the addressed document alone, as on Cosmos (embeddedPatchConditions.ts).
+  installPatchConditionFix();
   const host = options.host ?? '127.0.0.1';
   // keepAlive: the server's default answers `connection: close`, which made every request open a new
   // connection (5x slower in the spike). The option is passed through to http.createServer.

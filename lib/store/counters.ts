@@ -322,22 +322,30 @@ async function readCounterDoc(counters: Container, endpointId: string): Promise<
 }
 
 /**
- * The `flushed` map a recount writes, from the one it read (docs/store.md, "A recount and `flushed`"). A recount sets
- * the counts to what the rows hold now, so every stamp the rows carry is already counted: a recovery must apply none
- * of them again. A sound entry (an integer window) is kept as it is, as before: the writers' applied windows do not
- * change with a recount. An entry that is not one (corrupt: no window can be read from it) becomes RECOVERED,
- * "every stamp of this writer counts as applied", which is what the recount made true; a live writer sets its own
- * window again with its next flush. A `flushed` that is not a map at all names no writer: the writers whose stamps
- * the rows carry (`stampOwners`, read only then) get RECOVERED. Missing stays an empty map (a document from before
- * `flushed` existed).
+ * The `flushed` map a recount writes, from the one it read and the stamps on the rows it counted (docs/store.md, "A
+ * recount and `flushed`"). The recount sets the counts to what the rows hold, so every stamp on them is counted: a
+ * recovery must apply none of them again. So each writer stamped on the rows gets at least its highest window there
+ * (its sound entry when that is higher): keeping a lower entry let a recovery of a dead writer apply those windows a
+ * second time. A writer not on the rows keeps a sound entry (an integer window) as it is; a corrupt entry of one (no
+ * window can be read from it) becomes RECOVERED, "every stamp of this writer counts as applied", which the recount
+ * made true. A `flushed` that is no map names no writer beyond those on the rows. A live writer's next flush sets its
+ * own window again: one at least as high, since it flushes the window it stamps with.
  */
-export async function soundFlushed(stored: unknown, stampOwners: () => Promise<Iterable<string>>): Promise<Record<string, number>> {
-  if (stored === undefined) return {};
-  if (typeof stored !== 'object' || stored === null || Array.isArray(stored))
-    return Object.fromEntries([...new Set(await stampOwners())].map((owner) => [owner, RECOVERED]));
-  return Object.fromEntries(
-    Object.entries(stored).map(([owner, window]) => [owner, Number.isSafeInteger(window) ? (window as number) : RECOVERED]),
-  );
+export function recountedFlushed(stored: unknown, stamps: readonly unknown[]): Record<string, number> {
+  // No prototype: an owner is any string read from the rows, `__proto__` included.
+  const flushed = Object.create(null) as Record<string, number>;
+  const corrupt: string[] = [];
+  if (typeof stored === 'object' && stored !== null && !Array.isArray(stored))
+    for (const [owner, window] of Object.entries(stored))
+      if (Number.isSafeInteger(window)) flushed[owner] = window as number;
+      else corrupt.push(owner);
+  for (const st of stamps) {
+    // Read as stored: a stamp without a string owner or a whole window names nothing a recovery would apply.
+    const { o, s } = (st ?? {}) as { o?: unknown; s?: unknown };
+    if (typeof o === 'string' && Number.isSafeInteger(s)) flushed[o] = Math.max(flushed[o] ?? 0, s as number);
+  }
+  for (const owner of corrupt) flushed[owner] ??= RECOVERED;
+  return flushed;
 }
 
 /** The stamps on an endpoint's rows (only the rows that carry any): one query of its partition. */

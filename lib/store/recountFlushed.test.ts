@@ -1,8 +1,9 @@
-// A recount repairs a counters document whose `flushed` map is corrupt (docs/store.md, "A recount and `flushed`"),
-// on the embedded Cosmos server: it used to copy the map back as it was, so the document still did not parse (the
-// endpoint stayed countersUnreadable however often it was recounted). Sound entries are kept; a corrupt entry, or
-// the writers whose stamps the rows carry when the map is not a map at all, become RECOVERED: the recount counted
-// the rows, so no stamp on them may be applied again - a recovery of such a writer afterwards changes no count.
+// A recount writes a `flushed` map that no recovery can apply a counted stamp again from (docs/store.md, "A recount
+// and `flushed`"), on the embedded Cosmos server. The recount counts the rows, so each writer stamped on them gets at
+// least its highest window there: a sound entry below it is raised (kept as it was, a dead writer's later recovery
+// applied those windows a second time), a corrupt entry is repaired to it (copied back as it was, the document never
+// parsed again: the endpoint stayed countersUnreadable however often it was recounted). A corrupt entry of a writer
+// not on the rows becomes RECOVERED; other sound entries are kept.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -48,30 +49,30 @@ async function storedDoc(endpointId: string) {
   return parsed.data;
 }
 
-test('a corrupt entry of `flushed` becomes RECOVERED, sound ones are kept, and the document parses again', async () => {
+test('a corrupt entry of `flushed` becomes the highest window on the rows, or RECOVERED without one; sound ones are kept; the document parses again', async () => {
   const ep = uniq('flushed-entry');
   const writer = await bufferingStore(uniq('writer'));
   try {
     await pendingRows(writer, ep, 2);
     const owner = writer.counterOwner!;
-    await plantFlushed(ep, { [owner]: 'garbled', other: 7 });
+    await plantFlushed(ep, { [owner]: 'garbled', other: 7, gone: 1.5 });
     await assert.rejects(f.store.getCounts(ep), { name: 'CorruptDocumentError' });
     assert.deepEqual((await f.store.getAllCounts()).unreadable.includes(ep), true, 'a recount candidate');
 
     assert.equal((await f.store.recountEndpoint(ep)).pending, 2);
 
-    assert.deepEqual((await storedDoc(ep)).flushed, { [owner]: RECOVERED, other: 7 });
+    assert.deepEqual((await storedDoc(ep)).flushed, { [owner]: 1, other: 7, gone: RECOVERED }, 'its highest window on the rows');
     assert.equal((await f.store.getCounts(ep)).pending, 2, 'readable again');
-    // The writer goes on: its next flush sets its own window over RECOVERED, and counts.
+    // The writer goes on: its next flush sets its own next window, and counts.
     await pendingRows(writer, ep, 1);
     assert.equal((await f.store.getCounts(ep)).pending, 3);
-    assert.ok(((await storedDoc(ep)).flushed?.[owner] ?? 0) < RECOVERED, 'its own window again');
+    assert.equal((await storedDoc(ep)).flushed?.[owner], 2, 'its own next window');
   } finally {
     await writer.close();
   }
 });
 
-test('a `flushed` that is not a map: the writers stamped on the rows become RECOVERED, so a recovery applies nothing twice', async () => {
+test('a `flushed` that is not a map: the writers stamped on the rows get their highest window there, so a recovery applies nothing twice', async () => {
   const ep = uniq('flushed-map');
   const writer = await bufferingStore(uniq('writer'));
   const owner = writer.counterOwner!;
@@ -85,10 +86,39 @@ test('a `flushed` that is not a map: the writers stamped on the rows become RECO
 
   assert.equal((await f.store.recountEndpoint(ep)).pending, 3);
 
-  assert.deepEqual((await storedDoc(ep)).flushed, { [owner]: RECOVERED });
+  assert.deepEqual((await storedDoc(ep)).flushed, { [owner]: 1 }, 'its highest window on the rows');
   // The writer's lease lapses (it never stopped cleanly): its stamps are on the rows, and the recount counted them.
   assert.equal(await f.store.recoverCounters(owner), 0, 'no stamp applied again');
   assert.equal((await f.store.getCounts(ep)).pending, 3, 'the counts are still the rows');
+});
+
+/**
+ * A buffering writer that dies: it shares the fixture's client (so nothing of its own is left to release) and
+ * flushes only when told, so what it wrote after its last flush stays unflushed - never closed, as a killed one.
+ */
+const doomedStore = (owner: string): Promise<MessageStore> =>
+  createStore({ client: f.raw, endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database, now: steppingClock(), counterFlushMs: 3_600_000, counterOwner: owner });
+
+test('a sound entry below the stamps on the rows is raised to them: a recovery after the recount applies nothing twice', async () => {
+  const ep = uniq('flushed-dead');
+  const owner = uniq('dead');
+  const dead = await doomedStore(owner);
+  await pendingRows(dead, ep, 2); // its window 1, flushed
+  const applied = (await storedDoc(ep)).flushed?.[owner];
+  assert.ok(applied !== undefined && applied < RECOVERED, 'a sound window of its own');
+  // Its next window's rows are written, their deltas never flushed: it is killed.
+  for (let i = 0; i < 3; i++) {
+    const eventId = randomUUID();
+    await dead.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId, sessionId: eventId }));
+  }
+  // Another entry is corrupt: the endpoint is unreadable, so the Resolver recounts it.
+  await plantFlushed(ep, { ...(await storedDoc(ep)).flushed, other: 'garbled' });
+
+  assert.equal((await f.store.recountEndpoint(ep)).pending, 5, 'the rows, the unflushed ones included');
+  assert.equal((await storedDoc(ep)).flushed?.[owner], applied + 1, 'raised to the highest window stamped on the rows');
+  // Its lease lapses: a survivor recovers it.
+  assert.equal(await f.store.recoverCounters(owner), 0, 'no stamp applied again');
+  assert.equal((await f.store.getCounts(ep)).pending, 5, 'the counts are still the rows');
 });
 
 test('a missing `flushed` stays an empty map, and a sound one is kept as it is', async () => {

@@ -44,7 +44,7 @@ import {
   counterDelta,
   nextStamps,
   recoverLostDeltas,
-  soundFlushed,
+  recountedFlushed,
   stampsOnRows,
   toEndpointCounts,
   zeroCounts,
@@ -1772,15 +1772,17 @@ export class MessageStore {
         if (cosmosStatus(err) !== 404) rethrowCosmos(err, 'counters read');
       }
       const counts = await this.#countRows(endpointId);
-      // Sound entries are kept (the writers' applied windows do not change with a recount), corrupt ones repaired.
-      const flushed = await soundFlushed(stored, async () => {
-        try {
-          // A stamp is read as stored: one whose owner is not a string names no writer.
-          return (await stampsOnRows(this.#c.events, endpointId)).flatMap((st: { o?: unknown }) => (typeof st?.o === 'string' ? [st.o] : []));
-        } catch (err) {
-          rethrowCosmos(err, 'recount');
-        }
-      });
+      // The stamps after the counts: a row a live writer adds between the two reads is then missing from the counts
+      // but covered by its entry, which its own next flush makes right (the other order would count it twice, the
+      // recount and then that flush).
+      let stamps: unknown[];
+      try {
+        stamps = await stampsOnRows(this.#c.events, endpointId);
+      } catch (err) {
+        rethrowCosmos(err, 'recount');
+      }
+      // Every writer stamped on the rows is covered up to its highest window there: the recount counted those.
+      const flushed = recountedFlushed(stored, stamps);
       const doc: CounterDoc = { id: COUNTER_DOC_ID, endpointId, counts, recountedAt: this.#iso(), flushed };
       try {
         if (etag === undefined) await this.#c.counters.items.create(doc);
