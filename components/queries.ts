@@ -11,6 +11,7 @@ import { jobsApi, type OperationSummary } from './operations/jobsApi.ts';
 import { outcomePhase, outcomePollMs } from './operations/outcomePolling.ts';
 import { opsApi } from './topology/opsApi.ts';
 import { fetchMetrics, type MetricsArgs } from './charts/metricsApi.ts';
+import { readSessionParked, sessionListable } from './sessionParkedRead.ts';
 
 /** Key prefixes, for invalidation after a change (every key of a resource starts with its prefix). */
 export const queryKeys = {
@@ -63,17 +64,23 @@ export const eventsQuery = (endpointId: string, queryString: string) =>
     refetchInterval: (query) => ((query.state.data?.pages.length ?? 0) <= 1 ? 10_000 : false),
   });
 
-/** How many parked rows of a session the Resubmit / Skip dialogs read (one page of the list route, its maximum). */
-const SESSION_PARKED_PAGE = 200;
-
 /**
- * One page of a session's parked (Deferred) rows, for the Resubmit / Skip dialogs (components/SessionParkedOthers.tsx):
- * read once per opening - not kept (gcTime 0), not polled, not refetched on focus.
+ * A session's parked (Deferred) rows, for the Resubmit / Skip dialogs (components/SessionParkedOthers.tsx): the first
+ * 200 and whether more are parked (components/sessionRelease.ts readSessionParked: one list read, a second of one row
+ * when the first page comes full with a continuation). Read once per opening - not kept (gcTime 0), not polled, not
+ * refetched on focus - and only for a session the list route can be asked for exactly (sessionListable).
  */
 export const sessionParkedQuery = (endpointId: string, sessionId: string) =>
   queryOptions({
     queryKey: ['session-parked', endpointId, sessionId] as const,
-    queryFn: () => api.events(endpointId, new URLSearchParams({ status: 'Deferred', sessionId, pageSize: String(SESSION_PARKED_PAGE) })),
+    queryFn: () =>
+      readSessionParked((pageSize, continuation) =>
+        api.events(
+          endpointId,
+          new URLSearchParams({ status: 'Deferred', sessionId, pageSize: String(pageSize), ...(continuation ? { continuation } : {}) }),
+        ),
+      ),
+    enabled: sessionListable(sessionId),
     staleTime: 0,
     gcTime: 0,
     retry: 0,

@@ -51,8 +51,27 @@ test('a release replays the whole session: the rows parked behind other events a
     errorText: blocker === null ? 'Session S-1 is replaying parked messages' : blockedByReason('S-1', blocker),
   });
   const rows = [row('a', 'E'), row('b', 'E'), row('c', 'OTHER'), row('d', null), { ...row('e', null), blockedBy: 'OTHER' }];
-  assert.deepEqual(otherParkedInSession(rows, 'E', false), { count: 2, atLeast: false });
-  assert.equal(otherParkedText(otherParkedInSession(rows, 'E', false)), '2 more parked in this session (behind other events) will also be replayed in order.');
-  assert.equal(otherParkedText(otherParkedInSession(rows, 'E', true)), '2+ more parked in this session (behind other events) will also be replayed in order.');
-  assert.equal(otherParkedText(otherParkedInSession(rows.slice(0, 2), 'E', false)), null, 'all behind this event: no line');
+  const E = { sessionId: 'S-1', eventId: 'E' };
+  assert.deepEqual(otherParkedInSession(rows, E, false), { count: 2, atLeast: false });
+  assert.equal(otherParkedText(otherParkedInSession(rows, E, false)), '2 more parked in this session (behind other events) will also be replayed in order.');
+  assert.equal(otherParkedText(otherParkedInSession(rows, E, true)), '2+ more parked in this session (behind other events) will also be replayed in order.');
+  assert.equal(otherParkedText(otherParkedInSession(rows.slice(0, 2), E, false)), null, 'all behind this event: no line');
+});
+
+test("a row of another session is never counted as this session's, whatever the list returned", () => {
+  // The list route trims its session filter: asked for "S-1 " it answers with the rows of "S-1".
+  const parked = (sessionId: string, eventId: string) => ({ eventId, sessionId, blockedBy: null, errorText: blockedByReason(sessionId, 'OTHER') });
+  const rows = [parked('S-1', 'a'), parked('S-1', 'b'), parked('S-1 ', 'c')];
+  assert.deepEqual(otherParkedInSession(rows, { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 1, atLeast: false });
+  assert.deepEqual(otherParkedInSession(rows.slice(0, 2), { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 0, atLeast: false });
+});
+
+test('none of the rows read waits on another event but more are parked beyond them: the line says others may be', () => {
+  // This event holds back a full page itself: the rows read are all its own, and those behind other events would
+  // otherwise go unmentioned.
+  assert.equal(
+    otherParkedText({ count: 0, atLeast: true }),
+    'More events may be parked in this session behind other events; any there are will also be replayed in order.',
+  );
+  assert.equal(otherParkedText({ count: 0, atLeast: false }), null);
 });

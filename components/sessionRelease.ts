@@ -45,21 +45,25 @@ export function releasedText(
 /**
  * The parked events of a session that a release replays besides those behind `eventId`: the SDK's release asks the
  * deferred processor for every message parked in the session so far (packages/sdk/src/decide.ts `drain`, a bound
- * of NextDeferralSequence), not only those parked behind the released event. Those are the rows naming another
- * blocker; a row naming none is listed behind this event by the parked panel, so it is counted there, not here.
- * `more`: the rows are one page of the session's parked rows and more may follow, so the count is a lower bound.
+ * of NextDeferralSequence), not only those parked behind the released event. Those are the rows of this very
+ * session naming another blocker (a row of another session is never counted, whatever the list returned); a row
+ * naming none is listed behind this event by the parked panel, so it is counted there, not here.
+ * `more`: rows beyond those read are parked in the session, so the count is a lower bound.
  */
 export function otherParkedInSession(
   rows: Array<ParkedRef & { eventId: string }>,
-  eventId: string,
+  { sessionId, eventId }: { sessionId: string; eventId: string },
   more: boolean,
 ): { count: number; atLeast: boolean } {
-  const count = rows.filter((r) => r.eventId !== eventId && (blockerOf(r) ?? eventId) !== eventId).length;
+  const count = rows.filter((r) => r.sessionId === sessionId && r.eventId !== eventId && (blockerOf(r) ?? eventId) !== eventId).length;
   return { count, atLeast: more };
 }
 
-/** The dialogs' line for those: null when there are none (or none among the rows read). */
+/**
+ * The dialogs' line for those: null when there are none and nothing more is parked. When none of the rows read waits
+ * on another event but more are parked beyond them (this event holds back a full page itself), it says others may.
+ */
 export function otherParkedText({ count, atLeast }: { count: number; atLeast: boolean }): string | null {
-  if (count === 0) return null;
+  if (count === 0) return atLeast ? 'More events may be parked in this session behind other events; any there are will also be replayed in order.' : null;
   return `${parkedCountText(count, atLeast)} more parked in this session (behind other events) will also be replayed in order.`;
 }

@@ -4,7 +4,8 @@
 // - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
 //   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
 // - the Resubmit / Skip dialogs also say how many more events parked in the session (behind other events) the
-//   release replays, since the SDK replays every parked message of the session;
+//   release replays, since the SDK replays every parked message of the session; that more may be when the 200 rows
+//   they read are all this event's; nothing of a session id the list route cannot be asked for exactly;
 // - a parked event, seeded as production parks it (its blocker named only in its park reason), links to its blocker;
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
@@ -13,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { eventBody, MessageType, Prop } from '@nimbus/sdk/contract';
+import type { Page } from 'playwright-core';
 import type { MessageStore } from '../lib/store/index.ts';
 import { parkedBehind, seedEvent } from '../server/testing/seed.ts';
 import { until, untilDataDrawn, WAIT_MS } from '../server/testing/pageWait.ts';
@@ -33,6 +35,22 @@ async function failedWithParked(store: MessageStore, base: number, sessionId: st
   for (let n = 0; n < parked; n++) {
     await seedEvent(store, base, { ...ORDER, sessionId, eventId: `${failed}-parked-${n}` }, MessageType.DeferralResponse, parkedBehind(sessionId, failed));
   }
+}
+
+/** `parked` events of `sessionId` parked behind `blocker`, an event of that session not seeded itself. */
+async function parkedBehindAnother(store: MessageStore, base: number, sessionId: string, blocker: string, parked: number): Promise<void> {
+  for (let n = 0; n < parked; n++) {
+    await seedEvent(store, base, { ...ORDER, sessionId, eventId: `${blocker}-parked-${n}` }, MessageType.DeferralResponse, parkedBehind(sessionId, blocker));
+  }
+}
+
+/** The list route's reads for `sessionId` (or any session id it begins) that `page` makes from now on. */
+function sessionReadsOf(page: Page, sessionId: string): string[] {
+  const urls: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().includes(`/api/endpoints/${EP}/events?`) && r.url().includes(`sessionId=${sessionId}`)) urls.push(r.url());
+  });
+  return urls;
 }
 
 before(async () => {
@@ -99,9 +117,12 @@ describe('the event page after a resubmit', () => {
 });
 
 describe('the event page with more parked than its list holds', () => {
-  test('the parked panel and the Resubmit / Skip dialogs say "100+" for 150 parked, not the list\'s 100', async () => {
-    await failedWithParked(ui!.stack.store, Date.now(), 'WR-CAPPED', 'wr-capped', 150);
+  test('the parked panel and the Resubmit / Skip dialogs say "100+" for 205 parked, not the list\'s 100; the dialogs say more of the session may follow', async () => {
+    // More than the dialogs' session read counts (200): the rows it counts are all parked behind this event, and the
+    // 201st, seen, says more are parked - behind this event or another, the read cannot tell.
+    await failedWithParked(ui!.stack.store, Date.now(), 'WR-CAPPED', 'wr-capped', 205);
     const page = await ui!.open(`/endpoints/${EP}/events/wr-capped`);
+    const sessionReads = sessionReadsOf(page, 'WR-CAPPED');
     try {
       await page.getByTestId('parked-siblings').waitFor();
       assert.equal(await page.getByTestId('parked-siblings').locator('li').count(), 100, 'the list is one page');
@@ -111,9 +132,18 @@ describe('the event page with more parked than its list holds', () => {
         const dialog = page.getByRole('dialog');
         await dialog.waitFor();
         assert.match((await dialog.locator('p').first().textContent()) ?? '', /session WR-CAPPED is released and its 100\+ parked events follow\.$/, `the ${command} dialog`);
+        await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+        assert.deepEqual(
+          await dialog.getByTestId('session-parked-others').allTextContents(),
+          ['More events may be parked in this session behind other events; any there are will also be replayed in order.'],
+          `the ${command} dialog`,
+        );
         await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
         await dialog.waitFor({ state: 'detached' });
       }
+      // Per opening, a full page, then the one row beyond it that its continuation promised.
+      const pageSizes = sessionReads.map((u) => new URL(u).searchParams.get('pageSize'));
+      assert.deepEqual(pageSizes, ['200', '1', '200', '1'], sessionReads.join(', '));
     } finally {
       await page.close();
     }
@@ -127,14 +157,9 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
     const { store } = ui!.stack;
     const base = Date.now();
     await failedWithParked(store, base, 'WR-MIXED', 'wr-mixed', 2);
-    for (let n = 0; n < 3; n++) {
-      await seedEvent(store, base, { ...ORDER, sessionId: 'WR-MIXED', eventId: `wr-mixed-other-parked-${n}` }, MessageType.DeferralResponse, parkedBehind('WR-MIXED', 'wr-mixed-other'));
-    }
+    await parkedBehindAnother(store, base, 'WR-MIXED', 'wr-mixed-other', 3);
     const page = await ui!.open(`/endpoints/${EP}/events/wr-mixed`);
-    const sessionReads: string[] = [];
-    page.on('request', (r) => {
-      if (r.url().includes(`/api/endpoints/${EP}/events?`) && r.url().includes('sessionId=WR-MIXED')) sessionReads.push(r.url());
-    });
+    const sessionReads = sessionReadsOf(page, 'WR-MIXED');
     try {
       await page.getByTestId('parked-siblings').waitFor();
       assert.equal(await page.getByTestId('parked-siblings').locator('li').count(), 2, 'the panel lists what is parked behind this event');
@@ -150,6 +175,36 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
         await dialog.waitFor({ state: 'detached' });
       }
       assert.equal(sessionReads.length, 2, `one read of the session's parked events per opening: ${sessionReads.join(', ')}`);
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('a session id the list route would read as another ("S1 " as "S1") is not read, and the dialog says its others are not counted', async () => {
+    // The list route trims its session filter, so a read for "WR-SPACE " would answer with the rows of "WR-SPACE"
+    // (two parked there behind another event) and count them as this session's.
+    const { store } = ui!.stack;
+    const base = Date.now();
+    await failedWithParked(store, base, 'WR-SPACE ', 'wr-space', 0);
+    await parkedBehindAnother(store, base, 'WR-SPACE', 'wr-space-neighbour', 2);
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-space`);
+    const sessionReads = sessionReadsOf(page, 'WR-SPACE');
+    try {
+      await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.waitFor();
+      // Settled: read, failed, or not read at all; then no line counts the rows of "WR-SPACE".
+      const settled = dialog.locator('[data-session-parked]:not([data-session-parked="reading"])');
+      await settled.waitFor({ state: 'attached' });
+      assert.deepEqual(await dialog.getByTestId('session-parked-others').allTextContents(), [], 'no count of another session\'s parked events');
+      assert.equal(await settled.getAttribute('data-session-parked'), 'unlistable');
+      assert.equal(
+        (await dialog.getByTestId('session-parked-unread').textContent())?.replace(/\s+/g, ' ').trim(),
+        'The session\'s other parked events are not counted (its id cannot be looked up exactly); any there are will also be replayed in order.',
+      );
+      await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await dialog.waitFor({ state: 'detached' });
+      assert.deepEqual(sessionReads, [], 'no read of the list route for this session');
     } finally {
       await page.close();
     }

@@ -2,8 +2,8 @@
 // "holds back N" on the Endpoint page (server/heldBack.ts), the event page's "Parked behind this event" list (the
 // store's listParkedSiblings, which filters in its query) and the blocker each listed row and a parked event name
 // (server/queries.ts) - and they must agree, or an event would hold back rows its own page does not list. So the rule
-// lives here, as a function and as the query term that means the same (parkedBlocker.store.test.ts holds the two
-// to the same answers on the embedded Cosmos server).
+// lives here, as a function and as the query term that means the same (server/parkedBlocker.readers.test.ts holds the
+// two to the same answers on the embedded Cosmos server).
 //
 // The rule: `blockedBy` when a store set it (the Resolver does not), else the blocker named by the park reason the
 // subscriber writes and the Resolver stores as errorText (the SDK's blockedByReason / parseBlockedByReason), else
