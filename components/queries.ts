@@ -66,8 +66,8 @@ export const eventsQuery = (endpointId: string, queryString: string) =>
 
 /**
  * A session's parked (Deferred) rows, for the Resubmit / Skip dialogs (components/SessionParkedOthers.tsx): the first
- * 200 and whether more are parked (components/sessionRelease.ts readSessionParked: one list read, a second of one row
- * when the first page comes full with a continuation). Read once per opening - not kept (gcTime 0), not polled, not
+ * 200 and whether more are parked (components/sessionParkedRead.ts readSessionParked: one list read, a second of one row
+ * when the first page comes full with a continuation; at most 4 when Cosmos returns short pages with continuations). Read once per opening - not kept (gcTime 0), not polled, not
  * refetched on focus - and only for a session the list route can be asked for exactly (sessionListable).
  */
 export const sessionParkedQuery = (endpointId: string, sessionId: string) =>

@@ -1773,8 +1773,9 @@ export class MessageStore {
       }
       const counts = await this.#countRows(endpointId);
       // The stamps after the counts: a row a live writer adds between the two reads is then missing from the counts
-      // but covered by its entry, which its own next flush makes right (the other order would count it twice, the
-      // recount and then that flush).
+      // but covered by its entry, which its own next flush makes right if that flush lands (the other order would
+      // count it twice, the recount and then that flush). If that flush fails without landing, or the writer dies
+      // first, the row's delta is lost until the next recount (docs/store.md, "A recount and `flushed`": limits).
       let stamps: unknown[];
       try {
         stamps = await stampsOnRows(this.#c.events, endpointId);
