@@ -5,7 +5,8 @@
 // apply) goes back to the state the claim answered, a row whose state to restore is unknown is still listed,
 // with why and no repair, and a row whose settling answer is past the cap (its status write lost) is found stale
 // and re-settled. A young row is decided by its age alone, without paging the history; a row past the cap costs
-// one list read and one answers query in the preview, and a restore searches its state once. The cap is passed
+// one list read (the cap's pages and one page of one entry past it) and one answers query in the preview, and a
+// restore searches its state once. The cap is passed
 // small here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -274,9 +275,10 @@ test('applying a restore on a long event writes back the state the claim answere
 
   const { result, reads } = await readsOf(eventId, () => applyRestore(claimed.row, 'unanswered'));
   assert.equal(result?.outcome, 'repaired', result?.reason);
-  // The re-check's reads: the command by id (recorded), the answers once, the failure it answered by id - once, the
-  // restore writes the entry the re-check found.
-  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
+  // The re-check's reads: the capped list (its page and the one-entry page past the cap that proves it was cut),
+  // the command by id (recorded), the answers once, the failure it answered by id - once, the restore writes the
+  // entry the re-check found.
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
 });
@@ -330,9 +332,9 @@ test('the preview of a row past the history cap reads its answers once and pages
   const { result: preview, reads } = await readsOf(row.eventId, () => previewReconcile(f.store, [row.endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 }));
   const stuck = preview.stuck.find((s) => s.eventId === row.eventId);
   assert.deepEqual([stuck?.kind, stuck?.rowMessageId, stuck?.repairs], ['unanswered', claimed.row.lastMessageId, []], stuck?.why);
-  // One page of the capped list (cap 3), the answers once (the stale check's read serves the stuck check), the
-  // command and the state before it by id.
-  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
+  // One page of the capped list (cap 3) and the one-entry page past it (an entry there is what makes the list cut),
+  // the answers once (the stale check's read serves the stuck check), the command and the state before it by id.
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
 });
 
 test('a row whose answer past the history cap no longer parses is listed with why, not left with no finding', async () => {
