@@ -192,7 +192,7 @@ test('an answer past the history cap that no longer parses still counts as an an
  */
 async function readsOf<T>(eventId: string, run: () => Promise<T>): Promise<{ result: T; reads: Record<string, number> }> {
   const reads: Record<string, number> = {};
-  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'getAudit'] as const;
+  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'listHistoryAfter', 'getAudit'] as const;
   const originals = counted.map((name) => [name, f.store[name]] as const);
   for (const [name, original] of originals) {
     Object.assign(f.store, {
@@ -276,9 +276,9 @@ test('applying a restore on a long event writes back the state the claim answere
   const { result, reads } = await readsOf(eventId, () => applyRestore(claimed.row, 'unanswered'));
   assert.equal(result?.outcome, 'repaired', result?.reason);
   // The re-check's reads: the capped list (its page and the one-entry page past the cap that proves it was cut),
-  // the command by id (recorded), the answers once, the failure it answered by id - once, the restore writes the
-  // entry the re-check found.
-  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
+  // the command by id (recorded), the answers once, the responses after the command once (none settled the event
+  // since), the failure it answered by id - once, the restore writes the entry the re-check found.
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
 });
@@ -323,7 +323,7 @@ test('a young Pending control request is decided by its age: no history paging, 
   assert.deepEqual(reads, {}, 'store reads for a row its age already decides');
 });
 
-test('the preview of a row past the history cap reads its answers once and pages its history once', async () => {
+test('the preview of a row past the history cap reads its answers and later responses once and pages its history once', async () => {
   // A recorded skip nobody answered, past the cap, whose answered state is in no entry: every check runs (stale:
   // the answers by their link; stuck: command recorded, answered, state to restore, was the list cut).
   const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
@@ -333,8 +333,9 @@ test('the preview of a row past the history cap reads its answers once and pages
   const stuck = preview.stuck.find((s) => s.eventId === row.eventId);
   assert.deepEqual([stuck?.kind, stuck?.rowMessageId, stuck?.repairs], ['unanswered', claimed.row.lastMessageId, []], stuck?.why);
   // One page of the capped list (cap 3) and the one-entry page past it (an entry there is what makes the list cut),
-  // the answers once (the stale check's read serves the stuck check), the command and the state before it by id.
-  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
+  // the answers once and the responses after the command once (the stale check's reads serve the stuck check), the
+  // command and the state before it by id.
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
 });
 
 test('a row whose answer past the history cap no longer parses is listed with why, not left with no finding', async () => {
@@ -365,4 +366,46 @@ test('a Pending event whose only answer no longer parses is listed, on a history
   assert.match(found[0]!.why, new RegExp(`answer to the EventRequest it shows that no longer parses: ${docId} \\(`));
   // The list held an entry that does not parse, so the answers were read: once.
   assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1 });
+});
+
+test('a later response past the history cap whose status write was lost is found stale, not offered a restore over it', async () => {
+  // The original request and its failure F (inside the cap), other traffic filling it, then a skip of F recorded.
+  const endpointId = 'billingendpoint';
+  const eventId = uniq('long');
+  const original = { ...msg(MessageType.EventRequest, { endpointId, eventId }), enqueuedAt: at(-1) };
+  await f.store.recordHistory(original);
+  const failure = { ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: original.messageId, errorText: 'boom' }), enqueuedAt: at(0) };
+  const failed = await f.store.writeStatus(failure);
+  assert.ok(failed.outcome === 'written');
+  await f.store.recordHistory(failure);
+  await fillCap(endpointId, eventId);
+  const { skipId, claimed } = await claimSkipRecorded(failed.row, at(10));
+  // A redelivered original, answered after the skip: the response names the original, not the skip. Recorded; the
+  // status write after it was lost, so the row still shows the skip.
+  const completed = { ...msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: original.messageId }), enqueuedAt: at(11) };
+  await f.store.recordHistory(completed);
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(history.cutOff && history.entries.some((h) => h.messageId === failure.messageId), 'precondition: F is inside the cap');
+  assert.ok(!history.entries.some((h) => h.messageId === completed.messageId), 'precondition: the response is past the cap');
+
+  const o = { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 };
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), o);
+  const stuck = preview.stuck.find((s) => s.eventId === eventId);
+  assert.equal(stuck, undefined, `settled by a later response, so not stuck: ${stuck?.kind} ${stuck?.repairs.map((r) => r.action).join()} (${stuck?.why})`);
+  const stale = preview.stale.find((s) => s.eventId === eventId);
+  assert.deepEqual(
+    [stale?.rowMessageId, stale?.evidence.messageId, stale?.evidence.rule, stale?.evidence.status],
+    [skipId, completed.messageId, 'later-response', 'Completed'],
+    'the row is behind its history: the operator is told so',
+  );
+
+  // A restore applied anyway (a stale page, a hand-made request) writes nothing: the re-check finds the response.
+  const restored = await applyRestore(claimed.row, 'unanswered');
+  assert.equal(restored?.outcome, 'unchanged', `a restore would write Failed over a real Completed: ${restored?.status}`);
+  assert.equal((await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId))?.lastMessageId, skipId);
+
+  const applied = await applyReconcile(f.store, [{ endpointId, eventId, sessionId: claimed.row.sessionId, rowMessageId: skipId }], 'reconcile-test', { historyCap: 3 });
+  assert.equal(applied.results[0]?.outcome, 'repaired', applied.results[0]?.reason);
+  const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
+  assert.deepEqual([row?.status, row?.lastMessageId], ['Completed', completed.messageId]);
 });
