@@ -16,7 +16,7 @@ import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store
 import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
-import { readEventHistory } from './history.ts';
+import { HISTORY_CAP, readEventHistory } from './history.ts';
 import { applyStuckRepairs, stuckFinding } from './stuck.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
 
@@ -139,7 +139,7 @@ test('a claim whose answered state is in no history entry of a capped list is of
  * applyStuckRepairs restoring `row` as an operator does long after (no grace), with the small cap. A restore sends
  * nothing: the Manager's client is a real one that is never connected.
  */
-async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered') {
+async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered', historyCap = 3) {
   const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
   const manager = new Manager({ store: f.store, client });
   try {
@@ -147,7 +147,7 @@ async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered') {
       { store: f.store, manager },
       [{ kind, endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, rowMessageId: row.lastMessageId, action: 'restore' }],
       'reconcile-test',
-      { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 },
+      { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap },
     );
     return result;
   } finally {
@@ -368,22 +368,29 @@ test('a Pending event whose only answer no longer parses is listed, on a history
   assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1 });
 });
 
-test('a later response past the history cap whose status write was lost is found stale, not offered a restore over it', async () => {
-  // The original request and its failure F (inside the cap), other traffic filling it, then a skip of F recorded.
+/**
+ * A skip of failure F recorded at 10 s (with the cap filled between them when `long`), then a redelivered original
+ * answered at 11 s: the response names the original, not the skip. Recorded; the status write after it was lost,
+ * so the row still shows the skip.
+ */
+async function skipSettledLater(long: boolean) {
   const endpointId = 'billingendpoint';
-  const eventId = uniq('long');
+  const eventId = uniq(long ? 'long' : 'short');
   const original = { ...msg(MessageType.EventRequest, { endpointId, eventId }), enqueuedAt: at(-1) };
   await f.store.recordHistory(original);
   const failure = { ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: original.messageId, errorText: 'boom' }), enqueuedAt: at(0) };
   const failed = await f.store.writeStatus(failure);
   assert.ok(failed.outcome === 'written');
   await f.store.recordHistory(failure);
-  await fillCap(endpointId, eventId);
+  if (long) await fillCap(endpointId, eventId);
   const { skipId, claimed } = await claimSkipRecorded(failed.row, at(10));
-  // A redelivered original, answered after the skip: the response names the original, not the skip. Recorded; the
-  // status write after it was lost, so the row still shows the skip.
   const completed = { ...msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: original.messageId }), enqueuedAt: at(11) };
   await f.store.recordHistory(completed);
+  return { endpointId, eventId, failure, skipId, claimed, completed };
+}
+
+test('a later response past the history cap whose status write was lost is found stale, not offered a restore over it', async () => {
+  const { endpointId, eventId, failure, skipId, claimed, completed } = await skipSettledLater(true);
   const history = await readEventHistory(f.store, endpointId, eventId, 3);
   assert.ok(history.cutOff && history.entries.some((h) => h.messageId === failure.messageId), 'precondition: F is inside the cap');
   assert.ok(!history.entries.some((h) => h.messageId === completed.messageId), 'precondition: the response is past the cap');
@@ -408,4 +415,15 @@ test('a later response past the history cap whose status write was lost is found
   assert.equal(applied.results[0]?.outcome, 'repaired', applied.results[0]?.reason);
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.lastMessageId], ['Completed', completed.messageId]);
+});
+
+test('a restore applied to a row a later response settled, on a history under the cap, writes nothing', async () => {
+  // The same events on a short history: the preview lists the row stale from the list; a restore applied anyway
+  // (a stale page, a hand-made request) is re-checked and refused, not written as Failed over the Completed.
+  const { endpointId, eventId, skipId, claimed } = await skipSettledLater(false);
+  assert.equal((await readEventHistory(f.store, endpointId, eventId)).cutOff, false, 'precondition: whole under the real cap');
+
+  const restored = await applyRestore(claimed.row, 'unanswered', HISTORY_CAP);
+  assert.equal(restored?.outcome, 'unchanged', `a restore would write Failed over a real Completed: ${restored?.status}`);
+  assert.equal((await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId))?.lastMessageId, skipId);
 });
