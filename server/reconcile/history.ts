@@ -12,7 +12,7 @@ export const HISTORY_CAP = 2000;
 export interface EventHistoryRead {
   /** This endpoint's entries among those read, oldest first. */
   entries: HistoryEntry[];
-  /** True when the read stopped at the cap with more to read: the newest entries are not in `entries`. */
+  /** True when an entry past the cap exists (read, never put in `entries`): the newest entries are not in `entries`. */
   cutOff: boolean;
   /** Entries among those read (any endpoint's) that no longer parse: not in `entries`, so a check must not trust it alone. */
   corrupt: number;
