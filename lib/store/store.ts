@@ -1546,21 +1546,54 @@ export class MessageStore {
     messageId: string,
     limit = 10,
   ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.parentMessageId = @parent', [{ name: '@parent', value: messageId }], limit, 'history answers');
+  }
+
+  /**
+   * The entries of one endpoint's session enqueued after `after`, of the given types, newest first, at most `limit`.
+   * A query in the event's partition: a list read of the history stops at its cap, oldest first, so the newest
+   * entries - a response that settled the event after a message, without naming that message - are the ones it
+   * lacks (Reconcile's later-response check, server/reconcile/answers.ts). Entries that no longer parse are in
+   * `corrupt`.
+   */
+  async listHistoryAfter(
+    eventId: string,
+    endpointId: string,
+    sessionId: string,
+    after: string,
+    messageTypes: readonly string[],
+    limit = 10,
+  ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
+    // Compared as stored (ISO strings), the way a list read's entries are compared with a row's enqueuedAt.
+    const since = parseInput(historyWriteSchema.shape.enqueuedAt, after, 'after');
+    const types = parseInput(historyWriteSchema.shape.messageType.array().min(1).max(20), messageTypes, 'message types');
+    const params = [
+      { name: '@after', value: since },
+      { name: '@types', value: types },
+    ];
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.enqueuedAt > @after AND ARRAY_CONTAINS(@types, c.messageType)', params, limit, 'history after');
+  }
+
+  /** The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the two above). */
+  async #sessionHistoryNewestFirst(
+    eventId: string,
+    endpointId: string,
+    sessionId: string,
+    where: string,
+    parameters: SqlParameter[],
+    limit: number,
+    operation: string,
+  ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
     parseInput(endpointIdSchema, endpointId, 'endpoint id');
     const { items, corrupt } = await queryAll(
       this.#c.history,
       {
-        query: 'SELECT * FROM c WHERE c.eventId = @event AND c.parentMessageId = @parent AND c.endpointId = @ep AND c.sessionId = @session ORDER BY c.enqueuedAt DESC',
-        parameters: [
-          { name: '@event', value: eventId },
-          { name: '@parent', value: messageId },
-          { name: '@ep', value: endpointId },
-          { name: '@session', value: sessionId },
-        ],
+        query: `SELECT * FROM c WHERE c.eventId = @event AND c.endpointId = @ep AND c.sessionId = @session AND ${where} ORDER BY c.enqueuedAt DESC`,
+        parameters: [{ name: '@event', value: eventId }, { name: '@ep', value: endpointId }, { name: '@session', value: sessionId }, ...parameters],
       },
       historyEntrySchema,
       { partitionKey: eventId, limit },
-      'history answers',
+      operation,
     );
     return { items, corrupt };
   }

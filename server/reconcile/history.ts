@@ -12,26 +12,38 @@ export const HISTORY_CAP = 2000;
 export interface EventHistoryRead {
   /** This endpoint's entries among those read, oldest first. */
   entries: HistoryEntry[];
-  /** True when the read stopped at the cap with more to read: the newest entries are not in `entries`. */
+  /** True when an entry past the cap exists (read, never put in `entries`): the newest entries are not in `entries`. */
   cutOff: boolean;
   /** Entries among those read (any endpoint's) that no longer parse: not in `entries`, so a check must not trust it alone. */
   corrupt: number;
 }
 
-/** `cap`: entries read (every endpoint's) before it stops; a test passes a small one to read a long event cheaply. */
+/**
+ * `cap`: entries read (every endpoint's) before it stops; a test passes a small one to read a long event cheaply.
+ * A continuation token after the cap's entries is no proof that one follows: Cosmos may end a last page with one
+ * that leads to an empty page (lib/store/paging.ts, queryAll). So the read asks for one entry past the cap, alone
+ * on its own page (never mixed into `entries`), and `cutOff` says whether it exists: an event with exactly the
+ * cap's entries is whole, and a check that trusts a whole list (entryToRestore's fallback) keeps working on it.
+ */
 export async function readEventHistory(store: MessageStore, endpointId: string, eventId: string, cap = HISTORY_CAP): Promise<EventHistoryRead> {
   const entries: HistoryEntry[] = [];
   let token: string | undefined;
   let read = 0;
   let corrupt = 0;
   do {
-    const page = await store.listHistory(eventId, { pageSize: Math.min(200, cap), continuationToken: token });
-    read += page.items.length;
+    const page = await store.listHistory(eventId, { pageSize: Math.min(200, cap - read), continuationToken: token });
+    read += page.items.length + page.corrupt.length;
     corrupt += page.corrupt.length;
     entries.push(...page.items.filter((h) => h.endpointId === endpointId));
     token = page.continuationToken;
   } while (token && read < cap);
-  return { entries, cutOff: token !== undefined, corrupt };
+  return { entries, cutOff: token !== undefined && (await entryBeyond(store, eventId, token)), corrupt };
+}
+
+/** Whether the history continues after `token`: one entry's page (parsing or not), so nothing more is read. */
+async function entryBeyond(store: MessageStore, eventId: string, token: string): Promise<boolean> {
+  const next = await store.listHistory(eventId, { pageSize: 1, continuationToken: token });
+  return next.items.length + next.corrupt.length > 0;
 }
 
 /** readEventHistory's entries, for checks that read the store themselves for what a cut list lacks. */

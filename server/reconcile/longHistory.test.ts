@@ -5,7 +5,8 @@
 // apply) goes back to the state the claim answered, a row whose state to restore is unknown is still listed,
 // with why and no repair, and a row whose settling answer is past the cap (its status write lost) is found stale
 // and re-settled. A young row is decided by its age alone, without paging the history; a row past the cap costs
-// one list read and one answers query in the preview, and a restore searches its state once. The cap is passed
+// one list read (the cap's pages and one page of one entry past it) and one answers query in the preview, and a
+// restore searches its state once. The cap is passed
 // small here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store
 import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
-import { readEventHistory } from './history.ts';
+import { HISTORY_CAP, readEventHistory } from './history.ts';
 import { applyStuckRepairs, stuckFinding } from './stuck.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
 
@@ -138,7 +139,7 @@ test('a claim whose answered state is in no history entry of a capped list is of
  * applyStuckRepairs restoring `row` as an operator does long after (no grace), with the small cap. A restore sends
  * nothing: the Manager's client is a real one that is never connected.
  */
-async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered') {
+async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered', historyCap = 3) {
   const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
   const manager = new Manager({ store: f.store, client });
   try {
@@ -146,7 +147,7 @@ async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered') {
       { store: f.store, manager },
       [{ kind, endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, rowMessageId: row.lastMessageId, action: 'restore' }],
       'reconcile-test',
-      { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 },
+      { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap },
     );
     return result;
   } finally {
@@ -191,7 +192,7 @@ test('an answer past the history cap that no longer parses still counts as an an
  */
 async function readsOf<T>(eventId: string, run: () => Promise<T>): Promise<{ result: T; reads: Record<string, number> }> {
   const reads: Record<string, number> = {};
-  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'getAudit'] as const;
+  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'listHistoryAfter', 'getAudit'] as const;
   const originals = counted.map((name) => [name, f.store[name]] as const);
   for (const [name, original] of originals) {
     Object.assign(f.store, {
@@ -274,9 +275,10 @@ test('applying a restore on a long event writes back the state the claim answere
 
   const { result, reads } = await readsOf(eventId, () => applyRestore(claimed.row, 'unanswered'));
   assert.equal(result?.outcome, 'repaired', result?.reason);
-  // The re-check's reads: the command by id (recorded), the answers once, the failure it answered by id - once, the
-  // restore writes the entry the re-check found.
-  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
+  // The re-check's reads: the capped list (its page and the one-entry page past the cap that proves it was cut),
+  // the command by id (recorded), the answers once, the responses after the command once (none settled the event
+  // since), the failure it answered by id - once, the restore writes the entry the re-check found.
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
 });
@@ -321,7 +323,7 @@ test('a young Pending control request is decided by its age: no history paging, 
   assert.deepEqual(reads, {}, 'store reads for a row its age already decides');
 });
 
-test('the preview of a row past the history cap reads its answers once and pages its history once', async () => {
+test('the preview of a row past the history cap reads its answers and later responses once and pages its history once', async () => {
   // A recorded skip nobody answered, past the cap, whose answered state is in no entry: every check runs (stale:
   // the answers by their link; stuck: command recorded, answered, state to restore, was the list cut).
   const row = await pastCapWithoutAnsweredState(MessageType.ErrorResponse);
@@ -330,9 +332,10 @@ test('the preview of a row past the history cap reads its answers once and pages
   const { result: preview, reads } = await readsOf(row.eventId, () => previewReconcile(f.store, [row.endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 }));
   const stuck = preview.stuck.find((s) => s.eventId === row.eventId);
   assert.deepEqual([stuck?.kind, stuck?.rowMessageId, stuck?.repairs], ['unanswered', claimed.row.lastMessageId, []], stuck?.why);
-  // One page of the capped list (cap 3), the answers once (the stale check's read serves the stuck check), the
+  // One page of the capped list (cap 3) and the one-entry page past it (an entry there is what makes the list cut),
+  // the answers once and the responses after the command once (the stale check's reads serve the stuck check), the
   // command and the state before it by id.
-  assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1, getHistory: 2 }, 'store reads about this event');
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
 });
 
 test('a row whose answer past the history cap no longer parses is listed with why, not left with no finding', async () => {
@@ -363,4 +366,64 @@ test('a Pending event whose only answer no longer parses is listed, on a history
   assert.match(found[0]!.why, new RegExp(`answer to the EventRequest it shows that no longer parses: ${docId} \\(`));
   // The list held an entry that does not parse, so the answers were read: once.
   assert.deepEqual(reads, { listHistory: 1, listHistoryAnswers: 1 });
+});
+
+/**
+ * A skip of failure F recorded at 10 s (with the cap filled between them when `long`), then a redelivered original
+ * answered at 11 s: the response names the original, not the skip. Recorded; the status write after it was lost,
+ * so the row still shows the skip.
+ */
+async function skipSettledLater(long: boolean) {
+  const endpointId = 'billingendpoint';
+  const eventId = uniq(long ? 'long' : 'short');
+  const original = { ...msg(MessageType.EventRequest, { endpointId, eventId }), enqueuedAt: at(-1) };
+  await f.store.recordHistory(original);
+  const failure = { ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: original.messageId, errorText: 'boom' }), enqueuedAt: at(0) };
+  const failed = await f.store.writeStatus(failure);
+  assert.ok(failed.outcome === 'written');
+  await f.store.recordHistory(failure);
+  if (long) await fillCap(endpointId, eventId);
+  const { skipId, claimed } = await claimSkipRecorded(failed.row, at(10));
+  const completed = { ...msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: original.messageId }), enqueuedAt: at(11) };
+  await f.store.recordHistory(completed);
+  return { endpointId, eventId, failure, skipId, claimed, completed };
+}
+
+test('a later response past the history cap whose status write was lost is found stale, not offered a restore over it', async () => {
+  const { endpointId, eventId, failure, skipId, claimed, completed } = await skipSettledLater(true);
+  const history = await readEventHistory(f.store, endpointId, eventId, 3);
+  assert.ok(history.cutOff && history.entries.some((h) => h.messageId === failure.messageId), 'precondition: F is inside the cap');
+  assert.ok(!history.entries.some((h) => h.messageId === completed.messageId), 'precondition: the response is past the cap');
+
+  const o = { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 };
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), o);
+  const stuck = preview.stuck.find((s) => s.eventId === eventId);
+  assert.equal(stuck, undefined, `settled by a later response, so not stuck: ${stuck?.kind} ${stuck?.repairs.map((r) => r.action).join()} (${stuck?.why})`);
+  const stale = preview.stale.find((s) => s.eventId === eventId);
+  assert.deepEqual(
+    [stale?.rowMessageId, stale?.evidence.messageId, stale?.evidence.rule, stale?.evidence.status],
+    [skipId, completed.messageId, 'later-response', 'Completed'],
+    'the row is behind its history: the operator is told so',
+  );
+
+  // A restore applied anyway (a stale page, a hand-made request) writes nothing: the re-check finds the response.
+  const restored = await applyRestore(claimed.row, 'unanswered');
+  assert.equal(restored?.outcome, 'unchanged', `a restore would write Failed over a real Completed: ${restored?.status}`);
+  assert.equal((await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId))?.lastMessageId, skipId);
+
+  const applied = await applyReconcile(f.store, [{ endpointId, eventId, sessionId: claimed.row.sessionId, rowMessageId: skipId }], 'reconcile-test', { historyCap: 3 });
+  assert.equal(applied.results[0]?.outcome, 'repaired', applied.results[0]?.reason);
+  const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
+  assert.deepEqual([row?.status, row?.lastMessageId], ['Completed', completed.messageId]);
+});
+
+test('a restore applied to a row a later response settled, on a history under the cap, writes nothing', async () => {
+  // The same events on a short history: the preview lists the row stale from the list; a restore applied anyway
+  // (a stale page, a hand-made request) is re-checked and refused, not written as Failed over the Completed.
+  const { endpointId, eventId, skipId, claimed } = await skipSettledLater(false);
+  assert.equal((await readEventHistory(f.store, endpointId, eventId)).cutOff, false, 'precondition: whole under the real cap');
+
+  const restored = await applyRestore(claimed.row, 'unanswered', HISTORY_CAP);
+  assert.equal(restored?.outcome, 'unchanged', `a restore would write Failed over a real Completed: ${restored?.status}`);
+  assert.equal((await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId))?.lastMessageId, skipId);
 });

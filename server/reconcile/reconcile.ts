@@ -6,10 +6,9 @@
 // are only flagged: their outcome lives in an external system, not in the history. The same scan finds rows that
 // nothing will move (./stuck.ts: claims without a receipt, control requests nobody answered; here, rows answered by
 // an entry that no longer parses) and ./draining.ts sessions that drain forever.
-import { isSubscriberNotice, PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
+import { PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
 import {
   AuditType,
-  TERMINAL_STATUSES,
   type HistoryEntry,
   type MessageStore,
   type StatusRowSummary,
@@ -17,7 +16,7 @@ import {
 import { log } from '../log.ts';
 import { findingRow, stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
-import { answersOnce, type RowAnswers } from './answers.ts';
+import { answersOnce, isSettling, laterResponsesOnce, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -63,11 +62,6 @@ export interface ReconcilePreview {
 
 const MAX_ROWS_PER_ENDPOINT = 2000;
 
-/** A terminal outcome of the event itself; a subscriber's notice (refused command, replay gap) is not one. */
-function isSettling(h: HistoryEntry): boolean {
-  return !isSubscriberNotice(h) && TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
-}
-
 /** Only a Pending row can be stale; a handoff park is settled by an external system, not by its history. */
 const mayBeStale = (row: Pick<StatusRowSummary, 'status' | 'subStatus'>) => row.status === ResolutionStatus.Pending && row.subStatus !== PendingSubStatus.Handoff;
 
@@ -90,13 +84,16 @@ export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | '
  * settlingEvidence on the real store, with the stored response it names. The list is capped (oldest first), so on
  * a long event the answer to the row's message - newer than the message - may be cut off: when the list was cut
  * and does not settle the row, the answers are read by their link (`answers`: the row's one read of them, which
- * the stuck check then reuses). A complete list settles it alone: no read more. An answer that no longer parses
- * is no evidence (there is nothing to re-apply); the stuck check still counts it as an answer.
+ * the stuck check then reuses), and failing one, the settling responses enqueued after the row's message (`later`,
+ * the `later-response` rule; the stuck check reuses that read too). A complete list settles it alone: no read
+ * more. An answer that no longer parses is no evidence (there is nothing to re-apply); the stuck check still
+ * counts it as an answer.
  */
 async function staleEvidence(
   row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
   history: EventHistoryRead,
   answers: () => Promise<RowAnswers>,
+  later: () => Promise<HistoryEntry[]>,
 ): Promise<{ evidence: StaleRow['evidence']; entry: HistoryEntry } | undefined> {
   const found = (entries: HistoryEntry[]) => {
     const evidence = settlingEvidence(row, entries);
@@ -105,7 +102,7 @@ async function staleEvidence(
   };
   const inList = found(history.entries);
   if (inList || !history.cutOff || !mayBeStale(row)) return inList;
-  return found((await answers()).items);
+  return found((await answers()).items) ?? found(await later());
 }
 
 /** How many unreadable answers a finding names (their document ids and problems), and how much of each problem. */
@@ -172,9 +169,10 @@ export async function previewReconcile(
         }
         const history = await readEventHistory(store, row.endpointId, row.eventId, grace.historyCap ?? HISTORY_CAP);
         const answers = answersOnce(store, row);
-        const evidence = (await staleEvidence(row, history, answers))?.evidence;
+        const later = laterResponsesOnce(store, row);
+        const evidence = (await staleEvidence(row, history, answers, later))?.evidence;
         if (!evidence) {
-          const finding = (await unreadableAnswer(row, history, answers)) ?? (await stuckFinding(store, row, history, { ...grace, now }, answers));
+          const finding = (await unreadableAnswer(row, history, answers)) ?? (await stuckFinding(store, row, history, { ...grace, now }, answers, later));
           if (finding) stuck.push(finding);
         }
         if (evidence) {
@@ -224,7 +222,7 @@ export async function applyReconcile(
       results.push({ target, outcome: 'unchanged', reason: row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists' });
       continue;
     }
-    const found = await staleEvidence(row, await readEventHistory(store, target.endpointId, target.eventId, o.historyCap ?? HISTORY_CAP), answersOnce(store, row));
+    const found = await staleEvidence(row, await readEventHistory(store, target.endpointId, target.eventId, o.historyCap ?? HISTORY_CAP), answersOnce(store, row), laterResponsesOnce(store, row));
     if (!found) {
       results.push({ target, outcome: 'unchanged', reason: `the row is ${row.status} and not stale` });
       continue;

@@ -24,7 +24,7 @@ import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
-import { answersOnce, type RowAnswers } from './answers.ts';
+import { answersOnce, isSettling, laterResponsesOnce, type RowAnswers } from './answers.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
@@ -134,6 +134,20 @@ async function isAnswered(row: Pick<StatusRowSummary, 'lastMessageId' | 'session
   return items.length > 0 || corrupt.length > 0;
 }
 
+/**
+ * Whether a settling response on the row's endpoint and session was enqueued after the row's message without
+ * answering it (a redelivered original answered after a skip): the event moved on, so the row is stale (the stale
+ * check re-applies that response), not stuck, and a restore would write an older state over a real outcome. Looked
+ * for in the list, and past the cap by the row's one read of its later responses (`later`, shared with the stale
+ * check), so a restore's apply, which re-checks here, refuses what the preview lists as stale.
+ */
+async function settledLater(row: Pick<StatusRowSummary, 'sessionId' | 'enqueuedAt'>, read: EventHistoryRead, later: () => Promise<HistoryEntry[]>): Promise<boolean> {
+  const after = row.enqueuedAt;
+  if (after == null) return false;
+  if (read.entries.some((h) => h.sessionId === row.sessionId && isSettling(h) && h.enqueuedAt > after)) return true;
+  return read.cutOff && (await later()).length > 0;
+}
+
 /** `current` as it was when `entry` last wrote it: the outcome fields from the entry, the event's fields kept. */
 export function rowFromEntry(current: StatusRow, entry: HistoryEntry): StatusRow {
   const { status, subStatus } = resultingStatus(entry.messageType as MessageTypeT, entry.deadLetterErrorDescription);
@@ -223,7 +237,8 @@ async function stuckKind(
  * Whether `row` (Pending, not a handoff park, not stale) is stuck, with why and what a repair would do. The cheap
  * checks decide first (stuckKind); the state a restore would write back is read only for a row they call stuck.
  * Undefined when it is not (or not yet) stuck. `history`: the row's endpoint's capped history as read for it;
- * `answers`: the row's answers reader, shared with the stale check so the row costs one query for them at most.
+ * `answers`: the row's answers reader, shared with the stale check so the row costs one query for them at most;
+ * `later`: its later-responses reader, shared the same way (a row settled after its message is stale, not stuck).
  */
 export async function stuckFinding(
   store: MessageStore,
@@ -231,8 +246,9 @@ export async function stuckFinding(
   history: EventHistoryRead,
   o: StuckOptions,
   answers: () => Promise<RowAnswers> = answersOnce(store, row),
+  later: () => Promise<HistoryEntry[]> = laterResponsesOnce(store, row),
 ): Promise<StuckRow | undefined> {
-  return (await assessStuck(store, row, history, o, answers))?.finding;
+  return (await assessStuck(store, row, history, o, answers, later))?.finding;
 }
 
 /** stuckFinding with the entry a restore writes back, so an apply uses the one the check found (no second search). */
@@ -242,13 +258,14 @@ async function assessStuck(
   read: EventHistoryRead,
   o: StuckOptions,
   answers: () => Promise<RowAnswers>,
+  later: () => Promise<HistoryEntry[]>,
 ): Promise<{ finding: StuckRow; previous: HistoryEntry | undefined } | undefined> {
   if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
   if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
   const history = read.entries;
   const age = o.now.getTime() - Date.parse(row.updatedAt);
   const kind = await stuckKind(store, row, history, answers, o, age);
-  if (!kind) return undefined;
+  if (!kind || (await settledLater(row, read, later))) return undefined;
   const cap = o.historyCap ?? HISTORY_CAP;
   const { entry: previous, cutOff } = await entryToRestore(store, row, read);
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
@@ -316,7 +333,7 @@ export async function applyStuckRepairs(
       unchanged(row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists');
       continue;
     }
-    const assessed = await assessStuck(store, row, await readEventHistory(store, row.endpointId, row.eventId, o.historyCap ?? HISTORY_CAP), o, answersOnce(store, row));
+    const assessed = await assessStuck(store, row, await readEventHistory(store, row.endpointId, row.eventId, o.historyCap ?? HISTORY_CAP), o, answersOnce(store, row), laterResponsesOnce(store, row));
     const finding = assessed?.finding;
     if (!assessed || !finding || finding.kind !== target.kind) {
       unchanged(`the row is ${row.status} and no longer stuck that way`);
