@@ -1,5 +1,6 @@
 // `npm run resolver`: the Resolver as its own process. Reads its settings from the environment, opens the store,
-// runs until SIGINT/SIGTERM, then stops gracefully (in-flight messages settle) and flushes buffered counters.
+// runs until SIGINT/SIGTERM, then stops gracefully (messages whose writes ended settle, one still being written
+// comes back) and flushes buffered counters.
 import { pino } from 'pino';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';

@@ -31,6 +31,7 @@ import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { limiter } from '../lib/concurrency/limiter.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
+import { STOPPED, untilStopped } from './untilStopped.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';
 import type { Context } from '@opentelemetry/api';
 
@@ -308,15 +309,15 @@ export class BatchResolution {
   /**
    * Messages recorded by their row's write that the processor has not reached: when it stops early (a message
    * left for redelivery releases the session), it completes these too, since their outcomes are stored. Waits
-   * for the writes still running, unless `finishedOnly` (on stop: a store that does not answer would keep stop()
-   * waiting for up to ROWS_IN_FLIGHT writes and their timeouts; a message not taken simply comes back).
+   * for the writes still running until `stop` aborts, and from then on takes only writes that have ended: a store
+   * that does not answer would keep stop() waiting for up to ROWS_IN_FLIGHT writes and their time-outs; a message
+   * not taken simply comes back.
    */
-  async takeRecordedAhead(finishedOnly = false): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
+  async takeRecordedAhead(stop: AbortSignal): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
     const ahead: Array<[ServiceBusReceivedMessage, Settlement]> = [];
     for (const [key, write] of this.#writes) {
-      if (finishedOnly && !this.#finished.has(key)) continue;
-      const settlements = await write;
-      if (settlements === undefined) continue;
+      const settlements = this.#finished.has(key) ? await write : await untilStopped(write, stop);
+      if (settlements === undefined || settlements === STOPPED) continue;
       this.#groups.get(key)!.forEach((raw, k) => {
         // Only outcomes that are stored: a single message whose write failed is left, and comes back.
         if (this.#taken.has(raw) || settlements[k]!.kind !== 'complete') return;
