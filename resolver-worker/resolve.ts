@@ -286,9 +286,13 @@ export class BatchResolution {
     // The rows' store work starts now, side by side, at most ROWS_IN_FLIGHT at a time (a large receive must not
     // turn into a burst of requests that a provisioned Cosmos account answers with 429s). It never rejects: a
     // group's failure resolves to undefined, a single message's to its settlement.
+    // A row whose turn comes after a stop is not started (undefined: its messages are left and come back): the store
+    // may be closing by then, and a write that starts after the last counter flush has a stamp no flush covers.
     const limit = limiter(ROWS_IN_FLIGHT);
     for (const [key, group] of this.#groups) {
-      const write = limit(() => (group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!)));
+      const write = limit(() =>
+        ctx.signal.aborted ? Promise.resolve(undefined) : group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!),
+      );
       this.#writes.set(key, write);
       void write.then(() => this.#finished.add(key));
     }
@@ -302,7 +306,8 @@ export class BatchResolution {
     const alone = () => resolveRead(this.#read.get(raw)!, this.#ctx);
     if (write === undefined) return alone();
     const settlements = await write;
-    if (settlements === undefined) return alone();
+    // Not started (a stop) or the group's write failed: after a stop nothing more is written; it comes back.
+    if (settlements === undefined) return this.#ctx.signal.aborted ? { kind: 'leave' } : alone();
     return settlements[this.#groups.get(key!)!.indexOf(raw)]!;
   }
 
