@@ -5,7 +5,9 @@
 // Beside them, the settling responses enqueued after the row's message (store.listHistoryAfter): a response to an
 // earlier message of the session (a redelivered original answered after a skip) settles the event without naming
 // the row's message. On a long event the capped list lacks it; the stale check re-applies it (`later-response`) and
-// the stuck check must not restore the row under it. Read once per row too, and only for a list cut at the cap.
+// the stuck check must not restore the row under it. Read once per row too, and only when the list cannot be trusted
+// alone (cut at the cap, or holding entries that do not parse). One that no longer parses counts as settling for the
+// stuck check, as an unreadable answer does, and the preview lists the row as unreadable.
 import { isSubscriberNotice, RESPONSE_TYPES, resultingStatus, STATUS_BY_MESSAGE_TYPE, type MessageType } from '@nimbus/sdk/contract';
 import { TERMINAL_STATUSES, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
 
@@ -28,12 +30,33 @@ export function isSettling(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReas
 /** The response types whose outcome is terminal: the ones a later-response query asks for (a deferral does not settle). */
 const SETTLING_RESPONSE_TYPES = [...RESPONSE_TYPES].filter((t) => TERMINAL_STATUSES.has(STATUS_BY_MESSAGE_TYPE[t]));
 
+type LaterRow = Pick<StatusRowSummary, 'sessionId' | 'enqueuedAt' | 'parentMessageId'>;
+
 /**
- * A reader of the settling responses on `row`'s endpoint and session enqueued after its message, newest first,
- * that queries the store on its first call only. None for a row with no enqueue time (nothing to be after).
+ * The later-response rule: a settling entry of `row`'s session enqueued after its message. Never the row's own
+ * parent: it came before the row's message by definition, whatever the times say (a Manager claim is stamped with
+ * the console's clock, its parent with the broker's, and a console behind the broker dates the claim first).
  */
-export function laterResponsesOnce(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'sessionId' | 'enqueuedAt'>): () => Promise<HistoryEntry[]> {
-  let read: Promise<HistoryEntry[]> | undefined;
-  const query = async (after: string) => (await store.listHistoryAfter(row.eventId, row.endpointId, row.sessionId, after, SETTLING_RESPONSE_TYPES, ANSWERS_READ)).items.filter(isSettling);
-  return () => (read ??= row.enqueuedAt == null ? Promise.resolve([]) : query(row.enqueuedAt));
+export function isLaterResponse(row: LaterRow, h: HistoryEntry): boolean {
+  return row.enqueuedAt != null && h.sessionId === row.sessionId && h.messageId !== row.parentMessageId && isSettling(h) && h.enqueuedAt > row.enqueuedAt;
+}
+
+/**
+ * The settling responses on `row`'s endpoint and session enqueued after its message, newest first, and the stored
+ * entries of those types after it that no longer parse (`corrupt`: such an entry may have settled the event, so a
+ * check must not take its absence from `items` as "nothing since").
+ */
+export type LaterResponses = RowAnswers;
+
+/**
+ * A reader of `row`'s later responses (LaterResponses) that queries the store on its first call only. None for a
+ * row with no enqueue time (nothing to be after).
+ */
+export function laterResponsesOnce(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId'> & LaterRow): () => Promise<LaterResponses> {
+  let read: Promise<LaterResponses> | undefined;
+  const query = async (after: string): Promise<LaterResponses> => {
+    const { items, corrupt } = await store.listHistoryAfter(row.eventId, row.endpointId, row.sessionId, after, SETTLING_RESPONSE_TYPES, ANSWERS_READ);
+    return { items: items.filter((h) => isLaterResponse(row, h)), corrupt };
+  };
+  return () => (read ??= row.enqueuedAt == null ? Promise.resolve({ items: [], corrupt: [] }) : query(row.enqueuedAt));
 }

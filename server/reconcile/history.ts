@@ -40,10 +40,14 @@ export async function readEventHistory(store: MessageStore, endpointId: string, 
   return { entries, cutOff: token !== undefined && (await entryBeyond(store, eventId, token)), corrupt };
 }
 
-/** Whether the history continues after `token`: one entry's page (parsing or not), so nothing more is read. */
+/**
+ * Whether the history continues after `token`: one entry's page (parsing or not), so nothing more is read. An empty
+ * page that still has a continuation is the store's pager giving up after its bounded run of empty pages
+ * (lib/store/paging.ts, fetchPage): no proof that the history ends, so the list is taken as cut.
+ */
 async function entryBeyond(store: MessageStore, eventId: string, token: string): Promise<boolean> {
   const next = await store.listHistory(eventId, { pageSize: 1, continuationToken: token });
-  return next.items.length + next.corrupt.length > 0;
+  return next.items.length + next.corrupt.length > 0 || next.continuationToken !== undefined;
 }
 
 /** readEventHistory's entries, for checks that read the store themselves for what a cut list lacks. */

@@ -369,11 +369,11 @@ test('a Pending event whose only answer no longer parses is listed, on a history
 });
 
 /**
- * A skip of failure F recorded at 10 s (with the cap filled between them when `long`), then a redelivered original
- * answered at 11 s: the response names the original, not the skip. Recorded; the status write after it was lost,
- * so the row still shows the skip.
+ * A skip of failure F recorded at 10 s (with the cap filled between them when `long`), then (unless `settle` is
+ * false) a redelivered original answered at 11 s: the response names the original, not the skip. Recorded; the
+ * status write after it was lost, so the row still shows the skip.
  */
-async function skipSettledLater(long: boolean) {
+async function skipSettledLater(long: boolean, settle = true) {
   const endpointId = 'billingendpoint';
   const eventId = uniq(long ? 'long' : 'short');
   const original = { ...msg(MessageType.EventRequest, { endpointId, eventId }), enqueuedAt: at(-1) };
@@ -385,7 +385,7 @@ async function skipSettledLater(long: boolean) {
   if (long) await fillCap(endpointId, eventId);
   const { skipId, claimed } = await claimSkipRecorded(failed.row, at(10));
   const completed = { ...msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: original.messageId }), enqueuedAt: at(11) };
-  await f.store.recordHistory(completed);
+  if (settle) await f.store.recordHistory(completed);
   return { endpointId, eventId, failure, skipId, claimed, completed };
 }
 
@@ -426,4 +426,66 @@ test('a restore applied to a row a later response settled, on a history under th
   const restored = await applyRestore(claimed.row, 'unanswered', HISTORY_CAP);
   assert.equal(restored?.outcome, 'unchanged', `a restore would write Failed over a real Completed: ${restored?.status}`);
   assert.equal((await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId))?.lastMessageId, skipId);
+});
+
+test('a later response that no longer parses is listed unreadable, not offered a restore over it (past the cap and under it)', async () => {
+  // The skip, unanswered; the redelivered original's ResolutionResponse after it is stored but does not parse (no
+  // recordedAt): the event may have completed since, so no restore may write the failure back over it. Past the cap
+  // the later-responses query finds it; under it the list's unparsable entry is what sends the check to that query.
+  for (const long of [true, false]) {
+    const cap = long ? 3 : HISTORY_CAP;
+    const { endpointId, eventId, skipId, claimed } = await skipSettledLater(long, false);
+    const docId = uniq('later');
+    await f.raw.database(f.database).container('history').items.create({ id: docId, eventId, endpointId, sessionId: claimed.row.sessionId, messageId: docId, parentMessageId: 'the-original', messageType: 'ResolutionResponse', enqueuedAt: at(11) });
+
+    const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: cap });
+    assert.equal(preview.stale.find((s) => s.eventId === eventId), undefined, 'nothing to re-apply');
+    const found = preview.stuck.filter((s) => s.eventId === eventId);
+    assert.deepEqual(found.map((s) => [s.kind, s.rowMessageId, s.repairs.map((r) => r.action)]), [['unreadable', skipId, []]], `long=${long}: listed once, with no repair: ${found[0]?.why}`);
+    assert.match(found[0]!.why, new RegExp(`response enqueued after the SkipRequest it shows that no longer parses: ${docId} \\(`));
+
+    const restored = await applyRestore(claimed.row, 'unanswered', cap);
+    assert.equal(restored?.outcome, 'unchanged', `long=${long}: a restore would write Failed over what the unreadable response settled: ${restored?.status}`);
+    assert.equal((await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId))?.lastMessageId, skipId);
+  }
+});
+
+test('a subscriber notice after the skip past the history cap does not settle the event: the restore is offered and applied', async () => {
+  // A refusal of another (forged) command on the row's session, recorded after the skip: an ErrorResponse the
+  // later-responses query returns, but a notice about that command, not an outcome of the event.
+  const { endpointId, eventId, failure, claimed } = await skipSettledLater(true, false);
+  const notice = { ...msg(MessageType.ErrorResponse, { endpointId, eventId, sessionId: claimed.row.sessionId, parentMessageId: uniq('forged'), deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'SkipRequest did not come from the Manager' }), enqueuedAt: at(11) };
+  await f.store.recordHistory(notice);
+
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.equal(preview.stale.find((s) => s.eventId === eventId), undefined, 'a notice is nothing to re-apply');
+  const stuck = preview.stuck.find((s) => s.eventId === eventId);
+  assert.deepEqual([stuck?.kind, stuck?.repairs.map((r) => r.action), stuck?.restoresTo?.messageId], ['unanswered', ['restore'], failure.messageId], stuck?.why);
+
+  const restored = await applyRestore(claimed.row, 'unanswered');
+  assert.equal(restored?.outcome, 'repaired', restored?.reason);
+  const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
+  assert.deepEqual([row?.status, row?.lastMessageId], ['Failed', failure.messageId]);
+});
+
+test("a claim enqueued by the console's clock before its parent's broker time: the parent is no later response", async () => {
+  // Manager claims are stamped with the console's clock, the failure they answer with the broker's: a console 2 s
+  // behind gives the claim an enqueuedAt before its parent's. The parent is still not a response after the row's
+  // message (re-applying it is a restore in disguise, listed as stale on no evidence): on a short list and past the cap.
+  for (const long of [false, true]) {
+    const endpointId = 'billingendpoint';
+    const eventId = uniq(long ? 'skew-long' : 'skew');
+    if (long) await fillCap(endpointId, eventId);
+    const failure = { ...msg(MessageType.ErrorResponse, { endpointId, eventId, errorText: 'boom' }), enqueuedAt: at(12) };
+    const failed = await f.store.writeStatus(failure);
+    assert.ok(failed.outcome === 'written');
+    await f.store.recordHistory(failure);
+    const { skipId } = await claimSkipRecorded(failed.row, at(10));
+
+    const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: long ? 3 : HISTORY_CAP });
+    const stale = preview.stale.find((s) => s.eventId === eventId);
+    assert.equal(stale, undefined, `long=${long}: listed stale with ${stale?.evidence.rule} ${stale?.evidence.messageId} (the parent ${failure.messageId})`);
+    const stuck = preview.stuck.find((s) => s.eventId === eventId);
+    assert.deepEqual([stuck?.kind, stuck?.rowMessageId, stuck?.restoresTo?.messageId], ['unanswered', skipId, failure.messageId], `long=${long}: ${stuck?.why}`);
+  }
 });

@@ -59,12 +59,15 @@ describe('reconcile stale pending', () => {
   test('evidence: a settling response that answers the row, not one that answered an earlier message', () => {
     const h = (messageId: string, messageType: string, parentMessageId: string, enqueuedAt: string) =>
       ({ messageId, messageType, parentMessageId, enqueuedAt, sessionId: 's', deadLetterErrorDescription: null }) as unknown as HistoryEntry;
-    const row = { lastMessageId: 'resubmit-1', sessionId: 's', enqueuedAt: at(10), status: 'Pending' as const, subStatus: null };
+    const row = { lastMessageId: 'resubmit-1', parentMessageId: 'req', sessionId: 's', enqueuedAt: at(10), status: 'Pending' as const, subStatus: null };
     // An ErrorResponse to the original request, before the resubmission: not evidence.
     assert.equal(settlingEvidence(row, [h('err', 'ErrorResponse', 'req', at(5))]), undefined);
     assert.equal(settlingEvidence(row, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))])?.rule, 'answers-row');
     assert.equal(settlingEvidence(row, [h('def', 'DeferralResponse', 'resubmit-1', at(11))]), undefined, 'a deferral does not settle');
     assert.equal(settlingEvidence({ ...row, subStatus: 'Handoff' }, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))]), undefined);
+    // The row's own parent dated after the row (a console clock behind the broker's) is not a later response.
+    assert.equal(settlingEvidence({ ...row, parentMessageId: 'err' }, [h('err', 'ErrorResponse', 'req', at(12))]), undefined);
+    assert.equal(settlingEvidence(row, [h('err', 'ErrorResponse', 'req', at(12))])?.rule, 'later-response');
     // The subscriber's notice that it refused the command (an ErrorResponse with a dead-letter description) is about
     // the command, not the event: re-applying it would turn the row DeadLettered.
     const notice = (reason: string) =>

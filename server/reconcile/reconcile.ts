@@ -16,7 +16,7 @@ import {
 import { log } from '../log.ts';
 import { findingRow, stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
-import { answersOnce, isSettling, laterResponsesOnce, type RowAnswers } from './answers.ts';
+import { answersOnce, isLaterResponse, isSettling, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -66,17 +66,16 @@ const MAX_ROWS_PER_ENDPOINT = 2000;
 const mayBeStale = (row: Pick<StatusRowSummary, 'status' | 'subStatus'>) => row.status === ResolutionStatus.Pending && row.subStatus !== PendingSubStatus.Handoff;
 
 /** The stored response that should have settled `row`, or undefined. Pure (unit-tested). */
-export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
+export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | 'parentMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
   if (!mayBeStale(row)) return undefined;
   const own = history.filter((h) => h.sessionId === row.sessionId && isSettling(h));
   const status = (h: HistoryEntry) => resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status;
   // Newest first: when several responses answer, the latest one is the outcome (terminal writes are last-writer-wins).
   const answers = own.filter((h) => h.parentMessageId === row.lastMessageId).sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt));
   if (answers[0]) return { messageId: answers[0].messageId, messageType: answers[0].messageType, enqueuedAt: answers[0].enqueuedAt, status: status(answers[0]), rule: 'answers-row' };
-  if (row.enqueuedAt) {
-    const later = own.filter((h) => h.enqueuedAt > row.enqueuedAt!).sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt));
-    if (later[0]) return { messageId: later[0].messageId, messageType: later[0].messageType, enqueuedAt: later[0].enqueuedAt, status: status(later[0]), rule: 'later-response' };
-  }
+  // Never the row's own parent (isLaterResponse): it came before the row's message, whatever the clocks say.
+  const later = own.filter((h) => isLaterResponse(row, h)).sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt));
+  if (later[0]) return { messageId: later[0].messageId, messageType: later[0].messageType, enqueuedAt: later[0].enqueuedAt, status: status(later[0]), rule: 'later-response' };
   return undefined;
 }
 
@@ -90,10 +89,10 @@ export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | '
  * counts it as an answer.
  */
 async function staleEvidence(
-  row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
+  row: Pick<StatusRowSummary, 'lastMessageId' | 'parentMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
   history: EventHistoryRead,
   answers: () => Promise<RowAnswers>,
-  later: () => Promise<HistoryEntry[]>,
+  later: () => Promise<LaterResponses>,
 ): Promise<{ evidence: StaleRow['evidence']; entry: HistoryEntry } | undefined> {
   const found = (entries: HistoryEntry[]) => {
     const evidence = settlingEvidence(row, entries);
@@ -102,7 +101,7 @@ async function staleEvidence(
   };
   const inList = found(history.entries);
   if (inList || !history.cutOff || !mayBeStale(row)) return inList;
-  return found((await answers()).items) ?? found(await later());
+  return found((await answers()).items) ?? found((await later()).items);
 }
 
 /** How many unreadable answers a finding names (their document ids and problems), and how much of each problem. */
@@ -112,13 +111,24 @@ const ISSUES_SHOWN = 200;
 /**
  * A row its stored answer should have settled, but the answer no longer parses: without this it would be neither
  * stale (nothing to re-apply) nor stuck (the stuck check counts it as an answer), and stay Pending with no finding.
- * Listed with why and no repair. The answers are read only when the list cannot be trusted alone - it was cut at
- * the cap, or it held entries that do not parse - so a short, clean history costs no read more.
+ * The same for a settling-type response enqueued after the row's message that no longer parses (`later`): it may
+ * have settled the event, so the stuck check offers no restore under it. Listed with why and no repair. Read only
+ * when the list cannot be trusted alone - it was cut at the cap, or it held entries that do not parse - so a short,
+ * clean history costs no read more; the later responses only when no answer is unreadable.
  */
-async function unreadableAnswer(row: StatusRowSummary, history: EventHistoryRead, answers: () => Promise<RowAnswers>): Promise<StuckRow | undefined> {
+async function unreadableAnswer(row: StatusRowSummary, history: EventHistoryRead, answers: () => Promise<RowAnswers>, later: () => Promise<LaterResponses>): Promise<StuckRow | undefined> {
   if (!mayBeStale(row) || (!history.cutOff && history.corrupt === 0)) return undefined;
-  const { corrupt } = await answers();
-  if (corrupt.length === 0) return undefined;
+  const shown = row.messageType ?? 'message';
+  const unreadable = async (): Promise<{ corrupt: RowAnswers['corrupt']; what: string; why: string } | undefined> => {
+    const answered = (await answers()).corrupt;
+    if (answered.length > 0) return { corrupt: answered, what: `an answer to the ${shown} it shows`, why: 'Reconcile cannot tell what that answer settled' };
+    const since = (await later()).corrupt;
+    if (since.length > 0) return { corrupt: since, what: `a response enqueued after the ${shown} it shows`, why: 'it may have settled the event since, and Reconcile cannot tell what it settled' };
+    return undefined;
+  };
+  const found = await unreadable();
+  if (!found) return undefined;
+  const { corrupt } = found;
   const named = corrupt
     .slice(0, UNREADABLE_NAMED)
     .map((c) => `${c.id} (${c.issues.slice(0, ISSUES_SHOWN)})`)
@@ -127,7 +137,7 @@ async function unreadableAnswer(row: StatusRowSummary, history: EventHistoryRead
   return {
     kind: 'unreadable',
     ...findingRow(row),
-    why: `Pending although the history holds an answer to the ${row.messageType ?? 'message'} it shows that no longer parses: ${named}${more}. Reconcile cannot tell what that answer settled, so it re-applies nothing and restores nothing; repair or remove the history document, or settle the event from its page`,
+    why: `Pending although the history holds ${found.what} that no longer parses: ${named}${more}. ${found.why}, so it re-applies nothing and restores nothing; repair or remove the history document, or settle the event from its page`,
     repairs: [],
     restoresTo: null,
   };
@@ -172,7 +182,7 @@ export async function previewReconcile(
         const later = laterResponsesOnce(store, row);
         const evidence = (await staleEvidence(row, history, answers, later))?.evidence;
         if (!evidence) {
-          const finding = (await unreadableAnswer(row, history, answers)) ?? (await stuckFinding(store, row, history, { ...grace, now }, answers, later));
+          const finding = (await unreadableAnswer(row, history, answers, later)) ?? (await stuckFinding(store, row, history, { ...grace, now }, answers, later));
           if (finding) stuck.push(finding);
         }
         if (evidence) {

@@ -24,7 +24,7 @@ import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
-import { answersOnce, isSettling, laterResponsesOnce, type RowAnswers } from './answers.ts';
+import { answersOnce, isLaterResponse, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
@@ -138,14 +138,17 @@ async function isAnswered(row: Pick<StatusRowSummary, 'lastMessageId' | 'session
  * Whether a settling response on the row's endpoint and session was enqueued after the row's message without
  * answering it (a redelivered original answered after a skip): the event moved on, so the row is stale (the stale
  * check re-applies that response), not stuck, and a restore would write an older state over a real outcome. Looked
- * for in the list, and past the cap by the row's one read of its later responses (`later`, shared with the stale
- * check), so a restore's apply, which re-checks here, refuses what the preview lists as stale.
+ * for in the list, and - when the list cannot be trusted alone (cut at the cap, or holding entries that do not
+ * parse) - by the row's one read of its later responses (`later`, shared with the stale check), so a restore's
+ * apply, which re-checks here, refuses what the preview lists as stale. A later entry that no longer parses counts,
+ * as an unreadable answer does (isAnswered): it may have settled the event, and a restore would undo that.
  */
-async function settledLater(row: Pick<StatusRowSummary, 'sessionId' | 'enqueuedAt'>, read: EventHistoryRead, later: () => Promise<HistoryEntry[]>): Promise<boolean> {
-  const after = row.enqueuedAt;
-  if (after == null) return false;
-  if (read.entries.some((h) => h.sessionId === row.sessionId && isSettling(h) && h.enqueuedAt > after)) return true;
-  return read.cutOff && (await later()).length > 0;
+async function settledLater(row: Pick<StatusRowSummary, 'sessionId' | 'enqueuedAt' | 'parentMessageId'>, read: EventHistoryRead, later: () => Promise<LaterResponses>): Promise<boolean> {
+  if (row.enqueuedAt == null) return false;
+  if (read.entries.some((h) => isLaterResponse(row, h))) return true;
+  if (!read.cutOff && read.corrupt === 0) return false;
+  const { items, corrupt } = await later();
+  return items.length > 0 || corrupt.length > 0;
 }
 
 /** `current` as it was when `entry` last wrote it: the outcome fields from the entry, the event's fields kept. */
@@ -246,7 +249,7 @@ export async function stuckFinding(
   history: EventHistoryRead,
   o: StuckOptions,
   answers: () => Promise<RowAnswers> = answersOnce(store, row),
-  later: () => Promise<HistoryEntry[]> = laterResponsesOnce(store, row),
+  later: () => Promise<LaterResponses> = laterResponsesOnce(store, row),
 ): Promise<StuckRow | undefined> {
   return (await assessStuck(store, row, history, o, answers, later))?.finding;
 }
@@ -258,7 +261,7 @@ async function assessStuck(
   read: EventHistoryRead,
   o: StuckOptions,
   answers: () => Promise<RowAnswers>,
-  later: () => Promise<HistoryEntry[]>,
+  later: () => Promise<LaterResponses>,
 ): Promise<{ finding: StuckRow; previous: HistoryEntry | undefined } | undefined> {
   if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
   if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
