@@ -9,7 +9,6 @@
 import type { Logger } from 'pino';
 import { StoreError, StoreThrottledError, classifyCosmosError } from '../lib/store/index.ts';
 import { sleep } from './resolve.ts';
-import { untilStopped } from './untilStopped.ts';
 
 export interface StoreOutageOptions {
   /** One round trip that needs the store to read and write (the processor's probe record). */
@@ -116,13 +115,20 @@ export class StoreOutage {
   #probeOnce(): Promise<boolean> {
     const { signal } = this.#o;
     this.#inFlight ??= (async () => {
+      let onAbort = () => undefined as void;
       try {
         const probe = this.#o.probe().then(
           () => true,
           (err: unknown) => !isOutage(err),
         );
-        return (await untilStopped(probe, signal)) === true;
+        const stopped = new Promise<boolean>((resolve) => {
+          onAbort = () => resolve(false);
+          if (signal.aborted) resolve(false);
+          else signal.addEventListener('abort', onAbort, { once: true });
+        });
+        return await Promise.race([probe, stopped]);
       } finally {
+        signal.removeEventListener('abort', onAbort);
         this.#inFlight = undefined;
       }
     })();
