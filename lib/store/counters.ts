@@ -362,46 +362,89 @@ export async function stampsOnRows(events: Container, endpointId: string): Promi
 }
 
 /**
+ * The endpoints whose rows carry a stamp of `owner`: one query across the events container, a small projection per
+ * stamped row of that writer. It finds the endpoints a writer that died before its first flush there has no counters
+ * document on.
+ */
+export async function endpointsStampedBy(events: Container, owner: string): Promise<Set<string>> {
+  const rows = (
+    await events.items
+      .query<{ endpointId?: unknown }>({
+        query: 'SELECT c.endpointId FROM c WHERE ARRAY_CONTAINS(c.counted, @stamp, true)',
+        parameters: [{ name: '@stamp', value: { o: owner } }],
+      })
+      .fetchAll()
+  ).resources;
+  return new Set(rows.flatMap((row) => (typeof row.endpointId === 'string' ? [row.endpointId] : [])));
+}
+
+/**
  * Applies, once, what a buffering writer that died had not flushed: on each endpoint's counters, the sum of its
- * row stamps above `flushed[owner]`, together with `flushed[owner] = RECOVERED` (If-Match the version read, so
- * a second survivor doing the same applies nothing). Returns how many stamps were applied. Reads every row of
- * an endpoint that carries stamps (a query per endpoint): a cost paid once per crash, not per message.
+ * row stamps above `flushed[owner]`, together with `flushed[owner] = RECOVERED`, in one patch conditional on
+ * `flushed[owner]` still being the value read, so a second survivor doing the same applies nothing. An endpoint
+ * with stamps of it and no counters document (it died before its first flush there) gets the document created with
+ * the deltas and RECOVERED; a create refused because someone created it meanwhile falls back to the patch. Returns
+ * how many stamps were applied. Reads every row of an endpoint that carries stamps (a query per endpoint) and the
+ * dead writer's stamped rows across endpoints (one query): a cost paid once per crash, not per message.
  */
 export async function recoverLostDeltas(
   counters: Container,
   events: Container,
   owner: string,
 ): Promise<number> {
-  const docs = (await counters.items.query<CounterDoc>('SELECT * FROM c').fetchAll()).resources;
   if (!/^[\w.:@-]+$/.test(owner)) throw new Error(`not a writer id: ${owner}`);
+  const docs = (await counters.items.query<CounterDoc>('SELECT * FROM c').fetchAll()).resources;
+  const endpoints = new Set(docs.map((doc) => doc.endpointId));
+  for (const endpointId of await endpointsStampedBy(events, owner)) endpoints.add(endpointId);
   let recovered = 0;
-  for (const { endpointId } of docs) {
+  for (const endpointId of endpoints) recovered += await recoverEndpoint(counters, events, owner, endpointId);
+  return recovered;
+}
+
+/** recoverLostDeltas on one endpoint: the number of stamps it applied (0 when someone else did). */
+async function recoverEndpoint(counters: Container, events: Container, owner: string, endpointId: string): Promise<number> {
+  const mark: PatchOperation = { op: 'set', path: `/flushed/${escapePath(owner)}`, value: RECOVERED };
+  for (let attempt = 0; attempt < 3; attempt++) {
     await ensureFlushedMap(counters, endpointId);
     const doc = await readCounterDoc(counters, endpointId);
     const applied = doc?.flushed?.[owner] ?? 0;
-    if (!doc || applied === RECOVERED) continue;
-    const lost = new Map<string, Deltas>();
+    if (applied === RECOVERED) return 0;
+    const lost: Deltas = new Map();
     let stamps = 0;
     for (const st of await stampsOnRows(events, endpointId))
       if (st.o === owner && st.s > applied) {
         stamps++;
-        bump(lost, endpointId, st.t, 1);
-        if (st.f !== null) bump(lost, endpointId, st.f, -1);
+        lost.set(st.t, (lost.get(st.t) ?? 0) + 1);
+        if (st.f !== null) lost.set(st.f, (lost.get(st.f) ?? 0) - 1);
       }
-    const operations = incrOps(lost.get(endpointId));
-    operations.push({ op: 'set', path: `/flushed/${escapePath(owner)}`, value: RECOVERED });
+    if (!doc) {
+      if (stamps === 0) return 0; // nothing of its here, and no document to mark
+      // Nobody flushed on this endpoint yet: the document starts with the lost deltas, marked recovered. A 409 is a
+      // concurrent creator (a live writer, or another survivor with the same deltas): then the patch path decides.
+      const created = newCounterDoc(endpointId);
+      for (const [bucket, n] of lost) created.counts[bucket] += n;
+      created.flushed = { [owner]: RECOVERED };
+      try {
+        await counters.items.create(created);
+        return stamps;
+      } catch (err) {
+        if (cosmosStatus(err) !== 409) rethrowCosmos(err, 'counter recovery');
+        continue;
+      }
+    }
+    const operations = [...incrOps(lost), mark];
     // Conditional on nobody having recovered it meanwhile (live writers' patches do not matter: they add theirs).
     const field = `c.flushed["${owner}"]`;
     const condition = `FROM c WHERE NOT IS_DEFINED(${field}) OR ${field} = ${applied}`;
     try {
       await counters.item(COUNTER_DOC_ID, endpointId).patch({ operations, condition });
-      recovered += stamps;
+      return stamps;
     } catch (err) {
       if (cosmosStatus(err) !== 412) rethrowCosmos(err, 'counter recovery');
-      // Another survivor recovered it first.
+      return 0; // another survivor recovered it first
     }
   }
-  return recovered;
+  rethrowCosmos(new Error('counter document kept disappearing'), 'counter recovery');
 }
 
 /** Counter documents written before `flushed` existed get an empty map, so `set /flushed/x` has a parent. */
