@@ -362,16 +362,21 @@ export async function stampsOnRows(events: Container, endpointId: string): Promi
 }
 
 /**
- * The endpoints whose rows carry a stamp of `owner`: one query across the events container, a small projection per
- * stamped row of that writer. It finds the endpoints a writer that died before its first flush there has no counters
- * document on.
+ * The endpoints outside `known` whose rows carry a stamp of `owner`: one query across the events container, a small
+ * projection per stamped row of that writer on such an endpoint. It finds the endpoints a writer that died before its
+ * first flush there has no counters document on. Endpoints with a document (`known`) are left out of the query, not
+ * only of the answer: a long-lived writer's stamps are on most rows of those, and they are recovered through their
+ * document anyway.
  */
-export async function endpointsStampedBy(events: Container, owner: string): Promise<Set<string>> {
+export async function endpointsStampedBy(events: Container, owner: string, known: Iterable<string> = []): Promise<Set<string>> {
   const rows = (
     await events.items
       .query<{ endpointId?: unknown }>({
-        query: 'SELECT c.endpointId FROM c WHERE ARRAY_CONTAINS(c.counted, @stamp, true)',
-        parameters: [{ name: '@stamp', value: { o: owner } }],
+        query: 'SELECT c.endpointId FROM c WHERE ARRAY_CONTAINS(c.counted, @stamp, true) AND NOT ARRAY_CONTAINS(@known, c.endpointId)',
+        parameters: [
+          { name: '@stamp', value: { o: owner } },
+          { name: '@known', value: [...known] },
+        ],
       })
       .fetchAll()
   ).resources;
@@ -395,7 +400,7 @@ export async function recoverLostDeltas(
   if (!/^[\w.:@-]+$/.test(owner)) throw new Error(`not a writer id: ${owner}`);
   const docs = (await counters.items.query<CounterDoc>('SELECT * FROM c').fetchAll()).resources;
   const endpoints = new Set(docs.map((doc) => doc.endpointId));
-  for (const endpointId of await endpointsStampedBy(events, owner)) endpoints.add(endpointId);
+  for (const endpointId of await endpointsStampedBy(events, owner, [...endpoints])) endpoints.add(endpointId);
   let recovered = 0;
   for (const endpointId of endpoints) recovered += await recoverEndpoint(counters, events, owner, endpointId);
   return recovered;
