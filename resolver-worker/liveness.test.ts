@@ -93,3 +93,40 @@ test('a dead instance\'s lost counter deltas are applied exactly once by one sur
     await watchB.stop();
   }
 });
+
+test('a survivor whose recovery fails tries again at its next check: the lapsed lease is deleted only after the deltas are applied', async () => {
+  const log = pino({ level: 'silent' });
+  const endpointId = `ep${randomUUID().slice(0, 6)}`;
+  const survivor = await open(3_600_000, 'survivor');
+  // The survivor's store fails its first recovery (a throttled or unreachable store); everything else is the real one.
+  let recoveryCalls = 0;
+  const flaky = new Proxy(survivor, {
+    get(target, prop) {
+      if (prop === 'recoverCounters')
+        return async (owner: string) => {
+          if (recoveryCalls++ === 0) throw new Error('store busy (test)');
+          return target.recoverCounters(owner);
+        };
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const ttlMs = 1000;
+  const watch = await startInstanceWatch({ store: flaky, leases: new LeaseStore(survivor.database), owner: 'survivor', log, ttlMs, checkEveryMs: 100 });
+  try {
+    const doomed = await open(3_600_000, 'doomed-once');
+    await doomed.recordOutcome({
+      history: { endpointId, eventId: 'e1', sessionId: 'e1', messageId: randomUUID(), messageType: MessageType.EventRequest, parentMessageId: SELF, from: 'shop', to: endpointId, enqueuedAt: new Date().toISOString(), eventTypeId: 'OrderPlaced' },
+      status: { endpointId, eventId: 'e1', sessionId: 'e1', messageId: randomUUID(), messageType: MessageType.EventRequest, parentMessageId: SELF, from: 'shop', to: endpointId, enqueuedAt: new Date().toISOString(), eventTypeId: 'OrderPlaced' },
+    });
+    const leases = new LeaseStore(doomed.database);
+    assert.ok(await leases.acquire(`${INSTANCE_LEASE_PREFIX}doomed-once`, 'doomed-once', ttlMs));
+    const pending = async () => (await survivor.getAllCounts()).endpoints.find((e) => e.endpointId === endpointId)?.pending ?? 0;
+    await until('the recovery tried again and applied the dead instance\'s delta', async () => (await pending()) === 1);
+    assert.ok(recoveryCalls >= 2, `recovery called ${recoveryCalls} times`);
+    await until('the lapsed lease deleted once recovered', async () => (await leases.holder(`${INSTANCE_LEASE_PREFIX}doomed-once`)) === undefined);
+    assert.equal(watch.recoveries, 1);
+  } finally {
+    await watch.stop();
+  }
+});
