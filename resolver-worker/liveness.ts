@@ -2,9 +2,8 @@
 // watches the others'. The Resolver buffers counter deltas for 250 ms off its hot path (docs/store.md): a process
 // that is killed loses the deltas it had not flushed, while its rows are written. Every row it wrote carries a
 // stamp naming it and its flush window, and every flush records the last window applied (lib/store/counters.ts),
-// so when an instance's lease lapses without a release (it died), the surviving instances apply exactly the dead
-// one's unflushed deltas (store.recoverCounters, at most once per endpoint however many run it), then delete the
-// lapsed lease document (a failed recovery leaves it, to be tried again at the next check). Exact
+// so when an instance's lease lapses without a release (it died), one surviving instance - whoever deletes the
+// lapsed lease document first - applies exactly the dead one's unflushed deltas (store.recoverCounters). Exact
 // under traffic, unlike a recount, which raced the survivors' own buffered deltas (a row counted by the recount
 // and then again by its delta, or the other way round). A clean stop flushes and releases: nothing to recover.
 //
@@ -53,13 +52,10 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
   const check = async () => {
     for (const lapsed of await o.leases.lapsed(INSTANCE_LEASE_PREFIX)) {
       if (lapsed.owner === o.owner) continue;
-      // Recover first, then delete the lapsed lease: a recovery that fails (a throttled or unreachable store) leaves
-      // the lease for the next check to try again; deleting it first lost the dead instance's deltas for good. Every
-      // survivor may run the recovery of one death at once, which is safe: it applies each endpoint's deltas at most
-      // once (a patch conditional on flushed[owner], a create that yields on 409). Exactly one wins the delete and
-      // counts the recovery; `stamps` is what this instance applied (0 when another survivor got there first).
-      const stamps = await o.store.recoverCounters(lapsed.owner);
+      // Exactly one survivor wins the delete, and so does the recovery for this death (itself applied at most once
+      // per endpoint: recoverCounters is conditional on nobody having done it).
       if (!(await o.leases.removeIf(lapsed))) continue;
+      const stamps = await o.store.recoverCounters(lapsed.owner);
       recoveries++;
       o.log.warn({ instance: lapsed.owner, deltas: stamps }, 'Resolver: another instance stopped without a clean stop; applied the counter deltas it had not flushed');
     }
