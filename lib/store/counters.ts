@@ -364,9 +364,9 @@ export async function stampsOnRows(events: Container, endpointId: string): Promi
 /**
  * The endpoints outside `known` whose rows carry a stamp of `owner`: one query across the events container, a small
  * projection per stamped row of that writer on such an endpoint. It finds the endpoints a writer that died before its
- * first flush there has no counters document on. Endpoints with a document (`known`) are left out of the query, not
- * only of the answer: a long-lived writer's stamps are on most rows of those, and they are recovered through their
- * document anyway.
+ * first flush there has no counters document on. Endpoints with a document (`known`) are left out of the result (a
+ * long-lived writer's stamps are on most rows of those, and they are recovered through their document anyway); Cosmos
+ * DB still reads those rows, as neither term is an index seek: a cost paid by the one survivor that recovers a death.
  */
 export async function endpointsStampedBy(events: Container, owner: string, known: Iterable<string> = []): Promise<Set<string>> {
   const rows = (
