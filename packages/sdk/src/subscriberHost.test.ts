@@ -279,7 +279,10 @@ describe("the circuit breaker's half-open probe", () => {
   });
   test('a half-open probe whose handler hangs is given up at probeTimeoutMs: the circuit opens and aborts the handler', async () => {
     // The real clock: the deadline is the breaker's own timer. One worker, so no other worker polls the state.
-    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 0, probeTimeoutMs: 200 });
+    // 2 s, not less: the deadline runs from the moment the probe's delivery is in hand (handling()), and on a loaded
+    // machine the handler may start only hundreds of ms later (a CI run with 200 ms opened the circuit before the
+    // handler ran, and the test waited for an abort that had already happened).
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openDurationMs: 0, probeTimeoutMs: 2_000 });
     const transitions: string[] = [];
     breaker.onStateChange((from, to) => transitions.push(`${from}->${to}`));
     breaker.record('failure');
@@ -288,23 +291,26 @@ describe("the circuit breaker's half-open probe", () => {
     const handlerAborted = new Promise<unknown>((resolve) => (aborted = resolve));
     // A downstream that never answers and no timeout of its own: only the signal ends it.
     const handler: EventHandler = (_e, ctx) =>
-      new Promise<void>((_, reject) =>
-        ctx.signal.addEventListener(
-          'abort',
-          () => {
-            aborted(ctx.signal.reason);
-            reject(ctx.signal.reason as Error);
-          },
-          { once: true },
-        ),
-      );
+      new Promise<void>((_, reject) => {
+        const onAbort = () => {
+          aborted(ctx.signal.reason);
+          reject(ctx.signal.reason as Error);
+        };
+        if (ctx.signal.aborted) onAbort();
+        else ctx.signal.addEventListener('abort', onAbort, { once: true });
+      });
     const broker = fakeBroker({ deliveryCount: 0 });
     const { h, delivery } = host(broker.client, { breaker, handler });
     // The fake broker holds no socket and the breaker's deadline timer is unref'd: keep the event loop alive.
     const keepAlive = setInterval(() => undefined, 1_000);
     await h.start();
     try {
-      assert.match(String((await handlerAborted) as Error), /endpoint circuit opened/);
+      // A delivery that ends without the handler aborted fails here at once, not at the file's time-out.
+      const reason = await Promise.race([
+        handlerAborted,
+        delivery.then((d) => assert.fail(`the delivery ended (${d}) without the handler being aborted`)),
+      ]);
+      assert.match(String(reason as Error), /endpoint circuit opened/);
       assert.equal(await delivery, 'cancelled', 'stopped without an outcome: left for redelivery');
     } finally {
       await h.stop();
