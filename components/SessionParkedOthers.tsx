@@ -2,9 +2,9 @@
 // release replays too (the SDK replays every parked message of the session, components/sessionRelease.ts). Read once
 // when the dialog opens (the session's parked rows through the Endpoint page's list route, until one beyond the 200
 // counted is seen: components/sessionParkedRead.ts), never polled: the event page's own parked read lists only the
-// events behind this one, by design (its query filters on the blocker). A session id the list route cannot be asked
-// for exactly (leading or trailing spaces, too long) is not read: the route would answer for another session or the
-// whole endpoint. The wrapper's data-session-parked says whether the read is in, so a test waits for it, not for time.
+// events behind this one, by design (its query filters on the blocker). The read asks for the session id exactly,
+// spaces and all; one the list route refuses (spaces alone, longer than 128 characters) is not read. The wrapper's
+// data-session-parked says whether the read is in, so a test waits for it, not for time.
 import { useQuery } from '@tanstack/react-query';
 import { sessionParkedQuery } from './queries.ts';
 import { sessionListable } from './sessionParkedRead.ts';
@@ -29,8 +29,8 @@ export function SessionParkedOthers({ endpointId, sessionId, eventId }: { endpoi
       ) : null}
       {state === 'unlistable' ? (
         <p className="mt-2 text-xs text-slate-500" data-testid="session-parked-unread">
-          The session&apos;s other parked events are not counted (its id cannot be looked up exactly); any there are will
-          also be replayed in order.
+          The session&apos;s other parked events are not counted (its id, spaces alone or over 128 characters, cannot be
+          looked up); any there are will also be replayed in order.
         </p>
       ) : null}
     </div>

@@ -1,14 +1,14 @@
-// How the Resubmit / Skip dialogs read a session's parked rows (components/SessionParkedOthers.tsx) through the
+// How the Resubmit / Skip dialogs (components/SessionParkedOthers.tsx) read a session's parked rows through the
 // Endpoint page's list route: which sessions it can be asked for exactly, and reading until a row beyond the counted
 // ones is seen, so "200+" means more than 200. Pure (no React, no server), so it runs in the browser and in unit tests.
 
 /**
  * Whether the Endpoint page's list route can be asked for exactly this session's rows: its filter
- * (server/queries.ts eventListQuerySchema) trims the id, reads a blank one as "no filter" and refuses one longer than
- * 128 characters, so "S1 " would be read as "S1" and "  " as the whole endpoint. Such a session is not read.
+ * (server/queries.ts eventListQuerySchema) takes the id as it is, spaces and all, but refuses one of spaces alone
+ * (400) and one longer than 128 characters. Such a session is not read; '' is no session.
  */
 export function sessionListable(sessionId: string): boolean {
-  return sessionId !== '' && sessionId.trim() === sessionId && sessionId.length <= LIST_SESSION_ID_MAX;
+  return sessionId.trim() !== '' && sessionId.length <= LIST_SESSION_ID_MAX;
 }
 const LIST_SESSION_ID_MAX = 128;
 

@@ -22,6 +22,15 @@ test('values that do not parse fall back to their defaults, one field at a time'
   assert.equal(toSearch(eventListSearch, e), 'status=Failed%2CDeadLettered&to=2026-12-03T10%3A00%3A00%2B01%3A00');
 });
 
+test("the session filter round-trips exactly, spaces and all; spaces alone are no filter", () => {
+  for (const sessionId of ['S1 ', ' S1', 'ORD 42', ' a+b&c=d ']) {
+    const url = toSearch(eventListSearch, { sessionId });
+    assert.equal(parseSearch(eventListSearch, new URLSearchParams(url)).sessionId, sessionId, JSON.stringify(sessionId));
+  }
+  assert.equal(parseSearch(eventListSearch, { sessionId: '   ' }).sessionId, '');
+  assert.equal(parseSearch(eventListSearch, { sessionId: 'x'.repeat(129) }).sessionId, '', 'longer than the list route takes');
+});
+
 test('times go into URLs as ISO-8601 with the offset of the chosen zone', () => {
   const t = new Date('2026-12-03T10:26:40.123Z');
   assert.equal(toIsoWithOffset(t, 'utc'), '2026-12-03T10:26:40Z');

@@ -44,6 +44,18 @@ export function toSearch<S extends z.ZodMiniObject>(schema: S, state: Partial<z.
 
 const sortDir = z.catch(z.optional(z.enum(['asc', 'desc'])), undefined);
 const text = (max: number) => z.catch(z.string().check(z.trim(), z.maxLength(max)), '');
+/**
+ * A value taken exactly, spaces and all (a session id is whatever its publisher set: "S1 " is not "S1"); spaces
+ * alone are no value, as the list route reads them (server/queries.ts eventListQuerySchema).
+ */
+const exactText = (max: number) =>
+  z.catch(
+    z.string().check(
+      z.maxLength(max),
+      z.refine((v) => v.trim() !== ''),
+    ),
+    '',
+  );
 const flag = z.catch(
   z.pipe(
     z.string(),
@@ -85,7 +97,7 @@ export const eventListSearch = z.object({
     [],
   ),
   eventTypeId: text(260),
-  sessionId: text(128),
+  sessionId: exactText(128),
   eventId: text(128),
   from: instant,
   to: instant,

@@ -5,7 +5,7 @@
 //   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
 // - the Resubmit / Skip dialogs also say how many more events parked in the session (behind other events) the
 //   release replays, since the SDK replays every parked message of the session; that more may be when the 200 rows
-//   they read are all this event's; nothing of a session id the list route cannot be asked for exactly;
+//   they read are all this event's; a session id with spaces is read exactly;
 // - a parked event, seeded as production parks it (its blocker named only in its park reason), links to its blocker;
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
@@ -180,33 +180,41 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
     }
   });
 
-  test('a session id the list route would read as another ("S1 " as "S1") is not read, and the dialog says its others are not counted', async () => {
-    // The list route trims its session filter, so a read for "WR-SPACE " would answer with the rows of "WR-SPACE"
-    // (two parked there behind another event) and count them as this session's.
+  test('a session id with spaces ("WR-SPACE ") is read exactly: its own parked events are counted, not those of "WR-SPACE", and the Endpoint page filters on it', async () => {
+    // A list route that trimmed its session filter answered for "WR-SPACE " with the rows of "WR-SPACE"; the dialogs
+    // then refused to read such a session at all.
     const { store } = ui!.stack;
     const base = Date.now();
-    await failedWithParked(store, base, 'WR-SPACE ', 'wr-space', 0);
-    await parkedBehindAnother(store, base, 'WR-SPACE', 'wr-space-neighbour', 2);
+    await failedWithParked(store, base, 'WR-SPACE ', 'wr-space', 1);
+    await parkedBehindAnother(store, base, 'WR-SPACE ', 'wr-space-other', 2);
+    await parkedBehindAnother(store, base, 'WR-SPACE', 'wr-space-neighbour', 3);
     const page = await ui!.open(`/endpoints/${EP}/events/wr-space`);
     const sessionReads = sessionReadsOf(page, 'WR-SPACE');
     try {
+      await page.getByTestId('parked-siblings').waitFor();
       await page.getByRole('button', { name: 'Resubmit', exact: true }).click();
       const dialog = page.getByRole('dialog');
       await dialog.waitFor();
-      // Settled: read, failed, or not read at all; then no line counts the rows of "WR-SPACE".
-      const settled = dialog.locator('[data-session-parked]:not([data-session-parked="reading"])');
-      await settled.waitFor({ state: 'attached' });
-      assert.deepEqual(await dialog.getByTestId('session-parked-others').allTextContents(), [], 'no count of another session\'s parked events');
-      assert.equal(await settled.getAttribute('data-session-parked'), 'unlistable');
-      assert.equal(
-        (await dialog.getByTestId('session-parked-unread').textContent())?.replace(/\s+/g, ' ').trim(),
-        'The session\'s other parked events are not counted (its id cannot be looked up exactly); any there are will also be replayed in order.',
-      );
+      await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+      assert.match((await dialog.locator('p').first().textContent()) ?? '', /session WR-SPACE {2}is released and its 1 parked event follows\.$/);
+      assert.deepEqual(await dialog.getByTestId('session-parked-others').allTextContents(), ['2 more parked in this session (behind other events) will also be replayed in order.']);
       await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
       await dialog.waitFor({ state: 'detached' });
-      assert.deepEqual(sessionReads, [], 'no read of the list route for this session');
+      assert.deepEqual(sessionReads.map((u) => new URL(u).searchParams.get('sessionId')), ['WR-SPACE '], 'one read, of the session exactly');
     } finally {
       await page.close();
+    }
+    // The Endpoint page's filter, from its URL: the rows of "WR-SPACE " (the failed one and its three parked), and the
+    // form shows the id as it is.
+    const list = await ui!.open(`/endpoints/${EP}?${new URLSearchParams({ sessionId: 'WR-SPACE ' })}`);
+    try {
+      const rows = list.getByTestId('events-table').locator('tbody tr');
+      await rows.filter({ hasText: 'wr-space-other-parked-1' }).waitFor();
+      const ids = (await rows.locator('a[href*="/events/"]').allTextContents()).map((t) => t.trim()).sort();
+      assert.deepEqual(ids, ['wr-space', 'wr-space-other-parked-0', 'wr-space-other-parked-1', 'wr-space-parked-0']);
+      assert.equal(await list.getByRole('textbox', { name: 'Session id', exact: true }).inputValue(), 'WR-SPACE ');
+    } finally {
+      await list.close();
     }
   });
 

@@ -138,6 +138,30 @@ describe('console API on the embedded stack', () => {
     assert.equal(seen.length, 4);
   });
 
+  test('the session filter is the exact id: spaces are part of it; an id of spaces alone is 400 with a message', async () => {
+    // Session ids are whatever publishers set: "SP-1 " is another session than "SP-1", and the Endpoint page's
+    // filter, like the dialogs' session read, must answer for the one asked.
+    const ep = params({ endpointId: 'shippingendpoint' });
+    const seed = (sessionId: string, eventId: string) =>
+      seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId, sessionId, eventTypeId: 'OrderPlaced', payload: {} }, MessageType.ResolutionResponse);
+    await seed('SP-1', 'sp-plain');
+    await seed('SP-1 ', 'sp-trailing');
+    await seed(' SP-1', 'sp-leading');
+    const list = async (sessionId: string) => {
+      const res = await routes.events.GET(get(`/api/endpoints/shippingendpoint/events?${new URLSearchParams({ sessionId })}`), ep);
+      assert.equal(res.status, 200, JSON.stringify(sessionId));
+      return ((await res.json()) as { items: Array<{ eventId: string }> }).items.map((i) => i.eventId);
+    };
+    assert.deepEqual(await list('SP-1'), ['sp-plain']);
+    assert.deepEqual(await list('SP-1 '), ['sp-trailing']);
+    assert.deepEqual(await list(' SP-1'), ['sp-leading']);
+    const blank = await routes.events.GET(get('/api/endpoints/shippingendpoint/events?sessionId=%20%20'), ep);
+    assert.equal(blank.status, 400, 'not the whole endpoint');
+    const b = (await blank.json()) as { error: string; detail: string };
+    assert.equal(b.error, 'bad request');
+    assert.match(b.detail, /sessionId: a session id of spaces alone is not a filter/);
+  });
+
   test('bad filters, unknown endpoints and unknown events are answered 400 / 404 with a message', async () => {
     const bad = await routes.events.GET(get('/api/endpoints/billingendpoint/events?status=Sleeping'), params({ endpointId: 'billingendpoint' }));
     assert.equal(bad.status, 400);

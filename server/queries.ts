@@ -298,7 +298,16 @@ export const eventListQuerySchema = z.object({
     .transform((s) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []))
     .pipe(z.array(z.union([resolutionStatusSchema, z.literal('Handoff')])).max(10)),
   eventTypeId: z.string().trim().max(260).optional().transform((v) => v || undefined),
-  sessionId: z.string().trim().max(128).optional().transform((v) => v || undefined),
+  /**
+   * The exact session id, spaces and all: publishers set it, and "S1 " is another session than "S1". Empty means no
+   * filter (as every filter here); spaces alone are refused rather than read as no filter (the whole endpoint).
+   */
+  sessionId: z
+    .string()
+    .max(128)
+    .refine((v) => v === '' || v.trim() !== '', 'a session id of spaces alone is not a filter; leave it empty for every session')
+    .optional()
+    .transform((v) => v || undefined),
   eventId: z.string().trim().max(128).optional().transform((v) => v || undefined),
   from: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
   to: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
