@@ -15,8 +15,8 @@ import { commandFailureMayLeaveStaleEvent } from './commandFailure.ts';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { awaitedCommand, commandUnavailableReason, isActionable, isHandoff, type EventCommand } from './eventCommands.ts';
 import { MessageId } from './MessageId.tsx';
-import { parkedCountText, parkedFollowText, releasedText } from './sessionRelease.ts';
-import { SessionParkedOthers } from './SessionParkedOthers.tsx';
+import { parkedCountText, releasedText } from './sessionRelease.ts';
+import { SessionFate } from './SessionFate.tsx';
 import { ErrorBox, formatDuration, StatusBadge, Timestamp, useNow } from './format.tsx';
 import { EditResubmitDialog } from './payload/EditResubmitDialog.tsx';
 import { HistoryDiff } from './payload/HistoryDiff.tsx';
@@ -185,6 +185,8 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
   const handoff = isHandoff(e);
   // Parked rows that name no blocker are listed (they may wait on this event); the panel says which they are.
   const unnamed = d.parkedSiblings.filter((s) => s.blockedBy === null).length;
+  // What every dialog says of the session (components/SessionFate.tsx).
+  const sessionOf = { endpointId, sessionId: e.sessionId, eventId, parked: { siblings: d.parkedSiblings, capped: d.parkedSiblingsCapped } };
   const released = releasing ? releasedText(releasing.parked, d.parkedSiblings.length, releasing.command, releasing.capped) : null;
   // A Pending row last written by an operator command: the console claimed it and the endpoint has not answered yet.
   const awaiting = awaitedCommand(e);
@@ -446,27 +448,35 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
 
       {dialog === 'resubmit' ? (
         <ConfirmDialog title="Resubmit this event?" confirmLabel="Resubmit" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.resubmit(endpointId, eventId), 'Resubmit', true)}>
-          <p>
-            Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds, session{' '}
-            <span className="font-mono">{e.sessionId}</span> is released and {parkedFollowText(d.parkedSiblings.length, d.parkedSiblingsCapped)}.
-          </p>
-          {e.sessionId !== '' ? <SessionParkedOthers endpointId={endpointId} sessionId={e.sessionId} eventId={eventId} /> : null}
+          <SessionFate
+            {...sessionOf}
+            outcome="release"
+            lead={
+              <>
+                Sends event <span className="font-mono">{eventId}</span> to <strong>{endpointId}</strong> again with its stored payload. If it succeeds,
+              </>
+            }
+          />
           <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}
       {dialog === 'skip' ? (
         <ConfirmDialog title="Skip this event?" confirmLabel="Skip" danger busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.skip(endpointId, eventId), 'Skip', true)}>
-          <p>
-            Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>; session <span className="font-mono">{e.sessionId}</span> is released and{' '}
-            {parkedFollowText(d.parkedSiblings.length, d.parkedSiblingsCapped)}.
-          </p>
-          {e.sessionId !== '' ? <SessionParkedOthers endpointId={endpointId} sessionId={e.sessionId} eventId={eventId} /> : null}
+          <SessionFate
+            {...sessionOf}
+            outcome="release"
+            lead={
+              <>
+                Event <span className="font-mono">{eventId}</span> will never be processed by <strong>{endpointId}</strong>;
+              </>
+            }
+          />
           <ErrorBox error={actionError} />
         </ConfirmDialog>
       ) : null}
       {dialog === 'complete' ? (
         <ConfirmDialog title="Complete the handoff?" confirmLabel="Complete handoff" busy={busy} unavailable={unavailable} onCancel={closeDialog} onConfirm={() => run(() => api.completeHandoff(endpointId, eventId, e.messageId, note.trim() || undefined), 'Handoff completion', true)}>
-          <p className="mb-2">The external work is done: the event becomes Completed and its session is released.</p>
+          <SessionFate {...sessionOf} outcome="release" lead="The external work is done: the event becomes Completed;" className="mb-2" />
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Note (optional)
             <input data-autofocus aria-label="Handoff note" value={note} onChange={(x) => setNote(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />
@@ -486,7 +496,7 @@ export function EventView({ endpointId, eventId }: { endpointId: string; eventId
           onCancel={closeDialog}
           onConfirm={() => run(() => api.failHandoff(endpointId, eventId, e.messageId, reason.trim()), 'Handoff failure')}
         >
-          <p className="mb-2">The event becomes Failed with this reason; its session stays blocked until a resubmit or skip.</p>
+          <SessionFate {...sessionOf} outcome="hold" lead="The event becomes Failed with this reason;" className="mb-2" />
           <label className="flex flex-col gap-1 text-xs text-slate-600">
             Reason (required)
             <input data-autofocus aria-label="Failure reason" value={reason} onChange={(x) => setReason(x.target.value)} className="rounded border border-slate-300 px-2 py-1 text-sm" />

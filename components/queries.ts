@@ -65,7 +65,7 @@ export const eventsQuery = (endpointId: string, queryString: string) =>
   });
 
 /**
- * A session's parked (Deferred) rows, for the Resubmit / Skip dialogs (components/SessionParkedOthers.tsx): the first
+ * A session's parked (Deferred) rows, for the event page's command dialogs (components/SessionFate.tsx): the first
  * 200 and whether more are parked (components/sessionParkedRead.ts readSessionParked: one list read, a second of one row
  * when the first page comes full with a continuation; at most 4 when Cosmos returns short pages with continuations). Read once per opening - not kept (gcTime 0), not polled, not
  * refetched on focus - and only for a session the list route can be asked for exactly (sessionListable).

@@ -1,4 +1,4 @@
-// How the Resubmit / Skip dialogs (components/SessionParkedOthers.tsx) read a session's parked rows through the
+// How the event page's command dialogs (components/SessionFate.tsx) read a session's parked rows through the
 // Endpoint page's list route: which sessions it can be asked for exactly, and reading until a row beyond the counted
 // ones is seen, so "200+" means more than 200. Pure (no React, no server), so it runs in the browser and in unit tests.
 

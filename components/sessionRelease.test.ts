@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { blockedByReason } from '@nimbus/sdk/contract';
-import { otherParkedInSession, otherParkedText, parkedCountText, parkedFollowText, releasedText } from './sessionRelease.ts';
+import { otherParkedInSession, otherParkedText, parkedCountText, parkedFollowText, releasedText, sessionFate } from './sessionRelease.ts';
 
 test('several parked events: counted, plural', () => {
   assert.equal(parkedFollowText(8), 'its 8 parked events follow');
@@ -52,18 +52,18 @@ test('a release replays the whole session: the rows parked behind other events a
   });
   const rows = [row('a', 'E'), row('b', 'E'), row('c', 'OTHER'), row('d', null), { ...row('e', null), blockedBy: 'OTHER' }];
   const E = { sessionId: 'S-1', eventId: 'E' };
-  assert.deepEqual(otherParkedInSession(rows, E, false), { count: 2, atLeast: false });
+  assert.deepEqual(otherParkedInSession(rows, E, false), { count: 2, atLeast: false, blockers: ['OTHER'] });
   assert.equal(otherParkedText(otherParkedInSession(rows, E, false)), '2 more parked in this session (behind other events) will also be replayed in order.');
   assert.equal(otherParkedText(otherParkedInSession(rows, E, true)), '2+ more parked in this session (behind other events) will also be replayed in order.');
   assert.equal(otherParkedText(otherParkedInSession(rows.slice(0, 2), E, false)), null, 'all behind this event: no line');
 });
 
 test("a row of another session is never counted as this session's, whatever the list returned", () => {
-  // The list route trims its session filter: asked for "S-1 " it answers with the rows of "S-1".
+  // A list route that trimmed its session filter (as it once did) answered for "S-1 " with the rows of "S-1".
   const parked = (sessionId: string, eventId: string) => ({ eventId, sessionId, blockedBy: null, errorText: blockedByReason(sessionId, 'OTHER') });
   const rows = [parked('S-1', 'a'), parked('S-1', 'b'), parked('S-1 ', 'c')];
-  assert.deepEqual(otherParkedInSession(rows, { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 1, atLeast: false });
-  assert.deepEqual(otherParkedInSession(rows.slice(0, 2), { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 0, atLeast: false });
+  assert.deepEqual(otherParkedInSession(rows, { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 1, atLeast: false, blockers: ['OTHER'] });
+  assert.deepEqual(otherParkedInSession(rows.slice(0, 2), { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 0, atLeast: false, blockers: [] });
 });
 
 test('none of the rows read waits on another event but more are parked beyond them: the line says others may be', () => {
@@ -74,4 +74,42 @@ test('none of the rows read waits on another event but more are parked beyond th
     'More events may be parked in this session behind other events; any there are will also be replayed in order.',
   );
   assert.equal(otherParkedText({ count: 0, atLeast: false }), null);
+});
+
+test('this event holds the session: the dialogs say it is released and what follows, and the others the release replays', () => {
+  const behind = { listed: 2, capped: false, naming: 2 };
+  assert.deepEqual(sessionFate('release', behind, null), { fate: 'is released and its 2 parked events follow', others: null }, 'before the session read is in');
+  assert.deepEqual(sessionFate('release', behind, { count: 3, atLeast: false, blockers: ['Y'] }), {
+    fate: 'is released and its 2 parked events follow',
+    others: '3 more parked in this session (behind other events) will also be replayed in order.',
+  });
+  assert.deepEqual(sessionFate('release', { listed: 0, capped: false, naming: 0 }, { count: 0, atLeast: false, blockers: [] }), {
+    fate: 'is released and nothing is parked behind it',
+    others: null,
+  });
+});
+
+test('Fail handoff keeps the session blocked: it says what stays parked, not what is replayed', () => {
+  assert.deepEqual(sessionFate('hold', { listed: 2, capped: false, naming: 2 }, { count: 3, atLeast: false, blockers: ['Y'] }), {
+    fate: 'stays blocked until a resubmit or skip and its 2 parked events stay parked',
+    others: '3 more parked in this session (behind other events) stay parked too.',
+  });
+  assert.equal(sessionFate('hold', { listed: 1, capped: false, naming: 1 }, null).fate, 'stays blocked until a resubmit or skip and its 1 parked event stays parked');
+  assert.equal(sessionFate('hold', { listed: 100, capped: true, naming: 100 }, null).fate, 'stays blocked until a resubmit or skip and its 100+ parked events stay parked');
+  assert.deepEqual(sessionFate('hold', { listed: 0, capped: false, naming: 0 }, null), { fate: 'stays blocked until a resubmit or skip', others: null });
+});
+
+test('the session waits on another event (no parked row names this one): nothing is released or replayed, and it says on which', () => {
+  const none = { listed: 0, capped: false, naming: 0 };
+  assert.deepEqual(sessionFate('release', none, { count: 3, atLeast: false, blockers: ['Y'] }), {
+    fate: 'stays blocked: its 3 parked events wait on event Y, not this one, so none is replayed',
+    others: null,
+  });
+  assert.equal(sessionFate('release', none, { count: 1, atLeast: false, blockers: ['Y'] }).fate, 'stays blocked: its 1 parked event waits on event Y, not this one, so none is replayed');
+  assert.equal(sessionFate('release', none, { count: 200, atLeast: true, blockers: ['Y', 'Z'] }).fate, 'stays blocked: its 200+ parked events wait on other events, not this one, so none is replayed');
+  assert.deepEqual(sessionFate('hold', none, { count: 2, atLeast: false, blockers: ['Y'] }), { fate: 'stays blocked: its 2 parked events wait on event Y, not this one', others: null });
+  // Rows naming no blocker are listed behind this event but do not make it the blocker.
+  assert.equal(sessionFate('release', { listed: 1, capped: false, naming: 0 }, { count: 2, atLeast: false, blockers: ['Y'] }).fate, 'stays blocked: its 2 parked events wait on event Y, not this one, so none is replayed');
+  // One row naming this event proves it holds the session, whatever else is parked.
+  assert.equal(sessionFate('release', { listed: 1, capped: false, naming: 1 }, { count: 2, atLeast: false, blockers: ['Y'] }).fate, 'is released and its 1 parked event follows');
 });

@@ -3,9 +3,10 @@
 // - a failed row on the Endpoint page says how many events its session holds back (parked behind it);
 // - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
 //   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
-// - the Resubmit / Skip dialogs also say how many more events parked in the session (behind other events) the
-//   release replays, since the SDK replays every parked message of the session; that more may be when the 200 rows
-//   they read are all this event's; a session id with spaces is read exactly;
+// - the Resubmit / Skip / Complete handoff dialogs also say how many more events parked in the session (behind other
+//   events) the release replays, since the SDK replays every parked message of the session; that more may be when
+//   the 200 rows they read are all this event's; Fail handoff says what stays parked; a session id with spaces is
+//   read exactly; when the session's parked events wait on another event, that the session stays blocked;
 // - a parked event, seeded as production parks it (its blocker named only in its park reason), links to its blocker;
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
@@ -218,6 +219,34 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
     }
   });
 
+  test('when the session\'s parked events wait on another event, the dialogs say the session stays blocked and nothing is replayed', async () => {
+    // wr-aside failed, but the session's three parked events name wr-aside-blocker: releasing wr-aside replays none.
+    const { store } = ui!.stack;
+    const base = Date.now();
+    await failedWithParked(store, base, 'WR-ASIDE', 'wr-aside', 0);
+    await parkedBehindAnother(store, base, 'WR-ASIDE', 'wr-aside-blocker', 3);
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-aside`);
+    try {
+      await page.getByText('Nothing parked behind this event.').waitFor();
+      for (const command of ['Resubmit', 'Skip']) {
+        await page.getByRole('button', { name: command, exact: true }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.waitFor();
+        await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+        assert.match(
+          (await dialog.locator('p').first().textContent()) ?? '',
+          /session WR-ASIDE stays blocked: its 3 parked events wait on event wr-aside-blocker, not this one, so none is replayed\.$/,
+          `the ${command} dialog`,
+        );
+        assert.equal(await dialog.getByTestId('session-parked-others').count(), 0, `the ${command} dialog: no "will also be replayed"`);
+        await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+        await dialog.waitFor({ state: 'detached' });
+      }
+    } finally {
+      await page.close();
+    }
+  });
+
   test('a session whose parked events all wait on this event gets no such line', async () => {
     const page = await ui!.open(`/endpoints/${EP}/events/wr-held`);
     try {
@@ -229,6 +258,49 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
       await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
       assert.equal(await dialog.getByTestId('session-parked-others').count(), 0);
       await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe('the handoff dialogs', () => {
+  test('Complete handoff says what the release replays, as Resubmit / Skip do; Fail handoff says what stays parked', async () => {
+    // A Pending handoff with two events parked behind it and three behind another event of its session.
+    const { store } = ui!.stack;
+    const base = Date.now();
+    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-HANDOFF', eventId: 'wr-handoff' }, MessageType.PendingHandoffResponse, {
+      handoffReason: 'Ledger import queued',
+      externalJobId: 'JOB-WR',
+      expectedBy: new Date(base + 3_600_000).toISOString(),
+    });
+    for (let n = 0; n < 2; n++) {
+      await seedEvent(store, base, { ...ORDER, sessionId: 'WR-HANDOFF', eventId: `wr-handoff-parked-${n}` }, MessageType.DeferralResponse, parkedBehind('WR-HANDOFF', 'wr-handoff'));
+    }
+    await parkedBehindAnother(store, base, 'WR-HANDOFF', 'wr-handoff-other', 3);
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-handoff`);
+    try {
+      await page.getByTestId('parked-siblings').waitFor();
+      const expected = {
+        'Complete handoff': {
+          lead: /^The external work is done: the event becomes Completed; session WR-HANDOFF is released and its 2 parked events follow\.$/,
+          others: '3 more parked in this session (behind other events) will also be replayed in order.',
+        },
+        'Fail handoff': {
+          lead: /^The event becomes Failed with this reason; session WR-HANDOFF stays blocked until a resubmit or skip and its 2 parked events stay parked\.$/,
+          others: '3 more parked in this session (behind other events) stay parked too.',
+        },
+      };
+      for (const [command, want] of Object.entries(expected)) {
+        await page.getByRole('button', { name: command, exact: true }).click();
+        const dialog = page.getByRole('dialog');
+        await dialog.waitFor();
+        await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+        assert.match(((await dialog.locator('p').first().textContent()) ?? '').replace(/\s+/g, ' ').trim(), want.lead, `the ${command} dialog`);
+        assert.deepEqual(await dialog.getByTestId('session-parked-others').allTextContents(), [want.others], `the ${command} dialog`);
+        await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+        await dialog.waitFor({ state: 'detached' });
+      }
     } finally {
       await page.close();
     }

@@ -1,0 +1,67 @@
+// What a dialog's command does to the event's session, said in the dialog: "session X is released and its N parked
+// events follow" (Resubmit, Skip, Complete handoff) or "stays blocked" (Fail handoff), and the line on the other events
+// parked in the session, which a release replays too (the SDK replays every parked message of the session,
+// components/sessionRelease.ts sessionFate). The words come from the event page's parked list and one read of the
+// session's parked rows when the dialog opens (the Endpoint page's list route, until one beyond the 200 counted is
+// seen: components/sessionParkedRead.ts), never polled: the event page's own parked read lists only the events behind
+// this one, by design (its query filters on the blocker). That read also shows when the session's parked events wait
+// on another event, so that settling this one releases nothing. A session id the list route refuses (spaces alone,
+// longer than 128 characters) is not read. The wrapper's data-session-parked says whether the read is in, so a test
+// waits for it, not for time.
+import type { ReactNode } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { sessionParkedQuery } from './queries.ts';
+import { sessionListable } from './sessionParkedRead.ts';
+import { otherParkedInSession, sessionFate, type SessionOutcome } from './sessionRelease.ts';
+
+export function SessionFate(props: {
+  endpointId: string;
+  sessionId: string;
+  eventId: string;
+  outcome: SessionOutcome;
+  /** The event page's parked list: the rows behind this event, one page (`capped`: more follow). */
+  parked: { siblings: ReadonlyArray<{ blockedBy: string | null }>; capped: boolean };
+  /** The dialog's words before "session X …". */
+  lead: ReactNode;
+  className?: string;
+}) {
+  const { endpointId, sessionId, eventId, outcome, parked } = props;
+  const q = useQuery(sessionParkedQuery(endpointId, sessionId));
+  const others = q.data ? otherParkedInSession(q.data.rows, { sessionId, eventId }, q.data.more) : null;
+  const behind = { listed: parked.siblings.length, capped: parked.capped, naming: parked.siblings.filter((s) => s.blockedBy !== null).length };
+  const words = sessionFate(outcome, behind, others);
+  // No session (''): nothing to read, nothing to say of one.
+  const state = sessionId === '' ? 'none' : !sessionListable(sessionId) ? 'unlistable' : q.isSuccess ? 'read' : q.isError ? 'failed' : 'reading';
+  const unread = outcome === 'release' ? '; any there are will also be replayed in order.' : '.';
+  return (
+    <div data-session-parked={state} className={props.className}>
+      <p>
+        {props.lead}{' '}
+        {sessionId === '' ? (
+          'its session'
+        ) : (
+          <>
+            session <span className="font-mono">{sessionId}</span>
+          </>
+        )}{' '}
+        {words.fate}.
+      </p>
+      {words.others ? (
+        <p className="mt-2" data-testid="session-parked-others">
+          {words.others}
+        </p>
+      ) : null}
+      {state === 'failed' ? (
+        <p className="mt-2 text-xs text-slate-500" data-testid="session-parked-unread">
+          The session&apos;s other parked events could not be read{unread}
+        </p>
+      ) : null}
+      {state === 'unlistable' ? (
+        <p className="mt-2 text-xs text-slate-500" data-testid="session-parked-unread">
+          The session&apos;s other parked events are not counted (its id, spaces alone or over 128 characters, cannot be
+          looked up){unread}
+        </p>
+      ) : null}
+    </div>
+  );
+}
