@@ -1,6 +1,6 @@
 'use client';
 // Operations → Reconcile: rows that nothing will move (a claim without a receipt, a control request nobody
-// answered, an answer that no longer parses), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
+// answered or the subscriber refused, an answer that no longer parses), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
 // row offers more than one repair (re-send or restore), picks one; the parent applies the selection. A row that offers
 // none (its state to restore is unknown) is listed all the same, without controls: its "why" says what is unknown.
 import { Timestamp } from '../format.tsx';
@@ -13,7 +13,7 @@ export function repairOf(r: Omit<StuckRow, 'kind'> & Pick<RepairTarget, 'kind'>,
   return { kind: r.kind, endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId, action };
 }
 
-const KIND_DETAIL: Record<StuckRow['kind'], string> = { claim: 'claimed, no receipt', unanswered: 'unanswered request', unreadable: 'answer unreadable' };
+const KIND_DETAIL: Record<StuckRow['kind'], string> = { claim: 'claimed, no receipt', unanswered: 'unanswered request', refused: 'command refused', unreadable: 'answer unreadable' };
 
 export function StuckRowsTable(props: {
   rows: StuckRow[];

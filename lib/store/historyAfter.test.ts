@@ -1,6 +1,8 @@
-// store.listHistoryAfter on the embedded Cosmos server: one endpoint's session, strictly after a time, of the types
-// asked for, newest first and at most the limit - the query Reconcile uses for a response that settled an event
-// after a row's message on a history longer than its cap (server/reconcile/answers.ts). Bad input is refused.
+// store.listHistoryAfter on the embedded Cosmos server: one endpoint's session, strictly after a time, whose outcome
+// is one of the statuses asked for, newest first and at most the limit - the query Reconcile uses for a response
+// that settled an event after a row's message on a history longer than its cap (server/reconcile/answers.ts).
+// Subscriber notices are no outcome and never fill the limit; an entry of any type that a non-blank dead-letter
+// description made DeadLettered is found, one with a blank description is not. Bad input is refused.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -18,7 +20,7 @@ after(async () => {
 const EP = 'billingendpoint';
 const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
-test('only the session\'s entries after the time, of the types asked for, newest first, at most the limit', async () => {
+test('only the session\'s entries after the time, with the outcomes asked for, newest first, at most the limit', async () => {
   const eventId = uniq('after');
   const entry = async (messageType: T, s: number, over: { sessionId?: string; endpointId?: string } = {}) => {
     const m = { ...msg(messageType, { endpointId: EP, eventId, ...over }), enqueuedAt: at(s) };
@@ -28,22 +30,51 @@ test('only the session\'s entries after the time, of the types asked for, newest
   await entry(T.ResolutionResponse, 9); // before
   await entry(T.ResolutionResponse, 10); // at the time: not after it
   const failed = await entry(T.ErrorResponse, 11);
-  await entry(T.DeferralResponse, 12); // a type not asked for
+  await entry(T.DeferralResponse, 12); // an outcome not asked for
   await entry(T.ResolutionResponse, 13, { sessionId: 's-other' });
   await entry(T.ResolutionResponse, 14, { endpointId: 'shippingendpoint' });
   const completed = await entry(T.ResolutionResponse, 15);
   const skipped = await entry(T.SkipResponse, 16);
 
-  const types = [T.ResolutionResponse, T.ErrorResponse, T.SkipResponse];
-  const all = await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), types, 10);
+  const statuses = ['Completed', 'Failed', 'Skipped'];
+  const all = await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), statuses, 10);
   assert.deepEqual(all.items.map((h) => h.messageId), [skipped, completed, failed]);
   assert.deepEqual(all.corrupt, []);
-  const newest = await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), types, 2);
+  const newest = await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), statuses, 2);
   assert.deepEqual(newest.items.map((h) => h.messageId), [skipped, completed]);
 });
 
+test('newer subscriber notices do not fill the limit: the response behind eleven of them is found', async () => {
+  const eventId = uniq('after-notices');
+  const completed = { ...msg(T.ResolutionResponse, { endpointId: EP, eventId }), enqueuedAt: at(11) };
+  await f.store.recordHistory(completed);
+  for (let i = 0; i < 11; i++) {
+    const reason = i % 2 === 0 ? 'CommandRefused' : 'ReplayGap';
+    await f.store.recordHistory({ ...msg(T.ErrorResponse, { endpointId: EP, eventId, parentMessageId: uniq('other'), deadLetterReason: reason, deadLetterErrorDescription: 'a notice' }), enqueuedAt: at(12 + i) });
+  }
+  const found = await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['Completed', 'Failed', 'DeadLettered'], 10);
+  assert.deepEqual(found.items.map((h) => h.messageId), [completed.messageId]);
+});
+
+test('an entry of any type that a non-blank dead-letter description made DeadLettered is found; a blank description settles nothing', async () => {
+  const eventId = uniq('after-dl');
+  const dead = { ...msg(T.EventRequest, { endpointId: EP, eventId, deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'Delivery 10 of 10 ended transient: boom' }), enqueuedAt: at(11) };
+  await f.store.recordHistory(dead);
+  // Newer, more than the limit: requests whose description is blank (whitespace JavaScript's trim removes) are Pending.
+  for (const [i, blank] of [' ', '\t\n', '\u00a0', '\ufeff', '\u2003'].entries()) {
+    await f.store.recordHistory({ ...msg(T.EventRequest, { endpointId: EP, eventId, deadLetterErrorDescription: blank }), enqueuedAt: at(12 + i) });
+  }
+  const found = await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['DeadLettered'], 2);
+  assert.deepEqual(found.items.map((h) => h.messageId), [dead.messageId]);
+  // A response type with a description is DeadLettered, not its type's outcome.
+  const failedDl = { ...msg(T.ErrorResponse, { endpointId: EP, eventId, deadLetterErrorDescription: 'gave up' }), enqueuedAt: at(20) };
+  await f.store.recordHistory(failedDl);
+  assert.deepEqual((await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['Failed'], 10)).items, []);
+  assert.deepEqual((await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['DeadLettered'], 10)).items.map((h) => h.messageId), [failedDl.messageId, dead.messageId]);
+});
+
 test('bad input is a StoreInputError with what was wrong', async () => {
-  await assert.rejects(f.store.listHistoryAfter('e', EP, 's-1', 'yesterday', [T.ResolutionResponse]), (e: unknown) => e instanceof StoreInputError && /invalid after/.test(e.message));
-  await assert.rejects(f.store.listHistoryAfter('e', EP, 's-1', at(0), []), (e: unknown) => e instanceof StoreInputError && /invalid message types/.test(e.message));
-  await assert.rejects(f.store.listHistoryAfter('e', EP, 's-1', at(0), ['NoSuchType']), (e: unknown) => e instanceof StoreInputError && /invalid message types/.test(e.message));
+  await assert.rejects(f.store.listHistoryAfter('e', EP, 's-1', 'yesterday', ['Completed']), (e: unknown) => e instanceof StoreInputError && /invalid after/.test(e.message));
+  await assert.rejects(f.store.listHistoryAfter('e', EP, 's-1', at(0), []), (e: unknown) => e instanceof StoreInputError && /invalid statuses/.test(e.message));
+  await assert.rejects(f.store.listHistoryAfter('e', EP, 's-1', at(0), ['ResolutionResponse']), (e: unknown) => e instanceof StoreInputError && /invalid statuses/.test(e.message));
 });

@@ -18,10 +18,13 @@ import {
 } from '@azure/cosmos';
 import type { z } from 'zod';
 import {
+  ALL_MESSAGE_TYPES,
+  isSubscriberNotice,
   MessageType,
   ResolutionStatus,
   resolutionStatusSchema,
   resultingStatus,
+  WireText,
   type ResolutionStatus as ResolutionStatusT,
 } from '@nimbus/sdk/contract';
 import { createCosmosClient, cosmosConnectionSchema, type CosmosConnection } from './cosmos.ts';
@@ -1550,31 +1553,45 @@ export class MessageStore {
   }
 
   /**
-   * The entries of one endpoint's session enqueued after `after`, of the given types, newest first, at most `limit`.
-   * A query in the event's partition: a list read of the history stops at its cap, oldest first, so the newest
-   * entries - a response that settled the event after a message, without naming that message - are the ones it
-   * lacks (Reconcile's later-response check, server/reconcile/answers.ts). Entries that no longer parse are in
-   * `corrupt`.
+   * The entries of one endpoint's session enqueued after `after` whose outcome is one of `statuses`, newest first, at
+   * most `limit`. An entry's outcome is the contract's resultingStatus (its type's status, or DeadLettered for any
+   * type with a non-blank DeadLetterErrorDescription: a dead-lettered request too); a subscriber notice (a refused
+   * command, a replay gap: isSubscriberNotice) is no outcome and is never returned. The query leaves notices and
+   * other types out itself, so `limit` counts outcomes only: newer notices never crowd out a response behind them.
+   * Its test of the description is wider than the contract's (any non-empty string: Cosmos's TRIM is not relied on
+   * to trim what JavaScript's does), so the exact test is made here on what it returns, paging on until `limit`
+   * entries pass or the results end. A query in the event's partition: a list read of the history stops at its cap,
+   * oldest first, so the newest entries - a response that settled the event after a message, without naming that
+   * message - are the ones it lacks (Reconcile's later-response check, server/reconcile/answers.ts). Entries the
+   * query matched that no longer parse are in `corrupt`.
    */
   async listHistoryAfter(
     eventId: string,
     endpointId: string,
     sessionId: string,
     after: string,
-    messageTypes: readonly string[],
+    statuses: readonly string[],
     limit = 10,
   ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
     // Compared as stored (ISO strings), the way a list read's entries are compared with a row's enqueuedAt.
     const since = parseInput(historyWriteSchema.shape.enqueuedAt, after, 'after');
-    const types = parseInput(historyWriteSchema.shape.messageType.array().min(1).max(20), messageTypes, 'message types');
+    const wanted = new Set<string>(parseInput(resolutionStatusSchema.array().min(1), statuses, 'statuses'));
+    const types = ALL_MESSAGE_TYPES.filter((t) => wanted.has(resultingStatus(t).status));
+    const deadLettered = wanted.has(ResolutionStatus.DeadLettered) ? " OR (IS_STRING(c.deadLetterErrorDescription) AND LENGTH(c.deadLetterErrorDescription) > 0)" : '';
+    const where = `c.enqueuedAt > @after AND (NOT IS_STRING(c.deadLetterReason) OR NOT ARRAY_CONTAINS(@notices, c.deadLetterReason)) AND (ARRAY_CONTAINS(@types, c.messageType)${deadLettered})`;
     const params = [
       { name: '@after', value: since },
       { name: '@types', value: types },
+      { name: '@notices', value: [WireText.CommandRefused, WireText.ReplayGap] },
     ];
-    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.enqueuedAt > @after AND ARRAY_CONTAINS(@types, c.messageType)', params, limit, 'history after');
+    const isOutcome = (h: HistoryEntry) => !isSubscriberNotice(h) && wanted.has(resultingStatus(h.messageType, h.deadLetterErrorDescription).status);
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, limit, 'history after', isOutcome);
   }
 
-  /** The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the two above). */
+  /**
+   * The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the two above).
+   * With `keep`, only the entries it keeps count and are returned: the query is paged until `limit` are kept.
+   */
   async #sessionHistoryNewestFirst(
     eventId: string,
     endpointId: string,
@@ -1583,19 +1600,27 @@ export class MessageStore {
     parameters: SqlParameter[],
     limit: number,
     operation: string,
+    keep?: (h: HistoryEntry) => boolean,
   ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
     parseInput(endpointIdSchema, endpointId, 'endpoint id');
-    const { items, corrupt } = await queryAll(
-      this.#c.history,
-      {
-        query: `SELECT * FROM c WHERE c.eventId = @event AND c.endpointId = @ep AND c.sessionId = @session AND ${where} ORDER BY c.enqueuedAt DESC`,
-        parameters: [{ name: '@event', value: eventId }, { name: '@ep', value: endpointId }, { name: '@session', value: sessionId }, ...parameters],
-      },
-      historyEntrySchema,
-      { partitionKey: eventId, limit },
-      operation,
-    );
-    return { items, corrupt };
+    const spec = {
+      query: `SELECT * FROM c WHERE c.eventId = @event AND c.endpointId = @ep AND c.sessionId = @session AND ${where} ORDER BY c.enqueuedAt DESC`,
+      parameters: [{ name: '@event', value: eventId }, { name: '@ep', value: endpointId }, { name: '@session', value: sessionId }, ...parameters],
+    };
+    if (!keep) {
+      const { items, corrupt } = await queryAll(this.#c.history, spec, historyEntrySchema, { partitionKey: eventId, limit }, operation);
+      return { items, corrupt };
+    }
+    const items: HistoryEntry[] = [];
+    const corrupt: Page<unknown>['corrupt'] = [];
+    let token: string | undefined;
+    do {
+      const page = await queryPage(this.#c.history, spec, historyEntrySchema, { partitionKey: eventId, pageSize: limit, continuationToken: token }, operation);
+      items.push(...page.items.filter(keep));
+      corrupt.push(...page.corrupt);
+      token = page.continuationToken;
+    } while (token !== undefined && items.length < limit);
+    return { items: items.slice(0, limit), corrupt };
   }
 
   /** The event's messages in enqueue order (the Flow tab), paged. */

@@ -2,13 +2,14 @@
 // session, newest first), at most once per row and check. The stale check wants a settling one to re-apply, the
 // stuck check wants to know whether any answer exists (one that no longer parses included), and the preview lists a
 // row whose answer no longer parses: one query serves all three, made only when one of them needs it.
-// Beside them, the settling responses enqueued after the row's message (store.listHistoryAfter): a response to an
+// Beside them, the settling entries enqueued after the row's message (store.listHistoryAfter: terminal outcomes,
+// a request a dead-letter description settled included, never a subscriber's notice): a response to an
 // earlier message of the session (a redelivered original answered after a skip) settles the event without naming
 // the row's message. On a long event the capped list lacks it; the stale check re-applies it (`later-response`) and
 // the stuck check must not restore the row under it. Read once per row too, and only when the list cannot be trusted
 // alone (cut at the cap, or holding entries that do not parse). One that no longer parses counts as settling for the
 // stuck check, as an unreadable answer does, and the preview lists the row as unreadable.
-import { isSubscriberNotice, RESPONSE_TYPES, resultingStatus, STATUS_BY_MESSAGE_TYPE, type MessageType } from '@nimbus/sdk/contract';
+import { isSubscriberNotice, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
 import { TERMINAL_STATUSES, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
 
 export type RowAnswers = Awaited<ReturnType<MessageStore['listHistoryAnswers']>>;
@@ -27,8 +28,12 @@ export function isSettling(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReas
   return !isSubscriberNotice(h) && TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
 }
 
-/** The response types whose outcome is terminal: the ones a later-response query asks for (a deferral does not settle). */
-const SETTLING_RESPONSE_TYPES = [...RESPONSE_TYPES].filter((t) => TERMINAL_STATUSES.has(STATUS_BY_MESSAGE_TYPE[t]));
+/**
+ * The outcomes a later-response query asks for: the terminal ones (a deferral does not settle). The store leaves
+ * notices out and counts an entry of any type that a dead-letter description made DeadLettered (a dead-lettered
+ * request), as isSettling does on the list.
+ */
+const SETTLING_STATUSES = [...TERMINAL_STATUSES];
 
 type LaterRow = Pick<StatusRowSummary, 'sessionId' | 'enqueuedAt' | 'parentMessageId'>;
 
@@ -55,7 +60,7 @@ export type LaterResponses = RowAnswers;
 export function laterResponsesOnce(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId'> & LaterRow): () => Promise<LaterResponses> {
   let read: Promise<LaterResponses> | undefined;
   const query = async (after: string): Promise<LaterResponses> => {
-    const { items, corrupt } = await store.listHistoryAfter(row.eventId, row.endpointId, row.sessionId, after, SETTLING_RESPONSE_TYPES, ANSWERS_READ);
+    const { items, corrupt } = await store.listHistoryAfter(row.eventId, row.endpointId, row.sessionId, after, SETTLING_STATUSES, ANSWERS_READ);
     return { items: items.filter((h) => isLaterResponse(row, h)), corrupt };
   };
   return () => (read ??= row.enqueuedAt == null ? Promise.resolve({ items: [], corrupt: [] }) : query(row.enqueuedAt));

@@ -468,6 +468,41 @@ test('a subscriber notice after the skip past the history cap does not settle th
   assert.deepEqual([row?.status, row?.lastMessageId], ['Failed', failure.messageId]);
 });
 
+test('eleven subscriber notices newer than a later response past the history cap do not hide it: the row is found stale', async () => {
+  // The later-responses query reads the newest few settling-type entries: notices (ErrorResponses about other,
+  // refused commands) must not fill it, or the response that settled the event behind them is never seen.
+  const { endpointId, eventId, skipId, claimed, completed } = await skipSettledLater(true);
+  for (let i = 0; i < 11; i++) {
+    const parentMessageId = uniq('forged');
+    await f.store.recordHistory({ ...msg(MessageType.ErrorResponse, { endpointId, eventId, sessionId: claimed.row.sessionId, parentMessageId, deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'SkipRequest is accepted only from Manager' }), enqueuedAt: at(12 + i) });
+  }
+
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  const stuck = preview.stuck.find((s) => s.eventId === eventId);
+  assert.equal(stuck, undefined, `settled by a later response, so not stuck: ${stuck?.kind} ${stuck?.repairs.map((r) => r.action).join()} (${stuck?.why})`);
+  const stale = preview.stale.find((s) => s.eventId === eventId);
+  assert.deepEqual([stale?.rowMessageId, stale?.evidence.messageId, stale?.evidence.rule], [skipId, completed.messageId, 'later-response']);
+});
+
+test('a request dead-lettered after the skip past the history cap settles the event: found stale, no restore over it', async () => {
+  // An entry that is not a response type but carries a non-blank DeadLetterErrorDescription made the event
+  // DeadLettered (resultingStatus); the later-responses query must find it as the list does. A newer one whose
+  // description is blank settles nothing and is no evidence.
+  const { endpointId, eventId, skipId, claimed } = await skipSettledLater(true, false);
+  const deadLettered = { ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: claimed.row.sessionId, deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'Delivery 10 of 10 ended transient: boom' }), enqueuedAt: at(11) };
+  await f.store.recordHistory(deadLettered);
+  await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: claimed.row.sessionId, deadLetterErrorDescription: '  ' }), enqueuedAt: at(12) });
+
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  const stuck = preview.stuck.find((s) => s.eventId === eventId);
+  assert.equal(stuck, undefined, `settled by a dead letter, so not stuck: ${stuck?.kind} ${stuck?.repairs.map((r) => r.action).join()} (${stuck?.why})`);
+  const stale = preview.stale.find((s) => s.eventId === eventId);
+  assert.deepEqual([stale?.rowMessageId, stale?.evidence.messageId, stale?.evidence.rule, stale?.evidence.status], [skipId, deadLettered.messageId, 'later-response', 'DeadLettered']);
+
+  const restored = await applyRestore(claimed.row, 'unanswered');
+  assert.equal(restored?.outcome, 'unchanged', `a restore would write Failed over DeadLettered: ${restored?.status}`);
+});
+
 test("a claim enqueued by the console's clock before its parent's broker time: the parent is no later response", async () => {
   // Manager claims are stamped with the console's clock, the failure they answer with the broker's: a console 2 s
   // behind gives the claim an enqueuedAt before its parent's. The parent is still not a response after the row's

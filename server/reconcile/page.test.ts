@@ -5,7 +5,8 @@
 // dialog. While the scan has not answered the page says it is scanning, never "nothing stuck", and after a failed
 // scan it shows the error alone. The rows show while the broker's session scan is still held, the sessions part saying
 // it is still checking. A stuck row whose state to restore is unknown (its event's history past the cap) is listed
-// with why, "None offered" and no checkbox; so is a Pending row whose answer no longer parses.
+// with why, "None offered" and no checkbox; so is a Pending row whose answer no longer parses. A row whose command
+// the subscriber refused (its restore by the Resolver lost) is listed as a refused command and restored from the page.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -223,6 +224,42 @@ describe('Operations → Reconcile page', () => {
     assert.match(text, /None offered: the answer cannot be read/);
     assert.equal(await page.getByRole('checkbox', { name: `Repair ${eventId} on ${ep}` }).count(), 0, 'nothing to select for it');
     await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a row Pending from a command the subscriber refused is listed as a refused command, with who and why, and restored from the page', async () => {
+    // A handoff park, the Manager's claim of its completion a quarter of an hour ago (recorded by the Resolver), and
+    // the subscriber's CommandRefused notice about it; the Resolver's restore after the notice was lost.
+    const eventId = `evt-refused-${randomUUID().slice(0, 8)}`;
+    const sessionId = 's-refused';
+    const past = await createStore({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: 'reconcilepage', now: () => new Date(Date.now() - 15 * 60_000) });
+    const park = { endpointId: ep, eventId, sessionId, messageId: `${eventId}-park`, messageType: MessageType.PendingHandoffResponse, eventTypeId: 'OrderPlaced', parentMessageId: `${eventId}-req`, from: ep, handoffReason: 'Ledger import queued', externalJobId: 'JOB-R1', expectedBy: new Date(Date.now() + 3_600_000).toISOString(), enqueuedAt: new Date(Date.now() - 20 * 60_000).toISOString() };
+    const parked = await past.recordOutcome({ history: park, status: park });
+    assert.ok(parked.status.outcome === 'written');
+    const commandId = commandMessageId(MessageType.HandoffCompletedRequest, parked.status.row, park.messageId);
+    const command = { endpointId: ep, eventId, sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: 'OrderPlaced', parentMessageId: park.messageId, from: Topic.Manager, to: ep, enqueuedAt: new Date(Date.now() - 15 * 60_000).toISOString() };
+    assert.equal((await past.writeStatus(command, { lastMessageId: park.messageId, status: 'Pending' })).outcome, 'written');
+    await past.close();
+    await stack.store.recordHistory(command);
+    await stack.store.recordHistory({ endpointId: ep, eventId, sessionId, messageId: `${eventId}-refusal`, messageType: MessageType.ErrorResponse, eventTypeId: 'OrderPlaced', parentMessageId: commandId, from: ep, to: 'Resolver', deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'HandoffCompletedRequest refused: not the pending handoff <b>of</b> this session', enqueuedAt: new Date(Date.now() - 14 * 60_000).toISOString() });
+
+    const page = await open('/operations/reconcile');
+    const row = page.locator(`[data-stuck-event="${eventId}"]`);
+    await row.waitFor();
+    assert.equal(await row.getAttribute('data-stuck-kind'), 'refused');
+    const text = (await row.textContent()) ?? '';
+    assert.match(text, /command refused/);
+    assert.match(text, new RegExp(`that ${ep} refused \\(CommandRefused notice ${eventId}-refusal: HandoffCompletedRequest refused: not the pending handoff <b>of</b> this session\\)`), 'who and why, shown as text');
+    assert.match(text, /Restore: put the row back to Pending \(PendingHandoffResponse/);
+
+    await page.getByRole('checkbox', { name: `Repair ${eventId} on ${ep}` }).check();
+    await page.getByRole('button', { name: 'Repair selected (1)' }).click();
+    await page.getByRole('dialog', { name: 'Repair 1 row' }).getByRole('button', { name: 'Repair 1' }).click();
+    await page.locator('[data-reconcile-result]').getByText('1 repaired, 0 unchanged.').waitFor();
+    await page.close();
+    const restored = await stack.store.getStatusRow(ep, eventId, sessionId);
+    assert.deepEqual([restored?.status, restored?.subStatus, restored?.lastMessageId, restored?.externalJobId], ['Pending', 'Handoff', park.messageId, 'JOB-R1']);
+    assert.ok((await stack.store.listAudits(eventId)).items.some((a) => a.type === 'ReconcileStuckCommand' && /refused/.test(a.comment ?? '')));
     assert.deepEqual(pageErrors, []);
   });
 

@@ -8,6 +8,10 @@
 //     or skip) but no response answers it long after: a v4 subscriber completes a ContinuationRequest without an
 //     answer, an old one ignores a handoff command on a session its event does not block. Repair: restore the row
 //     to the version before the request.
+//   - refused: the only answer to the recorded request is the subscriber's CommandRefused notice. A refusal is not
+//     an answer: the refused command changed nothing, and the Resolver puts the row back when it records the notice
+//     (resolver-worker/resolve.ts, restoreAfterRefusal), so a row still Pending long after is one whose restore was
+//     lost (the notice dead-lettered after its history write, or no earlier state found then). Repair: that restore.
 // The version to restore is taken from the event's history (the message the row showed before: the request's
 // ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
 import {
@@ -16,6 +20,7 @@ import {
   MessageType,
   ResolutionStatus,
   resultingStatus,
+  WireText,
   type MessageType as MessageTypeT,
 } from '@nimbus/sdk/contract';
 import { AuditType, type HistoryEntry, type MessageStore, type StatusRow, type StatusRowSummary } from '../../lib/store/index.ts';
@@ -39,8 +44,11 @@ const MANAGER_COMMANDS: ReadonlySet<string> = new Set([
 
 export type RepairAction = 'resend' | 'restore';
 
-/** claim: a Manager claim with no receipt, its command never recorded; unanswered: a recorded request nobody answered. */
-export type StuckKind = 'claim' | 'unanswered';
+/**
+ * claim: a Manager claim with no receipt, its command never recorded; unanswered: a recorded request nobody
+ * answered; refused: a recorded request the subscriber refused, whose restore by the Resolver was lost.
+ */
+export type StuckKind = 'claim' | 'unanswered' | 'refused';
 
 export interface StuckRow {
   /**
@@ -121,17 +129,24 @@ export async function entryToRestore(
   return { entry: previousEntry(row, history), cutOff: false };
 }
 
+/** What the row's own message got from its endpoint: an answer, only a refusal (the notice), or nothing. */
+type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry } | { kind: 'none' };
+
 /**
  * Whether a response on the row's endpoint and session answers the row's own message. `history` is capped (oldest
  * first) and the answer, newer than the request, is among the entries a long event's list lacks: an answer not in
  * it is looked up by the link itself (`answers`, the row's one read of them, which the stale check may have made
  * already). A stored answer that no longer parses still counts: the endpoint did answer, and a restore would undo
- * what it did.
+ * what it did. A subscriber's notice is no answer (it says the command changed nothing): a CommandRefused one is
+ * returned as the refusal, so the row is listed as refused rather than not at all.
  */
-async function isAnswered(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId'>, history: HistoryEntry[], answers: () => Promise<RowAnswers>): Promise<boolean> {
-  if (history.some((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId)) return true;
+async function replyTo(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId'>, history: HistoryEntry[], answers: () => Promise<RowAnswers>): Promise<Reply> {
+  const listed = history.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
+  if (listed.some((h) => !isSubscriberNotice(h))) return { kind: 'answered' };
   const { items, corrupt } = await answers();
-  return items.length > 0 || corrupt.length > 0;
+  if (corrupt.length > 0 || items.some((h) => !isSubscriberNotice(h))) return { kind: 'answered' };
+  const notice = [...items, ...listed].find((h) => h.deadLetterReason === WireText.CommandRefused);
+  return notice ? { kind: 'refused', notice } : { kind: 'none' };
 }
 
 /**
@@ -214,7 +229,7 @@ async function stuckKind(
   answers: () => Promise<RowAnswers>,
   o: StuckOptions,
   age: number,
-): Promise<StuckKind | undefined> {
+): Promise<{ kind: StuckKind; notice?: HistoryEntry } | undefined> {
   const claim = isManagerClaim(row);
   const claimDue = claim && age >= (o.claimGraceMs ?? CLAIM_GRACE_MS); // before it, a send may be in progress
   const answerDue = age >= (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS);
@@ -229,11 +244,12 @@ async function stuckKind(
   if (claim && !recorded) {
     if (!claimDue) return undefined;
     if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
-    return 'claim';
+    return { kind: 'claim' };
   }
   if (!recorded || !answerDue) return undefined;
-  if (await isAnswered(row, history, answers)) return undefined;
-  return 'unanswered';
+  const reply = await replyTo(row, history, answers);
+  if (reply.kind === 'answered') return undefined;
+  return reply.kind === 'refused' ? { kind: 'refused', notice: reply.notice } : { kind: 'unanswered' };
 }
 
 /**
@@ -267,8 +283,9 @@ async function assessStuck(
   if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
   const history = read.entries;
   const age = o.now.getTime() - Date.parse(row.updatedAt);
-  const kind = await stuckKind(store, row, history, answers, o, age);
-  if (!kind || (await settledLater(row, read, later))) return undefined;
+  const stuck = await stuckKind(store, row, history, answers, o, age);
+  if (!stuck || (await settledLater(row, read, later))) return undefined;
+  const { kind, notice } = stuck;
   const cap = o.historyCap ?? HISTORY_CAP;
   const { entry: previous, cutOff } = await entryToRestore(store, row, read);
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
@@ -290,6 +307,21 @@ async function assessStuck(
       },
     };
   }
+  if (kind === 'refused' && notice) {
+    // Listed even with nothing to restore: a refused row is otherwise invisible, and the operator can settle it.
+    const noState = restore.length === 0 && !cutOff ? '; no restore is offered: no earlier state of the session is in its history' : '';
+    const by = notice.from ?? notice.endpointId;
+    const what = notice.deadLetterErrorDescription ?? notice.errorText ?? 'no reason given';
+    return {
+      previous,
+      finding: {
+        ...base,
+        kind: 'refused',
+        why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that ${by} refused (CommandRefused notice ${notice.messageId}: ${what}): a refused command changes nothing, and the Resolver puts the row back when it records the refusal, but that restore was lost${noRestore}${noState}`,
+        repairs: restore,
+      },
+    };
+  }
   if (restore.length === 0 && !cutOff) return undefined; // nothing before the request to go back to
   const reason =
     row.messageType === MessageType.ContinuationRequest
@@ -301,7 +333,7 @@ async function assessStuck(
 }
 
 export interface RepairTarget {
-  kind: 'claim' | 'unanswered';
+  kind: StuckKind;
   endpointId: string;
   eventId: string;
   sessionId: string;

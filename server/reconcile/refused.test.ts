@@ -1,0 +1,120 @@
+// Reconcile and a refused command (real store on the embedded Cosmos server). A subscriber refuses a command with
+// a CommandRefused notice, which the Resolver records in history and then puts the row back as it was
+// (resolver-worker/resolve.ts, restoreAfterRefusal). When that restore is lost, the row stays Pending from the
+// refused command: the notice answers its message, but a refusal is no answer, so the row must be listed - kind
+// `refused`, saying who refused it and why - and offered the restore the Resolver would have made, not left with no
+// finding at all.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType, Topic } from '@nimbus/sdk/contract';
+import { ServiceBusClient } from '@azure/service-bus';
+import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
+import type { StatusRow } from '../../lib/store/index.ts';
+import { commandMessageId } from '../manager/commands.ts';
+import { Manager } from '../manager/manager.ts';
+import { applyStuckRepairs, type RepairTarget } from './stuck.ts';
+import { previewReconcile } from './reconcile.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+
+let f: StoreFixture;
+before(async () => {
+  f = await startStoreFixture();
+});
+after(async () => {
+  await f?.close();
+});
+
+const endpointId = 'erpendpoint';
+const noGrace = { claimGraceMs: 0, unansweredGraceMs: 0 };
+/** A history entry as the Resolver writes it (msg's own time, required here). */
+const entry = (m: ReturnType<typeof msg>) => ({ ...m, enqueuedAt: m.enqueuedAt ?? new Date().toISOString() });
+const refusal = 'HandoffCompletedRequest refused: event evt is not the pending handoff of session s-1 (the session is not blocked)';
+
+/**
+ * A handoff park, the Manager's claim of its completion (recorded by the Resolver), and the subscriber's notice
+ * naming it (by default its refusal), recorded in history; the Resolver's restore after a refusal never happened, so
+ * the row still shows the command.
+ */
+async function refusedHandoffCompletion(reason = 'CommandRefused', description = refusal) {
+  const eventId = uniq('refused');
+  const park = entry(msg(MessageType.PendingHandoffResponse, { endpointId, eventId, from: endpointId, handoffReason: 'Ledger import queued', externalJobId: 'JOB-9', expectedBy: new Date(Date.now() + 3_600_000).toISOString() }));
+  const parked = await f.store.recordOutcome({ history: park, status: park });
+  assert.equal(parked.status.outcome, 'written');
+  const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
+  const commandId = commandMessageId(MessageType.HandoffCompletedRequest, row, row.lastMessageId);
+  const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
+  const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
+  assert.ok(claimed.outcome === 'written');
+  await f.store.recordHistory(command);
+  const notice = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, to: 'Resolver', deadLetterReason: reason, deadLetterErrorDescription: description }));
+  await f.store.recordHistory(notice);
+  return { eventId, park, commandId, notice, claimed: claimed.row };
+}
+
+/** applyStuckRepairs as an operator runs it (no grace). A restore sends nothing: the client is never connected. */
+async function repair(row: StatusRow, kind: RepairTarget['kind']) {
+  const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
+  const manager = new Manager({ store: f.store, client });
+  try {
+    const [result] = await applyStuckRepairs(
+      { store: f.store, manager },
+      [{ kind, endpointId, eventId: row.eventId, sessionId: row.sessionId, rowMessageId: row.lastMessageId, action: 'restore' }],
+      'reconcile-test',
+      { now: new Date(), ...noGrace },
+    );
+    return result!;
+  } finally {
+    await manager.close();
+    await client.close();
+  }
+}
+
+test('a row Pending from a command the subscriber refused is listed as refused, with who and why, and restored', async () => {
+  const { eventId, park, commandId, notice, claimed } = await refusedHandoffCompletion();
+
+  // The fixture's store has its own clock: a minute after the claim by that clock is within the 10 min grace.
+  const young = await previewReconcile(f.store, [endpointId], new Date(Date.parse(claimed.updatedAt) + 60_000));
+  assert.equal(young.stuck.find((s) => s.eventId === eventId), undefined, 'within the grace the Resolver may still be restoring it');
+
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), noGrace);
+  assert.equal(preview.stale.find((s) => s.eventId === eventId), undefined, 'a refusal is nothing to re-apply');
+  const found = preview.stuck.filter((s) => s.eventId === eventId);
+  assert.deepEqual(
+    found.map((s) => [s.kind, s.rowMessageId, s.repairs.map((r) => r.action), s.restoresTo]),
+    [['refused', commandId, ['restore'], { status: 'Pending', messageType: 'PendingHandoffResponse', messageId: park.messageId }]],
+    `listed once, refused, with the restore: ${found[0]?.why}`,
+  );
+  const why = found[0]!.why;
+  assert.match(why, new RegExp(`HandoffCompletedRequest recorded \\d+ min ago that ${endpointId} refused \\(CommandRefused notice ${notice.messageId}: HandoffCompletedRequest refused: event evt is not the pending handoff`));
+  assert.match(why, /restore was lost/);
+  assert.match(found[0]!.repairs[0]!.does, /put the row back to Pending \(PendingHandoffResponse/);
+
+  assert.equal((await repair(claimed, 'unanswered')).outcome, 'unchanged', 'a repair for another kind is refused');
+  const result = await repair(claimed, 'refused');
+  assert.equal(result.outcome, 'repaired', result.reason);
+  const row = await f.store.getStatusRow(endpointId, eventId, claimed.sessionId);
+  assert.deepEqual([row?.status, row?.subStatus, row?.lastMessageId, row?.externalJobId], ['Pending', 'Handoff', park.messageId, 'JOB-9']);
+  const audits = (await f.store.listAudits(eventId)).items.filter((a) => a.type === 'ReconcileStuckCommand');
+  assert.equal(audits.length, 1);
+  assert.match(audits[0]!.comment ?? '', /refused .*Repair: restored to Pending/);
+  assert.equal(JSON.parse(audits[0]!.data ?? '{}').kind, 'refused');
+
+  assert.equal((await repair(claimed, 'refused')).outcome, 'unchanged', 'a second apply changes nothing');
+  const again = await previewReconcile(f.store, [endpointId], new Date(), noGrace);
+  assert.equal(again.stuck.find((s) => s.eventId === eventId), undefined, 'no finding once restored');
+});
+
+test('a refused command that was answered too is not stuck; a replay-gap notice alone is no answer', async () => {
+  const answered = await refusedHandoffCompletion();
+  // A real answer to the same command (the refusal was of a redelivered copy): the endpoint did answer.
+  await f.store.recordHistory(entry(msg(MessageType.ResolutionResponse, { endpointId, eventId: answered.eventId, parentMessageId: answered.commandId, from: endpointId })));
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), noGrace);
+  const stuck = preview.stuck.find((s) => s.eventId === answered.eventId);
+  assert.equal(stuck, undefined, `answered, so not stuck: ${stuck?.kind} (${stuck?.why})`);
+
+  // The same command with only a ReplayGap notice naming it: not a refusal and not an answer, so it is unanswered.
+  const { eventId } = await refusedHandoffCompletion('ReplayGap', 'sequences 3-4 skipped');
+  const gap = (await previewReconcile(f.store, [endpointId], new Date(), noGrace)).stuck.find((s) => s.eventId === eventId);
+  assert.deepEqual([gap?.kind, gap?.repairs.map((r) => r.action)], ['unanswered', ['restore']], gap?.why);
+});
