@@ -7,7 +7,7 @@ import type {
   ResolutionStatus as ResolutionStatusT,
   PendingSubStatus as PendingSubStatusT,
 } from '@nimbus/sdk/contract';
-import { cosmosStatus, rethrowCosmos } from './errors.ts';
+import { classifyCosmosError, CounterRecoveryIncompleteError, CountsRecoveredError, cosmosStatus, rethrowCosmos } from './errors.ts';
 import { COUNTER_BUCKETS, type CounterBucket, type CounterDoc, type CountStamp } from './schemas.ts';
 
 export const COUNTER_DOC_ID = 'counts' as const;
@@ -34,18 +34,24 @@ export function counterDelta(from: CounterBucket | null, to: CounterBucket): Pat
   return ops;
 }
 
-/** Applies a delta, creating the endpoint's counter document on first use. */
+/**
+ * Applies a delta, creating the endpoint's counter document on first use. With `fenceOwner`, only while no survivor
+ * has recovered that writer on this endpoint (else CountsRecoveredError): see recoveredFence.
+ */
 export async function applyCounterDelta(
   counters: Container,
   endpointId: string,
   ops: PatchOperation[],
+  fenceOwner?: string,
 ): Promise<CounterDoc | undefined> {
   if (ops.length === 0) return undefined;
+  const condition = fenceOwner === undefined ? undefined : recoveredFence(fenceOwner);
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return (await counters.item(COUNTER_DOC_ID, endpointId).patch<CounterDoc>(ops)).resource;
+      return (await counters.item(COUNTER_DOC_ID, endpointId).patch<CounterDoc>(condition ? { operations: ops, condition } : ops)).resource;
     } catch (err) {
       const code = cosmosStatus(err);
+      if (code === 412 && condition) throw new CountsRecoveredError(endpointId);
       // 400 on `set /flushed/..`: a counter document from before `flushed` existed; give it the map and retry.
       if (code === 400 && ops.some((o) => o.path.startsWith('/flushed/'))) {
         await ensureFlushedMap(counters, endpointId);
@@ -285,9 +291,11 @@ export class CounterBuffer {
     if (ops.length === 0 && !doubt) return;
     ops.push({ op: 'set', path: `/flushed/${escapePath(this.owner)}`, value: seq });
     try {
-      const doc = await applyCounterDelta(this.#container, endpointId, ops);
+      const doc = await applyCounterDelta(this.#container, endpointId, ops, this.owner);
       if (doc?.flushed) this.#known.set(endpointId, doc.flushed);
     } catch (err) {
+      // Refused, not in doubt: a survivor took this writer for dead and applied its stamped deltas here.
+      if (err instanceof Error && err.name === 'CountsRecoveredError') throw err;
       // Sent and failed: it may have been applied (a timeout) or not. The next flush finds out.
       this.#uncertain.set(endpointId, { seq, deltas: merged });
       throw err;
@@ -304,6 +312,23 @@ export class CounterBuffer {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
   }
+}
+
+/** What a writer id must look like to be recovered (it goes into a patch condition's text). */
+const WRITER_ID = /^[\w.:@-]+$/;
+
+/**
+ * The condition on a buffering writer's flush patch: its `flushed` entry is not RECOVERED, which a survivor's
+ * recovery sets in the patch that applies that writer's stamped deltas. A writer that was late, not dead (paused,
+ * cut off past its lease), is refused by the store itself wherever a survivor recovered it, whatever the clocks and
+ * the order in which its timers fire; a flush that lands first moves `flushed[owner]`, and the recovery's patch,
+ * conditional on the entry it read, re-reads and applies only the stamps above it. A writer id no recovery accepts
+ * (WRITER_ID) gets no condition: nobody recovers it.
+ */
+function recoveredFence(owner: string): string | undefined {
+  if (!WRITER_ID.test(owner)) return undefined;
+  const field = `c.flushed["${owner}"]`;
+  return `FROM c WHERE NOT IS_DEFINED(${field}) OR ${field} < ${RECOVERED}`;
 }
 
 /** A JSON-pointer segment: `~` and `/` escaped (owner ids hold `:` and such, which need nothing). */
@@ -397,12 +422,27 @@ export async function recoverLostDeltas(
   events: Container,
   owner: string,
 ): Promise<number> {
-  if (!/^[\w.:@-]+$/.test(owner)) throw new Error(`not a writer id: ${owner}`);
+  if (!WRITER_ID.test(owner)) throw new Error(`not a writer id: ${owner}`);
   const docs = (await counters.items.query<CounterDoc>('SELECT * FROM c').fetchAll()).resources;
   const endpoints = new Set(docs.map((doc) => doc.endpointId));
   for (const endpointId of await endpointsStampedBy(events, owner, [...endpoints])) endpoints.add(endpointId);
+  // Each endpoint whatever the others do: one throttled or broken endpoint does not hold back the rest.
   let recovered = 0;
-  for (const endpointId of endpoints) recovered += await recoverEndpoint(counters, events, owner, endpointId);
+  const failed: string[] = [];
+  let first: unknown;
+  for (const endpointId of endpoints) {
+    try {
+      recovered += await recoverEndpoint(counters, events, owner, endpointId);
+    } catch (err) {
+      failed.push(endpointId);
+      first ??= err;
+    }
+  }
+  if (failed.length > 0) {
+    // The store's own message when it has one (a native Cosmos error's text can name the account).
+    const why = classifyCosmosError(first, 'counter recovery')?.message ?? (first instanceof Error ? first.name : 'error');
+    throw new CounterRecoveryIncompleteError(owner, recovered, failed, why);
+  }
   return recovered;
 }
 
@@ -422,8 +462,10 @@ async function recoverEndpoint(counters: Container, events: Container, owner: st
         lost.set(st.t, (lost.get(st.t) ?? 0) + 1);
         if (st.f !== null) lost.set(st.f, (lost.get(st.f) ?? 0) - 1);
       }
+    // Nothing of its to apply here: no mark either. A flush of the writer (if it was late, not dead) then applies
+    // only rows this read did not see, which is right.
+    if (stamps === 0) return 0;
     if (!doc) {
-      if (stamps === 0) return 0; // nothing of its here, and no document to mark
       // Nobody flushed on this endpoint yet: the document starts with the lost deltas, marked recovered. A 409 is a
       // concurrent creator (a live writer, or another survivor with the same deltas): then the patch path decides.
       const created = newCounterDoc(endpointId);
@@ -446,10 +488,11 @@ async function recoverEndpoint(counters: Container, events: Container, owner: st
       return stamps;
     } catch (err) {
       if (cosmosStatus(err) !== 412) rethrowCosmos(err, 'counter recovery');
-      return 0; // another survivor recovered it first
+      // The entry moved: another survivor recovered it (the next read says RECOVERED), or the writer was late, not
+      // dead, and a flush of its landed (the next read applies only the stamps above it).
     }
   }
-  rethrowCosmos(new Error('counter document kept disappearing'), 'counter recovery');
+  rethrowCosmos(new Error('counter document kept changing'), 'counter recovery');
 }
 
 /** Counter documents written before `flushed` existed get an empty map, so `set /flushed/x` has a parent. */

@@ -39,6 +39,19 @@ export function installPatchConditionFix(): void {
     parsePartitionKey(partitionKey: unknown, defaultValue: unknown): unknown;
   };
   const compile = (serverRequire('@zeit/cosmosdb-query') as { default: (sql: string) => ConditionQuery }).default;
+  // Parsed once per condition text: a buffering writer's every flush patch carries the same one (its recovered
+  // fence, counters.ts), and parsing it each time cost more than the patch itself. Bounded: recoveries' conditions
+  // name the window they read.
+  const parsed = new Map<string, ConditionQuery>();
+  const compiled = (condition: string): ConditionQuery => {
+    let q = parsed.get(condition);
+    if (!q) {
+      if (parsed.size >= 256) parsed.clear();
+      q = compile(conditionQuery(condition));
+      parsed.set(condition, q);
+    }
+    return q;
+  };
   const original = patches.patchOperation;
   patches.patchOperation = (collection, input) => {
     if (!input.condition) return original(collection, input);
@@ -47,7 +60,7 @@ export function installPatchConditionFix(): void {
     if (!data || (input.ifMatch && input.ifMatch !== data._etag)) return original(collection, input);
     let satisfied: boolean;
     try {
-      satisfied = compile(conditionQuery(input.condition)).exec([data], { parameters: [] }).result.length > 0;
+      satisfied = compiled(input.condition).exec([data], { parameters: [] }).result.length > 0;
     } catch {
       return { statusCode: 400, body: { code: 'BadRequest', message: 'Invalid condition in patch request.' } };
     }

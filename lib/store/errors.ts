@@ -63,6 +63,36 @@ export class StoreInputError extends StoreError {
   }
 }
 
+/**
+ * A recovery of a dead writer's counter deltas (recoverCounters) that applied what it could and failed on some
+ * endpoints: each endpoint is tried whatever the others do. Running it again is safe (conditional per endpoint).
+ */
+export class CounterRecoveryIncompleteError extends StoreError {
+  /** Stamps applied by this run, on the endpoints that did not fail. */
+  readonly applied: number;
+  /** The endpoints whose recovery failed. */
+  readonly endpoints: readonly string[];
+  constructor(owner: string, applied: number, endpoints: readonly string[], first: string) {
+    super(`counter recovery of ${owner} failed on ${endpoints.length} endpoint(s) (first: ${first})`, true);
+    this.name = 'CounterRecoveryIncompleteError';
+    this.applied = applied;
+    this.endpoints = endpoints;
+  }
+}
+
+/**
+ * A buffering writer's flush refused on an endpoint because a survivor recovered that writer there (it was taken
+ * for dead: its lease lapsed): the survivor applied its stamped deltas, so the flush must not add them again.
+ */
+export class CountsRecoveredError extends StoreError {
+  readonly endpointId: string;
+  constructor(endpointId: string) {
+    super(`counter flush refused on ${endpointId}: this writer's lost deltas were recovered there by a survivor`, false);
+    this.name = 'CountsRecoveredError';
+    this.endpointId = endpointId;
+  }
+}
+
 const TRANSIENT_STATUS = new Set([408, 410, 449, 500, 502, 503, 504]);
 const TRANSIENT_NETWORK = new Set([
   'ECONNRESET',

@@ -7,7 +7,7 @@ export * from './paging.ts';
 export * from './schemas.ts';
 export * from './store.ts';
 export { docId, statusRowId } from './ids.ts';
-export { LeaseStore, holdLease, LEASES_CONTAINER, type Lease, type HeldLease, type HoldLeaseOptions } from './leases.ts';
+export { LeaseStore, holdLease, keepRenewing, LEASES_CONTAINER, type Lease, type HeldLease, type HoldLeaseOptions } from './leases.ts';
 export * from './timeSeries.ts';
 export { fingerprintOf, normaliseErrorText, FAILURE_STATUSES, type Fingerprint, type FingerprintInput } from './fingerprint.ts';
 export { backfillFingerprints, type BackfillResult } from './backfillFingerprints.ts';

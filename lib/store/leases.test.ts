@@ -67,3 +67,35 @@ test('holdLease keeps renewing past the TTL and aborts its signal when the lease
   await held.release();
   assert.equal((await leases.holder(name))?.owner, 'b', "releasing a lost lease leaves the new holder's alone");
 });
+
+test('a lapsed lease is claimed by exactly one of racing claimers; its holder can neither renew nor resume it; renewals keep the claim; resume takes back only an unclaimed lease', async () => {
+  let now = 2_000_000;
+  const leases = new LeaseStore(database, { now: () => now });
+  const name = uniq('instance');
+  const mine = await leases.acquire(name, 'late', 1000);
+  assert.ok(mine);
+  now += 1001;
+  const [lapsed] = await leases.lapsed(name);
+  assert.ok(lapsed);
+  const claims = await Promise.all(['s1', 's2', 's3'].map((by) => leases.claim(lapsed, by, 'late', 1000)));
+  const won = claims.filter((c) => c !== undefined);
+  assert.equal(won.length, 1, 'one claimer wins');
+  const claim = won[0]!;
+  assert.equal(claim.recovering, 'late');
+  assert.equal(await leases.renew(mine, 1000), undefined, 'the late holder cannot renew');
+  assert.equal(await leases.resume(name, 'late', 1000), undefined, 'nor take it back');
+  assert.equal(await leases.acquire(name, 'late', 1000), undefined, 'nor acquire it while the claim is held');
+  const renewed = await leases.renew(claim, 1000);
+  assert.equal(renewed?.recovering, 'late', 'a renewal keeps the claim');
+  now += 1001;
+  const [lapsedClaim] = await leases.lapsed(name);
+  assert.equal(lapsedClaim?.recovering, 'late', 'a lapsed claim names the death it was recovering');
+  assert.equal(await leases.claim({ ...lapsedClaim!, etag: '' }, 's4', 'late', 1000), undefined, 'no claim without a condition');
+  assert.ok(await leases.removeIf(lapsedClaim!));
+  // An unclaimed lapsed lease of one's own is taken back; a deleted one is not.
+  const other = uniq('instance');
+  assert.ok(await leases.acquire(other, 'paused', 1000));
+  now += 1001;
+  assert.ok(await leases.resume(other, 'paused', 1000));
+  assert.equal(await leases.resume(name, 'late', 1000), undefined);
+});

@@ -16,6 +16,7 @@ interface LeaseDocument extends ItemDefinition {
   owner: string;
   expiresAt: number;
   acquiredAt: number;
+  recovering?: string;
 }
 
 /** A lease held by `owner` until `expiresAt` (epoch ms). `etag` is the version the holder last wrote. */
@@ -24,6 +25,10 @@ export interface Lease {
   owner: string;
   expiresAt: number;
   etag: string;
+  /**
+   * Set on a claim (see claim()): `owner` is recovering after this holder, whose lease it replaced. Renewals keep it.
+   */
+  recovering?: string;
 }
 
 export interface LeaseStoreOptions {
@@ -72,7 +77,32 @@ export class LeaseStore {
   async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
     const c = await this.container();
     const now = this.now();
-    return this.replaceIf(c, { id: lease.name, owner: lease.owner, expiresAt: now + ttlMs, acquiredAt: now }, lease.etag);
+    return this.replaceIf(c, { id: lease.name, owner: lease.owner, expiresAt: now + ttlMs, acquiredAt: now, ...recovering(lease) }, lease.etag);
+  }
+
+  /**
+   * Replaces a lapsed lease, if it is still the version `lapsed` names, with a claim: a lease of `by`'s that says
+   * it is recovering after `deadOwner`. The holder of the version replaced can no longer renew it (its etag is
+   * gone). Undefined for all but one of racing claimers, and for a lease read without an etag (no condition).
+   */
+  async claim(lapsed: Lease, by: string, deadOwner: string, ttlMs: number): Promise<Lease | undefined> {
+    if (!lapsed.etag) return undefined;
+    const c = await this.container();
+    const now = this.now();
+    return this.replaceIf(c, { id: lapsed.name, owner: by, expiresAt: now + ttlMs, acquiredAt: now, recovering: deadOwner }, lapsed.etag);
+  }
+
+  /**
+   * Renews `name` for `owner` only if the stored document is still `owner`'s own lease (expired or not; not a
+   * claim on it, not deleted): taking a lease back after a lapse, when nobody may have acted on the lapse.
+   */
+  async resume(name: string, owner: string, ttlMs: number): Promise<Lease | undefined> {
+    const c = await this.container();
+    const current = await c.item(name, name).read<LeaseDocument>();
+    const held = current.resource;
+    if (current.statusCode === 404 || !held || held.owner !== owner || held.recovering !== undefined) return undefined;
+    const now = this.now();
+    return this.replaceIf(c, { id: name, owner, expiresAt: now + ttlMs, acquiredAt: held.acquiredAt }, current.etag);
   }
 
   /** Gives the lease up at once (expired now), so another replica need not wait for the TTL. */
@@ -106,7 +136,7 @@ export class LeaseStore {
         ],
       })
       .fetchAll();
-    return r.resources.map((d) => toLease(d.id, d.owner, d.expiresAt, d._etag));
+    return r.resources.map((d) => ({ ...toLease(d.id, d.owner, d.expiresAt, d._etag), ...recovering(d) }));
   }
 
   /** Deletes the lease document if it is still the version `lease` names; true for exactly one of racing callers. */
@@ -125,7 +155,7 @@ export class LeaseStore {
   private async replaceIf(c: Container, doc: LeaseDocument, etag: string | undefined): Promise<Lease | undefined> {
     try {
       const r = await c.item(doc.id, doc.id).replace(doc, etag ? { accessCondition: { type: 'IfMatch', condition: etag } } : {});
-      return toLease(doc.id, doc.owner, doc.expiresAt, r.etag);
+      return { ...toLease(doc.id, doc.owner, doc.expiresAt, r.etag), ...recovering(doc) };
     } catch (err) {
       const status = cosmosStatus(err);
       if (status === 412 || status === 404) return undefined;
@@ -138,11 +168,20 @@ function toLease(name: string, owner: string, expiresAt: number, etag: string | 
   return { name, owner, expiresAt, etag: etag ?? '' };
 }
 
+/** The claim's `recovering` field, when there is one (absent, not undefined, otherwise: strict optional fields). */
+function recovering(from: { recovering?: unknown }): { recovering?: string } {
+  return typeof from.recovering === 'string' ? { recovering: from.recovering } : {};
+}
+
 export interface HeldLease {
   /** Aborted when the lease is lost (a renewal found another owner) or released. */
   readonly signal: AbortSignal;
   /** Stops renewing and releases the lease. */
   release(): Promise<void>;
+  /** Stops renewing and deletes the lease document if it is still the version last renewed; false if it was not. */
+  remove(): Promise<boolean>;
+  /** Stops renewing and leaves the document as it is, to lapse (another holder may take it after its TTL). */
+  drop(): Promise<void>;
 }
 
 export interface HoldLeaseOptions {
@@ -158,8 +197,14 @@ export interface HoldLeaseOptions {
  * owner holds it. The holder must stop its work when `signal` aborts: past that point another replica may start.
  */
 export async function holdLease(leases: LeaseStore, name: string, owner: string, options: HoldLeaseOptions): Promise<HeldLease | undefined> {
-  let lease = await leases.acquire(name, owner, options.ttlMs);
-  if (!lease) return undefined;
+  const lease = await leases.acquire(name, owner, options.ttlMs);
+  return lease ? keepRenewing(leases, lease, options) : undefined;
+}
+
+/** Keeps renewing a lease already taken (acquired, claimed or resumed), as holdLease does. */
+export function keepRenewing(leases: LeaseStore, taken: Lease, options: HoldLeaseOptions): HeldLease {
+  let lease: Lease | undefined = taken;
+  const name = taken.name;
   const controller = new AbortController();
   const every = options.renewEveryMs ?? Math.max(50, Math.floor(options.ttlMs / 3));
   let renewing: Promise<void> = Promise.resolve();
@@ -182,15 +227,27 @@ export async function holdLease(leases: LeaseStore, name: string, owner: string,
   }, every);
   timer.unref();
   controller.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+  /** Stops renewing; the version last renewed (a write conditional on it fails if the lease was lost). */
+  const stop = async (why: string): Promise<Lease | undefined> => {
+    clearInterval(timer);
+    await renewing;
+    const held = lease;
+    lease = undefined;
+    if (!controller.signal.aborted) controller.abort(new Error(`lease ${name} ${why}`));
+    return held;
+  };
   return {
     signal: controller.signal,
     async release() {
-      clearInterval(timer);
-      await renewing;
-      const held = lease;
-      lease = undefined;
-      if (!controller.signal.aborted) controller.abort(new Error(`lease ${name} released`));
+      const held = await stop('released');
       if (held) await leases.release(held).catch(() => undefined);
+    },
+    async remove() {
+      const held = await stop('removed');
+      return held ? leases.removeIf(held) : false;
+    },
+    async drop() {
+      await stop('dropped');
     },
   };
 }
