@@ -7,7 +7,10 @@
 // session the history names, beside the rows), for the ratio. The parked-siblings part is the read eventDetails
 // makes (server/queries.ts parkedSiblings: the blocker filter in the query, up to 101 rows to tell "100" from
 // "100+"), called, not copied, so the bench follows it; beside it the session's parked rows read without the blocker
-// filter, what the filter costs.
+// filter, what the filter costs. Then the details read and the parked reads again with the embedded server's
+// narrowing by equality terms on properties other than the partition key turned off (lib/store/embeddedQueries.ts
+// fix 4, setPropertyNarrowing), for the ratio of the narrowing in the same run: off, the parked read scans the
+// endpoint's rows; on, it runs over the session's parked rows.
 // Requests are sequential, one at a time, so the parts add up to what one request costs.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +18,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { blockedByReason, MessageType as T } from '@nimbus/sdk/contract';
+import { setPropertyNarrowing } from '../lib/store/embeddedQueries.ts';
 import { createStore, startEmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
 import { msg } from '../lib/store/testing/fixtures.ts';
 import { eventDetails, PARKED_LIST_LIMIT, parkedSiblings } from '../server/queries.ts';
@@ -93,9 +97,25 @@ export async function runEventDetailsBench(): Promise<BenchResult> {
           store.listParkedSiblings({ endpointId: EP, sessionId, pageSize: PARKED_LIST_LIMIT + 1 }),
         ),
       };
+      const parkedRead = () => parkedSiblings(store, EP, sessionId, eventId);
+      const unfilteredRead = () => store.listParkedSiblings({ endpointId: EP, sessionId, pageSize: PARKED_LIST_LIMIT + 1 });
+      setPropertyNarrowing(false);
+      const off = {
+        details: await timed(rounds, () => eventDetails(store, EP, eventId)),
+        parked: await timed(rounds, parkedRead),
+        unfiltered: await timed(rounds, unfilteredRead),
+      };
+      setPropertyNarrowing(true);
+      const on = { details: await timed(rounds, () => eventDetails(store, EP, eventId)), parked: await timed(rounds, parkedRead), unfiltered: await timed(rounds, unfilteredRead) };
       rows.push(...latencyRows(`${label}: before, the reads of the old shape`, before, before));
       rows.push(...latencyRows(`${label}: eventDetails`, whole, before));
       for (const [part, v] of Object.entries(parts)) rows.push(...latencyRows(`${label}: ${part} alone`, v, before));
+      rows.push(...latencyRows(`${label}: eventDetails, property narrowing off`, off.details, off.details));
+      rows.push(...latencyRows(`${label}: eventDetails, property narrowing on (ratio: to off)`, on.details, off.details));
+      rows.push(...latencyRows(`${label}: parked siblings as eventDetails reads them, narrowing off`, off.parked, off.parked));
+      rows.push(...latencyRows(`${label}: parked siblings as eventDetails reads them, narrowing on (ratio: to off)`, on.parked, off.parked));
+      rows.push(...latencyRows(`${label}: parked siblings without the blocker filter, narrowing off`, off.unfiltered, off.unfiltered));
+      rows.push(...latencyRows(`${label}: parked siblings without the blocker filter, narrowing on (ratio: to off)`, on.unfiltered, off.unfiltered));
     }
     return {
       title: `Event details read and its parts (${events.toLocaleString('en-US')} events seeded, embedded Cosmos, no traffic)`,

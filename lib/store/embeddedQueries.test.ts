@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CosmosClient, PartitionKeyKind, type Container, type PartitionKey } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
-import { documentsQueried } from './embeddedQueries.ts';
+import { documentsQueried, setPropertyNarrowing } from './embeddedQueries.ts';
 
 let server: EmbeddedCosmos;
 let client: CosmosClient;
@@ -183,6 +183,107 @@ describe('embedded Cosmos query fixes on a hierarchical partition key', () => {
       { rows: 6, ranOver: 6 },
     );
     assert.deepEqual(await run('c.ep = @ep', [{ name: '@ep', value: 'a' }]), { rows: 20, ranOver: 20 });
-    assert.deepEqual(await run('c.ev = @ev', [{ name: '@ev', value: 'e1' }]), { rows: 8, ranOver: 26 });
+    // The second path alone is not a partition, but an equality term like any other: its value's documents only.
+    assert.deepEqual(await run('c.ev = @ev', [{ name: '@ev', value: 'e1' }]), { rows: 8, ranOver: 8 });
+  });
+});
+
+describe('embedded Cosmos query fixes: narrowing by other top-level equality terms', () => {
+  let props: Container;
+  const ids = (rows: Array<{ id: string }>) => rows.map((d) => d.id);
+  // Runs a query with the narrowing on and off: the results (every page of 2, in order, through the continuation
+  // tokens) and what it ran over as one page (each page of a paged query runs over the same documents again).
+  const both = async (where: string, parameters: Array<{ name: string; value: string | number }>, tail = 'ORDER BY c.rank DESC') => {
+    const sql = `SELECT c.id, c.rank FROM c WHERE ${where} ${tail}`;
+    const run = async () => {
+      const rows = await all<{ id: string }>(sql, parameters, undefined, 2, props);
+      const before = documentsQueried();
+      await all(sql, parameters, undefined, 100, props);
+      return { rows, ranOver: documentsQueried() - before };
+    };
+    setPropertyNarrowing(false);
+    const off = await run();
+    setPropertyNarrowing(true);
+    const on = await run();
+    assert.deepEqual(on.rows, off.rows, where);
+    return { ids: ids(on.rows), ranOver: on.ranOver, ranOverOff: off.ranOver };
+  };
+
+  before(async () => {
+    ({ container: props } = await client.database('eq').containers.createIfNotExists({ id: 'props', partitionKey: { paths: ['/pk'] } }));
+    // Partition 'a': 16 documents; 's' is a string, a number, missing, null, an array, an object; 'st' is a status.
+    const shapes: Array<Record<string, unknown>> = [
+      { s: 'x', st: 'D' }, { s: 'x', st: 'F' }, { s: 'y', st: 'D' }, { s: 7, st: 'D' }, { s: '7', st: 'D' },
+      { st: 'D' }, { s: null, st: 'D' }, { s: ['x'], st: 'D' }, { s: { v: 'x' }, st: 'D' }, { s: 'X', st: 'D' },
+      { s: 'x', st: 'D' }, { s: 'y', st: 'F' }, { s: '', st: 'D' }, { s: 'x' }, { s: 0, st: 'D' }, { s: 'x', st: 'D' },
+    ];
+    for (const [i, shape] of shapes.entries()) await props.items.create({ id: `p${i}`, pk: 'a', rank: i % 3, ...shape });
+    // Partition 'b': the same values elsewhere, which a partition-scoped query must not see.
+    for (let i = 0; i < 4; i++) await props.items.create({ id: `q${i}`, pk: 'b', rank: i, s: 'x', st: 'D' });
+  });
+  after(() => setPropertyNarrowing(true));
+
+  test('a term on another property runs the query over its documents in the partition only', async () => {
+    const r = await both('c.pk = @pk AND c.s = @s', [{ name: '@pk', value: 'a' }, { name: '@s', value: 'x' }]);
+    assert.deepEqual(r.ids.sort(), ['p0', 'p1', 'p10', 'p13', 'p15']);
+    assert.deepEqual([r.ranOver, r.ranOverOff], [5, 16]);
+  });
+
+  test('several terms run over the documents in all their groups, either side of `=`, constants and brackets too', async () => {
+    const r = await both("c.pk = 'a' AND 'D' = c['st'] AND c.s = @s", [{ name: '@s', value: 'x' }]);
+    assert.deepEqual(r.ids.sort(), ['p0', 'p10', 'p15']);
+    assert.deepEqual([r.ranOver, r.ranOverOff], [3, 16]);
+  });
+
+  test('7 and "7", 0 and "", x and X are different values; missing, null, arrays and objects match no string', async () => {
+    for (const [value, expected] of [[7, ['p3']], ['7', ['p4']], [0, ['p14']], ['', ['p12']], ['X', ['p9']], ['none', []]] as const) {
+      const r = await both('c.pk = @pk AND c.s = @s', [{ name: '@pk', value: 'a' }, { name: '@s', value }]);
+      assert.deepEqual(r.ids, expected, String(value));
+      assert.equal(r.ranOver, expected.length, String(value));
+    }
+  });
+
+  test('without the partition key, a term narrows the cross-partition query to its documents', async () => {
+    const r = await both('c.s = @s AND c.st = @st', [{ name: '@s', value: 'x' }, { name: '@st', value: 'D' }]);
+    assert.deepEqual(r.ids.sort(), ['p0', 'p10', 'p15', 'q0', 'q1', 'q2', 'q3']);
+    assert.deepEqual([r.ranOver, r.ranOverOff], [7, 20]);
+  });
+
+  test('terms under OR or NOT, IN, !=, comparisons, nested paths and missing parameters are not narrowed', async () => {
+    const p = [{ name: '@pk', value: 'a' }, { name: '@s', value: 'x' }];
+    for (const where of [
+      'c.pk = @pk AND (c.s = @s OR c.st = "F")',
+      'c.pk = @pk AND NOT (c.s = @s)',
+      'c.pk = @pk AND c.s IN ("x", "y")',
+      'c.pk = @pk AND c.s != @s',
+      'c.pk = @pk AND c.s >= @s',
+      'c.pk = @pk AND c.s.v = @s',
+      'c.pk = @pk AND c.s = @missing',
+      'c.pk = @pk AND c.s = c.st',
+    ]) {
+      const r = await both(where, p);
+      assert.equal(r.ranOver, 16, where);
+    }
+  });
+
+  test('ORDER BY ties and continuation tokens are unchanged, and the groups follow replace, patch, upsert and delete', async () => {
+    const where = 'c.pk = @pk AND c.st = @st';
+    const p = [{ name: '@pk', value: 'a' }, { name: '@st', value: 'D' }];
+    for (const tail of ['ORDER BY c.rank DESC', 'ORDER BY c.rank ASC', '']) await both(where, p, tail);
+    await props.item('p2', 'a').replace({ id: 'p2', pk: 'a', rank: 0, s: 'y', st: 'F' });
+    await props.item('p1', 'a').patch([{ op: 'set', path: '/st', value: 'D' }]);
+    await props.item('p5', 'a').patch([{ op: 'remove', path: '/st' }]);
+    await props.items.upsert({ id: 'p6', pk: 'a', rank: 2, s: 'x', st: 'D' });
+    await props.items.upsert({ id: 'p20', pk: 'a', rank: 1, s: 'x', st: 'D' });
+    await props.item('p0', 'a').delete();
+    for (const tail of ['ORDER BY c.rank DESC', 'ORDER BY c.rank ASC', '']) {
+      const r = await both(where, p, tail);
+      assert.equal(r.ranOver, r.ids.length, tail);
+    }
+    assert.deepEqual(
+      (await both('c.pk = @pk AND c.st = @st AND c.s = @s', [...p, { name: '@s', value: 'x' }], '')).ids,
+      ['p1', 'p6', 'p10', 'p15', 'p20'],
+      '_rid order (the engine sorts a query without ORDER BY by it): patched p1 and upserted p6 keep their _rid, p20 new, deleted p0 gone',
+    );
   });
 });

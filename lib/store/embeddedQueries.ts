@@ -19,6 +19,12 @@
 //    paths, and a query requiring equality on every path runs over that one group: an event's few rows instead of
 //    its endpoint's 20,000. Order within a group is the container's own order, so results, ORDER BY ties and
 //    continuation tokens are the same as before.
+//    The query's other top-level AND terms `c.<property> = <string or number>` narrow it further, as Cosmos's
+//    index would serve them: each container keeps, for every property a query has required so, its documents
+//    grouped by that property's value (built on the first such query, then kept by every write), and the query runs
+//    over the documents in all its groups: the parked rows of one session (`c.sessionId = @session AND c.status =
+//    'Deferred'`) instead of the endpoint's 20,000. Only documents that cannot match are left out (the engine's `=`
+//    is true only for a value of the same type and value), and the query still evaluates its whole WHERE.
 // 5. The SDK asks for a query plan beside every query and uses it only when the gateway refuses the query as
 //    needing one (which the embedded server never does). The server does not know plan requests and ran the
 //    whole query for each of them: every query cost twice. Plan requests are now refused at once (see below).
@@ -50,12 +56,18 @@ interface AstNode {
 interface ItemHolder {
   read(): Record<string, unknown>;
 }
+type PropertyIndex = Map<string | number, Map<string, ItemHolder>>;
 interface ItemsLike {
   _data: Map<string, ItemHolder>;
   _parent: { read(): { indexingPolicy?: { compositeIndexes?: unknown[] } } | null };
   _byPartition?: Map<unknown, Map<string, ItemHolder>>;
   /** Hierarchical keys only: the documents by the values of all the key's paths (fullKeyName). */
   _byFullKey?: Map<string, Map<string, ItemHolder>>;
+  /**
+   * For each top-level property an equality term has required: its documents by value (strings and numbers
+   * only), in the container's order. Dropped (rebuilt on the next query) if a write could have upset that order.
+   */
+  _byProperty?: Map<string, PropertyIndex>;
   /** The container's partition key paths as created (`['/endpointId', '/eventId']`). */
   _partitionKeyPath: string[];
   _getPartitionKeyPath(): string[];
@@ -184,13 +196,20 @@ export function installEmbeddedQueryFixes(): void {
   // Every write reaches the documents through _set and delete (replace, upsert and patch are a delete and a _set,
   // which moves the document to the end of the container's order, and of its groups alike).
   proto._set = function (this: ItemsLike, data: Record<string, unknown>) {
-    const result = originalSet.call(this, data);
     const rid = data._rid as string;
+    // Overwritten in place (no delete first), a document keeps its place in the container but would move to the end
+    // of its property groups, and its old values would stay grouped: drop them; the next query rebuilds them.
+    if (this._data.has(rid)) this._byProperty = undefined;
+    const result = originalSet.call(this, data);
     const holder = this._data.get(rid);
     if (holder) {
       groupIn((this._byPartition ??= new Map()), firstKeyValue(this, data)).set(rid, holder);
       const full = fullKeyOfDocument(this, data);
       if (full !== undefined) groupIn((this._byFullKey ??= new Map()), full).set(rid, holder);
+      for (const [prop, index] of this._byProperty ?? []) {
+        const value = data[prop];
+        if (isGroupedValue(value)) groupIn(index, value).set(rid, holder);
+      }
     }
     return result;
   };
@@ -202,12 +221,20 @@ export function installEmbeddedQueryFixes(): void {
     this._byPartition?.get(firstKeyValue(this, existing))?.delete(rid);
     const full = fullKeyOfDocument(this, existing);
     if (full !== undefined) this._byFullKey?.get(full)?.delete(rid);
+    for (const [prop, index] of this._byProperty ?? []) {
+      const value = existing[prop];
+      if (!isGroupedValue(value)) continue;
+      const group = index.get(value);
+      group?.delete(rid);
+      // Unlike partitions, values such as session ids come and go: an empty group is not kept.
+      if (group?.size === 0) index.delete(value);
+    }
   };
   proto.query = function (this: ItemsLike, params, options) {
     const parent = this._parent.read();
     const scope = parent ? scopeOf(this, params) : undefined;
     if (!scope) return originalQuery.call(this, params, options);
-    const data = [...scope.values()].map((item) => item.read());
+    const data = scope.map((item) => item.read());
     try {
       return this._getQuery(params.query).exec(data, {
         parameters: params.parameters,
@@ -349,25 +376,74 @@ function fullKeyOfDocument(items: ItemsLike, data: Record<string, unknown>): str
   return props && fullKeyName(props.map((p) => data[p]));
 }
 
+let propertyNarrowing = true;
+
 /**
- * The documents a query must be run over when its WHERE pins the partition: the full-key group when it requires
- * equality on every path of a hierarchical key, else the first-path group when it requires that path; undefined
- * (scan the container) otherwise. An empty group is an empty map: nothing matches.
+ * Turns the narrowing by properties other than the partition key (fix 4's second part) on or off, for this process.
+ * For the test and the bench that compare a query's result and cost both ways; on by default.
+ */
+export function setPropertyNarrowing(on: boolean): void {
+  propertyNarrowing = on;
+}
+
+/** The values documents are grouped by: what a query's equality is narrowed by (the engine's `=` keeps 7 and '7' apart, as Map keys do). */
+function isGroupedValue(v: unknown): v is string | number {
+  return typeof v === 'string' || typeof v === 'number';
+}
+
+/**
+ * The container's documents grouped by the value of `prop`, built from the container (in its order) the first time a
+ * query asks; kept by every write afterwards.
+ */
+function propertyIndex(items: ItemsLike, prop: string): PropertyIndex {
+  const indexes = (items._byProperty ??= new Map());
+  let index = indexes.get(prop);
+  if (index) return index;
+  index = new Map();
+  for (const [rid, holder] of items._data) {
+    const value = holder.read()[prop];
+    if (isGroupedValue(value)) groupIn(index, value).set(rid, holder);
+  }
+  indexes.set(prop, index);
+  return index;
+}
+
+/**
+ * The documents a query must be run over, in the container's order, when its WHERE requires equality of top-level
+ * properties: the full-key group when it requires every path of a hierarchical key, else the first-path group when it
+ * requires that path, narrowed to the documents in the groups of its other required values; undefined (scan the
+ * container) when it requires none. No group for a value: nothing matches.
  */
 function scopeOf(
   items: ItemsLike,
   params: { query: string; parameters?: Array<{ name: string; value: unknown }> },
-): Map<string, ItemHolder> | undefined {
+): ItemHolder[] | undefined {
   const terms = equalityTerms(items, params);
   if (!terms) return undefined;
+  const others = new Map(terms);
+  let keyGroup: Map<string, ItemHolder> | undefined;
   const props = hierarchicalKeyOf(items);
-  if (props?.every((p) => terms.has(p))) {
-    const full = fullKeyName(props.map((p) => terms.get(p)));
-    if (full !== undefined) return items._byFullKey?.get(full) ?? new Map();
+  const full = props?.every((p) => terms.has(p)) ? fullKeyName(props.map((p) => terms.get(p))) : undefined;
+  if (props && full !== undefined) {
+    keyGroup = items._byFullKey?.get(full) ?? new Map();
+    for (const p of props) others.delete(p);
+  } else {
+    const path = items._getPartitionKeyPath();
+    if (path.length === 1 && terms.has(path[0]!)) {
+      keyGroup = items._byPartition?.get(terms.get(path[0]!)) ?? new Map();
+      others.delete(path[0]!);
+    }
   }
-  const path = items._getPartitionKeyPath();
-  if (path.length !== 1 || !terms.has(path[0]!)) return undefined;
-  return items._byPartition?.get(terms.get(path[0]!)) ?? new Map();
+  const groups = keyGroup ? [keyGroup] : [];
+  if (propertyNarrowing)
+    for (const [prop, value] of others) groups.push(propertyIndex(items, prop).get(value) ?? new Map());
+  if (groups.length === 0) return undefined;
+  // Walk the smallest group (in the container's order, as every group is) and keep what is in all the others.
+  groups.sort((a, b) => a.size - b.size);
+  const [smallest, ...rest] = groups;
+  const out: ItemHolder[] = [];
+  for (const [rid, holder] of smallest!) if (rest.every((g) => g.has(rid))) out.push(holder);
+  return out;
 }
 
 /**

@@ -93,6 +93,21 @@ describe('bearer tokens (service principals)', () => {
     assert.equal(await principalFromBearer(`${h}.${p}.`, provider), null);
   });
 
+  test("the test provider reuses its client-credentials token until shortly before expiry; fresh and a wrong secret ask again", async () => {
+    // The provider caches (server/testing/oidcProvider.ts) as a real client does; every token it hands out is valid.
+    const together = await Promise.all([idp.clientCredentialsToken(), idp.clientCredentialsToken()]);
+    const first = await idp.clientCredentialsToken();
+    assert.deepEqual(together, [first, first], 'one token for calls made together and after');
+    const { exp, jti } = decodeJwt(first);
+    assert.ok(exp! * 1000 - Date.now() > 60_000, 'a cached token has more than a minute left');
+    const fresh = await idp.clientCredentialsToken({ fresh: true });
+    assert.notEqual(decodeJwt(fresh).jti, jti, 'fresh: a new token from the token endpoint');
+    assert.equal(await idp.clientCredentialsToken(), fresh, 'which is the cached one from then on');
+    assert.equal((await principalFromBearer(fresh, provider))?.kind, 'service');
+    for (let i = 0; i < 2; i++)
+      await assert.rejects(idp.clientCredentialsToken({ clientSecret: 'wrong' }), /client credentials grant failed: invalid_client/);
+  });
+
   test("a user's token (id token or delegated) is not a service principal", async () => {
     assert.equal(await principalFromBearer(await forge({ sub: 'user-operator', nonce: 'n0nce-value' }), provider), null);
     assert.equal(await principalFromBearer(await forge({ sub: 'user-operator' }), provider), null);

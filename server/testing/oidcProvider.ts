@@ -3,7 +3,10 @@
 // certificate through NIMBUS_AUTH_CA_FILE). It has a login page that checks passwords, test accounts carrying
 // `roles` and `groups` claims, the console as a confidential client (code flow, PKCE) and a client-credentials
 // client whose JWT access tokens carry `roles`. The signing key is exposed so tests can forge tokens that are
-// validly signed but wrong in one other respect (issuer, audience, expiry).
+// validly signed but wrong in one other respect (issuer, audience, expiry). Client-credentials tokens are cached per
+// client secret (client, resource and scope are fixed) until a minute before they expire, as a real service
+// principal's client (MSAL) caches them: a test that asks for a token per request (the Agent API files ask for
+// hundreds) no longer pays a token request, with its TLS handshake and signature, for each.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
@@ -44,8 +47,12 @@ export interface TestOidcProvider {
   serviceClient: { id: string; secret: string };
   /** The provider's own signing key, for forging otherwise-valid tokens in tests. */
   signingKey: { key: CryptoKey; kid: string };
-  /** A client-credentials access token for the service client (real token endpoint). */
-  clientCredentialsToken(options?: { clientSecret?: string }): Promise<string>;
+  /**
+   * A client-credentials access token for the service client (real token endpoint), the cached one while it has
+   * more than a minute left. `fresh: true` always asks the token endpoint (and caches the new token). A failed
+   * grant (a wrong `clientSecret`) is never cached.
+   */
+  clientCredentialsToken(options?: { clientSecret?: string; fresh?: boolean }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -233,23 +240,45 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
   live.provider = provider;
   live.handle = provider.callback() as (req: IncomingMessage, res: ServerResponse) => void;
 
+  const tokens = new Map<string, CachedToken>();
+  async function requestToken(clientSecret: string): Promise<{ token: string; expiresIn: number }> {
+    const res = await fetchWithCa(`${issuer}/token`, tls.cert, {
+      grant_type: 'client_credentials',
+      client_id: serviceClient.id,
+      client_secret: clientSecret,
+      resource: API_AUDIENCE,
+      scope: 'api',
+    });
+    const body = JSON.parse(res) as { access_token?: string; expires_in?: number; error?: string };
+    if (!body.access_token) throw new Error(`client credentials grant failed: ${body.error ?? 'no token'}`);
+    return { token: body.access_token, expiresIn: body.expires_in ?? 0 };
+  }
+
   return {
     issuer,
     caFile: tls.certFile,
     consoleClient,
     serviceClient,
     signingKey: { key: privateKey, kid },
-    async clientCredentialsToken(o = {}) {
-      const res = await fetchWithCa(`${issuer}/token`, tls.cert, {
-        grant_type: 'client_credentials',
-        client_id: serviceClient.id,
-        client_secret: o.clientSecret ?? serviceClient.secret,
-        resource: API_AUDIENCE,
-        scope: 'api',
-      });
-      const body = JSON.parse(res) as { access_token?: string; error?: string };
-      if (!body.access_token) throw new Error(`client credentials grant failed: ${body.error ?? 'no token'}`);
-      return body.access_token;
+    clientCredentialsToken(o = {}) {
+      const secret = o.clientSecret ?? serviceClient.secret;
+      const cached = tokens.get(secret);
+      if (!o.fresh && cached && (cached.renewAt === undefined || Date.now() < cached.renewAt)) return cached.token;
+      // The promise is cached, so calls made together share one request (and arrive in the order they were made).
+      const entry: CachedToken = {
+        token: requestToken(secret).then(
+          ({ token, expiresIn }) => {
+            entry.renewAt = Date.now() + Math.max(0, expiresIn - TOKEN_RENEW_MARGIN_S) * 1000;
+            return token;
+          },
+          (err: unknown) => {
+            if (tokens.get(secret) === entry) tokens.delete(secret);
+            throw err;
+          },
+        ),
+      };
+      tokens.set(secret, entry);
+      return entry.token;
     },
     async close() {
       await new Promise<void>((ok) => {
@@ -260,6 +289,15 @@ export async function startTestOidcProvider(options: TestOidcProviderOptions): P
     },
   };
 }
+
+/** A cached client-credentials token: `renewAt` (ms) is set once the token endpoint has answered. */
+interface CachedToken {
+  token: Promise<string>;
+  renewAt?: number;
+}
+
+/** A cached token is renewed this many seconds before it expires (the provider issues them for 600 s). */
+const TOKEN_RENEW_MARGIN_S = 60;
 
 /** POSTs a form to the provider, trusting its self-signed certificate. */
 async function fetchWithCa(url: string, ca: string, form: Record<string, string>): Promise<string> {

@@ -46,7 +46,7 @@ after(async () => {
 const token = () => idp.clientCredentialsToken();
 const agent = () => new AgentClient({ consoleUrl: server.url, token, retry: { attempts: 2, initialMs: 50 } });
 
-/** One call with a fresh token, or with `bearer` (one token for many calls: no token request between them). */
+/** One call with the provider's token (cached by the test provider until near expiry), or with `bearer` (one token for many calls: no token request between them). */
 async function call(method: string, path: string, body?: unknown, bearer?: string): Promise<Response> {
   return fetch(new URL(path, server.url), {
     method,
