@@ -69,7 +69,7 @@ async function readEverything(): Promise<Record<string, unknown>> {
   }
   out['recount'] = stripVolatile(await store.recountEndpoint(EP));
   out['history answers'] = await store.listHistoryAnswers('blocker', EP, 'S-BLOCKED', blockerRequest.messageId);
-  out['history after'] = await store.listHistoryAfter('blocker', EP, 'S-BLOCKED', '2000-01-01T00:00:00.000Z', [T.ErrorResponse, T.EventRequest]);
+  out['history after'] = await store.listHistoryAfter('blocker', EP, 'S-BLOCKED', '2000-01-01T00:00:00.000Z', ['Failed', 'Pending', 'DeadLettered']);
   for (const eventId of ['blocker', 'e-1', 'raw-7', 'parked-3'])
     out[`details ${eventId}`] = await eventDetails(store, EP, eventId).then(stripVolatile, (err: Error) => ({ error: err.message }));
   return out;

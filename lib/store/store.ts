@@ -1570,7 +1570,7 @@ export class MessageStore {
     endpointId: string,
     sessionId: string,
     after: string,
-    statuses: readonly string[],
+    statuses: readonly ResolutionStatusT[],
     limit = 10,
   ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
     // Compared as stored (ISO strings), the way a list read's entries are compared with a row's enqueuedAt.
