@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CosmosClient, PartitionKeyKind, type Container, type PartitionKey } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
-import { documentsQueried, setPropertyNarrowing } from './embeddedQueries.ts';
+import { documentsQueried, setKeyGroupScannedWhole, setPropertyNarrowing } from './embeddedQueries.ts';
 
 let server: EmbeddedCosmos;
 let client: CosmosClient;
@@ -218,10 +218,15 @@ describe('embedded Cosmos query fixes: narrowing by other top-level equality ter
       { s: 'x', st: 'D' }, { s: 'y', st: 'F' }, { s: '', st: 'D' }, { s: 'x' }, { s: 0, st: 'D' }, { s: 'x', st: 'D' },
     ];
     for (const [i, shape] of shapes.entries()) await props.items.create({ id: `p${i}`, pk: 'a', rank: i % 3, ...shape });
+    // The partition here is small: narrow it anyway, as a large one is (a test below checks the default).
+    setKeyGroupScannedWhole(0);
     // Partition 'b': the same values elsewhere, which a partition-scoped query must not see.
     for (let i = 0; i < 4; i++) await props.items.create({ id: `q${i}`, pk: 'b', rank: i, s: 'x', st: 'D' });
   });
-  after(() => setPropertyNarrowing(true));
+  after(() => {
+    setPropertyNarrowing(true);
+    setKeyGroupScannedWhole(undefined);
+  });
 
   test('a term on another property runs the query over its documents in the partition only', async () => {
     const r = await both('c.pk = @pk AND c.s = @s', [{ name: '@pk', value: 'a' }, { name: '@s', value: 'x' }]);
@@ -263,6 +268,27 @@ describe('embedded Cosmos query fixes: narrowing by other top-level equality ter
     ]) {
       const r = await both(where, p);
       assert.equal(r.ranOver, 16, where);
+    }
+  });
+
+  test('c[@name] names the property by the parameter\'s value and is not narrowed; nor is a parameter given twice', async () => {
+    // The property is the parameter's value ('s'), not its text: narrowed by a property called "@field", nothing matched.
+    const byName = await both('c.pk = @pk AND c[@field] = @s', [{ name: '@pk', value: 'a' }, { name: '@field', value: 's' }, { name: '@s', value: 'x' }]);
+    assert.deepEqual([byName.ids.sort(), byName.ranOver], [['p0', 'p1', 'p10', 'p13', 'p15'], 16]);
+    // Which of two values the engine takes is its own business: the scoping leaves such a term alone.
+    const twice = await both('c.pk = @pk AND c.s = @s', [{ name: '@pk', value: 'a' }, { name: '@s', value: 'none' }, { name: '@s', value: 'x' }]);
+    assert.equal(twice.ranOver, 16);
+  });
+
+  test('a partition of a few documents is run over whole by default, not grouped by its other terms', async () => {
+    setKeyGroupScannedWhole(undefined);
+    try {
+      const r = await both('c.pk = @pk AND c.s = @s', [{ name: '@pk', value: 'a' }, { name: '@s', value: 'x' }]);
+      assert.deepEqual([r.ids.sort(), r.ranOver], [['p0', 'p1', 'p10', 'p13', 'p15'], 16]);
+      // Without the partition key there is no small group to run over: the terms narrow as before.
+      assert.equal((await both('c.s = @s AND c.st = @st', [{ name: '@s', value: 'x' }, { name: '@st', value: 'D' }])).ranOver, 7);
+    } finally {
+      setKeyGroupScannedWhole(0);
     }
   });
 
