@@ -77,7 +77,7 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
   /** Deaths this instance is recovering now, by lease name (a check does not start a second one). */
   const recovering = new Map<string, Promise<void>>();
   const warn = (what: string) => (err: unknown) =>
-    o.log.warn({ err: err instanceof Error ? err.message : String(err) }, `Resolver: ${what}; trying again at the next check`);
+    o.log.warn({ err: logSafeError(err) }, `Resolver: ${what}; trying again at the next check`);
 
   // Our own lease lost (the store unreachable for a TTL): take it back only if it is still our own document. A
   // claim on it, or no document, means a survivor took us for dead and may have recovered our deltas already.
@@ -125,7 +125,7 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
       o.log.warn({ instance: deadOwner, deltas: applied }, 'Resolver: another instance stopped without a clean stop; applied the counter deltas it had not flushed');
       return;
     }
-    const detail = { instance: deadOwner, deltas: applied, endpoints: failedEndpoints(failure), err: failure instanceof Error ? failure.message : String(failure) };
+    const detail = { instance: deadOwner, deltas: applied, endpoints: failedEndpoints(failure), err: logSafeError(failure) };
     if (claim.signal.aborted || stopping.signal.aborted) {
       // Our claim was taken over (we were too slow to renew it) or we are stopping: whoever holds it next goes on.
       await claim.drop();
@@ -174,6 +174,19 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
     },
   };
 }
+
+/**
+ * An error as the warnings log it: the store's own errors (lib/store/errors.ts) by their message, written here;
+ * anything else (a Cosmos error the store passed on unclassified) by name and status only, since a service's own
+ * text can name the account.
+ */
+export function logSafeError(err: unknown): string {
+  if (!(err instanceof Error)) return 'unknown error';
+  if (STORE_ERROR_NAMES.has(err.name)) return err.message;
+  const status = (err as { code?: unknown; statusCode?: unknown }).statusCode ?? (err as { code?: unknown }).code;
+  return typeof status === 'number' || typeof status === 'string' ? `${err.name} (${String(status)})` : err.name;
+}
+const STORE_ERROR_NAMES = new Set(['StoreError', 'StoreThrottledError', 'StoreTransientError', 'CorruptDocumentError', 'StoreInputError', 'CounterRecoveryIncompleteError', 'CountsRecoveredError']);
 
 function hasApplied(err: unknown): err is { applied: number } {
   return typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'CounterRecoveryIncompleteError' && typeof (err as { applied?: unknown }).applied === 'number';

@@ -1,0 +1,16 @@
+// The liveness warnings log a store error's own message, and of anything else its name and status only.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CounterRecoveryIncompleteError, StoreThrottledError } from '../lib/store/index.ts';
+import { logSafeError } from './liveness.ts';
+
+test("a service's own error text is not logged; the store's errors are", () => {
+  const cosmos = Object.assign(new Error('Forbidden: account nimbus-prod-eu rejected the request from 10.0.0.4'), { code: 403 });
+  assert.equal(logSafeError(cosmos), 'Error (403)');
+  assert.equal(logSafeError(Object.assign(new Error('secret text'), { name: 'RestError', statusCode: 400 })), 'RestError (400)');
+  assert.equal(logSafeError(new TypeError('x of undefined')), 'TypeError');
+  assert.equal(logSafeError('a string'), 'unknown error');
+  const throttled = new StoreThrottledError('recoverCounters', 100);
+  assert.equal(logSafeError(throttled), 'store throttled (429) during recoverCounters; retry after 100 ms');
+  assert.equal(logSafeError(new CounterRecoveryIncompleteError('host:1:ab', 2, ['billingendpoint'], 'billingendpoint')), 'counter recovery of host:1:ab failed on 1 endpoint(s) (first: billingendpoint)');
+});
