@@ -5,13 +5,16 @@
 // session's parked rows when the dialog opens (the Endpoint page's list route, until one beyond the 200 counted is
 // seen: components/sessionParkedRead.ts), never polled: the event page's own parked read lists only the events behind
 // this one, by design (its query filters on the blocker). That read also shows when the session's parked events wait
-// on another event, so that settling this one releases nothing. A session id the list route refuses (spaces alone,
-// longer than 128 characters) is not read. The wrapper's data-session-parked says whether the read is in, so a test
-// waits for it, not for time.
+// on another event, so that settling this one releases nothing; only then, the first few events those rows name are
+// read too (the same list route, by exact event id, once: sessionBlockersQuery), since a row can keep naming a blocker
+// settled long ago (its parked copy lost, skipped by the replay, its row left Deferred) and the words must not say
+// the session waits on a settled event. A session id the list route refuses (spaces alone, longer than 128
+// characters) is not read. The wrapper's data-session-parked says whether the reads are in ("read" once the words are
+// final), so a test waits for it, not for time.
 import type { ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import { sessionParkedQuery } from './queries.ts';
-import { sessionListable } from './sessionParkedRead.ts';
+import { sessionBlockersQuery, sessionParkedQuery } from './queries.ts';
+import { BLOCKERS_READ_MAX, sessionListable } from './sessionParkedRead.ts';
 import { otherParkedInSession, sessionFate, type SessionOutcome } from './sessionRelease.ts';
 
 export function SessionFate(props: {
@@ -29,9 +32,14 @@ export function SessionFate(props: {
   const q = useQuery(sessionParkedQuery(endpointId, sessionId));
   const others = q.data ? otherParkedInSession(q.data.rows, { sessionId, eventId }, q.data.more) : null;
   const behind = { listed: parked.siblings.length, capped: parked.capped, naming: parked.siblings.filter((s) => s.blockedBy !== null).length };
-  const words = sessionFate(outcome, behind, others);
+  // Only when no parked row names this event and others name another: do those still hold the session?
+  const named = behind.naming === 0 && others !== null && others.count > 0 ? others.blockers.slice(0, BLOCKERS_READ_MAX).map((b) => b.eventId) : [];
+  const b = useQuery(sessionBlockersQuery(endpointId, sessionId, named));
+  const words = sessionFate(outcome, behind, others, b.data ?? null);
+  const blockersIn = named.length === 0 || b.isSuccess || b.isError;
   // No session (''): nothing to read, nothing to say of one.
-  const state = sessionId === '' ? 'none' : !sessionListable(sessionId) ? 'unlistable' : q.isSuccess ? 'read' : q.isError ? 'failed' : 'reading';
+  const state =
+    sessionId === '' ? 'none' : !sessionListable(sessionId) ? 'unlistable' : q.isError ? 'failed' : q.isSuccess && blockersIn ? 'read' : 'reading';
   const unread = outcome === 'release' ? '; any there are will also be replayed in order.' : '.';
   return (
     <div data-session-parked={state} className={props.className}>
@@ -54,6 +62,11 @@ export function SessionFate(props: {
       {state === 'failed' ? (
         <p className="mt-2 text-xs text-slate-500" data-testid="session-parked-unread">
           The session&apos;s other parked events could not be read{unread}
+        </p>
+      ) : null}
+      {named.length > 0 && b.isError ? (
+        <p className="mt-2 text-xs text-slate-500" data-testid="session-blockers-unread">
+          Whether the {named.length === 1 ? 'event they name is' : 'events they name are'} still unsettled could not be read.
         </p>
       ) : null}
       {state === 'unlistable' ? (

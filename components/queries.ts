@@ -11,7 +11,7 @@ import { jobsApi, type OperationSummary } from './operations/jobsApi.ts';
 import { outcomePhase, outcomePollMs } from './operations/outcomePolling.ts';
 import { opsApi } from './topology/opsApi.ts';
 import { fetchMetrics, type MetricsArgs } from './charts/metricsApi.ts';
-import { readSessionParked, sessionListable } from './sessionParkedRead.ts';
+import { readBlockerStandings, readSessionParked, sessionListable } from './sessionParkedRead.ts';
 
 /** Key prefixes, for invalidation after a change (every key of a resource starts with its prefix). */
 export const queryKeys = {
@@ -81,6 +81,27 @@ export const sessionParkedQuery = (endpointId: string, sessionId: string) =>
         ),
       ),
     enabled: sessionListable(sessionId),
+    staleTime: 0,
+    gcTime: 0,
+    retry: 0,
+    refetchOnWindowFocus: false,
+  });
+
+/**
+ * Whether the events a session's parked rows name as their blocker still hold it (the event page's dialogs, when no
+ * parked row names the dialog's event: components/SessionFate.tsx). One small list read per blocker, the first few,
+ * once per opening, never polled; `blockers` empty: no read.
+ */
+export const sessionBlockersQuery = (endpointId: string, sessionId: string, blockers: readonly string[]) =>
+  queryOptions({
+    queryKey: ['session-blockers', endpointId, sessionId, blockers] as const,
+    queryFn: () =>
+      readBlockerStandings(
+        (q) => api.events(endpointId, new URLSearchParams({ eventId: q.eventId, sessionId: q.sessionId, pageSize: String(q.pageSize) })),
+        sessionId,
+        blockers,
+      ),
+    enabled: blockers.length > 0 && sessionListable(sessionId),
     staleTime: 0,
     gcTime: 0,
     retry: 0,

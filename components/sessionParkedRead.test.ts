@@ -1,10 +1,20 @@
 // How the Resubmit / Skip dialogs read a session's parked rows (components/sessionParkedRead.ts): only for a session
 // the list route can be asked for exactly, and "more" only when a row beyond the counted ones was seen. The list route
-// is faked here by its pages (pure paging logic); its bounds are checked against its own schema.
+// is faked here by its pages (pure paging logic); its bounds are checked against its own schema. And whether an event
+// the session's parked rows name still holds the session, from its own rows only, asked for as the route takes it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventListQuerySchema } from '../server/queries.ts';
-import { LIST_PAGE_MAX, readSessionParked, SESSION_PARKED_LIMIT, sessionListable, type ListPage } from './sessionParkedRead.ts';
+import {
+  blockerStanding,
+  BLOCKERS_READ_MAX,
+  LIST_PAGE_MAX,
+  readBlockerStandings,
+  readSessionParked,
+  SESSION_PARKED_LIMIT,
+  sessionListable,
+  type ListPage,
+} from './sessionParkedRead.ts';
 
 /** A list route over `total` rows that answers each read with what `shape` says, recording the page sizes asked. */
 function fakeList(total: number, shape: (asked: number, from: number) => { take: number; continuation: boolean }) {
@@ -79,4 +89,31 @@ test('a session is read only when the list route can be asked for exactly it', (
   assert.equal(sessionListable('S1 '), true, 'taken exactly by the route, not as "S1"');
   assert.equal(sessionListable(' S1'), true);
   assert.equal(sessionListable('   '), false, 'refused by the route');
+});
+
+test("a named blocker's standing: blocking while failed or handed off, settled once completed or skipped, else unknown", () => {
+  const row = (status: string, subStatus: string | null = null, eventId = 'Y', sessionId = 'S') => ({ eventId, sessionId, status, subStatus });
+  const Y = { eventId: 'Y', sessionId: 'S' };
+  assert.equal(blockerStanding([row('Failed')], Y), 'blocking');
+  assert.equal(blockerStanding([row('DeadLettered')], Y), 'blocking');
+  assert.equal(blockerStanding([row('Pending', 'Handoff')], Y), 'blocking');
+  assert.equal(blockerStanding([row('Completed')], Y), 'settled');
+  assert.equal(blockerStanding([row('Skipped')], Y), 'settled');
+  assert.equal(blockerStanding([row('Pending')], Y), 'unknown', 'a resubmit in flight: not settled yet, not known to fail');
+  assert.equal(blockerStanding([], Y), 'unknown', 'no row of it');
+  // Rows of another session, or another event (the route trims the id it is given), say nothing of this one.
+  assert.equal(blockerStanding([row('Completed', null, 'Y', 'S '), row('Skipped', null, 'Y ', 'S')], Y), 'unknown');
+});
+
+test('the blockers read: the first few, each by its exact id in the session, as the list route takes them', async () => {
+  const asked: unknown[] = [];
+  const read = async (q: { eventId: string; sessionId: string; pageSize: number }) => {
+    const parsed = eventListQuerySchema.parse({ eventId: q.eventId, sessionId: q.sessionId, pageSize: String(q.pageSize) });
+    asked.push([parsed.eventId, parsed.sessionId]);
+    return { items: [{ eventId: q.eventId, sessionId: q.sessionId, status: q.eventId === 'A' ? 'Skipped' : 'Failed', subStatus: null }], continuation: null };
+  };
+  assert.deepEqual(await readBlockerStandings(read, 'S ', ['A', 'B', ' C', 'D', 'E']), { A: 'settled', B: 'blocking', ' C': 'unknown' });
+  assert.equal(BLOCKERS_READ_MAX, 3);
+  assert.deepEqual(asked, [['A', 'S '], ['B', 'S ']], 'an id the route would trim is not asked for; none beyond the first few');
+  assert.deepEqual(await readBlockerStandings(read, 'S', ['x'.repeat(129)]), { ['x'.repeat(129)]: 'unknown' }, 'an id the route refuses is not asked for');
 });

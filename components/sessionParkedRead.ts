@@ -1,6 +1,9 @@
 // How the event page's command dialogs (components/SessionFate.tsx) read a session's parked rows through the
 // Endpoint page's list route: which sessions it can be asked for exactly, and reading until a row beyond the counted
-// ones is seen, so "200+" means more than 200. Pure (no React, no server), so it runs in the browser and in unit tests.
+// ones is seen, so "200+" means more than 200; and whether the events those rows name as their blocker still hold the
+// session (a row can name a blocker settled long ago: readBlockerStandings). Pure (no React, no server), so it runs in
+// the browser and in unit tests.
+import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 
 /**
  * Whether the Endpoint page's list route can be asked for exactly this session's rows: its filter
@@ -46,3 +49,56 @@ export async function readSessionParked<T>(
   }
   return { rows: rows.slice(0, SESSION_PARKED_LIMIT), more: rows.length > SESSION_PARKED_LIMIT || continuation !== null };
 }
+
+/**
+ * Whether an event that parked rows name as their blocker still holds its session: 'blocking' (Failed, DeadLettered
+ * or a Pending handoff: it has not been resubmitted, skipped or completed), 'settled' (Completed or Skipped: the
+ * session was released from it, so rows still naming it are leftovers of its replay, a parked copy lost on the way,
+ * which the replay skipped with a ReplayGap notice and whose row stays Deferred), or 'unknown' (not read, no row of
+ * it in the session, or a status that says neither, such as a Pending resubmit in flight).
+ */
+export type BlockerStanding = 'blocking' | 'settled' | 'unknown';
+
+/** The standing of event `eventId` of session `sessionId` from list rows (only its own rows count, whatever the list returned). */
+export function blockerStanding(
+  rows: ReadonlyArray<{ eventId: string; sessionId: string; status: string; subStatus: string | null }>,
+  { eventId, sessionId }: { eventId: string; sessionId: string },
+): BlockerStanding {
+  const own = rows.filter((r) => r.eventId === eventId && r.sessionId === sessionId);
+  if (own.length === 0) return 'unknown';
+  const blocking = (r: (typeof own)[number]) =>
+    r.status === ResolutionStatus.Failed ||
+    r.status === ResolutionStatus.DeadLettered ||
+    (r.status === ResolutionStatus.Pending && r.subStatus === PendingSubStatus.Handoff);
+  if (own.some(blocking)) return 'blocking';
+  const settled = own.every((r) => r.status === ResolutionStatus.Completed || r.status === ResolutionStatus.Skipped);
+  return settled ? 'settled' : 'unknown';
+}
+
+/** How many of the named blockers the dialogs read, the first ones named: one small read each, once per opening. */
+export const BLOCKERS_READ_MAX = 3;
+/** Rows one blocker read asks for: an event has one row per session, so a few leave room for its other sessions' rows. */
+const BLOCKER_PAGE_SIZE = 10;
+
+/**
+ * The standings of the first BLOCKERS_READ_MAX `blockers` of session `sessionId`, each read with the list route's
+ * exact eventId and sessionId filters (`read` is that route). An id the route would not read as it is (it trims the
+ * event id and refuses one over 128 characters) is not asked for: 'unknown'. Blockers beyond the first few are left
+ * out (unknown to the caller).
+ */
+export async function readBlockerStandings<T extends { eventId: string; sessionId: string; status: string; subStatus: string | null }>(
+  read: (query: { eventId: string; sessionId: string; pageSize: number }) => Promise<ListPage<T>>,
+  sessionId: string,
+  blockers: readonly string[],
+): Promise<Record<string, BlockerStanding>> {
+  const asked = blockers.slice(0, BLOCKERS_READ_MAX);
+  const standings = await Promise.all(
+    asked.map(async (eventId): Promise<[string, BlockerStanding]> => {
+      if (eventId.trim() !== eventId || eventId === '' || eventId.length > LIST_EVENT_ID_MAX) return [eventId, 'unknown'];
+      const page = await read({ eventId, sessionId, pageSize: BLOCKER_PAGE_SIZE });
+      return [eventId, blockerStanding(page.items, { eventId, sessionId })];
+    }),
+  );
+  return Object.fromEntries(standings);
+}
+const LIST_EVENT_ID_MAX = 128;

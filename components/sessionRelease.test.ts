@@ -52,7 +52,7 @@ test('a release replays the whole session: the rows parked behind other events a
   });
   const rows = [row('a', 'E'), row('b', 'E'), row('c', 'OTHER'), row('d', null), { ...row('e', null), blockedBy: 'OTHER' }];
   const E = { sessionId: 'S-1', eventId: 'E' };
-  assert.deepEqual(otherParkedInSession(rows, E, false), { count: 2, atLeast: false, blockers: ['OTHER'] });
+  assert.deepEqual(otherParkedInSession(rows, E, false), { count: 2, atLeast: false, blockers: [{ eventId: 'OTHER', count: 2 }] });
   assert.equal(otherParkedText(otherParkedInSession(rows, E, false)), '2 more parked in this session (behind other events) will also be replayed in order.');
   assert.equal(otherParkedText(otherParkedInSession(rows, E, true)), '2+ more parked in this session (behind other events) will also be replayed in order.');
   assert.equal(otherParkedText(otherParkedInSession(rows.slice(0, 2), E, false)), null, 'all behind this event: no line');
@@ -62,7 +62,7 @@ test("a row of another session is never counted as this session's, whatever the 
   // A list route that trimmed its session filter (as it once did) answered for "S-1 " with the rows of "S-1".
   const parked = (sessionId: string, eventId: string) => ({ eventId, sessionId, blockedBy: null, errorText: blockedByReason(sessionId, 'OTHER') });
   const rows = [parked('S-1', 'a'), parked('S-1', 'b'), parked('S-1 ', 'c')];
-  assert.deepEqual(otherParkedInSession(rows, { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 1, atLeast: false, blockers: ['OTHER'] });
+  assert.deepEqual(otherParkedInSession(rows, { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 1, atLeast: false, blockers: [{ eventId: 'OTHER', count: 1 }] });
   assert.deepEqual(otherParkedInSession(rows.slice(0, 2), { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 0, atLeast: false, blockers: [] });
 });
 
@@ -79,7 +79,7 @@ test('none of the rows read waits on another event but more are parked beyond th
 test('this event holds the session: the dialogs say it is released and what follows, and the others the release replays', () => {
   const behind = { listed: 2, capped: false, naming: 2 };
   assert.deepEqual(sessionFate('release', behind, null), { fate: 'is released and its 2 parked events follow', others: null }, 'before the session read is in');
-  assert.deepEqual(sessionFate('release', behind, { count: 3, atLeast: false, blockers: ['Y'] }), {
+  assert.deepEqual(sessionFate('release', behind, { count: 3, atLeast: false, blockers: [{ eventId: 'Y', count: 3 }] }), {
     fate: 'is released and its 2 parked events follow',
     others: '3 more parked in this session (behind other events) will also be replayed in order.',
   });
@@ -90,7 +90,7 @@ test('this event holds the session: the dialogs say it is released and what foll
 });
 
 test('Fail handoff keeps the session blocked: it says what stays parked, not what is replayed', () => {
-  assert.deepEqual(sessionFate('hold', { listed: 2, capped: false, naming: 2 }, { count: 3, atLeast: false, blockers: ['Y'] }), {
+  assert.deepEqual(sessionFate('hold', { listed: 2, capped: false, naming: 2 }, { count: 3, atLeast: false, blockers: [{ eventId: 'Y', count: 3 }] }), {
     fate: 'stays blocked until a resubmit or skip and its 2 parked events stay parked',
     others: '3 more parked in this session (behind other events) stay parked too.',
   });
@@ -99,17 +99,59 @@ test('Fail handoff keeps the session blocked: it says what stays parked, not wha
   assert.deepEqual(sessionFate('hold', { listed: 0, capped: false, naming: 0 }, null), { fate: 'stays blocked until a resubmit or skip', others: null });
 });
 
-test('the session waits on another event (no parked row names this one): nothing is released or replayed, and it says on which', () => {
+test('the session waits on another event still blocking (no parked row names this one): nothing is released or replayed, and it says on which', () => {
   const none = { listed: 0, capped: false, naming: 0 };
-  assert.deepEqual(sessionFate('release', none, { count: 3, atLeast: false, blockers: ['Y'] }), {
+  const blocking = { Y: 'blocking', Z: 'blocking' } as const;
+  assert.deepEqual(sessionFate('release', none, { count: 3, atLeast: false, blockers: [{ eventId: 'Y', count: 3 }] }, blocking), {
     fate: 'stays blocked: its 3 parked events wait on event Y, not this one, so none is replayed',
     others: null,
   });
-  assert.equal(sessionFate('release', none, { count: 1, atLeast: false, blockers: ['Y'] }).fate, 'stays blocked: its 1 parked event waits on event Y, not this one, so none is replayed');
-  assert.equal(sessionFate('release', none, { count: 200, atLeast: true, blockers: ['Y', 'Z'] }).fate, 'stays blocked: its 200+ parked events wait on other events, not this one, so none is replayed');
-  assert.deepEqual(sessionFate('hold', none, { count: 2, atLeast: false, blockers: ['Y'] }), { fate: 'stays blocked: its 2 parked events wait on event Y, not this one', others: null });
+  assert.equal(sessionFate('release', none, { count: 1, atLeast: false, blockers: [{ eventId: 'Y', count: 1 }] }, blocking).fate, 'stays blocked: its 1 parked event waits on event Y, not this one, so none is replayed');
+  assert.equal(sessionFate('release', none, { count: 200, atLeast: true, blockers: [{ eventId: 'Y', count: 150 }, { eventId: 'Z', count: 50 }] }, blocking).fate, 'stays blocked: its 200+ parked events wait on other events, not this one, so none is replayed');
+  assert.deepEqual(sessionFate('hold', none, { count: 2, atLeast: false, blockers: [{ eventId: 'Y', count: 2 }] }, blocking), { fate: 'stays blocked: its 2 parked events wait on event Y, not this one', others: null });
   // Rows naming no blocker are listed behind this event but do not make it the blocker.
-  assert.equal(sessionFate('release', { listed: 1, capped: false, naming: 0 }, { count: 2, atLeast: false, blockers: ['Y'] }).fate, 'stays blocked: its 2 parked events wait on event Y, not this one, so none is replayed');
+  assert.equal(sessionFate('release', { listed: 1, capped: false, naming: 0 }, { count: 2, atLeast: false, blockers: [{ eventId: 'Y', count: 2 }] }, blocking).fate, 'stays blocked: its 2 parked events wait on event Y, not this one, so none is replayed');
   // One row naming this event proves it holds the session, whatever else is parked.
-  assert.equal(sessionFate('release', { listed: 1, capped: false, naming: 1 }, { count: 2, atLeast: false, blockers: ['Y'] }).fate, 'is released and its 1 parked event follows');
+  assert.equal(sessionFate('release', { listed: 1, capped: false, naming: 1 }, { count: 2, atLeast: false, blockers: [{ eventId: 'Y', count: 2 }] }, blocking).fate, 'is released and its 1 parked event follows');
+});
+
+test("rows naming a blocker settled long ago are leftovers: the session is released from this event, and they are not counted as replayed", () => {
+  // The reviewer's case: M parked behind Y, its parked copy expired, Y was skipped (the replay skipped M with a
+  // ReplayGap notice and left its row Deferred naming Y); later E failed and blocks S.
+  const S = 'S';
+  const lingering = { eventId: 'M', sessionId: S, blockedBy: null, errorText: blockedByReason(S, 'Y') };
+  const others = otherParkedInSession([lingering], { sessionId: S, eventId: 'E' }, false);
+  const none = { listed: 0, capped: false, naming: 0 };
+  assert.deepEqual(sessionFate('release', none, others, { Y: 'settled' }), {
+    fate: 'is released and nothing is parked behind it',
+    others:
+      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
+  });
+  assert.equal(sessionFate('hold', none, others, { Y: 'settled' }).fate, 'stays blocked until a resubmit or skip');
+  // Several settled blockers, and a read that stopped at its cap: said as a lower bound, with "will also be replayed"
+  // only as "may be" for rows not read.
+  const two = { count: 3, atLeast: true, blockers: [{ eventId: 'Y', count: 2 }, { eventId: 'Z', count: 1 }] };
+  assert.deepEqual(sessionFate('release', { listed: 1, capped: false, naming: 0 }, two, { Y: 'settled', Z: 'settled' }), {
+    fate: 'is released and its 1 parked event follows',
+    others:
+      'More events may be parked in this session behind other events; any there are will also be replayed in order. 3+ more parked in this session name other events, all already settled: left over from their replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
+  });
+});
+
+test('a named blocker still unsettled keeps "stays blocked"; one not known yet gets words true either way', () => {
+  const none = { listed: 0, capped: false, naming: 0 };
+  const one = { count: 1, atLeast: false, blockers: [{ eventId: 'Y', count: 1 }] };
+  assert.equal(sessionFate('release', none, one, { Y: 'blocking' }).fate, 'stays blocked: its 1 parked event waits on event Y, not this one, so none is replayed');
+  const hedged = 'may stay blocked: its 1 parked event names event Y, not this one; if Y is still unsettled, the session waits on it, and this replays none of them';
+  assert.deepEqual(sessionFate('release', none, one, null), { fate: hedged, others: null }, 'the blocker read in flight or failed');
+  assert.equal(sessionFate('release', none, one, { Y: 'unknown' }).fate, hedged, 'no row of Y, or a status that says neither');
+  assert.equal(sessionFate('hold', none, one, null).fate, 'stays blocked; its 1 parked event names event Y, not this one');
+  // One blocker still blocking settles it, whatever the others: its rows alone are counted.
+  const mixed = { count: 5, atLeast: false, blockers: [{ eventId: 'Y', count: 2 }, { eventId: 'Z', count: 3 }] };
+  assert.equal(sessionFate('release', none, mixed, { Y: 'settled', Z: 'blocking' }).fate, 'stays blocked: its 3 parked events wait on event Z, not this one, so none is replayed');
+  // A settled one and one not read (beyond the first few, say): hedged on the one not known.
+  assert.equal(
+    sessionFate('release', none, mixed, { Y: 'settled' }).fate,
+    'may stay blocked: its 3 parked events name event Z, not this one; if Z is still unsettled, the session waits on it, and this replays none of them',
+  );
 });

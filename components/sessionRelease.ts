@@ -1,8 +1,10 @@
 // What happens to a session's parked events when an operator command settles an event. Resubmit, Skip and Complete
 // handoff release the session (docs/sdk.md: a successful retry, a skip and a completed handoff release it the same
 // way); Fail handoff keeps it blocked. Their confirmations say it from these functions (sessionFate), which also
-// notice when the session's parked events wait on another event: settling this one then releases nothing.
+// notice when the session's parked events wait on another event still unsettled: settling this one then releases
+// nothing. Rows naming a blocker settled long ago (their parked copies lost) are leftovers, not a sign of another block.
 import { blockerOf, type ParkedRef } from '../lib/store/parkedBlocker.ts';
+import type { BlockerStanding } from './sessionParkedRead.ts';
 import { countOf, formatCount } from './format.tsx';
 
 /**
@@ -56,11 +58,13 @@ export function otherParkedInSession(
   { sessionId, eventId }: { sessionId: string; eventId: string },
   more: boolean,
 ): OtherParked {
-  const blockers = rows
+  const named = rows
     .filter((r) => r.sessionId === sessionId && r.eventId !== eventId)
     .map((r) => blockerOf(r) ?? eventId)
     .filter((b) => b !== eventId);
-  return { count: blockers.length, atLeast: more, blockers: [...new Set(blockers)] };
+  const blockers = new Map<string, number>();
+  for (const b of named) blockers.set(b, (blockers.get(b) ?? 0) + 1);
+  return { count: named.length, atLeast: more, blockers: [...blockers].map(([id, rowCount]) => ({ eventId: id, count: rowCount })) };
 }
 
 /** The session's parked rows that wait on other events than this one: how many, and which events they wait on. */
@@ -68,8 +72,8 @@ export interface OtherParked {
   count: number;
   /** Rows beyond those read are parked in the session: `count` is a lower bound. */
   atLeast: boolean;
-  /** The events they name as their blocker, each once. */
-  blockers: string[];
+  /** The events they name as their blocker, each once, in the order first named, with how many of the rows name it. */
+  blockers: Array<{ eventId: string; count: number }>;
 }
 
 /**
@@ -90,25 +94,69 @@ export type SessionOutcome = 'release' | 'hold';
  *
  * `behind` is the event page's parked list: the rows behind this event (`naming` of them name it as their blocker;
  * the others name none), one page (`capped`). `others` is the session read (otherParkedInSession), null until it is
- * in (or when it cannot be made). When no parked row names this event and the session's parked rows name another,
- * the session waits on that one, not this: settling this event releases nothing and replays nothing, and the words
- * say so instead of "is released". Until the read is in, the words are those of the usual case (this event is the
- * session's blocker), which a row naming it already proves.
+ * in (or when it cannot be made). Until it is in, the words are those of the usual case (this event is the session's
+ * blocker), which a row naming it already proves.
+ *
+ * When no parked row names this event and the session's parked rows name another, `standings` says whether those
+ * events still hold the session (readBlockerStandings: the first few named, read once; null while that read is in
+ * flight or when it failed; a blocker missing from it is unknown):
+ * - one of them is still blocking (Failed, DeadLettered, a Pending handoff): the session waits on it, not this one,
+ *   so settling this event releases nothing and replays nothing, and the words say "stays blocked" on which;
+ * - all are settled (Completed, Skipped): the rows are leftovers of their replay (a parked copy lost on the way is
+ *   skipped with a ReplayGap notice and its row stays Deferred, packages/sdk/src/decide.ts replayGap; a later
+ *   release replays from the cursor on, so not those), so the words are those of the usual case, and the leftovers
+ *   are said as such, never counted as "will also be replayed";
+ * - otherwise (not read yet, the read failed, a status that says neither): words true either way, that the session
+ *   may stay blocked and that this replays none of those rows.
  */
 export function sessionFate(
   outcome: SessionOutcome,
   behind: { listed: number; capped: boolean; naming: number },
   others: OtherParked | null,
+  standings: Readonly<Record<string, BlockerStanding>> | null = null,
 ): { fate: string; others: string | null } {
   if (behind.naming === 0 && others !== null && others.count > 0) {
-    const who = others.blockers.length === 1 ? `event ${others.blockers[0]}` : 'other events';
-    const n = parkedCountText(others.count, others.atLeast);
-    const parked = others.count === 1 && !others.atLeast ? `its ${n} parked event waits` : `its ${n} parked events wait`;
-    return { fate: `stays blocked: ${parked} on ${who}, not this one${outcome === 'release' ? ', so none is replayed' : ''}`, others: null };
+    const standing = (b: { eventId: string }): BlockerStanding => standings?.[b.eventId] ?? 'unknown';
+    const unsettled = others.blockers.filter((b) => standing(b) !== 'settled');
+    if (unsettled.length === 0) return usualFate(outcome, behind, { count: 0, atLeast: others.atLeast, blockers: [] }, others);
+    const count = unsettled.reduce((n, b) => n + b.count, 0);
+    const who = unsettled.length === 1 ? `event ${unsettled[0]!.eventId}` : 'other events';
+    const n = parkedCountText(count, others.atLeast);
+    const one = count === 1 && !others.atLeast;
+    if (unsettled.some((b) => standing(b) === 'blocking')) {
+      const parked = one ? `its ${n} parked event waits` : `its ${n} parked events wait`;
+      return { fate: `stays blocked: ${parked} on ${who}, not this one${outcome === 'release' ? ', so none is replayed' : ''}`, others: null };
+    }
+    const parked = one ? `its ${n} parked event names` : `its ${n} parked events name`;
+    if (outcome === 'hold') return { fate: `stays blocked; ${parked} ${who}, not this one`, others: null };
+    const which = unsettled.length === 1 ? `${unsettled[0]!.eventId} is` : 'one of them is';
+    return { fate: `may stay blocked: ${parked} ${who}, not this one; if ${which} still unsettled, the session waits on it, and this replays none of them`, others: null };
   }
-  if (outcome === 'release') return { fate: `is released and ${parkedFollowText(behind.listed, behind.capped)}`, others: others ? otherParkedText(others) : null };
+  return usualFate(outcome, behind, others, null);
+}
+
+/** The usual words (this event holds the session); `leftovers`: rows naming only settled blockers, said as such. */
+function usualFate(
+  outcome: SessionOutcome,
+  behind: { listed: number; capped: boolean },
+  others: OtherParked | null,
+  leftovers: OtherParked | null,
+): { fate: string; others: string | null } {
+  const left = leftovers ? leftoverText(leftovers) : null;
+  const join = (a: string | null) => (a && left ? `${a} ${left}` : (a ?? left));
+  if (outcome === 'release') return { fate: `is released and ${parkedFollowText(behind.listed, behind.capped)}`, others: join(others ? otherParkedText(others) : null) };
   const one = behind.listed === 1 && !behind.capped;
   const held = behind.listed === 0 ? '' : ` and its ${parkedCountText(behind.listed, behind.capped)} parked ${one ? 'event stays' : 'events stay'} parked`;
   const rest = others !== null && others.count > 0 ? `${parkedCountText(others.count, others.atLeast)} more parked in this session (behind other events) stay parked too.` : null;
-  return { fate: `stays blocked until a resubmit or skip${held}`, others: rest };
+  return { fate: `stays blocked until a resubmit or skip${held}`, others: join(rest) };
+}
+
+/** The line on parked rows that name only blockers already settled: leftovers of those blockers' replay. */
+function leftoverText({ count, atLeast, blockers }: OtherParked): string {
+  const one = count === 1 && !atLeast;
+  const who = blockers.length === 1 ? `event ${blockers[0]!.eventId}, already settled` : 'other events, all already settled';
+  return (
+    `${parkedCountText(count, atLeast)} more parked in this session ${one ? 'names' : 'name'} ${who}: left over from ${blockers.length === 1 ? 'its' : 'their'} replay, ` +
+    'where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.'
+  );
 }

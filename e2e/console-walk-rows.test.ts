@@ -6,7 +6,8 @@
 // - the Resubmit / Skip / Complete handoff dialogs also say how many more events parked in the session (behind other
 //   events) the release replays, since the SDK replays every parked message of the session; that more may be when
 //   the 200 rows they read are all this event's; Fail handoff says what stays parked; a session id with spaces is
-//   read exactly; when the session's parked events wait on another event, that the session stays blocked;
+//   read exactly; when the session's parked events wait on another event still unsettled, that the session stays
+//   blocked, and when they name one settled long ago (leftovers of its replay), that it is released;
 // - a parked event, seeded as production parks it (its blocker named only in its park reason), links to its blocker;
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
@@ -52,6 +53,22 @@ function sessionReadsOf(page: Page, sessionId: string): string[] {
     if (r.url().includes(`/api/endpoints/${EP}/events?`) && r.url().includes(`sessionId=${sessionId}`)) urls.push(r.url());
   });
   return urls;
+}
+
+/**
+ * Opens `command`'s dialog on the event page `page`, waits until its words on the session are final (its reads are
+ * in: data-session-parked="read"), and returns its first paragraph and its line on the session's other parked
+ * events, then cancels it.
+ */
+async function sessionWords(page: Page, command: string): Promise<{ lead: string; others: string[] }> {
+  await page.getByRole('button', { name: command, exact: true }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+  const words = { lead: (await dialog.locator('p').first().textContent()) ?? '', others: await dialog.getByTestId('session-parked-others').allTextContents() };
+  await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+  await dialog.waitFor({ state: 'detached' });
+  return words;
 }
 
 before(async () => {
@@ -220,28 +237,66 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
   });
 
   test('when the session\'s parked events wait on another event, the dialogs say the session stays blocked and nothing is replayed', async () => {
-    // wr-aside failed, but the session's three parked events name wr-aside-blocker: releasing wr-aside replays none.
+    // wr-aside failed, but the session's three parked events name wr-aside-blocker, which has failed too and is not
+    // settled: releasing wr-aside replays none.
     const { store } = ui!.stack;
     const base = Date.now();
     await failedWithParked(store, base, 'WR-ASIDE', 'wr-aside', 0);
+    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-ASIDE', eventId: 'wr-aside-blocker' }, MessageType.ErrorResponse, { errorText: CAUSE });
     await parkedBehindAnother(store, base, 'WR-ASIDE', 'wr-aside-blocker', 3);
     const page = await ui!.open(`/endpoints/${EP}/events/wr-aside`);
     try {
       await page.getByText('Nothing parked behind this event.').waitFor();
       for (const command of ['Resubmit', 'Skip']) {
-        await page.getByRole('button', { name: command, exact: true }).click();
-        const dialog = page.getByRole('dialog');
-        await dialog.waitFor();
-        await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+        const words = await sessionWords(page, command);
         assert.match(
-          (await dialog.locator('p').first().textContent()) ?? '',
+          words.lead,
           /session WR-ASIDE stays blocked: its 3 parked events wait on event wr-aside-blocker, not this one, so none is replayed\.$/,
           `the ${command} dialog`,
         );
-        assert.equal(await dialog.getByTestId('session-parked-others').count(), 0, `the ${command} dialog: no "will also be replayed"`);
-        await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
-        await dialog.waitFor({ state: 'detached' });
+        assert.deepEqual(words.others, [], `the ${command} dialog: no "will also be replayed"`);
       }
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('when the parked rows name an event settled long ago, they are leftovers: the dialogs say the session is released', async () => {
+    // The review's case: wr-gone parked behind wr-settled, its parked copy was lost, wr-settled was skipped (the
+    // replay skipped wr-gone with a ReplayGap notice and left its row Deferred naming wr-settled); later wr-late failed
+    // and blocks the session. Its dialogs must not say the session waits on wr-settled.
+    const { store } = ui!.stack;
+    const base = Date.now();
+    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-SETTLED', eventId: 'wr-settled' }, MessageType.SkipResponse);
+    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-SETTLED', eventId: 'wr-gone' }, MessageType.DeferralResponse, parkedBehind('WR-SETTLED', 'wr-settled'));
+    await failedWithParked(store, base, 'WR-SETTLED', 'wr-late', 0);
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-late`);
+    const blockerReads: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes(`/api/endpoints/${EP}/events?`) && new URL(r.url()).searchParams.has('eventId')) blockerReads.push(r.url());
+    });
+    try {
+      await page.getByText('Nothing parked behind this event.').waitFor();
+      for (const command of ['Resubmit', 'Skip']) {
+        // Final once the session read and the read of the event its rows name are both in.
+        const words = await sessionWords(page, command);
+        assert.match(words.lead, /session WR-SETTLED is released and nothing is parked behind it\.$/, `the ${command} dialog`);
+        assert.deepEqual(
+          words.others,
+          [
+            '1 more parked in this session names event wr-settled, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
+          ],
+          `the ${command} dialog: the leftover said as such, not "will also be replayed"`,
+        );
+      }
+      // One small read of the named event per opening, by its exact id, in the session.
+      assert.deepEqual(
+        blockerReads.map((u) => [new URL(u).searchParams.get('eventId'), new URL(u).searchParams.get('sessionId')]),
+        [
+          ['wr-settled', 'WR-SETTLED'],
+          ['wr-settled', 'WR-SETTLED'],
+        ],
+      );
     } finally {
       await page.close();
     }
