@@ -31,6 +31,7 @@ import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { limiter } from '../lib/concurrency/limiter.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
+import { STOPPED, untilStopped } from './untilStopped.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';
 import type { Context } from '@opentelemetry/api';
 
@@ -285,9 +286,13 @@ export class BatchResolution {
     // The rows' store work starts now, side by side, at most ROWS_IN_FLIGHT at a time (a large receive must not
     // turn into a burst of requests that a provisioned Cosmos account answers with 429s). It never rejects: a
     // group's failure resolves to undefined, a single message's to its settlement.
+    // A row whose turn comes after a stop is not started (undefined: its messages are left and come back): the store
+    // may be closing by then, and a write that starts after the last counter flush has a stamp no flush covers.
     const limit = limiter(ROWS_IN_FLIGHT);
     for (const [key, group] of this.#groups) {
-      const write = limit(() => (group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!)));
+      const write = limit(() =>
+        ctx.signal.aborted ? Promise.resolve(undefined) : group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!),
+      );
       this.#writes.set(key, write);
       void write.then(() => this.#finished.add(key));
     }
@@ -301,22 +306,23 @@ export class BatchResolution {
     const alone = () => resolveRead(this.#read.get(raw)!, this.#ctx);
     if (write === undefined) return alone();
     const settlements = await write;
-    if (settlements === undefined) return alone();
+    // Not started (a stop) or the group's write failed: after a stop nothing more is written; it comes back.
+    if (settlements === undefined) return this.#ctx.signal.aborted ? { kind: 'leave' } : alone();
     return settlements[this.#groups.get(key!)!.indexOf(raw)]!;
   }
 
   /**
    * Messages recorded by their row's write that the processor has not reached: when it stops early (a message
    * left for redelivery releases the session), it completes these too, since their outcomes are stored. Waits
-   * for the writes still running, unless `finishedOnly` (on stop: a store that does not answer would keep stop()
-   * waiting for up to ROWS_IN_FLIGHT writes and their timeouts; a message not taken simply comes back).
+   * for the writes still running until `stop` aborts, and from then on takes only writes that have ended: a store
+   * that does not answer would keep stop() waiting for up to ROWS_IN_FLIGHT writes and their time-outs; a message
+   * not taken simply comes back.
    */
-  async takeRecordedAhead(finishedOnly = false): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
+  async takeRecordedAhead(stop: AbortSignal): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
     const ahead: Array<[ServiceBusReceivedMessage, Settlement]> = [];
     for (const [key, write] of this.#writes) {
-      if (finishedOnly && !this.#finished.has(key)) continue;
-      const settlements = await write;
-      if (settlements === undefined) continue;
+      const settlements = this.#finished.has(key) ? await write : await untilStopped(write, stop);
+      if (settlements === undefined || settlements === STOPPED) continue;
       this.#groups.get(key)!.forEach((raw, k) => {
         // Only outcomes that are stored: a single message whose write failed is left, and comes back.
         if (this.#taken.has(raw) || settlements[k]!.kind !== 'complete') return;

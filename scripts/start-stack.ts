@@ -226,7 +226,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         `the store could not open database '${config.database}': ${errorText(error)}`,
       );
     }
-    started.push({ component: 'cosmos', stop: () => store.close() });
+    started.push({
+      component: 'cosmos',
+      stop: async () => {
+        await store.close();
+      },
+    });
     if (uncleanStop) {
       // Counter deltas are buffered for 250 ms (and a crash can fall between a row write and its counter patch):
       // after a crash the rows are the truth, so the counters are recounted from them before anything writes.

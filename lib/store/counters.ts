@@ -174,7 +174,7 @@ export class CounterBuffer {
   /** Per endpoint, the `flushed` map as the last patch returned it (a lower bound: it only grows). */
   readonly #known = new Map<string, Record<string, number>>();
   #timer: NodeJS.Timeout | undefined;
-  #flushing: Promise<void> = Promise.resolve();
+  #flushing: Promise<unknown> = Promise.resolve();
 
   constructor(container: Container, intervalMs: number, owner: string) {
     this.#container = container;
@@ -226,20 +226,51 @@ export class CounterBuffer {
     this.#timer.unref();
   }
 
-  /** Applies every buffered delta now (one flush at a time). Rejects with the first failure; it is kept. */
-  flush(): Promise<void> {
-    const run = this.#flushing.then(() => this.#flushOnce());
+  /**
+   * Applies every buffered delta now (one flush at a time). Rejects with the first failure; it is kept.
+   * `waitMs` bounds the wait for writes still holding a ticket of a window being closed (a store that does not
+   * answer them must not hold a stop): when it runs out, only the windows below the lowest one still open are
+   * applied, so `flushed[owner]` never covers a stamp whose delta has not been added, and it resolves false (the
+   * rest is a survivor's to recover from the stamps once this writer's lease lapses). True: everything closed.
+   */
+  flush(waitMs = Infinity): Promise<boolean> {
+    const run = this.#flushing.then(() => this.#flushOnce(waitMs));
     this.#flushing = run.catch(() => undefined);
     return run;
   }
 
-  async #flushOnce(): Promise<void> {
+  /** The windows with a ticket still open, up to `seq`. */
+  #openUpTo(seq: number): number[] {
+    return [...this.#open.keys()].filter((s) => s <= seq);
+  }
+
+  async #flushOnce(waitMs: number): Promise<boolean> {
     // Close the window; wait for the writes stamped with it (or earlier) to add their deltas.
     const closing = this.#seq++;
-    while ([...this.#open.keys()].some((s) => s <= closing)) await new Promise<void>((r) => this.#waiters.push(r));
+    let timer: NodeJS.Timeout | undefined;
+    let expired = waitMs <= 0;
+    const deadline =
+      waitMs === Infinity
+        ? undefined
+        : new Promise<void>((resolve) => {
+            timer = setTimeout(() => {
+              expired = true;
+              resolve();
+            }, waitMs);
+          });
+    try {
+      while (!expired && this.#openUpTo(closing).length > 0) {
+        const settled = new Promise<void>((r) => this.#waiters.push(r));
+        await (deadline ? Promise.race([settled, deadline]) : settled);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    const stillOpen = this.#openUpTo(closing);
+    const upTo = stillOpen.length > 0 ? Math.min(...stillOpen) - 1 : closing;
     const batch = new Map<string, Deltas>();
     for (const [seq, w] of [...this.#windows]) {
-      if (seq > closing) continue;
+      if (seq > upTo) continue;
       this.#windows.delete(seq);
       for (const [endpointId, d] of w) addInto(batch, endpointId, d);
     }
@@ -248,7 +279,7 @@ export class CounterBuffer {
     await Promise.all(
       [...batch].map(async ([endpointId, deltas]) => {
         try {
-          await this.#apply(endpointId, deltas, closing);
+          await this.#apply(endpointId, deltas, upTo);
         } catch (err) {
           firstError ??= err;
         }
@@ -258,6 +289,7 @@ export class CounterBuffer {
       this.#schedule();
       throw firstError;
     }
+    return stillOpen.length === 0;
   }
 
   /** One endpoint's deltas of windows up to `seq`, with `flushed[owner] = seq` in the same patch. */
