@@ -17,6 +17,7 @@ import {
   AuditType,
   CorruptDocumentError,
   cosmosStatus,
+  StoreClosedError,
   StoreError,
   StoreThrottledError,
   type HeartbeatStatus,
@@ -123,6 +124,8 @@ type StoreFailure =
   | { kind: 'transient' }
   | { kind: 'denied'; status: number }
   | { kind: 'refused' }
+  /** The store is closing (a stop): nothing was written that a redelivery would not write again. */
+  | { kind: 'closed' }
   | { kind: 'bug' };
 
 /**
@@ -131,6 +134,7 @@ type StoreFailure =
  * budgets and ending as dead letters.
  */
 function classify(err: unknown): StoreFailure {
+  if (err instanceof StoreClosedError) return { kind: 'closed' };
   if (err instanceof StoreThrottledError) return { kind: 'throttled', retryAfterMs: err.retryAfterMs };
   if (err instanceof StoreError) return err.transient ? { kind: 'transient' } : { kind: 'refused' };
   const code = cosmosStatus(err);
@@ -620,6 +624,11 @@ function onStoreFailure(
       ctx.log.warn({ ...where, delayMs, err: errorText(err) }, 'Resolver: store write failed (transient); probing the store: held if it is down, else left for redelivery');
       return { kind: 'redeliver', attempt, delayMs, storeReason: 'transient' };
     }
+    case 'closed':
+      // Its counter delta could not be flushed any more (the store refused the write): left unsettled, it comes back
+      // to a live instance, and no budget is spent on it.
+      ctx.log.info({ ...where }, 'Resolver: the store is closing; the message is left for redelivery');
+      return { kind: 'leave' };
     case 'denied':
       ctx.log.error({ ...where, status: failure.status }, 'Resolver: store access denied; the message is left for later');
       return halt(failure.status);
@@ -713,6 +722,7 @@ async function retryInPlace(
     } catch (err) {
       const failure = classify(err);
       if (failure.kind === 'denied') return halt(failure.status);
+      if (failure.kind === 'closed') return { kind: 'leave' };
       if (failure.kind === 'refused' || failure.kind === 'bug') {
         // Bad heartbeat data (an endpoint id the store cannot key…) is logged and dropped, never dead-lettered.
         ctx.log.warn({ messageId: m.messageId, err: errorText(err) }, 'Resolver: heartbeat not recordable; dropped');

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { MessageType as T } from '@nimbus/sdk/contract';
+import { MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy, type Hold, type ProxiedRequest } from '../lib/store/testing/faultProxy.ts';
 import type { ResolverHandle } from './index.ts';
@@ -150,7 +150,7 @@ const settledKinds = (id: string) => h.settled.filter((s) => s.messageId === id)
 
 for (const how of [undefined, 'lost'] as const) {
   // 'lost': the row's create reaches the server but its answer is a 503, while the store closes: the write goes in
-  // doubt after the close's first settle, with its ticket cancelled, and the close's flush covers its stamp.
+  // doubt after the close's first settle (its window pinned), and the close's second settle finds it landed.
   const what = how === 'lost' ? "the row's create, which lands with its answer lost while the store closes" : 'a store write';
   test(`stop() returns while ${what} is held, without settling its message; the next Resolver records it once, counted once`, async (t) => {
     const ep = uniq('crm');
@@ -287,4 +287,112 @@ test('a row write the store never answers: store.close() gives up within its bou
   } finally {
     await next.stop();
   }
+});
+
+/** A query of `eventId`'s history (not the query plan beside it): how a refused command's restore finds the outcome. */
+const historyQueryOf = (eventId: string) => (r: ProxiedRequest) =>
+  r.query && !r.queryPlan && r.path.includes('/colls/history/') && (r.partitionKey ?? '').includes(eventId);
+
+/**
+ * The next Resolver records `ids` (then `check` runs); a survivor recovers the stopped store's stamps when its close
+ * was not clean; the counters of `ep` then match a recount of its rows.
+ */
+async function countedOnceAfterNext(ids: string[], clean: boolean, owner: string, ep: string, check?: () => Promise<void>): Promise<void> {
+  const next = await recordedByNext(ids);
+  try {
+    await check?.();
+    await survivorRecovers(clean, owner);
+    await assertCountsMatchRows([ep]);
+  } finally {
+    await next.stop();
+  }
+}
+
+/** The outcome (or the error's name) of the next call of `store.writeStatus`: a positive signal that it ran. */
+function nextWriteStatus(store: MessageStore): Promise<string> {
+  return new Promise((resolve) => {
+    const original = store.writeStatus.bind(store);
+    store.writeStatus = (...args) => {
+      const written = original(...args);
+      written.then(
+        (r) => resolve(r.outcome),
+        (err: unknown) => resolve(err instanceof Error ? err.name : String(err)),
+      );
+      return written;
+    };
+  });
+}
+
+test("a refused command's row restore that comes after the store closed is refused, not counted into a window no flush applies; the next Resolver restores the row once", async (t) => {
+  const ep = uniq('crm');
+  const eventId = uniq('e');
+  const sessionId = uniq('s');
+  // A handoff park, recorded, then claimed by the Manager for a completion (as the console does, notices.test.ts).
+  const req = await h.send({ type: T.EventRequest, eventId, to: ep, from: 'shop', sessionId, body: orderBody({}) });
+  const park = await h.send({
+    type: T.PendingHandoffResponse,
+    eventId,
+    from: ep,
+    to: 'Resolver',
+    sessionId,
+    parentMessageId: req.messageId,
+    props: { [Prop.HandoffReason]: 'DMF import', [Prop.ExternalJobId]: 'job-1' },
+  });
+  const warm = h.resolver();
+  await eventually(async () => ((await h.store.getStatusRow(ep, eventId, sessionId))?.subStatus === 'Handoff' ? true : undefined), 'the park recorded');
+  await warm.stop();
+  const claim = uniq('cmd');
+  const claimed = await h.store.writeStatus(
+    { endpointId: ep, eventId, sessionId, messageId: claim, messageType: T.HandoffCompletedRequest, parentMessageId: park.messageId, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() },
+    { lastMessageId: park.messageId },
+  );
+  assert.equal(claimed.outcome, 'written');
+  const notice = await h.send({
+    type: T.ErrorResponse,
+    eventId,
+    from: ep,
+    to: 'Resolver',
+    sessionId,
+    parentMessageId: claim,
+    props: { [Prop.DeadLetterReason]: 'CommandRefused', [Prop.DeadLetterErrorDescription]: 'HandoffCompletedRequest refused: not the pending handoff' },
+  });
+  // The restore reads the event's history before it writes the row: held there, its row write comes after the close.
+  const { patient, hold } = await stopWhileHeld(historyQueryOf(eventId));
+  const restore = nextWriteStatus(patient.store);
+  const clean = await closeAsMainDoes(patient, t, {
+    beforeExit: async () => {
+      hold.release();
+      t.diagnostic(`the restore's row write after the close: ${await restore}`);
+    },
+  });
+  assert.deepEqual(settledKinds(notice.messageId), ['leave'], 'left on stop');
+  await countedOnceAfterNext([notice.messageId], clean, patient.owner, ep, async () => {
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.deepEqual([row?.status, row?.subStatus], ['Pending', 'Handoff'], 'the claim put back to the park');
+  });
+});
+
+test('a row write whose answer is lost while the store closes, its row unreadable after: its window stays unflushed, close() says so, and a survivor counts it once', async (t) => {
+  const ep = uniq('crm');
+  const [eventA, eventB] = [uniq('e'), uniq('e')];
+  const a = await h.send({ type: T.EventRequest, eventId: eventA, to: ep, from: 'shop', sessionId: uniq('s'), body: orderBody({}) });
+  // A's row create is held. B, on the same endpoint and sent once A is held, takes its ticket after A's: a flush of
+  // B's window sets `flushed[owner]` on this endpoint at or past A's stamp.
+  const sessionB = uniq('s');
+  let b = '';
+  const { patient, hold } = await stopWhileHeld(rowCreateOf(eventA), async () => {
+    b = (await h.send({ type: T.EventRequest, eventId: eventB, to: ep, from: 'shop', sessionId: sessionB, body: orderBody({}) })).messageId;
+    await eventually(async () => (await h.store.getStatusRow(ep, eventB, sessionB)) ?? undefined, "B's row");
+  });
+  const clean = await closeAsMainDoes(patient, t, {
+    meanwhile: () => {
+      // From now on every request for a row fails (the close's settle reads A's row in vain), and A's create lands
+      // with its answer lost: A is in doubt to the end.
+      patient.proxy.inject({ status: 503, match: (r) => r.path.includes('/colls/events/') });
+      hold.release('lost');
+    },
+  });
+  assert.equal(clean, false, 'close() reports the write still in doubt');
+  await countedOnceAfterNext([a.messageId, b], clean, patient.owner, ep);
+  assert.equal((await h.store.getCounts(ep)).pending, 2);
 });
