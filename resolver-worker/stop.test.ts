@@ -11,10 +11,15 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
 import { MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore } from '../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy, type Hold, type ProxiedRequest } from '../lib/store/testing/faultProxy.ts';
 import type { ResolverHandle } from './index.ts';
+import { closeStoreRecordingOwed, COUNTERS_OWED_FILE, recoverOwedCounters } from '../scripts/countersOwed.ts';
 import { eventually, orderBody, ResolverHarness } from './testHarness.ts';
 
 let h: ResolverHarness;
@@ -395,4 +400,43 @@ test('a row write whose answer is lost while the store closes, its row unreadabl
   assert.equal(clean, false, 'close() reports the write still in doubt');
   await countedOnceAfterNext([a.messageId, b], clean, patient.owner, ep);
   assert.equal((await h.store.getCounts(ep)).pending, 2);
+});
+
+test('a stack whose store.close() leaves deltas records that it owes them, and its next start recovers them before anything writes: counted once', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'nimbus-owed-'));
+  const log = pino({ level: 'silent' });
+  try {
+    const ep = uniq('crm');
+    const eventId = uniq('e');
+    const sessionId = uniq('s');
+    const { messageId } = await h.send({ type: T.EventRequest, eventId, to: ep, from: 'shop', sessionId, body: orderBody({}) });
+    const { patient, hold } = await stopWhileHeld(rowCreateOf(eventId));
+    // As scripts/start-stack.ts stops its store; the bound only turns an unbounded close into a failure.
+    const bound = new AbortController();
+    const clean = await Promise.race([
+      closeStoreRecordingOwed(patient.store, dir, log),
+      delay(60_000, 'still closing', { signal: bound.signal }).catch(() => 'aborted'),
+    ]).finally(() => bound.abort());
+    // The write was sent: it lands before the process exits, stamped above what the close flushed.
+    hold.release();
+    await eventually(async () => (await h.store.getStatusRow(ep, eventId, sessionId)) ?? undefined, 'the held write landed');
+    await patient.proxy.close();
+    assert.equal(clean, false, 'close() reports the write it could not wait for');
+    const owed = await readFile(join(dir, COUNTERS_OWED_FILE), 'utf8').catch(() => 'nothing recorded');
+    // The next start, before its Resolver.
+    const recovered = await recoverOwedCounters(h.store, dir, log);
+    const next = await recordedByNext([messageId]);
+    try {
+      await assertCountsMatchRows([ep]);
+      assert.equal((await h.store.getCounts(ep)).pending, 1);
+    } finally {
+      await next.stop();
+    }
+    assert.deepEqual(JSON.parse(owed), { owners: [patient.owner] }, 'the stop recorded what it owes');
+    assert.equal(recovered, 1, "the row's stamp applied");
+    await assert.rejects(readFile(join(dir, COUNTERS_OWED_FILE)), { code: 'ENOENT' }, 'nothing owed any more');
+    assert.equal(await recoverOwedCounters(h.store, dir, log), 0, 'a second start recovers nothing');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
