@@ -71,7 +71,11 @@ export interface ResolverOptions {
 }
 
 export interface ResolverHandle {
-  /** Graceful: in-flight messages settle, nothing new starts; closes what startResolver opened. */
+  /**
+   * Nothing new starts; messages whose store writes have ended are settled, one whose write is still running is
+   * left to come back (stop never waits for the store's writes or probes, docs/resolver.md "Stopping"); then closes
+   * what startResolver opened (the stored time-series flush is still awaited).
+   */
   stop(): Promise<void>;
   /** Receiving, halted because the store denies access (with the reason), or holding while the store is down. */
   state(): ResolverState;

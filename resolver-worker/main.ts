@@ -1,5 +1,6 @@
 // `npm run resolver`: the Resolver as its own process. Reads its settings from the environment, opens the store,
-// runs until SIGINT/SIGTERM, then stops gracefully (in-flight messages settle) and flushes buffered counters.
+// runs until SIGINT/SIGTERM, then stops gracefully (messages whose writes ended settle, one still being written
+// comes back) and flushes buffered counters.
 import { pino } from 'pino';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -46,10 +47,13 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal }, 'Resolver: stopping');
     await resolver.stop();
-    await store.close();
+    // False when a counter delta is left (a write still running, in doubt, a patch unanswered): its stamp is above
+    // this instance's `flushed`, so the lease is left to lapse and a survivor applies it (./liveness.ts).
+    const counted = await store.close();
     await telemetry.shutdown();
-    // After the counters are flushed: from here nobody needs to recount for this instance.
-    await watch.stop().catch(() => undefined);
+    // After the counters are flushed: from here nobody needs to recover anything for this instance.
+    if (counted) await watch.stop().catch(() => undefined);
+    else log.warn({}, 'Resolver: counter deltas left unapplied at the stop; the lease is left to lapse so a survivor applies them');
     leaseClient.dispose();
     process.exit(0);
   };

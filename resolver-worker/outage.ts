@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import { StoreError, StoreThrottledError, classifyCosmosError } from '../lib/store/index.ts';
 import { sleep } from './resolve.ts';
+import { untilStopped } from './untilStopped.ts';
 
 export interface StoreOutageOptions {
   /** One round trip that needs the store to read and write (the processor's probe record). */
@@ -115,20 +116,13 @@ export class StoreOutage {
   #probeOnce(): Promise<boolean> {
     const { signal } = this.#o;
     this.#inFlight ??= (async () => {
-      let onAbort = () => undefined as void;
       try {
         const probe = this.#o.probe().then(
           () => true,
           (err: unknown) => !isOutage(err),
         );
-        const stopped = new Promise<boolean>((resolve) => {
-          onAbort = () => resolve(false);
-          if (signal.aborted) resolve(false);
-          else signal.addEventListener('abort', onAbort, { once: true });
-        });
-        return await Promise.race([probe, stopped]);
+        return (await untilStopped(probe, signal)) === true;
       } finally {
-        signal.removeEventListener('abort', onAbort);
         this.#inFlight = undefined;
       }
     })();

@@ -21,6 +21,7 @@ import { context, type Context } from '@opentelemetry/api';
 import type { ResolverMetrics } from './metrics.ts';
 import { BatchResolution, resolveMessage, sleep, type ResolveContext, type Settlement } from './resolve.ts';
 import { StoreOutage } from './outage.ts';
+import { STOPPED, untilStopped } from './untilStopped.ts';
 
 export interface ProcessorOptions {
   client: ServiceBusClient;
@@ -114,7 +115,11 @@ export class ResolverProcessor {
   }
 
   /**
-   * Stops accepting and receiving; a message already being resolved is settled, anything not started stays put.
+   * Stops accepting and receiving; waits for nothing in the store. Messages whose writes have ended are settled;
+   * a message whose write is still running is left unsettled (its session released, it comes back; the write goes
+   * on unawaited and its copy is absorbed by the idempotent history and the guard); waits (back-offs, holds,
+   * probes) end at once; anything not started stays put. Settlements already issued and receiver closes are
+   * awaited (the broker's, bounded by the client's operation time-out).
    * Workers still waiting in acceptNextSession are not awaited: the client does not always honour the abort
    * signal there (it can wait out the broker's accept timeout), and closing the client ends them; a session they
    * still get is released untouched.
@@ -169,7 +174,8 @@ export class ResolverProcessor {
     const every = this.#o.accessProbeMs ?? 30_000;
     while (this.#halted && (await sleep(every, this.#stop.signal))) {
       try {
-        await this.#probeStore();
+        // A probe the store does not answer must not keep stop() waiting (stop() awaits this loop).
+        if ((await untilStopped(this.#probeStore(), this.#stop.signal)) === STOPPED) return;
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (code === 401 || code === 403) continue;
@@ -310,7 +316,7 @@ export class ResolverProcessor {
       const recoveriesAtStart = this.#outage.recoveries;
       // On stop only writes already finished are taken: a store that does not answer must not keep stop() waiting.
       const completeRecordedAhead = async () => {
-        for (const [message, settlement] of await batch.takeRecordedAhead(this.#stopping)) {
+        for (const [message, settlement] of await batch.takeRecordedAhead(this.#stop.signal)) {
           resolved.push({ message, settlement, started: performance.now() });
         }
       };
@@ -320,7 +326,10 @@ export class ResolverProcessor {
         // The message's process span continues the trace it carries; its store write (resolve.ts) is a child.
         let settlement = await withProcessSpan(message, this.#where, async (span) => {
           if (span.isRecording()) this.#traceContexts.set(message, context.active());
-          const s = await batch.resolve(message);
+          // A stop does not wait for the store: a message whose write is still running is left (unsettled, it comes
+          // back with its session); the write goes on unawaited, and the copy's write is absorbed (idempotent history).
+          const resolved = await untilStopped(batch.resolve(message), this.#stop.signal);
+          const s: Settlement = resolved === STOPPED ? { kind: 'leave' } : resolved;
           span.setAttribute('nimbus.resolver.settlement', s.kind === 'complete' ? s.result : s.kind);
           return s;
         });
@@ -329,7 +338,7 @@ export class ResolverProcessor {
           continue;
         }
         if (!(await drain())) {
-          await batch.takeRecordedAhead(this.#stopping); // lock lost: nothing more can settle; let running writes finish
+          await batch.takeRecordedAhead(this.#stop.signal); // lock lost: nothing more can settle; let running writes finish
           return;
         }
         // A write whose tries in place reached the lock horizon is abandoned now: holding it would outlast the lock.
@@ -378,7 +387,9 @@ export class ResolverProcessor {
     // leftover of the outage. Retried directly, without a probe per message or a retry counted.
     if (stale) {
       if (this.#stopping) return { kind: 'leave' };
-      current = await resolveMessage(message, ctx);
+      const retried = await untilStopped(resolveMessage(message, ctx), this.#stop.signal);
+      if (retried === STOPPED) return { kind: 'leave' };
+      current = retried;
     }
     let retriedWhileUp = false;
     while (isTransientStoreFailure(current) && !isAtHorizon(current)) {
@@ -403,7 +414,9 @@ export class ResolverProcessor {
         retriedWhileUp = true;
         this.#metrics.storeRetry({ 'nimbus.store.reason': 'transient', 'nimbus.retry.action': 'retried_in_place' });
       }
-      current = await resolveMessage(message, ctx);
+      const retried = await untilStopped(resolveMessage(message, ctx), this.#stop.signal);
+      if (retried === STOPPED) return { kind: 'leave' };
+      current = retried;
     }
     return current;
   }

@@ -17,6 +17,7 @@ import {
   AuditType,
   CorruptDocumentError,
   cosmosStatus,
+  StoreClosedError,
   StoreError,
   StoreThrottledError,
   type HeartbeatStatus,
@@ -31,6 +32,7 @@ import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { limiter } from '../lib/concurrency/limiter.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
+import { STOPPED, untilStopped } from './untilStopped.ts';
 import { processContextOf, withInternalSpan } from '@nimbus/sdk';
 import type { Context } from '@opentelemetry/api';
 
@@ -122,6 +124,8 @@ type StoreFailure =
   | { kind: 'transient' }
   | { kind: 'denied'; status: number }
   | { kind: 'refused' }
+  /** The store is closing (a stop): nothing was written that a redelivery would not write again. */
+  | { kind: 'closed' }
   | { kind: 'bug' };
 
 /**
@@ -130,6 +134,7 @@ type StoreFailure =
  * budgets and ending as dead letters.
  */
 function classify(err: unknown): StoreFailure {
+  if (err instanceof StoreClosedError) return { kind: 'closed' };
   if (err instanceof StoreThrottledError) return { kind: 'throttled', retryAfterMs: err.retryAfterMs };
   if (err instanceof StoreError) return err.transient ? { kind: 'transient' } : { kind: 'refused' };
   const code = cosmosStatus(err);
@@ -285,9 +290,13 @@ export class BatchResolution {
     // The rows' store work starts now, side by side, at most ROWS_IN_FLIGHT at a time (a large receive must not
     // turn into a burst of requests that a provisioned Cosmos account answers with 429s). It never rejects: a
     // group's failure resolves to undefined, a single message's to its settlement.
+    // A row whose turn comes after a stop is not started (undefined: its messages are left and come back): the store
+    // may be closing by then, and a write that starts after the last counter flush has a stamp no flush covers.
     const limit = limiter(ROWS_IN_FLIGHT);
     for (const [key, group] of this.#groups) {
-      const write = limit(() => (group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!)));
+      const write = limit(() =>
+        ctx.signal.aborted ? Promise.resolve(undefined) : group.length > 1 ? this.#recordGroup(group) : this.#recordOne(group[0]!),
+      );
       this.#writes.set(key, write);
       void write.then(() => this.#finished.add(key));
     }
@@ -301,22 +310,23 @@ export class BatchResolution {
     const alone = () => resolveRead(this.#read.get(raw)!, this.#ctx);
     if (write === undefined) return alone();
     const settlements = await write;
-    if (settlements === undefined) return alone();
+    // Not started (a stop) or the group's write failed: after a stop nothing more is written; it comes back.
+    if (settlements === undefined) return this.#ctx.signal.aborted ? { kind: 'leave' } : alone();
     return settlements[this.#groups.get(key!)!.indexOf(raw)]!;
   }
 
   /**
    * Messages recorded by their row's write that the processor has not reached: when it stops early (a message
    * left for redelivery releases the session), it completes these too, since their outcomes are stored. Waits
-   * for the writes still running, unless `finishedOnly` (on stop: a store that does not answer would keep stop()
-   * waiting for up to ROWS_IN_FLIGHT writes and their timeouts; a message not taken simply comes back).
+   * for the writes still running until `stop` aborts, and from then on takes only writes that have ended: a store
+   * that does not answer would keep stop() waiting for up to ROWS_IN_FLIGHT writes and their time-outs; a message
+   * not taken simply comes back.
    */
-  async takeRecordedAhead(finishedOnly = false): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
+  async takeRecordedAhead(stop: AbortSignal): Promise<Array<[ServiceBusReceivedMessage, Settlement]>> {
     const ahead: Array<[ServiceBusReceivedMessage, Settlement]> = [];
     for (const [key, write] of this.#writes) {
-      if (finishedOnly && !this.#finished.has(key)) continue;
-      const settlements = await write;
-      if (settlements === undefined) continue;
+      const settlements = this.#finished.has(key) ? await write : await untilStopped(write, stop);
+      if (settlements === undefined || settlements === STOPPED) continue;
       this.#groups.get(key)!.forEach((raw, k) => {
         // Only outcomes that are stored: a single message whose write failed is left, and comes back.
         if (this.#taken.has(raw) || settlements[k]!.kind !== 'complete') return;
@@ -614,6 +624,11 @@ function onStoreFailure(
       ctx.log.warn({ ...where, delayMs, err: errorText(err) }, 'Resolver: store write failed (transient); probing the store: held if it is down, else left for redelivery');
       return { kind: 'redeliver', attempt, delayMs, storeReason: 'transient' };
     }
+    case 'closed':
+      // Its counter delta could not be flushed any more (the store refused the write): left unsettled, it comes back
+      // to a live instance, and no budget is spent on it.
+      ctx.log.info({ ...where }, 'Resolver: the store is closing; the message is left for redelivery');
+      return { kind: 'leave' };
     case 'denied':
       ctx.log.error({ ...where, status: failure.status }, 'Resolver: store access denied; the message is left for later');
       return halt(failure.status);
@@ -707,6 +722,7 @@ async function retryInPlace(
     } catch (err) {
       const failure = classify(err);
       if (failure.kind === 'denied') return halt(failure.status);
+      if (failure.kind === 'closed') return { kind: 'leave' };
       if (failure.kind === 'refused' || failure.kind === 'bug') {
         // Bad heartbeat data (an endpoint id the store cannot key…) is logged and dropped, never dead-lettered.
         ctx.log.warn({ messageId: m.messageId, err: errorText(err) }, 'Resolver: heartbeat not recordable; dropped');

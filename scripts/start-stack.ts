@@ -21,6 +21,7 @@ import { startDemo, type DemoTimings, type RunningDemo } from '../demo/index.ts'
 import { buildConsole, consoleBuildIsStale, consoleDistDir } from '../server/build.ts';
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
+import { closeStoreRecordingOwed, recoverOwedCounters } from './countersOwed.ts';
 import { prefix, type Component } from './start-log.ts';
 // Types only: the console module itself is imported when the console starts, so that the rest of the stack (and
 // its tests) does not depend on the console's server code loading.
@@ -226,7 +227,17 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         `the store could not open database '${config.database}': ${errorText(error)}`,
       );
     }
-    started.push({ component: 'cosmos', stop: () => store.close() });
+    // Where a stop that could not apply every counter delta says so, for the next start to recover them (the stack
+    // has no surviving Resolver to do it): beside the embedded server's data. In memory only, the rows go too; with
+    // an account of one's own the stop logs that a recount is owed (scripts/countersOwed.ts).
+    const owedDir = config.cosmos.kind === 'embedded' ? config.cosmos.dataDir : undefined;
+    started.push({
+      component: 'cosmos',
+      stop: async () => {
+        await closeStoreRecordingOwed(store, owedDir, log('cosmos'));
+      },
+    });
+    await recoverOwedCounters(store, owedDir, log('cosmos'));
     if (uncleanStop) {
       // Counter deltas are buffered for 250 ms (and a crash can fall between a row write and its counter patch):
       // after a crash the rows are the truth, so the counters are recounted from them before anything writes.

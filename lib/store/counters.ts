@@ -7,7 +7,7 @@ import type {
   ResolutionStatus as ResolutionStatusT,
   PendingSubStatus as PendingSubStatusT,
 } from '@nimbus/sdk/contract';
-import { classifyCosmosError, CounterRecoveryIncompleteError, CountsRecoveredError, cosmosStatus, rethrowCosmos } from './errors.ts';
+import { classifyCosmosError, CounterRecoveryIncompleteError, CountsRecoveredError, cosmosStatus, rethrowCosmos, StoreClosedError } from './errors.ts';
 import { COUNTER_BUCKETS, type CounterBucket, type CounterDoc, type CountStamp } from './schemas.ts';
 
 export const COUNTER_DOC_ID = 'counts' as const;
@@ -125,10 +125,14 @@ function incrOps(deltas: Deltas | undefined): PatchOperation[] {
   return [...(deltas ?? [])].filter(([, n]) => n !== 0).map(([b, n]) => ({ op: 'incr', path: `/counts/${b}`, value: n }));
 }
 
-/** A write's place in a flush window: its row carries the window's stamp, its delta goes into that window. */
+/**
+ * A write's place in a flush window: its row carries the window's stamp, its delta goes into that window. `open`
+ * while the write runs, `doubt` while it is in doubt (its reply lost: pinned, see CounterBuffer.pin), `settled` once
+ * its delta is added or known to be nothing.
+ */
 export interface CounterTicket {
   readonly seq: number;
-  settled: boolean;
+  state: 'open' | 'doubt' | 'settled';
 }
 
 /**
@@ -172,15 +176,19 @@ export class CounterBuffer {
   #seq = 1;
   /** Deltas per window, not yet flushed. */
   readonly #windows = new Map<number, Map<string, Deltas>>();
-  /** Tickets taken and not yet settled, per window. */
+  /** Tickets of writes still running, per window: a flush waits for these. */
   readonly #open = new Map<number, number>();
+  /** Tickets of writes in doubt, per window: a flush does not wait for these, and applies no window from theirs on. */
+  readonly #pinned = new Map<number, number>();
+  /** Set by close(): no ticket is taken from then on (its write would be stamped with a window no flush applies). */
+  #closed = false;
   #waiters: Array<() => void> = [];
   /** Per endpoint, a patch that failed after being sent: it may or may not have been applied. */
   readonly #uncertain = new Map<string, { seq: number; deltas: Deltas }>();
   /** Per endpoint, the `flushed` map as the last patch returned it (a lower bound: it only grows). */
   readonly #known = new Map<string, Record<string, number>>();
   #timer: NodeJS.Timeout | undefined;
-  #flushing: Promise<void> = Promise.resolve();
+  #flushing: Promise<unknown> = Promise.resolve();
 
   constructor(container: Container, intervalMs: number, owner: string) {
     this.#container = container;
@@ -188,33 +196,70 @@ export class CounterBuffer {
     this.owner = owner;
   }
 
-  /** Before a row write: the window the row is stamped with. Settle it with add() or cancel(), always. */
+  /**
+   * Before a row write: the window the row is stamped with. Settle it with add() or cancel(), always (or pin() it
+   * when the write goes in doubt). Throws StoreClosedError once close() has been called: the last flush may have
+   * run, and a delta added after it would never be applied while `flushed[owner]` claims everything was.
+   */
   take(): CounterTicket {
+    if (this.#closed) throw new StoreClosedError('the store is closing: no status write is started (its counter delta could not be flushed)');
     const seq = this.#seq;
     this.#open.set(seq, (this.#open.get(seq) ?? 0) + 1);
-    return { seq, settled: false };
+    return { seq, state: 'open' };
   }
 
-  /** The row stamped with the ticket's window is written: its delta joins that window. Settles the ticket. */
+  /**
+   * The row stamped with the ticket's window is written (or, for a ticket in doubt, found landed): its delta joins
+   * that window, the one on the row's stamp. Settles the ticket.
+   */
   add(ticket: CounterTicket, endpointId: string, from: CounterBucket | null, to: CounterBucket): void {
-    if (!ticket.settled && from !== to) {
+    if (ticket.state !== 'settled' && from !== to) {
       let w = this.#windows.get(ticket.seq);
       if (!w) this.#windows.set(ticket.seq, (w = new Map()));
       bump(w, endpointId, to, 1);
       if (from !== null) bump(w, endpointId, from, -1);
-      this.#schedule();
     }
-    this.cancel(ticket);
+    this.#release(ticket);
   }
 
-  /** The write did not happen (or moved nothing): settles the ticket. */
+  /** The write did not happen (or moved nothing): settles an open ticket. A ticket in doubt is left pinned. */
   cancel(ticket: CounterTicket): void {
-    if (ticket.settled) return;
-    ticket.settled = true;
-    const n = (this.#open.get(ticket.seq) ?? 1) - 1;
-    if (n > 0) this.#open.set(ticket.seq, n);
-    else this.#open.delete(ticket.seq);
+    if (ticket.state === 'open') this.#release(ticket);
+  }
+
+  /**
+   * The write went in doubt (its reply lost: it may have landed, and its row would then carry the ticket's stamp).
+   * The ticket's window stays pinned until forget() or add() settles it: no flush applies that window or a later one,
+   * so `flushed[owner]` never covers a stamp whose delta may still be added (a recovery would skip it).
+   */
+  pin(ticket: CounterTicket): void {
+    if (ticket.state !== 'open') return;
+    this.#release(ticket);
+    ticket.state = 'doubt';
+    this.#pinned.set(ticket.seq, (this.#pinned.get(ticket.seq) ?? 0) + 1);
+  }
+
+  /** A pinned ticket's write did not land (or was overwritten, or is given up on): unpins its window. */
+  forget(ticket: CounterTicket): void {
+    if (ticket.state === 'doubt') this.#release(ticket);
+  }
+
+  #release(ticket: CounterTicket): void {
+    const counts = ticket.state === 'open' ? this.#open : ticket.state === 'doubt' ? this.#pinned : undefined;
+    ticket.state = 'settled';
+    if (!counts) return;
+    const n = (counts.get(ticket.seq) ?? 1) - 1;
+    if (n > 0) counts.set(ticket.seq, n);
+    else counts.delete(ticket.seq);
     if (n <= 0) for (const wake of this.#waiters.splice(0)) wake();
+    // Windows held back by this ticket (or holding its delta) are due now.
+    if (this.#windows.size > 0) this.#schedule();
+  }
+
+  /** close(): no ticket is taken any more (take() throws StoreClosedError); no flush is scheduled by a timer. */
+  close(): void {
+    this.#closed = true;
+    this.stop();
   }
 
   /** The last applied window of `owner` on this endpoint's counters, as far as this writer has seen. */
@@ -224,7 +269,7 @@ export class CounterBuffer {
   }
 
   #schedule(): void {
-    if (this.#timer !== undefined) return;
+    if (this.#timer !== undefined || this.#closed) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.flush().catch(() => undefined); // kept for the next flush; nothing to report to
@@ -232,20 +277,57 @@ export class CounterBuffer {
     this.#timer.unref();
   }
 
-  /** Applies every buffered delta now (one flush at a time). Rejects with the first failure; it is kept. */
-  flush(): Promise<void> {
-    const run = this.#flushing.then(() => this.#flushOnce());
+  /**
+   * Applies every buffered delta now (one flush at a time). Rejects with the first failure; it is kept.
+   * `waitMs` bounds the wait for writes still holding a ticket of a window being closed (a store that does not
+   * answer them must not hold a stop): when it runs out, only the windows below the lowest one still open are
+   * applied, so `flushed[owner]` never covers a stamp whose delta has not been added, and it resolves false (the
+   * rest is a survivor's to recover from the stamps once this writer's lease lapses). Writes in doubt (pinned
+   * tickets) are not waited for, and hold back their window the same way. True: everything closed.
+   */
+  flush(waitMs = Infinity): Promise<boolean> {
+    const run = this.#flushing.then(() => this.#flushOnce(waitMs));
     this.#flushing = run.catch(() => undefined);
     return run;
   }
 
-  async #flushOnce(): Promise<void> {
+  /** The windows with a ticket of a running write, up to `seq`. */
+  #openUpTo(seq: number): number[] {
+    return [...this.#open.keys()].filter((s) => s <= seq);
+  }
+
+  /** The windows with a ticket not settled (a running write's, or one in doubt), up to `seq`. */
+  #unsettledUpTo(seq: number): number[] {
+    return [...this.#open.keys(), ...this.#pinned.keys()].filter((s) => s <= seq);
+  }
+
+  async #flushOnce(waitMs: number): Promise<boolean> {
     // Close the window; wait for the writes stamped with it (or earlier) to add their deltas.
     const closing = this.#seq++;
-    while ([...this.#open.keys()].some((s) => s <= closing)) await new Promise<void>((r) => this.#waiters.push(r));
+    let timer: NodeJS.Timeout | undefined;
+    let expired = waitMs <= 0;
+    const deadline =
+      waitMs === Infinity
+        ? undefined
+        : new Promise<void>((resolve) => {
+            timer = setTimeout(() => {
+              expired = true;
+              resolve();
+            }, waitMs);
+          });
+    try {
+      while (!expired && this.#openUpTo(closing).length > 0) {
+        const settled = new Promise<void>((r) => this.#waiters.push(r));
+        await (deadline ? Promise.race([settled, deadline]) : settled);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    const stillOpen = this.#unsettledUpTo(closing);
+    const upTo = stillOpen.length > 0 ? Math.min(...stillOpen) - 1 : closing;
     const batch = new Map<string, Deltas>();
     for (const [seq, w] of [...this.#windows]) {
-      if (seq > closing) continue;
+      if (seq > upTo) continue;
       this.#windows.delete(seq);
       for (const [endpointId, d] of w) addInto(batch, endpointId, d);
     }
@@ -254,7 +336,7 @@ export class CounterBuffer {
     await Promise.all(
       [...batch].map(async ([endpointId, deltas]) => {
         try {
-          await this.#apply(endpointId, deltas, closing);
+          await this.#apply(endpointId, deltas, upTo);
         } catch (err) {
           firstError ??= err;
         }
@@ -264,6 +346,7 @@ export class CounterBuffer {
       this.#schedule();
       throw firstError;
     }
+    return stillOpen.length === 0;
   }
 
   /** One endpoint's deltas of windows up to `seq`, with `flushed[owner] = seq` in the same patch. */
@@ -308,6 +391,7 @@ export class CounterBuffer {
     return endpoints.size;
   }
 
+  /** Clears the flush timer (close() does it for good). */
   stop(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;

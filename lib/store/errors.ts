@@ -41,6 +41,18 @@ export class StoreTransientError extends StoreError {
   }
 }
 
+/**
+ * The store is closing (close() was called) and refuses a write that would take a counter ticket: its delta could
+ * land after the last flush and never be applied. Transient: the same write on a live instance (a redelivered
+ * message, a retried request) succeeds. The Resolver leaves such a message unsettled, so it comes back.
+ */
+export class StoreClosedError extends StoreError {
+  constructor(message: string) {
+    super(message, true);
+    this.name = 'StoreClosedError';
+  }
+}
+
 /** A document read back from the store does not match its schema: reported with where it is, never a crash. */
 export class CorruptDocumentError extends StoreError {
   readonly container: string;

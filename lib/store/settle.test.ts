@@ -186,3 +186,41 @@ describe('two writes of one row in doubt at once', () => {
     }
   });
 });
+
+describe('a buffering writer that dies after a write in doubt was settled', () => {
+  test("the settled delta joins the window on the row's stamp, which stayed unflushed meanwhile: a survivor's recovery counts it once", async () => {
+    const owner = uniq('writer');
+    // Buffered as the Resolver buffers, but no timer flush during the test (only the explicit one below).
+    const s = await wire.openThroughProxy({ counterFlushMs: 3_600_000, counterOwner: owner, settleIntervalMs: 20 });
+    const ep = uniq('ep');
+    try {
+      // A's create lands with its reply lost: in doubt, its row stamped with the open window.
+      await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'a' })), StoreTransientError));
+      // B, on the same endpoint, in the same window.
+      await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'b' }));
+      // A flush while A's row cannot be read back (A stays in doubt; the partition-key-range read is spared: the SDK's
+      // bulk read waits on it without end). Before, it applied the window, B's delta with `flushed[owner]` set to it,
+      // covering A's stamp although A's delta was not in it.
+      proxy.inject({ status: 500, match: (r) => r.path.includes('/colls/events/docs') });
+      try {
+        await s.flushCounters();
+      } finally {
+        proxy.clear();
+      }
+      assert.equal(s.writesInDoubt, 1, 'A still in doubt after the flush');
+      // The settle pass then finds A landed and counts it (in the buffer: no flush follows before the "crash").
+      while (s.writesInDoubt > 0) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      // The writer dies: nothing more of it reaches the counters (its close's flush is refused at the wire).
+      proxy.inject({ status: 503, match: isCounterPatch });
+      await s.close();
+      proxy.clear();
+    }
+    // A survivor recovers the dead writer's stamps above its `flushed` entry.
+    await store.recoverCounters(owner);
+    const kept = await store.getCounts(ep);
+    const recounted = await store.recountEndpoint(ep);
+    assert.deepEqual(kept.buckets, recounted.buckets, 'the counters match a recount of the rows');
+    assert.equal(kept.pending, 2);
+  });
+});

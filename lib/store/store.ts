@@ -144,6 +144,11 @@ interface InDoubtWrite {
    * once): kept, not dropped - either may have landed, and both are settled from one read.
    */
   earlier?: InDoubtWrite;
+  /**
+   * Its counter ticket (a buffering store), pinned while it is in doubt: its window is not flushed before the write
+   * is settled, and a landed one's delta joins that window, the one on its row's stamp (CounterBuffer.pin).
+   */
+  ticket?: CounterTicket;
 }
 
 /** Writes of one row kept in doubt together at most (see InDoubtWrite.earlier; beyond it, a recount repairs). */
@@ -478,18 +483,47 @@ export class MessageStore {
   }
 
   /**
-   * Settles the writes in doubt it can and flushes buffered counter deltas (both best effort and bounded: what
-   * cannot be applied is left to the recount), then releases the client's sockets and timers (only when the store
-   * built the client itself).
+   * Settles the writes in doubt it can and flushes buffered counter deltas, each step bounded (SETTLE_BUDGET_MS), then
+   * releases the client's sockets and timers (only when the store built the client itself). Resolves true when every
+   * counter delta it knows of is applied; false when something is left (a write still running or in doubt, a patch
+   * refused or unanswered): the stamps of what is left are above `flushed[owner]`, so a writer that then lets its
+   * lease lapse instead of releasing it has a survivor apply them (docs/store.md, "Closing the store").
    */
-  async close(): Promise<void> {
+  async close(): Promise<boolean> {
     this.#closed = true;
+    // From here a status write that would take a counter ticket is refused (StoreClosedError, before it sends
+    // anything): taken after the last flush, its delta would never be applied.
+    this.#counterBuffer?.close();
     if (this.#settleTimer !== undefined) clearTimeout(this.#settleTimer);
     this.#settleTimer = undefined;
     await this.#settleWithin(SETTLE_BUDGET_MS);
-    this.#counterBuffer?.stop();
-    await this.#counterBuffer?.flush().catch(() => undefined);
+    let clean = await this.#flushWithin(SETTLE_BUDGET_MS);
+    // A write still running at the settle above (a Resolver's stop does not wait for its writes) that ended without
+    // an answer is in doubt now, its window pinned: its delta counts only if it is settled and flushed here (the
+    // settle timer does nothing once closed). One still in doubt after this keeps its window unflushed: false.
+    if (this.#inDoubt.size > 0 || this.#passesRunning > 0) {
+      await this.#settleWithin(SETTLE_BUDGET_MS);
+      // This flush's answer stands alone: it applies every window up to the one it closes, those the first one held
+      // back (a write in doubt then, now settled) or could not apply (a patch failed: kept, and sent again) too.
+      clean = await this.#flushWithin(SETTLE_BUDGET_MS);
+    }
     if (this.#ownsClient) this.#client.dispose();
+    return clean && this.#inDoubt.size === 0;
+  }
+
+  /**
+   * The counter buffer's flush, bounded as a whole: its wait for writes in flight and its patches. Safe to give up
+   * on: a patch applies its deltas and `flushed[owner]` together or not at all. False when anything was not applied.
+   */
+  async #flushWithin(budgetMs: number): Promise<boolean> {
+    if (!this.#counterBuffer) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs)));
+    try {
+      return await Promise.race([this.#counterBuffer.flush(budgetMs).catch(() => false), expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -622,7 +656,7 @@ export class MessageStore {
           // No verdict: the write may have landed. Remembered as writeStatus remembers its own, so the single write
           // below (which reads a row in doubt first) or the settle pass counts it once if it did.
           if (bulkOutcomeUnknown(r)) {
-            this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row, unread: 0 });
+            this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row, unread: 0, ticket });
             builtInDoubt.set(x.k, { existing: x.existing ?? null, row });
           }
           single.push(x.k); // lost a race (409/412/404) or failed: writeStatus reads again, decides, classifies
@@ -1003,7 +1037,7 @@ export class MessageStore {
           continue;
         }
         // No verdict: the write may have landed. Its counter delta waits for the next read of the row.
-        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, unread: 0 });
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, unread: 0, ticket });
         rethrowCosmos(err, 'status row write');
       }
       // A write of this row remembered in doubt while this one was in flight (after its read) is settled now: the
@@ -1037,17 +1071,31 @@ export class MessageStore {
   }
 
   #remember(cacheKey: string, doubt: InDoubtWrite): void {
+    if (doubt.ticket) this.#counterBuffer!.pin(doubt.ticket);
     const earlier = this.#inDoubt.get(cacheKey);
     if (earlier) {
       doubt.earlier = earlier;
       let d: InDoubtWrite = doubt;
       for (let n = 1; n < MAX_IN_DOUBT_PER_ROW && d.earlier; n++) d = d.earlier;
+      this.#giveUp(d.earlier);
       delete d.earlier;
     }
     this.#inDoubt.delete(cacheKey);
     this.#inDoubt.set(cacheKey, doubt);
-    if (this.#inDoubt.size > MAX_IN_DOUBT) this.#inDoubt.delete(this.#inDoubt.keys().next().value!);
+    if (this.#inDoubt.size > MAX_IN_DOUBT) {
+      const oldest = this.#inDoubt.keys().next().value!;
+      this.#giveUp(this.#inDoubt.get(oldest));
+      this.#inDoubt.delete(oldest);
+    }
     this.#scheduleSettle();
+  }
+
+  /**
+   * Writes in doubt dropped without a read (beyond the caps): their windows are unpinned, so the counters flush on;
+   * a landed one is then left to a recount (docs/store.md, residue).
+   */
+  #giveUp(doubt: InDoubtWrite | undefined): void {
+    for (let d = doubt; d; d = d.earlier) if (d.ticket) this.#counterBuffer?.forget(d.ticket);
   }
 
   /**
@@ -1073,7 +1121,10 @@ export class MessageStore {
     const writes: InDoubtWrite[] = [];
     for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) writes.push(d);
     const versions = [current, before, ...writes.map((w) => w.replaced)].filter((v): v is StatusRow => v !== null);
-    return writes.filter((w) => versions.some((v) => isVersion(v, w.written)));
+    const landed = writes.filter((w) => versions.some((v) => isVersion(v, w.written)));
+    // The others never landed (or were overwritten since): nothing of theirs to count, their windows are unpinned.
+    for (const w of writes) if (w.ticket && !landed.includes(w)) this.#counterBuffer?.forget(w.ticket);
+    return landed;
   }
 
   /** Arms the next settle pass; nothing runs while no write is in doubt (or with settleIntervalMs 0, or closed). */
@@ -1160,7 +1211,9 @@ export class MessageStore {
     for (const doubt of doubts) {
       const from = doubt.replaced ? bucketOf(doubt.replaced.status, doubt.replaced.subStatus) : null;
       const to = bucketOf(doubt.written.status, doubt.written.subStatus);
-      if (this.#counterBuffer) this.#counterBuffer.add(this.#counterBuffer.take(), doubt.endpointId, from, to);
+      // Into the window on its row's stamp (its pinned ticket), not the current one: that window is not flushed yet,
+      // so a recovery after a crash either finds the stamp above `flushed[owner]` or the delta applied with it.
+      if (doubt.ticket) this.#counterBuffer!.add(doubt.ticket, doubt.endpointId, from, to);
       else if (from !== to) addDelta(deltas, doubt.endpointId, from, to);
     }
     const failed = await this.#applyDeltas(deltas);
@@ -1257,7 +1310,7 @@ export class MessageStore {
         if (code === 412 || code === 404) continue; // changed since our read: decide again
         // No verdict: the restore may have landed. Its counter delta waits for the next read of the row (the
         // caller's retry reads it first; the Manager and Reconcile may never retry: then the settle pass).
-        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row, unread: 0 });
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row, unread: 0, ticket });
         rethrowCosmos(err, 'status row restore');
       }
       const late = this.#inDoubt.get(cacheKey); // as in #writeStatusChainAttempts
