@@ -93,7 +93,7 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
     dead.abort(new Error(`instance lease ${name} claimed by a survivor`));
     o.log.error(
       { instance: o.owner },
-      'Resolver: this instance\'s lease lapsed and a survivor claimed it: its unflushed counter deltas are recovered there, and its counter flushes are refused where they were; restart this process (it takes a new id)',
+      'Resolver: this instance\'s lease lapsed and a survivor claimed it: its unflushed counter deltas are recovered there, and its counter flushes are refused where they were; restart this process (it takes a new id), then run `npm run recount -- --all` (the deltas of its refused flushes are missing from the counts)',
     );
   };
 
@@ -136,7 +136,7 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
     await claim.remove().catch(() => false);
     o.log.warn(
       { ...detail, attempts },
-      'Resolver: gave up recovering the counter deltas of an instance that stopped without a clean stop; its unflushed deltas are missing from the counters: recount the endpoints listed (all of them when none is listed)',
+      'Resolver: gave up recovering the counter deltas of an instance that stopped without a clean stop; its unflushed deltas are missing from the counters: run `npm run recount -- <the endpoints listed>` (`npm run recount -- --all` when none is listed)',
     );
   };
 
