@@ -184,6 +184,8 @@ test('an instance that was late, not dead: its renewal after the claim fails, an
     assert.equal(await leases.resume(`${INSTANCE_LEASE_PREFIX}late`, 'late', ttlMs), undefined);
     // ...and its flush of the window the survivor applied is refused by the store.
     await assert.rejects(late.flushCounters(), { name: 'CountsRecoveredError' });
+    assert.deepEqual(late.countsRefusedEndpoints, [endpointId], 'the late store names where its deltas were dropped');
+    assert.deepEqual(survivor.countsRefusedEndpoints, []);
     assert.equal(await pendingOn(survivor, endpointId), 2, 'the late flush counted the recovered row again');
     assert.equal((await survivor.recountEndpoint(endpointId)).pending, 2);
   } finally {

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { ConfigError, readResolverConfig } from './config.ts';
+import { RECOVERED } from '../lib/store/counters.ts';
 import { eventually, withHarness } from './testHarness.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
@@ -69,6 +70,57 @@ describe('the process', () => {
       assert.ok(!output.includes(h.emulator.key), 'the namespace key never reaches the log');
       assert.ok(!output.includes(h.emulator.connectionString), 'the connection string never reaches the log');
       assert.equal((await h.store.getCounts('crm')).completed, 1, 'buffered counters were flushed on stop');
+    });
+  });
+  test('taken for dead (a survivor claimed its lease), it stops with exit 1 and names the endpoints whose counter flushes were refused', async () => {
+    await withHarness(async (h) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          NIMBUS_SERVICEBUS_CONNECTION_STRING: h.emulator.connectionString,
+          NIMBUS_COSMOS_ENDPOINT: h.cosmosEndpoint,
+          NIMBUS_COSMOS_KEY: h.cosmos.key,
+          NIMBUS_COSMOS_DATABASE: h.store.database.id,
+          NIMBUS_RESOLVER_CONCURRENCY: '2',
+          NIMBUS_LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      try {
+        type LeaseDoc = { id: string; owner: string; expiresAt: number; acquiredAt: number; _etag: string };
+        const leases = h.store.database.container('leases');
+        const ownLease = async () =>
+          // Until the process has made the container, there is none (404).
+          (await leases.items.query<LeaseDoc>("SELECT * FROM c WHERE STARTSWITH(c.id, 'resolver_instance_')").fetchAll().catch(() => ({ resources: [] as LeaseDoc[] }))).resources[0];
+        const owner = (await eventually(ownLease, 'the instance lease', 30_000)).owner;
+        // One message counted normally, so the endpoint has its counters document.
+        await h.send({ type: T.ResolutionResponse, eventId: 'dead-1', from: 'crm' });
+        await eventually(async () => ((await h.store.getCounts('crm')).completed === 1 ? true : undefined), 'the first count', 30_000);
+        // A survivor recovered this instance on crm (its entry there is RECOVERED): its next flush there is refused.
+        await h.store.database.container('counters').item('counts', 'crm').patch([{ op: 'set', path: `/flushed/${owner}`, value: RECOVERED }]);
+        await h.send({ type: T.ResolutionResponse, eventId: 'dead-2', from: 'crm' });
+        await eventually(async () => ((await h.store.getStatusRow('crm', 'dead-2', 's-1'))?.status === 'Completed' ? true : undefined), 'the second row', 30_000);
+        // ...and claims its lease, as a survivor does when it lapses (If-Match on the version read; retried if a renewal
+        // moved it in between).
+        await eventually(async () => {
+          const current = await ownLease();
+          if (!current) return undefined;
+          const now = Date.now();
+          const claim = { id: current.id, owner: 'test-survivor', expiresAt: now + 60_000, acquiredAt: now, recovering: owner };
+          return leases.item(current.id, current.id).replace(claim, { accessCondition: { type: 'IfMatch', condition: current._etag } }).then(() => true, () => undefined);
+        }, 'the claim', 30_000);
+        assert.equal(await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]), 1, output);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      assert.match(output, /a survivor claimed it/);
+      assert.match(output, /npm run recount -- crm/);
+      assert.equal((await h.store.getCounts('crm')).completed, 1, 'the refused flush counted nothing');
+      assert.equal((await h.store.recountEndpoint('crm')).completed, 2);
     });
   });
 });

@@ -45,20 +45,33 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    const declaredDead = watch.declaredDead.aborted;
     log.info({ signal }, 'Resolver: stopping');
     await resolver.stop();
     // False when a counter delta is left (a write still running, in doubt, a patch unanswered): its stamp is above
     // this instance's `flushed`, so the lease is left to lapse and a survivor applies it (./liveness.ts).
     const counted = await store.close();
     await telemetry.shutdown();
-    // After the counters are flushed: from here nobody needs to recover anything for this instance.
-    if (counted) await watch.stop().catch(() => undefined);
+    // Flushes a survivor's recovery refused (this instance was taken for dead): those deltas are gone for good.
+    const refused = store.countsRefusedEndpoints;
+    if (refused.length > 0)
+      log.error(
+        { endpoints: refused },
+        `Resolver: counter flushes were refused where a survivor had recovered this instance; those endpoints' counters are too low: run npm run recount -- ${refused.join(' ')}`,
+      );
+    // After the counters are flushed: from here nobody needs to recover anything for this instance. Declared dead,
+    // it holds no lease any more (a survivor claimed it): nothing to release or leave.
+    if (counted || declaredDead) await watch.stop().catch(() => undefined);
     else log.warn({}, 'Resolver: counter deltas left unapplied at the stop; the lease is left to lapse so a survivor applies them');
     leaseClient.dispose();
-    process.exit(0);
+    // Non-zero when taken for dead, so the orchestrator starts it again (with a new id and a lease of its own).
+    process.exit(declaredDead ? 1 : 0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  // A survivor claimed this instance's lapsed lease (it was paused or cut off past its TTL): its flushes are refused
+  // where the survivor recovered it, and a death now would go unseen (no lease). Stop, and let a restart take a new id.
+  watch.declaredDead.addEventListener('abort', () => void shutdown('declared dead'), { once: true });
 }
 
 main().catch((err: unknown) => {

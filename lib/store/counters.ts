@@ -187,6 +187,11 @@ export class CounterBuffer {
   readonly #uncertain = new Map<string, { seq: number; deltas: Deltas }>();
   /** Per endpoint, the `flushed` map as the last patch returned it (a lower bound: it only grows). */
   readonly #known = new Map<string, Record<string, number>>();
+  /**
+   * Endpoints where a flush was refused because a survivor recovered this writer (CountsRecoveredError): the deltas
+   * of its rows written after that recovery's read are dropped there, and only a recount restores them.
+   */
+  readonly #refused = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<unknown> = Promise.resolve();
 
@@ -378,11 +383,19 @@ export class CounterBuffer {
       if (doc?.flushed) this.#known.set(endpointId, doc.flushed);
     } catch (err) {
       // Refused, not in doubt: a survivor took this writer for dead and applied its stamped deltas here.
-      if (err instanceof Error && err.name === 'CountsRecoveredError') throw err;
+      if (err instanceof Error && err.name === 'CountsRecoveredError') {
+        this.#refused.add(endpointId);
+        throw err;
+      }
       // Sent and failed: it may have been applied (a timeout) or not. The next flush finds out.
       this.#uncertain.set(endpointId, { seq, deltas: merged });
       throw err;
     }
+  }
+
+  /** The endpoints whose counters refused this writer's flushes since a survivor recovered it (a recount is owed there). */
+  get refusedEndpoints(): string[] {
+    return [...this.#refused].sort();
   }
 
   get pendingEndpoints(): number {

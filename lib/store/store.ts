@@ -1927,6 +1927,15 @@ export class MessageStore {
     }
   }
 
+  /**
+   * Endpoints whose counters refused this writer's flushes because a survivor took it for dead and recovered its
+   * stamped deltas there (lib/store/counters.ts, the recovered fence): deltas of rows it wrote after that are dropped,
+   * so those endpoints' counters are too low until a recount (`npm run recount`). Empty for a writer never taken for dead.
+   */
+  get countsRefusedEndpoints(): string[] {
+    return this.#counterBuffer?.refusedEndpoints ?? [];
+  }
+
   /** This store's writer id in counter stamps (undefined without counterFlushMs). */
   get counterOwner(): string | undefined {
     return this.#counterBuffer?.owner;
