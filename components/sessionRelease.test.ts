@@ -128,13 +128,13 @@ test("rows naming a blocker settled long ago are leftovers: the session is relea
       '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
   });
   assert.equal(sessionFate('hold', none, others, { Y: 'settled' }).fate, 'stays blocked until a resubmit or skip');
-  // Several settled blockers, and a read that stopped at its cap: said as a lower bound, with "will also be replayed"
-  // only as "may be" for rows not read.
+  // Several settled blockers, and a read that stopped at its cap: the leftovers are the rows read (what names which
+  // blocker beyond them is unknown, not "3+"), and "will also be replayed" only as "may be" for rows not read.
   const two = { count: 3, atLeast: true, blockers: [{ eventId: 'Y', count: 2 }, { eventId: 'Z', count: 1 }] };
   assert.deepEqual(sessionFate('release', { listed: 1, capped: false, naming: 0 }, two, { Y: 'settled', Z: 'settled' }), {
     fate: 'is released and its 1 parked event follows',
     others:
-      'More events may be parked in this session behind other events; any there are will also be replayed in order. 3+ more parked in this session name other events, all already settled: left over from their replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
+      'More events may be parked in this session behind other events; any there are will also be replayed in order. 3 more parked in this session name other events, all already settled: left over from their replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
   });
 });
 

@@ -118,7 +118,8 @@ export function sessionFate(
   if (behind.naming === 0 && others !== null && others.count > 0) {
     const standing = (b: { eventId: string }): BlockerStanding => standings?.[b.eventId] ?? 'unknown';
     const unsettled = others.blockers.filter((b) => standing(b) !== 'settled');
-    if (unsettled.length === 0) return usualFate(outcome, behind, { count: 0, atLeast: others.atLeast, blockers: [] }, others);
+    // The leftovers are the rows read (`atLeast` is about rows beyond them, which the first line already hedges).
+    if (unsettled.length === 0) return usualFate(outcome, behind, { count: 0, atLeast: others.atLeast, blockers: [] }, { ...others, atLeast: false });
     const count = unsettled.reduce((n, b) => n + b.count, 0);
     const who = unsettled.length === 1 ? `event ${unsettled[0]!.eventId}` : 'other events';
     const n = parkedCountText(count, others.atLeast);

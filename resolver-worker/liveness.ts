@@ -136,7 +136,7 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
     await claim.remove().catch(() => false);
     o.log.warn(
       { ...detail, attempts },
-      'Resolver: gave up recovering the counter deltas of an instance that stopped without a clean stop; its unflushed deltas are missing from the counters: run `npm run recount -- <the endpoints listed>` (`npm run recount -- --all` when none is listed)',
+      'Resolver: gave up recovering the counter deltas of an instance that stopped without a clean stop; its unflushed deltas are missing from the counters: run `npm run recount -- <the endpoints listed>`; when none is listed, name every endpoint it may have written to (`--all` covers only endpoints that already have a counters document, not those whose first events it wrote)',
     );
   };
 
