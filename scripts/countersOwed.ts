@@ -24,8 +24,17 @@ function readOwed(dir: string): string[] {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const parsed = owedSchema.safeParse(JSON.parse(text));
-  if (!parsed.success) throw new Error(`${join(dir, COUNTERS_OWED_FILE)} is not a list of writer ids`);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = owedSchema.safeParse(json);
+  if (!parsed.success)
+    throw new Error(
+      `${join(dir, COUNTERS_OWED_FILE)} is not a list of writer ids: delete it to start, and recount the endpoints afterwards (npm run recount -- --all, with the stack running)`,
+    );
   return parsed.data.owners;
 }
 

@@ -237,7 +237,12 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         await closeStoreRecordingOwed(store, owedDir, log('cosmos'));
       },
     });
-    await recoverOwedCounters(store, owedDir, log('cosmos'));
+    try {
+      await recoverOwedCounters(store, owedDir, log('cosmos'));
+    } catch (error) {
+      // The file is kept: the next start tries again (the store throttling or gone now), or says what to do with it.
+      throw new StartError('cosmos', `the counter deltas owed by the last stop could not be recovered: ${errorText(error)}`);
+    }
     if (uncleanStop) {
       // Counter deltas are buffered for 250 ms (and a crash can fall between a row write and its counter patch):
       // after a crash the rows are the truth, so the counters are recounted from them before anything writes.
