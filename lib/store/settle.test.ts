@@ -224,3 +224,126 @@ describe('a buffering writer that dies after a write in doubt was settled', () =
     assert.equal(kept.pending, 2);
   });
 });
+
+describe('a write in doubt that landed and was moved on by another writer before it was settled', () => {
+  // The row is no longer the version the write built, but it carries the write's stamp (another writer counted from
+  // that version and carried the stamp): the stamp's bucket says the write landed (docs/store.md, "A row write whose
+  // reply is lost"). Before, it was taken for "never landed": its delta was dropped, and the writer's next flush set
+  // `flushed[owner]` over its stamp, so a recovery skipped it too.
+
+  /** A buffering writer's request create that lands with its reply lost, then answered by the console's store. */
+  async function landedThenMovedOn(s: MessageStore, ep: string): Promise<void> {
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+    await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(request), StoreTransientError));
+    assert.equal(s.writesInDoubt, 1);
+    // The console's store (no buffer) moves the row on from the landed version, Pending -> Completed, carrying its stamp.
+    const other = await store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId }));
+    assert.equal(other.outcome, 'written');
+  }
+
+  /** A buffering writer (the Resolver's settings, no timer flush or settle pass during a test) on a fresh endpoint. */
+  async function bufferingWriter() {
+    const owner = uniq('writer');
+    const s = await wire.openThroughProxy({ counterFlushMs: 3_600_000, counterOwner: owner, settleIntervalMs: 3_600_000 });
+    return { owner, s, ep: uniq('ep') };
+  }
+
+  /** The endpoint's counters equal a recount of its rows, and these columns read `expected`. */
+  async function assertExact(ep: string, expected: Partial<Record<'pending' | 'completed' | 'failed', number>>): Promise<void> {
+    const kept = await store.getCounts(ep);
+    const recounted = await store.recountEndpoint(ep);
+    assert.deepEqual(kept.buckets, recounted.buckets, 'the counters match a recount of the rows');
+    for (const [column, n] of Object.entries(expected)) assert.equal(kept[column as keyof typeof expected], n, column);
+  }
+
+  test("settled by close(): the landed delta is counted, the counters match a recount and close() is clean", async () => {
+    const { s, ep } = await bufferingWriter();
+    let clean: boolean | undefined;
+    try {
+      await landedThenMovedOn(s, ep);
+    } finally {
+      clean = await s.close();
+    }
+    assert.equal(s.writesInDoubt, 0);
+    assert.equal(clean, true, 'nothing left: the landed delta was flushed');
+    await assertExact(ep, { pending: 0, completed: 1 });
+  });
+
+  test("settled by a flush, then the writer dies: a survivor's recovery leaves the counters exact", async () => {
+    const { owner, s, ep } = await bufferingWriter();
+    try {
+      await landedThenMovedOn(s, ep);
+      // The writer goes on: another row on the endpoint, then a flush (it settles the write in doubt first).
+      await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'b' }));
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+    } finally {
+      // The writer dies: nothing more of it reaches the counters (its close's flush is refused at the wire).
+      proxy.inject({ status: 503, match: isCounterPatch });
+      try {
+        await s.close();
+      } finally {
+        proxy.clear();
+      }
+    }
+    await store.recoverCounters(owner);
+    await assertExact(ep, { pending: 1, completed: 1 });
+  });
+
+  test("one that never landed, settled by a later write of its row in the same window that did: that write's stamp is not taken for it", async () => {
+    const { s, ep } = await bufferingWriter();
+    let clean: boolean | undefined;
+    try {
+      // The row is written by the console's store: `s` has no cached version, so each of its writes reads it first.
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      await store.writeStatus(request);
+      const response = () => msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
+      // W1's replace is held before the server sees it; W2 (a second copy) reads the row and its replace is held too.
+      const held1 = proxy.hold(isRowReplace, 'request');
+      const w1 = s.writeStatus(response());
+      w1.catch(() => undefined); // observed below
+      await held1.held;
+      const held2 = proxy.hold(isRowReplace, 'request');
+      const w2 = s.writeStatus(response());
+      await held2.held;
+      // W1 is answered 503 without reaching the server: in doubt, not landed. W2 then lands, settling W1 after it.
+      held1.release({ status: 503 });
+      await assert.rejects(w1, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1);
+      held2.release();
+      assert.equal((await w2).outcome, 'written');
+      assert.equal(s.writesInDoubt, 0, 'settled by W2');
+    } finally {
+      clean = await s.close();
+    }
+    assert.equal(clean, true);
+    await assertExact(ep, { pending: 0, completed: 1 });
+  });
+
+  test("a write in doubt that never landed, on a row its writer's earlier write stamped in the same window, adds nothing", async () => {
+    const { owner, s, ep } = await bufferingWriter();
+    let clean: boolean | undefined;
+    try {
+      // The writer's create is counted (its stamp: this window, null -> Pending).
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      assert.equal((await s.writeStatus(request)).outcome, 'written');
+      // Its response write never reaches the server, but the client sees a 503: in doubt, not landed.
+      proxy.inject({ status: 503, times: 1, match: isRowReplace });
+      try {
+        await assert.rejects(s.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId })), StoreTransientError);
+      } finally {
+        proxy.clear();
+      }
+      assert.equal(s.writesInDoubt, 1);
+      // The console's store moves the row on, carrying the stamp: the writer's stamp still ends in Pending.
+      const other = await store.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
+      assert.equal(other.outcome, 'written');
+      const row = await store.getStatusRow(ep, 'a', 's-1');
+      assert.equal(row?.counted?.find((st) => st.o === owner)?.t, S.Pending, "the row carries the earlier write's stamp");
+    } finally {
+      clean = await s.close();
+    }
+    assert.equal(clean, true);
+    await assertExact(ep, { pending: 0, completed: 0, failed: 1 });
+  });
+});
