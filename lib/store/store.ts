@@ -1105,7 +1105,7 @@ export class MessageStore {
    * the read, so the row's next write and the settle pass, whichever reads first, settle it once. False when a
    * landed write's counter patch failed (immediate counters): the caller reports it for a recount.
    */
-  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before?: StatusRow | null): Promise<boolean> {
+  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): Promise<boolean> {
     return this.#countLanded(this.#takeDoubt(cacheKey, doubt, current, before));
   }
 
@@ -1113,44 +1113,18 @@ export class MessageStore {
    * #settleDoubt's synchronous half: forgets the entry (with the row's earlier writes in doubt) and returns the
    * writes that landed, to be counted. A write landed if `current` is its version, or if a version known to have
    * been the row's was (`before`: the version a successful write just replaced; or the version another write in
-   * doubt read and built on), or - a buffering write alone in doubt on its row - if the row read carries its stamp
-   * as it left it (#stampedLanded: moved on by another writer since).
+   * doubt read and built on).
    */
-  #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before?: StatusRow | null): InDoubtWrite[] {
+  #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): InDoubtWrite[] {
     if (this.#inDoubt.get(cacheKey) !== doubt) return []; // settled already, by whoever read first
     this.#inDoubt.delete(cacheKey);
     const writes: InDoubtWrite[] = [];
     for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) writes.push(d);
-    const versions = [current, before ?? null, ...writes.map((w) => w.replaced)].filter((v): v is StatusRow => v !== null);
-    // The row as read from the store: with `before`, `current` is this store's own later write (its stamp says nothing).
-    const read = before === undefined ? current : before;
-    // The stamp speaks for a write only when no other write of this row is unsettled (two could leave the same stamp).
-    const landed = writes.filter((w) => versions.some((v) => isVersion(v, w.written)) || (writes.length === 1 && this.#stampedLanded(w, read)));
+    const versions = [current, before, ...writes.map((w) => w.replaced)].filter((v): v is StatusRow => v !== null);
+    const landed = writes.filter((w) => versions.some((v) => isVersion(v, w.written)));
     // The others never landed (or were overwritten since): nothing of theirs to count, their windows are unpinned.
     for (const w of writes) if (w.ticket && !landed.includes(w)) this.#counterBuffer?.forget(w.ticket);
     return landed;
-  }
-
-  /**
-   * Whether a buffering write in doubt landed although `read` (a version of the row read from the store) is not its
-   * version: another writer (the console's store, another Resolver) moved the row on from it, counting from its
-   * version and carrying its stamp. This store's stamp of the ticket's window then reads as the write left it (its
-   * `t` the write's bucket; or gone, when the write netted the window's moves of the row out). Only this write can
-   * have changed that stamp from what it was on the version it replaced: an earlier write of this store in the window
-   * was counted before it, and a later one settles it before deciding (or, in flight, passes the version it replaced
-   * as `read`, never its own). Undecidable when the write left the stamp as it found it (an earlier write of this
-   * store in the window ended in the same bucket, and another writer moved the row back meanwhile): taken as not
-   * landed, as before (docs/store.md, "A row write whose reply is lost").
-   */
-  #stampedLanded(doubt: InDoubtWrite, read: StatusRow | null): boolean {
-    const buffer = this.#counterBuffer;
-    if (!doubt.ticket || !buffer || !read) return false;
-    const from = doubt.replaced ? bucketOf(doubt.replaced.status, doubt.replaced.subStatus) : null;
-    if (from === bucketOf(doubt.written.status, doubt.written.subStatus)) return false; // nothing to count either way
-    const seq = doubt.ticket.seq;
-    const stampOf = (row: StatusRow | null) => row?.counted?.find((st) => st.o === buffer.owner && st.s === seq)?.t;
-    const left = stampOf(doubt.written);
-    return left !== stampOf(doubt.replaced) && stampOf(read) === left;
   }
 
   /** Arms the next settle pass; nothing runs while no write is in doubt (or with settleIntervalMs 0, or closed). */
