@@ -2,12 +2,12 @@
 // the variables without echoing values; with settings it records a message and stops cleanly on SIGTERM.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { ConfigError, readResolverConfig } from './config.ts';
 import { RECOVERED } from '../lib/store/counters.ts';
-import { eventually, withHarness } from './testHarness.ts';
+import { eventually, withHarness, type ResolverHarness } from './testHarness.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
@@ -33,6 +33,27 @@ describe('configuration', () => {
   });
 });
 
+/** `npm run resolver` on the harness's broker and store; `output` is what it wrote so far (stdout and stderr). */
+function startResolverProcess(h: ResolverHarness): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      NIMBUS_SERVICEBUS_CONNECTION_STRING: h.emulator.connectionString,
+      NIMBUS_COSMOS_ENDPOINT: h.cosmosEndpoint,
+      NIMBUS_COSMOS_KEY: h.cosmos.key,
+      NIMBUS_COSMOS_DATABASE: h.store.database.id,
+      NIMBUS_RESOLVER_CONCURRENCY: '2',
+      NIMBUS_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { child, exited, output: () => output };
+}
+
 describe('the process', () => {
   test('without settings it exits 2 with the list; with them it records a message and stops on SIGTERM', async () => {
     const bare = spawn(process.execPath, ['--import', 'tsx', MAIN], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -43,53 +64,23 @@ describe('the process', () => {
     assert.match(err, /NIMBUS_SERVICEBUS_CONNECTION_STRING/);
 
     await withHarness(async (h) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          NIMBUS_SERVICEBUS_CONNECTION_STRING: h.emulator.connectionString,
-          NIMBUS_COSMOS_ENDPOINT: h.cosmosEndpoint,
-          NIMBUS_COSMOS_KEY: h.cosmos.key,
-          NIMBUS_COSMOS_DATABASE: h.store.database.id,
-          NIMBUS_RESOLVER_CONCURRENCY: '2',
-          NIMBUS_LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const { child, exited, output } = startResolverProcess(h);
       try {
         await h.send({ type: T.ResolutionResponse, eventId: 'proc-1', from: 'crm' });
         await eventually(async () => ((await h.store.getStatusRow('crm', 'proc-1', 's-1'))?.status === 'Completed' ? true : undefined), 'the row', 30_000);
       } finally {
         child.kill('SIGTERM');
       }
-      assert.equal(await exited, 0, output);
+      assert.equal(await exited, 0, output());
       // The emulator's namespace key is random per start: finding it anywhere in the output would be a leak.
-      assert.ok(!output.includes(h.emulator.key), 'the namespace key never reaches the log');
-      assert.ok(!output.includes(h.emulator.connectionString), 'the connection string never reaches the log');
+      assert.ok(!output().includes(h.emulator.key), 'the namespace key never reaches the log');
+      assert.ok(!output().includes(h.emulator.connectionString), 'the connection string never reaches the log');
       assert.equal((await h.store.getCounts('crm')).completed, 1, 'buffered counters were flushed on stop');
     });
   });
   test('taken for dead (a survivor claimed its lease), it stops with exit 1 and names the endpoints whose counter flushes were refused', async () => {
     await withHarness(async (h) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          NIMBUS_SERVICEBUS_CONNECTION_STRING: h.emulator.connectionString,
-          NIMBUS_COSMOS_ENDPOINT: h.cosmosEndpoint,
-          NIMBUS_COSMOS_KEY: h.cosmos.key,
-          NIMBUS_COSMOS_DATABASE: h.store.database.id,
-          NIMBUS_RESOLVER_CONCURRENCY: '2',
-          NIMBUS_LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const { child, exited, output } = startResolverProcess(h);
       try {
         type LeaseDoc = { id: string; owner: string; expiresAt: number; acquiredAt: number; _etag: string };
         const leases = h.store.database.container('leases');
@@ -113,12 +104,12 @@ describe('the process', () => {
           const claim = { id: current.id, owner: 'test-survivor', expiresAt: now + 60_000, acquiredAt: now, recovering: owner };
           return leases.item(current.id, current.id).replace(claim, { accessCondition: { type: 'IfMatch', condition: current._etag } }).then(() => true, () => undefined);
         }, 'the claim', 30_000);
-        assert.equal(await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]), 1, output);
+        assert.equal(await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]), 1, output());
       } finally {
         child.kill('SIGTERM');
       }
-      assert.match(output, /a survivor claimed it/);
-      assert.match(output, /npm run recount -- crm/);
+      assert.match(output(), /a survivor claimed it/);
+      assert.match(output(), /npm run recount -- crm/);
       assert.equal((await h.store.getCounts('crm')).completed, 1, 'the refused flush counted nothing');
       assert.equal((await h.store.recountEndpoint('crm')).completed, 2);
     });
