@@ -19,7 +19,7 @@
 // The store's counterOwner must be this watch's owner (resolver-worker/main.ts passes the same id to both).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { holdLease, keepRenewing, type HeldLease, type Lease, type LeaseStore, type MessageStore } from '../lib/store/index.ts';
+import { holdLease, keepRenewing, StoreError, type HeldLease, type Lease, type LeaseStore, type MessageStore } from '../lib/store/index.ts';
 
 export const INSTANCE_LEASE_PREFIX = 'resolver_instance_';
 
@@ -182,11 +182,10 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
  */
 export function logSafeError(err: unknown): string {
   if (!(err instanceof Error)) return 'unknown error';
-  if (STORE_ERROR_NAMES.has(err.name)) return err.message;
+  if (err instanceof StoreError) return err.message;
   const status = (err as { code?: unknown; statusCode?: unknown }).statusCode ?? (err as { code?: unknown }).code;
   return typeof status === 'number' || typeof status === 'string' ? `${err.name} (${String(status)})` : err.name;
 }
-const STORE_ERROR_NAMES = new Set(['StoreError', 'StoreThrottledError', 'StoreTransientError', 'CorruptDocumentError', 'StoreInputError', 'CounterRecoveryIncompleteError', 'CountsRecoveredError']);
 
 function hasApplied(err: unknown): err is { applied: number } {
   return typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'CounterRecoveryIncompleteError' && typeof (err as { applied?: unknown }).applied === 'number';
