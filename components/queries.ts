@@ -88,9 +88,9 @@ export const sessionParkedQuery = (endpointId: string, sessionId: string) =>
   });
 
 /**
- * Whether the events a session's parked rows name as their blocker still hold it (the event page's dialogs, when no
- * parked row names the dialog's event: components/SessionFate.tsx). One small list read per blocker, the first few,
- * once per opening, never polled; `blockers` empty: no read.
+ * Whether the events a session's parked rows name as their blocker still hold it (the event page's dialogs, when
+ * parked rows name another event than the dialog's: components/SessionFate.tsx). One small list read per blocker,
+ * the first few, once per opening, never polled; `blockers` empty: no read.
  */
 export const sessionBlockersQuery = (endpointId: string, sessionId: string, blockers: readonly string[]) =>
   queryOptions({

@@ -43,7 +43,7 @@ test('a parked list capped at its page: the count is a lower bound, "100+", in t
   assert.equal(parkedFollowText(100, false), 'its 100 parked events follow');
 });
 
-test('a release replays the whole session: the rows parked behind other events are counted, those behind this one (or naming none) are not', () => {
+test('the rows parked behind other events are counted apart from those behind this one (or naming none), never as replayed by this release', () => {
   const row = (eventId: string, blocker: string | null) => ({
     eventId,
     sessionId: 'S-1',
@@ -53,9 +53,12 @@ test('a release replays the whole session: the rows parked behind other events a
   const rows = [row('a', 'E'), row('b', 'E'), row('c', 'OTHER'), row('d', null), { ...row('e', null), blockedBy: 'OTHER' }];
   const E = { sessionId: 'S-1', eventId: 'E' };
   assert.deepEqual(otherParkedInSession(rows, E, false), { count: 2, atLeast: false, blockers: [{ eventId: 'OTHER', count: 2 }] });
-  assert.equal(otherParkedText(otherParkedInSession(rows, E, false)), '2 more parked in this session (behind other events) will also be replayed in order.');
-  assert.equal(otherParkedText(otherParkedInSession(rows, E, true)), '2+ more parked in this session (behind other events) will also be replayed in order.');
-  assert.equal(otherParkedText(otherParkedInSession(rows.slice(0, 2), E, false)), null, 'all behind this event: no line');
+  assert.equal(
+    otherParkedText('release', otherParkedInSession(rows, E, false), { OTHER: 'blocking' }),
+    '2 more parked in this session wait on event OTHER, still unsettled, not on this one: they stay parked until it is settled.',
+  );
+  assert.equal(otherParkedText('hold', otherParkedInSession(rows, E, true), null), '2+ more parked in this session (behind other events) stay parked too.');
+  assert.equal(otherParkedText('release', otherParkedInSession(rows.slice(0, 2), E, false), null), null, 'all behind this event: no line');
 });
 
 test("a row of another session is never counted as this session's, whatever the list returned", () => {
@@ -66,23 +69,20 @@ test("a row of another session is never counted as this session's, whatever the 
   assert.deepEqual(otherParkedInSession(rows.slice(0, 2), { sessionId: 'S-1 ', eventId: 'E' }, false), { count: 0, atLeast: false, blockers: [] });
 });
 
-test('none of the rows read waits on another event but more are parked beyond them: the line says others may be', () => {
+test('none of the rows read waits on another event but more are parked beyond them: the line says more may be, and that only those behind this event follow', () => {
   // This event holds back a full page itself: the rows read are all its own, and those behind other events would
   // otherwise go unmentioned.
   assert.equal(
-    otherParkedText({ count: 0, atLeast: true }),
-    'More events may be parked in this session behind other events; any there are will also be replayed in order.',
+    otherParkedText('release', { count: 0, atLeast: true, blockers: [] }, null),
+    'More events may be parked in this session than were read; only those parked behind this event follow it.',
   );
-  assert.equal(otherParkedText({ count: 0, atLeast: false }), null);
+  assert.equal(otherParkedText('release', { count: 0, atLeast: false, blockers: [] }, null), null);
+  assert.equal(otherParkedText('hold', { count: 0, atLeast: true, blockers: [] }, null), null);
 });
 
-test('this event holds the session: the dialogs say it is released and what follows, and the others the release replays', () => {
+test('this event holds the session: the dialogs say it is released and what follows it', () => {
   const behind = { listed: 2, capped: false, naming: 2 };
   assert.deepEqual(sessionFate('release', behind, null), { fate: 'is released and its 2 parked events follow', others: null }, 'before the session read is in');
-  assert.deepEqual(sessionFate('release', behind, { count: 3, atLeast: false, blockers: [{ eventId: 'Y', count: 3 }] }), {
-    fate: 'is released and its 2 parked events follow',
-    others: '3 more parked in this session (behind other events) will also be replayed in order.',
-  });
   assert.deepEqual(sessionFate('release', { listed: 0, capped: false, naming: 0 }, { count: 0, atLeast: false, blockers: [] }), {
     fate: 'is released and nothing is parked behind it',
     others: null,
@@ -125,16 +125,16 @@ test("rows naming a blocker settled long ago are leftovers: the session is relea
   assert.deepEqual(sessionFate('release', none, others, { Y: 'settled' }), {
     fate: 'is released and nothing is parked behind it',
     others:
-      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
+      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
   });
   assert.equal(sessionFate('hold', none, others, { Y: 'settled' }).fate, 'stays blocked until a resubmit or skip');
   // Several settled blockers, and a read that stopped at its cap: the leftovers are the rows read (what names which
-  // blocker beyond them is unknown, not "3+"), and "will also be replayed" only as "may be" for rows not read.
+  // blocker beyond them is unknown, not "3+"), and the rows not read only as "may be" parked.
   const two = { count: 3, atLeast: true, blockers: [{ eventId: 'Y', count: 2 }, { eventId: 'Z', count: 1 }] };
   assert.deepEqual(sessionFate('release', { listed: 1, capped: false, naming: 0 }, two, { Y: 'settled', Z: 'settled' }), {
     fate: 'is released and its 1 parked event follows',
     others:
-      'More events may be parked in this session behind other events; any there are will also be replayed in order. 3 more parked in this session name other events, all already settled: left over from their replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
+      'More events may be parked in this session than were read; only those parked behind this event follow it. 3 more parked in this session name other events, all already settled: left over from their replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
   });
 });
 
@@ -153,5 +153,89 @@ test('a named blocker still unsettled keeps "stays blocked"; one not known yet g
   assert.equal(
     sessionFate('release', none, mixed, { Y: 'settled' }).fate,
     'may stay blocked: its 3 parked events name event Z, not this one; if Z is still unsettled, the session waits on it, and this replays none of them',
+  );
+});
+
+test('rows naming this event and rows naming another event settled long ago: the release replays the first, the others are leftovers, never "will also be replayed"', () => {
+  // The SDK's release replays from the session's replay cursor (packages/sdk/src/decide.ts drain: NextReplaySequence
+  // up to NextDeferralSequence); a row still naming a settled Y had its copy lost in Y's replay, which moved the
+  // cursor past it (ReplayGap), or is in that replay now. Either way it is not one that follows this event.
+  const S = 'S';
+  const rows = [
+    { eventId: 'a', sessionId: S, blockedBy: null, errorText: blockedByReason(S, 'E') },
+    { eventId: 'b', sessionId: S, blockedBy: null, errorText: blockedByReason(S, 'E') },
+    { eventId: 'lost', sessionId: S, blockedBy: null, errorText: blockedByReason(S, 'Y') },
+  ];
+  const others = otherParkedInSession(rows, { sessionId: S, eventId: 'E' }, false);
+  const behind = { listed: 2, capped: false, naming: 2 };
+  const leftover =
+    '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.';
+  assert.deepEqual(sessionFate('release', behind, others, { Y: 'settled' }), { fate: 'is released and its 2 parked events follow', others: leftover });
+  assert.deepEqual(sessionFate('hold', behind, others, { Y: 'settled' }), {
+    fate: 'stays blocked until a resubmit or skip and its 2 parked events stay parked',
+    others: leftover,
+  });
+});
+
+test('rows naming this event and rows naming another event still unsettled: those wait on it, not replayed by this release', () => {
+  const behind = { listed: 2, capped: false, naming: 2 };
+  const three = { count: 3, atLeast: false, blockers: [{ eventId: 'Y', count: 3 }] };
+  assert.deepEqual(sessionFate('release', behind, three, { Y: 'blocking' }), {
+    fate: 'is released and its 2 parked events follow',
+    others: '3 more parked in this session wait on event Y, still unsettled, not on this one: they stay parked until it is settled.',
+  });
+  const one = { count: 1, atLeast: false, blockers: [{ eventId: 'Y', count: 1 }] };
+  assert.equal(sessionFate('release', behind, one, { Y: 'blocking' }).others, '1 more parked in this session waits on event Y, still unsettled, not on this one: it stays parked until it is settled.');
+  const two = { count: 2, atLeast: false, blockers: [{ eventId: 'Y', count: 1 }, { eventId: 'Z', count: 1 }] };
+  assert.equal(
+    sessionFate('release', behind, two, { Y: 'blocking', Z: 'blocking' }).others,
+    '2 more parked in this session wait on other events, still unsettled, not on this one: they stay parked until those are settled.',
+  );
+  // Fail handoff keeps the session blocked: they stay parked, as every row does.
+  assert.equal(sessionFate('hold', behind, three, { Y: 'blocking' }).others, '3 more parked in this session (behind other events) stay parked too.');
+});
+
+test('rows naming this event and rows naming another event whose standing is not known: words true either way, never "will also be replayed"', () => {
+  const behind = { listed: 2, capped: false, naming: 2 };
+  const three = { count: 3, atLeast: false, blockers: [{ eventId: 'Y', count: 3 }] };
+  const hedged =
+    '3 more parked in this session name event Y, not this one: they wait on Y if it is still unsettled, or, if it is settled, are left over from its replay (not replayed) or being replayed.';
+  assert.equal(sessionFate('release', behind, three, null).others, hedged, 'the blocker read in flight or failed');
+  assert.equal(sessionFate('release', behind, three, { Y: 'unknown' }).others, hedged, 'no row of Y, or a Pending resubmit');
+  assert.equal(sessionFate('release', behind, three).others, hedged, 'not read');
+  const one = { count: 1, atLeast: false, blockers: [{ eventId: 'Y', count: 1 }] };
+  assert.equal(
+    sessionFate('release', behind, one, null).others,
+    '1 more parked in this session names event Y, not this one: it waits on Y if it is still unsettled, or, if it is settled, is left over from its replay (not replayed) or being replayed.',
+  );
+  const two = { count: 2, atLeast: false, blockers: [{ eventId: 'Y', count: 1 }, { eventId: 'Z', count: 1 }] };
+  assert.equal(
+    sessionFate('release', behind, two, null).others,
+    '2 more parked in this session name other events, not this one: each waits on the event it names if that is still unsettled, or, if it is settled, is left over from its replay (not replayed) or being replayed.',
+  );
+});
+
+test('rows naming this event and rows naming several other events, each said by its own standing', () => {
+  const behind = { listed: 1, capped: false, naming: 1 };
+  const mixed = { count: 6, atLeast: false, blockers: [{ eventId: 'Y', count: 1 }, { eventId: 'Z', count: 2 }, { eventId: 'W', count: 3 }] };
+  assert.deepEqual(sessionFate('release', behind, mixed, { Y: 'settled', Z: 'blocking' }), {
+    fate: 'is released and its 1 parked event follows',
+    others:
+      '3 more parked in this session name event W, not this one: they wait on W if it is still unsettled, or, if it is settled, are left over from its replay (not replayed) or being replayed. ' +
+      '2 more parked in this session wait on event Z, still unsettled, not on this one: they stay parked until it is settled. ' +
+      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
+  });
+});
+
+test('more parked than read: rows beyond them are not said to be replayed; only those behind this event follow it', () => {
+  const behind = { listed: 100, capped: true, naming: 100 };
+  assert.deepEqual(sessionFate('release', behind, { count: 0, atLeast: true, blockers: [] }), {
+    fate: 'is released and its 100+ parked events follow',
+    others: 'More events may be parked in this session than were read; only those parked behind this event follow it.',
+  });
+  assert.equal(
+    sessionFate('release', behind, { count: 1, atLeast: true, blockers: [{ eventId: 'Y', count: 1 }] }, { Y: 'settled' }).others,
+    'More events may be parked in this session than were read; only those parked behind this event follow it. ' +
+      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
   );
 });

@@ -3,6 +3,7 @@
 // way); Fail handoff keeps it blocked. Their confirmations say it from these functions (sessionFate), which also
 // notice when the session's parked events wait on another event still unsettled: settling this one then releases
 // nothing. Rows naming a blocker settled long ago (their parked copies lost) are leftovers, not a sign of another block.
+// A release replays the session from its replay cursor, so rows naming another event are never counted as replayed.
 import { blockerOf, type ParkedRef } from '../lib/store/parkedBlocker.ts';
 import type { BlockerStanding } from './sessionParkedRead.ts';
 import { countOf, formatCount } from './format.tsx';
@@ -46,12 +47,15 @@ export function releasedText(
 }
 
 /**
- * The parked events of a session that a release replays besides those behind `eventId`: the SDK's release asks the
- * deferred processor for every message parked in the session so far (packages/sdk/src/decide.ts `drain`, a bound
- * of NextDeferralSequence), not only those parked behind the released event. Those are the rows of this very
- * session naming another blocker (a row of another session is never counted, whatever the list returned); a row
- * naming none is listed behind this event by the parked panel, so it is counted there, not here.
- * `more`: rows beyond those read are parked in the session, so the count is a lower bound.
+ * The parked rows of a session that name another blocker than `eventId`. A release of `eventId` does not replay them:
+ * the SDK's release replays the session's parked messages from its replay cursor on (packages/sdk/src/decide.ts
+ * `drain`: NextReplaySequence up to NextDeferralSequence), which are those parked behind this event and those parked
+ * behind a replay (naming no blocker). A row naming another event Y was parked while Y blocked the session; Y's
+ * release replayed it, so a row still naming Y is a leftover of that replay (its parked copy lost, skipped with a
+ * ReplayGap notice, the cursor moved past it), or in that replay now (the Resolver records its new park or answer when
+ * it comes back), or, while Y is unsettled, waits on Y. Only rows of this very session are counted (a row of another
+ * session never, whatever the list returned); a row naming none is listed behind this event by the parked panel, so it
+ * is counted there, not here. `more`: rows beyond those read are parked in the session, so the count is a lower bound.
  */
 export function otherParkedInSession(
   rows: Array<ParkedRef & { eventId: string }>,
@@ -67,7 +71,7 @@ export function otherParkedInSession(
   return { count: named.length, atLeast: more, blockers: [...blockers].map(([id, rowCount]) => ({ eventId: id, count: rowCount })) };
 }
 
-/** The session's parked rows that wait on other events than this one: how many, and which events they wait on. */
+/** The session's parked rows that name other events than this one: how many, and which events they name. */
 export interface OtherParked {
   count: number;
   /** Rows beyond those read are parked in the session: `count` is a lower bound. */
@@ -76,13 +80,74 @@ export interface OtherParked {
   blockers: Array<{ eventId: string; count: number }>;
 }
 
+/** What the dialogs' reads say of the events named (readBlockerStandings); null: not read (in flight, failed or not asked). */
+type Standings = Readonly<Record<string, BlockerStanding>> | null;
+
 /**
- * The dialogs' line for those: null when there are none and nothing more is parked. When none of the rows read waits
- * on another event but more are parked beyond them (this event holds back a full page itself), it says others may.
+ * The dialogs' line on the session's rows that name other events (null when there are none and nothing more is
+ * parked), each group of rows by the standing of the event it names: a settled one's rows are leftovers of its replay
+ * (or in it), an unsettled one's wait on it, one not known gets words true either way. None is said to be replayed by
+ * this command (see otherParkedInSession). Fail handoff (`hold`) replays nothing: the rows not known to be leftovers
+ * stay parked too. When more rows are parked than were read, a release says that only those behind this event follow.
  */
-export function otherParkedText({ count, atLeast }: { count: number; atLeast: boolean }): string | null {
-  if (count === 0) return atLeast ? 'More events may be parked in this session behind other events; any there are will also be replayed in order.' : null;
-  return `${parkedCountText(count, atLeast)} more parked in this session (behind other events) will also be replayed in order.`;
+export function otherParkedText(outcome: SessionOutcome, others: OtherParked, standings: Standings): string | null {
+  const standing = (b: { eventId: string }): BlockerStanding => standings?.[b.eventId] ?? 'unknown';
+  const of = (s: BlockerStanding) => others.blockers.filter((b) => standing(b) === s);
+  const settled = of('settled');
+  const lines: string[] = [];
+  if (outcome === 'hold') {
+    const parked = others.count - rowsOf(settled);
+    if (parked > 0) lines.push(`${parkedCountText(parked, others.atLeast)} more parked in this session (behind other events) stay parked too.`);
+  } else {
+    if (others.atLeast) lines.push('More events may be parked in this session than were read; only those parked behind this event follow it.');
+    const unknown = of('unknown');
+    if (unknown.length > 0) lines.push(unsettledOrNotText(unknown));
+    const blocking = of('blocking');
+    if (blocking.length > 0) lines.push(waitingText(blocking));
+  }
+  if (settled.length > 0) lines.push(leftoverText(settled));
+  return lines.length > 0 ? lines.join(' ') : null;
+}
+
+const rowsOf = (blockers: ReadonlyArray<{ count: number }>) => blockers.reduce((n, b) => n + b.count, 0);
+
+/** "N more parked in this session name(s) …", in the number of the rows counted (those read). */
+function moreParked(blockers: ReadonlyArray<{ count: number }>, singular: string, plural: string): { n: number; lead: string } {
+  const n = rowsOf(blockers);
+  return { n, lead: `${formatCount(n)} more parked in this session ${n === 1 ? singular : plural}` };
+}
+
+/** Rows naming events still unsettled (Failed, DeadLettered, a Pending handoff): they wait on those. */
+function waitingText(blockers: ReadonlyArray<{ eventId: string; count: number }>): string {
+  const { n, lead } = moreParked(blockers, 'waits', 'wait');
+  const who = blockers.length === 1 ? `event ${blockers[0]!.eventId}, still unsettled` : 'other events, still unsettled';
+  return `${lead} on ${who}, not on this one: ${n === 1 ? 'it stays' : 'they stay'} parked until ${blockers.length === 1 ? 'it is' : 'those are'} settled.`;
+}
+
+/** Rows naming events whose standing is not known (not read, the read failed, a Pending resubmit): true either way. */
+function unsettledOrNotText(blockers: ReadonlyArray<{ eventId: string; count: number }>): string {
+  const { n, lead } = moreParked(blockers, 'names', 'name');
+  if (blockers.length > 1) {
+    return `${lead} other events, not this one: each waits on the event it names if that is still unsettled, or, if it is settled, is left over from its replay (not replayed) or being replayed.`;
+  }
+  const y = blockers[0]!.eventId;
+  const [it, waits, is] = n === 1 ? ['it', 'waits', 'is'] : ['they', 'wait', 'are'];
+  return `${lead} event ${y}, not this one: ${it} ${waits} on ${y} if it is still unsettled, or, if it is settled, ${is} left over from its replay (not replayed) or being replayed.`;
+}
+
+/**
+ * Rows naming only events already settled (Completed, Skipped): leftovers of those events' replay, or, while that
+ * replay is still under way, rows whose replayed copy the Resolver has not recorded yet (it runs, or parks again behind
+ * the session's blocker); the store cannot tell the two apart (the ReplayGap notice is in history only).
+ */
+function leftoverText(blockers: ReadonlyArray<{ eventId: string; count: number }>): string {
+  const { lead } = moreParked(blockers, 'names', 'name');
+  const one = blockers.length === 1;
+  const who = one ? `event ${blockers[0]!.eventId}, already settled` : 'other events, all already settled';
+  return (
+    `${lead} ${who}: left over from ${one ? 'its' : 'their'} replay, where a parked copy lost on the way was skipped (a ReplayGap notice), ` +
+    'or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.'
+  );
 }
 
 /** What the dialog's command does to the session: releases it (resubmit, skip, complete handoff) or keeps it blocked (fail handoff). */
@@ -97,67 +162,63 @@ export type SessionOutcome = 'release' | 'hold';
  * in (or when it cannot be made). Until it is in, the words are those of the usual case (this event is the session's
  * blocker), which a row naming it already proves.
  *
- * When no parked row names this event and the session's parked rows name another, `standings` says whether those
- * events still hold the session (readBlockerStandings: the first few named, read once; null while that read is in
- * flight or when it failed; a blocker missing from it is unknown):
+ * `standings` says whether the events the other rows name still hold the session (readBlockerStandings: the first few
+ * named, read once; null while that read is in flight or when it failed; a blocker missing from it is unknown).
+ * When no parked row names this event and the session's parked rows name another:
  * - one of them is still blocking (Failed, DeadLettered, a Pending handoff): the session waits on it, not this one,
  *   so settling this event releases nothing and replays nothing, and the words say "stays blocked" on which;
- * - all are settled (Completed, Skipped): the rows are leftovers of their replay (a parked copy lost on the way is
- *   skipped with a ReplayGap notice and its row stays Deferred, packages/sdk/src/decide.ts replayGap; a later
- *   release replays from the cursor on, so not those), so the words are those of the usual case, and the leftovers
- *   are said as such, never counted as "will also be replayed";
+ * - all are settled (Completed, Skipped): the rows are leftovers of their replay (or in it, while it is under way),
+ *   so the words are those of the usual case, with the leftovers said as such;
  * - otherwise (not read yet, the read failed, a status that says neither): words true either way, that the session
  *   may stay blocked and that this replays none of those rows.
+ * When a parked row names this event, the fate is the usual one, and the other rows are said by their blockers'
+ * standings (otherParkedText): never as replayed by this release.
  */
 export function sessionFate(
   outcome: SessionOutcome,
   behind: { listed: number; capped: boolean; naming: number },
   others: OtherParked | null,
-  standings: Readonly<Record<string, BlockerStanding>> | null = null,
+  standings: Standings = null,
 ): { fate: string; others: string | null } {
   if (behind.naming === 0 && others !== null && others.count > 0) {
     const standing = (b: { eventId: string }): BlockerStanding => standings?.[b.eventId] ?? 'unknown';
     const unsettled = others.blockers.filter((b) => standing(b) !== 'settled');
-    // The leftovers are the rows read (`atLeast` is about rows beyond them, which the first line already hedges).
-    if (unsettled.length === 0) return usualFate(outcome, behind, { count: 0, atLeast: others.atLeast, blockers: [] }, { ...others, atLeast: false });
-    const count = unsettled.reduce((n, b) => n + b.count, 0);
-    const who = unsettled.length === 1 ? `event ${unsettled[0]!.eventId}` : 'other events';
-    const n = parkedCountText(count, others.atLeast);
-    const one = count === 1 && !others.atLeast;
-    if (unsettled.some((b) => standing(b) === 'blocking')) {
-      const parked = one ? `its ${n} parked event waits` : `its ${n} parked events wait`;
-      return { fate: `stays blocked: ${parked} on ${who}, not this one${outcome === 'release' ? ', so none is replayed' : ''}`, others: null };
-    }
-    const parked = one ? `its ${n} parked event names` : `its ${n} parked events name`;
-    if (outcome === 'hold') return { fate: `stays blocked; ${parked} ${who}, not this one`, others: null };
-    const which = unsettled.length === 1 ? `${unsettled[0]!.eventId} is` : 'one of them is';
-    return { fate: `may stay blocked: ${parked} ${who}, not this one; if ${which} still unsettled, the session waits on it, and this replays none of them`, others: null };
+    if (unsettled.length > 0) return elsewhereFate(outcome, unsettled, others.atLeast, standing);
   }
-  return usualFate(outcome, behind, others, null);
+  return usualFate(outcome, behind, others, standings);
 }
 
-/** The usual words (this event holds the session); `leftovers`: rows naming only settled blockers, said as such. */
+/** No parked row names this event, and some name events not known to be settled: the session may wait on those. */
+function elsewhereFate(
+  outcome: SessionOutcome,
+  unsettled: ReadonlyArray<{ eventId: string; count: number }>,
+  atLeast: boolean,
+  standing: (b: { eventId: string }) => BlockerStanding,
+): { fate: string; others: null } {
+  const count = rowsOf(unsettled);
+  const who = unsettled.length === 1 ? `event ${unsettled[0]!.eventId}` : 'other events';
+  const n = parkedCountText(count, atLeast);
+  const one = count === 1 && !atLeast;
+  if (unsettled.some((b) => standing(b) === 'blocking')) {
+    const parked = one ? `its ${n} parked event waits` : `its ${n} parked events wait`;
+    return { fate: `stays blocked: ${parked} on ${who}, not this one${outcome === 'release' ? ', so none is replayed' : ''}`, others: null };
+  }
+  const parked = one ? `its ${n} parked event names` : `its ${n} parked events name`;
+  if (outcome === 'hold') return { fate: `stays blocked; ${parked} ${who}, not this one`, others: null };
+  const which = unsettled.length === 1 ? `${unsettled[0]!.eventId} is` : 'one of them is';
+  return { fate: `may stay blocked: ${parked} ${who}, not this one; if ${which} still unsettled, the session waits on it, and this replays none of them`, others: null };
+}
+
+/** The usual words (this event holds the session), with the line on the session's other parked rows. */
 function usualFate(
   outcome: SessionOutcome,
   behind: { listed: number; capped: boolean },
   others: OtherParked | null,
-  leftovers: OtherParked | null,
+  standings: Standings,
 ): { fate: string; others: string | null } {
-  const left = leftovers ? leftoverText(leftovers) : null;
-  const join = (a: string | null) => (a && left ? `${a} ${left}` : (a ?? left));
-  if (outcome === 'release') return { fate: `is released and ${parkedFollowText(behind.listed, behind.capped)}`, others: join(others ? otherParkedText(others) : null) };
+  const rest = others ? otherParkedText(outcome, others, standings) : null;
+  if (outcome === 'release') return { fate: `is released and ${parkedFollowText(behind.listed, behind.capped)}`, others: rest };
   const one = behind.listed === 1 && !behind.capped;
   const held = behind.listed === 0 ? '' : ` and its ${parkedCountText(behind.listed, behind.capped)} parked ${one ? 'event stays' : 'events stay'} parked`;
-  const rest = others !== null && others.count > 0 ? `${parkedCountText(others.count, others.atLeast)} more parked in this session (behind other events) stay parked too.` : null;
-  return { fate: `stays blocked until a resubmit or skip${held}`, others: join(rest) };
-}
-
-/** The line on parked rows that name only blockers already settled: leftovers of those blockers' replay. */
-function leftoverText({ count, atLeast, blockers }: OtherParked): string {
-  const one = count === 1 && !atLeast;
-  const who = blockers.length === 1 ? `event ${blockers[0]!.eventId}, already settled` : 'other events, all already settled';
-  return (
-    `${parkedCountText(count, atLeast)} more parked in this session ${one ? 'names' : 'name'} ${who}: left over from ${blockers.length === 1 ? 'its' : 'their'} replay, ` +
-    'where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.'
-  );
+  return { fate: `stays blocked until a resubmit or skip${held}`, others: rest };
 }

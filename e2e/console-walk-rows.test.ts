@@ -3,11 +3,12 @@
 // - a failed row on the Endpoint page says how many events its session holds back (parked behind it);
 // - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
 //   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
-// - the Resubmit / Skip / Complete handoff dialogs also say how many more events parked in the session (behind other
-//   events) the release replays, since the SDK replays every parked message of the session; that more may be when
-//   the 200 rows they read are all this event's; Fail handoff says what stays parked; a session id with spaces is
-//   read exactly; when the session's parked events wait on another event still unsettled, that the session stays
-//   blocked, and when they name one settled long ago (leftovers of its replay), that it is released;
+// - the Resubmit / Skip / Complete handoff dialogs also say what becomes of the session's events parked behind other
+//   events, which the release does not replay (the SDK replays from the session's replay cursor: those behind this
+//   event); that more may be parked when the 200 rows they read are all this event's; Fail handoff says what stays
+//   parked; a session id with spaces is read exactly; when the session's parked events wait on another event still
+//   unsettled, that the session stays blocked, and when they name one settled long ago (leftovers of its replay),
+//   that it is released, beside rows naming this event or not;
 // - a parked event, seeded as production parks it (its blocker named only in its park reason), links to its blocker;
 // - the Failures page's spark has a scale: the busiest bucket, the total and the window, read out as the chart's name;
 // - a dead letter that a receiver settled on its first delivery, as the SDK does (receiver.deadLetterMessage in
@@ -46,14 +47,40 @@ async function parkedBehindAnother(store: MessageStore, base: number, sessionId:
   }
 }
 
-/** The list route's reads for `sessionId` (or any session id it begins) that `page` makes from now on. */
+/**
+ * The list route's reads of the parked rows of `sessionId` (or any session id it begins) that `page` makes from now
+ * on; not the reads of one named event (`eventId=`), which the dialogs make of the events those rows name.
+ */
 function sessionReadsOf(page: Page, sessionId: string): string[] {
   const urls: string[] = [];
   page.on('request', (r) => {
-    if (r.url().includes(`/api/endpoints/${EP}/events?`) && r.url().includes(`sessionId=${sessionId}`)) urls.push(r.url());
+    const url = r.url();
+    if (url.includes(`/api/endpoints/${EP}/events?`) && url.includes(`sessionId=${sessionId}`) && !new URL(url).searchParams.has('eventId')) urls.push(url);
   });
   return urls;
 }
+
+/** The list route's reads of one named event (`eventId=`) that `page` makes from now on: the dialogs' blocker reads. */
+function namedEventReadsOf(page: Page): string[] {
+  const urls: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().includes(`/api/endpoints/${EP}/events?`) && new URL(r.url()).searchParams.has('eventId')) urls.push(r.url());
+  });
+  return urls;
+}
+
+/**
+ * A leftover of a replay, as production leaves one: `settled` of `sessionId` skipped, and `lost` parked behind it,
+ * whose parked copy was lost, so the replay skipped it (a ReplayGap notice) and its row stays Deferred naming `settled`.
+ */
+async function settledWithLeftover(store: MessageStore, base: number, sessionId: string, settled: string, lost: string): Promise<void> {
+  await seedEvent(store, base, { ...ORDER, sessionId, eventId: settled }, MessageType.SkipResponse);
+  await seedEvent(store, base, { ...ORDER, sessionId, eventId: lost }, MessageType.DeferralResponse, parkedBehind(sessionId, settled));
+}
+
+/** The dialogs' line on one row parked in the session naming `settled`, an event already settled. */
+const leftoverLine = (settled: string) =>
+  `1 more parked in this session names event ${settled}, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.`;
 
 /**
  * Opens `command`'s dialog on the event page `page`, waits until its words on the session are final (its reads are
@@ -153,7 +180,7 @@ describe('the event page with more parked than its list holds', () => {
         await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
         assert.deepEqual(
           await dialog.getByTestId('session-parked-others').allTextContents(),
-          ['More events may be parked in this session behind other events; any there are will also be replayed in order.'],
+          ['More events may be parked in this session than were read; only those parked behind this event follow it.'],
           `the ${command} dialog`,
         );
         await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
@@ -169,9 +196,11 @@ describe('the event page with more parked than its list holds', () => {
 });
 
 describe('the Resubmit / Skip dialogs of a session that holds other parked events', () => {
-  test('they say how many follow this event and how many more of the session the release replays too, from one read per opening', async () => {
-    // Two parked behind wr-mixed, three parked behind another event of the same session: the SDK's release replays
-    // every parked message of the session (packages/sdk/src/decide.ts drain), not only the two.
+  test('they say how many follow this event, and of the rows naming another event, not known, words true either way (not "will also be replayed"), from one read per opening', async () => {
+    // Two parked behind wr-mixed, three parked behind another event of the same session, of which the session holds
+    // no row (so whether it is settled is not known): the SDK's release replays from the session's replay cursor
+    // (packages/sdk/src/decide.ts drain), which the three either wait behind (their blocker unsettled) or were left
+    // behind by (their blocker's replay lost them), so they are not said to follow.
     const { store } = ui!.stack;
     const base = Date.now();
     await failedWithParked(store, base, 'WR-MIXED', 'wr-mixed', 2);
@@ -186,9 +215,14 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
         const dialog = page.getByRole('dialog');
         await dialog.waitFor();
         assert.match((await dialog.locator('p').first().textContent()) ?? '', /session WR-MIXED is released and its 2 parked events follow\.$/, `the ${command} dialog`);
-        const more = dialog.getByTestId('session-parked-others');
-        await more.waitFor();
-        assert.equal((await more.textContent())?.trim(), '3 more parked in this session (behind other events) will also be replayed in order.', `the ${command} dialog`);
+        await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
+        assert.deepEqual(
+          await dialog.getByTestId('session-parked-others').allTextContents(),
+          [
+            '3 more parked in this session name event wr-mixed-other, not this one: they wait on wr-mixed-other if it is still unsettled, or, if it is settled, are left over from its replay (not replayed) or being replayed.',
+          ],
+          `the ${command} dialog`,
+        );
         await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
         await dialog.waitFor({ state: 'detached' });
       }
@@ -215,7 +249,9 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
       await dialog.waitFor();
       await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
       assert.match((await dialog.locator('p').first().textContent()) ?? '', /session WR-SPACE {2}is released and its 1 parked event follows\.$/);
-      assert.deepEqual(await dialog.getByTestId('session-parked-others').allTextContents(), ['2 more parked in this session (behind other events) will also be replayed in order.']);
+      assert.deepEqual(await dialog.getByTestId('session-parked-others').allTextContents(), [
+        '2 more parked in this session name event wr-space-other, not this one: they wait on wr-space-other if it is still unsettled, or, if it is settled, are left over from its replay (not replayed) or being replayed.',
+      ]);
       await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
       await dialog.waitFor({ state: 'detached' });
       assert.deepEqual(sessionReads.map((u) => new URL(u).searchParams.get('sessionId')), ['WR-SPACE '], 'one read, of the session exactly');
@@ -267,27 +303,17 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
     // and blocks the session. Its dialogs must not say the session waits on wr-settled.
     const { store } = ui!.stack;
     const base = Date.now();
-    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-SETTLED', eventId: 'wr-settled' }, MessageType.SkipResponse);
-    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-SETTLED', eventId: 'wr-gone' }, MessageType.DeferralResponse, parkedBehind('WR-SETTLED', 'wr-settled'));
+    await settledWithLeftover(store, base, 'WR-SETTLED', 'wr-settled', 'wr-gone');
     await failedWithParked(store, base, 'WR-SETTLED', 'wr-late', 0);
     const page = await ui!.open(`/endpoints/${EP}/events/wr-late`);
-    const blockerReads: string[] = [];
-    page.on('request', (r) => {
-      if (r.url().includes(`/api/endpoints/${EP}/events?`) && new URL(r.url()).searchParams.has('eventId')) blockerReads.push(r.url());
-    });
+    const blockerReads = namedEventReadsOf(page);
     try {
       await page.getByText('Nothing parked behind this event.').waitFor();
       for (const command of ['Resubmit', 'Skip']) {
         // Final once the session read and the read of the event its rows name are both in.
         const words = await sessionWords(page, command);
         assert.match(words.lead, /session WR-SETTLED is released and nothing is parked behind it\.$/, `the ${command} dialog`);
-        assert.deepEqual(
-          words.others,
-          [
-            '1 more parked in this session names event wr-settled, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice); such a row stays Deferred and is not replayed.',
-          ],
-          `the ${command} dialog: the leftover said as such, not "will also be replayed"`,
-        );
+        assert.deepEqual(words.others, [leftoverLine('wr-settled')], `the ${command} dialog: the leftover said as such, not "will also be replayed"`);
       }
       // One small read of the named event per opening, by its exact id, in the session.
       assert.deepEqual(
@@ -296,6 +322,33 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
           ['wr-settled', 'WR-SETTLED'],
           ['wr-settled', 'WR-SETTLED'],
         ],
+      );
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('rows naming this event and a row naming another event settled long ago: the release replays the first, the other is a leftover, not "will also be replayed"', async () => {
+    // wr-past was skipped and its replay lost wr-past-lost's parked copy (skipped with a ReplayGap notice, its row
+    // left Deferred naming wr-past); later wr-now failed and two events parked behind it. Releasing wr-now replays
+    // from the session's replay cursor, past wr-past-lost's sequence: the two follow, wr-past-lost does not.
+    const { store } = ui!.stack;
+    const base = Date.now();
+    await settledWithLeftover(store, base, 'WR-GAPPED', 'wr-past', 'wr-past-lost');
+    await failedWithParked(store, base, 'WR-GAPPED', 'wr-now', 2);
+    const page = await ui!.open(`/endpoints/${EP}/events/wr-now`);
+    const blockerReads = namedEventReadsOf(page);
+    try {
+      await page.getByTestId('parked-siblings').waitFor();
+      for (const command of ['Resubmit', 'Skip']) {
+        const words = await sessionWords(page, command);
+        assert.match(words.lead, /session WR-GAPPED is released and its 2 parked events follow\.$/, `the ${command} dialog`);
+        assert.deepEqual(words.others, [leftoverLine('wr-past')], `the ${command} dialog: the row naming wr-past is not counted as replayed by this release`);
+      }
+      assert.deepEqual(
+        blockerReads.map((u) => new URL(u).searchParams.get('eventId')),
+        ['wr-past', 'wr-past'],
+        'one read of the event the other row names per opening',
       );
     } finally {
       await page.close();
@@ -320,7 +373,7 @@ describe('the Resubmit / Skip dialogs of a session that holds other parked event
 });
 
 describe('the handoff dialogs', () => {
-  test('Complete handoff says what the release replays, as Resubmit / Skip do; Fail handoff says what stays parked', async () => {
+  test('Complete handoff says what follows, as Resubmit / Skip do; Fail handoff says what stays parked', async () => {
     // A Pending handoff with two events parked behind it and three behind another event of its session.
     const { store } = ui!.stack;
     const base = Date.now();
@@ -339,7 +392,8 @@ describe('the handoff dialogs', () => {
       const expected = {
         'Complete handoff': {
           lead: /^The external work is done: the event becomes Completed; session WR-HANDOFF is released and its 2 parked events follow\.$/,
-          others: '3 more parked in this session (behind other events) will also be replayed in order.',
+          others:
+            '3 more parked in this session name event wr-handoff-other, not this one: they wait on wr-handoff-other if it is still unsettled, or, if it is settled, are left over from its replay (not replayed) or being replayed.',
         },
         'Fail handoff': {
           lead: /^The event becomes Failed with this reason; session WR-HANDOFF stays blocked until a resubmit or skip and its 2 parked events stay parked\.$/,
