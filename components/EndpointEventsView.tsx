@@ -129,7 +129,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
     e.preventDefault();
     apply(draft);
   };
-  const typeOptions = [...new Set([...(ep?.consumes ?? []), ...(ep?.produces ?? [])])].sort();
+  // The applied type is a choice even when the catalog does not list it for this endpoint (a shared link, a type
+  // with spaces): the box then shows the filter the list is under, not "any".
+  const typeOptions = [...new Set([...(ep?.consumes ?? []), ...(ep?.produces ?? []), ...(filters.eventTypeId ? [filters.eventTypeId] : [])])].sort();
   const countFor = (s: string): number | undefined => {
     const c = ep?.counts;
     if (!c) return undefined;

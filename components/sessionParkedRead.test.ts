@@ -101,7 +101,7 @@ test("a named blocker's standing: blocking while failed or handed off, settled o
   assert.equal(blockerStanding([row('Skipped')], Y), 'settled');
   assert.equal(blockerStanding([row('Pending')], Y), 'unknown', 'a resubmit in flight: not settled yet, not known to fail');
   assert.equal(blockerStanding([], Y), 'unknown', 'no row of it');
-  // Rows of another session, or another event (the route trims the id it is given), say nothing of this one.
+  // Rows of another session, or another event ("Y " is not "Y"), say nothing of this one.
   assert.equal(blockerStanding([row('Completed', null, 'Y', 'S '), row('Skipped', null, 'Y ', 'S')], Y), 'unknown');
 });
 
@@ -112,8 +112,11 @@ test('the blockers read: the first few, each by its exact id in the session, as 
     asked.push([parsed.eventId, parsed.sessionId]);
     return { items: [{ eventId: q.eventId, sessionId: q.sessionId, status: q.eventId === 'A' ? 'Skipped' : 'Failed', subStatus: null }], continuation: null };
   };
-  assert.deepEqual(await readBlockerStandings(read, 'S ', ['A', 'B', ' C', 'D', 'E']), { A: 'settled', B: 'blocking', ' C': 'unknown' });
+  assert.deepEqual(await readBlockerStandings(read, 'S ', ['A', 'B', ' C', 'D', 'E']), { A: 'settled', B: 'blocking', ' C': 'blocking' });
   assert.equal(BLOCKERS_READ_MAX, 3);
-  assert.deepEqual(asked, [['A', 'S '], ['B', 'S ']], 'an id the route would trim is not asked for; none beyond the first few');
-  assert.deepEqual(await readBlockerStandings(read, 'S', ['x'.repeat(129)]), { ['x'.repeat(129)]: 'unknown' }, 'an id the route refuses is not asked for');
+  assert.deepEqual(asked, [['A', 'S '], ['B', 'S '], [' C', 'S ']], 'an id with spaces is asked for exactly; none beyond the first few');
+  asked.length = 0;
+  const refused = { ['x'.repeat(129)]: 'unknown', '  ': 'unknown' };
+  assert.deepEqual(await readBlockerStandings(read, 'S', Object.keys(refused)), refused, 'an id the route refuses (too long, spaces alone) is not asked for');
+  assert.deepEqual(asked, []);
 });

@@ -6,14 +6,22 @@
 import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 
 /**
- * Whether the Endpoint page's list route can be asked for exactly this session's rows: its filter
- * (server/queries.ts eventListQuerySchema) takes the id as it is, spaces and all, but refuses one of spaces alone
- * (400) and one longer than 128 characters. Such a session is not read; '' is no session.
+ * Whether the Endpoint page's list route can be asked for exactly this session's rows. Such a session is not read;
+ * '' is no session.
  */
 export function sessionListable(sessionId: string): boolean {
-  return sessionId.trim() !== '' && sessionId.length <= LIST_SESSION_ID_MAX;
+  return listableId(sessionId);
 }
-const LIST_SESSION_ID_MAX = 128;
+
+/**
+ * Whether the list route's session or event id filter takes `id` exactly: both (server/queries.ts
+ * eventListQuerySchema) take the id as it is, spaces and all, but refuse one of spaces alone (400) and one longer
+ * than 128 characters.
+ */
+function listableId(id: string): boolean {
+  return id.trim() !== '' && id.length <= LIST_ID_MAX;
+}
+const LIST_ID_MAX = 128;
 
 /** The list route's largest page (server/queries.ts eventListQuerySchema, `pageSize`). */
 export const LIST_PAGE_MAX = 200;
@@ -82,9 +90,9 @@ const BLOCKER_PAGE_SIZE = 10;
 
 /**
  * The standings of the first BLOCKERS_READ_MAX `blockers` of session `sessionId`, each read with the list route's
- * exact eventId and sessionId filters (`read` is that route). An id the route would not read as it is (it trims the
- * event id and refuses one over 128 characters) is not asked for: 'unknown'. Blockers beyond the first few are left
- * out (unknown to the caller).
+ * exact eventId and sessionId filters (`read` is that route), spaces and all. An id the route refuses (spaces alone,
+ * over 128 characters) is not asked for: 'unknown'. Blockers beyond the first few are left out (unknown to the
+ * caller).
  */
 export async function readBlockerStandings<T extends { eventId: string; sessionId: string; status: string; subStatus: string | null }>(
   read: (query: { eventId: string; sessionId: string; pageSize: number }) => Promise<ListPage<T>>,
@@ -94,11 +102,10 @@ export async function readBlockerStandings<T extends { eventId: string; sessionI
   const asked = blockers.slice(0, BLOCKERS_READ_MAX);
   const standings = await Promise.all(
     asked.map(async (eventId): Promise<[string, BlockerStanding]> => {
-      if (eventId.trim() !== eventId || eventId === '' || eventId.length > LIST_EVENT_ID_MAX) return [eventId, 'unknown'];
+      if (!listableId(eventId)) return [eventId, 'unknown'];
       const page = await read({ eventId, sessionId, pageSize: BLOCKER_PAGE_SIZE });
       return [eventId, blockerStanding(page.items, { eventId, sessionId })];
     }),
   );
   return Object.fromEntries(standings);
 }
-const LIST_EVENT_ID_MAX = 128;

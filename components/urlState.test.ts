@@ -31,6 +31,20 @@ test("the session filter round-trips exactly, spaces and all; spaces alone are n
   assert.equal(parseSearch(eventListSearch, { sessionId: 'x'.repeat(129) }).sessionId, '', 'longer than the list route takes');
 });
 
+test('the event id and event type filters round-trip exactly too, spaces and all; spaces alone are no filter', () => {
+  for (const value of ['E1 ', ' E1', 'ORD 42', ' a+b&c=d ']) {
+    const url = toSearch(eventListSearch, { eventId: value, eventTypeId: value });
+    const parsed = parseSearch(eventListSearch, new URLSearchParams(url));
+    assert.equal(parsed.eventId, value, `eventId ${JSON.stringify(value)}`);
+    assert.equal(parsed.eventTypeId, value, `eventTypeId ${JSON.stringify(value)}`);
+  }
+  const blank = parseSearch(eventListSearch, { eventId: '   ', eventTypeId: '\t ' });
+  assert.deepEqual([blank.eventId, blank.eventTypeId], ['', '']);
+  const long = parseSearch(eventListSearch, { eventId: 'x'.repeat(129), eventTypeId: 'x'.repeat(261) });
+  assert.deepEqual([long.eventId, long.eventTypeId], ['', ''], 'longer than the list route takes');
+  assert.equal(parseSearch(eventListSearch, { eventTypeId: 'x'.repeat(260) }).eventTypeId, 'x'.repeat(260));
+});
+
 test('times go into URLs as ISO-8601 with the offset of the chosen zone', () => {
   const t = new Date('2026-12-03T10:26:40.123Z');
   assert.equal(toIsoWithOffset(t, 'utc'), '2026-12-03T10:26:40Z');

@@ -45,8 +45,9 @@ export function toSearch<S extends z.ZodMiniObject>(schema: S, state: Partial<z.
 const sortDir = z.catch(z.optional(z.enum(['asc', 'desc'])), undefined);
 const text = (max: number) => z.catch(z.string().check(z.trim(), z.maxLength(max)), '');
 /**
- * A value taken exactly, spaces and all (a session id is whatever its publisher set: "S1 " is not "S1"); spaces
- * alone are no value, as the list route reads them (server/queries.ts eventListQuerySchema).
+ * A value taken exactly, spaces and all (event and session ids are whatever their publisher set, and event type ids
+ * are matched the same way: "S1 " is not "S1"); spaces alone are no value, since the list route refuses them
+ * (server/queries.ts eventListQuerySchema).
  */
 const exactText = (max: number) =>
   z.catch(
@@ -96,9 +97,9 @@ export const eventListSearch = z.object({
     ),
     [],
   ),
-  eventTypeId: text(260),
+  eventTypeId: exactText(260),
   sessionId: exactText(128),
-  eventId: text(128),
+  eventId: exactText(128),
   from: instant,
   to: instant,
   /** Error text contains. */

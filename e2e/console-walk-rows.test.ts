@@ -1,6 +1,7 @@
 // Four findings of an operator's walk through the console (issue 20), in Chromium against the built console on the
 // embedded Service Bus emulator and Cosmos server (server/testing/seededConsole.ts, real clients):
-// - a failed row on the Endpoint page says how many events its session holds back (parked behind it);
+// - a failed row on the Endpoint page says how many events its session holds back (parked behind it); its event id
+//   and event type filters are taken exactly, spaces and all;
 // - after a resubmit, the event page's parked panel says how many parked events were released, not only "Nothing
 //   parked"; with more parked than its list holds (one page, 100), the panel and the dialogs say "100+";
 // - the Resubmit / Skip / Complete handoff dialogs also say what becomes of the session's events parked behind other
@@ -121,6 +122,40 @@ describe('the Endpoint page', () => {
       assert.equal(await row('wr-alone').getByTestId('holds-back').count(), 0, 'nothing parked behind it: no "holds back 0"');
     } finally {
       await page.close();
+    }
+  });
+
+  test('the event id box and the event type filter are taken exactly: "wr-exact " lists that event, not "wr-exact"', async () => {
+    // Event ids are whatever publishers set and type ids are matched the same way; the page's URL state trimmed both,
+    // so the filter typed or linked as "wr-exact " listed "wr-exact". Completed events: no failure group changes.
+    const store = ui!.stack.store;
+    const base = Date.now();
+    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-EXACT', eventId: 'wr-exact', eventTypeId: 'WalkRows.Exact' }, MessageType.ResolutionResponse);
+    await seedEvent(store, base, { ...ORDER, sessionId: 'WR-EXACT', eventId: 'wr-exact ', eventTypeId: 'WalkRows.Exact ' }, MessageType.ResolutionResponse);
+    const listed = (page: Page) =>
+      page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=events-table] tbody a[href*=\"/events/\"]')].map((a) => a.getAttribute('href')).sort()");
+    const plain = `/endpoints/${EP}/events/wr-exact`;
+    const spaced = `/endpoints/${EP}/events/wr-exact%20`;
+
+    const page = await ui!.open(`/endpoints/${EP}?eventId=wr-exact`);
+    try {
+      await until(() => listed(page), [plain], 'the plain id listed', page);
+      const box = page.getByRole('textbox', { name: 'Event id', exact: true });
+      await box.fill('wr-exact ');
+      await page.getByRole('button', { name: 'Apply', exact: true }).click();
+      await page.waitForURL((u) => u.searchParams.get('eventId') === 'wr-exact ');
+      await until(() => listed(page), [spaced], 'the id with its space listed, not the plain one', page);
+      assert.equal(await box.inputValue(), 'wr-exact ', 'the box keeps the id as typed');
+    } finally {
+      await page.close();
+    }
+
+    const typed = await ui!.open(`/endpoints/${EP}?${new URLSearchParams({ eventTypeId: 'WalkRows.Exact ' })}`);
+    try {
+      await until(() => listed(typed), [spaced], 'the type with its space listed, not the plain one', typed);
+      assert.equal(await typed.getByLabel('Event type').inputValue(), 'WalkRows.Exact ', 'the box shows the applied type, not "any"');
+    } finally {
+      await typed.close();
     }
   });
 });

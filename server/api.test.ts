@@ -162,6 +162,45 @@ describe('console API on the embedded stack', () => {
     assert.match(b.detail, /sessionId: a session id of spaces alone is not a filter/);
   });
 
+  test('the event id and event type filters are exact too: spaces are part of them; spaces alone are 400 naming the filter', async () => {
+    // Event ids are whatever publishers set, and event type ids are matched the same way: "EX-1 " is another event
+    // than "EX-1". "Select all matching" (a bulk job's selection) takes the Endpoint page's filter, so it must name
+    // the same rows the list shows.
+    const ep = params({ endpointId: 'shippingendpoint' });
+    const seed = (eventId: string, eventTypeId: string) =>
+      seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId, sessionId: 'EXACT-1', eventTypeId, payload: {} }, MessageType.ErrorResponse, { errorText: 'exact filters' });
+    await seed('EX-1', 'Exact.Type');
+    await seed('EX-1 ', 'Exact.Type ');
+    await seed(' EX-1', ' Exact.Type');
+    const list = async (filter: Record<string, string>) => {
+      const res = await routes.events.GET(get(`/api/endpoints/shippingendpoint/events?${new URLSearchParams(filter)}`), ep);
+      assert.equal(res.status, 200, JSON.stringify(filter));
+      return ((await res.json()) as { items: Array<{ eventId: string }> }).items.map((i) => i.eventId);
+    };
+    assert.deepEqual(await list({ eventId: 'EX-1' }), ['EX-1']);
+    assert.deepEqual(await list({ eventId: 'EX-1 ' }), ['EX-1 ']);
+    assert.deepEqual(await list({ eventId: ' EX-1' }), [' EX-1']);
+    assert.deepEqual(await list({ eventTypeId: 'Exact.Type' }), ['EX-1']);
+    assert.deepEqual(await list({ eventTypeId: 'Exact.Type ' }), ['EX-1 ']);
+    assert.deepEqual(await list({ eventTypeId: ' Exact.Type' }), [' EX-1']);
+    assert.equal((await list({ eventId: '', eventTypeId: '', sessionId: 'EXACT-1' })).length, 3, 'empty is no filter');
+    for (const [key, words] of [
+      ['eventId', 'an event id of spaces alone is not a filter'],
+      ['eventTypeId', 'an event type id of spaces alone is not a filter'],
+    ] as const) {
+      const blank = await routes.events.GET(get(`/api/endpoints/shippingendpoint/events?${key}=%20%20`), ep);
+      assert.equal(blank.status, 400, `${key}: not the whole endpoint`);
+      const b = (await blank.json()) as { error: string; detail: string };
+      assert.equal(b.error, 'bad request');
+      assert.match(b.detail, new RegExp(`${key}: ${words}`));
+    }
+
+    const { freezeSelection, selectionSchema } = await import('./operations/selection.ts');
+    const frozen = await freezeSelection(stack.store, selectionSchema.parse({ endpointId: 'shippingendpoint', eventTypeId: 'Exact.Type ' }), { all: true });
+    assert.deepEqual(frozen.map((r) => r.eventId), ['EX-1 '], 'select all matching acts on the rows listed');
+    assert.equal(selectionSchema.safeParse({ endpointId: 'shippingendpoint', eventTypeId: '  ' }).success, false, 'not every type');
+  });
+
   test('bad filters, unknown endpoints and unknown events are answered 400 / 404 with a message', async () => {
     const bad = await routes.events.GET(get('/api/endpoints/billingendpoint/events?status=Sleeping'), params({ endpointId: 'billingendpoint' }));
     assert.equal(bad.status, 400);

@@ -290,6 +290,19 @@ async function heartbeatOf(store: MessageStore, endpointId: string, c: HealthRea
   return { status: health.status, at, sdkVersion: health.sdkVersion, busy: health.busy, ...(health.evidenceUnknown ? { evidenceUnknown: true as const } : {}) };
 }
 
+/**
+ * A filter on an id, matched exactly, spaces and all: event and session ids are whatever publishers set, and event
+ * type ids are matched the same way, so "S1 " is another id than "S1". Empty means no filter (as every filter here);
+ * spaces alone are refused with `blankMessage` rather than read as no filter (the whole endpoint).
+ */
+const exactIdFilter = (max: number, blankMessage: string) =>
+  z
+    .string()
+    .max(max)
+    .refine((v) => v === '' || v.trim() !== '', blankMessage)
+    .optional()
+    .transform((v) => v || undefined);
+
 /** Query-string filters of the event list. Unknown keys are ignored; bad values are a 400. */
 export const eventListQuerySchema = z.object({
   status: z
@@ -297,18 +310,9 @@ export const eventListQuerySchema = z.object({
     .optional()
     .transform((s) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []))
     .pipe(z.array(z.union([resolutionStatusSchema, z.literal('Handoff')])).max(10)),
-  eventTypeId: z.string().trim().max(260).optional().transform((v) => v || undefined),
-  /**
-   * The exact session id, spaces and all: publishers set it, and "S1 " is another session than "S1". Empty means no
-   * filter (as every filter here); spaces alone are refused rather than read as no filter (the whole endpoint).
-   */
-  sessionId: z
-    .string()
-    .max(128)
-    .refine((v) => v === '' || v.trim() !== '', 'a session id of spaces alone is not a filter; leave it empty for every session')
-    .optional()
-    .transform((v) => v || undefined),
-  eventId: z.string().trim().max(128).optional().transform((v) => v || undefined),
+  eventTypeId: exactIdFilter(260, 'an event type id of spaces alone is not a filter; leave it empty for every event type'),
+  sessionId: exactIdFilter(128, 'a session id of spaces alone is not a filter; leave it empty for every session'),
+  eventId: exactIdFilter(128, 'an event id of spaces alone is not a filter; leave it empty for every event'),
   from: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
   to: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
   q: z.string().trim().max(200).optional().transform((v) => v || undefined),

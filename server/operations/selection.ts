@@ -17,7 +17,15 @@ export const selectionSchema = z
     endpointId: z.string().trim().min(1).max(50).optional(),
     status: z.union([resolutionStatusSchema, z.literal('Handoff')]).array().max(10).optional(),
     groupId: z.string().regex(/^[0-9a-f]{20}$/, 'a failure group id is 20 hex digits').optional(),
-    eventTypeId: z.string().trim().min(1).max(260).optional(),
+    /**
+     * Exact, spaces and all, as the Endpoint page's list filters it (server/queries.ts eventListQuerySchema): "select
+     * all matching" must act on the rows the list shows. Spaces alone name no type and are refused.
+     */
+    eventTypeId: z
+      .string()
+      .max(260)
+      .refine((v) => v.trim() !== '', 'an event type id of spaces alone names no type')
+      .optional(),
     sessionId: z.string().max(128).optional(),
     updatedFrom: iso.optional(),
     updatedBefore: iso.optional(),
