@@ -1,10 +1,15 @@
 // Subscriber notices on the Resolver (issue 12 items 3, 4, 6): a refused command is recorded in history and audit
-// and puts back the row the Manager claimed for it; an ordinary dead-letter notification still dead-letters the row.
+// and puts back the row the Manager claimed for it - to the session's newest outcome, also on an event whose
+// history is past the 2,000 entries a list read stopped at; an ordinary dead-letter notification still dead-letters
+// the row.
 // Messages on the Resolver topic of the embedded emulator, recorded in the embedded Cosmos server.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { BulkOperationType, type JSONObject } from '@azure/cosmos';
 import { MessageType as T, Prop } from '@nimbus/sdk/contract';
+import { CONTAINERS } from '../lib/store/store.ts';
+import { docId } from '../lib/store/ids.ts';
 import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
 
 let h: ResolverHarness;
@@ -63,33 +68,64 @@ async function claimedHandoff(ep: string, ev: string): Promise<{ park: string; c
   return { park: park.messageId, claim };
 }
 
+/**
+ * The claimed completion's copy (From = Manager) and the subscriber's refusal notice, as they reach the Resolver;
+ * waits until both are settled.
+ */
+async function refuseClaim(ep: string, ev: string, claim: string, parentMessageId: string): Promise<void> {
+  const copy = await h.send({ type: T.HandoffCompletedRequest, messageId: claim, eventId: ev, to: ep, from: 'Manager', parentMessageId });
+  const notice = await h.send({
+    type: T.ErrorResponse,
+    eventId: ev,
+    from: ep,
+    to: 'Resolver',
+    parentMessageId: claim,
+    props: {
+      [Prop.DeadLetterReason]: 'CommandRefused',
+      [Prop.DeadLetterErrorDescription]: 'HandoffCompletedRequest refused: not the pending handoff',
+    },
+  });
+  await settled(copy.messageId);
+  await settled(notice.messageId);
+}
+
+/**
+ * `count` failures of session s-1 on `ep`, a day before now, written straight into the event's history in batches of
+ * 100 (one transactional batch per partition, as the store's own batch): a long event in seconds, not one message
+ * through the Resolver each.
+ */
+async function seedOldFailures(ep: string, ev: string, count: number): Promise<void> {
+  const history = h.store.database.container(CONTAINERS.history);
+  const since = Date.now() - 86_400_000;
+  for (let start = 0; start < count; start += 100) {
+    const lot = Array.from({ length: Math.min(100, count - start) }, (_, k) => {
+      const messageId = `${ev}-old-${start + k}`;
+      const entry = {
+        id: docId(messageId),
+        endpointId: ep,
+        eventId: ev,
+        messageId,
+        messageType: T.ErrorResponse,
+        sessionId: 's-1',
+        from: ep,
+        to: 'Resolver',
+        enqueuedAt: new Date(since + (start + k) * 1000).toISOString(),
+        recordedAt: new Date().toISOString(),
+        errorText: `old failure ${start + k}`,
+      };
+      return { operationType: BulkOperationType.Create, resourceBody: entry as unknown as JSONObject };
+    });
+    const { result } = await history.items.batch(lot, ev);
+    assert.ok(result?.every((r) => r.statusCode === 201), `batch at ${start} created`);
+  }
+}
+
 describe('subscriber notices', () => {
   test("a refused handoff completion puts the Manager's claim back to the handoff park, with a CommandRefused audit", async () => {
     const ep = uniq('crm');
     const ev = uniq('e');
     const { claim } = await claimedHandoff(ep, ev);
-    // The command's copy (From = Manager) and the subscriber's refusal notice, as they reach the Resolver.
-    const copy = await h.send({
-      type: T.HandoffCompletedRequest,
-      messageId: claim,
-      eventId: ev,
-      to: ep,
-      from: 'Manager',
-      parentMessageId: 'x',
-    });
-    const notice = await h.send({
-      type: T.ErrorResponse,
-      eventId: ev,
-      from: ep,
-      to: 'Resolver',
-      parentMessageId: claim,
-      props: {
-        [Prop.DeadLetterReason]: 'CommandRefused',
-        [Prop.DeadLetterErrorDescription]: 'HandoffCompletedRequest refused: not the pending handoff',
-      },
-    });
-    await settled(copy.messageId);
-    await settled(notice.messageId);
+    await refuseClaim(ep, ev, claim, 'x');
     const row = await h.store.getStatusRow(ep, ev, 's-1');
     assert.deepEqual(
       [row?.status, row?.subStatus, row?.handoffReason, row?.externalJobId],
@@ -112,6 +148,34 @@ describe('subscriber notices', () => {
       'HandoffCompletedRequest',
       'PendingHandoffResponse',
     ]);
+  });
+
+  test('on an event past 2,000 history entries, a refusal puts the row back to its newest outcome, not an old one', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    const { park, claim } = await claimedHandoff(ep, ev);
+    await seedOldFailures(ep, ev, 2100);
+    // Precondition: the history's oldest 2,000 entries (what a list read up to that cap returns) are all the old
+    // failures, so the newest outcome - the handoff park - is not among them.
+    const oldest: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await h.store.listHistory(ev, { pageSize: 200, continuationToken: token });
+      oldest.push(...page.items.map((i) => i.messageId));
+      token = page.continuationToken;
+    } while (token && oldest.length < 2000);
+    assert.ok(oldest.length >= 2000 && !oldest.includes(park), 'the park is past the oldest 2,000 entries');
+
+    await refuseClaim(ep, ev, claim, park);
+    const row = await h.store.getStatusRow(ep, ev, 's-1');
+    assert.deepEqual(
+      [row?.status, row?.subStatus, row?.messageType, row?.externalJobId, row?.errorText],
+      ['Pending', 'Handoff', 'PendingHandoffResponse', 'job-1', null],
+      'put back to the handoff park, the newest outcome, not to an old failure',
+    );
+    const audits = (await h.store.listAudits(ev)).items.filter((a) => a.type === 'CommandRefused');
+    assert.equal(audits.length, 1);
+    assert.match(audits[0]!.comment ?? '', /the row was put back to Pending \(Handoff\)$/);
   });
 
   test('a refusal for a row that moved on changes nothing; an ordinary dead-letter notification still dead-letters', async () => {

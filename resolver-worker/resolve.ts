@@ -21,7 +21,6 @@ import {
   StoreError,
   StoreThrottledError,
   type HeartbeatStatus,
-  type HistoryEntry,
   type HistoryWrite,
   type MessageStore,
   type StatusWriteResult,
@@ -534,24 +533,12 @@ async function restoreAfterRefusal(
   const sessionId = m.sessionId ?? '';
   const row = await ctx.store.getStatusRow(endpointId, m.eventId, sessionId);
   if (row === null || row.lastMessageId !== refusedId) return undefined;
-  const entries: HistoryEntry[] = [];
-  let token: string | undefined;
-  do {
-    const page = await ctx.store.listHistory(m.eventId, { pageSize: 200, continuationToken: token });
-    entries.push(...page.items);
-    token = page.continuationToken;
-  } while (token && entries.length < 2000);
-  const previous = entries
-    .filter(
-      (h) =>
-        h.endpointId === endpointId &&
-        h.sessionId === sessionId &&
-        h.messageId !== refusedId &&
-        h.messageId !== m.messageId &&
-        !isRequestType(h.messageType as MessageTypeT) &&
-        !isSubscriberNotice(h),
-    )
-    .sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
+  // Newest first from the store: a list read of the history runs oldest first and stops at a cap, so on a long
+  // event (many resubmits and retries) it lacks the newest outcome and would put the row back to an older one.
+  // Three: the refused command and the notice are left out by the query already (a request, a notice); the ids
+  // are checked again here, and the newest response that is neither is the one.
+  const { items } = await ctx.store.listSessionResponses(m.eventId, endpointId, sessionId, 3);
+  const previous = items.find((h) => h.messageId !== refusedId && h.messageId !== m.messageId);
   if (previous === undefined) return undefined;
   const result = await ctx.store.writeStatus(
     {

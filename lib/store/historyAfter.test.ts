@@ -3,6 +3,8 @@
 // that settled an event after a row's message on a history longer than its cap (server/reconcile/answers.ts).
 // Subscriber notices are no outcome and never fill the limit; an entry of any type that a non-blank dead-letter
 // description made DeadLettered is found, one with a blank description is not. Bad input is refused.
+// Beside it, store.listSessionResponses (the Resolver's restore after a refusal): the session's responses newest
+// first, requests and subscriber notices left out by the query, so newer ones never fill its limit.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -71,6 +73,28 @@ test('an entry of any type that a non-blank dead-letter description made DeadLet
   await f.store.recordHistory(failedDl);
   assert.deepEqual((await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['Failed'], 10)).items, []);
   assert.deepEqual((await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['DeadLettered'], 10)).items.map((h) => h.messageId), [failedDl.messageId, dead.messageId]);
+});
+
+test('listSessionResponses: the session\'s responses newest first, a handoff park among them; requests and notices never fill the limit', async () => {
+  const eventId = uniq('responses');
+  const entry = async (messageType: T, s: number, over: Partial<Parameters<typeof msg>[1]> = {}) => {
+    const m = { ...msg(messageType, { endpointId: EP, eventId, ...over }), enqueuedAt: at(s) };
+    await f.store.recordHistory(m);
+    return m.messageId;
+  };
+  const failed = await entry(T.ErrorResponse, 1);
+  const park = await entry(T.PendingHandoffResponse, 2);
+  await entry(T.ResolutionResponse, 3, { sessionId: 's-other' });
+  await entry(T.ResolutionResponse, 4, { endpointId: 'shippingendpoint' });
+  // Newer than the park, more than the limit: a request, a dead-lettered request, a command, notices of both kinds.
+  await entry(T.EventRequest, 5);
+  await entry(T.EventRequest, 6, { deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'gave up' });
+  await entry(T.HandoffCompletedRequest, 7, { from: 'Manager' });
+  await entry(T.ErrorResponse, 8, { deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'refused' });
+  await entry(T.ErrorResponse, 9, { deadLetterReason: 'ReplayGap', deadLetterErrorDescription: 'gap' });
+  const newest = await f.store.listSessionResponses(eventId, EP, 's-1', 1);
+  assert.deepEqual([newest.items.map((h) => h.messageId), newest.corrupt], [[park], []]);
+  assert.deepEqual((await f.store.listSessionResponses(eventId, EP, 's-1', 5)).items.map((h) => h.messageId), [park, failed]);
 });
 
 test('bad input is a StoreInputError with what was wrong', async () => {

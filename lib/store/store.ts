@@ -19,6 +19,7 @@ import {
 import type { z } from 'zod';
 import {
   ALL_MESSAGE_TYPES,
+  isRequestType,
   isSubscriberNotice,
   MessageType,
   ResolutionStatus,
@@ -1642,7 +1643,28 @@ export class MessageStore {
   }
 
   /**
-   * The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the two above).
+   * The responses of one endpoint's session (entries of a type that is not a request), newest first, at most
+   * `limit`; a subscriber notice (a refused command, a replay gap: isSubscriberNotice) is no outcome and is never
+   * returned. How the Resolver finds the outcome to put back after a refusal (resolver-worker/resolve.ts): a list
+   * read of the history stops at its cap, oldest first, so on a long event the newest outcome is the one it lacks.
+   * The query's tests are exact (a type list, equality on the notice reasons), so `limit` counts what it returns.
+   */
+  async listSessionResponses(
+    eventId: string,
+    endpointId: string,
+    sessionId: string,
+    limit = 10,
+  ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
+    const where = '(NOT IS_STRING(c.deadLetterReason) OR NOT ARRAY_CONTAINS(@notices, c.deadLetterReason)) AND ARRAY_CONTAINS(@types, c.messageType)';
+    const params = [
+      { name: '@types', value: ALL_MESSAGE_TYPES.filter((t) => !isRequestType(t)) },
+      { name: '@notices', value: [WireText.CommandRefused, WireText.ReplayGap] },
+    ];
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, limit, 'session responses');
+  }
+
+  /**
+   * The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the three above).
    * With `keep`, only the entries it keeps count and are returned: the query is paged until `limit` are kept.
    */
   async #sessionHistoryNewestFirst(

@@ -3,13 +3,16 @@
 // (resolver-worker/resolve.ts, restoreAfterRefusal). When that restore is lost, the row stays Pending from the
 // refused command: the notice answers its message, but a refusal is no answer, so the row must be listed - kind
 // `refused`, saying who refused it and why - and offered the restore the Resolver would have made, not left with no
-// finding at all.
+// finding at all. Likewise when the Resolver recorded the refusal but never the command itself (its copy
+// dead-lettered): a claim with a "sent" receipt was taken for "the Resolver is behind" and never listed, and one
+// without a receipt was offered a re-send of a command its subscriber refuses. An unrecorded claim its endpoint
+// answered is offered no restore (it would undo the answer).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { ServiceBusClient } from '@azure/service-bus';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
-import type { StatusRow } from '../../lib/store/index.ts';
+import { AuditType, type StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
 import { applyStuckRepairs, type RepairTarget } from './stuck.ts';
@@ -36,7 +39,7 @@ const refusal = 'HandoffCompletedRequest refused: event evt is not the pending h
  * naming it (by default its refusal), recorded in history; the Resolver's restore after a refusal never happened, so
  * the row still shows the command.
  */
-async function refusedHandoffCompletion(reason = 'CommandRefused', description = refusal) {
+async function refusedHandoffCompletion(reason = 'CommandRefused', description = refusal, how: { recorded: boolean; receipt: boolean } = { recorded: true, receipt: false }) {
   const eventId = uniq('refused');
   const park = entry(msg(MessageType.PendingHandoffResponse, { endpointId, eventId, from: endpointId, handoffReason: 'Ledger import queued', externalJobId: 'JOB-9', expectedBy: new Date(Date.now() + 3_600_000).toISOString() }));
   const parked = await f.store.recordOutcome({ history: park, status: park });
@@ -46,7 +49,9 @@ async function refusedHandoffCompletion(reason = 'CommandRefused', description =
   const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
   const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
   assert.ok(claimed.outcome === 'written');
-  await f.store.recordHistory(command);
+  if (how.recorded) await f.store.recordHistory(command);
+  // The Manager's "sent" receipt: an audit under the command's MessageId (server/manager/manager.ts).
+  if (how.receipt) await f.store.recordAudit({ id: commandId, eventId, endpointId, eventTypeId: row.eventTypeId, type: AuditType.CompleteHandoff, auditor: 'operator', comment: 'sent' });
   const notice = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, to: 'Resolver', deadLetterReason: reason, deadLetterErrorDescription: description }));
   await f.store.recordHistory(notice);
   return { eventId, park, commandId, notice, claimed: claimed.row };
@@ -117,4 +122,38 @@ test('a refused command that was answered too is not stuck; a replay-gap notice 
   const { eventId } = await refusedHandoffCompletion('ReplayGap', 'sequences 3-4 skipped');
   const gap = (await previewReconcile(f.store, [endpointId], new Date(), noGrace)).stuck.find((s) => s.eventId === eventId);
   assert.deepEqual([gap?.kind, gap?.repairs.map((r) => r.action)], ['unanswered', ['restore']], gap?.why);
+});
+
+test('a refused command the Resolver never recorded is listed refused, receipt or not, and restored; never offered a re-send', async () => {
+  for (const receipt of [true, false]) {
+    const { eventId, park, commandId, notice, claimed } = await refusedHandoffCompletion('CommandRefused', refusal, { recorded: false, receipt });
+    const young = await previewReconcile(f.store, [endpointId], new Date(Date.parse(claimed.updatedAt) + 60_000));
+    assert.equal(young.stuck.find((s) => s.eventId === eventId), undefined, `receipt ${receipt}: within the grace the Resolver may still be restoring it`);
+
+    const found = (await previewReconcile(f.store, [endpointId], new Date(), noGrace)).stuck.filter((s) => s.eventId === eventId);
+    assert.deepEqual(
+      found.map((s) => [s.kind, s.rowMessageId, s.repairs.map((r) => r.action), s.restoresTo]),
+      [['refused', commandId, ['restore'], { status: 'Pending', messageType: 'PendingHandoffResponse', messageId: park.messageId }]],
+      `receipt ${receipt}: listed once, refused, with the restore: ${found[0]?.kind} (${found[0]?.why})`,
+    );
+    const why = found[0]!.why;
+    assert.match(why, new RegExp(`HandoffCompletedRequest claimed \\d+ min ago that ${endpointId} refused \\(CommandRefused notice ${notice.messageId}:`));
+    assert.match(why, /the Resolver never recorded the command itself, only its refusal/);
+
+    const result = await repair(claimed, 'refused');
+    assert.equal(result.outcome, 'repaired', result.reason);
+    const row = await f.store.getStatusRow(endpointId, eventId, claimed.sessionId);
+    assert.deepEqual([row?.status, row?.subStatus, row?.lastMessageId], ['Pending', 'Handoff', park.messageId], `receipt ${receipt}: restored`);
+  }
+});
+
+test('an unrecorded claim that its endpoint answered is offered nothing: a restore would undo the answer', async () => {
+  for (const receipt of [true, false]) {
+    const { eventId, commandId } = await refusedHandoffCompletion('CommandRefused', refusal, { recorded: false, receipt });
+    // A real answer to the same command (the refusal was of a redelivered copy), its row write lost.
+    await f.store.recordHistory(entry(msg(MessageType.PendingHandoffResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, handoffReason: 'again' })));
+    const preview = await previewReconcile(f.store, [endpointId], new Date(), noGrace);
+    const stuck = preview.stuck.find((s) => s.eventId === eventId);
+    assert.equal(stuck, undefined, `receipt ${receipt}: answered, so nothing to restore: ${stuck?.kind} (${stuck?.why})`);
+  }
 });

@@ -8,10 +8,12 @@
 //     or skip) but no response answers it long after: a v4 subscriber completes a ContinuationRequest without an
 //     answer, an old one ignores a handoff command on a session its event does not block. Repair: restore the row
 //     to the version before the request.
-//   - refused: the only answer to the recorded request is the subscriber's CommandRefused notice. A refusal is not
-//     an answer: the refused command changed nothing, and the Resolver puts the row back when it records the notice
+//   - refused: the only answer to the request is the subscriber's CommandRefused notice. A refusal is not an
+//     answer: the refused command changed nothing, and the Resolver puts the row back when it records the notice
 //     (resolver-worker/resolve.ts, restoreAfterRefusal), so a row still Pending long after is one whose restore was
 //     lost (the notice dead-lettered after its history write, or no earlier state found then). Repair: that restore.
+//     The request may be a Manager claim whose command the Resolver never recorded (its copy dead-lettered), with
+//     or without a "sent" receipt: the refusal proves it was sent, so it is this kind, not a claim to re-send.
 // The version to restore is taken from the event's history (the message the row showed before: the request's
 // ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
 import {
@@ -45,8 +47,9 @@ const MANAGER_COMMANDS: ReadonlySet<string> = new Set([
 export type RepairAction = 'resend' | 'restore';
 
 /**
- * claim: a Manager claim with no receipt, its command never recorded; unanswered: a recorded request nobody
- * answered; refused: a recorded request the subscriber refused, whose restore by the Resolver was lost.
+ * claim: a Manager claim with no receipt, its command never recorded and not refused; unanswered: a recorded
+ * request nobody answered; refused: a recorded request, or a Manager claim whose command was never recorded, that
+ * the subscriber refused, whose restore by the Resolver was lost.
  */
 export type StuckKind = 'claim' | 'unanswered' | 'refused';
 
@@ -218,7 +221,7 @@ const describe = (h: HistoryEntry) => `${resultingStatus(h.messageType as Messag
 /**
  * Whether `row` is stuck, and how, by the checks that cost little: its age first (no read at all for a row still
  * within its grace), then whether its own message was recorded (a point read, Manager claims only), then the
- * receipt (a point read) for an unrecorded claim or the answer (a query on its link) for a recorded request.
+ * answer (a query on its link) and, for an unrecorded claim neither answered nor refused, the receipt (a point read).
  * Nothing about what a repair would restore is read here: entryToRestore can make a point read, so it runs only for
  * a row this says is stuck.
  */
@@ -229,7 +232,7 @@ async function stuckKind(
   answers: () => Promise<RowAnswers>,
   o: StuckOptions,
   age: number,
-): Promise<{ kind: StuckKind; notice?: HistoryEntry } | undefined> {
+): Promise<{ kind: StuckKind; notice?: HistoryEntry; recorded: boolean } | undefined> {
   const claim = isManagerClaim(row);
   const claimDue = claim && age >= (o.claimGraceMs ?? CLAIM_GRACE_MS); // before it, a send may be in progress
   const answerDue = age >= (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS);
@@ -243,13 +246,21 @@ async function stuckKind(
     (claim && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
   if (claim && !recorded) {
     if (!claimDue) return undefined;
+    // The endpoint's reply decides before the receipt: the Resolver can record the subscriber's refusal (or answer)
+    // without ever recording the command (its copy dead-lettered), and either proves the command was sent. Refused:
+    // the row is stuck whatever the receipt says (with one, it was taken for "sent; the Resolver is behind" and
+    // never listed; without one, offered a re-send of a command the subscriber refuses). Answered: a restore would
+    // undo what the endpoint did (a settling answer makes the row stale instead).
+    const reply = await replyTo(row, history, answers);
+    if (reply.kind === 'answered') return undefined;
+    if (reply.kind === 'refused') return answerDue ? { kind: 'refused', notice: reply.notice, recorded } : undefined;
     if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
-    return { kind: 'claim' };
+    return { kind: 'claim', recorded };
   }
   if (!recorded || !answerDue) return undefined;
   const reply = await replyTo(row, history, answers);
   if (reply.kind === 'answered') return undefined;
-  return reply.kind === 'refused' ? { kind: 'refused', notice: reply.notice } : { kind: 'unanswered' };
+  return reply.kind === 'refused' ? { kind: 'refused', notice: reply.notice, recorded } : { kind: 'unanswered', recorded };
 }
 
 /**
@@ -285,7 +296,7 @@ async function assessStuck(
   const age = o.now.getTime() - Date.parse(row.updatedAt);
   const stuck = await stuckKind(store, row, history, answers, o, age);
   if (!stuck || (await settledLater(row, read, later))) return undefined;
-  const { kind, notice } = stuck;
+  const { kind, notice, recorded } = stuck;
   const cap = o.historyCap ?? HISTORY_CAP;
   const { entry: previous, cutOff } = await entryToRestore(store, row, read);
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
@@ -317,7 +328,7 @@ async function assessStuck(
       finding: {
         ...base,
         kind: 'refused',
-        why: `Pending from a ${row.messageType} recorded ${Math.round(age / 60_000)} min ago that ${by} refused (CommandRefused notice ${notice.messageId}: ${what}): a refused command changes nothing, and the Resolver puts the row back when it records the refusal, but that restore was lost${noRestore}${noState}`,
+        why: `Pending from a ${row.messageType} ${recorded ? 'recorded' : 'claimed'} ${Math.round(age / 60_000)} min ago that ${by} refused (CommandRefused notice ${notice.messageId}: ${what}): a refused command changes nothing, and the Resolver puts the row back when it records the refusal, but that restore was lost${recorded ? '' : '; the Resolver never recorded the command itself, only its refusal'}${noRestore}${noState}`,
         repairs: restore,
       },
     };
