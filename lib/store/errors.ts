@@ -159,6 +159,11 @@ function retryAfter(e: CosmosLikeError): number | undefined {
   return undefined;
 }
 
+/** The server's retry-after hint of an SDK failure (a bulk operation's error included), in ms; undefined when none. */
+export function cosmosRetryAfterMs(err: unknown): number | undefined {
+  return typeof err === 'object' && err !== null ? retryAfter(err as CosmosLikeError) : undefined;
+}
+
 /**
  * Maps an SDK failure to a StoreError when it is throttling or transient; returns undefined for anything else
  * (404/409/412 are decisions for the caller, other 4xx are bugs that must surface as they are).
