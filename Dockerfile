@@ -1,5 +1,6 @@
-# One image, three roles: the console (the standalone Next.js server), the Resolver and the demo. The role is the
-# container's command: `docker run nimbus console|resolver|demo` (default console). Every role reads the same
+# One image, four roles: the console (the standalone Next.js server), the Resolver, the demo, and the operator's
+# counter recount. The role is the container's command: `docker run nimbus console|resolver|demo` (default console),
+# `docker run --rm nimbus recount --all` or `recount <endpoint id>...` (scripts/docker-role.sh). Every role reads the same
 # environment variables as outside a container (docs/deploy.md). NOT RUN in this repository's CI: no Docker there;
 # the standalone server itself is tested (server/standalone.test.ts).
 #
@@ -30,7 +31,7 @@ ENV NODE_ENV=production \
     HOSTNAME=0.0.0.0 \
     NIMBUS_CATALOG=/app/catalog/demo.json
 RUN groupadd --system --gid 10001 nimbus && useradd --system --uid 10001 --gid nimbus --no-create-home nimbus
-# The Resolver and the demo run from their TypeScript sources through tsx (a dependency kept for that reason).
+# The Resolver, the demo and the recount run from their TypeScript sources through tsx (a dependency kept for that reason).
 COPY --from=build --chown=nimbus:nimbus /app/node_modules ./node_modules
 COPY --from=build --chown=nimbus:nimbus /app/package.json ./package.json
 COPY --from=build --chown=nimbus:nimbus /app/lib ./lib

@@ -3,7 +3,7 @@
 // written straight into Cosmos with bulk requests (100 operations per request). Going through Service Bus and
 // the Resolver would take an hour for 100,000 events; the documents are the same shape the store writes
 // (validated against the store's schemas before they are sent), so the console reads them as it reads real data.
-import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
+import type { JSONObject, OperationInput } from '@azure/cosmos';
 import { blockedByReason, MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
 import {
   CONTAINERS,
@@ -19,6 +19,7 @@ import {
   type MessageStore,
   type StatusRow,
 } from '../lib/store/index.ts';
+import { bulkCreate } from './bulkRetry.ts';
 
 export interface SeedOptions {
   events: number;
@@ -234,27 +235,6 @@ function buildEvent(
       recordedAt: updatedAt,
     });
   return { row, history };
-}
-
-/**
- * Bulk creates. The SDK groups the operations into batch requests itself; handing it one large list lets it keep
- * several requests in flight (small calls each wait for its batching timer). Operations lost to a dropped
- * keep-alive connection are sent again; a 409 on such a second try means the first one had landed.
- */
-async function bulkCreate(container: Container, ops: OperationInput[]): Promise<void> {
-  let pending = ops;
-  for (let attempt = 1; pending.length > 0; attempt++) {
-    const results = await container.items.executeBulkOperations(pending);
-    const retry: OperationInput[] = [];
-    results.forEach((r, i) => {
-      const code = r.response?.statusCode ?? 0;
-      if (code >= 200 && code < 300) return;
-      if (code === 409 && attempt > 1) return;
-      if ((code === 0 || code === 408 || code === 429 || code >= 500) && attempt < 5) retry.push(pending[i]!);
-      else throw new Error(`bulk create failed (${code}): ${r.error?.message ?? 'no detail'}`);
-    });
-    pending = retry;
-  }
 }
 
 export async function seedConsoleBench(store: MessageStore, options: SeedOptions): Promise<SeedResult> {

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The Docker image's entry point (Dockerfile): runs the role named as the container's command, or the health check.
+# The Docker image's entry point (Dockerfile): runs the role named as the container's command (with the arguments
+# that follow it, for recount), or the health check. Run from the image's WORKDIR, /app.
 # exec, so that the role is PID 1's child-free replacement and gets SIGTERM from `docker stop` directly.
 set -eu
 role="${1:-console}"
@@ -14,6 +15,12 @@ case "$role" in
   demo)
     exec node --import tsx scripts/demo.ts
     ;;
+  recount)
+    # The operator's counter recount that the Resolver's warnings name (`npm run recount`, docs/deploy.md), run as
+    # the resolver role runs: the arguments after the role are the command's (`recount --all`, `recount billing`).
+    shift
+    exec node --import tsx scripts/recount.ts "$@"
+    ;;
   healthcheck)
     # Only the console listens; the other roles are healthy while they run.
     if [ -f /app/console/server.js ] && [ "$(cat /proc/1/cmdline | tr '\0' ' ')" = "node server.js " ]; then
@@ -22,7 +29,7 @@ case "$role" in
     exit 0
     ;;
   *)
-    echo "usage: docker run nimbus [console|resolver|demo]" >&2
+    echo "usage: docker run nimbus [console|resolver|demo|recount <endpoint id>...|recount --all]" >&2
     exit 2
     ;;
 esac

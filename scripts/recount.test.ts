@@ -5,13 +5,13 @@
 // others; an unreachable store is one readable line, exit 1, no stack and no key.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { MessageType, SELF } from '@nimbus/sdk/contract';
 import { CONTAINERS, COUNTER_DOC_ID } from '../lib/store/index.ts';
 import { ConfigError, readResolverConfig, readStoreConfig } from '../resolver-worker/config.ts';
 import { startStoreFixture, uniq, type StoreFixture } from '../lib/store/testing/fixtures.ts';
+import { runToExit, type Run } from './testing/runToExit.ts';
 
 const SCRIPT = fileURLToPath(new URL('./recount.ts', import.meta.url));
 
@@ -23,27 +23,12 @@ after(async () => {
   await f?.close();
 });
 
-interface Run {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
 /**
  * The script in its own process (asynchronously: the embedded server answers from this one). Its environment is
  * built from nothing, so NODE_TEST_CONTEXT / NODE_TEST_CONCURRENCY and the runner's own settings never reach it.
  */
 async function runRecount(args: string[], env: Record<string, string> = storeEnv()): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { code, out, err };
+  return runToExit(process.execPath, ['--import', 'tsx', SCRIPT, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
 }
 
 function storeEnv(): Record<string, string> {

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { describeError, HttpError, readJsonBody } from './http.ts';
 import { MAX_BODY_BYTES, bodyTooLarge } from './auth/hardening.ts';
 import { HttpErrorCopy } from './testing/httpErrorCopy.ts';
+import * as StoreErrors from '../lib/store/errors.ts';
+import { storeErrorSamples } from '../lib/store/testing/storeErrorSamples.ts';
 
 /** A streamed (chunked) request body: no Content-Length for the proxy's check to see. */
 function streamed(chunks: Uint8Array[]): Request {
@@ -60,41 +62,42 @@ test("the streamed limit is the proxy's: both accept the limit exactly and refus
 
 // The built console holds several copies of http.ts and lib/store (Next.js bundles them into each route chunk, and
 // the launcher imports its own): an error thrown by an object one copy made reaches a handler of another copy, so
-// it is not an instance of the class the handler imported. Each class here, and the shared HttpErrorCopy, is such a
-// copy: same name, another class.
-class StoreThrottledErrorCopy extends Error {
-  override readonly name = 'StoreThrottledError';
-  readonly transient = true;
-  constructor(readonly retryAfterMs: number | undefined) {
-    super('store throttled (429) during read');
-  }
-}
-class StoreTransientErrorCopy extends Error {
-  override readonly name = 'StoreTransientError';
-  readonly transient = true;
-}
-class CorruptDocumentErrorCopy extends Error {
-  override readonly name = 'CorruptDocumentError';
-  readonly transient = false;
-}
-
-test('errors from another copy of http.ts or the store are answered as their own class would be', () => {
+// it is not an instance of the class the handler imported. HttpErrorCopy is such a copy (same name, another class);
+// the store's errors come from a second copy of lib/store/errors.ts itself (imported under another URL).
+test('an HttpError from another copy of http.ts is answered as its own class would be', () => {
   assert.deepEqual(describeError(new HttpErrorCopy(409, 'conflict', 'skip is not possible for an event that is Completed')), {
     status: 409,
     error: 'conflict',
     detail: 'skip is not possible for an event that is Completed',
   });
-  assert.deepEqual(describeError(new StoreThrottledErrorCopy(1500)), {
+});
+
+// Every StoreError class, made by another copy of the module (storeErrorSamples has one of each exported class and
+// fails on a class it lacks): answered as the same class of this copy is, by its `transient` flag. Before, a
+// hand-kept list of names had missed StoreClosedError and CounterRecoveryIncompleteError (transient, answered 500).
+test('every store error from another copy of lib/store is answered as its own class would be', async () => {
+  const copyUrl = new URL('../lib/store/errors.ts?another-copy', import.meta.url).href;
+  const copy = (await import(copyUrl)) as typeof StoreErrors;
+  assert.notEqual(copy.StoreError, StoreErrors.StoreError, 'a second copy of the module');
+  const own = storeErrorSamples(StoreErrors);
+  for (const [name, err] of storeErrorSamples(copy)) {
+    const ownErr = own.get(name)!;
+    assert.deepEqual(describeError(err), describeError(ownErr), name);
+    const expected = name === 'StoreInputError' ? 400 : ownErr.transient ? 503 : 500;
+    assert.equal(describeError(err).status, expected, `${name} (transient: ${ownErr.transient})`);
+  }
+  assert.deepEqual(describeError(storeErrorSamples(copy).get('StoreThrottledError')), {
     status: 503,
     error: 'busy',
     detail: 'the store is throttling; try again shortly',
     headers: { 'retry-after': '2' },
   });
-  assert.deepEqual(describeError(new StoreTransientErrorCopy('store timed out during read')), {
+  assert.deepEqual(describeError(new copy.StoreClosedError('the store is closing')), {
     status: 503,
     error: 'unavailable',
     detail: 'the store did not answer; try again',
   });
-  // Not transient, not known: an internal error, answered without its text.
-  assert.equal(describeError(new CorruptDocumentErrorCopy('corrupt document events/x: bad')).internal, true);
+  // Not transient, not input: an internal error, answered without its text.
+  assert.equal(describeError(new copy.CorruptDocumentError('events', 'x', 'bad')).internal, true);
+  assert.equal(describeError(new copy.CountsRecoveredError('billing')).internal, true);
 });

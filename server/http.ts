@@ -2,7 +2,7 @@
 // one JSON error shape `{ error, detail }`. Handlers stay "parse, authorize, call server/".
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { z } from 'zod';
-import { StoreError, StoreInputError, StoreThrottledError, describeIssues } from '../lib/store/index.ts';
+import { StoreInputError, StoreThrottledError, describeIssues, isStoreError } from '../lib/store/index.ts';
 import { ConfigError } from './config.ts';
 import { log } from './log.ts';
 import { MAX_BODY_BYTES } from './auth/hardening.ts';
@@ -29,8 +29,6 @@ export function json(body: unknown, status = 200): Response {
 // Errors are recognised by class or by name: Next.js bundles server/ and lib/ into its route chunks, while a
 // launcher that imported server/console.ts holds another copy of the same classes.
 const isNamed = (err: unknown, name: string): err is Error => err instanceof Error && err.name === name;
-// The store's error classes (lib/store/errors.ts names each after its class): a transient one is a 503.
-const STORE_ERROR_NAMES = ['StoreError', 'StoreTransientError', 'CorruptDocumentError', 'StoreInputError'];
 
 /**
  * The answer a thrown error gets: status, error, detail (and headers). `internal` marks an unknown failure, answered
@@ -50,7 +48,9 @@ export function describeError(err: unknown): { status: number; error: string; de
     if (typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
     return { status: 503, error: 'busy', detail: 'the store is throttling; try again shortly', headers };
   }
-  if ((err instanceof StoreError || STORE_ERROR_NAMES.some((n) => isNamed(err, n))) && (err as StoreError).transient === true)
+  // Any store error, of any copy of lib/store and any subclass (isStoreError: no list of names to keep): a transient
+  // one is a 503, the others are internal errors.
+  if (isStoreError(err) && err.transient)
     return { status: 503, error: 'unavailable', detail: 'the store did not answer; try again' };
   return { status: 500, error: 'internal error', detail: 'the server could not complete the request', internal: true };
 }

@@ -3,26 +3,35 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 // esbuild comes with tsx (a pinned dev dependency); used here only to minify one module as a production bundle does.
 import { transform } from 'esbuild';
+import * as StoreErrors from './errors.ts';
+import { storeErrorSamples } from './testing/storeErrorSamples.ts';
 
-// The console's production bundle minifies class names (`class n extends t`). server/http.ts maps a store error
-// thrown by another bundled copy of this module by its `name`, so the names must survive minification.
-test('store errors keep their names when the module is minified', async () => {
+// The console's production bundle minifies class names (`class n extends t`), and holds several copies of this
+// module (one per route chunk, one in the launcher). server/http.ts recognises a store error made by another copy
+// with isStoreError, and tells StoreInputError and StoreThrottledError by their `name`: both must survive
+// minification, for every exported class (storeErrorSamples fails on a class it has no sample of).
+test('every store error of a minified copy keeps its name and is recognised as a store error', async () => {
   const source = await readFile(new URL('./errors.ts', import.meta.url), 'utf8');
   const { code } = await transform(source, { loader: 'ts', format: 'esm', minify: true });
-  const minified = (await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`)) as Record<
-    string,
-    new (...args: never[]) => Error
-  >;
-  const made: Record<string, Error> = {
-    StoreError: new (minified.StoreError as unknown as new (m: string, t: boolean) => Error)('m', false),
-    StoreThrottledError: new (minified.StoreThrottledError as unknown as new (o: string, r?: number) => Error)('read'),
-    StoreTransientError: new (minified.StoreTransientError as unknown as new (m: string) => Error)('m'),
-    CorruptDocumentError: new (minified.CorruptDocumentError as unknown as new (c: string, d: string, i: string) => Error)(
-      'c',
-      'd',
-      'i',
-    ),
-    StoreInputError: new (minified.StoreInputError as unknown as new (m: string) => Error)('m'),
-  };
-  for (const [name, err] of Object.entries(made)) assert.equal(err.name, name);
+  const minified = (await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`)) as typeof StoreErrors;
+  const samples = storeErrorSamples(minified);
+  const own = storeErrorSamples(StoreErrors);
+  for (const [name, err] of samples) {
+    assert.equal(err.name, name);
+    assert.equal(err instanceof StoreErrors.StoreError, false, `${name}: another copy's class`);
+    assert.equal(StoreErrors.isStoreError(err), true, `${name} of another copy is a store error`);
+    assert.equal(err.transient, own.get(name)?.transient, `${name}: transient as this copy's`);
+  }
+});
+
+test('isStoreError: an error of the same name and shape without the mark is not a store error', () => {
+  class Lookalike extends Error {
+    override readonly name = 'StoreTransientError';
+    readonly transient = true;
+  }
+  assert.equal(StoreErrors.isStoreError(new Lookalike('x')), false);
+  assert.equal(StoreErrors.isStoreError({ name: 'StoreError', transient: true, message: 'x' }), false);
+  assert.equal(StoreErrors.isStoreError(new StoreErrors.StoreClosedError('closing')), true);
+  // The mark does not show when an error is serialised or its fields are listed (name and transient are own fields).
+  assert.deepEqual(Object.keys(new StoreErrors.StoreInputError('bad')).sort(), ['name', 'transient']);
 });

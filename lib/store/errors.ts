@@ -1,11 +1,17 @@
 // Typed store errors. Callers (the Resolver's throttle budget, the console's HTTP mapping) branch on the class,
 // never on Cosmos status codes, and no error carries the native Cosmos error: its text can name the account.
 
+// The mark every StoreError carries. Symbol.for: one symbol for every copy of this module in a process (Next.js
+// bundles lib/store into each route chunk, and a launcher imports its own copy), so an error made by one copy is
+// recognised by another, where `instanceof` fails. Set in the base constructor: a new subclass carries it without
+// being added to any list.
+const STORE_ERROR_MARK = Symbol.for('nimbus.store.StoreError');
+
 /**
  * Base of every error the store raises on purpose. `transient` says whether retrying the same call can help.
  * Each class names itself with a literal, not `new.target.name`: the console's production bundle minifies class
- * names (`class n extends t`), and server/http.ts recognises a store error thrown by another bundled copy of this
- * module by its `name`.
+ * names (`class n extends t`), and server/http.ts tells a StoreInputError or StoreThrottledError thrown by another
+ * bundled copy of this module by its `name`.
  */
 export class StoreError extends Error {
   readonly transient: boolean;
@@ -13,7 +19,19 @@ export class StoreError extends Error {
     super(message);
     this.name = 'StoreError';
     this.transient = transient;
+    // Not enumerable: a logged or serialised error shows no extra field.
+    Object.defineProperty(this, STORE_ERROR_MARK, { value: true });
   }
+}
+
+/** A StoreError made by this copy of the module or by another copy in the same process (see STORE_ERROR_MARK). */
+export function isStoreError(err: unknown): err is StoreError {
+  if (err instanceof StoreError) return true;
+  return (
+    err instanceof Error &&
+    (err as unknown as Record<symbol, unknown>)[STORE_ERROR_MARK] === true &&
+    typeof (err as { transient?: unknown }).transient === 'boolean'
+  );
 }
 
 /** Cosmos answered 429. `retryAfterMs` is the server's hint (undefined when it gave none). */
@@ -139,6 +157,11 @@ function retryAfter(e: CosmosLikeError): number | undefined {
     if (typeof n === 'number' && Number.isFinite(n) && n > 0) return n;
   }
   return undefined;
+}
+
+/** The server's retry-after hint of an SDK failure (a bulk operation's error included), in ms; undefined when none. */
+export function cosmosRetryAfterMs(err: unknown): number | undefined {
+  return typeof err === 'object' && err !== null ? retryAfter(err as CosmosLikeError) : undefined;
 }
 
 /**

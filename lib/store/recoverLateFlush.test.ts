@@ -7,20 +7,16 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { CosmosClient } from '@azure/cosmos';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { CONTAINERS } from './index.ts';
-import { createStore, type MessageStore } from './store.ts';
+import type { MessageStore } from './store.ts';
 import { msg, startProxiedStoreFixture, steppingClock, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 
 let f: ProxiedStoreFixture;
-let raw: CosmosClient;
 before(async () => {
   f = await startProxiedStoreFixture({ storeVia: 'server' });
-  raw = new CosmosClient({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, connectionPolicy: { enableEndpointDiscovery: false } });
 });
 after(async () => {
-  raw?.dispose();
   await f?.close();
 });
 
@@ -32,7 +28,7 @@ const row = async (store: MessageStore, endpointId: string) => {
 test('a late writer\'s flush landing inside a recovery: the recovery reads again and applies the stamps above it, once', async () => {
   const owner = uniq('late');
   const endpointId = uniq('endpoint');
-  const late = await createStore({ client: raw, endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database, now: steppingClock(), counterFlushMs: 3_600_000, counterOwner: owner });
+  const late = await f.openOnServer({ now: steppingClock(), counterFlushMs: 3_600_000, counterOwner: owner });
   await row(late, endpointId);
   await late.flushCounters();
   await row(late, endpointId); // its window not flushed yet when the survivor reads

@@ -6,23 +6,17 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { CosmosClient } from '@azure/cosmos';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { CONTAINERS, COUNTER_DOC_ID, counterDocSchema, RECOVERED } from './index.ts';
 import { endpointsStampedBy } from './counters.ts';
-import { createStore } from './store.ts';
 import { msg, startProxiedStoreFixture, steppingClock, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import type { ProxiedRequest } from './testing/faultProxy.ts';
 
 let f: ProxiedStoreFixture;
-/** The dead writers' client: shared, so a writer that is never closed leaves nothing of its own behind. */
-let raw: CosmosClient;
 before(async () => {
   f = await startProxiedStoreFixture({ storeVia: 'server' });
-  raw = new CosmosClient({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, connectionPolicy: { enableEndpointDiscovery: false } });
 });
 after(async () => {
-  raw?.dispose();
   await f?.close();
 });
 
@@ -30,15 +24,8 @@ after(async () => {
 async function diedBeforeFirstFlush(n: number): Promise<{ owner: string; endpointId: string }> {
   const owner = uniq('dead');
   const endpointId = uniq('new-endpoint');
-  const dead = await createStore({
-    client: raw,
-    endpoint: f.cosmos.endpoint,
-    key: f.cosmos.key,
-    database: f.database,
-    now: steppingClock(),
-    counterFlushMs: 3_600_000,
-    counterOwner: owner,
-  });
+  // On the shared client past the proxy (f.openOnServer): a writer never closed leaves nothing of its own behind.
+  const dead = await f.openOnServer({ now: steppingClock(), counterFlushMs: 3_600_000, counterOwner: owner });
   for (let i = 0; i < n; i++) {
     const eventId = randomUUID();
     await dead.writeStatus(msg(T.EventRequest, { endpointId, eventId, sessionId: eventId }));
@@ -48,7 +35,7 @@ async function diedBeforeFirstFlush(n: number): Promise<{ owner: string; endpoin
 }
 
 async function storedDoc(endpointId: string) {
-  const counters = raw.database(f.database).container(CONTAINERS.counters);
+  const counters = f.raw.database(f.database).container(CONTAINERS.counters);
   const { resource } = await counters.item(COUNTER_DOC_ID, endpointId).read();
   return resource === undefined ? undefined : counterDocSchema.parse(resource);
 }
@@ -80,7 +67,7 @@ test('the endpoint of a writer that died before its first flush is recovered, on
   const { owner, endpointId } = await diedBeforeFirstFlush(3);
   // The stamped-endpoints query leaves out endpoints that have a counters document (they are recovered through it),
   // so a long-lived writer's stamps on them are not read across the container.
-  const events = raw.database(f.database).container(CONTAINERS.events);
+  const events = f.raw.database(f.database).container(CONTAINERS.events);
   assert.deepEqual([...(await endpointsStampedBy(events, owner))], [endpointId]);
   assert.deepEqual([...(await endpointsStampedBy(events, owner, [endpointId, 'other']))], []);
 

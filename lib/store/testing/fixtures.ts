@@ -23,6 +23,11 @@ export function steppingClock(start = Date.parse('2026-12-01T10:00:00.000Z')): (
   return () => new Date((t += 1));
 }
 
+/** An SDK client straight on the embedded server (no endpoint discovery: the server's address is the only one). */
+function rawClient(cosmos: EmbeddedCosmos): CosmosClient {
+  return new CosmosClient({ endpoint: cosmos.endpoint, key: cosmos.key, connectionPolicy: { enableEndpointDiscovery: false } });
+}
+
 export async function startStoreFixture(options: { now?: () => Date } = {}): Promise<StoreFixture> {
   const cosmos = await startEmbeddedCosmos({ port: 0 });
   const database = `t-${randomUUID().slice(0, 8)}`;
@@ -32,11 +37,7 @@ export async function startStoreFixture(options: { now?: () => Date } = {}): Pro
     database,
     now: options.now ?? steppingClock(),
   });
-  const raw = new CosmosClient({
-    endpoint: cosmos.endpoint,
-    key: cosmos.key,
-    connectionPolicy: { enableEndpointDiscovery: false },
-  });
+  const raw = rawClient(cosmos);
   return {
     cosmos,
     store,
@@ -60,6 +61,13 @@ export interface ProxiedStoreFixture {
   store: MessageStore;
   /** Another store on `database`, through the proxy: a test's own, with the options it tests. The test closes it. */
   openThroughProxy(options?: Omit<StoreOptions, 'endpoint' | 'key' | 'database'>): Promise<MessageStore>;
+  /** A raw SDK client on the server, past the proxy: for reading what landed and planting documents. */
+  raw: CosmosClient;
+  /**
+   * Another store on `database`, on the server through `raw`: for a writer the test abandons without closing (a
+   * killed process). Sharing `raw`, it leaves no client of its own behind; close() disposes of it.
+   */
+  openOnServer(options?: Omit<StoreOptions, 'endpoint' | 'key' | 'database' | 'client'>): Promise<MessageStore>;
   close(): Promise<void>;
 }
 
@@ -73,14 +81,18 @@ export async function startProxiedStoreFixture(options: { storeVia: 'proxy' | 's
   const database = `t-${randomUUID().slice(0, 8)}`;
   const endpoint = options.storeVia === 'proxy' ? proxy.endpoint : cosmos.endpoint;
   const store = await createStore({ endpoint, key: cosmos.key, database, now: steppingClock() });
+  const raw = rawClient(cosmos);
   return {
     cosmos,
     proxy,
     database,
     store,
     openThroughProxy: (over = {}) => createStore({ endpoint: proxy.endpoint, key: cosmos.key, database, ...over }),
+    raw,
+    openOnServer: (over = {}) => createStore({ client: raw, endpoint: cosmos.endpoint, key: cosmos.key, database, ...over }),
     close: async () => {
       await store.close();
+      raw.dispose();
       await proxy.close();
       await cosmos.close();
     },
