@@ -33,6 +33,7 @@ async function main(): Promise<void> {
     serviceBusConnection: config.serviceBusConnection,
     store,
     concurrency: config.concurrency,
+    brokerStopMs: config.brokerStopMs,
     log,
   });
   // Announces this instance and watches the others: a killed instance's unflushed counter deltas are applied by a
