@@ -14,6 +14,9 @@ import { assertLoopback, startEmulatorServer } from './server.ts';
 import { createAccessControl } from './auth/access.ts';
 import { generateKey, PolicyStore, ROOT_KEY_NAME } from './auth/policies.ts';
 import { loadOrCreateCertificate, type TlsMaterial } from './tls-certificate.ts';
+import { DispositionHold } from './amqp/disposition-hold.ts';
+
+export type { DispositionHold } from './amqp/disposition-hold.ts';
 
 export interface StartEmulatorOptions {
   /** TCP port; 0 picks a free one. Default 5672. */
@@ -45,6 +48,11 @@ export interface StartEmulatorOptions {
   tlsPort?: number;
   tlsCert?: string;
   tlsKey?: string;
+  /**
+   * Tests only: gives the running emulator a `dispositionHold` with which a test makes it leave the client's
+   * settlements unanswered (a broker that stops answering). Off by default; never set by the CLI or the stack.
+   */
+  testDispositionHold?: boolean;
 }
 
 export interface RunningEmulator {
@@ -57,6 +65,8 @@ export interface RunningEmulator {
   /** The AMQPS listener, when tlsPort was given: its port, certificate file and SHA-256 fingerprint. */
   tls?: { port: number; certPath: string; fingerprint: string };
   broker: Broker;
+  /** Present only with `testDispositionHold`: holds the answers to settlements while the test says so. */
+  dispositionHold?: DispositionHold;
   /** Bytes each AMQP connection holds now (deliveries being assembled + output not yet read). */
   connectionBytes(): number[];
   close(): Promise<void>;
@@ -80,6 +90,7 @@ const optionsSchema = z.object({
   tlsPort: z.number().int().min(0).max(65535).optional(),
   tlsCert: z.string().min(1).optional(),
   tlsKey: z.string().min(1).optional(),
+  testDispositionHold: z.boolean().default(false),
   limits: z
     .object({
       maxConnections: z.number().int().positive(),
@@ -126,8 +137,11 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
     memoryBudgetBytes: opts.memoryBudgetBytes,
     log: log.child({ component: 'broker' }),
   });
+  const dispositionHold = opts.testDispositionHold ? new DispositionHold() : undefined;
+  if (dispositionHold) log.warn({}, 'test option: settlements can be held unanswered (testDispositionHold)');
   const amqp = createAmqpPlane({
     broker,
+    ...(dispositionHold ? { dispositionHold } : {}),
     log: log.child({ component: 'amqp' }),
     access,
     limits: opts.limits,
@@ -180,6 +194,7 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
         }
       : {}),
     broker,
+    ...(dispositionHold ? { dispositionHold } : {}),
     connectionBytes: () => amqp.connectionBytes(),
     close(): Promise<void> {
       closing ??= (async () => {

@@ -4,6 +4,12 @@ import { z } from 'zod';
 import { serviceBusConnectionFromEnv, type ServiceBusConnection } from '@nimbus/sdk/servicebus';
 import { cosmosKeyProblem } from '@nimbus/sdk/cosmos';
 
+/**
+ * The broker's part of a stop, by default (ms): the client's own wait for an unanswered settlement is 60 s with
+ * retries; this leaves a container platform's 30 s grace period room for the store's close after it.
+ */
+export const DEFAULT_BROKER_STOP_MS = 5_000;
+
 /** The store's part: also what `npm run recount` reads (readStoreConfig), so it runs with the Resolver's settings. */
 const storeSchema = z.object({
   NIMBUS_COSMOS_ENDPOINT: z.url({ error: 'is required (an https:// or http:// URL)' }),
@@ -15,6 +21,8 @@ const storeSchema = z.object({
 const configSchema = storeSchema.extend({
   // Service Bus: a connection string or a namespace (Microsoft Entra identity), chosen by serviceBusConnectionFromEnv.
   NIMBUS_RESOLVER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  // The broker's part of a stop (settlements in flight, closes): given up after this (docs/resolver.md "Stopping").
+  NIMBUS_RESOLVER_BROKER_STOP_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_BROKER_STOP_MS),
   NIMBUS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -28,6 +36,7 @@ export interface ResolverConfig {
   serviceBusConnection: ServiceBusConnection;
   cosmos: StoreConfig;
   concurrency: number;
+  brokerStopMs: number;
   logLevel: z.output<typeof configSchema>['NIMBUS_LOG_LEVEL'];
 }
 
@@ -83,6 +92,7 @@ export function readResolverConfig(env: Record<string, string | undefined> = pro
     serviceBusConnection: serviceBus.connection,
     cosmos: storeConfigOf(c),
     concurrency: c.NIMBUS_RESOLVER_CONCURRENCY,
+    brokerStopMs: c.NIMBUS_RESOLVER_BROKER_STOP_MS,
     logLevel: c.NIMBUS_LOG_LEVEL,
   };
 }

@@ -12,6 +12,8 @@ import { createResolverMetrics } from './metrics.ts';
 import { createOutcomeRecorder } from './outcomeMetrics.ts';
 import { ResolverProcessor, type ResolverState, type SettledEvent } from './processor.ts';
 import { registerResolverState } from './state.ts';
+import { DEFAULT_BROKER_STOP_MS } from './config.ts';
+import { STOPPED, untilStopped } from './untilStopped.ts';
 
 export { DeadLetterReason, type Settlement } from './resolve.ts';
 export { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
@@ -65,6 +67,13 @@ export interface ResolverOptions {
    * every `flushMs`; false turns them off (the benchmark's baseline).
    */
   history?: false | Pick<TimeSeriesStoreOptions, 'flushMs' | 'retention'>;
+  /**
+   * The deadline of the broker's part of stop(), from its start: the settlements in flight, the session receivers'
+   * and the sender's close, and the client's close when startResolver opened it. What the broker has not answered
+   * by then is given up and logged (the messages come back once their locks lapse). Default 5 s: without it an
+   * unanswered settlement held a stop for the client's own 60 s and its retries.
+   */
+  brokerStopMs?: number;
   /** Called after every message is settled (tests, the benchmark). */
   onSettled?: (event: SettledEvent) => void;
   now?: () => Date;
@@ -74,7 +83,8 @@ export interface ResolverHandle {
   /**
    * Nothing new starts; messages whose store writes have ended are settled, one whose write is still running is
    * left to come back (stop never waits for the store's writes or probes, docs/resolver.md "Stopping"); then closes
-   * what startResolver opened (the stored time-series flush is still awaited).
+   * what startResolver opened (the stored time-series flush is still awaited). The broker's part waits at most
+   * `brokerStopMs` in all.
    */
   stop(): Promise<void>;
   /** Receiving, halted because the store denies access (with the reason), or holding while the store is down. */
@@ -100,6 +110,7 @@ const optionsSchema = z
     inPlaceMaxDelayMs: z.number().int().min(0).default(30_000),
     accessProbeMs: z.number().int().min(10).default(30_000),
     outageProbeMs: z.number().int().min(10).default(5_000),
+    brokerStopMs: z.number().int().min(0).max(600_000).default(DEFAULT_BROKER_STOP_MS),
   })
   .loose();
 
@@ -158,9 +169,13 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
     state: () => processor.state(),
     stop: async () => {
       unregister();
-      await processor.stop();
+      // One deadline for every broker wait of the stop, so an unanswered broker cannot hold back the store's close
+      // (its counter flush) that the caller runs next.
+      const deadline = AbortSignal.timeout(o.brokerStopMs);
+      await processor.stop(deadline);
       await series?.close();
-      await owned?.close().catch(() => undefined);
+      if (owned && (await untilStopped(owned.close().catch(() => undefined), deadline)) === STOPPED)
+        log.warn({}, 'Resolver: closing the Service Bus client did not end within the stop deadline; given up (it ends with the process)');
     },
   };
 }

@@ -30,11 +30,22 @@ describe('configuration', () => {
     const c = readResolverConfig({ NIMBUS_SERVICEBUS_CONNECTION_STRING: 'Endpoint=sb://x', NIMBUS_COSMOS_ENDPOINT: 'http://127.0.0.1:1', NIMBUS_COSMOS_KEY: 'k', NIMBUS_COSMOS_DATABASE: '' });
     assert.equal(c.cosmos.database, 'nimbus', 'an empty variable counts as unset');
     assert.equal(c.concurrency, 16);
+    assert.equal(c.brokerStopMs, 5_000, 'the broker part of a stop defaults below a 30 s grace period with room for the store');
+    assert.throws(
+      () => readResolverConfig({ NIMBUS_SERVICEBUS_CONNECTION_STRING: 'Endpoint=sb://x', NIMBUS_COSMOS_ENDPOINT: 'http://127.0.0.1:1', NIMBUS_COSMOS_KEY: 'k', NIMBUS_RESOLVER_BROKER_STOP_MS: 'soon' }),
+      (e: unknown) => e instanceof ConfigError && /NIMBUS_RESOLVER_BROKER_STOP_MS/.test(e.message),
+    );
   });
 });
 
-/** `npm run resolver` on the harness's broker and store; `output` is what it wrote so far (stdout and stderr). */
-function startResolverProcess(h: ResolverHarness): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
+/**
+ * `npm run resolver` on the harness's broker and store, with `env` over its settings; `output` is what it wrote so
+ * far (stdout and stderr).
+ */
+function startResolverProcess(
+  h: ResolverHarness,
+  env: Record<string, string> = {},
+): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -44,6 +55,7 @@ function startResolverProcess(h: ResolverHarness): { child: ChildProcess; exited
       NIMBUS_COSMOS_DATABASE: h.store.database.id,
       NIMBUS_RESOLVER_CONCURRENCY: '2',
       NIMBUS_LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -113,5 +125,56 @@ describe('the process', () => {
       assert.equal((await h.store.getCounts('crm')).completed, 1, 'the refused flush counted nothing');
       assert.equal((await h.store.recountEndpoint('crm')).completed, 2);
     });
+  });
+});
+
+describe('a stop while the broker does not answer', () => {
+  // The emulator leaves the Resolver's completion unanswered (testDispositionHold): the client alone would wait 60 s
+  // for it, and retry. A container platform's grace period is 30 s (Azure Container Apps, Kubernetes); past it the
+  // process is killed with its buffered counters unflushed. The default broker deadline (5 s) is what is tested. The
+  // code before it was still stopping when this test gave up after 180 s: the client retries a settlement that timed
+  // out (ServiceUnavailable), 60 s each time.
+  test('a completion the broker never answers: SIGTERM ends with exit 0 within the grace period, counters flushed, and the message comes back once', async (t) => {
+    await withHarness(
+      async (h) => {
+        const hold = h.emulator.dispositionHold!;
+        const { child, exited, output } = startResolverProcess(h);
+        let stopMs = Number.NaN;
+        let code: number | null | string;
+        let messageId: string;
+        try {
+          hold.hold();
+          ({ messageId } = await h.send({ type: T.ResolutionResponse, eventId: 'held-1', from: 'crm' }));
+          // The completion is sent only after the row is written: held at the broker, it is the settlement in flight.
+          await eventually(() => (hold.held >= 1 ? true : undefined), 'the completion held at the broker', 30_000);
+          assert.equal((await h.store.getStatusRow('crm', 'held-1', 's-1'))?.status, 'Completed');
+          const signalled = performance.now();
+          child.kill('SIGTERM');
+          // Generous: the code before this bound waited out the client's 60 s settlement time-out.
+          code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running after 180 s'), 180_000).unref())]);
+          stopMs = performance.now() - signalled;
+        } finally {
+          child.kill('SIGKILL');
+        }
+        assert.equal(code, 0, output());
+        assert.ok(stopMs < 30_000, `the stop took ${Math.round(stopMs)} ms, past a 30 s grace period`);
+        assert.match(output(), /did not answer within the stop deadline/);
+        assert.ok(output().includes(messageId), 'the given-up settlement is named by its message id');
+        assert.ok(!output().includes(h.emulator.key), 'the namespace key never reaches the log');
+        assert.equal((await h.store.getCounts('crm')).completed, 1, 'buffered counters were flushed on stop');
+
+        // Never completed at the broker, the message comes back to the next Resolver, whose copy changes nothing.
+        hold.resume();
+        h.resolver();
+        const again = await h.settledOk(messageId, 90_000);
+        t.diagnostic(`SIGTERM to exit: ${Math.round(stopMs)} ms; the copy came back with delivery count ${again.deliveryCount}`);
+        assert.equal(again.settlement.kind, 'complete');
+        assert.deepEqual((await h.store.listHistory('held-1')).items.map((e) => e.messageId), [messageId], 'one history entry');
+        assert.equal((await h.store.getStatusRow('crm', 'held-1', 's-1'))?.status, 'Completed');
+        assert.equal((await h.store.getCounts('crm')).completed, 1);
+        assert.equal((await h.store.recountEndpoint('crm')).completed, 1);
+      },
+      { emulator: { testDispositionHold: true } },
+    );
   });
 });

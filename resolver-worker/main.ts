@@ -33,6 +33,7 @@ async function main(): Promise<void> {
     serviceBusConnection: config.serviceBusConnection,
     store,
     concurrency: config.concurrency,
+    brokerStopMs: config.brokerStopMs,
     log,
   });
   // Announces this instance and watches the others: a killed instance's unflushed counter deltas are applied by a
@@ -47,6 +48,8 @@ async function main(): Promise<void> {
     stopping = true;
     const declaredDead = watch.declaredDead.aborted;
     log.info({ signal }, 'Resolver: stopping');
+    // The broker's part is bounded (NIMBUS_RESOLVER_BROKER_STOP_MS): a broker that answers no settlement must not
+    // hold the counter flush below past the platform's grace period, after which the process is killed unflushed.
     await resolver.stop();
     // False when a counter delta is left (a write still running, in doubt, a patch unanswered): its stamp is above
     // this instance's `flushed`, so the lease is left to lapse and a survivor applies it (./liveness.ts).

@@ -63,6 +63,16 @@ export interface SettledEvent {
 /** The store record the access probe writes and reads while receiving is halted (never read by anyone else). */
 export const ACCESS_PROBE_ID = 'ResolverAccessProbe';
 
+/** A broker call in flight (a settlement, a receiver's or the sender's close): what a stop gives up at its deadline. */
+interface BrokerCall {
+  call: string;
+  sessionId?: string;
+  messageId?: string;
+}
+
+/** How many of the given-up calls a stop's warning names (the count is always there). */
+const GIVEN_UP_NAMED = 50;
+
 /** Errors of acceptNextSession that only mean "no free session right now". */
 const NO_SESSION_CODES = new Set(['SessionCannotBeLocked', 'ServiceTimeout']);
 
@@ -85,6 +95,8 @@ export class ResolverProcessor {
   #workers: Promise<void>[] = [];
   /** Sessions being worked on right now: stop() waits for these, not for workers still waiting to accept one. */
   readonly #inSession = new Set<Promise<void>>();
+  /** The broker calls running now, by what they are (ids only, never a payload): named when a stop gives them up. */
+  readonly #brokerCalls = new Set<BrokerCall>();
   /** Set while the store denies access (401/403): no worker receives, a probe looks for access to come back. */
   #halted: { reason: string; since: string } | undefined;
   #probe: Promise<void> | undefined;
@@ -118,21 +130,47 @@ export class ResolverProcessor {
    * Stops accepting and receiving; waits for nothing in the store. Messages whose writes have ended are settled;
    * a message whose write is still running is left unsettled (its session released, it comes back; the write goes
    * on unawaited and its copy is absorbed by the idempotent history and the guard); waits (back-offs, holds,
-   * probes) end at once; anything not started stays put. Settlements already issued and receiver closes are
-   * awaited (the broker's, bounded by the client's operation time-out).
+   * probes) end at once; anything not started stays put. Settlements already issued, receiver closes and the
+   * sender's close are awaited until `deadline` aborts: the client gives an unanswered settlement 60 s and retries
+   * it, longer than a container platform's grace period. What is still running then is given up (and logged): a
+   * message whose settlement went unanswered is redelivered once its lock lapses, and its copy is absorbed by the
+   * idempotent history and the guard.
    * Workers still waiting in acceptNextSession are not awaited: the client does not always honour the abort
    * signal there (it can wait out the broker's accept timeout), and closing the client ends them; a session they
    * still get is released untouched.
    */
-  async stop(): Promise<void> {
+  async stop(deadline: AbortSignal): Promise<void> {
     if (this.#stop.signal.aborted) return;
     this.#stop.abort();
-    await Promise.allSettled([...this.#inSession]);
+    await untilStopped(Promise.allSettled([...this.#inSession]), deadline);
+    // The store's waits: both end at once on stop (a probe in flight is not waited for).
     await this.#probe;
     await this.#outage.closed();
     this.#workers = [];
-    await this.#sender?.close().catch(() => undefined);
+    const sender = this.#sender;
+    if (sender) await untilStopped(this.#brokerCall({ call: 'close the sender' }, () => sender.close()).catch(() => undefined), deadline);
+    if (deadline.aborted) this.#logGivenUp();
     this.#log.info('Resolver: stopped');
+  }
+
+  /** Runs a broker call registered in #brokerCalls while it runs, so a stop that gives it up can name it. */
+  async #brokerCall<T>(call: BrokerCall, work: () => Promise<T>): Promise<T> {
+    this.#brokerCalls.add(call);
+    try {
+      return await work();
+    } finally {
+      this.#brokerCalls.delete(call);
+    }
+  }
+
+  /** The stop's deadline passed: names what the broker left unanswered (ids only) and what becomes of it. */
+  #logGivenUp(): void {
+    const calls = [...this.#brokerCalls];
+    if (calls.length === 0 && this.#inSession.size === 0) return;
+    this.#log.warn(
+      { givenUp: calls.length, calls: calls.slice(0, GIVEN_UP_NAMED), sessions: this.#inSession.size },
+      'Resolver: the broker did not answer within the stop deadline; its calls are given up. A message whose settlement went unanswered comes back once its lock lapses (its stored outcome absorbs the copy)',
+    );
   }
 
   get #stopping(): boolean {
@@ -238,7 +276,7 @@ export class ResolverProcessor {
         await sleep(200, this.#stop.signal);
       }
     } finally {
-      await receiver.close().catch(() => undefined);
+      await this.#brokerCall({ call: 'close the session receiver', sessionId: receiver.sessionId }, () => receiver.close()).catch(() => undefined);
     }
   }
 
@@ -463,6 +501,9 @@ export class ResolverProcessor {
     horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
     const where = { messageId: String(message.messageId), sessionId: receiver.sessionId, eventId: message.applicationProperties?.[Prop.EventId] as string | undefined };
+    // Registered for the stop's deadline (a wait before an abandon ends at once on stop; the broker's answer may not).
+    const call: BrokerCall = { call: s.kind, messageId: where.messageId, sessionId: where.sessionId };
+    this.#brokerCalls.add(call);
     try {
       switch (s.kind) {
         case 'complete':
@@ -492,6 +533,8 @@ export class ResolverProcessor {
     } catch (err) {
       this.#log.warn({ ...where, kind: s.kind, err: errorText(err) }, 'Resolver: settlement failed; the message will be redelivered');
       return { ok: false, keepSession: false };
+    } finally {
+      this.#brokerCalls.delete(call);
     }
   }
 

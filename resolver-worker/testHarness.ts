@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServiceBusClient, ServiceBusReceivedMessage, ServiceBusSender } from '@azure/service-bus';
 import { createNoopMeter, type Attributes, type Meter } from '@opentelemetry/api';
 import { pino } from 'pino';
-import { startEmulator, type RunningEmulator } from '../emulator/index.ts';
+import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../emulator/index.ts';
 import { parseCatalog } from '@nimbus/sdk/catalog';
 import { encodeBody, eventBody, Prop, SELF, Topic, type Catalog, type MessageType } from '@nimbus/sdk/contract';
 import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
@@ -100,8 +100,11 @@ export class ResolverHarness {
     readonly cosmosEndpoint: string,
   ) {}
 
-  static async start(options: { cosmosEndpoint?: (cosmos: EmbeddedCosmos) => Promise<string> } = {}): Promise<ResolverHarness> {
-    const emulator = await startEmulator({ port: 0 });
+  /** `emulator`: options of the embedded broker besides its port (a test's fault hooks, such as testDispositionHold). */
+  static async start(
+    options: { cosmosEndpoint?: (cosmos: EmbeddedCosmos) => Promise<string>; emulator?: Omit<StartEmulatorOptions, 'port'> } = {},
+  ): Promise<ResolverHarness> {
+    const emulator = await startEmulator({ ...options.emulator, port: 0 });
     const clients = createServiceBusClients(emulator.connectionString);
     const cosmos = await startEmbeddedCosmos({ port: 0 });
     const endpoint = options.cosmosEndpoint ? await options.cosmosEndpoint(cosmos) : cosmos.endpoint;

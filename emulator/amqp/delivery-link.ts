@@ -9,6 +9,7 @@ import { describeSource, lockTokenToTag, outcome, tagToLockToken, toOutgoingMess
 import { amqpConditionFor } from './errors.ts';
 import type { AmqpErrorFields, RheaDelivery, RheaLink } from './rhea-types.ts';
 import type { PlaneLog } from './log.ts';
+import type { DispositionHold } from './disposition-hold.ts';
 
 /** Outcome of a delivery as the client reported it (rhea's decoded outcome). */
 interface RemoteOutcome {
@@ -41,6 +42,8 @@ export class DeliveryLink {
     private readonly log: PlaneLog,
     /** Bytes the connection's budget leaves for output; the plane pumps again when the socket drains. */
     private readonly outgoingRoom: () => number = () => Infinity,
+    /** Tests only: while it holds, the client's dispositions are neither applied nor answered. */
+    private readonly dispositionHold?: DispositionHold,
   ) {
     this.peekLock = link.local.attach.snd_settle_mode !== 1;
     answerEveryDrain(link);
@@ -108,6 +111,9 @@ export class DeliveryLink {
   /** The client settled (or updated) a delivery on this link. */
   onOutcome(delivery: RheaDelivery, kind: 'accepted' | 'rejected' | 'modified' | 'released'): void {
     if (delivery.settled) return;
+    // Left unsettled on both sides: the client waits for an answer that never comes, and the message's lock lapses
+    // (or goes with its session) as if the disposition had been lost on the way.
+    if (this.dispositionHold?.takes()) return;
     const lockToken = this.lockTokens.get(delivery) ?? safeTagToken(delivery.tag);
     const remote = (delivery.remote_state ?? {}) as RemoteOutcome;
     let disposition: Disposition;

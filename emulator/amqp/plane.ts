@@ -23,6 +23,7 @@ import {
   queueSource,
 } from './codec.ts';
 import { DeliveryLink, errorSummary } from './delivery-link.ts';
+import type { DispositionHold } from './disposition-hold.ts';
 import { createFrameGuard } from './frame-guard.ts';
 import { coalesceWrites } from './write-coalescing.ts';
 import { amqpConditionFor } from './errors.ts';
@@ -54,6 +55,8 @@ export interface AmqpPlaneOptions {
   maxSessionWaitMs?: number;
   /** Caps on what one client can make the emulator hold (defaults: AMQP_LIMIT_DEFAULTS). */
   limits?: Partial<AmqpLimits>;
+  /** Tests only: dispositions on receive links are left unanswered while it holds (startEmulator's testDispositionHold). */
+  dispositionHold?: DispositionHold;
 }
 
 /**
@@ -535,7 +538,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
       receiver.close();
       return;
     }
-    const handler = new DeliveryLink(broker, link, source, receiver, log, () => outgoingRoom(state));
+    const handler = new DeliveryLink(broker, link, source, receiver, log, () => outgoingRoom(state), options.dispositionHold);
     roles.set(link, { kind: 'deliver', handler });
     if (wantsSession) {
       link.set_source({ ...(remote.source ?? {}), filter: { [SESSION_FILTER]: receiver.sessionId ?? null } });
