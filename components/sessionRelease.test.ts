@@ -74,7 +74,7 @@ test('none of the rows read waits on another event but more are parked beyond th
   // otherwise go unmentioned.
   assert.equal(
     otherParkedText('release', { count: 0, atLeast: true, blockers: [] }, null),
-    'More events may be parked in this session than were read; only those parked behind this event follow it.',
+    'More events may be parked in this session than were read; those parked behind this event follow it, and so do any still being replayed.',
   );
   assert.equal(otherParkedText('release', { count: 0, atLeast: false, blockers: [] }, null), null);
   assert.equal(otherParkedText('hold', { count: 0, atLeast: true, blockers: [] }, null), null);
@@ -125,7 +125,7 @@ test("rows naming a blocker settled long ago are leftovers: the session is relea
   assert.deepEqual(sessionFate('release', none, others, { Y: 'settled' }), {
     fate: 'is released and nothing is parked behind it',
     others:
-      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
+      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or, if that replay is still under way, being replayed (a copy that meets a blocked session parks behind its blocker and follows it); a leftover stays Deferred and is not replayed.',
   });
   assert.equal(sessionFate('hold', none, others, { Y: 'settled' }).fate, 'stays blocked until a resubmit or skip');
   // Several settled blockers, and a read that stopped at its cap: the leftovers are the rows read (what names which
@@ -134,7 +134,7 @@ test("rows naming a blocker settled long ago are leftovers: the session is relea
   assert.deepEqual(sessionFate('release', { listed: 1, capped: false, naming: 0 }, two, { Y: 'settled', Z: 'settled' }), {
     fate: 'is released and its 1 parked event follows',
     others:
-      'More events may be parked in this session than were read; only those parked behind this event follow it. 3 more parked in this session name other events, all already settled: left over from their replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
+      'More events may be parked in this session than were read; those parked behind this event follow it, and so do any still being replayed. 3 more parked in this session name other events, all already settled: left over from their replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or, if that replay is still under way, being replayed (a copy that meets a blocked session parks behind its blocker and follows it); a leftover stays Deferred and is not replayed.',
   });
 });
 
@@ -169,7 +169,7 @@ test('rows naming this event and rows naming another event settled long ago: the
   const others = otherParkedInSession(rows, { sessionId: S, eventId: 'E' }, false);
   const behind = { listed: 2, capped: false, naming: 2 };
   const leftover =
-    '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.';
+    '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or, if that replay is still under way, being replayed (a copy that meets a blocked session parks behind its blocker and follows it); a leftover stays Deferred and is not replayed.';
   assert.deepEqual(sessionFate('release', behind, others, { Y: 'settled' }), { fate: 'is released and its 2 parked events follow', others: leftover });
   assert.deepEqual(sessionFate('hold', behind, others, { Y: 'settled' }), {
     fate: 'stays blocked until a resubmit or skip and its 2 parked events stay parked',
@@ -223,7 +223,7 @@ test('rows naming this event and rows naming several other events, each said by 
     others:
       '3 more parked in this session name event W, not this one: they wait on W if it is still unsettled, or, if it is settled, are left over from its replay (not replayed) or being replayed. ' +
       '2 more parked in this session wait on event Z, still unsettled, not on this one: they stay parked until it is settled. ' +
-      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
+      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or, if that replay is still under way, being replayed (a copy that meets a blocked session parks behind its blocker and follows it); a leftover stays Deferred and is not replayed.',
   });
 });
 
@@ -231,11 +231,11 @@ test('more parked than read: rows beyond them are not said to be replayed; only 
   const behind = { listed: 100, capped: true, naming: 100 };
   assert.deepEqual(sessionFate('release', behind, { count: 0, atLeast: true, blockers: [] }), {
     fate: 'is released and its 100+ parked events follow',
-    others: 'More events may be parked in this session than were read; only those parked behind this event follow it.',
+    others: 'More events may be parked in this session than were read; those parked behind this event follow it, and so do any still being replayed.',
   });
   assert.equal(
     sessionFate('release', behind, { count: 1, atLeast: true, blockers: [{ eventId: 'Y', count: 1 }] }, { Y: 'settled' }).others,
-    'More events may be parked in this session than were read; only those parked behind this event follow it. ' +
-      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.',
+    'More events may be parked in this session than were read; those parked behind this event follow it, and so do any still being replayed. ' +
+      '1 more parked in this session names event Y, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or, if that replay is still under way, being replayed (a copy that meets a blocked session parks behind its blocker and follows it); a leftover stays Deferred and is not replayed.',
   );
 });

@@ -99,7 +99,7 @@ export function otherParkedText(outcome: SessionOutcome, others: OtherParked, st
     const parked = others.count - rowsOf(settled);
     if (parked > 0) lines.push(`${parkedCountText(parked, others.atLeast)} more parked in this session (behind other events) stay parked too.`);
   } else {
-    if (others.atLeast) lines.push('More events may be parked in this session than were read; only those parked behind this event follow it.');
+    if (others.atLeast) lines.push('More events may be parked in this session than were read; those parked behind this event follow it, and so do any still being replayed.');
     const unknown = of('unknown');
     if (unknown.length > 0) lines.push(unsettledOrNotText(unknown));
     const blocking = of('blocking');
@@ -146,7 +146,7 @@ function leftoverText(blockers: ReadonlyArray<{ eventId: string; count: number }
   const who = one ? `event ${blockers[0]!.eventId}, already settled` : 'other events, all already settled';
   return (
     `${lead} ${who}: left over from ${one ? 'its' : 'their'} replay, where a parked copy lost on the way was skipped (a ReplayGap notice), ` +
-    'or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.'
+    'or, if that replay is still under way, being replayed (a copy that meets a blocked session parks behind its blocker and follows it); a leftover stays Deferred and is not replayed.'
   );
 }
 

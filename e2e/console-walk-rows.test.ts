@@ -81,7 +81,7 @@ async function settledWithLeftover(store: MessageStore, base: number, sessionId:
 
 /** The dialogs' line on one row parked in the session naming `settled`, an event already settled. */
 const leftoverLine = (settled: string) =>
-  `1 more parked in this session names event ${settled}, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or being replayed, if that replay is still under way; a leftover stays Deferred and is not replayed.`;
+  `1 more parked in this session names event ${settled}, already settled: left over from its replay, where a parked copy lost on the way was skipped (a ReplayGap notice), or, if that replay is still under way, being replayed (a copy that meets a blocked session parks behind its blocker and follows it); a leftover stays Deferred and is not replayed.`;
 
 /**
  * Opens `command`'s dialog on the event page `page`, waits until its words on the session are final (its reads are
@@ -215,7 +215,7 @@ describe('the event page with more parked than its list holds', () => {
         await dialog.locator('[data-session-parked="read"]').waitFor({ state: 'attached' });
         assert.deepEqual(
           await dialog.getByTestId('session-parked-others').allTextContents(),
-          ['More events may be parked in this session than were read; only those parked behind this event follow it.'],
+          ['More events may be parked in this session than were read; those parked behind this event follow it, and so do any still being replayed.'],
           `the ${command} dialog`,
         );
         await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
