@@ -187,6 +187,42 @@ describe('two writes of one row in doubt at once', () => {
   });
 });
 
+describe('a settle pass whose read never answers', () => {
+  // The bulk read of the rows in doubt (a batch request that is not atomic; the store's writes here are single).
+  const isBulkRowRead = (r: { method: string; path: string; batch: boolean }) =>
+    r.method === 'POST' && r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
+
+  // A generous limit of its own (the pass is given up within seconds), so the old hang fails here, not at the runner's.
+  test('is given up: the write stays in doubt, a later pass settles it once, and the late answer settles nothing', { timeout: 120_000 }, async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
+    const ep = uniq('ep');
+    try {
+      await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
+      // The first pass's read is held before the server sees it and not answered until the end (the proxy holds one
+      // request: the reads of later passes go through). Before, every later pass queued behind it for good.
+      const hold = proxy.hold(isBulkRowRead, 'request');
+      await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })), StoreTransientError));
+      assert.equal(s.writesInDoubt, 1);
+      await hold.held;
+      const reads = proxy.seen.filter(isBulkRowRead).length;
+      // A positive signal; the test's own limit ends a wait for a pass that never comes.
+      while (s.writesInDoubt > 0) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(proxy.seen.filter(isBulkRowRead).length > reads, 'settled by a later pass, which read the row itself');
+      // The abandoned read now reaches the server and its answer comes back late: it must not count the write again.
+      hold.release();
+      await hold.answered;
+      // A round trip of the same client after the late answer was sent whole: it has had that answer by now.
+      await s.getCounts(ep);
+      await s.flushCounters();
+      const kept = await store.getCounts(ep);
+      assert.equal(kept.pending, 2, 'the landed create is counted once');
+      assert.deepEqual(kept.buckets, (await store.recountEndpoint(ep)).buckets, 'the counters match a recount of the rows');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('a buffering writer that dies after a write in doubt was settled', () => {
   test("the settled delta joins the window on the row's stamp, which stayed unflushed meanwhile: a survivor's recovery counts it once", async () => {
     const owner = uniq('writer');
