@@ -1189,10 +1189,7 @@ export class MessageStore {
     // Fewest failed reads first; sort is stable, so oldest first among equals.
     const batch = [...this.#inDoubt].sort(([, a], [, b]) => a.unread - b.unread).slice(0, SETTLE_BATCH);
     if (batch.length === 0) return 0;
-    const reading = this.#bulk(
-      this.#c.events,
-      batch.map(([, d]): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
-    );
+    const reading = this.#readInDoubtRows(batch.map(([, d]) => d));
     let timer: NodeJS.Timeout | undefined;
     const givenUp = new Promise<undefined>((resolve) => {
       timer = setTimeout(resolve, SETTLE_READ_TIMEOUT_MS, undefined);
@@ -1219,6 +1216,33 @@ export class MessageStore {
     // Nobody to report a failed counter patch to here: like any failed patch, the recount repairs it.
     await this.#countLanded(landed).catch(() => undefined);
     return settled;
+  }
+
+  /**
+   * The settle pass's read of its rows: one bulk request, or, when that request failed as a whole, one point read a
+   * row. Cosmos' bulk API first needs the container's partition key ranges, and @azure/cosmos 4.9 keeps a failed read
+   * of them for good (its cache holds the rejected promise): after one such failure (a stalled endpoint's read ends
+   * at the client's time-out) every bulk call of the client fails at once, before sending anything, and no pass
+   * could read a row again until a restart. Point reads are routed by their partition key and need no ranges. One
+   * goes first, so a store that is down costs a pass one request more, not one a row.
+   */
+  async #readInDoubtRows(doubts: readonly InDoubtWrite[]): Promise<Array<{ statusCode: number; resourceBody?: unknown } | undefined>> {
+    const reads = await this.#bulk(
+      this.#c.events,
+      doubts.map((d): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
+    );
+    if (doubts.length === 0 || reads.some((r) => r !== undefined)) return reads;
+    const readOne = async (d: InDoubtWrite): Promise<{ statusCode: number; resourceBody?: unknown } | undefined> => {
+      try {
+        const r = await this.#c.events.item(d.written.id, [d.endpointId, d.written.eventId]).read();
+        return { statusCode: r.statusCode, resourceBody: r.resource };
+      } catch (err) {
+        return cosmosStatus(err) === 404 ? { statusCode: 404 } : undefined; // not read: counted as unread
+      }
+    };
+    const first = await readOne(doubts[0]!);
+    if (first === undefined) return reads;
+    return [first, ...(await Promise.all(doubts.slice(1).map(readOne)))];
   }
 
   /**
