@@ -280,8 +280,8 @@ describe('a buffering writer that dies after a write in doubt was settled', () =
       await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'a' })), StoreTransientError));
       // B, on the same endpoint, in the same window.
       await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'b' }));
-      // A flush while A's row cannot be read back (A stays in doubt; the partition-key-range read is spared: the SDK's
-      // bulk read waits on it without end). Before, it applied the window, B's delta with `flushed[owner]` set to it,
+      // A flush while A's row cannot be read back (A stays in doubt; the partition-key-range read is spared: the client
+      // would keep its failure for good, docs/store.md). Before, it applied the window, B's delta with `flushed[owner]` set to it,
       // covering A's stamp although A's delta was not in it.
       proxy.inject({ status: 500, match: (r) => r.path.includes('/colls/events/docs') });
       try {
