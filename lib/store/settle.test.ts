@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import type { MessageStore } from './store.ts';
 import { StoreTransientError } from './errors.ts';
-import type { FaultProxy } from './testing/faultProxy.ts';
+import type { FaultProxy, Hold, ProxiedRequest } from './testing/faultProxy.ts';
 import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
 
@@ -26,6 +26,17 @@ const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT'
 const isRowCreate = (r: { method: string; path: string; batch: boolean }) =>
   r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
 const isCounterPatch = (r: { method: string; path: string }) => r.method === 'PATCH' && r.path.includes('/colls/counters/');
+
+/**
+ * Waits until `s` has no write in doubt: a positive signal with no limit of its own. It stops with its test (the
+ * test's own limit, `signal`), so a wait for a pass that never comes does not outlive a failed test.
+ */
+async function noneInDoubt(s: MessageStore, signal: AbortSignal): Promise<void> {
+  while (s.writesInDoubt > 0) {
+    signal.throwIfAborted();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 /** Runs `act` with a lost reply armed (the write reaches the server, the client sees a 503), disarmed after. */
 async function lostReply<R>(match: (r: { method: string; path: string; batch: boolean }) => boolean, act: () => Promise<R>): Promise<R> {
@@ -187,6 +198,77 @@ describe('two writes of one row in doubt at once', () => {
   });
 });
 
+/**
+ * A store of the test's (`s`, through the proxy) with a create on endpoint `ep` that landed under a lost reply (in
+ * doubt), and the next request matching `match` (the first settle pass's read) held before the server sees it.
+ */
+async function inDoubtWithReadHeld(s: MessageStore, ep: string, match: (r: ProxiedRequest) => boolean): Promise<Hold> {
+  await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' })); // the counter document exists
+  const hold = proxy.hold(match, 'request');
+  await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'e' })), StoreTransientError));
+  assert.equal(s.writesInDoubt, 1);
+  await hold.held;
+  return hold;
+}
+
+/** After `s` has settled the create of inDoubtWithReadHeld: it is counted once, as a recount of the rows counts. */
+async function countedOnce(s: MessageStore, ep: string): Promise<void> {
+  await s.flushCounters();
+  const kept = await store.getCounts(ep);
+  assert.equal(kept.pending, 2, 'the landed create is counted once');
+  assert.deepEqual(kept.buckets, (await store.recountEndpoint(ep)).buckets, 'the counters match a recount of the rows');
+}
+
+describe('a settle pass whose read never answers', () => {
+  // The bulk read of the rows in doubt (a batch request that is not atomic; the store's writes here are single).
+  const isBulkRowRead = (r: { method: string; path: string; batch: boolean }) =>
+    r.method === 'POST' && r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
+
+  // A generous limit of its own (the pass is given up within seconds), so the old hang fails here, not at the runner's.
+  test('is given up: the write stays in doubt, a later pass settles it once, and the late answer settles nothing', { timeout: 120_000 }, async (t) => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
+    const ep = uniq('ep');
+    try {
+      // The first pass's read is held and not answered until the end (the proxy holds one request: the reads of later
+      // passes go through). Before, every later pass queued behind it for good.
+      const hold = await inDoubtWithReadHeld(s, ep, isBulkRowRead);
+      const reads = proxy.seen.filter(isBulkRowRead).length;
+      await noneInDoubt(s, t.signal);
+      assert.ok(proxy.seen.filter(isBulkRowRead).length > reads, 'settled by a later pass, which read the row itself');
+      // The abandoned read now reaches the server and its answer comes back late: it must not count the write again.
+      hold.release();
+      await hold.answered;
+      // A round trip of the same client after the late answer was sent whole: it has had that answer by now.
+      await s.getCounts(ep);
+      await countedOnce(s, ep);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('a settle pass after the read of the partition key ranges failed', () => {
+  const isRangesRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/pkranges');
+
+  test('reads the rows one by one and settles the write: the client fails every bulk request from then on', { timeout: 120_000 }, async (t) => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
+    const ep = uniq('ep');
+    try {
+      // The first pass's bulk read first reads the container's partition key ranges (a fresh client): held, then
+      // answered 503, as a stalled endpoint's read ends at the client's time-out. @azure/cosmos 4.9 keeps that failure.
+      const hold = await inDoubtWithReadHeld(s, ep, isRangesRead);
+      hold.release({ status: 503 });
+      await hold.answered;
+      const from = proxy.seen.length;
+      await noneInDoubt(s, t.signal);
+      assert.equal(proxy.seen.slice(from).filter(isRangesRead).length, 0, 'the client never read the ranges again (@azure/cosmos 4.9 keeps the failure): a point read settled it');
+      await countedOnce(s, ep);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('a buffering writer that dies after a write in doubt was settled', () => {
   test("the settled delta joins the window on the row's stamp, which stayed unflushed meanwhile: a survivor's recovery counts it once", async () => {
     const owner = uniq('writer');
@@ -198,8 +280,8 @@ describe('a buffering writer that dies after a write in doubt was settled', () =
       await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'a' })), StoreTransientError));
       // B, on the same endpoint, in the same window.
       await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'b' }));
-      // A flush while A's row cannot be read back (A stays in doubt; the partition-key-range read is spared: the SDK's
-      // bulk read waits on it without end). Before, it applied the window, B's delta with `flushed[owner]` set to it,
+      // A flush while A's row cannot be read back (A stays in doubt; the partition-key-range read is spared: the client
+      // would keep its failure for good, docs/store.md). Before, it applied the window, B's delta with `flushed[owner]` set to it,
       // covering A's stamp although A's delta was not in it.
       proxy.inject({ status: 500, match: (r) => r.path.includes('/colls/events/docs') });
       try {

@@ -124,6 +124,17 @@ const SETTLE_BATCH = BULK_MAX;
 const SETTLE_BUDGET_MS = 5_000;
 
 /**
+ * How long one settle pass waits for its rows' read before it gives up on it and leaves its writes in doubt for a
+ * later pass. Passes run one at a time, so a read that never answers (a stalled endpoint holding the bulk request or
+ * the partition-key-range read before it) would otherwise stop all settling until a restart: the client's own
+ * timeout (60 s a request, then its retries) is far longer, and the read of the partition key ranges takes no abort
+ * signal. A healthy bulk read of 100 rows takes tens of milliseconds; 5 s also outlasts the embedded server's
+ * pause while it writes a snapshot of a few hundred thousand documents (docs/store.md, "Durability of the embedded
+ * server"). Giving up costs only a retry.
+ */
+const SETTLE_READ_TIMEOUT_MS = 5_000;
+
+/**
  * A row write (writeStatus, an item of writeStatuses, restoreStatusRow) sent and answered with no verdict (a
  * connection reset, a timeout, a 5xx): Cosmos may have applied it. Its counter delta and failure-group move are held here until the row is read again - by the row's next write
  * (the message's redelivery) or by the settle pass (#settlePass) - and applied then if the row is the version this
@@ -1179,10 +1190,18 @@ export class MessageStore {
     // Fewest failed reads first; sort is stable, so oldest first among equals.
     const batch = [...this.#inDoubt].sort(([, a], [, b]) => a.unread - b.unread).slice(0, SETTLE_BATCH);
     if (batch.length === 0) return 0;
-    const reads = await this.#bulk(
-      this.#c.events,
-      batch.map(([, d]): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
-    );
+    const reading = this.#readInDoubtRows(batch.map(([, d]) => d));
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<undefined>((resolve) => {
+      timer = setTimeout(resolve, SETTLE_READ_TIMEOUT_MS, undefined);
+      timer.unref(); // a read that hangs does not keep the process alive either
+    });
+    // A read given up on is dropped: its late answer settles nothing (its rows are read again by a later pass).
+    const reads = await Promise.race([reading, givenUp]).finally(() => clearTimeout(timer));
+    if (reads === undefined) {
+      for (const [, doubt] of batch) doubt.unread++; // not read: left in doubt, never settled from nothing
+      return 0;
+    }
     let settled = 0;
     const landed: InDoubtWrite[] = [];
     batch.forEach(([cacheKey, doubt], i) => {
@@ -1198,6 +1217,33 @@ export class MessageStore {
     // Nobody to report a failed counter patch to here: like any failed patch, the recount repairs it.
     await this.#countLanded(landed).catch(() => undefined);
     return settled;
+  }
+
+  /**
+   * The settle pass's read of its rows: one bulk request, or, when that request failed as a whole, one point read a
+   * row. Cosmos' bulk API first needs the container's partition key ranges, and @azure/cosmos 4.9 keeps a failed read
+   * of them for good (its cache holds the rejected promise): after one such failure (a stalled endpoint's read ends
+   * at the client's time-out) every bulk call of the client fails at once, before sending anything, and no pass
+   * could read a row again until a restart. Point reads are routed by their partition key and need no ranges. One
+   * goes first, so a store that is down costs a pass one request more, not one a row.
+   */
+  async #readInDoubtRows(doubts: readonly InDoubtWrite[]): Promise<Array<{ statusCode: number; resourceBody?: unknown } | undefined>> {
+    const reads = await this.#bulk(
+      this.#c.events,
+      doubts.map((d): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
+    );
+    if (doubts.length === 0 || reads.some((r) => r !== undefined)) return reads;
+    const readOne = async (d: InDoubtWrite): Promise<{ statusCode: number; resourceBody?: unknown } | undefined> => {
+      try {
+        const r = await this.#c.events.item(d.written.id, [d.endpointId, d.written.eventId]).read();
+        return { statusCode: r.statusCode, resourceBody: r.resource };
+      } catch (err) {
+        return cosmosStatus(err) === 404 ? { statusCode: 404 } : undefined; // not read: counted as unread
+      }
+    };
+    const first = await readOne(doubts[0]!);
+    if (first === undefined) return reads;
+    return [first, ...(await Promise.all(doubts.slice(1).map(readOne)))];
   }
 
   /**

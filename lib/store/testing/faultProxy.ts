@@ -45,6 +45,8 @@ export interface Hold {
    * 'response' was applied), so a refusal such as a 429 can arrive after whatever the test did meanwhile.
    */
   release(how?: Release): void;
+  /** Resolves once the held request's answer (the server's, or the fault it was released with) has been sent whole. */
+  answered: Promise<void>;
 }
 
 export interface FaultProxy {
@@ -82,7 +84,12 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
   const agent = new http.Agent({ keepAlive: true });
   let fault: (Fault & { left: number }) | undefined;
   let holding:
-    | { match: (req: ProxiedRequest) => boolean; phase: 'request' | 'response'; onHeld: (release: (how?: Release) => void) => void }
+    | {
+        match: (req: ProxiedRequest) => boolean;
+        phase: 'request' | 'response';
+        onHeld: (release: (how?: Release) => void) => void;
+        onAnswered: () => void;
+      }
     | undefined;
   let injected = 0;
   let received = 0;
@@ -101,6 +108,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     if (holding && holding.match(info)) {
       const h = holding;
       holding = undefined;
+      res.on('finish', h.onAnswered);
       const answer = (up: http.IncomingMessage, how?: Release) => {
         if (how !== undefined) {
           up.resume();
@@ -186,9 +194,12 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       let released: { how?: Release } | undefined;
       let onHeld!: () => void;
       const held = new Promise<void>((resolve) => (onHeld = resolve));
+      let onAnswered!: () => void;
+      const answered = new Promise<void>((resolve) => (onAnswered = resolve));
       holding = {
         match,
         phase,
+        onAnswered,
         onHeld: (go) => {
           release = go;
           onHeld();
@@ -202,6 +213,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
           released = { how };
           release?.(how);
         },
+        answered,
       };
     },
     get injected() {
