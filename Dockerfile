@@ -8,10 +8,13 @@
 #   docker run -p 3000:3000 -e NIMBUS_AUTH=entra -e ... nimbus console
 #   docker run -e NIMBUS_SERVICEBUS_CONNECTION_STRING=... -e NIMBUS_COSMOS_ENDPOINT=... nimbus resolver
 
-# 1. Dependencies, from the lock file only (cached until package*.json change).
+# 1. Dependencies, from the lock file and the manifests only (cached until they change). The lock names the
+# workspace packages/sdk: without that folder's package.json, `npm ci` installs but leaves out the link
+# node_modules/@nimbus/sdk -> ../../packages/sdk (npm 11, tried), so the manifest comes first.
 FROM node:20-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/sdk/package.json ./packages/sdk/package.json
 RUN npm ci --no-audit --no-fund
 
 # 2. The console's production build: .next/standalone (server.js + traced node_modules + static files + catalog).
@@ -32,8 +35,16 @@ ENV NODE_ENV=production \
     NIMBUS_CATALOG=/app/catalog/demo.json
 RUN groupadd --system --gid 10001 nimbus && useradd --system --uid 10001 --gid nimbus --no-create-home nimbus
 # The Resolver, the demo and the recount run from their TypeScript sources through tsx (a dependency kept for that reason).
+# They import @nimbus/sdk, which tsx resolves as in the repository: tsconfig.json's "paths" lead to the SDK's
+# sources, so the image runs the SDK code the tests run and needs no SDK build (the package's "exports" name a
+# dist/ that is never built here). The SDK's package.json keeps the workspace link node_modules/@nimbus/sdk from
+# dangling and marks its sources as ES modules. scripts/docker-layout.test.ts lays these COPY lines out and starts
+# the roles from them.
 COPY --from=build --chown=nimbus:nimbus /app/node_modules ./node_modules
 COPY --from=build --chown=nimbus:nimbus /app/package.json ./package.json
+COPY --from=build --chown=nimbus:nimbus /app/tsconfig.json ./tsconfig.json
+COPY --from=build --chown=nimbus:nimbus /app/packages/sdk/package.json ./packages/sdk/package.json
+COPY --from=build --chown=nimbus:nimbus /app/packages/sdk/src ./packages/sdk/src
 COPY --from=build --chown=nimbus:nimbus /app/lib ./lib
 COPY --from=build --chown=nimbus:nimbus /app/resolver-worker ./resolver-worker
 COPY --from=build --chown=nimbus:nimbus /app/demo ./demo

@@ -10,7 +10,7 @@ export interface Run {
 }
 
 /** `options.env` should be built from nothing (no NODE_TEST_CONTEXT or runner settings reaching the program). */
-export async function runToExit(command: string, args: string[], options: Pick<SpawnOptions, 'cwd' | 'env'>): Promise<Run> {
+export async function runToExit(command: string, args: string[], options: Pick<SpawnOptions, 'cwd' | 'env' | 'timeout'>): Promise<Run> {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
