@@ -222,24 +222,24 @@ describe('a buffering writer that dies after a write in doubt was settled', () =
   });
 });
 
+/** The endpoint's counters and failure groups equal a recount and a rebuild from the rows, and read `expected`. */
+async function assertExact(ep: string, expected: Partial<Record<'pending' | 'completed' | 'failed', number>>): Promise<void> {
+  const kept = await store.getCounts(ep);
+  const groupsFailed = (await readFailureGroupDocs(store.database, ep)).reduce((n, g) => n + g.counts.Failed, 0);
+  const recounted = await store.recountEndpoint(ep);
+  assert.deepEqual(
+    { counters: kept.buckets, groupsFailed },
+    { counters: recounted.buckets, groupsFailed: recounted.buckets.Failed },
+    "the counters match a recount of the rows, the failure groups' Failed total the Failed rows",
+  );
+  for (const [column, n] of Object.entries(expected)) assert.equal(kept[column as keyof typeof expected], n, column);
+}
+
 describe('a write in doubt that landed and was moved on by another writer before it was settled', () => {
   // The row read at settle time is not the version the write built: another store (another writer id: the console's,
   // another Resolver) read that version and wrote a newer one, counting from it. The write's mark, which that writer
   // carried forward, says it landed (docs/store.md, "A row write whose reply is lost"). Before, it was taken for
   // "never landed": its delta was dropped while the other writer's moved the row out of its bucket.
-
-  /** The endpoint's counters and failure groups equal a recount and a rebuild from the rows, and read `expected`. */
-  async function assertExact(ep: string, expected: Partial<Record<'pending' | 'completed' | 'failed', number>>): Promise<void> {
-    const kept = await store.getCounts(ep);
-    const groupsFailed = (await readFailureGroupDocs(store.database, ep)).reduce((n, g) => n + g.counts.Failed, 0);
-    const recounted = await store.recountEndpoint(ep);
-    assert.deepEqual(
-      { counters: kept.buckets, groupsFailed },
-      { counters: recounted.buckets, groupsFailed: recounted.buckets.Failed },
-      "the counters match a recount of the rows, the failure groups' Failed total the Failed rows",
-    );
-    for (const [column, n] of Object.entries(expected)) assert.equal(kept[column as keyof typeof expected], n, column);
-  }
 
   /** `s`'s request create lands with its reply lost; then `store` (another writer) answers it, Pending -> Completed. */
   async function createLandedThenAnswered(s: MessageStore, ep: string): Promise<void> {
@@ -361,5 +361,39 @@ describe('a write in doubt that landed and was moved on by another writer before
     assert.equal(s.writesInDoubt, 0);
     assert.equal(clean, true);
     await assertExact(ep, { pending: 0, completed: 0, failed: 1 });
+  });
+});
+
+describe('a bulk write of a row whose earlier write through the same store comes back in doubt while the bulk is in flight', () => {
+  test('the bulk write settles it from the version it replaced: a landed write is counted', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      await store.writeStatus(request); // by another store: `s` has no cached version and reads the row
+      // W, an error response through `s`, lands; its reply is held.
+      const held = proxy.hold(isRowReplace, 'response');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+      const w = s.writeStatus(error);
+      w.catch(() => undefined); // observed below
+      await held.held;
+      // The Manager's claim of a skip through `s`, in bulk: its bulk read finds W's version, its bulk write is held.
+      let bulkRequests = 0;
+      const heldBulk = proxy.hold((r) => r.batch && r.path.includes('/colls/events/') && ++bulkRequests === 2, 'request');
+      const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'a', parentMessageId: error.messageId });
+      const claiming = s.writeStatuses([{ input: claim, expect: { lastMessageId: error.messageId, status: S.Failed } }]);
+      await heldBulk.held;
+      held.release('lost'); // W is in doubt only now, after the bulk write decided from its version
+      await assert.rejects(w, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1);
+      heldBulk.release();
+      const [claimed] = await claiming;
+      assert.equal(claimed?.ok && claimed.value.outcome, 'written');
+      await s.flushCounters(); // a settle pass, for whatever is left in doubt
+      assert.equal(s.writesInDoubt, 0);
+      await assertExact(ep, { pending: 1, failed: 0 });
+    } finally {
+      await s.close();
+    }
   });
 });

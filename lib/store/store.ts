@@ -665,6 +665,9 @@ export class MessageStore {
       );
       const deltas = new Map<string, Map<CounterBucket, number>>();
       const moved: Array<{ before: StatusRow | null; after: StatusRow }> = [];
+      /** Writes of this store in doubt on the lot's rows, remembered while the lot was in flight, that landed. */
+      const lateLanded: InDoubtWrite[] = [];
+      const settledLate = new Set<number>();
       writes.forEach(({ x, row, ticket, writeNo }, i) => {
         const r = results[i];
         if (r === undefined || r.statusCode >= 300) {
@@ -680,6 +683,13 @@ export class MessageStore {
         }
         this.#rowCache.set(x.cacheKey, row, r.etag);
         const existing = x.existing ?? null;
+        // As in #writeStatusChainAttempts: a write of this row remembered in doubt after the lot left it out (a
+        // writeStatus of this store running beside it) is settled now - the row was `existing` until this replaced it.
+        const late = this.#inDoubt.get(x.cacheKey);
+        if (late) {
+          lateLanded.push(...this.#takeDoubt(x.cacheKey, late, row, existing));
+          settledLate.add(x.k);
+        }
         const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
         const next = bucketOf(row.status, row.subStatus);
         if (ticket) this.#counterBuffer!.add(ticket, x.w.endpointId, previous, next);
@@ -700,6 +710,13 @@ export class MessageStore {
       // One counter patch per endpoint for the lot; as in writeStatus, a failed one is reported, not thrown.
       const failedCounters = await this.#applyDeltas(deltas);
       for (const o of out) if (o?.ok && o.value.outcome === 'written' && failedCounters.has(o.value.row.endpointId)) o.value.counters = 'failed';
+      // Counted together, before the lot's own group moves (as writeStatus settles before its own); a failed patch is
+      // reported on every item that settled a write, as writeStatus reports it.
+      if (!(await this.#countLanded(lateLanded)))
+        for (const k of settledLate) {
+          const o = out[k];
+          if (o?.ok && o.value.outcome === 'written') o.value.counters = 'failed';
+        }
       // The lot's failure-group changes summed per group document: one patch each, not one per row.
       await applyGroupTransitions(this.database, moved);
     } finally {
