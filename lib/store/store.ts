@@ -310,12 +310,15 @@ export interface StoreOptions extends CosmosConnection {
   settleIntervalMs?: number;
 }
 
-/** Fields listed in pages: everything but the payload (bodies can be large and may hold personal data). */
-// Nor the store's bookkeeping (counter stamps, write marks): nothing a page shows.
+/**
+ * Fields listed in pages: everything but the payload (bodies can be large and may hold personal data) and the store's
+ * bookkeeping (counter stamps, write marks), which no page shows.
+ */
 const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload' && k !== 'counted' && k !== 'lastWrites');
+/** The SELECT list of a page of status rows: the store's lists and the console's own event-list query (server/). */
 // Bracket notation: `from` is a keyword of Cosmos SQL, so `c.from` does not parse.
-const SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
-const summarySchema = statusRowSchema.omit({ payload: true });
+export const STATUS_ROW_SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
+export const statusRowSummarySchema = statusRowSchema.omit({ payload: true });
 
 function parseInput<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
   const r = schema.safeParse(input);
@@ -1431,10 +1434,10 @@ export class MessageStore {
     return queryPage(
       this.#c.events,
       {
-        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
+        query: `SELECT ${STATUS_ROW_SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
         parameters,
       },
-      summarySchema,
+      statusRowSummarySchema,
       { ...filter, partitionKey: [endpointId] },
       'event list',
     );
@@ -1470,10 +1473,10 @@ export class MessageStore {
     return queryPage(
       this.#c.events,
       {
-        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.createdAt ASC`,
+        query: `SELECT ${STATUS_ROW_SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.createdAt ASC`,
         parameters,
       },
-      summarySchema,
+      statusRowSummarySchema,
       { ...args, partitionKey: [endpointId] },
       'parked siblings',
     );
@@ -1504,10 +1507,10 @@ export class MessageStore {
     return queryPage(
       this.#c.events,
       {
-        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
+        query: `SELECT ${STATUS_ROW_SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
         parameters,
       },
-      summarySchema,
+      statusRowSummarySchema,
       args,
       'event search',
     );

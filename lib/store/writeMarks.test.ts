@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { carriesMark, MAX_WRITE_MARKS, nextWriteMarks } from './writeMarks.ts';
 import { statusRowSchema } from './schemas.ts';
+import { STATUS_ROW_SUMMARY_SELECT } from './store.ts';
 
 describe('nextWriteMarks', () => {
   test('a first write of a row (or over a row of an older writer) carries its mark alone', () => {
@@ -89,4 +90,10 @@ describe("a stored row's lastWrites", () => {
     for (const damaged of ['x', [{ o: 'a' }], [{ o: 1, n: 1 }], [{ o: 'a', n: 1.5 }], null])
       assert.equal(lastWrites.parse(damaged), undefined, JSON.stringify(damaged));
   });
+});
+
+test("pages of rows (the store's lists, the console's event list) select no bookkeeping and no payload", () => {
+  for (const field of ['lastWrites', 'counted', 'payload'])
+    assert.ok(!STATUS_ROW_SUMMARY_SELECT.includes(`c["${field}"]`), field);
+  assert.ok(STATUS_ROW_SUMMARY_SELECT.includes('c["lastMessageId"]'));
 });
