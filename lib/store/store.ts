@@ -127,7 +127,7 @@ const SETTLE_BUDGET_MS = 5_000;
  * A row write (writeStatus, an item of writeStatuses, restoreStatusRow) sent and answered with no verdict (a
  * connection reset, a timeout, a 5xx): Cosmos may have applied it. Its counter delta and failure-group move are held here until the row is read again - by the row's next write
  * (the message's redelivery) or by the settle pass (#settlePass) - and applied then if the row is the version this
- * write built.
+ * write built or carries its mark (writeNo; another writer moved the row on since).
  */
 interface InDoubtWrite {
   endpointId: string;
@@ -296,8 +296,9 @@ export interface StoreOptions extends CosmosConnection {
    */
   counterFlushMs?: number;
   /**
-   * With counterFlushMs: this writer's id in row stamps and in the counters' `flushed` map (unique per process;
-   * the Resolver uses its instance-lease owner, so a survivor can recover its lost deltas). Default: random.
+   * This writer's id in row stamps and in the counters' `flushed` map (with counterFlushMs), and in the marks every
+   * row write leaves (`lastWrites`): unique per store instance - the Resolver uses its instance-lease owner, so a
+   * survivor can recover its lost deltas. Default: random.
    */
   counterOwner?: string;
   /** Row versions kept to skip the read before a guarded write (0 disables). Default 5000. */
