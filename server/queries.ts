@@ -12,7 +12,8 @@ import {
   heartbeatSettingsSchema,
   queryPage,
   rethrowCosmos,
-  statusRowSchema,
+  STATUS_ROW_SUMMARY_SELECT,
+  statusRowSummarySchema,
   type AuditEntry,
   type EndpointCounts,
   type HistoryEntry,
@@ -346,10 +347,6 @@ export interface EventListItem {
   holdsBack?: { count: number; atLeast: boolean };
 }
 
-const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload');
-const SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
-const summarySchema = statusRowSchema.omit({ payload: true });
-
 export function toListItem(r: StatusRowSummary): EventListItem {
   return {
     endpointId: r.endpointId,
@@ -413,8 +410,8 @@ export async function listEndpointEvents(
   eq('fingerprint', 'group', f.groupId);
   const page = await queryPage(
     store.database.container(CONTAINERS.events),
-    { query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`, parameters },
-    summarySchema,
+    { query: `SELECT ${STATUS_ROW_SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`, parameters },
+    statusRowSummarySchema,
     { pageSize: f.pageSize ?? 50, continuationToken: f.continuation, partitionKey: [endpointId] },
     'event list',
   );

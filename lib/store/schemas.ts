@@ -104,6 +104,12 @@ export const statusRowSchema = z.object({
    * flush window (lib/store/counters.ts): what a survivor applies when that writer dies before its flush.
    */
   counted: z.array(z.lazy(() => countStampSchema)).optional(),
+  /**
+   * Per writer (a store instance), its last write of this row (lib/store/writeMarks.ts): how a store tells whether
+   * its write in doubt landed once another writer has moved the row on. Absent on rows of older writers; a damaged
+   * list reads as absent (it only ever proves that a write landed, so the row stays readable without it).
+   */
+  lastWrites: z.array(z.lazy(() => writeMarkSchema)).optional().catch(undefined),
 });
 export type StatusRow = z.output<typeof statusRowSchema>;
 /** A row as listed in pages: everything but the payload. */
@@ -220,6 +226,10 @@ export const countStampSchema = z.object({
   t: z.enum(COUNTER_BUCKETS),
 });
 export type CountStamp = z.output<typeof countStampSchema>;
+
+/** Write `n` (numbered per store instance) of writer `o` (the store instance's id) on a status row. */
+export const writeMarkSchema = z.object({ o: z.string(), n: z.number().int() });
+export type WriteMark = z.output<typeof writeMarkSchema>;
 
 export const counterDocSchema = z.object({
   id: z.literal('counts'),

@@ -113,9 +113,6 @@ describe('flushCounters() and close() wait for a settle pass already running', (
   }
 });
 
-// Keeps readFailureGroupDocs imported for the netting test below.
-void readFailureGroupDocs;
-
 describe('a settle pass counts the writes that landed together', () => {
   test('one counter patch per endpoint for the lot, not one per landed write', async () => {
     const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
@@ -304,5 +301,181 @@ describe('a buffering writer that dies after a write in doubt was settled', () =
     const recounted = await store.recountEndpoint(ep);
     assert.deepEqual(kept.buckets, recounted.buckets, 'the counters match a recount of the rows');
     assert.equal(kept.pending, 2);
+  });
+});
+
+/** The endpoint's counters and failure groups equal a recount and a rebuild from the rows, and read `expected`. */
+async function assertExact(ep: string, expected: Partial<Record<'pending' | 'completed' | 'failed', number>>): Promise<void> {
+  const kept = await store.getCounts(ep);
+  const groupsFailed = (await readFailureGroupDocs(store.database, ep)).reduce((n, g) => n + g.counts.Failed, 0);
+  const recounted = await store.recountEndpoint(ep);
+  assert.deepEqual(
+    { counters: kept.buckets, groupsFailed },
+    { counters: recounted.buckets, groupsFailed: recounted.buckets.Failed },
+    "the counters match a recount of the rows, the failure groups' Failed total the Failed rows",
+  );
+  for (const [column, n] of Object.entries(expected)) assert.equal(kept[column as keyof typeof expected], n, column);
+}
+
+describe('a write in doubt that landed and was moved on by another writer before it was settled', () => {
+  // The row read at settle time is not the version the write built: another store (another writer id: the console's,
+  // another Resolver) read that version and wrote a newer one, counting from it. The write's mark, which that writer
+  // carried forward, says it landed (docs/store.md, "A row write whose reply is lost"). Before, it was taken for
+  // "never landed": its delta was dropped while the other writer's moved the row out of its bucket.
+
+  /** `s`'s request create lands with its reply lost; then `store` (another writer) answers it, Pending -> Completed. */
+  async function createLandedThenAnswered(s: MessageStore, ep: string): Promise<void> {
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+    await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(request), StoreTransientError));
+    assert.equal(s.writesInDoubt, 1);
+    const other = await store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId }));
+    assert.equal(other.outcome, 'written');
+    assert.equal(other.outcome === 'written' && other.previousStatus, S.Pending, "the other writer read the landed create's version");
+  }
+
+  test('settled by the settle pass: counted once, the counters match a recount', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      await createLandedThenAnswered(s, ep);
+      await s.flushCounters(); // runs the settle pass
+      assert.equal(s.writesInDoubt, 0);
+      await assertExact(ep, { pending: 0, completed: 1 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("settled by the row's next write through the same store: counted before that write's own delta", async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      await createLandedThenAnswered(s, ep);
+      const row = await store.getStatusRow(ep, 'a', 's-1');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: row!.parentMessageId, errorType: 'E', errorText: 'boom' });
+      const written = await s.writeStatus(error);
+      assert.equal(written.outcome, 'written');
+      assert.equal(s.writesInDoubt, 0, 'settled from the write’s own read');
+      await assertExact(ep, { pending: 0, completed: 0, failed: 1 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('failure groups too: a landed error moved on by another writer is in its group until that writer moves it out', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      assert.equal((await s.writeStatus(request)).outcome, 'written');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(error), StoreTransientError));
+      assert.equal(s.writesInDoubt, 1);
+      // Another writer moves the landed Failed row on (a later success of the same request): Failed -> Completed.
+      const other = await store.writeStatus(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId }));
+      assert.equal(other.outcome === 'written' && other.previousStatus, S.Failed);
+      await s.flushCounters();
+      assert.equal(s.writesInDoubt, 0);
+      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  /**
+   * W1 and W2, two writes of one row through `s` (a buffering writer, as the Resolver) that both read V0 (written by
+   * `store`, so `s` reads it first): W1's replace never reaches the server but comes back in doubt; W2's lands.
+   * `w2Reply` says how W2's reply comes back.
+   */
+  async function twoWritesOfOneVersion(s: MessageStore, ep: string, w2Reply: 'answered' | 'lost') {
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+    await store.writeStatus(request);
+    const response = () => msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
+    const held1 = proxy.hold(isRowReplace, 'request');
+    const w1 = s.writeStatus(response());
+    w1.catch(() => undefined); // observed below
+    await held1.held;
+    const held2 = proxy.hold(isRowReplace, 'request');
+    const w2 = s.writeStatus(response());
+    w2.catch(() => undefined); // observed below
+    await held2.held;
+    held1.release({ status: 503 }); // never reached the server: in doubt, not landed
+    await assert.rejects(w1, StoreTransientError);
+    assert.equal(s.writesInDoubt, 1);
+    if (w2Reply === 'answered') {
+      held2.release();
+      assert.equal((await w2).outcome, 'written');
+      assert.equal(s.writesInDoubt, 0, 'W1 settled by W2, which replaced the version both read');
+    } else {
+      held2.release('lost');
+      await assert.rejects(w2, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1, 'both kept, on one row');
+    }
+    return request;
+  }
+
+  const bufferingWriter = () => wire.openThroughProxy({ counterFlushMs: 3_600_000, counterOwner: uniq('writer'), settleIntervalMs: 0 });
+
+  test('two writes of one store that read one version, the second landed and answered: the first is not counted', async () => {
+    const s = await bufferingWriter();
+    const ep = uniq('ep');
+    let clean: boolean | undefined;
+    try {
+      await twoWritesOfOneVersion(s, ep, 'answered');
+    } finally {
+      clean = await s.close();
+    }
+    assert.equal(clean, true);
+    await assertExact(ep, { pending: 0, completed: 1 });
+  });
+
+  test('the same with both replies lost and the row then moved on by another writer: only the second is counted', async () => {
+    const s = await bufferingWriter();
+    const ep = uniq('ep');
+    let clean: boolean | undefined;
+    try {
+      const request = await twoWritesOfOneVersion(s, ep, 'lost');
+      const other = await store.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'late' }));
+      assert.equal(other.outcome === 'written' && other.previousStatus, S.Completed, "the other writer read W2's version");
+    } finally {
+      clean = await s.close();
+    }
+    assert.equal(s.writesInDoubt, 0);
+    assert.equal(clean, true);
+    await assertExact(ep, { pending: 0, completed: 0, failed: 1 });
+  });
+});
+
+describe('a bulk write of a row whose earlier write through the same store comes back in doubt while the bulk is in flight', () => {
+  test('the bulk write settles it from the version it replaced: a landed write is counted', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      await store.writeStatus(request); // by another store: `s` has no cached version and reads the row
+      // W, an error response through `s`, lands; its reply is held.
+      const held = proxy.hold(isRowReplace, 'response');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+      const w = s.writeStatus(error);
+      w.catch(() => undefined); // observed below
+      await held.held;
+      // The Manager's claim of a skip through `s`, in bulk: its bulk read finds W's version, its bulk write is held.
+      let bulkRequests = 0;
+      const heldBulk = proxy.hold((r) => r.batch && r.path.includes('/colls/events/') && ++bulkRequests === 2, 'request');
+      const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'a', parentMessageId: error.messageId });
+      const claiming = s.writeStatuses([{ input: claim, expect: { lastMessageId: error.messageId, status: S.Failed } }]);
+      await heldBulk.held;
+      held.release('lost'); // W is in doubt only now, after the bulk write decided from its version
+      await assert.rejects(w, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1);
+      heldBulk.release();
+      const [claimed] = await claiming;
+      assert.equal(claimed?.ok && claimed.value.outcome, 'written');
+      await s.flushCounters(); // a settle pass, for whatever is left in doubt
+      assert.equal(s.writesInDoubt, 0);
+      await assertExact(ep, { pending: 1, failed: 0 });
+    } finally {
+      await s.close();
+    }
   });
 });

@@ -57,6 +57,7 @@ import {
 } from './counters.ts';
 import { blockerIsOrNoneSql } from './parkedBlocker.ts';
 import { RowCache } from './rowCache.ts';
+import { carriesMark, nextWriteMarks } from './writeMarks.ts';
 import { docIdOf, queryAll, queryPage, stripSystem, type Page, type PageRequest } from './paging.ts';
 import {
   COUNTER_BUCKETS,
@@ -138,13 +139,18 @@ const SETTLE_READ_TIMEOUT_MS = 5_000;
  * A row write (writeStatus, an item of writeStatuses, restoreStatusRow) sent and answered with no verdict (a
  * connection reset, a timeout, a 5xx): Cosmos may have applied it. Its counter delta and failure-group move are held here until the row is read again - by the row's next write
  * (the message's redelivery) or by the settle pass (#settlePass) - and applied then if the row is the version this
- * write built.
+ * write built or carries its mark (writeNo; another writer moved the row on since).
  */
 interface InDoubtWrite {
   endpointId: string;
   /** The version the write replaced (null: a create) and the version it wrote. */
   replaced: StatusRow | null;
   written: StatusRow;
+  /**
+   * Its number among this store's writes: `written` carries it as this store's mark (`lastWrites`), which every
+   * writer carries forward, so a row read after another writer moved it on still says whether this write landed.
+   */
+  writeNo: number;
   /**
    * Settle passes that could not read its row. A pass takes the entries read the fewest times first (oldest first
    * among those), so an unreadable row does not hold back the others; the map itself stays in age order, for
@@ -302,8 +308,9 @@ export interface StoreOptions extends CosmosConnection {
    */
   counterFlushMs?: number;
   /**
-   * With counterFlushMs: this writer's id in row stamps and in the counters' `flushed` map (unique per process;
-   * the Resolver uses its instance-lease owner, so a survivor can recover its lost deltas). Default: random.
+   * This writer's id in row stamps and in the counters' `flushed` map (with counterFlushMs), and in the marks every
+   * row write leaves (`lastWrites`): unique per store instance - the Resolver uses its instance-lease owner, so a
+   * survivor can recover its lost deltas. Default: random.
    */
   counterOwner?: string;
   /** Row versions kept to skip the read before a guarded write (0 disables). Default 5000. */
@@ -316,11 +323,15 @@ export interface StoreOptions extends CosmosConnection {
   settleIntervalMs?: number;
 }
 
-/** Fields listed in pages: everything but the payload (bodies can be large and may hold personal data). */
-const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload' && k !== 'counted');
+/**
+ * Fields listed in pages: everything but the payload (bodies can be large and may hold personal data) and the store's
+ * bookkeeping (counter stamps, write marks), which no page shows.
+ */
+const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload' && k !== 'counted' && k !== 'lastWrites');
+/** The SELECT list of a page of status rows: the store's lists and the console's own event-list query (server/). */
 // Bracket notation: `from` is a keyword of Cosmos SQL, so `c.from` does not parse.
-const SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
-const summarySchema = statusRowSchema.omit({ payload: true });
+export const STATUS_ROW_SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
+export const statusRowSummarySchema = statusRowSchema.omit({ payload: true });
 
 function parseInput<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
   const r = schema.safeParse(input);
@@ -458,6 +469,13 @@ export class MessageStore {
   /** Settle passes started and not yet done: a pass may have taken entries whose counts are still on the way. */
   #passesRunning = 0;
   #closed = false;
+  /**
+   * This store instance's id in the marks it leaves on the rows it writes (`lastWrites`, lib/store/writeMarks.ts):
+   * its counter owner, which is unique per instance (random unless the caller names it, as the Resolver does).
+   */
+  readonly #writerId: string;
+  /** The number of this store's last row write (every attempt takes a new one): the `n` of its marks. */
+  #writeNo = 0;
   readonly database: Database;
 
   constructor(
@@ -482,6 +500,7 @@ export class MessageStore {
     this.#counterBuffer =
       options.counterFlushMs > 0 ? new CounterBuffer(containers.counters, options.counterFlushMs, options.counterOwner) : undefined;
     this.#settleIntervalMs = options.settleIntervalMs ?? 0;
+    this.#writerId = options.counterOwner;
   }
 
   /**
@@ -619,7 +638,7 @@ export class MessageStore {
       if (r !== undefined) [x.existing, x.etag] = [r.row, r.etag];
     });
     const now = this.#iso();
-    const writes: Array<{ x: (typeof lot)[number]; row: StatusRow; ticket: CounterTicket | undefined }> = [];
+    const writes: Array<{ x: (typeof lot)[number]; row: StatusRow; ticket: CounterTicket | undefined; writeNo: number }> = [];
     /** Per item, the row its bulk write built when that write had no verdict: the fallback may prove it landed. */
     const builtInDoubt = new Map<number, { existing: StatusRow | null; row: StatusRow }>();
     try {
@@ -649,7 +668,8 @@ export class MessageStore {
           if (stamps) row.counted = stamps;
           else delete row.counted;
         } else if (existing?.counted) row.counted = existing.counted;
-        writes.push({ x, row, ticket });
+        const writeNo = this.#markWrite(row, existing ?? null);
+        writes.push({ x, row, ticket, writeNo });
       }
       const results = await this.#bulk(
         this.#c.events,
@@ -661,14 +681,17 @@ export class MessageStore {
       );
       const deltas = new Map<string, Map<CounterBucket, number>>();
       const moved: Array<{ before: StatusRow | null; after: StatusRow }> = [];
-      writes.forEach(({ x, row, ticket }, i) => {
+      /** Writes of this store in doubt on the lot's rows, remembered while the lot was in flight, that landed. */
+      const lateLanded: InDoubtWrite[] = [];
+      const settledLate = new Set<number>();
+      writes.forEach(({ x, row, ticket, writeNo }, i) => {
         const r = results[i];
         if (r === undefined || r.statusCode >= 300) {
           this.#rowCache.forgetIfStill(x.cacheKey, x.etag);
           // No verdict: the write may have landed. Remembered as writeStatus remembers its own, so the single write
           // below (which reads a row in doubt first) or the settle pass counts it once if it did.
           if (bulkOutcomeUnknown(r)) {
-            this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row, unread: 0, ticket });
+            this.#remember(x.cacheKey, { endpointId: x.w.endpointId, replaced: x.existing ?? null, written: row, writeNo, unread: 0, ticket });
             builtInDoubt.set(x.k, { existing: x.existing ?? null, row });
           }
           single.push(x.k); // lost a race (409/412/404) or failed: writeStatus reads again, decides, classifies
@@ -676,6 +699,13 @@ export class MessageStore {
         }
         this.#rowCache.set(x.cacheKey, row, r.etag);
         const existing = x.existing ?? null;
+        // As in #writeStatusChainAttempts: a write of this row remembered in doubt after the lot left it out (a
+        // writeStatus of this store running beside it) is settled now - the row was `existing` until this replaced it.
+        const late = this.#inDoubt.get(x.cacheKey);
+        if (late) {
+          lateLanded.push(...this.#takeDoubt(x.cacheKey, late, row, existing));
+          settledLate.add(x.k);
+        }
         const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
         const next = bucketOf(row.status, row.subStatus);
         if (ticket) this.#counterBuffer!.add(ticket, x.w.endpointId, previous, next);
@@ -696,6 +726,13 @@ export class MessageStore {
       // One counter patch per endpoint for the lot; as in writeStatus, a failed one is reported, not thrown.
       const failedCounters = await this.#applyDeltas(deltas);
       for (const o of out) if (o?.ok && o.value.outcome === 'written' && failedCounters.has(o.value.row.endpointId)) o.value.counters = 'failed';
+      // Counted together, before the lot's own group moves (as writeStatus settles before its own); a failed patch is
+      // reported on every item that settled a write, as writeStatus reports it.
+      if (!(await this.#countLanded(lateLanded)))
+        for (const k of settledLate) {
+          const o = out[k];
+          if (o?.ok && o.value.outcome === 'written') o.value.counters = 'failed';
+        }
       // The lot's failure-group changes summed per group document: one patch each, not one per row.
       await applyGroupTransitions(this.database, moved);
     } finally {
@@ -1035,6 +1072,7 @@ export class MessageStore {
         if (stamps) final.counted = stamps;
         else delete final.counted;
       } else if (existing?.counted) final.counted = existing.counted; // another writer's, carried (see counters.ts)
+      const writeNo = this.#markWrite(final, existing);
       try {
         const written = exists
           ? await item.replace(final, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } })
@@ -1049,7 +1087,7 @@ export class MessageStore {
           continue;
         }
         // No verdict: the write may have landed. Its counter delta waits for the next read of the row.
-        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, unread: 0, ticket });
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: first.endpointId, replaced: existing, written: final, writeNo, unread: 0, ticket });
         rethrowCosmos(err, 'status row write');
       }
       // A write of this row remembered in doubt while this one was in flight (after its read) is settled now: the
@@ -1080,6 +1118,16 @@ export class MessageStore {
     throw new StoreTransientError(
       `status row ${first.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} write attempts`,
     );
+  }
+
+  /**
+   * Gives `row`, about to be sent over `existing` (null: a create), this write's mark - a new write number - with the
+   * other writers' marks carried forward from `existing` (lib/store/writeMarks.ts). Returns the write number.
+   */
+  #markWrite(row: StatusRow, existing: StatusRow | null): number {
+    const writeNo = ++this.#writeNo;
+    row.lastWrites = nextWriteMarks(existing?.lastWrites, this.#writerId, writeNo);
+    return writeNo;
   }
 
   #remember(cacheKey: string, doubt: InDoubtWrite): void {
@@ -1125,7 +1173,9 @@ export class MessageStore {
    * #settleDoubt's synchronous half: forgets the entry (with the row's earlier writes in doubt) and returns the
    * writes that landed, to be counted. A write landed if `current` is its version, or if a version known to have
    * been the row's was (`before`: the version a successful write just replaced; or the version another write in
-   * doubt read and built on).
+   * doubt read and built on), or if any of those carries its mark: another writer moved the row on from its version
+   * and carried the mark forward. Only that write can have left its mark, so a write of this store that read the
+   * same version and did not land is never taken for it.
    */
   #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): InDoubtWrite[] {
     if (this.#inDoubt.get(cacheKey) !== doubt) return []; // settled already, by whoever read first
@@ -1133,7 +1183,7 @@ export class MessageStore {
     const writes: InDoubtWrite[] = [];
     for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) writes.push(d);
     const versions = [current, before, ...writes.map((w) => w.replaced)].filter((v): v is StatusRow => v !== null);
-    const landed = writes.filter((w) => versions.some((v) => isVersion(v, w.written)));
+    const landed = writes.filter((w) => versions.some((v) => isVersion(v, w.written) || carriesMark(v, this.#writerId, w.writeNo)));
     // The others never landed (or were overwritten since): nothing of theirs to count, their windows are unpinned.
     for (const w of writes) if (w.ticket && !landed.includes(w)) this.#counterBuffer?.forget(w.ticket);
     return landed;
@@ -1348,6 +1398,8 @@ export class MessageStore {
         ? nextStamps(current.counted, this.#counterBuffer!.owner, ticket.seq, from, to, this.#counterBuffer!.knownFlushed(previous.endpointId))
         : current.counted;
       if (stamps) row.counted = stamps;
+      // The marks of the row as it is now, not of `previous` (an older version: its mark of this store would be stale).
+      const writeNo = this.#markWrite(row, current);
       try {
         const written = await item.replace(row, { accessCondition: { type: 'IfMatch', condition: etag ?? '' } });
         this.#rowCache.set(cacheKey, row, written.etag);
@@ -1357,7 +1409,7 @@ export class MessageStore {
         if (code === 412 || code === 404) continue; // changed since our read: decide again
         // No verdict: the restore may have landed. Its counter delta waits for the next read of the row (the
         // caller's retry reads it first; the Manager and Reconcile may never retry: then the settle pass).
-        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row, unread: 0, ticket });
+        if (outcomeUnknown(err)) this.#remember(cacheKey, { endpointId: previous.endpointId, replaced: current, written: row, writeNo, unread: 0, ticket });
         rethrowCosmos(err, 'status row restore');
       }
       const late = this.#inDoubt.get(cacheKey); // as in #writeStatusChainAttempts
@@ -1430,10 +1482,10 @@ export class MessageStore {
     return queryPage(
       this.#c.events,
       {
-        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
+        query: `SELECT ${STATUS_ROW_SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
         parameters,
       },
-      summarySchema,
+      statusRowSummarySchema,
       { ...filter, partitionKey: [endpointId] },
       'event list',
     );
@@ -1469,10 +1521,10 @@ export class MessageStore {
     return queryPage(
       this.#c.events,
       {
-        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.createdAt ASC`,
+        query: `SELECT ${STATUS_ROW_SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.createdAt ASC`,
         parameters,
       },
-      summarySchema,
+      statusRowSummarySchema,
       { ...args, partitionKey: [endpointId] },
       'parked siblings',
     );
@@ -1503,10 +1555,10 @@ export class MessageStore {
     return queryPage(
       this.#c.events,
       {
-        query: `SELECT ${SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
+        query: `SELECT ${STATUS_ROW_SUMMARY_SELECT} FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt DESC`,
         parameters,
       },
-      summarySchema,
+      statusRowSummarySchema,
       args,
       'event search',
     );
