@@ -4,24 +4,24 @@
 // session (a row can name a blocker settled long ago: readBlockerStandings). Pure (no React, no server), so it runs in
 // the browser and in unit tests.
 import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
+import { exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
 
 /**
  * Whether the Endpoint page's list route can be asked for exactly this session's rows. Such a session is not read;
  * '' is no session.
  */
 export function sessionListable(sessionId: string): boolean {
-  return listableId(sessionId);
+  return listableId('sessionId', sessionId);
 }
 
 /**
  * Whether the list route's session or event id filter takes `id` exactly: both (server/queries.ts
  * eventListQuerySchema) take the id as it is, spaces and all, but refuse one of spaces alone (400) and one longer
- * than 128 characters.
+ * than 128 characters (server/exactIdFilters.ts); '' is no filter, so no read of one id.
  */
-function listableId(id: string): boolean {
-  return id.trim() !== '' && id.length <= LIST_ID_MAX;
+function listableId(field: ExactIdFilter, id: string): boolean {
+  return id !== '' && exactIdProblem(field, id) === undefined;
 }
-const LIST_ID_MAX = 128;
 
 /** The list route's largest page (server/queries.ts eventListQuerySchema, `pageSize`). */
 export const LIST_PAGE_MAX = 200;
@@ -102,7 +102,7 @@ export async function readBlockerStandings<T extends { eventId: string; sessionI
   const asked = blockers.slice(0, BLOCKERS_READ_MAX);
   const standings = await Promise.all(
     asked.map(async (eventId): Promise<[string, BlockerStanding]> => {
-      if (!listableId(eventId)) return [eventId, 'unknown'];
+      if (!listableId('eventId', eventId)) return [eventId, 'unknown'];
       const page = await read({ eventId, sessionId, pageSize: BLOCKER_PAGE_SIZE });
       return [eventId, blockerStanding(page.items, { eventId, sessionId })];
     }),

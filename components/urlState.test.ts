@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { alertHistorySearch, alertRulesSearch, deadLettersSearch, endpointsSearch, eventListSearch, parseSearch, toSearch } from './urlState.ts';
 import { fromInputValue, toInputValue, toIsoWithOffset } from './isoTime.ts';
+import { EXACT_ID_FILTERS, exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
 
 test('a page state parses from its URL and writes back to one canonical URL', () => {
   const s = parseSearch(endpointsSearch, new URLSearchParams('q=billing&unhealthy=1&sort=pending&other=x'));
@@ -43,6 +44,16 @@ test('the event id and event type filters round-trip exactly too, spaces and all
   const long = parseSearch(eventListSearch, { eventId: 'x'.repeat(129), eventTypeId: 'x'.repeat(261) });
   assert.deepEqual([long.eventId, long.eventTypeId], ['', ''], 'longer than the list route takes');
   assert.equal(parseSearch(eventListSearch, { eventTypeId: 'x'.repeat(260) }).eventTypeId, 'x'.repeat(260));
+});
+
+test('an id filter the list route refuses (the one rule, server/exactIdFilters.ts) is read as no filter; the rest as it is', () => {
+  for (const field of Object.keys(EXACT_ID_FILTERS) as ExactIdFilter[]) {
+    const { max } = EXACT_ID_FILTERS[field];
+    for (const value of ['S1 ', ' \t', 'x'.repeat(max), 'x'.repeat(max + 1)]) {
+      const read = parseSearch(eventListSearch, { [field]: value })[field];
+      assert.equal(read, exactIdProblem(field, value) ? '' : value, `${field} ${JSON.stringify(value.slice(0, 8))}…(${value.length})`);
+    }
+  }
 });
 
 test('times go into URLs as ISO-8601 with the offset of the chosen zone', () => {

@@ -9,6 +9,7 @@
 // navigation figure, where the browser's parse and hydration time counts).
 import { z } from 'zod/mini';
 import { RULE_TYPES } from '../server/alerts/ruleTypes.ts';
+import { exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
 
 /** What Next hands a page (`searchParams`) or what `useSearchParams()` gives a client component. */
 export type RawSearch = Record<string, string | string[] | undefined> | URLSearchParams | { get(key: string): string | null };
@@ -45,18 +46,11 @@ export function toSearch<S extends z.ZodMiniObject>(schema: S, state: Partial<z.
 const sortDir = z.catch(z.optional(z.enum(['asc', 'desc'])), undefined);
 const text = (max: number) => z.catch(z.string().check(z.trim(), z.maxLength(max)), '');
 /**
- * A value taken exactly, spaces and all (event and session ids are whatever their publisher set, and event type ids
- * are matched the same way: "S1 " is not "S1"); spaces alone are no value, since the list route refuses them
- * (server/queries.ts eventListQuerySchema).
+ * An id filter taken exactly, spaces and all (event and session ids are whatever their publisher set, and event type
+ * ids are matched the same way: "S1 " is not "S1"); what the list route refuses (spaces alone, too long: the one rule
+ * in server/exactIdFilters.ts) is no value. The Endpoint page's form refuses such an id before it reaches the URL.
  */
-const exactText = (max: number) =>
-  z.catch(
-    z.string().check(
-      z.maxLength(max),
-      z.refine((v) => v.trim() !== ''),
-    ),
-    '',
-  );
+const exactText = (field: ExactIdFilter) => z.catch(z.string().check(z.refine((v) => exactIdProblem(field, v) === undefined)), '');
 const flag = z.catch(
   z.pipe(
     z.string(),
@@ -97,9 +91,9 @@ export const eventListSearch = z.object({
     ),
     [],
   ),
-  eventTypeId: exactText(260),
-  sessionId: exactText(128),
-  eventId: exactText(128),
+  eventTypeId: exactText('eventTypeId'),
+  sessionId: exactText('sessionId'),
+  eventId: exactText('eventId'),
   from: instant,
   to: instant,
   /** Error text contains. */

@@ -33,6 +33,10 @@ const CAUSE = 'walk rows: card declined';
 
 let ui: SeededConsole | undefined;
 
+/** The event pages the Endpoint page's list links to, sorted: the rows it shows. */
+const listed = (page: Page) =>
+  page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=events-table] tbody a[href*=\"/events/\"]')].map((a) => a.getAttribute('href')).sort()");
+
 /** A failed event in `sessionId` with `parked` later events of its session parked behind it. */
 async function failedWithParked(store: MessageStore, base: number, sessionId: string, failed: string, parked: number): Promise<void> {
   await seedEvent(store, base, { ...ORDER, sessionId, eventId: failed }, MessageType.ErrorResponse, { errorText: CAUSE });
@@ -132,8 +136,6 @@ describe('the Endpoint page', () => {
     const base = Date.now();
     await seedEvent(store, base, { ...ORDER, sessionId: 'WR-EXACT', eventId: 'wr-exact', eventTypeId: 'WalkRows.Exact' }, MessageType.ResolutionResponse);
     await seedEvent(store, base, { ...ORDER, sessionId: 'WR-EXACT', eventId: 'wr-exact ', eventTypeId: 'WalkRows.Exact ' }, MessageType.ResolutionResponse);
-    const listed = (page: Page) =>
-      page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=events-table] tbody a[href*=\"/events/\"]')].map((a) => a.getAttribute('href')).sort()");
     const plain = `/endpoints/${EP}/events/wr-exact`;
     const spaced = `/endpoints/${EP}/events/wr-exact%20`;
 
@@ -156,6 +158,59 @@ describe('the Endpoint page', () => {
       assert.equal(await typed.getByLabel('Event type').inputValue(), 'WalkRows.Exact ', 'the box shows the applied type, not "any"');
     } finally {
       await typed.close();
+    }
+  });
+
+  test('an id the list does not take as a filter (spaces alone) is not applied: the box says why, the URL and the list stay as they were', async () => {
+    // The URL state reads such an id as no filter, so applying it listed the whole endpoint while the box still
+    // showed the id (and "Select all matching" would have acted on every event of the endpoint).
+    const page = await ui!.open(`/endpoints/${EP}?eventId=wr-held`);
+    try {
+      const one = [`/endpoints/${EP}/events/wr-held`];
+      await until(() => listed(page), one, 'the filtered list', page);
+      // Every list read from now on; none may leave the event id out.
+      const reads: string[] = [];
+      page.on('request', (r) => {
+        if (r.url().includes(`/api/endpoints/${EP}/events?`) || r.url().endsWith(`/api/endpoints/${EP}/events`)) reads.push(r.url());
+      });
+      const url = page.url();
+      const box = page.getByRole('textbox', { name: 'Event id', exact: true });
+      await box.fill('   ');
+      await page.getByRole('button', { name: 'Apply', exact: true }).click();
+      await until(() => box.getAttribute('aria-invalid'), 'true', 'the box marked invalid', page);
+      const describedBy = await box.getAttribute('aria-describedby');
+      assert.ok(describedBy, 'the box names its error');
+      assert.equal(
+        (await page.locator(`[id="${describedBy}"]`).textContent())?.trim(),
+        'an event id of spaces alone is not a filter; leave it empty for every event',
+      );
+      assert.equal(await page.evaluate<string | null>("document.activeElement && document.activeElement.getAttribute('aria-describedby')"), describedBy, 'the box has the focus');
+      assert.equal(page.url(), url, 'nothing applied: the URL is as it was');
+      assert.equal(await box.inputValue(), '   ', 'what was typed is left to correct');
+
+      // A good id then applies (a positive signal: any read the refused Apply started came before this one's).
+      await box.fill('wr-alone');
+      await page.getByRole('button', { name: 'Apply', exact: true }).click();
+      await page.waitForURL((u) => u.searchParams.get('eventId') === 'wr-alone');
+      await until(() => listed(page), [`/endpoints/${EP}/events/wr-alone`], 'the good id applied', page);
+      assert.equal(await box.getAttribute('aria-invalid'), null, 'the error is gone');
+      assert.equal(await box.getAttribute('maxlength'), '128', 'an id longer than the list takes cannot be typed');
+      assert.deepEqual(
+        reads.filter((r) => new URL(r).searchParams.get('eventId') !== 'wr-alone'),
+        [],
+        'no list read without the id the box showed',
+      );
+    } finally {
+      await page.close();
+    }
+
+    // Such an id in the address bar: the list is the whole endpoint, and so the box is empty, not showing it.
+    const linked = await ui!.open(`/endpoints/${EP}?eventId=%20%20%20&status=Failed`);
+    try {
+      await until(async () => (await listed(linked)).includes(`/endpoints/${EP}/events/wr-alone`), true, 'the list unfiltered by the id', linked);
+      assert.equal(await linked.getByRole('textbox', { name: 'Event id', exact: true }).inputValue(), '', 'the box shows what is applied');
+    } finally {
+      await linked.close();
     }
   });
 });

@@ -26,6 +26,7 @@ import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
 import { traceUrl, traceUrlTemplate } from './traceLink.ts';
 import { log } from './log.ts';
+import { exactIdProblem, type ExactIdFilter } from './exactIdFilters.ts';
 import { readEndpointHealth, type HealthReadContext } from './heartbeat/scheduler.ts';
 
 const FAILED_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported];
@@ -294,13 +295,16 @@ async function heartbeatOf(store: MessageStore, endpointId: string, c: HealthRea
 /**
  * A filter on an id, matched exactly, spaces and all: event and session ids are whatever publishers set, and event
  * type ids are matched the same way, so "S1 " is another id than "S1". Empty means no filter (as every filter here);
- * spaces alone are refused with `blankMessage` rather than read as no filter (the whole endpoint).
+ * spaces alone and an id longer than any are refused in the words of the one rule (server/exactIdFilters.ts) rather
+ * than read as no filter (the whole endpoint).
  */
-const exactIdFilter = (max: number, blankMessage: string) =>
+const exactIdFilter = (field: ExactIdFilter) =>
   z
     .string()
-    .max(max)
-    .refine((v) => v === '' || v.trim() !== '', blankMessage)
+    .superRefine((v, ctx) => {
+      const problem = exactIdProblem(field, v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
     .optional()
     .transform((v) => v || undefined);
 
@@ -311,9 +315,9 @@ export const eventListQuerySchema = z.object({
     .optional()
     .transform((s) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []))
     .pipe(z.array(z.union([resolutionStatusSchema, z.literal('Handoff')])).max(10)),
-  eventTypeId: exactIdFilter(260, 'an event type id of spaces alone is not a filter; leave it empty for every event type'),
-  sessionId: exactIdFilter(128, 'a session id of spaces alone is not a filter; leave it empty for every session'),
-  eventId: exactIdFilter(128, 'an event id of spaces alone is not a filter; leave it empty for every event'),
+  eventTypeId: exactIdFilter('eventTypeId'),
+  sessionId: exactIdFilter('sessionId'),
+  eventId: exactIdFilter('eventId'),
   from: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
   to: z.iso.datetime({ offset: true }).optional().or(z.literal('').transform(() => undefined)),
   q: z.string().trim().max(200).optional().transform((v) => v || undefined),
