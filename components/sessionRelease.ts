@@ -88,7 +88,8 @@ type Standings = Readonly<Record<string, BlockerStanding>> | null;
  * parked), each group of rows by the standing of the event it names: a settled one's rows are leftovers of its replay
  * (or in it), an unsettled one's wait on it, one not known gets words true either way. None is said to be replayed by
  * this command (see otherParkedInSession). Fail handoff (`hold`) replays nothing: the rows not known to be leftovers
- * stay parked too. When more rows are parked than were read, a release says that only those behind this event follow.
+ * stay parked too. When more rows are parked than were read, a release says that those behind this event follow, and
+ * so do any still being replayed (a copy that meets the blocked session parks behind its blocker).
  */
 export function otherParkedText(outcome: SessionOutcome, others: OtherParked, standings: Standings): string | null {
   const standing = (b: { eventId: string }): BlockerStanding => standings?.[b.eventId] ?? 'unknown';

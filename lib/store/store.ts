@@ -128,7 +128,7 @@ const SETTLE_BUDGET_MS = 5_000;
  * How long one settle pass waits for its rows' read before it gives up on it and leaves its writes in doubt for a
  * later pass. Passes run one at a time, so a read that never answers (a stalled endpoint holding the bulk request or
  * the partition-key-range read before it) would otherwise stop all settling until a restart: the client's own
- * timeout (60 s a request, then its retries) is far longer, and the read of the partition key ranges takes no abort
+ * request time-out (30 s by default, `requestTimeoutMs`; no retry after a time-out) is far longer, and the read of the partition key ranges takes no abort
  * signal. A healthy bulk read of 100 rows takes tens of milliseconds; 5 s also outlasts the embedded server's
  * pause while it writes a snapshot of a few hundred thousand documents (docs/store.md, "Durability of the embedded
  * server"). Giving up costs only a retry.
@@ -1240,10 +1240,17 @@ export class MessageStore {
     // Fewest failed reads first; sort is stable, so oldest first among equals.
     const batch = [...this.#inDoubt].sort(([, a], [, b]) => a.unread - b.unread).slice(0, SETTLE_BATCH);
     if (batch.length === 0) return 0;
-    const reading = this.#readInDoubtRows(batch.map(([, d]) => d));
+    // Set when the pass gives up: a read still waiting then sends no point reads of its own when it finally fails
+    // (every pass given up while the ranges read hangs would otherwise fire its fallback in one burst at the
+    // recovering store, its answers thrown away).
+    const abandoned = { value: false };
+    const reading = this.#readInDoubtRows(batch.map(([, d]) => d), abandoned);
     let timer: NodeJS.Timeout | undefined;
     const givenUp = new Promise<undefined>((resolve) => {
-      timer = setTimeout(resolve, SETTLE_READ_TIMEOUT_MS, undefined);
+      timer = setTimeout(() => {
+        abandoned.value = true;
+        resolve(undefined);
+      }, SETTLE_READ_TIMEOUT_MS);
       timer.unref(); // a read that hangs does not keep the process alive either
     });
     // A read given up on is dropped: its late answer settles nothing (its rows are read again by a later pass).
@@ -1277,12 +1284,15 @@ export class MessageStore {
    * could read a row again until a restart. Point reads are routed by their partition key and need no ranges. One
    * goes first, so a store that is down costs a pass one request more, not one a row.
    */
-  async #readInDoubtRows(doubts: readonly InDoubtWrite[]): Promise<Array<{ statusCode: number; resourceBody?: unknown } | undefined>> {
+  async #readInDoubtRows(
+    doubts: readonly InDoubtWrite[],
+    abandoned: { readonly value: boolean },
+  ): Promise<Array<{ statusCode: number; resourceBody?: unknown } | undefined>> {
     const reads = await this.#bulk(
       this.#c.events,
       doubts.map((d): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
     );
-    if (doubts.length === 0 || reads.some((r) => r !== undefined)) return reads;
+    if (doubts.length === 0 || abandoned.value || reads.some((r) => r !== undefined)) return reads;
     const readOne = async (d: InDoubtWrite): Promise<{ statusCode: number; resourceBody?: unknown } | undefined> => {
       try {
         const r = await this.#c.events.item(d.written.id, [d.endpointId, d.written.eventId]).read();
@@ -1292,7 +1302,7 @@ export class MessageStore {
       }
     };
     const first = await readOne(doubts[0]!);
-    if (first === undefined) return reads;
+    if (first === undefined || abandoned.value) return reads;
     return [first, ...(await Promise.all(doubts.slice(1).map(readOne)))];
   }
 

@@ -45,7 +45,10 @@ export interface Hold {
    * 'response' was applied), so a refusal such as a 429 can arrive after whatever the test did meanwhile.
    */
   release(how?: Release): void;
-  /** Resolves once the held request's answer (the server's, or the fault it was released with) has been sent whole. */
+  /**
+   * Resolves once the held request's answer (the server's, or the fault it was released with) has been sent whole;
+   * rejects when its connection closed before that (the client gave up, the upstream failed).
+   */
   answered: Promise<void>;
 }
 
@@ -89,6 +92,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
         phase: 'request' | 'response';
         onHeld: (release: (how?: Release) => void) => void;
         onAnswered: () => void;
+        onLost: (err: Error) => void;
       }
     | undefined;
   let injected = 0;
@@ -109,6 +113,11 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       const h = holding;
       holding = undefined;
       res.on('finish', h.onAnswered);
+      // The client gave up (its time-out) or the upstream failed before an answer was sent whole: a test awaiting
+      // `answered` fails with a cause instead of hanging to its own time-out.
+      res.on('close', () => {
+        if (!res.writableFinished) h.onLost(new Error(`the held ${info.method} ${info.path} closed before its answer was sent`));
+      });
       const answer = (up: http.IncomingMessage, how?: Release) => {
         if (how !== undefined) {
           up.resume();
@@ -195,11 +204,17 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
       let onHeld!: () => void;
       const held = new Promise<void>((resolve) => (onHeld = resolve));
       let onAnswered!: () => void;
-      const answered = new Promise<void>((resolve) => (onAnswered = resolve));
+      let onLost!: (err: Error) => void;
+      const answered = new Promise<void>((resolve, reject) => {
+        onAnswered = resolve;
+        onLost = reject;
+      });
+      answered.catch(() => undefined); // only a test that awaits it sees the rejection
       holding = {
         match,
         phase,
         onAnswered,
+        onLost,
         onHeld: (go) => {
           release = go;
           onHeld();
