@@ -1,6 +1,6 @@
 // The answers to the message a Pending row shows, read by their link (store.listHistoryAnswers: this endpoint and
-// session, newest first), at most once per row and check. The stale check wants a settling one to re-apply, the
-// stuck check wants to know whether any answer exists (one that no longer parses included), and the preview lists a
+// session, newest first), at most once per row and check. The stale check wants one to re-apply (settling, or any
+// the row can show), the stuck check wants to know whether any answer exists (one that no longer parses included), and the preview lists a
 // row whose answer no longer parses: one query serves all three, made only when one of them needs it.
 // Beside them, the settling entries enqueued after the row's message (store.listHistoryAfter: terminal outcomes,
 // a request a dead-letter description settled included, never a subscriber's notice): a response to an
@@ -9,7 +9,7 @@
 // the stuck check must not restore the row under it. Read once per row too, and only when the list cannot be trusted
 // alone (cut at the cap, or holding entries that do not parse). One that no longer parses counts as settling for the
 // stuck check, as an unreadable answer does, and the preview lists the row as unreadable.
-import { isSubscriberNotice, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
+import { CONTROL_REQUEST_TYPES, isSubscriberNotice, MessageType, resultingStatus } from '@nimbus/sdk/contract';
 import { TERMINAL_STATUSES, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
 
 export type RowAnswers = Awaited<ReturnType<MessageStore['listHistoryAnswers']>>;
@@ -21,6 +21,19 @@ export const ANSWERS_READ = 10;
 export function answersOnce(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'sessionId' | 'lastMessageId'>): () => Promise<RowAnswers> {
   let read: Promise<RowAnswers> | undefined;
   return () => (read ??= store.listHistoryAnswers(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, ANSWERS_READ));
+}
+
+/**
+ * Whether an entry's outcome is one a row can show. Not control requests, not replay triggers, and not the
+ * subscriber's notices (a refused command, a replay gap): those are dead-letter notifications about another
+ * message and never the event's state (the Resolver keeps them in history only).
+ */
+export function isStateBearing(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason'>): boolean {
+  return (
+    h.messageType !== MessageType.ProcessDeferredRequest &&
+    !CONTROL_REQUEST_TYPES.has(h.messageType as MessageType) &&
+    !isSubscriberNotice(h)
+  );
 }
 
 /** A terminal outcome of the event itself; a subscriber's notice (refused command, replay gap) is not one. */

@@ -524,3 +524,27 @@ test("a claim enqueued by the console's clock before its parent's broker time: t
     assert.deepEqual([stuck?.kind, stuck?.rowMessageId, stuck?.restoresTo?.messageId], ['unanswered', skipId, failure.messageId], `long=${long}: ${stuck?.why}`);
   }
 });
+
+test('a non-settling answer past the cap makes the row stale; a settling response after it, past the cap too, wins', async () => {
+  const grace = { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 };
+  const parked = await skipRecordedOnLongEvent();
+  const park = { ...msg(MessageType.PendingHandoffResponse, { endpointId: parked.endpointId, eventId: parked.eventId, parentMessageId: parked.skipId, handoffReason: 'skip needs approval' }), enqueuedAt: at(11) };
+  await f.store.recordHistory(park);
+  const settled = await skipRecordedOnLongEvent();
+  await f.store.recordHistory({ ...msg(MessageType.PendingHandoffResponse, { endpointId: settled.endpointId, eventId: settled.eventId, parentMessageId: settled.skipId }), enqueuedAt: at(11) });
+  // A redelivered original answered after the park (it names no message the row shows): the event is Completed.
+  const completed = { ...msg(MessageType.ResolutionResponse, { endpointId: settled.endpointId, eventId: settled.eventId, parentMessageId: 'redelivered-original' }), enqueuedAt: at(12) };
+  await f.store.recordHistory(completed);
+
+  const preview = await previewReconcile(f.store, [parked.endpointId], new Date(), grace);
+  const evidence = (eventId: string) => preview.stale.filter((s) => s.eventId === eventId).map((s) => [s.evidence.messageId, s.evidence.rule, s.evidence.status]);
+  assert.deepEqual(evidence(parked.eventId), [[park.messageId, 'answers-row', 'Pending']]);
+  assert.deepEqual(evidence(settled.eventId), [[completed.messageId, 'later-response', 'Completed']]);
+  assert.ok(!preview.stuck.some((s) => s.eventId === parked.eventId || s.eventId === settled.eventId), 'neither is stuck');
+
+  const targets = [parked, settled].map((e) => ({ endpointId: e.endpointId, eventId: e.eventId, sessionId: e.claimed.row.sessionId, rowMessageId: e.skipId }));
+  const applied = await applyReconcile(f.store, targets, 'reconcile-test', grace);
+  assert.equal(applied.repaired, 2, JSON.stringify(applied.results));
+  const rows = await Promise.all([parked, settled].map((e) => f.store.getStatusRow(e.endpointId, e.eventId, e.claimed.row.sessionId)));
+  assert.deepEqual(rows.map((r) => [r?.status, r?.subStatus, r?.lastMessageId]), [['Pending', 'Handoff', park.messageId], ['Completed', null, completed.messageId]]);
+});

@@ -59,11 +59,13 @@ describe('reconcile stale pending', () => {
   test('evidence: a settling response that answers the row, not one that answered an earlier message', () => {
     const h = (messageId: string, messageType: string, parentMessageId: string, enqueuedAt: string) =>
       ({ messageId, messageType, parentMessageId, enqueuedAt, sessionId: 's', deadLetterErrorDescription: null }) as unknown as HistoryEntry;
-    const row = { lastMessageId: 'resubmit-1', parentMessageId: 'req', sessionId: 's', enqueuedAt: at(10), status: 'Pending' as const, subStatus: null };
+    const row = { lastMessageId: 'resubmit-1', messageType: 'ResubmissionRequest' as const, parentMessageId: 'req', sessionId: 's', enqueuedAt: at(10), status: 'Pending' as const, subStatus: null };
     // An ErrorResponse to the original request, before the resubmission: not evidence.
     assert.equal(settlingEvidence(row, [h('err', 'ErrorResponse', 'req', at(5))]), undefined);
     assert.equal(settlingEvidence(row, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))])?.rule, 'answers-row');
-    assert.equal(settlingEvidence(row, [h('def', 'DeferralResponse', 'resubmit-1', at(11))]), undefined, 'a deferral does not settle');
+    // A deferral of a resubmission: the Resolver's guarded write refuses it over the resubmission (not request stage),
+    // so the row never showed it and re-applying it would be refused too.
+    assert.equal(settlingEvidence(row, [h('def', 'DeferralResponse', 'resubmit-1', at(11))]), undefined, 'the guard refuses a deferral over a resubmission');
     assert.equal(settlingEvidence({ ...row, subStatus: 'Handoff' }, [h('ok', 'ResolutionResponse', 'resubmit-1', at(11))]), undefined);
     // The row's own parent dated after the row (a console clock behind the broker's) is not a later response.
     assert.equal(settlingEvidence({ ...row, parentMessageId: 'err' }, [h('err', 'ErrorResponse', 'req', at(12))]), undefined);
@@ -75,6 +77,34 @@ describe('reconcile stale pending', () => {
     assert.equal(settlingEvidence(row, [notice('CommandRefused')]), undefined);
     assert.equal(settlingEvidence(row, [notice('ReplayGap')]), undefined);
     assert.equal(settlingEvidence(row, [notice('MaxDeliveryCountExceeded')])?.status, 'DeadLettered', 'a real dead letter still settles');
+  });
+
+  test('evidence: a non-settling answer to the row\'s own message is re-applied, unless a newer outcome wins', () => {
+    const h = (messageId: string, messageType: string, parentMessageId: string, enqueuedAt: string) =>
+      ({ messageId, messageType, parentMessageId, enqueuedAt, sessionId: 's', deadLetterErrorDescription: null }) as unknown as HistoryEntry;
+    const claim = { lastMessageId: 'complete-1', messageType: 'HandoffCompletedRequest' as const, parentMessageId: 'park-0', sessionId: 's', enqueuedAt: at(10), status: 'Pending' as const, subStatus: null };
+    const request = { ...claim, lastMessageId: 'req-1', messageType: 'EventRequest' as const, parentMessageId: 'self' };
+    const pick = (r: typeof claim | typeof request, history: HistoryEntry[]): unknown[] | undefined => {
+      const e = settlingEvidence(r, history);
+      return e && [e.messageId, e.rule, e.status];
+    };
+    // A new handoff park answering the claim: the row should show it (Pending, a handoff park again).
+    assert.deepEqual(pick(claim, [h('park-1', 'PendingHandoffResponse', 'complete-1', at(11))]), ['park-1', 'answers-row', 'Pending']);
+    // Answered, then answered again: the newest answer, as the Resolver's writes would have left the row.
+    assert.deepEqual(pick(claim, [h('park-1', 'PendingHandoffResponse', 'complete-1', at(11)), h('park-2', 'PendingHandoffResponse', 'complete-1', at(13))]), ['park-2', 'answers-row', 'Pending']);
+    assert.deepEqual(pick(claim, [h('err', 'ErrorResponse', 'complete-1', at(11)), h('park-1', 'PendingHandoffResponse', 'complete-1', at(13))]), ['park-1', 'answers-row', 'Pending'], 'a park after a failure reopens the row');
+    assert.deepEqual(pick(claim, [h('park-1', 'PendingHandoffResponse', 'complete-1', at(11)), h('ok', 'ResolutionResponse', 'complete-1', at(13))]), ['ok', 'answers-row', 'Completed']);
+    assert.deepEqual(pick(claim, [h('ok', 'ResolutionResponse', 'complete-1', at(11)), h('park-1', 'PendingHandoffResponse', 'complete-1', at(13))]), ['ok', 'answers-row', 'Completed'], 'the guard refuses a park over Completed');
+    // A settling response after the row's message wins over an older non-settling answer; a newer answer wins over it
+    // when the guard lets it (a park over Failed).
+    assert.deepEqual(pick(claim, [h('park-1', 'PendingHandoffResponse', 'complete-1', at(11)), h('late', 'ErrorResponse', 'other', at(13))]), ['late', 'later-response', 'Failed']);
+    assert.deepEqual(pick(claim, [h('late', 'ErrorResponse', 'other', at(11)), h('park-1', 'PendingHandoffResponse', 'complete-1', at(13))]), ['park-1', 'answers-row', 'Pending']);
+    // A non-settling response that does not answer the row's message is no evidence (later-response stays settling-only).
+    assert.equal(pick(claim, [h('park-x', 'PendingHandoffResponse', 'other', at(11))]), undefined);
+    // Control requests and the subscriber's notices are not the event's state.
+    assert.equal(pick(claim, [h('retry', 'RetryRequest', 'complete-1', at(11)), h('pdr', 'ProcessDeferredRequest', 'complete-1', at(12))]), undefined);
+    // A deferral of the event's own request: the row should read Deferred.
+    assert.deepEqual(pick(request, [h('def', 'DeferralResponse', 'req-1', at(11))]), ['def', 'answers-row', 'Deferred']);
   });
 
   test('a stale Pending row is found, repaired through the guarded write and audited; a second apply changes nothing', async () => {

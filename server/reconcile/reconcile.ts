@@ -1,12 +1,13 @@
 // Operations → Reconcile Stale Pending (DESIGN.md §5). A row can read Pending although its history already
-// holds the response that settled it: a late request copy overwrote it before the guard existed, or the status
-// write was lost after the history write. Reconcile finds such rows with the evidence, and re-applies the stored
-// response through the store's guarded write with a compare-and-swap on the row version the preview saw, so a
-// row that moved meanwhile is left alone and a second apply changes nothing. Handoffs past their ExpectedBy
+// holds the response that settled it, or one that answered its message without settling it (a new handoff park):
+// a late request copy overwrote it before the guard existed, or the status write was lost after the history write.
+// Reconcile finds such rows with the evidence, and re-applies the stored response through the store's guarded
+// write with a compare-and-swap on the row version the preview saw, so a row that moved meanwhile is left alone
+// and a second apply changes nothing. Handoffs past their ExpectedBy
 // are only flagged: their outcome lives in an external system, not in the history. The same scan finds rows that
 // nothing will move (./stuck.ts: claims without a receipt, control requests nobody answered; here, rows answered by
 // an entry that no longer parses) and ./draining.ts sessions that drain forever.
-import { PendingSubStatus, ResolutionStatus, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
+import { decideStaleWrite, PendingSubStatus, ResolutionStatus, resultingStatus, type GuardedRowView, type MessageType } from '@nimbus/sdk/contract';
 import {
   AuditType,
   type HistoryEntry,
@@ -16,7 +17,7 @@ import {
 import { log } from '../log.ts';
 import { findingRow, stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
-import { answersOnce, isLaterResponse, isSettling, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
+import { answersOnce, isLaterResponse, isSettling, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -65,18 +66,40 @@ const MAX_ROWS_PER_ENDPOINT = 2000;
 /** Only a Pending row can be stale; a handoff park is settled by an external system, not by its history. */
 const mayBeStale = (row: Pick<StatusRowSummary, 'status' | 'subStatus'>) => row.status === ResolutionStatus.Pending && row.subStatus !== PendingSubStatus.Handoff;
 
-/** The stored response that should have settled `row`, or undefined. Pure (unit-tested). */
-export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | 'parentMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
+type EvidenceRow = Pick<StatusRowSummary, 'lastMessageId' | 'messageType' | 'parentMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>;
+
+const statusOf = (h: HistoryEntry) => resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status;
+const newestFirst = (a: HistoryEntry, b: HistoryEntry) => b.enqueuedAt.localeCompare(a.enqueuedAt);
+
+/**
+ * The stored response the row should show, or undefined. Pure (unit-tested). First a settling (terminal) response:
+ * one that answers the row's message (`answers-row`), failing that one enqueued after it (`later-response`). Then
+ * the non-settling answers to the row's own message (a new handoff park, a deferral): their row write was lost as
+ * surely as a settling one's, and without this such a row is neither stale nor stuck (the stuck check counts them
+ * as answers). They are replayed oldest first through the stale-write guard the Resolver applied, over the settling
+ * response found (those newer than it only) or else over the row: what the guard lets through is what the row
+ * would show now - the newest answer, a park after a failure, never a park over Completed or a deferral over a
+ * command (the Resolver's own write of it was refused, so the row never showed it and a repair would be refused
+ * too). `later-response` stays settling-only: a non-settling response to another message of the session does not
+ * end the row's request, which can still be answered.
+ */
+export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
   if (!mayBeStale(row)) return undefined;
-  const own = history.filter((h) => h.sessionId === row.sessionId && isSettling(h));
-  const status = (h: HistoryEntry) => resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status;
+  const own = history.filter((h) => h.sessionId === row.sessionId);
+  const answersRow = (h: HistoryEntry) => h.parentMessageId === row.lastMessageId;
   // Newest first: when several responses answer, the latest one is the outcome (terminal writes are last-writer-wins).
-  const answers = own.filter((h) => h.parentMessageId === row.lastMessageId).sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt));
-  if (answers[0]) return { messageId: answers[0].messageId, messageType: answers[0].messageType, enqueuedAt: answers[0].enqueuedAt, status: status(answers[0]), rule: 'answers-row' };
   // Never the row's own parent (isLaterResponse): it came before the row's message, whatever the clocks say.
-  const later = own.filter((h) => isLaterResponse(row, h)).sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt));
-  if (later[0]) return { messageId: later[0].messageId, messageType: later[0].messageType, enqueuedAt: later[0].enqueuedAt, status: status(later[0]), rule: 'later-response' };
-  return undefined;
+  const settled = own.filter((h) => isSettling(h) && answersRow(h)).sort(newestFirst)[0] ?? own.filter((h) => isLaterResponse(row, h)).sort(newestFirst)[0];
+  let shown: GuardedRowView = settled ? { status: statusOf(settled), messageType: settled.messageType as MessageType, parentMessageId: settled.parentMessageId } : row;
+  let outcome = settled;
+  const reopening = own.filter((h) => answersRow(h) && isStateBearing(h) && !isSettling(h) && (!settled || h.enqueuedAt > settled.enqueuedAt)).sort((a, b) => newestFirst(b, a));
+  for (const h of reopening) {
+    if (!decideStaleWrite({ status: statusOf(h), messageType: h.messageType as MessageType, messageId: h.messageId }, shown).apply) continue;
+    shown = { status: statusOf(h), messageType: h.messageType as MessageType, parentMessageId: h.parentMessageId };
+    outcome = h;
+  }
+  if (!outcome) return undefined;
+  return { messageId: outcome.messageId, messageType: outcome.messageType, enqueuedAt: outcome.enqueuedAt, status: statusOf(outcome), rule: answersRow(outcome) ? 'answers-row' : 'later-response' };
 }
 
 /**
@@ -89,7 +112,7 @@ export function settlingEvidence(row: Pick<StatusRowSummary, 'lastMessageId' | '
  * counts it as an answer.
  */
 async function staleEvidence(
-  row: Pick<StatusRowSummary, 'lastMessageId' | 'parentMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>,
+  row: EvidenceRow,
   history: EventHistoryRead,
   answers: () => Promise<RowAnswers>,
   later: () => Promise<LaterResponses>,
@@ -99,10 +122,20 @@ async function staleEvidence(
     const entry = evidence && entries.find((h) => h.messageId === evidence.messageId);
     return evidence && entry ? { evidence, entry } : undefined;
   };
+  // A settling response decides alone (as before: no read more). A non-settling answer, or none, on a cut list: the
+  // answers past the cap may hold a newer one, and a settling response past it wins over an older answer, so each
+  // read is added to what is known rather than judged alone.
+  const settles = (f: ReturnType<typeof found>) => f !== undefined && isSettling(f.entry);
   const inList = found(history.entries);
-  if (inList || !history.cutOff || !mayBeStale(row)) return inList;
-  return found((await answers()).items) ?? found((await later()).items);
+  if (!history.cutOff || !mayBeStale(row) || settles(inList)) return inList;
+  const withAnswers = union(history.entries, (await answers()).items);
+  const answered = found(withAnswers);
+  if (settles(answered)) return answered;
+  return found(union(withAnswers, (await later()).items));
 }
+
+/** Two reads of one history, each entry once. */
+const union = (a: HistoryEntry[], b: HistoryEntry[]) => [...new Map([...a, ...b].map((h) => [h.messageId, h])).values()];
 
 /** How many unreadable answers a finding names (their document ids and problems), and how much of each problem. */
 const UNREADABLE_NAMED = 3;

@@ -6,7 +6,8 @@
 // finding at all. Likewise when the Resolver recorded the refusal but never the command itself (its copy
 // dead-lettered): a claim with a "sent" receipt was taken for "the Resolver is behind" and never listed, and one
 // without a receipt was offered a re-send of a command its subscriber refuses. An unrecorded claim its endpoint
-// answered is offered no restore (it would undo the answer).
+// answered is offered no restore (it would undo the answer): it is stale, whatever the answer (a new handoff park
+// too), and the stale repair makes the row show it.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
@@ -16,7 +17,7 @@ import { AuditType, type StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
 import { applyStuckRepairs, type RepairTarget } from './stuck.ts';
-import { previewReconcile } from './reconcile.ts';
+import { applyReconcile, previewReconcile } from './reconcile.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -39,7 +40,7 @@ const refusal = 'HandoffCompletedRequest refused: event evt is not the pending h
  * naming it (by default its refusal), recorded in history; the Resolver's restore after a refusal never happened, so
  * the row still shows the command.
  */
-async function refusedHandoffCompletion(reason = 'CommandRefused', description = refusal, how: { recorded: boolean; receipt: boolean } = { recorded: true, receipt: false }) {
+async function refusedHandoffCompletion(reason = 'CommandRefused', description = refusal, how: { recorded: boolean; receipt: boolean; notice?: boolean } = { recorded: true, receipt: false }) {
   const eventId = uniq('refused');
   const park = entry(msg(MessageType.PendingHandoffResponse, { endpointId, eventId, from: endpointId, handoffReason: 'Ledger import queued', externalJobId: 'JOB-9', expectedBy: new Date(Date.now() + 3_600_000).toISOString() }));
   const parked = await f.store.recordOutcome({ history: park, status: park });
@@ -53,7 +54,7 @@ async function refusedHandoffCompletion(reason = 'CommandRefused', description =
   // The Manager's "sent" receipt: an audit under the command's MessageId (server/manager/manager.ts).
   if (how.receipt) await f.store.recordAudit({ id: commandId, eventId, endpointId, eventTypeId: row.eventTypeId, type: AuditType.CompleteHandoff, auditor: 'operator', comment: 'sent' });
   const notice = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, to: 'Resolver', deadLetterReason: reason, deadLetterErrorDescription: description }));
-  await f.store.recordHistory(notice);
+  if (how.notice !== false) await f.store.recordHistory(notice);
   return { eventId, park, commandId, notice, claimed: claimed.row };
 }
 
@@ -147,7 +148,7 @@ test('a refused command the Resolver never recorded is listed refused, receipt o
   }
 });
 
-test('an unrecorded claim that its endpoint answered is offered nothing: a restore would undo the answer', async () => {
+test('an unrecorded claim that its endpoint answered is offered no restore (it would undo the answer): it is stale', async () => {
   for (const receipt of [true, false]) {
     const { eventId, commandId } = await refusedHandoffCompletion('CommandRefused', refusal, { recorded: false, receipt });
     // A real answer to the same command (the refusal was of a redelivered copy), its row write lost.
@@ -155,5 +156,65 @@ test('an unrecorded claim that its endpoint answered is offered nothing: a resto
     const preview = await previewReconcile(f.store, [endpointId], new Date(), noGrace);
     const stuck = preview.stuck.find((s) => s.eventId === eventId);
     assert.equal(stuck, undefined, `receipt ${receipt}: answered, so nothing to restore: ${stuck?.kind} (${stuck?.why})`);
+    assert.equal(preview.stale.find((s) => s.eventId === eventId)?.evidence.rule, 'answers-row', `receipt ${receipt}: the row is to show the answer`);
   }
+});
+
+/** The preview's findings about one event: where it is listed, and the stale evidence if it is stale. */
+async function listed(eventId: string) {
+  const preview = await previewReconcile(f.store, [endpointId], new Date(), noGrace);
+  const stale = preview.stale.filter((s) => s.eventId === eventId);
+  const stuck = preview.stuck.filter((s) => s.eventId === eventId);
+  return { stale, stuck, kinds: [...stale.map((s) => `stale:${s.evidence.rule}`), ...stuck.map((s) => `stuck:${s.kind}`)] };
+}
+
+/** applyReconcile (the stale repair) on the one stale row of `eventId`. */
+async function reapply(eventId: string) {
+  const { stale } = await listed(eventId);
+  const targets = stale.map((s) => ({ endpointId: s.endpointId, eventId: s.eventId, sessionId: s.sessionId, rowMessageId: s.rowMessageId }));
+  return applyReconcile(f.store, targets, 'reconcile-test');
+}
+
+// A claimed or recorded command answered by a non-settling response (a new handoff park) whose row write was lost:
+// the row shows the command, the history the answer. It is stale (answers-row) and the repair makes it show the
+// answer - never "answered, nothing" (listed nowhere), never a restore of the state before the command.
+for (const how of [
+  { recorded: false, receipt: false, notice: true, what: 'an unrecorded claim, its copy refused' },
+  { recorded: false, receipt: true, notice: false, what: 'an unrecorded claim with its receipt' },
+  { recorded: true, receipt: false, notice: false, what: 'a recorded request' },
+]) {
+  test(`${how.what} answered by a non-settling response is stale and re-applied as that answer`, async () => {
+    const { eventId, commandId, claimed } = await refusedHandoffCompletion('CommandRefused', refusal, how);
+    const answer = entry(msg(MessageType.PendingHandoffResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, handoffReason: 'again', externalJobId: 'JOB-10', expectedBy: new Date(Date.now() + 7_200_000).toISOString() }));
+    await f.store.recordHistory(answer);
+    const found = await listed(eventId);
+    assert.deepEqual(found.kinds, ['stale:answers-row'], 'the Pending claim row is listed, as stale');
+    assert.deepEqual([found.stale[0]!.rowMessageId, found.stale[0]!.evidence.messageId, found.stale[0]!.evidence.status], [commandId, answer.messageId, 'Pending']);
+
+    const applied = await reapply(eventId);
+    assert.equal(applied.repaired, 1, JSON.stringify(applied.results));
+    const row = await f.store.getStatusRow(endpointId, eventId, claimed.sessionId);
+    assert.deepEqual(
+      [row?.status, row?.subStatus, row?.messageType, row?.lastMessageId, row?.parentMessageId, row?.handoffReason, row?.externalJobId, row?.expectedBy],
+      ['Pending', 'Handoff', 'PendingHandoffResponse', answer.messageId, commandId, 'again', 'JOB-10', answer.expectedBy],
+    );
+    assert.deepEqual((await listed(eventId)).kinds, [], 'a handoff park again: nothing more to do');
+  });
+}
+
+test('a claimed skip answered by a failure is stale and re-applied as Failed', async () => {
+  const eventId = uniq('skipfail');
+  const failed = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, from: endpointId, errorText: 'boom' }));
+  assert.equal((await f.store.recordOutcome({ history: failed, status: failed })).status.outcome, 'written');
+  const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
+  const commandId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
+  const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
+  const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
+  assert.equal(claimed.outcome, 'written');
+  const answer = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, errorText: 'skip handler failed' }));
+  await f.store.recordHistory(answer);
+  assert.deepEqual((await listed(eventId)).kinds, ['stale:answers-row']);
+  assert.equal((await reapply(eventId)).repaired, 1);
+  const now = await f.store.getStatusRow(endpointId, eventId, 's-1');
+  assert.deepEqual([now?.status, now?.lastMessageId, now?.errorText], ['Failed', answer.messageId, 'skip handler failed']);
 });

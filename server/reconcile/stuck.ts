@@ -31,7 +31,7 @@ import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
-import { answersOnce, isLaterResponse, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
+import { answersOnce, isLaterResponse, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
@@ -85,19 +85,6 @@ export interface StuckOptions {
   unansweredGraceMs?: number;
   /** The cap `history` was read with (readEventHistory's); a test passes its small one. */
   historyCap?: number;
-}
-
-/**
- * Whether an entry's outcome is one a row can show. Not control requests, not replay triggers, and not the
- * subscriber's notices (a refused command, a replay gap): those are dead-letter notifications about another
- * message and never the event's state (the Resolver keeps them in history only).
- */
-function isStateBearing(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason'>): boolean {
-  return (
-    h.messageType !== MessageType.ProcessDeferredRequest &&
-    !CONTROL_REQUEST_TYPES.has(h.messageType as MessageTypeT) &&
-    !isSubscriberNotice(h)
-  );
 }
 
 /** The history entry whose outcome the row showed before `row`'s own message: what a restore writes back. */
@@ -250,7 +237,7 @@ async function stuckKind(
     // without ever recording the command (its copy dead-lettered), and either proves the command was sent. Refused:
     // the row is stuck whatever the receipt says (with one, it was taken for "sent; the Resolver is behind" and
     // never listed; without one, offered a re-send of a command the subscriber refuses). Answered: a restore would
-    // undo what the endpoint did (a settling answer makes the row stale instead).
+    // undo what the endpoint did; the row is stale instead (./reconcile.ts, answers-row: any answer the row can show).
     const reply = await replyTo(row, history, answers);
     if (reply.kind === 'answered') return undefined;
     if (reply.kind === 'refused') return answerDue ? { kind: 'refused', notice: reply.notice, recorded } : undefined;
