@@ -59,10 +59,10 @@ async function main(): Promise<void> {
     // The broker's part is bounded (NIMBUS_RESOLVER_BROKER_STOP_MS): a broker that answers no settlement must not
     // hold the counter flush below past the platform's grace period, after which the process is killed unflushed.
     await resolver.stop();
-    // False when a counter delta is left (a write still running, in doubt, a patch unanswered): its stamp is above
-    // this instance's `flushed`, so the lease is left to lapse and a survivor applies it (./liveness.ts).
     // The telemetry flush goes to the OTLP endpoint, not the store: beside the store's close, bounded by a step of it.
     const telemetryStopped = untilStopped(telemetry.shutdown(), AbortSignal.timeout(TELEMETRY_STOP_MS));
+    // False when a counter delta is left (a write still running, in doubt, a patch unanswered): its stamp is above
+    // this instance's `flushed`, so the lease is left to lapse and a survivor applies it (./liveness.ts).
     const counted = await store.close();
     if ((await telemetryStopped) === STOPPED)
       log.warn({ telemetryStopMs: TELEMETRY_STOP_MS }, 'Resolver: the telemetry flush did not end within its stop bound; given up');
