@@ -10,6 +10,12 @@ import { cosmosKeyProblem } from '@nimbus/sdk/cosmos';
  */
 export const DEFAULT_BROKER_STOP_MS = 5_000;
 
+/**
+ * The stored time-series flush of a stop (ms, startResolver's `seriesStopMs`): bounded, so a store that does not
+ * answer cannot hold back the counter flush behind it (docs/resolver.md "Stopping").
+ */
+export const DEFAULT_SERIES_STOP_MS = 3_000;
+
 /** The store's part: also what `npm run recount` reads (readStoreConfig), so it runs with the Resolver's settings. */
 const storeSchema = z.object({
   NIMBUS_COSMOS_ENDPOINT: z.url({ error: 'is required (an https:// or http:// URL)' }),

@@ -12,7 +12,7 @@ import { createResolverMetrics } from './metrics.ts';
 import { createOutcomeRecorder } from './outcomeMetrics.ts';
 import { ResolverProcessor, type ResolverState, type SettledEvent } from './processor.ts';
 import { registerResolverState } from './state.ts';
-import { DEFAULT_BROKER_STOP_MS } from './config.ts';
+import { DEFAULT_BROKER_STOP_MS, DEFAULT_SERIES_STOP_MS } from './config.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
 
 export { DeadLetterReason, type Settlement } from './resolve.ts';
@@ -74,6 +74,13 @@ export interface ResolverOptions {
    * unanswered settlement held a stop for the client's own 60 s and its retries.
    */
   brokerStopMs?: number;
+  /**
+   * How long stop() waits for the last flush of the stored time series (`history`), from its start. Default 3 s:
+   * it is a store write with the client's 30 s request time-out, retried, and a store that does not answer must not
+   * hold back the counter flush that the caller's `store.close()` runs next. Given up, the last outcome-series points
+   * (at most a flush interval's) are missing from the charts; the counters and the rows are not affected.
+   */
+  seriesStopMs?: number;
   /** Called after every message is settled (tests, the benchmark). */
   onSettled?: (event: SettledEvent) => void;
   now?: () => Date;
@@ -83,8 +90,8 @@ export interface ResolverHandle {
   /**
    * Nothing new starts; messages whose store writes have ended are settled, one whose write is still running is
    * left to come back (stop never waits for the store's writes or probes, docs/resolver.md "Stopping"); then closes
-   * what startResolver opened (the stored time-series flush is still awaited). The broker's part waits at most
-   * `brokerStopMs` in all.
+   * what startResolver opened. The broker's part waits at most `brokerStopMs` in all, the stored time-series flush
+   * at most `seriesStopMs` after it.
    */
   stop(): Promise<void>;
   /** Receiving, halted because the store denies access (with the reason), or holding while the store is down. */
@@ -111,6 +118,7 @@ const optionsSchema = z
     accessProbeMs: z.number().int().min(10).default(30_000),
     outageProbeMs: z.number().int().min(10).default(5_000),
     brokerStopMs: z.number().int().min(0).max(600_000).default(DEFAULT_BROKER_STOP_MS),
+    seriesStopMs: z.number().int().min(0).max(600_000).default(DEFAULT_SERIES_STOP_MS),
   })
   .loose();
 
@@ -173,7 +181,13 @@ export function startResolver(options: ResolverOptions): ResolverHandle {
       // (its counter flush) that the caller runs next.
       const deadline = AbortSignal.timeout(o.brokerStopMs);
       await processor.stop(deadline);
-      await series?.close();
+      // Before the caller's store.close(), not after it: the series writes through the store's own Cosmos client,
+      // which that close disposes. Bounded, so the counter flush behind it starts at most seriesStopMs later.
+      if (series && (await untilStopped(series.close(), AbortSignal.timeout(o.seriesStopMs))) === STOPPED)
+        log.warn(
+          { seriesStopMs: o.seriesStopMs },
+          'Resolver: the stored time-series flush did not end within its stop bound; given up (the last outcome-series points are missing from the charts; counters and rows are not affected)',
+        );
       if (owned && (await untilStopped(owned.close().catch(() => undefined), deadline)) === STOPPED)
         log.warn({}, 'Resolver: closing the Service Bus client did not end within the stop deadline; given up (it ends with the process)');
     },

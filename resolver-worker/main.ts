@@ -9,6 +9,14 @@ import { startInstanceWatch } from './liveness.ts';
 import { ConfigError, readResolverConfig } from './config.ts';
 import { startResolver } from './index.ts';
 import { startTelemetry } from '../lib/telemetry/start.ts';
+import { STOPPED, untilStopped } from './untilStopped.ts';
+
+// The stop's waits after the store's close, each bounded so that the whole stop stays within a container platform's
+// grace period when the store (or the OTLP collector) does not answer (docs/deploy.md "Stopping a Resolver").
+/** The instance lease's release: given up, the lease lapses (15 s) and a survivor finds nothing owed. */
+const LEASE_RELEASE_STOP_MS = 2_000;
+/** The telemetry flush, run beside the store's close (so it adds nothing while that is within its own bounds). */
+const TELEMETRY_STOP_MS = 5_000;
 
 async function main(): Promise<void> {
   let config;
@@ -51,10 +59,13 @@ async function main(): Promise<void> {
     // The broker's part is bounded (NIMBUS_RESOLVER_BROKER_STOP_MS): a broker that answers no settlement must not
     // hold the counter flush below past the platform's grace period, after which the process is killed unflushed.
     await resolver.stop();
+    // The telemetry flush goes to the OTLP endpoint, not the store: beside the store's close, bounded by a step of it.
+    const telemetryStopped = untilStopped(telemetry.shutdown(), AbortSignal.timeout(TELEMETRY_STOP_MS));
     // False when a counter delta is left (a write still running, in doubt, a patch unanswered): its stamp is above
     // this instance's `flushed`, so the lease is left to lapse and a survivor applies it (./liveness.ts).
     const counted = await store.close();
-    await telemetry.shutdown();
+    if ((await telemetryStopped) === STOPPED)
+      log.warn({ telemetryStopMs: TELEMETRY_STOP_MS }, 'Resolver: the telemetry flush did not end within its stop bound; given up');
     // Flushes a survivor's recovery refused (this instance was taken for dead): those deltas are gone for good.
     const refused = store.countsRefusedEndpoints;
     if (refused.length > 0)
@@ -64,8 +75,15 @@ async function main(): Promise<void> {
       );
     // After the counters are flushed: from here nobody needs to recover anything for this instance. Declared dead,
     // it holds no lease any more (a survivor claimed it): nothing to release or leave.
-    if (counted || declaredDead) await watch.stop().catch(() => undefined);
-    else log.warn({}, 'Resolver: counter deltas left unapplied at the stop; the lease is left to lapse so a survivor applies them');
+    // Bounded: a store that does not answer held the release for the client's request time-out and its retries. Given
+    // up, the lease lapses and a survivor's check finds nothing owed (every delta was flushed, or it was claimed).
+    if (counted || declaredDead) {
+      if ((await untilStopped(watch.stop().catch(() => undefined), AbortSignal.timeout(LEASE_RELEASE_STOP_MS))) === STOPPED)
+        log.warn(
+          { leaseReleaseStopMs: LEASE_RELEASE_STOP_MS },
+          'Resolver: releasing the instance lease did not end within its stop bound; given up (it lapses, and a survivor finds nothing owed: the counters were flushed)',
+        );
+    } else log.warn({}, 'Resolver: counter deltas left unapplied at the stop; the lease is left to lapse so a survivor applies them');
     leaseClient.dispose();
     // Non-zero when taken for dead, so the orchestrator starts it again (with a new id and a lease of its own).
     process.exit(declaredDead ? 1 : 0);

@@ -62,6 +62,11 @@ export interface FaultProxy {
    * faults are not applied to the held request.
    */
   hold(match: (req: ProxiedRequest) => boolean, phase: 'request' | 'response'): Hold;
+  /**
+   * A store that stops answering: from now on every new request is held, never forwarded and never answered, until
+   * close() drops its connection (the client sees only its own time-out). A request already held stays held.
+   */
+  stall(): void;
   clear(): void;
   /** Requests the proxy answered with a fault so far. */
   readonly injected: number;
@@ -95,6 +100,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
         onLost: (err: Error) => void;
       }
     | undefined;
+  let stalled = false;
   let injected = 0;
   let received = 0;
   const seen: ProxiedRequest[] = [];
@@ -109,6 +115,10 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     };
     received++;
     if (options.record !== false) seen.push(info);
+    if (stalled) {
+      req.resume(); // read and ignored: the connection stays open, unanswered, until close()
+      return;
+    }
     if (holding && holding.match(info)) {
       const h = holding;
       holding = undefined;
@@ -197,6 +207,9 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     },
     clear: () => {
       fault = undefined;
+    },
+    stall: () => {
+      stalled = true;
     },
     hold: (match, phase) => {
       let release: ((how?: Release) => void) | undefined;
