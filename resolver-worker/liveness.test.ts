@@ -256,3 +256,24 @@ test('a death whose recovery keeps failing gives up with a recount warning, and 
     await watch.stop();
   }
 });
+
+test('a check that waits on a store that does not answer holds no queue of checks behind it: none piles up to run after it, nor after stop()', async () => {
+  const database = `lv-${randomUUID().slice(0, 8)}`;
+  const survivor = await openOn(database, 'queued', 'proxy');
+  const isLeaseQuery = (r: ProxiedRequest) => r.query && r.path.includes('/colls/leases/');
+  const watch = await startInstanceWatch({ store: survivor, leases: new LeaseStore(survivor.database), owner: 'queued', log: captureLog().log, ttlMs: 60_000, checkEveryMs: 20 });
+  // The next check's lapsed-leases query is held at the wire, as a store that stopped answering would hold it.
+  const hold = proxy.hold(isLeaseQuery, 'request');
+  await hold.held;
+  // Ticks go on meanwhile (every 20 ms): before, each chained one more check behind the held one.
+  const ticks = proxy.received;
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(proxy.received, ticks, 'nothing else was sent while the check waited');
+  const before = proxy.seen.length;
+  hold.release();
+  await watch.stop();
+  const after = proxy.seen.slice(before).filter((r) => r.path.includes('/colls/leases/')).length;
+  // The held check ends, and at most one more tick's check may start before stop(): a few lease requests, not one
+  // check per tick of the second it waited (about 50).
+  assert.ok(after <= 6, `lease requests after the held one was answered, up to the end of stop(): ${after}`);
+});

@@ -151,9 +151,14 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
       recovering.set(lapsed.name, job);
     }
   };
-  let checking: Promise<void> = Promise.resolve();
+  // One check at a time and none queued behind it: while the store does not answer, a check waits out the client's
+  // time-out (30 s) every tick, and ticks chained behind it piled up without bound (and still ran after stop()).
+  let checking: Promise<void> | undefined;
   const timer = setInterval(() => {
-    checking = checking.then(check).catch(warn('instance check failed'));
+    if (checking || stopping.signal.aborted) return;
+    checking = check()
+      .catch(warn('instance check failed'))
+      .finally(() => (checking = undefined));
   }, o.checkEveryMs ?? 5000);
   timer.unref();
   return {
