@@ -199,6 +199,13 @@ describe('console API on the embedded stack', () => {
     const frozen = await freezeSelection(stack.store, selectionSchema.parse({ endpointId: 'shippingendpoint', eventTypeId: 'Exact.Type ' }), { all: true });
     assert.deepEqual(frozen.map((r) => r.eventId), ['EX-1 '], 'select all matching acts on the rows listed');
     assert.equal(selectionSchema.safeParse({ endpointId: 'shippingendpoint', eventTypeId: '  ' }).success, false, 'not every type');
+    // The session filter by the same rule: spaces alone refused with the list's words, empty is no filter (as on the
+    // list; it matched rows whose session id is '' before), over-long refused.
+    const spaces = selectionSchema.safeParse({ endpointId: 'shippingendpoint', sessionId: '   ' });
+    assert.equal(spaces.success, false, 'a session id of spaces alone is refused');
+    assert.match(JSON.stringify(spaces.error?.issues), /a session id of spaces alone is not a filter/);
+    assert.equal(selectionSchema.parse({ endpointId: 'shippingendpoint', sessionId: '' }).sessionId, undefined, 'empty is no filter');
+    assert.equal(selectionSchema.safeParse({ endpointId: 'shippingendpoint', sessionId: 'x'.repeat(129) }).success, false, 'longer than any');
   });
 
   test('bad filters, unknown endpoints and unknown events are answered 400 / 404 with a message', async () => {

@@ -26,7 +26,7 @@ import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
 import { traceUrl, traceUrlTemplate } from './traceLink.ts';
 import { log } from './log.ts';
-import { exactIdProblem, type ExactIdFilter } from './exactIdFilters.ts';
+import { exactIdFilter } from './exactIdFilterSchema.ts';
 import { readEndpointHealth, type HealthReadContext } from './heartbeat/scheduler.ts';
 
 const FAILED_STATUSES = [ResolutionStatus.Failed, ResolutionStatus.DeadLettered, ResolutionStatus.Unsupported];
@@ -292,21 +292,6 @@ async function heartbeatOf(store: MessageStore, endpointId: string, c: HealthRea
   return { status: health.status, at, sdkVersion: health.sdkVersion, busy: health.busy, ...(health.evidenceUnknown ? { evidenceUnknown: true as const } : {}) };
 }
 
-/**
- * A filter on an id, matched exactly, spaces and all: event and session ids are whatever publishers set, and event
- * type ids are matched the same way, so "S1 " is another id than "S1". Empty means no filter (as every filter here);
- * spaces alone and an id longer than any are refused in the words of the one rule (server/exactIdFilters.ts) rather
- * than read as no filter (the whole endpoint).
- */
-const exactIdFilter = (field: ExactIdFilter) =>
-  z
-    .string()
-    .superRefine((v, ctx) => {
-      const problem = exactIdProblem(field, v);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    })
-    .optional()
-    .transform((v) => v || undefined);
 
 /** Query-string filters of the event list. Unknown keys are ignored; bad values are a 400. */
 export const eventListQuerySchema = z.object({

@@ -7,6 +7,7 @@ import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import { CONTAINERS, rethrowCosmos, type MessageStore } from '../../lib/store/index.ts';
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 import { badRequest } from '../http.ts';
+import { exactIdFilter } from '../exactIdFilterSchema.ts';
 
 /** Most events one operation may name (a larger selection is refused: narrow the filter). */
 export const MAX_SELECTION = 100_000;
@@ -18,15 +19,11 @@ export const selectionSchema = z
     status: z.union([resolutionStatusSchema, z.literal('Handoff')]).array().max(10).optional(),
     groupId: z.string().regex(/^[0-9a-f]{20}$/, 'a failure group id is 20 hex digits').optional(),
     /**
-     * Exact, spaces and all, as the Endpoint page's list filters it (server/queries.ts eventListQuerySchema): "select
-     * all matching" must act on the rows the list shows. Spaces alone name no type and are refused.
+     * Exact, spaces and all, by the list's own rule (server/exactIdFilterSchema.ts): "select all matching" must act on
+     * the rows the list shows. Empty is no filter, as on the list; spaces alone and over-long ids are refused.
      */
-    eventTypeId: z
-      .string()
-      .max(260)
-      .refine((v) => v.trim() !== '', 'an event type id of spaces alone names no type')
-      .optional(),
-    sessionId: z.string().max(128).optional(),
+    eventTypeId: exactIdFilter('eventTypeId'),
+    sessionId: exactIdFilter('sessionId'),
     updatedFrom: iso.optional(),
     updatedBefore: iso.optional(),
     errorText: z.string().trim().min(1).max(200).optional(),
