@@ -171,7 +171,8 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
     return {
       attrs: message ? { 'aria-invalid': true, 'aria-describedby': id } : {},
       note: message ? (
-        <span id={id} className="text-xs text-red-700">
+        // role="alert": pressing Enter in the box that already has the focus moves nothing, so the refusal is announced.
+        <span id={id} role="alert" className="text-xs text-red-700">
           {message}
         </span>
       ) : null,

@@ -479,3 +479,82 @@ describe('a bulk write of a row whose earlier write through the same store comes
     }
   });
 });
+
+describe('a write of the same store built on a bulk write whose reply is still in flight is newer, not older', () => {
+  test('W builds on the bulk version, lands with its reply lost, then the bulk reply arrives: W must still be counted', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      await store.writeStatus(request); // V0: Pending, by another store
+      // The bulk write (an error response, Pending -> Failed) through `s` lands; its reply is held.
+      let bulkRequests = 0;
+      const heldBulk = proxy.hold((r) => r.batch && r.path.includes('/colls/events/') && ++bulkRequests === 2, 'response');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+      const bulk = s.writeStatuses([{ input: error }]);
+      await heldBulk.held;
+      // W through `s`: reads the bulk's version (VB, Failed) from the server and moves it to Completed; its reply is lost.
+      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(resolved), StoreTransientError));
+      assert.equal(s.writesInDoubt, 1);
+      assert.equal((await store.getStatusRow(ep, 'a', 's-1'))?.status, S.Completed, 'W landed');
+      heldBulk.release();
+      const [b] = await bulk;
+      assert.equal(b?.ok && b.value.outcome, 'written');
+      await s.flushCounters();
+      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('the same race with a single writeStatus in place of the bulk write', () => {
+  test('W builds on W2 version while W2 reply is held, lands with reply lost; W2 reply then arrives', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      await store.writeStatus(request);
+      const held = proxy.hold(isRowReplace, 'response');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+      const w2 = s.writeStatus(error);
+      await held.held;
+      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(resolved), StoreTransientError));
+      assert.equal(s.writesInDoubt, 1);
+      held.release();
+      assert.equal((await w2).outcome, 'written');
+      await s.flushCounters();
+      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('a later write of the same store keeps the mark of its earlier write whose reply is still in flight', () => {
+  test('W1 lands (reply held), W2 of the same store reads V1 and lands, then W1 reply is lost', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      await store.writeStatus(request);
+      const held = proxy.hold(isRowReplace, 'response');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+      const w1 = s.writeStatus(error);
+      w1.catch(() => undefined);
+      await held.held;
+      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
+      const w2 = await s.writeStatus(resolved);
+      assert.equal(w2.outcome === 'written' && w2.previousStatus, S.Failed, 'W2 read W1 version');
+      held.release('lost');
+      await assert.rejects(w1, StoreTransientError);
+      assert.equal(s.writesInDoubt, 1);
+      await s.flushCounters();
+      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -703,7 +703,7 @@ export class MessageStore {
         // writeStatus of this store running beside it) is settled now - the row was `existing` until this replaced it.
         const late = this.#inDoubt.get(x.cacheKey);
         if (late) {
-          lateLanded.push(...this.#takeDoubt(x.cacheKey, late, row, existing));
+          lateLanded.push(...this.#takeDoubt(x.cacheKey, late, row, existing, writeNo));
           settledLate.add(x.k);
         }
         const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
@@ -1093,7 +1093,7 @@ export class MessageStore {
       // A write of this row remembered in doubt while this one was in flight (after its read) is settled now: the
       // row was `existing` until this write replaced it, so that write landed if it built `existing`.
       const late = this.#inDoubt.get(cacheKey);
-      if (late && !(await this.#settleDoubt(cacheKey, late, final, existing))) landedUncounted = true;
+      if (late && !(await this.#settleDoubt(cacheKey, late, final, existing, writeNo))) landedUncounted = true;
       // An unreadable old row's bucket is unknown: only the new bucket is counted, and the caller is told a
       // recount is due.
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = previous === next ? 'unchanged' : 'updated';
@@ -1165,8 +1165,8 @@ export class MessageStore {
    * the read, so the row's next write and the settle pass, whichever reads first, settle it once. False when a
    * landed write's counter patch failed (immediate counters): the caller reports it for a recount.
    */
-  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): Promise<boolean> {
-    return this.#countLanded(this.#takeDoubt(cacheKey, doubt, current, before));
+  async #settleDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null, settlingWriteNo?: number): Promise<boolean> {
+    return this.#countLanded(this.#takeDoubt(cacheKey, doubt, current, before, settlingWriteNo));
   }
 
   /**
@@ -1175,10 +1175,15 @@ export class MessageStore {
    * been the row's was (`before`: the version a successful write just replaced; or the version another write in
    * doubt read and built on), or if any of those carries its mark: another writer moved the row on from its version
    * and carried the mark forward. Only that write can have left its mark, so a write of this store that read the
-   * same version and did not land is never taken for it.
+   * same version and did not land is never taken for it. `settlingWriteNo`: the write of this store whose success
+   * settles it (a late settle, with `before` the version that write replaced); a write in doubt built on that
+   * write's own version is newer than it, not older, so neither its version nor `before` can show whether it
+   * landed: the whole entry is left for a fresh read of the row (the settle pass, the row's next write).
    */
-  #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null): InDoubtWrite[] {
+  #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null, settlingWriteNo?: number): InDoubtWrite[] {
     if (this.#inDoubt.get(cacheKey) !== doubt) return []; // settled already, by whoever read first
+    if (settlingWriteNo !== undefined)
+      for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) if (carriesMark(d.replaced, this.#writerId, settlingWriteNo)) return [];
     this.#inDoubt.delete(cacheKey);
     const writes: InDoubtWrite[] = [];
     for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) writes.push(d);
@@ -1423,7 +1428,7 @@ export class MessageStore {
         rethrowCosmos(err, 'status row restore');
       }
       const late = this.#inDoubt.get(cacheKey); // as in #writeStatusChainAttempts
-      if (late && !(await this.#settleDoubt(cacheKey, late, row, current))) landedUncounted = true;
+      if (late && !(await this.#settleDoubt(cacheKey, late, row, current, writeNo))) landedUncounted = true;
       let counters: 'updated' | 'unchanged' | 'queued' | 'failed' = from === to ? 'unchanged' : 'updated';
       if (ticket) {
         this.#counterBuffer!.add(ticket, previous.endpointId, from, to);

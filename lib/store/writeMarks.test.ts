@@ -31,20 +31,22 @@ describe('nextWriteMarks', () => {
     );
   });
 
-  test("the writer's own older mark is replaced, wherever it stood", () => {
+  test("the writer's own last mark stays where it stood, behind its new one; its older ones are dropped", () => {
     const existing = [
       { o: 'b', n: 4 },
-      { o: 'a', n: 1 },
+      { o: 'a', n: 3 },
       { o: 'c', n: 9 },
+      { o: 'a', n: 1 },
     ];
     assert.deepEqual(nextWriteMarks(existing, 'a', 5), [
       { o: 'a', n: 5 },
       { o: 'b', n: 4 },
+      { o: 'a', n: 3 },
       { o: 'c', n: 9 },
     ]);
   });
 
-  test(`at most ${MAX_WRITE_MARKS} writers: the oldest marks are dropped`, () => {
+  test(`at most ${MAX_WRITE_MARKS} marks: the oldest are dropped`, () => {
     const existing = Array.from({ length: MAX_WRITE_MARKS }, (_, i) => ({ o: `w${i}`, n: i }));
     const next = nextWriteMarks(existing, 'a', 1);
     assert.equal(next.length, MAX_WRITE_MARKS);
@@ -54,8 +56,8 @@ describe('nextWriteMarks', () => {
       existing.slice(0, MAX_WRITE_MARKS - 1),
       'the last (oldest) one is pushed out',
     );
-    // A writer already among them takes its own place: nobody else is pushed out.
-    assert.deepEqual(nextWriteMarks(existing, 'w7', 99), [{ o: 'w7', n: 99 }, ...existing.slice(0, 7)]);
+    // A writer already among them keeps its last mark too: the oldest is pushed out all the same.
+    assert.deepEqual(nextWriteMarks(existing, 'w6', 99), [{ o: 'w6', n: 99 }, ...existing.slice(0, 7)]);
   });
 });
 

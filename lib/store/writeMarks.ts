@@ -5,21 +5,25 @@
 // mark can put it there, so the test is exact (docs/store.md, "A row write whose reply is lost").
 import type { WriteMark } from './schemas.ts';
 
-/** Writers whose marks a row keeps at most (the oldest dropped first). */
+/** Marks a row keeps at most (the oldest dropped first). */
 export const MAX_WRITE_MARKS = 8;
 
 /**
- * The marks a row carries after write `n` of writer `o`: that write's mark first, then the other writers' marks as
- * the version it replaces carried them (newest first), at most MAX_WRITE_MARKS in all. The writer's own older mark
- * is replaced: it settles its own earlier writes in doubt from its read before it writes again.
+ * The marks a row carries after write `n` of writer `o`: that write's mark first, then the marks of the version it
+ * replaces (newest first): the other writers' unchanged, and of the writer's own only its last one, at most
+ * MAX_WRITE_MARKS in all. The writer's own last mark stays because its write may still be waiting for its reply
+ * (two writes of one row in flight at once: the second read the first's version and landed, then the first's reply
+ * is lost); a mark is only ever carried from a version that had it, so it still proves that write landed. Its older
+ * ones go: it settles its earlier writes in doubt from its read before it writes again.
  */
 export function nextWriteMarks(
   existing: readonly WriteMark[] | undefined,
   o: string,
   n: number,
 ): WriteMark[] {
-  const others = (existing ?? []).filter((m) => m.o !== o).map((m) => ({ o: m.o, n: m.n }));
-  return [{ o, n }, ...others].slice(0, MAX_WRITE_MARKS);
+  let ownKept = false;
+  const carried = (existing ?? []).filter((m) => m.o !== o || (!ownKept && (ownKept = true))).map((m) => ({ o: m.o, n: m.n }));
+  return [{ o, n }, ...carried].slice(0, MAX_WRITE_MARKS);
 }
 
 /** Whether `row` carries the mark of write `n` of writer `o`. */
