@@ -535,8 +535,8 @@ async function restoreAfterRefusal(
   if (row === null || row.lastMessageId !== refusedId) return undefined;
   // Newest first from the store: a list read of the history runs oldest first and stops at a cap, so on a long
   // event (many resubmits and retries) it lacks the newest outcome and would put the row back to an older one.
-  // Three: the refused command and the notice are left out by the query already (a request, a notice); the ids
-  // are checked again here, and the newest response that is neither is the one.
+  // Three: the refused command and the notice are left out by the query already (a request not dead-lettered, a
+  // notice); the ids are checked again here, and the newest outcome that is neither is the one.
   const { items } = await ctx.store.listSessionResponses(m.eventId, endpointId, sessionId, 3);
   const previous = items.find((h) => h.messageId !== refusedId && h.messageId !== m.messageId);
   if (previous === undefined) return undefined;

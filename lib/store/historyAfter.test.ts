@@ -75,7 +75,7 @@ test('an entry of any type that a non-blank dead-letter description made DeadLet
   assert.deepEqual((await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['DeadLettered'], 10)).items.map((h) => h.messageId), [failedDl.messageId, dead.messageId]);
 });
 
-test('listSessionResponses: the session\'s responses newest first, a handoff park among them; requests and notices never fill the limit', async () => {
+test('listSessionResponses: the session\'s outcomes newest first, a handoff park and a dead-lettered request among them; other requests and notices never fill the limit', async () => {
   const eventId = uniq('responses');
   const entry = async (messageType: T, s: number, over: Partial<Parameters<typeof msg>[1]> = {}) => {
     const m = { ...msg(messageType, { endpointId: EP, eventId, ...over }), enqueuedAt: at(s) };
@@ -86,15 +86,18 @@ test('listSessionResponses: the session\'s responses newest first, a handoff par
   const park = await entry(T.PendingHandoffResponse, 2);
   await entry(T.ResolutionResponse, 3, { sessionId: 's-other' });
   await entry(T.ResolutionResponse, 4, { endpointId: 'shippingendpoint' });
-  // Newer than the park, more than the limit: a request, a dead-lettered request, a command, notices of both kinds.
-  await entry(T.EventRequest, 5);
-  await entry(T.EventRequest, 6, { deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'gave up' });
-  await entry(T.HandoffCompletedRequest, 7, { from: 'Manager' });
-  await entry(T.ErrorResponse, 8, { deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'refused' });
-  await entry(T.ErrorResponse, 9, { deadLetterReason: 'ReplayGap', deadLetterErrorDescription: 'gap' });
+  // A dead-lettered request is an outcome (the Resolver wrote the row DeadLettered from it); one whose description
+  // is blank is not (the contract trims it): a plain request to the store.
+  const dead = await entry(T.EventRequest, 5, { deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'gave up' });
+  // Newer than those, more than the limit: a request, a blank-described one, a command, notices of both kinds.
+  await entry(T.EventRequest, 6);
+  await entry(T.EventRequest, 7, { deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: ' \t ' });
+  await entry(T.HandoffCompletedRequest, 8, { from: 'Manager' });
+  await entry(T.ErrorResponse, 9, { deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'refused' });
+  await entry(T.ErrorResponse, 10, { deadLetterReason: 'ReplayGap', deadLetterErrorDescription: 'gap' });
   const newest = await f.store.listSessionResponses(eventId, EP, 's-1', 1);
-  assert.deepEqual([newest.items.map((h) => h.messageId), newest.corrupt], [[park], []]);
-  assert.deepEqual((await f.store.listSessionResponses(eventId, EP, 's-1', 5)).items.map((h) => h.messageId), [park, failed]);
+  assert.deepEqual([newest.items.map((h) => h.messageId), newest.corrupt], [[dead], []]);
+  assert.deepEqual((await f.store.listSessionResponses(eventId, EP, 's-1', 5)).items.map((h) => h.messageId), [dead, park, failed]);
 });
 
 test('bad input is a StoreInputError with what was wrong', async () => {

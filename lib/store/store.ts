@@ -1756,11 +1756,14 @@ export class MessageStore {
   }
 
   /**
-   * The responses of one endpoint's session (entries of a type that is not a request), newest first, at most
-   * `limit`; a subscriber notice (a refused command, a replay gap: isSubscriberNotice) is no outcome and is never
-   * returned. How the Resolver finds the outcome to put back after a refusal (resolver-worker/resolve.ts): a list
-   * read of the history stops at its cap, oldest first, so on a long event the newest outcome is the one it lacks.
-   * The query's tests are exact (a type list, equality on the notice reasons), so `limit` counts what it returns.
+   * The outcomes of one endpoint's session, newest first, at most `limit`: its responses (entries of a type that is
+   * not a request) and its dead-lettered requests (a request a non-blank dead-letter description made DeadLettered,
+   * as the Resolver wrote its row); a subscriber notice (a refused command, a replay gap: isSubscriberNotice) is no
+   * outcome and is never returned. How the Resolver finds the outcome to put back after a refusal
+   * (resolver-worker/resolve.ts): a list read of the history stops at its cap, oldest first, so on a long event the
+   * newest outcome is the one it lacks. The description test of the query is wider than the contract's (any
+   * non-empty string, as in listHistoryAfter), so the exact test runs on what it returns and it pages on until
+   * `limit` entries pass.
    */
   async listSessionResponses(
     eventId: string,
@@ -1768,12 +1771,16 @@ export class MessageStore {
     sessionId: string,
     limit = 10,
   ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
-    const where = '(NOT IS_STRING(c.deadLetterReason) OR NOT ARRAY_CONTAINS(@notices, c.deadLetterReason)) AND ARRAY_CONTAINS(@types, c.messageType)';
+    const where =
+      '(NOT IS_STRING(c.deadLetterReason) OR NOT ARRAY_CONTAINS(@notices, c.deadLetterReason)) AND ' +
+      '(ARRAY_CONTAINS(@types, c.messageType) OR (IS_STRING(c.deadLetterErrorDescription) AND LENGTH(c.deadLetterErrorDescription) > 0))';
     const params = [
       { name: '@types', value: ALL_MESSAGE_TYPES.filter((t) => !isRequestType(t)) },
       { name: '@notices', value: [WireText.CommandRefused, WireText.ReplayGap] },
     ];
-    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, limit, 'session responses');
+    const isOutcome = (h: HistoryEntry) =>
+      !isSubscriberNotice(h) && (!isRequestType(h.messageType) || resultingStatus(h.messageType, h.deadLetterErrorDescription).status === ResolutionStatus.DeadLettered);
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, limit, 'session responses', isOutcome);
   }
 
   /**
