@@ -89,7 +89,10 @@ export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): Sta
   const answersRow = (h: HistoryEntry) => h.parentMessageId === row.lastMessageId;
   // Newest first: when several responses answer, the latest one is the outcome (terminal writes are last-writer-wins).
   // Never the row's own parent (isLaterResponse): it came before the row's message, whatever the clocks say.
-  const settled = own.filter((h) => isSettling(h) && answersRow(h)).sort(newestFirst)[0] ?? own.filter((h) => isLaterResponse(row, h)).sort(newestFirst)[0];
+  // The newest settling response of either kind: the Resolver applied them in that order, and a terminal write is
+  // last-writer-wins, so an older answer does not beat a newer later response (and a park between them, newer than
+  // the answer but older than the later response, does not reopen the row over the later one).
+  const settled = own.filter((h) => (isSettling(h) && answersRow(h)) || isLaterResponse(row, h)).sort(newestFirst)[0];
   let shown: GuardedRowView = settled ? { status: statusOf(settled), messageType: settled.messageType as MessageType, parentMessageId: settled.parentMessageId } : row;
   let outcome = settled;
   const reopening = own.filter((h) => answersRow(h) && isStateBearing(h) && !isSettling(h) && (!settled || h.enqueuedAt > settled.enqueuedAt)).sort((a, b) => newestFirst(b, a));
@@ -126,8 +129,11 @@ async function staleEvidence(
   // answers past the cap may hold a newer one, and a settling response past it wins over an older answer, so each
   // read is added to what is known rather than judged alone.
   const settles = (f: ReturnType<typeof found>) => f !== undefined && isSettling(f.entry);
+  // On a cut list the row's answers are read whatever the list holds: an answer past the cap is newer than any
+  // in it, so a settling one in the list does not decide alone (a park past the cap reopens an older failure, a
+  // newer settling answer wins over an older one; before, the outcome depended on the cap).
   const inList = found(history.entries);
-  if (!history.cutOff || !mayBeStale(row) || settles(inList)) return inList;
+  if (!history.cutOff || !mayBeStale(row)) return inList;
   const withAnswers = union(history.entries, (await answers()).items);
   const answered = found(withAnswers);
   if (settles(answered)) return answered;
