@@ -76,7 +76,7 @@ export interface ResolverOptions {
   brokerStopMs?: number;
   /**
    * How long stop() waits for the last flush of the stored time series (`history`), from its start. Default 3 s:
-   * it is a store write with the client's 30 s request time-out, retried, and a store that does not answer must not
+   * it is a store write with the client's 30 s request time-out (not retried after one), and a store that does not answer must not
    * hold back the counter flush that the caller's `store.close()` runs next. Given up, the last outcome-series points
    * (at most a flush interval's) are missing from the charts; the counters and the rows are not affected.
    */
