@@ -558,3 +558,30 @@ describe('a later write of the same store keeps the mark of its earlier write wh
     }
   });
 });
+
+describe('a newer write in doubt two writes of this store removed from the settling one is left for a fresh read too', () => {
+  test('S held; W1, W2 of the same store land on top; W3 lands with reply lost; S reply then arrives', async () => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+    try {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+      await store.writeStatus(request);
+      const held = proxy.hold(isRowReplace, 'response');
+      const err = (t: string) => msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: t });
+      const sWrite = s.writeStatus(err('s'));
+      await held.held;
+      assert.equal((await s.writeStatus(err('w1'))).outcome, 'written');
+      assert.equal((await s.writeStatus(err('w2'))).outcome, 'written');
+      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
+      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(resolved), StoreTransientError));
+      assert.equal(s.writesInDoubt, 1);
+      assert.equal((await store.getStatusRow(ep, 'a', 's-1'))?.status, S.Completed, 'W3 landed');
+      held.release();
+      assert.equal((await sWrite).outcome, 'written');
+      await s.flushCounters();
+      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -1176,21 +1176,32 @@ export class MessageStore {
    * doubt read and built on), or if any of those carries its mark: another writer moved the row on from its version
    * and carried the mark forward. Only that write can have left its mark, so a write of this store that read the
    * same version and did not land is never taken for it. `settlingWriteNo`: the write of this store whose success
-   * settles it (a late settle, with `before` the version that write replaced); a write in doubt built on that
-   * write's own version is newer than it, not older, so neither its version nor `before` can show whether it
-   * landed: the whole entry is left for a fresh read of the row (the settle pass, the row's next write).
+   * settles it (a late settle, with `before` the version that write replaced). Only the entries numbered before that
+   * write are older than it and judged here; one numbered after it read its version or a later one (newer: neither
+   * version shows whether it landed), or read the same version and lost the If-Match to it (never landed). Those are
+   * put back, still pinned, for a fresh read of the row (the settle pass, the row's next write).
    */
   #takeDoubt(cacheKey: string, doubt: InDoubtWrite, current: StatusRow | null, before: StatusRow | null = null, settlingWriteNo?: number): InDoubtWrite[] {
     if (this.#inDoubt.get(cacheKey) !== doubt) return []; // settled already, by whoever read first
-    if (settlingWriteNo !== undefined)
-      for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) if (carriesMark(d.replaced, this.#writerId, settlingWriteNo)) return [];
     this.#inDoubt.delete(cacheKey);
     const writes: InDoubtWrite[] = [];
     for (let d: InDoubtWrite | undefined = doubt; d; d = d.earlier) writes.push(d);
+    const newer = settlingWriteNo === undefined ? [] : writes.filter((w) => w.writeNo > settlingWriteNo);
+    if (newer.length > 0) {
+      // Newest first as they stood: relinked oldest to newest, so the head is the newest and `earlier` the older.
+      let chain: InDoubtWrite | undefined;
+      for (const w of [...newer].reverse()) {
+        w.earlier = chain;
+        chain = w;
+      }
+      this.#inDoubt.set(cacheKey, chain!);
+      this.#scheduleSettle();
+    }
+    const judged = writes.filter((w) => !newer.includes(w));
     const versions = [current, before, ...writes.map((w) => w.replaced)].filter((v): v is StatusRow => v !== null);
-    const landed = writes.filter((w) => versions.some((v) => isVersion(v, w.written) || carriesMark(v, this.#writerId, w.writeNo)));
+    const landed = judged.filter((w) => versions.some((v) => isVersion(v, w.written) || carriesMark(v, this.#writerId, w.writeNo)));
     // The others never landed (or were overwritten since): nothing of theirs to count, their windows are unpinned.
-    for (const w of writes) if (w.ticket && !landed.includes(w)) this.#counterBuffer?.forget(w.ticket);
+    for (const w of judged) if (w.ticket && !landed.includes(w)) this.#counterBuffer?.forget(w.ticket);
     return landed;
   }
 
