@@ -178,6 +178,26 @@ describe('subscriber notices', () => {
     assert.match(audits[0]!.comment ?? '', /the row was put back to Pending \(Handoff\)$/);
   });
 
+  test('a history-only entry is no outcome to restore: a dead-lettered deferred-processor trigger after the park leaves the restore on the park', async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    const { park, claim } = await claimedHandoff(ep, ev);
+    // The deferred processor's trigger, dead-lettered on the way, after the park and before the claim's refusal:
+    // history only, the Resolver never writes the row from it (isHistoryOnly).
+    const trigger = await h.send({
+      type: T.ProcessDeferredRequest,
+      eventId: ev,
+      to: ep,
+      from: ep,
+      props: { [Prop.ReplayUntil]: 5, [Prop.SessionId]: 's-1', [Prop.DeadLetterReason]: 'MaxDeliveryCountExceeded', [Prop.DeadLetterErrorDescription]: 'gave up' },
+    });
+    await settled(trigger.messageId);
+    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.lastMessageId, claim, 'the trigger did not write the row');
+    await refuseClaim(ep, ev, claim, park);
+    const row = await h.store.getStatusRow(ep, ev, 's-1');
+    assert.deepEqual([row?.status, row?.subStatus], ['Pending', 'Handoff'], 'put back to the park the row showed, not to a state it never had');
+  });
+
   test('a refusal for a row that moved on changes nothing; an ordinary dead-letter notification still dead-letters', async () => {
     const ep = uniq('crm');
     const ev = uniq('e');

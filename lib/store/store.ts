@@ -20,7 +20,7 @@ import type { z } from 'zod';
 import {
   ALL_MESSAGE_TYPES,
   isRequestType,
-  isSubscriberNotice,
+  isHistoryOnly,
   MessageType,
   ResolutionStatus,
   resolutionStatusSchema,
@@ -1762,14 +1762,17 @@ export class MessageStore {
       { name: '@types', value: types },
       { name: '@notices', value: [WireText.CommandRefused, WireText.ReplayGap] },
     ];
-    const isOutcome = (h: HistoryEntry) => !isSubscriberNotice(h) && wanted.has(resultingStatus(h.messageType, h.deadLetterErrorDescription).status);
+    // History-only entries (a notice, the deferred processor's trigger, a refused unauthorised command) never wrote
+    // the row, so their dead-letter description makes no outcome of them.
+    const isOutcome = (h: HistoryEntry) => !isHistoryOnly(h) && wanted.has(resultingStatus(h.messageType, h.deadLetterErrorDescription).status);
     return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, limit, 'history after', isOutcome);
   }
 
   /**
    * The outcomes of one endpoint's session, newest first, at most `limit`: its responses (entries of a type that is
    * not a request) and its dead-lettered requests (a request a non-blank dead-letter description made DeadLettered,
-   * as the Resolver wrote its row); a subscriber notice (a refused command, a replay gap: isSubscriberNotice) is no
+   * as the Resolver wrote its row); a history-only entry (a subscriber notice, the deferred processor's trigger, a
+   * refused unauthorised command: isHistoryOnly, which never wrote the row) is no
    * outcome and is never returned. How the Resolver finds the outcome to put back after a refusal
    * (resolver-worker/resolve.ts): a list read of the history stops at its cap, oldest first, so on a long event the
    * newest outcome is the one it lacks. The description test of the query is wider than the contract's (any
@@ -1790,7 +1793,7 @@ export class MessageStore {
       { name: '@notices', value: [WireText.CommandRefused, WireText.ReplayGap] },
     ];
     const isOutcome = (h: HistoryEntry) =>
-      !isSubscriberNotice(h) && (!isRequestType(h.messageType) || resultingStatus(h.messageType, h.deadLetterErrorDescription).status === ResolutionStatus.DeadLettered);
+      !isHistoryOnly(h) && (!isRequestType(h.messageType) || resultingStatus(h.messageType, h.deadLetterErrorDescription).status === ResolutionStatus.DeadLettered);
     return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, limit, 'session responses', isOutcome);
   }
 

@@ -9,7 +9,7 @@
 // the stuck check must not restore the row under it. Read once per row too, and only when the list cannot be trusted
 // alone (cut at the cap, or holding entries that do not parse). One that no longer parses counts as settling for the
 // stuck check, as an unreadable answer does, and the preview lists the row as unreadable.
-import { CONTROL_REQUEST_TYPES, isSubscriberNotice, MessageType, resultingStatus } from '@nimbus/sdk/contract';
+import { CONTROL_REQUEST_TYPES, isHistoryOnly, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
 import { TERMINAL_STATUSES, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
 
 export type RowAnswers = Awaited<ReturnType<MessageStore['listHistoryAnswers']>>;
@@ -28,17 +28,18 @@ export function answersOnce(store: MessageStore, row: Pick<StatusRowSummary, 'en
  * subscriber's notices (a refused command, a replay gap): those are dead-letter notifications about another
  * message and never the event's state (the Resolver keeps them in history only).
  */
-export function isStateBearing(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason'>): boolean {
-  return (
-    h.messageType !== MessageType.ProcessDeferredRequest &&
-    !CONTROL_REQUEST_TYPES.has(h.messageType as MessageType) &&
-    !isSubscriberNotice(h)
-  );
+export function isStateBearing(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason' | 'from'>): boolean {
+  return !CONTROL_REQUEST_TYPES.has(h.messageType as MessageType) && !isHistoryOnly({ ...h, messageType: h.messageType as MessageType });
 }
 
-/** A terminal outcome of the event itself; a subscriber's notice (refused command, replay gap) is not one. */
-export function isSettling(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason' | 'deadLetterErrorDescription'>): boolean {
-  return !isSubscriberNotice(h) && TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
+/**
+ * A terminal outcome of the event itself. Never a history-only entry (isHistoryOnly: a subscriber's notice, the
+ * deferred processor's trigger, a refused unauthorised command): the Resolver never wrote the row from one, so a
+ * dead-letter description on it settles nothing (with "the newest outcome wins" it would otherwise override a real,
+ * older answer).
+ */
+export function isSettling(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason' | 'deadLetterErrorDescription' | 'from'>): boolean {
+  return !isHistoryOnly({ ...h, messageType: h.messageType as MessageType }) && TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
 }
 
 /**

@@ -10,14 +10,14 @@ import { commandMessageId } from '../manager/commands.ts';
 import { applyReconcile, previewReconcile, settlingEvidence } from './reconcile.ts';
 import type { HistoryEntry } from '../../lib/store/index.ts';
 
-
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 let f: StoreFixture;
 before(async () => { f = await startStoreFixture(); });
 after(async () => { await f?.close(); });
 const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
-async function setup() {
+/** A failed event whose skip claim failed inside the cap of 3; past the cap, `last` (status write lost). */
+async function setup(last: 'park' | 'completed' = 'park') {
   const endpointId = 'billingendpoint';
   const eventId = uniq('cut');
   const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(0), errorText: 'boom' });
@@ -34,8 +34,12 @@ async function setup() {
   await f.store.recordHistory({ ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: skipId, errorText: 'skip failed' }), enqueuedAt: at(2) });
   // Other traffic past the cap.
   for (let i = 3; i <= 6; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
-  // Then a redelivery of the skip parked it (a new handoff, status write lost): past the cap.
-  const park = { ...msg(MessageType.PendingHandoffResponse, { endpointId, eventId, parentMessageId: skipId, handoffReason: 'needs approval' }), enqueuedAt: at(12) };
+  // Then, past the cap: a redelivery of the skip parked it (a new handoff), or the redelivered original completed (a
+  // newer settling later response).
+  const park =
+    last === 'park'
+      ? { ...msg(MessageType.PendingHandoffResponse, { endpointId, eventId, parentMessageId: skipId, handoffReason: 'needs approval' }), enqueuedAt: at(12) }
+      : { ...msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: 'redelivered-original' }), enqueuedAt: at(12) };
   await f.store.recordHistory(park);
   return { endpointId, eventId, sessionId: row.sessionId, skipId, park };
 }
@@ -46,6 +50,18 @@ test('a cut list: the evidence does not depend on the cap (a park past it, after
   const whole = await ev(2000);
   const cut = await ev(3);
   assert.deepEqual([cut?.messageId, cut?.status], [whole?.messageId, whole?.status], 'the same row, the same history: the same repair whatever the cap');
+});
+
+test('a cut list: a newer later response past the cap wins over an older answer in the list, in the preview and on apply', async () => {
+  const e = await setup('completed');
+  const ev = async (historyCap: number) => (await previewReconcile(f.store, [e.endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0, historyCap })).stale.find((s) => s.eventId === e.eventId)?.evidence;
+  const whole = await ev(2000);
+  assert.deepEqual([whole?.messageId, whole?.rule, whole?.status], [e.park.messageId, 'later-response', 'Completed'], 'the whole list: the newest outcome');
+  const cut = await ev(3);
+  assert.deepEqual([cut?.messageId, cut?.status], [whole?.messageId, whole?.status], 'the same repair whatever the cap');
+  await applyReconcile(f.store, [{ endpointId: e.endpointId, eventId: e.eventId, sessionId: e.sessionId, rowMessageId: e.skipId }], 'review', { historyCap: 3 });
+  const row = await f.store.getStatusRow(e.endpointId, e.eventId, e.sessionId);
+  assert.deepEqual([row?.status, row?.lastMessageId], ['Completed', e.park.messageId]);
 });
 
 test('a cut list: apply writes the park past the cap, not the older failure in the list', async () => {
@@ -79,8 +95,8 @@ test('apply: a newer later response (Completed) wins over an older answer and a 
   assert.deepEqual([now?.status, now?.subStatus, now?.lastMessageId], ['Completed', null, done.messageId]);
 });
 
-const h = (messageId: string, messageType: string, parentMessageId: string, enqueuedAt: string) =>
-  ({ messageId, messageType, parentMessageId, enqueuedAt, sessionId: 's', deadLetterErrorDescription: null }) as unknown as HistoryEntry;
+const h = (messageId: string, messageType: string, parentMessageId: string, enqueuedAt: string, deadLetterErrorDescription: string | null = null) =>
+  ({ messageId, messageType, parentMessageId, enqueuedAt, sessionId: 's', deadLetterErrorDescription }) as unknown as HistoryEntry;
 const claim = { lastMessageId: 'skip-1', messageType: 'SkipRequest' as const, parentMessageId: 'fail-0', sessionId: 's', enqueuedAt: at(10), status: 'Pending' as const, subStatus: null };
 const pick = (history: HistoryEntry[]) => { const e = settlingEvidence(claim, history); return e && [e.messageId, e.rule, e.status]; };
 
@@ -92,4 +108,12 @@ test('pure: a newer later response is not overtaken by an older park because an 
   // Add an OLDER failure answering the skip (Resolver order: Failed, park, Completed -> Completed).
   const err = h('err', 'ErrorResponse', 'skip-1', at(11));
   assert.deepEqual(pick([err, park, done]), ['done', 'later-response', 'Completed']);
+});
+
+test('pure: a history-only entry is no outcome, however new and whatever its dead-letter description', () => {
+  // The deferred processor's trigger, dead-lettered on the way: the Resolver keeps it in history only and never
+  // writes the row from it, so it does not override the real, older answer.
+  const skipped = h('skipped', 'SkipResponse', 'skip-1', at(11));
+  const trigger = h('pdr', 'ProcessDeferredRequest', 'x', at(12), 'gave up');
+  assert.deepEqual(pick([skipped, trigger]), ['skipped', 'answers-row', 'Skipped']);
 });

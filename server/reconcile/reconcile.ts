@@ -125,19 +125,14 @@ async function staleEvidence(
     const entry = evidence && entries.find((h) => h.messageId === evidence.messageId);
     return evidence && entry ? { evidence, entry } : undefined;
   };
-  // A settling response decides alone (as before: no read more). A non-settling answer, or none, on a cut list: the
-  // answers past the cap may hold a newer one, and a settling response past it wins over an older answer, so each
-  // read is added to what is known rather than judged alone.
-  const settles = (f: ReturnType<typeof found>) => f !== undefined && isSettling(f.entry);
-  // On a cut list the row's answers are read whatever the list holds: an answer past the cap is newer than any
-  // in it, so a settling one in the list does not decide alone (a park past the cap reopens an older failure, a
-  // newer settling answer wins over an older one; before, the outcome depended on the cap).
+  // A list that fits under the cap decides alone. On a cut list the row's answers and the later responses are both
+  // read whatever the list holds, each added to what is known rather than judged alone: what lies past the cap is
+  // newer than anything in the list, and the newest outcome wins (a park past the cap reopens an older failure in
+  // it; a newer settling answer or later response wins over an older one). Before, a settling entry in the list
+  // decided alone and the repair depended on the cap.
   const inList = found(history.entries);
   if (!history.cutOff || !mayBeStale(row)) return inList;
-  const withAnswers = union(history.entries, (await answers()).items);
-  const answered = found(withAnswers);
-  if (settles(answered)) return answered;
-  return found(union(withAnswers, (await later()).items));
+  return found(union(union(history.entries, (await answers()).items), (await later()).items));
 }
 
 /** Two reads of one history, each entry once. */

@@ -18,7 +18,7 @@ export function isRequestType(type: MessageTypeT): boolean {
  * A Manager-only command that did not come through the Manager topic (From is not 'Manager'): the subscriber
  * refuses it, so it is not operator intent and must not reopen the row. Recorded in history only.
  */
-export function isUnauthorisedCommand(m: { messageType: MessageTypeT; from?: string | undefined }): boolean {
+export function isUnauthorisedCommand(m: { messageType: MessageTypeT; from?: string | null | undefined }): boolean {
   return MANAGER_ONLY_TYPES.has(m.messageType) && (m.from ?? '').toLowerCase() !== Address.Manager.toLowerCase();
 }
 
@@ -28,7 +28,7 @@ export function isUnauthorisedCommand(m: { messageType: MessageTypeT; from?: str
  */
 export function isHistoryOnly(m: {
   messageType: MessageTypeT;
-  from?: string | undefined;
+  from?: string | null | undefined;
   deadLetterReason?: string | null | undefined;
 }): boolean {
   return m.messageType === MessageType.ProcessDeferredRequest || isUnauthorisedCommand(m) || isSubscriberNotice(m);
