@@ -58,6 +58,18 @@ test('newer subscriber notices do not fill the limit: the response behind eleven
   assert.deepEqual(found.items.map((h) => h.messageId), [completed.messageId]);
 });
 
+test('newer history-only entries do not fill the limit either: dead-lettered deferred-processor triggers are no outcome', async () => {
+  const eventId = uniq('after-triggers');
+  const completed = { ...msg(T.ResolutionResponse, { endpointId: EP, eventId }), enqueuedAt: at(11) };
+  await f.store.recordHistory(completed);
+  // The Resolver keeps these in history only (isHistoryOnly) and never writes the row from them, though their
+  // dead-letter description makes them DeadLettered to resultingStatus.
+  for (let i = 0; i < 11; i++)
+    await f.store.recordHistory({ ...msg(T.ProcessDeferredRequest, { endpointId: EP, eventId, deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'gave up' }), enqueuedAt: at(12 + i) });
+  const found = await f.store.listHistoryAfter(eventId, EP, 's-1', at(10), ['Completed', 'Failed', 'DeadLettered'], 10);
+  assert.deepEqual(found.items.map((h) => h.messageId), [completed.messageId]);
+});
+
 test('an entry of any type that a non-blank dead-letter description made DeadLettered is found; a blank description settles nothing', async () => {
   const eventId = uniq('after-dl');
   const dead = { ...msg(T.EventRequest, { endpointId: EP, eventId, deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'Delivery 10 of 10 ended transient: boom' }), enqueuedAt: at(11) };

@@ -1733,8 +1733,9 @@ export class MessageStore {
   /**
    * The entries of one endpoint's session enqueued after `after` whose outcome is one of `statuses`, newest first, at
    * most `limit`. An entry's outcome is the contract's resultingStatus (its type's status, or DeadLettered for any
-   * type with a non-blank DeadLetterErrorDescription: a dead-lettered request too); a subscriber notice (a refused
-   * command, a replay gap: isSubscriberNotice) is no outcome and is never returned. The query leaves notices and
+   * type with a non-blank DeadLetterErrorDescription: a dead-lettered request too); a history-only entry (a subscriber
+   * notice, the deferred processor's trigger, a refused unauthorised command: isHistoryOnly, which never wrote the
+   * row) is no outcome and is never returned. The query leaves notices and
    * other types out itself, so `limit` counts outcomes only: newer notices never crowd out a response behind them.
    * Its test of the description is wider than the contract's (any non-empty string: Cosmos's TRIM is not relied on
    * to trim what JavaScript's does), so the exact test is made here on what it returns, paging on until `limit`

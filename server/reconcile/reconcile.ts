@@ -107,11 +107,10 @@ export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): Sta
 
 /**
  * settlingEvidence on the real store, with the stored response it names. The list is capped (oldest first), so on
- * a long event the answer to the row's message - newer than the message - may be cut off: when the list was cut
- * and does not settle the row, the answers are read by their link (`answers`: the row's one read of them, which
- * the stuck check then reuses), and failing one, the settling responses enqueued after the row's message (`later`,
- * the `later-response` rule; the stuck check reuses that read too). A complete list settles it alone: no read
- * more. An answer that no longer parses is no evidence (there is nothing to re-apply); the stuck check still
+ * a long event the answer to the row's message - newer than the message - may be cut off: when the list was cut,
+ * the answers are read by their link (`answers`: the row's one read of them, which the stuck check then reuses)
+ * and the settling responses enqueued after the row's message (`later`, the `later-response` rule; the stuck check
+ * reuses that read too), whatever the list holds. A complete list settles it alone: no read more. An answer that no longer parses is no evidence (there is nothing to re-apply); the stuck check still
  * counts it as an answer.
  */
 async function staleEvidence(
