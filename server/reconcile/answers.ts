@@ -43,6 +43,18 @@ export function isSettling(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReas
 }
 
 /**
+ * An entry that is a response to a message when it names it (ParentMessageId): Reconcile's one rule for "answered",
+ * the stale check's (what a row can be re-applied to) and the stuck check's (a row so answered is never restored
+ * under it). Its settling outcome or any outcome the row can show. Never a history-only entry (a subscriber's notice,
+ * the deferred processor's trigger, a refused unauthorised command): it never wrote the row and answers nothing,
+ * although it may name the message (before, the stuck check counted any entry but a notice, so a row whose command
+ * got only such an entry was "answered" and listed nowhere); nor a control request that did not settle (a retry).
+ */
+export function isAnswer(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason' | 'deadLetterErrorDescription' | 'from'>): boolean {
+  return isSettling(h) || isStateBearing(h);
+}
+
+/**
  * The outcomes a later-response query asks for: the terminal ones (a deferral does not settle). The store leaves
  * notices out and counts an entry of any type that a dead-letter description made DeadLettered (a dead-lettered
  * request), as isSettling does on the list.

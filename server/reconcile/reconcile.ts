@@ -17,7 +17,7 @@ import {
 import { log } from '../log.ts';
 import { findingRow, stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
-import { answersOnce, isLaterResponse, isSettling, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
+import { answersOnce, isAnswer, isLaterResponse, isSettling, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
   endpointId: string;
@@ -86,7 +86,9 @@ const newestFirst = (a: HistoryEntry, b: HistoryEntry) => b.enqueuedAt.localeCom
 export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
   if (!mayBeStale(row)) return undefined;
   const own = history.filter((h) => h.sessionId === row.sessionId);
-  const answersRow = (h: HistoryEntry) => h.parentMessageId === row.lastMessageId;
+  // An answer by Reconcile's one rule (isAnswer, which the stuck check's "answered?" uses too): settling, or an
+  // outcome the row can show; never a history-only entry that names the message.
+  const answersRow = (h: HistoryEntry) => h.parentMessageId === row.lastMessageId && isAnswer(h);
   // Newest first: when several responses answer, the latest one is the outcome (terminal writes are last-writer-wins).
   // Never the row's own parent (isLaterResponse): it came before the row's message, whatever the clocks say.
   // The newest settling response of either kind: the Resolver applied them in that order, and a terminal write is
@@ -95,7 +97,7 @@ export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): Sta
   const settled = own.filter((h) => (isSettling(h) && answersRow(h)) || isLaterResponse(row, h)).sort(newestFirst)[0];
   let shown: GuardedRowView = settled ? { status: statusOf(settled), messageType: settled.messageType as MessageType, parentMessageId: settled.parentMessageId } : row;
   let outcome = settled;
-  const reopening = own.filter((h) => answersRow(h) && isStateBearing(h) && !isSettling(h) && (!settled || h.enqueuedAt > settled.enqueuedAt)).sort((a, b) => newestFirst(b, a));
+  const reopening = own.filter((h) => answersRow(h) && !isSettling(h) && (!settled || h.enqueuedAt > settled.enqueuedAt)).sort((a, b) => newestFirst(b, a));
   for (const h of reopening) {
     if (!decideStaleWrite({ status: statusOf(h), messageType: h.messageType as MessageType, messageId: h.messageId }, shown).apply) continue;
     shown = { status: statusOf(h), messageType: h.messageType as MessageType, parentMessageId: h.parentMessageId };

@@ -218,3 +218,27 @@ test('a claimed skip answered by a failure is stale and re-applied as Failed', a
   const now = await f.store.getStatusRow(endpointId, eventId, 's-1');
   assert.deepEqual([now?.status, now?.lastMessageId, now?.errorText], ['Failed', answer.messageId, 'skip handler failed']);
 });
+
+// A history-only entry naming the command (the deferred processor's trigger, dead-lettered; a Manager-only command
+// that did not come from the Manager, which its subscriber refuses) never wrote the row and is no response to the
+// command: it is no answer. Before, the stuck check counted any entry naming the row's message but a notice as one,
+// so such a row was "answered" and listed nowhere (neither stale nor stuck), Pending for good.
+test('a command whose only entries naming it are history-only is not answered: unanswered, refused or a claim, as without them', async () => {
+  for (const how of [
+    { recorded: true, receipt: false, notice: false, kind: 'unanswered' },
+    { recorded: false, receipt: true, notice: true, kind: 'refused' },
+    { recorded: false, receipt: false, notice: false, kind: 'claim' },
+  ]) {
+    const { eventId, park, commandId } = await refusedHandoffCompletion('CommandRefused', refusal, how);
+    const trigger = entry(msg(MessageType.ProcessDeferredRequest, { endpointId, eventId, parentMessageId: commandId, from: 'self', to: endpointId, deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'delivered 10 times' }));
+    const unauthorised = entry(msg(MessageType.ResubmissionRequest, { endpointId, eventId, parentMessageId: commandId, from: 'shop', to: endpointId, deadLetterErrorDescription: 'replayed by hand' }));
+    for (const h of [trigger, unauthorised]) await f.store.recordHistory(h);
+    const found = await listed(eventId);
+    assert.deepEqual(found.kinds, [`stuck:${how.kind}`], `${how.kind}: ${found.stuck[0]?.why ?? 'listed nowhere'}`);
+    assert.deepEqual(
+      [found.stuck[0]!.rowMessageId, found.stuck[0]!.repairs.map((r) => r.action), found.stuck[0]!.restoresTo?.messageId],
+      [commandId, ['restore'], park.messageId],
+      `${how.kind}: restored to the handoff park`,
+    );
+  }
+});

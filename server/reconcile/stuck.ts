@@ -18,7 +18,6 @@
 // ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
 import {
   CONTROL_REQUEST_TYPES,
-  isSubscriberNotice,
   MessageType,
   ResolutionStatus,
   resultingStatus,
@@ -31,7 +30,7 @@ import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
-import { answersOnce, isLaterResponse, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
+import { answersOnce, isAnswer, isLaterResponse, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
@@ -127,14 +126,17 @@ type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry } | 
  * first) and the answer, newer than the request, is among the entries a long event's list lacks: an answer not in
  * it is looked up by the link itself (`answers`, the row's one read of them, which the stale check may have made
  * already). A stored answer that no longer parses still counts: the endpoint did answer, and a restore would undo
- * what it did. A subscriber's notice is no answer (it says the command changed nothing): a CommandRefused one is
- * returned as the refusal, so the row is listed as refused rather than not at all.
+ * what it did. An entry naming the message is an answer by the stale check's rule only (isAnswer): a history-only
+ * entry is none (before, any entry but a notice was, so a command that got only the deferred processor's
+ * dead-lettered trigger or a refused unauthorised command naming it was "answered", and the row listed nowhere). A
+ * subscriber's notice says the command changed nothing: a CommandRefused one is returned as the refusal, so the row
+ * is listed as refused rather than not at all.
  */
 async function replyTo(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId'>, history: HistoryEntry[], answers: () => Promise<RowAnswers>): Promise<Reply> {
   const listed = history.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
-  if (listed.some((h) => !isSubscriberNotice(h))) return { kind: 'answered' };
+  if (listed.some(isAnswer)) return { kind: 'answered' };
   const { items, corrupt } = await answers();
-  if (corrupt.length > 0 || items.some((h) => !isSubscriberNotice(h))) return { kind: 'answered' };
+  if (corrupt.length > 0 || items.some(isAnswer)) return { kind: 'answered' };
   const notice = [...items, ...listed].find((h) => h.deadLetterReason === WireText.CommandRefused);
   return notice ? { kind: 'refused', notice } : { kind: 'none' };
 }
