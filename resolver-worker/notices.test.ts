@@ -7,10 +7,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { BulkOperationType, type JSONObject } from '@azure/cosmos';
-import { MessageType as T, Prop } from '@nimbus/sdk/contract';
+import { isHistoryOnly, MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { CONTAINERS } from '../lib/store/store.ts';
 import { docId } from '../lib/store/ids.ts';
-import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+import { ResolverHarness, eventually, orderBody, type WireMessage } from './testHarness.ts';
 
 let h: ResolverHarness;
 before(async () => {
@@ -178,24 +178,53 @@ describe('subscriber notices', () => {
     assert.match(audits[0]!.comment ?? '', /the row was put back to Pending \(Handoff\)$/);
   });
 
-  test('a history-only entry is no outcome to restore: a dead-lettered deferred-processor trigger after the park leaves the restore on the park', async () => {
+  /**
+   * A claimed handoff completion, then `historyOnly` (built from the event and its park) on the Resolver topic after
+   * the park and before the claim's refusal, then the refusal. Returns the row after the Resolver's restore and the
+   * history-only message's stored entry.
+   */
+  async function refusedAfter(historyOnly: (ep: string, ev: string, park: string) => WireMessage) {
     const ep = uniq('crm');
     const ev = uniq('e');
     const { park, claim } = await claimedHandoff(ep, ev);
-    // The deferred processor's trigger, dead-lettered on the way, after the park and before the claim's refusal:
-    // history only, the Resolver never writes the row from it (isHistoryOnly).
-    const trigger = await h.send({
+    const sent = await h.send(historyOnly(ep, ev, park));
+    await settled(sent.messageId);
+    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.lastMessageId, claim, 'the history-only message did not write the row');
+    const stored = await h.store.getHistory(ev, sent.messageId);
+    await refuseClaim(ep, ev, claim, park);
+    return { row: await h.store.getStatusRow(ep, ev, 's-1'), stored };
+  }
+
+  test('a history-only entry is no outcome to restore: a dead-lettered deferred-processor trigger after the park leaves the restore on the park', async () => {
+    // The deferred processor's trigger, dead-lettered on the way: history only, the Resolver never writes the row
+    // from it (isHistoryOnly).
+    const { row } = await refusedAfter((ep, ev) => ({
       type: T.ProcessDeferredRequest,
       eventId: ev,
       to: ep,
       from: ep,
       props: { [Prop.ReplayUntil]: 5, [Prop.SessionId]: 's-1', [Prop.DeadLetterReason]: 'MaxDeliveryCountExceeded', [Prop.DeadLetterErrorDescription]: 'gave up' },
-    });
-    await settled(trigger.messageId);
-    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.lastMessageId, claim, 'the trigger did not write the row');
-    await refuseClaim(ep, ev, claim, park);
-    const row = await h.store.getStatusRow(ep, ev, 's-1');
+    }));
     assert.deepEqual([row?.status, row?.subStatus], ['Pending', 'Handoff'], 'put back to the park the row showed, not to a state it never had');
+  });
+
+  test('a Manager-only command replayed by hand (no From, OriginatingFrom Manager, dead-lettered) is history-only on its entry too: the restore stays on the park', async () => {
+    // A dead letter put back on the Resolver topic by hand: From gone, OriginatingFrom kept. The Resolver judges it
+    // by its From (none: not the Manager's, refused by the subscriber) and never writes the row; its stored entry
+    // must be judged the same (before, recorded under From "Manager", the restore took it for a DeadLettered outcome).
+    const { row, stored } = await refusedAfter((ep, ev, park) => ({
+      type: T.ResubmissionRequest,
+      eventId: ev,
+      to: ep,
+      parentMessageId: park,
+      props: { [Prop.OriginatingFrom]: 'Manager', [Prop.DeadLetterReason]: 'MaxDeliveryCountExceeded', [Prop.DeadLetterErrorDescription]: 'gave up' },
+    }));
+    assert.equal(stored && isHistoryOnly(stored), true, `its stored entry is history-only as the message was (recorded From ${stored?.from})`);
+    assert.deepEqual(
+      [row?.status, row?.subStatus, row?.messageType, row?.externalJobId],
+      ['Pending', 'Handoff', 'PendingHandoffResponse', 'job-1'],
+      'put back to the park, not to the replayed command as DeadLettered',
+    );
   });
 
   test('a refusal for a row that moved on changes nothing; an ordinary dead-letter notification still dead-letters', async () => {

@@ -79,6 +79,30 @@ describe('history-only messages', () => {
     }
     assert.equal(isHistoryOnly(read({ [Prop.MessageType]: T.RetryRequest, [Prop.From]: 'Retry' })), false);
   });
+  test('the stored history entry is judged as the Resolver judged the message (a Manager-only command without From stays refused)', () => {
+    // A dead letter put back by hand keeps OriginatingFrom but loses From: a request is recorded under its
+    // OriginatingFrom, but a Manager-only command's From is what authorises it. Recorded as "Manager" it read as
+    // operator intent on its entry (and, dead-lettered, as the event's DeadLettered outcome to Reconcile) although
+    // the Resolver had judged it history-only and never written the row.
+    for (const type of [T.SkipRequest, T.ResubmissionRequest, T.HandoffCompletedRequest, T.HandoffFailedRequest]) {
+      for (const props of [
+        { [Prop.OriginatingFrom]: 'Manager' },
+        { [Prop.OriginatingFrom]: 'manager' },
+        { [Prop.OriginatingFrom]: 'shop' },
+        {},
+        { [Prop.From]: 'shop', [Prop.OriginatingFrom]: 'Manager' },
+        { [Prop.From]: 'Manager', [Prop.OriginatingFrom]: 'shop' },
+      ]) {
+        const m = read({ [Prop.MessageType]: type, [Prop.DeadLetterErrorDescription]: 'replayed by hand', ...props });
+        const { history } = project({ ...m, eventId: 'e-1' }, 'crm');
+        assert.equal(isHistoryOnly(history), isHistoryOnly(m), `${type} ${JSON.stringify(props)}: recorded From ${history.from}`);
+      }
+    }
+    const replayed = read({ [Prop.MessageType]: T.ResubmissionRequest, [Prop.OriginatingFrom]: 'Manager' });
+    assert.equal(project({ ...replayed, eventId: 'e-1' }, 'crm').history.from, 'self', 'who sent it is unknown, not the Manager');
+    const request = read({ [Prop.MessageType]: T.EventRequest, [Prop.OriginatingFrom]: 'shop' });
+    assert.equal(project({ ...request, eventId: 'e-1' }, 'crm').history.from, 'shop', 'other requests keep OriginatingFrom');
+  });
   test('subscriber notices and the replay trigger are history only; an ordinary dead-letter notification is not', () => {
     const notice = (reason: string) =>
       read({ [Prop.MessageType]: T.ErrorResponse, [Prop.From]: 'crm', [Prop.DeadLetterReason]: reason, [Prop.DeadLetterErrorDescription]: 'why' });

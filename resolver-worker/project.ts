@@ -21,9 +21,14 @@ export { endpointOf, isHistoryOnly, isRequestType, isUnauthorisedCommand };
 /**
  * `From` as recorded: a request put back on a topic by hand (a replayed dead letter) has none, and must still be
  * recorded, under OriginatingFrom or "self"; a response keeps its From, which is what identifies its endpoint.
+ * A refused Manager-only command (isUnauthorisedCommand) is never recorded under OriginatingFrom: its From is what
+ * authorises it, and one without From but with OriginatingFrom "Manager" would read as the Manager's on its entry
+ * (isHistoryOnly false: operator intent, or the event's DeadLettered outcome) although the Resolver judged it
+ * history-only and never wrote the row. Recorded as "self" (sender unknown), the entry is judged as the message was.
  */
 function recordedFrom(m: ResolverMessage & { messageType: MessageTypeT }): string | undefined {
-  return isRequestType(m.messageType) ? (m.from ?? m.originatingFrom ?? SELF) : m.from;
+  if (!isRequestType(m.messageType)) return m.from;
+  return isUnauthorisedCommand(m) ? (m.from ?? SELF) : (m.from ?? m.originatingFrom ?? SELF);
 }
 
 /** Marks a value cut to fit a limit. */
