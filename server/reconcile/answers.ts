@@ -1,7 +1,10 @@
 // The answers to the message a Pending row shows, read by their link (store.listHistoryAnswers: this endpoint and
 // session, newest first), at most once per row and check. The stale check wants one to re-apply (settling, or any
 // the row can show), the stuck check wants to know whether any answer exists (one that no longer parses included), and the preview lists a
-// row whose answer no longer parses: one query serves all three, made only when one of them needs it.
+// row whose answer no longer parses: one query serves all three, made only when one of them needs it. The query
+// returns every entry naming the message, notices and other history-only entries too (the stuck check finds a
+// refusal there); both checks judge them by one rule, isAnswer. Those that are no answer count toward its
+// ANSWERS_READ, so more of them than that, newer than the answer, hide it on a list cut at the cap (a known limit).
 // Beside them, the settling entries enqueued after the row's message (store.listHistoryAfter: terminal outcomes,
 // a request a dead-letter description settled included, never a subscriber's notice): a response to an
 // earlier message of the session (a redelivered original answered after a skip) settles the event without naming
