@@ -127,8 +127,10 @@ test('resolver role in the image layout: loads its modules, then names the setti
   );
 });
 
-test('recount role in the image layout: loads its modules, then prints its usage', async () => {
-  assertOwnConfigurationError(await runRole('recount'), /usage: npm run recount/);
+test('recount role in the image layout: loads its modules, then prints its usage in the form the image runs it', async () => {
+  const r = await runRole('recount');
+  assertOwnConfigurationError(r, /^usage: docker run --rm <image> recount <endpoint id>/m);
+  assert.doesNotMatch(r.err, /npm run/, 'the image has no npm script to run');
 });
 
 test('demo role in the image layout: loads its modules, then names the bus setting it lacks', async () => {
