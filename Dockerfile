@@ -38,8 +38,9 @@ RUN groupadd --system --gid 10001 nimbus && useradd --system --uid 10001 --gid n
 # They import @nimbus/sdk, which tsx resolves as in the repository: tsconfig.json's "paths" lead to the SDK's
 # sources, so the image runs the SDK code the tests run and needs no SDK build (the package's "exports" name a
 # dist/ that is never built here). The SDK's package.json keeps the workspace link node_modules/@nimbus/sdk from
-# dangling and marks its sources as ES modules. scripts/docker-layout.test.ts lays these COPY lines out and starts
-# the roles from them.
+# dangling and marks its sources as ES modules. No test comes along: .dockerignore keeps tests, their harnesses and
+# fixtures out of the build context. scripts/docker-layout.test.ts lays these COPY lines out (less what
+# .dockerignore leaves out) and starts the roles from them.
 COPY --from=build --chown=nimbus:nimbus /app/node_modules ./node_modules
 COPY --from=build --chown=nimbus:nimbus /app/package.json ./package.json
 COPY --from=build --chown=nimbus:nimbus /app/tsconfig.json ./tsconfig.json

@@ -19,7 +19,7 @@
 // The store's counterOwner must be this watch's owner (resolver-worker/main.ts passes the same id to both).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { holdLease, keepRenewing, StoreError, type HeldLease, type Lease, type LeaseStore, type MessageStore } from '../lib/store/index.ts';
+import { holdLease, isStoreError, keepRenewing, type HeldLease, type Lease, type LeaseStore, type MessageStore } from '../lib/store/index.ts';
 
 export const INSTANCE_LEASE_PREFIX = 'resolver_instance_';
 
@@ -181,13 +181,13 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
 }
 
 /**
- * An error as the warnings log it: the store's own errors (lib/store/errors.ts) by their message, written here;
- * anything else (a Cosmos error the store passed on unclassified) by name and status only, since a service's own
- * text can name the account.
+ * An error as the warnings log it: the store's own errors (lib/store/errors.ts) by their message, written here
+ * (isStoreError: another copy of the module's too, as server/http.ts recognises them); anything else (a Cosmos
+ * error the store passed on unclassified) by name and status only, since a service's own text can name the account.
  */
 export function logSafeError(err: unknown): string {
   if (!(err instanceof Error)) return 'unknown error';
-  if (err instanceof StoreError) return err.message;
+  if (isStoreError(err)) return err.message;
   const status = (err as { code?: unknown; statusCode?: unknown }).statusCode ?? (err as { code?: unknown }).code;
   return typeof status === 'number' || typeof status === 'string' ? `${err.name} (${String(status)})` : err.name;
 }

@@ -1,14 +1,16 @@
 // The Docker image's runtime stage without a Docker engine: the files its COPY lines put in /app are laid out from
-// this checkout in a temporary folder, and the roles that run from TypeScript (resolver, recount, demo) are started
+// this checkout in a temporary folder, less what .dockerignore keeps out of the build context, and the roles that run from TypeScript (resolver, recount, demo) are started
 // there through the image's entry point. Each must get past loading its modules, which only the files the image
 // holds can make possible (tsx resolving @nimbus/sdk, for instance), and stop at its own configuration error: the
-// environment holds no bus or store settings, so no role reaches a network.
+// environment holds no bus or store settings, so no role reaches a network. The layout holds no test: no role may
+// import one.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink } from 'node:fs/promises';
+import { cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, posix } from 'node:path';
+import { join, posix, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseDockerIgnore, type DockerIgnore } from './testing/dockerignore.ts';
 import { runToExit, type Run } from './testing/runToExit.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -18,7 +20,10 @@ const WORKDIR = '/app';
 const ROLE_TIMEOUT_MS = 120_000;
 
 interface Copy {
-  /** The path in this checkout that the stage named by --from holds at `src` (the build stages copy the checkout). */
+  /**
+   * The path in this checkout that the stage named by --from holds at `src` (the build stages copy the checkout,
+   * less what .dockerignore keeps out of the build context).
+   */
   source: string;
   /** Where the runtime stage puts it, relative to its WORKDIR. */
   target: string;
@@ -84,10 +89,21 @@ async function layOutNodeModules(from: string, to: string): Promise<void> {
   }
 }
 
+/** cp's filter: what the build context holds of the checkout (a path the context leaves out is not copied). */
+function inBuildContext(ignore: DockerIgnore) {
+  return async (src: string): Promise<boolean> => {
+    const path = relative(ROOT, src).split(sep).join('/');
+    if (!ignore.excludes(path)) return true;
+    // A folder left out may still hold a file a `!` line brings back: go in, and judge its files one by one.
+    return ignore.hasExceptions && (await stat(src)).isDirectory();
+  };
+}
+
 let dockerfile: string;
 let app: string;
 before(async () => {
   dockerfile = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
+  const ignore = parseDockerIgnore(await readFile(join(ROOT, '.dockerignore'), 'utf8'));
   const copies = runtimeCopies(dockerfile);
   app = await mkdtemp(join(tmpdir(), 'nimbus-image-layout-'));
   for (const { source, target } of copies) {
@@ -97,7 +113,7 @@ before(async () => {
     if (source === 'node_modules') await layOutNodeModules(join(ROOT, 'node_modules'), join(app, target));
     // A path the checkout lacks fails here, as it would fail `docker build`.
     else
-      await cp(join(ROOT, source), join(app, target), { recursive: true, errorOnExist: true, force: false });
+      await cp(join(ROOT, source), join(app, target), { recursive: true, errorOnExist: true, force: false, filter: inBuildContext(ignore) });
   }
 });
 after(async () => {
@@ -127,12 +143,33 @@ test('resolver role in the image layout: loads its modules, then names the setti
   );
 });
 
-test('recount role in the image layout: loads its modules, then prints its usage', async () => {
-  assertOwnConfigurationError(await runRole('recount'), /usage: npm run recount/);
+test('recount role in the image layout: loads its modules, then prints its usage in the form the image runs it', async () => {
+  const r = await runRole('recount');
+  assertOwnConfigurationError(r, /^usage: docker run --rm <image> recount <endpoint id>/m);
+  assert.doesNotMatch(r.err, /npm run/, 'the image has no npm script to run');
 });
 
 test('demo role in the image layout: loads its modules, then names the bus setting it lacks', async () => {
   assertOwnConfigurationError(await runRole('demo'), /^demo: .*NIMBUS_SERVICEBUS/m);
+});
+
+/** The layout's files and folders below `dir`, relative to it; node_modules (npm's) and the console's build left out. */
+async function layoutPaths(dir: string, rel = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(join(dir, rel), { withFileTypes: true })) {
+    const path = rel ? `${rel}/${entry.name}` : entry.name;
+    if (path === 'node_modules' || path === 'console') continue;
+    out.push(path);
+    if (entry.isDirectory()) out.push(...(await layoutPaths(dir, path)));
+  }
+  return out;
+}
+
+test('the image layout holds no test, test harness or test fixture folder (the roles above start without them)', async () => {
+  const paths = await layoutPaths(app);
+  assert.ok(paths.includes('scripts/recount.ts') && paths.includes('lib/store/index.ts'), 'the layout was laid out');
+  const tests = paths.filter((p) => /\.test\.tsx?$/.test(p) || /(^|\/)testing$/.test(p) || /harness[^/]*$/i.test(p));
+  assert.deepEqual(tests, [], 'test files in the runtime image');
 });
 
 test('the workspace link node_modules/@nimbus/sdk resolves in the image layout', async () => {

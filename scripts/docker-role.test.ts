@@ -49,12 +49,18 @@ test('recount: runs scripts/recount.ts through tsx, as the resolver role runs it
   assert.deepEqual((await execed(['recount'])).slice(1), ['--import', 'tsx', 'scripts/recount.ts']);
 });
 
-test('recount with the real node: the command starts and answers as `npm run recount` does', async () => {
+test('recount with the real node: the command starts and answers as `npm run recount` does, its usage in the docker form', async () => {
   const path = process.env.PATH ?? '';
-  // No argument: the command's own usage (there is no implicit full recount), exit 2.
+  // No argument: the command's own usage (there is no implicit full recount), naming the way it was run, exit 2.
   const bare = await runRole(['recount'], path);
   assert.equal(bare.code, 2, bare.err);
-  assert.match(bare.err, /usage: npm run recount/);
+  assert.match(bare.err, /^usage: docker run --rm <image> recount <endpoint id>\.\.\./m);
+  assert.match(bare.err, /^ {7}docker run --rm <image> recount --all/m);
+  assert.doesNotMatch(bare.err, /npm run/);
+  // A usage mistake shows the same form.
+  const both = await runRole(['recount', '--all', 'billingendpoint'], path);
+  assert.equal(both.code, 2, both.err);
+  assert.match(both.err, /^recount: give either --all or endpoint ids, not both\nusage: docker run --rm <image> recount/m);
   // `--all` reached it: past the usage, it names the missing store setting (never a value), exit 2.
   const all = await runRole(['recount', '--all'], path);
   assert.equal(all.code, 2, all.err);

@@ -1,17 +1,20 @@
-// Entry point of `npm run recount`: the recount the Resolver's warnings ask for (a counters recovery that gave up, a
-// late instance's refused flushes: docs/deploy.md, "Recounting counters"). Recounts the endpoints named, or with
-// `--all` every endpoint that has a counters document, readable or not (as recountAll), from their rows
-// (store.recountEndpoint, which also rebuilds their failure groups). Reads the store settings as the Resolver does
-// (NIMBUS_COSMOS_ENDPOINT / _KEY / _DATABASE), so an operator runs it with the Resolver's environment. Prints one
-// line per endpoint with its counts before and after, never a row, a key or a service's own error text. Exit codes:
-// 0 all recounted, 1 any failed (named; the others are still recounted) or the store unreachable, 2 usage, a bad
-// endpoint id or a bad setting (nothing recounted).
+// Entry point of `npm run recount` and of the image's `recount` role (scripts/docker-role.sh): the recount the
+// Resolver's warnings ask for (a counters recovery that gave up, a late instance's refused flushes: docs/deploy.md,
+// "Recounting counters"). Recounts the endpoints named, or with `--all` every endpoint that has a counters document,
+// readable or not (as recountAll), from their rows (store.recountEndpoint, which also rebuilds their failure
+// groups). Reads the store settings as the Resolver does (NIMBUS_COSMOS_ENDPOINT / _KEY / _DATABASE), so an operator
+// runs it with the Resolver's environment. Prints one line per endpoint with its counts before and after, never a
+// row, a key or a service's own error text. Exit codes: 0 all recounted, 1 any failed (named; the others are still
+// recounted) or the store unreachable, 2 usage, a bad endpoint id or a bad setting (nothing recounted).
 import { ConfigError, readStoreConfig } from '../resolver-worker/config.ts';
 import { logSafeError } from '../resolver-worker/liveness.ts';
 import { createStore, endpointIdSchema, type EndpointCounts, type MessageStore } from '../lib/store/index.ts';
 
-const USAGE = `usage: npm run recount -- <endpoint id>...   recount the endpoints named
-       npm run recount -- --all              recount every endpoint that has a counters document
+// The usage names the command as the operator ran it: the image's entry point (scripts/docker-role.sh) marks its
+// recount role, which has no npm script to run; anywhere else it is `npm run recount`.
+const COMMAND = process.env.NIMBUS_IMAGE_ROLE === 'recount' ? 'docker run --rm <image> recount' : 'npm run recount --';
+const USAGE = `usage: ${COMMAND} <endpoint id>...   recount the endpoints named
+       ${COMMAND} --all              recount every endpoint that has a counters document
 Reads NIMBUS_COSMOS_ENDPOINT, NIMBUS_COSMOS_KEY and NIMBUS_COSMOS_DATABASE, as the Resolver does.`;
 
 function fail(message: string, code: number): never {

@@ -16,22 +16,31 @@ before(async () => { f = await startStoreFixture(); });
 after(async () => { await f?.close(); });
 const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
-/** A failed event whose skip claim failed inside the cap of 3; past the cap, `last` (status write lost). */
-async function setup(last: 'park' | 'completed' = 'park') {
+/**
+ * A failed event whose skip claim, written over the Failed row at `claimAt` (seconds), failed a second later (the
+ * skip's failure is in history only: its status write lost). What the tests name: the row's keys and the claim's id.
+ */
+async function failedSkip(claimAt: number) {
   const endpointId = 'billingendpoint';
-  const eventId = uniq('cut');
+  const eventId = uniq('skip');
   const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(0), errorText: 'boom' });
   const failed = await f.store.writeStatus(failure);
   assert.ok(failed.outcome === 'written');
   await f.store.recordHistory({ ...failure, enqueuedAt: at(0) });
   const row = failed.row;
   const skipId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
-  const claim = { endpointId, eventId, sessionId: row.sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(1) };
+  const claim = { endpointId, eventId, sessionId: row.sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(claimAt) };
   const claimed = await f.store.writeStatus(claim, { lastMessageId: row.lastMessageId, status: row.status });
   assert.ok(claimed.outcome === 'written');
   await f.store.recordHistory(claim);
-  // The skip handler failed (status write lost), inside the cap of 3.
-  await f.store.recordHistory({ ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: skipId, errorText: 'skip failed' }), enqueuedAt: at(2) });
+  await f.store.recordHistory({ ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: skipId, errorText: 'skip failed' }), enqueuedAt: at(claimAt + 1) });
+  return { endpointId, eventId, sessionId: row.sessionId, skipId };
+}
+
+/** A failed event whose skip claim failed inside the cap of 3; past the cap, `last` (status write lost). */
+async function setup(last: 'park' | 'completed' = 'park') {
+  const e = await failedSkip(1);
+  const { endpointId, eventId, skipId } = e;
   // Other traffic past the cap.
   for (let i = 3; i <= 6; i++) await f.store.recordHistory({ ...msg(MessageType.EventRequest, { endpointId, eventId, sessionId: 's-other' }), enqueuedAt: at(i) });
   // Then, past the cap: a redelivery of the skip parked it (a new handoff), or the redelivered original completed (a
@@ -41,7 +50,7 @@ async function setup(last: 'park' | 'completed' = 'park') {
       ? { ...msg(MessageType.PendingHandoffResponse, { endpointId, eventId, parentMessageId: skipId, handoffReason: 'needs approval' }), enqueuedAt: at(12) }
       : { ...msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: 'redelivered-original' }), enqueuedAt: at(12) };
   await f.store.recordHistory(park);
-  return { endpointId, eventId, sessionId: row.sessionId, skipId, park };
+  return { ...e, park };
 }
 
 test('a cut list: the evidence does not depend on the cap (a park past it, after a failure in it)', async () => {
@@ -72,26 +81,15 @@ test('a cut list: apply writes the park past the cap, not the older failure in t
 });
 
 test('apply: a newer later response (Completed) wins over an older answer and a park between them', async () => {
-  const endpointId = 'billingendpoint';
-  const eventId = uniq('flip');
-  const failure = msg(MessageType.ErrorResponse, { endpointId, eventId, enqueuedAt: at(0), errorText: 'boom' });
-  const failed = await f.store.writeStatus(failure);
-  assert.ok(failed.outcome === 'written');
-  await f.store.recordHistory({ ...failure, enqueuedAt: at(0) });
-  const row = failed.row;
-  const skipId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
-  const claim = { endpointId, eventId, sessionId: row.sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(10) };
-  assert.ok((await f.store.writeStatus(claim, { lastMessageId: row.lastMessageId, status: row.status })).outcome === 'written');
-  await f.store.recordHistory(claim);
-  await f.store.recordHistory({ ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: skipId, errorText: 'skip failed' }), enqueuedAt: at(11) });
+  const { endpointId, eventId, sessionId, skipId } = await failedSkip(10);
   await f.store.recordHistory({ ...msg(MessageType.PendingHandoffResponse, { endpointId, eventId, parentMessageId: skipId, handoffReason: 'x' }), enqueuedAt: at(12) });
   const done = { ...msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: 'redelivered-original' }), enqueuedAt: at(13) };
   await f.store.recordHistory(done);
   const preview = await previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0 });
   const evidence = preview.stale.find((s) => s.eventId === eventId)?.evidence;
   assert.deepEqual([evidence?.messageId, evidence?.rule, evidence?.status], [done.messageId, 'later-response', 'Completed'], 'the preview offers the newest outcome');
-  await applyReconcile(f.store, [{ endpointId, eventId, sessionId: row.sessionId, rowMessageId: skipId }], 'review');
-  const now = await f.store.getStatusRow(endpointId, eventId, row.sessionId);
+  await applyReconcile(f.store, [{ endpointId, eventId, sessionId, rowMessageId: skipId }], 'review');
+  const now = await f.store.getStatusRow(endpointId, eventId, sessionId);
   assert.deepEqual([now?.status, now?.subStatus, now?.lastMessageId], ['Completed', null, done.messageId]);
 });
 
