@@ -28,6 +28,7 @@ import {
   WireText,
   type ResolutionStatus as ResolutionStatusT,
 } from '@nimbus/sdk/contract';
+import { DEADLINE_PASSED, raceDeadline } from '../concurrency/deadline.ts';
 import { createCosmosClient, cosmosConnectionSchema, type CosmosConnection } from './cosmos.ts';
 import {
   CorruptDocumentError,
@@ -548,13 +549,8 @@ export class MessageStore {
    */
   async #flushWithin(budgetMs: number): Promise<boolean> {
     if (!this.#counterBuffer) return true;
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs)));
-    try {
-      return await Promise.race([this.#counterBuffer.flush(budgetMs).catch(() => false), expired]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const flushed = await raceDeadline(this.#counterBuffer.flush(budgetMs).catch(() => false), { ms: budgetMs });
+    return flushed !== DEADLINE_PASSED && flushed;
   }
 
   /**
@@ -1218,8 +1214,6 @@ export class MessageStore {
   /** Settle passes until nothing is in doubt, a pass can read none of its rows, or `budgetMs` have passed. */
   async #settleWithin(budgetMs: number): Promise<void> {
     if (this.#inDoubt.size === 0 && this.#passesRunning === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, budgetMs)));
     let expired = false;
     const passes = (async () => {
       // A pass already running (the timer's) may have taken every entry and still be counting the landed ones: a
@@ -1229,11 +1223,8 @@ export class MessageStore {
         if ((await this.#settlePass()) === 0) return; // none of the rows could be read: a later pass tries again
       }
     })();
-    try {
-      await Promise.race([passes, deadline.then(() => (expired = true))]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // Out of time: the pass running goes on (it never rejects), and no other starts after it.
+    if ((await raceDeadline(passes, { ms: budgetMs })) === DEADLINE_PASSED) expired = true;
   }
 
   /**
@@ -1261,17 +1252,11 @@ export class MessageStore {
     // recovering store, its answers thrown away).
     const abandoned = { value: false };
     const reading = this.#readInDoubtRows(batch.map(([, d]) => d), abandoned);
-    let timer: NodeJS.Timeout | undefined;
-    const givenUp = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => {
-        abandoned.value = true;
-        resolve(undefined);
-      }, SETTLE_READ_TIMEOUT_MS);
-      timer.unref(); // a read that hangs does not keep the process alive either
-    });
-    // A read given up on is dropped: its late answer settles nothing (its rows are read again by a later pass).
-    const reads = await Promise.race([reading, givenUp]).finally(() => clearTimeout(timer));
-    if (reads === undefined) {
+    // A read given up on is dropped: its late answer settles nothing (its rows are read again by a later pass). Its
+    // timer does not keep the process alive, no more than the settle timer does.
+    const reads = await raceDeadline(reading, { ms: SETTLE_READ_TIMEOUT_MS, unref: true });
+    if (reads === DEADLINE_PASSED) {
+      abandoned.value = true;
       for (const [, doubt] of batch) doubt.unread++; // not read: left in doubt, never settled from nothing
       return 0;
     }
