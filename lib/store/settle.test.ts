@@ -9,6 +9,7 @@ import { StoreTransientError } from './errors.ts';
 import type { FaultProxy, Hold, ProxiedRequest } from './testing/faultProxy.ts';
 import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
+import { raceDeadline } from '../concurrency/deadline.ts';
 
 let wire: ProxiedStoreFixture;
 let proxy: FaultProxy;
@@ -26,6 +27,8 @@ const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT'
 const isRowCreate = (r: { method: string; path: string; batch: boolean }) =>
   r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
 const isCounterPatch = (r: { method: string; path: string }) => r.method === 'PATCH' && r.path.includes('/colls/counters/');
+/** The container's partition key ranges: read once per client, before its first bulk request. */
+const isRangesRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/pkranges');
 
 /**
  * Waits until `s` has no write in doubt: a positive signal with no limit of its own. It stops with its test (the
@@ -216,27 +219,56 @@ async function countedOnce(s: MessageStore, ep: string): Promise<void> {
   assert.deepEqual(kept.buckets, (await store.recountEndpoint(ep)).buckets, 'the counters match a recount of the rows');
 }
 
+/**
+ * The held request is closed by the client (the proxy sees its connection end before an answer was sent) well before
+ * the client's own request time-out (30 s): the pass that gave up on it cancelled it.
+ */
+async function cancelledByClient(hold: Hold): Promise<void> {
+  const end = await raceDeadline(
+    hold.answered.then(
+      () => 'answered',
+      () => 'closed by the client',
+    ),
+    { ms: 15_000 },
+  );
+  assert.equal(end, 'closed by the client', 'the read given up on is cancelled, not left to the client’s 30 s time-out');
+}
+
 describe('a settle pass whose read never answers', () => {
   // The bulk read of the rows in doubt (a batch request that is not atomic; the store's writes here are single).
   const isBulkRowRead = (r: { method: string; path: string; batch: boolean }) =>
     r.method === 'POST' && r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
 
   // A generous limit of its own (the pass is given up within seconds), so the old hang fails here, not at the runner's.
-  test('is given up: the write stays in doubt, a later pass settles it once, and the late answer settles nothing', { timeout: 120_000 }, async (t) => {
+  test('is given up and cancelled: the write stays in doubt, a later pass settles it once, the held request is closed', { timeout: 120_000 }, async (t) => {
     const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
     const ep = uniq('ep');
     try {
-      // The first pass's read is held and not answered until the end (the proxy holds one request: the reads of later
-      // passes go through). Before, every later pass queued behind it for good.
+      // The first pass's read is held and never answered (the proxy holds one request: the reads of later passes go
+      // through). Before the give-up, every later pass queued behind it for good.
       const hold = await inDoubtWithReadHeld(s, ep, isBulkRowRead);
       const reads = proxy.seen.filter(isBulkRowRead).length;
       await noneInDoubt(s, t.signal);
       assert.ok(proxy.seen.filter(isBulkRowRead).length > reads, 'settled by a later pass, which read the row itself');
-      // The abandoned read now reaches the server and its answer comes back late: it must not count the write again.
-      hold.release();
-      await hold.answered;
-      // A round trip of the same client after the late answer was sent whole: it has had that answer by now.
-      await s.getCounts(ep);
+      // Before the abort, the request given up on stayed open until the client's own time-out.
+      await cancelledByClient(hold);
+      await countedOnce(s, ep);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("a point read of the fallback is cancelled too: its failure is the ordinary 'not read'", { timeout: 120_000 }, async (t) => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
+    const ep = uniq('ep');
+    try {
+      // The ranges read fails (503, kept by the client for good): every pass falls back to point reads, the first held.
+      const ranges = await inDoubtWithReadHeld(s, ep, isRangesRead);
+      const point = proxy.hold(isRowRead, 'request');
+      ranges.release({ status: 503 });
+      await point.held;
+      await noneInDoubt(s, t.signal);
+      await cancelledByClient(point);
       await countedOnce(s, ep);
     } finally {
       await s.close();
@@ -245,8 +277,6 @@ describe('a settle pass whose read never answers', () => {
 });
 
 describe('a settle pass after the read of the partition key ranges failed', () => {
-  const isRangesRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/pkranges');
-
   test('reads the rows one by one and settles the write: the client fails every bulk request from then on', { timeout: 120_000 }, async (t) => {
     const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
     const ep = uniq('ep');
