@@ -7,6 +7,7 @@ import type {
   ResolutionStatus as ResolutionStatusT,
   PendingSubStatus as PendingSubStatusT,
 } from '@nimbus/sdk/contract';
+import { DEADLINE_PASSED, raceDeadline } from '../concurrency/deadline.ts';
 import { classifyCosmosError, CounterRecoveryIncompleteError, CountsRecoveredError, cosmosStatus, rethrowCosmos, StoreClosedError } from './errors.ts';
 import { COUNTER_BUCKETS, type CounterBucket, type CounterDoc, type CountStamp } from './schemas.ts';
 
@@ -309,25 +310,12 @@ export class CounterBuffer {
   async #flushOnce(waitMs: number): Promise<boolean> {
     // Close the window; wait for the writes stamped with it (or earlier) to add their deltas.
     const closing = this.#seq++;
-    let timer: NodeJS.Timeout | undefined;
     let expired = waitMs <= 0;
-    const deadline =
-      waitMs === Infinity
-        ? undefined
-        : new Promise<void>((resolve) => {
-            timer = setTimeout(() => {
-              expired = true;
-              resolve();
-            }, waitMs);
-          });
-    try {
-      while (!expired && this.#openUpTo(closing).length > 0) {
-        const settled = new Promise<void>((r) => this.#waiters.push(r));
-        await (deadline ? Promise.race([settled, deadline]) : settled);
-      }
-    } finally {
-      clearTimeout(timer);
-    }
+    const writesDone = (async () => {
+      while (!expired && this.#openUpTo(closing).length > 0) await new Promise<void>((r) => this.#waiters.push(r));
+    })();
+    // Out of time (Infinity: none): the wait above ends at its next wake-up, and what is still open stays unapplied.
+    if ((await raceDeadline(writesDone, { ms: waitMs })) === DEADLINE_PASSED) expired = true;
     const stillOpen = this.#unsettledUpTo(closing);
     const upTo = stillOpen.length > 0 ? Math.min(...stillOpen) - 1 : closing;
     const batch = new Map<string, Deltas>();

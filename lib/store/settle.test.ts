@@ -5,10 +5,12 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import type { MessageStore } from './store.ts';
+import type { StatusWrite } from './schemas.ts';
 import { StoreTransientError } from './errors.ts';
-import type { FaultProxy, Hold, ProxiedRequest } from './testing/faultProxy.ts';
+import type { FaultProxy, Hold, ProxiedRequest, Release } from './testing/faultProxy.ts';
 import { msg, startProxiedStoreFixture, uniq, type ProxiedStoreFixture } from './testing/fixtures.ts';
 import { readFailureGroupDocs } from './failureGroupAggregates.ts';
+import { raceDeadline } from '../concurrency/deadline.ts';
 
 let wire: ProxiedStoreFixture;
 let proxy: FaultProxy;
@@ -26,6 +28,8 @@ const isRowReplace = (r: { method: string; path: string }) => r.method === 'PUT'
 const isRowCreate = (r: { method: string; path: string; batch: boolean }) =>
   r.method === 'POST' && !r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
 const isCounterPatch = (r: { method: string; path: string }) => r.method === 'PATCH' && r.path.includes('/colls/counters/');
+/** The container's partition key ranges: read once per client, before its first bulk request. */
+const isRangesRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/pkranges');
 
 /**
  * Waits until `s` has no write in doubt: a positive signal with no limit of its own. It stops with its test (the
@@ -216,27 +220,56 @@ async function countedOnce(s: MessageStore, ep: string): Promise<void> {
   assert.deepEqual(kept.buckets, (await store.recountEndpoint(ep)).buckets, 'the counters match a recount of the rows');
 }
 
+/**
+ * The held request is closed by the client (the proxy sees its connection end before an answer was sent) well before
+ * the client's own request time-out (30 s): the pass that gave up on it cancelled it.
+ */
+async function cancelledByClient(hold: Hold): Promise<void> {
+  const end = await raceDeadline(
+    hold.answered.then(
+      () => 'answered',
+      () => 'closed by the client',
+    ),
+    { ms: 15_000 },
+  );
+  assert.equal(end, 'closed by the client', 'the read given up on is cancelled, not left to the client’s 30 s time-out');
+}
+
 describe('a settle pass whose read never answers', () => {
   // The bulk read of the rows in doubt (a batch request that is not atomic; the store's writes here are single).
   const isBulkRowRead = (r: { method: string; path: string; batch: boolean }) =>
     r.method === 'POST' && r.batch && /\/colls\/events\/docs\/?$/.test(r.path);
 
   // A generous limit of its own (the pass is given up within seconds), so the old hang fails here, not at the runner's.
-  test('is given up: the write stays in doubt, a later pass settles it once, and the late answer settles nothing', { timeout: 120_000 }, async (t) => {
+  test('is given up and cancelled: the write stays in doubt, a later pass settles it once, the held request is closed', { timeout: 120_000 }, async (t) => {
     const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
     const ep = uniq('ep');
     try {
-      // The first pass's read is held and not answered until the end (the proxy holds one request: the reads of later
-      // passes go through). Before, every later pass queued behind it for good.
+      // The first pass's read is held and never answered (the proxy holds one request: the reads of later passes go
+      // through). Before the give-up, every later pass queued behind it for good.
       const hold = await inDoubtWithReadHeld(s, ep, isBulkRowRead);
       const reads = proxy.seen.filter(isBulkRowRead).length;
       await noneInDoubt(s, t.signal);
       assert.ok(proxy.seen.filter(isBulkRowRead).length > reads, 'settled by a later pass, which read the row itself');
-      // The abandoned read now reaches the server and its answer comes back late: it must not count the write again.
-      hold.release();
-      await hold.answered;
-      // A round trip of the same client after the late answer was sent whole: it has had that answer by now.
-      await s.getCounts(ep);
+      // Before the abort, the request given up on stayed open until the client's own time-out.
+      await cancelledByClient(hold);
+      await countedOnce(s, ep);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("a point read of the fallback is cancelled too: its failure is the ordinary 'not read'", { timeout: 120_000 }, async (t) => {
+    const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
+    const ep = uniq('ep');
+    try {
+      // The ranges read fails (503, kept by the client for good): every pass falls back to point reads, the first held.
+      const ranges = await inDoubtWithReadHeld(s, ep, isRangesRead);
+      const point = proxy.hold(isRowRead, 'request');
+      ranges.release({ status: 503 });
+      await point.held;
+      await noneInDoubt(s, t.signal);
+      await cancelledByClient(point);
       await countedOnce(s, ep);
     } finally {
       await s.close();
@@ -245,8 +278,6 @@ describe('a settle pass whose read never answers', () => {
 });
 
 describe('a settle pass after the read of the partition key ranges failed', () => {
-  const isRangesRead = (r: { method: string; path: string }) => r.method === 'GET' && r.path.includes('/colls/events/pkranges');
-
   test('reads the rows one by one and settles the write: the client fails every bulk request from then on', { timeout: 120_000 }, async (t) => {
     const s = await wire.openThroughProxy({ settleIntervalMs: 20 });
     const ep = uniq('ep');
@@ -446,142 +477,162 @@ describe('a write in doubt that landed and was moved on by another writer before
   });
 });
 
+/** One row of a fresh endpoint, makers of the messages about it, and `s`, the test's store (through the proxy). */
+interface OneRow {
+  s: MessageStore;
+  ep: string;
+  /** V0, written by `store`: `s` has no cached version and reads the row first. */
+  request: StatusWrite;
+  error: (errorText: string) => StatusWrite;
+  resolved: () => StatusWrite;
+}
+
+/**
+ * The race the tests below share, on one row: V0 (a request, Pending); a first write through `s` (`first`) that is
+ * served with its reply held at the wire (the request matching `held`); `meanwhile` acts while it is held; the reply
+ * is then let go (`how`, default: as the server gave it) and `settled` checks the first write's end. A settle pass
+ * (flushCounters) then leaves nothing in doubt and the endpoint's counters and failure groups exact: `expected`.
+ */
+async function raceOnOneRow<R>(race: {
+  held: (r: ProxiedRequest) => boolean;
+  first: (row: OneRow) => Promise<R>;
+  meanwhile: (row: OneRow) => Promise<void>;
+  how?: Release;
+  settled: (first: Promise<R>, row: OneRow) => Promise<void>;
+  expected: Parameters<typeof assertExact>[1];
+}): Promise<void> {
+  const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+  try {
+    const ep = uniq('ep');
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
+    const row: OneRow = {
+      s,
+      ep,
+      request,
+      error: (errorText) => msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText }),
+      resolved: () => msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId }),
+    };
+    await store.writeStatus(request);
+    const hold = proxy.hold(race.held, 'response');
+    const first = race.first(row);
+    first.catch(() => undefined); // observed by `settled`
+    await hold.held;
+    await race.meanwhile(row);
+    hold.release(race.how);
+    await race.settled(first, row);
+    await s.flushCounters(); // a settle pass, for whatever is left in doubt
+    assert.equal(s.writesInDoubt, 0);
+    await assertExact(ep, race.expected);
+  } finally {
+    await s.close();
+  }
+}
+
+/** The second bulk request on the events container: a bulk write's, after its bulk read of the rows. */
+function bulkWriteOfEvents(): (r: ProxiedRequest) => boolean {
+  let bulkRequests = 0;
+  return (r) => r.batch && r.path.includes('/colls/events/') && ++bulkRequests === 2;
+}
+
+/** A write of `row.s` that lands with its reply lost: in doubt. */
+async function landsInDoubt(row: OneRow, write: StatusWrite): Promise<void> {
+  await lostReply(isRowReplace, () => assert.rejects(row.s.writeStatus(write), StoreTransientError));
+  assert.equal(row.s.writesInDoubt, 1);
+}
+
 describe('a bulk write of a row whose earlier write through the same store comes back in doubt while the bulk is in flight', () => {
   test('the bulk write settles it from the version it replaced: a landed write is counted', async () => {
-    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
-    try {
-      const ep = uniq('ep');
-      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
-      await store.writeStatus(request); // by another store: `s` has no cached version and reads the row
+    let error!: StatusWrite;
+    let heldBulk!: Hold;
+    let claiming!: ReturnType<MessageStore['writeStatuses']>;
+    await raceOnOneRow({
       // W, an error response through `s`, lands; its reply is held.
-      const held = proxy.hold(isRowReplace, 'response');
-      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
-      const w = s.writeStatus(error);
-      w.catch(() => undefined); // observed below
-      await held.held;
-      // The Manager's claim of a skip through `s`, in bulk: its bulk read finds W's version, its bulk write is held.
-      let bulkRequests = 0;
-      const heldBulk = proxy.hold((r) => r.batch && r.path.includes('/colls/events/') && ++bulkRequests === 2, 'request');
-      const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'a', parentMessageId: error.messageId });
-      const claiming = s.writeStatuses([{ input: claim, expect: { lastMessageId: error.messageId, status: S.Failed } }]);
-      await heldBulk.held;
-      held.release('lost'); // W is in doubt only now, after the bulk write decided from its version
-      await assert.rejects(w, StoreTransientError);
-      assert.equal(s.writesInDoubt, 1);
-      heldBulk.release();
-      const [claimed] = await claiming;
-      assert.equal(claimed?.ok && claimed.value.outcome, 'written');
-      await s.flushCounters(); // a settle pass, for whatever is left in doubt
-      assert.equal(s.writesInDoubt, 0);
-      await assertExact(ep, { pending: 1, failed: 0 });
-    } finally {
-      await s.close();
-    }
+      held: isRowReplace,
+      first: (row) => row.s.writeStatus((error = row.error('boom'))),
+      meanwhile: async ({ s, ep }) => {
+        // The Manager's claim of a skip through `s`, in bulk: its bulk read finds W's version, its bulk write is held.
+        heldBulk = proxy.hold(bulkWriteOfEvents(), 'request');
+        const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'a', parentMessageId: error.messageId });
+        claiming = s.writeStatuses([{ input: claim, expect: { lastMessageId: error.messageId, status: S.Failed } }]);
+        await heldBulk.held;
+      },
+      how: 'lost', // W is in doubt only now, after the bulk write decided from its version
+      settled: async (w, { s }) => {
+        await assert.rejects(w, StoreTransientError);
+        assert.equal(s.writesInDoubt, 1);
+        heldBulk.release();
+        const [claimed] = await claiming;
+        assert.equal(claimed?.ok && claimed.value.outcome, 'written');
+      },
+      expected: { pending: 1, failed: 0 },
+    });
   });
 });
 
 describe('a write of the same store built on a bulk write whose reply is still in flight is newer, not older', () => {
   test('W builds on the bulk version, lands with its reply lost, then the bulk reply arrives: W must still be counted', async () => {
-    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
-    try {
-      const ep = uniq('ep');
-      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
-      await store.writeStatus(request); // V0: Pending, by another store
+    await raceOnOneRow({
       // The bulk write (an error response, Pending -> Failed) through `s` lands; its reply is held.
-      let bulkRequests = 0;
-      const heldBulk = proxy.hold((r) => r.batch && r.path.includes('/colls/events/') && ++bulkRequests === 2, 'response');
-      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
-      const bulk = s.writeStatuses([{ input: error }]);
-      await heldBulk.held;
-      // W through `s`: reads the bulk's version (VB, Failed) from the server and moves it to Completed; its reply is lost.
-      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
-      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(resolved), StoreTransientError));
-      assert.equal(s.writesInDoubt, 1);
-      assert.equal((await store.getStatusRow(ep, 'a', 's-1'))?.status, S.Completed, 'W landed');
-      heldBulk.release();
-      const [b] = await bulk;
-      assert.equal(b?.ok && b.value.outcome, 'written');
-      await s.flushCounters();
-      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
-    } finally {
-      await s.close();
-    }
+      held: bulkWriteOfEvents(),
+      first: (row) => row.s.writeStatuses([{ input: row.error('boom') }]),
+      meanwhile: async (row) => {
+        // W through `s`: reads the bulk's version (VB, Failed) from the server and moves it to Completed; its reply is lost.
+        await landsInDoubt(row, row.resolved());
+        assert.equal((await store.getStatusRow(row.ep, 'a', 's-1'))?.status, S.Completed, 'W landed');
+      },
+      settled: async (bulk) => {
+        const [b] = await bulk;
+        assert.equal(b?.ok && b.value.outcome, 'written');
+      },
+      expected: { pending: 0, failed: 0, completed: 1 },
+    });
   });
 });
 
 describe('the same race with a single writeStatus in place of the bulk write', () => {
   test('W builds on W2 version while W2 reply is held, lands with reply lost; W2 reply then arrives', async () => {
-    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
-    try {
-      const ep = uniq('ep');
-      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
-      await store.writeStatus(request);
-      const held = proxy.hold(isRowReplace, 'response');
-      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
-      const w2 = s.writeStatus(error);
-      await held.held;
-      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
-      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(resolved), StoreTransientError));
-      assert.equal(s.writesInDoubt, 1);
-      held.release();
-      assert.equal((await w2).outcome, 'written');
-      await s.flushCounters();
-      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
-    } finally {
-      await s.close();
-    }
+    await raceOnOneRow({
+      held: isRowReplace,
+      first: (row) => row.s.writeStatus(row.error('boom')),
+      meanwhile: (row) => landsInDoubt(row, row.resolved()),
+      settled: async (w2) => assert.equal((await w2).outcome, 'written'),
+      expected: { pending: 0, failed: 0, completed: 1 },
+    });
   });
 });
 
 describe('a later write of the same store keeps the mark of its earlier write whose reply is still in flight', () => {
   test('W1 lands (reply held), W2 of the same store reads V1 and lands, then W1 reply is lost', async () => {
-    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
-    try {
-      const ep = uniq('ep');
-      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
-      await store.writeStatus(request);
-      const held = proxy.hold(isRowReplace, 'response');
-      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
-      const w1 = s.writeStatus(error);
-      w1.catch(() => undefined);
-      await held.held;
-      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
-      const w2 = await s.writeStatus(resolved);
-      assert.equal(w2.outcome === 'written' && w2.previousStatus, S.Failed, 'W2 read W1 version');
-      held.release('lost');
-      await assert.rejects(w1, StoreTransientError);
-      assert.equal(s.writesInDoubt, 1);
-      await s.flushCounters();
-      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
-    } finally {
-      await s.close();
-    }
+    await raceOnOneRow({
+      held: isRowReplace,
+      first: (row) => row.s.writeStatus(row.error('boom')),
+      meanwhile: async (row) => {
+        const w2 = await row.s.writeStatus(row.resolved());
+        assert.equal(w2.outcome === 'written' && w2.previousStatus, S.Failed, 'W2 read W1 version');
+      },
+      how: 'lost',
+      settled: async (w1, { s }) => {
+        await assert.rejects(w1, StoreTransientError);
+        assert.equal(s.writesInDoubt, 1);
+      },
+      expected: { pending: 0, failed: 0, completed: 1 },
+    });
   });
 });
 
 describe('a newer write in doubt two writes of this store removed from the settling one is left for a fresh read too', () => {
   test('S held; W1, W2 of the same store land on top; W3 lands with reply lost; S reply then arrives', async () => {
-    const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
-    try {
-      const ep = uniq('ep');
-      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'a' });
-      await store.writeStatus(request);
-      const held = proxy.hold(isRowReplace, 'response');
-      const err = (t: string) => msg(T.ErrorResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId, errorType: 'E', errorText: t });
-      const sWrite = s.writeStatus(err('s'));
-      await held.held;
-      assert.equal((await s.writeStatus(err('w1'))).outcome, 'written');
-      assert.equal((await s.writeStatus(err('w2'))).outcome, 'written');
-      const resolved = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'a', parentMessageId: request.messageId });
-      await lostReply(isRowReplace, () => assert.rejects(s.writeStatus(resolved), StoreTransientError));
-      assert.equal(s.writesInDoubt, 1);
-      assert.equal((await store.getStatusRow(ep, 'a', 's-1'))?.status, S.Completed, 'W3 landed');
-      held.release();
-      assert.equal((await sWrite).outcome, 'written');
-      await s.flushCounters();
-      await assertExact(ep, { pending: 0, failed: 0, completed: 1 });
-    } finally {
-      await s.close();
-    }
+    await raceOnOneRow({
+      held: isRowReplace,
+      first: (row) => row.s.writeStatus(row.error('s')),
+      meanwhile: async (row) => {
+        assert.equal((await row.s.writeStatus(row.error('w1'))).outcome, 'written');
+        assert.equal((await row.s.writeStatus(row.error('w2'))).outcome, 'written');
+        await landsInDoubt(row, row.resolved());
+        assert.equal((await store.getStatusRow(row.ep, 'a', 's-1'))?.status, S.Completed, 'W3 landed');
+      },
+      settled: async (sWrite) => assert.equal((await sWrite).outcome, 'written'),
+      expected: { pending: 0, failed: 0, completed: 1 },
+    });
   });
 });

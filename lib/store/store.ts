@@ -14,6 +14,7 @@ import {
   type OperationInput,
   type OperationResponse,
   type PatchOperation,
+  type RequestOptions,
   type SqlParameter,
 } from '@azure/cosmos';
 import type { z } from 'zod';
@@ -28,6 +29,7 @@ import {
   WireText,
   type ResolutionStatus as ResolutionStatusT,
 } from '@nimbus/sdk/contract';
+import { DEADLINE_PASSED, raceDeadline } from '../concurrency/deadline.ts';
 import { createCosmosClient, cosmosConnectionSchema, type CosmosConnection } from './cosmos.ts';
 import {
   CorruptDocumentError,
@@ -131,7 +133,8 @@ const SETTLE_BUDGET_MS = 5_000;
  * request time-out (30 s by default, `requestTimeoutMs`; no retry after a time-out) is far longer, and the read of the partition key ranges takes no abort
  * signal. A healthy bulk read of 100 rows takes tens of milliseconds; 5 s also outlasts the embedded server's
  * pause while it writes a snapshot of a few hundred thousand documents (docs/store.md, "Durability of the embedded
- * server"). Giving up costs only a retry.
+ * server"). Giving up costs only a retry: the pass aborts the bulk request and point reads it gave up on (they
+ * take the signal), so none holds a connection to the client's time-out; a ranges read still running goes on.
  */
 const SETTLE_READ_TIMEOUT_MS = 5_000;
 
@@ -548,13 +551,8 @@ export class MessageStore {
    */
   async #flushWithin(budgetMs: number): Promise<boolean> {
     if (!this.#counterBuffer) return true;
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs)));
-    try {
-      return await Promise.race([this.#counterBuffer.flush(budgetMs).catch(() => false), expired]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const flushed = await raceDeadline(this.#counterBuffer.flush(budgetMs).catch(() => false), { ms: budgetMs });
+    return flushed !== DEADLINE_PASSED && flushed;
   }
 
   /**
@@ -809,15 +807,20 @@ export class MessageStore {
    * Cosmos' bulk API, 100 operations a request (its limit): each operation's status code, etag and body, or
    * undefined when its request failed as a whole (the caller then does that operation alone, where the failure is
    * classified). `items.bulk`, not `executeBulkOperations`: the latter waits for partial batches in steps of one
-   * second (measured: 1,000 ms for 50 point reads, against 8 ms here and 30-200 ms for 50 single reads).
+   * second (measured: 1,000 ms for 50 point reads, against 8 ms here and 30-200 ms for 50 single reads). `options`
+   * go with each request (the settle pass's abort signal: an aborted request is one that failed as a whole).
    */
-  async #bulk(container: Container, ops: OperationInput[]): Promise<Array<{ statusCode: number; etag?: string; resourceBody?: unknown } | undefined>> {
+  async #bulk(
+    container: Container,
+    ops: OperationInput[],
+    options?: RequestOptions,
+  ): Promise<Array<{ statusCode: number; etag?: string; resourceBody?: unknown } | undefined>> {
     const out: Array<{ statusCode: number; etag?: string; resourceBody?: unknown } | undefined> = [];
     for (let i = 0; i < ops.length; i += BULK_MAX) {
       const part = ops.slice(i, i + BULK_MAX);
       let results: OperationResponse[];
       try {
-        results = await container.items.bulk(part, { continueOnError: true });
+        results = await container.items.bulk(part, { continueOnError: true }, options);
       } catch {
         out.push(...part.map(() => undefined));
         continue;
@@ -1218,8 +1221,6 @@ export class MessageStore {
   /** Settle passes until nothing is in doubt, a pass can read none of its rows, or `budgetMs` have passed. */
   async #settleWithin(budgetMs: number): Promise<void> {
     if (this.#inDoubt.size === 0 && this.#passesRunning === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, budgetMs)));
     let expired = false;
     const passes = (async () => {
       // A pass already running (the timer's) may have taken every entry and still be counting the landed ones: a
@@ -1229,11 +1230,8 @@ export class MessageStore {
         if ((await this.#settlePass()) === 0) return; // none of the rows could be read: a later pass tries again
       }
     })();
-    try {
-      await Promise.race([passes, deadline.then(() => (expired = true))]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // Out of time: the pass running goes on (it never rejects), and no other starts after it.
+    if ((await raceDeadline(passes, { ms: budgetMs })) === DEADLINE_PASSED) expired = true;
   }
 
   /**
@@ -1256,22 +1254,17 @@ export class MessageStore {
     // Fewest failed reads first; sort is stable, so oldest first among equals.
     const batch = [...this.#inDoubt].sort(([, a], [, b]) => a.unread - b.unread).slice(0, SETTLE_BATCH);
     if (batch.length === 0) return 0;
-    // Set when the pass gives up: a read still waiting then sends no point reads of its own when it finally fails
-    // (every pass given up while the ranges read hangs would otherwise fire its fallback in one burst at the
-    // recovering store, its answers thrown away).
-    const abandoned = { value: false };
-    const reading = this.#readInDoubtRows(batch.map(([, d]) => d), abandoned);
-    let timer: NodeJS.Timeout | undefined;
-    const givenUp = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => {
-        abandoned.value = true;
-        resolve(undefined);
-      }, SETTLE_READ_TIMEOUT_MS);
-      timer.unref(); // a read that hangs does not keep the process alive either
-    });
-    // A read given up on is dropped: its late answer settles nothing (its rows are read again by a later pass).
-    const reads = await Promise.race([reading, givenUp]).finally(() => clearTimeout(timer));
-    if (reads === undefined) {
+    // Aborted when the pass gives up: the bulk request and any point read still running are cancelled at once
+    // instead of holding a connection until the client's own time-out, and a read still waiting (the ranges read
+    // takes no signal) then sends no point reads of its own when it finally fails (every pass given up while the
+    // ranges read hangs would otherwise fire its fallback in one burst at the recovering store).
+    const giveUp = new AbortController();
+    const reading = this.#readInDoubtRows(batch.map(([, d]) => d), giveUp.signal);
+    // A read given up on is dropped: its rows are read again by a later pass. Its timer does not keep the process
+    // alive, no more than the settle timer does.
+    const reads = await raceDeadline(reading, { ms: SETTLE_READ_TIMEOUT_MS, unref: true });
+    if (reads === DEADLINE_PASSED) {
+      giveUp.abort();
       for (const [, doubt] of batch) doubt.unread++; // not read: left in doubt, never settled from nothing
       return 0;
     }
@@ -1298,27 +1291,31 @@ export class MessageStore {
    * of them for good (its cache holds the rejected promise): after one such failure (a stalled endpoint's read ends
    * at the client's time-out) every bulk call of the client fails at once, before sending anything, and no pass
    * could read a row again until a restart. Point reads are routed by their partition key and need no ranges. One
-   * goes first, so a store that is down costs a pass one request more, not one a row.
+   * goes first, so a store that is down costs a pass one request more, not one a row. `giveUp` (the pass gave up)
+   * cancels the bulk request and the point reads; the ranges read takes no signal, so an abort never ends it early
+   * (the cache keeps only a failure of its own: a time-out, an error answer) and a bulk call waiting on it sends
+   * nothing once it is read. No point read starts after it.
    */
   async #readInDoubtRows(
     doubts: readonly InDoubtWrite[],
-    abandoned: { readonly value: boolean },
+    giveUp: AbortSignal,
   ): Promise<Array<{ statusCode: number; resourceBody?: unknown } | undefined>> {
     const reads = await this.#bulk(
       this.#c.events,
       doubts.map((d): OperationInput => ({ operationType: BulkOperationType.Read, id: d.written.id, partitionKey: [d.endpointId, d.written.eventId] })),
+      { abortSignal: giveUp },
     );
-    if (doubts.length === 0 || abandoned.value || reads.some((r) => r !== undefined)) return reads;
+    if (doubts.length === 0 || giveUp.aborted || reads.some((r) => r !== undefined)) return reads;
     const readOne = async (d: InDoubtWrite): Promise<{ statusCode: number; resourceBody?: unknown } | undefined> => {
       try {
-        const r = await this.#c.events.item(d.written.id, [d.endpointId, d.written.eventId]).read();
+        const r = await this.#c.events.item(d.written.id, [d.endpointId, d.written.eventId]).read({ abortSignal: giveUp });
         return { statusCode: r.statusCode, resourceBody: r.resource };
       } catch (err) {
-        return cosmosStatus(err) === 404 ? { statusCode: 404 } : undefined; // not read: counted as unread
+        return cosmosStatus(err) === 404 ? { statusCode: 404 } : undefined; // not read (an abort too): counted as unread
       }
     };
     const first = await readOne(doubts[0]!);
-    if (first === undefined || abandoned.value) return reads;
+    if (first === undefined || giveUp.aborted) return reads;
     return [first, ...(await Promise.all(doubts.slice(1).map(readOne)))];
   }
 
