@@ -8,7 +8,7 @@
 // history entry of its own.
 import Link from './Link.tsx';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
-import { useId, useMemo, useRef, useState, type FormEvent, type RefObject } from 'react';
+import { useMemo, useState, type FormEvent } from 'react';
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { endpointHref, eventHref, type EventListItem } from './api.ts';
 import { endpointQuery, eventsQuery } from './queries.ts';
@@ -26,7 +26,8 @@ import { BulkJobConfirm } from './operations/BulkJobConfirm.tsx';
 import type { Selection } from './operations/jobsApi.ts';
 import { TABLE_HEAD } from './table.tsx';
 import { useRefreshing } from './refreshing.ts';
-import { EXACT_ID_FILTERS, exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
+import { EXACT_ID_FILTERS, type ExactIdFilter } from '../server/exactIdFilters.ts';
+import { useExactIdErrors } from './exactIdErrors.tsx';
 
 const STATUSES = EVENT_STATUSES;
 type FilterKey = keyof typeof eventListSearch.shape;
@@ -36,17 +37,8 @@ const filtersOf = (parsed: EventListSearch): Filters => ({ ...parsed, status: pa
 const stateOf = (f: Filters): EventListSearch => ({ ...f, status: f.status ? (f.status.split(',') as (typeof STATUSES)[number][]) : [] });
 /** The query string (and query key) of a filter: one canonical query string per state (urlState.ts). */
 const searchOf = (f: Filters) => toSearch(eventListSearch, stateOf(f));
-/** Why each id field of a draft is not a filter (the URL state would read it as none: the whole endpoint). */
-type IdErrors = Partial<Record<ExactIdFilter, string>>;
-const ID_FIELDS = Object.keys(EXACT_ID_FILTERS) as ExactIdFilter[];
-function idErrorsOf(draft: Filters): IdErrors {
-  const errors: IdErrors = {};
-  for (const field of ID_FIELDS) {
-    const problem = exactIdProblem(field, draft[field]);
-    if (problem) errors[field] = problem;
-  }
-  return errors;
-}
+/** The list's id filters, in the form's order. */
+const ID_FIELDS = ['eventTypeId', 'eventId', 'sessionId'] as const satisfies readonly ExactIdFilter[];
 
 export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const router = useRouter();
@@ -65,25 +57,19 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const [draft, setDraft] = useState(filters);
   const [draftKey, setDraftKey] = useState(queryString);
   // The draft's ids that Apply refused, and why: shown beside their boxes until edited or the filters change.
-  const [idErrors, setIdErrors] = useState<IdErrors>({});
+  const idErrors = useExactIdErrors(ID_FIELDS);
   if (draftKey !== queryString) {
     // The filters in the URL changed (back/forward, a count link): the form follows them. A chart range change
     // leaves what is typed and not yet applied alone. The form shows the parsed filters, never the raw URL: an id
     // the URL state reads as no filter (spaces alone, too long) shows as the empty box it is.
     setDraftKey(queryString);
     setDraft(filters);
-    setIdErrors({});
+    idErrors.clear();
   }
-  const editId = (field: ExactIdFilter, value: string) => {
+  const editId = (field: (typeof ID_FIELDS)[number], value: string) => {
     setDraft({ ...draft, [field]: value });
-    if (idErrors[field]) setIdErrors({ ...idErrors, [field]: undefined });
+    idErrors.clear(field);
   };
-  const idInputs: Record<ExactIdFilter, RefObject<HTMLInputElement | HTMLSelectElement | null>> = {
-    eventTypeId: useRef<HTMLSelectElement>(null),
-    eventId: useRef<HTMLInputElement>(null),
-    sessionId: useRef<HTMLInputElement>(null),
-  };
-  const errorIdPrefix = useId();
   const selectedStatuses = filters.status ? filters.status.split(',') : [];
 
   // A chip, Apply, Clear or dropping the failure group is a history entry, as on the other list pages: Back undoes
@@ -155,28 +141,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   // all matching" act on all of it) while the box still showed the id. The box says why instead, and has the focus.
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    const errors = idErrorsOf(draft);
-    setIdErrors(errors);
-    const first = ID_FIELDS.find((f) => errors[f]);
-    if (first) {
-      idInputs[first].current?.focus();
-      return;
-    }
-    apply(draft);
-  };
-  /** The accessible error state of an id box, and the message beside it. */
-  const idError = (field: ExactIdFilter) => {
-    const message = idErrors[field];
-    const id = `${errorIdPrefix}-${field}-error`;
-    return {
-      attrs: message ? { 'aria-invalid': true, 'aria-describedby': id } : {},
-      note: message ? (
-        // role="alert": pressing Enter in the box that already has the focus moves nothing, so the refusal is announced.
-        <span id={id} role="alert" className="text-xs text-red-700">
-          {message}
-        </span>
-      ) : null,
-    };
+    if (idErrors.check(draft)) apply(draft);
   };
   // The applied type is a choice even when the catalog does not list it for this endpoint (a shared link, a type
   // with spaces): the box then shows the filter the list is under, not "any".
@@ -257,10 +222,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
           <label className="flex flex-col gap-0.5">
             <span className="text-xs text-slate-500">Event type</span>
             <select
-              ref={idInputs.eventTypeId as RefObject<HTMLSelectElement | null>}
               value={draft.eventTypeId}
               onChange={(e) => editId('eventTypeId', e.target.value)}
-              {...idError('eventTypeId').attrs}
+              {...idErrors.box('eventTypeId')}
               className="rounded border border-slate-300 px-1 py-1"
             >
               <option value="">any</option>
@@ -271,7 +235,7 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
               ))}
             </select>
           </label>
-          {idError('eventTypeId').note}
+          {idErrors.note('eventTypeId')}
         </div>
         {(['eventId', 'sessionId'] as const).map((field) => (
           <div key={field} className="flex flex-col gap-0.5">
@@ -279,15 +243,14 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
               <span className="text-xs text-slate-500">{field === 'eventId' ? 'Event id' : 'Session id'}</span>
               {/* maxLength: an id longer than the list takes cannot be typed (or pasted) at all. */}
               <input
-                ref={idInputs[field] as RefObject<HTMLInputElement | null>}
                 value={draft[field]}
                 maxLength={EXACT_ID_FILTERS[field].max}
                 onChange={(e) => editId(field, e.target.value)}
-                {...idError(field).attrs}
+                {...idErrors.box(field)}
                 className="rounded border border-slate-300 px-2 py-1 aria-[invalid=true]:border-red-500"
               />
             </label>
-            {idError(field).note}
+            {idErrors.note(field)}
           </div>
         ))}
         <label className="flex flex-col gap-0.5">

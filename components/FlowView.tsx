@@ -1,7 +1,8 @@
 'use client';
 // Flow: the platform as the catalog wires it - producers → event types → consumers - with what each consumer
 // did with each event type over the chosen period. Consumers whose numbers moved since the last refresh pulse,
-// so activity is visible as messages flow. Period and event-type filter live in the URL.
+// so activity is visible as messages flow. Period and event-type filter live in the URL; the event type is taken
+// exactly, spaces and all, by the rule of every id filter (server/exactIdFilters.ts), as on the Endpoint page.
 import Link from './Link.tsx';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useEffect, useRef, useState } from 'react';
@@ -75,7 +76,9 @@ export function FlowView() {
   // Not q.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).
   const refreshing = useRefreshing(q);
   const all = useQuery(flowTypesQuery());
-  const typeIds = (all.data?.eventTypes ?? []).map((t) => t.eventTypeId);
+  // The applied type is a choice even when the catalog does not name it (a shared link, a type with spaces): the box
+  // then shows the filter the page is under, not "all", as on the Endpoint page.
+  const typeIds = [...new Set([...(all.data?.eventTypes ?? []).map((t) => t.eventTypeId), ...(eventTypeId ? [eventTypeId] : [])])];
 
   // What moved since the previous refresh, per event type + consumer.
   const previous = useRef(new Map<string, number>());
@@ -123,6 +126,7 @@ export function FlowView() {
         <span className="text-xs text-slate-500">{refreshing ? 'refreshing…' : 'live, every 5 s'}</span>
       </div>
       <ErrorBox error={q.error} />
+      {eventTypeId && q.data?.eventTypes.length === 0 ? <p className="text-sm text-slate-600">The catalog has no event type “{eventTypeId}”.</p> : null}
       <div className="space-y-2" data-testid="flow">
         {(q.data?.eventTypes ?? []).map((t) => (
           <div key={t.eventTypeId} className="grid grid-cols-1 items-center gap-2 rounded md:grid-cols-[1fr_auto_1fr_auto_2fr] border border-slate-200 bg-white p-2">

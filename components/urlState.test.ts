@@ -1,7 +1,7 @@
 // The pages' URL schemas and the ISO-8601 helpers: pure, so checked here without a browser.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { alertHistorySearch, alertRulesSearch, deadLettersSearch, endpointsSearch, eventListSearch, parseSearch, toSearch } from './urlState.ts';
+import { alertHistorySearch, alertRulesSearch, auditSearch, deadLettersSearch, endpointsSearch, eventListSearch, flowSearch, parseSearch, toSearch } from './urlState.ts';
 import { fromInputValue, toInputValue, toIsoWithOffset } from './isoTime.ts';
 import { EXACT_ID_FILTERS, exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
 
@@ -46,14 +46,36 @@ test('the event id and event type filters round-trip exactly too, spaces and all
   assert.equal(parseSearch(eventListSearch, { eventTypeId: 'x'.repeat(260) }).eventTypeId, 'x'.repeat(260));
 });
 
-test('an id filter the list route refuses (the one rule, server/exactIdFilters.ts) is read as no filter; the rest as it is', () => {
-  for (const field of Object.keys(EXACT_ID_FILTERS) as ExactIdFilter[]) {
-    const { max } = EXACT_ID_FILTERS[field];
-    for (const value of ['S1 ', ' \t', 'x'.repeat(max), 'x'.repeat(max + 1)]) {
-      const read = parseSearch(eventListSearch, { [field]: value })[field];
-      assert.equal(read, exactIdProblem(field, value) ? '' : value, `${field} ${JSON.stringify(value.slice(0, 8))}…(${value.length})`);
+/** Each page's id filters: the fields its route takes by the one rule (server/exactIdFilters.ts). */
+const ID_FILTERS_BY_PAGE = [
+  ['Endpoint', eventListSearch, ['eventTypeId', 'sessionId', 'eventId']],
+  ['Flow', flowSearch, ['eventTypeId']],
+  ['Audit', auditSearch, ['endpointId', 'eventId']],
+] as const;
+
+test('an id filter its route refuses (the one rule, server/exactIdFilters.ts) is read as no filter; the rest as it is, on every page', () => {
+  for (const [page, schema, fields] of ID_FILTERS_BY_PAGE) {
+    for (const field of fields as readonly ExactIdFilter[]) {
+      const { max } = EXACT_ID_FILTERS[field];
+      for (const value of ['S1 ', ' S1', ' \t', 'x'.repeat(max), 'x'.repeat(max + 1)]) {
+        const read = (parseSearch(schema, { [field]: value }) as Record<string, unknown>)[field];
+        assert.equal(read, exactIdProblem(field, value) ? '' : value, `${page} ${field} ${JSON.stringify(value.slice(0, 8))}…(${value.length})`);
+      }
     }
   }
+});
+
+test("Flow's event type and the Audit log's endpoint and event ids round-trip exactly, spaces and all; spaces alone are no filter", () => {
+  // They were trimmed: " abc" on Flow or Audit filtered "abc" while the Endpoint page looked for " abc".
+  assert.equal(parseSearch(flowSearch, new URLSearchParams(toSearch(flowSearch, { eventTypeId: ' Order Placed ' }))).eventTypeId, ' Order Placed ');
+  assert.equal(parseSearch(flowSearch, { eventTypeId: '   ' }).eventTypeId, '');
+  const audit = parseSearch(auditSearch, new URLSearchParams(toSearch(auditSearch, { endpointId: ' billing', eventId: 'E1 ' })));
+  assert.deepEqual([audit.endpointId, audit.eventId], [' billing', 'E1 ']);
+  const blank = parseSearch(auditSearch, { endpointId: '  ', eventId: '\t' });
+  assert.deepEqual([blank.endpointId, blank.eventId], ['', '']);
+  // Free text keeps trimming: a user's sign-in name or id, and parts of an action's name.
+  const text = parseSearch(auditSearch, { user: ' ada@test ', action: ' skip ', notAction: ' agent. ' });
+  assert.deepEqual([text.user, text.action, text.notAction], ['ada@test', 'skip', 'agent.']);
 });
 
 test('times go into URLs as ISO-8601 with the offset of the chosen zone', () => {

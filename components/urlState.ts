@@ -47,8 +47,9 @@ const sortDir = z.catch(z.optional(z.enum(['asc', 'desc'])), undefined);
 const text = (max: number) => z.catch(z.string().check(z.trim(), z.maxLength(max)), '');
 /**
  * An id filter taken exactly, spaces and all (event and session ids are whatever their publisher set, and event type
- * ids are matched the same way: "S1 " is not "S1"); what the list route refuses (spaces alone, too long: the one rule
- * in server/exactIdFilters.ts) is no value. The Endpoint page's form refuses such an id before it reaches the URL.
+ * and endpoint ids are matched the same way: "S1 " is not "S1"), on every page that filters on one (Endpoint, Flow,
+ * Audit); what the routes refuse (spaces alone, too long: the one rule in server/exactIdFilters.ts) is no value. The
+ * forms that take typed ids refuse such an id before it reaches the URL (components/exactIdErrors.tsx).
  */
 const exactText = (field: ExactIdFilter) => z.catch(z.string().check(z.refine((v) => exactIdProblem(field, v) === undefined)), '');
 const flag = z.catch(
@@ -119,7 +120,7 @@ export type SubscriptionsSearch = z.output<typeof subscriptionsSearch>;
 export const FLOW_PERIODS = [5, 15, 60, 240, 1440] as const;
 export const flowSearch = z.object({
   period: z.catch(z.coerce.number().check(z.refine((v) => (FLOW_PERIODS as readonly number[]).includes(v))), 15),
-  eventTypeId: text(260),
+  eventTypeId: exactText('eventTypeId'),
 });
 
 // --- Monitor (/monitor) -----------------------------------------------------------------------------------------
@@ -175,8 +176,9 @@ export function replaceSearch<S extends z.ZodMiniObject>(schema: S, state: Parti
 
 // --- Audit (/audit) ---------------------------------------------------------------------------------------------
 export const auditSearch = z.object({
-  endpointId: text(50),
-  eventId: text(128),
+  endpointId: exactText('endpointId'),
+  eventId: exactText('eventId'),
+  /** A user's sign-in name or id, typed: trimmed, as the route takes it (server/audit/auditLog.ts). */
   user: text(256),
   action: text(100),
   /** Comma-separated parts of action names to leave out (server/audit/auditLog.ts). */

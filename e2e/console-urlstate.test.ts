@@ -9,7 +9,9 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { Topic } from '@nimbus/sdk/contract';
 import type { RunningConsole } from '../server/console.ts';
 import { AlertStore } from '../server/alerts/alertStore.ts';
+import { writeAudit } from '../server/audit/auditLog.ts';
 import { gotoHydrated, reloadHydrated, until } from '../server/testing/pageWait.ts';
+import { assertIdRefused } from '../server/testing/idRefusal.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
 
@@ -74,11 +76,22 @@ async function seedAlerts(stack: ConsoleTestStack): Promise<void> {
   await alert(3, 'gamma handoffs', true);
 }
 
+/** Audit entries on two events whose ids differ by a leading space: the Audit log's event id filter is exact. */
+const AUDITED = 'urlstate-audited';
+async function seedAuditOnIds(stack: ConsoleTestStack): Promise<void> {
+  for (const eventId of [AUDITED, ` ${AUDITED}`])
+    await writeAudit(stack.store.database, {
+      actorKind: 'user', actorId: 'oid-urlstate', actorName: 'urlstate@test', roles: 'Operator', action: 'resubmit',
+      endpointId: 'billingendpoint', eventId, target: null, outcome: 'succeeded', status: 200, reason: null, details: null,
+    });
+}
+
 before(async () => {
   ui = await startSeededConsole({
     prepare: async ({ stack }) => {
       await deadLetterOnResolver(stack, DEAD_LETTERS);
       await seedAlerts(stack);
+      await seedAuditOnIds(stack);
     },
   });
   ({ app: consoleApp, browser } = ui);
@@ -244,6 +257,68 @@ describe('flow and audit: a period, event type or applied audit filter is a hist
     await page.goBack();
     await page.waitForURL((u) => u.pathname === '/');
     await page.close();
+  });
+});
+
+describe('flow and audit: id filters are exact, spaces and all, as on the Endpoint page', () => {
+  /** The "Event / target" cell of each row the Audit log lists, as text (a leading space kept). */
+  const audited = (page: Page) =>
+    page.evaluate<string[]>("[...document.querySelectorAll('[data-testid=audit-table] tbody tr[data-audit-id] td:nth-child(6)')].map((td) => td.textContent).sort()");
+
+  test('Audit: an event id of spaces alone is not applied (the box says why, the URL and the log stay); " X" is another event than "X"', async () => {
+    // The URL state trimmed the event id: spaces alone listed every entry while the box still showed them, and
+    // " X" listed X's entries where the Endpoint page looks for " X".
+    const page = await browser.newPage();
+    try {
+      await gotoHydrated(page, `${consoleApp.url}/audit?eventId=${AUDITED}`);
+      await until(() => audited(page), [AUDITED], 'the entries of the one event', page);
+      // Every read of the log from now on; none may leave the event id out.
+      const reads: string[] = [];
+      page.on('request', (r) => {
+        if (new URL(r.url()).pathname === '/api/audit') reads.push(r.url());
+      });
+      const box = page.getByRole('textbox', { name: 'Event id', exact: true });
+      await assertIdRefused(page, box, 'Filter', '   ', 'an event id of spaces alone is not a filter; leave it empty for every event');
+
+      // An id with a leading space is applied as it is (a positive signal: any read the refused Filter started came
+      // before this one's).
+      await box.fill(` ${AUDITED}`);
+      await page.getByRole('button', { name: 'Filter', exact: true }).click();
+      await page.waitForURL((u) => u.searchParams.get('eventId') === ` ${AUDITED}`);
+      await until(() => audited(page), [` ${AUDITED}`], 'the entries of the event with the space', page);
+      assert.equal(await box.getAttribute('aria-invalid'), null, 'the error is gone');
+      assert.equal(await box.getAttribute('maxlength'), '128', 'an id longer than the route takes cannot be typed');
+      assert.equal(await page.getByRole('textbox', { name: 'Endpoint', exact: true }).getAttribute('maxlength'), '50');
+      assert.deepEqual(
+        reads.filter((r) => ![AUDITED, ` ${AUDITED}`].includes(new URL(r).searchParams.get('eventId') ?? '')),
+        [],
+        'no read of the log without the id the box showed',
+      );
+    } finally {
+      await page.close();
+    }
+
+    // Such an id in the address bar: the log is unfiltered by it, and so the box is empty, not showing it.
+    const linked = await browser.newPage();
+    try {
+      await gotoHydrated(linked, `${consoleApp.url}/audit?eventId=%20%20%20`);
+      await until(async () => (await audited(linked)).includes(AUDITED), true, 'the log unfiltered by the id', linked);
+      assert.equal(await linked.getByRole('textbox', { name: 'Event id', exact: true }).inputValue(), '', 'the box shows what is applied');
+    } finally {
+      await linked.close();
+    }
+  });
+
+  test('Flow: " OrderPlaced" in the URL is no type of the catalog, and the box shows it rather than OrderPlaced', async () => {
+    const page = await browser.newPage();
+    try {
+      await gotoHydrated(page, `${consoleApp.url}/flow?eventTypeId=%20OrderPlaced`);
+      await until(() => page.getByLabel('Event type').inputValue(), ' OrderPlaced', 'the box shows the applied type', page);
+      await until(() => page.getByText('The catalog has no event type').count(), 1, 'the page says the catalog has no such type', page);
+      assert.equal(await page.locator('[data-testid=flow] > div').count(), 0, 'no event type listed');
+    } finally {
+      await page.close();
+    }
   });
 });
 

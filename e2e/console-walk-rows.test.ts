@@ -22,6 +22,7 @@ import type { Page } from 'playwright-core';
 import type { MessageStore } from '../lib/store/index.ts';
 import { parkedBehind, seedEvent } from '../server/testing/seed.ts';
 import { until, untilDataDrawn, WAIT_MS } from '../server/testing/pageWait.ts';
+import { assertIdRefused } from '../server/testing/idRefusal.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -173,20 +174,8 @@ describe('the Endpoint page', () => {
       page.on('request', (r) => {
         if (r.url().includes(`/api/endpoints/${EP}/events?`) || r.url().endsWith(`/api/endpoints/${EP}/events`)) reads.push(r.url());
       });
-      const url = page.url();
       const box = page.getByRole('textbox', { name: 'Event id', exact: true });
-      await box.fill('   ');
-      await page.getByRole('button', { name: 'Apply', exact: true }).click();
-      await until(() => box.getAttribute('aria-invalid'), 'true', 'the box marked invalid', page);
-      const describedBy = await box.getAttribute('aria-describedby');
-      assert.ok(describedBy, 'the box names its error');
-      assert.equal(
-        (await page.locator(`[id="${describedBy}"]`).textContent())?.trim(),
-        'an event id of spaces alone is not a filter; leave it empty for every event',
-      );
-      assert.equal(await page.evaluate<string | null>("document.activeElement && document.activeElement.getAttribute('aria-describedby')"), describedBy, 'the box has the focus');
-      assert.equal(page.url(), url, 'nothing applied: the URL is as it was');
-      assert.equal(await box.inputValue(), '   ', 'what was typed is left to correct');
+      await assertIdRefused(page, box, 'Apply', '   ', 'an event id of spaces alone is not a filter; leave it empty for every event');
 
       // A good id then applies (a positive signal: any read the refused Apply started came before this one's).
       await box.fill('wr-alone');

@@ -31,6 +31,7 @@ async function loadRoutes() {
     ready: await import('../app/api/ready/route.ts'),
     search: await import('../app/api/search/route.ts'),
     flow: await import('../app/api/flow/route.ts'),
+    audit: await import('../app/api/audit/route.ts'),
   };
 }
 
@@ -206,6 +207,49 @@ describe('console API on the embedded stack', () => {
     assert.match(JSON.stringify(spaces.error?.issues), /a session id of spaces alone is not a filter/);
     assert.equal(selectionSchema.parse({ endpointId: 'shippingendpoint', sessionId: '' }).sessionId, undefined, 'empty is no filter');
     assert.equal(selectionSchema.safeParse({ endpointId: 'shippingendpoint', sessionId: 'x'.repeat(129) }).success, false, 'longer than any');
+  });
+
+  test('Flow and Audit take their id filters by the same exact rule: spaces are part of the id, spaces alone are 400 naming the filter', async () => {
+    // The Endpoint page's rule (server/exactIdFilters.ts) on the other pages' id filters: " OrderPlaced" is no type
+    // of the catalog (Flow counted OrderPlaced for it), " AU-1" is another event than "AU-1" (the Audit log listed
+    // AU-1's entries for it), and spaces alone are refused rather than read as no filter.
+    const refused = async (res: Response, words: RegExp) => {
+      assert.equal(res.status, 400, String(words));
+      const b = (await res.json()) as { error: string; detail: string };
+      assert.equal(b.error, 'bad request');
+      assert.match(b.detail, words);
+    };
+    const flowTypes = async (eventTypeId: string) => {
+      const res = await routes.flow.GET(get(`/api/flow?${new URLSearchParams({ period: '60', eventTypeId })}`));
+      assert.equal(res.status, 200, JSON.stringify(eventTypeId));
+      return ((await res.json()) as { eventTypes: Array<{ eventTypeId: string }> }).eventTypes.map((t) => t.eventTypeId);
+    };
+    assert.deepEqual(await flowTypes('OrderPlaced'), ['OrderPlaced']);
+    assert.deepEqual(await flowTypes(' OrderPlaced'), [], 'no event type of the catalog is " OrderPlaced"');
+    assert.deepEqual(await flowTypes(''), stack.catalog.eventTypes.map((t) => t.id), 'empty is no filter');
+    await refused(await routes.flow.GET(get('/api/flow?eventTypeId=%20%20')), /eventTypeId: an event type id of spaces alone is not a filter; leave it empty for every event type/);
+    await refused(await routes.flow.GET(get(`/api/flow?eventTypeId=${'x'.repeat(261)}`)), /eventTypeId: an event type id longer than 260 characters is not a filter/);
+
+    const { writeAudit } = await import('./audit/auditLog.ts');
+    const entry = (eventId: string) =>
+      writeAudit(stack.store.database, {
+        actorKind: 'user', actorId: 'oid-exact', actorName: 'exact@test', roles: 'Operator', action: 'exact.filters',
+        endpointId: 'billingendpoint', eventId, target: null, outcome: 'succeeded', status: 200, reason: null, details: null,
+      });
+    await entry('AU-1');
+    await entry(' AU-1');
+    const audited = async (filter: Record<string, string>) => {
+      const res = await routes.audit.GET(get(`/api/audit?${new URLSearchParams({ action: 'exact.filters', ...filter })}`));
+      assert.equal(res.status, 200, JSON.stringify(filter));
+      return ((await res.json()) as { items: Array<{ eventId: string | null }> }).items.map((i) => i.eventId).sort();
+    };
+    assert.deepEqual(await audited({ eventId: 'AU-1' }), ['AU-1']);
+    assert.deepEqual(await audited({ eventId: ' AU-1' }), [' AU-1']);
+    assert.deepEqual(await audited({ endpointId: ' billingendpoint' }), [], 'no endpoint is " billingendpoint"');
+    assert.deepEqual(await audited({ endpointId: '', eventId: '' }), [' AU-1', 'AU-1'], 'empty is no filter');
+    await refused(await routes.audit.GET(get('/api/audit?eventId=%20%20')), /eventId: an event id of spaces alone is not a filter; leave it empty for every event/);
+    await refused(await routes.audit.GET(get('/api/audit?endpointId=%20')), /endpointId: an endpoint id of spaces alone is not a filter; leave it empty for every endpoint/);
+    await refused(await routes.audit.GET(get(`/api/audit?endpointId=${'x'.repeat(51)}`)), /endpointId: an endpoint id longer than 50 characters is not a filter/);
   });
 
   test('bad filters, unknown endpoints and unknown events are answered 400 / 404 with a message', async () => {

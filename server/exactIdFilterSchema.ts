@@ -1,6 +1,7 @@
 // The zod form of the one rule for the id filters (./exactIdFilters.ts), for the server's schemas that take them:
 // the event list route (./queries.ts) and a bulk operation's selection (./operations/selection.ts), so that "select
-// all matching" acts on exactly the rows the list shows. Kept apart from the rule itself, which stays free of zod for
+// all matching" acts on exactly the rows the list shows, and the Flow and Audit routes (./flow.ts,
+// ./audit/auditLog.ts), so that an id means the same on every page. Kept apart from the rule itself, which stays free of zod for
 // the pages' first-load bundle.
 import { z } from 'zod';
 import { exactIdProblem, type ExactIdFilter } from './exactIdFilters.ts';

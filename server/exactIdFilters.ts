@@ -1,8 +1,9 @@
-// The event list's id filters (event type, session, event id), which are matched exactly, spaces and all: which
-// values are a filter, in one place for the list route (server/queries.ts eventListQuerySchema, a 400 with this
-// message), the pages' URL state (components/urlState.ts, read as no filter) and the Endpoint page's form
-// (components/EndpointEventsView.tsx, refused before it is applied). Without zod, so the URL state keeps zod/mini
-// alone in every page's first-load bundle.
+// The console's id filters (event type, session, event id, endpoint), which are matched exactly, spaces and all: which
+// values are a filter, in one place for every page that filters on an id. The routes refuse the rest with this
+// message (server/queries.ts eventListQuerySchema, server/flow.ts, server/audit/auditLog.ts: a 400), the pages' URL
+// state reads it as no filter (components/urlState.ts), and the forms that take typed ids refuse it before it is
+// applied (components/exactIdErrors.tsx: the Endpoint page and the Audit log). Without zod, so the URL state keeps
+// zod/mini alone in every page's first-load bundle.
 
 /** The id filters, with how long an id each takes and how its messages name it. */
 export const EXACT_ID_FILTERS = {
@@ -11,6 +12,8 @@ export const EXACT_ID_FILTERS = {
   /** Service Bus caps message and session ids at 128 characters (lib/store/schemas.ts). */
   sessionId: { max: 128, a: 'a', name: 'session id', every: 'every session' },
   eventId: { max: 128, a: 'an', name: 'event id', every: 'every event' },
+  /** Endpoint ids are the catalog's names, at most 50 characters (lib/store/schemas.ts): the Audit log's filter. */
+  endpointId: { max: 50, a: 'an', name: 'endpoint id', every: 'every endpoint' },
 } as const;
 export type ExactIdFilter = keyof typeof EXACT_ID_FILTERS;
 

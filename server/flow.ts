@@ -4,13 +4,15 @@
 import { z } from 'zod';
 import type { Catalog } from '@nimbus/sdk/contract';
 import { CONTAINERS, queryAll, type MessageStore } from '../lib/store/index.ts';
+import { exactIdFilter } from './exactIdFilterSchema.ts';
 
 /** Rows read per consumer at most; beyond it the counts are marked truncated (a lower bound). */
 export const FLOW_ROW_LIMIT = 5000;
 
 export const flowQuerySchema = z.object({
   period: z.coerce.number().int().refine((v) => [5, 15, 60, 240, 1440].includes(v), 'period is 5, 15, 60, 240 or 1440 minutes').default(15),
-  eventTypeId: z.string().trim().max(260).optional().transform((v) => v || undefined),
+  /** Exact, spaces and all, as on the Endpoint page (server/exactIdFilters.ts): " OrderPlaced" is no type of the catalog. */
+  eventTypeId: exactIdFilter('eventTypeId'),
 });
 export type FlowQuery = z.output<typeof flowQuerySchema>;
 

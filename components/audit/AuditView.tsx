@@ -1,8 +1,10 @@
 'use client';
 // Audit page: the console's audit log (server/audit/auditLog.ts), newest first. Filters: endpoint, event id, user,
 // action (contains, and does not contain: the demo's agent floods the log), outcome and a time range; "Load more"
-// follows the continuation. Filters live in the URL so a link to a filtered view can be shared. Every value is
-// rendered as text (React escapes it): the log holds user input.
+// follows the continuation. Filters live in the URL so a link to a filtered view can be shared. The endpoint and event
+// ids are taken exactly, spaces and all, by the rule of every id filter (server/exactIdFilters.ts): one the route
+// refuses (spaces alone) is not applied, and the box says why (./exactIdErrors.tsx). Every value is rendered as text
+// (React escapes it): the log holds user input.
 import { useState } from 'react';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useRouter, useSearchParams } from 'next/navigation';
@@ -15,8 +17,13 @@ import { TABLE_HEAD } from '../table.tsx';
 import { auditSearch, parseSearch, toSearch, type AuditSearch } from '../urlState.ts';
 import { fromInputValue, toInputValue } from '../isoTime.ts';
 import { useTimeZoneMode } from '../timeZone.tsx';
+import { useExactIdErrors } from '../exactIdErrors.tsx';
+import { EXACT_ID_FILTERS, type ExactIdFilter } from '../../server/exactIdFilters.ts';
 
 type Filters = Record<keyof AuditSearch, string>;
+/** The id filters, in the form's order; the user, action and time filters are no ids. */
+const ID_FIELDS = ['endpointId', 'eventId'] as const satisfies readonly (ExactIdFilter & keyof Filters)[];
+const idFieldOf = (k: keyof Filters) => ID_FIELDS.find((f) => f === k);
 
 const OUTCOME_STYLE: Record<string, string> = {
   succeeded: 'bg-emerald-100 text-emerald-800',
@@ -56,36 +63,53 @@ export function AuditView() {
   const appliedQuery = toSearch(auditSearch, applied);
   const [form, setForm] = useState<Filters>(applied);
   const [formKey, setFormKey] = useState(appliedQuery);
+  // The ids a Filter refused, and why: shown beside their boxes until edited or the URL changes.
+  const idErrors = useExactIdErrors(ID_FIELDS);
   if (formKey !== appliedQuery) {
-    // The URL changed (Back, Forward, a link): the form follows it.
+    // The URL changed (Back, Forward, a link): the form follows it. It shows the parsed filter, never the raw URL:
+    // an id the URL state reads as no filter (spaces alone) shows as the empty box it is.
     setFormKey(appliedQuery);
     setForm(applied);
+    idErrors.clear();
   }
 
   const q = useInfiniteQuery(auditQuery(appliedQuery));
   const rows = q.data?.pages.flatMap((p) => p.items) ?? [];
 
   // An applied filter is a history entry, as on the other list pages: Back undoes it and stays on Audit (replacing
-  // the entry made Back leave the page). Applying the filter already shown adds no entry.
+  // the entry made Back leave the page). Applying the filter already shown adds no entry. An id the URL state would
+  // read as no filter is not applied: the log would list every entry while the box still showed the id.
   const apply = (next: Filters = form) => {
+    if (!idErrors.check(next)) return;
     const qs = toSearch(auditSearch, parseSearch(auditSearch, next));
     if (qs === appliedQuery) return;
     router.push(`/audit${qs ? `?${qs}` : ''}`);
   };
-  const input = (k: keyof Filters, label: string, type = 'text', placeholder?: string) => (
-    <label className="flex flex-col text-xs text-slate-600">
-      {label}
-      <input
-        name={k}
-        type={type}
-        placeholder={placeholder}
-        // Times: the form keeps the instant; the input shows and reads it on the chosen wall clock.
-        value={type === 'datetime-local' ? toInputValue(form[k], zone) : form[k]}
-        onChange={(e) => setForm({ ...form, [k]: type === 'datetime-local' ? fromInputValue(e.target.value, zone) : e.target.value })}
-        className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900"
-      />
-    </label>
-  );
+  const input = (k: keyof Filters, label: string, type = 'text', placeholder?: string) => {
+    const id = idFieldOf(k);
+    return (
+      <div className="flex flex-col gap-0.5">
+        <label className="flex flex-col text-xs text-slate-600">
+          {label}
+          <input
+            name={k}
+            type={type}
+            placeholder={placeholder}
+            // Times: the form keeps the instant; the input shows and reads it on the chosen wall clock.
+            value={type === 'datetime-local' ? toInputValue(form[k], zone) : form[k]}
+            onChange={(e) => {
+              setForm({ ...form, [k]: type === 'datetime-local' ? fromInputValue(e.target.value, zone) : e.target.value });
+              if (id) idErrors.clear(id);
+            }}
+            // An id box takes at most the route's length: a longer id cannot be typed (or pasted) at all.
+            {...(id ? { ...idErrors.box(id), maxLength: EXACT_ID_FILTERS[id].max } : {})}
+            className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900 aria-[invalid=true]:border-red-500"
+          />
+        </label>
+        {id ? idErrors.note(id) : null}
+      </div>
+    );
+  };
 
   return (
     <section>

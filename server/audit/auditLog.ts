@@ -13,6 +13,7 @@ import type { Container, Database, SqlParameter } from '@azure/cosmos';
 import { z } from 'zod';
 import { queryPage, rethrowCosmos, type Page } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
+import { exactIdFilter } from '../exactIdFilterSchema.ts';
 
 export const AUDIT_CONTAINER = 'auditLog';
 
@@ -73,9 +74,14 @@ export async function writeAudit(database: Database, input: AuditRecordInput): P
 
 export const auditQuerySchema = z
   .object({
-    endpointId: z.string().trim().min(1).max(50).optional(),
-    eventId: z.string().trim().min(1).max(128).optional(),
-    /** A user's name or id, exactly. */
+    // The ids are taken exactly, spaces and all, by the rule of every id filter (server/exactIdFilters.ts): an event
+    // id is whatever its publisher set, so " E1" is another event than "E1" here as on the Endpoint page.
+    endpointId: exactIdFilter('endpointId'),
+    eventId: exactIdFilter('eventId'),
+    /**
+     * A user's name or id, exactly, but trimmed: what an operator types of a sign-in name, as the grants store
+     * their subjects (server/auth/grants.ts), not an id a publisher set.
+     */
     user: z.string().trim().min(1).max(256).optional(),
     /** Any part of the action's name, ignoring case (`skip`: `skip` and `operation.skip`). */
     action: z.string().trim().min(1).max(64).optional(),
