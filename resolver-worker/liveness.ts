@@ -20,7 +20,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { holdLease, isStoreError, keepRenewing, type HeldLease, type Lease, type LeaseStore, type MessageStore } from '../lib/store/index.ts';
-import { recountCommand } from './recountCommand.ts';
 
 export const INSTANCE_LEASE_PREFIX = 'resolver_instance_';
 
@@ -94,7 +93,7 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
     dead.abort(new Error(`instance lease ${name} claimed by a survivor`));
     o.log.error(
       { instance: o.owner },
-      'Resolver: this instance\'s lease lapsed and a survivor claimed it: its unflushed counter deltas are recovered there, and its counter flushes are refused where they were; restart this process (it takes a new id), then run `' + recountCommand() + ' --all` (the deltas of its refused flushes are missing from the counts)',
+      'Resolver: this instance\'s lease lapsed and a survivor claimed it: its unflushed counter deltas are recovered there, and its counter flushes are refused where they were; restart this process (it takes a new id), then run `npm run recount -- --all` (the deltas of its refused flushes are missing from the counts)',
     );
   };
 
@@ -137,7 +136,7 @@ export async function startInstanceWatch(o: InstanceWatchOptions): Promise<Insta
     await claim.remove().catch(() => false);
     o.log.warn(
       { ...detail, attempts },
-      'Resolver: gave up recovering the counter deltas of an instance that stopped without a clean stop; its unflushed deltas are missing from the counters: run `' + recountCommand() + ' <the endpoints listed>`; when none is listed, name every endpoint it may have written to (`--all` covers only endpoints that already have a counters document, not those whose first events it wrote)',
+      'Resolver: gave up recovering the counter deltas of an instance that stopped without a clean stop; its unflushed deltas are missing from the counters: run `npm run recount -- <the endpoints listed>`; when none is listed, name every endpoint it may have written to (`--all` covers only endpoints that already have a counters document, not those whose first events it wrote)',
     );
   };
 

@@ -8,7 +8,6 @@ import { cosmosConnectionSchema, createCosmosClient, createStore, LeaseStore } f
 import { startInstanceWatch } from './liveness.ts';
 import { ConfigError, readResolverConfig } from './config.ts';
 import { startResolver } from './index.ts';
-import { recountCommand } from './recountCommand.ts';
 import { startTelemetry } from '../lib/telemetry/start.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
 
@@ -72,7 +71,7 @@ async function main(): Promise<void> {
     if (refused.length > 0)
       log.error(
         { endpoints: refused },
-        `Resolver: counter flushes were refused where a survivor had recovered this instance; those endpoints' counters are too low: run ${recountCommand()} ${refused.join(' ')}`,
+        `Resolver: counter flushes were refused where a survivor had recovered this instance; those endpoints' counters are too low: run npm run recount -- ${refused.join(' ')}`,
       );
     // After the counters are flushed: from here nobody needs to recover anything for this instance. Declared dead,
     // it holds no lease any more (a survivor claimed it): nothing to release or leave.

@@ -10,10 +10,6 @@ case "$role" in
     exec node server.js
     ;;
   resolver)
-    # NIMBUS_IMAGE_ROLE: the recount its warnings ask for is then named in the image's form (`docker run ... recount`),
-    # not as the npm script the image cannot run (resolver-worker/recountCommand.ts).
-    NIMBUS_IMAGE_ROLE=resolver
-    export NIMBUS_IMAGE_ROLE
     exec node --import tsx resolver-worker/main.ts
     ;;
   demo)
@@ -22,7 +18,7 @@ case "$role" in
   recount)
     # The operator's counter recount that the Resolver's warnings name (`npm run recount`, docs/deploy.md), run as
     # the resolver role runs: the arguments after the role are the command's (`recount --all`, `recount billing`).
-    # NIMBUS_IMAGE_ROLE: its usage then names this form (`docker run ... recount`), as the resolver role's warnings do.
+    # NIMBUS_IMAGE_ROLE: its usage then names this form (`docker run ... recount`), not the npm script.
     shift
     NIMBUS_IMAGE_ROLE=recount
     export NIMBUS_IMAGE_ROLE

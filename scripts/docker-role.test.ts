@@ -73,18 +73,3 @@ test('an unknown role: the usage names every role, recount with its arguments, e
   assert.equal(r.code, 2);
   assert.equal(r.err.trim(), 'usage: docker run nimbus [console|resolver|demo|recount <endpoint id>...|recount --all]');
 });
-
-test('the resolver and recount roles mark themselves as the image, so the recount is named in its docker form', async () => {
-  // A fake node that prints the mark instead of its arguments.
-  const dir = await mkdtemp(join(tmpdir(), 'nimbus-docker-role-mark-'));
-  try {
-    await writeFile(join(dir, 'node'), '#!/bin/sh\nprintf \'%s\' "${NIMBUS_IMAGE_ROLE-unset}"\n');
-    await chmod(join(dir, 'node'), 0o755);
-    const path = `${dir}:${process.env.PATH ?? ''}`;
-    assert.equal((await runRole(['resolver'], path)).out, 'resolver');
-    assert.equal((await runRole(['recount', '--all'], path)).out, 'recount');
-    assert.equal((await runRole(['demo'], path)).out, 'unset');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-});

@@ -8,11 +8,11 @@
 // recounted) or the store unreachable, 2 usage, a bad endpoint id or a bad setting (nothing recounted).
 import { ConfigError, readStoreConfig } from '../resolver-worker/config.ts';
 import { logSafeError } from '../resolver-worker/liveness.ts';
-import { recountCommand } from '../resolver-worker/recountCommand.ts';
 import { createStore, endpointIdSchema, type EndpointCounts, type MessageStore } from '../lib/store/index.ts';
 
-// The usage names the command as the operator ran it: the image's recount role has no npm script to run.
-const COMMAND = recountCommand();
+// The usage names the command as the operator ran it: the image's entry point (scripts/docker-role.sh) marks its
+// recount role, which has no npm script to run; anywhere else it is `npm run recount`.
+const COMMAND = process.env.NIMBUS_IMAGE_ROLE === 'recount' ? 'docker run --rm <image> recount' : 'npm run recount --';
 const USAGE = `usage: ${COMMAND} <endpoint id>...   recount the endpoints named
        ${COMMAND} --all              recount every endpoint that has a counters document
 Reads NIMBUS_COSMOS_ENDPOINT, NIMBUS_COSMOS_KEY and NIMBUS_COSMOS_DATABASE, as the Resolver does.`;
