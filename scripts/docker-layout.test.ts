@@ -111,9 +111,12 @@ before(async () => {
     // server has its own test (server/standalone.test.ts).
     if (source === '.next' || source.startsWith('.next/')) continue;
     if (source === 'node_modules') await layOutNodeModules(join(ROOT, 'node_modules'), join(app, target));
-    // A path the checkout lacks fails here, as it would fail `docker build`.
-    else
+    // A path the checkout lacks fails here, as it would fail `docker build`; so does one .dockerignore keeps out of
+    // the build context (the filter below would copy nothing of it, silently).
+    else {
+      assert.ok(!ignore.excludes(source), `the Dockerfile copies ${source}, which .dockerignore keeps out of the build context`);
       await cp(join(ROOT, source), join(app, target), { recursive: true, errorOnExist: true, force: false, filter: inBuildContext(ignore) });
+    }
   }
 });
 after(async () => {

@@ -18,7 +18,7 @@ case "$role" in
   recount)
     # The operator's counter recount that the Resolver's warnings name (`npm run recount`, docs/deploy.md), run as
     # the resolver role runs: the arguments after the role are the command's (`recount --all`, `recount billing`).
-    # NIMBUS_IMAGE_ROLE: its usage then names this form (`docker run ... recount`), not the npm script.
+    # NIMBUS_IMAGE_ROLE: its usage then names the form it was run in (`docker run ... recount`).
     shift
     NIMBUS_IMAGE_ROLE=recount
     export NIMBUS_IMAGE_ROLE

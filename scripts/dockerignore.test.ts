@@ -35,4 +35,13 @@ test('`?` is one character of a name; `!` brings a path back; the last matching 
 test('what this reader does not read is refused, not misread', () => {
   assert.throws(() => parseDockerIgnore('[ab].ts\n'), /character classes and escapes/);
   assert.throws(() => parseDockerIgnore('a\\*b\n'), /character classes and escapes/);
+  // Docker reads `**.log` as "any path ending in .log"; refused rather than read as `.log` at any depth.
+  assert.throws(() => parseDockerIgnore('**.log\n'), /inside a name/);
+  assert.throws(() => parseDockerIgnore('src/**x/y\n'), /inside a name/);
+});
+
+test('a comment is a line starting with `#`; an indented `#` is a pattern, as Docker reads it', () => {
+  const ignore = parseDockerIgnore('# a comment\n  #notes\n');
+  assert.equal(ignore.excludes('#notes'), true);
+  assert.equal(ignore.excludes('# a comment'), false);
 });

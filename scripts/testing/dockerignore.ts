@@ -3,7 +3,8 @@
 // pattern a line, `#` a comment; paths relative to the context's root (a leading `/` changes nothing); `*` and `?`
 // never match a `/`, `**` matches any number of folders (none included); a pattern that matches a folder leaves out
 // everything in it; a line starting with `!` brings back what it matches; the last line that matches a path decides.
-// Character classes and backslash escapes are refused rather than misread: no line of ours uses them.
+// Character classes, backslash escapes and a `**` inside a name are refused rather than misread: no line of ours uses
+// them.
 
 interface Rule {
   pattern: string;
@@ -19,6 +20,8 @@ function compile(pattern: string): RegExp {
     const ch = pattern[i] ?? '';
     if (ch === '*' && pattern[i + 1] === '*') {
       i++;
+      // `**` glued to a name (`**.log`) is a suffix match in Docker, not read here.
+      if (i + 1 < pattern.length && pattern[i + 1] !== '/') throw new Error(`.dockerignore: \`**\` inside a name is not read here: ${pattern}`);
       if (pattern[i + 1] === '/') i++; // `**/` is `**`
       // At the end, everything below; elsewhere any number of whole folders, none included.
       source += i + 1 >= pattern.length ? '.*' : '(.*/)?';
@@ -50,8 +53,9 @@ export interface DockerIgnore {
 export function parseDockerIgnore(text: string): DockerIgnore {
   const rules: Rule[] = [];
   for (const raw of text.split('\n')) {
+    if (raw.startsWith('#')) continue; // Docker takes a comment before trimming: an indented `#` is a pattern
     const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
+    if (line === '') continue;
     const exception = line.startsWith('!');
     const pattern = clean(exception ? line.slice(1).trim() : line);
     if (pattern === '') continue;
