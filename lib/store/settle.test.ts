@@ -636,3 +636,31 @@ describe('a newer write in doubt two writes of this store removed from the settl
     });
   });
 });
+
+test('a settle pass falling back to point reads for 15 rows prints no MaxListenersExceededWarning', { timeout: 120_000 }, async () => {
+  // The pass's give-up signal is shared by every point read in flight; the client adds a listener to it per request.
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+  process.on('warning', onWarning);
+  const s = await wire.openThroughProxy({ settleIntervalMs: 0 });
+  const ep = uniq('ep');
+  try {
+    await s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: 'x' }));
+    for (let i = 0; i < 15; i++)
+      await lostReply(isRowCreate, () => assert.rejects(s.writeStatus(msg(T.EventRequest, { endpointId: ep, eventId: `e${i}` })), StoreTransientError));
+    assert.equal(s.writesInDoubt, 15);
+    proxy.inject({ status: 503, match: isRangesRead }); // the bulk read fails as a whole: point reads, all at once
+    try {
+      await s.flushCounters();
+    } finally {
+      proxy.clear();
+    }
+    assert.equal(s.writesInDoubt, 0, 'settled by point reads');
+    assert.equal((await store.getCounts(ep)).pending, 16);
+    await new Promise((r) => setImmediate(r)); // a warning is emitted on the next tick
+    assert.deepEqual(warnings, []);
+  } finally {
+    process.off('warning', onWarning);
+    await s.close();
+  }
+});

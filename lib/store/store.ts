@@ -3,6 +3,7 @@
 // partition key, etag-conditional replace, `incr` patches, parameterized queries with WHERE / ORDER BY (one
 // property) / continuation tokens, and COUNT. Container layout and the reasons for it: docs/store.md.
 import { randomInt, randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import {
   BulkOperationType,
   PartitionKeyKind,
@@ -1259,6 +1260,9 @@ export class MessageStore {
     // takes no signal) then sends no point reads of its own when it finally fails (every pass given up while the
     // ranges read hangs would otherwise fire its fallback in one burst at the recovering store).
     const giveUp = new AbortController();
+    // The client adds an abort listener per request in flight, and a fallback reads up to SETTLE_BATCH rows at once
+    // (a bulk call sends one request per partition-key range): Node's default of 10 would warn of a leak each pass.
+    setMaxListeners(0, giveUp.signal);
     const reading = this.#readInDoubtRows(batch.map(([, d]) => d), giveUp.signal);
     // A read given up on is dropped: its rows are read again by a later pass. Its timer does not keep the process
     // alive, no more than the settle timer does.
