@@ -7,7 +7,7 @@
 // the client) and retries the message once the store answers, spending no delivery. When the probe passes but the
 // write still fails, the failure is the message's own and its budget decides, as before.
 import type { Logger } from 'pino';
-import { StoreError, StoreThrottledError, classifyCosmosError } from '../lib/store/index.ts';
+import { classifyCosmosError, isStoreErrorNamed } from '../lib/store/index.ts';
 import { sleep } from './resolve.ts';
 import { untilStopped } from './untilStopped.ts';
 
@@ -23,10 +23,10 @@ export interface StoreOutageOptions {
 
 /** True when `err` says the store cannot be reached or cannot serve (not: it answered, busy or refusing). */
 function isOutage(err: unknown): boolean {
-  // A 429 is an answer: the store is up and busy, which the throttle budget handles.
-  if (err instanceof StoreThrottledError) return false;
-  const typed = err instanceof StoreError ? err : classifyCosmosError(err, 'probe');
-  return typed !== undefined && !(typed instanceof StoreThrottledError) && typed.transient;
+  // A 429 is an answer: the store is up and busy, which the throttle budget handles. Store errors are told by their
+  // mark and name, not `instanceof`: the error may come from another copy of lib/store (isStoreError).
+  const typed = classifyCosmosError(err, 'probe');
+  return typed !== undefined && !isStoreErrorNamed(typed, 'StoreThrottledError') && typed.transient;
 }
 
 export class StoreOutage {

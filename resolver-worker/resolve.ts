@@ -15,11 +15,9 @@ import {
 } from '@nimbus/sdk/contract';
 import {
   AuditType,
-  CorruptDocumentError,
   cosmosStatus,
-  StoreClosedError,
-  StoreError,
-  StoreThrottledError,
+  isStoreError,
+  isStoreErrorNamed,
   type HeartbeatStatus,
   type HistoryWrite,
   type MessageStore,
@@ -118,7 +116,7 @@ export function truncateDescription(text: string, max = 4096): string {
   return text.length > max ? `${text.slice(0, max - TRUNCATED.length)}${TRUNCATED}` : text;
 }
 
-type StoreFailure =
+export type StoreFailure =
   | { kind: 'throttled'; retryAfterMs: number | undefined }
   | { kind: 'transient' }
   | { kind: 'denied'; status: number }
@@ -132,10 +130,11 @@ type StoreFailure =
  * the message's fault: a wrong key fails every message alike, so they stop the worker ('halt') instead of spending
  * budgets and ending as dead letters.
  */
-function classify(err: unknown): StoreFailure {
-  if (err instanceof StoreClosedError) return { kind: 'closed' };
-  if (err instanceof StoreThrottledError) return { kind: 'throttled', retryAfterMs: err.retryAfterMs };
-  if (err instanceof StoreError) return err.transient ? { kind: 'transient' } : { kind: 'refused' };
+export function classifyStoreFailure(err: unknown): StoreFailure {
+  // By mark and name, not `instanceof`: the error may come from another copy of lib/store (isStoreError).
+  if (isStoreErrorNamed(err, 'StoreClosedError')) return { kind: 'closed' };
+  if (isStoreErrorNamed(err, 'StoreThrottledError')) return { kind: 'throttled', retryAfterMs: err.retryAfterMs };
+  if (isStoreError(err)) return err.transient ? { kind: 'transient' } : { kind: 'refused' };
   const code = cosmosStatus(err);
   if (code === 401 || code === 403) return { kind: 'denied', status: code };
   return { kind: 'bug' };
@@ -407,7 +406,7 @@ async function recordEvent(
   try {
     result = (await ctx.store.recordOutcome({ history, status })).status;
   } catch (err) {
-    const failure = classify(err);
+    const failure = classifyStoreFailure(err);
     ctx.metrics.outcomeWritten({ ...tags, 'error.type': failure.kind });
     ctx.metrics.writeDuration(performance.now() - started, { ...tags, 'error.type': failure.kind });
     return onStoreFailure(err, m, attempt, ctx, tags);
@@ -576,7 +575,7 @@ async function audit(ctx: ResolveContext, endpointId: string, entry: Parameters<
     await ctx.store.recordAudit(entry);
     ctx.metrics.auditWritten(tags);
   } catch (err) {
-    ctx.metrics.auditWritten({ ...tags, 'error.type': classify(err).kind });
+    ctx.metrics.auditWritten({ ...tags, 'error.type': classifyStoreFailure(err).kind });
     ctx.log.warn({ eventId: entry.eventId, auditType: entry.type, err: errorText(err) }, 'Resolver: audit not written');
   }
 }
@@ -588,7 +587,7 @@ function onStoreFailure(
   ctx: ResolveContext,
   tags: Record<string, string>,
 ): Settlement {
-  const failure = classify(err);
+  const failure = classifyStoreFailure(err);
   const where = { ...tags, messageId: m.messageId, sessionId: m.sessionId, eventId: m.eventId, attempt };
   switch (failure.kind) {
     case 'throttled': {
@@ -652,7 +651,7 @@ async function resolveHeartbeat(m: ResolverMessage, attempt: number, ctx: Resolv
       const sentAt = payload.ForwardSendTime ?? m.enqueuedAt;
       // A stored record that no longer parses is replaced rather than blocking liveness forever.
       const previous = await ctx.store.getServiceHealth(Address.Resolver).catch((err: unknown) => {
-        if (err instanceof CorruptDocumentError) return null;
+        if (isStoreErrorNamed(err, 'CorruptDocumentError')) return null;
         throw err;
       });
       await ctx.store.setServiceHealth({
@@ -707,7 +706,7 @@ async function retryInPlace(
       await write();
       return { kind: 'complete', result };
     } catch (err) {
-      const failure = classify(err);
+      const failure = classifyStoreFailure(err);
       if (failure.kind === 'denied') return halt(failure.status);
       if (failure.kind === 'closed') return { kind: 'leave' };
       if (failure.kind === 'refused' || failure.kind === 'bug') {

@@ -3,6 +3,7 @@
 // per READY_CACHE_MS per process and shared by every caller meanwhile (also while one check is running), and it
 // says which dependency is not ready without its error text, since configuration errors name file paths.
 import { Topic } from '@nimbus/sdk/contract';
+import { DEADLINE_PASSED, raceDeadline } from '../lib/concurrency/deadline.ts';
 import type { ConsoleContext } from './context.ts';
 import { log } from './log.ts';
 
@@ -18,8 +19,12 @@ export interface Readiness {
   resolver?: string;
 }
 
-const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+/** `p`, or a rejection when it has not settled within `ms`. Unref'd: a check in flight does not hold the process. */
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  const answer = await raceDeadline(p, { ms, unref: true });
+  if (answer === DEADLINE_PASSED) throw new Error(`no answer within ${ms} ms`);
+  return answer;
+}
 
 /** Same key as resolver-worker/state.ts: the Resolvers running in this process (the embedded launcher's). */
 const RESOLVER_STATES_KEY = Symbol.for('nimbus.resolver.states');

@@ -8,8 +8,9 @@ import { storeErrorSamples } from './testing/storeErrorSamples.ts';
 
 // The console's production bundle minifies class names (`class n extends t`), and holds several copies of this
 // module (one per route chunk, one in the launcher). server/http.ts recognises a store error made by another copy
-// with isStoreError, and tells StoreInputError and StoreThrottledError by their `name`: both must survive
-// minification, for every exported class (storeErrorSamples fails on a class it has no sample of).
+// with isStoreError, and tells StoreInputError and StoreThrottledError by their `name`, as the Resolver tells its
+// cases (isStoreErrorNamed): both must survive minification, for every exported class (storeErrorSamples fails on
+// a class it has no sample of).
 test('every store error of a minified copy keeps its name and is recognised as a store error', async () => {
   const source = await readFile(new URL('./errors.ts', import.meta.url), 'utf8');
   const { code } = await transform(source, { loader: 'ts', format: 'esm', minify: true });
@@ -20,6 +21,9 @@ test('every store error of a minified copy keeps its name and is recognised as a
     assert.equal(err.name, name);
     assert.equal(err instanceof StoreErrors.StoreError, false, `${name}: another copy's class`);
     assert.equal(StoreErrors.isStoreError(err), true, `${name} of another copy is a store error`);
+    if (name !== 'StoreError') {
+      assert.equal(StoreErrors.isStoreErrorNamed(err, name as 'StoreInputError'), true, `${name} of another copy is told by its name`);
+    }
     assert.equal(err.transient, own.get(name)?.transient, `${name}: transient as this copy's`);
   }
 });
@@ -30,6 +34,8 @@ test('isStoreError: an error of the same name and shape without the mark is not 
     readonly transient = true;
   }
   assert.equal(StoreErrors.isStoreError(new Lookalike('x')), false);
+  assert.equal(StoreErrors.isStoreErrorNamed(new Lookalike('x'), 'StoreTransientError'), false);
+  assert.equal(StoreErrors.isStoreErrorNamed(new StoreErrors.StoreClosedError('closing'), 'StoreTransientError'), false);
   assert.equal(StoreErrors.isStoreError({ name: 'StoreError', transient: true, message: 'x' }), false);
   assert.equal(StoreErrors.isStoreError(new StoreErrors.StoreClosedError('closing')), true);
   // The mark does not show when an error is serialised or its fields are listed (name and transient are own fields).

@@ -34,6 +34,25 @@ export function isStoreError(err: unknown): err is StoreError {
   );
 }
 
+/** The store's error classes by the `name` each sets (a literal, kept by a minified copy); the base is isStoreError. */
+interface StoreErrorsByName {
+  StoreThrottledError: StoreThrottledError;
+  StoreTransientError: StoreTransientError;
+  StoreClosedError: StoreClosedError;
+  CorruptDocumentError: CorruptDocumentError;
+  StoreInputError: StoreInputError;
+  CounterRecoveryIncompleteError: CounterRecoveryIncompleteError;
+  CountsRecoveredError: CountsRecoveredError;
+}
+
+/**
+ * A store error of the class named `name`, made by this copy of the module or by another (`instanceof` knows only
+ * this copy's classes). The mark says it is the store's (a lookalike of the same name is not); the name, which class.
+ */
+export function isStoreErrorNamed<N extends keyof StoreErrorsByName>(err: unknown, name: N): err is StoreErrorsByName[N] {
+  return isStoreError(err) && err.name === name;
+}
+
 /** Cosmos answered 429. `retryAfterMs` is the server's hint (undefined when it gave none). */
 export class StoreThrottledError extends StoreError {
   readonly retryAfterMs: number | undefined;
@@ -169,7 +188,7 @@ export function cosmosRetryAfterMs(err: unknown): number | undefined {
  * (404/409/412 are decisions for the caller, other 4xx are bugs that must surface as they are).
  */
 export function classifyCosmosError(err: unknown, operation: string): StoreError | undefined {
-  if (err instanceof StoreError) return err;
+  if (isStoreError(err)) return err;
   if (typeof err !== 'object' || err === null) return undefined;
   const e = err as CosmosLikeError;
   const status = cosmosStatus(err);

@@ -26,6 +26,7 @@ import {
   toWireProperties,
   type SessionState,
 } from '@nimbus/sdk/contract';
+import { raceDeadline } from '../../lib/concurrency/deadline.ts';
 import type { MessageStore } from '../../lib/store/index.ts';
 import { AuditType } from '../../lib/store/index.ts';
 import { log } from '../log.ts';
@@ -173,7 +174,6 @@ export async function findDrainingSessions(client: ServiceBusClient, store: Mess
   // call removes its own): many listeners here are expected, not a leak.
   setMaxListeners(0, budget.signal);
   const timer = setTimeout(() => budget.abort(new Error('the session scan ran out of time')), options.budgetMs ?? DRAINING_SCAN_BUDGET_MS);
-  const outOfTime = new Promise<void>((resolve) => budget.signal.addEventListener('abort', () => resolve(), { once: true }));
   const candidates: Array<{ endpointId: string; sessionId: string }> = [];
   const found: Array<{ index: number; finding: DrainingSession }> = [];
   let listedAll = false;
@@ -189,9 +189,9 @@ export async function findDrainingSessions(client: ServiceBusClient, store: Mess
       listedAll = true;
     })();
     // A store slow to list is cut short by the budget too; one that fails fails the scan (the caller's draining.error).
-    // The race subscribes to `listing`: a failure after the budget won is observed there (and ignored), never an
-    // unhandled rejection. Waiting on `outOfTime` alone would lose that (draining.test.ts checks it).
-    await Promise.race([listing, outOfTime]);
+    // raceDeadline observes a failure after the budget won (and drops it), never an unhandled rejection
+    // (draining.test.ts checks it). The budget's own timer stays: it aborts the signal the broker calls listen on.
+    await raceDeadline(listing, { signal: budget.signal });
     let next = 0;
     const worker = async () => {
       while (!budget.signal.aborted && next < candidates.length) {
@@ -210,7 +210,7 @@ export async function findDrainingSessions(client: ServiceBusClient, store: Mess
         if (!budget.signal.aborted) throw err;
       }),
     );
-    await Promise.race([Promise.all(workers), outOfTime]);
+    await raceDeadline(Promise.all(workers), { signal: budget.signal });
   } finally {
     clearTimeout(timer);
     // Lets go of whatever is still under way (only past the budget): aborted calls, locks closed in the background.
