@@ -12,3 +12,4 @@ export * from './timeSeries.ts';
 export { fingerprintOf, normaliseErrorText, FAILURE_STATUSES, type Fingerprint, type FingerprintInput } from './fingerprint.ts';
 export { backfillFingerprints, type BackfillResult } from './backfillFingerprints.ts';
 export { blockerOf, blockerIsOrNoneSql, type ParkedRef } from './parkedBlocker.ts';
+export { isAnswer, isSettling, isStateBearing, answerSql } from './answerRule.ts';

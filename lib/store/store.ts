@@ -59,6 +59,7 @@ import {
   type EndpointCounts,
 } from './counters.ts';
 import { blockerIsOrNoneSql } from './parkedBlocker.ts';
+import { answerSql, isAnswer } from './answerRule.ts';
 import { RowCache } from './rowCache.ts';
 import { carriesMark, nextWriteMarks } from './writeMarks.ts';
 import { docIdOf, queryAll, queryPage, stripSystem, type Page, type PageRequest } from './paging.ts';
@@ -1716,10 +1717,16 @@ export class MessageStore {
   }
 
   /**
-   * The entries that answer one message on one endpoint's session (their ParentMessageId is `messageId`), newest
-   * first, at most `limit`. A query in the event's partition filtered on that link: an answer's own MessageId is
-   * the subscriber's and cannot be derived, and a list read of the history stops at its cap, oldest first, so the
-   * newest entries - an answer among them - are the ones it lacks. Entries that no longer parse are in `corrupt`.
+   * The entries that answer one message on one endpoint's session (their ParentMessageId is `messageId` and they
+   * are answers by Reconcile's rule, isAnswer in ./answerRule.ts), newest first, at most `limit`. A query in the
+   * event's partition filtered on that link: an answer's own MessageId is the subscriber's and cannot be derived, and
+   * a list read of the history stops at its cap, oldest first, so the newest entries - an answer among them - are
+   * the ones it lacks. The query leaves out the entries naming the message that are no answer (notices, the deferred
+   * processor's trigger, refused unauthorised commands, control requests that did not settle), so `limit` counts
+   * answers only: any number of those, newer than an answer, never hide it. Its term is wider than the rule in one
+   * place (a control request whose description is only whitespace), so the rule is applied to what it returns and
+   * the query pages on until `limit` answers pass or the results end. Documents the term matched that no longer
+   * parse are in `corrupt` (one may have been an answer).
    */
   async listHistoryAnswers(
     eventId: string,
@@ -1728,7 +1735,29 @@ export class MessageStore {
     messageId: string,
     limit = 10,
   ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
-    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.parentMessageId = @parent', [{ name: '@parent', value: messageId }], limit, 'history answers');
+    const answer = answerSql();
+    const where = `c.parentMessageId = @parent AND ${answer.condition}`;
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, [{ name: '@parent', value: messageId }, ...answer.parameters], limit, 'history answers', isAnswer);
+  }
+
+  /**
+   * The subscriber's CommandRefused notices naming one message on one endpoint's session, newest first, at most
+   * `limit` (by default the newest alone). Reconcile's stuck check reads it for a row its message got no answer to
+   * (a refusal is no answer, so listHistoryAnswers never returns one): a query of its own, so neither answers nor
+   * other notices take its place in a limit. Documents that no longer parse are in `corrupt`.
+   */
+  async listHistoryRefusals(
+    eventId: string,
+    endpointId: string,
+    sessionId: string,
+    messageId: string,
+    limit = 1,
+  ): Promise<{ items: HistoryEntry[]; corrupt: Page<unknown>['corrupt'] }> {
+    const params = [
+      { name: '@parent', value: messageId },
+      { name: '@refused', value: WireText.CommandRefused },
+    ];
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.parentMessageId = @parent AND c.deadLetterReason = @refused', params, limit, 'history refusals');
   }
 
   /**
@@ -1800,7 +1829,7 @@ export class MessageStore {
   }
 
   /**
-   * The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the three above).
+   * The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the four above).
    * With `keep`, only the entries it keeps count and are returned: the query is paged until `limit` are kept.
    */
   async #sessionHistoryNewestFirst(

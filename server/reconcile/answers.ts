@@ -2,9 +2,10 @@
 // session, newest first), at most once per row and check. The stale check wants one to re-apply (settling, or any
 // the row can show), the stuck check wants to know whether any answer exists (one that no longer parses included), and the preview lists a
 // row whose answer no longer parses: one query serves all three, made only when one of them needs it. The query
-// returns every entry naming the message, notices and other history-only entries too (the stuck check finds a
-// refusal there); both checks judge them by one rule, isAnswer. Those that are no answer count toward its
-// ANSWERS_READ, so more of them than that, newer than the answer, hide it on a list cut at the cap (a known limit).
+// returns answers only, by Reconcile's one rule (isAnswer, which it also applies as a query term), so entries naming
+// the message that are no answer - notices, other history-only entries - never fill its ANSWERS_READ and hide an
+// answer behind them on a list cut at the cap. The stuck check's refusal (the newest CommandRefused notice naming
+// the message) is a query of its own (store.listHistoryRefusals), made only for a row whose message got no answer.
 // Beside them, the settling entries enqueued after the row's message (store.listHistoryAfter: terminal outcomes,
 // a request a dead-letter description settled included, never a subscriber's notice): a response to an
 // earlier message of the session (a redelivered original answered after a skip) settles the event without naming
@@ -12,8 +13,7 @@
 // the stuck check must not restore the row under it. Read once per row too, and only when the list cannot be trusted
 // alone (cut at the cap, or holding entries that do not parse). One that no longer parses counts as settling for the
 // stuck check, as an unreadable answer does, and the preview lists the row as unreadable.
-import { CONTROL_REQUEST_TYPES, isHistoryOnly, resultingStatus, type MessageType } from '@nimbus/sdk/contract';
-import { TERMINAL_STATUSES, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
+import { isAnswer, isSettling, isStateBearing, TERMINAL_STATUSES, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../../lib/store/index.ts';
 
 export type RowAnswers = Awaited<ReturnType<MessageStore['listHistoryAnswers']>>;
 
@@ -26,36 +26,9 @@ export function answersOnce(store: MessageStore, row: Pick<StatusRowSummary, 'en
   return () => (read ??= store.listHistoryAnswers(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, ANSWERS_READ));
 }
 
-/**
- * Whether an entry's outcome is one a row can show. Not control requests, not replay triggers, and not the
- * subscriber's notices (a refused command, a replay gap): those are dead-letter notifications about another
- * message and never the event's state (the Resolver keeps them in history only).
- */
-export function isStateBearing(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason' | 'from'>): boolean {
-  return !CONTROL_REQUEST_TYPES.has(h.messageType as MessageType) && !isHistoryOnly({ ...h, messageType: h.messageType as MessageType });
-}
-
-/**
- * A terminal outcome of the event itself. Never a history-only entry (isHistoryOnly: a subscriber's notice, the
- * deferred processor's trigger, a refused unauthorised command): the Resolver never wrote the row from one, so a
- * dead-letter description on it settles nothing (with "the newest outcome wins" it would otherwise override a real,
- * older answer).
- */
-export function isSettling(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason' | 'deadLetterErrorDescription' | 'from'>): boolean {
-  return !isHistoryOnly({ ...h, messageType: h.messageType as MessageType }) && TERMINAL_STATUSES.has(resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status);
-}
-
-/**
- * An entry that is a response to a message when it names it (ParentMessageId): Reconcile's one rule for "answered",
- * the stale check's (what a row can be re-applied to) and the stuck check's (a row so answered is never restored
- * under it). Its settling outcome or any outcome the row can show. Never a history-only entry (a subscriber's notice,
- * the deferred processor's trigger, a refused unauthorised command): it never wrote the row and answers nothing,
- * although it may name the message (before, the stuck check counted any entry but a notice, so a row whose command
- * got only such an entry was "answered" and listed nowhere); nor a control request that did not settle (a retry).
- */
-export function isAnswer(h: Pick<HistoryEntry, 'messageType' | 'deadLetterReason' | 'deadLetterErrorDescription' | 'from'>): boolean {
-  return isSettling(h) || isStateBearing(h);
-}
+// Reconcile's one rule for "answered" (isAnswer, with isSettling and isStateBearing) lives beside the query that
+// applies it (lib/store/answerRule.ts): re-exported here for the checks.
+export { isAnswer, isSettling, isStateBearing };
 
 /**
  * The outcomes a later-response query asks for: the terminal ones (a deferral does not settle). The store leaves

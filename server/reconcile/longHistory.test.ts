@@ -5,8 +5,9 @@
 // apply) goes back to the state the claim answered, a row whose state to restore is unknown is still listed,
 // with why and no repair, and a row whose settling answer is past the cap (its status write lost) is found stale
 // and re-settled. A young row is decided by its age alone, without paging the history; a row past the cap costs
-// one list read (the cap's pages and one page of one entry past it) and one answers query in the preview, and a
-// restore searches its state once. The cap is passed
+// one list read (the cap's pages and one page of one entry past it) and one answers query in the preview (and, its
+// command unanswered, one query for the newest refusal), and a restore searches its state once. An answer or a
+// refusal past the cap is found behind any number of newer entries naming the command that are no answer. The cap is passed
 // small here: the same cut as 2,000 entries, planted with a handful.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -139,7 +140,7 @@ test('a claim whose answered state is in no history entry of a capped list is of
  * applyStuckRepairs restoring `row` as an operator does long after (no grace), with the small cap. A restore sends
  * nothing: the Manager's client is a real one that is never connected.
  */
-async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered', historyCap = 3) {
+async function applyRestore(row: StatusRow, kind: 'claim' | 'unanswered' | 'refused', historyCap = 3) {
   const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
   const manager = new Manager({ store: f.store, client });
   try {
@@ -192,7 +193,7 @@ test('an answer past the history cap that no longer parses still counts as an an
  */
 async function readsOf<T>(eventId: string, run: () => Promise<T>): Promise<{ result: T; reads: Record<string, number> }> {
   const reads: Record<string, number> = {};
-  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'listHistoryAfter', 'getAudit'] as const;
+  const counted = ['listHistory', 'getHistory', 'listHistoryAnswers', 'listHistoryRefusals', 'listHistoryAfter', 'getAudit'] as const;
   const originals = counted.map((name) => [name, f.store[name]] as const);
   for (const [name, original] of originals) {
     Object.assign(f.store, {
@@ -276,9 +277,10 @@ test('applying a restore on a long event writes back the state the claim answere
   const { result, reads } = await readsOf(eventId, () => applyRestore(claimed.row, 'unanswered'));
   assert.equal(result?.outcome, 'repaired', result?.reason);
   // The re-check's reads: the capped list (its page and the one-entry page past the cap that proves it was cut),
-  // the command by id (recorded), the answers once, the responses after the command once (none settled the event
-  // since), the failure it answered by id - once, the restore writes the entry the re-check found.
-  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
+  // the command by id (recorded), the answers once, the newest refusal once (no answer: refused or unanswered), the
+  // responses after the command once (none settled the event since), the failure it answered by id - once, the
+  // restore writes the entry the re-check found.
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryRefusals: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
   const row = await f.store.getStatusRow(endpointId, eventId, claimed.row.sessionId);
   assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId, row?.errorText], [failed.row.status, MessageType.ErrorResponse, failure.messageId, 'boom']);
 });
@@ -334,8 +336,8 @@ test('the preview of a row past the history cap reads its answers and later resp
   assert.deepEqual([stuck?.kind, stuck?.rowMessageId, stuck?.repairs], ['unanswered', claimed.row.lastMessageId, []], stuck?.why);
   // One page of the capped list (cap 3) and the one-entry page past it (an entry there is what makes the list cut),
   // the answers once and the responses after the command once (the stale check's reads serve the stuck check), the
-  // command and the state before it by id.
-  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
+  // newest refusal once (the command has no answer: refused or unanswered), the command and the state before it by id.
+  assert.deepEqual(reads, { listHistory: 2, listHistoryAnswers: 1, listHistoryRefusals: 1, listHistoryAfter: 1, getHistory: 2 }, 'store reads about this event');
 });
 
 test('a row whose answer past the history cap no longer parses is listed with why, not left with no finding', async () => {
@@ -547,4 +549,58 @@ test('a non-settling answer past the cap makes the row stale; a settling respons
   assert.equal(applied.repaired, 2, JSON.stringify(applied.results));
   const rows = await Promise.all([parked, settled].map((e) => f.store.getStatusRow(e.endpointId, e.eventId, e.claimed.row.sessionId)));
   assert.deepEqual(rows.map((r) => [r?.status, r?.subStatus, r?.lastMessageId]), [['Pending', 'Handoff', park.messageId], ['Completed', null, completed.messageId]]);
+});
+
+// The answers query read the 10 newest entries naming the row's message, answers or not: eleven newer entries that
+// are none (notices, the deferred processor's trigger, a refused unauthorised command, control requests that did not
+// settle) hid the real answer past the cap, so the row was not found stale and was offered a restore over its answer
+// (refused, by the newest notice among them). The query now returns answers only (lib/store/answerRule.ts).
+/** Eleven entries naming `parent` on the row's session, none an answer, at 12..22 s: the first `refusals` are CommandRefused notices. */
+async function noAnswersNaming(e: { endpointId: string; eventId: string; claimed: { row: StatusRow } }, parent: string, refusals: number) {
+  const sessionId = e.claimed.row.sessionId;
+  const base = { endpointId: e.endpointId, eventId: e.eventId, sessionId, parentMessageId: parent };
+  const kinds = [
+    () => msg(MessageType.ErrorResponse, { ...base, from: e.endpointId, deadLetterReason: 'ReplayGap', deadLetterErrorDescription: 'sequences 3-4 skipped' }),
+    () => msg(MessageType.ProcessDeferredRequest, { ...base, from: 'self', deadLetterReason: 'MaxDeliveryCountExceeded', deadLetterErrorDescription: 'delivered 10 times' }),
+    () => msg(MessageType.ResubmissionRequest, { ...base, from: 'shop', deadLetterErrorDescription: 'replayed by hand' }),
+    () => msg(MessageType.RetryRequest, { ...base, from: 'Retry' }),
+  ];
+  const refusal = () => msg(MessageType.ErrorResponse, { ...base, from: e.endpointId, deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'SkipRequest refused: a redelivered copy' });
+  const written = [];
+  for (let i = 0; i < 11; i++) {
+    const h = { ...(i < refusals ? refusal() : kinds[i % kinds.length]!()), enqueuedAt: at(12 + i) };
+    await f.store.recordHistory(h);
+    written.push(h);
+  }
+  return written;
+}
+
+test('an answer past the cap behind eleven newer entries naming the command that are no answer is found: stale, never restored over', async () => {
+  const grace = { claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 };
+  const e = await skipRecordedOnLongEvent();
+  // The endpoint's answer (a new park, its status write lost), then eleven newer entries naming the skip.
+  const park = { ...msg(MessageType.PendingHandoffResponse, { endpointId: e.endpointId, eventId: e.eventId, parentMessageId: e.skipId, from: e.endpointId, handoffReason: 'skip needs approval' }), enqueuedAt: at(11) };
+  await f.store.recordHistory(park);
+  await noAnswersNaming(e, e.skipId, 4);
+
+  const preview = await previewReconcile(f.store, [e.endpointId], new Date(), grace);
+  const stuck = preview.stuck.find((s) => s.eventId === e.eventId);
+  assert.equal(stuck, undefined, `answered, so not stuck: ${stuck?.kind} ${stuck?.repairs.map((r) => r.action).join()} (${stuck?.why})`);
+  const stale = preview.stale.find((s) => s.eventId === e.eventId);
+  assert.deepEqual([stale?.rowMessageId, stale?.evidence.messageId, stale?.evidence.rule, stale?.evidence.status], [e.skipId, park.messageId, 'answers-row', 'Pending']);
+  for (const kind of ['refused', 'unanswered'] as const) assert.equal((await applyRestore(e.claimed.row, kind))?.outcome, 'unchanged', `no ${kind} restore over the answer`);
+
+  const applied = await applyReconcile(f.store, [{ endpointId: e.endpointId, eventId: e.eventId, sessionId: e.claimed.row.sessionId, rowMessageId: e.skipId }], 'reconcile-test', grace);
+  assert.equal(applied.repaired, 1, JSON.stringify(applied.results));
+  const row = await f.store.getStatusRow(e.endpointId, e.eventId, e.claimed.row.sessionId);
+  assert.deepEqual([row?.status, row?.subStatus, row?.lastMessageId], ['Pending', 'Handoff', park.messageId]);
+});
+
+test('a refusal past the cap behind eleven newer entries naming the command that are no answer is found: listed refused', async () => {
+  const e = await skipRecordedOnLongEvent();
+  const [refusal] = await noAnswersNaming(e, e.skipId, 1);
+  const history = await readEventHistory(f.store, e.endpointId, e.eventId, 3);
+  const finding = await stuckFinding(f.store, e.claimed.row, history, { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0, historyCap: 3 });
+  assert.deepEqual([finding?.kind, finding?.repairs.map((r) => r.action)], ['refused', ['restore']], finding?.why);
+  assert.match(finding!.why, new RegExp(`CommandRefused notice ${refusal!.messageId}`));
 });

@@ -21,7 +21,6 @@ import {
   MessageType,
   ResolutionStatus,
   resultingStatus,
-  WireText,
   type MessageType as MessageTypeT,
 } from '@nimbus/sdk/contract';
 import { AuditType, type HistoryEntry, type MessageStore, type StatusRow, type StatusRowSummary } from '../../lib/store/index.ts';
@@ -125,19 +124,20 @@ type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry } | 
  * Whether a response on the row's endpoint and session answers the row's own message. `history` is capped (oldest
  * first) and the answer, newer than the request, is among the entries a long event's list lacks: an answer not in
  * it is looked up by the link itself (`answers`, the row's one read of them, which the stale check may have made
- * already). A stored answer that no longer parses still counts: the endpoint did answer, and a restore would undo
- * what it did. An entry naming the message is an answer by the stale check's rule only (isAnswer): a history-only
- * entry is none (before, any entry but a notice was, so a command that got only the deferred processor's
- * dead-lettered trigger or a refused unauthorised command naming it was "answered", and the row listed nowhere). A
- * subscriber's notice says the command changed nothing: a CommandRefused one is returned as the refusal, so the row
- * is listed as refused rather than not at all.
+ * already; it returns answers only, so no number of newer entries that are none hides one). A stored answer that no
+ * longer parses still counts: the endpoint did answer, and a restore would undo what it did. An entry naming the
+ * message is an answer by the stale check's rule only (isAnswer): a history-only entry is none (before, any entry
+ * but a notice was, so a command that got only the deferred processor's dead-lettered trigger or a refused
+ * unauthorised command naming it was "answered", and the row listed nowhere). A subscriber's notice says the
+ * command changed nothing: with no answer, the newest CommandRefused one (a query of its own, so it is found however
+ * many entries name the message) is returned as the refusal, so the row is listed as refused rather than not at all.
  */
-async function replyTo(row: Pick<StatusRowSummary, 'lastMessageId' | 'sessionId'>, history: HistoryEntry[], answers: () => Promise<RowAnswers>): Promise<Reply> {
+async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId'>, history: HistoryEntry[], answers: () => Promise<RowAnswers>): Promise<Reply> {
   const listed = history.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
   if (listed.some(isAnswer)) return { kind: 'answered' };
   const { items, corrupt } = await answers();
   if (corrupt.length > 0 || items.some(isAnswer)) return { kind: 'answered' };
-  const notice = [...items, ...listed].find((h) => h.deadLetterReason === WireText.CommandRefused);
+  const [notice] = (await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId)).items;
   return notice ? { kind: 'refused', notice } : { kind: 'none' };
 }
 
@@ -240,14 +240,14 @@ async function stuckKind(
     // the row is stuck whatever the receipt says (with one, it was taken for "sent; the Resolver is behind" and
     // never listed; without one, offered a re-send of a command the subscriber refuses). Answered: a restore would
     // undo what the endpoint did; the row is stale instead (./reconcile.ts, answers-row: any answer the row can show).
-    const reply = await replyTo(row, history, answers);
+    const reply = await replyTo(store, row, history, answers);
     if (reply.kind === 'answered') return undefined;
     if (reply.kind === 'refused') return answerDue ? { kind: 'refused', notice: reply.notice, recorded } : undefined;
     if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
     return { kind: 'claim', recorded };
   }
   if (!recorded || !answerDue) return undefined;
-  const reply = await replyTo(row, history, answers);
+  const reply = await replyTo(store, row, history, answers);
   if (reply.kind === 'answered') return undefined;
   return reply.kind === 'refused' ? { kind: 'refused', notice: reply.notice, recorded } : { kind: 'unanswered', recorded };
 }
