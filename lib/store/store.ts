@@ -1744,7 +1744,8 @@ export class MessageStore {
    * The subscriber's CommandRefused notices naming one message on one endpoint's session, newest first, at most
    * `limit` (by default the newest alone). Reconcile's stuck check reads it for a row its message got no answer to
    * (a refusal is no answer, so listHistoryAnswers never returns one): a query of its own, so neither answers nor
-   * other notices take its place in a limit. Documents that no longer parse are in `corrupt`.
+   * other notices take its place in a limit. Documents that no longer parse are in `corrupt` and do not count toward
+   * `limit` (the query pages on past them): a damaged newer notice never hides a readable older one.
    */
   async listHistoryRefusals(
     eventId: string,
@@ -1757,7 +1758,7 @@ export class MessageStore {
       { name: '@parent', value: messageId },
       { name: '@refused', value: WireText.CommandRefused },
     ];
-    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.parentMessageId = @parent AND c.deadLetterReason = @refused', params, limit, 'history refusals');
+    return this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.parentMessageId = @parent AND c.deadLetterReason = @refused', params, limit, 'history refusals', () => true);
   }
 
   /**

@@ -117,8 +117,11 @@ export async function entryToRestore(
   return { entry: previousEntry(row, history), cutOff: false };
 }
 
-/** What the row's own message got from its endpoint: an answer, only a refusal (the notice), or nothing. */
-type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry } | { kind: 'none' };
+/**
+ * What the row's own message got from its endpoint: an answer, only a refusal (the notice; or, when every notice
+ * found no longer parses, the id of the newest damaged one), or nothing.
+ */
+type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry | { unreadable: string } } | { kind: 'none' };
 
 /**
  * Whether a response on the row's endpoint and session answers the row's own message. `history` is capped (oldest
@@ -137,8 +140,13 @@ async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpoin
   if (listed.some(isAnswer)) return { kind: 'answered' };
   const { items, corrupt } = await answers();
   if (corrupt.length > 0 || items.some(isAnswer)) return { kind: 'answered' };
-  const [notice] = (await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId)).items;
-  return notice ? { kind: 'refused', notice } : { kind: 'none' };
+  const refusals = await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId);
+  const [notice] = refusals.items;
+  if (notice) return { kind: 'refused', notice };
+  // A notice the query matched by its link and reason but that no longer parses still proves the refusal (before, it
+  // was listed nowhere or as unanswered / a failed send): listed refused, its document named.
+  const [damaged] = refusals.corrupt;
+  return damaged ? { kind: 'refused', notice: { unreadable: damaged.id } } : { kind: 'none' };
 }
 
 /**
@@ -221,7 +229,7 @@ async function stuckKind(
   answers: () => Promise<RowAnswers>,
   o: StuckOptions,
   age: number,
-): Promise<{ kind: StuckKind; notice?: HistoryEntry; recorded: boolean } | undefined> {
+): Promise<{ kind: StuckKind; notice?: HistoryEntry | { unreadable: string }; recorded: boolean } | undefined> {
   const claim = isManagerClaim(row);
   const claimDue = claim && age >= (o.claimGraceMs ?? CLAIM_GRACE_MS); // before it, a send may be in progress
   const answerDue = age >= (o.unansweredGraceMs ?? UNANSWERED_GRACE_MS);
@@ -310,14 +318,16 @@ async function assessStuck(
   if (kind === 'refused' && notice) {
     // Listed even with nothing to restore: a refused row is otherwise invisible, and the operator can settle it.
     const noState = restore.length === 0 && !cutOff ? '; no restore is offered: no earlier state of the session is in its history' : '';
-    const by = notice.from ?? notice.endpointId;
-    const what = notice.deadLetterErrorDescription ?? notice.errorText ?? 'no reason given';
+    const refusal =
+      'unreadable' in notice
+        ? `its endpoint refused (a CommandRefused notice that no longer parses, document ${notice.unreadable}: who refused it and why cannot be read)`
+        : `${notice.from ?? notice.endpointId} refused (CommandRefused notice ${notice.messageId}: ${notice.deadLetterErrorDescription ?? notice.errorText ?? 'no reason given'})`;
     return {
       previous,
       finding: {
         ...base,
         kind: 'refused',
-        why: `Pending from a ${row.messageType} ${recorded ? 'recorded' : 'claimed'} ${Math.round(age / 60_000)} min ago that ${by} refused (CommandRefused notice ${notice.messageId}: ${what}): a refused command changes nothing, and the Resolver puts the row back when it records the refusal, but that restore was lost${recorded ? '' : '; the Resolver never recorded the command itself, only its refusal'}${noRestore}${noState}`,
+        why: `Pending from a ${row.messageType} ${recorded ? 'recorded' : 'claimed'} ${Math.round(age / 60_000)} min ago that ${refusal}: a refused command changes nothing, and the Resolver puts the row back when it records the refusal, but that restore was lost${recorded ? '' : '; the Resolver never recorded the command itself, only its refusal'}${noRestore}${noState}`,
         repairs: restore,
       },
     };
