@@ -33,6 +33,7 @@ async function loadRoutes() {
     flow: await import('../app/api/flow/route.ts'),
     audit: await import('../app/api/audit/route.ts'),
     metrics: await import('../app/api/metrics/route.ts'),
+    failureGroups: await import('../app/api/failure-groups/route.ts'),
   };
 }
 
@@ -292,6 +293,21 @@ describe('console API on the embedded stack', () => {
     await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: '' }), ev), /eventTypeId: an event type id is empty/);
     const row = (await stack.store.getEvent('shippingendpoint', 'rs-exact-type', 1))?.rows[0];
     assert.equal(row?.status, 'Failed', 'nothing was resubmitted');
+  });
+
+  test('the failure groups\' endpoint filter is exact too: " billingendpoint" is no endpoint, spaces alone are 400, not every endpoint', async () => {
+    // It was trimmed: " billingendpoint" listed billing's groups, and spaces alone listed every endpoint's.
+    const groups = async (endpointId: string) => {
+      const res = await routes.failureGroups.GET(get(`/api/failure-groups?${new URLSearchParams({ endpointId })}`));
+      const body = await res.text();
+      return { status: res.status, body, endpoints: res.status === 200 ? [...new Set((JSON.parse(body) as { groups: Array<{ endpoints: Array<{ endpointId: string }> }> }).groups.flatMap((g) => g.endpoints.map((e) => e.endpointId)))] : [] };
+    };
+    assert.deepEqual((await groups('billingendpoint')).endpoints, ['billingendpoint'], 'billing has failures (seeded)');
+    assert.deepEqual((await groups(' billingendpoint')).endpoints, [], 'no endpoint is " billingendpoint"');
+    assert.ok((await groups('')).endpoints.length >= 1, 'empty is no filter');
+    const blank = await groups('  ');
+    assert.equal(blank.status, 400, blank.body);
+    assert.match((JSON.parse(blank.body) as { detail: string }).detail, /endpointId: an endpoint id of spaces alone is not a filter; leave it empty for every endpoint/);
   });
 
   test('bad filters, unknown endpoints and unknown events are answered 400 / 404 with a message', async () => {
