@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { alertHistorySearch, alertRulesSearch, auditSearch, deadLettersSearch, endpointsSearch, eventListSearch, flowSearch, parseSearch, toSearch } from './urlState.ts';
 import { fromInputValue, toInputValue, toIsoWithOffset } from './isoTime.ts';
 import { EXACT_ID_FILTERS, exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
+import { auditQuerySchema } from '../server/audit/auditLog.ts';
 
 test('a page state parses from its URL and writes back to one canonical URL', () => {
   const s = parseSearch(endpointsSearch, new URLSearchParams('q=billing&unhealthy=1&sort=pending&other=x'));
@@ -76,6 +77,20 @@ test("Flow's event type and the Audit log's endpoint and event ids round-trip ex
   // Free text keeps trimming: a user's sign-in name or id, and parts of an action's name.
   const text = parseSearch(auditSearch, { user: ' ada@test ', action: ' skip ', notAction: ' agent. ' });
   assert.deepEqual([text.user, text.action, text.notAction], ['ada@test', 'skip', 'agent.']);
+});
+
+test("the Audit log's text filters take in the URL what the route takes: a longer one is no filter, never a 400", () => {
+  // The URL state took 100 characters of an action while GET /api/audit took 64: a link with 65 to 100 put the
+  // route's 400 in the page's error box. Each length either both take or neither does.
+  for (const field of ['user', 'action', 'notAction'] as const) {
+    for (const length of [1, 64, 65, 100, 200, 201, 256, 257]) {
+      const value = 'a'.repeat(length);
+      const inUrl = parseSearch(auditSearch, { [field]: value })[field];
+      const byRoute = auditQuerySchema.safeParse({ [field]: value }).success;
+      assert.equal(inUrl === value, byRoute, `${field} of ${length}: the URL state ${inUrl === value ? 'keeps' : 'drops'} it, the route ${byRoute ? 'takes' : 'refuses'} it`);
+    }
+  }
+  assert.equal(parseSearch(auditSearch, { action: 'a'.repeat(64) }).action.length, 64, 'the longest the route takes');
 });
 
 test('times go into URLs as ISO-8601 with the offset of the chosen zone', () => {

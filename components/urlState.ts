@@ -10,6 +10,7 @@
 import { z } from 'zod/mini';
 import { RULE_TYPES } from '../server/alerts/ruleTypes.ts';
 import { exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
+import { AUDIT_TEXT_FILTER_MAX } from '../server/audit/auditTextFilters.ts';
 
 /** What Next hands a page (`searchParams`) or what `useSearchParams()` gives a client component. */
 export type RawSearch = Record<string, string | string[] | undefined> | URLSearchParams | { get(key: string): string | null };
@@ -179,10 +180,11 @@ export const auditSearch = z.object({
   endpointId: exactText('endpointId'),
   eventId: exactText('eventId'),
   /** A user's sign-in name or id, typed: trimmed, as the route takes it (server/audit/auditLog.ts). */
-  user: text(256),
-  action: text(100),
+  user: text(AUDIT_TEXT_FILTER_MAX.user),
+  /** The route's limits (server/audit/auditTextFilters.ts): a longer value is no filter here, never a 400 there. */
+  action: text(AUDIT_TEXT_FILTER_MAX.action),
   /** Comma-separated parts of action names to leave out (server/audit/auditLog.ts). */
-  notAction: text(200),
+  notAction: text(AUDIT_TEXT_FILTER_MAX.notAction),
   outcome: choice(['', 'succeeded', 'failed', 'denied'], ''),
   from: instant,
   to: instant,

@@ -289,6 +289,9 @@ describe('flow and audit: id filters are exact, spaces and all, as on the Endpoi
       assert.equal(await box.getAttribute('aria-invalid'), null, 'the error is gone');
       assert.equal(await box.getAttribute('maxlength'), '128', 'an id longer than the route takes cannot be typed');
       assert.equal(await page.getByRole('textbox', { name: 'Endpoint', exact: true }).getAttribute('maxlength'), '50');
+      // The text boxes take what the route and the URL state take (server/audit/auditTextFilters.ts).
+      for (const [name, max] of [['User', '256'], ['Action contains', '64'], ['Action does not contain', '200']] as const)
+        assert.equal(await page.getByRole('textbox', { name, exact: true }).getAttribute('maxlength'), max, name);
       assert.deepEqual(
         reads.filter((r) => ![AUDITED, ` ${AUDITED}`].includes(new URL(r).searchParams.get('eventId') ?? '')),
         [],
@@ -306,6 +309,16 @@ describe('flow and audit: id filters are exact, spaces and all, as on the Endpoi
       assert.equal(await linked.getByRole('textbox', { name: 'Event id', exact: true }).inputValue(), '', 'the box shows what is applied');
     } finally {
       await linked.close();
+    }
+    // An action longer than the route takes (65 characters; the URL state took 100): the log unfiltered by it, as
+    // any value the URL state cannot read, not the route's 400 in the error box.
+    const long = await browser.newPage();
+    try {
+      await gotoHydrated(long, `${consoleApp.url}/audit?action=${'a'.repeat(65)}`);
+      await until(async () => (await audited(long)).includes(AUDITED), true, 'the log unfiltered by the action', long);
+      assert.equal(await long.getByRole('textbox', { name: 'Action contains', exact: true }).inputValue(), '', 'the box shows what is applied');
+    } finally {
+      await long.close();
     }
   });
 

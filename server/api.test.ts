@@ -32,6 +32,8 @@ async function loadRoutes() {
     search: await import('../app/api/search/route.ts'),
     flow: await import('../app/api/flow/route.ts'),
     audit: await import('../app/api/audit/route.ts'),
+    metrics: await import('../app/api/metrics/route.ts'),
+    failureGroups: await import('../app/api/failure-groups/route.ts'),
   };
 }
 
@@ -250,6 +252,62 @@ describe('console API on the embedded stack', () => {
     await refused(await routes.audit.GET(get('/api/audit?eventId=%20%20')), /eventId: an event id of spaces alone is not a filter; leave it empty for every event/);
     await refused(await routes.audit.GET(get('/api/audit?endpointId=%20')), /endpointId: an endpoint id of spaces alone is not a filter; leave it empty for every endpoint/);
     await refused(await routes.audit.GET(get(`/api/audit?endpointId=${'x'.repeat(51)}`)), /endpointId: an endpoint id longer than 50 characters is not a filter/);
+  });
+
+  test('metrics filters and a resubmission\'s event type take ids by the same exact rule: spaces alone are 400 naming the field', async () => {
+    // The metrics route took an event type or endpoint of spaces alone (an empty chart), and a resubmission's event
+    // type was trimmed (" OrderPlaced" resubmitted as OrderPlaced): the one id rule (server/exactIdFilters.ts) instead.
+    const refused = async (res: Response, words: RegExp) => {
+      const body = await res.text();
+      assert.equal(res.status, 400, body);
+      assert.match((JSON.parse(body) as { detail: string }).detail, words);
+    };
+    const { TimeSeriesStore } = await import('../lib/store/index.ts');
+    const series = new TimeSeriesStore(stack.store.database);
+    const at = new Date(Date.now() - 120_000);
+    series.add({ endpointId: 'billingendpoint', eventTypeId: 'Metric.Exact', at, count: 'handled' });
+    series.add({ endpointId: 'billingendpoint', eventTypeId: ' Metric.Exact', at, count: 'failed' });
+    await series.close();
+    const totals = async (filter: Record<string, string>) => {
+      const range = { from: String(Date.now() - 3_600_000), to: String(Date.now() + 60_000) };
+      const res = await routes.metrics.GET(get(`/api/metrics?${new URLSearchParams({ ...range, ...filter })}`));
+      const body = await res.text();
+      assert.equal(res.status, 200, `${JSON.stringify(filter)}: ${body}`);
+      const sums = (JSON.parse(body) as { series: Array<{ name: string; points: Array<[number, number | null]> }> }).series.map((s) => [s.name, s.points.reduce((n, [, v]) => n + (v ?? 0), 0)]);
+      return Object.fromEntries(sums.filter(([name]) => name === 'handled' || name === 'failed')) as Record<string, number>;
+    };
+    assert.deepEqual(await totals({ endpointId: 'billingendpoint', eventTypeId: 'Metric.Exact' }), { handled: 1, failed: 0 });
+    assert.deepEqual(await totals({ endpointId: 'billingendpoint', eventTypeId: ' Metric.Exact' }), { handled: 0, failed: 1 }, 'the type with a leading space, as asked');
+    const all = await totals({ endpointId: 'billingendpoint', eventTypeId: '' });
+    assert.ok(all.handled! >= 1 && all.failed! >= 1, `empty is no filter: ${JSON.stringify(all)}`);
+    await refused(await routes.metrics.GET(get('/api/metrics?eventTypeId=%20%20')), /eventTypeId: an event type id of spaces alone is not a filter; leave it empty for every event type/);
+    await refused(await routes.metrics.GET(get('/api/metrics?endpointId=%20')), /endpointId: an endpoint id of spaces alone is not a filter; leave it empty for every endpoint/);
+    await refused(await routes.metrics.GET(get(`/api/metrics?eventTypeId=${'x'.repeat(261)}`)), /eventTypeId: an event type id longer than 260 characters is not a filter/);
+
+    // On shipping, beside the other exact-id rows: the Flow test counts billing's.
+    await seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId: 'rs-exact-type', sessionId: 'RS-EXACT', eventTypeId: 'OrderPlaced', payload: { orderId: 'RS-EXACT' } }, MessageType.ErrorResponse, { errorText: 'exact type' });
+    const ev = params({ endpointId: 'shippingendpoint', eventId: 'rs-exact-type' });
+    const edited = { payload: { orderId: 'RS-EXACT' } };
+    await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: ' OrderPlaced' }), ev), /event type {2}OrderPlaced is not in the catalog/);
+    await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: '  ' }), ev), /eventTypeId: an event type id of spaces alone names nothing/);
+    await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: '' }), ev), /eventTypeId: an event type id is empty/);
+    const row = (await stack.store.getEvent('shippingendpoint', 'rs-exact-type', 1))?.rows[0];
+    assert.equal(row?.status, 'Failed', 'nothing was resubmitted');
+  });
+
+  test('the failure groups\' endpoint filter is exact too: " billingendpoint" is no endpoint, spaces alone are 400, not every endpoint', async () => {
+    // It was trimmed: " billingendpoint" listed billing's groups, and spaces alone listed every endpoint's.
+    const groups = async (endpointId: string) => {
+      const res = await routes.failureGroups.GET(get(`/api/failure-groups?${new URLSearchParams({ endpointId })}`));
+      const body = await res.text();
+      return { status: res.status, body, endpoints: res.status === 200 ? [...new Set((JSON.parse(body) as { groups: Array<{ endpoints: Array<{ endpointId: string }> }> }).groups.flatMap((g) => g.endpoints.map((e) => e.endpointId)))] : [] };
+    };
+    assert.deepEqual((await groups('billingendpoint')).endpoints, ['billingendpoint'], 'billing has failures (seeded)');
+    assert.deepEqual((await groups(' billingendpoint')).endpoints, [], 'no endpoint is " billingendpoint"');
+    assert.ok((await groups('')).endpoints.length >= 1, 'empty is no filter');
+    const blank = await groups('  ');
+    assert.equal(blank.status, 400, blank.body);
+    assert.match((JSON.parse(blank.body) as { detail: string }).detail, /endpointId: an endpoint id of spaces alone is not a filter; leave it empty for every endpoint/);
   });
 
   test('bad filters, unknown endpoints and unknown events are answered 400 / 404 with a message', async () => {

@@ -1,10 +1,19 @@
 // The zod form of the one rule for the id filters (./exactIdFilters.ts), for the server's schemas that take them:
 // the event list route (./queries.ts) and a bulk operation's selection (./operations/selection.ts), so that "select
-// all matching" acts on exactly the rows the list shows, and the Flow and Audit routes (./flow.ts,
-// ./audit/auditLog.ts), so that an id means the same on every page. Kept apart from the rule itself, which stays free of zod for
-// the pages' first-load bundle.
+// all matching" acts on exactly the rows the list shows, the Flow, Audit and metrics routes (./flow.ts,
+// ./audit/auditLog.ts, ./history/metrics.ts) and the Agent API's receive (./agent/schemas.ts), so that an id means
+// the same everywhere; and the same rule for an id a command names (`exactIdTarget`: the Agent API's publish, a
+// resubmission's event type). Kept apart from the rule itself, which stays free of zod for the pages' first-load
+// bundle.
 import { z } from 'zod';
-import { exactIdProblem, type ExactIdFilter } from './exactIdFilters.ts';
+import { exactIdProblem, exactIdTargetProblem, type ExactIdFilter } from './exactIdFilters.ts';
+
+/** A string refused, in the rule's words, when `problem` names one. */
+const ruled = (problem: (value: string) => string | undefined) =>
+  z.string().superRefine((v, ctx) => {
+    const words = problem(v);
+    if (words) ctx.addIssue({ code: 'custom', message: words });
+  });
 
 /**
  * A filter on an id, matched exactly, spaces and all: event and session ids are whatever publishers set, and event
@@ -13,11 +22,13 @@ import { exactIdProblem, type ExactIdFilter } from './exactIdFilters.ts';
  * than read as no filter (the whole endpoint).
  */
 export const exactIdFilter = (field: ExactIdFilter) =>
-  z
-    .string()
-    .superRefine((v, ctx) => {
-      const problem = exactIdProblem(field, v);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    })
+  ruled((v) => exactIdProblem(field, v))
     .transform((v) => v || undefined)
     .optional();
+
+/**
+ * An id a command names (an event type to publish or resubmit as, a session to publish into), taken exactly as sent:
+ * " S1" is sent as " S1", not trimmed into "S1". Required where it is used (add `.optional()` for a field that may be
+ * left out); empty, spaces alone and an id longer than any are refused in the rule's words (exactIdTargetProblem).
+ */
+export const exactIdTarget = (field: ExactIdFilter) => ruled((v) => exactIdTargetProblem(field, v));

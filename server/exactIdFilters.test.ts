@@ -1,11 +1,15 @@
-// The console's id filters: one rule for which values are a filter, which the list, Flow and Audit routes follow (and
-// the URL state: components/urlState.test.ts). Pure: no server.
+// The console's id filters: one rule for which values are a filter, which the list, Flow, Audit, metrics and Agent
+// receive routes follow (a bulk selection too: server/api.test.ts) (and the URL state: components/urlState.test.ts), and the same rule for
+// the ids a command names (the Agent API's publish, a resubmission's event type). Pure: no server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EXACT_ID_FILTERS, exactIdProblem, type ExactIdFilter } from './exactIdFilters.ts';
+import { EXACT_ID_FILTERS, exactIdProblem, exactIdTargetProblem, type ExactIdFilter } from './exactIdFilters.ts';
 import { eventListQuerySchema } from './queries.ts';
 import { flowQuerySchema } from './flow.ts';
 import { auditQuerySchema } from './audit/auditLog.ts';
+import { metricsQuerySchema } from './history/metrics.ts';
+import { receiveQuery, publishBody } from './agent/schemas.ts';
+import { resubmitBody } from './schemas.ts';
 
 const FIELDS = Object.keys(EXACT_ID_FILTERS) as ExactIdFilter[];
 
@@ -32,9 +36,11 @@ const ROUTES = [
   ['list', eventListQuerySchema, ['eventTypeId', 'sessionId', 'eventId']],
   ['flow', flowQuerySchema, ['eventTypeId']],
   ['audit', auditQuerySchema, ['endpointId', 'eventId']],
+  ['metrics', metricsQuerySchema, ['endpointId', 'eventTypeId']],
+  ['agent receive', receiveQuery.extend({ endpointId: receiveQuery.shape.endpointId.optional() }), ['eventTypeId']],
 ] as const;
 
-test('the list, Flow and Audit routes refuse what the rule refuses, in its words, and take the rest as it is', () => {
+test('the list, Flow, Audit, metrics and Agent receive routes refuse what the rule refuses, in its words, and take the rest as it is', () => {
   for (const [route, schema, fields] of ROUTES) {
     for (const field of fields as readonly ExactIdFilter[]) {
       const { max } = EXACT_ID_FILTERS[field];
@@ -48,4 +54,22 @@ test('the list, Flow and Audit routes refuse what the rule refuses, in its words
       assert.equal((schema.parse({ [field]: '' }) as Record<string, unknown>)[field], undefined, `${route} ${field}: empty is no filter`);
     }
   }
+});
+
+test('an id a command names is taken as sent, spaces and all; empty, spaces alone and over-long are refused in words', () => {
+  for (const field of FIELDS) {
+    const { max } = EXACT_ID_FILTERS[field];
+    for (const ok of ['S1', 'S1 ', ' S1', 'x'.repeat(max)]) assert.equal(exactIdTargetProblem(field, ok), undefined, `${field} ${JSON.stringify(ok)}`);
+  }
+  assert.equal(exactIdTargetProblem('sessionId', ''), 'a session id is empty');
+  assert.equal(exactIdTargetProblem('sessionId', ' \t'), 'a session id of spaces alone names nothing; ids are taken exactly as sent');
+  assert.equal(exactIdTargetProblem('eventTypeId', 'x'.repeat(261)), 'an event type id longer than 260 characters names nothing; no event type id is that long');
+
+  // The Agent API's publish and the resubmit body: the value sent is the value used, never trimmed into another id.
+  const publish = (fields: Record<string, string>) => publishBody.safeParse({ eventTypeId: 'InvoiceIssued', payload: {}, ...fields });
+  assert.deepEqual(publish({ eventTypeId: ' InvoiceIssued', sessionId: 'INV-9 ' }).data, { eventTypeId: ' InvoiceIssued', sessionId: 'INV-9 ', payload: {} });
+  assert.deepEqual(publish({ sessionId: '  ' }).error?.issues.map((i) => [i.path.join('.'), i.message]), [['sessionId', exactIdTargetProblem('sessionId', '  ')]]);
+  assert.deepEqual(publish({ eventTypeId: '' }).error?.issues.map((i) => [i.path.join('.'), i.message]), [['eventTypeId', 'an event type id is empty']]);
+  assert.equal(resubmitBody.parse({ payload: {}, eventTypeId: ' OrderPlaced' })?.eventTypeId, ' OrderPlaced');
+  assert.deepEqual(resubmitBody.safeParse({ payload: {}, eventTypeId: '   ' }).error?.issues.map((i) => i.message), [exactIdTargetProblem('eventTypeId', '   ')]);
 });

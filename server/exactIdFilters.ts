@@ -1,5 +1,6 @@
 // The console's id filters (event type, session, event id, endpoint), which are matched exactly, spaces and all: which
-// values are a filter, in one place for every page that filters on an id. The routes refuse the rest with this
+// values are a filter, in one place for every page that filters on an id (and, by the same rule, which are an id a
+// command names: the Agent API and the resubmit route). The routes refuse the rest with this
 // message (server/queries.ts eventListQuerySchema, server/flow.ts, server/audit/auditLog.ts: a 400), the pages' URL
 // state reads it as no filter (components/urlState.ts), and the forms that take typed ids refuse it before it is
 // applied (components/exactIdErrors.tsx: the Endpoint page and the Audit log). Without zod, so the URL state keeps
@@ -26,5 +27,19 @@ export function exactIdProblem(field: ExactIdFilter, value: string): string | un
   if (value === '') return undefined;
   if (value.trim() === '') return `${a} ${name} of spaces alone is not a filter; leave it empty for ${every}`;
   if (value.length > max) return `${a} ${name} longer than ${max} characters is not a filter; no ${name} is that long`;
+  return undefined;
+}
+
+/**
+ * Why `value` is not an id a command names (what the Agent API publishes to, a resubmission's event type), or
+ * undefined when it is one. The same rule as a filter's, taken as sent, spaces and all, without a filter's empty:
+ * a command's id is looked up or sent on, so '' and spaces alone name nothing and are refused, never trimmed into
+ * another id (" S1" published into session "S1").
+ */
+export function exactIdTargetProblem(field: ExactIdFilter, value: string): string | undefined {
+  const { max, a, name } = EXACT_ID_FILTERS[field];
+  if (value === '') return `${a} ${name} is empty`;
+  if (value.trim() === '') return `${a} ${name} of spaces alone names nothing; ids are taken exactly as sent`;
+  if (value.length > max) return `${a} ${name} longer than ${max} characters names nothing; no ${name} is that long`;
   return undefined;
 }

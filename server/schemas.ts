@@ -1,6 +1,7 @@
 // Request shapes of the console API (route params and bodies), validated with zod in the route handlers.
 import { z } from 'zod';
 import { MAX_PAYLOAD_DEPTH, jsonDepth } from '@nimbus/sdk/contract';
+import { exactIdTarget } from './exactIdFilterSchema.ts';
 
 export const endpointIdParam = z
   .string()
@@ -27,7 +28,8 @@ export const payloadSchema = z
 export const resubmitBody = z
   .object({
     payload: payloadSchema,
-    eventTypeId: z.string().trim().min(1).max(260).optional(),
+    /** The type to resubmit as, exactly as sent (" OrderPlaced" is no type of the catalog: 400, not OrderPlaced). */
+    eventTypeId: exactIdTarget('eventTypeId').optional(),
   })
   .strict()
   .optional();

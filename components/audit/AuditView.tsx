@@ -19,11 +19,14 @@ import { fromInputValue, toInputValue } from '../isoTime.ts';
 import { useTimeZoneMode } from '../timeZone.tsx';
 import { useExactIdErrors } from '../exactIdErrors.tsx';
 import { EXACT_ID_FILTERS, type ExactIdFilter } from '../../server/exactIdFilters.ts';
+import { AUDIT_TEXT_FILTER_MAX } from '../../server/audit/auditTextFilters.ts';
 
 type Filters = Record<keyof AuditSearch, string>;
 /** The id filters, in the form's order; the user, action and time filters are no ids. */
 const ID_FIELDS = ['endpointId', 'eventId'] as const satisfies readonly (ExactIdFilter & keyof Filters)[];
 const idFieldOf = (k: keyof Filters) => ID_FIELDS.find((f) => f === k);
+/** How long a free-text box's value may be: the route's and the URL state's limit (a longer one would be no filter). */
+const textMaxOf = (k: keyof Filters): number | undefined => (Object.hasOwn(AUDIT_TEXT_FILTER_MAX, k) ? AUDIT_TEXT_FILTER_MAX[k as keyof typeof AUDIT_TEXT_FILTER_MAX] : undefined);
 
 const OUTCOME_STYLE: Record<string, string> = {
   succeeded: 'bg-emerald-100 text-emerald-800',
@@ -101,8 +104,9 @@ export function AuditView() {
               setForm({ ...form, [k]: type === 'datetime-local' ? fromInputValue(e.target.value, zone) : e.target.value });
               if (id) idErrors.clear(id);
             }}
-            // An id box takes at most the route's length: a longer id cannot be typed (or pasted) at all.
-            {...(id ? { ...idErrors.box(id), maxLength: EXACT_ID_FILTERS[id].max } : {})}
+            // An id or text box takes at most the route's length: a longer value cannot be typed (or pasted) at all,
+            // where the URL state would read it as no filter while the box still showed it.
+            {...(id ? { ...idErrors.box(id), maxLength: EXACT_ID_FILTERS[id].max } : textMaxOf(k) !== undefined ? { maxLength: textMaxOf(k) } : {})}
             className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900 aria-[invalid=true]:border-red-500"
           />
         </label>

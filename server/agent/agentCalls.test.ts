@@ -1,7 +1,7 @@
 // The Agent API's route handlers on the embedded stack, sign-in on with sealed session cookies of agent identities
 // (roles mapped to Agent on endpoints): what an unauthenticated caller learns from a bad query, whether a call's
 // concurrency slot is freed when the console's context fails to open, and whether calls refused for their input
-// are audited and counted like every other Agent API call. (packages/sdk/e2e/agentApi.test.ts: the API over HTTP.)
+// are audited and counted like every other Agent API call, and whether ids are taken exactly as the agent sent them. (packages/sdk/e2e/agentApi.test.ts: the API over HTTP.)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
@@ -14,7 +14,10 @@ import { queryAudit } from '../audit/auditLog.ts';
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const SECRET = 'agent-calls-test-session-secret-0123456789-abcdef';
-const AUTH_ENV = oidcTestEnv(SECRET, { roles: { 'Ledger.Import': 'Agent:erpendpoint' }, groups: { 'crm-agents': 'Agent:crmendpoint' } });
+const AUTH_ENV = oidcTestEnv(SECRET, {
+  roles: { 'Ledger.Import': 'Agent:erpendpoint', 'Invoice.Publish': 'Agent:billingendpoint' },
+  groups: { 'crm-agents': 'Agent:crmendpoint' },
+});
 
 let stack: ConsoleTestStack;
 let closeContext: () => Promise<void>;
@@ -102,6 +105,46 @@ describe('Agent API calls', () => {
       `audit: ${JSON.stringify(entries.map((e) => [e.action, e.outcome, e.status]))}`,
     );
     assert.match(entries.find((e) => e.action === 'agent.publish')!.reason ?? '', /name endpointId/);
+  });
+
+  test('ids are taken as the agent sent them: a leading space is part of the id, spaces alone are 400 naming the field', async () => {
+    // Agents are programs: " INV-9" trimmed into "INV-9" published into another session than the one named, and
+    // " InvoiceIssued" handed out InvoiceIssued handoffs. The one id rule (server/exactIdFilters.ts) instead.
+    const receive = await import('../../app/api/agent/receive/route.ts');
+    const publish = await import('../../app/api/agent/publish/route.ts');
+    const refused = async (res: Response, words: RegExp) => {
+      const body = await res.text();
+      assert.equal(res.status, 400, body);
+      assert.match((JSON.parse(body) as { detail: string }).detail, words);
+    };
+    const ledger = agent('exact-ids');
+    const handedOut = await receive.GET(request(ledger, '/api/agent/receive?endpointId=erpendpoint&eventTypeId=InvoiceIssued'));
+    assert.equal(handedOut.status, 200, 'a pending InvoiceIssued handoff (seeded)');
+    await refused(await receive.GET(request(ledger, '/api/agent/receive?endpointId=erpendpoint&eventTypeId=%20InvoiceIssued')), /event type {2}InvoiceIssued is not in the catalog/);
+    await refused(await receive.GET(request(ledger, '/api/agent/receive?endpointId=erpendpoint&eventTypeId=%20%20')), /eventTypeId: an event type id of spaces alone is not a filter/);
+    assert.equal((await receive.GET(request(ledger, '/api/agent/receive?endpointId=erpendpoint&eventTypeId='))).status, 200, 'empty is no filter');
+
+    const biller: Principal = { kind: 'user', id: 'oid-exact-biller', name: 'biller@test', roles: ['Invoice.Publish'], groups: [] };
+    const invoice = { invoiceId: 'INV-EXACT', orderId: 'ORD-EXACT', amount: 1, currency: 'EUR', dueDate: '2026-12-31' };
+    const send = (fields: Record<string, unknown>) =>
+      publish.POST(request(biller, '/api/agent/publish', { eventTypeId: 'InvoiceIssued', endpointId: 'billingendpoint', payload: invoice, ...fields }));
+    await refused(await send({ sessionId: '  ' }), /sessionId: a session id of spaces alone names nothing/);
+    await refused(await send({ sessionId: '' }), /sessionId: a session id is empty/);
+    await refused(await send({ eventTypeId: ' InvoiceIssued' }), /billingendpoint does not produce {2}InvoiceIssued/);
+    await refused(await send({ eventTypeId: '\t' }), /eventTypeId: an event type id of spaces alone names nothing/);
+    const sent = await send({ sessionId: ' INV-EXACT' });
+    const published = (await sent.json()) as { sessionId: string };
+    assert.equal(sent.status, 200, JSON.stringify(published));
+    assert.equal(published.sessionId, ' INV-EXACT', 'published into the session named, not a trimmed one');
+    // On the bus: erpendpoint consumes InvoiceIssued, and the message waits in its session " INV-EXACT".
+    const receiver = await stack.serviceBus.client.acceptSession('erpendpoint', 'erpendpoint', ' INV-EXACT');
+    try {
+      const [got] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 30_000 });
+      assert.equal(got?.sessionId, ' INV-EXACT');
+      await receiver.completeMessage(got!);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('a call whose console context fails to open frees its slot: the agent is not locked out once the context opens', async () => {

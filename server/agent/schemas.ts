@@ -1,13 +1,17 @@
 // Request shapes of the Agent API (docs/agents.md), validated with zod in the routes.
 import { z } from 'zod';
 import { endpointIdParam, handoffResultSchema, idParam, payloadSchema } from '../schemas.ts';
+import { exactIdFilter, exactIdTarget } from '../exactIdFilterSchema.ts';
 import { MAX_WAIT_SECONDS } from './handoffs.ts';
 
-const eventTypeIdParam = z.string().trim().min(1).max(260);
+// Ids are taken exactly as the agent sent them, spaces and all, by the console's one id rule
+// (server/exactIdFilters.ts): agents are programs, and an id trimmed into another one would act on something the
+// agent did not name. Spaces alone and over-long ids are refused with the rule's message.
 
 export const receiveQuery = z.object({
   endpointId: endpointIdParam,
-  eventTypeId: eventTypeIdParam.optional().or(z.literal('').transform(() => undefined)),
+  /** Only handoffs of this event type (exact; empty: any). */
+  eventTypeId: exactIdFilter('eventTypeId'),
   /** 0 answers at once; at most 30. */
   waitSeconds: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0),
   /** Comma-separated event ids the agent already holds. */
@@ -44,10 +48,11 @@ export type SettleBody = z.output<typeof settleBody>;
 
 export const publishBody = z
   .object({
-    eventTypeId: eventTypeIdParam,
+    eventTypeId: exactIdTarget('eventTypeId'),
     /** The publishing endpoint; may be left out when the agent holds the Agent's rights on exactly one. */
     endpointId: endpointIdParam.optional(),
-    sessionId: z.string().trim().min(1).max(128).optional(),
+    /** The session to publish into, as sent (" S1" is not "S1"); left out: the catalog's session key. */
+    sessionId: exactIdTarget('sessionId').optional(),
     payload: payloadSchema,
   })
   .strict();

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { queryPage, rethrowCosmos, type Page } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import { exactIdFilter } from '../exactIdFilterSchema.ts';
+import { AUDIT_TEXT_FILTER_MAX } from './auditTextFilters.ts';
 
 export const AUDIT_CONTAINER = 'auditLog';
 
@@ -82,14 +83,14 @@ export const auditQuerySchema = z
      * A user's name or id, exactly, but trimmed: what an operator types of a sign-in name, as the grants store
      * their subjects (server/auth/grants.ts), not an id a publisher set.
      */
-    user: z.string().trim().min(1).max(256).optional(),
+    user: z.string().trim().min(1).max(AUDIT_TEXT_FILTER_MAX.user).optional(),
     /** Any part of the action's name, ignoring case (`skip`: `skip` and `operation.skip`). */
-    action: z.string().trim().min(1).max(64).optional(),
+    action: z.string().trim().min(1).max(AUDIT_TEXT_FILTER_MAX.action).optional(),
     /**
      * Leaves out the actions whose name contains any of these comma-separated parts, ignoring case
      * (`agent.receive,agent.settle`: the demo's ledger agent writes one of them every few seconds).
      */
-    notAction: z.string().trim().min(1).max(200).optional(),
+    notAction: z.string().trim().min(1).max(AUDIT_TEXT_FILTER_MAX.notAction).optional(),
     outcome: auditOutcomeSchema.optional(),
     from: z.iso.datetime({ offset: true }).optional(),
     to: z.iso.datetime({ offset: true }).optional(),

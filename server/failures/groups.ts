@@ -13,9 +13,11 @@ import {
   type FailureStatus,
 } from '../../lib/store/failureGroupAggregates.ts';
 import { inScope, type ReadScope } from '../auth/readScope.ts';
+import { exactIdFilter } from '../exactIdFilterSchema.ts';
 
 export const failureGroupsQuerySchema = z.object({
-  endpointId: z.string().trim().max(50).optional().transform((v) => v || undefined),
+  // Exact, by the one id rule (server/exactIdFilters.ts): spaces alone were trimmed into no filter (every endpoint).
+  endpointId: exactIdFilter('endpointId'),
   status: z
     .string()
     .optional()

@@ -6,6 +6,7 @@ import { TimeSeriesStore, type Series } from '../../lib/store/index.ts';
 import type { ReadScope } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
 import { badRequest } from '../http.ts';
+import { exactIdFilter } from '../exactIdFilterSchema.ts';
 
 export const MAX_POINTS = 1500;
 
@@ -26,8 +27,10 @@ const BUCKET_WORDS: Record<string, number> = { '1m': 60, '5m': 300, '15m': 900, 
 
 export const metricsQuerySchema = z
   .object({
-    endpointId: z.string().min(1).max(260).optional(),
-    eventTypeId: z.string().min(1).max(260).optional(),
+    // Exact, spaces and all, by the one id rule (server/exactIdFilters.ts): empty is no filter; spaces alone (which
+    // matched no series and charted nothing) and ids longer than any are 400 in the rule's words.
+    endpointId: exactIdFilter('endpointId'),
+    eventTypeId: exactIdFilter('eventTypeId'),
     from: time.optional(),
     to: time.optional(),
     /** Seconds (a multiple of 60) or 1m, 5m, 15m, 1h, 6h, 1d; default chosen from the range. */

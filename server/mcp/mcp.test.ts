@@ -193,6 +193,17 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     const p = await ok<{ messageId: string; sessionId: string }>(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: order });
     assert.equal(p.sessionId, 'ORD-M2');
   });
+
+  test('tool ids are taken as sent, as the Agent API takes them: a leading space is part of the id, spaces alone are refused', async () => {
+    // The tools trimmed them: sessionId " ORD-M3" published into session "ORD-M3", and eventTypeId " OrderPlaced"
+    // searched OrderPlaced's failures.
+    const order = { orderId: 'ORD-M3', customerId: 'C-9', lines: [], total: 1, currency: 'EUR' };
+    const p = await ok<{ sessionId: string }>(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: order, sessionId: ' ORD-M3' });
+    assert.equal(p.sessionId, ' ORD-M3', 'published into the session named');
+    await refused(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: order, sessionId: '  ' }, /sessionId.*a session id of spaces alone names nothing/);
+    await refused(client, 'search_failures', { eventTypeId: ' OrderPlaced' }, /event type {2}OrderPlaced is not in the catalog/);
+    await refused(client, 'search_failures', { eventTypeId: ' ' }, /eventTypeId.*an event type id of spaces alone names nothing/);
+  });
 });
 
 describe('MCP server for an identity with the Agent role only', () => {

@@ -29,6 +29,9 @@ import { log } from '../log.ts';
 import { endpointsWithCounts, eventDetails, listEndpointEvents, type EventListItem } from '../queries.ts';
 import { requirePayloadMatchesSchema } from '../payloadSchemaCheck.ts';
 import { endpointIdParam, handoffResultSchema, idParam, payloadSchema } from '../schemas.ts';
+// The tools' ids are taken exactly as sent, as the Agent API's (server/exactIdFilters.ts): a tool's eventTypeId or
+// sessionId is never trimmed into another id. Left out is no filter; empty and spaces alone are refused in words.
+import { exactIdTarget } from '../exactIdFilterSchema.ts';
 
 export const MCP_SERVER_NAME = 'nimbus-console';
 
@@ -220,7 +223,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       inputSchema: {
         endpointId: endpointIdParam.optional().describe('Only this endpoint'),
         text: z.string().trim().min(1).max(200).optional().describe('A substring of the error text'),
-        eventTypeId: z.string().trim().min(1).max(260).optional(),
+        eventTypeId: exactIdTarget('eventTypeId').optional(),
         limit: z.number().int().min(1).max(100).default(20).describe('At most this many events (1-100, default 20)'),
       },
       annotations: { readOnlyHint: true },
@@ -310,7 +313,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         'The oldest pending handoff of an endpoint (optionally of one event type), waiting up to waitSeconds for one. Non-claiming: the same handoff is returned until it is settled; pass the event ids you already work on in `exclude`. Settle it with settle_handoff and the returned messageId.',
       inputSchema: {
         endpointId: endpointIdParam,
-        eventTypeId: z.string().trim().min(1).max(260).optional(),
+        eventTypeId: exactIdTarget('eventTypeId').optional(),
         waitSeconds: z.number().int().min(0).max(25).default(0),
         exclude: z.array(idParam).max(100).optional(),
       },
@@ -385,10 +388,10 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
       description:
         "Publish an event as an endpoint you hold the Agent's rights on (name endpointId when you hold several). The payload is checked against the event type's JSON schema from discover_topology.",
       inputSchema: {
-        eventTypeId: z.string().trim().min(1).max(260),
+        eventTypeId: exactIdTarget('eventTypeId'),
         payload: mcpPayload.describe('The event payload (a JSON object)'),
         endpointId: endpointIdParam.optional(),
-        sessionId: z.string().trim().min(1).max(128).optional(),
+        sessionId: exactIdTarget('sessionId').optional(),
       },
     },
     (args) =>
@@ -424,7 +427,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         endpointId: endpointIdParam,
         eventId: idParam,
         payload: mcpPayload.optional().describe('An edited payload; left out: the stored one'),
-        eventTypeId: z.string().trim().min(1).max(260).optional(),
+        eventTypeId: exactIdTarget('eventTypeId').optional(),
       },
       annotations: { destructiveHint: false, idempotentHint: true },
     },

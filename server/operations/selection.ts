@@ -15,7 +15,8 @@ export const MAX_SELECTION = 100_000;
 const iso = z.iso.datetime({ offset: true });
 export const selectionSchema = z
   .object({
-    endpointId: z.string().trim().min(1).max(50).optional(),
+    /** Exact, by the same rule (endpoint ids hold no spaces: " billing" names no endpoint, 404, not billing). */
+    endpointId: exactIdFilter('endpointId'),
     status: z.union([resolutionStatusSchema, z.literal('Handoff')]).array().max(10).optional(),
     groupId: z.string().regex(/^[0-9a-f]{20}$/, 'a failure group id is 20 hex digits').optional(),
     /**
