@@ -16,7 +16,9 @@ const FIELDS = Object.keys(EXACT_ID_FILTERS) as ExactIdFilter[];
 test('an id is a filter as it is, spaces and all, up to its length; empty is no filter', () => {
   for (const field of FIELDS) {
     const { max } = EXACT_ID_FILTERS[field];
-    for (const ok of ['', 'S1', 'S1 ', ' S1', ' a b ', 'x'.repeat(max)]) assert.equal(exactIdProblem(field, ok), undefined, `${field} ${JSON.stringify(ok)}`);
+    // Endpoint ids have no spaces (the catalog's names): theirs are in the next test.
+    const spaced = field === 'endpointId' ? [] : ['S1 ', ' S1', ' a b '];
+    for (const ok of ['', 'S1', ...spaced, 'x'.repeat(max)]) assert.equal(exactIdProblem(field, ok), undefined, `${field} ${JSON.stringify(ok)}`);
   }
   assert.deepEqual([EXACT_ID_FILTERS.eventTypeId.max, EXACT_ID_FILTERS.sessionId.max, EXACT_ID_FILTERS.eventId.max, EXACT_ID_FILTERS.endpointId.max], [260, 128, 128, 50]);
 });
@@ -29,6 +31,19 @@ test('spaces alone and an over-long id are not a filter, each said in words nami
   assert.equal(exactIdProblem('eventTypeId', 'x'.repeat(261)), 'an event type id longer than 260 characters is not a filter; no event type id is that long');
   assert.equal(exactIdProblem('endpointId', '  '), 'an endpoint id of spaces alone is not a filter; leave it empty for every endpoint');
   assert.equal(exactIdProblem('endpointId', 'x'.repeat(51)), 'an endpoint id longer than 50 characters is not a filter; no endpoint id is that long');
+});
+
+test('an endpoint id is made of the catalog name characters: one with a space or another character names no endpoint', async () => {
+  const { NAME_PATTERN } = await import('@nimbus/sdk/contract');
+  assert.equal(String(EXACT_ID_FILTERS.endpointId.chars), String(NAME_PATTERN), "the rule's characters are the catalog's");
+  for (const ok of ['crmendpoint', 'a.b_c-1']) {
+    assert.equal(exactIdProblem('endpointId', ok), undefined, ok);
+    assert.equal(exactIdTargetProblem('endpointId', ok), undefined, ok);
+  }
+  for (const bad of ['crmendpoint ', ' crmendpoint', 'crm endpoint', 'crm/endpoint', 'crmendpoint\n']) {
+    assert.equal(exactIdProblem('endpointId', bad), 'an endpoint id is made of letters, digits, ".", "_" and "-" alone (no spaces): this one names no endpoint', JSON.stringify(bad));
+    assert.equal(exactIdTargetProblem('endpointId', bad), 'an endpoint id is made of letters, digits, ".", "_" and "-" alone (no spaces): this one names no endpoint', JSON.stringify(bad));
+  }
 });
 
 /** Each route's id filters, all by the one rule. */
@@ -59,7 +74,8 @@ test('the list, Flow, Audit, metrics and Agent receive routes refuse what the ru
 test('an id a command names is taken as sent, spaces and all; empty, spaces alone and over-long are refused in words', () => {
   for (const field of FIELDS) {
     const { max } = EXACT_ID_FILTERS[field];
-    for (const ok of ['S1', 'S1 ', ' S1', 'x'.repeat(max)]) assert.equal(exactIdTargetProblem(field, ok), undefined, `${field} ${JSON.stringify(ok)}`);
+    const spaced = field === 'endpointId' ? [] : ['S1 ', ' S1'];
+    for (const ok of ['S1', ...spaced, 'x'.repeat(max)]) assert.equal(exactIdTargetProblem(field, ok), undefined, `${field} ${JSON.stringify(ok)}`);
   }
   assert.equal(exactIdTargetProblem('sessionId', ''), 'a session id is empty');
   assert.equal(exactIdTargetProblem('sessionId', ' \t'), 'a session id of spaces alone names nothing; ids are taken exactly as sent');

@@ -13,9 +13,20 @@ export const EXACT_ID_FILTERS = {
   /** Service Bus caps message and session ids at 128 characters (lib/store/schemas.ts). */
   sessionId: { max: 128, a: 'a', name: 'session id', every: 'every session' },
   eventId: { max: 128, a: 'an', name: 'event id', every: 'every event' },
-  /** Endpoint ids are the catalog's names, at most 50 characters (lib/store/schemas.ts): the Audit log's filter. */
-  endpointId: { max: 50, a: 'an', name: 'endpoint id', every: 'every endpoint' },
+  /**
+   * Endpoint ids are the catalog's names: at most 50 characters, letters, digits, '.', '_' and '-' alone (the SDK's
+   * NAME_PATTERN, lib/store/schemas.ts; exactIdFilters.test.ts holds the two equal). An id with any other character
+   * names no endpoint: refused before a route authorizes it, where "crmendpoint " (a pasted space) read as an endpoint
+   * the caller has no role on (a 403 and a `denied` audit entry for the caller's own endpoint).
+   */
+  endpointId: { max: 50, a: 'an', name: 'endpoint id', every: 'every endpoint', chars: /^[A-Za-z0-9._-]+$/ },
 } as const;
+
+/** The characters `field`'s ids are made of, when the rule knows them (endpoint ids), and how to say so. */
+function badChars(field: ExactIdFilter, value: string): string | undefined {
+  const spec = EXACT_ID_FILTERS[field];
+  return 'chars' in spec && !spec.chars.test(value) ? 'letters, digits, ".", "_" and "-" alone' : undefined;
+}
 export type ExactIdFilter = keyof typeof EXACT_ID_FILTERS;
 
 /**
@@ -27,6 +38,8 @@ export function exactIdProblem(field: ExactIdFilter, value: string): string | un
   if (value === '') return undefined;
   if (value.trim() === '') return `${a} ${name} of spaces alone is not a filter; leave it empty for ${every}`;
   if (value.length > max) return `${a} ${name} longer than ${max} characters is not a filter; no ${name} is that long`;
+  const chars = badChars(field, value);
+  if (chars) return `${a} ${name} is made of ${chars} (no spaces): this one names no endpoint`;
   return undefined;
 }
 
@@ -41,5 +54,7 @@ export function exactIdTargetProblem(field: ExactIdFilter, value: string): strin
   if (value === '') return `${a} ${name} is empty`;
   if (value.trim() === '') return `${a} ${name} of spaces alone names nothing; ids are taken exactly as sent`;
   if (value.length > max) return `${a} ${name} longer than ${max} characters names nothing; no ${name} is that long`;
+  const chars = badChars(field, value);
+  if (chars) return `${a} ${name} is made of ${chars} (no spaces): this one names no endpoint`;
   return undefined;
 }
