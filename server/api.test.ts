@@ -290,7 +290,7 @@ describe('console API on the embedded stack', () => {
     await seedEvent(stack.store, Date.now() - 30_000, { endpointId: 'shippingendpoint', eventId: 'rs-exact-type', sessionId: 'RS-EXACT', eventTypeId: 'OrderPlaced', payload: { orderId: 'RS-EXACT' } }, MessageType.ErrorResponse, { errorText: 'exact type' });
     const ev = params({ endpointId: 'shippingendpoint', eventId: 'rs-exact-type' });
     const edited = { payload: { orderId: 'RS-EXACT' } };
-    await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: ' OrderPlaced' }), ev), /event type {2}OrderPlaced is not in the catalog/);
+    await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: ' OrderPlaced' }), ev), /event type " OrderPlaced" is not in the catalog/);
     await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: '  ' }), ev), /eventTypeId: an event type id of spaces alone names nothing/);
     await refused(await routes.resubmit.POST(post('/x', { ...edited, eventTypeId: '' }), ev), /eventTypeId: an event type id is empty/);
     const row = (await stack.store.getEvent('shippingendpoint', 'rs-exact-type', 1))?.rows[0];

@@ -11,7 +11,8 @@ export function requireEndpoint(ctx: ConsoleContext, endpointId: string): void {
 
 export function requireEventType(ctx: ConsoleContext, eventTypeId: string | undefined): void {
   if (eventTypeId !== undefined && !ctx.catalog.eventTypes.some((t) => t.id === eventTypeId))
-    throw new HttpError(400, 'bad request', `event type ${eventTypeId} is not in the catalog`);
+    // Quoted: an id taken exactly may carry a space the page would collapse (" OrderPlaced" read as OrderPlaced).
+    throw new HttpError(400, 'bad request', `event type ${JSON.stringify(eventTypeId)} is not in the catalog`);
 }
 
 export interface BulkResult {

@@ -6,7 +6,7 @@
 // resubmission's event type). Kept apart from the rule itself, which stays free of zod for the pages' first-load
 // bundle.
 import { z } from 'zod';
-import { exactIdProblem, exactIdTargetProblem, type ExactIdFilter } from './exactIdFilters.ts';
+import { EXACT_ID_FILTERS, exactIdProblem, exactIdTargetProblem, type ExactIdFilter } from './exactIdFilters.ts';
 
 /** A string refused, in the rule's words, when `problem` names one. */
 const ruled = (problem: (value: string) => string | undefined) =>
@@ -31,4 +31,7 @@ export const exactIdFilter = (field: ExactIdFilter) =>
  * " S1" is sent as " S1", not trimmed into "S1". Required where it is used (add `.optional()` for a field that may be
  * left out); empty, spaces alone and an id longer than any are refused in the rule's words (exactIdTargetProblem).
  */
-export const exactIdTarget = (field: ExactIdFilter) => ruled((v) => exactIdTargetProblem(field, v));
+export const exactIdTarget = (field: ExactIdFilter) =>
+  // The lengths as JSON Schema keywords too: the MCP tools advertise their input schemas (z.toJSONSchema), and a
+  // refinement alone shows a client nothing of the limits the rule enforces.
+  ruled((v) => exactIdTargetProblem(field, v)).meta({ minLength: 1, maxLength: EXACT_ID_FILTERS[field].max });

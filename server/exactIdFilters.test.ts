@@ -89,3 +89,16 @@ test('an id a command names is taken as sent, spaces and all; empty, spaces alon
   assert.equal(resubmitBody.parse({ payload: {}, eventTypeId: ' OrderPlaced' })?.eventTypeId, ' OrderPlaced');
   assert.deepEqual(resubmitBody.safeParse({ payload: {}, eventTypeId: '   ' }).error?.issues.map((i) => i.message), [exactIdTargetProblem('eventTypeId', '   ')]);
 });
+
+test('an id a command names shows its lengths in its JSON Schema (the MCP tools advertise them), and a selection refuses an empty endpoint', async () => {
+  const { z } = await import('zod');
+  const { exactIdTarget } = await import('./exactIdFilterSchema.ts');
+  const { selectionSchema } = await import('./operations/selection.ts');
+  assert.deepEqual(z.toJSONSchema(exactIdTarget('sessionId')), { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'string', minLength: 1, maxLength: 128 });
+  assert.equal((z.toJSONSchema(exactIdTarget('eventTypeId')) as { maxLength?: number }).maxLength, 260);
+  // '' was a 400 before the rule and stays one: read as no filter it acted on the group on every endpoint.
+  const groupId = 'a'.repeat(20);
+  assert.deepEqual(selectionSchema.safeParse({ endpointId: '', groupId }).error?.issues.map((i) => i.message), ['an endpoint id is empty']);
+  assert.equal(selectionSchema.safeParse({ groupId }).success, true, 'left out: the group on every endpoint the caller may act on');
+  assert.match(selectionSchema.safeParse({ endpointId: ' billingendpoint', groupId }).error?.issues[0]?.message ?? '', /names no endpoint/);
+});

@@ -201,7 +201,7 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     const p = await ok<{ sessionId: string }>(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: order, sessionId: ' ORD-M3' });
     assert.equal(p.sessionId, ' ORD-M3', 'published into the session named');
     await refused(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: order, sessionId: '  ' }, /sessionId.*a session id of spaces alone names nothing/);
-    await refused(client, 'search_failures', { eventTypeId: ' OrderPlaced' }, /event type {2}OrderPlaced is not in the catalog/);
+    await refused(client, 'search_failures', { eventTypeId: ' OrderPlaced' }, /event type " OrderPlaced" is not in the catalog/);
     await refused(client, 'search_failures', { eventTypeId: ' ' }, /eventTypeId.*an event type id of spaces alone names nothing/);
   });
 });

@@ -7,7 +7,7 @@ import { ResolutionStatus, resolutionStatusSchema } from '@nimbus/sdk/contract';
 import { CONTAINERS, rethrowCosmos, type MessageStore } from '../../lib/store/index.ts';
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 import { badRequest } from '../http.ts';
-import { exactIdFilter } from '../exactIdFilterSchema.ts';
+import { exactIdFilter, exactIdTarget } from '../exactIdFilterSchema.ts';
 
 /** Most events one operation may name (a larger selection is refused: narrow the filter). */
 export const MAX_SELECTION = 100_000;
@@ -15,8 +15,12 @@ export const MAX_SELECTION = 100_000;
 const iso = z.iso.datetime({ offset: true });
 export const selectionSchema = z
   .object({
-    /** Exact, by the same rule (endpoint ids hold no spaces: " billing" names no endpoint, 404, not billing). */
-    endpointId: exactIdFilter('endpointId'),
+    /**
+     * The endpoint the operation acts on, by the rule for an id a command names: " billing" (endpoint ids hold no
+     * spaces) and '' are a 400. Left out, the selection is its failure group's, on every endpoint the caller may act on;
+     * '' was a 400 before the rule and stays one, never read as "every endpoint".
+     */
+    endpointId: exactIdTarget('endpointId').optional(),
     status: z.union([resolutionStatusSchema, z.literal('Handoff')]).array().max(10).optional(),
     groupId: z.string().regex(/^[0-9a-f]{20}$/, 'a failure group id is 20 hex digits').optional(),
     /**
