@@ -11,7 +11,7 @@ import { ALL_MESSAGE_TYPES, CONTROL_REQUEST_TYPES, isHistoryOnly, MessageType as
 import { answerSql, isAnswer } from './answerRule.ts';
 import type { HistoryWrite } from './schemas.ts';
 import { count, requestsDuring } from './testing/requestCount.ts';
-import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+import { at, msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
 
 let f: StoreFixture;
 before(async () => {
@@ -22,7 +22,6 @@ after(async () => {
 });
 
 const EP = 'billingendpoint';
-const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
 /** An entry naming `parent` on EP's session s-1, enqueued at `s`. */
 const naming = (eventId: string, parent: string, messageType: MessageType, s: number, over: Partial<HistoryWrite> = {}): HistoryWrite => ({

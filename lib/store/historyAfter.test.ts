@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { StoreInputError } from './errors.ts';
-import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+import { at, msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
 
 let f: StoreFixture;
 before(async () => {
@@ -20,7 +20,6 @@ after(async () => {
 });
 
 const EP = 'billingendpoint';
-const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
 test('only the session\'s entries after the time, with the outcomes asked for, newest first, at most the limit', async () => {
   const eventId = uniq('after');

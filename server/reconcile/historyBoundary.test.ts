@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { startBoundaryStoreFixture, type BoundaryStoreFixture } from '../../lib/store/testing/boundaryProxy.ts';
-import { msg, uniq } from '../../lib/store/testing/fixtures.ts';
+import { at, msg, uniq } from '../../lib/store/testing/fixtures.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { readEventHistory } from './history.ts';
 import { stuckFinding } from './stuck.ts';
@@ -15,7 +15,6 @@ import { stuckFinding } from './stuck.ts';
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
 const CAP = 3;
-const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
 let f: BoundaryStoreFixture;
 before(async () => {

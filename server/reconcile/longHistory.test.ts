@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { ServiceBusClient } from '@azure/service-bus';
-import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
+import { at, msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
@@ -31,7 +31,6 @@ after(async () => {
   await f?.close();
 });
 
-const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
 /** The Manager's claim of `row` (a skip of its failure) at `enqueuedAt`, then the command as the Resolver records it. */
 async function claimSkipRecorded(row: StatusRow, enqueuedAt: string) {

@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
-import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
+import { at, msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { applyReconcile, previewReconcile, settlingEvidence } from './reconcile.ts';
 import type { HistoryEntry } from '../../lib/store/index.ts';
@@ -14,7 +14,6 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 let f: StoreFixture;
 before(async () => { f = await startStoreFixture(); });
 after(async () => { await f?.close(); });
-const at = (s: number) => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
 
 /**
  * A failed event whose skip claim, written over the Failed row at `claimAt` (seconds), failed a second later (the

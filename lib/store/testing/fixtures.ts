@@ -115,4 +115,7 @@ export function msg(
   };
 }
 
+/** A fixed instant `s` seconds after 2026-12-01 09:00 UTC, ISO: history tests place entries in time by it. */
+export const at = (s: number): string => new Date(Date.parse('2026-12-01T09:00:00.000Z') + s * 1000).toISOString();
+
 export const uniq = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
