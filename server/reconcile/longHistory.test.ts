@@ -603,3 +603,28 @@ test('a refusal past the cap behind eleven newer entries naming the command that
   assert.deepEqual([finding?.kind, finding?.repairs.map((r) => r.action)], ['refused', ['restore']], finding?.why);
   assert.match(finding!.why, new RegExp(`CommandRefused notice ${refusal!.messageId}`));
 });
+
+test('a whole history read decides the stuck check alone: a refused and an unanswered command cost no answers or refusals query', async () => {
+  // Review of the refusals query: every due row with no answer made two history queries more (answers, refusals) even
+  // when the list, not cut and all parsed, already held every entry naming its message.
+  const endpointId = 'billingendpoint';
+  const parked = async () => {
+    const eventId = uniq('short');
+    const park = { ...msg(MessageType.PendingHandoffResponse, { endpointId, eventId, from: endpointId, handoffReason: 'x', externalJobId: 'J', expectedBy: at(3_600) }), enqueuedAt: at(0) };
+    await f.store.recordOutcome({ history: park, status: park });
+    const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
+    const commandId = commandMessageId(MessageType.HandoffCompletedRequest, row, row.lastMessageId);
+    const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(1) };
+    assert.equal((await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status })).outcome, 'written');
+    await f.store.recordHistory(command);
+    return { eventId, commandId, sessionId: row.sessionId };
+  };
+  const refused = await parked();
+  await f.store.recordHistory({ ...msg(MessageType.ErrorResponse, { endpointId, eventId: refused.eventId, parentMessageId: refused.commandId, from: endpointId, to: 'Resolver', deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'not blocked' }), sessionId: refused.sessionId, enqueuedAt: at(2) });
+  const unanswered = await parked();
+  for (const [{ eventId }, kind] of [[refused, 'refused'], [unanswered, 'unanswered']] as const) {
+    const { result: preview, reads } = await readsOf(eventId, () => previewReconcile(f.store, [endpointId], new Date(), { claimGraceMs: 0, unansweredGraceMs: 0 }));
+    assert.deepEqual(preview.stuck.filter((s) => s.eventId === eventId).map((s) => s.kind), [kind]);
+    assert.deepEqual(reads, { listHistory: 1 }, `${kind}: the list alone`);
+  }
+});

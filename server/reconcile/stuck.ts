@@ -21,6 +21,7 @@ import {
   MessageType,
   ResolutionStatus,
   resultingStatus,
+  WireText,
   type MessageType as MessageTypeT,
 } from '@nimbus/sdk/contract';
 import { AuditType, type HistoryEntry, type MessageStore, type StatusRow, type StatusRowSummary } from '../../lib/store/index.ts';
@@ -135,9 +136,15 @@ type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry | { 
  * command changed nothing: with no answer, the newest CommandRefused one (a query of its own, so it is found however
  * many entries name the message) is returned as the refusal, so the row is listed as refused rather than not at all.
  */
-async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId'>, history: HistoryEntry[], answers: () => Promise<RowAnswers>): Promise<Reply> {
-  const listed = history.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
+async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId'>, read: EventHistoryRead, answers: () => Promise<RowAnswers>): Promise<Reply> {
+  const listed = read.entries.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
   if (listed.some(isAnswer)) return { kind: 'answered' };
+  if (!read.cutOff && read.corrupt === 0) {
+    // The whole history was read and parsed: it holds every entry naming the message, so neither query can add one
+    // (as settledLater and unreadableAnswer judge). The newest refusal is the last, the list being oldest first.
+    const notice = listed.findLast((h) => h.deadLetterReason === WireText.CommandRefused);
+    return notice ? { kind: 'refused', notice } : { kind: 'none' };
+  }
   const { items, corrupt } = await answers();
   if (corrupt.length > 0 || items.some(isAnswer)) return { kind: 'answered' };
   const refusals = await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId);
@@ -225,7 +232,7 @@ const describe = (h: HistoryEntry) => `${resultingStatus(h.messageType as Messag
 async function stuckKind(
   store: MessageStore,
   row: StatusRowSummary,
-  history: HistoryEntry[],
+  read: EventHistoryRead,
   answers: () => Promise<RowAnswers>,
   o: StuckOptions,
   age: number,
@@ -239,7 +246,7 @@ async function stuckKind(
   // a point read of its entry, as the Manager's repeat does (commandRecorded): "resend" for a command the Resolver
   // recorded would put a second copy on the wire.
   const recorded =
-    history.some((h) => h.messageId === row.lastMessageId) ||
+    read.entries.some((h) => h.messageId === row.lastMessageId) ||
     (claim && commandRecorded(await store.getHistory(row.eventId, row.lastMessageId), row));
   if (claim && !recorded) {
     if (!claimDue) return undefined;
@@ -248,14 +255,14 @@ async function stuckKind(
     // the row is stuck whatever the receipt says (with one, it was taken for "sent; the Resolver is behind" and
     // never listed; without one, offered a re-send of a command the subscriber refuses). Answered: a restore would
     // undo what the endpoint did; the row is stale instead (./reconcile.ts, answers-row: any answer the row can show).
-    const reply = await replyTo(store, row, history, answers);
+    const reply = await replyTo(store, row, read, answers);
     if (reply.kind === 'answered') return undefined;
     if (reply.kind === 'refused') return answerDue ? { kind: 'refused', notice: reply.notice, recorded } : undefined;
     if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
     return { kind: 'claim', recorded };
   }
   if (!recorded || !answerDue) return undefined;
-  const reply = await replyTo(store, row, history, answers);
+  const reply = await replyTo(store, row, read, answers);
   if (reply.kind === 'answered') return undefined;
   return reply.kind === 'refused' ? { kind: 'refused', notice: reply.notice, recorded } : { kind: 'unanswered', recorded };
 }
@@ -289,9 +296,8 @@ async function assessStuck(
 ): Promise<{ finding: StuckRow; previous: HistoryEntry | undefined } | undefined> {
   if (row.status !== ResolutionStatus.Pending || row.messageType == null || !CONTROL_REQUEST_TYPES.has(row.messageType)) return undefined;
   if (row.messageType === MessageType.RetryRequest) return undefined; // the retry policy's own traffic: the SDK answers it
-  const history = read.entries;
   const age = o.now.getTime() - Date.parse(row.updatedAt);
-  const stuck = await stuckKind(store, row, history, answers, o, age);
+  const stuck = await stuckKind(store, row, read, answers, o, age);
   if (!stuck || (await settledLater(row, read, later))) return undefined;
   const { kind, notice, recorded } = stuck;
   const cap = o.historyCap ?? HISTORY_CAP;
