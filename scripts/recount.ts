@@ -11,7 +11,7 @@ import { logSafeError } from '../resolver-worker/liveness.ts';
 import { createStore, endpointIdSchema, type EndpointCounts, type MessageStore } from '../lib/store/index.ts';
 
 // The usage names the command as the operator ran it: the image's entry point (scripts/docker-role.sh) marks its
-// recount role, which has no npm script to run; anywhere else it is `npm run recount`.
+// recount role (`docker run <image> recount`); anywhere else, and in the image run as `npm run recount`, the npm form.
 const COMMAND = process.env.NIMBUS_IMAGE_ROLE === 'recount' ? 'docker run --rm <image> recount' : 'npm run recount --';
 const USAGE = `usage: ${COMMAND} <endpoint id>...   recount the endpoints named
        ${COMMAND} --all              recount every endpoint that has a counters document

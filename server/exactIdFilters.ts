@@ -15,7 +15,8 @@ export const EXACT_ID_FILTERS = {
   eventId: { max: 128, a: 'an', name: 'event id', every: 'every event' },
   /**
    * Endpoint ids are the catalog's names: at most 50 characters, letters, digits, '.', '_' and '-' alone (the SDK's
-   * NAME_PATTERN, lib/store/schemas.ts; exactIdFilters.test.ts holds the two equal). An id with any other character
+   * NAME_PATTERN, packages/sdk/src/contract/catalogSchema.ts, which lib/store/schemas.ts and server/schemas.ts
+   * endpointIdParam follow too; exactIdFilters.test.ts holds them equal). An id with any other character
    * names no endpoint: refused before a route authorizes it, where "crmendpoint " (a pasted space) read as an endpoint
    * the caller has no role on (a 403 and a `denied` audit entry for the caller's own endpoint).
    */

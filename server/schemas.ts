@@ -2,12 +2,14 @@
 import { z } from 'zod';
 import { MAX_PAYLOAD_DEPTH, jsonDepth } from '@nimbus/sdk/contract';
 import { exactIdTarget } from './exactIdFilterSchema.ts';
+import { EXACT_ID_FILTERS } from './exactIdFilters.ts';
 
+/** An endpoint id in a route's path: the catalog's names, by the id rule's own length and characters. */
 export const endpointIdParam = z
   .string()
   .min(1)
-  .max(50)
-  .regex(/^[A-Za-z0-9._-]+$/, 'endpoint ids are letters, digits, ".", "_" and "-"');
+  .max(EXACT_ID_FILTERS.endpointId.max)
+  .regex(EXACT_ID_FILTERS.endpointId.chars, 'endpoint ids are letters, digits, ".", "_" and "-"');
 export const idParam = z.string().min(1).max(128);
 
 export const endpointParams = z.object({ endpointId: endpointIdParam });

@@ -8,8 +8,8 @@ import { storeErrorSamples } from './testing/storeErrorSamples.ts';
 
 // The console's production bundle minifies class names (`class n extends t`), and holds several copies of this
 // module (one per route chunk, one in the launcher). server/http.ts recognises a store error made by another copy
-// with isStoreError, and tells StoreInputError and StoreThrottledError by their `name`, as the Resolver tells its
-// cases (isStoreErrorNamed): both must survive minification, for every exported class (storeErrorSamples fails on
+// with isStoreError, and tells StoreInputError and StoreThrottledError by their `name` (the Resolver's
+// isStoreErrorNamed checks the mark and the name together): both must survive minification, for every exported class (storeErrorSamples fails on
 // a class it has no sample of).
 test('every store error of a minified copy keeps its name and is recognised as a store error', async () => {
   const source = await readFile(new URL('./errors.ts', import.meta.url), 'utf8');

@@ -5,4 +5,3 @@
 
 /** The longest value each free-text filter takes (trimmed: these are typed text, not ids). */
 export const AUDIT_TEXT_FILTER_MAX = { user: 256, action: 64, notAction: 200 } as const;
-export type AuditTextFilter = keyof typeof AUDIT_TEXT_FILTER_MAX;
