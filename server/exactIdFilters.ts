@@ -16,7 +16,8 @@ export const EXACT_ID_FILTERS = {
   /**
    * Endpoint ids are the catalog's names: at most 50 characters, letters, digits, '.', '_' and '-' alone (the SDK's
    * NAME_PATTERN, packages/sdk/src/contract/catalogSchema.ts, which lib/store/schemas.ts and server/schemas.ts
-   * endpointIdParam follow too; exactIdFilters.test.ts holds them equal). An id with any other character
+   * endpointIdParam follow too; exactIdFilters.test.ts holds this rule's characters equal to NAME_PATTERN, and
+   * endpointIdParam is built from this rule). An id with any other character
    * names no endpoint: refused before a route authorizes it, where "crmendpoint " (a pasted space) read as an endpoint
    * the caller has no role on (a 403 and a `denied` audit entry for the caller's own endpoint).
    */

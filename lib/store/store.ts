@@ -1742,8 +1742,8 @@ export class MessageStore {
 
   /**
    * The subscriber's CommandRefused notices naming one message on one endpoint's session, newest first, at most
-   * `limit` (by default the newest alone). Reconcile's stuck check reads it for a row its message got no answer to
-   * (a refusal is no answer, so listHistoryAnswers never returns one): a query of its own, so neither answers nor
+   * `limit` (by default the newest alone). Reconcile's stuck check reads it for a row its message got no answer to,
+   * when the event's list is cut or holds entries that do not parse (a refusal is no answer, so listHistoryAnswers never returns one): a query of its own, so neither answers nor
    * other notices take its place in a limit. Documents that no longer parse are in `corrupt` and do not count toward
    * `limit` (the query pages on past them): a damaged newer notice never hides a readable older one.
    */

@@ -5,7 +5,8 @@
 // returns answers only, by Reconcile's one rule (isAnswer, which it also applies as a query term), so entries naming
 // the message that are no answer - notices, other history-only entries - never fill its ANSWERS_READ and hide an
 // answer behind them on a list cut at the cap. The stuck check's refusal (the newest CommandRefused notice naming
-// the message) is a query of its own (store.listHistoryRefusals), made only for a row whose message got no answer.
+// the message) is a query of its own (store.listHistoryRefusals), made only for a row whose message got no answer and
+// whose list is cut or holds entries that do not parse (a whole list decides alone, server/reconcile/stuck.ts).
 // Beside them, the settling entries enqueued after the row's message (store.listHistoryAfter: terminal outcomes,
 // a request a dead-letter description settled included, never a subscriber's notice): a response to an
 // earlier message of the session (a redelivered original answered after a skip) settles the event without naming

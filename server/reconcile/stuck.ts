@@ -133,8 +133,9 @@ type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry | { 
  * message is an answer by the stale check's rule only (isAnswer): a history-only entry is none (before, any entry
  * but a notice was, so a command that got only the deferred processor's dead-lettered trigger or a refused
  * unauthorised command naming it was "answered", and the row listed nowhere). A subscriber's notice says the
- * command changed nothing: with no answer, the newest CommandRefused one (a query of its own, so it is found however
- * many entries name the message) is returned as the refusal, so the row is listed as refused rather than not at all.
+ * command changed nothing: with no answer, the newest CommandRefused one is returned as the refusal, so the row is
+ * listed as refused rather than not at all. A whole list (not cut, all parsed) decides alone; otherwise the answers
+ * and the refusal are each a query of their own, so neither is hidden however many entries name the message.
  */
 async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId'>, read: EventHistoryRead, answers: () => Promise<RowAnswers>): Promise<Reply> {
   const listed = read.entries.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
