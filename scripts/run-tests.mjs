@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { longestFirst, readTestTimes } from './testing/testTimes.mjs';
 
 const root = process.cwd();
 // examples/ are projects of their own, tested from their own folder (e2e/adapter-example.test.ts installs and runs them).
@@ -20,9 +21,10 @@ function collect(dir, out) {
 }
 
 const filters = process.argv.slice(2);
-const files = collect(root, [])
-  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
-  .sort();
+const files = longestFirst(
+  collect(root, []).filter((f) => filters.length === 0 || filters.some((x) => f.includes(x))),
+  readTestTimes(),
+);
 if (files.length === 0) {
   console.error('run-tests: no test files matched');
   process.exit(1);
@@ -43,6 +45,11 @@ const result = spawnSync(
     '--test-timeout=1200000',
     `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    // NIMBUS_TEST_TIMES_RECORD=1: also record each file's time for the next run's order (scripts/testing/testTimes.mjs).
+    ...(process.env.NIMBUS_TEST_TIMES_RECORD === '1'
+      ? ['--test-reporter=./scripts/testing/fileTimesReporter.mjs', '--test-reporter-destination=stdout']
+      : []),
     ...files,
   ],
   { stdio: 'inherit', env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' } },
