@@ -91,7 +91,10 @@ async function layOutNodeModules(from: string, to: string): Promise<void> {
   }
 }
 
-/** Whether `path` is a file or a folder with a file somewhere under it (a folder left out is copied as empty folders). */
+/**
+ * Whether `path` is a file or a folder with a file somewhere under it: a folder .dockerignore does not leave out but
+ * whose files it all does is in the build context, and copied, as an empty folder (tree).
+ */
 async function holdsAFile(path: string): Promise<boolean> {
   if (!existsSync(path)) return false;
   if (!(await stat(path)).isDirectory()) return true;
