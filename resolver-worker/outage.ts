@@ -8,7 +8,7 @@
 // write still fails, the failure is the message's own and its budget decides, as before.
 import type { Logger } from 'pino';
 import { classifyCosmosError, isStoreErrorNamed } from '../lib/store/index.ts';
-import { sleep } from './resolve.ts';
+import { sleep } from '../lib/concurrency/sleep.ts';
 import { untilStopped } from './untilStopped.ts';
 
 export interface StoreOutageOptions {

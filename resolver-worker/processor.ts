@@ -19,7 +19,8 @@ import { tolerateSlowDrain } from '@nimbus/sdk/servicebus';
 import { withProcessSpan, withSettleSpan } from '@nimbus/sdk';
 import { context, type Context } from '@opentelemetry/api';
 import type { ResolverMetrics } from './metrics.ts';
-import { BatchResolution, resolveMessage, sleep, type ResolveContext, type Settlement } from './resolve.ts';
+import { sleep } from '../lib/concurrency/sleep.ts';
+import { BatchResolution, resolveMessage, type ResolveContext, type Settlement } from './resolve.ts';
 import { StoreOutage } from './outage.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
 

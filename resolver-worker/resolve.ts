@@ -27,6 +27,7 @@ import { budgetExhausted, logicalAttempt, retryDelay, backoffMs, type BudgetOpti
 import type { ResolverMetrics } from './metrics.ts';
 import type { OutcomeRecorder } from './outcomeMetrics.ts';
 import { limiter } from '../lib/concurrency/limiter.ts';
+import { sleep } from '../lib/concurrency/sleep.ts';
 import { endpointOf, isHistoryOnly, isRequestType, project, TRUNCATED } from './project.ts';
 import { readResolverMessage, type ResolverMessage } from './read.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
@@ -161,21 +162,6 @@ function deadLetter(
   storeReason?: 'throttled' | 'transient',
 ): Extract<Settlement, { kind: 'deadLetter' }> {
   return { kind: 'deadLetter', reason, description: truncateDescription(description), ...(storeReason ? { storeReason } : {}) };
-}
-
-export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** A message that is an ordinary outcome for one status row: what recordEvent (or a row group) records. */

@@ -7,11 +7,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, posix, relative, sep } from 'node:path';
+import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseDockerIgnore, type DockerIgnore } from './testing/dockerignore.ts';
+import { parseDockerIgnore } from './testing/dockerignore.ts';
+import { copyFromBuildContext } from './testing/buildContext.ts';
 import { runToExit, type Run } from './testing/runToExit.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -90,17 +91,10 @@ async function layOutNodeModules(from: string, to: string): Promise<void> {
   }
 }
 
-/** cp's filter: what the build context holds of the checkout (a path the context leaves out is not copied). */
-function inBuildContext(ignore: DockerIgnore) {
-  return async (src: string): Promise<boolean> => {
-    const path = relative(ROOT, src).split(sep).join('/');
-    if (!ignore.excludes(path)) return true;
-    // A folder left out may still hold a file a `!` line brings back: go in, and judge its files one by one.
-    return ignore.hasExceptions && (await stat(src)).isDirectory();
-  };
-}
-
-/** Whether `path` is a file or a folder with a file somewhere under it (a folder left out is copied as empty folders). */
+/**
+ * Whether `path` is a file or a folder with a file somewhere under it: a folder .dockerignore does not leave out but
+ * whose files it all does is in the build context, and copied, as an empty folder (tree).
+ */
 async function holdsAFile(path: string): Promise<boolean> {
   if (!existsSync(path)) return false;
   if (!(await stat(path)).isDirectory()) return true;
@@ -123,7 +117,7 @@ before(async () => {
     // the build context (the filter would copy nothing of it, silently). Judged by what was copied, so a folder left
     // out whose files a `!` line brings back still counts, as Docker sends those files.
     else {
-      await cp(join(ROOT, source), join(app, target), { recursive: true, errorOnExist: true, force: false, filter: inBuildContext(ignore) });
+      await copyFromBuildContext(ROOT, ignore, source, join(app, target));
       assert.ok(await holdsAFile(join(app, target)), `the Dockerfile copies ${source}, which .dockerignore keeps out of the build context`);
     }
   }

@@ -5,7 +5,7 @@
 // and can cancel it (an AbortSignal passed to the client) does so on DEADLINE_PASSED.
 
 /** setTimeout's longest delay (about 24.8 days); it takes a longer one, and Infinity, as 1 ms. */
-const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS = 2_147_483_647;
 
 /** What raceDeadline gives when the limit won (the time ran out or the signal aborted). */
 export const DEADLINE_PASSED: unique symbol = Symbol('deadline passed');

@@ -6,6 +6,7 @@
 import type { SqlParameter } from '@azure/cosmos';
 import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 import { CONTAINERS, statusRowSchema, type MessageStore, type StatusRow } from '../../lib/store/index.ts';
+import { sleep } from '../../lib/concurrency/sleep.ts';
 
 /** The longest a receive waits for a handoff to arrive. */
 export const MAX_WAIT_SECONDS = 30;
@@ -102,18 +103,6 @@ export async function receivePendingHandoff(
     if (found) return found;
     const left = deadline - Date.now();
     if (left <= 0 || signal?.aborted) return null;
-    await pause(Math.min(POLL_MS, left), signal);
+    await sleep(Math.min(POLL_MS, left), signal);
   }
-}
-
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -14,6 +14,7 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
+import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import type { Manager } from '../manager/manager.ts';
@@ -58,17 +59,7 @@ export class RateLimiter {
     this.#next = at + this.#gap * n;
     const wait = at - now;
     if (wait <= 1) return;
-    await new Promise<void>((r) => {
-      const onAbort = () => {
-        clearTimeout(t);
-        r();
-      };
-      const t = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        r();
-      }, wait);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    await sleep(wait, signal);
   }
 }
 
