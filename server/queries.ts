@@ -365,6 +365,19 @@ export async function listEndpointEvents(
   endpointId: string,
   f: EventListQuery,
 ): Promise<{ items: EventListItem[]; continuation: string | null }> {
+  const { items, continuation } = await readEndpointEventsPage(store, endpointId, f);
+  return { items, continuation };
+}
+
+/**
+ * listEndpointEvents with the matching rows that no longer parse (id and problem) beside the ones that do: the
+ * export names them in its file, so a file missing rows says so.
+ */
+export async function readEndpointEventsPage(
+  store: MessageStore,
+  endpointId: string,
+  f: EventListQuery,
+): Promise<{ items: EventListItem[]; continuation: string | null; corrupt: { id: string; issues: string }[] }> {
   const where = ['c.endpointId = @ep'];
   const parameters: SqlParameter[] = [{ name: '@ep', value: endpointId }];
   const statuses = f.status.filter((s) => s !== 'Handoff');
@@ -404,7 +417,7 @@ export async function listEndpointEvents(
     { pageSize: f.pageSize ?? 50, continuationToken: f.continuation, partitionKey: [endpointId] },
     'event list',
   );
-  return { items: page.items.map(toListItem), continuation: page.continuationToken ?? null };
+  return { items: page.items.map(toListItem), continuation: page.continuationToken ?? null, corrupt: page.corrupt };
 }
 
 export interface EventDetailsView {
