@@ -11,16 +11,14 @@ import { ErrorBox, StatusBadge, Timestamp } from './format.tsx';
 import { TABLE_HEAD } from './table.tsx';
 import { searchQuery } from './queries.ts';
 import { searchCutNotice } from './searchNotice.ts';
-import { eventListSearch, parseSearch, searchSearch, toSearch, type EventListSearch } from './urlState.ts';
+import { sessionListLink } from './searchLinks.ts';
+import { parseSearch, searchSearch, type EventListSearch } from './urlState.ts';
 
-/** The endpoint's list filtered to one session: all of its events there, newest first. */
-const sessionHref = (endpointId: string, sessionId: string) => endpointHref(endpointId, toSearch(eventListSearch, { sessionId }));
 /**
  * The session's failures on an endpoint: the list is newest first, so unfiltered its oldest failure (the one holding
  * the later events back) sits below every event parked behind it; filtered to the failed statuses it is on top.
  */
 const SESSION_FAILURES: EventListSearch['status'] = ['Failed', 'DeadLettered', 'Unsupported'];
-const sessionFailuresHref = (endpointId: string, sessionId: string) => endpointHref(endpointId, toSearch(eventListSearch, { sessionId, status: SESSION_FAILURES }));
 
 export function SearchView() {
   const q = parseSearch(searchSearch, useSearchParams()).q;
@@ -34,6 +32,11 @@ export function SearchView() {
   // A session named exactly whose list was cut: where to see all of it, on each endpoint it was seen on.
   const session = items.find((i) => i.sessionId.toLowerCase() === q.toLowerCase())?.sessionId;
   const sessionEndpoints = session && r.data?.truncated.bySessionId ? [...new Set(items.filter((i) => i.sessionId === session).map((i) => i.endpointId))].sort() : [];
+  // The session named by the (trimmed) query is never spaces alone, so each endpoint gets its link.
+  const failureLinks = sessionEndpoints.flatMap((e) => {
+    const href = sessionListLink(e, session!, SESSION_FAILURES)?.href;
+    return href ? [{ endpointId: e, href }] : [];
+  });
   useEffect(() => {
     if (only) router.replace(eventHref(only.endpointId, only.eventId));
   }, [only, router]);
@@ -51,13 +54,13 @@ export function SearchView() {
           {cutNotice}
         </p>
       ) : null}
-      {sessionEndpoints.length > 0 ? (
+      {failureLinks.length > 0 ? (
         <p className="mb-2 text-sm" data-testid="search-session-links">
           The failures of session <span className="font-mono">{session}</span>, its oldest included, on{' '}
-          {sessionEndpoints.map((e, n) => (
+          {failureLinks.map(({ endpointId: e, href }, n) => (
             <span key={e}>
               {n > 0 ? ' · ' : null}
-              <Link href={sessionFailuresHref(e, session!)} className="text-sky-700 underline">
+              <Link href={href} className="text-sky-700 underline">
                 {e}
               </Link>
             </span>
@@ -94,12 +97,7 @@ export function SearchView() {
                   </Link>
                 </td>
                 <td className="px-2 py-1 font-mono text-xs">
-                  {/* An event outside any session has no session list to lead to. */}
-                  {i.sessionId ? (
-                    <Link href={sessionHref(i.endpointId, i.sessionId)} className="text-sky-700 hover:underline" title={`Every event of session ${i.sessionId} on ${i.endpointId}`}>
-                      {i.sessionId}
-                    </Link>
-                  ) : null}
+                  <SessionCell endpointId={i.endpointId} sessionId={i.sessionId} />
                 </td>
                 <td className="px-2 py-1">{i.eventTypeId}</td>
                 <td className="px-2 py-1">
@@ -112,5 +110,25 @@ export function SearchView() {
         </div>
       ) : null}
     </section>
+  );
+}
+
+/**
+ * A result's session: a link to the endpoint's list of exactly that session, nothing for an event outside any
+ * session, and for one the list cannot filter on (spaces alone) the id quoted, its spaces kept, with the reason.
+ */
+function SessionCell({ endpointId, sessionId }: { endpointId: string; sessionId: string }) {
+  const link = sessionListLink(endpointId, sessionId);
+  if (!link) return null;
+  if (link.href === undefined)
+    return (
+      <span data-testid="search-session-unlinked" title={`No session list on ${endpointId}: ${link.refused}`}>
+        <span className="whitespace-pre">“{sessionId}”</span> <span className="font-sans text-slate-500">({link.refused})</span>
+      </span>
+    );
+  return (
+    <Link href={link.href} className="text-sky-700 hover:underline" title={`Every event of session ${sessionId} on ${endpointId}`}>
+      {sessionId}
+    </Link>
   );
 }

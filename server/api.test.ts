@@ -492,6 +492,26 @@ describe('console API on the embedded stack', () => {
     assert.equal(typeof checkedAt, 'string');
   });
 
+  test('search trims what is typed and matches the start of the id as stored: an id starting with a space is found only by its other id, which comes back exactly', async () => {
+    // Documents search as it is (docs/console.md): the typed text is trimmed (pasted ids carry spaces), so " SPC-SES"
+    // is looked up as "SPC-SES", which the stored " SPC-SES" does not start with.
+    const at = Date.now() - 30_000;
+    const seed = (eventId: string, sessionId: string) =>
+      seedEvent(stack.store, at, { endpointId: 'shippingendpoint', eventId, sessionId, eventTypeId: 'OrderPlaced', payload: { eventId } }, MessageType.ResolutionResponse);
+    await seed('spc-by-evt', ' SPC-SES');
+    await seed(' spc-evt', 'spc-by-ses');
+    await seed('blank-ses-evt', '  ');
+    type Found = { items: Array<{ endpointId: string; eventId: string; sessionId: string }> };
+    const find = async (q: string) => ((await (await routes.search.GET(get(`/api/search?q=${encodeURIComponent(q)}`))).json()) as Found).items;
+    assert.deepEqual(await find(' SPC-SES'), [], 'a session id starting with a space is not found by itself');
+    assert.deepEqual(await find(' spc-evt'), [], 'nor an event id');
+    assert.deepEqual((await find('spc-by-ses')).map((i) => i.eventId), [' spc-evt'], 'found by its session: the event id exactly');
+    assert.deepEqual((await find('spc-by-evt')).map((i) => i.sessionId), [' SPC-SES'], 'found by its event id: the session id exactly');
+    // A session of spaces alone comes back as it is too; its result says the Endpoint page cannot list it
+    // (components/searchLinks.test.ts holds the links to what was found).
+    assert.deepEqual((await find('blank-ses-evt')).map((i) => i.sessionId), ['  ']);
+  });
+
   test('search says per list whether it was cut at its limit', async () => {
     // 26 events on one endpoint: one more than a list shows, by event id and by session id alike.
     for (let i = 0; i < 26; i++) {

@@ -5,7 +5,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { seedConsoleData } from '../testing/seed.ts';
+import { seedConsoleData, seedEvent } from '../testing/seed.ts';
+import { MessageType } from '@nimbus/sdk/contract';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -144,6 +145,38 @@ describe('Agent API calls', () => {
       await receiver.completeMessage(got!);
     } finally {
       await receiver.close();
+    }
+  });
+
+  test('receive\'s exclude takes each event id as sent: an excluded " INV-9" is skipped, "INV-9" is still handed out', async () => {
+    // Trimmed, excluding " INV-9" excluded "INV-9" and handed " INV-9" - the handoff the agent holds - back to it.
+    const receive = await import('../../app/api/agent/receive/route.ts');
+    const ledger = agent('exact-exclude');
+    // Older than every seeded handoff, " INV-9" first: the two oldest pending handoffs of erpendpoint.
+    const old = Date.now() - 3_600_000;
+    for (const [eventId, base] of [[' INV-9', old], ['INV-9', old + 60_000]] as const)
+      await seedEvent(stack.store, base, { endpointId: 'erpendpoint', eventId, sessionId: `S${eventId}`, eventTypeId: 'InvoiceIssued', payload: { invoiceId: eventId } }, MessageType.PendingHandoffResponse, { handoffReason: 'Ledger import queued' });
+    const handedOut = async (exclude: string) => {
+      const res = await receive.GET(request(ledger, `/api/agent/receive?endpointId=erpendpoint&exclude=${encodeURIComponent(exclude)}`));
+      const body = await res.text();
+      assert.equal(res.status, 200, `exclude '${exclude}': ${body}`);
+      return (JSON.parse(body) as { eventId: string }).eventId;
+    };
+    assert.equal(await handedOut(''), ' INV-9', 'nothing excluded: the oldest');
+    assert.equal(await handedOut(' INV-9'), 'INV-9', 'the held " INV-9" is skipped, "INV-9" is not');
+    assert.equal(await handedOut('INV-9 , INV-9'), 'INV-9', '"INV-9 " names no handoff: "INV-9" is not excluded by it');
+    assert.equal(await handedOut('INV-9'), ' INV-9', '"INV-9" excludes "INV-9" alone');
+    // An item empty or of spaces alone names no event: refused in the rule's words, not dropped.
+    for (const [exclude, words] of [
+      ['INV-9,  ', /exclude\.1: an event id of spaces alone names nothing; ids are taken exactly as sent/],
+      ['INV-9,,evt-handoff-1', /exclude\.1: an event id is empty/],
+      [`INV-9,${'x'.repeat(129)}`, /exclude\.1: an event id longer than 128 characters names nothing/],
+      [Array.from({ length: 101 }, (_, i) => `evt-${i}`).join(','), /exclude names at most 100 event ids/],
+    ] as const) {
+      const res = await receive.GET(request(ledger, `/api/agent/receive?endpointId=erpendpoint&exclude=${encodeURIComponent(exclude)}`));
+      const body = await res.text();
+      assert.equal(res.status, 400, body);
+      assert.match((JSON.parse(body) as { detail: string }).detail, words);
     }
   });
 

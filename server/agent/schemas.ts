@@ -14,13 +14,17 @@ export const receiveQuery = z.object({
   eventTypeId: exactIdFilter('eventTypeId'),
   /** 0 answers at once; at most 30. */
   waitSeconds: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).default(0),
-  /** Comma-separated event ids the agent already holds. */
+  /**
+   * Comma-separated event ids the agent already holds, each taken exactly as sent (split on ',' alone): trimmed, an
+   * excluded " INV-9" excluded "INV-9" and handed " INV-9" back. An item empty or of spaces alone names no event and
+   * is refused in the rule's words rather than dropped. Empty (or left out): nothing excluded.
+   */
   exclude: z
     .string()
     .max(100 * 130)
     .optional()
-    .transform((s) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []))
-    .pipe(z.array(idParam).max(100, 'exclude names at most 100 event ids')),
+    .transform((s) => (s ? s.split(',') : []))
+    .pipe(z.array(exactIdTarget('eventId')).max(100, 'exclude names at most 100 event ids')),
 });
 
 export const settleBody = z
