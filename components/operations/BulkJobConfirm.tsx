@@ -4,17 +4,20 @@
 // count the job acts on; Confirm starts it (/resume: queued at once), Cancel discards it (/cancel, audited as
 // cancelled). When an earlier job already covered these events, the dialog says so - who ran it, when, how many it
 // resubmitted and how many failed again - with a way to look at it first (cancel this one, open the drawer on it).
+// A selection that names no endpoint (a failure group) is said with the endpoints of the rows frozen, and the
+// endpoints left out because the caller may only read there are named with why (frozenText.ts).
 import { useEffect, useRef, useState } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { ConfirmDialog } from '../ConfirmDialog.tsx';
 import { countOf, ErrorBox, Timestamp } from '../format.tsx';
-import { jobsApi, openJobsDrawer, type PreviousJob, type Selection } from './jobsApi.ts';
+import { jobsApi, openJobsDrawer, type PreparedJob, type PreviousJob, type Selection } from './jobsApi.ts';
 import { GOING } from './jobText.ts';
+import { frozenOn, leftOutLines } from './frozenText.ts';
 import { queryKeys } from '../queries.ts';
 
 export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Selection; what: string; onClose: (confirmed: boolean) => void }) {
   const qc = useQueryClient();
-  const [prepared, setPrepared] = useState<{ operationId: string; total: number; previous: PreviousJob | null } | null>(null);
+  const [prepared, setPrepared] = useState<PreparedJob | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const started = useRef(false);
@@ -42,6 +45,9 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
   };
   const n = prepared?.total.toLocaleString();
   const events = prepared ? countOf(prepared.total, 'event') : '';
+  // Where the frozen rows are, when the selection did not name it: from the answer, not the page's list.
+  const on = selection.endpointId === undefined && prepared?.endpoints ? frozenOn(prepared.endpoints) : '';
+  const leftOut = prepared?.leftOut ? leftOutLines(kind, prepared.leftOut) : [];
   return (
     <ConfirmDialog
       title={prepared ? `${verb} ${events}?` : `${verb} ${props.what}?`}
@@ -53,10 +59,17 @@ export function BulkJobConfirm(props: { kind: 'resubmit' | 'skip'; selection: Se
     >
       {prepared ? (
         <p data-testid="bulk-count">
-          Exactly <strong>{n}</strong> {prepared.total === 1 ? 'event' : 'events'} ({props.what}) will be {kind === 'resubmit' ? 'sent again with their stored payloads' : 'skipped: never processed, their sessions released'}. The list is frozen now: events failing later are not included, and events that change before their turn are counted as refused. The job runs on the server; follow it in the Jobs drawer.
+          Exactly <strong>{n}</strong> {prepared.total === 1 ? 'event' : 'events'} ({props.what}{on ? ` ${on}` : ''}) will be {kind === 'resubmit' ? 'sent again with their stored payloads' : 'skipped: never processed, their sessions released'}. The list is frozen now: events failing later are not included, and events that change before their turn are counted as refused. The job runs on the server; follow it in the Jobs drawer.
         </p>
       ) : (
         !error && <p>Freezing the selection…</p>
+      )}
+      {leftOut.length > 0 && (
+        <div className="mt-2 rounded border border-amber-300 bg-amber-50 px-2 py-1 text-sm text-amber-900" data-testid="left-out">
+          {leftOut.map((l) => (
+            <p key={l}>{l}</p>
+          ))}
+        </div>
       )}
       {prepared?.previous && <PreviousJobNote job={prepared.previous} busy={busy} onShow={(id) => void close(false, id)} />}
       {/* An alert, as in every dialog: the page behind the modal is inert, and a screen reader announces it here. */}

@@ -1,8 +1,9 @@
 'use client';
 // Failures: every Failed, DeadLettered and Unsupported event grouped by cause (GET /api/failure-groups), with a
 // spark of arrivals, first and last seen, the endpoints affected and the group's note. A group opens its events
-// (the Endpoint page filtered by the group), exports them, or is resubmitted / skipped as a whole: the
-// confirmation states the exact count, which is the count the job was frozen with.
+// (the Endpoint page filtered by the group), exports them, or is resubmitted / skipped as a whole - as the page
+// shows it, within its "Updated in" window (groupSelection.ts): the confirmation states the exact count, which is
+// the count the job was frozen with, and the endpoints of the rows frozen.
 import { useState } from 'react';
 import Link from '../Link.tsx';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -15,6 +16,7 @@ import { failureGroupsQuery, queryKeys } from '../queries.ts';
 import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
 import { countOf, Timestamp } from '../format.tsx';
 import { sparkScale, type SparkWindow } from './sparkScale.ts';
+import { groupSelection, groupWhat, WINDOW_LABELS, type WindowChoice } from './groupSelection.ts';
 
 /**
  * Arrivals per bucket, the bars relative to the busiest bucket: the top tick says what a full bar is, the caption
@@ -128,7 +130,8 @@ export function FailuresView() {
   const { since } = parseSearch(failuresSearch, useSearchParams());
   const setSince = (v: string) => replaceSearch(failuresSearch, { since: v as typeof since });
   const q = useQuery(failureGroupsQuery(since));
-  const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem } | null>(null);
+  // The window the clicked group was counted in is kept with it: a refresh before the dialog closes moves the page's.
+  const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem; countedFrom: string | null; since: WindowChoice } | null>(null);
   const groups = q.data?.groups ?? [];
   return (
     <div>
@@ -138,10 +141,11 @@ export function FailuresView() {
         <label className="ml-auto text-sm">
           Updated in{' '}
           <select value={since} onChange={(e) => setSince(e.target.value)} className="rounded border px-1">
-            <option value="">any time</option>
-            <option value="1">the last hour</option>
-            <option value="24">the last 24 hours</option>
-            <option value="168">the last 7 days</option>
+            {Object.entries(WINDOW_LABELS).map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
           </select>
         </label>
       </div>
@@ -163,7 +167,7 @@ export function FailuresView() {
           </thead>
           <tbody>
             {groups.map((g) => (
-              <GroupRow key={g.groupId} g={g} sparkWindow={q.data?.spark} onAction={(kind, group) => setPending({ kind, group })} />
+              <GroupRow key={g.groupId} g={g} sparkWindow={q.data?.spark} onAction={(kind, group) => setPending({ kind, group, countedFrom: q.data?.countedFrom ?? null, since })} />
             ))}
           </tbody>
         </table>
@@ -172,8 +176,8 @@ export function FailuresView() {
       {pending && (
         <BulkJobConfirm
           kind={pending.kind}
-          selection={{ groupId: pending.group.groupId }}
-          what={`every event of “${pending.group.title}” on ${pending.group.endpoints.map((e) => e.endpointId).join(', ')}`}
+          selection={groupSelection(pending.group.groupId, pending.countedFrom)}
+          what={groupWhat(pending.group.title, pending.since)}
           onClose={() => setPending(null)}
         />
       )}

@@ -7,9 +7,22 @@ import type { JobView } from '../../server/operations/jobs.ts';
 import type { JobOutcome, StillFailedSplit } from '../../server/operations/outcome.ts';
 import type { Selection } from '../../server/operations/selection.ts';
 import type { PreviousJob } from '../../server/operations/previousJob.ts';
+import type { LeftOutEndpoint } from '../../server/operations/actableRows.ts';
 
 export type FailureGroupItem = FailureGroupsView['groups'][number] & { note: GroupNote | null };
-export type { OperationSummary, JobView, JobOutcome, PreviousJob, Selection, StillFailedSplit };
+export type { OperationSummary, JobView, JobOutcome, LeftOutEndpoint, PreviousJob, Selection, StillFailedSplit };
+
+/**
+ * The prepare answer: the frozen count, the endpoints of the rows frozen and those left out (absent from an older
+ * console replica during a rolling deploy: the dialog then names no endpoints).
+ */
+export interface PreparedJob {
+  operationId: string;
+  total: number;
+  previous: PreviousJob | null;
+  endpoints?: string[];
+  leftOut?: LeftOutEndpoint[];
+}
 
 /**
  * A job's follow-up as any console replica may answer it: during a rolling deploy an older one answers without
@@ -30,7 +43,7 @@ export const jobsApi = {
     callApi<{ groupId: string; note: GroupNote }>(`/api/failure-groups/${seg(groupId)}/note`, { method: 'PUT', body: JSON.stringify({ note }) }),
   /** Freezes the selection into a held job: the answer's total is what the confirmation shows and the job acts on. */
   prepare: (kind: 'resubmit' | 'skip', selection: Selection) =>
-    callApi<{ operationId: string; total: number; previous: PreviousJob | null }>('/api/operations', {
+    callApi<PreparedJob>('/api/operations', {
       method: 'POST',
       body: JSON.stringify({ kind, selection, hold: true }),
     }),

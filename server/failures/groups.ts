@@ -51,6 +51,11 @@ export interface FailureGroupsView {
   /** The spark window: SPARK_BUCKETS equal buckets from `from` to `to`. */
   spark: { from: string; to: string; buckets: number };
   total: number;
+  /**
+   * The start of the window the counts cover: the hour of `since` (null: any time). "Resubmit all" sends it as the
+   * selection's `updatedFrom`, so the job acts on the rows the count counted, not on the group's older rows too.
+   */
+  countedFrom: string | null;
 }
 
 /** `since` honoured to the hour: the aggregates count rows per hour of their last update (docs/failures.md). */
@@ -63,11 +68,12 @@ export async function failureGroups(
   now = new Date(),
 ): Promise<FailureGroupsView> {
   const window = sparkWindow(q, now);
-  if (q.endpointId && !inScope(scope, q.endpointId)) return { groups: [], spark: window, total: 0 };
-  if (!scope.all && scope.endpointIds.length === 0) return { groups: [], spark: window, total: 0 };
+  const countedFrom = q.since ? floorHour(new Date(q.since)).toISOString() : null;
+  if (q.endpointId && !inScope(scope, q.endpointId)) return { groups: [], spark: window, total: 0, countedFrom };
+  if (!scope.all && scope.endpointIds.length === 0) return { groups: [], spark: window, total: 0, countedFrom };
   const docs = (await readFailureGroupDocs(store.database, q.endpointId)).filter((d) => inScope(scope, d.endpointId));
   const statuses: FailureStatus[] = q.status.length > 0 ? q.status : [...FAILURE_STATUSES];
-  const sinceHour = q.since ? hourOf(floorHour(new Date(q.since)).toISOString()) : null;
+  const sinceHour = countedFrom ? hourOf(countedFrom) : null;
   const from = Date.parse(window.from);
   const span = Math.max(1, Date.parse(window.to) - from);
   interface Acc {
@@ -145,6 +151,7 @@ export async function failureGroups(
     }),
     spark: window,
     total,
+    countedFrom,
   };
 }
 

@@ -1,0 +1,19 @@
+// What "Resubmit all" / "Skip all" on the Failures page acts on: the failure group as the page shows it. With an
+// "Updated in" window the page counts only the group's rows updated in it (to the hour: the answer's countedFrom),
+// so the selection carries that start as `updatedFrom`; without it the job would also act on the group's older rows,
+// on endpoints the page never listed. Kept apart from React so the selection and its words are tested.
+import type { Selection } from './jobsApi.ts';
+
+/** The "Updated in" choices (the URL's `since`, hours back) and how the page and the confirmation say them. */
+export const WINDOW_LABELS = { '': 'any time', '1': 'the last hour', '24': 'the last 24 hours', '168': 'the last 7 days' } as const;
+export type WindowChoice = keyof typeof WINDOW_LABELS;
+
+/** The selection of a group's rows the page counted: from `countedFrom` (the failure groups answer's), or all. */
+export function groupSelection(groupId: string, countedFrom: string | null | undefined): Selection {
+  return countedFrom ? { groupId, updatedFrom: countedFrom } : { groupId };
+}
+
+/** The confirmation's words for it, before the endpoints: they come from the rows frozen (frozenText.ts). */
+export function groupWhat(title: string, since: WindowChoice): string {
+  return `every event of “${title}”${since === '' ? '' : ` updated in ${WINDOW_LABELS[since]}`}`;
+}

@@ -1,0 +1,177 @@
+// "Resubmit all" on a failure group acts on what the Failures page shows, for the caller's scope, on the embedded
+// stack (real Service Bus emulator, embedded Cosmos, the route handlers as Next calls them):
+// - with an "Updated in" window, the page's selection (components/operations/groupSelection.ts, from the failure
+//   groups answer's countedFrom) freezes only the group's rows in the window - not its older rows on another
+//   endpoint - and the prepare answer names the endpoints of the rows frozen;
+// - an Operator of crmendpoint who only reads billingendpoint prepares a group spanning both: the job holds the
+//   crmendpoint rows and the answer (and the audit entry) names billingendpoint as left out, with its count and
+//   why; a group only on billingendpoint, or a selection naming billingendpoint, stays a 403.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { createStore, type MessageStore } from '../../lib/store/index.ts';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { groupSelection } from '../../components/operations/groupSelection.ts';
+import { queryAudit } from '../audit/auditLog.ts';
+import { PlatformDocs } from '../heartbeat/platformDocs.ts';
+import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
+import type { Principal } from '../auth/principal.ts';
+import { routeRequest, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
+import { oidcTestEnv } from '../testing/oidcEnv.ts';
+import { JobStore } from './jobs.ts';
+import type { LeftOutEndpoint } from './actableRows.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const CRM = 'crmendpoint';
+const BILLING = 'billingendpoint';
+const DATABASE = 'groupscope';
+const SECRET = 'group-scope-test-session-secret-0123456789';
+let stack: ConsoleTestStack;
+/** The same database through a store whose clock is three hours back: rows last updated before the window. */
+let earlier: MessageStore;
+
+before(async () => {
+  stack = await startRouteTestStack(DATABASE);
+  earlier = await createStore({ endpoint: stack.cosmos.endpoint, key: stack.cosmos.key, database: DATABASE, now: () => new Date(Date.now() - 3 * 3600_000) });
+});
+after(async () => {
+  await earlier?.close();
+  await stack?.close();
+});
+
+const req = (method: string, path: string, body?: unknown, as?: Principal) =>
+  routeRequest(method, path, body, as ? { cookie: `${SESSION_COOKIE}=${sealSession(as, { secret: SECRET, maxAgeSeconds: 600 })}` } : undefined);
+const routes = async () => ({
+  ops: await import('../../app/api/operations/route.ts'),
+  cancel: await import('../../app/api/operations/[operationId]/cancel/route.ts'),
+  groups: await import('../../app/api/failure-groups/route.ts'),
+});
+
+/** Failed events of one cause on an endpoint, written through `store` (its clock is the rows' updatedAt). */
+async function seedFailed(store: MessageStore, endpointId: string, prefix: string, n: number, errorText: (i: number) => string): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const eventId = `${prefix}-${i}`;
+    const sessionId = `S-${prefix}`;
+    const request = msg(T.EventRequest, { endpointId, eventId, sessionId, eventTypeId: 'CustomerUpdated', payload: { i } });
+    const error = msg(T.ErrorResponse, { endpointId, eventId, sessionId, parentMessageId: request.messageId, errorType: 'LedgerSyncError', errorText: errorText(i) });
+    for (const m of [request, error]) await store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+  }
+}
+
+interface GroupsAnswer {
+  countedFrom: string | null;
+  groups: Array<{ groupId: string; title: string; count: number; endpoints: Array<{ endpointId: string; count: number }> }>;
+}
+async function groupsSince(since: string | null, title: RegExp, as?: Principal): Promise<{ answer: GroupsAnswer; group: GroupsAnswer['groups'][number] }> {
+  const { groups } = await routes();
+  const res = await groups.GET(req('GET', `/api/failure-groups${since ? `?since=${encodeURIComponent(since)}` : ''}`, undefined, as));
+  const answer = (await res.json()) as GroupsAnswer;
+  const group = answer.groups.find((g) => title.test(g.title));
+  assert.ok(group, JSON.stringify(answer.groups.map((g) => g.title)));
+  return { answer, group };
+}
+
+interface Prepared {
+  operationId: string;
+  total: number;
+  endpoints?: string[];
+  leftOut?: LeftOutEndpoint[];
+}
+async function prepare(kind: 'resubmit' | 'skip', selection: unknown, as?: Principal): Promise<{ status: number; body: Prepared & { detail?: string } }> {
+  const { ops } = await routes();
+  const res = await ops.POST(req('POST', '/api/operations', { kind, selection, hold: true }, as));
+  return { status: res.status, body: (await res.json()) as never };
+}
+
+async function frozenRows(operationId: string): Promise<string[]> {
+  const docs = new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: DATABASE });
+  try {
+    const jobs = new JobStore(docs);
+    const job = await jobs.get(operationId);
+    assert.ok(job, `job ${operationId}`);
+    return (await jobs.rows(job)).map((r) => `${r.endpointId}/${r.eventId}`).sort();
+  } finally {
+    docs.close();
+  }
+}
+
+async function cancel(operationId: string, as?: Principal): Promise<void> {
+  const { cancel: route } = await routes();
+  const res = await route.POST(req('POST', `/api/operations/${operationId}/cancel`, undefined, as), { params: Promise.resolve({ operationId }) });
+  assert.equal(res.status, 200, await res.clone().text());
+}
+
+describe('a failure group’s bulk action', () => {
+  test('with an "Updated in" window, the job holds only the rows the page counted, and the answer names their endpoints', { timeout: 300_000 }, async () => {
+    await seedFailed(stack.store, CRM, 'win-crm', 3, (i) => `ledger sync failed for ORD-${i}`);
+    await seedFailed(earlier, BILLING, 'win-bill', 2, (i) => `ledger sync failed for ORD-${i + 10}`);
+
+    const { answer, group } = await groupsSince(new Date(Date.now() - 3600_000).toISOString(), /^ledger sync failed/);
+    assert.equal(group.count, 3, 'the last hour counts the crmendpoint rows only');
+    assert.deepEqual(group.endpoints.map((e) => e.endpointId), [CRM]);
+
+    // The page's selection for that group, as FailuresView builds it from the answer.
+    const windowed = await prepare('resubmit', groupSelection(group.groupId, answer.countedFrom));
+    assert.equal(windowed.status, 202, JSON.stringify(windowed.body));
+    assert.equal(windowed.body.total, 3, 'the confirmation counts what the page counted');
+    assert.deepEqual(await frozenRows(windowed.body.operationId), ['crmendpoint/win-crm-0', 'crmendpoint/win-crm-1', 'crmendpoint/win-crm-2']);
+    assert.deepEqual(windowed.body.endpoints, [CRM], 'the dialog names the endpoints of the rows frozen');
+    assert.deepEqual(windowed.body.leftOut, []);
+    await cancel(windowed.body.operationId);
+
+    // Any time: the whole group, both endpoints, and the answer says so.
+    const all = await groupsSince(null, /^ledger sync failed/);
+    assert.equal(all.group.count, 5);
+    assert.equal(all.answer.countedFrom, null);
+    const whole = await prepare('resubmit', groupSelection(all.group.groupId, all.answer.countedFrom));
+    assert.equal(whole.status, 202, JSON.stringify(whole.body));
+    assert.equal(whole.body.total, 5);
+    assert.deepEqual(whole.body.endpoints, [BILLING, CRM]);
+    await cancel(whole.body.operationId);
+  });
+
+  test('an Operator of one endpoint acts on the group there; the endpoints it only reads are left out, and said so', { timeout: 300_000 }, async () => {
+    await seedFailed(stack.store, CRM, 'op-crm', 2, (i) => `tax engine timed out for INV-${i}`);
+    await seedFailed(stack.store, BILLING, 'op-bill', 3, (i) => `tax engine timed out for INV-${i + 10}`);
+    await seedFailed(stack.store, BILLING, 'only-bill', 2, (i) => `invoice archive unreachable for INV-${i + 20}`);
+    const crmOperator: Principal = { kind: 'user', id: 'oid-crm-op', name: 'crm-op@test', roles: ['Reader'], groups: ['crm-ops'] };
+    const authEnv = oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-ops': `Operator:${CRM}` } });
+    const saved = Object.fromEntries(Object.keys(authEnv).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, authEnv);
+    try {
+      const startedAt = new Date(Date.now() - 1000).toISOString();
+      const { group } = await groupsSince(null, /^tax engine timed out/, crmOperator);
+      assert.deepEqual(group.endpoints.map((e) => e.endpointId).sort(), [BILLING, CRM], 'a Reader everywhere sees the whole group');
+
+      const prepared = await prepare('resubmit', { groupId: group.groupId }, crmOperator);
+      assert.equal(prepared.status, 202, `the group is acted on where the caller may: ${JSON.stringify(prepared.body)}`);
+      assert.equal(prepared.body.total, 2);
+      assert.deepEqual(await frozenRows(prepared.body.operationId), ['crmendpoint/op-crm-0', 'crmendpoint/op-crm-1']);
+      assert.deepEqual(prepared.body.endpoints, [CRM]);
+      assert.equal(prepared.body.leftOut?.length, 1, JSON.stringify(prepared.body.leftOut));
+      const [left] = prepared.body.leftOut!;
+      assert.equal(left!.endpointId, BILLING);
+      assert.equal(left!.events, 3);
+      assert.match(left!.reason, /resubmit needs the Operator role on endpoint billingendpoint; crm-op@test has Reader/);
+      const entry = (await queryAudit(stack.store.database, { user: 'crm-op@test', from: startedAt, pageSize: 10 })).items.find((a) => a.action === 'resubmit.prepare');
+      assert.ok(entry, 'the preparation is audited');
+      assert.deepEqual((entry.details as { leftOut?: LeftOutEndpoint[] }).leftOut?.map((l) => `${l.endpointId}:${l.events}`), [`${BILLING}:3`], 'the audit says what was left out');
+      await cancel(prepared.body.operationId, crmOperator);
+
+      // Nowhere to act: a group only on billingendpoint, and a selection naming billingendpoint, are refused.
+      const { group: billingOnly } = await groupsSince(null, /^invoice archive unreachable/, crmOperator);
+      const none = await prepare('resubmit', { groupId: billingOnly.groupId }, crmOperator);
+      assert.equal(none.status, 403, JSON.stringify(none.body));
+      assert.match(none.body.detail ?? '', /on endpoint billingendpoint/);
+      const named = await prepare('resubmit', { endpointId: BILLING, groupId: group.groupId }, crmOperator);
+      assert.equal(named.status, 403, JSON.stringify(named.body));
+      const denied = (await queryAudit(stack.store.database, { user: 'crm-op@test', from: startedAt, pageSize: 20 })).items.filter((a) => a.outcome === 'denied');
+      assert.equal(denied.length, 2, 'both refusals are audited');
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+});
