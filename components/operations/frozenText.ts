@@ -2,7 +2,7 @@
 // `hold`): the endpoints they are on - not the page's list, which may count another window - and the endpoints left
 // out because the caller may only read there (server/operations/actableRows.ts). Kept apart from React so the
 // words are tested.
-import type { LeftOutEndpoint } from './jobsApi.ts';
+import type { LeftOutEndpoint } from '../../server/operations/actableRows.ts';
 
 const n = (v: number) => v.toLocaleString('en-US');
 const events = (v: number) => `${n(v)} ${v === 1 ? 'event' : 'events'}`;

@@ -2,7 +2,7 @@
 // "Updated in" window the page counts only the group's rows updated in it (to the hour: the answer's countedFrom),
 // so the selection carries that start as `updatedFrom`; without it the job would also act on the group's older rows,
 // on endpoints the page never listed. Kept apart from React so the selection and its words are tested.
-import type { Selection } from './jobsApi.ts';
+import type { Selection } from '../../server/operations/selection.ts';
 
 /** The "Updated in" choices (the URL's `since`, hours back) and how the page and the confirmation say them. */
 export const WINDOW_LABELS = { '': 'any time', '1': 'the last hour', '24': 'the last 24 hours', '168': 'the last 7 days' } as const;
