@@ -42,14 +42,22 @@ export async function stopBackgroundDuties(): Promise<void> {
 const RETRY_MS = 30_000;
 
 /**
+ * NIMBUS_BACKGROUND: `off` (or 0, false, no) leaves this replica without background duties - the heartbeat
+ * scheduler, history and alerts, and the bulk-job runner (docs/deploy.md); anything else, or unset, runs them.
+ */
+export function backgroundDutiesOn(env: Record<string, string | undefined> = process.env): boolean {
+  return !['0', 'off', 'false', 'no'].includes((env.NIMBUS_BACKGROUND ?? '').trim().toLowerCase());
+}
+
+/**
  * Starts the heartbeat scheduler on the console's own connections (server/context.ts, from the environment). A
  * store or bus that is not reachable yet is retried every 30 s: the console serves pages meanwhile, and health
  * pages show the last known state. NIMBUS_BACKGROUND=off leaves the duties to other replicas (docs/deploy.md).
  */
 export function startBackgroundDuties(env: Record<string, string | undefined> = process.env): Promise<void> {
   if (slot.started || slot.starting) return slot.starting ?? Promise.resolve();
-  if (['0', 'off', 'false', 'no'].includes((env.NIMBUS_BACKGROUND ?? '').trim().toLowerCase())) {
-    log.info({}, 'background duties off (NIMBUS_BACKGROUND=off): the heartbeat scheduler runs on other replicas');
+  if (!backgroundDutiesOn(env)) {
+    log.info({}, 'background duties off (NIMBUS_BACKGROUND=off): the heartbeat scheduler and the bulk-job runner run on other replicas');
     return Promise.resolve();
   }
   let stopped = false;

@@ -14,6 +14,12 @@ describe('console configuration', () => {
     assert.equal(c.cosmos.database, 'nimbus');
     assert.equal(c.catalogPath, 'catalog/demo.json');
     assert.equal(c.auth, 'off');
+    assert.equal(c.background, true, 'background duties run unless turned off');
+  });
+
+  test('NIMBUS_BACKGROUND off (0, false, no) turns the background duties off', () => {
+    for (const off of ['off', ' OFF ', '0', 'false', 'no']) assert.equal(loadConsoleConfig({ ...valid, NIMBUS_BACKGROUND: off }).background, false, off);
+    assert.equal(loadConsoleConfig({ ...valid, NIMBUS_BACKGROUND: 'on' }).background, true);
   });
 
   test('missing settings give one message naming every missing variable', () => {

@@ -2,6 +2,7 @@
 // setting is one ConfigError naming every problem variable - never a value, since some of them are secrets.
 import { z } from 'zod';
 import { authConfigProblems, loadAuthConfig, type AuthConfig } from './auth/config.ts';
+import { backgroundDutiesOn } from './background.ts';
 import { serviceBusConnectionFromEnv, type ServiceBusConnection } from '@nimbus/sdk/servicebus';
 import { cosmosKeyProblem } from '@nimbus/sdk/cosmos';
 
@@ -38,6 +39,8 @@ export interface ConsoleConfig {
   auth: 'off' | 'entra' | 'oidc';
   /** The sign-in settings (server/auth/config.ts): provider, client, session secret and lifetime. */
   authConfig: AuthConfig;
+  /** Whether this replica runs the background duties, the bulk-job runner among them (NIMBUS_BACKGROUND). */
+  background: boolean;
 }
 
 export class ConfigError extends Error {
@@ -70,5 +73,6 @@ export function loadConsoleConfig(env: Record<string, string | undefined> = proc
     catalogPath: e.NIMBUS_CATALOG,
     auth: e.NIMBUS_AUTH,
     authConfig: loadAuthConfig(env),
+    background: backgroundDutiesOn(env),
   };
 }

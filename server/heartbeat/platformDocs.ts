@@ -7,6 +7,9 @@ import type { Container, CosmosClient } from '@azure/cosmos';
 import { cosmosConnectionSchema, cosmosStatus, createCosmosClient, rethrowCosmos } from '../../lib/store/index.ts';
 import type { CosmosConnection } from '../../lib/store/index.ts';
 
+/** Documents per page of a list of all of them (read page after page). */
+const LIST_PAGE = 200;
+
 export interface PlatformDoc<T> {
   value: T;
   etag: string;
@@ -43,23 +46,31 @@ export class PlatformDocs {
   }
 
   /**
-   * Every document whose name starts with `prefix`, newest write first, at most `limit` (a cross-partition query:
-   * for lists of a few hundred small records, such as operations and group notes).
+   * Every document whose name starts with `prefix`, newest write first, at most `limit` (Infinity: all of them,
+   * page by page) - a cross-partition query, for lists of a few hundred small records such as operations and group
+   * notes. With `stateIn`, only documents whose value's `state` is one of these: the unfinished jobs however old
+   * they are, which the newest `limit` of all of them may not reach.
    */
-  async list<T>(prefix: string, limit = 200): Promise<Array<{ name: string; value: T; updatedAt: string }>> {
+  async list<T>(prefix: string, limit = 200, filter: { stateIn?: readonly string[] } = {}): Promise<Array<{ name: string; value: T; updatedAt: string }>> {
+    const states = filter.stateIn;
     const iterator = this.#container.items.query<{ id: string; value: T; updatedAt: string }>(
       {
-        query: 'SELECT c.id, c["value"], c.updatedAt FROM c WHERE STARTSWITH(c.id, @prefix) ORDER BY c.updatedAt DESC',
-        parameters: [{ name: '@prefix', value: this.#id(prefix) }],
+        query: `SELECT c.id, c["value"], c.updatedAt FROM c WHERE STARTSWITH(c.id, @prefix)${states ? ' AND ARRAY_CONTAINS(@states, c["value"].state)' : ''} ORDER BY c.updatedAt DESC`,
+        parameters: [{ name: '@prefix', value: this.#id(prefix) }, ...(states ? [{ name: '@states', value: [...states] }] : [])],
       },
-      { maxItemCount: limit },
+      { maxItemCount: Number.isFinite(limit) ? limit : LIST_PAGE },
     );
+    const out: Array<{ name: string; value: T; updatedAt: string }> = [];
     try {
-      const page = await iterator.fetchNext();
-      return (page.resources ?? []).map((r) => ({ name: r.id.slice('console_'.length), value: r.value, updatedAt: r.updatedAt }));
+      // A page may hold fewer than asked for (or none) while more follow: read on until `limit` or the end.
+      while (out.length < limit && iterator.hasMoreResults()) {
+        const page = await iterator.fetchNext();
+        for (const r of page.resources ?? []) out.push({ name: r.id.slice('console_'.length), value: r.value, updatedAt: r.updatedAt });
+      }
     } catch (err) {
       rethrowCosmos(err, 'console document list');
     }
+    return out.slice(0, limit);
   }
 
   /**

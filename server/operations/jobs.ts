@@ -24,6 +24,8 @@ export const MAX_ERRORS_KEPT = 50;
 export type JobState = 'prepared' | 'queued' | 'running' | 'paused' | 'cancelled' | 'completed' | 'failed' | 'discarded';
 /** States after which nothing more happens to a job. */
 export const ENDED_STATES: ReadonlySet<JobState> = new Set(['completed', 'cancelled', 'failed', 'discarded']);
+/** The others: a job in one of them still wants the runner (prepared: to expire it unless confirmed in time). */
+export const UNFINISHED_STATES: readonly JobState[] = ['prepared', 'queued', 'running', 'paused'];
 /**
  * How long a prepared job waits for its confirmation: a dialog left open (or a tab closed on it) must not leave a
  * job waiting for good. Ten minutes is long enough to check the count with someone, short enough that the frozen
@@ -242,9 +244,20 @@ export class JobStore {
     return out.length > limit ? out.slice(0, limit) : out;
   }
 
-  /** Recent jobs, newest first (prepared and discarded ones included: the runner expires them). */
-  async list(limit = 100): Promise<Job[]> {
-    return (await this.docs.list<Job>('job_', limit)).map((d) => d.value).filter((j) => typeof j?.operationId === 'string');
+  /**
+   * Recent jobs, newest first, at most `limit` (Infinity: all); with `states`, only jobs in one of them, queried as
+   * such (prepared and discarded ones are included otherwise).
+   */
+  async list(limit = 100, states?: readonly JobState[]): Promise<Job[]> {
+    return (await this.docs.list<Job>('job_', limit, states ? { stateIn: states } : {})).map((d) => d.value).filter((j) => typeof j?.operationId === 'string');
+  }
+
+  /**
+   * Every job that has not ended, however old: the runner's work (to run, to resume, or - prepared - to expire),
+   * which the newest N of all jobs may not reach, since every confirmation dialog adds a job document.
+   */
+  async unfinished(): Promise<Job[]> {
+    return this.list(Infinity, UNFINISHED_STATES);
   }
 }
 

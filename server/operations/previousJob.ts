@@ -7,7 +7,7 @@ import { inScope, type ReadScope } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
 import { log } from '../log.ts';
 import { describeSelection } from './title.ts';
-import type { Job, JobKind } from './jobs.ts';
+import type { Job, JobKind, JobState } from './jobs.ts';
 import { outcomeOf } from './outcome.ts';
 import type { SelectedRow, Selection } from './selection.ts';
 import { getOperations } from './service.ts';
@@ -62,10 +62,16 @@ export async function previousJobFor(ctx: ConsoleContext, sel: Selection, rows: 
   });
 }
 
+/**
+ * The states of a job that was started, queried as such: the newest 100 of all job documents may be confirmations
+ * alone (prepared, or discarded unconfirmed: every dialog leaves one), and then no earlier job was found.
+ */
+const STARTED_STATES: readonly JobState[] = ['queued', 'running', 'paused', 'completed', 'cancelled', 'failed'];
+
 async function findPreviousJob(ctx: ConsoleContext, sel: Selection, rows: readonly SelectedRow[], scope: ReadScope): Promise<PreviousJob | null> {
   const { jobs } = getOperations(ctx);
-  const prev = (await jobs.list(100)).find(
-    (j) => j.startedAt !== null && j.state !== 'prepared' && j.state !== 'discarded' && j.endpoints.every((e) => inScope(scope, e)) && coversSameEvents(j, sel, rows),
+  const prev = (await jobs.list(100, STARTED_STATES)).find(
+    (j) => j.startedAt !== null && j.endpoints.every((e) => inScope(scope, e)) && coversSameEvents(j, sel, rows),
   );
   if (!prev || prev.startedAt === null) return null;
   // Best effort: the confirmation must not fail because the follow-up could not be read.

@@ -6,7 +6,7 @@ import type { ConsoleContext } from '../context.ts';
 import { getOpsServices } from '../heartbeat/services.ts';
 import { badRequest, conflict, notFound } from '../http.ts';
 import type { ReplayOperation } from '../subscriptions/replay.ts';
-import { ENDED_STATES, jobView, PREPARED_TTL_MS, type Job, type JobControl, type JobKind, type JobView } from './jobs.ts';
+import { ENDED_STATES, jobView, PREPARED_TTL_MS, type Job, type JobControl, type JobKind, type JobState, type JobView } from './jobs.ts';
 import { jobTitle } from './title.ts';
 import { describeSelection } from './title.ts';
 import { previousJobFor } from './previousJob.ts';
@@ -89,8 +89,14 @@ async function settlePrepared(ctx: ConsoleContext, job: Job, control: JobControl
   return jobView(now, await jobs.control(job.operationId));
 }
 
-/** Jobs the drawer lists: not the prepared ones (a confirmation still open) nor those discarded unconfirmed. */
-const listed = (j: Job) => j.state !== 'prepared' && j.state !== 'discarded';
+/**
+ * Jobs the drawer lists: every one going on (they are few), however old - a paused job must stay in reach of its
+ * Resume - and the newest LISTED_FINISHED that ended. Not the prepared ones (a confirmation still open) nor those
+ * discarded unconfirmed, of which every confirmation dialog leaves one.
+ */
+const GOING_ON: readonly JobState[] = ['queued', 'running', 'paused'];
+const FINISHED: readonly JobState[] = ['completed', 'cancelled', 'failed'];
+const LISTED_FINISHED = 100;
 
 /** One row of the jobs list: bulk jobs and dead-letter replays in one shape. */
 export interface OperationSummary {
@@ -155,10 +161,17 @@ function eventsLinkOf(j: Job): string | null {
 
 export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Promise<{ operations: OperationSummary[] }> {
   const { jobs } = getOperations(ctx);
-  const [all, replays] = await Promise.all([jobs.list(100), getOpsServices(ctx).docs.list<ReplayOperation>('op_', 50)]);
-  const controls = await Promise.all(all.map((j) => (['queued', 'running', 'paused'].includes(j.state) ? jobs.control(j.operationId) : Promise.resolve(null))));
+  const [going, finished, replays] = await Promise.all([
+    jobs.list(Infinity, GOING_ON),
+    jobs.list(LISTED_FINISHED, FINISHED),
+    getOpsServices(ctx).docs.list<ReplayOperation>('op_', 50),
+  ]);
+  // A job that ended between the two queries is in both: its ended copy is the newer.
+  const ended = new Set(finished.map((j) => j.operationId));
+  const all = [...going.filter((j) => !ended.has(j.operationId)), ...finished];
+  const controls = await Promise.all(all.map((j) => (GOING_ON.includes(j.state) ? jobs.control(j.operationId) : Promise.resolve(null))));
   const out: OperationSummary[] = all
-    .filter((j) => listed(j) && j.endpoints.every((e) => inScope(scope, e)))
+    .filter((j) => j.endpoints.every((e) => inScope(scope, e)))
     .map((j) => {
       const v = jobView(j, controls[all.indexOf(j)] ?? null);
       return {
@@ -189,5 +202,7 @@ export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Pro
     if (inScope(scope, endpointId)) out.push(replaySummary(op, endpointId));
   }
   out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
-  return { operations: out.slice(0, 100) };
+  // Every job going on, and the newest of the others (ended jobs, replays) up to LISTED_FINISHED.
+  let others = 0;
+  return { operations: out.filter((o) => (o.kind !== 'replay' && GOING_ON.includes(o.state)) || others++ < LISTED_FINISHED) };
 }

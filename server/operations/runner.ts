@@ -103,7 +103,7 @@ export class OperationsRunner {
   }
 
   async #scan(): Promise<void> {
-    const jobs = await this.#o.jobs.list(200);
+    const jobs = await this.#o.jobs.unfinished();
     for (const job of jobs) {
       if (this.#stopped) return;
       if (job.state === 'prepared') {

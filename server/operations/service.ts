@@ -1,6 +1,7 @@
 // The console process's operations runner and job store, one per process (kept on globalThis like
 // server/context.ts). Started by the first operations request, and by the launcher at start-up so jobs resume
-// after a restart without waiting for anyone to open the console (scripts/start-stack.ts).
+// after a restart without waiting for anyone to open the console (scripts/start-stack.ts) - on a replica whose
+// background duties are on (NIMBUS_BACKGROUND); one with them off only stores and reads jobs.
 import { LeaseStore } from '../../lib/store/index.ts';
 import { writeAudit } from '../audit/auditLog.ts';
 import type { ConsoleContext } from '../context.ts';
@@ -34,8 +35,16 @@ export function operationsConcurrency(env: Record<string, string | undefined> = 
 
 export interface OperationsServices {
   jobs: JobStore;
-  runner: OperationsRunner;
+  /** This replica's runner; one that does nothing where NIMBUS_BACKGROUND=off (the jobs run on other replicas). */
+  runner: Pick<OperationsRunner, 'kick' | 'stop'>;
 }
+
+/**
+ * A replica with its background duties off runs no job: not at start-up, and not when one of its requests (the
+ * Jobs drawer's list, a new job, a resume) would wake a runner; a replica with them on picks the job up at its
+ * next scan.
+ */
+const NO_RUNNER: OperationsServices['runner'] = { kick: () => undefined, stop: async () => undefined };
 
 const KEY = Symbol.for('nimbus.console.operations');
 type Slot = { services?: OperationsServices; ctx?: ConsoleContext };
@@ -73,14 +82,16 @@ export function getOperations(ctx: ConsoleContext): OperationsServices {
   if (!slot.services || slot.ctx !== ctx) {
     void slot.services?.runner.stop();
     const jobs = new JobStore(getOpsServices(ctx).docs);
-    const runner = new OperationsRunner({
-      store: ctx.store,
-      jobs,
-      leases: new LeaseStore(ctx.store.database),
-      manager: ctx.manager,
-      concurrency: operationsConcurrency(),
-      onFinished: (job) => auditFinishedJob(ctx, job),
-    }).start();
+    const runner = ctx.config.background
+      ? new OperationsRunner({
+          store: ctx.store,
+          jobs,
+          leases: new LeaseStore(ctx.store.database),
+          manager: ctx.manager,
+          concurrency: operationsConcurrency(),
+          onFinished: (job) => auditFinishedJob(ctx, job),
+        }).start()
+      : NO_RUNNER;
     slot.services = { jobs, runner };
     slot.ctx = ctx;
   }
