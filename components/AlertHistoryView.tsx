@@ -7,16 +7,16 @@ import { useMemo } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { ErrorBox, Timestamp } from './format.tsx';
 import { comparator, SortableTh, TABLE_HEAD, Th, type SortDirection } from './table.tsx';
-import { RULE_LABELS, type AlertDoc } from './admin/alertsApi.ts';
+import { RULE_LABELS, type AlertView } from './admin/alertsApi.ts';
 import { alertHistoryQuery } from './queries.ts';
 import { ALERT_HISTORY_PAGE, alertHistorySearch, type AlertHistorySearch } from './urlState.ts';
 import { useUrlSort, useUrlState } from './useUrlState.ts';
 import { UrlFilterBox, useUrlFilter } from './UrlFilterBox.tsx';
 
 type SortKey = AlertHistorySearch['sort'];
-const byFired = (a: AlertDoc, b: AlertDoc) => a.firedAt.localeCompare(b.firedAt);
+const byFired = (a: AlertView, b: AlertView) => a.firedAt.localeCompare(b.firedAt);
 /** Ascending orders; the headers flip them. A firing alert (not recovered) counts as the latest recovery. */
-const sorters: Record<SortKey, (a: AlertDoc, b: AlertDoc) => number> = {
+const sorters: Record<SortKey, (a: AlertView, b: AlertView) => number> = {
   fired: byFired,
   recovered: (a, b) => (a.recoveredAt ?? '\uffff').localeCompare(b.recoveredAt ?? '\uffff'),
   rule: (a, b) => a.ruleName.localeCompare(b.ruleName),
@@ -33,7 +33,7 @@ export function AlertHistoryView() {
   const alerts = useMemo(() => {
     const f = filter.text.trim().toLowerCase();
     return loaded
-      .filter((a) => !f || a.ruleName.toLowerCase().includes(f) || a.summary.toLowerCase().includes(f))
+      .filter((a) => !f || a.ruleName.toLowerCase().includes(f) || (a.summary ?? '').toLowerCase().includes(f))
       .filter((a) => search.state === '' || (search.state === 'firing') === (a.recoveredAt === null))
       .sort(comparator(sorters, sort, (a, b) => byFired(b, a)));
   }, [loaded, filter.text, search.state, sort]);
@@ -85,9 +85,16 @@ export function AlertHistoryView() {
                 <div className="text-xs text-slate-500">{RULE_LABELS[a.ruleType] ?? a.ruleType}</div>
               </td>
               <td>
-                <Link href={a.link} className="text-sky-700 hover:underline">
-                  {a.summary}
-                </Link>
+                {a.summary !== null && a.link !== null ? (
+                  <Link href={a.link} className="text-sky-700 hover:underline">
+                    {a.summary}
+                  </Link>
+                ) : (
+                  // A site-wide rule that fired for an endpoint the caller may not read (server/alerts/readScope.ts).
+                  <span className="text-slate-500" data-testid="alert-withheld">
+                    value {a.value}; what it names is on an endpoint you may not read
+                  </span>
+                )}
               </td>
               <td className="whitespace-nowrap text-xs">
                 <Timestamp at={a.firedAt} />

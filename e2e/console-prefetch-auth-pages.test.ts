@@ -1,7 +1,8 @@
 // The dead-letter browser, the alert pages and the audit log put their first data into the HTML through the same
 // authorization and read scope as their API routes (server/reads.ts): a Reader gets the rows, a caller without a
-// role gets none, and an Operator of one endpoint gets neither a platform topic's dead letters nor another
-// endpoint's audit entries - not in the markup, not in the hydration data. The built console with OIDC sign-in and
+// role gets none, and an Operator of one endpoint gets neither a platform topic's dead letters, nor another
+// endpoint's audit entries, nor what an alert names of another endpoint - not in the markup, not in the hydration
+// data. The built console with OIDC sign-in and
 // sealed session cookies, over HTTP, as e2e/console-prefetch-auth.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,7 @@ const pageAs = (caller: PrefetchCaller, path: string): Promise<string> => fetchP
 
 const DEAD_LETTER_ID = `prefetch-dl-${randomUUID()}`;
 const AUDIT_TARGET = `prefetch-audit-${randomUUID()}`;
+const NAMED_EVENT = `prefetch-evt-${randomUUID()}`;
 
 /** A dead letter, an alert rule and alert, and an audit entry: the first data of the three pages. */
 async function seedPages(stack: ConsoleTestStack): Promise<void> {
@@ -51,6 +53,28 @@ async function seedPages(stack: ConsoleTestStack): Promise<void> {
     threshold: 1,
     summary: 'prefetch alert',
     link: '/',
+    deliveries: [],
+  });
+  // A site-wide rule that fired for billingendpoint, its alert and last detail naming one of its events: the text
+  // only for callers who may read billingendpoint (server/alerts/readScope.ts).
+  const named = await alerts.saveRule({ name: 'prefetch-named-rule', type: 'pendingHandoff', endpointId: null, threshold: null, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: false }, 'test');
+  const at = new Date().toISOString();
+  const summary = `1 pending handoff(s) past their expected-by; first: billingendpoint event ${NAMED_EVENT}`;
+  await alerts.casState({ id: named.id, kind: 'state', ruleId: named.id, firing: true, alertId: 'prefetch-alert-named', lastFiredAt: at, suppressed: 0, evaluatedAt: at, lastStatus: 'firing', lastDetail: summary, lastDetailFor: 'billingendpoint' }, undefined);
+  await alerts.putAlert({
+    id: 'prefetch-alert-named',
+    kind: 'alert',
+    ruleId: named.id,
+    ruleName: 'prefetch-named-rule',
+    ruleType: 'pendingHandoff',
+    endpointId: null,
+    firedAt: at,
+    recoveredAt: null,
+    value: 1,
+    threshold: null,
+    summary,
+    link: `/endpoints/billingendpoint/events/${NAMED_EVENT}`,
+    firedFor: 'billingendpoint',
     deliveries: [],
   });
   await writeAudit(stack.store.database, {
@@ -92,6 +116,18 @@ describe('prefetched data of the dead-letter, alert and audit pages follows the 
     assert.match(await pageAs('siteReader', '/alerts'), /data-alert="prefetch-alert"/);
     assert.doesNotMatch(await pageAs('roleless', '/admin/alerts'), /prefetch-rule/);
     assert.doesNotMatch(await pageAs('roleless', '/alerts'), /prefetch-alert/);
+  });
+
+  test('a site-wide rule’s alert naming billingendpoint’s event: whole for a Reader, without its text for crmendpoint’s Operator', async () => {
+    const crmHistory = await pageAs('crmOperator', '/alerts');
+    assert.match(crmHistory, /data-alert="prefetch-alert-named"/, 'that it fired is shown');
+    assert.match(crmHistory, /data-testid="alert-withheld"/);
+    assert.doesNotMatch(crmHistory, new RegExp(NAMED_EVENT), 'not the event it names, in the markup or the hydration data');
+    const crmRules = await pageAs('crmOperator', '/admin/alerts');
+    assert.match(crmRules, /data-rule="prefetch-named-rule"/);
+    assert.doesNotMatch(crmRules, new RegExp(NAMED_EVENT));
+    assert.match(await pageAs('siteReader', '/alerts'), new RegExp(`billingendpoint/events/${NAMED_EVENT}`));
+    assert.match(await pageAs('siteReader', '/admin/alerts'), new RegExp(NAMED_EVENT));
   });
 
   test('the audit log: billingendpoint’s entry for a Reader, not for crmendpoint’s Operator nor a caller without a role', async () => {

@@ -104,17 +104,18 @@ export async function readDeadLetters(request: Request, params: unknown, query: 
 
 /** GET /api/admin/alerts/rules: the rules with their evaluation state, and the channels (secrets only as "set"). */
 export async function readAlertRules(request: Request) {
-  await authorize(request, 'read');
-  return listRules(await getContext());
+  const who = await authorize(request, 'read');
+  // A rule's last detail can name another endpoint's event or session: only within the caller's read scope.
+  return listRules(await getContext(), readScope(who));
 }
 
 const alertHistoryQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(200) }).strict();
 
-/** GET /api/alerts/history. */
+/** GET /api/alerts/history: alerts name event ids, session ids and error texts, so within the caller's read scope. */
 export async function readAlertHistory(request: Request, query: Record<string, string>) {
   const q = parseOr400(alertHistoryQuerySchema, query, 'history query');
-  await authorize(request, 'read');
-  return { alerts: await alertHistory(await getContext(), q.limit) };
+  const who = await authorize(request, 'read');
+  return { alerts: await alertHistory(await getContext(), q.limit, readScope(who)) };
 }
 
 /** GET /api/audit: a caller with roles on single endpoints sees only their entries. */

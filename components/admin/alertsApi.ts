@@ -1,9 +1,9 @@
 // The browser side of the alerts API. Shapes come from the server's modules (type-only imports).
 import { callApi } from '../api.ts';
-import type { AlertDoc, ChannelView, RuleType } from '../../server/alerts/model.ts';
-import type { RuleView } from '../../server/alerts/routes.ts';
+import type { ChannelView, RuleType } from '../../server/alerts/model.ts';
+import type { AlertView, RuleView } from '../../server/alerts/routes.ts';
 
-export type { AlertDoc, ChannelView, RuleType, RuleView };
+export type { AlertView, ChannelView, RuleType, RuleView };
 
 export interface RuleBody {
   name: string;
@@ -28,7 +28,7 @@ export const alertsApi = {
   updateChannel: (id: string, b: Record<string, unknown>) => callApi<ChannelView>(`/api/admin/alerts/channels/${seg(id)}`, json('PUT', b)),
   deleteChannel: (id: string) => callApi<unknown>(`/api/admin/alerts/channels/${seg(id)}`, json('DELETE')),
   testChannel: (id: string) => callApi<{ ok: boolean; error?: string }>(`/api/admin/alerts/channels/${seg(id)}/test`, json('POST')),
-  history: (limit: number) => callApi<{ alerts: AlertDoc[] }>(`/api/alerts/history?limit=${limit}`),
+  history: (limit: number) => callApi<{ alerts: AlertView[] }>(`/api/alerts/history?limit=${limit}`),
 };
 
 export const RULE_LABELS: Record<RuleType, string> = {

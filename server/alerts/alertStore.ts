@@ -169,11 +169,22 @@ export class AlertStore {
     return this.#get<AlertDoc>('alert', id);
   }
 
-  /** The history, newest first (at most `limit`). */
-  async listAlerts(limit = 200): Promise<AlertDoc[]> {
+  /**
+   * The history, newest first (at most `limit`). `endpointIds`: only the alerts of site-wide rules and of rules on
+   * these endpoints (a per-endpoint caller's read scope), filtered in the query so that `limit` counts what the
+   * caller gets and "Show more" knows when the history has no more.
+   */
+  async listAlerts(limit = 200, endpointIds?: string[]): Promise<AlertDoc[]> {
     const c = await this.container();
+    const scoped = endpointIds === undefined ? '' : ' AND (IS_NULL(c.endpointId) OR ARRAY_CONTAINS(@eps, c.endpointId))';
     const r = await c.items
-      .query<AlertDoc>({ query: `SELECT TOP ${Math.max(1, Math.min(1000, limit))} * FROM c WHERE c.kind = 'alert' ORDER BY c.firedAt DESC` }, { partitionKey: 'alert' })
+      .query<AlertDoc>(
+        {
+          query: `SELECT TOP ${Math.max(1, Math.min(1000, limit))} * FROM c WHERE c.kind = 'alert'${scoped} ORDER BY c.firedAt DESC`,
+          parameters: endpointIds === undefined ? [] : [{ name: '@eps', value: endpointIds }],
+        },
+        { partitionKey: 'alert' },
+      )
       .fetchAll();
     return r.resources;
   }

@@ -422,14 +422,15 @@ describe('every rule type: fires once, recovers, the cool-down holds, fires agai
       list: async () => Array.from({ length: groupSeq }, (_, i) => ({ fingerprint: `f${i}`, endpointId: 'crm', count: 1, label: `Error${i}` })),
     },
   });
-  const rules: Array<{ type: RuleDoc['type']; extra: Record<string, unknown>; link: string }> = [
-    { type: 'failureRate', extra: { endpointId: 'billing', threshold: 5 }, link: '/endpoints/billing?status=Failed,DeadLettered&from=' },
-    { type: 'newFailureGroup', extra: {}, link: '/endpoints/crm?status=Failed' },
-    { type: 'deadLetterBacklog', extra: { threshold: 10 }, link: '/topology/subscriptions' },
-    { type: 'blockedSession', extra: { durationSeconds: 600 }, link: '/endpoints/crm/events/e-blocked' },
-    { type: 'pendingHandoff', extra: {}, link: '/endpoints/erp/events/e-handoff' },
-    { type: 'heartbeatMissing', extra: { durationSeconds: 120 }, link: '/admin/health' },
-    { type: 'resolverLiveness', extra: { durationSeconds: 120 }, link: '/admin/health' },
+  // firedFor: whose records the alert's text names (the alert reads show it only to that endpoint's readers).
+  const rules: Array<{ type: RuleDoc['type']; extra: Record<string, unknown>; link: string; firedFor: string | null }> = [
+    { type: 'failureRate', extra: { endpointId: 'billing', threshold: 5 }, link: '/endpoints/billing?status=Failed,DeadLettered&from=', firedFor: 'billing' },
+    { type: 'newFailureGroup', extra: {}, link: '/endpoints/crm?status=Failed', firedFor: 'crm' },
+    { type: 'deadLetterBacklog', extra: { threshold: 10 }, link: '/topology/subscriptions', firedFor: null },
+    { type: 'blockedSession', extra: { durationSeconds: 600 }, link: '/endpoints/crm/events/e-blocked', firedFor: 'crm' },
+    { type: 'pendingHandoff', extra: {}, link: '/endpoints/erp/events/e-handoff', firedFor: 'erp' },
+    { type: 'heartbeatMissing', extra: { durationSeconds: 120 }, link: '/admin/health', firedFor: null },
+    { type: 'resolverLiveness', extra: { durationSeconds: 120 }, link: '/admin/health', firedFor: null },
   ];
 
   for (const r of rules) {
@@ -455,6 +456,7 @@ describe('every rule type: fires once, recovers, the cool-down holds, fires agai
       assert.deepEqual(await tick(0), { fired: [], recovered: [], suppressed: [], unavailable: [] }, 'healthy: nothing');
       turnBad();
       assert.deepEqual((await tick(1)).fired, [rule.id]);
+      assert.equal((await alerts.getState(rule.id)).state!.lastDetailFor, r.firedFor, 'the detail of the fire names it');
       // (A failure group is new once: the next evaluation after its fire already recovers.)
       if (r.type !== 'newFailureGroup') {
         assert.deepEqual((await tick(0.5)).fired, [], 'still firing: nothing more is sent');
@@ -483,6 +485,7 @@ describe('every rule type: fires once, recovers, the cool-down holds, fires agai
       const history = (await alerts.listAlerts()).filter((x) => x.ruleId === rule.id);
       assert.equal(history.length, 2);
       assert.equal(history.filter((x) => x.recoveredAt !== null).length, 1);
+      assert.deepEqual(history.map((x) => x.firedFor), [r.firedFor, r.firedFor], 'each alert records whose records it names');
     });
   }
 });

@@ -51,7 +51,19 @@ export interface AlertSources {
 
 export type Evaluation =
   | { status: 'ok'; value: number; memory?: Record<string, unknown> }
-  | { status: 'firing'; value: number; summary: string; link: string; memory?: Record<string, unknown> }
+  | {
+      status: 'firing';
+      value: number;
+      summary: string;
+      link: string;
+      /**
+       * The endpoint whose records (an event id, a session id, a failure group's error text) the summary and link
+       * name; null when they name only counts and endpoint names, which every role sees in the overviews. The
+       * alert reads show the text only to a caller who may read this endpoint (server/alerts/readScope.ts).
+       */
+      firedFor: string | null;
+      memory?: Record<string, unknown>;
+    }
   | { status: 'unavailable'; reason: string };
 
 const seg = encodeURIComponent;
@@ -72,6 +84,7 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
         value,
         summary: `${ep}: ${value} failures in a minute (threshold ${rule.threshold})`,
         link: endpointLink(ep, `status=Failed,DeadLettered&from=${seg(from)}`),
+        firedFor: ep,
       };
     }
     case 'deadLetterBacklog': {
@@ -82,6 +95,7 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
         value,
         summary: `${value} dead letters ${rule.endpointId ? `on ${rule.endpointId}'s topic` : 'in the namespace'} (threshold ${rule.threshold})`,
         link: '/topology/subscriptions',
+        firedFor: rule.endpointId,
       };
     }
     case 'blockedSession': {
@@ -94,6 +108,7 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
         value: blocked.length,
         summary: `${blocked.length} session(s) blocked longer than ${ago(t)}; oldest: ${oldest.endpointId} session ${oldest.sessionId} since ${oldest.since}`,
         link: eventLink(oldest.endpointId, oldest.eventId),
+        firedFor: oldest.endpointId,
       };
     }
     case 'pendingHandoff': {
@@ -105,6 +120,7 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
         value: overdue.length,
         summary: `${overdue.length} pending handoff(s) past their expected-by; first: ${first.endpointId} event ${first.eventId} expected by ${first.expectedBy}`,
         link: overdue.length === 1 ? eventLink(first.endpointId, first.eventId) : endpointLink(first.endpointId, 'status=Handoff'),
+        firedFor: first.endpointId,
       };
     }
     case 'heartbeatMissing': {
@@ -132,6 +148,8 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
         value: missing.length,
         summary: `no heartbeat for more than ${ago(t)} from ${missing.map((e) => e.endpointId).join(', ')}`,
         link: '/admin/health',
+        // Names and heartbeat states only: Admin → Health shows them to every role.
+        firedFor: rule.endpointId,
       };
     }
     case 'resolverLiveness': {
@@ -144,6 +162,7 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
         value: Number.isFinite(age) ? Math.round(age / 1000) : -1,
         summary: seen === null ? 'the Resolver has never answered its liveness probe' : `the Resolver last answered its liveness probe ${ago(age)} ago (limit ${ago(t)})`,
         link: '/admin/health',
+        firedFor: null,
       };
     }
     case 'newFailureGroup': {
@@ -162,6 +181,7 @@ export async function evaluateRule(rule: RuleDoc, src: AlertSources, now: Date, 
         value: fresh.length,
         summary: `new failure group on ${g.endpointId}: ${g.label} (${g.count} event${g.count === 1 ? '' : 's'})${fresh.length > 1 ? `, and ${fresh.length - 1} more` : ''}`,
         link: endpointLink(g.endpointId, 'status=Failed'),
+        firedFor: g.endpointId,
         memory: nextMemory,
       };
     }

@@ -92,6 +92,8 @@ async function evaluateOne(deps: EvaluatorDeps, rule: RuleDoc, result: TickResul
     ...(ev.status !== 'unavailable' && ev.memory ? { memory: ev.memory } : {}),
     lastStatus: ev.status,
     lastDetail: (ev.status === 'unavailable' ? ev.reason : ev.status === 'firing' ? ev.summary : `value ${ev.value}`).slice(0, 1000),
+    // An unavailable reason or a value names no endpoint's records (heartbeat reasons name endpoints only).
+    lastDetailFor: ev.status === 'firing' ? ev.firedFor : null,
   };
 
   if (ev.status === 'unavailable') {
@@ -121,6 +123,7 @@ async function evaluateOne(deps: EvaluatorDeps, rule: RuleDoc, result: TickResul
       threshold: rule.threshold,
       summary: ev.summary,
       link: ev.link,
+      firedFor: ev.firedFor,
       deliveries: [],
     };
     await deps.alerts.putAlert(alert);
@@ -146,6 +149,7 @@ async function evaluateOne(deps: EvaluatorDeps, rule: RuleDoc, result: TickResul
       threshold: rule.threshold,
       summary: `${rule.name}`,
       link: '/alerts',
+      firedFor: null,
       deliveries: [],
     };
     alert.recoveredAt = now.toISOString();

@@ -146,6 +146,11 @@ export interface RuleStateDoc {
   /** The last evaluation, for the Alerts page: ok, firing, or unavailable (with why). */
   lastStatus?: 'ok' | 'firing' | 'unavailable';
   lastDetail?: string;
+  /**
+   * Whose records lastDetail names (the firing evaluation's firedFor; null: none). Missing on a state written
+   * before it was recorded: the detail is then shown only to callers who may read every endpoint.
+   */
+  lastDetailFor?: string | null;
 }
 
 export interface Delivery {
@@ -171,6 +176,12 @@ export interface AlertDoc {
   summary: string;
   /** The console page that shows the problem (relative; the notice makes it absolute with NIMBUS_CONSOLE_URL). */
   link: string;
+  /**
+   * The endpoint whose records the summary and link name (conditions.ts, `firedFor`): for a site-wide rule the one
+   * it fired for; null when they name none. Missing on an alert stored before it was recorded: its text is then
+   * shown only to callers who may read every endpoint (readScope.ts).
+   */
+  firedFor?: string | null;
   deliveries: Delivery[];
 }
 

@@ -7,6 +7,8 @@ import { sendTestNotice } from './evaluator.ts';
 import { channelView, type ChannelInput, type ChannelView, type RuleDoc, type RuleInput, type RuleStateDoc, type AlertDoc } from './model.ts';
 import { readBackgroundSettings } from '../history/background.ts';
 import { SecretKeyError } from './secrets.ts';
+import { alertVisibility } from './readScope.ts';
+import type { ReadScope } from '../auth/readScope.ts';
 
 const KEY = Symbol.for('nimbus.console.alerts');
 type Slot = { ctx?: ConsoleContext; store?: AlertStore };
@@ -34,16 +36,21 @@ export interface RuleView extends RuleDoc {
   state: Pick<RuleStateDoc, 'firing' | 'lastFiredAt' | 'suppressed' | 'evaluatedAt' | 'lastStatus' | 'lastDetail'> | null;
 }
 
-export async function listRules(ctx: ConsoleContext): Promise<{ rules: RuleView[]; channels: ChannelView[] }> {
+/**
+ * Every rule (its settings name no endpoint's records) with its state; the last evaluation's detail only where the
+ * caller may read what it names (readScope.ts: a rule on another endpoint, or a site-wide rule that fired for one).
+ */
+export async function listRules(ctx: ConsoleContext, scope: ReadScope): Promise<{ rules: RuleView[]; channels: ChannelView[] }> {
   const store = alertStoreOf(ctx);
   const [rules, channels] = await Promise.all([store.listRules(), store.listChannels()]);
   const views = await Promise.all(
     rules.map(async (r): Promise<RuleView> => {
       const { state } = await store.getState(r.id);
+      const detail = state && alertVisibility(scope, r.endpointId, state.lastDetailFor) === 'whole' ? { lastDetail: state.lastDetail } : {};
       return {
         ...stripMeta(r),
         state: state
-          ? { firing: state.firing, lastFiredAt: state.lastFiredAt, suppressed: state.suppressed, evaluatedAt: state.evaluatedAt, lastStatus: state.lastStatus, lastDetail: state.lastDetail }
+          ? { firing: state.firing, lastFiredAt: state.lastFiredAt, suppressed: state.suppressed, evaluatedAt: state.evaluatedAt, lastStatus: state.lastStatus, ...detail }
           : null,
       };
     }),
@@ -95,8 +102,22 @@ export async function testChannel(ctx: ConsoleContext, id: string): Promise<{ ok
   return result;
 }
 
-export async function alertHistory(ctx: ConsoleContext, limit: number): Promise<AlertDoc[]> {
-  return (await alertStoreOf(ctx).listAlerts(limit)).map(stripMeta);
+/** An alert as the history shows it: `summary` and `link` null when withheld from the caller (readScope.ts). */
+export type AlertView = Omit<AlertDoc, 'summary' | 'link'> & { summary: string | null; link: string | null };
+
+/**
+ * The newest `limit` alerts the caller may see: a per-endpoint caller gets no alert of a rule on another endpoint,
+ * and a site-wide rule's alert without its text unless it names none or a readable endpoint.
+ */
+export async function alertHistory(ctx: ConsoleContext, limit: number, scope: ReadScope): Promise<AlertView[]> {
+  const alerts = await alertStoreOf(ctx).listAlerts(limit, scope.all ? undefined : scope.endpointIds);
+  return alerts.map((a): AlertView => {
+    const view = stripMeta(a);
+    // The query left out the hidden ones; a withheld one keeps what fired and when, not what it names.
+    if (alertVisibility(scope, a.endpointId, a.firedFor) === 'whole') return view;
+    const { firedFor: _named, ...rest } = view;
+    return { ...rest, summary: null, link: null };
+  });
 }
 
 /** What the audit records of a channel change: never the secrets, only which were given. */
