@@ -1,7 +1,9 @@
 // What the Operations → Reconcile route handlers call: request schema and glue.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { holdLease, type LeaseStore } from '../../lib/store/index.ts';
+import { isServiceBusError } from '@azure/service-bus';
+import { holdLease, isStoreError, type LeaseStore } from '../../lib/store/index.ts';
+import { log } from '../log.ts';
 import { conflict } from '../http.ts';
 import { leasesOf, replicaId } from '../leases.ts';
 import type { ConsoleContext } from '../context.ts';
@@ -56,18 +58,51 @@ export function reconcileRowsPreview(ctx: ConsoleContext, scope: ReadScope = { a
 
 export type DrainingPreview = DrainingScan & { error?: string };
 
+/**
+ * Why a session scan failed, in words safe to show any reader: a broker error by its code, a store error by its
+ * own message (ours), anything else as unexpected. The raw message of a broker error can name the namespace's host
+ * and its links; it goes to the log instead.
+ */
+export function scanFailure(err: unknown): string {
+  if (isServiceBusError(err)) return `the broker answered ${err.code}`;
+  if (isStoreError(err)) return err.message;
+  return 'an unexpected error (logged on the console)';
+}
+
+// Scans running now, by scope: callers asking for the same endpoints while one runs get its answer. A scan locks
+// the sessions it reads on the live subscriptions for up to its time budget; ten operators opening the page at
+// once must not make ten such scans.
+const scansRunning = new Map<string, Promise<{ draining: DrainingPreview; generatedAt: string }>>();
+
 /** The session scan within `scope`; without the broker (or the store) it answers its error, never throws. */
-export async function reconcileSessionsPreview(ctx: ConsoleContext, scope: ReadScope = { all: true }, options?: DrainingScanOptions) {
+export function reconcileSessionsPreview(ctx: ConsoleContext, scope: ReadScope = { all: true }, options?: DrainingScanOptions) {
+  const endpoints = endpointsInScope(ctx, scope);
+  // Options (tests' budgets) make a scan of its own.
+  const key = options ? undefined : endpoints.join('\n');
+  const running = key === undefined ? undefined : scansRunning.get(key);
+  if (running) return running;
+  const scan = scanSessions(ctx, endpoints, options);
+  if (key !== undefined) {
+    scansRunning.set(key, scan);
+    void scan.finally(() => scansRunning.delete(key));
+  }
+  return scan;
+}
+
+async function scanSessions(ctx: ConsoleContext, endpoints: string[], options?: DrainingScanOptions) {
   const started = Date.now();
-  const draining: DrainingPreview = await findDrainingSessions(ctx.serviceBus.client, ctx.store, endpointsInScope(ctx, scope), options).catch((err: unknown) => ({
-    sessions: [],
-    busy: 0,
-    candidates: 0,
-    checked: 0,
-    scanLimited: false,
-    elapsedMs: Date.now() - started,
-    error: `sessions could not be scanned: ${err instanceof Error ? err.message : String(err)}`,
-  }));
+  const draining: DrainingPreview = await findDrainingSessions(ctx.serviceBus.client, ctx.store, endpoints, options).catch((err: unknown) => {
+    log.warn({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err) }, 'reconcile: the session scan failed');
+    return {
+      sessions: [],
+      busy: 0,
+      candidates: 0,
+      checked: 0,
+      scanLimited: false,
+      elapsedMs: Date.now() - started,
+      error: `sessions could not be scanned: ${scanFailure(err)}`,
+    };
+  });
   return { draining, generatedAt: new Date().toISOString() };
 }
 

@@ -4,7 +4,7 @@
 // so the rows never wait for the broker. Without `part`, both in one answer.
 // POST with `{ targets, repairs }`: re-applies the stored outcome of each stale row, through the guarded write, and
 // re-sends or restores each stuck row. Operator: site-wide, or of every endpoint the request names.
-import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope, type Authorized } from '../../../../server/auth/authorize.ts';
+import { audited, authorize, authorizeBeforeBody, authorizeEach, limitRate, readScope, type Authorized } from '../../../../server/auth/authorize.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody } from '../../../../server/http.ts';
 import {
@@ -26,6 +26,9 @@ export function GET(request: Request): Promise<Response> {
     const ctx = await getContext();
     const scope = readScope(who);
     if (part === 'rows') return json(await reconcileRowsPreview(ctx, scope));
+    // The session scan locks sessions on the live subscriptions (up to its time budget): it counts against the
+    // caller's rate limit as the dead-letter replay preview does.
+    await limitRate(who);
     if (part === 'sessions') return json(await reconcileSessionsPreview(ctx, scope));
     return json(await reconcilePreview(ctx, scope));
   });
