@@ -335,6 +335,11 @@ async function check(
     });
   const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
   if (scope === 'here') await admitChange(who);
+  // Let through before the body (or on one endpoint of several, before the change is admitted): input refused from
+  // here on - a body that does not validate, an unknown endpoint, a selection that matches nothing - is owed an
+  // entry under the name a refusal here would have had. Only `admitChange` set an obligation, so these routes
+  // answered a bad body 400 and left no trace, while the single-event routes audited the same body.
+  else if (isMutating(action)) owesAudit((answer) => recordRefusedInput({ ...auditBase(who), action: label }, answer));
   return who;
 }
 
@@ -373,16 +378,21 @@ export async function limitRate(who: Authorized): Promise<void> {
  * A call refused for its input (a body, query or missing endpoint that does not do) after `authorizeBeforeBody`
  * let it through: audited as failed with the status and reason the caller gets, within the caller's refusal
  * budget like a 403 - the Agent API audits every call, but a loop of bad requests must not become a stream of
- * Cosmos writes. Refusals (401/403/429) wrote their own entry already and are left alone.
+ * Cosmos writes. Refusals (401/403/429) wrote their own entry already and are left alone. This call writes the
+ * entry: the obligation `authorizeBeforeBody` set for the same refusal is cleared, so it is not written twice.
  */
 export async function auditRefusedInput(who: Authorized, err: unknown): Promise<void> {
-  const answer = describeError(err);
+  owesAudit(undefined);
+  await recordRefusedInput(auditBase(who), describeError(err));
+}
+
+async function recordRefusedInput(base: ReturnType<typeof auditBase>, answer: ReturnType<typeof describeError>): Promise<void> {
   if (answer.status === 401 || answer.status === 403 || answer.status === 429) return;
-  const budget = refusalBudget(who.principal, who.action, answer.status);
+  const budget = refusalBudget(base.principal, base.action, answer.status);
   if (!budget.write) return;
   const reason = answer.internal ? answer.error : `${answer.error}: ${answer.detail}`;
   await recordOutcome(await getContext(), {
-    ...auditBase(who),
+    ...base,
     outcome: 'failed',
     status: answer.status,
     reason: reason.slice(0, 1000),
