@@ -47,6 +47,11 @@ export interface Authorized {
   role: Role;
   action: Action;
   endpointId: string | undefined;
+  /**
+   * A change over several endpoints (authorizeEach): all of them, and endpointId undefined - its audit entry is
+   * filed under each (auditLog.ts `endpoints`), not under the last one authorized.
+   */
+  endpoints?: readonly string[];
   subject: AuthSubject;
 }
 
@@ -141,6 +146,8 @@ async function refuse(
   endpointId: string | undefined,
   subject: AuthSubject,
   r: Refusal,
+  /** The endpoints of a change over several (Authorized.endpoints), refused after they were authorized. */
+  endpoints?: readonly string[],
 ): Promise<never> {
   // The refusal is this request's entry: nothing more is owed for a change authorized earlier in it.
   owesAudit(undefined);
@@ -162,6 +169,7 @@ async function refuse(
       status: r.status,
       reason: r.detail,
       details: budget.skippedBefore > 0 ? { refusalsNotAudited: budget.skippedBefore } : null,
+      endpoints,
     });
     // The event page shows its own trail: a signed-in caller's refused attempt against the event belongs there too.
     if (principal !== null && subject.eventId !== undefined && endpointId !== undefined) {
@@ -203,6 +211,7 @@ export async function recordOutcome(
     status: number;
     reason: string | null;
     details: Record<string, unknown> | null;
+    endpoints?: readonly string[] | undefined;
   },
 ): Promise<void> {
   try {
@@ -213,6 +222,7 @@ export async function recordOutcome(
       roles: describeRoles(e.assignments),
       action: e.action,
       endpointId: e.endpointId ?? null,
+      ...(e.endpoints !== undefined ? { endpoints: [...e.endpoints] } : {}),
       eventId: e.subject.eventId ?? null,
       target: e.subject.target ?? null,
       outcome: e.outcome,
@@ -262,8 +272,9 @@ export async function authorize(
 /**
  * Authorizes one change that spans several endpoints (a bulk job, its pause/resume/cancel, reconcile): the action
  * on each endpoint (401/403 and audited as `authorize`), then ONE call against the rate limit - a bulk command
- * counts once, however many endpoints it touches. Answers as `authorize` did for the last endpoint (the audit
- * entry names it); undefined for an empty list (nothing authorized, nothing counted).
+ * counts once, however many endpoints it touches. Answers as `authorize` did for the last endpoint, but over
+ * several endpoints with all of them as `endpoints` and no endpointId (the audit entry is filed under each);
+ * undefined for an empty list (nothing authorized, nothing counted).
  */
 export async function authorizeEach(
   request: Request,
@@ -273,6 +284,7 @@ export async function authorizeEach(
 ): Promise<Authorized | undefined> {
   let who: Authorized | undefined;
   for (const endpointId of endpointIds) who = await check(request, action, endpointId, subject, 'hereUnlimited');
+  if (who && endpointIds.length > 1) who = { ...who, endpointId: undefined, endpoints: [...endpointIds] };
   if (who) await admitChange(who);
   return who;
 }
@@ -349,7 +361,7 @@ async function admitChange(who: Authorized): Promise<void> {
   await limitRate(who);
   // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
   // the endpoint or anything else before audited() refuses it.
-  owesAudit((answer) => recordFailure(who, answer, null));
+  owesAudit((answer) => recordFailure(auditBase(who), answer, null));
 }
 
 /** `decide` on the endpoint where the caller's role is strongest: may they take this action anywhere at all? */
@@ -371,7 +383,7 @@ export async function limitRate(who: Authorized): Promise<void> {
       status: 429,
       error: 'too many requests',
       detail: `too many changes or dead-letter scans in a short time; try again in ${wait} s`,
-    });
+    }, who.endpoints);
 }
 
 /**
@@ -417,7 +429,7 @@ export async function refuseAuthorized(
     status,
     error: status === 429 ? 'too many requests' : 'forbidden',
     detail,
-  });
+  }, who.endpoints);
 }
 
 /**
@@ -452,11 +464,14 @@ export async function audited<T>(
   return result;
 }
 
-const auditBase = (who: Authorized): { principal: Principal; assignments: readonly RoleAssignment[]; action: string; endpointId: string | undefined; subject: AuthSubject } => ({
+const auditBase = (
+  who: Authorized,
+): { principal: Principal; assignments: readonly RoleAssignment[]; action: string; endpointId: string | undefined; endpoints: readonly string[] | undefined; subject: AuthSubject } => ({
   principal: who.principal,
   assignments: who.assignments,
   action: who.action,
   endpointId: who.endpointId,
+  endpoints: who.endpoints,
   subject: who.subject,
 });
 
