@@ -108,6 +108,17 @@ describe('Agent API calls', () => {
     assert.match(entries.find((e) => e.action === 'agent.publish')!.reason ?? '', /name endpointId/);
   });
 
+  test('a failed settlement with a note is refused (400), as the operator\'s fail route refuses it, not answered 200 with the note dropped', async () => {
+    const settle = await import('../../app/api/agent/settle/route.ts');
+    // A handoff of its own (the seeded one is the receive test's), so the old code's 200 is a real settlement.
+    const { handoff: h } = await seedConsoleData(stack.store, Date.now() - 60_000, '-agentnote');
+    const handoff = { endpointId: 'erpendpoint', eventId: h.eventId, messageId: h.lastMessageId, outcome: 'failed', errorText: 'accounting period is closed' };
+    const res = await settle.POST(request(agent('noted'), '/api/agent/settle', { ...handoff, note: 'will retry tomorrow' }));
+    const body = await res.text();
+    assert.equal(res.status, 400, body);
+    assert.match((JSON.parse(body) as { detail: string }).detail, /note: note belongs to a completed outcome/);
+  });
+
   test('ids are taken as the agent sent them: a leading space is part of the id, spaces alone are 400 naming the field', async () => {
     // Agents are programs: " INV-9" trimmed into "INV-9" published into another session than the one named, and
     // " InvoiceIssued" handed out InvoiceIssued handoffs. The one id rule (server/exactIdFilters.ts) instead.

@@ -47,6 +47,10 @@ export const settleBody = z
       ctx.addIssue({ code: 'custom', path: ['errorText'], message: 'errorText and errorType belong to a failed outcome' });
     if (b.outcome === 'failed' && b.result !== undefined)
       ctx.addIssue({ code: 'custom', path: ['result'], message: 'result belongs to a completed outcome' });
+    // The failure command has no note (the operator's fail route refuses one as well): accepting it here answered
+    // 200 and dropped it, so the agent believed it recorded.
+    if (b.outcome === 'failed' && b.note !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['note'], message: 'note belongs to a completed outcome (a failure says why in errorText)' });
   });
 export type SettleBody = z.output<typeof settleBody>;
 

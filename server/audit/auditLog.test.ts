@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../../lib/store/index.ts';
 import type { FeedOptions, SqlQuerySpec } from '@azure/cosmos';
-import { auditContainer, auditQuerySchema, queryAudit, writeAudit, type AuditRecordInput } from './auditLog.ts';
+import { MAX_DETAILS_CHARS, auditContainer, auditQuerySchema, queryAudit, writeAudit, type AuditRecordInput } from './auditLog.ts';
 
 let cosmos: EmbeddedCosmos;
 let store: MessageStore;
@@ -33,7 +33,7 @@ before(async () => {
     entry({ at: '2026-12-01T10:00:00.000Z', eventId: 'e2', actorName: 'bob@test', actorId: 'oid-2' }),
     entry({ at: '2026-12-01T11:00:00.000Z', action: 'skip', outcome: 'denied', status: 403, reason: 'no role' }),
     entry({ at: '2026-12-02T09:00:00.000Z', endpointId: 'crmendpoint' }),
-    entry({ at: '2026-12-02T10:00:00.000Z', endpointId: null, action: 'grants.manage', details: { blob: 'x'.repeat(20_000) } }),
+    entry({ at: '2026-12-02T10:00:00.000Z', endpointId: null, action: 'grants.manage', details: { grant: 'g-1', blob: 'x'.repeat(20_000) } }),
   ];
   for (const w of writes) await writeAudit(store.database, w);
 });
@@ -88,9 +88,13 @@ test('a range inside one month is answered from that month\'s partition alone', 
   }
 });
 
-test('oversized details are replaced by a note; bad queries are refused', async () => {
+test('oversized details are shortened where they are large, the rest kept; bad queries are refused', async () => {
+  // Replaced whole by a note, they lost what said which grant it was along with the one large value.
   const [grant] = (await queryAudit(store.database, q({ action: 'grants.manage' }))).items;
-  assert.deepEqual(grant?.details, { omitted: 'details too large to record' });
+  assert.equal(grant?.details?.grant, 'g-1');
+  assert.deepEqual(grant?.details?.truncated, ['blob']);
+  assert.match(String(grant?.details?.blob), /^x+…\(truncated, \d+ more characters\)$/);
+  assert.ok(JSON.stringify(grant?.details).length <= MAX_DETAILS_CHARS);
   assert.equal(auditQuerySchema.safeParse({ from: 'yesterday' }).success, false);
   assert.equal(auditQuerySchema.safeParse({ from: '2026-12-02T00:00:00Z', to: '2026-12-01T00:00:00Z' }).success, false);
   assert.equal(auditQuerySchema.safeParse({ colour: 'red' }).success, false);
@@ -127,4 +131,35 @@ test('notAction leaves out the actions whose name contains any of its comma-sepa
   // With the action filter: agent actions other than receive and settle.
   assert.deepEqual(await actions({ action: 'agent', notAction: 'receive,settle' }), ['agent.publish']);
   assert.equal(auditQuerySchema.safeParse({ notAction: 'x'.repeat(201) }).success, false);
+});
+
+test('an entry over several endpoints is found under each: by the endpoint filter and by a reader of any of them', async () => {
+  // A job or reconcile over billing and crm was filed under the last endpoint authorized: a crm reader never saw it.
+  // Written last, by an actor of its own, after the days of the entries above.
+  const mine = { actorId: 'oid-multi', actorName: 'multi@test' };
+  await writeAudit(store.database, entry({ ...mine, at: '2026-12-05T10:00:00.000Z', action: 'reconcile', endpointId: null, endpoints: ['billingendpoint', 'crmendpoint'] }));
+  await writeAudit(store.database, entry({ ...mine, at: '2026-12-05T10:00:01.000Z', action: 'skip', endpointId: 'erpendpoint' }));
+  const actions = async (raw: Record<string, unknown>, readable?: string[]) =>
+    (await queryAudit(store.database, q({ user: 'oid-multi', ...raw }), readable)).items.map((e) => e.action);
+  assert.deepEqual(await actions({ endpointId: 'crmendpoint' }), ['reconcile']);
+  assert.deepEqual(await actions({ endpointId: 'billingendpoint' }), ['reconcile']);
+  assert.deepEqual(await actions({ endpointId: 'erpendpoint' }), ['skip']);
+  assert.deepEqual(await actions({}, ['crmendpoint']), ['reconcile']);
+  assert.deepEqual(await actions({}, ['erpendpoint']), ['skip']);
+  assert.deepEqual(await actions({}, ['erpendpoint', 'billingendpoint']), ['skip', 'reconcile']);
+  assert.deepEqual(await actions({}, []), [], 'no readable endpoint, no entry');
+  const [reconcile] = (await queryAudit(store.database, q({ user: 'oid-multi', action: 'reconcile' }))).items;
+  assert.deepEqual([reconcile?.endpointId, reconcile?.endpoints], [null, ['billingendpoint', 'crmendpoint']]);
+});
+
+test('an edited resubmit with 50 long diff paths keeps edited, the event type change and the message id', async () => {
+  // All details were dropped once past the cap (shrinkDetails.test.ts has the cut itself).
+  const changes = Array.from({ length: 50 }, (_, i) => ({ path: `/lines/${i}/${'k'.repeat(300)}`, op: 'changed', from: 'string', to: 'number' }));
+  const details = { edited: true, eventTypeId: { from: 'OrderPlaced', to: 'OrderPlacedV2' }, payloadDiff: { changes, truncated: false }, messageId: 'resubmit-1a2b', outcome: 'sent' };
+  await writeAudit(store.database, entry({ actorId: 'oid-editor', at: '2026-12-05T11:00:00.000Z', eventId: 'e-edit', details }));
+  const [stored] = (await queryAudit(store.database, q({ user: 'oid-editor' }))).items;
+  assert.deepEqual(
+    [stored?.details?.edited, stored?.details?.eventTypeId, stored?.details?.messageId, stored?.details?.truncated],
+    [true, { from: 'OrderPlaced', to: 'OrderPlacedV2' }, 'resubmit-1a2b', ['payloadDiff.changes']],
+  );
 });

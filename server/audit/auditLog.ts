@@ -15,6 +15,7 @@ import { queryPage, rethrowCosmos, type Page } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import { exactIdFilter } from '../exactIdFilterSchema.ts';
 import { AUDIT_TEXT_FILTER_MAX } from './auditTextFilters.ts';
+import { shrinkDetails } from './shrinkDetails.ts';
 
 export const AUDIT_CONTAINER = 'auditLog';
 
@@ -36,6 +37,12 @@ export const auditRecordSchema = z.object({
   roles: z.string(),
   action: z.string(),
   endpointId: z.string().nullable(),
+  /**
+   * Every endpoint an action over several names (a bulk job, its controls, a reconcile): endpointId is then null
+   * and the entry is found under each of them, by the endpoint filter and by a per-endpoint reader alike - it was
+   * filed under the last endpoint authorized, where the others' readers never saw it. Absent for one endpoint.
+   */
+  endpoints: z.array(z.string()).optional(),
   eventId: z.string().nullable(),
   /** What else the action named: a subscription (`topic/subscription`), a grant, an operation. */
   target: z.string().nullable(),
@@ -50,8 +57,8 @@ export const auditRecordSchema = z.object({
 export type AuditRecord = z.output<typeof auditRecordSchema>;
 export type AuditRecordInput = Omit<AuditRecord, 'id' | 'month' | 'at'> & { at?: string };
 
-/** Details are capped: a bigger value is replaced by a note rather than bloating the log. */
-const MAX_DETAILS_CHARS = 8_000;
+/** Details are capped: bigger ones are shortened where they are largest (shrinkDetails.ts) rather than bloating the log. */
+export const MAX_DETAILS_CHARS = 8_000;
 
 const slot = ((globalThis as Record<symbol, unknown>)[Symbol.for('nimbus.console.auditLog')] ??= {}) as ContainerSlot;
 
@@ -61,8 +68,7 @@ export function auditContainer(database: Database): Promise<Container> {
 
 export async function writeAudit(database: Database, input: AuditRecordInput): Promise<AuditRecord> {
   const at = input.at ?? new Date().toISOString();
-  let details = input.details;
-  if (details !== null && JSON.stringify(details).length > MAX_DETAILS_CHARS) details = { omitted: 'details too large to record' };
+  const details = input.details === null ? null : shrinkDetails(input.details, MAX_DETAILS_CHARS);
   const record: AuditRecord = { ...input, details, id: randomUUID(), at, month: at.slice(0, 7) };
   const c = await auditContainer(database);
   try {
@@ -103,13 +109,15 @@ export type AuditQuery = z.output<typeof auditQuerySchema>;
 
 /**
  * One page of the audit log, newest first, with the filters given. `endpointIds` limits it to those endpoints'
- * entries (site-level entries, without an endpoint, are left out): a caller with roles on single endpoints.
+ * entries, an entry over several endpoints included when one of them is listed (site-level entries, without an
+ * endpoint, are left out): a caller with roles on single endpoints.
  */
 export async function queryAudit(database: Database, q: AuditQuery, endpointIds?: readonly string[]): Promise<Page<AuditRecord>> {
   const where: string[] = [];
   const parameters: SqlParameter[] = [];
   if (endpointIds !== undefined) {
-    where.push('ARRAY_CONTAINS(@readable, c.endpointId)');
+    // An entry over several endpoints is one of the caller's if any of them is readable: the action touched it.
+    where.push('(ARRAY_CONTAINS(@readable, c.endpointId) OR EXISTS(SELECT VALUE e FROM e IN c.endpoints WHERE ARRAY_CONTAINS(@readable, e)))');
     parameters.push({ name: '@readable', value: [...endpointIds] });
   }
   const eq = (field: string, name: string, value: string | undefined) => {
@@ -117,7 +125,10 @@ export async function queryAudit(database: Database, q: AuditQuery, endpointIds?
     where.push(`c.${field} = @${name}`);
     parameters.push({ name: `@${name}`, value });
   };
-  eq('endpointId', 'endpoint', q.endpointId);
+  if (q.endpointId !== undefined) {
+    where.push('(c.endpointId = @endpoint OR ARRAY_CONTAINS(c.endpoints, @endpoint))');
+    parameters.push({ name: '@endpoint', value: q.endpointId });
+  }
   eq('eventId', 'event', q.eventId);
   // Any part of the action's name, ignoring case: an operator looking for skips types "Skip" and must also get the
   // bulk jobs' `operation.skip`; an exact match answered "nothing recorded" to both.

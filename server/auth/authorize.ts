@@ -47,6 +47,11 @@ export interface Authorized {
   role: Role;
   action: Action;
   endpointId: string | undefined;
+  /**
+   * A change over several endpoints (authorizeEach): all of them, and endpointId undefined - its audit entry is
+   * filed under each (auditLog.ts `endpoints`), not under the last one authorized.
+   */
+  endpoints?: readonly string[];
   subject: AuthSubject;
 }
 
@@ -141,6 +146,8 @@ async function refuse(
   endpointId: string | undefined,
   subject: AuthSubject,
   r: Refusal,
+  /** The endpoints of a change over several (Authorized.endpoints), refused after they were authorized. */
+  endpoints?: readonly string[],
 ): Promise<never> {
   // The refusal is this request's entry: nothing more is owed for a change authorized earlier in it.
   owesAudit(undefined);
@@ -162,6 +169,7 @@ async function refuse(
       status: r.status,
       reason: r.detail,
       details: budget.skippedBefore > 0 ? { refusalsNotAudited: budget.skippedBefore } : null,
+      endpoints,
     });
     // The event page shows its own trail: a signed-in caller's refused attempt against the event belongs there too.
     if (principal !== null && subject.eventId !== undefined && endpointId !== undefined) {
@@ -203,6 +211,7 @@ export async function recordOutcome(
     status: number;
     reason: string | null;
     details: Record<string, unknown> | null;
+    endpoints?: readonly string[] | undefined;
   },
 ): Promise<void> {
   try {
@@ -213,6 +222,7 @@ export async function recordOutcome(
       roles: describeRoles(e.assignments),
       action: e.action,
       endpointId: e.endpointId ?? null,
+      ...(e.endpoints !== undefined ? { endpoints: [...e.endpoints] } : {}),
       eventId: e.subject.eventId ?? null,
       target: e.subject.target ?? null,
       outcome: e.outcome,
@@ -262,8 +272,9 @@ export async function authorize(
 /**
  * Authorizes one change that spans several endpoints (a bulk job, its pause/resume/cancel, reconcile): the action
  * on each endpoint (401/403 and audited as `authorize`), then ONE call against the rate limit - a bulk command
- * counts once, however many endpoints it touches. Answers as `authorize` did for the last endpoint (the audit
- * entry names it); undefined for an empty list (nothing authorized, nothing counted).
+ * counts once, however many endpoints it touches. Answers as `authorize` did for the last endpoint, but over
+ * several endpoints with all of them as `endpoints` and no endpointId (the audit entry is filed under each);
+ * undefined for an empty list (nothing authorized, nothing counted).
  */
 export async function authorizeEach(
   request: Request,
@@ -273,6 +284,7 @@ export async function authorizeEach(
 ): Promise<Authorized | undefined> {
   let who: Authorized | undefined;
   for (const endpointId of endpointIds) who = await check(request, action, endpointId, subject, 'hereUnlimited');
+  if (who && endpointIds.length > 1) who = { ...who, endpointId: undefined, endpoints: [...endpointIds] };
   if (who) await admitChange(who);
   return who;
 }
@@ -335,6 +347,11 @@ async function check(
     });
   const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
   if (scope === 'here') await admitChange(who);
+  // Let through before the body (or on one endpoint of several, before the change is admitted): input refused from
+  // here on - a body that does not validate, an unknown endpoint, a selection that matches nothing - is owed an
+  // entry under the name a refusal here would have had. Only `admitChange` set an obligation, so these routes
+  // answered a bad body 400 and left no trace, while the single-event routes audited the same body.
+  else if (isMutating(action)) owesAudit((answer) => recordRefusedInput({ ...auditBase(who), action: label }, answer));
   return who;
 }
 
@@ -344,7 +361,7 @@ async function admitChange(who: Authorized): Promise<void> {
   await limitRate(who);
   // Authorized: from here the change is audited however it ends - by audited(), or by handle() when the body,
   // the endpoint or anything else before audited() refuses it.
-  owesAudit((answer) => recordFailure(who, answer, null));
+  owesAudit((answer) => recordFailure(auditBase(who), answer, null));
 }
 
 /** `decide` on the endpoint where the caller's role is strongest: may they take this action anywhere at all? */
@@ -366,23 +383,28 @@ export async function limitRate(who: Authorized): Promise<void> {
       status: 429,
       error: 'too many requests',
       detail: `too many changes or dead-letter scans in a short time; try again in ${wait} s`,
-    });
+    }, who.endpoints);
 }
 
 /**
  * A call refused for its input (a body, query or missing endpoint that does not do) after `authorizeBeforeBody`
  * let it through: audited as failed with the status and reason the caller gets, within the caller's refusal
  * budget like a 403 - the Agent API audits every call, but a loop of bad requests must not become a stream of
- * Cosmos writes. Refusals (401/403/429) wrote their own entry already and are left alone.
+ * Cosmos writes. Refusals (401/403/429) wrote their own entry already and are left alone. This call writes the
+ * entry: the obligation `authorizeBeforeBody` set for the same refusal is cleared, so it is not written twice.
  */
 export async function auditRefusedInput(who: Authorized, err: unknown): Promise<void> {
-  const answer = describeError(err);
+  owesAudit(undefined);
+  await recordRefusedInput(auditBase(who), describeError(err));
+}
+
+async function recordRefusedInput(base: ReturnType<typeof auditBase>, answer: ReturnType<typeof describeError>): Promise<void> {
   if (answer.status === 401 || answer.status === 403 || answer.status === 429) return;
-  const budget = refusalBudget(who.principal, who.action, answer.status);
+  const budget = refusalBudget(base.principal, base.action, answer.status);
   if (!budget.write) return;
   const reason = answer.internal ? answer.error : `${answer.error}: ${answer.detail}`;
   await recordOutcome(await getContext(), {
-    ...auditBase(who),
+    ...base,
     outcome: 'failed',
     status: answer.status,
     reason: reason.slice(0, 1000),
@@ -407,7 +429,7 @@ export async function refuseAuthorized(
     status,
     error: status === 429 ? 'too many requests' : 'forbidden',
     detail,
-  });
+  }, who.endpoints);
 }
 
 /**
@@ -442,11 +464,14 @@ export async function audited<T>(
   return result;
 }
 
-const auditBase = (who: Authorized): { principal: Principal; assignments: readonly RoleAssignment[]; action: string; endpointId: string | undefined; subject: AuthSubject } => ({
+const auditBase = (
+  who: Authorized,
+): { principal: Principal; assignments: readonly RoleAssignment[]; action: string; endpointId: string | undefined; endpoints: readonly string[] | undefined; subject: AuthSubject } => ({
   principal: who.principal,
   assignments: who.assignments,
   action: who.action,
   endpointId: who.endpointId,
+  endpoints: who.endpoints,
   subject: who.subject,
 });
 

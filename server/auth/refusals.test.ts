@@ -180,6 +180,44 @@ describe('refusals an attacker could aim', () => {
     assert.match(entries.find((e) => e.action === 'handoff')!.reason ?? '', /^bad request: invalid body: errorText/);
   });
 
+  test('input refused after authorizeBeforeBody is audited on every route that checks before the body', async () => {
+    // docs/security.md: input refused after authorization is audited. Only `authorize` set that obligation, so a
+    // bulk skip with a bad body was answered 400 and left nothing, while the single-event skip audited the same body.
+    const actor: Principal = { kind: 'user', id: 'oid-bad-bulk-input', name: 'bad-bulk-input@test', roles: ['Owner'], groups: [] };
+    const skip = await import('../../app/api/event/skip/route.ts');
+    const resubmit = await import('../../app/api/event/resubmit/route.ts');
+    const operations = await import('../../app/api/operations/route.ts');
+    const reconcile = await import('../../app/api/operations/reconcile/route.ts');
+    const subscription = await import('../../app/api/topology/subscriptions/[topic]/[subscription]/actions/route.ts');
+    const pause = await import('../../app/api/operations/[operationId]/pause/route.ts');
+    const send = (body: unknown) => post(actor, JSON.stringify(body));
+    const NO_JOB = '00000000-0000-4000-8000-00000000b0d7';
+    const cases: [string, () => Promise<Response>, [string, number, string | null], RegExp][] = [
+      ['bulk skip', () => skip.POST(send({ endpointId: 'billingendpoint', eventIds: 'x' })), ['skip', 400, null], /eventIds/],
+      ['bulk resubmit', () => resubmit.POST(send({ endpointId: 'billingendpoint', eventIds: 'x' })), ['resubmit', 400, null], /eventIds/],
+      ['job, bad body', () => operations.POST(send({ kind: 'purge', selection: {} })), ['resubmit', 400, null], /kind/],
+      ['job, nothing selected', () => operations.POST(send({ kind: 'skip', selection: { endpointId: 'crmendpoint', errorText: 'no such text' } })), ['resubmit', 400, null], /matches no events/],
+      ['job, unknown endpoint', () => operations.POST(send({ kind: 'skip', selection: { endpointId: 'nosuchendpoint', errorText: 'x' } })), ['resubmit', 404, null], /nosuchendpoint/],
+      ['reconcile', () => reconcile.POST(send({ targets: 'x' })), ['reconcile', 400, null], /targets/],
+      [
+        'subscription action',
+        () => subscription.POST(send({ action: 'explode' }), params({ topic: 'billingendpoint', subscription: 'billingendpoint' })),
+        ['subscription.*', 400, 'billingendpoint/billingendpoint'],
+        /action/,
+      ],
+      ['job control, unknown job', () => pause.POST(send({}), params({ operationId: NO_JOB })), ['operation.pause', 404, `operation/${NO_JOB}`], /is not known/],
+    ];
+    const from = new Date().toISOString();
+    for (const [name, call, [action, status, target], reason] of cases) {
+      const res = await call();
+      assert.equal(res.status, status, `${name}: ${await res.clone().text()}`);
+      const [entry] = (await queryAudit(stack.store.database, { user: actor.id, from, pageSize: 1 })).items;
+      assert.deepEqual(entry && [entry.action, entry.status, entry.target, entry.outcome], [action, status, target, 'failed'], `${name}: ${JSON.stringify(entry)}`);
+      assert.match(entry!.reason ?? '', reason, name);
+    }
+    assert.equal((await queryAudit(stack.store.database, { user: actor.id, from, pageSize: 50 })).items.length, cases.length, 'one entry per refused call');
+  });
+
   test('a bulk command over several endpoints counts once against the rate limit (job, its cancel, reconcile)', async () => {
     // docs/security.md: "A bulk command counts once". Each route authorized every endpoint it touches with a call
     // that took a token, so an operator's own job over several endpoints could be refused 429 by their own limit.

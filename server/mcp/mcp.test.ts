@@ -567,6 +567,10 @@ describe('settle_handoff with a result', () => {
     const base = { endpointId: ERP, eventId: h.eventId, messageId: h.lastMessageId, outcome: 'completed' };
     const tooDeep = await callResult(caller, 'settle_handoff', { ...base, result: nested(40) });
     assert.match(text(tooDeep), /^bad request \(400\): .*result.*nests deeper than 32 levels/);
+    // A note goes with a completion only: on a failure it was answered as settled and dropped.
+    const noted = await callResult(caller, 'settle_handoff', { ...base, outcome: 'failed', errorText: 'ledger closed', note: 'will retry' });
+    assert.equal(noted.isError, true, text(noted));
+    assert.match(text(noted), /^bad request \(400\): note: note belongs to a completed outcome/);
     const result = { ledgerEntry: 'LE-1', invoiceId: 'INV-1' };
     const settled = await callResult(caller, 'settle_handoff', { ...base, result });
     assert.ok(!settled.isError, text(settled));

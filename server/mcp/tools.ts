@@ -350,7 +350,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         eventId: idParam,
         messageId: idParam.describe('The messageId receive_pending_handoff returned'),
         outcome: z.enum(['completed', 'failed']),
-        note: z.string().max(2000).optional(),
+        note: z.string().max(2000).optional().describe('For completed only'),
         errorText: z.string().trim().min(1).max(4000).optional().describe('Required when the outcome is failed'),
         errorType: z.string().trim().min(1).max(200).optional(),
         result: handoffResultSchema.describe("For completed: what the work produced (any JSON, no deeper than a payload); recorded as the event's content"),

@@ -144,6 +144,17 @@ export function reconcileApply(ctx: ConsoleContext, body: z.output<typeof reconc
   return withReconcileLease(leasesOf(ctx.store), `${replicaId()}:${randomUUID().slice(0, 8)}`, () => reconcileApplyNow(ctx, body, auditor));
 }
 
+type Outcomes = { repaired: number; unchanged: number };
+const outcomesOf = (results: readonly { outcome: 'repaired' | 'unchanged' }[]): Outcomes => ({
+  repaired: results.filter((r) => r.outcome === 'repaired').length,
+  unchanged: results.filter((r) => r.outcome === 'unchanged').length,
+});
+
+/** What a reconcile's audit entry keeps of its answer: how many of each kind were repaired or left unchanged. */
+export function reconcileOutcomes(r: Awaited<ReturnType<typeof reconcileApplyNow>>): Outcomes & { stale: Outcomes; stuck: Outcomes; draining: Outcomes } {
+  return { repaired: r.repaired, unchanged: r.unchanged, stale: outcomesOf(r.results), stuck: outcomesOf(r.repairs), draining: outcomesOf(r.sessions) };
+}
+
 async function reconcileApplyNow(ctx: ConsoleContext, body: z.output<typeof reconcileApplyBody>, auditor: string) {
   const stale = body.targets.length > 0 ? await applyReconcile(ctx.store, body.targets, auditor) : { repaired: 0, unchanged: 0, results: [] };
   const repairs = await applyStuckRepairs({ store: ctx.store, manager: ctx.manager }, body.repairs, auditor, { now: new Date() });

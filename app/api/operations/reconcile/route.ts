@@ -11,6 +11,7 @@ import {
   reconcileApply,
   reconcileApplyBody,
   reconcileEndpoints,
+  reconcileOutcomes,
   reconcilePreview,
   reconcilePreviewQuery,
   reconcileRowsPreview,
@@ -44,7 +45,9 @@ export function POST(request: Request): Promise<Response> {
     // Counted once against the rate limit, however many endpoints it names.
     const who: Authorized | undefined = await authorizeEach(request, 'reconcile', endpoints);
     const ctx = await getContext();
-    const details = { targets: body.targets.length, repairs: body.repairs.length, endpoints };
-    return json(await audited(who!, () => reconcileApply(ctx, body, who!.user), (r) => ({ ...details, result: r as unknown })));
+    const details = { targets: body.targets.length, repairs: body.repairs.length, sessions: body.sessions.length, endpoints };
+    // Counts per outcome, not the per-target results: those grew past the entry's size cap with a few dozen
+    // targets, and the whole of the details was dropped with them.
+    return json(await audited(who!, () => reconcileApply(ctx, body, who!.user), (r) => ({ ...details, ...reconcileOutcomes(r) })));
   });
 }

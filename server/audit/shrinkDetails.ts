@@ -1,0 +1,73 @@
+// Shortens an audit entry's details to a size cap while keeping what identifies the action. Replacing them whole by
+// a note (what writeAudit did) lost the small fields with the big one: an edited resubmit with a long diff kept
+// neither `edited`, nor the event type change, nor the message id. Here the largest values are cut, one halving at a
+// time, each cut marked where it happened (`…(truncated, N more)`) and its path listed in `truncated`.
+
+/** The marker a cut array ends with, or a cut string with. */
+export const truncatedMarker = (more: number, unit = ''): string => `…(truncated, ${more} more${unit})`;
+
+/** A string this short is kept whole: it is an id, a name or a status, not what makes details large. */
+const KEEP_STRING = 64;
+
+const size = (v: unknown): number => JSON.stringify(v)?.length ?? 0;
+
+const ARRAY_MARKER = /^…\(truncated, (\d+) more\)$/;
+const STRING_MARKER = /…\(truncated, (\d+) more characters\)$/;
+const isArrayMarker = (v: unknown): v is string => typeof v === 'string' && ARRAY_MARKER.test(v);
+
+/**
+ * The path (object keys) to the largest value that can still be cut - a string longer than an id, an array with
+ * an item left - searching inside objects (their small fields are what says which action it was); undefined if none.
+ */
+function largestCuttable(value: unknown): string[] | undefined {
+  if (typeof value === 'string') return value.length > KEEP_STRING ? [] : undefined;
+  if (Array.isArray(value)) return value.some((v) => !isArrayMarker(v)) ? [] : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  const children = Object.entries(value as Record<string, unknown>)
+    .map(([k, v]) => ({ k, n: size(v), inner: largestCuttable(v) }))
+    .filter((c) => c.inner !== undefined)
+    .sort((a, b) => b.n - a.n);
+  const top = children[0];
+  return top === undefined ? undefined : [top.k, ...top.inner!];
+}
+
+/** `value` with the string or array at `path` halved and marked, the marker counting all that was left out so far. */
+function cutAt(value: unknown, path: readonly string[]): unknown {
+  if (path.length > 0) {
+    const [head, ...rest] = path;
+    const o = value as Record<string, unknown>;
+    return { ...o, [head!]: cutAt(o[head!], rest) };
+  }
+  if (typeof value === 'string') {
+    const m = STRING_MARKER.exec(value);
+    const [kept, more] = m ? [value.slice(0, m.index), Number(m[1])] : [value, 0];
+    const keep = Math.floor(kept.length / 2);
+    return kept.slice(0, keep) + truncatedMarker(more + kept.length - keep, ' characters');
+  }
+  const items = value as unknown[];
+  const last = items[items.length - 1];
+  const [kept, more] = isArrayMarker(last) ? [items.slice(0, -1), Number(ARRAY_MARKER.exec(last)![1])] : [items, 0];
+  const keep = Math.floor(kept.length / 2);
+  return [...kept.slice(0, keep), truncatedMarker(more + kept.length - keep)];
+}
+
+/**
+ * `details` within `max` characters of JSON: as they are when they fit; else with their largest strings and arrays
+ * halved (nested ones included) until they fit, each cut marked and its path (`payloadDiff.changes`) listed in
+ * `truncated`. Numbers, booleans and short strings are never cut; details too large in those alone are replaced by
+ * a note naming their first keys.
+ */
+export function shrinkDetails(details: Record<string, unknown>, max: number): Record<string, unknown> {
+  if (size(details) <= max) return details;
+  let shrunk: Record<string, unknown> = details;
+  const cut = new Set<string>();
+  const withCuts = () => ({ ...shrunk, truncated: [...cut] });
+  while (size(withCuts()) > max) {
+    const path = largestCuttable(shrunk);
+    if (path === undefined || path.length === 0)
+      return { omitted: 'details too large to record', keys: Object.keys(details).slice(0, 50).map((k) => k.slice(0, KEEP_STRING)) };
+    shrunk = cutAt(shrunk, path) as Record<string, unknown>;
+    cut.add(path.join('.'));
+  }
+  return withCuts();
+}
