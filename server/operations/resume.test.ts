@@ -1,6 +1,7 @@
 // A bulk job that stops after a lot was sent and resumes from its saved cursor, on the embedded platform (real
 // Service Bus emulator, embedded Cosmos, real clients): each event gets the job's command at most once, even when
-// the endpoint has failed it again meanwhile (so the Manager would see a new failure to claim).
+// the endpoint has failed it again meanwhile (so the Manager would see a new failure to claim); and a 'duplicate'
+// answer for another operator's identical command still Pending is counted refused, naming who sent it, not done.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -72,6 +73,13 @@ function runnerWith(jobs: JobStore): OperationsRunner {
   return new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager, scanEveryMs: 3_600_000 });
 }
 
+/** A resubmit job of the listed events, frozen now, unlimited rate. */
+async function resubmitJob(jobs: JobStore, ids: string[]): Promise<Job> {
+  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
+  assert.equal(rows.length, ids.length);
+  return jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'tester', ratePerSecond: 0 });
+}
+
 async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
   for (let i = 0; i < 600; i++) {
     const v = await read();
@@ -84,9 +92,7 @@ async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => bool
 test('a job resumed after its progress write failed sends no second command to events failed again meanwhile', { timeout: 120_000 }, async () => {
   const ids = await seedFailed('rs', 5);
   const jobs = jobStore((docs) => new LosesFirstProgress(docs));
-  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
-  assert.equal(rows.length, 5);
-  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'tester', ratePerSecond: 0 });
+  const job = await resubmitJob(jobs, ids);
 
   // First run: the lot of five is sent, then the progress write fails and the run ends (the cursor saved is 0).
   const first = runnerWith(jobs);
@@ -111,4 +117,25 @@ test('a job resumed after its progress write failed sends no second command to e
   assert.deepEqual(perEvent, Object.fromEntries(ids.map((id) => [id, 1])), 'each event resubmitted once by the job');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 5, refused: 0, failed: 0 });
   for (const id of ids) assert.equal((await stack.store.listEventRows(EP, id))[0]!.status, 'Failed', `${id} was left failed, not claimed again`);
+});
+
+test("another operator's identical resubmit still Pending is counted refused, naming them, not sent", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('dup', 2);
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, ids);
+  // After the selection was frozen, alice resubmits the first event by hand: its row is her Pending claim.
+  const hers = await manager.execute(EP, ids[0]!, { kind: 'resubmit' }, 'alice');
+  assert.equal(hers.outcome, 'sent');
+
+  const runner = runnerWith(jobs);
+  runner.kick();
+  const end = (await until('the job to complete', () => jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  await runner.stop();
+  jobs.docs.close();
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 0 });
+  assert.equal(end.refusals?.length, 1);
+  assert.equal(end.refusals![0]!.eventId, ids[0]);
+  assert.match(end.refusals![0]!.detail, /already sent by alice/);
+  assert.equal(await resubmitsOf(ids[0]!, job.operationId), 0, 'the job sent nothing for her event');
+  assert.equal(await resubmitsOf(ids[1]!, job.operationId), 1);
 });

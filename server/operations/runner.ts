@@ -15,12 +15,13 @@
 // Manager re-sends after CLAIM_GRACE_MS with the same MessageIds, so an endpoint may receive a second copy (its
 // inbox drops it; on Azure, duplicate detection on the topic first); and if the endpoint answers such a command
 // with a new failure before the job resumes, no receipt names the job, and the event gets a second resubmit.
+// A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type AuditEntry, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
-import type { Manager } from '../manager/manager.ts';
+import type { CommandResult, Manager } from '../manager/manager.ts';
 import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -256,19 +257,21 @@ export class OperationsRunner {
     spec: { kind: 'resubmit' } | { kind: 'skip' },
     auditor: string,
     origin: { operationId: string },
-    first: Settled<unknown>,
+    first: Settled<CommandResult>,
   ): Promise<{ kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string }> {
     let answer = first;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
         try {
-          await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin);
-          answer = { ok: true, value: undefined };
+          answer = { ok: true, value: await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin) };
         } catch (error) {
           answer = { ok: false, error };
         }
       }
-      if (answer.ok) return { kind: 'done' };
+      if (answer.ok) {
+        const other = answer.value.outcome === 'duplicate' ? await this.#sentByOther(answer.value, origin.operationId) : undefined;
+        return other === undefined ? { kind: 'done' } : { kind: 'refused', status: 409, detail: other };
+      }
       const err = answer.error;
       // describeError recognises the Manager's refusals by name too: in the built console they can come from
       // another bundled copy of http.ts, and the job's item must record the reason ("… is Completed"), not "conflict".
@@ -292,6 +295,26 @@ export class OperationsRunner {
       }
       return { kind: 'failed', status, detail };
     }
+  }
+
+  /**
+   * Why a 'duplicate' answer is not this job's command, naming who sent it (undefined when it is this job's, or its
+   * receipt is not written yet: a claim the Resolver recorded whose sender may still write it, which may be this
+   * job's own from a run that stopped before its receipts). Another operator's identical command still Pending is
+   * not one this job sent: counted refused, as an event that changed before its turn is.
+   */
+  async #sentByOther(result: CommandResult, operationId: string): Promise<string | undefined> {
+    let receipt: AuditEntry | null;
+    try {
+      receipt = await this.#o.store.getAudit(result.eventId, result.messageId);
+    } catch (err) {
+      // Unread, the answer stays what the Manager said (nothing was sent now either way).
+      log.warn({ operationId, eventId: result.eventId, err: err instanceof Error ? err.message : String(err) }, 'duplicate command receipt not read');
+      return undefined;
+    }
+    if (!receipt || isThisJobs(receipt, operationId)) return undefined;
+    const by = receipt.data?.match(/"operationId":"([^"]+)"/)?.[1];
+    return `the same command was already sent by ${receipt.auditor}${by ? ` (operation/${by})` : ''} and is still Pending; not sent again`;
   }
 
   /**
