@@ -81,6 +81,12 @@ export interface Job {
   failed: number;
   /** Index of the next row of the selection to act on. */
   cursor: number;
+  /**
+   * Rows below this index may have had this job's command sent although `cursor` has not passed them: saved before
+   * each lot's send, so a run that resumes from `cursor` looks for this job's receipt of each before sending (an
+   * event the endpoint failed again meanwhile would otherwise get a second command). Absent until the first lot.
+   */
+  inFlightTo?: number;
   chunks: number;
   /** Commands per second this job may send (0: no limit). */
   ratePerSecond: number;
@@ -269,7 +275,7 @@ export function jobView(job: Job, control: JobControlDoc | null, now = Date.now(
   const remaining = job.total - processed;
   const etaSeconds = job.state === 'running' && perSecond > 0 ? Math.ceil(remaining / perSecond) : null;
   // startedById is for authorization only: the view names the starter by display name, as before.
-  const { selection, errors, cursor: _cursor, chunks: _chunks, startedById: _startedById, ...rest } = job;
+  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, chunks: _chunks, startedById: _startedById, ...rest } = job;
   return {
     ...rest,
     kind: job.kind as JobKind | 'replay',

@@ -4,21 +4,27 @@
 // takes the lease when it expires and continues from the saved cursor. A job steps through its rows a lot at a
 // time (`concurrency` rows, or a tenth of a second's worth under a rate limit): Manager.executeMany claims, sends
 // and receipts the lot's commands together, each event still with its own claim and receipt. The rows between the
-// saved cursor (written at most every SAVE_EVERY_MS, after a whole lot) and the crash are acted on again: the
-// Manager finds their claim and receipt and sends nothing ('duplicate'), or - when the endpoint has already
-// answered - refuses, and the event's audit naming this job tells the runner the event was this job's (counted
-// done, not refused). Each event therefore gets one command. One window remains: a replica killed after a lot's
-// send but before its receipts leaves claims that the Manager re-sends after CLAIM_GRACE_MS with the same
-// MessageIds, so an endpoint may receive a second copy of such a command; its inbox drops the copy (and on Azure,
-// duplicate detection on the topic would drop it first).
+// saved cursor (written at most every SAVE_EVERY_MS, after a whole lot) and the crash are stepped again. The
+// endpoint may have answered such an event's command meanwhile with a new failure: the Manager would see a new
+// failure to claim and send a second command under a new MessageId. So before a lot is sent the job saves how far
+// its commands may have gone (`inFlightTo`); a run that starts (a restart, a lost lease, an error inside #run)
+// first looks, for the rows between the saved cursor and that mark, for this job's receipt in the event's audit
+// and counts an event that has one as done without asking the Manager. The others - and events still claimed -
+// go to the Manager, which finds a claim's receipt and sends nothing ('duplicate'). Each event therefore gets one
+// command. Two windows remain, both between a send and its receipt: a replica killed there leaves claims that the
+// Manager re-sends after CLAIM_GRACE_MS with the same MessageIds, so an endpoint may receive a second copy (its
+// inbox drops it; on Azure, duplicate detection on the topic first); and if the endpoint answers such a command
+// with a new failure before the job resumes, no receipt names the job, and the event gets a second resubmit.
+// A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { holdLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
+import { holdLease, type AuditEntry, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
 import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
-import type { Manager } from '../manager/manager.ts';
+import type { CommandResult, Manager } from '../manager/manager.ts';
 import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
+import type { SelectedRow } from './selection.ts';
 
 export const LEASE_TTL_MS = 10_000;
 /** Commands per lot unless configured (NIMBUS_OPERATIONS_CONCURRENCY): a full Cosmos bulk request. */
@@ -182,6 +188,11 @@ export class OperationsRunner {
     const origin = { operationId: id };
     let lastControl = Date.now();
 
+    // Rows below this may have had this job's command sent by an earlier run that saved no progress for them.
+    const sentMaybeTo = Math.min(rows.length, job.inFlightTo ?? 0);
+    // The mark runs ahead of the cursor by about SAVE_EVERY_MS of commands under a rate limit, so a job of lots of
+    // five writes it every half second, not before every lot.
+    const markAhead = Math.ceil((job.ratePerSecond * SAVE_EVERY_MS) / 1000);
     while (job.cursor < rows.length) {
       if (stopSignal.aborted) {
         await save();
@@ -194,9 +205,20 @@ export class OperationsRunner {
         if (w === 'pause') return finish('paused');
       }
       const batch = rows.slice(job.cursor, job.cursor + size);
-      await limiter.take(stopSignal, batch.length);
-      const first = await this.#o.manager.executeMany(batch, spec, job.startedBy, origin);
-      const outcomes = await Promise.all(batch.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
+      if ((job.inFlightTo ?? 0) < job.cursor + batch.length) {
+        // Saved before the send (a failed write throws: nothing of this lot was sent), so a run that resumes
+        // below the mark knows to look for this job's receipts. Without the lease nothing is written: send nothing.
+        job.inFlightTo = Math.min(rows.length, job.cursor + Math.max(batch.length, markAhead));
+        await save();
+        if (leaseLost.aborted) return;
+      }
+      // An earlier run's commands, found by their receipts: counted done, not sent again.
+      const earlier = job.cursor < sentMaybeTo ? await this.#sentEarlier(batch, job.cursor, sentMaybeTo, id) : batch.map(() => false);
+      const toSend = batch.filter((_, i) => !earlier[i]);
+      await limiter.take(stopSignal, toSend.length);
+      const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
+      const sentOutcomes = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
+      const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
       batch.forEach((row, i) => {
         const o = outcomes[i]!;
         if (o.kind === 'done') job.done++;
@@ -226,19 +248,21 @@ export class OperationsRunner {
     spec: { kind: 'resubmit' } | { kind: 'skip' },
     auditor: string,
     origin: { operationId: string },
-    first: Settled<unknown>,
+    first: Settled<CommandResult>,
   ): Promise<{ kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string }> {
     let answer = first;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
         try {
-          await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin);
-          answer = { ok: true, value: undefined };
+          answer = { ok: true, value: await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin) };
         } catch (error) {
           answer = { ok: false, error };
         }
       }
-      if (answer.ok) return { kind: 'done' };
+      if (answer.ok) {
+        const other = answer.value.outcome === 'duplicate' ? await this.#sentByOther(answer.value, origin.operationId) : undefined;
+        return other === undefined ? { kind: 'done' } : { kind: 'refused', status: 409, detail: other };
+      }
       const err = answer.error;
       // describeError recognises the Manager's refusals by name too: in the built console they can come from
       // another bundled copy of http.ts, and the job's item must record the reason ("… is Completed"), not "conflict".
@@ -264,8 +288,43 @@ export class OperationsRunner {
     }
   }
 
-  async #actedByThisJob(eventId: string, endpointId: string, operationId: string): Promise<boolean> {
-    const audits = await this.#o.store.listAudits(eventId, { pageSize: 50 });
-    return audits.items.some((a) => a.endpointId === endpointId && a.data !== null && a.data.includes(`"operationId":"${operationId}"`));
+  /**
+   * Why a 'duplicate' answer is not this job's command, naming who sent it (undefined when it is this job's, or its
+   * receipt is not written yet: a claim the Resolver recorded whose sender may still write it, which may be this
+   * job's own from a run that stopped before its receipts). Another operator's identical command still Pending is
+   * not one this job sent: counted refused, as an event that changed before its turn is.
+   */
+  async #sentByOther(result: CommandResult, operationId: string): Promise<string | undefined> {
+    let receipt: AuditEntry | null;
+    try {
+      receipt = await this.#o.store.getAudit(result.eventId, result.messageId);
+    } catch (err) {
+      // Unread, the answer stays what the Manager said (nothing was sent now either way).
+      log.warn({ operationId, eventId: result.eventId, err: err instanceof Error ? err.message : String(err) }, 'duplicate command receipt not read');
+      return undefined;
+    }
+    if (!receipt || isThisJobs(receipt, operationId)) return undefined;
+    const by = receipt.data?.match(/"operationId":"([^"]+)"/)?.[1];
+    return `the same command was already sent by ${receipt.auditor}${by ? ` (operation/${by})` : ''} and is still Pending; not sent again`;
   }
+
+  /**
+   * Per row of `batch` (starting at row `from`), whether it is below `to` and this job's receipt for it exists - for
+   * the row's session when the selection kept it: an event selected in two sessions gets a command for each.
+   */
+  async #sentEarlier(batch: readonly SelectedRow[], from: number, to: number, operationId: string): Promise<boolean[]> {
+    return Promise.all(batch.map((row, i) => (from + i < to ? this.#actedByThisJob(row.eventId, row.endpointId, operationId, row.sessionId) : false)));
+  }
+
+  async #actedByThisJob(eventId: string, endpointId: string, operationId: string, sessionId?: string): Promise<boolean> {
+    const audits = await this.#o.store.listAudits(eventId, { pageSize: 50 });
+    // The receipt's data is the Manager's JSON.stringify of { messageId, sessionId, answers, operationId, … }.
+    const ofSession = (a: AuditEntry) => sessionId === undefined || (a.data?.includes(`"sessionId":${JSON.stringify(sessionId)}`) ?? false);
+    return audits.items.some((a) => a.endpointId === endpointId && isThisJobs(a, operationId) && ofSession(a));
+  }
+}
+
+/** Does the receipt name this job (the Manager writes the operation's id into it)? */
+function isThisJobs(audit: AuditEntry, operationId: string): boolean {
+  return audit.data !== null && audit.data.includes(`"operationId":"${operationId}"`);
 }

@@ -1,0 +1,141 @@
+// A bulk job that stops after a lot was sent and resumes from its saved cursor, on the embedded platform (real
+// Service Bus emulator, embedded Cosmos, real clients): each event gets the job's command at most once, even when
+// the endpoint has failed it again meanwhile (so the Manager would see a new failure to claim); and a 'duplicate'
+// answer for another operator's identical command still Pending is counted refused, naming who sent it, not done.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { AuditType, LeaseStore } from '../../lib/store/index.ts';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
+import { PlatformDocs } from '../heartbeat/platformDocs.ts';
+import { Manager } from '../manager/manager.ts';
+import { JobStore, type Job } from './jobs.ts';
+import { OperationsRunner } from './runner.ts';
+import { freezeSelection } from './selection.ts';
+
+process.env.NIMBUS_LOG_LEVEL = 'silent';
+const EP = 'billingendpoint';
+let stack: ConsoleTestStack;
+let manager: Manager;
+
+before(async () => {
+  stack = await startConsoleTestStack('opsresume');
+  manager = new Manager({ store: stack.store, client: stack.serviceBus.client });
+});
+after(async () => {
+  await manager?.close();
+  await stack?.close();
+});
+
+/** The first progress write after the cursor moved fails (a Cosmos 503), as a crash after a sent lot would lose it. */
+class LosesFirstProgress extends JobStore {
+  lost = false;
+  override async save(job: Job): Promise<void> {
+    if (!this.lost && job.cursor > 0) {
+      this.lost = true;
+      throw new Error('simulated Cosmos 503 on the progress write');
+    }
+    return super.save(job);
+  }
+}
+
+function jobStore<J extends JobStore>(make: (docs: PlatformDocs) => J): J {
+  return make(new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! }));
+}
+
+/** `n` Failed events `prefix-i`, as the Resolver records them: the request with a payload, then its error. */
+async function seedFailed(prefix: string, n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  for (const [i, eventId] of ids.entries()) {
+    const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, eventTypeId: 'OrderPlaced', payload: { i } });
+    const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: `S-${prefix}-${i}`, parentMessageId: request.messageId, errorType: 'E', errorText: `boom ${i}` });
+    for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+  }
+  return ids;
+}
+
+/** The endpoint handles the command on the event's row and fails again (as the Resolver records it). */
+async function failAgain(eventId: string): Promise<void> {
+  const row = (await stack.store.listEventRows(EP, eventId))[0]!;
+  const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: row.sessionId, parentMessageId: row.lastMessageId, errorType: 'E', errorText: 'boom again' });
+  await stack.store.recordOutcome({ history: { ...error, enqueuedAt: new Date().toISOString() } as never, status: error });
+  assert.equal((await stack.store.listEventRows(EP, eventId))[0]!.status, 'Failed');
+}
+
+/** Resubmit receipts of the event (one per command sent), by the operation they name. */
+async function resubmitsOf(eventId: string, operationId: string): Promise<number> {
+  const audits = await stack.store.listAudits(eventId, { pageSize: 50 });
+  return audits.items.filter((a) => a.type === AuditType.Resubmit && a.data?.includes(`"operationId":"${operationId}"`)).length;
+}
+
+function runnerWith(jobs: JobStore): OperationsRunner {
+  return new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager, scanEveryMs: 3_600_000 });
+}
+
+/** A resubmit job of the listed events, frozen now, unlimited rate. */
+async function resubmitJob(jobs: JobStore, ids: string[]): Promise<Job> {
+  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
+  assert.equal(rows.length, ids.length);
+  return jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'tester', ratePerSecond: 0 });
+}
+
+async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  for (let i = 0; i < 600; i++) {
+    const v = await read();
+    if (ok(v)) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('a job resumed after its progress write failed sends no second command to events failed again meanwhile', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('rs', 5);
+  const jobs = jobStore((docs) => new LosesFirstProgress(docs));
+  const job = await resubmitJob(jobs, ids);
+
+  // First run: the lot of five is sent, then the progress write fails and the run ends (the cursor saved is 0).
+  const first = runnerWith(jobs);
+  first.kick();
+  await until('the lost progress write', async () => jobs.lost, (lost) => lost);
+  await first.stop(); // the run has ended and released the lease
+  const saved = (await jobs.get(job.operationId))!;
+  assert.equal(saved.cursor, 0);
+  assert.equal(saved.state, 'running');
+  for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command in the first run`);
+
+  // Meanwhile the endpoint handles each resubmit and fails again: each row is a claimable failure once more.
+  for (const id of ids) await failAgain(id);
+
+  // A restarted console resumes the job from cursor 0.
+  const second = runnerWith(jobs);
+  second.kick();
+  const end = (await until('the job to complete', () => jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  await second.stop();
+  jobs.docs.close();
+  const perEvent = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await resubmitsOf(id, job.operationId)] as const)));
+  assert.deepEqual(perEvent, Object.fromEntries(ids.map((id) => [id, 1])), 'each event resubmitted once by the job');
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 5, refused: 0, failed: 0 });
+  for (const id of ids) assert.equal((await stack.store.listEventRows(EP, id))[0]!.status, 'Failed', `${id} was left failed, not claimed again`);
+});
+
+test("another operator's identical resubmit still Pending is counted refused, naming them, not sent", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('dup', 2);
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, ids);
+  // After the selection was frozen, alice resubmits the first event by hand: its row is her Pending claim.
+  const hers = await manager.execute(EP, ids[0]!, { kind: 'resubmit' }, 'alice');
+  assert.equal(hers.outcome, 'sent');
+
+  const runner = runnerWith(jobs);
+  runner.kick();
+  const end = (await until('the job to complete', () => jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  await runner.stop();
+  jobs.docs.close();
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 0 });
+  assert.equal(end.refusals?.length, 1);
+  assert.equal(end.refusals![0]!.eventId, ids[0]);
+  assert.match(end.refusals![0]!.detail, /already sent by alice/);
+  assert.equal(await resubmitsOf(ids[0]!, job.operationId), 0, 'the job sent nothing for her event');
+  assert.equal(await resubmitsOf(ids[1]!, job.operationId), 1);
+});
