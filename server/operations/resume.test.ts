@@ -139,3 +139,39 @@ test("another operator's identical resubmit still Pending is counted refused, na
   assert.equal(await resubmitsOf(ids[0]!, job.operationId), 0, 'the job sent nothing for her event');
   assert.equal(await resubmitsOf(ids[1]!, job.operationId), 1);
 });
+
+/** Counts the lots the runner hands to the Manager. */
+class CountingManager extends Manager {
+  lots = 0;
+  override executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+    this.lots++;
+    return super.executeMany(...args);
+  }
+}
+
+test('a job stopped while it waits for its rate slot sends no further lot', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('stopwait', 3);
+  const counting = new CountingManager({ store: stack.store, client: stack.serviceBus.client });
+  let stopped: Promise<void> | undefined;
+  // The runner stops while it writes the second lot's in-flight mark, the write just before it waits for the lot's
+  // slot (one command a second): the wait then begins with the stop signal already aborted.
+  class StopsAtSecondLot extends JobStore {
+    override async save(job: Job): Promise<void> {
+      if (job.inFlightTo === 2 && !stopped) stopped = runner.stop();
+      return super.save(job);
+    }
+  }
+  const jobs = jobStore((docs) => new StopsAtSecondLot(docs));
+  const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
+  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'tester', ratePerSecond: 1 });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: counting, scanEveryMs: 3_600_000 });
+  runner.kick();
+  await until('the stop at the second lot', async () => stopped !== undefined, (s) => s);
+  await stopped;
+  const saved = (await jobs.get(job.operationId))!;
+  jobs.docs.close();
+  await counting.close();
+  assert.equal(counting.lots, 1, 'only the first lot went to the Manager');
+  assert.deepEqual([saved.state, saved.cursor, saved.done], ['running', 1, 1], 'the job keeps its place for the next run');
+  assert.equal(await resubmitsOf(ids[1]!, job.operationId), 0, 'the second event got no command');
+});

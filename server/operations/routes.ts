@@ -161,12 +161,11 @@ function eventsLinkOf(j: Job): string | null {
 
 export async function listOperations(ctx: ConsoleContext, scope: ReadScope): Promise<{ operations: OperationSummary[] }> {
   const { jobs } = getOperations(ctx);
-  const [going, finished, replays] = await Promise.all([
-    jobs.list(Infinity, GOING_ON),
-    jobs.list(LISTED_FINISHED, FINISHED),
-    getOpsServices(ctx).docs.list<ReplayOperation>('op_', 50),
-  ]);
-  // A job that ended between the two queries is in both: its ended copy is the newer.
+  const replaysRead = getOpsServices(ctx).docs.list<ReplayOperation>('op_', 50);
+  // The jobs going on first, then the finished ones: a job that ends between the two reads is then in both (its
+  // ended copy is the newer), never in neither, as it could be with the two read at once (finished read first).
+  const going = await jobs.list(Infinity, GOING_ON);
+  const [finished, replays] = await Promise.all([jobs.list(LISTED_FINISHED, FINISHED), replaysRead]);
   const ended = new Set(finished.map((j) => j.operationId));
   const all = [...going.filter((j) => !ended.has(j.operationId)), ...finished];
   const controls = await Promise.all(all.map((j) => (GOING_ON.includes(j.state) ? jobs.control(j.operationId) : Promise.resolve(null))));

@@ -216,6 +216,8 @@ export class OperationsRunner {
       const earlier = job.cursor < sentMaybeTo ? await this.#sentEarlier(batch, job.cursor, sentMaybeTo, id) : batch.map(() => false);
       const toSend = batch.filter((_, i) => !earlier[i]);
       await limiter.take(stopSignal, toSend.length);
+      // Stopped (or the lease lost) while waiting for the slot: this lot is not sent; the loop's top saves and returns.
+      if (stopSignal.aborted) continue;
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
       const sentOutcomes = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
       const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
