@@ -2,19 +2,23 @@
 // exported method must have a rule here, or the test fails (a new route cannot ship without deciding who may
 // call it). Each rule says what the call needs; the expected answer of each caller is worked out from that and
 // the caller's roles by this file's own small model, not by roles.ts. Callers hold roles site-wide or on one
-// endpoint (session cookies, embedded stack, real clients). Then the reads that span endpoints are checked for
-// leaks: search, the audit log and event details return only the endpoints the caller may read.
+// endpoint (session cookies, embedded stack, real clients). A bulk job's pause, resume and cancel answer by the job
+// they name, so they are called with seeded jobs (one over billing, one over billing and crm). Then the reads that
+// span endpoints are checked for leaks: search, the audit log and event details return only the endpoints the
+// caller may read.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import { MessageType } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { CONSOLE_DIR } from '../console.ts';
-import { writeAudit } from '../audit/auditLog.ts';
+import { queryAudit, writeAudit } from '../audit/auditLog.ts';
 import { SESSION_COOKIE, sealSession } from './session.ts';
+import { unauthenticatedRefusals } from './authorize.ts';
 import type { Principal } from './principal.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { TimeSeriesStore } from '../../lib/store/index.ts';
@@ -71,9 +75,14 @@ type Need =
   | { role: RoleName; endpointId: string | null }
   | { agent: string };
 
+type CallerModel = { principal: Principal | null; roles: Array<[RoleName, string | null]> };
+
 function expected(caller: Caller, need: Need): 'allowed' | 401 | 403 {
+  return expectedOf(CALLERS[caller], need);
+}
+
+function expectedOf(c: CallerModel, need: Need): 'allowed' | 401 | 403 {
   if ('public' in need) return 'allowed';
-  const c = CALLERS[caller];
   if (c.principal === null) return 401;
   const roles = c.roles as Array<[RoleName, string | null]>;
   if ('anyRoleOrAgent' in need) return roles.length > 0 ? 'allowed' : 403;
@@ -84,6 +93,21 @@ function expected(caller: Caller, need: Need): 'allowed' | 401 | 403 {
   }
   const ok = roles.some(([role, ep]) => RANK[role] >= RANK[need.role] && (ep === null || ep === need.endpointId));
   return ok ? 'allowed' : 403;
+}
+
+/**
+ * A bulk job's pause, resume or cancel (server/operations/authorizeControl.ts), by the model: before the job is
+ * read, a session (401) and Operator somewhere (403, audited as the control); then the job as for an unknown id
+ * (404) unless the caller may read every endpoint it touches - an Agent role reads nothing; last, Operator on
+ * each of them (403, audited as the job's kind).
+ */
+function expectedControl(c: CallerModel, jobEndpoints: readonly string[]): { status: 200 | 401 | 403 | 404; refusedAs?: 'control' | 'kind' } {
+  if (c.principal === null) return { status: 401 };
+  if (!c.roles.some(([role]) => RANK[role] >= RANK.Operator)) return { status: 403, refusedAs: 'control' };
+  const reads = (ep: string) => c.roles.some(([role, at]) => role !== 'Agent' && (at === null || at === ep));
+  if (!jobEndpoints.every(reads)) return { status: 404 };
+  if (!jobEndpoints.every((ep) => expectedOf(c, on('Operator', ep)) === 'allowed')) return { status: 403, refusedAs: 'kind' };
+  return { status: 200 };
 }
 
 interface Rule {
@@ -154,10 +178,10 @@ const RULES: Record<string, Rule> = {
   'POST /api/operations': { need: on('Operator'), body: { kind: 'skip', selection: { endpointId: BILLING, eventIds: ['no-such-event'] } } },
   'GET /api/operations/[operationId]': { need: any, params: { operationId: '00000000-0000-4000-8000-000000000000' } },
   'GET /api/operations/[operationId]/outcome': { need: any, params: { operationId: '00000000-0000-4000-8000-000000000000' } },
-  // Unknown ids are 404 to any reader; the Operator rule on the job's endpoints needs a job: operations.test.ts.
-  'POST /api/operations/[operationId]/pause': { need: on('Operator'), testedIn: 'server/operations/operations.test.ts' },
-  'POST /api/operations/[operationId]/resume': { need: on('Operator'), testedIn: 'server/operations/operations.test.ts' },
-  'POST /api/operations/[operationId]/cancel': { need: on('Operator'), testedIn: 'server/operations/operations.test.ts' },
+  // The answer depends on the job (its endpoints, the caller's read scope): called with seeded jobs below.
+  'POST /api/operations/[operationId]/pause': { need: on('Operator'), testedIn: 'the job controls test below' },
+  'POST /api/operations/[operationId]/resume': { need: on('Operator'), testedIn: 'the job controls test below' },
+  'POST /api/operations/[operationId]/cancel': { need: on('Operator'), testedIn: 'the job controls test below' },
   'GET /api/topology/subscriptions': { need: any },
   'GET /api/topology/operations/[operationId]': { need: any, params: { operationId: '00000000-0000-4000-8000-000000000000' } },
   'GET /api/topology/subscriptions/[topic]/[subscription]/deadletters': { need: on('Reader'), params: sub },
@@ -198,8 +222,11 @@ async function routeList(): Promise<Array<{ key: string; handler: Handler }>> {
 }
 
 function requestAs(caller: Caller, method: string, path: string, rule: Rule): Request {
+  return requestOf(CALLERS[caller].principal, method, path, rule);
+}
+
+function requestOf(p: Principal | null, method: string, path: string, rule: Rule): Request {
   const headers: Record<string, string> = { 'content-type': 'application/json', host: '127.0.0.1:3000' };
-  const p = CALLERS[caller].principal;
   if (p) headers.cookie = `${SESSION_COOKIE}=${sealSession(p, { secret: SECRET, maxAgeSeconds: 600 })}`;
   const filled = path.replace(/\[(\w+)\]/g, (_, k: string) => encodeURIComponent(rule.params?.[k] ?? k));
   return new Request(`http://127.0.0.1:3000${filled}${rule.query ? `?${rule.query}` : ''}`, {
@@ -252,8 +279,93 @@ describe('role matrix over every route', () => {
         } else if (res.status !== want) problems.push(`${what} (expected ${want})`);
       }
     }
-    assert.ok(calls >= Object.values(RULES).filter((r) => r.testedIn === undefined).length * 8);
+    assert.ok(calls >= Object.values(RULES).filter((r) => r.testedIn === undefined).length * Object.keys(CALLERS).length);
     assert.deepEqual(problems, []);
+  });
+
+  test('the job controls x every caller, on a job over billing and one over billing and crm', async () => {
+    const { getContext } = await import('../context.ts');
+    const { getOperations } = await import('../operations/service.ts');
+    const { jobs } = getOperations(await getContext());
+    // Callers able to read a job that they may not control, or control one over two endpoints: a 403 from the check
+    // on the job's endpoints needs them (the callers above are refused before the read, or answered 404).
+    const all: Record<string, CallerModel> = {
+      ...CALLERS,
+      billingReaderCrmOperator: { principal: user('billing-reader-crm-operator', [], ['billing-readers', 'crm-ops']), roles: [['Reader', BILLING], ['Operator', 'crmendpoint']] },
+      billingOwnerCrmOperator: { principal: user('billing-owner-crm-operator', [], ['billing-owners', 'crm-ops']), roles: [['Owner', BILLING], ['Operator', 'crmendpoint']] },
+    };
+    // Ids of their own: the matrix above spent the refusal audit budget of some callers (REFUSAL_AUDIT_RATE).
+    const callers = Object.fromEntries(
+      Object.entries(all).map(([name, c]) => [name, { ...c, principal: c.principal && { ...c.principal, id: `${c.principal.id}-jobs` } }]),
+    );
+    /** A job its operator paused: stored prepared (the runner leaves those alone), then paused, so no runner starts it. */
+    const pausedJob = async (endpoints: string[]) => {
+      const rows = endpoints.map((endpointId) => ({ endpointId, eventId: `evt-matrix-job-${endpointId}` }));
+      const selection = endpoints.length === 1 ? { endpointId: endpoints[0]!, eventIds: [rows[0]!.eventId] } : { groupId: '0'.repeat(20) };
+      const job = await jobs.create({ kind: 'skip', selection, rows, startedBy: 'owner@test', ratePerSecond: 0, hold: true });
+      await jobs.save({ ...job, state: 'paused', expiresAt: null });
+      return job.operationId;
+    };
+    const snapshot = async (id: string) => {
+      const job = await jobs.get(id);
+      return { state: job?.state, done: job?.done, control: await jobs.control(id) };
+    };
+    const routes = Object.fromEntries(
+      await Promise.all(
+        (['pause', 'resume', 'cancel'] as const).map(async (control) => {
+          const mod = (await import(pathToFileURL(join(CONSOLE_DIR, `app/api/operations/[operationId]/${control}/route.ts`)).href)) as { POST: Handler };
+          return [control, mod.POST] as const;
+        }),
+      ),
+    );
+    const call = (control: string, p: Principal | null, operationId: string) =>
+      routes[control]!(requestOf(p, 'POST', `/api/operations/${operationId}/${control}`, { need: any }), { params: Promise.resolve({ operationId }) });
+    const denials = async (p: Principal, target: string) =>
+      (await queryAudit(stack.store.database, { user: p.id, outcome: 'denied', pageSize: 200 })).items.filter((e) => e.target === target);
+
+    const problems: string[] = [];
+    const answered = new Set<number>();
+    for (const endpoints of [[BILLING], [BILLING, 'crmendpoint']]) {
+      // The refusals share one job, which they must leave as it was; each control let through gets a job of its own
+      // (a resume starts it, a cancel ends it).
+      const shared = await pausedJob(endpoints);
+      const before = await snapshot(shared);
+      for (const control of ['pause', 'resume', 'cancel']) {
+        for (const [name, c] of Object.entries(callers)) {
+          const want = expectedControl(c, endpoints);
+          const id = want.status === 200 ? await pausedJob(endpoints) : shared;
+          const deniedBefore = c.principal && want.status === 403 ? (await denials(c.principal, `operation/${id}`)).length : 0;
+          const unauthenticatedBefore = unauthenticatedRefusals();
+          const res = await call(control, c.principal, id);
+          const text = await res.text();
+          answered.add(res.status);
+          const what = `${control} of a job over ${endpoints.join('+')} by ${name}: ${res.status} ${text.slice(0, 160)}`;
+          if (res.status !== want.status) {
+            problems.push(`${what} (expected ${want.status})`);
+            continue;
+          }
+          // Unauthenticated refusals are counted (their audit entries share one budget: refusals.test.ts).
+          if (want.status === 401 && unauthenticatedRefusals() !== unauthenticatedBefore + 1) problems.push(`${what} (not counted)`);
+          if (want.status === 404) {
+            // Answered exactly as an id no job has: nothing says the job exists.
+            const unknown = '00000000-0000-4000-8000-000000000001';
+            const other = await call(control, c.principal, unknown);
+            if (other.status !== 404 || (await other.text()).replaceAll(unknown, id) !== text) problems.push(`${what} (differs from an unknown id's answer)`);
+          }
+          if (want.status === 403) {
+            const entries = await denials(c.principal!, `operation/${id}`);
+            const action = want.refusedAs === 'control' ? `operation.${control}` : 'skip';
+            if (entries.length !== deniedBefore + 1 || entries[0]?.action !== action || entries[0]?.status !== 403)
+              problems.push(`${what} (audited: ${JSON.stringify(entries.slice(0, 1))}, expected one more denied ${action})`);
+          }
+        }
+      }
+      const now = await snapshot(shared);
+      if (!isDeepStrictEqual(now, before)) problems.push(`the job over ${endpoints.join('+')} changed by the refusals: ${JSON.stringify(before)} -> ${JSON.stringify(now)}`);
+    }
+    assert.deepEqual(problems, []);
+    // The model reached every answer the routes give: refused with and without a session, unknown, allowed.
+    assert.deepEqual([...answered].sort(), [200, 401, 403, 404]);
   });
 });
 

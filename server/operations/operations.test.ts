@@ -5,7 +5,8 @@
 //    (received from the endpoint's subscription), and events changed after the selection was frozen are counted
 //    as refused, not as errors;
 //  - the routes: POST /api/operations freezes the selection (202 { operationId, total }), GET reads it, cancel
-//    stops it, GET /api/operations lists it; a Reader may not pause; a bad selection is a 400.
+//    stops it, GET /api/operations lists it; a bad selection is a 400. Sign-in is off here (an anonymous Owner): who
+//    may pause, resume or cancel a job is server/auth/routeMatrix.test.ts's.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
