@@ -105,3 +105,25 @@ test('a bulk job over billing and crm is filed under both, not under the last en
   assert.deepEqual([entry?.endpointId, entry?.endpoints], [null, ['billingendpoint', 'crmendpoint']]);
   assert.equal((await entriesSeenBy(reader('crm-readers'), 'skip.prepare', 'crmendpoint')).length, 1, 'a crm reader finds it');
 });
+
+test("a bulk job's closing entry (how it ended) over billing and crm is filed under both too", async () => {
+  const { getContext } = await import('../context.ts');
+  const { auditFinishedJob } = await import('../operations/service.ts');
+  const job = {
+    operationId: 'op-multi-closing',
+    kind: 'skip',
+    state: 'completed',
+    startedBy: siteOperator.id,
+    endpoints: ['billingendpoint', 'crmendpoint'],
+    selection: { groupId: 'g-multi-closing' },
+    total: 2,
+    done: 2,
+    refused: 0,
+    failed: 0,
+  } as unknown as Parameters<typeof auditFinishedJob>[1];
+  await auditFinishedJob(await getContext(), job);
+  const [entry] = (await entriesSeenBy(siteOperator, 'operation.skip')).filter((e) => e.target === 'operation/op-multi-closing');
+  assert.deepEqual([entry?.endpointId, entry?.endpoints], [null, ['billingendpoint', 'crmendpoint']]);
+  const crm = await entriesSeenBy(reader('crm-readers'), 'operation.skip', 'crmendpoint');
+  assert.ok(crm.some((e) => e.target === 'operation/op-multi-closing'), 'a crm reader finds how it ended');
+});

@@ -69,6 +69,9 @@ export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<v
     roles: 'operation runner',
     action: `operation.${job.kind}`,
     endpointId: job.endpoints.length === 1 ? job.endpoints[0]! : null,
+    // A job over several endpoints is filed under each, as its prepare and control entries are: each endpoint's
+    // readers and filter find how it ended.
+    ...(job.endpoints.length > 1 ? { endpoints: [...job.endpoints] } : {}),
     eventId: null,
     target: `operation/${job.operationId}`,
     outcome,

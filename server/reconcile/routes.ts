@@ -84,7 +84,9 @@ export function reconcileSessionsPreview(ctx: ConsoleContext, scope: ReadScope =
   const scan = scanSessions(ctx, endpoints, options);
   if (key !== undefined) {
     scansRunning.set(key, scan);
-    void scan.finally(() => scansRunning.delete(key));
+    // Removed however the scan ends (it answers its error, but a rejection must not go unhandled here either).
+    const forget = () => void scansRunning.delete(key);
+    scan.then(forget, forget);
   }
   return scan;
 }
