@@ -7,6 +7,7 @@
 //   crmendpoint rows and the answer (and the audit entry) names billingendpoint as left out, with its count and
 //   why, while the audit entry, read by crmendpoint's readers, names billingendpoint only (no count, no role);
 //   a group only on billingendpoint, or a selection naming billingendpoint, stays a 403;
+// - the page's Export link for a group exports the rows the page counted: its "Updated in" window too;
 // - the selection's limit counts only the rows kept: billing rows a crmendpoint Operator cannot act on do not make
 //   the group too big to act on crmendpoint (freezeActable's `max`, lowered for the test).
 import { after, before, describe, test } from 'node:test';
@@ -14,7 +15,7 @@ import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore } from '../../lib/store/index.ts';
 import { msg } from '../../lib/store/testing/fixtures.ts';
-import { groupSelection } from '../../components/operations/groupSelection.ts';
+import { groupExportHref, groupSelection } from '../../components/operations/groupSelection.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
@@ -51,6 +52,7 @@ const routes = async () => ({
   cancel: await import('../../app/api/operations/[operationId]/cancel/route.ts'),
   groups: await import('../../app/api/failure-groups/route.ts'),
   audit: await import('../../app/api/audit/route.ts'),
+  exportRoute: await import('../../app/api/endpoints/[endpointId]/events/export/route.ts'),
 });
 
 /** Failed events of one cause on an endpoint, written through `store` (its clock is the rows' updatedAt). */
@@ -206,5 +208,18 @@ describe('a failure group’s bulk action', () => {
       status: 400,
       detail: /names more than 1 events; narrow the filter/,
     });
+  });
+
+  test('the group’s Export link exports the rows the page counted, in its "Updated in" window', { timeout: 300_000 }, async () => {
+    await seedFailed(stack.store, CRM, 'exp-new', 2, (i) => `archive quota exceeded for AR-${i}`);
+    await seedFailed(earlier, CRM, 'exp-old', 1, (i) => `archive quota exceeded for AR-${i + 10}`);
+    const { answer, group } = await groupsSince(new Date(Date.now() - 3600_000).toISOString(), /^archive quota exceeded/);
+    assert.equal(group.count, 2);
+    const { exportRoute } = await routes();
+    const href = groupExportHref(CRM, group.groupId, answer.countedFrom);
+    const res = await exportRoute.GET(req('GET', href), { params: Promise.resolve({ endpointId: CRM }) });
+    assert.equal(res.status, 200, await res.clone().text());
+    const ids = (await res.text()).split('\r\n').filter((l) => l.includes('exp-')).map((l) => l.split(',')[1]).sort();
+    assert.deepEqual(ids, ['exp-new-0', 'exp-new-1'], 'the older row on that endpoint is not exported');
   });
 });
