@@ -2,7 +2,7 @@
 // Failures: every Failed, DeadLettered and Unsupported event grouped by cause (GET /api/failure-groups), with a
 // spark of arrivals, first and last seen, the endpoints affected and the group's note. A group opens its events
 // (the Endpoint page filtered by the group), exports them, or is resubmitted / skipped as a whole - as the page
-// shows it, within its "Updated in" window (groupSelection.ts): the confirmation states the exact count, which is
+// shows it, within its "Updated in" window (groupSelection.ts; the export too): the confirmation states the exact count, which is
 // the count the job was frozen with, and the endpoints of the rows frozen.
 import { useState } from 'react';
 import Link from '../Link.tsx';
@@ -16,7 +16,8 @@ import { failureGroupsQuery, queryKeys } from '../queries.ts';
 import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
 import { countOf, Timestamp } from '../format.tsx';
 import { sparkScale, type SparkWindow } from './sparkScale.ts';
-import { groupSelection, groupWhat, WINDOW_LABELS, type WindowChoice } from './groupSelection.ts';
+import { groupExportHref, groupSelection, groupWhat, WINDOW_LABELS } from './groupSelection.ts';
+import { formatLocal, formatUtc, useTimeZoneMode } from '../timeZone.tsx';
 
 /**
  * Arrivals per bucket, the bars relative to the busiest bucket: the top tick says what a full bar is, the caption
@@ -44,7 +45,17 @@ function Spark({ values, sparkWindow }: { values: number[]; sparkWindow: SparkWi
   );
 }
 
-function GroupRow({ g, sparkWindow, onAction }: { g: FailureGroupItem; sparkWindow: SparkWindow | undefined; onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void }) {
+function GroupRow({
+  g,
+  sparkWindow,
+  countedFrom,
+  onAction,
+}: {
+  g: FailureGroupItem;
+  sparkWindow: SparkWindow | undefined;
+  countedFrom: string | null | undefined;
+  onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void;
+}) {
   const qc = useQueryClient();
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState(g.note?.note ?? '');
@@ -115,7 +126,8 @@ function GroupRow({ g, sparkWindow, onAction }: { g: FailureGroupItem; sparkWind
             Skip all
           </button>
           {single && (
-            <a className="text-sky-700 hover:underline" href={`/api/endpoints/${encodeURIComponent(single)}/events/export?groupId=${g.groupId}&format=csv`}>
+            // The rows the page counts: the group on that endpoint, in the "Updated in" window.
+            <a className="text-sky-700 hover:underline" href={groupExportHref(single, g.groupId, countedFrom)}>
               Export CSV
             </a>
           )}
@@ -131,7 +143,8 @@ export function FailuresView() {
   const setSince = (v: string) => replaceSearch(failuresSearch, { since: v as typeof since });
   const q = useQuery(failureGroupsQuery(since));
   // The window the clicked group was counted in is kept with it: a refresh before the dialog closes moves the page's.
-  const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem; countedFrom: string | null; since: WindowChoice } | null>(null);
+  const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem; countedFrom: string | null } | null>(null);
+  const time = useTimeZoneMode() === 'utc' ? formatUtc : formatLocal;
   const groups = q.data?.groups ?? [];
   return (
     <div>
@@ -167,7 +180,7 @@ export function FailuresView() {
           </thead>
           <tbody>
             {groups.map((g) => (
-              <GroupRow key={g.groupId} g={g} sparkWindow={q.data?.spark} onAction={(kind, group) => setPending({ kind, group, countedFrom: q.data?.countedFrom ?? null, since })} />
+              <GroupRow key={g.groupId} g={g} sparkWindow={q.data?.spark} countedFrom={q.data?.countedFrom} onAction={(kind, group) => setPending({ kind, group, countedFrom: q.data?.countedFrom ?? null })} />
             ))}
           </tbody>
         </table>
@@ -177,7 +190,7 @@ export function FailuresView() {
         <BulkJobConfirm
           kind={pending.kind}
           selection={groupSelection(pending.group.groupId, pending.countedFrom)}
-          what={groupWhat(pending.group.title, pending.since)}
+          what={groupWhat(pending.group.title, pending.countedFrom, time)}
           onClose={() => setPending(null)}
         />
       )}

@@ -1,13 +1,17 @@
-// The confirmation's words for a failure group's job: the window the page counted in, the endpoints of the rows
-// frozen (from the prepare answer, not the page's list) and, one line each, the endpoints left out and why.
+// The confirmation's words for a failure group's job (and the group's export link): the window the page counted
+// in, the endpoints of the rows frozen (from the prepare answer, not the page's list) and, one line each, the
+// endpoints left out and why.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { frozenOn, leftOutLines } from './frozenText.ts';
-import { groupSelection, groupWhat } from './groupSelection.ts';
+import { groupExportHref, groupSelection, groupWhat } from './groupSelection.ts';
+import { formatUtc } from '../timeZone.tsx';
 
-test('the group is said with the window the page counted in; the selection carries its start', () => {
-  assert.equal(groupWhat('CRM API answered <n>', '1'), 'every event of “CRM API answered <n>” updated in the last hour');
-  assert.equal(groupWhat('CRM API answered <n>', ''), 'every event of “CRM API answered <n>”');
+test('the group is said with the exact start of the window the page counted in; the selection carries it', () => {
+  // "the last hour" counted from 01:00 at 02:59 covers rows almost two hours old: the start itself is said, in the
+  // console's time rule (here UTC).
+  assert.equal(groupWhat('CRM API answered <n>', '2026-12-06T01:00:00.000Z', formatUtc), 'every event of “CRM API answered <n>” updated since 2026-12-06 01:00:00.000 UTC');
+  assert.equal(groupWhat('CRM API answered <n>', null, formatUtc), 'every event of “CRM API answered <n>”');
   assert.deepEqual(groupSelection('0123456789abcdef0123', '2026-12-06T01:00:00.000Z'), { groupId: '0123456789abcdef0123', updatedFrom: '2026-12-06T01:00:00.000Z' });
   assert.deepEqual(groupSelection('0123456789abcdef0123', null), { groupId: '0123456789abcdef0123' });
 });
@@ -24,4 +28,12 @@ test('an endpoint left out says how many events and why', () => {
   assert.deepEqual(leftOutLines('resubmit', [{ endpointId: 'billingendpoint', events: 1200, reason }]), [`1,200 events on billingendpoint will not be resubmitted: ${reason}.`]);
   assert.deepEqual(leftOutLines('skip', [{ endpointId: 'erpendpoint', events: 1, reason: 'r' }]), ['1 event on erpendpoint will not be skipped: r.']);
   assert.deepEqual(leftOutLines('skip', []), []);
+});
+
+test('the group’s export is the group on that endpoint in the window the page counted in', () => {
+  assert.equal(
+    groupExportHref('crm endpoint', '0123456789abcdef0123', '2026-12-06T01:00:00.000Z'),
+    '/api/endpoints/crm%20endpoint/events/export?groupId=0123456789abcdef0123&from=2026-12-06T01%3A00%3A00.000Z&format=csv',
+  );
+  assert.equal(groupExportHref('crmendpoint', '0123456789abcdef0123', null), '/api/endpoints/crmendpoint/events/export?groupId=0123456789abcdef0123&format=csv');
 });

@@ -13,7 +13,17 @@ export function groupSelection(groupId: string, countedFrom: string | null | und
   return countedFrom ? { groupId, updatedFrom: countedFrom } : { groupId };
 }
 
-/** The confirmation's words for it, before the endpoints: they come from the rows frozen (frozenText.ts). */
-export function groupWhat(title: string, since: WindowChoice): string {
-  return `every event of “${title}”${since === '' ? '' : ` updated in ${WINDOW_LABELS[since]}`}`;
+/**
+ * The confirmation's words for it, before the endpoints (they come from the rows frozen, frozenText.ts). The window
+ * is said by its exact start, in the console's time rule (`time`: formatLocal or formatUtc, components/timeZone.tsx):
+ * "the last hour" would understate it, as the start is floored to the hour and covers rows up to two hours old.
+ */
+export function groupWhat(title: string, countedFrom: string | null | undefined, time: (t: Date) => string): string {
+  return `every event of “${title}”${countedFrom ? ` updated since ${time(new Date(countedFrom))}` : ''}`;
+}
+
+/** The group's export on one endpoint, in the window the page counted in (the export's `from` is on updatedAt). */
+export function groupExportHref(endpointId: string, groupId: string, countedFrom: string | null | undefined): string {
+  const query = new URLSearchParams({ groupId, ...(countedFrom ? { from: countedFrom } : {}), format: 'csv' });
+  return `/api/endpoints/${encodeURIComponent(endpointId)}/events/export?${query.toString()}`;
 }

@@ -5,13 +5,17 @@
 //   endpoint - and the prepare answer names the endpoints of the rows frozen;
 // - an Operator of crmendpoint who only reads billingendpoint prepares a group spanning both: the job holds the
 //   crmendpoint rows and the answer (and the audit entry) names billingendpoint as left out, with its count and
-//   why; a group only on billingendpoint, or a selection naming billingendpoint, stays a 403.
+//   why, while the audit entry, read by crmendpoint's readers, names billingendpoint only (no count, no role);
+//   a group only on billingendpoint, or a selection naming billingendpoint, stays a 403;
+// - the page's Export link for a group exports the rows the page counted: its "Updated in" window too;
+// - the selection's limit counts only the rows kept: billing rows a crmendpoint Operator cannot act on do not make
+//   the group too big to act on crmendpoint (freezeActable's `max`, lowered for the test).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { createStore, type MessageStore } from '../../lib/store/index.ts';
 import { msg } from '../../lib/store/testing/fixtures.ts';
-import { groupSelection } from '../../components/operations/groupSelection.ts';
+import { groupExportHref, groupSelection } from '../../components/operations/groupSelection.ts';
 import { queryAudit } from '../audit/auditLog.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
@@ -19,7 +23,9 @@ import type { Principal } from '../auth/principal.ts';
 import { routeRequest, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { JobStore } from './jobs.ts';
-import type { LeftOutEndpoint } from './actableRows.ts';
+import { actableOn, type LeftOutEndpoint } from './actableRows.ts';
+import { freezeActable } from './selection.ts';
+import type { RoleAssignment } from '../auth/roles.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const CRM = 'crmendpoint';
@@ -45,6 +51,8 @@ const routes = async () => ({
   ops: await import('../../app/api/operations/route.ts'),
   cancel: await import('../../app/api/operations/[operationId]/cancel/route.ts'),
   groups: await import('../../app/api/failure-groups/route.ts'),
+  audit: await import('../../app/api/audit/route.ts'),
+  exportRoute: await import('../../app/api/endpoints/[endpointId]/events/export/route.ts'),
 });
 
 /** Failed events of one cause on an endpoint, written through `store` (its clock is the rows' updatedAt). */
@@ -135,7 +143,7 @@ describe('a failure group’s bulk action', () => {
     await seedFailed(stack.store, BILLING, 'op-bill', 3, (i) => `tax engine timed out for INV-${i + 10}`);
     await seedFailed(stack.store, BILLING, 'only-bill', 2, (i) => `invoice archive unreachable for INV-${i + 20}`);
     const crmOperator: Principal = { kind: 'user', id: 'oid-crm-op', name: 'crm-op@test', roles: ['Reader'], groups: ['crm-ops'] };
-    const authEnv = oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-ops': `Operator:${CRM}` } });
+    const authEnv = oidcTestEnv(SECRET, { roles: { Reader: 'Reader' }, groups: { 'crm-ops': `Operator:${CRM}`, 'crm-readers': `Reader:${CRM}` } });
     const saved = Object.fromEntries(Object.keys(authEnv).map((k) => [k, process.env[k]]));
     Object.assign(process.env, authEnv);
     try {
@@ -153,9 +161,15 @@ describe('a failure group’s bulk action', () => {
       assert.equal(left!.endpointId, BILLING);
       assert.equal(left!.events, 3);
       assert.match(left!.reason, /resubmit needs the Operator role on endpoint billingendpoint; crm-op@test has Reader/);
-      const entry = (await queryAudit(stack.store.database, { user: 'crm-op@test', from: startedAt, pageSize: 10 })).items.find((a) => a.action === 'resubmit.prepare');
-      assert.ok(entry, 'the preparation is audited');
-      assert.deepEqual((entry.details as { leftOut?: LeftOutEndpoint[] }).leftOut?.map((l) => `${l.endpointId}:${l.events}`), [`${BILLING}:3`], 'the audit says what was left out');
+      // The entry as a reader of crmendpoint only reads it: which endpoint was left out, not its count or why.
+      const crmReader: Principal = { kind: 'user', id: 'oid-crm-reader', name: 'crm-reader@test', roles: [], groups: ['crm-readers'] };
+      const { audit } = await routes();
+      const read = await audit.GET(req('GET', `/api/audit?action=resubmit.prepare&from=${encodeURIComponent(startedAt)}`, undefined, crmReader));
+      assert.equal(read.status, 200, await read.clone().text());
+      const entry = ((await read.json()) as { items: Array<{ action: string; details: Record<string, unknown> }> }).items.find((a) => a.action === 'resubmit.prepare');
+      assert.ok(entry, 'the preparation is audited, and readable by crmendpoint’s readers');
+      assert.deepEqual(entry.details.leftOut, [BILLING], 'the audit names the endpoint left out');
+      assert.doesNotMatch(JSON.stringify(entry.details), /"events"|Reader|Operator role/, 'no count of billingendpoint’s, nor the preparer’s role there');
       await cancel(prepared.body.operationId, crmOperator);
 
       // Nowhere to act: a group only on billingendpoint, and a selection naming billingendpoint, are refused.
@@ -173,5 +187,39 @@ describe('a failure group’s bulk action', () => {
         else process.env[k] = v;
       }
     }
+  });
+
+  test('the limit counts the rows kept: rows on an endpoint the caller only reads do not make the group too big', { timeout: 300_000 }, async () => {
+    await seedFailed(stack.store, CRM, 'lim-crm', 2, (i) => `rating service refused RT-${i}`);
+    await seedFailed(stack.store, BILLING, 'lim-bill', 3, (i) => `rating service refused RT-${i + 10}`);
+    const { group } = await groupsSince(null, /^rating service refused/);
+    const crmOperator: Principal = { kind: 'user', id: 'oid-crm-op', name: 'crm-op@test', roles: ['Reader'], groups: ['crm-ops'] };
+    const assignments: RoleAssignment[] = [
+      { role: 'Reader', endpointId: null, source: 'roles:Reader' },
+      { role: 'Operator', endpointId: CRM, source: 'groups:crm-ops' },
+    ];
+    const actable = actableOn('resubmit', { principal: crmOperator, assignments });
+    // A limit of 2: the group has 5 rows, 2 of them on crmendpoint, where the job acts.
+    const frozen = await freezeActable(stack.store, { groupId: group.groupId }, { all: true }, { keep: actable.keep, max: 2 });
+    assert.deepEqual(frozen.rows.map((r) => `${r.endpointId}/${r.eventId}`).sort(), ['crmendpoint/lim-crm-0', 'crmendpoint/lim-crm-1']);
+    assert.deepEqual(actable.leftOut(frozen.dropped).map((l) => `${l.endpointId}:${l.events}`), [`${BILLING}:3`]);
+    // Past the limit on the rows kept, still refused.
+    await assert.rejects(freezeActable(stack.store, { groupId: group.groupId }, { all: true }, { keep: actable.keep, max: 1 }), {
+      status: 400,
+      detail: /names more than 1 events; narrow the filter/,
+    });
+  });
+
+  test('the group’s Export link exports the rows the page counted, in its "Updated in" window', { timeout: 300_000 }, async () => {
+    await seedFailed(stack.store, CRM, 'exp-new', 2, (i) => `archive quota exceeded for AR-${i}`);
+    await seedFailed(earlier, CRM, 'exp-old', 1, (i) => `archive quota exceeded for AR-${i + 10}`);
+    const { answer, group } = await groupsSince(new Date(Date.now() - 3600_000).toISOString(), /^archive quota exceeded/);
+    assert.equal(group.count, 2);
+    const { exportRoute } = await routes();
+    const href = groupExportHref(CRM, group.groupId, answer.countedFrom);
+    const res = await exportRoute.GET(req('GET', href), { params: Promise.resolve({ endpointId: CRM }) });
+    assert.equal(res.status, 200, await res.clone().text());
+    const ids = (await res.text()).split('\r\n').filter((l) => l.includes('exp-')).map((l) => l.split(',')[1]).sort();
+    assert.deepEqual(ids, ['exp-new-0', 'exp-new-1'], 'the older row on that endpoint is not exported');
   });
 });

@@ -101,13 +101,41 @@ export function selectionWhere(sel: Selection, scope: ReadScope): { where: strin
   return { where, parameters };
 }
 
+/** How a selection is frozen: which endpoints' rows the job may hold, and the most it may hold. */
+export interface FreezeOptions {
+  /**
+   * Whether the rows on an endpoint are kept (the caller may act there, server/operations/actableRows.ts); the rows
+   * not kept are only counted, per endpoint. Every row is kept without it.
+   */
+  keep?: (endpointId: string) => boolean;
+  /** The most rows kept (MAX_SELECTION); lower only in tests. */
+  max?: number;
+}
+
+/** The rows frozen, and the count of events left out per endpoint (those `keep` refused). */
+export interface FrozenSelection {
+  rows: SelectedRow[];
+  dropped: Map<string, number>;
+}
+
 /**
  * The rows the selection names now, oldest update first (the order they are acted on), one per endpoint and
  * event (an event with rows in two sessions is one command: the Manager picks the row the command fits).
  */
 export async function freezeSelection(store: MessageStore, sel: Selection, scope: ReadScope): Promise<SelectedRow[]> {
-  if (sel.endpointId !== undefined && !inScope(scope, sel.endpointId)) return [];
-  if (!scope.all && scope.endpointIds.length === 0) return [];
+  return (await freezeActable(store, sel, scope)).rows;
+}
+
+/**
+ * freezeSelection, keeping only the rows on endpoints `keep` accepts. The limit counts the rows kept: rows the
+ * job will never act on (an endpoint the caller may only read) must not make a group too big to act on where the
+ * caller may - "Resubmit all" names no endpoint, so the caller could not narrow it.
+ */
+export async function freezeActable(store: MessageStore, sel: Selection, scope: ReadScope, opts: FreezeOptions = {}): Promise<FrozenSelection> {
+  const max = opts.max ?? MAX_SELECTION;
+  const dropped = new Map<string, number>();
+  if (sel.endpointId !== undefined && !inScope(scope, sel.endpointId)) return { rows: [], dropped };
+  if (!scope.all && scope.endpointIds.length === 0) return { rows: [], dropped };
   const { where, parameters } = selectionWhere(sel, scope);
   const iterator = store.database.container(CONTAINERS.events).items.query<{ e: string; v: string; s: string }>(
     { query: `SELECT c.endpointId AS e, c.eventId AS v, c.sessionId AS s FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt ASC`, parameters },
@@ -121,14 +149,18 @@ export async function freezeSelection(store: MessageStore, sel: Selection, scope
         const key = `${r.e}\u0000${r.v}`;
         if (seen.has(key)) continue;
         seen.add(key);
+        if (opts.keep && !opts.keep(r.e)) {
+          dropped.set(r.e, (dropped.get(r.e) ?? 0) + 1);
+          continue;
+        }
         out.push({ endpointId: r.e, eventId: r.v, sessionId: r.s });
-        if (out.length > MAX_SELECTION)
-          throw badRequest(`the selection names more than ${MAX_SELECTION.toLocaleString('en-US')} events; narrow the filter`);
+        if (out.length > max)
+          throw badRequest(`the selection names more than ${max.toLocaleString('en-US')} events; narrow the filter`);
       }
     }
   } catch (err) {
     if (err instanceof Error && err.name === 'HttpError') throw err;
     rethrowCosmos(err, 'selection');
   }
-  return out;
+  return { rows: out, dropped };
 }

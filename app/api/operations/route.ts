@@ -7,13 +7,15 @@
 // null (server/operations/previousJob.ts). Both answers also name the `endpoints` of the rows frozen and those
 // `leftOut`. The caller needs the kind's role (Operator) on the endpoint a selection names (403 otherwise); a
 // failure group's selection, which names none, acts on the endpoints where the caller has it, and the endpoints it
-// may only read are left out, each with its count and why (server/operations/actableRows.ts).
-import { audited, authorize, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
+// may only read are left out, each with its count and why (server/operations/actableRows.ts); the audit entry names
+// only their ids.
+import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
 import { principalKey } from '../../../server/auth/principal.ts';
-import { getContext } from '../../../server/context.ts';
-import { handle, json, readJsonBody } from '../../../server/http.ts';
-import { splitActable } from '../../../server/operations/actableRows.ts';
-import { createOperationBody } from '../../../server/operations/jobs.ts';
+import { getContext, type ConsoleContext } from '../../../server/context.ts';
+import { badRequest, handle, json, readJsonBody } from '../../../server/http.ts';
+import { actableOn } from '../../../server/operations/actableRows.ts';
+import { createOperationBody, type JobKind } from '../../../server/operations/jobs.ts';
+import { freezeActable, type SelectedRow, type Selection } from '../../../server/operations/selection.ts';
 import { createOperation, listOperations, parseSelection, resolveSelection } from '../../../server/operations/routes.ts';
 
 export const dynamic = 'force-dynamic';
@@ -34,25 +36,40 @@ export function POST(request: Request): Promise<Response> {
     const ctx = await getContext();
     // Frozen under the caller's read scope, then every endpoint it acts on authorized for the action.
     const first = await authorize(request, 'read', selection.endpointId);
-    const frozen = await resolveSelection(ctx, selection, readScope(first));
     // A group's selection spans every endpoint the caller may act on: rows on endpoints it may only read are left
-    // out and said so. When none is left, authorizeEach below refuses (403, audited) on the first endpoint, as an
-    // endpoint the selection names is refused.
-    const split = selection.endpointId === undefined ? splitActable(frozen, body.kind, first) : { rows: frozen, leftOut: [] };
-    const rows = split.rows.length > 0 ? split.rows : frozen;
-    const leftOut = split.rows.length > 0 ? split.leftOut : [];
-    const endpoints = [...new Set(rows.map((r) => r.endpointId))].sort();
+    // out while freezing (the selection's limit counts only the rows kept) and said so. When none is left,
+    // authorizeEach below refuses (403, audited) on the first endpoint, as an endpoint the selection names is refused.
+    const { rows, leftOut, endpoints } = selection.endpointId === undefined
+      ? await freezeGroup(ctx, selection, body.kind, first)
+      : await resolveSelection(ctx, selection, readScope(first)).then((r) => ({ rows: r, leftOut: [], endpoints: endpointsOf(r) }));
     // Every endpoint authorized, the job counted once against the rate limit.
     const who = (await authorizeEach(request, body.kind, endpoints)) ?? first;
     // A held job is prepared, not started: its entry says so, and its confirmation or cancellation follows.
     const result = await audited(
       who,
       () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold, readScope(first)),
-      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut, held: body.hold }),
+      // Only the ids of the endpoints left out: the entry is read by the readers of the endpoints acted on, and a count
+      // (or the preparer's role) on another endpoint is not theirs to see (/api/failure-groups scopes it away).
+      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold }),
       202,
       body.hold ? { action: `${body.kind}.prepare` } : {},
     );
     // The confirmation names the endpoints from the rows frozen, not from the page's list (which may be windowed).
     return json({ ...result, endpoints, leftOut }, 202);
   });
+}
+
+const endpointsOf = (rows: readonly SelectedRow[]) => [...new Set(rows.map((r) => r.endpointId))].sort();
+
+/**
+ * A failure group's rows where the caller may take `kind`, and the endpoints it may only read, each with its count
+ * and why. With nothing to act on, the job's endpoints are those left out, for authorizeEach to refuse.
+ */
+async function freezeGroup(ctx: ConsoleContext, selection: Selection, kind: JobKind, who: Authorized) {
+  const actable = actableOn(kind, who);
+  const frozen = await freezeActable(ctx.store, selection, readScope(who), { keep: actable.keep });
+  if (frozen.rows.length === 0 && frozen.dropped.size === 0) throw badRequest('the selection matches no events that can be resubmitted or skipped');
+  const leftOut = frozen.rows.length > 0 ? actable.leftOut(frozen.dropped) : [];
+  const endpoints = frozen.rows.length > 0 ? endpointsOf(frozen.rows) : [...frozen.dropped.keys()].sort();
+  return { rows: frozen.rows, leftOut, endpoints };
 }
