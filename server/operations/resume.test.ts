@@ -175,3 +175,34 @@ test('a job stopped while it waits for its rate slot sends no further lot', { ti
   assert.deepEqual([saved.state, saved.cursor, saved.done], ['running', 1, 1], 'the job keeps its place for the next run');
   assert.equal(await resubmitsOf(ids[1]!, job.operationId), 0, 'the second event got no command');
 });
+
+test('an event failed in two sessions, resumed after its progress write failed, gets no second command', { timeout: 120_000 }, async () => {
+  // The selection keeps the older row (session A); the Manager sends the command on the newer failed row (session B),
+  // so the job's receipt names B. The resume check matched receipts by the frozen row's session and sent it again.
+  const eventId = 'two-sessions-0';
+  for (const sessionId of ['S-two-A', 'S-two-B']) {
+    const request = msg(T.EventRequest, { endpointId: EP, eventId, sessionId, eventTypeId: 'OrderPlaced', payload: { sessionId } });
+    const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, errorType: 'E', errorText: `boom in ${sessionId}` });
+    for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
+  }
+  const jobs = jobStore((docs) => new LosesFirstProgress(docs));
+  const job = await resubmitJob(jobs, [eventId]);
+  const first = runnerWith(jobs);
+  first.kick();
+  await until('the lost progress write', async () => jobs.lost, (lost) => lost);
+  await first.stop();
+  assert.equal(await resubmitsOf(eventId, job.operationId), 1, 'one command in the first run');
+  // The endpoint fails the command again on the row it was sent on: that row is a claimable failure once more.
+  const claimed = (await stack.store.listEventRows(EP, eventId)).find((r) => r.status === 'Pending');
+  assert.ok(claimed, 'one row was claimed by the command');
+  const again = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: claimed.sessionId, parentMessageId: claimed.lastMessageId, errorType: 'E', errorText: 'boom again' });
+  await stack.store.recordOutcome({ history: { ...again, enqueuedAt: new Date().toISOString() } as never, status: again });
+
+  const second = runnerWith(jobs);
+  second.kick();
+  const end = (await until('the job to complete', () => jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  await second.stop();
+  jobs.docs.close();
+  assert.equal(await resubmitsOf(eventId, job.operationId), 1, 'the event was resubmitted once by the job');
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 0, failed: 0 });
+});

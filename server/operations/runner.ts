@@ -311,18 +311,19 @@ export class OperationsRunner {
   }
 
   /**
-   * Per row of `batch` (starting at row `from`), whether it is below `to` and this job's receipt for it exists - for
-   * the row's session when the selection kept it: an event selected in two sessions gets a command for each.
+   * Per row of `batch` (starting at row `from`), whether it is below `to` and this job's receipt for it exists. By
+   * endpoint and event alone, never the row's session: a job holds one row per endpoint and event (selection.ts),
+   * and for an event with rows in several sessions the Manager sends the command on the row it fits - often not the
+   * session frozen - so a receipt for another session is still this row's command (matched by session, such an
+   * event was resubmitted again on resume: resume.test.ts, "rows in two sessions").
    */
   async #sentEarlier(batch: readonly SelectedRow[], from: number, to: number, operationId: string): Promise<boolean[]> {
-    return Promise.all(batch.map((row, i) => (from + i < to ? this.#actedByThisJob(row.eventId, row.endpointId, operationId, row.sessionId) : false)));
+    return Promise.all(batch.map((row, i) => (from + i < to ? this.#actedByThisJob(row.eventId, row.endpointId, operationId) : false)));
   }
 
-  async #actedByThisJob(eventId: string, endpointId: string, operationId: string, sessionId?: string): Promise<boolean> {
+  async #actedByThisJob(eventId: string, endpointId: string, operationId: string): Promise<boolean> {
     const audits = await this.#o.store.listAudits(eventId, { pageSize: 50 });
-    // The receipt's data is the Manager's JSON.stringify of { messageId, sessionId, answers, operationId, … }.
-    const ofSession = (a: AuditEntry) => sessionId === undefined || (a.data?.includes(`"sessionId":${JSON.stringify(sessionId)}`) ?? false);
-    return audits.items.some((a) => a.endpointId === endpointId && isThisJobs(a, operationId) && ofSession(a));
+    return audits.items.some((a) => a.endpointId === endpointId && isThisJobs(a, operationId));
   }
 }
 
