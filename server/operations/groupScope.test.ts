@@ -208,6 +208,14 @@ describe('a failure group’s bulk action', () => {
       status: 400,
       detail: /names more than 1 events; narrow the filter/,
     });
+    // Given the catalog's endpoints, only crm's rows are read as rows; billing's events are counted apart, at most
+    // the limit of them (3 there, counted as 2): the rows the job will never act on are not all read.
+    const catalogEndpoints = [CRM, BILLING, 'erpendpoint'];
+    const bounded = await freezeActable(stack.store, { groupId: group.groupId }, { all: true }, { keep: actable.keep, max: 2, endpoints: catalogEndpoints });
+    assert.deepEqual(bounded.rows.map((r) => `${r.endpointId}/${r.eventId}`).sort(), ['crmendpoint/lim-crm-0', 'crmendpoint/lim-crm-1']);
+    assert.deepEqual([...bounded.dropped], [[BILLING, 2]]);
+    const wide = await freezeActable(stack.store, { groupId: group.groupId }, { all: true }, { keep: actable.keep, max: 5, endpoints: catalogEndpoints });
+    assert.deepEqual([...wide.dropped], [[BILLING, 3]], 'under the limit, every event counted');
   });
 
   test('the group’s Export link exports the rows the page counted, in its "Updated in" window', { timeout: 300_000 }, async () => {

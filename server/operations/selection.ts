@@ -110,6 +110,13 @@ export interface FreezeOptions {
   keep?: (endpointId: string) => boolean;
   /** The most rows kept (MAX_SELECTION); lower only in tests. */
   max?: number;
+  /**
+   * Every endpoint rows may be on (the catalog's). With `keep`, rows are read only on the readable endpoints `keep`
+   * accepts, and each readable endpoint it refuses has its events counted apart, at most `max` of them: a caller
+   * who acts on one small endpoint and reads every other must not make the freeze read every row of a site-wide
+   * group (a scan past the limit used to stop it at 100,001 rows).
+   */
+  endpoints?: readonly string[];
 }
 
 /** The rows frozen, and the count of events left out per endpoint (those `keep` refused). */
@@ -134,6 +141,20 @@ export async function freezeSelection(store: MessageStore, sel: Selection, scope
 export async function freezeActable(store: MessageStore, sel: Selection, scope: ReadScope, opts: FreezeOptions = {}): Promise<FrozenSelection> {
   const max = opts.max ?? MAX_SELECTION;
   const dropped = new Map<string, number>();
+  const { keep, endpoints } = opts;
+  if (keep && endpoints && sel.endpointId === undefined) {
+    const readable = endpoints.filter((e) => inScope(scope, e));
+    const refused = readable.filter((e) => !keep(e));
+    if (refused.length > 0) {
+      const acting = readable.filter((e) => keep(e));
+      const frozen: FrozenSelection = acting.length > 0 ? await freezeActable(store, sel, { all: false, endpointIds: acting }, { max }) : { rows: [], dropped };
+      for (const e of refused) {
+        const events = await countSelectedEvents(store, { ...sel, endpointId: e }, scope, max);
+        if (events > 0) frozen.dropped.set(e, events);
+      }
+      return frozen;
+    }
+  }
   if (sel.endpointId !== undefined && !inScope(scope, sel.endpointId)) return { rows: [], dropped };
   if (!scope.all && scope.endpointIds.length === 0) return { rows: [], dropped };
   const { where, parameters } = selectionWhere(sel, scope);
@@ -163,4 +184,19 @@ export async function freezeActable(store: MessageStore, sel: Selection, scope: 
     rethrowCosmos(err, 'selection');
   }
   return { rows: out, dropped };
+}
+
+/** The distinct events a one-endpoint selection names, counted up to `cap` (the rows past it are not read). */
+async function countSelectedEvents(store: MessageStore, sel: Selection & { endpointId: string }, scope: ReadScope, cap: number): Promise<number> {
+  const { where, parameters } = selectionWhere(sel, scope);
+  const iterator = store.database
+    .container(CONTAINERS.events)
+    .items.query<string>({ query: `SELECT VALUE c.eventId FROM c WHERE ${where.join(' AND ')}`, parameters }, { maxItemCount: 10_000, partitionKey: [sel.endpointId] });
+  const events = new Set<string>();
+  try {
+    while (events.size < cap && iterator.hasMoreResults()) for (const id of (await iterator.fetchNext()).resources ?? []) events.add(id);
+  } catch (err) {
+    rethrowCosmos(err, 'selection');
+  }
+  return Math.min(events.size, cap);
 }

@@ -67,7 +67,7 @@ const endpointsOf = (rows: readonly SelectedRow[]) => [...new Set(rows.map((r) =
  */
 async function freezeGroup(ctx: ConsoleContext, selection: Selection, kind: JobKind, who: Authorized) {
   const actable = actableOn(kind, who);
-  const frozen = await freezeActable(ctx.store, selection, readScope(who), { keep: actable.keep });
+  const frozen = await freezeActable(ctx.store, selection, readScope(who), { keep: actable.keep, endpoints: ctx.catalog.endpoints.map((e) => e.id) });
   if (frozen.rows.length === 0 && frozen.dropped.size === 0) throw badRequest('the selection matches no events that can be resubmitted or skipped');
   const leftOut = frozen.rows.length > 0 ? actable.leftOut(frozen.dropped) : [];
   const endpoints = frozen.rows.length > 0 ? endpointsOf(frozen.rows) : [...frozen.dropped.keys()].sort();
