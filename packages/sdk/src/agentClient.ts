@@ -200,8 +200,8 @@ export class AgentClient {
    * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already.
    * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
    * limit). A handoff whose settlement is refused for good (400, 403, 404, or an input settle() refuses) is reported
-   * to `onError` and excluded from this loop's later receives: it stays pending for an operator (it shows as overdue)
-   * rather than being worked, and refused, again and again. Resolves when stopped.
+   * to `onError` and excluded from this loop's later receives: it stays pending for an operator (overdue once past its
+   * expected-by) rather than being worked, and refused, again and again. Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
