@@ -203,6 +203,8 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     await refused(client, 'publish_event', { endpointId: 'storefrontendpoint', eventTypeId: 'OrderPlaced', payload: order, sessionId: '  ' }, /sessionId.*a session id of spaces alone names nothing/);
     await refused(client, 'search_failures', { eventTypeId: ' OrderPlaced' }, /event type " OrderPlaced" is not in the catalog/);
     await refused(client, 'search_failures', { eventTypeId: ' ' }, /eventTypeId.*an event type id of spaces alone names nothing/);
+    // receive_pending_handoff's exclude as the Agent API's: it took an id of spaces alone as one that excluded nothing.
+    await refused(client, 'receive_pending_handoff', { endpointId: ERP, exclude: ['evt-x', '  '] }, /exclude\.1.*an event id of spaces alone names nothing/);
   });
 });
 

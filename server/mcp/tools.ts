@@ -315,7 +315,9 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
         endpointId: endpointIdParam,
         eventTypeId: exactIdTarget('eventTypeId').optional(),
         waitSeconds: z.number().int().min(0).max(25).default(0),
-        exclude: z.array(idParam).max(100).optional(),
+        // The Agent API's rule for its exclude (server/agent/schemas.ts): an id of spaces alone names no event and is
+        // refused in words, not taken as one that excludes nothing.
+        exclude: z.array(exactIdTarget('eventId')).max(100, 'exclude names at most 100 event ids').optional(),
       },
     },
     (args, extra) =>

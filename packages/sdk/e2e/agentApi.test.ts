@@ -3,14 +3,14 @@
 // to the Agent role on the ERP and storefront endpoints only. The SDK's AgentClient and plain fetch are the callers.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType, Prop } from '@nimbus/sdk/contract';
+import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../../../server/testing/stack.ts';
-import { seedConsoleData } from '../../../server/testing/seed.ts';
+import { seedConsoleData, seedEvent } from '../../../server/testing/seed.ts';
 import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../../../server/testing/oidcProvider.ts';
 import { queryAudit } from '../../../server/audit/auditLog.ts';
 import { oidcProviderEnv } from '../../../server/testing/oidcEnv.ts';
 import { startRouteServer, type RouteServer } from '../../../server/testing/routeServer.ts';
-import { AgentClient, AgentRequestError } from '@nimbus/sdk';
+import { AgentClient, AgentRequestError, type PendingHandoff } from '@nimbus/sdk';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -139,6 +139,71 @@ describe('Agent API', () => {
     await stack.store.recordOutcome({ history: { ...common, messageId: 'evt-handoff-late-res' }, status: { ...common, messageId: 'evt-handoff-late-res' } });
     const got = await waiting;
     assert.equal(got?.eventId, 'evt-handoff-late');
+  });
+
+  test('serve: a handoff whose settlement is refused for good is worked once, the loop goes on; an exception is settled clipped', async () => {
+    // On the storefront endpoint, which no other test hands off to. The refused one is the older: one loop at a time
+    // (concurrency 1) is handed the oldest handoff it does not exclude, so a loop that forgets the refusal is handed
+    // it back before it ever reaches the second - which is then the signal that the loop went on receiving.
+    const base = Date.now() - 600_000;
+    const handoffAt = (eventId: string, at: number) =>
+      seedEvent(stack.store, at, { endpointId: STOREFRONT, eventId, sessionId: `S-${eventId}`, eventTypeId: 'OrderPlaced', payload: { orderId: eventId } }, MessageType.PendingHandoffResponse, {
+        handoffReason: 'import queued',
+      });
+    const refusedOne = await handoffAt('evt-serve-refused', base);
+    const thrower = await handoffAt('evt-serve-throws', base + 60_000);
+    const worked: string[] = [];
+    const errors: Array<{ eventId: string | undefined; error: unknown }> = [];
+    const stop = new AbortController();
+    let signal!: (what: string) => void;
+    const done = new Promise<string>((resolve) => (signal = resolve));
+    const loop = agent().serve(
+      {
+        endpointId: STOREFRONT,
+        concurrency: 1,
+        waitSeconds: 1,
+        signal: stop.signal,
+        onError: (error, at) => {
+          errors.push({ eventId: at.eventId, error });
+          if (at.eventId === thrower.eventId) signal('the exception was refused');
+        },
+        onSettled: (h, outcome, already) => signal(`${h.eventId} settled ${outcome}${already ? ' already' : ''}`),
+      },
+      async (h: PendingHandoff) => {
+        worked.push(h.eventId);
+        if (h.eventId === refusedOne.eventId) {
+          if (worked.filter((id) => id === h.eventId).length > 1) signal('the refused handoff was worked again');
+          // Over the console's 4,000 characters: refused with 400, the same way every time.
+          return { outcome: 'failed', errorText: 'x'.repeat(5_000) };
+        }
+        throw new RangeError(`ledger said: ${'y'.repeat(5_000)}`);
+      },
+    );
+    let outcome: string;
+    try {
+      outcome = await done;
+    } finally {
+      stop.abort();
+      await loop;
+    }
+    assert.equal(outcome, `${thrower.eventId} settled failed`, `worked: ${worked.join(',')}`);
+    assert.deepEqual(worked, [refusedOne.eventId, thrower.eventId], 'the refused handoff was worked once');
+    const refusal = errors.find((e) => e.eventId === refusedOne.eventId)?.error;
+    assert.ok(refusal instanceof AgentRequestError && refusal.status === 400, String(refusal));
+    assert.match(refusal.detail, /errorText/);
+    // The exception's message went out clipped to the console's limit, marked as clipped.
+    const receiver = await stack.serviceBus.client.acceptSession(STOREFRONT, STOREFRONT, thrower.sessionId);
+    try {
+      const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 15_000 });
+      const error = decodeBody(m?.body).content.ErrorContent;
+      const text = error?.ErrorText ?? '';
+      assert.ok(text.length <= 4_000 && text.startsWith('ledger said: yyy'), `${text.length} characters`);
+      assert.ok(text.endsWith('\n...[TRUNCATED]...'), `ends ${JSON.stringify(text.slice(-30))}`);
+      assert.equal(error?.ErrorType, 'RangeError');
+      if (m) await receiver.completeMessage(m);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('publish is validated against the catalog schema (400 naming the problem), then sent as the endpoint', async () => {

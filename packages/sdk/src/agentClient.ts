@@ -6,11 +6,13 @@
 // refusals (400, 401, 403, 404, 409) are not. A receive is a long-poll: its time limit is the wait plus the usual
 // per-attempt limit. `serve` runs the whole agent loop: receive (skipping the handoffs it holds), run the work,
 // settle - retrying a settlement until it lands, since a finished job that is never reported leaves its session
-// blocked.
+// blocked; a settlement the console refuses for good is not retried, and its handoff is not worked again by that loop.
 import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
 import { sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
+import { truncateDescription } from './decide.ts';
+import { RefusedHandoffs } from './refusedHandoffs.ts';
 import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
@@ -76,8 +78,14 @@ export interface HandoffRef {
   messageId: string;
 }
 
+// No `note` on a failure: the console refuses one (400, "note belongs to a completed outcome") - a failure says why
+// in errorText - so a TypeScript adapter is told at compile time, and settle() tells a JavaScript one before sending.
 export type AgentSettleInput = HandoffRef &
-  ({ outcome: 'completed'; result?: unknown; note?: string } | { outcome: 'failed'; errorText: string; errorType?: string; note?: string });
+  ({ outcome: 'completed'; result?: unknown; note?: string } | { outcome: 'failed'; errorText: string; errorType?: string });
+
+/** The console's limits on a failure's text (server/agent/schemas.ts `settleBody`), to clip an exception's message to. */
+const MAX_ERROR_TEXT = 4000;
+const MAX_ERROR_TYPE = 200;
 
 export interface ReceiveOptions {
   endpointId: string;
@@ -109,7 +117,7 @@ const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 /** What the work on one handoff came to: settle it so, or `null` to leave it pending (it is handed out again later). */
 export type HandoffWorkResult =
   | { outcome: 'completed'; result?: unknown; note?: string }
-  | { outcome: 'failed'; errorText: string; errorType?: string; note?: string }
+  | { outcome: 'failed'; errorText: string; errorType?: string }
   | null;
 
 export interface ServeOptions {
@@ -162,8 +170,8 @@ export class AgentClient {
 
   /** Settles a pending handoff. A second settlement is refused with 409 (AgentRequestError). */
   async settle(input: AgentSettleInput, options: { signal?: AbortSignal } = {}): Promise<AgentSettlement> {
-    if (input.outcome === 'failed' && (typeof input.errorText !== 'string' || input.errorText.trim() === ''))
-      throw new HandoffClientError('errorText is required for a failed outcome');
+    const problem = settlementProblem(input);
+    if (problem) throw new HandoffClientError(problem);
     const body: Record<string, unknown> = { ...input };
     if (input.outcome === 'completed' && typeof input.result === 'string') body.result = jsonOrString(input.result);
     return required('settlement', await this.#call('settlement', 'POST', 'api/agent/settle', body, settlementSchema, options.signal));
@@ -190,12 +198,16 @@ export class AgentClient {
   /**
    * The agent loop: receive handoffs of the endpoint (the ones in hand excluded), run `work` on each, settle
    * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already.
-   * An exception from `work` settles the handoff as failed with the exception's message. Resolves when stopped.
+   * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
+   * limit). A handoff whose settlement is refused for good (400, 403, 404, or an input settle() refuses) is reported
+   * to `onError` and excluded from this loop's later receives: it stays pending for an operator (overdue once past its
+   * expected-by) rather than being worked, and refused, again and again. Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
     const limit = Math.max(1, options.concurrency ?? 4);
     const inHand = new Map<string, Promise<void>>();
+    const refused = new RefusedHandoffs();
     let receiveFailures = 0;
     while (!signal.aborted) {
       if (inHand.size >= limit) {
@@ -208,7 +220,7 @@ export class AgentClient {
           endpointId: options.endpointId,
           ...(options.eventTypeId ? { eventTypeId: options.eventTypeId } : {}),
           waitSeconds: options.waitSeconds ?? 20,
-          exclude: [...inHand.keys()],
+          exclude: refused.exclude(inHand.keys()),
           signal,
         });
         receiveFailures = 0;
@@ -221,40 +233,56 @@ export class AgentClient {
       }
       if (!handoff) continue;
       const h = handoff;
-      const job = this.#work(h, work, options).finally(() => inHand.delete(h.eventId));
+      // Marked refused before it leaves the hand, so no receive in between can be handed it back.
+      const job = this.#work(h, work, options)
+        .then((refusedForGood) => {
+          if (refusedForGood) refused.add(h.eventId);
+        })
+        .finally(() => inHand.delete(h.eventId));
       inHand.set(h.eventId, job);
     }
     await Promise.allSettled([...inHand.values()]);
   }
 
-  async #work(h: PendingHandoff, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>, options: ServeOptions): Promise<void> {
+  /** Works one handoff and settles it; true when the settlement was refused for good (not to be worked again). */
+  async #work(h: PendingHandoff, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>, options: ServeOptions): Promise<boolean> {
     const { signal } = options;
     let result: HandoffWorkResult;
     try {
       result = await work(h, signal);
     } catch (err) {
-      if (signal.aborted) return;
-      result = { outcome: 'failed', errorText: err instanceof Error ? err.message || err.name : String(err), ...(err instanceof Error ? { errorType: err.name } : {}) };
+      if (signal.aborted) return false;
+      result = failureOf(err);
     }
-    if (result === null || signal.aborted) return;
-    const ref = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId };
+    if (result === null || signal.aborted) return false;
+    const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
+    // What settle() would refuse is refused here, so it is told apart from a token provider's HandoffClientError.
+    const problem = settlementProblem(input);
+    if (problem) {
+      options.onError?.(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
+      return true;
+    }
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
-        await this.settle({ ...ref, ...result } as AgentSettleInput, { signal });
+        await this.settle(input, { signal });
         options.onSettled?.(h, result.outcome, false);
-        return;
+        return false;
       } catch (err) {
-        if (signal.aborted) return;
+        if (signal.aborted) return false;
         if (err instanceof AgentRequestError && err.status === 409) {
           // Settled already: by an earlier attempt whose answer was lost, by another agent or by an operator.
           options.onSettled?.(h, result.outcome, true);
-          return;
+          return false;
         }
         options.onError?.(err, { stage: 'settle', eventId: h.eventId });
-        if (err instanceof AgentRequestError && [400, 401, 403, 404].includes(err.status)) return;
+        // The same settlement is refused the same way every time. A 401 is the token's problem, not the handoff's:
+        // given up on, but the handoff may be worked again once the token is right.
+        if (err instanceof AgentRequestError && [400, 403, 404].includes(err.status)) return true;
+        if (err instanceof AgentRequestError && err.status === 401) return false;
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
       }
     }
+    return false;
   }
 
   async #call<S extends z.ZodType>(
@@ -344,6 +372,27 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
 function required<T>(what: string, value: T | null): T {
   if (value === null) throw new AgentRequestError(what, 204, 'unexpected answer', 'the console answered without a body');
   return value;
+}
+
+/** Why the console would refuse this settlement for its shape alone, or undefined. */
+function settlementProblem(input: AgentSettleInput): string | undefined {
+  if (input.outcome !== 'failed') return undefined;
+  if (typeof input.errorText !== 'string' || input.errorText.trim() === '') return 'errorText is required for a failed outcome';
+  // A JavaScript caller (or a cast) can still send one; the console would refuse it with 400.
+  if ('note' in input && (input as { note?: unknown }).note !== undefined)
+    return 'note belongs to a completed outcome: a failed settlement says why in errorText (the console refuses a note on a failure)';
+  return undefined;
+}
+
+/** A failed result for an exception from the work: its message and name, clipped to what the console accepts. */
+function failureOf(err: unknown): HandoffWorkResult {
+  const message = err instanceof Error ? err.message || err.name : String(err);
+  const name = err instanceof Error ? err.name.trim() : '';
+  return {
+    outcome: 'failed',
+    errorText: truncateDescription(message.trim() ? message : 'the work threw an exception without a message', MAX_ERROR_TEXT),
+    ...(name ? { errorType: truncateDescription(name, MAX_ERROR_TYPE) } : {}),
+  };
 }
 
 const pick = (w: HandoffRef): HandoffRef => ({ endpointId: w.endpointId, eventId: w.eventId, messageId: w.messageId });
