@@ -12,7 +12,7 @@ import { describeIssues } from './contract/index.ts';
 import { sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
-import { RefusedHandoffs } from './refusedHandoffs.ts';
+import { MAX_EXCLUDE, RefusedHandoffs } from './refusedHandoffs.ts';
 import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
@@ -123,7 +123,7 @@ export type HandoffWorkResult =
 export interface ServeOptions {
   endpointId: string;
   eventTypeId?: string;
-  /** Handoffs worked on at once (default 4). */
+  /** Handoffs worked on at once (default 4, at most 100: each receive excludes every one in hand). */
   concurrency?: number;
   /** Long-poll wait per receive (default 20 s). */
   waitSeconds?: number;
@@ -199,13 +199,15 @@ export class AgentClient {
    * The agent loop: receive handoffs of the endpoint (the ones in hand excluded), run `work` on each, settle
    * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already.
    * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
-   * limit). A handoff whose settlement is refused for good (400, 403, 404, or an input settle() refuses) is reported
-   * to `onError` and excluded from this loop's later receives: it stays pending for an operator (overdue once past its
-   * expected-by) rather than being worked, and refused, again and again. Resolves when stopped.
+   * limit). A handoff whose settlement is refused for good (400, 404, or an input settle() refuses) is reported to
+   * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
+   * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A 401 or
+   * 403 (the agent's token or role) is given up on without holding the handoff out. Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
-    const limit = Math.max(1, options.concurrency ?? 4);
+    // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
+    const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
     const inHand = new Map<string, Promise<void>>();
     const refused = new RefusedHandoffs();
     let receiveFailures = 0;
@@ -275,10 +277,10 @@ export class AgentClient {
           return false;
         }
         options.onError?.(err, { stage: 'settle', eventId: h.eventId });
-        // The same settlement is refused the same way every time. A 401 is the token's problem, not the handoff's:
-        // given up on, but the handoff may be worked again once the token is right.
-        if (err instanceof AgentRequestError && [400, 403, 404].includes(err.status)) return true;
-        if (err instanceof AgentRequestError && err.status === 401) return false;
+        // The same settlement is refused the same way every time. A 401 or 403 is the caller's problem (its token, its
+        // Agent role), not the handoff's: given up on, but the handoff may be worked again once that is right.
+        if (err instanceof AgentRequestError && [400, 404].includes(err.status)) return true;
+        if (err instanceof AgentRequestError && (err.status === 401 || err.status === 403)) return false;
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
       }
     }

@@ -3,7 +3,7 @@
 // packages/sdk/e2e/agentApi.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_EXCLUDE, RefusedHandoffs } from './refusedHandoffs.ts';
+import { MAX_EXCLUDE, REFUSAL_HOLD_MS, RefusedHandoffs } from './refusedHandoffs.ts';
 
 const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 
@@ -31,4 +31,17 @@ test('with the hand full to the limit no refused id is sent, and nothing in hand
   refused.add('r0');
   assert.deepEqual(refused.exclude(ids('h', MAX_EXCLUDE)), ids('h', MAX_EXCLUDE));
   assert.deepEqual(refused.exclude([]), ['r0']);
+});
+
+test('a refusal keeps its handoff out for REFUSAL_HOLD_MS, then it may be handed out (and worked) again', () => {
+  let now = 1_000_000;
+  const refused = new RefusedHandoffs(() => now);
+  refused.add('r0');
+  now += 60_000;
+  refused.add('r1');
+  assert.deepEqual(refused.exclude([]), ['r0', 'r1']);
+  now += REFUSAL_HOLD_MS - 60_000;
+  assert.deepEqual(refused.exclude([]), ['r1'], 'r0 was refused REFUSAL_HOLD_MS ago: the event may have a new handoff');
+  now += 60_000;
+  assert.deepEqual(refused.exclude([]), []);
 });
