@@ -216,6 +216,10 @@ describe('a failure group’s bulk action', () => {
     assert.deepEqual([...bounded.dropped], [[BILLING, 2]]);
     const wide = await freezeActable(stack.store, { groupId: group.groupId }, { all: true }, { keep: actable.keep, max: 5, endpoints: catalogEndpoints });
     assert.deepEqual([...wide.dropped], [[BILLING, 3]], 'under the limit, every event counted');
+    // Rows on an endpoint the catalog does not list are still read and kept where the caller may act.
+    const outside = await freezeActable(stack.store, { groupId: group.groupId }, { all: true }, { keep: actable.keep, max: 5, endpoints: [BILLING] });
+    assert.deepEqual(outside.rows.map((r) => `${r.endpointId}/${r.eventId}`).sort(), ['crmendpoint/lim-crm-0', 'crmendpoint/lim-crm-1']);
+    assert.deepEqual([...outside.dropped], [[BILLING, 3]]);
   });
 
   test('the group’s Export link exports the rows the page counted, in its "Updated in" window', { timeout: 300_000 }, async () => {

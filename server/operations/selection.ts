@@ -55,7 +55,7 @@ export interface SelectedRow {
 }
 
 /** The WHERE clause of a selection (also the export's: the same filter gives the same rows). */
-export function selectionWhere(sel: Selection, scope: ReadScope): { where: string[]; parameters: SqlParameter[] } {
+export function selectionWhere(sel: Selection, scope: ReadScope, skipEndpoints: readonly string[] = []): { where: string[]; parameters: SqlParameter[] } {
   const where: string[] = [];
   const parameters: SqlParameter[] = [];
   if (sel.endpointId !== undefined) {
@@ -64,6 +64,10 @@ export function selectionWhere(sel: Selection, scope: ReadScope): { where: strin
   } else if (!scope.all) {
     where.push('ARRAY_CONTAINS(@eps, c.endpointId)');
     parameters.push({ name: '@eps', value: scope.endpointIds });
+  }
+  if (skipEndpoints.length > 0) {
+    where.push('NOT ARRAY_CONTAINS(@skipEps, c.endpointId)');
+    parameters.push({ name: '@skipEps', value: [...skipEndpoints] });
   }
   const statuses = sel.status && sel.status.length > 0 ? sel.status : [...ACTIONABLE];
   const plain = statuses.filter((s) => s !== 'Handoff');
@@ -117,6 +121,8 @@ export interface FreezeOptions {
    * group (a scan past the limit used to stop it at 100,001 rows).
    */
   endpoints?: readonly string[];
+  /** Endpoints whose rows are not read at all (those `endpoints` and `keep` leave out, counted apart). */
+  skip?: readonly string[];
 }
 
 /** The rows frozen, and the count of events left out per endpoint (those `keep` refused). */
@@ -146,8 +152,8 @@ export async function freezeActable(store: MessageStore, sel: Selection, scope: 
     const readable = endpoints.filter((e) => inScope(scope, e));
     const refused = readable.filter((e) => !keep(e));
     if (refused.length > 0) {
-      const acting = readable.filter((e) => keep(e));
-      const frozen: FrozenSelection = acting.length > 0 ? await freezeActable(store, sel, { all: false, endpointIds: acting }, { max }) : { rows: [], dropped };
+      // Every other row is read as before (endpoints outside the catalog included, `keep` deciding for them).
+      const frozen = await freezeActable(store, sel, scope, { keep, max, skip: refused });
       for (const e of refused) {
         const events = await countSelectedEvents(store, { ...sel, endpointId: e }, scope, max);
         if (events > 0) frozen.dropped.set(e, events);
@@ -157,7 +163,7 @@ export async function freezeActable(store: MessageStore, sel: Selection, scope: 
   }
   if (sel.endpointId !== undefined && !inScope(scope, sel.endpointId)) return { rows: [], dropped };
   if (!scope.all && scope.endpointIds.length === 0) return { rows: [], dropped };
-  const { where, parameters } = selectionWhere(sel, scope);
+  const { where, parameters } = selectionWhere(sel, scope, opts.skip);
   const iterator = store.database.container(CONTAINERS.events).items.query<{ e: string; v: string; s: string }>(
     { query: `SELECT c.endpointId AS e, c.eventId AS v, c.sessionId AS s FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt ASC`, parameters },
     { maxItemCount: 10_000, ...(sel.endpointId !== undefined ? { partitionKey: [sel.endpointId] } : {}) },
