@@ -2,7 +2,8 @@
 // scripts/testing/test-times.json (NIMBUS_TEST_TIMES_RECORD=1 refreshes them). The runner starts files in the
 // order given, two at a time; in name order a long file (the chaos test, ~3 min) could start late and run on alone
 // while the other slot sat idle. A file with no recorded time goes first: it may be a long one, and a short one
-// costs nothing there. Ties keep name order, so the order is the same on every machine.
+// costs nothing there. Ties keep name order, so the order is the same on every machine. The file is committed empty
+// until a whole run on the CI machine records it (a run on a loaded machine would record the load, not the files).
 import { existsSync, readFileSync } from 'node:fs';
 
 export const TIMES_FILE = 'scripts/testing/test-times.json';
