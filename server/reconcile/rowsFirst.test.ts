@@ -55,6 +55,12 @@ describe('reconcile: the rows answer never waits for the session scan', () => {
       scanAnswered = true;
       return { status: r.status, body: (await r.json()) as SessionsAnswer };
     });
+    // Callers asking for the same endpoints while a scan runs share it: one scan locks sessions, not one per caller.
+    const { reconcileSessionsPreview } = await import('./routes.ts');
+    const { getContext } = await import('../context.ts');
+    const ctx = await getContext();
+    const joined = reconcileSessionsPreview(ctx);
+    assert.equal(reconcileSessionsPreview(ctx), joined, 'a second caller joins the running scan');
     const rowsResponse = await get('?part=rows');
     assert.equal(rowsResponse.status, 200);
     const rows = (await rowsResponse.json()) as Record<string, unknown> & Pick<ReconcilePreview, 'overdueHandoffs' | 'stale' | 'stuck'>;
@@ -69,6 +75,25 @@ describe('reconcile: the rows answer never waits for the session scan', () => {
     assert.equal(body.draining.scanLimited, true, JSON.stringify(body.draining));
     assert.ok(body.draining.checked < body.draining.candidates, JSON.stringify(body.draining));
     assert.deepEqual(body.draining.sessions, []);
+    assert.equal((await joined).generatedAt, body.generatedAt, 'the route and the later callers got the one scan');
+  });
+
+  test('the session scan counts against the caller\'s rate limit; the rows do not', async () => {
+    await busProxy.restore();
+    const route = await import('../../app/api/operations/reconcile/route.ts');
+    const get = (query: string) => route.GET(new Request(`http://127.0.0.1/api/operations/reconcile${query}`));
+    const saved = { burst: process.env.NIMBUS_RATE_LIMIT_BURST, perMinute: process.env.NIMBUS_RATE_LIMIT_PER_MINUTE };
+    Object.assign(process.env, { NIMBUS_RATE_LIMIT_BURST: '1', NIMBUS_RATE_LIMIT_PER_MINUTE: '1' });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await get('?part=sessions')).status);
+      assert.equal(statuses[2], 429, `a burst of one: ${statuses.join(', ')}`);
+      assert.equal((await get('?part=rows')).status, 200);
+    } finally {
+      for (const [name, value] of [['NIMBUS_RATE_LIMIT_BURST', saved.burst], ['NIMBUS_RATE_LIMIT_PER_MINUTE', saved.perMinute]] as const)
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+    }
   });
 
   test('a part the route does not know is refused with 400', async () => {

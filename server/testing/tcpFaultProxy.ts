@@ -103,7 +103,12 @@ export async function startTcpFaultProxy(target: { host?: string; port: number }
 
   const resetAll = () => {
     // An RST rather than a FIN: the client must see a broken connection, not a polite close.
-    for (const s of sockets) s.resetAndDestroy();
+    // A socket whose writing side has ended (the other side's FIN, passed on by pipe) is being shut down, and libuv
+    // refuses to reset it (EINVAL): Node then drops the handle unclosed, and it holds the process open for good.
+    for (const s of sockets) {
+      if (s.writableEnded) s.destroy();
+      else s.resetAndDestroy();
+    }
     sockets.clear();
   };
 
