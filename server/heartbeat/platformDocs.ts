@@ -78,16 +78,27 @@ export class PlatformDocs {
    * absent. Returns false when the condition failed (someone else wrote first); no condition = upsert.
    */
   async write<T>(name: string, value: T, ifMatch?: string | null): Promise<boolean> {
+    return (await this.writeVersion(name, value, ifMatch)) !== undefined;
+  }
+
+  /**
+   * As write, answering the version written - the etag a later write conditional on this one names, so a writer
+   * can chain its writes without a read between them - or undefined when the condition failed.
+   */
+  async writeVersion<T>(name: string, value: T, ifMatch?: string | null): Promise<string | undefined> {
     const id = this.#id(name);
     const doc = { id, value, updatedAt: new Date().toISOString() };
     try {
-      if (ifMatch === undefined) await this.#container.items.upsert(doc);
-      else if (ifMatch === null) await this.#container.items.create(doc);
-      else await this.#container.item(id, id).replace(doc, { accessCondition: { type: 'IfMatch', condition: ifMatch } });
-      return true;
+      const r =
+        ifMatch === undefined
+          ? await this.#container.items.upsert(doc)
+          : ifMatch === null
+            ? await this.#container.items.create(doc)
+            : await this.#container.item(id, id).replace(doc, { accessCondition: { type: 'IfMatch', condition: ifMatch } });
+      return r.etag ?? '';
     } catch (err) {
       const code = cosmosStatus(err);
-      if (ifMatch !== undefined && (code === 409 || code === 412 || code === 404)) return false;
+      if (ifMatch !== undefined && (code === 409 || code === 412 || code === 404)) return undefined;
       rethrowCosmos(err, 'console document write');
     }
   }
