@@ -303,7 +303,7 @@ describe('role matrix over every route', () => {
       const rows = endpoints.map((endpointId) => ({ endpointId, eventId: `evt-matrix-job-${endpointId}` }));
       const selection = endpoints.length === 1 ? { endpointId: endpoints[0]!, eventIds: [rows[0]!.eventId] } : { groupId: '0'.repeat(20) };
       const job = await jobs.create({ kind: 'skip', selection, rows, startedBy: 'owner@test', ratePerSecond: 0, hold: true });
-      await jobs.save({ ...job, state: 'paused', expiresAt: null });
+      await jobs.save({ ...job, state: 'paused', expiresAt: null }, (await jobs.read(job.operationId))!.etag);
       return job.operationId;
     };
     const snapshot = async (id: string) => {

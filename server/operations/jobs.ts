@@ -2,7 +2,8 @@
 // lot of Manager commands at a time (each with its claim + receipt, so a repeated step sends nothing twice),
 // rate-limited, with progress in Cosmos. Three kinds of console document (platform container, server/heartbeat/platformDocs.ts):
 //   job_<id>         the job: its selection, counts, cursor and state - written only by the runner holding the
-//                    job's lease (and once by the creator), so progress never races;
+//                    job's lease (and once by the creator), each write conditional on the version it last read or
+//                    wrote, so a holder that lost the lease without knowing it cannot write over its successor;
 //   jobctl_<id>      the operator's wish (run / pause / cancel) - written only by the API;
 //   jobsel_<id>_<n>  the frozen selection, 2,000 rows per document (a document stays far below Cosmos' 2 MB):
 //                    [endpointId, eventId, sessionId] each (the session lets the runner read the row directly).
@@ -186,7 +187,13 @@ export class JobStore {
   }
 
   async get(id: string): Promise<Job | null> {
-    return (await this.docs.read<Job>(jobDoc(id)))?.value ?? null;
+    return (await this.read(id))?.job ?? null;
+  }
+
+  /** The job with the version read, which the runner's saves are conditional on (save). */
+  async read(id: string): Promise<{ job: Job; etag: string } | null> {
+    const doc = await this.docs.read<Job>(jobDoc(id));
+    return doc ? { job: doc.value, etag: doc.etag } : null;
   }
 
   /**
@@ -229,10 +236,15 @@ export class JobStore {
     await this.docs.write(controlDoc(id), { control, by, at: new Date().toISOString() } satisfies JobControlDoc);
   }
 
-  /** The runner's write (it holds the job's lease). */
-  async save(job: Job): Promise<void> {
+  /**
+   * The runner's write (it holds the job's lease), only if the job is still the version `etag` it last read or
+   * wrote. Answers the new version, or undefined when someone wrote the job since: a replica that took the lease
+   * over while this one, slow or paused past the lease's expiry, had not yet seen it end. Its write would put its
+   * older progress over the new holder's (last writer wins), so it is refused, and the caller has lost the job.
+   */
+  async save(job: Job, etag: string): Promise<string | undefined> {
     job.updatedAt = new Date().toISOString();
-    await this.docs.write(jobDoc(job.operationId), job);
+    return this.docs.writeVersion(jobDoc(job.operationId), job, etag);
   }
 
   /**

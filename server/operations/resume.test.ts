@@ -2,16 +2,18 @@
 // Service Bus emulator, embedded Cosmos, real clients): each event gets the job's command at most once, even when
 // the endpoint has failed it again meanwhile (so the Manager would see a new failure to claim); and a 'duplicate'
 // answer for another operator's identical command still Pending is counted refused, naming who sent it, not done.
+// A job taken over by another replica while its holder stalled past the lease's expiry: the stalled holder's next
+// write is refused, so it neither writes over its successor nor sends another lot, and a cancel made meanwhile stands.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
-import { AuditType, LeaseStore } from '../../lib/store/index.ts';
+import { AuditType, LeaseStore, type Lease } from '../../lib/store/index.ts';
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { Manager } from '../manager/manager.ts';
 import { JobStore, type Job } from './jobs.ts';
-import { OperationsRunner } from './runner.ts';
+import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
 import { freezeSelection } from './selection.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -31,12 +33,12 @@ after(async () => {
 /** The first progress write after the cursor moved fails (a Cosmos 503), as a crash after a sent lot would lose it. */
 class LosesFirstProgress extends JobStore {
   lost = false;
-  override async save(job: Job): Promise<void> {
+  override async save(job: Job, etag: string): Promise<string | undefined> {
     if (!this.lost && job.cursor > 0) {
       this.lost = true;
       throw new Error('simulated Cosmos 503 on the progress write');
     }
-    return super.save(job);
+    return super.save(job, etag);
   }
 }
 
@@ -140,11 +142,17 @@ test("another operator's identical resubmit still Pending is counted refused, na
   assert.equal(await resubmitsOf(ids[1]!, job.operationId), 1);
 });
 
-/** Counts the lots the runner hands to the Manager. */
+/**
+ * Counts the lots the runner hands to the Manager, and those of each job apart (a runner also picks up the jobs an
+ * earlier test left unfinished).
+ */
 class CountingManager extends Manager {
   lots = 0;
+  readonly lotsOf = new Map<string, number>();
   override executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
     this.lots++;
+    const operationId = args[3]?.operationId;
+    if (operationId) this.lotsOf.set(operationId, (this.lotsOf.get(operationId) ?? 0) + 1);
     return super.executeMany(...args);
   }
 }
@@ -156,9 +164,9 @@ test('a job stopped while it waits for its rate slot sends no further lot', { ti
   // The runner stops while it writes the second lot's in-flight mark, the write just before it waits for the lot's
   // slot (one command a second): the wait then begins with the stop signal already aborted.
   class StopsAtSecondLot extends JobStore {
-    override async save(job: Job): Promise<void> {
+    override async save(job: Job, etag: string): Promise<string | undefined> {
       if (job.inFlightTo === 2 && !stopped) stopped = runner.stop();
-      return super.save(job);
+      return super.save(job, etag);
     }
   }
   const jobs = jobStore((docs) => new StopsAtSecondLot(docs));
@@ -205,4 +213,118 @@ test('an event failed in two sessions, resumed after its progress write failed, 
   jobs.docs.close();
   assert.equal(await resubmitsOf(eventId, job.operationId), 1, 'the event was resubmitted once by the job');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 0, failed: 0 });
+});
+
+/**
+ * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network): its JobStore holds the
+ * write of the job `target`'s in-flight mark up to `stallAtMark` until `goOn()`, and from the stall on its lease
+ * renewals come back with nothing new - it has not seen its lease end, as a stalled process has not. `over` settles
+ * when a run of it has ended and given its lease back (whatever the run did after the stall).
+ */
+function stalledReplica(stallAtMark: number) {
+  let goOn!: () => void;
+  const resumed = new Promise<void>((r) => (goOn = r));
+  let ended!: () => void;
+  const over = new Promise<void>((r) => (ended = r));
+  class StallsAtMark extends JobStore {
+    target = '';
+    stalled = false;
+    /** What the stalled write answered once it went on: the new version, or undefined when refused. */
+    answer: string | undefined = 'not yet';
+    override async save(job: Job, etag: string): Promise<string | undefined> {
+      if (this.stalled || job.operationId !== this.target || job.inFlightTo !== stallAtMark) return super.save(job, etag);
+      this.stalled = true;
+      leases.blind = true;
+      await resumed;
+      this.answer = await super.save(job, etag);
+      return this.answer;
+    }
+  }
+  class BlindRenewals extends LeaseStore {
+    blind = false;
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      return this.blind ? lease : super.renew(lease, ttlMs);
+    }
+    override async release(lease: Lease): Promise<void> {
+      try {
+        await super.release(lease);
+      } finally {
+        if (lease.name === `operation_${jobs.target}`) ended();
+      }
+    }
+  }
+  const leases = new BlindRenewals(stack.store.database);
+  const jobs = jobStore((docs) => new StallsAtMark(docs));
+  const counting = new CountingManager({ store: stack.store, client: stack.serviceBus.client });
+  const finished: Job[] = [];
+  // Lots of one, so the in-flight mark is written before each event's command.
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: counting, scanEveryMs: 3_600_000, concurrency: 1, onFinished: (j) => void finished.push(j) });
+  return { jobs, runner, manager: counting, finished, goOn, over };
+}
+
+/** A resubmit job of three events, run by replica A until it stalls at its second lot (its first one sent). */
+async function stalledAtSecondLot(prefix: string) {
+  const ids = await seedFailed(prefix, 3);
+  const a = stalledReplica(2);
+  const job = await resubmitJob(a.jobs, ids);
+  a.jobs.target = job.operationId;
+  a.runner.kick();
+  await until("replica A stalled at its second lot's in-flight mark", async () => a.jobs.stalled, (s) => s);
+  assert.equal(a.manager.lotsOf.get(job.operationId), 1, 'A sent its first lot before it stalled');
+  return { ids, a, job };
+}
+
+/**
+ * Lets the stalled replica A go on, not knowing its lease ended, once B has left the job as `end`; when A's run is
+ * over, checks that A's write was refused, that A handed the Manager no further lot, and that the job is still as B
+ * left it, recorded finished once, by B.
+ */
+async function goOnAfter(a: ReturnType<typeof stalledReplica>, b: ReturnType<typeof successorReplica>, end: Job): Promise<void> {
+  await b.runner.stop();
+  a.goOn();
+  await a.over;
+  await a.runner.stop();
+  const now = await b.jobs.get(end.operationId);
+  a.jobs.docs.close();
+  b.jobs.docs.close();
+  await a.manager.close();
+  assert.equal(a.jobs.answer, undefined, "A's in-flight mark write was refused (B wrote the job since A read it)");
+  assert.equal(a.manager.lotsOf.get(end.operationId), 1, 'A handed no further lot to the Manager');
+  assert.deepEqual(now, end, 'the job is as B left it');
+  const recorded = [a, b].map((r) => r.finished.filter((j) => j.operationId === end.operationId).length);
+  assert.deepEqual(recorded, [0, 1], 'the job was recorded finished once, by B');
+}
+
+/** Replica B, whose clock is past replica A's lease (A's TTL has run out for it): it takes the job over. */
+function successorReplica() {
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const finished: Job[] = [];
+  const leases = new LeaseStore(stack.store.database, { now: () => Date.now() + LEASE_TTL_MS + 1_000 });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
+  return { jobs, runner, finished };
+}
+
+test('a runner that lost its lease while stalled writes nothing over its successor and sends no further lot', { timeout: 120_000 }, async () => {
+  const { ids, a, job } = await stalledAtSecondLot('lease');
+
+  // Meanwhile A's lease runs out: replica B takes the job over and completes it (A's first event found by its receipt).
+  const b = successorReplica();
+  b.runner.kick();
+  const end = (await until('B to complete the job', () => b.jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  await goOnAfter(a, b, end);
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 0, failed: 0 });
+  for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command`);
+});
+
+test('a cancel made while the lease holder is stalled stands: the successor cancels, the stalled runner sends nothing', { timeout: 120_000 }, async () => {
+  const { ids, a, job } = await stalledAtSecondLot('leasecancel');
+
+  // The operator cancels (the route writes the wish, never the job: JobStore.setControl), and A's lease runs out.
+  const b = successorReplica();
+  await b.jobs.setControl(job.operationId, 'cancel', 'operator');
+  b.runner.kick();
+  const end = (await until('B to cancel the job', () => b.jobs.get(job.operationId), (j) => j?.state === 'cancelled'))!;
+  await goOnAfter(a, b, end);
+  assert.equal(await resubmitsOf(ids[0]!, job.operationId), 1, 'the event sent before the cancel');
+  for (const id of ids.slice(1)) assert.equal(await resubmitsOf(id, job.operationId), 0, `${id}: no command after the cancel`);
 });

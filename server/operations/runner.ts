@@ -1,10 +1,15 @@
 // Runs bulk operations (jobs.ts). Every console replica runs one OperationsRunner; it looks for jobs that want to
 // run every few seconds (and at once when a job is created here), and runs a job only while it holds the job's
 // lease (lib/store/leases.ts), so one replica acts on a job at a time. A replica that dies stops renewing; another
-// takes the lease when it expires and continues from the saved cursor. A job steps through its rows a lot at a
-// time (`concurrency` rows, or a tenth of a second's worth under a rate limit): Manager.executeMany claims, sends
-// and receipts the lot's commands together, each event still with its own claim and receipt. The rows between the
-// saved cursor (written at most every SAVE_EVERY_MS, after a whole lot) and the crash are stepped again. The
+// takes the lease when it expires and continues from the saved cursor. A holder that is slow or paused past its
+// lease's expiry has not seen it end while its successor already runs the job: so every write of the job is
+// conditional on the version this run last read or wrote (JobStore.save), and a refused one means the job is
+// someone else's now - the run stops at once, writing and sending nothing more (its successor's state stands). The
+// in-flight mark below is such a write before every lot, so a holder that lost the lease cannot send.
+// A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
+// limit): Manager.executeMany claims, sends and receipts the lot's commands together, each event still with its
+// own claim and receipt. The rows between the saved cursor (written at most every SAVE_EVERY_MS, after a whole
+// lot) and the crash are stepped again. The
 // endpoint may have answered such an event's command meanwhile with a new failure: the Manager would see a new
 // failure to claim and send a second command under a new MessageId. So before a lot is sent the job saves how far
 // its commands may have gone (`inFlightTo`); a run that starts (a restart, a lost lease, an error inside #run)
@@ -147,17 +152,34 @@ export class OperationsRunner {
 
   async #run(id: string, leaseLost: AbortSignal): Promise<void> {
     const { jobs } = this.#o;
-    // Re-read under the lease: the listed copy may predate another replica's last save.
-    const job = await jobs.get(id);
-    if (!job || !WANTS_TO_RUN.has(job.state)) return;
+    // Re-read under the lease: the listed copy may predate another replica's last save. The version read is the
+    // one this run's first write must still find.
+    const read = await jobs.read(id);
+    if (!read || !WANTS_TO_RUN.has(read.job.state)) return;
+    const { job } = read;
+    let version = read.etag;
     const stopSignal = AbortSignal.any([leaseLost, this.#stop.signal]);
     let lastSave = Date.now();
-    const save = async () => {
-      if (leaseLost.aborted) return; // another replica may own the job now: it writes the progress
+    /**
+     * Writes the job if it is still the version this run last read or wrote. False when it is not: another replica
+     * took the lease over (this one missed its end) and wrote the job; the caller stops without another write or send.
+     */
+    const write = async (): Promise<boolean> => {
+      const next = await jobs.save(job, version);
+      if (next === undefined) {
+        log.warn({ operationId: id }, 'operation was written by another replica since this one read it (its lease was lost): stopping it here');
+        return false;
+      }
+      version = next;
+      return true;
+    };
+    /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
+    const save = async (): Promise<boolean> => {
+      if (leaseLost.aborted) return false; // another replica may own the job now: it writes the progress
       const now = Date.now();
       if (job.state === 'running') job.runningMs += now - lastSave;
       lastSave = now;
-      await jobs.save(job);
+      return write();
     };
     const finish = async (state: Job['state']) => {
       if (job.state === 'running') job.runningMs += Date.now() - lastSave;
@@ -165,7 +187,8 @@ export class OperationsRunner {
       job.state = state;
       if (state === 'completed' || state === 'cancelled' || state === 'failed') job.finishedAt = new Date().toISOString();
       if (leaseLost.aborted) return;
-      await jobs.save(job);
+      // Refused: the new holder ends the job (or has), and records it; this run must not record it a second time.
+      if (!(await write())) return;
       if (job.finishedAt) await this.#o.onFinished?.(job);
     };
 
@@ -178,7 +201,7 @@ export class OperationsRunner {
     job.state = 'running';
     job.startedAt ??= new Date().toISOString();
     lastSave = Date.now();
-    await jobs.save(job);
+    if (!(await write())) return;
     log.info({ operationId: id, kind: job.kind, total: job.total, cursor: job.cursor }, 'operation running');
     const limiter = new RateLimiter(job.ratePerSecond);
     // Commands per step: the configured lot, or - under a rate limit - a tenth of a second's worth, so the limit
@@ -207,10 +230,10 @@ export class OperationsRunner {
       const batch = rows.slice(job.cursor, job.cursor + size);
       if ((job.inFlightTo ?? 0) < job.cursor + batch.length) {
         // Saved before the send (a failed write throws: nothing of this lot was sent), so a run that resumes
-        // below the mark knows to look for this job's receipts. Without the lease nothing is written: send nothing.
+        // below the mark knows to look for this job's receipts. Without the lease nothing is written, and a write
+        // refused because another replica wrote the job since means the lease was lost unseen: send nothing.
         job.inFlightTo = Math.min(rows.length, job.cursor + Math.max(batch.length, markAhead));
-        await save();
-        if (leaseLost.aborted) return;
+        if (!(await save())) return;
       }
       // An earlier run's commands, found by their receipts: counted done, not sent again.
       const earlier = job.cursor < sentMaybeTo ? await this.#sentEarlier(batch, job.cursor, sentMaybeTo, id) : batch.map(() => false);
@@ -234,7 +257,7 @@ export class OperationsRunner {
         }
       });
       job.cursor += batch.length;
-      if (Date.now() - lastSave >= SAVE_EVERY_MS) await save();
+      if (Date.now() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
     }
     await finish('completed');
     log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');

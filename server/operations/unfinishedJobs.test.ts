@@ -49,7 +49,7 @@ test('a paused job older than the newest 200 job documents is listed and resumes
   // The job as a runner leaves it paused (no runner exists in this process yet: the first route call starts it).
   const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP }, rows, startedBy: 'tester', ratePerSecond: 0 });
   await jobs.setControl(job.operationId, 'pause', 'tester');
-  await jobs.save({ ...job, state: 'paused' });
+  await jobs.save({ ...job, state: 'paused' }, (await jobs.read(job.operationId))!.etag);
   // 200 confirmations opened after it (each a prepared job document, written later than the paused job's).
   for (let i = 0; i < 200; i++) await jobs.create({ kind: 'skip', selection: { endpointId: EP }, rows, startedBy: 'other', ratePerSecond: 0, hold: true });
 
