@@ -13,6 +13,7 @@ import { sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
 import { MAX_EXCLUDE, RefusedHandoffs } from './refusedHandoffs.ts';
+import { containHooks, type ContainedHooks } from './serveHooks.ts';
 import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
@@ -129,9 +130,12 @@ export interface ServeOptions {
   waitSeconds?: number;
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
   signal: AbortSignal;
-  /** Receive or settle problems the loop goes on after (default: ignored). */
-  onError?: (error: unknown, context: { stage: 'receive' | 'settle'; eventId?: string }) => void;
-  /** Each settlement made (or found made already: `alreadySettled`). */
+  /**
+   * Receive or settle problems the loop goes on after (default: ignored), and an `onSettled` hook's own failure
+   * (stage 'onSettled'). What this hook throws is contained (the SDK's logger notes its type).
+   */
+  onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled'; eventId?: string }) => void;
+  /** Each settlement made (or found made already: `alreadySettled`). What it throws goes to `onError`. */
   onSettled?: (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean) => void;
 }
 
@@ -202,7 +206,8 @@ export class AgentClient {
    * limit). A handoff whose settlement is refused for good (400, 404, or an input settle() refuses) is reported to
    * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
    * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A 401 or
-   * 403 (the agent's token or role) is given up on without holding the handoff out. Resolves when stopped.
+   * 403 (the agent's token or role) is given up on without holding the handoff out. What a hook throws does not end
+   * the loop (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
@@ -210,6 +215,8 @@ export class AgentClient {
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
     const inHand = new Map<string, Promise<void>>();
     const refused = new RefusedHandoffs();
+    // A hook's failure must not end the loop: the handoffs would stop being worked (serveHooks.ts).
+    const hooks = containHooks(options);
     let receiveFailures = 0;
     while (!signal.aborted) {
       if (inHand.size >= limit) {
@@ -228,7 +235,7 @@ export class AgentClient {
         receiveFailures = 0;
       } catch (err) {
         if (signal.aborted) break;
-        options.onError?.(err, { stage: 'receive' });
+        hooks.error(err, { stage: 'receive' });
         receiveFailures++;
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, receiveFailures - 1)), signal);
         continue;
@@ -236,7 +243,7 @@ export class AgentClient {
       if (!handoff) continue;
       const h = handoff;
       // Marked refused before it leaves the hand, so no receive in between can be handed it back.
-      const job = this.#work(h, work, options)
+      const job = this.#work(h, work, signal, hooks)
         .then((refusedForGood) => {
           if (refusedForGood) refused.add(h.eventId);
         })
@@ -247,8 +254,12 @@ export class AgentClient {
   }
 
   /** Works one handoff and settles it; true when the settlement was refused for good (not to be worked again). */
-  async #work(h: PendingHandoff, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>, options: ServeOptions): Promise<boolean> {
-    const { signal } = options;
+  async #work(
+    h: PendingHandoff,
+    work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>,
+    signal: AbortSignal,
+    hooks: ContainedHooks,
+  ): Promise<boolean> {
     let result: HandoffWorkResult;
     try {
       result = await work(h, signal);
@@ -261,28 +272,30 @@ export class AgentClient {
     // What settle() would refuse is refused here, so it is told apart from a token provider's HandoffClientError.
     const problem = settlementProblem(input);
     if (problem) {
-      options.onError?.(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
+      hooks.error(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
       return true;
     }
     for (let attempt = 1; !signal.aborted; attempt++) {
+      let alreadySettled = false;
       try {
         await this.settle(input, { signal });
-        options.onSettled?.(h, result.outcome, false);
-        return false;
       } catch (err) {
         if (signal.aborted) return false;
-        if (err instanceof AgentRequestError && err.status === 409) {
-          // Settled already: by an earlier attempt whose answer was lost, by another agent or by an operator.
-          options.onSettled?.(h, result.outcome, true);
-          return false;
+        if (!(err instanceof AgentRequestError && err.status === 409)) {
+          hooks.error(err, { stage: 'settle', eventId: h.eventId });
+          // The same settlement is refused the same way every time. A 401 or 403 is the caller's problem (its token, its
+          // Agent role), not the handoff's: given up on, but the handoff may be worked again once that is right.
+          if (err instanceof AgentRequestError && [400, 404].includes(err.status)) return true;
+          if (err instanceof AgentRequestError && (err.status === 401 || err.status === 403)) return false;
+          await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
+          continue;
         }
-        options.onError?.(err, { stage: 'settle', eventId: h.eventId });
-        // The same settlement is refused the same way every time. A 401 or 403 is the caller's problem (its token, its
-        // Agent role), not the handoff's: given up on, but the handoff may be worked again once that is right.
-        if (err instanceof AgentRequestError && [400, 404].includes(err.status)) return true;
-        if (err instanceof AgentRequestError && (err.status === 401 || err.status === 403)) return false;
-        await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
+        // Settled already: by an earlier attempt whose answer was lost, by another agent or by an operator.
+        alreadySettled = true;
       }
+      // Out of the try: a throwing hook was taken for a failed settlement, which was then sent again.
+      hooks.settled(h, result.outcome, alreadySettled);
+      return false;
     }
     return false;
   }

@@ -1,0 +1,178 @@
+// AgentClient.serve against a loopback stand-in for the console's Agent API (a plain HTTP server holding a list of
+// pending handoffs), for what the real console does not answer on demand: hooks that throw, and answers the SDK
+// cannot use. The loop on the console's real routes: packages/sdk/e2e/agentApi.test.ts. Every wait here ends on a
+// signal (a request seen, a hook called), none on a clock.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AgentClient, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+
+interface Request {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  body: unknown;
+}
+interface Answer {
+  status: number;
+  body?: string;
+}
+/** What the stand-in answers: a test's own answer, or undefined for the console's usual one. */
+type Override = (request: Request, seen: number) => Answer | undefined;
+
+const handoff = (eventId: string): PendingHandoff => ({
+  endpointId: 'erpendpoint',
+  eventId,
+  sessionId: `S-${eventId}`,
+  eventTypeId: 'InvoiceIssued',
+  messageId: `m-${eventId}`,
+  correlationId: null,
+  enqueuedAt: null,
+  payload: { invoiceId: eventId },
+  handoff: { reason: 'import queued', externalJobId: null, expectedBy: null, overdue: false },
+});
+
+/**
+ * The console's receive and settle, as far as serve uses them: the oldest pending handoff not excluded, else (as
+ * the console's long-poll) no answer until the client goes away; a settlement takes the handoff off the list, a
+ * second one is 409.
+ */
+async function startConsole(pendingIds: string[], override: Override = () => undefined) {
+  const pending = pendingIds.map(handoff);
+  const requests: Request[] = [];
+  const waiters = new Set<(r: Request) => void>();
+  const server = createServer((req, res) => void serveOne(req, res));
+  async function serveOne(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? '/', 'http://x');
+    let text = '';
+    for await (const chunk of req) text += String(chunk);
+    const request: Request = { method: req.method ?? '', path: url.pathname, query: url.searchParams, body: text ? JSON.parse(text) : undefined };
+    requests.push(request);
+    for (const w of waiters) w(request);
+    const answer = override(request, requests.filter((r) => r.path === request.path).length) ?? usual(request);
+    if (!answer) return; // a long-poll with nothing to hand out: held until the client goes away
+    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+  }
+  function usual(request: Request): Answer | undefined {
+    if (request.path === '/api/agent/receive') {
+      const exclude = new Set((request.query.get('exclude') ?? '').split(','));
+      const next = pending.find((h) => !exclude.has(h.eventId));
+      return next ? { status: 200, body: JSON.stringify(next) } : undefined;
+    }
+    const body = request.body as { endpointId: string; eventId: string; messageId: string; outcome: string };
+    const at = pending.findIndex((h) => h.eventId === body.eventId);
+    if (at < 0) return { status: 409, body: JSON.stringify({ error: 'conflict', detail: 'already settled' }) };
+    pending.splice(at, 1);
+    const settlement = { endpointId: body.endpointId, eventId: body.eventId, sessionId: `S-${body.eventId}`, outcome: 'sent', messageId: 'c-1', messageType: 'ResolutionResponse' };
+    return { status: 200, body: JSON.stringify(settlement) };
+  }
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    settles: (eventId: string) => requests.filter((r) => r.path === '/api/agent/settle' && (r.body as { eventId: string }).eventId === eventId).length,
+    /** Resolves at the first request (from now) that `matches`. */
+    next(matches: (r: Request) => boolean): Promise<Request> {
+      return new Promise((resolve) => {
+        const w = (r: Request) => {
+          if (!matches(r)) return;
+          waiters.delete(w);
+          resolve(r);
+        };
+        waiters.add(w);
+      });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Runs serve until `until` resolves (or serve ends by itself), then stops it; what serve came to. */
+async function serveUntil(
+  url: string,
+  options: Omit<ServeOptions, 'signal' | 'endpointId'>,
+  work: (h: PendingHandoff) => Promise<HandoffWorkResult>,
+  until: Promise<unknown>,
+): Promise<{ ended: 'stopped' | 'by itself'; error?: unknown }> {
+  const stop = new AbortController();
+  const client = new AgentClient({ consoleUrl: url, retry: { attempts: 1 } });
+  const loop = client.serve({ endpointId: 'erpendpoint', waitSeconds: 30, ...options, signal: stop.signal }, work).then(
+    () => ({ ended: 'by itself' as const }),
+    (error: unknown) => ({ ended: 'by itself' as const, error }),
+  );
+  const first = await Promise.race([loop, until.then(() => ({ ended: 'stopped' as const }))]);
+  stop.abort();
+  await loop;
+  return first;
+}
+
+const complete = async (): Promise<HandoffWorkResult> => ({ outcome: 'completed', result: { journal: 'J-1' } });
+
+test('an onSettled hook that throws is handed to onError; the loop goes on, and the settlement is not sent again', async () => {
+  const console_ = await startConsole(['evt-a', 'evt-b']);
+  const errors: Array<{ stage: string; eventId: string | undefined; error: unknown }> = [];
+  let settledB!: () => void;
+  const bSettled = new Promise<void>((resolve) => (settledB = resolve));
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (error, at) => errors.push({ stage: at.stage, eventId: at.eventId, error }),
+        onSettled: (h) => {
+          if (h.eventId === 'evt-b') settledB();
+          throw new Error('the hook has a bug');
+        },
+      },
+      complete,
+      bSettled,
+    );
+    // Before, the throw was taken for the settlement's: it was sent again (409), the hook threw again, serve rejected.
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(console_.settles('evt-a'), 1, 'evt-a settled once');
+    assert.deepEqual(
+      errors.map((e) => [e.stage, e.eventId, (e.error as Error).message]),
+      [
+        ['onSettled', 'evt-a', 'the hook has a bug'],
+        ['onSettled', 'evt-b', 'the hook has a bug'],
+      ],
+    );
+  } finally {
+    await console_.close();
+  }
+});
+
+test('an onError hook that throws, or rejects, does not end the loop', async () => {
+  // The first two receives are refused (400: not retried by the client), each reported to onError, which throws the
+  // first time and rejects the second; the third hands out a handoff, which is worked and settled.
+  const console_ = await startConsole(['evt-c'], (r, seen) =>
+    r.path === '/api/agent/receive' && seen <= 2 ? { status: 400, body: JSON.stringify({ error: 'bad request', detail: 'test' }) } : undefined,
+  );
+  let calls = 0;
+  let settled!: (id: string) => void;
+  const done = new Promise<string>((resolve) => (settled = resolve));
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        onError: () => {
+          calls++;
+          if (calls === 1) throw new Error('onError has a bug');
+          return Promise.reject(new Error('an async onError has a bug'));
+        },
+        onSettled: (h) => settled(h.eventId),
+      },
+      complete,
+      done,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' }, 'serve went on after its onError hook failed');
+    assert.equal(await done, 'evt-c');
+    assert.equal(calls, 2);
+  } finally {
+    await console_.close();
+  }
+});
