@@ -6,13 +6,14 @@
 // refusals (400, 401, 403, 404, 409) are not. A receive is a long-poll: its time limit is the wait plus the usual
 // per-attempt limit. `serve` runs the whole agent loop: receive (skipping the handoffs it holds), run the work,
 // settle - retrying a settlement until it lands, since a finished job that is never reported leaves its session
-// blocked; a settlement the console refuses for good is not retried, and its handoff is not worked again by that loop.
+// blocked; a settlement the console refuses for good is not retried, and neither it nor a handoff the work leaves
+// pending is worked again by that loop for a while (heldHandoffs.ts).
 import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
-import { sleep } from './backoff.ts';
+import { Backoff, sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
-import { MAX_EXCLUDE, RefusedHandoffs } from './refusedHandoffs.ts';
+import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
 import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
@@ -115,7 +116,10 @@ export class AgentRequestError extends HandoffClientError {
 
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 
-/** What the work on one handoff came to: settle it so, or `null` to leave it pending (it is handed out again later). */
+/**
+ * What the work on one handoff came to: settle it so, or `null` to leave it pending (not now, or not this agent's):
+ * `serve` holds it out of its receives for LEAVE_HOLD_MS (1 min) and goes on to the next.
+ */
 export type HandoffWorkResult =
   | { outcome: 'completed'; result?: unknown; note?: string }
   | { outcome: 'failed'; errorText: string; errorType?: string }
@@ -205,7 +209,10 @@ export class AgentClient {
    * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
    * limit). A handoff whose settlement is refused for good (400, 404, or an input settle() refuses) is reported to
    * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
-   * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A 401 or
+   * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A handoff
+   * the work leaves (null) is held out likewise for LEAVE_HOLD_MS (1 min), so the loop goes on to the next one
+   * instead of being handed the same one straight back. One handed out all the same while held (more are held
+   * than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks again. A 401 or
    * 403 (the agent's token or role) is given up on without holding the handoff out. What a hook throws does not end
    * the loop (serveHooks.ts). Resolves when stopped.
    */
@@ -214,7 +221,9 @@ export class AgentClient {
     // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
     const inHand = new Map<string, Promise<void>>();
-    const refused = new RefusedHandoffs();
+    const held = new HeldHandoffs();
+    // The wait after a receive handed out a handoff still held: 1 s doubling to 30 s, until a receive hands out another.
+    const heldAgain = new Backoff();
     // A hook's failure must not end the loop: the handoffs would stop being worked (serveHooks.ts).
     const hooks = containHooks(options);
     let receiveFailures = 0;
@@ -229,7 +238,7 @@ export class AgentClient {
           endpointId: options.endpointId,
           ...(options.eventTypeId ? { eventTypeId: options.eventTypeId } : {}),
           waitSeconds: options.waitSeconds ?? 20,
-          exclude: refused.exclude(inHand.keys()),
+          exclude: held.exclude(inHand.keys()),
           signal,
         });
         receiveFailures = 0;
@@ -240,12 +249,19 @@ export class AgentClient {
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, receiveFailures - 1)), signal);
         continue;
       }
+      if (handoff && held.isHeld(handoff.eventId)) {
+        // More are held than the exclude carries, and the console hands out the oldest pending first: worked again, it
+        // would be left or refused again at once and the next receive would hand out the next of them - a busy loop.
+        await sleep(heldAgain.next(), signal);
+        continue;
+      }
+      heldAgain.reset();
       if (!handoff) continue;
       const h = handoff;
-      // Marked refused before it leaves the hand, so no receive in between can be handed it back.
+      // Held before it leaves the hand, so no receive in between can be handed it back.
       const job = this.#work(h, work, signal, hooks)
-        .then((refusedForGood) => {
-          if (refusedForGood) refused.add(h.eventId);
+        .then((holdMs) => {
+          if (holdMs !== undefined) held.hold(h.eventId, holdMs);
         })
         .finally(() => inHand.delete(h.eventId));
       inHand.set(h.eventId, job);
@@ -253,40 +269,41 @@ export class AgentClient {
     await Promise.allSettled([...inHand.values()]);
   }
 
-  /** Works one handoff and settles it; true when the settlement was refused for good (not to be worked again). */
+  /** Works one handoff and settles it; how long to hold it out of the loop's receives (left, or refused for good), if at all. */
   async #work(
     h: PendingHandoff,
     work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>,
     signal: AbortSignal,
     hooks: ContainedHooks,
-  ): Promise<boolean> {
+  ): Promise<number | undefined> {
     let result: HandoffWorkResult;
     try {
       result = await work(h, signal);
     } catch (err) {
-      if (signal.aborted) return false;
+      if (signal.aborted) return undefined;
       result = failureOf(err);
     }
-    if (result === null || signal.aborted) return false;
+    if (signal.aborted) return undefined;
+    if (result === null) return LEAVE_HOLD_MS;
     const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
     // What settle() would refuse is refused here, so it is told apart from a token provider's HandoffClientError.
     const problem = settlementProblem(input);
     if (problem) {
       hooks.error(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
-      return true;
+      return REFUSAL_HOLD_MS;
     }
     for (let attempt = 1; !signal.aborted; attempt++) {
       let alreadySettled = false;
       try {
         await this.settle(input, { signal });
       } catch (err) {
-        if (signal.aborted) return false;
+        if (signal.aborted) return undefined;
         if (!(err instanceof AgentRequestError && err.status === 409)) {
           hooks.error(err, { stage: 'settle', eventId: h.eventId });
           // The same settlement is refused the same way every time. A 401 or 403 is the caller's problem (its token, its
           // Agent role), not the handoff's: given up on, but the handoff may be worked again once that is right.
-          if (err instanceof AgentRequestError && [400, 404].includes(err.status)) return true;
-          if (err instanceof AgentRequestError && (err.status === 401 || err.status === 403)) return false;
+          if (err instanceof AgentRequestError && [400, 404].includes(err.status)) return REFUSAL_HOLD_MS;
+          if (err instanceof AgentRequestError && (err.status === 401 || err.status === 403)) return undefined;
           await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
           continue;
         }
@@ -295,9 +312,9 @@ export class AgentClient {
       }
       // Out of the try: a throwing hook was taken for a failed settlement, which was then sent again.
       hooks.settled(h, result.outcome, alreadySettled);
-      return false;
+      return undefined;
     }
-    return false;
+    return undefined;
   }
 
   async #call<S extends z.ZodType>(

@@ -176,3 +176,37 @@ test('an onError hook that throws, or rejects, does not end the loop', async () 
     await console_.close();
   }
 });
+
+test('a handoff handed out while still held (more left than one exclude carries) is not worked again: the loop waits', async () => {
+  // 101 handoffs, all left by the work: the exclude carries the newest 100 holds, so the console hands out the
+  // oldest again. Before, it was worked again at once, and the next, in a busy loop; now the loop waits (1 s, then
+  // 2 s) and asks again, still not working it - the third time it is handed out is the signal to stop.
+  const ids = Array.from({ length: 101 }, (_, i) => `evt-${i}`);
+  const console_ = await startConsole(ids);
+  const worked = new Map<string, number>();
+  let workedTwice!: (id: string) => void;
+  const again = new Promise<string>((resolve) => (workedTwice = resolve));
+  const handedOutThrice = (async () => {
+    for (let seen = 0; seen < 3; ) {
+      const r = await console_.next((r) => r.path === '/api/agent/receive' && worked.has('evt-0'));
+      if (!(r.query.get('exclude') ?? '').split(',').includes('evt-0')) seen++;
+    }
+  })();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      { concurrency: 1 },
+      async (h) => {
+        worked.set(h.eventId, (worked.get(h.eventId) ?? 0) + 1);
+        if (worked.get(h.eventId)! > 1) workedTwice(h.eventId);
+        return null;
+      },
+      Promise.race([handedOutThrice, again]),
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.deepEqual([...worked.entries()].filter(([, n]) => n !== 1), [], 'each handoff worked once');
+    assert.equal(worked.size, 101);
+  } finally {
+    await console_.close();
+  }
+});
