@@ -130,7 +130,7 @@ export interface ServeOptions {
   eventTypeId?: string;
   /** Handoffs worked on at once (default 4, at most 100: each receive excludes every one in hand). */
   concurrency?: number;
-  /** Long-poll wait per receive (default 20 s). */
+  /** Long-poll wait per receive (default 20 s; at least 1 s: with no wait an empty receive comes straight back). */
   waitSeconds?: number;
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
   signal: AbortSignal;
@@ -213,13 +213,16 @@ export class AgentClient {
    * the work leaves (null) is held out likewise for LEAVE_HOLD_MS (1 min), so the loop goes on to the next one
    * instead of being handed the same one straight back. One handed out all the same while held (more are held
    * than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks again. A 401 or
-   * 403 (the agent's token or role) is given up on without holding the handoff out. What a hook throws does not end
+   * 403 (the agent's token or role) is given up on without holding the handoff out; a status the SDK has no meaning
+   * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
+   * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. What a hook throws does not end
    * the loop (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
     // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
+    const waitSeconds = Math.min(30, Math.max(1, Math.floor(options.waitSeconds ?? 20)));
     const inHand = new Map<string, Promise<void>>();
     const held = new HeldHandoffs();
     // The wait after a receive handed out a handoff still held: 1 s doubling to 30 s, until a receive hands out another.
@@ -234,13 +237,19 @@ export class AgentClient {
       }
       let handoff: PendingHandoff | null;
       try {
+        const asked = Date.now();
         handoff = await this.receive({
           endpointId: options.endpointId,
           ...(options.eventTypeId ? { eventTypeId: options.eventTypeId } : {}),
-          waitSeconds: options.waitSeconds ?? 20,
+          waitSeconds,
           exclude: held.exclude(inHand.keys()),
           signal,
         });
+        // The console answers "nothing pending" only once the wait is over. Sooner, something in between answers for
+        // it (or it is not the console we know), and asked again at once it answers at once again: a busy loop.
+        const tookMs = Date.now() - asked;
+        if (!handoff && !signal.aborted && tookMs < (waitSeconds * 1000) / 2)
+          throw new AgentRequestError('receive', 204, 'unexpected answer', `nothing pending after ${tookMs} ms of a ${waitSeconds} s long-poll: the console did not wait`);
         receiveFailures = 0;
       } catch (err) {
         if (signal.aborted) break;
@@ -300,10 +309,9 @@ export class AgentClient {
         if (signal.aborted) return undefined;
         if (!(err instanceof AgentRequestError && err.status === 409)) {
           hooks.error(err, { stage: 'settle', eventId: h.eventId });
-          // The same settlement is refused the same way every time. A 401 or 403 is the caller's problem (its token, its
-          // Agent role), not the handoff's: given up on, but the handoff may be worked again once that is right.
-          if (err instanceof AgentRequestError && [400, 404].includes(err.status)) return REFUSAL_HOLD_MS;
-          if (err instanceof AgentRequestError && (err.status === 401 || err.status === 403)) return undefined;
+          const next = afterSettleFailure(err, attempt);
+          if (next === 'hold') return REFUSAL_HOLD_MS;
+          if (next === 'give up') return undefined;
           await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
           continue;
         }
@@ -398,6 +406,26 @@ export class AgentClient {
 
 export function createAgentClient(options: AgentClientOptions): AgentClient {
   return new AgentClient(options);
+}
+
+/** Attempts at a settlement answered in 2xx without a settlement in it, before it is held out like a refusal. */
+const UNREADABLE_SETTLE_ATTEMPTS = 3;
+
+/**
+ * What a failed settlement comes to: another attempt (no answer, or a transient one: the console is busy or down,
+ * and a finished job never reported leaves its session blocked); given up on, the handoff held out of the loop's
+ * receives (the same settlement is answered the same way every time: 400, 404, and any status the SDK does not know
+ * - before, those were retried for ever, the handoff in hand); or given up on, not held (a 401 or 403 is the
+ * caller's problem - its token, its Agent role - not the handoff's, which may be worked again once that is right).
+ */
+function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
+  // Not the console's answer (a token provider that gave no token): tried again, as before.
+  if (!(err instanceof AgentRequestError)) return 'retry';
+  if (err.status === 401 || err.status === 403) return 'give up';
+  if (err.status === 0 || RETRYABLE.has(err.status)) return 'retry';
+  // Answered 2xx but unreadable: the settlement may well have landed, which another attempt finds out (409); a few.
+  if (err.status >= 200 && err.status < 300 && attempt < UNREADABLE_SETTLE_ATTEMPTS) return 'retry';
+  return 'hold';
 }
 
 /** Only a receive may answer 204 (nothing pending); for anything else an empty answer is a broken one. */

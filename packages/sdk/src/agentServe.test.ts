@@ -112,6 +112,13 @@ async function serveUntil(
 
 const complete = async (): Promise<HandoffWorkResult> => ({ outcome: 'completed', result: { journal: 'J-1' } });
 
+/** A promise resolved by the first `fire` (later ones are ignored). */
+function signals() {
+  let fire!: (what: string) => void;
+  const fired = new Promise<string>((resolve) => (fire = resolve));
+  return { fire, fired };
+}
+
 test('an onSettled hook that throws is handed to onError; the loop goes on, and the settlement is not sent again', async () => {
   const console_ = await startConsole(['evt-a', 'evt-b']);
   const errors: Array<{ stage: string; eventId: string | undefined; error: unknown }> = [];
@@ -206,6 +213,97 @@ test('a handoff handed out while still held (more left than one exclude carries)
     assert.deepEqual(outcome, { ended: 'stopped' });
     assert.deepEqual([...worked.entries()].filter(([, n]) => n !== 1), [], 'each handoff worked once');
     assert.equal(worked.size, 101);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement answered with a status that is neither transient nor a known refusal is not retried for ever: held like a refusal', async () => {
+  // 422 is no answer the console gives a settlement today, and the same every time. Before, it was retried (1 s,
+  // 2 s, ... for ever) with the handoff in hand, and a loop of one never reached the next handoff.
+  const console_ = await startConsole(['evt-a', 'evt-b'], (r) =>
+    r.path === '/api/agent/settle' && (r.body as { eventId: string }).eventId === 'evt-a'
+      ? { status: 422, body: JSON.stringify({ error: 'unprocessable', detail: 'test' }) }
+      : undefined,
+  );
+  const errors: Array<{ stage: string; eventId: string | undefined; status: number | undefined }> = [];
+  const signal = signals();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (error, at) => {
+          errors.push({ stage: at.stage, eventId: at.eventId, status: (error as { status?: number }).status });
+          if (console_.settles('evt-a') > 1) signal.fire('evt-a settled again');
+        },
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
+      },
+      complete,
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-b settled');
+    assert.equal(console_.settles('evt-a'), 1);
+    assert.deepEqual(errors, [{ stage: 'settle', eventId: 'evt-a', status: 422 }]);
+    const last = console_.requests.filter((r) => r.path === '/api/agent/receive').at(-1);
+    assert.ok(last?.query.get('exclude')?.split(',').includes('evt-a'), 'evt-a is held out of the receives');
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement answered 200 without a settlement in it is tried twice more (a 409 would say it landed), then held', async () => {
+  const console_ = await startConsole(['evt-a', 'evt-b'], (r) =>
+    r.path === '/api/agent/settle' && (r.body as { eventId: string }).eventId === 'evt-a' ? { status: 200, body: '<html>' } : undefined,
+  );
+  const signal = signals();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: () => {
+          if (console_.settles('evt-a') > 3) signal.fire('evt-a settled a fourth time');
+        },
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
+      },
+      complete,
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-b settled');
+    assert.equal(console_.settles('evt-a'), 3);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a receive answered "nothing pending" at once, not after its long-poll, is reported and backed off, not asked again at full speed', async () => {
+  const console_ = await startConsole([], (r) => (r.path === '/api/agent/receive' ? { status: 204 } : undefined));
+  const signal = signals();
+  const errors: unknown[] = [];
+  // Before, nothing was reported and the next receive went out at once: 50 of them is the busy loop.
+  const busy = (async () => {
+    while (console_.requests.length < 50) await console_.next(() => true);
+  })();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        onError: (error, at) => {
+          errors.push(error);
+          signal.fire(at.stage);
+        },
+      },
+      async () => null,
+      Promise.race([signal.fired, busy]),
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(errors.length, 1, `${console_.requests.length} receives, nothing reported`);
+    assert.equal(await signal.fired, 'receive');
+    assert.match(String(errors[0]), /did not wait/);
+    assert.equal(console_.requests.length, 1);
   } finally {
     await console_.close();
   }
