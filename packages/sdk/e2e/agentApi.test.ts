@@ -10,7 +10,7 @@ import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../.
 import { queryAudit } from '../../../server/audit/auditLog.ts';
 import { oidcProviderEnv } from '../../../server/testing/oidcEnv.ts';
 import { startRouteServer, type RouteServer } from '../../../server/testing/routeServer.ts';
-import { AgentClient, AgentRequestError, type PendingHandoff } from '@nimbus/sdk';
+import { AgentClient, AgentRequestError, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from '@nimbus/sdk';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -53,6 +53,34 @@ async function call(method: string, path: string, body?: unknown, bearer?: strin
     headers: { authorization: `Bearer ${bearer ?? (await token())}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+}
+
+/** A pending handoff on the storefront endpoint (which no other test hands off to), enqueued at `at`. */
+const handoffAt = (eventId: string, at: number) =>
+  seedEvent(stack.store, at, { endpointId: STOREFRONT, eventId, sessionId: `S-${eventId}`, eventTypeId: 'OrderPlaced', payload: { orderId: eventId } }, MessageType.PendingHandoffResponse, {
+    handoffReason: 'import queued',
+  });
+
+type Signal = (what: string) => void;
+
+/**
+ * Runs serve on the storefront endpoint, one handoff at a time (each receive is then handed the oldest handoff it
+ * does not exclude), until a hook or the work calls `signal`; what it was called with.
+ */
+async function serveUntilSignal(
+  hooks: (signal: Signal) => Pick<ServeOptions, 'onError' | 'onSettled'>,
+  work: (h: PendingHandoff, signal: Signal) => Promise<HandoffWorkResult>,
+): Promise<string> {
+  const stop = new AbortController();
+  let signal!: Signal;
+  const done = new Promise<string>((resolve) => (signal = resolve));
+  const loop = agent().serve({ endpointId: STOREFRONT, concurrency: 1, waitSeconds: 1, signal: stop.signal, ...hooks(signal) }, (h) => work(h, signal));
+  try {
+    return await done;
+  } finally {
+    stop.abort();
+    await loop;
+  }
 }
 
 async function refusedWith(p: Promise<unknown>, status: number, detail?: RegExp): Promise<AgentRequestError> {
@@ -146,30 +174,19 @@ describe('Agent API', () => {
     // (concurrency 1) is handed the oldest handoff it does not exclude, so a loop that forgets the refusal is handed
     // it back before it ever reaches the second - which is then the signal that the loop went on receiving.
     const base = Date.now() - 600_000;
-    const handoffAt = (eventId: string, at: number) =>
-      seedEvent(stack.store, at, { endpointId: STOREFRONT, eventId, sessionId: `S-${eventId}`, eventTypeId: 'OrderPlaced', payload: { orderId: eventId } }, MessageType.PendingHandoffResponse, {
-        handoffReason: 'import queued',
-      });
     const refusedOne = await handoffAt('evt-serve-refused', base);
     const thrower = await handoffAt('evt-serve-throws', base + 60_000);
     const worked: string[] = [];
     const errors: Array<{ eventId: string | undefined; error: unknown }> = [];
-    const stop = new AbortController();
-    let signal!: (what: string) => void;
-    const done = new Promise<string>((resolve) => (signal = resolve));
-    const loop = agent().serve(
-      {
-        endpointId: STOREFRONT,
-        concurrency: 1,
-        waitSeconds: 1,
-        signal: stop.signal,
+    const outcome = await serveUntilSignal(
+      (signal) => ({
         onError: (error, at) => {
           errors.push({ eventId: at.eventId, error });
           if (at.eventId === thrower.eventId) signal('the exception was refused');
         },
         onSettled: (h, outcome, already) => signal(`${h.eventId} settled ${outcome}${already ? ' already' : ''}`),
-      },
-      async (h: PendingHandoff) => {
+      }),
+      async (h, signal) => {
         worked.push(h.eventId);
         if (h.eventId === refusedOne.eventId) {
           if (worked.filter((id) => id === h.eventId).length > 1) signal('the refused handoff was worked again');
@@ -179,13 +196,6 @@ describe('Agent API', () => {
         throw new RangeError(`ledger said: ${'y'.repeat(5_000)}`);
       },
     );
-    let outcome: string;
-    try {
-      outcome = await done;
-    } finally {
-      stop.abort();
-      await loop;
-    }
     assert.equal(outcome, `${thrower.eventId} settled failed`, `worked: ${worked.join(',')}`);
     assert.deepEqual(worked, [refusedOne.eventId, thrower.eventId], 'the refused handoff was worked once');
     const refusal = errors.find((e) => e.eventId === refusedOne.eventId)?.error;
@@ -204,6 +214,29 @@ describe('Agent API', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  test('serve: a handoff its work leaves (null) is held out of its receives, not handed straight back; the loop goes on to the next', async () => {
+    // As above: one loop at a time is handed the oldest handoff it does not exclude, so a loop that does not hold
+    // the left one is handed it back at once (a busy loop against the console) and never reaches the newer one.
+    // The earlier serve test's refused handoff is still pending, older still: this loop leaves it too.
+    const base = Date.now() - 500_000;
+    const left = await handoffAt('evt-serve-left', base);
+    const next = await handoffAt('evt-serve-next', base + 60_000);
+    const worked: string[] = [];
+    const outcome = await serveUntilSignal(
+      (signal) => ({ onSettled: (h, outcome) => signal(`${h.eventId} settled ${outcome}`) }),
+      async (h, signal) => {
+        worked.push(h.eventId);
+        if (h.eventId === next.eventId) return { outcome: 'completed', result: { imported: true } };
+        if (worked.filter((id) => id === h.eventId).length > 1) signal(`${h.eventId} was worked again`);
+        return null;
+      },
+    );
+    assert.equal(outcome, `${next.eventId} settled completed`, `worked: ${worked.join(',')}`);
+    assert.equal(worked.filter((id) => id === left.eventId).length, 1, `worked: ${worked.join(',')}`);
+    const pending = await agent().receive({ endpointId: STOREFRONT, waitSeconds: 0, exclude: ['evt-serve-refused'] });
+    assert.equal(pending?.eventId, left.eventId, 'the left handoff is still pending');
   });
 
   test('publish is validated against the catalog schema (400 naming the problem), then sent as the endpoint', async () => {

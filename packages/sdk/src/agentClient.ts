@@ -6,13 +6,15 @@
 // refusals (400, 401, 403, 404, 409) are not. A receive is a long-poll: its time limit is the wait plus the usual
 // per-attempt limit. `serve` runs the whole agent loop: receive (skipping the handoffs it holds), run the work,
 // settle - retrying a settlement until it lands, since a finished job that is never reported leaves its session
-// blocked; a settlement the console refuses for good is not retried, and its handoff is not worked again by that loop.
+// blocked; a settlement the console refuses for good is not retried, and neither it nor a handoff the work leaves
+// pending is worked again by that loop for a while (heldHandoffs.ts).
 import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
-import { sleep } from './backoff.ts';
+import { Backoff, sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
-import { MAX_EXCLUDE, RefusedHandoffs } from './refusedHandoffs.ts';
+import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
+import { containHooks, type ContainedHooks } from './serveHooks.ts';
 import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
@@ -114,7 +116,10 @@ export class AgentRequestError extends HandoffClientError {
 
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 
-/** What the work on one handoff came to: settle it so, or `null` to leave it pending (it is handed out again later). */
+/**
+ * What the work on one handoff came to: settle it so, or `null` to leave it pending (not now, or not this agent's):
+ * `serve` holds it out of its receives for LEAVE_HOLD_MS (1 min) and goes on to the next.
+ */
 export type HandoffWorkResult =
   | { outcome: 'completed'; result?: unknown; note?: string }
   | { outcome: 'failed'; errorText: string; errorType?: string }
@@ -125,13 +130,16 @@ export interface ServeOptions {
   eventTypeId?: string;
   /** Handoffs worked on at once (default 4, at most 100: each receive excludes every one in hand). */
   concurrency?: number;
-  /** Long-poll wait per receive (default 20 s). */
+  /** Long-poll wait per receive (default 20 s; at least 1 s: with no wait an empty receive comes straight back). */
   waitSeconds?: number;
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
   signal: AbortSignal;
-  /** Receive or settle problems the loop goes on after (default: ignored). */
-  onError?: (error: unknown, context: { stage: 'receive' | 'settle'; eventId?: string }) => void;
-  /** Each settlement made (or found made already: `alreadySettled`). */
+  /**
+   * Receive or settle problems the loop goes on after (default: ignored), and an `onSettled` hook's own failure
+   * (stage 'onSettled'). What this hook throws is contained (the SDK's logger notes its type).
+   */
+  onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled'; eventId?: string }) => void;
+  /** Each settlement made (or found made already: `alreadySettled`). What it throws goes to `onError`. */
   onSettled?: (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean) => void;
 }
 
@@ -201,15 +209,26 @@ export class AgentClient {
    * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
    * limit). A handoff whose settlement is refused for good (400, 404, or an input settle() refuses) is reported to
    * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
-   * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A 401 or
-   * 403 (the agent's token or role) is given up on without holding the handoff out. Resolves when stopped.
+   * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A handoff
+   * the work leaves (null) is held out likewise for LEAVE_HOLD_MS (1 min), so the loop goes on to the next one
+   * instead of being handed the same one straight back. One handed out all the same while held (more are held
+   * than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks again. A 401 or
+   * 403 (the agent's token or role) is given up on without holding the handoff out; a status the SDK has no meaning
+   * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
+   * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. What a hook throws does not end
+   * the loop (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
     // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
+    const waitSeconds = Math.min(30, Math.max(1, Math.floor(options.waitSeconds ?? 20)));
     const inHand = new Map<string, Promise<void>>();
-    const refused = new RefusedHandoffs();
+    const held = new HeldHandoffs();
+    // The wait after a receive handed out a handoff still held: 1 s doubling to 30 s, until a receive hands out another.
+    const heldAgain = new Backoff();
+    // A hook's failure must not end the loop: the handoffs would stop being worked (serveHooks.ts).
+    const hooks = containHooks(options);
     let receiveFailures = 0;
     while (!signal.aborted) {
       if (inHand.size >= limit) {
@@ -218,27 +237,40 @@ export class AgentClient {
       }
       let handoff: PendingHandoff | null;
       try {
+        const asked = Date.now();
         handoff = await this.receive({
           endpointId: options.endpointId,
           ...(options.eventTypeId ? { eventTypeId: options.eventTypeId } : {}),
-          waitSeconds: options.waitSeconds ?? 20,
-          exclude: refused.exclude(inHand.keys()),
+          waitSeconds,
+          exclude: held.exclude(inHand.keys()),
           signal,
         });
+        // The console answers "nothing pending" only once the wait is over. Sooner, something in between answers for
+        // it (or it is not the console we know), and asked again at once it answers at once again: a busy loop.
+        const tookMs = Date.now() - asked;
+        if (!handoff && !signal.aborted && tookMs < (waitSeconds * 1000) / 2)
+          throw new AgentRequestError('receive', 204, 'unexpected answer', `nothing pending after ${tookMs} ms of a ${waitSeconds} s long-poll: the console did not wait`);
         receiveFailures = 0;
       } catch (err) {
         if (signal.aborted) break;
-        options.onError?.(err, { stage: 'receive' });
+        hooks.error(err, { stage: 'receive' });
         receiveFailures++;
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, receiveFailures - 1)), signal);
         continue;
       }
+      if (handoff && held.isHeld(handoff.eventId)) {
+        // More are held than the exclude carries, and the console hands out the oldest pending first: worked again, it
+        // would be left or refused again at once and the next receive would hand out the next of them - a busy loop.
+        await sleep(heldAgain.next(), signal);
+        continue;
+      }
+      heldAgain.reset();
       if (!handoff) continue;
       const h = handoff;
-      // Marked refused before it leaves the hand, so no receive in between can be handed it back.
-      const job = this.#work(h, work, options)
-        .then((refusedForGood) => {
-          if (refusedForGood) refused.add(h.eventId);
+      // Held before it leaves the hand, so no receive in between can be handed it back.
+      const job = this.#work(h, work, signal, hooks)
+        .then((holdMs) => {
+          if (holdMs !== undefined) held.hold(h.eventId, holdMs);
         })
         .finally(() => inHand.delete(h.eventId));
       inHand.set(h.eventId, job);
@@ -246,45 +278,51 @@ export class AgentClient {
     await Promise.allSettled([...inHand.values()]);
   }
 
-  /** Works one handoff and settles it; true when the settlement was refused for good (not to be worked again). */
-  async #work(h: PendingHandoff, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>, options: ServeOptions): Promise<boolean> {
-    const { signal } = options;
+  /** Works one handoff and settles it; how long to hold it out of the loop's receives (left, or refused for good), if at all. */
+  async #work(
+    h: PendingHandoff,
+    work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>,
+    signal: AbortSignal,
+    hooks: ContainedHooks,
+  ): Promise<number | undefined> {
     let result: HandoffWorkResult;
     try {
       result = await work(h, signal);
     } catch (err) {
-      if (signal.aborted) return false;
+      if (signal.aborted) return undefined;
       result = failureOf(err);
     }
-    if (result === null || signal.aborted) return false;
+    if (signal.aborted) return undefined;
+    if (result === null) return LEAVE_HOLD_MS;
     const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
     // What settle() would refuse is refused here, so it is told apart from a token provider's HandoffClientError.
     const problem = settlementProblem(input);
     if (problem) {
-      options.onError?.(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
-      return true;
+      hooks.error(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
+      return REFUSAL_HOLD_MS;
     }
     for (let attempt = 1; !signal.aborted; attempt++) {
+      let alreadySettled = false;
       try {
         await this.settle(input, { signal });
-        options.onSettled?.(h, result.outcome, false);
-        return false;
       } catch (err) {
-        if (signal.aborted) return false;
-        if (err instanceof AgentRequestError && err.status === 409) {
-          // Settled already: by an earlier attempt whose answer was lost, by another agent or by an operator.
-          options.onSettled?.(h, result.outcome, true);
-          return false;
+        if (signal.aborted) return undefined;
+        if (!(err instanceof AgentRequestError && err.status === 409)) {
+          hooks.error(err, { stage: 'settle', eventId: h.eventId });
+          const next = afterSettleFailure(err, attempt);
+          if (next === 'hold') return REFUSAL_HOLD_MS;
+          if (next === 'give up') return undefined;
+          await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
+          continue;
         }
-        options.onError?.(err, { stage: 'settle', eventId: h.eventId });
-        // The same settlement is refused the same way every time. A 401 or 403 is the caller's problem (its token, its
-        // Agent role), not the handoff's: given up on, but the handoff may be worked again once that is right.
-        if (err instanceof AgentRequestError && [400, 404].includes(err.status)) return true;
-        if (err instanceof AgentRequestError && (err.status === 401 || err.status === 403)) return false;
-        await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
+        // Settled already: by an earlier attempt whose answer was lost, by another agent or by an operator.
+        alreadySettled = true;
       }
+      // Out of the try: a throwing hook was taken for a failed settlement, which was then sent again.
+      hooks.settled(h, result.outcome, alreadySettled);
+      return undefined;
     }
-    return false;
+    return undefined;
   }
 
   async #call<S extends z.ZodType>(
@@ -368,6 +406,26 @@ export class AgentClient {
 
 export function createAgentClient(options: AgentClientOptions): AgentClient {
   return new AgentClient(options);
+}
+
+/** Attempts at a settlement answered in 2xx without a settlement in it, before it is held out like a refusal. */
+const UNREADABLE_SETTLE_ATTEMPTS = 3;
+
+/**
+ * What a failed settlement comes to: another attempt (no answer, or a transient one: the console is busy or down,
+ * and a finished job never reported leaves its session blocked); given up on, the handoff held out of the loop's
+ * receives (the same settlement is answered the same way every time: 400, 404, and any status the SDK does not know
+ * - before, those were retried for ever, the handoff in hand); or given up on, not held (a 401 or 403 is the
+ * caller's problem - its token, its Agent role - not the handoff's, which may be worked again once that is right).
+ */
+function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
+  // Not the console's answer (a token provider that gave no token): tried again, as before.
+  if (!(err instanceof AgentRequestError)) return 'retry';
+  if (err.status === 401 || err.status === 403) return 'give up';
+  if (err.status === 0 || RETRYABLE.has(err.status)) return 'retry';
+  // Answered 2xx but unreadable: the settlement may well have landed, which another attempt finds out (409); a few.
+  if (err.status >= 200 && err.status < 300 && attempt < UNREADABLE_SETTLE_ATTEMPTS) return 'retry';
+  return 'hold';
 }
 
 /** Only a receive may answer 204 (nothing pending); for anything else an empty answer is a broken one. */

@@ -1,0 +1,310 @@
+// AgentClient.serve against a loopback stand-in for the console's Agent API (a plain HTTP server holding a list of
+// pending handoffs), for what the real console does not answer on demand: hooks that throw, and answers the SDK
+// cannot use. The loop on the console's real routes: packages/sdk/e2e/agentApi.test.ts. Every wait here ends on a
+// signal (a request seen, a hook called), none on a clock.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AgentClient, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+
+interface Request {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  body: unknown;
+}
+interface Answer {
+  status: number;
+  body?: string;
+}
+/** What the stand-in answers: a test's own answer, or undefined for the console's usual one. */
+type Override = (request: Request, seen: number) => Answer | undefined;
+
+const handoff = (eventId: string): PendingHandoff => ({
+  endpointId: 'erpendpoint',
+  eventId,
+  sessionId: `S-${eventId}`,
+  eventTypeId: 'InvoiceIssued',
+  messageId: `m-${eventId}`,
+  correlationId: null,
+  enqueuedAt: null,
+  payload: { invoiceId: eventId },
+  handoff: { reason: 'import queued', externalJobId: null, expectedBy: null, overdue: false },
+});
+
+/**
+ * The console's receive and settle, as far as serve uses them: the oldest pending handoff not excluded, else (as
+ * the console's long-poll) no answer until the client goes away; a settlement takes the handoff off the list, a
+ * second one is 409.
+ */
+async function startConsole(pendingIds: string[], override: Override = () => undefined) {
+  const pending = pendingIds.map(handoff);
+  const requests: Request[] = [];
+  const waiters = new Set<(r: Request) => void>();
+  const server = createServer((req, res) => void serveOne(req, res));
+  async function serveOne(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? '/', 'http://x');
+    let text = '';
+    for await (const chunk of req) text += String(chunk);
+    const request: Request = { method: req.method ?? '', path: url.pathname, query: url.searchParams, body: text ? JSON.parse(text) : undefined };
+    requests.push(request);
+    for (const w of waiters) w(request);
+    const answer = override(request, requests.filter((r) => r.path === request.path).length) ?? usual(request);
+    if (!answer) return; // a long-poll with nothing to hand out: held until the client goes away
+    res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+  }
+  function usual(request: Request): Answer | undefined {
+    if (request.path === '/api/agent/receive') {
+      const exclude = new Set((request.query.get('exclude') ?? '').split(','));
+      const next = pending.find((h) => !exclude.has(h.eventId));
+      return next ? { status: 200, body: JSON.stringify(next) } : undefined;
+    }
+    const body = request.body as { endpointId: string; eventId: string; messageId: string; outcome: string };
+    const at = pending.findIndex((h) => h.eventId === body.eventId);
+    if (at < 0) return { status: 409, body: JSON.stringify({ error: 'conflict', detail: 'already settled' }) };
+    pending.splice(at, 1);
+    const settlement = { endpointId: body.endpointId, eventId: body.eventId, sessionId: `S-${body.eventId}`, outcome: 'sent', messageId: 'c-1', messageType: 'ResolutionResponse' };
+    return { status: 200, body: JSON.stringify(settlement) };
+  }
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    settles: (eventId: string) => requests.filter((r) => r.path === '/api/agent/settle' && (r.body as { eventId: string }).eventId === eventId).length,
+    /** Resolves at the first request (from now) that `matches`. */
+    next(matches: (r: Request) => boolean): Promise<Request> {
+      return new Promise((resolve) => {
+        const w = (r: Request) => {
+          if (!matches(r)) return;
+          waiters.delete(w);
+          resolve(r);
+        };
+        waiters.add(w);
+      });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Runs serve until `until` resolves (or serve ends by itself), then stops it; what serve came to. */
+async function serveUntil(
+  url: string,
+  options: Omit<ServeOptions, 'signal' | 'endpointId'>,
+  work: (h: PendingHandoff) => Promise<HandoffWorkResult>,
+  until: Promise<unknown>,
+): Promise<{ ended: 'stopped' | 'by itself'; error?: unknown }> {
+  const stop = new AbortController();
+  const client = new AgentClient({ consoleUrl: url, retry: { attempts: 1 } });
+  const loop = client.serve({ endpointId: 'erpendpoint', waitSeconds: 30, ...options, signal: stop.signal }, work).then(
+    () => ({ ended: 'by itself' as const }),
+    (error: unknown) => ({ ended: 'by itself' as const, error }),
+  );
+  const first = await Promise.race([loop, until.then(() => ({ ended: 'stopped' as const }))]);
+  stop.abort();
+  await loop;
+  return first;
+}
+
+const complete = async (): Promise<HandoffWorkResult> => ({ outcome: 'completed', result: { journal: 'J-1' } });
+
+/** A promise resolved by the first `fire` (later ones are ignored). */
+function signals() {
+  let fire!: (what: string) => void;
+  const fired = new Promise<string>((resolve) => (fire = resolve));
+  return { fire, fired };
+}
+
+test('an onSettled hook that throws is handed to onError; the loop goes on, and the settlement is not sent again', async () => {
+  const console_ = await startConsole(['evt-a', 'evt-b']);
+  const errors: Array<{ stage: string; eventId: string | undefined; error: unknown }> = [];
+  let settledB!: () => void;
+  const bSettled = new Promise<void>((resolve) => (settledB = resolve));
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (error, at) => errors.push({ stage: at.stage, eventId: at.eventId, error }),
+        onSettled: (h) => {
+          if (h.eventId === 'evt-b') settledB();
+          throw new Error('the hook has a bug');
+        },
+      },
+      complete,
+      bSettled,
+    );
+    // Before, the throw was taken for the settlement's: it was sent again (409), the hook threw again, serve rejected.
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(console_.settles('evt-a'), 1, 'evt-a settled once');
+    assert.deepEqual(
+      errors.map((e) => [e.stage, e.eventId, (e.error as Error).message]),
+      [
+        ['onSettled', 'evt-a', 'the hook has a bug'],
+        ['onSettled', 'evt-b', 'the hook has a bug'],
+      ],
+    );
+  } finally {
+    await console_.close();
+  }
+});
+
+test('an onError hook that throws, or rejects, does not end the loop', async () => {
+  // The first two receives are refused (400: not retried by the client), each reported to onError, which throws the
+  // first time and rejects the second; the third hands out a handoff, which is worked and settled.
+  const console_ = await startConsole(['evt-c'], (r, seen) =>
+    r.path === '/api/agent/receive' && seen <= 2 ? { status: 400, body: JSON.stringify({ error: 'bad request', detail: 'test' }) } : undefined,
+  );
+  let calls = 0;
+  let settled!: (id: string) => void;
+  const done = new Promise<string>((resolve) => (settled = resolve));
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        onError: () => {
+          calls++;
+          if (calls === 1) throw new Error('onError has a bug');
+          return Promise.reject(new Error('an async onError has a bug'));
+        },
+        onSettled: (h) => settled(h.eventId),
+      },
+      complete,
+      done,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' }, 'serve went on after its onError hook failed');
+    assert.equal(await done, 'evt-c');
+    assert.equal(calls, 2);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a handoff handed out while still held (more left than one exclude carries) is not worked again: the loop waits', async () => {
+  // 101 handoffs, all left by the work: the exclude carries the newest 100 holds, so the console hands out the
+  // oldest again. Before, it was worked again at once, and the next, in a busy loop; now the loop waits (1 s, then
+  // 2 s) and asks again, still not working it - the third time it is handed out is the signal to stop.
+  const ids = Array.from({ length: 101 }, (_, i) => `evt-${i}`);
+  const console_ = await startConsole(ids);
+  const worked = new Map<string, number>();
+  let workedTwice!: (id: string) => void;
+  const again = new Promise<string>((resolve) => (workedTwice = resolve));
+  const handedOutThrice = (async () => {
+    for (let seen = 0; seen < 3; ) {
+      const r = await console_.next((r) => r.path === '/api/agent/receive' && worked.has('evt-0'));
+      if (!(r.query.get('exclude') ?? '').split(',').includes('evt-0')) seen++;
+    }
+  })();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      { concurrency: 1 },
+      async (h) => {
+        worked.set(h.eventId, (worked.get(h.eventId) ?? 0) + 1);
+        if (worked.get(h.eventId)! > 1) workedTwice(h.eventId);
+        return null;
+      },
+      Promise.race([handedOutThrice, again]),
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.deepEqual([...worked.entries()].filter(([, n]) => n !== 1), [], 'each handoff worked once');
+    assert.equal(worked.size, 101);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement answered with a status that is neither transient nor a known refusal is not retried for ever: held like a refusal', async () => {
+  // 422 is no answer the console gives a settlement today, and the same every time. Before, it was retried (1 s,
+  // 2 s, ... for ever) with the handoff in hand, and a loop of one never reached the next handoff.
+  const console_ = await startConsole(['evt-a', 'evt-b'], (r) =>
+    r.path === '/api/agent/settle' && (r.body as { eventId: string }).eventId === 'evt-a'
+      ? { status: 422, body: JSON.stringify({ error: 'unprocessable', detail: 'test' }) }
+      : undefined,
+  );
+  const errors: Array<{ stage: string; eventId: string | undefined; status: number | undefined }> = [];
+  const signal = signals();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (error, at) => {
+          errors.push({ stage: at.stage, eventId: at.eventId, status: (error as { status?: number }).status });
+          if (console_.settles('evt-a') > 1) signal.fire('evt-a settled again');
+        },
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
+      },
+      complete,
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-b settled');
+    assert.equal(console_.settles('evt-a'), 1);
+    assert.deepEqual(errors, [{ stage: 'settle', eventId: 'evt-a', status: 422 }]);
+    const last = console_.requests.filter((r) => r.path === '/api/agent/receive').at(-1);
+    assert.ok(last?.query.get('exclude')?.split(',').includes('evt-a'), 'evt-a is held out of the receives');
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement answered 200 without a settlement in it is tried twice more (a 409 would say it landed), then held', async () => {
+  const console_ = await startConsole(['evt-a', 'evt-b'], (r) =>
+    r.path === '/api/agent/settle' && (r.body as { eventId: string }).eventId === 'evt-a' ? { status: 200, body: '<html>' } : undefined,
+  );
+  const signal = signals();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: () => {
+          if (console_.settles('evt-a') > 3) signal.fire('evt-a settled a fourth time');
+        },
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
+      },
+      complete,
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-b settled');
+    assert.equal(console_.settles('evt-a'), 3);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a receive answered "nothing pending" at once, not after its long-poll, is reported and backed off, not asked again at full speed', async () => {
+  const console_ = await startConsole([], (r) => (r.path === '/api/agent/receive' ? { status: 204 } : undefined));
+  const signal = signals();
+  const errors: unknown[] = [];
+  // Before, nothing was reported and the next receive went out at once: 50 of them is the busy loop.
+  const busy = (async () => {
+    while (console_.requests.length < 50) await console_.next(() => true);
+  })();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        onError: (error, at) => {
+          errors.push(error);
+          signal.fire(at.stage);
+        },
+      },
+      async () => null,
+      Promise.race([signal.fired, busy]),
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(errors.length, 1, `${console_.requests.length} receives, nothing reported`);
+    assert.equal(await signal.fired, 'receive');
+    assert.match(String(errors[0]), /did not wait/);
+    assert.equal(console_.requests.length, 1);
+  } finally {
+    await console_.close();
+  }
+});
