@@ -58,5 +58,8 @@ EXPOSE 3000
 # their health is the process being alive.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["sh", "scripts/docker-role.sh", "healthcheck"]
+# `docker stop` and the platforms send SIGTERM (to node itself: the entry point execs it) and kill after their grace
+# period: the console stops its background duties, releasing their leases, within NIMBUS_STOP_GRACE_MS (default 8 s;
+# docs/deploy.md, "Stopping a console"), inside docker's 10 s and the 30 s of Container Apps and Kubernetes.
 ENTRYPOINT ["sh", "scripts/docker-role.sh"]
 CMD ["console"]

@@ -10,4 +10,8 @@ export async function register(): Promise<void> {
   const { startBackgroundDuties } = await import('./server/background.ts');
   // Not awaited: a store that is slow to answer must not hold up the first request (the duties retry on their own).
   void startBackgroundDuties();
+  // Next's own server exits on SIGTERM without stopping the duties: their leases would be held until they run out.
+  // Its handler runs inside ours instead (server/shutdown.ts); a launcher's console keeps its own handlers.
+  const { stopConsoleGracefullyOnSignals } = await import('./server/shutdown.ts');
+  stopConsoleGracefullyOnSignals();
 }

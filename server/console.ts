@@ -16,6 +16,7 @@ import { closeContext } from './context.ts';
 import { consoleDistDir, keepNextEnv } from './build.ts';
 import { startTelemetry } from '../lib/telemetry/start.ts';
 import { log } from './log.ts';
+import { leaveSignalsToLauncher } from './shutdown.ts';
 
 export interface StartConsoleOptions {
   /** 0 = ephemeral. Default: PORT or 3000. */
@@ -116,6 +117,9 @@ export async function startConsole(options: StartConsoleOptions = {}): Promise<R
   const mod = (await import(specifier)) as { default: CreateNext | { default: CreateNext } };
   const createNext = (typeof mod.default === 'function' ? mod.default : mod.default.default) as CreateNext;
   const restoreNextEnv = dev ? keepNextEnv(dir) : () => undefined;
+  // Whoever called this stops the console (close() below; scripts/start.ts, scripts/console.ts): instrumentation.ts,
+  // which runs while Next prepares, must leave this process's signal handlers alone.
+  leaveSignalsToLauncher();
   const app = createNext({ dev, dir, hostname, port });
   const restoreConfigEnv = dev ? () => undefined : serveWithBuiltConfig(dir);
   try {

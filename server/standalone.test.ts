@@ -1,7 +1,9 @@
 // The standalone server (`output: 'standalone'`, what the Docker image runs as the console role) started as its own
 // process - `node .next/standalone/server.js` with PORT and HOSTNAME - against the embedded emulator and Cosmos:
 // it serves /api/health and the client bundles copied in by the build, and its instrumentation hook starts the
-// heartbeat scheduler (the Resolver liveness probe's claim document appears in the store) with no launcher.
+// heartbeat scheduler (the Resolver liveness probe's claim document appears in the store) with no launcher. On
+// SIGTERM (what a container platform sends) it stops those duties before it exits: their leases are released, so
+// another replica takes them at once (server/shutdown.ts).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -11,6 +13,9 @@ import { join } from 'node:path';
 import { ensureConsoleBuilt, standaloneDir } from './build.ts';
 import { CONSOLE_DIR } from './console.ts';
 import { PlatformDocs } from './heartbeat/platformDocs.ts';
+import { METRICS_LEASE } from './history/background.ts';
+import { ALERTS_LEASE } from './alerts/evaluator.ts';
+import { LeaseStore } from '../lib/store/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
 
 let stack: ConsoleTestStack;
@@ -52,20 +57,45 @@ after(async () => {
   await stack?.close();
 });
 
+/** The grace the SIGTERM test gives the server (NIMBUS_STOP_GRACE_MS): a stop that overruns it exits with 1. */
+const STOP_GRACE_MS = 15_000;
+
+/**
+ * The standalone server, started once for this file's tests (each may run alone): its base URL once it listens.
+ * One server at a time, since two on one database would share the duties' leases between them.
+ */
+let started: Promise<string> | undefined;
+function standaloneServer(): Promise<string> {
+  return (started ??= (async () => {
+    const dir = standaloneDir(CONSOLE_DIR);
+    assert.ok(existsSync(join(dir, 'server.js')), 'the build made a standalone server');
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('NIMBUS_') && k !== 'PORT' && k !== 'HOSTNAME') env[k] = v;
+    child = spawn(process.execPath, [join(dir, 'server.js')], {
+      cwd: dir,
+      env: {
+        ...env,
+        ...stack.env,
+        NIMBUS_CATALOG: join(CONSOLE_DIR, 'catalog/demo.json'),
+        NIMBUS_STOP_GRACE_MS: String(STOP_GRACE_MS),
+        // Its log is silent under the test runner otherwise (server/log.ts): the stop's lines explain a failure.
+        NIMBUS_LOG_LEVEL: 'info',
+        PORT: String(port),
+        HOSTNAME: '127.0.0.1',
+        NEXT_TELEMETRY_DISABLED: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
+    return `http://127.0.0.1:${port}`;
+  })());
+}
+
 test('node .next/standalone/server.js serves /api/health and the static bundles, and runs the heartbeat scheduler', { timeout: 240_000 }, async () => {
   const dir = standaloneDir(CONSOLE_DIR);
-  assert.ok(existsSync(join(dir, 'server.js')), 'the build made a standalone server');
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('NIMBUS_') && k !== 'PORT' && k !== 'HOSTNAME') env[k] = v;
-  child = spawn(process.execPath, [join(dir, 'server.js')], {
-    cwd: dir,
-    env: { ...env, ...stack.env, NIMBUS_CATALOG: join(CONSOLE_DIR, 'catalog/demo.json'), PORT: String(port), HOSTNAME: '127.0.0.1', NEXT_TELEMETRY_DISABLED: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
-  const base = `http://127.0.0.1:${port}`;
+  const base = await standaloneServer();
 
   const health = await until('/api/health', async () => {
     const r = await fetch(`${base}/api/health`);
@@ -91,4 +121,35 @@ test('node .next/standalone/server.js serves /api/health and the static bundles,
   } finally {
     docs.close();
   }
+});
+
+test('SIGTERM stops the standalone server gracefully: the duties release their leases, then it exits 0', { timeout: 240_000 }, async () => {
+  const base = await standaloneServer();
+  await until('/api/health', async () => ((await fetch(`${base}/api/health`)).status === 200 ? true : undefined));
+  // The backlog collector and the alert evaluator take their leases when they start: the replica holds two leases
+  // that, left to run out, would keep every other replica from those duties for up to three ticks (minutes).
+  const leases = new LeaseStore(stack.store.database);
+  const held = await until('the duties\' leases held by the standalone server', async () => {
+    const metrics = await leases.holder(METRICS_LEASE);
+    const alerts = await leases.holder(ALERTS_LEASE);
+    return metrics && alerts ? { metrics, alerts } : undefined;
+  });
+  assert.ok(held.metrics.expiresAt > Date.now() + 5_000, 'the lease would outlive the process by more than a few seconds');
+
+  const proc = child!;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  proc.kill('SIGTERM');
+  // Bounded by the grace given (the deadline exits on its own) and a margin for a loaded machine.
+  const end = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), STOP_GRACE_MS + 30_000).unref())]);
+  assert.ok(end, `the server did not exit after SIGTERM; output:\n${output.slice(-3000)}`);
+
+  // Released, not left to lapse: another replica takes both duties at once.
+  assert.equal(await leases.holder(METRICS_LEASE), undefined, `the backlog collector's lease is still held; output:\n${output.slice(-3000)}`);
+  assert.equal(await leases.holder(ALERTS_LEASE), undefined, "the alert evaluator's lease is still held");
+  assert.ok(await leases.acquire(METRICS_LEASE, 'another-replica', 10_000), 'another replica takes the lease at once');
+  // Exit 0: the stop finished within the grace (past it, the deadline exits with 1).
+  assert.deepEqual(end, { code: 0, signal: null }, output.slice(-3000));
+  assert.match(output, /stopped gracefully/);
 });

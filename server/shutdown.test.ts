@@ -1,0 +1,113 @@
+// The graceful stop's order and deadline (server/shutdown.ts) on a stand-in process: the server's own handler (Next's)
+// runs beside the duties' stop, its exit waits for them, the clients close last, and a stop that hangs exits 1 at
+// the deadline. The real thing - the standalone server on SIGTERM, its leases released - is server/standalone.test.ts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import {
+  DEFAULT_STOP_GRACE_MS,
+  leaveSignalsToLauncher,
+  stopConsoleGracefullyOnSignals,
+  stopGraceMs,
+  stopGracefullyOnSignals,
+  type SignalProcess,
+} from './shutdown.ts';
+
+/** A process stand-in: signals are events, and exit resolves `exited` with its code instead of ending anything. */
+function fakeProcess() {
+  const emitter = new EventEmitter();
+  let exited!: (code: number | undefined) => void;
+  const exitedWith = new Promise<number | undefined>((resolve) => (exited = resolve));
+  const proc = Object.assign(emitter, { exit: ((code?: number) => exited(code)) as unknown as SignalProcess['exit'] });
+  return { proc: proc as unknown as SignalProcess & EventEmitter, exitedWith };
+}
+
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+test('NIMBUS_STOP_GRACE_MS: the default when unset, a whole number of ms within bounds, otherwise an error naming it', () => {
+  assert.equal(stopGraceMs({}), DEFAULT_STOP_GRACE_MS);
+  assert.equal(stopGraceMs({ NIMBUS_STOP_GRACE_MS: ' ' }), DEFAULT_STOP_GRACE_MS);
+  assert.equal(stopGraceMs({ NIMBUS_STOP_GRACE_MS: '20000' }), 20_000);
+  for (const bad of ['soon', '1.5', '50', '700000', '-1'])
+    assert.throws(() => stopGraceMs({ NIMBUS_STOP_GRACE_MS: bad }), /NIMBUS_STOP_GRACE_MS/, bad);
+});
+
+test("SIGTERM: the server's own handler runs beside the duties' stop; its exit waits for them, then the clients close and the process exits 0", async () => {
+  const { proc, exitedWith } = fakeProcess();
+  const steps: string[] = [];
+  const duties = deferred();
+  // Next's handler: closes its server, then exits (143 on SIGTERM).
+  proc.on('SIGTERM', () => {
+    steps.push('server closing');
+    void Promise.resolve().then(() => {
+      steps.push('server closed');
+      proc.exit(143);
+    });
+  });
+  const installed = stopGracefullyOnSignals({
+    proc,
+    graceMs: 3_600_000,
+    stopDuties: async () => {
+      steps.push('duties stopping');
+      await duties.promise;
+      steps.push('duties stopped');
+    },
+    closeClients: async () => {
+      steps.push('clients closed');
+    },
+  });
+  assert.equal(installed, true);
+  assert.equal(proc.listenerCount('SIGTERM'), 1, "the server's handler is taken over, not left to run on its own");
+
+  proc.emit('SIGTERM', 'SIGTERM');
+  proc.emit('SIGTERM', 'SIGTERM'); // a second signal does not start a second stop
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(steps, ['server closing', 'duties stopping', 'server closed'], "the server's exit is held while the duties stop");
+  duties.resolve();
+  assert.equal(await exitedWith, 0);
+  assert.deepEqual(steps, ['server closing', 'duties stopping', 'server closed', 'duties stopped', 'clients closed']);
+});
+
+test('a stop still running at the deadline exits 1', async () => {
+  const { proc, exitedWith } = fakeProcess();
+  proc.on('SIGINT', () => proc.exit(130));
+  let closed = false;
+  stopGracefullyOnSignals({
+    proc,
+    graceMs: 100,
+    stopDuties: () => new Promise<void>(() => undefined), // never ends: a store that stopped answering
+    closeClients: async () => {
+      closed = true;
+    },
+  });
+  proc.emit('SIGINT', 'SIGINT');
+  assert.equal(await exitedWith, 1);
+  assert.equal(closed, false);
+});
+
+test("no handler to take over (NEXT_MANUAL_SIG_HANDLE), or one taken over already: nothing installed", () => {
+  const { proc } = fakeProcess();
+  const options = { proc, graceMs: 1_000, stopDuties: async () => undefined, closeClients: async () => undefined };
+  assert.equal(stopGracefullyOnSignals(options), false);
+  assert.equal(proc.listenerCount('SIGTERM'), 0);
+  proc.on('SIGTERM', () => undefined);
+  assert.equal(stopGracefullyOnSignals(options), true);
+  assert.equal(stopGracefullyOnSignals(options), false);
+  assert.equal(proc.listenerCount('SIGTERM'), 1);
+});
+
+test("a console started by a launcher (server/console.ts) keeps the launcher's signal handlers", () => {
+  const handler = () => undefined;
+  process.on('SIGTERM', handler);
+  try {
+    leaveSignalsToLauncher();
+    assert.equal(stopConsoleGracefullyOnSignals({}), false);
+    assert.ok(process.listeners('SIGTERM').includes(handler));
+  } finally {
+    process.off('SIGTERM', handler);
+  }
+});
