@@ -37,6 +37,14 @@ export const PREPARED_TTL_MS = 10 * 60_000;
 export const JOB_KINDS = ['resubmit', 'skip'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 export type JobControl = 'run' | 'pause' | 'cancel';
+/** The name a job request's refusal is audited under when its body names no kind that can be read: either. */
+export const UNREAD_JOB_KIND = JOB_KINDS.join('|');
+
+/** The kind a job request's body asks for, read before the rest of it is checked: it names the request's refusals. */
+export function askedJobKind(body: unknown): JobKind | undefined {
+  const kind = typeof body === 'object' && body !== null ? (body as { kind?: unknown }).kind : undefined;
+  return JOB_KINDS.find((k) => k === kind);
+}
 
 export const operationIdSchema = z.string().uuid('an operation id is a UUID');
 export const createOperationBody = z.object({

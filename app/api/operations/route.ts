@@ -8,13 +8,15 @@
 // `leftOut`. The caller needs the kind's role (Operator) on the endpoint a selection names (403 otherwise); a
 // failure group's selection, which names none, acts on the endpoints where the caller has it, and the endpoints it
 // may only read are left out, each with its count and why (server/operations/actableRows.ts); the audit entry names
-// only their ids.
-import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
+// only their ids. Refused input is audited under the kind the body asked for (`resubmit|skip` when it names none).
+import { z } from 'zod';
+import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, nameRefusedInput, readScope } from '../../../server/auth/authorize.ts';
 import { principalKey } from '../../../server/auth/principal.ts';
 import { getContext, type ConsoleContext } from '../../../server/context.ts';
-import { badRequest, handle, json, readJsonBody } from '../../../server/http.ts';
+import { badRequest, handle, json, parseOr400, readJsonBody } from '../../../server/http.ts';
 import { actableOn } from '../../../server/operations/actableRows.ts';
-import { createOperationBody, type JobKind } from '../../../server/operations/jobs.ts';
+import { ANY_JOB_KIND } from '../../../server/operations/authorizeControl.ts';
+import { askedJobKind, createOperationBody, UNREAD_JOB_KIND, type JobKind } from '../../../server/operations/jobs.ts';
 import { freezeActable, type SelectedRow, type Selection } from '../../../server/operations/selection.ts';
 import { createOperation, listOperations, parseSelection, resolveSelection } from '../../../server/operations/routes.ts';
 
@@ -29,9 +31,15 @@ export function GET(request: Request): Promise<Response> {
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
-    // Who may resubmit or skip nowhere is refused before the body (and the selection query) costs anything.
-    await authorizeBeforeBody(request, 'resubmit');
-    const body = await readJsonBody(request, createOperationBody);
+    // Who may resubmit or skip nowhere is refused before the body (and the selection query) costs anything,
+    // audited under either kind's name: the body is not read yet.
+    const caller = await authorizeBeforeBody(request, ANY_JOB_KIND, undefined, {}, UNREAD_JOB_KIND);
+    const raw = await readJsonBody(request, z.unknown());
+    // Input refused from here on is audited under the kind the body asked for, when it names one (a refused skip
+    // job was audited as `resubmit`).
+    const asked = askedJobKind(raw);
+    if (asked !== undefined) nameRefusedInput(caller, asked);
+    const body = parseOr400(createOperationBody, raw, 'body');
     const selection = parseSelection(body.selection);
     const ctx = await getContext();
     // Frozen under the caller's read scope, then every endpoint it acts on authorized for the action.
