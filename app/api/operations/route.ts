@@ -16,7 +16,7 @@ import { getContext, type ConsoleContext } from '../../../server/context.ts';
 import { badRequest, handle, json, parseOr400, readJsonBody } from '../../../server/http.ts';
 import { actableOn } from '../../../server/operations/actableRows.ts';
 import { ANY_JOB_KIND } from '../../../server/operations/authorizeControl.ts';
-import { askedJobKind, createOperationBody, UNREAD_JOB_KIND, type JobKind } from '../../../server/operations/jobs.ts';
+import { askedJobKind, createOperationBody, rowsByEndpoint, UNREAD_JOB_KIND, type JobKind } from '../../../server/operations/jobs.ts';
 import { freezeActable, type SelectedRow, type Selection } from '../../../server/operations/selection.ts';
 import { createOperation, listOperations, parseSelection, resolveSelection } from '../../../server/operations/routes.ts';
 
@@ -58,7 +58,7 @@ export function POST(request: Request): Promise<Response> {
       () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold, readScope(first)),
       // Only the ids of the endpoints left out: the entry is read by the readers of the endpoints acted on, and a count
       // (or the preparer's role) on another endpoint is not theirs to see (/api/failure-groups scopes it away).
-      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold }),
+      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold, ...partsOf(rows) }),
       202,
       body.hold ? { action: `${body.kind}.prepare` } : {},
     );
@@ -68,6 +68,12 @@ export function POST(request: Request): Promise<Response> {
 }
 
 const endpointsOf = (rows: readonly SelectedRow[]) => [...new Set(rows.map((r) => r.endpointId))].sort();
+
+/** A job over several endpoints: each one's count, for a reader of one of them (server/audit/readerScope.ts). */
+function partsOf(rows: readonly SelectedRow[]) {
+  const counts = Object.entries(rowsByEndpoint(rows));
+  return counts.length > 1 ? { byEndpoint: Object.fromEntries(counts.map(([e, total]) => [e, { total }])) } : {};
+}
 
 /**
  * A failure group's rows where the caller may take `kind`, and the endpoints it may only read, each with its count
