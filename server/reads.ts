@@ -6,6 +6,7 @@ import { alertHistory, listRules } from './alerts/routes.ts';
 import { z } from 'zod';
 import { requireEndpoint } from './api.ts';
 import { auditQuerySchema, queryAudit } from './audit/auditLog.ts';
+import { entryForReader } from './audit/readerScope.ts';
 import { authMode, authorize, readScope } from './auth/authorize.ts';
 import { permissions } from './auth/roles.ts';
 import { getContext } from './context.ts';
@@ -126,5 +127,8 @@ export async function readAudit(request: Request, query: Record<string, string>)
   // Entries carry payload key names (edit diffs) and event ids: only the endpoints the caller may read.
   const scope = readScope(who);
   const page = await queryAudit(ctx.store.database, q, scope.all ? undefined : scope.endpointIds);
-  return { items: page.items, continuation: page.continuationToken ?? null };
+  // An entry over several endpoints is found by each one's readers: a per-endpoint reader sees only their part of it.
+  const readable = scope.all ? undefined : new Set(scope.endpointIds);
+  const items = readable === undefined ? page.items : page.items.map((entry) => entryForReader(entry, readable));
+  return { items, continuation: page.continuationToken ?? null };
 }

@@ -190,7 +190,11 @@ export function AuditView() {
                 {/* The same act under the name the event page's audit trail gives it (ResubmitWithChanges…). */}
                 {eventTrailName(r) ? <div className="font-sans text-slate-500">{eventTrailName(r)}</div> : null}
               </td>
-              <td className="p-2">{r.endpointId ?? r.endpoints?.join(', ') ?? '—'}</td>
+              <td className="p-2">
+                {r.endpointId ?? r.endpoints?.join(', ') ?? '—'}
+                {/* An entry over endpoints this reader may not read: only theirs are named (server/audit/readerScope.ts). */}
+                {r.otherEndpoints ? <span className="text-slate-500"> +{r.otherEndpoints} other{r.otherEndpoints === 1 ? '' : 's'}</span> : null}
+              </td>
               <td className="p-2 font-mono text-xs">{auditSubject(r)}</td>
               <td className="p-2">
                 <span className={`rounded px-1.5 py-0.5 text-xs font-medium ${OUTCOME_STYLE[r.outcome] ?? ''}`}>

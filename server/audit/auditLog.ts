@@ -43,6 +43,11 @@ export const auditRecordSchema = z.object({
    * filed under the last endpoint authorized, where the others' readers never saw it. Absent for one endpoint.
    */
   endpoints: z.array(z.string()).optional(),
+  /**
+   * Never stored: how many of `endpoints` an answer to a per-endpoint reader leaves unnamed (readerScope.ts), the
+   * entry's details then cut down to that reader's endpoints.
+   */
+  otherEndpoints: z.number().int().optional(),
   eventId: z.string().nullable(),
   /** What else the action named: a subscription (`topic/subscription`), a grant, an operation. */
   target: z.string().nullable(),
@@ -55,7 +60,7 @@ export const auditRecordSchema = z.object({
   details: z.record(z.string(), z.unknown()).nullable(),
 });
 export type AuditRecord = z.output<typeof auditRecordSchema>;
-export type AuditRecordInput = Omit<AuditRecord, 'id' | 'month' | 'at'> & { at?: string };
+export type AuditRecordInput = Omit<AuditRecord, 'id' | 'month' | 'at' | 'otherEndpoints'> & { at?: string };
 
 /** Details are capped: bigger ones are shortened where they are largest (shrinkDetails.ts) rather than bloating the log. */
 export const MAX_DETAILS_CHARS = 8_000;

@@ -1,6 +1,8 @@
 // Audit entries of actions over several endpoints, through the real routes on the embedded stack (sign-in on,
 // sealed session cookies): a reconcile of many targets and a bulk job across billing and crm. Each is one entry that
-// keeps its counts and names every endpoint, and a reader of any one of them finds it on the Audit page's route.
+// keeps its counts and names every endpoint, and a reader of any one of them finds it on the Audit page's route -
+// with only their endpoints' part of it: the endpoints they may not read are counted, not named, and their counts left
+// out (a billing Reader was shown crm's counts of a job that answers them 404).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
@@ -15,12 +17,13 @@ process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'multi-endpoint-audit-session-secret-0123456789';
 const AUTH_ENV = {
   ...oidcTestEnv(SECRET, {
-    roles: { Operator: 'Operator' },
+    roles: { Operator: 'Operator', Reader: 'Reader' },
     groups: { 'crm-readers': 'Reader:crmendpoint', 'billing-readers': 'Reader:billingendpoint', 'erp-readers': 'Reader:erpendpoint' },
   }),
   NIMBUS_RATE_LIMIT_BURST: '1000',
 };
 const siteOperator: Principal = { kind: 'user', id: 'oid-multi-op', name: 'multi-op@test', roles: ['Operator'], groups: [] };
+const siteReader: Principal = { kind: 'user', id: 'oid-multi-reader', name: 'multi-reader@test', roles: ['Reader'], groups: [] };
 const reader = (group: string): Principal => ({ kind: 'user', id: `oid-${group}`, name: `${group}@test`, roles: [], groups: [group] });
 
 function req(p: Principal, method: string, path: string, body?: unknown): Request {
@@ -47,10 +50,13 @@ after(async () => {
   await stack?.close();
 });
 
-/** The operator's entries of `action` as `who` reads them through GET /api/audit (with `endpointId`, filtered). */
-async function entriesSeenBy(who: Principal, action: string, endpointId?: string): Promise<AuditRecord[]> {
+/**
+ * The operator's entries of `action` as `who` reads them through GET /api/audit (with `endpointId`, filtered); `user`
+ * is the operator's name for the runner's entries (a job's `startedBy`).
+ */
+async function entriesSeenBy(who: Principal, action: string, endpointId?: string, user = siteOperator.id): Promise<AuditRecord[]> {
   const { GET } = await import('../../app/api/audit/route.ts');
-  const query = new URLSearchParams({ user: siteOperator.id, action, ...(endpointId ? { endpointId } : {}) });
+  const query = new URLSearchParams({ user, action, ...(endpointId ? { endpointId } : {}) });
   const res = await GET(req(who, 'GET', `/api/audit?${query.toString()}`));
   const body = await res.text();
   assert.equal(res.status, 200, body);
@@ -83,6 +89,13 @@ test('a reconcile of 50 targets on billing and crm is one entry with its counts,
     stale: { repaired: 0, unchanged: 50 },
     stuck: { repaired: 0, unchanged: 0 },
     draining: { repaired: 0, unchanged: 0 },
+    // Each endpoint's part, for its readers.
+    byEndpoint: Object.fromEntries(
+      ['crmendpoint', 'billingendpoint'].map((e) => [
+        e,
+        { targets: 25, repairs: 0, sessions: 0, repaired: 0, unchanged: 25, stale: { repaired: 0, unchanged: 25 }, stuck: { repaired: 0, unchanged: 0 }, draining: { repaired: 0, unchanged: 0 } },
+      ]),
+    ),
   });
   for (const group of ['crm-readers', 'billing-readers']) {
     assert.equal((await entriesSeenBy(reader(group), 'reconcile')).length, 1, `${group} sees it`);
@@ -126,4 +139,66 @@ test("a bulk job's closing entry (how it ended) over billing and crm is filed un
   assert.deepEqual([entry?.endpointId, entry?.endpoints], [null, ['billingendpoint', 'crmendpoint']]);
   const crm = await entriesSeenBy(reader('crm-readers'), 'operation.skip', 'crmendpoint');
   assert.ok(crm.some((e) => e.target === 'operation/op-multi-closing'), 'a crm reader finds how it ended');
+});
+
+test("a billing Reader reads billing's part of a reconcile over billing and crm, not crm's counts; a site-wide reader all of it", async () => {
+  const reconcile = await import('../../app/api/operations/reconcile/route.ts');
+  // Three targets on billing, one on crm (no such rows: each is left unchanged).
+  const target = (endpointId: string, i: number) => ({ endpointId, eventId: `00000000-0000-4000-8000-0000000001${String(i).padStart(2, '0')}`, sessionId: 'ORD-2', rowMessageId: `m-part-${i}` });
+  const targets = [target('billingendpoint', 1), target('billingendpoint', 2), target('billingendpoint', 3), target('crmendpoint', 4)];
+  const res = await reconcile.POST(req(siteOperator, 'POST', '/api/operations/reconcile', { targets }));
+  assert.equal(res.status, 200, await res.clone().text());
+  const [whole] = await entriesSeenBy(siteReader, 'reconcile');
+  assert.deepEqual([whole?.endpoints, whole?.otherEndpoints, whole?.details?.targets, whole?.details?.unchanged], [['billingendpoint', 'crmendpoint'], undefined, 4, 4], 'a site-wide reader: all of it');
+  assert.deepEqual(Object.keys((whole?.details?.byEndpoint ?? {}) as object).sort(), ['billingendpoint', 'crmendpoint']);
+  const [billing] = await entriesSeenBy(reader('billing-readers'), 'reconcile');
+  assert.equal(billing?.id, whole?.id);
+  assert.deepEqual([billing?.endpointId, billing?.endpoints, billing?.otherEndpoints], [null, ['billingendpoint'], 1], 'crm counted, not named');
+  const part = { targets: 3, repairs: 0, sessions: 0, repaired: 0, unchanged: 3, stale: { repaired: 0, unchanged: 3 }, stuck: { repaired: 0, unchanged: 0 }, draining: { repaired: 0, unchanged: 0 } };
+  assert.deepEqual(billing?.details, { ...part, endpoints: ['billingendpoint'], byEndpoint: { billingendpoint: part } }, "billing's counts alone");
+});
+
+test("a billing Reader reads billing's part of a bulk job over billing and crm, as it starts and as it ends; a site-wide reader all of it", async () => {
+  const operations = await import('../../app/api/operations/route.ts');
+  // Two failures on billing, one on crm, of one cause: one failure group, one job touching both, run by this
+  // process's runner.
+  const base = Date.now() - 30_000;
+  const cause = { errorText: 'multi-endpoint audit parts probe: upstream refused', errorType: 'MultiAuditPartsException' };
+  const seed = (endpointId: string, eventId: string, sessionId: string) =>
+    seedEvent(stack.store, base, { endpointId, eventId, sessionId, eventTypeId: 'OrderPlaced', payload: { orderId: sessionId } }, MessageType.ErrorResponse, cause);
+  await seed('billingendpoint', 'evt-mp-billing-1', 'MP-1');
+  await seed('billingendpoint', 'evt-mp-billing-2', 'MP-2');
+  await seed('crmendpoint', 'evt-mp-crm', 'MP-3');
+  const groupId = (await stack.store.getStatusRow('crmendpoint', 'evt-mp-crm', 'MP-3'))?.fingerprint;
+  const res = await operations.POST(req(siteOperator, 'POST', '/api/operations', { kind: 'skip', selection: { groupId } }));
+  assert.equal(res.status, 202, await res.clone().text());
+  const { operationId } = (await res.json()) as { operationId: string };
+  const target = `operation/${operationId}`;
+
+  const started = async (who: Principal) => (await entriesSeenBy(who, 'skip')).find((e) => e.action === 'skip' && e.details?.operationId === operationId);
+  const all = await started(siteReader);
+  assert.deepEqual([all?.details?.total, all?.endpoints], [3, ['billingendpoint', 'crmendpoint']], 'a site-wide reader: all of it');
+  const start = await started(reader('billing-readers'));
+  assert.deepEqual([start?.endpoints, start?.otherEndpoints, start?.details?.endpoints, start?.details?.total, start?.details?.byEndpoint], [['billingendpoint'], 1, ['billingendpoint'], 2, { billingendpoint: { total: 2 } }]);
+
+  // How it ended: the runner writes it when the job is done (read back until it is there).
+  const ended = async (who: Principal) => (await entriesSeenBy(who, 'operation.skip', undefined, siteOperator.name)).find((e) => e.target === target);
+  for (let end = Date.now() + 120_000; (await ended(siteReader)) === undefined; await new Promise((r) => setTimeout(r, 200)))
+    assert.ok(Date.now() < end, `job ${operationId} ended within 2 min`);
+  const whole = await ended(siteReader);
+  assert.deepEqual([whole?.outcome, whole?.details?.total, whole?.details?.done, whole?.endpoints], ['succeeded', 3, 3, ['billingendpoint', 'crmendpoint']]);
+  assert.deepEqual(whole?.details?.byEndpoint, { billingendpoint: { total: 2, done: 2, refused: 0, failed: 0 }, crmendpoint: { total: 1, done: 1, refused: 0, failed: 0 } });
+  const billing = await ended(reader('billing-readers'));
+  assert.deepEqual([billing?.endpoints, billing?.otherEndpoints], [['billingendpoint'], 1]);
+  assert.deepEqual(billing?.details, {
+    state: 'completed',
+    selection: { groupId },
+    total: 2,
+    done: 2,
+    refused: 0,
+    failed: 0,
+    byEndpoint: { billingendpoint: { total: 2, done: 2, refused: 0, failed: 0 } },
+  });
+  const crm = await ended(reader('crm-readers'));
+  assert.deepEqual([crm?.endpoints, crm?.otherEndpoints, crm?.details?.total, crm?.details?.done], [['crmendpoint'], 1, 1, 1], "crm's readers: crm's part");
 });

@@ -309,6 +309,14 @@ export async function authorizeBeforeBody(
   return check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
 }
 
+/**
+ * Names the input refusal owed since `authorizeBeforeBody` by what the body asked for, once that can be read (a
+ * bulk job's `skip`): its refusals were audited under the name chosen before the body, `resubmit` for either kind.
+ */
+export function nameRefusedInput(who: Authorized, label: string): void {
+  if (isMutating(who.action)) owesAudit((answer) => recordRefusedInput({ ...auditBase(who), action: label }, answer));
+}
+
 /** Methods a browser may send from any page without a preflight that change nothing here: no origin check for them. */
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 

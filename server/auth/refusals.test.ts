@@ -195,9 +195,14 @@ describe('refusals an attacker could aim', () => {
     const cases: [string, () => Promise<Response>, [string, number, string | null], RegExp][] = [
       ['bulk skip', () => skip.POST(send({ endpointId: 'billingendpoint', eventIds: 'x' })), ['skip', 400, null], /eventIds/],
       ['bulk resubmit', () => resubmit.POST(send({ endpointId: 'billingendpoint', eventIds: 'x' })), ['resubmit', 400, null], /eventIds/],
-      ['job, bad body', () => operations.POST(send({ kind: 'purge', selection: {} })), ['resubmit', 400, null], /kind/],
-      ['job, nothing selected', () => operations.POST(send({ kind: 'skip', selection: { endpointId: 'crmendpoint', errorText: 'no such text' } })), ['resubmit', 400, null], /matches no events/],
-      ['job, unknown endpoint', () => operations.POST(send({ kind: 'skip', selection: { endpointId: 'nosuchendpoint', errorText: 'x' } })), ['resubmit', 404, null], /nosuchendpoint/],
+      // A job's refusal is named by the kind its body asked for (a skip job's were audited as `resubmit`), and by
+      // either kind when the body names none.
+      ['job, bad body', () => operations.POST(send({ kind: 'purge', selection: {} })), ['resubmit|skip', 400, null], /kind/],
+      ['job, not JSON', () => operations.POST(post(actor, '{"kind": "skip"')), ['resubmit|skip', 400, null], /not valid JSON/],
+      ['skip job, bad selection', () => operations.POST(send({ kind: 'skip', selection: { endpointId: 'crmendpoint', status: 'x' } })), ['skip', 400, null], /status/],
+      ['resubmit job, bad selection', () => operations.POST(send({ kind: 'resubmit', selection: { endpointId: 'crmendpoint', status: 'x' } })), ['resubmit', 400, null], /status/],
+      ['job, nothing selected', () => operations.POST(send({ kind: 'skip', selection: { endpointId: 'crmendpoint', errorText: 'no such text' } })), ['skip', 400, null], /matches no events/],
+      ['job, unknown endpoint', () => operations.POST(send({ kind: 'skip', selection: { endpointId: 'nosuchendpoint', errorText: 'x' } })), ['skip', 404, null], /nosuchendpoint/],
       ['reconcile', () => reconcile.POST(send({ targets: 'x' })), ['reconcile', 400, null], /targets/],
       [
         'subscription action',

@@ -38,6 +38,14 @@ export const PREPARED_TTL_MS = 10 * 60_000;
 export const JOB_KINDS = ['resubmit', 'skip'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 export type JobControl = 'run' | 'pause' | 'cancel';
+/** The name a job request's refusal is audited under when its body names no kind that can be read: either. */
+export const UNREAD_JOB_KIND = JOB_KINDS.join('|');
+
+/** The kind a job request's body asks for, read before the rest of it is checked: it names the request's refusals. */
+export function askedJobKind(body: unknown): JobKind | undefined {
+  const kind = typeof body === 'object' && body !== null ? (body as { kind?: unknown }).kind : undefined;
+  return JOB_KINDS.find((k) => k === kind);
+}
 
 export const operationIdSchema = z.string().uuid('an operation id is a UUID');
 export const createOperationBody = z.object({
@@ -61,6 +69,9 @@ export interface JobError {
   detail: string;
 }
 
+/** One endpoint's part of a job's counts. */
+export type EndpointCounts = Pick<Job, 'total' | 'done' | 'refused' | 'failed'>;
+
 export interface Job {
   operationId: string;
   kind: JobKind;
@@ -80,6 +91,11 @@ export interface Job {
   refusals?: JobError[];
   /** Events whose command could not be sent (broker down after retries, store errors). */
   failed: number;
+  /**
+   * A job over several endpoints: each one's part of the counts, for its audit entries (a reader of one endpoint is
+   * shown that endpoint's part: server/audit/readerScope.ts). Absent for one endpoint, and on older jobs.
+   */
+  byEndpoint?: Record<string, EndpointCounts>;
   /** Index of the next row of the selection to act on. */
   cursor: number;
   /**
@@ -120,6 +136,13 @@ export interface JobControlDoc {
   at: string;
 }
 
+/** How many of the rows are on each endpoint. */
+export function rowsByEndpoint(rows: readonly Pick<SelectedRow, 'endpointId'>[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const r of rows) counts[r.endpointId] = (counts[r.endpointId] ?? 0) + 1;
+  return counts;
+}
+
 export const jobDoc = (id: string) => `job_${id}`;
 const controlDoc = (id: string) => `jobctl_${id}`;
 const chunkDoc = (id: string, n: number) => `jobsel_${id}_${n}`;
@@ -154,16 +177,20 @@ export class JobStore {
       await this.docs.write(chunkDoc(operationId, n), { rows });
     }
     const now = new Date().toISOString();
+    const totals = rowsByEndpoint(args.rows);
     const job: Job = {
       operationId,
       kind: args.kind,
       selection: args.selection,
-      endpoints: [...new Set(args.rows.map((r) => r.endpointId))].sort(),
+      endpoints: Object.keys(totals).sort(),
       state: args.hold ? 'prepared' : 'queued',
       total: args.rows.length,
       done: 0,
       refused: 0,
       failed: 0,
+      ...(Object.keys(totals).length > 1
+        ? { byEndpoint: Object.fromEntries(Object.entries(totals).map(([e, total]) => [e, { total, done: 0, refused: 0, failed: 0 }])) }
+        : {}),
       cursor: 0,
       chunks,
       ratePerSecond: args.ratePerSecond,

@@ -246,6 +246,8 @@ export class OperationsRunner {
       const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
       batch.forEach((row, i) => {
         const o = outcomes[i]!;
+        const part = job.byEndpoint?.[row.endpointId];
+        if (part) part[o.kind]++;
         if (o.kind === 'done') job.done++;
         else if (o.kind === 'refused') {
           job.refused++;

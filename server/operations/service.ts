@@ -77,7 +77,16 @@ export async function auditFinishedJob(ctx: ConsoleContext, job: Job): Promise<v
     outcome,
     status: 200,
     reason,
-    details: { state: job.state, selection: job.selection, total: job.total, done: job.done, refused: job.refused, failed: job.failed },
+    details: {
+      state: job.state,
+      selection: job.selection,
+      total: job.total,
+      done: job.done,
+      refused: job.refused,
+      failed: job.failed,
+      // Each endpoint's part: a reader of one of them is shown theirs, not the others' (server/audit/readerScope.ts).
+      ...(job.byEndpoint ? { byEndpoint: job.byEndpoint } : {}),
+    },
   }).catch(() => undefined);
 }
 

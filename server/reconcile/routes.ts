@@ -157,6 +157,23 @@ export function reconcileOutcomes(r: Awaited<ReturnType<typeof reconcileApplyNow
   return { repaired: r.repaired, unchanged: r.unchanged, stale: outcomesOf(r.results), stuck: outcomesOf(r.repairs), draining: outcomesOf(r.sessions) };
 }
 
+/**
+ * A reconcile over several endpoints: each one's part of the counts its entry keeps (targets, repairs and sessions
+ * named, and outcomes), for a reader of one of them (server/audit/readerScope.ts). Empty for one endpoint.
+ */
+export function reconcileOutcomesByEndpoint(body: z.output<typeof reconcileApplyBody>, r: Awaited<ReturnType<typeof reconcileApplyNow>>) {
+  const endpoints = reconcileEndpoints(body);
+  if (endpoints.length < 2) return {};
+  const partOf = (endpointId: string) => {
+    const on = <T extends { endpointId: string }>(list: readonly T[]) => list.filter((t) => t.endpointId === endpointId);
+    const answersOn = <T extends { target: { endpointId: string } }>(list: readonly T[]) => list.filter((a) => a.target.endpointId === endpointId);
+    const [results, repairs, sessions] = [answersOn(r.results), answersOn(r.repairs), answersOn(r.sessions)];
+    const counts = { targets: on(body.targets).length, repairs: on(body.repairs).length, sessions: on(body.sessions).length };
+    return { ...counts, ...reconcileOutcomes({ ...outcomesOf([...results, ...repairs, ...sessions]), results, repairs, sessions }) };
+  };
+  return { byEndpoint: Object.fromEntries(endpoints.map((e) => [e, partOf(e)])) };
+}
+
 async function reconcileApplyNow(ctx: ConsoleContext, body: z.output<typeof reconcileApplyBody>, auditor: string) {
   const stale = body.targets.length > 0 ? await applyReconcile(ctx.store, body.targets, auditor) : { repaired: 0, unchanged: 0, results: [] };
   const repairs = await applyStuckRepairs({ store: ctx.store, manager: ctx.manager }, body.repairs, auditor, { now: new Date() });

@@ -1,5 +1,6 @@
 // GET /api/audit?endpointId=&eventId=&user=&action=&notAction=&outcome=&from=&to=&pageSize=&continuation=: the audit log,
-// newest first, one page at a time. Any role; a caller with roles on single endpoints sees only their entries.
+// newest first, one page at a time. Any role; a caller with roles on single endpoints sees only their entries, and of
+// an entry over several endpoints only their endpoints' part (server/audit/readerScope.ts).
 import { handle, json } from '../../../server/http.ts';
 import { readAudit } from '../../../server/reads.ts';
 

@@ -8,13 +8,15 @@
 // `leftOut`. The caller needs the kind's role (Operator) on the endpoint a selection names (403 otherwise); a
 // failure group's selection, which names none, acts on the endpoints where the caller has it, and the endpoints it
 // may only read are left out, each with its count and why (server/operations/actableRows.ts); the audit entry names
-// only their ids.
-import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, readScope } from '../../../server/auth/authorize.ts';
+// only their ids. Refused input is audited under the kind the body asked for (`resubmit|skip` when it names none).
+import { z } from 'zod';
+import { audited, authorize, type Authorized, authorizeBeforeBody, authorizeEach, nameRefusedInput, readScope } from '../../../server/auth/authorize.ts';
 import { principalKey } from '../../../server/auth/principal.ts';
 import { getContext, type ConsoleContext } from '../../../server/context.ts';
-import { badRequest, handle, json, readJsonBody } from '../../../server/http.ts';
+import { badRequest, handle, json, parseOr400, readJsonBody } from '../../../server/http.ts';
 import { actableOn } from '../../../server/operations/actableRows.ts';
-import { createOperationBody, type JobKind } from '../../../server/operations/jobs.ts';
+import { ANY_JOB_KIND } from '../../../server/operations/authorizeControl.ts';
+import { askedJobKind, createOperationBody, rowsByEndpoint, UNREAD_JOB_KIND, type JobKind } from '../../../server/operations/jobs.ts';
 import { freezeActable, type SelectedRow, type Selection } from '../../../server/operations/selection.ts';
 import { createOperation, listOperations, parseSelection, resolveSelection } from '../../../server/operations/routes.ts';
 
@@ -29,9 +31,15 @@ export function GET(request: Request): Promise<Response> {
 
 export function POST(request: Request): Promise<Response> {
   return handle(async () => {
-    // Who may resubmit or skip nowhere is refused before the body (and the selection query) costs anything.
-    await authorizeBeforeBody(request, 'resubmit');
-    const body = await readJsonBody(request, createOperationBody);
+    // Who may resubmit or skip nowhere is refused before the body (and the selection query) costs anything,
+    // audited under either kind's name: the body is not read yet.
+    const caller = await authorizeBeforeBody(request, ANY_JOB_KIND, undefined, {}, UNREAD_JOB_KIND);
+    const raw = await readJsonBody(request, z.unknown());
+    // Input refused from here on is audited under the kind the body asked for, when it names one (a refused skip
+    // job was audited as `resubmit`).
+    const asked = askedJobKind(raw);
+    if (asked !== undefined) nameRefusedInput(caller, asked);
+    const body = parseOr400(createOperationBody, raw, 'body');
     const selection = parseSelection(body.selection);
     const ctx = await getContext();
     // Frozen under the caller's read scope, then every endpoint it acts on authorized for the action.
@@ -50,7 +58,7 @@ export function POST(request: Request): Promise<Response> {
       () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold, readScope(first)),
       // Only the ids of the endpoints left out: the entry is read by the readers of the endpoints acted on, and a count
       // (or the preparer's role) on another endpoint is not theirs to see (/api/failure-groups scopes it away).
-      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold }),
+      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold, ...partsOf(rows) }),
       202,
       body.hold ? { action: `${body.kind}.prepare` } : {},
     );
@@ -60,6 +68,12 @@ export function POST(request: Request): Promise<Response> {
 }
 
 const endpointsOf = (rows: readonly SelectedRow[]) => [...new Set(rows.map((r) => r.endpointId))].sort();
+
+/** A job over several endpoints: each one's count, for a reader of one of them (server/audit/readerScope.ts). */
+function partsOf(rows: readonly SelectedRow[]) {
+  const counts = Object.entries(rowsByEndpoint(rows));
+  return counts.length > 1 ? { byEndpoint: Object.fromEntries(counts.map(([e, total]) => [e, { total }])) } : {};
+}
 
 /**
  * A failure group's rows where the caller may take `kind`, and the endpoints it may only read, each with its count

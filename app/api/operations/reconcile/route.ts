@@ -12,6 +12,7 @@ import {
   reconcileApplyBody,
   reconcileEndpoints,
   reconcileOutcomes,
+  reconcileOutcomesByEndpoint,
   reconcilePreview,
   reconcilePreviewQuery,
   reconcileRowsPreview,
@@ -47,7 +48,8 @@ export function POST(request: Request): Promise<Response> {
     const ctx = await getContext();
     const details = { targets: body.targets.length, repairs: body.repairs.length, sessions: body.sessions.length, endpoints };
     // Counts per outcome, not the per-target results: those grew past the entry's size cap with a few dozen
-    // targets, and the whole of the details was dropped with them.
-    return json(await audited(who!, () => reconcileApply(ctx, body, who!.user), (r) => ({ ...details, ...reconcileOutcomes(r) })));
+    // targets, and the whole of the details was dropped with them. Over several endpoints, each one's part too: a
+    // reader of one of them is shown theirs alone.
+    return json(await audited(who!, () => reconcileApply(ctx, body, who!.user), (r) => ({ ...details, ...reconcileOutcomes(r), ...reconcileOutcomesByEndpoint(body, r) })));
   });
 }

@@ -21,7 +21,13 @@ export function POST(request: Request, context: RouteContext<{ operationId: stri
       await audited(
         who,
         () => controlOperation(ctx, job, 'cancel', who.user),
-        (v) => ({ operationId: id, control: 'cancel', ...(prepared ? { prepared: true, total: job.total, selection: job.selection, state: v.state } : {}) }),
+        // A job over several endpoints keeps each one's part (server/audit/readerScope.ts).
+        (v) => ({
+          operationId: id,
+          control: 'cancel',
+          ...(prepared ? { prepared: true, total: job.total, selection: job.selection, state: v.state } : {}),
+          ...(prepared && job.byEndpoint ? { byEndpoint: job.byEndpoint } : {}),
+        }),
         200,
         { outcomeOf: (v) => (v.state === 'discarded' ? 'cancelled' : 'succeeded') },
       ),

@@ -1,0 +1,62 @@
+// The rule by which a per-endpoint reader sees an audit entry over several endpoints (readerScope.ts), on entries
+// shaped as the writers store them; the routes and the store are exercised in multiEndpointAudit.test.ts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AuditRecord } from './auditLog.ts';
+import { entryForReader } from './readerScope.ts';
+
+const entry = (endpoints: string[] | undefined, details: Record<string, unknown> | null): AuditRecord => ({
+  id: 'a1',
+  month: '2026-12',
+  at: '2026-12-06T06:00:00.000Z',
+  actorKind: 'user',
+  actorId: 'oid-op',
+  actorName: 'op@test',
+  roles: 'Operator',
+  action: 'operation.skip',
+  endpointId: endpoints === undefined ? 'billing' : null,
+  ...(endpoints !== undefined ? { endpoints } : {}),
+  eventId: null,
+  target: 'operation/op-1',
+  outcome: 'succeeded',
+  status: 200,
+  reason: null,
+  details,
+});
+const billingOnly = new Set(['billing']);
+
+test('an entry over endpoints the reader all reads, or over one endpoint, is shown whole', () => {
+  const both = entry(['billing', 'crm'], { total: 3, byEndpoint: { billing: { total: 2 }, crm: { total: 1 } } });
+  assert.equal(entryForReader(both, new Set(['billing', 'crm', 'erp'])), both);
+  const one = entry(undefined, { total: 3 });
+  assert.equal(entryForReader(one, billingOnly), one);
+});
+
+test("totals become the reader's part, nested counts included; other endpoints are counted, not named", () => {
+  const seen = entryForReader(
+    entry(['billing', 'crm', 'erp'], {
+      state: 'completed',
+      selection: { groupId: 'g1' },
+      endpoints: ['billing', 'crm', 'erp'],
+      total: 6,
+      stale: { repaired: 1, unchanged: 5 },
+      byEndpoint: { billing: { total: 2, stale: { repaired: 1, unchanged: 1 } }, crm: { total: 3, stale: { repaired: 0, unchanged: 3 } }, erp: { total: 1, stale: { repaired: 0, unchanged: 1 } } },
+    }),
+    billingOnly,
+  );
+  assert.deepEqual([seen.endpoints, seen.otherEndpoints], [['billing'], 2]);
+  assert.deepEqual(seen.details, {
+    state: 'completed',
+    selection: { groupId: 'g1' },
+    endpoints: ['billing'],
+    total: 2,
+    stale: { repaired: 1, unchanged: 1 },
+    byEndpoint: { billing: { total: 2, stale: { repaired: 1, unchanged: 1 } } },
+  });
+});
+
+test('counts stored without a part per endpoint (older entries) are left out, what is not a count kept', () => {
+  const seen = entryForReader(entry(['billing', 'crm'], { state: 'completed', total: 3, done: 3, refusalsNotAudited: 2, via: 'mcp' }), billingOnly);
+  assert.deepEqual(seen.details, { state: 'completed', via: 'mcp' });
+  assert.equal(entryForReader(entry(['billing', 'crm'], null), billingOnly).details, null);
+});
