@@ -13,6 +13,7 @@ import { MessageType, SELF } from '@nimbus/sdk/contract';
 import { createStore, LeaseStore, startEmbeddedCosmos, type EmbeddedCosmos, type MessageStore } from '../lib/store/index.ts';
 import { startFaultProxy, type FaultProxy, type ProxiedRequest } from '../lib/store/testing/faultProxy.ts';
 import { INSTANCE_LEASE_PREFIX, startInstanceWatch } from './liveness.ts';
+import { waitFor } from '../lib/testing/waitFor.ts';
 
 let cosmos: EmbeddedCosmos;
 // Real faults at the wire: a survivor's store can reach the server through a fault proxy (429s from Cosmos).
@@ -32,15 +33,6 @@ after(async () => {
   await proxy.close();
   await cosmos.close();
 });
-
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 20_000): Promise<number> {
-  const started = Date.now();
-  while (!(await probe())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Date.now() - started;
-}
 
 test('a dead instance\'s lost counter deltas are applied exactly once by one survivor within the TTL, while survivors hold deltas of their own; a clean stop needs nothing', async () => {
   const log = pino({ level: 'silent' });
@@ -73,7 +65,7 @@ test('a dead instance\'s lost counter deltas are applied exactly once by one sur
     const diedAt = Date.now();
     assert.equal(await pending(), 1, 'the dead instance\'s delta is lost: the counters say 1, the rows 3');
 
-    await until('a survivor repairs the counters', async () => (await pending()) !== 1);
+    await waitFor('a survivor repairs the counters', async () => (await pending()) !== 1);
     const took = Date.now() - diedAt;
     assert.ok(took >= ttlMs - 100, `repaired after ${took} ms, before the lease lapsed`);
     assert.ok(took < ttlMs + 10_000, `repaired after ${took} ms`);
@@ -150,9 +142,9 @@ test('a recovery refused once with a 429 is tried again and applies the lost del
   try {
     await deadInstance(database, 'throttled-death', endpointId, ttlMs);
     assert.equal(await pendingOn(survivor, endpointId), 1);
-    await until('the first recovery refused with a 429', async () => proxy.injected > before);
-    await until('the recovery tried again and applied the lost delta', async () => (await pendingOn(survivor, endpointId)) === 2);
-    await until('the death counted as recovered', async () => watch.recoveries === 1);
+    await waitFor('the first recovery refused with a 429', async () => proxy.injected > before);
+    await waitFor('the recovery tried again and applied the lost delta', async () => (await pendingOn(survivor, endpointId)) === 2);
+    await waitFor('the death counted as recovered', async () => watch.recoveries === 1);
     assert.equal(await pendingOn(survivor, endpointId), 2);
     assert.equal((await survivor.recountEndpoint(endpointId)).pending, 2);
     assert.equal(await new LeaseStore(survivor.database).holder(`${INSTANCE_LEASE_PREFIX}throttled-death`), undefined, 'the claim is deleted once recovered');
@@ -177,7 +169,7 @@ test('an instance that was late, not dead: its renewal after the claim fails, an
     const leases = new LeaseStore(late.database);
     const lease = await leases.acquire(`${INSTANCE_LEASE_PREFIX}late`, 'late', ttlMs);
     assert.ok(lease);
-    await until('the survivor recovered the late instance\'s delta', async () => (await pendingOn(survivor, endpointId)) === 2);
+    await waitFor('the survivor recovered the late instance\'s delta', async () => (await pendingOn(survivor, endpointId)) === 2);
     // It wakes up: its renewal is refused (the lease is no longer the version it holds)...
     assert.equal(await leases.renew(lease, ttlMs), undefined);
     // ...nor take it back...
@@ -208,8 +200,8 @@ test('two survivors and a claim whose holder died: the claim lapses, is claimed 
   const watchA = await startInstanceWatch({ store: a, leases: new LeaseStore(a.database), owner: 'a', log: pino({ level: 'silent' }), ttlMs, checkEveryMs: 50 });
   const watchB = await startInstanceWatch({ store: b, leases: new LeaseStore(b.database), owner: 'b', log: pino({ level: 'silent' }), ttlMs, checkEveryMs: 50 });
   try {
-    await until('one survivor handled the lapsed claim', async () => watchA.recoveries + watchB.recoveries >= 1);
-    await until('the claim deleted', async () => (await a.database.container('leases').item(name, name).read()).statusCode === 404);
+    await waitFor('one survivor handled the lapsed claim', async () => watchA.recoveries + watchB.recoveries >= 1);
+    await waitFor('the claim deleted', async () => (await a.database.container('leases').item(name, name).read()).statusCode === 404);
     assert.equal(watchA.recoveries + watchB.recoveries, 1);
     assert.equal(await pendingOn(a, endpointId), 2, 'the dead instance\'s delta applied once');
     // Running the recovery again (a claim taken over from a holder that died after applying) applies nothing.
@@ -239,8 +231,8 @@ test('a death whose recovery keeps failing gives up with a recount warning, and 
   proxy.inject({ status: 429, retryAfterMs: 1, match: stuckPatch });
   const watch = await startInstanceWatch({ store: survivor, leases: new LeaseStore(survivor.database), owner: 'survivor', log, ttlMs, checkEveryMs: 100, recoveryAttempts: 3, retryBaseMs: 50 });
   try {
-    await until('the other death recovered', async () => (await pendingOn(survivor, fine)) === 2);
-    await until('the stuck death given up, with a recount asked for', async () =>
+    await waitFor('the other death recovered', async () => (await pendingOn(survivor, fine)) === 2);
+    await waitFor('the stuck death given up, with a recount asked for', async () =>
       lines.some((l) => l.level === 'warn' && /recount/i.test(l.msg) && JSON.stringify(l.obj).includes(stuck)),
     );
     assert.equal(await pendingOn(survivor, stuck), 1, 'nothing applied on the throttled endpoint');
@@ -248,9 +240,9 @@ test('a death whose recovery keeps failing gives up with a recount warning, and 
     // the watch takes it again.
     await deadInstance(database, 'dies-stuck-2', stuck, ttlMs);
     proxy.inject({ status: 503, match: (r) => r.path.includes('/colls/leases/') || stuckPatch(r) });
-    await until('the survivor\'s own lease lapsed', async () => (await observed.holder(own)) === undefined);
+    await waitFor('the survivor\'s own lease lapsed', async () => (await observed.holder(own)) === undefined);
     proxy.inject({ status: 429, retryAfterMs: 1, match: stuckPatch });
-    await until('the survivor\'s own lease taken again', async () => (await observed.holder(own))?.owner === 'survivor');
+    await waitFor('the survivor\'s own lease taken again', async () => (await observed.holder(own))?.owner === 'survivor');
   } finally {
     proxy.clear();
     await watch.stop();

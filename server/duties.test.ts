@@ -11,6 +11,7 @@ import { RECONCILE_LEASE, withReconcileLease } from './reconcile/routes.ts';
 import { replayDeadLetters, replayLeaseName } from './subscriptions/replay.ts';
 import { ReplayJournal } from './subscriptions/replayJournal.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
+import { waitFor } from '../lib/testing/waitFor.ts';
 
 let stack: ConsoleTestStack;
 /** Replica B's own store (own client), beside the stack's store used as replica A's. */
@@ -35,14 +36,6 @@ const gate = () => {
   return { open, opened };
 };
 
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 test('one reconcile at a time across replicas: the second gets 409 while the first runs, and runs once it is done', async () => {
   const held = gate();
   let runningA = false;
@@ -51,7 +44,7 @@ test('one reconcile at a time across replicas: the second gets 409 while the fir
     await held.opened;
     return 'a';
   });
-  await until('replica A reconciling', async () => runningA);
+  await waitFor('replica A reconciling', async () => runningA);
   await assert.rejects(
     withReconcileLease(b, 'replica-b', async () => 'b'),
     (err: unknown) => err instanceof HttpError && err.status === 409 && /another reconcile is running/.test(err.message + JSON.stringify(err)),
@@ -68,7 +61,7 @@ test('a replica that dies while reconciling loses the lease within the TTL; the 
   const diedAt = Date.now();
   await assert.rejects(withReconcileLease(b, 'replica-b', async () => 'b', ttlMs), (e: unknown) => e instanceof HttpError && e.status === 409);
   let took: string | undefined;
-  await until('replica B reconciling', async () => {
+  await waitFor('replica B reconciling', async () => {
     took = await withReconcileLease(b, 'replica-b', async () => 'b', ttlMs).catch(() => undefined);
     return took !== undefined;
   });
@@ -86,7 +79,7 @@ test('a live holder keeps its lease past the TTL by renewing it (the other repli
     running = true;
     await held.opened;
   }, ttlMs);
-  await until('A holding', async () => running);
+  await waitFor('A holding', async () => running);
   await new Promise((r) => setTimeout(r, ttlMs * 2));
   await assert.rejects(withReconcileLease(b, 'replica-b', async () => 'b', ttlMs), (e: unknown) => e instanceof HttpError && e.status === 409);
   held.open();
@@ -106,7 +99,7 @@ test('one runner per replay operation: the same operation started on a second re
   });
   const args = { topic, subscription: topic, selection: { all: true }, auditor: 'tester', operationId };
   const first = replayDeadLetters(deps(stack.store, a, 'replica-a'), args);
-  await until('replica A running the replay', async () => (await a.holder(replayLeaseName(operationId)))?.owner === 'replica-a');
+  await waitFor('replica A running the replay', async () => (await a.holder(replayLeaseName(operationId)))?.owner === 'replica-a');
   await assert.rejects(replayDeadLetters(deps(storeB, b, 'replica-b'), args), (e: unknown) => e instanceof HttpError && e.status === 409);
   const op = await first;
   assert.equal(op.state, 'done');

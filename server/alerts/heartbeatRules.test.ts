@@ -16,6 +16,7 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.t
 import { evaluateRule, type AlertSources } from './conditions.ts';
 import { ruleInputSchema, type RuleDoc } from './model.ts';
 import { alertSources } from './sources.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 let stack: ConsoleTestStack;
 let ctx: ConsoleContext;
@@ -40,14 +41,6 @@ after(async () => {
   await stack?.close();
 });
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
-
 function rule(input: Record<string, unknown>): RuleDoc {
   return { ...ruleInputSchema.parse({ name: 'r', ...input }), id: 'r', kind: 'rule', createdAt: '', updatedAt: '', updatedBy: '' };
 }
@@ -71,7 +64,7 @@ describe('heartbeat alert rules on real heartbeat data', () => {
     const tick = await service.tick();
     assert.equal(tick.resolverProbed, true);
 
-    await until('the endpoint and the Resolver recorded as seen', async () => {
+    await waitFor('the endpoint and the Resolver recorded as seen', async () => {
       const o = await service.overview();
       return o.resolver.lastSeenAt !== null && o.endpoints.find((e) => e.endpointId === answering)?.lastSeenAt != null;
     });

@@ -10,6 +10,7 @@ import { startResolver, type ResolverHandle } from '../../resolver-worker/index.
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from './platformDocs.ts';
 import { ADMIN_AUDIT_EVENT, clampSettings, endpointHealth, HeartbeatService, startHeartbeatScheduler, type HealthOverview } from './scheduler.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 let stack: ConsoleTestStack;
 let resolver: ResolverHandle;
@@ -65,14 +66,6 @@ async function answerAsOldSdk(): Promise<void> {
     await sender.close();
     await receiver.close();
   }
-}
-
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 const byId = (o: HealthOverview, id: string) => o.endpoints.find((e) => e.endpointId === id)!;
@@ -136,7 +129,7 @@ describe('heartbeat', () => {
     const idle = await a.tick();
     assert.equal(idle.sent, 0);
     assert.equal(idle.resolverProbed, true);
-    await until('the Resolver liveness', async () => (await a.overview()).resolver.status === 'On');
+    await waitFor('the Resolver liveness', async () => (await a.overview()).resolver.status === 'On');
 
     const r = await a.updateSettings({ enabled: true, intervalSeconds: 60, timeoutSeconds: 20 }, (await a.versionedSettings()).version, 'tester');
     assert.ok('saved' in r, 'saved from the version just read');
@@ -149,7 +142,7 @@ describe('heartbeat', () => {
     for (const ep of endpoints) assert.equal((await stack.store.listHeartbeats(ep)).length, 1, ep);
 
     await answerAsOldSdk();
-    await until('On and Unsupported', async () => {
+    await waitFor('On and Unsupported', async () => {
       const o = await a.overview();
       return byId(o, current).status === 'On' && byId(o, old).status === 'Unsupported';
     });
@@ -221,9 +214,9 @@ describe('heartbeat', () => {
         if (held) events.push('tick ended');
       }
     };
-    await until('the first scheduled round', async () => (await stack.store.listHeartbeats('shippingendpoint', 50)).length > before);
+    await waitFor('the first scheduled round', async () => (await stack.store.listHeartbeats('shippingendpoint', 50)).length > before);
     // Not only the first tick: the timer is re-armed after each one.
-    await until('three ticks', async () => ticks >= 3);
+    await waitFor('three ticks', async () => ticks >= 3);
 
     // Hold the next tick open and stop meanwhile: stop() must not return before that tick has ended.
     let release!: () => void;
@@ -246,7 +239,7 @@ describe('heartbeat', () => {
       witnessed++;
       return { swept: 0, resolverProbed: false, sent: 0 };
     };
-    await until('five ticks of a second scheduler', async () => witnessed >= 5);
+    await waitFor('five ticks of a second scheduler', async () => witnessed >= 5);
     await witness.stop();
     assert.equal(ticks, ticksAtStop, 'the stopped scheduler ticked again');
   });

@@ -8,6 +8,7 @@ import { LeaseStore, TimeSeriesStore } from '../../lib/store/index.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { collectBacklog } from './backlog.ts';
 import { startLeaderLoop } from './leader.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 let stack: ConsoleTestStack;
 before(async () => {
@@ -18,14 +19,6 @@ after(async () => {
 });
 
 const EP = 'billingendpoint';
-
-async function until(probe: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('backlog collector', () => {
   test("a sample stores the endpoint topic's active and dead-letter counts", async () => {
@@ -69,13 +62,13 @@ describe('lease-held duty loop', () => {
       });
     const a = loop('a');
     const b = loop('b');
-    await until(() => ran.length >= 10, 'ten runs');
+    await waitFor('ten runs', () => ran.length >= 10);
     const first = ran[0]!;
     assert.ok(ran.every((o) => o === first), `one owner ran the work: ${ran.join(',')}`);
     const [holder, other] = first === 'a' ? [a, b] : [b, a];
     await holder.stop();
     const before = ran.length;
-    await until(() => ran.slice(before).some((o) => o !== first), 'the other replica taking over');
+    await waitFor('the other replica taking over', () => ran.slice(before).some((o) => o !== first));
     assert.equal(other.holding(), true);
     await other.stop();
   });

@@ -13,6 +13,7 @@ import { Manager } from '../manager/manager.ts';
 import { routeRequest as req, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { OperationsRunner } from './runner.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 process.env.NIMBUS_BACKGROUND = 'off';
@@ -28,15 +29,6 @@ after(async () => {
   jobs?.docs.close();
   await stack?.close();
 });
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 test('a replica with background duties off runs no job; one with them on does', { timeout: 300_000 }, async () => {
   for (const eventId of ['b-1', 'b-2']) {
@@ -59,9 +51,9 @@ test('a replica with background duties off runs no job; one with them on does', 
   const manager = new Manager({ store: stack.store, client: stack.serviceBus.client });
   const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager, scanEveryMs: 500, onFinished: (j) => { finishedHere.push(j); } }).start();
   try {
-    for (const id of [waiting.operationId, operationId]) await until(`job ${id} completed`, async () => (await jobs.get(id))?.state === 'completed');
+    for (const id of [waiting.operationId, operationId]) await waitFor(`job ${id} completed`, async () => (await jobs.get(id))?.state === 'completed');
     // onFinished runs after the completed job is saved: wait for it rather than read it at once.
-    await until('both finished by the duty replica', async () => finishedHere.length === 2);
+    await waitFor('both finished by the duty replica', async () => finishedHere.length === 2);
     assert.deepEqual(finishedHere.map((j) => j.operationId).sort(), [waiting.operationId, operationId].sort());
   } finally {
     await runner.stop();

@@ -18,6 +18,7 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.t
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { freezeSelection } from './selection.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -75,20 +76,6 @@ function startRunner(): Promise<ChildProcess> {
       fail(new Error(`runner exited with ${code}`));
     });
   });
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 180_000, progress?: () => Promise<unknown>): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  let told = Date.now();
-  while (Date.now() < end) {
-    if (await check()) return;
-    if (progress && Date.now() - told > 10_000) {
-      told = Date.now();
-      process.stderr.write(`waiting for ${what}: ${JSON.stringify(await progress())}\n`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 const read = async (id: string): Promise<Job> => (await jobs.get(id))!;
@@ -156,14 +143,14 @@ describe('bulk operations', () => {
       const j = await read(job.operationId);
       return { state: j.state, done: j.done, refused: j.refused, failed: j.failed, cursor: j.cursor, runningMs: j.runningMs };
     };
-    await until('progress', async () => (await read(job.operationId)).done >= N / 10, 600_000, status);
+    await waitFor('progress', async () => (await read(job.operationId)).done >= N / 10, { timeoutMs: 600_000, progress: status });
     await jobs.setControl(job.operationId, 'pause', 'tester');
-    await until('paused', async () => (await read(job.operationId)).state === 'paused');
+    await waitFor('paused', async () => (await read(job.operationId)).state === 'paused');
     const pausedAt = (await read(job.operationId)).done;
     await new Promise((r) => setTimeout(r, 1500));
     assert.equal((await read(job.operationId)).done, pausedAt, 'a paused job acts on nothing');
     await jobs.setControl(job.operationId, 'run', 'tester');
-    await until('resumed progress', async () => (await read(job.operationId)).done >= pausedAt + N / 5, 600_000, status);
+    await waitFor('resumed progress', async () => (await read(job.operationId)).done >= pausedAt + N / 5, { timeoutMs: 600_000, progress: status });
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     const atCrash = await read(job.operationId);
@@ -172,7 +159,7 @@ describe('bulk operations', () => {
 
     // The restarted console: takes the lease once the dead replica's expires, continues from the saved cursor.
     await startRunner();
-    await until('completed', async () => (await read(job.operationId)).state === 'completed', 1_500_000, status);
+    await waitFor('completed', async () => (await read(job.operationId)).state === 'completed', { timeoutMs: 1_500_000, progress: status });
     const end = await read(job.operationId);
     assert.equal(end.total, N);
     assert.equal(end.failed, 0, JSON.stringify(end.errors.slice(0, 3)));
@@ -218,9 +205,9 @@ describe('bulk operations', () => {
     assert.equal(total, 300);
     const params = { params: Promise.resolve({ operationId }) };
     // Rate-limited to 20/s: it is still running when cancelled.
-    await until('running', async () => ((await (await one.GET(req('GET', `/api/operations/${operationId}`), params)).json()) as { done: number }).done > 0, 60_000);
+    await waitFor('running', async () => ((await (await one.GET(req('GET', `/api/operations/${operationId}`), params)).json()) as { done: number }).done > 0, { timeoutMs: 60_000 });
     assert.equal((await cancel.POST(req('POST', `/api/operations/${operationId}/cancel`), params)).status, 200);
-    await until('cancelled', async () => ((await (await one.GET(req('GET', `/api/operations/${operationId}`), params)).json()) as { state: string }).state === 'cancelled', 60_000);
+    await waitFor('cancelled', async () => ((await (await one.GET(req('GET', `/api/operations/${operationId}`), params)).json()) as { state: string }).state === 'cancelled', { timeoutMs: 60_000 });
     const view = (await (await one.GET(req('GET', `/api/operations/${operationId}`), params)).json()) as { done: number; total: number; state: string };
     assert.ok(view.done > 0 && view.done < 300, `cancelled midway (done ${view.done})`);
     const list = (await (await ops.GET(req('GET', '/api/operations'))).json()) as { operations: Array<{ operationId: string; state: string }> };

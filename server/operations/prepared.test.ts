@@ -19,6 +19,7 @@ import type { Principal } from '../auth/principal.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { JobStore } from './jobs.ts';
 import type { OperationSummary } from './routes.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const EP = 'crmendpoint';
@@ -33,15 +34,6 @@ const SECRET = 'prepared-jobs-test-session-secret-0123456789';
 /** A request signed in as `as` (its session cookie sealed here); without one, anonymous (sign-in off). */
 const req = (method: string, path: string, body?: unknown, as?: Principal) =>
   routeRequest(method, path, body, as ? { cookie: `${SESSION_COOKIE}=${sealSession(as, { secret: SECRET, maxAgeSeconds: 600 })}` } : undefined);
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** n Failed events of one cause (as the Resolver records them), in the cause's own session. */
 async function seedFailed(prefix: string, n: number, errorType: string, errorText: (i: number) => string): Promise<void> {
@@ -121,7 +113,7 @@ describe('a bulk job awaiting its confirmation', () => {
     const later = await (await routes()).ops.POST(req('POST', '/api/operations', { kind: 'resubmit', selection: { endpointId: EP, eventIds: ['crm-0'] } }));
     assert.equal(later.status, 202, await later.clone().text());
     const laterId = ((await later.json()) as { operationId: string }).operationId;
-    await until('the later job audited', async () => (await auditsOf(laterId)).some((a) => a.action === 'operation.resubmit'));
+    await waitFor('the later job audited', async () => (await auditsOf(laterId)).some((a) => a.action === 'operation.resubmit'));
 
     const trail = await auditsOf(prepared.operationId);
     assert.deepEqual(trail.map(line), [`skip.prepare ${EP} succeeded (202)`, `skip operation/${prepared.operationId} cancelled (200)`]);
@@ -144,7 +136,7 @@ describe('a bulk job awaiting its confirmation', () => {
 
     const states = new Set<string>();
     let listed: OperationSummary | undefined;
-    await until('completed', async () => {
+    await waitFor('completed', async () => {
       listed = (await list()).find((o) => o.operationId === prepared.operationId);
       if (listed) states.add(listed.state);
       return listed?.state === 'completed';
@@ -158,7 +150,7 @@ describe('a bulk job awaiting its confirmation', () => {
     assert.equal(listed.eventsLink, `/endpoints/${EP}?groupId=${group.groupId}`);
     assert.equal(listed.done, 4);
 
-    await until('the finished job audited', async () => (await auditsOf(prepared.operationId)).some((a) => a.action === 'operation.skip'));
+    await waitFor('the finished job audited', async () => (await auditsOf(prepared.operationId)).some((a) => a.action === 'operation.skip'));
     const trail = await auditsOf(prepared.operationId);
     assert.deepEqual(trail.map(line), [
       `skip.prepare ${EP} succeeded (202)`,
@@ -183,7 +175,7 @@ describe('a bulk job awaiting its confirmation', () => {
 
       const expiring = new JobStore(docs, { preparedTtlMs: 1 });
       const job = await expiring.create({ kind: 'resubmit', selection, rows, startedBy: 'tester', ratePerSecond: 0, hold: true });
-      await until('expired', async () => (await view(job.operationId)).state === 'discarded');
+      await waitFor('expired', async () => (await view(job.operationId)).state === 'discarded');
       const trail = await auditsOf(job.operationId);
       assert.deepEqual(trail.map(line), [`operation.resubmit operation/${job.operationId} cancelled (200)`]);
       assert.match(trail[0]!.reason ?? '', /not confirmed within 10 min/);
@@ -222,7 +214,7 @@ describe('a bulk job awaiting its confirmation', () => {
     const answer = await controlOperation(ctx, seenByCanceller!, 'cancel', 'tester');
     assert.equal(answer.requested, 'cancel', JSON.stringify(answer));
     assert.equal((await getOperations(ctx).jobs.control(prepared.operationId))?.control, 'cancel');
-    await until('the job stopped', async () => ['cancelled', 'completed'].includes((await view(prepared.operationId)).state));
+    await waitFor('the job stopped', async () => ['cancelled', 'completed'].includes((await view(prepared.operationId)).state));
     const end = await view(prepared.operationId);
     assert.equal(end.state, 'cancelled', JSON.stringify(end));
     assert.ok(end.done < end.total, JSON.stringify(end));
@@ -236,9 +228,9 @@ describe('a bulk job awaiting its confirmation', () => {
       const created = await ops.POST(req('POST', '/api/operations', { kind: 'resubmit', selection: { endpointId: EP, errorText: 'slow partner' } }));
       assert.equal(created.status, 202, await created.clone().text());
       const { operationId } = (await created.json()) as { operationId: string };
-      await until('running', async () => (await view(operationId)).done > 0);
+      await waitFor('running', async () => (await view(operationId)).done > 0);
       assert.equal((await cancel.POST(req('POST', `/api/operations/${operationId}/cancel`), params(operationId))).status, 200);
-      await until('the cancelled job audited', async () => (await auditsOf(operationId)).some((a) => a.action === 'operation.resubmit'));
+      await waitFor('the cancelled job audited', async () => (await auditsOf(operationId)).some((a) => a.action === 'operation.resubmit'));
       const finished = (await auditsOf(operationId)).find((a) => a.action === 'operation.resubmit')!;
       assert.equal(line(finished), `operation.resubmit operation/${operationId} cancelled (200)`);
     } finally {
@@ -281,7 +273,7 @@ describe('a bulk job awaiting its confirmation', () => {
       const again = await prepare('skip', { endpointId: EP, groupId: group.groupId }, alice);
       const started = await resume.POST(req('POST', `/api/operations/${again.operationId}/resume`, undefined, alice), params(again.operationId));
       assert.equal(started.status, 200, await started.clone().text());
-      await until('completed', async () => (await view(again.operationId, alice)).state === 'completed');
+      await waitFor('completed', async () => (await view(again.operationId, alice)).state === 'completed');
     } finally {
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k];

@@ -12,6 +12,7 @@ import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { routeRequest as req, startRouteTestStack, type ConsoleTestStack } from '../testing/routeStack.ts';
 import { JobStore } from './jobs.ts';
 import type { OperationSummary } from './routes.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const EP = 'billingendpoint';
@@ -26,15 +27,6 @@ after(async () => {
   jobs?.docs.close();
   await stack?.close();
 });
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** A Failed event of EP (its request and error, as the Resolver records them), in session S-1. */
 async function seedFailed(eventId: string): Promise<void> {
@@ -62,7 +54,7 @@ test('a paused job older than the newest 200 job documents is listed and resumes
 
   const resumed = await resume.POST(req('POST', `/api/operations/${job.operationId}/resume`), { params: Promise.resolve({ operationId: job.operationId }) });
   assert.equal(resumed.status, 200, await resumed.clone().text());
-  await until('the resumed job completed', async () => (await jobs.get(job.operationId))?.state === 'completed');
+  await waitFor('the resumed job completed', async () => (await jobs.get(job.operationId))?.state === 'completed');
   const done = (await jobs.get(job.operationId))!;
   assert.equal(done.done, 1);
   assert.equal((await list()).find((o) => o.operationId === job.operationId)?.state, 'completed');
