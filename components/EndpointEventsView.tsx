@@ -17,7 +17,7 @@ import { EVENT_STATUSES, endpointSearch, eventListSearch, parseSearch, toSearch,
 import { useUrlState } from './useUrlState.ts';
 import { fromInputValue, toInputValue } from './isoTime.ts';
 import { useTimeZoneMode } from './timeZone.tsx';
-import { Ago, ErrorBox, formatCount, StatusBadge, useNow } from './format.tsx';
+import { Ago, countOf, ErrorBox, formatCount, StatusBadge, useNow } from './format.tsx';
 import { useCan } from './audit/accessApi.ts';
 import { EndpointHistory } from './charts/HistoryCharts.tsx';
 import { failuresHref, type TimeRange } from './charts/metricsApi.ts';
@@ -100,6 +100,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
 
   const list = useInfiniteQuery(eventsQuery(endpointId, queryString));
   const items = useMemo(() => list.data?.pages.flatMap((p) => p.items) ?? [], [list.data]);
+  // Rows the loaded pages matched but could not read (their documents no longer parse): said above the list, so
+  // a list missing them does not look whole.
+  const unreadable = useMemo(() => list.data?.pages.flatMap((p) => p.unreadable) ?? [], [list.data]);
   // Not list.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).
   const refreshing = useRefreshing(list);
 
@@ -302,6 +305,11 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
         <span className="ml-auto text-xs text-slate-500">{refreshing ? 'refreshing…' : `${items.length} shown`}</span>
       </div>
       <ErrorBox error={list.error} />
+      {unreadable.length > 0 ? (
+        <p className="mb-2 text-sm text-red-700" data-unreadable-rows title={unreadable.map((u) => `${u.id}: ${u.issues}`).join('\n')}>
+          {countOf(unreadable.length, 'row')} could not be read and {unreadable.length === 1 ? 'is' : 'are'} not shown: {unreadable.map((u) => u.id).join(', ')}
+        </p>
+      ) : null}
 
       <div className="overflow-x-auto rounded border border-slate-200 bg-white">
         <table className="min-w-full text-sm" data-testid="events-table">

@@ -3,7 +3,7 @@
 // The response shapes are the server's read models (type-only imports, erased from the browser bundle), so a
 // field added or renamed on the server shows up here at compile time instead of drifting.
 import type { FlowSnapshot } from '../server/flow.ts';
-import type { EndpointOverview, EndpointSummary, EventDetailsView, EventListItem, SearchResult } from '../server/queries.ts';
+import type { EndpointOverview, EndpointSummary, EventDetailsView, EventListItem, SearchResult, UnreadableRow } from '../server/queries.ts';
 export type { EndpointOverview, EndpointSummary, EventListItem, SearchResult } from '../server/queries.ts';
 export type { FlowCounts, FlowSnapshot } from '../server/flow.ts';
 export type EventDetails = EventDetailsView;
@@ -57,7 +57,7 @@ export const api = {
   endpoints: () => callApi<{ endpoints: EndpointOverview[]; generatedAt: string }>('/api/endpoints'),
   endpoint: (endpointId: string) => callApi<{ endpoint: EndpointSummary; generatedAt: string }>(`/api/endpoints/${seg(endpointId)}`),
   events: (endpointId: string, query: URLSearchParams) =>
-    callApi<{ items: EventListItem[]; continuation: string | null }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
+    callApi<{ items: EventListItem[]; continuation: string | null; unreadable: UnreadableRow[] }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
   event: (endpointId: string, eventId: string) => callApi<EventDetails>(`/api/endpoints/${seg(endpointId)}/events/${seg(eventId)}`),
   flow: (period: number, eventTypeId: string) =>
     callApi<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),

@@ -355,18 +355,27 @@ export function toListItem(r: StatusRowSummary): EventListItem {
   };
 }
 
+/** A stored row a list matched but could not read (its document no longer parses): its id and what is wrong. */
+export interface UnreadableRow {
+  id: string;
+  /** Field paths and what they should be (lib/store/paging.ts describeIssues), never the values. */
+  issues: string;
+}
+
 /**
  * One page of an endpoint's events, newest update first, with every filter applied in the query (server-side).
  * 'Handoff' in the status filter means Pending rows parked on a handoff. The error-text filter is a
  * case-insensitive substring match (the store's own listEvents has no text filter, so the query is built here).
+ * `unreadable` names the rows of this page that matched but no longer parse, under the export's name for them
+ * (server/failures/export.ts): they cannot be listed, and a page that left them out silently would look whole.
  */
 export async function listEndpointEvents(
   store: MessageStore,
   endpointId: string,
   f: EventListQuery,
-): Promise<{ items: EventListItem[]; continuation: string | null }> {
-  const { items, continuation } = await readEndpointEventsPage(store, endpointId, f);
-  return { items, continuation };
+): Promise<{ items: EventListItem[]; continuation: string | null; unreadable: UnreadableRow[] }> {
+  const { items, continuation, corrupt } = await readEndpointEventsPage(store, endpointId, f);
+  return { items, continuation, unreadable: corrupt };
 }
 
 /**
@@ -377,7 +386,7 @@ export async function readEndpointEventsPage(
   store: MessageStore,
   endpointId: string,
   f: EventListQuery,
-): Promise<{ items: EventListItem[]; continuation: string | null; corrupt: { id: string; issues: string }[] }> {
+): Promise<{ items: EventListItem[]; continuation: string | null; corrupt: UnreadableRow[] }> {
   const where = ['c.endpointId = @ep'];
   const parameters: SqlParameter[] = [{ name: '@ep', value: endpointId }];
   const statuses = f.status.filter((s) => s !== 'Handoff');

@@ -5,8 +5,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
-import { CONTAINERS } from '../../lib/store/index.ts';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
+import { plantUnreadableRows } from '../../lib/store/testing/unreadableRows.ts';
 import { eventListQuerySchema } from '../queries.ts';
 import { csvField, EXPORT_PAGE_SIZE, exportEvents, exportFileName, exportQuerySchema, MAX_ROWS_HEADER } from './export.ts';
 
@@ -57,19 +57,10 @@ async function endpointWith(n: number): Promise<{ ep: string; ids: string[] }> {
   return { ep, ids };
 }
 
-/**
- * `n` rows on `ep` that no longer parse (an unknown status), planted past the store (which never writes one) as
- * copies of a stored row updated after every row the store wrote; their document ids.
- */
+/** `n` rows on `ep` that no longer parse (an unknown status), newer than every row the store wrote; their ids. */
 async function plantUnreadable(ep: string, n: number): Promise<string[]> {
-  const events = f.raw.database(f.database).container(CONTAINERS.events);
-  const { resources } = await events.items.query({ query: 'SELECT * FROM c WHERE c.endpointId = @ep', parameters: [{ name: '@ep', value: ep }] }).fetchAll();
-  // Without Cosmos's system properties (`_rid`, `_etag`, …), which a create does not take.
-  const row = Object.fromEntries(Object.entries(resources[0] as Record<string, unknown>).filter(([k]) => !k.startsWith('_')));
   const ids = Array.from({ length: n }, (_, i) => `bad-${String(i).padStart(3, '0')}`);
-  for (const id of ids) {
-    await events.items.create({ ...row, id, eventId: id, eventIdLower: id, status: 'Exploded', updatedAt: '2027-01-01T00:00:00.000Z' });
-  }
+  await plantUnreadableRows(f.raw.database(f.database), { endpointId: ep }, ids);
   return ids;
 }
 

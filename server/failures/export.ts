@@ -3,7 +3,7 @@
 // is not the whole list says so at its end: rows that no longer parse (named) and a cut at MAX_EXPORT_ROWS.
 import { z } from 'zod';
 import type { MessageStore } from '../../lib/store/index.ts';
-import { eventListQuerySchema, readEndpointEventsPage, type EventListItem, type EventListQuery } from '../queries.ts';
+import { eventListQuerySchema, readEndpointEventsPage, type EventListItem, type EventListQuery, type UnreadableRow } from '../queries.ts';
 
 // The export streams every page from the first itself: a `continuation` (the list's paging token) would be ignored,
 // so it is refused rather than giving a file that silently does not start where the caller asked.
@@ -38,7 +38,7 @@ export const MAX_ROWS_HEADER = 'X-NimBus-Export-Max-Rows';
 
 /** What the end of the file says: the rows read that no longer parse, and whether rows past the cap were left. */
 interface ExportEnd {
-  unreadable: { id: string; issues: string }[];
+  unreadable: UnreadableRow[];
   truncated: boolean;
 }
 

@@ -13,6 +13,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FeedOptions, SqlQuerySpec } from '@azure/cosmos';
 import { decodeBody, MessageType } from '@nimbus/sdk/contract';
 import { CONTAINERS, COUNTER_DOC_ID } from '../../lib/store/index.ts';
+import { msg } from '../../lib/store/testing/fixtures.ts';
+import { plantUnreadableRows } from '../../lib/store/testing/unreadableRows.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { API_AUDIENCE, startTestOidcProvider, type TestOidcProvider } from '../testing/oidcProvider.ts';
@@ -169,6 +171,31 @@ describe('MCP server over Streamable HTTP, as an Operator that is also the ERP a
     assert.equal(audit.items[0]?.outcome, 'succeeded');
     assert.equal((audit.items[0]?.details as { via?: string } | null)?.via, 'mcp');
     await refused(client, 'get_event', { endpointId: 'billingendpoint', eventId: 'no-such-event' }, /not found \(404\)/);
+  });
+
+  test('search_failures names the matching events it could not read, by endpoint, rather than leaving them out silently', async () => {
+    // A failure of its own (the seeded one is resubmitted above), and a copy of it whose document no longer parses,
+    // planted past the store: its status and error text still match the search, so the search reads it.
+    const tag = randomUUID();
+    const eventId = `mcp-readable-${tag}`;
+    const request = msg(MessageType.EventRequest, { endpointId: 'billingendpoint', eventId, sessionId: `s-${tag}`, payload: {} });
+    await stack.store.writeStatus(request);
+    await stack.store.writeStatus(msg(MessageType.ErrorResponse, { endpointId: 'billingendpoint', eventId, sessionId: `s-${tag}`, parentMessageId: request.messageId, errorType: 'LedgerError', errorText: `ledger ${tag} closed` }));
+    const bad = `mcp-unreadable-${tag}`;
+    await plantUnreadableRows(stack.store.database, { endpointId: 'billingendpoint', eventId }, [bad], { retryCount: 'many' });
+    try {
+      type Found = { events: Array<{ eventId: string }>; unreadable: Array<{ endpointId: string; id: string; issues: string }> };
+      for (const args of [{ endpointId: 'billingendpoint', text: `ledger ${tag}` }, { text: `ledger ${tag}` }]) {
+        const found = await ok<Found>(client, 'search_failures', args);
+        assert.deepEqual(found.events.map((e) => e.eventId), [eventId], JSON.stringify(args));
+        assert.deepEqual(found.unreadable.map((u) => [u.endpointId, u.id]), [['billingendpoint', bad]], JSON.stringify(args));
+        assert.match(found.unreadable[0]!.issues, /^retryCount: /, 'what is wrong: the field, not its value');
+      }
+      const none = await ok<Found>(client, 'search_failures', { endpointId: 'crmendpoint' });
+      assert.deepEqual(none.unreadable, [], 'an answer with nothing unreadable says so with an empty list');
+    } finally {
+      await stack.store.database.container(CONTAINERS.events).item(bad, ['billingendpoint', bad]).delete();
+    }
   });
 
   test('skip_event skips a dead-lettered event', async () => {

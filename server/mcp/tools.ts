@@ -219,7 +219,7 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
     {
       title: 'Search failed events',
       description:
-        'Failed, dead-lettered and unsupported events, newest first, on one endpoint or on every endpoint you may read; optionally only those whose error text contains `text` (case-insensitive) or of one event type.',
+        'Failed, dead-lettered and unsupported events, newest first, on one endpoint or on every endpoint you may read; optionally only those whose error text contains `text` (case-insensitive) or of one event type. Stored events that matched but could not be read are not in `events`: `unreadable` names them (endpoint, id, what is wrong).',
       inputSchema: {
         endpointId: endpointIdParam.optional().describe('Only this endpoint'),
         text: z.string().trim().min(1).max(200).optional().describe('A substring of the error text'),
@@ -243,7 +243,10 @@ export function createMcpServer(request: Request, who: Authorized): McpServer {
           ),
         );
         const items: EventListItem[] = pages.flatMap((p) => p.items).sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
-        return { searched: endpointIds, events: items.slice(0, args.limit) };
+        // Every matching row read that could not be read, named with its endpoint (ids are per endpoint): without
+        // it an answer missing events would look whole. Not cut by `limit`: of such a row its id is known, not its time.
+        const unreadable = pages.flatMap((p, i) => p.unreadable.map((u) => ({ endpointId: endpointIds[i]!, ...u })));
+        return { searched: endpointIds, events: items.slice(0, args.limit), unreadable };
       }),
   );
 
