@@ -101,8 +101,9 @@ export function EndpointEventsView({ endpointId }: { endpointId: string }) {
   const list = useInfiniteQuery(eventsQuery(endpointId, queryString));
   const items = useMemo(() => list.data?.pages.flatMap((p) => p.items) ?? [], [list.data]);
   // Rows the loaded pages matched but could not read (their documents no longer parse): said above the list, so
-  // a list missing them does not look whole.
-  const unreadable = useMemo(() => list.data?.pages.flatMap((p) => p.unreadable) ?? [], [list.data]);
+  // a list missing them does not look whole. A page without the field comes from a replica still on an older
+  // version during a rolling deploy: none named.
+  const unreadable = useMemo(() => list.data?.pages.flatMap((p) => p.unreadable ?? []) ?? [], [list.data]);
   // Not list.isFetching itself: the server and a hydrating browser can disagree on it (refreshing.ts).
   const refreshing = useRefreshing(list);
 

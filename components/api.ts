@@ -57,7 +57,7 @@ export const api = {
   endpoints: () => callApi<{ endpoints: EndpointOverview[]; generatedAt: string }>('/api/endpoints'),
   endpoint: (endpointId: string) => callApi<{ endpoint: EndpointSummary; generatedAt: string }>(`/api/endpoints/${seg(endpointId)}`),
   events: (endpointId: string, query: URLSearchParams) =>
-    callApi<{ items: EventListItem[]; continuation: string | null; unreadable: UnreadableRow[] }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
+    callApi<{ items: EventListItem[]; continuation: string | null; unreadable?: UnreadableRow[] }>(`/api/endpoints/${seg(endpointId)}/events?${query.toString()}`),
   event: (endpointId: string, eventId: string) => callApi<EventDetails>(`/api/endpoints/${seg(endpointId)}/events/${seg(eventId)}`),
   flow: (period: number, eventTypeId: string) =>
     callApi<FlowSnapshot>(`/api/flow?period=${period}${eventTypeId ? `&eventTypeId=${seg(eventTypeId)}` : ''}`),

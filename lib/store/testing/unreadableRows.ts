@@ -22,7 +22,9 @@ export async function plantUnreadableRows(
   if (resources.length === 0) throw new Error(`plantUnreadableRows: no row of ${JSON.stringify(source)} to copy`);
   // Without Cosmos's system properties (`_rid`, `_etag`, …), which a create does not take.
   const row = Object.fromEntries(Object.entries(resources[0] as Record<string, unknown>).filter(([k]) => !k.startsWith('_')));
+  // A day ahead of now, not a fixed date: later than every row the store wrote, whenever the test runs.
+  const updatedAt = new Date(Date.now() + 86_400_000).toISOString();
   for (const id of ids) {
-    await events.items.create({ ...row, id, eventId: id, eventIdLower: id.toLowerCase(), updatedAt: '2027-01-01T00:00:00.000Z', ...broken });
+    await events.items.create({ ...row, id, eventId: id, eventIdLower: id.toLowerCase(), updatedAt, ...broken });
   }
 }
