@@ -51,8 +51,10 @@ test('holdLease keeps renewing past the TTL and aborts its signal when the lease
   const name = uniq('held');
   const held = await holdLease(leases, name, 'a', { ttlMs: 600, renewEveryMs: 100 });
   assert.ok(held);
+  const firstExpiry = held.expiresAt;
   await new Promise((r) => setTimeout(r, 1_500));
   assert.equal(held.signal.aborted, false, 'renewals keep the lease');
+  assert.ok(held.expiresAt > firstExpiry, 'the expiry the holder sees is the one it last renewed to');
   assert.equal((await leases.holder(name))?.owner, 'a');
   assert.equal(await holdLease(leases, name, 'b', { ttlMs: 600 }), undefined);
   // Someone else takes it (as after a long pause of the holder): the next renewal finds it gone.
@@ -64,6 +66,7 @@ test('holdLease keeps renewing past the TTL and aborts its signal when the lease
   assert.ok(stolen);
   await new Promise<void>((resolve) => held.signal.addEventListener('abort', () => resolve(), { once: true }));
   assert.equal(held.signal.aborted, true);
+  assert.equal(held.expiresAt, 0, 'a lost lease has no expiry to act before');
   await held.release();
   assert.equal((await leases.holder(name))?.owner, 'b', "releasing a lost lease leaves the new holder's alone");
 });

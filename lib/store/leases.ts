@@ -38,7 +38,8 @@ export interface LeaseStoreOptions {
 export class LeaseStore {
   private readonly slot: ContainerSlot = {};
   private readonly database: Database;
-  private readonly now: () => number;
+  /** The clock leases are written by (epoch ms): a holder compares its lease's expiry with this, not its own. */
+  readonly now: () => number;
 
   constructor(database: Database, options: LeaseStoreOptions = {}) {
     this.database = database;
@@ -176,6 +177,12 @@ function recovering(from: { recovering?: unknown }): { recovering?: string } {
 export interface HeldLease {
   /** Aborted when the lease is lost (a renewal found another owner) or released. */
   readonly signal: AbortSignal;
+  /**
+   * The expiry (epoch ms, the LeaseStore's clock) of the last renewal that succeeded; 0 once released or lost. A
+   * holder stalled past it has not seen its signal abort (no renewal ran to find the lease taken), so work that must
+   * not outlive the lease compares this with the clock right before it acts.
+   */
+  readonly expiresAt: number;
   /** Stops renewing and releases the lease. */
   release(): Promise<void>;
   /** Stops renewing and deletes the lease document if it is still the version last renewed; false if it was not. */
@@ -238,6 +245,9 @@ export function keepRenewing(leases: LeaseStore, taken: Lease, options: HoldLeas
   };
   return {
     signal: controller.signal,
+    get expiresAt() {
+      return lease && !controller.signal.aborted ? lease.expiresAt : 0;
+    },
     async release() {
       const held = await stop('released');
       if (held) await leases.release(held).catch(() => undefined);

@@ -3,7 +3,8 @@
 // the endpoint has failed it again meanwhile (so the Manager would see a new failure to claim); and a 'duplicate'
 // answer for another operator's identical command still Pending is counted refused, naming who sent it, not done.
 // A job taken over by another replica while its holder stalled past the lease's expiry: the stalled holder's next
-// write is refused, so it neither writes over its successor nor sends another lot, and a cancel made meanwhile stands.
+// write is refused, so it neither writes over its successor nor sends another lot, and a cancel made meanwhile stands;
+// a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -15,6 +16,7 @@ import { Manager } from '../manager/manager.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
 import { freezeSelection } from './selection.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const EP = 'billingendpoint';
@@ -82,13 +84,10 @@ async function resubmitJob(jobs: JobStore, ids: string[]): Promise<Job> {
   return jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'tester', ratePerSecond: 0 });
 }
 
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (let i = 0; i < 600; i++) {
-    const v = await read();
-    if (ok(v)) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+/** The job once `what` - its reaching `state` - happened (a final state: the copy read after the wait is still in it). */
+async function jobOnce(what: string, jobs: JobStore, id: string, state: Job['state']): Promise<Job> {
+  await waitFor(what, async () => (await jobs.get(id))?.state === state, { timeoutMs: 60_000 });
+  return (await jobs.get(id))!;
 }
 
 test('a job resumed after its progress write failed sends no second command to events failed again meanwhile', { timeout: 120_000 }, async () => {
@@ -99,7 +98,7 @@ test('a job resumed after its progress write failed sends no second command to e
   // First run: the lot of five is sent, then the progress write fails and the run ends (the cursor saved is 0).
   const first = runnerWith(jobs);
   first.kick();
-  await until('the lost progress write', async () => jobs.lost, (lost) => lost);
+  await waitFor('the lost progress write', () => jobs.lost, { timeoutMs: 60_000 });
   await first.stop(); // the run has ended and released the lease
   const saved = (await jobs.get(job.operationId))!;
   assert.equal(saved.cursor, 0);
@@ -112,7 +111,7 @@ test('a job resumed after its progress write failed sends no second command to e
   // A restarted console resumes the job from cursor 0.
   const second = runnerWith(jobs);
   second.kick();
-  const end = (await until('the job to complete', () => jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  const end = await jobOnce('the job to complete', jobs, job.operationId, 'completed');
   await second.stop();
   jobs.docs.close();
   const perEvent = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await resubmitsOf(id, job.operationId)] as const)));
@@ -131,7 +130,7 @@ test("another operator's identical resubmit still Pending is counted refused, na
 
   const runner = runnerWith(jobs);
   runner.kick();
-  const end = (await until('the job to complete', () => jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  const end = await jobOnce('the job to complete', jobs, job.operationId, 'completed');
   await runner.stop();
   jobs.docs.close();
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 0 });
@@ -174,7 +173,7 @@ test('a job stopped while it waits for its rate slot sends no further lot', { ti
   const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP, eventIds: ids }, rows, startedBy: 'tester', ratePerSecond: 1 });
   const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: counting, scanEveryMs: 3_600_000 });
   runner.kick();
-  await until('the stop at the second lot', async () => stopped !== undefined, (s) => s);
+  await waitFor('the stop at the second lot', () => stopped !== undefined, { timeoutMs: 60_000 });
   await stopped;
   const saved = (await jobs.get(job.operationId))!;
   jobs.docs.close();
@@ -197,7 +196,7 @@ test('an event failed in two sessions, resumed after its progress write failed, 
   const job = await resubmitJob(jobs, [eventId]);
   const first = runnerWith(jobs);
   first.kick();
-  await until('the lost progress write', async () => jobs.lost, (lost) => lost);
+  await waitFor('the lost progress write', () => jobs.lost, { timeoutMs: 60_000 });
   await first.stop();
   assert.equal(await resubmitsOf(eventId, job.operationId), 1, 'one command in the first run');
   // The endpoint fails the command again on the row it was sent on: that row is a claimable failure once more.
@@ -208,7 +207,7 @@ test('an event failed in two sessions, resumed after its progress write failed, 
 
   const second = runnerWith(jobs);
   second.kick();
-  const end = (await until('the job to complete', () => jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  const end = await jobOnce('the job to complete', jobs, job.operationId, 'completed');
   await second.stop();
   jobs.docs.close();
   assert.equal(await resubmitsOf(eventId, job.operationId), 1, 'the event was resubmitted once by the job');
@@ -217,11 +216,12 @@ test('an event failed in two sessions, resumed after its progress write failed, 
 
 /**
  * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network): its JobStore holds the
- * write of the job `target`'s in-flight mark up to `stallAtMark` until `goOn()`, and from the stall on its lease
- * renewals come back with nothing new - it has not seen its lease end, as a stalled process has not. `over` settles
- * when a run of it has ended and given its lease back (whatever the run did after the stall).
+ * write of the job `target`'s in-flight mark up to `stallAtMark` until `goOn()` - before the write reaches Cosmos, or
+ * (`markLands`) after it landed - and from the stall on its lease renewals come back with nothing new (it has not
+ * seen its lease end, as a stalled process has not) while its clock reads past the lease's expiry (the stall lasted
+ * that long). `over` settles when a run of it has ended and given its lease back (whatever the run did after the stall).
  */
-function stalledReplica(stallAtMark: number) {
+function stalledReplica(stallAtMark: number, markLands: boolean) {
   let goOn!: () => void;
   const resumed = new Promise<void>((r) => (goOn = r));
   let ended!: () => void;
@@ -232,18 +232,19 @@ function stalledReplica(stallAtMark: number) {
     /** What the stalled write answered once it went on: the new version, or undefined when refused. */
     answer: string | undefined = 'not yet';
     override async save(job: Job, etag: string): Promise<string | undefined> {
-      if (this.stalled || job.operationId !== this.target || job.inFlightTo !== stallAtMark) return super.save(job, etag);
+      if (stalled || job.operationId !== this.target || job.inFlightTo !== stallAtMark) return super.save(job, etag);
+      stalled = true;
+      if (markLands) this.answer = await super.save(job, etag);
       this.stalled = true;
-      leases.blind = true;
       await resumed;
-      this.answer = await super.save(job, etag);
+      if (!markLands) this.answer = await super.save(job, etag);
       return this.answer;
     }
   }
+  let stalled = false;
   class BlindRenewals extends LeaseStore {
-    blind = false;
     override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
-      return this.blind ? lease : super.renew(lease, ttlMs);
+      return stalled ? lease : super.renew(lease, ttlMs);
     }
     override async release(lease: Lease): Promise<void> {
       try {
@@ -253,31 +254,34 @@ function stalledReplica(stallAtMark: number) {
       }
     }
   }
-  const leases = new BlindRenewals(stack.store.database);
+  const leases = new BlindRenewals(stack.store.database, { now: () => Date.now() + (stalled ? LEASE_TTL_MS + 1_000 : 0) });
   const jobs = jobStore((docs) => new StallsAtMark(docs));
   const counting = new CountingManager({ store: stack.store, client: stack.serviceBus.client });
   const finished: Job[] = [];
   // Lots of one, so the in-flight mark is written before each event's command.
   const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: counting, scanEveryMs: 3_600_000, concurrency: 1, onFinished: (j) => void finished.push(j) });
-  return { jobs, runner, manager: counting, finished, goOn, over };
+  return { jobs, runner, manager: counting, finished, goOn, over, markLands };
 }
 
-/** A resubmit job of three events, run by replica A until it stalls at its second lot (its first one sent). */
-async function stalledAtSecondLot(prefix: string) {
+/**
+ * A resubmit job of three events, run by replica A until it stalls at its second lot's in-flight mark (its first lot
+ * sent), before the mark's write reaches Cosmos or (`markLands`) after it landed.
+ */
+async function stalledAtSecondLot(prefix: string, markLands = false) {
   const ids = await seedFailed(prefix, 3);
-  const a = stalledReplica(2);
+  const a = stalledReplica(2, markLands);
   const job = await resubmitJob(a.jobs, ids);
   a.jobs.target = job.operationId;
   a.runner.kick();
-  await until("replica A stalled at its second lot's in-flight mark", async () => a.jobs.stalled, (s) => s);
+  await waitFor("replica A stalled at its second lot's in-flight mark", () => a.jobs.stalled, { timeoutMs: 60_000 });
   assert.equal(a.manager.lotsOf.get(job.operationId), 1, 'A sent its first lot before it stalled');
   return { ids, a, job };
 }
 
 /**
  * Lets the stalled replica A go on, not knowing its lease ended, once B has left the job as `end`; when A's run is
- * over, checks that A's write was refused, that A handed the Manager no further lot, and that the job is still as B
- * left it, recorded finished once, by B.
+ * over, checks that A's stalled mark write was refused (or, when it had landed before B read the job, accepted),
+ * that A handed the Manager no further lot, and that the job is still as B left it, recorded finished once, by B.
  */
 async function goOnAfter(a: ReturnType<typeof stalledReplica>, b: ReturnType<typeof successorReplica>, end: Job): Promise<void> {
   await b.runner.stop();
@@ -288,7 +292,8 @@ async function goOnAfter(a: ReturnType<typeof stalledReplica>, b: ReturnType<typ
   a.jobs.docs.close();
   b.jobs.docs.close();
   await a.manager.close();
-  assert.equal(a.jobs.answer, undefined, "A's in-flight mark write was refused (B wrote the job since A read it)");
+  if (a.markLands) assert.equal(typeof a.jobs.answer, 'string', "A's in-flight mark write was accepted (before B read the job)");
+  else assert.equal(a.jobs.answer, undefined, "A's in-flight mark write was refused (B wrote the job since A read it)");
   assert.equal(a.manager.lotsOf.get(end.operationId), 1, 'A handed no further lot to the Manager');
   assert.deepEqual(now, end, 'the job is as B left it');
   const recorded = [a, b].map((r) => r.finished.filter((j) => j.operationId === end.operationId).length);
@@ -310,21 +315,33 @@ test('a runner that lost its lease while stalled writes nothing over its success
   // Meanwhile A's lease runs out: replica B takes the job over and completes it (A's first event found by its receipt).
   const b = successorReplica();
   b.runner.kick();
-  const end = (await until('B to complete the job', () => b.jobs.get(job.operationId), (j) => j?.state === 'completed'))!;
+  const end = await jobOnce('B to complete the job', b.jobs, job.operationId, 'completed');
   await goOnAfter(a, b, end);
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 0, failed: 0 });
   for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command`);
 });
 
-test('a cancel made while the lease holder is stalled stands: the successor cancels, the stalled runner sends nothing', { timeout: 120_000 }, async () => {
-  const { ids, a, job } = await stalledAtSecondLot('leasecancel');
+/** The operator cancels while replica A is stalled at its second lot; B applies the cancel; A then sends nothing. */
+async function cancelWhileStalled(prefix: string, markLands: boolean): Promise<void> {
+  const { ids, a, job } = await stalledAtSecondLot(prefix, markLands);
 
   // The operator cancels (the route writes the wish, never the job: JobStore.setControl), and A's lease runs out.
   const b = successorReplica();
   await b.jobs.setControl(job.operationId, 'cancel', 'operator');
   b.runner.kick();
-  const end = (await until('B to cancel the job', () => b.jobs.get(job.operationId), (j) => j?.state === 'cancelled'))!;
+  const end = await jobOnce('B to cancel the job', b.jobs, job.operationId, 'cancelled');
   await goOnAfter(a, b, end);
   assert.equal(await resubmitsOf(ids[0]!, job.operationId), 1, 'the event sent before the cancel');
   for (const id of ids.slice(1)) assert.equal(await resubmitsOf(id, job.operationId), 0, `${id}: no command after the cancel`);
+}
+
+test('a cancel made while the lease holder is stalled stands: the successor cancels, the stalled runner sends nothing', { timeout: 120_000 }, async () => {
+  await cancelWhileStalled('leasecancel', false);
+});
+
+// Before, only the write of the in-flight mark guarded a send: a holder that stalled after that write landed (in the
+// receipt reads, the rate slot, just before the Manager) sent its lot after the cancel, its progress write refused
+// only afterwards. Now the runner checks its lease's expiry right before it sends.
+test('a lease holder stalled after its in-flight mark landed sends nothing after a cancel made meanwhile', { timeout: 120_000 }, async () => {
+  await cancelWhileStalled('leasemark', true);
 });

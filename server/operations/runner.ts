@@ -4,8 +4,14 @@
 // takes the lease when it expires and continues from the saved cursor. A holder that is slow or paused past its
 // lease's expiry has not seen it end while its successor already runs the job: so every write of the job is
 // conditional on the version this run last read or wrote (JobStore.save), and a refused one means the job is
-// someone else's now - the run stops at once, writing and sending nothing more (its successor's state stands). The
-// in-flight mark below is such a write before every lot, so a holder that lost the lease cannot send.
+// someone else's now - the run stops at once, writing and sending nothing more (its successor's state stands).
+// A write cannot guard a send, though: the holder may stall after its last write landed (under a rate limit one
+// in-flight mark covers several lots). So right before each lot is sent the run also checks the expiry its lease
+// keeper last renewed to, and sends nothing - stopping as on a refused write - once that is less than
+// LEASE_SEND_MARGIN_MS away: a holder that lost its lease sends nothing once its lease is known, or due, to have
+// ended. Known limits: a send already under way when the lease ends (a stall inside Manager.executeMany itself)
+// still goes out, and so do #step's one-event retries of that lot's events (not checked yet); only a fencing check
+// at the Manager (the claim conditional on the job's lease) would close that.
 // A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
 // limit): Manager.executeMany claims, sends and receipts the lot's commands together, each event still with its
 // own claim and receipt. The rows between the saved cursor (written at most every SAVE_EVERY_MS, after a whole
@@ -23,7 +29,7 @@
 // A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { holdLease, type AuditEntry, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
+import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
 import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
@@ -32,6 +38,10 @@ import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 import type { SelectedRow } from './selection.ts';
 
 export const LEASE_TTL_MS = 10_000;
+/** Renewed this often, so two renewals may be slow or fail before the send margin below is reached. */
+const LEASE_RENEW_EVERY_MS = LEASE_TTL_MS / 5;
+/** A lot is sent only while the lease's last renewed expiry is at least this far ahead (clocks, a slow send start). */
+const LEASE_SEND_MARGIN_MS = LEASE_TTL_MS / 3;
 /** Commands per lot unless configured (NIMBUS_OPERATIONS_CONCURRENCY): a full Cosmos bulk request. */
 export const DEFAULT_CONCURRENCY = 100;
 /** Progress is written at most this often (and at every state change). */
@@ -126,9 +136,9 @@ export class OperationsRunner {
         const ctl = await this.#o.jobs.control(job.operationId);
         if (ctl?.control === 'pause') continue;
       }
-      const lease = await holdLease(this.#o.leases, `operation_${job.operationId}`, this.owner, { ttlMs: LEASE_TTL_MS });
+      const lease = await holdLease(this.#o.leases, `operation_${job.operationId}`, this.owner, { ttlMs: LEASE_TTL_MS, renewEveryMs: LEASE_RENEW_EVERY_MS });
       if (!lease) continue; // another replica runs it
-      const run = this.#run(job.operationId, lease.signal)
+      const run = this.#run(job.operationId, lease)
         .catch((err) => log.warn({ operationId: job.operationId, err: err instanceof Error ? err.message : String(err) }, 'operation step failed; it resumes at the next scan'))
         .finally(async () => {
           await lease.release();
@@ -150,8 +160,9 @@ export class OperationsRunner {
     await this.#o.onFinished?.(now);
   }
 
-  async #run(id: string, leaseLost: AbortSignal): Promise<void> {
+  async #run(id: string, lease: HeldLease): Promise<void> {
     const { jobs } = this.#o;
+    const leaseLost = lease.signal;
     // Re-read under the lease: the listed copy may predate another replica's last save. The version read is the
     // one this run's first write must still find.
     const read = await jobs.read(id);
@@ -241,6 +252,14 @@ export class OperationsRunner {
       await limiter.take(stopSignal, toSend.length);
       // Stopped (or the lease lost) while waiting for the slot: this lot is not sent; the loop's top saves and returns.
       if (stopSignal.aborted) continue;
+      // The mark written before this lot proves nothing about now: the run may have stalled since (in the receipt
+      // reads, the rate slot, a paused process) past its lease's end, and a successor may have cancelled the job.
+      // Sending nothing and writing nothing, as after a refused write: a successor's state stands, and if the lease
+      // is still ours after all, the next scan resumes the job from its saved cursor.
+      if (this.#o.leases.now() >= lease.expiresAt - LEASE_SEND_MARGIN_MS) {
+        log.warn({ operationId: id }, "operation lot not sent: this replica's lease has ended or is about to (it stalled, or its renewals failed); stopping it here");
+        return;
+      }
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
       const sentOutcomes = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
       const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
