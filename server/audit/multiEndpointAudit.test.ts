@@ -11,7 +11,8 @@ import { seedConsoleData, seedEvent } from '../testing/seed.ts';
 import { oidcTestEnv } from '../testing/oidcEnv.ts';
 import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { AuditRecord } from './auditLog.ts';
+import { waitFor } from '../../lib/testing/waitFor.ts';
+import { MAX_DETAILS_CHARS, type AuditRecord } from './auditLog.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'multi-endpoint-audit-session-secret-0123456789';
@@ -183,8 +184,7 @@ test("a billing Reader reads billing's part of a bulk job over billing and crm, 
 
   // How it ended: the runner writes it when the job is done (read back until it is there).
   const ended = async (who: Principal) => (await entriesSeenBy(who, 'operation.skip', undefined, siteOperator.name)).find((e) => e.target === target);
-  for (let end = Date.now() + 120_000; (await ended(siteReader)) === undefined; await new Promise((r) => setTimeout(r, 200)))
-    assert.ok(Date.now() < end, `job ${operationId} ended within 2 min`);
+  await waitFor(`job ${operationId} to end`, async () => (await ended(siteReader)) !== undefined);
   const whole = await ended(siteReader);
   assert.deepEqual([whole?.outcome, whole?.details?.total, whole?.details?.done, whole?.endpoints], ['succeeded', 3, 3, ['billingendpoint', 'crmendpoint']]);
   assert.deepEqual(whole?.details?.byEndpoint, { billingendpoint: { total: 2, done: 2, refused: 0, failed: 0 }, crmendpoint: { total: 1, done: 1, refused: 0, failed: 0 } });
@@ -201,4 +201,95 @@ test("a billing Reader reads billing's part of a bulk job over billing and crm, 
   });
   const crm = await ended(reader('crm-readers'));
   assert.deepEqual([crm?.endpoints, crm?.otherEndpoints, crm?.details?.total, crm?.details?.done], [['crmendpoint'], 1, 1, 1], "crm's readers: crm's part");
+});
+
+/** `count` endpoint ids of the longest kind an id may be (50 characters): billing first, crm last, others between. */
+const manyEndpoints = (count: number) => [
+  'billingendpoint',
+  ...Array.from({ length: count - 2 }, (_, i) => `orders-fulfilment-and-invoicing-endpoint-${String(i).padStart(3, '0')}`),
+  'crmendpoint',
+];
+
+test('a reconcile over 60 endpoints keeps its totals, and the parts that fit for their readers; one whose part was cut sees no counts', async () => {
+  // Its details were `{ omitted }` past 40 endpoints: the byEndpoint parts (objects of numbers) could not be cut.
+  const reconcile = await import('../../app/api/operations/reconcile/route.ts');
+  const endpoints = manyEndpoints(60);
+  const targets = endpoints.map((endpointId, i) => ({ endpointId, eventId: `00000000-0000-4000-8000-0000000002${String(i).padStart(2, '0')}`, sessionId: 'ORD-3', rowMessageId: `m-many-${i}` }));
+  const res = await reconcile.POST(req(siteOperator, 'POST', '/api/operations/reconcile', { targets }));
+  assert.equal(res.status, 200, await res.clone().text());
+  const [whole] = (await entriesSeenBy(siteReader, 'reconcile')).filter((e) => e.details?.targets === 60);
+  assert.ok(whole, 'the entry is there with its totals');
+  assert.ok(JSON.stringify(whole.details).length <= MAX_DETAILS_CHARS);
+  assert.equal(whole.details?.omitted, undefined, 'not omitted');
+  assert.deepEqual(whole.endpoints, endpoints);
+  assert.deepEqual(
+    [whole.details?.targets, whole.details?.repaired, whole.details?.unchanged, whole.details?.stale, whole.details?.stuck],
+    [60, 0, 60, { repaired: 0, unchanged: 60 }, { repaired: 0, unchanged: 0 }],
+  );
+  const kept = Object.keys(whole.details?.byEndpoint as object);
+  const cutOff = whole.details?.byEndpointTruncated as number;
+  assert.ok(kept.length > 0 && cutOff > 0, `${kept.length} parts kept, ${cutOff} cut`);
+  assert.deepEqual(kept, endpoints.slice(0, kept.length), 'the first endpoints\' parts are kept');
+  assert.equal(kept.length + cutOff, 60);
+  // Billing's part is kept (zero counts left out): its reader sees billing's counts, as when nothing was cut.
+  const [billing] = (await entriesSeenBy(reader('billing-readers'), 'reconcile')).filter((e) => e.id === whole.id);
+  assert.deepEqual([billing?.endpoints, billing?.otherEndpoints], [['billingendpoint'], 59]);
+  assert.deepEqual(
+    [billing?.details?.targets, billing?.details?.repairs, billing?.details?.unchanged, billing?.details?.stale, billing?.details?.draining],
+    [1, 0, 1, { repaired: 0, unchanged: 1 }, { repaired: 0, unchanged: 0 }],
+  );
+  assert.deepEqual(billing?.details?.byEndpoint, { billingendpoint: { targets: 1, unchanged: 1, stale: { unchanged: 1 } } });
+  // Crm's part was cut: its reader sees none of the totals (all 60 endpoints'), nor another endpoint's part.
+  const [crm] = (await entriesSeenBy(reader('crm-readers'), 'reconcile')).filter((e) => e.id === whole.id);
+  assert.deepEqual([crm?.endpoints, crm?.otherEndpoints], [['crmendpoint'], 59]);
+  assert.deepEqual(crm?.details, { endpoints: ['crmendpoint'], byEndpoint: {}, truncated: ['byEndpoint'] });
+});
+
+test("a bulk job's closing entry over 200 endpoints keeps its totals, and the parts that fit for their readers; one whose part was cut sees no counts", async () => {
+  // Its details were `{ omitted }` past 140 endpoints: no state, no totals for anyone.
+  const { getContext } = await import('../context.ts');
+  const { auditFinishedJob } = await import('../operations/service.ts');
+  const endpoints = manyEndpoints(200);
+  const job = {
+    operationId: 'op-many-closing',
+    kind: 'skip',
+    state: 'completed',
+    startedBy: siteOperator.id,
+    endpoints,
+    selection: { groupId: 'g-many-closing' },
+    total: 400,
+    done: 399,
+    refused: 1,
+    failed: 0,
+    // Two events on each endpoint; one of billing's refused.
+    byEndpoint: Object.fromEntries(endpoints.map((e) => [e, { total: 2, done: e === 'billingendpoint' ? 1 : 2, refused: e === 'billingendpoint' ? 1 : 0, failed: 0 }])),
+  } as unknown as Parameters<typeof auditFinishedJob>[1];
+  await auditFinishedJob(await getContext(), job);
+  const closing = async (who: Principal) => (await entriesSeenBy(who, 'operation.skip')).find((e) => e.target === 'operation/op-many-closing');
+  const whole = await closing(siteReader);
+  assert.ok(JSON.stringify(whole?.details).length <= MAX_DETAILS_CHARS);
+  assert.deepEqual(
+    [whole?.details?.state, whole?.details?.total, whole?.details?.done, whole?.details?.refused, whole?.details?.failed],
+    ['completed', 400, 399, 1, 0],
+    'the totals and the state stay for a site-wide reader',
+  );
+  const kept = Object.keys(whole?.details?.byEndpoint as object);
+  assert.ok(kept.length > 1 && kept.length < 200, `${kept.length} parts kept`);
+  assert.deepEqual(kept, endpoints.slice(0, kept.length));
+  assert.equal(whole?.details?.byEndpointTruncated, 200 - kept.length);
+  const billing = await closing(reader('billing-readers'));
+  assert.deepEqual([billing?.endpoints, billing?.otherEndpoints], [['billingendpoint'], 199]);
+  assert.deepEqual(billing?.details, {
+    state: 'completed',
+    selection: { groupId: 'g-many-closing' },
+    total: 2,
+    done: 1,
+    refused: 1,
+    failed: 0,
+    byEndpoint: { billingendpoint: { total: 2, done: 1, refused: 1 } },
+    truncated: ['byEndpoint'],
+  });
+  const crm = await closing(reader('crm-readers'));
+  assert.deepEqual([crm?.endpoints, crm?.otherEndpoints], [['crmendpoint'], 199]);
+  assert.deepEqual(crm?.details, { state: 'completed', selection: { groupId: 'g-many-closing' }, byEndpoint: {}, truncated: ['byEndpoint'] }, 'no counts: not the sum of all, not another endpoint\'s');
 });

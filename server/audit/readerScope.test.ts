@@ -60,3 +60,45 @@ test('counts stored without a part per endpoint (older entries) are left out, wh
   assert.deepEqual(seen.details, { state: 'completed', via: 'mcp' });
   assert.equal(entryForReader(entry(['billing', 'crm'], null), billingOnly).details, null);
 });
+
+/** A closing entry over billing, crm and erp as shrinkDetails leaves it past the cap: zeros out of the parts, erp's cut. */
+const cutEntry = () =>
+  entry(['billing', 'crm', 'erp'], {
+    state: 'completed',
+    total: 6,
+    done: 5,
+    refused: 1,
+    failed: 0,
+    stale: { repaired: 0, unchanged: 6 },
+    byEndpoint: { billing: { total: 2, done: 1, refused: 1, stale: { unchanged: 2 } }, crm: { total: 3, done: 3, stale: { unchanged: 3 } } },
+    byEndpointTruncated: 1,
+    truncated: ['byEndpoint'],
+  });
+
+test("a reader whose part is kept sees their counts, those left out as zeros being 0, in the totals' shape", () => {
+  const seen = entryForReader(cutEntry(), billingOnly);
+  assert.deepEqual(seen.details, {
+    state: 'completed',
+    total: 2,
+    done: 1,
+    refused: 1,
+    failed: 0,
+    stale: { repaired: 0, unchanged: 2 },
+    byEndpoint: { billing: { total: 2, done: 1, refused: 1, stale: { unchanged: 2 } } },
+    truncated: ['byEndpoint'],
+  });
+  assert.deepEqual((entryForReader(cutEntry(), new Set(['crm'])).details as { refused: number }).refused, 0, "crm's refused, left out of its part as 0");
+});
+
+test("a reader whose part was cut sees no counts: not the totals, not another endpoint's part", () => {
+  const seen = entryForReader(cutEntry(), new Set(['erp']));
+  assert.deepEqual([seen.endpoints, seen.otherEndpoints], [['erp'], 2]);
+  assert.deepEqual(seen.details, { state: 'completed', byEndpoint: {}, truncated: ['byEndpoint'] });
+  // A reader of billing and erp: billing's part is there, erp's is not - their sum would be short, so no totals.
+  const both = entryForReader(cutEntry(), new Set(['billing', 'erp']));
+  assert.deepEqual(both.details, {
+    state: 'completed',
+    byEndpoint: { billing: { total: 2, done: 1, refused: 1, stale: { unchanged: 2 } } },
+    truncated: ['byEndpoint'],
+  });
+});

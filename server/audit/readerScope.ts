@@ -11,6 +11,12 @@ import type { AuditRecord } from './auditLog.ts';
 export const BY_ENDPOINT = 'byEndpoint';
 
 /**
+ * The details key counting the endpoints whose parts were left out to keep the entry within its size cap
+ * (shrinkDetails.ts). Their readers see no counts: the totals are not theirs, and their part is gone.
+ */
+export const BY_ENDPOINT_TRUNCATED = 'byEndpointTruncated';
+
+/**
  * The details key listing the endpoints acted on: only the reader's are named. A job's `leftOut` (endpoints its
  * preparer could only read) stays: it names them, without counts, to the acted-on endpoints' readers by design
  * (app/api/operations/route.ts), a job over one endpoint as one over several.
@@ -25,13 +31,17 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const holdsNumber = (v: unknown): boolean =>
   typeof v === 'number' || (Array.isArray(v) ? v.some(holdsNumber) : isObject(v) && Object.values(v).some(holdsNumber));
 
-/** The sum of the parts' values at one key: numbers added, objects of numbers added key by key. */
-function sumOf(values: readonly unknown[]): unknown {
-  if (values.every((v) => typeof v === 'number')) return values.reduce<number>((a, v) => a + (v as number), 0);
-  if (values.every(isObject)) {
-    const keys = [...new Set(values.flatMap((v) => Object.keys(v)))];
-    return Object.fromEntries(keys.map((k) => [k, sumOf(values.map((v) => v[k] ?? 0))]));
-  }
+/** Whether a value holds a number other than 0 anywhere. */
+const holdsNonZero = (v: unknown): boolean =>
+  (typeof v === 'number' && v !== 0) || (Array.isArray(v) ? v.some(holdsNonZero) : isObject(v) && Object.values(v).some(holdsNonZero));
+
+/**
+ * The sum of the parts' values at one key, in the shape of the entry's total (`like`): numbers added, objects
+ * added key by key. A count a part lacks is 0: past the size cap the parts' zero counts are left out.
+ */
+function sumLike(like: unknown, values: readonly unknown[]): unknown {
+  if (typeof like === 'number') return values.reduce<number>((a, v) => a + (typeof v === 'number' ? v : 0), 0);
+  if (isObject(like)) return Object.fromEntries(Object.entries(like).map(([k, inner]) => [k, sumLike(inner, values.map((v) => (isObject(v) ? v[k] : undefined)))]));
   return undefined;
 }
 
@@ -43,20 +53,28 @@ export function entryForReader(entry: AuditRecord, readable: ReadonlySet<string>
   const endpoints = entry.endpoints;
   if (endpoints === undefined || endpoints.every((e) => readable.has(e))) return entry;
   const mine = endpoints.filter((e) => readable.has(e));
-  return { ...entry, endpoints: mine, otherEndpoints: endpoints.length - mine.length, details: entry.details === null ? null : detailsForReader(entry.details, readable) };
+  return { ...entry, endpoints: mine, otherEndpoints: endpoints.length - mine.length, details: entry.details === null ? null : detailsForReader(entry.details, mine, readable) };
 }
 
-function detailsForReader(details: Record<string, unknown>, readable: ReadonlySet<string>): Record<string, unknown> {
-  const stored = isObject(details[BY_ENDPOINT]) ? details[BY_ENDPOINT] : {};
+/** `mine`: the endpoints of the entry the reader may read. */
+function detailsForReader(details: Record<string, unknown>, mine: readonly string[], readable: ReadonlySet<string>): Record<string, unknown> {
+  const stored: Record<string, unknown> = isObject(details[BY_ENDPOINT]) ? details[BY_ENDPOINT] : {};
   const parts = Object.entries(stored).filter((entry): entry is [string, Part] => readable.has(entry[0]) && isObject(entry[1]));
-  const partKeys = new Set(parts.flatMap(([, part]) => Object.keys(part)));
+  // The totals are the reader's only when every one of their endpoints has its part: one left out by the size cap
+  // (or an entry written before the parts were kept) would make the sum short, so then no count is shown but the
+  // parts kept. Broken down: any key of any part (each part lacks its zero counts once the entry was over the cap).
+  const whole = mine.length > 0 && mine.every((e) => isObject(stored[e]));
+  const partKeys = new Set(Object.values(stored).flatMap((part) => (isObject(part) ? Object.keys(part) : [])));
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(details)) {
     if (key === BY_ENDPOINT) out[key] = Object.fromEntries(parts);
     else if (key === ENDPOINT_LIST && Array.isArray(value)) out[key] = value.filter((e) => typeof e === 'string' && readable.has(e));
-    // A total: the reader's part of it, when the writer broke it down; else it is not theirs to see.
-    else if (partKeys.has(key)) out[key] = sumOf(parts.map(([, part]) => part[key] ?? 0));
-    else if (!holdsNumber(value)) out[key] = value;
+    // A total: the reader's part of it, when the writer broke it down and the reader's parts are all there; else it
+    // is not theirs to see. A total of zeros is zero for every endpoint (its key may be in no part, zeros dropped).
+    else if (holdsNumber(value)) {
+      if (whole && partKeys.has(key)) out[key] = sumLike(value, parts.map(([, part]) => part[key]));
+      else if (whole && !holdsNonZero(value)) out[key] = value;
+    } else out[key] = value;
   }
   return out;
 }

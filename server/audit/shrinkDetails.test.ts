@@ -68,3 +68,51 @@ test('details too large in small fields alone are replaced by a note naming thei
   assert.deepEqual((shrunk.keys as string[]).slice(0, 2), ['k0', 'k1']);
   assert.ok(size(shrunk) <= 8_000);
 });
+
+/** A job's closing details over `n` endpoints, each one's part of the counts under byEndpoint. */
+const closingOver = (n: number) => {
+  const endpoints = Array.from({ length: n }, (_, i) => `endpoint-${String(i).padStart(3, '0')}`);
+  return {
+    state: 'completed',
+    total: 2 * n,
+    done: 2 * n,
+    refused: 0,
+    failed: 0,
+    byEndpoint: Object.fromEntries(endpoints.map((e) => [e, { total: 2, done: 2, refused: 0, failed: 0, stale: { repaired: 0, unchanged: 2 } }])),
+  };
+};
+
+test('per-endpoint parts over the cap lose their zero counts first, and are kept whole when that is enough', () => {
+  const details = closingOver(60);
+  assert.ok(size(details) > 4_000);
+  const shrunk = shrinkDetails(details, 4_000);
+  assert.ok(size(shrunk) <= 4_000, `${size(shrunk)} characters`);
+  assert.deepEqual(Object.keys(shrunk.byEndpoint as object), Object.keys(details.byEndpoint), 'every part kept');
+  assert.deepEqual((shrunk.byEndpoint as Record<string, unknown>)['endpoint-000'], { total: 2, done: 2, stale: { unchanged: 2 } });
+  assert.deepEqual([shrunk.total, shrunk.refused, shrunk.truncated, shrunk.byEndpointTruncated], [120, 0, undefined, undefined], 'the totals keep their zeros; nothing cut');
+});
+
+test('per-endpoint parts still over the cap are cut to the first that fit, whole, the rest counted; the totals stay', () => {
+  // It was `{ omitted, keys }`: numbers cannot be halved, and the whole of the details was lost.
+  const details = closingOver(200);
+  const shrunk = shrinkDetails(details, 2_000);
+  assert.ok(size(shrunk) <= 2_000, `${size(shrunk)} characters`);
+  assert.deepEqual([shrunk.state, shrunk.total, shrunk.done, shrunk.refused, shrunk.failed], ['completed', 400, 400, 0, 0]);
+  const kept = Object.entries(shrunk.byEndpoint as object);
+  assert.ok(kept.length > 0);
+  assert.deepEqual(kept.map(([e]) => e), Object.keys(details.byEndpoint).slice(0, kept.length), 'the first parts');
+  for (const [, part] of kept) assert.deepEqual(part, { total: 2, done: 2, stale: { unchanged: 2 } }, 'each kept part whole');
+  assert.equal(shrunk.byEndpointTruncated, 200 - kept.length);
+  assert.deepEqual(shrunk.truncated, ['byEndpoint']);
+  // As many as fit: one more part would not.
+  const oneMore = { ...shrunk, byEndpoint: Object.fromEntries(Object.entries(details.byEndpoint).slice(0, kept.length + 1)), byEndpointTruncated: 199 - kept.length };
+  assert.ok(size(oneMore) > 2_000, 'one more part is over the cap');
+});
+
+test('parts larger than the cap alone are all cut, and the other values are cut as before', () => {
+  const shrunk = shrinkDetails({ ...closingOver(200), eventIds: Array.from({ length: 300 }, (_, i) => `evt-${i}`) }, 600);
+  assert.ok(size(shrunk) <= 600, `${size(shrunk)} characters`);
+  assert.equal(shrunk.total, 400);
+  assert.deepEqual(shrunk.truncated, ['byEndpoint', 'eventIds']);
+  assert.deepEqual([shrunk.byEndpoint, shrunk.byEndpointTruncated], [{}, 200]);
+});

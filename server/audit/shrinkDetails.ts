@@ -2,6 +2,9 @@
 // a note (what writeAudit did) lost the small fields with the big one: an edited resubmit with a long diff kept
 // neither `edited`, nor the event type change, nor the message id. Here the largest values are cut, one halving at a
 // time, each cut marked where it happened (`…(truncated, N more)`) and its path listed in `truncated`.
+// An entry over many endpoints keeps each one's counts under `byEndpoint` (objects of numbers, which the halving
+// cannot cut): past the cap their zero counts are dropped, then whole endpoints' parts, so the totals stay.
+import { BY_ENDPOINT, BY_ENDPOINT_TRUNCATED } from './readerScope.ts';
 
 /** The marker a cut array ends with, or a cut string with. */
 export const truncatedMarker = (more: number, unit = ''): string => `…(truncated, ${more} more${unit})`;
@@ -51,19 +54,69 @@ function cutAt(value: unknown, path: readonly string[]): unknown {
   return [...kept.slice(0, keep), truncatedMarker(more + kept.length - keep)];
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A part without its zero counts (nested ones included): the reader's cut reads a count left out as 0. */
+function withoutZeros(part: Record<string, unknown>): Record<string, unknown> {
+  const kept: [string, unknown][] = [];
+  for (const [k, v] of Object.entries(part)) {
+    const value = isObject(v) ? withoutZeros(v) : v;
+    if (value !== 0 && !(isObject(value) && Object.keys(value).length === 0)) kept.push([k, value]);
+  }
+  return Object.fromEntries(kept);
+}
+
+/** The details with each per-endpoint part without its zero counts. */
+function partsWithoutZeros(details: Record<string, unknown>): Record<string, unknown> {
+  const parts = details[BY_ENDPOINT];
+  if (!isObject(parts)) return details;
+  return { ...details, [BY_ENDPOINT]: Object.fromEntries(Object.entries(parts).map(([e, p]) => [e, isObject(p) ? withoutZeros(p) : p])) };
+}
+
+/**
+ * `shrunk` with as many of its first per-endpoint parts as fit in `max` (at least one fewer than now, possibly none),
+ * `byEndpointTruncated` counting the parts left out so far: whole parts are kept or left out, never a part cut
+ * inside, so a reader's part is either all their counts or absent (readerScope.ts shows no counts then).
+ */
+function cutParts(shrunk: Record<string, unknown>, cut: ReadonlySet<string>, max: number): Record<string, unknown> {
+  const parts = Object.entries(shrunk[BY_ENDPOINT] as Record<string, unknown>);
+  const before = typeof shrunk[BY_ENDPOINT_TRUNCATED] === 'number' ? shrunk[BY_ENDPOINT_TRUNCATED] : 0;
+  const keeping = (n: number) => ({ ...shrunk, [BY_ENDPOINT]: Object.fromEntries(parts.slice(0, n)), [BY_ENDPOINT_TRUNCATED]: before + parts.length - n });
+  const fits = (n: number) => size({ ...keeping(n), truncated: [...cut, BY_ENDPOINT] }) <= max;
+  // The most parts that fit: the size grows with every part kept, so the first count that fits, searched by halves.
+  let [lo, hi] = [0, parts.length - 1];
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return keeping(lo);
+}
+
+/** How many per-endpoint parts the details still keep. */
+const partsLeft = (details: Record<string, unknown>): number => (isObject(details[BY_ENDPOINT]) ? Object.keys(details[BY_ENDPOINT]).length : 0);
+
 /**
  * `details` within `max` characters of JSON: as they are when they fit; else with their largest strings and arrays
  * halved (nested ones included) until they fit, each cut marked and its path (`payloadDiff.changes`) listed in
- * `truncated`. Numbers, booleans and short strings are never cut; details too large in those alone are replaced by
- * a note naming their first keys.
+ * `truncated`. The per-endpoint parts (`byEndpoint`) lose their zero counts first, then, when they are the largest
+ * value, the last endpoints' parts, as many as needed, counted in `byEndpointTruncated`. Other numbers, booleans and
+ * short strings are never cut; details too large in those alone are replaced by a note naming their first keys.
  */
 export function shrinkDetails(details: Record<string, unknown>, max: number): Record<string, unknown> {
   if (size(details) <= max) return details;
-  let shrunk: Record<string, unknown> = details;
+  let shrunk: Record<string, unknown> = partsWithoutZeros(details);
+  if (size(shrunk) <= max) return shrunk;
   const cut = new Set<string>();
   const withCuts = () => ({ ...shrunk, truncated: [...cut] });
   while (size(withCuts()) > max) {
-    const path = largestCuttable(shrunk);
+    const { [BY_ENDPOINT]: parts, ...rest } = shrunk;
+    const path = largestCuttable(rest);
+    if (partsLeft(shrunk) > 0 && (path === undefined || path.length === 0 || size(parts) >= size(shrunk[path[0]!]))) {
+      shrunk = cutParts(shrunk, cut, max);
+      cut.add(BY_ENDPOINT);
+      continue;
+    }
     if (path === undefined || path.length === 0)
       return { omitted: 'details too large to record', keys: Object.keys(details).slice(0, 50).map((k) => k.slice(0, KEEP_STRING)) };
     shrunk = cutAt(shrunk, path) as Record<string, unknown>;

@@ -16,7 +16,7 @@ import { getContext, type ConsoleContext } from '../../../server/context.ts';
 import { badRequest, handle, json, parseOr400, readJsonBody } from '../../../server/http.ts';
 import { actableOn } from '../../../server/operations/actableRows.ts';
 import { ANY_JOB_KIND } from '../../../server/operations/authorizeControl.ts';
-import { askedJobKind, createOperationBody, rowsByEndpoint, UNREAD_JOB_KIND, type JobKind } from '../../../server/operations/jobs.ts';
+import { askedJobKind, createOperationBody, UNREAD_JOB_KIND, type Job, type JobKind } from '../../../server/operations/jobs.ts';
 import { freezeActable, type SelectedRow, type Selection } from '../../../server/operations/selection.ts';
 import { createOperation, listOperations, parseSelection, resolveSelection } from '../../../server/operations/routes.ts';
 
@@ -53,26 +53,28 @@ export function POST(request: Request): Promise<Response> {
     // Every endpoint authorized, the job counted once against the rate limit.
     const who = (await authorizeEach(request, body.kind, endpoints)) ?? first;
     // A held job is prepared, not started: its entry says so, and its confirmation or cancellation follows.
-    const result = await audited(
+    const { answer } = await audited(
       who,
       () => createOperation(ctx, body.kind, selection, rows, { name: who.user, principalId: principalKey(who.principal) }, body.hold, readScope(first)),
       // Only the ids of the endpoints left out: the entry is read by the readers of the endpoints acted on, and a count
       // (or the preparer's role) on another endpoint is not theirs to see (/api/failure-groups scopes it away).
-      (r) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold, ...partsOf(rows) }),
+      ({ answer: r, job }) => ({ operationId: r.operationId, kind: body.kind, selection, total: r.total, endpoints, leftOut: leftOut.map((l) => l.endpointId), held: body.hold, ...partsOf(job) }),
       202,
       body.hold ? { action: `${body.kind}.prepare` } : {},
     );
     // The confirmation names the endpoints from the rows frozen, not from the page's list (which may be windowed).
-    return json({ ...result, endpoints, leftOut }, 202);
+    return json({ ...answer, endpoints, leftOut }, 202);
   });
 }
 
 const endpointsOf = (rows: readonly SelectedRow[]) => [...new Set(rows.map((r) => r.endpointId))].sort();
 
-/** A job over several endpoints: each one's count, for a reader of one of them (server/audit/readerScope.ts). */
-function partsOf(rows: readonly SelectedRow[]) {
-  const counts = Object.entries(rowsByEndpoint(rows));
-  return counts.length > 1 ? { byEndpoint: Object.fromEntries(counts.map(([e, total]) => [e, { total }])) } : {};
+/**
+ * A job over several endpoints: each one's count, for a reader of one of them (server/audit/readerScope.ts), as
+ * JobStore.create counted them from the rows (absent for one endpoint). Nothing is done yet, so the total alone.
+ */
+function partsOf(job: Pick<Job, 'byEndpoint'>) {
+  return job.byEndpoint ? { byEndpoint: Object.fromEntries(Object.entries(job.byEndpoint).map(([e, part]) => [e, { total: part.total }])) } : {};
 }
 
 /**
