@@ -44,4 +44,15 @@ describe('console configuration', () => {
         /NIMBUS_AUTH/.test(e.message),
     );
   });
+
+  test('NIMBUS_STOP_GRACE_MS is one of the settings: a bad value is named in the ConfigError, a good one read, unset the default', () => {
+    assert.equal(loadConsoleConfig(valid).stopGraceMs, 8_000);
+    assert.equal(loadConsoleConfig({ ...valid, NIMBUS_STOP_GRACE_MS: '20000' }).stopGraceMs, 20_000);
+    for (const bad of ['soon', '1.5', '50', '700000'])
+      assert.throws(
+        () => loadConsoleConfig({ ...valid, NIMBUS_STOP_GRACE_MS: bad, NIMBUS_AUTH: 'maybe' }),
+        (e: unknown) => e instanceof ConfigError && /NIMBUS_STOP_GRACE_MS: /.test(e.message) && /NIMBUS_AUTH/.test(e.message),
+        bad,
+      );
+  });
 });

@@ -8,6 +8,12 @@ import { cosmosKeyProblem } from '@nimbus/sdk/cosmos';
 
 export const DEFAULT_CATALOG_PATH = 'catalog/demo.json';
 
+/**
+ * Default NIMBUS_STOP_GRACE_MS (server/shutdown.ts): inside `docker stop`'s 10 s before SIGKILL, and well inside the
+ * 30 s Azure Container Apps and Kubernetes give by default.
+ */
+export const DEFAULT_STOP_GRACE_MS = 8_000;
+
 const nonEmpty = (what: string) => z.string({ error: `${what} is not set` }).trim().min(1, `${what} is empty`);
 
 // Service Bus: NIMBUS_SERVICEBUS_CONNECTION_STRING (SAS key) or NIMBUS_SERVICEBUS_NAMESPACE (Microsoft Entra identity),
@@ -28,6 +34,13 @@ export const consoleEnvSchema = z.object({
     .default('nimbus'),
   NIMBUS_CATALOG: z.string().trim().min(1).default(DEFAULT_CATALOG_PATH),
   NIMBUS_AUTH: z.enum(['off', 'entra', 'oidc'], { error: 'NIMBUS_AUTH must be off, entra or oidc' }).default('off'),
+  // How long a stop on SIGTERM/SIGINT may take before the process exits anyway (server/shutdown.ts).
+  NIMBUS_STOP_GRACE_MS: z.coerce
+    .number({ error: 'NIMBUS_STOP_GRACE_MS must be a number of milliseconds' })
+    .int('NIMBUS_STOP_GRACE_MS must be a whole number of milliseconds')
+    .min(100, 'NIMBUS_STOP_GRACE_MS must be at least 100')
+    .max(600_000, 'NIMBUS_STOP_GRACE_MS must be at most 600000 (10 minutes)')
+    .default(DEFAULT_STOP_GRACE_MS),
 });
 
 export interface ConsoleConfig {
@@ -41,6 +54,8 @@ export interface ConsoleConfig {
   authConfig: AuthConfig;
   /** Whether this replica runs the background duties, the bulk-job runner among them (NIMBUS_BACKGROUND). */
   background: boolean;
+  /** How long a stop may take before the process exits anyway (NIMBUS_STOP_GRACE_MS). */
+  stopGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -74,5 +89,6 @@ export function loadConsoleConfig(env: Record<string, string | undefined> = proc
     auth: e.NIMBUS_AUTH,
     authConfig: loadAuthConfig(env),
     background: backgroundDutiesOn(env),
+    stopGraceMs: e.NIMBUS_STOP_GRACE_MS,
   };
 }

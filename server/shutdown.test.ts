@@ -12,6 +12,7 @@ import {
   stopGracefullyOnSignals,
   type SignalProcess,
 } from './shutdown.ts';
+import { stoppingSignal } from './stopping.ts';
 
 /** A process stand-in: signals are events, and exit resolves `exited` with its code instead of ending anything. */
 function fakeProcess() {
@@ -34,6 +35,21 @@ test('NIMBUS_STOP_GRACE_MS: the default when unset, a whole number of ms within 
   assert.equal(stopGraceMs({ NIMBUS_STOP_GRACE_MS: '20000' }), 20_000);
   for (const bad of ['soon', '1.5', '50', '700000', '-1'])
     assert.throws(() => stopGraceMs({ NIMBUS_STOP_GRACE_MS: bad }), /NIMBUS_STOP_GRACE_MS/, bad);
+});
+
+// First of the stops in this file: the signal is process-wide, and once aborted it stays so.
+test('the stop aborts the process-wide stopping signal first, before the server\'s handler runs (long-polls end on it)', async () => {
+  const { proc, exitedWith } = fakeProcess();
+  let abortedWhenServerStopped: boolean | undefined;
+  proc.on('SIGTERM', () => {
+    abortedWhenServerStopped = stoppingSignal().aborted;
+    proc.exit(143);
+  });
+  stopGracefullyOnSignals({ proc, graceMs: 3_600_000, stopDuties: async () => undefined, closeClients: async () => undefined });
+  assert.equal(stoppingSignal().aborted, false);
+  proc.emit('SIGTERM', 'SIGTERM');
+  assert.equal(abortedWhenServerStopped, true);
+  assert.equal(await exitedWith, 0);
 });
 
 test("SIGTERM: the server's own handler runs beside the duties' stop; its exit waits for them, then the clients close and the process exits 0", async () => {
@@ -87,6 +103,33 @@ test('a stop still running at the deadline exits 1', async () => {
   proc.emit('SIGINT', 'SIGINT');
   assert.equal(await exitedWith, 1);
   assert.equal(closed, false);
+});
+
+test("another process.exit during the stop keeps its code for the final exit; Next's own (143) only says its server closed; proc.exit is given back", async () => {
+  const { proc, exitedWith } = fakeProcess();
+  const exit = proc.exit;
+  const duties = deferred();
+  proc.on('SIGTERM', () => {
+    proc.exit(3); // e.g. a failure elsewhere asking for exit code 3 while the stop runs
+    void Promise.resolve().then(() => proc.exit(143));
+  });
+  stopGracefullyOnSignals({ proc, graceMs: 3_600_000, stopDuties: () => duties.promise, closeClients: async () => undefined });
+  proc.emit('SIGTERM', 'SIGTERM');
+  await new Promise((r) => setImmediate(r));
+  assert.notEqual(proc.exit, exit, 'held while the stop runs');
+  duties.resolve();
+  assert.equal(await exitedWith, 3, 'the code asked for, not 0');
+  assert.equal(proc.exit, exit, 'the process exits as usual after the stop');
+});
+
+test('SIGINT: Next exits 130 once its server closed; the stop exits 0', async () => {
+  const { proc, exitedWith } = fakeProcess();
+  const exit = proc.exit;
+  proc.on('SIGINT', () => void Promise.resolve().then(() => proc.exit(130)));
+  stopGracefullyOnSignals({ proc, graceMs: 3_600_000, stopDuties: async () => undefined, closeClients: async () => undefined });
+  proc.emit('SIGINT', 'SIGINT');
+  assert.equal(await exitedWith, 0);
+  assert.equal(proc.exit, exit);
 });
 
 test("no handler to take over (NEXT_MANUAL_SIG_HANDLE), or one taken over already: nothing installed", () => {

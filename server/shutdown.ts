@@ -10,32 +10,27 @@
 // Consoles run in-process by server/console.ts (`npm start`, `npm run console`, the browser tests) already stop
 // their duties and close the clients themselves (scripts/start.ts, scripts/console.ts) and their signal handlers
 // are theirs: startConsole marks the process (leaveSignalsToLauncher) and nothing here touches them.
-import { z } from 'zod';
+import { ConfigError, consoleEnvSchema, DEFAULT_STOP_GRACE_MS } from './config.ts';
 import { log } from './log.ts';
+import { markStopping } from './stopping.ts';
+
+export { DEFAULT_STOP_GRACE_MS };
 
 /**
- * Default NIMBUS_STOP_GRACE_MS: inside `docker stop`'s 10 s before SIGKILL, and well inside the 30 s Azure Container
- * Apps and Kubernetes give by default.
+ * NIMBUS_STOP_GRACE_MS: how long a stop may take before the process exits anyway (unset or empty: the default).
+ * Read with the console's own schema (server/config.ts), so a bad value is the ConfigError that names it there too.
  */
-export const DEFAULT_STOP_GRACE_MS = 8_000;
-
-const graceSchema = z.coerce
-  .number({ error: 'NIMBUS_STOP_GRACE_MS must be a number of milliseconds' })
-  .int('NIMBUS_STOP_GRACE_MS must be a whole number of milliseconds')
-  .min(100, 'NIMBUS_STOP_GRACE_MS must be at least 100')
-  .max(600_000, 'NIMBUS_STOP_GRACE_MS must be at most 600000 (10 minutes)');
-
-/** NIMBUS_STOP_GRACE_MS: how long a stop may take before the process exits anyway (unset or empty: the default). */
 export function stopGraceMs(env: Record<string, string | undefined> = process.env): number {
-  const raw = env.NIMBUS_STOP_GRACE_MS?.trim();
-  if (!raw) return DEFAULT_STOP_GRACE_MS;
-  const r = graceSchema.safeParse(raw);
-  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'NIMBUS_STOP_GRACE_MS is not valid');
+  const raw = env.NIMBUS_STOP_GRACE_MS?.trim() || undefined;
+  const r = consoleEnvSchema.shape.NIMBUS_STOP_GRACE_MS.safeParse(raw);
+  if (!r.success) throw new ConfigError(`NIMBUS_STOP_GRACE_MS: ${r.error.issues[0]?.message ?? 'not valid'}`);
   return r.data;
 }
 
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 type StopSignal = (typeof SIGNALS)[number];
+/** What Next's handler (next/dist/server/lib/start-server.js) exits with once its server has closed on the signal. */
+const SERVER_CLOSED_EXIT: Record<StopSignal, number> = { SIGTERM: 143, SIGINT: 130 };
 
 /** The part of `process` the stop uses (a test hands in its own). */
 export interface SignalProcess {
@@ -81,17 +76,30 @@ export function stopGracefullyOnSignals(o: GracefulStopOptions): boolean {
   const onSignal = (signal: StopSignal) => {
     if (stopping) return; // a shell relays Ctrl-C a second time; the first stop goes on
     stopping = true;
+    // First: long-polls in flight answer now, or Next's close (which waits for every request) would outlast the grace.
+    markStopping();
     const exit = proc.exit;
+    // Ends the process once, with proc.exit given back first (anything after the stop exits as usual).
+    const finish = (code: number) => {
+      proc.exit = exit;
+      exit.call(proc, code);
+    };
     const deadline = setTimeout(() => {
       log.warn({ signal, graceMs: o.graceMs }, 'stop did not finish within NIMBUS_STOP_GRACE_MS: exiting now');
-      exit.call(proc, 1);
+      finish(1);
     }, o.graceMs);
     log.info({ signal, graceMs: o.graceMs }, 'console stopping: the background duties and the HTTP server, then the clients');
-    // Next's handler ends with process.exit once its server has closed; until the duties are done, that exit only
-    // says its part is over.
+    // Next's handler ends with process.exit(143 or 130) once its server has closed; until the duties are done, that
+    // exit only says its part is over. Any other exit during the stop is someone's failure: its code is kept for the
+    // final exit rather than lost to a 0.
     let serverClosed!: () => void;
     const server = new Promise<void>((resolve) => (serverClosed = resolve));
-    proc.exit = (() => serverClosed()) as unknown as SignalProcess['exit'];
+    let exitCode = 0;
+    proc.exit = ((code?: number) => {
+      if (code === SERVER_CLOSED_EXIT[signal]) return serverClosed();
+      log.warn({ signal, code }, 'process.exit called during the stop: its code is kept for the exit');
+      if (exitCode === 0 && code !== undefined) exitCode = code;
+    }) as unknown as SignalProcess['exit'];
     for (const handler of taken.get(signal) ?? []) {
       try {
         handler(signal);
@@ -107,8 +115,8 @@ export function stopGracefullyOnSignals(o: GracefulStopOptions): boolean {
       .catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'clients did not close cleanly'))
       .then(() => {
         clearTimeout(deadline);
-        log.info({ signal }, 'console stopped gracefully');
-        exit.call(proc, 0);
+        log.info({ signal, exitCode }, exitCode === 0 ? 'console stopped gracefully' : 'console stopped; exiting with the code asked for during the stop');
+        finish(exitCode);
       });
   };
   for (const s of SIGNALS) {
@@ -120,8 +128,10 @@ export function stopGracefullyOnSignals(o: GracefulStopOptions): boolean {
 
 /**
  * instrumentation.ts: the console's own stop - the duties of server/background.ts and the connections of
- * server/context.ts - unless a launcher runs this console (leaveSignalsToLauncher), with the grace from the environment (a bad value is logged and the default used: a typo there
- * must not keep the console from starting).
+ * server/context.ts - unless a launcher runs this console (leaveSignalsToLauncher), with the grace from the
+ * environment. A bad value is one of the console's configuration errors (server/config.ts: the launchers refuse to
+ * start, and the standalone server answers every request with the ConfigError naming it); the stop is installed
+ * all the same, with the default, since the process must still stop well.
  */
 export function stopConsoleGracefullyOnSignals(env: Record<string, string | undefined> = process.env): boolean {
   if (slot.launcher) return false;
@@ -129,7 +139,7 @@ export function stopConsoleGracefullyOnSignals(env: Record<string, string | unde
   try {
     graceMs = stopGraceMs(env);
   } catch (err) {
-    log.error({ err: (err as Error).message, graceMs }, 'NIMBUS_STOP_GRACE_MS ignored; the default applies');
+    log.error({ err: (err as Error).message, graceMs }, 'NIMBUS_STOP_GRACE_MS is not valid (the console is not configured); the stop uses the default');
   }
   return stopGracefullyOnSignals({
     graceMs,

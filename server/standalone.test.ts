@@ -3,10 +3,12 @@
 // it serves /api/health and the client bundles copied in by the build, and its instrumentation hook starts the
 // heartbeat scheduler (the Resolver liveness probe's claim document appears in the store) with no launcher. On
 // SIGTERM (what a container platform sends) it stops those duties before it exits: their leases are released, so
-// another replica takes them at once (server/shutdown.ts).
+// another replica takes them at once (server/shutdown.ts). An agent's receive long-poll in flight answers 204 at once
+// rather than holding Next's close (which waits for every request) past the grace.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -123,7 +125,26 @@ test('node .next/standalone/server.js serves /api/health and the static bundles,
   }
 });
 
-test('SIGTERM stops the standalone server gracefully: the duties release their leases, then it exits 0', { timeout: 240_000 }, async () => {
+/**
+ * GET `url`: `sent` once the whole request is written (the server has it), `answered` with the status and when it came.
+ */
+function getInFlight(url: string): { sent: Promise<void>; answered: Promise<{ status: number; at: number }> } {
+  let sent!: () => void;
+  const sentP = new Promise<void>((r) => (sent = r));
+  const answered = new Promise<{ status: number; at: number }>((resolve) => {
+    const req = httpRequest(url, { agent: false }, (res) => {
+      res.resume();
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, at: Date.now() }));
+    });
+    // Status 0: no answer (the connection closed with the process).
+    req.once('error', () => resolve({ status: 0, at: Date.now() }));
+    req.once('finish', sent);
+    req.end();
+  });
+  return { sent: sentP, answered };
+}
+
+test('SIGTERM stops the standalone server gracefully: a receive long-poll answers 204 at once, the duties release their leases, then it exits 0', { timeout: 240_000 }, async () => {
   const base = await standaloneServer();
   await until('/api/health', async () => ((await fetch(`${base}/api/health`)).status === 200 ? true : undefined));
   // The backlog collector and the alert evaluator take their leases when they start: the replica holds two leases
@@ -136,10 +157,22 @@ test('SIGTERM stops the standalone server gracefully: the duties release their l
   });
   assert.ok(held.metrics.expiresAt > Date.now() + 5_000, 'the lease would outlive the process by more than a few seconds');
 
+  // An agent waiting for a handoff (none will come): its receive waits 30 s, twice the grace, unless the stop ends it.
+  // A first receive that answers at once makes sure the route is ready (compiled, its store connected).
+  const query = '/api/agent/receive?endpointId=crmendpoint&waitSeconds=';
+  assert.equal((await fetch(`${base}${query}0`)).status, 204, output.slice(-2000));
+  const poll = getInFlight(`${base}${query}30`);
+  await poll.sent;
+
   const proc = child!;
+  let exitedAt = 0;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once('exit', (code, signal) => resolve({ code, signal })),
+    proc.once('exit', (code, signal) => {
+      exitedAt = Date.now();
+      resolve({ code, signal });
+    }),
   );
+  const signalledAt = Date.now();
   proc.kill('SIGTERM');
   // Bounded by the grace given (the deadline exits on its own) and a margin for a loaded machine.
   const end = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), STOP_GRACE_MS + 30_000).unref())]);
@@ -149,7 +182,13 @@ test('SIGTERM stops the standalone server gracefully: the duties release their l
   assert.equal(await leases.holder(METRICS_LEASE), undefined, `the backlog collector's lease is still held; output:\n${output.slice(-3000)}`);
   assert.equal(await leases.holder(ALERTS_LEASE), undefined, "the alert evaluator's lease is still held");
   assert.ok(await leases.acquire(METRICS_LEASE, 'another-replica', 10_000), 'another replica takes the lease at once');
-  // Exit 0: the stop finished within the grace (past it, the deadline exits with 1).
+  // Exit 0: the stop finished within the grace (past it, the deadline exits with 1: a long-poll left to wait out its
+  // 30 s held Next's close that long).
   assert.deepEqual(end, { code: 0, signal: null }, output.slice(-3000));
   assert.match(output, /stopped gracefully/);
+  // The long-poll answered "nothing pending" before the process exited - within the grace, not at the end of its wait.
+  const answer = await poll.answered;
+  assert.equal(answer.status, 204);
+  assert.ok(answer.at <= exitedAt, 'the receive answered before the process exited');
+  console.log(`SIGTERM to the receive's 204: ${answer.at - signalledAt} ms; to the exit: ${exitedAt - signalledAt} ms`);
 });

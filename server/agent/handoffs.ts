@@ -7,6 +7,7 @@ import type { SqlParameter } from '@azure/cosmos';
 import { PendingSubStatus, ResolutionStatus } from '@nimbus/sdk/contract';
 import { CONTAINERS, statusRowSchema, type MessageStore, type StatusRow } from '../../lib/store/index.ts';
 import { sleep } from '../../lib/concurrency/sleep.ts';
+import { stoppingSignal } from '../stopping.ts';
 
 /** The longest a receive waits for a handoff to arrive. */
 export const MAX_WAIT_SECONDS = 30;
@@ -89,7 +90,8 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Long-poll: the oldest pending handoff, looking again every second until one is there or `waitSeconds` pass
- * (null then), or the caller goes away (`signal`).
+ * (null then), or the caller goes away (`signal`), or the console stops (null: the stop waits for requests in flight,
+ * and a wait of up to 30 s would outlast its grace).
  */
 export async function receivePendingHandoff(
   store: MessageStore,
@@ -98,11 +100,13 @@ export async function receivePendingHandoff(
   signal?: AbortSignal,
 ): Promise<PendingHandoff | null> {
   const deadline = Date.now() + Math.min(MAX_WAIT_SECONDS, Math.max(0, waitSeconds)) * 1000;
+  const stopping = stoppingSignal();
+  const ended = signal ? AbortSignal.any([signal, stopping]) : stopping;
   for (;;) {
     const found = await oldestPendingHandoff(store, q);
     if (found) return found;
     const left = deadline - Date.now();
-    if (left <= 0 || signal?.aborted) return null;
-    await sleep(Math.min(POLL_MS, left), signal);
+    if (left <= 0 || ended.aborted) return null;
+    await sleep(Math.min(POLL_MS, left), ended);
   }
 }
