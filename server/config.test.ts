@@ -48,6 +48,8 @@ describe('console configuration', () => {
   test('NIMBUS_STOP_GRACE_MS is one of the settings: a bad value is named in the ConfigError, a good one read, unset the default', () => {
     assert.equal(loadConsoleConfig(valid).stopGraceMs, 8_000);
     assert.equal(loadConsoleConfig({ ...valid, NIMBUS_STOP_GRACE_MS: '20000' }).stopGraceMs, 20_000);
+    // Spaces alone are unset, as the stop reads them (a compose file's `NIMBUS_STOP_GRACE_MS= `): refused as 0 before.
+    assert.equal(loadConsoleConfig({ ...valid, NIMBUS_STOP_GRACE_MS: '  ' }).stopGraceMs, 8_000);
     for (const bad of ['soon', '1.5', '50', '700000'])
       assert.throws(
         () => loadConsoleConfig({ ...valid, NIMBUS_STOP_GRACE_MS: bad, NIMBUS_AUTH: 'maybe' }),

@@ -35,12 +35,17 @@ export const consoleEnvSchema = z.object({
   NIMBUS_CATALOG: z.string().trim().min(1).default(DEFAULT_CATALOG_PATH),
   NIMBUS_AUTH: z.enum(['off', 'entra', 'oidc'], { error: 'NIMBUS_AUTH must be off, entra or oidc' }).default('off'),
   // How long a stop on SIGTERM/SIGINT may take before the process exits anyway (server/shutdown.ts).
-  NIMBUS_STOP_GRACE_MS: z.coerce
-    .number({ error: 'NIMBUS_STOP_GRACE_MS must be a number of milliseconds' })
-    .int('NIMBUS_STOP_GRACE_MS must be a whole number of milliseconds')
-    .min(100, 'NIMBUS_STOP_GRACE_MS must be at least 100')
-    .max(600_000, 'NIMBUS_STOP_GRACE_MS must be at most 600000 (10 minutes)')
-    .default(DEFAULT_STOP_GRACE_MS),
+  // Spaces alone (a compose file's `NIMBUS_STOP_GRACE_MS= `) are unset, as the stop itself reads them: coerced, they
+  // were 0 and refused.
+  NIMBUS_STOP_GRACE_MS: z.preprocess(
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z.coerce
+      .number({ error: 'NIMBUS_STOP_GRACE_MS must be a number of milliseconds' })
+      .int('NIMBUS_STOP_GRACE_MS must be a whole number of milliseconds')
+      .min(100, 'NIMBUS_STOP_GRACE_MS must be at least 100')
+      .max(600_000, 'NIMBUS_STOP_GRACE_MS must be at most 600000 (10 minutes)')
+      .default(DEFAULT_STOP_GRACE_MS),
+  ),
 });
 
 export interface ConsoleConfig {

@@ -105,6 +105,19 @@ test('a stop still running at the deadline exits 1', async () => {
   assert.equal(closed, false);
 });
 
+test('a code asked for during a stop that then runs into the deadline stands (not 1)', async () => {
+  const { proc, exitedWith } = fakeProcess();
+  proc.on('SIGTERM', () => proc.exit(0)); // a handler that is not Next's: its exit is not "the server closed"
+  stopGracefullyOnSignals({ proc, graceMs: 100, stopDuties: async () => undefined, closeClients: async () => undefined });
+  proc.emit('SIGTERM', 'SIGTERM');
+  assert.equal(await exitedWith, 1, 'exit(0) is no failure to keep: the deadline exits 1');
+  const second = fakeProcess();
+  second.proc.on('SIGTERM', () => second.proc.exit(4));
+  stopGracefullyOnSignals({ proc: second.proc, graceMs: 100, stopDuties: async () => undefined, closeClients: async () => undefined });
+  second.proc.emit('SIGTERM', 'SIGTERM');
+  assert.equal(await second.exitedWith, 4, 'the code asked for, not the deadline\'s 1');
+});
+
 test("another process.exit during the stop keeps its code for the final exit; Next's own (143) only says its server closed; proc.exit is given back", async () => {
   const { proc, exitedWith } = fakeProcess();
   const exit = proc.exit;

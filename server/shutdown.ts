@@ -23,7 +23,7 @@ export { DEFAULT_STOP_GRACE_MS };
 export function stopGraceMs(env: Record<string, string | undefined> = process.env): number {
   const raw = env.NIMBUS_STOP_GRACE_MS?.trim() || undefined;
   const r = consoleEnvSchema.shape.NIMBUS_STOP_GRACE_MS.safeParse(raw);
-  if (!r.success) throw new ConfigError(`NIMBUS_STOP_GRACE_MS: ${r.error.issues[0]?.message ?? 'not valid'}`);
+  if (!r.success) throw new ConfigError(r.error.issues[0]?.message ?? 'NIMBUS_STOP_GRACE_MS is not valid');
   return r.data;
 }
 
@@ -86,7 +86,8 @@ export function stopGracefullyOnSignals(o: GracefulStopOptions): boolean {
     };
     const deadline = setTimeout(() => {
       log.warn({ signal, graceMs: o.graceMs }, 'stop did not finish within NIMBUS_STOP_GRACE_MS: exiting now');
-      finish(1);
+      // A code asked for during the stop (exitCode, below) stands; otherwise 1: the stop did not finish.
+      finish(exitCode || 1);
     }, o.graceMs);
     log.info({ signal, graceMs: o.graceMs }, 'console stopping: the background duties and the HTTP server, then the clients');
     // Next's handler ends with process.exit(143 or 130) once its server has closed; until the duties are done, that

@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CosmosClient, type Database } from '@azure/cosmos';
 import { startEmbeddedCosmos, type EmbeddedCosmos } from './cosmos.ts';
-import { LeaseStore, holdLease } from './leases.ts';
+import { LeaseStore, holdLease, type Lease } from './leases.ts';
 import { uniq } from './testing/fixtures.ts';
 
 let cosmos: EmbeddedCosmos;
@@ -101,4 +101,23 @@ test('a lapsed lease is claimed by exactly one of racing claimers; its holder ca
   now += 1001;
   assert.ok(await leases.resume(other, 'paused', 1000));
   assert.equal(await leases.resume(name, 'late', 1000), undefined);
+});
+
+test('a renewal slower than the renewal interval does not overlap the next one (which lost to it with a 412 and gave up a lease that was fine)', async () => {
+  // Every renewal takes 250 ms against a 50 ms interval, as on a loaded store; nobody else wants the lease.
+  class SlowRenewals extends LeaseStore {
+    renewals = 0;
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      this.renewals++;
+      await new Promise((r) => setTimeout(r, 250));
+      return super.renew(lease, ttlMs);
+    }
+  }
+  const leases = new SlowRenewals(database);
+  const held = await holdLease(leases, uniq('slow'), 'a', { ttlMs: 10_000, renewEveryMs: 50 });
+  assert.ok(held);
+  // Positive signal: eight renewals have been asked for (each after the one before has landed, with the fix).
+  while (leases.renewals < 8 && !held.signal.aborted) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(held.signal.aborted, false, 'the lease was never lost: nobody else took it');
+  await held.release();
 });

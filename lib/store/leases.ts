@@ -215,7 +215,13 @@ export function keepRenewing(leases: LeaseStore, taken: Lease, options: HoldLeas
   const controller = new AbortController();
   const every = options.renewEveryMs ?? Math.max(50, Math.floor(options.ttlMs / 3));
   let renewing: Promise<void> = Promise.resolve();
+  let inFlight = false;
   const timer = setInterval(() => {
+    // A renewal slower than the interval (a loaded store, its 429 retries) is still in flight: one started now
+    // would send the same etag, and whichever landed second got a 412 - taken for a lost lease, stopping a holder
+    // whose lease was fine. Skip the tick; the one in flight renews.
+    if (inFlight) return;
+    inFlight = true;
     renewing = (async () => {
       if (controller.signal.aborted || !lease) return;
       try {
@@ -229,6 +235,8 @@ export function keepRenewing(leases: LeaseStore, taken: Lease, options: HoldLeas
           options.onError?.(err);
           controller.abort(err);
         }
+      } finally {
+        inFlight = false;
       }
     })();
   }, every);

@@ -101,12 +101,24 @@ export async function receivePendingHandoff(
 ): Promise<PendingHandoff | null> {
   const deadline = Date.now() + Math.min(MAX_WAIT_SECONDS, Math.max(0, waitSeconds)) * 1000;
   const stopping = stoppingSignal();
-  const ended = signal ? AbortSignal.any([signal, stopping]) : stopping;
-  for (;;) {
-    const found = await oldestPendingHandoff(store, q);
-    if (found) return found;
-    const left = deadline - Date.now();
-    if (left <= 0 || ended.aborted) return null;
-    await sleep(Math.min(POLL_MS, left), ended);
+  // Not AbortSignal.any: on Node 20 each combined signal stays registered on the long-lived stopping signal (a
+  // leak of one per receive, nodejs/node#55351). A local controller whose listeners go when the wait ends.
+  const ended = new AbortController();
+  const end = () => ended.abort();
+  for (const s of [signal, stopping]) {
+    if (s?.aborted) end();
+    else s?.addEventListener('abort', end, { once: true });
+  }
+  try {
+    for (;;) {
+      const found = await oldestPendingHandoff(store, q);
+      if (found) return found;
+      const left = deadline - Date.now();
+      if (left <= 0 || ended.signal.aborted) return null;
+      await sleep(Math.min(POLL_MS, left), ended.signal);
+    }
+  } finally {
+    signal?.removeEventListener('abort', end);
+    stopping.removeEventListener('abort', end);
   }
 }
