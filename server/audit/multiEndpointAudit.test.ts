@@ -242,7 +242,10 @@ test('a reconcile over 60 endpoints keeps its totals, and the parts that fit for
   // Crm's part was cut: its reader sees none of the totals (all 60 endpoints'), nor another endpoint's part.
   const [crm] = (await entriesSeenBy(reader('crm-readers'), 'reconcile')).filter((e) => e.id === whole.id);
   assert.deepEqual([crm?.endpoints, crm?.otherEndpoints], [['crmendpoint'], 59]);
-  assert.deepEqual(crm?.details, { endpoints: ['crmendpoint'], byEndpoint: {}, truncated: ['byEndpoint'] });
+  // The names of the counts the parts break down are there for every reader (which are kept says nothing of values).
+  const { byEndpointKeys, ...crmDetails } = crm?.details ?? {};
+  assert.ok(Array.isArray(byEndpointKeys) && byEndpointKeys.includes('targets'), JSON.stringify(byEndpointKeys));
+  assert.deepEqual(crmDetails, { endpoints: ['crmendpoint'], byEndpoint: {}, truncated: ['byEndpoint'] });
 });
 
 test("a bulk job's closing entry over 200 endpoints keeps its totals, and the parts that fit for their readers; one whose part was cut sees no counts", async () => {
@@ -287,9 +290,12 @@ test("a bulk job's closing entry over 200 endpoints keeps its totals, and the pa
     refused: 1,
     failed: 0,
     byEndpoint: { billingendpoint: { total: 2, done: 1, refused: 1 } },
+    byEndpointKeys: ['total', 'done', 'refused', 'failed'],
     truncated: ['byEndpoint'],
   });
   const crm = await closing(reader('crm-readers'));
   assert.deepEqual([crm?.endpoints, crm?.otherEndpoints], [['crmendpoint'], 199]);
-  assert.deepEqual(crm?.details, { state: 'completed', selection: { groupId: 'g-many-closing' }, byEndpoint: {}, truncated: ['byEndpoint'] }, 'no counts: not the sum of all, not another endpoint\'s');
+  const { byEndpointKeys, ...crmDetails } = crm?.details ?? {};
+  assert.ok(Array.isArray(byEndpointKeys) && byEndpointKeys.includes('failed'), JSON.stringify(byEndpointKeys));
+  assert.deepEqual(crmDetails, { state: 'completed', selection: { groupId: 'g-many-closing' }, byEndpoint: {}, truncated: ['byEndpoint'] }, 'no counts: not the sum of all, not another endpoint\'s');
 });

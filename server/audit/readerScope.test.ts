@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AuditRecord } from './auditLog.ts';
 import { entryForReader } from './readerScope.ts';
+import { shrinkDetails } from './shrinkDetails.ts';
 
 const entry = (endpoints: string[] | undefined, details: Record<string, unknown> | null): AuditRecord => ({
   id: 'a1',
@@ -101,4 +102,23 @@ test("a reader whose part was cut sees no counts: not the totals, not another en
     byEndpoint: { billing: { total: 2, done: 1, refused: 1, stale: { unchanged: 2 } } },
     truncated: ['byEndpoint'],
   });
+});
+
+test('which counts a reader sees does not tell whether a cut-off endpoint had a count other than 0', () => {
+  // 200 endpoints; only the last one (cut off by the cap) failed an event, or none did. A reader of the first one
+  // saw `failed: 0` in one case and no `failed` at all in the other: the key's presence told them.
+  const closing = (failedOnLast: number) => {
+    const names = Array.from({ length: 200 }, (_, i) => `endpoint-${String(i).padStart(3, '0')}`);
+    const byEndpoint = Object.fromEntries(names.map((e, i) => [e, { total: 2, done: 2, refused: 0, failed: i === 199 ? failedOnLast : 0 }]));
+    const details = shrinkDetails({ state: 'completed', total: 400, done: 400 - failedOnLast, refused: 0, failed: failedOnLast, byEndpoint }, 2_000);
+    return entryForReader(entry(names, details), new Set(['endpoint-000'])).details;
+  };
+  const none = closing(0);
+  const one = closing(1);
+  assert.equal((none as { failed?: number }).failed, 0, JSON.stringify(none));
+  assert.deepEqual(
+    { total: one!.total, done: one!.done, refused: one!.refused, failed: one!.failed },
+    { total: none!.total, done: none!.done, refused: none!.refused, failed: none!.failed },
+    'the reader of endpoint-000 sees the same counts either way',
+  );
 });

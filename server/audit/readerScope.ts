@@ -17,6 +17,13 @@ export const BY_ENDPOINT = 'byEndpoint';
 export const BY_ENDPOINT_TRUNCATED = 'byEndpointTruncated';
 
 /**
+ * The details key naming the counts the parts break down, written by shrinkDetails.ts when it drops the parts' zero
+ * counts: without it, which keys the kept parts still hold would tell a reader whether an endpoint cut off (or a
+ * kept one) had a count other than 0 (a `failed` total shown as 0, or left out).
+ */
+export const BY_ENDPOINT_KEYS = 'byEndpointKeys';
+
+/**
  * The details key listing the endpoints acted on: only the reader's are named. A job's `leftOut` (endpoints its
  * preparer could only read) stays: it names them, without counts, to the acted-on endpoints' readers by design
  * (app/api/operations/route.ts), a job over one endpoint as one over several.
@@ -64,7 +71,12 @@ function detailsForReader(details: Record<string, unknown>, mine: readonly strin
   // (or an entry written before the parts were kept) would make the sum short, so then no count is shown but the
   // parts kept. Broken down: any key of any part (each part lacks its zero counts once the entry was over the cap).
   const whole = mine.length > 0 && mine.every((e) => isObject(stored[e]));
-  const partKeys = new Set(Object.values(stored).flatMap((part) => (isObject(part) ? Object.keys(part) : [])));
+  const listed = details[BY_ENDPOINT_KEYS];
+  const partKeys = new Set(
+    Array.isArray(listed)
+      ? listed.filter((k): k is string => typeof k === 'string')
+      : Object.values(stored).flatMap((part) => (isObject(part) ? Object.keys(part) : [])),
+  );
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(details)) {
     if (key === BY_ENDPOINT) out[key] = Object.fromEntries(parts);

@@ -4,7 +4,7 @@
 // time, each cut marked where it happened (`…(truncated, N more)`) and its path listed in `truncated`.
 // An entry over many endpoints keeps each one's counts under `byEndpoint` (objects of numbers, which the halving
 // cannot cut): past the cap their zero counts are dropped, then whole endpoints' parts, so the totals stay.
-import { BY_ENDPOINT, BY_ENDPOINT_TRUNCATED } from './readerScope.ts';
+import { BY_ENDPOINT, BY_ENDPOINT_KEYS, BY_ENDPOINT_TRUNCATED } from './readerScope.ts';
 
 /** The marker a cut array ends with, or a cut string with. */
 export const truncatedMarker = (more: number, unit = ''): string => `…(truncated, ${more} more${unit})`;
@@ -66,11 +66,15 @@ function withoutZeros(part: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(kept);
 }
 
-/** The details with each per-endpoint part without its zero counts. */
+/**
+ * The details with each per-endpoint part without its zero counts, and the names of the counts the parts held
+ * (`byEndpointKeys`): the reader's cut sums by those, not by the keys the parts still hold (readerScope.ts).
+ */
 function partsWithoutZeros(details: Record<string, unknown>): Record<string, unknown> {
   const parts = details[BY_ENDPOINT];
   if (!isObject(parts)) return details;
-  return { ...details, [BY_ENDPOINT]: Object.fromEntries(Object.entries(parts).map(([e, p]) => [e, isObject(p) ? withoutZeros(p) : p])) };
+  const keys = [...new Set(Object.values(parts).flatMap((p) => (isObject(p) ? Object.keys(p) : [])))];
+  return { ...details, [BY_ENDPOINT]: Object.fromEntries(Object.entries(parts).map(([e, p]) => [e, isObject(p) ? withoutZeros(p) : p])), [BY_ENDPOINT_KEYS]: keys };
 }
 
 /**
