@@ -163,6 +163,10 @@ test('SIGTERM stops the standalone server gracefully: a receive long-poll answer
   assert.equal((await fetch(`${base}${query}0`)).status, 204, output.slice(-2000));
   const poll = getInFlight(`${base}${query}30`);
   await poll.sent;
+  // Written is not yet received: a connection the server had not accepted and read by the signal would be closed as
+  // idle (status 0), or its request would come after the stop began (204 at once, nothing in flight tested). The
+  // server accepts connections in the order they came, so an answer on a later one says the poll's is in its hands.
+  assert.equal((await fetch(`${base}/api/health`)).status, 200);
 
   const proc = child!;
   let exitedAt = 0;
