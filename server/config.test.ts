@@ -57,4 +57,17 @@ describe('console configuration', () => {
         bad,
       );
   });
+
+  test('NIMBUS_JOB_RETENTION_DAYS is one of the settings: whole days from 1 to 3650, unset (or spaces) the default of 30, a bad value named in the ConfigError', () => {
+    assert.equal(loadConsoleConfig(valid).jobRetentionDays, 30);
+    assert.equal(loadConsoleConfig({ ...valid, NIMBUS_JOB_RETENTION_DAYS: ' ' }).jobRetentionDays, 30);
+    assert.equal(loadConsoleConfig({ ...valid, NIMBUS_JOB_RETENTION_DAYS: '7' }).jobRetentionDays, 7);
+    assert.equal(loadConsoleConfig({ ...valid, NIMBUS_JOB_RETENTION_DAYS: '3650' }).jobRetentionDays, 3650);
+    for (const bad of ['0', '-1', '1.5', 'month', '3651'])
+      assert.throws(
+        () => loadConsoleConfig({ ...valid, NIMBUS_JOB_RETENTION_DAYS: bad, NIMBUS_AUTH: 'maybe' }),
+        (e: unknown) => e instanceof ConfigError && /NIMBUS_JOB_RETENTION_DAYS: /.test(e.message) && /NIMBUS_AUTH/.test(e.message),
+        bad,
+      );
+  });
 });

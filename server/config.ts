@@ -14,7 +14,28 @@ export const DEFAULT_CATALOG_PATH = 'catalog/demo.json';
  */
 export const DEFAULT_STOP_GRACE_MS = 8_000;
 
+/**
+ * Default NIMBUS_JOB_RETENTION_DAYS (server/operations/prune.ts): how long an ended bulk job's documents are kept -
+ * long enough that last month's jobs still answer from the audit log and the Jobs drawer.
+ */
+export const DEFAULT_JOB_RETENTION_DAYS = 30;
+
 const nonEmpty = (what: string) => z.string({ error: `${what} is not set` }).trim().min(1, `${what} is empty`);
+
+/**
+ * A setting that is a whole number of `unit` from `min` to `max` (`maxInWords` says what the most is), `fallback`
+ * when unset. Spaces alone (a compose file's `VAR= `) are unset too: coerced, they were 0 and refused.
+ */
+const wholeNumber = (name: string, unit: string, min: number, max: number, maxInWords: string, fallback: number) =>
+  z.preprocess(
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z.coerce
+      .number({ error: `${name} must be a number of ${unit}` })
+      .int(`${name} must be a whole number of ${unit}`)
+      .min(min, `${name} must be at least ${min}`)
+      .max(max, `${name} must be at most ${max} (${maxInWords})`)
+      .default(fallback),
+  );
 
 // Service Bus: NIMBUS_SERVICEBUS_CONNECTION_STRING (SAS key) or NIMBUS_SERVICEBUS_NAMESPACE (Microsoft Entra identity),
 // exactly one (packages/sdk/src/servicebus/namespace.ts). Cosmos: NIMBUS_COSMOS_KEY, or without it Microsoft Entra identity.
@@ -34,18 +55,12 @@ export const consoleEnvSchema = z.object({
     .default('nimbus'),
   NIMBUS_CATALOG: z.string().trim().min(1).default(DEFAULT_CATALOG_PATH),
   NIMBUS_AUTH: z.enum(['off', 'entra', 'oidc'], { error: 'NIMBUS_AUTH must be off, entra or oidc' }).default('off'),
-  // How long a stop on SIGTERM/SIGINT may take before the process exits anyway (server/shutdown.ts).
-  // Spaces alone (a compose file's `NIMBUS_STOP_GRACE_MS= `) are unset, as the stop itself reads them: coerced, they
-  // were 0 and refused.
-  NIMBUS_STOP_GRACE_MS: z.preprocess(
-    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
-    z.coerce
-      .number({ error: 'NIMBUS_STOP_GRACE_MS must be a number of milliseconds' })
-      .int('NIMBUS_STOP_GRACE_MS must be a whole number of milliseconds')
-      .min(100, 'NIMBUS_STOP_GRACE_MS must be at least 100')
-      .max(600_000, 'NIMBUS_STOP_GRACE_MS must be at most 600000 (10 minutes)')
-      .default(DEFAULT_STOP_GRACE_MS),
-  ),
+  // How long a stop on SIGTERM/SIGINT may take before the process exits anyway (server/shutdown.ts). Spaces alone
+  // are unset, as the stop itself reads them.
+  NIMBUS_STOP_GRACE_MS: wholeNumber('NIMBUS_STOP_GRACE_MS', 'milliseconds', 100, 600_000, '10 minutes', DEFAULT_STOP_GRACE_MS),
+  // How many days an ended bulk job's documents (the job, its control, its frozen selection) are kept before the
+  // runner deletes them (server/operations/prune.ts).
+  NIMBUS_JOB_RETENTION_DAYS: wholeNumber('NIMBUS_JOB_RETENTION_DAYS', 'days', 1, 3650, 'ten years', DEFAULT_JOB_RETENTION_DAYS),
 });
 
 export interface ConsoleConfig {
@@ -61,6 +76,8 @@ export interface ConsoleConfig {
   background: boolean;
   /** How long a stop may take before the process exits anyway (NIMBUS_STOP_GRACE_MS). */
   stopGraceMs: number;
+  /** Days an ended bulk job's documents are kept before they are deleted (NIMBUS_JOB_RETENTION_DAYS). */
+  jobRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -95,5 +112,6 @@ export function loadConsoleConfig(env: Record<string, string | undefined> = proc
     authConfig: loadAuthConfig(env),
     background: backgroundDutiesOn(env),
     stopGraceMs: e.NIMBUS_STOP_GRACE_MS,
+    jobRetentionDays: e.NIMBUS_JOB_RETENTION_DAYS,
   };
 }
