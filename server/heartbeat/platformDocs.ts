@@ -3,7 +3,7 @@
 // (dead-letter replay). The store has no generic API for these yet, so this module reads and writes them with
 // the same client settings and the same `{ id, value, updatedAt }` shape the store uses for its own singletons.
 // Ids are prefixed `console_` so they can never collide with the store's documents.
-import type { Container, CosmosClient } from '@azure/cosmos';
+import type { Container, CosmosClient, SqlParameter } from '@azure/cosmos';
 import { cosmosConnectionSchema, cosmosStatus, createCosmosClient, rethrowCosmos } from '../../lib/store/index.ts';
 import type { CosmosConnection } from '../../lib/store/index.ts';
 
@@ -49,14 +49,31 @@ export class PlatformDocs {
    * Every document whose name starts with `prefix`, newest write first, at most `limit` (Infinity: all of them,
    * page by page) - a cross-partition query, for lists of a few hundred small records such as operations and group
    * notes. With `stateIn`, only documents whose value's `state` is one of these: the unfinished jobs however old
-   * they are, which the newest `limit` of all of them may not reach.
+   * they are, which the newest `limit` of all of them may not reach. With `finishedBefore` (an ISO time), only
+   * documents whose value's `finishedAt` is before it (without one, whose last write is), oldest write first: the
+   * ended jobs past their retention, those that ended first first (an ended job's last write is its end).
    */
-  async list<T>(prefix: string, limit = 200, filter: { stateIn?: readonly string[] } = {}): Promise<Array<{ name: string; value: T; updatedAt: string }>> {
-    const states = filter.stateIn;
+  async list<T>(
+    prefix: string,
+    limit = 200,
+    filter: { stateIn?: readonly string[]; finishedBefore?: string } = {},
+  ): Promise<Array<{ name: string; value: T; updatedAt: string }>> {
+    const { stateIn: states, finishedBefore: before } = filter;
+    const where = ['STARTSWITH(c.id, @prefix)'];
+    const parameters: SqlParameter[] = [{ name: '@prefix', value: this.#id(prefix) }];
+    if (states) {
+      where.push('ARRAY_CONTAINS(@states, c["value"].state)');
+      parameters.push({ name: '@states', value: [...states] });
+    }
+    if (before !== undefined) {
+      // ISO times compare as strings (toISOString: one format, UTC).
+      where.push('((IS_STRING(c["value"].finishedAt) AND c["value"].finishedAt < @before) OR (NOT IS_STRING(c["value"].finishedAt) AND c.updatedAt < @before))');
+      parameters.push({ name: '@before', value: before });
+    }
     const iterator = this.#container.items.query<{ id: string; value: T; updatedAt: string }>(
       {
-        query: `SELECT c.id, c["value"], c.updatedAt FROM c WHERE STARTSWITH(c.id, @prefix)${states ? ' AND ARRAY_CONTAINS(@states, c["value"].state)' : ''} ORDER BY c.updatedAt DESC`,
-        parameters: [{ name: '@prefix', value: this.#id(prefix) }, ...(states ? [{ name: '@states', value: [...states] }] : [])],
+        query: `SELECT c.id, c["value"], c.updatedAt FROM c WHERE ${where.join(' AND ')} ORDER BY c.updatedAt ${before !== undefined ? 'ASC' : 'DESC'}`,
+        parameters,
       },
       { maxItemCount: Number.isFinite(limit) ? limit : LIST_PAGE },
     );
@@ -71,6 +88,17 @@ export class PlatformDocs {
       rethrowCosmos(err, 'console document list');
     }
     return out.slice(0, limit);
+  }
+
+  /** Deletes a document; one already gone (deleted by another replica, or never written) is not an error. */
+  async delete(name: string): Promise<void> {
+    const id = this.#id(name);
+    try {
+      await this.#container.item(id, id).delete();
+    } catch (err) {
+      if (cosmosStatus(err) === 404) return;
+      rethrowCosmos(err, 'console document delete');
+    }
   }
 
   /**

@@ -7,11 +7,14 @@
 //   jobctl_<id>      the operator's wish (run / pause / cancel) - written only by the API;
 //   jobsel_<id>_<n>  the frozen selection, 2,000 rows per document (a document stays far below Cosmos' 2 MB):
 //                    [endpointId, eventId, sessionId] each (the session lets the runner read the row directly).
+// A discarded job's selection is deleted when it is discarded (it never ran: nothing reads its rows); an ended job's
+// documents, all three kinds, once it ended more than NIMBUS_JOB_RETENTION_DAYS ago (prune.ts).
 // The runner (runner.ts) applies the wish at its next step; a paused job keeps its lease-free cursor and resumes
 // where it stopped, in any replica.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { PlatformDocs } from '../heartbeat/platformDocs.ts';
+import { log } from '../log.ts';
 import type { SelectedRow, Selection } from './selection.ts';
 
 export const CHUNK_ROWS = 2_000;
@@ -250,9 +253,48 @@ export class JobStore {
         result = reason === 'cancelled' ? 'discarded' : 'expired';
       }
       job.updatedAt = at;
-      if (await this.docs.write(jobDoc(id), job, doc.etag)) return { result, job };
+      if (await this.docs.write(jobDoc(id), job, doc.etag)) {
+        if (result !== 'started') await this.#dropDiscardedSelection(job);
+        return { result, job };
+      }
       // Someone else settled it first (the runner's expiry, another operator): read what they did.
     }
+  }
+
+  /**
+   * A discarded job never ran and never will, so its frozen selection (up to 50 documents of 2,000 rows) is
+   * useless at once; the job document stays until the retention, so the audit log's link to it still answers. A
+   * failed delete does not fail the discard: the retention sweep deletes whatever chunks are left with the job.
+   */
+  async #dropDiscardedSelection(job: Job): Promise<void> {
+    try {
+      await this.#deleteChunks(job);
+    } catch (err) {
+      log.warn({ operationId: job.operationId, err: err instanceof Error ? err.message : String(err) }, 'discarded operation selection not deleted; the retention sweep deletes it');
+    }
+  }
+
+  async #deleteChunks(job: Pick<Job, 'operationId' | 'chunks'>): Promise<void> {
+    for (let n = 0; n < job.chunks; n++) await this.docs.delete(chunkDoc(job.operationId, n));
+  }
+
+  /**
+   * Deletes a job with all its documents: the selection and the control first, the job document last, so a delete
+   * that fails part-way leaves the job for the next sweep to find (each delete of a document already gone is fine).
+   */
+  async remove(job: Pick<Job, 'operationId' | 'chunks'>): Promise<void> {
+    await this.#deleteChunks(job);
+    await this.docs.delete(controlDoc(job.operationId));
+    await this.docs.delete(jobDoc(job.operationId));
+  }
+
+  /**
+   * Ended jobs (ENDED_STATES) that ended before `before`, at most `limit`, by their last write (their end) oldest
+   * first: the retention's work.
+   */
+  async endedBefore(before: Date, limit: number): Promise<Job[]> {
+    const docs = await this.docs.list<Job>('job_', limit, { stateIn: [...ENDED_STATES], finishedBefore: before.toISOString() });
+    return docs.map((d) => d.value).filter((j) => typeof j?.operationId === 'string');
   }
 
   async control(id: string): Promise<JobControlDoc | null> {
@@ -276,14 +318,21 @@ export class JobStore {
 
   /**
    * The frozen selection in order; with `limit`, only its first `limit` rows, reading only the chunks that hold
-   * them (the outcome's follow-up of a 100,000-event job needs one chunk, not fifty).
+   * them (the outcome's follow-up of a 100,000-event job needs one chunk, not fifty). None for a discarded job: it
+   * acted on nothing, and its selection is deleted when it is discarded - nor for a job discarded or deleted (past
+   * its retention) while its chunks were being read.
    */
   async rows(job: Job, limit = Infinity): Promise<SelectedRow[]> {
+    if (job.state === 'discarded') return [];
     const out: SelectedRow[] = [];
     const chunks = Math.min(job.chunks, Math.ceil(limit / CHUNK_ROWS));
     for (let n = 0; n < chunks; n++) {
       const doc = await this.docs.read<{ rows: Array<[string, string, string?]> }>(chunkDoc(job.operationId, n));
-      if (!doc) throw new Error(`operation ${job.operationId}: selection part ${n} is missing`);
+      if (!doc) {
+        const now = await this.get(job.operationId);
+        if (!now || now.state === 'discarded') return [];
+        throw new Error(`operation ${job.operationId}: selection part ${n} is missing`);
+      }
       for (const [endpointId, eventId, sessionId] of doc.value.rows) out.push(sessionId === undefined ? { endpointId, eventId } : { endpointId, eventId, sessionId });
     }
     return out.length > limit ? out.slice(0, limit) : out;

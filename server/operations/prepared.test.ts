@@ -49,6 +49,7 @@ async function seedFailed(prefix: string, n: number, errorType: string, errorTex
 const routes = async () => ({
   ops: await import('../../app/api/operations/route.ts'),
   one: await import('../../app/api/operations/[operationId]/route.ts'),
+  outcome: await import('../../app/api/operations/[operationId]/outcome/route.ts'),
   resume: await import('../../app/api/operations/[operationId]/resume/route.ts'),
   cancel: await import('../../app/api/operations/[operationId]/cancel/route.ts'),
   groups: await import('../../app/api/failure-groups/route.ts'),
@@ -107,6 +108,17 @@ describe('a bulk job awaiting its confirmation', () => {
     assert.equal(((await cancelled.json()) as { state: string }).state, 'discarded');
     assert.equal((await view(prepared.operationId)).state, 'discarded');
     assert.equal((await list()).find((o) => o.operationId === prepared.operationId), undefined, 'a job that never ran is not listed');
+    // Its frozen selection is deleted at once (it never runs; before, it stayed for ever); its follow-up still
+    // answers, with no events (read from the deleted selection, it was a 500).
+    const jobs = new JobStore(new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! }));
+    try {
+      assert.equal(await jobs.docs.read(`jobsel_${prepared.operationId}_0`), null, 'the selection is deleted when the job is discarded');
+      const outcome = await (await routes()).outcome.GET(req('GET', `/api/operations/${prepared.operationId}/outcome`), params(prepared.operationId));
+      assert.equal(outcome.status, 200, await outcome.clone().text());
+      assert.equal(((await outcome.json()) as { checked: number }).checked, 0);
+    } finally {
+      jobs.docs.close();
+    }
 
     // The runner has had its chance to record the discarded job: a later job, run by the same runner, is finished
     // and audited. Nothing of the discarded one's may appear as a failure.
@@ -123,6 +135,22 @@ describe('a bulk job awaiting its confirmation', () => {
     const rows = await stack.store.listEvents({ endpointId: EP, statuses: ['Failed'], pageSize: 100 });
     const failed = new Set(rows.items.map((r) => r.eventId));
     for (let i = 1; i < 6; i++) assert.ok(failed.has(`crm-${i}`), `crm-${i} is still Failed`);
+
+    // Past its retention the job is deleted with its documents (prune.ts): it then reads as an unknown id does.
+    const pruning = new JobStore(new PlatformDocs({ endpoint: stack.env.NIMBUS_COSMOS_ENDPOINT!, key: stack.env.NIMBUS_COSMOS_KEY!, database: stack.env.NIMBUS_COSMOS_DATABASE! }));
+    try {
+      await pruning.remove((await pruning.get(prepared.operationId))!);
+      const { one, outcome } = await routes();
+      for (const answer of [
+        await one.GET(req('GET', `/api/operations/${prepared.operationId}`), params(prepared.operationId)),
+        await outcome.GET(req('GET', `/api/operations/${prepared.operationId}/outcome`), params(prepared.operationId)),
+      ]) {
+        assert.equal(answer.status, 404, await answer.clone().text());
+        assert.match(await answer.text(), /is not known/);
+      }
+    } finally {
+      pruning.docs.close();
+    }
   });
 
   test('confirmed: queued at once, listed under the group title with its times and events link, never paused', { timeout: 300_000 }, async () => {
