@@ -35,6 +35,7 @@ import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import type { CommandResult, Manager } from '../manager/manager.ts';
 import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
+import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
 export const LEASE_TTL_MS = 10_000;
@@ -63,6 +64,11 @@ export interface RunnerOptions {
   concurrency?: number;
   /** Called with each finished job (the job's audit record). */
   onFinished?: (job: Job) => Promise<void> | void;
+  /**
+   * Deletes ended jobs past their retention beside the scans (prune.ts); `now` is the clock their ends are
+   * compared with (tests). Without it, no job is ever deleted.
+   */
+  prune?: { retentionDays: number; now?: () => number };
 }
 
 /** Spaces commands `1000 / perSecond` ms apart (0: no limit). Shared by a job's workers. */
@@ -88,7 +94,9 @@ const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
 
 export class OperationsRunner {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  readonly #o: Required<Omit<RunnerOptions, 'onFinished'>> & Pick<RunnerOptions, 'onFinished'>;
+  readonly #o: Required<Omit<RunnerOptions, 'onFinished' | 'prune'>> & Pick<RunnerOptions, 'onFinished'>;
+  readonly #pruner: JobPruner | undefined;
+  #pruning: Promise<unknown> | undefined;
   readonly #running = new Map<string, Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -96,7 +104,9 @@ export class OperationsRunner {
   #scanning: Promise<void> | undefined;
 
   constructor(options: RunnerOptions) {
-    this.#o = { scanEveryMs: 2_000, concurrency: DEFAULT_CONCURRENCY, ...options };
+    const { prune, ...rest } = options;
+    this.#o = { scanEveryMs: 2_000, concurrency: DEFAULT_CONCURRENCY, ...rest };
+    this.#pruner = prune && new JobPruner({ jobs: options.jobs, leases: options.leases, owner: this.owner, ...prune });
   }
 
   start(): this {
@@ -108,7 +118,11 @@ export class OperationsRunner {
 
   /** Looks for work now (after a job was created or resumed here). */
   kick(): void {
-    if (this.#stopped || this.#scanning) return;
+    if (this.#stopped) return;
+    // Beside the scan, not in it: a sweep's deletes must not hold up a job waiting to start. It is due at most once
+    // an hour (prune.ts), so most kicks only compare two times.
+    if (this.#pruner && !this.#pruning) this.#pruning = this.#pruner.sweepIfDue().finally(() => (this.#pruning = undefined));
+    if (this.#scanning) return;
     this.#scanning = this.#scan()
       .catch((err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'operations scan failed'))
       .finally(() => (this.#scanning = undefined));
@@ -120,6 +134,7 @@ export class OperationsRunner {
     clearInterval(this.#timer);
     this.#stop.abort();
     await this.#scanning;
+    await this.#pruning;
     await Promise.all([...this.#running.values()]);
   }
 

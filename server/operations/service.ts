@@ -102,6 +102,7 @@ export function getOperations(ctx: ConsoleContext): OperationsServices {
           manager: ctx.manager,
           concurrency: operationsConcurrency(),
           onFinished: (job) => auditFinishedJob(ctx, job),
+          prune: { retentionDays: ctx.config.jobRetentionDays },
         }).start()
       : NO_RUNNER;
     slot.services = { jobs, runner };
