@@ -2,7 +2,7 @@
 // console; nothing here needs one). The client against the console's real routes: packages/sdk/e2e/agentApi.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentClient, type AgentSettleInput } from './agentClient.ts';
+import { AgentClient, AgentRequestError, type AgentSettleInput } from './agentClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
 
 test('settle refuses a failed outcome with a note before any request: the console would refuse it with 400', async () => {
@@ -25,5 +25,30 @@ test('settle refuses a failed outcome with a note before any request: the consol
   assert.ok(err instanceof HandoffClientError, String(err));
   assert.match(err.message, /note belongs to a completed outcome/);
   await assert.rejects(client.settle({ ...where, outcome: 'failed', errorText: '  ' }), /errorText is required/);
+  assert.equal(requests, 0);
+});
+
+test('a call whose token provider gives no token fails at once with a HandoffClientError: nothing sent, nothing retried', async () => {
+  // A configuration fault, answered the same however often asked. Before, a credential's empty answer was taken for
+  // a failure to reach the identity provider: asked again on each of the 4 attempts, then "got no answer" (status 0).
+  let requests = 0;
+  let asked = 0;
+  const client = new AgentClient({
+    consoleUrl: 'http://127.0.0.1:1',
+    token: { credential: { getToken: () => (asked++, Promise.resolve(null)) }, scope: 'api://nimbus-console/.default' },
+    fetch: async () => {
+      requests++;
+      return new Response(null, { status: 503 });
+    },
+    retry: { attempts: 4, initialMs: 1, maxMs: 5 },
+  });
+  const err = await client.catalog().then(
+    () => assert.fail('expected a refusal'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof HandoffClientError && !(err instanceof AgentRequestError), String(err));
+  assert.equal(err.name, 'NoTokenError');
+  assert.match(err.message, /the credential gave no token for the console/);
+  assert.equal(asked, 1);
   assert.equal(requests, 0);
 });

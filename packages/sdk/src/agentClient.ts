@@ -15,7 +15,7 @@ import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
 import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
-import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
+import { consoleBase, jsonOrString, NoTokenError, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
   /** The console's base URL, e.g. `https://nimbus.example.com` (a path prefix is kept). https, or http on loopback. */
@@ -135,10 +135,11 @@ export interface ServeOptions {
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
   signal: AbortSignal;
   /**
-   * Receive or settle problems the loop goes on after (default: ignored), and an `onSettled` hook's own failure
-   * (stage 'onSettled'). What this hook throws is contained (the SDK's logger notes its type).
+   * Receive or settle problems the loop goes on after (default: ignored), an `onSettled` hook's own failure
+   * (stage 'onSettled'), and a token provider that gave no token (stage 'token', a NoTokenError: with the event id
+   * when a settlement found it). What this hook throws is contained (the SDK's logger notes its type).
    */
-  onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled'; eventId?: string }) => void;
+  onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled' | 'token'; eventId?: string }) => void;
   /** Each settlement made (or found made already: `alreadySettled`). What it throws goes to `onError`. */
   onSettled?: (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean) => void;
 }
@@ -215,8 +216,9 @@ export class AgentClient {
    * than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks again. A 401 or
    * 403 (the agent's token or role) is given up on without holding the handoff out; a status the SDK has no meaning
    * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
-   * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. What a hook throws does not end
-   * the loop (serveHooks.ts). Resolves when stopped.
+   * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token provider that gives no token
+   * (NoTokenError: a configuration fault) is reported with stage 'token': a receive waits as above, a settlement is
+   * given up on like a 401. What a hook throws does not end the loop (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
@@ -253,7 +255,7 @@ export class AgentClient {
         receiveFailures = 0;
       } catch (err) {
         if (signal.aborted) break;
-        hooks.error(err, { stage: 'receive' });
+        hooks.error(err, { stage: err instanceof NoTokenError ? 'token' : 'receive' });
         receiveFailures++;
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, receiveFailures - 1)), signal);
         continue;
@@ -295,7 +297,7 @@ export class AgentClient {
     if (signal.aborted) return undefined;
     if (result === null) return LEAVE_HOLD_MS;
     const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
-    // What settle() would refuse is refused here, so it is told apart from a token provider's HandoffClientError.
+    // What settle() would refuse is refused here, so it is told apart from a token provider's NoTokenError.
     const problem = settlementProblem(input);
     if (problem) {
       hooks.error(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
@@ -308,7 +310,7 @@ export class AgentClient {
       } catch (err) {
         if (signal.aborted) return undefined;
         if (!(err instanceof AgentRequestError && err.status === 409)) {
-          hooks.error(err, { stage: 'settle', eventId: h.eventId });
+          hooks.error(err, { stage: err instanceof NoTokenError ? 'token' : 'settle', eventId: h.eventId });
           const next = afterSettleFailure(err, attempt);
           if (next === 'hold') return REFUSAL_HOLD_MS;
           if (next === 'give up') return undefined;
@@ -367,10 +369,11 @@ export class AgentClient {
         token = await this.#token(attemptSignal);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
+        // No token at all is a configuration fault (tokenProvider): thrown, not retried.
+        if (err instanceof NoTokenError) throw err;
         const why = timeout.aborted ? `no token within ${limitMs} ms` : err instanceof Error ? err.message : String(err);
         return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'no token', why) };
       }
-      if (typeof token !== 'string' || token === '') throw new HandoffClientError('the token provider gave no token');
       headers.authorization = `Bearer ${token}`;
     }
     let response: Response;
@@ -416,10 +419,12 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * and a finished job never reported leaves its session blocked); given up on, the handoff held out of the loop's
  * receives (the same settlement is answered the same way every time: 400, 404, and any status the SDK does not know
  * - before, those were retried for ever, the handoff in hand); or given up on, not held (a 401 or 403 is the
- * caller's problem - its token, its Agent role - not the handoff's, which may be worked again once that is right).
+ * caller's problem - its token, its Agent role - not the handoff's, which may be worked again once that is right; so
+ * is a token provider that gave no token, NoTokenError: before, that was retried for ever, the handoff in hand).
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
-  // Not the console's answer (a token provider that gave no token): tried again, as before.
+  if (err instanceof NoTokenError) return 'give up';
+  // Not the console's answer nor a token fault: tried again, as before.
   if (!(err instanceof AgentRequestError)) return 'retry';
   if (err.status === 401 || err.status === 403) return 'give up';
   if (err.status === 0 || RETRYABLE.has(err.status)) return 'retry';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AgentClient, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+import { AgentClient, type AgentClientOptions, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
 
 interface Request {
   method: string;
@@ -97,9 +97,10 @@ async function serveUntil(
   options: Omit<ServeOptions, 'signal' | 'endpointId'>,
   work: (h: PendingHandoff) => Promise<HandoffWorkResult>,
   until: Promise<unknown>,
+  clientOptions: Partial<AgentClientOptions> = {},
 ): Promise<{ ended: 'stopped' | 'by itself'; error?: unknown }> {
   const stop = new AbortController();
-  const client = new AgentClient({ consoleUrl: url, retry: { attempts: 1 } });
+  const client = new AgentClient({ consoleUrl: url, retry: { attempts: 1 }, ...clientOptions });
   const loop = client.serve({ endpointId: 'erpendpoint', waitSeconds: 30, ...options, signal: stop.signal }, work).then(
     () => ({ ended: 'by itself' as const }),
     (error: unknown) => ({ ended: 'by itself' as const, error }),
@@ -304,6 +305,75 @@ test('a receive answered "nothing pending" at once, not after its long-poll, is 
     assert.equal(await signal.fired, 'receive');
     assert.match(String(errors[0]), /did not wait/);
     assert.equal(console_.requests.length, 1);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a token provider that gives no token is reported with stage "token" and the receive backs off; nothing is sent', async () => {
+  // Two receives, each reported, and the window ends at the second report: the provider is asked once per receive
+  // (retry.attempts 4 would have asked four times for a transient failure), and the console is never called.
+  const console_ = await startConsole(['evt-a']);
+  const reports: Array<[string, string | undefined, string]> = [];
+  const signal = signals();
+  let asked = 0;
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        onError: (error, at) => {
+          reports.push([at.stage, at.eventId, (error as Error).name]);
+          if (reports.length === 2) signal.fire('two reports');
+        },
+      },
+      complete,
+      signal.fired,
+      { token: () => (asked++, ''), retry: { attempts: 4, initialMs: 1, maxMs: 5 } },
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    // Before: reported as stage 'receive' (the fault not told from a refused receive).
+    assert.deepEqual(reports, [
+      ['token', undefined, 'NoTokenError'],
+      ['token', undefined, 'NoTokenError'],
+    ]);
+    assert.equal(asked, 2);
+    assert.equal(console_.requests.length, 0);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement that finds no token is given up on like a 401 (reported, not retried for ever with the handoff in hand)', async () => {
+  // The provider answers the first receive, then nothing. Before, the settlement was retried (1 s, 2 s, ... for
+  // ever) with the handoff in hand, each attempt reported as stage 'settle': a loop of one received nothing more.
+  // Now it is reported once (stage 'token', its event id) and given up, and the loop's next receive - no token
+  // either - is reported and backed off. The window ends at the second report.
+  const console_ = await startConsole(['evt-a']);
+  const reports: Array<[string, string | undefined]> = [];
+  const signal = signals();
+  let asked = 0;
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (_error, at) => {
+          reports.push([at.stage, at.eventId]);
+          if (reports.length === 2) signal.fire('two reports');
+        },
+      },
+      complete,
+      signal.fired,
+      { token: () => (asked++ === 0 ? 'tok-1' : '') },
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.deepEqual(reports, [
+      ['token', 'evt-a'],
+      ['token', undefined],
+    ]);
+    assert.equal(asked, 3, 'the receive, the settlement (once), the next receive');
+    assert.equal(console_.settles('evt-a'), 0);
+    assert.equal(console_.requests.length, 1, 'the first receive alone reached the console');
   } finally {
     await console_.close();
   }
