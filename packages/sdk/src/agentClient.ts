@@ -118,7 +118,7 @@ const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 
 /**
  * What the work on one handoff came to: settle it so, or `null` to leave it pending (not now, or not this agent's):
- * `serve` holds it out of its receives for LEAVE_HOLD_MS (1 min) and goes on to the next.
+ * `serve` holds it out of its receives for `leaveHoldMs` (default LEAVE_HOLD_MS, 1 min) and goes on to the next.
  */
 export type HandoffWorkResult =
   | { outcome: 'completed'; result?: unknown; note?: string }
@@ -132,6 +132,12 @@ export interface ServeOptions {
   concurrency?: number;
   /** Long-poll wait per receive (default 20 s; at least 1 s: with no wait an empty receive comes straight back). */
   waitSeconds?: number;
+  /**
+   * How long a handoff the work left (answered null) is kept out of this loop's receives, in ms (default
+   * LEAVE_HOLD_MS, 1 min): how soon "not now" comes round again. A positive finite number; anything else is refused
+   * when `serve` starts (HandoffClientError).
+   */
+  leaveHoldMs?: number;
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
   signal: AbortSignal;
   /**
@@ -212,7 +218,7 @@ export class AgentClient {
    * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
    * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A handoff
    * the work leaves (null) is held out likewise for LEAVE_HOLD_MS (1 min), so the loop goes on to the next one
-   * instead of being handed the same one straight back. One handed out all the same while held (more are held
+   * instead of being handed the same one straight back (`leaveHoldMs` sets it). One handed out all the same while held (more are held
    * than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks again. A 401 or
    * 403 (the agent's token or role) is given up on without holding the handoff out; a status the SDK has no meaning
    * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
@@ -222,6 +228,11 @@ export class AgentClient {
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
+    const leaveHoldMs = options.leaveHoldMs ?? LEAVE_HOLD_MS;
+    // Refused rather than clamped: 0 or less would hand a left handoff straight back (the busy loop the hold is for),
+    // and NaN would hold it for no time at all, silently.
+    if (typeof leaveHoldMs !== 'number' || !Number.isFinite(leaveHoldMs) || leaveHoldMs <= 0)
+      throw new HandoffClientError(`leaveHoldMs must be a positive finite number of milliseconds, got ${describeValue(leaveHoldMs)}`);
     // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
     const waitSeconds = Math.min(30, Math.max(1, Math.floor(options.waitSeconds ?? 20)));
@@ -270,7 +281,7 @@ export class AgentClient {
       if (!handoff) continue;
       const h = handoff;
       // Held before it leaves the hand, so no receive in between can be handed it back.
-      const job = this.#work(h, work, signal, hooks)
+      const job = this.#work(h, work, signal, hooks, leaveHoldMs)
         .then((holdMs) => {
           if (holdMs !== undefined) held.hold(h.eventId, holdMs);
         })
@@ -286,6 +297,7 @@ export class AgentClient {
     work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>,
     signal: AbortSignal,
     hooks: ContainedHooks,
+    leaveHoldMs: number,
   ): Promise<number | undefined> {
     let result: HandoffWorkResult;
     try {
@@ -295,7 +307,7 @@ export class AgentClient {
       result = failureOf(err);
     }
     if (signal.aborted) return undefined;
-    if (result === null) return LEAVE_HOLD_MS;
+    if (result === null) return leaveHoldMs;
     const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
     // What settle() would refuse is refused here, so it is told apart from a token provider's NoTokenError.
     const problem = settlementProblem(input);
@@ -459,6 +471,9 @@ function failureOf(err: unknown): HandoffWorkResult {
     ...(name ? { errorType: truncateDescription(name, MAX_ERROR_TYPE) } : {}),
   };
 }
+
+/** An option's value for an error message: numbers and strings as they are, anything else by its type. */
+const describeValue = (value: unknown) => (typeof value === 'number' ? String(value) : typeof value === 'string' ? JSON.stringify(value) : typeof value);
 
 const pick = (w: HandoffRef): HandoffRef => ({ endpointId: w.endpointId, eventId: w.eventId, messageId: w.messageId });
 

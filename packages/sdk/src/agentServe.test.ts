@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgentClient, type AgentClientOptions, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+import { HandoffClientError } from './handoffClient.ts';
 
 interface Request {
   method: string;
@@ -376,5 +377,56 @@ test('a settlement that finds no token is given up on like a 401 (reported, not 
     assert.equal(console_.requests.length, 1, 'the first receive alone reached the console');
   } finally {
     await console_.close();
+  }
+});
+
+test('leaveHoldMs sets how long a handoff the work left is held out: with 1 ms it comes round on the next receive after a backoff', async () => {
+  // A receive that excludes evt-a is answered 503, so the loop backs off (1 s) before asking again: held for 1 ms,
+  // evt-a is no longer excluded then, and it is handed out and worked again. Before, the option was not read: held
+  // for the fixed minute, every receive excluded evt-a - the second such receive ends the window.
+  const console_ = await startConsole(['evt-a'], (r) =>
+    r.path === '/api/agent/receive' && (r.query.get('exclude') ?? '').split(',').includes('evt-a')
+      ? { status: 503, body: JSON.stringify({ error: 'unavailable', detail: 'test' }) }
+      : undefined,
+  );
+  const excludingEvtA = () => console_.requests.filter((r) => r.path === '/api/agent/receive' && (r.query.get('exclude') ?? '').split(',').includes('evt-a')).length;
+  const signal = signals();
+  let worked = 0;
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        leaveHoldMs: 1,
+        onError: () => {
+          if (excludingEvtA() >= 2) signal.fire('evt-a excluded twice');
+        },
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
+      },
+      async () => (++worked === 1 ? null : { outcome: 'completed', result: { journal: 'J-1' } }),
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-a settled');
+    assert.equal(worked, 2);
+    assert.ok(excludingEvtA() <= 1, `${excludingEvtA()} receives excluded evt-a`);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a leaveHoldMs that is not a positive finite number is refused when serve starts, before any request', async () => {
+  for (const leaveHoldMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+    const console_ = await startConsole(['evt-a']);
+    try {
+      // Before, the option was not read: the loop ran, and its first request ends the window.
+      const outcome = await serveUntil(console_.url, { leaveHoldMs }, complete, console_.next(() => true));
+      assert.equal(outcome.ended, 'by itself', `leaveHoldMs ${String(leaveHoldMs)}`);
+      assert.ok(outcome.error instanceof HandoffClientError, String(outcome.error));
+      assert.match(outcome.error.message, /leaveHoldMs must be a positive finite number of milliseconds, got /);
+      assert.equal(console_.requests.length, 0);
+    } finally {
+      await console_.close();
+    }
   }
 });
