@@ -52,3 +52,27 @@ test('a call whose token provider gives no token fails at once with a HandoffCli
   assert.equal(asked, 1);
   assert.equal(requests, 0);
 });
+
+test('receive sends the ids in hand in exclude, and each id with a comma whole in an excludeId of its own', async () => {
+  // The console splits exclude on ','. Before, "INV,77" went into it and excluded "INV" and "77" instead.
+  const asked: URL[] = [];
+  const client = new AgentClient({
+    consoleUrl: 'http://127.0.0.1:1',
+    fetch: async (url) => {
+      asked.push(new URL(String(url)));
+      return new Response(null, { status: 204 });
+    },
+    retry: { attempts: 1 },
+  });
+  assert.equal(await client.receive({ endpointId: 'erpendpoint', waitSeconds: 0, exclude: ['evt-1', 'INV,77', ' evt-2', ',', 'a,b,c'] }), null);
+  assert.equal(await client.receive({ endpointId: 'erpendpoint', waitSeconds: 0, exclude: ['evt-1'] }), null);
+  assert.equal(await client.receive({ endpointId: 'erpendpoint', waitSeconds: 0, exclude: ['INV,77'] }), null);
+  assert.deepEqual(
+    asked.map((u) => [u.searchParams.get('exclude'), u.searchParams.getAll('excludeId')]),
+    [
+      ['evt-1, evt-2', ['INV,77', ',', 'a,b,c']],
+      ['evt-1', []],
+      [null, ['INV,77']],
+    ],
+  );
+});

@@ -94,7 +94,7 @@ export interface ReceiveOptions {
   eventTypeId?: string;
   /** How long the console waits for a handoff to arrive (0-30 s; default 20). */
   waitSeconds?: number;
-  /** Event ids already in hand: skipped. */
+  /** Event ids already in hand: skipped (at most 100; one with a comma is sent whole, as `excludeId`). */
   exclude?: readonly string[];
   signal?: AbortSignal;
 }
@@ -179,7 +179,12 @@ export class AgentClient {
     const wait = Math.min(30, Math.max(0, Math.floor(options.waitSeconds ?? 20)));
     const q = new URLSearchParams({ endpointId: options.endpointId, waitSeconds: String(wait) });
     if (options.eventTypeId) q.set('eventTypeId', options.eventTypeId);
-    if (options.exclude && options.exclude.length > 0) q.set('exclude', options.exclude.join(','));
+    const exclude = options.exclude ?? [];
+    const plain = exclude.filter((id) => !id.includes(','));
+    if (plain.length > 0) q.set('exclude', plain.join(','));
+    // The console splits `exclude` on ',', so an id with a comma goes whole in an `excludeId` of its own. Only such an
+    // id: a console older than `excludeId` ignores it (mid-deploy), and `exclude` could not name that id anyway.
+    for (const id of exclude) if (id.includes(',')) q.append('excludeId', id);
     return this.#call('receive', 'GET', `api/agent/receive?${q}`, undefined, pendingHandoffSchema, options.signal, wait * 1000);
   }
 

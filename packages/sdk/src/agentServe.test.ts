@@ -57,7 +57,7 @@ async function startConsole(pendingIds: string[], override: Override = () => und
   }
   function usual(request: Request): Answer | undefined {
     if (request.path === '/api/agent/receive') {
-      const exclude = new Set((request.query.get('exclude') ?? '').split(','));
+      const exclude = excluded(request);
       const next = pending.find((h) => !exclude.has(h.eventId));
       return next ? { status: 200, body: JSON.stringify(next) } : undefined;
     }
@@ -91,6 +91,9 @@ async function startConsole(pendingIds: string[], override: Override = () => und
       }),
   };
 }
+
+/** The ids a receive excludes, as the console reads them: `exclude` split on ',', and each `excludeId` whole. */
+const excluded = (request: Request) => new Set([...(request.query.get('exclude') ?? '').split(','), ...request.query.getAll('excludeId')]);
 
 /** Runs serve until `until` resolves (or serve ends by itself), then stops it; what serve came to. */
 async function serveUntil(
@@ -428,5 +431,33 @@ test('a leaveHoldMs that is not a positive finite number is refused when serve s
     } finally {
       await console_.close();
     }
+  }
+});
+
+test('a held handoff whose event id has a comma is excluded whole (excludeId), so the loop goes on to the next one', async () => {
+  // The work leaves "INV,77" (null). Before, its id went into `exclude`, which the console splits into "INV" and
+  // "77": it was handed out again, and the loop (which knew it held) waited and asked again, never reaching evt-b.
+  // The second time "INV,77" is not excluded ends the window.
+  const console_ = await startConsole(['INV,77', 'evt-b']);
+  const worked: string[] = [];
+  const signal = signals();
+  void (async () => {
+    await console_.next((r) => r.path === '/api/agent/receive' && worked.includes('INV,77') && !excluded(r).has('INV,77'));
+    signal.fire('INV,77 not excluded');
+  })();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      { concurrency: 1, onSettled: (h) => signal.fire(`${h.eventId} settled`) },
+      async (h) => (worked.push(h.eventId), h.eventId === 'INV,77' ? null : { outcome: 'completed', result: { journal: 'J-1' } }),
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-b settled');
+    assert.deepEqual(worked, ['INV,77', 'evt-b']);
+    const second = console_.requests.filter((r) => r.path === '/api/agent/receive')[1];
+    assert.deepEqual([second?.query.get('exclude'), second?.query.getAll('excludeId')], [null, ['INV,77']]);
+  } finally {
+    await console_.close();
   }
 });
