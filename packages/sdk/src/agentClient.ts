@@ -222,14 +222,15 @@ export class AgentClient {
    * limit). A handoff whose settlement is refused for good (400, 404, or an input settle() refuses) is reported to
    * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
    * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A handoff
-   * the work leaves (null) is held out likewise for LEAVE_HOLD_MS (1 min), so the loop goes on to the next one
-   * instead of being handed the same one straight back (`leaveHoldMs` sets it). One handed out all the same while held (more are held
-   * than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks again. A 401 or
-   * 403 (the agent's token or role) is given up on without holding the handoff out; a status the SDK has no meaning
-   * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
-   * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token provider that gives no token
-   * (NoTokenError: a configuration fault) is reported with stage 'token': a receive waits as above, a settlement is
-   * given up on like a 401. What a hook throws does not end the loop (serveHooks.ts). Resolves when stopped.
+   * the work leaves (null) is held out likewise for `leaveHoldMs` (default LEAVE_HOLD_MS, 1 min), so the loop goes
+   * on to the next one instead of being handed the same one straight back. One handed out all the same while held
+   * (more are held than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks
+   * again. A 401 or 403 (the agent's token or role) is given up on without holding the handoff out; a status the
+   * SDK has no meaning for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing
+   * pending" before half its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token
+   * provider that gives no token (NoTokenError: a configuration fault) is reported with stage 'token': a receive
+   * waits as above, a settlement is given up on like a 401. What a hook throws does not end the loop
+   * (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
