@@ -8,7 +8,7 @@ import { eventListQuerySchema } from './queries.ts';
 import { flowQuerySchema } from './flow.ts';
 import { auditQuerySchema } from './audit/auditLog.ts';
 import { metricsQuerySchema } from './history/metrics.ts';
-import { receiveQuery, publishBody } from './agent/schemas.ts';
+import { receiveQueryFields, publishBody } from './agent/schemas.ts';
 import { resubmitBody } from './schemas.ts';
 
 const FIELDS = Object.keys(EXACT_ID_FILTERS) as ExactIdFilter[];
@@ -52,7 +52,7 @@ const ROUTES = [
   ['flow', flowQuerySchema, ['eventTypeId']],
   ['audit', auditQuerySchema, ['endpointId', 'eventId']],
   ['metrics', metricsQuerySchema, ['endpointId', 'eventTypeId']],
-  ['agent receive', receiveQuery.extend({ endpointId: receiveQuery.shape.endpointId.optional() }), ['eventTypeId']],
+  ['agent receive', receiveQueryFields.extend({ endpointId: receiveQueryFields.shape.endpointId.optional() }), ['eventTypeId']],
 ] as const;
 
 test('the list, Flow, Audit, metrics and Agent receive routes refuse what the rule refuses, in its words, and take the rest as it is', () => {

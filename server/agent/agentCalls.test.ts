@@ -191,6 +191,47 @@ describe('Agent API calls', () => {
     }
   });
 
+  test('receive\'s excludeId names an event id with a comma in it, whole and exactly as sent; exclude still splits on ","', async () => {
+    // exclude=INV,77 excludes "INV" and "77": before, a handoff "INV,77" could not be excluded at all - an agent
+    // holding it was handed it back. Each excludeId is one id; both forms together are one list of at most 100.
+    const receive = await import('../../app/api/agent/receive/route.ts');
+    const ledger = agent('comma-exclude');
+    // Older than every other seeded handoff: "INV,77" the oldest pending of erpendpoint, "INV-78" the next.
+    const old = Date.now() - 7_200_000;
+    for (const [eventId, base] of [['INV,77', old], ['INV-78', old + 60_000]] as const)
+      await seedEvent(stack.store, base, { endpointId: 'erpendpoint', eventId, sessionId: `S-${eventId}`, eventTypeId: 'InvoiceIssued', payload: { invoiceId: eventId } }, MessageType.PendingHandoffResponse, { handoffReason: 'Ledger import queued' });
+    const answer = async (query: string) => {
+      const res = await receive.GET(request(ledger, `/api/agent/receive?endpointId=erpendpoint&${query}`));
+      return { status: res.status, body: (await res.json()) as { eventId?: string; detail?: string } };
+    };
+    const handedOut = async (query: string) => {
+      const { status, body } = await answer(query);
+      assert.equal(status, 200, `${query}: ${JSON.stringify(body)}`);
+      return body.eventId;
+    };
+    const q = (name: string, ...ids: string[]) => ids.map((id) => `${name}=${encodeURIComponent(id)}`).join('&');
+    assert.equal(await handedOut(''), 'INV,77', 'nothing excluded: the oldest');
+    assert.equal(await handedOut(q('excludeId', 'INV,77')), 'INV-78', 'excludeId takes "INV,77" whole');
+    assert.equal(await handedOut(q('exclude', 'INV,77')), 'INV,77', 'exclude splits it: "INV" and "77" are excluded, not "INV,77"');
+    assert.equal(await handedOut(q('excludeId', ' INV,77')), 'INV,77', '" INV,77" names another id: taken as sent, not trimmed');
+    const both = [await handedOut(`${q('excludeId', 'INV,77')}&${q('exclude', 'INV-78')}`), await handedOut(q('excludeId', 'INV,77', 'INV-78'))];
+    for (const eventId of both) assert.ok(eventId !== 'INV,77' && eventId !== 'INV-78', `both excluded, got ${eventId}`);
+    // Refused as exclude's items are, in the rule's words; the two forms share exclude's maximum of 100 ids.
+    const ids = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+    for (const [query, words] of [
+      [q('excludeId', 'INV,77', ''), /excludeId\.1: an event id is empty/],
+      [q('excludeId', '  '), /excludeId\.0: an event id of spaces alone names nothing/],
+      [q('excludeId', 'x'.repeat(129)), /excludeId\.0: an event id longer than 128 characters names nothing/],
+      [q('excludeId', ...ids(101, 'e')), /excludeId names at most 100 event ids/],
+      [`${q('exclude', ids(60, 'a').join(','))}&${q('excludeId', ...ids(41, 'b'))}`, /exclude and excludeId name at most 100 event ids together \(got 101\)/],
+    ] as const) {
+      const { status, body } = await answer(query);
+      assert.equal(status, 400, `${query.slice(0, 60)}: ${JSON.stringify(body)}`);
+      assert.match(body.detail ?? '', words);
+    }
+    assert.notEqual(await handedOut(`${q('exclude', ids(59, 'a').join(','))}&${q('excludeId', ...ids(40, 'b'), 'INV,77')}`), 'INV,77', '100 together are taken');
+  });
+
   test('a call whose console context fails to open frees its slot: the agent is not locked out once the context opens', async () => {
     const catalog = await import('../../app/api/agent/catalog/route.ts');
     // Sign-in off: an anonymous read is authorized without the context, so the context first opens in the call.

@@ -8,7 +8,11 @@ import { MAX_WAIT_SECONDS } from './handoffs.ts';
 // (server/exactIdFilters.ts): agents are programs, and an id trimmed into another one would act on something the
 // agent did not name. Spaces alone and over-long ids are refused with the rule's message.
 
-export const receiveQuery = z.object({
+/** The most event ids one receive excludes, `exclude` and `excludeId` together. */
+export const MAX_EXCLUDED_IDS = 100;
+
+/** The receive query's fields, before `exclude` and `excludeId` are checked together and joined (receiveQuery). */
+export const receiveQueryFields = z.object({
   endpointId: endpointIdParam,
   /** Only handoffs of this event type (exact; empty: any). */
   eventTypeId: exactIdFilter('eventTypeId'),
@@ -21,11 +25,28 @@ export const receiveQuery = z.object({
    */
   exclude: z
     .string()
-    .max(100 * 130)
+    .max(MAX_EXCLUDED_IDS * 130)
     .optional()
     .transform((s) => (s ? s.split(',') : []))
-    .pipe(z.array(exactIdTarget('eventId')).max(100, 'exclude names at most 100 event ids')),
+    .pipe(z.array(exactIdTarget('eventId')).max(MAX_EXCLUDED_IDS, `exclude names at most ${MAX_EXCLUDED_IDS} event ids`)),
+  /**
+   * More ids to exclude, one per repeated `excludeId` parameter, each taken whole, exactly as sent: the only way to
+   * name an event id with a comma in it, which `exclude` splits. The route passes every value (a list); one value
+   * alone is taken as a list of one.
+   */
+  excludeId: z
+    .preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(exactIdTarget('eventId')).max(MAX_EXCLUDED_IDS, `excludeId names at most ${MAX_EXCLUDED_IDS} event ids`))
+    .optional(),
 });
+
+/** The receive query: `exclude` and `excludeId` joined into one list of at most MAX_EXCLUDED_IDS ids. */
+export const receiveQuery = receiveQueryFields
+  .superRefine((q, ctx) => {
+    const total = q.exclude.length + (q.excludeId?.length ?? 0);
+    if (total > MAX_EXCLUDED_IDS)
+      ctx.addIssue({ code: 'custom', path: ['excludeId'], message: `exclude and excludeId name at most ${MAX_EXCLUDED_IDS} event ids together (got ${total})` });
+  })
+  .transform(({ excludeId, ...q }) => ({ ...q, exclude: [...q.exclude, ...(excludeId ?? [])] }));
 
 export const settleBody = z
   .object({

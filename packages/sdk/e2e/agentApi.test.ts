@@ -239,6 +239,17 @@ describe('Agent API', () => {
     assert.equal(pending?.eventId, left.eventId, 'the left handoff is still pending');
   });
 
+  test('receive excludes an event id with a comma in it (sent whole as excludeId), and the other ids as before', async () => {
+    // The oldest storefront handoff, settled at the end so that no later test is handed it. Before, the SDK sent
+    // "ORD,9" in exclude, which the console split into "ORD" and "9": it was handed back.
+    const h = await handoffAt('ORD,9', Date.now() - 86_400_000);
+    const a = agent();
+    assert.equal((await a.receive({ endpointId: STOREFRONT, waitSeconds: 0 }))?.eventId, 'ORD,9', 'the oldest');
+    const next = await a.receive({ endpointId: STOREFRONT, waitSeconds: 0, exclude: ['ORD,9', 'evt-serve-refused'] });
+    assert.ok(next?.eventId !== 'ORD,9' && next?.eventId !== 'evt-serve-refused', `handed out ${next?.eventId}`);
+    assert.equal((await a.complete({ endpointId: STOREFRONT, eventId: 'ORD,9', messageId: h.lastMessageId })).outcome, 'sent');
+  });
+
   test('publish is validated against the catalog schema (400 naming the problem), then sent as the endpoint', async () => {
     const a = agent();
     const bad = await refusedWith(

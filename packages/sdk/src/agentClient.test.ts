@@ -2,7 +2,7 @@
 // console; nothing here needs one). The client against the console's real routes: packages/sdk/e2e/agentApi.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentClient, type AgentSettleInput } from './agentClient.ts';
+import { AgentClient, AgentRequestError, type AgentSettleInput } from './agentClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
 
 test('settle refuses a failed outcome with a note before any request: the console would refuse it with 400', async () => {
@@ -26,4 +26,53 @@ test('settle refuses a failed outcome with a note before any request: the consol
   assert.match(err.message, /note belongs to a completed outcome/);
   await assert.rejects(client.settle({ ...where, outcome: 'failed', errorText: '  ' }), /errorText is required/);
   assert.equal(requests, 0);
+});
+
+test('a call whose token provider gives no token fails at once with a HandoffClientError: nothing sent, nothing retried', async () => {
+  // A configuration fault, answered the same however often asked. Before, a credential's empty answer was taken for
+  // a failure to reach the identity provider: asked again on each of the 4 attempts, then "got no answer" (status 0).
+  let requests = 0;
+  let asked = 0;
+  const client = new AgentClient({
+    consoleUrl: 'http://127.0.0.1:1',
+    token: { credential: { getToken: () => (asked++, Promise.resolve(null)) }, scope: 'api://nimbus-console/.default' },
+    fetch: async () => {
+      requests++;
+      return new Response(null, { status: 503 });
+    },
+    retry: { attempts: 4, initialMs: 1, maxMs: 5 },
+  });
+  const err = await client.catalog().then(
+    () => assert.fail('expected a refusal'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof HandoffClientError && !(err instanceof AgentRequestError), String(err));
+  assert.equal(err.name, 'NoTokenError');
+  assert.match(err.message, /the credential gave no token for the console/);
+  assert.equal(asked, 1);
+  assert.equal(requests, 0);
+});
+
+test('receive sends the ids in hand in exclude, and each id with a comma whole in an excludeId of its own', async () => {
+  // The console splits exclude on ','. Before, "INV,77" went into it and excluded "INV" and "77" instead.
+  const asked: URL[] = [];
+  const client = new AgentClient({
+    consoleUrl: 'http://127.0.0.1:1',
+    fetch: async (url) => {
+      asked.push(new URL(String(url)));
+      return new Response(null, { status: 204 });
+    },
+    retry: { attempts: 1 },
+  });
+  assert.equal(await client.receive({ endpointId: 'erpendpoint', waitSeconds: 0, exclude: ['evt-1', 'INV,77', ' evt-2', ',', 'a,b,c'] }), null);
+  assert.equal(await client.receive({ endpointId: 'erpendpoint', waitSeconds: 0, exclude: ['evt-1'] }), null);
+  assert.equal(await client.receive({ endpointId: 'erpendpoint', waitSeconds: 0, exclude: ['INV,77'] }), null);
+  assert.deepEqual(
+    asked.map((u) => [u.searchParams.get('exclude'), u.searchParams.getAll('excludeId')]),
+    [
+      ['evt-1, evt-2', ['INV,77', ',', 'a,b,c']],
+      ['evt-1', []],
+      [null, ['INV,77']],
+    ],
+  );
 });

@@ -15,7 +15,7 @@ import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
 import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
-import { consoleBase, jsonOrString, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
+import { consoleBase, jsonOrString, NoTokenError, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
   /** The console's base URL, e.g. `https://nimbus.example.com` (a path prefix is kept). https, or http on loopback. */
@@ -94,7 +94,7 @@ export interface ReceiveOptions {
   eventTypeId?: string;
   /** How long the console waits for a handoff to arrive (0-30 s; default 20). */
   waitSeconds?: number;
-  /** Event ids already in hand: skipped. */
+  /** Event ids already in hand: skipped (at most 100; one with a comma is sent whole, as `excludeId`). */
   exclude?: readonly string[];
   signal?: AbortSignal;
 }
@@ -118,7 +118,7 @@ const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 
 /**
  * What the work on one handoff came to: settle it so, or `null` to leave it pending (not now, or not this agent's):
- * `serve` holds it out of its receives for LEAVE_HOLD_MS (1 min) and goes on to the next.
+ * `serve` holds it out of its receives for `leaveHoldMs` (default LEAVE_HOLD_MS, 1 min) and goes on to the next.
  */
 export type HandoffWorkResult =
   | { outcome: 'completed'; result?: unknown; note?: string }
@@ -132,13 +132,20 @@ export interface ServeOptions {
   concurrency?: number;
   /** Long-poll wait per receive (default 20 s; at least 1 s: with no wait an empty receive comes straight back). */
   waitSeconds?: number;
+  /**
+   * How long a handoff the work left (answered null) is kept out of this loop's receives, in ms (default
+   * LEAVE_HOLD_MS, 1 min): how soon "not now" comes round again. A positive finite number; anything else is refused
+   * when `serve` starts (HandoffClientError).
+   */
+  leaveHoldMs?: number;
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
   signal: AbortSignal;
   /**
-   * Receive or settle problems the loop goes on after (default: ignored), and an `onSettled` hook's own failure
-   * (stage 'onSettled'). What this hook throws is contained (the SDK's logger notes its type).
+   * Receive or settle problems the loop goes on after (default: ignored), an `onSettled` hook's own failure
+   * (stage 'onSettled'), and a token provider that gave no token (stage 'token', a NoTokenError: with the event id
+   * when a settlement found it). What this hook throws is contained (the SDK's logger notes its type).
    */
-  onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled'; eventId?: string }) => void;
+  onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled' | 'token'; eventId?: string }) => void;
   /** Each settlement made (or found made already: `alreadySettled`). What it throws goes to `onError`. */
   onSettled?: (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean) => void;
 }
@@ -172,7 +179,12 @@ export class AgentClient {
     const wait = Math.min(30, Math.max(0, Math.floor(options.waitSeconds ?? 20)));
     const q = new URLSearchParams({ endpointId: options.endpointId, waitSeconds: String(wait) });
     if (options.eventTypeId) q.set('eventTypeId', options.eventTypeId);
-    if (options.exclude && options.exclude.length > 0) q.set('exclude', options.exclude.join(','));
+    const exclude = options.exclude ?? [];
+    const plain = exclude.filter((id) => !id.includes(','));
+    if (plain.length > 0) q.set('exclude', plain.join(','));
+    // The console splits `exclude` on ',', so an id with a comma goes whole in an `excludeId` of its own. Only such an
+    // id: a console older than `excludeId` ignores it (mid-deploy), and `exclude` could not name that id anyway.
+    for (const id of exclude) if (id.includes(',')) q.append('excludeId', id);
     return this.#call('receive', 'GET', `api/agent/receive?${q}`, undefined, pendingHandoffSchema, options.signal, wait * 1000);
   }
 
@@ -210,16 +222,23 @@ export class AgentClient {
    * limit). A handoff whose settlement is refused for good (400, 404, or an input settle() refuses) is reported to
    * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
    * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A handoff
-   * the work leaves (null) is held out likewise for LEAVE_HOLD_MS (1 min), so the loop goes on to the next one
-   * instead of being handed the same one straight back. One handed out all the same while held (more are held
-   * than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks again. A 401 or
-   * 403 (the agent's token or role) is given up on without holding the handoff out; a status the SDK has no meaning
-   * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
-   * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. What a hook throws does not end
-   * the loop (serveHooks.ts). Resolves when stopped.
+   * the work leaves (null) is held out likewise for `leaveHoldMs` (default LEAVE_HOLD_MS, 1 min), so the loop goes
+   * on to the next one instead of being handed the same one straight back. One handed out all the same while held
+   * (more are held than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks
+   * again. A 401 or 403 (the agent's token or role) is given up on without holding the handoff out; a status the
+   * SDK has no meaning for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing
+   * pending" before half its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token
+   * provider that gives no token (NoTokenError: a configuration fault) is reported with stage 'token': a receive
+   * waits as above, a settlement is given up on like a 401. What a hook throws does not end the loop
+   * (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
+    const leaveHoldMs = options.leaveHoldMs ?? LEAVE_HOLD_MS;
+    // Refused rather than clamped: 0 or less would hand a left handoff straight back (the busy loop the hold is for),
+    // and NaN would hold it for no time at all, silently.
+    if (typeof leaveHoldMs !== 'number' || !Number.isFinite(leaveHoldMs) || leaveHoldMs <= 0)
+      throw new HandoffClientError(`leaveHoldMs must be a positive finite number of milliseconds, got ${describeValue(leaveHoldMs)}`);
     // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
     const waitSeconds = Math.min(30, Math.max(1, Math.floor(options.waitSeconds ?? 20)));
@@ -253,7 +272,7 @@ export class AgentClient {
         receiveFailures = 0;
       } catch (err) {
         if (signal.aborted) break;
-        hooks.error(err, { stage: 'receive' });
+        hooks.error(err, { stage: err instanceof NoTokenError ? 'token' : 'receive' });
         receiveFailures++;
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, receiveFailures - 1)), signal);
         continue;
@@ -268,7 +287,7 @@ export class AgentClient {
       if (!handoff) continue;
       const h = handoff;
       // Held before it leaves the hand, so no receive in between can be handed it back.
-      const job = this.#work(h, work, signal, hooks)
+      const job = this.#work(h, work, signal, hooks, leaveHoldMs)
         .then((holdMs) => {
           if (holdMs !== undefined) held.hold(h.eventId, holdMs);
         })
@@ -284,6 +303,7 @@ export class AgentClient {
     work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>,
     signal: AbortSignal,
     hooks: ContainedHooks,
+    leaveHoldMs: number,
   ): Promise<number | undefined> {
     let result: HandoffWorkResult;
     try {
@@ -293,9 +313,9 @@ export class AgentClient {
       result = failureOf(err);
     }
     if (signal.aborted) return undefined;
-    if (result === null) return LEAVE_HOLD_MS;
+    if (result === null) return leaveHoldMs;
     const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
-    // What settle() would refuse is refused here, so it is told apart from a token provider's HandoffClientError.
+    // What settle() would refuse is refused here, so it is told apart from a token provider's NoTokenError.
     const problem = settlementProblem(input);
     if (problem) {
       hooks.error(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
@@ -308,7 +328,7 @@ export class AgentClient {
       } catch (err) {
         if (signal.aborted) return undefined;
         if (!(err instanceof AgentRequestError && err.status === 409)) {
-          hooks.error(err, { stage: 'settle', eventId: h.eventId });
+          hooks.error(err, { stage: err instanceof NoTokenError ? 'token' : 'settle', eventId: h.eventId });
           const next = afterSettleFailure(err, attempt);
           if (next === 'hold') return REFUSAL_HOLD_MS;
           if (next === 'give up') return undefined;
@@ -367,10 +387,11 @@ export class AgentClient {
         token = await this.#token(attemptSignal);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
+        // No token at all is a configuration fault (tokenProvider): thrown, not retried.
+        if (err instanceof NoTokenError) throw err;
         const why = timeout.aborted ? `no token within ${limitMs} ms` : err instanceof Error ? err.message : String(err);
         return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'no token', why) };
       }
-      if (typeof token !== 'string' || token === '') throw new HandoffClientError('the token provider gave no token');
       headers.authorization = `Bearer ${token}`;
     }
     let response: Response;
@@ -416,10 +437,12 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * and a finished job never reported leaves its session blocked); given up on, the handoff held out of the loop's
  * receives (the same settlement is answered the same way every time: 400, 404, and any status the SDK does not know
  * - before, those were retried for ever, the handoff in hand); or given up on, not held (a 401 or 403 is the
- * caller's problem - its token, its Agent role - not the handoff's, which may be worked again once that is right).
+ * caller's problem - its token, its Agent role - not the handoff's, which may be worked again once that is right; so
+ * is a token provider that gave no token, NoTokenError: before, that was retried for ever, the handoff in hand).
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
-  // Not the console's answer (a token provider that gave no token): tried again, as before.
+  if (err instanceof NoTokenError) return 'give up';
+  // Not the console's answer nor a token fault: tried again, as before.
   if (!(err instanceof AgentRequestError)) return 'retry';
   if (err.status === 401 || err.status === 403) return 'give up';
   if (err.status === 0 || RETRYABLE.has(err.status)) return 'retry';
@@ -454,6 +477,9 @@ function failureOf(err: unknown): HandoffWorkResult {
     ...(name ? { errorType: truncateDescription(name, MAX_ERROR_TYPE) } : {}),
   };
 }
+
+/** An option's value for an error message: numbers and strings as they are, anything else by its type. */
+const describeValue = (value: unknown) => (typeof value === 'number' ? String(value) : typeof value === 'string' ? JSON.stringify(value) : typeof value);
 
 const pick = (w: HandoffRef): HandoffRef => ({ endpointId: w.endpointId, eventId: w.eventId, messageId: w.messageId });
 

@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AgentClient, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+import { AgentClient, type AgentClientOptions, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+import { HandoffClientError } from './handoffClient.ts';
 
 interface Request {
   method: string;
@@ -56,7 +57,7 @@ async function startConsole(pendingIds: string[], override: Override = () => und
   }
   function usual(request: Request): Answer | undefined {
     if (request.path === '/api/agent/receive') {
-      const exclude = new Set((request.query.get('exclude') ?? '').split(','));
+      const exclude = excluded(request);
       const next = pending.find((h) => !exclude.has(h.eventId));
       return next ? { status: 200, body: JSON.stringify(next) } : undefined;
     }
@@ -91,15 +92,19 @@ async function startConsole(pendingIds: string[], override: Override = () => und
   };
 }
 
+/** The ids a receive excludes, as the console reads them: `exclude` split on ',', and each `excludeId` whole. */
+const excluded = (request: Request) => new Set([...(request.query.get('exclude') ?? '').split(','), ...request.query.getAll('excludeId')]);
+
 /** Runs serve until `until` resolves (or serve ends by itself), then stops it; what serve came to. */
 async function serveUntil(
   url: string,
   options: Omit<ServeOptions, 'signal' | 'endpointId'>,
   work: (h: PendingHandoff) => Promise<HandoffWorkResult>,
   until: Promise<unknown>,
+  clientOptions: Partial<AgentClientOptions> = {},
 ): Promise<{ ended: 'stopped' | 'by itself'; error?: unknown }> {
   const stop = new AbortController();
-  const client = new AgentClient({ consoleUrl: url, retry: { attempts: 1 } });
+  const client = new AgentClient({ consoleUrl: url, retry: { attempts: 1 }, ...clientOptions });
   const loop = client.serve({ endpointId: 'erpendpoint', waitSeconds: 30, ...options, signal: stop.signal }, work).then(
     () => ({ ended: 'by itself' as const }),
     (error: unknown) => ({ ended: 'by itself' as const, error }),
@@ -304,6 +309,154 @@ test('a receive answered "nothing pending" at once, not after its long-poll, is 
     assert.equal(await signal.fired, 'receive');
     assert.match(String(errors[0]), /did not wait/);
     assert.equal(console_.requests.length, 1);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a token provider that gives no token is reported with stage "token" and the receive backs off; nothing is sent', async () => {
+  // Two receives, each reported, and the window ends at the second report: the provider is asked once per receive
+  // (retry.attempts 4 would have asked four times for a transient failure), and the console is never called.
+  const console_ = await startConsole(['evt-a']);
+  const reports: Array<[string, string | undefined, string]> = [];
+  const signal = signals();
+  let asked = 0;
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        onError: (error, at) => {
+          reports.push([at.stage, at.eventId, (error as Error).name]);
+          if (reports.length === 2) signal.fire('two reports');
+        },
+      },
+      complete,
+      signal.fired,
+      { token: () => (asked++, ''), retry: { attempts: 4, initialMs: 1, maxMs: 5 } },
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    // Before: reported as stage 'receive' (the fault not told from a refused receive).
+    assert.deepEqual(reports, [
+      ['token', undefined, 'NoTokenError'],
+      ['token', undefined, 'NoTokenError'],
+    ]);
+    assert.equal(asked, 2);
+    assert.equal(console_.requests.length, 0);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement that finds no token is given up on like a 401 (reported, not retried for ever with the handoff in hand)', async () => {
+  // The provider answers the first receive, then nothing. Before, the settlement was retried (1 s, 2 s, ... for
+  // ever) with the handoff in hand, each attempt reported as stage 'settle': a loop of one received nothing more.
+  // Now it is reported once (stage 'token', its event id) and given up, and the loop's next receive - no token
+  // either - is reported and backed off. The window ends at the second report.
+  const console_ = await startConsole(['evt-a']);
+  const reports: Array<[string, string | undefined]> = [];
+  const signal = signals();
+  let asked = 0;
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onError: (_error, at) => {
+          reports.push([at.stage, at.eventId]);
+          if (reports.length === 2) signal.fire('two reports');
+        },
+      },
+      complete,
+      signal.fired,
+      { token: () => (asked++ === 0 ? 'tok-1' : '') },
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.deepEqual(reports, [
+      ['token', 'evt-a'],
+      ['token', undefined],
+    ]);
+    assert.equal(asked, 3, 'the receive, the settlement (once), the next receive');
+    assert.equal(console_.settles('evt-a'), 0);
+    assert.equal(console_.requests.length, 1, 'the first receive alone reached the console');
+  } finally {
+    await console_.close();
+  }
+});
+
+test('leaveHoldMs sets how long a handoff the work left is held out: with 1 ms it comes round on the next receive after a backoff', async () => {
+  // A receive that excludes evt-a is answered 503, so the loop backs off (1 s) before asking again: held for 1 ms,
+  // evt-a is no longer excluded then, and it is handed out and worked again. Before, the option was not read: held
+  // for the fixed minute, every receive excluded evt-a - the second such receive ends the window.
+  const console_ = await startConsole(['evt-a'], (r) =>
+    r.path === '/api/agent/receive' && (r.query.get('exclude') ?? '').split(',').includes('evt-a')
+      ? { status: 503, body: JSON.stringify({ error: 'unavailable', detail: 'test' }) }
+      : undefined,
+  );
+  const excludingEvtA = () => console_.requests.filter((r) => r.path === '/api/agent/receive' && (r.query.get('exclude') ?? '').split(',').includes('evt-a')).length;
+  const signal = signals();
+  let worked = 0;
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        leaveHoldMs: 1,
+        onError: () => {
+          if (excludingEvtA() >= 2) signal.fire('evt-a excluded twice');
+        },
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
+      },
+      async () => (++worked === 1 ? null : { outcome: 'completed', result: { journal: 'J-1' } }),
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-a settled');
+    assert.equal(worked, 2);
+    assert.ok(excludingEvtA() <= 1, `${excludingEvtA()} receives excluded evt-a`);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a leaveHoldMs that is not a positive finite number is refused when serve starts, before any request', async () => {
+  for (const leaveHoldMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+    const console_ = await startConsole(['evt-a']);
+    try {
+      // Before, the option was not read: the loop ran, and its first request ends the window.
+      const outcome = await serveUntil(console_.url, { leaveHoldMs }, complete, console_.next(() => true));
+      assert.equal(outcome.ended, 'by itself', `leaveHoldMs ${String(leaveHoldMs)}`);
+      assert.ok(outcome.error instanceof HandoffClientError, String(outcome.error));
+      assert.match(outcome.error.message, /leaveHoldMs must be a positive finite number of milliseconds, got /);
+      assert.equal(console_.requests.length, 0);
+    } finally {
+      await console_.close();
+    }
+  }
+});
+
+test('a held handoff whose event id has a comma is excluded whole (excludeId), so the loop goes on to the next one', async () => {
+  // The work leaves "INV,77" (null). Before, its id went into `exclude`, which the console splits into "INV" and
+  // "77": it was handed out again, and the loop (which knew it held) waited and asked again, never reaching evt-b.
+  // The second time "INV,77" is not excluded ends the window.
+  const console_ = await startConsole(['INV,77', 'evt-b']);
+  const worked: string[] = [];
+  const signal = signals();
+  void (async () => {
+    await console_.next((r) => r.path === '/api/agent/receive' && worked.includes('INV,77') && !excluded(r).has('INV,77'));
+    signal.fire('INV,77 not excluded');
+  })();
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      { concurrency: 1, onSettled: (h) => signal.fire(`${h.eventId} settled`) },
+      async (h) => (worked.push(h.eventId), h.eventId === 'INV,77' ? null : { outcome: 'completed', result: { journal: 'J-1' } }),
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-b settled');
+    assert.deepEqual(worked, ['INV,77', 'evt-b']);
+    const second = console_.requests.filter((r) => r.path === '/api/agent/receive')[1];
+    assert.deepEqual([second?.query.get('exclude'), second?.query.getAll('excludeId')], [null, ['INV,77']]);
   } finally {
     await console_.close();
   }

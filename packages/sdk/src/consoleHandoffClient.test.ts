@@ -198,6 +198,52 @@ describe('ConsoleHandoffClient', () => {
     assert.equal(seen.length, 0);
   });
 
+  test('a token provider that gives no token fails at once with a HandoffClientError: nothing is sent, nothing retried', async () => {
+    // A configuration fault, answered the same however often asked. Before, a credential's empty answer was taken
+    // for a failure to reach the identity provider and asked again on every attempt (4 here), then reported as "no
+    // answer" (HandoffRequestError, status 0).
+    let asked = 0;
+    const credential = {
+      getToken: () => {
+        asked++;
+        return Promise.resolve(null);
+      },
+    };
+    const providers: Array<[string, ConsoleHandoffClientOptions['token'], RegExp]> = [
+      ['a credential answering null', { credential, scope: 'api://nimbus-console/.default' }, /the credential gave no token for the console \(undefined\)/],
+      ['a provider answering an empty string', () => (asked++, ''), /the token provider gave no token for the console \(an empty string\)/],
+      ['a provider answering spaces', () => (asked++, '  '), /\(a blank string\)/],
+      ['a provider answering undefined', (() => (asked++, undefined)) as unknown as () => string, /\(undefined\)/],
+    ];
+    for (const [what, token, words] of providers) {
+      asked = 0;
+      await assert.rejects(client({ token, retry: { attempts: 4, initialMs: 1, maxMs: 5 } }).complete(where), (err: unknown) => {
+        assert.ok(err instanceof HandoffClientError && !(err instanceof HandoffRequestError), `${what}: ${String(err)}`);
+        assert.equal(err.name, 'NoTokenError', what);
+        assert.match(err.message, words, what);
+        return true;
+      });
+      assert.equal(asked, 1, `${what}: asked once, not once per attempt`);
+    }
+    assert.equal(seen.length, 0);
+  });
+
+  test('a token provider that throws is retried (the identity provider may be briefly away), then reported as no answer', async () => {
+    let asked = 0;
+    const token = () => {
+      asked++;
+      throw new Error('identity provider unreachable');
+    };
+    await assert.rejects(client({ token, retry: { attempts: 3, initialMs: 1, maxMs: 5 } }).complete(where), (err: unknown) => {
+      assert.ok(err instanceof HandoffRequestError, String(err));
+      assert.equal(err.status, 0);
+      assert.equal(err.error, 'no token');
+      return true;
+    });
+    assert.equal(asked, 3);
+    assert.equal(seen.length, 0);
+  });
+
   test('a caller abort stops the retries', async () => {
     script = [answer(503, { error: 'unavailable' }), answer(503, { error: 'unavailable' })];
     const abort = new AbortController();

@@ -8,7 +8,8 @@
 //
 // Retrying is safe: the console derives the command's message id from the handoff message, so a repeat answers
 // `duplicate` instead of sending twice. Transient answers (network errors, timeouts, 408, 429, 5xx) are retried with
-// backoff; refusals (400, 401, 403, 404, 409) are not.
+// backoff; refusals (400, 401, 403, 404, 409) are not, and neither is a token provider that gives no token at all
+// (NoTokenError: a configuration fault, answered the same however often it is asked).
 import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
 import { sleep } from './backoff.ts';
@@ -76,6 +77,15 @@ export class HandoffRequestError extends HandoffClientError {
     this.error = error;
     this.detail = detail;
   }
+}
+
+/**
+ * The token provider gave no token ('' or blank, or no string at all; a credential answered none): a configuration
+ * fault, not a transient one, so it is thrown at once rather than retried - asked again, the provider answers the
+ * same. A provider that throws is retried instead: the identity provider may be briefly unreachable.
+ */
+export class NoTokenError extends HandoffClientError {
+  override readonly name: string = 'NoTokenError';
 }
 
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
@@ -161,11 +171,11 @@ export class ConsoleHandoffClient {
       token = await this.#token(attemptSignal);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
+      if (err instanceof NoTokenError) throw err;
       // The identity provider may be briefly unreachable too: worth another attempt.
       const what = timeout.aborted ? `no token within ${this.#timeoutMs} ms` : err instanceof Error ? err.message : String(err);
       return { ok: false, retry: true, error: new HandoffRequestError(0, 'no token', what) };
     }
-    if (typeof token !== 'string' || token === '') throw new HandoffClientError('the token provider gave no token');
     let response: Response;
     try {
       response = await this.#fetch(url, {
@@ -232,17 +242,25 @@ export function consoleBase(value: string | URL): URL {
   return url;
 }
 
+/**
+ * The caller's token as a provider that answers a token or throws: NoTokenError (not retried) for no token at all -
+ * before, a credential's empty answer was retried like a failure and a function's was not, and in `serve` a
+ * settlement was retried for ever with its handoff in hand.
+ */
 export function tokenProvider(token: ConsoleToken): TokenProvider {
-  if (typeof token === 'function') return token;
+  if (typeof token === 'function') return async (signal) => checkedToken(await token(signal), 'the token provider');
   if (token && typeof token.credential?.getToken === 'function') {
     const { credential, scope } = token;
-    return async (signal) => {
-      const answer = await credential.getToken(scope, { abortSignal: signal });
-      if (!answer?.token) throw new HandoffClientError('the credential gave no token for the console');
-      return answer.token;
-    };
+    return async (signal) => checkedToken((await credential.getToken(scope, { abortSignal: signal }))?.token, 'the credential');
   }
   throw new HandoffClientError('token must be a function or { credential, scope }');
+}
+
+/** A bearer token, or NoTokenError saying what came instead (never a token: there is none). */
+function checkedToken(token: unknown, from: string): string {
+  if (typeof token === 'string' && token.trim() !== '') return token;
+  const got = typeof token === 'string' ? (token === '' ? 'an empty string' : 'a blank string') : token === null ? 'null' : typeof token;
+  throw new NoTokenError(`${from} gave no token for the console (${got}): a configuration fault, not retried`);
 }
 
 export function jsonOrString(text: string): unknown {

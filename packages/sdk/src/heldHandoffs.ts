@@ -20,7 +20,7 @@ export const REFUSAL_HOLD_MS = 10 * 60_000;
 
 /**
  * How long a handoff the work left pending (answered null: not now, or not this agent's) is kept out of the loop's
- * receives: long enough that the loop goes on to the next one instead of being handed the same one straight back,
+ * receives unless `serve`'s `leaveHoldMs` says otherwise: long enough that the loop goes on to the next one instead of being handed the same one straight back,
  * short enough that "later" is soon.
  */
 export const LEAVE_HOLD_MS = 60_000;

@@ -44,6 +44,7 @@ export {
   createConsoleHandoffClient,
   consoleHandoffCoordinatesSchema,
   HandoffRequestError,
+  NoTokenError,
   type ConsoleHandoffClientOptions,
   type ConsoleHandoffCoordinates,
   type ConsoleToken,
