@@ -221,6 +221,7 @@ function noIoStore(): MessageStore {
     created: status.messageType === MessageType.EventRequest,
     previousStatus: null,
     previousMessageId: null,
+    previousMessageIds: [],
     row: { status: resultingStatus(status.messageType, undefined).status } as StatusRow,
     counters: 'queued',
   });

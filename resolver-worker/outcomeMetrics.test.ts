@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { LATENCY_BOUNDS_MS, quantileOf, TimeSeriesStore, type Series } from '../lib/store/index.ts';
-import { handlingLatencyMs, outcomeCountOf } from './outcomeMetrics.ts';
+import { createOutcomeRecorder, handlingLatencyMs, outcomeCountOf } from './outcomeMetrics.ts';
 import { errorBody, ResolverHarness } from './testHarness.ts';
 
 let h: ResolverHarness;
@@ -33,6 +33,20 @@ describe('pure parts', () => {
     const m = { messageId: 'm', messageType: T.ResolutionResponse, eventTypeId: 'x', enqueuedAt: '2026-01-01T00:00:10.000Z', queueTimeMs: 2000, processingTimeMs: 3000 };
     assert.equal(handlingLatencyMs(m, new Date('2026-01-01T00:00:11.000Z')), 6000);
     assert.equal(handlingLatencyMs({ ...m, queueTimeMs: undefined }, new Date()), undefined);
+  });
+
+  test('a copy is counted once: applied again over its own version or over a later message\'s', () => {
+    const added: string[] = [];
+    const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
+    const x = { messageId: 'x', messageType: T.ErrorResponse, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
+    const failed = { status: 'Failed' as const, eventTypeId: 'E' };
+    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['req'] });
+    assert.deepEqual(added, ['failed'], 'first applied: counted');
+    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['x', 'req'] });
+    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'] });
+    assert.deepEqual(added, ['failed'], 'over its own version, and over the RetryRequest after it: not again');
+    recorder.applied({ ...x, messageId: 'x2' }, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'] });
+    assert.deepEqual(added, ['failed', 'failed'], 'a new failure after the retry: counted');
   });
 
   test('percentiles from the histogram land in the right bin', () => {

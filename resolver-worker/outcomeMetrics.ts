@@ -1,12 +1,14 @@
 // The Resolver's side of the stored time series (issue 16): which bucket count an applied status write adds to,
 // and the handling latency it measures. Called from one place (afterStatus in resolve.ts) for every status write
-// the guard applied, so a redelivered or stale copy (ignored by the guard) is never counted twice. Only adds to
-// the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot path.
+// the guard applied; a redelivered or stale copy the guard ignores never gets here, and one it applies again (a
+// terminal write always passes it, even over a later version) is known by the row's applied message ids and not
+// counted twice. Only adds to the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot
+// path.
 import { MessageType, ResolutionStatus, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
 import type { OutcomeCount, StatusRow, TimeSeriesStore } from '../lib/store/index.ts';
 
 export interface OutcomeRecorder {
-  applied(m: OutcomeMessage, endpointId: string, written: { row: Pick<StatusRow, 'status' | 'eventTypeId'>; previousMessageId: string | null }): void;
+  applied(m: OutcomeMessage, endpointId: string, written: { row: Pick<StatusRow, 'status' | 'eventTypeId'>; previousMessageIds: readonly string[] }): void;
 }
 
 /** What the recorder reads of the message (a subset of ResolverMessage). */
@@ -54,9 +56,11 @@ export function handlingLatencyMs(m: OutcomeMessage, recordedAt: Date): number |
 
 export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now: () => Date): OutcomeRecorder {
   return {
-    applied(m, endpointId, { row, previousMessageId }) {
-      // The same message written again (a redelivered copy the guard lets through as a no-op): counted once.
-      if (previousMessageId === m.messageId) return;
+    applied(m, endpointId, { row, previousMessageIds }) {
+      // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (an
+      // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second).
+      // Its outcome was counted when it was first applied; the row's last message id alone would miss the second.
+      if (previousMessageIds.includes(m.messageId)) return;
       const count = outcomeCountOf(m.messageType, row.status);
       if (count === undefined) return;
       const at = now();

@@ -110,6 +110,12 @@ export const statusRowSchema = z.object({
    * list reads as absent (it only ever proves that a write landed, so the row stays readable without it).
    */
   lastWrites: z.array(z.lazy(() => writeMarkSchema)).optional().catch(undefined),
+  /**
+   * The ids of the last messages applied to this row, newest first (lib/store/appliedMessages.ts): how the Resolver
+   * tells a copy applied again over a later version from a new outcome, so its time series counts the outcome once.
+   * Absent on rows of older writers (the last message id stands in for it); a damaged list reads as absent.
+   */
+  appliedMessageIds: z.array(z.string()).optional().catch(undefined),
 });
 export type StatusRow = z.output<typeof statusRowSchema>;
 /** A row as listed in pages: everything but the payload. */

@@ -62,6 +62,7 @@ import { blockerIsOrNoneSql } from './parkedBlocker.ts';
 import { answerSql, isAnswer } from './answerRule.ts';
 import { RowCache } from './rowCache.ts';
 import { carriesMark, nextWriteMarks } from './writeMarks.ts';
+import { appliedMessageIdsOf, nextAppliedMessageIds } from './appliedMessages.ts';
 import { docIdOf, queryAll, queryPage, stripSystem, type Page, type PageRequest } from './paging.ts';
 import {
   COUNTER_BUCKETS,
@@ -223,6 +224,11 @@ export type StatusWriteResult =
       previousStatus: ResolutionStatusT | null;
       /** lastMessageId of the row version this write replaced (null on create): the chain of versions. */
       previousMessageId: string | null;
+      /**
+       * The ids of the messages applied to the version this write replaced, newest first ([] on create; for a row
+       * written before they were kept, its last message id): a message among them is a copy applied again.
+       */
+      previousMessageIds: string[];
       row: StatusRow;
       /** 'failed' means the row is written but the counter delta is not: a recount repairs it (docs/store.md). */
       counters: 'updated' | 'unchanged' | 'queued' | 'failed';
@@ -332,7 +338,9 @@ export interface StoreOptions extends CosmosConnection {
  * Fields listed in pages: everything but the payload (bodies can be large and may hold personal data) and the store's
  * bookkeeping (counter stamps, write marks), which no page shows.
  */
-const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter((k) => k !== 'payload' && k !== 'counted' && k !== 'lastWrites');
+const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter(
+  (k) => k !== 'payload' && k !== 'counted' && k !== 'lastWrites' && k !== 'appliedMessageIds',
+);
 /** The SELECT list of a page of status rows: the store's lists and the console's own event-list query (server/). */
 // Bracket notation: `from` is a keyword of Cosmos SQL, so `c.from` does not parse.
 export const STATUS_ROW_SUMMARY_SELECT = SUMMARY_FIELDS.map((k) => `c["${k}"]`).join(', ');
@@ -383,6 +391,7 @@ function buildStatusRow(
     originatingMessageId: w.originatingMessageId ?? existing?.originatingMessageId ?? null,
     retryLimit: w.retryLimit ?? existing?.retryLimit ?? null,
     lastMessageId: w.messageId,
+    appliedMessageIds: nextAppliedMessageIds(existing, w.messageId),
     parentMessageId: w.parentMessageId,
     from: w.from,
     to: w.to,
@@ -718,6 +727,7 @@ export class MessageStore {
             created: existing === null,
             previousStatus: existing?.status ?? null,
             previousMessageId: existing?.lastMessageId ?? null,
+            previousMessageIds: appliedMessageIdsOf(existing),
             row,
             counters: previous === next ? 'unchanged' : ticket ? 'queued' : 'updated',
           },
@@ -773,6 +783,7 @@ export class MessageStore {
       created: existing === null,
       previousStatus: existing?.status ?? null,
       previousMessageId: existing?.lastMessageId ?? null,
+      previousMessageIds: appliedMessageIdsOf(existing),
       row,
       counters: previous === next ? 'unchanged' : this.#counterBuffer ? 'queued' : 'updated',
     };
@@ -1052,6 +1063,7 @@ export class MessageStore {
           created: !rowExists,
           previousStatus: current?.status ?? null,
           previousMessageId: current?.lastMessageId ?? null,
+          previousMessageIds: appliedMessageIdsOf(current),
           row,
           counters: 'unchanged', // set below, once the write is done
         });
@@ -1419,6 +1431,9 @@ export class MessageStore {
       if (doubt && !(await this.#settleDoubt(cacheKey, doubt, current))) landedUncounted = true;
       if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
       const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };
+      // The ids of the row as it is now with the restored message first: `previous` may be rebuilt from a history
+      // entry (Reconcile) or older than the messages applied since, whose copies must still read as copies.
+      row.appliedMessageIds = nextAppliedMessageIds(current, previous.lastMessageId);
       const from = bucketOf(current.status, current.subStatus);
       const to = bucketOf(row.status, row.subStatus);
       delete row.counted;
@@ -1455,7 +1470,7 @@ export class MessageStore {
       }
       if (landedUncounted) counters = 'failed';
       await applyGroupTransition(this.database, current, row); // as in #writeStatusChain
-      return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, row, counters };
+      return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, previousMessageIds: appliedMessageIdsOf(current), row, counters };
     }
     throw new StoreTransientError(`status row ${previous.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} restore attempts`);
   }

@@ -95,7 +95,7 @@ describe("a stored row's lastWrites", () => {
 });
 
 test("pages of rows (the store's lists, the console's event list) select no bookkeeping and no payload", () => {
-  for (const field of ['lastWrites', 'counted', 'payload'])
+  for (const field of ['lastWrites', 'appliedMessageIds', 'counted', 'payload'])
     assert.ok(!STATUS_ROW_SUMMARY_SELECT.includes(`c["${field}"]`), field);
   assert.ok(STATUS_ROW_SUMMARY_SELECT.includes('c["lastMessageId"]'));
 });

@@ -1,0 +1,97 @@
+// The ids of the last messages applied to a status row (lib/store/appliedMessages.ts): the pure rule, the row
+// schema's reading of the field, and what the store's row writes carry and report, on the embedded Cosmos server.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
+import { appliedMessageIdsOf, MAX_APPLIED_MESSAGE_IDS, nextAppliedMessageIds } from './appliedMessages.ts';
+import { statusRowSchema } from './schemas.ts';
+import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+
+describe('the rule', () => {
+  test('a new row knows its first message; a row of an older writer knows its last message only', () => {
+    assert.deepEqual(appliedMessageIdsOf(null), []);
+    assert.deepEqual(nextAppliedMessageIds(null, 'a'), ['a']);
+    assert.deepEqual(appliedMessageIdsOf({ lastMessageId: 'z' }), ['z']);
+    assert.deepEqual(nextAppliedMessageIds({ lastMessageId: 'z' }, 'a'), ['a', 'z']);
+  });
+
+  test('newest first; a copy applied again moves to the front instead of taking a second place; bounded', () => {
+    assert.deepEqual(nextAppliedMessageIds({ lastMessageId: 'y', appliedMessageIds: ['y', 'x'] }, 'x'), ['x', 'y']);
+    let row: { lastMessageId: string; appliedMessageIds: string[] } = { lastMessageId: 'm0', appliedMessageIds: ['m0'] };
+    for (let i = 1; i <= MAX_APPLIED_MESSAGE_IDS + 2; i++) row = { lastMessageId: `m${i}`, appliedMessageIds: nextAppliedMessageIds(row, `m${i}`) };
+    assert.equal(row.appliedMessageIds.length, MAX_APPLIED_MESSAGE_IDS);
+    assert.equal(row.appliedMessageIds[0], `m${MAX_APPLIED_MESSAGE_IDS + 2}`);
+    assert.ok(!row.appliedMessageIds.includes('m2'), 'the oldest dropped first');
+  });
+
+  test("the row schema reads the field when absent (an older writer) or damaged as absent: the row stays readable", () => {
+    const field = statusRowSchema.shape.appliedMessageIds;
+    assert.equal(field.parse(undefined), undefined);
+    assert.deepEqual(field.parse(['a', 'b']), ['a', 'b']);
+    for (const damaged of ['x', [1], [null], null, { a: 1 }]) assert.equal(field.parse(damaged), undefined, JSON.stringify(damaged));
+  });
+});
+
+describe("the store's row writes", () => {
+  let f: StoreFixture;
+  before(async () => {
+    f = await startStoreFixture();
+  });
+  after(async () => {
+    await f.close();
+  });
+
+  test('each write carries the ids forward and reports those of the version it replaced', async () => {
+    const ep = uniq('ep');
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    const first = await f.store.writeStatus(request);
+    assert.equal(first.outcome, 'written');
+    assert.deepEqual(first.outcome === 'written' && first.previousMessageIds, [], 'a create replaces nothing');
+    const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+    await f.store.writeStatus(error);
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, retryCount: 1 });
+    await f.store.writeStatus(retry);
+    // The copy of the failure, applied again over the retry's version (a terminal write passes the guard).
+    const copy = await f.store.writeStatus(error);
+    assert.equal(copy.outcome, 'written');
+    if (copy.outcome !== 'written') return;
+    assert.equal(copy.previousMessageId, retry.messageId, "the replaced version's last message is the retry's");
+    assert.deepEqual(copy.previousMessageIds, [retry.messageId, error.messageId, request.messageId], 'yet the copy is among its ids');
+    assert.deepEqual((await f.store.getStatusRow(ep, 'e', 's-1'))?.appliedMessageIds, [error.messageId, retry.messageId, request.messageId]);
+    // The bulk write (writeStatuses) reports them alike.
+    const [bulk] = await f.store.writeStatuses([{ input: retry }]);
+    assert.ok(bulk?.ok && bulk.value.outcome === 'written');
+    assert.deepEqual(bulk.value.previousMessageIds, [error.messageId, retry.messageId, request.messageId]);
+  });
+
+  test('over a row written before the field existed: its last message id stands for it', async () => {
+    const ep = uniq('ep');
+    const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', errorType: 'E', errorText: 'boom' });
+    await f.store.writeStatus(error);
+    const events = f.raw.database(f.database).container('events');
+    const { resources } = await events.items.query({ query: 'SELECT * FROM c WHERE c.endpointId = @e', parameters: [{ name: '@e', value: ep }] }).fetchAll();
+    const { appliedMessageIds, ...old } = resources[0] as Record<string, unknown>;
+    assert.deepEqual(appliedMessageIds, [error.messageId]);
+    await events.items.upsert(old);
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, retryCount: 1 });
+    const written = await f.store.writeStatus(retry);
+    assert.ok(written.outcome === 'written');
+    assert.deepEqual(written.previousMessageIds, [error.messageId]);
+    assert.deepEqual((await f.store.getStatusRow(ep, 'e', 's-1'))?.appliedMessageIds, [retry.messageId, error.messageId]);
+  });
+
+  test("a restore puts the restored message first and keeps the ids of the version it replaces", async () => {
+    const ep = uniq('ep');
+    const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', errorType: 'E', errorText: 'boom' });
+    await f.store.writeStatus(error);
+    const previous = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId });
+    await f.store.writeStatus(claim, { lastMessageId: error.messageId, status: previous.status });
+    const restored = await f.store.restoreStatusRow(previous, { lastMessageId: claim.messageId });
+    assert.ok(restored.outcome === 'written');
+    assert.deepEqual(restored.previousMessageIds, [claim.messageId, error.messageId]);
+    const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    assert.equal(row.status, S.Failed);
+    assert.deepEqual(row.appliedMessageIds, [error.messageId, claim.messageId]);
+  });
+});
