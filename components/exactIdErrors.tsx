@@ -1,11 +1,23 @@
 'use client';
-// The refusal of a typed id filter that the one rule does not take (server/exactIdFilters.ts: spaces alone, longer
-// than any id), for every form that takes ids: the Endpoint page's filters and the Audit log's. The page's URL state
-// reads such an id as no filter, so applying it would list everything while the box still showed the id (and on the
-// Endpoint page "Select all matching" would act on all of it). The form is not applied; the box says why beside it,
-// in the route's words, and has the focus.
+// The refusal of a typed id that the one rule does not take (server/exactIdFilters.ts: spaces alone, longer
+// than any id), for every form that takes ids: the Endpoint page's filters and the Audit log's, and the admin forms
+// that name an endpoint (Access grants, alert rules). The page's URL state reads such a filter as no filter, so
+// applying it would list everything while the box still showed the id (and on the Endpoint page "Select all
+// matching" would act on all of it); an admin form trimmed it into another id (spaces alone: a site-wide grant). The
+// form is not applied; the box says why beside it, in the route's words, and has the focus.
 import { useId, useRef, useState, type ReactNode } from 'react';
-import { exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
+import { exactIdProblem, exactIdTargetProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
+
+/**
+ * Which rule a form's boxes follow, in its route's words: a list's `filter` (exactIdProblem), or the `target` a form
+ * names for the server to store or act on (exactIdTargetProblem, as the admin routes' exactIdTarget). An empty box
+ * is no id there either: the form sends none (a site-wide grant, a rule on every endpoint) or the box is `required`.
+ */
+export type ExactIdRule = 'filter' | 'target';
+const PROBLEM: Record<ExactIdRule, (field: ExactIdFilter, value: string) => string | undefined> = {
+  filter: exactIdProblem,
+  target: (field, value) => (value === '' ? undefined : exactIdTargetProblem(field, value)),
+};
 
 /** What an id box takes: a ref (for the focus) and, while refused, its error state. */
 export interface IdBoxProps {
@@ -25,7 +37,7 @@ export interface ExactIdErrors<F extends ExactIdFilter> {
 }
 
 /** The refusals of a form's id boxes, `fields` in the order the form shows them (the first refused gets the focus). */
-export function useExactIdErrors<F extends ExactIdFilter>(fields: readonly F[]): ExactIdErrors<F> {
+export function useExactIdErrors<F extends ExactIdFilter>(fields: readonly F[], rule: ExactIdRule = 'filter'): ExactIdErrors<F> {
   const [errors, setErrors] = useState<Partial<Record<F, string>>>({});
   const boxes = useRef(new Map<F, HTMLInputElement | HTMLSelectElement>());
   const prefix = useId();
@@ -34,7 +46,7 @@ export function useExactIdErrors<F extends ExactIdFilter>(fields: readonly F[]):
     check(draft) {
       const found: Partial<Record<F, string>> = {};
       for (const field of fields) {
-        const problem = exactIdProblem(field, draft[field]);
+        const problem = PROBLEM[rule](field, draft[field]);
         if (problem) found[field] = problem;
       }
       setErrors(found);

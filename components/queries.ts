@@ -12,6 +12,7 @@ import { outcomePhase, outcomePollMs } from './operations/outcomePolling.ts';
 import { opsApi } from './topology/opsApi.ts';
 import { fetchMetrics, type MetricsArgs } from './charts/metricsApi.ts';
 import { readBlockerStandings, readSessionParked, sessionListable } from './sessionParkedRead.ts';
+import type { FailuresSearch } from './urlState.ts';
 
 /** Key prefixes, for invalidation after a change (every key of a resource starts with its prefix). */
 export const queryKeys = {
@@ -214,13 +215,19 @@ export const operationOutcomeQuery = (operationId: string, op: Pick<OperationSum
     retry: 0,
   });
 
-/** Failure groups, optionally only those seen in the last `sinceHours` hours (the window moves with each refresh). */
-export const failureGroupsQuery = (sinceHours: string) =>
+/**
+ * Failure groups as the Failures page's URL state asks: optionally only those seen in the last `since` hours (the
+ * window moves with each refresh), optionally of one status alone.
+ */
+export const failureGroupsQuery = ({ since: sinceHours, status }: FailuresSearch) =>
   queryOptions({
-    queryKey: [...queryKeys.failureGroups, sinceHours] as const,
+    queryKey: [...queryKeys.failureGroups, sinceHours, status] as const,
     queryFn: () =>
       jobsApi.groups(
-        new URLSearchParams(sinceHours ? { since: new Date(Date.now() - Number(sinceHours) * 3600_000).toISOString() } : {}),
+        new URLSearchParams({
+          ...(sinceHours ? { since: new Date(Date.now() - Number(sinceHours) * 3600_000).toISOString() } : {}),
+          ...(status ? { status } : {}),
+        }),
       ),
     refetchInterval: 15_000,
     retry: 0,

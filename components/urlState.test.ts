@@ -1,10 +1,12 @@
 // The pages' URL schemas and the ISO-8601 helpers: pure, so checked here without a browser.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { alertHistorySearch, alertRulesSearch, auditSearch, deadLettersSearch, endpointsSearch, eventListSearch, flowSearch, parseSearch, toSearch } from './urlState.ts';
+import { alertHistorySearch, alertRulesSearch, auditSearch, deadLettersSearch, endpointsSearch, eventListSearch, FAILURE_GROUP_STATUSES, failuresSearch, flowSearch, parseSearch, toSearch } from './urlState.ts';
 import { fromInputValue, toInputValue, toIsoWithOffset } from './isoTime.ts';
 import { EXACT_ID_FILTERS, exactIdProblem, type ExactIdFilter } from '../server/exactIdFilters.ts';
 import { auditQuerySchema } from '../server/audit/auditLog.ts';
+import { failureGroupsQuerySchema } from '../server/failures/groups.ts';
+import { FAILURE_STATUSES } from '../lib/store/fingerprint.ts';
 
 test('a page state parses from its URL and writes back to one canonical URL', () => {
   const s = parseSearch(endpointsSearch, new URLSearchParams('q=billing&unhealthy=1&sort=pending&other=x'));
@@ -111,6 +113,23 @@ test('dead letters: reason and paging trail round-trip; bad sequence numbers are
   assert.deepEqual(s, { reason: 'CosmosDbThrottled', from: '37', prev: ['12', '25'] });
   assert.equal(toSearch(deadLettersSearch, s), 'reason=CosmosDbThrottled&from=37&prev=12%2C25');
   assert.deepEqual(parseSearch(deadLettersSearch, { from: '12a' }), { reason: '', from: '', prev: [] });
+});
+
+test("the Failures page's status is one the failure groups route takes, kept in the URL beside the window", () => {
+  // The statuses the page offers are the ones failures are grouped from (lib/store/fingerprint.ts), each one the
+  // route takes as its `status` filter.
+  assert.deepEqual([...FAILURE_GROUP_STATUSES], [...FAILURE_STATUSES]);
+  for (const status of FAILURE_GROUP_STATUSES) {
+    const s = parseSearch(failuresSearch, new URLSearchParams(`since=24&status=${status}`));
+    assert.deepEqual(s, { since: '24', status });
+    assert.equal(toSearch(failuresSearch, s), `since=24&status=${status}`);
+    assert.deepEqual(failureGroupsQuerySchema.parse({ status }).status, [status]);
+  }
+  // No status is every failure (the default: the bare path); one the page does not offer falls back to it alone.
+  assert.deepEqual(parseSearch(failuresSearch, {}), { since: '', status: '' });
+  assert.deepEqual(parseSearch(failuresSearch, { since: '1', status: 'Completed' }), { since: '1', status: '' });
+  assert.deepEqual(parseSearch(failuresSearch, { status: 'failed' }).status, '', 'statuses are matched as the route names them');
+  assert.equal(toSearch(failuresSearch, { since: '', status: '' }), '');
 });
 
 test('alerts: rule and history state fall back field by field', () => {

@@ -152,10 +152,19 @@ export type EndpointSearch = z.output<typeof endpointSearch>;
 export const searchSearch = z.object({ q: text(200) });
 
 // --- Failures (/failures) ---------------------------------------------------------------------------------------
+/**
+ * The statuses failures are grouped from, each one GET /api/failure-groups takes as `status` (lib/store/fingerprint.ts
+ * FAILURE_STATUSES, held equal by urlState.test.ts): written out, as that module hashes with node:crypto and this one
+ * is in every page's first-load bundle.
+ */
+export const FAILURE_GROUP_STATUSES = ['Failed', 'DeadLettered', 'Unsupported'] as const;
 export const failuresSearch = z.object({
   /** Hours back; empty: all time. */
   since: choice(['', '1', '24', '168'], ''),
+  /** One status alone; empty: every failure. */
+  status: choice(['', ...FAILURE_GROUP_STATUSES], ''),
 });
+export type FailuresSearch = z.output<typeof failuresSearch>;
 
 /**
  * Writes a state into the address bar without a navigation: the history API, which Next's router follows

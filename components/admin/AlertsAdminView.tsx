@@ -13,6 +13,7 @@ import { alertRulesQuery, queryKeys } from '../queries.ts';
 import { alertRulesSearch, type AlertRulesSearch } from '../urlState.ts';
 import { useUrlSort, useUrlState } from '../useUrlState.ts';
 import { UrlFilterBox, useUrlFilter } from '../UrlFilterBox.tsx';
+import { useExactIdErrors } from '../exactIdErrors.tsx';
 
 type SortKey = AlertRulesSearch['sort'];
 const byName = (a: RuleView, b: RuleView) => a.name.localeCompare(b.name);
@@ -38,9 +39,10 @@ const NEEDS = {
 const input = 'rounded border border-slate-300 px-1.5 py-1 text-sm';
 /**
  * The shell of the rule and channel forms: the fields, then Save/Add, Cancel and the save's error. A successful
- * save refreshes the rules and channels (one query) and closes the form.
+ * save refreshes the rules and channels (one query) and closes the form. `check`, when given, is asked first: false
+ * sends nothing (it has said why beside a box).
  */
-function EditForm({ testId, submitLabel, save, onDone, children }: { testId: string; submitLabel: string; save: () => Promise<unknown>; onDone: () => void; children: ReactNode }) {
+function EditForm({ testId, submitLabel, save, check, onDone, children }: { testId: string; submitLabel: string; save: () => Promise<unknown>; check?: () => boolean; onDone: () => void; children: ReactNode }) {
   const qc = useQueryClient();
   const saving = useMutation({
     mutationFn: save,
@@ -53,7 +55,7 @@ function EditForm({ testId, submitLabel, save, onDone, children }: { testId: str
     <form
       onSubmit={(e) => {
         e.preventDefault();
-        saving.mutate();
+        if (!check || check()) saving.mutate();
       }}
       className="grid gap-2 rounded border border-slate-200 bg-slate-50 p-3 text-sm md:grid-cols-3"
       data-testid={testId}
@@ -84,13 +86,26 @@ function Field({ label, span = 1, children }: { label: ReactNode; span?: keyof t
   );
 }
 
+const ID_FIELDS = ['endpointId'] as const;
 const emptyRule: RuleBody = { name: '', type: 'failureRate', endpointId: null, threshold: 5, durationSeconds: null, cooldownSeconds: 900, channelIds: [], enabled: true };
 
 function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; channels: ChannelView[]; onDone: () => void }) {
   const [r, setR] = useState<RuleBody>(initial ? { name: initial.name, type: initial.type, endpointId: initial.endpointId, threshold: initial.threshold, durationSeconds: initial.durationSeconds, cooldownSeconds: initial.cooldownSeconds, channelIds: initial.channelIds, enabled: initial.enabled } : emptyRule);
   const num = (v: string) => (v.trim() === '' ? null : Number(v));
+  // The endpoint is taken exactly as typed, by the rule the route holds it to (exactIdErrors.tsx): it was trimmed,
+  // so " billingendpoint" was saved as billingendpoint. A rule type without the box sends none: a leftover there
+  // would be refused where it cannot be seen.
+  const idErrors = useExactIdErrors(ID_FIELDS, 'target');
+  const takesEndpoint = NEEDS.endpoint.has(r.type) || NEEDS.endpointOptional.has(r.type);
+  const body = (): RuleBody => ({ ...r, endpointId: takesEndpoint ? r.endpointId : null });
   return (
-    <EditForm testId="rule-form" submitLabel={initial ? 'Save rule' : 'Add rule'} save={() => (initial ? alertsApi.updateRule(initial.id, r) : alertsApi.createRule(r))} onDone={onDone}>
+    <EditForm
+      testId="rule-form"
+      submitLabel={initial ? 'Save rule' : 'Add rule'}
+      check={() => !takesEndpoint || idErrors.check({ endpointId: r.endpointId ?? '' })}
+      save={() => (initial ? alertsApi.updateRule(initial.id, body()) : alertsApi.createRule(body()))}
+      onDone={onDone}
+    >
       <Field label="Name">
         <input className={input} value={r.name} onChange={(e) => setR({ ...r, name: e.target.value })} required />
       </Field>
@@ -103,10 +118,23 @@ function RuleForm({ initial, channels, onDone }: { initial: RuleView | null; cha
           ))}
         </select>
       </Field>
-      {NEEDS.endpoint.has(r.type) || NEEDS.endpointOptional.has(r.type) ? (
-        <Field label={<>Endpoint{NEEDS.endpoint.has(r.type) ? '' : ' (empty: all)'}</>}>
-          <input className={input} value={r.endpointId ?? ''} onChange={(e) => setR({ ...r, endpointId: e.target.value.trim() || null })} required={NEEDS.endpoint.has(r.type)} />
-        </Field>
+      {takesEndpoint ? (
+        // The refusal is outside the label, so the box's name stays its label alone.
+        <div className="flex flex-col gap-0.5">
+          <Field label={<>Endpoint{NEEDS.endpoint.has(r.type) ? '' : ' (empty: all)'}</>}>
+            <input
+              {...idErrors.box('endpointId')}
+              className={input}
+              value={r.endpointId ?? ''}
+              onChange={(e) => {
+                setR({ ...r, endpointId: e.target.value || null });
+                idErrors.clear('endpointId');
+              }}
+              required={NEEDS.endpoint.has(r.type)}
+            />
+          </Field>
+          {idErrors.note('endpointId')}
+        </div>
       ) : null}
       {NEEDS.threshold.has(r.type) ? (
         <Field label={r.type === 'failureRate' ? 'Failures per minute above' : 'Dead letters above'}>

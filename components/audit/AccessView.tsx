@@ -10,10 +10,12 @@ import { ErrorBox, Timestamp } from '../format.tsx';
 import { accessApi, useMe, type Grant } from './accessApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { grantsQuery, queryKeys } from '../queries.ts';
+import { useExactIdErrors } from '../exactIdErrors.tsx';
 
 // Agent: the Agent API on one endpoint only (docs/agents.md); the server refuses it without an endpoint.
 const ROLES = ['Reader', 'Operator', 'Owner', 'Agent'] as const;
 const KINDS = ['user', 'group', 'service'] as const;
+const ID_FIELDS = ['endpointId'] as const;
 
 export function AccessView() {
   const client = useQueryClient();
@@ -26,6 +28,9 @@ export function AccessView() {
     role: 'Reader',
     endpointId: '',
   });
+  // The endpoint is taken exactly as typed, by the rule the route holds it to (exactIdErrors.tsx): it was trimmed, and
+  // spaces alone became a site-wide grant.
+  const idErrors = useExactIdErrors(ID_FIELDS, 'target');
   const refresh = () => {
     void client.invalidateQueries({ queryKey: queryKeys.grants });
     void client.invalidateQueries({ queryKey: queryKeys.me });
@@ -37,7 +42,7 @@ export function AccessView() {
         subject: form.subject.trim(),
         ...(form.subjectName.trim() ? { subjectName: form.subjectName.trim() } : {}),
         role: form.role,
-        endpointId: form.endpointId.trim() || null,
+        endpointId: form.endpointId || null,
       }),
     onSuccess: () => {
       setForm({ ...form, subject: '', subjectName: '' });
@@ -84,7 +89,7 @@ export function AccessView() {
           data-testid="grant-form"
           onSubmit={(e) => {
             e.preventDefault();
-            grant.mutate();
+            if (idErrors.check({ endpointId: form.endpointId })) grant.mutate();
           }}
         >
           <label className="flex flex-col text-xs text-slate-600">
@@ -111,10 +116,23 @@ export function AccessView() {
               ))}
             </select>
           </label>
-          <label className="flex flex-col text-xs text-slate-600">
-            {form.role === 'Agent' ? 'Endpoint (required for Agent)' : 'Endpoint (empty = site-wide)'}
-            <input required={form.role === 'Agent'} value={form.endpointId} onChange={(e) => setForm({ ...form, endpointId: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm" />
-          </label>
+          {/* The refusal is outside the label, so the box's name stays its label alone. */}
+          <div className="flex flex-col">
+            <label className="flex flex-col text-xs text-slate-600">
+              {form.role === 'Agent' ? 'Endpoint (required for Agent)' : 'Endpoint (empty = site-wide)'}
+              <input
+                {...idErrors.box('endpointId')}
+                required={form.role === 'Agent'}
+                value={form.endpointId}
+                onChange={(e) => {
+                  setForm({ ...form, endpointId: e.target.value });
+                  idErrors.clear('endpointId');
+                }}
+                className="rounded border border-slate-300 px-2 py-1 text-sm"
+              />
+            </label>
+            {idErrors.note('endpointId')}
+          </div>
           <button type="submit" disabled={grant.isPending} className="rounded bg-slate-800 px-3 py-1 text-white">
             Grant
           </button>

@@ -2,7 +2,7 @@
 // Failures: every Failed, DeadLettered and Unsupported event grouped by cause (GET /api/failure-groups), with a
 // spark of arrivals, first and last seen, the endpoints affected and the group's note. A group opens its events
 // (the Endpoint page filtered by the group), exports them, or is resubmitted / skipped as a whole - as the page
-// shows it, within its "Updated in" window (groupSelection.ts; the export too): the confirmation states the exact count, which is
+// shows it, within its "Updated in" window and its status (groupSelection.ts; the export too): the confirmation states the exact count, which is
 // the count the job was frozen with, and the endpoints of the rows frozen.
 import { useState } from 'react';
 import Link from '../Link.tsx';
@@ -13,7 +13,7 @@ import { jobsApi, type FailureGroupItem } from './jobsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { useSearchParams } from 'next/navigation';
 import { failureGroupsQuery, queryKeys } from '../queries.ts';
-import { failuresSearch, parseSearch, replaceSearch } from '../urlState.ts';
+import { FAILURE_GROUP_STATUSES, failuresSearch, parseSearch, replaceSearch, type FailuresSearch } from '../urlState.ts';
 import { countOf, Timestamp } from '../format.tsx';
 import { sparkScale, type SparkWindow } from './sparkScale.ts';
 import { groupExportHref, groupSelection, groupWhat, WINDOW_LABELS } from './groupSelection.ts';
@@ -49,11 +49,13 @@ function GroupRow({
   g,
   sparkWindow,
   countedFrom,
+  status,
   onAction,
 }: {
   g: FailureGroupItem;
   sparkWindow: SparkWindow | undefined;
   countedFrom: string | null | undefined;
+  status: FailuresSearch['status'];
   onAction: (kind: 'resubmit' | 'skip', g: FailureGroupItem) => void;
 }) {
   const qc = useQueryClient();
@@ -126,8 +128,8 @@ function GroupRow({
             Skip all
           </button>
           {single && (
-            // The rows the page counts: the group on that endpoint, in the "Updated in" window.
-            <a className="text-sky-700 hover:underline" href={groupExportHref(single, g.groupId, countedFrom)}>
+            // The rows the page counts: the group on that endpoint, in the "Updated in" window and the status.
+            <a className="text-sky-700 hover:underline" href={groupExportHref(single, g.groupId, countedFrom, status)}>
               Export CSV
             </a>
           )}
@@ -138,20 +140,33 @@ function GroupRow({
 }
 
 export function FailuresView() {
-  // The time window lives in the URL (failuresSearch): shareable, kept on reload.
-  const { since } = parseSearch(failuresSearch, useSearchParams());
-  const setSince = (v: string) => replaceSearch(failuresSearch, { since: v as typeof since });
-  const q = useQuery(failureGroupsQuery(since));
+  // The time window and the status live in the URL (failuresSearch): shareable, kept on reload.
+  const search = parseSearch(failuresSearch, useSearchParams());
+  const { since, status } = search;
+  const setSince = (v: string) => replaceSearch(failuresSearch, { ...search, since: v as typeof since });
+  const setStatus = (v: string) => replaceSearch(failuresSearch, { ...search, status: v as typeof status });
+  const q = useQuery(failureGroupsQuery(search));
   // The window the clicked group was counted in is kept with it: a refresh before the dialog closes moves the page's.
-  const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem; countedFrom: string | null } | null>(null);
+  const [pending, setPending] = useState<{ kind: 'resubmit' | 'skip'; group: FailureGroupItem; countedFrom: string | null; status: typeof status } | null>(null);
   const time = useTimeZoneMode() === 'utc' ? formatUtc : formatLocal;
   const groups = q.data?.groups ?? [];
   return (
     <div>
-      <div className="mb-3 flex items-baseline gap-4">
+      <div className="mb-3 flex flex-wrap items-baseline gap-x-4 gap-y-2">
         <h1 className="text-xl font-semibold">Failures</h1>
         <span className="text-sm text-slate-600">{q.data ? `${countOf(q.data.total, 'failed event')} in ${countOf(groups.length, 'group')}` : ''}</span>
         <label className="ml-auto text-sm">
+          Status{' '}
+          <select value={status} onChange={(e) => setStatus(e.target.value)} className="rounded border px-1">
+            <option value="">any</option>
+            {FAILURE_GROUP_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="text-sm">
           Updated in{' '}
           <select value={since} onChange={(e) => setSince(e.target.value)} className="rounded border px-1">
             {Object.entries(WINDOW_LABELS).map(([value, label]) => (
@@ -164,7 +179,7 @@ export function FailuresView() {
       </div>
       {q.error && <p className="text-sm text-red-700">{q.error.message}</p>}
       {q.isLoading && <p className="text-sm text-slate-500">Loading…</p>}
-      {q.data && groups.length === 0 && <p className="text-sm text-slate-500">No failed events.</p>}
+      {q.data && groups.length === 0 && <p className="text-sm text-slate-500">{status ? `No ${status} events.` : 'No failed events.'}</p>}
       {groups.length > 0 && (
         <div className="overflow-x-auto">
         <table className="w-full text-sm" data-testid="failure-groups">
@@ -180,7 +195,7 @@ export function FailuresView() {
           </thead>
           <tbody>
             {groups.map((g) => (
-              <GroupRow key={g.groupId} g={g} sparkWindow={q.data?.spark} countedFrom={q.data?.countedFrom} onAction={(kind, group) => setPending({ kind, group, countedFrom: q.data?.countedFrom ?? null })} />
+              <GroupRow key={g.groupId} g={g} sparkWindow={q.data?.spark} countedFrom={q.data?.countedFrom} status={status} onAction={(kind, group) => setPending({ kind, group, countedFrom: q.data?.countedFrom ?? null, status })} />
             ))}
           </tbody>
         </table>
@@ -189,8 +204,8 @@ export function FailuresView() {
       {pending && (
         <BulkJobConfirm
           kind={pending.kind}
-          selection={groupSelection(pending.group.groupId, pending.countedFrom)}
-          what={groupWhat(pending.group.title, pending.countedFrom, time)}
+          selection={groupSelection(pending.group.groupId, pending.countedFrom, pending.status)}
+          what={groupWhat(pending.group.title, pending.countedFrom, time, pending.status)}
           onClose={() => setPending(null)}
         />
       )}

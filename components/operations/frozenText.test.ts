@@ -16,6 +16,20 @@ test('the group is said with the exact start of the window the page counted in; 
   assert.deepEqual(groupSelection('0123456789abcdef0123', null), { groupId: '0123456789abcdef0123' });
 });
 
+test('with a status picked, the selection, its words and the export are of the group’s rows in that status alone', () => {
+  const shown = { countedFrom: '2026-12-06T01:00:00.000Z', status: 'DeadLettered' } as const;
+  assert.deepEqual(groupSelection('0123456789abcdef0123', shown.countedFrom, shown.status), { groupId: '0123456789abcdef0123', updatedFrom: shown.countedFrom, status: ['DeadLettered'] });
+  assert.deepEqual(groupSelection('0123456789abcdef0123', null, 'Unsupported'), { groupId: '0123456789abcdef0123', status: ['Unsupported'] });
+  assert.deepEqual(groupSelection('0123456789abcdef0123', null, ''), { groupId: '0123456789abcdef0123' });
+  assert.equal(groupWhat('CRM API answered <n>', shown.countedFrom, formatUtc, shown.status), 'every DeadLettered event of “CRM API answered <n>” updated since 2026-12-06 01:00:00.000 UTC');
+  assert.equal(groupWhat('CRM API answered <n>', null, formatUtc, ''), 'every event of “CRM API answered <n>”');
+  assert.equal(
+    groupExportHref('crmendpoint', '0123456789abcdef0123', shown.countedFrom, shown.status),
+    '/api/endpoints/crmendpoint/events/export?groupId=0123456789abcdef0123&from=2026-12-06T01%3A00%3A00.000Z&status=DeadLettered&format=csv',
+  );
+  assert.equal(groupExportHref('crmendpoint', '0123456789abcdef0123', null, ''), '/api/endpoints/crmendpoint/events/export?groupId=0123456789abcdef0123&format=csv');
+});
+
 test('the endpoints of the rows frozen, as a phrase', () => {
   assert.equal(frozenOn([]), '');
   assert.equal(frozenOn(['crmendpoint']), 'on crmendpoint');

@@ -4,11 +4,15 @@
 import { z } from 'zod';
 
 import { RULE_TYPES, type RuleType } from './ruleTypes.ts';
+import { exactIdTarget } from '../exactIdFilterSchema.ts';
 
 export { RULE_TYPES, type RuleType };
 
 const id = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an id is letters, digits and dashes');
-const endpointId = z.string().trim().min(1).max(100);
+// Taken exactly as sent, by the one rule for an id a command names (server/exactIdFilters.ts): it was trimmed, so
+// " billingendpoint" was stored as billingendpoint. Spaces alone, a space in it or over-long is a 400 in the rule's
+// words; null (where the rule type allows it) is every endpoint.
+const endpointId = exactIdTarget('endpointId');
 
 export const ruleInputSchema = z
   .object({

@@ -143,6 +143,37 @@ describe('alerts API', () => {
     assert.ok(Array.isArray((JSON.parse(history.text) as { alerts: unknown[] }).alerts));
   });
 
+  test("a rule's endpoint is taken exactly as sent: spaces alone, a space around it or too long is a 400 in the exact-id rule's words", async () => {
+    // Before, the id was trimmed: spaces alone named no endpoint (or were refused as too short) and " billingendpoint"
+    // was stored as billingendpoint.
+    const refused: Array<[string, string]> = [
+      ['   ', 'an endpoint id of spaces alone names nothing; ids are taken exactly as sent'],
+      [' billingendpoint', 'an endpoint id is made of letters, digits, ".", "_" and "-" alone (no spaces): this one names no endpoint'],
+      ['billingendpoint ', 'an endpoint id is made of letters, digits, ".", "_" and "-" alone (no spaces): this one names no endpoint'],
+      ['x'.repeat(51), 'an endpoint id longer than 50 characters names nothing; no endpoint id is that long'],
+      ['', 'an endpoint id is empty'],
+    ];
+    for (const type of ['failureRate', 'deadLetterBacklog'] as const) {
+      for (const [endpointId, words] of refused) {
+        const r = await call('api/admin/alerts/rules', 'POST', { name: 'exact', type, endpointId, threshold: 5 });
+        assert.equal(r.status, 400, `${type} ${JSON.stringify(endpointId)}: ${r.text}`);
+        assert.ok(((JSON.parse(r.text) as { detail?: string }).detail ?? '').includes(words), `${type} ${JSON.stringify(endpointId)}: ${r.text}`);
+      }
+    }
+    const list = await call('api/admin/alerts/rules', 'GET');
+    assert.ok(!(JSON.parse(list.text) as { rules: Array<{ name: string }> }).rules.some((r) => r.name === 'exact'), 'none stored');
+    // An edit is held to the same rule; null is still "every endpoint" where the rule allows it, and an id as sent.
+    const made = await call('api/admin/alerts/rules', 'POST', { name: 'exact ok', type: 'deadLetterBacklog', endpointId: null, threshold: 5 });
+    assert.equal(made.status, 201, made.text);
+    const { id } = JSON.parse(made.text) as { id: string };
+    const edited = await call('api/admin/alerts/rules/{ruleId}', 'PUT', { name: 'exact ok', type: 'deadLetterBacklog', endpointId: '  ', threshold: 5 }, { ruleId: id });
+    assert.equal(edited.status, 400, edited.text);
+    assert.match(edited.text, /an endpoint id of spaces alone names nothing/);
+    const named = await call('api/admin/alerts/rules/{ruleId}', 'PUT', { name: 'exact ok', type: 'deadLetterBacklog', endpointId: 'billingendpoint', threshold: 5 }, { ruleId: id });
+    assert.equal(named.status, 200, named.text);
+    assert.equal((JSON.parse(named.text) as { endpointId: string }).endpointId, 'billingendpoint');
+  });
+
   test('without NIMBUS_ALERTS_KEY a channel with a secret is refused, naming the variable', async () => {
     const key = process.env.NIMBUS_ALERTS_KEY;
     delete process.env.NIMBUS_ALERTS_KEY;

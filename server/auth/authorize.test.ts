@@ -221,6 +221,25 @@ describe('authorization matrix', () => {
     assert.equal((await grants.POST(request('owner', 'POST', { ...g, endpointId: null }))).status, 201);
   });
 
+  test("a grant's endpoint is taken exactly as sent: spaces alone, a space around it or too long is a 400 in the exact-id rule's words", async () => {
+    // The Access page trimmed the box (spaces alone became a site-wide grant); the route refused only as "an endpoint id".
+    const grants = await import('../../app/api/admin/grants/route.ts');
+    const refused: Array<[string, string]> = [
+      ['   ', 'an endpoint id of spaces alone names nothing; ids are taken exactly as sent'],
+      [' billingendpoint', 'an endpoint id is made of letters, digits, ".", "_" and "-" alone (no spaces): this one names no endpoint'],
+      ['x'.repeat(51), 'an endpoint id longer than 50 characters names nothing; no endpoint id is that long'],
+      ['', 'an endpoint id is empty'],
+    ];
+    for (const [endpointId, words] of refused) {
+      const res = await grants.POST(request('owner', 'POST', { subjectKind: 'user', subject: 'oid-exact', role: 'Operator', endpointId }));
+      const body = (await res.json()) as { detail?: string };
+      assert.equal(res.status, 400, `${JSON.stringify(endpointId)}: ${JSON.stringify(body)}`);
+      assert.ok((body.detail ?? '').includes(words), `${JSON.stringify(endpointId)}: ${body.detail}`);
+    }
+    const list = (await (await grants.GET(request('owner', 'GET'))).json()) as { grants: Array<{ subject: string }> };
+    assert.ok(!list.grants.some((x) => x.subject === 'oid-exact'), 'nothing stored');
+  });
+
   test('mutating calls over the rate limit get 429, audited; reads are not limited', async () => {
     const saved = process.env.NIMBUS_RATE_LIMIT_BURST;
     process.env.NIMBUS_RATE_LIMIT_BURST = '2';

@@ -7,6 +7,7 @@ import type { Container, Database } from '@azure/cosmos';
 import type { Catalog } from '@nimbus/sdk/contract';
 import { z } from 'zod';
 import { badRequest } from '../http.ts';
+import { exactIdTarget } from '../exactIdFilterSchema.ts';
 import { cosmosStatus, rethrowCosmos } from '../../lib/store/index.ts';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import type { Principal } from './principal.ts';
@@ -44,6 +45,9 @@ export const grantInputSchema = z
     ...grantFields,
     subject: grantFields.subject.superRefine(checkPrintable('subject')),
     subjectName: grantFields.subjectName.superRefine(checkPrintable('subjectName')),
+    // By the one rule for an id a command names (server/exactIdFilters.ts), refused in its words: the Access page's
+    // box is taken as typed (it was trimmed: spaces alone became a site-wide grant). Null: site-wide.
+    endpointId: exactIdTarget('endpointId').nullable().default(null),
   })
   .strict()
   .refine((g) => g.role !== 'Agent' || g.endpointId !== null, { message: 'the Agent role is granted on one endpoint: name endpointId', path: ['endpointId'] });
