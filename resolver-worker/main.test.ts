@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { MessageType as T } from '@nimbus/sdk/contract';
 import { ConfigError, readResolverConfig } from './config.ts';
 import { RECOVERED } from '../lib/store/counters.ts';
-import { startFaultProxy } from '../lib/store/testing/faultProxy.ts';
+import { startFaultProxy, type FaultProxy, type Hold } from '../lib/store/testing/faultProxy.ts';
 import { eventually, withHarness, type ResolverHarness } from './testHarness.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
@@ -231,6 +231,80 @@ describe('a stop while the store does not answer', () => {
       } finally {
         await proxy.close();
       }
+    });
+  });
+});
+
+describe('the instance lease comes before receiving', () => {
+  // A survivor finds the instances to recover through their lapsed leases (./liveness.ts). The process used to start
+  // receiving before it took its lease, and registered its signal handlers only after: a lease take that failed (a
+  // 429) exited 1 without a stop, a SIGTERM meanwhile killed it with Node's default action, and rows it had stamped
+  // kept their unflushed counter deltas with no lease for a survivor to find.
+  const isLeases = (r: { path: string }) => r.path.includes('/colls/leases');
+
+  /** The process on a fault proxy that holds its first request to the leases container; resolves once held. */
+  async function withLeaseTakeHeld(
+    h: ResolverHarness,
+    body: (p: ReturnType<typeof startResolverProcess> & { leaseTake: Hold; proxy: FaultProxy; brokerConnectionsBefore: number }) => Promise<void>,
+  ): Promise<void> {
+    const proxy = await startFaultProxy(h.cosmos.endpoint);
+    try {
+      const leaseTake = proxy.hold(isLeases, 'request');
+      // The harness's own connection (its sender) is open already: the process's would come on top of it.
+      const brokerConnectionsBefore = h.emulator.connectionBytes().length;
+      const p = startResolverProcess(h, { NIMBUS_COSMOS_ENDPOINT: proxy.endpoint });
+      try {
+        await leaseTake.held;
+        await body({ ...p, leaseTake, proxy, brokerConnectionsBefore });
+      } finally {
+        p.child.kill('SIGKILL');
+      }
+    } finally {
+      await proxy.close();
+    }
+  }
+
+  /** The message was never delivered: no row, no history, and its first delivery goes to the next Resolver. */
+  async function assertNeverReceived(h: ResolverHarness, messageId: string, eventId: string): Promise<void> {
+    assert.equal(await h.store.getStatusRow('crm', eventId, 's-1'), null, 'no row was written');
+    assert.deepEqual((await h.store.listHistory(eventId)).items, [], 'no history was written');
+    h.resolver();
+    const first = await h.settledOk(messageId, 30_000);
+    assert.equal(first.deliveryCount, 0, 'the process never received it (a lock it held would have counted a delivery)');
+    assert.equal((await h.store.getStatusRow('crm', eventId, 's-1'))?.status, 'Completed');
+  }
+
+  test('a lease take that fails (429): exit 1 with a readable error, and nothing was received or written', async () => {
+    await withHarness(async (h) => {
+      const { messageId } = await h.send({ type: T.ResolutionResponse, eventId: 'nolease-1', from: 'crm' });
+      await withLeaseTakeHeld(h, async ({ leaseTake, proxy, exited, output, brokerConnectionsBefore }) => {
+        assert.equal(h.emulator.connectionBytes().length, brokerConnectionsBefore, 'no connection to the broker while the lease is being taken');
+        // A window, not a signal: what is asserted is that nothing happens while the take is pending. The code before
+        // was receiving by now and recorded the message within it (its connection could still be opening above).
+        const recorded = await eventually(() => h.store.getStatusRow('crm', 'nolease-1', 's-1').then((r) => r ?? undefined), 'a row', 5_000).catch(() => null);
+        assert.equal(recorded?.status, undefined, 'nothing was recorded while the lease was being taken');
+        // Every try of the take throttled, this one and any retry of the client's.
+        proxy.inject({ status: 429, retryAfterMs: 1, match: isLeases });
+        leaseTake.release({ status: 429, retryAfterMs: 1 });
+        const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]);
+        assert.equal(code, 1, output());
+        assert.match(output(), /Resolver failed to start: could not take this instance's lease, so nothing was received/);
+        assert.ok(!output().includes(h.cosmos.key), 'the store key never reaches the log');
+      });
+      await assertNeverReceived(h, messageId, 'nolease-1');
+    });
+  });
+
+  test('SIGTERM while the lease is being taken: the process stops through its stop (exit 0), nothing received', async () => {
+    await withHarness(async (h) => {
+      const { messageId } = await h.send({ type: T.ResolutionResponse, eventId: 'nolease-2', from: 'crm' });
+      await withLeaseTakeHeld(h, async ({ child, exited, output, brokerConnectionsBefore }) => {
+        assert.equal(h.emulator.connectionBytes().length, brokerConnectionsBefore, 'no connection to the broker while the lease is being taken');
+        const { code } = await stopAndTime(child, exited, 60_000);
+        // Killed by the signal (Node's default action, before the handlers existed), the exit code is null.
+        assert.equal(code, 0, output());
+      });
+      await assertNeverReceived(h, messageId, 'nolease-2');
     });
   });
 });

@@ -5,9 +5,9 @@ import { pino } from 'pino';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { cosmosConnectionSchema, createCosmosClient, createStore, LeaseStore } from '../lib/store/index.ts';
-import { startInstanceWatch } from './liveness.ts';
+import { startInstanceWatch, type InstanceWatch } from './liveness.ts';
 import { ConfigError, readResolverConfig } from './config.ts';
-import { startResolver } from './index.ts';
+import { startResolver, type ResolverHandle } from './index.ts';
 import { startTelemetry } from '../lib/telemetry/start.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
 
@@ -37,28 +37,26 @@ async function main(): Promise<void> {
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // Counter deltas are buffered briefly: it takes the counter round trip off the per-message path (docs/store.md).
   const store = await createStore({ ...config.cosmos, counterFlushMs: 250, counterOwner: owner });
-  const resolver = startResolver({
-    serviceBusConnection: config.serviceBusConnection,
-    store,
-    concurrency: config.concurrency,
-    brokerStopMs: config.brokerStopMs,
-    log,
-  });
   // Announces this instance and watches the others: a killed instance's unflushed counter deltas are applied by a
   // survivor (./liveness.ts).
   // Its own client, so the lease is released after the store (and its counter buffer) is closed.
   const leaseClient = createCosmosClient(cosmosConnectionSchema.parse({ ...config.cosmos }));
   const leases = new LeaseStore(leaseClient.database(config.cosmos.database));
-  const watch = await startInstanceWatch({ store, leases, owner, log });
+  // Set in this order: the lease, then the Resolver. Nothing is received before the lease is held: a survivor finds
+  // the instances to recover through their lapsed leases (./liveness.ts), so rows stamped by an instance that never
+  // held one (its lease take failed, or a signal killed it meanwhile) left their unflushed deltas to nobody.
+  let watch: InstanceWatch | undefined;
+  let resolver: ResolverHandle | undefined = undefined;
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    const declaredDead = watch.declaredDead.aborted;
+    const declaredDead = watch?.declaredDead.aborted ?? false;
     log.info({ signal }, 'Resolver: stopping');
     // The broker's part is bounded (NIMBUS_RESOLVER_BROKER_STOP_MS): a broker that answers no settlement must not
     // hold the counter flush below past the platform's grace period, after which the process is killed unflushed.
-    await resolver.stop();
+    // No Resolver yet (the signal came while the lease was being taken): nothing was received, nothing to stop.
+    await resolver?.stop();
     // The telemetry flush goes to the OTLP endpoint, not the store: beside the store's close, bounded by a step of it.
     const telemetryStopped = untilStopped(telemetry.shutdown(), AbortSignal.timeout(TELEMETRY_STOP_MS));
     // False when a counter delta is left (a write still running, in doubt, a patch unanswered): its stamp is above
@@ -77,22 +75,44 @@ async function main(): Promise<void> {
     // it holds no lease any more (a survivor claimed it): nothing to release or leave.
     // Bounded: a store that does not answer held the release for the client's request time-out and its retries. Given
     // up, the lease lapses and a survivor's check finds nothing owed (every delta was flushed, or it was claimed).
-    if (counted || declaredDead) {
+    // No lease (its take had not ended): nothing to release; one whose take ends after this lapses, with nothing owed.
+    if (watch && (counted || declaredDead)) {
       if ((await untilStopped(watch.stop().catch(() => undefined), AbortSignal.timeout(LEASE_RELEASE_STOP_MS))) === STOPPED)
         log.warn(
           { leaseReleaseStopMs: LEASE_RELEASE_STOP_MS },
           'Resolver: releasing the instance lease did not end within its stop bound; given up (it lapses, and a survivor finds nothing owed: the counters were flushed)',
         );
-    } else log.warn({}, 'Resolver: counter deltas left unapplied at the stop; the lease is left to lapse so a survivor applies them');
+    } else if (watch) log.warn({}, 'Resolver: counter deltas left unapplied at the stop; the lease is left to lapse so a survivor applies them');
     leaseClient.dispose();
     // Non-zero when taken for dead, so the orchestrator starts it again (with a new id and a lease of its own).
     process.exit(declaredDead ? 1 : 0);
   };
+  // Before the lease take, which waits on the store: a signal meanwhile stops the process through shutdown instead of
+  // Node's default kill.
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  try {
+    watch = await startInstanceWatch({ store, leases, owner, log });
+  } catch (err) {
+    // A signal's stop owns the exit (its disposal of the lease client may be what ended the take).
+    if (stopping) return;
+    // Nothing was received or written: close what is open (bounded) and exit 1 through main().catch.
+    await store.close().catch(() => false);
+    leaseClient.dispose();
+    throw new Error(`could not take this instance's lease, so nothing was received: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  // Stopped while the lease was being taken: shutdown releases the lease if it still reads it, else it lapses.
+  if (stopping) return;
   // A survivor claimed this instance's lapsed lease (it was paused or cut off past its TTL): its flushes are refused
   // where the survivor recovered it, and a death now would go unseen (no lease). Stop, and let a restart take a new id.
   watch.declaredDead.addEventListener('abort', () => void shutdown('declared dead'), { once: true });
+  resolver = startResolver({
+    serviceBusConnection: config.serviceBusConnection,
+    store,
+    concurrency: config.concurrency,
+    brokerStopMs: config.brokerStopMs,
+    log,
+  });
 }
 
 main().catch((err: unknown) => {

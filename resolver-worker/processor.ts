@@ -23,6 +23,7 @@ import { sleep } from '../lib/concurrency/sleep.ts';
 import { BatchResolution, resolveMessage, type ResolveContext, type Settlement } from './resolve.ts';
 import { StoreOutage } from './outage.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
+import { enqueuedTimeOf } from './read.ts';
 
 export interface ProcessorOptions {
   client: ServiceBusClient;
@@ -604,14 +605,25 @@ function isTransientStoreFailure(s: Settlement): boolean {
 /**
  * The scheduled replacement of a throttled message: the same body, ids (MessageId above all: the guard's ancestor
  * check and the idempotent history rely on it), session, routing fields and application properties, with
- * ThrottleRetryCount set to the attempt just spent.
+ * ThrottleRetryCount set to the attempt just spent and OriginalEnqueuedTimeUtc to the time this message is recorded
+ * with (read.ts enqueuedTimeOf): the broker's time of the first delivery, kept through every later reschedule. The
+ * broker stamps the replacement when its schedule comes due, so without it the row (and a history entry whose
+ * create was the throttled write) would carry a time minutes after the message's own.
  */
 export function replacementOf(message: ServiceBusReceivedMessage, attempt: number): ServiceBusMessage {
+  const applicationProperties: NonNullable<ServiceBusMessage['applicationProperties']> = {
+    ...(message.applicationProperties ?? {}),
+    [Prop.ThrottleRetryCount]: attempt,
+  };
+  const enqueued = enqueuedTimeOf(message).at;
+  if (enqueued) applicationProperties[Prop.OriginalEnqueuedTimeUtc] = enqueued.toISOString();
+  // Unreadable and no broker time to put instead: dropped rather than carried on as a problem on every copy.
+  else delete applicationProperties[Prop.OriginalEnqueuedTimeUtc];
   const copy: ServiceBusMessage = {
     body: message.body,
     messageId: message.messageId,
     sessionId: message.sessionId,
-    applicationProperties: { ...(message.applicationProperties ?? {}), [Prop.ThrottleRetryCount]: attempt },
+    applicationProperties,
   };
   if (message.correlationId !== undefined) copy.correlationId = message.correlationId;
   if (message.contentType !== undefined) copy.contentType = message.contentType;

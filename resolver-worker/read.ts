@@ -42,7 +42,10 @@ export interface ResolverMessage {
   expectedBy: string | undefined;
   queueTimeMs: number | undefined;
   processingTimeMs: number | undefined;
-  /** Broker enqueue time (ISO-8601), or the time of reading when the broker gave none. */
+  /**
+   * When the message was enqueued (ISO-8601): the broker's time of the message itself, which a scheduled replacement
+   * carries in OriginalEnqueuedTimeUtc (see enqueuedTimeOf), else the time of reading when the broker gave none.
+   */
   enqueuedAt: string;
   content: MessageContent;
   /** Why the body could not be read as the envelope (the message is still recorded). */
@@ -73,6 +76,30 @@ function idText(value: unknown): string | undefined {
   // Long from the AMQP codec (numeric message ids) stringifies sensibly.
   if (value != null && typeof value === 'object' && 'toString' in value) return String(value);
   return undefined;
+}
+
+/** An instant as replacementOf writes it (`toISOString()`); an offset is accepted and normalised to UTC. */
+const instantSchema = z.iso.datetime({ offset: true });
+
+/**
+ * When the message was enqueued, as the Resolver records it: the OriginalEnqueuedTimeUtc a throttled message's
+ * scheduled replacement carries (processor.ts replacementOf), else the broker's enqueue time of this delivery. A
+ * replacement's own broker time is when its schedule came due (5-300 s per reschedule, ~20 min over nine), and the
+ * readers of `enqueuedAt` take it as the message's time (Reconcile's later-response rule, the latency histogram).
+ * The property is checked, not trusted: one that is not an ISO-8601 instant, or is later than this delivery's
+ * broker time (a replacement is always enqueued after the message it replaces), falls back to the broker's time
+ * and `problem` names it (never its value).
+ */
+export function enqueuedTimeOf(message: ServiceBusReceivedMessage): { at: Date | undefined; problem?: string } {
+  const broker = message.enqueuedTimeUtc instanceof Date && Number.isFinite(message.enqueuedTimeUtc.getTime()) ? message.enqueuedTimeUtc : undefined;
+  const raw = (message.applicationProperties as Record<string, unknown> | undefined)?.[Prop.OriginalEnqueuedTimeUtc];
+  if (raw == null || raw === '') return { at: broker };
+  const parsed = instantSchema.safeParse(raw);
+  if (!parsed.success) return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is not an ISO-8601 date-time` };
+  const original = new Date(parsed.data);
+  if (broker && original.getTime() > broker.getTime())
+    return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is later than the broker's enqueue time` };
+  return { at: original };
 }
 
 export function readResolverMessage(message: ServiceBusReceivedMessage, now: () => Date = () => new Date()): ResolverMessage {
@@ -108,6 +135,8 @@ export function readResolverMessage(message: ServiceBusReceivedMessage, now: () 
   }
 
   const throttle = count(Prop.ThrottleRetryCount);
+  const enqueued = enqueuedTimeOf(message);
+  if (enqueued.problem) problems.push(enqueued.problem);
   return {
     messageId: idText(message.messageId) ?? '',
     sessionId: message.sessionId ?? '',
@@ -131,7 +160,7 @@ export function readResolverMessage(message: ServiceBusReceivedMessage, now: () 
     expectedBy: instant(Prop.ExpectedBy),
     queueTimeMs: count(Prop.QueueTimeMs),
     processingTimeMs: count(Prop.ProcessingTimeMs),
-    enqueuedAt: (message.enqueuedTimeUtc instanceof Date ? message.enqueuedTimeUtc : now()).toISOString(),
+    enqueuedAt: (enqueued.at ?? now()).toISOString(),
     content: decoded.content,
     // An absent body is normal for some control messages; only a body that is there and unreadable is a problem.
     bodyProblem: decoded.ok || message.body == null || message.body === '' ? undefined : decoded.problem,

@@ -45,6 +45,30 @@ describe('store throttling (429)', () => {
     assert.equal(await h.deadLetters(5, 300).then((d) => d.length), 0);
   });
 
+  // The broker stamps a scheduled replacement when its schedule comes due (5-300 s per reschedule in production), so a
+  // row written from a replacement used to carry that late time, while the history entry, created on the first
+  // delivery, had the message's own: readers take it as the message's time (Reconcile, the latency histogram).
+  test("a rescheduled message is recorded with its first delivery's enqueue time, not its replacements', in the row and the history", async () => {
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    // The row write throttled twice with a 1 s retry-after: each replacement becomes active a second or more after
+    // the one before, and the second must keep the time the first carried.
+    proxy.inject({ status: 429, retryAfterMs: 1000, times: 2, match: (r) => isWrite(r) && r.path.includes('/colls/events/') });
+    const sending = Date.now();
+    const sent = await h.send({ type: T.EventRequest, eventId: ev, to: ep, from: 'shop', body: orderBody({ orderId: 't' }) });
+    const sentBy = Date.now();
+    await h.settledOf(sent.messageId, 3, 20_000);
+    proxy.clear();
+    assert.deepEqual(kinds(sent.messageId), ['reschedule', 'reschedule', 'written']);
+    const row = await h.store.getStatusRow(ep, ev, 's-1');
+    const history = (await h.store.listHistory(ev)).items;
+    assert.equal(history.length, 1);
+    assert.equal(row?.enqueuedAt, history[0]!.enqueuedAt, 'the row and its own history entry agree on when the message was enqueued');
+    // The broker (in this process: one clock) stamped the first delivery while it was being sent.
+    const enqueued = Date.parse(row!.enqueuedAt);
+    assert.ok(sending <= enqueued && enqueued <= sentBy, `enqueued at ${row!.enqueuedAt}, sent between ${new Date(sending).toISOString()} and ${new Date(sentBy).toISOString()}`);
+  });
+
   test('exhausts into a dead letter with reason CosmosDbThrottled on the tenth attempt', async () => {
     const ep = uniq('crm');
     const ev = uniq('e');

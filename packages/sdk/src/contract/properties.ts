@@ -56,6 +56,11 @@ export const Prop = {
   HandedOffByMessageId: 'HandedOffByMessageId',
   /** Resolver-only: storage-throttle redelivery counter on a scheduled clone. */
   ThrottleRetryCount: 'ThrottleRetryCount',
+  /**
+   * Resolver-only: on a scheduled clone, the broker's enqueue time of the message it replaces (ISO-8601 UTC), set
+   * once and carried by later clones. The clone's own enqueue time is when its schedule came due, minutes later.
+   */
+  OriginalEnqueuedTimeUtc: 'OriginalEnqueuedTimeUtc',
   /** W3C trace context propagation. */
   TraceParent: 'traceparent',
   TraceState: 'tracestate',
