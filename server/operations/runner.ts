@@ -9,9 +9,11 @@
 // in-flight mark covers several lots). So right before each lot is sent the run also checks the expiry its lease
 // keeper last renewed to, and sends nothing - stopping as on a refused write - once that is less than
 // LEASE_SEND_MARGIN_MS away: a holder that lost its lease sends nothing once its lease is known, or due, to have
-// ended. Known limits: a send already under way when the lease ends (a stall inside Manager.executeMany itself)
-// still goes out, and so do #step's one-event retries of that lot's events (not checked yet); only a fencing check
-// at the Manager (the claim conditional on the job's lease) would close that.
+// ended. The same check is the guard the run hands the Manager (CommandOrigin.mayStillSend), asked after the lot's
+// claims are written and right before the broker send, and asked again before each of #step's one-event retries:
+// a run whose lease ends during a lot stops there, the lot neither counted nor its cursor saved, its claims left
+// behind (docs/failures.md, "A holder that lost its lease unseen stops"). Known limit: a send handed to the broker
+// before the check said no still lands, however late (up to SEND_TIMEOUT_MS); only fencing at the broker would stop it.
 // A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
 // limit): Manager.executeMany claims, sends and receipts the lot's commands together, each event still with its
 // own claim and receipt. The rows between the saved cursor (written at most every SAVE_EVERY_MS, after a whole
@@ -33,7 +35,7 @@ import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type Messa
 import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
-import type { CommandResult, Manager } from '../manager/manager.ts';
+import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -219,7 +221,15 @@ export class OperationsRunner {
     // paces small lots rather than letting one large lot out at once.
     const size = job.ratePerSecond > 0 ? Math.max(1, Math.min(this.#o.concurrency, Math.floor(job.ratePerSecond / 10))) : this.#o.concurrency;
     const spec = job.kind === 'resubmit' ? ({ kind: 'resubmit' } as const) : ({ kind: 'skip' } as const);
-    const origin = { operationId: id };
+    // Asked by the Manager right before each send, and here before each lot and each one-event retry: the lease's
+    // last renewed expiry still LEASE_SEND_MARGIN_MS ahead. Once it says no it stays no for this run (a renewal that
+    // lands late must not let the rest of a lot out after part of it was held back).
+    let fenced = false;
+    const mayStillSend = () => {
+      fenced ||= leaseLost.aborted || this.#o.leases.now() >= lease.expiresAt - LEASE_SEND_MARGIN_MS;
+      return !fenced;
+    };
+    const origin: CommandOrigin = { operationId: id, mayStillSend };
     let lastControl = Date.now();
 
     // Rows below this may have had this job's command sent by an earlier run that saved no progress for them.
@@ -256,27 +266,22 @@ export class OperationsRunner {
       // reads, the rate slot, a paused process) past its lease's end, and a successor may have cancelled the job.
       // Sending nothing and writing nothing, as after a refused write: a successor's state stands, and if the lease
       // is still ours after all, the next scan resumes the job from its saved cursor.
-      if (this.#o.leases.now() >= lease.expiresAt - LEASE_SEND_MARGIN_MS) {
+      if (!mayStillSend()) {
         log.warn({ operationId: id }, "operation lot not sent: this replica's lease has ended or is about to (it stalled, or its renewals failed); stopping it here");
         return;
       }
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
-      const sentOutcomes = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
+      const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
+      // The lease ended during the lot (the Manager held its sends back, or a retry was not made): nothing of the
+      // lot is counted and the cursor is not moved or saved - the successor resumes below the in-flight mark and
+      // finds by their receipts the lot's events that did go out.
+      if (stepped.some((o) => o.kind === 'stopped')) {
+        log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed); stopping it here");
+        return;
+      }
+      const sentOutcomes = stepped.filter((o): o is StepOutcome => o.kind !== 'stopped');
       const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
-      batch.forEach((row, i) => {
-        const o = outcomes[i]!;
-        const part = job.byEndpoint?.[row.endpointId];
-        if (part) part[o.kind]++;
-        if (o.kind === 'done') job.done++;
-        else if (o.kind === 'refused') {
-          job.refused++;
-          const refusals = (job.refusals ??= []);
-          if (refusals.length < MAX_ERRORS_KEPT) refusals.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
-        } else {
-          job.failed++;
-          if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
-        }
-      });
+      batch.forEach((row, i) => count(job, row, outcomes[i]!));
       job.cursor += batch.length;
       if (Date.now() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
     }
@@ -293,12 +298,14 @@ export class OperationsRunner {
     eventId: string,
     spec: { kind: 'resubmit' } | { kind: 'skip' },
     auditor: string,
-    origin: { operationId: string },
+    origin: CommandOrigin,
     first: Settled<CommandResult>,
-  ): Promise<{ kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string }> {
+  ): Promise<StepOutcome | { kind: 'stopped' }> {
     let answer = first;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
+        // Up to 44 s after the lot: the lease may have ended meanwhile, and a successor may have cancelled the job.
+        if (origin.mayStillSend?.() === false) return { kind: 'stopped' };
         try {
           answer = { ok: true, value: await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin) };
         } catch (error) {
@@ -310,6 +317,7 @@ export class OperationsRunner {
         return other === undefined ? { kind: 'done' } : { kind: 'refused', status: 409, detail: other };
       }
       const err = answer.error;
+      if (isSendWithheld(err)) return { kind: 'stopped' };
       // describeError recognises the Manager's refusals by name too: in the built console they can come from
       // another bundled copy of http.ts, and the job's item must record the reason ("… is Completed"), not "conflict".
       const d = describeError(err);
@@ -368,6 +376,24 @@ export class OperationsRunner {
   async #actedByThisJob(eventId: string, endpointId: string, operationId: string): Promise<boolean> {
     const audits = await this.#o.store.listAudits(eventId, { pageSize: 50 });
     return audits.items.some((a) => a.endpointId === endpointId && isThisJobs(a, operationId));
+  }
+}
+
+/** One event's outcome in a job's counts. */
+type StepOutcome = { kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string };
+
+/** Counts `row`'s outcome in the job (and its endpoint's part), keeping the first refusals and send failures. */
+function count(job: Job, row: SelectedRow, o: StepOutcome): void {
+  const part = job.byEndpoint?.[row.endpointId];
+  if (part) part[o.kind]++;
+  if (o.kind === 'done') job.done++;
+  else if (o.kind === 'refused') {
+    job.refused++;
+    const refusals = (job.refusals ??= []);
+    if (refusals.length < MAX_ERRORS_KEPT) refusals.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
+  } else {
+    job.failed++;
+    if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
   }
 }
 
