@@ -6,7 +6,8 @@
 // write is refused, so it neither writes over its successor nor sends another lot, and a cancel made meanwhile stands;
 // a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first), nor
 // one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send),
-// nor one whose one-event retries come after the lease ended.
+// nor one whose one-event retries come after the lease ended. A cancelled job counts the lot an earlier run sent past
+// the saved cursor; a run whose final write is refused does not log the job completed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -15,6 +16,7 @@ import { msg } from '../../lib/store/testing/fixtures.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { claimWrite, Manager } from '../manager/manager.ts';
+import { log, setConsoleLogSink } from '../log.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
 import { freezeSelection } from './selection.ts';
@@ -425,4 +427,55 @@ test("a lease holder stalled after its lot's first answer makes no retry after a
   await goOnAfter(a, b, end, 1);
   assert.equal(await resubmitsOf(id!, job.operationId), 0, 'A sent no command after the cancel');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 0, refused: 0, failed: 0 });
+});
+
+// Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
+// earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.
+test('a job cancelled after a run sent a lot whose progress was lost counts that lot done', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('cancelcount', 5);
+  const { jobs, job } = await sentWithProgressLost(ids);
+  const saved = (await jobs.get(job.operationId))!;
+  assert.deepEqual([saved.cursor, saved.inFlightTo, saved.done], [0, 5, 0], 'the lot was sent past the saved cursor');
+
+  await jobs.setControl(job.operationId, 'cancel', 'operator');
+  const end = await runUntil('the job to be cancelled', jobs, job.operationId, 'cancelled');
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 5, refused: 0, failed: 0 });
+  for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command, not sent again`);
+});
+
+// Before, "operation completed" was logged after the final write too when that write was refused (a successor had
+// written the job meanwhile): the log said completed of a job the store shows otherwise.
+test('a run whose final write is refused does not log the job completed', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('finalrefused', 2);
+  /** Right before the run's final write, another replica writes the job (cancelled, as a successor would): a real 412. */
+  class OvertakenAtTheEnd extends JobStore {
+    overtaken = false;
+    override async save(job: Job, etag: string): Promise<string | undefined> {
+      if (job.state === 'completed' && !this.overtaken) {
+        this.overtaken = true;
+        const now = (await this.read(job.operationId))!;
+        assert.ok(await super.save({ ...now.job, state: 'cancelled', finishedAt: new Date().toISOString() }, now.etag));
+      }
+      return super.save(job, etag);
+    }
+  }
+  const jobs = jobStore((docs) => new OvertakenAtTheEnd(docs));
+  const job = await resubmitJob(jobs, ids);
+  const records: Array<{ msg?: string; operationId?: string }> = [];
+  const level = log.level;
+  setConsoleLogSink((record) => records.push(JSON.parse(record)));
+  log.level = 'info';
+  try {
+    const runner = runnerWith(jobs);
+    runner.kick();
+    const mine = (text: string) => records.some((r) => r.operationId === job.operationId && r.msg?.startsWith(text));
+    await waitFor('the refused final write', () => mine('operation was written by another replica'), { timeoutMs: 60_000 });
+    await runner.stop(); // the run has ended: anything it logs after the write is in `records`
+    assert.equal(mine('operation completed'), false, 'no "operation completed" for a job this run did not write completed');
+    assert.equal((await jobs.get(job.operationId))?.state, 'cancelled', "the other replica's write stands");
+  } finally {
+    log.level = level;
+    setConsoleLogSink(undefined);
+    jobs.docs.close();
+  }
 });

@@ -28,7 +28,9 @@
 // Manager re-sends after CLAIM_GRACE_MS with the same MessageIds, so an endpoint may receive a second copy (its
 // inbox drops it; on Azure, duplicate detection on the topic first); and if the endpoint answers such a command
 // with a new failure before the job resumes, no receipt names the job, and the event gets a second resubmit.
-// A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused.
+// A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused. A run
+// that cancels the job first counts as done the rows between the saved cursor and the mark that have this job's
+// receipt: no later run would.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
@@ -194,21 +196,40 @@ export class OperationsRunner {
       lastSave = now;
       return write();
     };
-    const finish = async (state: Job['state']) => {
+    /** Writes the job in `state`; false when it did not (the lease lost, or the write refused). */
+    const finish = async (state: Job['state']): Promise<boolean> => {
       if (job.state === 'running') job.runningMs += Date.now() - lastSave;
       lastSave = Date.now();
       job.state = state;
       if (state === 'completed' || state === 'cancelled' || state === 'failed') job.finishedAt = new Date().toISOString();
-      if (leaseLost.aborted) return;
+      if (leaseLost.aborted) return false;
       // Refused: the new holder ends the job (or has), and records it; this run must not record it a second time.
-      if (!(await write())) return;
+      if (!(await write())) return false;
       if (job.finishedAt) await this.#o.onFinished?.(job);
+      return true;
+    };
+    /**
+     * Cancels the job, counting first the commands an earlier run sent past the saved cursor (found by their
+     * receipts below the in-flight mark): the job ends here, and no later run would count them.
+     */
+    const cancel = async (rows: readonly SelectedRow[] | undefined): Promise<void> => {
+      const to = job.inFlightTo ?? 0;
+      if (to > job.cursor) {
+        const all = rows ?? (await jobs.rows(job));
+        const window = all.slice(job.cursor, to);
+        const sent = await this.#sentEarlier(window, job.cursor, to, id);
+        window.forEach((row, i) => sent[i] && count(job, row, { kind: 'done' }));
+      }
+      await finish('cancelled');
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
     let w = await wish();
-    if (w === 'cancel') return finish('cancelled');
-    if (w === 'pause') return job.state === 'paused' ? undefined : finish('paused');
+    if (w === 'cancel') return cancel(undefined);
+    if (w === 'pause') {
+      if (job.state !== 'paused') await finish('paused');
+      return;
+    }
 
     const rows = await jobs.rows(job);
     job.state = 'running';
@@ -245,8 +266,11 @@ export class OperationsRunner {
       if (Date.now() - lastControl >= CONTROL_EVERY_MS) {
         lastControl = Date.now();
         w = await wish();
-        if (w === 'cancel') return finish('cancelled');
-        if (w === 'pause') return finish('paused');
+        if (w === 'cancel') return cancel(rows);
+        if (w === 'pause') {
+          await finish('paused');
+          return;
+        }
       }
       const batch = rows.slice(job.cursor, job.cursor + size);
       if ((job.inFlightTo ?? 0) < job.cursor + batch.length) {
@@ -285,8 +309,8 @@ export class OperationsRunner {
       job.cursor += batch.length;
       if (Date.now() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
     }
-    await finish('completed');
-    log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');
+    // Logged only when the job was written completed: a refused write means a successor holds the job now.
+    if (await finish('completed')) log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');
   }
 
   /**
