@@ -2,7 +2,8 @@
 // event, the answer execute() gives (sent, duplicate, 409 refused, 404 unknown), whatever path the event took (the
 // lot's bulk calls, or the one-event path for what the lot cannot settle); each event gets one command on the wire
 // and a receipt naming the operation; repeating the lot sends nothing. A lot whose send fails has every claim put
-// back and audited (503 each), and the retry sends each event once.
+// back and audited (503 each), and the retry sends each event once. A caller whose guard says it may no longer send
+// (a bulk job's runner whose lease ended) gets nothing sent, on either path: each event answered SendWithheld.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T, Topic } from '@nimbus/sdk/contract';
@@ -11,7 +12,7 @@ import { msg } from '../../lib/store/testing/fixtures.ts';
 import type { Settled } from '../../lib/store/index.ts';
 import { HttpError } from '../http.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { Manager, type CommandResult, type CommandTarget } from './manager.ts';
+import { isSendWithheld, Manager, type CommandResult, type CommandTarget } from './manager.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -102,6 +103,29 @@ describe('Manager.executeMany', () => {
     const again = await manager.executeMany(targets, { kind: 'resubmit' }, 'tester', origin);
     assert.deepEqual(again.map(answer), ['duplicate', 'duplicate', 'duplicate', 'duplicate', '409', '404', 'duplicate', 'duplicate']);
     assert.equal((await onTheWire(ids)).size, 0, 'the repeat sent nothing');
+  });
+
+  test('a caller that may no longer send gets nothing sent, on the lot and the one-event path: its claims stay, no receipt', async () => {
+    const ids = ['w-0', 'w-1', 'w-2'];
+    for (const id of ids) await seedFailed(id);
+    const targets: CommandTarget[] = [
+      { endpointId: EP, eventId: 'w-0', sessionId: 'S-w-0' },
+      { endpointId: EP, eventId: 'w-1', sessionId: 'S-w-1' },
+      { endpointId: EP, eventId: 'w-2' }, // the one-event path
+    ];
+    let asked = 0;
+    const origin = { operationId: '00000000-0000-4000-8000-000000000003', mayStillSend: () => (asked++, false) };
+    const results = await manager.executeMany(targets, { kind: 'resubmit' }, 'tester', origin);
+    assert.deepEqual(results.map((r) => !r.ok && isSendWithheld(r.error)), [true, true, true], 'each event answered SendWithheld');
+    assert.ok(asked >= 2, 'asked by the lot and by the one-event path');
+    for (const id of ids) {
+      const row = await stack.store.getStatusRow(EP, id, `S-${id}`);
+      assert.equal(row?.status, 'Pending', `${id}: the claim stays (not undone: nothing failed)`);
+      assert.deepEqual((await stack.store.listAudits(id)).items.map((a) => a.type), [], `${id}: no receipt, no CommandNotSent`);
+    }
+    assert.equal((await onTheWire(ids)).size, 0, 'nothing was sent');
+    // Such a claim is a send that never happened: within CLAIM_GRACE_MS a repeat is told it is being sent.
+    await assert.rejects(manager.execute(EP, 'w-0', { kind: 'resubmit' }, 'clicker'), (e: unknown) => e instanceof HttpError && e.status === 409 && /being sent right now/.test(e.detail));
   });
 
   test('a lot whose send fails: every claim put back and audited (503 each); the retry sends each once', async () => {

@@ -9,7 +9,8 @@
 // version, so a row the Resolver has moved since is left alone) and the failure is audited (CommandNotSent); the
 // operator sees 503 and the event as it was, and may try again. If even that undo cannot be written (the store is
 // down too) or the process dies between claim and receipt, the claim stays without a receipt: Reconcile finds it
-// after CLAIM_GRACE_MS and re-sends or restores it (server/reconcile/).
+// after CLAIM_GRACE_MS and re-sends or restores it (server/reconcile/). A bulk job's claims whose send its runner
+// withheld at the last moment (CommandOrigin.mayStillSend: its lease ended) are left the same way.
 // A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing - when it asks for the same
 // thing: a resubmit of the same failure with a different payload, or a handoff settlement with a different error
 // text or note, is refused (409), whether or not the first one's receipt exists (server/manager/repeatConflict.ts).
@@ -46,7 +47,33 @@ export interface CommandResult {
 /** The bulk operation (server/operations/) a command is one step of. */
 export interface CommandOrigin {
   operationId: string;
+  /**
+   * Asked after the claims are written and right before the broker send (a re-send of an abandoned claim too):
+   * false means the caller may no longer act - a bulk job's runner whose lease has ended or is about to, after a
+   * stall inside this call - and nothing is sent for those events; they settle with SendWithheld, their claims
+   * left as a send that never happened (a repeat re-sends such a claim once it is CLAIM_GRACE_MS old).
+   */
+  mayStillSend?: () => boolean;
 }
+
+/**
+ * The answer for an event whose command was not sent because the caller's mayStillSend said no: not a refusal
+ * and not a send failure (the claim stays, not undone and not audited as CommandNotSent).
+ */
+export class SendWithheld extends Error {
+  override readonly name = 'SendWithheld';
+  constructor(eventId: string) {
+    super(`the command for event ${eventId} was not sent: its caller may no longer send (a bulk job's lease ended)`);
+  }
+}
+
+/** By name too: in the built console the runner and the Manager can hold different bundled copies of this class. */
+export function isSendWithheld(err: unknown): boolean {
+  return err instanceof SendWithheld || (err instanceof Error && err.name === 'SendWithheld');
+}
+
+/** Whether `origin`'s caller may still send (callers without a guard always may). */
+const mayStillSend = (origin: CommandOrigin | undefined) => origin?.mayStillSend?.() ?? true;
 
 /** One event of a bulk step: the session of the row the operation selected, when it knows it. */
 export interface CommandTarget {
@@ -278,13 +305,18 @@ export class Manager {
       else if (w.value.outcome === 'ignored') alone.push(c.k); // changed since the read: decide again
       else claimed.push(c);
     });
+    // The claims' writes may have stalled (or the process paused) past the end of the caller's lease: asked now,
+    // right before the send, a caller that may no longer act gets nothing sent; its claims stay (see CommandOrigin).
+    const withheld = claimed.length > 0 && !mayStillSend(origin);
+    for (const c of withheld ? claimed : []) out[c.k] = { ok: false, error: new SendWithheld(c.row.eventId) };
+    const sending = withheld ? [] : claimed;
     const [sendErrors] = await Promise.all([
-      this.#sendBatched(claimed.map((c) => c.built), origin),
+      this.#sendBatched(sending.map((c) => c.built), origin),
       ...alone.map((k) => settle(out, k, oneAtATime(() => this.#execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin)))),
     ]);
-    const sent = claimed.filter((_, i) => sendErrors[i] === undefined);
+    const sent = sending.filter((_, i) => sendErrors[i] === undefined);
     // Not sent: each claim undone (or kept for Reconcile) and audited as a single command's would be (503).
-    const notSent = claimed
+    const notSent = sending
       .map((c, i) => ({ c, err: sendErrors[i] }))
       .filter((x) => x.err !== undefined)
       .map(({ c, err }) => settle(out, c.k, this.#sendFailed(c.row, c.built, err, auditor, c.row)));
@@ -472,6 +504,8 @@ export class Manager {
     origin?: CommandOrigin,
   ): Promise<CommandResult> {
     const resend = claim.previous === undefined;
+    // As in #executeLot: the claim is written (or found abandoned), and the caller is asked right before the send.
+    if (!mayStillSend(origin)) throw new SendWithheld(row.eventId);
     try {
       this.#sender ??= this.#client.createSender(Topic.Manager);
       // Bounded: an operator's click must not hang while the client retries a broker that is gone.

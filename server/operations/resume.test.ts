@@ -4,15 +4,19 @@
 // answer for another operator's identical command still Pending is counted refused, naming who sent it, not done.
 // A job taken over by another replica while its holder stalled past the lease's expiry: the stalled holder's next
 // write is refused, so it neither writes over its successor nor sends another lot, and a cancel made meanwhile stands;
-// a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first).
+// a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first), nor
+// one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send),
+// nor one whose one-event retries come after the lease ended. A cancelled job counts the lot an earlier run sent past
+// the saved cursor; a run whose final write is refused does not log the job completed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
-import { AuditType, LeaseStore, type Lease } from '../../lib/store/index.ts';
+import { AuditType, LeaseStore, type Lease, type MessageStore } from '../../lib/store/index.ts';
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
-import { Manager } from '../manager/manager.ts';
+import { claimWrite, Manager } from '../manager/manager.ts';
+import { log, setConsoleLogSink } from '../log.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
 import { freezeSelection } from './selection.ts';
@@ -77,6 +81,16 @@ function runnerWith(jobs: JobStore): OperationsRunner {
   return new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager, scanEveryMs: 3_600_000 });
 }
 
+/** Runs the job on a fresh runner until `what` - its reaching `state` - happened; then stops it and closes `jobs`. */
+async function runUntil(what: string, jobs: JobStore, id: string, state: Job['state']): Promise<Job> {
+  const runner = runnerWith(jobs);
+  runner.kick();
+  const end = await jobOnce(what, jobs, id, state);
+  await runner.stop();
+  jobs.docs.close();
+  return end;
+}
+
 /** A resubmit job of the listed events, frozen now, unlimited rate. */
 async function resubmitJob(jobs: JobStore, ids: string[]): Promise<Job> {
   const rows = await freezeSelection(stack.store, { endpointId: EP, eventIds: ids }, { all: true });
@@ -90,16 +104,24 @@ async function jobOnce(what: string, jobs: JobStore, id: string, state: Job['sta
   return (await jobs.get(id))!;
 }
 
-test('a job resumed after its progress write failed sends no second command to events failed again meanwhile', { timeout: 120_000 }, async () => {
-  const ids = await seedFailed('rs', 5);
+/**
+ * A resubmit job of `ids` whose first run sent them as one lot, then lost its progress write and ended (the cursor
+ * saved is 0, the in-flight mark past the lot); the run has given its lease back.
+ */
+async function sentWithProgressLost(ids: string[]): Promise<{ jobs: LosesFirstProgress; job: Job }> {
   const jobs = jobStore((docs) => new LosesFirstProgress(docs));
   const job = await resubmitJob(jobs, ids);
-
-  // First run: the lot of five is sent, then the progress write fails and the run ends (the cursor saved is 0).
   const first = runnerWith(jobs);
   first.kick();
   await waitFor('the lost progress write', () => jobs.lost, { timeoutMs: 60_000 });
-  await first.stop(); // the run has ended and released the lease
+  await first.stop();
+  return { jobs, job };
+}
+
+test('a job resumed after its progress write failed sends no second command to events failed again meanwhile', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('rs', 5);
+  // First run: the lot of five is sent, then the progress write fails and the run ends (the cursor saved is 0).
+  const { jobs, job } = await sentWithProgressLost(ids);
   const saved = (await jobs.get(job.operationId))!;
   assert.equal(saved.cursor, 0);
   assert.equal(saved.state, 'running');
@@ -109,11 +131,7 @@ test('a job resumed after its progress write failed sends no second command to e
   for (const id of ids) await failAgain(id);
 
   // A restarted console resumes the job from cursor 0.
-  const second = runnerWith(jobs);
-  second.kick();
-  const end = await jobOnce('the job to complete', jobs, job.operationId, 'completed');
-  await second.stop();
-  jobs.docs.close();
+  const end = await runUntil('the job to complete', jobs, job.operationId, 'completed');
   const perEvent = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await resubmitsOf(id, job.operationId)] as const)));
   assert.deepEqual(perEvent, Object.fromEntries(ids.map((id) => [id, 1])), 'each event resubmitted once by the job');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 5, refused: 0, failed: 0 });
@@ -128,11 +146,7 @@ test("another operator's identical resubmit still Pending is counted refused, na
   const hers = await manager.execute(EP, ids[0]!, { kind: 'resubmit' }, 'alice');
   assert.equal(hers.outcome, 'sent');
 
-  const runner = runnerWith(jobs);
-  runner.kick();
-  const end = await jobOnce('the job to complete', jobs, job.operationId, 'completed');
-  await runner.stop();
-  jobs.docs.close();
+  const end = await runUntil('the job to complete', jobs, job.operationId, 'completed');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 0 });
   assert.equal(end.refusals?.length, 1);
   assert.equal(end.refusals![0]!.eventId, ids[0]);
@@ -192,12 +206,7 @@ test('an event failed in two sessions, resumed after its progress write failed, 
     const error = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, errorType: 'E', errorText: `boom in ${sessionId}` });
     for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
   }
-  const jobs = jobStore((docs) => new LosesFirstProgress(docs));
-  const job = await resubmitJob(jobs, [eventId]);
-  const first = runnerWith(jobs);
-  first.kick();
-  await waitFor('the lost progress write', () => jobs.lost, { timeoutMs: 60_000 });
-  await first.stop();
+  const { jobs, job } = await sentWithProgressLost([eventId]);
   assert.equal(await resubmitsOf(eventId, job.operationId), 1, 'one command in the first run');
   // The endpoint fails the command again on the row it was sent on: that row is a claimable failure once more.
   const claimed = (await stack.store.listEventRows(EP, eventId)).find((r) => r.status === 'Pending');
@@ -205,43 +214,50 @@ test('an event failed in two sessions, resumed after its progress write failed, 
   const again = msg(T.ErrorResponse, { endpointId: EP, eventId, sessionId: claimed.sessionId, parentMessageId: claimed.lastMessageId, errorType: 'E', errorText: 'boom again' });
   await stack.store.recordOutcome({ history: { ...again, enqueuedAt: new Date().toISOString() } as never, status: again });
 
-  const second = runnerWith(jobs);
-  second.kick();
-  const end = await jobOnce('the job to complete', jobs, job.operationId, 'completed');
-  await second.stop();
-  jobs.docs.close();
+  const end = await runUntil('the job to complete', jobs, job.operationId, 'completed');
   assert.equal(await resubmitsOf(eventId, job.operationId), 1, 'the event was resubmitted once by the job');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 0, failed: 0 });
 });
 
 /**
- * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network): its JobStore holds the
- * write of the job `target`'s in-flight mark up to `stallAtMark` until `goOn()` - before the write reaches Cosmos, or
- * (`markLands`) after it landed - and from the stall on its lease renewals come back with nothing new (it has not
- * seen its lease end, as a stalled process has not) while its clock reads past the lease's expiry (the stall lasted
- * that long). `over` settles when a run of it has ended and given its lease back (whatever the run did after the stall).
+ * Where replica A stalls: at the write of the job's in-flight mark up to `mark` (before it reaches Cosmos, or -
+ * `markLands` - after it landed); inside Manager.executeMany once the claim of event `claimOf` is written, before
+ * the send; or once Manager.executeMany has answered the lot of event `lotOf`, before the runner steps its events.
  */
-function stalledReplica(stallAtMark: number, markLands: boolean) {
+type StallAt = { mark: number; markLands: boolean } | { claimOf: string } | { lotOf: string };
+
+/**
+ * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network) at `at` until `goOn()`;
+ * from the stall on its lease renewals come back with nothing new (it has not seen its lease end, as a stalled
+ * process has not) while its clock reads past the lease's expiry (the stall lasted that long). `over` settles when a
+ * run of it has ended and given its lease back (whatever the run did after the stall).
+ */
+function stalledReplica(at: StallAt) {
   let goOn!: () => void;
   const resumed = new Promise<void>((r) => (goOn = r));
   let ended!: () => void;
   const over = new Promise<void>((r) => (ended = r));
+  let stalled = false;
+  /** Set once the stall has begun (after the mark landed, when it lands). */
+  let holding = false;
+  const stall = async () => {
+    stalled = true;
+    holding = true;
+    await resumed;
+  };
   class StallsAtMark extends JobStore {
     target = '';
-    stalled = false;
     /** What the stalled write answered once it went on: the new version, or undefined when refused. */
     answer: string | undefined = 'not yet';
     override async save(job: Job, etag: string): Promise<string | undefined> {
-      if (stalled || job.operationId !== this.target || job.inFlightTo !== stallAtMark) return super.save(job, etag);
+      if (!('mark' in at) || stalled || job.operationId !== this.target || job.inFlightTo !== at.mark) return super.save(job, etag);
       stalled = true;
-      if (markLands) this.answer = await super.save(job, etag);
-      this.stalled = true;
-      await resumed;
-      if (!markLands) this.answer = await super.save(job, etag);
+      if (at.markLands) this.answer = await super.save(job, etag);
+      await stall();
+      if (!at.markLands) this.answer = await super.save(job, etag);
       return this.answer;
     }
   }
-  let stalled = false;
   class BlindRenewals extends LeaseStore {
     override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
       return stalled ? lease : super.renew(lease, ttlMs);
@@ -256,34 +272,57 @@ function stalledReplica(stallAtMark: number, markLands: boolean) {
   }
   const leases = new BlindRenewals(stack.store.database, { now: () => Date.now() + (stalled ? LEASE_TTL_MS + 1_000 : 0) });
   const jobs = jobStore((docs) => new StallsAtMark(docs));
-  const counting = new CountingManager({ store: stack.store, client: stack.serviceBus.client });
+  // The Manager's claims go through the store as ever; only their answer is held, as a process paused just after
+  // the claims' bulk write returned would hold it.
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'writeStatuses' && 'claimOf' in at) {
+        return async (...args: Parameters<MessageStore['writeStatuses']>) => {
+          const written = await target.writeStatuses(...args);
+          if (!stalled && args[0].some((w) => w.input.eventId === at.claimOf)) await stall();
+          return written;
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  class StallsAfterLot extends CountingManager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if ('lotOf' in at && !stalled && args[0].some((t) => t.eventId === at.lotOf)) await stall();
+      return answers;
+    }
+  }
+  const counting = new StallsAfterLot({ store, client: stack.serviceBus.client });
   const finished: Job[] = [];
   // Lots of one, so the in-flight mark is written before each event's command.
   const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: counting, scanEveryMs: 3_600_000, concurrency: 1, onFinished: (j) => void finished.push(j) });
-  return { jobs, runner, manager: counting, finished, goOn, over, markLands };
+  return { jobs, runner, manager: counting, finished, goOn, over, at, stalled: () => holding };
 }
 
 /**
- * A resubmit job of three events, run by replica A until it stalls at its second lot's in-flight mark (its first lot
- * sent), before the mark's write reaches Cosmos or (`markLands`) after it landed.
+ * A resubmit job of three events, run by replica A until it stalls at its second lot (its first lot sent): at the
+ * lot's in-flight mark, before the mark's write reaches Cosmos or (`markLands`) after it landed, or - `inside` -
+ * inside Manager.executeMany once the lot's claim is written.
  */
-async function stalledAtSecondLot(prefix: string, markLands = false) {
+async function stalledAtSecondLot(prefix: string, where: { markLands?: boolean; inside?: boolean } = {}) {
   const ids = await seedFailed(prefix, 3);
-  const a = stalledReplica(2, markLands);
+  const a = stalledReplica(where.inside ? { claimOf: ids[1]! } : { mark: 2, markLands: where.markLands ?? false });
   const job = await resubmitJob(a.jobs, ids);
   a.jobs.target = job.operationId;
   a.runner.kick();
-  await waitFor("replica A stalled at its second lot's in-flight mark", () => a.jobs.stalled, { timeoutMs: 60_000 });
-  assert.equal(a.manager.lotsOf.get(job.operationId), 1, 'A sent its first lot before it stalled');
+  await waitFor("replica A stalled at its second lot", () => a.stalled(), { timeoutMs: 60_000 });
   return { ids, a, job };
 }
 
 /**
  * Lets the stalled replica A go on, not knowing its lease ended, once B has left the job as `end`; when A's run is
  * over, checks that A's stalled mark write was refused (or, when it had landed before B read the job, accepted),
- * that A handed the Manager no further lot, and that the job is still as B left it, recorded finished once, by B.
+ * that A handed the Manager no further lot than the `lots` it had when it stalled, and that the job is still as B
+ * left it, recorded finished once, by B.
  */
-async function goOnAfter(a: ReturnType<typeof stalledReplica>, b: ReturnType<typeof successorReplica>, end: Job): Promise<void> {
+async function goOnAfter(a: ReturnType<typeof stalledReplica>, b: ReturnType<typeof successorReplica>, end: Job, lots = 1): Promise<void> {
   await b.runner.stop();
   a.goOn();
   await a.over;
@@ -292,9 +331,9 @@ async function goOnAfter(a: ReturnType<typeof stalledReplica>, b: ReturnType<typ
   a.jobs.docs.close();
   b.jobs.docs.close();
   await a.manager.close();
-  if (a.markLands) assert.equal(typeof a.jobs.answer, 'string', "A's in-flight mark write was accepted (before B read the job)");
-  else assert.equal(a.jobs.answer, undefined, "A's in-flight mark write was refused (B wrote the job since A read it)");
-  assert.equal(a.manager.lotsOf.get(end.operationId), 1, 'A handed no further lot to the Manager');
+  if ('mark' in a.at && a.at.markLands) assert.equal(typeof a.jobs.answer, 'string', "A's in-flight mark write was accepted (before B read the job)");
+  else if ('mark' in a.at) assert.equal(a.jobs.answer, undefined, "A's in-flight mark write was refused (B wrote the job since A read it)");
+  assert.equal(a.manager.lotsOf.get(end.operationId), lots, 'A handed no further lot to the Manager');
   assert.deepEqual(now, end, 'the job is as B left it');
   const recorded = [a, b].map((r) => r.finished.filter((j) => j.operationId === end.operationId).length);
   assert.deepEqual(recorded, [0, 1], 'the job was recorded finished once, by B');
@@ -311,6 +350,7 @@ function successorReplica() {
 
 test('a runner that lost its lease while stalled writes nothing over its successor and sends no further lot', { timeout: 120_000 }, async () => {
   const { ids, a, job } = await stalledAtSecondLot('lease');
+  assert.equal(a.manager.lotsOf.get(job.operationId), 1, 'A sent its first lot before it stalled');
 
   // Meanwhile A's lease runs out: replica B takes the job over and completes it (A's first event found by its receipt).
   const b = successorReplica();
@@ -323,7 +363,8 @@ test('a runner that lost its lease while stalled writes nothing over its success
 
 /** The operator cancels while replica A is stalled at its second lot; B applies the cancel; A then sends nothing. */
 async function cancelWhileStalled(prefix: string, markLands: boolean): Promise<void> {
-  const { ids, a, job } = await stalledAtSecondLot(prefix, markLands);
+  const { ids, a, job } = await stalledAtSecondLot(prefix, { markLands });
+  assert.equal(a.manager.lotsOf.get(job.operationId), 1, 'A sent its first lot before it stalled');
 
   // The operator cancels (the route writes the wish, never the job: JobStore.setControl), and A's lease runs out.
   const b = successorReplica();
@@ -344,4 +385,97 @@ test('a cancel made while the lease holder is stalled stands: the successor canc
 // only afterwards. Now the runner checks its lease's expiry right before it sends.
 test('a lease holder stalled after its in-flight mark landed sends nothing after a cancel made meanwhile', { timeout: 120_000 }, async () => {
   await cancelWhileStalled('leasemark', true);
+});
+
+// Before, the check of the lease came before Manager.executeMany only: a stall inside it - after the claims were
+// written, before the broker send - sent the lot after the successor's cancel. The Manager now asks the runner's
+// guard right before the send; the claim stays behind as a send that never happened.
+test('a lease holder stalled inside the Manager, its claims written, sends nothing after a cancel made meanwhile', { timeout: 120_000 }, async () => {
+  const { ids, a, job } = await stalledAtSecondLot('leaseinside', { inside: true });
+  assert.equal(a.manager.lotsOf.get(job.operationId), 2, 'A handed its second lot to the Manager, and stalled in it');
+  const b = successorReplica();
+  await b.jobs.setControl(job.operationId, 'cancel', 'operator');
+  b.runner.kick();
+  const end = await jobOnce('B to cancel the job', b.jobs, job.operationId, 'cancelled');
+  await goOnAfter(a, b, end, 2);
+  assert.equal(await resubmitsOf(ids[0]!, job.operationId), 1, 'the event sent before the cancel');
+  for (const id of ids.slice(1)) assert.equal(await resubmitsOf(id, job.operationId), 0, `${id}: no command after the cancel`);
+  assert.equal(end.done, 1, 'B counted the first event (saved with the mark) and nothing of the withheld lot');
+  const left = (await stack.store.listEventRows(EP, ids[1]!))[0]!;
+  assert.equal(left.status, 'Pending', "A's claim stays behind, without a receipt (the Manager's orphaned-claim case)");
+});
+
+// Before, the one-event retries of a lot's events (a claim being sent elsewhere: 4 s apart, up to 44 s) did not
+// look at the lease: a holder stalled after the lot's first answer went on retrying after its successor's cancel,
+// and re-sent the claim under the job's name once it was CLAIM_GRACE_MS old.
+test("a lease holder stalled after its lot's first answer makes no retry after a cancel made meanwhile", { timeout: 120_000 }, async () => {
+  const [id] = await seedFailed('leaseretry', 1);
+  const a = stalledReplica({ lotOf: id! });
+  const job = await resubmitJob(a.jobs, [id!]);
+  a.jobs.target = job.operationId;
+  // After the selection was frozen, a claim of the same command whose send is still in progress elsewhere: the
+  // Manager answers 409 "being sent right now", and the runner waits to try again.
+  const row = (await stack.store.listEventRows(EP, id!))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), { lastMessageId: row.lastMessageId, status: row.status });
+  assert.equal(claim.outcome, 'written');
+  a.runner.kick();
+  await waitFor("replica A stalled after its lot's answer", () => a.stalled(), { timeoutMs: 60_000 });
+  const b = successorReplica();
+  await b.jobs.setControl(job.operationId, 'cancel', 'operator');
+  b.runner.kick();
+  const end = await jobOnce('B to cancel the job', b.jobs, job.operationId, 'cancelled');
+  await goOnAfter(a, b, end, 1);
+  assert.equal(await resubmitsOf(id!, job.operationId), 0, 'A sent no command after the cancel');
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 0, refused: 0, failed: 0 });
+});
+
+// Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
+// earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.
+test('a job cancelled after a run sent a lot whose progress was lost counts that lot done', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('cancelcount', 5);
+  const { jobs, job } = await sentWithProgressLost(ids);
+  const saved = (await jobs.get(job.operationId))!;
+  assert.deepEqual([saved.cursor, saved.inFlightTo, saved.done], [0, 5, 0], 'the lot was sent past the saved cursor');
+
+  await jobs.setControl(job.operationId, 'cancel', 'operator');
+  const end = await runUntil('the job to be cancelled', jobs, job.operationId, 'cancelled');
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 5, refused: 0, failed: 0 });
+  for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command, not sent again`);
+});
+
+// Before, "operation completed" was logged after the final write too when that write was refused (a successor had
+// written the job meanwhile): the log said completed of a job the store shows otherwise.
+test('a run whose final write is refused does not log the job completed', { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('finalrefused', 2);
+  /** Right before the run's final write, another replica writes the job (cancelled, as a successor would): a real 412. */
+  class OvertakenAtTheEnd extends JobStore {
+    overtaken = false;
+    override async save(job: Job, etag: string): Promise<string | undefined> {
+      if (job.state === 'completed' && !this.overtaken) {
+        this.overtaken = true;
+        const now = (await this.read(job.operationId))!;
+        assert.ok(await super.save({ ...now.job, state: 'cancelled', finishedAt: new Date().toISOString() }, now.etag));
+      }
+      return super.save(job, etag);
+    }
+  }
+  const jobs = jobStore((docs) => new OvertakenAtTheEnd(docs));
+  const job = await resubmitJob(jobs, ids);
+  const records: Array<{ msg?: string; operationId?: string }> = [];
+  const level = log.level;
+  setConsoleLogSink((record) => records.push(JSON.parse(record)));
+  log.level = 'info';
+  try {
+    const runner = runnerWith(jobs);
+    runner.kick();
+    const mine = (text: string) => records.some((r) => r.operationId === job.operationId && r.msg?.startsWith(text));
+    await waitFor('the refused final write', () => mine('operation was written by another replica'), { timeoutMs: 60_000 });
+    await runner.stop(); // the run has ended: anything it logs after the write is in `records`
+    assert.equal(mine('operation completed'), false, 'no "operation completed" for a job this run did not write completed');
+    assert.equal((await jobs.get(job.operationId))?.state, 'cancelled', "the other replica's write stands");
+  } finally {
+    log.level = level;
+    setConsoleLogSink(undefined);
+    jobs.docs.close();
+  }
 });

@@ -9,9 +9,11 @@
 // in-flight mark covers several lots). So right before each lot is sent the run also checks the expiry its lease
 // keeper last renewed to, and sends nothing - stopping as on a refused write - once that is less than
 // LEASE_SEND_MARGIN_MS away: a holder that lost its lease sends nothing once its lease is known, or due, to have
-// ended. Known limits: a send already under way when the lease ends (a stall inside Manager.executeMany itself)
-// still goes out, and so do #step's one-event retries of that lot's events (not checked yet); only a fencing check
-// at the Manager (the claim conditional on the job's lease) would close that.
+// ended. The same check is the guard the run hands the Manager (CommandOrigin.mayStillSend), asked after the lot's
+// claims are written and right before the broker send, and asked again before each of #step's one-event retries:
+// a run whose lease ends during a lot stops there, the lot neither counted nor its cursor saved, its claims left
+// behind (docs/failures.md, "A holder that lost its lease unseen stops"). Known limit: a send handed to the broker
+// before the check said no still lands, however late (up to SEND_TIMEOUT_MS); only fencing at the broker would stop it.
 // A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
 // limit): Manager.executeMany claims, sends and receipts the lot's commands together, each event still with its
 // own claim and receipt. The rows between the saved cursor (written at most every SAVE_EVERY_MS, after a whole
@@ -26,14 +28,16 @@
 // Manager re-sends after CLAIM_GRACE_MS with the same MessageIds, so an endpoint may receive a second copy (its
 // inbox drops it; on Azure, duplicate detection on the topic first); and if the endpoint answers such a command
 // with a new failure before the job resumes, no receipt names the job, and the event gets a second resubmit.
-// A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused.
+// A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused. A run
+// that cancels the job first counts as done the rows between the saved cursor and the mark that have this job's
+// receipt: no later run would.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
 import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
-import type { CommandResult, Manager } from '../manager/manager.ts';
+import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
@@ -207,21 +211,40 @@ export class OperationsRunner {
       lastSave = now;
       return write();
     };
-    const finish = async (state: Job['state']) => {
+    /** Writes the job in `state`; false when it did not (the lease lost, or the write refused). */
+    const finish = async (state: Job['state']): Promise<boolean> => {
       if (job.state === 'running') job.runningMs += Date.now() - lastSave;
       lastSave = Date.now();
       job.state = state;
       if (state === 'completed' || state === 'cancelled' || state === 'failed') job.finishedAt = new Date().toISOString();
-      if (leaseLost.aborted) return;
+      if (leaseLost.aborted) return false;
       // Refused: the new holder ends the job (or has), and records it; this run must not record it a second time.
-      if (!(await write())) return;
+      if (!(await write())) return false;
       if (job.finishedAt) await this.#o.onFinished?.(job);
+      return true;
+    };
+    /**
+     * Cancels the job, counting first the commands an earlier run sent past the saved cursor (found by their
+     * receipts below the in-flight mark): the job ends here, and no later run would count them.
+     */
+    const cancel = async (rows: readonly SelectedRow[] | undefined): Promise<void> => {
+      const to = job.inFlightTo ?? 0;
+      if (to > job.cursor) {
+        const all = rows ?? (await jobs.rows(job));
+        const window = all.slice(job.cursor, to);
+        const sent = await this.#sentEarlier(window, job.cursor, to, id);
+        window.forEach((row, i) => sent[i] && count(job, row, { kind: 'done' }));
+      }
+      await finish('cancelled');
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
     let w = await wish();
-    if (w === 'cancel') return finish('cancelled');
-    if (w === 'pause') return job.state === 'paused' ? undefined : finish('paused');
+    if (w === 'cancel') return cancel(undefined);
+    if (w === 'pause') {
+      if (job.state !== 'paused') await finish('paused');
+      return;
+    }
 
     const rows = await jobs.rows(job);
     job.state = 'running';
@@ -234,7 +257,15 @@ export class OperationsRunner {
     // paces small lots rather than letting one large lot out at once.
     const size = job.ratePerSecond > 0 ? Math.max(1, Math.min(this.#o.concurrency, Math.floor(job.ratePerSecond / 10))) : this.#o.concurrency;
     const spec = job.kind === 'resubmit' ? ({ kind: 'resubmit' } as const) : ({ kind: 'skip' } as const);
-    const origin = { operationId: id };
+    // Asked by the Manager right before each send, and here before each lot and each one-event retry: the lease's
+    // last renewed expiry still LEASE_SEND_MARGIN_MS ahead. Once it says no it stays no for this run (a renewal that
+    // lands late must not let the rest of a lot out after part of it was held back).
+    let fenced = false;
+    const mayStillSend = () => {
+      fenced ||= leaseLost.aborted || this.#o.leases.now() >= lease.expiresAt - LEASE_SEND_MARGIN_MS;
+      return !fenced;
+    };
+    const origin: CommandOrigin = { operationId: id, mayStillSend };
     let lastControl = Date.now();
 
     // Rows below this may have had this job's command sent by an earlier run that saved no progress for them.
@@ -250,8 +281,11 @@ export class OperationsRunner {
       if (Date.now() - lastControl >= CONTROL_EVERY_MS) {
         lastControl = Date.now();
         w = await wish();
-        if (w === 'cancel') return finish('cancelled');
-        if (w === 'pause') return finish('paused');
+        if (w === 'cancel') return cancel(rows);
+        if (w === 'pause') {
+          await finish('paused');
+          return;
+        }
       }
       const batch = rows.slice(job.cursor, job.cursor + size);
       if ((job.inFlightTo ?? 0) < job.cursor + batch.length) {
@@ -271,32 +305,27 @@ export class OperationsRunner {
       // reads, the rate slot, a paused process) past its lease's end, and a successor may have cancelled the job.
       // Sending nothing and writing nothing, as after a refused write: a successor's state stands, and if the lease
       // is still ours after all, the next scan resumes the job from its saved cursor.
-      if (this.#o.leases.now() >= lease.expiresAt - LEASE_SEND_MARGIN_MS) {
+      if (!mayStillSend()) {
         log.warn({ operationId: id }, "operation lot not sent: this replica's lease has ended or is about to (it stalled, or its renewals failed); stopping it here");
         return;
       }
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
-      const sentOutcomes = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
+      const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
+      // The lease ended during the lot (the Manager held its sends back, or a retry was not made): nothing of the
+      // lot is counted and the cursor is not moved or saved - the successor resumes below the in-flight mark and
+      // finds by their receipts the lot's events that did go out.
+      if (stepped.some((o) => o.kind === 'stopped')) {
+        log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed); stopping it here");
+        return;
+      }
+      const sentOutcomes = stepped.filter((o): o is StepOutcome => o.kind !== 'stopped');
       const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
-      batch.forEach((row, i) => {
-        const o = outcomes[i]!;
-        const part = job.byEndpoint?.[row.endpointId];
-        if (part) part[o.kind]++;
-        if (o.kind === 'done') job.done++;
-        else if (o.kind === 'refused') {
-          job.refused++;
-          const refusals = (job.refusals ??= []);
-          if (refusals.length < MAX_ERRORS_KEPT) refusals.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
-        } else {
-          job.failed++;
-          if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
-        }
-      });
+      batch.forEach((row, i) => count(job, row, outcomes[i]!));
       job.cursor += batch.length;
       if (Date.now() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
     }
-    await finish('completed');
-    log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');
+    // Logged only when the job was written completed: a refused write means a successor holds the job now.
+    if (await finish('completed')) log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');
   }
 
   /**
@@ -308,12 +337,14 @@ export class OperationsRunner {
     eventId: string,
     spec: { kind: 'resubmit' } | { kind: 'skip' },
     auditor: string,
-    origin: { operationId: string },
+    origin: CommandOrigin,
     first: Settled<CommandResult>,
-  ): Promise<{ kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string }> {
+  ): Promise<StepOutcome | { kind: 'stopped' }> {
     let answer = first;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
+        // Up to 44 s after the lot: the lease may have ended meanwhile, and a successor may have cancelled the job.
+        if (origin.mayStillSend?.() === false) return { kind: 'stopped' };
         try {
           answer = { ok: true, value: await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin) };
         } catch (error) {
@@ -325,6 +356,7 @@ export class OperationsRunner {
         return other === undefined ? { kind: 'done' } : { kind: 'refused', status: 409, detail: other };
       }
       const err = answer.error;
+      if (isSendWithheld(err)) return { kind: 'stopped' };
       // describeError recognises the Manager's refusals by name too: in the built console they can come from
       // another bundled copy of http.ts, and the job's item must record the reason ("… is Completed"), not "conflict".
       const d = describeError(err);
@@ -383,6 +415,24 @@ export class OperationsRunner {
   async #actedByThisJob(eventId: string, endpointId: string, operationId: string): Promise<boolean> {
     const audits = await this.#o.store.listAudits(eventId, { pageSize: 50 });
     return audits.items.some((a) => a.endpointId === endpointId && isThisJobs(a, operationId));
+  }
+}
+
+/** One event's outcome in a job's counts. */
+type StepOutcome = { kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string };
+
+/** Counts `row`'s outcome in the job (and its endpoint's part), keeping the first refusals and send failures. */
+function count(job: Job, row: SelectedRow, o: StepOutcome): void {
+  const part = job.byEndpoint?.[row.endpointId];
+  if (part) part[o.kind]++;
+  if (o.kind === 'done') job.done++;
+  else if (o.kind === 'refused') {
+    job.refused++;
+    const refusals = (job.refusals ??= []);
+    if (refusals.length < MAX_ERRORS_KEPT) refusals.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
+  } else {
+    job.failed++;
+    if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
   }
 }
 
