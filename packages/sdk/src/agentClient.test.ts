@@ -76,3 +76,40 @@ test('receive sends the ids in hand in exclude, and each id with a comma whole i
     ],
   );
 });
+
+test('settle and publish refuse what JSON cannot encode (a circular result, a BigInt) with a HandoffClientError: no token asked, nothing sent', async () => {
+  // The same every time, so the caller's to fix. Before, JSON.stringify's TypeError came out as it was - not a
+  // HandoffClientError, and in serve not told from a transient failure: retried for ever (agentServe.test.ts).
+  let requests = 0;
+  let asked = 0;
+  const client = new AgentClient({
+    consoleUrl: 'http://127.0.0.1:1',
+    token: () => (asked++, 'tok-1'),
+    fetch: async () => {
+      requests++;
+      return new Response(null, { status: 503 });
+    },
+    retry: { attempts: 1 },
+  });
+  const where = { endpointId: 'erpendpoint', eventId: 'e-1', messageId: 'm-1' };
+  const circular: Record<string, unknown> = { journal: 'J-1' };
+  circular.self = circular;
+  const refusal = (call: Promise<unknown>) =>
+    call.then(
+      () => assert.fail('expected a refusal'),
+      (e: unknown) => e,
+    );
+  for (const [name, result, why] of [
+    ['circular', circular, /circular structure.*property 'self' closes the circle/],
+    ['BigInt', { amount: 10n }, /BigInt/],
+  ] as const) {
+    const err = await refusal(client.settle({ ...where, outcome: 'completed', result }));
+    assert.ok(err instanceof HandoffClientError && !(err instanceof AgentRequestError), `${name}: ${String(err)}`);
+    assert.match(err.message, /^the settlement \(its result\) cannot be encoded as JSON, so nothing was sent: /);
+    assert.match(err.message, why);
+  }
+  const err = await refusal(client.publish({ eventTypeId: 'OrderPlaced', payload: { total: 1n } }));
+  assert.ok(err instanceof HandoffClientError && !(err instanceof AgentRequestError), String(err));
+  assert.match(err.message, /^the event \(its payload\) cannot be encoded as JSON, so nothing was sent: .*BigInt/);
+  assert.deepEqual([asked, requests], [0, 0]);
+});

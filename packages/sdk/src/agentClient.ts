@@ -194,7 +194,8 @@ export class AgentClient {
     if (problem) throw new HandoffClientError(problem);
     const body: Record<string, unknown> = { ...input };
     if (input.outcome === 'completed' && typeof input.result === 'string') body.result = jsonOrString(input.result);
-    return required('settlement', await this.#call('settlement', 'POST', 'api/agent/settle', body, settlementSchema, options.signal));
+    const text = encodeBody('the settlement (its result)', body);
+    return required('settlement', await this.#call('settlement', 'POST', 'api/agent/settle', text, settlementSchema, options.signal));
   }
 
   /** The work succeeded (the same shape as ConsoleHandoffClient.complete, so either client fits a job runner). */
@@ -212,14 +213,16 @@ export class AgentClient {
     input: { eventTypeId: string; payload: unknown; endpointId?: string; sessionId?: string },
     options: { signal?: AbortSignal } = {},
   ): Promise<AgentPublished> {
-    return required('publish', await this.#call('publish', 'POST', 'api/agent/publish', input, publishedSchema, options.signal));
+    const text = encodeBody('the event (its payload)', input);
+    return required('publish', await this.#call('publish', 'POST', 'api/agent/publish', text, publishedSchema, options.signal));
   }
 
   /**
    * The agent loop: receive handoffs of the endpoint (the ones in hand excluded), run `work` on each, settle
    * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already.
    * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
-   * limit). A handoff whose settlement is refused for good (400, 404, or an input settle() refuses) is reported to
+   * limit). A handoff whose settlement is refused for good (400, 404, an input settle() refuses, or a result that
+   * JSON cannot encode, e.g. circular or holding a BigInt: settle() throws before sending) is reported to
    * `onError` and excluded from this loop's later receives for REFUSAL_HOLD_MS (10 min): it stays pending for an
    * operator (overdue once past its expected-by) rather than being worked, and refused, again and again. A handoff
    * the work leaves (null) is held out likewise for `leaveHoldMs` (default LEAVE_HOLD_MS, 1 min), so the loop goes
@@ -315,12 +318,6 @@ export class AgentClient {
     if (signal.aborted) return undefined;
     if (result === null) return leaveHoldMs;
     const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
-    // What settle() would refuse is refused here, so it is told apart from a token provider's NoTokenError.
-    const problem = settlementProblem(input);
-    if (problem) {
-      hooks.error(new HandoffClientError(problem), { stage: 'settle', eventId: h.eventId });
-      return REFUSAL_HOLD_MS;
-    }
     for (let attempt = 1; !signal.aborted; attempt++) {
       let alreadySettled = false;
       try {
@@ -349,13 +346,12 @@ export class AgentClient {
     what: string,
     method: 'GET' | 'POST',
     path: string,
-    body: unknown,
+    text: string | undefined,
     schema: S,
     signal: AbortSignal | undefined,
     extraTimeMs = 0,
   ): Promise<z.output<S> | null> {
     const url = new URL(path, this.#base);
-    const text = body === undefined ? undefined : JSON.stringify(body);
     let delay = this.#initialMs;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
@@ -436,13 +432,17 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * What a failed settlement comes to: another attempt (no answer, or a transient one: the console is busy or down,
  * and a finished job never reported leaves its session blocked); given up on, the handoff held out of the loop's
  * receives (the same settlement is answered the same way every time: 400, 404, and any status the SDK does not know
- * - before, those were retried for ever, the handoff in hand); or given up on, not held (a 401 or 403 is the
- * caller's problem - its token, its Agent role - not the handoff's, which may be worked again once that is right; so
- * is a token provider that gave no token, NoTokenError: before, that was retried for ever, the handoff in hand).
+ * - before, those were retried for ever, the handoff in hand - and so is one settle() refuses before sending
+ * anything); or given up on, not held (a 401 or 403 is the caller's problem - its token, its Agent role - not the
+ * handoff's, which may be worked again once that is right; so is a token provider that gave no token, NoTokenError:
+ * before, that was retried for ever, the handoff in hand).
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
   if (err instanceof NoTokenError) return 'give up';
-  // Not the console's answer nor a token fault: tried again, as before.
+  // settle()'s own refusal, before any request (an input the console would refuse, a result JSON cannot encode): the
+  // work's answer is at fault and another attempt fails alike. Before, an unencodable result was retried for ever.
+  if (err instanceof HandoffClientError && !(err instanceof AgentRequestError)) return 'hold';
+  // No answer while sending is an AgentRequestError (status 0); anything else is unforeseen: tried again, as before.
   if (!(err instanceof AgentRequestError)) return 'retry';
   if (err.status === 401 || err.status === 403) return 'give up';
   if (err.status === 0 || RETRYABLE.has(err.status)) return 'retry';
@@ -455,6 +455,21 @@ function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | '
 function required<T>(what: string, value: T | null): T {
   if (value === null) throw new AgentRequestError(what, 204, 'unexpected answer', 'the console answered without a body');
   return value;
+}
+
+/**
+ * A request's body as JSON, or a HandoffClientError before anything is sent: what JSON cannot encode (a circular
+ * object, a BigInt, a toJSON that throws) fails the same way every time, so it is the caller's to fix, not a
+ * transient failure (JSON.stringify's own TypeError was not told from one). JSON.stringify's message names a
+ * property path or a type, not a value.
+ */
+function encodeBody(what: string, body: unknown): string {
+  try {
+    return JSON.stringify(body);
+  } catch (err) {
+    const why = err instanceof Error ? err.message.replace(/\s+/g, ' ') : `a ${typeof err} was thrown`;
+    throw new HandoffClientError(`${what} cannot be encoded as JSON, so nothing was sent: ${why}`, { cause: err });
+  }
 }
 
 /** Why the console would refuse this settlement for its shape alone, or undefined. */

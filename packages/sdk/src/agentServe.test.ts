@@ -18,6 +18,8 @@ interface Request {
 interface Answer {
   status: number;
   body?: string;
+  /** No answer at all: the connection is dropped (a network error for the client). */
+  drop?: boolean;
 }
 /** What the stand-in answers: a test's own answer, or undefined for the console's usual one. */
 type Override = (request: Request, seen: number) => Answer | undefined;
@@ -53,6 +55,7 @@ async function startConsole(pendingIds: string[], override: Override = () => und
     for (const w of waiters) w(request);
     const answer = override(request, requests.filter((r) => r.path === request.path).length) ?? usual(request);
     if (!answer) return; // a long-poll with nothing to hand out: held until the client goes away
+    if (answer.drop) return void req.socket.destroy();
     res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
   }
   function usual(request: Request): Answer | undefined {
@@ -457,6 +460,83 @@ test('a held handoff whose event id has a comma is excluded whole (excludeId), s
     assert.deepEqual(worked, ['INV,77', 'evt-b']);
     const second = console_.requests.filter((r) => r.path === '/api/agent/receive')[1];
     assert.deepEqual([second?.query.get('exclude'), second?.query.getAll('excludeId')], [null, ['INV,77']]);
+  } finally {
+    await console_.close();
+  }
+});
+
+/**
+ * Serves one handoff at a time until a settlement is made ('<eventId> settled') or a second report comes ('reported
+ * again': whatever failed is being tried again); what came first, serve's outcome and the reports to onError.
+ */
+async function serveUntilSettledOrReportedTwice(url: string, work: (h: PendingHandoff) => Promise<HandoffWorkResult>) {
+  const errors: Array<{ stage: string; eventId: string | undefined; error: unknown }> = [];
+  const signal = signals();
+  const outcome = await serveUntil(
+    url,
+    {
+      concurrency: 1,
+      onError: (error, at) => {
+        errors.push({ stage: at.stage, eventId: at.eventId, error });
+        if (errors.length > 1) signal.fire('reported again');
+      },
+      onSettled: (h) => signal.fire(`${h.eventId} settled`),
+    },
+    work,
+    signal.fired,
+  );
+  return { outcome, first: await signal.fired, errors };
+}
+
+const circular = () => {
+  const result: Record<string, unknown> = { journal: 'J-1' };
+  result.self = result;
+  return result;
+};
+for (const [name, answer, why] of [
+  ['a circular result (JSON cannot encode it)', () => ({ outcome: 'completed', result: circular() }), /cannot be encoded as JSON, so nothing was sent/],
+  ['a BigInt result (JSON cannot encode it)', () => ({ outcome: 'completed', result: { journal: 'J-1', amount: 10n } }), /cannot be encoded as JSON, so nothing was sent/],
+  // Refused by settle() before sending as before (the loop's own check of it is now this same rule); passed before too.
+  ['a failure without errorText', () => ({ outcome: 'failed', errorText: ' ' }), /errorText is required/],
+] as const satisfies ReadonlyArray<readonly [string, () => HandoffWorkResult, RegExp]>) {
+  test(`${name} is reported once and held like a refusal, and the loop goes on to the next handoff`, async () => {
+    // It fails the same way every time, before anything is sent. Before, an unencodable result's TypeError was taken
+    // for a transient failure: retried (1 s, 2 s, ... for ever) with the handoff in hand, reported on each attempt,
+    // and a loop of one never reached evt-b - the second report ends the window.
+    const console_ = await startConsole(['evt-a', 'evt-b']);
+    try {
+      const { outcome, first, errors } = await serveUntilSettledOrReportedTwice(console_.url, async (h) =>
+        h.eventId === 'evt-a' ? answer() : { outcome: 'completed', result: { journal: 'J-2' } },
+      );
+      assert.deepEqual(outcome, { ended: 'stopped' });
+      assert.equal(first, 'evt-b settled');
+      assert.deepEqual(
+        errors.map((e) => [e.stage, e.eventId, (e.error as Error).name]),
+        [['settle', 'evt-a', 'HandoffClientError']],
+      );
+      assert.match((errors[0]?.error as Error).message, why);
+      assert.equal(console_.settles('evt-a'), 0, 'nothing sent for evt-a');
+      const last = console_.requests.filter((r) => r.path === '/api/agent/receive').at(-1);
+      assert.ok(excluded(last!).has('evt-a'), 'evt-a is held out of the receives');
+    } finally {
+      await console_.close();
+    }
+  });
+}
+
+test('a settlement that gets no answer (the connection dropped) is still retried after a backoff until it lands, not held', async () => {
+  // The line the unencodable result is held by: a failure while sending is transient. Reported once (status 0), then,
+  // after serve's backoff (1 s), sent again and settled.
+  const console_ = await startConsole(['evt-a'], (r, seen) => (r.path === '/api/agent/settle' && seen === 1 ? { status: 0, drop: true } : undefined));
+  try {
+    const { outcome, first, errors } = await serveUntilSettledOrReportedTwice(console_.url, complete);
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(first, 'evt-a settled');
+    assert.deepEqual(
+      errors.map((e) => [e.stage, e.eventId, (e.error as { status?: number }).status]),
+      [['settle', 'evt-a', 0]],
+    );
+    assert.equal(console_.settles('evt-a'), 2);
   } finally {
     await console_.close();
   }
