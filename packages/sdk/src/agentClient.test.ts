@@ -113,3 +113,15 @@ test('settle and publish refuse what JSON cannot encode (a circular result, a Bi
   assert.match(err.message, /^the event \(its payload\) cannot be encoded as JSON, so nothing was sent: .*BigInt/);
   assert.deepEqual([asked, requests], [0, 0]);
 });
+
+test('a timeoutMs or retry option that could never work is refused at construction, as the handoff client refuses it', () => {
+  // Before: a NaN or negative timeoutMs made every request throw a RangeError (AbortSignal.timeout), which serve
+  // retried with backoff for ever; attempts NaN never ended a call's retries.
+  for (const options of [{ timeoutMs: Number.NaN }, { timeoutMs: -5 }, { retry: { attempts: Number.NaN } }]) {
+    assert.throws(
+      () => new AgentClient({ consoleUrl: 'http://127.0.0.1:1', ...options }),
+      (err: unknown) => err instanceof HandoffClientError && /invalid client options/.test(err.message),
+      JSON.stringify(options),
+    );
+  }
+});

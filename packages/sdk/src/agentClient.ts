@@ -15,6 +15,7 @@ import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
 import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
+import { encodeBody, requestTiming } from './consoleRequestOptions.ts';
 import { consoleBase, jsonOrString, NoTokenError, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
@@ -163,10 +164,7 @@ export class AgentClient {
     this.#base = consoleBase(options.consoleUrl);
     this.#token = options.token === undefined ? undefined : tokenProvider(options.token);
     this.#fetch = options.fetch ?? fetch;
-    this.#attempts = Math.max(1, options.retry?.attempts ?? 4);
-    this.#initialMs = options.retry?.initialMs ?? 500;
-    this.#maxMs = options.retry?.maxMs ?? 10_000;
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    ({ attempts: this.#attempts, initialMs: this.#initialMs, maxMs: this.#maxMs, timeoutMs: this.#timeoutMs } = requestTiming(options));
   }
 
   /** The endpoints and event types (with JSON schemas) this agent may use. */
@@ -455,21 +453,6 @@ function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | '
 function required<T>(what: string, value: T | null): T {
   if (value === null) throw new AgentRequestError(what, 204, 'unexpected answer', 'the console answered without a body');
   return value;
-}
-
-/**
- * A request's body as JSON, or a HandoffClientError before anything is sent: what JSON cannot encode (a circular
- * object, a BigInt, a toJSON that throws) fails the same way every time, so it is the caller's to fix, not a
- * transient failure (JSON.stringify's own TypeError was not told from one). JSON.stringify's message names a
- * property path or a type, not a value.
- */
-function encodeBody(what: string, body: unknown): string {
-  try {
-    return JSON.stringify(body);
-  } catch (err) {
-    const why = err instanceof Error ? err.message.replace(/\s+/g, ' ') : `a ${typeof err} was thrown`;
-    throw new HandoffClientError(`${what} cannot be encoded as JSON, so nothing was sent: ${why}`, { cause: err });
-  }
 }
 
 /** Why the console would refuse this settlement for its shape alone, or undefined. */

@@ -198,6 +198,35 @@ describe('ConsoleHandoffClient', () => {
     assert.equal(seen.length, 0);
   });
 
+  test('refuses retry and time-limit options that could never work, at construction (consoleRequestOptions.ts)', () => {
+    // Before: attempts NaN never ended the retry loop (attempt >= NaN is never true), and a NaN or negative timeoutMs
+    // made every attempt throw a RangeError from AbortSignal.timeout, retried like a failure.
+    const bad: Array<[string, Partial<ConsoleHandoffClientOptions>, RegExp]> = [
+      ['attempts NaN', { retry: { attempts: Number.NaN } }, /invalid client options: retry\.attempts/],
+      ['attempts 1.5', { retry: { attempts: 1.5 } }, /retry\.attempts is a whole number/],
+      ['initialMs negative', { retry: { initialMs: -1 } }, /retry\.initialMs/],
+      ['maxMs Infinity', { retry: { maxMs: Number.POSITIVE_INFINITY } }, /retry\.maxMs/],
+      ['timeoutMs NaN', { timeoutMs: Number.NaN }, /timeoutMs/],
+      ['timeoutMs 0', { timeoutMs: 0 }, /timeoutMs/],
+      ['timeoutMs beyond a timer', { timeoutMs: 2 ** 31 }, /timeoutMs/],
+    ];
+    for (const [what, options, words] of bad) {
+      assert.throws(() => client(options), (err: unknown) => err instanceof HandoffClientError && words.test(err.message), what);
+    }
+    // The defaults and 0 attempts (taken as the one first attempt, as always) still construct.
+    assert.doesNotThrow(() => client({ retry: { attempts: 0 }, timeoutMs: 1 }));
+  });
+
+  test('a result JSON cannot encode is refused with a HandoffClientError before anything is sent', async () => {
+    // Before: JSON.stringify's own TypeError escaped complete(), not told from a failure to reach the console.
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    for (const result of [circular, { amount: 10n }]) {
+      await assert.rejects(client().complete(where, result), (err: unknown) => err instanceof HandoffClientError && /the settlement \(its result\) cannot be encoded as JSON, so nothing was sent/.test(err.message));
+    }
+    assert.equal(seen.length, 0);
+  });
+
   test('a token provider that gives no token fails at once with a HandoffClientError: nothing is sent, nothing retried', async () => {
     // A configuration fault, answered the same however often asked. Before, a credential's empty answer was taken
     // for a failure to reach the identity provider and asked again on every attempt (4 here), then reported as "no

@@ -15,6 +15,7 @@ import { describeIssues } from './contract/index.ts';
 import { sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { readHandoffToken } from './handoffToken.ts';
+import { encodeBody, requestTiming } from './consoleRequestOptions.ts';
 import type { HandoffToken } from './handoffToken.ts';
 
 /** What an @azure/identity credential (`DefaultAzureCredential`, `ClientSecretCredential`, ...) offers. */
@@ -107,10 +108,7 @@ export class ConsoleHandoffClient {
     this.#base = consoleBase(options.consoleUrl);
     this.#token = tokenProvider(options.token);
     this.#fetch = options.fetch ?? fetch;
-    this.#attempts = Math.max(1, options.retry?.attempts ?? 4);
-    this.#initialMs = options.retry?.initialMs ?? 500;
-    this.#maxMs = options.retry?.maxMs ?? 10_000;
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    ({ attempts: this.#attempts, initialMs: this.#initialMs, maxMs: this.#maxMs, timeoutMs: this.#timeoutMs } = requestTiming(options));
   }
 
   /**
@@ -146,7 +144,7 @@ export class ConsoleHandoffClient {
     const c = parsed.data;
     const path = ['api/event/handoff', kind, c.endpointId, c.eventId, c.messageId].map((s, i) => (i < 2 ? s : encodeURIComponent(s))).join('/');
     const url = new URL(path, this.#base);
-    const text = JSON.stringify(body);
+    const text = encodeBody('the settlement (its result)', body);
 
     let delay = this.#initialMs;
     for (let attempt = 1; ; attempt++) {
