@@ -244,10 +244,17 @@ describe('Agent API', () => {
     // "ORD,9" in exclude, which the console split into "ORD" and "9": it was handed back.
     const h = await handoffAt('ORD,9', Date.now() - 86_400_000);
     const a = agent();
-    assert.equal((await a.receive({ endpointId: STOREFRONT, waitSeconds: 0 }))?.eventId, 'ORD,9', 'the oldest');
-    const next = await a.receive({ endpointId: STOREFRONT, waitSeconds: 0, exclude: ['ORD,9', 'evt-serve-refused'] });
-    assert.ok(next?.eventId !== 'ORD,9' && next?.eventId !== 'evt-serve-refused', `handed out ${next?.eventId}`);
-    assert.equal((await a.complete({ endpointId: STOREFRONT, eventId: 'ORD,9', messageId: h.lastMessageId })).outcome, 'sent');
+    let settled = false;
+    try {
+      assert.equal((await a.receive({ endpointId: STOREFRONT, waitSeconds: 0 }))?.eventId, 'ORD,9', 'the oldest');
+      const next = await a.receive({ endpointId: STOREFRONT, waitSeconds: 0, exclude: ['ORD,9', 'evt-serve-refused'] });
+      assert.ok(next?.eventId !== 'ORD,9' && next?.eventId !== 'evt-serve-refused', `handed out ${next?.eventId}`);
+      assert.equal((await a.complete({ endpointId: STOREFRONT, eventId: 'ORD,9', messageId: h.lastMessageId })).outcome, 'sent');
+      settled = true;
+    } finally {
+      // A failed assertion above must not leave the oldest storefront handoff for the later tests to be handed.
+      if (!settled) await a.complete({ endpointId: STOREFRONT, eventId: 'ORD,9', messageId: h.lastMessageId }).catch(() => undefined);
+    }
   });
 
   test('publish is validated against the catalog schema (400 naming the problem), then sent as the endpoint', async () => {

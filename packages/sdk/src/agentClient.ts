@@ -230,7 +230,8 @@ export class AgentClient {
    * SDK has no meaning for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing
    * pending" before half its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token
    * provider that gives no token (NoTokenError: a configuration fault) is reported with stage 'token': a receive
-   * waits as above, a settlement is given up on like a 401. What a hook throws does not end the loop
+   * waits as above, a settlement keeps its result and is tried again after 1 s, doubling to 30 s (the work is not run
+   * again). What a hook throws does not end the loop
    * (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
@@ -432,11 +433,14 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * receives (the same settlement is answered the same way every time: 400, 404, and any status the SDK does not know
  * - before, those were retried for ever, the handoff in hand - and so is one settle() refuses before sending
  * anything); or given up on, not held (a 401 or 403 is the caller's problem - its token, its Agent role - not the
- * handoff's, which may be worked again once that is right; so is a token provider that gave no token, NoTokenError:
- * before, that was retried for ever, the handoff in hand).
+ * handoff's, which may be worked again once that is right). A token provider that gave no token (NoTokenError) is
+ * retried with the result in hand, each attempt reported: giving it up ran the work again on the next receive.
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
-  if (err instanceof NoTokenError) return 'give up';
+  // No token: the work is done and its result in hand; given up, the handoff would be handed out again and the work
+  // - an import, a payment - run a second time once the provider answers again (a credential may fail only now and
+  // then). Retried with the settlement's backoff (1 s doubling to 30 s), reported each time with stage 'token'.
+  if (err instanceof NoTokenError) return 'retry';
   // settle()'s own refusal, before any request (an input the console would refuse, a result JSON cannot encode): the
   // work's answer is at fault and another attempt fails alike. Before, an unencodable result was retried for ever.
   if (err instanceof HandoffClientError && !(err instanceof AgentRequestError)) return 'hold';

@@ -350,37 +350,33 @@ test('a token provider that gives no token is reported with stage "token" and th
   }
 });
 
-test('a settlement that finds no token is given up on like a 401 (reported, not retried for ever with the handoff in hand)', async () => {
-  // The provider answers the first receive, then nothing. Before, the settlement was retried (1 s, 2 s, ... for
-  // ever) with the handoff in hand, each attempt reported as stage 'settle': a loop of one received nothing more.
-  // Now it is reported once (stage 'token', its event id) and given up, and the loop's next receive - no token
-  // either - is reported and backed off. The window ends at the second report.
+test('a settlement that finds no token keeps its result and is tried again: the work is not run a second time', async () => {
+  // The provider answers the first receive, then nothing for the settlement, then tokens again. Given up (the first
+  // version of the 'token' stage), the next receive handed evt-a out again and the work ran twice - an import run
+  // twice. Now the report names the event, the settlement is tried again after the backoff with the same result,
+  // and lands once; the window ends when it has.
   const console_ = await startConsole(['evt-a']);
   const reports: Array<[string, string | undefined]> = [];
   const signal = signals();
   let asked = 0;
+  let worked = 0;
   try {
     const outcome = await serveUntil(
       console_.url,
       {
         concurrency: 1,
-        onError: (_error, at) => {
-          reports.push([at.stage, at.eventId]);
-          if (reports.length === 2) signal.fire('two reports');
-        },
+        onError: (_error, at) => reports.push([at.stage, at.eventId]),
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
       },
-      complete,
+      async () => (worked++, { outcome: 'completed', result: { journal: 'J-1' } }),
       signal.fired,
-      { token: () => (asked++ === 0 ? 'tok-1' : '') },
+      { token: () => (asked++ === 1 ? '' : 'tok-1') },
     );
     assert.deepEqual(outcome, { ended: 'stopped' });
-    assert.deepEqual(reports, [
-      ['token', 'evt-a'],
-      ['token', undefined],
-    ]);
-    assert.equal(asked, 3, 'the receive, the settlement (once), the next receive');
-    assert.equal(console_.settles('evt-a'), 0);
-    assert.equal(console_.requests.length, 1, 'the first receive alone reached the console');
+    assert.equal(await signal.fired, 'evt-a settled');
+    assert.deepEqual(reports, [['token', 'evt-a']]);
+    assert.equal(worked, 1, 'the work ran once');
+    assert.equal(console_.settles('evt-a'), 1, 'the settlement reached the console once, after the token came back');
   } finally {
     await console_.close();
   }
