@@ -1,13 +1,16 @@
-// Copies that come back are not counted twice in the stored time series. A terminal write (an ErrorResponse) always
-// passes the stale-write guard, so when it and a later message of its row both come back (a crash before their
-// completions, a lost session lock, a stop leaving a write running, completions given up at the broker deadline)
-// the copy is applied again over the later version. The row ends right; the outcome must still be counted once,
-// on the row-group path (both messages in one receive) and on the single-message path (each alone). Real emulator
-// and embedded Cosmos; each phase's Resolver is stopped before the series is read, and its stop flushes the series.
+// Copies that come back. A terminal write (an ErrorResponse) passes the stale-write guard over any row, so when it and
+// a later message of its row both come back (a crash before their completions, a lost session lock, a stop leaving
+// a write running, completions given up at the broker deadline) the copy is applied again over the later version;
+// the later message's copy after it puts the row back, and the outcome must still be counted once, on the row-group
+// path (both messages in one receive) and on the single-message path (each alone). When the failure's copy comes
+// back alone (only its completion was lost), nothing would put the row back: the guard refuses it (already-applied).
+// A claim undone by a restore is no applied message: its command reaching the Resolver afterwards still applies.
+// Real emulator and embedded Cosmos; each phase's Resolver is stopped before the series is read, and its stop
+// flushes the series.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T } from '@nimbus/sdk/contract';
+import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import { TimeSeriesStore } from '../lib/store/index.ts';
 import { ResolverHarness, errorBody, eventually, type WireMessage } from './testHarness.ts';
 
@@ -81,8 +84,8 @@ describe('an ErrorResponse and the RetryRequest after it both come back', () => 
       assert.equal(first?.lastMessageId, y.messageId);
       assert.equal(await failedCount(ep), 1, 'the failure counted when it was recorded');
 
-      // The same two message ids again: the copy of the failure is applied over the retry's version (a terminal
-      // write always passes the guard), then the retry's copy over it.
+      // The same two message ids again: the copy of the failure is refused (already-applied), the retry's copy is
+      // applied again over its own version.
       await deliver([x, y], 2);
       const again = await h.store.getStatusRow(ep, eventId, sessionId);
       assert.equal(again?.status, 'Pending');
@@ -90,4 +93,45 @@ describe('an ErrorResponse and the RetryRequest after it both come back', () => 
       assert.equal(await failedCount(ep), 1, 'the copies add no second failure');
     });
   }
+});
+
+describe('the ErrorResponse comes back alone (only its completion was lost)', () => {
+  test('the copy is refused as already applied: the row still shows the retry, the failure is counted once', async () => {
+    const { ep, eventId, sessionId, x, y } = failureThenRetry();
+    await oneByOne([x, y], 1);
+    await oneByOne([x], 2);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    // On the code before, the copy passed the guard (a terminal write) and set the row back to Failed for good.
+    assert.equal(row?.status, S.Pending);
+    assert.equal(row?.lastMessageId, y.messageId);
+    const comments = (await h.store.listAudits(eventId)).items.filter((a) => a.type === 'Comment').map((a) => a.comment);
+    assert.deepEqual(comments, [`Ignored stale ErrorResponse ${x.messageId}: the row already holds a later outcome (already-applied).`], 'refused as a stale write is, with its Comment audit');
+    const history = (await h.store.listHistory(eventId)).items.filter((e) => e.messageId === x.messageId);
+    assert.equal(history.length, 1, "the copy's history entry was there already");
+    assert.equal(await failedCount(ep), 1);
+  });
+});
+
+describe('a claim undone by a restore, then its command reaches the Resolver (a send in doubt)', () => {
+  test('the command applies: the row shows it, Pending', async () => {
+    const ep = uniq('crm');
+    const eventId = uniq('e');
+    const sessionId = uniq('s');
+    const x: WireMessage = { type: T.ErrorResponse, messageId: uniq('x'), eventId, sessionId, from: ep, parentMessageId: uniq('req'), body: errorBody('boom') };
+    await oneByOne([x], 1);
+    const failed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
+    // The Manager's claim of a skip, then its undo after the send seemed to fail (manager.ts #sendFailed).
+    const skipId = uniq('mgr');
+    const claim = await h.store.writeStatus(
+      { endpointId: ep, eventId, sessionId, messageId: skipId, messageType: T.SkipRequest, parentMessageId: x.messageId, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() },
+      { lastMessageId: x.messageId, status: S.Failed },
+    );
+    assert.equal(claim.outcome, 'written');
+    assert.equal((await h.store.restoreStatusRow(failed, { status: S.Pending, lastMessageId: skipId })).outcome, 'written');
+    // The send had reached the broker after all: the command comes to the Resolver.
+    await oneByOne([{ type: T.SkipRequest, messageId: skipId, eventId, sessionId, to: ep, from: 'Manager', parentMessageId: x.messageId }], 1);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.equal(row?.status, S.Pending);
+    assert.equal(row?.lastMessageId, skipId);
+  });
 });

@@ -58,7 +58,8 @@ export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now:
   return {
     applied(m, endpointId, { row, previousMessageIds }) {
       // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (an
-      // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second).
+      // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second: the
+      // guard refuses that now, already-applied, except over a row written before the applied ids were kept).
       // Its outcome was counted when it was first applied; the row's last message id alone would miss the second.
       if (previousMessageIds.includes(m.messageId)) return;
       const count = outcomeCountOf(m.messageType, row.status);

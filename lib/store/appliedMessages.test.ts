@@ -51,17 +51,46 @@ describe("the store's row writes", () => {
     await f.store.writeStatus(error);
     const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, retryCount: 1 });
     await f.store.writeStatus(retry);
-    // The copy of the failure, applied again over the retry's version (a terminal write passes the guard).
-    const copy = await f.store.writeStatus(error);
-    assert.equal(copy.outcome, 'written');
-    if (copy.outcome !== 'written') return;
-    assert.equal(copy.previousMessageId, retry.messageId, "the replaced version's last message is the retry's");
-    assert.deepEqual(copy.previousMessageIds, [retry.messageId, error.messageId, request.messageId], 'yet the copy is among its ids');
-    assert.deepEqual((await f.store.getStatusRow(ep, 'e', 's-1'))?.appliedMessageIds, [error.messageId, retry.messageId, request.messageId]);
+    const applied = await f.store.writeStatus(msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', parentMessageId: retry.messageId }));
+    assert.ok(applied.outcome === 'written');
+    assert.equal(applied.previousMessageId, retry.messageId, "the replaced version's last message is the retry's");
+    assert.deepEqual(applied.previousMessageIds, [retry.messageId, error.messageId, request.messageId]);
+    assert.deepEqual((await f.store.getStatusRow(ep, 'e', 's-1'))?.appliedMessageIds, [applied.row.lastMessageId, retry.messageId, error.messageId, request.messageId]);
     // The bulk write (writeStatuses) reports them alike.
-    const [bulk] = await f.store.writeStatuses([{ input: retry }]);
+    const skip = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', parentMessageId: applied.row.lastMessageId });
+    const [bulk] = await f.store.writeStatuses([{ input: skip }]);
     assert.ok(bulk?.ok && bulk.value.outcome === 'written');
-    assert.deepEqual(bulk.value.previousMessageIds, [error.messageId, retry.messageId, request.messageId]);
+    assert.deepEqual(bulk.value.previousMessageIds, [applied.row.lastMessageId, retry.messageId, error.messageId, request.messageId]);
+  });
+
+  test('a copy of a message applied before a later one is refused (already-applied), by writeStatus and writeStatuses alike', async () => {
+    const ep = uniq('ep');
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    await f.store.writeStatus(request);
+    const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+    await f.store.writeStatus(error);
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, retryCount: 1 });
+    await f.store.writeStatus(retry);
+    const before = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    // The failure's copy, alone: a terminal write, which passed the guard before and set the row back to Failed.
+    const copy = await f.store.writeStatus(error);
+    assert.equal(copy.outcome, 'ignored');
+    assert.equal(copy.outcome === 'ignored' && copy.reason, 'already-applied');
+    const [bulk] = await f.store.writeStatuses([{ input: error }]);
+    assert.ok(bulk?.ok && bulk.value.outcome === 'ignored');
+    assert.equal(bulk.value.reason, 'already-applied');
+    const after = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    assert.deepEqual([after.status, after.lastMessageId, after.updatedAt], [S.Pending, retry.messageId, before.updatedAt], 'the row still shows the retry, unwritten');
+    assert.deepEqual(after.appliedMessageIds, [retry.messageId, error.messageId, request.messageId]);
+    // A copy of the row's last message is decided by the other rules, as before (applied again here).
+    assert.equal((await f.store.writeStatus(retry)).outcome, 'written');
+    // A conditional write names the version it replaces (Reconcile's repair over the version the operator saw): no
+    // redelivered copy, so the rule leaves it to the others, by either write.
+    const [named] = await f.store.writeStatuses([{ input: error, expect: { lastMessageId: retry.messageId } }]);
+    assert.ok(named?.ok && named.value.outcome === 'written');
+    assert.equal((await f.store.writeStatus(retry, { lastMessageId: error.messageId })).outcome, 'written');
+    assert.equal((await f.store.writeStatus(error, { lastMessageId: retry.messageId })).outcome, 'written');
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed);
   });
 
   test('over a row written before the field existed: its last message id stands for it', async () => {
@@ -78,9 +107,15 @@ describe("the store's row writes", () => {
     assert.ok(written.outcome === 'written');
     assert.deepEqual(written.previousMessageIds, [error.messageId]);
     assert.deepEqual((await f.store.getStatusRow(ep, 'e', 's-1'))?.appliedMessageIds, [retry.messageId, error.messageId]);
+    // Without the field the guard cannot tell a copy: the failure's copy applies over the retry, as it always did.
+    const { resources: now } = await events.items.query({ query: 'SELECT * FROM c WHERE c.endpointId = @e', parameters: [{ name: '@e', value: ep }] }).fetchAll();
+    const { appliedMessageIds: _ids, ...older } = now[0] as Record<string, unknown>;
+    await events.items.upsert(older);
+    assert.equal((await f.store.writeStatus(error)).outcome, 'written');
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed);
   });
 
-  test("a restore puts the restored message first and keeps the ids of the version it replaces", async () => {
+  test("a restore puts the restored message first, keeps the ids of the version it replaces but drops the claim it undoes; the claim's id then applies again", async () => {
     const ep = uniq('ep');
     const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', errorType: 'E', errorText: 'boom' });
     await f.store.writeStatus(error);
@@ -92,6 +127,11 @@ describe("the store's row writes", () => {
     assert.deepEqual(restored.previousMessageIds, [claim.messageId, error.messageId]);
     const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
     assert.equal(row.status, S.Failed);
-    assert.deepEqual(row.appliedMessageIds, [error.messageId, claim.messageId]);
+    // The claim was undone, so its MessageId (derived from the message it answers: the Manager's retry claims the
+    // same one, and a send in doubt may still reach the Resolver) is no copy of an applied message.
+    assert.deepEqual(row.appliedMessageIds, [error.messageId]);
+    const again = await f.store.writeStatus(claim, { lastMessageId: error.messageId, status: S.Failed });
+    assert.equal(again.outcome, 'written', 'the same claim applies again');
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, claim.messageId);
   });
 });

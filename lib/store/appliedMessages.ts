@@ -1,8 +1,9 @@
 // The ids of the last messages applied to a status row (`appliedMessageIds`), newest first, carried forward from
-// version to version. A terminal write (an ErrorResponse) always passes the stale-write guard, so a copy of it that
-// comes back after a later message of its row is applied again over the later version: its outcome is stored
-// already, and the Resolver's time series must not count it again. The row's last message id alone cannot say so
-// (it is the later message's); these ids can, for copies of the last MAX_APPLIED_MESSAGE_IDS messages of the row.
+// version to version. A terminal write (an ErrorResponse) passes the guard's other rules, so a copy of it that comes
+// back after a later message of its row would be applied again over the later version: the guard's already-applied
+// rule refuses it, and the Resolver's time series does not count a copy applied again (a row of an older writer).
+// The row's last message id alone cannot say so (it is the later message's); these ids can, for copies of the last
+// MAX_APPLIED_MESSAGE_IDS messages of the row.
 
 /** Ids a row keeps at most (the oldest dropped first): ~40 bytes each for GUIDs, 128 at most. */
 export const MAX_APPLIED_MESSAGE_IDS = 8;

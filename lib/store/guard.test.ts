@@ -187,6 +187,27 @@ describe('stale-write guard', () => {
     }
   });
 
+  test('a copy of a message applied before a later one is refused, terminal too; the last message and unknown ids are not', () => {
+    // The row applied E (a failure), then L (a message after it; its parent is not E, so the ancestor check stays
+    // out of the way): E's copy comes back alone.
+    const applied = { ...row(S.Pending, T.RetryRequest, 'p'), lastMessageId: 'l', appliedMessageIds: ['l', 'e', 'req'] };
+    for (const t of [T.ErrorResponse, T.ResolutionResponse, T.SkipResponse, T.UnsupportedResponse, T.ResubmissionRequest, T.SkipRequest, T.RetryRequest, T.PendingHandoffResponse]) {
+      assert.deepEqual(decideStaleWrite(incoming(t, 'e'), applied), { apply: false, reason: 'already-applied' }, t);
+    }
+    assert.deepEqual(decideStaleWrite(incoming(T.ErrorResponse, 'req'), applied), { apply: false, reason: 'already-applied' });
+    // The current version's own message is left to the other rules (a repeat of the last write; a claim's send).
+    assert.deepEqual(decideStaleWrite(incoming(T.RetryRequest, 'l'), applied), { apply: true });
+    assert.deepEqual(decideStaleWrite(incoming(T.ErrorResponse, 'other'), applied), { apply: true });
+    // A refusal by another rule keeps its reason: a request copy over a settled row is not-request-stage.
+    const settled = { ...row(S.Completed, T.ResolutionResponse, 'x'), lastMessageId: 'r', appliedMessageIds: ['r', 'x'] };
+    assert.deepEqual(decideStaleWrite(incoming(T.EventRequest, 'x'), settled), { apply: false, reason: 'already-answered' });
+  });
+
+  test('a row without applied ids (an older writer, a view built from history) is decided as before', () => {
+    assert.deepEqual(decideStaleWrite(incoming(T.ErrorResponse, 'e'), { ...row(S.Pending, T.RetryRequest, 'e'), lastMessageId: 'l' }), { apply: true });
+    assert.deepEqual(decideStaleWrite(incoming(T.ErrorResponse, 'e'), { ...row(S.Pending, T.RetryRequest, 'e'), appliedMessageIds: ['l', 'e'] }), { apply: true });
+  });
+
   test('a non-terminal type the guard does not classify is refused loudly', () => {
     assert.throws(() => decideStaleWrite(incoming(T.ProcessDeferredRequest), null), UnclassifiedWriteError);
   });

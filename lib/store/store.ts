@@ -39,7 +39,7 @@ import {
   cosmosStatus,
   rethrowCosmos,
 } from './errors.ts';
-import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type IgnoreReason } from './guard.ts';
+import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowView, type IgnoreReason } from './guard.ts';
 import { docId, statusRowId } from './ids.ts';
 import { fingerprintOf } from './fingerprint.ts';
 import { applyGroupTransition, applyGroupTransitions, rebuildFailureGroups } from './failureGroupAggregates.ts';
@@ -245,6 +245,17 @@ export interface RowExpectation {
   status?: ResolutionStatusT;
   /** null = the row must not exist. */
   lastMessageId?: string | null;
+}
+
+/**
+ * The row as the guard sees it for a write. A conditional write (`expect`: Reconcile's repair, the Manager's claim,
+ * the Resolver's restore after a refusal) names the version it replaces, so it is never a copy that came back by
+ * redelivery: the already-applied rule, which is for those, does not see the row's applied ids. Reconcile re-applies
+ * a stored response over the version the operator saw even when that response is among them (a row set back by a
+ * writer that bypassed the guard).
+ */
+function guardView(row: StatusRow | null, expect: RowExpectation | undefined): GuardedRowView | null {
+  return expect === undefined || row === null ? row : { status: row.status, messageType: row.messageType, parentMessageId: row.parentMessageId };
 }
 
 function matchesExpectation(row: StatusRow | null, expect: RowExpectation): boolean {
@@ -659,7 +670,7 @@ export class MessageStore {
         if (existing !== undefined && (existing === null || x.etag) && (expect === undefined || matchesExpectation(existing, expect))) {
           try {
             isGuarded(x.status, x.w.messageType); // throws for a write the guard cannot classify
-            apply = decideStaleWrite({ status: x.status, messageType: x.w.messageType, messageId: x.w.messageId }, existing).apply;
+            apply = decideStaleWrite({ status: x.status, messageType: x.w.messageType, messageId: x.w.messageId }, guardView(existing, expect)).apply;
           } catch {
             apply = false; // an unclassified write: writeStatus reports it
           }
@@ -1050,7 +1061,7 @@ export class MessageStore {
         else if (expect !== undefined && !matchesExpectation(current, expect))
           refusal = { reason: 'precondition-failed' };
         else {
-          const decision = decideStaleWrite({ status, messageType: w.messageType, messageId: w.messageId }, current);
+          const decision = decideStaleWrite({ status, messageType: w.messageType, messageId: w.messageId }, guardView(current, expect));
           if (!decision.apply) refusal = { reason: decision.reason };
         }
         if (refusal !== undefined) {
@@ -1432,8 +1443,14 @@ export class MessageStore {
       if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
       const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };
       // The ids of the row as it is now with the restored message first: `previous` may be rebuilt from a history
-      // entry (Reconcile) or older than the messages applied since, whose copies must still read as copies.
-      row.appliedMessageIds = nextAppliedMessageIds(current, previous.lastMessageId);
+      // entry (Reconcile) or older than the messages applied since, whose copies must still read as copies. The
+      // version undone is not among them: a restore undoes a claim (the Manager's after a failed send, Reconcile's
+      // of an abandoned one), and the claim's MessageId, derived from the message it answers, comes back legitimately
+      // - the operator's retry claims it again, a send in doubt reaches the Resolver - and must apply, not be refused
+      // by the guard as a copy applied before a later message (docs/resolver.md, "The stale-write guard").
+      row.appliedMessageIds = nextAppliedMessageIds(current, previous.lastMessageId).filter(
+        (m) => m === previous.lastMessageId || m !== current.lastMessageId,
+      );
       const from = bucketOf(current.status, current.subStatus);
       const to = bucketOf(row.status, row.subStatus);
       delete row.counted;

@@ -1,8 +1,8 @@
 // The stale-write guard: which messages may reopen a settled row (docs/resolver.md). Part of the contract because
 // the Resolver applies it to every status write and the SDK's test harness projects outcomes with the same rule.
-// Pure: it decides from the incoming write and three fields of the stored row (status, the type that last wrote
-// it, and its ParentMessageId). The store applies it inside an etag-conditional write, so the decision and the
-// write are one atomic step.
+// Pure: it decides from the incoming write and a few fields of the stored row (status, the type that last wrote
+// it, its ParentMessageId, and - when the row keeps them - the ids of the messages applied to it). The store
+// applies it inside an etag-conditional write, so the decision and the write are one atomic step.
 import { CONTROL_REQUEST_TYPES, MessageType, type MessageType as MessageTypeT } from './messageTypes.ts';
 import { ResolutionStatus, type ResolutionStatus as ResolutionStatusT } from './statuses.ts';
 
@@ -35,7 +35,12 @@ export type IgnoreReason =
   /** A RetryRequest met a Completed or Skipped row: a late retry the subscriber completes without running. */
   | 'retry-after-settlement'
   /** The stored row does not parse (unknown status…): a guarded write fails closed. */
-  | 'unreadable-row';
+  | 'unreadable-row'
+  /**
+   * The row has applied this message already and a later message since (its id is among the row's
+   * `appliedMessageIds` but not its last): a copy that came back alone. Refused whatever its type, terminal too.
+   */
+  | 'already-applied';
 
 export type GuardDecision = { apply: true } | { apply: false; reason: IgnoreReason };
 
@@ -43,6 +48,27 @@ export interface GuardedRowView {
   status: ResolutionStatusT;
   messageType: MessageTypeT | null;
   parentMessageId: string | null;
+  /** The id of the message that wrote this version; with appliedMessageIds only (the store's rows). */
+  lastMessageId?: string;
+  /**
+   * The ids of the last messages applied to the row, newest first (the store's `appliedMessageIds`). Absent (a
+   * row written before the store kept them, a view built from history): the already-applied rule does not apply.
+   */
+  appliedMessageIds?: readonly string[] | undefined;
+}
+
+/**
+ * Whether the incoming message is a copy of one the row applied before a later message: its id is among the row's
+ * applied ids but is not the one that wrote the current version. A copy of the current version's own message is
+ * left to the other rules (a repeat of the last write changes nothing, and the Manager's claims are re-sent under
+ * the claim's id). Nothing legitimate applies one MessageId to a row again after another message: parked and
+ * replayed copies carry derived ids, a command's id is derived from the message it answers, and a restore that
+ * undoes a claim drops the claim's id from the row. The store leaves the applied ids out of the view for a
+ * conditional write, which names the version it replaces (docs/resolver.md, "The stale-write guard").
+ */
+function isAppliedCopy(messageId: string, row: GuardedRowView): boolean {
+  if (!row.appliedMessageIds || row.lastMessageId === undefined) return false;
+  return row.lastMessageId !== messageId && row.appliedMessageIds.includes(messageId);
 }
 
 /**
@@ -74,6 +100,19 @@ export class UnclassifiedWriteError extends Error {
 
 /** The decision for an incoming write against the stored row (null = no row yet). */
 export function decideStaleWrite(
+  incoming: { status: ResolutionStatusT; messageType: MessageTypeT; messageId: string },
+  row: GuardedRowView | null,
+): GuardDecision {
+  const decision = decideByRules(incoming, row);
+  // Rule 7, over what the rules below let through (a copy one of them refuses keeps its reason): a message the row
+  // applied before a later one is a copy that came back alone (its completion was lost). A terminal copy would
+  // otherwise set the row back (Failed over the retry after it), and the later message's copy, whose completion
+  // was not lost, never comes back to undo it.
+  if (decision.apply && row !== null && isAppliedCopy(incoming.messageId, row)) return { apply: false, reason: 'already-applied' };
+  return decision;
+}
+
+function decideByRules(
   incoming: { status: ResolutionStatusT; messageType: MessageTypeT; messageId: string },
   row: GuardedRowView | null,
 ): GuardDecision {
