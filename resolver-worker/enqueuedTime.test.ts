@@ -1,10 +1,11 @@
 // The enqueue time a message is recorded with (pure): a throttled message's scheduled replacement carries the
-// original broker time in OriginalEnqueuedTimeUtc, and reading prefers it only when it is a plausible instant.
+// original broker time in OriginalEnqueuedTimeUtc, and reading prefers it only on a Resolver replacement
+// (ThrottleRetryCount set) and only when it is a plausible instant: any sender can set the property.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { encodeBody, MessageType as T, Prop } from '@nimbus/sdk/contract';
-import { readResolverMessage } from './read.ts';
+import { MAX_REPLACEMENT_AGE_MS, readResolverMessage } from './read.ts';
 import { replacementOf } from './processor.ts';
 
 const ORIGINAL = '2026-12-02T10:00:00.000Z';
@@ -36,12 +37,43 @@ describe('reading the enqueue time', () => {
       [true, 'OriginalEnqueuedTimeUtc is not an ISO-8601 date-time'],
       ['2026-12-02T10:05:00.001Z', "OriginalEnqueuedTimeUtc is later than the broker's enqueue time"],
     ] as const) {
-      const m = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: value }));
+      const m = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: value, [Prop.ThrottleRetryCount]: 1 }));
       assert.equal(m.enqueuedAt, REPLACEMENT_ACTIVE.toISOString(), String(value));
       assert.deepEqual(m.problems, [problem], String(value));
     }
     // An offset is an instant too: normalised to UTC as the store keeps it.
-    assert.equal(readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: '2026-12-02T11:00:00.000+01:00' })).enqueuedAt, ORIGINAL);
+    assert.equal(
+      readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: '2026-12-02T11:00:00.000+01:00', [Prop.ThrottleRetryCount]: '2' })).enqueuedAt,
+      ORIGINAL,
+    );
+  });
+
+  test("a value on a message that is no Resolver replacement is not honoured: the broker's time, and the problem named", () => {
+    // A sender backdating its message (SDK extra properties, a raw client); a dead-letter replay strips
+    // ThrottleRetryCount too. Absent, 0 and unreadable all say "not a replacement".
+    for (const throttle of [undefined, 0, '0', 'many'] as const) {
+      const props = { [Prop.OriginalEnqueuedTimeUtc]: '2000-01-01T00:00:00.000Z', ...(throttle === undefined ? {} : { [Prop.ThrottleRetryCount]: throttle }) };
+      const m = readResolverMessage(received(props));
+      assert.equal(m.enqueuedAt, REPLACEMENT_ACTIVE.toISOString(), String(throttle));
+      assert.ok(
+        m.problems.includes('OriginalEnqueuedTimeUtc is set on a message that is not a Resolver replacement (no ThrottleRetryCount)'),
+        `${String(throttle)}: ${m.problems.join('; ')}`,
+      );
+    }
+  });
+
+  test("a replacement's value further back than the reschedules can reach is not honoured either", () => {
+    const broker = REPLACEMENT_ACTIVE.getTime();
+    const beyond = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: new Date(broker - MAX_REPLACEMENT_AGE_MS - 1).toISOString(), [Prop.ThrottleRetryCount]: 9 }));
+    assert.equal(beyond.enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
+    assert.deepEqual(beyond.problems, [`OriginalEnqueuedTimeUtc is more than ${MAX_REPLACEMENT_AGE_MS / 60_000} min before the broker's enqueue time`]);
+    const years = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: '2000-01-01T00:00:00.000Z', [Prop.ThrottleRetryCount]: 1 }));
+    assert.equal(years.enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
+    assert.equal(years.problems.length, 1);
+    // At the bound itself it is still the replacement's original time; the bound covers nine full reschedules.
+    const atBound = new Date(broker - MAX_REPLACEMENT_AGE_MS).toISOString();
+    assert.equal(readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: atBound, [Prop.ThrottleRetryCount]: 9 })).enqueuedAt, atBound);
+    assert.ok(MAX_REPLACEMENT_AGE_MS > 9 * 300_000);
   });
 
   test("without the property (or the broker's time), as before: the broker's time, else the time of reading", () => {
@@ -60,6 +92,11 @@ describe("a throttled message's replacement", () => {
     const second = replacementOf(received({ ...first.applicationProperties }, REPLACEMENT_ACTIVE), 2);
     assert.equal(second.applicationProperties?.[Prop.OriginalEnqueuedTimeUtc], ORIGINAL);
     assert.equal(second.applicationProperties?.[Prop.ThrottleRetryCount], 2);
+  });
+
+  test("a forged value on a first throttle is not carried on: the replacement gets the broker's time", () => {
+    const copy = replacementOf(received({ [Prop.OriginalEnqueuedTimeUtc]: '2000-01-01T00:00:00.000Z' }, new Date(ORIGINAL)), 1);
+    assert.equal(copy.applicationProperties?.[Prop.OriginalEnqueuedTimeUtc], ORIGINAL);
   });
 
   test('an unreadable value is replaced by the time the message is recorded with, not carried on', () => {

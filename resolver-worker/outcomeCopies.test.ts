@@ -4,14 +4,16 @@
 // the later message's copy after it puts the row back, and the outcome must still be counted once, on the row-group
 // path (both messages in one receive) and on the single-message path (each alone). When the failure's copy comes
 // back alone (only its completion was lost), nothing would put the row back: the guard refuses it (already-applied).
-// A claim undone by a restore is no applied message: its command reaching the Resolver afterwards still applies.
-// Real emulator and embedded Cosmos; each phase's Resolver is stopped before the series is read, and its stop
-// flushes the series.
+// A claim undone by a restore is no applied message: its command reaching the Resolver afterwards still applies. A
+// console command (resubmit, skip) is counted once too, although its row version replaces the Manager's claim of the
+// same message id. Real emulator and embedded Cosmos; each phase's Resolver is stopped before the series is read,
+// and its stop flushes the series.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
-import { TimeSeriesStore } from '../lib/store/index.ts';
+import { TimeSeriesStore, type OutcomeCount } from '../lib/store/index.ts';
+import { claimWrite } from '../server/manager/manager.ts';
 import { ResolverHarness, errorBody, eventually, type WireMessage } from './testHarness.ts';
 
 let h: ResolverHarness;
@@ -37,12 +39,13 @@ function failureThenRetry() {
   return { ep, eventId, sessionId, x, y };
 }
 
-/** The `failed` count the stored series holds for the endpoint (every bucket of the last hour and the next). */
-async function failedCount(ep: string): Promise<number> {
+/** The count the stored series holds for the endpoint (every bucket of the last hour and the next). */
+async function countOf(ep: string, name: OutcomeCount): Promise<number> {
   const now = Date.now();
   const series = await new TimeSeriesStore(h.store.database).query({ from: now - 3_600_000, to: now + 3_600_000, bucketMs: 3_600_000, endpointId: ep });
-  return series.find((s) => s.name === 'failed')!.points.reduce((n, [, v]) => n + (v ?? 0), 0);
+  return series.find((s) => s.name === name)!.points.reduce((n, [, v]) => n + (v ?? 0), 0);
 }
+const failedCount = (ep: string) => countOf(ep, 'failed');
 
 /**
  * Sends the messages before a Resolver starts, so one receive takes them all (one row: the row-group path), and
@@ -133,5 +136,52 @@ describe('a claim undone by a restore, then its command reaches the Resolver (a 
     const row = await h.store.getStatusRow(ep, eventId, sessionId);
     assert.equal(row?.status, S.Pending);
     assert.equal(row?.lastMessageId, skipId);
+  });
+});
+
+/** An event failed on its row, then the Manager's claim of `kind` on it, as the Manager writes it before the send. */
+async function failedThenClaimed(kind: 'resubmit' | 'skip') {
+  const { ep, eventId, sessionId, x } = failureThenRetry();
+  await oneByOne([x], 1);
+  const failed = await h.store.getStatusRow(ep, eventId, sessionId);
+  assert.equal(failed?.status, 'Failed');
+  // The row Pending under the command's own id (derived from the message it answers).
+  const claim = claimWrite({ kind }, failed!, failed!.lastMessageId, failed!.eventTypeId, undefined);
+  const claimed = await h.store.writeStatus(claim, { lastMessageId: failed!.lastMessageId, status: failed!.status });
+  assert.equal(claimed.outcome, 'written');
+  // The command as the Manager sends it (the Manager topic's rule stamps From).
+  const command: WireMessage = {
+    type: kind === 'resubmit' ? T.ResubmissionRequest : T.SkipRequest,
+    messageId: claim.messageId,
+    eventId,
+    sessionId,
+    to: ep,
+    from: 'Manager',
+    parentMessageId: x.messageId,
+  };
+  return { ep, eventId, sessionId, command };
+}
+
+describe('a console command whose claim the Manager wrote before sending it', () => {
+  test('a resubmit is counted once: when the Resolver records it, not again when its copy comes back', async () => {
+    const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
+    await oneByOne([command], 1);
+    assert.equal((await h.store.getStatusRow(ep, eventId, sessionId))?.lastMessageId, command.messageId);
+    assert.equal(await countOf(ep, 'resubmitted'), 1, 'the resubmit counted when the Resolver recorded it (0 before)');
+
+    await oneByOne([command], 2);
+    assert.equal(await countOf(ep, 'resubmitted'), 1, 'its copy adds none');
+  });
+
+  test("a skip is counted by the subscriber's SkipResponse (the command itself has no count), once", async () => {
+    const { ep, eventId, sessionId, command } = await failedThenClaimed('skip');
+    await oneByOne([command], 1);
+    const response: WireMessage = { type: T.SkipResponse, messageId: uniq('skipped'), eventId, sessionId, from: ep, parentMessageId: command.messageId };
+    await oneByOne([response], 1);
+    assert.equal((await h.store.getStatusRow(ep, eventId, sessionId))?.status, 'Skipped');
+    assert.equal(await countOf(ep, 'skipped'), 1);
+
+    await oneByOne([command, response], 2);
+    assert.equal(await countOf(ep, 'skipped'), 1, 'the copies add none');
   });
 });

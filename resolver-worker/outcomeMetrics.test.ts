@@ -40,13 +40,29 @@ describe('pure parts', () => {
     const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
     const x = { messageId: 'x', messageType: T.ErrorResponse, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
     const failed = { status: 'Failed' as const, eventTypeId: 'E' };
-    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['req'] });
+    // A throttled write: its history landed on the first attempt, its row write only on the replacement's.
+    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['req'], historyRecorded: false });
     assert.deepEqual(added, ['failed'], 'first applied: counted');
-    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['x', 'req'] });
-    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'] });
+    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['x', 'req'], historyRecorded: false });
+    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'], historyRecorded: false });
     assert.deepEqual(added, ['failed'], 'over its own version, and over the RetryRequest after it: not again');
-    recorder.applied({ ...x, messageId: 'x2' }, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'] });
+    recorder.applied({ ...x, messageId: 'x2' }, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'], historyRecorded: true });
     assert.deepEqual(added, ['failed', 'failed'], 'a new failure after the retry: counted');
+  });
+
+  test("a console command is counted when its history entry is first recorded, although its claim holds its id", () => {
+    const added: string[] = [];
+    const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
+    const cmd = { messageId: 'cmd', messageType: T.ResubmissionRequest, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
+    const pending = { status: 'Pending' as const, eventTypeId: 'E' };
+    // The version it replaces is the Manager's claim, under the command's own id.
+    recorder.applied(cmd, 'ep', { row: pending, previousMessageIds: ['cmd', 'x'], historyRecorded: true });
+    assert.deepEqual(added, ['resubmitted']);
+    recorder.applied(cmd, 'ep', { row: pending, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
+    assert.deepEqual(added, ['resubmitted'], 'its copy: not again');
+    // A skip command has no count of its own (the row is Pending until the subscriber's SkipResponse, counted then).
+    recorder.applied({ ...cmd, messageId: 'skip', messageType: T.SkipRequest }, 'ep', { row: pending, previousMessageIds: ['skip', 'cmd'], historyRecorded: true });
+    assert.deepEqual(added, ['resubmitted']);
   });
 
   test('percentiles from the histogram land in the right bin', () => {

@@ -2,13 +2,21 @@
 // and the handling latency it measures. Called from one place (afterStatus in resolve.ts) for every status write
 // the guard applied; a redelivered or stale copy the guard ignores never gets here, and one it applies again (a
 // terminal write always passes it, even over a later version) is known by the row's applied message ids and not
-// counted twice. Only adds to the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot
+// counted twice - except a console command, which is known by its history entry instead (see applied). Only adds to the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot
 // path.
-import { MessageType, ResolutionStatus, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
+import { MANAGER_ONLY_TYPES, MessageType, ResolutionStatus, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
 import type { OutcomeCount, StatusRow, TimeSeriesStore } from '../lib/store/index.ts';
 
 export interface OutcomeRecorder {
-  applied(m: OutcomeMessage, endpointId: string, written: { row: Pick<StatusRow, 'status' | 'eventTypeId'>; previousMessageIds: readonly string[] }): void;
+  applied(m: OutcomeMessage, endpointId: string, written: AppliedWrite): void;
+}
+
+/** What the recorder reads of an applied write: the status write's result and its history entry's. */
+export interface AppliedWrite {
+  row: Pick<StatusRow, 'status' | 'eventTypeId'>;
+  previousMessageIds: readonly string[];
+  /** Whether this write created the message's history entry (false: a copy found it there). */
+  historyRecorded: boolean;
 }
 
 /** What the recorder reads of the message (a subset of ResolverMessage). */
@@ -56,12 +64,20 @@ export function handlingLatencyMs(m: OutcomeMessage, recordedAt: Date): number |
 
 export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now: () => Date): OutcomeRecorder {
   return {
-    applied(m, endpointId, { row, previousMessageIds }) {
-      // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (an
-      // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second: the
-      // guard refuses that now, already-applied, except over a row written before the applied ids were kept).
-      // Its outcome was counted when it was first applied; the row's last message id alone would miss the second.
-      if (previousMessageIds.includes(m.messageId)) return;
+    applied(m, endpointId, { row, previousMessageIds, historyRecorded }) {
+      if (MANAGER_ONLY_TYPES.has(m.messageType)) {
+        // A console command (resubmit, skip; one reaching a status write came through the Manager topic): the Manager
+        // claims the row under the command's own id before sending it, so the version the Resolver's write replaces
+        // always holds that id and the check below would never count it. Counted when the Resolver first records
+        // the command's history entry instead; a copy coming back finds the entry there.
+        if (!historyRecorded) return;
+      } else if (previousMessageIds.includes(m.messageId)) {
+        // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (an
+        // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second: the
+        // guard refuses that now, already-applied, except over a row written before the applied ids were kept).
+        // Its outcome was counted when it was first applied; the row's last message id alone would miss the second.
+        return;
+      }
       const count = outcomeCountOf(m.messageType, row.status);
       if (count === undefined) return;
       const at = now();

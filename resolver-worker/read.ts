@@ -4,6 +4,7 @@
 // to record (no MessageType the contract knows, no EventId) is left for the caller to dead-letter.
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { z } from 'zod';
+import { DEFAULT_BUDGET } from './budget.ts';
 import {
   decodeBody,
   parseMessageType,
@@ -82,23 +83,42 @@ function idText(value: unknown): string | undefined {
 const instantSchema = z.iso.datetime({ offset: true });
 
 /**
+ * How far before its own broker time a replacement's OriginalEnqueuedTimeUtc may lie. A message is rescheduled at
+ * most maxAttempts − 1 = 9 times, each after at most maxDelayMs = 300 s with the default budget (45 min; the
+ * backoff alone comes to 1215 s). The slack covers what the schedule does not: a replacement waiting in its session
+ * behind a backlog or a Resolver restart before it is read and rescheduled again, a store retry-after longer than
+ * the backoff. An older value is no replacement's (or a chain that waited far longer than a throttle does): the
+ * message is recorded with the broker's time, as before the property existed.
+ */
+export const MAX_REPLACEMENT_AGE_MS = (DEFAULT_BUDGET.maxAttempts - 1) * DEFAULT_BUDGET.maxDelayMs + 15 * 60_000;
+
+/**
  * When the message was enqueued, as the Resolver records it: the OriginalEnqueuedTimeUtc a throttled message's
  * scheduled replacement carries (processor.ts replacementOf), else the broker's enqueue time of this delivery. A
  * replacement's own broker time is when its schedule came due (5-300 s per reschedule, ~20 min over nine), and the
  * readers of `enqueuedAt` take it as the message's time (Reconcile's later-response rule, the latency histogram).
- * The property is checked, not trusted: one that is not an ISO-8601 instant, or is later than this delivery's
- * broker time (a replacement is always enqueued after the message it replaces), falls back to the broker's time
- * and `problem` names it (never its value).
+ * The property is checked, not trusted: any sender can set it (SDK extra properties, a raw client), and a backdated
+ * time would jump a handoff ahead in the agent queue, make Reconcile pick the wrong version and put years into the
+ * latency chart. So it is honoured only on a Resolver replacement (ThrottleRetryCount > 0, which replacementOf sets
+ * beside it) and only when it is an ISO-8601 instant at most MAX_REPLACEMENT_AGE_MS before this delivery's broker
+ * time and not after it; otherwise the broker's time is used and `problem` names why (never the value).
  */
 export function enqueuedTimeOf(message: ServiceBusReceivedMessage): { at: Date | undefined; problem?: string } {
   const broker = message.enqueuedTimeUtc instanceof Date && Number.isFinite(message.enqueuedTimeUtc.getTime()) ? message.enqueuedTimeUtc : undefined;
-  const raw = (message.applicationProperties as Record<string, unknown> | undefined)?.[Prop.OriginalEnqueuedTimeUtc];
+  const props = message.applicationProperties as Record<string, unknown> | undefined;
+  const raw = props?.[Prop.OriginalEnqueuedTimeUtc];
   if (raw == null || raw === '') return { at: broker };
+  // Read as readResolverMessage reads it: an unreadable count is no replacement's (readResolverMessage names it).
+  const throttle = countSchema.safeParse(props?.[Prop.ThrottleRetryCount]);
+  if (!throttle.success || throttle.data === 0)
+    return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is set on a message that is not a Resolver replacement (no ${Prop.ThrottleRetryCount})` };
   const parsed = instantSchema.safeParse(raw);
   if (!parsed.success) return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is not an ISO-8601 date-time` };
   const original = new Date(parsed.data);
   if (broker && original.getTime() > broker.getTime())
     return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is later than the broker's enqueue time` };
+  if (broker && broker.getTime() - original.getTime() > MAX_REPLACEMENT_AGE_MS)
+    return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is more than ${MAX_REPLACEMENT_AGE_MS / 60_000} min before the broker's enqueue time` };
   return { at: original };
 }
 

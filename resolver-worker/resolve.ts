@@ -346,7 +346,7 @@ export class BatchResolution {
       const elapsed = performance.now() - started;
       const settlements: Settlement[] = [];
       for (const [k, member] of members.entries()) {
-        settlements.push(await afterStatus(member.m, member.endpointId, member.history, results[k]!.status, elapsed, this.#ctx));
+        settlements.push(await afterStatus(member.m, member.endpointId, member.history, results[k]!, elapsed, this.#ctx));
       }
       return settlements;
     } catch (err) {
@@ -388,9 +388,9 @@ async function recordEvent(
     }
     return { kind: 'complete', result: 'recorded' };
   }
-  let result: StatusWriteResult;
+  let result: RecordedOutcome;
   try {
-    result = (await ctx.store.recordOutcome({ history, status })).status;
+    result = await ctx.store.recordOutcome({ history, status });
   } catch (err) {
     const failure = classifyStoreFailure(err);
     ctx.metrics.outcomeWritten({ ...tags, 'error.type': failure.kind });
@@ -400,15 +400,19 @@ async function recordEvent(
   return afterStatus(m, endpointId, history, result, performance.now() - started, ctx);
 }
 
+/** A message's history entry and status write, as recordOutcome(s) report them. */
+type RecordedOutcome = { history: { recorded: boolean }; status: StatusWriteResult };
+
 /** After a message's status write: metrics, the "Ignored stale" log and comment audit, the retry audit. */
 async function afterStatus(
   m: ResolverMessage & { messageType: MessageTypeT; eventId: string },
   endpointId: string,
   history: HistoryWrite,
-  result: StatusWriteResult,
+  recorded: RecordedOutcome,
   elapsed: number,
   ctx: ResolveContext,
 ): Promise<Settlement> {
+  const result = recorded.status;
   const tags = { 'nimbus.endpoint': endpointId, 'nimbus.message_type': m.messageType };
   if (result.outcome === 'ignored') {
     const current = result.current;
@@ -454,7 +458,7 @@ async function afterStatus(
   } else {
     ctx.metrics.outcomeWritten({ ...tags, 'nimbus.outcome': result.row.status.toLowerCase() });
     ctx.metrics.writeDuration(elapsed, { ...tags, 'nimbus.outcome.applied': true });
-    ctx.outcomes?.applied(m, endpointId, result);
+    ctx.outcomes?.applied(m, endpointId, { ...result, historyRecorded: recorded.history.recorded });
   }
   // A late retry refused by the guard ran nothing: its Comment audit above says so, a Retry audit would not.
   if (m.messageType === MessageType.RetryRequest && !(result.outcome === 'ignored' && result.reason === 'retry-after-settlement')) {
