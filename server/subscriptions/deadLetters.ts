@@ -32,8 +32,12 @@ export interface DeadLetterPage {
   scanned: number;
 }
 
-/** Properties a replayed copy must not carry (DESIGN.md §5): it starts a fresh throttle budget and reads as new. */
-export const STRIPPED_ON_REPLAY: readonly string[] = [Prop.ThrottleRetryCount, Prop.DeadLetterReason, Prop.DeadLetterErrorDescription];
+/**
+ * Properties a replayed copy must not carry (DESIGN.md §5): it starts a fresh throttle budget and reads as new. The
+ * Resolver's OriginalEnqueuedTimeUtc goes with the budget it belongs to: the Resolver honours it only on a throttle
+ * replacement, so on a replay it was only named a property problem (docs/resolver.md).
+ */
+export const STRIPPED_ON_REPLAY: readonly string[] = [Prop.ThrottleRetryCount, Prop.OriginalEnqueuedTimeUtc, Prop.DeadLetterReason, Prop.DeadLetterErrorDescription];
 
 const MAX_PAGE = 100;
 const MAX_SCAN_PER_PAGE = 1000;
