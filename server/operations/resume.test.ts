@@ -411,6 +411,41 @@ test('a lease holder stalled inside the Manager, its claims written, sends nothi
   assert.match(audits[0]!.comment ?? '', /withheld - the lease of bulk operation .* ended before the send; the event was put back to Failed/);
 });
 
+// Before, the withheld claim stayed: a successor that carried the job on found the event claimed by the same
+// command without a receipt, was told "being sent right now", and retried every 4 s until the claim was
+// CLAIM_GRACE_MS (30 s) old. Now the claim is undone, and the successor claims the event afresh in its lot.
+test('a lease holder stalled inside the Manager leaves its withheld event claimable: the successor carries the job on without a retry', { timeout: 120_000 }, async () => {
+  const { ids, a, job } = await stalledAtSecondLot('leasecarry', { inside: true });
+  a.goOn(); // A wakes, not knowing its lease ended: its guard says no, and the Manager undoes the claim
+  await a.over;
+  await a.runner.stop();
+  a.jobs.docs.close();
+  await a.manager.close();
+  assert.equal((await stack.store.listEventRows(EP, ids[1]!))[0]!.status, 'Failed', "A's claim is undone");
+
+  class CountsRetries extends Manager {
+    retries = 0;
+    override execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      this.retries++;
+      return super.execute(...args);
+    }
+  }
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const counting = new CountsRetries({ store: stack.store, client: stack.serviceBus.client });
+  const b = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: counting, scanEveryMs: 3_600_000 });
+  try {
+    b.kick();
+    const end = await jobOnce('B to complete the job', jobs, job.operationId, 'completed');
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 0, failed: 0 });
+    assert.equal(counting.retries, 0, 'no one-event retry: B claimed the withheld event afresh in its lot');
+    for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command`);
+  } finally {
+    await b.stop();
+    jobs.docs.close();
+    await counting.close();
+  }
+});
+
 // Before, the one-event retries of a lot's events (a claim being sent elsewhere: 4 s apart, up to 44 s) did not
 // look at the lease: a holder stalled after the lot's first answer went on retrying after its successor's cancel,
 // and re-sent the claim under the job's name once it was CLAIM_GRACE_MS old.
