@@ -3,7 +3,8 @@
 // lot's bulk calls, or the one-event path for what the lot cannot settle); each event gets one command on the wire
 // and a receipt naming the operation; repeating the lot sends nothing. A lot whose send fails has every claim put
 // back and audited (503 each), and the retry sends each event once. A caller whose guard says it may no longer send
-// (a bulk job's runner whose lease ended) gets nothing sent, on either path: each event answered SendWithheld.
+// (a bulk job's runner whose lease ended) gets nothing sent, on either path: each event answered SendWithheld, its
+// claim undone and audited as a failed send's is (a row moved since, or a claim past WITHHELD_UNDO_MS, left alone).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T, Topic } from '@nimbus/sdk/contract';
@@ -12,7 +13,7 @@ import { msg } from '../../lib/store/testing/fixtures.ts';
 import type { Settled } from '../../lib/store/index.ts';
 import { HttpError } from '../http.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { isSendWithheld, Manager, type CommandResult, type CommandTarget } from './manager.ts';
+import { isSendWithheld, Manager, WITHHELD_UNDO_MS, type CommandResult, type CommandTarget } from './manager.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -105,9 +106,12 @@ describe('Manager.executeMany', () => {
     assert.equal((await onTheWire(ids)).size, 0, 'the repeat sent nothing');
   });
 
-  test('a caller that may no longer send gets nothing sent, on the lot and the one-event path: its claims stay, no receipt', async () => {
+  // Before, a withheld send left its claim: the event showed Pending though nothing was sent, a repeat was told for
+  // CLAIM_GRACE_MS that it was being sent right now, and nothing in the event's trail said why.
+  test('a caller that may no longer send gets nothing sent, on the lot and the one-event path: each claim undone and audited, a repeat sent at once', async () => {
     const ids = ['w-0', 'w-1', 'w-2'];
     for (const id of ids) await seedFailed(id);
+    const before = await Promise.all(ids.map((id) => stack.store.getStatusRow(EP, id, `S-${id}`)));
     const targets: CommandTarget[] = [
       { endpointId: EP, eventId: 'w-0', sessionId: 'S-w-0' },
       { endpointId: EP, eventId: 'w-1', sessionId: 'S-w-1' },
@@ -116,16 +120,70 @@ describe('Manager.executeMany', () => {
     let asked = 0;
     const origin = { operationId: '00000000-0000-4000-8000-000000000003', mayStillSend: () => (asked++, false) };
     const results = await manager.executeMany(targets, { kind: 'resubmit' }, 'tester', origin);
-    assert.deepEqual(results.map((r) => !r.ok && isSendWithheld(r.error)), [true, true, true], 'each event answered SendWithheld');
+    assert.deepEqual(results.map((r) => !r.ok && isSendWithheld(r.error)), [true, true, true], 'each event answered SendWithheld, not 503');
     assert.ok(asked >= 2, 'asked by the lot and by the one-event path');
-    for (const id of ids) {
+    for (const [i, id] of ids.entries()) {
       const row = await stack.store.getStatusRow(EP, id, `S-${id}`);
-      assert.equal(row?.status, 'Pending', `${id}: the claim stays (not undone: nothing failed)`);
-      assert.deepEqual((await stack.store.listAudits(id)).items.map((a) => a.type), [], `${id}: no receipt, no CommandNotSent`);
+      assert.deepEqual([row?.status, row?.lastMessageId], ['Failed', before[i]!.lastMessageId], `${id}: the claim is undone`);
+      const audits = (await stack.store.listAudits(id)).items;
+      assert.deepEqual(audits.map((a) => a.type), ['CommandNotSent'], `${id}: audited, no receipt`);
+      assert.match(audits[0]!.comment ?? '', new RegExp(`withheld - the lease of bulk operation ${origin.operationId} ended before the send; the event was put back to Failed`));
+      const { messageId, ...data } = JSON.parse(audits[0]!.data!) as { messageId: string };
+      assert.deepEqual(data, { messageType: 'ResubmissionRequest', sessionId: `S-${id}`, claim: 'restored', withheld: true });
+      assert.match(messageId, /\S/);
+      assert.equal(audits[0]!.data!.includes('operationId'), false, 'the entry does not read as the job having acted');
     }
     assert.equal((await onTheWire(ids)).size, 0, 'nothing was sent');
-    // Such a claim is a send that never happened: within CLAIM_GRACE_MS a repeat is told it is being sent.
-    await assert.rejects(manager.execute(EP, 'w-0', { kind: 'resubmit' }, 'clicker'), (e: unknown) => e instanceof HttpError && e.status === 409 && /being sent right now/.test(e.detail));
+    // The event is as it was: a repeat claims it afresh and sends at once (not 409 "being sent right now").
+    const repeat = await manager.execute(EP, 'w-0', { kind: 'resubmit' }, 'clicker');
+    assert.equal(repeat.outcome, 'sent');
+    assert.deepEqual((await onTheWire(['w-0'])).get('w-0'), [repeat.messageId], 'the repeat went out once');
+  });
+
+  test('a withheld send leaves alone a row moved since its claim, and a claim older than WITHHELD_UNDO_MS', async () => {
+    const ids = ['wm-0', 'wo-0'];
+    for (const id of ids) await seedFailed(id);
+    // wm-0: between the claim and the guard the endpoint answered the command (the Resolver recorded its error).
+    const store = new Proxy(stack.store, {
+      get(target, name) {
+        const value: unknown = Reflect.get(target, name, target);
+        if (name !== 'writeStatuses') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: Parameters<typeof target.writeStatuses>) => {
+          const written = await target.writeStatuses(...args);
+          for (const w of args[0].filter((w) => w.input.eventId === 'wm-0')) {
+            const error = msg(T.ErrorResponse, { endpointId: EP, eventId: 'wm-0', sessionId: 'S-wm-0', parentMessageId: w.input.messageId, errorType: 'E', errorText: 'boom again' });
+            await target.recordOutcome({ history: { ...error, enqueuedAt: new Date().toISOString() } as never, status: error });
+          }
+          return written;
+        };
+      },
+    });
+    // wo-0: the caller stalled past WITHHELD_UNDO_MS between its claim and the guard (its clock moves on when asked).
+    let skew = 0;
+    const stalled = new Manager({ store, client: stack.serviceBus.client, now: () => Date.now() + skew });
+    try {
+      const origin = { operationId: '00000000-0000-4000-8000-000000000004' };
+      const moved = await stalled.executeMany([{ endpointId: EP, eventId: 'wm-0', sessionId: 'S-wm-0' }], { kind: 'skip' }, 'tester', { ...origin, mayStillSend: () => false });
+      assert.ok(!moved[0]!.ok && isSendWithheld(moved[0]!.error));
+      const row = await stack.store.getStatusRow(EP, 'wm-0', 'S-wm-0');
+      assert.deepEqual([row?.status, row?.errorText], ['Failed', 'boom again'], 'wm-0: the row the Resolver moved is left as it is');
+      const movedAudit = (await stack.store.listAudits('wm-0')).items;
+      assert.deepEqual(movedAudit.map((a) => [a.type, (JSON.parse(a.data!) as { claim: string }).claim]), [['CommandNotSent', 'moved']]);
+
+      const old = await stalled.executeMany([{ endpointId: EP, eventId: 'wo-0', sessionId: 'S-wo-0' }], { kind: 'skip' }, 'tester', { ...origin, mayStillSend: () => ((skew = WITHHELD_UNDO_MS), false) });
+      assert.ok(!old[0]!.ok && isSendWithheld(old[0]!.error));
+      const claim = await stack.store.getStatusRow(EP, 'wo-0', 'S-wo-0');
+      assert.equal(claim?.status, 'Pending', 'wo-0: the claim stays (another replica may have re-sent it by now)');
+      const oldAudit = (await stack.store.listAudits('wo-0')).items;
+      assert.deepEqual(oldAudit.map((a) => [a.type, (JSON.parse(a.data!) as { claim: string }).claim]), [['CommandNotSent', 'kept']]);
+      // This process knows nothing was sent: its repeat re-sends the claim (same MessageId) at once.
+      const repeat = await stalled.execute(EP, 'wo-0', { kind: 'skip' }, 'clicker');
+      assert.deepEqual([repeat.outcome, repeat.messageId], ['sent', claim?.lastMessageId]);
+      assert.equal((await onTheWire(['wm-0'])).size, 0, 'wm-0: nothing was sent');
+      assert.deepEqual((await onTheWire(['wo-0'])).get('wo-0'), [repeat.messageId], 'wo-0: sent once, by the repeat');
+    } finally {
+      await stalled.close();
+    }
   });
 
   test('a lot whose send fails: every claim put back and audited (503 each); the retry sends each once', async () => {

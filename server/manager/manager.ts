@@ -10,7 +10,10 @@
 // operator sees 503 and the event as it was, and may try again. If even that undo cannot be written (the store is
 // down too) or the process dies between claim and receipt, the claim stays without a receipt: Reconcile finds it
 // after CLAIM_GRACE_MS and re-sends or restores it (server/reconcile/). A bulk job's claims whose send its runner
-// withheld at the last moment (CommandOrigin.mayStillSend: its lease ended) are left the same way.
+// withheld at the last moment (CommandOrigin.mayStillSend: its lease ended) are undone and audited the same way -
+// nothing was sent, so the event is shown as it was and a repeat claims it afresh - but answered SendWithheld, not
+// 503; only a claim that has waited past WITHHELD_UNDO_MS (the holder stalled that long) is left for Reconcile or a
+// repeat, as another replica may have re-sent it by then.
 // A repeat of a command whose receipt exists is answered 'duplicate' and sends nothing - when it asks for the same
 // thing: a resubmit of the same failure with a different payload, or a handoff settlement with a different error
 // text or note, is refused (409), whether or not the first one's receipt exists (server/manager/repeatConflict.ts).
@@ -51,14 +54,15 @@ export interface CommandOrigin {
    * Asked after the claims are written and right before the broker send (a re-send of an abandoned claim too):
    * false means the caller may no longer act - a bulk job's runner whose lease has ended or is about to, after a
    * stall inside this call - and nothing is sent for those events; they settle with SendWithheld, their claims
-   * left as a send that never happened (a repeat re-sends such a claim once it is CLAIM_GRACE_MS old).
+   * undone and audited as after a failed send (see WITHHELD_UNDO_MS for one that has waited too long).
    */
   mayStillSend?: () => boolean;
 }
 
 /**
  * The answer for an event whose command was not sent because the caller's mayStillSend said no: not a refusal
- * and not a send failure (the claim stays, not undone and not audited as CommandNotSent).
+ * and not a send failure (no 503: the caller stops rather than retry), though its claim is undone and audited
+ * CommandNotSent as a failed send's is.
  */
 export class SendWithheld extends Error {
   override readonly name = 'SendWithheld';
@@ -99,6 +103,15 @@ export const CLAIM_GRACE_MS = 30_000;
 /** Longest a click waits for the broker: past it the send is abandoned (its outcome unknown) and answered 503. */
 export const SEND_TIMEOUT_MS = 15_000;
 
+/**
+ * A withheld send undoes its claim only while the claim is younger than this. A failed send's undo comes at most
+ * SEND_TIMEOUT_MS after its claim, well inside CLAIM_GRACE_MS, so no repeat can have re-sent the claim yet; a
+ * caller stalled between its claim and the guard may wake after any time, and once the claim is CLAIM_GRACE_MS old
+ * another replica may have re-sent it: putting the row back then would show Failed a command on its way, and
+ * invite a second copy. The same margin as a failed send's is kept.
+ */
+export const WITHHELD_UNDO_MS = CLAIM_GRACE_MS - SEND_TIMEOUT_MS;
+
 const isHandoff = (row: StatusRow) =>
   row.status === ResolutionStatus.Pending && row.subStatus === PendingSubStatus.Handoff;
 
@@ -134,10 +147,13 @@ export class Manager {
   readonly #inFlight = new Map<string, Promise<unknown>>();
   /** Command ids whose send failed in this process: their claim is known to be abandoned. */
   readonly #failedSends = new Set<string>();
+  /** The clock a claim's age is read on (tests move it past WITHHELD_UNDO_MS). */
+  readonly #now: () => number;
 
-  constructor(options: { store: MessageStore; client: ServiceBusClient }) {
+  constructor(options: { store: MessageStore; client: ServiceBusClient; now?: () => number }) {
     this.#store = options.store;
     this.#client = options.client;
+    this.#now = options.now ?? Date.now;
   }
 
   async close(): Promise<void> {
@@ -195,10 +211,11 @@ export class Manager {
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
       // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
       const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
+      const claimedAt = this.#now();
       const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), { lastMessageId: row.lastMessageId, status: row.status });
       // Someone else changed the row between our read and our claim: decide again on the new version.
       if (claim.outcome === 'ignored') continue;
-      return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: row }, origin);
+      return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: row, at: claimedAt }, origin);
     }
     throw conflict(`event ${eventId} kept changing; reload it and try again`);
   }
@@ -295,6 +312,7 @@ export class Manager {
       }
       claims.push({ k, row, eventTypeId: row.eventTypeId, payload, built });
     });
+    const claimedAt = this.#now();
     const written = await this.#store.writeStatuses(
       claims.map((c) => ({ input: claimWrite(spec, c.row, c.row.lastMessageId, c.eventTypeId, c.payload), expect: { lastMessageId: c.row.lastMessageId, status: c.row.status } })),
     );
@@ -306,9 +324,9 @@ export class Manager {
       else claimed.push(c);
     });
     // The claims' writes may have stalled (or the process paused) past the end of the caller's lease: asked now,
-    // right before the send, a caller that may no longer act gets nothing sent; its claims stay (see CommandOrigin).
+    // right before the send, a caller that may no longer act gets nothing sent; its claims are undone and audited.
     const withheld = claimed.length > 0 && !mayStillSend(origin);
-    for (const c of withheld ? claimed : []) out[c.k] = { ok: false, error: new SendWithheld(c.row.eventId) };
+    const undone = (withheld ? claimed : []).map((c) => settle(out, c.k, this.#sendWithheld(c.row, c.built, auditor, { previous: c.row, at: claimedAt }, origin)));
     const sending = withheld ? [] : claimed;
     const [sendErrors] = await Promise.all([
       this.#sendBatched(sending.map((c) => c.built), origin),
@@ -327,7 +345,7 @@ export class Manager {
       const r = receipts[i]!;
       out[c.k] = r.ok ? { ok: true, value: sentResult(c.row, c.built) } : r;
     });
-    await Promise.all(notSent);
+    await Promise.all([...notSent, ...undone]);
   }
 
   /**
@@ -427,7 +445,7 @@ export class Manager {
     const duplicate: CommandResult = { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId, messageType: commandType(spec) };
     if (sentAudit) return duplicate;
     // A claim without a receipt is presumed still in its sender's hands for CLAIM_GRACE_MS, unless its send failed here.
-    const age = Date.now() - Date.parse(row.updatedAt);
+    const age = this.#now() - Date.parse(row.updatedAt);
     const abandoned = this.#failedSends.has(messageId) || age >= CLAIM_GRACE_MS;
     if (recorded && isRecorded) {
       // Sent: a second copy would run the handler twice where the endpoint keeps no inbox. Only the receipt is
@@ -459,7 +477,7 @@ export class Manager {
     // handoff row; the re-send names the same one, found in the history.
     const handedOff = spec.kind === 'handoffComplete' || spec.kind === 'handoffFail' ? await this.#handedOffBeforeClaim(row) : undefined;
     const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor, handedOff);
-    return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: undefined }, origin);
+    return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: undefined, at: this.#now() }, origin);
   }
 
   /**
@@ -487,7 +505,7 @@ export class Manager {
     const payload = spec.kind === 'resubmit' ? row.payload : undefined;
     if (spec.kind === 'resubmit' && (payload === undefined || payload === null)) throw conflict('the claim has no stored payload to re-send; restore it instead');
     const built = buildCommand(spec, row, row.parentMessageId, row.eventTypeId, payload, auditor);
-    return this.#sendAndAudit(spec, row, built, row.parentMessageId, row.eventTypeId, payload, auditor, { previous: undefined });
+    return this.#sendAndAudit(spec, row, built, row.parentMessageId, row.eventTypeId, payload, auditor, { previous: undefined, at: this.#now() });
   }
 
   /** Sends a command already built (building can throw: callers build before they claim) and writes its receipt. */
@@ -499,13 +517,13 @@ export class Manager {
     eventTypeId: string | null,
     payload: unknown,
     auditor: string,
-    /** The row version the claim replaced (a fresh claim), to put back if the send fails. */
-    claim: { previous: StatusRow | undefined },
+    /** The row version the claim replaced (a fresh claim), to put back if the send fails, and when it was claimed. */
+    claim: ClaimMade,
     origin?: CommandOrigin,
   ): Promise<CommandResult> {
     const resend = claim.previous === undefined;
     // As in #executeLot: the claim is written (or found abandoned), and the caller is asked right before the send.
-    if (!mayStillSend(origin)) throw new SendWithheld(row.eventId);
+    if (!mayStillSend(origin)) return this.#sendWithheld(row, built, auditor, claim, origin);
     try {
       this.#sender ??= this.#client.createSender(Topic.Manager);
       // Bounded: an operator's click must not hang while the client retries a broker that is gone.
@@ -526,14 +544,42 @@ export class Manager {
   }
 
   /**
-   * A send failed: undo the claim when this call made it (compare-and-swap on the claim's version: a row that has
-   * moved since - the Resolver recorded the command after all - is left as it is), audit the failure, answer 503.
-   * A claim that cannot be undone stays, marked here as abandoned, for a retry or for Reconcile.
+   * A send failed: undo the claim when this call made it, audit the failure, answer 503 (#undoClaim).
    */
   async #sendFailed(row: StatusRow, built: BuiltCommand, err: unknown, auditor: string, previous: StatusRow | undefined): Promise<never> {
     const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     // A broker refusal means nothing was enqueued; a timeout or a lost connection may have happened after it was.
     const refused = sendCertainlyRefused(err);
+    const claimText = await this.#undoClaim(row, built, auditor, previous, { reason: text.slice(0, 1000), data: { brokerRefused: refused }, log: { refused, err: text } });
+    throw new HttpError(503, 'unavailable', `the command could not be sent to Service Bus; ${claimText}. Try again (it will not be sent twice)`);
+  }
+
+  /**
+   * The caller's guard said no right before the send: nothing was sent, so the claim is undone and audited as a
+   * failed send's is - while it is younger than WITHHELD_UNDO_MS (else it stays, for a repeat or Reconcile) - and
+   * the answer is SendWithheld, not 503: the caller (a bulk job's runner past its lease) stops rather than retry.
+   */
+  async #sendWithheld(row: StatusRow, built: BuiltCommand, auditor: string, claim: ClaimMade, origin: CommandOrigin | undefined): Promise<never> {
+    const previous = this.#now() - claim.at < WITHHELD_UNDO_MS ? claim.previous : undefined;
+    const by = origin ? `bulk operation ${origin.operationId}` : 'its caller';
+    // The data names no operationId: a bulk job counts an event done by an audit whose data names the job (runner.ts).
+    await this.#undoClaim(row, built, auditor, previous, { reason: `withheld - the lease of ${by} ended before the send`, data: { withheld: true }, log: { withheld: true, operationId: origin?.operationId } });
+    throw new SendWithheld(row.eventId);
+  }
+
+  /**
+   * A command was not sent: undo its claim when this call made it (`previous`: compare-and-swap on the claim's
+   * version, so a row that has moved since - the Resolver recorded the command after all - is left as it is) and
+   * audit it (CommandNotSent, `why` saying why). A claim that cannot be undone stays, marked here as abandoned, for
+   * a retry or for Reconcile. Answers what became of the claim, in words.
+   */
+  async #undoClaim(
+    row: StatusRow,
+    built: BuiltCommand,
+    auditor: string,
+    previous: StatusRow | undefined,
+    why: { reason: string; data: Record<string, unknown>; log: Record<string, unknown> },
+  ): Promise<string> {
     let restored: 'restored' | 'moved' | 'failed' | 'kept' = 'kept';
     if (previous) {
       try {
@@ -545,7 +591,7 @@ export class Manager {
       }
     }
     if (restored !== 'restored') this.#failedSends.add(built.messageId);
-    log.warn({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, claim: restored, refused, err: text }, 'manager command not sent');
+    log.warn({ endpointId: row.endpointId, eventId: row.eventId, messageType: built.type, messageId: built.messageId, claim: restored, ...why.log }, 'manager command not sent');
     const claimText = {
       restored: `the event was put back to ${previous?.status ?? 'its previous state'}`,
       moved: 'the event had moved on meanwhile and was left as it is',
@@ -561,13 +607,13 @@ export class Manager {
         eventTypeId: row.eventTypeId,
         type: AuditType.CommandNotSent,
         auditor,
-        comment: `${built.type} not sent: ${text.slice(0, 1000)}; ${claimText}`,
-        data: JSON.stringify({ messageId: built.messageId, messageType: built.type, sessionId: row.sessionId, claim: restored, brokerRefused: refused }).slice(0, 4096),
+        comment: `${built.type} not sent: ${why.reason}; ${claimText}`,
+        data: JSON.stringify({ messageId: built.messageId, messageType: built.type, sessionId: row.sessionId, claim: restored, ...why.data }).slice(0, 4096),
       });
     } catch (e) {
       log.warn({ endpointId: row.endpointId, eventId: row.eventId, err: e instanceof Error ? e.message : String(e) }, 'manager send failure not audited');
     }
-    throw new HttpError(503, 'unavailable', `the command could not be sent to Service Bus; ${claimText}. Try again (it will not be sent twice)`);
+    return claimText;
   }
 
 }
@@ -597,6 +643,12 @@ export function specOfClaim(row: StatusRow, before?: StoredRequest): CommandSpec
     return claimWasEdited(row, null, before) ? { kind: 'resubmit', edited: { payload: row.payload, eventTypeId: row.eventTypeId ?? undefined } } : { kind: 'resubmit' };
   }
   return undefined;
+}
+
+/** A claim as #sendAndAudit gets it: the row version it replaced (none for a re-send) and when it was written. */
+interface ClaimMade {
+  previous: StatusRow | undefined;
+  at: number;
 }
 
 async function settle<T>(out: Settled<T>[], k: number, p: Promise<T>): Promise<void> {

@@ -5,9 +5,9 @@
 // A job taken over by another replica while its holder stalled past the lease's expiry: the stalled holder's next
 // write is refused, so it neither writes over its successor nor sends another lot, and a cancel made meanwhile stands;
 // a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first), nor
-// one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send),
-// nor one whose one-event retries come after the lease ended. A cancelled job counts the lot an earlier run sent past
-// the saved cursor; a run whose final write is refused does not log the job completed.
+// one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send,
+// and undoes the claim), nor one whose one-event retries come after the lease ended. A cancelled job counts the lot
+// an earlier run sent past the saved cursor; a run whose final write is refused does not log the job completed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -308,12 +308,13 @@ function stalledReplica(at: StallAt) {
  */
 async function stalledAtSecondLot(prefix: string, where: { markLands?: boolean; inside?: boolean } = {}) {
   const ids = await seedFailed(prefix, 3);
+  const rowsBefore = await Promise.all(ids.map(async (id) => (await stack.store.listEventRows(EP, id))[0]!));
   const a = stalledReplica(where.inside ? { claimOf: ids[1]! } : { mark: 2, markLands: where.markLands ?? false });
   const job = await resubmitJob(a.jobs, ids);
   a.jobs.target = job.operationId;
   a.runner.kick();
   await waitFor("replica A stalled at its second lot", () => a.stalled(), { timeoutMs: 60_000 });
-  return { ids, a, job };
+  return { ids, a, job, rowsBefore };
 }
 
 /**
@@ -389,9 +390,10 @@ test('a lease holder stalled after its in-flight mark landed sends nothing after
 
 // Before, the check of the lease came before Manager.executeMany only: a stall inside it - after the claims were
 // written, before the broker send - sent the lot after the successor's cancel. The Manager now asks the runner's
-// guard right before the send; the claim stays behind as a send that never happened.
-test('a lease holder stalled inside the Manager, its claims written, sends nothing after a cancel made meanwhile', { timeout: 120_000 }, async () => {
-  const { ids, a, job } = await stalledAtSecondLot('leaseinside', { inside: true });
+// guard right before the send. Then (before the undo) the withheld claim stayed: the cancelled job left the event
+// Pending, a command nothing would send; now the claim is undone and audited, the event as it was before the job.
+test('a lease holder stalled inside the Manager, its claims written, sends nothing after a cancel made meanwhile and undoes its claim', { timeout: 120_000 }, async () => {
+  const { ids, a, job, rowsBefore } = await stalledAtSecondLot('leaseinside', { inside: true });
   assert.equal(a.manager.lotsOf.get(job.operationId), 2, 'A handed its second lot to the Manager, and stalled in it');
   const b = successorReplica();
   await b.jobs.setControl(job.operationId, 'cancel', 'operator');
@@ -402,7 +404,46 @@ test('a lease holder stalled inside the Manager, its claims written, sends nothi
   for (const id of ids.slice(1)) assert.equal(await resubmitsOf(id, job.operationId), 0, `${id}: no command after the cancel`);
   assert.equal(end.done, 1, 'B counted the first event (saved with the mark) and nothing of the withheld lot');
   const left = (await stack.store.listEventRows(EP, ids[1]!))[0]!;
-  assert.equal(left.status, 'Pending', "A's claim stays behind, without a receipt (the Manager's orphaned-claim case)");
+  const was = rowsBefore[1]!;
+  assert.deepEqual([left.status, left.lastMessageId, left.errorText], [was.status, was.lastMessageId, was.errorText], "A's claim is undone: the event is as it was before the job");
+  const audits = (await stack.store.listAudits(ids[1]!)).items;
+  assert.deepEqual(audits.map((x) => x.type), [AuditType.CommandNotSent], 'the withheld command is in the trail, with no receipt');
+  assert.match(audits[0]!.comment ?? '', /withheld - the lease of bulk operation .* ended before the send; the event was put back to Failed/);
+});
+
+// Before, the withheld claim stayed: a successor that carried the job on found the event claimed by the same
+// command without a receipt, was told "being sent right now", and retried every 4 s until the claim was
+// CLAIM_GRACE_MS (30 s) old. Now the claim is undone, and the successor claims the event afresh in its lot.
+test('a lease holder stalled inside the Manager leaves its withheld event claimable: the successor carries the job on without a retry', { timeout: 120_000 }, async () => {
+  const { ids, a, job } = await stalledAtSecondLot('leasecarry', { inside: true });
+  a.goOn(); // A wakes, not knowing its lease ended: its guard says no, and the Manager undoes the claim
+  await a.over;
+  await a.runner.stop();
+  a.jobs.docs.close();
+  await a.manager.close();
+  assert.equal((await stack.store.listEventRows(EP, ids[1]!))[0]!.status, 'Failed', "A's claim is undone");
+
+  class CountsRetries extends Manager {
+    retries = 0;
+    override execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      this.retries++;
+      return super.execute(...args);
+    }
+  }
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const counting = new CountsRetries({ store: stack.store, client: stack.serviceBus.client });
+  const b = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: counting, scanEveryMs: 3_600_000 });
+  try {
+    b.kick();
+    const end = await jobOnce('B to complete the job', jobs, job.operationId, 'completed');
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 0, failed: 0 });
+    assert.equal(counting.retries, 0, 'no one-event retry: B claimed the withheld event afresh in its lot');
+    for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command`);
+  } finally {
+    await b.stop();
+    jobs.docs.close();
+    await counting.close();
+  }
 });
 
 // Before, the one-event retries of a lot's events (a claim being sent elsewhere: 4 s apart, up to 44 s) did not

@@ -11,8 +11,9 @@
 // LEASE_SEND_MARGIN_MS away: a holder that lost its lease sends nothing once its lease is known, or due, to have
 // ended. The same check is the guard the run hands the Manager (CommandOrigin.mayStillSend), asked after the lot's
 // claims are written and right before the broker send, and asked again before each of #step's one-event retries:
-// a run whose lease ends during a lot stops there, the lot neither counted nor its cursor saved, its claims left
-// behind (docs/failures.md, "A holder that lost its lease unseen stops"). Known limit: a send handed to the broker
+// a run whose lease ends during a lot stops there, the lot neither counted nor its cursor saved; the claims whose
+// send was withheld are undone by the Manager and audited CommandNotSent, so the events read as before the lot
+// (docs/failures.md, "A holder that lost its lease unseen stops"). Known limit: a send handed to the broker
 // before the check said no still lands, however late (up to SEND_TIMEOUT_MS); only fencing at the broker would stop it.
 // A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
 // limit): Manager.executeMany claims, sends and receipts the lot's commands together, each event still with its
@@ -311,9 +312,9 @@ export class OperationsRunner {
       }
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
       const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
-      // The lease ended during the lot (the Manager held its sends back, or a retry was not made): nothing of the
-      // lot is counted and the cursor is not moved or saved - the successor resumes below the in-flight mark and
-      // finds by their receipts the lot's events that did go out.
+      // The lease ended during the lot (the Manager held its sends back, undoing their claims, or a retry was not
+      // made): nothing of the lot is counted and the cursor is not moved or saved - the successor resumes below the
+      // in-flight mark, finds by their receipts the lot's events that did go out, and claims the others afresh.
       if (stepped.some((o) => o.kind === 'stopped')) {
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed); stopping it here");
         return;
