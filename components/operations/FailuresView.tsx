@@ -2,13 +2,12 @@
 // Failures: every Failed, DeadLettered and Unsupported event grouped by cause (GET /api/failure-groups), with a
 // spark of arrivals, first and last seen, the endpoints affected and the group's note. A group opens its events
 // (the Endpoint page filtered by the group), exports them, or is resubmitted / skipped as a whole - as the page
-// shows it, within its "Updated in" window and its status (groupSelection.ts; the export too): the confirmation states the exact count, which is
+// shows it, within its "Updated in" window and its status (groupSelection.ts; the export and the events link too): the confirmation states the exact count, which is
 // the count the job was frozen with, and the endpoints of the rows frozen.
 import { useState } from 'react';
 import Link from '../Link.tsx';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { BulkJobConfirm } from './BulkJobConfirm.tsx';
-import { endpointHref } from '../api.ts';
 import { jobsApi, type FailureGroupItem } from './jobsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { useSearchParams } from 'next/navigation';
@@ -16,7 +15,7 @@ import { failureGroupsQuery, queryKeys } from '../queries.ts';
 import { FAILURE_GROUP_STATUSES, failuresSearch, parseSearch, replaceSearch, type FailuresSearch } from '../urlState.ts';
 import { countOf, Timestamp } from '../format.tsx';
 import { sparkScale, type SparkWindow } from './sparkScale.ts';
-import { groupExportHref, groupSelection, groupWhat, WINDOW_LABELS } from './groupSelection.ts';
+import { groupEventsHref, groupExportHref, groupSelection, groupWhat, WINDOW_LABELS } from './groupSelection.ts';
 import { formatLocal, formatUtc, useTimeZoneMode } from '../timeZone.tsx';
 
 /**
@@ -112,7 +111,8 @@ function GroupRow({
       <td className="py-2 pr-3 text-xs">
         {g.endpoints.map((e) => (
           <div key={e.endpointId}>
-            <Link className="text-sky-700 hover:underline" href={endpointHref(e.endpointId, `groupId=${g.groupId}`)}>
+            {/* The rows counted beside it: the group on that endpoint, in the "Updated in" window and the status. */}
+            <Link className="text-sky-700 hover:underline" href={groupEventsHref(e.endpointId, g.groupId, countedFrom, status)}>
               {e.endpointId}
             </Link>{' '}
             ({e.count.toLocaleString()})

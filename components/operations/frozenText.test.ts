@@ -1,11 +1,12 @@
-// The confirmation's words for a failure group's job (and the group's export link): the window the page counted
-// in, the endpoints of the rows frozen (from the prepare answer, not the page's list) and, one line each, the
+// The confirmation's words for a failure group's job (and the group's export and events links): the window the page
+// counted in, the endpoints of the rows frozen (from the prepare answer, not the page's list) and, one line each, the
 // endpoints left out and why.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { frozenOn, leftOutLines } from './frozenText.ts';
-import { groupExportHref, groupSelection, groupWhat } from './groupSelection.ts';
+import { groupEventsHref, groupExportHref, groupSelection, groupWhat } from './groupSelection.ts';
 import { formatUtc } from '../timeZone.tsx';
+import { endpointSearch, eventListSearch, parseSearch, toSearch } from '../urlState.ts';
 
 test('the group is said with the exact start of the window the page counted in; the selection carries it', () => {
   // "the last hour" counted from 01:00 at 02:59 covers rows almost two hours old: the start itself is said, in the
@@ -50,4 +51,17 @@ test('the group’s export is the group on that endpoint in the window the page 
     '/api/endpoints/crm%20endpoint/events/export?groupId=0123456789abcdef0123&from=2026-12-06T01%3A00%3A00.000Z&format=csv',
   );
   assert.equal(groupExportHref('crmendpoint', '0123456789abcdef0123', null), '/api/endpoints/crmendpoint/events/export?groupId=0123456789abcdef0123&format=csv');
+});
+
+test('a group row’s endpoint link opens the Endpoint page on the rows the row counts: the group, the window, the status', () => {
+  const href = groupEventsHref('crm endpoint', '0123456789abcdef0123', '2026-12-06T01:00:00.000Z', 'DeadLettered');
+  assert.equal(href, '/endpoints/crm%20endpoint?status=DeadLettered&from=2026-12-06T01%3A00%3A00.000Z&groupId=0123456789abcdef0123');
+  // What the Endpoint page reads from it (its own URL state): nothing dropped as unparseable, and the page's own URL
+  // for that state (the same keys in the same order).
+  const query = href.split('?')[1]!;
+  const state = parseSearch(endpointSearch, new URLSearchParams(query));
+  assert.deepEqual([state.status, state.from, state.groupId], [['DeadLettered'], '2026-12-06T01:00:00.000Z', '0123456789abcdef0123']);
+  assert.equal(toSearch(eventListSearch, state), query);
+  // Any status and any time: the group alone (only failed rows have one).
+  assert.equal(groupEventsHref('crmendpoint', '0123456789abcdef0123', null, ''), '/endpoints/crmendpoint?groupId=0123456789abcdef0123');
 });

@@ -2,9 +2,11 @@
 // "Updated in" window the page counts only the group's rows updated in it (to the hour: the answer's countedFrom),
 // so the selection carries that start as `updatedFrom`; without it the job would also act on the group's older rows,
 // on endpoints the page never listed. With a status picked the page counts only the group's rows in it, so the
-// selection, its words and the export carry it too. Kept apart from React so the selection and its words are tested.
+// selection, its words, the export and the links to the group's events carry it too. Kept apart from React so the
+// selection, its words and its links are tested.
 import type { Selection } from '../../server/operations/selection.ts';
 import type { FailureStatus } from '../../lib/store/failureGroupAggregates.ts';
+import { endpointHref } from '../api.ts';
 
 /** The page's status filter (the URL's `status`): one of the failure statuses, or '' for all of them. */
 type StatusShown = FailureStatus | '';
@@ -34,4 +36,17 @@ export function groupWhat(title: string, countedFrom: string | null | undefined,
 export function groupExportHref(endpointId: string, groupId: string, countedFrom: string | null | undefined, status: StatusShown = ''): string {
   const query = new URLSearchParams({ groupId, ...(countedFrom ? { from: countedFrom } : {}), ...(status ? { status } : {}), format: 'csv' });
   return `/api/endpoints/${encodeURIComponent(endpointId)}/events/export?${query.toString()}`;
+}
+
+/**
+ * The Endpoint page on the group's rows the page counted on that endpoint ("billingendpoint (2)"): in its window (the
+ * page's `from` is on updatedAt, as the count's countedFrom) and its status. With the group alone it opened all the
+ * group's rows there, 5 for a row that said 2. No status is every failure status: only failed rows have a group. Its
+ * keys in the order the Endpoint page writes them (urlState.ts toSearch, eventListSearch), so it is the page's one
+ * URL for that state; written out here, as urlState.ts needs the browser's `window`, and the server's tests import
+ * this module (frozenText.test.ts holds it to what the page parses).
+ */
+export function groupEventsHref(endpointId: string, groupId: string, countedFrom: string | null | undefined, status: StatusShown = ''): string {
+  const query = new URLSearchParams({ ...(status ? { status } : {}), ...(countedFrom ? { from: countedFrom } : {}), groupId });
+  return endpointHref(endpointId, query.toString());
 }

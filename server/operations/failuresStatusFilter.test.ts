@@ -1,8 +1,9 @@
 // The Failures page's status filter in Chromium (playwright-core) on the built console and the embedded stack: one
 // cause with Failed and DeadLettered rows and another with Failed rows alone. Picking "DeadLettered" in the labelled
 // Status box (by keyboard) puts it in the URL, narrows the list to the dead-lettered rows (the other cause goes, the
-// count drops), and the group's Export link and "Skip all" carry it: the export is of those rows and the
-// confirmation counts them. A reload keeps the filter.
+// count drops), and the group's Export link, "Skip all" and its endpoint link carry it: the export is of those rows,
+// the confirmation counts them, and the endpoint link opens the Endpoint page on them (it opened all the group's
+// rows there, 5 for a row that said 2). A reload keeps the filter.
 // NIMBUS_CONSOLE_DIR may name another built copy of the console (default: this repository, built on demand).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -87,6 +88,16 @@ describe('Failures page status filter', () => {
     assert.equal(await page.getByLabel('Status').inputValue(), 'DeadLettered');
     await tax.locator('[data-testid="group-count"]').filter({ hasText: /^\s*2\s*$/ }).waitFor({ timeout: 60_000 });
     assert.equal(await rows.count(), 1);
+
+    // The row's endpoint link, "billingendpoint (2)", opens the Endpoint page on the two rows it counts.
+    const endpointLink = tax.getByRole('link', { name: EP, exact: true });
+    const endpointHref = (await endpointLink.getAttribute('href')) ?? '';
+    assert.match(endpointHref, /[?&]status=DeadLettered(&|$)/, endpointHref);
+    await endpointLink.click();
+    await page.waitForURL(/\/endpoints\/billingendpoint\?/);
+    const eventLinks = page.locator('[data-testid="events-table"] tbody tr td:nth-child(3) a');
+    await eventLinks.first().waitFor({ timeout: 60_000 });
+    assert.deepEqual((await eventLinks.allTextContents()).map((t) => t.trim()).sort(), ['tax-d-0', 'tax-d-1']);
     assert.deepEqual(ui!.pageErrors, []);
   });
 });

@@ -13,12 +13,15 @@
 // where it stopped, in any replica.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { limiter } from '../../lib/concurrency/limiter.ts';
 import type { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import { log } from '../log.ts';
 import type { SelectedRow, Selection } from './selection.ts';
 
 export const CHUNK_ROWS = 2_000;
 export const MAX_ERRORS_KEPT = 50;
+/** A job's selection chunks deleted at once (a discard, the retention sweep): a few, not 50, beside the console's other work. */
+export const CHUNK_DELETES_AT_ONCE = 8;
 
 /**
  * `prepared`: frozen for the operator's confirmation (created with `hold`), not started; it is either started
@@ -274,8 +277,17 @@ export class JobStore {
     }
   }
 
+  /**
+   * Deletes the selection's chunks CHUNK_DELETES_AT_ONCE at a time: one after the other, up to 50 held a Cancel
+   * request and the runner's scan (its expiry of a prepared job) for 50 round trips. Every delete is waited for
+   * before the first failure is thrown, so nothing of a failed discard or sweep is still deleting behind the caller.
+   */
   async #deleteChunks(job: Pick<Job, 'operationId' | 'chunks'>): Promise<void> {
-    for (let n = 0; n < job.chunks; n++) await this.docs.delete(chunkDoc(job.operationId, n));
+    const bounded = limiter(CHUNK_DELETES_AT_ONCE);
+    const names = Array.from({ length: job.chunks }, (_, n) => chunkDoc(job.operationId, n));
+    const settled = await Promise.allSettled(names.map((name) => bounded(() => this.docs.delete(name))));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**

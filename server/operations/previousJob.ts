@@ -1,8 +1,8 @@
 // For the confirmation of a new bulk job ("Resubmit all" on a failure group or a selection): the most recent job
 // that already covered the same events, so the operator sees "a previous job (by X, at T: 18 resubmitted, 18 failed
 // again) covered these events" before resubmitting them a second time. Jobs are console documents listed newest
-// first (jobs.ts); one covers the new selection when it acted on the same failure group, on some of the same listed
-// event ids, or on the same filter. Its follow-up (failed again) is read as the Jobs drawer reads it (outcome.ts).
+// first (jobs.ts); one covers the new selection when it acted on the same failure group in some of the same statuses,
+// on some of the same listed event ids, or on the same filter. Its follow-up (failed again) is read as the Jobs drawer reads it (outcome.ts).
 import { inScope, type ReadScope } from '../auth/readScope.ts';
 import type { ConsoleContext } from '../context.ts';
 import { log } from '../log.ts';
@@ -30,16 +30,27 @@ export interface PreviousJob {
   checked: number;
 }
 
-/** Whether the earlier job `prev` acted on the events the new selection names. */
+/**
+ * Whether the earlier job `prev` acted on the events the new selection names. A job on the same group counts only
+ * if its statuses meet the new one's: a "Skip all" of the group's DeadLettered rows touched none of its Failed ones.
+ * Their "Updated in" windows do not set them apart: both run to the present, and the rows the earlier job acted on
+ * that failed again since were updated then, so they are in the new window whatever its start.
+ */
 export function coversSameEvents(prev: Pick<Job, 'selection' | 'endpoints'>, sel: Selection, rows: readonly SelectedRow[]): boolean {
   const p = prev.selection;
   const sameEndpoint = sel.endpointId === undefined || p.endpointId === sel.endpointId || (p.endpointId === undefined && prev.endpoints.includes(sel.endpointId));
-  if (sel.groupId !== undefined && p.groupId === sel.groupId && sameEndpoint) return true;
+  if (sel.groupId !== undefined && p.groupId === sel.groupId && sameEndpoint && statusesMeet(p.status, sel.status)) return true;
   if (p.eventIds !== undefined && p.endpointId !== undefined) {
     const ids = new Set(p.eventIds);
     if (rows.some((r) => r.endpointId === p.endpointId && ids.has(r.eventId))) return true;
   }
   return p.eventIds === undefined && sel.eventIds === undefined && JSON.stringify(canonical(p)) === JSON.stringify(canonical(sel));
+}
+
+/** Whether two selections' statuses share one; no status (or none listed) is every status (selection.ts ACTIONABLE). */
+function statusesMeet(a: Selection['status'], b: Selection['status']): boolean {
+  if (!a?.length || !b?.length) return true;
+  return a.some((s) => b.includes(s));
 }
 
 /** A selection with its keys in one order and its statuses sorted: two equal filters compare equal. */

@@ -3,15 +3,16 @@
 // stayed for ever. An ended job past NIMBUS_JOB_RETENTION_DAYS goes with its control and every selection chunk; a
 // recent one and an unfinished old one stay; a discarded job's selection goes when it is discarded. One replica
 // sweeps at a time (a lease), each at most once an hour, at most PRUNE_BATCH jobs, and a failed delete is retried
-// at the next sweep. The clocks are injected: jobs' ends are planted in the past, nothing waits for time to pass.
-import { after, before, describe, test } from 'node:test';
+// at the next sweep; a runner that stops mid-sweep ends it between two jobs. Each test removes the jobs it made, so
+// no test finds another's. The clocks are injected: jobs' ends are planted in the past, nothing waits for time to pass.
+import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaseStore } from '../../lib/store/index.ts';
 import { startStoreFixture, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { waitFor } from '../../lib/testing/waitFor.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
 import type { Manager } from '../manager/manager.ts';
-import { CHUNK_ROWS, JobStore, type Job } from './jobs.ts';
+import { CHUNK_DELETES_AT_ONCE, CHUNK_ROWS, JobStore, type Job } from './jobs.ts';
 import { JobPruner, PRUNE_EVERY_MS, pruneEndedJobs } from './prune.ts';
 import { OperationsRunner } from './runner.ts';
 
@@ -30,10 +31,15 @@ after(async () => {
   await f?.close();
 });
 
+/** The jobs the running test made: removed after it (afterEach), so a later test's sweep or runner never finds them. */
+const made: Job[] = [];
+
 /** A job of `n` rows (more than CHUNK_ROWS: several selection documents), held (prepared) or queued. */
-function create(n: number, hold = false): Promise<Job> {
+async function create(n: number, hold = false): Promise<Job> {
   const rows = Array.from({ length: n }, (_, i) => ({ endpointId: EP, eventId: `e-${i}`, sessionId: 'S-1' }));
-  return jobs.create({ kind: 'resubmit', selection: { endpointId: EP }, rows, startedBy: 'tester', ratePerSecond: 0, hold });
+  const job = await jobs.create({ kind: 'resubmit', selection: { endpointId: EP }, rows, startedBy: 'tester', ratePerSecond: 0, hold });
+  made.push(job);
+  return job;
 }
 
 /** A job as the runner leaves it: in `state`, ended at `finishedAt` (null: not ended, or an old job without it). */
@@ -64,6 +70,10 @@ function leasesFollowing(clock: () => number = Date.now): LeaseStore {
 const ALL_OF_TWO_CHUNKS = ['job_ID', 'jobctl_ID', 'jobsel_ID_0', 'jobsel_ID_1'];
 
 describe('bulk job retention', () => {
+  afterEach(async () => {
+    await Promise.all(made.splice(0).map((job) => jobs.remove(job)));
+  });
+
   test('an ended job past the retention goes with its control and every selection chunk; a recent one, and an unfinished old one, stay', async () => {
     // The sweep's clock is 40 days ahead: a job that ended now ended 40 days before it.
     const now = Date.now() + 40 * DAY;
@@ -182,7 +192,8 @@ describe('bulk job retention', () => {
   test("the runner sweeps beside its scan, with the console's retention", async () => {
     const old = await planted('completed', Date.now() - 31 * DAY, 1);
     const recent = await planted('completed', Date.now() - 29 * DAY, 1);
-    // No job is left to run, so the runner never sends a command: it is given no Manager.
+    // No job is left to run (every test removes its own), so the runner never sends a command: it is given no Manager.
+    assert.deepEqual(await jobs.unfinished(), [], 'no job an earlier test left for the runner to run');
     const runner = new OperationsRunner({ store: f.store, jobs, leases: leasesFollowing(), manager: undefined as unknown as Manager, scanEveryMs: 3_600_000, prune: { retentionDays: 30 } });
     try {
       runner.start();
@@ -190,6 +201,71 @@ describe('bulk job retention', () => {
       assert.deepEqual(await stored(recent), ['job_ID', 'jobctl_ID', 'jobsel_ID_0']);
     } finally {
       await runner.stop();
+    }
+  });
+
+  test('a runner stopped during a sweep ends it after the job being deleted; the next sweep deletes the rest', async () => {
+    const planted3 = [];
+    for (let i = 0; i < 10; i++) planted3.push(await planted('completed', Date.now() - 31 * DAY, 2 * CHUNK_ROWS + 1));
+    // The first delete waits until stop() has been called: the sweep is under way when the console stops.
+    let removes = 0;
+    let sweepStarted!: () => void;
+    const started = new Promise<void>((r) => (sweepStarted = r));
+    let release!: () => void;
+    const stopCalled = new Promise<void>((r) => (release = r));
+    class Gated extends JobStore {
+      override async remove(job: Pick<Job, 'operationId' | 'chunks'>): Promise<void> {
+        if (++removes === 1) {
+          sweepStarted();
+          await stopCalled;
+        }
+        return super.remove(job);
+      }
+    }
+    const gated = new Gated(jobs.docs);
+    const runner = new OperationsRunner({ store: f.store, jobs: gated, leases: leasesFollowing(), manager: undefined as unknown as Manager, scanEveryMs: 3_600_000, prune: { retentionDays: 30 } });
+    runner.start();
+    await started;
+    const stopping = runner.stop();
+    release();
+    await stopping;
+    assert.equal(removes, 1, 'stop() waited for the job being deleted, and the sweep deleted no further job');
+    const left = (await Promise.all(planted3.map(async (j) => (await stored(j)).length > 0))).filter(Boolean).length;
+    assert.ok(left >= planted3.length - 1, `the other planted jobs are left for the next sweep (${left} of ${planted3.length} left)`);
+
+    const next = new JobPruner({ jobs, leases: leasesFollowing(), owner: 'replica-n', retentionDays: 30 });
+    assert.ok((await next.sweepIfDue()) >= left);
+    for (const j of planted3) assert.deepEqual(await stored(j), []);
+  });
+
+  test("a job's selection chunks are deleted a few at a time, not one after the other", async () => {
+    // The same container through a PlatformDocs that counts the deletes in flight.
+    class Counting extends PlatformDocs {
+      inFlight = 0;
+      most = 0;
+      override async delete(name: string): Promise<void> {
+        this.most = Math.max(this.most, ++this.inFlight);
+        try {
+          await super.delete(name);
+        } finally {
+          this.inFlight--;
+        }
+      }
+    }
+    const docs = new Counting({ endpoint: f.cosmos.endpoint, key: f.cosmos.key, database: f.database });
+    try {
+      const counted = new JobStore(docs);
+      const held = await create(12 * CHUNK_ROWS + 1, true);
+      assert.equal(held.chunks, 13);
+      assert.equal((await counted.settlePrepared(held.operationId, 'cancel', 'tester')).result, 'discarded');
+      assert.deepEqual(await stored(held), ['job_ID', 'jobctl_ID'], 'every chunk deleted');
+      assert.equal(docs.most, CHUNK_DELETES_AT_ONCE, 'the discard had CHUNK_DELETES_AT_ONCE deletes out at once');
+
+      docs.most = 0;
+      await counted.remove(await planted('completed', Date.now(), 12 * CHUNK_ROWS + 1));
+      assert.equal(docs.most, CHUNK_DELETES_AT_ONCE, "the sweep's remove too");
+    } finally {
+      docs.close();
     }
   });
 });

@@ -4,8 +4,10 @@
 // a job that has not ended is never touched, however old. The runner (runner.ts) asks for a sweep at each scan;
 // one is made at most once an hour per replica, and only by the replica that takes the sweep's lease, which is
 // left to run out rather than released: the other replicas find it held and skip their sweep within that hour.
-// A sweep deletes at most PRUNE_BATCH jobs, those that ended first first, so one pass is short; the rest wait for the next
-// hour (a backlog drains 2,400 jobs a day). Every delete is idempotent (a document already gone is fine), so two
+// A sweep deletes at most PRUNE_BATCH jobs, those that ended first first; the rest wait for the next hour (a backlog
+// drains 2,400 jobs a day). That is still up to 100 jobs of up to 52 documents each, seconds of deletes, so a sweep
+// stops between jobs once the runner is stopping (its stop signal): a console's shutdown must not wait for it past
+// NIMBUS_STOP_GRACE_MS, and the next sweep (on any replica) deletes the rest. Every delete is idempotent (a document already gone is fine), so two
 // sweeps that overlap after all (a lease lapsed under a slow sweep) do no harm. A failure is logged, without the
 // documents, and the sweep tries again an hour later; it never throws.
 import type { LeaseStore } from '../../lib/store/index.ts';
@@ -33,13 +35,15 @@ export interface PruneOptions {
 
 /**
  * Deletes up to `limit` jobs that ended before `before`, those that ended first first. A job whose delete fails is left for the
- * next sweep, and the others are still deleted: one document the store refuses must not keep every later job.
+ * next sweep, and the others are still deleted: one document the store refuses must not keep every later job. Once
+ * `signal` is aborted it deletes no further job (the one being deleted is finished: its deletes are already out).
  */
-export async function pruneEndedJobs(jobs: JobStore, before: Date, limit = PRUNE_BATCH): Promise<{ deleted: number; failed: number }> {
+export async function pruneEndedJobs(jobs: JobStore, before: Date, limit = PRUNE_BATCH, signal?: AbortSignal): Promise<{ deleted: number; failed: number }> {
   let deleted = 0;
   let failed = 0;
   let firstError: unknown;
   for (const job of await jobs.endedBefore(before, limit)) {
+    if (signal?.aborted) break;
     try {
       await jobs.remove(job);
       deleted++;
@@ -65,9 +69,10 @@ export class JobPruner {
 
   /**
    * Sweeps if this replica has not tried within PRUNE_EVERY_MS and takes the lease; answers how many jobs were
-   * deleted (0 when it did not sweep). Never throws.
+   * deleted (0 when it did not sweep). Returns between two jobs once `signal` (the runner's stop) is aborted.
+   * Never throws.
    */
-  async sweepIfDue(): Promise<number> {
+  async sweepIfDue(signal?: AbortSignal): Promise<number> {
     const now = this.#now();
     if (now - this.#last < PRUNE_EVERY_MS) return 0;
     this.#last = now;
@@ -75,8 +80,8 @@ export class JobPruner {
       // Taken for the whole interval and not released: a replica whose hour comes round sooner finds it held.
       // The holder takes it again at its own next sweep (acquire renews a lease already its own).
       const lease = await this.#o.leases.acquire(PRUNE_LEASE, this.#o.owner, PRUNE_EVERY_MS);
-      if (!lease) return 0;
-      const { deleted } = await pruneEndedJobs(this.#o.jobs, new Date(now - this.#o.retentionDays * DAY_MS));
+      if (!lease || signal?.aborted) return 0;
+      const { deleted } = await pruneEndedJobs(this.#o.jobs, new Date(now - this.#o.retentionDays * DAY_MS), PRUNE_BATCH, signal);
       if (deleted > 0) log.info({ deleted, retentionDays: this.#o.retentionDays }, 'ended operations past their retention deleted');
       return deleted;
     } catch (err) {

@@ -125,8 +125,9 @@ export class OperationsRunner {
   kick(): void {
     if (this.#stopped) return;
     // Beside the scan, not in it: a sweep's deletes must not hold up a job waiting to start. It is due at most once
-    // an hour (prune.ts), so most kicks only compare two times.
-    if (this.#pruner && !this.#pruning) this.#pruning = this.#pruner.sweepIfDue().finally(() => (this.#pruning = undefined));
+    // an hour (prune.ts), so most kicks only compare two times. It ends between two jobs' deletes once stop() is
+    // called, so stop() waits for one job's deletes at most, not the whole sweep.
+    if (this.#pruner && !this.#pruning) this.#pruning = this.#pruner.sweepIfDue(this.#stop.signal).finally(() => (this.#pruning = undefined));
     if (this.#scanning) return;
     this.#scanning = this.#scan()
       .catch((err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'operations scan failed'))
