@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import { TimeSeriesStore, type OutcomeCount } from '../lib/store/index.ts';
 import { claimWrite } from '../server/manager/manager.ts';
+import { deriveId } from '../packages/sdk/src/outbound.ts';
 import { ResolverHarness, errorBody, eventually, type WireMessage } from './testHarness.ts';
 
 let h: ResolverHarness;
@@ -183,5 +184,30 @@ describe('a console command whose claim the Manager wrote before sending it', ()
 
     await oneByOne([command, response], 2);
     assert.equal(await countOf(ep, 'skipped'), 1, 'the copies add none');
+  });
+});
+
+describe("the retry policy's next series after a resubmit (a RetryRequest id the row applied before)", () => {
+  test('its RetryRequest applies: the row shows the retry the subscriber runs, not the failure before it', async () => {
+    // A retry's MessageId is derived from the event id and the retry count (packages/sdk/src/outbound.ts), and a
+    // resubmit starts the count at 0 again, so retry 1 of the second series has the first series' retry 1's id. With
+    // the already-applied rule asked of every write it was refused, and the row stayed Failed (review).
+    const ep = uniq('crm');
+    const eventId = uniq('e');
+    const sessionId = uniq('s');
+    const x1: WireMessage = { type: T.ErrorResponse, messageId: uniq('x1'), eventId, sessionId, from: ep, parentMessageId: uniq('req'), body: errorBody('boom') };
+    const retry1: WireMessage = { type: T.RetryRequest, messageId: deriveId('retry', eventId, 1), eventId, sessionId, to: ep, from: 'shop', parentMessageId: x1.messageId, props: { RetryCount: 1 } };
+    const x2: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry1.messageId, body: errorBody('boom') };
+    await oneByOne([x1, retry1, x2], 1);
+    const failed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
+    const claim = claimWrite({ kind: 'resubmit' }, failed, failed.lastMessageId, failed.eventTypeId, { a: 1 });
+    assert.equal((await h.store.writeStatus(claim, { lastMessageId: failed.lastMessageId, status: failed.status })).outcome, 'written');
+    const command: WireMessage = { type: T.ResubmissionRequest, messageId: claim.messageId, eventId, sessionId, to: ep, from: 'Manager', parentMessageId: x2.messageId };
+    const x3: WireMessage = { type: T.ErrorResponse, messageId: uniq('x3'), eventId, sessionId, from: ep, parentMessageId: command.messageId, body: errorBody('boom') };
+    await oneByOne([command, x3], 1);
+    await oneByOne([{ ...retry1, parentMessageId: x3.messageId }], 2);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.equal(row?.status, S.Pending, 'the retry the subscriber is running');
+    assert.equal(row?.lastMessageId, retry1.messageId);
   });
 });

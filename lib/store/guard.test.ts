@@ -187,12 +187,16 @@ describe('stale-write guard', () => {
     }
   });
 
-  test('a copy of a message applied before a later one is refused, terminal too; the last message and unknown ids are not', () => {
+  test('a terminal copy of a message applied before a later one is refused; the last message and unknown ids are not', () => {
     // The row applied E (a failure), then L (a message after it; its parent is not E, so the ancestor check stays
     // out of the way): E's copy comes back alone.
     const applied = { ...row(S.Pending, T.RetryRequest, 'p'), lastMessageId: 'l', appliedMessageIds: ['l', 'e', 'req'] };
-    for (const t of [T.ErrorResponse, T.ResolutionResponse, T.SkipResponse, T.UnsupportedResponse, T.ResubmissionRequest, T.SkipRequest, T.RetryRequest, T.PendingHandoffResponse]) {
+    for (const t of [T.ErrorResponse, T.ResolutionResponse, T.SkipResponse, T.UnsupportedResponse]) {
       assert.deepEqual(decideStaleWrite(incoming(t, 'e'), applied), { apply: false, reason: 'already-applied' }, t);
+    }
+    // Non-terminal writes are left to the other rules: their ids can come round legitimately (below).
+    for (const t of [T.ResubmissionRequest, T.SkipRequest, T.RetryRequest, T.PendingHandoffResponse]) {
+      assert.notDeepEqual(decideStaleWrite(incoming(t, 'e'), applied), { apply: false, reason: 'already-applied' }, t);
     }
     assert.deepEqual(decideStaleWrite(incoming(T.ErrorResponse, 'req'), applied), { apply: false, reason: 'already-applied' });
     // The current version's own message is left to the other rules (a repeat of the last write; a claim's send).
@@ -201,6 +205,15 @@ describe('stale-write guard', () => {
     // A refusal by another rule keeps its reason: a request copy over a settled row is not-request-stage.
     const settled = { ...row(S.Completed, T.ResolutionResponse, 'x'), lastMessageId: 'r', appliedMessageIds: ['r', 'x'] };
     assert.deepEqual(decideStaleWrite(incoming(T.EventRequest, 'x'), settled), { apply: false, reason: 'already-answered' });
+  });
+
+  test("the next retry series' RetryRequest applies although its id is among the row's applied ids (review)", () => {
+    // A retry's MessageId is derived from the event id and the retry count, and a resubmit starts the count at 0
+    // again: after R, E1, retry 1, E2, a resubmit C and its failure E3, the subscriber's retry 1 of the new series
+    // carries the id of the first series' retry 1. It was refused already-applied, and the row stayed Failed while
+    // the subscriber ran the retry.
+    const failedAgain = { ...row(S.Failed, T.ErrorResponse, 'c'), lastMessageId: 'e3', appliedMessageIds: ['e3', 'c', 'e2', 'retry-1', 'e1', 'r'] };
+    assert.deepEqual(decideStaleWrite(incoming(T.RetryRequest, 'retry-1'), failedAgain), { apply: true });
   });
 
   test('a row without applied ids (an older writer, a view built from history) is decided as before', () => {

@@ -61,9 +61,9 @@ export interface GuardedRowView {
  * Whether the incoming message is a copy of one the row applied before a later message: its id is among the row's
  * applied ids but is not the one that wrote the current version. A copy of the current version's own message is
  * left to the other rules (a repeat of the last write changes nothing, and the Manager's claims are re-sent under
- * the claim's id). Nothing legitimate applies one MessageId to a row again after another message: parked and
- * replayed copies carry derived ids, a command's id is derived from the message it answers, and a restore that
- * undoes a claim drops the claim's id from the row. The store leaves the applied ids out of the view for a
+ * the claim's id). Asked of terminal writes only (decideStaleWrite): a response's id is new for every answer, so
+ * one applied again after another message is a copy; a non-terminal id is not (a retry's id repeats from one retry
+ * series to the next), and the other rules judge those. A restore that undoes a claim drops the claim's id. The store leaves the applied ids out of the view for a
  * conditional write, which names the version it replaces (docs/resolver.md, "The stale-write guard").
  */
 function isAppliedCopy(messageId: string, row: GuardedRowView): boolean {
@@ -108,7 +108,12 @@ export function decideStaleWrite(
   // applied before a later one is a copy that came back alone (its completion was lost). A terminal copy would
   // otherwise set the row back (Failed over the retry after it), and the later message's copy, whose completion
   // was not lost, never comes back to undo it.
-  if (decision.apply && row !== null && isAppliedCopy(incoming.messageId, row)) return { apply: false, reason: 'already-applied' };
+  // Terminal writes only: those are the ones no other rule checks. A non-terminal id can come round again
+  // legitimately - a retry's MessageId is derived from the event and its retry count, and a resubmit or a failed
+  // handoff starts the count at 0 again, so the next series' RetryRequest carries an id the row applied before
+  // (refused, the row stayed Failed while the subscriber ran the retry) - and rules 2-6 already judge those.
+  if (decision.apply && row !== null && TERMINAL_STATUSES.has(incoming.status) && isAppliedCopy(incoming.messageId, row))
+    return { apply: false, reason: 'already-applied' };
   return decision;
 }
 
