@@ -203,18 +203,22 @@ describe('ConsoleHandoffClient', () => {
     // made every attempt throw a RangeError from AbortSignal.timeout, retried like a failure.
     const bad: Array<[string, Partial<ConsoleHandoffClientOptions>, RegExp]> = [
       ['attempts NaN', { retry: { attempts: Number.NaN } }, /invalid client options: retry\.attempts/],
-      ['attempts 1.5', { retry: { attempts: 1.5 } }, /retry\.attempts is a whole number/],
+      ['attempts 1.5', { retry: { attempts: 1.5 } }, /retry\.attempts is a whole number \(0 or more\) or Infinity/],
       ['initialMs negative', { retry: { initialMs: -1 } }, /retry\.initialMs/],
       ['maxMs Infinity', { retry: { maxMs: Number.POSITIVE_INFINITY } }, /retry\.maxMs/],
       ['timeoutMs NaN', { timeoutMs: Number.NaN }, /timeoutMs/],
       ['timeoutMs 0', { timeoutMs: 0 }, /timeoutMs/],
       ['timeoutMs beyond a timer', { timeoutMs: 2 ** 31 }, /timeoutMs/],
+      // A receive adds its wait (up to 30 s) to the limit: the sum must fit a timer too.
+      ['timeoutMs within a timer but not with a wait added', { timeoutMs: 2 ** 31 - 1 - 30_000 }, /timeoutMs/],
     ];
     for (const [what, options, words] of bad) {
       assert.throws(() => client(options), (err: unknown) => err instanceof HandoffClientError && words.test(err.message), what);
     }
     // The defaults and 0 attempts (taken as the one first attempt, as always) still construct.
     assert.doesNotThrow(() => client({ retry: { attempts: 0 }, timeoutMs: 1 }));
+    // Infinity retried a call for ever, each wait bounded by maxMs: kept.
+    assert.doesNotThrow(() => client({ retry: { attempts: Number.POSITIVE_INFINITY } }));
   });
 
   test('a result JSON cannot encode is refused with a HandoffClientError before anything is sent', async () => {

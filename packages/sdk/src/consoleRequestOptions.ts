@@ -10,17 +10,25 @@ import { HandoffClientError } from './handoffClient.ts';
 
 /** The longest time a Node timer holds (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
 const MAX_TIMER_MS = 2_147_483_647;
+/**
+ * The most `timeoutMs` may be: a receive's time limit is its long-poll wait (at most 30 s) plus `timeoutMs`, and that
+ * sum must still fit a timer (past it, every receive timed out at once: a review found it).
+ */
+export const MAX_TIMEOUT_MS = MAX_TIMER_MS - 60_000;
 
 const requestOptionsSchema = z.object({
   retry: z
     .object({
-      // 0 was always taken as 1 (the first attempt is always made): kept.
-      attempts: z.number().int('retry.attempts is a whole number').min(0).optional(),
+      // 0 was always taken as 1 (the first attempt is always made), and Infinity retried a call for ever (each wait
+      // bounded by maxMs): both kept.
+      attempts: z
+        .custom<number>((v) => v === Number.POSITIVE_INFINITY || (typeof v === 'number' && Number.isInteger(v) && v >= 0), 'retry.attempts is a whole number (0 or more) or Infinity')
+        .optional(),
       initialMs: z.number().finite().min(0).max(MAX_TIMER_MS).optional(),
       maxMs: z.number().finite().min(0).max(MAX_TIMER_MS).optional(),
     })
     .optional(),
-  timeoutMs: z.number().finite().positive().max(MAX_TIMER_MS).optional(),
+  timeoutMs: z.number().finite().positive().max(MAX_TIMEOUT_MS).optional(),
 });
 
 export interface RequestTiming {
