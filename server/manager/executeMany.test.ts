@@ -7,6 +7,7 @@
 // claim undone and audited as a failed send's is (a row moved since, or a claim past WITHHELD_UNDO_MS, left alone).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType as T, Topic } from '@nimbus/sdk/contract';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { msg } from '../../lib/store/testing/fixtures.ts';
@@ -63,6 +64,48 @@ function answer(s: Settled<CommandResult> | undefined): string {
   return s.error instanceof HttpError ? String(s.error.status) : `error ${String(s.error)}`;
 }
 
+/**
+ * The real client, whose Manager-topic sender (the real one, against the emulator) makes batches that take one
+ * message each - as a lot of large payloads fills a 256 KB batch - and calls `sent` when a batch's send returns.
+ */
+function oneMessageBatches(client: ServiceBusClient, sent: () => void): ServiceBusClient {
+  const real = new WeakMap<object, ServiceBusMessageBatch>();
+  const wrapSender = (sender: ServiceBusSender): ServiceBusSender =>
+    new Proxy(sender, {
+      get(target, name) {
+        if (name === 'createMessageBatch') {
+          return async (...args: Parameters<ServiceBusSender['createMessageBatch']>) => {
+            const batch = await target.createMessageBatch(...args);
+            const one = new Proxy(batch, {
+              get(b, key) {
+                if (key === 'tryAddMessage') return (...m: Parameters<ServiceBusMessageBatch['tryAddMessage']>) => b.count === 0 && b.tryAddMessage(...m);
+                const value: unknown = Reflect.get(b, key, b);
+                return typeof value === 'function' ? value.bind(b) : value;
+              },
+            });
+            real.set(one, batch);
+            return one;
+          };
+        }
+        if (name === 'sendMessages') {
+          return async (messages: Parameters<ServiceBusSender['sendMessages']>[0], options?: Parameters<ServiceBusSender['sendMessages']>[1]) => {
+            await target.sendMessages(real.get(messages as object) ?? messages, options);
+            sent();
+          };
+        }
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  return new Proxy(client, {
+    get(target, name) {
+      if (name === 'createSender') return (...args: Parameters<ServiceBusClient['createSender']>) => wrapSender(target.createSender(...args));
+      const value: unknown = Reflect.get(target, name, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 describe('Manager.executeMany', () => {
   test("each event answered as execute() answers it; one command each on the wire; receipts name the operation; a repeat sends nothing", async () => {
     const ids = ['m-0', 'm-1', 'm-2', 'm-3', 'm-4', 'm-5'];
@@ -107,26 +150,33 @@ describe('Manager.executeMany', () => {
   });
 
   // Before, a withheld send left its claim: the event showed Pending though nothing was sent, a repeat was told for
-  // CLAIM_GRACE_MS that it was being sent right now, and nothing in the event's trail said why.
-  test('a caller that may no longer send gets nothing sent, on the lot and the one-event path: each claim undone and audited, a repeat sent at once', async () => {
-    const ids = ['w-0', 'w-1', 'w-2'];
+  // CLAIM_GRACE_MS that it was being sent right now, and nothing in the event's trail said why. And an event on the
+  // one-event path was read and claimed afresh though the guard had already said no (the claim then undone).
+  test('a caller that may no longer send gets nothing sent: the lot\'s claims undone and audited, the one-event path claims nothing; a repeat sent at once', async () => {
+    const ids = ['w-0', 'w-1', 'w-2', 'w-3'];
     for (const id of ids) await seedFailed(id);
     const before = await Promise.all(ids.map((id) => stack.store.getStatusRow(EP, id, `S-${id}`)));
     const targets: CommandTarget[] = [
       { endpointId: EP, eventId: 'w-0', sessionId: 'S-w-0' },
       { endpointId: EP, eventId: 'w-1', sessionId: 'S-w-1' },
-      { endpointId: EP, eventId: 'w-2' }, // the one-event path
+      { endpointId: EP, eventId: 'w-2' }, // the one-event path (no session known)
+      { endpointId: EP, eventId: 'w-3', sessionId: 'wrong-session' }, // the lot's own one-event path (no row there)
     ];
     let asked = 0;
     const origin = { operationId: '00000000-0000-4000-8000-000000000003', mayStillSend: () => (asked++, false) };
     const results = await manager.executeMany(targets, { kind: 'resubmit' }, 'tester', origin);
-    assert.deepEqual(results.map((r) => !r.ok && isSendWithheld(r.error)), [true, true, true], 'each event answered SendWithheld, not 503');
+    assert.deepEqual(results.map((r) => !r.ok && isSendWithheld(r.error)), [true, true, true, true], 'each event answered SendWithheld, not 503');
     assert.ok(asked >= 2, 'asked by the lot and by the one-event path');
     for (const [i, id] of ids.entries()) {
       const row = await stack.store.getStatusRow(EP, id, `S-${id}`);
-      assert.deepEqual([row?.status, row?.lastMessageId], ['Failed', before[i]!.lastMessageId], `${id}: the claim is undone`);
+      assert.deepEqual([row?.status, row?.lastMessageId], ['Failed', before[i]!.lastMessageId], `${id}: the event is as it was`);
       const audits = (await stack.store.listAudits(id)).items;
-      assert.deepEqual(audits.map((a) => a.type), ['CommandNotSent'], `${id}: audited, no receipt`);
+      if (i >= 2) {
+        assert.equal(row?.updatedAt, before[i]!.updatedAt, `${id}: never claimed`);
+        assert.deepEqual(audits.map((a) => a.type), [], `${id}: nothing to audit - no claim was made`);
+        continue;
+      }
+      assert.deepEqual(audits.map((a) => a.type), ['CommandNotSent'], `${id}: its claim undone and audited, no receipt`);
       assert.match(audits[0]!.comment ?? '', new RegExp(`withheld - the lease of bulk operation ${origin.operationId} ended before the send; the event was put back to Failed`));
       const { messageId, ...data } = JSON.parse(audits[0]!.data!) as { messageId: string };
       assert.deepEqual(data, { messageType: 'ResubmissionRequest', sessionId: `S-${id}`, claim: 'restored', withheld: true });
@@ -138,6 +188,42 @@ describe('Manager.executeMany', () => {
     const repeat = await manager.execute(EP, 'w-0', { kind: 'resubmit' }, 'clicker');
     assert.equal(repeat.outcome, 'sent');
     assert.deepEqual((await onTheWire(['w-0'])).get('w-0'), [repeat.messageId], 'the repeat went out once');
+  });
+
+  // Before, the guard was asked once per lot: a lot sent as several Service Bus batches (a hundred resubmits of a few
+  // KB each pass a 256 KB batch) went on sending its later batches after the guard turned false while the first
+  // batch's send stalled - after a successor had cancelled, every one with a receipt naming the job.
+  test('a lot sent as several batches asks the guard before each: the batches after it turns false are withheld, their claims undone', async () => {
+    const ids = ['b-0', 'b-1', 'b-2'];
+    for (const id of ids) await seedFailed(id);
+    const before = await Promise.all(ids.map((id) => stack.store.getStatusRow(EP, id, `S-${id}`)));
+    // The real sender, its batches holding one message each; the guard turns false once the first batch's send
+    // returns (the caller's lease ended while it was under way).
+    let fenced = false;
+    let sends = 0;
+    const client = oneMessageBatches(stack.serviceBus.client, () => {
+      sends++;
+      fenced = true;
+    });
+    const batched = new Manager({ store: stack.store, client });
+    try {
+      const origin = { operationId: '00000000-0000-4000-8000-000000000005', mayStillSend: () => !fenced };
+      const results = await batched.executeMany(ids.map((eventId) => ({ endpointId: EP, eventId, sessionId: `S-${eventId}` })), { kind: 'resubmit' }, 'tester', origin);
+      assert.equal(sends, 1, 'one batch went to the broker');
+      assert.equal(answer(results[0]), 'sent', 'the batch handed over before the guard said no lands');
+      assert.deepEqual(results.slice(1).map((r) => !r.ok && isSendWithheld(r.error)), [true, true], 'the later batches answered SendWithheld');
+      for (const [i, id] of ids.entries()) {
+        if (i === 0) continue;
+        const row = await stack.store.getStatusRow(EP, id, `S-${id}`);
+        assert.deepEqual([row?.status, row?.lastMessageId], ['Failed', before[i]!.lastMessageId], `${id}: the claim is undone`);
+        const audits = (await stack.store.listAudits(id)).items;
+        assert.deepEqual(audits.map((a) => [a.type, (JSON.parse(a.data!) as { withheld?: boolean }).withheld]), [['CommandNotSent', true]], `${id}: audited withheld, no receipt`);
+      }
+      const wire = await onTheWire(ids);
+      assert.deepEqual([...wire.keys()], ['b-0'], 'only the first batch reached the endpoint');
+    } finally {
+      await batched.close();
+    }
   });
 
   test('a withheld send leaves alone a row moved since its claim, and a claim older than WITHHELD_UNDO_MS', async () => {

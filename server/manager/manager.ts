@@ -51,10 +51,13 @@ export interface CommandResult {
 export interface CommandOrigin {
   operationId: string;
   /**
-   * Asked after the claims are written and right before the broker send (a re-send of an abandoned claim too):
-   * false means the caller may no longer act - a bulk job's runner whose lease has ended or is about to, after a
-   * stall inside this call - and nothing is sent for those events; they settle with SendWithheld, their claims
-   * undone and audited as after a failed send (see WITHHELD_UNDO_MS for one that has waited too long).
+   * Asked after the claims are written and right before each broker send - every message batch of a lot, a re-send
+   * of an abandoned claim too - and before a one-event command reads or claims anything: false means the caller may
+   * no longer act - a bulk job's runner whose lease has ended or is about to, after a stall inside this call - and
+   * nothing more is sent for those events; they settle with SendWithheld, their claims undone and audited as after a
+   * failed send (see WITHHELD_UNDO_MS for one that has waited too long), an event not yet claimed left untouched.
+   * Treated as sticky within a lot: once it says no, no later batch of the lot goes. It cannot recall a batch
+   * already handed to the broker: that one still lands, however late its send returns (up to SEND_TIMEOUT_MS).
    */
   mayStillSend?: () => boolean;
 }
@@ -180,6 +183,8 @@ export class Manager {
   }
 
   async #execute(endpointId: string, eventId: string, spec: CommandSpec, auditor: string, origin?: CommandOrigin, mayReadAudits = true): Promise<CommandResult> {
+    // A caller already fenced claims nothing: asked again after the claim (#sendAndAudit), for a stall while it is written.
+    if (!mayStillSend(origin)) throw new SendWithheld(eventId);
     const type = commandType(spec);
     for (let attempt = 0; attempt < 3; attempt++) {
       // The event's rows on this endpoint, newest update first, by one query within one logical partition: the
@@ -324,20 +329,23 @@ export class Manager {
       else claimed.push(c);
     });
     // The claims' writes may have stalled (or the process paused) past the end of the caller's lease: asked now,
-    // right before the send, a caller that may no longer act gets nothing sent; its claims are undone and audited.
-    const withheld = claimed.length > 0 && !mayStillSend(origin);
-    const undone = (withheld ? claimed : []).map((c) => settle(out, c.k, this.#sendWithheld(c.row, c.built, auditor, { previous: c.row, at: claimedAt }, origin)));
+    // right before the send, a caller that may no longer act gets nothing sent; its claims are undone and audited,
+    // and its events for the one-event path are answered without being read or claimed. #sendBatched asks again
+    // before each further batch.
+    const withheld = (claimed.length > 0 || alone.length > 0) && !mayStillSend(origin);
     const sending = withheld ? [] : claimed;
-    const [sendErrors] = await Promise.all([
+    const [sends] = await Promise.all([
       this.#sendBatched(sending.map((c) => c.built), origin),
-      ...alone.map((k) => settle(out, k, oneAtATime(() => this.#execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin)))),
+      ...alone.map((k) => settle(out, k, withheld ? Promise.reject(new SendWithheld(targets[k]!.eventId)) : oneAtATime(() => this.#execute(targets[k]!.endpointId, targets[k]!.eventId, spec, auditor, origin)))),
     ]);
-    const sent = sending.filter((_, i) => sendErrors[i] === undefined);
+    const outcomes = withheld ? claimed.map(() => 'withheld' as const) : sends;
+    const sent = sending.filter((_, i) => outcomes[i] === 'sent');
+    // Withheld (the whole lot, or the batches after the guard said no): each claim undone and audited, SendWithheld.
+    const undone = claimed.filter((_, i) => outcomes[i] === 'withheld').map((c) => settle(out, c.k, this.#sendWithheld(c.row, c.built, auditor, { previous: c.row, at: claimedAt }, origin)));
     // Not sent: each claim undone (or kept for Reconcile) and audited as a single command's would be (503).
     const notSent = sending
-      .map((c, i) => ({ c, err: sendErrors[i] }))
-      .filter((x) => x.err !== undefined)
-      .map(({ c, err }) => settle(out, c.k, this.#sendFailed(c.row, c.built, err, auditor, c.row)));
+      .map((c, i) => ({ c, outcome: outcomes[i]! }))
+      .flatMap(({ c, outcome }) => (typeof outcome === 'object' ? [settle(out, c.k, this.#sendFailed(c.row, c.built, outcome.error, auditor, c.row))] : []));
     for (const c of sent) this.#failedSends.delete(c.built.messageId);
     if (sent.length > 0) log.info({ operationId: origin?.operationId, messageType: type, sent: sent.length }, 'manager commands sent');
     const receipts = await this.#store.recordAudits(sent.map((c) => receipt(spec, c.row, c.built, c.row.lastMessageId, c.eventTypeId, c.payload, auditor, origin)));
@@ -366,14 +374,17 @@ export class Manager {
 
   /**
    * Sends commands in as few message batches as the broker's size limit allows (one span for the lot, every
-   * message carrying its context): per command, undefined when it was sent, else the error of its batch. A batch
-   * is one transfer, accepted or refused as a whole.
+   * message carrying its context): per command, 'sent', 'withheld' (the caller's guard said no before its batch
+   * went) or the error of its batch. A batch is one transfer, accepted or refused as a whole.
    */
-  async #sendBatched(commands: readonly BuiltCommand[], origin: CommandOrigin | undefined): Promise<unknown[]> {
-    const errors: unknown[] = commands.map(() => undefined);
-    if (commands.length === 0) return errors;
+  async #sendBatched(commands: readonly BuiltCommand[], origin: CommandOrigin | undefined): Promise<BatchedSend[]> {
+    const outcomes: BatchedSend[] = commands.map(() => 'sent');
+    if (commands.length === 0) return outcomes;
     this.#sender ??= this.#client.createSender(Topic.Manager);
     const sender = this.#sender;
+    // The guard is asked before every batch, not once per lot: a batch's send (or the next batch's creation) may
+    // stall up to SEND_TIMEOUT_MS, past the end of the caller's lease. Once it says no, nothing more of the lot goes.
+    let withheld = false;
     const send = async () => {
       let batch: ServiceBusMessageBatch | undefined;
       let members: number[] = [];
@@ -383,18 +394,27 @@ export class Manager {
         const b = batch;
         batch = undefined;
         if (!b || these.length === 0) return;
+        withheld ||= !mayStillSend(origin);
+        if (withheld) {
+          for (const i of these) outcomes[i] = 'withheld';
+          return;
+        }
         try {
           await sender.sendMessages(b, { abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
         } catch (err) {
-          for (const i of these) errors[i] = err;
+          for (const i of these) outcomes[i] = { error: err };
         }
       };
       for (let i = 0; i < commands.length; i++) {
         for (let fresh = false; ; fresh = true) {
+          if (withheld) {
+            outcomes[i] = 'withheld';
+            break;
+          }
           try {
             batch ??= await sender.createMessageBatch({ abortSignal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
           } catch (err) {
-            errors[i] = err;
+            outcomes[i] = { error: err };
             break;
           }
           if (batch.tryAddMessage(commands[i]!.message)) {
@@ -402,7 +422,7 @@ export class Manager {
             break;
           }
           if (fresh || members.length === 0) {
-            errors[i] = new Error(`command ${commands[i]!.messageId} is larger than the broker accepts`);
+            outcomes[i] = { error: new Error(`command ${commands[i]!.messageId} is larger than the broker accepts`) };
             break;
           }
           await flush(); // full: send it, and try this command in a new batch
@@ -414,7 +434,7 @@ export class Manager {
       'nimbus.command': commands[0]!.type,
       ...(origin ? { 'nimbus.operation_id': origin.operationId } : {}),
     });
-    return errors;
+    return outcomes;
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
@@ -644,6 +664,9 @@ export function specOfClaim(row: StatusRow, before?: StoredRequest): CommandSpec
   }
   return undefined;
 }
+
+/** What became of one command of a lot's batched send: the error when its batch (or the batch's creation) failed. */
+type BatchedSend = 'sent' | 'withheld' | { error: unknown };
 
 /** A claim as #sendAndAudit gets it: the row version it replaced (none for a re-send) and when it was written. */
 interface ClaimMade {

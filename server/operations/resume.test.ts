@@ -6,7 +6,8 @@
 // write is refused, so it neither writes over its successor nor sends another lot, and a cancel made meanwhile stands;
 // a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first), nor
 // one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send,
-// and undoes the claim), nor one whose one-event retries come after the lease ended. A cancelled job counts the lot
+// and undoes the claim), nor one whose one-event retries come after the lease ended; a healthy holder waiting to
+// retry a claim being sent elsewhere stops at the operator's cancel, sending nothing. A cancelled job counts the lot
 // an earlier run sent past the saved cursor; a run whose final write is refused does not log the job completed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -468,6 +469,48 @@ test("a lease holder stalled after its lot's first answer makes no retry after a
   await goOnAfter(a, b, end, 1);
   assert.equal(await resubmitsOf(id!, job.operationId), 0, 'A sent no command after the cancel');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 0, refused: 0, failed: 0 });
+});
+
+// Before, the waits on a claim "being sent right now" (4 s apart, up to 44 s) read only the lease, never the
+// operator's wish: a healthy holder went on retrying after a cancel and, once the claim was CLAIM_GRACE_MS old,
+// re-sent it under the job's name - and completed the job, the cancel lost.
+test("a healthy lease holder waiting on a claim being sent elsewhere stops at the operator's cancel: no retry, no command", { timeout: 120_000 }, async () => {
+  const [id] = await seedFailed('cancelwait', 1);
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, [id!]);
+  // After the selection was frozen, a claim of the same command whose send is still in progress elsewhere: the
+  // Manager answers 409 "being sent right now", and the runner waits to try again.
+  const row = (await stack.store.listEventRows(EP, id!))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), { lastMessageId: row.lastMessageId, status: row.status });
+  assert.equal(claim.outcome, 'written');
+  /** The operator cancels once the lot's first answer is in, before the runner's first wait begins; retries counted. */
+  class CancelsAfterTheLot extends Manager {
+    retries = 0;
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, 'cancel', 'operator');
+      return answers;
+    }
+    override execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[4]?.operationId === job.operationId) this.retries++;
+      return super.execute(...args);
+    }
+  }
+  const counting = new CancelsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: counting, scanEveryMs: 3_600_000 });
+  try {
+    runner.kick();
+    await waitFor('the job to end', async () => ['cancelled', 'completed'].includes((await jobs.get(job.operationId))?.state ?? ''), { timeoutMs: 60_000 });
+    const end = (await jobs.get(job.operationId))!;
+    assert.equal(end.state, 'cancelled', "the operator's cancel stands");
+    assert.equal(counting.retries, 0, 'no one-event retry after the cancel');
+    assert.equal(await resubmitsOf(id!, job.operationId), 0, 'no command under the job after the cancel');
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 0, refused: 0, failed: 0 });
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await counting.close();
+  }
 });
 
 // Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an

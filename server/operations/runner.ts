@@ -10,11 +10,14 @@
 // keeper last renewed to, and sends nothing - stopping as on a refused write - once that is less than
 // LEASE_SEND_MARGIN_MS away: a holder that lost its lease sends nothing once its lease is known, or due, to have
 // ended. The same check is the guard the run hands the Manager (CommandOrigin.mayStillSend), asked after the lot's
-// claims are written and right before the broker send, and asked again before each of #step's one-event retries:
-// a run whose lease ends during a lot stops there, the lot neither counted nor its cursor saved; the claims whose
-// send was withheld are undone by the Manager and audited CommandNotSent, so the events read as before the lot
-// (docs/failures.md, "A holder that lost its lease unseen stops"). Known limit: a send handed to the broker
-// before the check said no still lands, however late (up to SEND_TIMEOUT_MS); only fencing at the broker would stop it.
+// claims are written and right before each Service Bus batch of the lot is sent (a one-event command: before its
+// claim too), and asked again before each of #step's one-event retries: a run whose lease ends during a lot stops
+// there, the lot neither counted nor its cursor saved; the claims whose send was withheld are undone by the Manager
+// and audited CommandNotSent, so the events read as before the lot (docs/failures.md, "A holder that lost its lease
+// unseen stops"). #step's waits on a claim being sent elsewhere also read the operator's wish, so a cancel or pause
+// stops the lot there rather than after up to 44 s of retries. Known limit: the batch handed to the broker before the
+// check said no still lands, however late its send returns (up to SEND_TIMEOUT_MS after the check) - one batch at
+// most, the rest of the lot is withheld; only fencing at the broker would stop it.
 // A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
 // limit): Manager.executeMany claims, sends and receipts the lot's commands together, each event still with its
 // own claim and receipt. The rows between the saved cursor (written at most every SAVE_EVERY_MS, after a whole
@@ -31,7 +34,8 @@
 // with a new failure before the job resumes, no receipt names the job, and the event gets a second resubmit.
 // A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused. A run
 // that cancels the job first counts as done the rows between the saved cursor and the mark that have this job's
-// receipt: no later run would.
+// receipt: no later run would. (A receipt a stalled former holder writes after that count - its send passed the
+// guard before its lease ended - is missed: the event got the job's command, the cancelled job's done leaves it out.)
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
@@ -241,7 +245,7 @@ export class OperationsRunner {
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
-    let w = await wish();
+    const w = await wish();
     if (w === 'cancel') return cancel(undefined);
     if (w === 'pause') {
       if (job.state !== 'paused') await finish('paused');
@@ -269,6 +273,22 @@ export class OperationsRunner {
     };
     const origin: CommandOrigin = { operationId: id, mayStillSend };
     let lastControl = Date.now();
+    /** Ends the run as the operator's cancel or pause asks (true when it did). */
+    const obey = async (wished: Awaited<ReturnType<typeof wish>>): Promise<boolean> => {
+      if (wished === 'cancel') await cancel(rows);
+      else if (wished === 'pause') await finish('paused');
+      else return false;
+      return true;
+    };
+    // Asked by #step inside its retry waits (the lot's events wait together): one read of the wish serves every wait
+    // that ends within CONTROL_EVERY_MS of it. An unread wish is taken as 'run' - the retry then goes on, under the
+    // lease guard as ever, and the loop reads the wish again between lots.
+    let controlRead: { at: number; wish: Promise<Awaited<ReturnType<typeof wish>>> } | undefined;
+    const stopWished = async (): Promise<boolean> => {
+      if (!controlRead || Date.now() - controlRead.at >= CONTROL_EVERY_MS) controlRead = { at: Date.now(), wish: wish().catch(() => 'run' as const) };
+      const wished = await controlRead.wish;
+      return wished === 'cancel' || wished === 'pause';
+    };
 
     // Rows below this may have had this job's command sent by an earlier run that saved no progress for them.
     const sentMaybeTo = Math.min(rows.length, job.inFlightTo ?? 0);
@@ -282,12 +302,7 @@ export class OperationsRunner {
       }
       if (Date.now() - lastControl >= CONTROL_EVERY_MS) {
         lastControl = Date.now();
-        w = await wish();
-        if (w === 'cancel') return cancel(rows);
-        if (w === 'pause') {
-          await finish('paused');
-          return;
-        }
+        if (await obey(await wish())) return;
       }
       const batch = rows.slice(job.cursor, job.cursor + size);
       if ((job.inFlightTo ?? 0) < job.cursor + batch.length) {
@@ -312,12 +327,15 @@ export class OperationsRunner {
         return;
       }
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
-      const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!)));
+      const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!, stopWished)));
       // The lease ended during the lot (the Manager held its sends back, undoing their claims, or a retry was not
-      // made): nothing of the lot is counted and the cursor is not moved or saved - the successor resumes below the
-      // in-flight mark, finds by their receipts the lot's events that did go out, and claims the others afresh.
+      // made), or the operator cancelled or paused while an event waited to be retried: nothing of the lot is counted
+      // and the cursor is not moved or saved - the successor (or the resumed job) goes on below the in-flight mark,
+      // finds by their receipts the lot's events that did go out, and claims the others afresh. A cancel or pause
+      // is applied here while the lease is still this run's (a cancel counts the lot's events sent, by their receipts).
       if (stepped.some((o) => o.kind === 'stopped')) {
-        log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed); stopping it here");
+        if (mayStillSend() && (await obey(await wish()))) return;
+        log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
         return;
       }
       const sentOutcomes = stepped.filter((o): o is StepOutcome => o.kind !== 'stopped');
@@ -332,7 +350,9 @@ export class OperationsRunner {
 
   /**
    * One event's outcome, from the lot's first answer (Manager.executeMany): a short retry through the one-event
-   * path when the broker was unavailable, the outcome classified.
+   * path when the broker was unavailable, the outcome classified. `stopWished`: whether the operator has cancelled
+   * or paused the job since, asked after each wait on a claim being sent elsewhere (the job's wish is otherwise
+   * read only between lots, and these waits last up to 44 s).
    */
   async #step(
     endpointId: string,
@@ -341,11 +361,13 @@ export class OperationsRunner {
     auditor: string,
     origin: CommandOrigin,
     first: Settled<CommandResult>,
+    stopWished: () => Promise<boolean>,
   ): Promise<StepOutcome | { kind: 'stopped' }> {
     let answer = first;
     for (let attempt = 1; ; attempt++) {
       if (attempt > 1) {
-        // Up to 44 s after the lot: the lease may have ended meanwhile, and a successor may have cancelled the job.
+        // Up to 44 s after the lot: the lease may have ended meanwhile (a successor may have cancelled the job), or,
+        // after a wait on a claim being sent elsewhere, the operator stopped the job (below).
         if (origin.mayStillSend?.() === false) return { kind: 'stopped' };
         try {
           answer = { ok: true, value: await this.#o.manager.execute(endpointId, eventId, spec, auditor, origin) };
@@ -371,6 +393,9 @@ export class OperationsRunner {
         // refusal: the Manager re-sends it once it is older than CLAIM_GRACE_MS (30 s); wait for that.
         if (status === 409 && detail.includes('being sent right now') && attempt < 12) {
           await new Promise((r) => setTimeout(r, 4000));
+          // Before, only the lease was asked here: a healthy holder retried after a cancel and, the claim 30 s old,
+          // re-sent it under the job's name (resume.test.ts, "stops at the operator's cancel").
+          if (await stopWished()) return { kind: 'stopped' };
           continue;
         }
         return { kind: 'refused', status, detail };
