@@ -241,10 +241,24 @@ function stalledReplica(at: StallAt) {
   let stalled = false;
   /** Set once the stall has begun (after the mark landed, when it lands). */
   let holding = false;
+  /** When the stall began and ended, by the real clock: the test's own wait for B is no part of A's stall. */
+  let stallBegan: number | undefined;
+  let stallEnded: number | undefined;
   const stall = async () => {
     stalled = true;
     holding = true;
+    stallBegan = Date.now();
     await resumed;
+    stallEnded = Date.now();
+  };
+  /**
+   * A's clock: the real one less the time the test held A, plus the stall A is meant to have had (past its lease's
+   * TTL, short of WITHHELD_UNDO_MS) - so what A's Manager decides after the stall does not depend on how long B took
+   * on a loaded machine.
+   */
+  const aNow = () => {
+    const held = stallBegan === undefined ? 0 : (stallEnded ?? Date.now()) - stallBegan;
+    return Date.now() - held + (stalled ? LEASE_TTL_MS + 1_000 : 0);
   };
   class StallsAtMark extends JobStore {
     target = '';
@@ -295,7 +309,7 @@ function stalledReplica(at: StallAt) {
       return answers;
     }
   }
-  const counting = new StallsAfterLot({ store, client: stack.serviceBus.client });
+  const counting = new StallsAfterLot({ store, client: stack.serviceBus.client, now: aNow });
   const finished: Job[] = [];
   // Lots of one, so the in-flight mark is written before each event's command.
   const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: counting, scanEveryMs: 3_600_000, concurrency: 1, onFinished: (j) => void finished.push(j) });
