@@ -13,7 +13,7 @@ export function repairOf(r: Omit<StuckRow, 'kind'> & Pick<RepairTarget, 'kind'>,
   return { kind: r.kind, endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId, action };
 }
 
-const KIND_DETAIL: Record<StuckRow['kind'], string> = { claim: 'claimed, no receipt', unanswered: 'unanswered request', refused: 'command refused', unreadable: 'answer unreadable' };
+const KIND_DETAIL: Record<StuckRow['kind'], string> = { claim: 'claimed, no receipt', unanswered: 'unanswered request', refused: 'command refused', parked: 'parked, never answered', unreadable: 'answer unreadable' };
 
 export function StuckRowsTable(props: {
   rows: StuckRow[];

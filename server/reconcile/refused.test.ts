@@ -7,7 +7,8 @@
 // dead-lettered): a claim with a "sent" receipt was taken for "the Resolver is behind" and never listed, and one
 // without a receipt was offered a re-send of a command its subscriber refuses. An unrecorded claim its endpoint
 // answered is offered no restore (it would undo the answer): it is stale, whatever the answer (a new handoff park
-// too), and the stale repair makes the row show it.
+// too), and the stale repair makes the row show it. A resubmission answered only by a deferral (parked behind
+// another event's block; the guard keeps the deferral off the row) is listed `parked` and restored likewise.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
@@ -241,4 +242,69 @@ test('a command whose only entries naming it are history-only is not answered: u
       `${how.kind}: restored to the handoff park`,
     );
   }
+});
+
+/** A failed event and the Manager's resubmission of it, claimed and recorded by the Resolver. */
+async function recordedResubmission(prefix: string) {
+  const eventId = uniq(prefix);
+  const failed = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, from: endpointId, errorText: 'boom' }));
+  assert.equal((await f.store.recordOutcome({ history: failed, status: failed })).status.outcome, 'written');
+  const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
+  const commandId = commandMessageId(MessageType.ResubmissionRequest, row, row.lastMessageId);
+  const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.ResubmissionRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
+  const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
+  assert.ok(claimed.outcome === 'written');
+  await f.store.recordHistory(command);
+  return { eventId, failed, commandId, claimed };
+}
+
+// A console Resubmit whose only answer is a deferral: the endpoint parked the command behind another event's block.
+// The Resolver records the DeferralResponse in history, but its guarded write refuses a deferral over a command
+// (not request stage), so the row keeps reading Pending from the ResubmissionRequest. The deferral is an answer, so
+// the row was neither unanswered (stuck) nor stale (nothing the guard lets onto it): listed nowhere, for as long as
+// the parked copy waits - for ever if the blocker is never settled or the copy was lost. It is listed `parked`.
+test('a resubmission answered only by a deferral is listed parked, with the deferral and its blocker, and restored to its failure', async () => {
+  const { eventId, failed, commandId, claimed } = await recordedResubmission('parkedresubmit');
+  // The deferral as the Resolver records it: history, then the guarded row write, which refuses it.
+  const parkText = 'Session s-1 is blocked by event evt-blocker';
+  const deferral = entry(msg(MessageType.DeferralResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, to: 'Resolver', errorText: parkText, errorType: 'SessionBlockedException' }));
+  const written = await f.store.recordOutcome({ history: deferral, status: deferral });
+  assert.equal(written.status.outcome, 'ignored', 'the guard keeps a deferral off the command\'s row');
+  assert.deepEqual([(await f.store.getStatusRow(endpointId, eventId, 's-1'))?.status, (await f.store.getStatusRow(endpointId, eventId, 's-1'))?.messageType], ['Pending', 'ResubmissionRequest']);
+
+  const young = await previewReconcile(f.store, [endpointId], new Date(Date.parse(claimed.row.updatedAt) + 60_000));
+  assert.equal(young.stuck.find((s) => s.eventId === eventId), undefined, 'within the grace the parked copy may just be waiting its turn');
+
+  const found = await listed(eventId);
+  assert.deepEqual(
+    [found.kinds, found.stuck[0]?.rowMessageId, found.stuck[0]?.repairs.map((r) => r.action), found.stuck[0]?.restoresTo],
+    [['stuck:parked'], commandId, ['restore'], { status: 'Failed', messageType: 'ErrorResponse', messageId: failed.messageId }],
+    `listed once, parked, with the restore: ${found.stuck[0]?.why ?? 'listed nowhere'}`,
+  );
+  const why = found.stuck[0]!.why;
+  assert.match(why, new RegExp(`ResubmissionRequest recorded \\d+ min ago that ${endpointId} only parked \\(DeferralResponse ${deferral.messageId}: ${parkText}\\)`));
+  assert.match(found.stuck[0]!.repairs[0]!.does, /put the row back to Failed \(ErrorResponse/);
+  // The deferral past the history cap (the list holds the failure and the command only): read by its link, the same.
+  const cut = (await previewReconcile(f.store, [endpointId], new Date(), { ...noGrace, historyCap: 2 })).stuck.filter((s) => s.eventId === eventId);
+  assert.deepEqual(cut.map((s) => [s.kind, s.why]), [['parked', why]]);
+
+  assert.equal((await repair(claimed.row, 'unanswered')).outcome, 'unchanged', 'a repair for another kind is refused');
+  const result = await repair(claimed.row, 'parked');
+  assert.equal(result.outcome, 'repaired', result.reason);
+  const now = await f.store.getStatusRow(endpointId, eventId, 's-1');
+  assert.deepEqual([now?.status, now?.lastMessageId, now?.errorText], ['Failed', failed.messageId, 'boom']);
+  const audits = (await f.store.listAudits(eventId)).items.filter((a) => a.type === 'ReconcileStuckCommand');
+  assert.deepEqual(audits.map((a) => JSON.parse(a.data ?? '{}').kind), ['parked']);
+  assert.equal((await repair(claimed.row, 'parked')).outcome, 'unchanged', 'a second apply changes nothing');
+  assert.deepEqual((await listed(eventId)).kinds, [], 'no finding once restored');
+});
+
+test('a parked resubmission whose replayed copy was answered is stale, not parked', async () => {
+  const { eventId, commandId } = await recordedResubmission('parkedanswered');
+  await f.store.recordHistory(entry(msg(MessageType.DeferralResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, errorText: 'Session s-1 is blocked by event evt-blocker' })));
+  // The replayed copy's answer names the original command; its row write was lost.
+  const answer = entry(msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId }));
+  await f.store.recordHistory(answer);
+  const found = await listed(eventId);
+  assert.deepEqual([found.kinds, found.stale[0]?.evidence.messageId], [['stale:answers-row'], answer.messageId]);
 });

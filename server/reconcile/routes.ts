@@ -25,7 +25,7 @@ export const reconcileApplyBody = z
     targets: z.array(z.object(rowTarget).strict()).max(500).default([]),
     /** Stuck rows: re-send the command or restore the row (./stuck.ts). */
     repairs: z
-      .array(z.object({ ...rowTarget, kind: z.enum(['claim', 'unanswered', 'refused']), action: z.enum(['resend', 'restore']) }).strict())
+      .array(z.object({ ...rowTarget, kind: z.enum(['claim', 'unanswered', 'refused', 'parked']), action: z.enum(['resend', 'restore']) }).strict())
       .max(500)
       .default([]),
     /** Sessions draining with a gap: move the replay past it (./draining.ts). */

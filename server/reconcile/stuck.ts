@@ -14,6 +14,10 @@
 //     lost (the notice dead-lettered after its history write, or no earlier state found then). Repair: that restore.
 //     The request may be a Manager claim whose command the Resolver never recorded (its copy dead-lettered), with
 //     or without a "sent" receipt: the refusal proves it was sent, so it is this kind, not a claim to re-send.
+//   - parked: the request's only answer is a deferral (the endpoint parked it behind another event's block). The
+//     Resolver's guard keeps a deferral off a command's row, so the row reads Pending until the parked copy is
+//     replayed and answered, which never happens if the blocker is never settled or the copy was lost. Repair: the
+//     restore, so the event reads as it did before the command; a copy still parked still runs on release.
 // The version to restore is taken from the event's history (the message the row showed before: the request's
 // ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
 import {
@@ -30,7 +34,7 @@ import { CLAIM_GRACE_MS, type Manager } from '../manager/manager.ts';
 import { commandMessageId, type CommandType } from '../manager/commands.ts';
 import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
-import { answersOnce, isAnswer, isLaterResponse, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
+import { answersOnce, isAnswer, isLaterResponse, isSettling, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
@@ -48,9 +52,10 @@ export type RepairAction = 'resend' | 'restore';
 /**
  * claim: a Manager claim with no receipt, its command never recorded and not refused; unanswered: a recorded
  * request nobody answered; refused: a recorded request, or a Manager claim whose command was never recorded, that
- * the subscriber refused, whose restore by the Resolver was lost.
+ * the subscriber refused, whose restore by the Resolver was lost; parked: a request, or such a claim, whose only
+ * answer is a deferral.
  */
-export type StuckKind = 'claim' | 'unanswered' | 'refused';
+export type StuckKind = 'claim' | 'unanswered' | 'refused' | 'parked';
 
 export interface StuckRow {
   /**
@@ -119,10 +124,24 @@ export async function entryToRestore(
 }
 
 /**
- * What the row's own message got from its endpoint: an answer, only a refusal (the notice; or, when every notice
- * found no longer parses, the id of the newest damaged one), or nothing.
+ * What the row's own message got from its endpoint: an answer, only deferrals (the newest), only a refusal (the
+ * notice; or, when every notice found no longer parses, the id of the newest damaged one), or nothing.
  */
-type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry | { unreadable: string } } | { kind: 'none' };
+type Reply = { kind: 'answered' } | { kind: 'parked'; deferral: HistoryEntry } | { kind: 'refused'; notice: HistoryEntry | { unreadable: string } } | { kind: 'none' };
+
+/**
+ * A deferral that did not settle (a dead-lettered one does): the endpoint parked the message. Over a control
+ * request's row the stale-write guard refuses it (not request stage), so the row never shows it; the row stays
+ * Pending from the request until the parked copy is replayed and answered. Counted as answered, such a row was
+ * listed nowhere (the stale check has nothing the guard lets onto it): it is listed `parked` instead.
+ */
+const isParking = (h: HistoryEntry) => h.messageType === MessageType.DeferralResponse && !isSettling(h);
+
+/** `answers` (oldest first) as a Reply: only deferrals is `parked` (the newest), any other answer `answered`. */
+function answeredOrParked(answers: HistoryEntry[]): Reply | undefined {
+  if (answers.length === 0) return undefined;
+  return answers.every(isParking) ? { kind: 'parked', deferral: answers[answers.length - 1]! } : { kind: 'answered' };
+}
 
 /**
  * Whether a response on the row's endpoint and session answers the row's own message. `history` is capped (oldest
@@ -139,7 +158,8 @@ type Reply = { kind: 'answered' } | { kind: 'refused'; notice: HistoryEntry | { 
  */
 async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId'>, read: EventHistoryRead, answers: () => Promise<RowAnswers>): Promise<Reply> {
   const listed = read.entries.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
-  if (listed.some(isAnswer)) return { kind: 'answered' };
+  const inList = answeredOrParked(listed.filter(isAnswer));
+  if (inList && (inList.kind === 'answered' || (!read.cutOff && read.corrupt === 0))) return inList;
   if (!read.cutOff && read.corrupt === 0) {
     // The whole history was read and parsed: it holds every entry naming the message, so neither query can add one
     // (as settledLater and unreadableAnswer judge). The newest refusal is the last, the list being oldest first.
@@ -147,7 +167,11 @@ async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpoin
     return notice ? { kind: 'refused', notice } : { kind: 'none' };
   }
   const { items, corrupt } = await answers();
-  if (corrupt.length > 0 || items.some(isAnswer)) return { kind: 'answered' };
+  if (corrupt.length > 0) return { kind: 'answered' };
+  // The list's answers (only deferrals, or it would have decided) with the query's, each once, oldest first.
+  const byId = new Map([...listed, ...items].filter(isAnswer).map((h) => [h.messageId, h]));
+  const found = answeredOrParked([...byId.values()].sort((x, y) => x.enqueuedAt.localeCompare(y.enqueuedAt)));
+  if (found) return found;
   const refusals = await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId);
   const [notice] = refusals.items;
   if (notice) return { kind: 'refused', notice };
@@ -259,12 +283,14 @@ async function stuckKind(
     const reply = await replyTo(store, row, read, answers);
     if (reply.kind === 'answered') return undefined;
     if (reply.kind === 'refused') return answerDue ? { kind: 'refused', notice: reply.notice, recorded } : undefined;
+    if (reply.kind === 'parked') return answerDue ? { kind: 'parked', notice: reply.deferral, recorded } : undefined;
     if (await store.getAudit(row.eventId, row.lastMessageId)) return undefined; // sent; the Resolver is behind
     return { kind: 'claim', recorded };
   }
   if (!recorded || !answerDue) return undefined;
   const reply = await replyTo(store, row, read, answers);
   if (reply.kind === 'answered') return undefined;
+  if (reply.kind === 'parked') return { kind: 'parked', notice: reply.deferral, recorded };
   return reply.kind === 'refused' ? { kind: 'refused', notice: reply.notice, recorded } : { kind: 'unanswered', recorded };
 }
 
@@ -335,6 +361,19 @@ async function assessStuck(
         ...base,
         kind: 'refused',
         why: `Pending from a ${row.messageType} ${recorded ? 'recorded' : 'claimed'} ${Math.round(age / 60_000)} min ago that ${refusal}: a refused command changes nothing, and the Resolver puts the row back when it records the refusal, but that restore was lost${recorded ? '' : '; the Resolver never recorded the command itself, only its refusal'}${noRestore}${noState}`,
+        repairs: restore,
+      },
+    };
+  }
+  if (kind === 'parked' && notice && !('unreadable' in notice)) {
+    // Listed even with nothing to restore, as a refused row is: otherwise the operator cannot find it.
+    const noState = restore.length === 0 && !cutOff ? '; no restore is offered: no earlier state of the session is in its history' : '';
+    return {
+      previous,
+      finding: {
+        ...base,
+        kind: 'parked',
+        why: `Pending from a ${row.messageType} ${recorded ? 'recorded' : 'claimed'} ${Math.round(age / 60_000)} min ago that ${notice.from ?? notice.endpointId} only parked (DeferralResponse ${notice.messageId}: ${notice.errorText ?? 'no reason given'}): the Resolver keeps a deferral off a command's row, so the row reads Pending until the parked copy is replayed and answered, which never happens if the session's blocker is never settled or the parked copy was lost. Settle the blocking event, or put the row back; a copy still parked runs when the session is released, and its answer settles the row${noRestore}${noState}`,
         repairs: restore,
       },
     };
