@@ -19,6 +19,7 @@ import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
 import { applyStuckRepairs, type RepairTarget } from './stuck.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
+import { reconcileApplyBody } from './routes.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -288,6 +289,9 @@ test('a resubmission answered only by a deferral is listed parked, with the defe
   const cut = (await previewReconcile(f.store, [endpointId], new Date(), { ...noGrace, historyCap: 2 })).stuck.filter((s) => s.eventId === eventId);
   assert.deepEqual(cut.map((s) => [s.kind, s.why]), [['parked', why]]);
 
+  // The page's POST names the kind it was shown: the route's schema takes it.
+  const asked = reconcileApplyBody.safeParse({ repairs: [{ kind: 'parked', endpointId, eventId, sessionId: 's-1', rowMessageId: commandId, action: 'restore' }] });
+  assert.ok(asked.success, asked.error?.message);
   assert.equal((await repair(claimed.row, 'unanswered')).outcome, 'unchanged', 'a repair for another kind is refused');
   const result = await repair(claimed.row, 'parked');
   assert.equal(result.outcome, 'repaired', result.reason);
