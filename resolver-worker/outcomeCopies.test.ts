@@ -189,9 +189,10 @@ describe('a console command whose claim the Manager wrote before sending it', ()
 
 describe("the retry policy's next series after a resubmit (a RetryRequest id the row applied before)", () => {
   test('its RetryRequest applies: the row shows the retry the subscriber runs, not the failure before it', async () => {
-    // A retry's MessageId is derived from the event id and the retry count (packages/sdk/src/outbound.ts), and a
-    // resubmit starts the count at 0 again, so retry 1 of the second series has the first series' retry 1's id. With
-    // the already-applied rule asked of every write it was refused, and the row stayed Failed (review).
+    // Earlier SDK versions derived a retry's MessageId from the event id and the retry count, so retry 1 of a second
+    // series had the first series' retry 1's id (the SDK now derives it from the failed delivery, outbound.ts; the
+    // id below is the old derivation, as an endpoint on such a version sends it). With the already-applied rule asked
+    // of every write it was refused, and the row stayed Failed (review).
     const ep = uniq('crm');
     const eventId = uniq('e');
     const sessionId = uniq('s');

@@ -176,6 +176,30 @@ describe('EventRequest', () => {
     assert.ok(!shape(last.effects).some((x) => x.startsWith('schedule')));
   });
 
+  test("a RetryRequest's MessageId: the same for a redelivery of the failed delivery, another for another delivery of the event", () => {
+    const policies = new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1000 });
+    const e = () => env({ nextRetry: (err, t, n) => policies.nextRetry(err, t, n) });
+    const retryOf = (s: Settlement) => {
+      const sched = s.effects.find((x): x is Extract<Effect, { kind: 'schedule' }> => x.kind === 'schedule');
+      assert.ok(sched, 'a RetryRequest is scheduled');
+      return sched.message;
+    };
+    const first = retryOf(run(msg({}), state(), fail(), e()));
+    // A crash after the schedule but before the completion: the redelivery schedules the same message again.
+    const redelivered = retryOf(run(msg({}, undefined, { deliveryCount: 2 }), state(), fail(), e()));
+    assert.equal(redelivered.messageId, first.messageId);
+    // Another delivery of the same event starting a series of its own: the same count, but not the first series'
+    // id (the Resolver's history and Retry audit are keyed on it; before, both derived from EventId and count).
+    const other = retryOf(run(msg({}, undefined, { messageId: 'm2' }), state(), fail(), e()));
+    assert.equal(other.applicationProperties.RetryCount, first.applicationProperties.RetryCount);
+    assert.notEqual(other.messageId, first.messageId);
+    // And so on down each series: the retry of a retry derives from the retry it answers.
+    const retried = (m: OutgoingMessage) =>
+      retryOf(run(msg({ MessageType: 'RetryRequest', From: 'Retry', RetryCount: 1 }, undefined, { messageId: m.messageId }), state({ BlockedByEventId: 'e1' }), fail(), e()));
+    assert.equal(retried(first).messageId, retried(redelivered).messageId);
+    assert.notEqual(retried(other).messageId, retried(first).messageId);
+  });
+
   test('blocked session: DeferralResponse, parked copy with sequence and a MessageId derived from the original, state, complete; handler not run', () => {
     const s = run(
       msg({ EventId: 'e2' }),

@@ -977,7 +977,7 @@ export function release(state: SessionState, m: InboundMessage, answer?: Release
 /**
  * ReleasedBy marks the redelivery of one interrupted release. A state write made by any other delivery clears it:
  * the session's messages are settled in order, so the releasing message was settled by then, and a later copy with
- * the same MessageId (a retry's id is fixed per event and attempt) is a late command, not that redelivery.
+ * the same MessageId (a retry's id is fixed per failed delivery and attempt) is a late command, not that redelivery.
  */
 function forgetOtherRelease(m: InboundMessage, settlement: Settlement): Settlement {
   if (

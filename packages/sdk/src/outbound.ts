@@ -97,10 +97,16 @@ export function errorContentOf(error: unknown, errorType?: string): Partial<Erro
   return { ErrorText: String(error), ErrorType: errorType ?? typeof error };
 }
 
-/** The RetryRequest: same content and identity, To = Retry (the Retry subscription rewrites To and From). */
+/**
+ * The RetryRequest: same content and identity, To = Retry (the Retry subscription rewrites To and From). Its
+ * MessageId derives from the delivery that failed, not the event: a redelivery of that delivery (a crash after the
+ * schedule, before the completion) schedules the same id again, but another delivery of the event starting a series
+ * of its own does not repeat an id the Resolver's history and Retry audit already hold. A delivery without an id
+ * falls back to the event's.
+ */
 export function buildRetryRequest(inbound: InboundMessage, retryCount: number): OutgoingMessage {
   return {
-    messageId: deriveId('retry', inbound.eventId ?? inbound.messageId, retryCount),
+    messageId: deriveId('retry', inbound.messageId || (inbound.eventId ?? ''), retryCount),
     sessionId: inbound.sessionId,
     correlationId: inbound.correlationId ?? inbound.messageId,
     body: encodeBody({ EventContent: inbound.content.EventContent }),

@@ -109,9 +109,10 @@ export function decideStaleWrite(
   // otherwise set the row back (Failed over the retry after it), and the later message's copy, whose completion
   // was not lost, never comes back to undo it.
   // Terminal writes only: those are the ones no other rule checks. A non-terminal id can come round again
-  // legitimately - a retry's MessageId is derived from the event and its retry count, and a resubmit or a failed
-  // handoff starts the count at 0 again, so the next series' RetryRequest carries an id the row applied before
-  // (refused, the row stayed Failed while the subscriber ran the retry) - and rules 2-6 already judge those.
+  // legitimately - earlier SDK versions derived a retry's MessageId from the event and its retry count, so two
+  // deliveries of an event that each started a series sent the same ids, and the second series' RetryRequest carried
+  // an id the row applied before (refused, the row stayed Failed while the subscriber ran the retry); endpoints on
+  // those versions may still be running - and rules 2-6 already judge those.
   if (decision.apply && row !== null && TERMINAL_STATUSES.has(incoming.status) && isAppliedCopy(incoming.messageId, row))
     return { apply: false, reason: 'already-applied' };
   return decision;
