@@ -25,6 +25,7 @@ import {
 import { notFound } from './http.ts';
 import { inScope, type ReadScope } from './auth/readScope.ts';
 import { traceUrl, traceUrlTemplate } from './traceLink.ts';
+import { inHistoryOrder } from './historyOrder.ts';
 import { log } from './log.ts';
 import { exactIdFilter } from './exactIdFilterSchema.ts';
 import { readEndpointHealth, type HealthReadContext } from './heartbeat/scheduler.ts';
@@ -507,7 +508,7 @@ async function rowsAndHistory(store: MessageStore, endpointId: string, eventId: 
   // sessions that tripled the page's slowest read.) A wrong guess costs one more query after the rows, never a
   // wrong list.
   const parkedRead = historyRead.then((history) => {
-    const latest = history.items.findLast((h) => h.endpointId === endpointId && h.sessionId !== '');
+    const latest = inHistoryOrder(history.items).findLast((h) => h.endpointId === endpointId && h.sessionId !== '');
     if (!latest) return undefined;
     const read = parkedSiblings(store, endpointId, latest.sessionId, eventId);
     // Nobody may await it if the guess turns out wrong; keep its rejection from going unhandled.
@@ -589,7 +590,9 @@ export async function eventDetails(
       : { items: [], capped: false };
   const isHandoff = row.subStatus === 'Handoff' || row.handoffReason != null;
   const template = traceUrlTemplate();
-  const history = d.history.items.filter((h) => inScope(scope, h.endpointId)).map((h) => historyView(h, template));
+  // In enqueue order with its ties broken the one way (./historyOrder.ts): the latest traced message is then the
+  // same one on every read, not whichever of two entries stamped the same instant the store listed last.
+  const history = inHistoryOrder(d.history.items.filter((h) => inScope(scope, h.endpointId))).map((h) => historyView(h, template));
   const latestTrace = history.findLast((h) => h.traceId !== null);
   return {
     event: {

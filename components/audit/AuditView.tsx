@@ -12,7 +12,7 @@ import { ErrorBox, Timestamp } from '../format.tsx';
 import type { AuditRecord } from './accessApi.ts';
 import { auditQuery } from '../queries.ts';
 import { eventTrailName } from './actionNames.ts';
-import { hidesAgentCalls, withAgentCalls } from './agentCalls.ts';
+import { agentCallsRefusal, hidesAgentCalls, withAgentCalls } from './agentCalls.ts';
 import { TABLE_HEAD } from '../table.tsx';
 import { auditSearch, parseSearch, toSearch, type AuditSearch } from '../urlState.ts';
 import { fromInputValue, toInputValue } from '../isoTime.ts';
@@ -68,12 +68,15 @@ export function AuditView() {
   const [formKey, setFormKey] = useState(appliedQuery);
   // The ids a Filter refused, and why: shown beside their boxes until edited or the URL changes.
   const idErrors = useExactIdErrors(ID_FIELDS);
+  // Why the "Hide agent API calls" box was not applied, shown beside it until the filter is edited or applied.
+  const [agentRefusal, setAgentRefusal] = useState<string | undefined>();
   if (formKey !== appliedQuery) {
     // The URL changed (Back, Forward, a link): the form follows it. It shows the parsed filter, never the raw URL:
     // an id the URL state reads as no filter (spaces alone) shows as the empty box it is.
     setFormKey(appliedQuery);
     setForm(applied);
     idErrors.clear();
+    setAgentRefusal(undefined);
   }
 
   const q = useInfiniteQuery(auditQuery(appliedQuery));
@@ -81,12 +84,13 @@ export function AuditView() {
 
   // An applied filter is a history entry, as on the other list pages: Back undoes it and stays on Audit (replacing
   // the entry made Back leave the page). Applying the filter already shown adds no entry. An id the URL state would
-  // read as no filter is not applied: the log would list every entry while the box still showed the id.
-  const apply = (next: Filters = form) => {
-    if (!idErrors.check(next)) return;
+  // read as no filter is not applied: the log would list every entry while the box still showed the id. Whether
+  // `next` is (or already was) the applied filter.
+  const apply = (next: Filters = form): boolean => {
+    if (!idErrors.check(next)) return false;
     const qs = toSearch(auditSearch, parseSearch(auditSearch, next));
-    if (qs === appliedQuery) return;
-    router.push(`/audit${qs ? `?${qs}` : ''}`);
+    if (qs !== appliedQuery) router.push(`/audit${qs ? `?${qs}` : ''}`);
+    return true;
   };
   const input = (k: keyof Filters, label: string, type = 'text', placeholder?: string) => {
     const id = idFieldOf(k);
@@ -103,6 +107,7 @@ export function AuditView() {
             onChange={(e) => {
               setForm({ ...form, [k]: type === 'datetime-local' ? fromInputValue(e.target.value, zone) : e.target.value });
               if (id) idErrors.clear(id);
+              if (k === 'notAction') setAgentRefusal(undefined);
             }}
             // An id or text box takes at most the route's length: a longer value cannot be typed (or pasted) at all,
             // where the URL state would read it as no filter while the box still showed it.
@@ -130,20 +135,32 @@ export function AuditView() {
         {input('user', 'User')}
         {input('action', 'Action contains', 'text', 'e.g. skip')}
         {input('notAction', 'Action does not contain', 'text', 'e.g. agent.receive, agent.settle')}
-        {/* A preset of the filter above (agent.), applied at once: the demo's ledger agent floods the log. */}
-        <label className="flex items-center gap-1 self-center text-xs text-slate-600">
-          <input
-            type="checkbox"
-            name="hideAgentCalls"
-            checked={hidesAgentCalls(form.notAction)}
-            onChange={(e) => {
-              const next = { ...form, notAction: withAgentCalls(form.notAction, e.target.checked) };
-              setForm(next);
-              apply(next);
-            }}
-          />
-          Hide agent API calls
-        </label>
+        {/* A preset of the filter above (agent.), applied at once: the demo's ledger agent floods the log. The form
+            takes it only once applied: a refused apply (an id box's error, or too long a filter) left the box ticked
+            over a log it did not filter. */}
+        <div className="flex flex-col gap-0.5 self-center">
+          <label className="flex items-center gap-1 text-xs text-slate-600">
+            <input
+              type="checkbox"
+              name="hideAgentCalls"
+              checked={hidesAgentCalls(form.notAction)}
+              aria-describedby={agentRefusal ? 'hide-agent-calls-refused' : undefined}
+              onChange={(e) => {
+                const next = { ...form, notAction: withAgentCalls(form.notAction, e.target.checked) };
+                const refusal = agentCallsRefusal(next.notAction);
+                setAgentRefusal(refusal);
+                if (refusal !== undefined || !apply(next)) return;
+                setForm(next);
+              }}
+            />
+            Hide agent API calls
+          </label>
+          {agentRefusal ? (
+            <p id="hide-agent-calls-refused" role="alert" className="max-w-xs text-xs text-red-700">
+              {agentRefusal}
+            </p>
+          ) : null}
+        </div>
         <label className="flex flex-col text-xs text-slate-600">
           Outcome
           <select name="outcome" value={form.outcome} onChange={(e) => setForm({ ...form, outcome: e.target.value })} className="rounded border border-slate-300 px-2 py-1 text-sm text-slate-900">

@@ -2,7 +2,7 @@
 // "Action does not contain", so it lives in the URL like the other filters and keeps what the operator typed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hidesAgentCalls, withAgentCalls } from './agentCalls.ts';
+import { agentCallsRefusal, hidesAgentCalls, withAgentCalls } from './agentCalls.ts';
 import { auditSearch, parseSearch, toSearch } from '../urlState.ts';
 
 test('hiding agent calls adds agent. and keeps the other parts', () => {
@@ -30,4 +30,15 @@ test('kept in the URL: the preset survives the page URL round trip', () => {
     notAction: withAgentCalls('', true),
   });
   assert.equal(hidesAgentCalls(parseSearch(auditSearch, new URLSearchParams(qs)).notAction), true);
+});
+
+test('a filter the preset would take past the route\'s length is refused, not read as no filter', () => {
+  // 192 + ", agent." is exactly 200: taken, and it survives the URL round trip.
+  const fits = withAgentCalls('x'.repeat(192), true);
+  assert.equal(agentCallsRefusal(fits), undefined);
+  assert.equal(parseSearch(auditSearch, new URLSearchParams({ notAction: fits })).notAction, fits);
+  // One more character: the URL state would drop the whole filter, so the box refuses and says why.
+  const over = withAgentCalls('x'.repeat(193), true);
+  assert.equal(parseSearch(auditSearch, new URLSearchParams({ notAction: over })).notAction, '');
+  assert.match(agentCallsRefusal(over) ?? '', /^Hide agent API calls is not applied: .* over 200 characters/);
 });

@@ -7,7 +7,7 @@ import { sendTestNotice } from './evaluator.ts';
 import { channelView, type ChannelInput, type ChannelView, type RuleDoc, type RuleInput, type RuleStateDoc, type AlertDoc } from './model.ts';
 import { readBackgroundSettings } from '../history/background.ts';
 import { SecretKeyError } from './secrets.ts';
-import { alertVisibility } from './readScope.ts';
+import { alertNamedEndpoint, alertVisibility } from './readScope.ts';
 import type { ReadScope } from '../auth/readScope.ts';
 
 const KEY = Symbol.for('nimbus.console.alerts');
@@ -114,7 +114,7 @@ export async function alertHistory(ctx: ConsoleContext, limit: number, scope: Re
   return alerts.map((a): AlertView => {
     const view = stripMeta(a);
     // The query left out the hidden ones; a withheld one keeps what fired and when, not what it names.
-    if (alertVisibility(scope, a.endpointId, a.firedFor) === 'whole') return view;
+    if (alertVisibility(scope, a.endpointId, alertNamedEndpoint(a)) === 'whole') return view;
     const { firedFor: _named, ...rest } = view;
     return { ...rest, summary: null, link: null };
   });

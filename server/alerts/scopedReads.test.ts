@@ -1,7 +1,8 @@
 // The alert reads follow the caller's read scope (server/alerts/readScope.ts), through the route handlers with
 // sealed session cookies on the embedded stack: a Reader of billingendpoint gets no alert of a rule on
 // crmendpoint, and a site-wide rule's alert or last detail that names crmendpoint's event or session (or was stored
-// before the endpoint it names was recorded) without its text; a site-wide Reader gets everything whole.
+// before the endpoint it names was recorded, and does not say it in the evaluator's words) without its text; a
+// site-wide Reader gets everything whole.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
@@ -27,13 +28,13 @@ function get(p: Principal, path: string): Request {
 
 const t0 = Date.parse('2026-12-03T10:00:00.000Z');
 /** An alert fired `n` minutes after t0 (so the history's order is n descending). */
-function alert(id: string, n: number, endpointId: string | null, firedFor: string | null | undefined, summary: string, link: string): AlertDoc {
+function alert(id: string, n: number, endpointId: string | null, firedFor: string | null | undefined, summary: string, link: string, ruleType?: AlertDoc['ruleType']): AlertDoc {
   return {
     id,
     kind: 'alert',
     ruleId: `rule-${id}`,
     ruleName: id,
-    ruleType: endpointId ? 'failureRate' : 'blockedSession',
+    ruleType: ruleType ?? (endpointId ? 'failureRate' : 'blockedSession'),
     endpointId,
     firedAt: new Date(t0 + n * 60_000).toISOString(),
     recoveredAt: null,
@@ -62,6 +63,11 @@ before(async () => {
     alert('site-none', 5, null, null, '12 dead letters in the namespace (threshold 10)', '/topology/subscriptions'),
     alert('billing-rule', 6, 'billingendpoint', 'billingendpoint', 'billingendpoint: 7 failures in a minute', '/endpoints/billingendpoint'),
     alert('crm-rule-new', 7, 'crmendpoint', 'crmendpoint', 'crmendpoint: 8 failures in a minute, session s-crm-secret-7', '/endpoints/crmendpoint'),
+    // Stored before firedFor was recorded, in the evaluator's own words (the oldest three): the endpoint is read
+    // from the summary and the link when both name the same one, and a rule type that names no records names none.
+    alert('legacy-billing-handoff', 0, null, undefined, '1 pending handoff(s) past their expected-by; first: billingendpoint event evt-billing-0 expected by 2026-12-03T09:00:00.000Z', '/endpoints/billingendpoint/events/evt-billing-0', 'pendingHandoff'),
+    alert('legacy-namespace-dead-letters', -1, null, undefined, '12 dead letters in the namespace (threshold 10)', '/topology/subscriptions', 'deadLetterBacklog'),
+    alert('legacy-disagreeing', -2, null, undefined, 'new failure group on crmendpoint: crm-secret-error (1 event)', '/endpoints/billingendpoint?status=Failed', 'newFailureGroup'),
   ])
     await store.putAlert(a);
 
@@ -107,12 +113,13 @@ describe('alert reads within the caller’s read scope', () => {
     const { text, alerts } = await history(billingReader);
     assert.deepEqual(
       alerts.map((a) => a.id),
-      ['billing-rule', 'site-none', 'site-billing', 'site-crm', 'site-legacy'],
+      ['billing-rule', 'site-none', 'site-billing', 'site-crm', 'site-legacy', 'legacy-billing-handoff', 'legacy-namespace-dead-letters', 'legacy-disagreeing'],
     );
     assert.doesNotMatch(text, /crm-secret/, 'no event or session id of crmendpoint, in any field');
     const byId = new Map(alerts.map((a) => [a.id, a]));
-    // That the site-wide rule fired, and when, stays: not what it names.
-    for (const id of ['site-crm', 'site-legacy']) {
+    // That the site-wide rule fired, and when, stays: not what it names. An old alert whose summary and link name
+    // different endpoints is not shown on a guess.
+    for (const id of ['site-crm', 'site-legacy', 'legacy-disagreeing']) {
       const a = byId.get(id)!;
       assert.equal(a.summary, null, id);
       assert.equal(a.link, null, id);
@@ -121,6 +128,10 @@ describe('alert reads within the caller’s read scope', () => {
     assert.equal(byId.get('site-billing')!.link, '/endpoints/billingendpoint/events/evt-billing-4');
     assert.match(byId.get('site-none')!.summary!, /12 dead letters in the namespace/);
     assert.match(byId.get('billing-rule')!.summary!, /billingendpoint: 7 failures/);
+    // Stored before firedFor, about billingendpoint or about no endpoint's records: whole (before, withheld).
+    assert.equal(byId.get('legacy-billing-handoff')!.link, '/endpoints/billingendpoint/events/evt-billing-0');
+    assert.match(byId.get('legacy-billing-handoff')!.summary!, /first: billingendpoint event evt-billing-0/);
+    assert.match(byId.get('legacy-namespace-dead-letters')!.summary!, /12 dead letters in the namespace/);
   });
 
   test('history: the limit counts what the caller gets (filtered in the query)', async () => {
@@ -132,7 +143,7 @@ describe('alert reads within the caller’s read scope', () => {
     const { alerts } = await history(siteReader);
     assert.deepEqual(
       alerts.map((a) => a.id),
-      ['crm-rule-new', 'billing-rule', 'site-none', 'site-billing', 'site-crm', 'site-legacy', 'crm-rule-old'],
+      ['crm-rule-new', 'billing-rule', 'site-none', 'site-billing', 'site-crm', 'site-legacy', 'crm-rule-old', 'legacy-billing-handoff', 'legacy-namespace-dead-letters', 'legacy-disagreeing'],
     );
     const siteCrm = alerts.find((a) => a.id === 'site-crm')!;
     assert.match(siteCrm.summary!, /s-crm-secret-3/);

@@ -1,0 +1,30 @@
+// The tie rule of server/historyOrder.ts on plain entries: the same history gives the same order whatever order the
+// store listed it in, and an answer recorded with the message it answers comes after it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { inHistoryOrder } from './historyOrder.ts';
+
+const T0 = '2026-12-01T09:00:00.000Z';
+const T1 = '2026-12-01T09:00:00.001Z';
+const entry = (messageId: string, enqueuedAt: string, recordedAt: string, parentMessageId: string | null = null) => ({ messageId, enqueuedAt, recordedAt, parentMessageId });
+const ids = (entries: ReturnType<typeof entry>[]) => inHistoryOrder(entries).map((h) => h.messageId);
+
+test('enqueuedAt first, then when the Resolver recorded the entry, whatever the listed order', () => {
+  const a = entry('m-b', T0, T0);
+  const b = entry('m-a', T0, T1);
+  const c = entry('m-0', T1, T0);
+  assert.deepEqual(ids([c, b, a]), ['m-b', 'm-a', 'm-0']);
+  assert.deepEqual(ids([a, c, b]), ['m-b', 'm-a', 'm-0']);
+});
+
+test('recorded together: an answer after what it answers, else by message id', () => {
+  const request = entry('z-request', T0, T0);
+  const answer = entry('a-answer', T0, T0, 'z-request');
+  const other = entry('m-other', T0, T0);
+  assert.deepEqual(ids([answer, request, other]), ['m-other', 'z-request', 'a-answer']);
+  assert.deepEqual(ids([other, request, answer]), ['m-other', 'z-request', 'a-answer']);
+  // A message naming itself as its parent is no answer to itself.
+  assert.deepEqual(ids([entry('b', T0, T0, 'b'), entry('a', T0, T0, 'a')]), ['a', 'b']);
+  // A cycle no real history has still gives one order.
+  assert.deepEqual(ids([entry('y', T0, T0, 'x'), entry('x', T0, T0, 'y')]), ['x', 'y']);
+});

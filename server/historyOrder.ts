@@ -1,0 +1,46 @@
+// The order of an event's history entries when the broker stamped two of them with the same enqueuedAt (a batch,
+// or a request and its answer inside one millisecond). The store lists history by enqueuedAt alone, so such a pair
+// came back in whatever order the database kept them, and the event page's "latest traced message" (a findLast over
+// that list) was whichever came last by accident. The entries carry no broker sequence number, so the tie is broken
+// by what they do carry: when the Resolver recorded them (it records a session's messages in the broker's order);
+// among entries recorded together, an answer after the message it answers (parentMessageId); then the message id,
+// so the same history always gives the same order (eventTraceTie.test.ts, historyOrder.test.ts).
+import type { HistoryEntry } from '../lib/store/index.ts';
+
+type Ordered = Pick<HistoryEntry, 'enqueuedAt' | 'recordedAt' | 'messageId' | 'parentMessageId'>;
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const instant = (a: Ordered, b: Ordered): number => cmp(a.enqueuedAt, b.enqueuedAt) || cmp(a.recordedAt, b.recordedAt);
+
+/**
+ * The entries oldest first, as a new array (the store's page is left as it was): by enqueuedAt, then recordedAt;
+ * entries equal on both are put parents first, else by message id (no two entries share one).
+ */
+export function inHistoryOrder<T extends Ordered>(entries: readonly T[]): T[] {
+  const sorted = [...entries].sort((a, b) => instant(a, b) || cmp(a.messageId, b.messageId));
+  const out: T[] = [];
+  for (let start = 0; start < sorted.length; ) {
+    let end = start + 1;
+    while (end < sorted.length && instant(sorted[start]!, sorted[end]!) === 0) end += 1;
+    out.push(...parentsFirst(sorted.slice(start, end)));
+    start = end;
+  }
+  return out;
+}
+
+/**
+ * One group of entries of the same instant, by message id, with each answer moved after the entry it answers: the
+ * first entry whose parent is not still waiting goes next (a cycle, which no real history has, falls back to the
+ * message id order).
+ */
+function parentsFirst<T extends Ordered>(group: T[]): T[] {
+  if (group.length < 2) return group;
+  const waiting = [...group];
+  const out: T[] = [];
+  while (waiting.length > 0) {
+    const ids = new Set(waiting.map((h) => h.messageId));
+    const at = waiting.findIndex((h) => h.parentMessageId === null || h.parentMessageId === h.messageId || !ids.has(h.parentMessageId));
+    out.push(...waiting.splice(at < 0 ? 0 : at, 1));
+  }
+  return out;
+}
