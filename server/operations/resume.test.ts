@@ -7,8 +7,9 @@
 // a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first), nor
 // one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send,
 // and undoes the claim), nor one whose one-event retries come after the lease ended; a healthy holder waiting to
-// retry a claim being sent elsewhere stops at the operator's cancel, sending nothing. A cancelled job counts the lot
-// an earlier run sent past the saved cursor; a run whose final write is refused does not log the job completed.
+// retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
+// found refused or failed. A cancelled job counts the lot an earlier run sent past the saved cursor; a run whose final
+// write is refused does not log the job completed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -524,6 +525,52 @@ test("a healthy lease holder waiting on a claim being sent elsewhere stops at th
     await runner.stop();
     jobs.docs.close();
     await counting.close();
+  }
+});
+
+// Before, a lot stopped at the operator's cancel in its retry wait was counted by receipts alone: its events the
+// Manager had already refused, or could not send, were counted nowhere - the cancelled job read done 1, refused 0,
+// failed 0 for a lot that had met a refusal and a send failure too.
+test("a lot stopped by a cancel in its retry wait counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('cancelsettled', 4);
+  const [sent, waiting, hers, unsent] = ids as [string, string, string, string];
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, ids);
+  // After the selection was frozen: a claim of `waiting` whose send is in progress elsewhere (the lot's one retry
+  // wait), and alice's resubmit of `hers`, still Pending (refused: sent by someone else).
+  const row = (await stack.store.listEventRows(EP, waiting))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), { lastMessageId: row.lastMessageId, status: row.status });
+  assert.equal(claim.outcome, 'written');
+  assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+  /**
+   * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels once the
+   * lot's first answer is in, so the wait on `waiting` ends at the cancel.
+   */
+  class CancelsAfterTheLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const [targets, ...rest] = args;
+      const answers = await super.executeMany(targets.filter((t) => t.eventId !== unsent), ...rest);
+      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, 'cancel', 'operator');
+      return targets.map((t) => (t.eventId === unsent ? { ok: false, error: new Error('simulated Service Bus outage') } : answers.shift()!));
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] === unsent) throw new Error('simulated Service Bus outage');
+      return super.execute(...args);
+    }
+  }
+  const faulty = new CancelsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    runner.kick();
+    const end = await jobOnce('the job to be cancelled', jobs, job.operationId, 'cancelled');
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 1 }, 'each event the lot settled is counted');
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
+    assert.match(end.refusals![0]!.detail, /already sent by alice/);
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 0, 0], `only ${sent} got the job's command`);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await faulty.close();
   }
 });
 
