@@ -35,8 +35,9 @@
 // A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused. A run
 // that cancels the job first counts the rows between the saved cursor and the mark - those a lot of its own settled
 // by their outcomes (sent, refused, failed), the others done when they have this job's receipt: no later run would.
-// (A receipt a stalled former holder writes after that count - its send passed the guard before its lease ended - is
-// missed: the event got the job's command, the cancelled job's done leaves it out.)
+// The rows it found without a receipt stay listed on the cancelled job (awaitingReceipt): a stalled former holder
+// whose send passed the guard before its lease ended writes its receipt after that count, and then counts the row
+// itself when its run ends (jobCounts.ts, countLateReceipts).
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
@@ -45,7 +46,7 @@ import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import type { Job, JobStore } from './jobs.ts';
-import { actedByThisJob, count, isThisJobs, type StepOutcome } from './jobCounts.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, type StepOutcome } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -187,7 +188,27 @@ export class OperationsRunner {
     await this.#o.onFinished?.(now);
   }
 
+  /**
+   * Runs the job while the lease is held; then, when the run handed the Manager commands whose counts it never wrote
+   * (it stopped - lost its lease, its write refused - after their receipts were written), counts those of them a
+   * successor's cancel listed as awaiting their receipt (jobCounts.ts): the job ended without them.
+   */
   async #run(id: string, lease: HeldLease): Promise<void> {
+    const unsaved = { sends: false };
+    try {
+      await this.#runHeld(id, lease, unsaved);
+    } finally {
+      if (unsaved.sends) {
+        await countLateReceipts(this.#o.jobs, this.#o.store, id).then(
+          (n) => n > 0 && log.info({ operationId: id, counted: n }, 'operation ended by another replica: the commands this one sent late are counted in it'),
+          (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'late receipts of an ended operation not counted'),
+        );
+      }
+    }
+  }
+
+  /** `unsaved.sends`: set while this run has handed the Manager commands since its last write that landed. */
+  async #runHeld(id: string, lease: HeldLease, unsaved: { sends: boolean }): Promise<void> {
     const { jobs } = this.#o;
     const leaseLost = lease.signal;
     // Re-read under the lease: the listed copy may predate another replica's last save. The version read is the
@@ -209,6 +230,7 @@ export class OperationsRunner {
         return false;
       }
       version = next;
+      unsaved.sends = false;
       return true;
     };
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
@@ -236,7 +258,9 @@ export class OperationsRunner {
      * and no later run would count them. `lot`: the outcomes of this run's lot that stopped at the cancel, from the
      * cursor on (undefined where the event's step was stopped); those are counted as they are - before, its refused
      * and failed events were counted nowhere. The others are counted done by this job's receipt (an earlier run sent
-     * them and lost its progress).
+     * them and lost its progress), or listed as awaiting it: a stalled former holder may still write one, and counts
+     * it then (jobCounts.ts). After the write, the listed rows are looked at again - the holder may have written its
+     * receipt after the look above and read the job before this write landed, and then counts nothing.
      */
     const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = []): Promise<void> => {
       const to = job.inFlightTo ?? 0;
@@ -244,12 +268,15 @@ export class OperationsRunner {
         const all = rows ?? (await jobs.rows(job));
         const window = all.slice(job.cursor, to);
         const sent = await Promise.all(window.map((row, i) => (lot[i] ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
+        const awaiting: number[] = [];
         window.forEach((row, i) => {
           const o = lot[i] ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
           if (o) count(job, row, o);
+          else awaiting.push(job.cursor + i);
         });
+        if (awaiting.length > 0) job.awaitingReceipt = awaiting;
       }
-      await finish('cancelled');
+      if ((await finish('cancelled')) && job.awaitingReceipt?.length) await countLateReceipts(jobs, this.#o.store, id);
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
@@ -334,6 +361,7 @@ export class OperationsRunner {
         log.warn({ operationId: id }, "operation lot not sent: this replica's lease has ended or is about to (it stalled, or its renewals failed); stopping it here");
         return;
       }
+      if (toSend.length > 0) unsaved.sends = true;
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
       const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!, stopWished)));
       // The lease ended during the lot (the Manager held its sends back, undoing their claims, or a retry was not
