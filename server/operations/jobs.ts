@@ -110,6 +110,13 @@ export interface Job {
    * event the endpoint failed again meanwhile would otherwise get a second command). Absent until the first lot.
    */
   inFlightTo?: number;
+  /**
+   * Set when the job is cancelled: the rows (selection indices) between `cursor` and `inFlightTo` the cancelling run
+   * found without this job's receipt. A former holder stalled past its lease may have sent one of those commands and
+   * write its receipt after that count; whoever finds such a receipt later counts the row done and takes it off the
+   * list, in one conditional write (jobCounts.ts, countLateReceipts), so `done` stays the rows with this job's receipt.
+   */
+  awaitingReceipt?: number[];
   chunks: number;
   /** Commands per second this job may send (0: no limit). */
   ratePerSecond: number;
@@ -375,7 +382,7 @@ export function jobView(job: Job, control: JobControlDoc | null, now = Date.now(
   const remaining = job.total - processed;
   const etaSeconds = job.state === 'running' && perSecond > 0 ? Math.ceil(remaining / perSecond) : null;
   // startedById is for authorization only: the view names the starter by display name, as before.
-  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, chunks: _chunks, startedById: _startedById, ...rest } = job;
+  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, awaitingReceipt: _awaitingReceipt, chunks: _chunks, startedById: _startedById, ...rest } = job;
   return {
     ...rest,
     kind: job.kind as JobKind | 'replay',

@@ -7,8 +7,10 @@
 // a holder that stalls after its in-flight mark landed sends nothing either (it checks its lease's expiry first), nor
 // one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send,
 // and undoes the claim), nor one whose one-event retries come after the lease ended; a healthy holder waiting to
-// retry a claim being sent elsewhere stops at the operator's cancel, sending nothing. A cancelled job counts the lot
-// an earlier run sent past the saved cursor; a run whose final write is refused does not log the job completed.
+// retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
+// found refused or failed. A cancelled job counts the lot an earlier run sent past the saved cursor, and a receipt a
+// stalled holder writes after its successor's cancel counted; a run whose final write is refused does not log the job
+// completed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -223,9 +225,10 @@ test('an event failed in two sessions, resumed after its progress write failed, 
 /**
  * Where replica A stalls: at the write of the job's in-flight mark up to `mark` (before it reaches Cosmos, or -
  * `markLands` - after it landed); inside Manager.executeMany once the claim of event `claimOf` is written, before
- * the send; or once Manager.executeMany has answered the lot of event `lotOf`, before the runner steps its events.
+ * the send; inside it once the command of event `receiptOf` is sent, before its receipt is written; or once
+ * Manager.executeMany has answered the lot of event `lotOf`, before the runner steps its events.
  */
-type StallAt = { mark: number; markLands: boolean } | { claimOf: string } | { lotOf: string };
+type StallAt = { mark: number; markLands: boolean } | { claimOf: string } | { receiptOf: string } | { lotOf: string };
 
 /**
  * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network) at `at` until `goOn()`;
@@ -299,6 +302,12 @@ function stalledReplica(at: StallAt) {
           return written;
         };
       }
+      if (name === 'recordAudits' && 'receiptOf' in at) {
+        return async (...args: Parameters<MessageStore['recordAudits']>) => {
+          if (!stalled && args[0].some((w) => w.eventId === at.receiptOf)) await stall();
+          return target.recordAudits(...args);
+        };
+      }
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
@@ -362,6 +371,14 @@ function successorReplica() {
   const leases = new LeaseStore(stack.store.database, { now: () => Date.now() + LEASE_TTL_MS + 1_000 });
   const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
   return { jobs, runner, finished };
+}
+
+/** The operator cancels the job while replica A is stalled; replica B takes it over and cancels it. */
+async function cancelledBySuccessor(operationId: string): Promise<{ b: ReturnType<typeof successorReplica>; end: Job }> {
+  const b = successorReplica();
+  await b.jobs.setControl(operationId, 'cancel', 'operator');
+  b.runner.kick();
+  return { b, end: await jobOnce('B to cancel the job', b.jobs, operationId, 'cancelled') };
 }
 
 test('a runner that lost its lease while stalled writes nothing over its successor and sends no further lot', { timeout: 120_000 }, async () => {
@@ -476,10 +493,7 @@ test("a lease holder stalled after its lot's first answer makes no retry after a
   assert.equal(claim.outcome, 'written');
   a.runner.kick();
   await waitFor("replica A stalled after its lot's answer", () => a.stalled(), { timeoutMs: 60_000 });
-  const b = successorReplica();
-  await b.jobs.setControl(job.operationId, 'cancel', 'operator');
-  b.runner.kick();
-  const end = await jobOnce('B to cancel the job', b.jobs, job.operationId, 'cancelled');
+  const { b, end } = await cancelledBySuccessor(job.operationId);
   await goOnAfter(a, b, end, 1);
   assert.equal(await resubmitsOf(id!, job.operationId), 0, 'A sent no command after the cancel');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 0, refused: 0, failed: 0 });
@@ -527,6 +541,53 @@ test("a healthy lease holder waiting on a claim being sent elsewhere stops at th
   }
 });
 
+// Before, a lot stopped at the operator's cancel in its retry wait was counted by receipts alone: its events the
+// Manager had already refused, or could not send, were counted nowhere - the cancelled job read done 1, refused 0,
+// failed 0 for a lot that had met a refusal and a send failure too.
+test("a lot stopped by a cancel in its retry wait counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('cancelsettled', 4);
+  const [sent, waiting, hers, unsent] = ids as [string, string, string, string];
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const job = await resubmitJob(jobs, ids);
+  // After the selection was frozen: a claim of `waiting` whose send is in progress elsewhere (the lot's one retry
+  // wait), and alice's resubmit of `hers`, still Pending (refused: sent by someone else).
+  const row = (await stack.store.listEventRows(EP, waiting))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), { lastMessageId: row.lastMessageId, status: row.status });
+  assert.equal(claim.outcome, 'written');
+  assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+  /**
+   * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels once the
+   * lot's first answer is in, so the wait on `waiting` ends at the cancel.
+   */
+  class CancelsAfterTheLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const [targets, ...rest] = args;
+      const answers = await super.executeMany(targets.filter((t) => t.eventId !== unsent), ...rest);
+      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, 'cancel', 'operator');
+      return targets.map((t) => (t.eventId === unsent ? { ok: false, error: new Error('simulated Service Bus outage') } : answers.shift()!));
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] === unsent) throw new Error('simulated Service Bus outage');
+      return super.execute(...args);
+    }
+  }
+  const faulty = new CancelsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    runner.kick();
+    const end = await jobOnce('the job to be cancelled', jobs, job.operationId, 'cancelled');
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 1 }, 'each event the lot settled is counted');
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
+    assert.match(end.refusals![0]!.detail, /already sent by alice/);
+    assert.deepEqual(end.awaitingReceipt, [1], 'the event whose wait the cancel ended awaits a receipt, uncounted');
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 0, 0], `only ${sent} got the job's command`);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
 // Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
 // earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.
 test('a job cancelled after a run sent a lot whose progress was lost counts that lot done', { timeout: 120_000 }, async () => {
@@ -539,6 +600,34 @@ test('a job cancelled after a run sent a lot whose progress was lost counts that
   const end = await runUntil('the job to be cancelled', jobs, job.operationId, 'cancelled');
   assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 5, refused: 0, failed: 0 });
   for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command, not sent again`);
+});
+
+// Before, a cancelling successor counted the receipts below the in-flight mark once: a stalled holder whose send had
+// passed the guard before its lease ended wrote its receipt after that count, and the cancelled job's done left the
+// event out though its trail names the job (done 1 of the 2 commands sent). Now the cancel lists the rows it found
+// without a receipt, and the holder, when its run ends, counts its late receipt into the ended job.
+test("a receipt a stalled holder writes after its successor's cancel counted is counted in the cancelled job", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('latereceipt', 2);
+  const a = stalledReplica({ receiptOf: ids[1]! });
+  const job = await resubmitJob(a.jobs, ids);
+  a.jobs.target = job.operationId;
+  a.runner.kick();
+  await waitFor('replica A stalled between its second send and its receipt', () => a.stalled(), { timeoutMs: 60_000 });
+  const { b, end } = await cancelledBySuccessor(job.operationId);
+  assert.equal(end.done, 1, "B counted the first event; the second's receipt was not written yet");
+  await b.runner.stop();
+  a.goOn(); // A wakes, its send long handed to the broker: it writes the receipt, then finds the job ended
+  await a.over;
+  await a.runner.stop();
+  const now = (await b.jobs.get(job.operationId))!;
+  a.jobs.docs.close();
+  b.jobs.docs.close();
+  await a.manager.close();
+  for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command, its receipt naming the job`);
+  assert.deepEqual({ state: now.state, done: now.done, refused: now.refused, failed: now.failed }, { state: 'cancelled', done: 2, refused: 0, failed: 0 }, 'the late receipt is counted');
+  assert.deepEqual(now.awaitingReceipt, [], 'nothing awaits a receipt any more');
+  const recorded = [a, b].map((r) => r.finished.filter((j) => j.operationId === job.operationId).length);
+  assert.deepEqual(recorded, [0, 1], 'the job was recorded finished once, by B');
 });
 
 // Before, "operation completed" was logged after the final write too when that write was refused (a successor had

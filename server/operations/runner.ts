@@ -33,9 +33,11 @@
 // inbox drops it; on Azure, duplicate detection on the topic first); and if the endpoint answers such a command
 // with a new failure before the job resumes, no receipt names the job, and the event gets a second resubmit.
 // A 'duplicate' whose receipt is someone else's (another operator's command, still Pending) is counted refused. A run
-// that cancels the job first counts as done the rows between the saved cursor and the mark that have this job's
-// receipt: no later run would. (A receipt a stalled former holder writes after that count - its send passed the
-// guard before its lease ended - is missed: the event got the job's command, the cancelled job's done leaves it out.)
+// that cancels the job first counts the rows between the saved cursor and the mark - those a lot of its own settled
+// by their outcomes (sent, refused, failed), the others done when they have this job's receipt: no later run would.
+// The rows it found without a receipt stay listed on the cancelled job (awaitingReceipt): a stalled former holder
+// whose send passed the guard before its lease ended writes its receipt after that count, and then counts the row
+// itself when its run ends (jobCounts.ts, countLateReceipts).
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
@@ -43,7 +45,8 @@ import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
-import { MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
+import type { Job, JobStore } from './jobs.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, type StepOutcome } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -185,7 +188,27 @@ export class OperationsRunner {
     await this.#o.onFinished?.(now);
   }
 
+  /**
+   * Runs the job while the lease is held; then, when the run handed the Manager commands whose counts it never wrote
+   * (it stopped - lost its lease, its write refused - after their receipts were written), counts those of them a
+   * successor's cancel listed as awaiting their receipt (jobCounts.ts): the job ended without them.
+   */
   async #run(id: string, lease: HeldLease): Promise<void> {
+    const unsaved = { sends: false };
+    try {
+      await this.#runHeld(id, lease, unsaved);
+    } finally {
+      if (unsaved.sends) {
+        await countLateReceipts(this.#o.jobs, this.#o.store, id).then(
+          (n) => n > 0 && log.info({ operationId: id, counted: n }, 'operation ended by another replica: the commands this one sent late are counted in it'),
+          (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'late receipts of an ended operation not counted'),
+        );
+      }
+    }
+  }
+
+  /** `unsaved.sends`: set while this run has handed the Manager commands since its last write that landed. */
+  async #runHeld(id: string, lease: HeldLease, unsaved: { sends: boolean }): Promise<void> {
     const { jobs } = this.#o;
     const leaseLost = lease.signal;
     // Re-read under the lease: the listed copy may predate another replica's last save. The version read is the
@@ -207,6 +230,7 @@ export class OperationsRunner {
         return false;
       }
       version = next;
+      unsaved.sends = false;
       return true;
     };
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
@@ -230,18 +254,29 @@ export class OperationsRunner {
       return true;
     };
     /**
-     * Cancels the job, counting first the commands an earlier run sent past the saved cursor (found by their
-     * receipts below the in-flight mark): the job ends here, and no later run would count them.
+     * Cancels the job, counting first the rows between the saved cursor and the in-flight mark: the job ends here,
+     * and no later run would count them. `lot`: the outcomes of this run's lot that stopped at the cancel, from the
+     * cursor on (undefined where the event's step was stopped); those are counted as they are - before, its refused
+     * and failed events were counted nowhere. The others are counted done by this job's receipt (an earlier run sent
+     * them and lost its progress), or listed as awaiting it: a stalled former holder may still write one, and counts
+     * it then (jobCounts.ts). After the write, the listed rows are looked at again - the holder may have written its
+     * receipt after the look above and read the job before this write landed, and then counts nothing.
      */
-    const cancel = async (rows: readonly SelectedRow[] | undefined): Promise<void> => {
+    const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = []): Promise<void> => {
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
         const all = rows ?? (await jobs.rows(job));
         const window = all.slice(job.cursor, to);
-        const sent = await this.#sentEarlier(window, job.cursor, to, id);
-        window.forEach((row, i) => sent[i] && count(job, row, { kind: 'done' }));
+        const sent = await Promise.all(window.map((row, i) => (lot[i] ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
+        const awaiting: number[] = [];
+        window.forEach((row, i) => {
+          const o = lot[i] ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
+          if (o) count(job, row, o);
+          else awaiting.push(job.cursor + i);
+        });
+        if (awaiting.length > 0) job.awaitingReceipt = awaiting;
       }
-      await finish('cancelled');
+      if ((await finish('cancelled')) && job.awaitingReceipt?.length) await countLateReceipts(jobs, this.#o.store, id);
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
@@ -273,9 +308,9 @@ export class OperationsRunner {
     };
     const origin: CommandOrigin = { operationId: id, mayStillSend };
     let lastControl = Date.now();
-    /** Ends the run as the operator's cancel or pause asks (true when it did). */
-    const obey = async (wished: Awaited<ReturnType<typeof wish>>): Promise<boolean> => {
-      if (wished === 'cancel') await cancel(rows);
+    /** Ends the run as the operator's cancel or pause asks (true when it did); `lot`: as for cancel. */
+    const obey = async (wished: Awaited<ReturnType<typeof wish>>, lot?: ReadonlyArray<StepOutcome | undefined>): Promise<boolean> => {
+      if (wished === 'cancel') await cancel(rows, lot);
       else if (wished === 'pause') await finish('paused');
       else return false;
       return true;
@@ -326,21 +361,23 @@ export class OperationsRunner {
         log.warn({ operationId: id }, "operation lot not sent: this replica's lease has ended or is about to (it stalled, or its renewals failed); stopping it here");
         return;
       }
+      if (toSend.length > 0) unsaved.sends = true;
       const first = toSend.length > 0 ? await this.#o.manager.executeMany(toSend, spec, job.startedBy, origin) : [];
       const stepped = await Promise.all(toSend.map((row, i) => this.#step(row.endpointId, row.eventId, spec, job.startedBy, origin, first[i]!, stopWished)));
       // The lease ended during the lot (the Manager held its sends back, undoing their claims, or a retry was not
       // made), or the operator cancelled or paused while an event waited to be retried: nothing of the lot is counted
       // and the cursor is not moved or saved - the successor (or the resumed job) goes on below the in-flight mark,
       // finds by their receipts the lot's events that did go out, and claims the others afresh. A cancel or pause
-      // is applied here while the lease is still this run's (a cancel counts the lot's events sent, by their receipts).
-      if (stepped.some((o) => o.kind === 'stopped')) {
-        if (mayStillSend() && (await obey(await wish()))) return;
+      // is applied here while the lease is still this run's (a cancel counts the lot's events as they settled).
+      const sentOutcomes = [...stepped];
+      const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
+      const settled = outcomes.map((o) => (o.kind === 'stopped' ? undefined : o));
+      if (settled.includes(undefined)) {
+        if (mayStillSend() && (await obey(await wish(), settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
         return;
       }
-      const sentOutcomes = stepped.filter((o): o is StepOutcome => o.kind !== 'stopped');
-      const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
-      batch.forEach((row, i) => count(job, row, outcomes[i]!));
+      batch.forEach((row, i) => count(job, row, settled[i]!));
       job.cursor += batch.length;
       if (Date.now() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
     }
@@ -440,30 +477,6 @@ export class OperationsRunner {
   }
 
   async #actedByThisJob(eventId: string, endpointId: string, operationId: string): Promise<boolean> {
-    const audits = await this.#o.store.listAudits(eventId, { pageSize: 50 });
-    return audits.items.some((a) => a.endpointId === endpointId && isThisJobs(a, operationId));
+    return actedByThisJob(this.#o.store, eventId, endpointId, operationId);
   }
-}
-
-/** One event's outcome in a job's counts. */
-type StepOutcome = { kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string };
-
-/** Counts `row`'s outcome in the job (and its endpoint's part), keeping the first refusals and send failures. */
-function count(job: Job, row: SelectedRow, o: StepOutcome): void {
-  const part = job.byEndpoint?.[row.endpointId];
-  if (part) part[o.kind]++;
-  if (o.kind === 'done') job.done++;
-  else if (o.kind === 'refused') {
-    job.refused++;
-    const refusals = (job.refusals ??= []);
-    if (refusals.length < MAX_ERRORS_KEPT) refusals.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
-  } else {
-    job.failed++;
-    if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
-  }
-}
-
-/** Does the receipt name this job (the Manager writes the operation's id into it)? */
-function isThisJobs(audit: AuditEntry, operationId: string): boolean {
-  return audit.data !== null && audit.data.includes(`"operationId":"${operationId}"`);
 }

@@ -1,0 +1,68 @@
+// How a bulk job's counts are made (runner.ts): each row's outcome in the job's totals, whether a row has this job's
+// receipt (how a run finds the commands an earlier run sent past the saved cursor), and the late count of a
+// cancelled job's receipts. A run that cancels the job counts the rows between the saved cursor and the in-flight
+// mark by their receipts, then ends the job; a former holder stalled past its lease may have handed one of those
+// commands to the broker before its lease ended and write the receipt only after that count. The cancel therefore
+// lists the rows it found without a receipt (Job.awaitingReceipt), and whoever may have written, or may see, such a
+// receipt afterwards counts it: the former holder when its run ends having sent something it never saved, and the
+// cancelling run once its own write landed. Each writes its receipt (or the job) first and reads the other second,
+// so at least one of them sees the other's write (where a read sees the last write: docs/failures.md, "Late receipts
+// of a cancelled job"); the count and the list change in one conditional write, so a row is counted once whoever
+// finds it. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
+// every poll, and a receipt proves only done, not the refusals and send failures the job counted.
+import type { AuditEntry, MessageStore } from '../../lib/store/index.ts';
+import { ENDED_STATES, MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
+import type { SelectedRow } from './selection.ts';
+
+/** One event's outcome in a job's counts. */
+export type StepOutcome = { kind: 'done' } | { kind: 'refused'; status: number; detail: string } | { kind: 'failed'; status: number; detail: string };
+
+/** Counts `row`'s outcome in the job (and its endpoint's part), keeping the first refusals and send failures. */
+export function count(job: Job, row: SelectedRow, o: StepOutcome): void {
+  const part = job.byEndpoint?.[row.endpointId];
+  if (part) part[o.kind]++;
+  if (o.kind === 'done') job.done++;
+  else if (o.kind === 'refused') {
+    job.refused++;
+    const refusals = (job.refusals ??= []);
+    if (refusals.length < MAX_ERRORS_KEPT) refusals.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
+  } else {
+    job.failed++;
+    if (job.errors.length < MAX_ERRORS_KEPT) job.errors.push({ endpointId: row.endpointId, eventId: row.eventId, status: o.status, detail: o.detail });
+  }
+}
+
+/** Does the receipt name this job (the Manager writes the operation's id into it)? */
+export function isThisJobs(audit: AuditEntry, operationId: string): boolean {
+  return audit.data !== null && audit.data.includes(`"operationId":"${operationId}"`);
+}
+
+/** Does the event's audit trail hold this job's receipt for a command on `endpointId`? */
+export async function actedByThisJob(store: MessageStore, eventId: string, endpointId: string, operationId: string): Promise<boolean> {
+  const audits = await store.listAudits(eventId, { pageSize: 50 });
+  return audits.items.some((a) => a.endpointId === endpointId && isThisJobs(a, operationId));
+}
+
+/** Conditional writes tried before giving up: each refusal means another writer counted meanwhile. */
+const LATE_COUNT_ATTEMPTS = 5;
+
+/**
+ * Counts done the rows of an ended job's `awaitingReceipt` that have this job's receipt now, taking them off the
+ * list in the same write (conditional on the version read; a refused write is read again). Answers how many rows it
+ * counted; 0 for a job that is not ended or awaits nothing.
+ */
+export async function countLateReceipts(jobs: JobStore, store: MessageStore, operationId: string): Promise<number> {
+  for (let attempt = 0; attempt < LATE_COUNT_ATTEMPTS; attempt++) {
+    const read = await jobs.read(operationId);
+    const awaiting = read?.job.awaitingReceipt;
+    if (!read || !awaiting?.length || !ENDED_STATES.has(read.job.state)) return 0;
+    const { job, etag } = read;
+    const rows = await jobs.rows(job, Math.max(...awaiting) + 1);
+    const found = await Promise.all(awaiting.map((i) => (rows[i] ? actedByThisJob(store, rows[i].eventId, rows[i].endpointId, operationId) : false)));
+    if (!found.includes(true)) return 0;
+    awaiting.forEach((i, k) => found[k] && count(job, rows[i]!, { kind: 'done' }));
+    job.awaitingReceipt = awaiting.filter((_, k) => !found[k]);
+    if ((await jobs.save(job, etag)) !== undefined) return found.filter(Boolean).length;
+  }
+  return 0;
+}
