@@ -222,6 +222,7 @@ function noIoStore(): MessageStore {
     previousStatus: null,
     previousMessageId: null,
     previousMessageIds: [],
+    previousConditional: undefined,
     row: { status: resultingStatus(status.messageType, undefined).status } as StatusRow,
     counters: 'queued',
   });

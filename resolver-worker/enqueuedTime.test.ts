@@ -5,7 +5,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { encodeBody, MessageType as T, Prop } from '@nimbus/sdk/contract';
-import { MAX_REPLACEMENT_AGE_MS, readResolverMessage } from './read.ts';
+import { DEFAULT_BUDGET } from './budget.ts';
+import { maxReplacementAgeMs, readResolverMessage } from './read.ts';
 import { replacementOf } from './processor.ts';
 
 const ORIGINAL = '2026-12-02T10:00:00.000Z';
@@ -62,18 +63,47 @@ describe('reading the enqueue time', () => {
     }
   });
 
-  test("a replacement's value further back than the reschedules can reach is not honoured either", () => {
+  test("a replacement's value further back than the reschedules and the backlog margin can reach is not honoured either", () => {
     const broker = REPLACEMENT_ACTIVE.getTime();
-    const beyond = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: new Date(broker - MAX_REPLACEMENT_AGE_MS - 1).toISOString(), [Prop.ThrottleRetryCount]: 9 }));
+    const bound = maxReplacementAgeMs(DEFAULT_BUDGET);
+    const beyond = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: new Date(broker - bound - 1).toISOString(), [Prop.ThrottleRetryCount]: 9 }));
     assert.equal(beyond.enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
-    assert.deepEqual(beyond.problems, [`OriginalEnqueuedTimeUtc is more than ${MAX_REPLACEMENT_AGE_MS / 60_000} min before the broker's enqueue time`]);
+    assert.deepEqual(beyond.problems, ["OriginalEnqueuedTimeUtc is more than 168.75 h before the broker's enqueue time"]);
     const years = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: '2000-01-01T00:00:00.000Z', [Prop.ThrottleRetryCount]: 1 }));
     assert.equal(years.enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
     assert.equal(years.problems.length, 1);
     // At the bound itself it is still the replacement's original time; the bound covers nine full reschedules.
-    const atBound = new Date(broker - MAX_REPLACEMENT_AGE_MS).toISOString();
+    const atBound = new Date(broker - bound).toISOString();
     assert.equal(readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: atBound, [Prop.ThrottleRetryCount]: 9 })).enqueuedAt, atBound);
-    assert.ok(MAX_REPLACEMENT_AGE_MS > 9 * 300_000);
+    assert.ok(bound > 9 * 300_000);
+  });
+
+  test('a replacement whose original waited behind a long backlog keeps the original\'s time, without a problem', () => {
+    // The original sat three hours in its session (the Resolver down or behind) before its first throttle: its
+    // replacement is read three hours and a few seconds after the original's broker time. The bound was 60 min.
+    for (const hours of [3, 30, 72]) {
+      const original = new Date(REPLACEMENT_ACTIVE.getTime() - hours * 3_600_000).toISOString();
+      const m = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: original, [Prop.ThrottleRetryCount]: 1 }));
+      assert.equal(m.enqueuedAt, original, `${hours} h`);
+      assert.deepEqual(m.problems, [], `${hours} h`);
+    }
+  });
+
+  test('the bound follows the budget the Resolver runs with, not the default one', () => {
+    // A 2 h backoff cap: nine reschedules may add 18 h on top of the backlog margin.
+    const budget = { maxAttempts: 10, maxDelayMs: 2 * 3_600_000 };
+    assert.equal(maxReplacementAgeMs(budget) - maxReplacementAgeMs(DEFAULT_BUDGET), 9 * (2 * 3_600_000 - DEFAULT_BUDGET.maxDelayMs));
+    const original = new Date(REPLACEMENT_ACTIVE.getTime() - maxReplacementAgeMs(DEFAULT_BUDGET) - 3_600_000).toISOString();
+    const props = { [Prop.OriginalEnqueuedTimeUtc]: original, [Prop.ThrottleRetryCount]: 9 };
+    const running = readResolverMessage(received(props), undefined, budget);
+    assert.equal(running.enqueuedAt, original);
+    assert.deepEqual(running.problems, []);
+    // The same value under the default budget is past its bound.
+    assert.equal(readResolverMessage(received(props)).enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
+    const copy = replacementOf(received(props), 10, budget);
+    assert.equal(copy.applicationProperties?.[Prop.OriginalEnqueuedTimeUtc], original, 'a further replacement carries it on');
+    // Fewer attempts, shorter reach: with 2 attempts one reschedule of at most 1 s.
+    assert.equal(maxReplacementAgeMs({ maxAttempts: 2, maxDelayMs: 1_000 }), 1_000 + maxReplacementAgeMs({ maxAttempts: 1, maxDelayMs: 1_000 }));
   });
 
   test("without the property (or the broker's time), as before: the broker's time, else the time of reading", () => {

@@ -41,28 +41,48 @@ describe('pure parts', () => {
     const x = { messageId: 'x', messageType: T.ErrorResponse, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
     const failed = { status: 'Failed' as const, eventTypeId: 'E' };
     // A throttled write: its history landed on the first attempt, its row write only on the replacement's.
-    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['req'], historyRecorded: false });
+    recorder.applied(x, 'ep', { row: failed, previousMessageId: 'req', previousConditional: false, previousMessageIds: ['req'], historyRecorded: false });
     assert.deepEqual(added, ['failed'], 'first applied: counted');
-    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['x', 'req'], historyRecorded: false });
-    recorder.applied(x, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'], historyRecorded: false });
+    recorder.applied(x, 'ep', { row: failed, previousMessageId: 'x', previousConditional: false, previousMessageIds: ['x', 'req'], historyRecorded: false });
+    recorder.applied(x, 'ep', { row: failed, previousMessageId: 'y', previousConditional: false, previousMessageIds: ['y', 'x', 'req'], historyRecorded: false });
     assert.deepEqual(added, ['failed'], 'over its own version, and over the RetryRequest after it: not again');
-    recorder.applied({ ...x, messageId: 'x2' }, 'ep', { row: failed, previousMessageIds: ['y', 'x', 'req'], historyRecorded: true });
+    recorder.applied({ ...x, messageId: 'x2' }, 'ep', { row: failed, previousMessageId: 'y', previousConditional: false, previousMessageIds: ['y', 'x', 'req'], historyRecorded: true });
     assert.deepEqual(added, ['failed', 'failed'], 'a new failure after the retry: counted');
   });
 
-  test("a console command is counted when its history entry is first recorded, although its claim holds its id", () => {
+  test("a console command is counted when its write first replaces the claim, although the claim holds its id", () => {
     const added: string[] = [];
     const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
     const cmd = { messageId: 'cmd', messageType: T.ResubmissionRequest, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
     const pending = { status: 'Pending' as const, eventTypeId: 'E' };
-    // The version it replaces is the Manager's claim, under the command's own id.
-    recorder.applied(cmd, 'ep', { row: pending, previousMessageIds: ['cmd', 'x'], historyRecorded: true });
+    // The version it replaces is the Manager's claim, under the command's own id (a conditional write).
+    const overClaim = { row: pending, previousMessageId: 'cmd', previousConditional: true, previousMessageIds: ['cmd', 'x'] };
+    recorder.applied(cmd, 'ep', { ...overClaim, historyRecorded: true });
     assert.deepEqual(added, ['resubmitted']);
-    recorder.applied(cmd, 'ep', { row: pending, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
+    // Its copy replaces the command's own record (unconditional): not again, whatever the history said.
+    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: false, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
     assert.deepEqual(added, ['resubmitted'], 'its copy: not again');
     // A skip command has no count of its own (the row is Pending until the subscriber's SkipResponse, counted then).
-    recorder.applied({ ...cmd, messageId: 'skip', messageType: T.SkipRequest }, 'ep', { row: pending, previousMessageIds: ['skip', 'cmd'], historyRecorded: true });
+    recorder.applied({ ...cmd, messageId: 'skip', messageType: T.SkipRequest }, 'ep', { row: pending, previousMessageId: 'skip', previousConditional: true, previousMessageIds: ['skip', 'cmd'], historyRecorded: true });
     assert.deepEqual(added, ['resubmitted']);
+  });
+
+  test("a console command whose history landed on an attempt whose status write failed is counted on the redelivery", () => {
+    const added: string[] = [];
+    const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
+    const cmd = { messageId: 'cmd', messageType: T.ResubmissionRequest, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
+    const pending = { status: 'Pending' as const, eventTypeId: 'E' };
+    // The first attempt recorded the history entry and failed at the row: nothing reached the recorder. The
+    // redelivery finds the entry there, and its write is the first to replace the claim.
+    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: true, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
+    assert.deepEqual(added, ['resubmitted']);
+    // Not claimed (its version replaces another message's): counted once as well.
+    recorder.applied({ ...cmd, messageId: 'cmd2' }, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: false, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
+    assert.deepEqual(added, ['resubmitted', 'resubmitted']);
+    // A claim of an older writer, which did not say how it was written: the history entry decides, as before.
+    recorder.applied({ ...cmd, messageId: 'cmd3' }, 'ep', { row: pending, previousMessageId: 'cmd3', previousConditional: undefined, previousMessageIds: ['cmd3'], historyRecorded: true });
+    recorder.applied({ ...cmd, messageId: 'cmd3' }, 'ep', { row: pending, previousMessageId: 'cmd3', previousConditional: undefined, previousMessageIds: ['cmd3'], historyRecorded: false });
+    assert.deepEqual(added, ['resubmitted', 'resubmitted', 'resubmitted']);
   });
 
   test('percentiles from the histogram land in the right bin', () => {

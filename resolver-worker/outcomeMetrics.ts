@@ -2,8 +2,8 @@
 // and the handling latency it measures. Called from one place (afterStatus in resolve.ts) for every status write
 // the guard applied; a redelivered or stale copy the guard ignores never gets here, and one it applies again (a
 // terminal write always passes it, even over a later version) is known by the row's applied message ids and not
-// counted twice - except a console command, which is known by its history entry instead (see applied). Only adds to the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot
-// path.
+// counted twice - except a console command, which is known by the version its write replaced instead (see applied).
+// Only adds to the in-memory buffer of lib/store/timeSeries.ts: the writes are batched off the hot path.
 import { MANAGER_ONLY_TYPES, MessageType, ResolutionStatus, type MessageType as MessageTypeT } from '@nimbus/sdk/contract';
 import type { OutcomeCount, StatusRow, TimeSeriesStore } from '../lib/store/index.ts';
 
@@ -14,6 +14,10 @@ export interface OutcomeRecorder {
 /** What the recorder reads of an applied write: the status write's result and its history entry's. */
 export interface AppliedWrite {
   row: Pick<StatusRow, 'status' | 'eventTypeId'>;
+  /** The message that wrote the version this write replaced (null: a create). */
+  previousMessageId: string | null;
+  /** Whether that version was written by a conditional write, a claim (undefined: an older writer's, or a create). */
+  previousConditional: boolean | undefined;
   previousMessageIds: readonly string[];
   /** Whether this write created the message's history entry (false: a copy found it there). */
   historyRecorded: boolean;
@@ -64,13 +68,20 @@ export function handlingLatencyMs(m: OutcomeMessage, recordedAt: Date): number |
 
 export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now: () => Date): OutcomeRecorder {
   return {
-    applied(m, endpointId, { row, previousMessageIds, historyRecorded }) {
+    applied(m, endpointId, { row, previousMessageId, previousConditional, previousMessageIds, historyRecorded }) {
       if (MANAGER_ONLY_TYPES.has(m.messageType)) {
         // A console command (resubmit, skip; one reaching a status write came through the Manager topic): the Manager
         // claims the row under the command's own id before sending it, so the version the Resolver's write replaces
-        // always holds that id and the check below would never count it. Counted when the Resolver first records
-        // the command's history entry instead; a copy coming back finds the entry there.
-        if (!historyRecorded) return;
+        // always holds that id and the check below would never count it. Counted when the write replaces a version
+        // that is not the command's own record: the claim (a conditional write), or another message's version when
+        // nothing claimed it. A copy coming back replaces the command's own record (unconditional) and is not.
+        // It used to be counted when the command's history entry was first recorded, but the history is written
+        // before the status: an attempt whose history landed and whose status write then failed counted nothing, and
+        // its redelivery found the entry there and counted nothing either. The status write is what a redelivery
+        // repeats until it lands, so its first application is the one to count. A version of an older writer does
+        // not say how it was written: as before, by the history entry.
+        const ownRecord = previousMessageId === m.messageId && (previousConditional === undefined ? !historyRecorded : !previousConditional);
+        if (ownRecord) return;
       } else if (previousMessageIds.includes(m.messageId)) {
         // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (an
         // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second: the

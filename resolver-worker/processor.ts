@@ -23,7 +23,8 @@ import { sleep } from '../lib/concurrency/sleep.ts';
 import { BatchResolution, resolveMessage, type ResolveContext, type Settlement } from './resolve.ts';
 import { StoreOutage } from './outage.ts';
 import { STOPPED, untilStopped } from './untilStopped.ts';
-import { enqueuedTimeOf } from './read.ts';
+import { enqueuedTimeOf, type ReplacementBudget } from './read.ts';
+import { DEFAULT_BUDGET } from './budget.ts';
 
 export interface ProcessorOptions {
   client: ServiceBusClient;
@@ -552,7 +553,7 @@ export class ResolverProcessor {
     horizon?: () => number,
   ): Promise<{ ok: boolean; keepSession: boolean }> {
     try {
-      await this.#sender!.scheduleMessages(replacementOf(message, s.attempt), new Date(Date.now() + s.delayMs));
+      await this.#sender!.scheduleMessages(replacementOf(message, s.attempt, this.#o.context.budget), new Date(Date.now() + s.delayMs));
     } catch (err) {
       this.#log.warn(
         { messageId: String(message.messageId), sessionId: receiver.sessionId, err: errorText(err) },
@@ -606,16 +607,20 @@ function isTransientStoreFailure(s: Settlement): boolean {
  * The scheduled replacement of a throttled message: the same body, ids (MessageId above all: the guard's ancestor
  * check and the idempotent history rely on it), session, routing fields and application properties, with
  * ThrottleRetryCount set to the attempt just spent and OriginalEnqueuedTimeUtc to the time this message is recorded
- * with (read.ts enqueuedTimeOf): the broker's time of the first delivery, kept through every later reschedule. The
- * broker stamps the replacement when its schedule comes due, so without it the row (and a history entry whose
- * create was the throttled write) would carry a time minutes after the message's own.
+ * with (read.ts enqueuedTimeOf, under the running budget's age bound): the broker's time of the first delivery, kept
+ * through every later reschedule. The broker stamps the replacement when its schedule comes due, so without it the
+ * row (and a history entry whose create was the throttled write) would carry a time minutes after the message's own.
  */
-export function replacementOf(message: ServiceBusReceivedMessage, attempt: number): ServiceBusMessage {
+export function replacementOf(
+  message: ServiceBusReceivedMessage,
+  attempt: number,
+  budget: ReplacementBudget = DEFAULT_BUDGET,
+): ServiceBusMessage {
   const applicationProperties: NonNullable<ServiceBusMessage['applicationProperties']> = {
     ...(message.applicationProperties ?? {}),
     [Prop.ThrottleRetryCount]: attempt,
   };
-  const enqueued = enqueuedTimeOf(message).at;
+  const enqueued = enqueuedTimeOf(message, budget).at;
   if (enqueued) applicationProperties[Prop.OriginalEnqueuedTimeUtc] = enqueued.toISOString();
   // Unreadable and no broker time to put instead: dropped rather than carried on as a problem on every copy.
   else delete applicationProperties[Prop.OriginalEnqueuedTimeUtc];

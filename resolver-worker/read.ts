@@ -4,7 +4,7 @@
 // to record (no MessageType the contract knows, no EventId) is left for the caller to dead-letter.
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { z } from 'zod';
-import { DEFAULT_BUDGET } from './budget.ts';
+import { DEFAULT_BUDGET, type BudgetOptions } from './budget.ts';
 import {
   decodeBody,
   parseMessageType,
@@ -83,14 +83,36 @@ function idText(value: unknown): string | undefined {
 const instantSchema = z.iso.datetime({ offset: true });
 
 /**
- * How far before its own broker time a replacement's OriginalEnqueuedTimeUtc may lie. A message is rescheduled at
- * most maxAttempts − 1 = 9 times, each after at most maxDelayMs = 300 s with the default budget (45 min; the
- * backoff alone comes to 1215 s). The slack covers what the schedule does not: a replacement waiting in its session
- * behind a backlog or a Resolver restart before it is read and rescheduled again, a store retry-after longer than
- * the backoff. An older value is no replacement's (or a chain that waited far longer than a throttle does): the
+ * What a replacement's age may hold beyond its reschedules: waiting for the Resolver. The age is measured from the
+ * original's broker time, so it includes every wait in the session before the Resolver read a copy - the original
+ * behind a backlog before its first throttle, each replacement behind its session's backlog once its schedule came
+ * due - and those waits are as long as the Resolver was down or behind (a stop over a weekend and the drain after it),
+ * which no budget bounds; a store retry-after longer than the backoff, too. A week: the SDK keeps a handled MessageId
+ * for as long (DEFAULT_INBOX_RETENTION_MS), the same judgement of how long a message may still be on its way. It was
+ * 15 min, so a replacement of a message that had waited more than about an hour (with the default budget) was
+ * recorded with its own late time and a property problem. The bound is a plausibility check, not a proof: any
+ * sender can set both properties, and it keeps only a value beyond any wait (a 2000-01-01 one) out of the record.
+ */
+export const REPLACEMENT_BACKLOG_MARGIN_MS = 7 * 24 * 3_600_000;
+
+/** What the age bound reads of the Resolver's budget (budget.ts): how often and how long it reschedules. */
+export type ReplacementBudget = Pick<BudgetOptions, 'maxAttempts' | 'maxDelayMs'>;
+
+/**
+ * How far before its own broker time a replacement's OriginalEnqueuedTimeUtc may lie, for the budget the Resolver
+ * runs with (startResolver's `budget`; the throttle path reschedules with it): a message is rescheduled at most
+ * maxAttempts − 1 times, each after at most maxDelayMs (9 × 300 s = 45 min with the default budget), plus
+ * REPLACEMENT_BACKLOG_MARGIN_MS for the waits the schedule does not cover. An older value is no replacement's: the
  * message is recorded with the broker's time, as before the property existed.
  */
-export const MAX_REPLACEMENT_AGE_MS = (DEFAULT_BUDGET.maxAttempts - 1) * DEFAULT_BUDGET.maxDelayMs + 15 * 60_000;
+export function maxReplacementAgeMs(budget: ReplacementBudget = DEFAULT_BUDGET): number {
+  return Math.max(0, budget.maxAttempts - 1) * budget.maxDelayMs + REPLACEMENT_BACKLOG_MARGIN_MS;
+}
+
+/** The age bound in words, for the problem it names: hours, as the margin is counted in them. */
+function ageText(ms: number): string {
+  return `${Math.round((ms / 3_600_000) * 100) / 100} h`;
+}
 
 /**
  * When the message was enqueued, as the Resolver records it: the OriginalEnqueuedTimeUtc a throttled message's
@@ -100,10 +122,14 @@ export const MAX_REPLACEMENT_AGE_MS = (DEFAULT_BUDGET.maxAttempts - 1) * DEFAULT
  * The property is checked, not trusted: any sender can set it (SDK extra properties, a raw client), and a backdated
  * time would jump a handoff ahead in the agent queue, make Reconcile pick the wrong version and put years into the
  * latency chart. So it is honoured only on a Resolver replacement (ThrottleRetryCount > 0, which replacementOf sets
- * beside it) and only when it is an ISO-8601 instant at most MAX_REPLACEMENT_AGE_MS before this delivery's broker
- * time and not after it; otherwise the broker's time is used and `problem` names why (never the value).
+ * beside it) and only when it is an ISO-8601 instant at most maxReplacementAgeMs(budget) before this delivery's
+ * broker time and not after it; otherwise the broker's time is used and `problem` names why (never the value).
+ * `budget` is the one the Resolver runs with, which its reschedules follow.
  */
-export function enqueuedTimeOf(message: ServiceBusReceivedMessage): { at: Date | undefined; problem?: string } {
+export function enqueuedTimeOf(
+  message: ServiceBusReceivedMessage,
+  budget: ReplacementBudget = DEFAULT_BUDGET,
+): { at: Date | undefined; problem?: string } {
   const broker = message.enqueuedTimeUtc instanceof Date && Number.isFinite(message.enqueuedTimeUtc.getTime()) ? message.enqueuedTimeUtc : undefined;
   const props = message.applicationProperties as Record<string, unknown> | undefined;
   const raw = props?.[Prop.OriginalEnqueuedTimeUtc];
@@ -117,12 +143,17 @@ export function enqueuedTimeOf(message: ServiceBusReceivedMessage): { at: Date |
   const original = new Date(parsed.data);
   if (broker && original.getTime() > broker.getTime())
     return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is later than the broker's enqueue time` };
-  if (broker && broker.getTime() - original.getTime() > MAX_REPLACEMENT_AGE_MS)
-    return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is more than ${MAX_REPLACEMENT_AGE_MS / 60_000} min before the broker's enqueue time` };
+  const maxAgeMs = maxReplacementAgeMs(budget);
+  if (broker && broker.getTime() - original.getTime() > maxAgeMs)
+    return { at: broker, problem: `${Prop.OriginalEnqueuedTimeUtc} is more than ${ageText(maxAgeMs)} before the broker's enqueue time` };
   return { at: original };
 }
 
-export function readResolverMessage(message: ServiceBusReceivedMessage, now: () => Date = () => new Date()): ResolverMessage {
+export function readResolverMessage(
+  message: ServiceBusReceivedMessage,
+  now: () => Date = () => new Date(),
+  budget: ReplacementBudget = DEFAULT_BUDGET,
+): ResolverMessage {
   const props = (message.applicationProperties ?? {}) as Record<string, unknown>;
   const problems: string[] = [];
 
@@ -155,7 +186,7 @@ export function readResolverMessage(message: ServiceBusReceivedMessage, now: () 
   }
 
   const throttle = count(Prop.ThrottleRetryCount);
-  const enqueued = enqueuedTimeOf(message);
+  const enqueued = enqueuedTimeOf(message, budget);
   if (enqueued.problem) problems.push(enqueued.problem);
   return {
     messageId: idText(message.messageId) ?? '',

@@ -198,7 +198,7 @@ function classifyMessage(
 }
 
 export function resolveMessage(raw: ServiceBusReceivedMessage, ctx: ResolveContext): Promise<Settlement> {
-  return resolveRead(readResolverMessage(raw, ctx.now), ctx);
+  return resolveRead(readResolverMessage(raw, ctx.now, ctx.budget), ctx);
 }
 
 /** resolveMessage for a message already read. */
@@ -253,7 +253,7 @@ export class BatchResolution {
     // Rows that a history-only message earlier in the batch touches: their later messages are resolved in turn.
     const barred = new Set<string>();
     for (const raw of messages) {
-      const m = readResolverMessage(raw, ctx.now);
+      const m = readResolverMessage(raw, ctx.now, ctx.budget);
       this.#read.set(raw, m);
       const c = classifyMessage(m);
       if (c.kind !== 'outcome') continue;

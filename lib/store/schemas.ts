@@ -116,6 +116,15 @@ export const statusRowSchema = z.object({
    * Absent on rows of older writers (the last message id stands in for it); a damaged list reads as absent.
    */
   appliedMessageIds: z.array(z.string()).optional().catch(undefined),
+  /**
+   * Whether this version was written by a conditional write (`expect`: the Manager's claim, Reconcile's repair)
+   * rather than by a message's own record (the Resolver's writes are never conditional; a restore keeps the value of
+   * the version it puts back): how the Resolver
+   * tells its first record of a console command, which replaces the command's claim under the same id, from a copy
+   * of that record, so its time series counts the command once (resolver-worker/outcomeMetrics.ts). Absent on rows
+   * of older writers; a damaged value reads as absent.
+   */
+  conditional: z.boolean().optional().catch(undefined),
 });
 export type StatusRow = z.output<typeof statusRowSchema>;
 /** A row as listed in pages: everything but the payload. */

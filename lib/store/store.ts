@@ -229,6 +229,11 @@ export type StatusWriteResult =
        * written before they were kept, its last message id): a message among them is a copy applied again.
        */
       previousMessageIds: string[];
+      /**
+       * Whether the version this write replaced was written by a conditional write (its `conditional`; undefined on
+       * create and for a version of an older writer, which did not say).
+       */
+      previousConditional: boolean | undefined;
       row: StatusRow;
       /** 'failed' means the row is written but the counter delta is not: a recount repairs it (docs/store.md). */
       counters: 'updated' | 'unchanged' | 'queued' | 'failed';
@@ -350,7 +355,7 @@ export interface StoreOptions extends CosmosConnection {
  * bookkeeping (counter stamps, write marks), which no page shows.
  */
 const SUMMARY_FIELDS = Object.keys(statusRowSchema.shape).filter(
-  (k) => k !== 'payload' && k !== 'counted' && k !== 'lastWrites' && k !== 'appliedMessageIds',
+  (k) => k !== 'payload' && k !== 'counted' && k !== 'lastWrites' && k !== 'appliedMessageIds' && k !== 'conditional',
 );
 /** The SELECT list of a page of status rows: the store's lists and the console's own event-list query (server/). */
 // Bracket notation: `from` is a keyword of Cosmos SQL, so `c.from` does not parse.
@@ -680,6 +685,7 @@ export class MessageStore {
           continue;
         }
         const row = buildStatusRow(x.w, x.id, x.status, x.subStatus, existing ?? null, now);
+        row.conditional = expect !== undefined;
         const ticket = this.#counterBuffer?.take();
         const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
         const next = bucketOf(row.status, row.subStatus);
@@ -739,6 +745,7 @@ export class MessageStore {
             previousStatus: existing?.status ?? null,
             previousMessageId: existing?.lastMessageId ?? null,
             previousMessageIds: appliedMessageIdsOf(existing),
+            previousConditional: existing?.conditional,
             row,
             counters: previous === next ? 'unchanged' : ticket ? 'queued' : 'updated',
           },
@@ -795,6 +802,7 @@ export class MessageStore {
       previousStatus: existing?.status ?? null,
       previousMessageId: existing?.lastMessageId ?? null,
       previousMessageIds: appliedMessageIdsOf(existing),
+      previousConditional: existing?.conditional,
       row,
       counters: previous === next ? 'unchanged' : this.#counterBuffer ? 'queued' : 'updated',
     };
@@ -1069,12 +1077,14 @@ export class MessageStore {
           continue;
         }
         const row = buildStatusRow(w, id, status, subStatus, current, now);
+        row.conditional = expect !== undefined;
         results.push({
           outcome: 'written',
           created: !rowExists,
           previousStatus: current?.status ?? null,
           previousMessageId: current?.lastMessageId ?? null,
           previousMessageIds: appliedMessageIdsOf(current),
+          previousConditional: current?.conditional,
           row,
           counters: 'unchanged', // set below, once the write is done
         });
@@ -1441,6 +1451,7 @@ export class MessageStore {
       // row moves on: otherwise the version it built would be replaced uncounted and the doubt forgotten later.
       if (doubt && !(await this.#settleDoubt(cacheKey, doubt, current))) landedUncounted = true;
       if (!current || !matchesExpectation(current, expect)) return { outcome: 'ignored', reason: 'precondition-failed', current };
+      // `conditional` as the version put back had it: a copy of that version's own command is still no first record.
       const row: StatusRow = { ...previous, id, createdAt: current.createdAt, updatedAt: this.#iso() };
       // The ids of the row as it is now with the restored message first: `previous` may be rebuilt from a history
       // entry (Reconcile) or older than the messages applied since, whose copies must still read as copies. The
@@ -1487,7 +1498,7 @@ export class MessageStore {
       }
       if (landedUncounted) counters = 'failed';
       await applyGroupTransition(this.database, current, row); // as in #writeStatusChain
-      return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, previousMessageIds: appliedMessageIdsOf(current), row, counters };
+      return { outcome: 'written', created: false, previousStatus: current.status, previousMessageId: current.lastMessageId, previousMessageIds: appliedMessageIdsOf(current), previousConditional: current.conditional, row, counters };
     }
     throw new StoreTransientError(`status row ${previous.endpointId}/${id} kept changing under ${MAX_WRITE_ATTEMPTS} restore attempts`);
   }

@@ -11,5 +11,6 @@ export * from './catalogSchema.ts';
 export * from './payloadSchema.ts';
 export * from './messageIds.ts';
 export * from './staleWriteGuard.ts';
+export * from './appliedMessageIds.ts';
 export * from './attribution.ts';
 export * from './parkReason.ts';

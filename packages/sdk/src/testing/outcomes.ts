@@ -1,7 +1,9 @@
 // The status rows the Resolver would record, projected in memory from the messages that reach the Resolver topic.
-// It uses the contract's own rules (attribution, resultingStatus, the stale-write guard), the same ones the
-// Resolver applies before it writes to Cosmos, so an outcome here is the row an operator would see in the console.
+// It uses the contract's own rules (attribution, resultingStatus, the stale-write guard with the applied message ids
+// its already-applied rule reads), the same ones the Resolver applies before it writes to Cosmos, so an outcome here
+// is the row an operator would see in the console.
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import { nextAppliedMessageIds } from '../contract/appliedMessageIds.ts';
 import { endpointOf, isHistoryOnly } from '../contract/attribution.ts';
 import { decodeBody } from '../contract/envelope.ts';
 import { MessageType, parseMessageType } from '../contract/messageTypes.ts';
@@ -119,9 +121,16 @@ export function readOutcomeMessage(m: ServiceBusReceivedMessage): ReadMessage | 
   return out;
 }
 
+/**
+ * A row as the book keeps it: what the guard reads beside the public view. `appliedMessageIds` as the store keeps
+ * them (contract/appliedMessageIds.ts), so a terminal copy that comes back after a later message is refused
+ * (already-applied) here as the Resolver refuses it, instead of setting the row back.
+ */
+type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[] };
+
 /** Status rows by endpoint and event, folded from Resolver messages in arrival order. */
 export class OutcomeBook {
-  private readonly rows = new Map<string, EventOutcome & { parentMessageId: string | null }>();
+  private readonly rows = new Map<string, BookRow>();
   private readonly listeners = new Set<() => void>();
 
   /** Applies one Resolver-topic message as the Resolver would. Returns the row it touched, if any. */
@@ -146,7 +155,15 @@ export class OutcomeBook {
     entry.status = status;
     const decision = decideStaleWrite(
       { status, messageType: m.messageType, messageId: m.messageId },
-      row ? { status: row.status, messageType: row.messageType, parentMessageId: row.parentMessageId } : null,
+      row
+        ? {
+            status: row.status,
+            messageType: row.messageType,
+            parentMessageId: row.parentMessageId,
+            lastMessageId: row.messageId,
+            appliedMessageIds: row.appliedMessageIds,
+          }
+        : null,
     );
     if (!decision.apply) {
       entry.ignored = decision.reason;
@@ -155,7 +172,7 @@ export class OutcomeBook {
       return row;
     }
     entry.applied = true;
-    const next: EventOutcome & { parentMessageId: string | null } = {
+    const next: BookRow = {
       endpointId,
       eventId: m.eventId,
       sessionId: m.sessionId,
@@ -164,6 +181,7 @@ export class OutcomeBook {
       messageType: m.messageType,
       messageId: m.messageId,
       parentMessageId: m.parentMessageId ?? null,
+      appliedMessageIds: nextAppliedMessageIds(row ? { lastMessageId: row.messageId, appliedMessageIds: row.appliedMessageIds } : null, m.messageId),
       history: row?.history ?? [],
     };
     const eventTypeId = m.eventTypeId ?? row?.eventTypeId;
@@ -217,7 +235,7 @@ export class OutcomeBook {
   }
 }
 
-function publicView(row: EventOutcome & { parentMessageId: string | null }): EventOutcome {
-  const { parentMessageId: _parent, ...rest } = row;
+function publicView(row: BookRow): EventOutcome {
+  const { parentMessageId: _parent, appliedMessageIds: _applied, ...rest } = row;
   return { ...rest, history: [...rest.history] };
 }

@@ -1,0 +1,46 @@
+// A status row says whether its version was written by a conditional write (`conditional`: the Manager's claim,
+// Reconcile's repair) and a write reports that of the version it replaced (`previousConditional`): how the
+// Resolver tells its first record of a console command (over the claim, under the same id) from a copy of that
+// record (resolver-worker/outcomeMetrics.ts). On the embedded Cosmos server, through both row-write paths.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageType as T } from '@nimbus/sdk/contract';
+import { statusRowSchema } from './schemas.ts';
+import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+
+let f: StoreFixture;
+before(async () => {
+  f = await startStoreFixture();
+});
+after(async () => {
+  await f.close();
+});
+
+test("a claim's version is conditional, the record of its command is not, and each write reports the version it replaced", async () => {
+  const ep = uniq('ep');
+  const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+  const created = await f.store.writeStatus(request);
+  assert.ok(created.outcome === 'written');
+  assert.equal(created.previousConditional, undefined, 'a create replaces nothing');
+  const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+  await f.store.writeStatus(error);
+  // The claim (conditional), then the Resolver's record of the command under the same id, then a copy of it.
+  const command = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, from: 'Manager' });
+  const claim = await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed' });
+  assert.ok(claim.outcome === 'written');
+  assert.equal(claim.previousConditional, false, "the error response's version was a message's record");
+  assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.conditional, true);
+  const record = await f.store.recordOutcome({ history: { ...command, enqueuedAt: new Date().toISOString() }, status: command });
+  assert.ok(record.status.outcome === 'written');
+  assert.equal(record.status.previousConditional, true, 'it replaced the claim');
+  const [copy] = await f.store.writeStatuses([{ input: command }]);
+  assert.ok(copy?.ok && copy.value.outcome === 'written');
+  assert.equal(copy.value.previousConditional, false, "a copy replaces the command's own record");
+});
+
+test('the field reads as absent on a row of an older writer or when damaged: the row stays readable', () => {
+  const field = statusRowSchema.shape.conditional;
+  assert.equal(field.parse(undefined), undefined);
+  assert.equal(field.parse(true), true);
+  for (const damaged of ['yes', 1, null, {}]) assert.equal(field.parse(damaged), undefined, JSON.stringify(damaged));
+});

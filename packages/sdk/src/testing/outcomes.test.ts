@@ -1,0 +1,44 @@
+// The harness's projection (OutcomeBook) against the stale-write guard's already-applied rule (rule 7), pure: the
+// Resolver refuses a terminal copy that comes back after a later message of its row (the row's appliedMessageIds),
+// so the harness must refuse it too, or it predicts a row the Resolver never records.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
+import { Address, encodeBody, MessageType as T, Prop, ResolutionStatus as S } from '../contract/index.ts';
+import { OutcomeBook } from './outcomes.ts';
+
+/** A message as the harness's subscription on the Resolver topic receives it. */
+const received = (messageId: string, messageType: string, props: Record<string, unknown>) =>
+  ({
+    body: Buffer.from(encodeBody({})),
+    messageId,
+    sessionId: 's-1',
+    enqueuedTimeUtc: new Date('2026-12-02T10:00:00.000Z'),
+    applicationProperties: { [Prop.MessageType]: messageType, [Prop.EventId]: 'e-1', ...props },
+  }) as unknown as ServiceBusReceivedMessage;
+
+const failed = (id: string) => received(id, T.ErrorResponse, { [Prop.From]: 'billing', [Prop.To]: Address.Manager });
+const retry = (id: string) => received(id, T.RetryRequest, { [Prop.From]: Address.Manager, [Prop.To]: 'billing', [Prop.RetryCount]: 1 });
+
+describe('the harness applies the already-applied rule as the Resolver does', () => {
+  test('an ErrorResponse copy that comes back after the retry is refused: the row stays Pending', () => {
+    const book = new OutcomeBook();
+    book.record(failed('err-1'));
+    assert.equal(book.record(retry('retry-1'))?.status, S.Pending);
+    const row = book.record(failed('err-1'))!;
+    assert.equal(row.status, S.Pending, 'the copy does not set the row back to Failed');
+    assert.equal(row.messageId, 'retry-1');
+    const last = row.history.at(-1)!;
+    assert.equal(last.applied, false);
+    assert.equal(last.ignored, 'already-applied');
+  });
+
+  test("a copy of the row's last message is not refused by it, and a new failure after the retry applies", () => {
+    const book = new OutcomeBook();
+    book.record(failed('err-1'));
+    // A repeat of the current version's own message: left to the other rules (terminal: applied, nothing changes).
+    assert.equal(book.record(failed('err-1'))?.history.at(-1)?.applied, true);
+    book.record(retry('retry-1'));
+    assert.equal(book.record(failed('err-2'))?.status, S.Failed);
+  });
+});
