@@ -257,6 +257,67 @@ describe('Agent API', () => {
     }
   });
 
+  test('serve: a settlement whose token the console refuses (401) is sent again with a good token, not given up; its answer then lost, the 409 is taken as settled', async () => {
+    // The oldest storefront handoff. The provider's token for the settlement is one the console refuses (a real
+    // token, its signature broken: as a revoked or expired one, 401), its next one is good. Before, the 401 gave the
+    // handoff up: the next receive handed it out again and the work ran a second time. The good attempt's answer is
+    // then lost on the way back (the settlement landed): the client sends it again, and the console's 409 (already
+    // settled, the same settlement) is taken as settled - one receipt in the event's trail.
+    const h = await handoffAt('evt-serve-401', Date.now() - 2 * 86_400_000);
+    let refuseNext = false;
+    const provider = async () => {
+      if (!refuseNext) return token();
+      refuseNext = false;
+      const good = await token();
+      return `${good.slice(0, -8)}${good.endsWith('AAAAAAAA') ? 'BBBBBBBB' : 'AAAAAAAA'}`;
+    };
+    let loseNext = true;
+    const losingFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (loseNext && String(input).endsWith('/api/agent/settle') && response.ok) {
+        loseNext = false;
+        throw new TypeError('fetch failed (the test lost the answer)');
+      }
+      return response;
+    };
+    let worked = 0;
+    const reports: Array<[string, string | undefined, number | undefined]> = [];
+    const stop = new AbortController();
+    let signal!: (what: string) => void;
+    const done = new Promise<string>((resolve) => (signal = resolve));
+    const client = new AgentClient({ consoleUrl: server.url, token: provider, fetch: losingFetch, retry: { attempts: 2, initialMs: 50 } });
+    const loop = client.serve(
+      {
+        endpointId: STOREFRONT,
+        concurrency: 1,
+        waitSeconds: 1,
+        signal: stop.signal,
+        onError: (error, at) => reports.push([at.stage, at.eventId, (error as { status?: number }).status]),
+        onSettled: (settled, outcome, already) => signal(`${settled.eventId} settled ${outcome}${already ? ' already' : ''}`),
+      },
+      async (handoff) => {
+        if (handoff.eventId !== h.eventId) return null;
+        if (++worked > 1) signal(`${handoff.eventId} was worked again`);
+        refuseNext = true;
+        return { outcome: 'completed', result: { imported: true } };
+      },
+    );
+    let outcome: string;
+    try {
+      outcome = await done;
+    } finally {
+      stop.abort();
+      await loop;
+    }
+    assert.equal(outcome, `${h.eventId} settled completed already`);
+    assert.equal(worked, 1, 'the work ran once');
+    assert.deepEqual(reports, [['token', h.eventId, 401]]);
+    const trail = await stack.store.listAudits(h.eventId, { pageSize: 10 });
+    assert.equal(trail.items.filter((e) => e.type === 'CompleteHandoff').length, 1, 'one settlement sent');
+    const next = await agent().receive({ endpointId: STOREFRONT, waitSeconds: 0, exclude: ['evt-serve-refused', 'evt-serve-left'] });
+    assert.notEqual(next?.eventId, h.eventId, 'settled: not handed out again');
+  });
+
   test('publish is validated against the catalog schema (400 naming the problem), then sent as the endpoint', async () => {
     const a = agent();
     const bad = await refusedWith(

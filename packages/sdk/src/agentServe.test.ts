@@ -14,6 +14,8 @@ interface Request {
   path: string;
   query: URLSearchParams;
   body: unknown;
+  /** The bearer token the client sent, if any. */
+  bearer: string | undefined;
 }
 interface Answer {
   status: number;
@@ -50,7 +52,13 @@ async function startConsole(pendingIds: string[], override: Override = () => und
     const url = new URL(req.url ?? '/', 'http://x');
     let text = '';
     for await (const chunk of req) text += String(chunk);
-    const request: Request = { method: req.method ?? '', path: url.pathname, query: url.searchParams, body: text ? JSON.parse(text) : undefined };
+    const request: Request = {
+      method: req.method ?? '',
+      path: url.pathname,
+      query: url.searchParams,
+      body: text ? JSON.parse(text) : undefined,
+      bearer: req.headers.authorization?.replace(/^Bearer /, ''),
+    };
     requests.push(request);
     for (const w of waiters) w(request);
     const answer = override(request, requests.filter((r) => r.path === request.path).length) ?? usual(request);
@@ -350,33 +358,118 @@ test('a token provider that gives no token is reported with stage "token" and th
   }
 });
 
+/**
+ * Serves evt-a (one at a time, the work completing it and counting its runs) with `token` as the provider, until a
+ * settlement is made; what came of it and the reports to onError (stage, event id, status).
+ */
+async function serveOneWithTokens(console_: Awaited<ReturnType<typeof startConsole>>, token: () => string) {
+  const reports: Array<[string, string | undefined, number | undefined]> = [];
+  const signal = signals();
+  let worked = 0;
+  const outcome = await serveUntil(
+    console_.url,
+    {
+      concurrency: 1,
+      onError: (error, at) => reports.push([at.stage, at.eventId, (error as { status?: number }).status]),
+      onSettled: (h, _outcome, already) => signal.fire(`${h.eventId} settled${already ? ' already' : ''}`),
+    },
+    async () => (worked++, { outcome: 'completed', result: { journal: 'J-1' } }),
+    signal.fired,
+    { token },
+  );
+  return { outcome, settled: await signal.fired, reports, worked };
+}
+
 test('a settlement that finds no token keeps its result and is tried again: the work is not run a second time', async () => {
   // The provider answers the first receive, then nothing for the settlement, then tokens again. Given up (the first
   // version of the 'token' stage), the next receive handed evt-a out again and the work ran twice - an import run
   // twice. Now the report names the event, the settlement is tried again after the backoff with the same result,
   // and lands once; the window ends when it has.
   const console_ = await startConsole(['evt-a']);
-  const reports: Array<[string, string | undefined]> = [];
+  let asked = 0;
+  try {
+    const { outcome, settled, reports, worked } = await serveOneWithTokens(console_, () => (asked++ === 1 ? '' : 'tok-1'));
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(settled, 'evt-a settled');
+    assert.deepEqual(reports, [['token', 'evt-a', undefined]]);
+    assert.equal(worked, 1, 'the work ran once');
+    assert.equal(console_.settles('evt-a'), 1, 'the settlement reached the console once, after the token came back');
+  } finally {
+    await console_.close();
+  }
+});
+
+const unauthorized: Answer = { status: 401, body: JSON.stringify({ error: 'unauthorized', detail: 'sign in or present a bearer token (no valid session or bearer token)' }) };
+
+test('a settlement whose token the console refuses (401) keeps its result and is tried again with a new token: the work is not run a second time', async () => {
+  // The token expired (or was revoked) between the receive and the settlement: the provider's second token is
+  // refused, its third is good. Before, the 401 gave the handoff up: the next receive handed evt-a out again and the
+  // work ran twice (an import run twice). Now it is reported with stage 'token', and the same settlement is sent
+  // again after the backoff and lands; the window ends when it has.
+  const console_ = await startConsole(['evt-a'], (r) => (r.bearer === 'tok-expired' ? unauthorized : undefined));
+  let asked = 0;
+  try {
+    const { outcome, settled, reports, worked } = await serveOneWithTokens(console_, () => (++asked === 2 ? 'tok-expired' : `tok-${asked}`));
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(settled, 'evt-a settled');
+    assert.equal(worked, 1, 'the work ran once');
+    assert.deepEqual(reports, [['token', 'evt-a', 401]]);
+    const settles = console_.requests.filter((r) => r.path === '/api/agent/settle');
+    assert.deepEqual(
+      settles.map((r) => [r.bearer, r.body]),
+      [
+        ['tok-expired', { endpointId: 'erpendpoint', eventId: 'evt-a', messageId: 'm-evt-a', outcome: 'completed', result: { journal: 'J-1' } }],
+        ['tok-3', { endpointId: 'erpendpoint', eventId: 'evt-a', messageId: 'm-evt-a', outcome: 'completed', result: { journal: 'J-1' } }],
+      ],
+      'the same settlement, sent again with the next token',
+    );
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a receive whose token the console refuses (401) is reported with stage "token", and the loop goes on once the token is good', async () => {
+  // Before: stage 'receive', not told from a receive the console refused for its query.
+  const console_ = await startConsole(['evt-a'], (r) => (r.bearer === 'tok-expired' ? unauthorized : undefined));
+  const reports: Array<[string, string | undefined, number | undefined]> = [];
   const signal = signals();
   let asked = 0;
-  let worked = 0;
   try {
     const outcome = await serveUntil(
       console_.url,
       {
-        concurrency: 1,
-        onError: (_error, at) => reports.push([at.stage, at.eventId]),
+        onError: (error, at) => reports.push([at.stage, at.eventId, (error as { status?: number }).status]),
         onSettled: (h) => signal.fire(`${h.eventId} settled`),
       },
-      async () => (worked++, { outcome: 'completed', result: { journal: 'J-1' } }),
+      complete,
       signal.fired,
-      { token: () => (asked++ === 1 ? '' : 'tok-1') },
+      { token: () => (++asked === 1 ? 'tok-expired' : `tok-${asked}`) },
     );
     assert.deepEqual(outcome, { ended: 'stopped' });
     assert.equal(await signal.fired, 'evt-a settled');
-    assert.deepEqual(reports, [['token', 'evt-a']]);
-    assert.equal(worked, 1, 'the work ran once');
-    assert.equal(console_.settles('evt-a'), 1, 'the settlement reached the console once, after the token came back');
+    assert.deepEqual(reports, [['token', undefined, 401]]);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement refused with 403 (the Agent role taken away since the receive) is reported once and given up: a retry cannot land', async () => {
+  // The same rights get the same answer: the settlement is not sent again, and the loop's next receive is refused
+  // likewise (both need the Agent role on the endpoint) - its report ends the window.
+  const forbidden: Answer = { status: 403, body: JSON.stringify({ error: 'forbidden', detail: 'agent.settle needs the Agent role (or Operator) on endpoint erpendpoint' }) };
+  const console_ = await startConsole(['evt-a'], (r, seen) => (r.path === '/api/agent/settle' || seen > 1 ? forbidden : undefined));
+  try {
+    const { outcome, first, errors } = await serveUntilSettledOrReportedTwice(console_.url, complete);
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(first, 'reported again');
+    assert.deepEqual(
+      errors.map((e) => [e.stage, e.eventId, (e.error as { status?: number }).status]),
+      [
+        ['settle', 'evt-a', 403],
+        ['receive', undefined, 403],
+      ],
+    );
+    assert.equal(console_.settles('evt-a'), 1, 'not sent again');
   } finally {
     await console_.close();
   }
