@@ -13,7 +13,7 @@ import { describeIssues } from './contract/index.ts';
 import { Backoff, sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
-import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
+import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, MIN_LEAVE_HOLD_MS, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
 import { encodeBody, requestTiming } from './consoleRequestOptions.ts';
 import { consoleBase, jsonOrString, NoTokenError, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
@@ -135,8 +135,8 @@ export interface ServeOptions {
   waitSeconds?: number;
   /**
    * How long a handoff the work left (answered null) is kept out of this loop's receives, in ms (default
-   * LEAVE_HOLD_MS, 1 min): how soon "not now" comes round again. A positive finite number; anything else is refused
-   * when `serve` starts (HandoffClientError).
+   * LEAVE_HOLD_MS, 1 min): how soon "not now" comes round again. A finite number, at least MIN_LEAVE_HOLD_MS (1 s);
+   * anything else is refused when `serve` starts (HandoffClientError).
    */
   leaveHoldMs?: number;
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
@@ -238,10 +238,10 @@ export class AgentClient {
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
     const leaveHoldMs = options.leaveHoldMs ?? LEAVE_HOLD_MS;
-    // Refused rather than clamped: 0 or less would hand a left handoff straight back (the busy loop the hold is for),
-    // and NaN would hold it for no time at all, silently.
-    if (typeof leaveHoldMs !== 'number' || !Number.isFinite(leaveHoldMs) || leaveHoldMs <= 0)
-      throw new HandoffClientError(`leaveHoldMs must be a positive finite number of milliseconds, got ${describeValue(leaveHoldMs)}`);
+    // Refused rather than clamped: under MIN_LEAVE_HOLD_MS a left handoff comes straight back (the busy loop the hold
+    // is for: before, 1 ms was taken), and NaN would hold it for no time at all, silently.
+    if (typeof leaveHoldMs !== 'number' || !Number.isFinite(leaveHoldMs) || leaveHoldMs < MIN_LEAVE_HOLD_MS)
+      throw new HandoffClientError(`leaveHoldMs must be a finite number of milliseconds, at least ${MIN_LEAVE_HOLD_MS}, got ${describeValue(leaveHoldMs)}`);
     // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
     const waitSeconds = Math.min(30, Math.max(1, Math.floor(options.waitSeconds ?? 20)));
