@@ -16,7 +16,7 @@ import { truncateDescription } from './decide.ts';
 import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, MIN_LEAVE_HOLD_MS, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
 import { encodeBody, requestTiming } from './consoleRequestOptions.ts';
-import { consoleBase, jsonOrString, NoTokenError, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
+import { consoleBase, ConsoleTokens, jsonOrString, NoTokenError, readJson, type ConsoleToken } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
   /** The console's base URL, e.g. `https://nimbus.example.com` (a path prefix is kept). https, or http on loopback. */
@@ -154,7 +154,7 @@ export interface ServeOptions {
 
 export class AgentClient {
   readonly #base: URL;
-  readonly #token: TokenProvider | undefined;
+  readonly #token: ConsoleTokens | undefined;
   readonly #fetch: typeof fetch;
   readonly #attempts: number;
   readonly #initialMs: number;
@@ -163,7 +163,7 @@ export class AgentClient {
 
   constructor(options: AgentClientOptions) {
     this.#base = consoleBase(options.consoleUrl);
-    this.#token = options.token === undefined ? undefined : tokenProvider(options.token);
+    this.#token = options.token === undefined ? undefined : new ConsoleTokens(options.token);
     this.#fetch = options.fetch ?? fetch;
     ({ attempts: this.#attempts, initialMs: this.#initialMs, maxMs: this.#maxMs, timeoutMs: this.#timeoutMs } = requestTiming(options));
   }
@@ -380,7 +380,7 @@ export class AgentClient {
     if (this.#token) {
       let token: string;
       try {
-        token = await this.#token(attemptSignal);
+        token = await this.#token.get(attemptSignal);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         // No token at all is a configuration fault (tokenProvider): thrown, not retried.
@@ -403,6 +403,7 @@ export class AgentClient {
       return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'unreachable', `${url.origin}: ${why}`) };
     }
     if (response.status === 204) return { ok: true, value: null };
+    if (response.status === 401) this.#token?.refused();
     const answer = await readJson(response);
     if (response.ok) {
       const parsed = schema.safeParse(answer);

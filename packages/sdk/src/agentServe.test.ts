@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgentClient, type AgentClientOptions, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+import type { TokenProvider } from './consoleHandoffClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
 
 interface Request {
@@ -360,9 +361,10 @@ test('a token provider that gives no token is reported with stage "token" and th
 
 /**
  * Serves evt-a (one at a time, the work completing it and counting its runs) with `token` as the provider, until a
- * settlement is made; what came of it and the reports to onError (stage, event id, status).
+ * settlement is made ('evt-a settled') or a second report comes ('reported again': what failed is failing again);
+ * what came first, and the reports to onError (stage, event id, status).
  */
-async function serveOneWithTokens(console_: Awaited<ReturnType<typeof startConsole>>, token: () => string) {
+async function serveOneWithTokens(console_: Awaited<ReturnType<typeof startConsole>>, token: TokenProvider) {
   const reports: Array<[string, string | undefined, number | undefined]> = [];
   const signal = signals();
   let worked = 0;
@@ -370,7 +372,10 @@ async function serveOneWithTokens(console_: Awaited<ReturnType<typeof startConso
     console_.url,
     {
       concurrency: 1,
-      onError: (error, at) => reports.push([at.stage, at.eventId, (error as { status?: number }).status]),
+      onError: (error, at) => {
+        reports.push([at.stage, at.eventId, (error as { status?: number }).status]);
+        if (reports.length > 1) signal.fire('reported again');
+      },
       onSettled: (h, _outcome, already) => signal.fire(`${h.eventId} settled${already ? ' already' : ''}`),
     },
     async () => (worked++, { outcome: 'completed', result: { journal: 'J-1' } }),
@@ -423,6 +428,29 @@ test('a settlement whose token the console refuses (401) keeps its result and is
       ],
       'the same settlement, sent again with the next token',
     );
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a provider that caches its token is told to refresh after a 401, so the settlement kept in hand lands with a new one', async () => {
+  // The cached token is revoked after the receive: the console refuses it for the settlement. Before, the provider
+  // was not told, answered the cached token again, and the settlement was refused on every attempt (the second
+  // report ends the window). Now the attempt after the 401 asks for a refresh and lands.
+  const console_ = await startConsole(['evt-a'], (r) => (r.path === '/api/agent/settle' && r.bearer === 'tok-cached' ? unauthorized : undefined));
+  const asks: boolean[] = [];
+  let cached = 'tok-cached';
+  try {
+    const { outcome, settled, reports, worked } = await serveOneWithTokens(console_, (_signal, request) => {
+      asks.push(request?.refresh ?? false);
+      if (request?.refresh) cached = 'tok-new';
+      return cached;
+    });
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(settled, 'evt-a settled');
+    assert.equal(worked, 1);
+    assert.deepEqual(reports, [['token', 'evt-a', 401]]);
+    assert.deepEqual(asks, [false, false, true], 'asked for the receive, the refused settlement, then to refresh');
   } finally {
     await console_.close();
   }
