@@ -257,19 +257,25 @@ describe('Agent API', () => {
     }
   });
 
-  test('serve: a settlement whose token the console refuses (401) is sent again with a good token, not given up; its answer then lost, the 409 is taken as settled', async () => {
-    // The oldest storefront handoff. The provider's token for the settlement is one the console refuses (a real
-    // token, its signature broken: as a revoked or expired one, 401), its next one is good. Before, the 401 gave the
-    // handoff up: the next receive handed it out again and the work ran a second time. The good attempt's answer is
-    // then lost on the way back (the settlement landed): the client sends it again, and the console's 409 (already
-    // settled, the same settlement) is taken as settled - one receipt in the event's trail.
+  test('serve: a settlement whose token the console refuses (401) is sent again with a new token, not given up; its answer then lost, the 409 is taken as settled', async () => {
+    // The oldest storefront handoff. While it is worked, the token the provider caches turns into one the console
+    // refuses (a real token, its signature broken: as a revoked one, 401), which the provider answers until it is
+    // told to refresh. Before, the 401 gave the handoff up, its result dropped, and without the refresh every later
+    // call was refused too (the second report ends the window; with a provider whose next token was good, the next
+    // receive handed the handoff out again and the work ran twice: agentServe.test.ts). The new
+    // token's answer is then lost on the way back (the settlement landed): the client sends it again, and the
+    // console's 409 (already settled, the same settlement) is taken as settled - one receipt in the event's trail.
     const h = await handoffAt('evt-serve-401', Date.now() - 2 * 86_400_000);
-    let refuseNext = false;
-    const provider = async () => {
-      if (!refuseNext) return token();
-      refuseNext = false;
+    let cached: string | undefined;
+    const asks: boolean[] = [];
+    const provider = async (_signal: AbortSignal, request?: { refresh: boolean }) => {
+      asks.push(request?.refresh ?? false);
+      if (request?.refresh) cached = await idp.clientCredentialsToken({ fresh: true });
+      return cached ?? token();
+    };
+    const revoke = async () => {
       const good = await token();
-      return `${good.slice(0, -8)}${good.endsWith('AAAAAAAA') ? 'BBBBBBBB' : 'AAAAAAAA'}`;
+      cached = `${good.slice(0, -8)}${good.endsWith('AAAAAAAA') ? 'BBBBBBBB' : 'AAAAAAAA'}`;
     };
     let loseNext = true;
     const losingFetch: typeof fetch = async (input, init) => {
@@ -292,13 +298,16 @@ describe('Agent API', () => {
         concurrency: 1,
         waitSeconds: 1,
         signal: stop.signal,
-        onError: (error, at) => reports.push([at.stage, at.eventId, (error as { status?: number }).status]),
+        onError: (error, at) => {
+          reports.push([at.stage, at.eventId, (error as { status?: number }).status]);
+          if (reports.length > 1) signal('reported again');
+        },
         onSettled: (settled, outcome, already) => signal(`${settled.eventId} settled ${outcome}${already ? ' already' : ''}`),
       },
       async (handoff) => {
         if (handoff.eventId !== h.eventId) return null;
         if (++worked > 1) signal(`${handoff.eventId} was worked again`);
-        refuseNext = true;
+        await revoke();
         return { outcome: 'completed', result: { imported: true } };
       },
     );
@@ -312,6 +321,7 @@ describe('Agent API', () => {
     assert.equal(outcome, `${h.eventId} settled completed already`);
     assert.equal(worked, 1, 'the work ran once');
     assert.deepEqual(reports, [['token', h.eventId, 401]]);
+    assert.equal(asks.filter(Boolean).length, 1, 'told to refresh once, after the 401');
     const trail = await stack.store.listAudits(h.eventId, { pageSize: 10 });
     assert.equal(trail.items.filter((e) => e.type === 'CompleteHandoff').length, 1, 'one settlement sent');
     const next = await agent().receive({ endpointId: STOREFRONT, waitSeconds: 0, exclude: ['evt-serve-refused', 'evt-serve-left'] });
