@@ -257,6 +257,77 @@ describe('Agent API', () => {
     }
   });
 
+  test('serve: a settlement whose token the console refuses (401) is sent again with a new token, not given up; its answer then lost, the 409 is taken as settled', async () => {
+    // The oldest storefront handoff. While it is worked, the token the provider caches turns into one the console
+    // refuses (a real token, its signature broken: as a revoked one, 401), which the provider answers until it is
+    // told to refresh. Before, the 401 gave the handoff up, its result dropped, and without the refresh every later
+    // call was refused too (the second report ends the window; with a provider whose next token was good, the next
+    // receive handed the handoff out again and the work ran twice: agentServe.test.ts). The new
+    // token's answer is then lost on the way back (the settlement landed): the client sends it again, and the
+    // console's 409 (already settled, the same settlement) is taken as settled - one receipt in the event's trail.
+    const h = await handoffAt('evt-serve-401', Date.now() - 2 * 86_400_000);
+    let cached: string | undefined;
+    const asks: boolean[] = [];
+    const provider = async (_signal: AbortSignal, request?: { refresh: boolean }) => {
+      asks.push(request?.refresh ?? false);
+      if (request?.refresh) cached = await idp.clientCredentialsToken({ fresh: true });
+      return cached ?? token();
+    };
+    const revoke = async () => {
+      const good = await token();
+      cached = `${good.slice(0, -8)}${good.endsWith('AAAAAAAA') ? 'BBBBBBBB' : 'AAAAAAAA'}`;
+    };
+    let loseNext = true;
+    const losingFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (loseNext && String(input).endsWith('/api/agent/settle') && response.ok) {
+        loseNext = false;
+        throw new TypeError('fetch failed (the test lost the answer)');
+      }
+      return response;
+    };
+    let worked = 0;
+    const reports: Array<[string, string | undefined, number | undefined]> = [];
+    const stop = new AbortController();
+    let signal!: (what: string) => void;
+    const done = new Promise<string>((resolve) => (signal = resolve));
+    const client = new AgentClient({ consoleUrl: server.url, token: provider, fetch: losingFetch, retry: { attempts: 2, initialMs: 50 } });
+    const loop = client.serve(
+      {
+        endpointId: STOREFRONT,
+        concurrency: 1,
+        waitSeconds: 1,
+        signal: stop.signal,
+        onError: (error, at) => {
+          reports.push([at.stage, at.eventId, (error as { status?: number }).status]);
+          if (reports.length > 1) signal('reported again');
+        },
+        onSettled: (settled, outcome, already) => signal(`${settled.eventId} settled ${outcome}${already ? ' already' : ''}`),
+      },
+      async (handoff) => {
+        if (handoff.eventId !== h.eventId) return null;
+        if (++worked > 1) signal(`${handoff.eventId} was worked again`);
+        await revoke();
+        return { outcome: 'completed', result: { imported: true } };
+      },
+    );
+    let outcome: string;
+    try {
+      outcome = await done;
+    } finally {
+      stop.abort();
+      await loop;
+    }
+    assert.equal(outcome, `${h.eventId} settled completed already`);
+    assert.equal(worked, 1, 'the work ran once');
+    assert.deepEqual(reports, [['token', h.eventId, 401]]);
+    assert.equal(asks.filter(Boolean).length, 1, 'told to refresh once, after the 401');
+    const trail = await stack.store.listAudits(h.eventId, { pageSize: 10 });
+    assert.equal(trail.items.filter((e) => e.type === 'CompleteHandoff').length, 1, 'one settlement sent');
+    const next = await agent().receive({ endpointId: STOREFRONT, waitSeconds: 0, exclude: ['evt-serve-refused', 'evt-serve-left'] });
+    assert.notEqual(next?.eventId, h.eventId, 'settled: not handed out again');
+  });
+
   test('publish is validated against the catalog schema (400 naming the problem), then sent as the endpoint', async () => {
     const a = agent();
     const bad = await refusedWith(

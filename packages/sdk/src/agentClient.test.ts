@@ -53,6 +53,40 @@ test('a call whose token provider gives no token fails at once with a HandoffCli
   assert.equal(requests, 0);
 });
 
+test('after the console refused a token (401), the next ask tells the provider to refresh, once: a cached token is not sent again', async () => {
+  // Before, the provider was asked alike every time, and one that caches its token (as it should) answered the
+  // refused one again: every retry refused until its cache let go.
+  const asks: unknown[] = [];
+  let cached = 'tok-revoked';
+  const answers = [401, 200, 200];
+  const sent: Array<string | null> = [];
+  const client = new AgentClient({
+    consoleUrl: 'http://127.0.0.1:1',
+    token: (_signal, request) => {
+      asks.push(request);
+      if (request?.refresh) cached = 'tok-new';
+      return cached;
+    },
+    fetch: async (_url, init) => {
+      sent.push(new Headers(init?.headers).get('authorization'));
+      const status = answers.shift() ?? 500;
+      return status === 401
+        ? Response.json({ error: 'unauthorized', detail: 'no valid session or bearer token' }, { status })
+        : Response.json({ endpoints: [], eventTypes: [] });
+    },
+    retry: { attempts: 1 },
+  });
+  const refused = await client.catalog().then(
+    () => assert.fail('expected a 401'),
+    (e: unknown) => e,
+  );
+  assert.ok(refused instanceof AgentRequestError && refused.status === 401, String(refused));
+  await client.catalog();
+  await client.catalog();
+  assert.deepEqual(asks, [{ refresh: false }, { refresh: true }, { refresh: false }]);
+  assert.deepEqual(sent, ['Bearer tok-revoked', 'Bearer tok-new', 'Bearer tok-new']);
+});
+
 test('receive sends the ids in hand in exclude, and each id with a comma whole in an excludeId of its own', async () => {
   // The console splits exclude on ','. Before, "INV,77" went into it and excluded "INV" and "77" instead.
   const asked: URL[] = [];

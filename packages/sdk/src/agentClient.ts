@@ -13,10 +13,10 @@ import { describeIssues } from './contract/index.ts';
 import { Backoff, sleep } from './backoff.ts';
 import { HandoffClientError } from './handoffClient.ts';
 import { truncateDescription } from './decide.ts';
-import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
+import { HeldHandoffs, LEAVE_HOLD_MS, MAX_EXCLUDE, MIN_LEAVE_HOLD_MS, REFUSAL_HOLD_MS } from './heldHandoffs.ts';
 import { containHooks, type ContainedHooks } from './serveHooks.ts';
 import { encodeBody, requestTiming } from './consoleRequestOptions.ts';
-import { consoleBase, jsonOrString, NoTokenError, readJson, tokenProvider, type ConsoleToken, type TokenProvider } from './consoleHandoffClient.ts';
+import { consoleBase, ConsoleTokens, jsonOrString, NoTokenError, readJson, type ConsoleToken } from './consoleHandoffClient.ts';
 
 export interface AgentClientOptions {
   /** The console's base URL, e.g. `https://nimbus.example.com` (a path prefix is kept). https, or http on loopback. */
@@ -135,16 +135,17 @@ export interface ServeOptions {
   waitSeconds?: number;
   /**
    * How long a handoff the work left (answered null) is kept out of this loop's receives, in ms (default
-   * LEAVE_HOLD_MS, 1 min): how soon "not now" comes round again. A positive finite number; anything else is refused
-   * when `serve` starts (HandoffClientError).
+   * LEAVE_HOLD_MS, 1 min): how soon "not now" comes round again. A finite number, at least MIN_LEAVE_HOLD_MS (1 s);
+   * anything else is refused when `serve` starts (HandoffClientError).
    */
   leaveHoldMs?: number;
   /** Stops the loop; work in progress is abandoned (its handoffs stay pending and are handed out again). */
   signal: AbortSignal;
   /**
    * Receive or settle problems the loop goes on after (default: ignored), an `onSettled` hook's own failure
-   * (stage 'onSettled'), and a token provider that gave no token (stage 'token', a NoTokenError: with the event id
-   * when a settlement found it). What this hook throws is contained (the SDK's logger notes its type).
+   * (stage 'onSettled'), and the agent's token at fault (stage 'token', with the event id when a settlement met it):
+   * a token provider that gave no token (a NoTokenError), or a token the console refused (an AgentRequestError with
+   * status 401). What this hook throws is contained (the SDK's logger notes its type).
    */
   onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled' | 'token'; eventId?: string }) => void;
   /** Each settlement made (or found made already: `alreadySettled`). What it throws goes to `onError`. */
@@ -153,7 +154,7 @@ export interface ServeOptions {
 
 export class AgentClient {
   readonly #base: URL;
-  readonly #token: TokenProvider | undefined;
+  readonly #token: ConsoleTokens | undefined;
   readonly #fetch: typeof fetch;
   readonly #attempts: number;
   readonly #initialMs: number;
@@ -162,7 +163,7 @@ export class AgentClient {
 
   constructor(options: AgentClientOptions) {
     this.#base = consoleBase(options.consoleUrl);
-    this.#token = options.token === undefined ? undefined : tokenProvider(options.token);
+    this.#token = options.token === undefined ? undefined : new ConsoleTokens(options.token);
     this.#fetch = options.fetch ?? fetch;
     ({ attempts: this.#attempts, initialMs: this.#initialMs, maxMs: this.#maxMs, timeoutMs: this.#timeoutMs } = requestTiming(options));
   }
@@ -226,21 +227,21 @@ export class AgentClient {
    * the work leaves (null) is held out likewise for `leaveHoldMs` (default LEAVE_HOLD_MS, 1 min), so the loop goes
    * on to the next one instead of being handed the same one straight back. One handed out all the same while held
    * (more are held than one receive's exclude carries) is not worked: the loop waits, longer each time, and asks
-   * again. A 401 or 403 (the agent's token or role) is given up on without holding the handoff out; a status the
-   * SDK has no meaning for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing
-   * pending" before half its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token
-   * provider that gives no token (NoTokenError: a configuration fault) is reported with stage 'token': a receive
-   * waits as above, a settlement keeps its result and is tried again after 1 s, doubling to 30 s (the work is not run
-   * again). What a hook throws does not end the loop
+   * again. A 403 (the agent's role) is given up on without holding the handoff out; a status the SDK has no meaning
+   * for is held like a refusal (afterSettleFailure). A receive that fails, or answers "nothing pending" before half
+   * its wait, is reported to `onError` and the next waits 1 s, doubling to 30 s. A token provider that gives no token
+   * (NoTokenError: a configuration fault), or a token the console refuses (401: expired or revoked), is reported with
+   * stage 'token': a receive waits as above, a settlement keeps its result and is tried again after 1 s, doubling to
+   * 30 s (the work is not run again). What a hook throws does not end the loop
    * (serveHooks.ts). Resolves when stopped.
    */
   async serve(options: ServeOptions, work: (handoff: PendingHandoff, signal: AbortSignal) => Promise<HandoffWorkResult>): Promise<void> {
     const { signal } = options;
     const leaveHoldMs = options.leaveHoldMs ?? LEAVE_HOLD_MS;
-    // Refused rather than clamped: 0 or less would hand a left handoff straight back (the busy loop the hold is for),
-    // and NaN would hold it for no time at all, silently.
-    if (typeof leaveHoldMs !== 'number' || !Number.isFinite(leaveHoldMs) || leaveHoldMs <= 0)
-      throw new HandoffClientError(`leaveHoldMs must be a positive finite number of milliseconds, got ${describeValue(leaveHoldMs)}`);
+    // Refused rather than clamped: under MIN_LEAVE_HOLD_MS a left handoff comes straight back (the busy loop the hold
+    // is for: before, 1 ms was taken), and NaN would hold it for no time at all, silently.
+    if (typeof leaveHoldMs !== 'number' || !Number.isFinite(leaveHoldMs) || leaveHoldMs < MIN_LEAVE_HOLD_MS)
+      throw new HandoffClientError(`leaveHoldMs must be a finite number of milliseconds, at least ${MIN_LEAVE_HOLD_MS}, got ${describeValue(leaveHoldMs)}`);
     // At most MAX_EXCLUDE in hand: every one of them goes into each receive's exclude, which the console caps.
     const limit = Math.min(MAX_EXCLUDE, Math.max(1, options.concurrency ?? 4));
     const waitSeconds = Math.min(30, Math.max(1, Math.floor(options.waitSeconds ?? 20)));
@@ -274,7 +275,7 @@ export class AgentClient {
         receiveFailures = 0;
       } catch (err) {
         if (signal.aborted) break;
-        hooks.error(err, { stage: err instanceof NoTokenError ? 'token' : 'receive' });
+        hooks.error(err, { stage: tokenAtFault(err) ? 'token' : 'receive' });
         receiveFailures++;
         await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, receiveFailures - 1)), signal);
         continue;
@@ -324,7 +325,7 @@ export class AgentClient {
       } catch (err) {
         if (signal.aborted) return undefined;
         if (!(err instanceof AgentRequestError && err.status === 409)) {
-          hooks.error(err, { stage: err instanceof NoTokenError ? 'token' : 'settle', eventId: h.eventId });
+          hooks.error(err, { stage: tokenAtFault(err) ? 'token' : 'settle', eventId: h.eventId });
           const next = afterSettleFailure(err, attempt);
           if (next === 'hold') return REFUSAL_HOLD_MS;
           if (next === 'give up') return undefined;
@@ -379,7 +380,7 @@ export class AgentClient {
     if (this.#token) {
       let token: string;
       try {
-        token = await this.#token(attemptSignal);
+        token = await this.#token.get(attemptSignal);
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         // No token at all is a configuration fault (tokenProvider): thrown, not retried.
@@ -402,6 +403,7 @@ export class AgentClient {
       return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'unreachable', `${url.origin}: ${why}`) };
     }
     if (response.status === 204) return { ok: true, value: null };
+    if (response.status === 401) this.#token?.refused();
     const answer = await readJson(response);
     if (response.ok) {
       const parsed = schema.safeParse(answer);
@@ -432,26 +434,36 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * and a finished job never reported leaves its session blocked); given up on, the handoff held out of the loop's
  * receives (the same settlement is answered the same way every time: 400, 404, and any status the SDK does not know
  * - before, those were retried for ever, the handoff in hand - and so is one settle() refuses before sending
- * anything); or given up on, not held (a 401 or 403 is the caller's problem - its token, its Agent role - not the
- * handoff's, which may be worked again once that is right). A token provider that gave no token (NoTokenError) is
- * retried with the result in hand, each attempt reported: giving it up ran the work again on the next receive.
+ * anything); or given up on, not held (a 403: the agent may not settle on the endpoint, the handoff is not at fault).
+ * The agent's token at fault - none given (NoTokenError), or refused by the console (401) - is retried with the
+ * result in hand, each attempt reported: giving it up ran the work again on the next receive.
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
-  // No token: the work is done and its result in hand; given up, the handoff would be handed out again and the work
-  // - an import, a payment - run a second time once the provider answers again (a credential may fail only now and
-  // then). Retried with the settlement's backoff (1 s doubling to 30 s), reported each time with stage 'token'.
-  if (err instanceof NoTokenError) return 'retry';
+  // No token, or one the console refused (401: it expired or was revoked between the receive and the settlement,
+  // and the console read nothing of the settlement): the work is done and its result in hand; given up, the
+  // handoff would be handed out again and the work - an import, a payment - run a second time once a good token
+  // comes (the next receive asks the provider again). Retried with the settlement's backoff (1 s doubling to
+  // 30 s), reported each time with stage 'token'. If an earlier attempt landed after all, the console answers 409.
+  if (tokenAtFault(err)) return 'retry';
   // settle()'s own refusal, before any request (an input the console would refuse, a result JSON cannot encode): the
   // work's answer is at fault and another attempt fails alike. Before, an unencodable result was retried for ever.
   if (err instanceof HandoffClientError && !(err instanceof AgentRequestError)) return 'hold';
   // No answer while sending is an AgentRequestError (status 0); anything else is unforeseen: tried again, as before.
   if (!(err instanceof AgentRequestError)) return 'retry';
-  if (err.status === 401 || err.status === 403) return 'give up';
+  // 403: the token is good but the agent may not settle on this endpoint - its Agent role there was taken away
+  // between the receive and the settlement (a grant revoked, the role map changed), since both need the same role.
+  // The same rights get the same answer, so a retry cannot land; the handoff is not at fault, and this loop's
+  // receives on the endpoint are refused likewise. Given up and reported (stage 'settle'): the result is dropped,
+  // the handoff stays pending for whoever may settle it.
+  if (err.status === 403) return 'give up';
   if (err.status === 0 || RETRYABLE.has(err.status)) return 'retry';
   // Answered 2xx but unreadable: the settlement may well have landed, which another attempt finds out (409); a few.
   if (err.status >= 200 && err.status < 300 && attempt < UNREADABLE_SETTLE_ATTEMPTS) return 'retry';
   return 'hold';
 }
+
+/** The agent's token is at fault: the provider gave none, or the console refused the one it gave (401). */
+const tokenAtFault = (err: unknown) => err instanceof NoTokenError || (err instanceof AgentRequestError && err.status === 401);
 
 /** Only a receive may answer 204 (nothing pending); for anything else an empty answer is a broken one. */
 function required<T>(what: string, value: T | null): T {

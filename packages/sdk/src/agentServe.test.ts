@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgentClient, type AgentClientOptions, type HandoffWorkResult, type PendingHandoff, type ServeOptions } from './agentClient.ts';
+import type { TokenProvider } from './consoleHandoffClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
 
 interface Request {
@@ -14,6 +15,8 @@ interface Request {
   path: string;
   query: URLSearchParams;
   body: unknown;
+  /** The bearer token the client sent, if any. */
+  bearer: string | undefined;
 }
 interface Answer {
   status: number;
@@ -50,7 +53,13 @@ async function startConsole(pendingIds: string[], override: Override = () => und
     const url = new URL(req.url ?? '/', 'http://x');
     let text = '';
     for await (const chunk of req) text += String(chunk);
-    const request: Request = { method: req.method ?? '', path: url.pathname, query: url.searchParams, body: text ? JSON.parse(text) : undefined };
+    const request: Request = {
+      method: req.method ?? '',
+      path: url.pathname,
+      query: url.searchParams,
+      body: text ? JSON.parse(text) : undefined,
+      bearer: req.headers.authorization?.replace(/^Bearer /, ''),
+    };
     requests.push(request);
     for (const w of waiters) w(request);
     const answer = override(request, requests.filter((r) => r.path === request.path).length) ?? usual(request);
@@ -350,31 +359,44 @@ test('a token provider that gives no token is reported with stage "token" and th
   }
 });
 
+/**
+ * Serves evt-a (one at a time, the work completing it and counting its runs) with `token` as the provider, until a
+ * settlement is made ('evt-a settled') or a second report comes ('reported again': what failed is failing again);
+ * what came first, and the reports to onError (stage, event id, status).
+ */
+async function serveOneWithTokens(console_: Awaited<ReturnType<typeof startConsole>>, token: TokenProvider) {
+  const reports: Array<[string, string | undefined, number | undefined]> = [];
+  const signal = signals();
+  let worked = 0;
+  const outcome = await serveUntil(
+    console_.url,
+    {
+      concurrency: 1,
+      onError: (error, at) => {
+        reports.push([at.stage, at.eventId, (error as { status?: number }).status]);
+        if (reports.length > 1) signal.fire('reported again');
+      },
+      onSettled: (h, _outcome, already) => signal.fire(`${h.eventId} settled${already ? ' already' : ''}`),
+    },
+    async () => (worked++, { outcome: 'completed', result: { journal: 'J-1' } }),
+    signal.fired,
+    { token },
+  );
+  return { outcome, settled: await signal.fired, reports, worked };
+}
+
 test('a settlement that finds no token keeps its result and is tried again: the work is not run a second time', async () => {
   // The provider answers the first receive, then nothing for the settlement, then tokens again. Given up (the first
   // version of the 'token' stage), the next receive handed evt-a out again and the work ran twice - an import run
   // twice. Now the report names the event, the settlement is tried again after the backoff with the same result,
   // and lands once; the window ends when it has.
   const console_ = await startConsole(['evt-a']);
-  const reports: Array<[string, string | undefined]> = [];
-  const signal = signals();
   let asked = 0;
-  let worked = 0;
   try {
-    const outcome = await serveUntil(
-      console_.url,
-      {
-        concurrency: 1,
-        onError: (_error, at) => reports.push([at.stage, at.eventId]),
-        onSettled: (h) => signal.fire(`${h.eventId} settled`),
-      },
-      async () => (worked++, { outcome: 'completed', result: { journal: 'J-1' } }),
-      signal.fired,
-      { token: () => (asked++ === 1 ? '' : 'tok-1') },
-    );
+    const { outcome, settled, reports, worked } = await serveOneWithTokens(console_, () => (asked++ === 1 ? '' : 'tok-1'));
     assert.deepEqual(outcome, { ended: 'stopped' });
-    assert.equal(await signal.fired, 'evt-a settled');
-    assert.deepEqual(reports, [['token', 'evt-a']]);
+    assert.equal(settled, 'evt-a settled');
+    assert.deepEqual(reports, [['token', 'evt-a', undefined]]);
     assert.equal(worked, 1, 'the work ran once');
     assert.equal(console_.settles('evt-a'), 1, 'the settlement reached the console once, after the token came back');
   } finally {
@@ -382,10 +404,110 @@ test('a settlement that finds no token keeps its result and is tried again: the 
   }
 });
 
-test('leaveHoldMs sets how long a handoff the work left is held out: with 1 ms it comes round on the next receive after a backoff', async () => {
-  // A receive that excludes evt-a is answered 503, so the loop backs off (1 s) before asking again: held for 1 ms,
-  // evt-a is no longer excluded then, and it is handed out and worked again. Before, the option was not read: held
-  // for the fixed minute, every receive excluded evt-a - the second such receive ends the window.
+const unauthorized: Answer = { status: 401, body: JSON.stringify({ error: 'unauthorized', detail: 'sign in or present a bearer token (no valid session or bearer token)' }) };
+
+test('a settlement whose token the console refuses (401) keeps its result and is tried again with a new token: the work is not run a second time', async () => {
+  // The token expired (or was revoked) between the receive and the settlement: the provider's second token is
+  // refused, its third is good. Before, the 401 gave the handoff up: the next receive handed evt-a out again and the
+  // work ran twice (an import run twice). Now it is reported with stage 'token', and the same settlement is sent
+  // again after the backoff and lands; the window ends when it has.
+  const console_ = await startConsole(['evt-a'], (r) => (r.bearer === 'tok-expired' ? unauthorized : undefined));
+  let asked = 0;
+  try {
+    const { outcome, settled, reports, worked } = await serveOneWithTokens(console_, () => (++asked === 2 ? 'tok-expired' : `tok-${asked}`));
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(settled, 'evt-a settled');
+    assert.equal(worked, 1, 'the work ran once');
+    assert.deepEqual(reports, [['token', 'evt-a', 401]]);
+    const settles = console_.requests.filter((r) => r.path === '/api/agent/settle');
+    assert.deepEqual(
+      settles.map((r) => [r.bearer, r.body]),
+      [
+        ['tok-expired', { endpointId: 'erpendpoint', eventId: 'evt-a', messageId: 'm-evt-a', outcome: 'completed', result: { journal: 'J-1' } }],
+        ['tok-3', { endpointId: 'erpendpoint', eventId: 'evt-a', messageId: 'm-evt-a', outcome: 'completed', result: { journal: 'J-1' } }],
+      ],
+      'the same settlement, sent again with the next token',
+    );
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a provider that caches its token is told to refresh after a 401, so the settlement kept in hand lands with a new one', async () => {
+  // The cached token is revoked after the receive: the console refuses it for the settlement. Before, the provider
+  // was not told, answered the cached token again, and the settlement was refused on every attempt (the second
+  // report ends the window). Now the attempt after the 401 asks for a refresh and lands.
+  const console_ = await startConsole(['evt-a'], (r) => (r.path === '/api/agent/settle' && r.bearer === 'tok-cached' ? unauthorized : undefined));
+  const asks: boolean[] = [];
+  let cached = 'tok-cached';
+  try {
+    const { outcome, settled, reports, worked } = await serveOneWithTokens(console_, (_signal, request) => {
+      asks.push(request?.refresh ?? false);
+      if (request?.refresh) cached = 'tok-new';
+      return cached;
+    });
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(settled, 'evt-a settled');
+    assert.equal(worked, 1);
+    assert.deepEqual(reports, [['token', 'evt-a', 401]]);
+    assert.deepEqual(asks, [false, false, true], 'asked for the receive, the refused settlement, then to refresh');
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a receive whose token the console refuses (401) is reported with stage "token", and the loop goes on once the token is good', async () => {
+  // Before: stage 'receive', not told from a receive the console refused for its query.
+  const console_ = await startConsole(['evt-a'], (r) => (r.bearer === 'tok-expired' ? unauthorized : undefined));
+  const reports: Array<[string, string | undefined, number | undefined]> = [];
+  const signal = signals();
+  let asked = 0;
+  try {
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        onError: (error, at) => reports.push([at.stage, at.eventId, (error as { status?: number }).status]),
+        onSettled: (h) => signal.fire(`${h.eventId} settled`),
+      },
+      complete,
+      signal.fired,
+      { token: () => (++asked === 1 ? 'tok-expired' : `tok-${asked}`) },
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(await signal.fired, 'evt-a settled');
+    assert.deepEqual(reports, [['token', undefined, 401]]);
+  } finally {
+    await console_.close();
+  }
+});
+
+test('a settlement refused with 403 (the Agent role taken away since the receive) is reported once and given up: a retry cannot land', async () => {
+  // The same rights get the same answer: the settlement is not sent again, and the loop's next receive is refused
+  // likewise (both need the Agent role on the endpoint) - its report ends the window.
+  const forbidden: Answer = { status: 403, body: JSON.stringify({ error: 'forbidden', detail: 'agent.settle needs the Agent role (or Operator) on endpoint erpendpoint' }) };
+  const console_ = await startConsole(['evt-a'], (r, seen) => (r.path === '/api/agent/settle' || seen > 1 ? forbidden : undefined));
+  try {
+    const { outcome, first, errors } = await serveUntilSettledOrReportedTwice(console_.url, complete);
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.equal(first, 'reported again');
+    assert.deepEqual(
+      errors.map((e) => [e.stage, e.eventId, (e.error as { status?: number }).status]),
+      [
+        ['settle', 'evt-a', 403],
+        ['receive', undefined, 403],
+      ],
+    );
+    assert.equal(console_.settles('evt-a'), 1, 'not sent again');
+  } finally {
+    await console_.close();
+  }
+});
+
+test('leaveHoldMs sets how long a handoff the work left is held out: with its least, 1 s, it comes round after the backoffs', async () => {
+  // A receive that excludes evt-a is answered 503, so the loop backs off (1 s, then 2 s) before asking again: held
+  // for 1 s, evt-a is no longer excluded by the third receive at the latest, and it is handed out and worked again.
+  // Before, the option was not read: held for the fixed minute, every receive excluded evt-a - the third such
+  // receive ends the window.
   const console_ = await startConsole(['evt-a'], (r) =>
     r.path === '/api/agent/receive' && (r.query.get('exclude') ?? '').split(',').includes('evt-a')
       ? { status: 503, body: JSON.stringify({ error: 'unavailable', detail: 'test' }) }
@@ -399,9 +521,9 @@ test('leaveHoldMs sets how long a handoff the work left is held out: with 1 ms i
       console_.url,
       {
         concurrency: 1,
-        leaveHoldMs: 1,
+        leaveHoldMs: 1_000,
         onError: () => {
-          if (excludingEvtA() >= 2) signal.fire('evt-a excluded twice');
+          if (excludingEvtA() >= 3) signal.fire('evt-a excluded three times');
         },
         onSettled: (h) => signal.fire(`${h.eventId} settled`),
       },
@@ -411,21 +533,22 @@ test('leaveHoldMs sets how long a handoff the work left is held out: with 1 ms i
     assert.deepEqual(outcome, { ended: 'stopped' });
     assert.equal(await signal.fired, 'evt-a settled');
     assert.equal(worked, 2);
-    assert.ok(excludingEvtA() <= 1, `${excludingEvtA()} receives excluded evt-a`);
+    assert.ok(excludingEvtA() <= 2, `${excludingEvtA()} receives excluded evt-a`);
   } finally {
     await console_.close();
   }
 });
 
-test('a leaveHoldMs that is not a positive finite number is refused when serve starts, before any request', async () => {
-  for (const leaveHoldMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+test('a leaveHoldMs under 1 s, or not a finite number, is refused when serve starts, before any request', async () => {
+  // 1 ms and 999 ms were taken before: a left handoff was handed straight back, a busy loop against the console.
+  for (const leaveHoldMs of [1, 999, 0, -1, Number.NaN, Number.POSITIVE_INFINITY, '5000' as unknown as number]) {
     const console_ = await startConsole(['evt-a']);
     try {
       // Before, the option was not read: the loop ran, and its first request ends the window.
       const outcome = await serveUntil(console_.url, { leaveHoldMs }, complete, console_.next(() => true));
       assert.equal(outcome.ended, 'by itself', `leaveHoldMs ${String(leaveHoldMs)}`);
       assert.ok(outcome.error instanceof HandoffClientError, String(outcome.error));
-      assert.match(outcome.error.message, /leaveHoldMs must be a positive finite number of milliseconds, got /);
+      assert.match(outcome.error.message, /^leaveHoldMs must be a finite number of milliseconds, at least 1000, got /);
       assert.equal(console_.requests.length, 0);
     } finally {
       await console_.close();

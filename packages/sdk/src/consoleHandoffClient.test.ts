@@ -261,6 +261,28 @@ describe('ConsoleHandoffClient', () => {
     assert.equal(seen.length, 0);
   });
 
+  test('after the console refused a token (401), the next ask tells the provider to refresh, once', async () => {
+    // A 401 is not retried by the call; the caller's next one must not be sent the refused token from a cache again.
+    script = [answer(401, { error: 'unauthorized', detail: 'no valid session or bearer token' })];
+    const asks: unknown[] = [];
+    let cached = 'tok-revoked';
+    const c = client({
+      token: (_signal, request) => {
+        asks.push(request);
+        if (request?.refresh) cached = 'tok-new';
+        return cached;
+      },
+    });
+    await assert.rejects(c.complete(where), (err: unknown) => err instanceof HandoffRequestError && err.status === 401);
+    await c.complete(where);
+    await c.complete(where);
+    assert.deepEqual(asks, [{ refresh: false }, { refresh: true }, { refresh: false }]);
+    assert.deepEqual(
+      seen.map((s) => s.authorization),
+      ['Bearer tok-revoked', 'Bearer tok-new', 'Bearer tok-new'],
+    );
+  });
+
   test('a token provider that throws is retried (the identity provider may be briefly away), then reported as no answer', async () => {
     let asked = 0;
     const token = () => {

@@ -9,7 +9,8 @@
 // Retrying is safe: the console derives the command's message id from the handoff message, so a repeat answers
 // `duplicate` instead of sending twice. Transient answers (network errors, timeouts, 408, 429, 5xx) are retried with
 // backoff; refusals (400, 401, 403, 404, 409) are not, and neither is a token provider that gives no token at all
-// (NoTokenError: a configuration fault, answered the same however often it is asked).
+// (NoTokenError: a configuration fault, answered the same however often it is asked). After a 401 the provider's next
+// ask says so (ConsoleTokens), so that the caller's retry is not sent the refused token from a cache again.
 import { z } from 'zod';
 import { describeIssues } from './contract/index.ts';
 import { sleep } from './backoff.ts';
@@ -23,8 +24,20 @@ export interface TokenCredentialLike {
   getToken(scopes: string | string[], options?: { abortSignal?: AbortSignal }): Promise<{ token: string } | null>;
 }
 
-/** A function answering a bearer token for the console (it should cache and refresh; it is called per attempt). */
-export type TokenProvider = (signal: AbortSignal) => string | Promise<string>;
+/**
+ * A function answering a bearer token for the console (it should cache and refresh; it is called per attempt). The
+ * clients tell it when the console refused the token it gave last (`request.refresh`, ConsoleTokens).
+ */
+export type TokenProvider = (signal: AbortSignal, request?: TokenRequest) => string | Promise<string>;
+
+/** What a client says when it asks a TokenProvider for a token. */
+export interface TokenRequest {
+  /**
+   * The console refused (401) the last token this client was given - expired or revoked before its time: answer a
+   * new one, not a cached one, or the next attempt is refused as well for as long as the cache keeps it.
+   */
+  refresh: boolean;
+}
 
 export type ConsoleToken = TokenProvider | { credential: TokenCredentialLike; scope: string | string[] };
 
@@ -97,7 +110,7 @@ export interface SettleOptions {
 
 export class ConsoleHandoffClient {
   readonly #base: URL;
-  readonly #token: TokenProvider;
+  readonly #token: ConsoleTokens;
   readonly #fetch: typeof fetch;
   readonly #attempts: number;
   readonly #initialMs: number;
@@ -106,7 +119,7 @@ export class ConsoleHandoffClient {
 
   constructor(options: ConsoleHandoffClientOptions) {
     this.#base = consoleBase(options.consoleUrl);
-    this.#token = tokenProvider(options.token);
+    this.#token = new ConsoleTokens(options.token);
     this.#fetch = options.fetch ?? fetch;
     ({ attempts: this.#attempts, initialMs: this.#initialMs, maxMs: this.#maxMs, timeoutMs: this.#timeoutMs } = requestTiming(options));
   }
@@ -166,7 +179,7 @@ export class ConsoleHandoffClient {
     const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let token: string;
     try {
-      token = await this.#token(attemptSignal);
+      token = await this.#token.get(attemptSignal);
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       if (err instanceof NoTokenError) throw err;
@@ -189,6 +202,7 @@ export class ConsoleHandoffClient {
       const what = timeout.aborted ? `no answer within ${this.#timeoutMs} ms` : err instanceof Error ? err.message : String(err);
       return { ok: false, retry: true, error: new HandoffRequestError(0, 'unreachable', `${url.origin}: ${what}`) };
     }
+    if (response.status === 401) this.#token.refused();
     const answer = await readJson(response);
     if (response.ok) {
       const settlement = settlementSchema.safeParse(answer);
@@ -246,12 +260,42 @@ export function consoleBase(value: string | URL): URL {
  * settlement was retried for ever with its handoff in hand.
  */
 export function tokenProvider(token: ConsoleToken): TokenProvider {
-  if (typeof token === 'function') return async (signal) => checkedToken(await token(signal), 'the token provider');
+  if (typeof token === 'function') return async (signal, request) => checkedToken(await token(signal, request), 'the token provider');
   if (token && typeof token.credential?.getToken === 'function') {
     const { credential, scope } = token;
+    // A credential cannot be told to refresh: @azure/identity's getToken has no such option (its `claims` is for a
+    // claims challenge, which the console does not send). It answers its cached token until that nears expiry.
     return async (signal) => checkedToken((await credential.getToken(scope, { abortSignal: signal }))?.token, 'the credential');
   }
   throw new HandoffClientError('token must be a function or { credential, scope }');
+}
+
+/**
+ * A client's token provider (tokenProvider), and whether the console refused (401) a token it gave: the next ask
+ * says so (`refresh`), once. A provider that caches its token (as it should) would otherwise answer the refused one
+ * again - a token revoked, or the console's clock ahead of the provider's - and every retry, `serve`'s settlement
+ * kept in hand included, be refused until the cache let it go.
+ */
+export class ConsoleTokens {
+  readonly #provider: TokenProvider;
+  #refused = false;
+
+  constructor(token: ConsoleToken) {
+    this.#provider = tokenProvider(token);
+  }
+
+  async get(signal: AbortSignal): Promise<string> {
+    // Cleared as it is passed on: should this ask fail, the next one is answered the cached token, refused again,
+    // and the flag set again - no worse than without it.
+    const refresh = this.#refused;
+    this.#refused = false;
+    return this.#provider(signal, { refresh });
+  }
+
+  /** The console answered 401 to a token this provider gave. */
+  refused(): void {
+    this.#refused = true;
+  }
 }
 
 /** A bearer token, or NoTokenError saying what came instead (never a token: there is none). */

@@ -25,6 +25,16 @@ export const REFUSAL_HOLD_MS = 10 * 60_000;
  */
 export const LEAVE_HOLD_MS = 60_000;
 
+/**
+ * The shortest leave hold `serve` takes. The hold is what keeps a left handoff from being handed straight back: the
+ * console hands out the oldest pending first, so once the hold is over the next receive hands it out again and the
+ * work is asked again. Held for a millisecond, that is at once - a receive, the work's "not now", another receive,
+ * many times a second against the console, the busy loop the hold is for. A second is the loop's own floor for
+ * asking again (a failed receive's first backoff, the wait after a held handoff is handed out, the least long-poll
+ * wait), and "not now" answered at most once a second per handoff is a load the console takes.
+ */
+export const MIN_LEAVE_HOLD_MS = 1_000;
+
 /** Holds remembered beyond the ones an exclude can carry (the oldest are forgotten first). */
 export const MAX_REMEMBERED = 1_000;
 

@@ -52,6 +52,7 @@ export {
   type SettleOptions,
   type TokenCredentialLike,
   type TokenProvider,
+  type TokenRequest,
 } from './consoleHandoffClient.ts';
 export {
   AgentClient,
