@@ -6,7 +6,8 @@ import type { Container, Database } from '@azure/cosmos';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import { cosmosStatus } from '../../lib/store/index.ts';
 import { badRequest, notFound } from '../http.ts';
-import { alertsKey, seal } from './secrets.ts';
+import { alertsKey, seal, unseal } from './secrets.ts';
+import { channelChanges, secretLeftForOldDestination, type ChannelChanges } from './channelDestination.ts';
 import type { AlertDoc, ChannelDoc, ChannelInput, RuleDoc, RuleInput, RuleStateDoc } from './model.ts';
 
 export const ALERTS_CONTAINER = 'alerts';
@@ -94,14 +95,34 @@ export class AlertStore {
     return this.#get<ChannelDoc>('channel', id);
   }
 
+  /** What `input` would change about the stored channel `id` (its audit entry); null when there is no such channel. */
+  async channelChanges(id: string, input: ChannelInput): Promise<ChannelChanges | null> {
+    const existing = await this.getChannel(id);
+    return existing && existing.type === input.type ? channelChanges(existing, input, () => this.#storedUrl(existing)) : null;
+  }
+
+  #storedUrl(d: ChannelDoc): string | undefined {
+    return d.secrets.url === undefined ? undefined : unseal(d.secrets.url, alertsKey(this.#env));
+  }
+
   /**
-   * Stores a channel with its secrets sealed. On update a secret the input leaves out keeps its stored value; a
-   * new channel must give every secret its type needs (the URL of a webhook, Teams or Slack channel).
+   * Stores a channel with its secrets sealed. On update a secret the input leaves out keeps its stored value - but
+   * not to another destination: a webhook's headers when its URL names another server, the SMTP password when the
+   * host, port or user name changes, must then be given again (400 otherwise; channelDestination.ts). An empty
+   * value removes a secret. A new channel must give every secret its type needs (the URL of a webhook, Teams or
+   * Slack channel).
    */
   async saveChannel(input: ChannelInput, user: string, id?: string, now = new Date()): Promise<ChannelDoc> {
     const existing = id ? await this.getChannel(id) : null;
     if (id && !existing) throw notFound(`no alert channel ${id}`);
     if (existing && existing.type !== input.type) throw badRequest(`a channel's type cannot change (it is ${existing.type})`);
+    const secrets: Record<string, string> = { ...(existing?.secrets ?? {}) };
+    if (existing) {
+      // No user name, no login: a stored password would only wait there for the next account to be sent to.
+      if (input.type === 'email' && !input.username && input.password === undefined) delete secrets.password;
+      const refused = secretLeftForOldDestination(existing, input, channelChanges(existing, input, () => this.#storedUrl(existing)));
+      if (refused !== null) throw badRequest(refused);
+    }
     const plain: Record<string, string> = {};
     const settings: Record<string, unknown> = {};
     if (input.type === 'email') {
@@ -110,12 +131,15 @@ export class AlertStore {
       if (password !== undefined) plain.password = password;
     } else {
       if (input.url !== undefined) plain.url = input.url;
-      if (input.type === 'webhook' && input.headers !== undefined) plain.headers = JSON.stringify(input.headers);
+      // `{}` is "no extra headers": stored as none rather than as a sealed empty object.
+      if (input.type === 'webhook' && input.headers !== undefined) plain.headers = Object.keys(input.headers).length > 0 ? JSON.stringify(input.headers) : '';
     }
-    const secrets: Record<string, string> = { ...(existing?.secrets ?? {}) };
     if (Object.keys(plain).length > 0) {
       const key = alertsKey(this.#env);
-      for (const [k, v] of Object.entries(plain)) secrets[k] = seal(v, key);
+      for (const [k, v] of Object.entries(plain)) {
+        if (v === '') delete secrets[k];
+        else secrets[k] = seal(v, key);
+      }
     }
     if (input.type !== 'email' && secrets.url === undefined)
       throw badRequest(`a ${input.type} channel needs its url`);

@@ -5,6 +5,7 @@ import { z } from 'zod';
 
 import { RULE_TYPES, type RuleType } from './ruleTypes.ts';
 import { exactIdTarget } from '../exactIdFilterSchema.ts';
+import { isLoopbackName } from '../../lib/net/loopback.ts';
 
 export { RULE_TYPES, type RuleType };
 
@@ -50,22 +51,28 @@ export interface RuleDoc extends RuleInput {
 export const CHANNEL_TYPES = ['webhook', 'teams', 'slack', 'email'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
+// A channel's URL is itself a credential and carries the notice (and a webhook's extra headers): https only. Plain
+// http is let through to a loopback host alone, where nothing crosses a network - the local receivers of the tests
+// and of a developer's machine (server/alerts/testing.ts).
 const httpsUrl = z
   .string()
   .trim()
   .max(2000)
   .refine((u) => {
     try {
-      const p = new URL(u).protocol;
-      return p === 'https:' || p === 'http:';
+      const url = new URL(u);
+      return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackName(url.hostname.replace(/^\[|\]$/g, '')));
     } catch {
       return false;
     }
-  }, 'an http(s) URL');
+  }, 'an https URL (plain http only to a loopback host: localhost, 127.x.y.z or [::1])');
 
 const email = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>]+$/, 'an e-mail address');
 
-/** Settings as the API accepts them; a secret left out on update keeps the stored one. */
+/**
+ * Settings as the API accepts them; a secret left out on update keeps the stored one, unless the edit moves the
+ * channel to another destination (channelDestination.ts). An empty value (`headers: {}`, `password: ""`) removes it.
+ */
 export const channelInputSchema = z.discriminatedUnion('type', [
   z
     .object({

@@ -1,7 +1,9 @@
 // The Admin → Alerts API through its route handlers (sign-in off: the local Owner), on the embedded stack: a
 // channel's secrets never come back (create, list, update), the audit record names which secrets changed but not
 // their values, bad input is 400 with the reason, a missing NIMBUS_ALERTS_KEY is named, and a rule must name
-// channels that exist.
+// channels that exist. An edit that moves a channel to another server (a webhook URL's origin; an SMTP host, port or
+// user name) does not carry the stored header or password there: 400 until it is given again, "Send test" still
+// reaching the old receiver meanwhile; the audit names the destination settings changed. Plain http only to loopback.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -10,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { CONSOLE_DIR } from '../console.ts';
 import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
-import { startWebhookReceiver } from './testing.ts';
+import { startSmtpReceiver, startWebhookReceiver } from './testing.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
@@ -124,6 +126,125 @@ describe('alerts API', () => {
       assert.deepEqual(shows(JSON.stringify(audit.items)), [], 'no secret in the audit log');
     } finally {
       await receiver.close();
+    }
+  });
+
+  /** The audit entries of one channel's edits (not its create or "Send test"), newest first: their details. */
+  const channelAudits = async (channelId: string) =>
+    (await queryAudit(stack.store.database, auditQuerySchema.parse({ action: 'alerts.manage', pageSize: 200 }))).items
+      .filter((e) => e.details?.channelId === channelId && 'settingsChanged' in e.details)
+      .map((e) => ({ outcome: e.outcome, details: e.details! }));
+
+  test("a webhook whose URL moves to another server does not send its stored headers there: 400 until they are given again", async () => {
+    const [first, second] = [await startWebhookReceiver(), await startWebhookReceiver()];
+    try {
+      const created = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'moving', url: `${first.url}/hook-a`, headers: { Authorization: 'Bearer tok-SECRET' } });
+      assert.equal(created.status, 201, created.text);
+      const id = (JSON.parse(created.text) as { id: string }).id;
+
+      // Another origin (the second receiver's port), no headers: before, the sealed Authorization went along.
+      const moved = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'moving', url: `${second.url}/hook-b` }, { channelId: id });
+      assert.equal(moved.status, 400, moved.text);
+      assert.match(moved.text, /names another server .*give its extra headers again, or \{\} for none/);
+      const test1 = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: id });
+      assert.deepEqual([test1.status, JSON.parse(test1.text)], [200, { ok: true }]);
+      assert.deepEqual([first.received.length, second.received.length], [1, 0], 'refused whole: still the first receiver');
+      assert.equal(first.received[0]!.headers.authorization, 'Bearer tok-SECRET');
+
+      // The same server, another path: the same receiver, its header kept.
+      const samePlace = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'moving', url: `${first.url}/hook-a2` }, { channelId: id });
+      assert.equal(samePlace.status, 200, samePlace.text);
+      // Moved with the headers given again ({}: none): the second receiver gets the notice and no Authorization.
+      const regiven = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'moving', url: `${second.url}/hook-b`, headers: {} }, { channelId: id });
+      assert.equal(regiven.status, 200, regiven.text);
+      assert.deepEqual((JSON.parse(regiven.text) as { secrets: unknown }).secrets, { url: { set: true } }, '{} removed the headers');
+      const test2 = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: id });
+      assert.deepEqual([test2.status, JSON.parse(test2.text)], [200, { ok: true }]);
+      assert.equal(second.received.length, 1);
+      assert.equal(second.received[0]!.path, '/hook-b');
+      assert.equal(second.received[0]!.headers.authorization, undefined, 'no header set for the old server');
+
+      // The audit says which edit moved the channel to another server, never the URL.
+      const audits = await channelAudits(id);
+      assert.deepEqual(
+        audits.map((a) => [a.outcome, a.details.urlOriginChanged, a.details.secretsChanged]),
+        [
+          ['succeeded', true, ['url', 'headers']],
+          ['succeeded', false, ['url']],
+          ['failed', true, ['url']],
+        ],
+      );
+      const texts = JSON.stringify(audits);
+      assert.ok(!texts.includes('tok-SECRET') && !texts.includes('hook-b') && !texts.includes(String(new URL(second.url).port)), texts);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  test("an e-mail channel moved to another SMTP server does not log in there with the stored password: 400 until it is given again", async () => {
+    const [first, second] = [await startSmtpReceiver(), await startSmtpReceiver()];
+    try {
+      const mail = { type: 'email', name: 'mail-moving', host: '127.0.0.1', port: first.port, secure: false, username: 'nimbus', from: 'nimbus@example.test', to: ['oncall@example.test'] };
+      const created = await call('api/admin/alerts/channels', 'POST', { ...mail, password: 'pw-SECRET' });
+      assert.equal(created.status, 201, created.text);
+      const id = (JSON.parse(created.text) as { id: string }).id;
+      const authOf = (m: { auth: string | null }) => (m.auth === null ? null : Buffer.from(m.auth.replace(/^PLAIN\s+/i, ''), 'base64').toString());
+
+      // What the console's form sends on an edit: every setting, the password field left empty.
+      const moved = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, port: second.port }, { channelId: id });
+      assert.equal(moved.status, 400, moved.text);
+      assert.match(moved.text, /the SMTP port changed: give the password again/);
+      const test1 = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: id });
+      assert.deepEqual([test1.status, JSON.parse(test1.text)], [200, { ok: true }]);
+      assert.deepEqual([first.mails.length, second.mails.length], [1, 0], 'refused whole: still the first server');
+      assert.equal(authOf(first.mails[0]!), '\0nimbus\0pw-SECRET');
+      const renamedUser = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, username: 'other' }, { channelId: id });
+      assert.equal(renamedUser.status, 400, renamedUser.text);
+      assert.match(renamedUser.text, /the SMTP username changed: give the password again/);
+
+      // Other settings change freely (the recipients); the password stays with its account.
+      const recipients = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, to: ['oncall@example.test', 'second@example.test'] }, { channelId: id });
+      assert.equal(recipients.status, 200, recipients.text);
+      // Moved with the password given again: the new server gets that one.
+      const regiven = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, port: second.port, password: 'pw-NEW' }, { channelId: id });
+      assert.equal(regiven.status, 200, regiven.text);
+      // Moved back without a user name: nothing logs in, so the stored password is dropped, not refused.
+      const anonymous = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, username: undefined }, { channelId: id });
+      assert.equal(anonymous.status, 200, anonymous.text);
+      assert.deepEqual((JSON.parse(anonymous.text) as { secrets: unknown }).secrets, {});
+      const test2 = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: id });
+      assert.deepEqual([test2.status, JSON.parse(test2.text)], [200, { ok: true }]);
+      assert.deepEqual([first.mails.length, authOf(first.mails[1]!)], [2, null], 'no login without a user name');
+
+      // The audit names the destination settings each edit changed, old and new; never a password.
+      const audits = await channelAudits(id);
+      assert.deepEqual(
+        audits.map((a) => [a.outcome, a.details.settingsChanged, a.details.secretsChanged]),
+        [
+          ['succeeded', { port: { from: second.port, to: first.port }, username: { from: 'nimbus', to: null } }, []],
+          ['succeeded', { port: { from: first.port, to: second.port }, to: { from: ['oncall@example.test', 'second@example.test'], to: ['oncall@example.test'] } }, ['password']],
+          ['succeeded', { to: { from: ['oncall@example.test'], to: ['oncall@example.test', 'second@example.test'] } }, []],
+          ['failed', { username: { from: 'nimbus', to: 'other' } }, []],
+          ['failed', { port: { from: first.port, to: second.port } }, []],
+        ],
+      );
+      assert.ok(!JSON.stringify(audits).includes('pw-'), 'no password in the audit log');
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  test('a channel URL is https; plain http only to a loopback host', async () => {
+    for (const url of ['http://hooks.example.test/x', 'http://10.0.0.5/x', 'http://127.0.0.1.example.test/x']) {
+      const r = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'plain', url });
+      assert.equal(r.status, 400, `${url}: ${r.text}`);
+      assert.match(r.text, /an https URL \(plain http only to a loopback host/);
+    }
+    for (const url of ['https://hooks.example.test/x', 'http://127.0.0.1:9/x', 'http://localhost:9/x', 'http://[::1]:9/x']) {
+      const r = await call('api/admin/alerts/channels', 'POST', { type: 'slack', name: 'ok', url });
+      assert.equal(r.status, 201, `${url}: ${r.text}`);
     }
   });
 

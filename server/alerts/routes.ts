@@ -8,6 +8,7 @@ import { channelView, type ChannelInput, type ChannelView, type RuleDoc, type Ru
 import { readBackgroundSettings } from '../history/background.ts';
 import { SecretKeyError } from './secrets.ts';
 import { alertNamedEndpoint, alertVisibility } from './readScope.ts';
+import type { ChannelChanges } from './channelDestination.ts';
 import type { ReadScope } from '../auth/readScope.ts';
 
 const KEY = Symbol.for('nimbus.console.alerts');
@@ -120,11 +121,21 @@ export async function alertHistory(ctx: ConsoleContext, limit: number, scope: Re
   });
 }
 
-/** What the audit records of a channel change: never the secrets, only which were given. */
-export function channelAuditDetails(input: ChannelInput): Record<string, unknown> {
+/**
+ * What the audit records of a channel change: never the secrets, only which were given; of an edit also where it
+ * moves the channel (`changes`): the non-secret settings changed, old and new, and whether the URL names another
+ * server - so an edit that sends notices somewhere new can be found in the log.
+ */
+export function channelAuditDetails(input: ChannelInput, changes: ChannelChanges | null = null): Record<string, unknown> {
   const given: string[] = [];
   if ('url' in input && input.url !== undefined) given.push('url');
   if ('headers' in input && input.headers !== undefined) given.push('headers');
   if ('password' in input && input.password !== undefined) given.push('password');
-  return { type: input.type, name: input.name, secretsChanged: given };
+  const moved = changes === null ? {} : { settingsChanged: changes.settingsChanged, ...(input.type === 'email' ? {} : { urlOriginChanged: changes.urlOriginChanged }) };
+  return { type: input.type, name: input.name, secretsChanged: given, ...moved };
+}
+
+/** What an edit changes about the stored channel, for its audit entry; null when there is no such channel. */
+export function channelEditChanges(ctx: ConsoleContext, id: string, input: ChannelInput): Promise<ChannelChanges | null> {
+  return keyed(() => alertStoreOf(ctx).channelChanges(id, input));
 }

@@ -4,6 +4,9 @@
 // with only their endpoints' part of it: the endpoints they may not read are counted, not named, and their counts left
 // out (a billing Reader was shown crm's counts of a job that answers them 404).
 import { after, before, test } from 'node:test';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
@@ -13,6 +16,7 @@ import { SESSION_COOKIE, sealSession } from '../auth/session.ts';
 import type { Principal } from '../auth/principal.ts';
 import { waitFor } from '../../lib/testing/waitFor.ts';
 import { MAX_DETAILS_CHARS, type AuditRecord } from './auditLog.ts';
+import { DEFAULT_CATALOG_PATH } from '../config.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const SECRET = 'multi-endpoint-audit-session-secret-0123456789';
@@ -35,12 +39,33 @@ function req(p: Principal, method: string, path: string, body?: unknown): Reques
   });
 }
 
+/** `count` endpoint ids of the longest kind an id may be (50 characters): billing first, crm last, others between. */
+const manyEndpoints = (count: number) => [
+  'billingendpoint',
+  ...Array.from({ length: count - 2 }, (_, i) => `orders-fulfilment-and-invoicing-endpoint-${String(i).padStart(3, '0')}`),
+  'crmendpoint',
+];
+
+/**
+ * The demo catalog with the endpoints between billing and crm of manyEndpoints(count) added (no topology: their
+ * rows are only looked up): a reconcile names catalog endpoints alone (app/api/operations/reconcile/route.ts).
+ */
+async function catalogWithManyEndpoints(count: number): Promise<string> {
+  const demo = JSON.parse(await readFile(DEFAULT_CATALOG_PATH, 'utf8')) as { endpoints: Array<Record<string, unknown>> };
+  const added = manyEndpoints(count).slice(1, -1).map((id) => ({ id, owner: 'test', description: 'an endpoint of the many-endpoint audit test', produces: [], consumes: [] }));
+  catalogDir = await mkdtemp(join(tmpdir(), 'nimbus-multiaudit-'));
+  const path = join(catalogDir, 'catalog.json');
+  await writeFile(path, JSON.stringify({ ...demo, endpoints: [...demo.endpoints, ...added] }));
+  return path;
+}
+let catalogDir: string | undefined;
+
 let stack: ConsoleTestStack;
 let closeContext: () => Promise<void>;
 let closeOps: () => Promise<void>;
 before(async () => {
   stack = await startConsoleTestStack('multiaudit');
-  Object.assign(process.env, stack.env, AUTH_ENV);
+  Object.assign(process.env, stack.env, AUTH_ENV, { NIMBUS_CATALOG: await catalogWithManyEndpoints(60) });
   await seedConsoleData(stack.store);
   ({ closeContext } = await import('../context.ts'));
   ({ closeOpsServices: closeOps } = await import('../heartbeat/services.ts'));
@@ -49,6 +74,7 @@ after(async () => {
   await closeOps?.();
   await closeContext?.();
   await stack?.close();
+  if (catalogDir) await rm(catalogDir, { recursive: true, force: true });
 });
 
 /**
@@ -203,12 +229,6 @@ test("a billing Reader reads billing's part of a bulk job over billing and crm, 
   assert.deepEqual([crm?.endpoints, crm?.otherEndpoints, crm?.details?.total, crm?.details?.done], [['crmendpoint'], 1, 1, 1], "crm's readers: crm's part");
 });
 
-/** `count` endpoint ids of the longest kind an id may be (50 characters): billing first, crm last, others between. */
-const manyEndpoints = (count: number) => [
-  'billingendpoint',
-  ...Array.from({ length: count - 2 }, (_, i) => `orders-fulfilment-and-invoicing-endpoint-${String(i).padStart(3, '0')}`),
-  'crmendpoint',
-];
 
 test('a reconcile over 60 endpoints keeps its totals, and the parts that fit for their readers; one whose part was cut sees no counts', async () => {
   // Its details were `{ omitted }` past 40 endpoints: the byEndpoint parts (objects of numbers) could not be cut.

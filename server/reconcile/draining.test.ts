@@ -3,7 +3,8 @@
 // lost) is found with why and what the repair does; the repair moves the cursor to #1 under the session's lock and
 // sends the replay trigger to the deferred processor; it is audited, and a second repair changes nothing. A
 // draining session whose awaited message is still parked is not reported. A store listing that fails after the scan
-// ran out of time does not become an unhandled rejection (which would end the console process).
+// ran out of time does not become an unhandled rejection (which would end the console process). A POST naming an
+// endpoint outside the catalog, or no endpoint id at all, is refused before anything in it is applied.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -159,6 +160,38 @@ describe('reconcile: sessions draining forever', () => {
     const body = (await res.json()) as { repaired: number; sessions: Array<{ outcome: string }> };
     assert.equal(res.status, 200, JSON.stringify(body));
     assert.equal(body.repaired, 1);
+    assert.equal((await stateOf(stuck)).NextReplaySequence, 2);
+  });
+
+  test("through the API: a body naming an endpoint that is not the catalog's is refused whole, nothing applied", async () => {
+    // Before, any 1-50 characters passed: a session entry's endpoint became the topic and subscription names, so a
+    // missing or path-like one was a 500 after the body's earlier entries were applied, and "Resolver" opened a
+    // session receiver on the platform's own subscription.
+    const route = await import('../../app/api/operations/reconcile/route.ts');
+    const stuck = await drainingSession(3, 1, [2]);
+    const good = { endpointId: ep, sessionId: stuck, nextReplaySequence: 1 };
+    const post = async (body: unknown) => {
+      const res = await route.POST(new Request('http://127.0.0.1/api/operations/reconcile', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+      return { status: res.status, text: await res.text() };
+    };
+    const refused: Array<[string, number, RegExp]> = [
+      ['nosuchendpoint', 404, /endpoint nosuchendpoint is not in the catalog/],
+      ['Resolver', 404, /endpoint Resolver is not in the catalog/],
+      [`${ep}/Subscriptions/x`, 400, /endpoint ids are letters, digits/],
+      [` ${ep}`, 400, /endpoint ids are letters, digits/],
+    ];
+    for (const [endpointId, status, words] of refused) {
+      // The good session first: it would be repaired before the bad entry was reached.
+      const inSessions = await post({ sessions: [good, { endpointId, sessionId: 'S-none', nextReplaySequence: 0 }] });
+      assert.equal(inSessions.status, status, `sessions ${JSON.stringify(endpointId)}: ${inSessions.text}`);
+      assert.match(inSessions.text, words);
+      const inTargets = await post({ targets: [{ endpointId, eventId: 'evt-none', sessionId: 'S-none', rowMessageId: 'm-none' }], sessions: [good] });
+      assert.equal(inTargets.status, status, `targets ${JSON.stringify(endpointId)}: ${inTargets.text}`);
+      assert.equal((await stateOf(stuck)).NextReplaySequence, 1, `${JSON.stringify(endpointId)}: the good session was not repaired`);
+    }
+    // The same good entry alone is repaired: the refusals above were of the bad id, not of it.
+    const alone = await post({ sessions: [good] });
+    assert.equal(alone.status, 200, alone.text);
     assert.equal((await stateOf(stuck)).NextReplaySequence, 2);
   });
 });

@@ -11,9 +11,13 @@ import { applyReconcile, previewReconcile } from './reconcile.ts';
 import { applyStuckRepairs } from './stuck.ts';
 import { findDrainingSessions, repairDrainingSessions, type DrainingScan, type DrainingScanOptions } from './draining.ts';
 import { inScope, type ReadScope } from '../auth/readScope.ts';
+import { endpointIdParam } from '../schemas.ts';
 
 const rowTarget = {
-  endpointId: z.string().min(1).max(50),
+  // The id rule of every endpoint the API takes: a session repair uses it as the topic and subscription names, so a
+  // path ("billingendpoint/Subscriptions/x") or a padded id must be a 400, never a broker call. The route checks it
+  // names a catalog endpoint.
+  endpointId: endpointIdParam,
   eventId: z.string().min(1).max(128),
   sessionId: z.string().max(128),
   rowMessageId: z.string().min(1).max(128),

@@ -3,8 +3,10 @@
 // quick), `?part=sessions` the broker's session scan alone (bounded by its time budget): the page asks for both apart
 // so the rows never wait for the broker. Without `part`, both in one answer.
 // POST with `{ targets, repairs }`: re-applies the stored outcome of each stale row, through the guarded write, and
-// re-sends or restores each stuck row. Operator: site-wide, or of every endpoint the request names.
+// re-sends or restores each stuck row. Operator: site-wide, or of every endpoint the request names; each a catalog
+// endpoint (404 otherwise, nothing applied).
 import { audited, authorize, authorizeBeforeBody, authorizeEach, limitRate, readScope, type Authorized } from '../../../../server/auth/authorize.ts';
+import { requireEndpoint } from '../../../../server/api.ts';
 import { getContext } from '../../../../server/context.ts';
 import { handle, json, parseOr400, readJsonBody } from '../../../../server/http.ts';
 import {
@@ -42,10 +44,13 @@ export function POST(request: Request): Promise<Response> {
     await authorizeBeforeBody(request, 'reconcile');
     const body = await readJsonBody(request, reconcileApplyBody);
     const endpoints = reconcileEndpoints(body);
+    // Every endpoint named must be the catalog's, before anything is applied: the platform's own subscriptions
+    // ("Resolver") and names of nothing are refused whole, not met part-way through the body as a broker error.
+    const ctx = await getContext();
+    for (const endpointId of endpoints) requireEndpoint(ctx, endpointId);
     // One endpoint: its Operator may; several: each must be allowed (a site-wide Operator always is).
     // Counted once against the rate limit, however many endpoints it names.
     const who: Authorized | undefined = await authorizeEach(request, 'reconcile', endpoints);
-    const ctx = await getContext();
     const details = { targets: body.targets.length, repairs: body.repairs.length, sessions: body.sessions.length, endpoints };
     // Counts per outcome, not the per-target results: those grew past the entry's size cap with a few dozen
     // targets, and the whole of the details was dropped with them. Over several endpoints, each one's part too: a
