@@ -406,12 +406,23 @@ export class ServiceBusBroker implements Broker {
     return c.op(false, () => {
       const sub = c.sub(source.topic, source.subscription);
       const q = sub.queue(queueKindOf(source));
-      const found = sequenceNumbers.map((seq) => {
+      // A number asked for twice is one message, handed out once.
+      const found = [...new Set(sequenceNumbers)].map((seq) => {
+        const held = q.messages.get(seq);
+        // A lapsed lock ends here as its timer would have (counting the delivery, perhaps dead-lettering).
+        if (held) c.delivery.expireLockIfDue(held);
         const m = q.messages.get(seq);
         if (!m || m.state !== 'deferred' || (sessionId !== undefined && m.sessionId !== sessionId)) {
           throw new BrokerError(
             'MessageNotFound',
             `No deferred message with sequence number ${seq} on '${sub.path}'.`,
+          );
+        }
+        if (m.lockToken !== undefined) {
+          // Azure's answer: taking the lock from its holder would hand one message to two receivers.
+          throw new BrokerError(
+            'MessageNotFound',
+            `Failed to lock one or more specified messages. Either the message is already locked or does not exist (sequence number ${seq} on '${sub.path}').`,
           );
         }
         return m;
@@ -423,7 +434,6 @@ export class ServiceBusBroker implements Broker {
       }
       sub.times.accessedAt = c.now();
       return found.map((m) => {
-        if (m.lockToken !== undefined) c.delivery.unlock(m);
         if (mode === 'receiveAndDelete') {
           const d = c.delivery.delivered(m);
           c.delivery.removeMessage(m);

@@ -186,6 +186,40 @@ describe('defer, dead-letter and peek', () => {
     await broker.close();
   });
 
+  test('a deferred message whose lock is held is not handed out again, until that lock lapses', async () => {
+    const { broker, clock } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 's', lockDurationMs: 30_000 });
+    broker.send('t', [msg({ message_id: 'd' })]);
+    const r = await broker.openReceiver({ source: src, mode: 'peekLock' });
+    const [first] = r.take(1);
+    const seq = first!.sequenceNumber;
+    broker.settle(src, first?.lockToken ?? '', { kind: 'defer' });
+    const once = broker.receiveDeferred(src, [seq, seq], 'peekLock');
+    assert.equal(once.length, 1, 'a number asked for twice is one message');
+    for (const mode of ['peekLock', 'receiveAndDelete'] as const) {
+      assert.throws(
+        () => broker.receiveDeferred(src, [seq], mode),
+        (e) => code(e) === 'MessageNotFound' && /already locked/.test((e as Error).message),
+      );
+    }
+    // The lock was not taken from its holder: it lapses, and then the message can be received again.
+    tick(broker, clock, 30_000);
+    const [again] = broker.receiveDeferred(src, [seq], 'peekLock');
+    assert.equal(again?.deliveryCount, 1, 'the lapsed lock counted a delivery');
+    assert.throws(
+      () => broker.settle(src, once[0]?.lockToken ?? '', { kind: 'complete' }),
+      (e) => code(e) === 'MessageLockLost',
+    );
+    // A lapsed lock whose timer has not run yet is ended by the request itself.
+    clock.advance(30_000);
+    const [third] = broker.receiveDeferred(src, [seq], 'peekLock');
+    assert.equal(third?.deliveryCount, 2);
+    broker.settle(src, third?.lockToken ?? '', { kind: 'complete' });
+    assert.equal(broker.getSubscriptionRuntime('t', 's').activeMessageCount, 0);
+    await broker.close();
+  });
+
   test('dead-lettering sets the reason properties; the DLQ is received like a queue but not dead-lettered again', async () => {
     const { broker } = await brokerWithClock();
     broker.createTopic({ name: 't' });
