@@ -262,7 +262,10 @@ export class ServiceBusBroker implements Broker {
   cancelScheduled(entity: string, sequenceNumbers: number[]): void {
     this.core.op(true, () => {
       const topic = this.core.entity(entity);
+      const now = this.core.now();
       for (const seq of sequenceNumbers) {
+        // A due message belongs to its entity even if its timer has not run yet: enqueue it, not cancel it.
+        if ((topic.scheduled.get(seq)?.at ?? Infinity) <= now) this.core.scheduling.fire(topic, seq);
         if (!topic.scheduled.has(seq)) {
           throw new BrokerError(
             'MessageNotFound',

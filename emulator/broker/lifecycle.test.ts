@@ -46,6 +46,25 @@ describe('scheduled messages', () => {
     await broker.close();
   });
 
+  test('a message whose time has come cannot be cancelled, even before its timer ran', async () => {
+    const { broker, clock } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 's' });
+    const [seq] = broker.schedule('t', [msg({ message_id: 'due' })], [clock.t + 1000]);
+    clock.advance(1000); // due now; runDueWork is not called, as when the timer is late
+    assert.throws(
+      () => broker.cancelScheduled('t', [seq!]),
+      (e) => code(e) === 'MessageNotFound',
+    );
+    assert.equal(broker.getTopicRuntime('t').scheduledMessageCount, 0);
+    const peeked = broker.peek(src, { maxCount: 5 });
+    assert.deepEqual(
+      peeked.map((d) => [d.message.message_id, d.sequenceNumber]),
+      [['due', seq]],
+    );
+    await broker.close();
+  });
+
   test('a scheduled message keeps the sequence number it got when scheduled, so it is ordered by it', async () => {
     const { broker, clock } = await brokerWithClock();
     broker.createTopic({ name: 't' });
