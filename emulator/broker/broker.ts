@@ -436,7 +436,7 @@ export class ServiceBusBroker implements Broker {
         session = c.sessions.held(sub, sessionId);
       }
       sub.times.accessedAt = c.now();
-      return found.map((m) => {
+      const out = found.map((m) => {
         if (mode === 'receiveAndDelete') {
           const d = c.delivery.delivered(m);
           c.delivery.removeMessage(m);
@@ -445,6 +445,17 @@ export class ServiceBusBroker implements Broker {
         c.delivery.lockMessage(m, session);
         return c.delivery.delivered(m);
       });
+      // As take() does: a lock lost in a crash counts as a delivery, so a deferred message meets MaxDeliveryCount too.
+      if (mode === 'peekLock' && found.length > 0) {
+        c.append({
+          k: 'lk',
+          t: sub.topic.desc.name,
+          s: sub.desc.subscriptionName,
+          q: q.kind,
+          seqs: found.map((m) => m.seq),
+        });
+      }
+      return out;
     });
   }
 

@@ -141,6 +141,30 @@ describe('persistence', () => {
     }
   });
 
+  test('a deferred message locked by sequence number counts the lost lock after a crash', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's', maxDeliveryCount: 1 });
+      b1.send('t', [msg({ message_id: 'parked' })]);
+      const [d] = (await b1.openReceiver({ source: src, mode: 'peekLock' })).take(1);
+      b1.settle(src, d?.lockToken ?? '', { kind: 'defer' });
+      b1.receiveDeferred(src, [d!.sequenceNumber], 'peekLock'); // locked when the "crash" happens
+      // No close() (its snapshot would record the lock): open the directory again while b1 is abandoned.
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      const rt = b2.getSubscriptionRuntime('t', 's');
+      assert.deepEqual(
+        [rt.activeMessageCount, rt.deadLetterMessageCount],
+        [0, 1],
+        'the lost lock was the last allowed delivery',
+      );
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a torn last journal line is ignored; compaction keeps the state and bounds the journal', async () => {
     const dir = tempDir();
     try {
