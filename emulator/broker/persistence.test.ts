@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import rhea from 'rhea';
@@ -13,6 +13,13 @@ const src = { topic: 't', subscription: 's' };
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'nimbus-broker-'));
+}
+
+/** The generation of the one journal in a data directory. */
+function journalGeneration(dir: string): number {
+  const journals = readdirSync(dir).filter((f) => f.startsWith('journal-'));
+  assert.equal(journals.length, 1);
+  return Number(/journal-(\d+)/.exec(journals[0]!)?.[1]);
 }
 
 describe('persistence', () => {
@@ -176,9 +183,7 @@ describe('persistence', () => {
         b1.send('t', [msg({ message_id: `m${i}` })]);
         if (i % 2 === 0) r.take(1);
       }
-      const journals = readdirSync(dir).filter((f) => f.startsWith('journal-'));
-      assert.equal(journals.length, 1);
-      const gen = Number(/journal-(\d+)/.exec(journals[0]!)?.[1]);
+      const gen = journalGeneration(dir);
       assert.ok(gen > 2, 'the journal was compacted several times');
       appendFileSync(join(dir, journalFile(gen)), '{"k":"put","t":"t","s":"s","q":"ma');
       const b2 = await createServiceBusBroker({ dataDir: dir });
@@ -186,6 +191,55 @@ describe('persistence', () => {
       assert.deepEqual(
         b2.peek(src, { maxCount: 2 }).map((d) => d.message.message_id),
         ['m100', 'm101'],
+      );
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('an operation torn in the middle is replayed not at all: a dead-letter move keeps its message', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'moved' })]);
+      const [d] = (await b1.openReceiver({ source: src, mode: 'peekLock' })).take(1);
+      b1.settle(src, d?.lockToken ?? '', { kind: 'deadLetter', reason: 'R' });
+      // No close(). The move was written as `del` then `put`: cut the write inside the `put`, as a crash would.
+      const path = join(dir, journalFile(journalGeneration(dir)));
+      const text = readFileSync(path, 'utf8');
+      const put = text.lastIndexOf('{"k":"put"');
+      assert.ok(put > text.lastIndexOf('{"k":"del"') && text.lastIndexOf('{"k":"del"') > 0);
+      writeFileSync(path, text.slice(0, put + 20));
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      const rt = b2.getSubscriptionRuntime('t', 's');
+      assert.deepEqual([rt.activeMessageCount, rt.deadLetterMessageCount], [1, 0], 'the message is not lost');
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a journal written one record per line (before operations were one line) is still read', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'a' }), msg({ message_id: 'b' })]);
+      const path = join(dir, journalFile(journalGeneration(dir)));
+      const lines = readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => l.length > 0);
+      const old = lines.flatMap((l) => (JSON.parse(l) as unknown[]).map((r) => JSON.stringify(r)));
+      assert.ok(old.length > lines.length, 'operations of several records were rewritten one record a line');
+      writeFileSync(path, old.join('\n') + '\n');
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      assert.deepEqual(
+        b2.peek(src, { maxCount: 5 }).map((m) => m.message.message_id),
+        ['a', 'b'],
       );
       await b2.close();
     } finally {

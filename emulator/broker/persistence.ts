@@ -83,9 +83,13 @@ function readState(dir: string, log: Log): { gen: number; records: JournalRecord
     const lines = readLines(journalPath);
     for (let i = 0; i < lines.length; i++) {
       try {
-        records.push(parseRecord(lines[i] as string));
+        // An operation's records are one line (an array); a journal of an older version has one per line.
+        const parsed: JournalRecord | JournalRecord[] = parseRecord(lines[i] as string);
+        if (Array.isArray(parsed)) records.push(...parsed);
+        else records.push(parsed);
       } catch {
-        // Only a torn last write can be unparsable; it was never acknowledged to anyone.
+        // Only a torn last write can be unparsable; it was never acknowledged to anyone, and it is one whole
+        // operation, so nothing of it is replayed.
         log.warn(
           { file: journalPath, line: i + 1, dropped: lines.length - i },
           'journal ends with a partial record',
