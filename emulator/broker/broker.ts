@@ -602,6 +602,8 @@ export class ServiceBusBroker implements Broker {
         }
       }
     }
+    // After their entities' records, so that loading finds the subscription they belong to.
+    for (const u of this.core.undecodable) if (!u.sub.deleted) out.push(u.rec);
     return out;
   }
 
@@ -682,6 +684,11 @@ export class ServiceBusBroker implements Broker {
         undefined,
       );
     }
+  }
+
+  /** A persisted message that could not be decoded: kept as it was stored (see BrokerCore.undecodable). */
+  keepUndecodable(sub: SubscriptionState, rec: Extract<JournalRecord, { k: 'put' }>): void {
+    this.core.undecodable.push({ sub, rec });
   }
 
   restoreSessionState(sub: SubscriptionState, id: string, state: Buffer): void {

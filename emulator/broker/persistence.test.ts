@@ -247,6 +247,48 @@ describe('persistence', () => {
     }
   });
 
+  test('a stored message that cannot be decoded is kept in every later snapshot, not erased', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'unreadable' }), msg({ message_id: 'fine' })]);
+      await b1.close();
+      const path = join(dir, 'snapshot.jsonl');
+      const lines = readFileSync(path, 'utf8').split('\n');
+      const first = lines.findIndex((l) => l.startsWith('{"k":"put"'));
+      const broken = { ...(JSON.parse(lines[first]!) as Record<string, unknown>), m: 'AAAA' };
+      lines[first] = JSON.stringify(broken);
+      writeFileSync(path, lines.join('\n'));
+      // Twice: the start-up compaction and the close both write a snapshot without decoding the message.
+      for (let i = 0; i < 2; i++) {
+        const b = await createServiceBusBroker({ dataDir: dir });
+        assert.deepEqual(
+          b.peek(src, { maxCount: 5 }).map((m) => m.message.message_id),
+          ['fine'],
+        );
+        await b.close();
+      }
+      const kept = readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{"k":"put"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(
+        kept.find((r) => r.m === 'AAAA'),
+        broken,
+      );
+      // Deleting its subscription deletes it too: a new subscription of that name does not inherit it.
+      const b3 = await createServiceBusBroker({ dataDir: dir });
+      b3.deleteSubscription('t', 's');
+      b3.createSubscription({ topicName: 't', subscriptionName: 's' });
+      await b3.close();
+      assert.ok(!readFileSync(path, 'utf8').includes('"m":"AAAA"'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a message locked at the last allowed delivery is dead-lettered on restart', async () => {
     const dir = tempDir();
     try {

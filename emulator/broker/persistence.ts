@@ -247,8 +247,20 @@ function restore(broker: ServiceBusBroker, image: Map<string, TopicImage>, log: 
     for (const [sub, s] of subs) {
       const ordered = [...s.messages.entries()].sort((a, b) => a[1].seq - b[1].seq);
       for (const [key, rec] of ordered) {
+        let message: ReturnType<typeof decodeMessage>;
         try {
-          broker.restoreMessage(sub, rec.q as QueueKind, rec, decodeMessage(rec.m), s.locked.has(key));
+          message = decodeMessage(rec.m);
+        } catch (err) {
+          // Not delivered, but not erased either: the next snapshot carries the record unchanged.
+          log.error(
+            { path: sub.path, seq: rec.seq, err: String(err) },
+            'persisted message could not be decoded; kept as stored, not delivered',
+          );
+          broker.keepUndecodable(sub, rec);
+          continue;
+        }
+        try {
+          broker.restoreMessage(sub, rec.q as QueueKind, rec, message, s.locked.has(key));
         } catch (err) {
           log.error(
             { path: sub.path, seq: rec.seq, err: String(err) },
