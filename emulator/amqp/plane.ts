@@ -25,6 +25,8 @@ import {
 import { DeliveryLink, errorSummary } from './delivery-link.ts';
 import type { DispositionHold } from './disposition-hold.ts';
 import { createFrameGuard } from './frame-guard.ts';
+import { guardDispositionRanges } from './disposition-range.ts';
+import type { DispositionSide } from './disposition-range.ts';
 import { coalesceWrites } from './write-coalescing.ts';
 import { amqpConditionFor } from './errors.ts';
 import type { PlaneLog } from './log.ts';
@@ -288,12 +290,18 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
   guard('session_open', (ctx) => {
     const state = stateOf(ctx);
     const session = ctx.session as unknown as RheaSession & {
+      outgoing: DispositionSide;
+      incoming: DispositionSide;
       on_transfer(frame: { performative: { handle: number; more?: boolean }; payload?: Buffer }): void;
       remote: { handles: Record<number, unknown> };
       close(error?: AmqpErrorFields): void;
     };
     if (!state || !session) return;
     state.sessions.add(session);
+    guardDispositionRanges(session, (description) => {
+      log.info({ connection: state.id }, 'disposition range wider than a session; closing the connection');
+      abortConnection(state, { condition: 'amqp:connection:framing-error', description });
+    });
     const original = session.on_transfer.bind(session);
     // A refused session (and a connection being closed) assembles nothing: transfers on it are dropped.
     let refused = false;

@@ -5,11 +5,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
+import { createRequire } from 'node:module';
 import rhea from 'rhea';
 import type { Message } from 'rhea';
 import { startEmulator } from '../index.ts';
 import type { Harness } from './test-support.ts';
 import { putToken, startHarness } from './test-support.ts';
+
+// rhea's frame builders, to write a disposition no rhea link would send.
+const frames = createRequire(import.meta.url)('rhea/lib/frames.js') as {
+  disposition(fields: Record<string, unknown>): unknown;
+};
 
 /** Write bytes on a fresh socket and collect everything until the server closes it. */
 function exchange(port: number, bytes: Buffer): Promise<Buffer> {
@@ -63,6 +69,20 @@ describe('robustness of the one-port server', () => {
     await sender.close();
   }
 
+  /** A bare rhea sender to 'rb', and how its connection ended (the close's condition). */
+  async function senderToRb(): Promise<{ sender: rhea.Sender; ended: Promise<string> }> {
+    const connection = rhea
+      .create_container()
+      .connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
+    const ended = new Promise<string>((resolve) => {
+      connection.on('connection_close', (ctx) => resolve(ctx.connection.error?.condition ?? 'closed'));
+      connection.on('connection_error', (ctx) => resolve(ctx.connection.error?.condition ?? 'error'));
+      connection.on('disconnected', () => resolve('disconnected'));
+    });
+    await putToken(connection, h.emulator, 'rb');
+    return { sender: connection.open_sender({ target: { address: 'rb' } }), ended };
+  }
+
   test('GET /health answers 200 {"status":"ok"}', async () => {
     const res = await httpGet(h.emulator.port, '/health');
     assert.equal(res.status, 200);
@@ -97,15 +117,7 @@ describe('robustness of the one-port server', () => {
   });
 
   test('a delivery that keeps growing across frames beyond any message size closes that connection', async () => {
-    const container = rhea.create_container();
-    const connection = container.connect({ host: '127.0.0.1', port: h.emulator.port, reconnect: false });
-    const ended = new Promise<string>((resolve) => {
-      connection.on('connection_close', (ctx) => resolve(ctx.connection.error?.condition ?? 'closed'));
-      connection.on('connection_error', (ctx) => resolve(ctx.connection.error?.condition ?? 'error'));
-      connection.on('disconnected', () => resolve('disconnected'));
-    });
-    await putToken(connection, h.emulator, 'rb');
-    const sender = connection.open_sender({ target: { address: 'rb' } });
+    const { sender, ended } = await senderToRb();
     sender.once('sendable', () => {
       // rhea splits this into frames of the emulator's advertised max-frame-size, all but the last with more=true.
       sender.send({ body: Buffer.alloc(20 * 1024 * 1024) });
@@ -113,6 +125,24 @@ describe('robustness of the one-port server', () => {
     assert.equal(await ended, 'amqp:link:message-size-exceeded');
     await stillServes('after-endless-delivery');
   });
+
+  // rhea walks every id of a disposition's range; 0..0xFFFFFFFF held the event loop for a minute. On the old
+  // code the connection is never closed, so the timeout fails the test.
+  for (const role of [true, false]) {
+    test(
+      `a disposition naming four billion deliveries (role ${role}) closes that connection only`,
+      { timeout: 20_000 },
+      async () => {
+        const { sender, ended } = await senderToRb();
+        await new Promise((resolve) => sender.once('sendable', resolve));
+        const session = (sender as unknown as { session: { output(frame: unknown): void } }).session;
+        // role true settles what the emulator sent (its outgoing side), false what it received.
+        session.output(frames.disposition({ role, first: 0, last: 0xffffffff, settled: true }));
+        assert.equal(await ended, 'amqp:connection:framing-error');
+        await stillServes(`after-wide-disposition-${role}`);
+      },
+    );
+  }
 
   test('an unsupported AMQP protocol id closes that connection', async () => {
     await exchange(h.emulator.port, Buffer.from('AMQP\x09\x01\x00\x00', 'latin1'));

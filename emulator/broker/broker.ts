@@ -262,7 +262,10 @@ export class ServiceBusBroker implements Broker {
   cancelScheduled(entity: string, sequenceNumbers: number[]): void {
     this.core.op(true, () => {
       const topic = this.core.entity(entity);
+      const now = this.core.now();
       for (const seq of sequenceNumbers) {
+        // A due message belongs to its entity even if its timer has not run yet: enqueue it, not cancel it.
+        if ((topic.scheduled.get(seq)?.at ?? Infinity) <= now) this.core.scheduling.fire(topic, seq);
         if (!topic.scheduled.has(seq)) {
           throw new BrokerError(
             'MessageNotFound',
@@ -406,12 +409,23 @@ export class ServiceBusBroker implements Broker {
     return c.op(false, () => {
       const sub = c.sub(source.topic, source.subscription);
       const q = sub.queue(queueKindOf(source));
-      const found = sequenceNumbers.map((seq) => {
+      // A number asked for twice is one message, handed out once.
+      const found = [...new Set(sequenceNumbers)].map((seq) => {
+        const held = q.messages.get(seq);
+        // A lapsed lock ends here as its timer would have (counting the delivery, perhaps dead-lettering).
+        if (held) c.delivery.expireLockIfDue(held);
         const m = q.messages.get(seq);
         if (!m || m.state !== 'deferred' || (sessionId !== undefined && m.sessionId !== sessionId)) {
           throw new BrokerError(
             'MessageNotFound',
             `No deferred message with sequence number ${seq} on '${sub.path}'.`,
+          );
+        }
+        if (m.lockToken !== undefined) {
+          // Azure's answer: taking the lock from its holder would hand one message to two receivers.
+          throw new BrokerError(
+            'MessageNotFound',
+            `Failed to lock one or more specified messages. Either the message is already locked or does not exist (sequence number ${seq} on '${sub.path}').`,
           );
         }
         return m;
@@ -422,8 +436,7 @@ export class ServiceBusBroker implements Broker {
         session = c.sessions.held(sub, sessionId);
       }
       sub.times.accessedAt = c.now();
-      return found.map((m) => {
-        if (m.lockToken !== undefined) c.delivery.unlock(m);
+      const out = found.map((m) => {
         if (mode === 'receiveAndDelete') {
           const d = c.delivery.delivered(m);
           c.delivery.removeMessage(m);
@@ -432,6 +445,17 @@ export class ServiceBusBroker implements Broker {
         c.delivery.lockMessage(m, session);
         return c.delivery.delivered(m);
       });
+      // As take() does: a lock lost in a crash counts as a delivery, so a deferred message meets MaxDeliveryCount too.
+      if (mode === 'peekLock' && found.length > 0) {
+        c.append({
+          k: 'lk',
+          t: sub.topic.desc.name,
+          s: sub.desc.subscriptionName,
+          q: q.kind,
+          seqs: found.map((m) => m.seq),
+        });
+      }
+      return out;
     });
   }
 
@@ -578,6 +602,8 @@ export class ServiceBusBroker implements Broker {
         }
       }
     }
+    // After their entities' records, so that loading finds the subscription they belong to.
+    for (const u of this.core.undecodable) if (!u.sub.deleted) out.push(u.rec);
     return out;
   }
 
@@ -658,6 +684,11 @@ export class ServiceBusBroker implements Broker {
         undefined,
       );
     }
+  }
+
+  /** A persisted message that could not be decoded: kept as it was stored (see BrokerCore.undecodable). */
+  keepUndecodable(sub: SubscriptionState, rec: Extract<JournalRecord, { k: 'put' }>): void {
+    this.core.undecodable.push({ sub, rec });
   }
 
   restoreSessionState(sub: SubscriptionState, id: string, state: Buffer): void {

@@ -60,6 +60,12 @@ export class BrokerCore {
   closed = false;
   /** Set while loading persisted state: nothing is journaled then. */
   replaying = false;
+  /**
+   * Persisted messages that could not be decoded at start-up, as they were stored: every snapshot carries
+   * them unchanged (until their subscription is deleted), so a decoder problem (a rhea upgrade, say) never
+   * erases a message.
+   */
+  readonly undecodable: Array<{ sub: SubscriptionState; rec: Extract<JournalRecord, { k: 'put' }> }> = [];
   readonly delivery: Delivery;
   readonly sessions: Sessions;
   readonly routing: Routing;

@@ -196,6 +196,17 @@ export class Delivery {
     );
   }
 
+  /** Ends a lock that has lapsed (the message's own, or its session's) without waiting for its timer. */
+  expireLockIfDue(m: StoredMessage): void {
+    if (m.lockToken === undefined) return;
+    if (m.lockEpoch !== undefined && m.sessionId !== undefined) {
+      const session = m.queue.sub.sessions.get(m.sessionId);
+      if (session) this.c.sessions.expireLockIfDue(m.queue.sub, session);
+    } else if ((m.lockedUntil ?? 0) <= this.c.now()) {
+      this.lockExpired(m);
+    }
+  }
+
   lockExpired(m: StoredMessage): void {
     this.c.log.debug(
       { path: m.queue.sub.path, messageId: messageIdForLog(m.message) },

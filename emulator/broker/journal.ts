@@ -2,7 +2,9 @@
 //
 // Files in the data directory:
 //   snapshot.jsonl        first line {"k":"gen","g":N}, then the full state as records
-//   journal-N.jsonl       every change since snapshot N, one JSON record per line
+//   journal-N.jsonl       every change since snapshot N, one line per operation: a JSON array of its records
+//                         (so a torn write loses a whole operation, never half of one; journals written
+//                         before this hold one record per line, and are still read)
 // A compaction writes snapshot N+1 to a temporary file, fsyncs it, renames it over snapshot.jsonl, fsyncs the
 // directory, starts journal-(N+1) and deletes journal-N. A crash at any point leaves either the old snapshot
 // with its journal or the new snapshot with an empty (or missing) journal, never a mix.
@@ -52,7 +54,8 @@ export class FileJournal implements JournalSink {
   commit(durable: boolean): void {
     if (this.closed) return;
     if (this.pending.length > 0) {
-      const data = Buffer.from(this.pending.join('\n') + '\n');
+      // One line per operation: a dead-letter move is a `del` and a `put`, and replay must see both or neither.
+      const data = Buffer.from('[' + this.pending.join(',') + ']\n');
       this.pending = [];
       writeAll(this.fd, data);
       this.bytes += data.length;

@@ -46,6 +46,25 @@ describe('scheduled messages', () => {
     await broker.close();
   });
 
+  test('a message whose time has come cannot be cancelled, even before its timer ran', async () => {
+    const { broker, clock } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 's' });
+    const [seq] = broker.schedule('t', [msg({ message_id: 'due' })], [clock.t + 1000]);
+    clock.advance(1000); // due now; runDueWork is not called, as when the timer is late
+    assert.throws(
+      () => broker.cancelScheduled('t', [seq!]),
+      (e) => code(e) === 'MessageNotFound',
+    );
+    assert.equal(broker.getTopicRuntime('t').scheduledMessageCount, 0);
+    const peeked = broker.peek(src, { maxCount: 5 });
+    assert.deepEqual(
+      peeked.map((d) => [d.message.message_id, d.sequenceNumber]),
+      [['due', seq]],
+    );
+    await broker.close();
+  });
+
   test('a scheduled message keeps the sequence number it got when scheduled, so it is ordered by it', async () => {
     const { broker, clock } = await brokerWithClock();
     broker.createTopic({ name: 't' });
@@ -183,6 +202,40 @@ describe('defer, dead-letter and peek', () => {
       () => broker.receiveDeferred(src, [first!.sequenceNumber], 'peekLock'),
       (e) => code(e) === 'MessageNotFound',
     );
+    await broker.close();
+  });
+
+  test('a deferred message whose lock is held is not handed out again, until that lock lapses', async () => {
+    const { broker, clock } = await brokerWithClock();
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 's', lockDurationMs: 30_000 });
+    broker.send('t', [msg({ message_id: 'd' })]);
+    const r = await broker.openReceiver({ source: src, mode: 'peekLock' });
+    const [first] = r.take(1);
+    const seq = first!.sequenceNumber;
+    broker.settle(src, first?.lockToken ?? '', { kind: 'defer' });
+    const once = broker.receiveDeferred(src, [seq, seq], 'peekLock');
+    assert.equal(once.length, 1, 'a number asked for twice is one message');
+    for (const mode of ['peekLock', 'receiveAndDelete'] as const) {
+      assert.throws(
+        () => broker.receiveDeferred(src, [seq], mode),
+        (e) => code(e) === 'MessageNotFound' && /already locked/.test((e as Error).message),
+      );
+    }
+    // The lock was not taken from its holder: it lapses, and then the message can be received again.
+    tick(broker, clock, 30_000);
+    const [again] = broker.receiveDeferred(src, [seq], 'peekLock');
+    assert.equal(again?.deliveryCount, 1, 'the lapsed lock counted a delivery');
+    assert.throws(
+      () => broker.settle(src, once[0]?.lockToken ?? '', { kind: 'complete' }),
+      (e) => code(e) === 'MessageLockLost',
+    );
+    // A lapsed lock whose timer has not run yet is ended by the request itself.
+    clock.advance(30_000);
+    const [third] = broker.receiveDeferred(src, [seq], 'peekLock');
+    assert.equal(third?.deliveryCount, 2);
+    broker.settle(src, third?.lockToken ?? '', { kind: 'complete' });
+    assert.equal(broker.getSubscriptionRuntime('t', 's').activeMessageCount, 0);
     await broker.close();
   });
 

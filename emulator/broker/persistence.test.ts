@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import rhea from 'rhea';
@@ -13,6 +13,13 @@ const src = { topic: 't', subscription: 's' };
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'nimbus-broker-'));
+}
+
+/** The generation of the one journal in a data directory. */
+function journalGeneration(dir: string): number {
+  const journals = readdirSync(dir).filter((f) => f.startsWith('journal-'));
+  assert.equal(journals.length, 1);
+  return Number(/journal-(\d+)/.exec(journals[0]!)?.[1]);
 }
 
 describe('persistence', () => {
@@ -141,6 +148,30 @@ describe('persistence', () => {
     }
   });
 
+  test('a deferred message locked by sequence number counts the lost lock after a crash', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's', maxDeliveryCount: 1 });
+      b1.send('t', [msg({ message_id: 'parked' })]);
+      const [d] = (await b1.openReceiver({ source: src, mode: 'peekLock' })).take(1);
+      b1.settle(src, d?.lockToken ?? '', { kind: 'defer' });
+      b1.receiveDeferred(src, [d!.sequenceNumber], 'peekLock'); // locked when the "crash" happens
+      // No close() (its snapshot would record the lock): open the directory again while b1 is abandoned.
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      const rt = b2.getSubscriptionRuntime('t', 's');
+      assert.deepEqual(
+        [rt.activeMessageCount, rt.deadLetterMessageCount],
+        [0, 1],
+        'the lost lock was the last allowed delivery',
+      );
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a torn last journal line is ignored; compaction keeps the state and bounds the journal', async () => {
     const dir = tempDir();
     try {
@@ -152,9 +183,7 @@ describe('persistence', () => {
         b1.send('t', [msg({ message_id: `m${i}` })]);
         if (i % 2 === 0) r.take(1);
       }
-      const journals = readdirSync(dir).filter((f) => f.startsWith('journal-'));
-      assert.equal(journals.length, 1);
-      const gen = Number(/journal-(\d+)/.exec(journals[0]!)?.[1]);
+      const gen = journalGeneration(dir);
       assert.ok(gen > 2, 'the journal was compacted several times');
       appendFileSync(join(dir, journalFile(gen)), '{"k":"put","t":"t","s":"s","q":"ma');
       const b2 = await createServiceBusBroker({ dataDir: dir });
@@ -164,6 +193,97 @@ describe('persistence', () => {
         ['m100', 'm101'],
       );
       await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('an operation torn in the middle is replayed not at all: a dead-letter move keeps its message', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'moved' })]);
+      const [d] = (await b1.openReceiver({ source: src, mode: 'peekLock' })).take(1);
+      b1.settle(src, d?.lockToken ?? '', { kind: 'deadLetter', reason: 'R' });
+      // No close(). The move was written as `del` then `put`: cut the write inside the `put`, as a crash would.
+      const path = join(dir, journalFile(journalGeneration(dir)));
+      const text = readFileSync(path, 'utf8');
+      const put = text.lastIndexOf('{"k":"put"');
+      assert.ok(put > text.lastIndexOf('{"k":"del"') && text.lastIndexOf('{"k":"del"') > 0);
+      writeFileSync(path, text.slice(0, put + 20));
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      const rt = b2.getSubscriptionRuntime('t', 's');
+      assert.deepEqual([rt.activeMessageCount, rt.deadLetterMessageCount], [1, 0], 'the message is not lost');
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a journal written one record per line (before operations were one line) is still read', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'a' }), msg({ message_id: 'b' })]);
+      const path = join(dir, journalFile(journalGeneration(dir)));
+      const lines = readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => l.length > 0);
+      const old = lines.flatMap((l) => (JSON.parse(l) as unknown[]).map((r) => JSON.stringify(r)));
+      assert.ok(old.length > lines.length, 'operations of several records were rewritten one record a line');
+      writeFileSync(path, old.join('\n') + '\n');
+      const b2 = await createServiceBusBroker({ dataDir: dir });
+      assert.deepEqual(
+        b2.peek(src, { maxCount: 5 }).map((m) => m.message.message_id),
+        ['a', 'b'],
+      );
+      await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a stored message that cannot be decoded is kept in every later snapshot, not erased', async () => {
+    const dir = tempDir();
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'unreadable' }), msg({ message_id: 'fine' })]);
+      await b1.close();
+      const path = join(dir, 'snapshot.jsonl');
+      const lines = readFileSync(path, 'utf8').split('\n');
+      const first = lines.findIndex((l) => l.startsWith('{"k":"put"'));
+      const broken = { ...(JSON.parse(lines[first]!) as Record<string, unknown>), m: 'AAAA' };
+      lines[first] = JSON.stringify(broken);
+      writeFileSync(path, lines.join('\n'));
+      // Twice: the start-up compaction and the close both write a snapshot without decoding the message.
+      for (let i = 0; i < 2; i++) {
+        const b = await createServiceBusBroker({ dataDir: dir });
+        assert.deepEqual(
+          b.peek(src, { maxCount: 5 }).map((m) => m.message.message_id),
+          ['fine'],
+        );
+        await b.close();
+      }
+      const kept = readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{"k":"put"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(
+        kept.find((r) => r.m === 'AAAA'),
+        broken,
+      );
+      // Deleting its subscription deletes it too: a new subscription of that name does not inherit it.
+      const b3 = await createServiceBusBroker({ dataDir: dir });
+      b3.deleteSubscription('t', 's');
+      b3.createSubscription({ topicName: 't', subscriptionName: 's' });
+      await b3.close();
+      assert.ok(!readFileSync(path, 'utf8').includes('"m":"AAAA"'));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

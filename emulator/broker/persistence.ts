@@ -83,9 +83,13 @@ function readState(dir: string, log: Log): { gen: number; records: JournalRecord
     const lines = readLines(journalPath);
     for (let i = 0; i < lines.length; i++) {
       try {
-        records.push(parseRecord(lines[i] as string));
+        // An operation's records are one line (an array); a journal of an older version has one per line.
+        const parsed: JournalRecord | JournalRecord[] = parseRecord(lines[i] as string);
+        if (Array.isArray(parsed)) records.push(...parsed);
+        else records.push(parsed);
       } catch {
-        // Only a torn last write can be unparsable; it was never acknowledged to anyone.
+        // Only a torn last write can be unparsable; it was never acknowledged to anyone, and it is one whole
+        // operation, so nothing of it is replayed.
         log.warn(
           { file: journalPath, line: i + 1, dropped: lines.length - i },
           'journal ends with a partial record',
@@ -243,8 +247,20 @@ function restore(broker: ServiceBusBroker, image: Map<string, TopicImage>, log: 
     for (const [sub, s] of subs) {
       const ordered = [...s.messages.entries()].sort((a, b) => a[1].seq - b[1].seq);
       for (const [key, rec] of ordered) {
+        let message: ReturnType<typeof decodeMessage>;
         try {
-          broker.restoreMessage(sub, rec.q as QueueKind, rec, decodeMessage(rec.m), s.locked.has(key));
+          message = decodeMessage(rec.m);
+        } catch (err) {
+          // Not delivered, but not erased either: the next snapshot carries the record unchanged.
+          log.error(
+            { path: sub.path, seq: rec.seq, err: String(err) },
+            'persisted message could not be decoded; kept as stored, not delivered',
+          );
+          broker.keepUndecodable(sub, rec);
+          continue;
+        }
+        try {
+          broker.restoreMessage(sub, rec.q as QueueKind, rec, message, s.locked.has(key));
         } catch (err) {
           log.error(
             { path: sub.path, seq: rec.seq, err: String(err) },

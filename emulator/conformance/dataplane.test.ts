@@ -302,6 +302,30 @@ describe('receive modes and settlement', () => {
     }
   });
 
+  test('a deferred message already received by sequence number is not handed out again', async () => {
+    const topic = await topicWithSub();
+    const sender = h.client.createSender(topic);
+    const receiver = h.fastClient.createReceiver(topic, 'sub');
+    const other = h.fastClient.createReceiver(topic, 'sub', { receiveMode: 'receiveAndDelete' });
+    try {
+      await sender.sendMessages({ body: 'once', messageId: 'dd1' });
+      const [m] = await receiveUntil(receiver, 1);
+      assert.ok(m?.sequenceNumber);
+      await receiver.deferMessage(m);
+      const seq = m.sequenceNumber;
+      const first = await receiver.receiveDeferredMessages([seq, seq]);
+      assert.equal(first.length, 1, 'the same number twice is one message');
+      // Azure: "Failed to lock one or more specified messages. Either the message is already locked ..."
+      await assertServiceBusError(() => receiver.receiveDeferredMessages([seq]), 'MessageNotFound');
+      await assertServiceBusError(() => other.receiveDeferredMessages([seq]), 'MessageNotFound');
+      await receiver.completeMessage(first[0]!); // the first holder's lock still holds
+    } finally {
+      await other.close();
+      await receiver.close();
+      await sender.close();
+    }
+  });
+
   test('receiveDeferredMessages with an unknown sequence number fails with MessageNotFound', async () => {
     const topic = await topicWithSub();
     const sender = h.client.createSender(topic);
