@@ -5,6 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
+import { rowFromEntry } from '../../server/reconcile/stuck.ts';
 import { statusRowId } from './ids.ts';
 import { statusRowSchema } from './schemas.ts';
 import { CONTAINERS } from './store.ts';
@@ -63,6 +64,31 @@ test("a restore that asks for a conditional version undoes the claim, not the re
   const undone = await f.store.restoreStatusRow(previous, undo);
   assert.equal(undone.outcome, 'written');
   assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, 'Failed');
+});
+
+test("a restore puts back a message's own record (unconditional); the Resolver's restore after a refusal is conditional", async () => {
+  const ep = uniq('ep');
+  const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+  await f.store.writeStatus(request);
+  const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+  await f.store.recordOutcome({ history: { ...error, enqueuedAt: new Date().toISOString() } as never, status: error });
+  const command = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, from: 'Manager' });
+  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed' });
+  // Reconcile restores an abandoned claim to the version the error response wrote, rebuilt from its history entry
+  // over the claim's row: the error response's own record, not the claim's conditional mark.
+  const claim = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+  assert.equal(claim.conditional, true);
+  const entry = (await f.store.getHistory('e', error.messageId))!;
+  const restored = await f.store.restoreStatusRow(rowFromEntry(claim, entry), { status: 'Pending', lastMessageId: command.messageId });
+  assert.ok(restored.outcome === 'written');
+  assert.deepEqual([restored.row.status, restored.row.lastMessageId, restored.row.conditional], ['Failed', error.messageId, false]);
+  assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.conditional, false);
+  // The Resolver's restore after a refusal (resolver-worker/resolve.ts) writes with `expect`, under the notice's id.
+  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed' });
+  const notice = { ...error, messageId: uniq('notice') };
+  const afterRefusal = await f.store.writeStatus(notice, { lastMessageId: command.messageId });
+  assert.ok(afterRefusal.outcome === 'written');
+  assert.equal(afterRefusal.row.conditional, true);
 });
 
 test('the field reads as absent on a row of an older writer or when damaged: the row stays readable', () => {
