@@ -106,6 +106,18 @@ describe('reading the enqueue time', () => {
     assert.equal(maxReplacementAgeMs({ maxAttempts: 2, maxDelayMs: 1_000 }), 1_000 + maxReplacementAgeMs({ maxAttempts: 1, maxDelayMs: 1_000 }));
   });
 
+  test('a misconfigured backoff cap does not turn the check off: the bound stops at 30 days', () => {
+    // maxDelayMs has no upper limit in the options: a year's cap would reach back nine years.
+    const budget = { maxAttempts: 10, maxDelayMs: 365 * 24 * 3_600_000 };
+    assert.equal(maxReplacementAgeMs(budget), 30 * 24 * 3_600_000);
+    const years = readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: '2020-01-01T00:00:00.000Z', [Prop.ThrottleRetryCount]: 9 }), undefined, budget);
+    assert.equal(years.enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
+    assert.deepEqual(years.problems, ["OriginalEnqueuedTimeUtc is more than 720 h before the broker's enqueue time"]);
+    // Within the cap, as before.
+    const weeks = new Date(REPLACEMENT_ACTIVE.getTime() - 20 * 24 * 3_600_000).toISOString();
+    assert.equal(readResolverMessage(received({ [Prop.OriginalEnqueuedTimeUtc]: weeks, [Prop.ThrottleRetryCount]: 9 }), undefined, budget).enqueuedAt, weeks);
+  });
+
   test("without the property (or the broker's time), as before: the broker's time, else the time of reading", () => {
     assert.equal(readResolverMessage(received({})).enqueuedAt, REPLACEMENT_ACTIVE.toISOString());
     const now = new Date('2026-12-02T12:00:00.000Z');

@@ -76,13 +76,31 @@ describe('pure parts', () => {
     // redelivery finds the entry there, and its write is the first to replace the claim.
     recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: true, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
     assert.deepEqual(added, ['resubmitted']);
-    // Not claimed (its version replaces another message's): counted once as well.
-    recorder.applied({ ...cmd, messageId: 'cmd2' }, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: false, previousMessageIds: ['cmd', 'x'], historyRecorded: false });
+    // Not claimed (an older Manager: its first write replaces another message's version and records its history
+    // entry): counted once; its copy over its own record is not.
+    recorder.applied({ ...cmd, messageId: 'cmd2' }, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: false, previousMessageIds: ['cmd', 'x'], historyRecorded: true });
+    recorder.applied({ ...cmd, messageId: 'cmd2' }, 'ep', { row: pending, previousMessageId: 'cmd2', previousConditional: false, previousMessageIds: ['cmd2', 'cmd', 'x'], historyRecorded: false });
     assert.deepEqual(added, ['resubmitted', 'resubmitted']);
     // A claim of an older writer, which did not say how it was written: the history entry decides, as before.
     recorder.applied({ ...cmd, messageId: 'cmd3' }, 'ep', { row: pending, previousMessageId: 'cmd3', previousConditional: undefined, previousMessageIds: ['cmd3'], historyRecorded: true });
     recorder.applied({ ...cmd, messageId: 'cmd3' }, 'ep', { row: pending, previousMessageId: 'cmd3', previousConditional: undefined, previousMessageIds: ['cmd3'], historyRecorded: false });
     assert.deepEqual(added, ['resubmitted', 'resubmitted', 'resubmitted']);
+  });
+
+  test('a console command\'s copy that arrives after later messages is not counted again', () => {
+    const added: string[] = [];
+    const recorder = createOutcomeRecorder({ add: (p) => void added.push(p.count) }, () => new Date());
+    const cmd = { messageId: 'cmd', messageType: T.ResubmissionRequest, eventTypeId: 'E', enqueuedAt: new Date().toISOString(), queueTimeMs: undefined, processingTimeMs: undefined };
+    const pending = { status: 'Pending' as const, eventTypeId: 'E' };
+    // Claim, then the command's record: counted once.
+    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'cmd', previousConditional: true, previousMessageIds: ['cmd', 'err0'], historyRecorded: true });
+    assert.deepEqual(added, ['resubmitted']);
+    // Then err1 and retry1 (parent cmd) and a ResolutionResponse (parent retry1); the batch comes back after a lost
+    // lock and the guard lets the command's copy through over Completed (rule 6): it found its history entry there.
+    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'res1', previousConditional: false, previousMessageIds: ['res1', 'retry1', 'err1', 'cmd', 'err0'], historyRecorded: false });
+    // Over the row the Resolver put back after a refusal, or Reconcile repaired: both conditional writes.
+    recorder.applied(cmd, 'ep', { row: pending, previousMessageId: 'notice', previousConditional: true, previousMessageIds: ['notice', 'cmd', 'err0'], historyRecorded: false });
+    assert.deepEqual(added, ['resubmitted'], 'the copies: not again');
   });
 
   test('percentiles from the histogram land in the right bin', () => {

@@ -72,16 +72,19 @@ export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now:
       if (MANAGER_ONLY_TYPES.has(m.messageType)) {
         // A console command (resubmit, skip; one reaching a status write came through the Manager topic): the Manager
         // claims the row under the command's own id before sending it, so the version the Resolver's write replaces
-        // always holds that id and the check below would never count it. Counted when the write replaces a version
-        // that is not the command's own record: the claim (a conditional write), or another message's version when
-        // nothing claimed it. A copy coming back replaces the command's own record (unconditional) and is not.
-        // It used to be counted when the command's history entry was first recorded, but the history is written
-        // before the status: an attempt whose history landed and whose status write then failed counted nothing, and
-        // its redelivery found the entry there and counted nothing either. The status write is what a redelivery
-        // repeats until it lands, so its first application is the one to count. A version of an older writer does
-        // not say how it was written: as before, by the history entry.
-        const ownRecord = previousMessageId === m.messageId && (previousConditional === undefined ? !historyRecorded : !previousConditional);
-        if (ownRecord) return;
+        // always holds that id and the check below would never count it. Counted when the write first records the
+        // command: over a version under its own id, when that version is the claim (a conditional write) - a copy
+        // coming back over the command's own record (unconditional) is not; over another message's version, when
+        // this write created the command's history entry. The guard lets a command through over anything but its
+        // own answer (rule 6), so a copy that arrives after later messages (a batch redelivered after a lost lock, a
+        // row put back after a refusal or by Reconcile) replaces one of theirs: it found its history entry there and
+        // is not counted again. A command nothing claimed (an older Manager) is counted by its history entry too.
+        // Not by the history entry alone: it is written before the status, so an attempt whose history landed and
+        // whose status write then failed counted nothing, and its redelivery found the entry there and counted
+        // nothing either. Over the claim, the status write is what a redelivery repeats until it lands. A version of
+        // an older writer does not say how it was written: as before, the history entry decides.
+        const first = previousMessageId === m.messageId ? (previousConditional ?? historyRecorded) : historyRecorded;
+        if (!first) return;
       } else if (previousMessageIds.includes(m.messageId)) {
         // A copy written again: over its own version (a no-op the guard lets through), or over a later message's (an
         // ErrorResponse and the message after it both redelivered, the copy of the first applied over the second: the

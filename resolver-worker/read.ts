@@ -95,6 +95,13 @@ const instantSchema = z.iso.datetime({ offset: true });
  */
 export const REPLACEMENT_BACKLOG_MARGIN_MS = 7 * 24 * 3_600_000;
 
+/**
+ * The bound never exceeds 30 days, whatever the budget: the options schema does not limit `maxDelayMs`, and a
+ * misconfigured backoff cap (a wrong unit, a stray zero) would otherwise stretch the bound to years and turn the
+ * check off. Thirty days holds the week's margin and more than three weeks of reschedules.
+ */
+export const MAX_REPLACEMENT_AGE_CAP_MS = 30 * 24 * 3_600_000;
+
 /** What the age bound reads of the Resolver's budget (budget.ts): how often and how long it reschedules. */
 export type ReplacementBudget = Pick<BudgetOptions, 'maxAttempts' | 'maxDelayMs'>;
 
@@ -102,11 +109,11 @@ export type ReplacementBudget = Pick<BudgetOptions, 'maxAttempts' | 'maxDelayMs'
  * How far before its own broker time a replacement's OriginalEnqueuedTimeUtc may lie, for the budget the Resolver
  * runs with (startResolver's `budget`; the throttle path reschedules with it): a message is rescheduled at most
  * maxAttempts − 1 times, each after at most maxDelayMs (9 × 300 s = 45 min with the default budget), plus
- * REPLACEMENT_BACKLOG_MARGIN_MS for the waits the schedule does not cover. An older value is no replacement's: the
- * message is recorded with the broker's time, as before the property existed.
+ * REPLACEMENT_BACKLOG_MARGIN_MS for the waits the schedule does not cover, at most MAX_REPLACEMENT_AGE_CAP_MS. An
+ * older value is no replacement's: the message is recorded with the broker's time, as before the property existed.
  */
 export function maxReplacementAgeMs(budget: ReplacementBudget = DEFAULT_BUDGET): number {
-  return Math.max(0, budget.maxAttempts - 1) * budget.maxDelayMs + REPLACEMENT_BACKLOG_MARGIN_MS;
+  return Math.min(MAX_REPLACEMENT_AGE_CAP_MS, Math.max(0, budget.maxAttempts - 1) * budget.maxDelayMs + REPLACEMENT_BACKLOG_MARGIN_MS);
 }
 
 /** The age bound in words, for the problem it names: hours, as the margin is counted in them. */

@@ -117,10 +117,10 @@ export const statusRowSchema = z.object({
    */
   appliedMessageIds: z.array(z.string()).optional().catch(undefined),
   /**
-   * Whether this version was written by a conditional write (`expect`: the Manager's claim, Reconcile's repair)
-   * rather than by a message's own record (the Resolver's writes are never conditional; a restore keeps the value of
-   * the version it puts back): how the Resolver
-   * tells its first record of a console command, which replaces the command's claim under the same id, from a copy
+   * Whether this version was written by a conditional write (`expect`: the Manager's claim, Reconcile's repair, the
+   * Resolver's restore after a refusal) rather than by a message's own record (the Resolver's other writes; a restore
+   * keeps the value of the version it puts back, and Reconcile's, rebuilt from a history entry, puts back a record):
+   * how the Resolver tells its first record of a console command, which replaces the command's claim under the same id, from a copy
    * of that record, so its time series counts the command once (resolver-worker/outcomeMetrics.ts). Absent on rows
    * of older writers; a damaged value reads as absent.
    */

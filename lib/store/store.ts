@@ -250,6 +250,12 @@ export interface RowExpectation {
   status?: ResolutionStatusT;
   /** null = the row must not exist. */
   lastMessageId?: string | null;
+  /**
+   * Whether the version must have been written by a conditional write (its `conditional`): the Manager's undo of
+   * its claim asks for true, so the Resolver's record of the command - same id, same status, written unconditionally
+   * - is not taken for the claim and rolled back. A version that does not say (an older writer's) matches.
+   */
+  conditional?: boolean;
 }
 
 /**
@@ -268,6 +274,7 @@ function matchesExpectation(row: StatusRow | null, expect: RowExpectation): bool
   if (row === null) return false;
   if (expect.status !== undefined && row.status !== expect.status) return false;
   if (expect.lastMessageId !== undefined && row.lastMessageId !== expect.lastMessageId) return false;
+  if (expect.conditional !== undefined && row.conditional !== undefined && row.conditional !== expect.conditional) return false;
   return true;
 }
 

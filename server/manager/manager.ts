@@ -603,7 +603,9 @@ export class Manager {
     let restored: 'restored' | 'moved' | 'failed' | 'kept' = 'kept';
     if (previous) {
       try {
-        const r = await this.#store.restoreStatusRow(previous, { status: ResolutionStatus.Pending, lastMessageId: built.messageId });
+        // conditional: the Resolver's record of the command has the claim's id and status too (a send that timed out
+        // but landed); only the claim itself, a conditional write, is undone.
+        const r = await this.#store.restoreStatusRow(previous, { status: ResolutionStatus.Pending, lastMessageId: built.messageId, conditional: true });
         restored = r.outcome === 'written' ? 'restored' : 'moved';
       } catch (e) {
         restored = 'failed';

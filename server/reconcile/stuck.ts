@@ -222,6 +222,8 @@ export function rowFromEntry(current: StatusRow, entry: HistoryEntry): StatusRow
     externalJobId: entry.externalJobId,
     expectedBy: entry.expectedBy,
     blockedBy: null,
+    // The entry's message's own record, not the claim's conditional write this is built over (docs/store.md).
+    conditional: false,
   };
 }
 
