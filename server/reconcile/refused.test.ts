@@ -11,7 +11,7 @@
 // another event's block; the guard keeps the deferral off the row) is listed `parked` and restored likewise.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType, Topic } from '@nimbus/sdk/contract';
+import { CopyKind, derivedMessageId, MessageType, Topic } from '@nimbus/sdk/contract';
 import { ServiceBusClient } from '@azure/service-bus';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { AuditType, type StatusRow } from '../../lib/store/index.ts';
@@ -304,11 +304,16 @@ test('a resubmission answered only by a deferral is listed parked, with the defe
 });
 
 test('a parked resubmission whose replayed copy was answered is stale, not parked', async () => {
-  const { eventId, commandId } = await recordedResubmission('parkedanswered');
+  const { eventId, commandId, claimed } = await recordedResubmission('parkedanswered');
   await f.store.recordHistory(entry(msg(MessageType.DeferralResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, errorText: 'Session s-1 is blocked by event evt-blocker' })));
-  // The replayed copy's answer names the original command; its row write was lost.
-  const answer = entry(msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId }));
+  // The replayed copy's answer, its row write lost. It names the copy it answers (buildResponse sets ParentMessageId to
+  // the inbound id, C~parked~replayed), not the command: it answers another message of the session, enqueued after
+  // the command, so the row is stale by `later-response`.
+  const replayed = derivedMessageId(derivedMessageId(commandId, CopyKind.Parked), CopyKind.Replayed);
+  // Enqueued a second after the command (the release came later), never in the command's millisecond.
+  const enqueuedAt = new Date(Date.parse(claimed.row.enqueuedAt!) + 1000).toISOString();
+  const answer = entry(msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: replayed, from: endpointId, enqueuedAt }));
   await f.store.recordHistory(answer);
   const found = await listed(eventId);
-  assert.deepEqual([found.kinds, found.stale[0]?.evidence.messageId], [['stale:answers-row'], answer.messageId]);
+  assert.deepEqual([found.kinds, found.stale[0]?.evidence.messageId], [['stale:later-response'], answer.messageId]);
 });
