@@ -1,5 +1,5 @@
 // The tie rule of server/historyOrder.ts on plain entries: the same history gives the same order whatever order the
-// store listed it in, and an answer recorded with the message it answers comes after it.
+// store listed it in, and an answer of the same enqueuedAt comes after the message it answers, whenever recorded.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { inHistoryOrder } from './historyOrder.ts';
@@ -27,4 +27,15 @@ test('recorded together: an answer after what it answers, else by message id', (
   assert.deepEqual(ids([entry('b', T0, T0, 'b'), entry('a', T0, T0, 'a')]), ['a', 'b']);
   // A cycle no real history has still gives one order.
   assert.deepEqual(ids([entry('y', T0, T0, 'x'), entry('x', T0, T0, 'y')]), ['x', 'y']);
+});
+
+test('an answer recorded before its request still comes after it: the parent rule before recordedAt', () => {
+  const T0_4 = '2026-12-01T09:00:00.004Z';
+  const request = entry('z-request', T0, T0_4);
+  const answer = entry('a-answer', T0, T0, 'z-request');
+  assert.deepEqual(ids([answer, request]), ['z-request', 'a-answer']);
+  assert.deepEqual(ids([request, answer]), ['z-request', 'a-answer']);
+  // Other entries of that enqueuedAt still go by recordedAt: one recorded between the two keeps its place.
+  const other = entry('m-other', T0, T1);
+  assert.deepEqual(ids([answer, other, request]), ['m-other', 'z-request', 'a-answer']);
 });

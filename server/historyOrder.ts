@@ -2,26 +2,26 @@
 // or a request and its answer inside one millisecond). The store lists history by enqueuedAt alone, so such a pair
 // came back in whatever order the database kept them, and the event page's "latest traced message" (a findLast over
 // that list) was whichever came last by accident. The entries carry no broker sequence number, so the tie is broken
-// by what they do carry: when the Resolver recorded them (it records a session's messages in the broker's order);
-// among entries recorded together, an answer after the message it answers (parentMessageId); then the message id,
-// so the same history always gives the same order (eventTraceTie.test.ts, historyOrder.test.ts).
+// by what they do carry: an answer after the message it answers (parentMessageId), whenever either was recorded -
+// the Resolver can record an answer before its request, and recordedAt first would then put the answer first;
+// otherwise when the Resolver recorded them (it records a session's messages in the broker's order); then the
+// message id, so the same history always gives the same order (eventTraceTie.test.ts, historyOrder.test.ts).
 import type { HistoryEntry } from '../lib/store/index.ts';
 
 type Ordered = Pick<HistoryEntry, 'enqueuedAt' | 'recordedAt' | 'messageId' | 'parentMessageId'>;
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-const instant = (a: Ordered, b: Ordered): number => cmp(a.enqueuedAt, b.enqueuedAt) || cmp(a.recordedAt, b.recordedAt);
 
 /**
- * The entries oldest first, as a new array (the store's page is left as it was): by enqueuedAt, then recordedAt;
- * entries equal on both are put parents first, else by message id (no two entries share one).
+ * The entries oldest first, as a new array (the store's page is left as it was): by enqueuedAt; entries of the same
+ * enqueuedAt are put parents first, else by recordedAt, then by message id (no two entries share one).
  */
 export function inHistoryOrder<T extends Ordered>(entries: readonly T[]): T[] {
-  const sorted = [...entries].sort((a, b) => instant(a, b) || cmp(a.messageId, b.messageId));
+  const sorted = [...entries].sort((a, b) => cmp(a.enqueuedAt, b.enqueuedAt) || cmp(a.recordedAt, b.recordedAt) || cmp(a.messageId, b.messageId));
   const out: T[] = [];
   for (let start = 0; start < sorted.length; ) {
     let end = start + 1;
-    while (end < sorted.length && instant(sorted[start]!, sorted[end]!) === 0) end += 1;
+    while (end < sorted.length && sorted[start]!.enqueuedAt === sorted[end]!.enqueuedAt) end += 1;
     out.push(...parentsFirst(sorted.slice(start, end)));
     start = end;
   }
@@ -29,9 +29,9 @@ export function inHistoryOrder<T extends Ordered>(entries: readonly T[]): T[] {
 }
 
 /**
- * One group of entries of the same instant, by message id, with each answer moved after the entry it answers: the
- * first entry whose parent is not still waiting goes next (a cycle, which no real history has, falls back to the
- * message id order).
+ * One group of entries of the same enqueuedAt, by recordedAt then message id, with each answer moved after the entry
+ * it answers: the first entry whose parent is not still waiting goes next (a cycle, which no real history has, falls
+ * back to that order).
  */
 function parentsFirst<T extends Ordered>(group: T[]): T[] {
   if (group.length < 2) return group;

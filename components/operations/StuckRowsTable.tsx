@@ -2,7 +2,8 @@
 // Operations → Reconcile: rows that nothing will move (a claim without a receipt, a control request nobody
 // answered or the subscriber refused, an answer that no longer parses), each with why it is stuck and what each possible repair does. The operator selects rows and, where a
 // row offers more than one repair (re-send or restore), picks one; the parent applies the selection. A row that offers
-// none (its state to restore is unknown) is listed all the same, without controls: its "why" says what is unknown.
+// none (its state to restore is unknown, or a parked command, which is never repaired) is listed all the same,
+// without controls: its "why" says why.
 import { Timestamp } from '../format.tsx';
 import type { RepairTarget, StuckRow } from '../topology/opsApi.ts';
 import { TABLE_HEAD } from '../table.tsx';
@@ -12,6 +13,12 @@ import { stuckKey } from './reconcileKeys.ts';
 export function repairOf(r: Omit<StuckRow, 'kind'> & Pick<RepairTarget, 'kind'>, action: RepairTarget['action']): RepairTarget {
   return { kind: r.kind, endpointId: r.endpointId, eventId: r.eventId, sessionId: r.sessionId, rowMessageId: r.rowMessageId, action };
 }
+
+/** Why a kind is never repaired (other kinds offer none only when the state to put back is unknown). */
+const NO_REPAIR: Partial<Record<StuckRow['kind'], string>> = {
+  unreadable: 'None offered: the answer cannot be read (see why).',
+  parked: 'None offered: the parked command runs when the event blocking its session is settled (see why).',
+};
 
 const KIND_DETAIL: Record<StuckRow['kind'], string> = { claim: 'claimed, no receipt', unanswered: 'unanswered request', refused: 'command refused', parked: 'parked, never answered', unreadable: 'answer unreadable' };
 
@@ -67,7 +74,7 @@ export function StuckRowsTable(props: {
                 <td className="px-3 py-2 text-xs">
                   {r.repairs.length === 0 && (
                     <span data-stuck-no-repair="">
-                      {r.kind === 'unreadable' ? 'None offered: the answer cannot be read (see why).' : 'None offered: Reconcile cannot tell which state to put back (see why).'} Check the event&apos;s
+                      {NO_REPAIR[r.kind] ?? 'None offered: Reconcile cannot tell which state to put back (see why).'} Check the event&apos;s
                       history on its page.
                     </span>
                   )}

@@ -8,10 +8,11 @@
 // without a receipt was offered a re-send of a command its subscriber refuses. An unrecorded claim its endpoint
 // answered is offered no restore (it would undo the answer): it is stale, whatever the answer (a new handoff park
 // too), and the stale repair makes the row show it. A resubmission answered only by a deferral (parked behind
-// another event's block; the guard keeps the deferral off the row) is listed `parked` and restored likewise.
+// another event's block; the guard keeps the deferral off the row) is listed `parked`, with no repair: a restore
+// made a Resubmit send the parked command a second time.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType, Topic } from '@nimbus/sdk/contract';
+import { CopyKind, derivedMessageId, MessageType, Topic } from '@nimbus/sdk/contract';
 import { ServiceBusClient } from '@azure/service-bus';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { AuditType, type StatusRow } from '../../lib/store/index.ts';
@@ -264,7 +265,7 @@ async function recordedResubmission(prefix: string) {
 // (not request stage), so the row keeps reading Pending from the ResubmissionRequest. The deferral is an answer, so
 // the row was neither unanswered (stuck) nor stale (nothing the guard lets onto it): listed nowhere, for as long as
 // the parked copy waits - for ever if the blocker is never settled or the copy was lost. It is listed `parked`.
-test('a resubmission answered only by a deferral is listed parked, with the deferral and its blocker, and restored to its failure', async () => {
+test('a resubmission answered only by a deferral is listed parked, with the deferral and its blocker, and offered no repair: a Resubmit then sends nothing', async () => {
   const { eventId, failed, commandId, claimed } = await recordedResubmission('parkedresubmit');
   // The deferral as the Resolver records it: history, then the guarded row write, which refuses it.
   const parkText = 'Session s-1 is blocked by event evt-blocker';
@@ -279,36 +280,56 @@ test('a resubmission answered only by a deferral is listed parked, with the defe
   const found = await listed(eventId);
   assert.deepEqual(
     [found.kinds, found.stuck[0]?.rowMessageId, found.stuck[0]?.repairs.map((r) => r.action), found.stuck[0]?.restoresTo],
-    [['stuck:parked'], commandId, ['restore'], { status: 'Failed', messageType: 'ErrorResponse', messageId: failed.messageId }],
-    `listed once, parked, with the restore: ${found.stuck[0]?.why ?? 'listed nowhere'}`,
+    [['stuck:parked'], commandId, [], null],
+    `listed once, parked, with no repair: ${found.stuck[0]?.why ?? 'listed nowhere'}`,
   );
   const why = found.stuck[0]!.why;
   assert.match(why, new RegExp(`ResubmissionRequest recorded \\d+ min ago that ${endpointId} only parked \\(DeferralResponse ${deferral.messageId}: ${parkText}\\)`));
-  assert.match(found.stuck[0]!.repairs[0]!.does, /put the row back to Failed \(ErrorResponse/);
+  assert.match(why, /Settle the blocking event.*No repair is offered: the command is recorded and still parked/);
   // The deferral past the history cap (the list holds the failure and the command only): read by its link, the same.
   const cut = (await previewReconcile(f.store, [endpointId], new Date(), { ...noGrace, historyCap: 2 })).stuck.filter((s) => s.eventId === eventId);
-  assert.deepEqual(cut.map((s) => [s.kind, s.why]), [['parked', why]]);
+  assert.deepEqual(cut.map((s) => [s.kind, s.why, s.repairs]), [['parked', why, []]]);
 
-  // The page's POST names the kind it was shown: the route's schema takes it.
+  // A POST naming the kind (a page loaded before this rule) is taken by the route's schema and refused per row:
+  // before, the restore put the row back to its failure, and the Resubmit below sent the parked command again.
   const asked = reconcileApplyBody.safeParse({ repairs: [{ kind: 'parked', endpointId, eventId, sessionId: 's-1', rowMessageId: commandId, action: 'restore' }] });
   assert.ok(asked.success, asked.error?.message);
   assert.equal((await repair(claimed.row, 'unanswered')).outcome, 'unchanged', 'a repair for another kind is refused');
   const result = await repair(claimed.row, 'parked');
-  assert.equal(result.outcome, 'repaired', result.reason);
+  assert.deepEqual([result.outcome, result.reason?.match(/^a parked command is listed only, never repaired: settle the event that blocks its session/) !== null], ['unchanged', true], result.reason);
   const now = await f.store.getStatusRow(endpointId, eventId, 's-1');
-  assert.deepEqual([now?.status, now?.lastMessageId, now?.errorText], ['Failed', failed.messageId, 'boom']);
-  const audits = (await f.store.listAudits(eventId)).items.filter((a) => a.type === 'ReconcileStuckCommand');
-  assert.deepEqual(audits.map((a) => JSON.parse(a.data ?? '{}').kind), ['parked']);
-  assert.equal((await repair(claimed.row, 'parked')).outcome, 'unchanged', 'a second apply changes nothing');
-  assert.deepEqual((await listed(eventId)).kinds, [], 'no finding once restored');
+  assert.deepEqual([now?.status, now?.messageType, now?.lastMessageId], ['Pending', 'ResubmissionRequest', commandId], 'the row still shows the parked command');
+  assert.deepEqual((await f.store.listAudits(eventId)).items.filter((a) => a.type === 'ReconcileStuckCommand'), []);
+
+  // The operator's Resubmit of the event: the row is still the command's claim, so the Manager's repeat check finds
+  // it recorded and answers duplicate. The client never connects, so any send would have failed (503).
+  const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
+  const manager = new Manager({ store: f.store, client });
+  try {
+    const again = await manager.execute(endpointId, eventId, { kind: 'resubmit' }, 'operator');
+    assert.deepEqual([again.outcome, again.messageId], ['duplicate', commandId]);
+  } finally {
+    await manager.close();
+    await client.close();
+  }
+  // A receipt, if the repeat wrote one, is the reconstructed one of a command recorded, not sent now.
+  const receipt = await f.store.getAudit(eventId, commandId);
+  assert.ok(receipt === null || JSON.parse(receipt.data ?? '{}').reconstructed === true, receipt?.data ?? '');
+  assert.equal((await f.store.getStatusRow(endpointId, eventId, 's-1'))?.lastMessageId, commandId);
+  assert.equal(failed.messageId, claimed.row.parentMessageId, 'the failure the command answered, which a restore would have put back');
 });
 
 test('a parked resubmission whose replayed copy was answered is stale, not parked', async () => {
-  const { eventId, commandId } = await recordedResubmission('parkedanswered');
+  const { eventId, commandId, claimed } = await recordedResubmission('parkedanswered');
   await f.store.recordHistory(entry(msg(MessageType.DeferralResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, errorText: 'Session s-1 is blocked by event evt-blocker' })));
-  // The replayed copy's answer names the original command; its row write was lost.
-  const answer = entry(msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId }));
+  // The replayed copy's answer, its row write lost. It names the copy it answers (buildResponse sets ParentMessageId to
+  // the inbound id, C~parked~replayed), not the command: it answers another message of the session, enqueued after
+  // the command, so the row is stale by `later-response`.
+  const replayed = derivedMessageId(derivedMessageId(commandId, CopyKind.Parked), CopyKind.Replayed);
+  // Enqueued a second after the command (the release came later), never in the command's millisecond.
+  const enqueuedAt = new Date(Date.parse(claimed.row.enqueuedAt!) + 1000).toISOString();
+  const answer = entry(msg(MessageType.ResolutionResponse, { endpointId, eventId, parentMessageId: replayed, from: endpointId, enqueuedAt }));
   await f.store.recordHistory(answer);
   const found = await listed(eventId);
-  assert.deepEqual([found.kinds, found.stale[0]?.evidence.messageId], [['stale:answers-row'], answer.messageId]);
+  assert.deepEqual([found.kinds, found.stale[0]?.evidence.messageId], [['stale:later-response'], answer.messageId]);
 });

@@ -16,8 +16,12 @@
 //     or without a "sent" receipt: the refusal proves it was sent, so it is this kind, not a claim to re-send.
 //   - parked: the request's only answer is a deferral (the endpoint parked it behind another event's block). The
 //     Resolver's guard keeps a deferral off a command's row, so the row reads Pending until the parked copy is
-//     replayed and answered, which never happens if the blocker is never settled or the copy was lost. Repair: the
-//     restore, so the event reads as it did before the command; a copy still parked still runs on release.
+//     replayed and answered, which never happens if the blocker is never settled or the copy was lost. Listed with
+//     no repair: the operator acts on the blocking event (`why` names it), and the parked command runs when the
+//     session is released. A restore was offered before, and undid the one thing that stops a second copy: the
+//     restored row is the failure the command answered, so a Resubmit derived the same MessageId, the row was no
+//     claim for the Manager's repeat check, and the same command went out again, parked under the same id and
+//     replayed twice on release (refused.test.ts; the Manager now also refuses a recorded command, manager.ts).
 // The version to restore is taken from the event's history (the message the row showed before: the request's
 // ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
 import {
@@ -50,10 +54,17 @@ const MANAGER_COMMANDS: ReadonlySet<string> = new Set([
 export type RepairAction = 'resend' | 'restore';
 
 /**
+ * Why a parked command is offered no repair. A restore would put back the failure the command answered; a Resubmit
+ * of it derives the same MessageId as the command still parked, and would send that command a second time.
+ */
+export const PARKED_NO_REPAIR =
+  'No repair is offered: the command is recorded and still parked, and putting the row back to the state before it would let the same command be sent again, to run twice when the session is released.';
+
+/**
  * claim: a Manager claim with no receipt, its command never recorded and not refused; unanswered: a recorded
  * request nobody answered; refused: a recorded request, or a Manager claim whose command was never recorded, that
  * the subscriber refused, whose restore by the Resolver was lost; parked: a request, or such a claim, whose only
- * answer is a deferral.
+ * answer is a deferral (listed with no repair: PARKED_NO_REPAIR).
  */
 export type StuckKind = 'claim' | 'unanswered' | 'refused' | 'parked';
 
@@ -75,8 +86,8 @@ export interface StuckRow {
   why: string;
   /**
    * What each possible repair does; the first is the one proposed. Empty when none can be offered (the state to
-   * restore is unknown on an event past the history cap, and a re-send is not possible): the row is still listed,
-   * so the operator sees it and `why` says why nothing is offered.
+   * restore is unknown on an event past the history cap, and a re-send is not possible; or a parked command, which
+   * is never repaired): the row is still listed, so the operator sees it and `why` says why nothing is offered.
    */
   repairs: Array<{ action: RepairAction; does: string }>;
   /** The version a restore writes back (from history), when known. */
@@ -330,7 +341,8 @@ async function assessStuck(
   if (!stuck || (await settledLater(row, read, later))) return undefined;
   const { kind, notice, recorded } = stuck;
   const cap = o.historyCap ?? HISTORY_CAP;
-  const { entry: previous, cutOff } = await entryToRestore(store, row, read);
+  // A parked command is offered no restore (PARKED_NO_REPAIR): the state before it is not read.
+  const { entry: previous, cutOff } = kind === 'parked' ? { entry: undefined, cutOff: false } : await entryToRestore(store, row, read);
   const noRestore = cutOff ? `; no restore is offered: the event's history is longer than the ${cap} entries Reconcile reads and the state before the ${row.messageType} is not among them` : '';
   const restoresTo = previous ? { status: resultingStatus(previous.messageType as MessageTypeT, previous.deadLetterErrorDescription).status, messageType: previous.messageType, messageId: previous.messageId } : null;
   const restore = previous ? [{ action: 'restore' as const, does: `put the row back to ${describe(previous)}, as it was before the ${row.messageType}` }] : [];
@@ -368,15 +380,15 @@ async function assessStuck(
     };
   }
   if (kind === 'parked' && notice && !('unreadable' in notice)) {
-    // Listed even with nothing to restore, as a refused row is: otherwise the operator cannot find it.
-    const noState = restore.length === 0 && !cutOff ? '; no restore is offered: no earlier state of the session is in its history' : '';
+    // Listed so the operator finds it, with no repair (PARKED_NO_REPAIR): the command is on its way, held back.
     return {
-      previous,
+      previous: undefined,
       finding: {
         ...base,
+        restoresTo: null,
         kind: 'parked',
-        why: `Pending from a ${row.messageType} ${recorded ? 'recorded' : 'claimed'} ${Math.round(age / 60_000)} min ago that ${notice.from ?? notice.endpointId} only parked (DeferralResponse ${notice.messageId}: ${notice.errorText ?? 'no reason given'}): the Resolver keeps a deferral off a command's row, so the row reads Pending until the parked copy is replayed and answered, which never happens if the session's blocker is never settled or the parked copy was lost. Settle the blocking event, or put the row back; a copy still parked runs when the session is released, and its answer settles the row${noRestore}${noState}`,
-        repairs: restore,
+        why: `Pending from a ${row.messageType} ${recorded ? 'recorded' : 'claimed'} ${Math.round(age / 60_000)} min ago that ${notice.from ?? notice.endpointId} only parked (DeferralResponse ${notice.messageId}: ${notice.errorText ?? 'no reason given'}): the Resolver keeps a deferral off a command's row, so the row reads Pending until the parked copy is replayed and answered, which never happens if the session's blocker is never settled or the parked copy was lost. Settle the blocking event: the parked copy then runs when the session is released, and its answer settles the row. ${PARKED_NO_REPAIR}`,
+        repairs: [],
       },
     };
   }
@@ -421,6 +433,12 @@ export async function applyStuckRepairs(
   const results: RepairResult[] = [];
   for (const target of targets) {
     const unchanged = (reason: string) => results.push({ target, outcome: 'unchanged', reason });
+    if (target.kind === 'parked') {
+      // Never offered (the preview lists the row with no repair); refused by name, before any read, for a caller
+      // that asks anyway (a page loaded before this rule).
+      unchanged(`a parked command is listed only, never repaired: settle the event that blocks its session. ${PARKED_NO_REPAIR}`);
+      continue;
+    }
     const row = await store.getStatusRow(target.endpointId, target.eventId, target.sessionId);
     if (!row || row.lastMessageId !== target.rowMessageId) {
       unchanged(row ? `the row changed since the preview (now ${row.status})` : 'the row no longer exists');
