@@ -24,10 +24,6 @@
 // MessageId, which the subscriber's inbox absorbs in the rare case the first send did reach the broker; but such a
 // claim may also be a send still in progress in another replica, so it is re-sent only when this process saw its
 // send fail, or when the claim is older than CLAIM_GRACE_MS; otherwise the repeat is refused (409, try again shortly).
-// A row that no longer shows the claim (put back to the state the command answered) while the Resolver has recorded
-// the command is never claimed afresh either: a point read of the command's history entry before each fresh claim
-// answers it as a recorded repeat, 'duplicate' or 409, and sends nothing (recordedCommand.test.ts).
-import { isDeepStrictEqual } from 'node:util';
 import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
@@ -103,9 +99,6 @@ const SETTLEABLE: ReadonlySet<ResolutionStatusT> = new Set([
   ResolutionStatus.DeadLettered,
   ResolutionStatus.Unsupported,
 ]);
-
-/** A lot's point reads of its commands' history entries (#executeLot), at most this many at a time. */
-const RECORDED_READS_AT_ONCE = 16;
 
 /** How long a claim without a receipt is presumed to be a send in progress elsewhere. */
 export const CLAIM_GRACE_MS = 30_000;
@@ -220,12 +213,6 @@ export class Manager {
           throw conflict('the event has no stored payload to resubmit; resubmit it with an edited payload');
         if (!eventTypeId) throw conflict('the event has no event type; resubmit it with an edited payload and event type');
       }
-      // The row may show the state this command answered although the command went out already: its claim was put
-      // back (a Reconcile restore of a request left unanswered or parked; before, a parked one's was offered) while
-      // the command stayed recorded, parked or on its way. Claimed afresh it would go out again under the same
-      // derived MessageId, and run twice where the endpoint keeps no inbox. One point read of its history entry.
-      const earlier = await this.#recordedEarlier(type, row, answered);
-      if (earlier) return this.#alreadyRecorded(spec, row, earlier, { auditor, mayReadAudits });
       // Built before the claim: a command that cannot be built (a result JSON cannot encode) must not leave a claim
       // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
       const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
@@ -311,7 +298,7 @@ export class Manager {
       this.#store.getStatusRows(lot.map((k) => ({ endpointId: targets[k]!.endpointId, eventId: targets[k]!.eventId, sessionId: targets[k]!.sessionId! }))).catch(() => lot.map(() => undefined)),
       this.#rowCounts(targets, lot),
     ]);
-    const candidates: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
+    const claims: Array<{ k: number; row: StatusRow; eventTypeId: string | null; payload: unknown; built: BuiltCommand }> = [];
     lot.forEach((k, i) => {
       const row = rows[i];
       // Only a fresh claim of the selected row, when it is the event's only row, is done here; anything else is
@@ -328,19 +315,7 @@ export class Manager {
         out[k] = { ok: false, error };
         return;
       }
-      candidates.push({ k, row, eventTypeId: row.eventTypeId, payload, built });
-    });
-    // As in #execute, a command already recorded is never claimed afresh: one point read per event (the history
-    // entry under the command's id), RECORDED_READS_AT_ONCE at a time. The store has no bulk read of history entries;
-    // a point read costs about one RU, against the claim's write beside it. An event whose command is recorded, or
-    // whose read failed, takes the one-event path, which reads again and answers (duplicate, 409) or throws.
-    const reads = limiter(RECORDED_READS_AT_ONCE);
-    const recorded = await Promise.all(
-      candidates.map((c) => reads(() => this.#recordedEarlier(type, c.row, c.row.lastMessageId).then((e) => e !== undefined, () => true))),
-    );
-    const claims = candidates.filter((_, i) => !recorded[i]);
-    candidates.forEach((c, i) => {
-      if (recorded[i]) alone.push(c.k);
+      claims.push({ k, row, eventTypeId: row.eventTypeId, payload, built });
     });
     const claimedAt = this.#now();
     const written = await this.#store.writeStatuses(
@@ -460,40 +435,6 @@ export class Manager {
       ...(origin ? { 'nimbus.operation_id': origin.operationId } : {}),
     });
     return outcomes;
-  }
-
-  /**
-   * The history entry of the command `type` answering `answered` on `row` (its derived MessageId), when the Resolver
-   * has recorded it on this row's endpoint and session: that command is on the broker. A point read.
-   */
-  async #recordedEarlier(type: string, row: StatusRow, answered: string): Promise<HistoryEntry | undefined> {
-    const messageId = commandMessageId(type as never, row, answered);
-    const entry = await this.#store.getHistory(row.eventId, messageId);
-    return commandRecorded(entry, { lastMessageId: messageId, endpointId: row.endpointId, sessionId: row.sessionId }) ? entry! : undefined;
-  }
-
-  /**
-   * The answer to a command already recorded although the row no longer shows its claim (#recordedEarlier): as
-   * #repeat answers a recorded claim - 'duplicate', nothing sent - when it asks for what was sent, else 409. What
-   * was sent is the recorded command (its payload and event type, a handoff settlement's text; a receipt, when
-   * there is one, for a handoff settlement's sender), not the row, which shows the state before it. No receipt is
-   * written: the row is no claim for a repeat to find one by.
-   */
-  async #alreadyRecorded(spec: CommandSpec, row: StatusRow, recorded: HistoryEntry, asker: Asker): Promise<CommandResult> {
-    const at = `recorded by the Resolver at ${recorded.recordedAt}`;
-    let mismatch: string | undefined;
-    if (spec.kind === 'resubmit') {
-      const payload = spec.edited ? spec.edited.payload : row.payload;
-      const eventTypeId = spec.edited?.eventTypeId ?? row.eventTypeId;
-      // A recorded command without a payload (none stored) tells nothing to compare: no conflict.
-      const differs = recorded.payload !== undefined && (!isDeepStrictEqual(payload, recorded.payload) || (recorded.eventTypeId !== null && eventTypeId !== recorded.eventTypeId));
-      if (differs) mismatch = `a resubmit of this failure was already sent (${at}, with a different payload or event type); nothing was sent - reload the event`;
-    } else if (spec.kind === 'handoffComplete' || spec.kind === 'handoffFail') {
-      mismatch = handoffMismatch(spec, row, await this.#store.getAudit(row.eventId, recorded.messageId), recorded, asker);
-    }
-    if (mismatch) throw conflict(mismatch);
-    log.info({ endpointId: row.endpointId, eventId: row.eventId, messageType: recorded.messageType, messageId: recorded.messageId }, 'manager command already recorded on a row put back: not sent again');
-    return { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, outcome: 'duplicate', messageId: recorded.messageId, messageType: commandType(spec) };
   }
 
   /** Is `row` already claimed by this command (a repeated click, a retry by a script)? */
