@@ -117,6 +117,12 @@ export interface Job {
    * list, in one conditional write (jobCounts.ts, countLateReceipts), so `done` stays the rows with this job's receipt.
    */
   awaitingReceipt?: number[];
+  /**
+   * Set when the operator's pause stopped a lot in its retry wait: the refusals and send failures that lot had met,
+   * by selection index (from `cursor` on). A cancel of the paused job counts them - no receipt shows them - and a
+   * resume clears them, stepping the lot again (runner.ts).
+   */
+  pausedLot?: Array<{ row: number; kind: 'refused' | 'failed'; status: number; detail: string }>;
   chunks: number;
   /** Commands per second this job may send (0: no limit). */
   ratePerSecond: number;
@@ -382,7 +388,7 @@ export function jobView(job: Job, control: JobControlDoc | null, now = Date.now(
   const remaining = job.total - processed;
   const etaSeconds = job.state === 'running' && perSecond > 0 ? Math.ceil(remaining / perSecond) : null;
   // startedById is for authorization only: the view names the starter by display name, as before.
-  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, awaitingReceipt: _awaitingReceipt, chunks: _chunks, startedById: _startedById, ...rest } = job;
+  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, awaitingReceipt: _awaitingReceipt, pausedLot: _pausedLot, chunks: _chunks, startedById: _startedById, ...rest } = job;
   return {
     ...rest,
     kind: job.kind as JobKind | 'replay',

@@ -545,7 +545,22 @@ test("a healthy lease holder waiting on a claim being sent elsewhere stops at th
 // Manager had already refused, or could not send, were counted nowhere - the cancelled job read done 1, refused 0,
 // failed 0 for a lot that had met a refusal and a send failure too.
 test("a lot stopped by a cancel in its retry wait counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  const ids = await seedFailed('cancelsettled', 4);
+  await stoppedInRetryWait('cancelsettled', false);
+});
+
+// Before, a pause in the lot's retry wait dropped what the lot had settled: the paused job, then cancelled, was never
+// stepped again, and its cancel counted by receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
+test("a lot paused in its retry wait, the job then cancelled, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await stoppedInRetryWait('pausesettled', true);
+});
+
+/**
+ * A lot of four events stopped by the operator in its retry wait: one sent, one waiting on a claim being sent
+ * elsewhere, one refused, one whose command cannot be sent. The operator cancels - or, `pauseFirst`, pauses, and
+ * cancels the paused job. Either way the cancelled job counts each event the lot settled.
+ */
+async function stoppedInRetryWait(prefix: string, pauseFirst: boolean): Promise<void> {
+  const ids = await seedFailed(prefix, 4);
   const [sent, waiting, hers, unsent] = ids as [string, string, string, string];
   const jobs = jobStore((docs) => new JobStore(docs));
   const job = await resubmitJob(jobs, ids);
@@ -556,14 +571,14 @@ test("a lot stopped by a cancel in its retry wait counts the events it had found
   assert.equal(claim.outcome, 'written');
   assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
   /**
-   * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels once the
-   * lot's first answer is in, so the wait on `waiting` ends at the cancel.
+   * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels (or pauses)
+   * once the lot's first answer is in, so the wait on `waiting` ends there.
    */
   class CancelsAfterTheLot extends Manager {
     override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
       const [targets, ...rest] = args;
       const answers = await super.executeMany(targets.filter((t) => t.eventId !== unsent), ...rest);
-      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, 'cancel', 'operator');
+      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, pauseFirst ? 'pause' : 'cancel', 'operator');
       return targets.map((t) => (t.eventId === unsent ? { ok: false, error: new Error('simulated Service Bus outage') } : answers.shift()!));
     }
     override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
@@ -575,18 +590,27 @@ test("a lot stopped by a cancel in its retry wait counts the events it had found
   const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
   try {
     runner.kick();
-    const end = await jobOnce('the job to be cancelled', jobs, job.operationId, 'cancelled');
+    if (pauseFirst) {
+      const paused = await jobOnce('the job to be paused', jobs, job.operationId, 'paused');
+      assert.deepEqual({ done: paused.done, refused: paused.refused, failed: paused.failed, cursor: paused.cursor }, { done: 0, refused: 0, failed: 0, cursor: 0 }, 'the paused lot is not counted yet');
+      await jobs.setControl(job.operationId, 'cancel', 'operator');
+    }
+    // The runner looks for jobs every hour here: kicked (as the route does) until the pausing run has given the job
+    // back and the cancel is applied.
+    await waitFor('the job to be cancelled', async () => (runner.kick(), (await jobs.get(job.operationId))?.state === 'cancelled'), { timeoutMs: 60_000 });
+    const end = (await jobs.get(job.operationId))!;
     assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 1 }, 'each event the lot settled is counted');
     assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
     assert.match(end.refusals![0]!.detail, /already sent by alice/);
     assert.deepEqual(end.awaitingReceipt, [1], 'the event whose wait the cancel ended awaits a receipt, uncounted');
+    assert.equal(end.pausedLot, undefined, "the pause's kept outcomes are counted, and gone from the job");
     assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 0, 0], `only ${sent} got the job's command`);
   } finally {
     await runner.stop();
     jobs.docs.close();
     await faulty.close();
   }
-});
+}
 
 // Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
 // earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.

@@ -46,7 +46,7 @@ import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import type { Job, JobStore } from './jobs.ts';
-import { actedByThisJob, count, countLateReceipts, isThisJobs, type StepOutcome } from './jobCounts.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -260,9 +260,12 @@ export class OperationsRunner {
      * and failed events were counted nowhere. The others are counted done by this job's receipt (an earlier run sent
      * them and lost its progress), or listed as awaiting it: a stalled former holder may still write one, and counts
      * it then (jobCounts.ts). After the write, the listed rows are looked at again - the holder may have written its
-     * receipt after the look above and read the job before this write landed, and then counts nothing.
+     * receipt after the look above and read the job before this write landed, and then counts nothing. Without
+     * `lot`, the refusals and send failures a pause kept of its lot (Job.pausedLot) stand for it: the paused job's
+     * run, which knew them, ended at the pause.
      */
-    const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = []): Promise<void> => {
+    const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = pausedLotOutcomes(job)): Promise<void> => {
+      delete job.pausedLot;
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
         const all = rows ?? (await jobs.rows(job));
@@ -289,6 +292,8 @@ export class OperationsRunner {
 
     const rows = await jobs.rows(job);
     job.state = 'running';
+    // A resumed job steps its paused lot again: that lot's outcomes kept at the pause are the new run's to count.
+    delete job.pausedLot;
     job.startedAt ??= new Date().toISOString();
     lastSave = Date.now();
     if (!(await write())) return;
@@ -311,8 +316,12 @@ export class OperationsRunner {
     /** Ends the run as the operator's cancel or pause asks (true when it did); `lot`: as for cancel. */
     const obey = async (wished: Awaited<ReturnType<typeof wish>>, lot?: ReadonlyArray<StepOutcome | undefined>): Promise<boolean> => {
       if (wished === 'cancel') await cancel(rows, lot);
-      else if (wished === 'pause') await finish('paused');
-      else return false;
+      else if (wished === 'pause') {
+        // Kept with the paused job: a cancel of it runs without this run, and no receipt shows a refusal or a send
+        // failure (before, a pause then a cancel counted them nowhere: resume.test.ts, "paused in its retry wait").
+        if (lot) setPausedLot(job, lot);
+        await finish('paused');
+      } else return false;
       return true;
     };
     // Asked by #step inside its retry waits (the lot's events wait together): one read of the wish serves every wait
