@@ -198,13 +198,19 @@ export class OperationsRunner {
     try {
       await this.#runHeld(id, lease, unsaved);
     } finally {
-      if (unsaved.sends) {
-        await countLateReceipts(this.#o.jobs, this.#o.store, id).then(
-          (n) => n > 0 && log.info({ operationId: id, counted: n }, 'operation ended by another replica: the commands this one sent late are counted in it'),
-          (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'late receipts of an ended operation not counted'),
-        );
-      }
+      if (unsaved.sends) await this.#countLate(id, 'operation ended by another replica: the commands this one sent late are counted in it');
     }
+  }
+
+  /**
+   * countLateReceipts, its outcome logged (`counted`: what a count of some says). Never throws: the job has ended,
+   * so an error here must not reach #scan's "it resumes at the next scan", and the late count is only a second look.
+   */
+  async #countLate(id: string, counted: string): Promise<void> {
+    await countLateReceipts(this.#o.jobs, this.#o.store, id).then(
+      (n) => n > 0 && log.info({ operationId: id, counted: n }, counted),
+      (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'late receipts of an ended operation not counted'),
+    );
   }
 
   /** `unsaved.sends`: set while this run has handed the Manager commands since its last write that landed. */
@@ -279,7 +285,7 @@ export class OperationsRunner {
         });
         if (awaiting.length > 0) job.awaitingReceipt = awaiting;
       }
-      if ((await finish('cancelled')) && job.awaitingReceipt?.length) await countLateReceipts(jobs, this.#o.store, id);
+      if ((await finish('cancelled')) && job.awaitingReceipt?.length) await this.#countLate(id, 'cancelled operation: late receipts of its former holder counted in it');
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
