@@ -32,6 +32,19 @@ export function count(job: Job, row: SelectedRow, o: StepOutcome): void {
   }
 }
 
+/** Keeps on the job the refusals and send failures of the lot (from `job.cursor` on) a pause stopped (Job.pausedLot). */
+export function setPausedLot(job: Job, lot: ReadonlyArray<StepOutcome | undefined>): void {
+  const kept = lot.flatMap((o, i) => (o && o.kind !== 'done' ? [{ row: job.cursor + i, kind: o.kind, status: o.status, detail: o.detail }] : []));
+  if (kept.length > 0) job.pausedLot = kept;
+}
+
+/** The outcomes a pause kept, as the stopped lot's (indexed from `job.cursor`, undefined where none was kept). */
+export function pausedLotOutcomes(job: Job): Array<StepOutcome | undefined> {
+  const lot: Array<StepOutcome | undefined> = [];
+  for (const { row, ...o } of job.pausedLot ?? []) if (row >= job.cursor) lot[row - job.cursor] = o;
+  return lot;
+}
+
 /** Does the receipt name this job (the Manager writes the operation's id into it)? */
 export function isThisJobs(audit: AuditEntry, operationId: string): boolean {
   return audit.data !== null && audit.data.includes(`"operationId":"${operationId}"`);

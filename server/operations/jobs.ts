@@ -2,8 +2,9 @@
 // lot of Manager commands at a time (each with its claim + receipt, so a repeated step sends nothing twice),
 // rate-limited, with progress in Cosmos. Three kinds of console document (platform container, server/heartbeat/platformDocs.ts):
 //   job_<id>         the job: its selection, counts, cursor and state - written only by the runner holding the
-//                    job's lease (and once by the creator), each write conditional on the version it last read or
-//                    wrote, so a holder that lost the lease without knowing it cannot write over its successor;
+//                    job's lease (and once by the creator) and, once it has ended, the late-receipt count
+//                    (jobCounts.ts), each write conditional on the version it last read or wrote, so a holder that
+//                    lost the lease without knowing it cannot write over its successor;
 //   jobctl_<id>      the operator's wish (run / pause / cancel) - written only by the API;
 //   jobsel_<id>_<n>  the frozen selection, 2,000 rows per document (a document stays far below Cosmos' 2 MB):
 //                    [endpointId, eventId, sessionId] each (the session lets the runner read the row directly).
@@ -117,6 +118,12 @@ export interface Job {
    * list, in one conditional write (jobCounts.ts, countLateReceipts), so `done` stays the rows with this job's receipt.
    */
   awaitingReceipt?: number[];
+  /**
+   * Set when the operator's pause stopped a lot in its retry wait: the refusals and send failures that lot had met,
+   * by selection index (from `cursor` on). A cancel of the paused job counts them - no receipt shows them - and a
+   * resume clears them, stepping the lot again (runner.ts).
+   */
+  pausedLot?: Array<{ row: number; kind: 'refused' | 'failed'; status: number; detail: string }>;
   chunks: number;
   /** Commands per second this job may send (0: no limit). */
   ratePerSecond: number;
@@ -325,8 +332,9 @@ export class JobStore {
   }
 
   /**
-   * The runner's write (it holds the job's lease), only if the job is still the version `etag` it last read or
-   * wrote. Answers the new version, or undefined when someone wrote the job since: a replica that took the lease
+   * The runner's write (it holds the job's lease; or the job has ended, and it counts late receipts: jobCounts.ts),
+   * only if the job is still the version `etag` it last read or wrote. Answers the new version, or undefined when
+   * someone wrote the job since: a replica that took the lease
    * over while this one, slow or paused past the lease's expiry, had not yet seen it end. Its write would put its
    * older progress over the new holder's (last writer wins), so it is refused, and the caller has lost the job.
    */
@@ -382,7 +390,7 @@ export function jobView(job: Job, control: JobControlDoc | null, now = Date.now(
   const remaining = job.total - processed;
   const etaSeconds = job.state === 'running' && perSecond > 0 ? Math.ceil(remaining / perSecond) : null;
   // startedById is for authorization only: the view names the starter by display name, as before.
-  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, awaitingReceipt: _awaitingReceipt, chunks: _chunks, startedById: _startedById, ...rest } = job;
+  const { selection, errors, cursor: _cursor, inFlightTo: _inFlightTo, awaitingReceipt: _awaitingReceipt, pausedLot: _pausedLot, chunks: _chunks, startedById: _startedById, ...rest } = job;
   return {
     ...rest,
     kind: job.kind as JobKind | 'replay',

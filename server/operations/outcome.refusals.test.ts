@@ -1,6 +1,7 @@
 // The bulk job follow-up (GET /api/operations/{id}/outcome) through its route handler on the embedded stack (real
 // Service Bus emulator, embedded Cosmos, the console's runner): events the job refused are counted as refused with
-// the Manager's reason, not as "not reached yet"; events past the job's cursor are not reached; and events waiting
+// the Manager's reason, not as "not reached yet"; events past the job's cursor are not reached (unless the job kept
+// their refusal or send failure, as a cancel does for the lot it stopped); and events waiting
 // for someone (a Pending handoff) are counted as waiting, which lets the drawer stop re-reading an ended job. The
 // confirmation of a second job on the same events names the first (who, when, sent, failed again); of other events, none.
 import { after, before, test } from 'node:test';
@@ -117,9 +118,9 @@ test('events a job has not reached are not reached; a pending handoff is counted
  * A job that reached four failed events and left them unchanged, with the counts and kept lists of a long job whose
  * lists were cut at MAX_ERRORS_KEPT: the held job is rewritten as the runner would have saved it (a run of more than
  * 50 send failures needs a broker outage, which this file does not stage). e0 is a kept refusal, e1 a kept send
- * failure, e2 and e3 in neither list.
+ * failure, e2 and e3 in neither list. `end`: how the job ended, completed past every event unless told.
  */
-async function reachedJob(ids: string[], counts: { refused: number; failed: number }): Promise<string> {
+async function reachedJob(ids: string[], counts: { refused: number; failed: number }, end: { state: 'completed' | 'cancelled'; cursor: number } = { state: 'completed', cursor: ids.length }): Promise<string> {
   const { getContext } = await import('../context.ts');
   const { getOperations } = await import('./service.ts');
   const { jobDoc } = await import('./jobs.ts');
@@ -131,10 +132,9 @@ async function reachedJob(ids: string[], counts: { refused: number; failed: numb
   const startedAt = new Date().toISOString();
   await jobs.docs.write(jobDoc(id), {
     ...job,
-    state: 'completed',
+    ...end,
     startedAt,
     finishedAt: new Date().toISOString(),
-    cursor: ids.length,
     done: 0,
     ...counts,
     refusals: [kept(ids[0]!, 409, 'resubmit is not possible for an event that is Completed')],
@@ -156,6 +156,17 @@ test('reached events in neither kept list are "refused or not sent" unless every
   // Every refusal kept (the only one is e0): the rest could not be sent (a broker outage past 50 failures).
   o = await outcome(await reachedJob(ids, { refused: 1, failed: 3 }));
   assert.deepEqual(o.stillFailedSplit, { notReached: 0, refused: 1, notSent: 3, unknown: 0 });
+});
+
+// Before, every event at or past the cursor was "not reached": a cancel counts the lot it stopped (its refusals and
+// send failures kept) without moving the cursor, so a cancelled job's refused and unsent events read "not reached
+// yet" beside its counts refused 1, failed 1 - notReached 3 where it is 1.
+test("a cancelled job's kept refusal and send failure past its cursor are refused and not sent, not \"not reached\"", { timeout: 120_000 }, async () => {
+  const ids = ['stopped-0', 'stopped-1', 'stopped-2'];
+  for (const e of ids) await fail(e);
+  const o = await outcome(await reachedJob(ids, { refused: 1, failed: 1 }, { state: 'cancelled', cursor: 0 }));
+  assert.equal(o.counts.stillFailed, 3);
+  assert.deepEqual(o.stillFailedSplit, { notReached: 1, refused: 1, notSent: 1, unknown: 0 });
 });
 
 test('the confirmation is prepared even when the earlier jobs cannot be read (the lookup is an aid)', { timeout: 120_000 }, async () => {

@@ -36,8 +36,10 @@ export interface OutcomeCounts {
 
 /**
  * Why the `stillFailed` events are unchanged (the four add up to it): the job has not reached them yet (at or past
- * its saved cursor; for a cancelled job, never), it refused them (their state did not allow the command when it
- * got there), their command could not be sent, or one of the last two without knowing which (see reachedWhy).
+ * its saved cursor and in neither list it kept; for a cancelled job, never), it refused them (their state did not
+ * allow the command when it got there), their command could not be sent, or one of the last two without knowing
+ * which (see reachedWhy). A kept refusal or send failure is reached wherever the cursor is: a cancel counts the lot
+ * it stopped (runner.ts) without moving the cursor past it.
  */
 export interface StillFailedSplit {
   notReached: number;
@@ -161,6 +163,7 @@ export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutco
   const counts: OutcomeCounts = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 0, skipped: 0, unknown: 0 };
   const split: StillFailedSplit = { notReached: 0, refused: 0, notSent: 0, unknown: 0 };
   const why = reachedWhy(job);
+  const kept = new Set([...(job.refusals ?? []), ...job.errors].map((e) => eventKey(e.endpointId, e.eventId)));
   let waiting = 0;
   for (const [i, row] of (await currentRows(ctx, rows)).entries()) {
     const kind = classifyRow(row, job.startedAt);
@@ -168,8 +171,9 @@ export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutco
     if (kind === 'inProgress' && row && isWaiting(row)) waiting++;
     if (kind !== 'stillFailed') continue;
     // The job document read is one save: its cursor and its counts are of the same moment.
-    if (i >= job.cursor) split.notReached++;
-    else split[why(rows[i]!.endpointId, rows[i]!.eventId)]++;
+    const { endpointId, eventId } = rows[i]!;
+    if (i >= job.cursor && !kept.has(eventKey(endpointId, eventId))) split.notReached++;
+    else split[why(endpointId, eventId)]++;
   }
   return {
     operationId: job.operationId,

@@ -8,9 +8,10 @@
 // one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send,
 // and undoes the claim), nor one whose one-event retries come after the lease ended; a healthy holder waiting to
 // retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
-// found refused or failed. A cancelled job counts the lot an earlier run sent past the saved cursor, and a receipt a
-// stalled holder writes after its successor's cancel counted; a run whose final write is refused does not log the job
-// completed.
+// found refused or failed - also when it paused first and the paused job was cancelled. A cancelled job counts the
+// lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
+// counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
+// landed); a run whose final write is refused does not log the job completed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T } from '@nimbus/sdk/contract';
@@ -233,10 +234,11 @@ type StallAt = { mark: number; markLands: boolean } | { claimOf: string } | { re
 /**
  * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network) at `at` until `goOn()`;
  * from the stall on its lease renewals come back with nothing new (it has not seen its lease end, as a stalled
- * process has not) while its clock reads past the lease's expiry (the stall lasted that long). `over` settles when a
- * run of it has ended and given its lease back (whatever the run did after the stall).
+ * process has not) while its clock reads past the lease's expiry (the stall lasted that long) - or, `seesLeaseEnd`,
+ * they answer that the lease is gone (its renewal timer still ran during the stall; `leaseEndSeen` once one did).
+ * `over` settles when a run of it has ended and given its lease back (whatever the run did after the stall).
  */
-function stalledReplica(at: StallAt) {
+function stalledReplica(at: StallAt, { seesLeaseEnd = false } = {}) {
   let goOn!: () => void;
   const resumed = new Promise<void>((r) => (goOn = r));
   let ended!: () => void;
@@ -263,10 +265,18 @@ function stalledReplica(at: StallAt) {
     const held = stallBegan === undefined ? 0 : (stallEnded ?? Date.now()) - stallBegan;
     return Date.now() - held + (stalled ? LEASE_TTL_MS + 1_000 : 0);
   };
+  let leaseEndSeen = false;
   class StallsAtMark extends JobStore {
     target = '';
     /** What the stalled write answered once it went on: the new version, or undefined when refused. */
     answer: string | undefined = 'not yet';
+    /** Called with each read of the job once the stall has begun, before the read is answered. */
+    afterStallRead: ((read: Awaited<ReturnType<JobStore['read']>>) => Promise<void>) | undefined;
+    override async read(id: string): ReturnType<JobStore['read']> {
+      const read = await super.read(id);
+      if (stalled && id === this.target) await this.afterStallRead?.(read);
+      return read;
+    }
     override async save(job: Job, etag: string): Promise<string | undefined> {
       if (!('mark' in at) || stalled || job.operationId !== this.target || job.inFlightTo !== at.mark) return super.save(job, etag);
       stalled = true;
@@ -278,7 +288,10 @@ function stalledReplica(at: StallAt) {
   }
   class BlindRenewals extends LeaseStore {
     override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
-      return stalled ? lease : super.renew(lease, ttlMs);
+      if (!stalled) return super.renew(lease, ttlMs);
+      if (!seesLeaseEnd) return lease;
+      leaseEndSeen = true;
+      return undefined;
     }
     override async release(lease: Lease): Promise<void> {
       try {
@@ -322,7 +335,7 @@ function stalledReplica(at: StallAt) {
   const finished: Job[] = [];
   // Lots of one, so the in-flight mark is written before each event's command.
   const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager: counting, scanEveryMs: 3_600_000, concurrency: 1, onFinished: (j) => void finished.push(j) });
-  return { jobs, runner, manager: counting, finished, goOn, over, at, stalled: () => holding };
+  return { jobs, runner, manager: counting, finished, goOn, over, at, stalled: () => holding, leaseEndSeen: () => leaseEndSeen };
 }
 
 /**
@@ -365,8 +378,8 @@ async function goOnAfter(a: ReturnType<typeof stalledReplica>, b: ReturnType<typ
 }
 
 /** Replica B, whose clock is past replica A's lease (A's TTL has run out for it): it takes the job over. */
-function successorReplica() {
-  const jobs = jobStore((docs) => new JobStore(docs));
+function successorReplica(make: (docs: PlatformDocs) => JobStore = (docs) => new JobStore(docs)) {
+  const jobs = jobStore(make);
   const finished: Job[] = [];
   const leases = new LeaseStore(stack.store.database, { now: () => Date.now() + LEASE_TTL_MS + 1_000 });
   const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
@@ -545,7 +558,22 @@ test("a healthy lease holder waiting on a claim being sent elsewhere stops at th
 // Manager had already refused, or could not send, were counted nowhere - the cancelled job read done 1, refused 0,
 // failed 0 for a lot that had met a refusal and a send failure too.
 test("a lot stopped by a cancel in its retry wait counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  const ids = await seedFailed('cancelsettled', 4);
+  await stoppedInRetryWait('cancelsettled', false);
+});
+
+// Before, a pause in the lot's retry wait dropped what the lot had settled: the paused job, then cancelled, was never
+// stepped again, and its cancel counted by receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
+test("a lot paused in its retry wait, the job then cancelled, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await stoppedInRetryWait('pausesettled', true);
+});
+
+/**
+ * A lot of four events stopped by the operator in its retry wait: one sent, one waiting on a claim being sent
+ * elsewhere, one refused, one whose command cannot be sent. The operator cancels - or, `pauseFirst`, pauses, and
+ * cancels the paused job. Either way the cancelled job counts each event the lot settled.
+ */
+async function stoppedInRetryWait(prefix: string, pauseFirst: boolean): Promise<void> {
+  const ids = await seedFailed(prefix, 4);
   const [sent, waiting, hers, unsent] = ids as [string, string, string, string];
   const jobs = jobStore((docs) => new JobStore(docs));
   const job = await resubmitJob(jobs, ids);
@@ -556,14 +584,14 @@ test("a lot stopped by a cancel in its retry wait counts the events it had found
   assert.equal(claim.outcome, 'written');
   assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
   /**
-   * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels once the
-   * lot's first answer is in, so the wait on `waiting` ends at the cancel.
+   * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels (or pauses)
+   * once the lot's first answer is in, so the wait on `waiting` ends there.
    */
   class CancelsAfterTheLot extends Manager {
     override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
       const [targets, ...rest] = args;
       const answers = await super.executeMany(targets.filter((t) => t.eventId !== unsent), ...rest);
-      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, 'cancel', 'operator');
+      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, pauseFirst ? 'pause' : 'cancel', 'operator');
       return targets.map((t) => (t.eventId === unsent ? { ok: false, error: new Error('simulated Service Bus outage') } : answers.shift()!));
     }
     override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
@@ -575,18 +603,27 @@ test("a lot stopped by a cancel in its retry wait counts the events it had found
   const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
   try {
     runner.kick();
-    const end = await jobOnce('the job to be cancelled', jobs, job.operationId, 'cancelled');
+    if (pauseFirst) {
+      const paused = await jobOnce('the job to be paused', jobs, job.operationId, 'paused');
+      assert.deepEqual({ done: paused.done, refused: paused.refused, failed: paused.failed, cursor: paused.cursor }, { done: 0, refused: 0, failed: 0, cursor: 0 }, 'the paused lot is not counted yet');
+      await jobs.setControl(job.operationId, 'cancel', 'operator');
+    }
+    // The runner looks for jobs every hour here: kicked (as the route does) until the pausing run has given the job
+    // back and the cancel is applied.
+    await waitFor('the job to be cancelled', async () => (runner.kick(), (await jobs.get(job.operationId))?.state === 'cancelled'), { timeoutMs: 60_000 });
+    const end = (await jobs.get(job.operationId))!;
     assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 1 }, 'each event the lot settled is counted');
     assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
     assert.match(end.refusals![0]!.detail, /already sent by alice/);
     assert.deepEqual(end.awaitingReceipt, [1], 'the event whose wait the cancel ended awaits a receipt, uncounted');
+    assert.equal(end.pausedLot, undefined, "the pause's kept outcomes are counted, and gone from the job");
     assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 0, 0], `only ${sent} got the job's command`);
   } finally {
     await runner.stop();
     jobs.docs.close();
     await faulty.close();
   }
-});
+}
 
 // Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
 // earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.
@@ -607,27 +644,82 @@ test('a job cancelled after a run sent a lot whose progress was lost counts that
 // event out though its trail names the job (done 1 of the 2 commands sent). Now the cancel lists the rows it found
 // without a receipt, and the holder, when its run ends, counts its late receipt into the ended job.
 test("a receipt a stalled holder writes after its successor's cancel counted is counted in the cancelled job", { timeout: 120_000 }, async () => {
-  const ids = await seedFailed('latereceipt', 2);
-  const a = stalledReplica({ receiptOf: ids[1]! });
-  const job = await resubmitJob(a.jobs, ids);
-  a.jobs.target = job.operationId;
-  a.runner.kick();
-  await waitFor('replica A stalled between its second send and its receipt', () => a.stalled(), { timeoutMs: 60_000 });
+  const { ids, a, job } = await stalledAtSecondReceipt('latereceipt');
   const { b, end } = await cancelledBySuccessor(job.operationId);
   assert.equal(end.done, 1, "B counted the first event; the second's receipt was not written yet");
   await b.runner.stop();
   a.goOn(); // A wakes, its send long handed to the broker: it writes the receipt, then finds the job ended
+  await lateReceiptCounted(a, b, ids, job.operationId);
+});
+
+/** A resubmit job of two events, run by replica A until it stalls between its second send and that send's receipt. */
+async function stalledAtSecondReceipt(prefix: string, options?: Parameters<typeof stalledReplica>[1]) {
+  const ids = await seedFailed(prefix, 2);
+  const a = stalledReplica({ receiptOf: ids[1]! }, options);
+  const job = await resubmitJob(a.jobs, ids);
+  a.jobs.target = job.operationId;
+  a.runner.kick();
+  await waitFor('replica A stalled between its second send and its receipt', () => a.stalled(), { timeoutMs: 60_000 });
+  return { ids, a, job };
+}
+
+/**
+ * Once both runs are over (A's woken), checks that each event got one command and the cancelled job, B's alone,
+ * counts both: the second's late receipt too, and nothing awaits a receipt.
+ */
+async function lateReceiptCounted(a: ReturnType<typeof stalledReplica>, b: ReturnType<typeof successorReplica>, ids: string[], operationId: string): Promise<void> {
   await a.over;
   await a.runner.stop();
-  const now = (await b.jobs.get(job.operationId))!;
+  await b.runner.stop(); // B's run, its second look included, is over
+  const now = (await b.jobs.get(operationId))!;
   a.jobs.docs.close();
   b.jobs.docs.close();
   await a.manager.close();
-  for (const id of ids) assert.equal(await resubmitsOf(id, job.operationId), 1, `${id}: one command, its receipt naming the job`);
+  for (const id of ids) assert.equal(await resubmitsOf(id, operationId), 1, `${id}: one command, its receipt naming the job`);
   assert.deepEqual({ state: now.state, done: now.done, refused: now.refused, failed: now.failed }, { state: 'cancelled', done: 2, refused: 0, failed: 0 }, 'the late receipt is counted');
   assert.deepEqual(now.awaitingReceipt, [], 'nothing awaits a receipt any more');
-  const recorded = [a, b].map((r) => r.finished.filter((j) => j.operationId === job.operationId).length);
+  const recorded = [a, b].map((r) => r.finished.filter((j) => j.operationId === operationId).length);
   assert.deepEqual(recorded, [0, 1], 'the job was recorded finished once, by B');
+}
+
+// The cancelling run's second look, after its write: the stalled holder wrote its receipt after the cancel's first
+// look, and read the job before the cancel's write landed - it found the job running and counted nothing. Before,
+// nothing tested that look (a plain write of the job cancelled left every test green); without it, done 1 of 2.
+test("a late receipt its holder looked for before the cancel's write landed is counted by the cancelling run", { timeout: 120_000 }, async () => {
+  const { ids, a, job } = await stalledAtSecondReceipt('latesecondlook', { seesLeaseEnd: true });
+  // A's run, when it wakes, stops without a write (it saw its lease end) and looks for the cancel's list at once.
+  await waitFor('replica A to see its lease end', () => a.leaseEndSeen(), { timeoutMs: 60_000 });
+  let aRead!: (state: Job['state'] | undefined) => void;
+  const aReadState = new Promise<Job['state'] | undefined>((r) => (aRead = r));
+  let bWrote!: () => void;
+  const cancelWritten = new Promise<void>((r) => (bWrote = r));
+  // A's read of the job in its late count is answered only once B's cancel has landed: it is the version before it.
+  a.jobs.afterStallRead = async (read) => {
+    a.jobs.afterStallRead = undefined;
+    aRead(read?.job.state);
+    await cancelWritten;
+  };
+  /** B's cancel write waits for A: A wakes, writes its receipt and reads the job; then B's write goes on. */
+  class WritesCancelAfterARead extends JobStore {
+    #gated = false;
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      if (this.#gated || j.operationId !== job.operationId || j.state !== 'cancelled') return super.save(j, etag);
+      this.#gated = true;
+      a.goOn();
+      await aReadState;
+      try {
+        return await super.save(j, etag);
+      } finally {
+        bWrote();
+      }
+    }
+  }
+  const b = successorReplica((docs) => new WritesCancelAfterARead(docs));
+  await b.jobs.setControl(job.operationId, 'cancel', 'operator');
+  b.runner.kick();
+  assert.equal(await aReadState, 'running', "A read the job before B's cancel landed");
+  await jobOnce('B to cancel the job', b.jobs, job.operationId, 'cancelled');
+  await lateReceiptCounted(a, b, ids, job.operationId);
 });
 
 // Before, "operation completed" was logged after the final write too when that write was refused (a successor had

@@ -46,7 +46,7 @@ import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import type { Job, JobStore } from './jobs.ts';
-import { actedByThisJob, count, countLateReceipts, isThisJobs, type StepOutcome } from './jobCounts.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -198,13 +198,19 @@ export class OperationsRunner {
     try {
       await this.#runHeld(id, lease, unsaved);
     } finally {
-      if (unsaved.sends) {
-        await countLateReceipts(this.#o.jobs, this.#o.store, id).then(
-          (n) => n > 0 && log.info({ operationId: id, counted: n }, 'operation ended by another replica: the commands this one sent late are counted in it'),
-          (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'late receipts of an ended operation not counted'),
-        );
-      }
+      if (unsaved.sends) await this.#countLate(id, 'operation ended by another replica: the commands this one sent late are counted in it');
     }
+  }
+
+  /**
+   * countLateReceipts, its outcome logged (`counted`: what a count of some says). Never throws: the job has ended,
+   * so an error here must not reach #scan's "it resumes at the next scan", and the late count is only a second look.
+   */
+  async #countLate(id: string, counted: string): Promise<void> {
+    await countLateReceipts(this.#o.jobs, this.#o.store, id).then(
+      (n) => n > 0 && log.info({ operationId: id, counted: n }, counted),
+      (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'late receipts of an ended operation not counted'),
+    );
   }
 
   /** `unsaved.sends`: set while this run has handed the Manager commands since its last write that landed. */
@@ -260,9 +266,12 @@ export class OperationsRunner {
      * and failed events were counted nowhere. The others are counted done by this job's receipt (an earlier run sent
      * them and lost its progress), or listed as awaiting it: a stalled former holder may still write one, and counts
      * it then (jobCounts.ts). After the write, the listed rows are looked at again - the holder may have written its
-     * receipt after the look above and read the job before this write landed, and then counts nothing.
+     * receipt after the look above and read the job before this write landed, and then counts nothing. Without
+     * `lot`, the refusals and send failures a pause kept of its lot (Job.pausedLot) stand for it: the paused job's
+     * run, which knew them, ended at the pause.
      */
-    const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = []): Promise<void> => {
+    const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = pausedLotOutcomes(job)): Promise<void> => {
+      delete job.pausedLot;
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
         const all = rows ?? (await jobs.rows(job));
@@ -276,7 +285,7 @@ export class OperationsRunner {
         });
         if (awaiting.length > 0) job.awaitingReceipt = awaiting;
       }
-      if ((await finish('cancelled')) && job.awaitingReceipt?.length) await countLateReceipts(jobs, this.#o.store, id);
+      if ((await finish('cancelled')) && job.awaitingReceipt?.length) await this.#countLate(id, 'cancelled operation: late receipts of its former holder counted in it');
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
@@ -289,6 +298,8 @@ export class OperationsRunner {
 
     const rows = await jobs.rows(job);
     job.state = 'running';
+    // A resumed job steps its paused lot again: that lot's outcomes kept at the pause are the new run's to count.
+    delete job.pausedLot;
     job.startedAt ??= new Date().toISOString();
     lastSave = Date.now();
     if (!(await write())) return;
@@ -311,8 +322,12 @@ export class OperationsRunner {
     /** Ends the run as the operator's cancel or pause asks (true when it did); `lot`: as for cancel. */
     const obey = async (wished: Awaited<ReturnType<typeof wish>>, lot?: ReadonlyArray<StepOutcome | undefined>): Promise<boolean> => {
       if (wished === 'cancel') await cancel(rows, lot);
-      else if (wished === 'pause') await finish('paused');
-      else return false;
+      else if (wished === 'pause') {
+        // Kept with the paused job: a cancel of it runs without this run, and no receipt shows a refusal or a send
+        // failure (before, a pause then a cancel counted them nowhere: resume.test.ts, "paused in its retry wait").
+        if (lot) setPausedLot(job, lot);
+        await finish('paused');
+      } else return false;
       return true;
     };
     // Asked by #step inside its retry waits (the lot's events wait together): one read of the wish serves every wait
