@@ -5,7 +5,13 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConsoleHandoffClient, HandoffRequestError, type ConsoleHandoffClientOptions } from './consoleHandoffClient.ts';
+import {
+  ConsoleHandoffClient,
+  HandoffRequestError,
+  type ConsoleHandoffClientOptions,
+  type TokenProvider,
+  type TokenRequest,
+} from './consoleHandoffClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
 
 interface Seen {
@@ -283,6 +289,25 @@ describe('ConsoleHandoffClient', () => {
     );
   });
 
+  test('a provider written with a required TokenRequest parameter is a TokenProvider (the typecheck holds this), and is given the request', async () => {
+    // Before, TokenProvider's request was optional, and under strict function types this provider was refused by
+    // tsc (TS2322): the natural signature did not compile, while a wrapper dropping the hint did.
+    const asks: TokenRequest[] = [];
+    const withRequest = (_signal: AbortSignal, request: TokenRequest): string => {
+      asks.push(request);
+      return request.refresh ? 'tok-new' : 'tok-123';
+    };
+    const typed: TokenProvider = withRequest;
+    const oneParameter: TokenProvider = (_signal: AbortSignal) => 'tok-123';
+    await client({ token: typed }).complete(where);
+    await client({ token: oneParameter }).complete(where);
+    assert.deepEqual(asks, [{ refresh: false }]);
+    assert.deepEqual(
+      seen.map((s) => s.authorization),
+      ['Bearer tok-123', 'Bearer tok-123'],
+    );
+  });
+
   test('a token provider that throws is retried (the identity provider may be briefly away), then reported as no answer', async () => {
     let asked = 0;
     const token = () => {
@@ -310,3 +335,4 @@ describe('ConsoleHandoffClient', () => {
     assert.equal(seen.length, 1);
   });
 });
+

@@ -26,9 +26,11 @@ export interface TokenCredentialLike {
 
 /**
  * A function answering a bearer token for the console (it should cache and refresh; it is called per attempt). The
- * clients tell it when the console refused the token it gave last (`request.refresh`, ConsoleTokens).
+ * clients tell it when the console refused the token it gave last (`request.refresh`, ConsoleTokens). `request` is
+ * required because the clients always pass it: optional, a provider written `(signal, request: TokenRequest)` did not
+ * compile (strict function types), and one of a single parameter still fits.
  */
-export type TokenProvider = (signal: AbortSignal, request?: TokenRequest) => string | Promise<string>;
+export type TokenProvider = (signal: AbortSignal, request: TokenRequest) => string | Promise<string>;
 
 /** What a client says when it asks a TokenProvider for a token. */
 export interface TokenRequest {
