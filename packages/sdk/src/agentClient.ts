@@ -377,8 +377,8 @@ export class AgentClient {
     const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    let token: string | undefined;
     if (this.#token) {
-      let token: string;
       try {
         token = await this.#token.get(attemptSignal);
       } catch (err) {
@@ -403,7 +403,7 @@ export class AgentClient {
       return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'unreachable', `${url.origin}: ${why}`) };
     }
     if (response.status === 204) return { ok: true, value: null };
-    if (response.status === 401) this.#token?.refused();
+    if (response.status === 401 && token !== undefined) this.#token?.refused(token);
     const answer = await readJson(response);
     if (response.ok) {
       const parsed = schema.safeParse(answer);

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import {
   ConsoleHandoffClient,
+  ConsoleTokens,
   HandoffRequestError,
   type ConsoleHandoffClientOptions,
   type TokenProvider,
@@ -308,6 +309,34 @@ describe('ConsoleHandoffClient', () => {
     );
   });
 
+  test('a refresh the provider fails (it throws) is asked for again on the next attempt, not given up', async () => {
+    // Before, the hint was cleared as it was asked: the provider's throw used it up, and the retry asked
+    // { refresh: false } and was answered the refused token from the cache.
+    script = [answer(401, { error: 'unauthorized', detail: 'no valid session or bearer token' })];
+    const asks: boolean[] = [];
+    let cached = 'tok-revoked';
+    let failRefresh = true;
+    const c = client({
+      token: (_signal, request) => {
+        asks.push(request.refresh);
+        if (request.refresh && failRefresh) {
+          failRefresh = false;
+          throw new Error('identity provider unreachable');
+        }
+        if (request.refresh) cached = 'tok-new';
+        return cached;
+      },
+      retry: { attempts: 2, initialMs: 1, maxMs: 5 },
+    });
+    await assert.rejects(c.complete(where), (err: unknown) => err instanceof HandoffRequestError && err.status === 401);
+    await c.complete(where);
+    assert.deepEqual(asks, [false, true, true]);
+    assert.deepEqual(
+      seen.map((s) => s.authorization),
+      ['Bearer tok-revoked', 'Bearer tok-new'],
+    );
+  });
+
   test('a token provider that throws is retried (the identity provider may be briefly away), then reported as no answer', async () => {
     let asked = 0;
     const token = () => {
@@ -336,3 +365,37 @@ describe('ConsoleHandoffClient', () => {
   });
 });
 
+describe('ConsoleTokens', () => {
+  test('two calls refused (401) with the same token ask for one refresh, not one each', async () => {
+    // Two calls in flight together carry the same token. Before, the second one's 401, answered after the first
+    // one's retry had been given a new token, asked for a refresh again: [false, false, true, true].
+    const asks: boolean[] = [];
+    let cached = 'tok-revoked';
+    const tokens = new ConsoleTokens((_signal, request) => {
+      asks.push(request.refresh);
+      if (request.refresh) cached = cached === 'tok-revoked' ? 'tok-new' : 'tok-newer';
+      return cached;
+    });
+    const signal = new AbortController().signal;
+    const first = await tokens.get(signal);
+    const second = await tokens.get(signal);
+    tokens.refused(first);
+    assert.equal(await tokens.get(signal), 'tok-new');
+    tokens.refused(second);
+    assert.equal(await tokens.get(signal), 'tok-new');
+    assert.deepEqual(asks, [false, false, true, false]);
+  });
+
+  test('a 401 to the token last handed out asks for a refresh again, even one just refreshed', async () => {
+    const asks: boolean[] = [];
+    const tokens = new ConsoleTokens((_signal, request) => {
+      asks.push(request.refresh);
+      return 'tok-same';
+    });
+    const signal = new AbortController().signal;
+    tokens.refused(await tokens.get(signal));
+    tokens.refused(await tokens.get(signal));
+    await tokens.get(signal);
+    assert.deepEqual(asks, [false, true, true]);
+  });
+});
