@@ -148,8 +148,13 @@ export interface ServeOptions {
    * status 401). What this hook throws is contained (the SDK's logger notes its type).
    */
   onError?: (error: unknown, context: { stage: 'receive' | 'settle' | 'onSettled' | 'token'; eventId?: string }) => void;
-  /** Each settlement made (or found made already: `alreadySettled`). What it throws goes to `onError`. */
-  onSettled?: (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean) => void;
+  /**
+   * Each settlement made, or found made already (`alreadySettled`: the console answered 409). `outcome` is this
+   * loop's own; a settlement found made may be another's - receive does not claim, so another agent or an operator
+   * may have settled the handoff while this loop held its settlement (a 401 retried, say), possibly otherwise - and
+   * `conflictDetail` is the console's 409 text saying what it knows of it. What this hook throws goes to `onError`.
+   */
+  onSettled?: (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean, conflictDetail?: string) => void;
 }
 
 export class AgentClient {
@@ -218,7 +223,8 @@ export class AgentClient {
 
   /**
    * The agent loop: receive handoffs of the endpoint (the ones in hand excluded), run `work` on each, settle
-   * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already.
+   * what it answers. Settling is retried until it lands or is refused; a 409 then means it is settled already - by
+   * this loop, or (receive does not claim) by another agent or an operator: onSettled is given the console's text.
    * An exception from `work` settles the handoff as failed with the exception's message (clipped to the console's
    * limit). A handoff whose settlement is refused for good (400, 404, an input settle() refuses, or a result that
    * JSON cannot encode, e.g. circular or holding a BigInt: settle() throws before sending) is reported to
@@ -320,6 +326,7 @@ export class AgentClient {
     const input = { endpointId: h.endpointId, eventId: h.eventId, messageId: h.messageId, ...result } as AgentSettleInput;
     for (let attempt = 1; !signal.aborted; attempt++) {
       let alreadySettled = false;
+      let conflictDetail: string | undefined;
       try {
         await this.settle(input, { signal });
       } catch (err) {
@@ -332,11 +339,13 @@ export class AgentClient {
           await sleep(Math.min(30_000, 1_000 * 2 ** Math.min(5, attempt - 1)), signal);
           continue;
         }
-        // Settled already: by an earlier attempt whose answer was lost, by another agent or by an operator.
+        // Settled already: by an earlier attempt whose answer was lost, or - receive does not claim - by another agent
+        // or an operator, possibly otherwise than this loop's outcome. The console's text says what it knows.
         alreadySettled = true;
+        if (err.detail) conflictDetail = err.detail;
       }
       // Out of the try: a throwing hook was taken for a failed settlement, which was then sent again.
-      hooks.settled(h, result.outcome, alreadySettled);
+      hooks.settled(h, result.outcome, alreadySettled, conflictDetail);
       return undefined;
     }
     return undefined;
@@ -377,8 +386,8 @@ export class AgentClient {
     const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    let token: string | undefined;
     if (this.#token) {
-      let token: string;
       try {
         token = await this.#token.get(attemptSignal);
       } catch (err) {
@@ -403,7 +412,7 @@ export class AgentClient {
       return { ok: false, retry: true, error: new AgentRequestError(what, 0, 'unreachable', `${url.origin}: ${why}`) };
     }
     if (response.status === 204) return { ok: true, value: null };
-    if (response.status === 401) this.#token?.refused();
+    if (response.status === 401 && token !== undefined) this.#token?.refused(token);
     const answer = await readJson(response);
     if (response.ok) {
       const parsed = schema.safeParse(answer);
@@ -436,14 +445,17 @@ const UNREADABLE_SETTLE_ATTEMPTS = 3;
  * - before, those were retried for ever, the handoff in hand - and so is one settle() refuses before sending
  * anything); or given up on, not held (a 403: the agent may not settle on the endpoint, the handoff is not at fault).
  * The agent's token at fault - none given (NoTokenError), or refused by the console (401) - is retried with the
- * result in hand, each attempt reported: giving it up ran the work again on the next receive.
+ * result in hand, each attempt reported: giving it up ran the work again on this loop's next receive (with several
+ * agents the work can run twice regardless: receive does not claim).
  */
 function afterSettleFailure(err: unknown, attempt: number): 'retry' | 'hold' | 'give up' {
   // No token, or one the console refused (401: it expired or was revoked between the receive and the settlement,
   // and the console read nothing of the settlement): the work is done and its result in hand; given up, the
   // handoff would be handed out again and the work - an import, a payment - run a second time once a good token
-  // comes (the next receive asks the provider again). Retried with the settlement's backoff (1 s doubling to
-  // 30 s), reported each time with stage 'token'. If an earlier attempt landed after all, the console answers 409.
+  // comes (the next receive asks the provider again) - by this loop: with several agents on the endpoint the work can
+  // run twice regardless, since receive does not claim. Retried with the settlement's backoff (1 s doubling to
+  // 30 s), reported each time with stage 'token'. A 409 then says the handoff is settled already: by an earlier
+  // attempt that landed after all, or by another agent or an operator while this one was held (onSettled's detail).
   if (tokenAtFault(err)) return 'retry';
   // settle()'s own refusal, before any request (an input the console would refuse, a result JSON cannot encode): the
   // work's answer is at fault and another attempt fails alike. Before, an unencodable result was retried for ever.

@@ -404,6 +404,36 @@ test('a settlement that finds no token keeps its result and is tried again: the 
   }
 });
 
+test('a settlement answered 409 (settled already, maybe by another agent or an operator) is reported to onSettled with the console\'s detail', async () => {
+  // Receive does not claim: while this loop held its settlement, someone else may have settled the handoff, possibly
+  // otherwise. The outcome onSettled is given is this loop's own; the console's 409 text says what it knows. Before,
+  // onSettled was given no detail (its fourth argument was undefined).
+  const detail = 'the handoff of event evt-a is already settled (failure c-9 was sent)';
+  const console_ = await startConsole(['evt-a'], (r) =>
+    r.path === '/api/agent/settle' ? { status: 409, body: JSON.stringify({ error: 'conflict', detail }) } : undefined,
+  );
+  const signal = signals();
+  try {
+    let seen: unknown[] = [];
+    const outcome = await serveUntil(
+      console_.url,
+      {
+        concurrency: 1,
+        onSettled: (h, settledAs, already, conflictDetail) => {
+          seen = [h.eventId, settledAs, already, conflictDetail];
+          signal.fire('settled');
+        },
+      },
+      complete,
+      signal.fired,
+    );
+    assert.deepEqual(outcome, { ended: 'stopped' });
+    assert.deepEqual(seen, ['evt-a', 'completed', true, detail]);
+  } finally {
+    await console_.close();
+  }
+});
+
 const unauthorized: Answer = { status: 401, body: JSON.stringify({ error: 'unauthorized', detail: 'sign in or present a bearer token (no valid session or bearer token)' }) };
 
 test('a settlement whose token the console refuses (401) keeps its result and is tried again with a new token: the work is not run a second time', async () => {

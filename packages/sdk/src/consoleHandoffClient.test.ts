@@ -5,7 +5,14 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConsoleHandoffClient, HandoffRequestError, type ConsoleHandoffClientOptions } from './consoleHandoffClient.ts';
+import {
+  ConsoleHandoffClient,
+  ConsoleTokens,
+  HandoffRequestError,
+  type ConsoleHandoffClientOptions,
+  type TokenProvider,
+  type TokenRequest,
+} from './consoleHandoffClient.ts';
 import { HandoffClientError } from './handoffClient.ts';
 
 interface Seen {
@@ -283,6 +290,53 @@ describe('ConsoleHandoffClient', () => {
     );
   });
 
+  test('a provider written with a required TokenRequest parameter is a TokenProvider (the typecheck holds this), and is given the request', async () => {
+    // Before, TokenProvider's request was optional, and under strict function types this provider was refused by
+    // tsc (TS2322): the natural signature did not compile, while a wrapper dropping the hint did.
+    const asks: TokenRequest[] = [];
+    const withRequest = (_signal: AbortSignal, request: TokenRequest): string => {
+      asks.push(request);
+      return request.refresh ? 'tok-new' : 'tok-123';
+    };
+    const typed: TokenProvider = withRequest;
+    const oneParameter: TokenProvider = (_signal: AbortSignal) => 'tok-123';
+    await client({ token: typed }).complete(where);
+    await client({ token: oneParameter }).complete(where);
+    assert.deepEqual(asks, [{ refresh: false }]);
+    assert.deepEqual(
+      seen.map((s) => s.authorization),
+      ['Bearer tok-123', 'Bearer tok-123'],
+    );
+  });
+
+  test('a refresh the provider fails (it throws) is asked for again on the next attempt, not given up', async () => {
+    // Before, the hint was cleared as it was asked: the provider's throw used it up, and the retry asked
+    // { refresh: false } and was answered the refused token from the cache.
+    script = [answer(401, { error: 'unauthorized', detail: 'no valid session or bearer token' })];
+    const asks: boolean[] = [];
+    let cached = 'tok-revoked';
+    let failRefresh = true;
+    const c = client({
+      token: (_signal, request) => {
+        asks.push(request.refresh);
+        if (request.refresh && failRefresh) {
+          failRefresh = false;
+          throw new Error('identity provider unreachable');
+        }
+        if (request.refresh) cached = 'tok-new';
+        return cached;
+      },
+      retry: { attempts: 2, initialMs: 1, maxMs: 5 },
+    });
+    await assert.rejects(c.complete(where), (err: unknown) => err instanceof HandoffRequestError && err.status === 401);
+    await c.complete(where);
+    assert.deepEqual(asks, [false, true, true]);
+    assert.deepEqual(
+      seen.map((s) => s.authorization),
+      ['Bearer tok-revoked', 'Bearer tok-new'],
+    );
+  });
+
   test('a token provider that throws is retried (the identity provider may be briefly away), then reported as no answer', async () => {
     let asked = 0;
     const token = () => {
@@ -308,5 +362,40 @@ describe('ConsoleHandoffClient', () => {
     abort.abort(new Error('shutting down'));
     await assert.rejects(pending, /shutting down/);
     assert.equal(seen.length, 1);
+  });
+});
+
+describe('ConsoleTokens', () => {
+  test('two calls refused (401) with the same token ask for one refresh, not one each', async () => {
+    // Two calls in flight together carry the same token. Before, the second one's 401, answered after the first
+    // one's retry had been given a new token, asked for a refresh again: [false, false, true, true].
+    const asks: boolean[] = [];
+    let cached = 'tok-revoked';
+    const tokens = new ConsoleTokens((_signal, request) => {
+      asks.push(request.refresh);
+      if (request.refresh) cached = cached === 'tok-revoked' ? 'tok-new' : 'tok-newer';
+      return cached;
+    });
+    const signal = new AbortController().signal;
+    const first = await tokens.get(signal);
+    const second = await tokens.get(signal);
+    tokens.refused(first);
+    assert.equal(await tokens.get(signal), 'tok-new');
+    tokens.refused(second);
+    assert.equal(await tokens.get(signal), 'tok-new');
+    assert.deepEqual(asks, [false, false, true, false]);
+  });
+
+  test('a 401 to the token last handed out asks for a refresh again, even one just refreshed', async () => {
+    const asks: boolean[] = [];
+    const tokens = new ConsoleTokens((_signal, request) => {
+      asks.push(request.refresh);
+      return 'tok-same';
+    });
+    const signal = new AbortController().signal;
+    tokens.refused(await tokens.get(signal));
+    tokens.refused(await tokens.get(signal));
+    await tokens.get(signal);
+    assert.deepEqual(asks, [false, true, true]);
   });
 });

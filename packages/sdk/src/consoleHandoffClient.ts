@@ -26,9 +26,11 @@ export interface TokenCredentialLike {
 
 /**
  * A function answering a bearer token for the console (it should cache and refresh; it is called per attempt). The
- * clients tell it when the console refused the token it gave last (`request.refresh`, ConsoleTokens).
+ * clients tell it when the console refused the token it gave last (`request.refresh`, ConsoleTokens). `request` is
+ * required because the clients always pass it: optional, a provider written `(signal, request: TokenRequest)` did not
+ * compile (strict function types), and one of a single parameter still fits.
  */
-export type TokenProvider = (signal: AbortSignal, request?: TokenRequest) => string | Promise<string>;
+export type TokenProvider = (signal: AbortSignal, request: TokenRequest) => string | Promise<string>;
 
 /** What a client says when it asks a TokenProvider for a token. */
 export interface TokenRequest {
@@ -202,7 +204,7 @@ export class ConsoleHandoffClient {
       const what = timeout.aborted ? `no answer within ${this.#timeoutMs} ms` : err instanceof Error ? err.message : String(err);
       return { ok: false, retry: true, error: new HandoffRequestError(0, 'unreachable', `${url.origin}: ${what}`) };
     }
-    if (response.status === 401) this.#token.refused();
+    if (response.status === 401) this.#token.refused(token);
     const answer = await readJson(response);
     if (response.ok) {
       const settlement = settlementSchema.safeParse(answer);
@@ -272,29 +274,45 @@ export function tokenProvider(token: ConsoleToken): TokenProvider {
 
 /**
  * A client's token provider (tokenProvider), and whether the console refused (401) a token it gave: the next ask
- * says so (`refresh`), once. A provider that caches its token (as it should) would otherwise answer the refused one
- * again - a token revoked, or the console's clock ahead of the provider's - and every retry, `serve`'s settlement
- * kept in hand included, be refused until the cache let it go.
+ * says so (`refresh`), once per refused token. A provider that caches its token (as it should) would otherwise
+ * answer the refused one again - a token revoked, or the console's clock ahead of the provider's - and every retry,
+ * `serve`'s settlement kept in hand included, be refused until the cache let it go.
  */
 export class ConsoleTokens {
   readonly #provider: TokenProvider;
   #refused = false;
+  /** The token last handed out; undefined while a refresh is asked for (the one before it is known refused). */
+  #last: string | undefined;
 
   constructor(token: ConsoleToken) {
     this.#provider = tokenProvider(token);
   }
 
   async get(signal: AbortSignal): Promise<string> {
-    // Cleared as it is passed on: should this ask fail, the next one is answered the cached token, refused again,
-    // and the flag set again - no worse than without it.
+    // Cleared as it is passed on, so that one refusal asks for one refresh.
     const refresh = this.#refused;
     this.#refused = false;
-    return this.#provider(signal, { refresh });
+    if (refresh) this.#last = undefined;
+    let token: string;
+    try {
+      token = await this.#provider(signal, { refresh });
+    } catch (err) {
+      // The refresh did not happen (the identity provider away, say): the next ask must ask for it again, or it is
+      // answered the refused token from the cache.
+      if (refresh) this.#refused = true;
+      throw err;
+    }
+    this.#last = token;
+    return token;
   }
 
-  /** The console answered 401 to a token this provider gave. */
-  refused(): void {
-    this.#refused = true;
+  /**
+   * The console answered 401 to `token`, which this provider gave. Only the token last handed out counts: calls in
+   * flight together all carry the same token, and the 401 of a second one, answered after the first one's retry
+   * was given a new token, would otherwise ask for a second refresh of a token already replaced.
+   */
+  refused(token: string): void {
+    if (token === this.#last) this.#refused = true;
   }
 }
 

@@ -4,7 +4,7 @@
 // (stage 'onSettled'); an `onError` failure has no hook left to go to and is logged (its type only: a hook's
 // message may carry a payload) by the SDK's logger. Hooks are not awaited: the loop does not wait on its observers.
 import type { Logger } from 'pino';
-import type { PendingHandoff, ServeOptions } from './agentClient.ts';
+import type { ServeOptions } from './agentClient.ts';
 import { defaultSdkLogger } from './logger.ts';
 
 export interface ContainedHooks {
@@ -21,9 +21,9 @@ export function containHooks(
       () => options.onError?.(err, context),
       (failure) => log().warn({ hook: 'onError', stage: context.stage, type: typeOf(failure) }, 'serve: the onError hook failed (ignored)'),
     );
-  const settled = (handoff: PendingHandoff, outcome: 'completed' | 'failed', alreadySettled: boolean) =>
+  const settled: ContainedHooks['settled'] = (handoff, outcome, alreadySettled, conflictDetail) =>
     contained(
-      () => options.onSettled?.(handoff, outcome, alreadySettled),
+      () => options.onSettled?.(handoff, outcome, alreadySettled, conflictDetail),
       (failure) => error(failure, { stage: 'onSettled', eventId: handoff.eventId }),
     );
   return { error, settled };
