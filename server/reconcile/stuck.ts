@@ -21,7 +21,7 @@
 //     session is released. A restore was offered before, and undid the one thing that stops a second copy: the
 //     restored row is the failure the command answered, so a Resubmit derived the same MessageId, the row was no
 //     claim for the Manager's repeat check, and the same command went out again, parked under the same id and
-//     replayed twice on release (refused.test.ts; the Manager now also refuses a recorded command, manager.ts).
+//     replayed twice on release (refused.test.ts).
 // The version to restore is taken from the event's history (the message the row showed before: the request's
 // ParentMessageId), never from the request; the write is a compare-and-swap on the row version the operator saw.
 import {
@@ -472,7 +472,11 @@ export async function applyStuckRepairs(
           unchanged('no earlier state to restore was found in the event\'s history');
           continue;
         }
-        const written = await store.restoreStatusRow(rowFromEntry(row, previous), { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId });
+        // The version assessed, `conditional` included: the Resolver's record of a claimed command has the claim's
+        // id and status, and landing between the check above and this write it must not be taken for the claim and
+        // put back (a Resubmit would then send the same command again; restoreRace.test.ts). An older writer's
+        // version (no flag) matches as before.
+        const written = await store.restoreStatusRow(rowFromEntry(row, previous), { status: ResolutionStatus.Pending, lastMessageId: row.lastMessageId, conditional: row.conditional });
         if (written.outcome === 'ignored') {
           unchanged('the row changed while it was being restored');
           continue;
