@@ -1,9 +1,10 @@
 // Bounds the work one disposition frame can cause. rhea (lib/session.js, Outgoing/Incoming.on_disposition)
 // walks every delivery id from `first` to `last`, so a 30-byte frame naming 0..0xFFFFFFFF held the event loop
-// for about a minute, and every lock lapsed meanwhile. A peer can only settle deliveries its session holds
-// unsettled, never more than the session's delivery buffer, so a wider range is a broken or hostile peer and
-// is refused. A range within that bound is handed to rhea narrowed to the ids the buffer holds: the same
-// effect, and ids below the oldest held one cannot reach a wrapped buffer slot that holds another delivery.
+// for about a minute, and every lock lapsed meanwhile. The range is handed to rhea narrowed to the ids the
+// session's delivery buffer holds: the same effect (ids outside it name nothing rhea could settle), a walk of
+// at most the buffer's size, and ids below the oldest held one cannot reach a wrapped buffer slot that holds
+// another delivery. A wide range is not refused: AMQP lets a range cover ids already settled (a client settling
+// ids 0 and 3001 in one frame), and the narrowing alone already bounds the walk.
 // This is an instance-level wrapper installed on session open; rhea itself stays untouched.
 
 export interface DispositionFields {
@@ -15,14 +16,14 @@ export interface DispositionFields {
 
 /** The part of rhea's session Outgoing/Incoming objects (and their CircularBuffer) used here. */
 export interface DispositionSide {
-  deliveries: { capacity: number; size: number; get_head(): { id: number } | undefined };
+  deliveries: { size: number; get_head(): { id: number } | undefined };
   on_disposition(fields: DispositionFields): void;
 }
 
-export function guardDispositionRanges(
-  session: { outgoing: DispositionSide; incoming: DispositionSide },
-  refuse: (description: string) => void,
-): void {
+export function guardDispositionRanges(session: {
+  outgoing: DispositionSide;
+  incoming: DispositionSide;
+}): void {
   for (const side of [session.outgoing, session.incoming]) {
     const original = side.on_disposition.bind(side);
     side.on_disposition = (fields) => {
@@ -31,11 +32,7 @@ export function guardDispositionRanges(
       const last = fields.last ? fields.last : first;
       // Anything else rhea's loop does not walk at all.
       if (typeof first !== 'number' || typeof last !== 'number' || last < first) return original(fields);
-      const { capacity, size } = side.deliveries;
-      if (last - first + 1 > capacity) {
-        refuse(`A disposition named ${last - first + 1} deliveries; a session holds at most ${capacity}.`);
-        return;
-      }
+      const { size } = side.deliveries;
       const head = side.deliveries.get_head();
       if (!head) return;
       const from = Math.max(first, head.id);

@@ -298,10 +298,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     };
     if (!state || !session) return;
     state.sessions.add(session);
-    guardDispositionRanges(session, (description) => {
-      log.info({ connection: state.id }, 'disposition range wider than a session; closing the connection');
-      abortConnection(state, { condition: 'amqp:connection:framing-error', description });
-    });
+    guardDispositionRanges(session);
     const original = session.on_transfer.bind(session);
     // A refused session (and a connection being closed) assembles nothing: transfers on it are dropped.
     let refused = false;

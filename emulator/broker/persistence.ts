@@ -82,20 +82,30 @@ function readState(dir: string, log: Log): { gen: number; records: JournalRecord
   if (existsSync(journalPath)) {
     const lines = readLines(journalPath);
     for (let i = 0; i < lines.length; i++) {
+      let parsed: JournalRecord | JournalRecord[];
       try {
         // An operation's records are one line (an array); a journal of an older version has one per line.
-        const parsed: JournalRecord | JournalRecord[] = parseRecord(lines[i] as string);
-        if (Array.isArray(parsed)) records.push(...parsed);
-        else records.push(parsed);
-      } catch {
-        // Only a torn last write can be unparsable; it was never acknowledged to anyone, and it is one whole
-        // operation, so nothing of it is replayed.
-        log.warn(
-          { file: journalPath, line: i + 1, dropped: lines.length - i },
-          'journal ends with a partial record',
-        );
+        parsed = parseRecord(lines[i] as string);
+      } catch (err) {
+        if (!(err instanceof SyntaxError)) throw err;
+        if (i === lines.length - 1) {
+          // Only a torn last write can be unparsable; it was never acknowledged to anyone, and it is one whole
+          // operation, so nothing of it is replayed.
+          log.warn({ file: journalPath, line: i + 1 }, 'journal ends with a partial record');
+        } else {
+          // A bad line followed by good ones is damage, not a torn tail. Replay stops here as before (an
+          // operation applied without the one before it could build a state that never existed), but say so.
+          log.error(
+            { file: journalPath, line: i + 1, dropped: lines.length - i },
+            'journal is corrupt in the middle; this and every later operation are not replayed',
+          );
+        }
         break;
       }
+      // Not `push(...parsed)`: one operation can hold more records than a call takes arguments (an expiry
+      // sweep deleting every due message), and the RangeError used to be taken for a torn line.
+      if (Array.isArray(parsed)) for (const r of parsed) records.push(r);
+      else records.push(parsed);
     }
   }
   return { gen, records };

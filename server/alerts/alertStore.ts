@@ -6,7 +6,7 @@ import type { Container, Database } from '@azure/cosmos';
 import { openContainer, type ContainerSlot } from '../../lib/store/containers.ts';
 import { cosmosStatus } from '../../lib/store/index.ts';
 import { badRequest, notFound } from '../http.ts';
-import { alertsKey, seal, unseal } from './secrets.ts';
+import { alertsKey, seal, SecretKeyError, unseal } from './secrets.ts';
 import { channelChanges, secretLeftForOldDestination, type ChannelChanges } from './channelDestination.ts';
 import type { AlertDoc, ChannelDoc, ChannelInput, RuleDoc, RuleInput, RuleStateDoc } from './model.ts';
 
@@ -101,8 +101,21 @@ export class AlertStore {
     return existing && existing.type === input.type ? channelChanges(existing, input, () => this.#storedUrl(existing)) : null;
   }
 
+  /**
+   * The stored URL, or undefined when there is none or it no longer decrypts (NIMBUS_ALERTS_KEY was changed): an
+   * unreadable URL counts as another server, so the URL the edit gives is taken and the headers, sealed under the
+   * old key too, must be given with it - the re-entry docs/operations.md asks for after a key change. A missing or
+   * malformed key still throws: the edit could not seal the new URL either.
+   */
   #storedUrl(d: ChannelDoc): string | undefined {
-    return d.secrets.url === undefined ? undefined : unseal(d.secrets.url, alertsKey(this.#env));
+    if (d.secrets.url === undefined) return undefined;
+    const key = alertsKey(this.#env);
+    try {
+      return unseal(d.secrets.url, key);
+    } catch (err) {
+      if (err instanceof SecretKeyError) return undefined;
+      throw err;
+    }
   }
 
   /**

@@ -4,7 +4,7 @@
 // never its URL (an incoming-webhook URL is itself the credential).
 import nodemailer from 'nodemailer';
 import { alertsKey, unseal } from './secrets.ts';
-import type { AlertDoc, ChannelDoc } from './model.ts';
+import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc } from './model.ts';
 
 export type NoticeKind = 'fired' | 'recovered' | 'test';
 
@@ -122,7 +122,13 @@ export function emailText(n: AlertNotice): { subject: string; text: string } {
   return { subject: title(n), text: lines.join('\n') };
 }
 
+/** A failure whose message names no target and so is shown as it is (not reduced to its kind like fetch's). */
+class RefusedSend extends Error {}
+
 async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number): Promise<void> {
+  // A URL stored before https was required keeps no exception: its notice and headers would cross a network in clear.
+  if (!isAllowedChannelUrl(url))
+    throw new RefusedSend('the stored URL is plain http to a host other than this machine: enter it again as https');
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -181,7 +187,11 @@ export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, optio
   } catch (err) {
     // Fetch and SMTP errors may quote the target; keep the kind of failure only.
     const e = err as { name?: string; code?: string; message?: string };
-    const reason = e.name === 'TimeoutError' ? 'timed out' : e.message?.startsWith('the receiver answered') ? e.message : (e.code ?? e.name ?? 'failed');
+    const reason =
+      err instanceof RefusedSend ? err.message
+      : e.name === 'TimeoutError' ? 'timed out'
+      : e.message?.startsWith('the receiver answered') ? e.message
+      : (e.code ?? e.name ?? 'failed');
     throw new Error(`channel '${channel.name}' (${channel.type}): ${reason}`);
   }
 }

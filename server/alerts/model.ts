@@ -53,19 +53,22 @@ export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 // A channel's URL is itself a credential and carries the notice (and a webhook's extra headers): https only. Plain
 // http is let through to a loopback host alone, where nothing crosses a network - the local receivers of the tests
-// and of a developer's machine (server/alerts/testing.ts).
+// and of a developer's machine (server/alerts/testing.ts). Checked on input and again before each send (channels.ts),
+// since a URL stored before the rule existed is not input again.
+export function isAllowedChannelUrl(u: string): boolean {
+  try {
+    const url = new URL(u);
+    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackName(url.hostname.replace(/^\[|\]$/g, '')));
+  } catch {
+    return false;
+  }
+}
+
 const httpsUrl = z
   .string()
   .trim()
   .max(2000)
-  .refine((u) => {
-    try {
-      const url = new URL(u);
-      return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackName(url.hostname.replace(/^\[|\]$/g, '')));
-    } catch {
-      return false;
-    }
-  }, 'an https URL (plain http only to a loopback host: localhost, 127.x.y.z or [::1])');
+  .refine(isAllowedChannelUrl, 'an https URL (plain http only to a loopback host: localhost, 127.x.y.z or [::1])');
 
 const email = z.string().trim().max(320).regex(/^[^\s@<>]+@[^\s@<>]+$/, 'an e-mail address');
 

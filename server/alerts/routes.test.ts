@@ -295,6 +295,34 @@ describe('alerts API', () => {
     assert.equal((JSON.parse(named.text) as { endpointId: string }).endpointId, 'billingendpoint');
   });
 
+  test('after a key change the URLs can be entered again; the unreadable headers are asked for with them', async () => {
+    const receiver = await startWebhookReceiver();
+    const key = process.env.NIMBUS_ALERTS_KEY;
+    try {
+      const slack = await call('api/admin/alerts/channels', 'POST', { type: 'slack', name: 'rekeyed-slack', url: SECRET_URL });
+      const hook = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'rekeyed-hook', url: `${receiver.url}/h`, headers: { Authorization: 'Bearer old' } });
+      assert.deepEqual([slack.status, hook.status], [201, 201], slack.text + hook.text);
+      const [slackId, hookId] = [slack.text, hook.text].map((t) => (JSON.parse(t) as { id: string }).id);
+      process.env.NIMBUS_ALERTS_KEY = randomBytes(32).toString('base64');
+
+      // Before, reading the stored URL (to compare its server) failed with the new key: 400 "does not decrypt".
+      const slackAgain = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'slack', name: 'rekeyed-slack', url: SECRET_URL }, { channelId: slackId! });
+      assert.equal(slackAgain.status, 200, slackAgain.text);
+      // The old URL is unreadable, so its server counts as changed: the headers, unreadable too, must come with it.
+      const urlOnly = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'rekeyed-hook', url: `${receiver.url}/h` }, { channelId: hookId! });
+      assert.equal(urlOnly.status, 400, urlOnly.text);
+      assert.match(urlOnly.text, /give its extra headers again/);
+      const both = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'rekeyed-hook', url: `${receiver.url}/h`, headers: { Authorization: 'Bearer new' } }, { channelId: hookId! });
+      assert.equal(both.status, 200, both.text);
+      const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: hookId! });
+      assert.deepEqual([sent.status, JSON.parse(sent.text)], [200, { ok: true }]);
+      assert.equal(receiver.received[0]!.headers.authorization, 'Bearer new');
+    } finally {
+      process.env.NIMBUS_ALERTS_KEY = key;
+      await receiver.close();
+    }
+  });
+
   test('without NIMBUS_ALERTS_KEY a channel with a secret is refused, naming the variable', async () => {
     const key = process.env.NIMBUS_ALERTS_KEY;
     delete process.env.NIMBUS_ALERTS_KEY;
