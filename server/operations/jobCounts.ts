@@ -32,10 +32,28 @@ export function count(job: Job, row: SelectedRow, o: StepOutcome): void {
   }
 }
 
-/** Keeps on the job the refusals and send failures of the lot (from `job.cursor` on) a pause stopped (Job.pausedLot). */
+/**
+ * Keeps on the job the refusals and send failures of the lot (from `job.cursor` on) a pause stopped (Job.pausedLot).
+ * They replace what an earlier pause kept of the same rows, also with nothing: the newer pause stepped them last.
+ * An earlier pause's rows past this lot stay (a replica with a smaller lot size paused before reaching them).
+ */
 export function setPausedLot(job: Job, lot: ReadonlyArray<StepOutcome | undefined>): void {
   const kept = lot.flatMap((o, i) => (o && o.kind !== 'done' ? [{ row: job.cursor + i, kind: o.kind, status: o.status, detail: o.detail }] : []));
+  keepPausedLot(job, [...kept, ...(job.pausedLot ?? []).filter((r) => r.row >= job.cursor + lot.length)]);
+}
+
+/**
+ * Drops the kept outcomes of the rows the cursor has passed: the run that moved it stepped and counted them. Kept
+ * until then, not dropped when a resumed run starts: a run that stops before it re-steps the lot (the replica
+ * stopping, a write refused) would leave a later cancel without them (resume.test.ts, "resumed on a replica").
+ */
+export function passPausedLot(job: Job): void {
+  keepPausedLot(job, (job.pausedLot ?? []).filter((r) => r.row >= job.cursor));
+}
+
+function keepPausedLot(job: Job, kept: NonNullable<Job['pausedLot']>): void {
   if (kept.length > 0) job.pausedLot = kept;
+  else delete job.pausedLot;
 }
 
 /** The outcomes a pause kept, as the stopped lot's (indexed from `job.cursor`, undefined where none was kept). */

@@ -120,8 +120,9 @@ export interface Job {
   awaitingReceipt?: number[];
   /**
    * Set when the operator's pause stopped a lot in its retry wait: the refusals and send failures that lot had met,
-   * by selection index (from `cursor` on). A cancel of the paused job counts them - no receipt shows them - and a
-   * resume clears them, stepping the lot again (runner.ts).
+   * by selection index (from `cursor` on). A cancel of the paused job counts them - no receipt shows them. A resumed
+   * run steps the lot again and drops them only as its cursor passes their rows: a resumed run that stops before
+   * that leaves them for the cancel (runner.ts; jobCounts.ts, passPausedLot).
    */
   pausedLot?: Array<{ row: number; kind: 'refused' | 'failed'; status: number; detail: string }>;
   chunks: number;

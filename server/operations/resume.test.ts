@@ -8,7 +8,8 @@
 // one that stalls inside the Manager after its claims (the Manager asks the runner's guard right before the send,
 // and undoes the claim), nor one whose one-event retries come after the lease ended; a healthy holder waiting to
 // retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
-// found refused or failed - also when it paused first and the paused job was cancelled. A cancelled job counts the
+// found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
+// replica stopped before stepping the lot again. A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
 // counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
 // landed); a run whose final write is refused does not log the job completed.
@@ -567,15 +568,31 @@ test("a lot paused in its retry wait, the job then cancelled, counts the events 
   await stoppedInRetryWait('pausesettled', true);
 });
 
+// Before, the resume's first write dropped the pause's kept outcomes before the lot was stepped again: a replica that
+// stopped right then left the job without them, and its cancel counted by receipts alone - done 1, refused 0,
+// failed 0, awaiting [1, 2, 3] (the gap the kept outcomes close).
+test("a lot paused in its retry wait, resumed on a replica that stops before stepping it again, then cancelled, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await stoppedInRetryWait('resumestopped', true, true);
+});
+
 /**
  * A lot of four events stopped by the operator in its retry wait: one sent, one waiting on a claim being sent
  * elsewhere, one refused, one whose command cannot be sent. The operator cancels - or, `pauseFirst`, pauses, and
- * cancels the paused job. Either way the cancelled job counts each event the lot settled.
+ * cancels the paused job; `resumeStopped`: resumes it first, on a replica that stops at the resumed run's first
+ * write (before it steps the lot again). Either way the cancelled job counts each event the lot settled.
  */
-async function stoppedInRetryWait(prefix: string, pauseFirst: boolean): Promise<void> {
+async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeStopped = false): Promise<void> {
   const ids = await seedFailed(prefix, 4);
   const [sent, waiting, hers, unsent] = ids as [string, string, string, string];
-  const jobs = jobStore((docs) => new JobStore(docs));
+  /** Once `resumed` is set, the first write of a running job stops the replica (the run then saves and returns). */
+  const stopAt = { resumed: false, stopped: undefined as Promise<void> | undefined };
+  class StopsAtTheResume extends JobStore {
+    override async save(job: Job, etag: string): Promise<string | undefined> {
+      if (stopAt.resumed && job.state === 'running' && !stopAt.stopped) stopAt.stopped = runner.stop();
+      return super.save(job, etag);
+    }
+  }
+  const jobs = jobStore((docs) => new StopsAtTheResume(docs));
   const job = await resubmitJob(jobs, ids);
   // After the selection was frozen: a claim of `waiting` whose send is in progress elsewhere (the lot's one retry
   // wait), and alice's resubmit of `hers`, still Pending (refused: sent by someone else).
@@ -600,12 +617,22 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean): Promise<
     }
   }
   const faulty = new CancelsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
-  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
+  let runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
   try {
     runner.kick();
     if (pauseFirst) {
       const paused = await jobOnce('the job to be paused', jobs, job.operationId, 'paused');
       assert.deepEqual({ done: paused.done, refused: paused.refused, failed: paused.failed, cursor: paused.cursor }, { done: 0, refused: 0, failed: 0, cursor: 0 }, 'the paused lot is not counted yet');
+      if (resumeStopped) {
+        stopAt.resumed = true;
+        await jobs.setControl(job.operationId, 'run', 'operator');
+        // Kicked until the pausing run has given the job back and the resumed run has begun (and stopped).
+        await waitFor('the replica to stop at the resumed run', () => (runner.kick(), stopAt.stopped !== undefined), { timeoutMs: 60_000 });
+        await stopAt.stopped;
+        const resumed = (await jobs.get(job.operationId))!;
+        assert.deepEqual([resumed.state, resumed.cursor, resumed.done], ['running', 0, 0], 'the resumed run stopped before stepping the lot again');
+        runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
+      }
       await jobs.setControl(job.operationId, 'cancel', 'operator');
     }
     // The runner looks for jobs every hour here: kicked (as the route does) until the pausing run has given the job

@@ -46,7 +46,7 @@ import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import type { Job, JobStore } from './jobs.ts';
-import { actedByThisJob, count, countLateReceipts, isThisJobs, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -298,8 +298,6 @@ export class OperationsRunner {
 
     const rows = await jobs.rows(job);
     job.state = 'running';
-    // A resumed job steps its paused lot again: that lot's outcomes kept at the pause are the new run's to count.
-    delete job.pausedLot;
     job.startedAt ??= new Date().toISOString();
     lastSave = Date.now();
     if (!(await write())) return;
@@ -394,6 +392,7 @@ export class OperationsRunner {
       }
       batch.forEach((row, i) => count(job, row, settled[i]!));
       job.cursor += batch.length;
+      passPausedLot(job);
       if (Date.now() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
     }
     // Logged only when the job was written completed: a refused write means a successor holds the job now.
