@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { CONSOLE_DIR, type RunningConsole } from '../server/console.ts';
 import { MessageType } from '@nimbus/sdk/contract';
-import { hydrated, untilDataDrawn, untilInPage } from '../server/testing/pageWait.ts';
+import { hydrated, reloadPage, untilDataDrawn, untilInPage } from '../server/testing/pageWait.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import { parkedBehind, seedEvent } from '../server/testing/seed.ts';
 
@@ -345,7 +345,7 @@ describe('console accessibility, themes and keyboard (Chromium)', () => {
     // Reload with every script of the app blocked: only the inline script in <head> can have set the class, so
     // the first paint is already dark.
     await page.route('**/_next/static/**/*.js', (route) => route.abort());
-    await page.reload();
+    await reloadPage(page);
     assert.equal(await isDark(), true, 'dark before hydration');
     await page.unroute('**/_next/static/**/*.js');
     await visit(page, '/');

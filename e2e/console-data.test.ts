@@ -10,6 +10,7 @@ import type { BrowserContext, Page, Request } from 'playwright-core';
 import type { RunningConsole } from '../server/console.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
+import { reloadPage } from '../server/testing/pageWait.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -92,7 +93,7 @@ describe('first HTML', () => {
       await page.locator('tr[data-endpoint="billingendpoint"]').waitFor();
       assert.equal(await page.locator('html[data-hydrated]').count(), 0, 'no mark without the scripts');
       await page.unroute('**/_next/static/**/*.js');
-      await page.reload();
+      await reloadPage(page);
       await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
     } finally {
       await page.close();
@@ -208,7 +209,7 @@ describe('URL state', () => {
     // is the signal that the click took.
     await page.getByLabel('Only with failed or deferred').click();
     await page.waitForURL(/[?&]unhealthy=1/);
-    await page.reload();
+    await reloadPage(page);
     assert.equal(await page.getByLabel('Filter endpoints').inputValue(), 'billing');
     assert.equal(await page.getByLabel('Only with failed or deferred').isChecked(), true);
     assert.equal(await page.locator('tr[data-endpoint]').count(), 1);
@@ -228,7 +229,7 @@ describe('URL state', () => {
     await page.waitForURL(/[?&]sort=active/);
     await page.getByLabel('Only needing attention').click();
     await page.waitForURL(/[?&]attention=1/);
-    await page.reload();
+    await reloadPage(page);
     assert.equal(await page.getByLabel('Filter subscriptions').inputValue(), 'billing');
     assert.equal(await page.getByLabel('Only needing attention').isChecked(), true);
     await page.close();
@@ -243,7 +244,7 @@ describe('URL state', () => {
     await page.waitForURL(/from=/);
     const from = new URL(page.url()).searchParams.get('from') ?? '';
     assert.match(from, /^2020-01-02T03:04:00(Z|[+-]\d\d:\d\d)$/, `from=${from}`);
-    await page.reload();
+    await reloadPage(page);
     assert.equal(await page.locator('input[type="datetime-local"]').first().inputValue(), '2020-01-02T03:04');
     assert.equal(await page.getByRole('button', { name: /^Failed/ }).getAttribute('aria-pressed'), 'true');
     await page.getByRole('link', { name: 'evt-failed-1' }).waitFor();

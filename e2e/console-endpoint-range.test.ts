@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { TimeSeriesStore } from '../lib/store/index.ts';
 import type { RunningConsole } from '../server/console.ts';
-import { gotoHydrated, hydrated, until } from '../server/testing/pageWait.ts';
+import { gotoHydrated, hydrated, reloadPage, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -105,7 +105,7 @@ describe('endpoint page: the history range in the URL beside the event filters',
     assert.deepEqual(query(page), [['status', 'Failed,Deferred'], ['range', '7d']]);
 
     span = nextMetricsSpan(page);
-    await page.reload();
+    await reloadPage(page);
     await hydrated(page);
     assert.ok(about(await span, 7 * DAY), 'after a reload the charts ask for 7 d');
     await until(() => rangePressed(page), ['7d'], 'the range after a reload', page);
@@ -153,7 +153,7 @@ describe('endpoint page: the history range in the URL beside the event filters',
     assert.equal(sp.get('from'), updatedFrom, 'the events\' filter is left alone');
     assert.notEqual(await page.getByLabel('Updated from').inputValue(), '', 'the Updated from box still has the filter');
 
-    await page.reload();
+    await reloadPage(page);
     await hydrated(page);
     await until(() => rangePressed(page), ['custom'], 'custom after a reload', page);
     await until(() => picker(page).getByLabel('From', { exact: true }).inputValue(), from, 'the From box after a reload', page);

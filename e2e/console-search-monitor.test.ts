@@ -7,7 +7,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { MessageType } from '@nimbus/sdk/contract';
 import type { RunningConsole } from '../server/console.ts';
 import { seedEvent } from '../server/testing/seed.ts';
-import { gotoHydrated, hydrated, reloadHydrated, until } from '../server/testing/pageWait.ts';
+import { gotoHydrated, hydrated, reloadHydrated, reloadPage, until } from '../server/testing/pageWait.ts';
 import { errorsLoading, startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -122,7 +122,7 @@ describe('monitor: the chart range in the URL', () => {
     await picker.getByRole('button', { name: '7d', exact: true }).click();
     await page.waitForURL((u) => u.searchParams.get('range') === '7d');
 
-    await page.reload();
+    await reloadPage(page);
     await hydrated(page);
     await until(() => pressed(page), ['7d'], 'the range after a reload', page);
     await until(() => bucketNote(page), 'per 1 h', 'the 7 d range queried after a reload', page);
@@ -154,7 +154,7 @@ describe('monitor: the chart range in the URL', () => {
     await page.waitForURL((u) => Date.parse(u.searchParams.get('from') ?? '') === Date.parse(from));
     assert.equal(Date.parse(new URL(page.url()).searchParams.get('to') ?? ''), Date.parse(to));
 
-    await page.reload();
+    await reloadPage(page);
     await hydrated(page);
     await until(() => pressed(page), ['custom'], 'custom after a reload', page);
     await until(() => picker.getByLabel('From', { exact: true }).inputValue(), from, 'the From box after a reload', page);

@@ -11,6 +11,7 @@ import type { Locator, Page } from 'playwright-core';
 import { MessageType } from '@nimbus/sdk/contract';
 import { seedEvent } from '../server/testing/seed.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
+import { reloadPage } from '../server/testing/pageWait.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -48,7 +49,7 @@ describe('an operator walk', () => {
     // A zone that is neither UTC nor the server's: a local time can only come from the browser's rule.
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kathmandu' });
-    await page.reload();
+    await reloadPage(page);
     const groups = page.getByTestId('failure-groups');
     await seen('the Unsupported group', groups.getByText('no handler for event type CustomerUpdated'), page);
     const times = groups.locator('time');
@@ -111,7 +112,7 @@ describe('an operator walk', () => {
     const page = await ui!.open('/monitor');
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kathmandu' });
-    await page.reload();
+    await reloadPage(page);
     await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
     const chart = page.getByTestId('monitor-history').locator('.uplot').first();
     /** The legend's time at the middle of the chart, in minutes of the day (uPlot writes e.g. `2026-12-04 4:30pm`). */

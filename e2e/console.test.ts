@@ -10,6 +10,7 @@ import { MessageType, Prop } from '@nimbus/sdk/contract';
 import { seedConsoleData, XSS_TEXT } from '../server/testing/seed.ts';
 import { startSeededConsole, type SeededConsole } from '../server/testing/seededConsole.ts';
 import type { ConsoleTestStack } from '../server/testing/stack.ts';
+import { reloadPage } from '../server/testing/pageWait.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -62,7 +63,7 @@ describe('console in Chromium', () => {
     await page.getByLabel('Error text contains').fill('card');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/q=card/);
-    await page.reload();
+    await reloadPage(page);
     await page.getByRole('link', { name: 'evt-failed-1' }).waitFor();
     assert.equal(await page.getByLabel('Error text contains').inputValue(), 'card');
     assert.equal(await page.getByRole('button', { name: /^Failed/ }).getAttribute('aria-pressed'), 'true');
@@ -390,7 +391,7 @@ describe('console in Chromium', () => {
     // switch before hydration would be lost, and local time equal to UTC would prove nothing.
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kathmandu' });
-    await page.reload();
+    await reloadPage(page);
     const times = page.getByTestId('audits').locator('time');
     const localShown = times.filter({ hasText: /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} GMT\+5:45$/ }).first();
     const utcShown = page.getByTestId('audits').locator('time[title$="GMT+5:45"]').filter({ hasText: / UTC$/ }).first();
@@ -413,7 +414,7 @@ describe('console in Chromium', () => {
     assert.equal(await times.filter({ hasText: /GMT\+5:45$/ }).count(), 0, 'every time on the page switched');
 
     // Remembered: after a reload the page hydrates straight into UTC, its hover text the browser's local time.
-    await page.reload();
+    await reloadPage(page);
     await seen('UTC after a reload', utcShown);
     assert.equal(await page.getByRole('button', { name: 'UTC', exact: true }).getAttribute('aria-pressed'), 'true');
     await page.getByRole('button', { name: 'UTC', exact: true }).click();

@@ -15,6 +15,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { launchTestChromium, type TestBrowser } from '../server/testing/chromium.ts';
 import { ledgerJobOutcome } from '../demo/rules.ts';
 import type { EventDetailsView, EventListItem } from '../server/queries.ts';
+import { reloadPage } from '../server/testing/pageWait.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'npm-start');
@@ -356,7 +357,7 @@ describe('npm start in Chromium', () => {
     await page.getByLabel('Event type').selectOption('OrderPlaced');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.waitForURL(/eventTypeId=OrderPlaced/);
-    await page.reload();
+    await reloadPage(page);
     await page.locator('[data-testid="events-table"] tbody tr').first().waitFor();
     assert.equal(await page.getByRole('button', { name: /^Completed/ }).getAttribute('aria-pressed'), 'true');
     // The event-type options arrive with the catalog; the select shows the URL's filter once they are there.

@@ -12,6 +12,7 @@ import { MessageType as T } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import { CONSOLE_DIR } from '../console.ts';
 import { startSeededConsole, type SeededConsole } from '../testing/seededConsole.ts';
+import { reloadPage } from '../testing/pageWait.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const DIR = process.env.NIMBUS_CONSOLE_DIR ?? CONSOLE_DIR;
@@ -83,7 +84,7 @@ describe('Failures page status filter', () => {
     await count.waitFor({ state: 'detached' });
 
     // The state is the URL: a reload keeps it, and the box shows it.
-    await page.reload();
+    await reloadPage(page);
     await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
     assert.equal(await page.getByLabel('Status').inputValue(), 'DeadLettered');
     await tax.locator('[data-testid="group-count"]').filter({ hasText: /^\s*2\s*$/ }).waitFor({ timeout: 60_000 });

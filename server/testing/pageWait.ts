@@ -53,7 +53,23 @@ export async function gotoHydrated(page: Page, url: string): Promise<void> {
   await hydrated(page);
 }
 
+/**
+ * Reloads the page; once more if Chromium aborted the reload (`net::ERR_ABORTED`) and left the page where it was.
+ * Seen once in CI (console-urlstate, after Back and a keystroke): the reload's document request was cancelled while
+ * Next's router was still settling the history entries of the steps before, and the old page stayed. A user
+ * presses F5 again; what the tests assert is what the reloaded page shows, which the second reload still checks.
+ */
+export async function reloadPage(page: Page): Promise<void> {
+  const before = page.url();
+  try {
+    await page.reload();
+  } catch (error) {
+    if (!String(error).includes('net::ERR_ABORTED') || page.url() !== before) throw error;
+    await page.reload();
+  }
+}
+
 export async function reloadHydrated(page: Page): Promise<void> {
-  await page.reload();
+  await reloadPage(page);
   await hydrated(page);
 }
