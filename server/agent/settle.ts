@@ -2,7 +2,8 @@
 // claim with compare-and-swap, the command on the Manager topic, the receipt in the event's audit trail with the
 // agent as auditor). One difference: a second settlement is refused (409) rather than answered `duplicate`, so an
 // agent learns that the event is no longer its to settle (an operator or another agent did it, or its own earlier
-// attempt got through); the SDK's AgentClient reads a 409 after a lost answer as its own settlement. A second
+// attempt got through); the SDK's AgentClient reports a 409 as found settled, with this text (onSettled's 4th
+// argument), not as its own settlement: receive does not claim, so the one found may be another's. A second
 // settlement with a different error text or note is refused by the Manager itself (409, saying when the first was
 // sent, and by whom only to a caller who may read the event's audit trail: an Agent-only caller is told "another
 // principal" - docs/agents.md).
