@@ -266,7 +266,7 @@ export class ServiceBusBroker implements Broker {
       for (const seq of sequenceNumbers) {
         // A due message belongs to its entity even if its timer has not run yet: enqueue it, not cancel it.
         if ((topic.scheduled.get(seq)?.at ?? Infinity) <= now) this.core.scheduling.fire(topic, seq);
-        if (!topic.scheduled.has(seq)) {
+        if (!topic.scheduled.has(seq) && !this.core.scheduling.isUndecodable(topic, seq)) {
           throw new BrokerError(
             'MessageNotFound',
             `No scheduled message with sequence number ${seq} on '${entity}'.`,
@@ -604,6 +604,7 @@ export class ServiceBusBroker implements Broker {
     }
     // After their entities' records, so that loading finds the subscription they belong to.
     for (const u of this.core.undecodable) if (!u.sub.deleted) out.push(u.rec);
+    for (const u of this.core.undecodableScheduled) if (!u.topic.deleted) out.push(u.rec);
     return out;
   }
 
@@ -693,6 +694,11 @@ export class ServiceBusBroker implements Broker {
 
   restoreSessionState(sub: SubscriptionState, id: string, state: Buffer): void {
     this.core.sessions.forId(sub, id).state = state;
+  }
+
+  /** A persisted scheduled message that could not be decoded (see BrokerCore.undecodableScheduled). */
+  keepUndecodableScheduled(topic: TopicState, rec: Extract<JournalRecord, { k: 'sch' }>): void {
+    this.core.undecodableScheduled.push({ topic, rec });
   }
 
   restoreScheduled(topic: TopicState, item: ScheduledItem): void {

@@ -66,6 +66,11 @@ export class BrokerCore {
    * erases a message.
    */
   readonly undecodable: Array<{ sub: SubscriptionState; rec: Extract<JournalRecord, { k: 'put' }> }> = [];
+  /**
+   * The same for scheduled messages: never enqueued, carried by every snapshot until they are cancelled by
+   * sequence number or their entity is deleted.
+   */
+  readonly undecodableScheduled: Array<{ topic: TopicState; rec: Extract<JournalRecord, { k: 'sch' }> }> = [];
   readonly delivery: Delivery;
   readonly sessions: Sessions;
   readonly routing: Routing;

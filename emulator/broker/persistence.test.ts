@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import rhea from 'rhea';
 import type { BrokerOptions } from './api.ts';
+import type { ServiceBusBroker } from './broker.ts';
 import { createServiceBusBroker } from './index.ts';
-import { FakeClock, msg, props } from './test-helpers.ts';
+import { FakeClock, msg, props, tick } from './test-helpers.ts';
 import { journalFile } from './journal.ts';
 
 const src = { topic: 't', subscription: 's' };
@@ -28,6 +29,33 @@ function insertBeforeLastLine(dir: string, line: string): void {
   const lines = readFileSync(path, 'utf8').split('\n').filter((l) => l.length > 0);
   lines.splice(lines.length - 1, 0, line);
   writeFileSync(path, lines.join('\n') + '\n');
+}
+
+/** The snapshot's records of one kind (`put`, `sch`, ...), parsed. */
+function snapshotRecords(dir: string, kind: string): Array<Record<string, unknown>> {
+  return readFileSync(join(dir, 'snapshot.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith(`{"k":"${kind}"`))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** Rewrites the snapshot's first record of one kind with `change` and returns the record as written. */
+function breakFirstRecord(
+  dir: string,
+  kind: string,
+  change: (r: Record<string, unknown>) => Record<string, unknown>,
+): Record<string, unknown> {
+  const path = join(dir, 'snapshot.jsonl');
+  const lines = readFileSync(path, 'utf8').split('\n');
+  const first = lines.findIndex((l) => l.startsWith(`{"k":"${kind}"`));
+  const broken = change(JSON.parse(lines[first]!) as Record<string, unknown>);
+  lines[first] = JSON.stringify(broken);
+  writeFileSync(path, lines.join('\n'));
+  return broken;
+}
+
+function peekIds(b: ServiceBusBroker): unknown[] {
+  return b.peek(src, { maxCount: 5 }).map((m) => m.message.message_id);
 }
 
 describe('persistence', () => {
@@ -322,26 +350,15 @@ describe('persistence', () => {
       b1.send('t', [msg({ message_id: 'unreadable' }), msg({ message_id: 'fine' })]);
       await b1.close();
       const path = join(dir, 'snapshot.jsonl');
-      const lines = readFileSync(path, 'utf8').split('\n');
-      const first = lines.findIndex((l) => l.startsWith('{"k":"put"'));
-      const broken = { ...(JSON.parse(lines[first]!) as Record<string, unknown>), m: 'AAAA' };
-      lines[first] = JSON.stringify(broken);
-      writeFileSync(path, lines.join('\n'));
+      const broken = breakFirstRecord(dir, 'put', (r) => ({ ...r, m: 'AAAA' }));
       // Twice: the start-up compaction and the close both write a snapshot without decoding the message.
       for (let i = 0; i < 2; i++) {
         const b = await createServiceBusBroker({ dataDir: dir });
-        assert.deepEqual(
-          b.peek(src, { maxCount: 5 }).map((m) => m.message.message_id),
-          ['fine'],
-        );
+        assert.deepEqual(peekIds(b), ['fine']);
         await b.close();
       }
-      const kept = readFileSync(path, 'utf8')
-        .split('\n')
-        .filter((l) => l.startsWith('{"k":"put"'))
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
       assert.deepEqual(
-        kept.find((r) => r.m === 'AAAA'),
+        snapshotRecords(dir, 'put').find((r) => r.m === 'AAAA'),
         broken,
       );
       // Deleting its subscription deletes it too: a new subscription of that name does not inherit it.
@@ -350,6 +367,54 @@ describe('persistence', () => {
       b3.createSubscription({ topicName: 't', subscriptionName: 's' });
       await b3.close();
       assert.ok(!readFileSync(path, 'utf8').includes('"m":"AAAA"'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a scheduled message that cannot be decoded does not stop start-up; it is kept until cancelled', async () => {
+    const dir = tempDir();
+    const clock = new FakeClock();
+    const opts: BrokerOptions = { dataDir: dir, now: clock.now };
+    try {
+      const b1 = await createServiceBusBroker(opts);
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      const [badSeq] = b1.schedule(
+        't',
+        [msg({ message_id: 'unreadable' }), msg({ message_id: 'fine' })],
+        [clock.t + 60_000, clock.t + 60_000],
+      );
+      await b1.close();
+      // Cut the last bytes off the first scheduled record's message (its body): decoding it throws.
+      const path = join(dir, 'snapshot.jsonl');
+      const broken = breakFirstRecord(dir, 'sch', (r) => {
+        const bytes = Buffer.from(r.m as string, 'base64');
+        return { ...r, m: bytes.subarray(0, bytes.length - 3).toString('base64') };
+      });
+      assert.equal(broken.seq, badSeq);
+      // Twice: the start-up compaction and the close both write a snapshot without decoding the message.
+      for (let i = 0; i < 2; i++) {
+        const b = await createServiceBusBroker(opts);
+        assert.deepEqual(peekIds(b), i === 0 ? [] : ['fine']);
+        tick(b, clock, 60_000);
+        assert.deepEqual(peekIds(b), ['fine']);
+        await b.close();
+      }
+      assert.deepEqual(snapshotRecords(dir, 'sch'), [broken]);
+      // It is still scheduled, so cancelling it by its sequence number succeeds, as on Azure, and removes it.
+      const withBroken = readFileSync(path, 'utf8');
+      const b3 = await createServiceBusBroker(opts);
+      b3.cancelScheduled('t', [badSeq!]);
+      await b3.close();
+      assert.ok(!readFileSync(path, 'utf8').includes('"k":"sch"'));
+      // Deleting its entity deletes it too: a new topic of that name does not inherit it.
+      writeFileSync(path, withBroken);
+      const b4 = await createServiceBusBroker(opts);
+      b4.deleteTopic('t');
+      b4.createTopic({ name: 't' });
+      await b4.close();
+      assert.ok(!readFileSync(path, 'utf8').includes('"k":"sch"'));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

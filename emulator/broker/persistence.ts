@@ -282,13 +282,20 @@ function restore(broker: ServiceBusBroker, image: Map<string, TopicImage>, log: 
     }
     for (const [topic, t] of topics) {
       for (const r of [...t.scheduled.values()].sort((a, b) => a.seq - b.seq)) {
-        broker.restoreScheduled(topic, {
-          seq: r.seq,
-          message: decodeMessage(r.m),
-          size: r.sz,
-          at: r.at,
-          encoded: r.m,
-        });
+        let message: ReturnType<typeof decodeMessage>;
+        try {
+          message = decodeMessage(r.m);
+        } catch (err) {
+          // As for a stored message above: one bad record must not keep the broker from starting, and
+          // erasing it would lose a message a newer decoder might read. It is never enqueued.
+          log.error(
+            { entity: topic.desc.name, seq: r.seq, err: String(err) },
+            'persisted scheduled message could not be decoded; kept as stored, not enqueued',
+          );
+          broker.keepUndecodableScheduled(topic, r);
+          continue;
+        }
+        broker.restoreScheduled(topic, { seq: r.seq, message, size: r.sz, at: r.at, encoded: r.m });
       }
     }
   } finally {

@@ -25,12 +25,28 @@ export class Scheduling {
 
   remove(topic: TopicState, seq: number): ScheduledItem | undefined {
     const item = topic.scheduled.get(seq);
-    if (!item) return undefined;
+    if (!item) {
+      this.dropUndecodable(topic, seq);
+      return undefined;
+    }
     topic.scheduled.delete(seq);
     topic.scheduledBytes -= item.size;
     this.c.storedBytes -= item.size;
     this.c.append({ k: 'unsch', t: topic.desc.name, seq });
     return item;
+  }
+
+  /** A scheduled message kept undecoded since start-up (BrokerCore.undecodableScheduled): it can be cancelled. */
+  isUndecodable(topic: TopicState, seq: number): boolean {
+    return this.c.undecodableScheduled.some((u) => u.topic === topic && u.rec.seq === seq);
+  }
+
+  private dropUndecodable(topic: TopicState, seq: number): void {
+    const list = this.c.undecodableScheduled;
+    const i = list.findIndex((u) => u.topic === topic && u.rec.seq === seq);
+    if (i < 0) return;
+    list.splice(i, 1);
+    this.c.append({ k: 'unsch', t: topic.desc.name, seq });
   }
 
   /** Routes one scheduled message if it is still scheduled and due (a cancelled one is simply gone). */
