@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AuditEntry, HistoryEntry, StatusRow } from '../../lib/store/index.ts';
-import { handoffMismatch } from './repeatConflict.ts';
+import { handoffMismatch, resubmitMismatch, storedBeforeClaim } from './repeatConflict.ts';
 
 const row = { updatedAt: '2026-12-05T08:00:00.000Z' } as StatusRow;
 const receiptOf = (over: Partial<AuditEntry>): AuditEntry =>
@@ -61,4 +61,25 @@ test("an agent-only caller is not told the completing operator's name from the R
 test("an agent-only caller's own earlier settlement is named as its own", () => {
   const receipt = receiptOf({ auditor: 'ledger-agent', comment: 'disk full', data: JSON.stringify({ messageId: 'cmd-1', sessionId: 's', answers: 'h-1' }) });
   assert.match(handoffMismatch({ kind: 'handoffFail', messageId: 'h-1', errorText: 'quota exceeded' }, row, receipt, null, agentOnly) ?? '', /\(by ledger-agent at /);
+});
+
+// What a recorded resubmit's claim sent is read from the history before its command (storedBeforeClaim), in the
+// history's order (server/historyOrder.ts): the store lists it by enqueuedAt alone, and with the request, its
+// failure and the command stamped one millisecond, a list giving the command first left nothing "before" it, so a
+// plain claim read as an edit and a plain repeat of it was refused as a conflict.
+test('a plain claim stamped the same millisecond as the request and failure before it stays plain, whatever the listed order', () => {
+  const T = '2026-12-05T08:00:00.000Z';
+  const at = (messageId: string, messageType: string, parentMessageId: string | null, payload?: unknown) =>
+    ({ messageId, messageType, parentMessageId, endpointId: 'crm', sessionId: 's', enqueuedAt: T, recordedAt: T, eventTypeId: 'OrderPlaced', payload }) as unknown as HistoryEntry;
+  const request = at('z-request', 'EventRequest', null, { a: 1 });
+  const failed = at('m-failed', 'ErrorResponse', 'z-request');
+  const command = at('a-command', 'ResubmissionRequest', 'm-failed', { a: 1 });
+  // Once recorded, a plain claim's row holds the command's payload under the command's own id, as an edit's does.
+  const claim = { endpointId: 'crm', sessionId: 's', lastMessageId: 'a-command', requestMessageId: 'a-command', payload: { a: 1 }, eventTypeId: 'OrderPlaced', updatedAt: T } as unknown as StatusRow;
+  for (const history of [[request, failed, command], [command, failed, request]]) {
+    const order = history.map((h) => h.messageId).join();
+    const before = storedBeforeClaim(history, claim);
+    assert.deepEqual(before, { payload: { a: 1 }, eventTypeId: 'OrderPlaced' }, order);
+    assert.equal(resubmitMismatch({ kind: 'resubmit' }, claim, null, before), undefined, `${order}: a plain repeat of a plain claim is a duplicate`);
+  }
 });

@@ -14,6 +14,7 @@
 // Resolver has recorded the command, its history entry.
 import { isDeepStrictEqual } from 'node:util';
 import { AuditType, type AuditEntry, type HistoryEntry, type StatusRow } from '../../lib/store/index.ts';
+import { inHistoryOrder } from '../historyOrder.ts';
 import type { CommandSpec } from './commands.ts';
 
 type HandoffSpec = Extract<CommandSpec, { kind: 'handoffComplete' | 'handoffFail' }>;
@@ -69,13 +70,15 @@ function sentAsStored(row: StatusRow, before: StoredRequest | undefined): boolea
 }
 
 /**
- * The request the event held before the claim on `row`, from its history (enqueue order, every page: the claim's
+ * The request the event held before the claim on `row`, from its history (the history's order, every page: the claim's
  * command may be past the first): the last entry with a payload before the claim's own. Undefined when the Resolver
  * has not recorded the claim's command (the row's payload is then the claim's own write: an edit): the row's
  * evidence stands.
  */
 export function storedBeforeClaim(history: readonly HistoryEntry[], row: StatusRow): StoredRequest | undefined {
-  const mine = history.filter((h) => h.endpointId === row.endpointId && h.sessionId === row.sessionId);
+  // The history's order (server/historyOrder.ts), not the store's: the claim's command stamped the same millisecond
+  // as the request before it is still after it (repeatConflict.test.ts).
+  const mine = inHistoryOrder(history.filter((h) => h.endpointId === row.endpointId && h.sessionId === row.sessionId));
   const at = mine.findIndex((h) => h.messageId === row.lastMessageId);
   if (at < 0) return undefined;
   const prior = mine.slice(0, at).findLast((h) => h.payload !== undefined);

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { msg } from '../../lib/store/testing/fixtures.ts';
-import type { MessageStore } from '../../lib/store/index.ts';
+import { resolverRecordsBeforeRestore } from '../../lib/store/testing/resolverRecordsBeforeRestore.ts';
 import { HttpError } from '../http.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { Manager } from './manager.ts';
@@ -34,45 +34,19 @@ async function seedFailed(eventId: string): Promise<void> {
   for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
 }
 
-/**
- * The store the Manager is given: the real one, except that right before a restore (the undo of a claim) the
- * Resolver records the claimed command - the broker did take the send whose answer the Manager lost.
- */
-function resolverRecordsBeforeUndo(store: MessageStore): MessageStore {
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'restoreStatusRow') {
-        return async (...args: Parameters<MessageStore['restoreStatusRow']>) => {
-          const [previous, expect] = args;
-          const claim = (await target.getStatusRow(previous.endpointId, previous.eventId, previous.sessionId))!;
-          const recorded = msg(claim.messageType!, {
-            endpointId: claim.endpointId,
-            eventId: claim.eventId,
-            sessionId: claim.sessionId,
-            messageId: expect.lastMessageId,
-            parentMessageId: claim.parentMessageId,
-            from: Topic.Manager,
-          });
-          const r = await target.recordOutcome({ history: { ...recorded, enqueuedAt: new Date().toISOString() } as never, status: recorded });
-          assert.equal(r.status.outcome, 'written', 'the Resolver recorded the command over the claim');
-          return target.restoreStatusRow(...args);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
 test("a failed send's undo leaves the Resolver's record of the command as it is: only the claim itself is undone", async () => {
   const eventId = 'evt-undo-recorded';
   await seedFailed(eventId);
-  manager = new Manager({ store: resolverRecordsBeforeUndo(stack.store), client: stack.serviceBus.client });
+  // Right before the undo reaches the row, the Resolver records the claimed command: the broker did take the send
+  // whose answer the Manager lost.
+  const raced = resolverRecordsBeforeRestore(stack.store);
+  manager = new Manager({ store: raced.store, client: stack.serviceBus.client });
   await stack.serviceBus.admin.deleteTopic(Topic.Manager);
   await assert.rejects(
     manager.execute(EP, eventId, { kind: 'skip' }, 'tester'),
     (e: unknown) => e instanceof HttpError && e.status === 503 && /moved on meanwhile and was left as it is/.test(e.detail),
   );
+  assert.equal(raced.recorded.length, 1, 'the Resolver recorded the command right before the undo');
   const row = await stack.store.getStatusRow(EP, eventId, `S-${eventId}`);
   assert.deepEqual([row?.status, row?.messageType, row?.conditional], ['Pending', MessageType.SkipRequest, false], "the Resolver's record stays, not put back to Failed");
   const notSent = (await stack.store.listAudits(eventId)).items.filter((a) => a.type === 'CommandNotSent');

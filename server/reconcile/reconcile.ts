@@ -17,6 +17,7 @@ import {
 import { log } from '../log.ts';
 import { findingRow, stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
+import { inHistoryOrder } from '../historyOrder.ts';
 import { answersOnce, isAnswer, isLaterResponse, isSettling, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
@@ -69,7 +70,6 @@ const mayBeStale = (row: Pick<StatusRowSummary, 'status' | 'subStatus'>) => row.
 type EvidenceRow = Pick<StatusRowSummary, 'lastMessageId' | 'messageType' | 'parentMessageId' | 'sessionId' | 'enqueuedAt' | 'status' | 'subStatus'>;
 
 const statusOf = (h: HistoryEntry) => resultingStatus(h.messageType as MessageType, h.deadLetterErrorDescription).status;
-const newestFirst = (a: HistoryEntry, b: HistoryEntry) => b.enqueuedAt.localeCompare(a.enqueuedAt);
 
 /**
  * The stored response the row should show, or undefined. Pure (unit-tested). First a settling (terminal) response:
@@ -85,7 +85,9 @@ const newestFirst = (a: HistoryEntry, b: HistoryEntry) => b.enqueuedAt.localeCom
  */
 export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): StaleRow['evidence'] | undefined {
   if (!mayBeStale(row)) return undefined;
-  const own = history.filter((h) => h.sessionId === row.sessionId);
+  // Oldest first in the history's order (server/historyOrder.ts): entries stamped the same millisecond (a request
+  // and its answer) in the order the Resolver applied them, not the order the store happened to list them.
+  const own = inHistoryOrder(history.filter((h) => h.sessionId === row.sessionId));
   // An answer by Reconcile's one rule (isAnswer, which the stuck check's "answered?" uses too): settling, or an
   // outcome the row can show; never a history-only entry that names the message.
   const answersRow = (h: HistoryEntry) => h.parentMessageId === row.lastMessageId && isAnswer(h);
@@ -94,10 +96,12 @@ export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): Sta
   // The newest settling response of either kind: the Resolver applied them in that order, and a terminal write is
   // last-writer-wins, so an older answer does not beat a newer later response (and a park between them, newer than
   // the answer but older than the later response, does not reopen the row over the later one).
-  const settled = own.filter((h) => (isSettling(h) && answersRow(h)) || isLaterResponse(row, h)).sort(newestFirst)[0];
+  const settled = own.findLast((h) => (isSettling(h) && answersRow(h)) || isLaterResponse(row, h));
   let shown: GuardedRowView = settled ? { status: statusOf(settled), messageType: settled.messageType as MessageType, parentMessageId: settled.parentMessageId } : row;
   let outcome = settled;
-  const reopening = own.filter((h) => answersRow(h) && !isSettling(h) && (!settled || h.enqueuedAt > settled.enqueuedAt)).sort((a, b) => newestFirst(b, a));
+  // The answers after it in that order: a park stamped the same millisecond as the settling response but recorded
+  // after it reopens it, as the Resolver's write of it did (historyTies.test.ts).
+  const reopening = own.slice(settled ? own.indexOf(settled) + 1 : 0).filter((h) => answersRow(h) && !isSettling(h));
   for (const h of reopening) {
     if (!decideStaleWrite({ status: statusOf(h), messageType: h.messageType as MessageType, messageId: h.messageId }, shown).apply) continue;
     shown = { status: statusOf(h), messageType: h.messageType as MessageType, parentMessageId: h.parentMessageId };

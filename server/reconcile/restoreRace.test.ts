@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { ServiceBusClient } from '@azure/service-bus';
 import { at, msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
-import type { MessageStore } from '../../lib/store/index.ts';
+import { resolverRecordsBeforeRestore } from '../../lib/store/testing/resolverRecordsBeforeRestore.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { Manager } from '../manager/manager.ts';
 import { applyStuckRepairs } from './stuck.ts';
@@ -23,33 +23,6 @@ before(async () => {
 after(async () => {
   await f?.close();
 });
-
-/** The real store, except that right before a restore the Resolver records the claimed command (it did land). */
-function resolverRecordsBeforeRestore(store: MessageStore): MessageStore {
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'restoreStatusRow') {
-        return async (...args: Parameters<MessageStore['restoreStatusRow']>) => {
-          const [previous] = args;
-          const claim = (await target.getStatusRow(previous.endpointId, previous.eventId, previous.sessionId))!;
-          const recorded = msg(claim.messageType!, {
-            endpointId: claim.endpointId,
-            eventId: claim.eventId,
-            sessionId: claim.sessionId,
-            messageId: claim.lastMessageId,
-            parentMessageId: claim.parentMessageId,
-            from: Topic.Manager,
-          });
-          const r = await target.recordOutcome({ history: { ...recorded, enqueuedAt: new Date().toISOString() } as never, status: recorded });
-          assert.equal(r.status.outcome, 'written', 'the Resolver recorded the command over the claim');
-          return target.restoreStatusRow(...args);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
 
 test("a restore of an unsent claim leaves the Resolver's record of the command that landed meanwhile as it is", async () => {
   const endpointId = 'billingendpoint';
@@ -68,7 +41,8 @@ test("a restore of an unsent claim leaves the Resolver's record of the command t
   assert.equal(claimed.row.conditional, true, 'precondition: the claim is a conditional version');
 
   const client = new ServiceBusClient('Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=unused;SharedAccessKey=unused;UseDevelopmentEmulator=true');
-  const store = resolverRecordsBeforeRestore(f.store);
+  const raced = resolverRecordsBeforeRestore(f.store);
+  const { store } = raced;
   const manager = new Manager({ store, client });
   try {
     const [result] = await applyStuckRepairs(
@@ -77,6 +51,7 @@ test("a restore of an unsent claim leaves the Resolver's record of the command t
       'reconcile-test',
       { now: new Date(), claimGraceMs: 0, unansweredGraceMs: 0 },
     );
+    assert.deepEqual(raced.recorded, [skipId], 'the Resolver recorded the command right before the restore');
     assert.equal(result?.outcome, 'unchanged', JSON.stringify(result));
     assert.match((result as { reason?: string }).reason ?? '', /changed while it was being restored/);
   } finally {

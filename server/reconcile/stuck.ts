@@ -40,6 +40,7 @@ import { specOfClaim } from '../manager/manager.ts';
 import { commandRecorded } from '../manager/repeatConflict.ts';
 import { answersOnce, isAnswer, isLaterResponse, isSettling, isStateBearing, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
+import { inHistoryOrder } from '../historyOrder.ts';
 
 /** How long a recorded control request may wait for its answer before Reconcile calls it unanswered. */
 export const UNANSWERED_GRACE_MS = 10 * 60_000;
@@ -107,9 +108,11 @@ export function previousEntry(row: Pick<StatusRowSummary, 'sessionId' | 'lastMes
   const own = history.filter((h) => h.sessionId === row.sessionId && h.messageId !== row.lastMessageId);
   const parent = own.find((h) => h.messageId === row.parentMessageId && isStateBearing(h));
   if (parent) return parent;
-  // No parent in history (a ContinuationRequest names none we keep): the newest state-bearing entry before it.
+  // No parent in history (a ContinuationRequest names none we keep): the newest state-bearing entry before it, by
+  // the history's order (server/historyOrder.ts): of a request and its answer stamped the same millisecond, the
+  // answer, not whichever the store listed first (historyTies.test.ts).
   const before = own.filter((h) => isStateBearing(h) && (row.enqueuedAt == null || h.enqueuedAt <= row.enqueuedAt));
-  return before.sort((a, b) => b.enqueuedAt.localeCompare(a.enqueuedAt))[0];
+  return inHistoryOrder(before).at(-1);
 }
 
 /**
@@ -168,7 +171,9 @@ function answeredOrParked(answers: HistoryEntry[]): Reply | undefined {
  * and the refusal are each a query of their own, so neither is hidden however many entries name the message.
  */
 async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId'>, read: EventHistoryRead, answers: () => Promise<RowAnswers>): Promise<Reply> {
-  const listed = read.entries.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId);
+  // In the history's order (server/historyOrder.ts), not the store's: of two entries stamped the same millisecond,
+  // the newest deferral or refusal named is the one the Resolver recorded last (historyTies.test.ts).
+  const listed = inHistoryOrder(read.entries.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId));
   const inList = answeredOrParked(listed.filter(isAnswer));
   if (inList && (inList.kind === 'answered' || (!read.cutOff && read.corrupt === 0))) return inList;
   if (!read.cutOff && read.corrupt === 0) {
@@ -181,7 +186,7 @@ async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpoin
   if (corrupt.length > 0) return { kind: 'answered' };
   // The list's answers (only deferrals, or it would have decided) with the query's, each once, oldest first.
   const byId = new Map([...listed, ...items].filter(isAnswer).map((h) => [h.messageId, h]));
-  const found = answeredOrParked([...byId.values()].sort((x, y) => x.enqueuedAt.localeCompare(y.enqueuedAt)));
+  const found = answeredOrParked(inHistoryOrder([...byId.values()]));
   if (found) return found;
   const refusals = await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId);
   const [notice] = refusals.items;
