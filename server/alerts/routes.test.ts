@@ -3,7 +3,8 @@
 // their values, bad input is 400 with the reason, a missing NIMBUS_ALERTS_KEY is named, and a rule must name
 // channels that exist. An edit that moves a channel to another server (a webhook URL's origin; an SMTP host, port or
 // user name) does not carry the stored header or password there: 400 until it is given again, "Send test" still
-// reaching the old receiver meanwhile; the audit names the destination settings changed. Plain http only to loopback.
+// reaching the old receiver meanwhile; the audit names the destination settings changed. Nor does an edit that turns
+// an SMTP channel's TLS from the start off keep the password. Plain http only to loopback.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -233,6 +234,55 @@ describe('alerts API', () => {
     } finally {
       await first.close();
       await second.close();
+    }
+  });
+
+  test("an e-mail channel whose TLS is weakened does not send the stored password over the weaker connection: 400 until it is given again", async () => {
+    const receiver = await startSmtpReceiver();
+    try {
+      // Stored with TLS from the first byte; the receiver speaks plain SMTP, so only the edits are tried against it.
+      const mail = { type: 'email', name: 'mail-tls', host: '127.0.0.1', port: receiver.port, secure: true, username: 'nimbus', from: 'nimbus@example.test', to: ['oncall@example.test'] };
+      const created = await call('api/admin/alerts/channels', 'POST', { ...mail, password: 'pw-TLS-SECRET' });
+      assert.equal(created.status, 201, created.text);
+      const id = (JSON.parse(created.text) as { id: string }).id;
+      const stored = async () => (JSON.parse((await call('api/admin/alerts/rules', 'GET')).text) as { channels: Array<{ id: string; settings: { secure?: boolean }; secrets: unknown }> }).channels.find((c) => c.id === id)!;
+
+      // Same server, same account, TLS off (STARTTLS only when offered, which a man in the middle can withhold):
+      // before, the 200 kept the password and the next notice logged in with it wherever TLS was stripped.
+      const weakened = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, secure: false }, { channelId: id });
+      assert.equal(weakened.status, 400, weakened.text);
+      assert.match(weakened.text, /the SMTP TLS setting \(secure\) changed from TLS from the start to STARTTLS when offered: give the password again/);
+      // Left out, `secure` is false (the schema's default): the same weakening.
+      const { secure: _s, ...omitted } = mail;
+      const defaulted = await call('api/admin/alerts/channels/{channelId}', 'PUT', omitted, { channelId: id });
+      assert.equal(defaulted.status, 400, defaulted.text);
+      assert.deepEqual([(await stored()).settings.secure, (await stored()).secrets], [true, { password: { set: true } }], 'refused whole');
+
+      // Given again with the weaker setting: taken, and the receiver gets that password.
+      const regiven = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, secure: false, password: 'pw-PLAIN' }, { channelId: id });
+      assert.equal(regiven.status, 200, regiven.text);
+      const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: id });
+      assert.deepEqual([sent.status, JSON.parse(sent.text)], [200, { ok: true }]);
+      assert.equal(Buffer.from(receiver.mails[0]!.auth!.replace(/^PLAIN\s+/i, ''), 'base64').toString(), '\0nimbus\0pw-PLAIN');
+      // Strengthened (TLS from the start): the stored password goes only inside TLS now, so it is kept.
+      const strengthened = await call('api/admin/alerts/channels/{channelId}', 'PUT', mail, { channelId: id });
+      assert.equal(strengthened.status, 200, strengthened.text);
+      assert.deepEqual((JSON.parse(strengthened.text) as { secrets: unknown }).secrets, { password: { set: true } });
+
+      // The audit names the TLS setting each edit changed, old and new; never a password.
+      const audits = await channelAudits(id);
+      assert.deepEqual(
+        audits.map((a) => [a.outcome, a.details.settingsChanged, a.details.secretsChanged]),
+        [
+          ['succeeded', { secure: { from: false, to: true } }, []],
+          ['succeeded', { secure: { from: true, to: false } }, ['password']],
+          ['failed', { secure: { from: true, to: false } }, []],
+          ['failed', { secure: { from: true, to: false } }, []],
+        ],
+      );
+      assert.ok(!JSON.stringify(audits).includes('pw-'), 'no password in the audit log');
+    } finally {
+      await receiver.close();
     }
   });
 
