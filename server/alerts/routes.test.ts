@@ -4,7 +4,8 @@
 // channels that exist. An edit that moves a channel to another server (a webhook URL's origin; an SMTP host, port or
 // user name) does not carry the stored header or password there: 400 until it is given again, "Send test" still
 // reaching the old receiver meanwhile; the audit names the destination settings changed. Nor does an edit that turns
-// an SMTP channel's TLS from the start off keep the password. Plain http only to loopback.
+// an SMTP channel's TLS from the start off keep the password. Plain http only to loopback, and a channel stored with
+// plain http to another host before that rule is flagged in the list (`insecureUrl`).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -14,6 +15,7 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.t
 import { CONSOLE_DIR } from '../console.ts';
 import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
 import { startSmtpReceiver, startWebhookReceiver } from './testing.ts';
+import { AlertStore } from './alertStore.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
@@ -296,6 +298,36 @@ describe('alerts API', () => {
       const r = await call('api/admin/alerts/channels', 'POST', { type: 'slack', name: 'ok', url });
       assert.equal(r.status, 201, `${url}: ${r.text}`);
     }
+  });
+
+  test('a channel stored with a plain-http URL to another host is flagged in the list until its URL is https again', async () => {
+    // Stored before https was required: through the store, past the route's validation, as such a channel was then.
+    const alerts = new AlertStore(stack.store.database);
+    const plain = await alerts.saveChannel({ type: 'webhook', name: 'stored-plain', url: 'http://hooks.example.test/plain-secret' }, 'test');
+    const https = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'stored-https', url: 'https://hooks.example.test/x' });
+    const loopback = await call('api/admin/alerts/channels', 'POST', { type: 'slack', name: 'stored-loopback', url: 'http://127.0.0.1:9/x' });
+    assert.deepEqual([https.status, loopback.status], [201, 201], https.text + loopback.text);
+    const listed = async () => {
+      const list = await call('api/admin/alerts/rules', 'GET');
+      assert.equal(list.status, 200, list.text);
+      assert.ok(!list.text.includes('plain-secret') && !list.text.includes('hooks.example.test'), 'the flag, not the URL');
+      return Object.fromEntries(
+        (JSON.parse(list.text) as { channels: Array<{ name: string; insecureUrl?: boolean }> }).channels.filter((c) => c.name.startsWith('stored-')).map((c) => [c.name, c.insecureUrl ?? false]),
+      );
+    };
+    // Before, the list showed the plain-http channel like any other, though each send of it is refused.
+    assert.deepEqual(await listed(), { 'stored-https': false, 'stored-loopback': false, 'stored-plain': true });
+    const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: plain.id });
+    assert.equal(sent.status, 200, sent.text);
+    assert.match((JSON.parse(sent.text) as { error: string }).error, /plain http to a host other than this machine/);
+
+    // Renamed only, it is still refused at send time and still flagged; entered again as https, the flag goes.
+    const renamed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'stored-plain' }, { channelId: plain.id });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.equal((await listed())['stored-plain'], true);
+    const fixed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'stored-plain', url: 'https://hooks.example.test/plain-secret' }, { channelId: plain.id });
+    assert.equal(fixed.status, 200, fixed.text);
+    assert.equal((await listed())['stored-plain'], false);
   });
 
   test('bad input is 400 with the reason; a rule needs existing channels; the history lists alerts', async () => {
