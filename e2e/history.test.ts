@@ -1,7 +1,8 @@
 // History in Chromium (issue 16): real Resolver traffic (the embedded emulator, the embedded Cosmos server with a
 // data folder) fills the stored time series; the Monitor chart renders real points, hovering shows their values,
 // and clicking the failure bar opens the endpoint's failed events of that minute; the Endpoint page charts
-// outcomes and latency. Then everything restarts (console and Cosmos, from the data folder): GET /api/metrics and
+// outcomes and latency; Admin → Alerts makes a channel and a rule that fire, and flags a channel stored with a
+// plain-http URL. Then everything restarts (console and Cosmos, from the data folder): GET /api/metrics and
 // the Monitor chart still show the same series, because they live in the store, not in the browser.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +26,7 @@ import { DEFAULT_CATALOG_PATH } from '../server/config.ts';
 import { collectBacklog } from '../server/history/backlog.ts';
 import { DemoEndpoint, startDemo } from '../demo/index.ts';
 import { startWebhookReceiver } from '../server/alerts/testing.ts';
+import { AlertStore } from '../server/alerts/alertStore.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const EP = 'billingendpoint';
@@ -275,6 +277,34 @@ describe('history charts', () => {
     } finally {
       await page.close();
       await hook.close();
+    }
+  });
+
+  test('Admin → Alerts: a channel stored with a plain-http URL to another host is flagged until its URL is https', async () => {
+    // Stored before https was required: straight into the store, as the route would refuse it now.
+    const seedStore = await createStore({ endpoint: cosmos.endpoint, key: cosmos.key, database: 'nimbus' });
+    const page = await browser.newPage();
+    try {
+      await new AlertStore(seedStore.database, { NIMBUS_ALERTS_KEY: ALERTS_KEY }).saveChannel({ type: 'webhook', name: 'e2e plain http', url: 'http://hooks.example.test/e2e-plain-path' }, 'test');
+      await page.goto(`${consoleApp.url}/admin/alerts`);
+      const row = page.getByTestId('alert-channels').locator('tr', { hasText: 'e2e plain http' });
+      const warning = row.getByTestId('channel-insecure-url');
+      await warning.waitFor();
+      assert.match((await warning.textContent()) ?? '', /this channel will not send until its URL is entered again as https/);
+      assert.equal(await page.getByTestId('channel-insecure-url').count(), 1, 'no other channel is flagged');
+      assert.ok(!(await page.content()).includes('e2e-plain-path'), 'the flag, never the URL');
+
+      // Entered again as https on the page: the warning goes.
+      await row.getByRole('button', { name: 'edit' }).click();
+      const cf = page.getByTestId('channel-form');
+      await cf.getByLabel('Webhook URL (secret)').fill('https://hooks.example.test/e2e-plain-path');
+      await cf.getByRole('button', { name: 'Save channel' }).click();
+      await cf.waitFor({ state: 'detached' });
+      await warning.waitFor({ state: 'detached' });
+      assert.equal(await row.count(), 1, 'the channel is still listed');
+    } finally {
+      await page.close();
+      await seedStore.close();
     }
   });
 

@@ -411,7 +411,15 @@ export function AlertsAdminView() {
         <tbody>
           {channels.map((c) => (
             <tr key={c.id} className="border-t border-slate-100 align-top">
-              <td className="py-1 font-medium">{c.name}</td>
+              <td className="py-1 font-medium">
+                {c.name}
+                {/* Stored before https was required: every send is refused (channels.ts), so say it before an alert does. */}
+                {c.insecureUrl ? (
+                  <div className="text-xs font-normal text-red-700" data-testid="channel-insecure-url">
+                    Its URL is plain http to another host: this channel will not send until its URL is entered again as https.
+                  </div>
+                ) : null}
+              </td>
               <td>{c.type}</td>
               <td className="text-xs">{c.type === 'email' ? `${String(c.settings.host)}:${String(c.settings.port)} → ${(c.settings.to as string[]).join(', ')}` : '—'}</td>
               <td className="text-xs">{Object.keys(c.secrets).map((k) => `${k} set`).join(', ') || '—'}</td>

@@ -8,7 +8,7 @@ import { cosmosStatus } from '../../lib/store/index.ts';
 import { badRequest, notFound } from '../http.ts';
 import { alertsKey, seal, SecretKeyError, unseal } from './secrets.ts';
 import { channelChanges, secretLeftForOldDestination, type ChannelChanges } from './channelDestination.ts';
-import type { AlertDoc, ChannelDoc, ChannelInput, RuleDoc, RuleInput, RuleStateDoc } from './model.ts';
+import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc, type ChannelInput, type RuleDoc, type RuleInput, type RuleStateDoc } from './model.ts';
 
 export const ALERTS_CONTAINER = 'alerts';
 
@@ -114,6 +114,22 @@ export class AlertStore {
       return unseal(d.secrets.url, key);
     } catch (err) {
       if (err instanceof SecretKeyError) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Whether each send of the channel is refused for its stored URL (plain http to a non-loopback host: channels.ts
+   * checks isAllowedChannelUrl before every post). False when that cannot be told - no URL, or no key that opens it:
+   * a list of channels must not fail for that, and the send reports the key problem itself.
+   */
+  urlRefusedAtSend(d: ChannelDoc): boolean {
+    if (d.secrets.url === undefined) return false;
+    try {
+      const url = this.#storedUrl(d);
+      return url !== undefined && !isAllowedChannelUrl(url);
+    } catch (err) {
+      if (err instanceof SecretKeyError) return false;
       throw err;
     }
   }

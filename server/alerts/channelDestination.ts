@@ -1,12 +1,25 @@
 // Where an alert channel sends its notices, and what an edit changes about it. A stored secret is set for one
 // destination - a webhook's Authorization header for one server, an SMTP password for one account on one server - so
 // an edit that moves the channel elsewhere must not carry it there: the secret is given again, or the edit is refused
-// with a 400 that says so (alertStore.ts). The same comparison is what the audit records of an edit (routes.ts), the
-// non-secret settings with their old and new values, the URL only as "its server changed".
+// with a 400 that says so (alertStore.ts). An SMTP password is also set for the protection it travels under: an edit
+// that weakens the channel's TLS is refused the same way. The same comparison is what the audit records of an edit
+// (routes.ts), the non-secret settings with their old and new values, the URL only as "its server changed".
 import type { ChannelDoc, ChannelInput } from './model.ts';
 
 /** The e-mail settings that name the account the password logs in to: a new one needs the password again. */
 const EMAIL_ACCOUNT = ['host', 'port', 'username'] as const;
+
+/**
+ * Whether an e-mail edit weakens the transport the password travels under. `secure` has two modes: true is TLS from
+ * the first byte (the login is always inside TLS); false is STARTTLS only when the server offers it, and nodemailer
+ * then logs in over plain text when it does not - an offer a man in the middle can simply withhold. So true → false
+ * is a weakening: the password is asked for again, as for another account, since its owner gave it for a TLS-only
+ * connection. false → true only strengthens it (the same server, now TLS from the start) and keeps the password. A
+ * channel stored without the field was sent as false (the schema's default), the weaker mode already.
+ */
+function tlsWeakened(existing: ChannelDoc, input: ChannelInput): boolean {
+  return input.type === 'email' && existing.settings.secure === true && !input.secure;
+}
 
 export interface ChannelChanges {
   /** Non-secret settings (e-mail) whose value the edit changes: the stored value and the new one. */
@@ -54,8 +67,8 @@ export function channelChanges(existing: ChannelDoc, input: ChannelInput, stored
 
 /**
  * The stored secrets `input` may not keep because it moves the channel: a webhook's headers when the URL's origin
- * changes, the SMTP password when the host, port or user name does. A secret the input gives again is its own.
- * Returns the 400's message, or null when nothing stored goes somewhere new.
+ * changes, the SMTP password when the host, port or user name does, or when TLS is weakened (tlsWeakened). A secret
+ * the input gives again is its own. Returns the 400's message, or null when nothing stored goes somewhere new.
  */
 export function secretLeftForOldDestination(existing: ChannelDoc, input: ChannelInput, changes: ChannelChanges): string | null {
   if (input.type === 'webhook' && changes.urlOriginChanged && input.headers === undefined && existing.secrets.headers !== undefined)
@@ -65,6 +78,8 @@ export function secretLeftForOldDestination(existing: ChannelDoc, input: Channel
     const moved = EMAIL_ACCOUNT.filter((k) => k in changes.settingsChanged);
     if (moved.length > 0)
       return `the SMTP ${moved.join(', ')} changed: give the password again - the stored one was set for the old account and is not sent to a new one`;
+    if (tlsWeakened(existing, input))
+      return 'the SMTP TLS setting (secure) changed from TLS from the start to STARTTLS when offered: give the password again - the stored one was set for a connection that is always encrypted and is not sent over one that may not be';
   }
   return null;
 }

@@ -127,6 +127,12 @@ export interface ChannelView {
   name: string;
   settings: Record<string, unknown>;
   secrets: Record<string, { set: true }>;
+  /**
+   * Present (true) when the stored URL is one every send refuses (plain http to a host other than this machine,
+   * stored before https was required): the list says so rather than the first alert finding out. Only the flag is
+   * shown, never the URL (server/alerts/routes.ts).
+   */
+  insecureUrl?: true;
   updatedAt: string;
   updatedBy: string;
 }

@@ -3,7 +3,9 @@
 // their values, bad input is 400 with the reason, a missing NIMBUS_ALERTS_KEY is named, and a rule must name
 // channels that exist. An edit that moves a channel to another server (a webhook URL's origin; an SMTP host, port or
 // user name) does not carry the stored header or password there: 400 until it is given again, "Send test" still
-// reaching the old receiver meanwhile; the audit names the destination settings changed. Plain http only to loopback.
+// reaching the old receiver meanwhile; the audit names the destination settings changed. Nor does an edit that turns
+// an SMTP channel's TLS from the start off keep the password. Plain http only to loopback, and a channel stored with
+// plain http to another host before that rule is flagged in the list (`insecureUrl`).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +15,7 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.t
 import { CONSOLE_DIR } from '../console.ts';
 import { queryAudit, auditQuerySchema } from '../audit/auditLog.ts';
 import { startSmtpReceiver, startWebhookReceiver } from './testing.ts';
+import { AlertStore } from './alertStore.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
@@ -236,6 +239,55 @@ describe('alerts API', () => {
     }
   });
 
+  test("an e-mail channel whose TLS is weakened does not send the stored password over the weaker connection: 400 until it is given again", async () => {
+    const receiver = await startSmtpReceiver();
+    try {
+      // Stored with TLS from the first byte; the receiver speaks plain SMTP, so only the edits are tried against it.
+      const mail = { type: 'email', name: 'mail-tls', host: '127.0.0.1', port: receiver.port, secure: true, username: 'nimbus', from: 'nimbus@example.test', to: ['oncall@example.test'] };
+      const created = await call('api/admin/alerts/channels', 'POST', { ...mail, password: 'pw-TLS-SECRET' });
+      assert.equal(created.status, 201, created.text);
+      const id = (JSON.parse(created.text) as { id: string }).id;
+      const stored = async () => (JSON.parse((await call('api/admin/alerts/rules', 'GET')).text) as { channels: Array<{ id: string; settings: { secure?: boolean }; secrets: unknown }> }).channels.find((c) => c.id === id)!;
+
+      // Same server, same account, TLS off (STARTTLS only when offered, which a man in the middle can withhold):
+      // before, the 200 kept the password and the next notice logged in with it wherever TLS was stripped.
+      const weakened = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, secure: false }, { channelId: id });
+      assert.equal(weakened.status, 400, weakened.text);
+      assert.match(weakened.text, /the SMTP TLS setting \(secure\) changed from TLS from the start to STARTTLS when offered: give the password again/);
+      // Left out, `secure` is false (the schema's default): the same weakening.
+      const { secure: _s, ...omitted } = mail;
+      const defaulted = await call('api/admin/alerts/channels/{channelId}', 'PUT', omitted, { channelId: id });
+      assert.equal(defaulted.status, 400, defaulted.text);
+      assert.deepEqual([(await stored()).settings.secure, (await stored()).secrets], [true, { password: { set: true } }], 'refused whole');
+
+      // Given again with the weaker setting: taken, and the receiver gets that password.
+      const regiven = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, secure: false, password: 'pw-PLAIN' }, { channelId: id });
+      assert.equal(regiven.status, 200, regiven.text);
+      const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: id });
+      assert.deepEqual([sent.status, JSON.parse(sent.text)], [200, { ok: true }]);
+      assert.equal(Buffer.from(receiver.mails[0]!.auth!.replace(/^PLAIN\s+/i, ''), 'base64').toString(), '\0nimbus\0pw-PLAIN');
+      // Strengthened (TLS from the start): the stored password goes only inside TLS now, so it is kept.
+      const strengthened = await call('api/admin/alerts/channels/{channelId}', 'PUT', mail, { channelId: id });
+      assert.equal(strengthened.status, 200, strengthened.text);
+      assert.deepEqual((JSON.parse(strengthened.text) as { secrets: unknown }).secrets, { password: { set: true } });
+
+      // The audit names the TLS setting each edit changed, old and new; never a password.
+      const audits = await channelAudits(id);
+      assert.deepEqual(
+        audits.map((a) => [a.outcome, a.details.settingsChanged, a.details.secretsChanged]),
+        [
+          ['succeeded', { secure: { from: false, to: true } }, []],
+          ['succeeded', { secure: { from: true, to: false } }, ['password']],
+          ['failed', { secure: { from: true, to: false } }, []],
+          ['failed', { secure: { from: true, to: false } }, []],
+        ],
+      );
+      assert.ok(!JSON.stringify(audits).includes('pw-'), 'no password in the audit log');
+    } finally {
+      await receiver.close();
+    }
+  });
+
   test('a channel URL is https; plain http only to a loopback host', async () => {
     for (const url of ['http://hooks.example.test/x', 'http://10.0.0.5/x', 'http://127.0.0.1.example.test/x']) {
       const r = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'plain', url });
@@ -246,6 +298,36 @@ describe('alerts API', () => {
       const r = await call('api/admin/alerts/channels', 'POST', { type: 'slack', name: 'ok', url });
       assert.equal(r.status, 201, `${url}: ${r.text}`);
     }
+  });
+
+  test('a channel stored with a plain-http URL to another host is flagged in the list until its URL is https again', async () => {
+    // Stored before https was required: through the store, past the route's validation, as such a channel was then.
+    const alerts = new AlertStore(stack.store.database);
+    const plain = await alerts.saveChannel({ type: 'webhook', name: 'stored-plain', url: 'http://hooks.example.test/plain-secret' }, 'test');
+    const https = await call('api/admin/alerts/channels', 'POST', { type: 'webhook', name: 'stored-https', url: 'https://hooks.example.test/x' });
+    const loopback = await call('api/admin/alerts/channels', 'POST', { type: 'slack', name: 'stored-loopback', url: 'http://127.0.0.1:9/x' });
+    assert.deepEqual([https.status, loopback.status], [201, 201], https.text + loopback.text);
+    const listed = async () => {
+      const list = await call('api/admin/alerts/rules', 'GET');
+      assert.equal(list.status, 200, list.text);
+      assert.ok(!list.text.includes('plain-secret') && !list.text.includes('hooks.example.test'), 'the flag, not the URL');
+      return Object.fromEntries(
+        (JSON.parse(list.text) as { channels: Array<{ name: string; insecureUrl?: boolean }> }).channels.filter((c) => c.name.startsWith('stored-')).map((c) => [c.name, c.insecureUrl ?? false]),
+      );
+    };
+    // Before, the list showed the plain-http channel like any other, though each send of it is refused.
+    assert.deepEqual(await listed(), { 'stored-https': false, 'stored-loopback': false, 'stored-plain': true });
+    const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: plain.id });
+    assert.equal(sent.status, 200, sent.text);
+    assert.match((JSON.parse(sent.text) as { error: string }).error, /plain http to a host other than this machine/);
+
+    // Renamed only, it is still refused at send time and still flagged; entered again as https, the flag goes.
+    const renamed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'stored-plain' }, { channelId: plain.id });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.equal((await listed())['stored-plain'], true);
+    const fixed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'stored-plain', url: 'https://hooks.example.test/plain-secret' }, { channelId: plain.id });
+    assert.equal(fixed.status, 200, fixed.text);
+    assert.equal((await listed())['stored-plain'], false);
   });
 
   test('bad input is 400 with the reason; a rule needs existing channels; the history lists alerts', async () => {

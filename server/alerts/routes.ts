@@ -4,7 +4,7 @@ import type { ConsoleContext } from '../context.ts';
 import { badRequest, notFound } from '../http.ts';
 import { AlertStore } from './alertStore.ts';
 import { sendTestNotice } from './evaluator.ts';
-import { channelView, type ChannelInput, type ChannelView, type RuleDoc, type RuleInput, type RuleStateDoc, type AlertDoc } from './model.ts';
+import { channelView, type ChannelDoc, type ChannelInput, type ChannelView, type RuleDoc, type RuleInput, type RuleStateDoc, type AlertDoc } from './model.ts';
 import { readBackgroundSettings } from '../history/background.ts';
 import { SecretKeyError } from './secrets.ts';
 import { alertNamedEndpoint, alertVisibility } from './readScope.ts';
@@ -56,7 +56,12 @@ export async function listRules(ctx: ConsoleContext, scope: ReadScope): Promise<
       };
     }),
   );
-  return { rules: views, channels: channels.map(channelView) };
+  return { rules: views, channels: channels.map((c) => viewOf(store, c)) };
+}
+
+/** A channel as the API shows it, flagged when every send of it is refused for its stored URL (model.ts). */
+function viewOf(store: AlertStore, d: ChannelDoc): ChannelView {
+  return { ...channelView(d), ...(store.urlRefusedAtSend(d) ? { insecureUrl: true as const } : {}) };
 }
 
 function stripMeta<T extends object>(d: T): T {
@@ -83,11 +88,13 @@ export async function updateRule(ctx: ConsoleContext, id: string, input: RuleInp
 export const deleteRule = (ctx: ConsoleContext, id: string) => alertStoreOf(ctx).deleteRule(id);
 
 export async function createChannel(ctx: ConsoleContext, input: ChannelInput, user: string): Promise<ChannelView> {
-  return channelView(await keyed(() => alertStoreOf(ctx).saveChannel(input, user)));
+  const store = alertStoreOf(ctx);
+  return viewOf(store, await keyed(() => store.saveChannel(input, user)));
 }
 
 export async function updateChannel(ctx: ConsoleContext, id: string, input: ChannelInput, user: string): Promise<ChannelView> {
-  return channelView(await keyed(() => alertStoreOf(ctx).saveChannel(input, user, id)));
+  const store = alertStoreOf(ctx);
+  return viewOf(store, await keyed(() => store.saveChannel(input, user, id)));
 }
 
 export async function deleteChannel(ctx: ConsoleContext, id: string): Promise<void> {
