@@ -5,6 +5,9 @@
 //   journal-N.jsonl       every change since snapshot N, one line per operation: a JSON array of its records
 //                         (so a torn write loses a whole operation, never half of one; journals written
 //                         before this hold one record per line, and are still read)
+//   journal-N.damaged-<time>.jsonl
+//                         a copy of journal N kept by a start that found it damaged in the middle
+//                         (damaged-journal.ts); never read or deleted by the broker
 // A compaction writes snapshot N+1 to a temporary file, fsyncs it, renames it over snapshot.jsonl, fsyncs the
 // directory, starts journal-(N+1) and deletes journal-N. A crash at any point leaves either the old snapshot
 // with its journal or the new snapshot with an empty (or missing) journal, never a mix.

@@ -224,6 +224,11 @@ describe('persistence', () => {
       appendFileSync(join(dir, journalFile(gen)), '{"k":"put","t":"t","s":"s","q":"ma');
       const b2 = await createServiceBusBroker({ dataDir: dir });
       assert.equal(b2.getSubscriptionRuntime('t', 's').activeMessageCount, 100);
+      // A torn write was never acknowledged: nothing is lost, so nothing is kept aside.
+      assert.deepEqual(
+        readdirSync(dir).filter((f) => f.includes('damaged')),
+        [],
+      );
       assert.deepEqual(
         b2.peek(src, { maxCount: 2 }).map((d) => d.message.message_id),
         ['m100', 'm101'],
@@ -311,6 +316,56 @@ describe('persistence', () => {
       ]);
       assert.deepEqual(warnings, []);
       await b2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a journal damaged in the middle is kept aside with its bytes, named in the log, and never replayed or deleted later', async () => {
+    const dir = tempDir();
+    const errors: Array<{ o: Record<string, unknown>; m: string }> = [];
+    const warnings: string[] = [];
+    const log = {
+      info() {},
+      debug() {},
+      warn: (_o: object, m: string) => warnings.push(m),
+      error: (o: object, m: string) => errors.push({ o: o as Record<string, unknown>, m }),
+    };
+    try {
+      const b1 = await createServiceBusBroker({ dataDir: dir });
+      b1.createTopic({ name: 't' });
+      b1.createSubscription({ topicName: 't', subscriptionName: 's' });
+      b1.send('t', [msg({ message_id: 'before' })]);
+      b1.send('t', [msg({ message_id: 'after' })]);
+      // No close(). Lines: topic, sub, put 'before', damage, put 'after' (acknowledged, but not replayable).
+      insertBeforeLastLine(dir, '[{"k":"put","t":"t"');
+      const gen = journalGeneration(dir);
+      const original = readFileSync(join(dir, journalFile(gen)));
+
+      const b2 = await createServiceBusBroker({ dataDir: dir, log });
+      assert.deepEqual(peekIds(b2), ['before'], 'replay still stops at the damage');
+      assert.deepEqual(
+        errors.map((e) => e.m),
+        ['journal is corrupt in the middle; this and every later operation are not replayed'],
+      );
+      const { kept, line, dropped } = errors[0]!.o;
+      assert.deepEqual([line, dropped], [4, 2]);
+      assert.equal(typeof kept, 'string', 'the log names the kept file');
+      const keptName = String(kept).slice(dir.length + 1);
+      assert.equal(join(dir, keptName), kept, 'kept in the data directory');
+      assert.match(keptName, new RegExp(`^journal-${gen}\\.damaged-.+\\.jsonl$`));
+      assert.deepEqual(readFileSync(String(kept)), original, 'the kept file holds the journal byte for byte');
+      b2.send('t', [msg({ message_id: 'later' })]);
+      await b2.close();
+
+      errors.length = 0;
+      const b3 = await createServiceBusBroker({ dataDir: dir, log });
+      assert.deepEqual(peekIds(b3), ['before', 'later'], "the kept file's 'after' is not replayed");
+      assert.deepEqual([errors, warnings], [[], []]);
+      assert.deepEqual(readFileSync(String(kept)), original, 'a second start leaves the kept file alone');
+      const journals = readdirSync(dir).filter((f) => /^journal-\d+\.jsonl$/.test(f));
+      assert.equal(journals.length, 1);
+      await b3.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

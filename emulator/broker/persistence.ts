@@ -12,6 +12,7 @@ import type {
 } from './api.ts';
 import type { ServiceBusBroker } from './broker.ts';
 import type { Log } from './core.ts';
+import { keepDamagedJournal } from './damaged-journal.ts';
 import { FileJournal, journalFile, SNAPSHOT_FILE } from './journal.ts';
 import type { JournalOptions } from './journal.ts';
 import type { JournalRecord } from './journal-records.ts';
@@ -51,7 +52,18 @@ export async function openPersistence(
 ): Promise<void> {
   const logger = log ?? silent;
   mkdirSync(dataDir, { recursive: true });
-  const { gen, records } = readState(dataDir, logger);
+  const { gen, records, damage } = readState(dataDir, logger);
+  if (damage) {
+    // Replay stops at the damage (an operation applied without the one before it could build a state that
+    // never existed), and the compaction below deletes this journal: keep it aside first, so the acknowledged
+    // operations after the damage are still on disk for an operator. If it cannot be kept, start-up fails
+    // here rather than delete the only copy.
+    const kept = keepDamagedJournal(dataDir, gen);
+    logger.error(
+      { file: join(dataDir, journalFile(gen)), line: damage.line, dropped: damage.dropped, kept },
+      'journal is corrupt in the middle; this and every later operation are not replayed',
+    );
+  }
   const image = buildImage(records);
   restore(broker, image, logger);
   // Start a clean generation at once: the restored state (with lost locks counted) becomes the snapshot.
@@ -65,8 +77,16 @@ export async function openPersistence(
   logger.info({ dataDir, generation: gen + 1, records: records.length }, 'broker state loaded');
 }
 
-function readState(dir: string, log: Log): { gen: number; records: JournalRecord[] } {
+interface ReadState {
+  gen: number;
+  records: JournalRecord[];
+  /** An unparsable line with good ones after it: its 1-based number, and how many lines were not replayed. */
+  damage?: { line: number; dropped: number };
+}
+
+function readState(dir: string, log: Log): ReadState {
   const records: JournalRecord[] = [];
+  let damage: ReadState['damage'];
   let gen = 0;
   const snapshotPath = join(dir, SNAPSHOT_FILE);
   if (existsSync(snapshotPath)) {
@@ -93,12 +113,8 @@ function readState(dir: string, log: Log): { gen: number; records: JournalRecord
           // operation, so nothing of it is replayed.
           log.warn({ file: journalPath, line: i + 1 }, 'journal ends with a partial record');
         } else {
-          // A bad line followed by good ones is damage, not a torn tail. Replay stops here as before (an
-          // operation applied without the one before it could build a state that never existed), but say so.
-          log.error(
-            { file: journalPath, line: i + 1, dropped: lines.length - i },
-            'journal is corrupt in the middle; this and every later operation are not replayed',
-          );
+          // A bad line followed by good ones is damage, not a torn tail: the caller keeps the file, says so.
+          damage = { line: i + 1, dropped: lines.length - i };
         }
         break;
       }
@@ -108,7 +124,7 @@ function readState(dir: string, log: Log): { gen: number; records: JournalRecord
       else records.push(parsed);
     }
   }
-  return { gen, records };
+  return damage ? { gen, records, damage } : { gen, records };
 }
 
 function readLines(path: string): string[] {
