@@ -475,6 +475,39 @@ describe('Manager on the real stack', () => {
       assert.deepEqual(await resentHandedOffBy('evt-handoff-restored', notice.messageId), [restoredDelivery, restoredDelivery], 'both copies name the delivery, after a refusal too');
     });
 
+    test('after a refusal, of two handoffs stamped the same millisecond the re-send names the one recorded last, however the store lists them (HandedOffByMessageId)', async () => {
+      // The session's latest handoff was the last of the store's list, ordered by enqueuedAt alone: of two handoffs
+      // of one millisecond the database kept the older last, and the re-send named the delivery of the earlier
+      // handoff, which the subscriber refuses. The history's order (server/historyOrder.ts) puts the newer one last.
+      const eventId = 'evt-handoff-tie';
+      const sessionId = `S-${eventId}`;
+      const base = Date.now() - 60_000;
+      const iso = (ms: number) => new Date(base + ms).toISOString();
+      const tie = iso(2000);
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId, sessionId, payload: { eventId }, enqueuedAt: iso(0) });
+      const older = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, handoffReason: 'ERP import', externalJobId: 'job-1', enqueuedAt: tie });
+      const resubmit = msg(MessageType.ResubmissionRequest, { endpointId: EP, eventId, sessionId, parentMessageId: older.messageId, payload: { eventId }, enqueuedAt: iso(1000) });
+      const newer = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, parentMessageId: resubmit.messageId, handoffReason: 'ERP import', externalJobId: 'job-2', enqueuedAt: tie });
+      for (const m of [request, resubmit]) await stack.store.recordHistory(m as never);
+      // recordedAt says which handoff is newer; each entry is rewritten, the newer first, so the older one is the
+      // document the database keeps last among the tie (asserted below: the case this test is about).
+      const history = stack.store.database.container(CONTAINERS.history);
+      for (const [m, recordedAt] of [[newer, iso(3000)], [older, iso(2500)]] as const) {
+        await stack.store.recordHistory(m as never);
+        const item = history.item(docId(m.messageId), eventId);
+        const { resource } = await item.read<Record<string, unknown>>();
+        await item.replace({ ...resource!, recordedAt });
+      }
+      const listed = (await stack.store.listHistory(eventId)).items.filter((h) => h.messageType === MessageType.PendingHandoffResponse).map((h) => h.messageId);
+      assert.deepEqual(listed, [newer.messageId, older.messageId], 'the store lists the older handoff last');
+      // The newer handoff's row, put back under a refusal notice's id (as the Resolver does after a refused command).
+      const notice = msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: 'refused-command', deadLetterReason: 'CommandRefused', enqueuedAt: iso(4000) });
+      await stack.store.recordHistory(notice as never);
+      const putBack = await stack.store.writeStatus({ ...newer, messageId: notice.messageId, enqueuedAt: notice.enqueuedAt });
+      assert.equal(putBack.outcome, 'written');
+      assert.deepEqual(await resentHandedOffBy(eventId, notice.messageId), [resubmit.messageId, resubmit.messageId], 'both copies name the delivery of the newer handoff');
+    });
+
     test('a handoff settled and answered (Completed, Failed) is refused 409 at once, by either settlement: nothing is sent', async () => {
       // The SDK would refuse such a command too, but only later, as a CommandRefused notice in the history.
       for (const [eventId, kind, answer, status] of [

@@ -29,6 +29,7 @@ import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
 import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type EventSessions, type HistoryEntry, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
 import { eventHistory } from '../reconcile/history.ts';
+import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
 import { conflict, HttpError, notFound } from '../http.ts';
 import { log } from '../log.ts';
@@ -505,14 +506,18 @@ export class Manager {
    * handoff row before the claim: the PendingHandoffResponse the claim answered (a point read), else - the claim
    * answered a row the Resolver put back after a refused command, under the refusal notice's id - the session's
    * latest PendingHandoffResponse (the row was put back to it; the claim's command was never recorded, so nothing
-   * of the session came after it). Undefined when neither names one: the subscriber then matches by EventId.
+   * of the session came after it). Latest by the history's order (server/historyOrder.ts), not the store's list,
+   * which orders by enqueuedAt alone: of two handoffs stamped the same millisecond the one recorded last is the
+   * newer (manager.test.ts, "two handoffs stamped the same millisecond"). Undefined when neither names one: the
+   * subscriber then matches by EventId.
    */
   async #handedOffBeforeClaim(row: StatusRow): Promise<string | undefined> {
     const mine = (h: HistoryEntry | null): h is HistoryEntry => h !== null && h.endpointId === row.endpointId && h.sessionId === row.sessionId;
     const answered = await this.#store.getHistory(row.eventId, row.parentMessageId!);
     if (mine(answered) && answered.messageType === MessageType.PendingHandoffResponse) return handedOffBy(answered);
     const handoffs = (await eventHistory(this.#store, row.endpointId, row.eventId)).filter((h) => mine(h) && h.messageType === MessageType.PendingHandoffResponse);
-    return handoffs.length > 0 ? handedOffBy(handoffs.at(-1)!) : undefined;
+    const latest = inHistoryOrder(handoffs).at(-1);
+    return latest ? handedOffBy(latest) : undefined;
   }
 
   /**
