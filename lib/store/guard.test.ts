@@ -207,28 +207,6 @@ describe('stale-write guard', () => {
     assert.deepEqual(decideStaleWrite(incoming(T.EventRequest, 'x'), settled), { apply: false, reason: 'already-answered' });
   });
 
-  test("a console command's copy recorded before, over its answer and a later message, is refused; its claim's own id and a first recording are not", () => {
-    // The Manager claimed the row under C, the Resolver recorded C, the subscriber answered it (R, Completed), then a
-    // later message (L) wrote the row: C's copy came back alone and rule 6 set the Completed row back to Pending.
-    const completed = { ...row(S.Completed, T.ResolutionResponse, 'other'), lastMessageId: 'l', appliedMessageIds: ['l', 'r', 'c', 'f'] };
-    for (const t of [T.ResubmissionRequest, T.SkipRequest, T.HandoffCompletedRequest, T.HandoffFailedRequest]) {
-      assert.deepEqual(decideStaleWrite({ ...incoming(t, 'c'), recordedBefore: true }, completed), { apply: false, reason: 'already-applied' }, t);
-      // First recorded now (the history entry created): a Resolver behind on the session records the command after
-      // messages enqueued before the claim; the id on the row is the claim's, and the command applies.
-      assert.deepEqual(decideStaleWrite({ ...incoming(t, 'c'), recordedBefore: false }, completed), { apply: true }, t);
-      // Unknown (a caller without a history entry): as before.
-      assert.deepEqual(decideStaleWrite(incoming(t, 'c'), completed), { apply: true }, t);
-    }
-    // The Resolver recording the command over the Manager's claim of it (the same id as lastMessageId) applies.
-    const claimed = { ...row(S.Pending, T.ResubmissionRequest, 'f'), lastMessageId: 'c', appliedMessageIds: ['c', 'f'] };
-    assert.deepEqual(decideStaleWrite({ ...incoming(T.ResubmissionRequest, 'c'), recordedBefore: true }, claimed), { apply: true });
-    assert.deepEqual(decideStaleWrite({ ...incoming(T.ResubmissionRequest, 'c'), recordedBefore: false }, claimed), { apply: true });
-    // A retry's id can repeat from one series to the next, and a legacy ContinuationRequest's is not known not to.
-    for (const t of [T.RetryRequest, T.ContinuationRequest]) {
-      assert.notDeepEqual(decideStaleWrite({ ...incoming(t, 'c'), recordedBefore: true }, { ...completed, status: S.Failed, messageType: T.ErrorResponse }), { apply: false, reason: 'already-applied' }, t);
-    }
-  });
-
   test("the next retry series' RetryRequest applies although its id is among the row's applied ids (review)", () => {
     // A retry's MessageId is derived from the event id and the retry count, and a resubmit starts the count at 0
     // again: after R, E1, retry 1, E2, a resubmit C and its failure E3, the subscriber's retry 1 of the new series

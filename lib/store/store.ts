@@ -114,12 +114,6 @@ export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 /** How often a guarded write re-reads and retries after losing an etag race before it gives up (transient). */
 const MAX_WRITE_ATTEMPTS = 10;
 
-/**
- * The history entries a status write waits for (recordOutcome, recordOutcomes), one per write of the chain, in order:
- * `recorded` false = the entry was there already, so the message is a copy the Resolver recorded before.
- */
-type HistoryGate = Promise<ReadonlyArray<{ recorded: boolean }>>;
-
 /** Rows whose last write's outcome is unknown, remembered at most (oldest forgotten first: a recount repairs). */
 const MAX_IN_DOUBT = 10_000;
 
@@ -891,11 +885,9 @@ export class MessageStore {
   }): Promise<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }> {
     const history = this.recordHistory(args.history);
     history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
-    const gate = history.then((h) => [h]);
-    gate.catch(() => undefined); // the same, for the status write's view of it
     let status: StatusWriteResult;
     try {
-      status = await this.#writeStatus(args.status, args.expect, gate);
+      status = await this.#writeStatus(args.status, args.expect, history);
     } catch (err) {
       await history.catch(() => undefined);
       throw err;
@@ -979,7 +971,7 @@ export class MessageStore {
   async #writeStatus(
     input: StatusWrite,
     expect: RowExpectation | undefined,
-    gate: HistoryGate | undefined,
+    gate: Promise<unknown> | undefined,
   ): Promise<StatusWriteResult> {
     return (await this.#writeStatusChain([input], expect, gate))[0]!;
   }
@@ -994,7 +986,7 @@ export class MessageStore {
   async #writeStatusChain(
     inputs: StatusWrite[],
     expect: RowExpectation | undefined,
-    gate: HistoryGate | undefined,
+    gate: Promise<unknown> | undefined,
   ): Promise<StatusWriteResult[]> {
     const writes = inputs.map((input) => {
       const w = parseInput(statusWriteSchema, input, 'status write');
@@ -1023,7 +1015,7 @@ export class MessageStore {
   async #writeStatusChainAttempts(
     writes: Array<{ w: z.output<typeof statusWriteSchema>; status: ResolutionStatusT; subStatus: ReturnType<typeof resultingStatus>['subStatus']; guarded: boolean }>,
     expect: RowExpectation | undefined,
-    gate: HistoryGate | undefined,
+    gate: Promise<unknown> | undefined,
     item: Item,
     id: string,
     cacheKey: string,
@@ -1069,8 +1061,7 @@ export class MessageStore {
         if (doubt && !(await this.#settleDoubt(cacheKey, doubt, existing))) landedUncounted = true;
       }
       // Whatever must be stored before the status (the history entries) completes before any decision is acted on.
-      // Their results tell the guard which messages were recorded before: a console command's copy (rule 7).
-      const histories = gate !== undefined ? await gate : undefined;
+      if (gate !== undefined) await gate;
 
       const now = this.#iso();
       const results: StatusWriteResult[] = [];
@@ -1079,17 +1070,13 @@ export class MessageStore {
       let rowExists = exists;
       let rowUnreadable = unreadable;
       let applied = false;
-      for (const [k, { w, status, subStatus, guarded }] of writes.entries()) {
+      for (const { w, status, subStatus, guarded } of writes) {
         let refusal: { reason: IgnoreReason | 'precondition-failed' } | undefined;
         if (rowUnreadable && guarded) refusal = { reason: 'unreadable-row' };
         else if (expect !== undefined && !matchesExpectation(current, expect))
           refusal = { reason: 'precondition-failed' };
         else {
-          const recorded = histories?.[k]?.recorded;
-          const decision = decideStaleWrite(
-            { status, messageType: w.messageType, messageId: w.messageId, ...(recorded !== undefined ? { recordedBefore: !recorded } : {}) },
-            guardView(current, expect),
-          );
+          const decision = decideStaleWrite({ status, messageType: w.messageType, messageId: w.messageId }, guardView(current, expect));
           if (!decision.apply) refusal = { reason: decision.reason };
         }
         if (refusal !== undefined) {

@@ -3,7 +3,7 @@
 // Pure: it decides from the incoming write and a few fields of the stored row (status, the type that last wrote
 // it, its ParentMessageId, and - when the row keeps them - the ids of the messages applied to it). The store
 // applies it inside an etag-conditional write, so the decision and the write are one atomic step.
-import { CONTROL_REQUEST_TYPES, MANAGER_ONLY_TYPES, MessageType, type MessageType as MessageTypeT } from './messageTypes.ts';
+import { CONTROL_REQUEST_TYPES, MessageType, type MessageType as MessageTypeT } from './messageTypes.ts';
 import { ResolutionStatus, type ResolutionStatus as ResolutionStatusT } from './statuses.ts';
 
 export const TERMINAL_STATUSES: ReadonlySet<ResolutionStatusT> = new Set([
@@ -38,25 +38,11 @@ export type IgnoreReason =
   | 'unreadable-row'
   /**
    * The row has applied this message already and a later message since (its id is among the row's
-   * `appliedMessageIds` but not its last): a copy that came back alone. Asked of terminal writes, and of a console
-   * command the Resolver had recorded before (decideStaleWrite).
+   * `appliedMessageIds` but not its last): a copy that came back alone. Refused whatever its type, terminal too.
    */
   | 'already-applied';
 
 export type GuardDecision = { apply: true } | { apply: false; reason: IgnoreReason };
-
-/** The write the guard decides on. */
-export interface GuardedWrite {
-  status: ResolutionStatusT;
-  messageType: MessageTypeT;
-  messageId: string;
-  /**
-   * Whether this message was recorded before (its history entry was there already: a redelivered copy), as the
-   * Resolver learns from its history write. Undefined when the caller does not know (a write without a history
-   * entry): a console command is then not asked the already-applied rule.
-   */
-  recordedBefore?: boolean;
-}
 
 export interface GuardedRowView {
   status: ResolutionStatusT;
@@ -75,9 +61,9 @@ export interface GuardedRowView {
  * Whether the incoming message is a copy of one the row applied before a later message: its id is among the row's
  * applied ids but is not the one that wrote the current version. A copy of the current version's own message is
  * left to the other rules (a repeat of the last write changes nothing, and the Manager's claims are re-sent under
- * the claim's id). Asked of terminal writes (decideStaleWrite): a response's id is new for every answer, so one
- * applied again after another message is a copy; a non-terminal id is not (a retry's id repeats from one retry
- * series to the next), and the other rules judge those - except a console command recorded before (isCommandCopy). A restore that undoes a claim drops the claim's id. The store leaves the applied ids out of the view for a
+ * the claim's id). Asked of terminal writes only (decideStaleWrite): a response's id is new for every answer, so
+ * one applied again after another message is a copy; a non-terminal id is not (a retry's id repeats from one retry
+ * series to the next), and the other rules judge those. A restore that undoes a claim drops the claim's id. The store leaves the applied ids out of the view for a
  * conditional write, which names the version it replaces (docs/resolver.md, "The stale-write guard").
  */
 function isAppliedCopy(messageId: string, row: GuardedRowView): boolean {
@@ -113,7 +99,10 @@ export class UnclassifiedWriteError extends Error {
 }
 
 /** The decision for an incoming write against the stored row (null = no row yet). */
-export function decideStaleWrite(incoming: GuardedWrite, row: GuardedRowView | null): GuardDecision {
+export function decideStaleWrite(
+  incoming: { status: ResolutionStatusT; messageType: MessageTypeT; messageId: string },
+  row: GuardedRowView | null,
+): GuardDecision {
   const decision = decideByRules(incoming, row);
   // Rule 7, over what the rules below let through (a copy one of them refuses keeps its reason): a message the row
   // applied before a later one is a copy that came back alone (its completion was lost). A terminal copy would
@@ -124,30 +113,15 @@ export function decideStaleWrite(incoming: GuardedWrite, row: GuardedRowView | n
   // deliveries of an event that each started a series sent the same ids, and the second series' RetryRequest carried
   // an id the row applied before (refused, the row stayed Failed while the subscriber ran the retry); endpoints on
   // those versions may still be running - and rules 2-6 already judge those.
-  // A console command's copy too (isCommandCopy): rule 6 lets a control request through over anything but its own
-  // answer, so a command recorded, then answered (Completed), then followed by a later message, came back alone and
-  // set the Completed row back to Pending for good (its answer's copy never comes back to undo it).
-  if (decision.apply && row !== null && (TERMINAL_STATUSES.has(incoming.status) || isCommandCopy(incoming)) && isAppliedCopy(incoming.messageId, row))
+  if (decision.apply && row !== null && TERMINAL_STATUSES.has(incoming.status) && isAppliedCopy(incoming.messageId, row))
     return { apply: false, reason: 'already-applied' };
   return decision;
 }
 
-/**
- * Whether the incoming write is a console command (resubmit, skip, handoff settlement) the Resolver recorded before:
- * only such a one is a copy when its id is among the row's applied ids. Its id is derived from the message it
- * answers (server/manager/commands.ts), new for each failure an operator acts on, but the Manager writes a claim
- * under that id before sending the command, so the id is on the row before the Resolver ever sees the command.
- * A Resolver behind on the session (the messages enqueued before the claim recorded after it: a RetryRequest, its
- * failure) then records the command for the first time over a later version whose applied ids hold the claim: that
- * is no copy, it must apply and count as resubmitted (resolver-worker/outcomeMetrics.ts), and only the history
- * entry tells it apart. RetryRequest and the legacy ContinuationRequest are left out: a retry's id can repeat from
- * one series to the next (below), and nothing says a ContinuationRequest's cannot.
- */
-function isCommandCopy(incoming: GuardedWrite): boolean {
-  return incoming.recordedBefore === true && MANAGER_ONLY_TYPES.has(incoming.messageType);
-}
-
-function decideByRules(incoming: GuardedWrite, row: GuardedRowView | null): GuardDecision {
+function decideByRules(
+  incoming: { status: ResolutionStatusT; messageType: MessageTypeT; messageId: string },
+  row: GuardedRowView | null,
+): GuardDecision {
   // Rule 1: first write, or an unguarded (terminal) write. isGuarded runs first so an unclassified type is
   // refused even on a first write.
   const guarded = isGuarded(incoming.status, incoming.messageType);
@@ -184,7 +158,6 @@ function decideByRules(incoming: GuardedWrite, row: GuardedRowView | null): Guar
   ) {
     return { apply: false, reason: 'retry-after-settlement' };
   }
-  // Rule 6: the operator's control requests are intent; the ancestor check above is their only limit here (a console
-  // command's copy that came back after a later message is rule 7's).
+  // Rule 6: the operator's control requests are intent; the ancestor check above is their only limit.
   return { apply: true };
 }

@@ -123,8 +123,8 @@ export function readOutcomeMessage(m: ServiceBusReceivedMessage): ReadMessage | 
 
 /**
  * A row as the book keeps it: what the guard reads beside the public view. `appliedMessageIds` as the store keeps
- * them (contract/appliedMessageIds.ts), so a terminal copy, or a console command's, that comes back after a later
- * message is refused (already-applied) here as the Resolver refuses it, instead of setting the row back.
+ * them (contract/appliedMessageIds.ts), so a terminal copy that comes back after a later message is refused
+ * (already-applied) here as the Resolver refuses it, instead of setting the row back.
  */
 type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[] };
 
@@ -153,10 +153,8 @@ export class OutcomeBook {
     }
     const { status, subStatus } = resultingStatus(m.messageType, m.deadLetterErrorDescription);
     entry.status = status;
-    // Recorded before: the row's history holds the message already (a copy), as the Resolver's history write tells it.
-    const recordedBefore = row?.history.some((e) => e.messageId === m.messageId) ?? false;
     const decision = decideStaleWrite(
-      { status, messageType: m.messageType, messageId: m.messageId, recordedBefore },
+      { status, messageType: m.messageType, messageId: m.messageId },
       row
         ? {
             status: row.status,
