@@ -515,8 +515,11 @@ export class Manager {
     const mine = (h: HistoryEntry | null): h is HistoryEntry => h !== null && h.endpointId === row.endpointId && h.sessionId === row.sessionId;
     const answered = await this.#store.getHistory(row.eventId, row.parentMessageId!);
     if (mine(answered) && answered.messageType === MessageType.PendingHandoffResponse) return handedOffBy(answered);
-    const handoffs = (await eventHistory(this.#store, row.endpointId, row.eventId)).filter((h) => mine(h) && h.messageType === MessageType.PendingHandoffResponse);
-    const latest = inHistoryOrder(handoffs).at(-1);
+    // The session's whole history is ordered before the handoffs are picked out: the parent links between them (a
+    // handoff, the resubmission answering it, the handoff answering that) are what orders a tie when recordedAt does
+    // not (one receive's entries share it).
+    const session = inHistoryOrder((await eventHistory(this.#store, row.endpointId, row.eventId)).filter(mine));
+    const latest = session.filter((h) => h.messageType === MessageType.PendingHandoffResponse).at(-1);
     return latest ? handedOffBy(latest) : undefined;
   }
 
