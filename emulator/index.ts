@@ -4,7 +4,7 @@
 // string carries the namespace key (RootManageSharedAccessKey): every AMQP link and admin request is checked
 // against it and the policies created through the admin plane, as Azure checks SAS (see docs/emulator.md).
 
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { z } from 'zod';
 import type { Broker } from './broker/api.ts';
 import { createBroker } from './broker/index.ts';
@@ -27,8 +27,14 @@ export interface StartEmulatorOptions {
   dataDir?: string;
   maxMessageSizeBytes?: number;
   memoryBudgetBytes?: number;
-  /** pino level; default 'silent'. */
+  /** pino level; default 'silent'. Ignored when `logger` is given (its own level applies). */
   logLevel?: 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /**
+   * Log through this pino logger instead of one of the emulator's own, so that a host (`npm start`) shows the
+   * emulator's records among its own, e.g. a journal found damaged at start-up. Absent = the emulator's own pino
+   * at `logLevel`, as before.
+   */
+  logger?: Logger;
   /** A connection that has not finished the AMQP open (or sent its first bytes) within this time is dropped. */
   handshakeTimeoutMs?: number;
   /** Caps per client: connections, sessions per connection, links per session, bytes per connection. */
@@ -122,7 +128,8 @@ export async function startEmulator(input: StartEmulatorOptions = {}): Promise<R
   }
   const opts = parsed.data;
   assertLoopback(opts.host);
-  const log = pino({ name: 'servicebus-emulator', level: opts.logLevel });
+  // Not in the schema: the host's logger is an object to use as given, not a setting to check.
+  const log = input.logger ?? pino({ name: 'servicebus-emulator', level: opts.logLevel });
   const key = opts.key ?? generateKey();
   const policies = new PolicyStore(key, {
     dataDir: opts.dataDir,

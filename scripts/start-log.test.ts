@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { log, setConsoleLogSink } from '../server/log.ts';
 import type * as consoleLog from '../server/log.ts';
-import { componentLogger, formatRecord, recordPrinter } from './start-log.ts';
+import { componentLogger, emulatorLogger, formatRecord, recordPrinter } from './start-log.ts';
 
 test('a pino record becomes one prefixed line with its fields, secret-named fields dropped', () => {
   const lines: string[] = [];
@@ -26,6 +26,25 @@ test('a pino record becomes one prefixed line with its fields, secret-named fiel
   );
   assert.match(lines[1]!, /\[demo\] WARN publishing failed err="boom"\n$/);
   assert.doesNotMatch(lines.join(''), /SharedAccessKey|accountKey/);
+});
+
+test("the emulator's records: at info only its warnings and errors, at debug all of them", () => {
+  const lines: string[] = [];
+  const sink = { write: (l: string) => lines.push(l) };
+  const atInfo = emulatorLogger(componentLogger('emulator', 'info', sink));
+  atInfo.info({}, 'topic created');
+  atInfo.warn({}, 'journal ends with a partial record');
+  atInfo.error({}, 'journal is corrupt in the middle');
+  const atDebug = emulatorLogger(componentLogger('emulator', 'debug', sink));
+  atDebug.debug({}, 'messages sent');
+  assert.deepEqual(
+    lines.map((l) => l.slice(9)),
+    [
+      '[emulator] WARN journal ends with a partial record\n',
+      '[emulator] ERROR journal is corrupt in the middle\n',
+      '[emulator] DEBUG messages sent\n',
+    ],
+  );
 });
 
 test('a line that is not JSON is printed under the prefix as it is', () => {

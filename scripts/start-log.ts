@@ -88,6 +88,16 @@ export function componentLogger(component: Component, level: LogLevel, sink: Lin
   return pino({ level, base: undefined }, { write: print });
 }
 
+/**
+ * The Service Bus emulator's own records under `npm start`, as the [emulator] part. At 'info' they would repeat
+ * what the stack says itself (ready, stopped) and add a line per topic and subscription provisioned, so an 'info'
+ * start log takes only the emulator's warnings and errors: a journal damaged in the middle, a stored message that
+ * cannot be decoded, a torn last journal line. 'debug' asks for everything; 'warn' and 'error' apply as they are.
+ */
+export function emulatorLogger(parent: Logger): Logger {
+  return parent.level === 'info' ? parent.child({}, { level: 'warn' }) : parent;
+}
+
 /** Prints a child process's output (e.g. `next build`) line by line under a prefix. */
 export function pipeLines(
   component: Component,

@@ -22,7 +22,7 @@ import { buildConsole, consoleBuildIsStale, consoleDistDir } from '../server/bui
 import { startResolver, type ResolverOptions } from '../resolver-worker/index.ts';
 import type { StartConfig } from './start-config.ts';
 import { closeStoreRecordingOwed, recoverOwedCounters } from './countersOwed.ts';
-import { prefix, type Component } from './start-log.ts';
+import { emulatorLogger, prefix, type Component } from './start-log.ts';
 // Types only: the console module itself is imported when the console starts, so that the rest of the stack (and
 // its tests) does not depend on the console's server code loading.
 import type { RunningConsole, StartConsoleOptions } from '../server/console.ts';
@@ -138,6 +138,8 @@ export async function startStack(options: StackOptions): Promise<RunningStack> {
         emulator = await startEmulator({
           port: config.serviceBus.port,
           dataDir,
+          // Its own records (e.g. a journal damaged at start-up) go to the start log; without this it logs nothing.
+          logger: emulatorLogger(log('emulator')),
           ...(config.serviceBus.key !== undefined ? { key: config.serviceBus.key } : {}),
         });
       } catch (error) {

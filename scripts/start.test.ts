@@ -3,11 +3,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createServiceBusBroker } from '../emulator/broker/index.ts';
+import { journalFile } from '../emulator/broker/journal.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -151,6 +153,8 @@ describe('npm start with good settings', () => {
         'the demo stops before the resolver',
       );
       assert.match(stdout, /\[start\] stopped\n/);
+      // The emulator's own log is on (see below), but a normal run, traffic and stop included, has nothing to say.
+      assert.doesNotMatch(stdout, /\[emulator\] (WARN|ERROR)/, 'no emulator warnings in a normal run');
       assert.doesNotMatch(
         stdout + stderr,
         /SharedAccessKey=|AccountKey=/,
@@ -160,6 +164,7 @@ describe('npm start with good settings', () => {
       // The data is kept: a second start restores the store the first one wrote (the demo's rows, audits, ...).
       const again = await startAndStop(dataDir, []);
       assert.match(again, /documents restored from .*cosmos/);
+      assert.doesNotMatch(again, /\[emulator\] (WARN|ERROR)/, 'no emulator warnings restoring its data');
       assert.doesNotMatch(again, /\b0 documents restored/);
       // --reset starts from a clean slate, and says so.
       const key = 'bG9jYWwtZGV2ZWxvcG1lbnQta2V5';
@@ -174,6 +179,54 @@ describe('npm start with good settings', () => {
     }
   });
 });
+
+describe("npm start shows the emulator's own problems", () => {
+  test('a journal damaged in the middle is an [emulator] ERROR line naming the kept copy', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'nimbus-start-'));
+    try {
+      const busDir = join(dataDir, 'servicebus');
+      await writeDamagedJournal(busDir);
+      const stdout = await startAndStop(dataDir, []);
+      const line = stdout.split('\n').find((l) => l.includes('journal is corrupt in the middle'));
+      assert.ok(line, `the damage is in the start log:\n${stdout}`);
+      assert.match(line, /^\d\d:\d\d:\d\d \[emulator\] ERROR journal is corrupt in the middle; /);
+      const kept = readdirSync(busDir).filter((f) => /^journal-\d+\.damaged-.+\.jsonl$/.test(f));
+      assert.equal(kept.length, 1, `one kept copy: ${readdirSync(busDir).join(', ')}`);
+      assert.ok(line.includes(` kept=${join(busDir, kept[0]!)}`), `the line names the kept copy: ${line}`);
+      assert.match(line, / line=4 dropped=2\b/, 'and where the damage is, and how many lines were not replayed');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * A Service Bus data directory whose journal has a bad line between good ones (topic, subscription, message,
+ * damage, message), as a broker that crashed leaves it: written by a real broker in a scratch directory, copied.
+ */
+async function writeDamagedJournal(busDir: string): Promise<void> {
+  const scratch = mkdtempSync(join(tmpdir(), 'nimbus-journal-'));
+  const broker = await createServiceBusBroker({ dataDir: scratch });
+  try {
+    broker.createTopic({ name: 't' });
+    broker.createSubscription({ topicName: 't', subscriptionName: 's' });
+    broker.send('t', [{ body: 'before', message_id: 'before' }]);
+    broker.send('t', [{ body: 'after', message_id: 'after' }]);
+    // Copied while the broker runs: its close() would compact the journal into a snapshot.
+    mkdirSync(busDir, { recursive: true });
+    for (const name of readdirSync(scratch)) copyFileSync(join(scratch, name), join(busDir, name));
+  } finally {
+    await broker.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const journal = readdirSync(busDir).find((f) => /^journal-\d+\.jsonl$/.test(f));
+  assert.ok(journal, 'the broker wrote a journal');
+  assert.equal(journal, journalFile(Number(/\d+/.exec(journal)![0])));
+  const lines = readFileSync(join(busDir, journal), 'utf8').split('\n').filter((l) => l.length > 0);
+  assert.equal(lines.length, 4, 'topic, subscription and two messages, one line each');
+  lines.splice(3, 0, '[{"k":"put","t":"t"');
+  writeFileSync(join(busDir, journal), lines.join('\n') + '\n');
+}
 
 /** Starts headless without demo traffic on `dataDir`, waits until it runs, stops it with SIGINT; its stdout. */
 async function startAndStop(dataDir: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
