@@ -3,7 +3,7 @@
 // (nodemailer). Secrets are unsealed only here, just before the send, and never logged; errors name the channel,
 // never its URL (an incoming-webhook URL is itself the credential).
 import nodemailer from 'nodemailer';
-import { alertsKey, unseal } from './secrets.ts';
+import { alertsKey, SecretKeyError, unseal } from './secrets.ts';
 import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc } from './model.ts';
 
 export type NoticeKind = 'fired' | 'recovered' | 'test';
@@ -185,10 +185,11 @@ export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, optio
       }
     }
   } catch (err) {
-    // Fetch and SMTP errors may quote the target; keep the kind of failure only.
+    // Fetch and SMTP errors may quote the target; keep the kind of failure only. A secret that cannot be read (key
+    // changed, value damaged) says so in words that never quote it.
     const e = err as { name?: string; code?: string; message?: string };
     const reason =
-      err instanceof RefusedSend ? err.message
+      err instanceof RefusedSend || err instanceof SecretKeyError ? err.message
       : e.name === 'TimeoutError' ? 'timed out'
       : e.message?.startsWith('the receiver answered') ? e.message
       : (e.code ?? e.name ?? 'failed');
