@@ -290,7 +290,7 @@ describe('history charts', () => {
       const row = page.getByTestId('alert-channels').locator('tr', { hasText: 'e2e plain http' });
       const warning = row.getByTestId('channel-insecure-url');
       await warning.waitFor();
-      assert.match((await warning.textContent()) ?? '', /this channel will not send until its URL is entered again as https/);
+      assert.match((await warning.textContent()) ?? '', /neither https nor plain http to this machine: this channel will not send until its URL is entered again as https/);
       assert.equal(await page.getByTestId('channel-insecure-url').count(), 1, 'no other channel is flagged');
       assert.ok(!(await page.content()).includes('e2e-plain-path'), 'the flag, never the URL');
 

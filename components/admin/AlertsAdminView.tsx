@@ -413,10 +413,11 @@ export function AlertsAdminView() {
             <tr key={c.id} className="border-t border-slate-100 align-top">
               <td className="py-1 font-medium">
                 {c.name}
-                {/* Stored before https was required: every send is refused (channels.ts), so say it before an alert does. */}
+                {/* Stored before https was required: every send is refused (channels.ts), so say it before an alert does.
+                    Plain http to another host, or a stored value that is no URL at all: the text holds for both. */}
                 {c.insecureUrl ? (
                   <div className="text-xs font-normal text-red-700" data-testid="channel-insecure-url">
-                    Its URL is plain http to another host: this channel will not send until its URL is entered again as https.
+                    Its stored URL is neither https nor plain http to this machine: this channel will not send until its URL is entered again as https.
                   </div>
                 ) : null}
               </td>

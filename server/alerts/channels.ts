@@ -127,8 +127,9 @@ class RefusedSend extends Error {}
 
 async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number): Promise<void> {
   // A URL stored before https was required keeps no exception: its notice and headers would cross a network in clear.
+  // The reason only as far as it is true: a stored value that is not a URL, or not http at all, is no "plain http".
   if (!isAllowedChannelUrl(url))
-    throw new RefusedSend('the stored URL is plain http to a host other than this machine: enter it again as https');
+    throw new RefusedSend(`the stored URL ${URL.canParse(url) && new URL(url).protocol === 'http:' ? 'is plain http to a host other than this machine' : 'is not an https URL'}: enter it again as https`);
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
