@@ -2,7 +2,8 @@
 // Admin → Alerts: the alert rules (with what their last evaluation said) and the notification channels. Owners
 // change them (the server refuses everyone else; every change is audited); secrets are write-only: the page only
 // learns that a URL or password is set, and leaving the field empty on an edit keeps the stored one - unless the
-// edit moves the channel to another server, when the save's 400 (shown under the form) asks for it again.
+// edit moves the channel to another server or weakens an SMTP channel's TLS (secure on to off), when the save's 400
+// (shown under the form) asks for it again.
 import Link from '../Link.tsx';
 import { useMemo, useState, type ReactNode } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
