@@ -27,6 +27,7 @@ import { collectBacklog } from '../server/history/backlog.ts';
 import { DemoEndpoint, startDemo } from '../demo/index.ts';
 import { startWebhookReceiver } from '../server/alerts/testing.ts';
 import { AlertStore } from '../server/alerts/alertStore.ts';
+import { gotoHydrated } from '../server/testing/pageWait.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 const EP = 'billingendpoint';
@@ -229,7 +230,8 @@ describe('history charts', () => {
     const hook = await startWebhookReceiver();
     const page = await browser.newPage();
     try {
-      await page.goto(`${consoleApp.url}/admin/alerts`);
+      // Hydrated first: the next step is a click, which a page not yet hydrated can lose on a loaded machine.
+      await gotoHydrated(page, `${consoleApp.url}/admin/alerts`);
       await page.getByRole('button', { name: 'New channel' }).click();
       const cf = page.getByTestId('channel-form');
       await cf.getByLabel('Name', { exact: true }).fill('e2e pager');
@@ -286,11 +288,12 @@ describe('history charts', () => {
     const page = await browser.newPage();
     try {
       await new AlertStore(seedStore.database, { NIMBUS_ALERTS_KEY: ALERTS_KEY }).saveChannel({ type: 'webhook', name: 'e2e plain http', url: 'http://hooks.example.test/e2e-plain-path' }, 'test');
-      await page.goto(`${consoleApp.url}/admin/alerts`);
+      // Hydrated before the edit click below, as above.
+      await gotoHydrated(page, `${consoleApp.url}/admin/alerts`);
       const row = page.getByTestId('alert-channels').locator('tr', { hasText: 'e2e plain http' });
       const warning = row.getByTestId('channel-insecure-url');
       await warning.waitFor();
-      assert.match((await warning.textContent()) ?? '', /this channel will not send until its URL is entered again as https/);
+      assert.match((await warning.textContent()) ?? '', /neither https nor plain http to this machine: this channel will not send until its URL is entered again as https/);
       assert.equal(await page.getByTestId('channel-insecure-url').count(), 1, 'no other channel is flagged');
       assert.ok(!(await page.content()).includes('e2e-plain-path'), 'the flag, never the URL');
 

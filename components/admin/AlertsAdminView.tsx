@@ -2,7 +2,8 @@
 // Admin → Alerts: the alert rules (with what their last evaluation said) and the notification channels. Owners
 // change them (the server refuses everyone else; every change is audited); secrets are write-only: the page only
 // learns that a URL or password is set, and leaving the field empty on an edit keeps the stored one - unless the
-// edit moves the channel to another server, when the save's 400 (shown under the form) asks for it again.
+// edit moves the channel to another server or weakens an SMTP channel's TLS (secure on to off), when the save's 400
+// (shown under the form) asks for it again.
 import Link from '../Link.tsx';
 import { useMemo, useState, type ReactNode } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -413,10 +414,11 @@ export function AlertsAdminView() {
             <tr key={c.id} className="border-t border-slate-100 align-top">
               <td className="py-1 font-medium">
                 {c.name}
-                {/* Stored before https was required: every send is refused (channels.ts), so say it before an alert does. */}
+                {/* Stored before https was required: every send is refused (channels.ts), so say it before an alert does.
+                    Plain http to another host, or a stored value that is no URL at all: the text holds for both. */}
                 {c.insecureUrl ? (
                   <div className="text-xs font-normal text-red-700" data-testid="channel-insecure-url">
-                    Its URL is plain http to another host: this channel will not send until its URL is entered again as https.
+                    Its stored URL is neither https nor plain http to this machine: this channel will not send until its URL is entered again as https.
                   </div>
                 ) : null}
               </td>

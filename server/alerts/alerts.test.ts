@@ -340,6 +340,9 @@ describe('channel formats', () => {
     assert.ok(!sealed.includes('hooks.example'));
     assert.equal(unseal(sealed, key), 'https://hooks.example/abc');
     assert.throws(() => unseal(sealed, randomBytes(32)), /does not decrypt/);
+    // Too short for the IV and tag (damaged in the store): the same error class, never node's TypeError.
+    for (const damaged of ['v1:', 'v1:AAAA', sealed.slice(0, 20)])
+      assert.throws(() => unseal(damaged, key), (err: Error) => err.name === 'SecretKeyError' && /is damaged/.test(err.message) && !err.message.includes(damaged));
     assert.throws(() => alertsKey({}), /NIMBUS_ALERTS_KEY is not set/);
   });
 });

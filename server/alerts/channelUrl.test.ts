@@ -1,5 +1,6 @@
 // A channel URL stored before https was required (plain http to another machine) is refused when a notice is sent,
-// with a reason that says what to do and does not quote the URL; plain http to this machine still sends.
+// with a reason that says what to do and does not quote the URL; plain http to this machine still sends. A stored
+// value that is no http URL at all is refused too, without being called plain http.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -52,6 +53,14 @@ test('a stored plain-http URL to another host is refused at send time, naming wh
       return true;
     },
   );
+});
+
+test('a stored value that is not an http URL is refused as not https, not called plain http', async () => {
+  // Before, every refused URL was reported as "plain http to a host other than this machine".
+  for (const url of ['not a url', 'ftp://hooks.nimbus.invalid/x'])
+    await assert.rejects(sendNotice(storedSlack(url), notice, { env }), {
+      message: "channel 'old-slack' (slack): the stored URL is not an https URL: enter it again as https",
+    });
 });
 
 test('a stored plain-http URL to this machine still sends', async () => {

@@ -3,7 +3,7 @@
 // (nodemailer). Secrets are unsealed only here, just before the send, and never logged; errors name the channel,
 // never its URL (an incoming-webhook URL is itself the credential).
 import nodemailer from 'nodemailer';
-import { alertsKey, unseal } from './secrets.ts';
+import { alertsKey, SecretKeyError, unseal } from './secrets.ts';
 import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc } from './model.ts';
 
 export type NoticeKind = 'fired' | 'recovered' | 'test';
@@ -127,8 +127,9 @@ class RefusedSend extends Error {}
 
 async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number): Promise<void> {
   // A URL stored before https was required keeps no exception: its notice and headers would cross a network in clear.
+  // The reason only as far as it is true: a stored value that is not a URL, or not http at all, is no "plain http".
   if (!isAllowedChannelUrl(url))
-    throw new RefusedSend('the stored URL is plain http to a host other than this machine: enter it again as https');
+    throw new RefusedSend(`the stored URL ${URL.canParse(url) && new URL(url).protocol === 'http:' ? 'is plain http to a host other than this machine' : 'is not an https URL'}: enter it again as https`);
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -185,10 +186,11 @@ export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, optio
       }
     }
   } catch (err) {
-    // Fetch and SMTP errors may quote the target; keep the kind of failure only.
+    // Fetch and SMTP errors may quote the target; keep the kind of failure only. A secret that cannot be read (key
+    // changed, value damaged) says so in words that never quote it.
     const e = err as { name?: string; code?: string; message?: string };
     const reason =
-      err instanceof RefusedSend ? err.message
+      err instanceof RefusedSend || err instanceof SecretKeyError ? err.message
       : e.name === 'TimeoutError' ? 'timed out'
       : e.message?.startsWith('the receiver answered') ? e.message
       : (e.code ?? e.name ?? 'failed');

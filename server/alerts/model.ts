@@ -129,8 +129,8 @@ export interface ChannelView {
   secrets: Record<string, { set: true }>;
   /**
    * Present (true) when the stored URL is one every send refuses (plain http to a host other than this machine,
-   * stored before https was required): the list says so rather than the first alert finding out. Only the flag is
-   * shown, never the URL (server/alerts/routes.ts).
+   * stored before https was required, or a stored value that is no https URL at all): the list says so rather than
+   * the first alert finding out. Only the flag is shown, never the URL (server/alerts/routes.ts).
    */
   insecureUrl?: true;
   updatedAt: string;

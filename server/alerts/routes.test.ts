@@ -5,7 +5,8 @@
 // user name) does not carry the stored header or password there: 400 until it is given again, "Send test" still
 // reaching the old receiver meanwhile; the audit names the destination settings changed. Nor does an edit that turns
 // an SMTP channel's TLS from the start off keep the password. Plain http only to loopback, and a channel stored with
-// plain http to another host before that rule is flagged in the list (`insecureUrl`).
+// plain http to another host before that rule is flagged in the list (`insecureUrl`). A stored URL damaged in the
+// container fails neither the list nor an edit.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -331,6 +332,40 @@ describe('alerts API', () => {
     const fixed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'stored-plain', url: 'https://hooks.example.test/plain-secret' }, { channelId: plain.id });
     assert.equal(fixed.status, 200, fixed.text);
     assert.equal((await listed())['stored-plain'], false);
+  });
+
+  test('a damaged stored URL fails neither the list nor an edit: not flagged, "send test" says it is damaged, entered again it sends', async () => {
+    // Too short for its IV and tag: 'v1:' (no bytes) and 'v1:AAAA' (three), written straight into the container.
+    const alerts = new AlertStore(stack.store.database);
+    const container = await alerts.container();
+    const damaged: Record<string, string> = {};
+    for (const [name, value] of [['damaged-empty', 'v1:'], ['damaged-short', 'v1:AAAA']] as const) {
+      const saved = await alerts.saveChannel({ type: 'webhook', name, url: 'https://hooks.example.test/damaged' }, 'test');
+      await container.items.upsert({ ...saved, secrets: { ...saved.secrets, url: value } });
+      damaged[name] = saved.id;
+    }
+    // Before, node's TypeError from setting up the decipher escaped the list: 500 for every reader.
+    const list = await call('api/admin/alerts/rules', 'GET');
+    assert.equal(list.status, 200, list.text);
+    const flags = (JSON.parse(list.text) as { channels: Array<{ name: string; insecureUrl?: boolean }> }).channels.filter((c) => c.name.startsWith('damaged-'));
+    assert.deepEqual(flags.map((c) => [c.name, c.insecureUrl ?? false]), [['damaged-empty', false], ['damaged-short', false]]);
+
+    const sent = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: damaged['damaged-empty']! });
+    assert.equal(sent.status, 200, sent.text);
+    assert.equal((JSON.parse(sent.text) as { ok: boolean; error: string }).error, "channel 'damaged-empty' (webhook): a stored channel secret is damaged (not a whole sealed value): enter it again");
+
+    // A rename keeps the damaged URL (nothing to read); entering the URL again replaces it.
+    const renamed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'damaged-short' }, { channelId: damaged['damaged-short']! });
+    assert.equal(renamed.status, 200, renamed.text);
+    const receiver = await startWebhookReceiver();
+    try {
+      const fixed = await call('api/admin/alerts/channels/{channelId}', 'PUT', { type: 'webhook', name: 'damaged-short', url: `${receiver.url}/repaired` }, { channelId: damaged['damaged-short']! });
+      assert.equal(fixed.status, 200, fixed.text);
+      const works = await call('api/admin/alerts/channels/{channelId}/test', 'POST', undefined, { channelId: damaged['damaged-short']! });
+      assert.deepEqual(JSON.parse(works.text), { ok: true });
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('bad input is 400 with the reason; a rule needs existing channels; the history lists alerts', async () => {

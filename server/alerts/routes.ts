@@ -89,12 +89,12 @@ export const deleteRule = (ctx: ConsoleContext, id: string) => alertStoreOf(ctx)
 
 export async function createChannel(ctx: ConsoleContext, input: ChannelInput, user: string): Promise<ChannelView> {
   const store = alertStoreOf(ctx);
-  return viewOf(store, await keyed(() => store.saveChannel(input, user)));
+  return keyed(async () => viewOf(store, await store.saveChannel(input, user)));
 }
 
 export async function updateChannel(ctx: ConsoleContext, id: string, input: ChannelInput, user: string): Promise<ChannelView> {
   const store = alertStoreOf(ctx);
-  return viewOf(store, await keyed(() => store.saveChannel(input, user, id)));
+  return keyed(async () => viewOf(store, await store.saveChannel(input, user, id)));
 }
 
 export async function deleteChannel(ctx: ConsoleContext, id: string): Promise<void> {

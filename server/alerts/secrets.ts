@@ -2,7 +2,7 @@
 // from NIMBUS_ALERTS_KEY (32 bytes, base64 or hex), never in clear text and never sent back to a browser. Each value
 // gets a fresh 12-byte IV; the GCM tag makes a tampered or wrongly keyed value fail to decrypt rather than decode
 // to garbage. The key is read when needed, so a console without alert channels needs no key.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes, type DecipherGCM } from 'node:crypto';
 
 export const ALERTS_KEY_ENV = 'NIMBUS_ALERTS_KEY';
 
@@ -22,20 +22,35 @@ export function alertsKey(env: Record<string, string | undefined> = process.env)
   return key;
 }
 
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const DAMAGED = 'a stored channel secret is damaged (not a whole sealed value): enter it again';
+
 export function seal(plain: string, key: Buffer): Sealed {
-  const iv = randomBytes(12);
+  const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
   return `v1:${Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64')}`;
 }
 
+/**
+ * The plain value, or a SecretKeyError that never quotes it: for a value too short to hold its IV and tag (damaged
+ * in the store) as for one the key does not open - node's own TypeError from setting up the decipher would reach
+ * the caller as a 500, and one damaged channel would fail every list of channels.
+ */
 export function unseal(sealed: Sealed, key: Buffer): string {
   if (!sealed.startsWith('v1:')) throw new SecretKeyError('a stored channel secret has an unknown format');
   const raw = Buffer.from(sealed.slice(3), 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
-  decipher.setAuthTag(raw.subarray(12, 28));
+  if (raw.length < IV_BYTES + TAG_BYTES) throw new SecretKeyError(DAMAGED);
+  let decipher: DecipherGCM;
   try {
-    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES));
+    decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+  } catch {
+    throw new SecretKeyError(DAMAGED);
+  }
+  try {
+    return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
   } catch {
     throw new SecretKeyError(`a stored channel secret does not decrypt with ${ALERTS_KEY_ENV} (was the key changed?)`);
   }
