@@ -3,7 +3,9 @@
 // kept it. The restore's state (stuck.ts previousEntry), the parked finding's deferral (stuck.ts replyTo) and the
 // stale evidence (reconcile.ts settlingEvidence) take the newest entry by the history's order
 // (server/historyOrder.ts), so each answer is the same whichever order the entries are given in. Pure: entries as
-// the store returns them, each case in both orders (before, one of the two orders gave the wrong entry).
+// the store returns them, each case in both orders (before, one of the two orders gave the wrong entry). A full tie
+// (one receive batch: the same recordedAt too) says nothing of which came first, so the stale evidence keeps the
+// settling response however the message ids sort.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType } from '@nimbus/sdk/contract';
@@ -97,5 +99,31 @@ test('stale evidence: a park stamped the same millisecond as the failure it foll
   for (const history of bothOrders(failed, park)) {
     const e = settlingEvidence(skipClaim, history);
     assert.deepEqual([e?.messageId, e?.rule, e?.status], ['a-park', 'answers-row', 'Pending'], history.map((h) => h.messageId).join());
+  }
+});
+
+test('stale evidence: a failure and a park of one receive batch (same millisecond, same recordedAt) keep the failure, however their ids sort', () => {
+  // The store gives every entry of a batch one recordedAt, so only the message ids order the pair: before, `a-fail`,
+  // `b-park` reopened the row (Pending) and `b-fail`, `a-park` did not. Nothing says the park came after: no reopening.
+  for (const [failId, parkId] of [['a-fail', 'b-park'], ['b-fail', 'a-park']] as const) {
+    const failed = entry(failId, MessageType.ErrorResponse, T1, 'skip-1', { recordedAt: recordedAt(1) });
+    const park = entry(parkId, MessageType.PendingHandoffResponse, T1, 'skip-1', { recordedAt: recordedAt(1), handoffReason: 'needs approval' });
+    for (const history of bothOrders(failed, park)) {
+      const e = settlingEvidence(skipClaim, history);
+      assert.deepEqual([e?.messageId, e?.rule, e?.status], [failId, 'answers-row', 'Failed'], history.map((h) => h.messageId).join());
+    }
+  }
+});
+
+test('stale evidence: a park recorded after a later failure reopens it, though parents-first lists the park first', () => {
+  // The failure answers a resubmission the Resolver recorded after it (an answer before its request), so the
+  // history's order is park, resubmission, failure: before, "after the failure" was a slice of that list and left
+  // the park out. Neither answers the other, and the park was recorded later: the Resolver's write of it came after.
+  const resubmit = entry('y-resubmit', MessageType.ResubmissionRequest, T1, null, { recordedAt: recordedAt(3) });
+  const failed = entry('s-failed', MessageType.ErrorResponse, T1, 'y-resubmit', { recordedAt: recordedAt(1) });
+  const park = entry('p-park', MessageType.PendingHandoffResponse, T1, 'skip-1', { recordedAt: recordedAt(2), handoffReason: 'needs approval' });
+  for (const history of [[resubmit, failed, park], [park, failed, resubmit]]) {
+    const e = settlingEvidence(skipClaim, history);
+    assert.deepEqual([e?.messageId, e?.rule, e?.status], ['p-park', 'answers-row', 'Pending'], history.map((h) => h.messageId).join());
   }
 });
