@@ -5,10 +5,11 @@
 // (server/historyOrder.ts), so each answer is the same whichever order the entries are given in. Pure: entries as
 // the store returns them, each case in both orders (before, one of the two orders gave the wrong entry). A full tie
 // (one receive batch: the same recordedAt too) says nothing of which came first, so the stale evidence keeps the
-// settling response however the message ids sort.
+// settling response however the message ids sort. The cut-list refusal case answers the store's refusal query (by
+// enqueuedAt alone) with the tied notices in the order given, as the database may list them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageType } from '@nimbus/sdk/contract';
+import { MessageType, WireText } from '@nimbus/sdk/contract';
 import type { HistoryEntry, MessageStore, StatusRowSummary } from '../../lib/store/index.ts';
 import { previousEntry, stuckFinding } from './stuck.ts';
 import { settlingEvidence } from './reconcile.ts';
@@ -76,6 +77,28 @@ test('stuck, parked: of two deferrals stamped the same millisecond, the one reco
     // Cut at the cap: the deferrals come from the row's answers query (newest first there), none in the list.
     const cut = await stuckFinding(noStore, continuation, { entries: [request], cutOff: true, corrupt: 0 }, o, () => Promise.resolve({ items: [first!, second!], corrupt: [] }), nothingLater);
     assert.match(cut?.why ?? '', /DeferralResponse a-newer: blocked by evt-new/, `cut list, ${order}`);
+  }
+});
+
+test('stuck, refused: of two refusals stamped the same millisecond, the one recorded last is named, on a whole list and a cut one', async () => {
+  const request = entry('cont-1', MessageType.ContinuationRequest, T0, null);
+  const refusal = (messageId: string, ms: number, why: string) =>
+    entry(messageId, MessageType.ErrorResponse, T1, 'cont-1', { recordedAt: recordedAt(ms), deadLetterReason: WireText.CommandRefused, deadLetterErrorDescription: why });
+  const older = refusal('z-older', 1, 'refused: old reason');
+  const newer = refusal('a-newer', 2, 'refused: new reason');
+  const o = { now: new Date(Date.parse(T0) + 3_600_000), claimGraceMs: 0, unansweredGraceMs: 0 };
+  for (const [first, second] of bothOrders(older, newer)) {
+    const order = `${first!.messageId} listed first`;
+    const whole = await stuckFinding(noStore, continuation, { entries: [request, first!, second!], cutOff: false, corrupt: 0 }, o, () => Promise.reject(new Error('not read')), nothingLater);
+    assert.equal(whole?.kind, 'refused', order);
+    assert.match(whole?.why ?? '', /CommandRefused notice a-newer: refused: new reason/, `whole list, ${order}`);
+    // Cut at the cap: the refusals come from their own query, newest first by enqueuedAt alone - a tie as listed.
+    // Only that query is answered (as the store would: at most `limit`, newest first); any other read throws.
+    const listHistoryRefusals = (_e: string, _ep: string, _s: string, _m: string, limit = 1) => Promise.resolve({ items: [first!, second!].slice(0, limit), corrupt: [] });
+    const store = new Proxy({}, { get: (_t, name) => (name === 'listHistoryRefusals' ? listHistoryRefusals : Reflect.get(noStore, name)) }) as MessageStore;
+    const cut = await stuckFinding(store, continuation, { entries: [request], cutOff: true, corrupt: 0 }, o, () => Promise.resolve({ items: [], corrupt: [] }), nothingLater);
+    assert.equal(cut?.kind, 'refused', `cut list, ${order}`);
+    assert.match(cut?.why ?? '', /CommandRefused notice a-newer: refused: new reason/, `cut list, ${order}`);
   }
 });
 
