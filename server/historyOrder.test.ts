@@ -2,7 +2,7 @@
 // store listed it in, and an answer of the same enqueuedAt comes after the message it answers, whenever recorded.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { inHistoryOrder } from './historyOrder.ts';
+import { comesAfter, inHistoryOrder } from './historyOrder.ts';
 
 const T0 = '2026-12-01T09:00:00.000Z';
 const T1 = '2026-12-01T09:00:00.001Z';
@@ -38,4 +38,24 @@ test('an answer recorded before its request still comes after it: the parent rul
   // Other entries of that enqueuedAt still go by recordedAt: one recorded between the two keeps its place.
   const other = entry('m-other', T0, T1);
   assert.deepEqual(ids([answer, other, request]), ['m-other', 'z-request', 'a-answer']);
+});
+
+test('comesAfter: a later enqueuedAt, else an answer (through answers of its instant), else a strictly later recordedAt; a full tie is neither', () => {
+  const request = entry('z-request', T0, T1);
+  const answer = entry('a-answer', T0, T0, 'z-request');
+  const reply = entry('m-reply', T0, T0, 'a-answer');
+  const all = [request, answer, reply];
+  // The link beats recordedAt, also two steps down.
+  assert.equal(comesAfter(answer, request, all), true);
+  assert.equal(comesAfter(request, answer, all), false);
+  assert.equal(comesAfter(reply, request, all), true);
+  // No link: recordedAt, strictly; a full tie is after in neither direction, whatever the ids.
+  const x = entry('x', T0, T0);
+  const y = entry('y', T0, T0);
+  assert.equal(comesAfter(y, x, [x, y]), false);
+  assert.equal(comesAfter(x, y, [x, y]), false);
+  assert.equal(comesAfter(request, x, [x, request]), true);
+  // Another instant: enqueuedAt alone, and an entry is not after itself.
+  assert.equal(comesAfter(entry('b', T1, T0), request, [request]), true);
+  assert.equal(comesAfter(x, x, [x]), false);
 });

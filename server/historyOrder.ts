@@ -44,3 +44,31 @@ function parentsFirst<T extends Ordered>(group: T[]): T[] {
   }
   return out;
 }
+
+/**
+ * Whether `entry` came after `than` by what the two carry, for a reader that must not guess: a later enqueuedAt; of
+ * the same enqueuedAt, `entry` answering `than` (through answers of that enqueuedAt in `entries`), else - neither
+ * answering the other - a strictly later recordedAt. A full tie is not after: the store gives every entry of one
+ * receive batch one recordedAt, and inHistoryOrder then puts such a pair by message id, a stable order that says
+ * nothing of which the Resolver applied first (a failure and a park of one batch reopened the row or not by how
+ * their GUIDs sorted, historyTies.test.ts). Judged pairwise, not by position in inHistoryOrder: parents-first can put
+ * an unrelated entry recorded later ahead of `than` (when `than` waits for its own parent).
+ */
+export function comesAfter<T extends Ordered>(entry: T, than: T, entries: readonly T[]): boolean {
+  if (entry.enqueuedAt !== than.enqueuedAt) return entry.enqueuedAt > than.enqueuedAt;
+  if (entry.messageId === than.messageId) return false;
+  const sameInstant = new Map(entries.filter((h) => h.enqueuedAt === entry.enqueuedAt).map((h) => [h.messageId, h]));
+  if (answersThrough(entry, than, sameInstant)) return true;
+  if (answersThrough(than, entry, sameInstant)) return false;
+  return entry.recordedAt > than.recordedAt;
+}
+
+/** Whether `entry`'s chain of parents, within `group`, reaches `ancestor` (a cycle, which no real history has, stops). */
+function answersThrough<T extends Ordered>(entry: T, ancestor: T, group: ReadonlyMap<string, T>): boolean {
+  const seen = new Set<string>();
+  for (let at: T | undefined = entry; at && !seen.has(at.messageId); at = at.parentMessageId === null ? undefined : group.get(at.parentMessageId)) {
+    seen.add(at.messageId);
+    if (at.parentMessageId === ancestor.messageId && at.messageId !== ancestor.messageId) return true;
+  }
+  return false;
+}

@@ -17,7 +17,7 @@ import {
 import { log } from '../log.ts';
 import { findingRow, stuckFinding, type StuckOptions, type StuckRow } from './stuck.ts';
 import { HISTORY_CAP, readEventHistory, type EventHistoryRead } from './history.ts';
-import { inHistoryOrder } from '../historyOrder.ts';
+import { comesAfter, inHistoryOrder } from '../historyOrder.ts';
 import { answersOnce, isAnswer, isLaterResponse, isSettling, laterResponsesOnce, type LaterResponses, type RowAnswers } from './answers.ts';
 
 export interface StaleRow {
@@ -99,9 +99,11 @@ export function settlingEvidence(row: EvidenceRow, history: HistoryEntry[]): Sta
   const settled = own.findLast((h) => (isSettling(h) && answersRow(h)) || isLaterResponse(row, h));
   let shown: GuardedRowView = settled ? { status: statusOf(settled), messageType: settled.messageType as MessageType, parentMessageId: settled.parentMessageId } : row;
   let outcome = settled;
-  // The answers after it in that order: a park stamped the same millisecond as the settling response but recorded
-  // after it reopens it, as the Resolver's write of it did (historyTies.test.ts).
-  const reopening = own.slice(settled ? own.indexOf(settled) + 1 : 0).filter((h) => answersRow(h) && !isSettling(h));
+  // The answers after it (comesAfter), replayed in the history's order: a park stamped the same millisecond as the
+  // settling response but recorded after it reopens it, as the Resolver's write of it did. One of the same
+  // recordedAt too (one receive batch) does not: only the message ids would order the pair, and the row then
+  // reopened or not by how its GUIDs sorted; the settling response stays, as before the tie rule (historyTies.test.ts).
+  const reopening = own.filter((h) => answersRow(h) && !isSettling(h) && (!settled || comesAfter(h, settled, own)));
   for (const h of reopening) {
     if (!decideStaleWrite({ status: statusOf(h), messageType: h.messageType as MessageType, messageId: h.messageId }, shown).apply) continue;
     shown = { status: statusOf(h), messageType: h.messageType as MessageType, parentMessageId: h.parentMessageId };

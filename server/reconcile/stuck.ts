@@ -157,6 +157,9 @@ function answeredOrParked(answers: HistoryEntry[]): Reply | undefined {
   return answers.every(isParking) ? { kind: 'parked', deferral: answers[answers.length - 1]! } : { kind: 'answered' };
 }
 
+/** How many of the newest refusal notices replyTo reads to order a same-millisecond tie (more tied than this: none real). */
+const REFUSALS_READ = 5;
+
 /**
  * Whether a response on the row's endpoint and session answers the row's own message. `history` is capped (oldest
  * first) and the answer, newer than the request, is among the entries a long event's list lacks: an answer not in
@@ -172,7 +175,8 @@ function answeredOrParked(answers: HistoryEntry[]): Reply | undefined {
  */
 async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpointId' | 'eventId' | 'lastMessageId' | 'sessionId'>, read: EventHistoryRead, answers: () => Promise<RowAnswers>): Promise<Reply> {
   // In the history's order (server/historyOrder.ts), not the store's: of two entries stamped the same millisecond,
-  // the newest deferral or refusal named is the one the Resolver recorded last (historyTies.test.ts).
+  // the newest deferral or refusal named is the one last in that order - recorded last, or by message id when one
+  // receive batch recorded both (historyTies.test.ts). The refusal query below is put in the same order.
   const listed = inHistoryOrder(read.entries.filter((h) => h.parentMessageId === row.lastMessageId && h.sessionId === row.sessionId));
   const inList = answeredOrParked(listed.filter(isAnswer));
   if (inList && (inList.kind === 'answered' || (!read.cutOff && read.corrupt === 0))) return inList;
@@ -188,8 +192,10 @@ async function replyTo(store: MessageStore, row: Pick<StatusRowSummary, 'endpoin
   const byId = new Map([...listed, ...items].filter(isAnswer).map((h) => [h.messageId, h]));
   const found = answeredOrParked(inHistoryOrder([...byId.values()]));
   if (found) return found;
-  const refusals = await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId);
-  const [notice] = refusals.items;
+  // The query orders by enqueuedAt alone, so its newest of notices stamped one millisecond was whichever the database
+  // listed first: a few are read and the last in the history's order named, as the whole list's findLast does.
+  const refusals = await store.listHistoryRefusals(row.eventId, row.endpointId, row.sessionId, row.lastMessageId, REFUSALS_READ);
+  const notice = inHistoryOrder(refusals.items).at(-1);
   if (notice) return { kind: 'refused', notice };
   // A notice the query matched by its link and reason but that no longer parses still proves the refusal (before, it
   // was listed nowhere or as unanswered / a failed send): listed refused, its document named.
