@@ -35,7 +35,8 @@ export function keepDamagedJournal(dir: string, gen: number, at: Date = new Date
     }
     // The compaction that follows deletes the original: the copy and its directory entry must reach the disk
     // first.
-    const fd = openSync(kept, 'r+');
+    // Read-only is enough for fsync, and a copy of a read-only journal (mode 0444) cannot be opened for writing.
+    const fd = openSync(kept, 'r');
     try {
       fsyncSync(fd);
     } finally {

@@ -58,7 +58,17 @@ export async function openPersistence(
     // never existed), and the compaction below deletes this journal: keep it aside first, so the acknowledged
     // operations after the damage are still on disk for an operator. If it cannot be kept, start-up fails
     // here rather than delete the only copy.
-    const kept = keepDamagedJournal(dataDir, gen);
+    let kept: string;
+    try {
+      kept = keepDamagedJournal(dataDir, gen);
+    } catch (err) {
+      // Say what was found, not only the file system's code (EACCES, ENOSPC): the operator must know the journal is
+      // damaged and that it is still there, not compacted away.
+      throw new Error(
+        `${join(dataDir, journalFile(gen))} is damaged at line ${damage.line} (${damage.dropped} lines not replayable) and keeping a copy before compaction failed, so start-up stops with the journal untouched: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
     logger.error(
       { file: join(dataDir, journalFile(gen)), line: damage.line, dropped: damage.dropped, kept },
       'journal is corrupt in the middle; this and every later operation are not replayed',
