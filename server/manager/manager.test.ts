@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType, Prop, Topic } from '@nimbus/sdk/contract';
-import { msg } from '../../lib/store/testing/fixtures.ts';
+import { msg, uniq } from '../../lib/store/testing/fixtures.ts';
 import { docId, statusRowId } from '../../lib/store/ids.ts';
 import { CONTAINERS } from '../../lib/store/store.ts';
 import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
@@ -501,6 +501,34 @@ describe('Manager on the real stack', () => {
       const listed = (await stack.store.listHistory(eventId)).items.filter((h) => h.messageType === MessageType.PendingHandoffResponse).map((h) => h.messageId);
       assert.deepEqual(listed, [newer.messageId, older.messageId], 'the store lists the older handoff last');
       // The newer handoff's row, put back under a refusal notice's id (as the Resolver does after a refused command).
+      const notice = msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: 'refused-command', deadLetterReason: 'CommandRefused', enqueuedAt: iso(4000) });
+      await stack.store.recordHistory(notice as never);
+      const putBack = await stack.store.writeStatus({ ...newer, messageId: notice.messageId, enqueuedAt: notice.enqueuedAt });
+      assert.equal(putBack.outcome, 'written');
+      assert.deepEqual(await resentHandedOffBy(eventId, notice.messageId), [resubmit.messageId, resubmit.messageId], 'both copies name the delivery of the newer handoff');
+    });
+
+    test('after a refusal, of two handoffs recorded in one batch (one millisecond, one recordedAt) the re-send names the newer by their parent links, whatever their ids', async () => {
+      // One receive's entries share a recordedAt, so only the chain older handoff → resubmission → newer handoff
+      // orders them. The ids are chosen so that id order puts the older handoff last: picking the handoffs out before
+      // ordering lost the resubmission between them and named the older one's delivery.
+      const eventId = 'evt-handoff-batch-tie';
+      const sessionId = `S-${eventId}`;
+      const base = Date.now() - 60_000;
+      const iso = (ms: number) => new Date(base + ms).toISOString();
+      const tie = iso(2000);
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId, sessionId, payload: { eventId }, enqueuedAt: iso(0) });
+      const older = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, messageId: uniq('z-older'), parentMessageId: request.messageId, handoffReason: 'ERP import', externalJobId: 'job-1', enqueuedAt: tie });
+      const resubmit = msg(MessageType.ResubmissionRequest, { endpointId: EP, eventId, sessionId, messageId: uniq('m-resubmit'), parentMessageId: older.messageId, payload: { eventId }, enqueuedAt: tie });
+      const newer = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, messageId: uniq('a-newer'), parentMessageId: resubmit.messageId, handoffReason: 'ERP import', externalJobId: 'job-2', enqueuedAt: tie });
+      await stack.store.recordHistory(request as never);
+      const history = stack.store.database.container(CONTAINERS.history);
+      for (const m of [older, resubmit, newer]) {
+        await stack.store.recordHistory(m as never);
+        const item = history.item(docId(m.messageId), eventId);
+        const { resource } = await item.read<Record<string, unknown>>();
+        await item.replace({ ...resource!, recordedAt: iso(3000) });
+      }
       const notice = msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: 'refused-command', deadLetterReason: 'CommandRefused', enqueuedAt: iso(4000) });
       await stack.store.recordHistory(notice as never);
       const putBack = await stack.store.writeStatus({ ...newer, messageId: notice.messageId, enqueuedAt: notice.enqueuedAt });
