@@ -6,14 +6,16 @@
 // back alone (only its completion was lost), nothing would put the row back: the guard refuses it (already-applied).
 // A claim undone by a restore is no applied message: its command reaching the Resolver afterwards still applies. A
 // console command (resubmit, skip) is counted once too, although its row version replaces the Manager's claim of the
-// same message id. Real emulator and embedded Cosmos; each phase's Resolver is stopped before the series is read,
+// same message id. A console command's copy that comes back after its answer and a later message is refused too;
+// its first record - behind messages enqueued before its claim, or after an attempt whose history landed and whose row
+// write did not - applies. Real emulator and embedded Cosmos; each phase's Resolver is stopped before the series is read,
 // and its stop flushes the series.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import { TimeSeriesStore, type OutcomeCount } from '../lib/store/index.ts';
-import { claimWrite } from '../server/manager/manager.ts';
+import { claimExpectation, claimWrite } from '../server/manager/manager.ts';
 import { deriveId } from '../packages/sdk/src/outbound.ts';
 import { ResolverHarness, errorBody, eventually, type WireMessage } from './testHarness.ts';
 
@@ -128,7 +130,7 @@ describe('a claim undone by a restore, then its command reaches the Resolver (a 
     const skipId = uniq('mgr');
     const claim = await h.store.writeStatus(
       { endpointId: ep, eventId, sessionId, messageId: skipId, messageType: T.SkipRequest, parentMessageId: x.messageId, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() },
-      { lastMessageId: x.messageId, status: S.Failed },
+      { lastMessageId: x.messageId, status: S.Failed, claim: true },
     );
     assert.equal(claim.outcome, 'written');
     assert.equal((await h.store.restoreStatusRow(failed, { status: S.Pending, lastMessageId: skipId })).outcome, 'written');
@@ -148,7 +150,7 @@ async function failedThenClaimed(kind: 'resubmit' | 'skip') {
   assert.equal(failed?.status, 'Failed');
   // The row Pending under the command's own id (derived from the message it answers).
   const claim = claimWrite({ kind }, failed!, failed!.lastMessageId, failed!.eventTypeId, undefined);
-  const claimed = await h.store.writeStatus(claim, { lastMessageId: failed!.lastMessageId, status: failed!.status });
+  const claimed = await h.store.writeStatus(claim, claimExpectation(failed!));
   assert.equal(claimed.outcome, 'written');
   // The command as the Manager sends it (the Manager topic's rule stamps From).
   const command: WireMessage = {
@@ -187,6 +189,59 @@ describe('a console command whose claim the Manager wrote before sending it', ()
   });
 });
 
+describe("a console command's copy that comes back after its answer and a later message", () => {
+  test('is refused as already applied: the row stays Completed, the resubmit is counted once', async () => {
+    // Rule 6 let a control request through over anything but its own answer, so the resubmit's copy set the
+    // Completed row back to Pending, for good (the answer's copy never comes back to undo it).
+    const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
+    await oneByOne([command], 1);
+    const answer: WireMessage = { type: T.ResolutionResponse, messageId: uniq('r'), eventId, sessionId, from: ep, parentMessageId: command.messageId };
+    // A later message of the row (a response whose parent is not the command: rule 2 no longer sees the command).
+    const later: WireMessage = { type: T.ResolutionResponse, messageId: uniq('l'), eventId, sessionId, from: ep, parentMessageId: `${command.messageId}~parked~replayed` };
+    await oneByOne([answer, later], 1);
+    await oneByOne([command], 2);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.equal(row?.status, S.Completed, 'the copy does not set the row back (Pending before)');
+    assert.equal(row?.lastMessageId, later.messageId);
+    assert.equal(await countOf(ep, 'resubmitted'), 1, 'the refused copy adds none');
+    const comments = (await h.store.listAudits(eventId)).items.filter((a) => a.type === 'Comment').map((a) => a.comment);
+    assert.deepEqual(comments, [`Ignored stale ResubmissionRequest ${command.messageId}: the row already holds a later outcome (already-applied).`]);
+  });
+
+  for (const [path, deliver] of [
+    ['in one receive (a row group)', inOneReceive],
+    ['one by one (single messages)', oneByOne],
+  ] as const) {
+    test(`${path}: recorded for the first time behind messages enqueued before its claim, it applies and is counted`, async () => {
+      // A Resolver behind on the session: the retry and its failure, enqueued before the operator's claim, are recorded
+      // after it, so the row's last message is no longer the claim's when the command itself arrives.
+      const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
+      const retry: WireMessage = { type: T.RetryRequest, messageId: uniq('y'), eventId, sessionId, to: ep, from: 'shop', parentMessageId: command.parentMessageId, props: { RetryCount: 1 } };
+      const failedAgain: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry.messageId, body: errorBody('boom') };
+      await deliver([retry, failedAgain, command], 1);
+      const row = await h.store.getStatusRow(ep, eventId, sessionId);
+      assert.equal(row?.status, S.Pending);
+      assert.equal(row?.lastMessageId, command.messageId);
+      assert.equal(await countOf(ep, 'resubmitted'), 1);
+    });
+  }
+
+  test("recorded after an attempt whose history landed and whose row write did not, behind a later message: it applies", async () => {
+    // The case that refused a command's first real application when "recorded before" was asked of its history entry
+    // (a throttled write's replacement keeps the MessageId; a redelivery): the row must show the command the
+    // subscriber runs, not the failure before it.
+    const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
+    await h.store.recordHistory({ endpointId: ep, eventId, sessionId, messageId: command.messageId!, messageType: T.ResubmissionRequest, parentMessageId: command.parentMessageId ?? null, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() });
+    const retry: WireMessage = { type: T.RetryRequest, messageId: uniq('y'), eventId, sessionId, to: ep, from: 'shop', parentMessageId: command.parentMessageId, props: { RetryCount: 1 } };
+    const failedAgain: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry.messageId, body: errorBody('boom') };
+    await oneByOne([retry, failedAgain, command], 1);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.deepEqual([row?.status, row?.lastMessageId], [S.Pending, command.messageId]);
+    const comments = (await h.store.listAudits(eventId)).items.filter((a) => a.type === 'Comment');
+    assert.deepEqual(comments, [], 'nothing refused');
+  });
+});
+
 describe("the retry policy's next series after a resubmit (a RetryRequest id the row applied before)", () => {
   test('its RetryRequest applies: the row shows the retry the subscriber runs, not the failure before it', async () => {
     // Earlier SDK versions derived a retry's MessageId from the event id and the retry count, so retry 1 of a second
@@ -202,7 +257,7 @@ describe("the retry policy's next series after a resubmit (a RetryRequest id the
     await oneByOne([x1, retry1, x2], 1);
     const failed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
     const claim = claimWrite({ kind: 'resubmit' }, failed, failed.lastMessageId, failed.eventTypeId, { a: 1 });
-    assert.equal((await h.store.writeStatus(claim, { lastMessageId: failed.lastMessageId, status: failed.status })).outcome, 'written');
+    assert.equal((await h.store.writeStatus(claim, claimExpectation(failed))).outcome, 'written');
     const command: WireMessage = { type: T.ResubmissionRequest, messageId: claim.messageId, eventId, sessionId, to: ep, from: 'Manager', parentMessageId: x2.messageId };
     const x3: WireMessage = { type: T.ErrorResponse, messageId: uniq('x3'), eventId, sessionId, from: ep, parentMessageId: command.messageId, body: errorBody('boom') };
     await oneByOne([command, x3], 1);

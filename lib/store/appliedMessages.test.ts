@@ -115,6 +115,41 @@ describe("the store's row writes", () => {
     assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed);
   });
 
+  test("a claim names the command without applying it, by writeStatus and writeStatuses; the command's record applies it and its later copy is refused", async () => {
+    for (const claimBy of ['writeStatus', 'writeStatuses'] as const) {
+      const ep = uniq('ep');
+      const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', errorType: 'E', errorText: 'boom' });
+      await f.store.writeStatus(error);
+      const command = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId });
+      const expect = { lastMessageId: error.messageId, status: S.Failed, claim: true };
+      if (claimBy === 'writeStatus') assert.equal((await f.store.writeStatus(command, expect)).outcome, 'written', claimBy);
+      else {
+        const [claimed] = await f.store.writeStatuses([{ input: command, expect }]);
+        assert.ok(claimed?.ok && claimed.value.outcome === 'written', claimBy);
+      }
+      const claimedRow = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+      assert.equal(claimedRow.lastMessageId, command.messageId, claimBy);
+      assert.deepEqual(claimedRow.appliedMessageIds, [error.messageId], `${claimBy}: the claim's id is not applied`);
+      // A message enqueued before the claim, recorded after it (a Resolver behind on the session), then the command's
+      // first record: applied, although the row's last message is no longer the claim's.
+      const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, retryCount: 1 });
+      assert.equal((await f.store.writeStatus(retry)).outcome, 'written');
+      assert.equal((await f.store.writeStatus(command)).outcome, 'written', `${claimBy}: the command's first record applies`);
+      assert.deepEqual((await f.store.getStatusRow(ep, 'e', 's-1'))?.appliedMessageIds, [command.messageId, retry.messageId, error.messageId]);
+      // Its answer, a later message, then the command's copy alone: refused, by either write.
+      const answer = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: command.messageId });
+      await f.store.writeStatus(answer);
+      const later = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', parentMessageId: `${command.messageId}~parked~replayed` });
+      await f.store.writeStatus(later);
+      const copy = await f.store.writeStatus(command);
+      assert.equal(copy.outcome === 'ignored' && copy.reason, 'already-applied', claimBy);
+      const [bulk] = await f.store.writeStatuses([{ input: command }]);
+      assert.equal(bulk?.ok && bulk.value.outcome === 'ignored' && bulk.value.reason, 'already-applied', claimBy);
+      const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+      assert.deepEqual([row.status, row.lastMessageId], [S.Completed, later.messageId], `${claimBy}: the row stays Completed`);
+    }
+  });
+
   test("a restore puts the restored message first, keeps the ids of the version it replaces but drops the claim it undoes; the claim's id then applies again", async () => {
     const ep = uniq('ep');
     const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', errorType: 'E', errorText: 'boom' });

@@ -194,8 +194,9 @@ describe('stale-write guard', () => {
     for (const t of [T.ErrorResponse, T.ResolutionResponse, T.SkipResponse, T.UnsupportedResponse]) {
       assert.deepEqual(decideStaleWrite(incoming(t, 'e'), applied), { apply: false, reason: 'already-applied' }, t);
     }
-    // Non-terminal writes are left to the other rules: their ids can come round legitimately (below).
-    for (const t of [T.ResubmissionRequest, T.SkipRequest, T.RetryRequest, T.PendingHandoffResponse]) {
+    // Other non-terminal writes are left to the other rules: their ids can come round legitimately (below); the
+    // console's commands are not (next test).
+    for (const t of [T.RetryRequest, T.ContinuationRequest, T.PendingHandoffResponse]) {
       assert.notDeepEqual(decideStaleWrite(incoming(t, 'e'), applied), { apply: false, reason: 'already-applied' }, t);
     }
     assert.deepEqual(decideStaleWrite(incoming(T.ErrorResponse, 'req'), applied), { apply: false, reason: 'already-applied' });
@@ -205,6 +206,25 @@ describe('stale-write guard', () => {
     // A refusal by another rule keeps its reason: a request copy over a settled row is not-request-stage.
     const settled = { ...row(S.Completed, T.ResolutionResponse, 'x'), lastMessageId: 'r', appliedMessageIds: ['r', 'x'] };
     assert.deepEqual(decideStaleWrite(incoming(T.EventRequest, 'x'), settled), { apply: false, reason: 'already-answered' });
+  });
+
+  test("a console command's copy recorded before a later message is refused; the claim's own id and ids not applied are not", () => {
+    // The Resolver recorded the command C over the Manager's claim, the subscriber answered it (R, Completed), then a
+    // later message (L, whose parent is not C: rule 2 no longer sees C) wrote the row. C's copy came back alone and
+    // rule 6 set the Completed row back to Pending, for good.
+    const completed = { ...row(S.Completed, T.ResolutionResponse, 'other'), lastMessageId: 'l', appliedMessageIds: ['l', 'r', 'c', 'f'] };
+    for (const t of [T.ResubmissionRequest, T.SkipRequest, T.HandoffCompletedRequest, T.HandoffFailedRequest]) {
+      assert.deepEqual(decideStaleWrite(incoming(t, 'c'), completed), { apply: false, reason: 'already-applied' }, t);
+      // The claim's version names C without applying it (the store keeps a claim's id out of the applied ids): the
+      // command's record over it, or behind messages enqueued before the claim, applies.
+      const claimed = { ...row(S.Pending, t, 'f'), lastMessageId: 'c', appliedMessageIds: ['f'] };
+      assert.deepEqual(decideStaleWrite(incoming(t, 'c'), claimed), { apply: true }, t);
+      const behind = { ...row(S.Failed, T.ErrorResponse, 'y'), lastMessageId: 'e2', appliedMessageIds: ['e2', 'y', 'f'] };
+      assert.deepEqual(decideStaleWrite(incoming(t, 'c'), behind), { apply: true }, t);
+      // Its copy over its own record is left to the other rules, as any last message's.
+      const recorded = { ...row(S.Pending, t, 'f'), lastMessageId: 'c', appliedMessageIds: ['c', 'f'] };
+      assert.deepEqual(decideStaleWrite(incoming(t, 'c'), recorded), { apply: true }, t);
+    }
   });
 
   test("the next retry series' RetryRequest applies although its id is among the row's applied ids (review)", () => {

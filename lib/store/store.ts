@@ -256,6 +256,15 @@ export interface RowExpectation {
    * - is not taken for the claim and rolled back. A version that does not say (an older writer's) matches.
    */
   conditional?: boolean;
+  /**
+   * The write is the Manager's claim of the row for a command it has not sent yet: the new version names the
+   * command's id (lastMessageId) but does not count it among the messages applied (`appliedMessageIds` stays the
+   * replaced version's). Only the Resolver's record of the command applies it. So the guard's already-applied rule can
+   * ask a console command by its id alone: a copy of a command the Resolver recorded before a later message is
+   * refused, while the command's first record - behind messages enqueued before the claim, or after an attempt whose
+   * history landed and whose row write did not - is not taken for a copy (docs/resolver.md, "The stale-write guard").
+   */
+  claim?: boolean;
 }
 
 /**
@@ -267,6 +276,11 @@ export interface RowExpectation {
  */
 function guardView(row: StatusRow | null, expect: RowExpectation | undefined): GuardedRowView | null {
   return expect === undefined || row === null ? row : { status: row.status, messageType: row.messageType, parentMessageId: row.parentMessageId };
+}
+
+/** A claim's version keeps the applied ids of the version it replaces, without the claimed id (RowExpectation.claim). */
+function claimedAppliedIds(existing: StatusRow | null, claimedId: string): string[] {
+  return appliedMessageIdsOf(existing).filter((id) => id !== claimedId);
 }
 
 function matchesExpectation(row: StatusRow | null, expect: RowExpectation): boolean {
@@ -693,6 +707,7 @@ export class MessageStore {
         }
         const row = buildStatusRow(x.w, x.id, x.status, x.subStatus, existing ?? null, now);
         row.conditional = expect !== undefined;
+        if (expect?.claim) row.appliedMessageIds = claimedAppliedIds(existing ?? null, x.w.messageId);
         const ticket = this.#counterBuffer?.take();
         const previous = existing ? bucketOf(existing.status, existing.subStatus) : null;
         const next = bucketOf(row.status, row.subStatus);
@@ -1085,6 +1100,7 @@ export class MessageStore {
         }
         const row = buildStatusRow(w, id, status, subStatus, current, now);
         row.conditional = expect !== undefined;
+        if (expect?.claim) row.appliedMessageIds = claimedAppliedIds(current, w.messageId);
         results.push({
           outcome: 'written',
           created: !rowExists,

@@ -27,7 +27,7 @@
 import type { ServiceBusClient, ServiceBusMessageBatch, ServiceBusSender } from '@azure/service-bus';
 import { MessageType, PendingSubStatus, ResolutionStatus, Topic } from '@nimbus/sdk/contract';
 import type { ResolutionStatus as ResolutionStatusT } from '@nimbus/sdk/contract';
-import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type EventSessions, type HistoryEntry, type MessageStore, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
+import { AuditType, EVENT_ROWS_LIMIT, type AuditWrite, type EventRows, type EventSessions, type HistoryEntry, type MessageStore, type RowExpectation, type Settled, type StatusRow, type StatusWrite } from '../../lib/store/index.ts';
 import { eventHistory } from '../reconcile/history.ts';
 import { inHistoryOrder } from '../historyOrder.ts';
 import { sendCertainlyRefused } from '../subscriptions/sendOutcome.ts';
@@ -218,7 +218,7 @@ export class Manager {
       // that nothing will send, answered 409 "being sent" until CLAIM_GRACE_MS or Reconcile.
       const built = buildCommand(spec, row, answered, eventTypeId, payload, auditor);
       const claimedAt = this.#now();
-      const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), { lastMessageId: row.lastMessageId, status: row.status });
+      const claim = await this.#store.writeStatus(claimWrite(spec, row, answered, eventTypeId, payload), claimExpectation(row));
       // Someone else changed the row between our read and our claim: decide again on the new version.
       if (claim.outcome === 'ignored') continue;
       return this.#sendAndAudit(spec, row, built, answered, eventTypeId, payload, auditor, { previous: row, at: claimedAt }, origin);
@@ -320,7 +320,7 @@ export class Manager {
     });
     const claimedAt = this.#now();
     const written = await this.#store.writeStatuses(
-      claims.map((c) => ({ input: claimWrite(spec, c.row, c.row.lastMessageId, c.eventTypeId, c.payload), expect: { lastMessageId: c.row.lastMessageId, status: c.row.status } })),
+      claims.map((c) => ({ input: claimWrite(spec, c.row, c.row.lastMessageId, c.eventTypeId, c.payload), expect: claimExpectation(c.row) })),
     );
     const claimed: Array<(typeof claims)[number]> = [];
     claims.forEach((c, i) => {
@@ -713,6 +713,14 @@ export function claimWrite(spec: CommandSpec, row: StatusRow, answered: string, 
     enqueuedAt: new Date().toISOString(),
     ...(spec.kind === 'resubmit' && spec.edited ? { payload } : {}),
   };
+}
+
+/**
+ * The claim's condition: the row still the version the operator acted on. A claim, so the store does not count the
+ * command's id among the row's applied messages until the Resolver records the command (RowExpectation.claim).
+ */
+export function claimExpectation(row: Pick<StatusRow, 'lastMessageId' | 'status'>): RowExpectation {
+  return { lastMessageId: row.lastMessageId, status: row.status, claim: true };
 }
 
 /**

@@ -13,7 +13,7 @@ import { CONTAINERS, EVENT_ROWS_LIMIT } from '../../lib/store/store.ts';
 import type { Settled, StatusRow } from '../../lib/store/index.ts';
 import { HttpError } from '../http.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { claimWrite, Manager, type CommandResult } from './manager.ts';
+import { claimExpectation, claimWrite, Manager, type CommandResult } from './manager.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 
@@ -38,7 +38,7 @@ async function failedRow(eventId: string, sessionId: string): Promise<StatusRow>
 
 /** A skip claim left by a console that died before sending it (the Manager's own claim write). */
 async function abandonedSkipClaim(row: StatusRow): Promise<void> {
-  const w = await stack.store.writeStatus(claimWrite({ kind: 'skip' }, row, row.lastMessageId, row.eventTypeId, undefined), { lastMessageId: row.lastMessageId, status: row.status });
+  const w = await stack.store.writeStatus(claimWrite({ kind: 'skip' }, row, row.lastMessageId, row.eventTypeId, undefined), claimExpectation(row));
   assert.ok(w.outcome === 'written');
 }
 

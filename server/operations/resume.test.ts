@@ -20,7 +20,7 @@ import { AuditType, LeaseStore, type Lease, type MessageStore } from '../../lib/
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from '../heartbeat/platformDocs.ts';
-import { claimWrite, Manager } from '../manager/manager.ts';
+import { claimExpectation, claimWrite, Manager } from '../manager/manager.ts';
 import { log, setConsoleLogSink } from '../log.ts';
 import { JobStore, type Job } from './jobs.ts';
 import { LEASE_TTL_MS, OperationsRunner } from './runner.ts';
@@ -503,7 +503,7 @@ test("a lease holder stalled after its lot's first answer makes no retry after a
   // After the selection was frozen, a claim of the same command whose send is still in progress elsewhere: the
   // Manager answers 409 "being sent right now", and the runner waits to try again.
   const row = (await stack.store.listEventRows(EP, id!))[0]!;
-  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), { lastMessageId: row.lastMessageId, status: row.status });
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
   assert.equal(claim.outcome, 'written');
   a.runner.kick();
   await waitFor("replica A stalled after its lot's answer", () => a.stalled(), { timeoutMs: 60_000 });
@@ -523,7 +523,7 @@ test("a healthy lease holder waiting on a claim being sent elsewhere stops at th
   // After the selection was frozen, a claim of the same command whose send is still in progress elsewhere: the
   // Manager answers 409 "being sent right now", and the runner waits to try again.
   const row = (await stack.store.listEventRows(EP, id!))[0]!;
-  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), { lastMessageId: row.lastMessageId, status: row.status });
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
   assert.equal(claim.outcome, 'written');
   /** The operator cancels once the lot's first answer is in, before the runner's first wait begins; retries counted. */
   class CancelsAfterTheLot extends Manager {
@@ -597,7 +597,7 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeSto
   // After the selection was frozen: a claim of `waiting` whose send is in progress elsewhere (the lot's one retry
   // wait), and alice's resubmit of `hers`, still Pending (refused: sent by someone else).
   const row = (await stack.store.listEventRows(EP, waiting))[0]!;
-  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), { lastMessageId: row.lastMessageId, status: row.status });
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
   assert.equal(claim.outcome, 'written');
   assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
   /**

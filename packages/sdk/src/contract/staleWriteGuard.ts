@@ -3,7 +3,7 @@
 // Pure: it decides from the incoming write and a few fields of the stored row (status, the type that last wrote
 // it, its ParentMessageId, and - when the row keeps them - the ids of the messages applied to it). The store
 // applies it inside an etag-conditional write, so the decision and the write are one atomic step.
-import { CONTROL_REQUEST_TYPES, MessageType, type MessageType as MessageTypeT } from './messageTypes.ts';
+import { CONTROL_REQUEST_TYPES, MANAGER_ONLY_TYPES, MessageType, type MessageType as MessageTypeT } from './messageTypes.ts';
 import { ResolutionStatus, type ResolutionStatus as ResolutionStatusT } from './statuses.ts';
 
 export const TERMINAL_STATUSES: ReadonlySet<ResolutionStatusT> = new Set([
@@ -38,7 +38,7 @@ export type IgnoreReason =
   | 'unreadable-row'
   /**
    * The row has applied this message already and a later message since (its id is among the row's
-   * `appliedMessageIds` but not its last): a copy that came back alone. Refused whatever its type, terminal too.
+   * `appliedMessageIds` but not its last): a copy that came back alone. Asked of terminal writes and console commands.
    */
   | 'already-applied';
 
@@ -61,9 +61,10 @@ export interface GuardedRowView {
  * Whether the incoming message is a copy of one the row applied before a later message: its id is among the row's
  * applied ids but is not the one that wrote the current version. A copy of the current version's own message is
  * left to the other rules (a repeat of the last write changes nothing, and the Manager's claims are re-sent under
- * the claim's id). Asked of terminal writes only (decideStaleWrite): a response's id is new for every answer, so
- * one applied again after another message is a copy; a non-terminal id is not (a retry's id repeats from one retry
- * series to the next), and the other rules judge those. A restore that undoes a claim drops the claim's id. The store leaves the applied ids out of the view for a
+ * the claim's id). Asked of terminal writes and console commands only (decideStaleWrite): a response's id is new for
+ * every answer and a command's names one command, so one applied again after another message is a copy; other
+ * non-terminal ids are not (a retry's id repeats from one retry series to the next), and the other rules judge
+ * those. A claim does not apply its id, and a restore that undoes one drops it. The store leaves the applied ids out of the view for a
  * conditional write, which names the version it replaces (docs/resolver.md, "The stale-write guard").
  */
 function isAppliedCopy(messageId: string, row: GuardedRowView): boolean {
@@ -113,7 +114,19 @@ export function decideStaleWrite(
   // deliveries of an event that each started a series sent the same ids, and the second series' RetryRequest carried
   // an id the row applied before (refused, the row stayed Failed while the subscriber ran the retry); endpoints on
   // those versions may still be running - and rules 2-6 already judge those.
-  if (decision.apply && row !== null && TERMINAL_STATUSES.has(incoming.status) && isAppliedCopy(incoming.messageId, row))
+  // The console's commands (resubmit, skip, handoff completion and failure) too: a command's id is derived from the
+  // message it answers, so it names one command, and the Manager's claim does not count it as applied (the store
+  // keeps a claim's id out of the applied ids: only the Resolver's record of the command puts it there). So a command
+  // found among the applied ids was recorded before a later message, and its copy would set the row back - a
+  // Completed row to Pending for good, once the answer's parent no longer names the command (rule 2). Its first
+  // record applies wherever it lands: behind messages enqueued before the claim, or after an attempt whose history
+  // landed and whose row write did not. A claim undone by a restore drops the id as well (docs/store.md).
+  if (
+    decision.apply &&
+    row !== null &&
+    (TERMINAL_STATUSES.has(incoming.status) || MANAGER_ONLY_TYPES.has(incoming.messageType)) &&
+    isAppliedCopy(incoming.messageId, row)
+  )
     return { apply: false, reason: 'already-applied' };
   return decision;
 }

@@ -1,6 +1,6 @@
 // The harness's projection (OutcomeBook) against the stale-write guard's already-applied rule (rule 7), pure: the
-// Resolver refuses a terminal copy that comes back after a later message of its row (the row's appliedMessageIds),
-// so the harness must refuse it too, or it predicts a row the Resolver never records.
+// Resolver refuses a terminal copy, or a console command's, that comes back after a later message of its row (the
+// row's appliedMessageIds), so the harness must refuse it too, or it predicts a row the Resolver never records.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
@@ -40,5 +40,18 @@ describe('the harness applies the already-applied rule as the Resolver does', ()
     assert.equal(book.record(failed('err-1'))?.history.at(-1)?.applied, true);
     book.record(retry('retry-1'));
     assert.equal(book.record(failed('err-2'))?.status, S.Failed);
+  });
+  test("a console command's copy that comes back after its answer and a later message is refused: the row stays Completed", () => {
+    const book = new OutcomeBook();
+    const resubmit = received('cmd-1', T.ResubmissionRequest, { [Prop.From]: Address.Manager, [Prop.To]: 'billing', [Prop.ParentMessageId]: 'err-1' });
+    const completed = (id: string, parent: string) => received(id, T.ResolutionResponse, { [Prop.From]: 'billing', [Prop.To]: Address.Manager, [Prop.ParentMessageId]: parent });
+    book.record(failed('err-1'));
+    assert.equal(book.record(resubmit)?.status, S.Pending, 'recorded the first time, the command applies');
+    book.record(completed('res-1', 'cmd-1'));
+    book.record(completed('res-2', 'cmd-1~parked~replayed'));
+    const row = book.record(resubmit)!;
+    assert.equal(row.status, S.Completed, 'the copy does not set the row back to Pending');
+    assert.equal(row.messageId, 'res-2');
+    assert.equal(row.history.at(-1)?.ignored, 'already-applied');
   });
 });
