@@ -269,7 +269,8 @@ describe('history charts', () => {
       assert.equal(fired.rule.name, 'e2e billing failing');
       assert.ok(fired.link.includes(`/endpoints/${EP}?status=Failed`), fired.link);
 
-      await page.goto(`${consoleApp.url}/alerts`);
+      // Hydrated before the link's click below: the row is in the server's HTML, so seeing it says nothing of React.
+      await gotoHydrated(page, `${consoleApp.url}/alerts`);
       const alertRow = page.getByTestId('alert-history').locator('tr', { hasText: 'e2e billing failing' });
       await alertRow.waitFor();
       assert.match((await alertRow.textContent()) ?? '', /firing/);

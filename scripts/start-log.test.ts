@@ -47,6 +47,25 @@ test("the emulator's records: at info only its warnings and errors, at debug all
   );
 });
 
+test("the emulator's sub-component (its child loggers' component field) is named before the message", () => {
+  // startEmulator gives its broker, AMQP plane, admin plane and server each a child logger with a component field;
+  // the start log dropped that field, so an [emulator] warning did not say where in the emulator it came from.
+  const lines: string[] = [];
+  const log = emulatorLogger(componentLogger('emulator', 'info', { write: (l) => lines.push(l) }));
+  log.child({ component: 'broker' }).warn({ line: 4 }, 'journal ends with a partial record');
+  log.child({ component: 'amqp' }).error({}, 'frame too large');
+  log.child({ component: 'amqp' }).info({}, 'link attached');
+  log.warn({}, 'SAS checks are off');
+  assert.deepEqual(
+    lines.map((l) => l.slice(9)),
+    [
+      '[emulator] WARN broker: journal ends with a partial record line=4\n',
+      '[emulator] ERROR amqp: frame too large\n',
+      '[emulator] WARN SAS checks are off\n',
+    ],
+  );
+});
+
 test('a line that is not JSON is printed under the prefix as it is', () => {
   assert.equal(formatRecord('console', 'plain text\n'), '[console] plain text\n');
 });

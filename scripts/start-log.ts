@@ -1,6 +1,7 @@
 // Readable, prefixed log lines for `npm start`: every part logs through pino (structured, as everywhere else),
-// and this destination prints each record as "12:00:01 [demo] message key=value". Fields named like secrets are
-// dropped as a second line of defence; no part logs payloads or connection strings in the first place.
+// and this destination prints each record as "12:00:01 [demo] message key=value", or "[emulator] WARN broker:
+// message" when the record names a sub-component of the part. Fields named like secrets are dropped as a second
+// line of defence; no part logs payloads or connection strings in the first place.
 import { pino, type Logger } from 'pino';
 
 export type Component = 'start' | 'emulator' | 'cosmos' | 'provision' | 'resolver' | 'demo' | 'console';
@@ -63,6 +64,9 @@ export function formatRecord(component: Component, json: string, color = false):
     .toISOString()
     .slice(11, 19);
   const level = LEVEL_NAMES[Number(record.level)];
+  // A part's own sub-component (the emulator's child loggers: broker, amqp, admin, server) says where in the part
+  // the record comes from; dropped, an [emulator] warning would not say which of them to look at.
+  const sub = typeof record.component === 'string' && record.component !== '' ? `${record.component}: ` : '';
   const fields = Object.entries(record)
     .filter(([k, v]) => !OMIT.has(k) && !SECRET.test(k) && v !== undefined)
     .map(([k, v]) => `${k}=${formatValue(v)}`);
@@ -70,7 +74,7 @@ export function formatRecord(component: Component, json: string, color = false):
     time,
     prefix(component, color),
     ...(level ? [level] : []),
-    String(record.msg ?? ''),
+    `${sub}${String(record.msg ?? '')}`,
     ...fields,
   ];
   return `${parts.join(' ')}\n`;

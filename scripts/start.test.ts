@@ -189,7 +189,7 @@ describe("npm start shows the emulator's own problems", () => {
       const stdout = await startAndStop(dataDir, []);
       const line = stdout.split('\n').find((l) => l.includes('journal is corrupt in the middle'));
       assert.ok(line, `the damage is in the start log:\n${stdout}`);
-      assert.match(line, /^\d\d:\d\d:\d\d \[emulator\] ERROR journal is corrupt in the middle; /);
+      assert.match(line, /^\d\d:\d\d:\d\d \[emulator\] ERROR broker: journal is corrupt in the middle; /);
       const kept = readdirSync(busDir).filter((f) => /^journal-\d+\.damaged-.+\.jsonl$/.test(f));
       assert.equal(kept.length, 1, `one kept copy: ${readdirSync(busDir).join(', ')}`);
       assert.ok(line.includes(` kept=${join(busDir, kept[0]!)}`), `the line names the kept copy: ${line}`);

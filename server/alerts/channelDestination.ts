@@ -76,10 +76,14 @@ export function secretLeftForOldDestination(existing: ChannelDoc, input: Channel
   // Without a user name nothing logs in: the store drops the password rather than refuse the edit.
   if (input.type === 'email' && input.username && input.password === undefined && existing.secrets.password !== undefined) {
     const moved = EMAIL_ACCOUNT.filter((k) => k in changes.settingsChanged);
-    if (moved.length > 0)
-      return `the SMTP ${moved.join(', ')} changed: give the password again - the stored one was set for the old account and is not sent to a new one`;
-    if (tlsWeakened(existing, input))
-      return 'the SMTP TLS setting (secure) changed from TLS from the start to STARTTLS when offered: give the password again - the stored one was set for a connection that is always encrypted and is not sent over one that may not be';
+    const account = moved.length > 0 ? `the SMTP ${moved.join(', ')} changed` : undefined;
+    const tls = tlsWeakened(existing, input) ? 'the SMTP TLS setting (secure) changed from TLS from the start to STARTTLS when offered' : undefined;
+    // Both at once are named both: the password given again goes to the new account and over the weaker connection,
+    // and whoever gives it should know both before typing it.
+    if (account && tls)
+      return `${account} and ${tls}: give the password again - the stored one was set for the old account over a connection that is always encrypted, and is sent neither to a new one nor over one that may not be`;
+    if (account) return `${account}: give the password again - the stored one was set for the old account and is not sent to a new one`;
+    if (tls) return `${tls}: give the password again - the stored one was set for a connection that is always encrypted and is not sent over one that may not be`;
   }
   return null;
 }

@@ -4,7 +4,7 @@
 // channels that exist. An edit that moves a channel to another server (a webhook URL's origin; an SMTP host, port or
 // user name) does not carry the stored header or password there: 400 until it is given again, "Send test" still
 // reaching the old receiver meanwhile; the audit names the destination settings changed. Nor does an edit that turns
-// an SMTP channel's TLS from the start off keep the password. Plain http only to loopback, and a channel stored with
+// an SMTP channel's TLS from the start off keep the password (one that does both names both). Plain http only to loopback, and a channel stored with
 // plain http to another host before that rule is flagged in the list (`insecureUrl`). A stored URL damaged in the
 // container fails neither the list nor an edit.
 import { after, before, describe, test } from 'node:test';
@@ -290,6 +290,22 @@ describe('alerts API', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  test('an e-mail edit that moves the account and weakens TLS at once names both reasons in its 400', async () => {
+    // No mail is sent here: the edit is refused before anything could be, so no receiver is needed.
+    const mail = { type: 'email', name: 'mail-moved-and-weakened', host: '127.0.0.1', port: 2465, secure: true, username: 'nimbus', from: 'nimbus@example.test', to: ['oncall@example.test'] };
+    const created = await call('api/admin/alerts/channels', 'POST', { ...mail, password: 'pw-BOTH-SECRET' });
+    assert.equal(created.status, 201, created.text);
+    const id = (JSON.parse(created.text) as { id: string }).id;
+    // Before, only the account was named, though the password given again would also travel without TLS.
+    const both = await call('api/admin/alerts/channels/{channelId}', 'PUT', { ...mail, host: 'localhost', username: 'other', secure: false }, { channelId: id });
+    assert.equal(both.status, 400, both.text);
+    assert.match(
+      both.text,
+      /the SMTP host, username changed and the SMTP TLS setting \(secure\) changed from TLS from the start to STARTTLS when offered: give the password again/,
+    );
+    assert.ok(!both.text.includes('pw-'), 'never the password');
   });
 
   test('a channel URL is https; plain http only to a loopback host', async () => {

@@ -475,36 +475,55 @@ describe('Manager on the real stack', () => {
       assert.deepEqual(await resentHandedOffBy('evt-handoff-restored', notice.messageId), [restoredDelivery, restoredDelivery], 'both copies name the delivery, after a refusal too');
     });
 
+    type ChainEntry = 'older' | 'resubmit' | 'newer';
+    /**
+     * A session's handoff chain made by hand, a minute ago: the request, the older handoff, the resubmission answering
+     * it and the newer handoff answering that, both handoffs stamped the same millisecond (2 s in). `ids` names the
+     * chain's entries (fresh ids when absent); `resubmitAt` is the resubmission's enqueuedAt in ms after the start.
+     * The entries in `recordedAt` have their recordedAt rewritten to that many ms after the start, each written and
+     * rewritten in the order given, after the rest are written with the store's own; the order decides which document
+     * the database keeps last among a tie. Then the newer handoff's row is put back under a refusal notice's id, as the
+     * Resolver does after a refused command.
+     */
+    async function seedHandoffChain(eventId: string, chain: { ids?: Record<ChainEntry, string>; resubmitAt: number; recordedAt: Array<[ChainEntry, number]> }) {
+      const sessionId = `S-${eventId}`;
+      const base = Date.now() - 60_000;
+      const iso = (ms: number) => new Date(base + ms).toISOString();
+      const tie = iso(2000);
+      const id = (entry: ChainEntry) => (chain.ids ? { messageId: chain.ids[entry] } : {});
+      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId, sessionId, payload: { eventId }, enqueuedAt: iso(0) });
+      const older = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, ...id('older'), parentMessageId: request.messageId, handoffReason: 'ERP import', externalJobId: 'job-1', enqueuedAt: tie });
+      const resubmit = msg(MessageType.ResubmissionRequest, { endpointId: EP, eventId, sessionId, ...id('resubmit'), parentMessageId: older.messageId, payload: { eventId }, enqueuedAt: iso(chain.resubmitAt) });
+      const newer = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, ...id('newer'), parentMessageId: resubmit.messageId, handoffReason: 'ERP import', externalJobId: 'job-2', enqueuedAt: tie });
+      const entries = { older, resubmit, newer };
+      const rewritten = new Set(chain.recordedAt.map(([entry]) => entry));
+      const plain = (['older', 'resubmit', 'newer'] as const).filter((e) => !rewritten.has(e)).map((e) => entries[e]);
+      for (const m of [request, ...plain]) await stack.store.recordHistory(m as never);
+      const history = stack.store.database.container(CONTAINERS.history);
+      for (const [entry, recordedAt] of chain.recordedAt) {
+        const m = entries[entry];
+        await stack.store.recordHistory(m as never);
+        const item = history.item(docId(m.messageId), eventId);
+        const { resource } = await item.read<Record<string, unknown>>();
+        await item.replace({ ...resource!, recordedAt: iso(recordedAt) });
+      }
+      const notice = msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: 'refused-command', deadLetterReason: 'CommandRefused', enqueuedAt: iso(4000) });
+      await stack.store.recordHistory(notice as never);
+      const putBack = await stack.store.writeStatus({ ...newer, messageId: notice.messageId, enqueuedAt: notice.enqueuedAt });
+      assert.equal(putBack.outcome, 'written');
+      return { ...entries, notice };
+    }
+
     test('after a refusal, of two handoffs stamped the same millisecond the re-send names the one recorded last, however the store lists them (HandedOffByMessageId)', async () => {
       // The session's latest handoff was the last of the store's list, ordered by enqueuedAt alone: of two handoffs
       // of one millisecond the database kept the older last, and the re-send named the delivery of the earlier
       // handoff, which the subscriber refuses. The history's order (server/historyOrder.ts) puts the newer one last.
       const eventId = 'evt-handoff-tie';
-      const sessionId = `S-${eventId}`;
-      const base = Date.now() - 60_000;
-      const iso = (ms: number) => new Date(base + ms).toISOString();
-      const tie = iso(2000);
-      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId, sessionId, payload: { eventId }, enqueuedAt: iso(0) });
-      const older = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, parentMessageId: request.messageId, handoffReason: 'ERP import', externalJobId: 'job-1', enqueuedAt: tie });
-      const resubmit = msg(MessageType.ResubmissionRequest, { endpointId: EP, eventId, sessionId, parentMessageId: older.messageId, payload: { eventId }, enqueuedAt: iso(1000) });
-      const newer = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, parentMessageId: resubmit.messageId, handoffReason: 'ERP import', externalJobId: 'job-2', enqueuedAt: tie });
-      for (const m of [request, resubmit]) await stack.store.recordHistory(m as never);
       // recordedAt says which handoff is newer; each entry is rewritten, the newer first, so the older one is the
       // document the database keeps last among the tie (asserted below: the case this test is about).
-      const history = stack.store.database.container(CONTAINERS.history);
-      for (const [m, recordedAt] of [[newer, iso(3000)], [older, iso(2500)]] as const) {
-        await stack.store.recordHistory(m as never);
-        const item = history.item(docId(m.messageId), eventId);
-        const { resource } = await item.read<Record<string, unknown>>();
-        await item.replace({ ...resource!, recordedAt });
-      }
+      const { older, resubmit, newer, notice } = await seedHandoffChain(eventId, { resubmitAt: 1000, recordedAt: [['newer', 3000], ['older', 2500]] });
       const listed = (await stack.store.listHistory(eventId)).items.filter((h) => h.messageType === MessageType.PendingHandoffResponse).map((h) => h.messageId);
       assert.deepEqual(listed, [newer.messageId, older.messageId], 'the store lists the older handoff last');
-      // The newer handoff's row, put back under a refusal notice's id (as the Resolver does after a refused command).
-      const notice = msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: 'refused-command', deadLetterReason: 'CommandRefused', enqueuedAt: iso(4000) });
-      await stack.store.recordHistory(notice as never);
-      const putBack = await stack.store.writeStatus({ ...newer, messageId: notice.messageId, enqueuedAt: notice.enqueuedAt });
-      assert.equal(putBack.outcome, 'written');
       assert.deepEqual(await resentHandedOffBy(eventId, notice.messageId), [resubmit.messageId, resubmit.messageId], 'both copies name the delivery of the newer handoff');
     });
 
@@ -513,26 +532,11 @@ describe('Manager on the real stack', () => {
       // orders them. The ids are chosen so that id order puts the older handoff last: picking the handoffs out before
       // ordering lost the resubmission between them and named the older one's delivery.
       const eventId = 'evt-handoff-batch-tie';
-      const sessionId = `S-${eventId}`;
-      const base = Date.now() - 60_000;
-      const iso = (ms: number) => new Date(base + ms).toISOString();
-      const tie = iso(2000);
-      const request = msg(MessageType.EventRequest, { endpointId: EP, eventId, sessionId, payload: { eventId }, enqueuedAt: iso(0) });
-      const older = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, messageId: uniq('z-older'), parentMessageId: request.messageId, handoffReason: 'ERP import', externalJobId: 'job-1', enqueuedAt: tie });
-      const resubmit = msg(MessageType.ResubmissionRequest, { endpointId: EP, eventId, sessionId, messageId: uniq('m-resubmit'), parentMessageId: older.messageId, payload: { eventId }, enqueuedAt: tie });
-      const newer = msg(MessageType.PendingHandoffResponse, { endpointId: EP, eventId, sessionId, messageId: uniq('a-newer'), parentMessageId: resubmit.messageId, handoffReason: 'ERP import', externalJobId: 'job-2', enqueuedAt: tie });
-      await stack.store.recordHistory(request as never);
-      const history = stack.store.database.container(CONTAINERS.history);
-      for (const m of [older, resubmit, newer]) {
-        await stack.store.recordHistory(m as never);
-        const item = history.item(docId(m.messageId), eventId);
-        const { resource } = await item.read<Record<string, unknown>>();
-        await item.replace({ ...resource!, recordedAt: iso(3000) });
-      }
-      const notice = msg(MessageType.ErrorResponse, { endpointId: EP, eventId, sessionId, parentMessageId: 'refused-command', deadLetterReason: 'CommandRefused', enqueuedAt: iso(4000) });
-      await stack.store.recordHistory(notice as never);
-      const putBack = await stack.store.writeStatus({ ...newer, messageId: notice.messageId, enqueuedAt: notice.enqueuedAt });
-      assert.equal(putBack.outcome, 'written');
+      const { resubmit, notice } = await seedHandoffChain(eventId, {
+        ids: { older: uniq('z-older'), resubmit: uniq('m-resubmit'), newer: uniq('a-newer') },
+        resubmitAt: 2000,
+        recordedAt: [['older', 3000], ['resubmit', 3000], ['newer', 3000]],
+      });
       assert.deepEqual(await resentHandedOffBy(eventId, notice.messageId), [resubmit.messageId, resubmit.messageId], 'both copies name the delivery of the newer handoff');
     });
 
