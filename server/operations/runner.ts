@@ -16,8 +16,9 @@
 // and audited CommandNotSent, so the events read as before the lot (docs/failures.md, "A holder that lost its lease
 // unseen stops"). The lot's refusals and send failures, which no receipt shows, are kept on the job when no one has
 // written it since (a conditional write), or else counted by this run into a successor's cancel that listed them
-// (keepUncounted): a successor that carries the job on steps the lot again and counts them itself. #step's waits on a claim being sent elsewhere also read the operator's wish, so a cancel or pause
-// stops the lot there rather than after up to 44 s of retries. Known limit: the batch handed to the broker before the
+// (keepUncounted): a successor that carries the job on steps the lot again and counts them itself. #step's waits
+// on a claim being sent elsewhere also read the operator's wish, so a cancel or pause stops the lot there rather
+// than after up to 44 s of retries. Known limit: the batch handed to the broker before the
 // check said no still lands, however late its send returns (up to SEND_TIMEOUT_MS after the check) - one batch at
 // most, the rest of the lot is withheld; only fencing at the broker would stop it.
 // A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
