@@ -160,3 +160,19 @@ test('an answer from an older replica (no split, no refusals) reads as before, n
     { text: '4 completed', failed: false },
   ]);
 });
+
+test('a job that refused more events than it kept the reasons of says how many are listed: "N refused, M of them listed"', () => {
+  // A cancelled job that refused 53 events and kept the first 50 refusals (MAX_ERRORS_KEPT): the count is exact,
+  // the reasons on hover are those of the 50. Old code said "53 refused", as if the reasons covered them all.
+  const counts = { completed: 0, failedAgain: 0, stillFailed: 53, inProgress: 0, skipped: 0, unknown: 0 };
+  const refusals = [{ reason: 'the event has no stored payload to resubmit; resubmit it with an edited payload', events: 50 }];
+  const o = { checked: 53, total: 53, counts, stillFailedSplit: { notReached: 0, refused: 53, notSent: 0, unknown: 0 }, refusals, refusedListed: 50 };
+  const why = 'the event has no stored payload to resubmit; resubmit it with an edited payload (50)';
+  assert.deepEqual(outcomeParts({ kind: 'resubmit', state: 'cancelled' }, o), [
+    { text: '0 failed again', failed: false },
+    { text: '53 refused, 50 of them listed', failed: false, why },
+    { text: '0 completed', failed: false },
+  ]);
+  // Every refusal listed: "N refused", as before.
+  assert.equal(outcomeParts({ kind: 'resubmit', state: 'cancelled' }, { ...o, refusedListed: 53 })?.[1]?.text, '53 refused');
+});

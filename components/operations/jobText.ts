@@ -64,10 +64,19 @@ export function splitOf(o: Pick<OutcomeAnswer, 'counts' | 'stillFailedSplit'>): 
 }
 
 /**
+ * "N refused", or - when the job refused more events than it kept the reasons of (MAX_ERRORS_KEPT) - "N refused, M of
+ * them listed": the count is exact, the reasons on hover are those of the M. An older replica's answer says nothing
+ * of it (undefined): "N refused", as before.
+ */
+function refusedText(refused: number, listed: number | undefined): string {
+  return listed !== undefined && listed < refused ? `${n(refused)} refused, ${n(listed)} of them listed` : `${n(refused)} refused`;
+}
+
+/**
  * The follow-up line of a job: what its events are now. "failed again" first, since it is what an operator acts
  * on next; parts at zero are left out, except "completed" and "failed again" of a resubmit, whose zero is news
  * ("0 completed" says the retry did not help). Events whose row has not changed are split by why: the job refused
- * them ("N refused", with the Manager's reasons) - in any state; it refused them or could not send their command,
+ * them ("N refused", with the Manager's reasons; "N refused, M of them listed" past the reasons it kept) - in any state; it refused them or could not send their command,
  * without knowing which ("N refused or not sent", no reasons: see outcome.ts reachedWhy); while the job is still
  * going (running, paused, starting), the rest are "not reached yet" (at or past its cursor) or "not sent" (reached,
  * the command could not be sent), not a failure in red; once it has ended they are "still failed". A skip job
@@ -75,7 +84,7 @@ export function splitOf(o: Pick<OutcomeAnswer, 'counts' | 'stillFailedSplit'>): 
  */
 export function outcomeParts(
   op: Pick<OperationSummary, 'kind' | 'state'>,
-  o: Pick<OutcomeAnswer, 'checked' | 'total' | 'counts' | 'stillFailedSplit' | 'refusals'>,
+  o: Pick<OutcomeAnswer, 'checked' | 'total' | 'counts' | 'stillFailedSplit' | 'refusals' | 'refusedListed'>,
 ): OutcomePart[] | null {
   if (o.checked === 0) return null;
   const c = o.counts;
@@ -92,7 +101,7 @@ export function outcomeParts(
   const parts: { text: string; failed: boolean; keep: boolean; v: number; why?: string }[] = [
     { text: resubmit ? `${n(c.failedAgain)} failed again` : `${n(c.failedAgain)} failed since it started`, failed: true, keep: resubmit, v: c.failedAgain },
     ...unchanged,
-    { text: `${n(split.refused)} refused`, failed: false, keep: false, v: split.refused, why: refusalWhy(o.refusals ?? []) },
+    { text: refusedText(split.refused, o.refusedListed), failed: false, keep: false, v: split.refused, why: refusalWhy(o.refusals ?? []) },
     // Red: some of them may need their command sent again.
     { text: `${n(split.unknown)} refused or not sent`, failed: true, keep: false, v: split.unknown },
     { text: `${n(c.inProgress)} in progress`, failed: false, keep: false, v: c.inProgress },

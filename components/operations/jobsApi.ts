@@ -26,13 +26,14 @@ export interface PreparedJob {
 
 /**
  * A job's follow-up as any console replica may answer it: during a rolling deploy an older one answers without
- * `stillFailedSplit`, `refusals` and `waiting` (or without the split's `unknown`), and the drawer, in the layout of
- * every page, must read that too (jobText.ts and outcomePolling.ts supply what is missing).
+ * `stillFailedSplit`, `refusals`, `waiting` and `refusedListed` (or without the split's `unknown`), and the drawer,
+ * in the layout of every page, must read that too (jobText.ts and outcomePolling.ts supply what is missing).
  */
-export type OutcomeAnswer = Omit<JobOutcome, 'stillFailedSplit' | 'refusals' | 'waiting'> & {
+export type OutcomeAnswer = Omit<JobOutcome, 'stillFailedSplit' | 'refusals' | 'waiting' | 'refusedListed'> & {
   stillFailedSplit?: Omit<StillFailedSplit, 'unknown'> & { unknown?: number };
   refusals?: JobOutcome['refusals'];
   waiting?: number;
+  refusedListed?: number;
 };
 
 const seg = encodeURIComponent;

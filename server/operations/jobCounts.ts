@@ -8,7 +8,8 @@
 // cancelling run once its own write landed. Each writes its receipt (or the job) first and reads the other second,
 // so at least one of them sees the other's write (where a read sees the last write: docs/failures.md, "Late receipts
 // of a cancelled job"); the count and the list change in one conditional write, so a row is counted once whoever
-// finds it. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
+// finds it. A former holder whose lease ended during a lot also counts, the same way, the rows of that lot it found
+// refused or could not send and a successor's cancel listed: no receipt shows those to the cancel. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
 // every poll, and a receipt proves only done, not the refusals and send failures the job counted.
 import type { AuditEntry, MessageStore } from '../../lib/store/index.ts';
 import { ENDED_STATES, MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
@@ -78,20 +79,42 @@ export async function actedByThisJob(store: MessageStore, eventId: string, endpo
 const LATE_COUNT_ATTEMPTS = 5;
 
 /**
- * Counts done the rows of an ended job's `awaitingReceipt` that have this job's receipt now, taking them off the
- * list in the same write (conditional on the version read; a refused write is read again). Answers how many rows it
- * counted; 0 for a job that is not ended or awaits nothing.
+ * A lot a run stepped but never counted (its lease ended during it): its outcomes from selection row `from` on,
+ * undefined where an event's step was stopped.
  */
-export async function countLateReceipts(jobs: JobStore, store: MessageStore, operationId: string): Promise<number> {
+export interface UncountedLot {
+  from: number;
+  outcomes: ReadonlyArray<StepOutcome | undefined>;
+}
+
+/**
+ * Counts the rows of an ended job's `awaitingReceipt` that have this job's receipt now as done, and - `lot`: the
+ * caller's own lot that its lease's end left uncounted - the rows that lot found refused or could not send as such
+ * (no receipt shows those: only the run that stepped them knows), taking them off the list in the same write
+ * (conditional on the version read; a refused write is read again). A row is on the list only if the cancel did not
+ * count it, so nothing is counted twice. Answers how many rows it counted; 0 for a job that is not ended or awaits
+ * nothing.
+ */
+export async function countLateReceipts(jobs: JobStore, store: MessageStore, operationId: string, lot?: UncountedLot): Promise<number> {
+  const known = (i: number): StepOutcome | undefined => {
+    const o = lot?.outcomes[i - lot.from];
+    return o && o.kind !== 'done' ? o : undefined;
+  };
   for (let attempt = 0; attempt < LATE_COUNT_ATTEMPTS; attempt++) {
     const read = await jobs.read(operationId);
     const awaiting = read?.job.awaitingReceipt;
     if (!read || !awaiting?.length || !ENDED_STATES.has(read.job.state)) return 0;
     const { job, etag } = read;
     const rows = await jobs.rows(job, Math.max(...awaiting) + 1);
-    const found = await Promise.all(awaiting.map((i) => (rows[i] ? actedByThisJob(store, rows[i].eventId, rows[i].endpointId, operationId) : false)));
-    if (!found.includes(true)) return 0;
-    awaiting.forEach((i, k) => found[k] && count(job, rows[i]!, { kind: 'done' }));
+    const found = await Promise.all(
+      awaiting.map(async (i): Promise<StepOutcome | undefined> => {
+        const row = rows[i];
+        if (!row) return undefined;
+        return (await actedByThisJob(store, row.eventId, row.endpointId, operationId)) ? { kind: 'done' } : known(i);
+      }),
+    );
+    if (!found.some(Boolean)) return 0;
+    awaiting.forEach((i, k) => found[k] && count(job, rows[i]!, found[k]));
     job.awaitingReceipt = awaiting.filter((_, k) => !found[k]);
     if ((await jobs.save(job, etag)) !== undefined) return found.filter(Boolean).length;
   }

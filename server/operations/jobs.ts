@@ -119,8 +119,9 @@ export interface Job {
    */
   awaitingReceipt?: number[];
   /**
-   * Set when the operator's pause stopped a lot in its retry wait: the refusals and send failures that lot had met,
-   * by selection index (from `cursor` on). A cancel of the paused job counts them - no receipt shows them. A resumed
+   * Set when the operator's pause stopped a lot in its retry wait, or the run's lease ended during a lot (kept then
+   * only if no one had written the job since: runner.ts, keepUncounted): the refusals and send failures that lot had
+   * met, by selection index (from `cursor` on). A cancel of the job counts them - no receipt shows them. A resumed
    * run steps the lot again and drops them only as its cursor passes their rows: a resumed run that stops before
    * that leaves them for the cancel (runner.ts; jobCounts.ts, passPausedLot).
    */

@@ -120,7 +120,11 @@ test('events a job has not reached are not reached; a pending handoff is counted
  * 50 send failures needs a broker outage, which this file does not stage). e0 is a kept refusal, e1 a kept send
  * failure, e2 and e3 in neither list. `end`: how the job ended, completed past every event unless told.
  */
-async function reachedJob(ids: string[], counts: { refused: number; failed: number }, end: { state: 'completed' | 'cancelled'; cursor: number } = { state: 'completed', cursor: ids.length }): Promise<string> {
+async function reachedJob(
+  ids: string[],
+  counts: { refused: number; failed: number },
+  end: { state: 'completed' | 'cancelled'; cursor: number; inFlightTo?: number; awaitingReceipt?: number[] } = { state: 'completed', cursor: ids.length },
+): Promise<string> {
   const { getContext } = await import('../context.ts');
   const { getOperations } = await import('./service.ts');
   const { jobDoc } = await import('./jobs.ts');
@@ -167,6 +171,23 @@ test("a cancelled job's kept refusal and send failure past its cursor are refuse
   const o = await outcome(await reachedJob(ids, { refused: 1, failed: 1 }, { state: 'cancelled', cursor: 0 }));
   assert.equal(o.counts.stillFailed, 3);
   assert.deepEqual(o.stillFailedSplit, { notReached: 1, refused: 1, notSent: 1, unknown: 0 });
+});
+
+// Before, a cancelled job's refusals past the kept list read "not reached" - the cancel counted them (refused 3) but
+// only the first MAX_ERRORS_KEPT keep their event, and every other event at or past the cursor was not reached:
+// notReached 3 where it is 1 (the row awaiting a receipt, which the cancel did not count), refused 1 where it is 3.
+test("a cancelled job's refusals past the kept list are refused, N of them listed, not \"not reached\"", { timeout: 120_000 }, async () => {
+  const ids = ['capped-0', 'capped-1', 'capped-2', 'capped-3', 'capped-4'];
+  for (const e of ids) await fail(e);
+  // The cancel stopped a lot of the five: it counted e0, e2, e3 refused (only e0's refusal kept: the list was full)
+  // and e1 not sent, and found e4 without a receipt (awaitingReceipt). Every send failure was kept, so e2 and e3,
+  // reached and in neither list, are refusals.
+  const id = await reachedJob(ids, { refused: 3, failed: 1 }, { state: 'cancelled', cursor: 0, inFlightTo: 5, awaitingReceipt: [4] });
+  const o = await outcome(id);
+  assert.equal(o.counts.stillFailed, 5);
+  assert.deepEqual(o.stillFailedSplit, { notReached: 1, refused: 3, notSent: 1, unknown: 0 });
+  assert.equal(o.refusedListed, 1, 'one of the three refused has its reason kept');
+  assert.deepEqual(o.refusals, [{ reason: 'resubmit is not possible for an event that is Completed', events: 1 }]);
 });
 
 test('the confirmation is prepared even when the earlier jobs cannot be read (the lookup is an aid)', { timeout: 120_000 }, async () => {

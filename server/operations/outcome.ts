@@ -38,8 +38,10 @@ export interface OutcomeCounts {
  * Why the `stillFailed` events are unchanged (the four add up to it): the job has not reached them yet (at or past
  * its saved cursor and in neither list it kept; for a cancelled job, never), it refused them (their state did not
  * allow the command when it got there), their command could not be sent, or one of the last two without knowing
- * which (see reachedWhy). A kept refusal or send failure is reached wherever the cursor is: a cancel counts the lot
- * it stopped (runner.ts) without moving the cursor past it.
+ * which (see reachedWhy). A cancel counts the rows from the cursor to the in-flight mark (runner.ts: the lot it
+ * stopped, its refusals and send failures too) without moving the cursor past them, listing those it could not
+ * count in `awaitingReceipt`: so a cancelled job has reached every other row below the mark - also a refusal or
+ * send failure past MAX_ERRORS_KEPT, whose detail it did not keep - and a kept one is reached wherever it is.
  */
 export interface StillFailedSplit {
   notReached: number;
@@ -64,6 +66,11 @@ export interface JobOutcome {
   waiting: number;
   /** The Manager's reasons for the refusals the job recorded (its first MAX_ERRORS_KEPT), most frequent first. */
   refusals: Array<{ reason: string; events: number }>;
+  /**
+   * Of `stillFailedSplit.refused`, the events whose refusal the job kept (with its reason, in `refusals`): fewer
+   * when it refused more than MAX_ERRORS_KEPT, whose count it knows but whose reasons it did not keep.
+   */
+  refusedListed: number;
   at: string;
 }
 
@@ -163,7 +170,13 @@ export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutco
   const counts: OutcomeCounts = { completed: 0, failedAgain: 0, stillFailed: 0, inProgress: 0, skipped: 0, unknown: 0 };
   const split: StillFailedSplit = { notReached: 0, refused: 0, notSent: 0, unknown: 0 };
   const why = reachedWhy(job);
-  const kept = new Set([...(job.refusals ?? []), ...job.errors].map((e) => eventKey(e.endpointId, e.eventId)));
+  const keptRefusals = new Set((job.refusals ?? []).map((e) => eventKey(e.endpointId, e.eventId)));
+  const kept = new Set([...keptRefusals, ...job.errors.map((e) => eventKey(e.endpointId, e.eventId))]);
+  // A cancelled job counted its rows up to the in-flight mark, but those awaiting a receipt (StillFailedSplit).
+  const countedTo = job.state === 'cancelled' ? (job.inFlightTo ?? 0) : 0;
+  const awaiting = new Set(job.awaitingReceipt ?? []);
+  const reached = (i: number, key: string) => i < job.cursor || kept.has(key) || (i < countedTo && !awaiting.has(i));
+  let refusedListed = 0;
   let waiting = 0;
   for (const [i, row] of (await currentRows(ctx, rows)).entries()) {
     const kind = classifyRow(row, job.startedAt);
@@ -172,8 +185,13 @@ export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutco
     if (kind !== 'stillFailed') continue;
     // The job document read is one save: its cursor and its counts are of the same moment.
     const { endpointId, eventId } = rows[i]!;
-    if (i >= job.cursor && !kept.has(eventKey(endpointId, eventId))) split.notReached++;
-    else split[why(endpointId, eventId)]++;
+    const key = eventKey(endpointId, eventId);
+    if (!reached(i, key)) split.notReached++;
+    else {
+      const reason = why(endpointId, eventId);
+      split[reason]++;
+      if (reason === 'refused' && keptRefusals.has(key)) refusedListed++;
+    }
   }
   return {
     operationId: job.operationId,
@@ -183,6 +201,7 @@ export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutco
     stillFailedSplit: split,
     waiting,
     refusals: refusalReasons(job),
+    refusedListed,
     at: new Date().toISOString(),
   };
 }

@@ -9,7 +9,8 @@
 // and undoes the claim), nor one whose one-event retries come after the lease ended; a healthy holder waiting to
 // retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
 // found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
-// replica stopped before stepping the lot again. A cancelled job counts the
+// replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
+// or by a successor while it was still in the lot). A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
 // counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
 // landed); a run whose final write is refused does not log the job completed.
@@ -576,14 +577,45 @@ test("a lot paused in its retry wait, resumed on a replica that stops before ste
 });
 
 /**
+ * A resubmit job of four Failed events `[sent, waiting, hers, unsent]`, a lot of them, made after the selection was
+ * frozen into one event of each kind the lot meets: `waiting` claimed by a send in progress elsewhere (the lot's one
+ * retry wait), `hers` resubmitted by alice, still Pending (refused: sent by someone else); `sent` and `unsent` as
+ * they were (the caller's Manager makes `unsent`'s send fail).
+ */
+async function lotOfFour(prefix: string, jobs: JobStore): Promise<{ ids: [string, string, string, string]; job: Job }> {
+  const ids = (await seedFailed(prefix, 4)) as [string, string, string, string];
+  const [, waiting, hers] = ids;
+  const job = await resubmitJob(jobs, ids);
+  const row = (await stack.store.listEventRows(EP, waiting))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
+  assert.equal(claim.outcome, 'written');
+  assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+  return { ids, job };
+}
+
+/**
+ * The cancelled job of lotOfFour counts each event its lot settled once - `sent` done, `hers` refused, `unsent`
+ * failed - and `waiting`, whose wait was stopped, awaits a receipt, uncounted; only `sent` got the job's command.
+ */
+async function lotCounted(jobs: JobStore, operationId: string, ids: [string, string, string, string]): Promise<void> {
+  const [sent, , hers, unsent] = ids;
+  const end = (await jobs.get(operationId))!;
+  assert.equal(end.state, 'cancelled');
+  assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 1 }, 'each event the lot settled is counted');
+  assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
+  assert.match(end.refusals![0]!.detail, /already sent by alice/);
+  assert.deepEqual(end.awaitingReceipt, [1], 'the event whose wait was stopped awaits a receipt, uncounted');
+  assert.equal(end.pausedLot, undefined, "the lot's kept outcomes are counted, and gone from the job");
+  assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), [1, 0, 0, 0], `only ${sent} got the job's command`);
+}
+
+/**
  * A lot of four events stopped by the operator in its retry wait: one sent, one waiting on a claim being sent
  * elsewhere, one refused, one whose command cannot be sent. The operator cancels - or, `pauseFirst`, pauses, and
  * cancels the paused job; `resumeStopped`: resumes it first, on a replica that stops at the resumed run's first
  * write (before it steps the lot again). Either way the cancelled job counts each event the lot settled.
  */
 async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeStopped = false): Promise<void> {
-  const ids = await seedFailed(prefix, 4);
-  const [sent, waiting, hers, unsent] = ids as [string, string, string, string];
   /** Once `resumed` is set, the first write of a running job stops the replica (the run then saves and returns). */
   const stopAt = { resumed: false, stopped: undefined as Promise<void> | undefined };
   class StopsAtTheResume extends JobStore {
@@ -593,13 +625,8 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeSto
     }
   }
   const jobs = jobStore((docs) => new StopsAtTheResume(docs));
-  const job = await resubmitJob(jobs, ids);
-  // After the selection was frozen: a claim of `waiting` whose send is in progress elsewhere (the lot's one retry
-  // wait), and alice's resubmit of `hers`, still Pending (refused: sent by someone else).
-  const row = (await stack.store.listEventRows(EP, waiting))[0]!;
-  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
-  assert.equal(claim.outcome, 'written');
-  assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+  const { ids, job } = await lotOfFour(prefix, jobs);
+  const unsent = ids[3];
   /**
    * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels (or pauses)
    * once the lot's first answer is in, so the wait on `waiting` ends there.
@@ -638,15 +665,96 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeSto
     // The runner looks for jobs every hour here: kicked (as the route does) until the pausing run has given the job
     // back and the cancel is applied.
     await waitFor('the job to be cancelled', async () => (runner.kick(), (await jobs.get(job.operationId))?.state === 'cancelled'), { timeoutMs: 60_000 });
-    const end = (await jobs.get(job.operationId))!;
-    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 1, refused: 1, failed: 1 }, 'each event the lot settled is counted');
-    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
-    assert.match(end.refusals![0]!.detail, /already sent by alice/);
-    assert.deepEqual(end.awaitingReceipt, [1], 'the event whose wait the cancel ended awaits a receipt, uncounted');
-    assert.equal(end.pausedLot, undefined, "the pause's kept outcomes are counted, and gone from the job");
-    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 0, 0], `only ${sent} got the job's command`);
+    await lotCounted(jobs, job.operationId, ids);
   } finally {
     await runner.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+}
+
+// Before, a lot its holder's lease ended in was counted by nobody: the holder stopped without a write, and the cancel
+// that followed counted the lot by receipts alone - its refusal and its send failure nowhere: done 1, refused 0,
+// failed 0, awaiting [1, 2, 3].
+test('a lot whose lease ended in it, the job then cancelled, counts the events it had found refused or failed', { timeout: 120_000 }, async () => {
+  await leaseEndedInLot('lostlot', false);
+});
+
+// Before, the same when a successor took the job over and cancelled it while the holder was still in the lot: the
+// holder's late count looked for receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
+test("a lot whose lease ended in it, a successor's cancel made meanwhile, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await leaseEndedInLot('lostlotcancel', true);
+});
+
+/**
+ * A lot of four events whose holder's lease ends in it: one sent, one waiting on a claim being sent elsewhere (the
+ * lot's retry wait, which the lease's end stops), one refused (alice's resubmit, still Pending), one whose command
+ * cannot be sent. The lease ends as that one's last try fails: the holder's renewals answer that it is gone and its
+ * clock reads past it. Then the operator cancels and another runner applies it - or, `successorCancels`, a successor
+ * whose clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot.
+ * Either way the cancelled job counts each event the lot settled, once.
+ */
+async function leaseEndedInLot(prefix: string, successorCancels: boolean): Promise<void> {
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const { ids, job } = await lotOfFour(prefix, jobs);
+  const unsent = ids[3];
+  let lost = false;
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  /** The holder's lease store: once `lost`, its renewals answer that the lease is gone and its clock reads past it. */
+  class EndsInTheLot extends LeaseStore {
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      return lost ? undefined : super.renew(lease, ttlMs);
+    }
+    override async release(lease: Lease): Promise<void> {
+      try {
+        await super.release(lease);
+      } finally {
+        if (lease.name === `operation_${job.operationId}`) released();
+      }
+    }
+  }
+  /** The successor's cancel, made while the holder is in its lot; the job as it left it. */
+  const cancelledMeanwhile = async (): Promise<Job> => {
+    const { b, end } = await cancelledBySuccessor(job.operationId);
+    await b.runner.stop();
+    b.jobs.docs.close();
+    return end;
+  };
+  let byB: Job | undefined;
+  /** `unsent`'s command cannot be sent (a broker outage's answer); the lease ends at its third and last try. */
+  class LeaseEndsAtTheLastTry extends Manager {
+    tries = 0;
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const [targets, ...rest] = args;
+      const answers = await super.executeMany(targets.filter((t) => t.eventId !== unsent), ...rest);
+      return targets.map((t) => (t.eventId === unsent ? { ok: false, error: new Error('simulated Service Bus outage') } : answers.shift()!));
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] !== unsent) return super.execute(...args);
+      if (++this.tries === 2) {
+        lost = true;
+        if (successorCancels) byB = await cancelledMeanwhile();
+      }
+      throw new Error('simulated Service Bus outage');
+    }
+  }
+  const faulty = new LeaseEndsAtTheLastTry({ store: stack.store, client: stack.serviceBus.client });
+  const leases = new EndsInTheLot(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) });
+  const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    holder.kick();
+    await over; // the holder's run has ended (its late count included) and given the lease back
+    await holder.stop();
+    if (successorCancels) {
+      assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
+    } else {
+      await jobs.setControl(job.operationId, 'cancel', 'operator');
+      await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    }
+    await lotCounted(jobs, job.operationId, ids);
+  } finally {
+    await holder.stop();
     jobs.docs.close();
     await faulty.close();
   }

@@ -14,8 +14,11 @@
 // claim too), and asked again before each of #step's one-event retries: a run whose lease ends during a lot stops
 // there, the lot neither counted nor its cursor saved; the claims whose send was withheld are undone by the Manager
 // and audited CommandNotSent, so the events read as before the lot (docs/failures.md, "A holder that lost its lease
-// unseen stops"). #step's waits on a claim being sent elsewhere also read the operator's wish, so a cancel or pause
-// stops the lot there rather than after up to 44 s of retries. Known limit: the batch handed to the broker before the
+// unseen stops"). The lot's refusals and send failures, which no receipt shows, are kept on the job when no one has
+// written it since (a conditional write), or else counted by this run into a successor's cancel that listed them
+// (keepUncounted): a successor that carries the job on steps the lot again and counts them itself. #step's waits
+// on a claim being sent elsewhere also read the operator's wish, so a cancel or pause stops the lot there rather
+// than after up to 44 s of retries. Known limit: the batch handed to the broker before the
 // check said no still lands, however late its send returns (up to SEND_TIMEOUT_MS after the check) - one batch at
 // most, the rest of the lot is withheld; only fencing at the broker would stop it.
 // A job steps through its rows a lot at a time (`concurrency` rows, or a tenth of a second's worth under a rate
@@ -46,7 +49,7 @@ import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import type { Job, JobStore } from './jobs.ts';
-import { actedByThisJob, count, countLateReceipts, isThisJobs, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome } from './jobCounts.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome, type UncountedLot } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -103,6 +106,15 @@ export class RateLimiter {
 }
 
 const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
+
+/**
+ * What a run knows that the job may not hold: `sends`, set while it has handed the Manager commands since its last
+ * write that landed; `lot`, the outcomes of a lot its lease's end stopped uncounted (#runHeld, keepUncounted).
+ */
+interface Unsaved {
+  sends: boolean;
+  lot?: UncountedLot;
+}
 
 export class OperationsRunner {
   readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -191,14 +203,15 @@ export class OperationsRunner {
   /**
    * Runs the job while the lease is held; then, when the run handed the Manager commands whose counts it never wrote
    * (it stopped - lost its lease, its write refused - after their receipts were written), counts those of them a
-   * successor's cancel listed as awaiting their receipt (jobCounts.ts): the job ended without them.
+   * successor's cancel listed as awaiting their receipt (jobCounts.ts): the job ended without them - and so the
+   * refusals and send failures of a lot its lease's end left uncounted (`unsaved.lot`), which no receipt shows.
    */
   async #run(id: string, lease: HeldLease): Promise<void> {
-    const unsaved = { sends: false };
+    const unsaved: Unsaved = { sends: false };
     try {
       await this.#runHeld(id, lease, unsaved);
     } finally {
-      if (unsaved.sends) await this.#countLate(id, 'operation ended by another replica: the commands this one sent late are counted in it');
+      if (unsaved.sends || unsaved.lot) await this.#countLate(id, 'operation ended by another replica: the commands this one sent late, or found refused or unsent, are counted in it', unsaved.lot);
     }
   }
 
@@ -206,15 +219,15 @@ export class OperationsRunner {
    * countLateReceipts, its outcome logged (`counted`: what a count of some says). Never throws: the job has ended,
    * so an error here must not reach #scan's "it resumes at the next scan", and the late count is only a second look.
    */
-  async #countLate(id: string, counted: string): Promise<void> {
-    await countLateReceipts(this.#o.jobs, this.#o.store, id).then(
+  async #countLate(id: string, counted: string, lot?: UncountedLot): Promise<void> {
+    await countLateReceipts(this.#o.jobs, this.#o.store, id, lot).then(
       (n) => n > 0 && log.info({ operationId: id, counted: n }, counted),
       (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'late receipts of an ended operation not counted'),
     );
   }
 
-  /** `unsaved.sends`: set while this run has handed the Manager commands since its last write that landed. */
-  async #runHeld(id: string, lease: HeldLease, unsaved: { sends: boolean }): Promise<void> {
+  /** `unsaved`: what this run knows and the job may not hold (Unsaved). */
+  async #runHeld(id: string, lease: HeldLease, unsaved: Unsaved): Promise<void> {
     const { jobs } = this.#o;
     const leaseLost = lease.signal;
     // Re-read under the lease: the listed copy may predate another replica's last save. The version read is the
@@ -286,6 +299,23 @@ export class OperationsRunner {
         if (awaiting.length > 0) job.awaitingReceipt = awaiting;
       }
       if ((await finish('cancelled')) && job.awaitingReceipt?.length) await this.#countLate(id, 'cancelled operation: late receipts of its former holder counted in it');
+    };
+
+    /**
+     * The refusals and send failures of a lot this run's lease's end stopped uncounted: only this run knows them (no
+     * receipt shows them), and a cancel that counts the lot by receipts would count them nowhere. Kept on the job,
+     * as a pause keeps its lot (Job.pausedLot), when no one has written it since this run did - the write is
+     * conditional as ever, so it cannot put this run's state over a successor's, lease or not: a cancel then counts
+     * them, and a run that steps the lot again drops them as its cursor passes. Refused, a successor holds the job:
+     * a resumed run steps the lot again and counts them itself, and a cancel lists their rows as awaiting a receipt,
+     * which #run's late count then counts with this run's outcomes. Either way, each is counted once.
+     */
+    const keepUncounted = async (lot: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
+      if (!lot.some((o) => o && o.kind !== 'done')) return;
+      // Set first: a write that throws may have landed or not, and the late count counts only rows no cancel did.
+      unsaved.lot = { from: job.cursor, outcomes: lot };
+      setPausedLot(job, lot);
+      await write();
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
@@ -388,6 +418,7 @@ export class OperationsRunner {
       if (settled.includes(undefined)) {
         if (mayStillSend() && (await obey(await wish(), settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
+        await keepUncounted(settled);
         return;
       }
       batch.forEach((row, i) => count(job, row, settled[i]!));
