@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import type { HistoryWrite, StatusWrite } from './schemas.ts';
 import { MAX_APPLIED_MESSAGE_IDS } from './appliedMessages.ts';
-import { msg, startStoreFixture, uniq, type StoreFixture } from './testing/fixtures.ts';
+import { msg, startProxiedStoreFixture, startStoreFixture, uniq, type ProxiedStoreFixture, type StoreFixture } from './testing/fixtures.ts';
 
 let f: StoreFixture;
 before(async () => {
@@ -114,5 +114,35 @@ describe('a terminal copy past the row\'s applied ids', () => {
     const [bulk] = await f.store.writeStatuses([{ input: failure }]);
     assert.ok(bulk?.ok && bulk.value.outcome === 'written');
     assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed);
+  });
+});
+
+describe('what the history query costs', () => {
+  let p: ProxiedStoreFixture;
+  before(async () => {
+    p = await startProxiedStoreFixture({ storeVia: 'proxy' });
+  });
+  after(async () => {
+    await p.close();
+  });
+  /** Queries of the history container the store sent since `from` (counted at the wire). */
+  const historyQueries = (from: number) => p.proxy.seen.slice(from).filter((r) => r.query && !r.queryPlan && r.path.includes('/colls/history/')).length;
+
+  test('a new response on a long row sends none (its history entry is new); its copy past the list sends one', async () => {
+    const ep = uniq('ep');
+    const rec = (w: StatusWrite) => p.store.recordOutcome({ history: asHistory(w), status: w });
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep });
+    await rec(request);
+    for (const w of series(ep, request.messageId, 4)) await rec(w);
+    // A new failure over the full list: its id is not on it, but this call created its history entry.
+    const from = p.proxy.seen.length;
+    const fresh = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: request.messageId, errorType: 'E', errorText: 'late' });
+    assert.equal((await rec(fresh)).status.outcome, 'written');
+    assert.equal(historyQueries(from), 0, 'the common path asks nothing');
+    // Eight more messages push it off the list; then its copy is asked about (nothing names it: written again).
+    for (const w of series(ep, request.messageId, 4).slice(0, 8)) await rec(w);
+    const before = p.proxy.seen.length;
+    assert.equal((await rec(fresh)).status.outcome, 'written');
+    assert.equal(historyQueries(before), 1);
   });
 });
