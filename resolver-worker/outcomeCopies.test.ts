@@ -162,7 +162,7 @@ async function failedThenClaimed(kind: 'resubmit' | 'skip') {
     from: 'Manager',
     parentMessageId: x.messageId,
   };
-  return { ep, eventId, sessionId, command };
+  return { ep, eventId, sessionId, x, command };
 }
 
 describe('a console command whose claim the Manager wrote before sending it', () => {
@@ -265,5 +265,36 @@ describe("the retry policy's next series after a resubmit (a RetryRequest id the
     const row = await h.store.getStatusRow(ep, eventId, sessionId);
     assert.equal(row?.status, S.Pending, 'the retry the subscriber is running');
     assert.equal(row?.lastMessageId, retry1.messageId);
+  });
+});
+
+describe('the ErrorResponse comes back alone after more than 7 later messages of its row', () => {
+  test('answered by a resubmission, then retries and a success: the copy is refused, the row stays Completed', async () => {
+    // Its id has dropped off the row's applied ids (8 kept), so rule 7 asks the history: the resubmission names it.
+    // On the code before, the copy passed the guard (a terminal write) and turned the Completed row Failed for good.
+    const { ep, eventId, sessionId, x, command } = await failedThenClaimed('resubmit');
+    // The resubmission's series as the SDK sends it: each failed delivery answers with an ErrorResponse and schedules
+    // a RetryRequest, both naming that delivery (not the failure); the fifth delivery succeeds. 10 messages after x.
+    const later: WireMessage[] = [command];
+    let delivery = command.messageId!;
+    for (let i = 1; i <= 4; i++) {
+      const retry: WireMessage = { type: T.RetryRequest, messageId: uniq(`r${i}`), eventId, sessionId, to: ep, from: 'shop', parentMessageId: delivery, props: { RetryCount: i } };
+      later.push({ type: T.ErrorResponse, messageId: uniq(`x${i}`), eventId, sessionId, from: ep, parentMessageId: delivery, body: errorBody('boom') }, retry);
+      delivery = retry.messageId!;
+    }
+    later.push({ type: T.ResolutionResponse, messageId: uniq('ok'), eventId, sessionId, from: ep, parentMessageId: delivery });
+    await oneByOne(later, 1);
+    const completed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
+    assert.equal(completed.status, S.Completed);
+    assert.ok(!completed.appliedMessageIds?.includes(x.messageId!), "the failure's id has dropped off the list");
+    const failedBefore = await failedCount(ep);
+    assert.equal(failedBefore, 5, 'the failure and the four of the series');
+
+    await oneByOne([x], 2);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.deepEqual([row?.status, row?.lastMessageId, row?.updatedAt], [S.Completed, completed.lastMessageId, completed.updatedAt]);
+    const comments = (await h.store.listAudits(eventId)).items.filter((a) => a.type === 'Comment').map((a) => a.comment);
+    assert.deepEqual(comments, [`Ignored stale ErrorResponse ${x.messageId}: the row already holds a later outcome (already-applied).`]);
+    assert.equal(await failedCount(ep), failedBefore, 'the copy is not counted');
   });
 });

@@ -6,9 +6,10 @@ import {
   MessageType as T,
   ResolutionStatus as S,
   resultingStatus,
+  MAX_APPLIED_MESSAGE_IDS,
 } from '@nimbus/sdk/contract';
 import type { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
-import { decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
+import { asksHistoryForCopy, decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
 
 function incoming(messageType: MessageType, messageId = 'm-new') {
   return { status: resultingStatus(messageType).status, messageType, messageId };
@@ -234,6 +235,36 @@ describe('stale-write guard', () => {
     // the subscriber ran the retry.
     const failedAgain = { ...row(S.Failed, T.ErrorResponse, 'c'), lastMessageId: 'e3', appliedMessageIds: ['e3', 'c', 'e2', 'retry-1', 'e1', 'r'] };
     assert.deepEqual(decideStaleWrite(incoming(T.RetryRequest, 'retry-1'), failedAgain), { apply: true });
+  });
+
+  test("past a full list of applied ids, a terminal response is refused when the history's answer says a later entry names it", () => {
+    // E was applied, then 8 later messages: its id dropped off the list. A resubmission naming E is among them.
+    const full = { ...row(S.Completed, T.ResolutionResponse, 'r4'), lastMessageId: 'ok', appliedMessageIds: ['ok', 'r4', 'e5', 'r3', 'e4', 'r2', 'e3', 'r1'] };
+    for (const t of [T.ErrorResponse, T.ResolutionResponse, T.SkipResponse, T.UnsupportedResponse]) {
+      assert.equal(asksHistoryForCopy(incoming(t, 'e'), full), true, t);
+      assert.deepEqual(decideStaleWrite({ ...incoming(t, 'e'), supersededInHistory: true }, full), { apply: false, reason: 'already-applied' }, t);
+      // Nothing names it (a first application: a throttle replacement whose row write never landed), or not asked.
+      assert.deepEqual(decideStaleWrite({ ...incoming(t, 'e'), supersededInHistory: false }, full), { apply: true }, t);
+      assert.deepEqual(decideStaleWrite(incoming(t, 'e'), full), { apply: true }, t);
+    }
+    // Not asked, and an answer given anyway is not read: within the list (rule 7 alone decides), the last message,
+    // a list not full yet (every id applied since the field existed is on it), a row without the list.
+    const notFull = { ...full, appliedMessageIds: full.appliedMessageIds.slice(0, MAX_APPLIED_MESSAGE_IDS - 1) };
+    const cases: Array<[string, ReturnType<typeof incoming>, Parameters<typeof decideStaleWrite>[1]]> = [
+      ['the last message', incoming(T.ResolutionResponse, 'ok'), full],
+      ['a list not full', incoming(T.ErrorResponse, 'e'), notFull],
+      ['a row without the list', incoming(T.ErrorResponse, 'e'), { ...row(S.Completed, T.ResolutionResponse), lastMessageId: 'ok' }],
+      // Non-terminal writes are left to rules 2-6, as within the list.
+      ['a RetryRequest', incoming(T.RetryRequest, 'e'), { ...full, status: S.Failed, messageType: T.ErrorResponse }],
+      // A request's id is named by the subscriber's answers to its delivery whether or not its row write landed.
+      ['a dead-lettered request', { status: S.DeadLettered, messageType: T.EventRequest, messageId: 'e' }, full],
+    ];
+    for (const [what, w, r] of cases) {
+      assert.equal(asksHistoryForCopy(w, r), false, what);
+      assert.deepEqual(decideStaleWrite({ ...w, supersededInHistory: true }, r), decideStaleWrite(w, r), what);
+    }
+    assert.equal(asksHistoryForCopy(incoming(T.ErrorResponse, 'e'), null), false, 'no row');
+    assert.deepEqual(decideStaleWrite({ ...incoming(T.ErrorResponse, 'r1'), supersededInHistory: false }, full), { apply: false, reason: 'already-applied' }, 'on the list: rule 7 as before');
   });
 
   test('a row without applied ids (an older writer, a view built from history) is decided as before', () => {

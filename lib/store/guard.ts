@@ -4,8 +4,10 @@ export {
   TERMINAL_STATUSES,
   isGuarded,
   decideStaleWrite,
+  asksHistoryForCopy,
   UnclassifiedWriteError,
   type IgnoreReason,
   type GuardDecision,
   type GuardedRowView,
+  type IncomingWrite,
 } from '@nimbus/sdk/contract';

@@ -39,7 +39,7 @@ import {
   cosmosStatus,
   rethrowCosmos,
 } from './errors.ts';
-import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowView, type IgnoreReason } from './guard.ts';
+import { asksHistoryForCopy, decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowView, type IgnoreReason, type IncomingWrite } from './guard.ts';
 import { docId, statusRowId } from './ids.ts';
 import { fingerprintOf } from './fingerprint.ts';
 import { applyGroupTransition, applyGroupTransitions, rebuildFailureGroups } from './failureGroupAggregates.ts';
@@ -281,6 +281,15 @@ function guardView(row: StatusRow | null, expect: RowExpectation | undefined): G
 /** A claim's version keeps the applied ids of the version it replaces, without the claimed id (RowExpectation.claim). */
 function claimedAppliedIds(existing: StatusRow | null, claimedId: string): string[] {
   return appliedMessageIdsOf(existing).filter((id) => id !== claimedId);
+}
+
+/** A history write's answer (recordHistory, recordOutcome(s)): whether this call created the entry. */
+type RecordedHistory = { recorded: boolean; entry: HistoryEntry };
+
+/** The message ids whose history entries a recordOutcome(s) call created itself (none without one). */
+function firstRecordedIds(history: RecordedHistory | RecordedHistory[] | undefined): Set<string> {
+  const all = history === undefined ? [] : Array.isArray(history) ? history : [history];
+  return new Set(all.filter((h) => h.recorded).map((h) => h.entry.messageId));
 }
 
 function matchesExpectation(row: StatusRow | null, expect: RowExpectation): boolean {
@@ -696,7 +705,10 @@ export class MessageStore {
         if (existing !== undefined && (existing === null || x.etag) && (expect === undefined || matchesExpectation(existing, expect))) {
           try {
             isGuarded(x.status, x.w.messageType); // throws for a write the guard cannot classify
-            apply = decideStaleWrite({ status: x.status, messageType: x.w.messageType, messageId: x.w.messageId }, guardView(existing, expect)).apply;
+            const incoming = { status: x.status, messageType: x.w.messageType, messageId: x.w.messageId };
+            const view = guardView(existing, expect);
+            // A copy that may be past the row's applied ids needs the history's answer: writeStatus asks it.
+            apply = decideStaleWrite(incoming, view).apply && !asksHistoryForCopy(incoming, view);
           } catch {
             apply = false; // an unclassified write: writeStatus reports it
           }
@@ -983,10 +995,34 @@ export class MessageStore {
     return one;
   }
 
+  /**
+   * `incoming` with the history's answer rule 7 reads past the row's applied ids (asksHistoryForCopy), when the guard
+   * needs it: one query in the event's partition, for a terminal response that is not among a full list of applied
+   * ids. Not for a message whose history entry this call created (`firstRecorded`): its first arrival, which no row
+   * can have applied (the Resolver records history before the row, and Reconcile re-applies from history), so a new
+   * response on a long row costs no query; a copy, a throttle replacement and a redelivery whose history landed
+   * before find their entry there and are asked.
+   */
+  async #withHistoryAnswer(
+    incoming: IncomingWrite,
+    view: GuardedRowView | null,
+    w: z.output<typeof statusWriteSchema>,
+    firstRecorded: ReadonlySet<string>,
+    answers: Map<string, boolean>,
+  ): Promise<IncomingWrite> {
+    if (firstRecorded.has(w.messageId) || !asksHistoryForCopy(incoming, view)) return incoming;
+    let superseded = answers.get(w.messageId);
+    if (superseded === undefined) {
+      superseded = await this.#namedAsParent(w.eventId, w.endpointId, w.sessionId, w.messageId);
+      answers.set(w.messageId, superseded);
+    }
+    return { ...incoming, supersededInHistory: superseded };
+  }
+
   async #writeStatus(
     input: StatusWrite,
     expect: RowExpectation | undefined,
-    gate: Promise<unknown> | undefined,
+    gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
   ): Promise<StatusWriteResult> {
     return (await this.#writeStatusChain([input], expect, gate))[0]!;
   }
@@ -1001,7 +1037,7 @@ export class MessageStore {
   async #writeStatusChain(
     inputs: StatusWrite[],
     expect: RowExpectation | undefined,
-    gate: Promise<unknown> | undefined,
+    gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
   ): Promise<StatusWriteResult[]> {
     const writes = inputs.map((input) => {
       const w = parseInput(statusWriteSchema, input, 'status write');
@@ -1030,7 +1066,7 @@ export class MessageStore {
   async #writeStatusChainAttempts(
     writes: Array<{ w: z.output<typeof statusWriteSchema>; status: ResolutionStatusT; subStatus: ReturnType<typeof resultingStatus>['subStatus']; guarded: boolean }>,
     expect: RowExpectation | undefined,
-    gate: Promise<unknown> | undefined,
+    gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
     item: Item,
     id: string,
     cacheKey: string,
@@ -1039,6 +1075,8 @@ export class MessageStore {
     const first = writes[0]!.w;
     /** A landed write in doubt whose counter delta could not be applied either: reported for a recount. */
     let landedUncounted = false;
+    /** The history's answers for rule 7 (asksHistoryForCopy), by message id: asked once per call, not per attempt. */
+    const historyAnswers = new Map<string, boolean>();
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       // Attempt 1 may decide without a read: from the cached version, or - for a request copy, which normally
       // opens its row - by assuming there is no row yet. Either way the write itself is conditional (If-Match
@@ -1076,7 +1114,7 @@ export class MessageStore {
         if (doubt && !(await this.#settleDoubt(cacheKey, doubt, existing))) landedUncounted = true;
       }
       // Whatever must be stored before the status (the history entries) completes before any decision is acted on.
-      if (gate !== undefined) await gate;
+      const firstRecorded = firstRecordedIds(gate === undefined ? undefined : await gate);
 
       const now = this.#iso();
       const results: StatusWriteResult[] = [];
@@ -1091,7 +1129,9 @@ export class MessageStore {
         else if (expect !== undefined && !matchesExpectation(current, expect))
           refusal = { reason: 'precondition-failed' };
         else {
-          const decision = decideStaleWrite({ status, messageType: w.messageType, messageId: w.messageId }, guardView(current, expect));
+          const view = guardView(current, expect);
+          const incoming = { status, messageType: w.messageType, messageId: w.messageId };
+          const decision = decideStaleWrite(await this.#withHistoryAnswer(incoming, view, w, firstRecorded, historyAnswers), view);
           if (!decision.apply) refusal = { reason: decision.reason };
         }
         if (refusal !== undefined) {
@@ -1896,7 +1936,18 @@ export class MessageStore {
   }
 
   /**
-   * The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the four above).
+   * Whether an entry of one endpoint's session names `messageId` as its parent and is not history-only (a notice, the
+   * deferred processor's trigger, a refused unauthorised command never wrote the row, and one may name anything): the
+   * history's answer for the stale-write guard's rule 7 past the row's applied ids (asksHistoryForCopy). A query in the
+   * event's partition that stops at the first such entry.
+   */
+  async #namedAsParent(eventId: string, endpointId: string, sessionId: string, messageId: string): Promise<boolean> {
+    const found = await this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.parentMessageId = @parent', [{ name: '@parent', value: messageId }], 1, 'history parent link', (h) => !isHistoryOnly(h));
+    return found.items.length > 0;
+  }
+
+  /**
+   * The entries of one endpoint's session that also match `where`, newest first, at most `limit` (the queries above).
    * With `keep`, only the entries it keeps count and are returned: the query is paged until `limit` are kept.
    */
   async #sessionHistoryNewestFirst(

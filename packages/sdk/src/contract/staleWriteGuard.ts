@@ -1,8 +1,11 @@
 // The stale-write guard: which messages may reopen a settled row (docs/resolver.md). Part of the contract because
 // the Resolver applies it to every status write and the SDK's test harness projects outcomes with the same rule.
 // Pure: it decides from the incoming write and a few fields of the stored row (status, the type that last wrote
-// it, its ParentMessageId, and - when the row keeps them - the ids of the messages applied to it). The store
-// applies it inside an etag-conditional write, so the decision and the write are one atomic step.
+// it, its ParentMessageId, and - when the row keeps them - the ids of the messages applied to it), and, for a copy
+// past those ids, the history's answer the caller looked up (asksHistoryForCopy). The store applies it inside an
+// etag-conditional write, so the decision and the write are one atomic step.
+import { MAX_APPLIED_MESSAGE_IDS } from './appliedMessageIds.ts';
+import { isRequestType } from './attribution.ts';
 import { CONTROL_REQUEST_TYPES, MANAGER_ONLY_TYPES, MessageType, type MessageType as MessageTypeT } from './messageTypes.ts';
 import { ResolutionStatus, type ResolutionStatus as ResolutionStatusT } from './statuses.ts';
 
@@ -38,7 +41,8 @@ export type IgnoreReason =
   | 'unreadable-row'
   /**
    * The row has applied this message already and a later message since (its id is among the row's
-   * `appliedMessageIds` but not its last): a copy that came back alone. Asked of terminal writes and console commands.
+   * `appliedMessageIds` but not its last, or - past those - the history shows a later message answering it): a copy
+   * that came back alone. Asked of terminal writes and console commands.
    */
   | 'already-applied';
 
@@ -57,6 +61,19 @@ export interface GuardedRowView {
   appliedMessageIds?: readonly string[] | undefined;
 }
 
+/** A write the guard decides on: the message's id and type and the status it would write. */
+export interface IncomingWrite {
+  status: ResolutionStatusT;
+  messageType: MessageTypeT;
+  messageId: string;
+  /**
+   * The history's answer to asksHistoryForCopy, when that asked (I/O the caller does, so the guard stays pure):
+   * whether an entry of the row's history that is not history-only names this message as its parent. Absent: not
+   * asked, and the rule that reads it does not apply.
+   */
+  supersededInHistory?: boolean | undefined;
+}
+
 /**
  * Whether the incoming message is a copy of one the row applied before a later message: its id is among the row's
  * applied ids but is not the one that wrote the current version. A copy of the current version's own message is
@@ -70,6 +87,26 @@ export interface GuardedRowView {
 function isAppliedCopy(messageId: string, row: GuardedRowView): boolean {
   if (!row.appliedMessageIds || row.lastMessageId === undefined) return false;
   return row.lastMessageId !== messageId && row.appliedMessageIds.includes(messageId);
+}
+
+/**
+ * Whether rule 7 needs the history's answer (IncomingWrite.supersededInHistory) for this write: a terminal response
+ * whose id is not among the row's applied ids while that list is full, so an id applied before may have dropped off
+ * it (a copy that comes back after more than MAX_APPLIED_MESSAGE_IDS - 1 later messages). Only then does the store
+ * spend a history query. A response only: a request's id is named as parent by the subscriber's answers to its
+ * delivery, which exist whether or not its row write landed, so such an entry proves nothing about the row. A
+ * response is never delivered to a subscriber: what names one is a Manager command, whose claim answered a row
+ * version showing that response (the Manager claims only over the row's last message), so the response was applied.
+ * A row without the list (an older writer's, a view built from history, a conditional write's view) is not asked.
+ */
+export function asksHistoryForCopy(incoming: IncomingWrite, row: GuardedRowView | null): boolean {
+  if (row === null || !row.appliedMessageIds || row.lastMessageId === undefined) return false;
+  if (!TERMINAL_STATUSES.has(incoming.status) || isRequestType(incoming.messageType)) return false;
+  return (
+    row.appliedMessageIds.length >= MAX_APPLIED_MESSAGE_IDS &&
+    row.lastMessageId !== incoming.messageId &&
+    !row.appliedMessageIds.includes(incoming.messageId)
+  );
 }
 
 /**
@@ -100,10 +137,7 @@ export class UnclassifiedWriteError extends Error {
 }
 
 /** The decision for an incoming write against the stored row (null = no row yet). */
-export function decideStaleWrite(
-  incoming: { status: ResolutionStatusT; messageType: MessageTypeT; messageId: string },
-  row: GuardedRowView | null,
-): GuardDecision {
+export function decideStaleWrite(incoming: IncomingWrite, row: GuardedRowView | null): GuardDecision {
   const decision = decideByRules(incoming, row);
   // Rule 7, over what the rules below let through (a copy one of them refuses keeps its reason): a message the row
   // applied before a later one is a copy that came back alone (its completion was lost). A terminal copy would
@@ -121,11 +155,13 @@ export function decideStaleWrite(
   // Completed row to Pending for good, once the answer's parent no longer names the command (rule 2). Its first
   // record applies wherever it lands: behind messages enqueued before the claim, or after an attempt whose history
   // landed and whose row write did not. A claim undone by a restore drops the id as well (docs/store.md).
+  // Past the applied ids (a copy after more than 7 later messages, its id dropped off the list), the history's answer
+  // stands in for them: an entry naming the response as its parent answered a row version that showed it.
   if (
     decision.apply &&
     row !== null &&
     (TERMINAL_STATUSES.has(incoming.status) || MANAGER_ONLY_TYPES.has(incoming.messageType)) &&
-    isAppliedCopy(incoming.messageId, row)
+    (isAppliedCopy(incoming.messageId, row) || (incoming.supersededInHistory === true && asksHistoryForCopy(incoming, row)))
   )
     return { apply: false, reason: 'already-applied' };
   return decision;

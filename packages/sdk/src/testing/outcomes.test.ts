@@ -41,6 +41,7 @@ describe('the harness applies the already-applied rule as the Resolver does', ()
     book.record(retry('retry-1'));
     assert.equal(book.record(failed('err-2'))?.status, S.Failed);
   });
+
   test("a console command's copy that comes back after its answer and a later message is refused: the row stays Completed", () => {
     const book = new OutcomeBook();
     const resubmit = received('cmd-1', T.ResubmissionRequest, { [Prop.From]: Address.Manager, [Prop.To]: 'billing', [Prop.ParentMessageId]: 'err-1' });
@@ -53,5 +54,27 @@ describe('the harness applies the already-applied rule as the Resolver does', ()
     assert.equal(row.status, S.Completed, 'the copy does not set the row back to Pending');
     assert.equal(row.messageId, 'res-2');
     assert.equal(row.history.at(-1)?.ignored, 'already-applied');
+  });
+
+  test('a copy that comes back after more than 7 later messages is refused when a later message names it (a resubmission)', () => {
+    const book = new OutcomeBook();
+    book.record(failed('err-1'));
+    // The operator resubmits the Failed row (the command names the failure), then the subscriber's retry series of
+    // the resubmission (each retry and failure naming the delivery that failed) and a success: 10 later messages.
+    const fromBilling = (id: string, type: string, parent: string) => received(id, type, { [Prop.From]: 'billing', [Prop.To]: Address.Manager, [Prop.ParentMessageId]: parent });
+    const toBilling = (id: string, type: string, parent: string) => received(id, type, { [Prop.From]: Address.Manager, [Prop.To]: 'billing', [Prop.ParentMessageId]: parent });
+    book.record(toBilling('resubmit-1', T.ResubmissionRequest, 'err-1'));
+    let delivery = 'resubmit-1';
+    for (let i = 1; i <= 4; i++) {
+      book.record(fromBilling(`err-r${i}`, T.ErrorResponse, delivery));
+      book.record(toBilling(`retry-r${i}`, T.RetryRequest, delivery));
+      delivery = `retry-r${i}`;
+    }
+    assert.equal(book.record(fromBilling('ok', T.ResolutionResponse, delivery))?.status, S.Completed);
+    const row = book.record(failed('err-1'))!;
+    assert.equal(row.status, S.Completed, 'the copy does not set the row back to Failed');
+    assert.equal(row.history.at(-1)?.ignored, 'already-applied');
+    // A failure nothing names applies past the list as before (a new outcome, terminal: last writer wins).
+    assert.equal(book.record(fromBilling('err-late', T.ErrorResponse, delivery))?.status, S.Failed);
   });
 });

@@ -8,7 +8,7 @@ import { endpointOf, isHistoryOnly } from '../contract/attribution.ts';
 import { decodeBody } from '../contract/envelope.ts';
 import { MessageType, parseMessageType } from '../contract/messageTypes.ts';
 import { Prop } from '../contract/properties.ts';
-import { decideStaleWrite, type IgnoreReason } from '../contract/staleWriteGuard.ts';
+import { asksHistoryForCopy, decideStaleWrite, type IgnoreReason } from '../contract/staleWriteGuard.ts';
 import { resultingStatus, ResolutionStatus, type PendingSubStatus } from '../contract/statuses.ts';
 
 /** One message about an event, as the event's history shows it. */
@@ -124,9 +124,11 @@ export function readOutcomeMessage(m: ServiceBusReceivedMessage): ReadMessage | 
 /**
  * A row as the book keeps it: what the guard reads beside the public view. `appliedMessageIds` as the store keeps
  * them (contract/appliedMessageIds.ts), so a terminal copy that comes back after a later message is refused
- * (already-applied) here as the Resolver refuses it, instead of setting the row back.
+ * (already-applied) here as the Resolver refuses it, instead of setting the row back. `namedAsParent`: the
+ * ParentMessageIds of the row's messages that are not history-only, the history's answer the Resolver queries for a
+ * copy past the applied ids (asksHistoryForCopy), so the book refuses those copies too.
  */
-type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[] };
+type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[]; namedAsParent: Set<string> };
 
 /** Status rows by endpoint and event, folded from Resolver messages in arrival order. */
 export class OutcomeBook {
@@ -153,18 +155,18 @@ export class OutcomeBook {
     }
     const { status, subStatus } = resultingStatus(m.messageType, m.deadLetterErrorDescription);
     entry.status = status;
-    const decision = decideStaleWrite(
-      { status, messageType: m.messageType, messageId: m.messageId },
-      row
-        ? {
-            status: row.status,
-            messageType: row.messageType,
-            parentMessageId: row.parentMessageId,
-            lastMessageId: row.messageId,
-            appliedMessageIds: row.appliedMessageIds,
-          }
-        : null,
-    );
+    const view = row
+      ? {
+          status: row.status,
+          messageType: row.messageType,
+          parentMessageId: row.parentMessageId,
+          lastMessageId: row.messageId,
+          appliedMessageIds: row.appliedMessageIds,
+        }
+      : null;
+    const incoming = { status, messageType: m.messageType, messageId: m.messageId };
+    const decision = decideStaleWrite(asksHistoryForCopy(incoming, view) ? { ...incoming, supersededInHistory: row!.namedAsParent.has(m.messageId) } : incoming, view);
+    if (row && m.parentMessageId !== undefined) row.namedAsParent.add(m.parentMessageId);
     if (!decision.apply) {
       entry.ignored = decision.reason;
       row?.history.push(entry);
@@ -182,6 +184,7 @@ export class OutcomeBook {
       messageId: m.messageId,
       parentMessageId: m.parentMessageId ?? null,
       appliedMessageIds: nextAppliedMessageIds(row ? { lastMessageId: row.messageId, appliedMessageIds: row.appliedMessageIds } : null, m.messageId),
+      namedAsParent: row?.namedAsParent ?? new Set(m.parentMessageId !== undefined ? [m.parentMessageId] : []),
       history: row?.history ?? [],
     };
     const eventTypeId = m.eventTypeId ?? row?.eventTypeId;
@@ -236,6 +239,6 @@ export class OutcomeBook {
 }
 
 function publicView(row: BookRow): EventOutcome {
-  const { parentMessageId: _parent, appliedMessageIds: _applied, ...rest } = row;
+  const { parentMessageId: _parent, appliedMessageIds: _applied, namedAsParent: _named, ...rest } = row;
   return { ...rest, history: [...rest.history] };
 }
