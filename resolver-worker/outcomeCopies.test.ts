@@ -226,6 +226,21 @@ describe("a console command's copy that comes back after its answer and a later 
     });
   }
 
+  test('the batch of a retry, its failure and the command, redelivered after a lost lock: the row shows the command again', async () => {
+    // The retry's copy is applied again over the command (a RetryRequest over Pending passes rules 1-6), the failure's
+    // copy is refused (already-applied); the command's copy must then apply and put the row back, as before rule 7
+    // asked commands. Refused, the row showed the retry, Reconcile offered the failure as its stale outcome, and a
+    // refusal notice for the command found no row version of its own to restore (review).
+    const { ep, eventId, sessionId, command } = await failedThenClaimed('resubmit');
+    const retry: WireMessage = { type: T.RetryRequest, messageId: uniq('y'), eventId, sessionId, to: ep, from: 'shop', parentMessageId: command.parentMessageId, props: { RetryCount: 1 } };
+    const failedAgain: WireMessage = { type: T.ErrorResponse, messageId: uniq('x2'), eventId, sessionId, from: ep, parentMessageId: retry.messageId, body: errorBody('boom') };
+    await inOneReceive([retry, failedAgain, command], 1);
+    await inOneReceive([retry, failedAgain, command], 2);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.deepEqual([row?.status, row?.messageType, row?.lastMessageId], [S.Pending, T.ResubmissionRequest, command.messageId]);
+    assert.equal(await countOf(ep, 'resubmitted'), 1);
+  });
+
   test("recorded after an attempt whose history landed and whose row write did not, behind a later message: it applies", async () => {
     // The case that refused a command's first real application when "recorded before" was asked of its history entry
     // (a throttled write's replacement keeps the MessageId; a redelivery): the row must show the command the

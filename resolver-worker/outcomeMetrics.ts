@@ -75,10 +75,9 @@ export function createOutcomeRecorder(series: Pick<TimeSeriesStore, 'add'>, now:
         // always holds that id and the check below would never count it. Counted when the write first records the
         // command: over a version under its own id, when that version is the claim (a conditional write) - a copy
         // coming back over the command's own record (unconditional) is not; over another message's version, when
-        // this write created the command's history entry. The guard lets a command through over anything but its
-        // own answer (rule 6), so a copy that arrives after later messages (a batch redelivered after a lost lock, a
-        // row put back after a refusal or by Reconcile) replaces one of theirs: it found its history entry there and
-        // is not counted again. A command nothing claimed (an older Manager) is counted by its history entry too.
+        // this write created the command's history entry. A copy that arrives after later messages is refused over
+        // a settled row (rule 7); over a Pending one (a batch redelivered after a lost lock, the retry's copy back over
+        // the command) it replaces one of theirs: it found its history entry there and is not counted again. A command nothing claimed (an older Manager) is counted by its history entry too.
         // Not by the history entry alone: it is written before the status, so an attempt whose history landed and
         // whose status write then failed counted nothing, and its redelivery found the entry there and counted
         // nothing either. Over the claim, the status write is what a redelivery repeats until it lands. A version of

@@ -222,6 +222,11 @@ describe('stale-write guard', () => {
       assert.deepEqual(decideStaleWrite(incoming(t, 'c'), claimed), { apply: true }, t);
       const behind = { ...row(S.Failed, T.ErrorResponse, 'y'), lastMessageId: 'e2', appliedMessageIds: ['e2', 'y', 'f'] };
       assert.deepEqual(decideStaleWrite(incoming(t, 'c'), behind), { apply: true }, t);
+      // Over a row that is not settled, a command is left to the other rules: a batch of a retry, its failure and the
+      // command redelivered re-applies the retry's copy over the command (rule 5 lets it through), and the command's
+      // copy after it must put the row back (review).
+      const retryOnTop = { ...row(S.Pending, T.RetryRequest, 'f'), lastMessageId: 'y', appliedMessageIds: ['y', 'c', 'e2', 'f'] };
+      assert.deepEqual(decideStaleWrite(incoming(t, 'c'), retryOnTop), { apply: true }, t);
       // Its copy over its own record is left to the other rules, as any last message's.
       const recorded = { ...row(S.Pending, t, 'f'), lastMessageId: 'c', appliedMessageIds: ['c', 'f'] };
       assert.deepEqual(decideStaleWrite(incoming(t, 'c'), recorded), { apply: true }, t);

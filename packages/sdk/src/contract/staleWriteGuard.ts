@@ -154,13 +154,18 @@ export function decideStaleWrite(incoming: IncomingWrite, row: GuardedRowView | 
   // found among the applied ids was recorded before a later message, and its copy would set the row back - a
   // Completed row to Pending for good, once the answer's parent no longer names the command (rule 2). Its first
   // record applies wherever it lands: behind messages enqueued before the claim, or after an attempt whose history
-  // landed and whose row write did not. A claim undone by a restore drops the id as well (docs/store.md).
+  // landed and whose row write did not. A claim undone by a restore drops the id as well (docs/store.md). Over a
+  // settled row only: a non-terminal copy is applied again with no such check (a RetryRequest over Pending), so when a
+  // batch of a retry, its failure and the command comes back after a lost lock, the retry's copy puts itself over the
+  // command and the command's copy must apply after it to put the row right (refused, the row showed the retry and a
+  // refusal notice for the command found no row to restore - review). What sets a row back for good is a command over
+  // its settled answer; over Pending the command is at worst one Pending shown for another.
   // Past the applied ids (a copy after more than 7 later messages, its id dropped off the list), the history's answer
   // stands in for them: an entry naming the response as its parent answered a row version that showed it.
   if (
     decision.apply &&
     row !== null &&
-    (TERMINAL_STATUSES.has(incoming.status) || MANAGER_ONLY_TYPES.has(incoming.messageType)) &&
+    (TERMINAL_STATUSES.has(incoming.status) || (MANAGER_ONLY_TYPES.has(incoming.messageType) && TERMINAL_STATUSES.has(row.status))) &&
     (isAppliedCopy(incoming.messageId, row) || (incoming.supersededInHistory === true && asksHistoryForCopy(incoming, row)))
   )
     return { apply: false, reason: 'already-applied' };
