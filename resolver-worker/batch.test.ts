@@ -210,7 +210,7 @@ describe('a batch of one session’s messages', () => {
     const claim = uniq('cmd');
     const claimed = await h.store.writeStatus(
       { endpointId: ep, eventId: ev, sessionId, messageId: claim, messageType: T.HandoffCompletedRequest, parentMessageId: park.messageId!, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() },
-      { lastMessageId: park.messageId! },
+      { lastMessageId: park.messageId!, claim: true },
     );
     assert.equal(claimed.outcome, 'written');
     // One batch: the subscriber's refusal of the claim, then the endpoint's later answer for the event. Run ahead

@@ -62,7 +62,7 @@ async function claimedHandoff(ep: string, ev: string): Promise<{ park: string; c
       to: ep,
       enqueuedAt: new Date().toISOString(),
     },
-    { lastMessageId: park.messageId },
+    { lastMessageId: park.messageId, claim: true },
   );
   assert.equal(written.outcome, 'written');
   return { park: park.messageId, claim };

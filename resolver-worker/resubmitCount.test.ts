@@ -34,7 +34,7 @@ test('a resubmit whose row write failed after its history landed is counted once
   const cmd = uniq('cmd');
   const claim = await h.store.writeStatus(
     { endpointId: ep, eventId: ev, sessionId: 's-1', messageId: cmd, messageType: T.ResubmissionRequest, eventTypeId: 'OrderPlaced', parentMessageId: err.messageId, from: Address.Manager, to: ep, enqueuedAt: new Date().toISOString() },
-    { lastMessageId: err.messageId, status: 'Failed' },
+    { lastMessageId: err.messageId, status: 'Failed', claim: true },
   );
   assert.equal(claim.outcome, 'written');
   // The command's first delivery: its history entry lands (another container), its row write fails, also when

@@ -354,7 +354,7 @@ test("a refused command's row restore that comes after the store closed is refus
   const claim = uniq('cmd');
   const claimed = await h.store.writeStatus(
     { endpointId: ep, eventId, sessionId, messageId: claim, messageType: T.HandoffCompletedRequest, parentMessageId: park.messageId, from: 'Manager', to: ep, enqueuedAt: new Date().toISOString() },
-    { lastMessageId: park.messageId },
+    { lastMessageId: park.messageId, claim: true },
   );
   assert.equal(claimed.outcome, 'written');
   const notice = await h.send({

@@ -156,6 +156,8 @@ describe("the store's row writes", () => {
     await f.store.writeStatus(error);
     const previous = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
     const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId });
+    // An older Manager's claim (no `claim: true`), which applied its id: the claim whose id a restore must drop (the
+    // Manager's claim now keeps it out, the test above).
     await f.store.writeStatus(claim, { lastMessageId: error.messageId, status: previous.status });
     const restored = await f.store.restoreStatusRow(previous, { lastMessageId: claim.messageId });
     assert.ok(restored.outcome === 'written');
@@ -165,7 +167,8 @@ describe("the store's row writes", () => {
     // The claim was undone, so its MessageId (derived from the message it answers: the Manager's retry claims the
     // same one, and a send in doubt may still reach the Resolver) is no copy of an applied message.
     assert.deepEqual(row.appliedMessageIds, [error.messageId]);
-    const again = await f.store.writeStatus(claim, { lastMessageId: error.messageId, status: S.Failed });
+    // The operator's retry, claimed as the Manager does it now.
+    const again = await f.store.writeStatus(claim, { lastMessageId: error.messageId, status: S.Failed, claim: true });
     assert.equal(again.outcome, 'written', 'the same claim applies again');
     assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.lastMessageId, claim.messageId);
   });

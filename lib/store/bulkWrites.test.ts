@@ -36,7 +36,7 @@ async function failed(endpointId: string, eventId: string): Promise<string> {
 /** The Manager's claim of a skip on a row whose last message is `answered`. */
 const claim = (endpointId: string, eventId: string, answered: string) => ({
   input: msg(T.SkipRequest, { endpointId, eventId, parentMessageId: answered }),
-  expect: { lastMessageId: answered, status: 'Failed' as const },
+  expect: { lastMessageId: answered, status: 'Failed' as const, claim: true },
 });
 
 function outcome(s: Settled<StatusWriteResult> | undefined): string {

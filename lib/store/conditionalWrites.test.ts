@@ -20,25 +20,29 @@ after(async () => {
 });
 
 test("a claim's version is conditional, the record of its command is not, and each write reports the version it replaced", async () => {
-  const ep = uniq('ep');
-  const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
-  const created = await f.store.writeStatus(request);
-  assert.ok(created.outcome === 'written');
-  assert.equal(created.previousConditional, undefined, 'a create replaces nothing');
-  const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
-  await f.store.writeStatus(error);
-  // The claim (conditional), then the Resolver's record of the command under the same id, then a copy of it.
-  const command = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, from: 'Manager' });
-  const claim = await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed' });
-  assert.ok(claim.outcome === 'written');
-  assert.equal(claim.previousConditional, false, "the error response's version was a message's record");
-  assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.conditional, true);
-  const record = await f.store.recordOutcome({ history: { ...command, enqueuedAt: new Date().toISOString() }, status: command });
-  assert.ok(record.status.outcome === 'written');
-  assert.equal(record.status.previousConditional, true, 'it replaced the claim');
-  const [copy] = await f.store.writeStatuses([{ input: command }]);
-  assert.ok(copy?.ok && copy.value.outcome === 'written');
-  assert.equal(copy.value.previousConditional, false, "a copy replaces the command's own record");
+  // The Manager's claim as it is written now (`claim: true`: the command's id is not applied), and one of an older
+  // Manager, which applied it: for that one only this mark tells the command's first record from its copy.
+  for (const claimed of [true, false]) {
+    const ep = uniq('ep');
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e' });
+    const created = await f.store.writeStatus(request);
+    assert.ok(created.outcome === 'written');
+    assert.equal(created.previousConditional, undefined, 'a create replaces nothing');
+    const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+    await f.store.writeStatus(error);
+    // The claim (conditional), then the Resolver's record of the command under the same id, then a copy of it.
+    const command = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, from: 'Manager' });
+    const claim = await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed', claim: claimed });
+    assert.ok(claim.outcome === 'written');
+    assert.equal(claim.previousConditional, false, "the error response's version was a message's record");
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.conditional, true);
+    const record = await f.store.recordOutcome({ history: { ...command, enqueuedAt: new Date().toISOString() }, status: command });
+    assert.ok(record.status.outcome === 'written');
+    assert.equal(record.status.previousConditional, true, `claim: ${claimed}: it replaced the claim`);
+    const [copy] = await f.store.writeStatuses([{ input: command }]);
+    assert.ok(copy?.ok && copy.value.outcome === 'written');
+    assert.equal(copy.value.previousConditional, false, `claim: ${claimed}: a copy replaces the command's own record`);
+  }
 });
 
 test("a restore that asks for a conditional version undoes the claim, not the record of its command (the Manager's undo)", async () => {
@@ -50,7 +54,7 @@ test("a restore that asks for a conditional version undoes the claim, not the re
   const previous = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
   const command = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, from: 'Manager' });
   const undo = { status: 'Pending' as const, lastMessageId: command.messageId, conditional: true };
-  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed' });
+  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed', claim: true });
   // The Resolver records the command (same id, same status, unconditional): the undo leaves it.
   await f.store.writeStatus(command);
   const kept = await f.store.restoreStatusRow(previous, undo);
@@ -73,7 +77,7 @@ test("a restore puts back a message's own record (unconditional); the Resolver's
   const error = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
   await f.store.recordOutcome({ history: { ...error, enqueuedAt: new Date().toISOString() } as never, status: error });
   const command = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', parentMessageId: error.messageId, from: 'Manager' });
-  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed' });
+  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed', claim: true });
   // Reconcile restores an abandoned claim to the version the error response wrote, rebuilt from its history entry
   // over the claim's row: the error response's own record, not the claim's conditional mark.
   const claim = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
@@ -84,7 +88,7 @@ test("a restore puts back a message's own record (unconditional); the Resolver's
   assert.deepEqual([restored.row.status, restored.row.lastMessageId, restored.row.conditional], ['Failed', error.messageId, false]);
   assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.conditional, false);
   // The Resolver's restore after a refusal (resolver-worker/resolve.ts) writes with `expect`, under the notice's id.
-  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed' });
+  await f.store.writeStatus(command, { lastMessageId: error.messageId, status: 'Failed', claim: true });
   const notice = { ...error, messageId: uniq('notice') };
   const afterRefusal = await f.store.writeStatus(notice, { lastMessageId: command.messageId });
   assert.ok(afterRefusal.outcome === 'written');

@@ -217,7 +217,7 @@ describe('aggregates kept by the store', () => {
     // Resolver records retries' errors on some of the same rows: each row is claimed once or moves on, never both.
     const lot = failedIds.slice(0, 20).map((x) => ({
       input: msg(T.SkipRequest, { endpointId: lotEp, eventId: x.eventId, parentMessageId: x.last }),
-      expect: { lastMessageId: x.last, status: 'Failed' as const },
+      expect: { lastMessageId: x.last, status: 'Failed' as const, claim: true },
     }));
     await Promise.all([
       f.store.writeStatuses(lot),

@@ -62,7 +62,7 @@ describe('a restore racing a write whose reply is lost', () => {
       await s.writeStatus(msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' }));
       const previous = (await s.getStatusRows([{ endpointId: ep, eventId: 'e', sessionId: 's-1' }]))[0]!;
       const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', parentMessageId: previous.lastMessageId });
-      assert.equal((await s.writeStatus(claim, { lastMessageId: previous.lastMessageId, status: previous.status })).outcome, 'written');
+      assert.equal((await s.writeStatus(claim, { lastMessageId: previous.lastMessageId, status: previous.status, claim: true })).outcome, 'written');
 
       // The restore's read is served (the claim) but its answer is slow to come back...
       const hold = proxy.hold(isRowRead, 'response');
@@ -553,7 +553,7 @@ describe('a bulk write of a row whose earlier write through the same store comes
         // The Manager's claim of a skip through `s`, in bulk: its bulk read finds W's version, its bulk write is held.
         heldBulk = proxy.hold(bulkWriteOfEvents(), 'request');
         const claim = msg(T.SkipRequest, { endpointId: ep, eventId: 'a', parentMessageId: error.messageId });
-        claiming = s.writeStatuses([{ input: claim, expect: { lastMessageId: error.messageId, status: S.Failed } }]);
+        claiming = s.writeStatuses([{ input: claim, expect: { lastMessageId: error.messageId, status: S.Failed, claim: true } }]);
         await heldBulk.held;
       },
       how: 'lost', // W is in doubt only now, after the bulk write decided from its version

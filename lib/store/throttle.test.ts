@@ -417,7 +417,7 @@ describe('a bulk claim or a restore whose reply was lost is counted once', () =>
   /** The Manager's claim of a skip on `row` (a SkipRequest written over it, conditional on its last message). */
   const claimOf = (row: StatusRow) => ({
     input: msg(T.SkipRequest, { endpointId: row.endpointId, eventId: row.eventId, parentMessageId: row.lastMessageId }),
-    expect: { lastMessageId: row.lastMessageId, status: row.status },
+    expect: { lastMessageId: row.lastMessageId, status: row.status, claim: true },
   });
 
   /** Counters (flushed first in buffered mode) and the failure groups' Failed total of one endpoint. */

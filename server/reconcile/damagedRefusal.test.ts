@@ -7,6 +7,7 @@ import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { AuditType } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
+import { claimExpectation } from '../manager/manager.ts';
 import { previewReconcile } from './reconcile.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -25,7 +26,7 @@ async function claimRefused(recorded: boolean, validOlderRefusal: boolean, recei
   const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
   const commandId = commandMessageId(MessageType.HandoffCompletedRequest, row, row.lastMessageId);
   const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
-  const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
+  const claimed = await f.store.writeStatus(command, claimExpectation(row));
   assert.ok(claimed.outcome === 'written');
   if (recorded) await f.store.recordHistory(command);
   else if (receipt) await f.store.recordAudit({ id: commandId, eventId, endpointId, eventTypeId: row.eventTypeId, type: AuditType.CompleteHandoff, auditor: 'operator', comment: 'sent' });

@@ -9,6 +9,7 @@ import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { startBoundaryStoreFixture, type BoundaryStoreFixture } from '../../lib/store/testing/boundaryProxy.ts';
 import { at, msg, uniq } from '../../lib/store/testing/fixtures.ts';
 import { commandMessageId } from '../manager/commands.ts';
+import { claimExpectation } from '../manager/manager.ts';
 import { readEventHistory } from './history.ts';
 import { stuckFinding } from './stuck.ts';
 
@@ -38,7 +39,7 @@ async function skipOfUnrecordedFailure(others: number) {
   assert.ok(failed.outcome === 'written');
   const row = failed.row;
   const skip = { endpointId, eventId, sessionId: row.sessionId, messageId: commandMessageId(MessageType.SkipRequest, row, row.lastMessageId), messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(10) };
-  const claimed = await f.store.writeStatus(skip, { lastMessageId: row.lastMessageId, status: row.status });
+  const claimed = await f.store.writeStatus(skip, claimExpectation(row));
   assert.ok(claimed.outcome === 'written');
   await f.store.recordHistory(skip);
   return { old, claimed: claimed.row };

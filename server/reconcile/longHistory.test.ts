@@ -16,7 +16,7 @@ import { ServiceBusClient } from '@azure/service-bus';
 import { at, msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import type { StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
-import { Manager } from '../manager/manager.ts';
+import { claimExpectation, Manager } from '../manager/manager.ts';
 import { HISTORY_CAP, readEventHistory } from './history.ts';
 import { applyStuckRepairs, stuckFinding } from './stuck.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
@@ -47,7 +47,7 @@ async function claimSkipRecorded(row: StatusRow, enqueuedAt: string) {
     to: row.endpointId,
     enqueuedAt,
   };
-  const claimed = await f.store.writeStatus(claim, { lastMessageId: row.lastMessageId, status: row.status });
+  const claimed = await f.store.writeStatus(claim, claimExpectation(row));
   assert.ok(claimed.outcome === 'written');
   await f.store.recordHistory(claim);
   return { skipId, claimed };
@@ -120,7 +120,7 @@ test('a claim whose answered state is in no history entry of a capped list is of
   const row = failed.row;
   const claimed = await f.store.writeStatus(
     { endpointId, eventId, sessionId: row.sessionId, messageId: commandMessageId(MessageType.SkipRequest, row, row.lastMessageId), messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(10) },
-    { lastMessageId: row.lastMessageId, status: row.status },
+    claimExpectation(row),
   );
   assert.ok(claimed.outcome === 'written');
 
@@ -248,7 +248,7 @@ test('a handoff settlement claim whose state to restore is unknown past the cap 
   const failId = commandMessageId(MessageType.HandoffFailedRequest, row, row.lastMessageId);
   const claimed = await f.store.writeStatus(
     { endpointId: row.endpointId, eventId: row.eventId, sessionId: row.sessionId, messageId: failId, messageType: MessageType.HandoffFailedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: row.endpointId, enqueuedAt: at(10) },
-    { lastMessageId: row.lastMessageId, status: row.status },
+    claimExpectation(row),
   );
   assert.ok(claimed.outcome === 'written');
   const history = await readEventHistory(f.store, row.endpointId, row.eventId, 3);
@@ -615,7 +615,7 @@ test('a whole history read decides the stuck check alone: a refused and an unans
     const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
     const commandId = commandMessageId(MessageType.HandoffCompletedRequest, row, row.lastMessageId);
     const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(1) };
-    assert.equal((await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status })).outcome, 'written');
+    assert.equal((await f.store.writeStatus(command, claimExpectation(row))).outcome, 'written');
     await f.store.recordHistory(command);
     return { eventId, commandId, sessionId: row.sessionId };
   };

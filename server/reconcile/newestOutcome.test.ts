@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { MessageType, Topic } from '@nimbus/sdk/contract';
 import { at, msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { commandMessageId } from '../manager/commands.ts';
+import { claimExpectation } from '../manager/manager.ts';
 import { applyReconcile, previewReconcile, settlingEvidence } from './reconcile.ts';
 import type { HistoryEntry } from '../../lib/store/index.ts';
 
@@ -29,7 +30,7 @@ async function failedSkip(claimAt: number) {
   const row = failed.row;
   const skipId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
   const claim = { endpointId, eventId, sessionId: row.sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(claimAt) };
-  const claimed = await f.store.writeStatus(claim, { lastMessageId: row.lastMessageId, status: row.status });
+  const claimed = await f.store.writeStatus(claim, claimExpectation(row));
   assert.ok(claimed.outcome === 'written');
   await f.store.recordHistory(claim);
   await f.store.recordHistory({ ...msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: skipId, errorText: 'skip failed' }), enqueuedAt: at(claimAt + 1) });

@@ -20,6 +20,7 @@ import { startSeededConsole, type SeededConsole } from '../testing/seededConsole
 import type { ConsoleTestStack } from '../testing/stack.ts';
 import { seedConsoleData } from '../testing/seed.ts';
 import { commandMessageId } from '../manager/commands.ts';
+import { claimExpectation } from '../manager/manager.ts';
 import { RECONCILE_AUDIT_EVENT } from './draining.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -107,7 +108,7 @@ describe('Operations → Reconcile page', () => {
     const skipId = commandMessageId(MessageType.SkipRequest, failed, failed.lastMessageId);
     await past.writeStatus(
       { endpointId: ep, eventId: failed.eventId, sessionId: failed.sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: failed.eventTypeId, parentMessageId: failed.lastMessageId, from: Topic.Manager, to: ep, enqueuedAt: new Date().toISOString() },
-      { lastMessageId: failed.lastMessageId, status: failed.status },
+      claimExpectation(failed),
     );
     await past.close();
 
@@ -186,7 +187,7 @@ describe('Operations → Reconcile page', () => {
     assert.ok(failed.outcome === 'written');
     const skipId = commandMessageId(MessageType.SkipRequest, failed.row, failed.row.lastMessageId);
     const skip = { endpointId: ep, eventId, sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: 'OrderPlaced', parentMessageId: failed.row.lastMessageId, from: Topic.Manager, to: ep, enqueuedAt: new Date(older + 4000).toISOString() };
-    assert.equal((await past.writeStatus(skip, { lastMessageId: failed.row.lastMessageId, status: failed.row.status })).outcome, 'written');
+    assert.equal((await past.writeStatus(skip, claimExpectation(failed.row))).outcome, 'written');
     await past.close();
     await stack.store.recordHistory(skip);
 
@@ -238,7 +239,7 @@ describe('Operations → Reconcile page', () => {
     assert.ok(parked.status.outcome === 'written');
     const commandId = commandMessageId(MessageType.HandoffCompletedRequest, parked.status.row, park.messageId);
     const command = { endpointId: ep, eventId, sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: 'OrderPlaced', parentMessageId: park.messageId, from: Topic.Manager, to: ep, enqueuedAt: new Date(Date.now() - 15 * 60_000).toISOString() };
-    assert.equal((await past.writeStatus(command, { lastMessageId: park.messageId, status: 'Pending' })).outcome, 'written');
+    assert.equal((await past.writeStatus(command, claimExpectation(parked.status.row))).outcome, 'written');
     await past.close();
     await stack.store.recordHistory(command);
     await stack.store.recordHistory({ endpointId: ep, eventId, sessionId, messageId: `${eventId}-refusal`, messageType: MessageType.ErrorResponse, eventTypeId: 'OrderPlaced', parentMessageId: commandId, from: ep, to: 'Resolver', deadLetterReason: 'CommandRefused', deadLetterErrorDescription: 'HandoffCompletedRequest refused: not the pending handoff <b>of</b> this session', enqueuedAt: new Date(Date.now() - 14 * 60_000).toISOString() });

@@ -17,7 +17,7 @@ import { ServiceBusClient } from '@azure/service-bus';
 import { msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { AuditType, type StatusRow } from '../../lib/store/index.ts';
 import { commandMessageId } from '../manager/commands.ts';
-import { Manager } from '../manager/manager.ts';
+import { claimExpectation, Manager } from '../manager/manager.ts';
 import { applyStuckRepairs, type RepairTarget } from './stuck.ts';
 import { applyReconcile, previewReconcile } from './reconcile.ts';
 import { reconcileApplyBody } from './routes.ts';
@@ -51,7 +51,7 @@ async function refusedHandoffCompletion(reason = 'CommandRefused', description =
   const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
   const commandId = commandMessageId(MessageType.HandoffCompletedRequest, row, row.lastMessageId);
   const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.HandoffCompletedRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
-  const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
+  const claimed = await f.store.writeStatus(command, claimExpectation(row));
   assert.ok(claimed.outcome === 'written');
   if (how.recorded) await f.store.recordHistory(command);
   // The Manager's "sent" receipt: an audit under the command's MessageId (server/manager/manager.ts).
@@ -212,7 +212,7 @@ test('a claimed skip answered by a failure is stale and re-applied as Failed', a
   const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
   const commandId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
   const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
-  const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
+  const claimed = await f.store.writeStatus(command, claimExpectation(row));
   assert.equal(claimed.outcome, 'written');
   const answer = entry(msg(MessageType.ErrorResponse, { endpointId, eventId, parentMessageId: commandId, from: endpointId, errorText: 'skip handler failed' }));
   await f.store.recordHistory(answer);
@@ -254,7 +254,7 @@ async function recordedResubmission(prefix: string) {
   const row = (await f.store.getStatusRow(endpointId, eventId, 's-1'))!;
   const commandId = commandMessageId(MessageType.ResubmissionRequest, row, row.lastMessageId);
   const command = { endpointId, eventId, sessionId: row.sessionId, messageId: commandId, messageType: MessageType.ResubmissionRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: new Date().toISOString() };
-  const claimed = await f.store.writeStatus(command, { lastMessageId: row.lastMessageId, status: row.status });
+  const claimed = await f.store.writeStatus(command, claimExpectation(row));
   assert.ok(claimed.outcome === 'written');
   await f.store.recordHistory(command);
   return { eventId, failed, commandId, claimed };

@@ -11,7 +11,7 @@ import { ServiceBusClient } from '@azure/service-bus';
 import { at, msg, startStoreFixture, uniq, type StoreFixture } from '../../lib/store/testing/fixtures.ts';
 import { resolverRecordsBeforeRestore } from '../../lib/store/testing/resolverRecordsBeforeRestore.ts';
 import { commandMessageId } from '../manager/commands.ts';
-import { Manager } from '../manager/manager.ts';
+import { claimExpectation, Manager } from '../manager/manager.ts';
 import { applyStuckRepairs } from './stuck.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -35,7 +35,7 @@ test("a restore of an unsent claim leaves the Resolver's record of the command t
   const skipId = commandMessageId(MessageType.SkipRequest, row, row.lastMessageId);
   const claimed = await f.store.writeStatus(
     { endpointId, eventId, sessionId: row.sessionId, messageId: skipId, messageType: MessageType.SkipRequest, eventTypeId: row.eventTypeId, parentMessageId: row.lastMessageId, from: Topic.Manager, to: endpointId, enqueuedAt: at(10) },
-    { lastMessageId: row.lastMessageId, status: row.status },
+    claimExpectation(row),
   );
   assert.ok(claimed.outcome === 'written');
   assert.equal(claimed.row.conditional, true, 'precondition: the claim is a conditional version');

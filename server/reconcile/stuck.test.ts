@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { MessageType, Prop, Topic } from '@nimbus/sdk/contract';
 import { seedConsoleData } from '../testing/seed.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
-import { Manager } from '../manager/manager.ts';
+import { claimExpectation, Manager } from '../manager/manager.ts';
 import { commandMessageId } from '../manager/commands.ts';
 import { previewReconcile } from './reconcile.ts';
 import { applyStuckRepairs, type RepairTarget, type StuckRow } from './stuck.ts';
@@ -53,7 +53,7 @@ async function claimAndDie(row: StatusRow, type: typeof MessageType.SkipRequest 
       to: row.endpointId,
       enqueuedAt: new Date().toISOString(),
     },
-    { lastMessageId: row.lastMessageId, status: row.status },
+    claimExpectation(row),
   );
   assert.equal(r.outcome, 'written');
   return messageId;
