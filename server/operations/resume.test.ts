@@ -10,7 +10,7 @@
 // retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
 // found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
 // replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
-// or by a successor while it was still in the lot). A cancelled job counts the
+// by a successor while it was still in the lot, or inside a successor's smaller lot). A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
 // counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
 // landed); a run whose final write is refused does not log the job completed.
@@ -677,13 +677,20 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeSto
 // that followed counted the lot by receipts alone - its refusal and its send failure nowhere: done 1, refused 0,
 // failed 0, awaiting [1, 2, 3].
 test('a lot whose lease ended in it, the job then cancelled, counts the events it had found refused or failed', { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlot', false);
+  await leaseEndedInLot('lostlot', 'operatorCancels');
 });
 
 // Before, the same when a successor took the job over and cancelled it while the holder was still in the lot: the
 // holder's late count looked for receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
 test("a lot whose lease ended in it, a successor's cancel made meanwhile, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlotcancel', true);
+  await leaseEndedInLot('lostlotcancel', 'successorCancels');
+});
+
+// Before, a cancel inside a successor's lot counted that lot's own outcomes and dropped the rest of what the stopped
+// lot had kept: a successor with lots of two, cancelled in its first, counted rows 0-1 and listed the kept refusal
+// and send failure of rows 2-3 as awaiting a receipt - done 1, refused 0, failed 0, awaiting [1, 2, 3].
+test("a lot whose lease ended in it, the job then cancelled inside a successor's smaller lot, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await leaseEndedInLot('lostlotsmaller', 'cancelledInSmallerLot');
 });
 
 /**
@@ -691,10 +698,13 @@ test("a lot whose lease ended in it, a successor's cancel made meanwhile, counts
  * lot's retry wait, which the lease's end stops), one refused (alice's resubmit, still Pending), one whose command
  * cannot be sent. The lease ends as that one's last try fails: the holder's renewals answer that it is gone and its
  * clock reads past it. Then the operator cancels and another runner applies it - or, `successorCancels`, a successor
- * whose clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot.
- * Either way the cancelled job counts each event the lot settled, once.
+ * whose clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot;
+ * or, `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's
+ * outcomes, and the operator cancels while it waits on `waiting` in its first lot. Each way the cancelled job counts
+ * each event the lot settled, once.
  */
-async function leaseEndedInLot(prefix: string, successorCancels: boolean): Promise<void> {
+async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot'): Promise<void> {
+  const successorCancels = then === 'successorCancels';
   const jobs = jobStore((docs) => new JobStore(docs));
   const { ids, job } = await lotOfFour(prefix, jobs);
   const unsent = ids[3];
@@ -748,6 +758,10 @@ async function leaseEndedInLot(prefix: string, successorCancels: boolean): Promi
     await holder.stop();
     if (successorCancels) {
       assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
+    } else if (then === 'cancelledInSmallerLot') {
+      const kept = (await jobs.get(job.operationId))!.pausedLot?.map((r) => [r.row, r.kind]);
+      assert.deepEqual(kept, [[2, 'refused'], [3, 'failed']], "the holder kept its lot's refusal and send failure on the job");
+      await cancelledInSmallerLot(job.operationId);
     } else {
       await jobs.setControl(job.operationId, 'cancel', 'operator');
       await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
@@ -757,6 +771,32 @@ async function leaseEndedInLot(prefix: string, successorCancels: boolean): Promi
     await holder.stop();
     jobs.docs.close();
     await faulty.close();
+  }
+}
+
+/**
+ * A successor with lots of two (another NIMBUS_OPERATIONS_CONCURRENCY) runs the job of lotOfFour on from row 0 - its
+ * first lot `sent` (found by its receipt) and `waiting` (the claim still being sent elsewhere) - and the operator
+ * cancels once that lot's first answer is in, so its wait on `waiting` stops at the cancel and the run cancels the job.
+ */
+async function cancelledInSmallerLot(operationId: string): Promise<void> {
+  const jobs = jobStore((docs) => new JobStore(docs));
+  class CancelsAfterTheLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if (args[3]?.operationId === operationId) await jobs.setControl(operationId, 'cancel', 'operator');
+      return answers;
+    }
+  }
+  const cancelling = new CancelsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: cancelling, scanEveryMs: 3_600_000, concurrency: 2 });
+  try {
+    runner.kick();
+    await jobOnce('the successor to cancel the job', jobs, operationId, 'cancelled');
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await cancelling.close();
   }
 }
 

@@ -279,20 +279,26 @@ export class OperationsRunner {
      * and failed events were counted nowhere. The others are counted done by this job's receipt (an earlier run sent
      * them and lost its progress), or listed as awaiting it: a stalled former holder may still write one, and counts
      * it then (jobCounts.ts). After the write, the listed rows are looked at again - the holder may have written its
-     * receipt after the look above and read the job before this write landed, and then counts nothing. Without
-     * `lot`, the refusals and send failures a pause kept of its lot (Job.pausedLot) stand for it: the paused job's
-     * run, which knew them, ended at the pause.
+     * receipt after the look above and read the job before this write landed, and then counts nothing. The
+     * refusals and send failures kept on the job of a lot a pause or a lease's end stopped (Job.pausedLot) stand
+     * for what no run steps again: the run that knew them has ended. This run's own lot, when it has one, is laid
+     * over them - it stepped its rows last - but its lot may be smaller and end before theirs (another
+     * NIMBUS_OPERATIONS_CONCURRENCY): past it, and where its step was stopped, the kept ones count (before, they
+     * were dropped and their rows listed as awaiting a receipt: resume.test.ts, "inside a successor's smaller lot").
+     * Both are indexed from the cursor, as the window is.
      */
-    const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = pausedLotOutcomes(job)): Promise<void> => {
+    const cancel = async (rows: readonly SelectedRow[] | undefined, own?: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
+      const kept = pausedLotOutcomes(job);
+      const lot = (i: number): StepOutcome | undefined => own?.[i] ?? kept[i];
       delete job.pausedLot;
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
         const all = rows ?? (await jobs.rows(job));
         const window = all.slice(job.cursor, to);
-        const sent = await Promise.all(window.map((row, i) => (lot[i] ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
+        const sent = await Promise.all(window.map((row, i) => (lot(i) ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
         const awaiting: number[] = [];
         window.forEach((row, i) => {
-          const o = lot[i] ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
+          const o = lot(i) ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
           if (o) count(job, row, o);
           else awaiting.push(job.cursor + i);
         });
@@ -306,9 +312,11 @@ export class OperationsRunner {
      * receipt shows them), and a cancel that counts the lot by receipts would count them nowhere. Kept on the job,
      * as a pause keeps its lot (Job.pausedLot), when no one has written it since this run did - the write is
      * conditional as ever, so it cannot put this run's state over a successor's, lease or not: a cancel then counts
-     * them, and a run that steps the lot again drops them as its cursor passes. Refused, a successor holds the job:
-     * a resumed run steps the lot again and counts them itself, and a cancel lists their rows as awaiting a receipt,
-     * which #run's late count then counts with this run's outcomes. Either way, each is counted once.
+     * them (also one inside a successor's smaller lot: cancel), and a run that steps the lot again drops them as its
+     * cursor passes - each counted once. Refused, a successor holds the job: a resumed run that steps the lot again
+     * counts them itself, and a cancel lists their rows as awaiting a receipt, which #run's late count then counts
+     * with this run's outcomes - if the cancel landed before this run ended; a later one (the successor paused, or
+     * cancelled past its first smaller lot) leaves them uncounted (docs/failures.md, "A holder that lost its lease").
      */
     const keepUncounted = async (lot: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
       if (!lot.some((o) => o && o.kind !== 'done')) return;
