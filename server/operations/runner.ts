@@ -109,7 +109,8 @@ const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
 
 /**
  * What a run knows that the job may not hold: `sends`, set while it has handed the Manager commands since its last
- * write that landed; `lot`, the outcomes of a lot its lease's end stopped uncounted (#runHeld, keepUncounted).
+ * write that landed; `lot`, the outcomes of a lot stopped uncounted - by its lease's end, or by the operator's cancel
+ * or pause until their write lands (#runHeld, holdUncounted).
  */
 interface Unsaved {
   sends: boolean;
@@ -249,7 +250,9 @@ export class OperationsRunner {
         return false;
       }
       version = next;
+      // The job now holds what this run knew: its counts, or the stopped lot's outcomes (counted, or kept).
       unsaved.sends = false;
+      delete unsaved.lot;
       return true;
     };
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
@@ -308,6 +311,16 @@ export class OperationsRunner {
     };
 
     /**
+     * Gives #run's late count the refusals and send failures of a lot this run stopped uncounted (`unsaved.lot`,
+     * until a write of this run lands: the job then holds them); false when the lot has none.
+     */
+    const holdUncounted = (lot: ReadonlyArray<StepOutcome | undefined>): boolean => {
+      if (!lot.some((o) => o && o.kind !== 'done')) return false;
+      unsaved.lot = { from: job.cursor, outcomes: lot };
+      return true;
+    };
+
+    /**
      * The refusals and send failures of a lot this run's lease's end stopped uncounted: only this run knows them (no
      * receipt shows them), and a cancel that counts the lot by receipts would count them nowhere. Kept on the job,
      * as a pause keeps its lot (Job.pausedLot), when no one has written it since this run did - the write is
@@ -319,9 +332,8 @@ export class OperationsRunner {
      * cancelled past its first smaller lot) leaves them uncounted (docs/failures.md, "A holder that lost its lease").
      */
     const keepUncounted = async (lot: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
-      if (!lot.some((o) => o && o.kind !== 'done')) return;
       // Set first: a write that throws may have landed or not, and the late count counts only rows no cancel did.
-      unsaved.lot = { from: job.cursor, outcomes: lot };
+      if (!holdUncounted(lot)) return;
       setPausedLot(job, lot);
       await write();
     };
@@ -424,6 +436,11 @@ export class OperationsRunner {
       const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
       const settled = outcomes.map((o) => (o.kind === 'stopped' ? undefined : o));
       if (settled.includes(undefined)) {
+        // Known to #run's late count before the cancel or pause is written: the lease may end while it is (the
+        // cancel's receipt reads outlast it), and the write is then not made and the lot not kept (keepUncounted is
+        // not reached); a successor's cancel lists the rows as awaiting a receipt (resume.test.ts, "a successor
+        // cancelling while the holder counts it"). A cancel that lands lists none of them: nothing counts twice.
+        holdUncounted(settled);
         if (mayStillSend() && (await obey(await wish(), settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
         await keepUncounted(settled);
