@@ -8,8 +8,9 @@
 // cancelling run once its own write landed. Each writes its receipt (or the job) first and reads the other second,
 // so at least one of them sees the other's write (where a read sees the last write: docs/failures.md, "Late receipts
 // of a cancelled job"); the count and the list change in one conditional write, so a row is counted once whoever
-// finds it. A former holder whose lease ended during a lot also counts, the same way, the rows of that lot it found
-// refused or could not send and a successor's cancel listed: no receipt shows those to the cancel. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
+// finds it. A former holder whose lease ended during a lot (or while it wrote the operator's cancel or pause of it)
+// also counts, the same way, the rows of that lot it found refused or could not send and a successor's cancel listed:
+// no receipt shows those to the cancel. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
 // every poll, and a receipt proves only done, not the refusals and send failures the job counted.
 import type { AuditEntry, MessageStore } from '../../lib/store/index.ts';
 import { ENDED_STATES, MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';

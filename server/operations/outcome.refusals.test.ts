@@ -190,6 +190,23 @@ test("a cancelled job's refusals past the kept list are refused, N of them liste
   assert.deepEqual(o.refusals, [{ reason: 'resubmit is not possible for an event that is Completed', events: 1 }]);
 });
 
+// Before, a job cancelled by a build older than 7f50936 read as if its cancel had counted every row up to the
+// in-flight mark: that cancel counted by receipts alone and listed no row awaiting one, so the rows between the
+// cursor and a mark that ran ahead of it (a rate-limited job's rows never sent) read refused - refused 4 where the job
+// refused 1 and never reached three, or refused 4 where it refused 2 and never reached two past a cursor of 3.
+test("a job cancelled by an older build, which left the rows past its cursor uncounted, has not reached them", { timeout: 120_000 }, async () => {
+  const ids = ['oldcancel-0', 'oldcancel-1', 'oldcancel-2', 'oldcancel-3', 'oldcancel-4'];
+  for (const e of ids) await fail(e);
+  // The stopped lot's e0 refused and e1 not sent, counted by the cancel; e2-e4 below the mark, no receipt, unlisted.
+  let o = await outcome(await reachedJob(ids, { refused: 1, failed: 1 }, { state: 'cancelled', cursor: 0, inFlightTo: 5 }));
+  assert.equal(o.counts.stillFailed, 5);
+  assert.deepEqual(o.stillFailedSplit, { notReached: 3, refused: 1, notSent: 1, unknown: 0 });
+  // e0-e2 counted as the cursor passed them (e2 refused, its reason not kept), e3 and e4 unlisted: the counts add up
+  // to more than the window's two rows, but to the cursor alone - they are checked against the mark, not the window.
+  o = await outcome(await reachedJob(ids, { refused: 2, failed: 1 }, { state: 'cancelled', cursor: 3, inFlightTo: 5 }));
+  assert.deepEqual(o.stillFailedSplit, { notReached: 2, refused: 2, notSent: 1, unknown: 0 });
+});
+
 test('the confirmation is prepared even when the earlier jobs cannot be read (the lookup is an aid)', { timeout: 120_000 }, async () => {
   const { getContext } = await import('../context.ts');
   const { getOperations } = await import('./service.ts');

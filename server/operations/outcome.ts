@@ -41,7 +41,9 @@ export interface OutcomeCounts {
  * which (see reachedWhy). A cancel counts the rows from the cursor to the in-flight mark (runner.ts: the lot it
  * stopped, its refusals and send failures too) without moving the cursor past them, listing those it could not
  * count in `awaitingReceipt`: so a cancelled job has reached every other row below the mark - also a refusal or
- * send failure past MAX_ERRORS_KEPT, whose detail it did not keep - and a kept one is reached wherever it is.
+ * send failure past MAX_ERRORS_KEPT, whose detail it did not keep - and a kept one is reached wherever it is. A
+ * cancel by a build before 7f50936 left the window's rows without a receipt uncounted and unlisted: its counts fall
+ * short of the mark, and those rows are not reached (outcomeOf).
  */
 export interface StillFailedSplit {
   notReached: number;
@@ -172,9 +174,14 @@ export async function outcomeOf(ctx: ConsoleContext, job: Job): Promise<JobOutco
   const why = reachedWhy(job);
   const keptRefusals = new Set((job.refusals ?? []).map((e) => eventKey(e.endpointId, e.eventId)));
   const kept = new Set([...keptRefusals, ...job.errors.map((e) => eventKey(e.endpointId, e.eventId))]);
-  // A cancelled job counted its rows up to the in-flight mark, but those awaiting a receipt (StillFailedSplit).
-  const countedTo = job.state === 'cancelled' ? (job.inFlightTo ?? 0) : 0;
+  // A cancelled job counted its rows up to the in-flight mark, but those awaiting a receipt (StillFailedSplit). Each
+  // row below the cursor is counted once as the cursor passes it, and a cancel (its late counts too) counts or lists
+  // each row of the window once, so the counts and the list add up to the mark. A cancel by a build before 7f50936
+  // counted by receipts alone and listed nothing (a rate-limited job's mark runs ahead by rows never sent): short
+  // of the mark, the window is not taken as reached - its rows are "not reached" but the kept ones.
   const awaiting = new Set(job.awaitingReceipt ?? []);
+  const windowCounted = job.done + job.refused + job.failed + awaiting.size >= (job.inFlightTo ?? 0);
+  const countedTo = job.state === 'cancelled' && windowCounted ? (job.inFlightTo ?? 0) : 0;
   const reached = (i: number, key: string) => i < job.cursor || kept.has(key) || (i < countedTo && !awaiting.has(i));
   let refusedListed = 0;
   let waiting = 0;

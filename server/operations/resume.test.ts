@@ -10,7 +10,8 @@
 // retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
 // found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
 // replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
-// or by a successor while it was still in the lot). A cancelled job counts the
+// by a successor while it was still in the lot, or inside a successor's smaller lot) or while it applied the
+// operator's cancel and a successor cancelled meanwhile. A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
 // counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
 // landed); a run whose final write is refused does not log the job completed.
@@ -610,6 +611,26 @@ async function lotCounted(jobs: JobStore, operationId: string, ids: [string, str
 }
 
 /**
+ * The Manager of a run of lotOfFour's job: `unsent`'s command cannot be sent (the answer a broker outage gives, each
+ * try); the operator asks `control` once the lot's first answer is in, so the wait on `waiting` ends there.
+ */
+function stopsAfterTheLot(jobs: JobStore, operationId: string, unsent: string, control: 'cancel' | 'pause'): Manager {
+  class StopsAfterTheLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const [targets, ...rest] = args;
+      const answers = await super.executeMany(targets.filter((t) => t.eventId !== unsent), ...rest);
+      if (args[3]?.operationId === operationId) await jobs.setControl(operationId, control, 'operator');
+      return targets.map((t) => (t.eventId === unsent ? { ok: false, error: new Error('simulated Service Bus outage') } : answers.shift()!));
+    }
+    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
+      if (args[1] === unsent) throw new Error('simulated Service Bus outage');
+      return super.execute(...args);
+    }
+  }
+  return new StopsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+}
+
+/**
  * A lot of four events stopped by the operator in its retry wait: one sent, one waiting on a claim being sent
  * elsewhere, one refused, one whose command cannot be sent. The operator cancels - or, `pauseFirst`, pauses, and
  * cancels the paused job; `resumeStopped`: resumes it first, on a replica that stops at the resumed run's first
@@ -626,24 +647,7 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeSto
   }
   const jobs = jobStore((docs) => new StopsAtTheResume(docs));
   const { ids, job } = await lotOfFour(prefix, jobs);
-  const unsent = ids[3];
-  /**
-   * `unsent`'s command cannot be sent (the answer a broker outage gives, each try); the operator cancels (or pauses)
-   * once the lot's first answer is in, so the wait on `waiting` ends there.
-   */
-  class CancelsAfterTheLot extends Manager {
-    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
-      const [targets, ...rest] = args;
-      const answers = await super.executeMany(targets.filter((t) => t.eventId !== unsent), ...rest);
-      if (args[3]?.operationId === job.operationId) await jobs.setControl(job.operationId, pauseFirst ? 'pause' : 'cancel', 'operator');
-      return targets.map((t) => (t.eventId === unsent ? { ok: false, error: new Error('simulated Service Bus outage') } : answers.shift()!));
-    }
-    override async execute(...args: Parameters<Manager['execute']>): ReturnType<Manager['execute']> {
-      if (args[1] === unsent) throw new Error('simulated Service Bus outage');
-      return super.execute(...args);
-    }
-  }
-  const faulty = new CancelsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const faulty = stopsAfterTheLot(jobs, job.operationId, ids[3], pauseFirst ? 'pause' : 'cancel');
   let runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
   try {
     runner.kick();
@@ -677,13 +681,20 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeSto
 // that followed counted the lot by receipts alone - its refusal and its send failure nowhere: done 1, refused 0,
 // failed 0, awaiting [1, 2, 3].
 test('a lot whose lease ended in it, the job then cancelled, counts the events it had found refused or failed', { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlot', false);
+  await leaseEndedInLot('lostlot', 'operatorCancels');
 });
 
 // Before, the same when a successor took the job over and cancelled it while the holder was still in the lot: the
 // holder's late count looked for receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
 test("a lot whose lease ended in it, a successor's cancel made meanwhile, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlotcancel', true);
+  await leaseEndedInLot('lostlotcancel', 'successorCancels');
+});
+
+// Before, a cancel inside a successor's lot counted that lot's own outcomes and dropped the rest of what the stopped
+// lot had kept: a successor with lots of two, cancelled in its first, counted rows 0-1 and listed the kept refusal
+// and send failure of rows 2-3 as awaiting a receipt - done 1, refused 0, failed 0, awaiting [1, 2, 3].
+test("a lot whose lease ended in it, the job then cancelled inside a successor's smaller lot, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await leaseEndedInLot('lostlotsmaller', 'cancelledInSmallerLot');
 });
 
 /**
@@ -691,10 +702,13 @@ test("a lot whose lease ended in it, a successor's cancel made meanwhile, counts
  * lot's retry wait, which the lease's end stops), one refused (alice's resubmit, still Pending), one whose command
  * cannot be sent. The lease ends as that one's last try fails: the holder's renewals answer that it is gone and its
  * clock reads past it. Then the operator cancels and another runner applies it - or, `successorCancels`, a successor
- * whose clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot.
- * Either way the cancelled job counts each event the lot settled, once.
+ * whose clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot;
+ * or, `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's
+ * outcomes, and the operator cancels while it waits on `waiting` in its first lot. Each way the cancelled job counts
+ * each event the lot settled, once.
  */
-async function leaseEndedInLot(prefix: string, successorCancels: boolean): Promise<void> {
+async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot'): Promise<void> {
+  const successorCancels = then === 'successorCancels';
   const jobs = jobStore((docs) => new JobStore(docs));
   const { ids, job } = await lotOfFour(prefix, jobs);
   const unsent = ids[3];
@@ -748,6 +762,10 @@ async function leaseEndedInLot(prefix: string, successorCancels: boolean): Promi
     await holder.stop();
     if (successorCancels) {
       assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
+    } else if (then === 'cancelledInSmallerLot') {
+      const kept = (await jobs.get(job.operationId))!.pausedLot?.map((r) => [r.row, r.kind]);
+      assert.deepEqual(kept, [[2, 'refused'], [3, 'failed']], "the holder kept its lot's refusal and send failure on the job");
+      await cancelledInSmallerLot(job.operationId);
     } else {
       await jobs.setControl(job.operationId, 'cancel', 'operator');
       await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
@@ -759,6 +777,83 @@ async function leaseEndedInLot(prefix: string, successorCancels: boolean): Promi
     await faulty.close();
   }
 }
+
+/**
+ * A successor with lots of two (another NIMBUS_OPERATIONS_CONCURRENCY) runs the job of lotOfFour on from row 0 - its
+ * first lot `sent` (found by its receipt) and `waiting` (the claim still being sent elsewhere) - and the operator
+ * cancels once that lot's first answer is in, so its wait on `waiting` stops at the cancel and the run cancels the job.
+ */
+async function cancelledInSmallerLot(operationId: string): Promise<void> {
+  const jobs = jobStore((docs) => new JobStore(docs));
+  class CancelsAfterTheLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if (args[3]?.operationId === operationId) await jobs.setControl(operationId, 'cancel', 'operator');
+      return answers;
+    }
+  }
+  const cancelling = new CancelsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: cancelling, scanEveryMs: 3_600_000, concurrency: 2 });
+  try {
+    runner.kick();
+    await jobOnce('the successor to cancel the job', jobs, operationId, 'cancelled');
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await cancelling.close();
+  }
+}
+
+// Before, a holder whose lease ended while it applied the operator's cancel to its lot (the cancel's receipt reads
+// outlasted it) wrote nothing and kept nothing of the lot: the successor's cancel counted it by receipts, and the
+// holder's late count looked for receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
+test("a lot stopped by the operator's cancel, a successor cancelling while the holder counts it, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const { ids, job } = await lotOfFour('cancelcounting', jobs);
+  const [, waiting, , unsent] = ids;
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  class Releases extends LeaseStore {
+    override async release(lease: Lease): Promise<void> {
+      try {
+        await super.release(lease);
+      } finally {
+        if (lease.name === `operation_${job.operationId}`) released();
+      }
+    }
+  }
+  let b: ReturnType<typeof successorReplica> | undefined;
+  let byB: Job | undefined;
+  let looks = 0;
+  // The holder's second look for `waiting`'s receipt is its cancel's (its step looked first): a successor whose
+  // clock is past the lease takes the job over right then and applies the cancel, so the holder's write is refused.
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === waiting && ++looks === 2) ({ b, end: byB } = await cancelledBySuccessor(job.operationId));
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
+  const holder = new OperationsRunner({ store, jobs, leases: new Releases(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    holder.kick();
+    await over; // the holder's run has ended (its late count included) and given the lease back
+    assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
+    await lotCounted(jobs, job.operationId, ids);
+  } finally {
+    await holder.stop();
+    await b?.runner.stop();
+    b?.jobs.docs.close();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
 
 // Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
 // earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.

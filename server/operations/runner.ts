@@ -109,7 +109,8 @@ const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
 
 /**
  * What a run knows that the job may not hold: `sends`, set while it has handed the Manager commands since its last
- * write that landed; `lot`, the outcomes of a lot its lease's end stopped uncounted (#runHeld, keepUncounted).
+ * write that landed; `lot`, the outcomes of a lot stopped uncounted - by its lease's end, or by the operator's cancel
+ * or pause until their write lands (#runHeld, holdUncounted).
  */
 interface Unsaved {
   sends: boolean;
@@ -249,7 +250,9 @@ export class OperationsRunner {
         return false;
       }
       version = next;
+      // The job now holds what this run knew: its counts, or the stopped lot's outcomes (counted, or kept).
       unsaved.sends = false;
+      delete unsaved.lot;
       return true;
     };
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
@@ -279,20 +282,26 @@ export class OperationsRunner {
      * and failed events were counted nowhere. The others are counted done by this job's receipt (an earlier run sent
      * them and lost its progress), or listed as awaiting it: a stalled former holder may still write one, and counts
      * it then (jobCounts.ts). After the write, the listed rows are looked at again - the holder may have written its
-     * receipt after the look above and read the job before this write landed, and then counts nothing. Without
-     * `lot`, the refusals and send failures a pause kept of its lot (Job.pausedLot) stand for it: the paused job's
-     * run, which knew them, ended at the pause.
+     * receipt after the look above and read the job before this write landed, and then counts nothing. The
+     * refusals and send failures kept on the job of a lot a pause or a lease's end stopped (Job.pausedLot) stand
+     * for what no run steps again: the run that knew them has ended. This run's own lot, when it has one, is laid
+     * over them - it stepped its rows last - but its lot may be smaller and end before theirs (another
+     * NIMBUS_OPERATIONS_CONCURRENCY): past it, and where its step was stopped, the kept ones count (before, they
+     * were dropped and their rows listed as awaiting a receipt: resume.test.ts, "inside a successor's smaller lot").
+     * Both are indexed from the cursor, as the window is.
      */
-    const cancel = async (rows: readonly SelectedRow[] | undefined, lot: ReadonlyArray<StepOutcome | undefined> = pausedLotOutcomes(job)): Promise<void> => {
+    const cancel = async (rows: readonly SelectedRow[] | undefined, own?: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
+      const kept = pausedLotOutcomes(job);
+      const lot = (i: number): StepOutcome | undefined => own?.[i] ?? kept[i];
       delete job.pausedLot;
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
         const all = rows ?? (await jobs.rows(job));
         const window = all.slice(job.cursor, to);
-        const sent = await Promise.all(window.map((row, i) => (lot[i] ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
+        const sent = await Promise.all(window.map((row, i) => (lot(i) ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
         const awaiting: number[] = [];
         window.forEach((row, i) => {
-          const o = lot[i] ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
+          const o = lot(i) ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
           if (o) count(job, row, o);
           else awaiting.push(job.cursor + i);
         });
@@ -302,18 +311,29 @@ export class OperationsRunner {
     };
 
     /**
+     * Gives #run's late count the refusals and send failures of a lot this run stopped uncounted (`unsaved.lot`,
+     * until a write of this run lands: the job then holds them); false when the lot has none.
+     */
+    const holdUncounted = (lot: ReadonlyArray<StepOutcome | undefined>): boolean => {
+      if (!lot.some((o) => o && o.kind !== 'done')) return false;
+      unsaved.lot = { from: job.cursor, outcomes: lot };
+      return true;
+    };
+
+    /**
      * The refusals and send failures of a lot this run's lease's end stopped uncounted: only this run knows them (no
      * receipt shows them), and a cancel that counts the lot by receipts would count them nowhere. Kept on the job,
      * as a pause keeps its lot (Job.pausedLot), when no one has written it since this run did - the write is
      * conditional as ever, so it cannot put this run's state over a successor's, lease or not: a cancel then counts
-     * them, and a run that steps the lot again drops them as its cursor passes. Refused, a successor holds the job:
-     * a resumed run steps the lot again and counts them itself, and a cancel lists their rows as awaiting a receipt,
-     * which #run's late count then counts with this run's outcomes. Either way, each is counted once.
+     * them (also one inside a successor's smaller lot: cancel), and a run that steps the lot again drops them as its
+     * cursor passes - each counted once. Refused, a successor holds the job: a resumed run that steps the lot again
+     * counts them itself, and a cancel lists their rows as awaiting a receipt, which #run's late count then counts
+     * with this run's outcomes - if the cancel landed before this run ended; a later one (the successor paused, or
+     * cancelled past its first smaller lot) leaves them uncounted (docs/failures.md, "A holder that lost its lease").
      */
     const keepUncounted = async (lot: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
-      if (!lot.some((o) => o && o.kind !== 'done')) return;
       // Set first: a write that throws may have landed or not, and the late count counts only rows no cancel did.
-      unsaved.lot = { from: job.cursor, outcomes: lot };
+      if (!holdUncounted(lot)) return;
       setPausedLot(job, lot);
       await write();
     };
@@ -416,6 +436,11 @@ export class OperationsRunner {
       const outcomes = batch.map((_, i) => (earlier[i] ? ({ kind: 'done' } as const) : sentOutcomes.shift()!));
       const settled = outcomes.map((o) => (o.kind === 'stopped' ? undefined : o));
       if (settled.includes(undefined)) {
+        // Known to #run's late count before the cancel or pause is written: the lease may end while it is (the
+        // cancel's receipt reads outlast it), and the write is then not made and the lot not kept (keepUncounted is
+        // not reached); a successor's cancel lists the rows as awaiting a receipt (resume.test.ts, "a successor
+        // cancelling while the holder counts it"). A cancel that lands lists none of them: nothing counts twice.
+        holdUncounted(settled);
         if (mayStillSend() && (await obey(await wish(), settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
         await keepUncounted(settled);
