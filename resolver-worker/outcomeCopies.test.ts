@@ -3,7 +3,9 @@
 // a write running, completions given up at the broker deadline) the copy is applied again over the later version;
 // the later message's copy after it puts the row back, and the outcome must still be counted once, on the row-group
 // path (both messages in one receive) and on the single-message path (each alone). When the failure's copy comes
-// back alone (only its completion was lost), nothing would put the row back: the guard refuses it (already-applied).
+// back alone (only its completion was lost), nothing would put the row back: the guard refuses it (already-applied),
+// and past the applied ids, after its own retry series, because the history holds the retry of its delivery
+// (superseded-by-retry).
 // A claim undone by a restore is no applied message: its command reaching the Resolver afterwards still applies. A
 // console command (resubmit, skip) is counted once too, although its row version replaces the Manager's claim of the
 // same message id. A console command's copy that comes back after its answer and a later message is refused too;
@@ -283,6 +285,22 @@ describe("the retry policy's next series after a resubmit (a RetryRequest id the
   });
 });
 
+/**
+ * A retry series as the SDK sends it from `first`, the delivery that failed: each failed delivery answers with an
+ * ErrorResponse and schedules a RetryRequest, both naming that delivery (not the failure); the last retry succeeds.
+ */
+function retrySeries(ep: string, eventId: string, sessionId: string, first: string, failures: number): WireMessage[] {
+  const out: WireMessage[] = [];
+  let delivery = first;
+  for (let i = 1; i <= failures; i++) {
+    const retry: WireMessage = { type: T.RetryRequest, messageId: uniq(`r${i}`), eventId, sessionId, to: ep, from: 'shop', parentMessageId: delivery, props: { RetryCount: i } };
+    out.push({ type: T.ErrorResponse, messageId: uniq(`x${i}`), eventId, sessionId, from: ep, parentMessageId: delivery, body: errorBody('boom') }, retry);
+    delivery = retry.messageId!;
+  }
+  out.push({ type: T.ResolutionResponse, messageId: uniq('ok'), eventId, sessionId, from: ep, parentMessageId: delivery });
+  return out;
+}
+
 describe('the ErrorResponse comes back alone after more than 7 later messages of its row', () => {
   test('answered by a resubmission, then retries and a success: the copy is refused, the row stays Completed', async () => {
     // Its id has dropped off the row's applied ids (8 kept), so rule 7 asks the history: the resubmission names it.
@@ -290,14 +308,7 @@ describe('the ErrorResponse comes back alone after more than 7 later messages of
     const { ep, eventId, sessionId, x, command } = await failedThenClaimed('resubmit');
     // The resubmission's series as the SDK sends it: each failed delivery answers with an ErrorResponse and schedules
     // a RetryRequest, both naming that delivery (not the failure); the fifth delivery succeeds. 10 messages after x.
-    const later: WireMessage[] = [command];
-    let delivery = command.messageId!;
-    for (let i = 1; i <= 4; i++) {
-      const retry: WireMessage = { type: T.RetryRequest, messageId: uniq(`r${i}`), eventId, sessionId, to: ep, from: 'shop', parentMessageId: delivery, props: { RetryCount: i } };
-      later.push({ type: T.ErrorResponse, messageId: uniq(`x${i}`), eventId, sessionId, from: ep, parentMessageId: delivery, body: errorBody('boom') }, retry);
-      delivery = retry.messageId!;
-    }
-    later.push({ type: T.ResolutionResponse, messageId: uniq('ok'), eventId, sessionId, from: ep, parentMessageId: delivery });
+    const later: WireMessage[] = [command, ...retrySeries(ep, eventId, sessionId, command.messageId!, 4)];
     await oneByOne(later, 1);
     const completed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
     assert.equal(completed.status, S.Completed);
@@ -310,6 +321,28 @@ describe('the ErrorResponse comes back alone after more than 7 later messages of
     assert.deepEqual([row?.status, row?.lastMessageId, row?.updatedAt], [S.Completed, completed.lastMessageId, completed.updatedAt]);
     const comments = (await h.store.listAudits(eventId)).items.filter((a) => a.type === 'Comment').map((a) => a.comment);
     assert.deepEqual(comments, [`Ignored stale ErrorResponse ${x.messageId}: the row already holds a later outcome (already-applied).`]);
+    assert.equal(await failedCount(ep), failedBefore, 'the copy is not counted');
+  });
+  test('its own retry series and a success, nothing naming it: the copy is refused (superseded-by-retry), the row stays Completed', async () => {
+    // As the SDK sends them: the failure x and its RetryRequest both name the failed delivery, four failed retries
+    // (each failure and retry naming that retry's delivery) and a success. Nothing names x, so rule 7's history
+    // question finds nothing; rule 8 finds the retry of x's delivery. On the code before, the copy turned the row Failed.
+    const ep = uniq('crm');
+    const eventId = uniq('e');
+    const sessionId = uniq('s');
+    const all = retrySeries(ep, eventId, sessionId, uniq('req'), 5);
+    await oneByOne(all, 1);
+    const completed = (await h.store.getStatusRow(ep, eventId, sessionId))!;
+    const x = all[0]!;
+    assert.equal(completed.status, S.Completed);
+    assert.ok(!completed.appliedMessageIds?.includes(x.messageId!), "the failure's id has dropped off the list");
+    const failedBefore = await failedCount(ep);
+
+    await oneByOne([x], 2);
+    const row = await h.store.getStatusRow(ep, eventId, sessionId);
+    assert.deepEqual([row?.status, row?.lastMessageId, row?.updatedAt], [S.Completed, completed.lastMessageId, completed.updatedAt]);
+    const comments = (await h.store.listAudits(eventId)).items.filter((a) => a.type === 'Comment').map((a) => a.comment);
+    assert.deepEqual(comments, [`Ignored stale ErrorResponse ${x.messageId}: the row already holds a later outcome (superseded-by-retry).`]);
     assert.equal(await failedCount(ep), failedBefore, 'the copy is not counted');
   });
 });

@@ -9,7 +9,7 @@ import {
   MAX_APPLIED_MESSAGE_IDS,
 } from '@nimbus/sdk/contract';
 import type { MessageType, ResolutionStatus } from '@nimbus/sdk/contract';
-import { asksHistoryForCopy, decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
+import { asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, isGuarded, TERMINAL_STATUSES, UnclassifiedWriteError } from './guard.ts';
 
 function incoming(messageType: MessageType, messageId = 'm-new') {
   return { status: resultingStatus(messageType).status, messageType, messageId };
@@ -270,6 +270,38 @@ describe('stale-write guard', () => {
     }
     assert.equal(asksHistoryForCopy(incoming(T.ErrorResponse, 'e'), null), false, 'no row');
     assert.deepEqual(decideStaleWrite({ ...incoming(T.ErrorResponse, 'r1'), supersededInHistory: false }, full), { apply: false, reason: 'already-applied' }, 'on the list: rule 7 as before');
+  });
+
+  test("a Failed ErrorResponse the row does not show is refused when the history holds a RetryRequest for the same delivery (rule 8)", () => {
+    // E answered delivery d and the policy's retry Y named d too; the retries and a success were applied since. E's
+    // copy (its completion lost) or its throttle replacement (its row write never landed) must not turn it Failed.
+    const completed = { ...row(S.Completed, T.ResolutionResponse, 'y4'), lastMessageId: 'ok', appliedMessageIds: ['ok', 'y4', 'e4', 'y3'] };
+    const pending = { ...row(S.Pending, T.RetryRequest, 'd'), lastMessageId: 'y', appliedMessageIds: ['y', 'd'] };
+    for (const [what, r] of [['over the success', completed], ['over the retry itself', pending], ['over a row without the list', { ...row(S.Completed, T.ResolutionResponse), lastMessageId: 'ok' }]] as const) {
+      assert.equal(asksHistoryForRetry(incoming(T.ErrorResponse, 'e'), r), true, what);
+      assert.deepEqual(decideStaleWrite({ ...incoming(T.ErrorResponse, 'e'), retriedInHistory: true }, r), { apply: false, reason: 'superseded-by-retry' }, what);
+      // No retry for that delivery (a final failure: retries exhausted), or not asked: written as before.
+      assert.deepEqual(decideStaleWrite({ ...incoming(T.ErrorResponse, 'e'), retriedInHistory: false }, r), { apply: true }, what);
+      assert.deepEqual(decideStaleWrite(incoming(T.ErrorResponse, 'e'), r), { apply: true }, what);
+    }
+    // Asked independently of the applied ids being full; a copy still on the list keeps rule 7's reason.
+    assert.deepEqual(decideStaleWrite({ ...incoming(T.ErrorResponse, 'e4'), retriedInHistory: true }, completed), { apply: false, reason: 'already-applied' });
+    // Not asked, and an answer given anyway is not read: a dead letter (a final answer), the row's own failure, no
+    // row, a conditional write's view (no last message id), any other type.
+    const deadLetter = { status: S.DeadLettered, messageType: T.ErrorResponse, messageId: 'e' };
+    const cases: Array<[string, ReturnType<typeof incoming>, Parameters<typeof decideStaleWrite>[1]]> = [
+      ['a dead letter', deadLetter, completed],
+      ["the row's own failure", incoming(T.ErrorResponse, 'e'), { ...row(S.Failed, T.ErrorResponse, 'd'), lastMessageId: 'e', appliedMessageIds: ['e', 'd'] }],
+      ['no row', incoming(T.ErrorResponse, 'e'), null],
+      ['a conditional write', incoming(T.ErrorResponse, 'e'), row(S.Completed, T.ResolutionResponse)],
+      ['a success', incoming(T.ResolutionResponse, 'e'), pending],
+      ['a skip', incoming(T.SkipResponse, 'e'), pending],
+      ['a RetryRequest', incoming(T.RetryRequest, 'e'), { ...row(S.Failed, T.ErrorResponse), lastMessageId: 'f', appliedMessageIds: ['f'] }],
+    ];
+    for (const [what, w, r] of cases) {
+      assert.equal(asksHistoryForRetry(w, r), false, what);
+      assert.deepEqual(decideStaleWrite({ ...w, retriedInHistory: true }, r), decideStaleWrite(w, r), what);
+    }
   });
 
   test('a row without applied ids (an older writer, a view built from history) is decided as before', () => {

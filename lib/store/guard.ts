@@ -5,6 +5,7 @@ export {
   isGuarded,
   decideStaleWrite,
   asksHistoryForCopy,
+  asksHistoryForRetry,
   UnclassifiedWriteError,
   type IgnoreReason,
   type GuardDecision,

@@ -39,7 +39,7 @@ import {
   cosmosStatus,
   rethrowCosmos,
 } from './errors.ts';
-import { asksHistoryForCopy, decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowView, type IgnoreReason, type IncomingWrite } from './guard.ts';
+import { asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowView, type IgnoreReason, type IncomingWrite } from './guard.ts';
 import { docId, statusRowId } from './ids.ts';
 import { fingerprintOf } from './fingerprint.ts';
 import { applyGroupTransition, applyGroupTransitions, rebuildFailureGroups } from './failureGroupAggregates.ts';
@@ -282,6 +282,9 @@ function guardView(row: StatusRow | null, expect: RowExpectation | undefined): G
 function claimedAppliedIds(existing: StatusRow | null, claimedId: string): string[] {
   return appliedMessageIdsOf(existing).filter((id) => id !== claimedId);
 }
+
+/** The history's answers the guard reads (IncomingWrite's supersededInHistory, retriedInHistory), those asked. */
+type HistoryAnswer = Pick<IncomingWrite, 'supersededInHistory' | 'retriedInHistory'>;
 
 /** A history write's answer (recordHistory, recordOutcome(s)): whether this call created the entry. */
 type RecordedHistory = { recorded: boolean; entry: HistoryEntry };
@@ -707,8 +710,9 @@ export class MessageStore {
             isGuarded(x.status, x.w.messageType); // throws for a write the guard cannot classify
             const incoming = { status: x.status, messageType: x.w.messageType, messageId: x.w.messageId };
             const view = guardView(existing, expect);
-            // A copy that may be past the row's applied ids needs the history's answer: writeStatus asks it.
-            apply = decideStaleWrite(incoming, view).apply && !asksHistoryForCopy(incoming, view);
+            // A copy that may be past the row's applied ids, or a failure its retry may have superseded, needs the
+            // history's answer: writeStatus asks it.
+            apply = decideStaleWrite(incoming, view).apply && !asksHistoryForCopy(incoming, view) && !asksHistoryForRetry(incoming, view);
           } catch {
             apply = false; // an unclassified write: writeStatus reports it
           }
@@ -996,11 +1000,13 @@ export class MessageStore {
   }
 
   /**
-   * `incoming` with the history's answer rule 7 reads past the row's applied ids (asksHistoryForCopy), when the guard
-   * needs it: one query in the event's partition, for a terminal response that is not among a full list of applied
-   * ids. Not for a message whose history entry this call created (`firstRecorded`): its first arrival, which no row
-   * can have applied (the Resolver records history before the row, and Reconcile re-applies from history), so a new
-   * response on a long row costs no query; a copy, a throttle replacement and a redelivery whose history landed
+   * `incoming` with the history's answers the guard reads when it needs them: rule 7's past the row's applied ids
+   * (asksHistoryForCopy: a terminal response not among a full list) and rule 8's (asksHistoryForRetry: a Failed
+   * ErrorResponse the row does not show, whose failed delivery a RetryRequest may have answered since). One query in
+   * the event's partition for either or both. Not for a message whose history entry this call created
+   * (`firstRecorded`): its first arrival, which no row can have applied (the Resolver records history before the
+   * row, and Reconcile re-applies from history) and which comes before its own retry (the same session, enqueued
+   * first), so a new response costs no query; a copy, a throttle replacement and a redelivery whose history landed
    * before find their entry there and are asked.
    */
   async #withHistoryAnswer(
@@ -1008,15 +1014,22 @@ export class MessageStore {
     view: GuardedRowView | null,
     w: z.output<typeof statusWriteSchema>,
     firstRecorded: ReadonlySet<string>,
-    answers: Map<string, boolean>,
+    answers: Map<string, HistoryAnswer>,
   ): Promise<IncomingWrite> {
-    if (firstRecorded.has(w.messageId) || !asksHistoryForCopy(incoming, view)) return incoming;
-    let superseded = answers.get(w.messageId);
-    if (superseded === undefined) {
-      superseded = await this.#namedAsParent(w.eventId, w.endpointId, w.sessionId, w.messageId);
-      answers.set(w.messageId, superseded);
+    // Refused without them (rule 7 within the list, rules 2-6): nothing to ask.
+    if (firstRecorded.has(w.messageId) || !decideStaleWrite(incoming, view).apply) return incoming;
+    const askCopy = asksHistoryForCopy(incoming, view);
+    // A failure without a parent names no delivery a retry could have answered.
+    const retryOf = asksHistoryForRetry(incoming, view) && w.parentMessageId ? w.parentMessageId : undefined;
+    if (!askCopy && retryOf === undefined) return incoming;
+    // Keyed on the questions too: a later attempt over another version may ask one the first did not.
+    const key = `${w.messageId}\u0000${askCopy}\u0000${retryOf ?? ''}`;
+    let answer = answers.get(key);
+    if (answer === undefined) {
+      answer = await this.#historyAnswer(w.eventId, w.endpointId, w.sessionId, askCopy ? w.messageId : undefined, retryOf);
+      answers.set(key, answer);
     }
-    return { ...incoming, supersededInHistory: superseded };
+    return { ...incoming, ...answer };
   }
 
   async #writeStatus(
@@ -1075,8 +1088,8 @@ export class MessageStore {
     const first = writes[0]!.w;
     /** A landed write in doubt whose counter delta could not be applied either: reported for a recount. */
     let landedUncounted = false;
-    /** The history's answers for rule 7 (asksHistoryForCopy), by message id: asked once per call, not per attempt. */
-    const historyAnswers = new Map<string, boolean>();
+    /** The history's answers for rules 7 and 8 (#withHistoryAnswer), by message and question: asked once per call, not per attempt. */
+    const historyAnswers = new Map<string, HistoryAnswer>();
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       // Attempt 1 may decide without a read: from the cached version, or - for a request copy, which normally
       // opens its row - by assuming there is no row yet. Either way the write itself is conditional (If-Match
@@ -1936,14 +1949,26 @@ export class MessageStore {
   }
 
   /**
-   * Whether an entry of one endpoint's session names `messageId` as its parent and is not history-only (a notice, the
-   * deferred processor's trigger, a refused unauthorised command never wrote the row, and one may name anything): the
-   * history's answer for the stale-write guard's rule 7 past the row's applied ids (asksHistoryForCopy). A query in the
-   * event's partition that stops at the first such entry.
+   * The history's answers for the stale-write guard, from the entries of one endpoint's session that are not
+   * history-only (a notice, the deferred processor's trigger, a refused unauthorised command never wrote the row, and
+   * one may name anything): with `copyOf`, whether one names that message as its parent (rule 7 past the row's
+   * applied ids, asksHistoryForCopy); with `retryOf`, whether one is a RetryRequest naming that delivery as its
+   * parent (rule 8, asksHistoryForRetry). One query in the event's partition that stops at the first such entry:
+   * when both are asked and that entry answers one, the other is answered false - the write is refused either way.
    */
-  async #namedAsParent(eventId: string, endpointId: string, sessionId: string, messageId: string): Promise<boolean> {
-    const found = await this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, 'c.parentMessageId = @parent', [{ name: '@parent', value: messageId }], 1, 'history parent link', (h) => !isHistoryOnly(h));
-    return found.items.length > 0;
+  async #historyAnswer(eventId: string, endpointId: string, sessionId: string, copyOf: string | undefined, retryOf: string | undefined): Promise<HistoryAnswer> {
+    const copy = 'c.parentMessageId = @self';
+    const retry = '(c.parentMessageId = @parent AND c.messageType = @retry)';
+    const where = copyOf !== undefined && retryOf !== undefined ? `(${copy} OR ${retry})` : copyOf !== undefined ? copy : retry;
+    const params: SqlParameter[] = [
+      ...(copyOf !== undefined ? [{ name: '@self', value: copyOf }] : []),
+      ...(retryOf !== undefined ? [{ name: '@parent', value: retryOf }, { name: '@retry', value: MessageType.RetryRequest }] : []),
+    ];
+    const [found] = (await this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, 1, 'history parent link', (h) => !isHistoryOnly(h))).items;
+    const answer: HistoryAnswer = {};
+    if (copyOf !== undefined) answer.supersededInHistory = found !== undefined && found.parentMessageId === copyOf;
+    if (retryOf !== undefined) answer.retriedInHistory = found !== undefined && found.messageType === MessageType.RetryRequest && found.parentMessageId === retryOf;
+    return answer;
   }
 
   /**

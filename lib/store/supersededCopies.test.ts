@@ -1,8 +1,10 @@
 // A terminal copy that comes back after more than 7 later messages of its row: its id has dropped off the row's
 // `appliedMessageIds` (8 kept), so the stale-write guard's rule 7 reads the history's answer instead - an entry that
 // names the copy as its parent (the operator's resubmission of a Failed row) proves the row applied it - and refuses
-// it, by both store write paths; a first application past the list, which nothing names, still writes. On the
-// embedded Cosmos server with the real client.
+// it, by both store write paths; a first application past the list, which nothing names, still writes. And a failure
+// its own retry superseded (rule 8): an ErrorResponse whose failed delivery the history shows a RetryRequest for,
+// coming back after the retries and their outcome (a copy, or a replacement whose row write never landed), is
+// refused; a final failure, with no retry beside it, is not. On the embedded Cosmos server with the real client.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
@@ -77,9 +79,10 @@ describe('a terminal copy past the row\'s applied ids', () => {
   });
 
   /**
-   * A row past its list whose failure's history entry landed while its row write did not (a 429 between the two, then
-   * its replacement waits; or a crash, then a redelivery): meanwhile the subscriber's retry series (its retries name
-   * the failed delivery, not the failure) and a success.
+   * A row past its list whose final failure's history entry landed while its row write did not (a 429 between the
+   * two, then its replacement waits; or a crash, then a redelivery): meanwhile a resubmission of the row, its retry
+   * series and a success. No retry names the failed delivery (retries exhausted: the SDK sent none beside it), so
+   * rule 8 does not refuse it either.
    */
   async function failureNeverApplied() {
     const ep = uniq('ep');
@@ -92,7 +95,9 @@ describe('a terminal copy past the row\'s applied ids', () => {
     // Manager's own commands answer the row's last message, so they cannot name a response whose row write never
     // landed.
     await f.store.recordHistory(asHistory(msg(T.SkipRequest, { endpointId: ep, eventId: 'e', from: 'shop', to: ep, parentMessageId: failure.messageId })));
-    for (const w of series(ep, request.messageId, 4)) assert.equal((await record(w)).status.outcome, 'written');
+    const resubmit = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', from: 'Manager', to: ep, parentMessageId: request.messageId });
+    await record(resubmit);
+    for (const w of series(ep, resubmit.messageId, 4)) assert.equal((await record(w)).status.outcome, 'written');
     const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
     assert.equal(row.status, S.Completed);
     assert.equal(row.appliedMessageIds?.length, MAX_APPLIED_MESSAGE_IDS);
@@ -117,6 +122,106 @@ describe('a terminal copy past the row\'s applied ids', () => {
   });
 });
 
+describe('a failure its own retry superseded (rule 8)', () => {
+  const failureOf = (ep: string, delivery: string) =>
+    msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: delivery, errorType: 'E', errorText: 'boom' });
+  /** A request recorded, and its failure's history entry alone: its row write "lost" (a 429, then the replacement waits). */
+  async function failureNotWritten() {
+    const ep = uniq('ep');
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep });
+    await record(request);
+    const failure = failureOf(ep, request.messageId);
+    await f.store.recordHistory(asHistory(failure));
+    return { ep, request, failure };
+  }
+  /** Refused superseded-by-retry by recordOutcome, recordOutcomes (beside the last message's copy) and writeStatuses. */
+  async function assertRefusedByEveryPath(ep: string, failure: StatusWrite, last: StatusWrite, status: S) {
+    const single = await record(failure);
+    assert.equal(single.history.recorded, false, 'its history entry was there already');
+    assert.deepEqual(single.status.outcome === 'ignored' && single.status.reason, 'superseded-by-retry');
+    const lot = await f.store.recordOutcomes([failure, last].map((w) => ({ history: asHistory(w), status: w })));
+    assert.deepEqual(lot[0]!.status.outcome === 'ignored' && lot[0]!.status.reason, 'superseded-by-retry');
+    const [bulk] = await f.store.writeStatuses([{ input: failure }]);
+    assert.ok(bulk?.ok && bulk.value.outcome === 'ignored');
+    assert.equal(bulk.value.reason, 'superseded-by-retry');
+    const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    assert.deepEqual([row.status, row.lastMessageId], [status, last.messageId]);
+  }
+
+  test("the first failure's copy after its retry series and a success (past the applied ids): refused, the row stays Completed", async () => {
+    const ep = uniq('ep');
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep });
+    await record(request);
+    // E and its retry Y (both naming the request's delivery), four failed retries and a success: as the SDK sends them.
+    const all = series(ep, request.messageId, 5);
+    for (const w of all) assert.equal((await record(w)).status.outcome, 'written');
+    const failure = all[0]!;
+    const before = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    assert.equal(before.status, S.Completed);
+    assert.ok(!before.appliedMessageIds?.includes(failure.messageId), "the failure's id has dropped off the list");
+    // Its copy (its completion lost): on the code before, written, Failed for good.
+    await assertRefusedByEveryPath(ep, failure, all.at(-1)!, S.Completed);
+  });
+
+  test("a failure whose row write never landed, after its retry and a success (a throttle replacement): refused, the row stays Completed", async () => {
+    const { ep, request, failure } = await failureNotWritten();
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: request.messageId, retryCount: 1 });
+    const success = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retry.messageId });
+    for (const w of [retry, success]) assert.equal((await record(w)).status.outcome, 'written');
+    // Its replacement keeps its MessageId: on the code before, written, Failed for good.
+    await assertRefusedByEveryPath(ep, failure, success, S.Completed);
+  });
+
+  test('a retry refused as late (the event skipped meanwhile) still supersedes its failure: the row stays Skipped', async () => {
+    const { ep, request, failure } = await failureNotWritten();
+    const skip = msg(T.SkipRequest, { endpointId: ep, eventId: 'e', from: 'Manager', to: ep, parentMessageId: request.messageId });
+    const skipped = msg(T.SkipResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: skip.messageId });
+    for (const w of [skip, skipped]) assert.equal((await record(w)).status.outcome, 'written');
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: request.messageId, retryCount: 1 });
+    const late = await record(retry);
+    assert.deepEqual(late.status.outcome === 'ignored' && late.status.reason, 'retry-after-settlement');
+    await assertRefusedByEveryPath(ep, failure, skipped, S.Skipped);
+  });
+
+  test('a final failure (no retry beside it) whose row write never landed is written after another message; so is a failure of another delivery', async () => {
+    for (const path of ['recordOutcome', 'writeStatuses'] as const) {
+      const { ep, request, failure: final } = await failureNotWritten();
+      // A retry of another delivery of the event (a resubmission's) does not name the failed one.
+      const resubmit = msg(T.ResubmissionRequest, { endpointId: ep, eventId: 'e', from: 'Manager', to: ep, parentMessageId: request.messageId });
+      await record(resubmit);
+      await record(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: resubmit.messageId, retryCount: 1 }));
+      if (path === 'recordOutcome') {
+        const single = await record(final);
+        assert.equal(single.history.recorded, false);
+        assert.equal(single.status.outcome, 'written', 'unchanged: a first application, nothing retried its delivery');
+      } else {
+        const [bulk] = await f.store.writeStatuses([{ input: final }]);
+        assert.ok(bulk?.ok && bulk.value.outcome === 'written', path);
+      }
+      assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed, path);
+    }
+  });
+
+  test('the normal order, the failure then its retry, writes both: one by one and in one row group', async () => {
+    const ep = uniq('ep');
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep });
+    await record(request);
+    const failure = failureOf(ep, request.messageId);
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: request.messageId, retryCount: 1 });
+    assert.equal((await record(failure)).status.outcome, 'written');
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed);
+    assert.equal((await record(retry)).status.outcome, 'written');
+    // The next delivery's failure and retry in one receive: the history of both is written first, the failure's
+    // entry by this call (recorded), so it is not asked.
+    const failure2 = failureOf(ep, retry.messageId);
+    const retry2 = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: retry.messageId, retryCount: 2 });
+    const lot = await f.store.recordOutcomes([failure2, retry2].map((w) => ({ history: asHistory(w), status: w })));
+    assert.deepEqual(lot.map((r) => r.status.outcome), ['written', 'written']);
+    const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    assert.deepEqual([row.status, row.lastMessageId], [S.Pending, retry2.messageId]);
+  });
+});
+
 describe('what the history query costs', () => {
   let p: ProxiedStoreFixture;
   before(async () => {
@@ -136,13 +241,46 @@ describe('what the history query costs', () => {
     for (const w of series(ep, request.messageId, 4)) await rec(w);
     // A new failure over the full list: its id is not on it, but this call created its history entry.
     const from = p.proxy.seen.length;
-    const fresh = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: request.messageId, errorType: 'E', errorText: 'late' });
+    // A final failure of another delivery (no retry names it), so rule 8's question finds nothing either.
+    const fresh = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: uniq('final-delivery'), errorType: 'E', errorText: 'late' });
     assert.equal((await rec(fresh)).status.outcome, 'written');
     assert.equal(historyQueries(from), 0, 'the common path asks nothing');
     // Eight more messages push it off the list; then its copy is asked about (nothing names it: written again).
     for (const w of series(ep, request.messageId, 4).slice(0, 8)) await rec(w);
     const before = p.proxy.seen.length;
     assert.equal((await rec(fresh)).status.outcome, 'written');
-    assert.equal(historyQueries(before), 1);
+    assert.equal(historyQueries(before), 1, "rule 7's and rule 8's questions in one query");
+  });
+
+  test("a failure's first arrival sends none, alone or in a row group with its retry; its replacement sends one", async () => {
+    const ep = uniq('ep');
+    const rec = (w: StatusWrite) => p.store.recordOutcome({ history: asHistory(w), status: w });
+    const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep });
+    await rec(request);
+    const failure = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: request.messageId, errorType: 'E', errorText: 'boom' });
+    const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: request.messageId, retryCount: 1 });
+    let from = p.proxy.seen.length;
+    assert.equal((await rec(failure)).status.outcome, 'written');
+    assert.equal((await rec(retry)).status.outcome, 'written');
+    assert.equal(historyQueries(from), 0, 'one by one');
+    const failure2 = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retry.messageId, errorType: 'E', errorText: 'again' });
+    const retry2 = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: retry.messageId, retryCount: 2 });
+    from = p.proxy.seen.length;
+    const lot = await p.store.recordOutcomes([failure2, retry2].map((w) => ({ history: asHistory(w), status: w })));
+    assert.deepEqual(lot.map((r) => r.status.outcome), ['written', 'written']);
+    assert.equal(historyQueries(from), 0, 'in one row group');
+    // A copy still on the applied ids: rule 7 refuses it, nothing asked.
+    from = p.proxy.seen.length;
+    const copy = await rec(failure2);
+    assert.deepEqual(copy.status.outcome === 'ignored' && copy.status.reason, 'already-applied');
+    assert.equal(historyQueries(from), 0, 'rule 7 decides first');
+    // A failure whose row write never landed (its history alone), then its retry: its replacement asks once.
+    const failure3 = msg(T.ErrorResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retry2.messageId, errorType: 'E', errorText: 'third' });
+    await p.store.recordHistory(asHistory(failure3));
+    await rec(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: retry2.messageId, retryCount: 3 }));
+    from = p.proxy.seen.length;
+    const replacement = await rec(failure3);
+    assert.deepEqual(replacement.status.outcome === 'ignored' && replacement.status.reason, 'superseded-by-retry');
+    assert.equal(historyQueries(from), 1);
   });
 });

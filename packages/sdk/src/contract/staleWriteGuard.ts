@@ -2,7 +2,8 @@
 // the Resolver applies it to every status write and the SDK's test harness projects outcomes with the same rule.
 // Pure: it decides from the incoming write and a few fields of the stored row (status, the type that last wrote
 // it, its ParentMessageId, and - when the row keeps them - the ids of the messages applied to it), and, for a copy
-// past those ids, the history's answer the caller looked up (asksHistoryForCopy). The store applies it inside an
+// past those ids or an ErrorResponse its own retry may have superseded, the history's answers the caller looked up
+// (asksHistoryForCopy, asksHistoryForRetry). The store applies it inside an
 // etag-conditional write, so the decision and the write are one atomic step.
 import { MAX_APPLIED_MESSAGE_IDS } from './appliedMessageIds.ts';
 import { isRequestType } from './attribution.ts';
@@ -44,7 +45,13 @@ export type IgnoreReason =
    * `appliedMessageIds` but not its last, or - past those - the history shows a later message answering it): a copy
    * that came back alone. Asked of terminal writes and console commands.
    */
-  | 'already-applied';
+  | 'already-applied'
+  /**
+   * A Failed ErrorResponse the row does not show, whose failed delivery the retry policy answered with a
+   * RetryRequest too (the history holds one naming the same parent): the SDK sends that retry only beside a failure
+   * it will retry, so the failure is not the delivery's last word - a copy, or a throttle replacement, after it.
+   */
+  | 'superseded-by-retry';
 
 export type GuardDecision = { apply: true } | { apply: false; reason: IgnoreReason };
 
@@ -72,6 +79,12 @@ export interface IncomingWrite {
    * asked, and the rule that reads it does not apply.
    */
   supersededInHistory?: boolean | undefined;
+  /**
+   * The history's answer to asksHistoryForRetry, when that asked: whether an entry of the row's session that is not
+   * history-only is a RetryRequest naming the same parent (the failed delivery) as this ErrorResponse. Absent: not
+   * asked, and the rule that reads it does not apply.
+   */
+  retriedInHistory?: boolean | undefined;
 }
 
 /**
@@ -106,6 +119,26 @@ export function asksHistoryForCopy(incoming: IncomingWrite, row: GuardedRowView 
     row.appliedMessageIds.length >= MAX_APPLIED_MESSAGE_IDS &&
     row.lastMessageId !== incoming.messageId &&
     !row.appliedMessageIds.includes(incoming.messageId)
+  );
+}
+
+/**
+ * Whether rule 8 needs the history's answer (IncomingWrite.retriedInHistory): an ErrorResponse writing Failed that
+ * the row does not show. The retry policy sends a RetryRequest naming the failed delivery beside the ErrorResponse
+ * naming it (buildRetryRequest), so a retry found for the same parent answered that delivery after the failure, and
+ * the failure applied now would show as Failed an event that is being, or was, retried. Independent of the applied
+ * ids (a copy whose id is still on the list is rule 7's; one past it, or a throttle replacement whose own row write
+ * never landed, is this rule's). Not a DeadLettered write (a final answer, not retried), not a write over the row's
+ * own failure (it changes nothing), not a view without the row's last message id (a conditional write names the
+ * version it replaces, docs/resolver.md). The store asks only for a message whose history entry was there before
+ * its record (a copy, a throttle replacement, a redelivery): a failure's first arrival comes before its retry.
+ */
+export function asksHistoryForRetry(incoming: IncomingWrite, row: GuardedRowView | null): boolean {
+  if (row === null || row.lastMessageId === undefined) return false;
+  return (
+    incoming.messageType === MessageType.ErrorResponse &&
+    incoming.status === ResolutionStatus.Failed &&
+    row.lastMessageId !== incoming.messageId
   );
 }
 
@@ -169,6 +202,14 @@ export function decideStaleWrite(incoming: IncomingWrite, row: GuardedRowView | 
     (isAppliedCopy(incoming.messageId, row) || (incoming.supersededInHistory === true && asksHistoryForCopy(incoming, row)))
   )
     return { apply: false, reason: 'already-applied' };
+  // Rule 8: a failure its own retry superseded. The retry policy's RetryRequest names the failed delivery, as the
+  // ErrorResponse beside it does, and is sent only beside a failure it will retry, so once the history holds that
+  // retry the failure is not the delivery's last word, whether or not its own row write landed (a copy whose
+  // completion was lost, or the Resolver's throttle replacement of it, coming back after the retries and their
+  // outcome were applied). Applied, it turned the retry's outcome (Completed) Failed for good. A retry the guard
+  // refused as late (rule 5) counts too: the event was settled meanwhile, and that settlement stays.
+  if (decision.apply && incoming.retriedInHistory === true && asksHistoryForRetry(incoming, row))
+    return { apply: false, reason: 'superseded-by-retry' };
   return decision;
 }
 

@@ -77,4 +77,25 @@ describe('the harness applies the already-applied rule as the Resolver does', ()
     // A failure nothing names applies past the list as before (a new outcome, terminal: last writer wins).
     assert.equal(book.record(fromBilling('err-late', T.ErrorResponse, delivery))?.status, S.Failed);
   });
+
+  test("a failure's copy after its own retry series and a success is refused (superseded-by-retry): the row stays Completed", () => {
+    const book = new OutcomeBook();
+    const fromBilling = (id: string, type: string, parent: string) => received(id, type, { [Prop.From]: 'billing', [Prop.To]: Address.Manager, [Prop.ParentMessageId]: parent });
+    const toBilling = (id: string, type: string, parent: string) => received(id, type, { [Prop.From]: Address.Manager, [Prop.To]: 'billing', [Prop.ParentMessageId]: parent });
+    book.record(received('req', T.EventRequest, { [Prop.From]: 'shop', [Prop.To]: 'billing' }));
+    // As the SDK sends them: each failed delivery's ErrorResponse and RetryRequest both name that delivery, so
+    // nothing names err-1; five failures and a success push it off the applied ids.
+    let delivery = 'req';
+    for (let i = 1; i <= 5; i++) {
+      book.record(fromBilling(`err-${i}`, T.ErrorResponse, delivery));
+      book.record(toBilling(`retry-${i}`, T.RetryRequest, delivery));
+      delivery = `retry-${i}`;
+    }
+    assert.equal(book.record(fromBilling('ok', T.ResolutionResponse, delivery))?.status, S.Completed);
+    const row = book.record(fromBilling('err-1', T.ErrorResponse, 'req'))!;
+    assert.equal(row.status, S.Completed, 'the copy does not set the row back to Failed');
+    assert.equal(row.history.at(-1)?.ignored, 'superseded-by-retry');
+    // A final failure (no retry names its delivery) applies as before.
+    assert.equal(book.record(fromBilling('err-final', T.ErrorResponse, 'ok'))?.status, S.Failed);
+  });
 });

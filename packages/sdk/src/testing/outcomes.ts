@@ -8,7 +8,7 @@ import { endpointOf, isHistoryOnly } from '../contract/attribution.ts';
 import { decodeBody } from '../contract/envelope.ts';
 import { MessageType, parseMessageType } from '../contract/messageTypes.ts';
 import { Prop } from '../contract/properties.ts';
-import { asksHistoryForCopy, decideStaleWrite, type IgnoreReason } from '../contract/staleWriteGuard.ts';
+import { asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, type IgnoreReason } from '../contract/staleWriteGuard.ts';
 import { resultingStatus, ResolutionStatus, type PendingSubStatus } from '../contract/statuses.ts';
 
 /** One message about an event, as the event's history shows it. */
@@ -126,9 +126,11 @@ export function readOutcomeMessage(m: ServiceBusReceivedMessage): ReadMessage | 
  * them (contract/appliedMessageIds.ts), so a terminal copy that comes back after a later message is refused
  * (already-applied) here as the Resolver refuses it, instead of setting the row back. `namedAsParent`: the
  * ParentMessageIds of the row's messages that are not history-only, the history's answer the Resolver queries for a
- * copy past the applied ids (asksHistoryForCopy), so the book refuses those copies too.
+ * copy past the applied ids (asksHistoryForCopy), so the book refuses those copies too. `retriedParents`: the
+ * ParentMessageIds of the row's RetryRequests (the failed deliveries the retry policy answered), the history's answer
+ * for a failure its own retry superseded (asksHistoryForRetry).
  */
-type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[]; namedAsParent: Set<string> };
+type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[]; namedAsParent: Set<string>; retriedParents: Set<string> };
 
 /** Status rows by endpoint and event, folded from Resolver messages in arrival order. */
 export class OutcomeBook {
@@ -165,8 +167,12 @@ export class OutcomeBook {
         }
       : null;
     const incoming = { status, messageType: m.messageType, messageId: m.messageId };
-    const decision = decideStaleWrite(asksHistoryForCopy(incoming, view) ? { ...incoming, supersededInHistory: row!.namedAsParent.has(m.messageId) } : incoming, view);
+    const answered = asksHistoryForCopy(incoming, view) ? { ...incoming, supersededInHistory: row!.namedAsParent.has(m.messageId) } : incoming;
+    const retried = asksHistoryForRetry(answered, view) && m.parentMessageId !== undefined ? { ...answered, retriedInHistory: row!.retriedParents.has(m.parentMessageId) } : answered;
+    const decision = decideStaleWrite(retried, view);
+    const retryOf = m.messageType === MessageType.RetryRequest ? m.parentMessageId : undefined;
     if (row && m.parentMessageId !== undefined) row.namedAsParent.add(m.parentMessageId);
+    if (row && retryOf !== undefined) row.retriedParents.add(retryOf);
     if (!decision.apply) {
       entry.ignored = decision.reason;
       row?.history.push(entry);
@@ -185,6 +191,7 @@ export class OutcomeBook {
       parentMessageId: m.parentMessageId ?? null,
       appliedMessageIds: nextAppliedMessageIds(row ? { lastMessageId: row.messageId, appliedMessageIds: row.appliedMessageIds } : null, m.messageId),
       namedAsParent: row?.namedAsParent ?? new Set(m.parentMessageId !== undefined ? [m.parentMessageId] : []),
+      retriedParents: row?.retriedParents ?? new Set(retryOf !== undefined ? [retryOf] : []),
       history: row?.history ?? [],
     };
     const eventTypeId = m.eventTypeId ?? row?.eventTypeId;
@@ -239,6 +246,6 @@ export class OutcomeBook {
 }
 
 function publicView(row: BookRow): EventOutcome {
-  const { parentMessageId: _parent, appliedMessageIds: _applied, namedAsParent: _named, ...rest } = row;
+  const { parentMessageId: _parent, appliedMessageIds: _applied, namedAsParent: _named, retriedParents: _retried, ...rest } = row;
   return { ...rest, history: [...rest.history] };
 }
