@@ -1026,7 +1026,8 @@ export class MessageStore {
     const key = `${w.messageId}\u0000${askCopy}\u0000${retryOf ?? ''}`;
     let answer = answers.get(key);
     if (answer === undefined) {
-      answer = await this.#historyAnswer(w.eventId, w.endpointId, w.sessionId, askCopy ? w.messageId : undefined, retryOf);
+      const retry = retryOf !== undefined ? { parent: retryOf, at: w.enqueuedAt } : undefined;
+      answer = await this.#historyAnswer(w.eventId, w.endpointId, w.sessionId, askCopy ? w.messageId : undefined, retry);
       answers.set(key, answer);
     }
     return { ...incoming, ...answer };
@@ -1953,21 +1954,45 @@ export class MessageStore {
    * history-only (a notice, the deferred processor's trigger, a refused unauthorised command never wrote the row, and
    * one may name anything): with `copyOf`, whether one names that message as its parent (rule 7 past the row's
    * applied ids, asksHistoryForCopy); with `retryOf`, whether one is a RetryRequest naming that delivery as its
-   * parent (rule 8, asksHistoryForRetry). One query in the event's partition that stops at the first such entry:
-   * when both are asked and that entry answers one, the other is answered false - the write is refused either way.
+   * parent, enqueued no earlier than the failure (`at`, its enqueuedAt) (rule 8, asksHistoryForRetry). One query in
+   * the event's partition that stops at the first such entry: when both are asked and that entry answers one, the
+   * other is answered false - the write is refused either way.
+   *
+   * Why the enqueue time: the retry that supersedes a failure is the one the SDK scheduled after sending it (decide.ts
+   * sends the ErrorResponse, then schedules the RetryRequest; a scheduled message's enqueue time is when it became
+   * active, later still), so it is never enqueued before the failure. An SDK before per-delivery retry ids derived
+   * them from the event (deriveId('retry', eventId, n)), so an earlier series' retry of the same event can name the
+   * same delivery id as a later series' final failure; without the bound it refused that final failure and left the
+   * row Pending with the session blocked. Compared as stored (ISO strings, as listHistoryAfter compares them); a
+   * write without an enqueue time (null) is asked without the bound, as before.
    */
-  async #historyAnswer(eventId: string, endpointId: string, sessionId: string, copyOf: string | undefined, retryOf: string | undefined): Promise<HistoryAnswer> {
+  async #historyAnswer(
+    eventId: string,
+    endpointId: string,
+    sessionId: string,
+    copyOf: string | undefined,
+    retryOf: { parent: string; at: string | null } | undefined,
+  ): Promise<HistoryAnswer> {
     const copy = 'c.parentMessageId = @self';
-    const retry = '(c.parentMessageId = @parent AND c.messageType = @retry)';
+    const at = retryOf?.at ?? null;
+    const since = at !== null ? ' AND c.enqueuedAt >= @at' : '';
+    const retry = `(c.parentMessageId = @parent AND c.messageType = @retry${since})`;
     const where = copyOf !== undefined && retryOf !== undefined ? `(${copy} OR ${retry})` : copyOf !== undefined ? copy : retry;
     const params: SqlParameter[] = [
       ...(copyOf !== undefined ? [{ name: '@self', value: copyOf }] : []),
-      ...(retryOf !== undefined ? [{ name: '@parent', value: retryOf }, { name: '@retry', value: MessageType.RetryRequest }] : []),
+      ...(retryOf !== undefined ? [{ name: '@parent', value: retryOf.parent }, { name: '@retry', value: MessageType.RetryRequest }] : []),
+      ...(at !== null ? [{ name: '@at', value: at }] : []),
     ];
     const [found] = (await this.#sessionHistoryNewestFirst(eventId, endpointId, sessionId, where, params, 1, 'history parent link', (h) => !isHistoryOnly(h))).items;
     const answer: HistoryAnswer = {};
     if (copyOf !== undefined) answer.supersededInHistory = found !== undefined && found.parentMessageId === copyOf;
-    if (retryOf !== undefined) answer.retriedInHistory = found !== undefined && found.messageType === MessageType.RetryRequest && found.parentMessageId === retryOf;
+    if (retryOf !== undefined) {
+      answer.retriedInHistory =
+        found !== undefined &&
+        found.messageType === MessageType.RetryRequest &&
+        found.parentMessageId === retryOf.parent &&
+        (at === null || found.enqueuedAt >= at);
+    }
     return answer;
   }
 

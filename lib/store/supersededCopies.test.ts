@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import type { HistoryWrite, StatusWrite } from './schemas.ts';
 import { MAX_APPLIED_MESSAGE_IDS } from './appliedMessages.ts';
-import { msg, startProxiedStoreFixture, startStoreFixture, uniq, type ProxiedStoreFixture, type StoreFixture } from './testing/fixtures.ts';
+import { at, msg, startProxiedStoreFixture, startStoreFixture, uniq, type ProxiedStoreFixture, type StoreFixture } from './testing/fixtures.ts';
 
 let f: StoreFixture;
 before(async () => {
@@ -200,6 +200,39 @@ describe('a failure its own retry superseded (rule 8)', () => {
       }
       assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Failed, path);
     }
+  });
+
+  test("an older SDK's retry ids repeat from one series to the next: a later series' final failure is not refused by an earlier series' retry", async () => {
+    // SDKs before per-delivery retry ids derived a retry's MessageId from the event and its count, so the retry
+    // deliveries of two series of one event share ids, and so do the parents of their failures and next retries.
+    const ep = uniq('ep');
+    const oldRetryId = (n: number) => `retry-${ep}-${n}`;
+    const t = (w: StatusWrite, s: number): StatusWrite => ({ ...w, enqueuedAt: at(s) });
+    // Series 1: the delivery fails, retry 1 fails and schedules retry 2 (naming retry 1's id), retry 2 succeeds.
+    const d1 = t(msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep }), 0);
+    const r1 = t(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, messageId: oldRetryId(1), parentMessageId: d1.messageId, retryCount: 1 }), 2);
+    const r2 = t(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, messageId: oldRetryId(2), parentMessageId: r1.messageId, retryCount: 2 }), 4);
+    const ok = t(msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: r2.messageId }), 5);
+    for (const w of [d1, t(failureOf(ep, d1.messageId), 1), r1, t(failureOf(ep, r1.messageId), 3), r2, ok]) assert.equal((await record(w)).status.outcome, 'written');
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed);
+    // Series 2: the event delivered again fails; its retry 1 carries retry 1's id again (applied over Failed) and
+    // fails with an error the policy does not retry: its failure, naming that id, is the last word.
+    const d2 = t(msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep }), 10);
+    await record(d2);
+    assert.equal((await record(t(failureOf(ep, d2.messageId), 11))).status.outcome, 'written');
+    const r1Again = t(msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, messageId: oldRetryId(1), parentMessageId: d2.messageId, retryCount: 1 }), 12);
+    assert.equal((await record(r1Again)).status.outcome, 'written');
+    assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Pending);
+    // Its history lands, its row write does not (a 429); its replacement (the same enqueue time) is asked rule 8's
+    // question and finds series 1's retry 2, which names the same id but was enqueued before it. On the code before,
+    // refused superseded-by-retry: the row stayed Pending, the session blocked, nothing to retry it.
+    const final = t(failureOf(ep, oldRetryId(1)), 13);
+    await f.store.recordHistory(asHistory(final));
+    const replacement = await record(final);
+    assert.equal(replacement.history.recorded, false, 'its history entry was there: the store asked the history');
+    assert.equal(replacement.status.outcome, 'written');
+    const row = (await f.store.getStatusRow(ep, 'e', 's-1'))!;
+    assert.deepEqual([row.status, row.lastMessageId], [S.Failed, final.messageId]);
   });
 
   test('the normal order, the failure then its retry, writes both: one by one and in one row group', async () => {

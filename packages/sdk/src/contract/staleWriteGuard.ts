@@ -81,8 +81,10 @@ export interface IncomingWrite {
   supersededInHistory?: boolean | undefined;
   /**
    * The history's answer to asksHistoryForRetry, when that asked: whether an entry of the row's session that is not
-   * history-only is a RetryRequest naming the same parent (the failed delivery) as this ErrorResponse. Absent: not
-   * asked, and the rule that reads it does not apply.
+   * history-only is a RetryRequest naming the same parent (the failed delivery) as this ErrorResponse, enqueued no
+   * earlier than it (the SDK schedules the retry after sending the failure; an older SDK's retry ids repeat from one
+   * series to the next, so an earlier series' retry may name the same id). Absent: not asked, and the rule that reads
+   * it does not apply.
    */
   retriedInHistory?: boolean | undefined;
 }

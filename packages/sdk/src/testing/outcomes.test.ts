@@ -98,4 +98,25 @@ describe('the harness applies the already-applied rule as the Resolver does', ()
     // A final failure (no retry names its delivery) applies as before.
     assert.equal(book.record(fromBilling('err-final', T.ErrorResponse, 'ok'))?.status, S.Failed);
   });
+
+  test("an older SDK's repeated retry ids: a later series' final failure is not refused by an earlier series' retry (enqueued before it)", () => {
+    const book = new OutcomeBook();
+    // Retry ids derived from the event and the count (SDKs before per-delivery ids) repeat in the second series.
+    const atSecond = (s: number, m: ServiceBusReceivedMessage) => ({ ...m, enqueuedTimeUtc: new Date(Date.parse('2026-12-02T10:00:00.000Z') + s * 1000) }) as ServiceBusReceivedMessage;
+    const fromBilling = (s: number, id: string, type: string, parent: string) => atSecond(s, received(id, type, { [Prop.From]: 'billing', [Prop.To]: Address.Manager, [Prop.ParentMessageId]: parent }));
+    const toBilling = (s: number, id: string, type: string, parent: string) => atSecond(s, received(id, type, { [Prop.From]: Address.Manager, [Prop.To]: 'billing', [Prop.ParentMessageId]: parent }));
+    book.record(atSecond(0, received('d1', T.EventRequest, { [Prop.From]: 'shop', [Prop.To]: 'billing' })));
+    book.record(fromBilling(1, 'err-1', T.ErrorResponse, 'd1'));
+    book.record(toBilling(2, 'retry-e-1', T.RetryRequest, 'd1'));
+    book.record(fromBilling(3, 'err-2', T.ErrorResponse, 'retry-e-1'));
+    book.record(toBilling(4, 'retry-e-2', T.RetryRequest, 'retry-e-1'));
+    assert.equal(book.record(fromBilling(5, 'ok', T.ResolutionResponse, 'retry-e-2'))?.status, S.Completed);
+    // Series 2: the event delivered again fails; its retry 1 (the same id) fails with an error not retried.
+    book.record(atSecond(10, received('d2', T.EventRequest, { [Prop.From]: 'shop', [Prop.To]: 'billing' })));
+    assert.equal(book.record(fromBilling(11, 'err-3', T.ErrorResponse, 'd2'))?.status, S.Failed);
+    assert.equal(book.record(toBilling(12, 'retry-e-1', T.RetryRequest, 'd2'))?.status, S.Pending);
+    const row = book.record(fromBilling(13, 'err-final', T.ErrorResponse, 'retry-e-1'))!;
+    assert.equal(row.status, S.Failed, "series 1's retry 2 names the same delivery id but was enqueued before this failure");
+    assert.equal(row.history.at(-1)?.applied, true);
+  });
 });

@@ -127,10 +127,13 @@ export function readOutcomeMessage(m: ServiceBusReceivedMessage): ReadMessage | 
  * (already-applied) here as the Resolver refuses it, instead of setting the row back. `namedAsParent`: the
  * ParentMessageIds of the row's messages that are not history-only, the history's answer the Resolver queries for a
  * copy past the applied ids (asksHistoryForCopy), so the book refuses those copies too. `retriedParents`: the
- * ParentMessageIds of the row's RetryRequests (the failed deliveries the retry policy answered), the history's answer
- * for a failure its own retry superseded (asksHistoryForRetry).
+ * ParentMessageIds of the row's RetryRequests (the failed deliveries the retry policy answered), each with the latest
+ * enqueue time of a retry naming it, the history's answer for a failure its own retry superseded
+ * (asksHistoryForRetry): only a retry enqueued no earlier than the failure counts, as in the store's query (an older
+ * SDK's retry ids repeat from one series to the next, so an earlier series' retry can name a later final failure's
+ * delivery).
  */
-type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[]; namedAsParent: Set<string>; retriedParents: Set<string> };
+type BookRow = EventOutcome & { parentMessageId: string | null; appliedMessageIds: string[]; namedAsParent: Set<string>; retriedParents: Map<string, string> };
 
 /** Status rows by endpoint and event, folded from Resolver messages in arrival order. */
 export class OutcomeBook {
@@ -168,11 +171,12 @@ export class OutcomeBook {
       : null;
     const incoming = { status, messageType: m.messageType, messageId: m.messageId };
     const answered = asksHistoryForCopy(incoming, view) ? { ...incoming, supersededInHistory: row!.namedAsParent.has(m.messageId) } : incoming;
-    const retried = asksHistoryForRetry(answered, view) && m.parentMessageId !== undefined ? { ...answered, retriedInHistory: row!.retriedParents.has(m.parentMessageId) } : answered;
+    const retriedAt = m.parentMessageId !== undefined ? row?.retriedParents.get(m.parentMessageId) : undefined;
+    const retried = asksHistoryForRetry(answered, view) && m.parentMessageId !== undefined ? { ...answered, retriedInHistory: retriedAt !== undefined && retriedAt >= m.enqueuedAt } : answered;
     const decision = decideStaleWrite(retried, view);
     const retryOf = m.messageType === MessageType.RetryRequest ? m.parentMessageId : undefined;
     if (row && m.parentMessageId !== undefined) row.namedAsParent.add(m.parentMessageId);
-    if (row && retryOf !== undefined) row.retriedParents.add(retryOf);
+    if (row && retryOf !== undefined) noteRetry(row.retriedParents, retryOf, m.enqueuedAt);
     if (!decision.apply) {
       entry.ignored = decision.reason;
       row?.history.push(entry);
@@ -191,7 +195,7 @@ export class OutcomeBook {
       parentMessageId: m.parentMessageId ?? null,
       appliedMessageIds: nextAppliedMessageIds(row ? { lastMessageId: row.messageId, appliedMessageIds: row.appliedMessageIds } : null, m.messageId),
       namedAsParent: row?.namedAsParent ?? new Set(m.parentMessageId !== undefined ? [m.parentMessageId] : []),
-      retriedParents: row?.retriedParents ?? new Set(retryOf !== undefined ? [retryOf] : []),
+      retriedParents: row?.retriedParents ?? new Map(retryOf !== undefined ? [[retryOf, m.enqueuedAt]] : []),
       history: row?.history ?? [],
     };
     const eventTypeId = m.eventTypeId ?? row?.eventTypeId;
@@ -243,6 +247,12 @@ export class OutcomeBook {
   private notify(): void {
     for (const l of this.listeners) l();
   }
+}
+
+/** Keeps the latest enqueue time of the retries naming `parent` (ISO strings of one format: ordered as strings). */
+function noteRetry(retriedParents: Map<string, string>, parent: string, enqueuedAt: string): void {
+  const known = retriedParents.get(parent);
+  if (known === undefined || enqueuedAt > known) retriedParents.set(parent, enqueuedAt);
 }
 
 function publicView(row: BookRow): EventOutcome {
