@@ -340,7 +340,7 @@ export class BatchResolution {
       const results = await withInternalSpan(
         `record ${first.endpointId}`,
         { ...writeSpanAttributes(first.m, first.endpointId), 'nimbus.resolver.messages': members.length },
-        () => this.#ctx.store.recordOutcomes(members.map(({ history, status }) => ({ history, status }))),
+        () => this.#ctx.store.recordOutcomes(members.map(({ m, history, status }) => ({ history, status, mayBeLate: mayBeLate(m) }))),
         processContextOf({ applicationProperties: first.m.properties }),
       );
       const elapsed = performance.now() - started;
@@ -354,6 +354,16 @@ export class BatchResolution {
       return undefined;
     }
   }
+}
+
+/**
+ * Whether the message may arrive after messages enqueued after it: the Resolver's own throttle replacement (the
+ * session moved on while it waited; its original's history create may have been throttled too) or a broker
+ * redelivery. The store then asks the stale-write guard's history questions even when this call creates the
+ * message's history entry (recordOutcome's `mayBeLate`); a first delivery keeps the shortcut and costs no query.
+ */
+function mayBeLate(m: ResolverMessage): boolean {
+  return m.throttleRetryCount > 0 || m.wireDeliveryCount > 0;
 }
 
 /** What the Resolver's store-write span says about the message it records. */
@@ -390,7 +400,7 @@ async function recordEvent(
   }
   let result: RecordedOutcome;
   try {
-    result = await ctx.store.recordOutcome({ history, status });
+    result = await ctx.store.recordOutcome({ history, status, mayBeLate: mayBeLate(m) });
   } catch (err) {
     const failure = classifyStoreFailure(err);
     ctx.metrics.outcomeWritten({ ...tags, 'error.type': failure.kind });

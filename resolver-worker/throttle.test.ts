@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { MessageType as T, Prop, WellKnownSession, eventBody, HEARTBEAT_EVENT_TYPE_ID } from '@nimbus/sdk/contract';
 import type { FaultProxy } from '../lib/store/testing/faultProxy.ts';
 import { DeadLetterReason } from './index.ts';
-import { ResolverHarness, eventually, orderBody } from './testHarness.ts';
+import { ResolverHarness, errorBody, eventually, orderBody } from './testHarness.ts';
 
 let h: ResolverHarness;
 let proxy: FaultProxy;
@@ -123,6 +123,38 @@ describe('store throttling (429)', () => {
     const [record] = await h.store.listHeartbeats(ep);
     assert.equal(record?.probeId, probeId);
     assert.equal(record?.status, 'On');
+  });
+});
+
+describe("a failure whose history create was throttled, replaced after its retry's outcome (rule 8)", () => {
+  test('the replacement creates the history entry but is still asked: refused superseded-by-retry, the row stays Completed', async () => {
+    // The failure E's history create answers 429: nothing of E is stored and its same-id replacement waits (the
+    // retry-after) while the session moves on to the retry policy's RetryRequest Y (naming the same delivery) and
+    // the retry's success. The replacement then creates E's history entry itself; on the code before, that skipped
+    // rule 8's history question (a "first arrival") and E turned the row Failed for good.
+    const ep = uniq('crm');
+    const ev = uniq('e');
+    const request = await h.send({ type: T.EventRequest, eventId: ev, to: ep, from: 'shop', body: orderBody({ orderId: 't' }) });
+    await h.settledOk(request.messageId);
+    proxy.inject({ status: 429, retryAfterMs: 2000, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/history/') });
+    const failure = await h.send({ type: T.ErrorResponse, eventId: ev, from: ep, parentMessageId: request.messageId, body: errorBody('boom') });
+    await h.settledOf(failure.messageId, 1);
+    proxy.clear();
+    assert.deepEqual(kinds(failure.messageId), ['reschedule']);
+    const retry = await h.send({ type: T.RetryRequest, eventId: ev, to: ep, from: 'shop', parentMessageId: request.messageId, props: { [Prop.RetryCount]: 1 } });
+    const success = await h.send({ type: T.ResolutionResponse, eventId: ev, from: ep, parentMessageId: retry.messageId });
+    await h.settledOk(success.messageId);
+    assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.status, 'Completed');
+    assert.deepEqual(kinds(failure.messageId), ['reschedule'], 'the replacement comes after the success (else the test proves nothing)');
+
+    const [, replaced] = await h.settledOf(failure.messageId, 2, 20_000);
+    assert.equal(replaced!.settlement.kind, 'complete');
+    const history = (await h.store.listHistory(ev)).items.filter((e) => e.messageId === failure.messageId);
+    assert.equal(history.length, 1, 'the replacement created the history entry');
+    const row = await h.store.getStatusRow(ep, ev, 's-1');
+    assert.deepEqual([row?.status, row?.lastMessageId], ['Completed', success.messageId]);
+    const comments = (await h.store.listAudits(ev)).items.filter((a) => a.type === 'Comment').map((a) => a.comment);
+    assert.deepEqual(comments, [`Ignored stale ErrorResponse ${failure.messageId}: the row already holds a later outcome (superseded-by-retry).`]);
   });
 });
 

@@ -289,11 +289,17 @@ type HistoryAnswer = Pick<IncomingWrite, 'supersededInHistory' | 'retriedInHisto
 /** A history write's answer (recordHistory, recordOutcome(s)): whether this call created the entry. */
 type RecordedHistory = { recorded: boolean; entry: HistoryEntry };
 
-/** The message ids whose history entries a recordOutcome(s) call created itself (none without one). */
-function firstRecordedIds(history: RecordedHistory | RecordedHistory[] | undefined): Set<string> {
+/**
+ * The message ids whose history entries a recordOutcome(s) call created itself (none without one), less those the
+ * caller said may be late (`mayBeLate`): for those a created entry proves no first arrival.
+ */
+function firstRecordedIds(history: RecordedHistory | RecordedHistory[] | undefined, late: ReadonlySet<string>): Set<string> {
   const all = history === undefined ? [] : Array.isArray(history) ? history : [history];
-  return new Set(all.filter((h) => h.recorded).map((h) => h.entry.messageId));
+  return new Set(all.filter((h) => h.recorded && !late.has(h.entry.messageId)).map((h) => h.entry.messageId));
 }
+
+/** No message said to be late (recordOutcome(s)'s `mayBeLate`). */
+const NONE_LATE: ReadonlySet<string> = new Set();
 
 function matchesExpectation(row: StatusRow | null, expect: RowExpectation): boolean {
   if (expect.lastMessageId === null) return row === null;
@@ -908,17 +914,23 @@ export class MessageStore {
    * create runs alongside the status row's read and is awaited before the status is written, so history is
    * still recorded first (a crash in between leaves history without status, which redelivery completes) while
    * the message costs two sequential round trips before the write instead of three.
+   *
+   * `mayBeLate`: the message may arrive after messages enqueued after it - the Resolver's throttle replacement or a
+   * broker redelivery of it. Its earlier attempt may have lost its history create as well as its row write, so an
+   * entry this call creates does not prove a first arrival, and the guard's history questions are asked as for a
+   * copy (#withHistoryAnswer). Left out for a first delivery: its entry created here spares the query.
    */
   async recordOutcome(args: {
     history: HistoryWrite;
     status: StatusWrite;
     expect?: RowExpectation;
+    mayBeLate?: boolean;
   }): Promise<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }> {
     const history = this.recordHistory(args.history);
     history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
     let status: StatusWriteResult;
     try {
-      status = await this.#writeStatus(args.status, args.expect, history);
+      status = await this.#writeStatus(args.status, args.expect, history, args.mayBeLate ? new Set([args.status.messageId]) : NONE_LATE);
     } catch (err) {
       await history.catch(() => undefined);
       throw err;
@@ -936,7 +948,7 @@ export class MessageStore {
    * throws and leaves the status unwritten (history entries may be recorded; they are idempotent).
    */
   async recordOutcomes(
-    items: Array<{ history: HistoryWrite; status: StatusWrite }>,
+    items: Array<{ history: HistoryWrite; status: StatusWrite; mayBeLate?: boolean }>,
   ): Promise<Array<{ history: { recorded: boolean; entry: HistoryEntry }; status: StatusWriteResult }>> {
     if (items.length === 0) return [];
     if (items.length === 1) return [await this.recordOutcome(items[0]!)];
@@ -953,6 +965,7 @@ export class MessageStore {
         items.map((i) => i.status),
         undefined,
         history,
+        new Set(items.filter((i) => i.mayBeLate).map((i) => i.status.messageId)),
       );
     } catch (err) {
       await history.catch(() => undefined);
@@ -1007,7 +1020,9 @@ export class MessageStore {
    * (`firstRecorded`): its first arrival, which no row can have applied (the Resolver records history before the
    * row, and Reconcile re-applies from history) and which comes before its own retry (the same session, enqueued
    * first), so a new response costs no query; a copy, a throttle replacement and a redelivery whose history landed
-   * before find their entry there and are asked.
+   * before find their entry there and are asked. So is one the caller says may be late (recordOutcome(s)'s
+   * `mayBeLate`: the Resolver's throttle replacement or a redelivery), whose entry this call may have created only
+   * because its earlier attempt's history create failed too - its retry may have been applied meanwhile.
    */
   async #withHistoryAnswer(
     incoming: IncomingWrite,
@@ -1037,8 +1052,9 @@ export class MessageStore {
     input: StatusWrite,
     expect: RowExpectation | undefined,
     gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
+    mayBeLate: ReadonlySet<string> = NONE_LATE,
   ): Promise<StatusWriteResult> {
-    return (await this.#writeStatusChain([input], expect, gate))[0]!;
+    return (await this.#writeStatusChain([input], expect, gate, mayBeLate))[0]!;
   }
 
   /**
@@ -1052,6 +1068,7 @@ export class MessageStore {
     inputs: StatusWrite[],
     expect: RowExpectation | undefined,
     gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
+    mayBeLate: ReadonlySet<string> = NONE_LATE,
   ): Promise<StatusWriteResult[]> {
     const writes = inputs.map((input) => {
       const w = parseInput(statusWriteSchema, input, 'status write');
@@ -1071,7 +1088,7 @@ export class MessageStore {
     // The flush window this write's row is stamped with; the window is not flushed before the ticket is settled.
     const ticket = this.#counterBuffer?.take();
     try {
-      return await this.#writeStatusChainAttempts(writes, expect, gate, item, id, cacheKey, ticket);
+      return await this.#writeStatusChainAttempts(writes, expect, gate, mayBeLate, item, id, cacheKey, ticket);
     } finally {
       if (ticket) this.#counterBuffer!.cancel(ticket); // no-op when add() settled it
     }
@@ -1081,6 +1098,7 @@ export class MessageStore {
     writes: Array<{ w: z.output<typeof statusWriteSchema>; status: ResolutionStatusT; subStatus: ReturnType<typeof resultingStatus>['subStatus']; guarded: boolean }>,
     expect: RowExpectation | undefined,
     gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
+    mayBeLate: ReadonlySet<string>,
     item: Item,
     id: string,
     cacheKey: string,
@@ -1128,7 +1146,7 @@ export class MessageStore {
         if (doubt && !(await this.#settleDoubt(cacheKey, doubt, existing))) landedUncounted = true;
       }
       // Whatever must be stored before the status (the history entries) completes before any decision is acted on.
-      const firstRecorded = firstRecordedIds(gate === undefined ? undefined : await gate);
+      const firstRecorded = firstRecordedIds(gate === undefined ? undefined : await gate, mayBeLate);
 
       const now = this.#iso();
       const results: StatusWriteResult[] = [];

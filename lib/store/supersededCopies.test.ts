@@ -202,6 +202,27 @@ describe('a failure its own retry superseded (rule 8)', () => {
     }
   });
 
+  test('a failure none of whose history landed, recorded after its retry and a success by a caller that says it may be late (mayBeLate): refused by recordOutcome and recordOutcomes', async () => {
+    // The Resolver's throttle replacement of a failure whose history create was throttled: this call creates the
+    // entry, so without the flag the store takes it for a first arrival and asks nothing (written, Failed for good).
+    for (const path of ['recordOutcome', 'recordOutcomes'] as const) {
+      const ep = uniq('ep');
+      const request = msg(T.EventRequest, { endpointId: ep, eventId: 'e', to: ep });
+      const failure = failureOf(ep, request.messageId);
+      const retry = msg(T.RetryRequest, { endpointId: ep, eventId: 'e', to: ep, parentMessageId: request.messageId, retryCount: 1 });
+      const success = msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retry.messageId });
+      for (const w of [request, retry, success]) assert.equal((await record(w)).status.outcome, 'written');
+      const late =
+        path === 'recordOutcome'
+          ? await f.store.recordOutcome({ history: asHistory(failure), status: failure, mayBeLate: true })
+          : // Beside a message new to the history, so the batch creates both entries (a copy in it fails the batch).
+            (await f.store.recordOutcomes([failure, msg(T.ResolutionResponse, { endpointId: ep, eventId: 'e', from: ep, parentMessageId: retry.messageId })].map((w) => ({ history: asHistory(w), status: w, mayBeLate: w === failure }))))[0]!;
+      assert.equal(late.history.recorded, true, `${path}: this call created its history entry`);
+      assert.deepEqual(late.status.outcome === 'ignored' && late.status.reason, 'superseded-by-retry', path);
+      assert.equal((await f.store.getStatusRow(ep, 'e', 's-1'))?.status, S.Completed, path);
+    }
+  });
+
   test("an older SDK's retry ids repeat from one series to the next: a later series' final failure is not refused by an earlier series' retry", async () => {
     // SDKs before per-delivery retry ids derived a retry's MessageId from the event and its count, so the retry
     // deliveries of two series of one event share ids, and so do the parents of their failures and next retries.
