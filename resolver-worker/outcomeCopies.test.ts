@@ -15,7 +15,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { MessageType as T, ResolutionStatus as S } from '@nimbus/sdk/contract';
+import { MessageType as T, Prop, ResolutionStatus as S } from '@nimbus/sdk/contract';
 import { TimeSeriesStore, type OutcomeCount } from '../lib/store/index.ts';
 import { claimExpectation, claimWrite } from '../server/manager/manager.ts';
 import { deriveId } from '../packages/sdk/src/outbound.ts';
@@ -338,7 +338,11 @@ describe('the ErrorResponse comes back alone after more than 7 later messages of
     assert.ok(!completed.appliedMessageIds?.includes(x.messageId!), "the failure's id has dropped off the list");
     const failedBefore = await failedCount(ep);
 
-    await oneByOne([x], 2);
+    // The copy keeps x's enqueue time, as a broker redelivery or the Resolver's throttle replacement does (rule 8
+    // counts only a retry enqueued no earlier than the failure): sent again here, the broker would stamp it anew,
+    // after its retries, which no real copy is. So it comes as x's replacement, with its first enqueue time.
+    const enqueuedAt = (await h.store.listHistory(eventId)).items.find((e) => e.messageId === x.messageId)!.enqueuedAt;
+    await oneByOne([{ ...x, props: { ...x.props, [Prop.ThrottleRetryCount]: 1, [Prop.OriginalEnqueuedTimeUtc]: enqueuedAt } }], 2);
     const row = await h.store.getStatusRow(ep, eventId, sessionId);
     assert.deepEqual([row?.status, row?.lastMessageId, row?.updatedAt], [S.Completed, completed.lastMessageId, completed.updatedAt]);
     const comments = (await h.store.listAudits(eventId)).items.filter((a) => a.type === 'Comment').map((a) => a.comment);
