@@ -132,8 +132,10 @@ export function asksHistoryForCopy(incoming: IncomingWrite, row: GuardedRowView 
  * ids (a copy whose id is still on the list is rule 7's; one past it, or a throttle replacement whose own row write
  * never landed, is this rule's). Not a DeadLettered write (a final answer, not retried), not a write over the row's
  * own failure (it changes nothing), not a view without the row's last message id (a conditional write names the
- * version it replaces, docs/resolver.md). The store asks only for a message whose history entry was there before
- * its record (a copy, a throttle replacement, a redelivery): a failure's first arrival comes before its retry.
+ * version it replaces, docs/resolver.md). The store asks for a message whose history entry was there before its
+ * record (a copy, a throttle replacement, a redelivery) and for one its caller marks as possibly late (the
+ * Resolver's throttle replacement or a redelivery, whose earlier history create may have failed too): a first
+ * delivery's failure comes before its retry.
  */
 export function asksHistoryForRetry(incoming: IncomingWrite, row: GuardedRowView | null): boolean {
   if (row === null || row.lastMessageId === undefined) return false;
