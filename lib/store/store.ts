@@ -718,7 +718,9 @@ export class MessageStore {
             const view = guardView(existing, expect);
             // A copy that may be past the row's applied ids, or a failure its retry may have superseded, needs the
             // history's answer: writeStatus asks it.
-            apply = decideStaleWrite(incoming, view).apply && !asksHistoryForCopy(incoming, view) && !asksHistoryForRetry(incoming, view);
+            // Rule 8 is not asked here: it is asked of a message's record (recordOutcome(s)), and this bulk write
+            // records no history (its callers: the Manager's claims).
+            apply = decideStaleWrite(incoming, view).apply && !asksHistoryForCopy(incoming, view);
           } catch {
             apply = false; // an unclassified write: writeStatus reports it
           }
@@ -1030,12 +1032,15 @@ export class MessageStore {
     w: z.output<typeof statusWriteSchema>,
     firstRecorded: ReadonlySet<string>,
     answers: Map<string, HistoryAnswer>,
+    recordsHistory: boolean,
   ): Promise<IncomingWrite> {
     // Refused without them (rule 7 within the list, rules 2-6): nothing to ask.
     if (firstRecorded.has(w.messageId) || !decideStaleWrite(incoming, view).apply) return incoming;
     const askCopy = asksHistoryForCopy(incoming, view);
-    // A failure without a parent names no delivery a retry could have answered.
-    const retryOf = asksHistoryForRetry(incoming, view) && w.parentMessageId ? w.parentMessageId : undefined;
+    // A failure without a parent names no delivery a retry could have answered. Asked of a message's record only
+    // (recordOutcome(s), the Resolver's path, where a failure can come back after its retry): a plain writeStatus or
+    // writeStatuses records no history and is decided as before.
+    const retryOf = recordsHistory && asksHistoryForRetry(incoming, view) && w.parentMessageId ? w.parentMessageId : undefined;
     if (!askCopy && retryOf === undefined) return incoming;
     // Keyed on the questions too: a later attempt over another version may ask one the first did not.
     const key = `${w.messageId}\u0000${askCopy}\u0000${retryOf ?? ''}`;
@@ -1163,7 +1168,7 @@ export class MessageStore {
         else {
           const view = guardView(current, expect);
           const incoming = { status, messageType: w.messageType, messageId: w.messageId };
-          const decision = decideStaleWrite(await this.#withHistoryAnswer(incoming, view, w, firstRecorded, historyAnswers), view);
+          const decision = decideStaleWrite(await this.#withHistoryAnswer(incoming, view, w, firstRecorded, historyAnswers, gate !== undefined), view);
           if (!decision.apply) refusal = { reason: decision.reason };
         }
         if (refusal !== undefined) {
