@@ -237,6 +237,22 @@ test('an event failed in two sessions, resumed after its progress write failed, 
 type StallAt = { mark: number; markLands: boolean } | { claimOf: string } | { receiptOf: string } | { lotOf: string };
 
 /**
+ * `leases`, calling `released()` once it has given back the lease of operation `id()`: the run of that job is then
+ * over, its late count included (#run's finally), so a test can look at what it left.
+ */
+function tellsRelease<L extends LeaseStore>(leases: L, id: () => string, released: () => void): L {
+  const release = leases.release.bind(leases);
+  leases.release = async (lease) => {
+    try {
+      await release(lease);
+    } finally {
+      if (lease.name === `operation_${id()}`) released();
+    }
+  };
+  return leases;
+}
+
+/**
  * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network) at `at` until `goOn()`;
  * from the stall on its lease renewals come back with nothing new (it has not seen its lease end, as a stalled
  * process has not) while its clock reads past the lease's expiry (the stall lasted that long) - or, `seesLeaseEnd`,
@@ -298,15 +314,8 @@ function stalledReplica(at: StallAt, { seesLeaseEnd = false } = {}) {
       leaseEndSeen = true;
       return undefined;
     }
-    override async release(lease: Lease): Promise<void> {
-      try {
-        await super.release(lease);
-      } finally {
-        if (lease.name === `operation_${jobs.target}`) ended();
-      }
-    }
   }
-  const leases = new BlindRenewals(stack.store.database, { now: () => Date.now() + (stalled ? LEASE_TTL_MS + 1_000 : 0) });
+  const leases = tellsRelease(new BlindRenewals(stack.store.database, { now: () => Date.now() + (stalled ? LEASE_TTL_MS + 1_000 : 0) }), () => jobs.target, ended);
   const jobs = jobStore((docs) => new StallsAtMark(docs));
   // The Manager's claims go through the store as ever; only their answer is held, as a process paused just after
   // the claims' bulk write returned would hold it.
@@ -722,13 +731,6 @@ async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'succes
     override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
       return lost ? undefined : super.renew(lease, ttlMs);
     }
-    override async release(lease: Lease): Promise<void> {
-      try {
-        await super.release(lease);
-      } finally {
-        if (lease.name === `operation_${job.operationId}`) released();
-      }
-    }
   }
   /** The successor's cancel, made while the holder is in its lot; the job as it left it. */
   const cancelledMeanwhile = async (): Promise<Job> => {
@@ -756,7 +758,7 @@ async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'succes
     }
   }
   const faulty = new LeaseEndsAtTheLastTry({ store: stack.store, client: stack.serviceBus.client });
-  const leases = new EndsInTheLot(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) });
+  const leases = tellsRelease(new EndsInTheLot(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
   const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000 });
   try {
     holder.kick();
@@ -815,15 +817,6 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
   const [, waiting, , unsent] = ids;
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
-  class Releases extends LeaseStore {
-    override async release(lease: Lease): Promise<void> {
-      try {
-        await super.release(lease);
-      } finally {
-        if (lease.name === `operation_${job.operationId}`) released();
-      }
-    }
-  }
   let b: ReturnType<typeof successorReplica> | undefined;
   let byB: Job | undefined;
   let looks = 0;
@@ -842,7 +835,7 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
     },
   });
   const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
-  const holder = new OperationsRunner({ store, jobs, leases: new Releases(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
+  const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
   try {
     holder.kick();
     await over; // the holder's run has ended (its late count included) and given the lease back
@@ -938,16 +931,9 @@ async function leaseEndsAsStopApplied(prefix: string, control: 'cancel' | 'pause
       setImmediate(refused);
       return undefined;
     }
-    override async release(lease: Lease): Promise<void> {
-      try {
-        await super.release(lease);
-      } finally {
-        if (lease.name === `operation_${job.operationId}`) released();
-      }
-    }
   }
   const faulty = stopsAfterTheLot(jobs, job.operationId, ids[3], control);
-  const leases = new EndsAtTheWish(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) });
+  const leases = tellsRelease(new EndsAtTheWish(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
   const finished: Job[] = [];
   const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
   try {
