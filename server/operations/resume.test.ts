@@ -11,7 +11,9 @@
 // found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
 // replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
 // by a successor while it was still in the lot, or inside a successor's smaller lot) or while it applied the
-// operator's cancel and a successor cancelled meanwhile. A cancelled job counts the
+// operator's cancel and a successor cancelled meanwhile; a holder whose lease ends as it applies the operator's
+// cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
+// own refused write. A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
 // counted (found by the holder, or by the cancelling run's second look when the holder read the job before the cancel
 // landed); a run whose final write is refused does not log the job completed.
@@ -235,6 +237,22 @@ test('an event failed in two sessions, resumed after its progress write failed, 
 type StallAt = { mark: number; markLands: boolean } | { claimOf: string } | { receiptOf: string } | { lotOf: string };
 
 /**
+ * `leases`, calling `released()` once it has given back the lease of operation `id()`: the run of that job is then
+ * over, its late count included (#run's finally), so a test can look at what it left.
+ */
+function tellsRelease<L extends LeaseStore>(leases: L, id: () => string, released: () => void): L {
+  const release = leases.release.bind(leases);
+  leases.release = async (lease) => {
+    try {
+      await release(lease);
+    } finally {
+      if (lease.name === `operation_${id()}`) released();
+    }
+  };
+  return leases;
+}
+
+/**
  * Replica A, to be stalled past its lease's expiry (a GC pause, a frozen VM, a slow network) at `at` until `goOn()`;
  * from the stall on its lease renewals come back with nothing new (it has not seen its lease end, as a stalled
  * process has not) while its clock reads past the lease's expiry (the stall lasted that long) - or, `seesLeaseEnd`,
@@ -296,15 +314,8 @@ function stalledReplica(at: StallAt, { seesLeaseEnd = false } = {}) {
       leaseEndSeen = true;
       return undefined;
     }
-    override async release(lease: Lease): Promise<void> {
-      try {
-        await super.release(lease);
-      } finally {
-        if (lease.name === `operation_${jobs.target}`) ended();
-      }
-    }
   }
-  const leases = new BlindRenewals(stack.store.database, { now: () => Date.now() + (stalled ? LEASE_TTL_MS + 1_000 : 0) });
+  const leases = tellsRelease(new BlindRenewals(stack.store.database, { now: () => Date.now() + (stalled ? LEASE_TTL_MS + 1_000 : 0) }), () => jobs.target, ended);
   const jobs = jobStore((docs) => new StallsAtMark(docs));
   // The Manager's claims go through the store as ever; only their answer is held, as a process paused just after
   // the claims' bulk write returned would hold it.
@@ -720,13 +731,6 @@ async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'succes
     override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
       return lost ? undefined : super.renew(lease, ttlMs);
     }
-    override async release(lease: Lease): Promise<void> {
-      try {
-        await super.release(lease);
-      } finally {
-        if (lease.name === `operation_${job.operationId}`) released();
-      }
-    }
   }
   /** The successor's cancel, made while the holder is in its lot; the job as it left it. */
   const cancelledMeanwhile = async (): Promise<Job> => {
@@ -754,7 +758,7 @@ async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'succes
     }
   }
   const faulty = new LeaseEndsAtTheLastTry({ store: stack.store, client: stack.serviceBus.client });
-  const leases = new EndsInTheLot(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) });
+  const leases = tellsRelease(new EndsInTheLot(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
   const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000 });
   try {
     holder.kick();
@@ -813,15 +817,6 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
   const [, waiting, , unsent] = ids;
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
-  class Releases extends LeaseStore {
-    override async release(lease: Lease): Promise<void> {
-      try {
-        await super.release(lease);
-      } finally {
-        if (lease.name === `operation_${job.operationId}`) released();
-      }
-    }
-  }
   let b: ReturnType<typeof successorReplica> | undefined;
   let byB: Job | undefined;
   let looks = 0;
@@ -840,7 +835,7 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
     },
   });
   const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
-  const holder = new OperationsRunner({ store, jobs, leases: new Releases(stack.store.database), manager: faulty, scanEveryMs: 3_600_000 });
+  const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
   try {
     holder.kick();
     await over; // the holder's run has ended (its late count included) and given the lease back
@@ -854,6 +849,117 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
     await faulty.close();
   }
 });
+
+// Before, a holder whose lease ended while it applied the operator's cancel of its lot made no write at all, though
+// its write is conditional on the version it last wrote anyway: the job stayed running, its late count found no
+// cancel to count into, and the next run's cancel counted the lot by receipts - done 1, refused 0, failed 0, awaiting
+// [1, 2, 3]. Now its cancel is written (no one wrote the job since) and recorded finished, by it alone.
+test("a lot stopped by the operator's cancel, the holder's lease ending as it applies it, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await leaseEndsAsStopApplied('cancellost', 'cancel');
+});
+
+// Before, the same for a pause: the paused lot was not kept, the job stayed running, and a successor wrote it paused
+// without the lot - its cancel then read done 1, refused 0, failed 0, awaiting [1, 2, 3].
+test("a lot paused by the operator, the holder's lease ending as it applies the pause, the job then cancelled, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await leaseEndsAsStopApplied('pauselost', 'pause');
+});
+
+// What makes that write safe without the lease: a successor that took the job over and read it before the holder's
+// cancel landed finds its own write refused and stops - the holder's cancel stands, recorded finished once, by it,
+// and the cancelled job is not run again.
+test("a successor that read the job before the holder's cancel, written after its lease ended, landed stops at its refused write", { timeout: 120_000 }, async () => {
+  await leaseEndsAsStopApplied('cancellostread', 'cancel', true);
+});
+
+/**
+ * lotOfFour's job, its lot stopped in its retry wait by the operator's `control`; the holder's lease ends as the run
+ * reads that wish again to apply it (its renewals answer that the lease is gone, its clock reads past it). No one
+ * has written the job since the holder did, so its write of the cancel or pause, conditional on that version, lands.
+ * A paused job is then cancelled; a fresh runner applies any cancel still to be applied. Either way the cancelled
+ * job counts each event the lot settled, once. `successorReadsFirst`: once the lease has ended, a successor whose
+ * clock is past it takes the job over and reads it, and its write waits until the holder's has landed.
+ */
+async function leaseEndsAsStopApplied(prefix: string, control: 'cancel' | 'pause', successorReadsFirst = false): Promise<void> {
+  let lost = false;
+  let refused!: () => void;
+  const renewalRefused = new Promise<void>((r) => (refused = r));
+  let wishes = 0;
+  /** The run's first read of the wish is its retry wait's; at the second, applying it, the lease ends. */
+  class EndsAtTheSecondWish extends JobStore {
+    override async control(id: string): ReturnType<JobStore['control']> {
+      const wish = await super.control(id);
+      if (id === job.operationId && wish?.control === control && ++wishes === 2) {
+        lost = true;
+        await renewalRefused;
+        if (b) {
+          b.runner.kick();
+          await bAtItsWrite;
+        }
+      }
+      return wish;
+    }
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      const next = await super.save(j, etag);
+      if (next && j.operationId === job.operationId && j.state === 'cancelled') holderWrote();
+      return next;
+    }
+  }
+  let holderWrote!: () => void;
+  const written = new Promise<void>((r) => (holderWrote = r));
+  let bAtIt!: () => void;
+  const bAtItsWrite = new Promise<void>((r) => (bAtIt = r));
+  let bAnswer: string | undefined = 'not yet';
+  /** The successor's first write of the job waits for the holder's (or, when it makes none, the end of its run). */
+  class WritesAfterTheHolder extends JobStore {
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      if (j.operationId !== job.operationId || bAnswer !== 'not yet') return super.save(j, etag);
+      bAtIt();
+      await Promise.race([written, over]);
+      return (bAnswer = await super.save(j, etag));
+    }
+  }
+  const b = successorReadsFirst ? successorReplica((docs) => new WritesAfterTheHolder(docs)) : undefined;
+  const jobs = jobStore((docs) => new EndsAtTheSecondWish(docs));
+  const { ids, job } = await lotOfFour(prefix, jobs);
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  /** Once `lost`, renewals answer that the lease is gone and the clock reads past it. */
+  class EndsAtTheWish extends LeaseStore {
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      if (!lost) return super.renew(lease, ttlMs);
+      // After this answer's turn of the event loop: holdLease has aborted the lease's signal on it by then.
+      setImmediate(refused);
+      return undefined;
+    }
+  }
+  const faulty = stopsAfterTheLot(jobs, job.operationId, ids[3], control);
+  const leases = tellsRelease(new EndsAtTheWish(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
+  const finished: Job[] = [];
+  const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
+  try {
+    holder.kick();
+    await over; // the holder's run has ended (its late count included) and given the lease back
+    await holder.stop();
+    await b?.runner.stop();
+    assert.equal(wishes, 2, "the lease ended as the run applied the operator's wish");
+    if (b) assert.deepEqual([bAnswer, b.finished.length], [undefined, 0], "the successor's write was refused; it recorded nothing");
+    const left = (await jobs.get(job.operationId))!;
+    if (control === 'pause') {
+      assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['paused', [[2, 'refused'], [3, 'failed']]], 'the holder wrote the pause, its lot kept');
+      await jobs.setControl(job.operationId, 'cancel', 'operator');
+    } else assert.equal(left.state, 'cancelled', 'the holder wrote the cancel');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    if (control === 'cancel') assert.deepEqual(await jobs.get(job.operationId), left, 'the cancelled job was not run again: it is as the holder left it');
+    await lotCounted(jobs, job.operationId, ids);
+    assert.equal(finished.filter((j) => j.operationId === job.operationId).length, control === 'cancel' ? 1 : 0, 'the holder recorded the job finished when it wrote the cancel');
+  } finally {
+    await holder.stop();
+    await b?.runner.stop();
+    b?.jobs.docs.close();
+    jobs.docs.close();
+    await faulty.close();
+  }
+}
 
 // Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
 // earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.

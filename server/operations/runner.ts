@@ -263,13 +263,21 @@ export class OperationsRunner {
       lastSave = now;
       return write();
     };
-    /** Writes the job in `state`; false when it did not (the lease lost, or the write refused). */
+    /**
+     * Writes the job in `state`; false when it did not (the lease lost - a cancel or a pause is written still - or
+     * the write refused).
+     */
     const finish = async (state: Job['state']): Promise<boolean> => {
       if (job.state === 'running') job.runningMs += Date.now() - lastSave;
       lastSave = Date.now();
       job.state = state;
       if (state === 'completed' || state === 'cancelled' || state === 'failed') job.finishedAt = new Date().toISOString();
-      if (leaseLost.aborted) return false;
+      // The operator's cancel or pause is written after a lost lease too (its receipt reads or the wish's read may
+      // outlast the lease): the write is conditional, so a successor that wrote first refuses it, and one that read
+      // the job before it finds its own write refused and stops - and only this run knows the lot's refusals and send
+      // failures (before, neither was written: the lot counted by receipts alone, resume.test.ts, "the holder's
+      // lease ending as it applies it"). A completion still is not: a successor finishes the job from its saved cursor.
+      if (leaseLost.aborted && state !== 'cancelled' && state !== 'paused') return false;
       // Refused: the new holder ends the job (or has), and records it; this run must not record it a second time.
       if (!(await write())) return false;
       if (job.finishedAt) await this.#o.onFinished?.(job);
@@ -437,9 +445,10 @@ export class OperationsRunner {
       const settled = outcomes.map((o) => (o.kind === 'stopped' ? undefined : o));
       if (settled.includes(undefined)) {
         // Known to #run's late count before the cancel or pause is written: the lease may end while it is (the
-        // cancel's receipt reads outlast it), and the write is then not made and the lot not kept (keepUncounted is
-        // not reached); a successor's cancel lists the rows as awaiting a receipt (resume.test.ts, "a successor
-        // cancelling while the holder counts it"). A cancel that lands lists none of them: nothing counts twice.
+        // cancel's receipt reads outlast it), and a successor may write the job first - the write is then refused and
+        // the lot not kept (keepUncounted is not reached); a successor's cancel lists the rows as awaiting a receipt
+        // (resume.test.ts, "a successor cancelling while the holder counts it"). A cancel that lands lists none of
+        // them: nothing counts twice.
         holdUncounted(settled);
         if (mayStillSend() && (await obey(await wish(), settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
