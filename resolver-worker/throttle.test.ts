@@ -136,7 +136,9 @@ describe("a failure whose history create was throttled, replaced after its retry
     const ev = uniq('e');
     const request = await h.send({ type: T.EventRequest, eventId: ev, to: ep, from: 'shop', body: orderBody({ orderId: 't' }) });
     await h.settledOk(request.messageId);
-    proxy.inject({ status: 429, retryAfterMs: 2000, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/history/') });
+    // The replacement waits the retry-after: long enough for the retry and its success to be recorded first on a
+    // loaded machine (2 s was a thin margin for two sends and their records).
+    proxy.inject({ status: 429, retryAfterMs: 8000, times: 1, match: (r) => isWrite(r) && r.path.includes('/colls/history/') });
     const failure = await h.send({ type: T.ErrorResponse, eventId: ev, from: ep, parentMessageId: request.messageId, body: errorBody('boom') });
     await h.settledOf(failure.messageId, 1);
     proxy.clear();
@@ -147,7 +149,7 @@ describe("a failure whose history create was throttled, replaced after its retry
     assert.equal((await h.store.getStatusRow(ep, ev, 's-1'))?.status, 'Completed');
     assert.deepEqual(kinds(failure.messageId), ['reschedule'], 'the replacement comes after the success (else the test proves nothing)');
 
-    const [, replaced] = await h.settledOf(failure.messageId, 2, 20_000);
+    const [, replaced] = await h.settledOf(failure.messageId, 2, 40_000);
     assert.equal(replaced!.settlement.kind, 'complete');
     const history = (await h.store.listHistory(ev)).items.filter((e) => e.messageId === failure.messageId);
     assert.equal(history.length, 1, 'the replacement created the history entry');
