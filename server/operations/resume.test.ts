@@ -850,6 +850,47 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
   }
 });
 
+// Before, a holder whose cancel of its lot could not read a receipt (the store did not answer) threw before writing
+// anything: the job stayed running without the lot, and the next run's cancel counted it by receipts alone - done 1,
+// refused 0, failed 0, awaiting [1, 2, 3]. Now the holder keeps the lot on the job and the next run's cancel counts it.
+test("a lot stopped by the operator's cancel, the cancel's receipt read throwing, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  const jobs = jobStore((docs) => new JobStore(docs));
+  const { ids, job } = await lotOfFour('cancelunread', jobs);
+  const [, waiting, , unsent] = ids;
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  let looks = 0;
+  // The holder's second look for `waiting`'s receipt is its cancel's (its step looked first): the store does not answer.
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === waiting && ++looks === 2) throw new Error('simulated Cosmos 503 on the receipt read');
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
+  const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    holder.kick();
+    await over; // the holder's run has ended (thrown at the receipt read) and given the lease back
+    await holder.stop();
+    assert.equal(looks, 2, "the cancel's receipt read was the one that threw");
+    const left = (await jobs.get(job.operationId))!;
+    assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the job, the cancel not yet written');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    await lotCounted(jobs, job.operationId, ids);
+  } finally {
+    await holder.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
 // Before, a holder whose lease ended while it applied the operator's cancel of its lot made no write at all, though
 // its write is conditional on the version it last wrote anyway: the job stayed running, its late count found no
 // cancel to count into, and the next run's cancel counted the lot by receipts - done 1, refused 0, failed 0, awaiting
