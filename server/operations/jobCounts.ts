@@ -36,11 +36,18 @@ export function count(job: Job, row: SelectedRow, o: StepOutcome): void {
 
 /**
  * Keeps on the job the refusals and send failures of the lot (from `job.cursor` on) a pause stopped (Job.pausedLot).
- * They replace what an earlier pause kept of the same rows, also with nothing: the newer pause stepped them last.
- * An earlier pause's rows past this lot stay (a replica with a smaller lot size paused before reaching them).
+ * Where the newer lot settled a row (done too) its outcome replaces what was kept of it: it stepped the row last.
+ * Where its step was stopped, and past its end (a replica with a smaller lot size paused before reaching them), the
+ * earlier kept outcomes stay - as a cancel inside the lot counts them (runner.ts, cancel). Before, a stopped step
+ * dropped them, and the cancel of the paused job listed the row as awaiting a receipt where a cancel in the same lot
+ * counted it (resume.test.ts, "paused in a successor's later lot").
  */
 export function setPausedLot(job: Job, lot: ReadonlyArray<StepOutcome | undefined>): void {
-  const kept = lot.flatMap((o, i) => (o && o.kind !== 'done' ? [{ row: job.cursor + i, kind: o.kind, status: o.status, detail: o.detail }] : []));
+  const earlier = pausedLotOutcomes(job);
+  const kept = lot.flatMap((settled, i) => {
+    const o = settled ?? earlier[i];
+    return o && o.kind !== 'done' ? [{ row: job.cursor + i, kind: o.kind, status: o.status, detail: o.detail }] : [];
+  });
   keepPausedLot(job, [...kept, ...(job.pausedLot ?? []).filter((r) => r.row >= job.cursor + lot.length)]);
 }
 

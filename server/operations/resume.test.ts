@@ -10,8 +10,9 @@
 // retry a claim being sent elsewhere stops at the operator's cancel, sending nothing, and counts the events its lot had
 // found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
 // replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
-// by a successor while it was still in the lot, or inside a successor's smaller lot) or while it applied the
-// operator's cancel and a successor cancelled meanwhile; a holder whose lease ends as it applies the operator's
+// by a successor while it was still in the lot, or inside a successor's smaller lot, or paused or cancelled in a
+// successor's later lot) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
+// cancel's receipt read threw; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
 // own refused write. A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
@@ -708,6 +709,16 @@ test("a lot whose lease ended in it, the job then cancelled inside a successor's
   await leaseEndedInLot('lostlotsmaller', 'cancelledInSmallerLot');
 });
 
+// A pause in a successor's later lot, whose step of a row the holder had kept a send failure for was stopped, must
+// keep that send failure for the cancel of the paused job, as the successor's own cancel there counts it.
+test("a lot whose lease ended in it, the job then paused in a successor's later lot and cancelled, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await leaseEndedInLot('lostlotpaused', 'pausedInLaterLot');
+});
+
+test("a lot whose lease ended in it, the job then cancelled in a successor's later lot, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  await leaseEndedInLot('lostlotlater', 'cancelledInLaterLot');
+});
+
 /**
  * A lot of four events whose holder's lease ends in it: one sent, one waiting on a claim being sent elsewhere (the
  * lot's retry wait, which the lease's end stops), one refused (alice's resubmit, still Pending), one whose command
@@ -715,10 +726,11 @@ test("a lot whose lease ended in it, the job then cancelled inside a successor's
  * clock reads past it. Then the operator cancels and another runner applies it - or, `successorCancels`, a successor
  * whose clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot;
  * or, `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's
- * outcomes, and the operator cancels while it waits on `waiting` in its first lot. Each way the cancelled job counts
- * each event the lot settled, once.
+ * outcomes, and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
+ * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot). Each way the cancelled job
+ * counts each event the lot settled, once.
  */
-async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot'): Promise<void> {
+async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot'): Promise<void> {
   const successorCancels = then === 'successorCancels';
   const jobs = jobStore((docs) => new JobStore(docs));
   const { ids, job } = await lotOfFour(prefix, jobs);
@@ -766,9 +778,10 @@ async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'succes
     await holder.stop();
     if (successorCancels) {
       assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
-    } else if (then === 'cancelledInSmallerLot') {
+    } else if (then !== 'operatorCancels') {
       const kept = (await jobs.get(job.operationId))!.pausedLot?.map((r) => [r.row, r.kind]);
       assert.deepEqual(kept, [[2, 'refused'], [3, 'failed']], "the holder kept its lot's refusal and send failure on the job");
+      if (then !== 'cancelledInSmallerLot') return await stoppedInLaterLot(job.operationId, ids, then === 'pausedInLaterLot' ? 'pause' : 'cancel');
       await cancelledInSmallerLot(job.operationId);
     } else {
       await jobs.setControl(job.operationId, 'cancel', 'operator');
@@ -805,6 +818,52 @@ async function cancelledInSmallerLot(operationId: string): Promise<void> {
     await runner.stop();
     jobs.docs.close();
     await cancelling.close();
+  }
+}
+
+/**
+ * A successor with lots of two runs the job of lotOfFour on from row 0 after the holder kept its lot's refusal (row 2)
+ * and send failure (row 3): meanwhile the endpoint answered `waiting`'s claim with a new failure, so its first lot
+ * sends `waiting` (and finds `sent` by its receipt) and is counted; and a send in progress elsewhere claimed
+ * `unsent`, so in its second lot `hers` is refused again and `unsent` waits - until the operator's `control`, asked
+ * once that lot's first answer is in, stops the wait. A pause is followed by a cancel of the paused job. Either way
+ * the cancelled job counts `unsent` by the holder's kept send failure, as the successor's step of it was stopped.
+ */
+async function stoppedInLaterLot(operationId: string, ids: [string, string, string, string], control: 'cancel' | 'pause'): Promise<void> {
+  const [sent, waiting, hers, unsent] = ids;
+  await failAgain(waiting);
+  const row = (await stack.store.listEventRows(EP, unsent))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
+  assert.equal(claim.outcome, 'written');
+  const jobs = jobStore((docs) => new JobStore(docs));
+  class StopsAfterTheSecondLot extends Manager {
+    lots = 0;
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if (args[3]?.operationId === operationId && ++this.lots === 2) await jobs.setControl(operationId, control, 'operator');
+      return answers;
+    }
+  }
+  const stopping = new StopsAfterTheSecondLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases: new LeaseStore(stack.store.database), manager: stopping, scanEveryMs: 3_600_000, concurrency: 2 });
+  try {
+    runner.kick();
+    if (control === 'pause') {
+      const paused = await jobOnce('the successor to pause the job', jobs, operationId, 'paused');
+      assert.deepEqual([paused.cursor, paused.done, stopping.lots], [2, 2, 2], 'the successor counted its first lot and paused in its second');
+      await jobs.setControl(operationId, 'cancel', 'operator');
+      // Kicked until the pausing run has given the job back and the cancel is applied.
+      await waitFor('the job to be cancelled', async () => (runner.kick(), (await jobs.get(operationId))?.state === 'cancelled'), { timeoutMs: 60_000 });
+    } else await jobOnce('the successor to cancel the job', jobs, operationId, 'cancelled');
+    const end = (await jobs.get(operationId))!;
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 2, refused: 1, failed: 1 }, 'each event counted once, unsent by the kept send failure');
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
+    assert.deepEqual([end.awaitingReceipt, end.pausedLot], [undefined, undefined], 'nothing awaits a receipt or stays kept');
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), [1, 1, 0, 0], `${sent} and ${waiting} got the job's command`);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await stopping.close();
   }
 }
 
