@@ -692,67 +692,110 @@ async function stoppedInRetryWait(prefix: string, pauseFirst: boolean, resumeSto
 // Before, a lot its holder's lease ended in was counted by nobody: the holder stopped without a write, and the cancel
 // that followed counted the lot by receipts alone - its refusal and its send failure nowhere: done 1, refused 0,
 // failed 0, awaiting [1, 2, 3].
-test('a lot whose lease ended in it, the job then cancelled, counts the events it had found refused or failed', { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlot', 'operatorCancels');
-});
+leaseEndTest('a lot whose lease ended in it, the job then cancelled, counts the events it had found refused or failed', 'lostlot', { at: 'lastTry', then: 'operatorCancels' });
 
 // Before, the same when a successor took the job over and cancelled it while the holder was still in the lot: the
 // holder's late count looked for receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
-test("a lot whose lease ended in it, a successor's cancel made meanwhile, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlotcancel', 'successorCancels');
-});
+leaseEndTest("a lot whose lease ended in it, a successor's cancel made meanwhile, counts the events it had found refused or failed", 'lostlotcancel', { at: 'lastTry', then: 'successorCancels' });
 
 // Before, a cancel inside a successor's lot counted that lot's own outcomes and dropped the rest of what the stopped
 // lot had kept: a successor with lots of two, cancelled in its first, counted rows 0-1 and listed the kept refusal
 // and send failure of rows 2-3 as awaiting a receipt - done 1, refused 0, failed 0, awaiting [1, 2, 3].
-test("a lot whose lease ended in it, the job then cancelled inside a successor's smaller lot, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlotsmaller', 'cancelledInSmallerLot');
-});
+leaseEndTest("a lot whose lease ended in it, the job then cancelled inside a successor's smaller lot, counts the events it had found refused or failed", 'lostlotsmaller', { at: 'lastTry', then: 'cancelledInSmallerLot' });
 
 // A pause in a successor's later lot, whose step of a row the holder had kept a send failure for was stopped, must
 // keep that send failure for the cancel of the paused job, as the successor's own cancel there counts it.
-test("a lot whose lease ended in it, the job then paused in a successor's later lot and cancelled, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlotpaused', 'pausedInLaterLot');
-});
+leaseEndTest("a lot whose lease ended in it, the job then paused in a successor's later lot and cancelled, counts the events it had found refused or failed", 'lostlotpaused', { at: 'lastTry', then: 'pausedInLaterLot' });
 
-test("a lot whose lease ended in it, the job then cancelled in a successor's later lot, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndedInLot('lostlotlater', 'cancelledInLaterLot');
-});
+leaseEndTest("a lot whose lease ended in it, the job then cancelled in a successor's later lot, counts the events it had found refused or failed", 'lostlotlater', { at: 'lastTry', then: 'cancelledInLaterLot' });
 
 /**
- * A lot of four events whose holder's lease ends in it: one sent, one waiting on a claim being sent elsewhere (the
- * lot's retry wait, which the lease's end stops), one refused (alice's resubmit, still Pending), one whose command
- * cannot be sent. The lease ends as that one's last try fails: the holder's renewals answer that it is gone and its
- * clock reads past it. Then the operator cancels and another runner applies it - or, `successorCancels`, a successor
- * whose clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot;
- * or, `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's
- * outcomes, and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
- * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot). Each way the cancelled job
- * counts each event the lot settled, once.
+ * Where the holder's lease ends in lotOfFour's lot, and what follows. `lastTry`: as `unsent`'s last try fails (its
+ * lot's retry wait on `waiting` is then stopped by the lease's end), and `then` (leaseEndsInLot). `wish`: as the run
+ * reads the operator's `control` again to apply it, that wish having stopped the lot in its retry wait;
+ * `successorReadsFirst`: a successor takes the job over and reads it then, its write waiting until the holder's landed.
  */
-async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot'): Promise<void> {
-  const successorCancels = then === 'successorCancels';
-  const jobs = jobStore((docs) => new JobStore(docs));
-  const { ids, job } = await lotOfFour(prefix, jobs);
-  const unsent = ids[3];
+type LeaseEnd =
+  | { at: 'lastTry'; then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot' }
+  | { at: 'wish'; control: 'cancel' | 'pause'; successorReadsFirst?: boolean };
+
+/** A test of leaseEndsInLot: `prefix` names its events. */
+function leaseEndTest(name: string, prefix: string, end: LeaseEnd): void {
+  test(name, { timeout: 120_000 }, () => leaseEndsInLot(prefix, end));
+}
+
+/**
+ * A lot of four events whose holder's lease ends in it (lotOfFour: one sent, one waiting on a claim being sent
+ * elsewhere, one refused - alice's resubmit, still Pending - and one whose command cannot be sent); where, `end`
+ * (LeaseEnd). From then on the holder's renewals answer that the lease is gone and its clock reads past it. Each way
+ * the cancelled job counts each event the lot settled, once.
+ *
+ * `lastTry`: the operator then cancels and another runner applies it - or, `successorCancels`, a successor whose
+ * clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot; or,
+ * `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's outcomes,
+ * and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
+ * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot).
+ *
+ * `wish`: no one has written the job since the holder did, so its write of the cancel or pause, conditional on that
+ * version, lands. A paused job is then cancelled; a fresh runner applies any cancel still to be applied.
+ */
+async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
+  const atWish = end.at === 'wish' ? end : undefined;
   let lost = false;
+  let refused!: () => void;
+  const renewalRefused = new Promise<void>((r) => (refused = r));
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
-  /** The holder's lease store: once `lost`, its renewals answer that the lease is gone and its clock reads past it. */
-  class EndsInTheLot extends LeaseStore {
-    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
-      return lost ? undefined : super.renew(lease, ttlMs);
+  let wishes = 0;
+  /** `wish`: the run's first read of the wish is its retry wait's; at the second, applying it, the lease ends. */
+  class EndsAtTheSecondWish extends JobStore {
+    override async control(id: string): ReturnType<JobStore['control']> {
+      const wish = await super.control(id);
+      if (id === job.operationId && wish?.control === atWish!.control && ++wishes === 2) {
+        lost = true;
+        await renewalRefused;
+        if (b) {
+          b.runner.kick();
+          await bAtItsWrite;
+        }
+      }
+      return wish;
+    }
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      const next = await super.save(j, etag);
+      if (next && j.operationId === job.operationId && j.state === 'cancelled') holderWrote();
+      return next;
     }
   }
-  /** The successor's cancel, made while the holder is in its lot; the job as it left it. */
-  const cancelledMeanwhile = async (): Promise<Job> => {
-    const { b, end } = await cancelledBySuccessor(job.operationId);
-    await b.runner.stop();
-    b.jobs.docs.close();
-    return end;
-  };
+  let holderWrote!: () => void;
+  const written = new Promise<void>((r) => (holderWrote = r));
+  let bAtIt!: () => void;
+  const bAtItsWrite = new Promise<void>((r) => (bAtIt = r));
+  let bAnswer: string | undefined = 'not yet';
+  /** The successor's first write of the job waits for the holder's (or, when it makes none, the end of its run). */
+  class WritesAfterTheHolder extends JobStore {
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      if (j.operationId !== job.operationId || bAnswer !== 'not yet') return super.save(j, etag);
+      bAtIt();
+      await Promise.race([written, over]);
+      return (bAnswer = await super.save(j, etag));
+    }
+  }
+  const b = atWish?.successorReadsFirst ? successorReplica((docs) => new WritesAfterTheHolder(docs)) : undefined;
+  const jobs = jobStore((docs) => (atWish ? new EndsAtTheSecondWish(docs) : new JobStore(docs)));
+  const { ids, job } = await lotOfFour(prefix, jobs);
+  const unsent = ids[3];
+  /** The holder's lease store: once `lost`, its renewals answer that the lease is gone and its clock reads past it. */
+  class EndsWhenLost extends LeaseStore {
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      if (!lost) return super.renew(lease, ttlMs);
+      // After this answer's turn of the event loop: holdLease has aborted the lease's signal on it by then.
+      setImmediate(refused);
+      return undefined;
+    }
+  }
   let byB: Job | undefined;
-  /** `unsent`'s command cannot be sent (a broker outage's answer); the lease ends at its third and last try. */
+  /** `lastTry`: `unsent`'s command cannot be sent (a broker outage's answer); the lease ends at its third and last try. */
   class LeaseEndsAtTheLastTry extends Manager {
     tries = 0;
     override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
@@ -764,24 +807,46 @@ async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'succes
       if (args[1] !== unsent) return super.execute(...args);
       if (++this.tries === 2) {
         lost = true;
-        if (successorCancels) byB = await cancelledMeanwhile();
+        // The successor's cancel, made while the holder is in its lot; the job as it left it.
+        if (end.at === 'lastTry' && end.then === 'successorCancels') {
+          const { b: successor, end: cancelled } = await cancelledBySuccessor(job.operationId);
+          await successor.runner.stop();
+          successor.jobs.docs.close();
+          byB = cancelled;
+        }
       }
       throw new Error('simulated Service Bus outage');
     }
   }
-  const faulty = new LeaseEndsAtTheLastTry({ store: stack.store, client: stack.serviceBus.client });
-  const leases = tellsRelease(new EndsInTheLot(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
-  const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000 });
+  const faulty = atWish ? stopsAfterTheLot(jobs, job.operationId, unsent, atWish.control) : new LeaseEndsAtTheLastTry({ store: stack.store, client: stack.serviceBus.client });
+  const leases = tellsRelease(new EndsWhenLost(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
+  const finished: Job[] = [];
+  const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
   try {
     holder.kick();
     await over; // the holder's run has ended (its late count included) and given the lease back
     await holder.stop();
-    if (successorCancels) {
+    await b?.runner.stop();
+    if (end.at === 'wish') {
+      assert.equal(wishes, 2, "the lease ended as the run applied the operator's wish");
+      if (b) assert.deepEqual([bAnswer, b.finished.length], [undefined, 0], "the successor's write was refused; it recorded nothing");
+      const left = (await jobs.get(job.operationId))!;
+      if (end.control === 'pause') {
+        assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['paused', [[2, 'refused'], [3, 'failed']]], 'the holder wrote the pause, its lot kept');
+        await jobs.setControl(job.operationId, 'cancel', 'operator');
+      } else assert.equal(left.state, 'cancelled', 'the holder wrote the cancel');
+      await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+      if (end.control === 'cancel') assert.deepEqual(await jobs.get(job.operationId), left, 'the cancelled job was not run again: it is as the holder left it');
+      await lotCounted(jobs, job.operationId, ids);
+      assert.equal(finished.filter((j) => j.operationId === job.operationId).length, end.control === 'cancel' ? 1 : 0, 'the holder recorded the job finished when it wrote the cancel');
+      return;
+    }
+    if (end.then === 'successorCancels') {
       assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
-    } else if (then !== 'operatorCancels') {
+    } else if (end.then !== 'operatorCancels') {
       const kept = (await jobs.get(job.operationId))!.pausedLot?.map((r) => [r.row, r.kind]);
       assert.deepEqual(kept, [[2, 'refused'], [3, 'failed']], "the holder kept its lot's refusal and send failure on the job");
-      if (then !== 'cancelledInSmallerLot') return await stoppedInLaterLot(job.operationId, ids, then === 'pausedInLaterLot' ? 'pause' : 'cancel');
+      if (end.then !== 'cancelledInSmallerLot') return await stoppedInLaterLot(job.operationId, ids, end.then === 'pausedInLaterLot' ? 'pause' : 'cancel');
       await cancelledInSmallerLot(job.operationId);
     } else {
       await jobs.setControl(job.operationId, 'cancel', 'operator');
@@ -790,6 +855,8 @@ async function leaseEndedInLot(prefix: string, then: 'operatorCancels' | 'succes
     await lotCounted(jobs, job.operationId, ids);
   } finally {
     await holder.stop();
+    await b?.runner.stop();
+    b?.jobs.docs.close();
     jobs.docs.close();
     await faulty.close();
   }
@@ -954,112 +1021,17 @@ test("a lot stopped by the operator's cancel, the cancel's receipt read throwing
 // its write is conditional on the version it last wrote anyway: the job stayed running, its late count found no
 // cancel to count into, and the next run's cancel counted the lot by receipts - done 1, refused 0, failed 0, awaiting
 // [1, 2, 3]. Now its cancel is written (no one wrote the job since) and recorded finished, by it alone.
-test("a lot stopped by the operator's cancel, the holder's lease ending as it applies it, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndsAsStopApplied('cancellost', 'cancel');
-});
+leaseEndTest("a lot stopped by the operator's cancel, the holder's lease ending as it applies it, counts the events it had found refused or failed", 'cancellost', { at: 'wish', control: 'cancel' });
 
 // Before, the same for a pause: the paused lot was not kept, the job stayed running, and a successor wrote it paused
 // without the lot - its cancel then read done 1, refused 0, failed 0, awaiting [1, 2, 3].
-test("a lot paused by the operator, the holder's lease ending as it applies the pause, the job then cancelled, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  await leaseEndsAsStopApplied('pauselost', 'pause');
-});
+leaseEndTest("a lot paused by the operator, the holder's lease ending as it applies the pause, the job then cancelled, counts the events it had found refused or failed", 'pauselost', { at: 'wish', control: 'pause' });
 
 // What makes that write safe without the lease: a successor that took the job over and read it before the holder's
 // cancel landed finds its own write refused and stops - the holder's cancel stands, recorded finished once, by it,
 // and the cancelled job is not run again.
-test("a successor that read the job before the holder's cancel, written after its lease ended, landed stops at its refused write", { timeout: 120_000 }, async () => {
-  await leaseEndsAsStopApplied('cancellostread', 'cancel', true);
-});
+leaseEndTest("a successor that read the job before the holder's cancel, written after its lease ended, landed stops at its refused write", 'cancellostread', { at: 'wish', control: 'cancel', successorReadsFirst: true });
 
-/**
- * lotOfFour's job, its lot stopped in its retry wait by the operator's `control`; the holder's lease ends as the run
- * reads that wish again to apply it (its renewals answer that the lease is gone, its clock reads past it). No one
- * has written the job since the holder did, so its write of the cancel or pause, conditional on that version, lands.
- * A paused job is then cancelled; a fresh runner applies any cancel still to be applied. Either way the cancelled
- * job counts each event the lot settled, once. `successorReadsFirst`: once the lease has ended, a successor whose
- * clock is past it takes the job over and reads it, and its write waits until the holder's has landed.
- */
-async function leaseEndsAsStopApplied(prefix: string, control: 'cancel' | 'pause', successorReadsFirst = false): Promise<void> {
-  let lost = false;
-  let refused!: () => void;
-  const renewalRefused = new Promise<void>((r) => (refused = r));
-  let wishes = 0;
-  /** The run's first read of the wish is its retry wait's; at the second, applying it, the lease ends. */
-  class EndsAtTheSecondWish extends JobStore {
-    override async control(id: string): ReturnType<JobStore['control']> {
-      const wish = await super.control(id);
-      if (id === job.operationId && wish?.control === control && ++wishes === 2) {
-        lost = true;
-        await renewalRefused;
-        if (b) {
-          b.runner.kick();
-          await bAtItsWrite;
-        }
-      }
-      return wish;
-    }
-    override async save(j: Job, etag: string): Promise<string | undefined> {
-      const next = await super.save(j, etag);
-      if (next && j.operationId === job.operationId && j.state === 'cancelled') holderWrote();
-      return next;
-    }
-  }
-  let holderWrote!: () => void;
-  const written = new Promise<void>((r) => (holderWrote = r));
-  let bAtIt!: () => void;
-  const bAtItsWrite = new Promise<void>((r) => (bAtIt = r));
-  let bAnswer: string | undefined = 'not yet';
-  /** The successor's first write of the job waits for the holder's (or, when it makes none, the end of its run). */
-  class WritesAfterTheHolder extends JobStore {
-    override async save(j: Job, etag: string): Promise<string | undefined> {
-      if (j.operationId !== job.operationId || bAnswer !== 'not yet') return super.save(j, etag);
-      bAtIt();
-      await Promise.race([written, over]);
-      return (bAnswer = await super.save(j, etag));
-    }
-  }
-  const b = successorReadsFirst ? successorReplica((docs) => new WritesAfterTheHolder(docs)) : undefined;
-  const jobs = jobStore((docs) => new EndsAtTheSecondWish(docs));
-  const { ids, job } = await lotOfFour(prefix, jobs);
-  let released!: () => void;
-  const over = new Promise<void>((r) => (released = r));
-  /** Once `lost`, renewals answer that the lease is gone and the clock reads past it. */
-  class EndsAtTheWish extends LeaseStore {
-    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
-      if (!lost) return super.renew(lease, ttlMs);
-      // After this answer's turn of the event loop: holdLease has aborted the lease's signal on it by then.
-      setImmediate(refused);
-      return undefined;
-    }
-  }
-  const faulty = stopsAfterTheLot(jobs, job.operationId, ids[3], control);
-  const leases = tellsRelease(new EndsAtTheWish(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => job.operationId, released);
-  const finished: Job[] = [];
-  const holder = new OperationsRunner({ store: stack.store, jobs, leases, manager: faulty, scanEveryMs: 3_600_000, onFinished: (j) => void finished.push(j) });
-  try {
-    holder.kick();
-    await over; // the holder's run has ended (its late count included) and given the lease back
-    await holder.stop();
-    await b?.runner.stop();
-    assert.equal(wishes, 2, "the lease ended as the run applied the operator's wish");
-    if (b) assert.deepEqual([bAnswer, b.finished.length], [undefined, 0], "the successor's write was refused; it recorded nothing");
-    const left = (await jobs.get(job.operationId))!;
-    if (control === 'pause') {
-      assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['paused', [[2, 'refused'], [3, 'failed']]], 'the holder wrote the pause, its lot kept');
-      await jobs.setControl(job.operationId, 'cancel', 'operator');
-    } else assert.equal(left.state, 'cancelled', 'the holder wrote the cancel');
-    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
-    if (control === 'cancel') assert.deepEqual(await jobs.get(job.operationId), left, 'the cancelled job was not run again: it is as the holder left it');
-    await lotCounted(jobs, job.operationId, ids);
-    assert.equal(finished.filter((j) => j.operationId === job.operationId).length, control === 'cancel' ? 1 : 0, 'the holder recorded the job finished when it wrote the cancel');
-  } finally {
-    await holder.stop();
-    await b?.runner.stop();
-    b?.jobs.docs.close();
-    jobs.docs.close();
-    await faulty.close();
-  }
-}
 
 // Before, a run that found the job cancelled wrote it cancelled with the counts of the last save: the commands an
 // earlier run had sent past the saved cursor (its progress write lost) were counted nowhere - done 0 of 5 sent.
