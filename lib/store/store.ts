@@ -39,7 +39,8 @@ import {
   cosmosStatus,
   rethrowCosmos,
 } from './errors.ts';
-import { asksHistoryForCopy, asksHistoryForRetry, decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowView, type IgnoreReason, type IncomingWrite } from './guard.ts';
+import { decideStaleWrite, isGuarded, UnclassifiedWriteError, type GuardedRowView, type IgnoreReason } from './guard.ts';
+import { HistoryContext, historyQuestions, type HistoryAnswer, type HistoryQuestions, type RecordedHistory } from './historyContext.ts';
 import { docId, statusRowId } from './ids.ts';
 import { fingerprintOf } from './fingerprint.ts';
 import { applyGroupTransition, applyGroupTransitions, rebuildFailureGroups } from './failureGroupAggregates.ts';
@@ -282,24 +283,6 @@ function guardView(row: StatusRow | null, expect: RowExpectation | undefined): G
 function claimedAppliedIds(existing: StatusRow | null, claimedId: string): string[] {
   return appliedMessageIdsOf(existing).filter((id) => id !== claimedId);
 }
-
-/** The history's answers the guard reads (IncomingWrite's supersededInHistory, retriedInHistory), those asked. */
-type HistoryAnswer = Pick<IncomingWrite, 'supersededInHistory' | 'retriedInHistory'>;
-
-/** A history write's answer (recordHistory, recordOutcome(s)): whether this call created the entry. */
-type RecordedHistory = { recorded: boolean; entry: HistoryEntry };
-
-/**
- * The message ids whose history entries a recordOutcome(s) call created itself (none without one), less those the
- * caller said may be late (`mayBeLate`): for those a created entry proves no first arrival.
- */
-function firstRecordedIds(history: RecordedHistory | RecordedHistory[] | undefined, late: ReadonlySet<string>): Set<string> {
-  const all = history === undefined ? [] : Array.isArray(history) ? history : [history];
-  return new Set(all.filter((h) => h.recorded && !late.has(h.entry.messageId)).map((h) => h.entry.messageId));
-}
-
-/** No message said to be late (recordOutcome(s)'s `mayBeLate`). */
-const NONE_LATE: ReadonlySet<string> = new Set();
 
 function matchesExpectation(row: StatusRow | null, expect: RowExpectation): boolean {
   if (expect.lastMessageId === null) return row === null;
@@ -644,7 +627,7 @@ export class MessageStore {
    * claims): when the row no longer matches, the write is ignored with reason 'precondition-failed'.
    */
   writeStatus(input: StatusWrite, expect?: RowExpectation): Promise<StatusWriteResult> {
-    return this.#writeStatus(input, expect, undefined);
+    return this.#writeStatus(input, expect, this.#historyContext());
   }
 
   /**
@@ -716,11 +699,10 @@ export class MessageStore {
             isGuarded(x.status, x.w.messageType); // throws for a write the guard cannot classify
             const incoming = { status: x.status, messageType: x.w.messageType, messageId: x.w.messageId };
             const view = guardView(existing, expect);
-            // A copy that may be past the row's applied ids, or a failure its retry may have superseded, needs the
-            // history's answer: writeStatus asks it.
-            // Rule 8 is not asked here: it is asked of a message's record (recordOutcome(s)), and this bulk write
-            // records no history (its callers: the Manager's claims).
-            apply = decideStaleWrite(incoming, view).apply && !asksHistoryForCopy(incoming, view);
+            // A copy that may be past the row's applied ids needs the history's answer: writeStatus asks it.
+            // Rule 8 is not asked here (recordsHistory false): it is asked of a message's record
+            // (recordOutcome(s)), and this bulk write records no history (its callers: the Manager's claims).
+            apply = decideStaleWrite(incoming, view).apply && historyQuestions(incoming, view, x.w, false) === undefined;
           } catch {
             apply = false; // an unclassified write: writeStatus reports it
           }
@@ -920,7 +902,7 @@ export class MessageStore {
    * `mayBeLate`: the message may arrive after messages enqueued after it - the Resolver's throttle replacement or a
    * broker redelivery of it. Its earlier attempt may have lost its history create as well as its row write, so an
    * entry this call creates does not prove a first arrival, and the guard's history questions are asked as for a
-   * copy (#withHistoryAnswer). Left out for a first delivery: its entry created here spares the query.
+   * copy (HistoryContext.answer). Left out for a first delivery: its entry created here spares the query.
    */
   async recordOutcome(args: {
     history: HistoryWrite;
@@ -932,7 +914,7 @@ export class MessageStore {
     history.catch(() => undefined); // observed below; this only keeps an early status failure from orphaning it
     let status: StatusWriteResult;
     try {
-      status = await this.#writeStatus(args.status, args.expect, history, args.mayBeLate ? new Set([args.status.messageId]) : NONE_LATE);
+      status = await this.#writeStatus(args.status, args.expect, this.#historyContext(history, args.mayBeLate ? [args.status.messageId] : []));
     } catch (err) {
       await history.catch(() => undefined);
       throw err;
@@ -966,8 +948,7 @@ export class MessageStore {
       statuses = await this.#writeStatusChain(
         items.map((i) => i.status),
         undefined,
-        history,
-        new Set(items.filter((i) => i.mayBeLate).map((i) => i.status.messageId)),
+        this.#historyContext(history, items.filter((i) => i.mayBeLate).map((i) => i.status.messageId)),
       );
     } catch (err) {
       await history.catch(() => undefined);
@@ -1015,51 +996,16 @@ export class MessageStore {
   }
 
   /**
-   * `incoming` with the history's answers the guard reads when it needs them: rule 7's past the row's applied ids
-   * (asksHistoryForCopy: a terminal response not among a full list) and rule 8's (asksHistoryForRetry: a Failed
-   * ErrorResponse the row does not show, whose failed delivery a RetryRequest may have answered since). One query in
-   * the event's partition for either or both. Not for a message whose history entry this call created
-   * (`firstRecorded`): its first arrival, which no row can have applied (the Resolver records history before the
-   * row, and Reconcile re-applies from history) and which comes before its own retry (the same session, enqueued
-   * first), so a new response costs no query; a copy, a throttle replacement and a redelivery whose history landed
-   * before find their entry there and are asked. So is one the caller says may be late (recordOutcome(s)'s
-   * `mayBeLate`: the Resolver's throttle replacement or a redelivery), whose entry this call may have created only
-   * because its earlier attempt's history create failed too - its retry may have been applied meanwhile.
+   * The history context of one writeStatus / recordOutcome(s) call (lib/store/historyContext.ts): `recorded`, the
+   * call's own history write (none for a plain writeStatus); `mayBeLate`, the ids the caller marked late. Its
+   * questions are answered by #historyAnswer.
    */
-  async #withHistoryAnswer(
-    incoming: IncomingWrite,
-    view: GuardedRowView | null,
-    w: z.output<typeof statusWriteSchema>,
-    firstRecorded: ReadonlySet<string>,
-    answers: Map<string, HistoryAnswer>,
-    recordsHistory: boolean,
-  ): Promise<IncomingWrite> {
-    // Refused without them (rule 7 within the list, rules 2-6): nothing to ask.
-    if (firstRecorded.has(w.messageId) || !decideStaleWrite(incoming, view).apply) return incoming;
-    const askCopy = asksHistoryForCopy(incoming, view);
-    // A failure without a parent names no delivery a retry could have answered. Asked of a message's record only
-    // (recordOutcome(s), the Resolver's path, where a failure can come back after its retry): a plain writeStatus or
-    // writeStatuses records no history and is decided as before.
-    const retryOf = recordsHistory && asksHistoryForRetry(incoming, view) && w.parentMessageId ? w.parentMessageId : undefined;
-    if (!askCopy && retryOf === undefined) return incoming;
-    // Keyed on the questions too: a later attempt over another version may ask one the first did not.
-    const key = `${w.messageId}\u0000${askCopy}\u0000${retryOf ?? ''}`;
-    let answer = answers.get(key);
-    if (answer === undefined) {
-      const retry = retryOf !== undefined ? { parent: retryOf, at: w.enqueuedAt } : undefined;
-      answer = await this.#historyAnswer(w.eventId, w.endpointId, w.sessionId, askCopy ? w.messageId : undefined, retry);
-      answers.set(key, answer);
-    }
-    return { ...incoming, ...answer };
+  #historyContext(recorded?: Promise<RecordedHistory | RecordedHistory[]>, mayBeLate: Iterable<string> = []): HistoryContext {
+    return new HistoryContext((w, questions) => this.#historyAnswer(w, questions), recorded, mayBeLate);
   }
 
-  async #writeStatus(
-    input: StatusWrite,
-    expect: RowExpectation | undefined,
-    gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
-    mayBeLate: ReadonlySet<string> = NONE_LATE,
-  ): Promise<StatusWriteResult> {
-    return (await this.#writeStatusChain([input], expect, gate, mayBeLate))[0]!;
+  async #writeStatus(input: StatusWrite, expect: RowExpectation | undefined, history: HistoryContext): Promise<StatusWriteResult> {
+    return (await this.#writeStatusChain([input], expect, history))[0]!;
   }
 
   /**
@@ -1069,12 +1015,7 @@ export class MessageStore {
    * started from, or a create). The counters move once, from the first version's bucket to the last's. A chain
    * of one is the single guarded write.
    */
-  async #writeStatusChain(
-    inputs: StatusWrite[],
-    expect: RowExpectation | undefined,
-    gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
-    mayBeLate: ReadonlySet<string> = NONE_LATE,
-  ): Promise<StatusWriteResult[]> {
+  async #writeStatusChain(inputs: StatusWrite[], expect: RowExpectation | undefined, history: HistoryContext): Promise<StatusWriteResult[]> {
     const writes = inputs.map((input) => {
       const w = parseInput(statusWriteSchema, input, 'status write');
       const { status, subStatus } = resultingStatus(w.messageType, w.deadLetterErrorDescription);
@@ -1093,7 +1034,7 @@ export class MessageStore {
     // The flush window this write's row is stamped with; the window is not flushed before the ticket is settled.
     const ticket = this.#counterBuffer?.take();
     try {
-      return await this.#writeStatusChainAttempts(writes, expect, gate, mayBeLate, item, id, cacheKey, ticket);
+      return await this.#writeStatusChainAttempts(writes, expect, history, item, id, cacheKey, ticket);
     } finally {
       if (ticket) this.#counterBuffer!.cancel(ticket); // no-op when add() settled it
     }
@@ -1102,8 +1043,7 @@ export class MessageStore {
   async #writeStatusChainAttempts(
     writes: Array<{ w: z.output<typeof statusWriteSchema>; status: ResolutionStatusT; subStatus: ReturnType<typeof resultingStatus>['subStatus']; guarded: boolean }>,
     expect: RowExpectation | undefined,
-    gate: Promise<RecordedHistory | RecordedHistory[]> | undefined,
-    mayBeLate: ReadonlySet<string>,
+    history: HistoryContext,
     item: Item,
     id: string,
     cacheKey: string,
@@ -1112,8 +1052,6 @@ export class MessageStore {
     const first = writes[0]!.w;
     /** A landed write in doubt whose counter delta could not be applied either: reported for a recount. */
     let landedUncounted = false;
-    /** The history's answers for rules 7 and 8 (#withHistoryAnswer), by message and question: asked once per call, not per attempt. */
-    const historyAnswers = new Map<string, HistoryAnswer>();
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       // Attempt 1 may decide without a read: from the cached version, or - for a request copy, which normally
       // opens its row - by assuming there is no row yet. Either way the write itself is conditional (If-Match
@@ -1151,7 +1089,7 @@ export class MessageStore {
         if (doubt && !(await this.#settleDoubt(cacheKey, doubt, existing))) landedUncounted = true;
       }
       // Whatever must be stored before the status (the history entries) completes before any decision is acted on.
-      const firstRecorded = firstRecordedIds(gate === undefined ? undefined : await gate, mayBeLate);
+      await history.waitForHistory();
 
       const now = this.#iso();
       const results: StatusWriteResult[] = [];
@@ -1168,7 +1106,8 @@ export class MessageStore {
         else {
           const view = guardView(current, expect);
           const incoming = { status, messageType: w.messageType, messageId: w.messageId };
-          const decision = decideStaleWrite(await this.#withHistoryAnswer(incoming, view, w, firstRecorded, historyAnswers, gate !== undefined), view);
+          // Rules 7 (past the applied ids) and 8 read the history's answers, when asked, from the call's context.
+          const decision = decideStaleWrite(await history.answer(incoming, view, w), view);
           if (!decision.apply) refusal = { reason: decision.reason };
         }
         if (refusal !== undefined) {
@@ -1990,11 +1929,8 @@ export class MessageStore {
    * write without an enqueue time (null) is asked without the bound, as before.
    */
   async #historyAnswer(
-    eventId: string,
-    endpointId: string,
-    sessionId: string,
-    copyOf: string | undefined,
-    retryOf: { parent: string; at: string | null } | undefined,
+    { eventId, endpointId, sessionId }: Pick<z.output<typeof statusWriteSchema>, 'eventId' | 'endpointId' | 'sessionId'>,
+    { copyOf, retryOf }: HistoryQuestions,
   ): Promise<HistoryAnswer> {
     const copy = 'c.parentMessageId = @self';
     const at = retryOf?.at ?? null;
