@@ -1,7 +1,7 @@
 // The `$management` node of an entity: the request/response operations the client sends as AMQP messages
 // (schedule, cancel, peek, deferred receive, lock renewal, session state, settlement without a link). Each
 // request is validated, handed to the broker, and answered with statusCode/statusDescription; failures carry
-// the AMQP condition in `error-condition` so the client raises the same error code as against Azure.
+// the AMQP condition in `errorCondition` so the client raises the same error code as against Azure.
 
 import rhea from 'rhea';
 import type { Message } from 'rhea';

@@ -649,7 +649,7 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
           respond(state, node, request, {
             statusCode: 401,
             statusDescription: error.description,
-            'error-condition': error.condition,
+            errorCondition: rhea.types.wrap_symbol(error.condition),
           });
           return;
         }
@@ -660,7 +660,10 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
           statusCode: reply.statusCode,
           statusDescription: reply.statusDescription,
         };
-        if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
+        // Azure's key and type, as the .NET client (which casts it to AmqpSymbol) and azure-servicebus for
+        // Python read it; core-amqp reads `error-condition` or else `errorCondition`. Sent as `error-condition`
+        // before, .NET and Python saw no condition and mapped by status alone (Python: a plain ServiceBusError).
+        if (reply.errorCondition) props.errorCondition = rhea.types.wrap_symbol(reply.errorCondition);
         respond(state, node, request, props, reply.body);
         return;
       }
