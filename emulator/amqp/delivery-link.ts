@@ -38,7 +38,8 @@ export class DeliveryLink {
     private readonly broker: Broker,
     readonly link: RheaLink,
     readonly source: ReceiveSource,
-    private readonly receiver: Receiver,
+    /** The broker's receiver: a $management request naming this link speaks for it. */
+    readonly receiver: Receiver,
     private readonly log: PlaneLog,
     /** Bytes the connection's budget leaves for output; the plane pumps again when the socket drains. */
     private readonly outgoingRoom: () => number = () => Infinity,

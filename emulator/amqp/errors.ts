@@ -1,5 +1,5 @@
 // Translating broker failures into what the unmodified client understands: an AMQP error condition on links
-// and dispositions (core-amqp's ConditionErrorNameMapper), or a status code plus `error-condition` on
+// and dispositions (core-amqp's ConditionErrorNameMapper), or a status code plus `errorCondition` on
 // $management replies. The condition decides the ServiceBusError code the application sees.
 
 import { BrokerError } from '../broker/api.ts';

@@ -1,12 +1,19 @@
 // The `$management` node of an entity: the request/response operations the client sends as AMQP messages
 // (schedule, cancel, peek, deferred receive, lock renewal, session state, settlement without a link). Each
 // request is validated, handed to the broker, and answered with statusCode/statusDescription; failures carry
-// the AMQP condition in `error-condition` so the client raises the same error code as against Azure.
+// the AMQP condition in `errorCondition` so the client raises the same error code as against Azure.
 
 import rhea from 'rhea';
 import type { Message } from 'rhea';
 import { z } from 'zod';
-import type { Broker, Delivered, Disposition, ReceiveMode, ReceiveSource } from '../broker/api.ts';
+import type {
+  Broker,
+  Delivered,
+  Disposition,
+  ReceiveMode,
+  ReceiveSource,
+  SessionCaller,
+} from '../broker/api.ts';
 import type { ParsedEntity } from './codec.ts';
 import {
   brokerLockTokenToManagement,
@@ -146,16 +153,34 @@ function dispositionFor(body: z.infer<typeof updateDispositionBody>): Dispositio
   }
 }
 
+/**
+ * The receivers a request speaks for, given its `associated-link-name` (the client's receiver link, which
+ * @azure/service-bus, the .NET and the Python clients send with a receiver's requests), or undefined when the
+ * request names none. The plane answers it from the request's connection.
+ */
+export type CallerResolver = (associatedLinkName: string | undefined) => SessionCaller;
+
+/** A text application property: rhea gives a string, uAMQP-based clients may send binary. */
+function textProperty(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return undefined;
+}
+
 /** Handle one request. Never throws: every failure becomes an error reply. */
 export function handleManagementRequest(
   broker: Broker,
   entity: ParsedEntity,
   request: Message,
+  resolveCaller: CallerResolver,
 ): ManagementReply {
   const operation = String(request.application_properties?.operation ?? '');
   const entityName = entity.kind === 'topic' ? entity.topic : describeSource(entity.source);
+  // Resolved only when a session operation asks: most requests have no use for it.
+  const caller: SessionCaller = (holder) =>
+    resolveCaller(textProperty(request.application_properties?.['associated-link-name']))(holder);
   try {
-    return dispatch(broker, entity, operation, request.body);
+    return dispatch(broker, entity, operation, request.body, caller);
   } catch (err) {
     const status = managementStatusFor(err, entityName);
     return {
@@ -166,7 +191,13 @@ export function handleManagementRequest(
   }
 }
 
-function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body: unknown): ManagementReply {
+function dispatch(
+  broker: Broker,
+  entity: ParsedEntity,
+  operation: string,
+  body: unknown,
+  caller: SessionCaller,
+): ManagementReply {
   switch (operation) {
     case 'com.microsoft:schedule-message': {
       const topic = requireTopic(entity, operation);
@@ -250,17 +281,17 @@ function dispatch(broker: Broker, entity: ParsedEntity, operation: string, body:
     case 'com.microsoft:renew-session-lock': {
       const source = requireSubscription(entity, operation);
       const sessionId = parse(sessionBody, body)['session-id'];
-      return ok({ expiration: new Date(broker.renewSessionLock(source, sessionId)) });
+      return ok({ expiration: new Date(broker.renewSessionLock(source, sessionId, caller)) });
     }
     case 'com.microsoft:get-session-state': {
       const source = requireSubscription(entity, operation);
-      const state = broker.getSessionState(source, parse(sessionBody, body)['session-id']);
+      const state = broker.getSessionState(source, parse(sessionBody, body)['session-id'], caller);
       return ok({ 'session-state': state === null ? null : rhea.types.wrap_binary(state) });
     }
     case 'com.microsoft:set-session-state': {
       const source = requireSubscription(entity, operation);
       const parsed = parse(setSessionStateBody, body);
-      broker.setSessionState(source, parsed['session-id'], parsed['session-state'] ?? null);
+      broker.setSessionState(source, parsed['session-id'], parsed['session-state'] ?? null, caller);
       return ok({});
     }
     case 'com.microsoft:get-message-sessions': {

@@ -8,7 +8,7 @@
 import type { Socket } from 'node:net';
 import rhea from 'rhea';
 import type { Message } from 'rhea';
-import type { Broker, OpenReceiverOptions, ReceiveSource } from '../broker/api.ts';
+import type { Broker, OpenReceiverOptions, ReceiveSource, SessionCaller } from '../broker/api.ts';
 import { BrokerError } from '../broker/api.ts';
 import type { ParsedEntity } from './codec.ts';
 import { captureTypes, keepRawMessages, typedMessageId } from '../broker/typed-values.ts';
@@ -649,16 +649,21 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
           respond(state, node, request, {
             statusCode: 401,
             statusDescription: error.description,
-            'error-condition': error.condition,
+            errorCondition: rhea.types.wrap_symbol(error.condition),
           });
           return;
         }
-        const reply = handleManagementRequest(broker, role.entity, request);
+        const reply = handleManagementRequest(broker, role.entity, request, (linkName) =>
+          sessionCallerOn(state, linkName),
+        );
         const props: Record<string, unknown> = {
           statusCode: reply.statusCode,
           statusDescription: reply.statusDescription,
         };
-        if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
+        // Azure's key and type, as the .NET client (which casts it to AmqpSymbol) and azure-servicebus for
+        // Python read it; core-amqp reads `error-condition` or else `errorCondition`. Sent as `error-condition`
+        // before, .NET and Python saw no condition and mapped by status alone (Python: a plain ServiceBusError).
+        if (reply.errorCondition) props.errorCondition = rhea.types.wrap_symbol(reply.errorCondition);
         respond(state, node, request, props, reply.body);
         return;
       }
@@ -669,6 +674,25 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
         );
     }
   });
+
+  /**
+   * Who a $management request on this connection speaks for, for the session operations. Azure ties a session
+   * lock to the receiver link that accepted it, and the clients name that link in `associated-link-name`: only
+   * that link's receiver counts. A request that names no link (a client that sends none, as the .NET client
+   * does while its receiver link is down) counts for the receivers on its own connection: never for another
+   * connection's, so no client can renew or read a session someone else holds.
+   */
+  function sessionCallerOn(state: ConnectionState, linkName: string | undefined): SessionCaller {
+    return (holder) => {
+      for (const link of state.links) {
+        const role = roles.get(link);
+        if (role?.kind !== 'deliver' || link.is_closed()) continue;
+        if (linkName !== undefined && link.name !== linkName) continue;
+        if (role.handler.receiver === holder) return true;
+      }
+      return false;
+    };
+  }
 
   function onSend(topic: string, ctx: RheaContext, delivery: RheaDelivery): void {
     const max = broker.maxMessageSizeBytes;

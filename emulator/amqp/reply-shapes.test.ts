@@ -201,6 +201,40 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
     assert.ok([0xa0, 0xb0].includes(types.correlation ?? -1), 'correlation-id is binary');
   });
 
+  it('$management error: errorCondition as an AMQP symbol (the key and type .NET and Python read)', async () => {
+    // On a missing subscription's node: the reply is 404 amqp:not-found. `error-condition` (what the emulator
+    // sent before) is read by core-amqp only; the .NET client casts `errorCondition` to AmqpSymbol and
+    // azure-servicebus for Python looks up b"errorCondition", so without it they map by status alone.
+    const node = 'shapes/Subscriptions/missing/$management';
+    const resource = `sb://127.0.0.1:${emulator.port}/${node.replace('/$management', '')}`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    await request(
+      '$cbs',
+      {
+        message_id: 'missing',
+        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
+        body: token,
+      } as Message,
+      undefined,
+    );
+    const reply = await request(
+      node,
+      {
+        message_id: 'err-1',
+        application_properties: { operation: 'com.microsoft:get-session-state' },
+        body: rhea.types.wrap_map({ 'session-id': 'nobody' }),
+      } as unknown as Message,
+      undefined,
+    );
+    const props = reply.application_properties ?? {};
+    assert.equal(props.statusCode, 404);
+    assert.equal(props.errorCondition, 'amqp:not-found');
+    assert.ok(
+      [0xa3, 0xb3].includes(wireTypes(reply).props.get('errorCondition') ?? -1),
+      'errorCondition is a symbol',
+    );
+  });
+
   it('$management batch-delete-messages deletes up to message-count messages enqueued before the cutoff', async () => {
     emulator.broker.createSubscription({ topicName: 'shapes', subscriptionName: 'purge' });
     emulator.broker.send(

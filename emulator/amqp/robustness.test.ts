@@ -259,7 +259,7 @@ describe('robustness of the one-port server', () => {
     });
     assert.equal(reply.correlation_id, 'req-1');
     assert.equal(reply.application_properties?.statusCode, 501);
-    assert.equal(reply.application_properties?.['error-condition'], 'amqp:not-implemented');
+    assert.equal(reply.application_properties?.errorCondition, 'amqp:not-implemented');
     connection.close();
     await new Promise<void>((resolve) => connection.once('connection_close', () => resolve()));
     await stillServes('after-bogus-operation');

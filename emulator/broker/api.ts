@@ -273,6 +273,9 @@ export interface Receiver {
   close(): void;
 }
 
+/** Whether the receiver holding a session lock is the one asking for a session operation. */
+export type SessionCaller = (holder: Receiver) => boolean;
+
 export type Disposition =
   | { kind: 'complete' }
   | { kind: 'abandon'; propertiesToModify?: Record<string, unknown> }
@@ -301,9 +304,19 @@ export interface Broker extends BrokerAdmin {
   /** Settle a locked message. `sessionId` is given for session entities: the session lock must still be held. */
   settle(source: ReceiveSource, lockToken: string, disposition: Disposition, sessionId?: string): void; // MessageLockLost, SessionLockLost
   renewLock(source: ReceiveSource, lockToken: string): number; // new lockedUntil
-  renewSessionLock(source: ReceiveSource, sessionId: string): number;
-  getSessionState(source: ReceiveSource, sessionId: string): Buffer | null;
-  setSessionState(source: ReceiveSource, sessionId: string, state: Buffer | null): void;
+  /**
+   * Session lock renewal and session state: SessionLockLost unless the session's lock is held, and held by a
+   * receiver `caller` accepts (as Azure answers these only for the session's own receiver). Without `caller`
+   * any holder will do (in-process callers such as the broker's own tests).
+   */
+  renewSessionLock(source: ReceiveSource, sessionId: string, caller?: SessionCaller): number;
+  getSessionState(source: ReceiveSource, sessionId: string, caller?: SessionCaller): Buffer | null;
+  setSessionState(
+    source: ReceiveSource,
+    sessionId: string,
+    state: Buffer | null,
+    caller?: SessionCaller,
+  ): void;
   /** Peek without locking. Includes deferred and (for topics' subscriptions) no scheduled messages. */
   peek(source: ReceiveSource, opts: PeekOptions): Delivered[];
   /** Receive deferred messages by sequence number (locking them in peek-lock mode). MessageNotFound for unknown numbers. */

@@ -21,6 +21,7 @@ import type {
   ReceiveSource,
   Receiver,
   RuleDescription,
+  SessionCaller,
   SubscriptionDescription,
   SubscriptionRuntime,
   TopicDescription,
@@ -34,7 +35,7 @@ import { Entities, ruleView, subView, topicView } from './entities.ts';
 import type { JournalRecord } from './journal-records.ts';
 import { Queues, queueView } from './queues.ts';
 import { SubscriptionState, TopicState } from './model.ts';
-import type { QueueKind, ScheduledItem, SessionState, StoredMessage } from './model.ts';
+import type { QueueKind, ScheduledItem, SessionHolder, SessionState, StoredMessage } from './model.ts';
 import { ReceiverImpl } from './receiver.ts';
 import { compileRule } from './rules.ts';
 import { scheduledTimeOf } from './scheduling.ts';
@@ -347,21 +348,28 @@ export class ServiceBusBroker implements Broker {
     });
   }
 
-  renewSessionLock(source: ReceiveSource, sessionId: string): number {
+  renewSessionLock(source: ReceiveSource, sessionId: string, caller?: SessionCaller): number {
     const c = this.core;
-    return c.op(false, () => c.sessions.renew(c.sub(source.topic, source.subscription), sessionId));
+    return c.op(false, () =>
+      c.sessions.renew(c.sub(source.topic, source.subscription), sessionId, holderTest(caller)),
+    );
   }
 
-  getSessionState(source: ReceiveSource, sessionId: string): Buffer | null {
+  getSessionState(source: ReceiveSource, sessionId: string, caller?: SessionCaller): Buffer | null {
     const c = this.core;
-    return c.sessions.held(c.sub(source.topic, source.subscription), sessionId).state;
+    return c.sessions.held(c.sub(source.topic, source.subscription), sessionId, holderTest(caller)).state;
   }
 
-  setSessionState(source: ReceiveSource, sessionId: string, state: Buffer | null): void {
+  setSessionState(
+    source: ReceiveSource,
+    sessionId: string,
+    state: Buffer | null,
+    caller?: SessionCaller,
+  ): void {
     const c = this.core;
     c.op(true, () => {
       const sub = c.sub(source.topic, source.subscription);
-      const session = c.sessions.held(sub, sessionId);
+      const session = c.sessions.held(sub, sessionId, holderTest(caller));
       session.state = state && state.length > 0 ? Buffer.from(state) : state ? Buffer.alloc(0) : null;
       session.updatedAt = c.now();
       c.append({
@@ -708,4 +716,9 @@ export class ServiceBusBroker implements Broker {
   restoreDuplicates(topic: TopicState, entries: Array<{ id: string; at: number; seq: number }>): void {
     if (topic.desc.requiresDuplicateDetection) this.core.duplicates.restore(topic, entries);
   }
+}
+
+/** A caller's test of a session's holder: the holders are this broker's receivers, the ones it handed out. */
+function holderTest(caller: SessionCaller | undefined): ((holder: SessionHolder) => boolean) | undefined {
+  return caller && ((holder) => holder instanceof ReceiverImpl && caller(holder));
 }

@@ -169,6 +169,32 @@ describe('sessions', () => {
     await broker.close();
   });
 
+  test('session lock renewal and state answer only the caller that holds the session', async () => {
+    const { broker } = await sessionBroker();
+    const open = (sessionId: string) =>
+      broker.openReceiver({ source: src, mode: 'peekLock', session: { sessionId, timeoutMs: 0 } });
+    const holder = await open('mine');
+    const other = await open('theirs');
+    const byHolder = (r: Receiver) => r === holder;
+    const byOther = (r: Receiver) => r === other;
+    broker.setSessionState(src, 'mine', Buffer.from('1'), byHolder);
+    assert.equal(broker.getSessionState(src, 'mine', byHolder)?.toString(), '1');
+    assert.ok(broker.renewSessionLock(src, 'mine', byHolder) > 0);
+    const refused = (e: unknown) => code(e) === 'SessionLockLost';
+    assert.throws(() => broker.renewSessionLock(src, 'mine', byOther), refused);
+    assert.throws(() => broker.getSessionState(src, 'mine', byOther), refused);
+    assert.throws(() => broker.setSessionState(src, 'mine', Buffer.from('2'), byOther), refused);
+    assert.equal(broker.getSessionState(src, 'mine', byHolder)?.toString(), '1', 'state untouched');
+    // Released and taken by another receiver: the old holder's requests are refused.
+    holder.close();
+    const next = await open('mine');
+    assert.throws(() => broker.getSessionState(src, 'mine', byHolder), refused);
+    assert.equal(broker.getSessionState(src, 'mine', (r) => r === next)?.toString(), '1');
+    next.close();
+    other.close();
+    await broker.close();
+  });
+
   test('acceptNextSession over many sessions hands each out once per round', async () => {
     const { broker } = await sessionBroker();
     for (let i = 0; i < 150; i++) broker.send('t', [msg({ group_id: `s${i}` })]);

@@ -5,7 +5,7 @@ import { BrokerError } from './api.ts';
 import type { ReceiveMode, Receiver } from './api.ts';
 import type { BrokerCore } from './core.ts';
 import { SessionState } from './model.ts';
-import type { SessionWaiter, StoredMessage, SubscriptionState } from './model.ts';
+import type { SessionHolder, SessionWaiter, StoredMessage, SubscriptionState } from './model.ts';
 import { ReceiverImpl } from './receiver.ts';
 
 export class Sessions {
@@ -131,8 +131,8 @@ export class Sessions {
     r.signal();
   }
 
-  renew(sub: SubscriptionState, sessionId: string): number {
-    const session = this.held(sub, sessionId);
+  renew(sub: SubscriptionState, sessionId: string, isCaller?: (holder: SessionHolder) => boolean): number {
+    const session = this.held(sub, sessionId, isCaller);
     session.lockedUntil = this.c.now() + sub.desc.lockDurationMs;
     for (const m of session.locked) m.lockedUntil = session.lockedUntil;
     this.scheduleExpiry(sub, session);
@@ -173,12 +173,26 @@ export class Sessions {
     if (sub.sessions.get(session.id) === session) this.markReady(sub, session);
   }
 
-  /** A session whose lock is held (by some receiver); SessionLockLost otherwise. */
-  held(sub: SubscriptionState, sessionId: string): SessionState {
+  /**
+   * A session whose lock is held, by a receiver `isCaller` accepts when given (the receiver a $management
+   * request names); SessionLockLost otherwise, as Azure refuses another receiver's session: a lock held by
+   * someone else is, for the caller, a lock it does not have.
+   */
+  held(
+    sub: SubscriptionState,
+    sessionId: string,
+    isCaller?: (holder: SessionHolder) => boolean,
+  ): SessionState {
     const session = sub.sessions.get(sessionId);
     if (session) this.expireLockIfDue(sub, session);
     if (!session || !session.holder) {
       throw new BrokerError('SessionLockLost', `The session lock on '${sessionId}' is not held.`);
+    }
+    if (isCaller && !isCaller(session.holder)) {
+      throw new BrokerError(
+        'SessionLockLost',
+        `The session lock on '${sessionId}' is held by another receiver; accept the session to use it.`,
+      );
     }
     return session;
   }

@@ -50,7 +50,10 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
     ['receive-and-delete', 'receive-and-delete removes the message'],
     ['peek', 'peek in order, from a sequence number, without locking'],
     ['schedule', 'schedule and cancel: only the kept message arrives, when due'],
-    ['sessions', 'named and next-available sessions in order, session state, session lock renewal'],
+    [
+      'sessions',
+      'named and next-available sessions in order, session state, session lock renewal; from another connection, get/set state and renew on the held session are refused (SessionLockLostError)',
+    ],
     ['lock-renewal', 'renew_message_lock extends the message lock'],
     ['rules', 'a SQL filter on an application property routes only matching messages'],
     [

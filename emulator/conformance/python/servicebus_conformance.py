@@ -31,6 +31,8 @@ from azure.servicebus import (
     TransportType,
 )
 from azure.servicebus._common import _configuration
+from azure.servicebus._servicebus_session import ServiceBusSession
+from azure.servicebus.exceptions import SessionLockLostError
 
 # azure-servicebus 7.8 always dials AMQPS on 5671 (its Configuration has no port option; UseDevelopmentEmulator
 # came in a later version). The test gives the emulator an ephemeral TLS port so parallel runs do not collide,
@@ -171,6 +173,27 @@ def scenario_schedule(c):
     return "schedule, cancel, arrives when due"
 
 
+def refuse_foreign_session_ops(held_id):
+    """Session `held_id` is held by another receiver: from a receiver of another session, on another
+    connection, get/set state and renew are refused with SessionLockLostError. The public API sends these only
+    for the receiver's own session; the client's own ServiceBusSession class, given the other session's id,
+    sends them as it sends its own (naming this receiver's link in associated-link-name)."""
+    with client() as other_client, receiver(other_client, "sessions", session_id="elsewhere") as other:
+        foreign = ServiceBusSession(held_id, other)
+        for what, op in [
+            ("get_state", foreign.get_state),
+            ("set_state", lambda: foreign.set_state(b"stolen")),
+            ("renew_lock", foreign.renew_lock),
+        ]:
+            try:
+                op()
+            except SessionLockLostError:
+                continue
+            except Exception as e:  # pylint: disable=broad-except
+                raise AssertionError(f"{what} on a session held elsewhere: expected SessionLockLostError, got {e!r}")
+            raise AssertionError(f"{what} on a session held elsewhere succeeded")
+
+
 def scenario_sessions(c):
     with sender(c, "sessions") as s:
         s.send_messages([ServiceBusMessage(f"a-{i}", session_id="a") for i in range(3)])
@@ -185,6 +208,9 @@ def scenario_sessions(c):
         time.sleep(0.05)
         r.session.renew_lock()
         check(r.session.locked_until_utc >= before, "session lock renewed")
+        refuse_foreign_session_ops("b")
+        check(r.session.get_state() == b"state-b", "session state untouched by the refused requests")
+        r.session.renew_lock()
         for m in got:
             r.complete_message(m)
     with receiver(c, "sessions", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as r:

@@ -1,0 +1,175 @@
+// Session operations on $management belong to the session's receiver: renew-session-lock, get-session-state
+// and set-session-state succeed for the receiver link holding the session lock and are refused with
+// com.microsoft:session-lock-lost (the client's SessionLockLost) for any other receiver, on this connection
+// or another, and after the lock was released or expired - as Azure answers them.
+//
+// The client's public API sends these requests only for the receiver's own session, naming its own link in
+// `associated-link-name`. To send what another receiver would, the tests call the client's own management
+// client (the one ServiceBusSessionReceiver.renewSessionLock() calls; internal to @azure/service-bus 7.x) with
+// another session id or link name: the framing and the error mapping are still the client's.
+
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ServiceBusSessionReceiver } from '@azure/service-bus';
+import {
+  assertServiceBusError,
+  createTopicWithSubscriptions,
+  receiveUntil,
+  uniqueName,
+  useHarness,
+  waitFor,
+} from './helpers.ts';
+
+const h = useHarness();
+
+interface RequestOptions {
+  associatedLinkName?: string;
+  timeoutInMs?: number;
+}
+
+/** What ServiceBusSessionReceiver calls for its session operations (@azure/service-bus 7.x internals). */
+interface ManagementClient {
+  renewSessionLock(sessionId: string, options: RequestOptions): Promise<Date>;
+  getSessionState(sessionId: string, options: RequestOptions): Promise<unknown>;
+  setSessionState(sessionId: string, state: unknown, options: RequestOptions): Promise<void>;
+}
+
+interface SessionReceiverInternals {
+  entityPath: string;
+  _messageSession: { name: string };
+  _context: { getManagementClient(entityPath: string): ManagementClient };
+}
+
+/** The receiver's link name and its connection's management client for its entity. */
+function internalsOf(receiver: ServiceBusSessionReceiver): {
+  linkName: string;
+  management: ManagementClient;
+} {
+  const r = receiver as unknown as SessionReceiverInternals;
+  assert.equal(typeof r._messageSession?.name, 'string', 'the client keeps its session link name');
+  return { linkName: r._messageSession.name, management: r._context.getManagementClient(r.entityPath) };
+}
+
+/** All three operations on `sessionId`, sent as `from`'s connection sends them (naming `linkName`, if any). */
+async function assertAllRefused(
+  from: ServiceBusSessionReceiver,
+  sessionId: string,
+  linkName: string | undefined,
+): Promise<void> {
+  const { management } = internalsOf(from);
+  const options = { associatedLinkName: linkName, timeoutInMs: 5_000 };
+  await assertServiceBusError(() => management.renewSessionLock(sessionId, options), 'SessionLockLost');
+  await assertServiceBusError(() => management.getSessionState(sessionId, options), 'SessionLockLost');
+  await assertServiceBusError(
+    () => management.setSessionState(sessionId, Buffer.from('stolen'), options),
+    'SessionLockLost',
+  );
+}
+
+async function sessionTopic(lockDuration = 'PT30S'): Promise<string> {
+  const topic = uniqueName('own');
+  await createTopicWithSubscriptions(h.admin, topic, [
+    { name: 'sub', options: { requiresSession: true, lockDuration } },
+  ]);
+  return topic;
+}
+
+describe('session operations on $management need the session lock', () => {
+  test("a session receiver's own renewSessionLock, getSessionState and setSessionState work", async () => {
+    const topic = await sessionTopic();
+    const r = await h.client.acceptSession(topic, 'sub', 'own');
+    try {
+      await r.setSessionState(Buffer.from(JSON.stringify({ step: 1 })));
+      assert.deepEqual(await r.getSessionState(), { step: 1 });
+      const until = await r.renewSessionLock();
+      assert.ok(until.getTime() > Date.now(), 'renewed into the future');
+      // The same requests without associated-link-name count for the receivers on the request's connection.
+      const { management } = internalsOf(r);
+      assert.deepEqual(await management.getSessionState('own', {}), { step: 1 });
+      await management.renewSessionLock('own', {});
+    } finally {
+      await r.close();
+    }
+  });
+
+  test('a receiver on another connection cannot renew, read or write a session someone else holds', async () => {
+    const topic = await sessionTopic();
+    const holder = await h.client.acceptSession(topic, 'sub', 'held');
+    const otherClient = h.newClient({ maxRetries: 0, timeoutInMs: 5_000 });
+    const other = await otherClient.acceptSession(topic, 'sub', 'mine');
+    try {
+      await holder.setSessionState(Buffer.from(JSON.stringify({ owner: 'holder' })));
+      // Naming its own link, as its client does, and naming none.
+      await assertAllRefused(other, 'held', internalsOf(other).linkName);
+      await assertAllRefused(other, 'held', undefined);
+      // Naming the holder's link from another connection does not borrow it: links are the connection's.
+      await assertAllRefused(other, 'held', internalsOf(holder).linkName);
+      assert.deepEqual(await holder.getSessionState(), { owner: 'holder' }, 'the state is untouched');
+      await holder.renewSessionLock();
+    } finally {
+      await other.close();
+      await holder.close();
+    }
+  });
+
+  test('another receiver on the same connection is refused when the request names its own link', async () => {
+    const topic = await sessionTopic();
+    const holder = await h.client.acceptSession(topic, 'sub', 'held');
+    const neighbour = await h.client.acceptSession(topic, 'sub', 'next-door');
+    try {
+      await assertAllRefused(neighbour, 'held', internalsOf(neighbour).linkName);
+      await holder.renewSessionLock();
+    } finally {
+      await neighbour.close();
+      await holder.close();
+    }
+  });
+
+  test('after its receiver closed, the session ops are refused, also once another receiver holds it', async () => {
+    const topic = await sessionTopic();
+    const first = await h.client.acceptSession(topic, 'sub', 'moved');
+    await first.setSessionState(Buffer.from(JSON.stringify({ by: 'first' })));
+    const { linkName } = internalsOf(first);
+    await first.close();
+    // Held by no one.
+    await assertAllRefused(first, 'moved', linkName);
+    const second = await h.newClient({ maxRetries: 0 }).acceptSession(topic, 'sub', 'moved');
+    try {
+      // Held by a receiver on another connection: the first receiver's link still does not hold it.
+      await assertAllRefused(first, 'moved', linkName);
+      assert.deepEqual(await second.getSessionState(), { by: 'first' });
+    } finally {
+      await second.close();
+    }
+  });
+
+  test('after the session lock expired and another receiver took the session, the old receiver is refused', async () => {
+    const topic = await sessionTopic('PT2S');
+    const sender = h.client.createSender(topic);
+    try {
+      await sender.sendMessages({ body: 1, messageId: 'x1', sessionId: 'expiring' });
+    } finally {
+      await sender.close();
+    }
+    const stale = await h.fastClient.acceptSession(topic, 'sub', 'expiring', {
+      maxAutoLockRenewalDurationInMs: 0,
+    });
+    const [m] = await receiveUntil(stale, 1);
+    assert.ok(m);
+    const { linkName } = internalsOf(stale);
+    // The emulator ends the receiver's link when the lock expires; the client then reports itself closed.
+    await waitFor(
+      async () => (stale.isClosed ? true : undefined),
+      'the expired session receiver to close',
+      15_000,
+    );
+    const fresh = await h.newClient({ maxRetries: 0 }).acceptSession(topic, 'sub', 'expiring');
+    try {
+      await assertAllRefused(stale, 'expiring', linkName);
+      await fresh.renewSessionLock();
+    } finally {
+      await fresh.close();
+      await stale.close().catch(() => undefined);
+    }
+  });
+});
