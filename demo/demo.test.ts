@@ -11,6 +11,11 @@ import { startStack, type RunningStack } from '../scripts/start-stack.ts';
 import { Manager } from '../server/manager/manager.ts';
 import { createServiceBusClients, type ServiceBusClients } from '@nimbus/sdk/servicebus';
 import { DemoEndpoint, DemoEventType } from './index.ts';
+import { endProcessAfterResults } from '../packages/sdk/e2e/harness.ts';
+
+// What the Service Bus client leaves pending once the Resolver and the hosts are closed (a receiver still opening
+// keeps a 60 s timer) held this process up for 92 s after its last result; harness.ts explains the exit.
+endProcessAfterResults();
 
 let stack: RunningStack;
 

@@ -13,6 +13,11 @@ import { queryAudit } from '../server/audit/auditLog.ts';
 import { startResolver, type ResolverHandle } from '../resolver-worker/index.ts';
 import { startDemo, type RunningDemo } from './index.ts';
 import { DemoEndpoint, DemoEventType, ledgerJobOutcome } from './rules.ts';
+import { endProcessAfterResults } from '../packages/sdk/e2e/harness.ts';
+
+// What the Service Bus client leaves pending once the Resolver and the hosts are closed (a receiver still opening
+// keeps a 60 s timer) held this process up for 60 s after its last result; harness.ts explains the exit.
+endProcessAfterResults();
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 

@@ -16,6 +16,11 @@ import { startDemo, DemoEndpoint, DemoEventType, type RunningDemo } from '../dem
 import { createPublisher, sessionKeysFromCatalog, type Publisher } from '@nimbus/sdk';
 import { Manager } from '../server/manager/manager.ts';
 import { eventDetails } from '../server/queries.ts';
+import { endProcessAfterResults } from '../packages/sdk/e2e/harness.ts';
+
+// What the Service Bus client leaves pending once the Resolver and the hosts are closed (a receiver still opening
+// keeps a 60 s timer) held this process up for 60 s after its last result; harness.ts explains the exit.
+endProcessAfterResults();
 
 const SPAN_KIND = { internal: 1, client: 3, producer: 4, consumer: 5 } as const;
 

@@ -9,9 +9,13 @@ import { PermanentFailureError } from '@nimbus/sdk';
 import { HandlerRegistry } from '@nimbus/sdk';
 import { RetryPolicies } from '@nimbus/sdk';
 import { HandoffClient } from '@nimbus/sdk';
-import { withHarness as withSdkHarness, type Harness } from '../packages/sdk/e2e/harness.ts';
+import { endProcessAfterResults, withHarness as withSdkHarness, type Harness } from '../packages/sdk/e2e/harness.ts';
 import { type EndpointCounts, type HistoryEntry, type MessageStore, type StatusRowSummary } from '../lib/store/index.ts';
 import { eventually, startStoreAndResolver } from './testHarness.ts';
+
+// A session accept still opening when the hosts and the Resolver stop leaves rhea-promise's 60 s link-open timer
+// behind, which held this process up for about a minute after its last result (harness.ts explains the exit).
+endProcessAfterResults();
 
 type Customer = { customerId: string; n: number; fixed?: boolean };
 

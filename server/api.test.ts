@@ -8,6 +8,7 @@ import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { decodeBody, MessageType, Prop } from '@nimbus/sdk/contract';
 import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts';
 import { seedConsoleData, seedEvent, XSS_TEXT } from './testing/seed.ts';
+import { drainSession } from './testing/sessionWire.ts';
 import { statusRowId } from '../lib/store/index.ts';
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
@@ -46,17 +47,11 @@ const post = (path: string, body?: unknown) =>
     headers: { 'content-type': 'application/json' },
   });
 
-/** Receives what reached the endpoint's main (session) subscription in one session, completing it. */
-async function receiveMain(endpointId: string, sessionId: string, max: number, waitMs: number): Promise<ServiceBusReceivedMessage[]> {
-  const receiver = await stack.serviceBus.client.acceptSession(endpointId, endpointId, sessionId);
-  try {
-    const got = await receiver.receiveMessages(max, { maxWaitTimeInMs: waitMs });
-    for (const m of got) await receiver.completeMessage(m);
-    return got;
-  } finally {
-    await receiver.close();
-  }
-}
+/**
+ * What reached the endpoint's main (session) subscription in one session, received and deleted: read to an end
+ * marker (server/testing/sessionWire.ts), not for a fixed wait that also had to outlast a second after the first.
+ */
+const receiveMain = (endpointId: string, sessionId: string): Promise<ServiceBusReceivedMessage[]> => drainSession(stack.serviceBus.client, endpointId, sessionId);
 
 before(async () => {
   stack = await startConsoleTestStack();
@@ -368,7 +363,7 @@ describe('console API on the embedded stack', () => {
     assert.equal(again.outcome, 'duplicate');
     assert.equal(again.messageId, r.messageId);
 
-    const got = await receiveMain('billingendpoint', 'ORD-200', 5, 3000);
+    const got = await receiveMain('billingendpoint', 'ORD-200');
     assert.equal(got.length, 1, 'exactly one command reached the session');
     const m = got[0]!;
     assert.equal(m.messageId, r.messageId);
@@ -409,7 +404,7 @@ describe('console API on the embedded stack', () => {
     const d = (await (await routes.event.GET(get('/x'), ev)).json()) as { event: { status: string }; audits: unknown[] };
     assert.equal(d.event.status, 'DeadLettered', 'nothing claimed');
     assert.deepEqual(d.audits, [], 'nothing audited');
-    assert.deepEqual(await receiveMain('billingendpoint', 'ORD-300', 5, 1000), [], 'nothing sent');
+    assert.deepEqual(await receiveMain('billingendpoint', 'ORD-300'), [], 'nothing sent');
     // The chosen event type's schema is the one that counts: OrderCancelled has none, so the same payload gets past
     // the check (to the 409 a Completed event gets).
     const asCancel = await routes.resubmit.POST(
@@ -424,7 +419,7 @@ describe('console API on the embedded stack', () => {
     const edited = { orderId: 'ORD-300', customerId: 'CUST-1', lines: [], total: 0, currency: 'EUR', fixed: true };
     const res = await routes.resubmit.POST(post('/x', { payload: edited }), ev);
     assert.equal(res.status, 200, await res.clone().text());
-    const got = await receiveMain('billingendpoint', 'ORD-300', 5, 3000);
+    const got = await receiveMain('billingendpoint', 'ORD-300');
     assert.equal(got.length, 1);
     const content = decodeBody(got[0]!.body);
     assert.ok(content.ok);
@@ -456,10 +451,10 @@ describe('console API on the embedded stack', () => {
     assert.equal((await routes.fail.POST(post('/x', {}), failCoords)).status, 400);
     const failed = await routes.fail.POST(post('/x', { errorText: 'Ledger rejected the invoice' }), failCoords);
     assert.equal(failed.status, 200);
-    const [completedCmd] = await receiveMain('erpendpoint', 'INV-1', 5, 3000);
+    const [completedCmd] = await receiveMain('erpendpoint', 'INV-1');
     assert.equal(completedCmd?.applicationProperties?.[Prop.MessageType], MessageType.HandoffCompletedRequest);
     assert.equal(completedCmd?.applicationProperties?.[Prop.From], 'Manager');
-    const [failedCmd] = await receiveMain('erpendpoint', 'INV-2', 5, 3000);
+    const [failedCmd] = await receiveMain('erpendpoint', 'INV-2');
     assert.equal(failedCmd?.applicationProperties?.[Prop.MessageType], MessageType.HandoffFailedRequest);
     const body = decodeBody(failedCmd!.body);
     assert.equal(body.content.ErrorContent?.ErrorText, 'Ledger rejected the invoice');

@@ -12,6 +12,11 @@ import { startConsoleTestStack, type ConsoleTestStack } from './testing/stack.ts
 // Types only: the route modules are imported after the log level is set (server/log.ts reads it on load).
 import type * as ResubmitRoute from '../app/api/event/resubmit/[endpointId]/[eventId]/route.ts';
 import type * as SkipRoute from '../app/api/event/skip/[endpointId]/[eventId]/route.ts';
+import { endProcessAfterResults } from '../packages/sdk/e2e/harness.ts';
+
+// What the Service Bus client leaves pending once the Resolver and the hosts are closed (a receiver still opening
+// keeps a 60 s timer) held this process up for 60 s after its last result; harness.ts explains the exit.
+endProcessAfterResults();
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 

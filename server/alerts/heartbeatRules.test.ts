@@ -17,6 +17,11 @@ import { evaluateRule, type AlertSources } from './conditions.ts';
 import { ruleInputSchema, type RuleDoc } from './model.ts';
 import { alertSources } from './sources.ts';
 import { waitFor } from '../../lib/testing/waitFor.ts';
+import { endProcessAfterResults } from '../../packages/sdk/e2e/harness.ts';
+
+// What the Service Bus client leaves pending once the Resolver and the hosts are closed (a receiver still opening
+// keeps a 60 s timer) held this process up for 60 s after its last result; harness.ts explains the exit.
+endProcessAfterResults();
 
 let stack: ConsoleTestStack;
 let ctx: ConsoleContext;

@@ -22,6 +22,11 @@ import { startResolver, type ResolverHandle } from '../../resolver-worker/index.
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { PlatformDocs } from './platformDocs.ts';
 import { HeartbeatService, type HealthOverview } from './scheduler.ts';
+import { endProcessAfterResults } from '../../packages/sdk/e2e/harness.ts';
+
+// What the Service Bus client leaves pending once the Resolver and the hosts are closed (a receiver still opening
+// keeps a 60 s timer) held this process up for 60 s after its last result; harness.ts explains the exit.
+endProcessAfterResults();
 
 process.env.NIMBUS_LOG_LEVEL = 'silent';
 

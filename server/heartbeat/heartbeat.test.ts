@@ -11,6 +11,11 @@ import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.t
 import { PlatformDocs } from './platformDocs.ts';
 import { ADMIN_AUDIT_EVENT, clampSettings, endpointHealth, HeartbeatService, startHeartbeatScheduler, type HealthOverview } from './scheduler.ts';
 import { waitFor } from '../../lib/testing/waitFor.ts';
+import { endProcessAfterResults } from '../../packages/sdk/e2e/harness.ts';
+
+// What the Service Bus client leaves pending once the Resolver and the hosts are closed (a receiver still opening
+// keeps a 60 s timer) held this process up for 60 s after its last result; harness.ts explains the exit.
+endProcessAfterResults();
 
 let stack: ConsoleTestStack;
 let resolver: ResolverHandle;

@@ -13,6 +13,7 @@ import { deriveTopology, provisionTopology } from '@nimbus/sdk/topology';
 import { msg } from '../../lib/store/testing/fixtures.ts';
 import type { Settled } from '../../lib/store/index.ts';
 import { HttpError } from '../http.ts';
+import { drainSession } from '../testing/sessionWire.ts';
 import { startConsoleTestStack, type ConsoleTestStack } from '../testing/stack.ts';
 import { isSendWithheld, Manager, WITHHELD_UNDO_MS, type CommandResult, type CommandTarget } from './manager.ts';
 
@@ -40,20 +41,15 @@ async function seedFailed(eventId: string): Promise<void> {
   for (const m of [request, error]) await stack.store.recordOutcome({ history: { ...m, enqueuedAt: new Date().toISOString() } as never, status: m });
 }
 
-/** The commands that reached the endpoint's subscription for these events (received and deleted): ids per event. */
+/**
+ * The commands that reached the endpoint's subscription for these events (received and deleted): ids per event.
+ * Each session is read to an end marker (server/testing/sessionWire.ts), not to a receive left empty for 1.5 s.
+ */
 async function onTheWire(eventIds: string[]): Promise<Map<string, string[]>> {
   const seen = new Map<string, string[]>();
   for (const eventId of eventIds) {
-    const receiver = await stack.serviceBus.client.acceptSession(EP, EP, `S-${eventId}`, { receiveMode: 'receiveAndDelete' });
-    try {
-      for (;;) {
-        const got = await receiver.receiveMessages(10, { maxWaitTimeInMs: 1500 });
-        if (got.length === 0) break;
-        for (const m of got) seen.set(eventId, [...(seen.get(eventId) ?? []), String(m.messageId)]);
-      }
-    } finally {
-      await receiver.close();
-    }
+    const got = await drainSession(stack.serviceBus.client, EP, `S-${eventId}`);
+    if (got.length > 0) seen.set(eventId, got.map((m) => String(m.messageId)));
   }
   return seen;
 }
