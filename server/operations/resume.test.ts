@@ -11,7 +11,8 @@
 // found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
 // replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
 // by a successor while it was still in the lot, or inside a successor's smaller lot, or paused or cancelled in a
-// successor's later lot) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
+// successor's later lot, or after a later run sent its rows again and stopped in its lot - the cancel's receipt read
+// throwing, or its lease ending - where that run's sends count done) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
 // cancel's receipt read threw; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
 // own refused write. A cancelled job counts the
@@ -709,6 +710,15 @@ leaseEndTest("a lot whose lease ended in it, the job then paused in a successor'
 
 leaseEndTest("a lot whose lease ended in it, the job then cancelled in a successor's later lot, counts the events it had found refused or failed", 'lostlotlater', { at: 'lastTry', then: 'cancelledInLaterLot' });
 
+// Before, a later run whose own lot held only done and stopped steps kept nothing when its cancel's receipt read threw
+// (keepUncounted wrote only a lot with a refusal or a send failure): the holder's older kept outcomes stayed on rows
+// the later run had sent, and the next run's cancel read done 1, refused 1, failed 1 where that run's own cancel,
+// its reads answered, reads 3, 0, 0 - `waiting` awaiting a receipt either way.
+leaseEndTest("a lot whose lease ended in it, a later run sending its rows again, that run's cancel's receipt read throwing, counts that run's sends done", 'lostlotunread', { at: 'lastTry', then: 'cancelUnreadInLaterRun' });
+
+// Before, the same when the later run's lease ended in its lot: its all-done-or-stopped lot was not kept.
+leaseEndTest("a lot whose lease ended in it, a later run sending its rows again and its lease ending in its lot, the job then cancelled, counts that run's sends done", 'lostlotagain', { at: 'lastTry', then: 'leaseEndsInLaterRun' });
+
 /**
  * Where the holder's lease ends in lotOfFour's lot, and what follows. `lastTry`: as `unsent`'s last try fails (its
  * lot's retry wait on `waiting` is then stopped by the lease's end), and `then` (leaseEndsInLot). `wish`: as the run
@@ -716,7 +726,10 @@ leaseEndTest("a lot whose lease ended in it, the job then cancelled in a success
  * `successorReadsFirst`: a successor takes the job over and reads it then, its write waiting until the holder's landed.
  */
 type LeaseEnd =
-  | { at: 'lastTry'; then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot' }
+  | {
+      at: 'lastTry';
+      then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot' | 'cancelUnreadInLaterRun' | 'leaseEndsInLaterRun';
+    }
   | { at: 'wish'; control: 'cancel' | 'pause'; successorReadsFirst?: boolean };
 
 /** A test of leaseEndsInLot: `prefix` names its events. */
@@ -734,7 +747,8 @@ function leaseEndTest(name: string, prefix: string, end: LeaseEnd): void {
  * clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot; or,
  * `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's outcomes,
  * and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
- * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot).
+ * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot); or, `cancelUnreadInLaterRun`
+ * and `leaseEndsInLaterRun`, a later run with the same lot size sends the lot's rows again (sentInLaterRun).
  *
  * `wish`: no one has written the job since the holder did, so its write of the cancel or pause, conditional on that
  * version, lands. A paused job is then cancelled; a fresh runner applies any cancel still to be applied.
@@ -846,6 +860,7 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
     } else if (end.then !== 'operatorCancels') {
       const kept = (await jobs.get(job.operationId))!.pausedLot?.map((r) => [r.row, r.kind]);
       assert.deepEqual(kept, [[2, 'refused'], [3, 'failed']], "the holder kept its lot's refusal and send failure on the job");
+      if (end.then === 'cancelUnreadInLaterRun' || end.then === 'leaseEndsInLaterRun') return await sentInLaterRun(job.operationId, ids, end.then === 'cancelUnreadInLaterRun' ? 'cancelUnread' : 'leaseEnds');
       if (end.then !== 'cancelledInSmallerLot') return await stoppedInLaterLot(job.operationId, ids, end.then === 'pausedInLaterLot' ? 'pause' : 'cancel');
       await cancelledInSmallerLot(job.operationId);
     } else {
@@ -927,6 +942,81 @@ async function stoppedInLaterLot(operationId: string, ids: [string, string, stri
     assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
     assert.deepEqual([end.awaitingReceipt, end.pausedLot], [undefined, undefined], 'nothing awaits a receipt or stays kept');
     assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), [1, 1, 0, 0], `${sent} and ${waiting} got the job's command`);
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await stopping.close();
+  }
+}
+
+/**
+ * A later run S of lotOfFour's job, with the same lot size, after the holder kept its lot's refusal (row 2) and send
+ * failure (row 3): meanwhile alice's command on `hers` failed again, the broker is back, and a send in progress
+ * elsewhere claimed `waiting` afresh. S finds `sent` by its receipt, sends `hers` and `unsent` (done both), and waits on
+ * `waiting` until `stop` ends that step: the operator's cancel, whose receipt read for `waiting` then throws
+ * (`cancelUnread`: the job stays running with the cancel), or its lease's end (`leaseEnds`: its renewals answer that
+ * the lease is gone; the operator cancels afterwards). Either way S's lot - done, stopped, done, done - replaces what
+ * the holder kept of the rows it settled, and the next run's cancel counts S's sends done: 3, 0, 0, `waiting` awaiting
+ * a receipt, as S's own cancel would have.
+ */
+async function sentInLaterRun(operationId: string, ids: [string, string, string, string], stop: 'cancelUnread' | 'leaseEnds'): Promise<void> {
+  const [, waiting, hers] = ids;
+  await failAgain(hers);
+  await failAgain(waiting);
+  const row = (await stack.store.listEventRows(EP, waiting))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
+  assert.equal(claim.outcome, 'written');
+  const jobs = jobStore((docs) => new JobStore(docs));
+  let lost = false;
+  let looks = 0;
+  // S looks for `waiting`'s receipt three times: below the in-flight mark (#sentEarlier), in its step (the claim being
+  // sent elsewhere), and - `cancelUnread` - in its cancel, where the store does not answer.
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === waiting && ++looks === 3 && stop === 'cancelUnread') throw new Error('simulated Cosmos 503 on the receipt read');
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  /** Once the lot's first answer is in: the operator cancels, or S's lease ends (its wait on `waiting` then stops). */
+  class StopsAfterTheLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if (args[3]?.operationId === operationId) {
+        if (stop === 'cancelUnread') await jobs.setControl(operationId, 'cancel', 'operator');
+        else lost = true;
+      }
+      return answers;
+    }
+  }
+  class EndsWhenLost extends LeaseStore {
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      return lost ? undefined : super.renew(lease, ttlMs);
+    }
+  }
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new EndsWhenLost(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => operationId, released);
+  const stopping = new StopsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store, jobs, leases, manager: stopping, scanEveryMs: 3_600_000 });
+  try {
+    runner.kick();
+    await over; // S's run has ended (thrown at the cancel's receipt read, or stopped by its lease's end)
+    await runner.stop();
+    assert.equal(looks, stop === 'cancelUnread' ? 3 : 2, stop === 'cancelUnread' ? "the cancel's receipt read was the one that threw" : 'S looked for no receipt after its lot');
+    const left = (await jobs.get(operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.pausedLot], ['running', 0, undefined], "S's lot replaced what the holder kept of the rows it settled, the cancel not yet written");
+    if (stop === 'leaseEnds') await jobs.setControl(operationId, 'cancel', 'operator');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+    const end = (await jobs.get(operationId))!;
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 0, failed: 0 }, "S's sends counted done, nothing of the holder's older kept outcomes");
+    assert.deepEqual([end.refusals ?? [], end.errors, end.awaitingReceipt, end.pausedLot], [[], [], [1], undefined], 'the event whose wait was stopped awaits a receipt');
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), [1, 0, 1, 1], "sent, hers and unsent got the job's command once each");
   } finally {
     await runner.stop();
     jobs.docs.close();

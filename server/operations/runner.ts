@@ -43,6 +43,7 @@
 // itself when its run ends (jobCounts.ts, countLateReceipts).
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
 import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
@@ -353,12 +354,18 @@ export class OperationsRunner {
      * counts them itself, and a cancel lists their rows as awaiting a receipt, which #run's late count then counts
      * with this run's outcomes - if the cancel landed before this run ended; a later one (the successor paused, or
      * cancelled past its first smaller lot) leaves them uncounted (docs/failures.md, "A holder that lost its lease").
+     * Written too when the lot has none but changes what the job keeps: its settled rows replace the older kept
+     * outcomes of an earlier holder (setPausedLot), as this run stepped them last. Before, only a lot with a refusal
+     * or a send failure was written, and a run that sent the kept rows again (done) left the older refusal and send
+     * failure on them for the next cancel to count (resume.test.ts, "a later run sending its rows again").
      */
     const keepUncounted = async (lot: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
       // Set first: a write that throws may have landed or not, and the late count counts only rows no cancel did.
-      if (!holdUncounted(lot)) return;
+      // holdUncounted gates only that count: a lot of done and stopped steps gives it nothing to count.
+      const held = holdUncounted(lot);
+      const before = job.pausedLot;
       setPausedLot(job, lot);
-      await write();
+      if (held || !isDeepStrictEqual(before, job.pausedLot)) await write();
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
