@@ -13,7 +13,7 @@
 // by a successor while it was still in the lot, or inside a successor's smaller lot, or paused or cancelled in a
 // successor's later lot, or after a later run sent its rows again and stopped in its lot - the cancel's receipt read
 // throwing, or its lease ending - where that run's sends count done) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
-// cancel's receipt read threw; a holder whose lease ends as it applies the operator's
+// cancel's receipt read, or the wish's read that applies the cancel, threw; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
 // own refused write. A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
@@ -1098,6 +1098,42 @@ test("a lot stopped by the operator's cancel, the cancel's receipt read throwing
     assert.equal(looks, 2, "the cancel's receipt read was the one that threw");
     const left = (await jobs.get(job.operationId))!;
     assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the job, the cancel not yet written');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    await lotCounted(jobs, job.operationId, ids);
+  } finally {
+    await holder.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
+// Before, a holder whose read of the operator's wish, made to apply the cancel that stopped its lot's retry wait, threw
+// (the store stopped answering after the wait's read) threw with it, before the lot was kept: the job stayed running
+// without the lot's refusal and send failure, and the next run's cancel read done 1, refused 0, failed 0, awaiting
+// [1, 2, 3]. Now that read's failure falls through to keeping the lot, as a lease's end does.
+test("a lot stopped by the operator's cancel, the wish's read that applies it throwing, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  let cancels = 0;
+  /** The second read of the job's wish that would find the cancel - the one that applies it - does not answer. */
+  class SecondCancelReadThrows extends JobStore {
+    override async control(id: string): ReturnType<JobStore['control']> {
+      const wish = await super.control(id);
+      if (id === job.operationId && wish?.control === 'cancel' && ++cancels === 2) throw new Error('simulated Cosmos 503 on the wish read');
+      return wish;
+    }
+  }
+  const jobs = jobStore((docs) => new SecondCancelReadThrows(docs));
+  const { ids, job } = await lotOfFour('wishunread', jobs);
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const faulty = stopsAfterTheLot(jobs, job.operationId, ids[3], 'cancel');
+  const holder = new OperationsRunner({ store: stack.store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    holder.kick();
+    await over; // the holder's run has ended and given the lease back
+    await holder.stop();
+    assert.equal(cancels, 2, "the read applying the cancel was the one that threw");
+    const left = (await jobs.get(job.operationId))!;
+    assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the job, the cancel not yet applied');
     await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
     await lotCounted(jobs, job.operationId, ids);
   } finally {

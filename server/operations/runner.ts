@@ -472,7 +472,15 @@ export class OperationsRunner {
         // (resume.test.ts, "a successor cancelling while the holder counts it"). A cancel that lands lists none of
         // them: nothing counts twice.
         holdUncounted(settled);
-        if (mayStillSend() && (await obey(await wish(), settled))) return;
+        // An unread wish is taken as 'run', as in the retry waits: the lot is then kept below, and the next run reads
+        // the wish again. Before, the read's error ended the run before the lot was kept - the store stopping between
+        // the wait's read of the cancel and this one - and the next cancel counted the lot by receipts alone, done 1,
+        // refused 0, failed 0 (resume.test.ts, "the wish's read that applies it throwing").
+        const wished = await wish().catch((err: unknown) => {
+          log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, "operator's wish not read: the stopped lot is kept for the next run");
+          return 'run' as const;
+        });
+        if (mayStillSend() && (await obey(wished, settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
         await keepUncounted(settled);
         return;
