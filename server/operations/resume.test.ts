@@ -13,7 +13,8 @@
 // by a successor while it was still in the lot, or inside a successor's smaller lot, or paused or cancelled in a
 // successor's later lot, or after a later run sent its rows again and stopped in its lot - the cancel's receipt read
 // throwing, or its lease ending - where that run's sends count done) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
-// cancel's receipt read, or the wish's read that applies the cancel, threw; a holder whose lease ends as it applies the operator's
+// cancel's receipt read, or the wish's read that applies the cancel, threw; a cancel read between lots whose receipt
+// read throws writes the lots counted since the last progress save; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
 // own refused write. A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
@@ -1140,6 +1141,87 @@ test("a lot stopped by the operator's cancel, the wish's read that applies it th
     await holder.stop();
     jobs.docs.close();
     await faulty.close();
+  }
+});
+
+// Before, a cancel read between lots whose receipt read threw wrote nothing: a run resumed below a larger in-flight
+// mark (or one under a rate limit, whose mark runs ahead) had counted lots since its last progress save, and their
+// refusals and send failures - no receipt shows them - were lost: the next cancel read done 3, refused 0, the refused
+// event listed as awaiting a receipt, where it is 3, 1 and none awaiting. The run's clock is the test's, stepped at
+// fixed points, so the run reads the wish between two lots without a progress save after the last - no timing.
+test("a cancel read between lots of a resumed run, its receipt read throwing, keeps the refusals counted since the last progress save", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('betweenlots', 4);
+  const [first, hers, third] = ids;
+  // A first run sends the lot of four - `hers`, resubmitted by alice after the selection was frozen, refused - and
+  // loses its progress write: cursor 0, in-flight mark 4.
+  const jobs = jobStore((docs) => new LosesFirstProgress(docs));
+  const job = await resubmitJob(jobs, ids);
+  assert.equal((await manager.execute(EP, hers!, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+  const earlier = runnerWith(jobs);
+  earlier.kick();
+  await waitFor('the lost progress write', () => jobs.lost, { timeoutMs: 60_000 });
+  await earlier.stop();
+  jobs.docs.close();
+
+  // The resumed run has lots of one. Its clock (`t`) moves only here: by 300 ms as its first write lands, so it read
+  // the wish last (start-up) 300 ms after its last save; by 200 ms as it looks for `first`'s receipt, so its first lot
+  // is saved; by 300 ms as it looks for `hers`'s, when the operator cancels - its second lot, `hers` refused, is not
+  // saved (300 ms since the save), and the wish is read before the third lot (500 ms since the last read). Then the
+  // cancel's look for `third`'s receipt throws.
+  let t = 0;
+  let firstWrite = true;
+  class StepsAtFirstWrite extends JobStore {
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      const next = await super.save(j, etag);
+      if (j.operationId === job.operationId && firstWrite) {
+        firstWrite = false;
+        t += 300;
+      }
+      return next;
+    }
+  }
+  const resumed = jobStore((docs) => new StepsAtFirstWrite(docs));
+  let thrown = false;
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === first) t += 200;
+          if (args[0] === hers) {
+            t += 300;
+            await resumed.setControl(job.operationId, 'cancel', 'operator');
+          }
+          if (args[0] === third && !thrown) {
+            thrown = true;
+            throw new Error('simulated Cosmos 503 on the receipt read');
+          }
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released);
+  const runner = new OperationsRunner({ store, jobs: resumed, leases, manager, scanEveryMs: 3_600_000, concurrency: 1, now: () => t });
+  try {
+    runner.kick();
+    await over; // the resumed run has ended (thrown at the cancel's receipt read) and given the lease back
+    await runner.stop();
+    assert.equal(thrown, true, "the cancel's receipt read threw");
+    const left = (await resumed.get(job.operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.done, left.refused], ['running', 2, 1, 1], 'the run wrote its counted lots, the cancel not yet written');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    const end = (await resumed.get(job.operationId))!;
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 1, failed: 0 }, "the refusal counted since the last progress save is kept");
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.awaitingReceipt], [[hers], undefined]);
+    assert.match(end.refusals![0]!.detail, /already sent by alice/);
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 1, 1], "each event but hers got the job's command once");
+  } finally {
+    await runner.stop();
+    resumed.docs.close();
   }
 });
 
