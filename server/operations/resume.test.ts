@@ -1144,6 +1144,61 @@ test("a lot stopped by the operator's cancel, the wish's read that applies it th
   }
 });
 
+// Before, the write that keeps the lot after the cancel's receipt read threw was awaited with its error dropped: a
+// write that threw left no trace. Now it is logged - the job's id and the error's message, nothing of the events.
+test("a lot stopped by the operator's cancel, the cancel's receipt read throwing and the write keeping the lot throwing too, logs that write's failure", { timeout: 120_000 }, async () => {
+  let receiptThrown = false;
+  /** Once the cancel's receipt read has thrown, the job's next write (the one keeping the lot) throws too. */
+  class KeepThrows extends JobStore {
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      if (receiptThrown && j.operationId === job.operationId) throw new Error('simulated Cosmos 503 on the keeping write');
+      return super.save(j, etag);
+    }
+  }
+  const jobs = jobStore((docs) => new KeepThrows(docs));
+  const { ids, job } = await lotOfFour('keepthrows', jobs);
+  const [, waiting, , unsent] = ids;
+  let looks = 0;
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === waiting && ++looks === 2) {
+            receiptThrown = true;
+            throw new Error('simulated Cosmos 503 on the receipt read');
+          }
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
+  const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
+  const records: Array<Record<string, unknown>> = [];
+  const level = log.level;
+  setConsoleLogSink((record) => records.push(JSON.parse(record)));
+  log.level = 'warn';
+  try {
+    holder.kick();
+    await over; // the holder's run has ended and given the lease back: whatever it logged is in `records`
+    await holder.stop();
+    const logged = records.filter((r) => r.operationId === job.operationId && r.err === 'simulated Cosmos 503 on the keeping write');
+    assert.equal(logged.length, 1, "the keeping write's failure is logged once");
+    assert.deepEqual(Object.keys(logged[0]!).filter((k) => !['level', 'time', 'pid', 'hostname', 'name', 'msg', 'operationId', 'err'].includes(k)), [], 'nothing but the job and the error');
+    assert.equal((await jobs.get(job.operationId))?.pausedLot, undefined, 'the lot was not kept: its write threw');
+  } finally {
+    log.level = level;
+    setConsoleLogSink(undefined);
+    await holder.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
 // Before, a cancel read between lots whose receipt read threw wrote nothing: a run resumed below a larger in-flight
 // mark (or one under a rate limit, whose mark runs ahead) had counted lots since its last progress save, and their
 // refusals and send failures - no receipt shows them - were lost: the next cancel read done 3, refused 0, the refused
