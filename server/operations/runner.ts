@@ -490,11 +490,12 @@ export class OperationsRunner {
         // the wish again. Before, the read's error ended the run before the lot was kept - the store stopping between
         // the wait's read of the cancel and this one - and the next cancel counted the lot by receipts alone, done 1,
         // refused 0, failed 0 (resume.test.ts, "the wish's read that applies it throwing").
-        const wished = await wish().catch((err: unknown) => {
+        // The lease is asked before the read, as ever: a lease that ends during the read still has the wish applied.
+        const unread = (err: unknown) => {
           log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, "operator's wish not read: the stopped lot is kept for the next run");
           return 'run' as const;
-        });
-        if (mayStillSend() && (await obey(wished, settled))) return;
+        };
+        if (mayStillSend() && (await obey(await wish().catch(unread), settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
         await keepUncounted(settled);
         return;
