@@ -11,8 +11,10 @@
 // found refused or failed - also when it paused first and the paused job was cancelled, even after a resume whose
 // replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
 // by a successor while it was still in the lot, or inside a successor's smaller lot, or paused or cancelled in a
-// successor's later lot) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
-// cancel's receipt read threw; a holder whose lease ends as it applies the operator's
+// successor's later lot, or after a later run sent its rows again and stopped in its lot - the cancel's receipt read
+// throwing, or its lease ending - where that run's sends count done) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
+// cancel's receipt read, or the wish's read that applies the cancel, threw; a cancel read between lots whose receipt
+// read throws writes the lots counted since the last progress save; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
 // own refused write. A cancelled job counts the
 // lot an earlier run sent past the saved cursor, and a receipt a stalled holder writes after its successor's cancel
@@ -709,6 +711,15 @@ leaseEndTest("a lot whose lease ended in it, the job then paused in a successor'
 
 leaseEndTest("a lot whose lease ended in it, the job then cancelled in a successor's later lot, counts the events it had found refused or failed", 'lostlotlater', { at: 'lastTry', then: 'cancelledInLaterLot' });
 
+// Before, a later run whose own lot held only done and stopped steps kept nothing when its cancel's receipt read threw
+// (keepUncounted wrote only a lot with a refusal or a send failure): the holder's older kept outcomes stayed on rows
+// the later run had sent, and the next run's cancel read done 1, refused 1, failed 1 where that run's own cancel,
+// its reads answered, reads 3, 0, 0 - `waiting` awaiting a receipt either way.
+leaseEndTest("a lot whose lease ended in it, a later run sending its rows again, that run's cancel's receipt read throwing, counts that run's sends done", 'lostlotunread', { at: 'lastTry', then: 'cancelUnreadInLaterRun' });
+
+// Before, the same when the later run's lease ended in its lot: its all-done-or-stopped lot was not kept.
+leaseEndTest("a lot whose lease ended in it, a later run sending its rows again and its lease ending in its lot, the job then cancelled, counts that run's sends done", 'lostlotagain', { at: 'lastTry', then: 'leaseEndsInLaterRun' });
+
 /**
  * Where the holder's lease ends in lotOfFour's lot, and what follows. `lastTry`: as `unsent`'s last try fails (its
  * lot's retry wait on `waiting` is then stopped by the lease's end), and `then` (leaseEndsInLot). `wish`: as the run
@@ -716,7 +727,10 @@ leaseEndTest("a lot whose lease ended in it, the job then cancelled in a success
  * `successorReadsFirst`: a successor takes the job over and reads it then, its write waiting until the holder's landed.
  */
 type LeaseEnd =
-  | { at: 'lastTry'; then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot' }
+  | {
+      at: 'lastTry';
+      then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot' | 'cancelUnreadInLaterRun' | 'leaseEndsInLaterRun';
+    }
   | { at: 'wish'; control: 'cancel' | 'pause'; successorReadsFirst?: boolean };
 
 /** A test of leaseEndsInLot: `prefix` names its events. */
@@ -734,7 +748,8 @@ function leaseEndTest(name: string, prefix: string, end: LeaseEnd): void {
  * clock is past the lease takes the job over and cancels it right then, while the holder is still in its lot; or,
  * `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's outcomes,
  * and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
- * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot).
+ * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot); or, `cancelUnreadInLaterRun`
+ * and `leaseEndsInLaterRun`, a later run with the same lot size sends the lot's rows again (sentInLaterRun).
  *
  * `wish`: no one has written the job since the holder did, so its write of the cancel or pause, conditional on that
  * version, lands. A paused job is then cancelled; a fresh runner applies any cancel still to be applied.
@@ -846,6 +861,7 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
     } else if (end.then !== 'operatorCancels') {
       const kept = (await jobs.get(job.operationId))!.pausedLot?.map((r) => [r.row, r.kind]);
       assert.deepEqual(kept, [[2, 'refused'], [3, 'failed']], "the holder kept its lot's refusal and send failure on the job");
+      if (end.then === 'cancelUnreadInLaterRun' || end.then === 'leaseEndsInLaterRun') return await sentInLaterRun(job.operationId, ids, end.then === 'cancelUnreadInLaterRun' ? 'cancelUnread' : 'leaseEnds');
       if (end.then !== 'cancelledInSmallerLot') return await stoppedInLaterLot(job.operationId, ids, end.then === 'pausedInLaterLot' ? 'pause' : 'cancel');
       await cancelledInSmallerLot(job.operationId);
     } else {
@@ -934,6 +950,81 @@ async function stoppedInLaterLot(operationId: string, ids: [string, string, stri
   }
 }
 
+/**
+ * A later run S of lotOfFour's job, with the same lot size, after the holder kept its lot's refusal (row 2) and send
+ * failure (row 3): meanwhile alice's command on `hers` failed again, the broker is back, and a send in progress
+ * elsewhere claimed `waiting` afresh. S finds `sent` by its receipt, sends `hers` and `unsent` (done both), and waits on
+ * `waiting` until `stop` ends that step: the operator's cancel, whose receipt read for `waiting` then throws
+ * (`cancelUnread`: the job stays running with the cancel), or its lease's end (`leaseEnds`: its renewals answer that
+ * the lease is gone; the operator cancels afterwards). Either way S's lot - done, stopped, done, done - replaces what
+ * the holder kept of the rows it settled, and the next run's cancel counts S's sends done: 3, 0, 0, `waiting` awaiting
+ * a receipt, as S's own cancel would have.
+ */
+async function sentInLaterRun(operationId: string, ids: [string, string, string, string], stop: 'cancelUnread' | 'leaseEnds'): Promise<void> {
+  const [, waiting, hers] = ids;
+  await failAgain(hers);
+  await failAgain(waiting);
+  const row = (await stack.store.listEventRows(EP, waiting))[0]!;
+  const claim = await stack.store.writeStatus(claimWrite({ kind: 'resubmit' }, row, row.lastMessageId, row.eventTypeId, row.payload), claimExpectation(row));
+  assert.equal(claim.outcome, 'written');
+  const jobs = jobStore((docs) => new JobStore(docs));
+  let lost = false;
+  let looks = 0;
+  // S looks for `waiting`'s receipt three times: below the in-flight mark (#sentEarlier), in its step (the claim being
+  // sent elsewhere), and - `cancelUnread` - in its cancel, where the store does not answer.
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === waiting && ++looks === 3 && stop === 'cancelUnread') throw new Error('simulated Cosmos 503 on the receipt read');
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  /** Once the lot's first answer is in: the operator cancels, or S's lease ends (its wait on `waiting` then stops). */
+  class StopsAfterTheLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      const answers = await super.executeMany(...args);
+      if (args[3]?.operationId === operationId) {
+        if (stop === 'cancelUnread') await jobs.setControl(operationId, 'cancel', 'operator');
+        else lost = true;
+      }
+      return answers;
+    }
+  }
+  class EndsWhenLost extends LeaseStore {
+    override async renew(lease: Lease, ttlMs: number): Promise<Lease | undefined> {
+      return lost ? undefined : super.renew(lease, ttlMs);
+    }
+  }
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new EndsWhenLost(stack.store.database, { now: () => Date.now() + (lost ? LEASE_TTL_MS + 1_000 : 0) }), () => operationId, released);
+  const stopping = new StopsAfterTheLot({ store: stack.store, client: stack.serviceBus.client });
+  const runner = new OperationsRunner({ store, jobs, leases, manager: stopping, scanEveryMs: 3_600_000 });
+  try {
+    runner.kick();
+    await over; // S's run has ended (thrown at the cancel's receipt read, or stopped by its lease's end)
+    await runner.stop();
+    assert.equal(looks, stop === 'cancelUnread' ? 3 : 2, stop === 'cancelUnread' ? "the cancel's receipt read was the one that threw" : 'S looked for no receipt after its lot');
+    const left = (await jobs.get(operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.pausedLot], ['running', 0, undefined], "S's lot replaced what the holder kept of the rows it settled, the cancel not yet written");
+    if (stop === 'leaseEnds') await jobs.setControl(operationId, 'cancel', 'operator');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+    const end = (await jobs.get(operationId))!;
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 0, failed: 0 }, "S's sends counted done, nothing of the holder's older kept outcomes");
+    assert.deepEqual([end.refusals ?? [], end.errors, end.awaitingReceipt, end.pausedLot], [[], [], [1], undefined], 'the event whose wait was stopped awaits a receipt');
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), [1, 0, 1, 1], "sent, hers and unsent got the job's command once each");
+  } finally {
+    await runner.stop();
+    jobs.docs.close();
+    await stopping.close();
+  }
+}
+
 // Before, a holder whose lease ended while it applied the operator's cancel to its lot (the cancel's receipt reads
 // outlasted it) wrote nothing and kept nothing of the lot: the successor's cancel counted it by receipts, and the
 // holder's late count looked for receipts alone - done 1, refused 0, failed 0, awaiting [1, 2, 3].
@@ -1014,6 +1105,178 @@ test("a lot stopped by the operator's cancel, the cancel's receipt read throwing
     await holder.stop();
     jobs.docs.close();
     await faulty.close();
+  }
+});
+
+// Before, a holder whose read of the operator's wish, made to apply the cancel that stopped its lot's retry wait, threw
+// (the store stopped answering after the wait's read) threw with it, before the lot was kept: the job stayed running
+// without the lot's refusal and send failure, and the next run's cancel read done 1, refused 0, failed 0, awaiting
+// [1, 2, 3]. Now that read's failure falls through to keeping the lot, as a lease's end does.
+test("a lot stopped by the operator's cancel, the wish's read that applies it throwing, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
+  let cancels = 0;
+  /** The second read of the job's wish that would find the cancel - the one that applies it - does not answer. */
+  class SecondCancelReadThrows extends JobStore {
+    override async control(id: string): ReturnType<JobStore['control']> {
+      const wish = await super.control(id);
+      if (id === job.operationId && wish?.control === 'cancel' && ++cancels === 2) throw new Error('simulated Cosmos 503 on the wish read');
+      return wish;
+    }
+  }
+  const jobs = jobStore((docs) => new SecondCancelReadThrows(docs));
+  const { ids, job } = await lotOfFour('wishunread', jobs);
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const faulty = stopsAfterTheLot(jobs, job.operationId, ids[3], 'cancel');
+  const holder = new OperationsRunner({ store: stack.store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
+  try {
+    holder.kick();
+    await over; // the holder's run has ended and given the lease back
+    await holder.stop();
+    assert.equal(cancels, 2, "the read applying the cancel was the one that threw");
+    const left = (await jobs.get(job.operationId))!;
+    assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the job, the cancel not yet applied');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    await lotCounted(jobs, job.operationId, ids);
+  } finally {
+    await holder.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
+// Before, the write that keeps the lot after the cancel's receipt read threw was awaited with its error dropped: a
+// write that threw left no trace. Now it is logged - the job's id and the error's message, nothing of the events.
+test("a lot stopped by the operator's cancel, the cancel's receipt read throwing and the write keeping the lot throwing too, logs that write's failure", { timeout: 120_000 }, async () => {
+  let receiptThrown = false;
+  /** Once the cancel's receipt read has thrown, the job's next write (the one keeping the lot) throws too. */
+  class KeepThrows extends JobStore {
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      if (receiptThrown && j.operationId === job.operationId) throw new Error('simulated Cosmos 503 on the keeping write');
+      return super.save(j, etag);
+    }
+  }
+  const jobs = jobStore((docs) => new KeepThrows(docs));
+  const { ids, job } = await lotOfFour('keepthrows', jobs);
+  const [, waiting, , unsent] = ids;
+  let looks = 0;
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === waiting && ++looks === 2) {
+            receiptThrown = true;
+            throw new Error('simulated Cosmos 503 on the receipt read');
+          }
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const faulty = stopsAfterTheLot(jobs, job.operationId, unsent, 'cancel');
+  const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
+  const records: Array<Record<string, unknown>> = [];
+  const level = log.level;
+  setConsoleLogSink((record) => records.push(JSON.parse(record)));
+  log.level = 'warn';
+  try {
+    holder.kick();
+    await over; // the holder's run has ended and given the lease back: whatever it logged is in `records`
+    await holder.stop();
+    const logged = records.filter((r) => r.operationId === job.operationId && r.err === 'simulated Cosmos 503 on the keeping write');
+    assert.equal(logged.length, 1, "the keeping write's failure is logged once");
+    assert.deepEqual(Object.keys(logged[0]!).filter((k) => !['level', 'time', 'pid', 'hostname', 'name', 'msg', 'operationId', 'err'].includes(k)), [], 'nothing but the job and the error');
+    assert.equal((await jobs.get(job.operationId))?.pausedLot, undefined, 'the lot was not kept: its write threw');
+  } finally {
+    log.level = level;
+    setConsoleLogSink(undefined);
+    await holder.stop();
+    jobs.docs.close();
+    await faulty.close();
+  }
+});
+
+// Before, a cancel read between lots whose receipt read threw wrote nothing: a run resumed below a larger in-flight
+// mark (or one under a rate limit, whose mark runs ahead) had counted lots since its last progress save, and their
+// refusals and send failures - no receipt shows them - were lost: the next cancel read done 3, refused 0, the refused
+// event listed as awaiting a receipt, where it is 3, 1 and none awaiting. The run's clock is the test's, stepped at
+// fixed points, so the run reads the wish between two lots without a progress save after the last - no timing.
+test("a cancel read between lots of a resumed run, its receipt read throwing, keeps the refusals counted since the last progress save", { timeout: 120_000 }, async () => {
+  const ids = await seedFailed('betweenlots', 4);
+  const [first, hers, third] = ids;
+  // A first run sends the lot of four - `hers`, resubmitted by alice after the selection was frozen, refused - and
+  // loses its progress write: cursor 0, in-flight mark 4.
+  const jobs = jobStore((docs) => new LosesFirstProgress(docs));
+  const job = await resubmitJob(jobs, ids);
+  assert.equal((await manager.execute(EP, hers!, { kind: 'resubmit' }, 'alice')).outcome, 'sent');
+  const earlier = runnerWith(jobs);
+  earlier.kick();
+  await waitFor('the lost progress write', () => jobs.lost, { timeoutMs: 60_000 });
+  await earlier.stop();
+  jobs.docs.close();
+
+  // The resumed run has lots of one. Its clock (`t`) moves only here: by 300 ms as its first write lands, so it read
+  // the wish last (start-up) 300 ms after its last save; by 200 ms as it looks for `first`'s receipt, so its first lot
+  // is saved; by 300 ms as it looks for `hers`'s, when the operator cancels - its second lot, `hers` refused, is not
+  // saved (300 ms since the save), and the wish is read before the third lot (500 ms since the last read). Then the
+  // cancel's look for `third`'s receipt throws.
+  let t = 0;
+  let firstWrite = true;
+  class StepsAtFirstWrite extends JobStore {
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      const next = await super.save(j, etag);
+      if (j.operationId === job.operationId && firstWrite) {
+        firstWrite = false;
+        t += 300;
+      }
+      return next;
+    }
+  }
+  const resumed = jobStore((docs) => new StepsAtFirstWrite(docs));
+  let thrown = false;
+  const store = new Proxy(stack.store, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name, target);
+      if (name === 'listAudits') {
+        return async (...args: Parameters<MessageStore['listAudits']>) => {
+          if (args[0] === first) t += 200;
+          if (args[0] === hers) {
+            t += 300;
+            await resumed.setControl(job.operationId, 'cancel', 'operator');
+          }
+          if (args[0] === third && !thrown) {
+            thrown = true;
+            throw new Error('simulated Cosmos 503 on the receipt read');
+          }
+          return target.listAudits(...args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  const leases = tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released);
+  const runner = new OperationsRunner({ store, jobs: resumed, leases, manager, scanEveryMs: 3_600_000, concurrency: 1, now: () => t });
+  try {
+    runner.kick();
+    await over; // the resumed run has ended (thrown at the cancel's receipt read) and given the lease back
+    await runner.stop();
+    assert.equal(thrown, true, "the cancel's receipt read threw");
+    const left = (await resumed.get(job.operationId))!;
+    assert.deepEqual([left.state, left.cursor, left.done, left.refused], ['running', 2, 1, 1], 'the run wrote its counted lots, the cancel not yet written');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
+    const end = (await resumed.get(job.operationId))!;
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 3, refused: 1, failed: 0 }, "the refusal counted since the last progress save is kept");
+    assert.deepEqual([end.refusals?.map((r) => r.eventId), end.awaitingReceipt], [[hers], undefined]);
+    assert.match(end.refusals![0]!.detail, /already sent by alice/);
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, job.operationId))), [1, 0, 1, 1], "each event but hers got the job's command once");
+  } finally {
+    await runner.stop();
+    resumed.docs.close();
   }
 });
 

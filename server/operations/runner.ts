@@ -43,6 +43,7 @@
 // itself when its run ends (jobCounts.ts, countLateReceipts).
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { holdLease, type AuditEntry, type HeldLease, type LeaseStore, type MessageStore, type Settled } from '../../lib/store/index.ts';
 import { sleep } from '../../lib/concurrency/sleep.ts';
 import { describeError } from '../http.ts';
@@ -84,6 +85,11 @@ export interface RunnerOptions {
    * compared with (tests). Without it, no job is ever deleted.
    */
   prune?: { retentionDays: number; now?: () => number };
+  /**
+   * The clock a run's progress saves (SAVE_EVERY_MS), its reads of the operator's wish (CONTROL_EVERY_MS) and its
+   * running time are measured by: Date.now unless a test steps it (resume.test.ts, "between lots").
+   */
+  now?: () => number;
 }
 
 /** Spaces commands `1000 / perSecond` ms apart (0: no limit). Shared by a job's workers. */
@@ -130,7 +136,7 @@ export class OperationsRunner {
 
   constructor(options: RunnerOptions) {
     const { prune, ...rest } = options;
-    this.#o = { scanEveryMs: 2_000, concurrency: DEFAULT_CONCURRENCY, ...rest };
+    this.#o = { scanEveryMs: 2_000, concurrency: DEFAULT_CONCURRENCY, now: Date.now, ...rest };
     this.#pruner = prune && new JobPruner({ jobs: options.jobs, leases: options.leases, owner: this.owner, ...prune });
   }
 
@@ -229,7 +235,7 @@ export class OperationsRunner {
 
   /** `unsaved`: what this run knows and the job may not hold (Unsaved). */
   async #runHeld(id: string, lease: HeldLease, unsaved: Unsaved): Promise<void> {
-    const { jobs } = this.#o;
+    const { jobs, now: clock } = this.#o;
     const leaseLost = lease.signal;
     // Re-read under the lease: the listed copy may predate another replica's last save. The version read is the
     // one this run's first write must still find.
@@ -238,7 +244,7 @@ export class OperationsRunner {
     const { job } = read;
     let version = read.etag;
     const stopSignal = AbortSignal.any([leaseLost, this.#stop.signal]);
-    let lastSave = Date.now();
+    let lastSave = clock();
     /**
      * Writes the job if it is still the version this run last read or wrote. False when it is not: another replica
      * took the lease over (this one missed its end) and wrote the job; the caller stops without another write or send.
@@ -258,7 +264,7 @@ export class OperationsRunner {
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
     const save = async (): Promise<boolean> => {
       if (leaseLost.aborted) return false; // another replica may own the job now: it writes the progress
-      const now = Date.now();
+      const now = clock();
       if (job.state === 'running') job.runningMs += now - lastSave;
       lastSave = now;
       return write();
@@ -268,8 +274,8 @@ export class OperationsRunner {
      * the write refused).
      */
     const finish = async (state: Job['state']): Promise<boolean> => {
-      if (job.state === 'running') job.runningMs += Date.now() - lastSave;
-      lastSave = Date.now();
+      if (job.state === 'running') job.runningMs += clock() - lastSave;
+      lastSave = clock();
       job.state = state;
       if (state === 'completed' || state === 'cancelled' || state === 'failed') job.finishedAt = new Date().toISOString();
       // The operator's cancel or pause is written after a lost lease too (its receipt reads or the wish's read may
@@ -317,8 +323,16 @@ export class OperationsRunner {
           // and the job stays running with the operator's cancel: the next run applies it, counting the kept
           // outcomes and reading every receipt again. Before, the run threw with nothing written and the lot's
           // refusal and send failure were counted nowhere - done 1, refused 0, failed 0 (resume.test.ts, "the
-          // cancel's receipt read throwing").
-          if (own) await keepUncounted(own).catch(() => undefined);
+          // cancel's receipt read throwing"). The job is written even when that changes nothing kept, and with no lot
+          // of its own (a cancel read between lots): the cursor may run behind the mark (a rate limit, or a run
+          // resumed below a larger lot's mark), and the lots counted since the last progress save - their refusals
+          // and send failures, which no receipt shows - are only in memory. Nothing has changed the job since the
+          // last lot was counted (its counts, cursor and kept outcomes change together, after a whole lot), so it is
+          // a progress save. Before, they were lost: done 3, refused 0 where it is 3, 1 (resume.test.ts, "a cancel
+          // read between lots"). A write that throws is logged, and the read's error thrown.
+          await (own ? keepUncounted(own, true) : write()).catch((writeErr: unknown) =>
+            log.warn({ operationId: id, err: writeErr instanceof Error ? writeErr.message : String(writeErr) }, "operation's progress not written after its cancel's receipt read failed"),
+          );
           throw err;
         }
         const awaiting: number[] = [];
@@ -353,12 +367,19 @@ export class OperationsRunner {
      * counts them itself, and a cancel lists their rows as awaiting a receipt, which #run's late count then counts
      * with this run's outcomes - if the cancel landed before this run ended; a later one (the successor paused, or
      * cancelled past its first smaller lot) leaves them uncounted (docs/failures.md, "A holder that lost its lease").
+     * Written too when the lot has none but changes what the job keeps: its settled rows replace the older kept
+     * outcomes of an earlier holder (setPausedLot), as this run stepped them last. Before, only a lot with a refusal
+     * or a send failure was written, and a run that sent the kept rows again (done) left the older refusal and send
+     * failure on them for the next cancel to count (resume.test.ts, "a later run sending its rows again").
+     * `always`: written whatever it keeps (the cancel's catch: a progress save too).
      */
-    const keepUncounted = async (lot: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
+    const keepUncounted = async (lot: ReadonlyArray<StepOutcome | undefined>, always = false): Promise<void> => {
       // Set first: a write that throws may have landed or not, and the late count counts only rows no cancel did.
-      if (!holdUncounted(lot)) return;
+      // holdUncounted gates only that count: a lot of done and stopped steps gives it nothing to count.
+      const held = holdUncounted(lot);
+      const before = job.pausedLot;
       setPausedLot(job, lot);
-      await write();
+      if (always || held || !isDeepStrictEqual(before, job.pausedLot)) await write();
     };
 
     const wish = async () => (await jobs.control(id))?.control ?? 'run';
@@ -372,7 +393,7 @@ export class OperationsRunner {
     const rows = await jobs.rows(job);
     job.state = 'running';
     job.startedAt ??= new Date().toISOString();
-    lastSave = Date.now();
+    lastSave = clock();
     if (!(await write())) return;
     log.info({ operationId: id, kind: job.kind, total: job.total, cursor: job.cursor }, 'operation running');
     const limiter = new RateLimiter(job.ratePerSecond);
@@ -389,7 +410,7 @@ export class OperationsRunner {
       return !fenced;
     };
     const origin: CommandOrigin = { operationId: id, mayStillSend };
-    let lastControl = Date.now();
+    let lastControl = clock();
     /** Ends the run as the operator's cancel or pause asks (true when it did); `lot`: as for cancel. */
     const obey = async (wished: Awaited<ReturnType<typeof wish>>, lot?: ReadonlyArray<StepOutcome | undefined>): Promise<boolean> => {
       if (wished === 'cancel') await cancel(rows, lot);
@@ -406,7 +427,7 @@ export class OperationsRunner {
     // lease guard as ever, and the loop reads the wish again between lots.
     let controlRead: { at: number; wish: Promise<Awaited<ReturnType<typeof wish>>> } | undefined;
     const stopWished = async (): Promise<boolean> => {
-      if (!controlRead || Date.now() - controlRead.at >= CONTROL_EVERY_MS) controlRead = { at: Date.now(), wish: wish().catch(() => 'run' as const) };
+      if (!controlRead || clock() - controlRead.at >= CONTROL_EVERY_MS) controlRead = { at: clock(), wish: wish().catch(() => 'run' as const) };
       const wished = await controlRead.wish;
       return wished === 'cancel' || wished === 'pause';
     };
@@ -421,8 +442,8 @@ export class OperationsRunner {
         await save();
         return; // stopping (or the lease is gone): the next holder continues from the saved cursor
       }
-      if (Date.now() - lastControl >= CONTROL_EVERY_MS) {
-        lastControl = Date.now();
+      if (clock() - lastControl >= CONTROL_EVERY_MS) {
+        lastControl = clock();
         if (await obey(await wish())) return;
       }
       const batch = rows.slice(job.cursor, job.cursor + size);
@@ -465,7 +486,16 @@ export class OperationsRunner {
         // (resume.test.ts, "a successor cancelling while the holder counts it"). A cancel that lands lists none of
         // them: nothing counts twice.
         holdUncounted(settled);
-        if (mayStillSend() && (await obey(await wish(), settled))) return;
+        // An unread wish is taken as 'run', as in the retry waits: the lot is then kept below, and the next run reads
+        // the wish again. Before, the read's error ended the run before the lot was kept - the store stopping between
+        // the wait's read of the cancel and this one - and the next cancel counted the lot by receipts alone, done 1,
+        // refused 0, failed 0 (resume.test.ts, "the wish's read that applies it throwing").
+        // The lease is asked before the read, as ever: a lease that ends during the read still has the wish applied.
+        const unread = (err: unknown) => {
+          log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, "operator's wish not read: the stopped lot is kept for the next run");
+          return 'run' as const;
+        };
+        if (mayStillSend() && (await obey(await wish().catch(unread), settled))) return;
         log.warn({ operationId: id }, "operation lot not finished: this replica's lease ended during it (it stalled, or its renewals failed), or the operator stopped the job; stopping it here");
         await keepUncounted(settled);
         return;
@@ -473,7 +503,7 @@ export class OperationsRunner {
       batch.forEach((row, i) => count(job, row, settled[i]!));
       job.cursor += batch.length;
       passPausedLot(job);
-      if (Date.now() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
+      if (clock() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
     }
     // Logged only when the job was written completed: a refused write means a successor holds the job now.
     if (await finish('completed')) log.info({ operationId: id, done: job.done, refused: job.refused, failed: job.failed }, 'operation completed');
