@@ -106,9 +106,12 @@ async function open(path: string): Promise<Page> {
     if (m.type() === 'error') consoleErrors.push(`${path}: ${m.text()}`);
   });
   page.on('pageerror', (e) => consoleErrors.push(`${path}: ${e.message}`));
-  await page.goto(consoleUrl + path);
+  // SETTLE_MS, not Playwright's default 30 s: the first page after start-up renders while the demo's traffic, the
+  // Resolver and the store start on the same two cores, and a CI run at load 13 took longer than 30 s to its load
+  // event. This file checks what the pages show, not how fast the first one loads.
+  await page.goto(consoleUrl + path, { timeout: SETTLE_MS });
   // Hydrated (components/Providers.tsx): a click between the load event and hydration is lost.
-  await page.locator('html[data-hydrated]').waitFor({ state: 'attached' });
+  await page.locator('html[data-hydrated]').waitFor({ state: 'attached', timeout: SETTLE_MS });
   return page;
 }
 
