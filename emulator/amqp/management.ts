@@ -248,6 +248,7 @@ function dispatch(
         parsed['sequence-numbers'],
         mode,
         parsed['session-id'] ?? undefined,
+        caller,
       );
       return ok({
         messages: found.map((d) => {
@@ -274,6 +275,7 @@ function dispatch(
           managementLockTokenToBroker(token),
           disposition,
           parsed['session-id'] ?? undefined,
+          caller,
         );
       }
       return ok({});
