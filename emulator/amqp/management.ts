@@ -61,9 +61,22 @@ const scheduleBody = z.object({
   messages: z.array(z.object({ message: binary }).passthrough()).min(1),
 });
 const sequenceNumbersBody = z.object({ 'sequence-numbers': longs });
+/**
+ * The most messages one peek answers. Azure answers a peek with what it can and the clients accept a short page
+ * (they ask again from the last sequence number), so a larger message-count is cut to this rather than refused:
+ * 10,000 is the largest count the emulator answered before, which keeps one reply's size where it was.
+ */
+export const PEEK_PAGE_MAX = 10_000;
 const peekBody = z.object({
   'from-sequence-number': long.optional(),
-  'message-count': z.number().int().positive().max(10000),
+  'message-count': z.preprocess(
+    untyped,
+    z
+      .number()
+      .int()
+      .positive()
+      .transform((n) => Math.min(n, PEEK_PAGE_MAX)),
+  ),
   'session-id': optionalString,
 });
 const receiveBySequenceBody = z.object({
@@ -248,6 +261,7 @@ function dispatch(
         parsed['sequence-numbers'],
         mode,
         parsed['session-id'] ?? undefined,
+        caller,
       );
       return ok({
         messages: found.map((d) => {
@@ -274,6 +288,7 @@ function dispatch(
           managementLockTokenToBroker(token),
           disposition,
           parsed['session-id'] ?? undefined,
+          caller,
         );
       }
       return ok({});

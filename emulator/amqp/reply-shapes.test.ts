@@ -13,6 +13,7 @@ import type { Connection, Message } from 'rhea';
 import { createSasToken } from '../auth/sas-token.ts';
 import { ROOT_KEY_NAME } from '../auth/policies.ts';
 import { startEmulator } from '../index.ts';
+import { PEEK_PAGE_MAX } from './management.ts';
 import type { RunningEmulator } from '../index.ts';
 
 const RAW = Symbol.for('nimbus.emulator.rawMessage');
@@ -269,6 +270,54 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
     assert.equal((reply.body as Record<string, unknown>)['message-count'], 2);
     const left = emulator.broker.getSubscriptionRuntime('shapes', 'purge');
     assert.equal(left.activeMessageCount, 1, 'one of three left');
+  });
+
+  it('$management peek-message: a message-count above the page answers a capped page; negative or fractional is 400', async () => {
+    // Before, a count above 10,000 was refused as a bad request; Azure answers what it can and the clients
+    // accept a short page.
+    emulator.broker.createTopic({ name: 'peekcap' });
+    emulator.broker.createSubscription({ topicName: 'peekcap', subscriptionName: 's' });
+    const total = PEEK_PAGE_MAX + 1;
+    emulator.broker.send(
+      'peekcap',
+      Array.from({ length: total }, (_, i) => ({ message_id: `c${i}`, body: i }) as Message),
+    );
+    const resource = `sb://127.0.0.1:${emulator.port}/peekcap/Subscriptions/s`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    await request(
+      '$cbs',
+      {
+        message_id: 'cap',
+        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
+        body: token,
+      } as Message,
+      undefined,
+    );
+    const peek = (id: string, count: unknown): Promise<Message> =>
+      request(
+        'peekcap/Subscriptions/s/$management',
+        {
+          message_id: id,
+          application_properties: { operation: 'com.microsoft:peek-message' },
+          body: rhea.types.wrap_map({
+            'from-sequence-number': rhea.types.wrap_long(1),
+            'message-count': count,
+          }),
+        } as unknown as Message,
+        `peekcap-${id}`,
+      );
+    const big = await peek('big', rhea.types.wrap_int(2_147_483_647));
+    assert.equal(big.application_properties?.statusCode, 200);
+    const messages = (big.body as { messages?: unknown[] }).messages ?? [];
+    assert.equal(messages.length, PEEK_PAGE_MAX, `a page of ${PEEK_PAGE_MAX} from ${total} messages`);
+    for (const [id, count] of [
+      ['neg', rhea.types.wrap_int(-1)],
+      ['zero', rhea.types.wrap_int(0)],
+      ['frac', rhea.types.wrap_double(2.5)],
+    ] as const) {
+      const reply = await peek(id, count);
+      assert.equal(reply.application_properties?.statusCode, 400, `message-count ${id}: bad request`);
+    }
   });
 
   it('every $management operation the clients name is implemented (none answers 501); an unknown one is 501', async () => {

@@ -301,8 +301,18 @@ export interface Broker extends BrokerAdmin {
 
   openReceiver(opts: OpenReceiverOptions): Promise<Receiver>;
 
-  /** Settle a locked message. `sessionId` is given for session entities: the session lock must still be held. */
-  settle(source: ReceiveSource, lockToken: string, disposition: Disposition, sessionId?: string): void; // MessageLockLost, SessionLockLost
+  /**
+   * Settle a locked message. `sessionId` is given for session entities: the session lock must still be held, and
+   * with `caller` held by a receiver it accepts (a $management update-disposition answers only the session's own
+   * receiver, as renewSessionLock does).
+   */
+  settle(
+    source: ReceiveSource,
+    lockToken: string,
+    disposition: Disposition,
+    sessionId?: string,
+    caller?: SessionCaller,
+  ): void; // MessageLockLost, SessionLockLost
   renewLock(source: ReceiveSource, lockToken: string): number; // new lockedUntil
   /**
    * Session lock renewal and session state: SessionLockLost unless the session's lock is held, and held by a
@@ -319,12 +329,17 @@ export interface Broker extends BrokerAdmin {
   ): void;
   /** Peek without locking. Includes deferred and (for topics' subscriptions) no scheduled messages. */
   peek(source: ReceiveSource, opts: PeekOptions): Delivered[];
-  /** Receive deferred messages by sequence number (locking them in peek-lock mode). MessageNotFound for unknown numbers. */
+  /**
+   * Receive deferred messages by sequence number (locking them in peek-lock mode). MessageNotFound for unknown
+   * numbers. On a session entity `sessionId` names the session, whose lock must be held (by a receiver `caller`
+   * accepts, when given): SessionLockLost otherwise.
+   */
   receiveDeferred(
     source: ReceiveSource,
     sequenceNumbers: number[],
     mode: ReceiveMode,
     sessionId?: string,
+    caller?: SessionCaller,
   ): Delivered[];
   /**
    * Deletes up to `maxCount` unlocked messages (active or deferred, in sequence order) enqueued before

@@ -324,10 +324,16 @@ export class ServiceBusBroker implements Broker {
 
   // Data plane: settlement, locks, session state -----------------------------------------------------------
 
-  settle(source: ReceiveSource, lockToken: string, disposition: Disposition, sessionId?: string): void {
+  settle(
+    source: ReceiveSource,
+    lockToken: string,
+    disposition: Disposition,
+    sessionId?: string,
+    caller?: SessionCaller,
+  ): void {
     const c = this.core;
     c.op(disposition.kind === 'deadLetter' || disposition.kind === 'defer', () => {
-      const m = c.delivery.lockedMessage(source, lockToken, sessionId);
+      const m = c.delivery.lockedMessage(source, lockToken, sessionId, holderTest(caller));
       m.queue.sub.times.accessedAt = c.now();
       c.delivery.settle(m, disposition);
     });
@@ -412,11 +418,18 @@ export class ServiceBusBroker implements Broker {
     sequenceNumbers: number[],
     mode: ReceiveMode,
     sessionId?: string,
+    caller?: SessionCaller,
   ): Delivered[] {
     const c = this.core;
     return c.op(false, () => {
       const sub = c.sub(source.topic, source.subscription);
       const q = sub.queue(queueKindOf(source));
+      // The session first: a caller without its lock learns nothing of its messages, and takes none.
+      let session: SessionState | undefined;
+      if (q.kind === 'main' && sub.desc.requiresSession) {
+        if (sessionId === undefined) throw new BrokerError('InvalidOperation', 'A session id is required.');
+        session = c.sessions.held(sub, sessionId, holderTest(caller));
+      }
       // A number asked for twice is one message, handed out once.
       const found = [...new Set(sequenceNumbers)].map((seq) => {
         const held = q.messages.get(seq);
@@ -438,11 +451,6 @@ export class ServiceBusBroker implements Broker {
         }
         return m;
       });
-      let session: SessionState | undefined;
-      if (q.kind === 'main' && sub.desc.requiresSession) {
-        if (sessionId === undefined) throw new BrokerError('InvalidOperation', 'A session id is required.');
-        session = c.sessions.held(sub, sessionId);
-      }
       sub.times.accessedAt = c.now();
       const out = found.map((m) => {
         if (mode === 'receiveAndDelete') {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { BrokerError } from './api.ts';
 import type { Delivered, Disposition, ReceiveSource } from './api.ts';
 import type { BrokerCore } from './core.ts';
-import type { QueueKind, SessionState, StoredMessage } from './model.ts';
+import type { QueueKind, SessionHolder, SessionState, StoredMessage } from './model.ts';
 import type { ReceiverImpl } from './receiver.ts';
 import { copyMessage, messageIdForLog, partitionKeyOf } from './wire.ts';
 
@@ -217,7 +217,12 @@ export class Delivery {
   }
 
   /** The message a lock token names, checking that its lock (or its session's lock) still holds. */
-  lockedMessage(source: ReceiveSource, lockToken: string, sessionId: string | undefined): StoredMessage {
+  lockedMessage(
+    source: ReceiveSource,
+    lockToken: string,
+    sessionId: string | undefined,
+    isCaller?: (holder: SessionHolder) => boolean,
+  ): StoredMessage {
     const c = this.c;
     const sub = c.sub(source.topic, source.subscription);
     const kind = queueKindOf(source);
@@ -227,6 +232,13 @@ export class Delivery {
       if (session) c.sessions.expireLockIfDue(sub, session);
       if (!session || !session.holder || (m && m.lockEpoch !== session.epoch)) {
         throw new BrokerError('SessionLockLost', `The session lock on '${sessionId}' was lost.`);
+      }
+      // Held by a receiver other than the one asking: for the caller, a lock it does not have.
+      if (isCaller && !isCaller(session.holder)) {
+        throw new BrokerError(
+          'SessionLockLost',
+          `The session lock on '${sessionId}' is held by another receiver; accept the session to use it.`,
+        );
       }
     }
     if (!m || m.queue.kind !== kind) {

@@ -195,6 +195,37 @@ describe('sessions', () => {
     await broker.close();
   });
 
+  test('deferred receive and settlement with a session id answer only the caller that holds the session', async () => {
+    const { broker } = await sessionBroker();
+    broker.send('t', [
+      msg({ group_id: 'mine', message_id: 'm1' }),
+      msg({ group_id: 'mine', message_id: 'm2' }),
+    ]);
+    const open = (sessionId: string) =>
+      broker.openReceiver({ source: src, mode: 'peekLock', session: { sessionId, timeoutMs: 0 } });
+    const holder = await open('mine');
+    const other = await open('theirs');
+    const byHolder = (r: Receiver) => r === holder;
+    const byOther = (r: Receiver) => r === other;
+    const got = holder.take(2);
+    for (const d of got) broker.settle(src, d.lockToken ?? '', { kind: 'defer' }, 'mine', byHolder);
+    const [seq1, seq2] = got.map((d) => d.sequenceNumber);
+    const refused = (e: unknown) => code(e) === 'SessionLockLost';
+    assert.throws(() => broker.receiveDeferred(src, [seq1!], 'peekLock', 'mine', byOther), refused);
+    const [taken] = broker.receiveDeferred(src, [seq1!], 'peekLock', 'mine', byHolder);
+    assert.ok(taken?.lockToken);
+    assert.throws(
+      () => broker.settle(src, taken.lockToken ?? '', { kind: 'complete' }, 'mine', byOther),
+      refused,
+    );
+    broker.settle(src, taken.lockToken ?? '', { kind: 'complete' }, 'mine', byHolder);
+    // The refused receive took nothing: the second deferred message is still there for the holder.
+    assert.equal(broker.receiveDeferred(src, [seq2!], 'receiveAndDelete', 'mine', byHolder).length, 1);
+    holder.close();
+    other.close();
+    await broker.close();
+  });
+
   test('acceptNextSession over many sessions hands each out once per round', async () => {
     const { broker } = await sessionBroker();
     for (let i = 0; i < 150; i++) broker.send('t', [msg({ group_id: `s${i}` })]);

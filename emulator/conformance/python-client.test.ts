@@ -52,7 +52,7 @@ describe('azure-servicebus for Python (uAMQP) against the emulator', { skip }, (
     ['schedule', 'schedule and cancel: only the kept message arrives, when due'],
     [
       'sessions',
-      'named and next-available sessions in order, session state, session lock renewal; from another connection, get/set state and renew on the held session are refused (SessionLockLostError)',
+      'named and next-available sessions in order, session state, session lock renewal; from another connection, get/set state, renew and a deferred receive on the held session are refused (SessionLockLostError); a deferred session message taken back and completed by its own receiver',
     ],
     ['lock-renewal', 'renew_message_lock extends the message lock'],
     ['rules', 'a SQL filter on an application property routes only matching messages'],

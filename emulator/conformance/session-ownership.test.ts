@@ -1,7 +1,8 @@
 // Session operations on $management belong to the session's receiver: renew-session-lock, get-session-state
-// and set-session-state succeed for the receiver link holding the session lock and are refused with
-// com.microsoft:session-lock-lost (the client's SessionLockLost) for any other receiver, on this connection
-// or another, and after the lock was released or expired - as Azure answers them.
+// and set-session-state, and receive-by-sequence-number and update-disposition with a session-id, succeed for
+// the receiver link holding the session lock and are refused with com.microsoft:session-lock-lost (the client's
+// SessionLockLost) for any other receiver, on this connection or another, and after the lock was released or
+// expired - as Azure answers them.
 //
 // The client's public API sends these requests only for the receiver's own session, naming its own link in
 // `associated-link-name`. To send what another receiver would, the tests call the client's own management
@@ -10,7 +11,8 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ServiceBusSessionReceiver } from '@azure/service-bus';
+import type { ServiceBusReceivedMessage, ServiceBusSessionReceiver } from '@azure/service-bus';
+import type Long from 'long';
 import {
   assertServiceBusError,
   createTopicWithSubscriptions,
@@ -32,6 +34,19 @@ interface ManagementClient {
   renewSessionLock(sessionId: string, options: RequestOptions): Promise<Date>;
   getSessionState(sessionId: string, options: RequestOptions): Promise<unknown>;
   setSessionState(sessionId: string, state: unknown, options: RequestOptions): Promise<void>;
+  /** What receiveDeferredMessages() sends (session-id and the session link's name). */
+  receiveDeferredMessages(
+    sequenceNumbers: Long[],
+    receiveMode: 'peekLock',
+    sessionId: string,
+    options: RequestOptions,
+  ): Promise<ServiceBusReceivedMessage[]>;
+  /** What settling a message received from $management sends (session-id, and no link name). */
+  updateDispositionStatus(
+    lockToken: string,
+    dispositionType: 'complete',
+    options: RequestOptions & { sessionId?: string },
+  ): Promise<void>;
 }
 
 interface SessionReceiverInternals {
@@ -64,6 +79,52 @@ async function assertAllRefused(
     () => management.setSessionState(sessionId, Buffer.from('stolen'), options),
     'SessionLockLost',
   );
+}
+
+/** receive-by-sequence-number and update-disposition for `sessionId`, sent as `from`'s connection sends them. */
+async function assertDeferredRefused(
+  from: ServiceBusSessionReceiver,
+  sessionId: string,
+  linkName: string | undefined,
+  deferred: { sequenceNumber: Long; lockToken: string },
+): Promise<void> {
+  const { management } = internalsOf(from);
+  const options = { associatedLinkName: linkName, timeoutInMs: 5_000 };
+  await assertServiceBusError(
+    () => management.receiveDeferredMessages([deferred.sequenceNumber], 'peekLock', sessionId, options),
+    'SessionLockLost',
+  );
+  await assertServiceBusError(
+    () => management.updateDispositionStatus(deferred.lockToken, 'complete', { ...options, sessionId }),
+    'SessionLockLost',
+  );
+}
+
+/**
+ * A session `held` on `topic` whose holder deferred two messages and took the first back from $management
+ * (holding its lock): the second is deferred and unlocked, so a receive-by-sequence-number of it would succeed
+ * for anyone that may ask.
+ */
+async function holderWithDeferred(
+  topic: string,
+  holder: ServiceBusSessionReceiver,
+): Promise<{ taken: ServiceBusReceivedMessage; waiting: Long }> {
+  const sender = h.client.createSender(topic);
+  try {
+    await sender.sendMessages([
+      { body: 1, messageId: 'd1', sessionId: holder.sessionId },
+      { body: 2, messageId: 'd2', sessionId: holder.sessionId },
+    ]);
+  } finally {
+    await sender.close();
+  }
+  const got = await receiveUntil(holder, 2);
+  assert.equal(got.length, 2);
+  for (const m of got) await holder.deferMessage(m);
+  const [first, second] = got.map((m) => m.sequenceNumber!);
+  const [taken] = await holder.receiveDeferredMessages([first!]);
+  assert.ok(taken?.lockToken, 'the deferred message came back locked');
+  return { taken, waiting: second! };
 }
 
 async function sessionTopic(lockDuration = 'PT30S'): Promise<string> {
@@ -119,6 +180,80 @@ describe('session operations on $management need the session lock', () => {
     try {
       await assertAllRefused(neighbour, 'held', internalsOf(neighbour).linkName);
       await holder.renewSessionLock();
+    } finally {
+      await neighbour.close();
+      await holder.close();
+    }
+  });
+
+  test("a session receiver's own receiveDeferredMessages and settling what it returned work", async () => {
+    // The client's normal path: receive-by-sequence-number names the session link and the session; settling a
+    // message that came from $management goes through update-disposition with the session and no link name
+    // (a request naming no link counts for the receivers on its connection).
+    const topic = await sessionTopic();
+    const r = await h.client.acceptSession(topic, 'sub', 'own-deferred');
+    try {
+      const { taken, waiting } = await holderWithDeferred(topic, r);
+      await r.completeMessage(taken);
+      const [again] = await r.receiveDeferredMessages([waiting]);
+      assert.ok(again);
+      await r.abandonMessage(again);
+      // Abandoned, a deferred message stays deferred: taken again, then dead-lettered.
+      const [third] = await r.receiveDeferredMessages([waiting]);
+      assert.ok(third);
+      await r.deadLetterMessage(third, { deadLetterReason: 'test', deadLetterErrorDescription: 'a test' });
+      const dlq = h.client.createReceiver(topic, 'sub', { subQueueType: 'deadLetter' });
+      try {
+        const dead = await dlq.peekMessages(10);
+        assert.deepEqual(
+          dead.map((m) => m.messageId),
+          ['d2'],
+        );
+      } finally {
+        await dlq.close();
+      }
+      assert.deepEqual(await r.peekMessages(10), [], 'nothing left in the session');
+    } finally {
+      await r.close();
+    }
+  });
+
+  test("a receiver on another connection cannot take or settle the deferred messages of someone else's session", async () => {
+    const topic = await sessionTopic();
+    const holder = await h.client.acceptSession(topic, 'sub', 'held-deferred');
+    const otherClient = h.newClient({ maxRetries: 0, timeoutInMs: 5_000 });
+    const other = await otherClient.acceptSession(topic, 'sub', 'mine');
+    try {
+      const { taken, waiting } = await holderWithDeferred(topic, holder);
+      const deferred = { sequenceNumber: waiting, lockToken: taken.lockToken! };
+      // Naming its own link, as its client does, naming none (as settling a deferred message does), and
+      // naming the holder's link from another connection.
+      await assertDeferredRefused(other, 'held-deferred', internalsOf(other).linkName, deferred);
+      await assertDeferredRefused(other, 'held-deferred', undefined, deferred);
+      await assertDeferredRefused(other, 'held-deferred', internalsOf(holder).linkName, deferred);
+      // Nothing was taken or settled: the holder still completes both.
+      await holder.completeMessage(taken);
+      const [rest] = await holder.receiveDeferredMessages([waiting]);
+      assert.ok(rest, 'the waiting deferred message was not taken');
+      await holder.completeMessage(rest);
+    } finally {
+      await other.close();
+      await otherClient.close();
+      await holder.close();
+    }
+  });
+
+  test("another receiver on the same connection naming its own link cannot take or settle the session's deferred messages", async () => {
+    const topic = await sessionTopic();
+    const holder = await h.client.acceptSession(topic, 'sub', 'held-deferred');
+    const neighbour = await h.client.acceptSession(topic, 'sub', 'next-door');
+    try {
+      const { taken, waiting } = await holderWithDeferred(topic, holder);
+      await assertDeferredRefused(neighbour, 'held-deferred', internalsOf(neighbour).linkName, {
+        sequenceNumber: waiting,
+        lockToken: taken.lockToken!,
+      });
+      await holder.completeMessage(taken);
     } finally {
       await neighbour.close();
       await holder.close();

@@ -194,6 +194,22 @@ def refuse_foreign_session_ops(held_id):
             raise AssertionError(f"{what} on a session held elsewhere succeeded")
 
 
+def refuse_foreign_deferred_receive(held_id, sequence_number):
+    """Session `held_id` is held by another receiver and has a deferred message: from a receiver of another
+    session, on another connection, receive-by-sequence-number naming `held_id` is refused with
+    SessionLockLostError (and takes nothing). The public API names only the receiver's own session; pointing
+    the receiver's session id at the held one makes the client send the request as it sends its own."""
+    with client() as other_client, receiver(other_client, "sessions", session_id="elsewhere") as other:
+        other._session_id = held_id  # pylint: disable=protected-access
+        try:
+            other.receive_deferred_messages([sequence_number])
+        except SessionLockLostError:
+            return
+        except Exception as e:  # pylint: disable=broad-except
+            raise AssertionError(f"deferred receive from a session held elsewhere: expected SessionLockLostError, got {e!r}")
+        raise AssertionError("deferred receive from a session held elsewhere succeeded")
+
+
 def scenario_sessions(c):
     with sender(c, "sessions") as s:
         s.send_messages([ServiceBusMessage(f"a-{i}", session_id="a") for i in range(3)])
@@ -211,8 +227,14 @@ def scenario_sessions(c):
         refuse_foreign_session_ops("b")
         check(r.session.get_state() == b"state-b", "session state untouched by the refused requests")
         r.session.renew_lock()
-        for m in got:
-            r.complete_message(m)
+        # A deferred session message: refused to another connection, then taken back and settled by its own
+        # receiver (receive-by-sequence-number and update-disposition with the session id and its link name).
+        r.defer_message(got[1])
+        refuse_foreign_deferred_receive("b", got[1].sequence_number)
+        deferred = r.receive_deferred_messages([got[1].sequence_number])
+        check(len(deferred) == 1 and body_of(deferred[0]) == "b-1", "own deferred session message by sequence number")
+        r.complete_message(got[0])
+        r.complete_message(deferred[0])
     with receiver(c, "sessions", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=WAIT) as r:
         check(r.session.session_id == "a", f"next available session is a, got {r.session.session_id}")
         got = receive_n(r, 3)
