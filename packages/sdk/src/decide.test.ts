@@ -185,7 +185,8 @@ describe('EventRequest', () => {
       return sched.message;
     };
     const first = retryOf(run(msg({}), state(), fail(), e()));
-    // A crash after the schedule but before the completion: the redelivery schedules the same message again.
+    // A settlement interrupted before the block (after the ErrorResponse): the redelivery runs the handler again and
+    // schedules the same message (the schedule follows the completion, so none went out the first time).
     const redelivered = retryOf(run(msg({}, undefined, { deliveryCount: 2 }), state(), fail(), e()));
     assert.equal(redelivered.messageId, first.messageId);
     // Another delivery of the same event starting a series of its own: the same count, but not the first series'

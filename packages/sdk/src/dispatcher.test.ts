@@ -9,6 +9,9 @@ import type { DeliveryPort } from './dispatcher.ts';
 import { MessageAlreadyDeadLetteredError, TransientError } from './errors.ts';
 import { HandlerRegistry } from './handlers.ts';
 import type { LifecycleObserver, PipelineBehavior } from './pipeline.ts';
+import { RetryPolicies } from './retryPolicies.ts';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
 
 class FakePort implements DeliveryPort {
   log: string[] = [];
@@ -600,5 +603,63 @@ describe('a release whose settlement is interrupted after the state write', () =
       first,
       'the Resolver and the deferred processor see the same messages again',
     );
+  });
+});
+
+describe('a step that fails after the completion (the RetryRequest schedule)', () => {
+  // The specification's Retry order: ErrorResponse, block, complete, then schedule the RetryRequest. A schedule that
+  // fails then has nothing to redeliver: before, it took the transient path (onMessageFailed, a hold, and on the last
+  // delivery a MaxDeliveryCountExceeded notification and a dead-letter of the completed message).
+  const retrying = (observers: LifecycleObserver[], logger?: Logger) =>
+    new Dispatcher({
+      endpointId: 'billing',
+      handlers: new HandlerRegistry().on('OrderPlaced', () => {
+        throw new Error('downstream 503');
+      }),
+      retryPolicies: new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1000 }),
+      observers,
+      ...(logger ? { logger } : {}),
+    });
+
+  for (const deliveryCount of [0, 9]) {
+    test(`an EventRequest (delivery ${deliveryCount + 1} of 10): the failure stays Failed and blocked, nothing transient, no dead-letter`, async () => {
+      const port = new FakePort();
+      port.failOn = 'schedule';
+      const { events, observer } = observerLog();
+      const lines: Array<{ level: number; msg: string }> = [];
+      const logger = pino(
+        { level: 'debug' },
+        { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) },
+      );
+      const result = await retrying([observer], logger).dispatch(
+        { ...received(), deliveryCount },
+        port,
+        signal,
+      );
+      assert.equal(result, 'handlerFailed');
+      assert.deepEqual(port.log, ['send ErrorResponse', 'setState', 'complete']);
+      assert.equal(port.state.BlockedByEventId, 'e1', 'the session stays blocked for an operator');
+      assert.deepEqual(events, ['received'], 'no onMessageFailed: nothing is left for redelivery');
+      assert.ok(
+        lines.some((l) => l.level === 40 && /RetryRequest was not scheduled/.test(l.msg)),
+        'the warning says the retry was not scheduled',
+      );
+      assert.ok(!lines.some((l) => /left for redelivery/.test(l.msg)));
+    });
+  }
+
+  test('a RetryRequest that fails again (last delivery): settled as a failed retry, not dead-lettered', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), BlockedByEventId: 'e1', BlockedByMessageId: 'm0' };
+    port.failOn = 'schedule';
+    const { events, observer } = observerLog();
+    const retry = {
+      ...received({ From: 'Retry', MessageType: 'RetryRequest', RetryCount: 1 }),
+      messageId: 'retry-1',
+      deliveryCount: 9,
+    };
+    assert.equal(await retrying([observer]).dispatch(retry, port, signal), 'handlerFailed');
+    assert.deepEqual(port.log, ['send ErrorResponse', 'complete']);
+    assert.deepEqual(events, ['received']);
   });
 });

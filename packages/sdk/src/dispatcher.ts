@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
-import { MessageType } from './contract/index.ts';
+import { MessageType, Prop } from './contract/index.ts';
 import type { SessionState } from './contract/index.ts';
 import {
   afterHandler,
@@ -354,7 +354,18 @@ export class Dispatcher {
       }
       settlement = afterHandler(m, state, outcome, this.env(startedAt));
     }
-    await this.execute(settlement.effects, port, m);
+    try {
+      await this.execute(settlement.effects, port, m);
+    } catch (error) {
+      if (!(error instanceof StepAfterCompletion)) throw error;
+      // The message is settled: the delivery keeps its own outcome (no transient path, no budget dead-letter of a
+      // completed message, no hold), and what was left undone is said as such.
+      this.log.warn(
+        { ...logFields(m), step: error.effect.kind, err: errorSummary(error.cause) },
+        afterCompletionFailure(error.effect),
+      );
+      return settlement;
+    }
     this.log[settlement.warn ? 'warn' : 'debug'](
       { ...logFields(m), outcome: settlement.signal, note: settlement.note },
       'delivery settled',
@@ -406,8 +417,12 @@ export class Dispatcher {
     }
   }
 
-  /** Runs the effects in order. A failing required step leaves the rest undone and the delivery to redelivery. */
+  /**
+   * Runs the effects in order. A failing required step leaves the rest undone and the delivery to redelivery - unless
+   * the message was completed already: then nothing comes back, so the failure is not transient (StepAfterCompletion).
+   */
   private async execute(effects: readonly Effect[], port: DeliveryPort, m: InboundMessage): Promise<void> {
+    let completed = false;
     for (const effect of effects) {
       if (effect.kind === 'send' && effect.bestEffort) {
         await this.runBestEffort(effect, port, m);
@@ -416,10 +431,12 @@ export class Dispatcher {
       try {
         await this.apply(effect, port);
       } catch (error) {
+        if (completed) throw new StepAfterCompletion(effect, error);
         throw new TransientError(`settlement step '${effect.kind}' failed: ${errorMessage(error)}`, {
           cause: error,
         });
       }
+      if (effect.kind === 'complete') completed = true;
     }
   }
 
@@ -477,6 +494,29 @@ export class Dispatcher {
       }
     }
   }
+}
+
+/**
+ * A settlement step that failed after the message was completed. Not a TransientError: the broker has nothing to
+ * redeliver, so the transient path (onMessageFailed, the hold, the budget dead-letter on the last delivery) would
+ * report a redelivery that never comes, and on the last delivery dead-letter a message that is gone.
+ */
+class StepAfterCompletion extends Error {
+  readonly effect: Effect;
+  constructor(effect: Effect, cause: unknown) {
+    super(`settlement step '${effect.kind}' failed after the completion: ${errorMessage(cause)}`, { cause });
+    this.effect = effect;
+  }
+}
+
+/** What a step left undone after the completion means for the event (the log line's message). */
+function afterCompletionFailure(effect: Effect): string {
+  if (effect.kind === 'schedule' && effect.message.applicationProperties[Prop.MessageType] === MessageType.RetryRequest)
+    return (
+      'the RetryRequest was not scheduled (its schedule failed after the message was completed): the event stays ' +
+      'Failed and its session blocked until an operator resubmits or skips it'
+    );
+  return `settlement step '${effect.kind}' failed after the message was completed: it is not redelivered, the step is not retried`;
 }
 
 function lastDeadLetterReason(settlement: Settlement | undefined): string | undefined {

@@ -99,10 +99,12 @@ export function errorContentOf(error: unknown, errorType?: string): Partial<Erro
 
 /**
  * The RetryRequest: same content and identity, To = Retry (the Retry subscription rewrites To and From). Its
- * MessageId derives from the delivery that failed, not the event: a redelivery of that delivery (a crash after the
- * schedule, before the completion) schedules the same id again, but another delivery of the event starting a series
- * of its own does not repeat an id the Resolver's history and Retry audit already hold. A delivery without an id
- * falls back to the event's.
+ * MessageId derives from the delivery that failed, not the event: a redelivery of that delivery that runs the
+ * handler again (its settlement interrupted before the block) schedules the same id, but another delivery of the
+ * event starting a series of its own does not repeat an id the Resolver's history and Retry audit already hold. (The
+ * schedule follows the completion, so no redelivery follows a scheduled retry; one interrupted after the block is
+ * completed as the blocking event, and the retry is not scheduled.) A delivery without an id falls back to the
+ * event's.
  */
 export function buildRetryRequest(inbound: InboundMessage, retryCount: number): OutgoingMessage {
   return {

@@ -11,6 +11,7 @@ import { eventBody } from './contract/index.ts';
 import { CircuitBreaker } from './circuitBreaker.ts';
 import { HandlerRegistry, type EventHandler } from './handlers.ts';
 import { SubscriberHost } from './subscriberHost.ts';
+import { RetryPolicies } from './retryPolicies.ts';
 import type { DeliveryResult } from './dispatcher.ts';
 
 interface LogLine {
@@ -43,6 +44,8 @@ interface FakeBrokerOptions {
   /** Which send (0-based) never answers; the others succeed. */
   hangingSend?: number;
   completionHangs?: boolean;
+  /** The RetryRequest's schedule never answers. */
+  scheduleHangs?: boolean;
   /** Called as the first receive returns its message. */
   onFirstReceive?: () => void;
 }
@@ -96,7 +99,8 @@ function fakeBroker(options: FakeBrokerOptions) {
       sent.push(m.applicationProperties ?? {});
       return index === options.hangingSend ? hangUntilAborted(o?.abortSignal) : Promise.resolve();
     },
-    scheduleMessages: async () => [],
+    scheduleMessages: (_m: ServiceBusMessage, _at: Date, o?: { abortSignal?: AbortSignal }) =>
+      options.scheduleHangs ? hangUntilAborted(o?.abortSignal) : Promise.resolve([]),
     close: async () => undefined,
   };
   const client = {
@@ -120,6 +124,7 @@ function host(
     backoffMs?: number;
     onDeliveryThrows?: boolean;
     handler?: EventHandler;
+    retryPolicies?: RetryPolicies;
   } = {},
 ) {
   const { lines, logger } = capturedLogger();
@@ -138,6 +143,7 @@ function host(
     transientHold: { initialMs: 20 },
     logger,
     circuitBreaker: extra.breaker,
+    ...(extra.retryPolicies ? { retryPolicies: extra.retryPolicies } : {}),
     observers: [{ onMessageFailed: (_m, e) => void extra.failed?.push(e) }],
     onDelivery: (r) => {
       delivered(r);
@@ -206,6 +212,39 @@ describe('a delivery whose broker call is given up (operationTimeoutMs)', () => 
         ['ResolutionResponse'],
       );
       assert.deepEqual(broker.deadLettered, []);
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
+describe('a RetryRequest schedule that does not answer (after the completion)', () => {
+  test('the delivery keeps its Failed outcome: no hold, no budget dead-letter, not logged as left for redelivery', async () => {
+    // The last delivery the budget allows: before, the schedule given up took the budget path and dead-lettered a
+    // message that was already completed.
+    const broker = fakeBroker({ deliveryCount: 9, scheduleHangs: true });
+    const failed: unknown[] = [];
+    const { h, lines, delivery } = host(broker.client, {
+      failed,
+      handler: () => {
+        throw new Error('downstream 503');
+      },
+      retryPolicies: new RetryPolicies().setDefaultPolicy({ maxRetries: 3, baseDelayMs: 1000 }),
+    });
+    await h.start();
+    try {
+      assert.equal(await delivery, 'handlerFailed');
+      // The worker's next accept comes after the session was given up and its log lines written.
+      await broker.acceptedAgain;
+      assert.deepEqual(
+        broker.sent.map((m) => m.MessageType),
+        ['ErrorResponse'],
+      );
+      assert.deepEqual(broker.deadLettered, []);
+      assert.deepEqual(failed, [], 'no onMessageFailed: nothing is left for redelivery');
+      assert.ok(lines.some((l) => /RetryRequest was not scheduled/.test(l.msg)));
+      assert.ok(lines.some((l) => /after the message was settled did not answer/.test(l.msg)));
+      assert.ok(!lines.some((l) => /left for redelivery/.test(l.msg)), 'no hold, no redelivery claimed');
     } finally {
       await h.stop();
     }

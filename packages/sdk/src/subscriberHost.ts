@@ -461,7 +461,14 @@ export class SubscriberHost implements AsyncDisposable {
             };
             if (result === 'deadLettered') {
               this.log.warn(fields, 'a broker call of the last delivery did not answer; the delivery was dead-lettered');
-            } else if (lostTo.operation === COMPLETING_THE_MESSAGE && result === 'transient') {
+            } else if (result !== 'transient') {
+              // The call given up came after the message was settled (the RetryRequest's schedule follows the
+              // completion): nothing comes back, so "left for redelivery" would be untrue.
+              this.log.warn(
+                fields,
+                'a broker call after the message was settled did not answer; the message is not redelivered',
+              );
+            } else if (lostTo.operation === COMPLETING_THE_MESSAGE) {
               this.log.warn(
                 fields,
                 'the completion did not answer: it may have landed after all (then the message does not come back); if not, the delivery is redelivered',
@@ -470,7 +477,12 @@ export class SubscriberHost implements AsyncDisposable {
               this.log.warn(fields, 'a broker call of the delivery did not answer: the delivery is left for redelivery');
             }
             if (result === 'transient') await this.hold(receiver, message.deliveryCount, lockMs, horizon);
-            throw new Error(`giving the session up: ${lostTo.message}`, { cause: lostTo });
+            // The timeout's own text says the delivery is left for redelivery, untrue once the message was settled.
+            const why =
+              result === 'transient'
+                ? lostTo.message
+                : `${lostTo.operation} did not answer; the message was settled (${result})`;
+            throw new Error(`giving the session up: ${why}`, { cause: lostTo });
           }
           // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
           // come straight back and a short outage would spend its whole delivery budget in seconds.
