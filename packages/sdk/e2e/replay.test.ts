@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import { eventBody, MessageType, Subscription } from '@nimbus/sdk/contract';
-import { MessageAlreadyDeadLetteredError } from '@nimbus/sdk';
+import { MessageAlreadyDeadLetteredError, PermanentFailureError } from '@nimbus/sdk';
 import { HandlerRegistry } from '@nimbus/sdk';
 import type { PipelineBehavior } from '@nimbus/sdk';
 import type { Harness } from './harness.ts';
@@ -129,6 +129,51 @@ describe('replay cursor gaps never leave a session draining', () => {
       await host.stop();
       const state = await h.sessionState('crm', 'RG-2');
       assert.deepEqual([state.NextReplaySequence, state.NextDeferralSequence], [2, 2]);
+    });
+  });
+
+  test('a replayed copy that fails permanently and whose dead-letter is refused once is dead-lettered on its redelivery', async () => {
+    await withHarness(async (h) => {
+      // The fault: the first dead-letter of crm's session receivers fails (the host's client is the harness's).
+      let refusals = 0;
+      const accept = h.client.acceptNextSession.bind(h.client);
+      h.client.acceptNextSession = (async (...args: Parameters<typeof accept>) => {
+        const receiver = await accept(...args);
+        const deadLetter = receiver.deadLetterMessage.bind(receiver);
+        receiver.deadLetterMessage = async (...dl: Parameters<typeof deadLetter>) => {
+          if (refusals++ === 0) throw new Error('broker refused the dead-letter (test fault)');
+          return deadLetter(...dl);
+        };
+        return receiver;
+      }) as typeof h.client.acceptNextSession;
+      h.host({
+        endpointId: 'crm',
+        sessionConnection: 'shared',
+        transientHold: { initialMs: 100 },
+        handlers: new HandlerRegistry().on<Customer>('CustomerUpdated', (e) => {
+          if (e.n === 1 && !e.fixed) throw new Error('CRM rejected the customer');
+          if (e.n === 2) throw new PermanentFailureError('customer 2 cannot be imported');
+        }),
+      });
+      h.deferredProcessor('crm');
+      const { e1 } = await blockWithParked(h, 'RG-DL', 2);
+      await resubmitFixed(h, 'RG-DL', e1);
+      // The resubmission, E1 resolved, E2's replayed copy, and its notification once per delivery.
+      const replay = await h.resolver('RG-DL', 5, 30_000);
+      assert.deepEqual(storyOf(replay).responses, [
+        'ResolutionResponse:E1',
+        'ErrorResponse:E2',
+        'ErrorResponse:E2',
+      ]);
+      assert.equal(refusals, 2, 'the dead-letter was asked for again on the redelivery');
+      // Before: the cursor was written before the refused dead-letter, so the redelivery was completed as a copy
+      // already handled - the Resolver said DeadLettered, the dead-letter queue was empty and the payload gone.
+      const dead = await h.awaitDeadLetters('crm', 'crm');
+      assert.deepEqual(
+        dead.map((m) => m.deadLetterReason),
+        ['Permanent failure: PermanentFailureError: customer 2 cannot be imported'],
+      );
+      await newEventIsHandled(h, 'RG-DL', 3);
     });
   });
 

@@ -529,6 +529,27 @@ describe('replay pass end', () => {
     assert.equal(whole.warn, undefined);
   });
 
+  test('a replayed copy dead-lettered: notification, dead-letter, then the cursor and the next pass', () => {
+    // The cursor after the dead-letter: written first, a dead-letter that then failed made the redelivery a copy
+    // "already handled", completed without a dead-letter (the payload lost).
+    for (const outcome of [fail('DeadLetter'), { kind: 'permanent' as const, error: new Error('bad') }]) {
+      const s = run(
+        msg({ ReplaySequence: 0, ReplayUntil: 1, ReplayPassEnd: true }),
+        state({ NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 }),
+        outcome,
+      );
+      assert.deepEqual(
+        shape(s.effects).map((x) => x.split(':')[0]),
+        [
+          'send ErrorResponse->Resolver (best effort)',
+          'deadLetter Permanent failure',
+          'state {"b"',
+          'send ProcessDeferredRequest->DeferredProcessor',
+        ],
+      );
+    }
+  });
+
   test('the pass-end flag is a hop property: a re-parked copy does not carry it', () => {
     const parked = run(
       msg({ ReplaySequence: 1, ReplayUntil: 2, ReplayPassEnd: true }),

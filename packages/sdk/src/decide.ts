@@ -726,14 +726,20 @@ function park(m: InboundMessage, state: SessionState, env: DecisionEnv, text: st
   };
 }
 
-function deadLetterWith(m: InboundMessage, env: DecisionEnv, error: unknown, before: Effect[]): Settlement {
+/**
+ * Notification, dead-letter, then `after` (a replayed copy's cursor write and next-pass request). The cursor goes
+ * after the dead-letter: written first, a dead-letter that failed left the redelivery a copy "already handled", which
+ * was completed - the Resolver said DeadLettered, the DLQ was empty and the payload gone. This way round, a failure
+ * between the two leaves the cursor behind, and the pass end skips the sequence with a ReplayGap notice.
+ */
+function deadLetterWith(m: InboundMessage, env: DecisionEnv, error: unknown, after: Effect[]): Settlement {
   const reason = `Permanent failure: ${errorTypeName(error)}: ${errorMessage(error)}`;
   const description = truncateDescription(errorMessage(error) || reason);
   return {
     effects: [
       notification(m, env, reason, description, error),
-      ...before,
       { kind: 'deadLetter', reason: truncateDescription(reason), description },
+      ...after,
     ],
     signal: 'deadLettered',
     error,

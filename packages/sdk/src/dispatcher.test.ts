@@ -663,3 +663,114 @@ describe('a step that fails after the completion (the RetryRequest schedule)', (
     assert.deepEqual(events, ['received']);
   });
 });
+
+describe('a replayed copy that is dead-lettered: the dead-letter before the replay cursor', () => {
+  // Sequence 0 of a one-copy pass up to 1, with a third message parked since (NextDeferralSequence 2).
+  const replayingPort = () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 };
+    return port;
+  };
+  const copy = (deliveryCount: number, body?: string) => ({
+    ...received({ ReplaySequence: 0, ReplayUntil: 1, ReplayPassEnd: true }),
+    deliveryCount,
+    ...(body !== undefined ? { body } : {}),
+  });
+  const unreadable = JSON.stringify({
+    EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{not json' },
+    ErrorContent: null,
+  });
+  const throwing: PipelineBehavior = async () => {
+    throw new Error('tenant lookup failed');
+  };
+  const cases: Array<[string, () => Dispatcher, string | undefined, string]> = [
+    [
+      'a permanent failure (unreadable payload)',
+      () => dispatcher(() => undefined),
+      unreadable,
+      'deadLetter Permanent failure',
+    ],
+    [
+      'a behaviour that throws',
+      () => dispatcher(() => undefined, { behaviors: [throwing] }),
+      undefined,
+      'deadLetter Failed to handle message.',
+    ],
+  ];
+  for (const [what, build, body, deadLetter] of cases) {
+    test(`${what}: a dead-letter that fails leaves the cursor, so the redelivery dead-letters it again`, async () => {
+      const d = build();
+      const port = replayingPort();
+      port.failOn = 'deadLetter';
+      assert.equal(await d.dispatch(copy(0, body), port, signal), 'transient');
+      assert.equal(
+        port.state.NextReplaySequence,
+        0,
+        'the cursor is not advanced past a copy still on the queue',
+      );
+      assert.deepEqual(port.log, ['send ErrorResponse'], 'only the notification got out');
+
+      port.failOn = undefined;
+      port.log = [];
+      // Before: the cursor had been written first, and the redelivery was completed as "already handled": the
+      // Resolver said DeadLettered, the dead-letter queue was empty and the payload gone.
+      assert.equal(await d.dispatch(copy(1, body), port, signal), 'deadLettered');
+      assert.ok(
+        port.log.some((x) => x.startsWith(deadLetter)),
+        `dead-lettered on the redelivery: ${port.log.join(', ')}`,
+      );
+      assert.ok(!port.log.includes('complete'));
+      assert.equal(port.state.NextReplaySequence, 1, 'then the cursor moves on');
+      assert.ok(port.log.includes('send ProcessDeferredRequest'), 'and the next pass is asked for');
+    });
+  }
+
+  test('a cursor write that fails after the dead-letter: not transient; the session goes on past the sequence', async () => {
+    const port = replayingPort();
+    port.failOn = 'setState';
+    const { events, observer } = observerLog();
+    const d = dispatcher(() => undefined, { observers: [observer] });
+    assert.equal(await d.dispatch(copy(0, unreadable), port, signal), 'deadLettered');
+    assert.match(port.log.at(-1)!, /^deadLetter Permanent failure/);
+    assert.deepEqual(
+      events.map((e) => e.split(':')[0]),
+      ['received', 'failed', 'deadLettered'],
+      'reported as dead-lettered, not as a transient failure',
+    );
+    assert.equal(events[1], 'failed:PayloadDeserializationError');
+    assert.equal(port.state.NextReplaySequence, 0, 'the cursor stays behind');
+    port.failOn = undefined;
+
+    // A pass that finds nothing below its bound: its marker skips sequence 0 with a ReplayGap notice.
+    const marker = (until: number) => ({
+      ...received({
+        MessageType: 'ProcessDeferredRequest',
+        From: undefined,
+        EventTypeId: undefined,
+        ReplayUntil: until,
+        ReplayPassEnd: true,
+      }),
+      messageId: `marker-${until}`,
+      body: JSON.stringify({}),
+    });
+    const gapPort = replayingPort();
+    gapPort.state = { ...port.state };
+    assert.equal(await d.dispatch(marker(1), gapPort, signal), 'completed');
+    assert.equal(gapPort.sent[0]!.DeadLetterReason, 'ReplayGap');
+    assert.equal(gapPort.state.NextReplaySequence, 1);
+
+    // The next pass's copy (sequence 1, parked meanwhile) moves the cursor past it as well: the Resolver had the
+    // dead-letter's notification, so no notice is owed.
+    port.log = [];
+    const next = { ...received({ ReplaySequence: 1, ReplayUntil: 2, ReplayPassEnd: true }), messageId: 'm2' };
+    assert.equal(
+      await d.dispatch(
+        { ...next, applicationProperties: { ...next.applicationProperties, EventId: 'e2' } },
+        port,
+        signal,
+      ),
+      'completed',
+    );
+    assert.equal(port.state.NextReplaySequence, 2, 'no longer draining');
+  });
+});

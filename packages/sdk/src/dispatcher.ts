@@ -226,11 +226,6 @@ export class Dispatcher {
     const description = truncateDescription(errorMessage(error) || reason);
     await this.runBestEffort(notification(m, env, reason, description, error), port, m);
     try {
-      // A replayed copy still counts as handled for the drain, or the session would wait for it forever; when it
-      // ends its pass, the next pass is asked for.
-      if (m.messageType === MessageType.EventRequest && m.replaySequence !== undefined) {
-        await this.execute(replayHandledEffects(m, await port.readState(), this.env(new Date())), port, m);
-      }
       await port.deadLetter(truncateDescription(reason), description);
     } catch (settleError) {
       this.log.warn(
@@ -240,14 +235,19 @@ export class Dispatcher {
       await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, settleError));
       return 'transient';
     }
+    // A replayed copy still counts as handled for the drain, or the session would wait for it forever; when it ends
+    // its pass, the next pass is asked for. After the dead-letter, not before: a cursor written first and a
+    // dead-letter that then failed made the redelivery a copy "already handled", completed - the payload lost.
+    await this.settleReplay(m, port);
     this.log.warn({ ...logFields(m), reason }, 'dead-lettered after a pipeline failure');
     await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
     return 'deadLettered';
   }
 
   /**
-   * The replay bookkeeping of a replayed copy a behaviour dead-lettered itself. Best effort: the message is already
-   * settled, and a cursor left behind is caught by the pass-end marker that follows the pass's copies.
+   * The replay bookkeeping of a dead-lettered replayed copy: after the dead-letter of a behaviour or of the catch
+   * ladder; before it on the budget path, whose message the broker dead-letters at lock expiry anyway. Best effort: a
+   * cursor left behind is caught up by the next copy handled or the pass-end marker of a pass that finds nothing.
    */
   private async settleReplay(m: InboundMessage, port: DeliveryPort): Promise<void> {
     if (m.messageType !== MessageType.EventRequest || m.replaySequence === undefined) return;
@@ -419,7 +419,8 @@ export class Dispatcher {
 
   /**
    * Runs the effects in order. A failing required step leaves the rest undone and the delivery to redelivery - unless
-   * the message was completed already: then nothing comes back, so the failure is not transient (StepAfterCompletion).
+   * the message was settled already (completed or dead-lettered): then nothing comes back, so the failure is not
+   * transient (StepAfterCompletion).
    */
   private async execute(effects: readonly Effect[], port: DeliveryPort, m: InboundMessage): Promise<void> {
     let completed = false;
@@ -436,7 +437,7 @@ export class Dispatcher {
           cause: error,
         });
       }
-      if (effect.kind === 'complete') completed = true;
+      if (effect.kind === 'complete' || effect.kind === 'deadLetter') completed = true;
     }
   }
 
@@ -509,8 +510,11 @@ class StepAfterCompletion extends Error {
   }
 }
 
-/** What a step left undone after the completion means for the event (the log line's message). */
+/** What a step left undone after the completion (or dead-letter) means for the event (the log line's message). */
 function afterCompletionFailure(effect: Effect): string {
+  // Only a replayed copy writes the session state after its dead-letter: its replay cursor (see deadLetterWith).
+  if (effect.kind === 'setState')
+    return 'replay cursor not advanced after the dead-letter of a replayed copy; its pass end skips it with a ReplayGap notice';
   if (effect.kind === 'schedule' && effect.message.applicationProperties[Prop.MessageType] === MessageType.RetryRequest)
     return (
       'the RetryRequest was not scheduled (its schedule failed after the message was completed): the event stays ' +
