@@ -774,3 +774,50 @@ describe('a replayed copy that is dead-lettered: the dead-letter before the repl
     assert.equal(port.state.NextReplaySequence, 2, 'no longer draining');
   });
 });
+
+describe('a behaviour that dead-letters the message and returns without throwing', () => {
+  // Before: nothing told the Resolver (its row stayed Pending while the message sat in the DLQ), observers heard
+  // "completed", and a behaviour that had not called next() was reported shortCircuited, so the host held the
+  // session for a lock duration for a message that was settled.
+  const deadLetterAndReturn: PipelineBehavior = async (ctx) => {
+    await ctx.deadLetter('Unknown tenant', 'tenant 42 is not configured');
+  };
+
+  test('the Resolver is notified with the reason and description, as when it throws; no hold', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    let ran = false;
+    const result = await dispatcher(() => void (ran = true), {
+      behaviors: [deadLetterAndReturn],
+      observers: [observer],
+    }).dispatch(received(), port, signal);
+    assert.equal(result, 'middlewareDeadLettered', 'settled: the host does not hold the session');
+    assert.equal(ran, false);
+    assert.deepEqual(port.log, ['deadLetter Unknown tenant', 'send ErrorResponse']);
+    assert.equal(port.sent[0]!.DeadLetterReason, 'Unknown tenant');
+    assert.equal(port.sent[0]!.DeadLetterErrorDescription, 'tenant 42 is not configured');
+    assert.deepEqual(events, [
+      'received',
+      'failed:MessageAlreadyDeadLetteredError',
+      'deadLettered:Unknown tenant',
+    ]);
+  });
+
+  test('a replayed copy still moves the replay cursor and ends its pass', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 };
+    const result = await dispatcher(() => undefined, { behaviors: [deadLetterAndReturn] }).dispatch(
+      received({ ReplaySequence: 0, ReplayUntil: 1, ReplayPassEnd: true }),
+      port,
+      signal,
+    );
+    assert.equal(result, 'middlewareDeadLettered');
+    assert.deepEqual(port.log, [
+      'deadLetter Unknown tenant',
+      'send ErrorResponse',
+      'setState',
+      'send ProcessDeferredRequest',
+    ]);
+    assert.equal(port.state.NextReplaySequence, 1);
+  });
+});

@@ -143,7 +143,7 @@ export class Dispatcher {
   ): Promise<{ result: DeliveryResult; error?: unknown }> {
     const m = fromReceived(received);
     const info = messageInfo(m);
-    let deadLetteredByBehavior = false;
+    let deadLetteredByBehavior: { reason: string; description: string } | undefined;
     let terminalRan = false;
     let terminalResult: Signal | undefined;
     const ctx: PipelineContext = {
@@ -151,8 +151,9 @@ export class Dispatcher {
       message: info,
       signal,
       deadLetter: async (reason, description) => {
-        await port.deadLetter(reason, truncateDescription(description ?? reason));
-        deadLetteredByBehavior = true;
+        const text = truncateDescription(description ?? reason);
+        await port.deadLetter(reason, text);
+        deadLetteredByBehavior = { reason, description: text };
       },
     };
     await this.observe('onMessageReceived', (o) => o.onMessageReceived?.(info));
@@ -164,10 +165,18 @@ export class Dispatcher {
         if (settlement.signal !== 'completed') throw new Settled(settlement);
       };
       await composePipeline(this.behaviors, ctx, terminal)();
+      if (deadLetteredByBehavior) {
+        // A behaviour dead-lettered the message and returned: the message is settled (nothing to hold or redeliver),
+        // and the Resolver is told as when the behaviour throws MessageAlreadyDeadLetteredError. Before, it was
+        // reported completed (or short-circuited, and the session held) with no notification: the row stayed Pending.
+        const { reason, description } = deadLetteredByBehavior;
+        const error = new MessageAlreadyDeadLetteredError(reason);
+        return { result: await this.behaviourDeadLettered(error, m, info, port, reason, description), error };
+      }
       await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
       return { result: terminalRan ? (terminalResult ?? 'completed') : 'shortCircuited' };
     } catch (error) {
-      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior);
+      const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior !== undefined);
       return { result, error: error instanceof Settled ? error.settlement.error : error };
     }
   }
@@ -207,16 +216,8 @@ export class Dispatcher {
       return 'transient';
     }
     const env = this.env(new Date());
-    if (error instanceof MessageAlreadyDeadLetteredError || alreadyDeadLettered) {
-      await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
-      await this.runBestEffort(notification(m, env, errorMessage(error), errorMessage(error)), port, m);
-      // A replayed copy dead-lettered by a behaviour still counts as handled for the drain (and may end its pass).
-      await this.settleReplay(m, port);
-      await this.observe('onMessageDeadLettered', (o) =>
-        o.onMessageDeadLettered?.(info, errorMessage(error)),
-      );
-      return 'middlewareDeadLettered';
-    }
+    if (error instanceof MessageAlreadyDeadLetteredError || alreadyDeadLettered)
+      return this.behaviourDeadLettered(error, m, info, port, errorMessage(error), errorMessage(error));
     // A behaviour threw (or a permanent failure escaped it): notification, then the dead-letter.
     await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
     const reason =
@@ -242,6 +243,23 @@ export class Dispatcher {
     this.log.warn({ ...logFields(m), reason }, 'dead-lettered after a pipeline failure');
     await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
     return 'deadLettered';
+  }
+
+  /** A message a behaviour dead-lettered itself (ctx.deadLetter): the Resolver notification only, then observers. */
+  private async behaviourDeadLettered(
+    error: unknown,
+    m: InboundMessage,
+    info: MessageInfo,
+    port: DeliveryPort,
+    reason: string,
+    description: string,
+  ): Promise<DeliveryResult> {
+    await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+    await this.runBestEffort(notification(m, this.env(new Date()), reason, description), port, m);
+    // A replayed copy dead-lettered by a behaviour still counts as handled for the drain (and may end its pass).
+    await this.settleReplay(m, port);
+    await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
+    return 'middlewareDeadLettered';
   }
 
   /**

@@ -24,8 +24,8 @@ export interface PipelineContext {
   /** Cancelled when the processor stops. */
   readonly signal: AbortSignal;
   /**
-   * Dead-letters the delivery now. Throw MessageAlreadyDeadLetteredError afterwards so the SDK sends the Resolver
-   * notification without dead-lettering a second time.
+   * Dead-letters the delivery now. Throw MessageAlreadyDeadLetteredError afterwards, or return: either way the SDK
+   * sends the Resolver notification without dead-lettering a second time.
    */
   deadLetter(reason: string, description?: string): Promise<void>;
 }
