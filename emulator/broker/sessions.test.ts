@@ -226,6 +226,40 @@ describe('sessions', () => {
     await broker.close();
   });
 
+  test("settling a session message needs its own session's id: none is an internal error, another session's is a lost lock", async () => {
+    const { broker } = await sessionBroker();
+    broker.send('t', [
+      msg({ group_id: 'mine', message_id: 'm1' }),
+      msg({ group_id: 'theirs', message_id: 't1' }),
+    ]);
+    const open = (sessionId: string) =>
+      broker.openReceiver({ source: src, mode: 'peekLock', session: { sessionId, timeoutMs: 0 } });
+    const holder = await open('mine');
+    const other = await open('theirs');
+    const byHolder = (r: Receiver) => r === holder;
+    const byOther = (r: Receiver) => r === other;
+    const [mine] = holder.take(1);
+    assert.ok(mine?.lockToken);
+    const complete = { kind: 'complete' } as const;
+    // No session id: refused for anyone (Azure answers an internal error), with or without a caller.
+    for (const caller of [byHolder, byOther, undefined]) {
+      assert.throws(
+        () => broker.settle(src, mine.lockToken!, complete, undefined, caller),
+        (e: unknown) => code(e) === 'InternalError',
+      );
+    }
+    // The other receiver naming its own session (which it holds) with this session's token.
+    assert.throws(
+      () => broker.settle(src, mine.lockToken!, complete, 'theirs', byOther),
+      (e: unknown) => code(e) === 'MessageLockLost',
+    );
+    // Nothing was settled: the holder completes its message.
+    broker.settle(src, mine.lockToken!, complete, 'mine', byHolder);
+    holder.close();
+    other.close();
+    await broker.close();
+  });
+
   test('acceptNextSession over many sessions hands each out once per round', async () => {
     const { broker } = await sessionBroker();
     for (let i = 0; i < 150; i++) broker.send('t', [msg({ group_id: `s${i}` })]);

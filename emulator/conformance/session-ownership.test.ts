@@ -100,6 +100,20 @@ async function assertDeferredRefused(
   );
 }
 
+/** What the client raises for Azure's internal error (amqp:internal-error, status 500). */
+async function assertInternalServerError(action: () => Promise<unknown>): Promise<void> {
+  let message = '';
+  await assertServiceBusError(async () => {
+    try {
+      await action();
+    } catch (err) {
+      message = err instanceof Error ? err.message : String(err);
+      throw err;
+    }
+  }, 'GeneralError');
+  assert.match(message, /^InternalServerError: /);
+}
+
 /**
  * A session `held` on `topic` whose holder deferred two messages and took the first back from $management
  * (holding its lock): the second is deferred and unlocked, so a receive-by-sequence-number of it would succeed
@@ -256,6 +270,56 @@ describe('session operations on $management need the session lock', () => {
       await holder.completeMessage(taken);
     } finally {
       await neighbour.close();
+      await holder.close();
+    }
+  });
+
+  test('update-disposition naming no session, or another session, settles no session message', async () => {
+    // The JS client always names the message's session when it settles through $management; a request
+    // without session-id on a session entity is what Azure answers with an internal error (status 500,
+    // amqp:internal-error: the client's InternalServerError), whoever sends it. The emulator settled the
+    // message by its lock token alone before, for any client.
+    const topic = await sessionTopic();
+    const holder = await h.client.acceptSession(topic, 'sub', 'held-token');
+    const otherClient = h.newClient({ maxRetries: 0, timeoutInMs: 5_000 });
+    const other = await otherClient.acceptSession(topic, 'sub', 'mine');
+    try {
+      const { taken } = await holderWithDeferred(topic, holder);
+      // A message the holder received on its link, besides the one it took from $management.
+      const sender = h.client.createSender(topic);
+      await sender.sendMessages({ body: 3, messageId: 'd3', sessionId: 'held-token' });
+      await sender.close();
+      const [onLink] = await receiveUntil(holder, 1);
+      assert.ok(onLink?.lockToken);
+      for (const token of [taken.lockToken!, onLink.lockToken]) {
+        const complete = (
+          from: ServiceBusSessionReceiver,
+          options: RequestOptions & { sessionId?: string },
+        ) =>
+          internalsOf(from).management.updateDispositionStatus(token, 'complete', {
+            timeoutInMs: 5_000,
+            ...options,
+          });
+        // No session-id: from another connection (naming its own link, or none) and from the holder itself.
+        await assertInternalServerError(() =>
+          complete(other, { associatedLinkName: internalsOf(other).linkName }),
+        );
+        await assertInternalServerError(() => complete(other, {}));
+        await assertInternalServerError(() =>
+          complete(holder, { associatedLinkName: internalsOf(holder).linkName }),
+        );
+        // Naming the session it holds itself does not reach a message of this one.
+        await assertServiceBusError(
+          () => complete(other, { sessionId: 'mine', associatedLinkName: internalsOf(other).linkName }),
+          'MessageLockLost',
+        );
+      }
+      // Nothing was settled: the holder completes both.
+      await holder.completeMessage(taken);
+      await holder.completeMessage(onLink);
+    } finally {
+      await other.close();
+      await otherClient.close();
       await holder.close();
     }
   });
