@@ -248,25 +248,12 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
     // On a missing subscription's node: the reply is 404 amqp:not-found. `error-condition` (what the emulator
     // sent before) is read by core-amqp only; the .NET client casts `errorCondition` to AmqpSymbol and
     // azure-servicebus for Python looks up b"errorCondition", so without it they map by status alone.
-    const node = 'shapes/Subscriptions/missing/$management';
-    const resource = `sb://127.0.0.1:${emulator.port}/${node.replace('/$management', '')}`;
-    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
-    await request(
-      '$cbs',
-      {
-        message_id: 'missing',
-        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
-        body: token,
-      } as Message,
-      undefined,
-    );
-    const reply = await request(
-      node,
-      {
-        message_id: 'err-1',
-        application_properties: { operation: 'com.microsoft:get-session-state' },
-        body: rhea.types.wrap_map({ 'session-id': 'nobody' }),
-      } as unknown as Message,
+    const entity = 'shapes/Subscriptions/missing';
+    await authorize(entity);
+    const reply = await manage(
+      entity,
+      'com.microsoft:get-session-state',
+      { 'session-id': 'nobody' },
       undefined,
     );
     const props = reply.application_properties ?? {};
@@ -284,28 +271,15 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
       'shapes',
       [1, 2, 3].map((i) => ({ message_id: `m${i}`, body: i }) as Message),
     );
-    const node = 'shapes/Subscriptions/purge/$management';
-    const resource = `sb://127.0.0.1:${emulator.port}/shapes/Subscriptions/purge`;
-    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
-    await request(
-      '$cbs',
+    const entity = 'shapes/Subscriptions/purge';
+    await authorize(entity);
+    const reply = await manage(
+      entity,
+      'com.microsoft:batch-delete-messages',
       {
-        message_id: 'p',
-        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
-        body: token,
-      } as Message,
-      undefined,
-    );
-    const reply = await request(
-      node,
-      {
-        message_id: 'del-1',
-        application_properties: { operation: 'com.microsoft:batch-delete-messages' },
-        body: rhea.types.wrap_map({
-          'message-count': rhea.types.wrap_int(2),
-          'enqueued-time-utc': rhea.types.wrap_timestamp(Date.now() + 1_000),
-        }),
-      } as unknown as Message,
+        'message-count': rhea.types.wrap_int(2),
+        'enqueued-time-utc': rhea.types.wrap_timestamp(Date.now() + 1_000),
+      },
       'purge-replies',
     );
     assert.equal(reply.application_properties?.statusCode, 200);
@@ -324,28 +298,13 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
       'peekcap',
       Array.from({ length: total }, (_, i) => ({ message_id: `c${i}`, body: i }) as Message),
     );
-    const resource = `sb://127.0.0.1:${emulator.port}/peekcap/Subscriptions/s`;
-    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
-    await request(
-      '$cbs',
-      {
-        message_id: 'cap',
-        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
-        body: token,
-      } as Message,
-      undefined,
-    );
+    const entity = 'peekcap/Subscriptions/s';
+    await authorize(entity);
     const peek = (id: string, count: unknown): Promise<Message> =>
-      request(
-        'peekcap/Subscriptions/s/$management',
-        {
-          message_id: id,
-          application_properties: { operation: 'com.microsoft:peek-message' },
-          body: rhea.types.wrap_map({
-            'from-sequence-number': rhea.types.wrap_long(1),
-            'message-count': count,
-          }),
-        } as unknown as Message,
+      manage(
+        entity,
+        'com.microsoft:peek-message',
+        { 'from-sequence-number': rhea.types.wrap_long(1), 'message-count': count },
         `peekcap-${id}`,
       );
     const big = await peek('big', rhea.types.wrap_int(2_147_483_647));
