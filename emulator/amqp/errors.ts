@@ -23,6 +23,8 @@ const CONDITIONS: Record<BrokerErrorCode, { condition: string; status: number }>
   MessageSizeExceeded: { condition: 'amqp:link:message-size-exceeded', status: 413 },
   QuotaExceeded: { condition: 'amqp:resource-limit-exceeded', status: 403 },
   InvalidOperation: { condition: 'amqp:not-allowed', status: 400 },
+  // What Azure answers when it cannot serve a request; the clients retry it (core-amqp: InternalServerError).
+  InternalError: { condition: 'amqp:internal-error', status: 500 },
   BadRequest: { condition: 'amqp:invalid-field', status: 400 },
 };
 

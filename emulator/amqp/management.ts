@@ -14,6 +14,7 @@ import type {
   ReceiveSource,
   SessionCaller,
 } from '../broker/api.ts';
+import { BrokerError } from '../broker/api.ts';
 import type { ParsedEntity } from './codec.ts';
 import {
   brokerLockTokenToManagement,
@@ -146,6 +147,38 @@ function encodeForReply(d: Delivered, withLock: boolean): Buffer {
   return encodeMessage(m);
 }
 
+/**
+ * Upper bounds of what a peek reply's body adds around its encoded messages: the amqp-value descriptor, the
+ * body map's header, its 'messages' key and the list's header (3 + 9 + 10 + 9); and per message, its map's
+ * header, the 'message' key and the binary's header (9 + 9 + 5).
+ */
+const PEEK_BODY_OVERHEAD = 32;
+const PEEK_ENTRY_OVERHEAD = 24;
+
+/**
+ * The leading messages of `found` whose reply body fits in `maxBodyBytes` (all of them without a limit): a
+ * reply larger than the link's max-message-size could not be delivered, so the page is cut where Azure cuts
+ * a peek, at what fits; the clients accept a short page and ask again from its last sequence number. A first
+ * message that does not fit alone answers MessageSizeExceeded rather than an undeliverable reply.
+ */
+function peekPage(found: Delivered[], maxBodyBytes: number | undefined): Array<{ message: Buffer }> {
+  const page: Array<{ message: Buffer }> = [];
+  let used = PEEK_BODY_OVERHEAD;
+  for (const d of found) {
+    const message = encodeForReply(d, false);
+    used += message.length + PEEK_ENTRY_OVERHEAD;
+    if (maxBodyBytes !== undefined && used > maxBodyBytes) {
+      if (page.length > 0) break;
+      throw new BrokerError(
+        'MessageSizeExceeded',
+        `The message with sequence number ${d.sequenceNumber} (${message.length} bytes) does not fit in a reply on this link (max-message-size: the body may take ${maxBodyBytes} bytes).`,
+      );
+    }
+    page.push({ message });
+  }
+  return page;
+}
+
 function dispositionFor(body: z.infer<typeof updateDispositionBody>): Disposition {
   const props = body['properties-to-modify'] ?? undefined;
   switch (body['disposition-status']) {
@@ -180,12 +213,21 @@ function textProperty(value: unknown): string | undefined {
   return undefined;
 }
 
+export interface ManagementOptions {
+  /**
+   * The most bytes the reply's body may take: the reply link's max-message-size less the rest of the reply
+   * (the plane works it out). Undefined: no limit.
+   */
+  maxBodyBytes?: number;
+}
+
 /** Handle one request. Never throws: every failure becomes an error reply. */
 export function handleManagementRequest(
   broker: Broker,
   entity: ParsedEntity,
   request: Message,
   resolveCaller: CallerResolver,
+  options: ManagementOptions = {},
 ): ManagementReply {
   const operation = String(request.application_properties?.operation ?? '');
   const entityName = entity.kind === 'topic' ? entity.topic : describeSource(entity.source);
@@ -193,7 +235,7 @@ export function handleManagementRequest(
   const caller: SessionCaller = (holder) =>
     resolveCaller(textProperty(request.application_properties?.['associated-link-name']))(holder);
   try {
-    return dispatch(broker, entity, operation, request.body, caller);
+    return dispatch(broker, entity, operation, request.body, caller, options);
   } catch (err) {
     const status = managementStatusFor(err, entityName);
     return {
@@ -210,6 +252,7 @@ function dispatch(
   operation: string,
   body: unknown,
   caller: SessionCaller,
+  options: ManagementOptions,
 ): ManagementReply {
   switch (operation) {
     case 'com.microsoft:schedule-message': {
@@ -250,7 +293,7 @@ function dispatch(
         sessionId: parsed['session-id'] ?? undefined,
       });
       if (found.length === 0) return { statusCode: 204, statusDescription: 'No messages' };
-      return ok({ messages: found.map((d) => ({ message: encodeForReply(d, false) })) });
+      return ok({ messages: peekPage(found, options.maxBodyBytes) });
     }
     case 'com.microsoft:receive-by-sequence-number': {
       const source = requireSubscription(entity, operation);

@@ -17,6 +17,7 @@ import {
   decodeBatch,
   describeSource,
   encodedSize,
+  encodeMessage,
   msToTicksBuffer,
   outcome,
   parseAddress,
@@ -43,6 +44,15 @@ import type {
   RheaLink,
   RheaSession,
 } from './rhea-types.ts';
+
+/**
+ * A link's max-message-size as its peer declared it at attach; undefined for 0 or absent (no limit), and for
+ * a value past 2^53 (rhea hands those over as bytes; no reply comes near it).
+ */
+function maxMessageSizeOf(link: RheaLink | undefined): number | undefined {
+  const v: unknown = link?.remote.attach?.max_message_size;
+  return typeof v === 'number' && v > 0 ? v : undefined;
+}
 
 export interface AmqpPlaneOptions {
   broker: Broker;
@@ -653,8 +663,12 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
           });
           return;
         }
-        const reply = handleManagementRequest(broker, role.entity, request, (linkName) =>
-          sessionCallerOn(state, linkName),
+        const reply = handleManagementRequest(
+          broker,
+          role.entity,
+          request,
+          (linkName) => sessionCallerOn(state, linkName),
+          { maxBodyBytes: replyBodyBudget(replyLinkFor(state, node, request), request) },
         );
         const props: Record<string, unknown> = {
           statusCode: reply.statusCode,
@@ -756,10 +770,49 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     respond(state, node, request, { 'status-code': 202, 'status-description': 'Accepted' });
   }
 
+  /** The link a request's reply goes on: its reply-to's, or without one the link the client attached to the node. */
+  function replyLinkFor(state: ConnectionState, node: string, request: Message): RheaLink | undefined {
+    const replyTo = request.reply_to;
+    return replyTo ? state.replyLinks.get(replyTo) : state.replyLinks.get(NODE_KEY + node.toLowerCase());
+  }
+
   /**
-   * Answers a $cbs or $management request as Service Bus does: on the link whose target is the request's
-   * reply-to (or, without one, the link the client attached to the node), with correlation-id = the
-   * request's message-id in its own AMQP type (ulong, uuid, binary or string: clients compare typed values).
+   * A reply to `request`, with correlation-id = the request's message-id in its own AMQP type (ulong, uuid,
+   * binary or string: clients compare typed values).
+   */
+  function replyMessage(request: Message, props: Record<string, unknown>, body?: unknown): Message {
+    const replyTo = request.reply_to;
+    const correlationId = typedMessageId(request);
+    // Service Bus sends the status as an AMQP int; uAMQP reads it with amqpvalue_get_int and rejects a uint.
+    const typed = { ...props };
+    for (const key of ['status-code', 'statusCode']) {
+      const v = typed[key];
+      if (typeof v === 'number') typed[key] = rhea.types.wrap_int(v);
+    }
+    return {
+      ...(replyTo ? { to: replyTo } : {}),
+      ...(correlationId !== undefined && correlationId !== null ? { correlation_id: correlationId } : {}),
+      application_properties: typed,
+      body: body ?? null,
+    } as Message;
+  }
+
+  /**
+   * The bytes a reply body may take on `link`: its max-message-size (declared by the client at attach; 0 or
+   * absent is no limit) less the rest of an OK reply to `request`. Undefined: no limit.
+   */
+  function replyBodyBudget(link: RheaLink | undefined, request: Message): number | undefined {
+    const limit = maxMessageSizeOf(link);
+    if (limit === undefined) return undefined;
+    const envelope = encodeMessage(replyMessage(request, { statusCode: 200, statusDescription: 'OK' }));
+    return Math.max(0, limit - envelope.length);
+  }
+
+  /**
+   * Answers a $cbs or $management request as Service Bus does, on replyLinkFor's link. A reply larger than
+   * the link's max-message-size is never sent: the client could not take it (AMQP has the receiver detach the
+   * link) and its request would go unanswered. It gets an error reply that fits instead, or, if even that does
+   * not fit, the link is detached with amqp:link:message-size-exceeded.
    */
   function respond(
     state: ConnectionState,
@@ -768,31 +821,39 @@ export function createAmqpPlane(options: AmqpPlaneOptions): AmqpPlane {
     props: Record<string, unknown>,
     body?: unknown,
   ): void {
-    const replyTo = request.reply_to;
-    const link = replyTo
-      ? state.replyLinks.get(replyTo)
-      : state.replyLinks.get(NODE_KEY + node.toLowerCase());
+    const link = replyLinkFor(state, node, request);
     if (!link || !link.is_open()) {
-      log.debug({ replyTo, node }, 'no reply link for request');
+      log.debug({ replyTo: request.reply_to, node }, 'no reply link for request');
       return;
     }
-    const correlationId = typedMessageId(request);
-    // Service Bus sends the status as an AMQP int; uAMQP reads it with amqpvalue_get_int and rejects a uint.
-    for (const key of ['status-code', 'statusCode']) {
-      const v = props[key];
-      if (typeof v === 'number') props[key] = rhea.types.wrap_int(v);
+    let bytes = encodeMessage(replyMessage(request, props, body));
+    const limit = maxMessageSizeOf(link);
+    let tooLargeFor: AmqpErrorFields | undefined;
+    if (limit !== undefined && bytes.length > limit) {
+      const description = `The reply (${bytes.length} bytes) exceeds the reply link's max-message-size (${limit} bytes).`;
+      log.info({ node, size: bytes.length, limit }, 'reply larger than its link takes');
+      const cbs = 'status-code' in props;
+      bytes = encodeMessage(
+        replyMessage(
+          request,
+          cbs
+            ? { 'status-code': 413, 'status-description': description }
+            : {
+                statusCode: 413,
+                statusDescription: description,
+                errorCondition: rhea.types.wrap_symbol('amqp:link:message-size-exceeded'),
+              },
+        ),
+      );
+      if (bytes.length > limit) tooLargeFor = { condition: 'amqp:link:message-size-exceeded', description };
     }
-    const reply: Message = {
-      ...(replyTo ? { to: replyTo } : {}),
-      ...(correlationId !== undefined && correlationId !== null ? { correlation_id: correlationId } : {}),
-      application_properties: props,
-      body: body ?? null,
-    } as Message;
     // The reply goes out after the request's disposition (accepted), which rhea writes on its next tick:
     // uAMQP drops a reply that arrives before the confirmation of its request ("Did not receive send
     // confirmation for pending operation"), and Service Bus confirms first too.
     setImmediate(() => {
-      if (link.is_open()) link.send(reply);
+      if (!link.is_open()) return;
+      if (tooLargeFor) link.close(tooLargeFor);
+      else link.send(bytes, undefined, 0);
     });
   }
 

@@ -91,10 +91,16 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
   });
 
   /** Sends one request on `node` and resolves with the reply read on `replyLink` (or the node's own link). */
-  async function request(node: string, message: Message, replyTo: string | undefined): Promise<Message> {
+  async function request(
+    node: string,
+    message: Message,
+    replyTo: string | undefined,
+    replyLink: { max_message_size?: number } = {},
+  ): Promise<Message> {
     const receiver = connection.open_receiver({
       source: { address: node },
       target: { address: replyTo ?? node },
+      ...replyLink,
     });
     const sender = connection.open_sender({ target: { address: node } });
     try {
@@ -116,6 +122,42 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
       receiver.close();
       sender.close();
     }
+  }
+
+  /** Puts a token for `entityPath` on the connection's $cbs node, as the clients do before its links. */
+  async function authorize(entityPath: string): Promise<void> {
+    const resource = `sb://127.0.0.1:${emulator.port}/${entityPath}`;
+    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
+    const reply = await request(
+      '$cbs',
+      {
+        message_id: `token-${entityPath}`,
+        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
+        body: token,
+      } as Message,
+      undefined,
+    );
+    assert.equal(reply.application_properties?.['status-code'], 202, `put-token for ${entityPath}`);
+  }
+
+  /** One `operation` on `entityPath`'s $management node, answered on the reply-to link `replyTo`. */
+  function manage(
+    entityPath: string,
+    operation: string,
+    body: Record<string, unknown>,
+    replyTo: string | undefined,
+    replyLink: { max_message_size?: number } = {},
+  ): Promise<Message> {
+    return request(
+      `${entityPath}/$management`,
+      {
+        message_id: `${operation}-${replyTo ?? 'node'}`,
+        application_properties: { operation },
+        body: rhea.types.wrap_map(body),
+      } as unknown as Message,
+      replyTo,
+      replyLink,
+    );
   }
 
   function putToken(messageId: unknown, tokenType: string): Message {
@@ -206,25 +248,12 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
     // On a missing subscription's node: the reply is 404 amqp:not-found. `error-condition` (what the emulator
     // sent before) is read by core-amqp only; the .NET client casts `errorCondition` to AmqpSymbol and
     // azure-servicebus for Python looks up b"errorCondition", so without it they map by status alone.
-    const node = 'shapes/Subscriptions/missing/$management';
-    const resource = `sb://127.0.0.1:${emulator.port}/${node.replace('/$management', '')}`;
-    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
-    await request(
-      '$cbs',
-      {
-        message_id: 'missing',
-        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
-        body: token,
-      } as Message,
-      undefined,
-    );
-    const reply = await request(
-      node,
-      {
-        message_id: 'err-1',
-        application_properties: { operation: 'com.microsoft:get-session-state' },
-        body: rhea.types.wrap_map({ 'session-id': 'nobody' }),
-      } as unknown as Message,
+    const entity = 'shapes/Subscriptions/missing';
+    await authorize(entity);
+    const reply = await manage(
+      entity,
+      'com.microsoft:get-session-state',
+      { 'session-id': 'nobody' },
       undefined,
     );
     const props = reply.application_properties ?? {};
@@ -242,28 +271,15 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
       'shapes',
       [1, 2, 3].map((i) => ({ message_id: `m${i}`, body: i }) as Message),
     );
-    const node = 'shapes/Subscriptions/purge/$management';
-    const resource = `sb://127.0.0.1:${emulator.port}/shapes/Subscriptions/purge`;
-    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
-    await request(
-      '$cbs',
+    const entity = 'shapes/Subscriptions/purge';
+    await authorize(entity);
+    const reply = await manage(
+      entity,
+      'com.microsoft:batch-delete-messages',
       {
-        message_id: 'p',
-        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
-        body: token,
-      } as Message,
-      undefined,
-    );
-    const reply = await request(
-      node,
-      {
-        message_id: 'del-1',
-        application_properties: { operation: 'com.microsoft:batch-delete-messages' },
-        body: rhea.types.wrap_map({
-          'message-count': rhea.types.wrap_int(2),
-          'enqueued-time-utc': rhea.types.wrap_timestamp(Date.now() + 1_000),
-        }),
-      } as unknown as Message,
+        'message-count': rhea.types.wrap_int(2),
+        'enqueued-time-utc': rhea.types.wrap_timestamp(Date.now() + 1_000),
+      },
       'purge-replies',
     );
     assert.equal(reply.application_properties?.statusCode, 200);
@@ -282,28 +298,13 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
       'peekcap',
       Array.from({ length: total }, (_, i) => ({ message_id: `c${i}`, body: i }) as Message),
     );
-    const resource = `sb://127.0.0.1:${emulator.port}/peekcap/Subscriptions/s`;
-    const token = createSasToken(resource, ROOT_KEY_NAME, emulator.key, Math.floor(Date.now() / 1000) + 3600);
-    await request(
-      '$cbs',
-      {
-        message_id: 'cap',
-        application_properties: { operation: 'put-token', type: 'jwt', name: resource },
-        body: token,
-      } as Message,
-      undefined,
-    );
+    const entity = 'peekcap/Subscriptions/s';
+    await authorize(entity);
     const peek = (id: string, count: unknown): Promise<Message> =>
-      request(
-        'peekcap/Subscriptions/s/$management',
-        {
-          message_id: id,
-          application_properties: { operation: 'com.microsoft:peek-message' },
-          body: rhea.types.wrap_map({
-            'from-sequence-number': rhea.types.wrap_long(1),
-            'message-count': count,
-          }),
-        } as unknown as Message,
+      manage(
+        entity,
+        'com.microsoft:peek-message',
+        { 'from-sequence-number': rhea.types.wrap_long(1), 'message-count': count },
         `peekcap-${id}`,
       );
     const big = await peek('big', rhea.types.wrap_int(2_147_483_647));
@@ -317,6 +318,119 @@ describe('$cbs and $management replies on the wire (bare rhea)', () => {
     ] as const) {
       const reply = await peek(id, count);
       assert.equal(reply.application_properties?.statusCode, 400, `message-count ${id}: bad request`);
+    }
+  });
+
+  it("$management peek: the page is cut to what the reply link's max-message-size takes; a message that fits alone in none is 413", async () => {
+    // A client's reply link may declare a max-message-size at attach (0 or absent: no limit). The emulator
+    // answered every page whole before (up to 10,000 messages), however large: a reply the link could not
+    // take. Azure answers a peek with fewer messages than asked for; the clients ask again from the last one.
+    const entity = 'peeksize/Subscriptions/s';
+    emulator.broker.createTopic({ name: 'peeksize' });
+    emulator.broker.createSubscription({ topicName: 'peeksize', subscriptionName: 's' });
+    const total = 200;
+    const body = 'x'.repeat(10 * 1024);
+    emulator.broker.send(
+      'peeksize',
+      Array.from({ length: total }, (_, i) => ({ message_id: `p${i}`, body }) as Message),
+    );
+    await authorize(entity);
+    const peek = (from: number, replyTo: string, maxMessageSize: number): Promise<Message> =>
+      manage(
+        entity,
+        'com.microsoft:peek-message',
+        { 'from-sequence-number': rhea.types.wrap_long(from), 'message-count': rhea.types.wrap_int(total) },
+        replyTo,
+        { max_message_size: maxMessageSize },
+      );
+    const entries = (reply: Message): Buffer[] =>
+      ((reply.body as { messages?: Array<{ message: Buffer }> }).messages ?? []).map((e) => e.message);
+    const sequenceOf = (encoded: Buffer): number =>
+      Number(rhea.message.decode(encoded).message_annotations?.['x-opt-sequence-number']);
+    const limit = 64 * 1024;
+    const pages: Buffer[][] = [];
+    let from = 1;
+    const replySizes: number[] = [];
+    while (pages.flat().length < total && pages.length < total) {
+      const reply = await peek(from, `size-${pages.length}`, limit);
+      assert.equal(reply.application_properties?.statusCode, 200, `page ${pages.length}`);
+      const raw = (reply as unknown as Record<symbol, Buffer>)[RAW]!;
+      assert.ok(raw.length <= limit, `page ${pages.length}: ${raw.length} bytes on a ${limit}-byte link`);
+      const page = entries(reply);
+      assert.ok(page.length >= 1, 'every page has a message');
+      replySizes.push(raw.length);
+      pages.push(page);
+      from = sequenceOf(page.at(-1)!) + 1;
+    }
+    assert.equal(pages.flat().length, total, 'paging from the last sequence number peeks every message once');
+    assert.deepEqual(
+      pages.flat().map((m) => rhea.message.decode(m).message_id),
+      Array.from({ length: total }, (_, i) => `p${i}`),
+    );
+    // Cut at what fits, not shorter: the next page's first message would not have fitted in the room left
+    // (give or take the few bytes of the emulator's upper bounds on the AMQP headers).
+    for (let i = 0; i + 1 < pages.length; i++) {
+      const room = limit - replySizes[i]!;
+      assert.ok(room < pages[i + 1]![0]!.length + 32, `page ${i} left ${room} bytes unused`);
+    }
+    // No limit (0): the whole page in one reply, as before.
+    const whole = await peek(1, 'size-unlimited', 0);
+    assert.equal(entries(whole).length, total);
+    // A link that cannot take even one message: an error reply that fits, not an undeliverable one.
+    const tooSmall = await peek(1, 'size-too-small', 4 * 1024);
+    assert.equal(tooSmall.application_properties?.statusCode, 413);
+    assert.equal(tooSmall.application_properties?.errorCondition, 'amqp:link:message-size-exceeded');
+  });
+
+  it("$management: any reply larger than its link's max-message-size becomes a 413 reply that fits, or a detach", async () => {
+    // Before, a reply went out whatever its size (here an enumerate-rules page of ~10 KB on a 4 KB link).
+    const entity = 'bigrules/Subscriptions/s';
+    emulator.broker.createTopic({ name: 'bigrules' });
+    emulator.broker.createSubscription({ topicName: 'bigrules', subscriptionName: 's' });
+    for (let i = 0; i < 10; i++) {
+      const sqlExpression = `user.k${i} = '${'v'.repeat(1000)}'`;
+      emulator.broker.createRule('bigrules', 's', { name: `r${i}`, filter: { kind: 'sql', sqlExpression } });
+    }
+    await authorize(entity);
+    const enumerate = { top: rhea.types.wrap_int(100), skip: rhea.types.wrap_int(0) };
+    const limit = 4 * 1024;
+    const reply = await manage(entity, 'com.microsoft:enumerate-rules', enumerate, 'rules-small', {
+      max_message_size: limit,
+    });
+    const raw = (reply as unknown as Record<symbol, Buffer>)[RAW]!;
+    assert.ok(raw.length <= limit, `${raw.length} bytes on a ${limit}-byte link`);
+    assert.equal(reply.application_properties?.statusCode, 413);
+    assert.equal(reply.application_properties?.errorCondition, 'amqp:link:message-size-exceeded');
+    const whole = await manage(entity, 'com.microsoft:enumerate-rules', enumerate, 'rules-whole');
+    assert.equal(whole.application_properties?.statusCode, 200, 'without a limit the page is answered');
+    // A link too small for the error reply as well is detached with the condition, not left waiting.
+    const tiny = connection.open_receiver({
+      source: { address: `${entity}/$management` },
+      target: { address: 'rules-tiny' },
+      max_message_size: 64,
+    });
+    const sender = connection.open_sender({ target: { address: `${entity}/$management` } });
+    try {
+      const detached = new Promise<string | undefined>((resolve) => {
+        tiny.once('receiver_close', (ctx) => resolve(ctx.receiver?.error?.condition));
+        tiny.once('message', () => resolve('a reply came'));
+      });
+      tiny.once('receiver_open', () => {
+        const send = (): void => {
+          sender.send({
+            message_id: 'tiny',
+            reply_to: 'rules-tiny',
+            application_properties: { operation: 'com.microsoft:enumerate-rules' },
+            body: rhea.types.wrap_map(enumerate),
+          } as unknown as Message);
+        };
+        if (sender.sendable()) send();
+        else sender.once('sendable', send);
+      });
+      assert.equal(await detached, 'amqp:link:message-size-exceeded');
+    } finally {
+      sender.close();
+      tiny.close();
     }
   });
 

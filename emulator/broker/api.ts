@@ -25,6 +25,7 @@ export type BrokerErrorCode =
   | 'MessageSizeExceeded' // com.microsoft:message-size-exceeded / amqp:link:message-size-exceeded
   | 'QuotaExceeded' // amqp:resource-limit-exceeded (memory budget)
   | 'InvalidOperation' // amqp:not-allowed / HTTP 400
+  | 'InternalError' // amqp:internal-error / 500: Azure's answer to a request it cannot serve (see its uses)
   | 'BadRequest'; // amqp:invalid-field / HTTP 400 (invalid SQL, invalid names, malformed input)
 
 export class BrokerError extends Error {
@@ -302,9 +303,10 @@ export interface Broker extends BrokerAdmin {
   openReceiver(opts: OpenReceiverOptions): Promise<Receiver>;
 
   /**
-   * Settle a locked message. `sessionId` is given for session entities: the session lock must still be held, and
-   * with `caller` held by a receiver it accepts (a $management update-disposition answers only the session's own
-   * receiver, as renewSessionLock does).
+   * Settle a locked message. `sessionId` is required on a session entity (InternalError without it, as Azure
+   * answers an update-disposition that names no session there): the session lock must still be held, with
+   * `caller` by a receiver it accepts (a $management update-disposition answers only the session's own
+   * receiver, as renewSessionLock does), and the message must be that session's (MessageLockLost otherwise).
    */
   settle(
     source: ReceiveSource,

@@ -333,6 +333,19 @@ export class ServiceBusBroker implements Broker {
   ): void {
     const c = this.core;
     c.op(disposition.kind === 'deadLetter' || disposition.kind === 'defer', () => {
+      if (sessionId === undefined && queueKindOf(source) === 'main') {
+        const sub = c.sub(source.topic, source.subscription);
+        if (sub.desc.requiresSession) {
+          // A session message's lock belongs to its session's receiver, which names the session: a lock token
+          // alone would let any client settle it. Azure answers this request with an internal error (the
+          // clients that met it had left session-id out: azure-service-bus-node#212, and #544 of the .NET
+          // client for receive-by-sequence-number), not with the message settled.
+          throw new BrokerError(
+            'InternalError',
+            `The service was unable to process the request; please retry the operation. (Settling a message of the session entity '${sub.path}' needs the session-id of the session that holds its lock.)`,
+          );
+        }
+      }
       const m = c.delivery.lockedMessage(source, lockToken, sessionId, holderTest(caller));
       m.queue.sub.times.accessedAt = c.now();
       c.delivery.settle(m, disposition);

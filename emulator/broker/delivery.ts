@@ -241,7 +241,10 @@ export class Delivery {
         );
       }
     }
-    if (!m || m.queue.kind !== kind) {
+    // A lock token of another session's message is not one of this session's locks: holding one session lock
+    // does not settle another receiver's messages.
+    const otherSession = sessionId !== undefined && m?.sessionId !== undefined && m.sessionId !== sessionId;
+    if (!m || m.queue.kind !== kind || otherSession) {
       throw new BrokerError(
         'MessageLockLost',
         `The lock on the message is lost or the lock token is unknown.`,

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BrokerError } from './api.ts';
-import type { Receiver } from './api.ts';
+import type { Receiver, WireMessage } from './api.ts';
 import { brokerWithClock, msg, tick } from './test-helpers.ts';
 
 const src = { topic: 't', subscription: 's' };
@@ -16,6 +16,22 @@ async function sessionBroker(lockDurationMs = 10_000) {
     lockDurationMs,
   });
   return env;
+}
+
+/**
+ * A session broker holding `messages`, with a receiver holding session 'mine' (the holder) and one holding
+ * 'theirs' (the other), and the caller tests that stand for each of them.
+ */
+async function holderAndOther(messages: WireMessage[]) {
+  const { broker } = await sessionBroker();
+  if (messages.length > 0) broker.send('t', messages);
+  const open = (sessionId: string) =>
+    broker.openReceiver({ source: src, mode: 'peekLock', session: { sessionId, timeoutMs: 0 } });
+  const holder = await open('mine');
+  const other = await open('theirs');
+  const byHolder = (r: Receiver) => r === holder;
+  const byOther = (r: Receiver) => r === other;
+  return { broker, open, holder, other, byHolder, byOther };
 }
 
 function code(err: unknown): string | undefined {
@@ -170,13 +186,7 @@ describe('sessions', () => {
   });
 
   test('session lock renewal and state answer only the caller that holds the session', async () => {
-    const { broker } = await sessionBroker();
-    const open = (sessionId: string) =>
-      broker.openReceiver({ source: src, mode: 'peekLock', session: { sessionId, timeoutMs: 0 } });
-    const holder = await open('mine');
-    const other = await open('theirs');
-    const byHolder = (r: Receiver) => r === holder;
-    const byOther = (r: Receiver) => r === other;
+    const { broker, open, holder, other, byHolder, byOther } = await holderAndOther([]);
     broker.setSessionState(src, 'mine', Buffer.from('1'), byHolder);
     assert.equal(broker.getSessionState(src, 'mine', byHolder)?.toString(), '1');
     assert.ok(broker.renewSessionLock(src, 'mine', byHolder) > 0);
@@ -196,17 +206,10 @@ describe('sessions', () => {
   });
 
   test('deferred receive and settlement with a session id answer only the caller that holds the session', async () => {
-    const { broker } = await sessionBroker();
-    broker.send('t', [
+    const { broker, holder, other, byHolder, byOther } = await holderAndOther([
       msg({ group_id: 'mine', message_id: 'm1' }),
       msg({ group_id: 'mine', message_id: 'm2' }),
     ]);
-    const open = (sessionId: string) =>
-      broker.openReceiver({ source: src, mode: 'peekLock', session: { sessionId, timeoutMs: 0 } });
-    const holder = await open('mine');
-    const other = await open('theirs');
-    const byHolder = (r: Receiver) => r === holder;
-    const byOther = (r: Receiver) => r === other;
     const got = holder.take(2);
     for (const d of got) broker.settle(src, d.lockToken ?? '', { kind: 'defer' }, 'mine', byHolder);
     const [seq1, seq2] = got.map((d) => d.sequenceNumber);
@@ -221,6 +224,33 @@ describe('sessions', () => {
     broker.settle(src, taken.lockToken ?? '', { kind: 'complete' }, 'mine', byHolder);
     // The refused receive took nothing: the second deferred message is still there for the holder.
     assert.equal(broker.receiveDeferred(src, [seq2!], 'receiveAndDelete', 'mine', byHolder).length, 1);
+    holder.close();
+    other.close();
+    await broker.close();
+  });
+
+  test("settling a session message needs its own session's id: none is an internal error, another session's is a lost lock", async () => {
+    const { broker, holder, other, byHolder, byOther } = await holderAndOther([
+      msg({ group_id: 'mine', message_id: 'm1' }),
+      msg({ group_id: 'theirs', message_id: 't1' }),
+    ]);
+    const [mine] = holder.take(1);
+    assert.ok(mine?.lockToken);
+    const complete = { kind: 'complete' } as const;
+    // No session id: refused for anyone (Azure answers an internal error), with or without a caller.
+    for (const caller of [byHolder, byOther, undefined]) {
+      assert.throws(
+        () => broker.settle(src, mine.lockToken!, complete, undefined, caller),
+        (e: unknown) => code(e) === 'InternalError',
+      );
+    }
+    // The other receiver naming its own session (which it holds) with this session's token.
+    assert.throws(
+      () => broker.settle(src, mine.lockToken!, complete, 'theirs', byOther),
+      (e: unknown) => code(e) === 'MessageLockLost',
+    );
+    // Nothing was settled: the holder completes its message.
+    broker.settle(src, mine.lockToken!, complete, 'mine', byHolder);
     holder.close();
     other.close();
     await broker.close();

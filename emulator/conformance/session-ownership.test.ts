@@ -11,7 +11,11 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ServiceBusReceivedMessage, ServiceBusSessionReceiver } from '@azure/service-bus';
+import type {
+  ServiceBusMessage,
+  ServiceBusReceivedMessage,
+  ServiceBusSessionReceiver,
+} from '@azure/service-bus';
 import type Long from 'long';
 import {
   assertServiceBusError,
@@ -65,6 +69,11 @@ function internalsOf(receiver: ServiceBusSessionReceiver): {
   return { linkName: r._messageSession.name, management: r._context.getManagementClient(r.entityPath) };
 }
 
+/** A management request's options as a receiver's client sends them, naming `linkName` (if any). */
+function asLink(linkName: string | undefined): RequestOptions {
+  return { associatedLinkName: linkName, timeoutInMs: 5_000 };
+}
+
 /** All three operations on `sessionId`, sent as `from`'s connection sends them (naming `linkName`, if any). */
 async function assertAllRefused(
   from: ServiceBusSessionReceiver,
@@ -72,7 +81,7 @@ async function assertAllRefused(
   linkName: string | undefined,
 ): Promise<void> {
   const { management } = internalsOf(from);
-  const options = { associatedLinkName: linkName, timeoutInMs: 5_000 };
+  const options = asLink(linkName);
   await assertServiceBusError(() => management.renewSessionLock(sessionId, options), 'SessionLockLost');
   await assertServiceBusError(() => management.getSessionState(sessionId, options), 'SessionLockLost');
   await assertServiceBusError(
@@ -89,7 +98,7 @@ async function assertDeferredRefused(
   deferred: { sequenceNumber: Long; lockToken: string },
 ): Promise<void> {
   const { management } = internalsOf(from);
-  const options = { associatedLinkName: linkName, timeoutInMs: 5_000 };
+  const options = asLink(linkName);
   await assertServiceBusError(
     () => management.receiveDeferredMessages([deferred.sequenceNumber], 'peekLock', sessionId, options),
     'SessionLockLost',
@@ -98,6 +107,30 @@ async function assertDeferredRefused(
     () => management.updateDispositionStatus(deferred.lockToken, 'complete', { ...options, sessionId }),
     'SessionLockLost',
   );
+}
+
+/** What the client raises for Azure's internal error (amqp:internal-error, status 500). */
+async function assertInternalServerError(action: () => Promise<unknown>): Promise<void> {
+  let message = '';
+  await assertServiceBusError(async () => {
+    try {
+      await action();
+    } catch (err) {
+      message = err instanceof Error ? err.message : String(err);
+      throw err;
+    }
+  }, 'GeneralError');
+  assert.match(message, /^InternalServerError: /);
+}
+
+/** Sends `messages` to `topic` with a sender of its own. */
+async function send(topic: string, messages: ServiceBusMessage[]): Promise<void> {
+  const sender = h.client.createSender(topic);
+  try {
+    await sender.sendMessages(messages);
+  } finally {
+    await sender.close();
+  }
 }
 
 /**
@@ -109,15 +142,10 @@ async function holderWithDeferred(
   topic: string,
   holder: ServiceBusSessionReceiver,
 ): Promise<{ taken: ServiceBusReceivedMessage; waiting: Long }> {
-  const sender = h.client.createSender(topic);
-  try {
-    await sender.sendMessages([
-      { body: 1, messageId: 'd1', sessionId: holder.sessionId },
-      { body: 2, messageId: 'd2', sessionId: holder.sessionId },
-    ]);
-  } finally {
-    await sender.close();
-  }
+  await send(topic, [
+    { body: 1, messageId: 'd1', sessionId: holder.sessionId },
+    { body: 2, messageId: 'd2', sessionId: holder.sessionId },
+  ]);
   const got = await receiveUntil(holder, 2);
   assert.equal(got.length, 2);
   for (const m of got) await holder.deferMessage(m);
@@ -133,6 +161,44 @@ async function sessionTopic(lockDuration = 'PT30S'): Promise<string> {
     { name: 'sub', options: { requiresSession: true, lockDuration } },
   ]);
   return topic;
+}
+
+interface Pair {
+  topic: string;
+  /** Holds `held`. */
+  holder: ServiceBusSessionReceiver;
+  /** Holds a session of its own: 'mine' on another connection, 'next-door' on the holder's. */
+  other: ServiceBusSessionReceiver;
+}
+
+/**
+ * Runs `body` with a fresh session topic, a receiver holding session `held` on it, and another receiver with a
+ * session of its own, on another connection or on the holder's; closes them after.
+ */
+async function withPair(
+  held: string,
+  where: 'another connection' | 'the same connection',
+  body: (pair: Pair) => Promise<void>,
+): Promise<void> {
+  const topic = await sessionTopic();
+  const holder = await h.client.acceptSession(topic, 'sub', held);
+  const otherClient =
+    where === 'another connection' ? h.newClient({ maxRetries: 0, timeoutInMs: 5_000 }) : undefined;
+  try {
+    const other = await (otherClient ?? h.client).acceptSession(
+      topic,
+      'sub',
+      otherClient ? 'mine' : 'next-door',
+    );
+    try {
+      await body({ topic, holder, other });
+    } finally {
+      await other.close();
+    }
+  } finally {
+    await otherClient?.close();
+    await holder.close();
+  }
 }
 
 describe('session operations on $management need the session lock', () => {
@@ -154,11 +220,7 @@ describe('session operations on $management need the session lock', () => {
   });
 
   test('a receiver on another connection cannot renew, read or write a session someone else holds', async () => {
-    const topic = await sessionTopic();
-    const holder = await h.client.acceptSession(topic, 'sub', 'held');
-    const otherClient = h.newClient({ maxRetries: 0, timeoutInMs: 5_000 });
-    const other = await otherClient.acceptSession(topic, 'sub', 'mine');
-    try {
+    await withPair('held', 'another connection', async ({ holder, other }) => {
       await holder.setSessionState(Buffer.from(JSON.stringify({ owner: 'holder' })));
       // Naming its own link, as its client does, and naming none.
       await assertAllRefused(other, 'held', internalsOf(other).linkName);
@@ -167,23 +229,14 @@ describe('session operations on $management need the session lock', () => {
       await assertAllRefused(other, 'held', internalsOf(holder).linkName);
       assert.deepEqual(await holder.getSessionState(), { owner: 'holder' }, 'the state is untouched');
       await holder.renewSessionLock();
-    } finally {
-      await other.close();
-      await holder.close();
-    }
+    });
   });
 
   test('another receiver on the same connection is refused when the request names its own link', async () => {
-    const topic = await sessionTopic();
-    const holder = await h.client.acceptSession(topic, 'sub', 'held');
-    const neighbour = await h.client.acceptSession(topic, 'sub', 'next-door');
-    try {
+    await withPair('held', 'the same connection', async ({ holder, other: neighbour }) => {
       await assertAllRefused(neighbour, 'held', internalsOf(neighbour).linkName);
       await holder.renewSessionLock();
-    } finally {
-      await neighbour.close();
-      await holder.close();
-    }
+    });
   });
 
   test("a session receiver's own receiveDeferredMessages and settling what it returned work", async () => {
@@ -219,11 +272,7 @@ describe('session operations on $management need the session lock', () => {
   });
 
   test("a receiver on another connection cannot take or settle the deferred messages of someone else's session", async () => {
-    const topic = await sessionTopic();
-    const holder = await h.client.acceptSession(topic, 'sub', 'held-deferred');
-    const otherClient = h.newClient({ maxRetries: 0, timeoutInMs: 5_000 });
-    const other = await otherClient.acceptSession(topic, 'sub', 'mine');
-    try {
+    await withPair('held-deferred', 'another connection', async ({ topic, holder, other }) => {
       const { taken, waiting } = await holderWithDeferred(topic, holder);
       const deferred = { sequenceNumber: waiting, lockToken: taken.lockToken! };
       // Naming its own link, as its client does, naming none (as settling a deferred message does), and
@@ -236,28 +285,53 @@ describe('session operations on $management need the session lock', () => {
       const [rest] = await holder.receiveDeferredMessages([waiting]);
       assert.ok(rest, 'the waiting deferred message was not taken');
       await holder.completeMessage(rest);
-    } finally {
-      await other.close();
-      await otherClient.close();
-      await holder.close();
-    }
+    });
   });
 
   test("another receiver on the same connection naming its own link cannot take or settle the session's deferred messages", async () => {
-    const topic = await sessionTopic();
-    const holder = await h.client.acceptSession(topic, 'sub', 'held-deferred');
-    const neighbour = await h.client.acceptSession(topic, 'sub', 'next-door');
-    try {
+    await withPair('held-deferred', 'the same connection', async ({ topic, holder, other: neighbour }) => {
       const { taken, waiting } = await holderWithDeferred(topic, holder);
       await assertDeferredRefused(neighbour, 'held-deferred', internalsOf(neighbour).linkName, {
         sequenceNumber: waiting,
         lockToken: taken.lockToken!,
       });
       await holder.completeMessage(taken);
-    } finally {
-      await neighbour.close();
-      await holder.close();
-    }
+    });
+  });
+
+  test('update-disposition naming no session, or another session, settles no session message', async () => {
+    // The JS client always names the message's session when it settles through $management; a request
+    // without session-id on a session entity is what Azure answers with an internal error (status 500,
+    // amqp:internal-error: the client's InternalServerError), whoever sends it. The emulator settled the
+    // message by its lock token alone before, for any client.
+    await withPair('held-token', 'another connection', async ({ topic, holder, other }) => {
+      const { taken } = await holderWithDeferred(topic, holder);
+      // A message the holder received on its link, besides the one it took from $management.
+      await send(topic, [{ body: 3, messageId: 'd3', sessionId: 'held-token' }]);
+      const [onLink] = await receiveUntil(holder, 1);
+      assert.ok(onLink?.lockToken);
+      for (const token of [taken.lockToken!, onLink.lockToken]) {
+        /** update-disposition (complete) of `token`, sent as `from` sends it, naming `link` and `sessionId`. */
+        const complete = (
+          from: ServiceBusSessionReceiver,
+          link: 'own link' | 'no link',
+          sessionId?: string,
+        ) =>
+          internalsOf(from).management.updateDispositionStatus(token, 'complete', {
+            ...asLink(link === 'own link' ? internalsOf(from).linkName : undefined),
+            sessionId,
+          });
+        // No session-id: from another connection (naming its own link, or none) and from the holder itself.
+        await assertInternalServerError(() => complete(other, 'own link'));
+        await assertInternalServerError(() => complete(other, 'no link'));
+        await assertInternalServerError(() => complete(holder, 'own link'));
+        // Naming the session it holds itself does not reach a message of this one.
+        await assertServiceBusError(() => complete(other, 'own link', 'mine'), 'MessageLockLost');
+      }
+      // Nothing was settled: the holder completes both.
+      await holder.completeMessage(taken);
+      await holder.completeMessage(onLink);
+    });
   });
 
   test('after its receiver closed, the session ops are refused, also once another receiver holds it', async () => {
@@ -280,12 +354,7 @@ describe('session operations on $management need the session lock', () => {
 
   test('after the session lock expired and another receiver took the session, the old receiver is refused', async () => {
     const topic = await sessionTopic('PT2S');
-    const sender = h.client.createSender(topic);
-    try {
-      await sender.sendMessages({ body: 1, messageId: 'x1', sessionId: 'expiring' });
-    } finally {
-      await sender.close();
-    }
+    await send(topic, [{ body: 1, messageId: 'x1', sessionId: 'expiring' }]);
     const stale = await h.fastClient.acceptSession(topic, 'sub', 'expiring', {
       maxAutoLockRenewalDurationInMs: 0,
     });
