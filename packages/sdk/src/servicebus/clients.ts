@@ -11,6 +11,7 @@ import {
 import { parseConnectionString, type ServiceBusConnectionInfo } from './connection-string.ts';
 import { parseNamespace, type ServiceBusConnection } from './namespace.ts';
 import { defaultAzureCredential } from '../identity/credential.ts';
+import { closeServiceBusClient } from './closeClient.ts';
 
 // The policy type of the admin client's own pipeline (core-rest-pipeline is not a direct dependency).
 type PipelinePolicy = Parameters<ServiceBusAdministrationClient['pipeline']['addPolicy']>[0];
@@ -67,7 +68,7 @@ export function createServiceBusClients(
     const credential = connection.credential ?? defaultAzureCredential();
     const client = new ServiceBusClient(fullyQualifiedNamespace, credential, options.client);
     const admin = new ServiceBusAdministrationClient(fullyQualifiedNamespace, credential, options.admin);
-    return { client, admin, isEmulator: false, info: namespaceInfo(fullyQualifiedNamespace), close: () => client.close() };
+    return { client, admin, isEmulator: false, info: namespaceInfo(fullyQualifiedNamespace), close: () => closeServiceBusClient(client) };
   }
   const info = parseConnectionString(connection);
   const client = new ServiceBusClient(info.connectionString, options.client);
@@ -81,7 +82,7 @@ export function createServiceBusClients(
     admin,
     isEmulator: info.useDevelopmentEmulator,
     info,
-    close: () => client.close(),
+    close: () => closeServiceBusClient(client),
   };
 }
 
