@@ -29,13 +29,18 @@ interface Subscriber {
   kill(): void;
 }
 
-function startSubscriber(h: Harness, stopWhen: StopWhen): Subscriber {
+function startSubscriber(
+  h: Harness,
+  stopWhen: StopWhen,
+  closeWith: 'clients' | 'client' = 'clients',
+): Subscriber {
   const child = spawn(process.execPath, ['--import', 'tsx', subscriberProcess], {
     env: {
       ...process.env,
       EXIT_CONNECTION_STRING: h.emulator.connectionString,
       EXIT_ENDPOINT: 'crm',
       STOP_WHEN: stopWhen,
+      CLOSE_WITH: closeWith,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -46,12 +51,15 @@ function startSubscriber(h: Harness, stopWhen: StopWhen): Subscriber {
   );
   return {
     output: () => out,
-    printed: (line, what) => eventually(() => (out.split('\n').includes(line) ? true : undefined), what, 60_000),
+    printed: (line, what) =>
+      eventually(() => (out.split('\n').includes(line) ? true : undefined), what, 60_000),
     exitWithin: (ms) => {
       let timer: NodeJS.Timeout | undefined;
       return Promise.race([
         exited,
-        new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`still running after ${ms} ms`), ms))),
+        new Promise<string>(
+          (resolve) => (timer = setTimeout(() => resolve(`still running after ${ms} ms`), ms)),
+        ),
       ]).finally(() => clearTimeout(timer));
     },
     terminate: () => void child.kill('SIGTERM'),
@@ -87,11 +95,16 @@ describe('a subscriber process exits by itself after stop() and close()', () => 
     });
   });
 
-  for (const stopWhen of ['after-start', 'during-start'] as const) {
-    const what = stopWhen === 'after-start' ? 'right after start(), its connections still opening' : 'during start()';
+  const early = [
+    ['after-start', 'clients', 'right after start(), its connections still opening'],
+    // docs/sdk.md's shutdown sample closes the ServiceBusClient itself: its own close() must do as much.
+    ['after-start', 'client', 'right after start(), closing the ServiceBusClient itself'],
+    ['during-start', 'clients', 'during start()'],
+  ] as const;
+  for (const [stopWhen, closeWith, what] of early) {
     test(`stopped ${what}`, { timeout: 180_000 }, async () => {
       await withHarness(async (h) => {
-        const child = startSubscriber(h, stopWhen);
+        const child = startSubscriber(h, stopWhen, closeWith);
         try {
           await assertExitsByItself(child);
         } finally {

@@ -8,7 +8,6 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { Subscription } from './contract/index.ts';
 import { dedicatedClient } from './servicebus/sessionClient.ts';
-import { closeServiceBusClient } from './servicebus/closeClient.ts';
 import { tolerateSlowDrain } from './servicebus/drainWait.ts';
 import { CauseLog } from './causeLog.ts';
 import { DeferredProcessor } from './deferredProcessor.ts';
@@ -195,11 +194,11 @@ export class SubscriberHost implements AsyncDisposable {
         try {
           await assertSubscriptionsExist(probe, subscriptions, { signal: this.stopController.signal });
         } finally {
-          if (probe !== client) await closeServiceBusClient(probe).catch(() => undefined);
+          if (probe !== client) await probe.close().catch(() => undefined);
         }
       } catch (error) {
         // Nothing runs: what the host opened is closed, so a process that gives up here can exit.
-        if (this.ownsSessionClient) await closeServiceBusClient(this.sessionClient).catch(() => undefined);
+        if (this.ownsSessionClient) await this.sessionClient.close().catch(() => undefined);
         this.ownsSessionClient = false;
         throw error;
       }
@@ -249,10 +248,7 @@ export class SubscriberHost implements AsyncDisposable {
     // Each close waits at most the operation bound: on a silent connection a link's close waits for an answer that
     // never comes (the sender's hung for more than 30 s), and stop() would wait with it.
     const closes = [this.sender ? this.closeQuietly('closing the sender', this.sender) : undefined];
-    if (this.ownsSessionClient) {
-      const own = this.sessionClient;
-      closes.push(this.closeQuietly('closing the session connection', { close: () => closeServiceBusClient(own) }));
-    }
+    if (this.ownsSessionClient) closes.push(this.closeQuietly('closing the session connection', this.sessionClient));
     await Promise.all(closes);
     this.log.info({ endpointId: this.options.endpointId }, 'subscriber host stopped');
   }

@@ -5,6 +5,8 @@
 // signal arrives and `closed` once the stop and the close have resolved.
 // STOP_WHEN: `signal` (default: waits for the test's SIGTERM), `after-start` (signals itself as soon as start()
 // resolves, while its connections are still opening), `during-start` (signals itself while start() is running).
+// CLOSE_WITH: `clients` (default: `clients.close()`, as the example) or `client` (`client.close()` on the
+// ServiceBusClient itself, as the shutdown sample in docs/sdk.md).
 // Configuration: EXIT_CONNECTION_STRING (the emulator), EXIT_ENDPOINT. A test-only program.
 import { writeSync } from 'node:fs';
 import { createSubscriberHost, HandlerRegistry } from '@nimbus/sdk';
@@ -12,6 +14,7 @@ import { createServiceBusClients } from '@nimbus/sdk/servicebus';
 
 const say = (line: string) => writeSync(1, `${line}\n`);
 const when = process.env.STOP_WHEN ?? 'signal';
+const closeWith = process.env.CLOSE_WITH ?? 'clients';
 const clients = createServiceBusClients(process.env.EXIT_CONNECTION_STRING ?? '');
 const host = createSubscriberHost({
   client: clients.client,
@@ -23,7 +26,7 @@ const onSignal = () => {
   say('stopping');
   void (async () => {
     await host.stop();
-    await clients.close();
+    await (closeWith === 'client' ? clients.client.close() : clients.close());
     say('closed');
   })();
 };

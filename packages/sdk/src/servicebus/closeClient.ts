@@ -56,19 +56,44 @@ function unrefConnectionTimers(connection: RheaConnectionLike): void {
   }
 }
 
-/**
- * Closes `client` (its links, then its connection), and makes sure no timer its connection arms during or after
- * the close keeps the process alive. Use it for every ServiceBusClient you built yourself; the clients of
- * createServiceBusClients() close through it.
- */
-export async function closeServiceBusClient(client: ServiceBusClient): Promise<void> {
+/** Runs `close`, the close of `client`'s connection, with every timer that connection arms from now on unref'd. */
+async function closeUnrefingTimers(client: ServiceBusClient, close: () => Promise<void>): Promise<void> {
   const before = rheaConnectionOf(client);
   if (before) unrefConnectionTimers(before);
   try {
-    await client.close();
+    await close();
   } finally {
     // A connection replaced during the close (a reconnect while the links were closing) is closed by it too.
     const after = rheaConnectionOf(client);
     if (after) unrefConnectionTimers(after);
   }
+}
+
+const closeWrapped = Symbol('nimbus.closeUnrefsTimers');
+
+/**
+ * Makes `client.close()` itself leave nothing that keeps the process alive, so code that closes the client it was
+ * handed (`await client.close()` in a SIGTERM handler) gets it too. createServiceBusClients() and the host's own
+ * connections do this to every client they build. Returns the client.
+ */
+export function unrefTimersOnClose<C extends ServiceBusClient>(client: C): C {
+  const marked = client as C & { [closeWrapped]?: true };
+  if (marked[closeWrapped]) return client;
+  const close = client.close.bind(client);
+  Object.defineProperty(client, 'close', {
+    configurable: true,
+    writable: true,
+    value: () => closeUnrefingTimers(client, close),
+  });
+  marked[closeWrapped] = true;
+  return client;
+}
+
+/**
+ * Closes `client` (its links, then its connection) so that no timer its connection arms during or after the close
+ * keeps the process alive. For a ServiceBusClient you built yourself; one from createServiceBusClients() does the
+ * same on its own `close()`.
+ */
+export function closeServiceBusClient(client: ServiceBusClient): Promise<void> {
+  return closeUnrefingTimers(client, () => client.close());
 }
