@@ -29,6 +29,8 @@ const host = createSubscriberHost({
 await host.start();
 console.log('erp subscriber running; Ctrl+C stops it');
 
+// No process.exit: once the host has stopped and the clients are closed, nothing the SDK or its clients leave keeps
+// Node alive, so the process ends by itself, well within a container platform's grace period (docs/sdk.md, "Stopping").
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     void (async () => {

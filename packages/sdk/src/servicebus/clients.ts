@@ -11,6 +11,7 @@ import {
 import { parseConnectionString, type ServiceBusConnectionInfo } from './connection-string.ts';
 import { parseNamespace, type ServiceBusConnection } from './namespace.ts';
 import { defaultAzureCredential } from '../identity/credential.ts';
+import { unrefTimersOnClose } from './closeClient.ts';
 
 // The policy type of the admin client's own pipeline (core-rest-pipeline is not a direct dependency).
 type PipelinePolicy = Parameters<ServiceBusAdministrationClient['pipeline']['addPolicy']>[0];
@@ -65,12 +66,14 @@ export function createServiceBusClients(
   if (typeof connection !== 'string') {
     const fullyQualifiedNamespace = parseNamespace(connection.fullyQualifiedNamespace);
     const credential = connection.credential ?? defaultAzureCredential();
-    const client = new ServiceBusClient(fullyQualifiedNamespace, credential, options.client);
+    // Its close() leaves nothing that keeps the process alive (closeClient.ts): a SIGTERM handler that closes the client
+    // lets the process exit.
+    const client = unrefTimersOnClose(new ServiceBusClient(fullyQualifiedNamespace, credential, options.client));
     const admin = new ServiceBusAdministrationClient(fullyQualifiedNamespace, credential, options.admin);
     return { client, admin, isEmulator: false, info: namespaceInfo(fullyQualifiedNamespace), close: () => client.close() };
   }
   const info = parseConnectionString(connection);
-  const client = new ServiceBusClient(info.connectionString, options.client);
+  const client = unrefTimersOnClose(new ServiceBusClient(info.connectionString, options.client));
   const admin = new ServiceBusAdministrationClient(info.connectionString, options.admin);
   if (info.useDevelopmentEmulator) {
     // additionalPolicies in the constructor options are not applied by this SDK version; addPolicy is.

@@ -21,4 +21,5 @@ export {
 } from './namespace.ts';
 // Entra identity for a namespace (and a Cosmos account) named without a key; @azure/identity loads on first use.
 export { defaultAzureCredential, LazyDefaultAzureCredential, type TokenCredential } from '../identity/credential.ts';
+export { closeServiceBusClient } from './closeClient.ts';
 export { tolerateSlowDrain, SESSION_DRAIN_WAIT_MS } from './drainWait.ts';

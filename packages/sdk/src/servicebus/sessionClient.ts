@@ -11,6 +11,7 @@
 // here: when it is not there (another version, a mock), undefined is answered and the caller keeps the shared client.
 import { ServiceBusClient } from '@azure/service-bus';
 import type { ServiceBusClientOptions, TokenCredential } from '@azure/service-bus';
+import { unrefTimersOnClose } from './closeClient.ts';
 
 interface ConnectionContextLike {
   config?: { connectionString?: unknown };
@@ -20,7 +21,11 @@ interface ConnectionContextLike {
 const isTokenCredential = (value: unknown): value is TokenCredential =>
   typeof value === 'object' && value !== null && typeof (value as TokenCredential).getToken === 'function';
 
-/** A client on a new connection to the same namespace with the same credential, or undefined when unknown. */
+/**
+ * A client on a new connection to the same namespace with the same credential, or undefined when unknown. Its close()
+ * leaves nothing that keeps the process alive (closeClient.ts): the host closes it right after start()'s check or at
+ * stop(), when its handshake may still be running.
+ */
 export function dedicatedClient(
   client: ServiceBusClient,
   options: ServiceBusClientOptions,
@@ -29,8 +34,10 @@ export function dedicatedClient(
   const connectionString = context?.config?.connectionString;
   // A SAS connection string carries its key; a client built from a credential carries the credential itself.
   if (typeof connectionString === 'string' && connectionString.includes('SharedAccess'))
-    return new ServiceBusClient(connectionString, options);
+    return unrefTimersOnClose(new ServiceBusClient(connectionString, options));
   if (isTokenCredential(context?.tokenCredential))
-    return new ServiceBusClient(client.fullyQualifiedNamespace, context.tokenCredential, options);
+    return unrefTimersOnClose(
+      new ServiceBusClient(client.fullyQualifiedNamespace, context.tokenCredential, options),
+    );
   return undefined;
 }
