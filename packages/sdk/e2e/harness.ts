@@ -150,6 +150,8 @@ export class Harness {
       messageId?: string;
       correlationId?: string;
       props: Record<string, string | number>;
+      /** The message's content type; none when absent. */
+      contentType?: string;
       /** Enqueued by the broker at this time instead of now. */
       scheduledEnqueueTimeUtc?: Date;
     },
@@ -165,6 +167,7 @@ export class Harness {
       messageId: message.messageId ?? crypto.randomUUID(),
       correlationId: message.correlationId,
       applicationProperties: message.props,
+      ...(message.contentType !== undefined ? { contentType: message.contentType } : {}),
       ...(message.scheduledEnqueueTimeUtc
         ? { scheduledEnqueueTimeUtc: message.scheduledEnqueueTimeUtc }
         : {}),

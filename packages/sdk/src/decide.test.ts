@@ -18,7 +18,7 @@ import type { DecisionEnv, HandlerOutcome } from './decide.ts';
 import type { Effect, Settlement } from './effects.ts';
 import { fromReceived } from './inbound.ts';
 import type { InboundMessage } from './inbound.ts';
-import { buildReplayedCopy } from './outbound.ts';
+import { bodyText, buildReplayedCopy } from './outbound.ts';
 import type { OutgoingMessage } from './outbound.ts';
 import { RetryPolicies } from './retryPolicies.ts';
 
@@ -96,7 +96,9 @@ function shape(effects: Effect[]): string[] {
 }
 
 const sends = (s: Settlement) =>
-  s.effects.filter((f): f is Extract<Effect, { kind: 'send' }> => f.kind === 'send').map((f) => f.message);
+  s.effects
+    .filter((f): f is Extract<Effect, { kind: 'send' }> => f.kind === 'send')
+    .map((f) => ({ ...f.message, body: bodyText(f.message) }));
 const ok: HandlerOutcome = { kind: 'success' };
 const fail = (
   disposition: 'Retry' | 'DeadLetter' | 'Discard' = 'Retry',
@@ -1222,11 +1224,11 @@ describe('order across a block met during a replay', () => {
         const copy = fromReceived({
           messageId: x.messageId,
           sessionId: 's1',
-          body: x.body,
+          body: bodyText(x),
           applicationProperties: x.applicationProperties,
         });
         const replayed = buildReplayedCopy(copy, E, 's1', until, i === below.length - 1);
-        return fromReceived({ ...replayed, applicationProperties: replayed.applicationProperties });
+        return fromReceived({ ...replayed, body: bodyText(replayed), applicationProperties: replayed.applicationProperties });
       });
     };
     return {

@@ -133,18 +133,93 @@ describe('dispatcher ladder and observers', () => {
     assert.deepEqual(events, ['received', 'failed:Error', 'deadLettered:Failed to handle message.']);
   });
 
-  test('a behaviour that does not call next: handler not run, nothing settled', async () => {
+  test('a behaviour that does not call next: a success without the handler, settled and answered', async () => {
+    // Before: nothing was settled ('shortCircuited', an empty log); the host held the session and let the message
+    // come back until its deliveries were spent, and the broker dead-lettered it silently with the row Pending.
     const port = new FakePort();
+    const { events, observer } = observerLog();
     let ran = false;
-    const skip: PipelineBehavior = async () => undefined;
-    const result = await dispatcher(() => void (ran = true), { behaviors: [skip] }).dispatch(
+    const noop: PipelineBehavior = async () => undefined;
+    const result = await dispatcher(() => void (ran = true), { behaviors: [noop], observers: [observer] }).dispatch(
       received(),
       port,
       signal,
     );
     assert.equal(result, 'shortCircuited');
     assert.equal(ran, false);
-    assert.deepEqual(port.log, []);
+    assert.deepEqual(port.log, ['send ResolutionResponse', 'complete']);
+    assert.deepEqual(events, ['received', 'completed']);
+  });
+
+  test('a short-circuit on the last delivery is settled like any other, not left to the broker', async () => {
+    const port = new FakePort();
+    const noop: PipelineBehavior = async () => undefined;
+    const result = await dispatcher(() => undefined, { behaviors: [noop] }).dispatch(
+      { ...received(), deliveryCount: 9 },
+      port,
+      signal,
+    );
+    assert.equal(result, 'shortCircuited');
+    assert.deepEqual(port.log, ['send ResolutionResponse', 'complete']);
+  });
+
+  test('a short-circuit does not overtake a block: the delivery is parked, the handler not run', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), BlockedByEventId: 'e0', BlockedByMessageId: 'm0' };
+    let ran = false;
+    const noop: PipelineBehavior = async () => undefined;
+    const result = await dispatcher(() => void (ran = true), { behaviors: [noop] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
+    assert.equal(result, 'deferred');
+    assert.equal(ran, false);
+    assert.deepEqual(port.log, ['send DeferralResponse', 'send EventRequest', 'setState', 'complete']);
+    assert.equal(port.sent[1]?.To, 'Deferred');
+    assert.equal(port.state.NextDeferralSequence, 1);
+  });
+
+  test('a short-circuited RetryRequest of the blocker releases the session as a successful retry does', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), BlockedByEventId: 'e1', BlockedByMessageId: 'm0', NextDeferralSequence: 1, DeferredCount: 1 };
+    const noop: PipelineBehavior = async () => undefined;
+    const result = await dispatcher(() => assert.fail('not run'), { behaviors: [noop] }).dispatch(
+      { ...received({ From: 'Retry', MessageType: 'RetryRequest', RetryCount: 1 }), messageId: 'retry-1' },
+      port,
+      signal,
+    );
+    assert.equal(result, 'shortCircuited');
+    assert.deepEqual(port.log, ['setState', 'send ProcessDeferredRequest', 'send ResolutionResponse', 'complete']);
+    assert.equal(port.state.BlockedByEventId, null);
+  });
+
+  test('a short-circuit whose settlement the broker refuses is transient, and on the last delivery takes the budget path', async () => {
+    const noop: PipelineBehavior = async () => undefined;
+    const d = dispatcher(() => undefined, { behaviors: [noop] });
+    const port = new FakePort();
+    port.failOn = 'complete';
+    assert.equal(await d.dispatch(received(), port, signal), 'transient');
+    const last = new FakePort();
+    last.failOn = 'complete';
+    assert.equal(await d.dispatch({ ...received(), deliveryCount: 9 }, last, signal), 'deadLettered');
+    assert.deepEqual(last.log, ['send ResolutionResponse', 'send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
+  });
+
+  test('a behaviour that dead-letters and returns without throwing still gets the notification, no second dead-letter', async () => {
+    const port = new FakePort();
+    const { events, observer } = observerLog();
+    const reject: PipelineBehavior = async (ctx) => {
+      await ctx.deadLetter('Unknown tenant');
+    };
+    const result = await dispatcher(() => assert.fail('not run'), { behaviors: [reject], observers: [observer] }).dispatch(
+      received(),
+      port,
+      signal,
+    );
+    assert.equal(result, 'middlewareDeadLettered');
+    assert.deepEqual(port.log, ['deadLetter Unknown tenant', 'send ErrorResponse']);
+    assert.deepEqual(events, ['received', 'failed:MessageAlreadyDeadLetteredError', 'deadLettered:Unknown tenant']);
   });
 
   test('a behaviour that swallows a handler failure makes it look completed (after the failure was settled)', async () => {

@@ -95,7 +95,10 @@ export interface DispatcherOptions {
   random?: () => number;
 }
 
-/** How a delivery ended, for the caller (host logs, tests). */
+/**
+ * How a delivery ended, for the caller (host logs, tests). `shortCircuited`: a behaviour did not call next() and the
+ * delivery was settled as a success without the handler (the circuit breaker does not count it: nothing ran).
+ */
 export type DeliveryResult = Signal | 'middlewareDeadLettered' | 'shortCircuited';
 
 /** Carries a non-completed settlement out through the pipeline (behaviours see it as a throw, like the reference). */
@@ -173,12 +176,32 @@ export class Dispatcher {
         const error = new MessageAlreadyDeadLetteredError(reason);
         return { result: await this.behaviourDeadLettered(error, m, info, port, reason, description), error };
       }
+      if (!terminalRan) {
+        await this.settleShortCircuit(m, port, signal);
+        await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
+        return { result: 'shortCircuited' };
+      }
       await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
-      return { result: terminalRan ? (terminalResult ?? 'completed') : 'shortCircuited' };
+      return { result: terminalResult ?? 'completed' };
     } catch (error) {
       const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior !== undefined);
       return { result, error: error instanceof Settled ? error.settlement.error : error };
     }
+  }
+
+  /**
+   * A behaviour returned without calling next(): the specification's "short-circuit success for known idempotent
+   * no-ops". The delivery is settled as if the handler had run and returned - the same decision and effects as a
+   * success (ResolutionResponse and completion; a retry or resubmission releases the session and replays; a replayed
+   * copy moves the drain cursor), and a delivery that must not run yet (session blocked, draining) is parked as any
+   * other - only the handler is not invoked. Before, nothing was settled: the message came back until its deliveries
+   * were spent, and the broker dead-lettered it silently (MaxDeliveryCountExceeded) with the Resolver row Pending.
+   * A settlement that does not complete (parked, transient) goes to the ladder like the handler's own.
+   */
+  private async settleShortCircuit(m: InboundMessage, port: DeliveryPort, signal: AbortSignal): Promise<void> {
+    this.log.debug(logFields(m), 'a behaviour did not call next(): settled as a success without the handler');
+    const settlement = await this.decideAndSettle(m, port, signal, { runHandler: false });
+    if (settlement.signal !== 'completed') throw new Settled(settlement);
   }
 
   /** The outer catch ladder: what escaped the pipeline decides the remaining settlement and observers. */
@@ -324,6 +347,8 @@ export class Dispatcher {
     m: InboundMessage,
     port: DeliveryPort,
     signal: AbortSignal,
+    /** false: a behaviour short-circuited; the handler's place is taken by a success. */
+    { runHandler = true }: { runHandler?: boolean } = {},
   ): Promise<Settlement> {
     // The reads that choose a path observe the stop signal; nothing after the handler does.
     if (signal.aborted)
@@ -343,7 +368,7 @@ export class Dispatcher {
     if (first.kind === 'settle') {
       settlement = first.settlement;
     } else {
-      const result = await this.invoke(m, first.invocation, signal);
+      const result: HandlerResult = runHandler ? await this.invoke(m, first.invocation, signal) : { ok: true };
       const outcome = toOutcome(result, {
         classifier: this.classifier,
         eventTypeId: first.invocation.eventTypeId,

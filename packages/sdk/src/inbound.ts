@@ -38,8 +38,19 @@ export interface InboundMessage {
   content: MessageContent;
   /** Why the body is not a readable envelope (absent, not JSON, wrong shape); undefined when it is. */
   bodyProblem?: string | undefined;
+  /**
+   * The body as it was received (bytes and content type). Parked and replayed copies carry this, not `content`: a
+   * body that is not a readable envelope decodes to empty content, and re-encoding that lost the payload for good.
+   */
+  receivedBody: ReceivedBody;
   /** Every application property as received, for copies that must carry them all (parking, replay). */
   rawProperties: Readonly<Record<string, unknown>>;
+}
+
+/** A received body unchanged: the bytes of its data section and its content type (absent when the sender set none). */
+export interface ReceivedBody {
+  bytes: Buffer;
+  contentType?: string | undefined;
 }
 
 /** Minimal shape of what @azure/service-bus hands us (kept structural so tests can build one). */
@@ -49,8 +60,40 @@ export interface ReceivedLike {
   correlationId?: string | number | Buffer | unknown;
   enqueuedTimeUtc?: Date;
   deliveryCount?: number;
+  /** As the client decoded it: a data section that is JSON arrives parsed, anything else as bytes or the value. */
   body?: unknown;
+  contentType?: string;
+  /** The client's raw AMQP message: its body is the data section as it was on the wire. */
+  _rawAmqpMessage?: { body?: unknown; bodyType?: string | undefined };
   applicationProperties?: Record<string, unknown>;
+}
+
+/**
+ * The body's bytes as received. The client JSON-parses a data section, and writing the parsed value back would not
+ * give the same bytes (whitespace, number forms, key order), so the raw section is read when there is one. A body in
+ * an AMQP value section (or a message built in a test) has no bytes of its own: its text, or its JSON, is carried.
+ */
+export function receivedBodyOf(message: ReceivedLike): ReceivedBody {
+  const contentType = message.contentType || undefined;
+  return { bytes: bodyBytes(message), ...(contentType !== undefined ? { contentType } : {}) };
+}
+
+function bodyBytes(message: ReceivedLike): Buffer {
+  const raw = message._rawAmqpMessage;
+  if (raw && (raw.bodyType ?? 'data') === 'data') {
+    const section = raw.body as { content?: unknown } | undefined;
+    const content = section instanceof Uint8Array ? section : section?.content;
+    if (content instanceof Uint8Array) return Buffer.from(content);
+  }
+  const body = message.body;
+  if (body == null) return Buffer.alloc(0);
+  if (body instanceof Uint8Array) return Buffer.from(body);
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  try {
+    return Buffer.from(JSON.stringify(body) ?? '', 'utf8');
+  } catch {
+    return Buffer.from(String(body), 'utf8');
+  }
 }
 
 export function fromReceived(message: ReceivedLike): InboundMessage {
@@ -65,6 +108,7 @@ export function fromReceived(message: ReceivedLike): InboundMessage {
     retryCount: 0,
     content: decoded.content,
     bodyProblem: decoded.ok ? undefined : decoded.problem,
+    receivedBody: receivedBodyOf(message),
     rawProperties: raw,
   };
   const parsed = parseNimbusProperties(raw);

@@ -10,6 +10,8 @@ import { HandlerRegistry } from './handlers.ts';
 import { fromReceived } from './inbound.ts';
 import { inboxKey, MemoryInboxStore } from './inbox.ts';
 import type { InboxStore } from './inbox.ts';
+import { bodyText } from './outbound.ts';
+import type { OutgoingMessage } from './outbound.ts';
 
 const received = (props: Record<string, unknown> = {}, messageId = 'm1') => ({
   messageId,
@@ -35,8 +37,8 @@ class Port implements DeliveryPort {
     this.state = s;
     this.log.push(`state blocked=${s.BlockedByEventId}`);
   }
-  async send(m: { applicationProperties: Record<string, unknown>; body: string }) {
-    const text = JSON.parse(m.body).ErrorContent?.ErrorText;
+  async send(m: OutgoingMessage) {
+    const text = JSON.parse(bodyText(m)).ErrorContent?.ErrorText;
     this.log.push(`send ${m.applicationProperties.MessageType}${text ? `(${text})` : ''}`);
   }
   async schedule() {

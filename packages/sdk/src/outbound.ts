@@ -12,7 +12,7 @@ import {
   toWireProperties,
 } from './contract/index.ts';
 import type { ErrorContent, EventContent, MessageContent, WireValue } from './contract/index.ts';
-import type { InboundMessage } from './inbound.ts';
+import type { InboundMessage, ReceivedBody } from './inbound.ts';
 import { authoritativeEventTypeId, originatingIdOf } from './inbound.ts';
 import { SdkProp } from './wire.ts';
 
@@ -21,8 +21,14 @@ export interface OutgoingMessage {
   messageId: string;
   sessionId?: string | undefined;
   correlationId?: string | undefined;
-  body: string;
+  /** An envelope the SDK wrote (sent as UTF-8 JSON), or a received body carried unchanged (parked, replayed copies). */
+  body: string | ReceivedBody;
   applicationProperties: Record<string, WireValue>;
+}
+
+/** The body's text: the envelope as written, or a carried body's bytes read as UTF-8 (tests, fake ports). */
+export function bodyText(m: Pick<OutgoingMessage, 'body'>): string {
+  return typeof m.body === 'string' ? m.body : m.body.bytes.toString('utf8');
 }
 
 /** A stable id from parts (hex, 32 chars): the same inputs always give the same MessageId. */
@@ -147,7 +153,7 @@ function carriedProperties(inbound: InboundMessage): Record<string, WireValue> {
 
 /**
  * The copy parked on the Deferred subscription. Every property is kept (From above all: the replayed copy must
- * look like the original). Its MessageId is derived from the original's (DESIGN.md §5, stable ids): a copy parked
+ * look like the original), and so is the body, byte for byte with its content type. Its MessageId is derived from the original's (DESIGN.md §5, stable ids): a copy parked
  * twice after a crash, or replayed twice, carries the same id, yet it is not the original itself, so the Resolver
  * records the replay as a new delivery instead of refusing it as a stale copy of a message the row already
  * answered (the DeferralResponse names the original as its parent).
@@ -157,7 +163,9 @@ export function buildParkedCopy(inbound: InboundMessage, sequence: number): Outg
     messageId: derivedMessageId(inbound.messageId, CopyKind.Parked),
     sessionId: inbound.sessionId,
     correlationId: inbound.correlationId,
-    body: encodeBody(inbound.content),
+    // The received bytes, not the decoded content: a body that is not a readable envelope decodes to empty content,
+    // and the copy must still carry it, so its eventual dead-letter names the real problem and keeps the payload.
+    body: inbound.receivedBody,
     applicationProperties: {
       ...carriedProperties(inbound),
       [Prop.To]: Address.Deferred,
@@ -182,7 +190,7 @@ export function buildReplayedCopy(
     messageId: derivedMessageId(parked.messageId, CopyKind.Replayed),
     sessionId,
     correlationId: parked.correlationId,
-    body: encodeBody(parked.content),
+    body: parked.receivedBody,
     applicationProperties: {
       ...carriedProperties(parked),
       [Prop.To]: endpointId,

@@ -1,7 +1,9 @@
 // Pipeline behaviours (middleware) and lifecycle observers.
 // Behaviours wrap the whole dispatch of a delivery, for every message type, first registered = outermost. They may
-// short-circuit (not call next: nothing is settled by the SDK), throw (the delivery is dead-lettered with a
-// Resolver notification), or catch what next() throws (see docs/sdk.md: swallowing breaks the audit trail).
+// short-circuit (return without calling next: a success without the handler - the SDK settles the delivery as if
+// the handler had returned, the specification's "short-circuit success for known idempotent no-ops"), throw (the
+// delivery is dead-lettered with a Resolver notification), or catch what next() throws (see docs/sdk.md:
+// swallowing breaks the audit trail).
 // Observers watch without changing anything; a throwing observer is logged and ignored.
 import type { MessageType } from './contract/index.ts';
 
@@ -30,6 +32,11 @@ export interface PipelineContext {
   deadLetter(reason: string, description?: string): Promise<void>;
 }
 
+/**
+ * Wraps the handling of a delivery. Returning without calling `next()` skips the handler only: the delivery is
+ * still settled as a success (answered, completed, parked when its session is blocked). To refuse a message, throw,
+ * or call `ctx.deadLetter` and throw MessageAlreadyDeadLetteredError.
+ */
 export type PipelineBehavior = (ctx: PipelineContext, next: () => Promise<void>) => Promise<void>;
 
 export type CircuitState = 'Closed' | 'Open' | 'HalfOpen';

@@ -486,7 +486,7 @@ export class SubscriberHost implements AsyncDisposable {
           }
           // Left unsettled for redelivery: keep the session for a while first. Released at once, the message would
           // come straight back and a short outage would spend its whole delivery budget in seconds.
-          const unsettled = result === 'transient' || result === 'shortCircuited';
+          const unsettled = result === 'transient';
           if (unsettled) await this.hold(receiver, message.deliveryCount, lockMs, horizon);
           // Opened (or still half-open: a probe's outcome that said nothing gave its slot back when recorded): the rest
           // of this batch goes back untouched.

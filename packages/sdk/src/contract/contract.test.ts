@@ -148,6 +148,30 @@ describe('body envelope', () => {
     }
   });
 
+  test('a JSON object that is not the envelope is refused with that problem, not read as an empty envelope', () => {
+    // A raw domain event published without the envelope: it used to decode as {EventContent: null, ...}, ok, and
+    // the delivery was dead-lettered as "the event payload (EventJson) is missing".
+    for (const body of ['{"customerId":"P-1","n":2}', new TextEncoder().encode('{"orderId":42}'), { orderId: 42 }]) {
+      const decoded = decodeBody(body);
+      assert.equal(decoded.ok, false, String(body));
+      assert.ok(!decoded.ok && /not a NimBus envelope/.test(decoded.problem), String(body));
+      assert.deepEqual(decoded.content, { EventContent: null, ErrorContent: null });
+    }
+    // What valid senders write still reads: both halves, one half (nulls left out), none at all, and keys beside them.
+    for (const body of [
+      encodeBody({}),
+      '{}',
+      '{"EventContent":{"EventTypeId":"T","EventJson":"{}"}}',
+      '{"ErrorContent":{"ErrorText":"x"}}',
+      '{"EventContent":null,"ErrorContent":null,"Extra":1}',
+    ]) {
+      assert.equal(decodeBody(body).ok, true, body);
+    }
+    // An envelope field of the wrong type names the field.
+    const wrong = decodeBody('{"EventContent":{"EventTypeId":"T","EventJson":{"n":1}}}');
+    assert.ok(!wrong.ok && /EventContent\.EventJson/.test(wrong.problem), JSON.stringify(wrong));
+  });
+
   test('payload safety: missing, null, malformed and too deep are refused', () => {
     assert.equal(parseEventPayload(undefined).ok, false);
     assert.deepEqual(parseEventPayload('null'), { ok: false, reason: 'null', problem: 'the event payload (EventJson) is null' });

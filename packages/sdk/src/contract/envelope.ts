@@ -55,10 +55,18 @@ export type DecodedBody =
   | { ok: true; content: MessageContent }
   | { ok: false; content: MessageContent; problem: string };
 
+/** The envelope's own keys: an object with neither (and not empty) is some other JSON, not an envelope. */
+const ENVELOPE_KEYS = ['EventContent', 'ErrorContent'] as const;
+
 /**
  * Reads a body as the envelope. A body that is absent, not JSON or not the envelope's shape yields empty content
  * plus a problem description - never a throw - so paths that only need properties (heartbeat, skip, lifecycle)
  * still run, and the caller decides whether the missing content is fatal.
+ *
+ * A JSON object counts as an envelope when it names EventContent or ErrorContent, or is `{}` (both halves absent,
+ * as a serializer that leaves nulls out writes an empty one); keys beside them are ignored, so a newer sender's
+ * additions still read. Any other object (a raw domain event published without the envelope) is refused: read as
+ * an empty envelope, it used to surface as "the event payload (EventJson) is missing", naming the wrong problem.
  */
 export function decodeBody(body: unknown): DecodedBody {
   if (body == null || body === '') return { ok: false, content: EMPTY_CONTENT, problem: 'the message has no body' };
@@ -71,11 +79,25 @@ export function decodeBody(body: unknown): DecodedBody {
       return { ok: false, content: EMPTY_CONTENT, problem: 'the body is not valid JSON' };
     }
   }
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value);
+    if (keys.length > 0 && !ENVELOPE_KEYS.some((k) => k in value)) {
+      return {
+        ok: false,
+        content: EMPTY_CONTENT,
+        problem: 'the body is not a NimBus envelope: a JSON object without EventContent or ErrorContent',
+      };
+    }
+  }
   const parsed = messageContentSchema.safeParse(value);
   if (!parsed.success) {
     return { ok: false, content: EMPTY_CONTENT, problem: `the body is not a NimBus envelope: ${describeIssues(parsed.error)}` };
   }
   return { ok: true, content: parsed.data };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export type PayloadResult =
