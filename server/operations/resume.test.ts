@@ -1070,20 +1070,47 @@ test("a lot stopped by the operator's cancel, a successor cancelling while the h
 // Before, a holder whose cancel of its lot could not read a receipt (the store did not answer) threw before writing
 // anything: the job stayed running without the lot, and the next run's cancel counted it by receipts alone - done 1,
 // refused 0, failed 0, awaiting [1, 2, 3]. Now the holder keeps the lot on the job and the next run's cancel counts it.
-test("a lot stopped by the operator's cancel, the cancel's receipt read throwing, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  const jobs = jobStore((docs) => new JobStore(docs));
-  const { ids, job } = await lotOfFour('cancelunread', jobs);
+test("a lot stopped by the operator's cancel, the cancel's receipt read throwing, counts the events it had found refused or failed", { timeout: 120_000 }, () =>
+  cancelApplyUnread('cancelunread', 'receipt'),
+);
+
+// Before, a holder whose read of the operator's wish, made to apply the cancel that stopped its lot's retry wait, threw
+// (the store stopped answering after the wait's read) threw with it, before the lot was kept: the job stayed running
+// without the lot's refusal and send failure, and the next run's cancel read done 1, refused 0, failed 0, awaiting
+// [1, 2, 3]. Now that read's failure falls through to keeping the lot, as a lease's end does.
+test("a lot stopped by the operator's cancel, the wish's read that applies it throwing, counts the events it had found refused or failed", { timeout: 120_000 }, () =>
+  cancelApplyUnread('wishunread', 'wish'),
+);
+
+/**
+ * A lot of lotOfFour stopped by the operator's cancel in its retry wait, where a read the holder makes to apply the
+ * cancel does not answer (the store stopping): `receipt`, the cancel's look for `waiting`'s receipt (its step looked
+ * first); `wish`, the second read of the wish that finds the cancel - the one that applies it (the retry wait's was
+ * the first). Either way the holder keeps its lot on the job, leaving it running with the cancel, and the next run's
+ * cancel counts each event the lot settled, once.
+ */
+async function cancelApplyUnread(prefix: string, unread: 'receipt' | 'wish'): Promise<void> {
+  let reads = 0;
+  /** `wish`: the second read of the job's wish that would find the cancel - the one that applies it - does not answer. */
+  class SecondCancelReadThrows extends JobStore {
+    override async control(id: string): ReturnType<JobStore['control']> {
+      const wish = await super.control(id);
+      if (unread === 'wish' && id === job.operationId && wish?.control === 'cancel' && ++reads === 2) throw new Error('simulated Cosmos 503 on the wish read');
+      return wish;
+    }
+  }
+  const jobs = jobStore((docs) => new SecondCancelReadThrows(docs));
+  const { ids, job } = await lotOfFour(prefix, jobs);
   const [, waiting, , unsent] = ids;
   let released!: () => void;
   const over = new Promise<void>((r) => (released = r));
-  let looks = 0;
-  // The holder's second look for `waiting`'s receipt is its cancel's (its step looked first): the store does not answer.
+  // `receipt`: the holder's second look for `waiting`'s receipt is its cancel's (its step looked first): the store does not answer.
   const store = new Proxy(stack.store, {
     get(target, name) {
       const value: unknown = Reflect.get(target, name, target);
-      if (name === 'listAudits') {
+      if (name === 'listAudits' && unread === 'receipt') {
         return async (...args: Parameters<MessageStore['listAudits']>) => {
-          if (args[0] === waiting && ++looks === 2) throw new Error('simulated Cosmos 503 on the receipt read');
+          if (args[0] === waiting && ++reads === 2) throw new Error('simulated Cosmos 503 on the receipt read');
           return target.listAudits(...args);
         };
       }
@@ -1094,45 +1121,9 @@ test("a lot stopped by the operator's cancel, the cancel's receipt read throwing
   const holder = new OperationsRunner({ store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
   try {
     holder.kick();
-    await over; // the holder's run has ended (thrown at the receipt read) and given the lease back
+    await over; // the holder's run has ended (thrown at the receipt read, or past the wish's) and given the lease back
     await holder.stop();
-    assert.equal(looks, 2, "the cancel's receipt read was the one that threw");
-    const left = (await jobs.get(job.operationId))!;
-    assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the job, the cancel not yet written');
-    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
-    await lotCounted(jobs, job.operationId, ids);
-  } finally {
-    await holder.stop();
-    jobs.docs.close();
-    await faulty.close();
-  }
-});
-
-// Before, a holder whose read of the operator's wish, made to apply the cancel that stopped its lot's retry wait, threw
-// (the store stopped answering after the wait's read) threw with it, before the lot was kept: the job stayed running
-// without the lot's refusal and send failure, and the next run's cancel read done 1, refused 0, failed 0, awaiting
-// [1, 2, 3]. Now that read's failure falls through to keeping the lot, as a lease's end does.
-test("a lot stopped by the operator's cancel, the wish's read that applies it throwing, counts the events it had found refused or failed", { timeout: 120_000 }, async () => {
-  let cancels = 0;
-  /** The second read of the job's wish that would find the cancel - the one that applies it - does not answer. */
-  class SecondCancelReadThrows extends JobStore {
-    override async control(id: string): ReturnType<JobStore['control']> {
-      const wish = await super.control(id);
-      if (id === job.operationId && wish?.control === 'cancel' && ++cancels === 2) throw new Error('simulated Cosmos 503 on the wish read');
-      return wish;
-    }
-  }
-  const jobs = jobStore((docs) => new SecondCancelReadThrows(docs));
-  const { ids, job } = await lotOfFour('wishunread', jobs);
-  let released!: () => void;
-  const over = new Promise<void>((r) => (released = r));
-  const faulty = stopsAfterTheLot(jobs, job.operationId, ids[3], 'cancel');
-  const holder = new OperationsRunner({ store: stack.store, jobs, leases: tellsRelease(new LeaseStore(stack.store.database), () => job.operationId, released), manager: faulty, scanEveryMs: 3_600_000 });
-  try {
-    holder.kick();
-    await over; // the holder's run has ended and given the lease back
-    await holder.stop();
-    assert.equal(cancels, 2, "the read applying the cancel was the one that threw");
+    assert.equal(reads, 2, unread === 'receipt' ? "the cancel's receipt read was the one that threw" : 'the read applying the cancel was the one that threw');
     const left = (await jobs.get(job.operationId))!;
     assert.deepEqual([left.state, left.pausedLot?.map((r) => [r.row, r.kind])], ['running', [[2, 'refused'], [3, 'failed']]], 'the holder kept its lot on the job, the cancel not yet applied');
     await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), job.operationId, 'cancelled');
@@ -1142,7 +1133,7 @@ test("a lot stopped by the operator's cancel, the wish's read that applies it th
     jobs.docs.close();
     await faulty.close();
   }
-});
+}
 
 // Before, the write that keeps the lot after the cancel's receipt read threw was awaited with its error dropped: a
 // write that threw left no trace. Now it is logged - the job's id and the error's message, nothing of the events.
