@@ -720,6 +720,11 @@ leaseEndTest("a lot whose lease ended in it, a later run sending its rows again,
 // Before, the same when the later run's lease ended in its lot: its all-done-or-stopped lot was not kept.
 leaseEndTest("a lot whose lease ended in it, a later run sending its rows again and its lease ending in its lot, the job then cancelled, counts that run's sends done", 'lostlotagain', { at: 'lastTry', then: 'leaseEndsInLaterRun' });
 
+// A kept refusal says only that the run that kept it sent nothing: a row the job sent afterwards - a later run whose
+// write keeping its lot was refused (a successor wrote the job first) - counts done by its receipt. Before, the
+// cancel took the kept refusal and read no receipt: done 1, refused 1, failed 1.
+leaseEndTest("a lot whose lease ended in it, a kept refusal's event then sent by the job, the job then cancelled, counts that event done", 'lostlotsentlater', { at: 'lastTry', then: 'sentAfterKept' });
+
 /**
  * Where the holder's lease ends in lotOfFour's lot, and what follows. `lastTry`: as `unsent`'s last try fails (its
  * lot's retry wait on `waiting` is then stopped by the lease's end), and `then` (leaseEndsInLot). `wish`: as the run
@@ -729,7 +734,15 @@ leaseEndTest("a lot whose lease ended in it, a later run sending its rows again 
 type LeaseEnd =
   | {
       at: 'lastTry';
-      then: 'operatorCancels' | 'successorCancels' | 'cancelledInSmallerLot' | 'pausedInLaterLot' | 'cancelledInLaterLot' | 'cancelUnreadInLaterRun' | 'leaseEndsInLaterRun';
+      then:
+        | 'operatorCancels'
+        | 'successorCancels'
+        | 'cancelledInSmallerLot'
+        | 'pausedInLaterLot'
+        | 'cancelledInLaterLot'
+        | 'cancelUnreadInLaterRun'
+        | 'leaseEndsInLaterRun'
+        | 'sentAfterKept';
     }
   | { at: 'wish'; control: 'cancel' | 'pause'; successorReadsFirst?: boolean };
 
@@ -749,7 +762,8 @@ function leaseEndTest(name: string, prefix: string, end: LeaseEnd): void {
  * `cancelledInSmallerLot`, a successor with lots of two takes the job over once the holder kept the lot's outcomes,
  * and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
  * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot); or, `cancelUnreadInLaterRun`
- * and `leaseEndsInLaterRun`, a later run with the same lot size sends the lot's rows again (sentInLaterRun).
+ * and `leaseEndsInLaterRun`, a later run with the same lot size sends the lot's rows again (sentInLaterRun); or,
+ * `sentAfterKept`, the job's command is sent for the kept refusal's event (sentAfterKept).
  *
  * `wish`: no one has written the job since the holder did, so its write of the cancel or pause, conditional on that
  * version, lands. A paused job is then cancelled; a fresh runner applies any cancel still to be applied.
@@ -862,6 +876,7 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
       const kept = (await jobs.get(job.operationId))!.pausedLot?.map((r) => [r.row, r.kind]);
       assert.deepEqual(kept, [[2, 'refused'], [3, 'failed']], "the holder kept its lot's refusal and send failure on the job");
       if (end.then === 'cancelUnreadInLaterRun' || end.then === 'leaseEndsInLaterRun') return await sentInLaterRun(job.operationId, ids, end.then === 'cancelUnreadInLaterRun' ? 'cancelUnread' : 'leaseEnds');
+      if (end.then === 'sentAfterKept') return await sentAfterKept(job.operationId, ids);
       if (end.then !== 'cancelledInSmallerLot') return await stoppedInLaterLot(job.operationId, ids, end.then === 'pausedInLaterLot' ? 'pause' : 'cancel');
       await cancelledInSmallerLot(job.operationId);
     } else {
@@ -875,6 +890,28 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
     b?.jobs.docs.close();
     jobs.docs.close();
     await faulty.close();
+  }
+}
+
+/**
+ * After the holder kept lotOfFour's refusal of `hers` (row 2) on the job, alice's command on it fails again and the
+ * job's command is sent for it - as a later run's step sends it, in a lot whose write keeping it is then refused - and
+ * the operator cancels: `hers` counts done by the job's receipt, not refused by the kept outcome.
+ */
+async function sentAfterKept(operationId: string, ids: [string, string, string, string]): Promise<void> {
+  const [, , hers, unsent] = ids;
+  await failAgain(hers);
+  assert.equal((await manager.execute(EP, hers, { kind: 'resubmit' }, 'tester', { operationId })).outcome, 'sent');
+  const jobs = jobStore((docs) => new JobStore(docs));
+  try {
+    await jobs.setControl(operationId, 'cancel', 'operator');
+    await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+    const end = (await jobs.get(operationId))!;
+    assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done: 2, refused: 0, failed: 1 }, 'hers counted done by its receipt');
+    assert.deepEqual([end.refusals ?? [], end.errors.map((e) => e.eventId), end.awaitingReceipt, end.pausedLot], [[], [unsent], [1], undefined]);
+    assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), [1, 0, 1, 0]);
+  } finally {
+    jobs.docs.close();
   }
 }
 

@@ -302,18 +302,20 @@ export class OperationsRunner {
      * over them - it stepped its rows last - but its lot may be smaller and end before theirs (another
      * NIMBUS_OPERATIONS_CONCURRENCY): past it, and where its step was stopped, the kept ones count (before, they
      * were dropped and their rows listed as awaiting a receipt: resume.test.ts, "inside a successor's smaller lot").
-     * Both are indexed from the cursor, as the window is.
+     * A kept row with this job's receipt counts done, though: a kept refusal or send failure says only that the run
+     * that kept it sent nothing, and a later run may have sent it and stopped in that lot with its write refused
+     * (before, the kept outcome was counted and no receipt read: resume.test.ts, "a kept refusal's event then sent by
+     * the job"). Both are indexed from the cursor, as the window is.
      */
     const cancel = async (rows: readonly SelectedRow[] | undefined, own?: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
       const kept = pausedLotOutcomes(job);
-      const lot = (i: number): StepOutcome | undefined => own?.[i] ?? kept[i];
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
         const all = rows ?? (await jobs.rows(job));
         const window = all.slice(job.cursor, to);
         let sent: boolean[];
         try {
-          sent = await Promise.all(window.map((row, i) => (lot(i) ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
+          sent = await Promise.all(window.map((row, i) => (own?.[i] ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
         } catch (err) {
           // A receipt unread (the store did not answer) is not a receipt missing: listed as awaiting one, a done
           // event would be counted only if a later look found it, and the cancelling run's own second look asks the
@@ -337,7 +339,7 @@ export class OperationsRunner {
         }
         const awaiting: number[] = [];
         window.forEach((row, i) => {
-          const o = lot(i) ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
+          const o = own?.[i] ?? (sent[i] ? ({ kind: 'done' } as const) : kept[i]);
           if (o) count(job, row, o);
           else awaiting.push(job.cursor + i);
         });
