@@ -12,7 +12,8 @@
 // replica stopped before stepping the lot again, and when its lease ended in the lot (the job cancelled afterwards,
 // by a successor while it was still in the lot, or inside a successor's smaller lot, or paused or cancelled in a
 // successor's later lot, or after a later run sent its rows again and stopped in its lot - the cancel's receipt read
-// throwing, or its lease ending - where that run's sends count done) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
+// throwing, or its lease ending - where that run's sends count done; or a successor writing the job first, so the lot's
+// keeping write is refused: taking it over paused, or with smaller lots and cancelled after its first) or while it applied the operator's cancel and a successor cancelled meanwhile, or its
 // cancel's receipt read, or the wish's read that applies the cancel, threw; a cancel read between lots whose receipt
 // read throws writes the lots counted since the last progress save; a holder whose lease ends as it applies the operator's
 // cancel or pause still writes it, conditionally, and a successor that read the job before it landed stops at its
@@ -720,9 +721,19 @@ leaseEndTest("a lot whose lease ended in it, a later run sending its rows again,
 // Before, the same when the later run's lease ended in its lot: its all-done-or-stopped lot was not kept.
 leaseEndTest("a lot whose lease ended in it, a later run sending its rows again and its lease ending in its lot, the job then cancelled, counts that run's sends done", 'lostlotagain', { at: 'lastTry', then: 'leaseEndsInLaterRun' });
 
+// Before, a holder whose keep write was refused because a successor had written the job first - here taking it over
+// with the operator's pause - counted its lot only into a cancel that had landed by the time its run ended; the
+// paused job's cancel came later and counted the lot by receipts alone: done 1, refused 0, failed 0, awaiting [1, 2, 3].
+leaseEndTest("a lot whose lease ended in it, a successor that took it over paused writing the job first, the paused job then cancelled, counts the events it had found refused or failed", 'lostlottakenpaused', { at: 'lastTry', then: 'successorPauses' });
+
+// Before, the same with a successor with lots of two that wrote the job first and was cancelled after its first lot,
+// before it stepped the holder's refused and failed rows again: done 2, refused 0, failed 0, awaiting [2, 3].
+leaseEndTest("a lot whose lease ended in it, a successor with smaller lots writing the job first and cancelled after its first lot, counts the events it had found refused or failed", 'lostlotfirstlot', { at: 'lastTry', then: 'successorCancelledAfterFirstLot' });
+
 // A kept refusal says only that the run that kept it sent nothing: a row the job sent afterwards - a later run whose
-// write keeping its lot was refused (a successor wrote the job first) - counts done by its receipt. Before, the
-// cancel took the kept refusal and read no receipt: done 1, refused 1, failed 1.
+// write keeping its lot was refused (a successor wrote the job first), or one whose lot then stopped with nothing to
+// write, the refusal kept late over it (keepLateOutcomes) - counts done by its receipt. Before, the cancel took the
+// kept refusal and read no receipt: done 1, refused 1, failed 1.
 leaseEndTest("a lot whose lease ended in it, a kept refusal's event then sent by the job, the job then cancelled, counts that event done", 'lostlotsentlater', { at: 'lastTry', then: 'sentAfterKept' });
 
 /**
@@ -742,6 +753,8 @@ type LeaseEnd =
         | 'cancelledInLaterLot'
         | 'cancelUnreadInLaterRun'
         | 'leaseEndsInLaterRun'
+        | 'successorPauses'
+        | 'successorCancelledAfterFirstLot'
         | 'sentAfterKept';
     }
   | { at: 'wish'; control: 'cancel' | 'pause'; successorReadsFirst?: boolean };
@@ -763,7 +776,9 @@ function leaseEndTest(name: string, prefix: string, end: LeaseEnd): void {
  * and the operator cancels while it waits on `waiting` in its first lot; or, `pausedInLaterLot` and
  * `cancelledInLaterLot`, such a successor is stopped in its second lot (stoppedInLaterLot); or, `cancelUnreadInLaterRun`
  * and `leaseEndsInLaterRun`, a later run with the same lot size sends the lot's rows again (sentInLaterRun); or,
- * `sentAfterKept`, the job's command is sent for the kept refusal's event (sentAfterKept).
+ * `successorPauses` and `successorCancelledAfterFirstLot`, a successor writes the job first, so the holder's write
+ * keeping its lot is refused (successorFirst); or, `sentAfterKept`, the job's command is sent for the kept refusal's
+ * event (sentAfterKept).
  *
  * `wish`: no one has written the job since the holder did, so its write of the cancel or pause, conditional on that
  * version, lands. A paused job is then cancelled; a fresh runner applies any cancel still to be applied.
@@ -824,6 +839,7 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
     }
   }
   let byB: Job | undefined;
+  let first: Awaited<ReturnType<typeof successorFirst>> | undefined;
   /** `lastTry`: `unsent`'s command cannot be sent (a broker outage's answer); the lease ends at its third and last try. */
   class LeaseEndsAtTheLastTry extends Manager {
     tries = 0;
@@ -842,6 +858,9 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
           await successor.runner.stop();
           successor.jobs.docs.close();
           byB = cancelled;
+        }
+        if (end.at === 'lastTry' && (end.then === 'successorPauses' || end.then === 'successorCancelledAfterFirstLot')) {
+          first = await successorFirst(job.operationId, ids, end.then === 'successorPauses' ? 'pause' : 'firstLot', over);
         }
       }
       throw new Error('simulated Service Bus outage');
@@ -870,6 +889,7 @@ async function leaseEndsInLot(prefix: string, end: LeaseEnd): Promise<void> {
       assert.equal(finished.filter((j) => j.operationId === job.operationId).length, end.control === 'cancel' ? 1 : 0, 'the holder recorded the job finished when it wrote the cancel');
       return;
     }
+    if (first) return await first.cancelled();
     if (end.then === 'successorCancels') {
       assert.deepEqual([byB?.done, byB?.refused, byB?.failed, byB?.awaitingReceipt], [1, 0, 0, [1, 2, 3]], 'the successor counted the lot by receipts');
     } else if (end.then !== 'operatorCancels') {
@@ -913,6 +933,80 @@ async function sentAfterKept(operationId: string, ids: [string, string, string, 
   } finally {
     jobs.docs.close();
   }
+}
+
+/**
+ * A successor B whose clock is past the holder's lease takes lotOfFour's job over while the holder is still in its
+ * lot, and writes the job first: `pause`, with the operator's pause (it writes the job paused, nothing stepped); or
+ * `firstLot`, with lots of two - the endpoint having answered `waiting`'s claim with a new failure, B's first lot finds
+ * `sent` by its receipt and sends `waiting`, once the holder's run is `over` (its late count found the job running),
+ * and the operator cancels once that lot's first answer is in (B's clock, the test's, then reads the wish before its
+ * second lot: no timing). Answers once B has written the job; `cancelled()`, called after the holder's run ended,
+ * has the job cancelled - the paused job by a fresh runner; after the first lot by B, or, when B found its next write
+ * refused (the holder kept its lot on the job after B's write) and stopped, by a fresh runner - and checks that each
+ * event is counted once: `hers` refused and `unsent` failed as the holder found them, not awaiting a receipt.
+ */
+async function successorFirst(operationId: string, ids: [string, string, string, string], how: 'pause' | 'firstLot', holderOver: Promise<void>) {
+  const [sent, waiting, hers, unsent] = ids;
+  let wrote!: () => void;
+  const written = new Promise<void>((r) => (wrote = r));
+  let released!: () => void;
+  const over = new Promise<void>((r) => (released = r));
+  class TellsFirstWrite extends JobStore {
+    override async save(j: Job, etag: string): Promise<string | undefined> {
+      const next = await super.save(j, etag);
+      if (next && j.operationId === operationId) wrote();
+      return next;
+    }
+  }
+  const jobs = jobStore((docs) => new TellsFirstWrite(docs));
+  let t = 0;
+  class CancelsAfterTheFirstLot extends Manager {
+    override async executeMany(...args: Parameters<Manager['executeMany']>): ReturnType<Manager['executeMany']> {
+      if (args[3]?.operationId !== operationId) return super.executeMany(...args);
+      await holderOver;
+      const answers = await super.executeMany(...args);
+      t += 500;
+      await jobs.setControl(operationId, 'cancel', 'operator');
+      return answers;
+    }
+  }
+  if (how === 'pause') await jobs.setControl(operationId, 'pause', 'operator');
+  else await failAgain(waiting);
+  const manager = new CancelsAfterTheFirstLot({ store: stack.store, client: stack.serviceBus.client });
+  const leases = tellsRelease(new LeaseStore(stack.store.database, { now: () => Date.now() + LEASE_TTL_MS + 1_000 }), () => operationId, released);
+  const runner = new OperationsRunner({ store: stack.store, jobs, leases, manager, scanEveryMs: 3_600_000, concurrency: how === 'pause' ? 4 : 2, now: () => t });
+  runner.kick();
+  await written;
+  const taken = (await jobs.get(operationId))!;
+  assert.deepEqual([taken.state, taken.cursor, taken.pausedLot], [how === 'pause' ? 'paused' : 'running', 0, undefined], 'B wrote the job first, nothing of the lot kept');
+  return {
+    cancelled: async () => {
+      try {
+        await over; // B's run has ended: it paused the job, cancelled it, or stopped at a refused write
+        await runner.stop();
+        const left = (await jobs.get(operationId))!;
+        assert.deepEqual(
+          [left.state, left.cursor, left.pausedLot?.map((r) => [r.row, r.kind])],
+          [how === 'pause' ? 'paused' : 'running', 0, [[2, 'refused'], [3, 'failed']]],
+          how === 'pause' ? 'the holder kept its lot on the paused job' : "the holder kept its lot on B's version, and B stopped at its next write (its first lot's progress), refused",
+        );
+        if (how === 'pause') await jobs.setControl(operationId, 'cancel', 'operator');
+        await runUntil('the job to be cancelled', jobStore((docs) => new JobStore(docs)), operationId, 'cancelled');
+        const end = (await jobs.get(operationId))!;
+        const [done, sentTo] = how === 'pause' ? [1, [1, 0, 0, 0]] : [2, [1, 1, 0, 0]];
+        assert.deepEqual({ done: end.done, refused: end.refused, failed: end.failed }, { done, refused: 1, failed: 1 }, "each event counted once, hers and unsent as the holder found them");
+        assert.deepEqual([end.refusals?.map((r) => r.eventId), end.errors.map((e) => e.eventId)], [[hers], [unsent]]);
+        assert.match(end.refusals![0]!.detail, /already sent by alice/);
+        assert.deepEqual([end.awaitingReceipt, end.pausedLot], [how === 'pause' ? [1] : undefined, undefined], how === 'pause' ? 'only the event whose wait was stopped awaits a receipt' : 'nothing awaits a receipt or stays kept');
+        assert.deepEqual(await Promise.all(ids.map((id) => resubmitsOf(id, operationId))), sentTo, `${sent}${how === 'pause' ? '' : ` and ${waiting}`} got the job's command`);
+      } finally {
+        await runner.stop();
+        jobs.docs.close();
+        await manager.close();
+      }
+    },
+  };
 }
 
 /**
