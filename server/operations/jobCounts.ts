@@ -10,7 +10,11 @@
 // of a cancelled job"); the count and the list change in one conditional write, so a row is counted once whoever
 // finds it. A former holder whose lease ended during a lot (or while it wrote the operator's cancel or pause of it)
 // also counts, the same way, the rows of that lot it found refused or could not send and a successor's cancel listed:
-// no receipt shows those to the cancel. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
+// no receipt shows those to the cancel. A run that stops with outcomes the job does not hold - that lot's refusals and
+// send failures, and those of lots it counted since its last write landed - whose write was refused because another
+// run wrote the job first, adds them to the newer job while it has not ended (keepLateOutcomes), where no run has
+// passed or kept their rows: a cancel counts them then, and a run that steps the rows again replaces or drops them
+// as it does a pause's kept lot. Re-deriving an ended job's counts from receipts on each read was the other way: a trail read per row on
 // every poll, and a receipt proves only done, not the refusals and send failures the job counted.
 import type { AuditEntry, MessageStore } from '../../lib/store/index.ts';
 import { ENDED_STATES, MAX_ERRORS_KEPT, type Job, type JobStore } from './jobs.ts';
@@ -125,6 +129,36 @@ export async function countLateReceipts(jobs: JobStore, store: MessageStore, ope
     awaiting.forEach((i, k) => found[k] && count(job, rows[i]!, found[k]));
     job.awaitingReceipt = awaiting.filter((_, k) => !found[k]);
     if ((await jobs.save(job, etag)) !== undefined) return found.filter(Boolean).length;
+  }
+  return 0;
+}
+
+/**
+ * Adds to the job the refusals and send failures (`lot`) a run stopped with and never wrote - its write refused
+ * because another run wrote the job first, or not made - as kept outcomes (Job.pausedLot), for the rows the job's
+ * cursor has not passed and no kept outcome names: a successor that carried the job on paused, or cancelled before
+ * stepping them again, would otherwise list them as awaiting a receipt (no receipt shows them) after this run's late
+ * count had found the job not ended. Kept, they are what a pause keeps: a cancel counts them (a row with this job's
+ * receipt done, runner.ts), a run that steps the rows replaces them or drops them as its cursor passes - each once.
+ * What the job keeps already stands (a successor stepped those rows after this run did); so does an ended job
+ * (countLateReceipts counts a cancel's listed rows). Conditional on the version read; a refused write is read again.
+ * A running successor finds its next write refused and stops, as after a lost lease, keeping its own outcomes the
+ * same way; the job resumes at the next scan. Answers how many it kept.
+ */
+export async function keepLateOutcomes(jobs: JobStore, operationId: string, lot: UncountedLot): Promise<number> {
+  for (let attempt = 0; attempt < LATE_COUNT_ATTEMPTS; attempt++) {
+    const read = await jobs.read(operationId);
+    if (!read || ENDED_STATES.has(read.job.state)) return 0;
+    const { job, etag } = read;
+    const kept = new Set((job.pausedLot ?? []).map((r) => r.row));
+    const added = lot.outcomes.flatMap((o, i) => {
+      const row = lot.from + i;
+      const open = row >= job.cursor && row < (job.inFlightTo ?? 0) && !kept.has(row);
+      return o && o.kind !== 'done' && open ? [{ row, kind: o.kind, status: o.status, detail: o.detail }] : [];
+    });
+    if (added.length === 0) return 0;
+    job.pausedLot = [...(job.pausedLot ?? []), ...added].sort((a, b) => a.row - b.row);
+    if ((await jobs.save(job, etag)) !== undefined) return added.length;
   }
   return 0;
 }

@@ -16,7 +16,9 @@
 // and audited CommandNotSent, so the events read as before the lot (docs/failures.md, "A holder that lost its lease
 // unseen stops"). The lot's refusals and send failures, which no receipt shows, are kept on the job when no one has
 // written it since (a conditional write), or else counted by this run into a successor's cancel that listed them
-// (keepUncounted): a successor that carries the job on steps the lot again and counts them itself. #step's waits
+// (keepUncounted), or - the job not ended yet - added to the successor's version once the run is over, where no run
+// has passed or kept their rows (#run, keepLateOutcomes): a successor that carries the job on steps the lot again and
+// counts them itself. #step's waits
 // on a claim being sent elsewhere also read the operator's wish, so a cancel or pause stops the lot there rather
 // than after up to 44 s of retries. Known limit: the batch handed to the broker before the
 // check said no still lands, however late its send returns (up to SEND_TIMEOUT_MS after the check) - one batch at
@@ -50,7 +52,7 @@ import { describeError } from '../http.ts';
 import { log } from '../log.ts';
 import { isSendWithheld, type CommandOrigin, type CommandResult, type Manager } from '../manager/manager.ts';
 import type { Job, JobStore } from './jobs.ts';
-import { actedByThisJob, count, countLateReceipts, isThisJobs, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome, type UncountedLot } from './jobCounts.ts';
+import { actedByThisJob, count, countLateReceipts, isThisJobs, keepLateOutcomes, passPausedLot, pausedLotOutcomes, setPausedLot, type StepOutcome, type UncountedLot } from './jobCounts.ts';
 import { JobPruner } from './prune.ts';
 import type { SelectedRow } from './selection.ts';
 
@@ -116,11 +118,27 @@ const WANTS_TO_RUN = new Set(['queued', 'running', 'paused']);
 /**
  * What a run knows that the job may not hold: `sends`, set while it has handed the Manager commands since its last
  * write that landed; `lot`, the outcomes of a lot stopped uncounted - by its lease's end, or by the operator's cancel
- * or pause until their write lands (#runHeld, holdUncounted).
+ * or pause until their write lands (#runHeld, holdUncounted); `counted`, the refusals and send failures of the rows
+ * it counted since its last write landed, by selection index; `refused`, set once a write of it was refused (another
+ * run wrote the job first).
  */
 interface Unsaved {
   sends: boolean;
   lot?: UncountedLot;
+  counted: Map<number, StepOutcome>;
+  refused: boolean;
+}
+
+/** The refusals and send failures a run knows and the job may not hold (Unsaved): its counted rows' and its lot's. */
+function unsavedOutcomes(unsaved: Unsaved): UncountedLot | undefined {
+  const byRow = new Map(unsaved.counted);
+  const lot = unsaved.lot;
+  lot?.outcomes.forEach((o, i) => o && o.kind !== 'done' && byRow.set(lot.from + i, o));
+  if (byRow.size === 0) return lot;
+  const from = Math.min(...byRow.keys(), lot?.from ?? Infinity);
+  const outcomes: Array<StepOutcome | undefined> = [];
+  for (const [row, o] of byRow) outcomes[row - from] = o;
+  return { from, outcomes };
 }
 
 export class OperationsRunner {
@@ -208,18 +226,34 @@ export class OperationsRunner {
   }
 
   /**
-   * Runs the job while the lease is held; then, when the run handed the Manager commands whose counts it never wrote
-   * (it stopped - lost its lease, its write refused - after their receipts were written), counts those of them a
-   * successor's cancel listed as awaiting their receipt (jobCounts.ts): the job ended without them - and so the
-   * refusals and send failures of a lot its lease's end left uncounted (`unsaved.lot`), which no receipt shows.
+   * Runs the job while the lease is held; then, when a write of the run was refused (another run wrote the job
+   * first), keeps on the job the refusals and send failures it knows and the job does not hold - of a lot its lease's
+   * end or the operator's stop left uncounted (`unsaved.lot`), and of the lots it counted since its last write landed
+   * - where the job has not ended and no run has passed or kept their rows (jobCounts.ts, keepLateOutcomes): no
+   * receipt shows them, and a successor's cancel made later would list them as awaiting one. Before, they were
+   * counted only if that cancel had landed by the time this run ended (resume.test.ts, "a successor that took it over
+   * paused", "a successor with smaller lots cancelled after its first"). And when the run handed the Manager commands
+   * whose counts it never wrote (it stopped - lost its lease, its write refused - after their receipts were written),
+   * counts those of them, and those outcomes, that a successor's cancel listed as awaiting their receipt: the job
+   * ended without them.
    */
   async #run(id: string, lease: HeldLease): Promise<void> {
-    const unsaved: Unsaved = { sends: false };
+    const unsaved: Unsaved = { sends: false, counted: new Map(), refused: false };
     try {
       await this.#runHeld(id, lease, unsaved);
     } finally {
-      if (unsaved.sends || unsaved.lot) await this.#countLate(id, 'operation ended by another replica: the commands this one sent late, or found refused or unsent, are counted in it', unsaved.lot);
+      const known = unsavedOutcomes(unsaved);
+      if (unsaved.refused && known?.outcomes.some((o) => o && o.kind !== 'done')) await this.#keepLate(id, known);
+      if (unsaved.sends || unsaved.lot) await this.#countLate(id, 'operation ended by another replica: the commands this one sent late, or found refused or unsent, are counted in it', known);
     }
+  }
+
+  /** keepLateOutcomes, its outcome logged. Never throws, as #countLate: the late count still follows it. */
+  async #keepLate(id: string, known: UncountedLot): Promise<void> {
+    await keepLateOutcomes(this.#o.jobs, id, known).then(
+      (n) => n > 0 && log.info({ operationId: id, kept: n }, 'operation written by another replica first: the refusals and send failures this one knew are kept on it'),
+      (err) => log.warn({ operationId: id, err: err instanceof Error ? err.message : String(err) }, 'refusals and send failures of a stopped operation run not kept'),
+    );
   }
 
   /**
@@ -253,12 +287,14 @@ export class OperationsRunner {
       const next = await jobs.save(job, version);
       if (next === undefined) {
         log.warn({ operationId: id }, 'operation was written by another replica since this one read it (its lease was lost): stopping it here');
+        unsaved.refused = true;
         return false;
       }
       version = next;
       // The job now holds what this run knew: its counts, or the stopped lot's outcomes (counted, or kept).
       unsaved.sends = false;
       delete unsaved.lot;
+      unsaved.counted.clear();
       return true;
     };
     /** Saves the progress; false when the job is not this run's any more (the lease lost, or the write refused). */
@@ -302,18 +338,21 @@ export class OperationsRunner {
      * over them - it stepped its rows last - but its lot may be smaller and end before theirs (another
      * NIMBUS_OPERATIONS_CONCURRENCY): past it, and where its step was stopped, the kept ones count (before, they
      * were dropped and their rows listed as awaiting a receipt: resume.test.ts, "inside a successor's smaller lot").
-     * Both are indexed from the cursor, as the window is.
+     * A kept row with this job's receipt counts done, though: a kept refusal or send failure says only that the run
+     * that kept it sent nothing, and a later run may have sent it and stopped in that lot with its write refused, or
+     * before a former run's outcomes were kept late (keepLateOutcomes) (before, the kept outcome was counted and no
+     * receipt read: resume.test.ts, "a kept refusal's event then sent by the job"). Both are indexed from the cursor,
+     * as the window is.
      */
     const cancel = async (rows: readonly SelectedRow[] | undefined, own?: ReadonlyArray<StepOutcome | undefined>): Promise<void> => {
       const kept = pausedLotOutcomes(job);
-      const lot = (i: number): StepOutcome | undefined => own?.[i] ?? kept[i];
       const to = job.inFlightTo ?? 0;
       if (to > job.cursor) {
         const all = rows ?? (await jobs.rows(job));
         const window = all.slice(job.cursor, to);
         let sent: boolean[];
         try {
-          sent = await Promise.all(window.map((row, i) => (lot(i) ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
+          sent = await Promise.all(window.map((row, i) => (own?.[i] ? true : this.#actedByThisJob(row.eventId, row.endpointId, id))));
         } catch (err) {
           // A receipt unread (the store did not answer) is not a receipt missing: listed as awaiting one, a done
           // event would be counted only if a later look found it, and the cancelling run's own second look asks the
@@ -337,7 +376,7 @@ export class OperationsRunner {
         }
         const awaiting: number[] = [];
         window.forEach((row, i) => {
-          const o = lot(i) ?? (sent[i] ? ({ kind: 'done' } as const) : undefined);
+          const o = own?.[i] ?? (sent[i] ? ({ kind: 'done' } as const) : kept[i]);
           if (o) count(job, row, o);
           else awaiting.push(job.cursor + i);
         });
@@ -365,8 +404,10 @@ export class OperationsRunner {
      * them (also one inside a successor's smaller lot: cancel), and a run that steps the lot again drops them as its
      * cursor passes - each counted once. Refused, a successor holds the job: a resumed run that steps the lot again
      * counts them itself, and a cancel lists their rows as awaiting a receipt, which #run's late count then counts
-     * with this run's outcomes - if the cancel landed before this run ended; a later one (the successor paused, or
-     * cancelled past its first smaller lot) leaves them uncounted (docs/failures.md, "A holder that lost its lease").
+     * with this run's outcomes - if the cancel landed before this run ended; else #run adds them to the job then
+     * (keepLateOutcomes) for a later cancel. Before, a later cancel (the successor paused, or cancelled past its first
+     * smaller lot) left them uncounted (resume.test.ts, "writing the job first"; docs/failures.md, "A holder that lost
+     * its lease").
      * Written too when the lot has none but changes what the job keeps: its settled rows replace the older kept
      * outcomes of an earlier holder (setPausedLot), as this run stepped them last. Before, only a lot with a refusal
      * or a send failure was written, and a run that sent the kept rows again (done) left the older refusal and send
@@ -501,6 +542,7 @@ export class OperationsRunner {
         return;
       }
       batch.forEach((row, i) => count(job, row, settled[i]!));
+      settled.forEach((o, i) => o!.kind !== 'done' && unsaved.counted.set(job.cursor + i, o!));
       job.cursor += batch.length;
       passPausedLot(job);
       if (clock() - lastSave >= SAVE_EVERY_MS && !(await save())) return;
