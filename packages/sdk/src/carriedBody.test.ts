@@ -168,4 +168,28 @@ describe('a body that is not a readable envelope', () => {
     );
     assert.equal(bodyText(value), '{"orderId":1}');
   });
+  test('a body of several data sections is carried as their bytes in order, not as the JSON of Buffer objects', () => {
+    // rhea hands several data sections over as one section whose content is an array; the client leaves the body
+    // as that array of Buffers.
+    const chunks = [Buffer.from('{"EventContent":null,'), Buffer.from('"ErrorContent":null}')];
+    const copy = buildParkedCopy(
+      fromReceived({
+        messageId: 'c',
+        body: chunks,
+        _rawAmqpMessage: { body: { typecode: 0x75, multiple: true, content: chunks }, bodyType: 'data' },
+        applicationProperties: props,
+      }),
+      0,
+    );
+    assert.equal(bodyText(copy), '{"EventContent":null,"ErrorContent":null}');
+    const noRaw = buildParkedCopy(fromReceived({ messageId: 'd', body: chunks, applicationProperties: props }), 0);
+    assert.equal(bodyText(noRaw), '{"EventContent":null,"ErrorContent":null}');
+  });
+
+  test('a message that came without a body is carried without one, not as an empty data section', () => {
+    const copy = buildParkedCopy(fromReceived({ messageId: 'e', body: undefined, applicationProperties: props }), 0);
+    // The client sends null as the JSON null, read back as null ("no body"); an empty Buffer would be read back as
+    // an empty Buffer, which decodes as "not valid JSON".
+    assert.equal(toServiceBusMessage(copy).body, null);
+  });
 });

@@ -84,16 +84,24 @@ function bodyBytes(message: ReceivedLike): Buffer {
     const section = raw.body as { content?: unknown } | undefined;
     const content = section instanceof Uint8Array ? section : section?.content;
     if (content instanceof Uint8Array) return Buffer.from(content);
+    // A body of several data sections (rhea gives their contents as an array): their bytes in order, as a receiver
+    // that reads the message whole would take them. Before, the array fell through to the JSON of Buffer objects.
+    if (isByteChunks(content)) return Buffer.concat(content);
   }
   const body = message.body;
   if (body == null) return Buffer.alloc(0);
   if (body instanceof Uint8Array) return Buffer.from(body);
+  if (isByteChunks(body)) return Buffer.concat(body);
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
   try {
     return Buffer.from(JSON.stringify(body) ?? '', 'utf8');
   } catch {
     return Buffer.from(String(body), 'utf8');
   }
+}
+
+function isByteChunks(v: unknown): v is Uint8Array[] {
+  return Array.isArray(v) && v.length > 0 && v.every((c) => c instanceof Uint8Array);
 }
 
 export function fromReceived(message: ReceivedLike): InboundMessage {

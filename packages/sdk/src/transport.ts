@@ -10,7 +10,9 @@ import type { OutgoingMessage } from './outbound.ts';
 export function toServiceBusMessage(m: OutgoingMessage): ServiceBusMessage {
   const carried = typeof m.body === 'string' ? undefined : m.body;
   return {
-    body: carried ? carried.bytes : Buffer.from(m.body as string, 'utf8'),
+    // A carried body with no bytes (the message came without one) goes out as no body (the client sends null, which
+    // a receiver reads as null): an empty data section would be read back as an empty Buffer, "not valid JSON".
+    body: carried ? (carried.bytes.length > 0 ? carried.bytes : null) : Buffer.from(m.body as string, 'utf8'),
     ...(carried
       ? carried.contentType !== undefined
         ? { contentType: carried.contentType }
