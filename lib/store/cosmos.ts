@@ -7,7 +7,7 @@
 import { createHttpServer } from '@vercel/cosmosdb-server';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { installEmbeddedQueryFixes, refuseQueryPlanRequests } from './embeddedQueries.ts';
+import { installEmbeddedQueryFixes, refuseQueryPlanRequests, refuseUnreadableContinuations } from './embeddedQueries.ts';
 import { EmbeddedJournal, type JournalRecovery } from './embeddedJournal.ts';
 import { installHierarchicalKeyFix } from './embeddedHierarchicalKeys.ts';
 import { installPatchConditionFix } from './embeddedPatchConditions.ts';
@@ -56,6 +56,8 @@ export async function startEmbeddedCosmos(
   // drops every connection.
   server.keepAliveTimeout = 0;
   refuseQueryPlanRequests(server);
+  // A continuation it did not issue is a 400, as on Cosmos, not a query started over (embeddedQueries.ts).
+  refuseUnreadableContinuations(server);
   const journal =
     options.dataDir === undefined
       ? undefined

@@ -538,3 +538,38 @@ export function refuseQueryPlanRequests(server: Server): void {
     for (const handler of handlers) handler.call(server, req, res);
   });
 }
+
+/**
+ * Refuses (400, as Cosmos does) a continuation the server did not issue. The server reads `x-ms-continuation` as
+ * JSON and takes anything that is not - `garbage` - as no continuation at all: the query started over and the
+ * caller got its first page again, where Cosmos answers 400 BadRequest. Its own continuations are JSON objects
+ * with a `token` in the engine's encoding, which it decodes leniently (`abc` read as a position of NaN); a token of
+ * that shape whose parts do not decode is a 400 of the query's already (installEmbeddedQueryFixes' badRequest).
+ */
+export function refuseUnreadableContinuations(server: Server): void {
+  const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const header = req.headers['x-ms-continuation'];
+    if (typeof header === 'string' && header !== '' && !isEngineContinuation(header)) {
+      req.resume();
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'BadRequest', message: 'Invalid Continuation Token' }));
+      return;
+    }
+    for (const handler of handlers) handler.call(server, req, res);
+  });
+}
+
+/** The engine's encoding (@zeit/cosmosdb-query continuation-token.js): `+RID:<rid>#RT:<n>[#SRC:<n>]#TRC:<n>[#RTD:<base64>]`. */
+const ENGINE_TOKEN = /^\+RID:[A-Za-z0-9+/=]+#RT:\d+(#SRC:\d+)?#TRC:\d+(#RTD:[A-Za-z0-9+/=]*)?$/;
+
+function isEngineContinuation(header: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(header);
+    const token = typeof parsed === 'object' && parsed !== null ? (parsed as { token?: unknown }).token : undefined;
+    return typeof token === 'string' && ENGINE_TOKEN.test(token);
+  } catch {
+    return false;
+  }
+}

@@ -1,10 +1,13 @@
 // Bounded, resumable pages over Cosmos queries. The Cosmos continuation token is wrapped with a fingerprint of
 // the query it belongs to, so a token replayed against a different filter is refused with a clear error
-// instead of a Cosmos 400 or, worse, a silently wrong page.
+// instead of a Cosmos 400 or, worse, a silently wrong page. The fingerprint is an unkeyed hash - a token must work
+// on every replica, which share no secret - so anyone can wrap an inner token of their own around the right one:
+// whatever Cosmos (or the SDK reading the token) then fails with is the token's fault and answered as a foreign
+// token (StoreInputError, a 400), not passed on as an unexpected error (a 500 with an error-level log).
 import { createHash } from 'node:crypto';
 import type { Container, SqlQuerySpec, PartitionKey } from '@azure/cosmos';
 import type { z } from 'zod';
-import { StoreInputError, rethrowCosmos } from './errors.ts';
+import { StoreInputError, classifyCosmosError, cosmosStatus } from './errors.ts';
 import { describeIssues } from './schemas.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -39,17 +42,19 @@ function fingerprint(spec: SqlQuerySpec, partitionKey: PartitionKey | undefined)
     .slice(0, 16);
 }
 
+const FOREIGN_TOKEN = 'continuation token is not one this store issued';
+
 function unwrapToken(token: string | undefined, fp: string): string | undefined {
   if (token == null || token === '') return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
   } catch {
-    throw new StoreInputError('continuation token is not one this store issued');
+    throw new StoreInputError(FOREIGN_TOKEN);
   }
-  const t = parsed as { f?: unknown; c?: unknown };
+  const t = (parsed ?? {}) as { f?: unknown; c?: unknown };
   if (typeof t.f !== 'string' || typeof t.c !== 'string') {
-    throw new StoreInputError('continuation token is not one this store issued');
+    throw new StoreInputError(FOREIGN_TOKEN);
   }
   if (t.f !== fp) throw new StoreInputError('continuation token belongs to a different query or filter');
   return t.c;
@@ -62,7 +67,8 @@ const wrapToken = (cosmosToken: string, fp: string): string =>
 async function fetchPage(
   container: Container,
   spec: SqlQuerySpec,
-  request: { pageSize: number; cosmosToken: string | undefined; partitionKey?: PartitionKey },
+  /** `callerToken`: `cosmosToken` came from a caller (queryPage), not from Cosmos a moment ago (queryAll). */
+  request: { pageSize: number; cosmosToken: string | undefined; callerToken?: boolean; partitionKey?: PartitionKey },
   operation: string,
 ): Promise<{ resources: unknown[]; next: string | undefined }> {
   const iterator = container.items.query(spec, {
@@ -80,7 +86,13 @@ async function fetchPage(
       if (resources.length > 0 || next === undefined) break;
     }
   } catch (err) {
-    rethrowCosmos(err, operation);
+    const typed = classifyCosmosError(err, operation);
+    if (typed !== undefined) throw typed; // throttled, unavailable, timed out: the store's trouble, not the token's
+    // Resumed from a caller's token: Cosmos refusing the request (400) or the SDK failing to read the token (an
+    // error with no status at all) means the token, since the same query without one is what every first page runs.
+    const status = cosmosStatus(err);
+    if (request.callerToken === true && request.cosmosToken !== undefined && (status === 400 || status === undefined)) throw new StoreInputError(FOREIGN_TOKEN);
+    throw err;
   }
   return { resources, next };
 }
@@ -109,7 +121,7 @@ export async function queryPage<S extends z.ZodType>(
   const { resources, next } = await fetchPage(
     container,
     spec,
-    { pageSize: clampPageSize(request.pageSize), cosmosToken: unwrapToken(request.continuationToken, fp), partitionKey: request.partitionKey },
+    { pageSize: clampPageSize(request.pageSize), cosmosToken: unwrapToken(request.continuationToken, fp), callerToken: true, partitionKey: request.partitionKey },
     operation,
   );
   return { ...parseAll(resources, schema), continuationToken: next !== undefined ? wrapToken(next, fp) : undefined };

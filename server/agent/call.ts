@@ -1,6 +1,8 @@
 // One Agent API call: authorized like every console request (auth/authorize.ts: principal, role on the endpoint,
 // refusals audited), then held to the agent's own limits (limits.ts, 429 audited), then run and audited however it
-// ends - every Agent API call leaves an entry in the audit log, reads included, with the agent as actor.
+// ends - every Agent API call leaves an entry in the audit log, reads included, with the agent as actor. So every
+// call, the GETs (receive, catalog) included, is authorized with `effects`: from our own origin or with a bearer
+// token, never by a page on another site riding the user's cookie.
 import { auditRefusedInput, audited, authorize, authorizeBeforeBody, refuseAuthorized, type Authorized, type AuthSubject } from '../auth/authorize.ts';
 import { principalKey } from '../auth/principal.ts';
 import type { Action } from '../auth/roles.ts';
@@ -16,7 +18,7 @@ async function admitAgentCall(
   endpointId: string | undefined,
   subject: AuthSubject,
 ): Promise<{ who: Authorized; release: () => void }> {
-  const who = await authorize(request, action, endpointId, subject);
+  const who = await authorize(request, action, endpointId, subject, { effects: true });
   const admission = admit(principalKey(who.principal));
   if (!admission.ok) return refuseAuthorized(who, admission.detail, 429);
   return { who, release: admission.release };
@@ -30,7 +32,7 @@ async function admitAgentCall(
  * refusal budget (auth/authorize.ts auditRefusedInput).
  */
 export async function agentInput<T>(request: Request, action: AgentAction, read: () => T | Promise<T>): Promise<T> {
-  const who = await authorizeBeforeBody(request, action);
+  const who = await authorizeBeforeBody(request, action, undefined, {}, action, { effects: true });
   try {
     return await read();
   } catch (err) {
@@ -46,7 +48,7 @@ export async function agentInput<T>(request: Request, action: AgentAction, read:
  * `err` (or the 429).
  */
 export async function refuseInput(request: Request, action: Action, err: unknown, subject: AuthSubject = {}): Promise<never> {
-  return countAndAuditRefusedInput(await authorizeBeforeBody(request, action, undefined, subject), err);
+  return countAndAuditRefusedInput(await authorizeBeforeBody(request, action, undefined, subject, action, { effects: true }), err);
 }
 
 /** One call from the caller's budget of the agent zone (429 past it), and an audit entry within its refusal budget. */

@@ -6,11 +6,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import { MessageType as T, Prop } from '@nimbus/sdk/contract';
 import { LeaseStore, TimeSeriesStore } from '../../lib/store/index.ts';
 import { errorBody, eventually, ResolverHarness } from '../../resolver-worker/testHarness.ts';
 import { AlertStore } from './alertStore.ts';
-import { noticeOf, sendNotice, type AlertNotice } from './channels.ts';
+import { noticeOf, sendNotice, smtpTransportOptions, type AlertNotice } from './channels.ts';
 import { evaluateRule, unavailableFailureGroups, type AlertSources, type FailureGroup } from './conditions.ts';
 import { evaluateAlerts, startAlertEvaluator, type EvaluatorDeps } from './evaluator.ts';
 import { channelView, ruleInputSchema, type AlertDoc, type RuleDoc } from './model.ts';
@@ -332,6 +333,51 @@ describe('channel formats', () => {
     } finally {
       await smtp.close();
     }
+  });
+
+  test('e-mail to a host other than this machine goes only encrypted: a server offering no STARTTLS gets no AUTH, nothing is sent', async (t) => {
+    // A real receiver on this machine's own non-loopback address: to the channel it is a remote server that offers
+    // no STARTTLS (as one would whose offer a network attacker strips). Before, nodemailer went on in clear and sent
+    // AUTH PLAIN - the password in base64 - and the notice.
+    const address = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i !== undefined && i.family === 'IPv4' && !i.internal)?.address;
+    if (address === undefined) return t.skip('this machine has no non-loopback IPv4 address (smtpTransportOptions is tested below)');
+    const smtp = await startSmtpReceiver({ host: address });
+    try {
+      const alerts = new AlertStore(h.store.database, env);
+      const mail = await alerts.saveChannel(
+        { type: 'email', name: 'remote mail', host: address, port: smtp.port, secure: false, username: 'nimbus', password: 'smtp-remote-pass', from: 'nimbus@example.test', to: ['oncall@example.test'] },
+        'tester',
+      );
+      await assert.rejects(sendNotice(mail, notice, { env }), (err: Error) => {
+        assert.match(err.message, /^channel 'remote mail' \(email\): no TLS with the SMTP server .*nothing was sent$/);
+        assert.ok(!err.message.includes('smtp-remote-pass'));
+        return true;
+      });
+      assert.ok(smtp.commands.includes('STARTTLS'), `STARTTLS asked for: ${smtp.commands.join(' ')}`);
+      assert.deepEqual(
+        smtp.commands.filter((c) => ['AUTH', 'MAIL', 'RCPT', 'DATA'].includes(c)),
+        [],
+        'no credentials and no mail in clear',
+      );
+      assert.equal(smtp.mails.length, 0);
+    } finally {
+      await smtp.close();
+    }
+  });
+
+  test('the SMTP transport requires TLS to every host but loopback', () => {
+    const settings = (host: string, port: number, secure: boolean) => ({ host, port, secure, username: 'u', from: 'a@example.test', to: ['b@example.test'] });
+    const remote = smtpTransportOptions(settings('smtp.example.test', 587, false), 'pw', 1000);
+    assert.equal(remote.secure, false);
+    assert.equal(remote.requireTLS, true, 'STARTTLS required, not merely used when offered');
+    const implicit = smtpTransportOptions(settings('smtp.example.test', 465, true), 'pw', 1000);
+    assert.equal(implicit.secure, true, 'TLS from the first byte');
+    for (const host of ['127.0.0.1', 'localhost', '[::1]', '::1', '127.1.2.3'])
+      assert.equal(smtpTransportOptions(settings(host, 25, false), 'pw', 1000).requireTLS, false, `${host}: a local relay may be plain`);
+    for (const host of ['192.0.2.2', 'mail.localhost.example', '10.0.0.1', '::ffff:8.8.8.8'])
+      assert.equal(smtpTransportOptions(settings(host, 25, false), 'pw', 1000).requireTLS, true, host);
   });
 
   test('secrets: sealed values decrypt only with the key; a missing key is named', () => {

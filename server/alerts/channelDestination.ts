@@ -11,11 +11,11 @@ const EMAIL_ACCOUNT = ['host', 'port', 'username'] as const;
 
 /**
  * Whether an e-mail edit weakens the transport the password travels under. `secure` has two modes: true is TLS from
- * the first byte (the login is always inside TLS); false is STARTTLS only when the server offers it, and nodemailer
- * then logs in over plain text when it does not - an offer a man in the middle can simply withhold. So true → false
- * is a weakening: the password is asked for again, as for another account, since its owner gave it for a TLS-only
- * connection. false → true only strengthens it (the same server, now TLS from the start) and keeps the password. A
- * channel stored without the field was sent as false (the schema's default), the weaker mode already.
+ * the first byte (the login is always inside TLS); false is STARTTLS - required to any host but loopback
+ * (channels.ts smtpTransportOptions), and to a loopback host plain when the server offers no STARTTLS. So true →
+ * false is a weakening: the password is asked for again, as for another account, since its owner gave it for a
+ * TLS-from-the-start connection. false → true only strengthens it (the same server, now TLS from the start) and
+ * keeps the password. A channel stored without the field was sent as false (the schema's default).
  */
 function tlsWeakened(existing: ChannelDoc, input: ChannelInput): boolean {
   return input.type === 'email' && existing.settings.secure === true && !input.secure;

@@ -5,6 +5,7 @@
 import nodemailer from 'nodemailer';
 import { alertsKey, SecretKeyError, unseal } from './secrets.ts';
 import { isAllowedChannelUrl, type AlertDoc, type ChannelDoc } from './model.ts';
+import { isLoopbackName } from '../../lib/net/loopback.ts';
 
 export type NoticeKind = 'fired' | 'recovered' | 'test';
 
@@ -122,6 +123,30 @@ export function emailText(n: AlertNotice): { subject: string; text: string } {
   return { subject: title(n), text: lines.join('\n') };
 }
 
+/** An e-mail channel's stored settings (model.ts channelInputSchema, without the password). */
+export type EmailSettings = { host: string; port: number; secure: boolean; username?: string; from: string; to: string[] };
+
+/**
+ * The SMTP transport of an e-mail channel. To a host other than this machine the session must be encrypted - TLS
+ * from the first byte (`secure`, port 465) or STARTTLS, required (`requireTLS`): nodemailer's default upgrades only
+ * when the server offers STARTTLS, so a server without it, or anyone on the path who strips the offer, got the
+ * notice and AUTH PLAIN (the password in base64) in clear. The webhook rule (https, plain http only to loopback)
+ * for SMTP. To loopback (a local relay) plain stays allowed, and STARTTLS is still used when offered.
+ */
+export function smtpTransportOptions(s: EmailSettings, password: string | undefined, timeoutMs: number) {
+  const loopback = isLoopbackName(s.host.trim().replace(/^\[|\]$/g, ''));
+  return {
+    host: s.host,
+    port: s.port,
+    secure: s.secure,
+    requireTLS: !s.secure && !loopback,
+    ...(s.username ? { auth: { user: s.username, pass: password ?? '' } } : {}),
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  };
+}
+
 /** A failure whose message names no target and so is shown as it is (not reduced to its kind like fetch's). */
 class RefusedSend extends Error {}
 
@@ -165,17 +190,8 @@ export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, optio
         await postJson(secret('url')!, slackBody(notice), {}, timeoutMs);
         return;
       case 'email': {
-        const s = channel.settings as { host: string; port: number; secure: boolean; username?: string; from: string; to: string[] };
-        const password = secret('password');
-        const transport = nodemailer.createTransport({
-          host: s.host,
-          port: s.port,
-          secure: s.secure,
-          ...(s.username ? { auth: { user: s.username, pass: password ?? '' } } : {}),
-          connectionTimeout: timeoutMs,
-          greetingTimeout: timeoutMs,
-          socketTimeout: timeoutMs,
-        });
+        const s = channel.settings as EmailSettings;
+        const transport = nodemailer.createTransport(smtpTransportOptions(s, secret('password'), timeoutMs));
         try {
           const { subject, text } = emailText(notice);
           await transport.sendMail({ from: s.from, to: s.to, subject, text });
@@ -193,6 +209,8 @@ export async function sendNotice(channel: ChannelDoc, notice: AlertNotice, optio
       err instanceof RefusedSend || err instanceof SecretKeyError ? err.message
       : e.name === 'TimeoutError' ? 'timed out'
       : e.message?.startsWith('the receiver answered') ? e.message
+      // requireTLS: the server offered no STARTTLS or the upgrade failed. Nothing was sent, the password included.
+      : channel.type === 'email' && e.code === 'ETLS' ? 'no TLS with the SMTP server (it offered no STARTTLS, or the upgrade failed); mail to a host other than this machine goes only encrypted, so nothing was sent'
       : (e.code ?? e.name ?? 'failed');
     throw new Error(`channel '${channel.name}' (${channel.type}): ${reason}`);
   }

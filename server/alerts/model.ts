@@ -94,7 +94,7 @@ export const channelInputSchema = z.discriminatedUnion('type', [
       name: z.string().trim().min(1).max(120),
       host: z.string().trim().min(1).max(255),
       port: z.number().int().min(1).max(65535).default(587),
-      /** TLS from the first byte (port 465); otherwise STARTTLS when the server offers it. */
+      /** TLS from the first byte (port 465); otherwise STARTTLS, required to any host but loopback (channels.ts smtpTransportOptions). */
       secure: z.boolean().default(false),
       username: z.string().max(320).optional(),
       password: z.string().max(1000).optional(),

@@ -1,6 +1,7 @@
 // Test receivers for alert notices: an HTTP endpoint that records every POST (a generic, Teams or Slack webhook)
 // and a tiny SMTP server that records every mail (just enough of RFC 5321 for nodemailer: EHLO without
-// STARTTLS, MAIL, RCPT, DATA, QUIT). Both listen on 127.0.0.1 on an ephemeral port.
+// STARTTLS, MAIL, RCPT, DATA, QUIT). Both listen on 127.0.0.1 on an ephemeral port (the SMTP receiver on another
+// address of this machine when asked: a host that is not loopback, to which mail must go encrypted).
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -40,11 +41,14 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
 export interface SmtpReceiver {
   port: number;
   mails: Array<{ from: string; to: string[]; data: string; auth: string | null }>;
+  /** The verb of every command received (`EHLO`, `STARTTLS`, `AUTH`, ...), never its arguments. */
+  commands: string[];
   close(): Promise<void>;
 }
 
-export async function startSmtpReceiver(): Promise<SmtpReceiver> {
+export async function startSmtpReceiver(o: { host?: string } = {}): Promise<SmtpReceiver> {
   const mails: SmtpReceiver['mails'] = [];
+  const commands: string[] = [];
   const server: TcpServer = createTcpServer((socket) => {
     let buffer = '';
     let inData = false;
@@ -67,6 +71,7 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
           } else current.data += `${line.startsWith('..') ? line.slice(1) : line}\n`;
           continue;
         }
+        commands.push(line.split(' ')[0]!.toUpperCase());
         const verb = line.slice(0, 4).toUpperCase();
         if (verb === 'EHLO') socket.write('250-test-smtp\r\n250-AUTH PLAIN\r\n250 8BITMIME\r\n');
         else if (verb === 'HELO') reply('250 test-smtp');
@@ -91,10 +96,11 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
     });
     socket.on('error', () => undefined);
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  await new Promise<void>((ok) => server.listen(0, o.host ?? '127.0.0.1', ok));
   return {
     port: (server.address() as AddressInfo).port,
     mails,
+    commands,
     close: () => new Promise<void>((ok) => server.close(() => ok())),
   };
 }

@@ -53,6 +53,23 @@ export interface Authorized {
    */
   endpoints?: readonly string[];
   subject: AuthSubject;
+  /**
+   * Whether this request passed the origin check (a change, a method other than GET/HEAD/OPTIONS, or a read
+   * declared `effects`): `limitRate` spends the caller's change budget only for such a request.
+   */
+  originChecked: boolean;
+}
+
+/** What a route declares about a request beyond its action. */
+export interface AuthorizeOptions {
+  /**
+   * The request has effects although its method reads and its action is not a change: it spends the caller's
+   * budget (the change rate limit, the Agent API's limits), writes the audit log as the caller, or locks sessions
+   * on the broker. Then it must come from our own origin like a change (403 otherwise, audited): a page on another
+   * site can send a GET with the user's cookie by a top-level navigation (SameSite=Lax), and with sign-in off by
+   * an <img>. Plain reads stay open to such requests - a link to the console from elsewhere must still open it.
+   */
+  effects?: boolean;
 }
 
 /** The roles a principal holds: everything while NIMBUS_AUTH=off, else its claims through the mapping plus grants. */
@@ -265,8 +282,9 @@ export async function authorize(
   action: Action,
   endpointId?: string,
   subject: AuthSubject = {},
+  options: AuthorizeOptions = {},
 ): Promise<Authorized> {
-  return check(request, action, endpointId, subject, 'here');
+  return check(request, action, endpointId, subject, 'here', action, options);
 }
 
 /**
@@ -305,8 +323,9 @@ export async function authorizeBeforeBody(
   subject: AuthSubject = {},
   /** How refusals are named in the audit log when the body chooses among several actions (`subscription.*`). */
   label: string = action,
+  options: AuthorizeOptions = {},
 ): Promise<Authorized> {
-  return check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label);
+  return check(request, action, endpointId, subject, endpointId === undefined ? 'anywhere' : 'hereUnlimited', label, options);
 }
 
 /**
@@ -317,7 +336,10 @@ export function nameRefusedInput(who: Authorized, label: string): void {
   if (isMutating(who.action)) owesAudit((answer) => recordRefusedInput({ ...auditBase(who), action: label }, answer));
 }
 
-/** Methods a browser may send from any page without a preflight that change nothing here: no origin check for them. */
+/**
+ * Methods a browser may send from any page without a preflight: no origin check for them unless the action is a
+ * change or the route declares effects (AuthorizeOptions).
+ */
 const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 async function check(
@@ -327,10 +349,15 @@ async function check(
   subject: AuthSubject,
   scope: 'here' | 'hereUnlimited' | 'anywhere',
   label: string = action,
+  options: AuthorizeOptions = {},
 ): Promise<Authorized> {
   refuseUnlessLoopbackWhenSignInOff(request);
   const principal = await principalOf(request);
-  const ctx = isMutating(action) || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
+  // A change, or any request that is not a plain read by method (the replay preview is a POST that scans a
+  // dead-letter queue and spends the caller's change budget), or a read with effects: from our own origin only.
+  const originChecked = isMutating(action) || !READ_METHODS.has(request.method.toUpperCase()) || options.effects === true;
+  // The context is opened whenever a refusal here must be audited: with sign-in off too for a checked origin.
+  const ctx = originChecked || principal === null || principal.kind !== 'anonymous' ? await getContext() : undefined;
   if (principal === null) {
     return refuse(ctx, null, [], label, endpointId, subject, {
       status: 401,
@@ -339,9 +366,7 @@ async function check(
     });
   }
   const assignments = ctx ? await rolesOf(principal, ctx) : [{ role: 'Owner' as const, endpointId: null, source: 'auth off' }];
-  // A change, or any request that is not a plain read by method (the replay preview is a POST that scans a
-  // dead-letter queue and spends the caller's change budget): from our own origin only.
-  if (isMutating(action) || !READ_METHODS.has(request.method.toUpperCase())) {
+  if (originChecked) {
     const problem = originProblem(request);
     if (problem !== null)
       return refuse(ctx, principal, assignments, label, endpointId, subject, { status: 403, error: 'forbidden', detail: problem });
@@ -353,7 +378,7 @@ async function check(
       error: 'forbidden',
       detail: label === action ? decision.reason : decision.reason.replace(action, label),
     });
-  const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject };
+  const who: Authorized = { principal, user: principal.name || principal.id, assignments, role: decision.role, action, endpointId, subject, originChecked };
   if (scope === 'here') await admitChange(who);
   // Let through before the body (or on one endpoint of several, before the change is admitted): input refused from
   // here on - a body that does not validate, an unknown endpoint, a selection that matches nothing - is owed an
@@ -385,6 +410,9 @@ function decideAnywhere(principal: Principal, assignments: readonly RoleAssignme
  * itself.
  */
 export async function limitRate(who: Authorized): Promise<void> {
+  // A read that spends the budget must have been authorized with `effects`: else any site could spend it for the
+  // caller (a cross-site GET). A programming error, so loud: the route's tests fail rather than ship the hole.
+  if (!who.originChecked) throw new Error(`limitRate: ${who.action} was authorized without the origin check (pass { effects: true } to authorize)`);
   const wait = limiter.take(principalKey(who.principal), rateLimitSettings());
   if (wait > 0)
     await refuse(await getContext(), who.principal, who.assignments, who.action, who.endpointId, who.subject, {
@@ -504,11 +532,12 @@ export async function identify(request: Request, label: string): Promise<Authori
   if (principal === null)
     return refuse(ctx, null, [], label, undefined, {}, { status: 401, error: 'unauthorized', detail: 'sign in or present a bearer token (no valid session or bearer token)' });
   const assignments = await rolesOf(principal, ctx);
-  if (request.method !== 'GET') {
+  const originChecked = request.method !== 'GET';
+  if (originChecked) {
     const problem = originProblem(request);
     if (problem !== null) return refuse(ctx, principal, assignments, label, undefined, {}, { status: 403, error: 'forbidden', detail: problem });
   }
   if (assignments.length === 0)
     return refuse(ctx, principal, assignments, label, undefined, {}, { status: 403, error: 'forbidden', detail: `${principal.name} holds no console role` });
-  return { principal, user: principal.name || principal.id, assignments, role: assignments[0]!.role, action: 'read', endpointId: undefined, subject: {} };
+  return { principal, user: principal.name || principal.id, assignments, role: assignments[0]!.role, action: 'read', endpointId: undefined, subject: {}, originChecked };
 }

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-// The console is https here, so the sign-in cookie carries the __Secure- prefix.
+// The console is https here, so the sign-in cookie carries the __Host- prefix.
 import { beginSignIn, completeSignIn, safeReturnTo, signOut, SECURE_SIGNIN_COOKIE as SIGNIN_COOKIE } from './flow.ts';
 import { getPrincipal } from './authenticate.ts';
 // The console is https here, so its session cookie carries the __Host- prefix.
@@ -104,6 +104,18 @@ async function signIn(login: string, password: string, returnTo = '/monitor?x=1'
 }
 
 describe('sign-in flow (MSAL, OIDC mode, real provider)', () => {
+  test('a sign-in transaction under a name a sibling subdomain can set is not read: no login CSRF', async () => {
+    // The attacker begins a sign-in here (a sealed transaction of their own) and signs in at the provider with their
+    // own account, but keeps the code. A page on a sibling subdomain sets the transaction in the victim's browser as
+    // `__Secure-nimbus_signin` with Domain= (the browser allows that for __Secure-, not for __Host-) and sends the
+    // victim to the callback with the attacker's code and state: the old name signed the victim in as the attacker.
+    const { txCookie, callback } = await signIn('operator', 'operator-pw');
+    const transaction = txCookie.split(';')[0]!.slice(txCookie.indexOf('=') + 1);
+    const planted = await completeSignIn(new Request(callback as string, { headers: { cookie: `__Secure-nimbus_signin=${transaction}` } }));
+    assert.equal(planted.status, 400, 'refused as a sign-in that was not started here');
+    assert.ok(!planted.headers.getSetCookie().some((c) => c.startsWith(`${SESSION_COOKIE}=v`)), 'no session');
+  });
+
   test('signs a user in: session cookie flags, principal from the id token, back to the page asked for', async () => {
     const { start, txCookie, callback } = await signIn('operator', 'operator-pw');
     assert.equal(start.status, 303);
@@ -112,7 +124,10 @@ describe('sign-in flow (MSAL, OIDC mode, real provider)', () => {
     assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
     assert.ok(authorize.searchParams.get('state') && authorize.searchParams.get('nonce'));
     assert.match(txCookie, new RegExp(`^${SIGNIN_COOKIE}=v1\\.`));
-    for (const flag of ['HttpOnly', 'SameSite=Lax', 'Secure', 'Path=/auth', 'Max-Age=600']) assert.ok(txCookie.split('; ').includes(flag), `${flag} in ${txCookie}`);
+    assert.equal(SIGNIN_COOKIE, '__Host-nimbus_signin');
+    // __Host- is taken by the browser only with Secure, Path=/ and no Domain (a sibling subdomain cannot plant it).
+    for (const flag of ['HttpOnly', 'SameSite=Lax', 'Secure', 'Path=/', 'Max-Age=600']) assert.ok(txCookie.split('; ').includes(flag), `${flag} in ${txCookie}`);
+    assert.doesNotMatch(txCookie, /Domain=/i);
     assert.equal(typeof callback, 'string');
 
     const done = await completeSignIn(new Request(callback as string, { headers: { cookie: txCookie.split(';')[0]! } }));
@@ -121,7 +136,7 @@ describe('sign-in flow (MSAL, OIDC mode, real provider)', () => {
     const set = done.headers.getSetCookie();
     const session = set.find((c) => c.startsWith(`${SESSION_COOKIE}=`))!;
     for (const flag of ['HttpOnly', 'SameSite=Lax', 'Secure', 'Path=/', 'Max-Age=900']) assert.ok(session.split('; ').includes(flag), `${flag} in ${session}`);
-    assert.ok(set.some((c) => c.startsWith(`${SIGNIN_COOKIE}=;`) && c.includes('Max-Age=0')), 'the sign-in cookie is cleared');
+    assert.ok(set.some((c) => c.startsWith(`${SIGNIN_COOKIE}=;`) && c.includes('Max-Age=0') && c.includes('Path=/;')), 'the sign-in cookie is cleared');
 
     const value = cookieValue(set, SESSION_COOKIE)!;
     const principal = await getPrincipal(new Request(`${CONSOLE}/api/endpoints`, { headers: { cookie: `other=1; ${SESSION_COOKIE}=${value}` } }));

@@ -15,14 +15,19 @@ import { readCookie, secureCookies } from './authenticate.ts';
 import { originProblem } from './hardening.ts';
 import { log } from '../log.ts';
 
-/** The in-flight sign-in: state, nonce, PKCE verifier and where to return. Scoped to /auth, 10 minutes. */
+/** The in-flight sign-in: state, nonce, PKCE verifier and where to return. 10 minutes, cleared by the callback. */
 export const SIGNIN_COOKIE = 'nimbus_signin';
 /**
- * Its name on https: `__Secure-` (the browser takes it only with Secure, from https). Not `__Host-`, which would
- * need Path=/ and send the transaction with every request of the console.
+ * Its name on https: `__Host-`, so the browser takes it only with Secure, Path=/ and no Domain - from this host
+ * alone. `__Secure-` (its name before) still let a sibling subdomain plant one with `Domain=`: an attacker who
+ * began a sign-in here (a sealed transaction of their own) and took their code from the provider could set that
+ * transaction in a victim's browser and send the victim to the callback with the attacker's code and state - the
+ * victim signed in as the attacker (login CSRF). The price of Path=/: the transaction, a few hundred bytes, goes
+ * with every request while a sign-in is under way. Plain http (loopback) has no prefix and keeps Path=/auth.
  */
-export const SECURE_SIGNIN_COOKIE = '__Secure-nimbus_signin';
+export const SECURE_SIGNIN_COOKIE = '__Host-nimbus_signin';
 const signinCookieName = (secure: boolean) => (secure ? SECURE_SIGNIN_COOKIE : SIGNIN_COOKIE);
+const signinCookiePath = (secure: boolean) => (secure ? '/' : '/auth');
 const SIGNIN_PURPOSE = 'nimbus-console sign-in transaction v1';
 const SIGNIN_SECONDS = 600;
 /** Browsers drop cookies over 4096 bytes; leave room for the name and attributes. */
@@ -99,7 +104,7 @@ function failure(reason: keyof typeof FAILURES, status: number, clearSignin: Ena
   const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed - NimBus Console</title></head><body><h1>Sign-in failed</h1><p>${FAILURES[reason]}</p><p><a href="/auth/signin">Sign in again</a></p></body></html>`;
   const headers = new Headers({ 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
   const secure = secureCookies(clearSignin);
-  headers.append('set-cookie', serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: '/auth', secure }));
+  headers.append('set-cookie', serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: signinCookiePath(secure), secure }));
   return new Response(body, { status, headers });
 }
 
@@ -123,7 +128,7 @@ export async function beginSignIn(request: Request): Promise<Response> {
   const exp = Math.floor(Date.now() / 1000) + SIGNIN_SECONDS;
   const transaction = seal({ state, nonce, verifier: pkce.verifier, returnTo, exp }, config.session.secret, SIGNIN_PURPOSE);
   const secure = secureCookies(config);
-  return redirect(url, [serializeCookie(signinCookieName(secure), transaction, { maxAgeSeconds: SIGNIN_SECONDS, path: '/auth', secure })]);
+  return redirect(url, [serializeCookie(signinCookieName(secure), transaction, { maxAgeSeconds: SIGNIN_SECONDS, path: signinCookiePath(secure), secure })]);
 }
 
 /** The user named by the id token's claims; null when it names nobody. */
@@ -190,7 +195,7 @@ export async function completeSignIn(request: Request): Promise<Response> {
   log.info({ user: principal.id }, 'signed in');
   return redirect(tx.data.returnTo, [
     serializeCookie(sessionCookieName(secure), session, { maxAgeSeconds: config.session.maxAgeSeconds, path: '/', secure }),
-    serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: '/auth', secure }),
+    serializeCookie(signinCookieName(secure), '', { maxAgeSeconds: 0, path: signinCookiePath(secure), secure }),
   ]);
 }
 

@@ -25,13 +25,15 @@ export const dynamic = 'force-dynamic';
 
 export function GET(request: Request): Promise<Response> {
   return handle(async () => {
-    const who = await authorize(request, 'read');
-    const { part } = parseOr400(reconcilePreviewQuery, Object.fromEntries(new URL(request.url).searchParams), 'reconcile query');
+    const query = new URL(request.url).searchParams;
+    // The session scan locks sessions on the live subscriptions (up to its time budget) and counts against the
+    // caller's rate limit as the dead-letter replay preview does: a GET with effects, so from our own origin only
+    // (a page on another site must not spend the operator's budget). The rows alone are a plain read.
+    const who = await authorize(request, 'read', undefined, {}, { effects: query.get('part') !== 'rows' });
+    const { part } = parseOr400(reconcilePreviewQuery, Object.fromEntries(query), 'reconcile query');
     const ctx = await getContext();
     const scope = readScope(who);
     if (part === 'rows') return json(await reconcileRowsPreview(ctx, scope));
-    // The session scan locks sessions on the live subscriptions (up to its time budget): it counts against the
-    // caller's rate limit as the dead-letter replay preview does.
     await limitRate(who);
     if (part === 'sessions') return json(await reconcileSessionsPreview(ctx, scope));
     return json(await reconcilePreview(ctx, scope));
