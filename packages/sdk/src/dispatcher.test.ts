@@ -896,3 +896,79 @@ describe('a behaviour that dead-letters the message and returns without throwing
     assert.equal(port.state.NextReplaySequence, 1);
   });
 });
+
+describe('a behaviour that throws after the terminal step settled the message', () => {
+  // Before: the error went through the catch ladder as if nothing were settled - a "Failed to handle message."
+  // notification to the Resolver (its Completed/Failed/Deferred row overwritten as DeadLettered) and a dead-letter
+  // of a message the broker had already completed (refused, so the delivery even ended transient).
+  const throwsAfterNext: PipelineBehavior = async (_ctx, next) => {
+    let settled: unknown;
+    try {
+      await next();
+    } catch (error) {
+      settled = error;
+    }
+    throw new Error('audit write failed', { cause: settled });
+  };
+  const unreadable = JSON.stringify({
+    EventContent: { EventTypeId: 'OrderPlaced', EventJson: '{not json' },
+    ErrorContent: null,
+  });
+  const cases: Array<[string, () => (e: unknown) => void, (port: FakePort) => void, string | undefined]> = [
+    ['completed (a success)', () => () => undefined, () => undefined, undefined],
+    [
+      'handlerFailed (a Retry-disposition failure, blocked)',
+      () => () => {
+        throw new Error('downstream 503');
+      },
+      () => undefined,
+      undefined,
+    ],
+    [
+      'deferred (parked behind a block)',
+      () => () => undefined,
+      (port) => {
+        port.state = { ...emptySessionState(), BlockedByEventId: 'e0', BlockedByMessageId: 'm0' };
+      },
+      undefined,
+    ],
+    ['deadLettered (a permanent failure)', () => () => undefined, () => undefined, unreadable],
+  ];
+  for (const [what, handler, prepare, body] of cases) {
+    for (const deliveryCount of [0, 9]) {
+      test(`${what}, delivery ${deliveryCount + 1} of 10: the settlement stands; the error is logged and observed, nothing contradicts it`, async () => {
+        const message = { ...received(), deliveryCount, ...(body !== undefined ? { body } : {}) };
+        // The same delivery without the behaviour: what the settlement is.
+        const baseline = new FakePort();
+        prepare(baseline);
+        const expected = await dispatcher(handler()).dispatch(message, baseline, signal);
+        assert.notEqual(expected, 'transient');
+
+        const port = new FakePort();
+        prepare(port);
+        port.failOn = 'deadLetter Failed to handle message.';
+        const { events, observer } = observerLog();
+        const lines: Array<{ level: number; msg: string }> = [];
+        const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+        const d = new Dispatcher({
+          endpointId: 'billing',
+          handlers: new HandlerRegistry().on('OrderPlaced', handler()),
+          behaviors: [throwsAfterNext],
+          observers: [observer],
+          logger,
+        });
+        const { result, error } = await d.dispatchDetailed(message, port, signal);
+        assert.equal(result, expected, 'the delivery keeps its settlement (not transient, not dead-lettered anew)');
+        assert.deepEqual(port.log, baseline.log, 'no notification or dead-letter after the settlement');
+        assert.deepEqual(port.sentIds.length, baseline.sentIds.length);
+        assert.ok(error !== undefined);
+        assert.ok(events.includes('failed:Error'), `the behaviour's error is observed: ${events.join(', ')}`);
+        assert.ok(!events.includes('deadLettered:Failed to handle message.'));
+        assert.ok(
+          lines.some((l) => l.level === 40 && /behaviour threw after the message was settled/.test(l.msg)),
+          'and logged as what it is',
+        );
+      });
+    }
+  }
+});

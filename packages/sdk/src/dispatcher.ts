@@ -149,6 +149,8 @@ export class Dispatcher {
     let deadLetteredByBehavior: { reason: string; description: string } | undefined;
     let terminalRan = false;
     let terminalResult: Signal | undefined;
+    /** The terminal step's settlement, once its effects ran (a behaviour may throw after it). */
+    let terminalSettlement: Settlement | undefined;
     const ctx: PipelineContext = {
       endpointId: this.options.endpointId,
       message: info,
@@ -165,6 +167,7 @@ export class Dispatcher {
         terminalRan = true;
         const settlement = await this.decideAndSettle(m, port, signal);
         terminalResult = settlement.signal;
+        terminalSettlement = settlement;
         if (settlement.signal !== 'completed') throw new Settled(settlement);
       };
       await composePipeline(this.behaviors, ctx, terminal)();
@@ -184,9 +187,41 @@ export class Dispatcher {
       await this.observe('onMessageCompleted', (o) => o.onMessageCompleted?.(info));
       return { result: terminalResult ?? 'completed' };
     } catch (error) {
+      // A behaviour that threw after the terminal step settled the message (completed, parked, failed and blocked, or
+      // dead-lettered it): the settlement stands. The ladder would tell the Resolver "Failed to handle message." over
+      // the answer it has and dead-letter a message the broker no longer holds.
+      const rethrown = error instanceof Settled && error.settlement === terminalSettlement;
+      if (terminalSettlement && settlesMessage(terminalSettlement) && !rethrown) {
+        const result = await this.behaviourFailedAfterSettlement(error, m, info, terminalSettlement);
+        return { result, error: terminalSettlement.error ?? error };
+      }
       const result = await this.ladder(error, m, info, port, signal, deadLetteredByBehavior !== undefined);
       return { result, error: error instanceof Settled ? error.settlement.error : error };
     }
+  }
+
+  /**
+   * What a behaviour threw after the message was settled: logged and reported to observers (onMessageFailed with the
+   * behaviour's error; onMessageDeadLettered too when the settlement dead-lettered the message, as it did). Nothing
+   * is sent and nothing settled: no notification contradicting the Resolver's answer, no dead-letter, not transient
+   * (nothing comes back). The delivery ends with its settlement's signal.
+   */
+  private async behaviourFailedAfterSettlement(
+    error: unknown,
+    m: InboundMessage,
+    info: MessageInfo,
+    settlement: Settlement,
+  ): Promise<DeliveryResult> {
+    this.log.warn(
+      { ...logFields(m), outcome: settlement.signal, err: errorSummary(error) },
+      'a behaviour threw after the message was settled: the settlement stands, nothing else is settled or sent',
+    );
+    await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
+    if (settlement.signal === 'deadLettered') {
+      const reason = lastDeadLetterReason(settlement) ?? FAILED_TO_HANDLE;
+      await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
+    }
+    return settlement.signal;
   }
 
   /**
@@ -564,6 +599,11 @@ function afterCompletionFailure(effect: Effect): string {
       'Failed and its session blocked until an operator resubmits or skips it'
     );
   return `settlement step '${effect.kind}' failed after the message was completed: it is not redelivered, the step is not retried`;
+}
+
+/** True when the settlement's effects completed or dead-lettered the message: nothing comes back to redeliver. */
+function settlesMessage(settlement: Settlement): boolean {
+  return settlement.effects.some((e) => e.kind === 'complete' || e.kind === 'deadLetter');
 }
 
 function lastDeadLetterReason(settlement: Settlement | undefined): string | undefined {
