@@ -972,3 +972,37 @@ describe('a behaviour that throws after the terminal step settled the message', 
     }
   }
 });
+
+describe('the last-delivery dead-letter of a replayed copy: the dead-letter before the replay cursor', () => {
+  // The SDK's budget may end before the subscription's (maxDeliveryCount below it): a dead-letter that fails then
+  // leaves the message to come back. Before, the cursor had been written first, and the redelivery was completed as
+  // "already handled": the Resolver said DeadLettered, the dead-letter queue was empty and the payload gone.
+  test('a dead-letter that fails leaves the cursor, so the redelivery dead-letters it again', async () => {
+    const port = new FakePort();
+    port.state = { ...emptySessionState(), NextDeferralSequence: 2, NextReplaySequence: 0, DeferredCount: 2 };
+    const d = new Dispatcher({
+      endpointId: 'billing',
+      maxDeliveryCount: 3,
+      handlers: new HandlerRegistry().on('OrderPlaced', () => {
+        throw new TransientError('downstream socket reset');
+      }),
+    });
+    const copy = (deliveryCount: number) => ({
+      ...received({ ReplaySequence: 0, ReplayUntil: 1, ReplayPassEnd: true }),
+      deliveryCount,
+    });
+    port.failOn = 'deadLetter';
+    assert.equal(await d.dispatch(copy(2), port, signal), 'transient');
+    assert.equal(port.state.NextReplaySequence, 0, 'the cursor is not advanced past a copy still on the queue');
+    assert.deepEqual(port.log, ['send ErrorResponse'], 'only the notification got out');
+
+    port.failOn = undefined;
+    port.log = [];
+    // Still on the last delivery the SDK allows (its own count ended): the transient handler again.
+    assert.equal(await d.dispatch(copy(3), port, signal), 'deadLettered');
+    assert.deepEqual(port.log.slice(0, 2), ['send ErrorResponse', 'deadLetter MaxDeliveryCountExceeded']);
+    assert.ok(!port.log.includes('complete'));
+    assert.equal(port.state.NextReplaySequence, 1, 'then the cursor moves on');
+    assert.ok(port.log.includes('send ProcessDeferredRequest'), 'and the next pass is asked for');
+  });
+});

@@ -321,8 +321,8 @@ export class Dispatcher {
   }
 
   /**
-   * The replay bookkeeping of a dead-lettered replayed copy: after the dead-letter of a behaviour or of the catch
-   * ladder; before it on the budget path, whose message the broker dead-letters at lock expiry anyway. Best effort: a
+   * The replay bookkeeping of a dead-lettered replayed copy: after the dead-letter of a behaviour, of the catch
+   * ladder or of the budget path (a cursor moved past a copy still on the queue loses it). Best effort: a
    * cursor left behind is caught up by the next copy handled or the pass-end marker of a pass that finds nothing.
    */
   private async settleReplay(m: InboundMessage, port: DeliveryPort): Promise<void> {
@@ -345,7 +345,7 @@ export class Dispatcher {
    * A transient outcome on the last delivery the subscription allows. Left unsettled, the broker would dead-letter
    * it at lock expiry without telling anyone, and the Resolver's row would stay Pending. So it takes the
    * specification's dead-letter path: the notification first (best effort), then the dead-letter with the same
-   * reason the broker would have used. A replayed copy still advances the drain cursor when the state can be read.
+   * reason the broker would have used. A replayed copy then advances the drain cursor when the state can be read.
    */
   private async budgetSpent(
     error: unknown,
@@ -360,9 +360,6 @@ export class Dispatcher {
     );
     await this.observe('onMessageFailed', (o) => o.onMessageFailed?.(info, error));
     await this.runBestEffort(notification(m, this.env(new Date()), reason, description, error), port, m);
-    // A replayed copy advances the drain cursor (best effort: the dead-letter goes ahead either way, since the broker
-    // would dead-letter this message now anyway).
-    await this.settleReplay(m, port);
     try {
       await port.deadLetter(reason, description);
     } catch (settleError) {
@@ -372,6 +369,10 @@ export class Dispatcher {
       );
       return 'transient';
     }
+    // A replayed copy advances the drain cursor after the dead-letter, not before (as on the ladder's path): the SDK's
+    // budget can end before the subscription's, and a cursor written before a dead-letter that then failed made the
+    // redelivery a copy "already handled", completed - the payload lost.
+    await this.settleReplay(m, port);
     this.log.warn({ ...logFields(m), reason }, 'dead-lettered: delivery budget spent on transient failures');
     await this.observe('onMessageDeadLettered', (o) => o.onMessageDeadLettered?.(info, reason));
     return 'deadLettered';
